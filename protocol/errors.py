@@ -1,0 +1,39 @@
+"""Typed errors shared by every protocol machine (the h11 model).
+
+- ``ParameterError``: a mechanism or protocol was configured with an invalid parameter
+  (raised at construction, names the field and the limit).
+- ``LocalProtocolError``: *we* misused a machine (wrong stage, call out of order).
+- ``RemoteProtocolError``: a *peer* sent something malformed, out of domain or out of turn.
+- ``BudgetExhausted``: a privacy ledger refused a charge; nothing was released.
+"""
+
+from __future__ import annotations
+
+
+class ProtocolError(Exception):
+    """Base class of every protocol error.
+
+    ``field`` names the offending field (``"eps0"``, ``"values[3]"``, ``"payload"``) when one
+    can be named; ``reason`` is a short human sentence saying what limit was violated.
+    """
+
+    def __init__(self, reason: str, *, field: str | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        super().__init__(f"{field}: {reason}" if field else reason)
+
+
+class ParameterError(ProtocolError, ValueError):
+    """An invalid parameter given at construction time (our own configuration)."""
+
+
+class LocalProtocolError(ProtocolError):
+    """This side used a protocol machine incorrectly."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent a message that violates the protocol; it is refused, never used."""
+
+
+class BudgetExhausted(ProtocolError):
+    """A privacy-ledger charge would exceed the budget; the release must not happen."""
