@@ -1,0 +1,175 @@
+"""MQTT transport on aiomqtt, and broker URLs (``mqtt://[user:pass@]host:port``).
+
+Each connection is one aiomqtt client with TCP_NODELAY set on its socket (a delayed-ACK
+stall otherwise slows request/acknowledge exchanges several-fold). Publishing at QoS 1
+waits for the broker's PUBACK; ``publish_many`` overlaps those waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import socket
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+import aiomqtt
+
+from broker.transport import Delivery, TransportError
+
+DEFAULT_MQTT_PORT = 1883
+
+
+class BrokerUrlError(ValueError):
+    """A broker URL that cannot be used; the message says what form is expected."""
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """Where an MQTT broker listens, and optional credentials."""
+
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL without the password."""
+        user = f"{self.username}@" if self.username else ""
+        return f"mqtt://{user}{self.host}:{self.port}"
+
+
+def parse_broker_url(url: str) -> BrokerAddress:
+    """Parse ``mqtt://[user:pass@]host[:port]``; ``BrokerUrlError`` names what is wrong."""
+    parts = urlsplit(url)
+    if parts.scheme != "mqtt":
+        raise BrokerUrlError(
+            f"broker URL {url!r} must start with mqtt:// (e.g. mqtt://127.0.0.1:1883), "
+            "or be 'embedded' or 'memory'"
+        )
+    if not parts.hostname:
+        raise BrokerUrlError(f"broker URL {url!r} has no host (e.g. mqtt://127.0.0.1:1883)")
+    try:
+        port = parts.port or DEFAULT_MQTT_PORT
+    except ValueError:
+        raise BrokerUrlError(f"broker URL {url!r} has an invalid port (1-65535)") from None
+    if parts.path not in ("", "/"):
+        raise BrokerUrlError(f"broker URL {url!r} must not have a path")
+    return BrokerAddress(
+        host=parts.hostname,
+        port=port,
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+    )
+
+
+async def broker_reachable(address: BrokerAddress, timeout: float = 2.0) -> bool:
+    """True if a TCP connection to the broker's port succeeds."""
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(address.host, address.port), timeout
+        )
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+class MqttTransport:
+    """Connections to one MQTT broker."""
+
+    def __init__(
+        self,
+        address: BrokerAddress | str,
+        *,
+        connect_attempts: int = 6,
+        keepalive: int = 60,
+    ) -> None:
+        self.address = parse_broker_url(address) if isinstance(address, str) else address
+        self.name = self.address.url
+        self.connect_attempts = connect_attempts
+        self.keepalive = keepalive
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+        client_id: str,
+        *,
+        clean_session: bool = True,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> AsyncIterator[MqttConnection]:
+        """Connect with retries (exponential backoff with jitter) and yield the connection."""
+        delay = 0.05
+        for attempt in range(1, self.connect_attempts + 1):
+            client = aiomqtt.Client(
+                self.address.host,
+                self.address.port,
+                identifier=client_id,
+                username=username or self.address.username,
+                password=password or self.address.password,
+                clean_session=clean_session,
+                keepalive=self.keepalive,
+                timeout=30,
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            )
+            try:
+                await client.__aenter__()
+            except aiomqtt.MqttError as error:
+                if attempt == self.connect_attempts:
+                    raise TransportError(
+                        f"{client_id}: cannot connect to {self.name} after {attempt} "
+                        f"attempts: {error}"
+                    ) from error
+                await asyncio.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 2.0)
+                continue
+            break
+        try:
+            yield MqttConnection(client, client_id)
+        finally:
+            with contextlib.suppress(aiomqtt.MqttError, asyncio.CancelledError):
+                await client.__aexit__(None, None, None)
+
+
+class MqttConnection:
+    """One aiomqtt client behind the ``Connection`` interface."""
+
+    def __init__(self, client: aiomqtt.Client, client_id: str) -> None:
+        self._client = client
+        self.client_id = client_id
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Publish and (QoS 1) wait for the broker's acknowledgement."""
+        try:
+            await self._client.publish(topic, payload, qos=qos)
+        except aiomqtt.MqttError as error:
+            raise TransportError(f"{self.client_id}: publish to {topic} failed: {error}") from error
+
+    async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
+        """Publish several messages with their acknowledgements awaited concurrently."""
+        await asyncio.gather(*(self.publish(topic, payload, qos) for topic, payload in items))
+
+    async def subscribe(self, *filters: str, qos: int = 1) -> None:
+        """Subscribe to all filters in one SUBSCRIBE packet."""
+        try:
+            await self._client.subscribe([(pattern, qos) for pattern in filters])
+        except aiomqtt.MqttError as error:
+            raise TransportError(f"{self.client_id}: subscribe failed: {error}") from error
+
+    async def messages(self) -> AsyncIterator[Delivery]:
+        """Every delivery until the connection closes."""
+        try:
+            async for message in self._client.messages:
+                yield Delivery(message.topic.value, bytes(message.payload))
+        except aiomqtt.MqttError as error:
+            raise TransportError(f"{self.client_id}: connection lost: {error}") from error
+
+    def pending(self) -> int:
+        """Deliveries buffered in the client and not consumed yet."""
+        return len(self._client.messages)

@@ -1,0 +1,65 @@
+"""Pieces shared by every thin asyncio pump (device agents, the collector).
+
+A pump owns a connection and a protocol machine. It decodes deliveries, feeds the
+machine with ``loop.time()`` as ``now``, publishes the machine's outbox, and wakes the
+machine at its ``next_timer()``. No protocol decision lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+from broker.transport import Connection
+from protocol import codec
+from protocol.events import Machine
+
+
+async def publish_outbound(conn: Connection, machine: Machine) -> int:
+    """Publish everything in the machine's outbox; return how many messages."""
+    outbound = machine.pop_outbound()
+    if not outbound:
+        return 0
+    if len(outbound) == 1:
+        await conn.publish(outbound[0].topic, codec.encode(outbound[0].message))
+    else:
+        await conn.publish_many((o.topic, codec.encode(o.message)) for o in outbound)
+    return len(outbound)
+
+
+async def drive_timers(
+    machine: Machine,
+    after_timer: Callable[[], Awaitable[None]],
+    *,
+    max_sleep: float = 1.0,
+) -> None:
+    """Call ``machine.handle_timer`` at its deadlines until cancelled.
+
+    Re-reads ``next_timer()`` at least every ``max_sleep`` seconds, since other inputs move
+    deadlines. Machine calls are synchronous, so they never interleave with the pump's.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        deadline = machine.next_timer()
+        now = loop.time()
+        if deadline is not None and deadline <= now:
+            machine.handle_timer(now)
+            await after_timer()
+            continue
+        pause = max_sleep if deadline is None else min(max_sleep, deadline - now)
+        await asyncio.sleep(pause)
+
+
+@contextlib.asynccontextmanager
+async def background(coro: Awaitable[None]):
+    """Run ``coro`` as a task for the duration of the block, then cancel it."""
+    task = asyncio.ensure_future(coro)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]

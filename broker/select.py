@@ -1,0 +1,45 @@
+"""Turn a ``--broker`` value into a running transport: ``embedded``, ``memory`` or a URL."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from broker.embedded import EmbeddedBroker
+from broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
+from broker.transport import MemoryTransport, Transport
+
+
+class BrokerUnavailable(ConnectionError):
+    """The broker named by the user cannot be reached; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """What results.json records about the broker."""
+
+    kind: str  # "embedded" | "mqtt" | "memory"
+    url: str
+
+
+@contextlib.asynccontextmanager
+async def open_broker(spec: str) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
+    """Yield a transport for ``spec``; an embedded broker lives as long as the block."""
+    if spec == "memory":
+        yield MemoryTransport(), BrokerInfo("memory", "memory")
+        return
+    if spec == "embedded":
+        async with EmbeddedBroker() as broker:
+            yield MqttTransport(broker.address), BrokerInfo("embedded", broker.url)
+        return
+    try:
+        address = parse_broker_url(spec)
+    except BrokerUrlError as error:
+        raise BrokerUnavailable(str(error)) from None
+    if not await broker_reachable(address):
+        raise BrokerUnavailable(
+            f"no MQTT broker answers at {address.host}:{address.port}; start one "
+            "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded"
+        )
+    yield MqttTransport(address), BrokerInfo("mqtt", address.url)

@@ -1,0 +1,221 @@
+"""The ``Transport`` interface every pump talks through, and its in-memory implementation.
+
+A transport hands out connections (``async with transport.connect(client_id) as conn``);
+a connection publishes, subscribes, and yields deliveries from one async iterator
+(``conn.messages()``), the aiomqtt shape. Two implementations share this interface:
+
+- ``MemoryTransport`` (here): an in-process broker with MQTT wildcard semantics (a topic
+  trie, so matching costs O(levels), not O(subscriptions)) and injectable drop / delay
+  rules for fault experiments; fast Monte-Carlo runs use it.
+- ``MqttTransport`` (``broker.mqtt``): aiomqtt against any MQTT 3.1.1 broker.
+
+Results for a given seed are identical on both: no protocol decision depends on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One received message."""
+
+    topic: str
+    payload: bytes
+
+
+class TransportError(ConnectionError):
+    """The transport could not connect, publish or subscribe (says which and why)."""
+
+
+class Connection(Protocol):
+    """One client's session with a broker."""
+
+    client_id: str
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Publish one message (for QoS 1, returns once the broker acknowledged it)."""
+
+    async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
+        """Publish several messages concurrently and wait for all acknowledgements."""
+
+    async def subscribe(self, *filters: str, qos: int = 1) -> None:
+        """Subscribe to topic filters (MQTT wildcards)."""
+
+    def messages(self) -> AsyncIterator[Delivery]:
+        """The one way to consume: every delivery, in arrival order."""
+
+    def pending(self) -> int:
+        """How many received deliveries are buffered and not yet consumed."""
+
+
+class Transport(Protocol):
+    """Something that can open connections: a broker URL or the in-memory broker."""
+
+    name: str
+
+    def connect(
+        self,
+        client_id: str,
+        *,
+        clean_session: bool = True,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """Open a connection; closed when the context exits."""
+
+
+# In-memory transport -------------------------------------------------------------------
+
+DropRule = Callable[[str, bytes, str], bool]  # (topic, payload, recipient) -> drop?
+DelayRule = Callable[[str, bytes, str], float]  # (topic, payload, recipient) -> seconds
+
+
+@dataclass
+class _TrieNode:
+    children: dict[str, _TrieNode] = field(default_factory=dict)
+    subscribers: set[str] = field(default_factory=set)
+
+
+class TopicTrie:
+    """Subscription index with MQTT semantics (``+`` one level, ``#`` this level and below)."""
+
+    def __init__(self) -> None:
+        self._root = _TrieNode()
+
+    def add(self, pattern: str, client_id: str) -> None:
+        """Register ``client_id`` under ``pattern``."""
+        node = self._root
+        for level in pattern.split("/"):
+            node = node.children.setdefault(level, _TrieNode())
+        node.subscribers.add(client_id)
+
+    def remove_client(self, client_id: str) -> None:
+        """Drop every subscription of ``client_id``."""
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            node.subscribers.discard(client_id)
+            stack.extend(node.children.values())
+
+    def match(self, topic: str) -> set[str]:
+        """Every client with a subscription matching ``topic``."""
+        levels = topic.split("/")
+        found: set[str] = set()
+        skip_wildcards_at_root = topic.startswith("$")
+
+        def visit(node: _TrieNode, index: int) -> None:
+            wildcards_allowed = not (index == 0 and skip_wildcards_at_root)
+            if wildcards_allowed and "#" in node.children:
+                found.update(node.children["#"].subscribers)
+            if index == len(levels):
+                found.update(node.subscribers)
+                return
+            child = node.children.get(levels[index])
+            if child is not None:
+                visit(child, index + 1)
+            if wildcards_allowed and "+" in node.children:
+                visit(node.children["+"], index + 1)
+
+        visit(self._root, 0)
+        return found
+
+
+class MemoryTransport:
+    """An in-process broker. ``drop`` and ``delay`` rules apply per delivery."""
+
+    name = "memory"
+
+    def __init__(self, *, drop: DropRule | None = None, delay: DelayRule | None = None) -> None:
+        self.drop = drop
+        self.delay = delay
+        self._trie = TopicTrie()
+        self._queues: dict[str, asyncio.Queue[Delivery | None]] = {}
+        self.published = 0
+        self.dropped = 0
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+        client_id: str,
+        *,
+        clean_session: bool = True,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> AsyncIterator[MemoryConnection]:
+        """Open an in-memory connection (a second one with the same id takes over, as MQTT)."""
+        old = self._queues.get(client_id)
+        if old is not None:
+            old.put_nowait(None)  # the broker disconnects the older session
+            self._trie.remove_client(client_id)
+        queue: asyncio.Queue[Delivery | None] = asyncio.Queue()
+        self._queues[client_id] = queue
+        try:
+            yield MemoryConnection(self, client_id, queue)
+        finally:
+            if self._queues.get(client_id) is queue:
+                del self._queues[client_id]
+                self._trie.remove_client(client_id)
+
+    def _route(self, topic: str, payload: bytes) -> None:
+        self.published += 1
+        loop = asyncio.get_running_loop()
+        for client_id in self._trie.match(topic):
+            queue = self._queues.get(client_id)
+            if queue is None:
+                continue
+            if self.drop is not None and self.drop(topic, payload, client_id):
+                self.dropped += 1
+                continue
+            delivery = Delivery(topic, payload)
+            seconds = self.delay(topic, payload, client_id) if self.delay is not None else 0.0
+            if seconds > 0:
+                loop.call_later(seconds, queue.put_nowait, delivery)
+            else:
+                queue.put_nowait(delivery)
+
+
+class MemoryConnection:
+    """A client of ``MemoryTransport``."""
+
+    def __init__(
+        self, broker: MemoryTransport, client_id: str, queue: asyncio.Queue[Delivery | None]
+    ) -> None:
+        self._broker = broker
+        self.client_id = client_id
+        self._queue = queue
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Route a message to every matching subscriber."""
+        if self._broker._queues.get(self.client_id) is not self._queue:
+            raise TransportError(f"{self.client_id}: publish on a closed connection")
+        self._broker._route(topic, bytes(payload))
+        await asyncio.sleep(0)  # a publish is a scheduling point, as on a socket
+
+    async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
+        """Route several messages."""
+        for topic, payload in items:
+            self._broker._route(topic, bytes(payload))
+        await asyncio.sleep(0)
+
+    async def subscribe(self, *filters: str, qos: int = 1) -> None:
+        """Add subscriptions."""
+        for pattern in filters:
+            self._broker._trie.add(pattern, self.client_id)
+
+    async def messages(self) -> AsyncIterator[Delivery]:
+        """Deliveries until the connection is taken over or closed."""
+        while True:
+            delivery = await self._queue.get()
+            if delivery is None:
+                return
+            yield delivery
+
+    def pending(self) -> int:
+        """Buffered deliveries."""
+        return self._queue.qsize()

@@ -1,0 +1,169 @@
+"""The collector service: a thin pump around ``StreamCollector``.
+
+It subscribes to every device's upstream topics, decodes and hands each delivery to the
+machine, persists accepted reports (and rejections) in SQLite, and only then lets the
+machine acknowledge them. Acknowledgements carry credit, which is the fleet's flow
+control. At the end of the stage it computes the stream analytics from the *persisted*
+reports and publishes the final ``run closed`` stage message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+from broker.pump import background, drive_timers, publish_outbound
+from broker.transport import Connection, Transport
+from collector.analytics import sw_mean_estimates
+from collector.store import ReportStore
+from protocol import codec, topics
+from protocol.errors import RemoteProtocolError
+from protocol.messages import Stage
+from protocol.stream import Rejected, ReportAccepted, StageClosed, StreamCollector, StreamConfig
+
+PERSIST_BATCH = 512  # reports per transaction at most
+
+
+class CollectorService:
+    """Run the stream stage of one run on the collector side."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        config: StreamConfig,
+        devices: list[str],
+        store_path: str | Path,
+        *,
+        max_in_flight: int = 256,
+        credit_window: int = 2,
+        stage_timeout: float = 600.0,
+        idle_timeout: float = 30.0,
+    ) -> None:
+        self.transport = transport
+        self.config = config
+        self.devices = devices
+        self.store = ReportStore(store_path)
+        self.max_in_flight = max_in_flight
+        self.credit_window = credit_window
+        self.stage_timeout = stage_timeout
+        self.idle_timeout = idle_timeout
+        self.machine: StreamCollector | None = None
+        self.subscribed = asyncio.Event()
+        self.stage_seconds = 0.0
+        self._accepted: list[tuple[str, int, int, list[float], float]] = []
+        self._rejections: list[tuple[float, str, str, str, str, str]] = []
+        self._closed = False
+
+    def _take_events(self) -> None:
+        assert self.machine is not None
+        now = time.time()
+        for event in self.machine.pop_events():
+            if isinstance(event, ReportAccepted):
+                self._accepted.append((event.device, event.seq, event.t0, event.values, now))
+            elif isinstance(event, Rejected):
+                self._rejections.append(
+                    (now, event.device, event.topic, event.kind, event.field, event.reason)
+                )
+            elif isinstance(event, StageClosed):
+                self._closed = True
+
+    async def _persist_and_ack(self, conn: Connection) -> None:
+        assert self.machine is not None
+        if self._accepted or self._rejections:
+            accepted, self._accepted = self._accepted, []
+            rejections, self._rejections = self._rejections, []
+            self.store.persist(accepted, rejections)  # commit BEFORE acknowledging
+            self.machine.confirm_persisted((device, seq) for device, seq, *_ in accepted)
+            self._take_events()
+        await publish_outbound(conn, self.machine)
+
+    def _handle(self, topic_text: str, payload: bytes, now: float) -> None:
+        assert self.machine is not None
+        try:
+            topic = topics.parse(topic_text)
+        except RemoteProtocolError as error:
+            self.machine.reject(topic_text[:300], "invalid", error)
+            return
+        try:
+            message = codec.decode(payload)
+        except RemoteProtocolError as error:
+            self.machine.reject(topic, topic.kind, error)
+            return
+        self.machine.receive(topic, message, now)
+
+    def request_close(self, reason: str) -> None:
+        """Close the stage now (e.g. the in-process fleet has ended); missing = lost."""
+        if self.machine is not None:
+            self.machine.close(reason)
+            self._take_events()
+            self._wake.set()
+
+    async def _consume(self, conn: Connection) -> None:
+        assert self.machine is not None
+        loop = asyncio.get_running_loop()
+        try:
+            async with contextlib.aclosing(conn.messages()) as deliveries:
+                async for delivery in deliveries:
+                    self._handle(delivery.topic, delivery.payload, loop.time())
+                    self._take_events()
+                    if conn.pending() == 0 or len(self._accepted) >= PERSIST_BATCH:
+                        await self._persist_and_ack(conn)
+                    if self._closed:
+                        break
+        finally:
+            self._wake.set()
+
+    async def run(self) -> dict:
+        """Serve until every device delivered everything or the stage deadline passes."""
+        loop = asyncio.get_running_loop()
+        run = self.config.run
+        self._wake = asyncio.Event()
+        async with self.transport.connect(f"{run}-collector", clean_session=False) as conn:
+            await conn.subscribe(topics.all_up(run))
+            started = loop.time()
+            self.machine = StreamCollector(
+                self.config,
+                self.devices,
+                max_in_flight=self.max_in_flight,
+                credit_window=self.credit_window,
+                deadline=started + self.stage_timeout,
+                idle_timeout=self.idle_timeout,
+            )
+            # A restarted collector resumes: what is stored counts, and is not re-asked.
+            self.machine.restore(self.store.persisted_keys())
+            self.machine.open()
+            self._take_events()
+            await publish_outbound(conn, self.machine)
+            self.subscribed.set()
+
+            async def after_timer() -> None:
+                self._take_events()
+                await self._persist_and_ack(conn)
+                if self._closed:
+                    self._wake.set()
+
+            async with background(drive_timers(self.machine, after_timer)):
+                if not self._closed:
+                    async with background(self._consume(conn)):
+                        await self._wake.wait()
+                await self._persist_and_ack(conn)
+            self.stage_seconds = loop.time() - started
+            streams = self.store.device_values()
+            results = {
+                **self.machine.summary(),
+                "missing_batches": {
+                    device: seqs for device, seqs in self.machine.missing().items() if seqs
+                },
+                "mean_estimates": sw_mean_estimates(self.config, streams),
+                "stream_seconds": self.stage_seconds,
+            }
+            await conn.publish(
+                topics.ctl(run, "stage"),
+                codec.encode(
+                    Stage(run=run, sender=topics.COLLECTOR_ID, stage="run", state="closed")
+                ),
+            )
+        self.store.close()
+        return results

@@ -1,0 +1,135 @@
+"""``Fleet``: N device agents as asyncio tasks in one TaskGroup (or a shard of them).
+
+Each device gets its own connection (client id ``{run}-{device}``), its own clean stream
+from the scenario's source and two independent random generators derived from
+(seed, device index): one for its data, one for its mechanism. Privatised values therefore
+depend only on the seed and the device, never on the transport or on timing, so the same
+scenario gives identical reports in memory, on the embedded broker and on Mosquitto.
+``shard=(i, k)`` runs the devices whose index is ``i`` modulo ``k``, so several processes or
+machines can make one fleet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from broker.transport import Transport
+from devices.agent import DeviceAgent
+from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
+from protocol.stream import StreamReporter
+from scenarios.schema import LoadedScenario
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class DeviceOutcome:
+    """How one device's run ended."""
+
+    device: str
+    state: str
+    batches_acked: int
+    retransmissions: int
+    refused_messages: int
+    error: str | None
+    true_mean: float
+    ledger: dict
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/k"`` -> (i, k) with 0 <= i < k; ``ValueError`` with the expected form."""
+    try:
+        index_text, count_text = text.split("/")
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        raise ValueError(f"--shard {text!r} must look like i/k, e.g. 0/4") from None
+    if not (count >= 1 and 0 <= index < count):
+        raise ValueError(f"--shard {text!r} needs 0 <= i < k")
+    return index, count
+
+
+def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> np.ndarray:
+    """Device ``index``'s clean readings (physical units), before clipping."""
+    source = scenario.source_spec()
+    steps = scenario.spec.stream.steps
+    if isinstance(source, CsvSpec):
+        values, _ = csv_stream(source, index, scenario.spec.fleet.devices, steps)
+    else:
+        values, _ = synthetic_stream(source, steps, device_rng(seed, index, "data"))
+    return values
+
+
+class Fleet:
+    """The devices of one run (or one shard of them)."""
+
+    def __init__(
+        self,
+        scenario: LoadedScenario,
+        transport: Transport,
+        run: str,
+        *,
+        seed: int | None = None,
+        shard: tuple[int, int] = (0, 1),
+    ) -> None:
+        self.scenario = scenario
+        self.transport = transport
+        self.run_id = run
+        self.seed = scenario.spec.scenario.seed if seed is None else seed
+        self.shard = shard
+        self.config = scenario.stream_config(run)
+        gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
+        lo, hi = self.config.lo, self.config.hi
+        self.agents: list[DeviceAgent] = []
+        self.true_means: dict[str, float] = {}
+        shard_index, shard_count = shard
+        for index, device in enumerate(scenario.device_ids()):
+            if index % shard_count != shard_index:
+                continue
+            readings = clean_stream(scenario, self.seed, index)
+            self.true_means[device] = float(np.mean(np.clip(readings, lo, hi)))
+            reporter = StreamReporter(
+                self.config, device, device_rng(self.seed, index, "mechanism")
+            )
+            self.agents.append(
+                DeviceAgent(
+                    transport,
+                    reporter,
+                    readings,
+                    step_seconds=scenario.spec.stream.step_seconds,
+                    connect_gate=gate,
+                )
+            )
+
+    async def _run_agent(self, agent: DeviceAgent) -> None:
+        try:
+            await agent.run()
+        except Exception as error:  # one device failing must not stop the fleet
+            agent.error = f"{type(error).__name__}: {error}"
+            log.warning("device %s failed: %s", agent.device, agent.error)
+
+    async def run(self) -> list[DeviceOutcome]:
+        """Run every agent to completion; per-device failures are recorded, not raised."""
+        async with asyncio.TaskGroup() as group:
+            for agent in self.agents:
+                group.create_task(self._run_agent(agent))
+        return self.outcomes()
+
+    def outcomes(self) -> list[DeviceOutcome]:
+        """Per-device results so far."""
+        return [
+            DeviceOutcome(
+                device=agent.device,
+                state=agent.reporter.state,
+                batches_acked=agent.reporter.acked + 1,
+                retransmissions=agent.reporter.retransmissions,
+                refused_messages=agent.refused_messages,
+                error=agent.error,
+                true_mean=self.true_means[agent.device],
+                ledger=agent.reporter.ledger.to_dict(),
+            )
+            for agent in self.agents
+        ]

@@ -1,0 +1,488 @@
+"""Clean sensor streams for simulated devices: synthetic waveforms and real data sets.
+
+Every simulated device produces a numeric stream ``x_0 .. x_{S-1}`` (one value per time
+step) *before* privatisation; the device later clips it to fixed public bounds ``[lo, hi]``
+and runs a local differential privacy mechanism on it. This module only builds the clean
+stream and reports what the simulator knows about it (:class:`StreamTruth`).
+
+Two kinds of source exist:
+
+Synthetic (:class:`SyntheticSpec`, :func:`synthetic_stream`)
+    A periodic waveform with a known period and phase, so that estimates computed by the
+    collector can be compared with the truth. With cycle position
+    ``u_k = t_k / period + phase`` (in cycles) and ``frac(u) = u mod 1``:
+
+    - ``sine``:      ``sin(2π u)``
+    - ``square``:    ``+1`` while ``frac(u) < 0.5``, else ``-1``
+    - ``sawtooth``:  ``2 frac(u) - 1``: rises linearly from -1 to 1 over each period
+    - ``composite``: ``sine(u) + 0.5 sine(2u) + 0.25 square(u)``: a fundamental, its
+      second harmonic at half the amplitude and a square wave at the base period at a
+      quarter of it. It is *not* renormalised: its peak magnitude is
+      ``3√3/4 + 1/4 ≈ 1.549`` (reached at ``frac(u) = 1/6`` and ``5/6``).
+
+    The value is ``x_k = offset + amplitude * shape(u_k) + noise * N(0, 1)``.
+    ``t_k = k`` without timing jitter; with ``jitter > 0`` the sampling instant is
+    ``t_k = k + jitter * N(0, 1)`` with an *independent* perturbation per step (not a
+    random walk: the clock does not drift, each sample is merely taken slightly early or
+    late). ``period`` is either fixed or an inclusive range ``(min, max)`` from which each
+    device draws an integer; ``phase`` is a fraction of a period in ``[0, 1)`` or
+    ``"random"`` (uniform per device). All randomness comes from the generator passed in,
+    drawn in a fixed order (period, phase, jitter, noise), so a given generator state
+    always yields the same stream. Use :func:`device_rng` to build per-device generators.
+
+Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
+    Real sensor readings replayed from a numeric CSV file:
+
+    - UCI Occupancy Detection (``data/uci-occupancy/datatraining.txt``, ``datatest.txt``):
+      a quoted header ``"date","Temperature",...,"Occupancy"`` whose data rows carry one
+      extra leading quoted row id. Rows are time steps (one minute apart), so use
+      ``layout="column"``: every device replays the chosen column (``"Light"``, ``"CO2"``,
+      ...) starting at its own offset, so the fleet does not report in lockstep.
+    - Intel Berkeley Lab (``data/intel-lab/intelTemperatureTrain.csv`` etc.): no header,
+      50 rows = sensors, columns = half-hour steps. Use ``layout="rows"``: device ``i``
+      replays sensor row ``i % 50`` from its first step; ``column`` is not used.
+
+    :func:`load_table` detects the header: a first line whose fields all parse as numbers
+    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header. When data
+    rows have exactly one more field than the header, the first field (a row id) is
+    dropped. Columns whose *first* data value is not numeric (like ``date``) are dropped
+    together with their names; any later non-numeric or non-finite value in a kept column
+    is an error. Parsed tables are cached per path (and file size / mtime), since a fleet
+    of 1,000 devices reads the same file; the returned matrix is read-only and shared.
+    Streams longer than the data wrap around (the series is cycled). The truth of a data
+    set stream is unknown: ``StreamTruth(period=None, phase=None)``.
+
+Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
+(``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+import numbers
+import os
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "LAYOUTS",
+    "SHAPES",
+    "CsvSpec",
+    "SourceError",
+    "StreamTruth",
+    "SyntheticSpec",
+    "clear_table_cache",
+    "csv_stream",
+    "device_rng",
+    "load_table",
+    "synthetic_stream",
+]
+
+SHAPES = ("sine", "square", "sawtooth", "composite")
+LAYOUTS = ("column", "rows")
+
+
+class SourceError(ValueError):
+    """An invalid stream source: bad parameter, missing file, unknown column, bad data.
+
+    ``field`` names the offending configuration field (``"source.period"``); the string
+    form is ``"<field>: <message>"``.
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        self.field = field
+        if message.startswith(f"{field}:"):
+            message = message[len(field) + 1 :].lstrip()
+        self.reason = message
+        super().__init__(f"{field}: {message}")
+
+    def __reduce__(self):  # keyword-only ``field`` would break default pickling
+        return (_rebuild_source_error, (self.reason, self.field))
+
+
+def _rebuild_source_error(message: str, field: str) -> SourceError:
+    return SourceError(message, field=field)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _finite_float(value: object, field: str) -> float:
+    if not _is_real(value):
+        raise SourceError(f"{value!r} is not a number", field=field)
+    result = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(result):
+        raise SourceError(f"{value!r} must be finite", field=field)
+    return result
+
+
+def _check_steps(steps: object) -> int:
+    if not _is_int(steps) or int(steps) < 1:  # type: ignore[call-overload]
+        raise SourceError(f"{steps!r} must be an integer >= 1", field="steps")
+    return int(steps)  # type: ignore[call-overload]
+
+
+# --------------------------------------------------------------------------- synthetic
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """A periodic synthetic waveform (see the module docstring for the formulas).
+
+    ``period`` is a fixed period in steps or an inclusive range ``(min, max)`` drawn per
+    device (a list is accepted and stored as a tuple); ``noise`` is the standard deviation
+    of additive Gaussian noise; ``jitter`` the standard deviation, in steps, of an
+    independent per-step perturbation of the sampling instant; ``phase`` a fraction of a
+    period in ``[0, 1)`` or ``"random"``.
+    """
+
+    shape: str = "sine"
+    period: int | tuple[int, int] = 24
+    amplitude: float = 1.0
+    offset: float = 0.0
+    noise: float = 0.0
+    jitter: float = 0.0
+    phase: float | str = "random"
+
+    def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+
+        if not isinstance(self.shape, str) or self.shape not in SHAPES:
+            raise SourceError(
+                f"{self.shape!r} is not one of {', '.join(SHAPES)}", field="source.shape"
+            )
+
+        period = self.period
+        if isinstance(period, (tuple, list)):
+            if len(period) != 2 or not all(_is_int(p) for p in period):
+                raise SourceError(
+                    f"{period!r} must be an integer or a [min, max] pair of integers",
+                    field="source.period",
+                )
+            lo, hi = int(period[0]), int(period[1])
+            if lo < 2:
+                raise SourceError(f"range minimum {lo} must be >= 2 steps", field="source.period")
+            if lo > hi:
+                raise SourceError(
+                    f"range [{lo}, {hi}] has min > max (need min <= max)",
+                    field="source.period",
+                )
+            set_("period", (lo, hi))
+        elif _is_int(period):
+            if int(period) < 2:  # type: ignore[call-overload]
+                raise SourceError(f"{period!r} must be >= 2 steps", field="source.period")
+            set_("period", int(period))  # type: ignore[call-overload]
+        else:
+            raise SourceError(
+                f"{period!r} must be an integer or a [min, max] pair of integers",
+                field="source.period",
+            )
+
+        amplitude = _finite_float(self.amplitude, "source.amplitude")
+        if amplitude <= 0:
+            raise SourceError(f"{self.amplitude!r} must be > 0", field="source.amplitude")
+        set_("amplitude", amplitude)
+        set_("offset", _finite_float(self.offset, "source.offset"))
+        for name in ("noise", "jitter"):
+            value = _finite_float(getattr(self, name), f"source.{name}")
+            if value < 0:
+                raise SourceError(f"{value!r} must be >= 0", field=f"source.{name}")
+            set_(name, value)
+
+        if isinstance(self.phase, str):
+            if self.phase != "random":
+                raise SourceError(
+                    f"{self.phase!r} must be a fraction in [0, 1) or 'random'",
+                    field="source.phase",
+                )
+        else:
+            phase = _finite_float(self.phase, "source.phase")
+            if not 0.0 <= phase < 1.0:
+                raise SourceError(
+                    f"{self.phase!r} must be a fraction in [0, 1) or 'random'",
+                    field="source.phase",
+                )
+            set_("phase", phase)
+
+
+@dataclass(frozen=True)
+class StreamTruth:
+    """What the simulator knows about one device's clean stream.
+
+    ``period`` (steps) and ``phase`` (fraction of a period) are set for synthetic streams
+    and ``None`` for data sets.
+    """
+
+    period: int | None
+    phase: float | None
+
+
+def _square(u: np.ndarray) -> np.ndarray:
+    return np.where(np.mod(u, 1.0) < 0.5, 1.0, -1.0)
+
+
+def _sine(u: np.ndarray) -> np.ndarray:
+    return np.sin(2.0 * np.pi * u)
+
+
+def _waveform(shape: str, u: np.ndarray) -> np.ndarray:
+    if shape == "sine":
+        return _sine(u)
+    if shape == "square":
+        return _square(u)
+    if shape == "sawtooth":
+        return 2.0 * np.mod(u, 1.0) - 1.0
+    if shape == "composite":
+        return _sine(u) + 0.5 * _sine(2.0 * u) + 0.25 * _square(u)
+    raise SourceError(f"{shape!r} is not one of {', '.join(SHAPES)}", field="source.shape")
+
+
+def synthetic_stream(
+    spec: SyntheticSpec, steps: int, rng: np.random.Generator
+) -> tuple[np.ndarray, StreamTruth]:
+    """The clean synthetic stream of one device (float64, length ``steps``) and its truth.
+
+    Only ``rng`` is used for randomness, drawn in the order period, phase, jitter, noise
+    (draws for a zero jitter / noise are skipped).
+    """
+    steps = _check_steps(steps)
+    if isinstance(spec.period, tuple):
+        period = int(rng.integers(spec.period[0], spec.period[1], endpoint=True))
+    else:
+        period = spec.period
+    phase = float(rng.random()) if spec.phase == "random" else float(spec.phase)
+
+    t = np.arange(steps, dtype=np.float64)
+    if spec.jitter > 0:
+        t = t + spec.jitter * rng.standard_normal(steps)
+    u = t / period + phase
+    x = spec.offset + spec.amplitude * _waveform(spec.shape, u)
+    if spec.noise > 0:
+        x = x + spec.noise * rng.standard_normal(steps)
+    return np.ascontiguousarray(x, dtype=np.float64), StreamTruth(period=period, phase=phase)
+
+
+def device_rng(seed: int, device_index: int, purpose: str) -> np.random.Generator:
+    """An independent, reproducible generator for one device and one purpose.
+
+    Built from ``SeedSequence(entropy=(seed, device_index, crc32(purpose)))`` so that e.g.
+    the ``"data"`` and ``"mechanism"`` streams of a device are independent, and equal
+    arguments give equal streams across processes (``zlib.crc32`` is stable, unlike
+    ``hash()``).
+    """
+    if not _is_int(seed) or int(seed) < 0:
+        raise SourceError(f"{seed!r} must be an integer >= 0", field="seed")
+    if not _is_int(device_index) or int(device_index) < 0:
+        raise SourceError(f"{device_index!r} must be an integer >= 0", field="device_index")
+    if not isinstance(purpose, str):
+        raise SourceError(f"{purpose!r} must be a string", field="purpose")
+    tag = zlib.crc32(purpose.encode("utf-8"))
+    return np.random.default_rng(np.random.SeedSequence((int(seed), int(device_index), tag)))
+
+
+# --------------------------------------------------------------------------- data sets
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...], np.ndarray]:
+    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits."""
+    field = "source.path"
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            lines = [
+                (lineno, row)
+                for lineno, row in enumerate(csv.reader(fh), start=1)
+                if row and any(cell.strip() for cell in row)
+            ]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
+    if not lines:
+        raise SourceError(f"{path} is empty (no header, no data)", field=field)
+
+    first = [cell.strip() for cell in lines[0][1]]
+    if all(_is_number(cell) for cell in first):
+        header = [str(i) for i in range(len(first))]
+        data = lines
+    else:
+        header = first
+        data = lines[1:]
+    if not data:
+        raise SourceError(f"{path} has a header but no data rows", field=field)
+
+    width = len(header)
+    n_fields = len(data[0][1])
+    if n_fields == width + 1:
+        skip = 1  # leading row-id column (UCI Occupancy)
+    elif n_fields == width:
+        skip = 0
+    else:
+        raise SourceError(
+            f"line {data[0][0]} of {path} has {n_fields} fields, header has {width}",
+            field=field,
+        )
+    for lineno, row in data:
+        if len(row) != n_fields:
+            raise SourceError(
+                f"line {lineno} of {path} has {len(row)} fields, expected {n_fields}",
+                field=field,
+            )
+
+    first_row = data[0][1][skip:]
+    keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
+    if not keep:
+        raise SourceError(f"{path} has no numeric columns", field=field)
+    names = tuple(header[j] for j in keep)
+
+    cells = [[row[skip + j] for j in keep] for _, row in data]
+    try:
+        matrix = np.array(cells, dtype=np.float64)
+    except ValueError:
+        matrix = None
+    if matrix is None or not np.isfinite(matrix).all():
+        for lineno, row in data:
+            for j in keep:
+                cell = row[skip + j]
+                if not _is_number(cell.strip()) or not math.isfinite(float(cell)):
+                    raise SourceError(
+                        f"non-numeric value {cell!r} in column {header[j]!r} "
+                        f"at line {lineno} of {path} (need finite numbers)",
+                        field=field,
+                    )
+        raise AssertionError("unreachable: bad cell not found")  # pragma: no cover
+    matrix.flags.writeable = False
+    return names, matrix
+
+
+def load_table(path: str) -> tuple[list[str], np.ndarray]:
+    """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
+
+    See the module docstring for header / row-id / non-numeric column handling. The
+    matrix is cached and shared, hence read-only (copy it before modifying).
+    """
+    path = os.fspath(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
+    if not os.path.isfile(path):
+        raise SourceError(f"{path} is not a regular file", field="source.path")
+    names, matrix = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    return list(names), matrix
+
+
+def clear_table_cache() -> None:
+    """Forget every table parsed by :func:`load_table`."""
+    _parse_table.cache_clear()
+
+
+@dataclass(frozen=True)
+class CsvSpec:
+    """Replay a column (``layout="column"``) or rows (``layout="rows"``) of a CSV file.
+
+    ``path`` is used as given (absolute or relative to the working directory).
+    ``column`` is a header name or a 0-based index among the numeric data columns returned
+    by :func:`load_table` (row id and non-numeric columns such as ``date`` excluded); it is
+    not used by the ``"rows"`` layout. ``stride`` (``"column"`` layout only): device ``i``
+    starts at ``(i * stride) % length``; ``0`` spreads the devices evenly over the data.
+    Construction validates the fields and loads the file (cached), so a missing file,
+    unknown column or bad data raises :class:`SourceError` here.
+    """
+
+    path: str
+    column: str | int
+    layout: str = "column"
+    stride: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.path, os.PathLike):
+            object.__setattr__(self, "path", os.fspath(self.path))
+        if not isinstance(self.path, str) or not self.path:
+            raise SourceError(f"{self.path!r} must be a non-empty file path", field="source.path")
+        if not isinstance(self.layout, str) or self.layout not in LAYOUTS:
+            raise SourceError(
+                f"{self.layout!r} is not one of {', '.join(LAYOUTS)}", field="source.layout"
+            )
+        if not _is_int(self.stride) or int(self.stride) < 0:
+            raise SourceError(f"{self.stride!r} must be an integer >= 0", field="source.stride")
+        object.__setattr__(self, "stride", int(self.stride))
+        if _is_int(self.column):
+            if int(self.column) < 0:
+                raise SourceError(f"index {self.column!r} must be >= 0", field="source.column")
+            object.__setattr__(self, "column", int(self.column))
+        elif not isinstance(self.column, str):
+            raise SourceError(
+                f"{self.column!r} must be a column name or a 0-based index",
+                field="source.column",
+            )
+        names, _ = load_table(self.path)
+        if self.layout == "column":
+            _column_index(self, names)
+
+
+def _column_index(spec: CsvSpec, names: list[str]) -> int:
+    available = ", ".join(names)
+    if isinstance(spec.column, str):
+        if spec.column not in names:
+            raise SourceError(
+                f"{spec.column!r} not in header of {spec.path} (columns: {available})",
+                field="source.column",
+            )
+        return names.index(spec.column)
+    if spec.column >= len(names):
+        raise SourceError(
+            f"index {spec.column} out of range: {spec.path} has {len(names)} numeric "
+            f"columns, indices 0..{len(names) - 1} (columns: {available})",
+            field="source.column",
+        )
+    return spec.column
+
+
+def csv_stream(
+    spec: CsvSpec, device_index: int, n_devices: int, steps: int
+) -> tuple[np.ndarray, StreamTruth]:
+    """The replayed data-set stream of device ``device_index`` of ``n_devices``.
+
+    A new float64 array of length ``steps``; the series is cycled when ``steps`` exceeds
+    its length. ``"column"`` layout: device ``i`` starts at ``(i * stride) % length``, or at
+    ``(i * length) // n_devices`` when ``stride == 0`` (evenly spread). ``"rows"`` layout:
+    device ``i`` replays row ``i % nrows`` from its first value.
+    """
+    steps = _check_steps(steps)
+    if not _is_int(n_devices) or int(n_devices) < 1:
+        raise SourceError(f"{n_devices!r} must be an integer >= 1", field="n_devices")
+    if not _is_int(device_index) or not 0 <= int(device_index) < int(n_devices):
+        raise SourceError(
+            f"{device_index!r} must be an integer in [0, {int(n_devices) - 1}]",
+            field="device_index",
+        )
+    i, n = int(device_index), int(n_devices)
+    names, matrix = load_table(spec.path)
+    if spec.layout == "rows":
+        series = matrix[i % matrix.shape[0]]
+        start = 0
+    else:
+        series = matrix[:, _column_index(spec, names)]
+        length = series.shape[0]
+        start = (i * spec.stride) % length if spec.stride else (i * length) // n
+    idx = (start + np.arange(steps)) % series.shape[0]
+    return series.take(idx).astype(np.float64, copy=False), StreamTruth(period=None, phase=None)

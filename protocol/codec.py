@@ -1,0 +1,60 @@
+"""The one codec: bytes <-> typed messages, with size, schema and field validation.
+
+``decode`` never lets a malformed payload through and never raises anything but
+``RemoteProtocolError`` (whose ``field`` names the bad field). ``encode`` is msgspec JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import msgspec
+
+from protocol.errors import RemoteProtocolError
+from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
+
+MAX_PAYLOAD = 64 * 1024  # bytes; the largest legitimate message is a 4096-value batch
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(AnyMessage)
+_AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
+_NAMED_FIELD = re.compile(r"field `([^`]*)`")
+
+
+def encode(message: Message) -> bytes:
+    """Serialise a message to JSON bytes."""
+    return _encoder.encode(message)
+
+
+def _field_of(error_text: str) -> str:
+    match = _AT_PATH.search(error_text) or _NAMED_FIELD.search(error_text)
+    if match and match.group(1):
+        return match.group(1)
+    if "tag" in error_text.lower() or "`type`" in error_text:
+        return "type"
+    return "payload"
+
+
+def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> AnyMessage:
+    """Decode and validate one message; ``RemoteProtocolError`` on any problem."""
+    if len(payload) > max_size:
+        raise RemoteProtocolError(
+            f"{len(payload)} bytes exceeds the limit of {max_size}", field="payload"
+        )
+    try:
+        message = _decoder.decode(payload)
+    except msgspec.ValidationError as error:
+        text = str(error)
+        raise RemoteProtocolError(text, field=_field_of(text)) from None
+    except msgspec.DecodeError as error:
+        raise RemoteProtocolError(f"not valid JSON: {error}", field="payload") from None
+    if message.v != SCHEMA_VERSION:
+        raise RemoteProtocolError(
+            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})", field="v"
+        )
+    for name in ("eps", "eps0", "lo", "hi"):
+        value = getattr(message, name, None)
+        if value is not None and not math.isfinite(value):
+            raise RemoteProtocolError(f"{value} is not finite", field=name)
+    return message

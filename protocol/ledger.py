@@ -1,0 +1,256 @@
+"""Per-device privacy ledger — theory of operation.
+
+A device releases privatized reports of its stream ``x_1, x_2, ...``. Under *w-event LDP*
+(Kellaris et al., "Differentially Private Event Sequences over Infinite Streams", VLDB 2014,
+applied locally) the guarantee is: for EVERY window of ``w`` consecutive time steps
+``[s, s + w - 1]``, the total budget spent by the reports in that window is at most ``eps``.
+By sequential composition the privacy loss of several eps_i-LDP releases is bounded by
+``sum eps_i``, so the ledger records the spend per time step and, before every release,
+checks every window that contains the step. A charge that would push ANY such window past
+``eps`` is refused with ``BudgetExhausted`` and nothing is recorded — the caller must then not
+release. The uniform allocation ``eps0 = eps / w`` per step exactly fits (a relative tolerance
+of ``1e-9`` absorbs floating-point rounding in the sums).
+
+``BudgetAccount`` is a plain total budget (a one-shot release or any budget without a time
+structure): the sum of all charges must stay ``<= eps``.
+
+``PrivacyLedger`` groups the named accounts of one owner (a device) and is what gets audited
+(``to_dict`` is JSON-serialisable).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+
+__all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "WindowAccount"]
+
+REL_TOL = 1e-9
+
+
+def _check_positive(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"must be a real number, got {value!r}", field=name)
+    out = float(value)
+    if not math.isfinite(out) or out <= 0.0:
+        raise ParameterError(f"must be finite and > 0, got {value!r}", field=name)
+    return out
+
+
+def _check_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
+    out = int(value)
+    if out < minimum:
+        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
+    return out
+
+
+def _exceeds(spent: float, limit: float) -> bool:
+    return spent > limit * (1.0 + REL_TOL)
+
+
+@dataclass
+class WindowAccount:
+    """w-event accounting for one stream: every ``w`` consecutive steps spend ``<= eps``."""
+
+    eps: float
+    w: int
+    refusals: int = field(default=0, init=False)
+    charges: int = field(default=0, init=False)
+    _spend: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.eps = _check_positive(self.eps, "eps")
+        self.w = _check_int(self.w, "w", 1)
+
+    @property
+    def last_step(self) -> int:
+        """Largest time step charged so far (``-1`` if none)."""
+        return max(self._spend, default=-1)
+
+    @property
+    def total_spent(self) -> float:
+        return math.fsum(self._spend.values())
+
+    def _worst_window(self, t: int, eps0: float) -> tuple[int, float]:
+        """The window containing ``t`` with the largest spend after adding ``eps0`` at ``t``."""
+        w = self.w
+        first = max(0, t - w + 1)
+        # per-step spend on [first, t + w - 1]; window s covers seg[s - first : s - first + w]
+        seg = [self._spend.get(i, 0.0) for i in range(first, t + w)]
+        seg[t - first] += eps0
+        prefix = [0.0]
+        for x in seg:
+            prefix.append(prefix[-1] + x)
+        best_s, best = first, -math.inf
+        for s in range(first, t + 1):
+            k = s - first
+            spent = prefix[k + w] - prefix[k]
+            if spent > best:
+                best_s, best = s, spent
+        return best_s, best
+
+    def _validate(self, t: object, eps0: object) -> tuple[int, float]:
+        return _check_int(t, "t", 0), _check_positive(eps0, "eps0")
+
+    def can_charge(self, t: int, eps0: float) -> bool:
+        """Whether ``charge(t, eps0)`` would be accepted (records nothing)."""
+        tt, e0 = self._validate(t, eps0)
+        return not _exceeds(self._worst_window(tt, e0)[1], self.eps)
+
+    def charge(self, t: int, eps0: float) -> None:
+        """Spend ``eps0`` at time step ``t``; ``BudgetExhausted`` (nothing recorded) if any
+        window ``[s, s + w - 1]`` containing ``t`` would exceed ``eps``."""
+        tt, e0 = self._validate(t, eps0)
+        s, spent = self._worst_window(tt, e0)
+        if _exceeds(spent, self.eps):
+            self.refusals += 1
+            raise BudgetExhausted(
+                f"charging {e0:.6g} at step {tt} would make window [{s}, {s + self.w - 1}] "
+                f"spend {spent:.6g} > eps = {self.eps:.6g}",
+                field="eps0",
+            )
+        self._spend[tt] = self._spend.get(tt, 0.0) + e0
+        self.charges += 1
+
+    def window_spent(self) -> list[float]:
+        """Spend of each window ``[s, s + w - 1]`` for ``s = 0 .. last_step - w + 1``
+        (``[total]`` if fewer than ``w`` steps have been reached)."""
+        n = self.last_step + 1
+        if n < self.w:
+            return [self.total_spent]
+        per_step = np.zeros(n)
+        for step, spent in self._spend.items():
+            per_step[step] = spent
+        prefix = np.concatenate(([0.0], np.cumsum(per_step)))
+        return [float(x) for x in prefix[self.w :] - prefix[: n - self.w + 1]]
+
+    def max_window_spent(self) -> float:
+        return max(self.window_spent())
+
+    def to_dict(self) -> dict:
+        windows = self.window_spent()
+        return {
+            "kind": "w-event",
+            "eps": self.eps,
+            "w": self.w,
+            "charges": self.charges,
+            "total_spent": self.total_spent,
+            "max_window_spent": max(windows),
+            "refusals": self.refusals,
+            "window_spent": [round(x, 12) for x in windows],
+        }
+
+
+@dataclass
+class BudgetAccount:
+    """A plain total budget: the sum of all charges stays ``<= eps``."""
+
+    eps: float
+    spent: float = 0.0
+    refusals: int = 0
+    charges: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.eps = _check_positive(self.eps, "eps")
+        if isinstance(self.spent, bool) or not isinstance(self.spent, numbers.Real):
+            raise ParameterError(f"must be a real number, got {self.spent!r}", field="spent")
+        self.spent = float(self.spent)
+        if not math.isfinite(self.spent) or self.spent < 0.0 or _exceeds(self.spent, self.eps):
+            raise ParameterError(
+                f"must be finite with 0 <= spent <= eps = {self.eps:g}, got {self.spent!r}",
+                field="spent",
+            )
+        self.refusals = _check_int(self.refusals, "refusals", 0)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.eps - self.spent)
+
+    def can_charge(self, eps: float, t: int | None = None) -> bool:
+        return not _exceeds(self.spent + _check_positive(eps, "eps"), self.eps)
+
+    def charge(self, eps: float, t: int | None = None) -> None:
+        """Spend ``eps`` (``t`` is accepted for interface symmetry and ignored)."""
+        e = _check_positive(eps, "eps")
+        if _exceeds(self.spent + e, self.eps):
+            self.refusals += 1
+            raise BudgetExhausted(
+                f"charging {e:.6g} would spend {self.spent + e:.6g} > eps = {self.eps:.6g}",
+                field="eps",
+            )
+        self.spent += e
+        self.charges += 1
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "total",
+            "eps": self.eps,
+            "spent": self.spent,
+            "remaining": self.remaining,
+            "charges": self.charges,
+            "refusals": self.refusals,
+        }
+
+
+class PrivacyLedger:
+    """The named privacy accounts of one owner (a device)."""
+
+    def __init__(self, owner: str) -> None:
+        if not isinstance(owner, str) or not owner:
+            raise ParameterError(f"must be a non-empty string, got {owner!r}", field="owner")
+        self.owner = owner
+        self._accounts: dict[str, WindowAccount | BudgetAccount] = {}
+        self._mechanisms: dict[str, Counter[str]] = {}
+
+    def open_account(self, name: str, account: WindowAccount | BudgetAccount) -> None:
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"must be a non-empty string, got {name!r}", field="name")
+        if not isinstance(account, WindowAccount | BudgetAccount):
+            raise ParameterError(
+                f"must be a WindowAccount or BudgetAccount, got {type(account).__name__}",
+                field="account",
+            )
+        if name in self._accounts:
+            raise LocalProtocolError(f"account {name!r} already exists", field="name")
+        self._accounts[name] = account
+        self._mechanisms[name] = Counter()
+
+    def account(self, name: str) -> WindowAccount | BudgetAccount:
+        try:
+            return self._accounts[name]
+        except KeyError:
+            raise LocalProtocolError(f"no account named {name!r}", field="name") from None
+
+    def charge(self, name: str, eps: float, *, t: int | None = None, mechanism: str = "") -> None:
+        """Charge ``eps`` to account ``name`` (at step ``t`` for a w-event account, where it
+        is required). Raises ``BudgetExhausted`` if refused; nothing is recorded then."""
+        acct = self.account(name)
+        e = _check_positive(eps, "eps")
+        if isinstance(acct, WindowAccount):
+            if t is None:
+                raise LocalProtocolError(
+                    f"account {name!r} is w-event and needs a time step", field="t"
+                )
+            acct.charge(t, e)
+        else:
+            acct.charge(e, t)
+        self._mechanisms[name][mechanism] += 1
+
+    def mechanisms(self, name: str) -> dict[str, int]:
+        """How many accepted charges on ``name`` came from each mechanism label."""
+        self.account(name)
+        return dict(self._mechanisms[name])
+
+    def to_dict(self) -> dict:
+        return {
+            "owner": self.owner,
+            "accounts": {name: acct.to_dict() for name, acct in self._accounts.items()},
+        }

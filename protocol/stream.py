@@ -1,0 +1,715 @@
+"""Square Wave stream reporting under w-event LDP: the device and collector machines.
+
+Theory of operation (seed 003 §III; Kellaris et al. 2014 for w-event privacy; Li et al.
+2020 for Square Wave). A device holds a stream x_0..x_{S-1}, clips it to FIXED public
+bounds [lo, hi] and maps it to [0, 1]. Each step is privatised independently by Square Wave
+with ε0 = ε/w, so any window of w consecutive steps costs ε by sequential composition; the
+device's ledger charges ε0 per step to every window containing it and refuses a step that
+would overspend (nothing is released then). Reports are batched: batch ``seq`` carries steps
+[seq·B, min((seq+1)·B, S)), each report stating mechanism, ε0, w and seq.
+
+Flow control and delivery (DESIGN.md, "Facts measured"): a broker silently drops messages
+queued for a slow subscriber, so the collector grants *credit*. A device first says
+``Hello``; the collector admits at most ``max_in_flight / credit_window`` devices at a time
+and answers each persisted batch with an ``Ack(seq=highest contiguous persisted,
+credit=batches the device may have sent)``. Upstream messages in flight therefore never
+exceed ``max_in_flight``, whatever the fleet size. A device retransmits unacknowledged
+batches (and its hello) after ``retransmit_after`` seconds; the collector deduplicates by
+(device, seq), and acknowledges only what it has persisted (``confirm_persisted``).
+
+Error policy: the collector (a server facing many peers) refuses a bad message, counts it,
+publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
+analytics. A device treats a malformed instruction from the collector as terminal
+(``RemoteProtocolError``, state ``error``); messages from anyone else are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol import topics
+from protocol.errors import (
+    BudgetExhausted,
+    LocalProtocolError,
+    ParameterError,
+    ProtocolError,
+    RemoteProtocolError,
+)
+from protocol.events import Event, Machine
+from protocol.ledger import PrivacyLedger, WindowAccount
+from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Reject, Stage, SwReport
+from protocol.sw import MECHANISMS, SquareWave, normalise
+
+STAGE = "stream"
+LEDGER_ACCOUNT = "stream"
+_REL_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """Parameters both sides agree on (from the scenario); validated on construction."""
+
+    run: str
+    mechanism: str
+    eps: float
+    w: int
+    steps: int
+    batch_steps: int
+    lo: float
+    hi: float
+    retransmit_after: float = 5.0
+
+    def __post_init__(self) -> None:
+        topics.check_ident(self.run, "run")
+        if self.mechanism not in MECHANISMS:
+            raise ParameterError(f"must be one of {MECHANISMS}", field="mechanism")
+        if not (math.isfinite(self.eps) and 0 < self.eps <= 50):
+            raise ParameterError(f"must be in (0, 50], got {self.eps}", field="eps")
+        if not (isinstance(self.w, int) and 1 <= self.w <= 100_000):
+            raise ParameterError(f"must be an integer in [1, 100000], got {self.w}", field="w")
+        if not (isinstance(self.steps, int) and 1 <= self.steps <= MAX_STEPS):
+            raise ParameterError(f"must be an integer in [1, {MAX_STEPS}]", field="steps")
+        if not (isinstance(self.batch_steps, int) and 1 <= self.batch_steps <= MAX_BATCH):
+            raise ParameterError(f"must be an integer in [1, {MAX_BATCH}]", field="batch_steps")
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
+            raise ParameterError(f"need finite lo < hi, got [{self.lo}, {self.hi}]", field="bounds")
+        if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
+            raise ParameterError("must be > 0 seconds", field="retransmit_after")
+
+    @property
+    def eps0(self) -> float:
+        """Per-step budget ε/w."""
+        return self.eps / self.w
+
+    @property
+    def n_batches(self) -> int:
+        """Report messages per device."""
+        return -(-self.steps // self.batch_steps)
+
+    def batch_span(self, seq: int) -> tuple[int, int]:
+        """Steps [t0, t1) carried by batch ``seq``."""
+        t0 = seq * self.batch_steps
+        return t0, min(t0 + self.batch_steps, self.steps)
+
+    def mechanism_object(self) -> SquareWave:
+        """The Square Wave randomizer at ε0."""
+        return SquareWave(self.eps0, self.mechanism)
+
+
+# Events ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingsRefused(Event):
+    """The ledger refused to privatise steps from ``t`` on; they were not released."""
+
+    t: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDone(Event):
+    """Every batch of this device was acknowledged (persisted by the collector)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamClosed(Event):
+    """The collector closed the stage; ``complete`` says whether all batches were acked."""
+
+    complete: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReportAccepted(Event):
+    """A valid, new batch: the pump must persist it, then call ``confirm_persisted``."""
+
+    device: str
+    seq: int
+    t0: int
+    values: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected(Event):
+    """A message was refused (never aggregated)."""
+
+    device: str
+    topic: str
+    kind: str
+    field: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceComplete(Event):
+    """All batches of ``device`` are persisted."""
+
+    device: str
+
+
+@dataclass(frozen=True, slots=True)
+class StageClosed(Event):
+    """The stream stage ended; ``complete`` is True when every device delivered everything."""
+
+    complete: bool
+    reason: str
+
+
+# Device side ----------------------------------------------------------------------------
+
+
+class StreamReporter(Machine):
+    """Device side: privatise readings, report batches as credit allows, retransmit."""
+
+    def __init__(
+        self,
+        config: StreamConfig,
+        device: str,
+        rng: np.random.Generator,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.device = topics.check_ident(device, "device")
+        self._rng = rng
+        self._sw = config.mechanism_object()
+        self.ledger = ledger if ledger is not None else PrivacyLedger(device)
+        self.ledger.open_account(LEDGER_ACCOUNT, WindowAccount(config.eps, config.w))
+        self.values = np.full(config.steps, np.nan)
+        self.privatised = 0  # steps privatised so far
+        self.refused_from: int | None = None
+        self.acked = -1
+        self.credit = 0
+        self._next_seq = 0
+        self._sent_at: dict[int, float] = {}
+        self._hello_sent_at: float | None = None
+        self.state = "idle"  # idle -> hello -> waiting|streaming -> done | closed | error
+        self.retransmissions = 0
+
+    @property
+    def finished(self) -> bool:
+        """No further input will change anything."""
+        return self.state in ("done", "closed", "error")
+
+    def _topic(self, kind: str) -> str:
+        return topics.up(self.config.run, self.device, kind)
+
+    def start(self, now: float) -> None:
+        """Announce the stream to the collector."""
+        if self.state != "idle":
+            raise LocalProtocolError(f"start() in state {self.state}")
+        self.state = "hello"
+        self._send_hello(now)
+
+    def _send_hello(self, now: float) -> None:
+        c = self.config
+        hello = Hello(
+            run=c.run,
+            sender=self.device,
+            mechanism=c.mechanism,  # type: ignore[arg-type]
+            eps=c.eps,
+            w=c.w,
+            eps0=c.eps0,
+            steps=c.steps,
+            batch_steps=c.batch_steps,
+            lo=c.lo,
+            hi=c.hi,
+        )
+        self._send(self._topic("hello"), hello)
+        self._hello_sent_at = now
+
+    def add_readings(self, readings: np.ndarray | Iterable[float], now: float) -> None:
+        """Privatise the next readings (physical units, in step order) and send what credit
+        allows. A step the ledger refuses is not privatised and nothing after it is."""
+        if self.finished:
+            raise LocalProtocolError(f"add_readings() in state {self.state}")
+        x = np.asarray(readings, dtype=float).ravel()
+        start = self.privatised
+        if self.refused_from is not None or len(x) == 0:
+            return
+        if start + len(x) > self.config.steps:
+            raise LocalProtocolError(
+                f"{start + len(x)} readings exceed the declared {self.config.steps} steps"
+            )
+        if not np.all(np.isfinite(x)):
+            raise LocalProtocolError("readings must be finite (a sensor fault is not data)")
+        granted = 0
+        for offset in range(len(x)):
+            try:
+                self.ledger.charge(
+                    LEDGER_ACCOUNT,
+                    self.config.eps0,
+                    t=start + offset,
+                    mechanism=self.config.mechanism,
+                )
+            except BudgetExhausted as error:
+                self.refused_from = start + offset
+                self._emit(ReadingsRefused(start + offset, error.reason))
+                break
+            granted += 1
+        if granted:
+            v = normalise(x[:granted], self.config.lo, self.config.hi)
+            self.values[start : start + granted] = self._sw.perturb(v, self._rng)
+            self.privatised += granted
+        self._send_ready(now)
+
+    def _batch_ready(self, seq: int) -> bool:
+        _, t1 = self.config.batch_span(seq)
+        return self.privatised >= t1
+
+    def _send_batch(self, seq: int, now: float) -> None:
+        c = self.config
+        t0, t1 = c.batch_span(seq)
+        report = SwReport(
+            run=c.run,
+            sender=self.device,
+            seq=seq,
+            t0=t0,
+            mechanism=c.mechanism,  # type: ignore[arg-type]
+            eps0=c.eps0,
+            w=c.w,
+            values=self.values[t0:t1].tolist(),
+        )
+        self._send(self._topic("sw_report"), report)
+        self._sent_at[seq] = now
+
+    def _send_ready(self, now: float) -> None:
+        if self.state != "streaming":
+            return
+        while self._next_seq < min(self.credit, self.config.n_batches) and self._batch_ready(
+            self._next_seq
+        ):
+            self._send_batch(self._next_seq, now)
+            self._next_seq += 1
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one inbox or control message."""
+        if topic.sender != topics.COLLECTOR_ID or message.sender != topics.COLLECTOR_ID:
+            raise RemoteProtocolError(
+                f"{message.type_name()} from {message.sender!r}: devices take stream "
+                "instructions only from the collector",
+                field="sender",
+            )
+        if self.finished:
+            return
+        try:
+            self._receive_from_collector(message, now)
+        except RemoteProtocolError:
+            self.state = "error"
+            raise
+
+    def _receive_from_collector(self, message: Message, now: float) -> None:
+        if isinstance(message, Ack):
+            if message.seq >= self._next_seq:
+                raise RemoteProtocolError(
+                    f"ack for batch {message.seq} which was never sent "
+                    f"(sent up to {self._next_seq - 1})",
+                    field="seq",
+                )
+            if message.credit > self.config.n_batches:
+                raise RemoteProtocolError(
+                    f"credit {message.credit} exceeds the {self.config.n_batches} batches",
+                    field="credit",
+                )
+            if self.state in ("hello", "waiting"):
+                self.state = "streaming" if message.credit > 0 else "waiting"
+            self.acked = max(self.acked, message.seq)
+            self.credit = max(self.credit, message.credit)
+            for seq in [s for s in self._sent_at if s <= self.acked]:
+                del self._sent_at[seq]
+            if self.acked == self.config.n_batches - 1:
+                self.state = "done"
+                self._emit(StreamDone())
+                return
+            self._send_ready(now)
+        elif isinstance(message, Stage):
+            if message.stage != STAGE:
+                return
+            if message.state == "closed":
+                complete = self.acked == self.config.n_batches - 1
+                self.state = "closed"
+                self._emit(StreamClosed(complete, message.detail))
+            elif self.state == "hello":
+                self._send_hello(now)  # the collector (re)started: announce at once
+        else:
+            raise RemoteProtocolError(
+                f"unexpected {message.type_name()} in the stream stage", field="type"
+            )
+
+    def next_timer(self) -> float | None:
+        """The retransmission deadline, if anything is unacknowledged."""
+        if self.state == "hello" and self._hello_sent_at is not None:
+            return self._hello_sent_at + self.config.retransmit_after
+        if self.state == "streaming" and self._sent_at:
+            return min(self._sent_at.values()) + self.config.retransmit_after
+        return None
+
+    def handle_timer(self, now: float) -> None:
+        """Retransmit the hello or every overdue batch."""
+        deadline = self.next_timer()
+        if deadline is None or now < deadline:
+            return
+        if self.state == "hello":
+            self.retransmissions += 1
+            self._send_hello(now)
+            return
+        for seq, sent_at in sorted(self._sent_at.items()):
+            if sent_at + self.config.retransmit_after <= now:
+                self.retransmissions += 1
+                self._send_batch(seq, now)
+
+
+# Collector side -------------------------------------------------------------------------
+
+
+@dataclass
+class _DeviceState:
+    n_batches: int
+    hello: bool = False
+    received: set[int] = field(default_factory=set)
+    persisted: set[int] = field(default_factory=set)
+    persisted_upto: int = -1
+    credit: int = 0
+    active: bool = False
+    stalled: bool = False
+    complete: bool = False
+    last_heard: float = 0.0
+
+
+class StreamCollector(Machine):
+    """Collector side: validate, deduplicate, grant credit, acknowledge what is persisted."""
+
+    def __init__(
+        self,
+        config: StreamConfig,
+        devices: Iterable[str],
+        *,
+        max_in_flight: int = 256,
+        credit_window: int = 2,
+        deadline: float | None = None,
+        idle_timeout: float = 30.0,
+    ) -> None:
+        super().__init__()
+        if not 1 <= credit_window <= max_in_flight:
+            raise ParameterError("need 1 <= credit_window <= max_in_flight", field="credit_window")
+        self.config = config
+        self._sw = config.mechanism_object()
+        self.max_active = max(1, max_in_flight // credit_window)
+        self.credit_window = credit_window
+        self.deadline = deadline
+        self.idle_timeout = idle_timeout
+        self.devices = {
+            topics.check_ident(d, "device"): _DeviceState(config.n_batches) for d in devices
+        }
+        if not self.devices:
+            raise ParameterError("at least one device is expected", field="devices")
+        self._waiting: deque[str] = deque()
+        self._active: set[str] = set()
+        self.state = "open"  # open -> closed
+        self.accepted = 0
+        self.duplicates = 0
+        self.rejected = 0
+        self.rejections_by_field: Counter[str] = Counter()
+        self.complete_devices = 0
+        self.close_reason = ""
+
+    # ---- input ----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Announce the stage (devices that said hello before we listened resend at once)."""
+        self._send(
+            topics.ctl(self.config.run, "stage"),
+            Stage(run=self.config.run, sender=topics.COLLECTOR_ID, stage=STAGE, state="open"),
+        )
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one decoded upstream message; bad ones are rejected, never raised."""
+        try:
+            self._receive(topic, message, now)
+        except RemoteProtocolError as error:
+            self.reject(topic, message.type_name(), error)
+
+    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
+        """Count a refused message and publish the reason (also for undecodable payloads)."""
+        self.rejected += 1
+        field_name = error.field or ""
+        self.rejections_by_field[field_name] += 1
+        if isinstance(topic, topics.Topic):
+            device = topic.sender
+            topic_text = f"ldp/{topic.run}/dev/{topic.sender}/up/{topic.kind}"
+        else:
+            device, topic_text = "", topic
+        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
+        self._send(
+            topics.svc(self.config.run, topics.COLLECTOR_ID, "reject"),
+            Reject(
+                run=self.config.run,
+                sender=topics.COLLECTOR_ID,
+                seq=self.rejected,
+                device=device[:64],
+                topic=topic_text[:300],
+                kind=kind[:64],
+                field=field_name[:100],
+                reason=error.reason[:500],
+            ),
+        )
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        c = self.config
+        if topic.family != "up":
+            raise RemoteProtocolError(
+                f"{topic.family} topics are not for the collector", field="topic"
+            )
+        if message.run != c.run or topic.run != c.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {c.run!r}", field="run")
+        if message.sender != topic.sender:
+            raise RemoteProtocolError(
+                f"sender {message.sender!r} does not match topic device {topic.sender!r}",
+                field="sender",
+            )
+        state = self.devices.get(message.sender)
+        if state is None:
+            raise RemoteProtocolError(
+                f"{message.sender!r} is not a device of run {c.run}", field="sender"
+            )
+        if self.state == "closed":
+            raise RemoteProtocolError("the stream stage is closed", field="stage")
+        if isinstance(message, Hello):
+            self._on_hello(message, state, now)
+        elif isinstance(message, SwReport):
+            self._on_report(message, state, now)
+        else:
+            raise RemoteProtocolError(
+                f"unexpected {message.type_name()} from a device", field="type"
+            )
+
+    def _expect(self, name: str, got: float, want: float) -> None:
+        if isinstance(want, float):
+            ok = math.isclose(got, want, rel_tol=_REL_TOL, abs_tol=0.0)
+        else:
+            ok = got == want
+        if not ok:
+            raise RemoteProtocolError(f"declared {got!r}, this run uses {want!r}", field=name)
+
+    def _on_hello(self, hello: Hello, state: _DeviceState, now: float) -> None:
+        c = self.config
+        for name in ("mechanism", "eps", "w", "eps0", "steps", "batch_steps", "lo", "hi"):
+            want = c.eps0 if name == "eps0" else getattr(c, name)
+            self._expect(name, getattr(hello, name), want)
+        state.last_heard = now
+        state.stalled = False
+        if not state.hello:
+            state.hello = True
+            self._waiting.append(hello.sender)
+            self._admit()
+            if not state.active:
+                self._ack(hello.sender, state)  # known, please wait for credit
+        elif state.active or state.complete:
+            self._ack(hello.sender, state)  # a restarted device resumes where it was
+        elif hello.sender not in self._waiting:
+            self._waiting.append(hello.sender)
+            self._admit()
+
+    def _on_report(self, report: SwReport, state: _DeviceState, now: float) -> None:
+        c = self.config
+        if not state.hello:
+            raise RemoteProtocolError("sw_report before hello", field="type")
+        self._expect("mechanism", report.mechanism, c.mechanism)
+        self._expect("eps0", report.eps0, c.eps0)
+        self._expect("w", report.w, c.w)
+        if report.seq >= c.n_batches:
+            raise RemoteProtocolError(
+                f"batch {report.seq} out of range (this run has {c.n_batches})", field="seq"
+            )
+        if report.seq >= state.credit:
+            raise RemoteProtocolError(
+                f"batch {report.seq} sent without credit (granted < {state.credit})", field="seq"
+            )
+        t0, t1 = c.batch_span(report.seq)
+        if report.t0 != t0:
+            raise RemoteProtocolError(f"batch {report.seq} starts at step {t0}", field="t0")
+        if len(report.values) != t1 - t0:
+            raise RemoteProtocolError(
+                f"batch {report.seq} has {t1 - t0} values, got {len(report.values)}",
+                field="values",
+            )
+        values = np.asarray(report.values, dtype=float)
+        bad = np.flatnonzero(~self._sw.in_domain(values))
+        if bad.size:
+            index = int(bad[0])
+            raise RemoteProtocolError(
+                f"{report.values[index]!r} is outside the {c.mechanism} output domain "
+                f"[{self._sw.output_low:.6g}, {self._sw.output_high:.6g}] at eps0={c.eps0:g}",
+                field=f"values[{index}]",
+            )
+        state.last_heard = now
+        if state.stalled:
+            state.stalled = False
+        if report.seq in state.received:
+            self.duplicates += 1
+            if report.seq in state.persisted:
+                self._ack(report.sender, state)
+            return
+        state.received.add(report.seq)
+        self.accepted += 1
+        self._emit(ReportAccepted(report.sender, report.seq, t0, report.values))
+
+    def restore(self, persisted: Iterable[tuple[str, int]]) -> None:
+        """Resume after a collector restart: these (device, seq) are already stored.
+
+        Their devices count as introduced; incomplete ones are queued for credit again, so
+        their pending retransmissions are accepted and the rest is re-requested."""
+        touched = set()
+        for device, seq in persisted:
+            state = self.devices.get(device)
+            if state is None or seq in state.received:
+                continue
+            state.received.add(seq)
+            state.persisted.add(seq)
+            state.hello = True
+            touched.add(device)
+            self.accepted += 1
+        for device in sorted(touched):
+            state = self.devices[device]
+            while state.persisted_upto + 1 in state.persisted:
+                state.persisted_upto += 1
+            if state.persisted_upto == state.n_batches - 1:
+                state.complete = True
+                self.complete_devices += 1
+            else:
+                self._waiting.append(device)
+        self._admit()
+        if self.complete_devices == len(self.devices):
+            self._close(complete=True, reason="every device delivered every report")
+
+    # ---- after persistence --------------------------------------------------------------
+
+    def confirm_persisted(self, items: Iterable[tuple[str, int]]) -> None:
+        """The pump has durably stored these (device, seq) reports: acknowledge them."""
+        touched: dict[str, _DeviceState] = {}
+        for device, seq in items:
+            state = self.devices[device]
+            if seq not in state.received:
+                raise LocalProtocolError(f"{device} batch {seq} was never accepted")
+            state.persisted.add(seq)
+            while state.persisted_upto + 1 in state.persisted:
+                state.persisted_upto += 1
+            touched[device] = state
+        for device, state in touched.items():
+            if not state.complete and state.persisted_upto == state.n_batches - 1:
+                state.complete = True
+                self.complete_devices += 1
+                self._active.discard(device)
+                state.active = False
+                self._emit(DeviceComplete(device))
+            elif state.active:
+                state.credit = min(state.n_batches, state.persisted_upto + 1 + self.credit_window)
+            self._ack(device, state)
+        self._admit()
+        if self.complete_devices == len(self.devices) and self.state == "open":
+            self._close(complete=True, reason="every device delivered every report")
+
+    def _ack(self, device: str, state: _DeviceState) -> None:
+        self._send(
+            topics.inbox(self.config.run, device, topics.COLLECTOR_ID),
+            Ack(
+                run=self.config.run,
+                sender=topics.COLLECTOR_ID,
+                seq=state.persisted_upto,
+                credit=state.credit,
+            ),
+        )
+
+    def _admit(self) -> None:
+        while self._waiting and len(self._active) < self.max_active and self.state == "open":
+            device = self._waiting.popleft()
+            state = self.devices[device]
+            if state.complete or state.active:
+                continue
+            state.active = True
+            self._active.add(device)
+            state.credit = max(
+                state.credit, min(state.n_batches, state.persisted_upto + 1 + self.credit_window)
+            )
+            self._ack(device, state)
+
+    # ---- time ---------------------------------------------------------------------------
+
+    def next_timer(self) -> float | None:
+        """Stage deadline or the earliest idle-device check."""
+        candidates = [self.deadline] if self.deadline is not None else []
+        if self._active:
+            candidates.append(
+                min(self.devices[d].last_heard for d in self._active) + self.idle_timeout
+            )
+        return min(candidates) if candidates and self.state == "open" else None
+
+    def handle_timer(self, now: float) -> None:
+        """Close at the deadline; free the credit slots of devices silent for too long."""
+        if self.state != "open":
+            return
+        if self.deadline is not None and now >= self.deadline:
+            self._close(complete=False, reason="stage deadline passed")
+            return
+        for device in [
+            d for d in self._active if self.devices[d].last_heard + self.idle_timeout <= now
+        ]:
+            state = self.devices[device]
+            state.active = False
+            state.stalled = True
+            self._active.discard(device)
+        self._admit()
+
+    def close(self, reason: str) -> None:
+        """End the stage now (operator request); missing reports count as lost."""
+        if self.state == "open":
+            self._close(complete=False, reason=reason)
+
+    def _close(self, *, complete: bool, reason: str) -> None:
+        self.state = "closed"
+        self.close_reason = reason
+        self._send(
+            topics.ctl(self.config.run, "stage"),
+            Stage(
+                run=self.config.run,
+                sender=topics.COLLECTOR_ID,
+                stage=STAGE,
+                state="closed",
+                detail=reason,
+            ),
+        )
+        self._emit(StageClosed(complete, reason))
+
+    # ---- reporting ----------------------------------------------------------------------
+
+    def missing(self) -> dict[str, list[int]]:
+        """Per incomplete device, the batch numbers not persisted."""
+        return {
+            device: sorted(set(range(state.n_batches)) - state.persisted)
+            for device, state in self.devices.items()
+            if not state.complete
+        }
+
+    def summary(self) -> dict:
+        """Counters for results.json."""
+        expected = len(self.devices) * self.config.n_batches
+        persisted = sum(len(s.persisted) for s in self.devices.values())
+        return {
+            "devices": len(self.devices),
+            "devices_complete": self.complete_devices,
+            "devices_silent": sorted(d for d, s in self.devices.items() if not s.hello),
+            "reports_expected": expected,
+            "reports_received": persisted,
+            "reports_duplicate": self.duplicates,
+            "reports_rejected": self.rejected,
+            "rejections_by_field": dict(self.rejections_by_field),
+            "reports_lost": expected - persisted,
+            "stage_state": self.state,
+            "close_reason": self.close_reason,
+        }

@@ -1,0 +1,230 @@
+"""Square Wave (SW) randomizer for numeric values in [0, 1] — theory of operation.
+
+Square Wave (Li et al., "Estimating Numerical Distributions under Local Differential
+Privacy", SIGMOD 2020) reports a value ``y`` drawn from a piecewise-constant density that is
+high (``p``) on a window of width ``2b`` around the true input ``v`` and low (``q``) elsewhere,
+with ``p / q = e^eps``. Because the output density for *any* two inputs differs by at most the
+factor ``e^eps`` at every point, the mechanism is pure ``eps``-LDP. The half-width is
+
+    b(eps) = (eps e^eps - e^eps + 1) / (2 e^eps (e^eps - 1 - eps)),
+
+which maximises the mutual information between input and output; ``b -> 1/2`` as ``eps -> 0``
+and decreases monotonically in ``eps``.
+
+Two variants are provided (``MECHANISMS``):
+
+``"sw"`` (original, Li et al.)
+    Output domain ``[-b, 1 + b]``; density ``p = e^eps / (2b e^eps + 1)`` on ``[v - b, v + b]``
+    and ``q = 1 / (2b e^eps + 1)`` elsewhere. ``E[y] = q(1 + 2b)/2 + 2b(p - q) v``, so
+    ``(y - q(1 + 2b)/2) / (2b(p - q))`` is an unbiased estimate of ``v`` for every ``v``.
+
+``"sw01"`` (seed 003)
+    Output domain kept in ``[0, 1]``: the window is ``I_v = [a, a + 2b]`` with
+    ``a = clip(v - b, 0, 1 - 2b)`` (``b <= 1/2`` so ``1 - 2b >= 0``); density
+    ``p = e^eps q`` on ``I_v`` and ``q = 1 / (1 + 2b(e^eps - 1))`` elsewhere. It is still pure
+    ``eps``-LDP (the density takes only the values ``p`` or ``q``), but all inputs in
+    ``[0, b]`` share one output law (as do all inputs in ``[1 - b, 1]``), so the mean inversion
+    ``(y - q/2) / (2b(p - q))`` is unbiased only for ``v`` in ``[b, 1 - b]``; below ``b`` its
+    expectation is ``b`` and above ``1 - b`` it is ``1 - b``.
+
+Sampling is by inverse CDF with exactly one uniform draw per input from an injected
+``numpy.random.Generator``, so the output sequence is a deterministic function of the
+generator state. The module is pure: no global RNG, no I/O.
+
+Inputs are physical readings mapped to ``[0, 1]`` with *fixed public* bounds (``normalise``);
+data-dependent bounds would leak information outside the privacy accounting.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol.errors import ParameterError
+
+__all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
+
+MECHANISMS = ("sw", "sw01")
+EPS_MAX = 50.0
+_SERIES_BELOW = 1e-3
+
+
+def _check_eps(eps: object) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise ParameterError(f"must be a real number, got {eps!r}", field="eps")
+    value = float(eps)
+    if not math.isfinite(value) or value <= 0.0 or value > EPS_MAX:
+        raise ParameterError(
+            f"must be finite with 0 < eps <= {EPS_MAX:g}, got {eps!r}", field="eps"
+        )
+    return value
+
+
+def sw_b(eps: float) -> float:
+    """Square Wave half-width ``b(eps)``; numerically stable, ``b -> 1/2`` as ``eps -> 0``.
+
+    For ``eps < 1e-3`` both numerator and denominator (divided by ``eps^2``) are evaluated from
+    their Taylor series ``sum_{n>=2} eps^(n-2) (n-1)/n!`` and ``sum_{n>=2} eps^(n-2)/n!``
+    (truncation error below ``1e-24``); otherwise the closed form is used with ``expm1``.
+    """
+    x = _check_eps(eps)
+    if x < _SERIES_BELOW:
+        num = 0.0
+        den = 0.0
+        term = 0.5  # x^(n-2) / n! for n = 2
+        for n in range(2, 12):
+            num += term * (n - 1)
+            den += term
+            term *= x / (n + 1)
+        return num / (2.0 * math.exp(x) * den)
+    em1 = math.expm1(x)
+    # numerator: x e^x - (e^x - 1); denominator: 2 e^x (e^x - 1 - x)
+    return (x * (em1 + 1.0) - em1) / (2.0 * (em1 + 1.0) * (em1 - x))
+
+
+@dataclass(frozen=True)
+class SquareWave:
+    """A Square Wave randomizer with budget ``eps`` per report (see the module docstring)."""
+
+    eps: float
+    variant: str = "sw"
+    b: float = field(init=False, repr=False, compare=False)
+    p: float = field(init=False, repr=False, compare=False)
+    q: float = field(init=False, repr=False, compare=False)
+    output_low: float = field(init=False, repr=False, compare=False)
+    output_high: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = _check_eps(self.eps)
+        if not isinstance(self.variant, str) or self.variant not in MECHANISMS:
+            raise ParameterError(
+                f"must be one of {MECHANISMS}, got {self.variant!r}", field="variant"
+            )
+        b = sw_b(eps)
+        e = math.exp(eps)
+        if self.variant == "sw":
+            q = 1.0 / (2.0 * b * e + 1.0)
+            p = e * q
+            low, high = -b, 1.0 + b
+        else:
+            q = 1.0 / (1.0 + 2.0 * b * math.expm1(eps))
+            p = e * q
+            low, high = 0.0, 1.0
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
+        object.__setattr__(self, "output_low", low)
+        object.__setattr__(self, "output_high", high)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_v(v: float | np.ndarray) -> np.ndarray:
+        arr = np.asarray(v, dtype=float)
+        bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
+        if np.any(bad):
+            idx = np.flatnonzero(bad)[0]
+            value = arr.reshape(-1)[idx]
+            where = "v" if arr.ndim == 0 else f"v[{idx}]"
+            raise ParameterError(f"input must lie in [0, 1], got {value!r}", field=where)
+        return arr
+
+    def _window_start(self, v: np.ndarray) -> np.ndarray:
+        """Offset of the high-density window from ``output_low`` (the window has width 2b)."""
+        if self.variant == "sw":
+            return v  # window [v - b, v + b] = output_low + [v, v + 2b]
+        return np.clip(v - self.b, 0.0, 1.0 - 2.0 * self.b)
+
+    def window(self, v: float) -> tuple[float, float]:
+        """The high-density window ``[lo, hi]`` for input ``v``."""
+        a = float(self._window_start(self._check_v(v))) + self.output_low
+        return a, a + 2.0 * self.b
+
+    # -- public API ----------------------------------------------------------------------
+
+    def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
+        """Randomize ``v`` (scalar or array, values in ``[0, 1]``).
+
+        Inverse-CDF sampling with one uniform ``r`` per input (drawn as ``rng.random(shape)``);
+        with ``a`` the window offset from ``output_low``:
+        ``r <= q a -> r/q``; ``r <= q a + 2bp -> a + (r - q a)/p``;
+        else ``a + 2b + (r - q a - 2bp)/q`` (all relative to ``output_low``).
+        Returns a float for scalar input, an array of the same shape otherwise.
+        """
+        arr = self._check_v(v)
+        a = self._window_start(arr)
+        r = rng.random(arr.shape)
+        b, p, q = self.b, self.p, self.q
+        below = q * a
+        inside = below + 2.0 * b * p
+        y = np.where(
+            r <= below,
+            r / q,
+            np.where(r <= inside, a + (r - below) / p, a + 2.0 * b + (r - inside) / q),
+        )
+        y = np.clip(y + self.output_low, self.output_low, self.output_high)
+        if arr.ndim == 0:
+            return float(y)
+        return y
+
+    def density(self, y: np.ndarray, v: float) -> np.ndarray:
+        """Output density at ``y`` given input ``v``: ``p`` on the window, ``q`` elsewhere in
+        ``[output_low, output_high]``, ``0`` outside it (and for non-finite ``y``)."""
+        lo, hi = self.window(v)
+        yy = np.asarray(y, dtype=float)
+        in_window = (yy >= lo) & (yy <= hi)
+        return np.where(self.in_domain(yy), np.where(in_window, self.p, self.q), 0.0)
+
+    def estimate(self, y: np.ndarray) -> np.ndarray:
+        """Point estimate of ``v`` from a report ``y`` (mean inversion).
+
+        ``sw``: ``(y - q(1+2b)/2) / (2b(p-q))``, unbiased for every ``v`` in ``[0, 1]``.
+        ``sw01``: ``(y - q/2) / (2b(p-q))``, unbiased only for ``v`` in ``[b, 1-b]``; inputs in
+        ``[0, b)`` share the law of ``v = b`` (expectation ``b``), inputs in ``(1-b, 1]`` the law
+        of ``v = 1 - b``. Estimates may fall outside ``[0, 1]``; do not clip before averaging.
+        """
+        yy = np.asarray(y, dtype=float)
+        scale = 2.0 * self.b * (self.p - self.q)
+        if self.variant == "sw":
+            return (yy - self.q * (1.0 + 2.0 * self.b) / 2.0) / scale
+        return (yy - self.q / 2.0) / scale
+
+    def in_domain(self, y: np.ndarray) -> np.ndarray:
+        """Boolean mask: ``y`` finite and within ``[output_low, output_high]``."""
+        yy = np.asarray(y, dtype=float)
+        return np.isfinite(yy) & (yy >= self.output_low) & (yy <= self.output_high)
+
+
+def _check_bounds(lo: float, hi: float) -> tuple[float, float]:
+    try:
+        flo, fhi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"bounds must be real numbers, got {lo!r}, {hi!r}", field="bounds"
+        ) from None
+    if not (math.isfinite(flo) and math.isfinite(fhi) and flo < fhi):
+        raise ParameterError(f"need finite lo < hi, got lo={lo!r}, hi={hi!r}", field="bounds")
+    return flo, fhi
+
+
+def normalise(x: float | np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Clip ``x`` to the fixed public bounds ``[lo, hi]`` and map it to ``[0, 1]``.
+
+    ``±inf`` clip to the bounds; NaN is refused (``ParameterError``, field ``"x"``).
+    """
+    flo, fhi = _check_bounds(lo, hi)
+    xx = np.asarray(x, dtype=float)
+    if np.any(np.isnan(xx)):
+        raise ParameterError("reading is NaN", field="x")
+    return (np.clip(xx, flo, fhi) - flo) / (fhi - flo)
+
+
+def denormalise(v: float | np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Inverse of ``normalise`` on ``[0, 1]``: ``lo + v (hi - lo)`` (no clipping, so unbiased
+    estimates outside ``[0, 1]`` keep their linear meaning)."""
+    flo, fhi = _check_bounds(lo, hi)
+    return flo + np.asarray(v, dtype=float) * (fhi - flo)

@@ -1,0 +1,185 @@
+"""The runner: broker + recorder + collector + fleet for one scenario, then the outputs.
+
+``run_scenario`` starts the broker (unless external), the trace recorder, the collector and
+the fleet in one event loop, waits until the collector closes the stream stage, and writes
+``OUT/results.json``, ``OUT/trace.sqlite``, ``OUT/ledger.json`` (and the collector's report
+store ``OUT/collector.sqlite``). The same pieces run as separate processes through the
+``ldpfleet broker|collector|fleet`` commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from broker.recorder import TraceRecorder
+from broker.select import open_broker
+from collector.service import CollectorService
+from devices.fleet import DeviceOutcome, Fleet
+from scenarios.schema import LoadedScenario
+
+ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
+
+
+def new_run_id(scenario: LoadedScenario) -> str:
+    """A fresh run id: the scenario name and a random suffix (never reused on a broker)."""
+    return f"{scenario.name}-{secrets.token_hex(3)}"
+
+
+def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome]) -> dict:
+    """ledger.json: every device's ledger and the worst window over the fleet."""
+    worst = max((o.ledger["accounts"]["stream"]["max_window_spent"] for o in outcomes), default=0.0)
+    return {
+        "run": run,
+        "eps": eps,
+        "w": w,
+        "max_window_spent": worst,
+        "within_budget": worst <= eps * (1 + 1e-9),
+        "refusals": sum(o.ledger["accounts"]["stream"]["refusals"] for o in outcomes),
+        "devices": {o.device: o.ledger for o in outcomes},
+    }
+
+
+async def _watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
+    while True:
+        machine = service.machine
+        if machine is not None:
+            expected = len(machine.devices) * machine.config.n_batches
+            callback(sum(len(s.persisted) for s in machine.devices.values()), expected)
+        await asyncio.sleep(0.2)
+
+
+async def run_scenario(
+    scenario: LoadedScenario,
+    *,
+    broker: str | None = None,
+    out_dir: str | Path = "runs/latest",
+    seed: int | None = None,
+    run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+) -> dict:
+    """Run a whole scenario in this process and write its outputs; returns results."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("trace.sqlite", "collector.sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
+    run = run_id or new_run_id(scenario)
+    seed = scenario.spec.scenario.seed if seed is None else seed
+    broker_spec = broker or scenario.spec.broker.url
+    config = scenario.stream_config(run)
+    stages: dict[str, dict] = {}
+    wall = time.perf_counter()
+
+    t = time.perf_counter()
+    async with open_broker(broker_spec) as (transport, broker_info):
+        stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
+        recorder = TraceRecorder(transport, run, out / "trace.sqlite")
+        collector = CollectorService(
+            transport,
+            config,
+            scenario.device_ids(),
+            out / "collector.sqlite",
+            max_in_flight=scenario.spec.collector.max_in_flight,
+            credit_window=scenario.spec.collector.credit_window,
+            stage_timeout=scenario.spec.collector.stage_timeout,
+            idle_timeout=scenario.spec.collector.idle_timeout,
+        )
+        t = time.perf_counter()
+        fleet = Fleet(scenario, transport, run, seed=seed)
+        stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
+        async with asyncio.TaskGroup() as group:
+            recorder_task = group.create_task(recorder.run_until_closed())
+            await recorder.subscribed.wait()
+            collector_task = group.create_task(collector.run())
+            await collector.subscribed.wait()
+            watcher = group.create_task(_watch_progress(collector, progress)) if progress else None
+            t = time.perf_counter()
+            outcomes = await fleet.run()
+            fleet_seconds = time.perf_counter() - t
+            if not collector_task.done():
+                # Every agent has ended: nothing more can arrive. Devices that failed leave
+                # their batches missing, which the collector reports as lost.
+                await asyncio.sleep(0)
+                if any(o.error for o in outcomes):
+                    collector.request_close("the fleet ended with failed devices")
+            collector_results = await collector_task
+            await recorder_task
+            if watcher is not None:
+                watcher.cancel()
+        if progress:
+            progress(collector_results["reports_received"], collector_results["reports_expected"])
+
+    stages["stream"] = {
+        "status": "complete" if collector_results["reports_lost"] == 0 else "incomplete",
+        "seconds": collector_results["stream_seconds"],
+        "fleet_seconds": fleet_seconds,
+        "close_reason": collector_results["close_reason"],
+    }
+    estimates = collector_results["mean_estimates"]
+    errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
+    results = {
+        "run": run,
+        "scenario": {
+            "name": scenario.name,
+            "path": str(scenario.path) if scenario.path else None,
+            "seed": seed,
+            "spec": scenario.to_dict(),
+        },
+        "broker": {"kind": broker_info.kind, "url": broker_info.url},
+        "devices": collector_results["devices"],
+        "devices_complete": collector_results["devices_complete"],
+        "reports_expected": collector_results["reports_expected"],
+        "reports_received": collector_results["reports_received"],
+        "reports_rejected": collector_results["reports_rejected"],
+        "reports_duplicate": collector_results["reports_duplicate"],
+        "reports_lost": collector_results["reports_lost"],
+        "rejections_by_field": collector_results["rejections_by_field"],
+        "missing_batches": collector_results["missing_batches"],
+        "stream": {
+            "mechanism": config.mechanism,
+            "eps": config.eps,
+            "w": config.w,
+            "eps0": config.eps0,
+            "steps": config.steps,
+            "batch_steps": config.batch_steps,
+            "bounds": [config.lo, config.hi],
+            "values_received": collector_results["reports_received"] * config.batch_steps
+            if config.steps % config.batch_steps == 0
+            else None,
+        },
+        "stages": stages,
+        "fleet": {
+            "devices_run": len(outcomes),
+            "device_errors": {o.device: o.error for o in outcomes if o.error},
+            "retransmissions": sum(o.retransmissions for o in outcomes),
+            "refused_messages": sum(o.refused_messages for o in outcomes),
+        },
+        "accuracy": {
+            "metric": "per-device mean of the clipped stream (physical units)",
+            "mean_abs_error": float(np.mean(errors)) if errors else None,
+            "max_abs_error": float(np.max(errors)) if errors else None,
+        },
+        "per_device": {
+            o.device: {
+                "state": o.state,
+                "batches_acked": o.batches_acked,
+                "mean_estimate": estimates.get(o.device),
+                "true_mean": o.true_mean,
+            }
+            for o in outcomes
+        },
+        "trace": {"path": "trace.sqlite", "messages": recorder.recorded},
+        "seconds": time.perf_counter() - wall,
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    (out / "ledger.json").write_text(
+        json.dumps(ledger_document(run, config.eps, config.w, outcomes), indent=2)
+    )
+    return results

@@ -1,0 +1,232 @@
+"""The scenario file (TOML) schema, its loader, and the plans built from it.
+
+A scenario is validated completely when it is loaded: unknown keys, wrong types and bad
+values raise ``ScenarioError`` with one sentence naming the key (``stream.eps``), the
+value and the limit. ``docs/scenarios.md`` documents every key.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from devices.sources import CsvSpec, SourceError, SyntheticSpec
+from protocol.errors import ParameterError
+from protocol.stream import StreamConfig
+
+Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
+Positive = Annotated[float, Meta(gt=0)]
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message is one sentence with the fix."""
+
+
+class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ScenarioMeta(_Section):
+    """``[scenario]``: name and seed."""
+
+    name: Ident
+    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
+    description: str = ""
+
+
+class FleetSection(_Section):
+    """``[fleet]``: how many devices and how they connect."""
+
+    devices: Annotated[int, Meta(ge=1, le=1_000_000)]
+    id_prefix: Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,20}$")] = "d"
+    connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
+
+
+class StreamSection(_Section):
+    """``[stream]``: the SW stream-reporting stage."""
+
+    steps: Annotated[int, Meta(ge=1, le=10_000_000)]
+    eps: Annotated[float, Meta(gt=0, le=50)]
+    w: Annotated[int, Meta(ge=1, le=100_000)]
+    mechanism: Literal["sw", "sw01"] = "sw"
+    batch_steps: Annotated[int, Meta(ge=1, le=4096)] | None = None
+    step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
+    retransmit_after: Annotated[float, Meta(gt=0, le=3600)] = 5.0
+
+
+class SyntheticSource(_Section, tag="synthetic", tag_field="kind"):
+    """``[source] kind = "synthetic"``: periodic waveforms."""
+
+    bounds: tuple[float, float]
+    shape: Literal["sine", "square", "sawtooth", "composite"] = "sine"
+    period: int | tuple[int, int] = 24
+    amplitude: float = 1.0
+    offset: float = 0.0
+    noise: float = 0.0
+    jitter: float = 0.0
+    phase: float | Literal["random"] = "random"
+
+
+class CsvSource(_Section, tag="csv", tag_field="kind"):
+    """``[source] kind = "csv"``: replay a data-set column or rows."""
+
+    bounds: tuple[float, float]
+    path: str
+    column: str | int = 0
+    layout: Literal["column", "rows"] = "column"
+    stride: Annotated[int, Meta(ge=0)] = 0
+
+
+class CollectorSection(_Section):
+    """``[collector]``: flow control and deadlines."""
+
+    max_in_flight: Annotated[int, Meta(ge=1, le=100_000)] = 256
+    credit_window: Annotated[int, Meta(ge=1, le=4096)] = 2
+    stage_timeout: Annotated[float, Meta(gt=0)] = 600.0
+    idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
+
+
+class BrokerSection(_Section):
+    """``[broker]``: where to run (overridden by ``--broker``)."""
+
+    url: str = "embedded"
+
+
+class Scenario(_Section):
+    """A whole scenario file."""
+
+    scenario: ScenarioMeta
+    fleet: FleetSection
+    stream: StreamSection
+    source: SyntheticSource | CsvSource
+    collector: CollectorSection = msgspec.field(default_factory=CollectorSection)
+    broker: BrokerSection = msgspec.field(default_factory=BrokerSection)
+
+
+def _path_of(text: str) -> str:
+    """Turn msgspec's ``$.stream.eps`` / unknown-field wording into ``stream.eps``."""
+    import re
+
+    at = re.search(r"- at `\$\.?([^`]*)`", text)
+    named = re.search(r"field `([^`]*)`", text)
+    parts = [p for p in ((at.group(1) if at else ""), (named.group(1) if named else "")) if p]
+    return ".".join(parts) or "(top level)"
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario and where it came from (relative data paths resolve there)."""
+
+    spec: Scenario
+    path: Path | None
+
+    @property
+    def name(self) -> str:
+        """The scenario's name."""
+        return self.spec.scenario.name
+
+    def device_ids(self) -> list[str]:
+        """Every device id of the fleet, in index order."""
+        n = self.spec.fleet.devices
+        width = max(4, len(str(n - 1)))
+        return [f"{self.spec.fleet.id_prefix}{i:0{width}d}" for i in range(n)]
+
+    def stream_config(self, run: str) -> StreamConfig:
+        """The stream-stage parameters for run ``run``."""
+        s = self.spec.stream
+        lo, hi = self.spec.source.bounds
+        return StreamConfig(
+            run=run,
+            mechanism=s.mechanism,
+            eps=s.eps,
+            w=s.w,
+            steps=s.steps,
+            batch_steps=s.batch_steps or min(s.w, s.steps),
+            lo=lo,
+            hi=hi,
+            retransmit_after=s.retransmit_after,
+        )
+
+    def source_spec(self) -> SyntheticSpec | CsvSpec:
+        """The data-source description with paths resolved."""
+        src = self.spec.source
+        if isinstance(src, SyntheticSource):
+            return SyntheticSpec(
+                shape=src.shape,
+                period=src.period,
+                amplitude=src.amplitude,
+                offset=src.offset,
+                noise=src.noise,
+                jitter=src.jitter,
+                phase=src.phase,
+            )
+        return CsvSpec(
+            path=str(resolve_data_path(src.path, self.path)),
+            column=src.column,
+            layout=src.layout,
+            stride=src.stride,
+        )
+
+    def to_dict(self) -> dict:
+        """The scenario as plain data (for results.json)."""
+        return msgspec.to_builtins(self.spec)
+
+
+def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
+    """A data path as given if absolute; else relative to the scenario file, the current
+    directory, or the project root (where ``data/`` lives), whichever exists."""
+    candidate = Path(path)
+    if candidate.is_absolute():
+        return candidate
+    bases = []
+    if scenario_path is not None:
+        bases += [scenario_path.parent, scenario_path.parent.parent]
+    bases += [Path.cwd(), Path(__file__).resolve().parent.parent]
+    for base in bases:
+        if (base / candidate).exists():
+            return base / candidate
+    return candidate
+
+
+def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
+    """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
+    where = f"{path}: " if path else ""
+    try:
+        spec = msgspec.toml.decode(text.encode(), type=Scenario)
+    except msgspec.ValidationError as error:
+        raise ScenarioError(
+            f"{where}{_path_of(str(error))}: {str(error).split(' - at')[0]}"
+        ) from None
+    except msgspec.DecodeError as error:
+        raise ScenarioError(f"{where}not valid TOML: {error}") from None
+    loaded = LoadedScenario(spec, path)
+    lo, hi = spec.source.bounds
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ScenarioError(
+            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]"
+        )
+    try:
+        loaded.stream_config("check")
+    except ParameterError as error:
+        raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
+    try:
+        loaded.source_spec()
+    except SourceError as error:
+        raise ScenarioError(f"{where}{error}") from None
+    return loaded
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    """Read and validate a scenario file."""
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(
+            f"scenario file {path} does not exist (built-in ones are in scenarios/, "
+            "e.g. scenarios/quickstart.toml)"
+        )
+    return parse_scenario(path.read_text(), path)
