@@ -8,7 +8,11 @@ Mosquitto: see docs/brokers.md.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import logging
+import signal
+import sys
 from types import TracebackType
 
 from amqtt.broker import Broker
@@ -85,3 +89,102 @@ class EmbeddedBroker:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+class EmbeddedBrokerProcess:
+    """The embedded broker in a child process, so it gets a core of its own.
+
+    ``ldpfleet run`` uses this: the broker, the fleet and the collector otherwise share one
+    Python thread, and amqtt's routing then halves the fleet's message rate (measured:
+    docs/brokers.md). The child prints its URL on its first line and stops on SIGTERM.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, start_timeout: float = 20.0):
+        if port == 1883:
+            raise EmbeddedBrokerError(
+                "port 1883 is reserved for the system's Mosquitto; choose another or 0 (free)"
+            )
+        self.host = host
+        self.requested_port = port
+        self.start_timeout = start_timeout
+        self.address: BrokerAddress | None = None
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        """``mqtt://host:port`` of the running broker."""
+        if self.address is None:
+            raise EmbeddedBrokerError("the embedded broker is not running")
+        return self.address.url
+
+    async def __aenter__(self) -> EmbeddedBrokerProcess:
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "broker.embedded",
+            "--host",
+            self.host,
+            "--port",
+            str(self.requested_port),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert self._process.stdout is not None and self._process.stderr is not None
+        try:
+            line = await asyncio.wait_for(self._process.stdout.readline(), self.start_timeout)
+        except TimeoutError:
+            line = b""
+        text = line.decode().strip()
+        if not text.startswith("mqtt://"):
+            await self._stop()
+            detail = (await self._process.stderr.read()).decode().strip().splitlines()
+            raise EmbeddedBrokerError(
+                f"the embedded broker did not start: {detail[-1] if detail else 'no output'}"
+            )
+        port = int(text.rsplit(":", 1)[1])
+        self.address = BrokerAddress(self.host, port)
+        return self
+
+    async def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stop()
+        self.address = None
+
+
+async def _serve(host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with EmbeddedBroker(host, port) as broker:
+        print(broker.url, flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m broker.embedded [--host H] [--port P]``: serve until SIGTERM."""
+    parser = argparse.ArgumentParser(description="ldpfleet embedded amqtt broker")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR)
+    try:
+        asyncio.run(_serve(args.host, args.port))
+    except EmbeddedBrokerError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -118,6 +118,9 @@ class MqttTransport:
                 timeout=30,
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             )
+            # Overlapping QoS 1 publishes is intended (publish_many); aiomqtt would log a
+            # warning per call above this threshold.
+            client.pending_calls_threshold = 1_000_000
             try:
                 await client.__aenter__()
             except aiomqtt.MqttError as error:

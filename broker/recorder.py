@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
+from collections import Counter
 from pathlib import Path
 
 import msgspec
@@ -91,6 +92,7 @@ class TraceRecorder:
         self.path = Path(path)
         self.batch_rows = batch_rows
         self.recorded = 0
+        self.by_kind: Counter[str] = Counter()
         self.subscribed = asyncio.Event()
         self.finished = asyncio.Event()
         self._rows: list[tuple] = []
@@ -144,6 +146,7 @@ class TraceRecorder:
                             )
                         )
                         self.recorded += 1
+                        self.by_kind[kind] += 1
                         if len(self._rows) >= self.batch_rows or conn.pending() == 0:
                             self._flush()
                         if self._is_final(family, kind, delivery.payload):

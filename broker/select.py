@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from broker.embedded import EmbeddedBroker
+from broker.embedded import EmbeddedBrokerProcess
 from broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
 from broker.transport import MemoryTransport, Transport
 
@@ -30,7 +30,8 @@ async def open_broker(spec: str) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
         yield MemoryTransport(), BrokerInfo("memory", "memory")
         return
     if spec == "embedded":
-        async with EmbeddedBroker() as broker:
+        async with EmbeddedBrokerProcess() as broker:
+            assert broker.address is not None
             yield MqttTransport(broker.address), BrokerInfo("embedded", broker.url)
         return
     try:

@@ -44,7 +44,7 @@ class DeviceAgent:
         self.connect_gate = connect_gate
         self.refused_messages = 0
         self.error: str | None = None
-        self.connected = asyncio.Event()
+        self.connected_at: float | None = None
 
     @property
     def device(self) -> str:
@@ -73,7 +73,11 @@ class DeviceAgent:
         conn = await context.__aenter__()
         try:
             run, device = self.reporter.config.run, self.device
-            await conn.subscribe(topics.inbox_filter(run, device), topics.ctl_filter(run))
+            # Exact inbox topics, not ``in/+``: brokers such as amqtt match wildcard filters
+            # one by one, while exact filters cost a string comparison (DESIGN.md, facts).
+            await conn.subscribe(
+                topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl_filter(run)
+            )
         except BaseException:
             await context.__aexit__(None, None, None)
             raise
@@ -84,7 +88,7 @@ class DeviceAgent:
         loop = asyncio.get_running_loop()
         context, conn = await self._connect()
         try:
-            self.connected.set()
+            self.connected_at = loop.time()
             self.reporter.start(loop.time())
             if self.step_seconds <= 0:
                 self.reporter.add_readings(self.readings, loop.time())

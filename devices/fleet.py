@@ -84,6 +84,7 @@ class Fleet:
         gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
         lo, hi = self.config.lo, self.config.hi
         self.agents: list[DeviceAgent] = []
+        self.connect_seconds: float | None = None
         self.true_means: dict[str, float] = {}
         shard_index, shard_count = shard
         for index, device in enumerate(scenario.device_ids()):
@@ -113,9 +114,12 @@ class Fleet:
 
     async def run(self) -> list[DeviceOutcome]:
         """Run every agent to completion; per-device failures are recorded, not raised."""
+        started = asyncio.get_running_loop().time()
         async with asyncio.TaskGroup() as group:
             for agent in self.agents:
                 group.create_task(self._run_agent(agent))
+        connected = [a.connected_at for a in self.agents if a.connected_at is not None]
+        self.connect_seconds = (max(connected) - started) if connected else None
         return self.outcomes()
 
     def outcomes(self) -> list[DeviceOutcome]:

@@ -14,7 +14,9 @@ import msgspec
 from protocol.errors import RemoteProtocolError
 from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
 
-MAX_PAYLOAD = 64 * 1024  # bytes; the largest legitimate message is a 4096-value batch
+# bytes; the largest legitimate message is a 4096-value batch: at most 25 bytes per value
+# ("-2.2250738585072014e-308,") plus the envelope, so about 100 KiB
+MAX_PAYLOAD = 128 * 1024
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(AnyMessage)
@@ -49,6 +51,8 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> AnyMessage:
         raise RemoteProtocolError(text, field=_field_of(text)) from None
     except msgspec.DecodeError as error:
         raise RemoteProtocolError(f"not valid JSON: {error}", field="payload") from None
+    except RecursionError:
+        raise RemoteProtocolError("JSON nested too deeply", field="payload") from None
     if message.v != SCHEMA_VERSION:
         raise RemoteProtocolError(
             f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})", field="v"

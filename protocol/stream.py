@@ -47,7 +47,16 @@ from protocol.sw import MECHANISMS, SquareWave, normalise
 
 STAGE = "stream"
 LEDGER_ACCOUNT = "stream"
+WAITING_HELLO_FACTOR = 6  # a device waiting for credit repeats its hello this much slower
 _REL_TOL = 1e-12
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,12 @@ class StreamConfig:
     retransmit_after: float = 5.0
 
     def __post_init__(self) -> None:
+        for name in ("eps", "lo", "hi", "retransmit_after"):
+            if not _is_number(getattr(self, name)):
+                raise ParameterError("must be a real number", field=name)
+        for name in ("w", "steps", "batch_steps"):
+            if not _is_int(getattr(self, name)):
+                raise ParameterError("must be an integer", field=name)
         topics.check_ident(self.run, "run")
         if self.mechanism not in MECHANISMS:
             raise ParameterError(f"must be one of {MECHANISMS}", field="mechanism")
@@ -335,7 +350,7 @@ class StreamReporter(Machine):
                 complete = self.acked == self.config.n_batches - 1
                 self.state = "closed"
                 self._emit(StreamClosed(complete, message.detail))
-            elif self.state == "hello":
+            elif self.state in ("hello", "waiting", "streaming"):
                 self._send_hello(now)  # the collector (re)started: announce at once
         else:
             raise RemoteProtocolError(
@@ -346,6 +361,9 @@ class StreamReporter(Machine):
         """The retransmission deadline, if anything is unacknowledged."""
         if self.state == "hello" and self._hello_sent_at is not None:
             return self._hello_sent_at + self.config.retransmit_after
+        if self.state == "waiting" and self._hello_sent_at is not None:
+            # Waiting for credit: a slow keep-alive hello, in case the admitting ack was lost.
+            return self._hello_sent_at + WAITING_HELLO_FACTOR * self.config.retransmit_after
         if self.state == "streaming" and self._sent_at:
             return min(self._sent_at.values()) + self.config.retransmit_after
         return None
@@ -355,7 +373,7 @@ class StreamReporter(Machine):
         deadline = self.next_timer()
         if deadline is None or now < deadline:
             return
-        if self.state == "hello":
+        if self.state in ("hello", "waiting"):
             self.retransmissions += 1
             self._send_hello(now)
             return
@@ -414,6 +432,7 @@ class StreamCollector(Machine):
         self.state = "open"  # open -> closed
         self.accepted = 0
         self.duplicates = 0
+        self.late = 0
         self.rejected = 0
         self.rejections_by_field: Counter[str] = Counter()
         self.complete_devices = 0
@@ -422,7 +441,8 @@ class StreamCollector(Machine):
     # ---- input ----------------------------------------------------------------------
 
     def open(self) -> None:
-        """Announce the stage (devices that said hello before we listened resend at once)."""
+        """Announce the stage: every started, unfinished device says hello again (so a
+        restarted collector learns of devices whose hello it never stored)."""
         self._send(
             topics.ctl(self.config.run, "stage"),
             Stage(run=self.config.run, sender=topics.COLLECTOR_ID, stage=STAGE, state="open"),
@@ -441,8 +461,7 @@ class StreamCollector(Machine):
         field_name = error.field or ""
         self.rejections_by_field[field_name] += 1
         if isinstance(topic, topics.Topic):
-            device = topic.sender
-            topic_text = f"ldp/{topic.run}/dev/{topic.sender}/up/{topic.kind}"
+            device, topic_text = topic.sender, topic.text
         else:
             device, topic_text = "", topic
         self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
@@ -479,7 +498,12 @@ class StreamCollector(Machine):
                 f"{message.sender!r} is not a device of run {c.run}", field="sender"
             )
         if self.state == "closed":
-            raise RemoteProtocolError("the stream stage is closed", field="stage")
+            self.late += 1  # e.g. a retransmission racing the close: not an attack
+            return
+        if message.type_name() != topic.kind:
+            raise RemoteProtocolError(
+                f"a {message.type_name()} message on a {topic.kind!r} topic", field="topic"
+            )
         if isinstance(message, Hello):
             self._on_hello(message, state, now)
         elif isinstance(message, SwReport):
@@ -513,8 +537,12 @@ class StreamCollector(Machine):
         elif state.active or state.complete:
             self._ack(hello.sender, state)  # a restarted device resumes where it was
         elif hello.sender not in self._waiting:
-            self._waiting.append(hello.sender)
+            self._waiting.append(hello.sender)  # stalled, heard from again
             self._admit()
+            if not state.active:
+                self._ack(hello.sender, state)
+        else:
+            self._ack(hello.sender, state)  # still queued: the "please wait" was lost
 
     def _on_report(self, report: SwReport, state: _DeviceState, now: float) -> None:
         c = self.config
@@ -551,6 +579,9 @@ class StreamCollector(Machine):
         state.last_heard = now
         if state.stalled:
             state.stalled = False
+            if not (state.active or state.complete) and report.sender not in self._waiting:
+                self._waiting.append(report.sender)  # heard from again: queue for credit
+                self._admit()
         if report.seq in state.received:
             self.duplicates += 1
             if report.seq in state.persisted:
@@ -707,6 +738,7 @@ class StreamCollector(Machine):
             "reports_expected": expected,
             "reports_received": persisted,
             "reports_duplicate": self.duplicates,
+            "messages_after_close": self.late,
             "reports_rejected": self.rejected,
             "rejections_by_field": dict(self.rejections_by_field),
             "reports_lost": expected - persisted,

@@ -16,7 +16,7 @@ Identifiers (run, device, kind, service) are 1..64 characters of ``[A-Za-z0-9_.-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protocol.errors import ParameterError, RemoteProtocolError
 
@@ -96,6 +96,7 @@ class Topic:
     kind: str  # message kind for up/ctl/rel/svc, "inbox" for in
     sender: str
     recipient: str | None  # device for "in"; "collector" for "up"; None for broadcasts
+    text: str = field(default="", compare=False)  # the topic as received
 
     @property
     def device(self) -> str | None:
@@ -120,13 +121,13 @@ def parse(topic: str) -> Topic:
     run, family = parts[1], parts[2]
     rest = parts[3:]
     if family == "dev" and len(rest) == 3 and rest[1] == "up":
-        return Topic(run, "up", rest[2], rest[0], COLLECTOR_ID)
+        return Topic(run, "up", rest[2], rest[0], COLLECTOR_ID, topic)
     if family == "dev" and len(rest) == 3 and rest[1] == "in":
-        return Topic(run, "in", "inbox", rest[2], rest[0])
+        return Topic(run, "in", "inbox", rest[2], rest[0], topic)
     if family in ("ctl", "rel") and len(rest) == 1:
-        return Topic(run, family, rest[0], COLLECTOR_ID, None)
+        return Topic(run, family, rest[0], COLLECTOR_ID, None, topic)
     if family == "svc" and len(rest) == 2:
-        return Topic(run, "svc", rest[1], rest[0], None)
+        return Topic(run, "svc", rest[1], rest[0], None, topic)
     raise RemoteProtocolError(f"unknown topic shape: {topic[:120]!r}", field="topic")
 
 

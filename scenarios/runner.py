@@ -157,6 +157,7 @@ async def run_scenario(
         "stages": stages,
         "fleet": {
             "devices_run": len(outcomes),
+            "connect_seconds": fleet.connect_seconds,
             "device_errors": {o.device: o.error for o in outcomes if o.error},
             "retransmissions": sum(o.retransmissions for o in outcomes),
             "refused_messages": sum(o.refused_messages for o in outcomes),
@@ -175,7 +176,11 @@ async def run_scenario(
             }
             for o in outcomes
         },
-        "trace": {"path": "trace.sqlite", "messages": recorder.recorded},
+        "trace": {
+            "path": "trace.sqlite",
+            "messages": recorder.recorded,
+            "by_kind": dict(sorted(recorder.by_kind.items())),
+        },
         "seconds": time.perf_counter() - wall,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

@@ -1,0 +1,243 @@
+"""Reading a recorded trace (``trace.sqlite``): filters, statistics, readable lines, export.
+
+Used by ``ldpfleet trace stats|show|export``. Filters: device (as sender or recipient),
+kind (payload type tag, e.g. ``sw_report``, ``reject``), topic (an MQTT filter with ``+``
+and ``#``), and a time window in seconds relative to the first recorded message.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol import codec, topics
+from protocol.errors import RemoteProtocolError
+from protocol.messages import Ack, Hello, Progress, Reject, Stage, SwReport
+
+
+class TraceError(ValueError):
+    """The trace file is missing or is not an ldpfleet trace."""
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which messages to select (None: no constraint)."""
+
+    device: str | None = None
+    kind: str | None = None
+    topic: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    """One recorded message."""
+
+    id: int
+    time: float
+    offset: float  # seconds since the first message of the trace
+    topic: str
+    family: str
+    sender: str
+    recipient: str | None
+    kind: str
+    seq: int | None
+    size: int
+    payload: bytes
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """Open a trace for reading; ``TraceError`` if it is not one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "trace.sqlite"
+    if not path.exists():
+        raise TraceError(
+            f"no trace at {path} (run `ldpfleet run` first; traces are OUT/trace.sqlite)"
+        )
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT 1 FROM messages LIMIT 1")
+    except sqlite3.DatabaseError as error:
+        db.close()
+        raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
+    return db
+
+
+def rows(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> Iterator[TraceRow]:
+    """Matching messages in recording order."""
+    start = db.execute("SELECT MIN(time) FROM messages").fetchone()[0] or 0.0
+    clauses, params = [], []
+    if selection.device:
+        clauses.append("(sender = ? OR recipient = ?)")
+        params += [selection.device, selection.device]
+    if selection.kind:
+        clauses.append("kind = ?")
+        params.append(selection.kind)
+    if selection.since is not None:
+        clauses.append("time >= ?")
+        params.append(start + selection.since)
+    if selection.until is not None:
+        clauses.append("time <= ?")
+        params.append(start + selection.until)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    query = (
+        "SELECT id, time, topic, family, sender, recipient, kind, seq, bytes, payload "
+        f"FROM messages {where} ORDER BY id"
+    )
+    for row in db.execute(query, params):
+        if selection.topic and not topics.matches(selection.topic, row[2]):
+            continue
+        yield TraceRow(row[0], row[1], row[1] - start, *row[2:])
+
+
+def stats(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> dict:
+    """Counts, bytes and rates per kind and per topic family."""
+    by_kind: dict[str, dict] = {}
+    by_family: dict[str, dict] = {}
+    senders: set[str] = set()
+    first = last = None
+    total = size = 0
+    for row in rows(db, selection):
+        total += 1
+        size += row.size
+        senders.add(row.sender)
+        first = row.offset if first is None else first
+        last = row.offset
+        for table, key in ((by_kind, row.kind), (by_family, row.family)):
+            entry = table.setdefault(key, {"messages": 0, "bytes": 0})
+            entry["messages"] += 1
+            entry["bytes"] += row.size
+    span = (last - first) if total > 1 else 0.0
+    for table in (by_kind, by_family):
+        for entry in table.values():
+            entry["per_second"] = entry["messages"] / span if span > 0 else None
+    return {
+        "messages": total,
+        "bytes": size,
+        "senders": len(senders),
+        "seconds": span,
+        "messages_per_second": total / span if span > 0 else None,
+        "by_kind": dict(sorted(by_kind.items())),
+        "by_family": dict(sorted(by_family.items())),
+    }
+
+
+def summarize(row: TraceRow) -> str:
+    """A short human description of a message's content."""
+    try:
+        message = codec.decode(row.payload)
+    except RemoteProtocolError as error:
+        preview = row.payload[:60].decode("utf-8", "replace")
+        return f"INVALID ({error.field}: {error.reason[:80]}) {preview!r}"
+    if isinstance(message, SwReport):
+        shown = ", ".join(f"{v:.3f}" for v in message.values[:4])
+        more = ", ..." if len(message.values) > 4 else ""
+        return (
+            f"seq={message.seq} t0={message.t0} {message.mechanism} eps0={message.eps0:g} "
+            f"w={message.w} n={len(message.values)} [{shown}{more}]"
+        )
+    if isinstance(message, Hello):
+        return (
+            f"{message.mechanism} eps={message.eps:g} w={message.w} steps={message.steps} "
+            f"batch={message.batch_steps} bounds=[{message.lo:g}, {message.hi:g}]"
+        )
+    if isinstance(message, Ack):
+        return f"persisted<= {message.seq} credit< {message.credit}"
+    if isinstance(message, Reject):
+        source = message.device or "?"
+        return f"REJECTED {message.kind} from {source}: {message.field}: {message.reason}"
+    if isinstance(message, Stage):
+        return f"stage {message.stage} {message.state}" + (
+            f" ({message.detail})" if message.detail else ""
+        )
+    if isinstance(message, Progress):
+        return f"count={message.count}"
+    return ""
+
+
+def format_line(row: TraceRow) -> str:
+    """One readable line: time, route, kind, size, content."""
+    recipient = row.recipient or ("all" if row.family == "ctl" else row.family)
+    return (
+        f"{row.offset:9.3f}s  {row.sender:>12} -> {recipient:<12} {row.kind:<10} "
+        f"{row.size:5d}B  {summarize(row)}"
+    )
+
+
+def as_record(row: TraceRow) -> dict:
+    """A JSON-ready dict of one message (payload as text when UTF-8, else base64)."""
+    try:
+        payload: object = json.loads(row.payload)
+    except (ValueError, UnicodeDecodeError):
+        payload = {"base64": base64.b64encode(row.payload).decode()}
+    return {
+        "id": row.id,
+        "time": row.time,
+        "offset": row.offset,
+        "topic": row.topic,
+        "family": row.family,
+        "sender": row.sender,
+        "recipient": row.recipient,
+        "kind": row.kind,
+        "seq": row.seq,
+        "bytes": row.size,
+        "payload": payload,
+    }
+
+
+def export(selected: Iterator[TraceRow], fmt: str) -> Iterator[str]:
+    """Lines of JSONL, or CSV with a header (payload as raw text/base64)."""
+    if fmt == "jsonl":
+        for row in selected:
+            yield json.dumps(as_record(row))
+        return
+    if fmt != "csv":
+        raise TraceError(f"export format {fmt!r} must be jsonl or csv")
+    columns = [
+        "id",
+        "time",
+        "offset",
+        "topic",
+        "family",
+        "sender",
+        "recipient",
+        "kind",
+        "seq",
+        "bytes",
+        "payload",
+    ]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="")
+    writer.writerow(columns)
+    yield buffer.getvalue()
+    for row in selected:
+        buffer.seek(0)
+        buffer.truncate()
+        try:
+            payload = row.payload.decode("utf-8")
+        except UnicodeDecodeError:
+            payload = "base64:" + base64.b64encode(row.payload).decode()
+        writer.writerow(
+            [
+                row.id,
+                row.time,
+                row.offset,
+                row.topic,
+                row.family,
+                row.sender,
+                row.recipient or "",
+                row.kind,
+                "" if row.seq is None else row.seq,
+                row.size,
+                payload,
+            ]
+        )
+        yield buffer.getvalue()

@@ -1,0 +1,415 @@
+"""The ``ldpfleet`` command line.
+
+Every user error (bad scenario key, unreachable broker, port in use, missing data file,
+bad trace path) prints one sentence saying what to fix and exits with status 2; never a
+traceback unless ``--verbose`` is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from broker.embedded import EmbeddedBroker, EmbeddedBrokerError
+from broker.mqtt import BrokerUrlError
+from broker.select import BrokerUnavailable, open_broker
+from broker.trace import TraceError, TraceFilter, export, format_line, open_readonly, rows, stats
+from broker.transport import TransportError
+from devices.sources import SourceError
+from protocol.errors import ParameterError
+from scenarios.schema import ScenarioError, load_scenario
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Fleets of IoT devices running local differential privacy over MQTT.",
+)
+trace_app = typer.Typer(no_args_is_help=True, help="Inspect a recorded trace (OUT/trace.sqlite).")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print JSON.")
+app.add_typer(trace_app, name="trace")
+app.add_typer(bench_app, name="bench")
+
+console = Console(stderr=True)
+USER_ERRORS = (
+    ScenarioError,
+    BrokerUnavailable,
+    BrokerUrlError,
+    EmbeddedBrokerError,
+    TransportError,
+    SourceError,
+    ParameterError,
+    TraceError,
+)
+_state = {"verbose": False}
+
+
+@app.callback()
+def _global(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show details and tracebacks.")
+    ] = False,
+) -> None:
+    _state["verbose"] = verbose
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for noisy in ("amqtt", "transitions"):
+        logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn expected failures into one clear line and exit status 2."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        if _state["verbose"]:
+            console.print_exception()
+        console.print(f"[bold red]error:[/] {error}", highlight=False)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+BrokerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--broker",
+        "-b",
+        help="embedded (default: in-process amqtt), memory (no broker), or mqtt://[user:pass@]host:port",
+    ),
+]
+
+
+def _summary_table(results: dict) -> Table:
+    table = Table(
+        title=f"run {results['run']} ({results['broker']['kind']} broker)", show_header=False
+    )
+    stream = results["stages"]["stream"]
+    rows_ = [
+        ("devices complete", f"{results['devices_complete']} / {results['devices']}"),
+        ("reports received", f"{results['reports_received']} / {results['reports_expected']}"),
+        ("reports lost", str(results["reports_lost"])),
+        ("reports rejected", str(results["reports_rejected"])),
+        ("stream stage", f"{stream['status']} in {stream['seconds']:.2f} s"),
+        ("trace messages", str(results["trace"]["messages"])),
+    ]
+    accuracy = results.get("accuracy", {})
+    if accuracy.get("mean_abs_error") is not None:
+        rows_.append(("mean abs error of device means", f"{accuracy['mean_abs_error']:.4g}"))
+    for key, value in rows_:
+        table.add_row(key, value)
+    return table
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file, e.g. scenarios/quickstart.toml")],
+    broker: BrokerOption = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
+        "runs/latest"
+    ),
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+    ] = None,
+) -> None:
+    """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
+    from scenarios.runner import run_scenario
+
+    with user_errors():
+        loaded = load_scenario(scenario)
+        if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
+            console.print(
+                "[yellow]warning:[/] the embedded amqtt broker slows down beyond ~1,000 devices; "
+                "use --broker mqtt://127.0.0.1:1883 (Mosquitto) for large fleets (docs/brokers.md)"
+            )
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} reports"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        ) as bar:
+            task = bar.add_task(f"stream ({loaded.name})", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            results = asyncio.run(
+                run_scenario(
+                    loaded, broker=broker, out_dir=out, seed=seed, run_id=run_id, progress=progress
+                )
+            )
+    console.print(_summary_table(results))
+    console.print(f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json")
+    if results["reports_lost"]:
+        raise typer.Exit(1)
+
+
+@app.command("broker")
+def broker_command(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (not 1883; 0 picks a free one).")] = 1884,
+) -> None:
+    """Run the embedded amqtt broker standalone until Ctrl-C."""
+
+    async def serve() -> None:
+        async with EmbeddedBroker(host, port) as embedded:
+            console.print(f"embedded broker listening on {embedded.url} (Ctrl-C to stop)")
+            print(embedded.url, flush=True)
+            await asyncio.Event().wait()
+
+    with user_errors():
+        asyncio.run(serve())
+
+
+@app.command()
+def fleet(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file.")],
+    broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
+    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the collector.")],
+    shard: Annotated[
+        str, typer.Option(help="Run slice i of k (devices whose index % k == i).")
+    ] = "0/1",
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Where to write this shard's ledger.")
+    ] = None,
+) -> None:
+    """Run the devices of a scenario (or one shard of them) against a broker."""
+    from devices.fleet import Fleet, parse_shard
+    from scenarios.runner import ledger_document
+
+    with user_errors():
+        try:
+            shard_index, shard_count = parse_shard(shard)
+        except ValueError as error:
+            raise ScenarioError(str(error)) from None
+        loaded = load_scenario(scenario)
+
+        async def go():
+            async with open_broker(broker) as (transport, _):
+                devices = Fleet(
+                    loaded, transport, run_id, seed=seed, shard=(shard_index, shard_count)
+                )
+                return await devices.run()
+
+        outcomes = asyncio.run(go())
+    config = loaded.stream_config(run_id)
+    target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "ledger.json").write_text(
+        json.dumps(ledger_document(run_id, config.eps, config.w, outcomes), indent=2)
+    )
+    done = sum(o.state == "done" for o in outcomes)
+    console.print(
+        f"shard {shard}: {done}/{len(outcomes)} devices delivered everything; ledger in {target}"
+    )
+    if done != len(outcomes):
+        raise typer.Exit(1)
+
+
+@app.command()
+def collector(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file.")],
+    broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
+    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.")] = None,
+) -> None:
+    """Run the collector (and trace recorder) of a scenario against a broker."""
+    from broker.recorder import TraceRecorder
+    from collector.service import CollectorService
+
+    with user_errors():
+        loaded = load_scenario(scenario)
+        target = out or Path("runs") / run_id
+        target.mkdir(parents=True, exist_ok=True)
+
+        async def go() -> dict:
+            async with open_broker(broker) as (transport, info):
+                recorder = TraceRecorder(transport, run_id, target / "trace.sqlite")
+                service = CollectorService(
+                    transport,
+                    loaded.stream_config(run_id),
+                    loaded.device_ids(),
+                    target / "collector.sqlite",
+                    max_in_flight=loaded.spec.collector.max_in_flight,
+                    credit_window=loaded.spec.collector.credit_window,
+                    stage_timeout=loaded.spec.collector.stage_timeout,
+                    idle_timeout=loaded.spec.collector.idle_timeout,
+                )
+                async with asyncio.TaskGroup() as group:
+                    recording = group.create_task(recorder.run_until_closed())
+                    await recorder.subscribed.wait()
+                    console.print(f"collector for run {run_id} listening on {info.url}")
+                    results = await service.run()
+                    await recording
+                return {
+                    "run": run_id,
+                    "broker": {"kind": info.kind, "url": info.url},
+                    **results,
+                    "trace": {"path": "trace.sqlite", "messages": recorder.recorded},
+                }
+
+        results = asyncio.run(go())
+    (target / "results.json").write_text(json.dumps(results, indent=2))
+    console.print(
+        f"collector: {results['devices_complete']}/{results['devices']} devices complete, "
+        f"{results['reports_lost']} reports lost, {results['reports_rejected']} rejected; "
+        f"outputs in {target}"
+    )
+    if results["reports_lost"]:
+        raise typer.Exit(1)
+
+
+# ---- trace --------------------------------------------------------------------------------
+
+TracePath = Annotated[Path, typer.Argument(help="A trace.sqlite file or a run's output directory.")]
+DeviceOpt = Annotated[str | None, typer.Option(help="Only messages from or to this device.")]
+KindOpt = Annotated[
+    str | None, typer.Option(help="Only this kind (sw_report, ack, hello, reject, stage, invalid).")
+]
+TopicOpt = Annotated[str | None, typer.Option(help="Only topics matching this MQTT filter (+, #).")]
+SinceOpt = Annotated[float | None, typer.Option(help="Seconds after the first message.")]
+UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first message.")]
+
+
+@trace_app.command("stats")
+def trace_stats(
+    path: TracePath,
+    device: DeviceOpt = None,
+    kind: KindOpt = None,
+    topic: TopicOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Counts, bytes and rates per kind and topic family."""
+    with user_errors():
+        db = open_readonly(path)
+        result = stats(db, TraceFilter(device, kind, topic, since, until))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(
+        title=f"{result['messages']} messages, {result['bytes']} bytes, {result['seconds']:.2f} s"
+    )
+    for column in ("kind", "messages", "bytes", "per second"):
+        table.add_column(column, justify="right" if column != "kind" else "left")
+    for name, entry in result["by_kind"].items():
+        rate = entry["per_second"]
+        table.add_row(
+            name, str(entry["messages"]), str(entry["bytes"]), f"{rate:.1f}" if rate else "-"
+        )
+    Console().print(table)
+
+
+@trace_app.command("show")
+def trace_show(
+    path: TracePath,
+    device: DeviceOpt = None,
+    kind: KindOpt = None,
+    topic: TopicOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 200,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """One line per message, decoded; rejections show their reason."""
+    from broker.trace import as_record
+
+    with user_errors():
+        db = open_readonly(path)
+        for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
+            if limit and index >= limit:
+                console.print("... (more; use --limit 0 for all)")
+                break
+            print(json.dumps(as_record(row)) if as_json else format_line(row))
+
+
+@trace_app.command("export")
+def trace_export(
+    path: TracePath,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default: stdout).")
+    ] = None,
+    device: DeviceOpt = None,
+    kind: KindOpt = None,
+    topic: TopicOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+) -> None:
+    """Export messages as JSON lines or CSV."""
+    with user_errors():
+        db = open_readonly(path)
+        lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
+        if output is None:
+            for line in lines:
+                print(line)
+        else:
+            with output.open("w") as handle:
+                for line in lines:
+                    handle.write(line + "\n")
+
+
+# ---- bench --------------------------------------------------------------------------------
+
+
+@bench_app.command("fleet")
+def bench_fleet_command(
+    devices: Annotated[int, typer.Option(help="Number of devices.")] = 1000,
+    steps: Annotated[int, typer.Option(help="Time steps per device.")] = 100,
+    broker: Annotated[
+        str, typer.Option("--broker", "-b", help="embedded, memory or mqtt://host:port")
+    ] = "embedded",
+    batch_steps: Annotated[
+        int | None, typer.Option(help="Steps per report message (default w).")
+    ] = None,
+    eps: Annotated[float, typer.Option(help="Window budget.")] = 2.0,
+    w: Annotated[int, typer.Option(help="Window length.")] = 5,
+    max_in_flight: Annotated[
+        int, typer.Option(help="Collector credit: reports in flight at most.")
+    ] = 256,
+    credit_window: Annotated[int, typer.Option(help="Reports a device may have in flight.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+) -> None:
+    """End-to-end fleet throughput: devices, messages, seconds, messages_per_s, lost."""
+    from scenarios.bench import bench_fleet
+
+    with user_errors():
+        result = asyncio.run(
+            bench_fleet(
+                devices,
+                steps,
+                broker=broker,
+                eps=eps,
+                w=w,
+                batch_steps=batch_steps,
+                max_in_flight=max_in_flight,
+            )
+        )
+    print(json.dumps(result, indent=None if as_json else 2))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
