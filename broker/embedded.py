@@ -20,6 +20,20 @@ from amqtt.broker import Broker
 from broker.mqtt import BrokerAddress
 
 
+class _ClosingBroker(Broker):
+    """amqtt's broker, closing each client socket when its session handler returns (amqtt
+    0.12 leaves some open, e.g. after a failed CONNECT, until garbage collection)."""
+
+    async def stream_connected(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str
+    ) -> None:
+        try:
+            await super().stream_connected(reader, writer, listener_name)
+        finally:
+            if not writer.is_closing():
+                writer.close()
+
+
 class EmbeddedBrokerError(RuntimeError):
     """The embedded broker could not start (for example, the port is in use)."""
 
@@ -59,7 +73,7 @@ class EmbeddedBroker:
                 "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}
             },
         }
-        broker = Broker(config)
+        broker = _ClosingBroker(config)
         try:
             await broker.start()
         except Exception as error:

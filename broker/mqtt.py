@@ -66,18 +66,27 @@ def parse_broker_url(url: str) -> BrokerAddress:
     )
 
 
-async def broker_reachable(address: BrokerAddress, timeout: float = 2.0) -> bool:
-    """True if a TCP connection to the broker's port succeeds."""
+async def broker_reachable(address: BrokerAddress, timeout: float = 3.0) -> bool:
+    """True if an MQTT broker answers a CONNECT at ``address``.
+
+    A real MQTT handshake rather than a bare TCP probe (amqtt logs a bare connection as an
+    error and leaks its transport). A broker that answers but refuses the credentials
+    counts as reachable: the real connection then reports the refusal."""
+    client = aiomqtt.Client(
+        address.host,
+        address.port,
+        identifier=f"ldpfleet-probe-{random.getrandbits(48):012x}",
+        username=address.username,
+        password=address.password,
+        timeout=timeout,
+    )
     try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection(address.host, address.port), timeout
-        )
-    except (OSError, TimeoutError):
+        async with client:
+            return True
+    except aiomqtt.MqttCodeError:
+        return True  # it answered (e.g. not authorised)
+    except (aiomqtt.MqttError, OSError, TimeoutError):
         return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True
 
 
 class MqttTransport:

@@ -58,13 +58,17 @@ def _exceeds(spent: float, limit: float) -> bool:
 
 @dataclass
 class WindowAccount:
-    """w-event accounting for one stream: every ``w`` consecutive steps spend ``<= eps``."""
+    """w-event accounting for one stream: every ``w`` consecutive steps spend ``<= eps``.
+
+    Spend per step lives in a growable float array (steps are dense in a stream), so a run
+    of charges can be checked with one vectorised pass (``charge_run``)."""
 
     eps: float
     w: int
     refusals: int = field(default=0, init=False)
     charges: int = field(default=0, init=False)
-    _spend: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _per_step: np.ndarray = field(default_factory=lambda: np.zeros(64), init=False, repr=False)
+    _last: int = field(default=-1, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.eps = _check_positive(self.eps, "eps")
@@ -73,29 +77,41 @@ class WindowAccount:
     @property
     def last_step(self) -> int:
         """Largest time step charged so far (``-1`` if none)."""
-        return max(self._spend, default=-1)
+        return self._last
 
     @property
     def total_spent(self) -> float:
-        return math.fsum(self._spend.values())
+        return math.fsum(self._per_step[: self._last + 1])
+
+    def _ensure(self, size: int) -> None:
+        if size > len(self._per_step):
+            grown = np.zeros(max(size, 2 * len(self._per_step)))
+            grown[: len(self._per_step)] = self._per_step
+            self._per_step = grown
+
+    def _segment(self, first: int, stop: int) -> np.ndarray:
+        """A copy of the per-step spend on ``[first, stop)`` (zeros beyond what is stored)."""
+        seg = np.zeros(stop - first)
+        available = min(stop, len(self._per_step))
+        if available > first:
+            seg[: available - first] = self._per_step[first:available]
+        return seg
 
     def _worst_window(self, t: int, eps0: float) -> tuple[int, float]:
         """The window containing ``t`` with the largest spend after adding ``eps0`` at ``t``."""
+        return self._worst_window_of_run(t, eps0, 1)
+
+    def _worst_window_of_run(self, t0: int, eps0: float, count: int) -> tuple[int, float]:
+        """The worst window touching steps ``t0 .. t0+count-1`` after adding ``eps0`` to each."""
         w = self.w
-        first = max(0, t - w + 1)
-        # per-step spend on [first, t + w - 1]; window s covers seg[s - first : s - first + w]
-        seg = [self._spend.get(i, 0.0) for i in range(first, t + w)]
-        seg[t - first] += eps0
-        prefix = [0.0]
-        for x in seg:
-            prefix.append(prefix[-1] + x)
-        best_s, best = first, -math.inf
-        for s in range(first, t + 1):
-            k = s - first
-            spent = prefix[k + w] - prefix[k]
-            if spent > best:
-                best_s, best = s, spent
-        return best_s, best
+        first = max(0, t0 - w + 1)
+        seg = self._segment(first, t0 + count + w - 1)
+        seg[t0 - first : t0 - first + count] += eps0
+        prefix = np.concatenate(([0.0], np.cumsum(seg)))
+        starts = t0 + count - first  # windows starting at first .. t0+count-1
+        sums = prefix[w : w + starts] - prefix[:starts]
+        k = int(np.argmax(sums))
+        return first + k, float(sums[k])
 
     def _validate(self, t: object, eps0: object) -> tuple[int, float]:
         return _check_int(t, "t", 0), _check_positive(eps0, "eps0")
@@ -104,6 +120,12 @@ class WindowAccount:
         """Whether ``charge(t, eps0)`` would be accepted (records nothing)."""
         tt, e0 = self._validate(t, eps0)
         return not _exceeds(self._worst_window(tt, e0)[1], self.eps)
+
+    def _record(self, t0: int, eps0: float, count: int) -> None:
+        self._ensure(t0 + count)
+        self._per_step[t0 : t0 + count] += eps0
+        self._last = max(self._last, t0 + count - 1)
+        self.charges += count
 
     def charge(self, t: int, eps0: float) -> None:
         """Spend ``eps0`` at time step ``t``; ``BudgetExhausted`` (nothing recorded) if any
@@ -117,8 +139,25 @@ class WindowAccount:
                 f"spend {spent:.6g} > eps = {self.eps:.6g}",
                 field="eps0",
             )
-        self._spend[tt] = self._spend.get(tt, 0.0) + e0
-        self.charges += 1
+        self._record(tt, e0, 1)
+
+    def charge_run(self, t0: int, eps0: float, count: int) -> tuple[int, BudgetExhausted | None]:
+        """Charge ``eps0`` at each of the steps ``t0 .. t0+count-1`` in order, stopping at the
+        first refusal. Returns (steps granted, the refusal or None). The same outcome as
+        ``count`` calls to ``charge``, checked in one vectorised pass when all fit."""
+        tt, e0 = self._validate(t0, eps0)
+        n = _check_int(count, "count", 0)
+        if n == 0:
+            return 0, None
+        if not _exceeds(self._worst_window_of_run(tt, e0, n)[1], self.eps):
+            self._record(tt, e0, n)
+            return n, None
+        for offset in range(n):  # some step is refused: find which, one charge at a time
+            try:
+                self.charge(tt + offset, e0)
+            except BudgetExhausted as refusal:
+                return offset, refusal
+        return n, None  # pragma: no cover - the vectorised check said otherwise
 
     def window_spent(self) -> list[float]:
         """Spend of each window ``[s, s + w - 1]`` for ``s = 0 .. last_step - w + 1``
@@ -126,9 +165,7 @@ class WindowAccount:
         n = self.last_step + 1
         if n < self.w:
             return [self.total_spent]
-        per_step = np.zeros(n)
-        for step, spent in self._spend.items():
-            per_step[step] = spent
+        per_step = self._per_step[:n]
         prefix = np.concatenate(([0.0], np.cumsum(per_step)))
         return [float(x) for x in prefix[self.w :] - prefix[: n - self.w + 1]]
 
@@ -243,6 +280,18 @@ class PrivacyLedger:
         else:
             acct.charge(e, t)
         self._mechanisms[name][mechanism] += 1
+
+    def charge_run(
+        self, name: str, eps: float, *, t0: int, count: int, mechanism: str = ""
+    ) -> tuple[int, BudgetExhausted | None]:
+        """Charge ``eps`` at ``count`` consecutive steps of a w-event account from ``t0``,
+        stopping at the first refusal; returns (steps granted, the refusal or None)."""
+        acct = self.account(name)
+        if not isinstance(acct, WindowAccount):
+            raise LocalProtocolError(f"account {name!r} has no time steps", field="name")
+        granted, refusal = acct.charge_run(t0, _check_positive(eps, "eps"), count)
+        self._mechanisms[name][mechanism] += granted
+        return granted, refusal
 
     def mechanisms(self, name: str) -> dict[str, int]:
         """How many accepted charges on ``name`` came from each mechanism label."""

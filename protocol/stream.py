@@ -34,7 +34,6 @@ import numpy as np
 
 from protocol import topics
 from protocol.errors import (
-    BudgetExhausted,
     LocalProtocolError,
     ParameterError,
     ProtocolError,
@@ -254,20 +253,13 @@ class StreamReporter(Machine):
             )
         if not np.all(np.isfinite(x)):
             raise LocalProtocolError("readings must be finite (a sensor fault is not data)")
-        granted = 0
-        for offset in range(len(x)):
-            try:
-                self.ledger.charge(
-                    LEDGER_ACCOUNT,
-                    self.config.eps0,
-                    t=start + offset,
-                    mechanism=self.config.mechanism,
-                )
-            except BudgetExhausted as error:
-                self.refused_from = start + offset
-                self._emit(ReadingsRefused(start + offset, error.reason))
-                break
-            granted += 1
+        c = self.config
+        granted, refusal = self.ledger.charge_run(
+            LEDGER_ACCOUNT, c.eps0, t0=start, count=len(x), mechanism=c.mechanism
+        )
+        if refusal is not None:
+            self.refused_from = start + granted
+            self._emit(ReadingsRefused(start + granted, refusal.reason))
         if granted:
             v = normalise(x[:granted], self.config.lo, self.config.hi)
             self.values[start : start + granted] = self._sw.perturb(v, self._rng)

@@ -13,18 +13,22 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
 
 from broker.recorder import TraceRecorder
 from broker.select import open_broker
+from broker.transport import Transport
 from collector.service import CollectorService
 from devices.fleet import DeviceOutcome, Fleet
 from scenarios.schema import LoadedScenario
 
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
+# A coroutine run beside the fleet once the collector listens (fault and attack experiments):
+# it gets the transport, the run id and the collector service.
+SideTask = Callable[[Transport, str, CollectorService], Awaitable[None]]
 
 
 def new_run_id(scenario: LoadedScenario) -> str:
@@ -63,6 +67,7 @@ async def run_scenario(
     seed: int | None = None,
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
+    side_task: SideTask | None = None,
 ) -> dict:
     """Run a whole scenario in this process and write its outputs; returns results."""
     out = Path(out_dir)
@@ -100,6 +105,7 @@ async def run_scenario(
             collector_task = group.create_task(collector.run())
             await collector.subscribed.wait()
             watcher = group.create_task(_watch_progress(collector, progress)) if progress else None
+            side = group.create_task(side_task(transport, run, collector)) if side_task else None
             t = time.perf_counter()
             outcomes = await fleet.run()
             fleet_seconds = time.perf_counter() - t
@@ -111,8 +117,9 @@ async def run_scenario(
                     collector.request_close("the fleet ended with failed devices")
             collector_results = await collector_task
             await recorder_task
-            if watcher is not None:
-                watcher.cancel()
+            for helper in (watcher, side):
+                if helper is not None:
+                    helper.cancel()
         if progress:
             progress(collector_results["reports_received"], collector_results["reports_expected"])
 

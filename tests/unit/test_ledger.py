@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
@@ -275,3 +278,54 @@ def test_ledger_validation():
         ledger.open_account("x", object())  # type: ignore[arg-type]
     with pytest.raises(ParameterError):
         ledger.open_account("", BudgetAccount(eps=1.0))
+
+
+# --- charge_run: the vectorised path must equal step-by-step charging ---------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    w=st.integers(1, 8),
+    eps=st.sampled_from([1.0, 2.0, 0.7]),
+    pre=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([0.1, 0.25, 0.5])), max_size=12),
+    t0=st.integers(0, 40),
+    count=st.integers(0, 30),
+    eps0=st.sampled_from([0.05, 0.125, 0.25, 0.5, 1.0]),
+)
+def test_charge_run_equals_sequential_charges(w, eps, pre, t0, count, eps0):
+    fast, slow = WindowAccount(eps, w), WindowAccount(eps, w)
+    for t, e in pre:
+        for account in (fast, slow):
+            with contextlib.suppress(BudgetExhausted):
+                account.charge(t, e)
+    granted, refusal = fast.charge_run(t0, eps0, count)
+    expected = 0
+    for offset in range(count):
+        try:
+            slow.charge(t0 + offset, eps0)
+        except BudgetExhausted:
+            break
+        expected += 1
+    assert granted == expected
+    assert (refusal is None) == (expected == count)
+    assert fast.window_spent() == slow.window_spent()
+    assert fast.charges == slow.charges and fast.refusals == slow.refusals
+
+
+def test_charge_run_exact_fit_and_first_refused_step():
+    account = WindowAccount(2.0, 5)
+    assert account.charge_run(0, 0.4, 200) == (200, None)
+    assert account.max_window_spent() == pytest.approx(2.0)
+    granted, refusal = WindowAccount(2.0, 5).charge_run(0, 0.4 + 1e-6, 10)
+    assert granted == 4  # the 5th step would overspend the first window
+    assert isinstance(refusal, BudgetExhausted) and "[0, 4]" in refusal.reason
+
+
+def test_ledger_charge_run_counts_mechanism_and_refuses_total_accounts():
+    ledger = PrivacyLedger("d0")
+    ledger.open_account("stream", WindowAccount(1.0, 4))
+    ledger.open_account("node", BudgetAccount(1.0))
+    assert ledger.charge_run("stream", 0.25, t0=0, count=8, mechanism="sw") == (8, None)
+    assert ledger.mechanisms("stream") == {"sw": 8}
+    with pytest.raises(LocalProtocolError):
+        ledger.charge_run("node", 0.1, t0=0, count=1)

@@ -1,0 +1,47 @@
+"""Shared fixtures: brokers for the real-broker tier, and scenario builders."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from broker.embedded import EmbeddedBroker
+
+ROOT = Path(__file__).resolve().parent.parent
+MOSQUITTO_HOST, MOSQUITTO_PORT = "127.0.0.1", 1883
+
+
+def mosquitto_running() -> bool:
+    """True if something accepts TCP connections on 127.0.0.1:1883."""
+    try:
+        with socket.create_connection((MOSQUITTO_HOST, MOSQUITTO_PORT), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def mosquitto_url() -> str:
+    """The local Mosquitto; skipped on a laptop without it, a failure in CI (.ci/run starts it)."""
+    if not mosquitto_running():
+        if os.environ.get("CI"):
+            pytest.fail("Mosquitto must answer on 127.0.0.1:1883 in CI (.ci/run starts it)")
+        pytest.skip(
+            "no Mosquitto on 127.0.0.1:1883 (start: mosquitto -d -c /etc/mosquitto/mosquitto.conf)"
+        )
+    return f"mqtt://{MOSQUITTO_HOST}:{MOSQUITTO_PORT}"
+
+
+@pytest.fixture
+async def embedded_url():
+    """An in-process amqtt broker on a free port, stopped after the test."""
+    async with EmbeddedBroker() as broker:
+        yield broker.url
+
+
+@pytest.fixture
+def quickstart_path() -> Path:
+    return ROOT / "scenarios" / "quickstart.toml"

@@ -1,0 +1,185 @@
+"""The ``ldpfleet`` command line: runs, user errors without tracebacks, trace commands,
+the benchmark's JSON, and the pieces as separate processes against Mosquitto."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import secrets
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from scenarios.cli import app
+from tests.conftest import ROOT
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def quickstart_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quickstart")
+    result = invoke(
+        "run", str(ROOT / "scenarios" / "quickstart.toml"), "--broker", "memory", "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_run_writes_results_trace_and_ledger(quickstart_run):
+    results = json.loads((quickstart_run / "results.json").read_text())
+    assert results["devices_complete"] == 50 and results["reports_lost"] == 0
+    assert (quickstart_run / "trace.sqlite").exists()
+    ledger = json.loads((quickstart_run / "ledger.json").read_text())
+    assert ledger["max_window_spent"] <= 2.0 * (1 + 1e-9)
+
+
+def test_trace_stats_json(quickstart_run):
+    result = invoke("trace", "stats", str(quickstart_run / "trace.sqlite"), "--json")
+    assert result.exit_code == 0
+    stats = json.loads(result.stdout)
+    assert stats["by_kind"]["sw_report"]["messages"] == 50 * 40
+    assert stats["by_kind"]["hello"]["messages"] >= 50
+    device_only = json.loads(
+        invoke("trace", "stats", str(quickstart_run), "--device", "d0007", "--json").stdout
+    )
+    assert device_only["by_kind"]["sw_report"]["messages"] == 40
+    assert device_only["senders"] == 2  # the device and the collector's acks to it
+
+
+def test_trace_show_filters_and_decodes(quickstart_run):
+    result = invoke(
+        "trace",
+        "show",
+        str(quickstart_run),
+        "--device",
+        "d0003",
+        "--kind",
+        "sw_report",
+        "--limit",
+        "0",
+    )
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 40
+    assert all("d0003 -> collector" in line and "eps0=0.4" in line for line in lines)
+    windowed = invoke(
+        "trace", "show", str(quickstart_run), "--since", "0", "--until", "0", "--limit", "0"
+    )
+    assert 1 <= len(windowed.stdout.strip().splitlines()) < 50 * 40
+    by_topic = invoke(
+        "trace", "show", str(quickstart_run), "--topic", "ldp/+/ctl/#", "--limit", "0"
+    )
+    assert all(" stage " in line for line in by_topic.stdout.strip().splitlines())
+
+
+def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
+    result = invoke("trace", "export", str(quickstart_run), "--kind", "hello")
+    records = [json.loads(line) for line in result.stdout.strip().splitlines()]
+    assert len(records) >= 50 and all(r["payload"]["type"] == "hello" for r in records)
+    target = tmp_path / "acks.csv"
+    invoke(
+        "trace",
+        "export",
+        str(quickstart_run),
+        "--format",
+        "csv",
+        "--kind",
+        "ack",
+        "-o",
+        str(target),
+    )
+    table = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert table and all(row["kind"] == "ack" and row["sender"] == "collector" for row in table)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nope.toml"], "does not exist"),
+        (["run", "BADKEY", "--broker", "memory"], "stream.epss"),
+        (["run", "QUICK", "--broker", "mqtt://127.0.0.1:1"], "no MQTT broker answers"),
+        (["run", "QUICK", "--broker", "http://x"], "must start with mqtt://"),
+        (["run", "BADDATA", "--broker", "memory"], "source.path"),
+        (["trace", "stats", "/nonexistent/dir"], "no trace at"),
+        (
+            ["fleet", "QUICK", "--broker", "memory", "--run", "x", "--shard", "3/2"],
+            "needs 0 <= i < k",
+        ),
+    ],
+)
+def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path):
+    quick = ROOT / "scenarios" / "quickstart.toml"
+    text = quick.read_text()
+    bad_key = tmp_path / "bad.toml"
+    bad_key.write_text(text.replace("w = 5\n", "w = 5\nepss = 1\n"))
+    bad_data = tmp_path / "baddata.toml"
+    bad_data.write_text(
+        text.split("[source]")[0]
+        + '[source]\nkind = "csv"\npath = "missing.csv"\nbounds = [0, 1]\n'
+    )
+    mapping = {"QUICK": str(quick), "BADKEY": str(bad_key), "BADDATA": str(bad_data)}
+    result = runner.invoke(app, [mapping.get(a, a) for a in args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bench_fleet_prints_json():
+    result = invoke("bench", "fleet", "--devices", "5", "--steps", "20", "--broker", "memory")
+    assert result.exit_code == 0
+    figures = json.loads(result.stdout)
+    for key in ("devices", "messages", "seconds", "messages_per_s", "lost"):
+        assert key in figures
+    assert figures["devices"] == 5 and figures["messages"] == 5 * 4 and figures["lost"] == 0
+
+
+@pytest.mark.mosquitto
+async def test_collector_and_two_fleet_shards_as_separate_processes(mosquitto_url, tmp_path):
+    run = f"procs-{secrets.token_hex(3)}"
+    scenario = str(ROOT / "scenarios" / "quickstart.toml")
+    base = [sys.executable, "-m", "scenarios.cli"]
+
+    async def spawn(*args: str):
+        return await asyncio.create_subprocess_exec(
+            *base,
+            *args,
+            cwd=tmp_path,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    collector = await spawn(
+        "collector", scenario, "--broker", mosquitto_url, "--run", run, "--out", "col"
+    )
+    shards = [
+        await spawn(
+            "fleet",
+            scenario,
+            "--broker",
+            mosquitto_url,
+            "--run",
+            run,
+            "--shard",
+            f"{i}/2",
+            "--out",
+            f"f{i}",
+        )
+        for i in range(2)
+    ]
+    outputs = await asyncio.wait_for(
+        asyncio.gather(*(p.communicate() for p in (collector, *shards))), timeout=120
+    )
+    codes = [p.returncode for p in (collector, *shards)]
+    assert codes == [0, 0, 0], outputs
+    results = json.loads((tmp_path / "col" / "results.json").read_text())
+    assert results["devices_complete"] == 50 and results["reports_lost"] == 0
+    assert results["reports_received"] == 50 * 40
+    ledgers = [json.loads((tmp_path / f"f{i}" / "ledger.json").read_text()) for i in range(2)]
+    assert sorted(len(ledger["devices"]) for ledger in ledgers) == [25, 25]
