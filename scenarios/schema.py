@@ -199,9 +199,9 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:
-        raise ScenarioError(
-            f"{where}{_path_of(str(error))}: {str(error).split(' - at')[0]}"
-        ) from None
+        text = str(error).split(" - at")[0]
+        hint = " (docs/scenarios.md lists every key)" if "unknown field" in text else ""
+        raise ScenarioError(f"{where}{_path_of(str(error))}: {text}{hint}") from None
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     loaded = LoadedScenario(spec, path)

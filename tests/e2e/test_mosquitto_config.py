@@ -1,0 +1,74 @@
+"""The recommended large-fleet Mosquitto configuration starts and carries a run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+
+import pytest
+
+from broker.mqtt import BrokerAddress, broker_reachable
+from scenarios.runner import run_scenario
+from scenarios.schema import parse_scenario
+from tests.conftest import ROOT
+
+SCENARIO = """
+[scenario]
+name = "conf"
+[fleet]
+devices = 20
+[stream]
+steps = 40
+eps = 2.0
+w = 4
+[source]
+kind = "synthetic"
+bounds = [-1.5, 1.5]
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.mosquitto
+async def test_large_fleet_config_runs_a_fleet(tmp_path):
+    binary = shutil.which("mosquitto")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("the mosquitto binary must be installed in CI")
+        pytest.skip("mosquitto is not installed")
+    port = free_port()
+    text = (ROOT / "docs" / "mosquitto" / "large-fleet.conf").read_text()
+    assert "listener 1883 127.0.0.1" in text and "max_queued_messages 100000" in text
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chmod(data, 0o777)  # mosquitto drops root privileges before writing persistence
+    config = tmp_path / "large-fleet.conf"
+    config.write_text(
+        text.replace("listener 1883 127.0.0.1", f"listener {port} 127.0.0.1").replace(
+            "persistence_location /var/lib/mosquitto/", f"persistence_location {data}/"
+        )
+    )
+    process = await asyncio.create_subprocess_exec(
+        binary, "-c", str(config), stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        address = BrokerAddress("127.0.0.1", port)
+        for _ in range(100):
+            if await broker_reachable(address, timeout=0.5):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("mosquitto with docs/mosquitto/large-fleet.conf did not start")
+        results = await run_scenario(
+            parse_scenario(SCENARIO), broker=address.url, out_dir=tmp_path / "out"
+        )
+        assert results["devices_complete"] == 20 and results["reports_lost"] == 0
+    finally:
+        process.terminate()
+        await process.wait()

@@ -1,0 +1,94 @@
+"""Scenario schema: the built-in scenarios load, bad input gives one clear sentence, and
+docs/scenarios.md documents every key."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import pytest
+
+from scenarios.schema import (
+    BrokerSection,
+    CollectorSection,
+    CsvSource,
+    FleetSection,
+    ScenarioError,
+    ScenarioMeta,
+    StreamSection,
+    SyntheticSource,
+    load_scenario,
+    parse_scenario,
+)
+from tests.conftest import ROOT
+
+QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.toml")), ids=lambda p: p.name)
+def test_builtin_scenarios_load(path):
+    loaded = load_scenario(path)
+    config = loaded.stream_config("r1")
+    assert config.eps > 0 and len(loaded.device_ids()) == loaded.spec.fleet.devices
+    loaded.source_spec()
+
+
+def test_quickstart_is_what_the_issue_asks():
+    spec = parse_scenario(QUICK).spec
+    assert (spec.fleet.devices, spec.stream.steps, spec.stream.eps, spec.stream.w) == (
+        50,
+        200,
+        2.0,
+        5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        (("w = 5\n", "w = 5\nepss = 1\n"), "stream.epss"),
+        (("eps = 2.0", "eps = 0"), "stream.eps"),
+        (("eps = 2.0", "eps = 50.5"), "stream.eps"),
+        (("devices = 50", "devices = 0"), "fleet.devices"),
+        (("devices = 50", 'devices = "many"'), "fleet.devices"),
+        (('shape = "sine"', 'shape = "triangle"'), "source.shape"),
+        (("bounds = [5.0, 35.0]", "bounds = [35.0, 5.0]"), "source.bounds"),
+        (('mechanism = "sw"', 'mechanism = "laplace"'), "stream.mechanism"),
+        (("batch_steps = 5", "batch_steps = 5000"), "stream.batch_steps"),
+        (("period = [12, 36]", "period = [36, 12]"), "source.period"),
+        (('name = "quickstart"', 'name = "has space"'), "scenario.name"),
+    ],
+)
+def test_bad_scenarios_name_the_key(change, needle):
+    old, new = change
+    assert old in QUICK
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(QUICK.replace(old, new, 1))
+    assert needle in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_section_and_missing_file():
+    with pytest.raises(ScenarioError, match="stream"):
+        parse_scenario(QUICK.split("[stream]")[0])
+    with pytest.raises(ScenarioError, match="does not exist"):
+        load_scenario(ROOT / "scenarios" / "nope.toml")
+
+
+def test_docs_list_every_schema_key():
+    doc = (ROOT / "docs" / "scenarios.md").read_text()
+    sections = {
+        "scenario": ScenarioMeta,
+        "fleet": FleetSection,
+        "stream": StreamSection,
+        "collector": CollectorSection,
+        "broker": BrokerSection,
+    }
+    for name, struct in sections.items():
+        body = doc.split(f"## `[{name}]`")[1].split("\n## ")[0]
+        for field in msgspec.structs.fields(struct):
+            assert re.search(rf"^\| `{field.name}` \|", body, re.M), f"{name}.{field.name}"
+    source_body = doc.split("## `[source]`")[1].split("\n## ")[0]
+    for struct in (SyntheticSource, CsvSource):
+        for field in msgspec.structs.fields(struct):
+            assert f"| `{field.name}` |" in source_body, f"source.{field.name}"
