@@ -24,8 +24,16 @@ class BrokerInfo:
 
 
 @contextlib.asynccontextmanager
-async def open_broker(spec: str) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
-    """Yield a transport for ``spec``; an embedded broker lives as long as the block."""
+async def open_broker(spec: str | Transport) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
+    """Yield a transport for ``spec``; an embedded broker lives as long as the block.
+
+    ``spec`` may also be a ready ``Transport`` (e.g. a ``MemoryTransport`` with drop rules)."""
+    if not isinstance(spec, str):
+        yield (
+            spec,
+            BrokerInfo("memory" if isinstance(spec, MemoryTransport) else "custom", spec.name),
+        )
+        return
     if spec == "memory":
         yield MemoryTransport(), BrokerInfo("memory", "memory")
         return

@@ -62,7 +62,7 @@ async def _watch_progress(service: CollectorService, callback: ProgressCallback)
 async def run_scenario(
     scenario: LoadedScenario,
     *,
-    broker: str | None = None,
+    broker: str | Transport | None = None,
     out_dir: str | Path = "runs/latest",
     seed: int | None = None,
     run_id: str | None = None,
