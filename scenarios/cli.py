@@ -232,7 +232,7 @@ def collector(
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
     from broker.recorder import TraceRecorder
-    from collector.service import CollectorService
+    from scenarios.runner import collector_for
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -242,16 +242,7 @@ def collector(
         async def go() -> dict:
             async with open_broker(broker) as (transport, info):
                 recorder = TraceRecorder(transport, run_id, target / "trace.sqlite")
-                service = CollectorService(
-                    transport,
-                    loaded.stream_config(run_id),
-                    loaded.device_ids(),
-                    target / "collector.sqlite",
-                    max_in_flight=loaded.spec.collector.max_in_flight,
-                    credit_window=loaded.spec.collector.credit_window,
-                    stage_timeout=loaded.spec.collector.stage_timeout,
-                    idle_timeout=loaded.spec.collector.idle_timeout,
-                )
+                service = collector_for(loaded, transport, run_id, target / "collector.sqlite")
                 async with asyncio.TaskGroup() as group:
                     recording = group.create_task(recorder.run_until_closed())
                     await recorder.subscribed.wait()

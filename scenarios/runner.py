@@ -50,6 +50,23 @@ def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome])
     }
 
 
+def collector_for(
+    scenario: LoadedScenario, transport: Transport, run: str, store_path: Path
+) -> CollectorService:
+    """The collector service of ``scenario`` for run ``run``, configured from ``[collector]``."""
+    settings = scenario.spec.collector
+    return CollectorService(
+        transport,
+        scenario.stream_config(run),
+        scenario.device_ids(),
+        store_path,
+        max_in_flight=settings.max_in_flight,
+        credit_window=settings.credit_window,
+        stage_timeout=settings.stage_timeout,
+        idle_timeout=settings.idle_timeout,
+    )
+
+
 async def _watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
     while True:
         machine = service.machine
@@ -86,16 +103,7 @@ async def run_scenario(
     async with open_broker(broker_spec) as (transport, broker_info):
         stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
         recorder = TraceRecorder(transport, run, out / "trace.sqlite")
-        collector = CollectorService(
-            transport,
-            config,
-            scenario.device_ids(),
-            out / "collector.sqlite",
-            max_in_flight=scenario.spec.collector.max_in_flight,
-            credit_window=scenario.spec.collector.credit_window,
-            stage_timeout=scenario.spec.collector.stage_timeout,
-            idle_timeout=scenario.spec.collector.idle_timeout,
-        )
+        collector = collector_for(scenario, transport, run, out / "collector.sqlite")
         t = time.perf_counter()
         fleet = Fleet(scenario, transport, run, seed=seed)
         stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
