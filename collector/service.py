@@ -16,7 +16,9 @@ from pathlib import Path
 
 from broker.pump import background, drive_timers, publish_outbound
 from broker.transport import Connection, Transport
-from collector.analytics import sw_mean_estimates
+from collector.analytics import reconstruct_streams, save_reconstructions, sw_mean_estimates
+from collector.cpr import CprConfig
+from collector.reconstruct import Reconstruction
 from collector.store import ReportStore
 from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
@@ -40,6 +42,8 @@ class CollectorService:
         credit_window: int = 2,
         stage_timeout: float = 600.0,
         idle_timeout: float = 30.0,
+        reconstruct: str = "none",
+        cpr: CprConfig | None = None,
     ) -> None:
         self.transport = transport
         self.config = config
@@ -49,6 +53,9 @@ class CollectorService:
         self.credit_window = credit_window
         self.stage_timeout = stage_timeout
         self.idle_timeout = idle_timeout
+        self.reconstruct = reconstruct
+        self.cpr = cpr
+        self.reconstructions: dict[str, Reconstruction] = {}
         self.machine: StreamCollector | None = None
         self.subscribed = asyncio.Event()
         self.stage_seconds = 0.0
@@ -115,6 +122,26 @@ class CollectorService:
         finally:
             self._wake.set()
 
+    async def _reconstruct(self, streams: dict) -> dict:
+        """Reconstruct every received stream (in worker processes, off the event loop) and
+        save them next to the store as reconstructions.npz."""
+        started = time.perf_counter()
+        self.reconstructions = await asyncio.to_thread(
+            reconstruct_streams, self.config, streams, self.reconstruct, cpr=self.cpr
+        )
+        path = self.store.path.parent / "reconstructions.npz"
+        await asyncio.to_thread(save_reconstructions, path, self.config, self.reconstructions)
+        return {
+            "method": self.reconstruct,
+            "streams": len(self.reconstructions),
+            "seconds": time.perf_counter() - started,
+            "path": path.name,
+            "per_device": {
+                device: {"period_hat": r.period, "period_confidence": r.confidence}
+                for device, r in self.reconstructions.items()
+            },
+        }
+
     async def run(self) -> dict:
         """Serve until every device delivered everything or the stage deadline passes."""
         loop = asyncio.get_running_loop()
@@ -159,6 +186,8 @@ class CollectorService:
                 "mean_estimates": sw_mean_estimates(self.config, streams),
                 "stream_seconds": self.stage_seconds,
             }
+            if self.reconstruct != "none":
+                results["reconstruction"] = await self._reconstruct(streams)
             await conn.publish(
                 topics.ctl(run, "stage"),
                 codec.encode(

@@ -19,9 +19,10 @@ import numpy as np
 
 from broker.transport import Transport
 from devices.agent import DeviceAgent
+from devices.periodic import periodic_stream, template
 from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
 from protocol.stream import StreamReporter
-from scenarios.schema import LoadedScenario
+from scenarios.schema import LoadedScenario, PeriodicSource
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +53,23 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
-def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> np.ndarray:
-    """Device ``index``'s clean readings (physical units), before clipping."""
+def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> tuple[np.ndarray, int | None]:
+    """Device ``index``'s clean readings (physical units, before clipping) and, when the
+    simulator knows it, the stream's true period."""
     source = scenario.source_spec()
     steps = scenario.spec.stream.steps
+    if isinstance(source, PeriodicSource):
+        cycle = template(source.dataset, index, device_rng(seed, index, "template"))
+        values = periodic_stream(
+            cycle, steps, device_rng(seed, index, "data"), jitter=source.jitter
+        )
+        lo, hi = source.bounds
+        return lo + values * (hi - lo), len(cycle)
     if isinstance(source, CsvSpec):
         values, _ = csv_stream(source, index, scenario.spec.fleet.devices, steps)
-    else:
-        values, _ = synthetic_stream(source, steps, device_rng(seed, index, "data"))
-    return values
+        return values, scenario.spec.source.true_period
+    values, truth = synthetic_stream(source, steps, device_rng(seed, index, "data"))
+    return values, truth.period
 
 
 class Fleet:
@@ -86,12 +95,16 @@ class Fleet:
         self.agents: list[DeviceAgent] = []
         self.connect_seconds: float | None = None
         self.true_means: dict[str, float] = {}
+        self.true_periods: dict[str, int | None] = {}
+        self.clean: dict[str, np.ndarray] = {}
         shard_index, shard_count = shard
         for index, device in enumerate(scenario.device_ids()):
             if index % shard_count != shard_index:
                 continue
-            readings = clean_stream(scenario, self.seed, index)
+            readings, period = clean_stream(scenario, self.seed, index)
             self.true_means[device] = float(np.mean(np.clip(readings, lo, hi)))
+            self.true_periods[device] = period
+            self.clean[device] = readings
             reporter = StreamReporter(
                 self.config, device, device_rng(self.seed, index, "mechanism")
             )

@@ -23,7 +23,7 @@ Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 Seq = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 Epsilon = Annotated[float, Meta(gt=0.0, le=50.0)]
 Window = Annotated[int, Meta(ge=1, le=100_000)]
-Mechanism = Literal["sw", "sw01"]
+Mechanism = Literal["sw", "sw01", "laplace"]
 Reason = Annotated[str, Meta(max_length=500)]
 
 

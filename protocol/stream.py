@@ -40,9 +40,11 @@ from protocol.errors import (
     RemoteProtocolError,
 )
 from protocol.events import Event, Machine
+from protocol.laplace import LaplaceMechanism
 from protocol.ledger import PrivacyLedger, WindowAccount
+from protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
 from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Reject, Stage, SwReport
-from protocol.sw import MECHANISMS, SquareWave, normalise
+from protocol.sw import SquareWave, normalise
 
 STAGE = "stream"
 LEDGER_ACCOUNT = "stream"
@@ -80,8 +82,8 @@ class StreamConfig:
             if not _is_int(getattr(self, name)):
                 raise ParameterError("must be an integer", field=name)
         topics.check_ident(self.run, "run")
-        if self.mechanism not in MECHANISMS:
-            raise ParameterError(f"must be one of {MECHANISMS}", field="mechanism")
+        if self.mechanism not in STREAM_MECHANISMS:
+            raise ParameterError(f"must be one of {STREAM_MECHANISMS}", field="mechanism")
         if not (math.isfinite(self.eps) and 0 < self.eps <= 50):
             raise ParameterError(f"must be in (0, 50], got {self.eps}", field="eps")
         if not (isinstance(self.w, int) and 1 <= self.w <= 100_000):
@@ -110,9 +112,9 @@ class StreamConfig:
         t0 = seq * self.batch_steps
         return t0, min(t0 + self.batch_steps, self.steps)
 
-    def mechanism_object(self) -> SquareWave:
-        """The Square Wave randomizer at ε0."""
-        return SquareWave(self.eps0, self.mechanism)
+    def mechanism_object(self) -> SquareWave | LaplaceMechanism:
+        """The per-step randomizer at ε0."""
+        return stream_mechanism(self.mechanism, self.eps0)
 
 
 # Events ---------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class StreamReporter(Machine):
         self.config = config
         self.device = topics.check_ident(device, "device")
         self._rng = rng
-        self._sw = config.mechanism_object()
+        self._mechanism = config.mechanism_object()
         self.ledger = ledger if ledger is not None else PrivacyLedger(device)
         self.ledger.open_account(LEDGER_ACCOUNT, WindowAccount(config.eps, config.w))
         self.values = np.full(config.steps, np.nan)
@@ -262,7 +264,7 @@ class StreamReporter(Machine):
             self._emit(ReadingsRefused(start + granted, refusal.reason))
         if granted:
             v = normalise(x[:granted], self.config.lo, self.config.hi)
-            self.values[start : start + granted] = self._sw.perturb(v, self._rng)
+            self.values[start : start + granted] = self._mechanism.perturb(v, self._rng)
             self.privatised += granted
         self._send_ready(now)
 
@@ -409,7 +411,7 @@ class StreamCollector(Machine):
         if not 1 <= credit_window <= max_in_flight:
             raise ParameterError("need 1 <= credit_window <= max_in_flight", field="credit_window")
         self.config = config
-        self._sw = config.mechanism_object()
+        self._mechanism = config.mechanism_object()
         self.max_active = max(1, max_in_flight // credit_window)
         self.credit_window = credit_window
         self.deadline = deadline
@@ -560,12 +562,13 @@ class StreamCollector(Machine):
                 field="values",
             )
         values = np.asarray(report.values, dtype=float)
-        bad = np.flatnonzero(~self._sw.in_domain(values))
+        bad = np.flatnonzero(~self._mechanism.in_domain(values))
         if bad.size:
             index = int(bad[0])
+            low, high = self._mechanism.output_low, self._mechanism.output_high
             raise RemoteProtocolError(
                 f"{report.values[index]!r} is outside the {c.mechanism} output domain "
-                f"[{self._sw.output_low:.6g}, {self._sw.output_high:.6g}] at eps0={c.eps0:g}",
+                f"[{low:.6g}, {high:.6g}] at eps0={c.eps0:g}",
                 field=f"values[{index}]",
             )
         state.last_heard = now

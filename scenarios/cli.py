@@ -109,6 +109,14 @@ def _summary_table(results: dict) -> Table:
     accuracy = results.get("accuracy", {})
     if accuracy.get("mean_abs_error") is not None:
         rows_.append(("mean abs error of device means", f"{accuracy['mean_abs_error']:.4g}"))
+    reconstruction = results.get("reconstruction")
+    if reconstruction:
+        parts = [f"{reconstruction['streams']} streams in {reconstruction['seconds']:.2f} s"]
+        if reconstruction.get("period_accuracy") is not None:
+            parts.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f}%")
+        if reconstruction.get("mean_cosine_distance") is not None:
+            parts.append(f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}")
+        rows_.append((f"reconstruction ({reconstruction['method']})", ", ".join(parts)))
     for key, value in rows_:
         table.add_row(key, value)
     return table
@@ -395,6 +403,58 @@ def bench_fleet_command(
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))
+
+
+@bench_app.command("cpr")
+def bench_cpr_command(
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option(help="synthetic, darwin, music, raisin (repeatable; default all)."),
+    ] = None,
+    eps: Annotated[
+        list[float] | None, typer.Option(help="Detection budgets (default 1 2 3 4 5).")
+    ] = None,
+    w: Annotated[
+        list[int] | None, typer.Option(help="Detection windows (default 5 10 15 20 25).")
+    ] = None,
+    cosine_eps: Annotated[
+        list[float] | None, typer.Option(help="Cosine-distance budgets (default 0.5 .. 5).")
+    ] = None,
+    cosine_w: Annotated[int, typer.Option(help="Window for the cosine-distance sweep.")] = 5,
+    trials: Annotated[int, typer.Option(help="Trials per cell.")] = 100,
+    length: Annotated[int, typer.Option("--n", help="Samples per stream.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Seed of every trial.")] = 0,
+    fleet_streams: Annotated[
+        int, typer.Option(help="Streams of 10,000 reports for the fleet timing (0: skip).")
+    ] = 1000,
+    as_json: Annotated[
+        bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
+    ] = True,
+) -> None:
+    """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
+    from devices.periodic import DATASETS
+    from scenarios.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
+
+    with user_errors():
+        chosen = tuple(dataset or DATASETS)
+        unknown = [d for d in chosen if d not in DATASETS]
+        if unknown:
+            raise ScenarioError(f"--dataset {unknown[0]!r} is not one of {', '.join(DATASETS)}")
+        result = bench_cpr(
+            chosen,
+            detection_eps=tuple(eps or DETECTION_EPS),
+            detection_w=tuple(w or DETECTION_W),
+            cosine_eps=tuple(cosine_eps or COSINE_EPS),
+            cosine_w=cosine_w,
+            trials=trials,
+            n=length,
+            seed=seed,
+            fleet_streams=fleet_streams,
+        )
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(markdown(result, "ldpfleet " + " ".join(sys.argv[1:])))
 
 
 def main() -> None:

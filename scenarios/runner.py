@@ -21,8 +21,10 @@ import numpy as np
 from broker.recorder import TraceRecorder
 from broker.select import open_broker
 from broker.transport import Transport
+from collector.metrics import cosine_distance, period_correct
 from collector.service import CollectorService
 from devices.fleet import DeviceOutcome, Fleet
+from protocol.sw import normalise
 from scenarios.schema import LoadedScenario
 
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
@@ -50,6 +52,33 @@ def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome])
     }
 
 
+def score_reconstructions(
+    summary: dict, reconstructions: dict, fleet: Fleet, config, *, tolerance: int = 0
+) -> dict:
+    """Add what only the simulator can know: ``period_correct`` (within ``tolerance``) and
+    ``cosine_distance`` to the clean clipped stream (collector.metrics), per device and
+    on average."""
+    per_device = {device: dict(entry) for device, entry in summary["per_device"].items()}
+    for device, result in reconstructions.items():
+        entry = per_device[device]
+        truth = fleet.true_periods.get(device)
+        entry["period_true"] = truth
+        entry["period_correct"] = period_correct(result.period, truth, tolerance=tolerance)
+        clean = normalise(fleet.clean[device], config.lo, config.hi)
+        entry["cosine_distance"] = cosine_distance(result.values, clean)
+    scored = [e for e in per_device.values() if e.get("period_correct") is not None]
+    distances = [e["cosine_distance"] for e in per_device.values() if "cosine_distance" in e]
+    return {
+        **summary,
+        "period_tolerance": tolerance,
+        "per_device": per_device,
+        "period_accuracy": (sum(e["period_correct"] for e in scored) / len(scored))
+        if scored
+        else None,
+        "mean_cosine_distance": float(np.mean(distances)) if distances else None,
+    }
+
+
 def collector_for(
     scenario: LoadedScenario, transport: Transport, run: str, store_path: Path
 ) -> CollectorService:
@@ -64,6 +93,8 @@ def collector_for(
         credit_window=settings.credit_window,
         stage_timeout=settings.stage_timeout,
         idle_timeout=settings.idle_timeout,
+        reconstruct=scenario.spec.stream.reconstruct,
+        cpr=scenario.cpr_config(),
     )
 
 
@@ -131,6 +162,16 @@ async def run_scenario(
         if progress:
             progress(collector_results["reports_received"], collector_results["reports_expected"])
 
+    reconstruction = collector_results.get("reconstruction")
+    if reconstruction is not None:
+        stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
+        reconstruction = score_reconstructions(
+            reconstruction,
+            collector.reconstructions,
+            fleet,
+            config,
+            tolerance=scenario.spec.cpr.period_tolerance,
+        )
     stages["stream"] = {
         "status": "complete" if collector_results["reports_lost"] == 0 else "incomplete",
         "seconds": collector_results["stream_seconds"],
@@ -188,9 +229,12 @@ async def run_scenario(
                 "batches_acked": o.batches_acked,
                 "mean_estimate": estimates.get(o.device),
                 "true_mean": o.true_mean,
+                **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
             }
             for o in outcomes
         },
+        "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
+        or None,
         "trace": {
             "path": "trace.sqlite",
             "messages": recorder.recorded,

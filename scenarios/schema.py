@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from collector.cpr import CprConfig
+from collector.reconstruct import compatible
 from devices.sources import CsvSpec, SourceError, SyntheticSpec
 from protocol.errors import ParameterError
 from protocol.stream import StreamConfig
@@ -53,7 +55,8 @@ class StreamSection(_Section):
     steps: Annotated[int, Meta(ge=1, le=10_000_000)]
     eps: Annotated[float, Meta(gt=0, le=50)]
     w: Annotated[int, Meta(ge=1, le=100_000)]
-    mechanism: Literal["sw", "sw01"] = "sw"
+    mechanism: Literal["sw", "sw01", "laplace"] = "sw"
+    reconstruct: Literal["none", "cpr", "sw", "sw_moving", "sw_filter", "laplace"] = "none"
     batch_steps: Annotated[int, Meta(ge=1, le=4096)] | None = None
     step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
     retransmit_after: Annotated[float, Meta(gt=0, le=3600)] = 5.0
@@ -80,6 +83,15 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     column: str | int = 0
     layout: Literal["column", "rows"] = "column"
     stride: Annotated[int, Meta(ge=0)] = 0
+    true_period: Annotated[int, Meta(ge=2)] | None = None
+
+
+class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
+    """``[source] kind = "periodic"``: seed 003's data-set cycles repeated with jitter."""
+
+    dataset: Literal["darwin", "music", "raisin", "synthetic"]
+    bounds: tuple[float, float] = (0.0, 1.0)
+    jitter: Annotated[float, Meta(ge=0, le=1)] = 0.02
 
 
 class CollectorSection(_Section):
@@ -89,6 +101,14 @@ class CollectorSection(_Section):
     credit_window: Annotated[int, Meta(ge=1, le=4096)] = 2
     stage_timeout: Annotated[float, Meta(gt=0)] = 600.0
     idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
+
+
+class CprSection(_Section):
+    """``[cpr]``: the admissible period range of CPR's cycle recovery."""
+
+    min_period: Annotated[int, Meta(ge=2)] = 2
+    max_period: Annotated[int, Meta(ge=2)] | None = None
+    period_tolerance: Annotated[int, Meta(ge=0)] = 0
 
 
 class BrokerSection(_Section):
@@ -103,8 +123,9 @@ class Scenario(_Section):
     scenario: ScenarioMeta
     fleet: FleetSection
     stream: StreamSection
-    source: SyntheticSource | CsvSource
+    source: SyntheticSource | CsvSource | PeriodicSource
     collector: CollectorSection = msgspec.field(default_factory=CollectorSection)
+    cpr: CprSection = msgspec.field(default_factory=CprSection)
     broker: BrokerSection = msgspec.field(default_factory=BrokerSection)
 
 
@@ -152,9 +173,11 @@ class LoadedScenario:
             retransmit_after=s.retransmit_after,
         )
 
-    def source_spec(self) -> SyntheticSpec | CsvSpec:
+    def source_spec(self) -> SyntheticSpec | CsvSpec | PeriodicSource:
         """The data-source description with paths resolved."""
         src = self.spec.source
+        if isinstance(src, PeriodicSource):
+            return src
         if isinstance(src, SyntheticSource):
             return SyntheticSpec(
                 shape=src.shape,
@@ -171,6 +194,10 @@ class LoadedScenario:
             layout=src.layout,
             stride=src.stride,
         )
+
+    def cpr_config(self) -> CprConfig:
+        """CPR's settings from ``[cpr]``."""
+        return CprConfig(min_period=self.spec.cpr.min_period, max_period=self.spec.cpr.max_period)
 
     def to_dict(self) -> dict:
         """The scenario as plain data (for results.json)."""
@@ -214,6 +241,21 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         loaded.stream_config("check")
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
+    cpr = spec.cpr
+    if (
+        cpr.max_period is not None
+        and not cpr.min_period <= cpr.max_period <= spec.stream.steps // 3
+    ):
+        raise ScenarioError(
+            f"{where}cpr.max_period: need min_period <= max_period <= steps / 3 "
+            f"(at least 3 cycles), got {cpr.max_period}"
+        )
+    if not compatible(spec.stream.reconstruct, spec.stream.mechanism):
+        raise ScenarioError(
+            f"{where}stream.reconstruct: {spec.stream.reconstruct!r} cannot reconstruct "
+            f"{spec.stream.mechanism!r} reports (cpr/sw/sw_moving/sw_filter need sw or sw01; "
+            "laplace needs laplace)"
+        )
     try:
         loaded.source_spec()
     except SourceError as error:

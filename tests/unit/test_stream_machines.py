@@ -243,7 +243,7 @@ def test_config_accepts_each_boundary(field, value):
         ("run", "", "run"),
         ("run", "a/b", "run"),
         ("mechanism", "SW", "mechanism"),
-        ("mechanism", "laplace", "mechanism"),
+        ("mechanism", "gaussian", "mechanism"),
         ("eps", math.nextafter(50.0, 51.0), "eps"),
         ("eps", 0.0, "eps"),
         ("eps", -1.0, "eps"),

@@ -329,7 +329,7 @@ BAD = [
     ("seq-as-bool", _with(VALID_REPORT, seq=True), "seq"),
     ("eps0-as-string", _with(VALID_REPORT, eps0="0.5"), "eps0"),
     ("w-as-float", _with(VALID_REPORT, w=4.5), "w"),
-    ("mechanism-unknown", _with(VALID_REPORT, mechanism="laplace"), "mechanism"),
+    ("mechanism-unknown", _with(VALID_REPORT, mechanism="gaussian"), "mechanism"),
     ("run-as-number", _with(VALID_REPORT, run=7), "run"),
     (
         "stage-state",

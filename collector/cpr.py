@@ -1,0 +1,95 @@
+"""CPR: period-conscious reconstruction of SW-privatised streams at the collector.
+
+Theory of operation (seed 003, §III; working spec shared/reference/sw-and-cpr.md). The
+collector sees only y_0 .. y_{n-1}, each an SW report of a value in [0, 1] at ε0 = ε/w.
+Everything here is post-processing: no privacy cost.
+
+1. Cycle recovery (``collector.period``): multi-scale FFT probing of the detrended
+   reports, candidates verified by the mean squared shift discrepancy, a vote across
+   scales; the period T̂ and its vote share (confidence).
+2. Phase recovery: fold the reports by phase t mod T̂. Per phase, bucket the reports
+   (``d_out`` output buckets) and run EM — EMS by default — with the closed-form SW
+   transition matrix (``collector.sw_em``) for all phases at once; convert the
+   responsibilities into posterior-mean pseudo-samples (one value per output bucket,
+   weighted by its count); fit a Gaussian KDE with mirror padding at 0 and 1 and the pinned
+   Silverman bandwidth (``collector.kde``); the KDE mode is the template value r̂[phase].
+3. Reconstruction: X̂_t = r̂[t mod T̂] in [0, 1], mapped back to physical units by the
+   caller with the public bounds.
+
+Bucket count per phase: ``default_buckets(samples per phase)`` clipped to [16, 64] (few
+samples, few buckets). If no admissible period is found, CPR falls back to the EMS
+estimate of the whole stream's mode as a constant reconstruction (confidence 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collector.kde import kde_mode
+from collector.period import detect_period
+from collector.sw_em import bucket_counts, default_buckets, em, posterior_means, transition_matrix
+from protocol.sw import SquareWave
+
+MIN_PHASE_BUCKETS = 16
+MAX_PHASE_BUCKETS = 64
+
+
+@dataclass(frozen=True)
+class CprConfig:
+    """Tunables of the pipeline (defaults are the ones every figure in docs/ used)."""
+
+    min_period: int = 2
+    max_period: int | None = None
+    smoothing: bool = True  # EMS rather than plain EM
+    tol: float = 1e-3
+    max_iter: int = 300
+    kde_grid: int = 256
+
+
+@dataclass(frozen=True)
+class CprResult:
+    """What CPR recovered from one stream (values in [0, 1])."""
+
+    period: int | None
+    confidence: float
+    template: np.ndarray
+    reconstruction: np.ndarray
+
+
+def phase_buckets(samples_per_phase: float) -> int:
+    """Buckets per phase for EM: few samples, few buckets (16..64)."""
+    return int(
+        np.clip(default_buckets(int(samples_per_phase)), MIN_PHASE_BUCKETS, MAX_PHASE_BUCKETS)
+    )
+
+
+def phase_templates(
+    y: np.ndarray, mechanism: SquareWave, period: int, config: CprConfig | None = None
+) -> np.ndarray:
+    """Per-phase EM denoising + KDE mode: the template r̂ (length ``period``) in [0, 1]."""
+    config = config or CprConfig()
+    n = len(y)
+    buckets = phase_buckets(n / period)
+    phases = np.arange(n) % period
+    counts = bucket_counts(y, mechanism, buckets, groups=phases, n_groups=period)
+    matrix = transition_matrix(mechanism, buckets, buckets)
+    fit = em(counts, matrix, smoothing=config.smoothing, tol=config.tol, max_iter=config.max_iter)
+    pseudo = posterior_means(fit.theta, matrix)  # (period, buckets)
+    return kde_mode(pseudo, counts, grid=config.kde_grid)
+
+
+def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
+    """Reconstruct one device's stream from its SW reports ``y`` (in report order)."""
+    config = config or CprConfig()
+    y = np.asarray(y, dtype=float)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError("y: need a non-empty 1-D array of reports")
+    estimate = detect_period(y, min_period=config.min_period, max_period=config.max_period)
+    if estimate.period is None:
+        level = phase_templates(y, mechanism, 1, config)
+        return CprResult(None, 0.0, level, np.full(len(y), level[0]))
+    template = phase_templates(y, mechanism, estimate.period, config)
+    reconstruction = template[np.arange(len(y)) % estimate.period]
+    return CprResult(estimate.period, estimate.confidence, template, reconstruction)

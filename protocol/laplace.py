@@ -1,0 +1,66 @@
+"""The Laplace mechanism for values in [0, 1] — the stream baseline of seed 003.
+
+Theory of operation (Dwork et al. 2006): a value v in [0, 1] has sensitivity 1, so
+y = v + Lap(1/eps) is pure eps-LDP (the output densities of two inputs differ by at most
+e^eps everywhere). y is an unbiased estimate of v. The output is unbounded; the collector
+accepts |y - 1/2| <= 1/2 + TAIL/eps, which an honest device exceeds with probability
+e^-TAIL (TAIL = 50: never in practice), so only fabricated values are refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol.errors import ParameterError
+from protocol.sw import EPS_MAX
+
+TAIL = 50.0
+
+
+@dataclass(frozen=True)
+class LaplaceMechanism:
+    """Laplace noise of scale 1/eps on inputs in [0, 1]."""
+
+    eps: float
+    variant: str = "laplace"
+    output_low: float = field(init=False, repr=False, compare=False)
+    output_high: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = self.eps
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
+            raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
+        if not 0 < eps <= EPS_MAX:
+            raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
+        object.__setattr__(self, "eps", float(eps))
+        object.__setattr__(self, "output_low", -TAIL / eps)
+        object.__setattr__(self, "output_high", 1.0 + TAIL / eps)
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale 1/eps."""
+        return 1.0 / self.eps
+
+    def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
+        """Add Laplace(1/eps) noise; ``v`` must lie in [0, 1]."""
+        arr = np.asarray(v, dtype=float)
+        if np.any(~((arr >= 0.0) & (arr <= 1.0))):
+            raise ParameterError("input must lie in [0, 1]", field="v")
+        out = arr + rng.laplace(0.0, self.scale, size=arr.shape)
+        return float(out) if out.ndim == 0 else out
+
+    def estimate(self, y: np.ndarray) -> np.ndarray:
+        """The report itself is an unbiased estimate of v."""
+        return np.asarray(y, dtype=float)
+
+    def density(self, y: np.ndarray, v: float) -> np.ndarray:
+        """Output density at ``y`` for input ``v``."""
+        return 0.5 * self.eps * np.exp(-self.eps * np.abs(np.asarray(y, dtype=float) - v))
+
+    def in_domain(self, y: np.ndarray) -> np.ndarray:
+        """Finite and within the accepted tail bound."""
+        yy = np.asarray(y, dtype=float)
+        return np.isfinite(yy) & (yy >= self.output_low) & (yy <= self.output_high)

@@ -1,0 +1,23 @@
+"""The per-step stream mechanisms a device may run, by name.
+
+``sw`` and ``sw01``: Square Wave (``protocol.sw``); ``laplace``: the Laplace baseline
+(``protocol.laplace``). All map a value in [0, 1] to a report, are pure eps-LDP, and offer
+``perturb``, ``estimate``, ``density`` and ``in_domain``.
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ParameterError
+from protocol.laplace import LaplaceMechanism
+from protocol.sw import SquareWave
+
+STREAM_MECHANISMS = ("sw", "sw01", "laplace")
+
+
+def stream_mechanism(name: str, eps: float) -> SquareWave | LaplaceMechanism:
+    """The mechanism ``name`` at budget ``eps`` per report."""
+    if name in ("sw", "sw01"):
+        return SquareWave(eps, name)
+    if name == "laplace":
+        return LaplaceMechanism(eps)
+    raise ParameterError(f"must be one of {STREAM_MECHANISMS}, got {name!r}", field="mechanism")
