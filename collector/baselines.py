@@ -54,7 +54,6 @@ device runs LBD itself (it needs ``v_t`` at both sub-steps), so ``lbd`` takes th
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +62,7 @@ from scipy import signal
 from protocol.errors import ParameterError
 from protocol.ledger import WindowAccount
 from protocol.sw import SquareWave
+from protocol.validate import integer_at_least, positive_real
 
 __all__ = [
     "LbdResult",
@@ -94,26 +94,11 @@ def _unit_series(v: np.ndarray, name: str = "v") -> np.ndarray:
     return arr
 
 
-def _positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"must be a real number, got {value!r}", field=name)
-    out = float(value)
-    if not math.isfinite(out) or out <= 0.0:
-        raise ParameterError(f"must be finite and > 0, got {value!r}", field=name)
-    return out
-
-
-def _integer(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
-    return int(value)
-
-
 def moving_average(x: np.ndarray, k: int) -> np.ndarray:
     """Centred moving average of odd length ``k`` (even ``k`` -> ``k + 1``); at the edges the
     window shrinks to the available neighbours (no zero padding)."""
     arr = _series(x, "x")
-    radius = _integer(k, "k", 1) // 2
+    radius = integer_at_least(k, "k", 1) // 2
     n = arr.size
     if n == 0:
         return arr.copy()
@@ -129,7 +114,7 @@ def moving_average(x: np.ndarray, k: int) -> np.ndarray:
 def laplace_perturb(v: np.ndarray, eps0: float, rng: np.random.Generator) -> np.ndarray:
     """``v + Lap(1/eps0)`` per step (``v`` in ``[0, 1]``, sensitivity 1); unclipped."""
     arr = _unit_series(v)
-    scale = 1.0 / _positive(eps0, "eps0")
+    scale = 1.0 / positive_real(eps0, "eps0")
     return arr + rng.laplace(0.0, scale, size=arr.shape)
 
 
@@ -165,12 +150,12 @@ def sw_filter(
     """Zero-phase Butterworth low-pass (order ``order``, cutoff ``cutoff`` x Nyquist, applied
     forward and backward with ``sosfiltfilt``) of the unbiased SW estimates, clipped."""
     est = _estimates(y, mechanism)
-    wn = _positive(cutoff, "cutoff")
+    wn = positive_real(cutoff, "cutoff")
     if wn >= 1.0:
         raise ParameterError(
             f"must lie in (0, 1) (fraction of Nyquist), got {cutoff!r}", field="cutoff"
         )
-    sos = signal.butter(_integer(order, "order", 1), wn, btype="lowpass", output="sos")
+    sos = signal.butter(integer_at_least(order, "order", 1), wn, btype="lowpass", output="sos")
     if est.size < 2:
         return np.clip(est, 0.0, 1.0)
     n_sections = sos.shape[0]
@@ -206,8 +191,8 @@ def lbd(
     propagates as ``BudgetExhausted``.
     """
     values = _unit_series(v)
-    total = _positive(eps, "eps")
-    width = _integer(w, "w", 1)
+    total = positive_real(eps, "eps")
+    width = integer_at_least(w, "w", 1)
     ledger = WindowAccount(total, width) if account is None else account
     if not isinstance(ledger, WindowAccount):
         raise ParameterError(

@@ -28,28 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from protocol.validate import integer_at_least, positive_real
 
 __all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "WindowAccount"]
 
 REL_TOL = 1e-9
-
-
-def _check_positive(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"must be a real number, got {value!r}", field=name)
-    out = float(value)
-    if not math.isfinite(out) or out <= 0.0:
-        raise ParameterError(f"must be finite and > 0, got {value!r}", field=name)
-    return out
-
-
-def _check_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
-    out = int(value)
-    if out < minimum:
-        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
-    return out
 
 
 def _exceeds(spent: float, limit: float) -> bool:
@@ -71,8 +54,8 @@ class WindowAccount:
     _last: int = field(default=-1, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.eps = _check_positive(self.eps, "eps")
-        self.w = _check_int(self.w, "w", 1)
+        self.eps = positive_real(self.eps, "eps")
+        self.w = integer_at_least(self.w, "w", 1)
 
     @property
     def last_step(self) -> int:
@@ -114,7 +97,7 @@ class WindowAccount:
         return first + k, float(sums[k])
 
     def _validate(self, t: object, eps0: object) -> tuple[int, float]:
-        return _check_int(t, "t", 0), _check_positive(eps0, "eps0")
+        return integer_at_least(t, "t", 0), positive_real(eps0, "eps0")
 
     def can_charge(self, t: int, eps0: float) -> bool:
         """Whether ``charge(t, eps0)`` would be accepted (records nothing)."""
@@ -146,7 +129,7 @@ class WindowAccount:
         first refusal. Returns (steps granted, the refusal or None). The same outcome as
         ``count`` calls to ``charge``, checked in one vectorised pass when all fit."""
         tt, e0 = self._validate(t0, eps0)
-        n = _check_int(count, "count", 0)
+        n = integer_at_least(count, "count", 0)
         if n == 0:
             return 0, None
         if not _exceeds(self._worst_window_of_run(tt, e0, n)[1], self.eps):
@@ -196,7 +179,7 @@ class BudgetAccount:
     charges: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        self.eps = _check_positive(self.eps, "eps")
+        self.eps = positive_real(self.eps, "eps")
         if isinstance(self.spent, bool) or not isinstance(self.spent, numbers.Real):
             raise ParameterError(f"must be a real number, got {self.spent!r}", field="spent")
         self.spent = float(self.spent)
@@ -205,18 +188,18 @@ class BudgetAccount:
                 f"must be finite with 0 <= spent <= eps = {self.eps:g}, got {self.spent!r}",
                 field="spent",
             )
-        self.refusals = _check_int(self.refusals, "refusals", 0)
+        self.refusals = integer_at_least(self.refusals, "refusals", 0)
 
     @property
     def remaining(self) -> float:
         return max(0.0, self.eps - self.spent)
 
     def can_charge(self, eps: float, t: int | None = None) -> bool:
-        return not _exceeds(self.spent + _check_positive(eps, "eps"), self.eps)
+        return not _exceeds(self.spent + positive_real(eps, "eps"), self.eps)
 
     def charge(self, eps: float, t: int | None = None) -> None:
         """Spend ``eps`` (``t`` is accepted for interface symmetry and ignored)."""
-        e = _check_positive(eps, "eps")
+        e = positive_real(eps, "eps")
         if _exceeds(self.spent + e, self.eps):
             self.refusals += 1
             raise BudgetExhausted(
@@ -270,7 +253,7 @@ class PrivacyLedger:
         """Charge ``eps`` to account ``name`` (at step ``t`` for a w-event account, where it
         is required). Raises ``BudgetExhausted`` if refused; nothing is recorded then."""
         acct = self.account(name)
-        e = _check_positive(eps, "eps")
+        e = positive_real(eps, "eps")
         if isinstance(acct, WindowAccount):
             if t is None:
                 raise LocalProtocolError(
@@ -289,7 +272,7 @@ class PrivacyLedger:
         acct = self.account(name)
         if not isinstance(acct, WindowAccount):
             raise LocalProtocolError(f"account {name!r} has no time steps", field="name")
-        granted, refusal = acct.charge_run(t0, _check_positive(eps, "eps"), count)
+        granted, refusal = acct.charge_run(t0, positive_real(eps, "eps"), count)
         self._mechanisms[name][mechanism] += granted
         return granted, refusal
 
