@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Union
 
 import msgspec
 
 from protocol.errors import RemoteProtocolError
 from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
+from protocol.secagg.messages import SA_MESSAGES
 
-# bytes; the largest legitimate message is a 4096-value batch: at most 25 bytes per value
-# ("-2.2250738585072014e-308,") plus the envelope, so about 100 KiB
-MAX_PAYLOAD = 128 * 1024
+# bytes. The largest legitimate messages are secure-aggregation masked vectors: 8 bytes per
+# entry, base64 in JSON (x 4/3), so 2 MiB holds vectors of ~190,000 entries; a 4096-value SW
+# batch is at most ~100 KiB.
+MAX_PAYLOAD = 2 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(AnyMessage)
+WireMessage = AnyMessage | Union[SA_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
+_decoder = msgspec.json.Decoder(WireMessage)
 _AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
 _NAMED_FIELD = re.compile(r"field `([^`]*)`")
 
@@ -38,7 +42,7 @@ def _field_of(error_text: str) -> str:
     return "payload"
 
 
-def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> AnyMessage:
+def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
     """Decode and validate one message; ``RemoteProtocolError`` on any problem."""
     if len(payload) > max_size:
         raise RemoteProtocolError(

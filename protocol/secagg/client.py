@@ -1,0 +1,578 @@
+"""Secure aggregation, device side: one ``SecAggClient`` per device and session.
+
+Theory of operation (Bonawitz et al., CCS 2017, §4, Fig. 4, honest-but-curious server;
+Bell et al., CCS 2020, SecAgg+ when the neighbourhood N(u) is a sparse Harary graph).
+Device u (label u in 1..n) holds a real vector x_u and answers the collector's stages:
+
+0. ``SaSetup`` -> AdvertiseKeys. Check the parameters (the vector length, a fixed-point
+   encoding whose sum over ``participants`` devices cannot wrap mod 2^bits), draw two fresh
+   X25519 key pairs, c_u (encrypts the shares u sends) and s_u (agrees the pairwise masks),
+   and send ``SaAdvertise(c_u^pk, s_u^pk)``.
+1. ``SaNeighbours`` (N(u) ∩ U1 with their keys) -> ShareKeys. Draw a fresh self-mask seed
+   b_u (32 bytes, new every round), Shamir-split b_u and s_u's private key t-of-(|N|+1)
+   over the abscissae N(u) ∪ {u}: u keeps its own share of both, which makes the full graph
+   exactly Bonawitz's t-out-of-U (a survivor's own b-share counts towards t). Each
+   neighbour v gets ``u||v||b_share||s_share`` under AES-GCM with the key
+   HKDF(X25519(c_u, c_v), "enc", run, session, round, {u, v}); all ciphertexts go in one
+   ``SaShares``.
+2. ``SaDeliver`` (the ciphertexts addressed to u, and U2 ∩ N(u)) -> MaskedInput. Decrypt
+   and check every ciphertext (sender and recipient inside the plaintext must match), then
+   send y_u = encode(x_u) + PRG(b_u) + Σ_{v ∈ U2 ∩ N(u)} sign(u, v)·PRG(k_uv) mod 2^bits
+   with k_uv = HKDF(X25519(s_u, s_v), "mask", run, session, round, {u, v}) and
+   sign(u, v) = +1 if u > v else -1, so each pair's masks cancel in the sum.
+4. ``SaUnmaskRequest`` (survivors U3 and dropped U2 \\ U3 among N(u) ∪ {u}) -> Unmask.
+   For each node send EITHER its b-share (it survived) OR its s-share (it dropped), never
+   both, and answer once only: a server that learnt both shares of u from t devices
+   would unmask x_u. A request that puts a node in both lists, lists u itself as dropped,
+   asks about nodes u holds no shares of, or claims fewer than t survivors is refused.
+
+Error policy (DESIGN.md, "sans-I/O"): a malformed or inconsistent instruction from the
+collector is terminal: the client queues ``SaAbort`` (so the collector learns why),
+emits ``SessionAborted(by_collector=False)``, moves to ``error`` and raises
+``RemoteProtocolError``; the pump must still publish the outbox. Messages from anyone but
+the collector, or for another session, are refused without a state change. An identical
+redelivery (MQTT QoS 1 may deliver twice) of a message already handled is ignored.
+
+The helpers ``self_mask``, ``pairwise_mask``, ``pack_vector`` and ``unpack_vector`` are
+also what the server uses to remove masks, so both sides compute them identically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from protocol import topics
+from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from protocol.events import Event, Machine
+from protocol.messages import Message
+from protocol.secagg import crypto, shamir
+from protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from protocol.secagg.messages import (
+    PeerKeys,
+    RevealedShare,
+    SaAbort,
+    SaAdvertise,
+    SaDeliver,
+    SaMasked,
+    SaNeighbours,
+    SaSetup,
+    SaShares,
+    SaUnmask,
+    SaUnmaskRequest,
+    SealedShare,
+)
+
+RandomBytes = Callable[[int], bytes]
+LABEL_BYTES = 4
+SEED_BYTES = 32
+PLAINTEXT_BYTES = 2 * LABEL_BYTES + 2 * shamir.SHARE_BYTES
+
+
+# Shared with the server ---------------------------------------------------------------
+
+
+def self_mask(seed: bytes, dim: int, bits: int) -> np.ndarray:
+    """PRG(b_u): the self mask, keyed by the whole 32-byte seed."""
+    return crypto.prg_mask(seed, dim, bits)
+
+
+def pairwise_mask(
+    shared: bytes, *, run: str, session: str, round: int, u: int, v: int, dim: int, bits: int
+) -> np.ndarray:
+    """PRG(HKDF(shared, "mask", run, session, round, {u, v})): the same for u and v."""
+    key = crypto.derive_key(shared, purpose="mask", run=run, session=session, round=round, a=u, b=v)
+    return crypto.prg_mask(key, dim, bits)
+
+
+def apply_pairwise(total: np.ndarray, mask: np.ndarray, *, u: int, v: int, bits: int) -> np.ndarray:
+    """``total + sign(u, v) * mask`` mod 2^bits, sign = +1 if u > v else -1."""
+    return add_mod(total, mask, bits) if u > v else sub_mod(total, mask, bits)
+
+
+def pack_vector(values: np.ndarray, bits: int) -> bytes:
+    """Words mod 2^bits as packed little-endian bytes (``bits / 8`` bytes each)."""
+    return np.asarray(values, dtype=np.uint64).astype(_wire_dtype(bits)).tobytes()
+
+
+def unpack_vector(data: bytes, dim: int, bits: int) -> np.ndarray:
+    """Inverse of ``pack_vector`` as uint64; ``RemoteProtocolError`` on a wrong length."""
+    width = bits // 8
+    if len(data) != dim * width:
+        raise RemoteProtocolError(
+            f"{len(data)} bytes is not {dim} words of {width} bytes", field="masked"
+        )
+    return np.frombuffer(data, dtype=_wire_dtype(bits)).astype(np.uint64)
+
+
+def _wire_dtype(bits: int) -> np.dtype:
+    return np.dtype("<u8") if bits == 64 else np.dtype("<u4")
+
+
+def share_associated_data(run: str, session: str, round: int, sender: int, recipient: int) -> bytes:
+    """AES-GCM associated data binding a share ciphertext to its session, round and pair."""
+    return f"ldpfleet/secagg/v1/share/{run}/{session}/{round}/{sender}/{recipient}".encode()
+
+
+# Events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StageAnswered(Event):
+    """The device sent its message of ``stage`` ("advertise", "share", "masked", "unmask");
+    after "unmask" the client is done."""
+
+    stage: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionAborted(Event):
+    """The session ended for this device without it completing: the collector aborted it
+    (``by_collector``; ``excluded`` when only this device was dropped from it) or the
+    device refused an instruction (``by_collector=False``)."""
+
+    reason: str
+    by_collector: bool
+    excluded: bool = False
+
+
+# The machine --------------------------------------------------------------------------
+
+
+@dataclass
+class _Held:
+    """The shares u holds of one node's secrets (its own or a neighbour's)."""
+
+    b_share: int
+    s_share: int
+
+
+class SecAggClient(Machine):
+    """Device side of one secure-aggregation session (see the module docstring)."""
+
+    def __init__(
+        self,
+        run: str,
+        session: str,
+        device: str,
+        x: np.ndarray | Iterable[float],
+        *,
+        random_bytes: RandomBytes = os.urandom,
+    ) -> None:
+        super().__init__()
+        self.run = topics.check_ident(run, "run")
+        self.session = topics.check_ident(session, "session")
+        self.device = topics.check_ident(device, "device")
+        values = np.asarray(x, dtype=float)
+        if values.ndim != 1 or values.size == 0:
+            raise ParameterError("must be a non-empty 1-D vector", field="x")
+        if not np.all(np.isfinite(values)):
+            raise ParameterError("must be finite (a sensor fault is not data)", field="x")
+        self._x = values
+        self._random_bytes = random_bytes
+        self.state = "idle"  # idle -> advertised -> shared -> masked -> done | aborted | error
+        self.setup: SaSetup | None = None
+        self._fixed_point: FixedPoint | None = None
+        self._c: crypto.KeyPair | None = None
+        self._s: crypto.KeyPair | None = None
+        self._seed: bytes | None = None
+        self._neighbours: dict[int, PeerKeys] = {}
+        self._completed: frozenset[int] = frozenset()
+        self._held: dict[int, _Held] = {}
+        self._handled: dict[str, Message] = {}
+        self.abort_reason = ""
+
+    # ---- properties ---------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """No further input will change anything."""
+        return self.state in ("done", "aborted", "error")
+
+    @property
+    def label(self) -> int | None:
+        """This device's label (1..n) once the collector assigned it."""
+        return self.setup.label if self.setup is not None else None
+
+    # ---- input --------------------------------------------------------------------------
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one inbox message from the collector."""
+        self._check_origin(topic, message)
+        previous = self._handled.get(message.type_name())
+        if previous is not None and previous == message:
+            return  # an identical redelivery (QoS 1)
+        if self.finished:
+            if self.state == "done" and isinstance(message, SaUnmaskRequest):
+                raise RemoteProtocolError(
+                    "a second unmask request: this device answers once per round (it may "
+                    "never reveal both shares of a node)",
+                    field="type",
+                )
+            return
+        if isinstance(message, SaAbort):
+            self._on_abort(message)
+            return
+        try:
+            self._dispatch(message)
+        except RemoteProtocolError as error:
+            self._refuse(error)
+            raise
+        self._handled[message.type_name()] = message
+
+    def _check_origin(self, topic: topics.Topic, message: Message) -> None:
+        if topic.family != "in" or topic.recipient != self.device:
+            raise RemoteProtocolError(
+                f"{topic.text[:120]!r} is not this device's inbox", field="topic"
+            )
+        if topic.sender != topics.COLLECTOR_ID or message.sender != topics.COLLECTOR_ID:
+            raise RemoteProtocolError(
+                f"{message.type_name()} from {message.sender!r}: devices take secure-"
+                "aggregation instructions only from the collector",
+                field="sender",
+            )
+        if message.run != self.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+        if getattr(message, "session", None) != self.session:
+            raise RemoteProtocolError(
+                f"a {message.type_name()} of session {getattr(message, 'session', None)!r}, "
+                f"this client serves {self.session!r}",
+                field="session",
+            )
+
+    def _dispatch(self, message: Message) -> None:
+        if self.setup is not None and message.round != self.setup.round:  # type: ignore[attr-defined]
+            raise RemoteProtocolError(
+                f"round {message.round} is not {self.setup.round}",  # type: ignore[attr-defined]
+                field="round",
+            )
+        expected = {
+            "idle": SaSetup,
+            "advertised": SaNeighbours,
+            "shared": SaDeliver,
+            "masked": SaUnmaskRequest,
+        }[self.state]
+        if not isinstance(message, expected):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} in state {self.state} (expected "
+                f"{expected.__struct_config__.tag})",
+                field="type",
+            )
+        if isinstance(message, SaSetup):
+            self._on_setup(message)
+        elif isinstance(message, SaNeighbours):
+            self._on_neighbours(message)
+        elif isinstance(message, SaDeliver):
+            self._on_deliver(message)
+        elif isinstance(message, SaUnmaskRequest):
+            self._on_unmask_request(message)
+
+    # ---- stage 0: AdvertiseKeys -----------------------------------------------------------
+
+    def _on_setup(self, setup: SaSetup) -> None:
+        if not 1 <= setup.label <= setup.participants:
+            raise RemoteProtocolError(
+                f"label {setup.label} outside 1..{setup.participants}", field="label"
+            )
+        if setup.threshold > setup.participants:
+            raise RemoteProtocolError(
+                f"threshold {setup.threshold} exceeds the {setup.participants} participants",
+                field="threshold",
+            )
+        if setup.dim != self._x.size:
+            raise RemoteProtocolError(
+                f"dim {setup.dim}, this device's vector has {self._x.size} entries", field="dim"
+            )
+        try:
+            fixed_point = FixedPoint(setup.clip_low, setup.clip_high, setup.scale, setup.bits)
+            fixed_point.check_capacity(setup.participants)
+        except ParameterError as error:
+            raise RemoteProtocolError(error.reason, field=error.field) from None
+        self.setup = setup
+        self._fixed_point = fixed_point
+        self._c = crypto.generate_keypair(self._random_bytes)
+        self._s = crypto.generate_keypair(self._random_bytes)
+        self._reply(
+            "advertise",
+            SaAdvertise(**self._envelope(), c_public=self._c.public, s_public=self._s.public),
+        )
+        self.state = "advertised"
+
+    # ---- stage 1: ShareKeys ---------------------------------------------------------------
+
+    def _on_neighbours(self, message: SaNeighbours) -> None:
+        setup = self._setup()
+        if message.threshold != setup.threshold:
+            raise RemoteProtocolError(
+                f"threshold {message.threshold}, the setup said {setup.threshold}",
+                field="threshold",
+            )
+        neighbours = self._check_neighbour_keys(message.neighbours)
+        if len(neighbours) + 1 < setup.threshold:
+            raise RemoteProtocolError(
+                f"{len(neighbours)} neighbours + this device cannot hold a "
+                f"{setup.threshold}-of-n sharing",
+                field="neighbours",
+            )
+        if 2 * setup.threshold <= len(neighbours) + 1:
+            raise RemoteProtocolError(
+                f"threshold {setup.threshold} is not above half of the {len(neighbours) + 1} "
+                "share holders: disjoint holder groups could reveal both of a node's secrets",
+                field="threshold",
+            )
+        self._neighbours = neighbours
+        self._seed = self._random_bytes(SEED_BYTES)  # b_u: fresh every round
+        abscissae = sorted([setup.label, *neighbours])
+        b_shares = shamir.split(self._seed, abscissae, setup.threshold, self._random_bytes)
+        s_shares = shamir.split(
+            self._keys().s.private, abscissae, setup.threshold, self._random_bytes
+        )
+        self._held = {setup.label: _Held(b_shares[setup.label], s_shares[setup.label])}
+        sealed = [
+            SealedShare(peer=v, ciphertext=self._seal(v, b_shares[v], s_shares[v]))
+            for v in sorted(neighbours)
+        ]
+        self._reply("share", SaShares(**self._envelope(), shares=sealed))
+        self.state = "shared"
+
+    def _check_neighbour_keys(self, entries: list[PeerKeys]) -> dict[int, PeerKeys]:
+        setup = self._setup()
+        c, s = self._keys()
+        seen_keys = {c.public, s.public}
+        neighbours: dict[int, PeerKeys] = {}
+        for index, entry in enumerate(entries):
+            where = f"neighbours[{index}]"
+            if entry.label == setup.label or not 1 <= entry.label <= setup.participants:
+                raise RemoteProtocolError(
+                    f"label {entry.label} is this device or outside 1..{setup.participants}",
+                    field=where,
+                )
+            if entry.label in neighbours:
+                raise RemoteProtocolError(f"label {entry.label} listed twice", field=where)
+            if (
+                entry.c_public in seen_keys
+                or entry.s_public in seen_keys
+                or (entry.c_public == entry.s_public)
+            ):
+                raise RemoteProtocolError(
+                    f"label {entry.label} reuses a public key seen in this session", field=where
+                )
+            seen_keys.update((entry.c_public, entry.s_public))
+            neighbours[entry.label] = entry
+        return neighbours
+
+    def _seal(self, v: int, b_share: int, s_share: int) -> bytes:
+        setup = self._setup()
+        u = setup.label
+        plaintext = (
+            u.to_bytes(LABEL_BYTES, "big")
+            + v.to_bytes(LABEL_BYTES, "big")
+            + shamir.share_to_bytes(b_share)
+            + shamir.share_to_bytes(s_share)
+        )
+        key = self._share_key(v)
+        associated = share_associated_data(self.run, self.session, setup.round, u, v)
+        return crypto.encrypt(key, plaintext, associated, self._random_bytes)
+
+    def _share_key(self, v: int) -> bytes:
+        setup = self._setup()
+        shared = self._agree(self._keys().c.private, self._neighbours[v].c_public, v)
+        return crypto.derive_key(
+            shared,
+            purpose="enc",
+            run=self.run,
+            session=self.session,
+            round=setup.round,
+            a=setup.label,
+            b=v,
+        )
+
+    @staticmethod
+    def _agree(private: bytes, public: bytes, v: int) -> bytes:
+        try:
+            return crypto.agree(private, public)
+        except ParameterError as error:
+            raise RemoteProtocolError(
+                f"neighbour {v}'s public key: {error.reason}", field="neighbours"
+            ) from None
+
+    # ---- stage 2: MaskedInput -------------------------------------------------------------
+
+    def _on_deliver(self, message: SaDeliver) -> None:
+        setup = self._setup()
+        completed = set(message.completed)
+        if len(completed) != len(message.completed):
+            raise RemoteProtocolError("a label listed twice", field="completed")
+        strangers = completed - set(self._neighbours)
+        if strangers:
+            raise RemoteProtocolError(
+                f"labels {sorted(strangers)} are not neighbours of this device", field="completed"
+            )
+        if len(completed) + 1 < setup.threshold:
+            raise RemoteProtocolError(
+                f"only {len(completed)} neighbours completed ShareKeys: with this device, "
+                f"fewer than the threshold {setup.threshold} could unmask it",
+                field="completed",
+            )
+        senders = [entry.peer for entry in message.shares]
+        if sorted(senders) != sorted(completed):
+            raise RemoteProtocolError(
+                f"ciphertexts from {sorted(senders)}, expected one from each of "
+                f"{sorted(completed)}",
+                field="shares",
+            )
+        for entry in message.shares:
+            self._held[entry.peer] = self._open(entry.peer, entry.ciphertext)
+        self._completed = frozenset(completed)
+        masked = self._masked_input()
+        self._reply("masked", SaMasked(**self._envelope(), masked=pack_vector(masked, setup.bits)))
+        self._seed = None  # b_u is now only recoverable from shares
+        self._c = self._s = None  # the private keys are no longer needed
+        self.state = "masked"
+
+    def _open(self, v: int, ciphertext: bytes) -> _Held:
+        setup = self._setup()
+        associated = share_associated_data(self.run, self.session, setup.round, v, setup.label)
+        plaintext = crypto.decrypt(self._share_key(v), ciphertext, associated)
+        if len(plaintext) != PLAINTEXT_BYTES:
+            raise RemoteProtocolError(
+                f"share plaintext from {v} has {len(plaintext)} bytes", field="shares"
+            )
+        sender = int.from_bytes(plaintext[:LABEL_BYTES], "big")
+        recipient = int.from_bytes(plaintext[LABEL_BYTES : 2 * LABEL_BYTES], "big")
+        if (sender, recipient) != (v, setup.label):
+            raise RemoteProtocolError(
+                f"ciphertext relayed as {v} -> {setup.label} says {sender} -> {recipient}",
+                field="shares",
+            )
+        start = 2 * LABEL_BYTES
+        middle = start + shamir.SHARE_BYTES
+        return _Held(
+            shamir.share_from_bytes(plaintext[start:middle]),
+            shamir.share_from_bytes(plaintext[middle:]),
+        )
+
+    def _masked_input(self) -> np.ndarray:
+        setup = self._setup()
+        assert self._fixed_point is not None and self._seed is not None
+        u, bits = setup.label, setup.bits
+        y = add_mod(self._fixed_point.encode(self._x), self_mask(self._seed, setup.dim, bits), bits)
+        s_private = self._keys().s.private
+        for v in sorted(self._completed):
+            shared = self._agree(s_private, self._neighbours[v].s_public, v)
+            mask = pairwise_mask(
+                shared,
+                run=self.run,
+                session=self.session,
+                round=setup.round,
+                u=u,
+                v=v,
+                dim=setup.dim,
+                bits=bits,
+            )
+            y = apply_pairwise(y, mask, u=u, v=v, bits=bits)
+        return y
+
+    # ---- stage 4: Unmask ------------------------------------------------------------------
+
+    def _on_unmask_request(self, request: SaUnmaskRequest) -> None:
+        setup = self._setup()
+        survivors, dropped = set(request.survivors), set(request.dropped)
+        if len(survivors) != len(request.survivors) or len(dropped) != len(request.dropped):
+            raise RemoteProtocolError("a label listed twice", field="survivors")
+        both = survivors & dropped
+        if both:
+            raise RemoteProtocolError(
+                f"nodes {sorted(both)} listed both as survivors and as dropped: revealing "
+                "both of their shares would unmask their input",
+                field="dropped",
+            )
+        if setup.label in dropped:
+            raise RemoteProtocolError("this device is listed as dropped", field="dropped")
+        known = set(self._completed) | {setup.label}
+        if survivors | dropped != known:
+            raise RemoteProtocolError(
+                f"the request covers {sorted(survivors | dropped)}, this device holds shares "
+                f"of exactly {sorted(known)}",
+                field="survivors",
+            )
+        if request.survivor_total < max(setup.threshold, len(survivors)):
+            raise RemoteProtocolError(
+                f"{request.survivor_total} survivors in total, below the threshold "
+                f"{setup.threshold}: unmasking would expose too few inputs' sum",
+                field="survivor_total",
+            )
+        revealed = [
+            RevealedShare(node=v, kind="b", share=shamir.share_to_bytes(self._held[v].b_share))
+            for v in sorted(survivors)
+        ] + [
+            RevealedShare(node=v, kind="s", share=shamir.share_to_bytes(self._held[v].s_share))
+            for v in sorted(dropped)
+        ]
+        self._held = {}  # answered once: nothing left to reveal this round
+        self._reply("unmask", SaUnmask(**self._envelope(), shares=revealed))
+        self.state = "done"
+
+    # ---- abort --------------------------------------------------------------------------
+
+    def _on_abort(self, message: SaAbort) -> None:
+        if self.setup is not None and message.round != self.setup.round:
+            raise RemoteProtocolError(
+                f"round {message.round} is not {self.setup.round}", field="round"
+            )
+        self.state = "aborted"
+        self.abort_reason = message.reason
+        self._forget_secrets()
+        self._emit(SessionAborted(message.reason, by_collector=True, excluded=message.excluded))
+
+    def _refuse(self, error: RemoteProtocolError) -> None:
+        stage = {"idle": "setup", "advertised": "share", "shared": "masked", "masked": "unmask"}
+        self._send(
+            topics.up(self.run, self.device, "sa_abort"),
+            SaAbort(**self._envelope(), stage=stage.get(self.state, ""), reason=str(error)[:500]),
+        )
+        self.state = "error"
+        self.abort_reason = str(error)
+        self._forget_secrets()
+        self._emit(SessionAborted(str(error), by_collector=False))
+
+    def _forget_secrets(self) -> None:
+        self._seed = None
+        self._c = self._s = None
+        self._held = {}
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def _envelope(self) -> dict:
+        round_number = self.setup.round if self.setup is not None else 0
+        return {
+            "run": self.run,
+            "sender": self.device,
+            "session": self.session,
+            "round": round_number,
+        }
+
+    def _reply(self, stage: str, message: Message) -> None:
+        self._send(topics.up(self.run, self.device, message.type_name()), message)
+        self._emit(StageAnswered(stage))
+
+    def _setup(self) -> SaSetup:
+        if self.setup is None:
+            raise LocalProtocolError("no SaSetup received yet")
+        return self.setup
+
+    def _keys(self) -> _KeyPairs:
+        if self._c is None or self._s is None:
+            raise LocalProtocolError("keys are drawn on SaSetup")
+        return _KeyPairs(self._c, self._s)
+
+
+class _KeyPairs(NamedTuple):
+    """This device's two X25519 key pairs of the session."""
+
+    c: crypto.KeyPair
+    s: crypto.KeyPair

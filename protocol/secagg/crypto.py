@@ -1,0 +1,218 @@
+"""Cryptographic primitives of secure aggregation: key agreement, KDF, AEAD, mask PRG, signatures.
+
+Theory of operation (Bonawitz et al., CCS 2017, section 4; Bell et al., CCS 2020, SecAgg+):
+
+- Key agreement. Every device advertises two X25519 public keys per session: ``c_u`` (to
+  encrypt the Shamir shares it sends to its neighbours) and ``s_u`` (to derive the pairwise
+  masks). ``agree(private_u, public_v) == agree(private_v, public_u)`` is the raw 32-byte
+  Diffie-Hellman secret; it is never used directly.
+- Key derivation. ``derive_key`` runs HKDF-SHA256 (RFC 5869, no salt) on the shared secret
+  with the context ``ldpfleet/secagg/v1/{purpose}/{run}/{session}/{round}/{min}/{max}``: the
+  purpose ("mask" or "enc") separates the mask PRG key from the share-encryption key, the
+  run/session/round make every aggregation round use fresh pairwise masks under one key
+  setup, and the unordered pair makes both ends derive the same key. The fields are
+  separated by "/" and run/session may not contain "/", so the context is injective.
+- Share encryption. AES-256-GCM with a fresh random 96-bit nonce prepended to the ciphertext;
+  the caller binds the sender, receiver and round in the associated data. Any tampering
+  fails authentication and is reported as a ``RemoteProtocolError``.
+- Mask PRG. ``prg_mask`` expands a 32-byte key into ``length`` words mod 2^bits with the
+  AES-256-CTR keystream (zero IV: each key is used for exactly one mask because the round
+  and pair are in its HKDF context). The full 256-bit key keys the PRG: a key is never
+  folded to fewer bits and never used to seed numpy's generators, so the masks are
+  computationally indistinguishable from uniform and the sum of the masks hides each input.
+- Signatures (active-adversary mode, Bonawitz section 6): Ed25519 over the raw messages.
+
+Randomness is always injected as ``random_bytes(n) -> bytes`` (default ``os.urandom``); no
+module-level RNG exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from protocol.errors import ParameterError, RemoteProtocolError
+
+RandomBytes = Callable[[int], bytes]
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+SIGNATURE_BYTES = 64
+INFO_PREFIX = b"ldpfleet/secagg/v1/"
+PURPOSES = frozenset({"mask", "enc"})
+_ZERO_IV = bytes(16)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A raw 32-byte private key and its 32-byte public key (X25519 or Ed25519)."""
+
+    private: bytes
+    public: bytes
+
+    def __post_init__(self) -> None:
+        _check_bytes(self.private, KEY_BYTES, "private")
+        _check_bytes(self.public, KEY_BYTES, "public")
+
+    def __repr__(self) -> str:  # never print a private key into a log
+        return f"KeyPair(public={self.public.hex()}, private=<redacted>)"
+
+
+def _check_bytes(value: object, length: int, field: str) -> bytes:
+    if not isinstance(value, bytes) or len(value) != length:
+        got = f"{len(value)} bytes" if isinstance(value, bytes) else type(value).__name__
+        raise ParameterError(f"must be exactly {length} bytes, got {got}", field=field)
+    return value
+
+
+def _draw(random_bytes: RandomBytes, n: int) -> bytes:
+    out = random_bytes(n)
+    if not isinstance(out, bytes) or len(out) != n:
+        raise ParameterError(
+            f"must return exactly {n} bytes when asked for {n}", field="random_bytes"
+        )
+    return out
+
+
+def generate_keypair(random_bytes: RandomBytes = os.urandom) -> KeyPair:
+    """A fresh X25519 key pair from 32 bytes of ``random_bytes``."""
+    private = _draw(random_bytes, KEY_BYTES)
+    return KeyPair(private, public_from_private(private))
+
+
+def public_from_private(private: bytes) -> bytes:
+    """The raw X25519 public key of a raw private key."""
+    key = X25519PrivateKey.from_private_bytes(_check_bytes(private, KEY_BYTES, "private"))
+    return key.public_key().public_bytes_raw()
+
+
+def agree(private: bytes, peer_public: bytes) -> bytes:
+    """The raw X25519 shared secret (32 bytes) of our private key and a peer's public key.
+
+    A peer key of the wrong length, or a low-order point (the exchange yields all zeros),
+    raises ``ParameterError(field="public_key")``.
+    """
+    key = X25519PrivateKey.from_private_bytes(_check_bytes(private, KEY_BYTES, "private"))
+    if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
+        raise ParameterError(f"must be exactly {KEY_BYTES} bytes", field="public_key")
+    try:
+        return key.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    except ValueError as exc:  # cryptography refuses an all-zero (low-order) result
+        raise ParameterError(
+            "invalid X25519 public key (low-order point)", field="public_key"
+        ) from exc
+
+
+def _check_label(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ParameterError(f"must be a non-empty string without '/', got {value!r}", field=field)
+    return value
+
+
+def _check_nonneg_int(value: object, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParameterError(f"must be a non-negative integer, got {value!r}", field=field)
+    return value
+
+
+def derive_key(
+    shared: bytes, *, purpose: str, run: str, session: str, round: int, a: int, b: int
+) -> bytes:
+    """HKDF-SHA256 (32 bytes, no salt) of a shared secret, bound to purpose/run/session/round/pair.
+
+    The pair ``(a, b)`` is unordered: ``derive_key(..., a=u, b=v) == derive_key(..., a=v, b=u)``.
+    """
+    _check_bytes(shared, KEY_BYTES, "shared")
+    if purpose not in PURPOSES:
+        raise ParameterError(f"must be one of {sorted(PURPOSES)}, got {purpose!r}", field="purpose")
+    _check_label(run, "run")
+    _check_label(session, "session")
+    _check_nonneg_int(round, "round")
+    _check_nonneg_int(a, "a")
+    _check_nonneg_int(b, "b")
+    lo, hi = min(a, b), max(a, b)
+    info = INFO_PREFIX + f"{purpose}/{run}/{session}/{round}/{lo}/{hi}".encode()
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
+
+
+def encrypt(
+    key: bytes, plaintext: bytes, associated: bytes, random_bytes: RandomBytes = os.urandom
+) -> bytes:
+    """AES-256-GCM: ``nonce (12 bytes) || ciphertext || tag (16 bytes)``."""
+    aead = AESGCM(_check_bytes(key, KEY_BYTES, "key"))
+    nonce = _draw(random_bytes, NONCE_BYTES)
+    return nonce + aead.encrypt(nonce, plaintext, associated)
+
+
+def decrypt(key: bytes, ciphertext: bytes, associated: bytes) -> bytes:
+    """Open an ``encrypt`` output; ``RemoteProtocolError(field="ciphertext")`` if not authentic."""
+    aead = AESGCM(_check_bytes(key, KEY_BYTES, "key"))
+    if not isinstance(ciphertext, bytes) or len(ciphertext) < NONCE_BYTES + TAG_BYTES:
+        raise RemoteProtocolError(
+            f"must be at least {NONCE_BYTES + TAG_BYTES} bytes", field="ciphertext"
+        )
+    try:
+        return aead.decrypt(ciphertext[:NONCE_BYTES], ciphertext[NONCE_BYTES:], associated)
+    except InvalidTag as exc:
+        raise RemoteProtocolError("authentication failed", field="ciphertext") from exc
+
+
+def prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
+    """``length`` pseudorandom words mod 2^bits: the AES-256-CTR keystream, little-endian.
+
+    ``bits=64`` gives a ``np.uint64`` array, ``bits=32`` a ``np.uint32`` array. The whole
+    32-byte key keys AES-256; the IV is zero because every key masks exactly one vector.
+    """
+    _check_bytes(key, KEY_BYTES, "key")
+    _check_nonneg_int(length, "length")
+    if isinstance(bits, bool) or bits not in (32, 64):
+        raise ParameterError(f"must be 32 or 64, got {bits!r}", field="bits")
+    encryptor = Cipher(algorithms.AES(key), modes.CTR(_ZERO_IV)).encryptor()
+    stream = encryptor.update(bytes(length * (bits // 8)))  # CTR: finalize() adds nothing
+    dtype = np.dtype("<u8") if bits == 64 else np.dtype("<u4")
+    native = np.uint64 if bits == 64 else np.uint32
+    return np.frombuffer(stream, dtype=dtype).astype(native)
+
+
+def signing_keypair(random_bytes: RandomBytes = os.urandom) -> KeyPair:
+    """A fresh Ed25519 key pair (raw 32-byte seed and public key)."""
+    private = _draw(random_bytes, KEY_BYTES)
+    public = Ed25519PrivateKey.from_private_bytes(private).public_key().public_bytes_raw()
+    return KeyPair(private, public)
+
+
+def sign(private: bytes, message: bytes) -> bytes:
+    """The 64-byte Ed25519 signature of ``message``."""
+    key = Ed25519PrivateKey.from_private_bytes(_check_bytes(private, KEY_BYTES, "private"))
+    return key.sign(message)
+
+
+def verify(public: bytes, message: bytes, signature: bytes) -> None:
+    """Check an Ed25519 signature; ``RemoteProtocolError`` if it does not verify.
+
+    A malformed public key is reported with ``field="public_key"``, every other failure
+    (wrong length, wrong message, wrong signer) with ``field="signature"``.
+    """
+    if not isinstance(public, bytes) or len(public) != KEY_BYTES:
+        raise RemoteProtocolError(f"must be exactly {KEY_BYTES} bytes", field="public_key")
+    try:
+        key = Ed25519PublicKey.from_public_bytes(public)
+    except ValueError as exc:
+        raise RemoteProtocolError("invalid Ed25519 public key", field="public_key") from exc
+    if not isinstance(signature, bytes) or len(signature) != SIGNATURE_BYTES:
+        raise RemoteProtocolError(f"must be exactly {SIGNATURE_BYTES} bytes", field="signature")
+    try:
+        key.verify(signature, message)
+    except InvalidSignature as exc:
+        raise RemoteProtocolError("does not verify", field="signature") from exc

@@ -1,0 +1,149 @@
+"""Sharing graphs: who agrees masks with whom and who holds whose Shamir shares.
+
+Theory of operation:
+
+- Full graph (Bonawitz et al., CCS 2017): every device is a neighbour of every other one;
+  O(n^2) key agreements and shares in total.
+- SecAgg+ graph (Bell et al., CCS 2020, section 3): a random k-regular graph with
+  k = O(log n) suffices for privacy and dropout robustness against an adversary that does
+  not know the graph in advance. ``harary_graph`` builds the circulant (Harary) graph on a
+  uniformly random permutation of the ids: the ids are shuffled by Fisher-Yates with
+  rejection-sampled indices drawn from ``random_bytes`` (no modulo bias, no global RNG),
+  position i holds ``perm[i]`` and is adjacent to positions i +- 1, ..., i +- (k // 2)
+  (mod n). For odd k one more "long" edge per node is needed:
+
+  * n even: position i is also adjacent to its antipode i + n/2 (a perfect matching), so
+    every node has degree exactly k;
+  * n odd: a perfect matching does not exist, so positions i and i + (n + 1)/2 are joined
+    for i = 0, ..., (n - 3)/2. Every position then has degree k except position (n - 1)/2,
+    which has degree k - 1 (as the labels are random, so is the node concerned).
+
+  Even k always gives degree exactly k. The long edges have circular distance n/2 or
+  (n - 1)/2, longer than any ring edge (at most k // 2 < those for k < n), so no edge is
+  doubled; the graph is symmetric and has no self-loops. k = 1 on an odd number of nodes is
+  refused: it would leave one node with no neighbour, whose input nothing would mask.
+- ``default_degree(n)``: k = ceil(2 log2 n) (computed exactly as the bit length of n^2 - 1),
+  rounded up to an odd number, at least 3, and capped at n - 1 (the complete graph, whose
+  degree may then be even); n <= 3 gives n - 1.
+- ``default_threshold(degree)``: t = degree // 2 + 1, strictly more than half of the
+  ``degree`` share holders of a device, and the least such t. Pass the number of holders:
+  in SecAgg+ (and Flower's num_shares convention) a device keeps one share of its own
+  secrets besides one per neighbour, so count the node itself (degree + 1); if it shares
+  among its neighbours only, pass the neighbour count. Why more than half: an honest holder
+  reveals at most one of the two shares of u in a round (of the self-mask seed b_u if u
+  survived, of the mask key s_u if it dropped), so a server needs 2t distinct honest
+  holders to learn both, and 2t > holders makes that impossible. In the odd/odd Harary
+  case compute t from the largest neighbourhood; the node of degree k - 1 then still has
+  at least t holders for k >= 3. Dropout tolerance: holders - t holders of a device may drop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from protocol.errors import ParameterError
+
+RandomBytes = Callable[[int], bytes]
+
+
+def _check_ids(ids: Sequence[int]) -> list[int]:
+    out = list(ids)
+    for i, v in enumerate(out):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ParameterError(f"must be an integer, got {v!r}", field=f"ids[{i}]")
+    if len(set(out)) != len(out):
+        raise ParameterError("ids must be distinct", field="ids")
+    return out
+
+
+def _check_int(value: object, field: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=field)
+    return value
+
+
+def _below(bound: int, random_bytes: RandomBytes) -> int:
+    """A uniform integer in [0, bound) by rejection sampling."""
+    if bound == 1:
+        return 0
+    nbits = (bound - 1).bit_length()
+    nbytes = (nbits + 7) // 8
+    mask = (1 << nbits) - 1
+    while True:
+        raw = random_bytes(nbytes)
+        if not isinstance(raw, bytes) or len(raw) != nbytes:
+            raise ParameterError(
+                f"must return exactly {nbytes} bytes when asked for {nbytes}",
+                field="random_bytes",
+            )
+        value = int.from_bytes(raw, "big") & mask
+        if value < bound:
+            return value
+
+
+def full_graph(ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """Every id is adjacent to every other id (neighbours sorted)."""
+    nodes = _check_ids(ids)
+    ordered = sorted(nodes)
+    return {u: tuple(v for v in ordered if v != u) for u in nodes}
+
+
+def default_degree(n: int) -> int:
+    """k = ceil(2 log2 n) rounded up to odd, at least 3, at most n - 1 (n <= 3: n - 1)."""
+    n = _check_int(n, "n", 2)
+    if n <= 3:
+        return n - 1
+    k = (n * n - 1).bit_length()  # == ceil(log2(n^2)) == ceil(2 log2 n), exactly
+    if k % 2 == 0:
+        k += 1
+    return min(n - 1, max(3, k))
+
+
+def harary_graph(
+    ids: Sequence[int], k: int, random_bytes: RandomBytes = os.urandom
+) -> dict[int, tuple[int, ...]]:
+    """The k-regular circulant (Harary) graph on a random permutation of ``ids``.
+
+    Degree is exactly k, except when k and n are both odd: then one node has degree k - 1.
+    """
+    nodes = _check_ids(ids)
+    n = len(nodes)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < n:
+        raise ParameterError(f"must be an integer in [1, n - 1] with n = {n}, got {k!r}", field="k")
+    if k == 1 and n % 2 == 1:
+        raise ParameterError(
+            f"k = 1 on n = {n} (odd) nodes leaves a node without neighbours", field="k"
+        )
+    perm = nodes[:]
+    for i in range(n - 1, 0, -1):  # Fisher-Yates
+        j = _below(i + 1, random_bytes)
+        perm[i], perm[j] = perm[j], perm[i]
+    adjacent: list[set[int]] = [set() for _ in range(n)]
+
+    def join(i: int, j: int) -> None:
+        adjacent[i].add(j)
+        adjacent[j].add(i)
+
+    for i in range(n):
+        for d in range(1, k // 2 + 1):
+            join(i, (i + d) % n)
+    if k % 2 == 1:
+        if n % 2 == 0:
+            for i in range(n // 2):
+                join(i, i + n // 2)
+        else:
+            for i in range((n - 1) // 2):
+                join(i, i + (n + 1) // 2)
+    graph = {perm[i]: tuple(sorted(perm[j] for j in adjacent[i])) for i in range(n)}
+    return {u: graph[u] for u in nodes}
+
+
+def default_threshold(degree: int) -> int:
+    """t = degree // 2 + 1: strictly more than half of ``degree`` share holders.
+
+    Count the node itself among the holders when it keeps a share of its own secrets
+    (SecAgg+: holders = number of neighbours + 1).
+    """
+    degree = _check_int(degree, "degree", 1)
+    return degree // 2 + 1

@@ -1,0 +1,844 @@
+"""Secure aggregation, collector side: ``SecAggServer`` runs ONE aggregation session.
+
+Theory of operation (Bonawitz et al., CCS 2017, §4, Fig. 4; Bell et al., CCS 2020 for the
+sparse SecAgg+ graph). The n participating devices are labelled 1..n in sorted order of
+their ids; ``graph`` gives each label u its neighbourhood N(u) (everyone, or a random
+Harary graph of degree k). Device u Shamir-shares its secrets t-of-(|N(u)| + 1) among
+N(u) ∪ {u} (it keeps one share of each itself), so on the full graph any t surviving
+devices can unmask, exactly as in Bonawitz's t-out-of-U.
+
+Stages (each is one message per device each way):
+
+``advertise``  ``SaSetup`` to every device; replies ``SaAdvertise`` form U1.
+``share``      ``SaNeighbours`` (N(u) ∩ U1 and their keys) to each u in U1; replies
+               ``SaShares`` form U2. The server only relays ciphertexts it cannot read.
+``masked``     ``SaDeliver`` (the ciphertexts for u, and N(u) ∩ U2) to each u in U2;
+               replies ``SaMasked`` form U3.
+``unmask``     ``SaUnmaskRequest`` to each u in U3 (survivors U3 and dropped U2 \\ U3 in
+               N(u) ∪ {u}); replies ``SaUnmask`` form U4. The server reconstructs b_u for
+               every u in U3 and s_v for every v in U2 \\ U3, removes the self masks and
+               the dropped devices' pairwise masks (``client.self_mask``/``pairwise_mask``,
+               the very functions the devices used) and decodes the sum over U3.
+``done`` | ``aborted``
+
+Progression and deadlines: a stage closes as soon as every device expected in it replied
+(or aborted), or when ``handle_timer`` sees its deadline (opened + ``stage_timeout``)
+pass. Closing checks that at least t devices replied; otherwise the session is aborted
+with a reason naming the stage and the counts (``Aborted`` event, ``SaAbort`` to every
+participant). SecAgg+ adds per-device checks (Bell et al. §3): a device whose share
+holders that are still present number fewer than t could never be unmasked, so after
+``advertise`` and ``share`` such devices are excluded (repeatedly, until every remaining
+device has t holders; Flower's survivors crash on exactly this case), and after
+``masked`` the session aborts if a survivor's self-mask seed or a dropped device's mask
+key could not be reconstructed. A device that misses a deadline or is excluded gets
+``SaAbort(excluded=True)`` so its pump can stop.
+
+Validation: every message must come on its sender's own ``up`` topic, from a participant,
+for this run, session and round, and of the kind of the open stage. A second message of a
+stage from one device is a duplicate if identical (QoS 1 redelivery: counted, ignored) and
+rejected otherwise; public keys must be valid X25519 points, distinct, not used by another
+device and not from an earlier session (``previous_public_keys``); share lists must address
+exactly the neighbours offered; vectors must be ``dim`` words. An unmask response must
+reveal exactly one share per node of the request, of the kind requested: a response that
+lists a node both as alive (b-share) and as dropped (s-share) is REJECTED as a whole and
+its device does not count as a responder (the honest server never asks for both; it must
+never hold both). A rejected message produces a ``Rejected`` event and a ``Reject`` on the
+``svc`` topic and changes nothing else. A late reply to a closed stage is counted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol import topics
+from protocol.errors import LocalProtocolError, ParameterError, ProtocolError, RemoteProtocolError
+from protocol.events import Event, Machine
+from protocol.messages import Message, Reject
+from protocol.secagg import crypto, shamir
+from protocol.secagg import graph as graphs
+from protocol.secagg.client import apply_pairwise, pairwise_mask, self_mask, unpack_vector
+from protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from protocol.secagg.messages import (
+    MAX_DIM,
+    MAX_PARTICIPANTS,
+    MAX_ROUND,
+    PeerKeys,
+    SaAbort,
+    SaAdvertise,
+    SaDeliver,
+    SaMasked,
+    SaNeighbours,
+    SaSetup,
+    SaShares,
+    SaUnmask,
+    SaUnmaskRequest,
+    SealedShare,
+)
+
+RandomBytes = Callable[[int], bytes]
+STAGES = ("advertise", "share", "masked", "unmask")
+REPLY_OF_STAGE: dict[str, type[Message]] = {
+    "advertise": SaAdvertise,
+    "share": SaShares,
+    "masked": SaMasked,
+    "unmask": SaUnmask,
+}
+STAGE_OF_REPLY = {cls: stage for stage, cls in REPLY_OF_STAGE.items()}
+_REPLY_VERB = {
+    "advertise": "advertised keys",
+    "share": "sent their shares",
+    "masked": "sent a masked input",
+    "unmask": "answered the unmask request",
+}
+
+
+# Events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StageOpened(Event):
+    """``stage`` opened: ``devices`` are expected to reply before ``deadline``;
+    ``dropped`` = every participant no longer in the session (missed a stage, excluded,
+    or aborted), cumulative."""
+
+    stage: str
+    devices: tuple[str, ...]
+    dropped: tuple[str, ...]
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected(Event):
+    """A message was refused (never used); same fields as ``protocol.stream.Rejected``."""
+
+    device: str
+    topic: str
+    kind: str
+    field: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAborted(Event):
+    """``device`` sent ``SaAbort`` in ``stage``: it refused to go on (counted as dropped)."""
+
+    device: str
+    stage: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SumReady(Event):
+    """The session succeeded: ``total`` = Σ over ``survivors`` (U3) of their clipped inputs
+    (float, within len(survivors)/(2·scale) per element); ``encoded_total`` is the exact
+    integer sum of their fixed-point encodings; ``dropped`` = every other participant."""
+
+    total: np.ndarray
+    survivors: tuple[str, ...]
+    dropped: tuple[str, ...]
+    encoded_total: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Aborted(Event):
+    """The session failed in ``stage``; nothing was released."""
+
+    stage: str
+    reason: str
+
+
+# The machine --------------------------------------------------------------------------
+
+
+@dataclass
+class _Stage:
+    """Book-keeping of the open stage."""
+
+    name: str
+    expected: frozenset[int]
+    deadline: float
+    replies: dict[int, Message] = field(default_factory=dict)
+
+
+class SecAggServer(Machine):
+    """Collector side of one secure-aggregation session (see the module docstring)."""
+
+    def __init__(
+        self,
+        run: str,
+        session: str,
+        devices: Iterable[str],
+        dim: int,
+        fixed_point: FixedPoint,
+        *,
+        threshold: int | None = None,
+        graph: str = "full",
+        degree: int | None = None,
+        bits: int | None = None,
+        stage_timeout: float = 30.0,
+        now: float = 0.0,
+        round: int = 0,
+        previous_public_keys: Collection[bytes] = (),
+        random_bytes: RandomBytes = os.urandom,
+    ) -> None:
+        super().__init__()
+        self.run = topics.check_ident(run, "run")
+        self.session = topics.check_ident(session, "session")
+        names = sorted(topics.check_ident(d, "devices") for d in devices)
+        if len(set(names)) != len(names):
+            raise ParameterError("device ids must be distinct", field="devices")
+        if not 2 <= len(names) <= MAX_PARTICIPANTS:
+            raise ParameterError(
+                f"need 2..{MAX_PARTICIPANTS} devices, got {len(names)}", field="devices"
+            )
+        self.n = len(names)
+        self.label_of = {name: label for label, name in enumerate(names, start=1)}
+        self.device_of = {label: name for name, label in self.label_of.items()}
+        self.dim = self._check_dim(dim)
+        self.fixed_point = self._check_fixed_point(fixed_point, bits)
+        self.bits = self.fixed_point.bits
+        self.round = self._check_round(round)
+        if not (_is_real(stage_timeout) and math.isfinite(stage_timeout) and stage_timeout > 0):
+            raise ParameterError(
+                f"must be > 0 seconds, got {stage_timeout!r}", field="stage_timeout"
+            )
+        self.stage_timeout = float(stage_timeout)
+        self.created_at = now
+        self.graph_kind = graph
+        self.neighbours = self._build_graph(graph, degree, random_bytes)
+        self.threshold = self._check_threshold(threshold)
+        self._previous_keys = frozenset(previous_public_keys)
+        self._probe = crypto.generate_keypair(random_bytes)  # to test advertised points
+
+        self.state = "idle"  # idle -> advertise -> share -> masked -> unmask -> done | aborted
+        self._stage: _Stage | None = None
+        self._replies: dict[str, dict[int, Message]] = {stage: {} for stage in STAGES}
+        self._gone: dict[int, str] = {}  # devices that sent SaAbort -> reason
+        self._key_owner: dict[bytes, int] = {}
+        self._offered: dict[int, frozenset[int]] = {}  # N(u) ∩ U1 sent to u
+        self._requests: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
+        self._revealed: dict[int, dict[tuple[int, str], int]] = {}
+        self.u1: frozenset[int] = frozenset()
+        self.u2: frozenset[int] = frozenset()
+        self.u3: frozenset[int] = frozenset()
+        self.u4: frozenset[int] = frozenset()
+        self.abort_reason = ""
+        self.duplicates = 0
+        self.late = 0
+        self.rejected = 0
+        self.rejections_by_field: Counter[str] = Counter()
+        self.messages_in: Counter[str] = Counter()
+        self.messages_out: Counter[str] = Counter()
+
+    # ---- construction checks --------------------------------------------------------------
+
+    @staticmethod
+    def _check_dim(dim: int) -> int:
+        if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
+            raise ParameterError(f"must be an integer in [1, {MAX_DIM}], got {dim!r}", field="dim")
+        return dim
+
+    def _check_fixed_point(self, fixed_point: FixedPoint, bits: int | None) -> FixedPoint:
+        if not isinstance(fixed_point, FixedPoint):
+            raise ParameterError("must be a FixedPoint", field="fixed_point")
+        if bits is not None and bits != fixed_point.bits:
+            raise ParameterError(
+                f"{bits} differs from the fixed-point modulus 2^{fixed_point.bits}", field="bits"
+            )
+        fixed_point.check_capacity(self.n)  # refuse a sum that could wrap, never wrap
+        return fixed_point
+
+    @staticmethod
+    def _check_round(round: int) -> int:
+        if not _is_int(round) or not 0 <= round <= MAX_ROUND:
+            raise ParameterError(f"must be an integer in [0, {MAX_ROUND}]", field="round")
+        return round
+
+    def _build_graph(
+        self, kind: str, degree: int | None, random_bytes: RandomBytes
+    ) -> dict[int, frozenset[int]]:
+        labels = list(self.device_of)
+        if kind == "full":
+            if degree is not None and degree != self.n - 1:
+                raise ParameterError(
+                    f"the full graph has degree n - 1 = {self.n - 1}, got {degree}", field="degree"
+                )
+            adjacency = graphs.full_graph(labels)
+        elif kind == "harary":
+            k = graphs.default_degree(self.n) if degree is None else degree
+            adjacency = graphs.harary_graph(labels, k, random_bytes)
+        else:
+            raise ParameterError(f"must be 'full' or 'harary', got {kind!r}", field="graph")
+        return {u: frozenset(vs) for u, vs in adjacency.items()}
+
+    def _check_threshold(self, threshold: int | None) -> int:
+        """t of the (|N(u)| + 1)-holder sharing: 2t > max holders (an honest majority of
+        any holder set answers for at most one of a node's two secrets) and t <= min
+        holders (every device can be unmasked when nobody drops)."""
+        largest = max(len(vs) for vs in self.neighbours.values()) + 1
+        smallest = min(len(vs) for vs in self.neighbours.values()) + 1
+        if threshold is None:
+            threshold = graphs.default_threshold(largest)
+        if not _is_int(threshold) or not (largest < 2 * threshold and threshold <= smallest):
+            raise ParameterError(
+                f"must be an integer with {largest} < 2t and t <= {smallest} (share holders "
+                f"per device: neighbours + itself), got {threshold!r}",
+                field="threshold",
+            )
+        return threshold
+
+    # ---- properties ---------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """The session is over (``done`` or ``aborted``)."""
+        return self.state in ("done", "aborted")
+
+    def public_keys(self) -> frozenset[bytes]:
+        """Every public key advertised in this session (pass to the next session as
+        ``previous_public_keys``: keys must be fresh per session)."""
+        return frozenset(self._key_owner)
+
+    # ---- start, time, operator abort ----------------------------------------------------
+
+    def start(self, now: float | None = None) -> None:
+        """Send ``SaSetup`` to every device and open the ``advertise`` stage."""
+        if self.state != "idle":
+            raise LocalProtocolError(f"start() in state {self.state}")
+        now = self.created_at if now is None else now
+        fp = self.fixed_point
+        for label in self.device_of:
+            setup = SaSetup(
+                **self._envelope(),
+                label=label,
+                participants=self.n,
+                threshold=self.threshold,
+                bits=self.bits,  # type: ignore[arg-type]
+                dim=self.dim,
+                clip_low=fp.clip_low,
+                clip_high=fp.clip_high,
+                scale=fp.scale,
+                stage_timeout=self.stage_timeout,
+            )
+            self._to_device(label, setup)
+        self._open("advertise", frozenset(self.device_of), now, dropped=())
+
+    def next_timer(self) -> float | None:
+        """The open stage's deadline."""
+        return self._stage.deadline if self._stage is not None else None
+
+    def handle_timer(self, now: float) -> None:
+        """Close the open stage if its deadline passed."""
+        if self._stage is not None and now >= self._stage.deadline:
+            self._close_stage(now)
+
+    def abort(self, reason: str) -> None:
+        """End the session now (operator request)."""
+        if not self.finished:
+            self._abort(self.state, reason)
+
+    # ---- input --------------------------------------------------------------------------
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one decoded upstream message; bad ones are rejected, never raised."""
+        try:
+            self._receive(topic, message, now)
+        except RemoteProtocolError as error:
+            self.reject(topic, message.type_name(), error)
+
+    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
+        """Count a refused message and publish the reason (also for undecodable payloads)."""
+        self.rejected += 1
+        field_name = error.field or ""
+        self.rejections_by_field[field_name] += 1
+        if isinstance(topic, topics.Topic):
+            device, topic_text = topic.sender, topic.text
+        else:
+            device, topic_text = "", topic
+        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
+        self._send(
+            topics.svc(self.run, topics.COLLECTOR_ID, "reject"),
+            Reject(
+                run=self.run,
+                sender=topics.COLLECTOR_ID,
+                seq=min(self.rejected, 10_000_000),
+                device=device[:64],
+                topic=topic_text[:300],
+                kind=kind[:64],
+                field=field_name[:100],
+                reason=error.reason[:500],
+            ),
+        )
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        label = self._check_envelope(topic, message)
+        self.messages_in[message.type_name()] += 1
+        if self.finished:
+            self.late += 1  # e.g. a reply racing the end of the session: not an attack
+            return
+        if self.state == "idle":
+            raise RemoteProtocolError("the session has not started", field="type")
+        if isinstance(message, SaAbort):
+            self._on_device_abort(label, message, now)
+            return
+        stage = STAGE_OF_REPLY[type(message)]
+        if STAGES.index(stage) > STAGES.index(self.state):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} before the {stage} stage opened "
+                f"(the session is in {self.state})",
+                field="type",
+            )
+        earlier = self._replies[stage].get(label)
+        if earlier is not None:
+            if earlier == message:
+                self.duplicates += 1
+                return
+            raise RemoteProtocolError(
+                f"a second {message.type_name()} from {message.sender} with different "
+                "content (the first one stands)",
+                field="type",
+            )
+        if stage != self.state:
+            self.late += 1  # the device missed that stage's deadline and is out
+            return
+        assert self._stage is not None
+        if label in self._gone:
+            raise RemoteProtocolError(f"{message.sender} aborted the session", field="sender")
+        if label not in self._stage.expected:
+            raise RemoteProtocolError(
+                f"{message.sender} is not part of the {stage} stage (it dropped out or was "
+                "excluded earlier)",
+                field="sender",
+            )
+        self._validate_reply(label, message)
+        self._replies[stage][label] = message
+        self._stage.replies[label] = message
+        if self._stage_complete():
+            self._close_stage(now)
+
+    def _check_envelope(self, topic: topics.Topic, message: Message) -> int:
+        if topic.family != "up":
+            raise RemoteProtocolError(
+                f"{topic.family} topics are not for the collector", field="topic"
+            )
+        if topic.run != self.run or message.run != self.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+        if message.sender != topic.sender:
+            raise RemoteProtocolError(
+                f"sender {message.sender!r} does not match topic device {topic.sender!r}",
+                field="sender",
+            )
+        label = self.label_of.get(message.sender)
+        if label is None:
+            raise RemoteProtocolError(
+                f"{message.sender!r} is not a participant of session {self.session}",
+                field="sender",
+            )
+        if message.type_name() != topic.kind:
+            raise RemoteProtocolError(
+                f"a {message.type_name()} message on a {topic.kind!r} topic", field="topic"
+            )
+        if not isinstance(message, SaAbort | SaAdvertise | SaShares | SaMasked | SaUnmask):
+            raise RemoteProtocolError(
+                f"unexpected {message.type_name()} from a device", field="type"
+            )
+        if message.session != self.session:
+            raise RemoteProtocolError(
+                f"session {message.session!r} is not {self.session!r}", field="session"
+            )
+        if message.round != self.round:
+            raise RemoteProtocolError(f"round {message.round} is not {self.round}", field="round")
+        return label
+
+    def _validate_reply(self, label: int, message: Message) -> None:
+        if isinstance(message, SaAdvertise):
+            self._check_advertise(label, message)
+        elif isinstance(message, SaShares):
+            self._check_shares(label, message)
+        elif isinstance(message, SaMasked):
+            unpack_vector(message.masked, self.dim, self.bits)
+        elif isinstance(message, SaUnmask):
+            self._revealed[label] = self._check_unmask(label, message)
+
+    def _check_advertise(self, label: int, message: SaAdvertise) -> None:
+        if message.c_public == message.s_public:
+            raise RemoteProtocolError("c_public and s_public must differ", field="s_public")
+        for name in ("c_public", "s_public"):
+            key = getattr(message, name)
+            owner = self._key_owner.get(key)
+            if owner is not None:
+                raise RemoteProtocolError(
+                    f"replays the public key of {self.device_of[owner]}", field=name
+                )
+            if key in self._previous_keys:
+                raise RemoteProtocolError(
+                    "reuses a public key of an earlier session (keys must be fresh)", field=name
+                )
+            try:
+                crypto.agree(self._probe.private, key)
+            except ParameterError as error:
+                raise RemoteProtocolError(error.reason, field=name) from None
+        self._key_owner[message.c_public] = label
+        self._key_owner[message.s_public] = label
+
+    def _check_shares(self, label: int, message: SaShares) -> None:
+        recipients = [entry.peer for entry in message.shares]
+        offered = self._offered[label]
+        if len(set(recipients)) != len(recipients) or set(recipients) != offered:
+            raise RemoteProtocolError(
+                f"shares for {sorted(recipients)}, expected exactly one for each of "
+                f"{sorted(offered)}",
+                field="shares",
+            )
+
+    def _check_unmask(self, label: int, message: SaUnmask) -> dict[tuple[int, str], int]:
+        survivors, dropped = self._requests[label]
+        kinds: dict[int, str] = {}
+        revealed: dict[tuple[int, str], int] = {}
+        for index, entry in enumerate(message.shares):
+            where = f"shares[{index}]"
+            if entry.node in kinds:
+                if kinds[entry.node] != entry.kind:
+                    raise RemoteProtocolError(
+                        f"lists node {entry.node} both as alive (b-share) and as dropped "
+                        "(s-share): the response is refused as a whole",
+                        field=where,
+                    )
+                raise RemoteProtocolError(f"node {entry.node} listed twice", field=where)
+            kinds[entry.node] = entry.kind
+            wanted = "b" if entry.node in survivors else "s" if entry.node in dropped else None
+            if wanted is None:
+                raise RemoteProtocolError(f"node {entry.node} was not asked about", field=where)
+            if entry.kind != wanted:
+                raise RemoteProtocolError(
+                    f"a {entry.kind}-share of node {entry.node}, which was asked for its "
+                    f"{wanted}-share",
+                    field=where,
+                )
+            revealed[(entry.node, entry.kind)] = shamir.share_from_bytes(entry.share)
+        missing = (survivors | dropped) - set(kinds)
+        if missing:
+            raise RemoteProtocolError(f"no share for nodes {sorted(missing)}", field="shares")
+        return revealed
+
+    def _on_device_abort(self, label: int, message: SaAbort, now: float) -> None:
+        if label in self._gone:
+            self.duplicates += 1
+            return
+        self._gone[label] = message.reason
+        self._emit(DeviceAborted(self.device_of[label], self.state, message.reason))
+        if self._stage_complete():
+            self._close_stage(now)
+
+    # ---- stage progression --------------------------------------------------------------
+
+    def _stage_complete(self) -> bool:
+        stage = self._stage
+        return stage is not None and stage.expected - set(self._gone) <= set(stage.replies)
+
+    def _open(
+        self, name: str, expected: frozenset[int], now: float, dropped: Iterable[int]
+    ) -> None:
+        self.state = name
+        self._stage = _Stage(name, expected, now + self.stage_timeout)
+        self._emit(
+            StageOpened(
+                name,
+                self._names(expected),
+                self._names(dropped),
+                self._stage.deadline,
+            )
+        )
+
+    def _close_stage(self, now: float) -> None:
+        assert self._stage is not None
+        name = self._stage.name
+        replied = frozenset(self._stage.replies) - set(self._gone)
+        missing = self._stage.expected - replied
+        if not self._enough(name, replied, len(self._stage.expected)):
+            return
+        for label in sorted(missing - set(self._gone)):
+            self._exclude(
+                label,
+                name,
+                f"no {REPLY_OF_STAGE[name].__struct_config__.tag} before the {name} deadline",
+            )
+        if name == "advertise":
+            self._close_advertise(replied, now)
+        elif name == "share":
+            self._close_share(replied, now)
+        elif name == "masked":
+            self._close_masked(replied, now)
+        else:
+            self._close_unmask(replied)
+
+    def _enough(self, stage: str, members: Collection[int], out_of: int) -> bool:
+        if len(members) >= self.threshold:
+            return True
+        self._abort(
+            stage,
+            f"{stage} stage: only {len(members)} of {out_of} devices "
+            f"{_REPLY_VERB[stage]} (threshold {self.threshold})",
+        )
+        return False
+
+    def _recoverable_core(self, members: frozenset[int], stage: str) -> frozenset[int] | None:
+        """Exclude, until none is left, devices with fewer than t share holders among the
+        remaining members (their neighbours there, plus themselves); None if the session
+        aborted because fewer than t devices remain."""
+        core = set(members)
+        while True:
+            weak = {u for u in core if len(self.neighbours[u] & core) + 1 < self.threshold}
+            if not weak:
+                break
+            core -= weak
+            for label in sorted(weak):
+                self._exclude(
+                    label,
+                    stage,
+                    f"fewer than {self.threshold - 1} of your neighbours are still in the "
+                    "session: your input could not be unmasked",
+                )
+        if len(core) < self.threshold:
+            self._abort(
+                stage,
+                f"{stage} stage: only {len(core)} of {len(members)} devices keep at least "
+                f"{self.threshold} share holders (threshold {self.threshold}, SecAgg+ graph)",
+            )
+            return None
+        return frozenset(core)
+
+    def _close_advertise(self, replied: frozenset[int], now: float) -> None:
+        core = self._recoverable_core(replied, "advertise")
+        if core is None:
+            return
+        self.u1 = core
+        for u in sorted(core):
+            offered = self.neighbours[u] & core
+            self._offered[u] = offered
+            keys = [self._peer_keys(v) for v in sorted(offered)]
+            self._to_device(
+                u, SaNeighbours(**self._envelope(), threshold=self.threshold, neighbours=keys)
+            )
+        self._open("share", core, now, dropped=self._left(core))
+
+    def _close_share(self, replied: frozenset[int], now: float) -> None:
+        core = self._recoverable_core(replied, "share")
+        if core is None:
+            return
+        self.u2 = core
+        for u in sorted(core):
+            senders = sorted(self.neighbours[u] & core)
+            sealed = [SealedShare(peer=v, ciphertext=self._ciphertext(v, u)) for v in senders]
+            self._to_device(u, SaDeliver(**self._envelope(), shares=sealed, completed=senders))
+        self._open("masked", core, now, dropped=self._left(core))
+
+    def _close_masked(self, replied: frozenset[int], now: float) -> None:
+        survivors, dropped = replied, self.u2 - replied
+        problem = self._unmask_infeasible(survivors, dropped, survivors)
+        if problem:
+            self._abort("masked", f"masked stage: cannot unmask: {problem}")
+            return
+        self.u3 = survivors
+        for u in sorted(survivors):
+            holders = (self.neighbours[u] & self.u2) | {u}
+            asked_alive = holders & survivors
+            asked_dropped = self.neighbours[u] & dropped
+            self._requests[u] = (asked_alive, asked_dropped)
+            self._to_device(
+                u,
+                SaUnmaskRequest(
+                    **self._envelope(),
+                    survivors=sorted(asked_alive),
+                    dropped=sorted(asked_dropped),
+                    survivor_total=len(survivors),
+                ),
+            )
+        self._open("unmask", survivors, now, dropped=self._left(survivors))
+
+    def _unmask_infeasible(
+        self, survivors: frozenset[int], dropped: frozenset[int], responders: frozenset[int]
+    ) -> str:
+        """Why some secret needed to unmask could not get t shares from ``responders``
+        ("" when every one can)."""
+        t = self.threshold
+        for u in sorted(survivors):
+            holders = ((self.neighbours[u] & self.u2) | {u}) & responders
+            if len(holders) < t:
+                return (
+                    f"only {len(holders)} holders of the self-mask seed of "
+                    f"{self.device_of[u]} are available (threshold {t})"
+                )
+        for v in sorted(dropped):
+            holders = self.neighbours[v] & self.u2 & responders
+            if len(holders) < t:
+                return (
+                    f"only {len(holders)} holders of the mask key of dropped device "
+                    f"{self.device_of[v]} are available (threshold {t})"
+                )
+        return ""
+
+    def _close_unmask(self, responders: frozenset[int]) -> None:
+        self.u4 = responders
+        dropped = self.u2 - self.u3
+        problem = self._unmask_infeasible(self.u3, dropped, responders)
+        if problem:
+            self._abort("unmask", f"unmask stage: {problem}")
+            return
+        try:
+            seeds = {u: self._reconstruct(u, "b") for u in sorted(self.u3)}
+            mask_keys = {v: self._reconstruct_mask_key(v) for v in sorted(dropped)}
+            encoded = self._unmasked_total(seeds, mask_keys)
+            total = self.fixed_point.decode_sum(encoded, len(self.u3))
+        except ProtocolError as error:
+            self._abort("unmask", f"unmask stage: {error}")
+            return
+        self.state = "done"
+        self._stage = None
+        self._emit(
+            SumReady(
+                total=total,
+                survivors=self._names(self.u3),
+                dropped=self._names(set(self.device_of) - self.u3),
+                encoded_total=encoded,
+            )
+        )
+
+    # ---- unmasking ----------------------------------------------------------------------
+
+    def _reconstruct(self, node: int, kind: str) -> bytes:
+        shares = {
+            responder: revealed[(node, kind)]
+            for responder, revealed in self._revealed.items()
+            if responder in self.u4 and (node, kind) in revealed
+        }
+        return shamir.combine(shares, self.threshold, length=crypto.KEY_BYTES)
+
+    def _reconstruct_mask_key(self, v: int) -> bytes:
+        private = self._reconstruct(v, "s")
+        advertised = self._replies["advertise"][v]
+        assert isinstance(advertised, SaAdvertise)
+        if crypto.public_from_private(private) != advertised.s_public:
+            raise RemoteProtocolError(
+                f"the reconstructed mask key of {self.device_of[v]} does not match its "
+                "advertised s_public (a wrong share)",
+                field="shares",
+            )
+        return private
+
+    def _unmasked_total(self, seeds: dict[int, bytes], mask_keys: dict[int, bytes]) -> np.ndarray:
+        """Σ_{u∈U3} y_u − PRG(b_u), minus every pairwise mask a survivor shares with a
+        dropped device; the masks between two survivors cancel by themselves."""
+        bits = self.bits
+        total = np.zeros(self.dim, dtype=np.uint64)
+        for u, seed in seeds.items():
+            masked = self._replies["masked"][u]
+            assert isinstance(masked, SaMasked)
+            total = add_mod(total, unpack_vector(masked.masked, self.dim, bits), bits)
+            total = sub_mod(total, self_mask(seed, self.dim, bits), bits)
+        for v, private in mask_keys.items():
+            for u in sorted(self.neighbours[v] & self.u3):
+                s_public = self._advertised(u).s_public
+                mask = pairwise_mask(
+                    crypto.agree(private, s_public),
+                    run=self.run,
+                    session=self.session,
+                    round=self.round,
+                    u=u,
+                    v=v,
+                    dim=self.dim,
+                    bits=bits,
+                )
+                total = apply_pairwise(total, mask, u=v, v=u, bits=bits)  # −sign(u, v)·mask
+        return total
+
+    # ---- abort and exclusion ------------------------------------------------------------
+
+    def _abort(self, stage: str, reason: str) -> None:
+        self.state = "aborted"
+        self.abort_reason = reason
+        self._stage = None
+        self._revealed = {}
+        for label in sorted(self.device_of):
+            self._to_device(label, SaAbort(**self._envelope(), stage=stage, reason=reason[:500]))
+        self._emit(Aborted(stage, reason))
+
+    def _exclude(self, label: int, stage: str, reason: str) -> None:
+        self._to_device(
+            label,
+            SaAbort(**self._envelope(), stage=stage, excluded=True, reason=reason[:500]),
+        )
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def _send(self, topic: str, message: Message) -> None:
+        self.messages_out[message.type_name()] += 1
+        super()._send(topic, message)
+
+    def _to_device(self, label: int, message: Message) -> None:
+        self._send(topics.inbox(self.run, self.device_of[label], topics.COLLECTOR_ID), message)
+
+    def _envelope(self) -> dict:
+        return {
+            "run": self.run,
+            "sender": topics.COLLECTOR_ID,
+            "session": self.session,
+            "round": self.round,
+        }
+
+    def _advertised(self, label: int) -> SaAdvertise:
+        message = self._replies["advertise"][label]
+        assert isinstance(message, SaAdvertise)
+        return message
+
+    def _peer_keys(self, label: int) -> PeerKeys:
+        advertised = self._advertised(label)
+        return PeerKeys(label=label, c_public=advertised.c_public, s_public=advertised.s_public)
+
+    def _ciphertext(self, sender: int, recipient: int) -> bytes:
+        shares = self._replies["share"][sender]
+        assert isinstance(shares, SaShares)
+        return next(e.ciphertext for e in shares.shares if e.peer == recipient)
+
+    def _names(self, labels: Iterable[int]) -> tuple[str, ...]:
+        return tuple(sorted(self.device_of[label] for label in labels))
+
+    def _left(self, members: frozenset[int]) -> frozenset[int]:
+        return frozenset(self.device_of) - members
+
+    def summary(self) -> dict:
+        """Counters for results.json and the bench (per-stage message counts)."""
+        return {
+            "session": self.session,
+            "round": self.round,
+            "state": self.state,
+            "graph": self.graph_kind,
+            "threshold": self.threshold,
+            "devices": self.n,
+            "advertised": len(self.u1),
+            "shared": len(self.u2),
+            "masked": len(self.u3),
+            "unmasked": len(self.u4),
+            "messages_in": dict(self.messages_in),
+            "messages_out": dict(self.messages_out),
+            "duplicates": self.duplicates,
+            "late": self.late,
+            "rejected": self.rejected,
+            "rejections_by_field": dict(self.rejections_by_field),
+            "device_aborts": {self.device_of[u]: r for u, r in self._gone.items()},
+            "abort_reason": self.abort_reason,
+        }
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
