@@ -457,6 +457,59 @@ def bench_cpr_command(
         print(markdown(result, "ldpfleet " + " ".join(sys.argv[1:])))
 
 
+@bench_app.command("secagg")
+def bench_secagg_command(
+    devices: Annotated[int, typer.Option(help="Number of devices.")] = 200,
+    dim: Annotated[int, typer.Option(help="Vector length.")] = 10_000,
+    neighbors: Annotated[
+        str, typer.Option(help="K (SecAgg+ degree), 'auto' (~2 log2 n) or 'full'.")
+    ] = "auto",
+    dropout: Annotated[float, typer.Option(help="Fraction of devices that drop out.")] = 0.0,
+    dropout_stage: Annotated[
+        str, typer.Option(help="before_keys, after_keys, after_shares, after_masked, during_unmask")
+    ] = "after_shares",
+    broker: Annotated[
+        str, typer.Option("--broker", "-b", help="memory, embedded or mqtt://host:port")
+    ] = "memory",
+    stage_timeout: Annotated[
+        float, typer.Option(help="Seconds per stage before silent devices count as dropped.")
+    ] = 30.0,
+    silent_dropouts: Annotated[
+        bool, typer.Option(help="Dropped devices leave silently (the deadline detects them).")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="Inputs and who drops out.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
+) -> None:
+    """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
+    from devices.secagg_agent import DROPOUT_STAGES
+    from scenarios.bench_secagg import bench_secagg
+
+    with user_errors():
+        if dropout_stage not in DROPOUT_STAGES:
+            raise ScenarioError(
+                f"--dropout-stage {dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
+            )
+        if not 0 <= dropout < 1:
+            raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
+        full = neighbors == "full"
+        degree = None if neighbors in ("full", "auto") else int(neighbors)
+        result = asyncio.run(
+            bench_secagg(
+                devices,
+                dim,
+                neighbors=degree,
+                full=full,
+                dropout=dropout,
+                dropout_stage=dropout_stage,
+                broker=broker,
+                stage_timeout=stage_timeout,
+                silent_dropouts=silent_dropouts,
+                seed=seed,
+            )
+        )
+    print(json.dumps(result))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

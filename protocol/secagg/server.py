@@ -819,6 +819,7 @@ class SecAggServer(Machine):
             "round": self.round,
             "state": self.state,
             "graph": self.graph_kind,
+            "degree": max(len(vs) for vs in self.neighbours.values()),
             "threshold": self.threshold,
             "devices": self.n,
             "advertised": len(self.u1),

@@ -1,0 +1,126 @@
+"""The device-side pump of secure aggregation: one ``SecAggClient`` over a connection.
+
+It subscribes to the device's inbox from the collector, feeds the client, publishes what
+it answers, and stops when the client is finished. Byte counters (``bytes_up``,
+``bytes_down``) feed the benchmark. ``dropout`` simulates a device that disappears at a
+stage (the pump returns without sending that stage's message):
+
+- ``before_keys``: never advertises its keys;
+- ``after_keys``: advertised, never sends its shares;
+- ``after_shares``: sent its shares, never sends its masked input;
+- ``after_masked``: sent its masked input and leaves at once;
+- ``during_unmask``: receives the unmask request and leaves without answering.
+
+With ``announce_dropout`` the departing device publishes an ``SaAbort`` on its way out —
+what an MQTT broker does with a crashed client's *last will* — so the collector counts it
+as dropped at once instead of waiting for the stage deadline. Without it the collector
+learns of the dropout only when the deadline passes (both paths are tested).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from broker.transport import Connection, Transport
+from protocol import codec, topics
+from protocol.errors import RemoteProtocolError
+from protocol.secagg.client import SecAggClient
+from protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
+
+log = logging.getLogger(__name__)
+
+DROPOUT_STAGES = ("before_keys", "after_keys", "after_shares", "after_masked", "during_unmask")
+# the message a device that drops at the stage never sends
+_WITHHELD = {
+    "before_keys": SaAdvertise,
+    "after_keys": SaShares,
+    "after_shares": SaMasked,
+    "during_unmask": SaUnmask,
+}
+
+
+class SecAggAgent:
+    """One device's part in one secure-aggregation session."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        client: SecAggClient,
+        *,
+        dropout: str | None = None,
+        announce_dropout: bool = False,
+        connect_gate: asyncio.Semaphore | None = None,
+    ) -> None:
+        if dropout is not None and dropout not in DROPOUT_STAGES:
+            raise ValueError(f"dropout: {dropout!r} is not one of {', '.join(DROPOUT_STAGES)}")
+        self.transport = transport
+        self.client = client
+        self.dropout = dropout
+        self.announce_dropout = announce_dropout
+        self.connect_gate = connect_gate
+        self.bytes_up = 0
+        self.bytes_down = 0
+        self.messages_up = 0
+        self.messages_down = 0
+        self.refused = 0
+        self.dropped = False
+        self.subscribed = asyncio.Event()
+
+    async def _publish(self, conn: Connection) -> bool:
+        """Publish the client's outbox; False if the simulated dropout happens now."""
+        for item in self.client.pop_outbound():
+            withheld = _WITHHELD.get(self.dropout or "")
+            if withheld is not None and isinstance(item.message, withheld):
+                await self._leave(conn)
+                return False
+            payload = codec.encode(item.message)
+            await conn.publish(item.topic, payload)
+            self.bytes_up += len(payload)
+            self.messages_up += 1
+            if self.dropout == "after_masked" and isinstance(item.message, SaMasked):
+                await self._leave(conn)
+                return False
+        return True
+
+    async def _leave(self, conn: Connection) -> None:
+        self.dropped = True
+        if not self.announce_dropout:
+            return
+        client = self.client
+        farewell = SaAbort(
+            run=client.run,
+            sender=client.device,
+            session=client.session,
+            round=client.setup.round if client.setup is not None else 0,
+            stage=self.dropout or "",
+            reason="connection lost (last will)",
+        )
+        await conn.publish(topics.up(client.run, client.device, "sa_abort"), codec.encode(farewell))
+
+    async def run(self) -> SecAggClient:
+        """Take part until the session ends for this device (or it drops out)."""
+        client = self.client
+        gate = self.connect_gate or contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        async with contextlib.AsyncExitStack() as stack:
+            async with gate:
+                conn = await stack.enter_async_context(
+                    self.transport.connect(f"{client.run}-{client.device}-sa")
+                )
+                await conn.subscribe(topics.inbox(client.run, client.device, topics.COLLECTOR_ID))
+            self.subscribed.set()
+            deliveries = await stack.enter_async_context(contextlib.aclosing(conn.messages()))
+            async for delivery in deliveries:
+                self.bytes_down += len(delivery.payload)
+                self.messages_down += 1
+                try:
+                    topic = topics.parse(delivery.topic)
+                    client.receive(topic, codec.decode(delivery.payload), loop.time())
+                except RemoteProtocolError as error:
+                    self.refused += 1
+                    log.debug("%s refused %s: %s", client.device, delivery.topic, error)
+                if not await self._publish(conn) or client.finished:
+                    break
+        return client

@@ -1,0 +1,118 @@
+"""``ldpfleet bench secagg``: one secure-aggregation session, end to end over a transport.
+
+N devices (each a ``SecAggAgent`` with its own connection) hold random vectors of length
+D in [-1, 1]; a fraction F of them (chosen with the seed) drops out at one stage; the
+collector runs ``secure_sum``. Dropping devices announce their departure like an MQTT last
+will (``--silent-dropouts`` makes the collector wait for the stage deadline instead).
+``exact`` is true when the unmasked integer total equals the sum of the survivors'
+fixed-point encodings mod 2^bits, i.e. the protocol lost nothing and added nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+
+import numpy as np
+
+from broker.select import open_broker
+from collector.secure_sum import secure_sum
+from devices.secagg_agent import SecAggAgent
+from protocol.secagg.client import SecAggClient
+from protocol.secagg.encoding import FixedPoint, add_mod
+
+
+async def bench_secagg(
+    devices: int,
+    dim: int,
+    *,
+    neighbors: int | None = None,
+    full: bool = False,
+    dropout: float = 0.0,
+    dropout_stage: str = "after_shares",
+    broker: str = "memory",
+    seed: int = 0,
+    stage_timeout: float = 30.0,
+    silent_dropouts: bool = False,
+    bits: int = 64,
+    scale: float = 2.0**16,
+) -> dict:
+    """Run one session and measure it."""
+    rng = np.random.default_rng(seed)
+    run = f"bench-sa-{secrets.token_hex(3)}"
+    names = [f"d{i:05d}" for i in range(devices)]
+    inputs = {name: rng.uniform(-1.0, 1.0, dim) for name in names}
+    n_drop = round(dropout * devices)
+    dropping = set(rng.choice(names, size=n_drop, replace=False)) if n_drop else set()
+    fixed_point = FixedPoint(-1.0, 1.0, scale, bits)
+    async with open_broker(broker) as (transport, info):
+        session = "s0"
+        gate = asyncio.Semaphore(64)
+        agents = [
+            SecAggAgent(
+                transport,
+                SecAggClient(run, session, name, inputs[name]),
+                dropout=dropout_stage if name in dropping else None,
+                announce_dropout=not silent_dropouts,
+                connect_gate=gate,
+            )
+            for name in names
+        ]
+        connect_started = time.perf_counter()
+        agent_tasks = [asyncio.create_task(agent.run()) for agent in agents]
+        all_subscribed = asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        await all_subscribed
+        connect_seconds = time.perf_counter() - connect_started
+        started = time.perf_counter()
+        result = await secure_sum(
+            transport,
+            run,
+            session,
+            names,
+            dim,
+            fixed_point,
+            graph="full" if full else "harary",
+            degree=None if full else neighbors,
+            stage_timeout=stage_timeout,
+        )
+        wall = time.perf_counter() - started
+        for task in agent_tasks:
+            task.cancel()
+        await asyncio.gather(*agent_tasks, return_exceptions=True)
+    exact = None
+    if result.encoded_total is not None:
+        expected = np.zeros(dim, dtype=np.uint64)
+        for name in result.survivors:
+            expected = add_mod(expected, fixed_point.encode(inputs[name]), bits)
+        exact = bool(np.array_equal(expected, result.encoded_total))
+        float_error = float(
+            np.max(np.abs(result.total - sum(np.clip(inputs[n], -1, 1) for n in result.survivors)))
+        )
+    summary = result.summary
+    return {
+        "bench": "secagg",
+        "broker": info.kind,
+        "devices": devices,
+        "dim": dim,
+        "graph": "full" if full else "harary",
+        "neighbors": summary.get("degree", neighbors),
+        "threshold": summary.get("threshold"),
+        "dropout": dropout,
+        "dropout_stage": dropout_stage if n_drop else None,
+        "dropped_devices": n_drop,
+        "dropout_detection": "deadline" if silent_dropouts else "last will",
+        "survivors": len(result.survivors),
+        "aborted": result.aborted,
+        "exact": exact,
+        "max_abs_error": float_error if exact is not None else None,
+        "seconds_per_stage": {k: round(v, 3) for k, v in result.stage_seconds.items()},
+        "seconds": round(wall, 3),
+        "connect_seconds": round(connect_seconds, 3),
+        "bytes_up_per_device": round(float(np.mean([a.bytes_up for a in agents])), 1),
+        "bytes_down_per_device": round(float(np.mean([a.bytes_down for a in agents])), 1),
+        "messages_up_per_device": round(float(np.mean([a.messages_up for a in agents])), 2),
+        "messages_down_per_device": round(float(np.mean([a.messages_down for a in agents])), 2),
+        "collector_bytes_in": result.bytes_in,
+        "collector_bytes_out": result.bytes_out,
+    }

@@ -1,0 +1,88 @@
+"""Secure aggregation through transports: device agents and the collector's
+``secure_sum`` over the in-memory transport, the embedded broker and Mosquitto."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from devices.secagg_agent import DROPOUT_STAGES
+from scenarios.bench_secagg import bench_secagg
+from scenarios.cli import app
+
+
+@pytest.mark.parametrize("stage", DROPOUT_STAGES)
+@pytest.mark.parametrize("announced", [True, False], ids=["last-will", "deadline"])
+async def test_exact_sum_with_dropouts_at_every_stage(stage, announced):
+    result = await bench_secagg(
+        12,
+        50,
+        neighbors=7,
+        dropout=0.25,
+        dropout_stage=stage,
+        broker="memory",
+        stage_timeout=0.3,  # silent dropouts are found by the deadline
+        silent_dropouts=not announced,
+        seed=3,
+    )
+    assert result["aborted"] is None
+    assert result["exact"] is True
+    assert result["dropped_devices"] == 3
+    # devices that dropped before masking are never in the sum. One that masked and then
+    # vanished silently is (its neighbours reveal its self-mask); one whose last will
+    # reaches the collector while the masked stage is still open counts as dropped there.
+    if stage in ("before_keys", "after_keys", "after_shares"):
+        assert result["survivors"] == 9
+    elif announced:
+        assert 9 <= result["survivors"] <= 12
+    else:
+        assert result["survivors"] == 12
+
+
+async def test_below_threshold_aborts_with_a_clear_reason():
+    result = await bench_secagg(
+        10, 5, full=True, dropout=0.6, dropout_stage="after_keys", broker="memory", seed=1
+    )
+    assert result["exact"] is None
+    assert "share" in result["aborted"] and "threshold" in result["aborted"]
+
+
+async def test_full_graph_exact_and_one_message_per_stage():
+    result = await bench_secagg(16, 100, full=True, dropout=0.125, broker="memory", seed=2)
+    assert result["exact"] is True and result["survivors"] == 14
+    assert result["neighbors"] == 15
+    # advertise, shares, masked (+ nothing else) up; setup, neighbours, deliver, unmask down
+    assert result["messages_up_per_device"] <= 4 and result["messages_down_per_device"] <= 4
+
+
+@pytest.mark.embedded
+async def test_200_devices_on_the_embedded_broker_with_10_percent_dropout(embedded_url):
+    result = await bench_secagg(
+        200, 20, dropout=0.1, dropout_stage="after_shares", broker=embedded_url, seed=4
+    )
+    assert result["exact"] is True and result["survivors"] == 180
+
+
+@pytest.mark.mosquitto
+async def test_200_devices_on_mosquitto_with_10_percent_dropout(mosquitto_url):
+    result = await bench_secagg(
+        200, 20, dropout=0.1, dropout_stage="after_shares", broker=mosquitto_url, seed=5
+    )
+    assert result["exact"] is True and result["survivors"] == 180
+    assert result["broker"] == "mqtt"
+
+
+def test_bench_secagg_command_prints_the_figures():
+    output = CliRunner().invoke(
+        app, ["bench", "secagg", "--devices", "8", "--dim", "10", "--dropout", "0.25"]
+    )
+    assert output.exit_code == 0, output.output
+    figures = json.loads(output.stdout)
+    for key in ("devices", "dim", "seconds_per_stage", "seconds", "bytes_up_per_device",
+                "bytes_down_per_device", "survivors", "exact"):  # fmt: skip
+        assert key in figures
+    assert figures["exact"] is True and figures["survivors"] == 6
+    bad = CliRunner().invoke(app, ["bench", "secagg", "--dropout-stage", "never"])
+    assert bad.exit_code == 2 and "not one of" in bad.output
