@@ -160,7 +160,25 @@ def summarize(row: TraceRow) -> str:
         )
     if isinstance(message, Progress):
         return f"count={message.count}"
-    return ""
+    return _generic_summary(message)
+
+
+def _generic_summary(message) -> str:
+    """Fields of any other message: scalars as they are, bytes and lists by size."""
+    parts = []
+    for name in message.__struct_fields__:
+        if name in ("v", "run", "sender"):
+            continue
+        value = getattr(message, name)
+        if isinstance(value, bytes):
+            parts.append(f"{name}=<{len(value)} B>")
+        elif isinstance(value, list | tuple):
+            parts.append(f"{name}=[{len(value)}]")
+        elif isinstance(value, str) and len(value) > 60:
+            parts.append(f"{name}={value[:57]!r}...")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
 
 
 def format_line(row: TraceRow) -> str:

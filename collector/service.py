@@ -28,6 +28,14 @@ from protocol.stream import Rejected, ReportAccepted, StageClosed, StreamCollect
 PERSIST_BATCH = 512  # reports per transaction at most
 
 
+async def announce_run_closed(conn: Connection, run: str) -> None:
+    """The collector's last message of a run (the trace recorder stops after it)."""
+    await conn.publish(
+        topics.ctl(run, "stage"),
+        codec.encode(Stage(run=run, sender=topics.COLLECTOR_ID, stage="run", state="closed")),
+    )
+
+
 class CollectorService:
     """Run the stream stage of one run on the collector side."""
 
@@ -44,6 +52,7 @@ class CollectorService:
         idle_timeout: float = 30.0,
         reconstruct: str = "none",
         cpr: CprConfig | None = None,
+        final_stage: bool = True,
     ) -> None:
         self.transport = transport
         self.config = config
@@ -55,6 +64,7 @@ class CollectorService:
         self.idle_timeout = idle_timeout
         self.reconstruct = reconstruct
         self.cpr = cpr
+        self.final_stage = final_stage  # publish "run closed" when done (ends the trace)
         self.reconstructions: dict[str, Reconstruction] = {}
         self.machine: StreamCollector | None = None
         self.subscribed = asyncio.Event()
@@ -188,11 +198,7 @@ class CollectorService:
             }
             if self.reconstruct != "none":
                 results["reconstruction"] = await self._reconstruct(streams)
-            await conn.publish(
-                topics.ctl(run, "stage"),
-                codec.encode(
-                    Stage(run=run, sender=topics.COLLECTOR_ID, stage="run", state="closed")
-                ),
-            )
+            if self.final_stage:
+                await announce_run_closed(conn, run)
         self.store.close()
         return results

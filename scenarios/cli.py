@@ -117,6 +117,15 @@ def _summary_table(results: dict) -> Table:
         if reconstruction.get("mean_cosine_distance") is not None:
             parts.append(f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}")
         rows_.append((f"reconstruction ({reconstruction['method']})", ", ".join(parts)))
+    secure = results.get("secure_sum")
+    if secure:
+        outcome = (
+            f"aborted: {secure['aborted']}"
+            if secure["aborted"]
+            else f"{secure['survivors']}/{secure['devices']} survivors, exact={secure['exact']}"
+        )
+        rows_.append((f"secure sum ({secure['graph']}, dim {secure['dim']})",
+                      f"{outcome}, {secure['seconds']:.2f} s"))  # fmt: skip
     for key, value in rows_:
         table.add_row(key, value)
     return table

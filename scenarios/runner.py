@@ -22,8 +22,11 @@ from broker.recorder import TraceRecorder
 from broker.select import open_broker
 from broker.transport import Transport
 from collector.metrics import cosine_distance, period_correct
-from collector.service import CollectorService
+from collector.secure_sum import secure_sum
+from collector.service import CollectorService, announce_run_closed
 from devices.fleet import DeviceOutcome, Fleet
+from devices.secagg_agent import SecAggAgent
+from protocol.secagg.client import SecAggClient
 from protocol.sw import normalise
 from scenarios.schema import LoadedScenario
 
@@ -50,6 +53,76 @@ def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome])
         "refusals": sum(o.ledger["accounts"]["stream"]["refusals"] for o in outcomes),
         "devices": {o.device: o.ledger for o in outcomes},
     }
+
+
+async def run_secure_sum_stage(
+    scenario: LoadedScenario, transport: Transport, run: str, fleet: Fleet, seed: int
+) -> dict:
+    """The ``[secure_sum]`` stage: every device of the fleet takes part with the first
+    ``dim`` readings of its clean stream (clipped); a seeded ``dropout`` fraction drops at
+    ``dropout_stage`` (announced, like an MQTT last will). Returns the results.json entry."""
+    section = scenario.spec.secure_sum
+    assert section is not None
+    fixed_point = scenario.fixed_point()
+    devices = [agent.device for agent in fleet.agents]
+    vectors = {
+        d: np.clip(fleet.clean[d][: section.dim], fixed_point.clip_low, fixed_point.clip_high)
+        for d in devices
+    }
+    chooser = np.random.default_rng([seed, 0x5EC])
+    n_drop = round(section.dropout * len(devices))
+    dropping = set(chooser.choice(devices, size=n_drop, replace=False)) if n_drop else set()
+    session = "sum0"
+    gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
+    agents = [
+        SecAggAgent(
+            transport,
+            SecAggClient(run, session, d, vectors[d]),
+            dropout=section.dropout_stage if d in dropping else None,
+            announce_dropout=True,
+            connect_gate=gate,
+        )
+        for d in devices
+    ]
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        result = await secure_sum(
+            transport,
+            run,
+            session,
+            devices,
+            section.dim,
+            fixed_point,
+            graph=section.graph,
+            degree=section.neighbors,
+            threshold=section.threshold,
+            stage_timeout=section.stage_timeout,
+        )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    entry: dict = {
+        "dim": section.dim,
+        "graph": section.graph,
+        "devices": len(devices),
+        "dropped_devices": sorted(result.dropped),
+        "survivors": len(result.survivors),
+        "aborted": result.aborted,
+        "seconds": result.seconds,
+        "seconds_per_stage": result.stage_seconds,
+        "collector": result.summary,
+    }
+    if result.total is not None:
+        truth = np.sum([vectors[d] for d in result.survivors], axis=0)
+        # each clipped input is rounded to the nearest 1/scale, so the decoded sum is within
+        # n / (2 scale) of the true sum of the survivors' clipped inputs
+        bound = len(result.survivors) / (2 * fixed_point.scale) + 1e-9
+        entry["total"] = result.total.tolist() if section.dim <= 1000 else None
+        entry["max_abs_error"] = float(np.max(np.abs(result.total - truth)))
+        entry["exact"] = entry["max_abs_error"] <= bound
+    return entry
 
 
 def score_reconstructions(
@@ -95,6 +168,7 @@ def collector_for(
         idle_timeout=settings.idle_timeout,
         reconstruct=scenario.spec.stream.reconstruct,
         cpr=scenario.cpr_config(),
+        final_stage=scenario.spec.secure_sum is None,
     )
 
 
@@ -128,6 +202,7 @@ async def run_scenario(
     broker_spec = broker or scenario.spec.broker.url
     config = scenario.stream_config(run)
     stages: dict[str, dict] = {}
+    secure: dict | None = None
     wall = time.perf_counter()
 
     t = time.perf_counter()
@@ -155,6 +230,14 @@ async def run_scenario(
                 if any(o.error for o in outcomes):
                     collector.request_close("the fleet ended with failed devices")
             collector_results = await collector_task
+            if scenario.spec.secure_sum is not None:
+                secure = await run_secure_sum_stage(scenario, transport, run, fleet, seed)
+                stages["secure_sum"] = {
+                    "status": "aborted" if secure["aborted"] else "ok",
+                    "seconds": secure["seconds"],
+                }
+                async with transport.connect(f"{run}-collector") as conn:
+                    await announce_run_closed(conn, run)
             await recorder_task
             for helper in (watcher, side):
                 if helper is not None:
@@ -235,6 +318,7 @@ async def run_scenario(
         },
         "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
         or None,
+        "secure_sum": secure,
         "trace": {
             "path": "trace.sqlite",
             "messages": recorder.recorded,

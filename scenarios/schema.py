@@ -19,6 +19,7 @@ from collector.cpr import CprConfig
 from collector.reconstruct import compatible
 from devices.sources import CsvSpec, SourceError, SyntheticSpec
 from protocol.errors import ParameterError
+from protocol.secagg.encoding import FixedPoint
 from protocol.stream import StreamConfig
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
@@ -111,6 +112,24 @@ class CprSection(_Section):
     period_tolerance: Annotated[int, Meta(ge=0)] = 0
 
 
+class SecureSumSection(_Section):
+    """``[secure_sum]``: a secure-aggregation stage after the stream stage. Each device's
+    vector is the first ``dim`` readings of its clean stream, clipped to ``clip``."""
+
+    dim: Annotated[int, Meta(ge=1, le=100_000)] = 10
+    graph: Literal["harary", "full"] = "harary"
+    neighbors: Annotated[int, Meta(ge=1)] | None = None
+    threshold: Annotated[int, Meta(ge=1)] | None = None
+    clip: tuple[float, float] | None = None
+    scale: Annotated[float, Meta(gt=0)] = 65536.0
+    bits: Literal[32, 64] = 64
+    stage_timeout: Annotated[float, Meta(gt=0)] = 30.0
+    dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0
+    dropout_stage: Literal[
+        "before_keys", "after_keys", "after_shares", "after_masked", "during_unmask"
+    ] = "after_shares"
+
+
 class BrokerSection(_Section):
     """``[broker]``: where to run (overridden by ``--broker``)."""
 
@@ -126,6 +145,7 @@ class Scenario(_Section):
     source: SyntheticSource | CsvSource | PeriodicSource
     collector: CollectorSection = msgspec.field(default_factory=CollectorSection)
     cpr: CprSection = msgspec.field(default_factory=CprSection)
+    secure_sum: SecureSumSection | None = None
     broker: BrokerSection = msgspec.field(default_factory=BrokerSection)
 
 
@@ -199,6 +219,13 @@ class LoadedScenario:
         """CPR's settings from ``[cpr]``."""
         return CprConfig(min_period=self.spec.cpr.min_period, max_period=self.spec.cpr.max_period)
 
+    def fixed_point(self) -> FixedPoint:
+        """The secure-sum stage's fixed-point encoding (clip defaults to the source bounds)."""
+        section = self.spec.secure_sum
+        assert section is not None
+        low, high = section.clip or self.spec.source.bounds
+        return FixedPoint(low, high, section.scale, section.bits)
+
     def to_dict(self) -> dict:
         """The scenario as plain data (for results.json)."""
         return msgspec.to_builtins(self.spec)
@@ -250,6 +277,16 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             f"{where}cpr.max_period: need min_period <= max_period <= steps / 3 "
             f"(at least 3 cycles), got {cpr.max_period}"
         )
+    if spec.secure_sum is not None:
+        if spec.secure_sum.dim > spec.stream.steps:
+            raise ScenarioError(
+                f"{where}secure_sum.dim: {spec.secure_sum.dim} exceeds stream.steps "
+                f"({spec.stream.steps}); the vector is the first dim readings"
+            )
+        try:
+            loaded.fixed_point().check_capacity(spec.fleet.devices)
+        except ParameterError as error:
+            raise ScenarioError(f"{where}secure_sum.{error.field}: {error.reason}") from None
     if not compatible(spec.stream.reconstruct, spec.stream.mechanism):
         raise ScenarioError(
             f"{where}stream.reconstruct: {spec.stream.reconstruct!r} cannot reconstruct "

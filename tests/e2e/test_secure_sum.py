@@ -86,3 +86,49 @@ def test_bench_secagg_command_prints_the_figures():
     assert figures["exact"] is True and figures["survivors"] == 6
     bad = CliRunner().invoke(app, ["bench", "secagg", "--dropout-stage", "never"])
     assert bad.exit_code == 2 and "not one of" in bad.output
+
+
+SCENARIO = """
+[scenario]
+name = "ss-e2e"
+seed = 6
+[fleet]
+devices = 30
+[stream]
+steps = 40
+eps = 2.0
+w = 5
+[source]
+kind = "synthetic"
+bounds = [-1.5, 1.5]
+[secure_sum]
+dim = 8
+dropout = 0.1
+dropout_stage = "after_shares"
+"""
+
+
+@pytest.mark.parametrize("broker", ["memory", "embedded"])
+async def test_secure_sum_stage_of_a_scenario(broker, tmp_path):
+    from broker.trace import TraceFilter, open_readonly, stats
+    from scenarios.runner import run_scenario
+    from scenarios.schema import parse_scenario
+
+    results = await run_scenario(parse_scenario(SCENARIO), broker=broker, out_dir=tmp_path)
+    secure = results["secure_sum"]
+    assert secure["aborted"] is None and secure["exact"] is True
+    assert secure["survivors"] == 27 and len(secure["dropped_devices"]) == 3
+    assert len(secure["total"]) == 8
+    assert results["stages"]["secure_sum"]["status"] == "ok"
+    # the recorder kept going until after the secure-sum stage
+    kinds = stats(open_readonly(tmp_path), TraceFilter())["by_kind"]
+    assert kinds["sa_unmask"]["messages"] == 27 and kinds["sw_report"]["messages"] == 30 * 8
+
+
+def test_secure_sum_capacity_is_checked_when_the_scenario_loads():
+    from scenarios.schema import ScenarioError, parse_scenario
+
+    with pytest.raises(ScenarioError, match="secure_sum"):
+        parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nbits = 32\nscale = 1e9"))
+    with pytest.raises(ScenarioError, match=r"secure_sum\.dim"):
+        parse_scenario(SCENARIO.replace("dim = 8", "dim = 41"))

@@ -17,6 +17,7 @@ from scenarios.schema import (
     PeriodicSource,
     ScenarioError,
     ScenarioMeta,
+    SecureSumSection,
     StreamSection,
     SyntheticSource,
     load_scenario,
@@ -86,6 +87,7 @@ def test_docs_list_every_schema_key():
         "collector": CollectorSection,
         "broker": BrokerSection,
         "cpr": CprSection,
+        "secure_sum": SecureSumSection,
     }
     for name, struct in sections.items():
         body = doc.split(f"## `[{name}]`")[1].split("\n## ")[0]
