@@ -1,0 +1,278 @@
+"""Graphs whose nodes are devices — theory of operation.
+
+In the graph protocols (CADR-LDP, seed 004) every node of an undirected graph is one device,
+and a device knows *only its own adjacency list*: the ids of its neighbours. Nothing in a
+device ever looks at another node's list; the simulator holds the whole graph only to hand
+each device its own row (:meth:`Graph.neighbours`) and to compute the ground truth that the
+collector's estimates are scored against (true degrees, edge counts).
+
+Representation (:class:`Graph`)
+    ``n`` nodes labelled ``0 .. n-1``; ``adjacency[i]`` is a read-only, strictly increasing
+    ``int32`` array of the neighbours of ``i``. The graph is *simple and undirected*: no
+    self loops, no duplicates, and ``j in adjacency[i]`` iff ``i in adjacency[j]``.
+    :meth:`Graph.from_edges` is the one constructor that establishes these invariants from an
+    arbitrary edge list; :meth:`Graph.check` verifies them (used by the tests; O(m log m)).
+    ``edges()`` counts undirected edges (each once); ``degrees()`` is ``len(adjacency[i])``.
+    The optional ``ids`` holds the original node id of each node (from a file), so that
+    ``ids[i]`` is the label node ``i`` had in the source.
+
+Loading SNAP edge lists (:func:`load_edge_list`)
+    Plain text, or gzip when the file name ends in ``.gz``. One edge per line: two integer
+    node ids separated by whitespace (spaces or TABs); lines whose first non-blank character
+    is ``#`` are comments and blank lines are skipped; CRLF line ends are tolerated (a
+    ``\\r`` is whitespace). Any other line shape (one id, three fields, a non-integer) is an
+    error naming the line. The list may be directed: an arc in either direction (or both)
+    becomes *one* undirected edge; self loops are dropped; duplicates are merged.
+    Node set: every id that appears on an edge line, including an id whose only line is a
+    self loop (it becomes an isolated node). Ids are relabelled to ``0 .. n-1`` in *sorted
+    order of the original integer ids* (so relabelling is monotone: ``ids`` is increasing).
+    Parsing splits the bytes once and converts the tokens with numpy, so ego-Facebook
+    (88,234 lines) loads in well under a second.
+
+    Shipped data sets (``data/``, see each ``SOURCE.txt``): :func:`ego_facebook` (4,039 nodes,
+    88,234 edges) and :func:`wiki_vote` (7,115 nodes; 103,689 directed arcs collapse to
+    100,762 undirected edges because reciprocal votes merge).
+
+Random graphs (:func:`generate`)
+    Thin wrappers over networkx generators, deterministic given ``seed`` (networkx uses its
+    own ``random.Random(seed)``; the result is then relabelled through :meth:`from_edges`):
+
+    - ``"erdos_renyi"`` (``p``): G(n, p), each of the n(n-1)/2 pairs independently with
+      probability ``p`` (``networkx.gnp_random_graph``).
+    - ``"barabasi_albert"`` (``m``): preferential attachment, each new node attaches to
+      ``m`` existing nodes with probability proportional to their degree
+      (``networkx.barabasi_albert_graph``, requires ``1 <= m < n``).
+    - ``"powerlaw_cluster"`` (``m``, ``p``): Holme-Kim: Barabási-Albert plus, after each
+      preferential edge, a triangle-closing step with probability ``p``
+      (``networkx.powerlaw_cluster_graph``, ``1 <= m <= n``, ``0 <= p <= 1``).
+    - ``"watts_strogatz"`` (``k``, ``p``): a ring lattice where each node joins its ``k``
+      nearest neighbours (``k // 2`` on each side), each edge rewired with probability
+      ``p`` (``networkx.watts_strogatz_graph``, ``k < n``).
+
+    networkx is imported lazily, only by :func:`generate`.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from protocol.errors import ParameterError
+
+__all__ = [
+    "DATA_DIR",
+    "GENERATORS",
+    "Graph",
+    "ego_facebook",
+    "generate",
+    "load_edge_list",
+    "wiki_vote",
+]
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+EGO_FACEBOOK = DATA_DIR / "snap-ego-facebook" / "facebook_combined.txt.gz"
+WIKI_VOTE = DATA_DIR / "snap-wiki-vote" / "Wiki-Vote.txt.gz"
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A simple undirected graph on nodes ``0 .. n-1`` given by per-node sorted neighbours.
+
+    Build one with :meth:`from_edges` (which guarantees the invariants) rather than by hand.
+    Arrays are read-only; two graphs compare by identity (use :meth:`same_edges`).
+    """
+
+    n: int
+    adjacency: tuple[np.ndarray, ...] = field(repr=False)
+    name: str = ""
+    ids: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.n < 0 or len(self.adjacency) != self.n:
+            raise ParameterError(
+                f"needs one neighbour array per node: n={self.n}, got {len(self.adjacency)}",
+                field="adjacency",
+            )
+        if self.ids is not None and len(self.ids) != self.n:
+            raise ParameterError(f"needs {self.n} ids, got {len(self.ids)}", field="ids")
+
+    # --- construction ------------------------------------------------------------------
+
+    @classmethod
+    def from_edges(
+        cls,
+        n: int,
+        u: np.ndarray,
+        v: np.ndarray,
+        *,
+        name: str = "",
+        ids: np.ndarray | None = None,
+    ) -> Graph:
+        """The simple undirected graph on ``0..n-1`` with an edge for each pair ``(u[k], v[k])``.
+
+        Direction is ignored, self loops are dropped and duplicates merged.
+        """
+        u = np.asarray(u, dtype=np.int64).ravel()
+        v = np.asarray(v, dtype=np.int64).ravel()
+        if u.shape != v.shape:
+            raise ParameterError(f"endpoint arrays differ: {u.shape} vs {v.shape}", field="v")
+        if u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= n):
+            raise ParameterError(f"endpoints must lie in 0..{n - 1}", field="edges")
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        keep = lo != hi
+        key = np.unique(lo[keep] * n + hi[keep])
+        lo, hi = key // n, key % n
+        src = np.concatenate([lo, hi])
+        dst = np.concatenate([hi, lo])
+        order = np.lexsort((dst, src))
+        src, dst = src[order], dst[order].astype(np.int32)
+        dst.setflags(write=False)
+        bounds = np.cumsum(np.bincount(src, minlength=n))[:-1] if n else np.empty(0, int)
+        adjacency = tuple(np.split(dst, bounds)) if n else ()
+        if ids is not None:
+            ids = np.array(ids)
+            ids.setflags(write=False)
+        return cls(n=n, adjacency=adjacency, name=name, ids=ids)
+
+    # --- queries -------------------------------------------------------------------------
+
+    def degrees(self) -> np.ndarray:
+        """``int64`` array of node degrees."""
+        return np.fromiter((a.size for a in self.adjacency), dtype=np.int64, count=self.n)
+
+    def edges(self) -> int:
+        """Number of undirected edges (each counted once)."""
+        return int(self.degrees().sum()) // 2
+
+    def neighbours(self, i: int) -> np.ndarray:
+        """The sorted neighbours of node ``i`` (what device ``i`` knows)."""
+        if not 0 <= i < self.n:
+            raise ParameterError(f"node must lie in 0..{self.n - 1}, got {i}", field="i")
+        return self.adjacency[i]
+
+    def edge_array(self) -> np.ndarray:
+        """``(m, 2)`` array of edges ``(i, j)`` with ``i < j``, sorted lexicographically."""
+        deg = self.degrees()
+        src = np.repeat(np.arange(self.n, dtype=np.int64), deg)
+        dst = np.concatenate(self.adjacency).astype(np.int64) if self.n else np.empty(0, int)
+        up = src < dst
+        return np.stack([src[up], dst[up]], axis=1)
+
+    def edge_keys(self) -> np.ndarray:
+        """Sorted ``int64`` keys ``i * n + j`` (``i < j``), one per edge: for set algebra."""
+        e = self.edge_array()
+        return e[:, 0] * self.n + e[:, 1]
+
+    def same_edges(self, other: Graph) -> bool:
+        """True when both graphs have the same node count and the same edge set."""
+        return self.n == other.n and np.array_equal(self.edge_keys(), other.edge_keys())
+
+    def check(self) -> None:
+        """Verify every invariant (sorted, int32, in range, no loops, symmetric); raise if not."""
+        for i, a in enumerate(self.adjacency):
+            if a.dtype != np.int32 or a.ndim != 1:
+                raise ParameterError(f"must be a 1-d int32 array, got {a.dtype}", field=f"adj[{i}]")
+            if a.size and (a[0] < 0 or a[-1] >= self.n or np.any(np.diff(a) <= 0)):
+                raise ParameterError("must be strictly increasing in 0..n-1", field=f"adj[{i}]")
+            if np.any(a == i):
+                raise ParameterError("self loop", field=f"adj[{i}]")
+        deg = self.degrees()
+        src = np.repeat(np.arange(self.n, dtype=np.int64), deg)
+        dst = np.concatenate(self.adjacency).astype(np.int64) if self.n else np.empty(0, int)
+        fwd = np.sort(src * self.n + dst)
+        back = np.sort(dst * self.n + src)
+        if not np.array_equal(fwd, back):
+            raise ParameterError("adjacency is not symmetric", field="adjacency")
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
+    """Load a SNAP-style edge list (see the module docstring for the exact format rules).
+
+    ``name`` defaults to the file name without ``.gz`` and ``.txt``.
+    """
+    path = Path(path)
+    opener: Callable[..., object] = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as fh:  # type: ignore[operator]
+        raw: bytes = fh.read()  # type: ignore[attr-defined]
+    if name is None:
+        name = path.name.removesuffix(".gz").removesuffix(".txt")
+    lines = [ln for ln in raw.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]
+    tokens = b" ".join(lines).split()
+    if len(tokens) != 2 * len(lines):
+        counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
+        bad = int(np.flatnonzero(counts != 2)[0])
+        raise ParameterError(f"expected two node ids, got {lines[bad]!r}", field=f"{path.name}")
+    try:
+        flat = np.array(tokens).astype(np.int64)
+    except ValueError as exc:
+        raise ParameterError(f"non-integer node id ({exc})", field=path.name) from None
+    ids, idx = np.unique(flat, return_inverse=True)
+    idx = idx.reshape(-1, 2)
+    return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+def ego_facebook() -> Graph:
+    """SNAP ego-Facebook (``data/snap-ego-facebook``): 4,039 nodes, 88,234 edges."""
+    return load_edge_list(EGO_FACEBOOK, name="ego-facebook")
+
+
+def wiki_vote() -> Graph:
+    """SNAP wiki-Vote (``data/snap-wiki-vote``) made undirected: 7,115 nodes, 100,762 edges."""
+    return load_edge_list(WIKI_VOTE, name="wiki-vote")
+
+
+# --- random graphs ---------------------------------------------------------------------------
+
+GENERATORS: dict[str, tuple[str, ...]] = {
+    "erdos_renyi": ("p",),
+    "barabasi_albert": ("m",),
+    "powerlaw_cluster": ("m", "p"),
+    "watts_strogatz": ("k", "p"),
+}
+
+
+def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
+    """A random graph of the given ``kind`` on ``n`` nodes, deterministic per ``seed``.
+
+    ``params`` must be exactly the parameters listed for ``kind`` in :data:`GENERATORS`
+    (see the module docstring for their meaning).
+    """
+    if kind not in GENERATORS:
+        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+    need = GENERATORS[kind]
+    if set(params) != set(need):
+        raise ParameterError(f"{kind} takes exactly {need}, got {sorted(params)}", field="params")
+    if not isinstance(n, int | np.integer) or n < 1:
+        raise ParameterError(f"must be a positive integer, got {n!r}", field="n")
+    for key in ("p",):
+        if key in params and not 0.0 <= params[key] <= 1.0:
+            raise ParameterError(f"must lie in [0, 1], got {params[key]}", field=key)
+    for key in ("m", "k"):
+        if key in params and (int(params[key]) != params[key] or params[key] < 1):
+            raise ParameterError(f"must be a positive integer, got {params[key]}", field=key)
+    if "m" in params and params["m"] >= n:
+        raise ParameterError(f"must be < n={n}, got {params['m']}", field="m")
+    if "k" in params and params["k"] >= n:
+        raise ParameterError(f"must be < n={n}, got {params['k']}", field="k")
+
+    import networkx as nx
+
+    seed = int(seed)
+    if kind == "erdos_renyi":
+        g = nx.gnp_random_graph(n, float(params["p"]), seed=seed)
+    elif kind == "barabasi_albert":
+        g = nx.barabasi_albert_graph(n, int(params["m"]), seed=seed)
+    elif kind == "powerlaw_cluster":
+        g = nx.powerlaw_cluster_graph(n, int(params["m"]), float(params["p"]), seed=seed)
+    else:
+        g = nx.watts_strogatz_graph(n, int(params["k"]), float(params["p"]), seed=seed)
+    e = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
+    label = ",".join(f"{k}={params[k]}" for k in need)
+    return Graph.from_edges(n, e[:, 0], e[:, 1], name=f"{kind}(n={n},{label},seed={seed})")
