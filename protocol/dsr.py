@@ -1,0 +1,82 @@
+"""DSR — degree sequence release with the Laplace mechanism — theory of operation.
+
+Alg. 6 of the CADR-LDP spec (``/work/shared/reference/cadr-ldp.md``; Zhang et al., arXiv
+2507.10627): after projection, device ``i`` holds a kept degree ``dbar_i`` and releases
+
+    d~_i = clip(dbar_i, 0, theta) + Lap(theta / eps_dsr),   eps_dsr = (1 - alpha) eps.
+
+Clipping comes FIRST, noise second. After clipping, any two inputs (node-LDP neighbours may
+differ in every adjacency bit) map into ``[0, theta]``, so the released value has sensitivity
+``theta`` and the Laplace mechanism of Dwork et al. ("Calibrating Noise to Sensitivity in
+Private Data Analysis", TCC 2006) with scale ``theta / eps_dsr`` is pure ``eps_dsr``-LDP: the
+output densities of two inputs differ by at most ``e^eps_dsr`` everywhere. (Clipping after
+the noise would instead bias every release and leave the pre-clip value unprotected.) LPEA
+already keeps ``dbar_i <= theta``; the clip is the mechanism's own guarantee that does not
+depend on the projection being correct. ``d~_i`` is an unbiased estimate of
+``min(dbar_i, theta)`` with ``E|d~_i - min(dbar_i, theta)| = theta / eps_dsr``.
+
+``theta`` is public (the θ search reveals only aggregates; see ``collector/theta_search.py``),
+and the guarantee above holds for the fixed ``theta`` the collector broadcast.
+
+Post-processing (``post_process_distribution``) rounds and clips the noisy releases and
+counts them per degree; it reads only released values, so it costs no extra budget.
+Sampling uses an injected ``numpy.random.Generator``; the module is pure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from protocol.errors import ParameterError
+from protocol.validate import integer_at_least, positive_real
+
+__all__ = ["dsr_release", "dsr_scale", "post_process_distribution"]
+
+
+def dsr_scale(theta: int, eps: float) -> float:
+    """The Laplace scale ``theta / eps`` (``theta`` an integer >= 1, ``eps > 0``)."""
+    return integer_at_least(theta, "theta", 1) / positive_real(eps, "eps")
+
+
+def dsr_release(
+    kept_degree: int | np.ndarray, theta: int, eps: float, rng: np.random.Generator
+) -> float | np.ndarray:
+    """Release ``clip(kept_degree, 0, theta) + Lap(theta / eps)`` (module docstring).
+
+    ``kept_degree`` is a non-negative integer count (or an integer array: one release per
+    entry, one ``rng.laplace`` draw per entry). Returns a float for a scalar input, a float
+    array of the same shape otherwise."""
+    scale = dsr_scale(theta, eps)
+    kept = np.asarray(kept_degree)
+    if kept.dtype == np.bool_ or not np.issubdtype(kept.dtype, np.integer):
+        raise ParameterError(
+            f"must be an integer count (or array of them), got {kept_degree!r}",
+            field="kept_degree",
+        )
+    if np.any(kept < 0):
+        raise ParameterError(f"must be >= 0, got {kept_degree!r}", field="kept_degree")
+    clipped = np.clip(kept, 0, theta).astype(float)  # clip FIRST ...
+    out = clipped + rng.laplace(0.0, scale, size=clipped.shape)  # ... then add the noise
+    return float(out) if out.ndim == 0 else out
+
+
+def post_process_distribution(noisy: np.ndarray, theta: int) -> np.ndarray:
+    """Degree histogram over ``0 .. theta`` from noisy releases: round each value to the
+    nearest integer (``numpy.rint``: halves go to the even neighbour), clip to
+    ``[0, theta]`` (so the mass of releases below 0 lands on 0 and above ``theta`` on
+    ``theta``), and count. Returns an ``int64`` array of length ``theta + 1`` whose entries
+    sum to ``len(noisy)``; divide by it for the degree distribution. Non-finite releases
+    are refused (``ParameterError``)."""
+    t = integer_at_least(theta, "theta", 1)
+    try:
+        arr = np.asarray(noisy, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be an array of real numbers, got {noisy!r}", field="noisy"
+        ) from None
+    bad = ~np.isfinite(arr)
+    if np.any(bad):
+        idx = int(np.flatnonzero(bad)[0])
+        raise ParameterError(f"must be finite, got {arr[idx]!r}", field=f"noisy[{idx}]")
+    degrees = np.clip(np.rint(arr), 0, t).astype(np.int64)
+    return np.bincount(degrees, minlength=t + 1)

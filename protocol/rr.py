@@ -1,0 +1,123 @@
+"""Warner randomized response for one private bit — theory of operation.
+
+Warner ("Randomized Response: A Survey Technique for Eliminating Evasive Answer Bias",
+JASA 60(309), 1965) lets a respondent answer a yes/no question truthfully with probability
+``p`` and lie with probability ``1 - p``. With
+
+    p = e^eps / (e^eps + 1),   1 - p = 1 / (e^eps + 1),
+
+the two answer laws satisfy ``P(a | t) / P(a | not t) in {e^eps, e^-eps}`` for every answer
+``a``, so the mechanism is pure ``eps``-LDP in the sense of Dwork et al. ("Calibrating Noise
+to Sensitivity in Private Data Analysis", TCC 2006): the output distributions of any two
+inputs differ by at most the factor ``e^eps``. It is the optimal binary randomizer.
+
+In CADR-LDP (``/work/shared/reference/cadr-ldp.md``, Zhang et al., arXiv 2507.10627) this is
+LPEA-LOW's answer channel (Alg. 5): neighbour ``j`` answers "yes" to an edge-add request iff
+its kept degree is below ``theta``, through Warner RR with ``eps' = alpha * eps / 2``. The
+requesting device asked ``|U1|`` neighbours and received ``|U2|`` noisy yeses; with ``c`` true
+yeses, ``E[|U2|] = c p + (|U1| - c)(1 - p)``, which inverts to the unbiased count
+
+    c' = (|U2| (e^eps + 1) - |U1|) / (e^eps - 1),   E[c'] = c.
+
+Each answer is Bernoulli with variance ``p (1 - p) = e^eps / (e^eps + 1)^2`` whatever the
+truth, so ``Var[c'] = |U1| e^eps / (e^eps - 1)^2`` EXACTLY (not only a bound) for every true
+count; ``variance_bound`` returns it (the ``V_i`` of the spec's Thm 3.5).
+
+Numerics: ``p`` is computed as ``1 / (1 + e^-eps)`` and ``e^eps - 1`` with ``expm1``, so
+small ``eps`` loses no precision; ``eps`` is capped at ``EPS_MAX = 50`` as for every other
+mechanism of the package (beyond it ``1 - p < 2e-22``: no privacy left to speak of).
+Sampling uses exactly one uniform per bit from an injected ``numpy.random.Generator``; the
+module is pure (no global RNG, no I/O).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from protocol.errors import ParameterError
+from protocol.sw import EPS_MAX
+from protocol.validate import positive_real
+
+__all__ = ["WarnerRR"]
+
+
+def _as_bits(value: object, name: str) -> np.ndarray:
+    """``value`` as a bool array: bools, or integers that are all 0 or 1."""
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_:
+        return arr
+    if np.issubdtype(arr.dtype, np.integer) and np.all((arr == 0) | (arr == 1)):
+        return arr.astype(bool)
+    raise ParameterError(
+        f"must be a bool or an array of bools / 0-1 integers, got {value!r}", field=name
+    )
+
+
+def _as_counts(value: object, name: str) -> np.ndarray:
+    """``value`` as an int64 array of non-negative integer counts (bools refused)."""
+    arr = np.asarray(value)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise ParameterError(
+            f"must be an integer count (or array of them), got {value!r}", field=name
+        )
+    if np.any(arr < 0):
+        raise ParameterError(f"must be >= 0, got {value!r}", field=name)
+    return arr.astype(np.int64)
+
+
+def _scalar_or_array(arr: np.ndarray) -> float | np.ndarray:
+    return float(arr) if arr.ndim == 0 else arr
+
+
+@dataclass(frozen=True)
+class WarnerRR:
+    """Warner randomized response with budget ``eps`` per answered bit (module docstring)."""
+
+    eps: float
+    p: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = positive_real(self.eps, "eps")
+        if eps > EPS_MAX:
+            raise ParameterError(f"must be <= {EPS_MAX:g}, got {self.eps!r}", field="eps")
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-eps)))
+
+    def probability(self, answer: bool, truth: bool) -> float:
+        """``P(answer | truth)``: ``p`` if they agree, ``1 - p`` otherwise."""
+        a = bool(_as_bits(answer, "answer"))
+        t = bool(_as_bits(truth, "truth"))
+        # 1 - p computed directly (no cancellation for large eps)
+        return self.p if a == t else 1.0 / (1.0 + math.exp(self.eps))
+
+    def respond(self, bit: bool | np.ndarray, rng: np.random.Generator) -> bool | np.ndarray:
+        """Answer ``bit`` truthfully with probability ``p`` (one uniform ``u`` per bit, drawn
+        as ``rng.random(shape)``; truthful iff ``u < p``). Returns a bool for scalar input,
+        a bool array of the same shape otherwise."""
+        bits = _as_bits(bit, "bit")
+        lie = rng.random(bits.shape) >= self.p
+        out = np.logical_xor(bits, lie)
+        return bool(out) if out.ndim == 0 else out
+
+    def debias_count(self, yes: int | np.ndarray, asked: int | np.ndarray) -> float | np.ndarray:
+        """Unbiased estimate ``c' = (yes (e^eps + 1) - asked) / (e^eps - 1)`` of the number of
+        true yeses among ``asked`` answers of which ``yes`` came back "yes".
+
+        Needs integers ``0 <= yes <= asked`` (elementwise for arrays). ``c'`` may fall outside
+        ``[0, asked]``; do not clip before averaging (clipping biases it). A float for scalar
+        inputs, an array (broadcast) otherwise."""
+        y = _as_counts(yes, "yes")
+        n = _as_counts(asked, "asked")
+        if np.any(y > n):
+            raise ParameterError(f"must be <= asked ({asked!r}), got {yes!r}", field="yes")
+        em1 = math.expm1(self.eps)
+        return _scalar_or_array((y * (em1 + 2.0) - n) / em1)
+
+    def variance_bound(self, asked: int | np.ndarray) -> float | np.ndarray:
+        """``Var[c'] = asked e^eps / (e^eps - 1)^2`` — exact for every true count."""
+        n = _as_counts(asked, "asked")
+        em1 = math.expm1(self.eps)
+        return _scalar_or_array(n * (em1 + 1.0) / (em1 * em1))
