@@ -26,6 +26,24 @@ Device u (label u in 1..n) holds a real vector x_u and answers the collector's s
    would unmask x_u. A request that puts a node in both lists, lists u itself as dropped,
    asks about nodes u holds no shares of, or claims fewer than t survivors is refused.
 
+Active-adversary mode (``active=True``, off by default; Bonawitz et al. §4, Fig. 4, the
+malicious-server variant; see ``protocol.secagg.active``). The device holds a long-term
+Ed25519 ``signing_key`` and knows every participant's public identity key
+(``identity_keys``, exactly the session's participants: label = 1 + the id's sorted
+position, the server's labelling rule). Then:
+
+0. ``SaAdvertise`` carries σ_u, u's signature of (c_u^pk, s_u^pk, run, session, round, u).
+1. Before sharing, every neighbour's ``PeerKeys.signature`` must verify under that
+   neighbour's identity key; a missing or bad one (a substituted key: the server in the
+   middle) is refused, and no share leaves the device.
+3. ``SaConsistencyRequest`` (U3) -> ConsistencyCheck: check U3 (u is in it, at least t
+   members, its neighbours in U3 completed ShareKeys), sign (run, session, round, U3) and
+   send ``SaConsistency``; an honest device signs one U3 per round.
+4. ``SaUnmaskRequest`` must carry ``consistency``: distinct signers from U3, every
+   signature valid on the very U3 this device signed, at least t of them; and its
+   survivors/dropped must be exactly U3 / the rest among the nodes u holds shares of.
+   Otherwise the device refuses without revealing any share.
+
 Error policy (DESIGN.md, "sans-I/O"): a malformed or inconsistent instruction from the
 collector is terminal: the client queues ``SaAbort`` (so the collector learns why),
 emits ``SessionAborted(by_collector=False)``, moves to ``error`` and raises
@@ -40,7 +58,7 @@ also what the server uses to remove masks, so both sides compute them identicall
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -50,6 +68,7 @@ from protocol import topics
 from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from protocol.events import Event, Machine
 from protocol.messages import Message
+from protocol.secagg import active as signing
 from protocol.secagg import crypto, shamir
 from protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
 from protocol.secagg.messages import (
@@ -57,6 +76,8 @@ from protocol.secagg.messages import (
     RevealedShare,
     SaAbort,
     SaAdvertise,
+    SaConsistency,
+    SaConsistencyRequest,
     SaDeliver,
     SaMasked,
     SaNeighbours,
@@ -65,6 +86,7 @@ from protocol.secagg.messages import (
     SaUnmask,
     SaUnmaskRequest,
     SealedShare,
+    SignedSurvivors,
 )
 
 RandomBytes = Callable[[int], bytes]
@@ -123,8 +145,8 @@ def share_associated_data(run: str, session: str, round: int, sender: int, recip
 
 @dataclass(frozen=True, slots=True)
 class StageAnswered(Event):
-    """The device sent its message of ``stage`` ("advertise", "share", "masked", "unmask");
-    after "unmask" the client is done."""
+    """The device sent its message of ``stage`` ("advertise", "share", "masked",
+    "consistency" in active mode, "unmask"); after "unmask" the client is done."""
 
     stage: str
 
@@ -162,6 +184,9 @@ class SecAggClient(Machine):
         x: np.ndarray | Iterable[float],
         *,
         random_bytes: RandomBytes = os.urandom,
+        active: bool = False,
+        signing_key: bytes | None = None,
+        identity_keys: Mapping[str, bytes] | None = None,
     ) -> None:
         super().__init__()
         self.run = topics.check_ident(run, "run")
@@ -174,7 +199,14 @@ class SecAggClient(Machine):
             raise ParameterError("must be finite (a sensor fault is not data)", field="x")
         self._x = values
         self._random_bytes = random_bytes
-        self.state = "idle"  # idle -> advertised -> shared -> masked -> done | aborted | error
+        signing.check_mode(active, signing_key=signing_key, identity_keys=identity_keys)
+        self.active = active
+        self._signing_key = self._check_signing_key(signing_key, identity_keys) if active else b""
+        self._roster: tuple[str, ...] = tuple(sorted(identity_keys or ()))
+        self._identity = dict(identity_keys or {})
+        self._u3: frozenset[int] = frozenset()  # active mode: the U3 this device signed
+        # idle -> advertised -> shared -> masked [-> signed] -> done | aborted | error
+        self.state = "idle"
         self.setup: SaSetup | None = None
         self._fixed_point: FixedPoint | None = None
         self._c: crypto.KeyPair | None = None
@@ -185,6 +217,25 @@ class SecAggClient(Machine):
         self._held: dict[int, _Held] = {}
         self._handled: dict[str, Message] = {}
         self.abort_reason = ""
+
+    def _check_signing_key(
+        self, signing_key: bytes | None, identity_keys: Mapping[str, bytes] | None
+    ) -> bytes:
+        """Active mode: a 32-byte Ed25519 private key whose public half is this device's
+        entry in ``identity_keys`` (so neighbours will accept its signatures)."""
+        roster = signing.check_identity_keys(identity_keys)
+        for device in roster:
+            topics.check_ident(device, "identity_keys")
+        if not isinstance(signing_key, bytes) or len(signing_key) != crypto.KEY_BYTES:
+            raise ParameterError(
+                f"active mode needs this device's {crypto.KEY_BYTES}-byte Ed25519 private key",
+                field="signing_key",
+            )
+        if roster.get(self.device) != crypto.signing_public_key(signing_key):
+            raise ParameterError(
+                f"has no entry for {self.device} matching signing_key", field="identity_keys"
+            )
+        return signing_key
 
     # ---- properties ---------------------------------------------------------------------
 
@@ -254,7 +305,8 @@ class SecAggClient(Machine):
             "idle": SaSetup,
             "advertised": SaNeighbours,
             "shared": SaDeliver,
-            "masked": SaUnmaskRequest,
+            "masked": SaConsistencyRequest if self.active else SaUnmaskRequest,
+            "signed": SaUnmaskRequest,
         }[self.state]
         if not isinstance(message, expected):
             raise RemoteProtocolError(
@@ -268,6 +320,8 @@ class SecAggClient(Machine):
             self._on_neighbours(message)
         elif isinstance(message, SaDeliver):
             self._on_deliver(message)
+        elif isinstance(message, SaConsistencyRequest):
+            self._on_consistency_request(message)
         elif isinstance(message, SaUnmaskRequest):
             self._on_unmask_request(message)
 
@@ -292,15 +346,50 @@ class SecAggClient(Machine):
             fixed_point.check_capacity(setup.participants)
         except ParameterError as error:
             raise RemoteProtocolError(error.reason, field=error.field) from None
+        if self.active:
+            self._check_roster(setup)
         self.setup = setup
         self._fixed_point = fixed_point
         self._c = crypto.generate_keypair(self._random_bytes)
         self._s = crypto.generate_keypair(self._random_bytes)
         self._reply(
             "advertise",
-            SaAdvertise(**self._envelope(), c_public=self._c.public, s_public=self._s.public),
+            SaAdvertise(
+                **self._envelope(),
+                c_public=self._c.public,
+                s_public=self._s.public,
+                signature=self._sign_advertisement() if self.active else None,
+            ),
         )
         self.state = "advertised"
+
+    def _check_roster(self, setup: SaSetup) -> None:
+        """Active mode: the labels must be the roster's sorted order (the server's rule),
+        else this device could not tell whose identity key signs a neighbour's keys."""
+        if setup.participants != len(self._roster):
+            raise RemoteProtocolError(
+                f"{setup.participants} participants, the identity roster lists "
+                f"{len(self._roster)} devices",
+                field="participants",
+            )
+        if self._roster[setup.label - 1] != self.device:
+            raise RemoteProtocolError(
+                f"label {setup.label} is not this device's position in the sorted roster",
+                field="label",
+            )
+
+    def _sign_advertisement(self) -> bytes:
+        """σ_u = SIG.sign(d_u^SK, c_u^PK || s_u^PK || ...) (Bonawitz Fig. 4, round 0)."""
+        setup, keys = self._setup(), self._keys()
+        transcript = signing.advertise_transcript(
+            keys.c.public,
+            keys.s.public,
+            run=self.run,
+            session=self.session,
+            round=setup.round,
+            label=setup.label,
+        )
+        return crypto.sign(self._signing_key, transcript)
 
     # ---- stage 1: ShareKeys ---------------------------------------------------------------
 
@@ -361,9 +450,38 @@ class SecAggClient(Machine):
                 raise RemoteProtocolError(
                     f"label {entry.label} reuses a public key seen in this session", field=where
                 )
+            if self.active:
+                self._check_neighbour_signature(entry, where)
             seen_keys.update((entry.c_public, entry.s_public))
             neighbours[entry.label] = entry
         return neighbours
+
+    def _check_neighbour_signature(self, entry: PeerKeys, where: str) -> None:
+        """Active mode: v's keys must carry σ_v, valid under v's identity key (Bonawitz
+        Fig. 4, round 1: "verify that σ_v is valid"); otherwise the server may have
+        substituted keys of its own and would read the shares sent to "v"."""
+        device = self._roster[entry.label - 1]
+        if entry.signature is None:
+            raise RemoteProtocolError(
+                f"the keys of label {entry.label} ({device}) are not signed (active mode)",
+                field=where,
+            )
+        transcript = signing.advertise_transcript(
+            entry.c_public,
+            entry.s_public,
+            run=self.run,
+            session=self.session,
+            round=self._setup().round,
+            label=entry.label,
+        )
+        try:
+            crypto.verify(self._identity[device], transcript, entry.signature)
+        except RemoteProtocolError as error:
+            raise RemoteProtocolError(
+                f"the keys of label {entry.label} ({device}) are not signed by its identity "
+                f"key ({error.reason}): substituted keys?",
+                field=where,
+            ) from None
 
     def _seal(self, v: int, b_share: int, s_share: int) -> bytes:
         setup = self._setup()
@@ -477,10 +595,103 @@ class SecAggClient(Machine):
             y = apply_pairwise(y, mask, u=u, v=v, bits=bits)
         return y
 
+    # ---- stage 3: ConsistencyCheck (active mode) -------------------------------------------
+
+    def _on_consistency_request(self, request: SaConsistencyRequest) -> None:
+        """Bonawitz Fig. 4, round 3: check U3, sign it once, and remember what was signed."""
+        survivors = frozenset(request.survivors)
+        if len(survivors) != len(request.survivors):
+            raise RemoteProtocolError("a label listed twice", field="survivors")
+        self._check_survivor_set(survivors)
+        self._u3 = survivors
+        signature = crypto.sign(self._signing_key, self._consistency_transcript())
+        self._reply("consistency", SaConsistency(**self._envelope(), signature=signature))
+        self.state = "signed"
+
+    def _check_survivor_set(self, survivors: frozenset[int]) -> None:
+        """U3 ⊆ U2 as far as this device can tell, u ∈ U3 and |U3| >= t (Fig. 4, round 3)."""
+        setup = self._setup()
+        if setup.label not in survivors:
+            raise RemoteProtocolError(
+                "this device sent a masked input but is not in U3", field="survivors"
+            )
+        outside = sorted(v for v in survivors if v > setup.participants)
+        unfinished = sorted((survivors & set(self._neighbours)) - self._completed)
+        if outside or unfinished:
+            raise RemoteProtocolError(
+                f"labels {outside or unfinished} cannot have sent a masked input (outside "
+                f"1..{setup.participants}, or neighbours that did not complete ShareKeys)",
+                field="survivors",
+            )
+        if len(survivors) < setup.threshold:
+            raise RemoteProtocolError(
+                f"{len(survivors)} survivors, below the threshold {setup.threshold}",
+                field="survivors",
+            )
+
+    def _consistency_transcript(self) -> bytes:
+        return signing.consistency_transcript(
+            self._u3, run=self.run, session=self.session, round=self._setup().round
+        )
+
+    def _check_consistency(self, request: SaUnmaskRequest) -> None:
+        """Active mode, Bonawitz Fig. 4 round 4: reveal nothing unless at least t distinct
+        members of U3 signed the very U3 this device signed (every listed signature must
+        verify), and the request's split is exactly U3 / U2 \\ U3 on this device's nodes."""
+        setup = self._setup()
+        if request.consistency is None:
+            raise RemoteProtocolError(
+                "no consistency signatures (active mode): refusing to unmask", field="consistency"
+            )
+        signers = self._check_signatures(request.consistency)
+        if len(signers) < setup.threshold:
+            raise RemoteProtocolError(
+                f"only {len(signers)} consistency signatures on the survivor set, below the "
+                f"threshold {setup.threshold}: refusing to unmask",
+                field="consistency",
+            )
+        known = set(self._completed) | {setup.label}
+        if set(request.survivors) != known & self._u3 or set(request.dropped) != known - self._u3:
+            raise RemoteProtocolError(
+                f"survivors {sorted(request.survivors)} / dropped {sorted(request.dropped)} "
+                f"disagree with the signed U3 on this device's nodes {sorted(known)}",
+                field="survivors",
+            )
+        if request.survivor_total != len(self._u3):
+            raise RemoteProtocolError(
+                f"{request.survivor_total} survivors in total, the signed U3 has {len(self._u3)}",
+                field="survivor_total",
+            )
+
+    def _check_signatures(self, entries: list[SignedSurvivors]) -> set[int]:
+        transcript = self._consistency_transcript()
+        signers: set[int] = set()
+        for index, entry in enumerate(entries):
+            where = f"consistency[{index}]"
+            if entry.label in signers:
+                raise RemoteProtocolError(f"label {entry.label} listed twice", field=where)
+            if entry.label not in self._u3:
+                raise RemoteProtocolError(
+                    f"label {entry.label} is not in U3: only survivors sign it", field=where
+                )
+            device = self._roster[entry.label - 1]
+            try:
+                crypto.verify(self._identity[device], transcript, entry.signature)
+            except RemoteProtocolError as error:
+                raise RemoteProtocolError(
+                    f"{device}'s signature is not valid on the survivor set this device "
+                    f"signed ({error.reason}): the server shows devices different U3 sets",
+                    field=where,
+                ) from None
+            signers.add(entry.label)
+        return signers
+
     # ---- stage 4: Unmask ------------------------------------------------------------------
 
     def _on_unmask_request(self, request: SaUnmaskRequest) -> None:
         setup = self._setup()
+        if self.active:
+            self._check_consistency(request)
         survivors, dropped = set(request.survivors), set(request.dropped)
         if len(survivors) != len(request.survivors) or len(dropped) != len(request.dropped):
             raise RemoteProtocolError("a label listed twice", field="survivors")
@@ -530,7 +741,13 @@ class SecAggClient(Machine):
         self._emit(SessionAborted(message.reason, by_collector=True, excluded=message.excluded))
 
     def _refuse(self, error: RemoteProtocolError) -> None:
-        stage = {"idle": "setup", "advertised": "share", "shared": "masked", "masked": "unmask"}
+        stage = {
+            "idle": "setup",
+            "advertised": "share",
+            "shared": "masked",
+            "masked": "consistency" if self.active else "unmask",
+            "signed": "unmask",
+        }
         self._send(
             topics.up(self.run, self.device, "sa_abort"),
             SaAbort(**self._envelope(), stage=stage.get(self.state, ""), reason=str(error)[:500]),

@@ -188,8 +188,23 @@ def prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
 def signing_keypair(random_bytes: RandomBytes = os.urandom) -> KeyPair:
     """A fresh Ed25519 key pair (raw 32-byte seed and public key)."""
     private = _draw(random_bytes, KEY_BYTES)
-    public = Ed25519PrivateKey.from_private_bytes(private).public_key().public_bytes_raw()
-    return KeyPair(private, public)
+    return KeyPair(private, signing_public_key(private))
+
+
+def signing_public_key(private: bytes) -> bytes:
+    """The raw Ed25519 public key of a raw 32-byte private key (seed)."""
+    key = Ed25519PrivateKey.from_private_bytes(_check_bytes(private, KEY_BYTES, "private"))
+    return key.public_key().public_bytes_raw()
+
+
+def check_signing_public(public: object, field: str) -> bytes:
+    """``public`` if it is a valid raw Ed25519 public key, else ``ParameterError(field)``."""
+    key = _check_bytes(public, KEY_BYTES, field)
+    try:
+        Ed25519PublicKey.from_public_bytes(key)
+    except ValueError as exc:
+        raise ParameterError("invalid Ed25519 public key", field=field) from exc
+    return key
 
 
 def sign(private: bytes, message: bytes) -> bytes:

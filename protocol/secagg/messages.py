@@ -7,19 +7,21 @@ collector relays to each device, in one ``SaDeliver``, every ciphertext addresse
 Flow (collector = server, ``in`` = the device's inbox ``.../dev/{d}/in/collector``,
 ``up`` = ``.../dev/{d}/up/{tag}``):
 
-====================  =========  ==========================================================
-message               direction  stage (Bonawitz round)
-====================  =========  ==========================================================
-``SaSetup``           in         opens the session: the device's label and the parameters
-``SaAdvertise``       up         0 AdvertiseKeys: public keys c_u (encryption), s_u (masks)
-``SaNeighbours``      in         1 ShareKeys opens: the neighbours' keys among U1
-``SaShares``          up         1 ShareKeys: one AES-GCM ciphertext per neighbour
-``SaDeliver``         in         2 MaskedInput opens: ciphertexts for u, U2 ∩ N(u)
-``SaMasked``          up         2 MaskedInput: y_u, packed little-endian words mod 2^bits
-``SaUnmaskRequest``   in         4 Unmask opens: who survived (U3), who dropped (U2 \\ U3)
-``SaUnmask``          up         4 Unmask: for each node EITHER its b-share OR its s-share
-``SaAbort``           both       the session (or this device's part in it) ends
-====================  =========  ==========================================================
+========================  =========  ==========================================================
+message                   direction  stage (Bonawitz round)
+========================  =========  ==========================================================
+``SaSetup``               in         opens the session: the device's label and the parameters
+``SaAdvertise``           up         0 AdvertiseKeys: public keys c_u (encryption), s_u (masks)
+``SaNeighbours``          in         1 ShareKeys opens: the neighbours' keys among U1
+``SaShares``              up         1 ShareKeys: one AES-GCM ciphertext per neighbour
+``SaDeliver``             in         2 MaskedInput opens: ciphertexts for u, U2 ∩ N(u)
+``SaMasked``              up         2 MaskedInput: y_u, packed little-endian words mod 2^bits
+``SaConsistencyRequest``  in         3 ConsistencyCheck opens (active mode only): the set U3
+``SaConsistency``         up         3 ConsistencyCheck (active mode only): u's signature on U3
+``SaUnmaskRequest``       in         4 Unmask opens: who survived (U3), who dropped (U2 \\ U3)
+``SaUnmask``              up         4 Unmask: for each node EITHER its b-share OR its s-share
+``SaAbort``               both       the session (or this device's part in it) ends
+========================  =========  ==========================================================
 
 Devices are named on the wire by their *label*, an integer 1..n (the Shamir abscissa and
 the HKDF pair index); ``SaSetup`` tells each device its own label, ``SaNeighbours`` the
@@ -27,6 +29,11 @@ labels of its neighbours. Every message carries ``session`` (one key setup) and 
 (the HKDF round number). Sizes are bounded here with ``msgspec.Meta`` so the decoder
 refuses oversize lists and byte strings before any machine sees them; whether a list has
 the *right* members is checked by the machines.
+
+Active-adversary mode (Bonawitz et al. §4, the malicious-server variant; off by default)
+adds the optional ``signature`` of ``SaAdvertise`` (relayed in ``PeerKeys``), the
+consistency stage and the optional ``consistency`` list of ``SaUnmaskRequest``; in the
+default mode these optional fields stay ``None`` and the consistency messages never flow.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ MAX_ROUND = 1_000_000
 KEY_BYTES = 32
 SHARE_BYTES = 66  # a Shamir share over GF(2^521 - 1), big-endian
 MAX_CIPHERTEXT = 512  # nonce 12 + plaintext 140 + tag 16 = 168 bytes in practice
+SIGNATURE_BYTES = 64  # Ed25519
 
 Label = Annotated[int, Meta(ge=1, le=MAX_PARTICIPANTS)]
 Round = Annotated[int, Meta(ge=0, le=MAX_ROUND)]
@@ -51,18 +59,28 @@ PublicKey = Annotated[bytes, Meta(min_length=KEY_BYTES, max_length=KEY_BYTES)]
 Ciphertext = Annotated[bytes, Meta(min_length=28, max_length=MAX_CIPHERTEXT)]
 ShareBytes = Annotated[bytes, Meta(min_length=SHARE_BYTES, max_length=SHARE_BYTES)]
 Labels = Annotated[list[Label], Meta(max_length=MAX_PARTICIPANTS)]
+Signature = Annotated[bytes, Meta(min_length=SIGNATURE_BYTES, max_length=SIGNATURE_BYTES)]
 
 
 class _Entry(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """A list element inside a message (untagged)."""
 
 
-class PeerKeys(_Entry):
-    """One neighbour's advertised public keys."""
+class PeerKeys(_Entry, omit_defaults=True):
+    """One neighbour's advertised public keys and, in active mode, its Ed25519 signature
+    of them (omitted from the wire when absent)."""
 
     label: Label
     c_public: PublicKey
     s_public: PublicKey
+    signature: Signature | None = None
+
+
+class SignedSurvivors(_Entry):
+    """Device ``label``'s Ed25519 signature of the survivor set U3 (active mode)."""
+
+    label: Label
+    signature: Signature
 
 
 class SealedShare(_Entry):
@@ -104,10 +122,12 @@ class SaSetup(_SecAggMessage, tag="sa_setup", kw_only=True):
 
 
 class SaAdvertise(_SecAggMessage, tag="sa_advertise", kw_only=True):
-    """Device -> collector: my two fresh X25519 public keys for this session."""
+    """Device -> collector: my two fresh X25519 public keys for this session; in active
+    mode signed with my long-term Ed25519 identity key (``active.advertise_transcript``)."""
 
     c_public: PublicKey
     s_public: PublicKey
+    signature: Signature | None = None
 
 
 class SaNeighbours(_SecAggMessage, tag="sa_neighbours", kw_only=True):
@@ -136,13 +156,28 @@ class SaMasked(_SecAggMessage, tag="sa_masked", kw_only=True):
     masked: Annotated[bytes, Meta(min_length=4, max_length=8 * MAX_DIM)]
 
 
+class SaConsistencyRequest(_SecAggMessage, tag="sa_consistency_request", kw_only=True):
+    """Collector -> device (active mode): the whole survivor set U3 (sorted), to sign."""
+
+    survivors: Annotated[list[Label], Meta(min_length=1, max_length=MAX_PARTICIPANTS)]
+
+
+class SaConsistency(_SecAggMessage, tag="sa_consistency", kw_only=True):
+    """Device -> collector (active mode): my signature of the U3 I was sent
+    (``active.consistency_transcript``)."""
+
+    signature: Signature
+
+
 class SaUnmaskRequest(_SecAggMessage, tag="sa_unmask_request", kw_only=True):
     """Collector -> device: among you and your neighbours in U2, who sent a masked input
-    (``survivors``, U3) and who did not (``dropped``, U2 \\ U3); ``survivor_total`` = |U3|."""
+    (``survivors``, U3) and who did not (``dropped``, U2 \\ U3); ``survivor_total`` = |U3|.
+    In active mode ``consistency`` carries every signature of U3 the collector received."""
 
     survivors: Annotated[list[Label], Meta(min_length=1, max_length=MAX_PARTICIPANTS)]
     dropped: Labels
     survivor_total: Label
+    consistency: Annotated[list[SignedSurvivors], Meta(max_length=MAX_PARTICIPANTS)] | None = None
 
 
 class SaUnmask(_SecAggMessage, tag="sa_unmask", kw_only=True):
@@ -167,6 +202,8 @@ SA_MESSAGES = (
     SaShares,
     SaDeliver,
     SaMasked,
+    SaConsistencyRequest,
+    SaConsistency,
     SaUnmaskRequest,
     SaUnmask,
     SaAbort,

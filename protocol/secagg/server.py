@@ -21,6 +21,22 @@ Stages (each is one message per device each way):
                the very functions the devices used) and decodes the sum over U3.
 ``done`` | ``aborted``
 
+Active-adversary mode (``active=True``, off by default; Bonawitz et al. §4, Fig. 4, the
+malicious-server variant; see ``protocol.secagg.active``). The server knows every
+device's long-term Ed25519 public key (``identity_keys``, exactly the participants) and:
+
+- ``advertise``: refuses an ``SaAdvertise`` whose ``signature`` is missing or does not
+  verify under the sender's identity key (``Rejected``, field ``signature``; the device
+  is not in U1), and relays each accepted signature in ``PeerKeys`` so that every device
+  checks its neighbours' keys itself.
+- ``consistency`` (between ``masked`` and ``unmask``): ``SaConsistencyRequest`` (all of
+  U3) to each u in U3; replies ``SaConsistency`` (u's signature of U3, verified here)
+  form the signer set. The same deadline and threshold rules apply: fewer than t signers
+  abort the session. ``SaUnmaskRequest`` then goes to the signers only, carrying every
+  signature received (``consistency``); a device dropping during this stage still has
+  its masked input summed (it is in U3) and its self-mask seed is rebuilt from the
+  signers' shares.
+
 Progression and deadlines: a stage closes as soon as every device expected in it replied
 (or aborted), or when ``handle_timer`` sees its deadline (opened + ``stage_timeout``)
 pass. Closing checks that at least t devices replied; otherwise the session is aborted
@@ -51,7 +67,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +76,7 @@ from protocol import topics
 from protocol.errors import LocalProtocolError, ParameterError, ProtocolError, RemoteProtocolError
 from protocol.events import Event, Machine
 from protocol.messages import Message, Reject
+from protocol.secagg import active as signing
 from protocol.secagg import crypto, shamir
 from protocol.secagg import graph as graphs
 from protocol.secagg.client import apply_pairwise, pairwise_mask, self_mask, unpack_vector
@@ -71,6 +88,8 @@ from protocol.secagg.messages import (
     PeerKeys,
     SaAbort,
     SaAdvertise,
+    SaConsistency,
+    SaConsistencyRequest,
     SaDeliver,
     SaMasked,
     SaNeighbours,
@@ -79,14 +98,17 @@ from protocol.secagg.messages import (
     SaUnmask,
     SaUnmaskRequest,
     SealedShare,
+    SignedSurvivors,
 )
 
 RandomBytes = Callable[[int], bytes]
 STAGES = ("advertise", "share", "masked", "unmask")
+ACTIVE_STAGES = ("advertise", "share", "masked", "consistency", "unmask")
 REPLY_OF_STAGE: dict[str, type[Message]] = {
     "advertise": SaAdvertise,
     "share": SaShares,
     "masked": SaMasked,
+    "consistency": SaConsistency,
     "unmask": SaUnmask,
 }
 STAGE_OF_REPLY = {cls: stage for stage, cls in REPLY_OF_STAGE.items()}
@@ -94,6 +116,7 @@ _REPLY_VERB = {
     "advertise": "advertised keys",
     "share": "sent their shares",
     "masked": "sent a masked input",
+    "consistency": "signed the survivor set",
     "unmask": "answered the unmask request",
 }
 
@@ -186,6 +209,8 @@ class SecAggServer(Machine):
         round: int = 0,
         previous_public_keys: Collection[bytes] = (),
         random_bytes: RandomBytes = os.urandom,
+        active: bool = False,
+        identity_keys: Mapping[str, bytes] | None = None,
     ) -> None:
         super().__init__()
         self.run = topics.check_ident(run, "run")
@@ -215,10 +240,15 @@ class SecAggServer(Machine):
         self.threshold = self._check_threshold(threshold)
         self._previous_keys = frozenset(previous_public_keys)
         self._probe = crypto.generate_keypair(random_bytes)  # to test advertised points
+        signing.check_mode(active, identity_keys=identity_keys)
+        self.active = active
+        self.stages = ACTIVE_STAGES if active else STAGES
+        self._identity = signing.check_identity_keys(identity_keys, names) if active else {}
 
-        self.state = "idle"  # idle -> advertise -> share -> masked -> unmask -> done | aborted
+        # idle -> advertise -> share -> masked [-> consistency] -> unmask -> done | aborted
+        self.state = "idle"
         self._stage: _Stage | None = None
-        self._replies: dict[str, dict[int, Message]] = {stage: {} for stage in STAGES}
+        self._replies: dict[str, dict[int, Message]] = {stage: {} for stage in self.stages}
         self._gone: dict[int, str] = {}  # devices that sent SaAbort -> reason
         self._key_owner: dict[bytes, int] = {}
         self._offered: dict[int, frozenset[int]] = {}  # N(u) ∩ U1 sent to u
@@ -228,6 +258,7 @@ class SecAggServer(Machine):
         self.u2: frozenset[int] = frozenset()
         self.u3: frozenset[int] = frozenset()
         self.u4: frozenset[int] = frozenset()
+        self.signers: frozenset[int] = frozenset()  # active mode: who signed U3
         self.abort_reason = ""
         self.duplicates = 0
         self.late = 0
@@ -387,8 +418,8 @@ class SecAggServer(Machine):
         if isinstance(message, SaAbort):
             self._on_device_abort(label, message, now)
             return
-        stage = STAGE_OF_REPLY[type(message)]
-        if STAGES.index(stage) > STAGES.index(self.state):
+        stage = self._stage_of(message)
+        if self.stages.index(stage) > self.stages.index(self.state):
             raise RemoteProtocolError(
                 f"a {message.type_name()} before the {stage} stage opened "
                 f"(the session is in {self.state})",
@@ -422,6 +453,14 @@ class SecAggServer(Machine):
         if self._stage_complete():
             self._close_stage(now)
 
+    def _stage_of(self, message: Message) -> str:
+        stage = STAGE_OF_REPLY[type(message)]
+        if stage not in self.stages:
+            raise RemoteProtocolError(
+                f"a {message.type_name()} in a session that is not in active mode", field="type"
+            )
+        return stage
+
     def _check_envelope(self, topic: topics.Topic, message: Message) -> int:
         if topic.family != "up":
             raise RemoteProtocolError(
@@ -444,7 +483,9 @@ class SecAggServer(Machine):
             raise RemoteProtocolError(
                 f"a {message.type_name()} message on a {topic.kind!r} topic", field="topic"
             )
-        if not isinstance(message, SaAbort | SaAdvertise | SaShares | SaMasked | SaUnmask):
+        if not isinstance(
+            message, SaAbort | SaAdvertise | SaShares | SaMasked | SaConsistency | SaUnmask
+        ):
             raise RemoteProtocolError(
                 f"unexpected {message.type_name()} from a device", field="type"
             )
@@ -463,10 +504,14 @@ class SecAggServer(Machine):
             self._check_shares(label, message)
         elif isinstance(message, SaMasked):
             unpack_vector(message.masked, self.dim, self.bits)
+        elif isinstance(message, SaConsistency):
+            self._check_consistency(label, message)
         elif isinstance(message, SaUnmask):
             self._revealed[label] = self._check_unmask(label, message)
 
     def _check_advertise(self, label: int, message: SaAdvertise) -> None:
+        if self.active:
+            self._check_advertise_signature(label, message)
         if message.c_public == message.s_public:
             raise RemoteProtocolError("c_public and s_public must differ", field="s_public")
         for name in ("c_public", "s_public"):
@@ -486,6 +531,42 @@ class SecAggServer(Machine):
                 raise RemoteProtocolError(error.reason, field=name) from None
         self._key_owner[message.c_public] = label
         self._key_owner[message.s_public] = label
+
+    def _check_advertise_signature(self, label: int, message: SaAdvertise) -> None:
+        """Active mode: σ_u must verify under u's identity key on (c_u, s_u, run, session,
+        round, label) (Bonawitz Fig. 4, round 0), so no one else can advertise for u."""
+        if message.signature is None:
+            raise RemoteProtocolError(
+                "missing: active mode needs the keys signed with the identity key",
+                field="signature",
+            )
+        transcript = signing.advertise_transcript(
+            message.c_public,
+            message.s_public,
+            run=self.run,
+            session=self.session,
+            round=self.round,
+            label=label,
+        )
+        self._verify(label, transcript, message.signature, "the advertised keys")
+
+    def _check_consistency(self, label: int, message: SaConsistency) -> None:
+        """Active mode: σ'_u must verify under u's identity key on the U3 sent to u
+        (Bonawitz Fig. 4, round 3)."""
+        transcript = signing.consistency_transcript(
+            self.u3, run=self.run, session=self.session, round=self.round
+        )
+        self._verify(label, transcript, message.signature, "the survivor set U3")
+
+    def _verify(self, label: int, transcript: bytes, signature: bytes, what: str) -> None:
+        try:
+            crypto.verify(self._identity[self.device_of[label]], transcript, signature)
+        except RemoteProtocolError as error:
+            raise RemoteProtocolError(
+                f"not a valid signature of {what} under the identity key of "
+                f"{self.device_of[label]} ({error.reason})",
+                field="signature",
+            ) from None
 
     def _check_shares(self, label: int, message: SaShares) -> None:
         recipients = [entry.peer for entry in message.shares]
@@ -575,6 +656,8 @@ class SecAggServer(Machine):
             self._close_share(replied, now)
         elif name == "masked":
             self._close_masked(replied, now)
+        elif name == "consistency":
+            self._close_consistency(replied, now)
         else:
             self._close_unmask(replied)
 
@@ -646,7 +729,35 @@ class SecAggServer(Machine):
             self._abort("masked", f"masked stage: cannot unmask: {problem}")
             return
         self.u3 = survivors
-        for u in sorted(survivors):
+        if self.active:
+            self._request_consistency(now)
+        else:
+            self._request_unmask(survivors, now)
+
+    def _request_consistency(self, now: float) -> None:
+        """Active mode, Bonawitz Fig. 4 round 3 (ConsistencyCheck): every survivor is sent
+        the whole U3 to sign."""
+        request = SaConsistencyRequest(**self._envelope(), survivors=sorted(self.u3))
+        for u in sorted(self.u3):
+            self._to_device(u, request)
+        self._open("consistency", self.u3, now, dropped=self._left(self.u3))
+
+    def _close_consistency(self, replied: frozenset[int], now: float) -> None:
+        """At least t survivors signed U3 (``_close_stage`` checked): the signers can still
+        reveal t shares of every secret needed, or the session aborts."""
+        problem = self._unmask_infeasible(self.u3, self.u2 - self.u3, replied)
+        if problem:
+            self._abort("consistency", f"consistency stage: cannot unmask: {problem}")
+            return
+        self.signers = replied
+        self._request_unmask(replied, now)
+
+    def _request_unmask(self, recipients: frozenset[int], now: float) -> None:
+        """Bonawitz Fig. 4 round 4 (Unmasking): ask each of ``recipients`` (U3, or the
+        signers of U3 in active mode) for one share per node it holds shares of."""
+        survivors, dropped = self.u3, self.u2 - self.u3
+        consistency = self._consistency_signatures() if self.active else None
+        for u in sorted(recipients):
             holders = (self.neighbours[u] & self.u2) | {u}
             asked_alive = holders & survivors
             asked_dropped = self.neighbours[u] & dropped
@@ -658,9 +769,19 @@ class SecAggServer(Machine):
                     survivors=sorted(asked_alive),
                     dropped=sorted(asked_dropped),
                     survivor_total=len(survivors),
+                    consistency=consistency,
                 ),
             )
-        self._open("unmask", survivors, now, dropped=self._left(survivors))
+        self._open("unmask", recipients, now, dropped=self._left(recipients))
+
+    def _consistency_signatures(self) -> list[SignedSurvivors]:
+        replies = self._replies["consistency"]
+        signed = []
+        for label in sorted(self.signers):
+            reply = replies[label]
+            assert isinstance(reply, SaConsistency)
+            signed.append(SignedSurvivors(label=label, signature=reply.signature))
+        return signed
 
     def _unmask_infeasible(
         self, survivors: frozenset[int], dropped: frozenset[int], responders: frozenset[int]
@@ -799,7 +920,12 @@ class SecAggServer(Machine):
 
     def _peer_keys(self, label: int) -> PeerKeys:
         advertised = self._advertised(label)
-        return PeerKeys(label=label, c_public=advertised.c_public, s_public=advertised.s_public)
+        return PeerKeys(
+            label=label,
+            c_public=advertised.c_public,
+            s_public=advertised.s_public,
+            signature=advertised.signature if self.active else None,
+        )
 
     def _ciphertext(self, sender: int, recipient: int) -> bytes:
         shares = self._replies["share"][sender]
@@ -834,7 +960,11 @@ class SecAggServer(Machine):
             "rejections_by_field": dict(self.rejections_by_field),
             "device_aborts": {self.device_of[u]: r for u, r in self._gone.items()},
             "abort_reason": self.abort_reason,
-        }
+        } | self._active_summary()
+
+    def _active_summary(self) -> dict:
+        """Active mode only (the default summary keeps its keys)."""
+        return {"active": True, "signed": len(self.signers)} if self.active else {}
 
 
 def _is_int(value: object) -> bool:
