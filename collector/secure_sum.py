@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,7 @@ from protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
 
 UPSTREAM_KINDS = tuple(
     cls.__struct_config__.tag for cls in SA_MESSAGES if cls.__name__ in (
-        "SaAdvertise", "SaShares", "SaMasked", "SaUnmask", "SaAbort"
+        "SaAdvertise", "SaShares", "SaMasked", "SaConsistency", "SaUnmask", "SaAbort"
     )
 )  # fmt: skip
 
@@ -68,10 +68,14 @@ async def secure_sum(
     ready: asyncio.Event | None = None,
     devices_ready: Awaitable[object] | None = None,
     raise_on_abort: bool = False,
+    active: bool = False,
+    identity_keys: Mapping[str, bytes] | None = None,
 ) -> SecureSumResult:
     """Run one secure-aggregation session as the collector. ``ready`` is set once it
     listens; the session starts after ``devices_ready`` completes (e.g. when every device
-    has subscribed to its inbox: a device that is not listening misses its setup)."""
+    has subscribed to its inbox: a device that is not listening misses its setup).
+    ``active`` turns on the active-adversary mode (signed keys and the consistency round);
+    ``identity_keys`` maps every device to its Ed25519 public identity key."""
     loop = asyncio.get_running_loop()
     started = time.perf_counter()
     stage_started: dict[str, float] = {}
@@ -90,6 +94,7 @@ async def secure_sum(
             stage_timeout=stage_timeout,
             now=loop.time(),
             round=round,
+            **({"active": True, "identity_keys": identity_keys} if active else {}),
         )
         done = asyncio.Event()
 

@@ -20,6 +20,7 @@ from broker.select import open_broker
 from collector.secure_sum import secure_sum
 from devices.secagg_agent import SecAggAgent
 from protocol.secagg.client import SecAggClient
+from protocol.secagg.crypto import signing_keypair
 from protocol.secagg.encoding import FixedPoint, add_mod
 
 
@@ -37,22 +38,39 @@ async def bench_secagg(
     silent_dropouts: bool = False,
     bits: int = 64,
     scale: float = 2.0**16,
+    active: bool = False,
 ) -> dict:
     """Run one session and measure it."""
     rng = np.random.default_rng(seed)
     run = f"bench-sa-{secrets.token_hex(3)}"
+    session = "s0"
     names = [f"d{i:05d}" for i in range(devices)]
     inputs = {name: rng.uniform(-1.0, 1.0, dim) for name in names}
     n_drop = round(dropout * devices)
     dropping = set(rng.choice(names, size=n_drop, replace=False)) if n_drop else set()
     fixed_point = FixedPoint(-1.0, 1.0, scale, bits)
+    identities = {name: signing_keypair() for name in names} if active else {}
+    identity_keys = {name: pair.public for name, pair in identities.items()}
+
+    def client_for(name: str) -> SecAggClient:
+        if not active:
+            return SecAggClient(run, session, name, inputs[name])
+        return SecAggClient(
+            run,
+            session,
+            name,
+            inputs[name],
+            active=True,
+            signing_key=identities[name].private,
+            identity_keys=identity_keys,
+        )
+
     async with open_broker(broker) as (transport, info):
-        session = "s0"
         gate = asyncio.Semaphore(64)
         agents = [
             SecAggAgent(
                 transport,
-                SecAggClient(run, session, name, inputs[name]),
+                client_for(name),
                 dropout=dropout_stage if name in dropping else None,
                 announce_dropout=not silent_dropouts,
                 connect_gate=gate,
@@ -75,6 +93,8 @@ async def bench_secagg(
             graph="full" if full else "harary",
             degree=None if full else neighbors,
             stage_timeout=stage_timeout,
+            active=active,
+            identity_keys=identity_keys or None,
         )
         wall = time.perf_counter() - started
         for task in agent_tasks:
@@ -96,6 +116,7 @@ async def bench_secagg(
         "devices": devices,
         "dim": dim,
         "graph": "full" if full else "harary",
+        "active": active,
         "neighbors": summary.get("degree", neighbors),
         "threshold": summary.get("threshold"),
         "dropout": dropout,

@@ -487,6 +487,9 @@ def bench_secagg_command(
         bool, typer.Option(help="Dropped devices leave silently (the deadline detects them).")
     ] = False,
     seed: Annotated[int, typer.Option(help="Inputs and who drops out.")] = 0,
+    active: Annotated[
+        bool, typer.Option(help="Active-adversary mode: signed keys, consistency round.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
@@ -514,6 +517,7 @@ def bench_secagg_command(
                 stage_timeout=stage_timeout,
                 silent_dropouts=silent_dropouts,
                 seed=seed,
+                active=active,
             )
         )
     print(json.dumps(result))

@@ -132,3 +132,12 @@ def test_secure_sum_capacity_is_checked_when_the_scenario_loads():
         parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nbits = 32\nscale = 1e9"))
     with pytest.raises(ScenarioError, match=r"secure_sum\.dim"):
         parse_scenario(SCENARIO.replace("dim = 8", "dim = 41"))
+
+
+async def test_active_mode_over_the_transport_gives_the_exact_sum():
+    result = await bench_secagg(
+        12, 20, neighbors=7, dropout=0.25, dropout_stage="after_shares", broker="memory",
+        seed=8, active=True,
+    )  # fmt: skip
+    assert result["active"] is True and result["exact"] is True and result["survivors"] == 9
+    assert "consistency" in result["seconds_per_stage"]
