@@ -22,8 +22,9 @@ from collector.reconstruct import Reconstruction
 from collector.store import ReportStore
 from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
+from protocol.events import Rejected
 from protocol.messages import Stage
-from protocol.stream import Rejected, ReportAccepted, StageClosed, StreamCollector, StreamConfig
+from protocol.stream import ReportAccepted, StageClosed, StreamCollector, StreamConfig
 
 PERSIST_BATCH = 512  # reports per transaction at most
 

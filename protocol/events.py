@@ -7,9 +7,12 @@ pump drains ``pop_outbound()`` and publishes it, and ``pop_events()`` and acts o
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
-from protocol.messages import Message
+from protocol import topics
+from protocol.errors import ProtocolError, RemoteProtocolError
+from protocol.messages import MAX_STEPS, Message, Reject
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +58,64 @@ class Machine:
 
     def handle_timer(self, now: float) -> None:
         """Fire every deadline that is due at ``now``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected(Event):
+    """A message was refused: never used, counted, and its reason published."""
+
+    device: str
+    topic: str
+    kind: str
+    field: str
+    reason: str
+
+
+class PeerFacingMachine(Machine):
+    """A server-side machine facing many peers (the collector's stages).
+
+    One peer's bad message must not stop the service: ``receive`` turns the subclass's
+    ``RemoteProtocolError`` into a rejection — counted per field, emitted as ``Rejected``,
+    published on ``ldp/{run}/svc/collector/reject`` — and the state stays as it was.
+    Subclasses implement ``_receive``.
+    """
+
+    def __init__(self, run: str) -> None:
+        super().__init__()
+        self._reject_run = run
+        self.rejected = 0
+        self.rejections_by_field: Counter[str] = Counter()
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        raise NotImplementedError
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one decoded upstream message; bad ones are rejected, never raised."""
+        try:
+            self._receive(topic, message, now)
+        except RemoteProtocolError as error:
+            self.reject(topic, message.type_name(), error)
+
+    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
+        """Count a refused message and publish the reason (also for undecodable payloads)."""
+        self.rejected += 1
+        field_name = error.field or ""
+        self.rejections_by_field[field_name] += 1
+        if isinstance(topic, topics.Topic):
+            device, topic_text = topic.sender, topic.text
+        else:
+            device, topic_text = "", topic
+        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
+        self._send(
+            topics.svc(self._reject_run, topics.COLLECTOR_ID, "reject"),
+            Reject(
+                run=self._reject_run,
+                sender=topics.COLLECTOR_ID,
+                seq=min(self.rejected, MAX_STEPS),
+                device=device[:64],
+                topic=topic_text[:300],
+                kind=kind[:64],
+                field=field_name[:100],
+                reason=error.reason[:500],
+            ),
+        )

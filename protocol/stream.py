@@ -26,7 +26,7 @@ analytics. A device treats a malformed instruction from the collector as termina
 from __future__ import annotations
 
 import math
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -36,14 +36,13 @@ from protocol import topics
 from protocol.errors import (
     LocalProtocolError,
     ParameterError,
-    ProtocolError,
     RemoteProtocolError,
 )
-from protocol.events import Event, Machine
+from protocol.events import Event, Machine, PeerFacingMachine
 from protocol.laplace import LaplaceMechanism
 from protocol.ledger import PrivacyLedger, WindowAccount
 from protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
-from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Reject, Stage, SwReport
+from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Stage, SwReport
 from protocol.sw import SquareWave, normalise
 
 STAGE = "stream"
@@ -149,17 +148,6 @@ class ReportAccepted(Event):
     seq: int
     t0: int
     values: list[float]
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected(Event):
-    """A message was refused (never aggregated)."""
-
-    device: str
-    topic: str
-    kind: str
-    field: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +382,7 @@ class _DeviceState:
     last_heard: float = 0.0
 
 
-class StreamCollector(Machine):
+class StreamCollector(PeerFacingMachine):
     """Collector side: validate, deduplicate, grant credit, acknowledge what is persisted."""
 
     def __init__(
@@ -407,7 +395,7 @@ class StreamCollector(Machine):
         deadline: float | None = None,
         idle_timeout: float = 30.0,
     ) -> None:
-        super().__init__()
+        super().__init__(config.run)
         if not 1 <= credit_window <= max_in_flight:
             raise ParameterError("need 1 <= credit_window <= max_in_flight", field="credit_window")
         self.config = config
@@ -427,8 +415,6 @@ class StreamCollector(Machine):
         self.accepted = 0
         self.duplicates = 0
         self.late = 0
-        self.rejected = 0
-        self.rejections_by_field: Counter[str] = Counter()
         self.complete_devices = 0
         self.close_reason = ""
 
@@ -440,37 +426,6 @@ class StreamCollector(Machine):
         self._send(
             topics.ctl(self.config.run, "stage"),
             Stage(run=self.config.run, sender=topics.COLLECTOR_ID, stage=STAGE, state="open"),
-        )
-
-    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
-        """Consume one decoded upstream message; bad ones are rejected, never raised."""
-        try:
-            self._receive(topic, message, now)
-        except RemoteProtocolError as error:
-            self.reject(topic, message.type_name(), error)
-
-    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
-        """Count a refused message and publish the reason (also for undecodable payloads)."""
-        self.rejected += 1
-        field_name = error.field or ""
-        self.rejections_by_field[field_name] += 1
-        if isinstance(topic, topics.Topic):
-            device, topic_text = topic.sender, topic.text
-        else:
-            device, topic_text = "", topic
-        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
-        self._send(
-            topics.svc(self.config.run, topics.COLLECTOR_ID, "reject"),
-            Reject(
-                run=self.config.run,
-                sender=topics.COLLECTOR_ID,
-                seq=self.rejected,
-                device=device[:64],
-                topic=topic_text[:300],
-                kind=kind[:64],
-                field=field_name[:100],
-                reason=error.reason[:500],
-            ),
         )
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:

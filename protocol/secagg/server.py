@@ -74,8 +74,8 @@ import numpy as np
 
 from protocol import topics
 from protocol.errors import LocalProtocolError, ParameterError, ProtocolError, RemoteProtocolError
-from protocol.events import Event, Machine
-from protocol.messages import Message, Reject
+from protocol.events import Event, PeerFacingMachine
+from protocol.messages import Message
 from protocol.secagg import active as signing
 from protocol.secagg import crypto, shamir
 from protocol.secagg import graph as graphs
@@ -137,17 +137,6 @@ class StageOpened(Event):
 
 
 @dataclass(frozen=True, slots=True)
-class Rejected(Event):
-    """A message was refused (never used); same fields as ``protocol.stream.Rejected``."""
-
-    device: str
-    topic: str
-    kind: str
-    field: str
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
 class DeviceAborted(Event):
     """``device`` sent ``SaAbort`` in ``stage``: it refused to go on (counted as dropped)."""
 
@@ -189,7 +178,7 @@ class _Stage:
     replies: dict[int, Message] = field(default_factory=dict)
 
 
-class SecAggServer(Machine):
+class SecAggServer(PeerFacingMachine):
     """Collector side of one secure-aggregation session (see the module docstring)."""
 
     def __init__(
@@ -212,8 +201,8 @@ class SecAggServer(Machine):
         active: bool = False,
         identity_keys: Mapping[str, bytes] | None = None,
     ) -> None:
-        super().__init__()
         self.run = topics.check_ident(run, "run")
+        super().__init__(self.run)
         self.session = topics.check_ident(session, "session")
         names = sorted(topics.check_ident(d, "devices") for d in devices)
         if len(set(names)) != len(names):
@@ -262,8 +251,6 @@ class SecAggServer(Machine):
         self.abort_reason = ""
         self.duplicates = 0
         self.late = 0
-        self.rejected = 0
-        self.rejections_by_field: Counter[str] = Counter()
         self.messages_in: Counter[str] = Counter()
         self.messages_out: Counter[str] = Counter()
 
@@ -375,37 +362,6 @@ class SecAggServer(Machine):
             self._abort(self.state, reason)
 
     # ---- input --------------------------------------------------------------------------
-
-    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
-        """Consume one decoded upstream message; bad ones are rejected, never raised."""
-        try:
-            self._receive(topic, message, now)
-        except RemoteProtocolError as error:
-            self.reject(topic, message.type_name(), error)
-
-    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
-        """Count a refused message and publish the reason (also for undecodable payloads)."""
-        self.rejected += 1
-        field_name = error.field or ""
-        self.rejections_by_field[field_name] += 1
-        if isinstance(topic, topics.Topic):
-            device, topic_text = topic.sender, topic.text
-        else:
-            device, topic_text = "", topic
-        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
-        self._send(
-            topics.svc(self.run, topics.COLLECTOR_ID, "reject"),
-            Reject(
-                run=self.run,
-                sender=topics.COLLECTOR_ID,
-                seq=min(self.rejected, 10_000_000),
-                device=device[:64],
-                topic=topic_text[:300],
-                kind=kind[:64],
-                field=field_name[:100],
-                reason=error.reason[:500],
-            ),
-        )
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         label = self._check_envelope(topic, message)

@@ -20,6 +20,7 @@ import pytest
 
 from protocol import topics
 from protocol.errors import ParameterError, RemoteProtocolError
+from protocol.events import Rejected
 from protocol.messages import Message
 from protocol.secagg import active as signing
 from protocol.secagg.client import (
@@ -51,7 +52,6 @@ from protocol.secagg.messages import (
 from protocol.secagg.server import (
     Aborted,
     DeviceAborted,
-    Rejected,
     SecAggServer,
     StageOpened,
     SumReady,

@@ -23,7 +23,7 @@ from scipy import stats
 
 from protocol import topics
 from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.events import Event, Outbound
+from protocol.events import Event, Outbound, Rejected
 from protocol.messages import Message, Reject
 from protocol.secagg.client import SecAggClient, SessionAborted, StageAnswered
 from protocol.secagg.crypto import generate_keypair
@@ -43,7 +43,6 @@ from protocol.secagg.messages import (
 from protocol.secagg.server import (
     Aborted,
     DeviceAborted,
-    Rejected,
     SecAggServer,
     StageOpened,
     SumReady,

@@ -17,13 +17,12 @@ import pytest
 
 from protocol import codec, topics
 from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, Machine, Outbound
+from protocol.events import Event, Machine, Outbound, Rejected
 from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Reject, Stage, SwReport
 from protocol.stream import (
     LEDGER_ACCOUNT,
     DeviceComplete,
     ReadingsRefused,
-    Rejected,
     ReportAccepted,
     StageClosed,
     StreamClosed,
