@@ -183,3 +183,15 @@ async def test_collector_and_two_fleet_shards_as_separate_processes(mosquitto_ur
     assert results["reports_received"] == 50 * 40
     ledgers = [json.loads((tmp_path / f"f{i}" / "ledger.json").read_text()) for i in range(2)]
     assert sorted(len(ledger["devices"]) for ledger in ledgers) == [25, 25]
+
+
+def test_bench_cadr_reference_and_its_errors():
+    out = invoke("bench", "cadr", "--method", "ll", "--theta", "16", "--non-private", "--runs", "1")
+    figures = json.loads(out.stdout)
+    assert figures["nodes"] == 4039 and figures["mode"] == "non-private"
+    # the seed's Table 2: LL at θ=16 on Facebook has MAE 31.02
+    assert abs(figures["degree_sequence_mae"] - 31.02) < 0.1 * 31.02
+    private = json.loads(invoke("bench", "cadr", "--runs", "1").stdout)
+    assert private["mode"] == "private" and private["theta_rounds"] > 0
+    bad = runner.invoke(app, ["bench", "cadr", "--transport", "mqtt"])
+    assert bad.exit_code == 2 and "not built yet" in bad.output
