@@ -76,7 +76,7 @@ def user_errors():
     except USER_ERRORS as error:
         if _state["verbose"]:
             console.print_exception()
-        console.print(f"[bold red]error:[/] {error}", highlight=False)
+        console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         console.print("interrupted")
