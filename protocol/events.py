@@ -89,6 +89,22 @@ class PeerFacingMachine(Machine):
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         raise NotImplementedError
 
+    def _check_upstream(self, topic: topics.Topic, message: Message) -> None:
+        """What every upstream message must satisfy first: an ``up`` topic of this run, and
+        the sender named in the payload is the topic's device (no impersonation)."""
+        run = self._reject_run
+        if topic.family != "up":
+            raise RemoteProtocolError(
+                f"{topic.family} topics are not for the collector", field="topic"
+            )
+        if topic.run != run or message.run != run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {run!r}", field="run")
+        if message.sender != topic.sender:
+            raise RemoteProtocolError(
+                f"sender {message.sender!r} does not match topic device {topic.sender!r}",
+                field="sender",
+            )
+
     def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         """Consume one decoded upstream message; bad ones are rejected, never raised."""
         try:

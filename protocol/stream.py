@@ -430,17 +430,7 @@ class StreamCollector(PeerFacingMachine):
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         c = self.config
-        if topic.family != "up":
-            raise RemoteProtocolError(
-                f"{topic.family} topics are not for the collector", field="topic"
-            )
-        if message.run != c.run or topic.run != c.run:
-            raise RemoteProtocolError(f"run {message.run!r} is not {c.run!r}", field="run")
-        if message.sender != topic.sender:
-            raise RemoteProtocolError(
-                f"sender {message.sender!r} does not match topic device {topic.sender!r}",
-                field="sender",
-            )
+        self._check_upstream(topic, message)
         state = self.devices.get(message.sender)
         if state is None:
             raise RemoteProtocolError(

@@ -418,17 +418,7 @@ class SecAggServer(PeerFacingMachine):
         return stage
 
     def _check_envelope(self, topic: topics.Topic, message: Message) -> int:
-        if topic.family != "up":
-            raise RemoteProtocolError(
-                f"{topic.family} topics are not for the collector", field="topic"
-            )
-        if topic.run != self.run or message.run != self.run:
-            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
-        if message.sender != topic.sender:
-            raise RemoteProtocolError(
-                f"sender {message.sender!r} does not match topic device {topic.sender!r}",
-                field="sender",
-            )
+        self._check_upstream(topic, message)
         label = self.label_of.get(message.sender)
         if label is None:
             raise RemoteProtocolError(
