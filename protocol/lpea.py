@@ -1,0 +1,422 @@
+"""LPEA (local private edge addition) between neighbouring devices — theory of operation.
+
+This is the distributed, private counterpart of :func:`collector.projection.lpea`
+(CADR-LDP spec §3, seed Alg. 5): every device is one :class:`LpeaNode`, a sans-I/O machine
+that negotiates kept edges with its graph neighbours so that no device ever keeps more than
+``theta`` edges. The collector starts each round with a broadcast; here that is the method
+``start_round(r, now)``. Peers talk through their inboxes, ``topics.inbox(run, dst, src)``.
+
+Message flow of round ``r`` (all four messages carry ``round=r``)
+
+1. *Request.* A node ``i`` with capacity (``kept_i < theta``) sends ``LpeaRequest`` to every
+   neighbour of ``U1`` (the neighbours it has no kept edge with).
+2. *Answer.* Every ``j`` answers every request with ``LpeaAnswer(yes=RR(kept_j + reserved_j <
+   theta))``: Warner randomized response at ``eps`` (``eps' = alpha * eps / 2`` of the spec)
+   with the injected generator. Only these bits are privatised (the NDOE codes were
+   privatised before; the establish step is the hard cap, as in the reference).
+3. *Propose.* When every ``U1`` neighbour has answered (or ``finish_requests()`` gives up on
+   the missing ones: they then count as not asked), ``i`` debiases the yes-count,
+   ``c' = WarnerRR.debias_count(yes, answered)``, and sets ``s = min(max(round(c'), 0),
+   theta - kept_i - reserved_i)``. The *pool* is the neighbours that answered yes (a
+   post-processing of the RR output, so no privacy cost), ordered by NDOE code — lowest
+   first for ``order="low"`` (LPEA-LOW), highest first for ``"high"`` — ties broken by the
+   injected generator (shuffle, then stable sort). ``i`` proposes ``LpeaEstablish`` to the
+   first ``s`` of the pool, RESERVING one unit of capacity per outstanding proposal, and
+   *walks* the pool as in the reference: each refusal frees the reservation and the next
+   pool member is asked, until ``s`` proposals ended in an edge, the pool is exhausted, or
+   ``i`` has no capacity left (``kept_i + reserved_i = theta``). The walk skips a neighbour
+   whose own establish ``i`` already answered or deferred this round: proposing to it could
+   cross with a refusal already in flight (the edge is left to the next round).
+4. *Establish.* ``j`` receiving ``LpeaEstablish`` from ``i``:
+
+   - ``j`` has an outstanding proposal to ``i`` (*crossed proposals*, below): accept by
+     converting that reservation into the kept edge;
+   - the edge ``(i, j)`` is already kept (the other half of a crossing): accept, no change;
+   - ``kept_j + reserved_j < theta``: keep the edge, accept;
+   - ``kept_j >= theta``: refuse (``LpeaConfirm(accepted=False)``);
+   - otherwise ``j`` is blocked only by its own reservations, whose outcome is not known
+     yet. If ``i < j`` (device ids compared as strings) ``j`` *defers* the answer until its
+     reservations resolve; if ``i > j`` it refuses at once. Waiting only ever goes from a
+     smaller to a larger id, so no cycle of waits (deadlock) can form, and a refusal is
+     never sent by a node that would have had room after all because of a node it waited
+     for. This is what makes the non-private limit maximal (below).
+
+5. *Confirm.* On ``LpeaConfirm`` ``i`` releases the reservation and, if accepted, keeps the
+   edge — unless it is already kept through the crossed case.
+
+Crossed proposals. ``i`` and ``j`` may propose to each other in the same round; both
+establishes are then in flight and denote the same edge. A node that receives an establish
+from a neighbour it has an outstanding proposal to moves that neighbour from ``_proposed``
+(reservations) to ``_crossed`` and into ``kept``: the capacity unit reserved for the edge
+becomes the kept edge (``kept + reserved`` does not change) and it replies
+``accepted=True``. Its own proposal is still in flight, so the peer's confirm for it is
+still expected. Two interleavings exist, and both leave the edge kept exactly once by each
+endpoint:
+
+- both establishes arrive before either confirm: both nodes convert (both have the peer in
+  ``_crossed``); each then gets the other's ``accepted=True`` confirm, finds the peer in
+  ``_crossed``, and only clears the marker (the edge is not added again);
+- ``i`` converts first and its confirm reaches ``j`` before ``i``'s establish does: ``j``
+  treats it as a normal accepted proposal (releases its reservation, keeps ``i``); when
+  ``i``'s establish then arrives, ``j`` already keeps ``i`` and accepts without any change;
+  ``i`` gets that confirm with ``j`` in ``_crossed`` and clears the marker.
+
+A crossed proposal can only be answered ``accepted=True`` by an honest peer; a refusal of it
+is refused as a protocol violation (``field="accepted"``).
+
+Invariants. After every input the machine checks ``kept + reserved <= theta``,
+``kept <= theta`` and ``kept`` ⊆ neighbours, and raises ``LocalProtocolError`` if any were
+broken (they cannot be, by construction). Kept edges are symmetric at quiescence (every
+node ``round_done`` and no message in flight). The collector must start round ``r + 1``
+only after every node reported ``RoundFinished(r)`` *and* the traffic has drained (a node
+that finished its own part still answers requests and establishes of the same round);
+``start_round`` refuses while this node is not ``round_done``. The pump must deliver the
+round broadcast to a node before peer messages of that round (buffer early ones): a message
+of another round is refused.
+
+Non-private limit. With truthful answers (``eps = 50``) a round that adds no edge leaves a
+maximal projection: let ``m`` be the smallest id that proposed; its refusals all come from
+full nodes (a busy refusal would come from a smaller proposer, a deferral would end in an
+edge), its pool holds only nodes that said "not full", so it would have made an edge.
+Hence nobody proposed, no reservation existed, every "no" meant "full", and no edge can be
+added between two nodes below ``theta``. ``RoundFinished.added`` (per node: own proposals
+that ended in a kept edge, crossed ones included) sums to zero over the fleet iff the round
+added no edge, which is the collector's stopping rule.
+
+Validation. ``receive`` refuses, with ``RemoteProtocolError`` and without any state change:
+a topic that is not this node's inbox (``topic``/``run``), a sender that is not the
+topic's source or not a neighbour (``sender``), another round (``round``), an answer
+without a pending request, a confirm without an outstanding proposal, a second request or
+establish from the same neighbour in a round, a non-LPEA message (``type``). The pump
+reports it and carries on; the node remains usable (``rejected`` counts them).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+from msgspec import Meta
+
+from protocol import topics
+from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from protocol.events import Event, Machine
+from protocol.messages import MAX_STEPS, Message
+from protocol.rr import WarnerRR
+
+__all__ = [
+    "LPEA_MESSAGES",
+    "LpeaAnswer",
+    "LpeaConfirm",
+    "LpeaEstablish",
+    "LpeaNode",
+    "LpeaRequest",
+    "RoundFinished",
+]
+
+Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+
+
+# Messages -------------------------------------------------------------------------------
+
+
+class LpeaRequest(Message, tag="lpea_request", kw_only=True):
+    """Device -> neighbour inbox: may we keep our edge? (round ``round``)."""
+
+    round: Round
+
+
+class LpeaAnswer(Message, tag="lpea_answer", kw_only=True):
+    """Neighbour -> requester: Warner-RR answer to "kept + reserved < theta"."""
+
+    round: Round
+    yes: bool
+
+
+class LpeaEstablish(Message, tag="lpea_establish", kw_only=True):
+    """Requester -> chosen neighbour: keep our edge (the sender reserved capacity for it)."""
+
+    round: Round
+
+
+class LpeaConfirm(Message, tag="lpea_confirm", kw_only=True):
+    """Neighbour -> proposer: the edge is kept (``accepted``) or refused."""
+
+    round: Round
+    accepted: bool
+
+
+LPEA_MESSAGES = (LpeaRequest, LpeaAnswer, LpeaEstablish, LpeaConfirm)
+
+
+# Events ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFinished(Event):
+    """This node's own part of round ``round`` ended (no request or proposal outstanding);
+    ``added`` = its proposals of the round that ended in a kept edge."""
+
+    round: int
+    added: int
+
+
+# Machine --------------------------------------------------------------------------------
+
+
+class LpeaNode(Machine):
+    """One device's side of the private LPEA negotiation (module docstring)."""
+
+    def __init__(
+        self,
+        run: str,
+        device: str,
+        codes: Mapping[str, int],
+        theta: int,
+        eps: float,
+        rng: np.random.Generator,
+        order: Literal["low", "high"] = "low",
+    ) -> None:
+        super().__init__()
+        self.run = topics.check_ident(run, "run")
+        self.device = topics.check_ident(device, "device")
+        if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
+            raise ParameterError(f"must be a non-negative integer, got {theta!r}", field="theta")
+        if order not in ("low", "high"):
+            raise ParameterError(f"must be 'low' or 'high', got {order!r}", field="order")
+        self.codes: dict[str, float] = {}
+        for neighbour, code in codes.items():
+            topics.check_ident(neighbour, "codes")
+            if neighbour == device:
+                raise ParameterError("a device is not its own neighbour", field="codes")
+            if isinstance(code, bool) or not isinstance(code, int | float | np.integer):
+                raise ParameterError(f"code of {neighbour} must be a number", field="codes")
+            self.codes[neighbour] = float(code)
+        self.theta = int(theta)
+        self.order = order
+        self.rr = WarnerRR(eps)
+        self._rng = rng
+        self.kept: set[str] = set()
+        self.round: int | None = None
+        self.rejected = 0
+        self._seq = 0
+        self._reset_round()
+
+    def _reset_round(self) -> None:
+        self._awaiting: set[str] = set()  # requests sent, answer pending
+        self._answers: dict[str, bool] = {}
+        self._answered: set[str] = set()  # requests from neighbours answered this round
+        self._establish_from: set[str] = set()  # establishes received this round
+        self._proposed: set[str] = set()  # outstanding proposals holding a reservation
+        self._crossed: set[str] = set()  # own proposals converted to kept, confirm pending
+        self._deferred: deque[str] = deque()  # establishes waiting for our reservations
+        self._pool: deque[str] = deque()  # ordered candidates not yet proposed to
+        self._target = 0  # s
+        self._made = 0  # own proposals ended in a kept edge
+        self._phase = "idle"  # idle -> requesting -> proposing -> done
+
+    # ---- views ----------------------------------------------------------------------------
+
+    @property
+    def reserved(self) -> int:
+        """Capacity units held by outstanding proposals."""
+        return len(self._proposed)
+
+    @property
+    def round_done(self) -> bool:
+        """No request, proposal or deferred establish of this node is outstanding."""
+        return self._phase in ("idle", "done")
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _out(self, dst: str, message_type: type[Message], **fields: object) -> None:
+        self._seq += 1
+        message = message_type(
+            run=self.run, sender=self.device, seq=min(self._seq, MAX_STEPS), **fields
+        )
+        self._send(topics.inbox(self.run, dst, self.device), message)
+
+    def _check_invariant(self) -> None:
+        kept, reserved = len(self.kept), self.reserved
+        if kept > self.theta or kept + reserved > self.theta:
+            raise LocalProtocolError(
+                f"{self.device}: kept {kept} + reserved {reserved} exceeds theta={self.theta}"
+            )
+        if not self.kept <= self.codes.keys():
+            raise LocalProtocolError(f"{self.device}: kept a non-neighbour")
+        if self._proposed & self.kept or self._crossed - self.kept:
+            raise LocalProtocolError(f"{self.device}: proposal bookkeeping is inconsistent")
+
+    # ---- local input ----------------------------------------------------------------------
+
+    def start_round(self, r: int, now: float) -> None:
+        """Round ``r`` begins (the collector's broadcast): send the edge-add requests."""
+        del now
+        if not self.round_done:
+            raise LocalProtocolError(f"{self.device}: round {self.round} is not finished")
+        if isinstance(r, bool) or not isinstance(r, int) or not 0 <= r <= MAX_STEPS:
+            raise LocalProtocolError(f"round must be an integer in [0, {MAX_STEPS}], got {r!r}")
+        if self.round is not None and r <= self.round:
+            raise LocalProtocolError(f"round {r} does not follow round {self.round}")
+        self.round = r
+        self._reset_round()
+        self._phase = "requesting"
+        if len(self.kept) < self.theta:
+            self._awaiting = {j for j in self.codes if j not in self.kept}
+            for j in sorted(self._awaiting):
+                self._out(j, LpeaRequest, round=r)
+        if not self._awaiting:
+            self._propose()
+        self._check_invariant()
+
+    def finish_requests(self, now: float) -> None:
+        """Stop waiting for missing answers (they count as not asked) and propose."""
+        del now
+        if self._phase != "requesting":
+            raise LocalProtocolError(f"{self.device}: no requests are pending")
+        self._awaiting.clear()
+        self._propose()
+        self._check_invariant()
+
+    # ---- remote input ---------------------------------------------------------------------
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """Consume one inbox message; a bad one raises ``RemoteProtocolError`` and changes
+        nothing."""
+        del now
+        try:
+            self._validate(topic, message)
+        except RemoteProtocolError:
+            self.rejected += 1
+            raise
+        j = message.sender
+        if isinstance(message, LpeaRequest):
+            self._answered.add(j)
+            truth = len(self.kept) + self.reserved < self.theta
+            self._out(
+                j, LpeaAnswer, round=message.round, yes=bool(self.rr.respond(truth, self._rng))
+            )
+        elif isinstance(message, LpeaAnswer):
+            self._awaiting.discard(j)
+            self._answers[j] = message.yes
+            if not self._awaiting:
+                self._propose()
+        elif isinstance(message, LpeaEstablish):
+            self._establish_from.add(j)
+            self._on_establish(j)
+            self._advance()
+        elif isinstance(message, LpeaConfirm):
+            if j in self._crossed:
+                self._crossed.discard(j)  # the edge was kept at conversion time
+                self._made += 1
+            else:
+                self._proposed.discard(j)
+                if message.accepted:
+                    self.kept.add(j)
+                    self._made += 1
+            self._advance()
+        self._check_invariant()
+
+    def _validate(self, topic: topics.Topic, message: Message) -> None:
+        """Every check, before any state change."""
+        if topic.family != "in" or topic.recipient != self.device:
+            raise RemoteProtocolError(f"{topic.text!r} is not {self.device}'s inbox", field="topic")
+        if topic.run != self.run or message.run != self.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+        j = message.sender
+        if j != topic.sender:
+            raise RemoteProtocolError(
+                f"sender {j!r} does not match topic source {topic.sender!r}", field="sender"
+            )
+        if j not in self.codes:
+            raise RemoteProtocolError(f"{j!r} is not a neighbour of {self.device}", field="sender")
+        if not isinstance(message, LPEA_MESSAGES):
+            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
+        if message.round != self.round:
+            raise RemoteProtocolError(
+                f"round {message.round} is not the current round {self.round}", field="round"
+            )
+        kind = message.type_name()
+        if isinstance(message, LpeaRequest) and j in self._answered:
+            raise RemoteProtocolError(f"second {kind} from {j} this round", field="type")
+        if isinstance(message, LpeaAnswer) and j not in self._awaiting:
+            raise RemoteProtocolError(f"{kind} from {j} without a pending request", field="type")
+        if isinstance(message, LpeaEstablish) and j in self._establish_from:
+            raise RemoteProtocolError(f"second {kind} from {j} this round", field="type")
+        if isinstance(message, LpeaConfirm):
+            if j not in self._proposed and j not in self._crossed:
+                raise RemoteProtocolError(f"{kind} from {j} without a proposal", field="type")
+            if j in self._crossed and not message.accepted:
+                raise RemoteProtocolError(
+                    f"{j} refused a crossed proposal it accepted itself", field="accepted"
+                )
+
+    # ---- protocol steps -------------------------------------------------------------------
+
+    def _propose(self) -> None:
+        """All answers are in: compute ``s``, order the pool, start walking it."""
+        assert self.round is not None
+        self._phase = "proposing"
+        asked = len(self._answers)
+        if asked:
+            yes = sum(self._answers.values())
+            estimate = float(self.rr.debias_count(yes, asked))
+            capacity = self.theta - len(self.kept) - self.reserved
+            self._target = min(max(int(np.rint(estimate)), 0), capacity)
+        if self._target > 0:
+            pool = np.array(sorted(j for j, said in self._answers.items() if said), dtype=object)
+            pool = pool[self._rng.permutation(pool.size)]
+            sign = 1.0 if self.order == "low" else -1.0
+            keys = np.array([sign * self.codes[j] for j in pool], dtype=float)
+            self._pool = deque(pool[np.argsort(keys, kind="stable")].tolist())
+        self._advance()
+
+    def _on_establish(self, j: str) -> None:
+        if j in self._proposed:  # crossed: our reservation for j becomes the kept edge
+            self._proposed.discard(j)
+            self._crossed.add(j)
+            self.kept.add(j)
+            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+        elif j in self.kept:  # the other half of a crossing (our confirm overtook it)
+            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+        else:
+            self._decide(j, may_defer=True)
+
+    def _decide(self, j: str, *, may_defer: bool) -> bool:
+        """Answer ``j``'s establish if possible; False if it stays deferred."""
+        if len(self.kept) + self.reserved < self.theta:
+            self.kept.add(j)
+            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+        elif len(self.kept) >= self.theta or j > self.device:
+            self._out(j, LpeaConfirm, round=self.round, accepted=False)
+        else:  # blocked by our own reservations and j < us: wait for them to resolve
+            if may_defer:
+                self._deferred.append(j)
+            return False
+        return True
+
+    def _advance(self) -> None:
+        """Answer deferred establishes that can now be decided, walk the pool, finish."""
+        for _ in range(len(self._deferred)):
+            j = self._deferred.popleft()
+            if not self._decide(j, may_defer=False):
+                self._deferred.append(j)
+        if self._phase != "proposing":
+            return
+        while (
+            self._pool
+            and self._made + len(self._proposed) + len(self._crossed) < self._target
+            and len(self.kept) + self.reserved < self.theta
+        ):
+            j = self._pool.popleft()
+            if j in self.kept or j in self._establish_from:
+                continue  # kept already, or we answered (or defer) its own establish
+            self._proposed.add(j)
+            self._out(j, LpeaEstablish, round=self.round)
+        if not (self._proposed or self._crossed or self._deferred):
+            self._phase = "done"
+            assert self.round is not None
+            self._emit(RoundFinished(self.round, self._made))
