@@ -1,0 +1,168 @@
+"""``run_lpea_rounds``: the collector's side of private LPEA (``protocol.lpea``).
+
+The devices negotiate kept edges among themselves (``devices.lpea_agent``); the collector
+only paces the rounds. For each round ``r`` it broadcasts ``LpeaRound(round=r)`` on
+``topics.ctl(run, "lpea_round")`` and waits until *every* device reported
+``LpeaDone(round=r)`` on ``topics.up(run, device, "lpea_done")``. Every device being done
+means no LPEA message of round ``r`` is in flight (each in-flight message has a sender or
+recipient that still waits for it, see ``protocol.lpea``), so round ``r + 1`` may start. The
+run stops when a round adds no edge (the sum of the devices' ``added``) or after
+``max_rounds``; a final ``LpeaRound(finished=True)`` tells the agents to leave.
+
+The two control messages are defined here and are NOT in the codec union
+(``protocol.codec.WireMessage``) yet: :func:`encode_control` / :func:`decode_control` handle
+exactly these two types with their own msgspec decoder and the codec's checks (size, schema
+version). TODO: move ``LpeaRound`` / ``LpeaDone`` next to the LPEA messages and into the
+codec union, then drop the private decoder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable
+from typing import Annotated, Union
+
+import msgspec
+from msgspec import Meta
+
+from broker.transport import Transport
+from protocol import topics
+from protocol.codec import MAX_PAYLOAD
+from protocol.errors import RemoteProtocolError
+from protocol.messages import MAX_STEPS, SCHEMA_VERSION, Message
+
+__all__ = [
+    "LpeaDone",
+    "LpeaRound",
+    "decode_control",
+    "encode_control",
+    "run_lpea_rounds",
+]
+
+Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+Count = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+
+
+class LpeaRound(Message, tag="lpea_round", kw_only=True):
+    """Collector -> all devices: round ``round`` starts, or (``finished``) LPEA is over."""
+
+    round: Round
+    finished: bool = False
+
+
+class LpeaDone(Message, tag="lpea_done", kw_only=True):
+    """Device -> collector: its own part of round ``round`` ended; ``added`` = its proposals
+    that ended in a kept edge, ``kept`` = its kept degree now."""
+
+    round: Round
+    added: Count
+    kept: Count
+
+
+CONTROL_MESSAGES = (LpeaRound, LpeaDone)
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Union[CONTROL_MESSAGES])  # noqa: UP007 (runtime union of a tuple)
+
+
+def encode_control(message: LpeaRound | LpeaDone) -> bytes:
+    """Serialise one LPEA control message (msgspec JSON, as ``protocol.codec.encode``)."""
+    return _encoder.encode(message)
+
+
+def decode_control(payload: bytes) -> LpeaRound | LpeaDone:
+    """Decode one LPEA control message; ``RemoteProtocolError`` on any problem."""
+    if len(payload) > MAX_PAYLOAD:
+        raise RemoteProtocolError(f"{len(payload)} bytes exceeds the limit", field="payload")
+    try:
+        message = _decoder.decode(payload)
+    except msgspec.ValidationError as error:
+        raise RemoteProtocolError(str(error), field="payload") from None
+    except msgspec.DecodeError as error:
+        raise RemoteProtocolError(f"not valid JSON: {error}", field="payload") from None
+    except RecursionError:
+        raise RemoteProtocolError("JSON nested too deeply", field="payload") from None
+    if message.v != SCHEMA_VERSION:
+        raise RemoteProtocolError(f"schema version {message.v} is not supported", field="v")
+    return message
+
+
+async def run_lpea_rounds(
+    transport: Transport,
+    run: str,
+    devices: list[str],
+    *,
+    max_rounds: int = 50,
+    ready: asyncio.Event | None = None,
+    devices_ready: Awaitable[object] | None = None,
+) -> dict:
+    """Pace LPEA rounds until one adds no edge (or ``max_rounds``). ``ready`` is set once
+    the collector listens; round 0 starts after ``devices_ready`` completes (every agent
+    subscribed: one that is not listening misses the round broadcast).
+
+    Returns ``{"rounds", "added_per_round", "seconds", "refused"}``.
+    """
+    topics.check_ident(run, "run")
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    members = set(devices)
+    started = time.perf_counter()
+    added_per_round: list[int] = []
+    refused = 0
+    seq = 0
+    control = topics.ctl(run, "lpea_round")
+    async with transport.connect(f"{run}-collector-lpea") as conn:
+        await conn.subscribe(*(topics.up(run, d, "lpea_done") for d in sorted(members)))
+        if ready is not None:
+            ready.set()
+        if devices_ready is not None:
+            await devices_ready
+        async with contextlib.aclosing(conn.messages()) as deliveries:
+            stream = aiter(deliveries)
+            for r in range(max_rounds):
+                seq += 1
+                start = LpeaRound(run=run, sender=topics.COLLECTOR_ID, seq=seq, round=r)
+                await conn.publish(control, encode_control(start))
+                waiting = set(members)
+                added = 0
+                while waiting:
+                    try:
+                        delivery = await anext(stream)
+                    except StopAsyncIteration:
+                        raise ConnectionError(f"{run}: collector connection closed") from None
+                    try:
+                        topic = topics.parse(delivery.topic)
+                        message = decode_control(delivery.payload)
+                        if not isinstance(message, LpeaDone):
+                            raise RemoteProtocolError("expected lpea_done", field="type")
+                        if message.run != run or topic.run != run:
+                            raise RemoteProtocolError("wrong run", field="run")
+                        if message.sender != topic.sender:
+                            raise RemoteProtocolError("sender is not the topic's", field="sender")
+                    except RemoteProtocolError:
+                        refused += 1
+                        continue
+                    if message.round != r or message.sender not in waiting:
+                        refused += 1  # a stale or duplicate report
+                        continue
+                    waiting.discard(message.sender)
+                    added += message.added
+                added_per_round.append(added)
+                if added == 0:
+                    break
+        seq += 1
+        final = LpeaRound(
+            run=run,
+            sender=topics.COLLECTOR_ID,
+            seq=seq,
+            round=len(added_per_round),
+            finished=True,
+        )
+        await conn.publish(control, encode_control(final))
+    return {
+        "rounds": len(added_per_round),
+        "added_per_round": added_per_round,
+        "seconds": time.perf_counter() - started,
+        "refused": refused,
+    }
