@@ -9,11 +9,8 @@ recipient that still waits for it, see ``protocol.lpea``), so round ``r + 1`` ma
 run stops when a round adds no edge (the sum of the devices' ``added``) or after
 ``max_rounds``; a final ``LpeaRound(finished=True)`` tells the agents to leave.
 
-The two control messages are defined here and are NOT in the codec union
-(``protocol.codec.WireMessage``) yet: :func:`encode_control` / :func:`decode_control` handle
-exactly these two types with their own msgspec decoder and the codec's checks (size, schema
-version). TODO: move ``LpeaRound`` / ``LpeaDone`` next to the LPEA messages and into the
-codec union, then drop the private decoder.
+The two control messages live with the LPEA messages (``protocol.lpea``) and travel
+through the one codec.
 """
 
 from __future__ import annotations
@@ -22,70 +19,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable
-from typing import Annotated, Union
-
-import msgspec
-from msgspec import Meta
 
 from broker.transport import Transport
-from protocol import topics
-from protocol.codec import MAX_PAYLOAD
+from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
-from protocol.messages import MAX_STEPS, SCHEMA_VERSION, Message
+from protocol.lpea import LpeaDone, LpeaRound
 
-__all__ = [
-    "LpeaDone",
-    "LpeaRound",
-    "decode_control",
-    "encode_control",
-    "run_lpea_rounds",
-]
-
-Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
-Count = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
-
-
-class LpeaRound(Message, tag="lpea_round", kw_only=True):
-    """Collector -> all devices: round ``round`` starts, or (``finished``) LPEA is over."""
-
-    round: Round
-    finished: bool = False
-
-
-class LpeaDone(Message, tag="lpea_done", kw_only=True):
-    """Device -> collector: its own part of round ``round`` ended; ``added`` = its proposals
-    that ended in a kept edge, ``kept`` = its kept degree now."""
-
-    round: Round
-    added: Count
-    kept: Count
-
-
-CONTROL_MESSAGES = (LpeaRound, LpeaDone)
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Union[CONTROL_MESSAGES])  # noqa: UP007 (runtime union of a tuple)
-
-
-def encode_control(message: LpeaRound | LpeaDone) -> bytes:
-    """Serialise one LPEA control message (msgspec JSON, as ``protocol.codec.encode``)."""
-    return _encoder.encode(message)
-
-
-def decode_control(payload: bytes) -> LpeaRound | LpeaDone:
-    """Decode one LPEA control message; ``RemoteProtocolError`` on any problem."""
-    if len(payload) > MAX_PAYLOAD:
-        raise RemoteProtocolError(f"{len(payload)} bytes exceeds the limit", field="payload")
-    try:
-        message = _decoder.decode(payload)
-    except msgspec.ValidationError as error:
-        raise RemoteProtocolError(str(error), field="payload") from None
-    except msgspec.DecodeError as error:
-        raise RemoteProtocolError(f"not valid JSON: {error}", field="payload") from None
-    except RecursionError:
-        raise RemoteProtocolError("JSON nested too deeply", field="payload") from None
-    if message.v != SCHEMA_VERSION:
-        raise RemoteProtocolError(f"schema version {message.v} is not supported", field="v")
-    return message
+__all__ = ["run_lpea_rounds"]
 
 
 async def run_lpea_rounds(
@@ -123,7 +63,7 @@ async def run_lpea_rounds(
             for r in range(max_rounds):
                 seq += 1
                 start = LpeaRound(run=run, sender=topics.COLLECTOR_ID, seq=seq, round=r)
-                await conn.publish(control, encode_control(start))
+                await conn.publish(control, codec.encode(start))
                 waiting = set(members)
                 added = 0
                 while waiting:
@@ -133,7 +73,7 @@ async def run_lpea_rounds(
                         raise ConnectionError(f"{run}: collector connection closed") from None
                     try:
                         topic = topics.parse(delivery.topic)
-                        message = decode_control(delivery.payload)
+                        message = codec.decode(delivery.payload)
                         if not isinstance(message, LpeaDone):
                             raise RemoteProtocolError("expected lpea_done", field="type")
                         if message.run != run or topic.run != run:
@@ -159,7 +99,7 @@ async def run_lpea_rounds(
             round=len(added_per_round),
             finished=True,
         )
-        await conn.publish(control, encode_control(final))
+        await conn.publish(control, codec.encode(final))
     return {
         "rounds": len(added_per_round),
         "added_per_round": added_per_round,

@@ -23,10 +23,9 @@ import logging
 
 from broker.pump import publish_outbound
 from broker.transport import Connection, Transport
-from collector.lpea_rounds import LpeaDone, LpeaRound, decode_control, encode_control
 from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
-from protocol.lpea import LPEA_MESSAGES, LpeaNode, RoundFinished
+from protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES, LpeaDone, LpeaNode, LpeaRound, RoundFinished
 from protocol.messages import Message
 
 log = logging.getLogger(__name__)
@@ -114,7 +113,7 @@ class LpeaAgent:
         done, self._done = self._done, []
         for report in done:
             await conn.publish(
-                topics.up(self.run_id, self.node.device, "lpea_done"), encode_control(report)
+                topics.up(self.run_id, self.node.device, "lpea_done"), codec.encode(report)
             )
             self.messages_up += 1
 
@@ -136,7 +135,7 @@ class LpeaAgent:
                     try:
                         topic = topics.parse(delivery.topic)
                         if topic.family == "ctl":
-                            message = decode_control(delivery.payload)
+                            message = codec.decode(delivery.payload)
                             if not isinstance(message, LpeaRound) or topic.text != control:
                                 raise RemoteProtocolError("expected lpea_round", field="type")
                             if message.run != run or message.sender != topics.COLLECTOR_ID:
@@ -145,6 +144,10 @@ class LpeaAgent:
                                 )
                         else:
                             message = codec.decode(delivery.payload)
+                            if isinstance(message, LPEA_CONTROL):  # only the collector paces
+                                raise RemoteProtocolError(
+                                    "round control on a peer inbox", field="type"
+                                )
                     except RemoteProtocolError as error:
                         self._refuse(delivery.topic[:300], error)
                         continue

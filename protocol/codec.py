@@ -13,7 +13,7 @@ from typing import Union
 import msgspec
 
 from protocol.errors import RemoteProtocolError
-from protocol.lpea import LPEA_MESSAGES
+from protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
 from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
 from protocol.secagg.messages import SA_MESSAGES
 
@@ -23,7 +23,8 @@ from protocol.secagg.messages import SA_MESSAGES
 MAX_PAYLOAD = 2 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-WireMessage = AnyMessage | Union[SA_MESSAGES] | Union[LPEA_MESSAGES]  # noqa: UP007 (tuples)
+_PROTOCOL_MESSAGES = (*SA_MESSAGES, *LPEA_MESSAGES, *LPEA_CONTROL)
+WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
 _decoder = msgspec.json.Decoder(WireMessage)
 _AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
 _NAMED_FIELD = re.compile(r"field `([^`]*)`")

@@ -108,6 +108,7 @@ from protocol.messages import MAX_STEPS, Message
 from protocol.rr import WarnerRR
 
 __all__ = [
+    "LPEA_CONTROL",
     "LPEA_MESSAGES",
     "LpeaAnswer",
     "LpeaConfirm",
@@ -150,6 +151,25 @@ class LpeaConfirm(Message, tag="lpea_confirm", kw_only=True):
 
 
 LPEA_MESSAGES = (LpeaRequest, LpeaAnswer, LpeaEstablish, LpeaConfirm)
+
+
+class LpeaRound(Message, tag="lpea_round", kw_only=True):
+    """Collector -> all devices: round ``round`` starts, or (``finished``) LPEA is over."""
+
+    round: Round
+    finished: bool = False
+
+
+class LpeaDone(Message, tag="lpea_done", kw_only=True):
+    """Device -> collector: its own part of round ``round`` ended; ``added`` = its proposals
+    that ended in a kept edge, ``kept`` = its kept degree now."""
+
+    round: Round
+    added: Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+    kept: Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+
+
+LPEA_CONTROL = (LpeaRound, LpeaDone)  # round pacing between the collector and the devices
 
 
 # Events ---------------------------------------------------------------------------------

@@ -231,3 +231,24 @@ def verify(public: bytes, message: bytes, signature: bytes) -> None:
         key.verify(signature, message)
     except InvalidSignature as exc:
         raise RemoteProtocolError("does not verify", field="signature") from exc
+
+
+def uniform_below(bound: int, random_bytes: RandomBytes = os.urandom) -> int:
+    """A uniform integer in [0, bound) from ``random_bytes`` by rejection sampling: draw
+    ceil(bits / 8) bytes, mask to the bit length of ``bound - 1``, retry if too large.
+    Used for Shamir coefficients and the SecAgg+ random labelling."""
+    if bound == 1:
+        return 0
+    nbits = (bound - 1).bit_length()
+    nbytes = (nbits + 7) // 8
+    mask = (1 << nbits) - 1
+    while True:
+        raw = random_bytes(nbytes)
+        if not isinstance(raw, bytes) or len(raw) != nbytes:
+            raise ParameterError(
+                f"must return exactly {nbytes} bytes when asked for {nbytes}",
+                field="random_bytes",
+            )
+        value = int.from_bytes(raw, "big") & mask
+        if value < bound:
+            return value

@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from protocol.errors import ParameterError
+from protocol.secagg.crypto import uniform_below
 
 RandomBytes = Callable[[int], bytes]
 
@@ -61,25 +62,6 @@ def _check_int(value: object, field: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=field)
     return value
-
-
-def _below(bound: int, random_bytes: RandomBytes) -> int:
-    """A uniform integer in [0, bound) by rejection sampling."""
-    if bound == 1:
-        return 0
-    nbits = (bound - 1).bit_length()
-    nbytes = (nbits + 7) // 8
-    mask = (1 << nbits) - 1
-    while True:
-        raw = random_bytes(nbytes)
-        if not isinstance(raw, bytes) or len(raw) != nbytes:
-            raise ParameterError(
-                f"must return exactly {nbytes} bytes when asked for {nbytes}",
-                field="random_bytes",
-            )
-        value = int.from_bytes(raw, "big") & mask
-        if value < bound:
-            return value
 
 
 def full_graph(ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
@@ -117,7 +99,7 @@ def harary_graph(
         )
     perm = nodes[:]
     for i in range(n - 1, 0, -1):  # Fisher-Yates
-        j = _below(i + 1, random_bytes)
+        j = uniform_below(i + 1, random_bytes)
         perm[i], perm[j] = perm[j], perm[i]
     adjacent: list[set[int]] = [set() for _ in range(n)]
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 from protocol.errors import ParameterError, RemoteProtocolError
+from protocol.secagg.crypto import uniform_below
 
 RandomBytes = Callable[[int], bytes]
 
@@ -55,20 +56,6 @@ def _check_threshold(threshold: object) -> int:
     return threshold
 
 
-def _field_element(random_bytes: RandomBytes) -> int:
-    """A uniform element of [0, p) by rejection sampling (p is all ones: the mask is p)."""
-    while True:
-        raw = random_bytes(SHARE_BYTES)
-        if not isinstance(raw, bytes) or len(raw) != SHARE_BYTES:
-            raise ParameterError(
-                f"must return exactly {SHARE_BYTES} bytes when asked for {SHARE_BYTES}",
-                field="random_bytes",
-            )
-        value = int.from_bytes(raw, "big") & PRIME
-        if value < PRIME:
-            return value
-
-
 def split(
     secret: bytes, xs: Sequence[int], threshold: int, random_bytes: RandomBytes = os.urandom
 ) -> dict[int, int]:
@@ -85,7 +72,8 @@ def split(
             field="threshold",
         )
     # Coefficients from the highest degree down to the constant term, for Horner's rule.
-    coefficients = [_field_element(random_bytes) for _ in range(threshold - 1)]
+    # uniform in [0, p): p = 2^521 - 1 is all ones, so 66 bytes masked to 521 bits
+    coefficients = [uniform_below(PRIME, random_bytes) for _ in range(threshold - 1)]
     coefficients.append(int.from_bytes(secret, "big"))
     shares: dict[int, int] = {}
     for x in points:

@@ -16,19 +16,13 @@ import numpy as np
 import pytest
 
 from broker.transport import MemoryTransport
-from collector.lpea_rounds import (
-    LpeaDone,
-    LpeaRound,
-    decode_control,
-    encode_control,
-    run_lpea_rounds,
-)
+from collector.lpea_rounds import run_lpea_rounds
 from collector.projection import kept_edge_ratio, lpea
 from devices.graphs import Graph, generate
 from devices.lpea_agent import LpeaAgent
-from protocol import topics
+from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
-from protocol.lpea import LpeaNode
+from protocol.lpea import LpeaDone, LpeaNode, LpeaRound
 
 RUN = "lpea-e2e"
 THETA = 4
@@ -106,11 +100,11 @@ def kept_degrees(kept: list[set[int]]) -> np.ndarray:
 def test_control_messages_round_trip_and_refuse_garbage():
     start = LpeaRound(run=RUN, sender="collector", round=3)
     done = LpeaDone(run=RUN, sender="d01", round=3, added=2, kept=4)
-    assert decode_control(encode_control(start)) == start
-    assert decode_control(encode_control(done)) == done
+    assert codec.decode(codec.encode(start)) == start
+    assert codec.decode(codec.encode(done)) == done
     for bad in (b"{", b'{"type":"lpea_done","run":"x","sender":"d","round":-1,"added":0,"kept":0}'):
         with pytest.raises(RemoteProtocolError):
-            decode_control(bad)
+            codec.decode(bad)
 
 
 # Tolerance for the truthful comparison. The distributed run and the centralised reference
@@ -177,7 +171,7 @@ async def test_garbage_and_foreign_messages_are_refused_and_the_run_still_comple
     early = LpeaDone(run=RUN, sender="collector", round=0, added=0, kept=0)
     inject = (
         (topics.inbox(RUN, name(target), name(neighbour)), b"{not json"),
-        (topics.inbox(RUN, name(target), name(neighbour)), encode_control(early)),  # not LPEA
+        (topics.inbox(RUN, name(target), name(neighbour)), codec.encode(early)),  # not LPEA
         (topics.inbox(RUN, name(target), name(stranger)), b"{}"),  # not subscribed: never seen
         (topics.ctl(RUN, "lpea_round"), b'{"type":"lpea_round"}'),  # missing fields
     )
