@@ -76,6 +76,20 @@ def open_trace(path: str | Path) -> sqlite3.Connection:
     return db
 
 
+def control_filters(run: str) -> tuple[str, ...]:
+    """A CADR-LDP run's control plane: broadcasts (plan, queries, θ, relay steps),
+    releases, service messages (relay phase reports, rejections) and the devices' DSR
+    releases; not the peer batches, relay deliveries and secure-aggregation traffic
+    (hundreds of thousands of messages on ego-Facebook)."""
+    prefix = f"{topics.PREFIX}/{run}"
+    return (
+        f"{prefix}/ctl/#",
+        f"{prefix}/rel/#",
+        f"{prefix}/svc/#",
+        f"{prefix}/dev/+/up/dsr",
+    )
+
+
 class TraceRecorder:
     """Subscribe to a run and store every delivery."""
 
@@ -86,8 +100,12 @@ class TraceRecorder:
         path: str | Path,
         *,
         batch_rows: int = 2000,
+        filters: tuple[str, ...] | None = None,
     ) -> None:
         self.transport = transport
+        # what to record: the whole run by default; a CADR-LDP run records its control
+        # plane only (``control_filters``), its peer traffic is ~400k batches
+        self.filters = filters or (topics.all_of_run(run),)
         self.run = run
         self.path = Path(path)
         self.batch_rows = batch_rows
@@ -125,7 +143,7 @@ class TraceRecorder:
             )
         try:
             async with self.transport.connect(f"{self.run}-recorder") as conn:
-                await conn.subscribe(topics.all_of_run(self.run))
+                await conn.subscribe(*self.filters)
                 self.subscribed.set()
                 async with contextlib.aclosing(conn.messages()) as deliveries:
                     async for delivery in deliveries:

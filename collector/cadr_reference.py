@@ -6,30 +6,54 @@ of the θ searches by exact sums (what the collector learns from secure aggregat
 device fleet over MQTT (next step of issue 5) must reproduce these numbers for the same
 seeds; until then this is what ``ldpfleet bench cadr`` measures.
 
+Budget (``protocol.cadr_budget``): ε_ndoe = αε/2, ε_lpea = αε/2, ε_dsr = (1-α)ε.
+
 Per run, for method ``ll``/``lh`` (LPEA-LOW/HIGH with privacy):
 
-1. Budget: ε_ndoe = αε/2, ε_lpea = αε/2, ε_dsr = (1-α)ε (``protocol.cadr_budget``).
-2. θ: given, or by Deviation (binary search on the secure count of d_i > θ) or by Sum
-   (argmin over θ of the secure sum of local errors), searching θ in [1, D], with D the
-   public degree bound (the graph's maximum degree, assumed public).
-3. NDOE: the collector publishes ``NDOE_PARTS`` ordered partitions of [0, D]; each node
+1. θ: given, or by Deviation (binary search on the secure count of d_i > θ) or by Sum
+   (argmin over θ of the secure sum of local errors), searching θ in [1, D] with ε_dsr,
+   D the public degree bound (the graph's maximum degree, assumed public).
+2. NDOE: the collector publishes ``NDOE_PARTS`` ordered partitions of [0, D]; each node
    samples its code with the exponential mechanism at ε_ndoe (score -|d - median(P_j)|,
    sensitivity D).
-4. LPEA: ``collector.projection.lpea`` with codes as the sort key, Warner randomized
+3. LPEA: ``collector.projection.lpea`` with codes as the sort key, Warner randomized
    response at ε_lpea as the acceptance answer, the debiased yes-count, and the pool of
    all requested neighbours ordered by code; the hard cap holds at both endpoints.
-5. DSR: kept degree clipped to [0, θ] plus Laplace(θ/ε_dsr).
+4. DSR: kept degree clipped to [0, θ] plus Laplace(θ/ε_dsr).
 
-``ra`` and ``er`` (private baselines): the non-private projection, then DSR with the
-whole ε (they spend nothing on NDOE/LPEA). Metrics against the true degrees: degree
-sequence MAE and MSE of the released values, degree distribution L1 distance after
-rounding and clipping to [0, θ], kept-edge ratio, θ, and the mean Thm 3.5 bound.
+Private baselines: an equal-DSR-budget comparison. Every private method releases DSR at
+the SAME ε_dsr = (1-α)ε, and every θ search uses that same ε_dsr, so for a given θ all
+methods add exactly the same release noise Laplace(θ/ε_dsr): differences between methods
+come only from the projection (how many and which edges each node keeps). A baseline does
+not get to spend the αε it does not use on a finer release — that would compare budget
+splits, not projections (and did: with the whole ε for DSR, RA and ER could beat LL by
+nothing but smaller noise). Concretely:
+
+- ``ra`` (RANDOM-ADD, private): negotiates exactly like LPEA — same rounds, Warner RR
+  answers at ε_lpea = αε/2, debiased yes-count, hard cap at both endpoints — but with no
+  NDOE codes: a node walks its requested neighbours in uniformly random order (constant
+  sort key; ``lpea`` shuffles before its stable sort). Its NDOE share αε/2 stays unspent.
+- ``er`` (EDGE-REMOVE): the non-private-style local deletion of
+  ``collector.projection.edge_remove`` (random node order, each over-full node deletes
+  random incident edges down to θ), then DSR at ε_dsr. Its αε stays unspent. (The deletion
+  itself is not randomised: a node's kept degree depends on its neighbours' deletions. It
+  is the paper's baseline, kept as such; only its DSR release is private.)
+
+Each run charges a per-node ``PrivacyLedger`` (one total account of ε) with the budget of
+every mechanism it actually invokes, at the point of use: ``CadrRun.spent`` maps the
+mechanism label (exponential / warner_rr / laplace) to its ε, so ll/lh spend ε, ra
+(1-α/2)ε and er (1-α)ε.
+
+Metrics against the true degrees: degree sequence MAE and MSE of the released values,
+degree distribution L1 distance after rounding and clipping to [0, θ], kept-edge ratio, θ,
+and the mean Thm 3.5 bound (ER has no RR term: |τ_i| + θ/ε_dsr).
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -38,11 +62,10 @@ from collector.projection import (
     edge_remove,
     kept_edge_ratio,
     lpea,
-    random_add,
 )
-from collector.theta_search import local_error, theta_by_deviation, theta_by_sum, thm35_bound
+from collector.theta_search import theta_by_deviation, theta_by_sum, thm35_bound
 from devices.graphs import Graph
-from protocol.cadr_budget import CadrBudget
+from protocol.cadr_budget import ACCOUNT, CadrBudget
 from protocol.dsr import dsr_release, post_process_distribution
 from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
 from protocol.rr import WarnerRR
@@ -53,7 +76,7 @@ METHODS = ("ll", "lh", "ra", "er")
 
 @dataclass(frozen=True)
 class CadrRun:
-    """One private run's figures."""
+    """One private run's figures; ``spent``: ε charged per mechanism label."""
 
     method: str
     theta: int
@@ -64,6 +87,15 @@ class CadrRun:
     kept_edge_ratio: float
     bound_mean: float
     seconds: float
+    spent: dict[str, float] = field(default_factory=dict)
+
+
+def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> float:
+    """``sum_i local_error(d_i, θ, eps_dsr)`` (``collector.theta_search.local_error``):
+    the per-device values are computed with the same floating operations, vectorised, and
+    added left to right in device order as ``sum`` over the per-device calls would."""
+    errors = np.maximum(degrees - theta, 0).astype(float) + theta / eps_dsr
+    return float(sum(errors.tolist()))
 
 
 def choose_theta(degrees: np.ndarray, rule: str | int, eps_dsr: float) -> tuple[int, int]:
@@ -77,54 +109,111 @@ def choose_theta(degrees: np.ndarray, rule: str | int, eps_dsr: float) -> tuple[
         )
     if rule == "auto-sum":
         candidates = range(1, bound + 1)
-        total = lambda t: float(sum(local_error(int(d), t, eps_dsr) for d in degrees))  # noqa: E731
+        total = lambda t: sum_of_local_errors(degrees, t, eps_dsr)  # noqa: E731
         return theta_by_sum(candidates, total), len(candidates)
     raise ValueError(f"theta: {rule!r} is not an integer, auto-sum or auto-dev")
+
+
+def ndoe_codes(degrees: np.ndarray, eps_ndoe: float, rng: np.random.Generator) -> np.ndarray:
+    """Every node's NDOE code (one exponential-mechanism draw each, in node order).
+
+    Scores depend on the degree only, so they are computed once per distinct degree."""
+    bound = max(int(degrees.max()), 1)
+    partitions = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
+    mechanism = ExponentialMechanism(eps_ndoe, bound)
+    scores: dict[int, np.ndarray] = {}
+    codes = np.empty(len(degrees), dtype=np.int64)
+    for i, d in enumerate(degrees.tolist()):
+        if d not in scores:
+            scores[d] = ndoe_scores(d, partitions)
+        codes[i] = mechanism.sample(scores[d], rng)
+    return codes
+
+
+def negotiate(
+    graph: Graph,
+    theta: int,
+    rng: np.random.Generator,
+    rr: WarnerRR,
+    *,
+    order: str = "low",
+    codes: np.ndarray | None = None,
+) -> tuple[Graph, np.ndarray]:
+    """Private LPEA negotiation: Warner RR answers, debiased counts, the pool of all
+    requested neighbours ordered by ``codes`` (``None``: uniformly random order, the
+    private RANDOM-ADD). Returns the kept graph and, per node, the most neighbours it
+    asked in one request (``|U1|`` of the Thm 3.5 bound)."""
+    asked = np.zeros(graph.n)
+    em1 = math.expm1(rr.eps)
+
+    def accept(i, candidates, kept_deg, theta_, rng_):
+        asked[i] = max(asked[i], len(candidates))
+        return rr.respond(kept_deg < theta_, rng_)
+
+    def count(answers: np.ndarray) -> float:
+        # WarnerRR.debias_count's arithmetic, without its per-call validation
+        # (0 <= yes <= asked by construction); the same floating operations in the same order
+        return (int(answers.sum()) * (em1 + 2.0) - len(answers)) / em1
+
+    if codes is None:
+
+        def key(i: int, candidates: np.ndarray) -> np.ndarray:
+            return np.zeros(len(candidates))
+
+    else:
+
+        def key(i: int, candidates: np.ndarray) -> np.ndarray:
+            return codes[candidates]
+
+    kept = lpea(graph, theta, rng, order=order, key=key, accept=accept, count=count, pool="all")
+    return kept, asked
 
 
 def private_run(
     graph: Graph, method: str, theta_rule: str | int, eps: float, alpha: float, seed: int
 ) -> CadrRun:
     """One CADR-LDP run (see the module docstring)."""
+    if method not in METHODS:
+        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     budget = CadrBudget(eps, alpha)
+    ledger = budget.open_ledger("node")
+    spent: dict[str, float] = {}
+
+    def charge(label: str, eps_used: float) -> None:
+        ledger.charge(ACCOUNT, eps_used, mechanism=label)
+        spent[label] = spent.get(label, 0.0) + eps_used
+
     degrees = graph.degrees()
-    private = method in ("ll", "lh")
-    eps_dsr = budget.dsr if private else eps
+    eps_dsr = budget.dsr
     theta, rounds = choose_theta(degrees, theta_rule, eps_dsr)
-    bound_terms = np.zeros(graph.n)
-    if private:
-        partitions = ndoe_partitions(0, max(int(degrees.max()), 1), NDOE_PARTS)
-        mechanism = ExponentialMechanism(budget.ndoe, max(int(degrees.max()), 1))
-        codes = np.array([mechanism.sample(ndoe_scores(int(d), partitions), rng) for d in degrees])
+    codes = None  # ra: no NDOE codes, candidates in uniformly random order
+    if method in ("ll", "lh"):
+        codes = ndoe_codes(degrees, budget.ndoe, rng)
+        charge("exponential", budget.ndoe)
+    if method in ("ll", "lh", "ra"):
         rr = WarnerRR(budget.lpea)
-        asked = np.zeros(graph.n)
-
-        def accept(i, candidates, kept_deg, theta_, rng_):
-            asked[i] = max(asked[i], len(candidates))
-            return rr.respond(kept_deg < theta_, rng_)
-
-        kept = lpea(
+        charge("warner_rr", rr.eps)
+        kept, asked = negotiate(
             graph,
             theta,
             rng,
-            order="low" if method == "ll" else "high",
-            key=lambda i, candidates: codes[candidates],
-            accept=accept,
-            count=lambda answers: float(rr.debias_count(int(answers.sum()), len(answers))),
-            pool="all",
+            rr,
+            order="high" if method == "lh" else "low",
+            codes=codes,
         )
         bound_terms = np.array(
             [
-                thm35_bound(int(d), theta, int(a), budget.lpea, eps_dsr)
+                thm35_bound(int(d), theta, int(a), rr.eps, eps_dsr)
                 for d, a in zip(degrees, asked, strict=True)
             ]
         )
     else:
-        kept = (random_add if method == "ra" else edge_remove)(graph, theta, rng)
+        kept = edge_remove(graph, theta, rng)
         bound_terms = np.abs(degrees - np.minimum(degrees, theta)) + theta / eps_dsr
     kept_deg = kept.degrees()
+    charge("laplace", eps_dsr)
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
     histogram = post_process_distribution(released, theta)
     rounded = np.repeat(np.arange(theta + 1), histogram)
@@ -138,15 +227,17 @@ def private_run(
         kept_edge_ratio=kept_edge_ratio(degrees, kept_deg),
         bound_mean=float(np.mean(bound_terms)),
         seconds=time.perf_counter() - started,
+        spent=spent,
     )
 
 
 def summarise(runs: list[CadrRun]) -> dict:
-    """Means over runs (θ: the values seen)."""
+    """Means over runs (θ: the values seen; ``spent``: the first run's, the same for all)."""
     out = {"runs": len(runs), "theta": sorted({r.theta for r in runs})}
     for name in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean", "seconds"):
         out[name] = float(np.mean([getattr(r, name) for r in runs]))
     out["theta_rounds"] = runs[0].theta_rounds if runs else 0
+    out["spent"] = dict(runs[0].spent) if runs else {}
     return out
 
 

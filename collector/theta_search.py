@@ -52,12 +52,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
-from protocol.errors import ParameterError, RemoteProtocolError
+from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from protocol.validate import integer_at_least, positive_real
 
 __all__ = [
+    "DeviationSearch",
     "deviation_target",
     "local_error",
     "theta_by_deviation",
@@ -115,6 +116,70 @@ def deviation_target(n: int, eps_dsr: float) -> float:
     return min(float(nn), nn / e)
 
 
+class DeviationSearch:
+    """The search by Deviation as a sans-I/O question/answer loop (module docstring).
+
+    ``query()`` gives the thresholds to ask next (``None``: done, ``theta`` holds the
+    answer); ``observe(counts)`` takes ``#{i : d_i > t}`` for each of them, in order. With
+    ``fanout = 1`` each question is the binary-search midpoint (one secure sum of one bit
+    per device); ``fanout = k`` asks ``k`` evenly spaced thresholds at once (one secure sum
+    of ``k`` bits per device) and needs about ``log_(k+1)`` rounds instead of ``log_2``: the
+    collector then learns up to ``k`` counts per round instead of one.
+    """
+
+    def __init__(self, lo: int, hi: int, n: int, eps_dsr: float, *, fanout: int = 1) -> None:
+        self.lo = integer_at_least(lo, "lo", 1)
+        self.hi = integer_at_least(hi, "hi", self.lo)
+        self.n = integer_at_least(n, "n", 1)
+        self.fanout = integer_at_least(fanout, "fanout", 1)
+        self.target = deviation_target(self.n, eps_dsr)
+        self.rounds = 0
+        self._asked: list[int] | None = None
+        if self.target >= self.n:  # eps_dsr <= 1: lo is the minimiser, no probe needed
+            self.hi = self.lo
+
+    @property
+    def theta(self) -> int | None:
+        """The answer, once the search is over."""
+        return self.lo if self.lo >= self.hi else None
+
+    def query(self) -> list[int] | None:
+        """The thresholds to count next, ascending (None when the search is over)."""
+        if self.lo >= self.hi:
+            return None
+        if self._asked is None:
+            a, b, k = self.lo, self.hi, self.fanout
+            self._asked = sorted({a + ((b - a) * j) // (k + 1) for j in range(1, k + 1)})
+        return list(self._asked)
+
+    def observe(self, counts: Sequence[int]) -> None:
+        """The counts above each threshold of the last ``query()``."""
+        asked = self._asked
+        if asked is None:
+            raise LocalProtocolError("observe() without a pending query()")
+        if len(counts) != len(asked):
+            raise RemoteProtocolError(
+                f"{len(counts)} counts for {len(asked)} thresholds", field="count_above"
+            )
+        for t, count in zip(asked, counts, strict=True):
+            if (
+                isinstance(count, bool)
+                or not isinstance(count, numbers.Integral)
+                or not 0 <= count <= self.n
+            ):
+                raise RemoteProtocolError(
+                    f"count above θ = {t} must be an integer in [0, {self.n}], got {count!r}",
+                    field="count_above",
+                )
+        self.rounds += 1
+        self._asked = None
+        for t, count in zip(asked, counts, strict=True):
+            if count <= self.target:
+                self.hi = t
+                return
+            self.lo = t + 1
+
+
 def theta_by_deviation(
     lo: int, hi: int, count_above: Callable[[int], int], n: int, eps_dsr: float
 ) -> tuple[int, int]:
@@ -122,32 +187,13 @@ def theta_by_deviation(
     ``count_above(θ) = #{i : d_i > θ} <= deviation_target(n, eps_dsr)`` (``hi`` if no
     smaller θ qualifies). Returns ``(θ, rounds)``, ``rounds`` = calls to ``count_above``
     (one secure sum each), at most ``ceil(log2(hi - lo + 1))``. A count outside
-    ``0 .. n`` is refused (``RemoteProtocolError``)."""
-    a = integer_at_least(lo, "lo", 1)
-    b = integer_at_least(hi, "hi", a)
-    nn = integer_at_least(n, "n", 1)
-    target = deviation_target(nn, eps_dsr)
-    if target >= nn:  # eps_dsr <= 1: every θ qualifies, lo is the minimiser
-        return a, 0
-    rounds = 0
-    while a < b:
-        mid = (a + b) // 2
-        count = count_above(mid)
-        rounds += 1
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, numbers.Integral)
-            or not 0 <= count <= nn
-        ):
-            raise RemoteProtocolError(
-                f"count above θ = {mid} must be an integer in [0, {nn}], got {count!r}",
-                field="count_above",
-            )
-        if count <= target:
-            b = mid
-        else:
-            a = mid + 1
-    return a, rounds
+    ``0 .. n`` is refused (``RemoteProtocolError``). (``DeviationSearch`` is the same
+    search as a question/answer object, for callers whose sums arrive asynchronously.)"""
+    search = DeviationSearch(lo, hi, n, eps_dsr)
+    while (thresholds := search.query()) is not None:
+        search.observe([count_above(t) for t in thresholds])
+    assert search.theta is not None
+    return search.theta, search.rounds
 
 
 def thm35_bound(degree: int, theta: int, asked: int, eps_prime: float, eps_dsr: float) -> float:

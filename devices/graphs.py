@@ -276,3 +276,28 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
     e = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
     label = ",".join(f"{k}={params[k]}" for k in need)
     return Graph.from_edges(n, e[:, 0], e[:, 1], name=f"{kind}(n={n},{label},seed={seed})")
+
+
+NAMED_GRAPHS = {"facebook": ego_facebook, "wiki-vote": wiki_vote}
+
+
+def load_graph(spec: str) -> Graph:
+    """A graph by name (``facebook``, ``wiki-vote``), by generator
+    (``barabasi_albert:n=200,m=3,seed=1``; parameters of :data:`GENERATORS`, ``seed``
+    defaults to 0) or by the path of a SNAP edge list."""
+    if spec in NAMED_GRAPHS:
+        return NAMED_GRAPHS[spec]()
+    kind, sep, rest = spec.partition(":")
+    if sep and kind in GENERATORS:
+        try:
+            fields = dict(part.split("=", 1) for part in rest.split(",") if part)
+            n = int(fields.pop("n"))
+            seed = int(fields.pop("seed", 0))
+            params = {k: int(v) if v.isdigit() else float(v) for k, v in fields.items()}
+        except (KeyError, ValueError):
+            raise ParameterError(
+                f"{spec!r}: write {kind}:n=N,{','.join(p + '=…' for p in GENERATORS[kind])}",
+                field="graph",
+            ) from None
+        return generate(kind, n, seed=seed, **params)
+    return load_edge_list(spec)

@@ -12,9 +12,11 @@ from typing import Union
 
 import msgspec
 
+from protocol.cadr_messages import CADR_MESSAGES
 from protocol.errors import RemoteProtocolError
 from protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
 from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
+from protocol.peer_relay import PEER_MESSAGES
 from protocol.secagg.messages import SA_MESSAGES
 
 # bytes. The largest legitimate messages are secure-aggregation masked vectors: 8 bytes per
@@ -23,7 +25,7 @@ from protocol.secagg.messages import SA_MESSAGES
 MAX_PAYLOAD = 2 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-_PROTOCOL_MESSAGES = (*SA_MESSAGES, *LPEA_MESSAGES, *LPEA_CONTROL)
+_PROTOCOL_MESSAGES = (*SA_MESSAGES, *LPEA_MESSAGES, *LPEA_CONTROL, *CADR_MESSAGES, *PEER_MESSAGES)
 WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
 _decoder = msgspec.json.Decoder(WireMessage)
 _AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
@@ -63,7 +65,7 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
         raise RemoteProtocolError(
             f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})", field="v"
         )
-    for name in ("eps", "eps0", "lo", "hi"):
+    for name in ("eps", "eps0", "lo", "hi", "value"):
         value = getattr(message, name, None)
         if value is not None and not math.isfinite(value):
             raise RemoteProtocolError(f"{value} is not finite", field=name)

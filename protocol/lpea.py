@@ -65,9 +65,18 @@ A crossed proposal can only be answered ``accepted=True`` by an honest peer; a r
 is refused as a protocol violation (``field="accepted"``).
 
 Invariants. After every input the machine checks ``kept + reserved <= theta``,
-``kept <= theta`` and ``kept`` ⊆ neighbours, and raises ``LocalProtocolError`` if any were
-broken (they cannot be, by construction). Kept edges are symmetric at quiescence (every
-node ``round_done`` and no message in flight). The collector must start round ``r + 1``
+``kept <= theta`` and the proposal bookkeeping, and raises ``LocalProtocolError`` if any were
+broken (they cannot be, by construction; ``kept`` ⊆ neighbours holds because only validated
+neighbours are ever kept).
+
+Two ways in and out. ``receive``/the outbox carry one message per peer message on the
+peers' inbox topics (``devices.lpea_agent``). A *compact* node (``compact=True``) instead
+takes ``receive_item(sender, kind, value, round)`` and queues ``PeerItem``s
+(``pop_items``) for the batching relay (``protocol.peer_relay``, used by
+``protocol.cadr_device``); both paths run the same checks and the same transitions.
+
+Kept edges are symmetric at quiescence (every node ``round_done`` and no message in
+flight). The collector must start round ``r + 1``
 only after every node reported ``RoundFinished(r)`` *and* the traffic has drained (a node
 that finished its own part still answers requests and establishes of the same round);
 ``start_round`` refuses while this node is not ``round_done``. The pump must deliver the
@@ -105,6 +114,7 @@ from protocol import topics
 from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from protocol.events import Event, Machine
 from protocol.messages import MAX_STEPS, Message
+from protocol.peer_relay import PeerItem
 from protocol.rr import WarnerRR
 
 __all__ = [
@@ -151,6 +161,13 @@ class LpeaConfirm(Message, tag="lpea_confirm", kw_only=True):
 
 
 LPEA_MESSAGES = (LpeaRequest, LpeaAnswer, LpeaEstablish, LpeaConfirm)
+_KIND_TYPES: dict[str, type[Message]] = {
+    "req": LpeaRequest,
+    "ans": LpeaAnswer,
+    "est": LpeaEstablish,
+    "conf": LpeaConfirm,
+}
+_TYPE_KINDS = {message_type: kind for kind, message_type in _KIND_TYPES.items()}
 
 
 class LpeaRound(Message, tag="lpea_round", kw_only=True):
@@ -199,8 +216,12 @@ class LpeaNode(Machine):
         eps: float,
         rng: np.random.Generator,
         order: Literal["low", "high"] = "low",
+        *,
+        compact: bool = False,
     ) -> None:
         super().__init__()
+        self.compact = compact
+        self._items: list[PeerItem] = []
         self.run = topics.check_ident(run, "run")
         self.device = topics.check_ident(device, "device")
         if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
@@ -222,6 +243,7 @@ class LpeaNode(Machine):
         self.kept: set[str] = set()
         self.round: int | None = None
         self.rejected = 0
+        self.asked_max = 0  # the largest request set |U1| of any round (Thm 3.5's V_i)
         self._seq = 0
         self._reset_round()
 
@@ -252,12 +274,27 @@ class LpeaNode(Machine):
 
     # ---- helpers --------------------------------------------------------------------------
 
-    def _out(self, dst: str, message_type: type[Message], **fields: object) -> None:
+    def _out(self, dst: str, kind: str, value: int = 0) -> None:
+        """Send one peer message: kind ``req``/``ans``/``est``/``conf`` (``value``: the
+        answer's ``yes`` or the confirm's ``accepted``). A compact node queues
+        ``PeerItem``s for the batching relay (``pop_items``); otherwise a message is
+        published on the peer's inbox."""
+        if self.compact:
+            self._items.append(PeerItem(dst, kind, value))
+            return
         self._seq += 1
-        message = message_type(
-            run=self.run, sender=self.device, seq=min(self._seq, MAX_STEPS), **fields
-        )
+        fields = {"run": self.run, "sender": self.device, "seq": min(self._seq, MAX_STEPS)}
+        if kind == "ans":
+            fields["yes"] = bool(value)
+        elif kind == "conf":
+            fields["accepted"] = bool(value)
+        message = _KIND_TYPES[kind](round=self.round, **fields)
         self._send(topics.inbox(self.run, dst, self.device), message)
+
+    def pop_items(self) -> list[PeerItem]:
+        """Peer messages of a compact node since the last call (recipient, kind, value)."""
+        items, self._items = self._items, []
+        return items
 
     def _check_invariant(self) -> None:
         kept, reserved = len(self.kept), self.reserved
@@ -265,9 +302,8 @@ class LpeaNode(Machine):
             raise LocalProtocolError(
                 f"{self.device}: kept {kept} + reserved {reserved} exceeds theta={self.theta}"
             )
-        if not self.kept <= self.codes.keys():
-            raise LocalProtocolError(f"{self.device}: kept a non-neighbour")
-        if self._proposed & self.kept or self._crossed - self.kept:
+        # kept ⊆ neighbours holds by construction: only validated senders are ever kept
+        if not self._proposed.isdisjoint(self.kept) or not self._crossed <= self.kept:
             raise LocalProtocolError(f"{self.device}: proposal bookkeeping is inconsistent")
 
     # ---- local input ----------------------------------------------------------------------
@@ -286,8 +322,9 @@ class LpeaNode(Machine):
         self._phase = "requesting"
         if len(self.kept) < self.theta:
             self._awaiting = {j for j in self.codes if j not in self.kept}
+            self.asked_max = max(self.asked_max, len(self._awaiting))
             for j in sorted(self._awaiting):
-                self._out(j, LpeaRequest, round=r)
+                self._out(j, "req")
         if not self._awaiting:
             self._propose()
         self._check_invariant()
@@ -306,70 +343,84 @@ class LpeaNode(Machine):
     def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         """Consume one inbox message; a bad one raises ``RemoteProtocolError`` and changes
         nothing."""
-        del now
         try:
-            self._validate(topic, message)
+            if topic.family != "in" or topic.recipient != self.device:
+                raise RemoteProtocolError(
+                    f"{topic.text!r} is not {self.device}'s inbox", field="topic"
+                )
+            if topic.run != self.run or message.run != self.run:
+                raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+            if message.sender != topic.sender:
+                raise RemoteProtocolError(
+                    f"sender {message.sender!r} does not match topic source {topic.sender!r}",
+                    field="sender",
+                )
+            kind = _TYPE_KINDS.get(type(message))
+            if kind is None:
+                raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
         except RemoteProtocolError:
             self.rejected += 1
             raise
-        j = message.sender
-        if isinstance(message, LpeaRequest):
+        value = int(getattr(message, "yes", False) or getattr(message, "accepted", False))
+        self.receive_item(message.sender, kind, value, message.round, now)
+
+    def receive_item(self, j: str, kind: str, value: int, r: int, now: float) -> None:
+        """Consume one peer message whose sender ``j`` the transport vouches for (the
+        batching relay, ``protocol.peer_relay``); same checks and effects as ``receive``."""
+        del now
+        try:
+            self._validate(j, kind, value, r)
+        except RemoteProtocolError:
+            self.rejected += 1
+            raise
+        if kind == "req":
             self._answered.add(j)
             truth = len(self.kept) + self.reserved < self.theta
-            self._out(
-                j, LpeaAnswer, round=message.round, yes=bool(self.rr.respond(truth, self._rng))
-            )
-        elif isinstance(message, LpeaAnswer):
+            self._out(j, "ans", int(bool(self.rr.respond(truth, self._rng))))
+        elif kind == "ans":
             self._awaiting.discard(j)
-            self._answers[j] = message.yes
+            self._answers[j] = bool(value)
             if not self._awaiting:
                 self._propose()
-        elif isinstance(message, LpeaEstablish):
+        elif kind == "est":
             self._establish_from.add(j)
             self._on_establish(j)
             self._advance()
-        elif isinstance(message, LpeaConfirm):
+        else:  # "conf"
             if j in self._crossed:
                 self._crossed.discard(j)  # the edge was kept at conversion time
                 self._made += 1
             else:
                 self._proposed.discard(j)
-                if message.accepted:
+                if value:
                     self.kept.add(j)
                     self._made += 1
             self._advance()
         self._check_invariant()
 
-    def _validate(self, topic: topics.Topic, message: Message) -> None:
-        """Every check, before any state change."""
-        if topic.family != "in" or topic.recipient != self.device:
-            raise RemoteProtocolError(f"{topic.text!r} is not {self.device}'s inbox", field="topic")
-        if topic.run != self.run or message.run != self.run:
-            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
-        j = message.sender
-        if j != topic.sender:
-            raise RemoteProtocolError(
-                f"sender {j!r} does not match topic source {topic.sender!r}", field="sender"
-            )
+    def _validate(self, j: str, kind: str, value: int, r: int) -> None:
+        """Every check of a peer message, before any state change."""
         if j not in self.codes:
             raise RemoteProtocolError(f"{j!r} is not a neighbour of {self.device}", field="sender")
-        if not isinstance(message, LPEA_MESSAGES):
-            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
-        if message.round != self.round:
+        if kind not in _KIND_TYPES:
+            raise RemoteProtocolError(f"unexpected LPEA message kind {kind!r}", field="type")
+        if r != self.round:
             raise RemoteProtocolError(
-                f"round {message.round} is not the current round {self.round}", field="round"
+                f"round {r} is not the current round {self.round}", field="round"
             )
-        kind = message.type_name()
-        if isinstance(message, LpeaRequest) and j in self._answered:
-            raise RemoteProtocolError(f"second {kind} from {j} this round", field="type")
-        if isinstance(message, LpeaAnswer) and j not in self._awaiting:
-            raise RemoteProtocolError(f"{kind} from {j} without a pending request", field="type")
-        if isinstance(message, LpeaEstablish) and j in self._establish_from:
-            raise RemoteProtocolError(f"second {kind} from {j} this round", field="type")
-        if isinstance(message, LpeaConfirm):
+        if value not in (0, 1):
+            raise RemoteProtocolError(f"{kind} value must be 0 or 1, got {value!r}", field="value")
+        name = _KIND_TYPES[kind].__struct_config__.tag
+        if kind == "req" and j in self._answered:
+            raise RemoteProtocolError(f"second {name} from {j} this round", field="type")
+        if kind == "ans" and j not in self._awaiting:
+            raise RemoteProtocolError(f"{name} from {j} without a pending request", field="type")
+        if kind == "est" and j in self._establish_from:
+            raise RemoteProtocolError(f"second {name} from {j} this round", field="type")
+        if kind == "conf":
             if j not in self._proposed and j not in self._crossed:
-                raise RemoteProtocolError(f"{kind} from {j} without a proposal", field="type")
-            if j in self._crossed and not message.accepted:
+                raise RemoteProtocolError(f"{name} from {j} without a proposal", field="type")
+            if j in self._crossed and not value:
                 raise RemoteProtocolError(
                     f"{j} refused a crossed proposal it accepted itself", field="accepted"
                 )
@@ -399,9 +450,9 @@ class LpeaNode(Machine):
             self._proposed.discard(j)
             self._crossed.add(j)
             self.kept.add(j)
-            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+            self._out(j, "conf", 1)
         elif j in self.kept:  # the other half of a crossing (our confirm overtook it)
-            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+            self._out(j, "conf", 1)
         else:
             self._decide(j, may_defer=True)
 
@@ -409,9 +460,9 @@ class LpeaNode(Machine):
         """Answer ``j``'s establish if possible; False if it stays deferred."""
         if len(self.kept) + self.reserved < self.theta:
             self.kept.add(j)
-            self._out(j, LpeaConfirm, round=self.round, accepted=True)
+            self._out(j, "conf", 1)
         elif len(self.kept) >= self.theta or j > self.device:
-            self._out(j, LpeaConfirm, round=self.round, accepted=False)
+            self._out(j, "conf", 0)
         else:  # blocked by our own reservations and j < us: wait for them to resolve
             if may_defer:
                 self._deferred.append(j)
@@ -435,7 +486,7 @@ class LpeaNode(Machine):
             if j in self.kept or j in self._establish_from:
                 continue  # kept already, or we answered (or defer) its own establish
             self._proposed.add(j)
-            self._out(j, LpeaEstablish, round=self.round)
+            self._out(j, "est")
         if not (self._proposed or self._crossed or self._deferred):
             self._phase = "done"
             assert self.round is not None

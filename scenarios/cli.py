@@ -27,6 +27,7 @@ from broker.trace import TraceError, TraceFilter, export, format_line, open_read
 from broker.transport import TransportError
 from devices.sources import SourceError
 from protocol.errors import ParameterError
+from scenarios.cadr_sweep import bench_cadr_sweep
 from scenarios.schema import ScenarioError, load_scenario
 
 app = typer.Typer(
@@ -148,6 +149,9 @@ def run(
 
     with user_errors():
         loaded = load_scenario(scenario)
+        if loaded.spec.cadr is not None:
+            _run_cadr(loaded, broker, out, seed, run_id)
+            return
         if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
             console.print(
                 "[yellow]warning:[/] the embedded amqtt broker slows down beyond ~1,000 devices; "
@@ -175,6 +179,43 @@ def run(
     console.print(f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json")
     if results["reports_lost"]:
         raise typer.Exit(1)
+
+
+def _run_cadr(loaded, broker, out: Path, seed: int | None, run_id: str | None) -> None:
+    """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
+    from scenarios.cadr_run import run_cadr_scenario
+
+    with console.status(f"CADR-LDP ({loaded.name}) running"):
+        results = asyncio.run(
+            run_cadr_scenario(loaded, broker=broker, out_dir=out, seed=seed, run_id=run_id)
+        )
+    table = Table(title=f"{loaded.name} — run {results['run']}", show_header=False)
+    rows_ = [
+        ("broker", results["broker"]),
+        ("devices / edges", f"{results['devices']:,} / {results['edges']:,}"),
+        ("method, eps, alpha", f"{results['method']}, {results['eps']:g}, {results['alpha']:g}"),
+        ("theta", f"{results['theta']} ({results['theta_rule']}, "
+                  f"{results['theta_rounds']} secure sums)"),
+        ("degree-sequence MAE / MSE", f"{results['mae']:.2f} / {results['mse']:.1f}"),
+        ("degree distribution L1", f"{results['distribution_l1']:.3f}"),
+        ("kept-edge ratio", f"{results['kept_edge_ratio']:.3f} (max kept degree "
+                            f"{results['max_kept_degree']})"),
+        ("Thm 3.5 bound (mean)", f"{results['bound_mean']:.1f}"),
+        ("ledger per device", f"{results['ledger_min']:g} .. {results['ledger_max']:g}"),
+        ("LPEA", f"{results['lpea_rounds']} rounds, {results['lpea_supersteps']} supersteps, "
+                 f"{results['peer_items']:,} peer messages"),
+        ("device messages up / down", f"{results['device_messages_up']:,} / "
+                                      f"{results['device_messages_down']:,}"),
+        ("stages (s)", ", ".join(f"{k} {v:.1f}" for k, v in results["stage_seconds"].items())),
+        ("wall time", f"{results['seconds']:.1f} s"),
+    ]  # fmt: skip
+    for key, value in rows_:
+        table.add_row(key, value)
+    console.print(table)
+    console.print(
+        f"outputs: {out}/results.json, {out}/ledger.json, {out}/collector.sqlite, "
+        f"{out}/trace.sqlite"
+    )
 
 
 @app.command("broker")
@@ -534,8 +575,13 @@ def bench_cadr_command(
     alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
     runs: Annotated[int, typer.Option(help="Runs (seeds 0..runs-1).")] = 20,
     transport: Annotated[
-        str, typer.Option(help="reference (in-process); memory|mqtt: the fleet protocol (not yet).")
+        str,
+        typer.Option(
+            help="reference (in-process pipeline); memory, embedded, mqtt (Mosquitto on "
+            "127.0.0.1:1883) or mqtt://host:port: the device fleet protocol."
+        ),
     ] = "reference",
+    fanout: Annotated[int, typer.Option(help="Thresholds per Deviation round (fleet).")] = 1,
     non_private: Annotated[
         bool, typer.Option(help="The seed's Table 2: projection only, no noise.")
     ] = False,
@@ -546,23 +592,24 @@ def bench_cadr_command(
 
     from collector.cadr_reference import private_run, summarise
     from collector.projection import evaluate
-    from devices.graphs import ego_facebook, load_edge_list, wiki_vote
+    from devices.graphs import load_graph
 
     with user_errors():
-        if transport != "reference":
-            raise ScenarioError(
-                f"--transport {transport!r}: the CADR fleet protocol over a transport is not "
-                "built yet; use --transport reference (the in-process reference pipeline)"
-            )
         if method not in ("ll", "lh", "ra", "er"):
             raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er")
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
-        loaded = {"facebook": ego_facebook, "wiki-vote": wiki_vote}.get(graph)
-        g = loaded() if loaded else load_edge_list(graph)
+        g = load_graph(graph)
         started = _time.perf_counter()
-        if non_private:
+        if transport != "reference":
+            if non_private or method == "er":
+                raise ScenarioError(
+                    "--transport: the fleet runs the private ll, lh and ra; --non-private and "
+                    "er are centralised: use --transport reference"
+                )
+            result = _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout)
+        elif non_private:
             if not isinstance(rule, int):
                 raise ScenarioError("--non-private needs an integer --theta")
             score = evaluate(g, method.upper(), rule, list(range(runs)))
@@ -583,6 +630,51 @@ def bench_cadr_command(
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
         **result, "seconds": round(_time.perf_counter() - started, 2),
     }))  # fmt: skip
+
+
+bench_app.command("cadr-sweep")(bench_cadr_sweep)
+
+
+def _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout) -> dict:
+    """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
+    import numpy as np
+
+    from scenarios.cadr_run import run_cadr_fleet
+
+    broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
+    per_run = []
+    for seed in range(runs):
+        result = asyncio.run(
+            run_cadr_fleet(
+                g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
+                seed=seed, fanout=fanout,
+            )
+        )  # fmt: skip
+        for key in ("released", "histogram", "ledgers", "theta_queries"):
+            result.pop(key)
+        per_run.append(result)
+    means = {
+        key: float(np.mean([r[key] for r in per_run]))
+        for key in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean", "seconds")
+    }
+    last = per_run[-1]
+    return {
+        "mode": "private",
+        "broker": last["broker"],
+        **means,
+        "theta": sorted({r["theta"] for r in per_run}),
+        "theta_rounds": last["theta_rounds"],
+        "ledger_exact": all(r["ledger_exact"] is not False for r in per_run),
+        "max_kept_degree": max(r["max_kept_degree"] for r in per_run),
+        "messages": {
+            "device_up": last["device_messages_up"],
+            "device_down": last["device_messages_down"],
+            "peer_items": last["peer_items"],
+            "lpea_rounds": last["lpea_rounds"],
+            "lpea_supersteps": last["lpea_supersteps"],
+        },
+        "stage_seconds": last["stage_seconds"],
+    }
 
 
 def main() -> None:

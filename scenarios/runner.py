@@ -192,6 +192,12 @@ async def run_scenario(
     side_task: SideTask | None = None,
 ) -> dict:
     """Run a whole scenario in this process and write its outputs; returns results."""
+    if scenario.spec.cadr is not None:
+        from scenarios.cadr_run import run_cadr_scenario
+
+        return await run_cadr_scenario(
+            scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):

@@ -130,6 +130,27 @@ class SecureSumSection(_Section):
     ] = "after_shares"
 
 
+class GraphSection(_Section):
+    """``[graph]``: the graph whose nodes are the devices (CADR-LDP scenarios)."""
+
+    source: str  # facebook | wiki-vote | a SNAP edge-list path | kind:n=..,..,seed=..
+
+
+class CadrSection(_Section):
+    """``[cadr]``: the CADR-LDP degree-release stage over the fleet."""
+
+    method: Literal["ll", "lh", "ra"] = "ll"
+    eps: Annotated[float, Meta(gt=0, le=50)] = 3.0
+    alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
+    theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
+    fanout: Annotated[int, Meta(ge=1, le=64)] = 1
+    ndoe_parts: Annotated[int, Meta(ge=1, le=1000)] = 16
+    max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 100
+    stage_timeout: Annotated[float, Meta(gt=0)] = 120.0
+    connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
+    trace: Literal["control", "all", "none"] = "control"
+
+
 class BrokerSection(_Section):
     """``[broker]``: where to run (overridden by ``--broker``)."""
 
@@ -140,9 +161,11 @@ class Scenario(_Section):
     """A whole scenario file."""
 
     scenario: ScenarioMeta
-    fleet: FleetSection
-    stream: StreamSection
-    source: SyntheticSource | CsvSource | PeriodicSource
+    fleet: FleetSection | None = None
+    stream: StreamSection | None = None
+    source: SyntheticSource | CsvSource | PeriodicSource | None = None
+    graph: GraphSection | None = None
+    cadr: CadrSection | None = None
     collector: CollectorSection = msgspec.field(default_factory=CollectorSection)
     cpr: CprSection = msgspec.field(default_factory=CprSection)
     secure_sum: SecureSumSection | None = None
@@ -259,6 +282,14 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     loaded = LoadedScenario(spec, path)
+    if spec.cadr is not None or spec.graph is not None:
+        return _check_cadr(loaded, where)
+    missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]
+    if missing:
+        raise ScenarioError(
+            f"{where}{missing[0]}: a stream scenario needs [fleet], [stream] and [source] "
+            "(a CADR-LDP scenario needs [graph] and [cadr] instead)"
+        )
     lo, hi = spec.source.bounds
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ScenarioError(
@@ -297,6 +328,19 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         loaded.source_spec()
     except SourceError as error:
         raise ScenarioError(f"{where}{error}") from None
+    return loaded
+
+
+def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
+    """A CADR-LDP scenario: [graph] and [cadr], none of the stream sections."""
+    spec = loaded.spec
+    if spec.graph is None or spec.cadr is None:
+        raise ScenarioError(f"{where}a CADR-LDP scenario needs both [graph] and [cadr]")
+    extra = [name for name in ("fleet", "stream", "source", "secure_sum") if getattr(spec, name)]
+    if extra:
+        raise ScenarioError(
+            f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph; remove [{extra[0]}]"
+        )
     return loaded
 
 

@@ -193,5 +193,16 @@ def test_bench_cadr_reference_and_its_errors():
     assert abs(figures["degree_sequence_mae"] - 31.02) < 0.1 * 31.02
     private = json.loads(invoke("bench", "cadr", "--runs", "1").stdout)
     assert private["mode"] == "private" and private["theta_rounds"] > 0
-    bad = runner.invoke(app, ["bench", "cadr", "--transport", "mqtt"])
-    assert bad.exit_code == 2 and "not built yet" in bad.output
+    bad = runner.invoke(app, ["bench", "cadr", "--transport", "memory", "--method", "er"])
+    assert bad.exit_code == 2 and "centralised" in bad.output
+
+
+def test_bench_cadr_over_the_fleet_prints_the_figures():
+    graph = "barabasi_albert:n=40,m=3,seed=2"
+    out = invoke("bench", "cadr", "--graph", graph, "--transport", "memory", "--runs", "2")
+    figures = json.loads(out.stdout)
+    assert figures["nodes"] == 40 and figures["transport"] == "memory"
+    for key in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "theta", "seconds"):
+        assert key in figures
+    assert figures["ledger_exact"] and figures["max_kept_degree"] <= max(figures["theta"])
+    assert figures["messages"]["peer_items"] > 0

@@ -10,10 +10,12 @@ import pytest
 
 from scenarios.schema import (
     BrokerSection,
+    CadrSection,
     CollectorSection,
     CprSection,
     CsvSource,
     FleetSection,
+    GraphSection,
     PeriodicSource,
     ScenarioError,
     ScenarioMeta,
@@ -31,6 +33,9 @@ QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
 @pytest.mark.parametrize("path", sorted((ROOT / "scenarios").glob("*.toml")), ids=lambda p: p.name)
 def test_builtin_scenarios_load(path):
     loaded = load_scenario(path)
+    if loaded.spec.cadr is not None:
+        assert loaded.spec.graph is not None and loaded.spec.fleet is None
+        return
     config = loaded.stream_config("r1")
     assert config.eps > 0 and len(loaded.device_ids()) == loaded.spec.fleet.devices
     loaded.source_spec()
@@ -88,6 +93,8 @@ def test_docs_list_every_schema_key():
         "broker": BrokerSection,
         "cpr": CprSection,
         "secure_sum": SecureSumSection,
+        "graph": GraphSection,
+        "cadr": CadrSection,
     }
     for name, struct in sections.items():
         body = doc.split(f"## `[{name}]`")[1].split("\n## ")[0]
@@ -97,3 +104,26 @@ def test_docs_list_every_schema_key():
     for struct in (SyntheticSource, CsvSource, PeriodicSource):
         for field in msgspec.structs.fields(struct):
             assert f"| `{field.name}` |" in source_body, f"source.{field.name}"
+
+
+CADR = """
+[scenario]
+name = "g"
+[graph]
+source = "barabasi_albert:n=30,m=2,seed=1"
+[cadr]
+theta = "auto-sum"
+"""
+
+
+def test_cadr_scenarios_parse_and_refuse_stream_sections():
+    spec = parse_scenario(CADR).spec
+    assert spec.cadr.theta == "auto-sum" and spec.cadr.eps == 3.0 and spec.fleet is None
+    with pytest.raises(ScenarioError, match="fleet is its graph"):
+        parse_scenario(CADR + "[fleet]\ndevices = 3\n")
+    with pytest.raises(ScenarioError, match="needs both"):
+        parse_scenario(CADR.split("[cadr]")[0])
+    with pytest.raises(ScenarioError, match=r"cadr\.alpha"):
+        parse_scenario(CADR + "alpha = 1.0\n")
+    with pytest.raises(ScenarioError, match="needs \\[fleet\\]"):
+        parse_scenario('[scenario]\nname = "x"\n')

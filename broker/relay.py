@@ -1,0 +1,94 @@
+"""``run_peer_relay``: the message layer's batching relay for peer traffic (a thin pump).
+
+It owns one connection under the identity ``relay`` and one ``protocol.peer_relay.PeerRelay``
+machine: it subscribes to the devices' ``up/peer_batch`` topics and to the collector's
+``ctl/relay_phase`` requests, feeds the machine, publishes what it says (step broadcasts,
+per-device deliveries, phase reports on ``svc/relay/phase``) and fires its step deadlines.
+It leaves when the collector closes the run (``ctl/stage`` run closed).
+
+The relay is part of the message layer, like the broker: it sees the peer graph and the
+negotiation items (see ``protocol.peer_relay``, "Trust"), and must not be run by the
+collector's operator in a deployment. In ``ldpfleet run`` it runs in the same process for
+convenience, with its own connection and identity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+
+from broker.pump import background, drive_timers, publish_outbound
+from broker.transport import Transport
+from protocol import codec, topics
+from protocol.errors import ProtocolError, RemoteProtocolError
+from protocol.messages import Stage
+from protocol.peer_relay import RELAY_ID, PeerRelay, PhaseAborted, PhaseFinished, RelayPhase
+
+__all__ = ["run_peer_relay"]
+
+log = logging.getLogger(__name__)
+
+
+async def run_peer_relay(
+    transport: Transport,
+    run: str,
+    devices: Iterable[str],
+    *,
+    step_timeout: float = 60.0,
+    ready: asyncio.Event | None = None,
+) -> list[PhaseFinished | PhaseAborted]:
+    """Serve relay phases until the run closes; returns how each phase ended."""
+    loop = asyncio.get_running_loop()
+    relay = PeerRelay(run, devices, step_timeout=step_timeout)
+    outcomes: list[PhaseFinished | PhaseAborted] = []
+    control = topics.ctl(run, "relay_phase")
+    stage = topics.ctl(run, "stage")
+    async with transport.connect(f"{run}-{RELAY_ID}") as conn:
+        await conn.subscribe(f"{topics.PREFIX}/{run}/dev/+/up/peer_batch", control, stage)
+        if ready is not None:
+            ready.set()
+
+        def take_events() -> None:
+            for event in relay.pop_events():
+                if isinstance(event, PhaseFinished | PhaseAborted):
+                    outcomes.append(event)
+
+        async def after_timer() -> None:
+            take_events()
+            await publish_outbound(conn, relay)
+
+        async with (
+            background(drive_timers(relay, after_timer)),
+            contextlib.aclosing(conn.messages()) as deliveries,
+        ):
+            async for delivery in deliveries:
+                now = loop.time()
+                try:
+                    topic = topics.parse(delivery.topic)
+                    message = codec.decode(delivery.payload)
+                except RemoteProtocolError as error:
+                    relay.reject(delivery.topic[:300], "invalid", error)
+                    await publish_outbound(conn, relay)
+                    continue
+                if topic.family == "ctl":
+                    if message.sender != topics.COLLECTOR_ID or message.run != run:
+                        continue  # only this run's collector steers the relay
+                    if isinstance(message, Stage) and message.state == "closed":
+                        break
+                    if isinstance(message, RelayPhase):
+                        try:
+                            relay.start_phase(
+                                message.phase,
+                                now,
+                                until_quiet=message.until_quiet,
+                                max_rounds=message.max_rounds,
+                            )
+                        except ProtocolError as error:  # e.g. asked again while running
+                            log.warning("relay: phase %s refused: %s", message.phase, error)
+                else:
+                    relay.receive(topic, message, now)
+                take_events()
+                await publish_outbound(conn, relay)
+    return outcomes

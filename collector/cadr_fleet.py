@@ -1,0 +1,304 @@
+"""``run_cadr_collector``: the collector's side of CADR-LDP over a device fleet.
+
+Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
+
+1. ``CadrPlan`` broadcast (ε, α, method, public degree bound D, NDOE partitions).
+2. θ: given, or searched in [1, D] through ``collector.secure_sum`` — by Deviation
+   (``DeviationSearch``: each round one ``CadrQuery(measure="above")`` and one secure sum
+   of the devices' bits ``[d > t]``), or by Sum (one query with every candidate and one
+   secure sum of the vectors of local errors). The collector only ever holds sums.
+3. ``CadrTheta`` broadcast (also published on ``rel/theta``).
+4. NDOE and LPEA: the collector asks the relay (``ctl/relay_phase``) to run phase
+   ``ndoe`` (one round), then ``lpea`` (rounds until one adds nothing), and waits for
+   each ``PhaseReport`` (counts only: rounds, supersteps, items).
+5. DSR: every device's ``DsrReport`` goes through ``protocol.cadr_collect.DsrIntake``;
+   an accepted release is persisted (``collector.store.ReportStore``, when a path is given)
+   before it is acknowledged.
+6. The release: the noisy degree sequence (by device) and the degree histogram over
+   ``0..θ`` (rounded, clipped) on ``rel/degrees``.
+
+A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
+aborted, releases missing at the deadline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from broker.pump import background, publish_outbound
+from broker.transport import Transport
+from collector.secure_sum import secure_sum
+from collector.store import ReportStore
+from collector.theta_search import DeviationSearch, theta_by_sum
+from protocol import codec, topics
+from protocol.cadr_budget import CadrBudget
+from protocol.cadr_collect import DsrAccepted, DsrIntake
+from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
+from protocol.dsr import post_process_distribution
+from protocol.errors import RemoteProtocolError
+from protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
+from protocol.secagg.encoding import FixedPoint
+
+__all__ = ["CadrFailed", "CadrOutcome", "run_cadr_collector"]
+
+ERROR_SCALE = 2.0**16  # fixed-point resolution of the local errors summed by the Sum search
+
+
+class CadrFailed(RuntimeError):
+    """A stage of the run could not complete."""
+
+
+@dataclass
+class CadrOutcome:
+    """What the collector released and how it got there."""
+
+    theta: int
+    theta_rule: str
+    theta_rounds: int
+    theta_queries: list[dict] = field(default_factory=list)
+    released: dict[str, float] = field(default_factory=dict)
+    histogram: list[int] = field(default_factory=list)
+    phases: dict[str, dict] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    rejected: int = 0
+    duplicates: int = 0
+
+
+async def run_cadr_collector(
+    transport: Transport,
+    run: str,
+    devices: Sequence[str],
+    *,
+    eps: float,
+    alpha: float,
+    method: str,
+    degree_bound: int,
+    theta_rule: str | int,
+    fanout: int = 1,
+    ndoe_parts: int = 16,
+    max_rounds: int = 100,
+    stage_timeout: float = 120.0,
+    secagg_degree: int | None = None,
+    store_path: str | Path | None = None,
+    ready: asyncio.Event | None = None,
+    devices_ready: Awaitable[object] | None = None,
+) -> CadrOutcome:
+    """Drive one CADR-LDP run (module docstring). ``ready`` is set once the collector
+    listens; the plan goes out after ``devices_ready`` (every device subscribed)."""
+    members = sorted(devices)
+    budget = CadrBudget(eps, alpha)
+    # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
+    ndoe_parts = min(ndoe_parts, degree_bound + 1)
+    seq = 0
+    stage_started = time.perf_counter()
+    outcome = CadrOutcome(theta=0, theta_rule=str(theta_rule), theta_rounds=0)
+    phase_reports: asyncio.Queue[PhaseReport] = asyncio.Queue()
+    intake: DsrIntake | None = None
+    all_released = asyncio.Event()
+    store = ReportStore(store_path) if store_path is not None else None
+
+    def lap(name: str) -> None:
+        nonlocal stage_started
+        now = time.perf_counter()
+        outcome.stage_seconds[name] = round(now - stage_started, 3)
+        stage_started = now
+
+    async with transport.connect(f"{run}-collector-cadr") as conn:
+
+        async def broadcast(kind: str, message_type: type, **fields: object) -> None:
+            nonlocal seq
+            seq += 1
+            message = message_type(run=run, sender=topics.COLLECTOR_ID, seq=seq, **fields)
+            await conn.publish(topics.ctl(run, kind), codec.encode(message))
+
+        async def consume() -> None:
+            loop = asyncio.get_running_loop()
+            async with contextlib.aclosing(conn.messages()) as deliveries:
+                async for delivery in deliveries:
+                    try:
+                        topic = topics.parse(delivery.topic)
+                        message = codec.decode(delivery.payload)
+                    except RemoteProtocolError:
+                        outcome.rejected += 1
+                        continue
+                    if isinstance(message, PhaseReport):
+                        if message.sender == RELAY_ID and topic.sender == RELAY_ID:
+                            phase_reports.put_nowait(message)
+                        continue
+                    if intake is None:
+                        outcome.rejected += 1  # a release before θ exists cannot be valid
+                        continue
+                    intake.receive(topic, message, loop.time())
+                    accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
+                    if store is not None and accepted:
+                        store.persist(
+                            (e.device, e.seq, 0, [e.value], time.time())
+                            for e in accepted
+                            if not e.duplicate
+                        )
+                    for event in accepted:  # persisted: now acknowledge
+                        outcome.duplicates += event.duplicate
+                        intake.ack(event.device, event.seq)
+                    await publish_outbound(conn, intake)
+                    if intake.complete:
+                        all_released.set()
+
+        async def run_phase(phase: str, **options: object) -> dict:
+            await broadcast("relay_phase", RelayPhase, phase=phase, **options)
+            try:
+                report = await asyncio.wait_for(phase_reports.get(), stage_timeout * 10)
+            except TimeoutError:
+                raise CadrFailed(f"relay: no report of phase {phase}") from None
+            if report.phase != phase or not report.ok:
+                raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
+            lap(phase)
+            return {
+                "rounds": report.rounds,
+                "supersteps": report.supersteps,
+                "items": report.items,
+                "batches": report.batches,
+                "added_per_round": list(report.added_per_round),
+            }
+
+        await conn.subscribe(
+            f"{topics.PREFIX}/{run}/dev/+/up/dsr", topics.svc(run, RELAY_ID, "phase")
+        )
+        if ready is not None:
+            ready.set()
+        if devices_ready is not None:
+            await devices_ready
+        try:
+            async with background(consume()):
+                stage_started = time.perf_counter()
+                await broadcast(
+                    "cadr_plan",
+                    CadrPlan,
+                    eps=budget.eps,
+                    alpha=budget.alpha,
+                    method=method,
+                    degree_bound=degree_bound,
+                    ndoe_parts=ndoe_parts,
+                )
+                theta = await _search_theta(
+                    transport,
+                    run,
+                    members,
+                    broadcast,
+                    outcome,
+                    rule=theta_rule,
+                    degree_bound=degree_bound,
+                    eps_dsr=budget.dsr,
+                    fanout=fanout,
+                    stage_timeout=stage_timeout,
+                    secagg_degree=secagg_degree,
+                )
+                lap("theta")
+                outcome.theta = theta
+                intake = DsrIntake(run, members, theta, budget.dsr)
+                await broadcast("cadr_theta", CadrTheta, theta=theta)
+                outcome.phases["ndoe"] = await run_phase("ndoe")
+                outcome.phases["lpea"] = await run_phase(
+                    "lpea", until_quiet=True, max_rounds=max_rounds
+                )
+                try:
+                    await asyncio.wait_for(all_released.wait(), stage_timeout)
+                except TimeoutError:
+                    missing = intake.missing()
+                    raise CadrFailed(
+                        f"{len(missing)} release(s) missing after {stage_timeout:g} s: "
+                        f"{missing[:10]}"
+                    ) from None
+                lap("dsr")
+        finally:
+            if store is not None:
+                store.close()
+        assert intake is not None
+        outcome.rejected += intake.rejected
+        outcome.released = dict(sorted(intake.values.items()))
+        values = np.array(list(outcome.released.values()))
+        outcome.histogram = post_process_distribution(values, theta).tolist()
+        seq += 1
+        release = DegreeRelease(
+            run=run,
+            sender=topics.COLLECTOR_ID,
+            seq=seq,
+            theta=theta,
+            devices=list(outcome.released),
+            values=values.tolist(),
+            histogram=outcome.histogram,
+        )
+        await conn.publish(topics.rel(run, "degrees"), codec.encode(release))
+    return outcome
+
+
+async def _search_theta(
+    transport: Transport,
+    run: str,
+    members: list[str],
+    broadcast,
+    outcome: CadrOutcome,
+    *,
+    rule: str | int,
+    degree_bound: int,
+    eps_dsr: float,
+    fanout: int,
+    stage_timeout: float,
+    secagg_degree: int | None,
+) -> int:
+    """θ by rule: an integer, ``auto-dev`` or ``auto-sum`` (module docstring)."""
+    if not isinstance(rule, str):
+        return int(rule)
+
+    async def ask(session: str, measure: str, thresholds: list[int], fp: FixedPoint) -> np.ndarray:
+        await broadcast(
+            "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
+        )
+        started = time.perf_counter()
+        result = await secure_sum(
+            transport,
+            run,
+            session,
+            members,
+            len(thresholds),
+            fp,
+            degree=secagg_degree,
+            stage_timeout=stage_timeout,
+        )
+        if result.aborted or result.total is None:
+            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
+        outcome.theta_queries.append(
+            {
+                "session": session,
+                "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
+                "survivors": len(result.survivors),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
+        return result.total
+
+    if rule == "auto-dev":
+        search = DeviationSearch(1, degree_bound, len(members), eps_dsr, fanout=fanout)
+        while (thresholds := search.query()) is not None:
+            totals = await ask(
+                f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)
+            )
+            counts = [int(np.rint(x)) for x in totals]
+            outcome.theta_queries[-1]["counts"] = counts
+            search.observe(counts)
+        outcome.theta_rounds = search.rounds
+        assert search.theta is not None
+        return search.theta
+    if rule == "auto-sum":
+        candidates = list(range(1, degree_bound + 1))
+        top = degree_bound + degree_bound / eps_dsr
+        totals = await ask("theta-sum", "error", candidates, FixedPoint(0.0, top, ERROR_SCALE))
+        outcome.theta_rounds = 1
+        return theta_by_sum(candidates, lambda t: float(totals[t - 1]))
+    raise CadrFailed(f"theta: {rule!r} is not an integer, auto-sum or auto-dev")

@@ -1,0 +1,107 @@
+"""The collector's intake of CADR-LDP degree releases (``DsrReport``) — theory of operation.
+
+Seed 004 Alg. 6: every device releases ``clip(kept, 0, θ) + Laplace(θ / eps_dsr)``. The
+collector accepts one release per device and refuses (counted, published on
+``svc/collector/reject``, never aggregated), naming the field:
+
+- a sender that is not the topic's device, not a member of the run (``sender``);
+- a θ that is not the run's θ (``theta``), an ε that is not the run's DSR share (``eps``);
+- a value that is not finite, or further than ``TAIL_SCALES`` Laplace scales outside
+  ``[0, θ]`` (``value``): an honest release lands there with probability
+  ``exp(-60) < 1e-26``;
+- a second, different release of the same device (``seq``). The same release again (a
+  retransmission whose ack was lost) is accepted again as a duplicate, so it is acked
+  again but counted once.
+
+``DsrAccepted`` events go to the pump, which persists the value and only then calls
+``ack`` (``Ack`` on the device's inbox): an acknowledged release is never lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from protocol import topics
+from protocol.cadr_messages import DsrReport
+from protocol.dsr import dsr_scale
+from protocol.errors import RemoteProtocolError
+from protocol.events import Event, PeerFacingMachine
+from protocol.messages import Ack, Message
+
+__all__ = ["TAIL_SCALES", "DsrAccepted", "DsrIntake"]
+
+TAIL_SCALES = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class DsrAccepted(Event):
+    """A release to persist (then ack); ``duplicate``: already counted once."""
+
+    device: str
+    seq: int
+    value: float
+    duplicate: bool
+
+
+class DsrIntake(PeerFacingMachine):
+    """Accepts the fleet's DSR releases for one θ and ε (module docstring)."""
+
+    def __init__(self, run: str, devices: Iterable[str], theta: int, eps_dsr: float) -> None:
+        super().__init__(run)
+        self.run = run
+        self.devices = frozenset(devices)
+        self.theta = theta
+        self.eps = eps_dsr
+        self.scale = dsr_scale(theta, eps_dsr)
+        self.values: dict[str, float] = {}
+        self._seqs: dict[str, int] = {}
+
+    @property
+    def complete(self) -> bool:
+        """Every device's release is in."""
+        return len(self.values) == len(self.devices)
+
+    def missing(self) -> list[str]:
+        """Devices whose release is not in yet."""
+        return sorted(self.devices - self.values.keys())
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        self._check_upstream(topic, message)
+        if not isinstance(message, DsrReport):
+            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
+        device = message.sender
+        if device not in self.devices:
+            raise RemoteProtocolError(f"{device} is not a device of this run", field="sender")
+        if message.theta != self.theta:
+            raise RemoteProtocolError(
+                f"θ = {message.theta} is not the run's θ = {self.theta}", field="theta"
+            )
+        if not math.isclose(message.eps, self.eps, rel_tol=1e-12):
+            raise RemoteProtocolError(
+                f"ε = {message.eps!r} is not the run's DSR share {self.eps!r}", field="eps"
+            )
+        value = message.value
+        slack = TAIL_SCALES * self.scale
+        if not math.isfinite(value) or not -slack <= value <= self.theta + slack:
+            raise RemoteProtocolError(
+                f"{value!r} is not a Laplace release around [0, {self.theta}] "
+                f"(limit ±{slack:g} outside)",
+                field="value",
+            )
+        if device in self.values:
+            if self._seqs[device] != message.seq or self.values[device] != value:
+                raise RemoteProtocolError(f"{device} already released a value", field="seq")
+            self._emit(DsrAccepted(device, message.seq, value, duplicate=True))
+            return
+        self.values[device] = value
+        self._seqs[device] = message.seq
+        self._emit(DsrAccepted(device, message.seq, value, duplicate=False))
+
+    def ack(self, device: str, seq: int) -> None:
+        """The release of ``device`` is persisted: tell it."""
+        self._send(
+            topics.inbox(self.run, device, topics.COLLECTOR_ID),
+            Ack(run=self.run, sender=topics.COLLECTOR_ID, seq=seq),
+        )

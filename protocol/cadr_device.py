@@ -1,0 +1,415 @@
+"""One device's side of CADR-LDP over a fleet — theory of operation.
+
+A device is a graph node that knows only its own neighbours (its adjacency list is its
+private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-LDP spec,
+``docs/cadr.md``; seed 004 Alg. 2-6); the pump (``devices.cadr_agent``) only moves bytes.
+
+1. *Plan* (``CadrPlan`` on ``ctl/cadr_plan``): ε, α, the method, the public degree bound
+   D, the number of NDOE partitions. The device opens its ledger: one account ``node`` of
+   ε, charged ``αε/2`` (exponential mechanism), ``αε/2`` (Warner RR), ``(1-α)ε`` (Laplace)
+   as each release happens; any overspend raises ``BudgetExhausted`` before the release.
+2. *θ search* (Alg. 2/3): each ``CadrQuery`` opens a secure-aggregation session; the device
+   answers with ``[d > t]`` per threshold (Deviation) or its local error per candidate
+   (Sum), through a ``protocol.secagg.client.SecAggClient``. The collector sees only the
+   sum. These exact sums are not charged to the ledger: they are aggregates revealed by
+   design (spec §1; ``docs/cadr.md``). Secure-aggregation messages of a session whose query
+   has not arrived yet are held, as are queries and θ that overtake the plan and relay
+   steps that overtake θ: MQTT orders messages per topic only.
+3. *θ* (``CadrTheta``).
+4. *NDOE* (Alg. 4, relay phase ``ndoe``): on the relay's round start the device samples
+   its code with the exponential mechanism at αε/2 (scores ``-|d - median(P_j)|``,
+   sensitivity D) and sends it to every neighbour; the relay's delivery brings the
+   neighbours' codes. RANDOM-ADD (``ra``) sends no code (and spends nothing here): its
+   candidates are ordered at random.
+5. *LPEA* (Alg. 5, relay phase ``lpea``): a ``protocol.lpea.LpeaNode`` at εʹ = αε/2 does
+   the negotiation; every relay step feeds it the delivered items in relay order and
+   returns everything it sends as one batch. ``ll``: lowest code first; ``lh``: highest;
+   ``ra``: random order.
+6. *DSR* (Alg. 6): when the relay ends LPEA, the device releases ``clip(kept, 0, θ) +
+   Laplace(θ / (1-α)ε)`` in a ``DsrReport`` and re-sends it every ``retry`` seconds until
+   the collector's ``Ack`` says it is persisted. The ledger then holds exactly ε (ll/lh).
+
+Deterministic: all randomness comes from the injected generator, drawn in the order of the
+inputs, and the relay fixes that order — so a seed gives the same release on every
+transport. Invalid input raises ``RemoteProtocolError`` naming the field, changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocol import topics
+from protocol.cadr_budget import ACCOUNT, CadrBudget
+from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
+from protocol.dsr import dsr_release
+from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from protocol.events import Event, Machine
+from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+from protocol.lpea import LpeaNode, RoundFinished
+from protocol.messages import MAX_STEPS, Ack, Message
+from protocol.peer_relay import RELAY_ID, PeerBatch, PeerDelivery, PeerItem, PeerStep
+from protocol.secagg.client import SecAggClient
+from protocol.secagg.messages import SA_MESSAGES
+
+__all__ = ["CadrDevice", "Released"]
+
+MAX_HELD = 64  # secure-aggregation messages held for a session whose query is not here yet
+
+
+@dataclass(frozen=True, slots=True)
+class Released(Event):
+    """The DSR value was sent (the device's last release)."""
+
+    value: float
+
+
+class CadrDevice(Machine):
+    """A graph node taking part in CADR-LDP (module docstring)."""
+
+    def __init__(
+        self,
+        run: str,
+        device: str,
+        neighbours: Sequence[str],
+        rng: np.random.Generator,
+        *,
+        retry: float = 5.0,
+    ) -> None:
+        super().__init__()
+        self.run = topics.check_ident(run, "run")
+        self.device = topics.check_ident(device, "device")
+        self.neighbours = tuple(sorted(topics.check_ident(n, "neighbours") for n in neighbours))
+        if device in self.neighbours or len(set(self.neighbours)) != len(self.neighbours):
+            raise ParameterError("must be distinct devices other than itself", field="neighbours")
+        self.degree = len(self.neighbours)
+        self._rng = rng
+        self.retry = retry
+        self.plan: CadrPlan | None = None
+        self.budget: CadrBudget | None = None
+        self.ledger = None
+        self.theta: int | None = None
+        self.code: int | None = None
+        self.codes: dict[str, int] = {}
+        self.node: LpeaNode | None = None
+        self.sessions = 0
+        self.released: float | None = None
+        self.acked = False
+        self._client: SecAggClient | None = None
+        self._held: list[tuple[topics.Topic, Message]] = []
+        self._early: list[tuple[topics.Topic, Message]] = []  # broadcasts before the plan
+        self._pending_steps: list[PeerStep] = []  # relay steps waiting for plan / θ
+        self._phase_done: set[str] = set()
+        self._seq = 0
+        self._report: DsrReport | None = None
+        self._resend_at: float | None = None
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return min(self._seq, MAX_STEPS)
+
+    def _batch(self, phase: str, r: int, step: int, items: list[PeerItem], **extra) -> None:
+        self._send(
+            topics.up(self.run, self.device, "peer_batch"),
+            PeerBatch(
+                run=self.run,
+                sender=self.device,
+                seq=self._next_seq(),
+                phase=phase,
+                round=r,
+                step=step,
+                items=items,
+                **extra,
+            ),
+        )
+
+    @property
+    def finished(self) -> bool:
+        """The release is persisted by the collector."""
+        return self.acked
+
+    # ---- input -----------------------------------------------------------------------------
+
+    def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """One message from the collector, the relay or (through the relay) the peers."""
+        if message.run != self.run or topic.run != self.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+        if topic.family == "ctl":
+            if isinstance(message, PeerStep):
+                self._expect_sender(message, RELAY_ID)
+                self._on_step(message, now)
+                return
+            self._expect_sender(message, topics.COLLECTOR_ID)
+            if isinstance(message, CadrQuery | CadrTheta) and self.plan is None:
+                # the plan is still on the way (no order between two broadcast topics)
+                if len(self._early) >= MAX_HELD:
+                    raise RemoteProtocolError("too many broadcasts before the plan", field="type")
+                self._early.append((topic, message))
+            elif isinstance(message, CadrPlan):
+                self._on_plan(message)
+                early, self._early = self._early, []
+                for held_topic, held in early:
+                    self.receive(held_topic, held, now)
+            elif isinstance(message, CadrQuery):
+                self._on_query(message, now)
+            elif isinstance(message, CadrTheta):
+                self._on_theta(message, now)
+            else:
+                raise RemoteProtocolError(
+                    f"unexpected {message.type_name()} broadcast", field="type"
+                )
+            return
+        if topic.family != "in" or topic.recipient != self.device:
+            raise RemoteProtocolError(f"{topic.text!r} is not {self.device}'s inbox", field="topic")
+        if message.sender != topic.sender:
+            raise RemoteProtocolError("sender does not match the topic's source", field="sender")
+        if topic.sender == RELAY_ID and isinstance(message, PeerDelivery):
+            self._on_delivery(message, now)
+        elif topic.sender == topics.COLLECTOR_ID and isinstance(message, SA_MESSAGES):
+            self._on_secagg(topic, message, now)
+        elif topic.sender == topics.COLLECTOR_ID and isinstance(message, Ack):
+            if self._report is None or message.seq != self._report.seq:
+                raise RemoteProtocolError("ack of no report of ours", field="seq")
+            self.acked = True
+            self._resend_at = None
+        else:
+            raise RemoteProtocolError(
+                f"unexpected {message.type_name()} from {topic.sender}", field="type"
+            )
+
+    @staticmethod
+    def _expect_sender(message: Message, sender: str) -> None:
+        if message.sender != sender:
+            raise RemoteProtocolError(
+                f"{message.type_name()} must come from {sender}, not {message.sender!r}",
+                field="sender",
+            )
+
+    # ---- plan and θ ------------------------------------------------------------------------
+
+    def _on_plan(self, plan: CadrPlan) -> None:
+        if self.plan is not None:
+            if plan == self.plan:
+                return  # a repeated broadcast
+            raise RemoteProtocolError("the plan cannot change during a run", field="plan")
+        if plan.ndoe_parts > plan.degree_bound + 1:
+            raise RemoteProtocolError(
+                f"{plan.ndoe_parts} parts exceed the {plan.degree_bound + 1} degrees in [0, D]",
+                field="ndoe_parts",
+            )
+        self.plan = plan
+        self.budget = CadrBudget(plan.eps, plan.alpha)
+        self.ledger = self.budget.open_ledger(self.device)
+
+    def _require_plan(self) -> CadrPlan:
+        if self.plan is None:
+            raise RemoteProtocolError("no plan yet", field="type")
+        return self.plan
+
+    def _on_query(self, query: CadrQuery, now: float) -> None:
+        plan = self._require_plan()
+        assert self.budget is not None
+        if self._client is not None and self._client.session == query.session:
+            raise RemoteProtocolError(f"session {query.session} asked twice", field="session")
+        bad = [t for t in query.thresholds if t > plan.degree_bound]
+        if bad:
+            raise RemoteProtocolError(
+                f"threshold {bad[0]} exceeds the degree bound {plan.degree_bound}",
+                field="thresholds",
+            )
+        t = np.asarray(query.thresholds, dtype=float)
+        d = float(min(self.degree, plan.degree_bound))
+        if query.measure == "above":
+            x = (d > t).astype(float)
+        else:  # Alg. 2's local error, optimistic projection loss + expected Laplace error
+            x = np.maximum(0.0, d - t) + t / self.budget.dsr
+        self._client = SecAggClient(self.run, query.session, self.device, x)
+        self.sessions += 1
+        held, self._held = self._held, []
+        for topic, message in held:
+            if message.session == query.session:  # type: ignore[attr-defined]
+                self._feed_client(topic, message, now)
+
+    def _on_secagg(self, topic: topics.Topic, message: Message, now: float) -> None:
+        client = self._client
+        if client is not None and message.session == client.session:  # type: ignore[attr-defined]
+            self._feed_client(topic, message, now)
+        elif len(self._held) < MAX_HELD:
+            self._held.append((topic, message))  # its query is still on the way
+        else:
+            raise RemoteProtocolError("too many messages of unknown sessions", field="session")
+
+    def _feed_client(self, topic: topics.Topic, message: Message, now: float) -> None:
+        assert self._client is not None
+        self._client.receive(topic, message, now)
+        self._outbound.extend(self._client.pop_outbound())
+
+    def _on_theta(self, message: CadrTheta, now: float) -> None:
+        plan = self._require_plan()
+        if self.theta is not None and message.theta != self.theta:
+            raise RemoteProtocolError("θ cannot change during a run", field="theta")
+        if message.theta > plan.degree_bound:
+            raise RemoteProtocolError(
+                f"θ = {message.theta} exceeds the degree bound {plan.degree_bound}", field="theta"
+            )
+        self.theta = message.theta
+        pending, self._pending_steps = self._pending_steps, []
+        for step in pending:
+            self._on_step(step, now)
+
+    # ---- relay phases ----------------------------------------------------------------------
+
+    def _on_step(self, step: PeerStep, now: float) -> None:
+        if step.phase not in ("ndoe", "lpea"):
+            raise RemoteProtocolError(f"unknown phase {step.phase!r}", field="phase")
+        if self.plan is None or self.theta is None:
+            if len(self._pending_steps) >= 4:
+                raise RemoteProtocolError("relay steps before the plan and θ", field="phase")
+            self._pending_steps.append(step)  # the collector's θ is still on the way
+            return
+        if step.phase in self._phase_done:
+            raise RemoteProtocolError(f"phase {step.phase} is over", field="phase")
+        if step.phase == "ndoe":
+            if step.finished:
+                self._phase_done.add("ndoe")
+            else:
+                self._send_code(step.round)
+        elif step.finished:
+            self._phase_done.add("lpea")
+            self._release(now)
+        else:
+            self._lpea_round(step.round, now)
+
+    def _send_code(self, r: int) -> None:
+        plan = self.plan
+        assert plan is not None and self.budget is not None and self.ledger is not None
+        if self.code is not None:
+            raise RemoteProtocolError("NDOE runs once", field="round")
+        items: list[PeerItem] = []
+        if plan.method != "ra":
+            partitions = ndoe_partitions(0, plan.degree_bound, plan.ndoe_parts)
+            mechanism = ExponentialMechanism(self.budget.ndoe, plan.degree_bound)
+            self.ledger.charge(ACCOUNT, self.budget.ndoe, mechanism="exponential")
+            self.code = mechanism.sample(ndoe_scores(self.degree, partitions), self._rng)
+            items = [PeerItem(n, "code", self.code) for n in self.neighbours]
+        else:
+            self.code = 0  # RANDOM-ADD: no code, every candidate ties, order is random
+        self._batch("ndoe", r, 0, items, done=True)
+
+    def _lpea_round(self, r: int, now: float) -> None:
+        plan = self.plan
+        assert plan is not None and self.budget is not None and self.ledger is not None
+        if self.node is None:
+            if r != 0:
+                raise RemoteProtocolError(f"LPEA starts at round 0, not {r}", field="round")
+            if plan.method == "ra":
+                codes = dict.fromkeys(self.neighbours, 0)
+            else:
+                missing = [n for n in self.neighbours if n not in self.codes]
+                if missing:
+                    raise LocalProtocolError(f"{self.device}: no NDOE code from {missing[:5]}")
+                codes = self.codes
+            self.ledger.charge(ACCOUNT, self.budget.lpea, mechanism="warner_rr")
+            order = "high" if plan.method == "lh" else "low"
+            self.node = LpeaNode(
+                self.run,
+                self.device,
+                codes,
+                self.theta,
+                self.budget.lpea,
+                self._rng,
+                order,
+                compact=True,
+            )
+        try:
+            self.node.start_round(r, now)
+        except LocalProtocolError as error:
+            raise RemoteProtocolError(str(error), field="round") from None
+        self._flush_node(r, 0)
+
+    def _flush_node(self, r: int, step: int) -> None:
+        node = self.node
+        assert node is not None
+        done, added = False, 0
+        for event in node.pop_events():
+            if isinstance(event, RoundFinished):
+                done, added = True, event.added
+        self._batch("lpea", r, step, node.pop_items(), done=done, added=added)
+
+    def _on_delivery(self, delivery: PeerDelivery, now: float) -> None:
+        if delivery.phase == "ndoe":
+            self._take_codes(delivery)
+            self._batch("ndoe", delivery.round, delivery.step, [], done=True)
+            return
+        node = self.node
+        if delivery.phase != "lpea" or node is None or delivery.round != node.round:
+            raise RemoteProtocolError(
+                f"delivery of {delivery.phase} round {delivery.round} is not expected",
+                field="phase",
+            )
+        r = delivery.round
+        for item in delivery.items:  # RemoteProtocolError: that peer misbehaved
+            node.receive_item(item.peer, item.kind, item.value, r, now)
+        self._flush_node(r, delivery.step)
+
+    def _take_codes(self, delivery: PeerDelivery) -> None:
+        plan = self.plan
+        if plan is None or self.code is None or self.codes:
+            raise RemoteProtocolError("NDOE codes are not expected now", field="phase")
+        codes: dict[str, int] = {}
+        neighbours = set(self.neighbours)
+        for index, item in enumerate(delivery.items):
+            if item.kind != "code" or not 0 <= item.value < plan.ndoe_parts:
+                raise RemoteProtocolError(f"bad NDOE item {item!r}", field=f"items[{index}]")
+            if item.peer not in neighbours or item.peer in codes:
+                raise RemoteProtocolError(
+                    f"code from {item.peer}, not a neighbour (or twice)", field=f"items[{index}]"
+                )
+            codes[item.peer] = item.value
+        self.codes = codes
+
+    # ---- DSR ---------------------------------------------------------------------------------
+
+    def _release(self, now: float) -> None:
+        assert self.budget is not None and self.ledger is not None and self.theta is not None
+        if self.node is None:
+            raise RemoteProtocolError("LPEA ended before it started", field="phase")
+        if self._report is not None:
+            raise RemoteProtocolError("DSR runs once", field="phase")
+        self.ledger.charge(ACCOUNT, self.budget.dsr, mechanism="laplace")
+        value = float(dsr_release(len(self.node.kept), self.theta, self.budget.dsr, self._rng))
+        self._report = DsrReport(
+            run=self.run,
+            sender=self.device,
+            seq=self._next_seq(),
+            value=value,
+            theta=self.theta,
+            eps=self.budget.dsr,
+        )
+        self.released = value
+        self._emit(Released(value))
+        self._send_report(now)
+
+    def _send_report(self, now: float) -> None:
+        assert self._report is not None
+        self._send(topics.up(self.run, self.device, "dsr"), self._report)
+        self._resend_at = now + self.retry
+
+    def next_timer(self) -> float | None:
+        return self._resend_at
+
+    def handle_timer(self, now: float) -> None:
+        if self._resend_at is not None and now >= self._resend_at and not self.acked:
+            self._send_report(now)
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def spent(self) -> float:
+        """ε charged so far (the ``node`` account)."""
+        if self.ledger is None:
+            return 0.0
+        return self.ledger.account(ACCOUNT).spent

@@ -1,0 +1,372 @@
+"""Batched peer exchange through a relay, in lock-step supersteps — theory of operation.
+
+Why. CADR-LDP devices talk to their graph neighbours (seed 004, §3: NDOE codes, the LPEA
+negotiation). On ego-Facebook that is 176k directed neighbour pairs, and one LPEA run
+exchanges about a million peer messages. One MQTT message per peer message is minutes of
+client CPU; and delivery order would change the result (a Warner answer depends on the
+answering node's reservations at that moment). So peer messages travel *batched* through a
+relay, in the bulk-synchronous style (Valiant 1990), as SecAgg's shares travel through its
+server (Bonawitz et al. 2017, star topology):
+
+- a *phase* (``"ndoe"``, ``"lpea"``) runs in *rounds*, a round in *supersteps*;
+- the relay opens round ``r`` with one broadcast ``PeerStep(phase, round=r)``; every device
+  answers with ONE ``PeerBatch(step=0)`` holding its items ``(recipient, kind, value)``;
+- when every device expected at step ``k`` has sent its batch, the relay regroups the items
+  by recipient — in sender order, then each sender's emission order — and sends each
+  recipient ONE ``PeerDelivery(step=k+1)`` whose items name the sender instead; only those
+  recipients are expected at step ``k+1`` (each answers with one batch, maybe empty);
+- a step whose batches hold no item ends the round: every message of the round has been
+  delivered and answered. Every device must have said ``done`` by then (its own part of the
+  round ended, ``protocol.lpea.RoundFinished``); ``added`` sums what the round added;
+- a phase with ``until_quiet`` stops after a round that added nothing (or ``max_rounds``);
+  otherwise after one round. The relay then broadcasts ``PeerStep(finished=True)`` and
+  reports a ``PhaseFinished`` event.
+
+Because a device sees its inputs in an order fixed by the barrier (not by the network), and
+draws its randomness in that order, a phase's result is a function of the seeds alone: the
+same on the in-memory transport, the embedded broker and Mosquitto. Message economy: two
+MQTT messages per active device and step, instead of one per peer message.
+
+Trust. The relay sees who talks to whom (the graph) and the items (Warner answers and NDOE
+codes are ε-LDP outputs; establish/confirm items reveal the projected graph). That is
+exactly what the MQTT broker sees of direct per-neighbour topics, so the relay belongs to
+the *message layer* (the broker operator), never to the collector: it runs under its own
+identity ``relay``, and the collector only learns ``PhaseFinished``'s counts (rounds,
+supersteps, items, added per round).
+
+Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
+batch of another phase, round or step, from a device not expected at that step or twice, an
+item addressed to an unknown device or to its sender, too many items. A step whose batches
+do not all arrive within ``step_timeout`` aborts the phase (``PhaseAborted`` names the
+missing devices); dropout tolerance is the secure-sum stage's job, not this relay's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from protocol import topics
+from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from protocol.events import Event, PeerFacingMachine
+from protocol.messages import MAX_STEPS, Ident, Message
+
+__all__ = [
+    "MAX_PEER_ITEMS",
+    "PEER_MESSAGES",
+    "RELAY_ID",
+    "PeerBatch",
+    "PeerDelivery",
+    "PeerItem",
+    "PeerRelay",
+    "PeerStep",
+    "PhaseAborted",
+    "PhaseFinished",
+    "PhaseReport",
+    "RelayPhase",
+]
+
+RELAY_ID = "relay"
+MAX_PEER_ITEMS = 100_000  # per batch: 4 kinds x the largest degree of our datasets, x 20
+PeerKind = Literal["code", "req", "ans", "est", "conf"]
+Count = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+
+
+class PeerItem(msgspec.Struct, array_like=True, frozen=True, forbid_unknown_fields=True):
+    """One peer message, compact: ``[peer, kind, value]``. ``peer`` is the recipient in a
+    ``PeerBatch`` and the sender in a ``PeerDelivery``."""
+
+    peer: Ident
+    kind: PeerKind
+    value: Annotated[int, Meta(ge=-(2**31), le=2**31)] = 0
+
+
+Items = Annotated[list[PeerItem], Meta(max_length=MAX_PEER_ITEMS)]
+
+
+class PeerStep(Message, tag="peer_step", kw_only=True):
+    """Relay -> all devices (``ctl/peer_step``): round ``round`` of ``phase`` starts, or
+    (``finished``) the phase is over."""
+
+    phase: Ident
+    round: Count
+    finished: bool = False
+
+
+class PeerBatch(Message, tag="peer_batch", kw_only=True):
+    """Device -> relay (``up/peer_batch``): everything it sends at ``step``; ``done``: its
+    own part of the round ended, ``added`` edges with it (LPEA)."""
+
+    phase: Ident
+    round: Count
+    step: Count
+    items: Items = msgspec.field(default_factory=list)
+    done: bool = False
+    added: Count = 0
+
+
+class PeerDelivery(Message, tag="peer_delivery", kw_only=True):
+    """Relay -> device inbox (``in/relay``): the items of step ``step - 1`` addressed to it."""
+
+    phase: Ident
+    round: Count
+    step: Count
+    items: Items
+
+
+class RelayPhase(Message, tag="relay_phase", kw_only=True):
+    """Collector -> relay (``ctl/relay_phase``): run ``phase``; ``until_quiet``: rounds
+    until one adds nothing (at most ``max_rounds``), else a single round."""
+
+    phase: Ident
+    until_quiet: bool = False
+    max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 1
+
+
+class PhaseReport(Message, tag="phase_report", kw_only=True):
+    """Relay -> collector (``svc/relay/phase``): how a phase ended (counts only)."""
+
+    phase: Ident
+    ok: bool
+    rounds: Count
+    supersteps: Count
+    items: Count
+    batches: Count
+    added_per_round: Annotated[list[Count], Meta(max_length=10_000)] = msgspec.field(
+        default_factory=list
+    )
+    detail: Annotated[str, Meta(max_length=500)] = ""
+
+
+PEER_MESSAGES = (PeerStep, PeerBatch, PeerDelivery, RelayPhase, PhaseReport)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseFinished(Event):
+    """The phase ended normally."""
+
+    phase: str
+    rounds: int
+    added_per_round: tuple[int, ...]
+    supersteps: int
+    items: int
+    batches: int
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseAborted(Event):
+    """The phase cannot go on (a step's batches did not all arrive, or a round ended with a
+    device that never finished its part)."""
+
+    phase: str
+    reason: str
+    missing: tuple[str, ...]
+
+
+class PeerRelay(PeerFacingMachine):
+    """The relay's sans-I/O machine (module docstring). One phase at a time."""
+
+    def __init__(
+        self,
+        run: str,
+        devices: Iterable[str],
+        *,
+        step_timeout: float = 60.0,
+        max_items: int = MAX_PEER_ITEMS,
+    ) -> None:
+        super().__init__(run, service=RELAY_ID)
+        self.run = topics.check_ident(run, "run")
+        self.devices = frozenset(topics.check_ident(d, "devices") for d in devices)
+        if not self.devices:
+            raise ParameterError("must name at least one device", field="devices")
+        if not step_timeout > 0:
+            raise ParameterError(f"must be > 0, got {step_timeout!r}", field="step_timeout")
+        self.step_timeout = float(step_timeout)
+        self.max_items = max_items
+        self.phase: str | None = None
+        self.supersteps = 0
+        self.items = 0
+        self.batches = 0
+        self._seq = 0
+        self._deadline: float | None = None
+
+    # ---- control ---------------------------------------------------------------------------
+
+    def start_phase(
+        self, phase: str, now: float, *, until_quiet: bool = False, max_rounds: int = 1
+    ) -> None:
+        """Open round 0 of ``phase``."""
+        if self.phase is not None:
+            raise LocalProtocolError(f"phase {self.phase!r} is still running")
+        topics.check_ident(phase, "phase")
+        if max_rounds < 1:
+            raise ParameterError(f"must be >= 1, got {max_rounds}", field="max_rounds")
+        self.phase = phase
+        self._until_quiet = until_quiet
+        self._max_rounds = max_rounds if until_quiet else 1
+        self._added_per_round: list[int] = []
+        self.supersteps = self.items = self.batches = 0
+        self._start_round(0, now)
+
+    def _start_round(self, r: int, now: float) -> None:
+        self.round = r
+        self.step = 0
+        self._expected: set[str] = set(self.devices)
+        self._received: dict[str, PeerBatch] = {}
+        self._done: set[str] = set()
+        self._added = 0
+        self._broadcast(PeerStep, phase=self.phase, round=r)
+        self._deadline = now + self.step_timeout
+
+    def _broadcast(self, message_type: type[Message], **fields: object) -> None:
+        self._seq += 1
+        message = message_type(
+            run=self.run, sender=RELAY_ID, seq=min(self._seq, MAX_STEPS), **fields
+        )
+        self._send(topics.ctl(self.run, "peer_step"), message)
+
+    # ---- input -----------------------------------------------------------------------------
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        self._check_upstream(topic, message)
+        if not isinstance(message, PeerBatch):
+            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
+        sender = message.sender
+        if self.phase is None or message.phase != self.phase:
+            raise RemoteProtocolError(f"phase {message.phase!r} is not running", field="phase")
+        if message.round != self.round:
+            raise RemoteProtocolError(
+                f"round {message.round} is not the current round {self.round}", field="round"
+            )
+        if message.step != self.step:
+            raise RemoteProtocolError(
+                f"step {message.step} is not the current step {self.step}", field="step"
+            )
+        if sender not in self._expected:
+            raise RemoteProtocolError(f"{sender} is not expected at this step", field="sender")
+        if sender in self._received:
+            raise RemoteProtocolError(f"second batch from {sender} at this step", field="step")
+        if len(message.items) > self.max_items:
+            raise RemoteProtocolError(
+                f"{len(message.items)} items exceeds the limit of {self.max_items}", field="items"
+            )
+        for index, item in enumerate(message.items):
+            if item.peer == sender or item.peer not in self.devices:
+                raise RemoteProtocolError(
+                    f"{item.peer!r} is not another device of this run", field=f"items[{index}]"
+                )
+        self._received[sender] = message
+        self.batches += 1
+        if message.done:
+            if sender in self._done and message.added:
+                raise RemoteProtocolError("added reported twice in a round", field="added")
+            self._done.add(sender)
+            self._added += message.added
+        if len(self._received) == len(self._expected):
+            self._close_step(now)
+
+    def _close_step(self, now: float) -> None:
+        by_recipient: dict[str, list[PeerItem]] = defaultdict(list)
+        count = 0
+        for sender in sorted(self._received):
+            for item in self._received[sender].items:
+                by_recipient[item.peer].append(PeerItem(sender, item.kind, item.value))
+                count += 1
+        self.items += count
+        self.supersteps += 1
+        if not count:
+            self._end_round(now)
+            return
+        self.step += 1
+        for recipient in sorted(by_recipient):
+            self._seq += 1
+            self._send(
+                topics.inbox(self.run, recipient, RELAY_ID),
+                PeerDelivery(
+                    run=self.run,
+                    sender=RELAY_ID,
+                    seq=min(self._seq, MAX_STEPS),
+                    phase=self.phase,
+                    round=self.round,
+                    step=self.step,
+                    items=by_recipient[recipient],
+                ),
+            )
+        self._expected = set(by_recipient)
+        self._received = {}
+        self._deadline = now + self.step_timeout
+
+    def _end_round(self, now: float) -> None:
+        unfinished = self.devices - self._done
+        if unfinished:
+            self._abort("the round went quiet with devices that never finished", unfinished)
+            return
+        self._added_per_round.append(self._added)
+        last = len(self._added_per_round) >= self._max_rounds or (
+            self._until_quiet and self._added == 0
+        )
+        if not last:
+            self._start_round(self.round + 1, now)
+            return
+        phase = self.phase
+        assert phase is not None
+        self._broadcast(PeerStep, phase=phase, round=self.round + 1, finished=True)
+        self._emit(
+            PhaseFinished(
+                phase,
+                len(self._added_per_round),
+                tuple(self._added_per_round),
+                self.supersteps,
+                self.items,
+                self.batches,
+            )
+        )
+        self._report(ok=True)
+        self.phase = None
+        self._deadline = None
+
+    def _abort(self, reason: str, missing: Iterable[str]) -> None:
+        phase = self.phase
+        assert phase is not None
+        absent = tuple(sorted(missing))
+        self._broadcast(PeerStep, phase=phase, round=self.round, finished=True)
+        self._emit(PhaseAborted(phase, reason, absent))
+        shown = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
+        self._report(ok=False, detail=f"{reason}: {len(absent)} device(s): {shown}"[:500])
+        self.phase = None
+        self._deadline = None
+
+    def _report(self, *, ok: bool, detail: str = "") -> None:
+        self._seq += 1
+        self._send(
+            topics.svc(self.run, RELAY_ID, "phase"),
+            PhaseReport(
+                run=self.run,
+                sender=RELAY_ID,
+                seq=min(self._seq, MAX_STEPS),
+                phase=self.phase or "",
+                ok=ok,
+                rounds=len(self._added_per_round),
+                supersteps=self.supersteps,
+                items=self.items,
+                batches=self.batches,
+                added_per_round=list(self._added_per_round),
+                detail=detail,
+            ),
+        )
+
+    # ---- time ------------------------------------------------------------------------------
+
+    def next_timer(self) -> float | None:
+        return self._deadline
+
+    def handle_timer(self, now: float) -> None:
+        if self._deadline is None or now < self._deadline or self.phase is None:
+            return
+        missing = self._expected - self._received.keys()
+        self._abort(f"no batch within {self.step_timeout:g} s at step {self.step}", missing)

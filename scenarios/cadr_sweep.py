@@ -1,0 +1,652 @@
+"""``ldpfleet bench cadr-sweep``: the private CADR-LDP evaluation tables, in-process.
+
+Runs ``collector.cadr_reference.private_run`` (the whole private pipeline, secure sums
+replaced by exact sums) over a grid and averages ``runs`` seeds per cell (seeds
+``seed .. seed + runs - 1``, the same seeds in every cell):
+
+- θ sweep at one budget ε: MAE and MSE of the released degree sequence for every method
+  and every θ of the grid, plus θ by Sum and θ by Deviation (computed once: every method
+  searches θ with the same ε_dsr = (1-α)ε, see the ``cadr_reference`` docstring) and, per
+  method, the θ that minimises the measured MAE, next to the MAE at the two chosen θ.
+  The θ of the two searches are added to the evaluated θ if the grid lacks them.
+- shape check per method and metric: the argmin θ* of the mean series, the largest rise
+  before θ* and the largest drop after it (both 0 for a series that decreases then
+  increases), and the standard error of the cell means, so that "convex-shaped apart from
+  noise" is a number, not an impression. ``lowest`` lists, per θ, which method has the
+  lowest MAE, and for every θ where a given method (LL) is not lowest, the gap and the gap
+  in standard errors.
+- ε sweep: MAE and MSE for every budget of a list at each method's θ by Deviation for
+  that ε (reported), and at a fixed θ = that method's MAE-minimising θ of the θ sweep.
+
+Cells run in a process pool (``workers``; the graph is handed to each worker once by the
+pool initializer) and the result does not depend on the number of workers: each cell
+seeds its own generator. ``markdown`` renders the tables of ``docs/cadr-private.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from collector.cadr_reference import METHODS, as_dict, choose_theta, private_run
+from devices.graphs import Graph, load_graph
+from protocol.cadr_budget import CadrBudget
+from protocol.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_EPS_LIST",
+    "DEFAULT_THETAS",
+    "bench_cadr_sweep",
+    "cadr_sweep",
+    "markdown",
+    "parse_eps",
+    "parse_methods",
+    "parse_thetas",
+    "shape_check",
+    "sweep_eps",
+    "sweep_theta",
+    "theta_choices",
+]
+
+DEFAULT_THETAS = "1..100"
+DEFAULT_EPS_LIST = "1,1.5,2,2.5,3"
+METRICS = ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean")
+
+
+# --- inputs --------------------------------------------------------------------------------
+
+
+def parse_thetas(spec: str) -> list[int]:
+    """Sorted distinct θ from ``"1..100"`` (inclusive), ``"5..100:5"`` (step), ``"1,2,4"``
+    or a comma-separated mix of these; every θ must be an integer >= 1."""
+    out: set[int] = set()
+    for raw in spec.split(","):
+        token = raw.strip()
+        try:
+            if ".." in token:
+                span, _, step = token.partition(":")
+                lo, hi = (int(x) for x in span.split(".."))
+                stride = int(step) if step else 1
+                if stride < 1 or hi < lo:
+                    raise ValueError
+                out.update(range(lo, hi + 1, stride))
+            else:
+                out.add(int(token))
+        except ValueError:
+            raise ParameterError(
+                f"{token!r} is not an integer, a range a..b or a stepped range a..b:s",
+                field="thetas",
+            ) from None
+    if not out or min(out) < 1:
+        raise ParameterError(f"needs integers >= 1, got {spec!r}", field="thetas")
+    return sorted(out)
+
+
+def parse_eps(spec: str) -> list[float]:
+    """Sorted distinct budgets from a comma-separated list (``"1,1.5,2"``); empty: none."""
+    if not spec.strip():
+        return []
+    try:
+        values = sorted({float(x) for x in spec.split(",")})
+    except ValueError:
+        raise ParameterError(
+            f"must be comma-separated numbers, got {spec!r}", field="eps"
+        ) from None
+    if any(not math.isfinite(e) or e <= 0 for e in values):
+        raise ParameterError(f"budgets must be finite and > 0, got {spec!r}", field="eps")
+    return values
+
+
+def parse_methods(spec: str) -> tuple[str, ...]:
+    """Methods in the given order from ``"ll,lh,ra,er"`` (each one of ``METHODS``)."""
+    chosen = tuple(dict.fromkeys(m.strip() for m in spec.split(",") if m.strip()))
+    bad = [m for m in chosen if m not in METHODS]
+    if bad or not chosen:
+        raise ParameterError(
+            f"{bad[0] if bad else spec!r} is not one of {', '.join(METHODS)}", field="methods"
+        )
+    return chosen
+
+
+def theta_choices(degrees: np.ndarray, eps: float, alpha: float) -> dict:
+    """θ by Sum and θ by Deviation at ε_dsr = (1-α)ε (the same for every method)."""
+    eps_dsr = CadrBudget(eps, alpha).dsr
+    by_sum, sum_rounds = choose_theta(degrees, "auto-sum", eps_dsr)
+    by_dev, dev_rounds = choose_theta(degrees, "auto-dev", eps_dsr)
+    return {
+        "eps": eps,
+        "eps_dsr": eps_dsr,
+        "by_sum": by_sum,
+        "by_sum_rounds": sum_rounds,
+        "by_deviation": by_dev,
+        "by_deviation_rounds": dev_rounds,
+    }
+
+
+# --- running cells -------------------------------------------------------------------------
+
+_WORKER_GRAPH: list[Graph] = []
+
+
+def _init_worker(graph: Graph) -> None:
+    _WORKER_GRAPH[:] = [graph]
+
+
+def _run_cell(job: tuple[str, int, float, float, int]) -> dict:
+    method, theta, eps, alpha, seed = job
+    return as_dict(private_run(_WORKER_GRAPH[0], method, theta, eps, alpha, seed))
+
+
+def _run_cells(graph: Graph, jobs: list[tuple], workers: int) -> list[dict]:
+    """``private_run`` for every job, in job order (worker count changes nothing else)."""
+    if workers <= 1 or len(jobs) <= 1:
+        _init_worker(graph)
+        return [_run_cell(job) for job in jobs]
+    with ProcessPoolExecutor(
+        max_workers=workers, initializer=_init_worker, initargs=(graph,)
+    ) as pool:
+        return list(pool.map(_run_cell, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
+
+
+def _aggregate(runs: list[dict]) -> dict:
+    """Mean and standard error of the mean (None for one run) of each metric over runs."""
+    out: dict = {}
+    for name in METRICS:
+        values = np.array([r[name] for r in runs], dtype=float)
+        out[name] = float(values.mean())
+        out[f"{name}_se"] = (
+            float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
+        )
+    return out
+
+
+def _cells(
+    graph: Graph, keys: list[tuple[str, int, float]], alpha: float, seeds: Sequence[int], workers
+) -> tuple[dict[tuple, dict], float]:
+    """Aggregated figures per (method, θ, ε) and the summed per-run seconds."""
+    jobs = [(m, t, e, alpha, s) for (m, t, e) in keys for s in seeds]
+    results = _run_cells(graph, jobs, workers)
+    per_key: dict[tuple, list[dict]] = {}
+    for job, result in zip(jobs, results, strict=True):
+        per_key.setdefault(job[:3], []).append(result)
+    cpu = sum(r["seconds"] for r in results)
+    cells = {}
+    for key, runs in per_key.items():
+        cells[key] = {**_aggregate(runs), "spent": runs[0]["spent"]}
+    return cells, cpu
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+
+def shape_check(
+    thetas: Sequence[int], means: Sequence[float], ses: Sequence[float | None] | None = None
+) -> dict:
+    """Unimodality of a mean series over increasing θ: ``argmin`` θ*, ``rise_before`` =
+    the largest step UP before θ*, ``drop_after`` = the largest step DOWN after θ* (both 0
+    iff the series decreases to θ* and increases after it), ``violation`` = their max.
+    With the standard errors ``ses`` of the means, ``violation_se`` is the largest such
+    wrong-way step divided by its own standard error ``sqrt(se_k^2 + se_(k+1)^2)``
+    (None without errors): ~N(0, 1)-sized values are what noise alone produces."""
+    m = np.asarray(means, dtype=float)
+    k = int(np.argmin(m))
+    steps = np.diff(m)
+    wrong = np.concatenate([np.maximum(steps[:k], 0.0), np.maximum(-steps[k:], 0.0)])
+    rise = float(wrong[:k].max()) if k > 0 else 0.0
+    drop = float(wrong[k:].max()) if k < len(steps) else 0.0
+    violation_se = None
+    if ses is not None and all(e is not None for e in ses) and len(steps):
+        e = np.asarray(ses, dtype=float)
+        step_se = np.sqrt(e[:-1] ** 2 + e[1:] ** 2)
+        if not np.any((wrong > 0) & (step_se == 0)):  # else: a sure wrong-way step, no z
+            violation_se = float(np.max(wrong / np.where(step_se > 0, step_se, 1.0)))
+    return {
+        "argmin": int(thetas[k]),
+        "min": float(m[k]),
+        "first": float(m[0]),
+        "last": float(m[-1]),
+        "rise_before": rise,
+        "drop_after": drop,
+        "violation": max(rise, drop),
+        "violation_se": violation_se,
+    }
+
+
+def _series(rows: list[dict], method: str, metric: str) -> tuple[list[int], list[float], list]:
+    mine = [r for r in rows if r["method"] == method]
+    return (
+        [r["theta"] for r in mine],
+        [r[metric] for r in mine],
+        [r[f"{metric}_se"] for r in mine],
+    )
+
+
+def _mae_at(rows: list[dict], method: str, theta: int) -> float | None:
+    return next((r["mae"] for r in rows if r["method"] == method and r["theta"] == theta), None)
+
+
+def sweep_theta(
+    graph: Graph,
+    methods: Sequence[str],
+    thetas: Sequence[int],
+    eps: float,
+    alpha: float,
+    runs: int,
+    seed: int = 0,
+    workers: int = 1,
+    reference: str = "ll",
+) -> dict:
+    """MAE/MSE vs θ per method at ``eps``; searches vs measured argmin; shape; lowest."""
+    started = time.perf_counter()
+    choices = theta_choices(graph.degrees(), eps, alpha)
+    grid = sorted(set(thetas))
+    evaluated = sorted(set(grid) | {choices["by_sum"], choices["by_deviation"]})
+    seeds = list(range(seed, seed + runs))
+    cells, cpu = _cells(graph, [(m, t, eps) for m in methods for t in evaluated], alpha, seeds,
+                        workers)  # fmt: skip
+    rows = [
+        {"method": m, "theta": t, "in_grid": t in grid, **cells[(m, t, eps)]}
+        for m in methods
+        for t in evaluated
+    ]
+    per_method = {}
+    for m in methods:
+        ts, maes, ses = _series(rows, m, "mae")
+        shape = {metric: shape_check(*_series(rows, m, metric)) for metric in ("mae", "mse")}
+        best = shape["mae"]["argmin"]
+        se_best = ses[ts.index(best)] or 0.0
+        # θ whose mean MAE is within 2 standard errors of a difference of the minimum
+        band = [t for t, v in zip(ts, maes, strict=True)
+                if v <= shape["mae"]["min"] + 2 * math.sqrt(2) * se_best]  # fmt: skip
+        known = [s for s in ses if s is not None]
+        per_method[m] = {
+            "argmin_mae": best,
+            "mae_at_argmin": shape["mae"]["min"],
+            "mae_se_at_argmin": ses[ts.index(best)],
+            "near_min_thetas": [min(band), max(band)],
+            "argmin_mse": shape["mse"]["argmin"],
+            "mse_at_argmin": shape["mse"]["min"],
+            "by_sum": choices["by_sum"],
+            "mae_at_by_sum": _mae_at(rows, m, choices["by_sum"]),
+            "by_deviation": choices["by_deviation"],
+            "mae_at_by_deviation": _mae_at(rows, m, choices["by_deviation"]),
+            "shape": shape,
+            "mae_se_max": max(known) if known else None,
+            "spent": rows[[r["method"] for r in rows].index(m)]["spent"],
+        }
+    lowest = []
+    not_lowest = []
+    for t in evaluated:
+        here = {r["method"]: r for r in rows if r["theta"] == t}
+        best_m = min(here, key=lambda k: here[k]["mae"])
+        lowest.append({"theta": t, "method": best_m})
+        if reference in here and best_m != reference:
+            ref, win = here[reference], here[best_m]
+            se = math.sqrt((ref["mae_se"] or 0.0) ** 2 + (win["mae_se"] or 0.0) ** 2)
+            gap = ref["mae"] - win["mae"]
+            not_lowest.append({
+                "theta": t, "best": best_m, "gap": gap, "relative_gap": gap / win["mae"],
+                "gap_in_se": gap / se if se > 0 else None,
+            })  # fmt: skip
+    return {
+        "eps": eps,
+        "alpha": alpha,
+        "runs": runs,
+        "seeds": [seeds[0], seeds[-1]],
+        "grid": grid,
+        "thetas": evaluated,
+        "choices": choices,
+        "rows": rows,
+        "methods": per_method,
+        "lowest": lowest,
+        "reference": reference,
+        "reference_lowest_count": sum(1 for x in lowest if x["method"] == reference),
+        "reference_not_lowest": not_lowest,
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(cpu, 1),
+    }
+
+
+def sweep_eps(
+    graph: Graph,
+    methods: Sequence[str],
+    eps_list: Sequence[float],
+    alpha: float,
+    runs: int,
+    seed: int = 0,
+    workers: int = 1,
+    fixed_theta: dict[str, int] | None = None,
+    fixed_label: str = "argmin_mae",
+) -> dict:
+    """MAE/MSE vs ε per method at θ by Deviation (per ε) and at ``fixed_theta[method]``."""
+    started = time.perf_counter()
+    degrees = graph.degrees()
+    choices = {e: theta_choices(degrees, e, alpha) for e in eps_list}
+    keys: list[tuple[str, int, float]] = []
+    for e in eps_list:
+        for m in methods:
+            keys.append((m, choices[e]["by_deviation"], e))
+            if fixed_theta is not None:
+                keys.append((m, fixed_theta[m], e))
+    keys = list(dict.fromkeys(keys))
+    seeds = list(range(seed, seed + runs))
+    cells, cpu = _cells(graph, keys, alpha, seeds, workers)
+    rows = []
+    for e in eps_list:
+        for m in methods:
+            dev = choices[e]["by_deviation"]
+            rows.append({"eps": e, "method": m, "rule": "by_deviation", "theta": dev,
+                         **cells[(m, dev, e)]})  # fmt: skip
+            if fixed_theta is not None:
+                t = fixed_theta[m]
+                rows.append({"eps": e, "method": m, "rule": fixed_label, "theta": t,
+                             **cells[(m, t, e)]})  # fmt: skip
+    return {
+        "alpha": alpha,
+        "runs": runs,
+        "eps": list(eps_list),
+        "choices": [choices[e] for e in eps_list],
+        "fixed_theta": fixed_theta,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(cpu, 1),
+    }
+
+
+def cadr_sweep(
+    graph: Graph,
+    *,
+    methods: Sequence[str] = METHODS,
+    thetas: Sequence[int] | None = None,
+    eps: float = 3.0,
+    eps_list: Sequence[float] = (),
+    alpha: float = 0.1,
+    runs: int = 5,
+    seed: int = 0,
+    workers: int = 2,
+) -> dict:
+    """The θ sweep at ``eps`` (unless ``thetas`` is empty/None), then the ε sweep over
+    ``eps_list`` at θ by Deviation and at each method's MAE-minimising θ of the θ sweep.
+    A JSON-ready dict (module docstring)."""
+    if runs < 1:
+        raise ParameterError(f"must be >= 1, got {runs}", field="runs")
+    CadrBudget(eps, alpha)  # refuses a bad eps / alpha before any work
+    started = time.perf_counter()
+    result: dict = {
+        "bench": "cadr-sweep",
+        "graph": graph.name,
+        "nodes": graph.n,
+        "edges": graph.edges(),
+        "max_degree": int(graph.degrees().max()) if graph.n else 0,
+        "methods": list(methods),
+        "alpha": alpha,
+        "runs": runs,
+        "seed": seed,
+        "workers": workers,
+        "theta_sweep": None,
+        "eps_sweep": None,
+    }
+    fixed = None
+    if thetas:
+        sweep = sweep_theta(graph, methods, thetas, eps, alpha, runs, seed, workers)
+        result["theta_sweep"] = sweep
+        fixed = {m: sweep["methods"][m]["argmin_mae"] for m in methods}
+    if eps_list:
+        result["eps_sweep"] = sweep_eps(graph, methods, eps_list, alpha, runs, seed, workers,
+                                        fixed, f"argmin_mae_at_eps_{eps:g}")  # fmt: skip
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+# --- markdown ------------------------------------------------------------------------------
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _display_thetas(sweep: dict) -> list[int]:
+    """All θ for a short grid; else 1..5, multiples of 5, and every θ the tables cite."""
+    thetas = sweep["thetas"]
+    if len(thetas) <= 25:
+        return thetas
+    cited = {sweep["choices"]["by_sum"], sweep["choices"]["by_deviation"]}
+    cited |= {v["argmin_mae"] for v in sweep["methods"].values()}
+    cited |= {v["argmin_mse"] for v in sweep["methods"].values()}
+    return [t for t in thetas if t <= 5 or t % 5 == 0 or t in cited or t == thetas[-1]]
+
+
+def _band_summary(sweep: dict, methods: Sequence[str], bands: int = 5) -> list[str]:
+    """Per band of consecutive θ: how often the reference method is lowest, its mean MAE
+    minus each other method's (positive: the reference is worse), and its largest lead
+    lost (relative to the winner) with that gap in standard errors."""
+    ref = sweep["reference"]
+    others = [m for m in methods if m != ref]
+    by_key = {(r["method"], r["theta"]): r for r in sweep["rows"]}
+    gaps = {x["theta"]: x for x in sweep["reference_not_lowest"]}
+    lines = [
+        f"| θ | {ref.upper()} lowest at | "
+        + " | ".join(f"mean {ref.upper()} − {m.upper()}" for m in others)
+        + f" | largest {ref.upper()} deficit (θ, winner, SE) |",
+        "|---" * (3 + len(others)) + "|",
+    ]
+    for band in np.array_split(np.array(sweep["thetas"]), min(bands, len(sweep["thetas"]))):
+        ts = band.tolist()
+        diffs = [
+            np.mean([by_key[(ref, t)]["mae"] - by_key[(m, t)]["mae"] for t in ts]) for m in others
+        ]
+        lost = [gaps[t] for t in ts if t in gaps]
+        worst = max(lost, key=lambda x: x["relative_gap"]) if lost else None
+        worst_text = (
+            f"{100 * worst['relative_gap']:.1f}% (θ={worst['theta']}, "
+            f"{worst['best'].upper()}, {_f(worst['gap_in_se'], 1)} SE)"
+            if worst
+            else "–"
+        )
+        lines.append(
+            f"| {ts[0]}–{ts[-1]} | {len(ts) - len(lost)} of {len(ts)} | "
+            + " | ".join(f"{d:+.2f}" for d in diffs)
+            + f" | {worst_text} |"
+        )
+    lines.append("")
+    return lines
+
+
+def markdown(result: dict, command: str) -> str:
+    """The tables of docs/cadr-private.md."""
+    methods = result["methods"]
+    upper = [m.upper() for m in methods]
+    lines = [
+        f"Generated by `{command}`: {result['graph']} ({result['nodes']:,} nodes, "
+        f"{result['edges']:,} edges, max degree {result['max_degree']}), α = "
+        f"{result['alpha']:g}, {result['runs']} runs per cell (seeds {result['seed']}.."
+        f"{result['seed'] + result['runs'] - 1}), {result['workers']} worker process(es), "
+        f"{result['seconds']:.0f} s in all.",
+        "",
+    ]
+    sweep = result["theta_sweep"]
+    if sweep:
+        c = sweep["choices"]
+        lines += [
+            f"**θ sweep at ε = {sweep['eps']:g}** (ε_dsr = {c['eps_dsr']:.3g}; "
+            f"{len(sweep['thetas'])} θ × {len(methods)} methods × {sweep['runs']} runs in "
+            f"{sweep['seconds']:.0f} s wall, {sweep['cpu_seconds']:.0f} s of runs). "
+            f"θ by Sum = {c['by_sum']} ({c['by_sum_rounds']} secure sums), θ by Deviation = "
+            f"{c['by_deviation']} ({c['by_deviation_rounds']} secure counts). Bold: lowest "
+            "mean MAE of the row.",
+            "",
+            "| θ | " + " | ".join(f"MAE {u}" for u in upper) + " | "
+            + " | ".join(f"MSE {u}" for u in upper) + " |",
+            "|---" * (1 + 2 * len(methods)) + "|",
+        ]  # fmt: skip
+        by_key = {(r["method"], r["theta"]): r for r in sweep["rows"]}
+        for t in _display_thetas(sweep):
+            maes = {m: by_key[(m, t)]["mae"] for m in methods}
+            best = min(maes, key=maes.get)
+            cells = [f"**{_f(maes[m])}**" if m == best else _f(maes[m]) for m in methods]
+            cells += [_f(by_key[(m, t)]["mse"], 0) for m in methods]
+            lines.append(f"| {t} | " + " | ".join(cells) + " |")
+        lines += [
+            "",
+            "**Chosen θ vs the θ minimising the measured MAE** (MAE ± standard error over "
+            "runs; 'near-min θ': the θ whose mean MAE is within 2√2 standard errors of the "
+            "minimum, i.e. not distinguishable from it by these runs)",
+            "",
+            "| method | argmin θ (MAE) | MAE there | near-min θ | θ by Sum | MAE | "
+            "θ by Deviation | MAE | argmin θ (MSE) | MSE there |",
+            "|---" * 10 + "|",
+        ]
+        for m in methods:
+            v = sweep["methods"][m]
+            lo, hi = v["near_min_thetas"]
+            lines.append(
+                f"| {m.upper()} | {v['argmin_mae']} | {_f(v['mae_at_argmin'])} ± "
+                f"{_f(v['mae_se_at_argmin'])} | {lo}–{hi} | {v['by_sum']} | "
+                f"{_f(v['mae_at_by_sum'])} | {v['by_deviation']} | "
+                f"{_f(v['mae_at_by_deviation'])} | {v['argmin_mse']} | "
+                f"{_f(v['mse_at_argmin'], 0)} |"
+            )
+        lines += [
+            "",
+            "**Shape check** (series over all evaluated θ; 'rise before' = largest step up "
+            "before the argmin, 'drop after' = largest step down after it; both 0 for a "
+            "series that decreases then increases; the last column divides the worst of "
+            "these wrong-way steps by the standard error of that step, ~1-2 for noise)",
+            "",
+            "| method | metric | argmin θ | at θ=first | min | at θ=last | rise before | "
+            "drop after | worst wrong-way step / its SE |",
+            "|---" * 9 + "|",
+        ]
+        for m in methods:
+            for metric, digits in (("mae", 2), ("mse", 0)):
+                s = shape_check(*_series(sweep["rows"], m, metric))
+                lines.append(
+                    f"| {m.upper()} | {metric.upper()} | {s['argmin']} | {_f(s['first'], digits)}"
+                    f" | {_f(s['min'], digits)} | {_f(s['last'], digits)} | "
+                    f"{_f(s['rise_before'], digits)} | {_f(s['drop_after'], digits)} | "
+                    f"{_f(s['violation_se'], 1)} |"
+                )
+        ref = sweep["reference"].upper()
+        lines += [
+            "",
+            f"**{ref} lowest MAE** at {sweep['reference_lowest_count']} of "
+            f"{len(sweep['thetas'])} θ. Winner counts: "
+            + ", ".join(
+                f"{m.upper()} {sum(1 for x in sweep['lowest'] if x['method'] == m)}"
+                for m in methods
+            )
+            + ".",
+            "",
+        ]
+        if 0 < len(sweep["reference_not_lowest"]) <= 15:
+            lines += [
+                f"| θ | lowest | its MAE lead over {ref} | relative | in SE of the difference |",
+                "|---|---|---|---|---|",
+            ]
+            for x in sweep["reference_not_lowest"]:
+                lines.append(
+                    f"| {x['theta']} | {x['best'].upper()} | {_f(x['gap'])} | "
+                    f"{100 * x['relative_gap']:.1f}% | {_f(x['gap_in_se'], 1)} |"
+                )
+            lines.append("")
+        elif sweep["reference_not_lowest"]:
+            lines += _band_summary(sweep, methods)
+    eps_sweep = result["eps_sweep"]
+    if eps_sweep:
+        rules = list(dict.fromkeys(r["rule"] for r in eps_sweep["rows"]))
+        for rule in rules:
+            rows = [r for r in eps_sweep["rows"] if r["rule"] == rule]
+            title = (
+                "θ by Deviation at each ε (same θ for every method)"
+                if rule == "by_deviation"
+                else "θ fixed at each method's MAE-minimising θ of the θ sweep ("
+                + ", ".join(f"{m.upper()} {eps_sweep['fixed_theta'][m]}" for m in methods)
+                + ")"
+            )
+            lines += [
+                f"**MAE / MSE vs ε, {title}** ({eps_sweep['runs']} runs per cell; the ε "
+                f"sweep took {eps_sweep['seconds']:.0f} s wall)",
+                "",
+                "| ε | θ | " + " | ".join(f"MAE {u}" for u in upper) + " | "
+                + " | ".join(f"MSE {u}" for u in upper) + " |",
+                "|---" * (2 + 2 * len(methods)) + "|",
+            ]  # fmt: skip
+            for e in eps_sweep["eps"]:
+                here = {r["method"]: r for r in rows if r["eps"] == e}
+                thetas = sorted({here[m]["theta"] for m in methods})
+                maes = {m: here[m]["mae"] for m in methods}
+                best = min(maes, key=maes.get)
+                cells = [f"**{_f(maes[m])}**" if m == best else _f(maes[m]) for m in methods]
+                cells += [_f(here[m]["mse"], 0) for m in methods]
+                shown = str(thetas[0]) if len(thetas) == 1 else "per method"
+                lines.append(f"| {e:g} | {shown} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+# --- command -------------------------------------------------------------------------------
+
+
+def bench_cadr_sweep(
+    graph: Annotated[
+        str, typer.Option(help="facebook, wiki-vote, kind:n=N,... or a SNAP edge-list path.")
+    ] = "facebook",
+    methods: Annotated[str, typer.Option(help="Comma-separated: ll, lh, ra, er.")] = "ll,lh,ra,er",
+    thetas: Annotated[
+        str, typer.Option(help="θ grid: 1..100, 5..100:5, 1,2,4 or a mix ('' skips).")
+    ] = DEFAULT_THETAS,
+    eps: Annotated[float, typer.Option(help="Budget of the θ sweep.")] = 3.0,
+    eps_list: Annotated[
+        str, typer.Option(help="Budgets of the ε sweep, comma-separated ('' skips).")
+    ] = DEFAULT_EPS_LIST,
+    alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
+    runs: Annotated[int, typer.Option(help="Runs per cell (seeds seed..seed+runs-1).")] = 5,
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    as_json: Annotated[
+        bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
+    ] = True,
+) -> None:
+    """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
+    import json
+
+    from scenarios.cli import user_errors
+
+    with user_errors():
+        try:
+            g = load_graph(graph)  # the loader of ``bench cadr``
+        except OSError as error:
+            raise ParameterError(
+                f"{graph!r}: {error.strerror or error}; use facebook, wiki-vote, a generator "
+                "such as barabasi_albert:n=200,m=3 or the path of a SNAP edge list",
+                field="graph",
+            ) from None
+        result = cadr_sweep(
+            g,
+            methods=parse_methods(methods),
+            thetas=parse_thetas(thetas) if thetas.strip() else None,
+            eps=eps,
+            eps_list=parse_eps(eps_list),
+            alpha=alpha,
+            runs=runs,
+            seed=seed,
+            workers=max(1, workers),
+        )
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(markdown(result, " ".join([_PROG, *sys.argv[1:]])))
+
+
+_PROG = "ldpfleet"  # how the command line was started, for the tables' provenance line
+
+if __name__ == "__main__":  # python -m scenarios.cadr_sweep [OPTIONS], before CLI registration
+    _PROG = "python -m scenarios.cadr_sweep"
+    typer.run(bench_cadr_sweep)

@@ -1,0 +1,126 @@
+"""CADR-LDP end to end over a transport: ``CadrDevice`` agents, the batching relay and the
+collector (θ search by secure aggregation, NDOE, LPEA, DSR) — on the in-memory transport,
+with shuffled delivery, and on the embedded amqtt broker and Mosquitto. The same seed gives
+the same release everywhere (the relay's barrier fixes each device's input order)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+
+import numpy as np
+import pytest
+
+from broker.transport import MemoryTransport
+from collector.theta_search import local_error, theta_by_deviation
+from devices.graphs import generate
+from protocol import codec, topics
+from protocol.cadr_messages import DsrReport
+from scenarios.cadr_run import run_cadr_fleet
+from scenarios.runner import run_scenario
+from scenarios.schema import parse_scenario
+
+GRAPH = generate("barabasi_albert", 40, seed=5, m=3)
+EPS_DSR = 0.9 * 3.0
+
+
+async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_promise():
+    result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3)
+    degrees = GRAPH.degrees()
+    expected, rounds = theta_by_deviation(
+        1, int(degrees.max()), lambda t: int(np.sum(degrees > t)), GRAPH.n, EPS_DSR
+    )
+    assert (result["theta"], result["theta_rounds"]) == (expected, rounds)
+    assert result["ledger_exact"] and result["ledger_min"] == pytest.approx(3.0)
+    assert result["max_kept_degree"] <= result["theta"]
+    assert len(result["released"]) == GRAPH.n and sum(result["histogram"]) == GRAPH.n
+    assert result["refused_by_devices"] == 0 and result["rejected_by_collector"] == 0
+    assert result["lpea_rounds"] >= 1 and result["peer_items"] > 0
+
+
+async def test_search_by_sum_picks_the_minimum_of_the_summed_local_errors():
+    result = await run_cadr_fleet(GRAPH, theta="auto-sum", seed=1)
+    degrees = GRAPH.degrees()
+    totals = {
+        t: sum(local_error(int(d), t, EPS_DSR) for d in degrees)
+        for t in range(1, int(degrees.max()) + 1)
+    }
+    # fixed point at 2^-16 per device: the chosen θ's exact total is within n * 2^-16 of
+    # the minimum (it IS the minimum unless two totals are that close)
+    assert totals[result["theta"]] - min(totals.values()) <= GRAPH.n * 2.0**-16
+    assert result["theta_rounds"] == 1
+
+
+async def test_shuffled_delivery_gives_the_same_release():
+    plain = await run_cadr_fleet(GRAPH, theta=4, seed=11)
+    rng = random.Random(0)
+    shuffled_transport = MemoryTransport(delay=lambda topic, payload, client: rng.uniform(0, 0.003))
+    shuffled = await run_cadr_fleet(GRAPH, broker=shuffled_transport, theta=4, seed=11)
+    assert shuffled["released"] == plain["released"]
+    assert shuffled["kept_edge_ratio"] == plain["kept_edge_ratio"]
+
+
+async def test_forged_and_malformed_traffic_is_refused_and_the_run_completes():
+    transport = MemoryTransport()
+    run = "cadr-forged"
+
+    async def attacker():
+        async with transport.connect("mallory") as conn:
+            await asyncio.sleep(0)
+            for _ in range(200):  # until the fleet is busy; the relay/collector refuse all
+                await conn.publish(topics.up(run, "n0001", "peer_batch"), b"{not json")
+                forged = DsrReport(run=run, sender="n0002", value=1e9, theta=3, eps=1.0)
+                await conn.publish(topics.up(run, "n0002", "dsr"), codec.encode(forged))
+                await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(attacker())
+    result = await run_cadr_fleet(GRAPH, broker=transport, theta=3, seed=2, run=run)
+    await task
+    honest = await run_cadr_fleet(GRAPH, theta=3, seed=2)
+    assert result["released"] == honest["released"]  # nothing forged was aggregated
+
+
+async def test_embedded_broker_gives_the_memory_release(embedded_url):
+    graph = generate("barabasi_albert", 25, seed=2, m=2)
+    memory = await run_cadr_fleet(graph, theta="auto-dev", seed=4)
+    embedded = await run_cadr_fleet(graph, broker=embedded_url, theta="auto-dev", seed=4)
+    assert embedded["broker"] == "mqtt" and embedded["released"] == memory["released"]
+    assert embedded["theta"] == memory["theta"]
+
+
+async def test_mosquitto_gives_the_memory_release(mosquitto_url):
+    memory = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=6, method="lh")
+    mosquitto = await run_cadr_fleet(
+        GRAPH, broker=mosquitto_url, theta="auto-dev", seed=6, method="lh"
+    )
+    assert mosquitto["released"] == memory["released"]
+    assert mosquitto["ledger_exact"]
+
+
+SCENARIO = """
+[scenario]
+name = "tiny-degrees"
+seed = 3
+[graph]
+source = "barabasi_albert:n=30,m=2,seed=1"
+[cadr]
+theta = "auto-dev"
+[broker]
+url = "memory"
+"""
+
+
+async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_trace(tmp_path):
+    results = await run_scenario(parse_scenario(SCENARIO), out_dir=tmp_path)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["devices"] == 30 and saved["theta"] == results["theta"]
+    ledgers = json.loads((tmp_path / "ledger.json").read_text())
+    assert len(ledgers) == 30
+    assert all(abs(doc["accounts"]["node"]["spent"] - 3.0) < 1e-9 for doc in ledgers.values())
+    with sqlite3.connect(tmp_path / "collector.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 30
+    with sqlite3.connect(tmp_path / "trace.sqlite") as db:
+        kinds = dict(db.execute("SELECT kind, COUNT(*) FROM messages GROUP BY kind").fetchall())
+    assert kinds["dsr_report"] == 30 and kinds["cadr_theta"] == 1 and "peer_batch" not in kinds

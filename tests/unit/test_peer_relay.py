@@ -1,0 +1,149 @@
+"""The batching relay's superstep barrier (``protocol.peer_relay``), driven directly."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol import codec, topics
+from protocol.errors import LocalProtocolError
+from protocol.peer_relay import (
+    RELAY_ID,
+    PeerBatch,
+    PeerDelivery,
+    PeerItem,
+    PeerRelay,
+    PeerStep,
+    PhaseAborted,
+    PhaseFinished,
+    PhaseReport,
+)
+
+RUN = "r1"
+DEVICES = ("a", "b", "c")
+
+
+def batch(sender, step, items=(), *, round=0, phase="lpea", done=False, added=0):
+    message = PeerBatch(
+        run=RUN,
+        sender=sender,
+        phase=phase,
+        round=round,
+        step=step,
+        items=[PeerItem(*item) for item in items],
+        done=done,
+        added=added,
+    )
+    return topics.parse(topics.up(RUN, sender, "peer_batch")), message
+
+
+def deliveries(relay):
+    out = {}
+    for item in relay.pop_outbound():
+        if isinstance(item.message, PeerDelivery):
+            out[topics.parse(item.topic).recipient] = item.message
+    return out
+
+
+def test_a_step_closes_only_when_every_expected_batch_is_in_and_regroups_by_recipient():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=5)
+    (start,) = relay.pop_outbound()
+    assert start.topic == topics.ctl(RUN, "peer_step") and start.message.round == 0
+    relay.receive(*batch("c", 0, [("a", "req", 0)]), 0.1)
+    relay.receive(*batch("a", 0, [("c", "req", 0), ("b", "req", 0)]), 0.1)
+    assert relay.pop_outbound() == []  # b has not sent its batch yet
+    relay.receive(*batch("b", 0, [("a", "req", 0)]), 0.1)
+    out = deliveries(relay)
+    assert set(out) == {"a", "b", "c"}
+    # items name the sender now, in sender order
+    assert [(i.peer, i.kind) for i in out["a"].items] == [("b", "req"), ("c", "req")]
+    assert out["a"].step == 1 and out["b"].items == [PeerItem("a", "req", 0)]
+    # step 1 expects exactly the recipients; a quiet step ends the round
+    for device in ("a", "b"):
+        relay.receive(*batch(device, 1, done=True), 0.2)
+    relay.receive(*batch("c", 1, done=True, added=0), 0.2)
+    ends = relay.pop_outbound()
+    assert isinstance(ends[0].message, PeerStep) and ends[0].message.finished
+    assert isinstance(ends[1].message, PhaseReport) and ends[1].message.ok
+    (finished,) = relay.pop_events()
+    assert finished == PhaseFinished("lpea", 1, (0,), 2, 4, 6)
+
+
+def test_rounds_repeat_until_one_adds_nothing():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=5)
+    relay.pop_outbound()
+    for r, added in ((0, 2), (1, 0)):
+        for device in DEVICES:
+            relay.receive(*batch(device, 0, round=r, done=True, added=added), 0.0)
+        steps = [o.message for o in relay.pop_outbound() if isinstance(o.message, PeerStep)]
+        assert steps[-1].round == r + 1
+    assert steps[-1].finished
+    assert relay.pop_events()[0].added_per_round == (6, 0)
+
+
+@pytest.mark.parametrize(
+    ("sender", "step", "items", "field"),
+    [
+        ("a", 1, (), "step"),  # not the current step
+        ("a", 0, [("a", "req", 0)], "items[0]"),  # to itself
+        ("a", 0, [("zz", "req", 0)], "items[0]"),  # to a stranger
+    ],
+)
+def test_bad_batches_are_rejected_counted_and_change_nothing(sender, step, items, field):
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0)
+    relay.pop_outbound()
+    relay.receive(*batch(sender, step, items), 0.0)
+    assert relay.rejected == 1 and relay.rejections_by_field[field] == 1
+    (reject,) = relay.pop_outbound()
+    assert reject.topic == topics.svc(RUN, RELAY_ID, "reject")
+    # the honest batch still goes through afterwards
+    for device in DEVICES:
+        relay.receive(*batch(device, 0, done=True), 0.0)
+    assert isinstance(relay.pop_events()[-1], PhaseFinished)
+
+
+def test_second_batch_wrong_phase_and_wrong_round_are_rejected():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0)
+    relay.receive(*batch("a", 0), 0.0)
+    relay.receive(*batch("a", 0), 0.0)
+    relay.receive(*batch("b", 0, phase="ndoe"), 0.0)
+    relay.receive(*batch("b", 0, round=3), 0.0)
+    assert dict(relay.rejections_by_field) == {"step": 1, "phase": 1, "round": 1}
+
+
+def test_a_missing_batch_aborts_the_phase_at_the_deadline():
+    relay = PeerRelay(RUN, DEVICES, step_timeout=5.0)
+    relay.start_phase("ndoe", 0.0)
+    relay.receive(*batch("a", 0, phase="ndoe", done=True), 1.0)
+    assert relay.next_timer() == 5.0
+    relay.handle_timer(4.9)
+    assert relay.pop_events() == []
+    relay.handle_timer(5.0)
+    (aborted,) = relay.pop_events()
+    assert isinstance(aborted, PhaseAborted) and aborted.missing == ("b", "c")
+    report = [o.message for o in relay.pop_outbound() if isinstance(o.message, PhaseReport)]
+    assert not report[0].ok and "b, c" in report[0].detail
+    assert relay.phase is None and relay.next_timer() is None
+
+
+def test_a_round_that_goes_quiet_with_an_unfinished_device_aborts():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0)
+    relay.receive(*batch("a", 0, done=True), 0.0)
+    relay.receive(*batch("b", 0, done=True), 0.0)
+    relay.receive(*batch("c", 0, done=False), 0.0)
+    (aborted,) = relay.pop_events()
+    assert isinstance(aborted, PhaseAborted) and aborted.missing == ("c",)
+
+
+def test_one_phase_at_a_time_and_wire_round_trip():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0)
+    with pytest.raises(LocalProtocolError):
+        relay.start_phase("ndoe", 0.0)
+    _, message = batch("a", 0, [("b", "ans", 1)], done=True, added=2)
+    assert codec.decode(codec.encode(message)) == message
+    assert b'["b","ans",1]' in codec.encode(message)  # compact items on the wire
