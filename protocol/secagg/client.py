@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from protocol import topics
 from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
@@ -212,6 +213,10 @@ class SecAggClient(Machine):
         self._c: crypto.KeyPair | None = None
         self._s: crypto.KeyPair | None = None
         self._seed: bytes | None = None
+        # v -> HKDF(X25519(c_u, c_v), "enc", ...): sealing to v (ShareKeys) and opening v's
+        # ciphertext (MaskedInput) use the same key; deriving it once instead of twice saved
+        # one exchange (~32 µs) per neighbour. Held exactly as long as the private keys.
+        self._enc_keys: dict[int, bytes] = {}
         self._neighbours: dict[int, PeerKeys] = {}
         self._completed: frozenset[int] = frozenset()
         self._held: dict[int, _Held] = {}
@@ -497,20 +502,25 @@ class SecAggClient(Machine):
         return crypto.encrypt(key, plaintext, associated, self._random_bytes)
 
     def _share_key(self, v: int) -> bytes:
-        setup = self._setup()
-        shared = self._agree(self._keys().c.private, self._neighbours[v].c_public, v)
-        return crypto.derive_key(
-            shared,
-            purpose="enc",
-            run=self.run,
-            session=self.session,
-            round=setup.round,
-            a=setup.label,
-            b=v,
-        )
+        """The share-encryption key of the pair {u, v}: derived once, then reused."""
+        key = self._enc_keys.get(v)
+        if key is None:
+            setup = self._setup()
+            shared = self._agree(self._keys().c.agreement_key(), self._neighbours[v].c_public, v)
+            key = crypto.derive_key(
+                shared,
+                purpose="enc",
+                run=self.run,
+                session=self.session,
+                round=setup.round,
+                a=setup.label,
+                b=v,
+            )
+            self._enc_keys[v] = key
+        return key
 
     @staticmethod
-    def _agree(private: bytes, public: bytes, v: int) -> bytes:
+    def _agree(private: X25519PrivateKey, public: bytes, v: int) -> bytes:
         try:
             return crypto.agree(private, public)
         except ParameterError as error:
@@ -550,6 +560,7 @@ class SecAggClient(Machine):
         self._reply("masked", SaMasked(**self._envelope(), masked=pack_vector(masked, setup.bits)))
         self._seed = None  # b_u is now only recoverable from shares
         self._c = self._s = None  # the private keys are no longer needed
+        self._enc_keys = {}
         self.state = "masked"
 
     def _open(self, v: int, ciphertext: bytes) -> _Held:
@@ -579,7 +590,7 @@ class SecAggClient(Machine):
         assert self._fixed_point is not None and self._seed is not None
         u, bits = setup.label, setup.bits
         y = add_mod(self._fixed_point.encode(self._x), self_mask(self._seed, setup.dim, bits), bits)
-        s_private = self._keys().s.private
+        s_private = self._keys().s.agreement_key()
         for v in sorted(self._completed):
             shared = self._agree(s_private, self._neighbours[v].s_public, v)
             mask = pairwise_mask(
@@ -760,6 +771,7 @@ class SecAggClient(Machine):
     def _forget_secrets(self) -> None:
         self._seed = None
         self._c = self._s = None
+        self._enc_keys = {}
         self._held = {}
 
     # ---- helpers ------------------------------------------------------------------------

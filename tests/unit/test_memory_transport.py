@@ -73,6 +73,43 @@ def test_trie_remove_client_drops_every_subscription():
     assert trie.match("a") == set()
 
 
+@given(
+    subscriptions=st.lists(
+        st.tuples(st.sampled_from(["c0", "c1", "c2", "c3"]), filters()), min_size=1, max_size=12
+    ),
+    removed=st.sets(st.sampled_from(["c0", "c1", "c2", "c3", "never-subscribed"])),
+    probes=st.lists(topic_strings, min_size=1, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_trie_remove_client_keeps_exactly_the_others_subscriptions(subscriptions, removed, probes):
+    trie = TopicTrie()
+    for client, pattern in subscriptions:
+        trie.add(pattern, client)
+    for client in sorted(removed):
+        trie.remove_client(client)
+    kept = [(c, p) for c, p in subscriptions if c not in removed]
+    for topic in probes:
+        assert trie.match(topic) == {c for c, p in kept if topics.matches(p, topic)}
+    for client, _ in kept:  # removing everyone else leaves no node behind
+        trie.remove_client(client)
+    assert trie._root.children == {} and trie._root.subscribers == set()
+
+
+def test_trie_remove_client_prunes_only_its_own_branch():
+    trie = TopicTrie()
+    trie.add("ldp/r/dev/d1/in/collector", "d1")
+    trie.add("ldp/r/dev/d2/in/collector", "d2")
+    trie.add("ldp/r/dev/+/up/#", "collector")
+    trie.remove_client("d1")
+    dev = trie._root.children["ldp"].children["r"].children["dev"]
+    assert set(dev.children) == {"d2", "+"}
+    assert trie.match("ldp/r/dev/d2/in/collector") == {"d2"}
+    assert trie.match("ldp/r/dev/d1/up/sa_masked") == {"collector"}
+    trie.remove_client("d1")  # a second removal is a no-op
+    trie.add("ldp/r/dev/d1/in/collector", "d1")  # and the client may subscribe again
+    assert trie.match("ldp/r/dev/d1/in/collector") == {"d1"}
+
+
 # --- MemoryTransport -----------------------------------------------------------------------
 
 

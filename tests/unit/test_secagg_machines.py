@@ -25,6 +25,7 @@ from protocol import topics
 from protocol.errors import ParameterError, RemoteProtocolError
 from protocol.events import Event, Outbound, Rejected
 from protocol.messages import Message, Reject
+from protocol.secagg import crypto
 from protocol.secagg.client import SecAggClient, SessionAborted, StageAnswered
 from protocol.secagg.crypto import generate_keypair
 from protocol.secagg.encoding import FixedPoint
@@ -391,6 +392,32 @@ def test_thirty_two_bit_modulus_sums_exactly() -> None:
     assert_exact(session, result)
     masked = session.net.uploads[("dev00", "sa_masked")]
     assert isinstance(masked, SaMasked) and len(masked.masked) == 7 * 4
+
+
+def test_each_pairwise_secret_is_agreed_once_per_neighbour_and_key_kind(monkeypatch) -> None:
+    """X25519 runs once per (device, neighbour, key kind): c to seal and open the shares,
+    s for the mask. The server probes each advertised key once and agrees a dropped
+    device's rebuilt mask key once with each surviving neighbour. No pair is repeated."""
+    calls: list[tuple[bytes, bytes]] = []
+    agree = crypto.agree
+
+    def counting(private, peer_public):
+        calls.append((crypto.public_from_private(private), peer_public))
+        return agree(private, peer_public)
+
+    monkeypatch.setattr(crypto, "agree", counting)
+    n, degree = 10, 5
+    session = make_session(n=n, graph="harary", degree=degree, seed=11)
+    session.net.drops = {"dev03": "after_shares"}  # shares sent, never masks
+    session.net.run()
+    (result,) = session.net.only(SumReady)
+    assert_exact(session, result)
+    assert len(calls) == len(set(calls))
+    sealing, masking = n * degree, (n - 1) * degree
+    probes, rebuilt = 2 * n, degree
+    assert len(calls) == sealing + masking + probes + rebuilt
+    finished = [c for d, c in session.net.clients.items() if d != "dev03"]
+    assert all(c.state == "done" and not c._enc_keys for c in finished)  # keys forgotten
 
 
 # ---- aborts below threshold -----------------------------------------------------------

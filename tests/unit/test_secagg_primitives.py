@@ -67,6 +67,31 @@ def test_keypairs_come_from_the_injected_randomness_only():
     assert info.value.field == "private"
 
 
+def test_keypair_keeps_its_parsed_key_which_agrees_like_the_raw_bytes():
+    u, v = _keys(7)
+    assert u.x25519 is not None and u.x25519.private_bytes_raw() == u.private
+    assert crypto.agree(u.agreement_key(), v.public) == crypto.agree(u.private, v.public)
+    assert crypto.public_from_private(u.agreement_key()) == u.public
+    bare = crypto.KeyPair(u.private, u.public)  # no key object: parsed on demand
+    assert bare == u and bare.x25519 is None
+    assert crypto.agree(bare.agreement_key(), v.public) == crypto.agree(u.private, v.public)
+    assert repr(u) == repr(bare)  # the key object never shows in a repr
+    with pytest.raises(ParameterError) as info:
+        crypto.KeyPair(u.private, u.public, v.x25519)
+    assert info.value.field == "x25519"
+    with pytest.raises(ParameterError) as info:
+        crypto.KeyPair(u.private, u.public, u.private)  # type: ignore[arg-type]
+    assert info.value.field == "x25519"
+
+
+@pytest.mark.parametrize("peer", [bytes(32), (1).to_bytes(32, "little"), bytes(31), b"x" * 33])
+def test_agree_with_a_key_object_refuses_low_order_or_malformed_peer_keys(peer):
+    u, _ = _keys(1)
+    with pytest.raises(ParameterError) as info:
+        crypto.agree(u.agreement_key(), peer)
+    assert info.value.field == "public_key"
+
+
 @pytest.mark.parametrize("peer", [bytes(32), (1).to_bytes(32, "little"), bytes(31), b"x" * 33])
 def test_agree_refuses_low_order_or_malformed_peer_keys(peer):
     u, _ = _keys(1)
@@ -255,6 +280,24 @@ def test_random_t_subsets_reconstruct_n11_t6():
         for _ in range(10):
             subset = rng.sample(xs, rng.randint(6, 11))
             assert shamir.combine({x: shares[x] for x in subset}, 6) == secret
+
+
+@pytest.mark.parametrize("xs", [range(4000, 4026), [PRIME - 1 - 7 * i for i in range(26)]])
+def test_split_and_combine_match_the_reference_for_small_and_huge_abscissae(xs):
+    """Evaluation and interpolation reduce mod p lazily while values stay small: the
+    shares are the reference polynomial's values and any t of them give the secret back,
+    for device labels and for abscissae near p alike."""
+    xs = list(xs)
+    secret = hashlib.sha256(b"lazy").digest()
+    shares = shamir.split(secret, xs, 14, Stream(31))
+    assert all(0 <= y < PRIME for y in shares.values())
+    first = {x: shares[x] for x in xs[:14]}  # degree 13: 14 points fix the polynomial
+    assert all(_interpolate(first, x) == shares[x] for x in xs[14:])
+    assert _interpolate(first, 0) == int.from_bytes(secret, "big")
+    rng = random.Random(32)
+    for _ in range(5):
+        subset = rng.sample(xs, 14)
+        assert shamir.combine({x: shares[x] for x in subset}, 14) == secret
 
 
 def test_more_than_t_shares_use_the_t_smallest_x():
