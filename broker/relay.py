@@ -1,9 +1,11 @@
 """``run_peer_relay``: the message layer's batching relay for peer traffic (a thin pump).
 
-It owns one connection under the identity ``relay`` and one ``protocol.peer_relay.PeerRelay``
-machine: it subscribes to the devices' ``up/peer_batch`` topics and to the collector's
-``ctl/relay_phase`` requests, feeds the machine, publishes what it says (step broadcasts,
-per-device deliveries, phase reports on ``svc/relay/phase``) and fires its step deadlines.
+It publishes on one connection under the identity ``relay`` and drives one
+``protocol.peer_relay.PeerRelay`` machine: it subscribes to the devices' ``up/peer_batch``
+topics (spread over ``broker.fanin`` connections, so no broker queue holds more than 500 of
+them) and to the collector's ``ctl/relay_phase`` requests, feeds the machine, publishes
+what it says (step broadcasts, per-device deliveries, phase reports on
+``svc/relay/phase``) and fires its step deadlines.
 It leaves when the collector closes the run (``ctl/stage`` run closed).
 
 The relay is part of the message layer, like the broker: it sees the peer graph and the
@@ -15,10 +17,10 @@ convenience, with its own connection and identity.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable
 
+from broker.fanin import fan_in
 from broker.pump import background, drive_timers, publish_outbound
 from broker.transport import Transport
 from protocol import codec, topics
@@ -45,8 +47,11 @@ async def run_peer_relay(
     outcomes: list[PhaseFinished | PhaseAborted] = []
     control = topics.ctl(run, "relay_phase")
     stage = topics.ctl(run, "stage")
-    async with transport.connect(f"{run}-{RELAY_ID}") as conn:
-        await conn.subscribe(f"{topics.PREFIX}/{run}/dev/+/up/peer_batch", control, stage)
+    batches = [[topics.up(run, device, "peer_batch")] for device in sorted(relay.devices)]
+    async with (
+        transport.connect(f"{run}-{RELAY_ID}") as conn,
+        fan_in(transport, f"{run}-{RELAY_ID}-in", [*batches, [control, stage]]) as inbound,
+    ):
         if ready is not None:
             ready.set()
 
@@ -59,11 +64,8 @@ async def run_peer_relay(
             take_events()
             await publish_outbound(conn, relay)
 
-        async with (
-            background(drive_timers(relay, after_timer)),
-            contextlib.aclosing(conn.messages()) as deliveries,
-        ):
-            async for delivery in deliveries:
+        async with background(drive_timers(relay, after_timer)):
+            async for delivery in inbound:
                 now = loop.time()
                 try:
                     topic = topics.parse(delivery.topic)

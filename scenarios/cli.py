@@ -582,6 +582,12 @@ def bench_cadr_command(
         ),
     ] = "reference",
     fanout: Annotated[int, typer.Option(help="Thresholds per Deviation round (fleet).")] = 1,
+    spacing: Annotated[
+        str, typer.Option(help="linear or geometric threshold grid (fleet, fanout > 1).")
+    ] = "linear",
+    processes: Annotated[
+        int, typer.Option(help="Processes the devices run in (fleet on a real broker).")
+    ] = 1,
     non_private: Annotated[
         bool, typer.Option(help="The seed's Table 2: projection only, no noise.")
     ] = False,
@@ -608,7 +614,9 @@ def bench_cadr_command(
                     "--transport: the fleet runs the private ll, lh and ra; --non-private and "
                     "er are centralised: use --transport reference"
                 )
-            result = _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout)
+            result = _bench_cadr_fleet(
+                g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes
+            )
         elif non_private:
             if not isinstance(rule, int):
                 raise ScenarioError("--non-private needs an integer --theta")
@@ -635,7 +643,9 @@ def bench_cadr_command(
 bench_app.command("cadr-sweep")(bench_cadr_sweep)
 
 
-def _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout) -> dict:
+def _bench_cadr_fleet(
+    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes
+) -> dict:
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
 
@@ -647,7 +657,8 @@ def _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout) -> d
         result = asyncio.run(
             run_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
-                seed=seed, fanout=fanout,
+                seed=seed, fanout=fanout, spacing=spacing,
+                processes=processes if broker != "memory" else 1, graph_spec=graph,
             )
         )  # fmt: skip
         for key in ("released", "histogram", "ledgers", "theta_queries"):
@@ -664,6 +675,7 @@ def _bench_cadr_fleet(g, transport, method, rule, eps, alpha, runs, fanout) -> d
         **means,
         "theta": sorted({r["theta"] for r in per_run}),
         "theta_rounds": last["theta_rounds"],
+        "processes": last["processes"],
         "ledger_exact": all(r["ledger_exact"] is not False for r in per_run),
         "max_kept_degree": max(r["max_kept_degree"] for r in per_run),
         "messages": {

@@ -144,10 +144,12 @@ class CadrSection(_Section):
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
     theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1
+    spacing: Literal["linear", "geometric"] = "linear"
     ndoe_parts: Annotated[int, Meta(ge=1, le=1000)] = 16
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 100
     stage_timeout: Annotated[float, Meta(gt=0)] = 120.0
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
+    processes: Annotated[int, Meta(ge=1, le=64)] = 2
     trace: Literal["control", "all", "none"] = "control"
 
 

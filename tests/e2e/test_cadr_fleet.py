@@ -124,3 +124,13 @@ async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_tra
     with sqlite3.connect(tmp_path / "trace.sqlite") as db:
         kinds = dict(db.execute("SELECT kind, COUNT(*) FROM messages GROUP BY kind").fetchall())
     assert kinds["dsr_report"] == 30 and kinds["cadr_theta"] == 1 and "peer_batch" not in kinds
+
+
+async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url):
+    spec = "barabasi_albert:n=40,m=3,seed=5"  # = GRAPH
+    memory = await run_cadr_fleet(GRAPH, theta=5, seed=9)
+    split = await run_cadr_fleet(
+        GRAPH, broker=mosquitto_url, theta=5, seed=9, processes=2, graph_spec=spec
+    )
+    assert split["processes"] == 2 and split["released"] == memory["released"]
+    assert split["ledger_exact"] and split["kept_edge_ratio"] == memory["kept_edge_ratio"]

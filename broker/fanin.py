@@ -1,0 +1,77 @@
+"""``fan_in``: receive many devices' upstream messages without overflowing a broker queue.
+
+Mosquitto's default ``max_queued_messages 1000`` silently drops QoS 1 messages queued for a
+subscriber beyond 1,000 (docs/brokers.md). A service that all N devices answer at once (the
+peer relay at every step, the secure-sum server at every stage, the DSR intake) would have
+up to N messages queued on one connection. ``fan_in`` spreads the devices' exact topics
+over ``ceil(N / per_connection)`` connections and merges what they receive into one
+iterator. When each device has at most one message outstanding towards the service (it
+waits for the service's answer before it sends again — true of all three), no connection
+ever has more than ``per_connection`` (default 500) messages queued, whatever N is.
+Subscribing exact topics is also cheaper than a wildcard on amqtt (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+from broker.transport import Delivery, Transport
+
+__all__ = ["PER_CONNECTION", "fan_in"]
+
+PER_CONNECTION = 500
+
+
+@contextlib.asynccontextmanager
+async def fan_in(
+    transport: Transport,
+    client_id: str,
+    topics_by_device: Sequence[Sequence[str]],
+    *,
+    per_connection: int = PER_CONNECTION,
+) -> AsyncIterator[AsyncIterator[Delivery]]:
+    """Subscribe every device's exact topics, at most ``per_connection`` devices per
+    connection; yield one iterator of everything they receive. The connections close when
+    the block ends."""
+    if per_connection < 1:
+        raise ValueError(f"per_connection must be >= 1, got {per_connection}")
+    chunks = [
+        [topic for device in topics_by_device[i : i + per_connection] for topic in device]
+        for i in range(0, len(topics_by_device), per_connection)
+    ]
+    merged: asyncio.Queue[Delivery | BaseException] = asyncio.Queue()
+    async with contextlib.AsyncExitStack() as stack:
+        connections = []
+        for index, chunk in enumerate(chunks or [()]):
+            conn = await stack.enter_async_context(transport.connect(f"{client_id}-{index}"))
+            if chunk:
+                await conn.subscribe(*chunk)
+            connections.append(conn)
+
+        async def pull(conn) -> None:
+            try:
+                async with contextlib.aclosing(conn.messages()) as deliveries:
+                    async for delivery in deliveries:
+                        merged.put_nowait(delivery)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as error:  # a lost connection ends the merged stream
+                merged.put_nowait(error)
+
+        pullers = [asyncio.create_task(pull(conn)) for conn in connections]
+
+        async def merged_deliveries() -> AsyncIterator[Delivery]:
+            while True:
+                item = await merged.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        try:
+            yield merged_deliveries()
+        finally:
+            for task in pullers:
+                task.cancel()
+            await asyncio.gather(*pullers, return_exceptions=True)
