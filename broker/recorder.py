@@ -78,16 +78,13 @@ def open_trace(path: str | Path) -> sqlite3.Connection:
 
 def control_filters(run: str) -> tuple[str, ...]:
     """A CADR-LDP run's control plane: broadcasts (plan, queries, θ, relay steps),
-    releases, service messages (relay phase reports, rejections) and the devices' DSR
-    releases; not the peer batches, relay deliveries and secure-aggregation traffic
-    (hundreds of thousands of messages on ego-Facebook)."""
+    releases (θ, and the degree release with every device's value), service messages
+    (relay phase reports, rejections). Not the device traffic: peer batches, relay
+    deliveries, secure aggregation and the individual DSR reports (hundreds of thousands
+    of messages on ego-Facebook, and bursts of 4,039 that overflow a default Mosquitto's
+    1,000-message queue for one subscriber)."""
     prefix = f"{topics.PREFIX}/{run}"
-    return (
-        f"{prefix}/ctl/#",
-        f"{prefix}/rel/#",
-        f"{prefix}/svc/#",
-        f"{prefix}/dev/+/up/dsr",
-    )
+    return (f"{prefix}/ctl/#", f"{prefix}/rel/#", f"{prefix}/svc/#")
 
 
 class TraceRecorder:

@@ -123,7 +123,8 @@ async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_tra
         assert db.execute("SELECT COUNT(*) FROM reports").fetchone()[0] == 30
     with sqlite3.connect(tmp_path / "trace.sqlite") as db:
         kinds = dict(db.execute("SELECT kind, COUNT(*) FROM messages GROUP BY kind").fetchall())
-    assert kinds["dsr_report"] == 30 and kinds["cadr_theta"] == 1 and "peer_batch" not in kinds
+    assert kinds["degree_release"] == 1 and kinds["cadr_theta"] == 1 and kinds["cadr_plan"] == 1
+    assert "peer_batch" not in kinds and "dsr_report" not in kinds
 
 
 async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url):
