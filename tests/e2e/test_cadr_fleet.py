@@ -38,6 +38,9 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     assert len(result["released"]) == GRAPH.n and sum(result["histogram"]) == GRAPH.n
     assert result["refused_by_devices"] == 0 and result["rejected_by_collector"] == 0
     assert result["lpea_rounds"] >= 1 and result["peer_items"] > 0
+    device = result["per_device"]["n0000"]
+    assert device["degree"] == degrees[0] and device["thm35_bound"] > 0
+    assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
 
 
 async def test_search_by_sum_picks_the_minimum_of_the_summed_local_errors():
