@@ -11,6 +11,12 @@ run stops when a round adds no edge (the sum of the devices' ``added``) or after
 
 The two control messages live with the LPEA messages (``protocol.lpea``) and travel
 through the one codec.
+
+Privacy: the pacer learns each device's per-round ``added`` count, and over
+per-neighbour topics the broker sees the whole negotiation. The CADR-LDP fleet therefore
+does not use this path: its rounds are paced by the batching relay of the message layer
+(``protocol.peer_relay``), and the collector learns only the per-round sums. This
+per-message path stays as the unbatched alternative (tested on the in-memory transport).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ broadcast starts the node's round (rounds only ever go forward); a peer message 
 the node, except one of a round the node has not started yet (the peer got the broadcast
 first): it is BUFFERED and delivered right after that round starts, as ``protocol.lpea``
 requires. The node's outbox is published after every input; when the node emits
-``RoundFinished(r)`` the agent reports ``LpeaDone(r, added, kept)`` to the collector. It
+``RoundFinished(r)`` the agent reports ``LpeaDone(r, added)`` to the pacer. It
 leaves on ``LpeaRound(finished=True)``.
 
 Anything refused (bad topic or payload, a message the node refuses, a stale round, a full
@@ -76,7 +76,6 @@ class LpeaAgent:
                         seq=self._seq,
                         round=event.round,
                         added=event.added,
-                        kept=len(self.node.kept),
                     )
                 )
 

@@ -178,12 +178,12 @@ class LpeaRound(Message, tag="lpea_round", kw_only=True):
 
 
 class LpeaDone(Message, tag="lpea_done", kw_only=True):
-    """Device -> collector: its own part of round ``round`` ended; ``added`` = its proposals
-    that ended in a kept edge, ``kept`` = its kept degree now."""
+    """Device -> pacer: its own part of round ``round`` ended; ``added`` = its proposals
+    that ended in a kept edge (the stopping rule needs only their sum). Not the kept
+    degree: whoever paces learns nothing more than the per-round additions."""
 
     round: Round
     added: Annotated[int, Meta(ge=0, le=MAX_STEPS)]
-    kept: Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 
 
 LPEA_CONTROL = (LpeaRound, LpeaDone)  # round pacing between the collector and the devices

@@ -99,7 +99,7 @@ def kept_degrees(kept: list[set[int]]) -> np.ndarray:
 
 def test_control_messages_round_trip_and_refuse_garbage():
     start = LpeaRound(run=RUN, sender="collector", round=3)
-    done = LpeaDone(run=RUN, sender="d01", round=3, added=2, kept=4)
+    done = LpeaDone(run=RUN, sender="d01", round=3, added=2)
     assert codec.decode(codec.encode(start)) == start
     assert codec.decode(codec.encode(done)) == done
     for bad in (b"{", b'{"type":"lpea_done","run":"x","sender":"d","round":-1,"added":0,"kept":0}'):
@@ -168,7 +168,7 @@ async def test_garbage_and_foreign_messages_are_refused_and_the_run_still_comple
     graph = generate("barabasi_albert", 30, seed=4, m=3)
     target, neighbour = 0, int(graph.neighbours(0)[0])
     stranger = next(v for v in range(graph.n) if v not in graph.neighbours(target) and v)
-    early = LpeaDone(run=RUN, sender="collector", round=0, added=0, kept=0)
+    early = LpeaDone(run=RUN, sender="collector", round=0, added=0)
     inject = (
         (topics.inbox(RUN, name(target), name(neighbour)), b"{not json"),
         (topics.inbox(RUN, name(target), name(neighbour)), codec.encode(early)),  # not LPEA
