@@ -1,0 +1,71 @@
+"""GC-DP — graph-calibrated differential privacy for correlated IoT channels (seed 000).
+
+The pure, synchronous math core: Algorithm 1 (``graph``), Algorithm 2 (``sensitivity``),
+Algorithm 3 (``allocation``), Algorithm 4 (``release``), the theorem-condition checks
+(``validate``), the analytic Gaussian mechanism (``gaussian``) and the Table 4 baselines
+(``baselines``). Public-calibration mode only (eps_cal = 0); see ``docs/gcdp.md``.
+"""
+
+from __future__ import annotations
+
+from collector.gcdp.allocation import (
+    ada_allocation,
+    allocate_budget,
+    fit_total,
+    risk_allocation,
+    uniform_allocation,
+)
+from collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
+from collector.gcdp.constants import GcdpConstants, eps_min_for
+from collector.gcdp.correlation import lagged_abs_pearson
+from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from collector.gcdp.graph import CalibrationGraph, build_calibration_graph, calibrate_from_data
+from collector.gcdp.release import laplace_release, project
+from collector.gcdp.sensitivity import (
+    clipped_range_bound,
+    compression_set,
+    count_bound,
+    empirical_influence,
+    histogram_bound,
+    l2_certificate,
+    masking_deltas,
+    mean_bound,
+    release_scales,
+)
+from collector.gcdp.validate import ReleaseParameters, check_release_parameters, exact_excess
+
+__all__ = [
+    "CalibrationGraph",
+    "GcdpConstants",
+    "ReleaseParameters",
+    "ada_allocation",
+    "ada_dp",
+    "allocate_budget",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
+    "build_calibration_graph",
+    "calibrate_from_data",
+    "check_release_parameters",
+    "clipped_range_bound",
+    "compression_set",
+    "count_bound",
+    "empirical_influence",
+    "eps_min_for",
+    "exact_excess",
+    "fit_total",
+    "gau_dp",
+    "gc_dp",
+    "histogram_bound",
+    "l2_certificate",
+    "lagged_abs_pearson",
+    "lap_dp",
+    "laplace_release",
+    "masking_deltas",
+    "mean_bound",
+    "non_private",
+    "project",
+    "release_scales",
+    "risk_allocation",
+    "risk_dp",
+    "uniform_allocation",
+]

@@ -1,0 +1,232 @@
+"""Certified release scales — Algorithm 2 (seed 000, Section 4.3, Proposition 1).
+
+Theory of operation. Coordinate k of the query is released with Laplace scale ``s_k / eps_k``
+where
+
+    s_k = max(B_k, xi_k).
+
+``B_k`` is a CERTIFIED bound on the true sensitivity ``Delta_k`` under the fixed adjacency
+``~G0`` (two datasets agree outside a predeclared expansion set ``Gamma(u)`` of one atomic
+occurrence and may differ arbitrarily inside it). Analytic certificates, with
+``changed_records`` = the most records the expansion set lets change for this coordinate:
+
+* count of records (each record adds 0 or 1): ``B = changed_records``;
+* fixed-size mean of ``n`` values clipped to ``[L, U]``: ``B = min(U - L, changed_records
+  (U - L) / n)``;
+* one histogram bin (each record lies in exactly one bin): ``B = changed_records`` per bin
+  (the l1 bound over the whole histogram is twice that; GC-DP composes coordinatewise);
+* any extractor clipped to ``[L_k, U_k]``: ``B = U_k - L_k`` (always valid, possibly loose).
+
+``xi_k`` is EMPIRICAL: on public calibration data, ``delta_ik = |Pi_k(q_k(D)) -
+Pi_k(q_k(M_i(D)))|`` is the change of coordinate k when node i is masked (``M_i`` replaces
+node i's column by a fixed public value) and
+
+    xi_k = min(g_max, kappa * max_{i in a(k)} [delta_ik + gamma r_bar_i
+                                               sum_{j in C_k} w~_ij delta_jk]).
+
+``C_k`` is a compression set: the candidates are the graph neighbours of the nodes of
+``a(k)``; scanning them by decreasing exposure ``r_bar`` (ties: smaller node index), a
+candidate is kept unless its similarity ``S`` with an already kept one is ``>= tau_c`` — so of
+every near-collinear pair only the more exposed node (the lower index on ties) counts.
+
+Proposition 1: ``s_k >= B_k >= Delta_k`` whatever the graph, masking error, compression or
+``gamma, tau_c, kappa, g_max`` do, because ``B_k`` stays inside the max. ``xi_k`` only ranks
+influence and can only raise the scale.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from collector.gcdp.graph import CalibrationGraph
+from collector.gcdp.validate import (
+    finite_vector,
+    integer_at_least,
+    nonnegative_vector,
+    positive_real,
+    real_in_range,
+)
+from protocol.errors import ParameterError
+
+__all__ = [
+    "clipped_range_bound",
+    "compression_set",
+    "coordinate_nodes",
+    "count_bound",
+    "empirical_influence",
+    "histogram_bound",
+    "l2_certificate",
+    "masking_deltas",
+    "mean_bound",
+    "release_scales",
+]
+
+
+# --- analytic certificates B_k --------------------------------------------------------------
+
+
+def _range(low: object, high: object) -> float:
+    lo = real_in_range(low, "low", -math.inf, math.inf, low_open=True, high_open=True)
+    hi = real_in_range(high, "high", -math.inf, math.inf, low_open=True, high_open=True)
+    if not hi > lo:
+        raise ParameterError(f"must be > low = {lo!r}, got {high!r}", field="high")
+    return hi - lo
+
+
+def count_bound(changed_records: int = 1) -> float:
+    """Certificate of a count: each changed record moves it by at most 1."""
+    return float(integer_at_least(changed_records, "changed_records", 0))
+
+
+def histogram_bound(changed_records: int = 1) -> float:
+    """Certificate of ONE histogram bin (coordinatewise): at most ``changed_records``."""
+    return float(integer_at_least(changed_records, "changed_records", 0))
+
+
+def mean_bound(low: float, high: float, n: int, changed_records: int = 1) -> float:
+    """Certificate of a mean of ``n`` (fixed, public) values clipped to ``[low, high]``."""
+    width = _range(low, high)
+    size = integer_at_least(n, "n", 1)
+    changed = integer_at_least(changed_records, "changed_records", 0)
+    return min(width, changed * width / size)
+
+
+def clipped_range_bound(low: float, high: float) -> float:
+    """The always-valid certificate ``U - L`` of an output clipped to ``[low, high]``."""
+    return _range(low, high)
+
+
+def l2_certificate(bounds: object) -> float:
+    """An l2 sensitivity certificate from coordinatewise ones: ``sqrt(sum B_k^2)``
+    (every coordinate moves by at most its ``B_k`` on the same neighbouring pair)."""
+    b = nonnegative_vector(bounds, "bounds")
+    return math.sqrt(math.fsum((b * b).tolist()))
+
+
+# --- empirical influence xi_k ---------------------------------------------------------------
+
+
+def coordinate_nodes(
+    mapping: Sequence[Sequence[int]] | None, d: int, n_nodes: int
+) -> tuple[tuple[int, ...], ...]:
+    """The fixed map ``a(k)``, checked; ``None`` means ``a(k) = {k}`` (needs ``d = M``)."""
+    if mapping is None:
+        if d != n_nodes:
+            raise ParameterError(
+                f"is required when d = {d} differs from the node count {n_nodes}",
+                field="coordinate_map",
+            )
+        return tuple((k,) for k in range(d))
+    if len(mapping) != d:
+        raise ParameterError(
+            f"must have d = {d} entries, got {len(mapping)}", field="coordinate_map"
+        )
+    out = []
+    for k, nodes in enumerate(mapping):
+        field = f"coordinate_map[{k}]"
+        checked = sorted({integer_at_least(i, field, 0) for i in nodes})
+        if not checked or checked[-1] >= n_nodes:
+            raise ParameterError(
+                f"must be a non-empty set of node indices < {n_nodes}, got {list(nodes)!r}",
+                field=field,
+            )
+        out.append(tuple(checked))
+    return tuple(out)
+
+
+def masking_deltas(
+    query: Callable[[np.ndarray], object],
+    data: object,
+    low: object,
+    high: object,
+    mask_values: object = 0.0,
+) -> np.ndarray:
+    """``delta[i, k] = |Pi_k(q_k(D)) - Pi_k(q_k(M_i(D)))|`` (shape M x d) on PUBLIC data.
+
+    ``query`` maps a (time x nodes) array to ``d`` values; ``Pi_k`` clips to
+    ``[low_k, high_k]``; ``M_i`` sets node i's column to ``mask_values[i]``."""
+    x = np.array(data, dtype=float)
+    if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
+        raise ParameterError("must be a finite 2-D array (time x nodes)", field="data")
+    m = x.shape[1]
+    fill = np.broadcast_to(np.asarray(mask_values, dtype=float), (m,))
+
+    def projected(arr: np.ndarray) -> np.ndarray:
+        return np.clip(finite_vector(query(arr), "query(data)"), lo, hi)
+
+    first = finite_vector(query(x), "query(data)")
+    d = first.size
+    lo = finite_vector(np.broadcast_to(np.asarray(low, dtype=float), (d,)), "low", d)
+    hi = finite_vector(np.broadcast_to(np.asarray(high, dtype=float), (d,)), "high", d)
+    if np.any(hi <= lo):
+        raise ParameterError("must be > low in every coordinate", field="high")
+    base = np.clip(first, lo, hi)
+    deltas = np.empty((m, d))
+    for i in range(m):
+        masked = x.copy()
+        masked[:, i] = fill[i]
+        deltas[i] = np.abs(base - projected(masked))
+    return deltas
+
+
+def compression_set(
+    graph: CalibrationGraph, nodes: Sequence[int], tau_c: float = 0.85, compress: bool = True
+) -> tuple[int, ...]:
+    """``C_k`` for a coordinate whose node set ``a(k)`` is ``nodes`` (ascending indices).
+
+    ``compress=False`` (the "w/o compression" ablation) keeps every candidate."""
+    threshold = real_in_range(tau_c, "tau_c", 0.0, 1.0)
+    candidates = np.flatnonzero(graph.weights[list(nodes)].any(axis=0))
+    if not compress:
+        return tuple(int(j) for j in candidates)
+    order = sorted(candidates.tolist(), key=lambda j: (-graph.exposure_norm[j], j))
+    kept: list[int] = []
+    for j in order:
+        if all(graph.scores[j, c] < threshold for c in kept):
+            kept.append(j)
+    return tuple(sorted(kept))
+
+
+def empirical_influence(
+    deltas: object,
+    graph: CalibrationGraph,
+    coordinate_map: Sequence[Sequence[int]] | None = None,
+    *,
+    gamma: float = 1.2,
+    tau_c: float = 0.85,
+    kappa: float = 1.0,
+    g_max: float = 1.0,
+    compress: bool = True,
+) -> np.ndarray:
+    """``xi_k`` for every coordinate (length d) from the M x d masking ``deltas``."""
+    delta = np.array(deltas, dtype=float)
+    m = graph.n_nodes
+    if delta.ndim != 2 or delta.shape[0] != m:
+        raise ParameterError(f"must have shape ({m}, d), got {delta.shape}", field="deltas")
+    if not np.all(np.isfinite(delta)) or np.any(delta < 0.0):
+        raise ParameterError("entries must be finite and >= 0", field="deltas")
+    expansion = real_in_range(gamma, "gamma", 0.0, math.inf, high_open=True)
+    inflation = real_in_range(kappa, "kappa", 1.0, math.inf, high_open=True)
+    cap = positive_real(g_max, "g_max")
+    d = delta.shape[1]
+    amap = coordinate_nodes(coordinate_map, d, m)
+    xi = np.empty(d)
+    for k, nodes in enumerate(amap):
+        members = list(compression_set(graph, nodes, tau_c, compress))
+        idx = list(nodes)
+        spread = graph.normalized[np.ix_(idx, members)] @ delta[members, k] if members else 0.0
+        per_node = delta[idx, k] + expansion * graph.exposure_norm[idx] * spread
+        xi[k] = min(cap, inflation * float(np.max(per_node)))
+    return xi
+
+
+def release_scales(bounds: object, empirical: object | None = None) -> np.ndarray:
+    """Algorithm 2 step 5: ``s_k = max(B_k, xi_k)`` (``B_k`` alone if no empirical score)."""
+    b = nonnegative_vector(bounds, "bounds")
+    if empirical is None:
+        return b
+    xi = nonnegative_vector(empirical, "empirical", b.size)
+    return np.maximum(b, xi)

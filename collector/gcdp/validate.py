@@ -1,0 +1,169 @@
+"""Refusal layer for GC-DP parameters — the conditions of Theorem 1 (seed 000, Section 4.5).
+
+Theory of operation. Theorem 1 proves that the Algorithm 4 release is eps_rel-DP under the
+fixed adjacency ``~G0`` for a parameter object theta exactly when, for every released
+coordinate k:
+
+* ``s_k >= B_k >= Delta_k(q)`` — the release scale numerator dominates a certified bound
+  (Proposition 1; ``B_k >= Delta_k`` is the caller's analytic obligation, ``s_k >= B_k`` is
+  checked here), with ``s_k > 0`` for every non-constant coordinate (``B_k > 0``);
+* ``eps_k > 0``; and
+* ``sum_k eps_k <= eps_rel``.
+
+Algorithm 3 additionally requires the floor ``0 < eps_min < eps_rel / d`` (its step 1).
+Every check raises ``ParameterError`` naming the offending field (``"scales[3]"``,
+``"budgets"``, ``"eps_min"``) and the limit; nothing is clipped or repaired silently. The
+budget sum (computed exactly, ``math.fsum``) may exceed ``eps_rel`` by at most the privacy
+ledger's rounding tolerance ``protocol.ledger.REL_TOL`` (relative ``1e-9``), the project's
+one convention: hand-written budgets such as ``[0.4, 0.4, 0.2]`` against ``eps_rel = 1``
+(whose floats sum to ``1 + 2.2e-16``) are accepted, anything larger is refused. The
+allocators in ``allocation`` return vectors whose exact sum is ``<= eps_rel``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocol.errors import ParameterError
+from protocol.ledger import REL_TOL
+from protocol.validate import integer_at_least, positive_real
+
+__all__ = [
+    "ReleaseParameters",
+    "check_allocation_floor",
+    "check_release_parameters",
+    "exact_excess",
+    "finite_vector",
+    "integer_at_least",
+    "nonnegative_vector",
+    "positive_real",
+    "real_in_range",
+]
+
+
+def real_in_range(
+    value: object,
+    field: str,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` as a float if it is a finite real in the interval ``low .. high``
+    (each end closed unless ``low_open`` / ``high_open``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"must be a real number, got {value!r}", field=field)
+    out = float(value)
+    below = out <= low if low_open else out < low
+    above = out >= high if high_open else out > high
+    if not math.isfinite(out) or below or above:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ParameterError(f"must be finite and in {interval}, got {value!r}", field=field)
+    return out
+
+
+def finite_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
+    """``values`` as a 1-D float array of finite entries (of ``length`` entries if given)."""
+    try:
+        arr = np.array(values, dtype=float)  # a copy: callers keep theirs
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be a 1-D array of real numbers, got {values!r}", field=field
+        ) from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError(f"must be a non-empty 1-D array, got shape {arr.shape}", field=field)
+    if length is not None and arr.size != length:
+        raise ParameterError(f"must have {length} entries, got {arr.size}", field=field)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        i = int(bad[0])
+        raise ParameterError(f"must be finite, got {arr[i]!r}", field=f"{field}[{i}]")
+    return arr
+
+
+def nonnegative_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
+    """``finite_vector`` whose entries are all ``>= 0``."""
+    arr = finite_vector(values, field, length)
+    bad = np.flatnonzero(arr < 0.0)
+    if bad.size:
+        i = int(bad[0])
+        raise ParameterError(f"must be >= 0, got {arr[i]!r}", field=f"{field}[{i}]")
+    return arr
+
+
+def exact_excess(budgets: np.ndarray, eps_rel: float) -> float:
+    """``sum(budgets) - eps_rel`` correctly rounded from the EXACT real sum of the floats
+    (``math.fsum``), so its sign is exact: ``> 0`` iff the budgets overspend ``eps_rel``."""
+    return math.fsum([*np.asarray(budgets, dtype=float).tolist(), -eps_rel])
+
+
+def check_allocation_floor(eps_min: object, eps_rel: float, d: int) -> float:
+    """Algorithm 3 step 1: ``0 < eps_min < eps_rel / d``."""
+    floor = positive_real(eps_min, "eps_min")
+    if not floor < eps_rel / d:
+        raise ParameterError(
+            f"must be < eps_rel / d = {eps_rel:g} / {d} = {eps_rel / d:.6g}, got {eps_min!r}",
+            field="eps_min",
+        )
+    return floor
+
+
+@dataclass(frozen=True)
+class ReleaseParameters:
+    """A checked parameter set for one Algorithm 4 release (all arrays of length ``d``):
+    certified bounds ``B_k``, scale numerators ``s_k``, budgets ``eps_k``, total ``eps_rel``."""
+
+    bounds: np.ndarray
+    scales: np.ndarray
+    budgets: np.ndarray
+    eps_rel: float
+
+    @property
+    def d(self) -> int:
+        return int(self.bounds.size)
+
+    @property
+    def laplace_scales(self) -> np.ndarray:
+        """``b_k = s_k / eps_k`` (zero for a zero-sensitivity coordinate)."""
+        return self.scales / self.budgets
+
+
+def check_release_parameters(
+    bounds: object, scales: object, budgets: object, eps_rel: object
+) -> ReleaseParameters:
+    """Refuse any parameter set outside Theorem 1's conditions (see the module docstring).
+
+    ``bounds`` are the certified ``B_k >= 0``; ``scales`` the ``s_k``; ``budgets`` the
+    ``eps_k``. A coordinate with ``B_k = 0`` (constant under the adjacency) may have
+    ``s_k = 0`` and is then released deterministically."""
+    total = positive_real(eps_rel, "eps_rel")
+    b = nonnegative_vector(bounds, "bounds")
+    d = b.size
+    s = finite_vector(scales, "scales", d)
+    below = np.flatnonzero(s < b)
+    if below.size:
+        k = int(below[0])
+        raise ParameterError(
+            f"must be >= the certified bound bounds[{k}] = {b[k]!r} (Proposition 1), got {s[k]!r}",
+            field=f"scales[{k}]",
+        )
+    e = finite_vector(budgets, "budgets", d)
+    bad = np.flatnonzero(e <= 0.0)
+    if bad.size:
+        k = int(bad[0])
+        raise ParameterError(f"must be > 0, got {e[k]!r}", field=f"budgets[{k}]")
+    excess = exact_excess(e, total)
+    if excess > total * REL_TOL:
+        raise ParameterError(
+            f"must sum to <= eps_rel = {total!r} (rounding tolerance {REL_TOL:g} relative); "
+            f"the sum exceeds it by {excess!r}",
+            field="budgets",
+        )
+    for arr in (b, s, e):
+        arr.setflags(write=False)
+    return ReleaseParameters(bounds=b, scales=s, budgets=e, eps_rel=total)
