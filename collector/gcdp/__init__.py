@@ -3,7 +3,8 @@
 The pure, synchronous math core: Algorithm 1 (``graph``), Algorithm 2 (``sensitivity``),
 Algorithm 3 (``allocation``), Algorithm 4 (``release``), the theorem-condition checks
 (``validate``), the analytic Gaussian mechanism (``gaussian``) and the Table 4 baselines
-(``baselines``). Public-calibration mode only (eps_cal = 0); see ``docs/gcdp.md``.
+(``baselines``), in public-calibration mode (eps_cal = 0) or private-calibration mode with
+composed accounting (``private_calibration``, Section 4.2); see ``docs/gcdp.md``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from collector.gcdp.constants import GcdpConstants, eps_min_for
 from collector.gcdp.correlation import lagged_abs_pearson
 from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
 from collector.gcdp.graph import CalibrationGraph, build_calibration_graph, calibrate_from_data
+from collector.gcdp.private_calibration import (
+    PrivateCalibration,
+    PrivateCalibrationRelease,
+    PrivateTheta,
+)
 from collector.gcdp.release import laplace_release, project
 from collector.gcdp.sensitivity import (
     clipped_range_bound,
@@ -37,6 +43,9 @@ from collector.gcdp.validate import ReleaseParameters, check_release_parameters,
 __all__ = [
     "CalibrationGraph",
     "GcdpConstants",
+    "PrivateCalibration",
+    "PrivateCalibrationRelease",
+    "PrivateTheta",
     "ReleaseParameters",
     "ada_allocation",
     "ada_dp",
