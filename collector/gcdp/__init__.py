@@ -4,7 +4,8 @@ The pure, synchronous math core: Algorithm 1 (``graph``), Algorithm 2 (``sensiti
 Algorithm 3 (``allocation``), Algorithm 4 (``release``), the theorem-condition checks
 (``validate``), the analytic Gaussian mechanism (``gaussian``) and the Table 4 baselines
 (``baselines``), in public-calibration mode (eps_cal = 0) or private-calibration mode with
-composed accounting (``private_calibration``, Section 4.2); see ``docs/gcdp.md``.
+composed accounting (``private_calibration``, Section 4.2), and GC-DP-Cache with its
+drift monitor (``cache``); see ``docs/gcdp.md``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collector.gcdp.allocation import (
     uniform_allocation,
 )
 from collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
+from collector.gcdp.cache import CachedCalibration, CacheDecision, DriftMonitor, summary_distance
 from collector.gcdp.constants import GcdpConstants, eps_min_for
 from collector.gcdp.correlation import lagged_abs_pearson
 from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
@@ -41,7 +43,10 @@ from collector.gcdp.sensitivity import (
 from collector.gcdp.validate import ReleaseParameters, check_release_parameters, exact_excess
 
 __all__ = [
+    "CacheDecision",
+    "CachedCalibration",
     "CalibrationGraph",
+    "DriftMonitor",
     "GcdpConstants",
     "PrivateCalibration",
     "PrivateCalibrationRelease",
@@ -76,5 +81,6 @@ __all__ = [
     "release_scales",
     "risk_allocation",
     "risk_dp",
+    "summary_distance",
     "uniform_allocation",
 ]
