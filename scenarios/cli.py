@@ -27,6 +27,7 @@ from broker.trace import TraceError, TraceFilter, export, format_line, open_read
 from broker.transport import TransportError
 from devices.sources import SourceError
 from protocol.errors import ParameterError
+from scenarios.bench_gcdp import bench_gcdp_command
 from scenarios.cadr_sweep import bench_cadr_sweep
 from scenarios.schema import ScenarioError, load_scenario
 
@@ -642,6 +643,7 @@ def bench_cadr_command(
 
 
 bench_app.command("cadr-sweep")(bench_cadr_sweep)
+bench_app.command("gcdp")(bench_gcdp_command)
 
 
 def _bench_cadr_fleet(

@@ -1,0 +1,182 @@
+"""Evaluation helpers for ``ldpfleet bench gcdp`` (seed 000, Section 5.1, Occupancy).
+
+Theory of operation. The seed does not pin its window length, classifier or attacker; the
+choices below are fixed once, before any privatized run, and are reused unchanged for
+every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
+
+* nodes are the five environmental channels (Temperature, Humidity, Light, CO2,
+  HumidityRatio); each channel is min-max normalised with TRAINING-only statistics and
+  clipped to [0, 1] (``fit_normalizer``);
+* the released representation is one window mean per channel over fixed, non-overlapping
+  windows of ``window`` consecutive records that never cross a file boundary
+  (``window_means``), so ``d = M = 5`` and ``a(k) = {k}``; a window's label is its majority
+  occupancy;
+* the fixed classifier is an L2-regularised logistic regression fitted by Newton's method
+  on the NON-private training windows (``LogisticModel``); it is applied to the privatized
+  release after a fixed post-processing clip to [0, 1];
+* the metric is positive-class F1 in percent (``f1_percent``);
+* the attribute-inference diagnostic (``oriented_auc``): protected attribute = the test
+  window's HumidityRatio mean above the TRAINING windows' median; fixed attacker = a
+  logistic regression fitted once on non-private training windows from the OTHER four
+  channels (HumidityRatio is a function of Temperature and Humidity, a cross-channel
+  inference), applied to those four privatized coordinates; score = its decision value.
+
+Pure numpy, no global RNG.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from protocol.errors import ParameterError
+
+__all__ = [
+    "CHANNELS",
+    "LogisticModel",
+    "f1_percent",
+    "fit_logistic",
+    "fit_normalizer",
+    "label_utility",
+    "load_occupancy",
+    "oriented_auc",
+    "window_means",
+]
+
+CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
+
+
+def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The files have a
+    quoted header without the row-id column, and every data row starts with a row id."""
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    with open(path, newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader)
+        offset = 1 if len(header) == 7 else 0  # data rows carry an extra leading row id
+        cols = [header.index(c) + offset for c in CHANNELS]
+        occ = header.index("Occupancy") + offset
+        for row in reader:
+            if not row:
+                continue
+            rows.append([float(row[c]) for c in cols])
+            labels.append(int(float(row[occ])))
+    x = np.asarray(rows, dtype=float)
+    y = np.asarray(labels, dtype=int)
+    keep = np.all(np.isfinite(x), axis=1)
+    return x[keep], y[keep]
+
+
+def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Training-only per-channel (low, high); constant channels get a unit range."""
+    low = train.min(axis=0)
+    high = train.max(axis=0)
+    high = np.where(high > low, high, low + 1.0)
+    return low, high
+
+
+def normalize(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1] with frozen (low, high), then clip (the fixed public domain)."""
+    return np.clip((x - low) / (high - low), 0.0, 1.0)
+
+
+def window_means(x: np.ndarray, y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Non-overlapping windows of ``window`` records (the trailing partial one dropped):
+    per-channel means (n_windows x M) and majority labels (ties -> occupied)."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+    n = (x.shape[0] // window) * window
+    if n == 0:
+        raise ParameterError(f"fewer records ({x.shape[0]}) than one window", field="window")
+    feats = x[:n].reshape(-1, window, x.shape[1]).mean(axis=1)
+    labels = (y[:n].reshape(-1, window).mean(axis=1) >= 0.5).astype(int)
+    return feats, labels
+
+
+def label_utility(features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Utility ``mu_k`` in [0, 1]: |Pearson correlation| of window feature k with the label
+    on the training windows (0 for a constant feature or label)."""
+    f = features - features.mean(axis=0)
+    lab = labels - labels.mean()
+    denom = np.sqrt((f**2).sum(axis=0) * (lab**2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(denom > 0, np.abs(f.T @ lab) / np.where(denom > 0, denom, 1.0), 0.0)
+    return np.clip(r, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class LogisticModel:
+    """Fixed logistic regression on standardised features (training mean/std)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+    coef: np.ndarray
+    intercept: float
+
+    def decision(self, features: np.ndarray) -> np.ndarray:
+        z = (np.asarray(features, dtype=float) - self.mean) / self.std
+        return z @ self.coef + self.intercept
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return (self.decision(features) > 0.0).astype(int)
+
+
+def fit_logistic(
+    features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, iters: int = 50
+) -> LogisticModel:
+    """Newton's method on the L2-regularised log-loss (intercept unpenalised); deterministic."""
+    mean = features.mean(axis=0)
+    std = features.std(axis=0)
+    std = np.where(std > 0, std, 1.0)
+    z = (features - mean) / std
+    a = np.hstack([z, np.ones((z.shape[0], 1))])
+    w = np.zeros(a.shape[1])
+    pen = np.full(a.shape[1], l2)
+    pen[-1] = 0.0
+    n = a.shape[0]
+    for _ in range(iters):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -500, 500)))
+        grad = a.T @ (p - labels) / n + pen * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a / n + np.diag(pen) + 1e-10 * np.eye(a.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w = w - step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return LogisticModel(mean=mean, std=std, coef=w[:-1], intercept=float(w[-1]))
+
+
+def f1_percent(truth: np.ndarray, pred: np.ndarray) -> float:
+    """Positive-class F1 in percent (0 when there is no true or predicted positive)."""
+    tp = int(np.sum((truth == 1) & (pred == 1)))
+    fp = int(np.sum((truth == 0) & (pred == 1)))
+    fn = int(np.sum((truth == 1) & (pred == 0)))
+    if tp == 0:
+        return 0.0
+    return 100.0 * 2 * tp / (2 * tp + fp + fn)
+
+
+def oriented_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """``max(AUC, 1 - AUC)`` of ``scores`` for binary ``labels`` (Mann-Whitney with average
+    ranks for ties); 0.5 when one class is absent."""
+    labels = np.asarray(labels).astype(int)
+    scores = np.asarray(scores, dtype=float)
+    pos = int(labels.sum())
+    neg = labels.size - pos
+    if pos == 0 or neg == 0:
+        return 0.5
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(scores.size)
+    sorted_scores = scores[order]
+    i = 0
+    while i < scores.size:
+        j = i
+        while j + 1 < scores.size and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    auc = (ranks[labels == 1].sum() - pos * (pos + 1) / 2.0) / (pos * neg)
+    return float(max(auc, 1.0 - auc))

@@ -1,0 +1,169 @@
+"""``ldpfleet bench gcdp`` (scenarios/bench_gcdp.py) on a small synthetic Occupancy-like
+frame: result structure, determinism, NonPrivate dominance, parameter refusal, the command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import scenarios.bench_gcdp as bench
+from collector.gcdp.evaluation import (
+    f1_percent,
+    fit_logistic,
+    label_utility,
+    load_occupancy,
+    window_means,
+)
+from protocol.errors import ParameterError
+
+WINDOW = 10
+
+
+def synthetic_frame(records: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Five channels; occupancy alternates in blocks of 3 windows. Light and CO2 are far
+    apart between the classes (Light 0-20 vs 480-500), so every clean window is classified
+    correctly; the other channels are noise or weakly correlated."""
+    rng = np.random.default_rng(seed)
+    y = ((np.arange(records) // (3 * WINDOW)) % 2).astype(int)
+    temp = 20 + 2 * y + rng.normal(0, 0.5, records)
+    hum = 27 + rng.normal(0, 1.0, records)
+    light = np.where(y == 1, 480.0, 0.0) + rng.uniform(0, 20, records)
+    co2 = 450 + 400 * y + rng.normal(0, 30, records)
+    ratio = 0.0045 + 0.0002 * y + rng.normal(0, 5e-5, records)
+    return np.column_stack([temp, hum, light, co2, ratio]), y
+
+
+@pytest.fixture(scope="module")
+def frame():
+    tx, ty = synthetic_frame(600, 1)
+    sx, sy = synthetic_frame(300, 2)
+    return tx, ty, sx, sy
+
+
+def run(frame, **kw):
+    args = {"eps_list": (0.5, 2.0), "draws": 3, "seed": 7, "window": WINDOW, "data": frame}
+    args.update(kw)
+    return bench.bench_gcdp("occupancy", **args)
+
+
+@pytest.fixture(scope="module")
+def result(frame):
+    return run(frame)
+
+
+def test_structure(result):
+    assert set(result["f1"]) == set(bench.METHODS)
+    for method in bench.METHODS:
+        assert set(result["f1"][method]) == {"0.5", "2.0"}
+        assert all(0.0 <= v <= 100.0 for v in result["f1"][method].values())
+        assert set(result["f1_std"][method]) == {"0.5", "2.0"}
+        assert result["runtime_s"][method] >= 0.0
+        assert result["peak_mem_mb"][method] >= 0.0
+    assert result["protocol"]["window"] == WINDOW
+    assert result["protocol"]["test_windows"] == 30
+    assert result["calibration"]["tau"] in (0.10, 0.15, 0.20, 0.25, 0.30)
+    assert len(result["calibration"]["scales"]) == 5
+    # Proposition 1 on the calibrated scales: s_k >= B_k
+    cal = result["calibration"]
+    assert all(s >= b for s, b in zip(cal["scales"], cal["bounds"], strict=True))
+    assert sum(result["calibration"]["gcdp_budgets_eps1"]) <= 1.0
+    assert all(0.5 <= v <= 1.0 for m in result["attack_auc"].values() for v in m.values())
+    assert result["seed_attack_auc"]["GC-DP"]["1.0"] == 0.637
+    assert result["seed_f1"]["GC-DP"]["1.0"] == 96.4
+    json.dumps(result)  # JSON-serialisable
+
+
+def test_deterministic_for_a_seed(frame, result):
+    again = run(frame, timing=False)
+    assert again["f1"] == result["f1"]
+    assert again["f1_std"] == result["f1_std"]
+    assert again["attack_auc"] == result["attack_auc"]
+    assert again["calibration"] == result["calibration"]
+    # a cell does not depend on which other methods were requested
+    only = run(frame, methods=("GC-DP",), timing=False)
+    assert only["f1"]["GC-DP"] == result["f1"]["GC-DP"]
+
+
+def test_nonprivate_dominates(result):
+    # Tolerance. F1 is at most 100 for any prediction, so a private release can beat the
+    # non-private one by at most 100 - F1(NonPrivate). On this frame the clean test windows
+    # are separated by a wide margin (Light 0-20 vs 480-500 of a 0-500 range), so
+    # F1(NonPrivate) = 100 and the tolerance is 0 up to float rounding of the mean (1e-9).
+    nonprivate = result["f1"]["NonPrivate"]
+    assert all(v == pytest.approx(100.0) for v in nonprivate.values())
+    tol = 100.0 - min(nonprivate.values()) + 1e-9
+    for method in bench.METHODS:
+        for eps, value in result["f1"][method].items():
+            assert nonprivate[eps] >= value - tol
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"dataset": "intel"}, "dataset"),
+        ({"methods": ("Foo",)}, "methods"),
+        ({"methods": ()}, "methods"),
+        ({"methods": ("Lap-DP", "Lap-DP")}, "methods"),
+        ({"eps_list": ()}, "eps_list"),
+        ({"eps_list": (0.0,)}, "eps_list"),
+        ({"eps_list": (-1.0,)}, "eps_list"),
+        ({"eps_list": (float("nan"),)}, "eps_list"),
+        ({"draws": 0}, "draws"),
+        ({"draws": 1.5}, "draws"),
+        ({"seed": -1}, "seed"),
+        ({"window": 0}, "window"),
+        ({"window": 10_000}, "window"),
+    ],
+)
+def test_refusal(frame, kwargs, field):
+    args = {"dataset": "occupancy", "eps_list": (1.0,), "draws": 1, "window": WINDOW}
+    args.update(kwargs)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(data=frame, timing=False, **args)
+    assert info.value.field == field
+
+
+def test_helpers():
+    x, y = synthetic_frame(100, 3)
+    feats, labels = window_means(x, y, WINDOW)
+    assert feats.shape == (10, 5) and labels.tolist() == [0, 0, 0, 1, 1, 1, 0, 0, 0, 1]
+    model = fit_logistic(feats, labels)
+    assert f1_percent(labels, model.predict(feats)) == 100.0
+    mu = label_utility(feats, labels)
+    assert np.all((mu >= 0) & (mu <= 1)) and mu[2] > mu[1]
+    assert f1_percent(np.array([1, 0]), np.array([0, 0])) == 0.0
+
+
+def test_loader_reads_the_occupancy_layout(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text(
+        '"date","Temperature","Humidity","Light","CO2","HumidityRatio","Occupancy"\n'
+        '"1","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,1\n'
+        '"2","2015-02-04 17:52:00",23.15,27.2675,429.5,714,0.0048,0\n'
+    )
+    x, y = load_occupancy(path)
+    assert x.shape == (2, 5) and x[0, 2] == 426 and y.tolist() == [1, 0]
+
+
+def test_command(frame, monkeypatch):
+    real = bench.bench_gcdp
+    monkeypatch.setattr(
+        bench,
+        "bench_gcdp",
+        lambda *a, **k: real(*a, window=WINDOW, data=frame, timing=False, **k),
+    )
+    app = typer.Typer()
+    app.command()(bench.bench_gcdp_command)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["--method", "Lap-DP,GC-DP", "--eps", "1", "--draws", "2"])
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.stdout)
+    assert set(out["f1"]) == {"Lap-DP", "GC-DP"}
+    bad = runner.invoke(app, ["--eps", "one"])
+    assert bad.exit_code == 2
+    bad = runner.invoke(app, ["--method", "Nope"])
+    assert bad.exit_code == 2
