@@ -33,8 +33,8 @@ from collector.gcdp.validate import (
     nonnegative_vector,
     positive_real,
     real_in_range,
+    unit_vector,
 )
-from protocol.errors import ParameterError
 
 __all__ = [
     "ada_allocation",
@@ -59,20 +59,11 @@ def fit_total(budgets: np.ndarray, eps_rel: float) -> np.ndarray:
     raise AssertionError("budget rounding repair did not converge")  # pragma: no cover
 
 
-def _unit_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
-    arr = nonnegative_vector(values, field, length)
-    above = np.flatnonzero(arr > 1.0)
-    if above.size:
-        i = int(above[0])
-        raise ParameterError(f"must be in [0, 1], got {arr[i]!r}", field=f"{field}[{i}]")
-    return arr
-
-
 def coordinate_exposure(
     exposure_norm: object, d: int, coordinate_map: Sequence[Sequence[int]] | None = None
 ) -> np.ndarray:
     """``r_k^(q)``: the mean normalised node exposure over ``a(k)``."""
-    r_bar = _unit_vector(exposure_norm, "exposure")
+    r_bar = unit_vector(exposure_norm, "exposure")
     amap = coordinate_nodes(coordinate_map, d, r_bar.size)
     return np.array([float(np.mean(r_bar[list(nodes)])) for nodes in amap])
 
@@ -111,7 +102,7 @@ def allocate_budget(
     total = positive_real(eps_rel, "eps_rel")
     s = nonnegative_vector(scales, "scales")
     d = s.size
-    mu = _unit_vector(utility, "utility", d)
+    mu = unit_vector(utility, "utility", d)
     r_q = coordinate_exposure(exposure_norm, d, coordinate_map)
     floor = check_allocation_floor(eps_min_for(total, d) if eps_min is None else eps_min, total, d)
     exps = {

@@ -76,9 +76,9 @@ from collector.gcdp.graph import CalibrationGraph, build_calibration_graph
 from collector.gcdp.sensitivity import release_scales
 from collector.gcdp.validate import (
     integer_at_least,
-    nonnegative_vector,
     positive_real,
     real_in_range,
+    unit_vector,
 )
 from protocol.errors import BudgetExhausted, ParameterError
 from protocol.exponential import ExponentialMechanism
@@ -129,15 +129,6 @@ def pairs_to_matrix(pairs: np.ndarray, n_nodes: int) -> np.ndarray:
     out[rows, cols] = pairs
     out[cols, rows] = pairs
     return out
-
-
-def _unit_vector(values: object, field_name: str, length: int) -> np.ndarray:
-    arr = nonnegative_vector(values, field_name, length)
-    above = np.flatnonzero(arr > 1.0)
-    if above.size:
-        i = int(above[0])
-        raise ParameterError(f"must be in [0, 1], got {arr[i]!r}", field=f"{field_name}[{i}]")
-    return arr
 
 
 def _sensitivity(value: float | None, field_name: str, universal: float) -> float:
@@ -302,7 +293,7 @@ class PrivateCalibration:
 
     def tau_probabilities(self, tau_utility: object) -> np.ndarray:
         """Exact selection probabilities of the grid thresholds given ``U(D, t)`` in [0, 1]."""
-        u = _unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
+        u = unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
         return self._tau_mechanism().probabilities(u)
 
     def _check_scores(self, scores: object) -> np.ndarray:
@@ -337,9 +328,9 @@ class PrivateCalibration:
         V_xi (length d, in [0, 1]) and ``tau_utility`` U(D, t) (one per grid threshold, in
         [0, 1]), charging ``account`` of ``ledger`` (at step ``t`` for a w-event account)."""
         pairs = self._check_scores(scores)
-        mu = _unit_vector(utility, "utility", self.d)
-        xi = _unit_vector(influence, "influence", self.d)
-        u_tau = _unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
+        mu = unit_vector(utility, "utility", self.d)
+        xi = unit_vector(influence, "influence", self.d)
+        u_tau = unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
         if not isinstance(ledger, PrivacyLedger):
             raise ParameterError(
                 f"must be a PrivacyLedger, got {type(ledger).__name__}", field="ledger"

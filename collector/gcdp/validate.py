@@ -96,6 +96,16 @@ def nonnegative_vector(values: object, field: str, length: int | None = None) ->
     return arr
 
 
+def unit_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
+    """A finite vector with every entry in [0, 1] (utility, exposure, released scores)."""
+    arr = nonnegative_vector(values, field, length)
+    above = np.flatnonzero(arr > 1.0)
+    if above.size:
+        i = int(above[0])
+        raise ParameterError(f"must be in [0, 1], got {arr[i]!r}", field=f"{field}[{i}]")
+    return arr
+
+
 def exact_excess(budgets: np.ndarray, eps_rel: float) -> float:
     """``sum(budgets) - eps_rel`` correctly rounded from the EXACT real sum of the floats
     (``math.fsum``), so its sign is exact: ``> 0`` iff the budgets overspend ``eps_rel``."""
