@@ -82,10 +82,8 @@ class _ClosingBroker(Broker):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         subscriptions = _IndexedSubscriptions()
-        subscriptions.update(self._subscriptions)
-        for key in subscriptions:
-            if "+" in key or "#" in key:
-                subscriptions.wildcards.add(key)
+        for key, value in self._subscriptions.items():
+            subscriptions[key] = value  # through __setitem__: wildcards are indexed
         self._subscriptions = subscriptions
         self._broadcast_queue = _HintingQueue(subscriptions)
 

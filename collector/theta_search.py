@@ -169,9 +169,8 @@ class DeviationSearch:
         if self._asked is None:
             a, b, k = self.lo, self.hi, self.fanout
             if self.spacing == "geometric":
-                grid = {int(a * (b / a) ** (j / (k + 1))) for j in range(1, k + 1)}
-                self._asked = sorted(min(max(t, a), b - 1) for t in grid)
-                self._asked = sorted(set(self._asked))
+                grid = (int(a * (b / a) ** (j / (k + 1))) for j in range(1, k + 1))
+                self._asked = sorted({min(max(t, a), b - 1) for t in grid})
             else:
                 self._asked = sorted({a + ((b - a) * j) // (k + 1) for j in range(1, k + 1)})
         return list(self._asked)

@@ -337,7 +337,7 @@ async def run_cadr_scenario(
 ) -> dict:
     """A CADR-LDP scenario (``[graph]`` + ``[cadr]``): run it and write ``results.json``,
     ``ledger.json``, ``collector.sqlite`` (the persisted releases) and ``trace.sqlite``."""
-    from devices.graphs import load_graph
+    from devices.graphs import NAMED_GRAPHS, load_graph
     from scenarios.schema import resolve_data_path
 
     spec = scenario.spec
@@ -348,7 +348,7 @@ async def run_cadr_scenario(
         for suffix in ("", "-wal", "-shm"):
             (out / f"{name}{suffix}").unlink(missing_ok=True)
     source = spec.graph.source
-    if source not in ("facebook", "wiki-vote") and ":" not in source:
+    if source not in NAMED_GRAPHS and ":" not in source:
         source = str(resolve_data_path(source, scenario.path))
     graph = load_graph(source)
     broker = broker or spec.broker.url
