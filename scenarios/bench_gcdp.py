@@ -27,8 +27,9 @@ Protocol (fixed before any privatized run; ``collector.gcdp.evaluation`` has the
   other four channels, applied to their privatized release; oriented AUC max(AUC, 1-AUC)
   averaged over the same draws as F1.
 
-Draw generators derive from (seed, method, eps, draw), so a cell does not depend on which
-other methods or budgets were requested.
+Draw generators derive from (seed, eps, draw) only: common random numbers across methods
+(paired comparisons), and a cell does not depend on which other methods or budgets were
+requested.
 """
 
 from __future__ import annotations
@@ -97,22 +98,48 @@ SEED_AUC = {
     "GC-DP": {0.2: 0.591, 0.5: 0.614, 1.0: 0.637, 2.0: 0.671, 4.0: 0.713},
 }
 SEED_RUNTIME_S = {"Lap-DP": 0.04, "GC-DP": 0.39}
+# Table 11 ablations at eps = 1: (calibration switches, Algorithm 3 overrides). "GC-DP
+# (seed eta)" is the full method with the seed's literal exposure offset eta (allocation.py).
+ABLATIONS = {
+    "w/o Lag": ({"lag_window": 0}, {}),
+    "w/o Comp.": ({"compress": False}, {}),
+    "w/o Utility": ({}, {"beta_u": 0.0}),
+    "w/o Risk": ({}, {"beta_r": 0.0}),
+    "GC-DP": ({}, {}),
+    "GC-DP (seed eta)": ({}, {"exposure_offset": 1e-8}),
+}
+# Seed 000, Table 11 (Occupancy Detection, eps = 1): F1 (%), oriented attack AUC.
+SEED_ABLATION = {
+    "w/o Lag": (95.8, 0.655),
+    "w/o Comp.": (95.4, 0.628),
+    "w/o Utility": (94.1, 0.614),
+    "w/o Risk": (94.9, 0.682),
+    "GC-DP": (96.4, 0.637),
+}
 SEED_PEAK_MB = {"GC-DP": 21.7}
 
 
 def _rng(seed: int, method: str, eps: float, draw: int) -> np.random.Generator:
-    return np.random.default_rng([seed, METHODS.index(method), round(eps * 1e6), draw])
+    """Common random numbers: draw k at budget eps uses the same generator for every method
+    (``method`` is deliberately not part of the key), so method differences are paired
+    comparisons and identical allocations give identical releases."""
+    del method
+    return np.random.default_rng([seed, round(eps * 1e6), draw])
 
 
 def _calibrate(train_norm: np.ndarray, train_feats: np.ndarray, train_labels: np.ndarray,
-               window: int, tau: float) -> dict:  # fmt: skip
-    """Algorithms 1-2 and the utility scores on the public training records."""
+               window: int, tau: float, *, lag_window: int = 3, compress: bool = True,
+               allocation: dict | None = None) -> dict:  # fmt: skip
+    """Algorithms 1-2 and the utility scores on the public training records.
+    ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides, used by the
+    GC-DP release only) are the Table 11 ablation switches."""
     m = train_norm.shape[1]
     bounds = np.full(m, mean_bound(0.0, 1.0, window))
-    graph = calibrate_from_data(train_norm, tau=tau)
+    graph = calibrate_from_data(train_norm, tau=tau, lag_window=lag_window)
     deltas = masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0)
-    xi = empirical_influence(deltas, graph)
+    xi = empirical_influence(deltas, graph, compress=compress)
     return {
+        "allocation": dict(allocation or {}),
         "bounds": bounds,
         "scales": release_scales(bounds, xi),
         "exposure": graph.exposure_norm,
@@ -137,7 +164,14 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
         return risk_dp(y, bounds=b, scales=b, exposure_norm=cal["exposure"], eps_rel=eps,
                        **common)  # fmt: skip
     return gc_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"],
-                 exposure_norm=cal["exposure"], eps_rel=eps, **common)  # fmt: skip
+                 exposure_norm=cal["exposure"], eps_rel=eps, **common,
+                 **cal.get("allocation", {}))  # fmt: skip
+
+
+def _budgets(cal: dict, eps: float) -> np.ndarray:
+    """The GC-DP (Algorithm 3) budgets of a calibration at ``eps``."""
+    return allocate_budget(eps, cal["scales"], cal["utility"], cal["exposure"],
+                           **cal.get("allocation", {}))  # fmt: skip
 
 
 def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
@@ -228,6 +262,23 @@ def bench_gcdp(
             f1_std[method][str(eps)] = round(std, 4)
             auc[method][str(eps)] = round(attack_auc, 4)
 
+    ablation = {}
+    for name, (switches, overrides) in ABLATIONS.items():
+        variant = _calibrate(train_norm, train_f, train_l, window, tau, **switches,
+                             allocation=overrides)  # fmt: skip
+        mean, std, attack_auc = _mean_f1(
+            "GC-DP", test_f, test_l, model, variant, 1.0, draws, seed, (attacker, protected)
+        )
+        ablation[name] = {
+            "f1": round(mean, 4),
+            "f1_std": round(std, 4),
+            "attack_auc": round(attack_auc, 4),
+            "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
+            "edges": variant["edges"],
+            "seed_f1": SEED_ABLATION.get(name, (None, None))[0],
+            "seed_attack_auc": SEED_ABLATION.get(name, (None, None))[1],
+        }
+
     result = {
         "dataset": dataset,
         "protocol": {
@@ -250,11 +301,9 @@ def bench_gcdp(
             "scales": [float(v) for v in cal["scales"]],
             "utility": [round(float(v), 4) for v in cal["utility"]],
             "exposure_norm": [round(float(v), 4) for v in cal["exposure"]],
-            "gcdp_budgets_eps1": [
-                round(float(v), 6)
-                for v in allocate_budget(1.0, cal["scales"], cal["utility"], cal["exposure"])
-            ],
+            "gcdp_budgets_eps1": [round(float(v), 6) for v in _budgets(cal, 1.0)],
         },
+        "ablation_eps1": ablation,
         "f1": f1,
         "f1_std": f1_std,
         "seed_f1": {m: {str(e): v for e, v in SEED_F1[m].items()} for m in methods if m in SEED_F1},

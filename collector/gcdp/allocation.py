@@ -2,7 +2,7 @@
 Proposition 2), with the Ada-DP and Risk-DP reductions and the uniform (Lap-DP) split.
 
 Theory of operation. Coordinate k gets exposure ``r_k^(q) = mean_{i in a(k)} r_bar_i``,
-penalty ``p_k = (r_k^(q) + eta)^beta_r (s_k + eta)^beta_g``, utility weight
+penalty ``p_k = (r_k^(q) + rho)^beta_r (s_k + eta)^beta_g``, utility weight
 ``u_k = (mu_k + eta)^beta_u`` and ``h_k = u_k / (p_k + eta) > 0``; then
 
     eps_k = eps_min + (eps_rel - d eps_min) h_k / sum_j h_j,     0 < eps_min < eps_rel / d.
@@ -15,6 +15,16 @@ floor (the largest share is ``>= eps_rel / d > eps_min``). ``beta_r = 0`` remove
 (Ada-DP, utility only); ``beta_u = 0`` removes utility (Risk-DP, exposure only). The
 allocation is post-processing of the fixed (public) parameter object theta; it never reads
 protected data.
+
+Deviation from the seed (documented in docs/gcdp.md, "Exposure offset"): the seed writes the
+exposure factor as ``(r_k^(q) + eta)^beta_r`` with ``eta = 1e-8``. Min-max normalisation
+(§4.1) always gives some node ``r_bar = 0``, so that coordinate's weight is ~1/eta = 1e8 times
+any other and it takes the whole budget above the floor, whatever its utility (measured on
+Occupancy: budgets [0.992, 0.002, ...] at eps = 1, task F1 44 at every eps). We add the offset
+``rho = exposure_offset`` (default 1.0) instead of eta, which bounds the exposure effect to a
+factor ``(1 + rho)^beta_r / rho^beta_r = 2^beta_r`` between the least and the most exposed
+coordinate, the same order as the utility factor's range. ``exposure_offset = eta`` is the
+seed's formula exactly. Theorem 1 and Proposition 2 do not depend on it (any ``h_k > 0``).
 """
 
 from __future__ import annotations
@@ -77,9 +87,11 @@ def allocation_weights(
     beta_g: float,
     beta_u: float,
     eta: float,
+    exposure_offset: float,
 ) -> np.ndarray:
-    """Steps 3-4: ``h_k = u_k / (p_k + eta)`` (all > 0)."""
-    penalty = (coord_exposure + eta) ** beta_r * (scales + eta) ** beta_g
+    """Steps 3-4: ``h_k = u_k / (p_k + eta)`` (all > 0), with
+    ``p_k = (r_k + exposure_offset)^beta_r (s_k + eta)^beta_g``."""
+    penalty = (coord_exposure + exposure_offset) ** beta_r * (scales + eta) ** beta_g
     return (utility + eta) ** beta_u / (penalty + eta)
 
 
@@ -95,10 +107,13 @@ def allocate_budget(
     beta_g: float = 1.0,
     beta_u: float = 0.7,
     eta: float = 1e-8,
+    exposure_offset: float = 1.0,
 ) -> np.ndarray:
     """Algorithm 3. ``scales`` are the ``s_k`` (length d), ``utility`` the ``mu_k`` in
     [0, 1] (length d), ``exposure_norm`` the node scores ``r_bar`` in [0, 1] (length M);
-    ``eps_min`` defaults to Table 5's ``eps_rel / (100 d)``."""
+    ``eps_min`` defaults to Table 5's ``eps_rel / (100 d)``. ``exposure_offset`` is added to
+    the coordinate exposure in the penalty (default 1.0; pass ``eta`` for the seed's literal
+    formula, see the module docstring)."""
     total = positive_real(eps_rel, "eps_rel")
     s = nonnegative_vector(scales, "scales")
     d = s.size
@@ -109,7 +124,14 @@ def allocate_budget(
         name: real_in_range(value, name, 0.0, math.inf, high_open=True)
         for name, value in (("beta_r", beta_r), ("beta_g", beta_g), ("beta_u", beta_u))
     }
-    h = allocation_weights(r_q, s, mu, eta=positive_real(eta, "eta"), **exps)
+    h = allocation_weights(
+        r_q,
+        s,
+        mu,
+        eta=positive_real(eta, "eta"),
+        exposure_offset=positive_real(exposure_offset, "exposure_offset"),
+        **exps,
+    )
     budgets = floor + (total - d * floor) * (h / h.sum())
     return fit_total(budgets, total)
 

@@ -5,8 +5,9 @@ a run records exactly what it used: lag window ``L``, synchronous weight ``lam``
 threshold ``tau``, degree cap ``K``, exposure smoothing ``alpha`` (Algorithm 1); expansion
 ``gamma``, redundancy threshold ``tau_c``, inflation ``kappa >= 1`` and cap ``g_max``
 (Algorithm 2); numerical stabiliser ``eta`` and exponents ``beta_r, beta_g, beta_u``
-(Algorithm 3). The floor ``eps_min = eps_rel / (100 d)`` depends on the release and is
-computed by ``eps_min_for``. ``tau`` is selected per dataset by validation F1 at eps = 1 from
+(Algorithm 3), plus our ``exposure_offset`` (not in the seed; see ``allocation.py``).
+The floor ``eps_min = eps_rel / (100 d)`` depends on the release and is computed by
+``eps_min_for``. ``tau`` is selected per dataset by validation F1 at eps = 1 from
 ``TAU_GRID`` (ties -> smaller); the default 0.15 is the Occupancy / Intel Lab choice.
 """
 
@@ -45,6 +46,10 @@ class GcdpConstants:
     beta_r: float = 1.0  # exposure exponent
     beta_g: float = 1.0  # certified-scale exponent
     beta_u: float = 0.7  # utility exponent
+    # NOT in Table 5: the offset added to the coordinate exposure in Algorithm 3's penalty.
+    # The seed adds eta (= exposure_offset of 1e-8), which hands the min-max exposure-0
+    # coordinate ~all the budget; see allocation.py and docs/gcdp.md, "Exposure offset".
+    exposure_offset: float = 1.0
 
     def __post_init__(self) -> None:
         checked = {
@@ -61,6 +66,7 @@ class GcdpConstants:
             "beta_r": real_in_range(self.beta_r, "beta_r", 0.0, float("inf"), high_open=True),
             "beta_g": real_in_range(self.beta_g, "beta_g", 0.0, float("inf"), high_open=True),
             "beta_u": real_in_range(self.beta_u, "beta_u", 0.0, float("inf"), high_open=True),
+            "exposure_offset": positive_real(self.exposure_offset, "exposure_offset"),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)

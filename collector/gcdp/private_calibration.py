@@ -214,6 +214,7 @@ class PrivateCalibrationRelease:
             beta_g=c.beta_g,
             beta_u=c.beta_u,
             eta=c.eta,
+            exposure_offset=c.exposure_offset,
         )
         return PrivateTheta(
             graph=graph, xi_hat=xi_hat, scales=scales, budgets=budgets, tau=self.tau

@@ -70,7 +70,7 @@ def test_structure(result):
     # Proposition 1 on the calibrated scales: s_k >= B_k
     cal = result["calibration"]
     assert all(s >= b for s, b in zip(cal["scales"], cal["bounds"], strict=True))
-    assert sum(result["calibration"]["gcdp_budgets_eps1"]) <= 1.0
+    assert sum(result["calibration"]["gcdp_budgets_eps1"]) <= 1.0 + 5 * 5e-7  # 6-digit rounding
     assert all(0.5 <= v <= 1.0 for m in result["attack_auc"].values() for v in m.values())
     assert result["seed_attack_auc"]["GC-DP"]["1.0"] == 0.637
     assert result["seed_f1"]["GC-DP"]["1.0"] == 96.4
@@ -167,3 +167,18 @@ def test_command(frame, monkeypatch):
     assert bad.exit_code == 2
     bad = runner.invoke(app, ["--method", "Nope"])
     assert bad.exit_code == 2
+
+
+def test_ablation_table(result):
+    table = result["ablation_eps1"]
+    assert list(table) == list(bench.ABLATIONS)
+    for row in table.values():
+        assert 0.0 <= row["f1"] <= 100.0 and 0.5 <= row["attack_auc"] <= 1.0
+        assert sum(row["budgets_eps1"]) <= 1.0 + 5 * 5e-7  # 6-digit rounding
+    assert table["GC-DP"]["seed_f1"] == 96.4 and table["GC-DP (seed eta)"]["seed_f1"] is None
+    full = result["calibration"]["gcdp_budgets_eps1"]
+    assert table["GC-DP"]["budgets_eps1"] == full
+    # w/o Risk is beta_r = 0: exposure plays no part in the budgets
+    r = result["calibration"]["exposure_norm"]
+    if max(r) > min(r):
+        assert table["w/o Risk"]["budgets_eps1"] != full

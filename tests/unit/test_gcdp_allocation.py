@@ -135,3 +135,29 @@ def test_invalid_allocation_parameters_are_refused(kwargs, field):
         allocate_budget(**args)
     assert info.value.field == field
     assert field.split("[")[0] in str(info.value)
+
+
+def test_exposure_offset_eta_is_the_seed_formula_exactly():
+    # The seed's h_k = (mu+eta)^bu / ((r+eta)^br (s+eta)^bg + eta), evaluated by hand.
+    s, mu, r = np.array([0.2, 0.05, 0.1]), np.array([0.3, 0.9, 0.6]), np.array([0.0, 1.0, 0.4])
+    eta, floor = 1e-8, 1.0 / 300.0
+    h = (mu + eta) ** 0.7 / ((r + eta) ** 1.0 * (s + eta) ** 1.0 + eta)
+    expected = floor + (1.0 - 3 * floor) * h / h.sum()
+    got = allocate_budget(1.0, s, mu, r, exposure_offset=eta)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # ... and it shows the degeneracy the offset exists for: the r = 0 coordinate takes
+    # everything above the floor although its utility is the lowest.
+    assert got[0] > 1.0 - 3 * floor - 1e-6
+
+
+def test_default_exposure_offset_bounds_the_exposure_effect_to_two():
+    # Equal utility and scales: h differs only through (r + 1); r in {0, 1} -> ratio 2.
+    eps = allocate_budget(1.0, [0.1, 0.1], [0.5, 0.5], [0.0, 1.0], eps_min=1e-6)
+    share = (eps - 1e-6) / (1.0 - 2e-6)
+    assert share[0] / share[1] == pytest.approx(2.0, rel=1e-6)  # eta terms: ~1e-7
+
+
+def test_exposure_offset_must_be_positive():
+    with pytest.raises(ParameterError) as info:
+        allocate_budget(1.0, [1.0], [0.5], [0.5], exposure_offset=0.0)
+    assert info.value.field == "exposure_offset"
