@@ -28,6 +28,7 @@ from broker.transport import TransportError
 from devices.sources import SourceError
 from protocol.errors import ParameterError
 from scenarios.bench_gcdp import bench_gcdp_command
+from scenarios.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from scenarios.cadr_sweep import bench_cadr_sweep
 from scenarios.schema import ScenarioError, load_scenario
 
@@ -644,6 +645,8 @@ def bench_cadr_command(
 
 bench_app.command("cadr-sweep")(bench_cadr_sweep)
 bench_app.command("gcdp")(bench_gcdp_command)
+bench_app.command("gcdp-timing")(bench_gcdp_timing_command)
+bench_app.command("gcdp-scaling")(bench_gcdp_scaling_command)
 
 
 def _bench_cadr_fleet(
