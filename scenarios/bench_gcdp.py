@@ -1,6 +1,12 @@
-"""``ldpfleet bench gcdp``: seed 000's Occupancy evaluation (Section 5.1), in-process.
+"""``ldpfleet bench gcdp``: seed 000's evaluation (Sections 5.1-5.4), in-process.
 
-Protocol (fixed before any privatized run; ``collector.gcdp.evaluation`` has the helpers):
+Datasets: ``occupancy`` (below), ``intel`` and ``wisdm`` (Intel Lab and WISDM; their fixed
+protocols are in ``scenarios.gcdp_datasets`` and ``docs/gcdp-datasets.md``). One loop serves
+all three: tau selection, methods x budgets x draws (F1 + attack AUC on the same releases),
+the Table 11 ablations at eps = 1, runtime and memory.
+
+Occupancy protocol (fixed before any privatized run; ``collector.gcdp.evaluation`` has the
+helpers):
 
 * ``datatraining.txt`` is the public calibration AND training portion (eps_cal = 0, the
   seed's public-calibration mode); ``datatest.txt`` is the protected release data.
@@ -38,7 +44,6 @@ import json
 import sys
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -59,27 +64,19 @@ from collector.gcdp import (
     risk_dp,
 )
 from collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
-from collector.gcdp.evaluation import (
-    f1_percent,
-    fit_logistic,
-    fit_normalizer,
-    label_utility,
-    load_occupancy,
-    normalize,
-    oriented_auc,
-    window_means,
-)
+from collector.gcdp.evaluation import f1_percent, label_utility, oriented_auc
 from protocol.errors import ParameterError
+from scenarios.gcdp_datasets import DATA_ROOT, Prepared, prepare
 
-__all__ = ["METHODS", "SEED_AUC", "SEED_F1", "bench_gcdp", "bench_gcdp_command"]
+__all__ = ["METHODS", "SEED_AUC", "SEED_F1", "SEED_TABLES", "bench_gcdp", "bench_gcdp_command"]
 
 METHODS = ("NonPrivate", "Lap-DP", "Gau-DP", "Ada-DP", "Risk-DP", "GC-DP")
-DATASETS = ("occupancy",)
+DATASETS = ("occupancy", "intel", "wisdm")
 WINDOW = 30
 PROTECTED = 4  # HumidityRatio: the protected attribute is its window mean > training median
 ATTACK_INPUTS = [0, 1, 2, 3]  # the attacker sees the other four released channels
 GAU_DELTA = 1e-5
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "uci-occupancy"
+DATA_DIR = DATA_ROOT / "uci-occupancy"
 
 # Seed 000, Table 8 (Occupancy, positive-class F1 %, ten draws); Table 12 runtime (s).
 SEED_F1 = {
@@ -118,6 +115,51 @@ SEED_ABLATION = {
 }
 SEED_PEAK_MB = {"GC-DP": 21.7}
 
+_PRIVATE = ("Lap-DP", "Gau-DP", "Ada-DP", "Risk-DP", "GC-DP")
+_T12 = ("Lap-DP", "Ada-DP", "Risk-DP", "GC-DP")  # Table 12 columns (without GC-DP-Cache)
+
+
+def _by_eps(rows: list[tuple[float, ...]]) -> dict[str, dict[float, float]]:
+    """Seed table rows (one per eps in EPS_REL_GRID, columns = _PRIVATE) -> method -> eps."""
+    columns = zip(*rows, strict=True)
+    return {
+        m: dict(zip(EPS_REL_GRID, c, strict=True)) for m, c in zip(_PRIVATE, columns, strict=True)
+    }
+
+
+def _ablation(f1: tuple[float, ...], auc: tuple[float, ...]) -> dict[str, tuple[float, float]]:
+    return dict(zip(list(ABLATIONS)[:5], zip(f1, auc, strict=True), strict=True))
+
+
+# Seed 000 per dataset: Table 7 (WISDM macro-F1) / Table 8 (Intel Lab anomaly F1), Table 10
+# (attack AUC; its eps = 1 row is Table 9), Table 11 (ablations at eps = 1), Table 12.
+SEED_TABLES = {
+    "occupancy": {"f1": SEED_F1, "auc": SEED_AUC, "ablation": SEED_ABLATION,
+                  "runtime_s": SEED_RUNTIME_S, "peak_mem_mb": SEED_PEAK_MB},
+    "intel": {
+        "f1": _by_eps([(68.7, 69.5, 73.8, 75.1, 79.6), (76.4, 77.2, 80.9, 81.8, 84.5),
+                       (81.2, 81.9, 84.4, 85.1, 86.7), (84.8, 85.2, 87.0, 87.5, 89.1),
+                       (87.6, 88.0, 89.5, 89.9, 91.3)]),
+        "auc": _by_eps([(0.719, 0.711, 0.684, 0.641, 0.603), (0.763, 0.754, 0.721, 0.674, 0.628),
+                        (0.801, 0.792, 0.756, 0.704, 0.652), (0.838, 0.829, 0.793, 0.741, 0.689),
+                        (0.872, 0.864, 0.828, 0.779, 0.731)]),
+        "ablation": _ablation((85.3, 84.8, 83.6, 84.2, 86.7), (0.681, 0.642, 0.631, 0.699, 0.652)),
+        "runtime_s": dict(zip(_T12, (0.18, 0.41, 1.28, 2.46), strict=True)),
+        "peak_mem_mb": dict(zip(_T12, (27.6, 36.9, 52.8, 61.3), strict=True)),
+    },
+    "wisdm": {
+        "f1": _by_eps([(54.9, 55.6, 59.8, 60.7, 65.2), (63.7, 64.1, 68.6, 69.4, 72.9),
+                       (68.4, 69.2, 72.6, 73.5, 75.8), (72.1, 72.8, 74.9, 75.4, 77.1),
+                       (74.8, 75.1, 76.4, 76.8, 78.2)]),
+        "auc": _by_eps([(0.672, 0.664, 0.648, 0.617, 0.582), (0.713, 0.705, 0.681, 0.644, 0.604),
+                        (0.748, 0.739, 0.711, 0.674, 0.621), (0.782, 0.773, 0.744, 0.703, 0.653),
+                        (0.817, 0.808, 0.779, 0.738, 0.692)]),
+        "ablation": _ablation((74.2, 73.6, 72.1, 73.0, 75.8), (0.648, 0.613, 0.602, 0.671, 0.621)),
+        "runtime_s": dict(zip(_T12, (0.15, 0.36, 1.04, 2.18), strict=True)),
+        "peak_mem_mb": dict(zip(_T12, (24.1, 33.5, 48.7, 57.4), strict=True)),
+    },
+}  # fmt: skip
+
 
 def _rng(seed: int, method: str, eps: float, draw: int) -> np.random.Generator:
     """Common random numbers: draw k at budget eps uses the same generator for every method
@@ -127,25 +169,41 @@ def _rng(seed: int, method: str, eps: float, draw: int) -> np.random.Generator:
     return np.random.default_rng([seed, round(eps * 1e6), draw])
 
 
-def _calibrate(train_norm: np.ndarray, train_feats: np.ndarray, train_labels: np.ndarray,
-               window: int, tau: float, *, lag_window: int = 3, compress: bool = True,
-               allocation: dict | None = None) -> dict:  # fmt: skip
-    """Algorithms 1-2 and the utility scores on the public training records.
-    ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides, used by the
-    GC-DP release only) are the Table 11 ablation switches."""
-    m = train_norm.shape[1]
-    bounds = np.full(m, mean_bound(0.0, 1.0, window))
-    graph = calibrate_from_data(train_norm, tau=tau, lag_window=lag_window)
-    deltas = masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0)
-    xi = empirical_influence(deltas, graph, compress=compress)
+def _calibration(nodes, masking, cmap, bounds, utility, tau, *, lag_window: int = 3,
+                 compress: bool = True, allocation: dict | None = None) -> dict:  # fmt: skip
+    """Algorithms 1-2 on the public calibration nodes, with the fixed certificate ``bounds``
+    and utility. ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides,
+    used by the GC-DP release only) are the Table 11 ablation switches."""
+    graph = calibrate_from_data(nodes, tau=tau, lag_window=lag_window)
+    xi = empirical_influence(masking(), graph, cmap, compress=compress)
     return {
         "allocation": dict(allocation or {}),
         "bounds": bounds,
         "scales": release_scales(bounds, xi),
         "exposure": graph.exposure_norm,
-        "utility": label_utility(train_feats, train_labels),
+        "utility": utility,
         "edges": [list(map(int, e)) for e in graph.edges],
+        "coordinate_map": cmap,
     }
+
+
+def _calibrate(train_norm: np.ndarray, train_feats: np.ndarray, train_labels: np.ndarray,
+               window: int, tau: float, **switches) -> dict:  # fmt: skip
+    """The Occupancy calibration on the public training records (d = M window means)."""
+    return _calibration(
+        train_norm,
+        lambda: masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0),
+        None,
+        np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window)),
+        label_utility(train_feats, train_labels),
+        tau,
+        **switches,
+    )
+
+
+def _calibrate_prepared(prep: Prepared, tau: float, **switches) -> dict:
+    return _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
+                        prep.utility, tau, **switches)  # fmt: skip
 
 
 def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.Generator):
@@ -162,16 +220,17 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
                       **common)  # fmt: skip
     if method == "Risk-DP":
         return risk_dp(y, bounds=b, scales=b, exposure_norm=cal["exposure"], eps_rel=eps,
-                       **common)  # fmt: skip
+                       coordinate_map=cal.get("coordinate_map"), **common)  # fmt: skip
     return gc_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"],
                  exposure_norm=cal["exposure"], eps_rel=eps, **common,
+                 coordinate_map=cal.get("coordinate_map"),
                  **cal.get("allocation", {}))  # fmt: skip
 
 
 def _budgets(cal: dict, eps: float) -> np.ndarray:
     """The GC-DP (Algorithm 3) budgets of a calibration at ``eps``."""
     return allocate_budget(eps, cal["scales"], cal["utility"], cal["exposure"],
-                           **cal.get("allocation", {}))  # fmt: skip
+                           cal.get("coordinate_map"), **cal.get("allocation", {}))  # fmt: skip
 
 
 def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
@@ -179,16 +238,19 @@ def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)  # fixed post-processing before the classifier
 
 
-def _mean_f1(method, feats, labels, model, cal, eps, draws, seed, attack=None) -> tuple:
-    """Mean and std of the task F1 over ``draws`` releases, and (if ``attack`` =
-    (attacker, protected labels)) the mean oriented attack AUC on the SAME releases."""
+def _mean_f1(method, feats, labels, model, cal, eps, draws, seed, attack=None,
+             metric=f1_percent) -> tuple:  # fmt: skip
+    """Mean and std of the task ``metric`` over ``draws`` releases, and (if ``attack`` =
+    (attacker, protected labels[, input columns, test rows])) the mean oriented attack AUC
+    on the SAME releases."""
     scores, aucs = [], []
     for k in range(draws):
         released = _release_all(method, feats, cal, eps, _rng(seed, method, eps, k))
-        scores.append(f1_percent(labels, model.predict(released)))
+        scores.append(metric(labels, model.predict(released)))
         if attack is not None:
-            attacker, protected = attack
-            aucs.append(oriented_auc(protected, attacker.decision(released[:, ATTACK_INPUTS])))
+            attacker, protected, inputs, rows = (*attack, ATTACK_INPUTS, None)[:4]
+            seen = released if rows is None else released[rows]
+            aucs.append(oriented_auc(protected, attacker.decision(seen[:, inputs])))
     auc = float(np.mean(aucs)) if aucs else None
     return float(np.mean(scores)), float(np.std(scores)), auc
 
@@ -216,38 +278,33 @@ def bench_gcdp(
     draws: int = 10,
     seed: int = 0,
     *,
-    window: int = WINDOW,
-    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    window: int | None = None,
+    data: object | None = None,
     timing: bool = True,
 ) -> dict:
-    """The Occupancy evaluation. ``data`` = (train_x, train_y, test_x, test_y) raw records
-    (records x 5 channels, labels 0/1) replaces the files (tests use a synthetic frame)."""
+    """The evaluation of ``dataset`` (one loop for all; the per-dataset protocol is in
+    ``scenarios.gcdp_datasets``). ``data`` replaces the files (tests use synthetic frames):
+    occupancy (train_x, train_y, test_x, test_y) raw records (records x 5 channels, labels
+    0/1); intel (temperature train, temperature test, humidity train, humidity test), motes x
+    steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
-    if data is None:
-        train_x, train_y = load_occupancy(DATA_DIR / "datatraining.txt")
-        test_x, test_y = load_occupancy(DATA_DIR / "datatest.txt")
-    else:
-        train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
-    low, high = fit_normalizer(train_x)
-    train_norm = normalize(train_x, low, high)
-    test_norm = normalize(test_x, low, high)
-    train_f, train_l = window_means(train_norm, train_y, window)
-    test_f, test_l = window_means(test_norm, test_y, window)
-    model = fit_logistic(train_f, train_l)  # trained once, non-private, shared by all methods
-    # fixed attribute-inference attacker, also trained once on non-private training windows
-    threshold = float(np.median(train_f[:, PROTECTED]))
-    attacker = fit_logistic(
-        train_f[:, ATTACK_INPUTS], (train_f[:, PROTECTED] > threshold).astype(int)
-    )
-    protected = (test_f[:, PROTECTED] > threshold).astype(int)
+    if window is not None and dataset != "occupancy":
+        raise ParameterError(f"applies to occupancy only, not {dataset!r}", field="window")
+    prep = prepare(dataset, data, WINDOW if window is None else window)
+    seed_tables = SEED_TABLES[dataset]
+    attack = (prep.attacker, prep.protected, prep.attack_inputs, prep.attack_rows)
+
+    def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack):
+        return _mean_f1(method, feats, labels, prep.model, cal, eps, draws, seed, attack,
+                        prep.metric)  # fmt: skip
 
     # tau: validation F1 of GC-DP at eps = 1 on the training windows; ties -> smaller.
     tau_f1 = {}
     for tau in TAU_GRID:
-        cal = _calibrate(train_norm, train_f, train_l, window, tau)
-        tau_f1[tau] = _mean_f1("GC-DP", train_f, train_l, model, cal, 1.0, draws, seed)[0]
+        cal = _calibrate_prepared(prep, tau)
+        tau_f1[tau] = evaluate("GC-DP", cal, 1.0, prep.train_f, prep.train_l, None)[0]
     tau = max(TAU_GRID, key=lambda t: (tau_f1[t], -t))
-    cal = _calibrate(train_norm, train_f, train_l, window, tau)
+    cal = _calibrate_prepared(prep, tau)
 
     f1: dict[str, dict[str, float]] = {}
     f1_std: dict[str, dict[str, float]] = {}
@@ -255,41 +312,34 @@ def bench_gcdp(
     for method in methods:
         f1[method], f1_std[method], auc[method] = {}, {}, {}
         for eps in eps_t:
-            mean, std, attack_auc = _mean_f1(
-                method, test_f, test_l, model, cal, eps, draws, seed, (attacker, protected)
-            )
+            mean, std, attack_auc = evaluate(method, cal, eps)
             f1[method][str(eps)] = round(mean, 4)
             f1_std[method][str(eps)] = round(std, 4)
             auc[method][str(eps)] = round(attack_auc, 4)
 
     ablation = {}
+    seed_ablation = seed_tables["ablation"]
     for name, (switches, overrides) in ABLATIONS.items():
-        variant = _calibrate(train_norm, train_f, train_l, window, tau, **switches,
-                             allocation=overrides)  # fmt: skip
-        mean, std, attack_auc = _mean_f1(
-            "GC-DP", test_f, test_l, model, variant, 1.0, draws, seed, (attacker, protected)
-        )
+        variant = _calibrate_prepared(prep, tau, **switches, allocation=overrides)
+        mean, std, attack_auc = evaluate("GC-DP", variant, 1.0)
         ablation[name] = {
             "f1": round(mean, 4),
             "f1_std": round(std, 4),
             "attack_auc": round(attack_auc, 4),
             "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
             "edges": variant["edges"],
-            "seed_f1": SEED_ABLATION.get(name, (None, None))[0],
-            "seed_attack_auc": SEED_ABLATION.get(name, (None, None))[1],
+            "seed_f1": seed_ablation.get(name, (None, None))[0],
+            "seed_attack_auc": seed_ablation.get(name, (None, None))[1],
         }
 
+    seed_f1, seed_auc = seed_tables["f1"], seed_tables["auc"]
     result = {
         "dataset": dataset,
         "protocol": {
-            "window": window,
-            "train_windows": int(train_f.shape[0]),
-            "test_windows": int(test_f.shape[0]),
-            "test_positive_share": round(float(test_l.mean()), 4),
+            **prep.protocol_head,
             "draws": draws,
             "seed": seed,
-            "classifier": "logistic regression (Newton, l2=1e-2), non-private train windows",
-            "metric": "positive-class F1 (%)",
+            **prep.protocol_tail,
             "eps_cal": 0.0,
             "gau_delta": GAU_DELTA,
         },
@@ -306,34 +356,27 @@ def bench_gcdp(
         "ablation_eps1": ablation,
         "f1": f1,
         "f1_std": f1_std,
-        "seed_f1": {m: {str(e): v for e, v in SEED_F1[m].items()} for m in methods if m in SEED_F1},
-        "attack": {
-            "protected_attribute": "window HumidityRatio mean > training-window median",
-            "attacker": "logistic regression on the other four released channels",
-            "threshold_normalised": round(threshold, 6),
-            "test_positive_share": round(float(protected.mean()), 4),
-        },
+        "seed_f1": {m: {str(e): v for e, v in seed_f1[m].items()} for m in methods if m in seed_f1},
+        "attack": prep.attack_info,
         "attack_auc": auc,
         "seed_attack_auc": {
-            m: {str(e): v for e, v in SEED_AUC[m].items()} for m in methods if m in SEED_AUC
+            m: {str(e): v for e, v in seed_auc[m].items()} for m in methods if m in seed_auc
         },
     }
     if timing:
-        result["runtime_s"], result["peak_mem_mb"] = _timings(
-            methods, train_norm, train_f, train_l, test_f, window, tau, seed
-        )
-        result["seed_runtime_s"] = SEED_RUNTIME_S
-        result["seed_peak_mem_mb"] = SEED_PEAK_MB
+        result["runtime_s"], result["peak_mem_mb"] = _timings(methods, prep, tau, seed)
+        result["seed_runtime_s"] = seed_tables["runtime_s"]
+        result["seed_peak_mem_mb"] = seed_tables["peak_mem_mb"]
     return result
 
 
-def _one_pass(method, train_norm, train_f, train_l, test_f, window, tau, seed) -> None:
+def _one_pass(method, prep: Prepared, tau, seed) -> None:
     """One calibration-and-release pass at eps = 1 (what each method needs)."""
     if method in ("NonPrivate", "Lap-DP", "Gau-DP"):
-        cal = {"bounds": np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))}
+        cal = {"bounds": prep.bounds}
     else:
-        cal = _calibrate(train_norm, train_f, train_l, window, tau)
-    _release_all(method, test_f, cal, 1.0, _rng(seed, method, 1.0, 0))
+        cal = _calibrate_prepared(prep, tau)
+    _release_all(method, prep.test_f, cal, 1.0, _rng(seed, method, 1.0, 0))
 
 
 def _timings(methods, *args) -> tuple[dict[str, float], dict[str, float]]:
@@ -352,7 +395,9 @@ def _timings(methods, *args) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def bench_gcdp_command(
-    dataset: Annotated[str, typer.Option(help="Data set (occupancy).")] = "occupancy",
+    dataset: Annotated[
+        str, typer.Option(help="Data set: " + ", ".join(DATASETS) + ".")
+    ] = "occupancy",
     method: Annotated[
         str, typer.Option(help="'all' or a comma list of " + ", ".join(METHODS) + ".")
     ] = "all",
@@ -361,8 +406,8 @@ def bench_gcdp_command(
     seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
-    """Seed 000's Occupancy evaluation: F1 and attack AUC per method and budget, runtime,
-    peak memory."""
+    """Seed 000's evaluation on Occupancy, Intel Lab or WISDM: F1 and attack AUC per method
+    and budget, the eps = 1 ablations, runtime, peak memory."""
     try:
         methods = METHODS if method.strip() == "all" else tuple(
             m.strip() for m in method.split(",") if m.strip()

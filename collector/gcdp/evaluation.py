@@ -21,6 +21,11 @@ every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
   channels (HumidityRatio is a function of Temperature and Humidity, a cross-channel
   inference), applied to those four privatized coordinates; score = its decision value.
 
+The Intel Lab and WISDM protocols (``scenarios/gcdp_datasets.py``, ``docs/gcdp-datasets.md``)
+reuse these helpers and add a multiclass classifier (``fit_one_vs_rest``: one fixed
+``fit_logistic`` per class, argmax of the decision values) and macro-F1 over a fixed class
+list (``macro_f1_percent``).
+
 Pure numpy, no global RNG.
 """
 
@@ -37,11 +42,14 @@ from protocol.errors import ParameterError
 __all__ = [
     "CHANNELS",
     "LogisticModel",
+    "OneVsRestModel",
     "f1_percent",
     "fit_logistic",
     "fit_normalizer",
+    "fit_one_vs_rest",
     "label_utility",
     "load_occupancy",
+    "macro_f1_percent",
     "oriented_auc",
     "window_means",
 ]
@@ -147,6 +155,39 @@ def fit_logistic(
         if np.max(np.abs(step)) < 1e-10:
             break
     return LogisticModel(mean=mean, std=std, coef=w[:-1], intercept=float(w[-1]))
+
+
+@dataclass(frozen=True)
+class OneVsRestModel:
+    """Fixed one-vs-rest logistic classifier: class index = argmax of the per-class
+    decision values (ties -> the lower index)."""
+
+    models: tuple[LogisticModel, ...]
+
+    def decision(self, features: np.ndarray) -> np.ndarray:
+        return np.column_stack([m.decision(features) for m in self.models])
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return np.argmax(self.decision(features), axis=1)
+
+
+def fit_one_vs_rest(features: np.ndarray, labels: np.ndarray, n_classes: int) -> OneVsRestModel:
+    """One ``fit_logistic`` per class ``0..n_classes-1`` (class vs the rest); deterministic."""
+    labels = np.asarray(labels).astype(int)
+    return OneVsRestModel(
+        tuple(fit_logistic(features, (labels == c).astype(int)) for c in range(n_classes))
+    )
+
+
+def macro_f1_percent(truth: np.ndarray, pred: np.ndarray, n_classes: int) -> float:
+    """Unweighted mean over the fixed classes ``0..n_classes-1`` of the one-vs-rest F1 (%);
+    a class without a true positive scores 0."""
+    truth = np.asarray(truth).astype(int)
+    pred = np.asarray(pred).astype(int)
+    scores = [
+        f1_percent((truth == c).astype(int), (pred == c).astype(int)) for c in range(n_classes)
+    ]
+    return float(np.mean(scores))
 
 
 def f1_percent(truth: np.ndarray, pred: np.ndarray) -> float:

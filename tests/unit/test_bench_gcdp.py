@@ -104,7 +104,7 @@ def test_nonprivate_dominates(result):
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"dataset": "intel"}, "dataset"),
+        ({"dataset": "uci-har"}, "dataset"),
         ({"methods": ("Foo",)}, "methods"),
         ({"methods": ()}, "methods"),
         ({"methods": ("Lap-DP", "Lap-DP")}, "methods"),

@@ -1,0 +1,399 @@
+"""Per-dataset protocols of ``ldpfleet bench gcdp`` (seed 000, Sections 5.1-5.4).
+
+Theory of operation. ``bench_gcdp`` runs ONE evaluation loop for every dataset; everything
+that differs between datasets is fixed here, once, before any privatized run, and handed
+over as a ``Prepared`` object:
+
+* ``train_nodes`` -- the public calibration matrix (time x M graph nodes, in [0, 1]) that
+  Algorithm 1 (``calibrate_from_data``) reads;
+* ``masking`` -- a callable returning the M x d masking deltas of Algorithm 2 (called inside
+  every calibration pass, so the runtime measurement includes it);
+* ``coordinate_map`` -- ``a(k)``, the nodes of released coordinate k (``None``: ``a(k) = {k}``);
+* ``bounds`` -- the certified ``B_k`` of every released coordinate, and ``utility`` -- ``mu_k``;
+* the train (public calibration, eps_cal = 0) and test (protected) released vectors with
+  their labels, the fixed classifier ``model`` and its ``metric``;
+* the fixed attribute-inference attacker, its input coordinates, the protected test labels
+  and the test rows it is evaluated on;
+* descriptive entries for the result JSON.
+
+Datasets (``docs/gcdp-datasets.md`` has the full protocol and the reasons):
+
+* ``occupancy`` -- unchanged from ``docs/gcdp.md``: 5 channel nodes, d = 5 window means of
+  30 records, B_k = 1/30, positive-class F1, HumidityRatio attribute.
+* ``intel`` -- the DERIVED Intel Lab copy (50 motes x half-hour steps, temperature and
+  humidity only, NO mote ids, so ``mote_locs.txt`` cannot be joined). Nodes: M = 100
+  mote-channel series (rows 0-49 temperature, 50-99 humidity), each channel min-max
+  normalised with its pooled TRAINING range and clipped to [0, 1]. Released per half-hour
+  step: d = 10 group means -- 5 fixed blocks of consecutive file rows (10 motes each) x 2
+  channels; ``a(k)`` = the block's 10 nodes. Protected unit: one clipped mote-channel value
+  at one step, so B_k = ``mean_bound(0, 1, 10)`` = 0.1; every step is one release invocation.
+  Label ("warm anomaly", generated once from robust deviations): per mote, the temperature
+  robust z against that mote's TRAINING median and 1.4826 MAD; the step score is the median z
+  over motes; anomalous iff the score exceeds the 75th percentile of the training scores.
+  Classifier: ``fit_logistic`` on the clean training steps; anomaly (positive-class) F1.
+  Attack: protected = the step's mean normalised humidity over all motes above the training
+  median; attacker = logistic regression on the 5 released temperature coordinates.
+* ``wisdm`` -- WISDM v1.1 transformed windows (10 s each). Split by user: ids <= 28 are
+  public calibration/training, ids > 28 are the protected test users. Released per window:
+  d = 6 features YAVG, ZAVG, XSTANDDEV, YSTANDDEV, ZSTANDDEV, RESULTANT, each min-max
+  normalised with training-only statistics and clipped to [0, 1] (XAVG is 0 in every row of
+  this file and the PEAK features have '?' gaps, so neither is released). Nodes: the M = 3
+  sensor axes X, Y, Z; ``a(k)`` = the feature's axis, RESULTANT -> {X, Y, Z}. Protected unit:
+  one clipped sensor-axis contribution in one window; the clipped-range certificate
+  B_k = 1 (``clipped_range_bound(0, 1)``). Node series for Algorithm 1: per training window
+  (file order) the mean of the node's own features; masking an axis sets its features to
+  0, so delta[i, k] = mean training value of feature k if i in a(k), else 0. Utility:
+  mu_k = max over classes of |corr(feature k, 1[class])|. Classifier: one-vs-rest logistic
+  (``fit_one_vs_rest``) on the clean training windows; macro-F1 over the 6 activities.
+  Attack: protected = the window's YPEAK (dominant period, NOT released) above the training
+  median, on windows where YPEAK is present; attacker = logistic on all 6 released features.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from collector.gcdp import clipped_range_bound, masking_deltas, mean_bound
+from collector.gcdp.evaluation import (
+    f1_percent,
+    fit_logistic,
+    fit_normalizer,
+    fit_one_vs_rest,
+    label_utility,
+    load_occupancy,
+    macro_f1_percent,
+    normalize,
+    window_means,
+)
+from protocol.errors import ParameterError
+
+__all__ = [
+    "DATA_ROOT",
+    "INTEL_GROUPS",
+    "WISDM_FEATURES",
+    "Prepared",
+    "WisdmTable",
+    "load_intel",
+    "load_wisdm_arff",
+    "prepare",
+]
+
+DATA_ROOT = Path(__file__).resolve().parent.parent / "data"
+OCC_PROTECTED = 4  # HumidityRatio
+OCC_ATTACK_INPUTS = [0, 1, 2, 3]
+INTEL_GROUPS = 5  # fixed blocks of consecutive mote rows per channel
+INTEL_QUANTILE = 75.0  # anomaly threshold: percentile of the training step scores
+MAD_SCALE = 1.4826
+WISDM_FEATURES = ("YAVG", "ZAVG", "XSTANDDEV", "YSTANDDEV", "ZSTANDDEV", "RESULTANT")
+WISDM_AXES = ((1,), (2,), (0,), (1,), (2,), (0, 1, 2))  # a(k); nodes X=0, Y=1, Z=2
+WISDM_TRAIN_MAX_USER = 28
+WISDM_PROTECTED = "YPEAK"
+WISDM_FILE = "WISDM_ar_v1.1_transformed.arff"
+
+
+@dataclass
+class Prepared:
+    """One dataset's fixed protocol (see the module docstring)."""
+
+    train_nodes: np.ndarray
+    masking: Callable[[], np.ndarray]
+    coordinate_map: tuple[tuple[int, ...], ...] | None
+    bounds: np.ndarray
+    utility: np.ndarray
+    train_f: np.ndarray
+    train_l: np.ndarray
+    test_f: np.ndarray
+    test_l: np.ndarray
+    model: object
+    metric: Callable[[np.ndarray, np.ndarray], float]
+    attacker: object
+    attack_inputs: list[int]
+    protected: np.ndarray
+    attack_rows: np.ndarray | None
+    protocol_head: dict
+    protocol_tail: dict
+    attack_info: dict = field(default_factory=dict)
+
+
+# --- loaders --------------------------------------------------------------------------------
+
+
+def load_intel(directory: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(temperature train, temperature test, humidity train, humidity test), motes x steps."""
+    out = []
+    for name in ("Temperature", "Humidity"):
+        for part in ("Train", "Test"):
+            out.append(
+                np.loadtxt(Path(directory) / f"intel{name}{part}.csv", delimiter=",", ndmin=2)
+            )
+    return out[0], out[1], out[2], out[3]
+
+
+@dataclass(frozen=True)
+class WisdmTable:
+    """Parsed WISDM transformed ARFF: user ids, numeric columns by name (NaN = '?'),
+    activity names (one per window, file order)."""
+
+    user: np.ndarray
+    columns: dict[str, np.ndarray]
+    activity: np.ndarray
+
+
+def load_wisdm_arff(path: str | Path) -> WisdmTable:
+    """The ``@data`` section read as CSV; '?' -> NaN; the last attribute is the class."""
+    names: list[str] = []
+    rows: list[list[str]] = []
+    with open(path, newline="") as handle:
+        lines = iter(handle)
+        for line in lines:
+            text = line.strip()
+            if text.lower().startswith("@attribute"):
+                names.append(text.split(None, 2)[1].strip("\"'"))
+            elif text.lower().startswith("@data"):
+                break
+        for row in csv.reader(lines):
+            if row and not row[0].lstrip().startswith("%"):
+                rows.append([v.strip() for v in row])
+    if not names or any(len(r) != len(names) for r in rows):
+        raise ParameterError(f"malformed ARFF {path}", field="data")
+    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    numeric = {
+        name: np.array([np.nan if v == "?" else float(v) for v in col], dtype=float)
+        for name, col in zip(names[:-1], cols[:-1], strict=True)
+    }
+    user = numeric.pop("user")
+    if np.any(np.isnan(user)):
+        raise ParameterError("missing user id", field="data")
+    return WisdmTable(user.astype(int), numeric, np.array(cols[-1], dtype=str))
+
+
+# --- protocols ------------------------------------------------------------------------------
+
+
+def _occupancy(data, window: int) -> Prepared:
+    if data is None:
+        base = DATA_ROOT / "uci-occupancy"
+        train_x, train_y = load_occupancy(base / "datatraining.txt")
+        test_x, test_y = load_occupancy(base / "datatest.txt")
+    else:
+        train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
+    low, high = fit_normalizer(train_x)
+    train_norm = normalize(train_x, low, high)
+    train_f, train_l = window_means(train_norm, train_y, window)
+    test_f, test_l = window_means(normalize(test_x, low, high), test_y, window)
+    threshold = float(np.median(train_f[:, OCC_PROTECTED]))
+    attacker = fit_logistic(
+        train_f[:, OCC_ATTACK_INPUTS], (train_f[:, OCC_PROTECTED] > threshold).astype(int)
+    )
+    protected = (test_f[:, OCC_PROTECTED] > threshold).astype(int)
+    return Prepared(
+        train_nodes=train_norm,
+        masking=lambda: masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0),
+        coordinate_map=None,
+        bounds=np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window)),
+        utility=label_utility(train_f, train_l),
+        train_f=train_f,
+        train_l=train_l,
+        test_f=test_f,
+        test_l=test_l,
+        model=fit_logistic(train_f, train_l),
+        metric=f1_percent,
+        attacker=attacker,
+        attack_inputs=OCC_ATTACK_INPUTS,
+        protected=protected,
+        attack_rows=None,
+        protocol_head={
+            "window": window,
+            "train_windows": int(train_f.shape[0]),
+            "test_windows": int(test_f.shape[0]),
+            "test_positive_share": round(float(test_l.mean()), 4),
+        },
+        protocol_tail={
+            "classifier": "logistic regression (Newton, l2=1e-2), non-private train windows",
+            "metric": "positive-class F1 (%)",
+        },
+        attack_info={
+            "protected_attribute": "window HumidityRatio mean > training-window median",
+            "attacker": "logistic regression on the other four released channels",
+            "threshold_normalised": round(threshold, 6),
+            "test_positive_share": round(float(protected.mean()), 4),
+        },
+    )
+
+
+def _channel_norm(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled training min/max of one channel over all motes and steps; steps x motes."""
+    low, high = fit_normalizer(train.reshape(-1, 1))
+    return normalize(train.T, low, high), normalize(test.T, low, high)
+
+
+def _intel(data) -> Prepared:
+    t_train, t_test, h_train, h_test = (
+        load_intel(DATA_ROOT / "intel-lab")
+        if data is None
+        else (np.asarray(a, float) for a in data)
+    )
+    motes = t_train.shape[0]
+    shapes_ok = (
+        t_test.shape[0] == h_train.shape[0] == h_test.shape[0] == motes
+        and t_train.shape[1] == h_train.shape[1] >= 4
+        and t_test.shape[1] == h_test.shape[1] >= 2
+    )
+    if not shapes_ok or motes % INTEL_GROUPS:
+        raise ParameterError(
+            f"needs equal mote counts (a multiple of {INTEL_GROUPS}) and matching steps",
+            field="data",
+        )
+    size = motes // INTEL_GROUPS
+    tn_train, tn_test = _channel_norm(t_train, t_test)
+    hn_train, hn_test = _channel_norm(h_train, h_test)
+    train_nodes = np.hstack([tn_train, hn_train])  # steps x 2 motes
+    test_nodes = np.hstack([tn_test, hn_test])
+    cmap = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(2 * INTEL_GROUPS))
+    avg = np.zeros((2 * motes, len(cmap)))
+    for k, nodes in enumerate(cmap):
+        avg[list(nodes), k] = 1.0 / size
+    train_f, test_f = train_nodes @ avg, test_nodes @ avg
+    # robust deviation labels, thresholds fitted once on the training steps
+    med = np.median(t_train, axis=1, keepdims=True)
+    mad = MAD_SCALE * np.median(np.abs(t_train - med), axis=1, keepdims=True)
+    mad = np.where(mad > 0, mad, 1.0)
+    train_score = np.median((t_train - med) / mad, axis=0)
+    test_score = np.median((t_test - med) / mad, axis=0)
+    theta = float(np.percentile(train_score, INTEL_QUANTILE))
+    train_l = (train_score > theta).astype(int)
+    test_l = (test_score > theta).astype(int)
+    hum_train, hum_test = hn_train.mean(axis=1), hn_test.mean(axis=1)
+    h_threshold = float(np.median(hum_train))
+    inputs = list(range(INTEL_GROUPS))
+    attacker = fit_logistic(train_f[:, inputs], (hum_train > h_threshold).astype(int))
+    protected = (hum_test > h_threshold).astype(int)
+    return Prepared(
+        train_nodes=train_nodes,
+        masking=lambda: masking_deltas(lambda a: a.mean(axis=0) @ avg, train_nodes, 0.0, 1.0),
+        coordinate_map=cmap,
+        bounds=np.full(len(cmap), mean_bound(0.0, 1.0, size)),
+        utility=label_utility(train_f, train_l),
+        train_f=train_f,
+        train_l=train_l,
+        test_f=test_f,
+        test_l=test_l,
+        model=fit_logistic(train_f, train_l),
+        metric=f1_percent,
+        attacker=attacker,
+        attack_inputs=inputs,
+        protected=protected,
+        attack_rows=None,
+        protocol_head={
+            "motes": motes,
+            "nodes": 2 * motes,
+            "groups_per_channel": INTEL_GROUPS,
+            "motes_per_group": size,
+            "train_steps": int(train_f.shape[0]),
+            "test_steps": int(test_f.shape[0]),
+            "anomaly_threshold_z": round(theta, 6),
+            "train_positive_share": round(float(train_l.mean()), 4),
+            "test_positive_share": round(float(test_l.mean()), 4),
+        },
+        protocol_tail={
+            "classifier": "logistic regression (Newton, l2=1e-2), non-private train steps",
+            "metric": "anomaly (positive-class) F1 (%)",
+        },
+        attack_info={
+            "protected_attribute": "step mean normalised humidity > training median",
+            "attacker": "logistic regression on the 5 released temperature group means",
+            "threshold_normalised": round(h_threshold, 6),
+            "test_positive_share": round(float(protected.mean()), 4),
+        },
+    )
+
+
+def _wisdm(data) -> Prepared:
+    if data is None:
+        data = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
+    table = data
+    raw = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
+    keep = np.all(np.isfinite(raw), axis=1)  # released features must be present
+    raw, users, activity = raw[keep], table.user[keep], table.activity[keep]
+    peak = table.columns[WISDM_PROTECTED][keep]
+    train = users <= WISDM_TRAIN_MAX_USER
+    classes = sorted(set(activity[train].tolist()))
+    if train.sum() < 2 or (~train).sum() < 1 or len(classes) < 2:
+        raise ParameterError(
+            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+        )
+    label = np.array([classes.index(a) if a in classes else -1 for a in activity])
+    low, high = fit_normalizer(raw[train])
+    feats = normalize(raw, low, high)
+    train_f, test_f = feats[train], feats[~train]
+    train_l, test_l = label[train], label[~train]
+    n_axes = 3
+    own = [[k for k, a in enumerate(WISDM_AXES) if a == (i,)] for i in range(n_axes)]
+    train_nodes = np.column_stack([train_f[:, cols].mean(axis=1) for cols in own])
+    member = np.zeros((n_axes, len(WISDM_FEATURES)))
+    for k, nodes in enumerate(WISDM_AXES):
+        member[list(nodes), k] = 1.0
+    mean_feats = train_f.mean(axis=0)
+    per_class = [label_utility(train_f, (train_l == c).astype(int)) for c in range(len(classes))]
+    utility = np.max(per_class, axis=0)
+    p_threshold = float(np.nanmedian(peak[train]))
+    has_peak = np.isfinite(peak)
+    tr_rows = train & has_peak
+    attacker = fit_logistic(feats[tr_rows], (peak[tr_rows] > p_threshold).astype(int))
+    rows = np.flatnonzero(has_peak[~train])
+    protected = (peak[~train][rows] > p_threshold).astype(int)
+    inputs = list(range(len(WISDM_FEATURES)))
+    return Prepared(
+        train_nodes=train_nodes,
+        masking=lambda: member * mean_feats[None, :],
+        coordinate_map=WISDM_AXES,
+        bounds=np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0)),
+        utility=utility,
+        train_f=train_f,
+        train_l=train_l,
+        test_f=test_f,
+        test_l=test_l,
+        model=fit_one_vs_rest(train_f, train_l, len(classes)),
+        metric=lambda truth, pred: macro_f1_percent(truth, pred, len(classes)),
+        attacker=attacker,
+        attack_inputs=inputs,
+        protected=protected,
+        attack_rows=rows,
+        protocol_head={
+            "features": list(WISDM_FEATURES),
+            "coordinate_map": [list(a) for a in WISDM_AXES],
+            "train_users": f"<= {WISDM_TRAIN_MAX_USER}",
+            "train_windows": int(train_f.shape[0]),
+            "test_windows": int(test_f.shape[0]),
+            "dropped_windows": int((~keep).sum()),
+            "classes": classes,
+        },
+        protocol_tail={
+            "classifier": "one-vs-rest logistic regression (Newton, l2=1e-2), "
+            "non-private train windows",
+            "metric": "macro-F1 over the training classes (%)",
+        },
+        attack_info={
+            "protected_attribute": "window YPEAK (not released) > training-window median",
+            "attacker": "logistic regression on the 6 released features",
+            "threshold_raw": round(p_threshold, 6),
+            "test_windows_evaluated": int(rows.size),
+            "test_positive_share": round(float(protected.mean()), 4) if rows.size else None,
+        },
+    )
+
+
+def prepare(dataset: str, data=None, window: int = 30) -> Prepared:
+    """The fixed protocol of ``dataset``; ``data`` replaces the files (tests): occupancy
+    (train_x, train_y, test_x, test_y), intel (temp train, temp test, hum train, hum test;
+    motes x steps), wisdm a ``WisdmTable``."""
+    if dataset == "occupancy":
+        return _occupancy(data, window)
+    if dataset == "intel":
+        return _intel(data)
+    return _wisdm(data)
