@@ -5,6 +5,10 @@ machine, persists accepted reports (and rejections) in SQLite, and only then let
 machine acknowledge them. Acknowledgements carry credit, which is the fleet's flow
 control. At the end of the stage it computes the stream analytics from the *persisted*
 reports and publishes the final ``run closed`` stage message.
+
+With a GC-DP stage (``collector.gcdp_stage``, a ``[gcdp]`` scenario) every committed batch
+is also handed to the stage, which releases each complete window on ``rel/gcdp``; the
+stage finishes (releasing what is complete) before ``run closed``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.pump import background, drive_timers, publish_outbound
 from broker.transport import Connection, Transport
@@ -25,6 +30,9 @@ from protocol.errors import RemoteProtocolError
 from protocol.events import Rejected
 from protocol.messages import Stage
 from protocol.stream import ReportAccepted, StageClosed, StreamCollector, StreamConfig
+
+if TYPE_CHECKING:
+    from collector.gcdp_stage import GcdpStage
 
 PERSIST_BATCH = 512  # reports per transaction at most
 
@@ -54,6 +62,7 @@ class CollectorService:
         reconstruct: str = "none",
         cpr: CprConfig | None = None,
         final_stage: bool = True,
+        gcdp: GcdpStage | None = None,
     ) -> None:
         self.transport = transport
         self.config = config
@@ -66,6 +75,7 @@ class CollectorService:
         self.reconstruct = reconstruct
         self.cpr = cpr
         self.final_stage = final_stage  # publish "run closed" when done (ends the trace)
+        self.gcdp = gcdp  # central release of persisted raw readings
         self.reconstructions: dict[str, Reconstruction] = {}
         self.machine: StreamCollector | None = None
         self.subscribed = asyncio.Event()
@@ -95,7 +105,11 @@ class CollectorService:
             self.store.persist(accepted, rejections)  # commit BEFORE acknowledging
             self.machine.confirm_persisted((device, seq) for device, seq, *_ in accepted)
             self._take_events()
+            if self.gcdp is not None and accepted:
+                self.gcdp.on_persisted(accepted)  # release only what is committed
         await publish_outbound(conn, self.machine)
+        if self.gcdp is not None:
+            await self.gcdp.flush(conn)
 
     def _handle(self, topic_text: str, payload: bytes, now: float) -> None:
         assert self.machine is not None
@@ -199,6 +213,10 @@ class CollectorService:
             }
             if self.reconstruct != "none":
                 results["reconstruction"] = await self._reconstruct(streams)
+            if self.gcdp is not None:
+                self.gcdp.finish()
+                await self.gcdp.flush(conn)
+                results["gcdp"] = self.gcdp.summary()
             if self.final_stage:
                 await announce_run_closed(conn, run)
         self.store.close()

@@ -7,6 +7,11 @@ depend only on the seed and the device, never on the transport or on timing, so 
 scenario gives identical reports in memory, on the embedded broker and on Mosquitto.
 ``shard=(i, k)`` runs the devices whose index is ``i`` modulo ``k``, so several processes or
 machines can make one fleet.
+
+With a several-column csv source (``[source] columns``) device ``i`` is one sensor node:
+channel ``i % C`` of room ``i // C``. Its front-end clips each reading to its channel's
+FIXED public bounds and maps it to [0, 1] before the reporter sees it, so ``clean`` (and
+``true_means``) are in [0, 1] units for such sources.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from devices.agent import DeviceAgent
 from devices.periodic import periodic_stream, template
 from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
 from protocol.stream import StreamReporter
+from protocol.sw import normalise
 from scenarios.schema import LoadedScenario, PeriodicSource
 
 log = logging.getLogger(__name__)
@@ -102,6 +108,8 @@ class Fleet:
             if index % shard_count != shard_index:
                 continue
             readings, period = clean_stream(scenario, self.seed, index)
+            if scenario.multi_column:  # the node's front-end: its channel's public bounds
+                readings = normalise(readings, *scenario.node_bounds(index))
             self.true_means[device] = float(np.mean(np.clip(readings, lo, hi)))
             self.true_periods[device] = period
             self.clean[device] = readings

@@ -52,6 +52,13 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     Streams longer than the data wrap around (the series is cycled). The truth of a data
     set stream is unknown: ``StreamTruth(period=None, phase=None)``.
 
+    Several columns (``columns``, ``"column"`` layout): the fleet is ``R`` simulated rooms
+    of ``C = len(columns)`` sensor nodes each. Device ``i`` is channel ``i % C`` (column
+    ``columns[i % C]``) of room ``i // C``; room ``r`` starts at row ``(r * stride) %
+    length`` (``stride = 0`` spreads the rooms evenly), so the C channels of a room are
+    aligned in time, exactly as one multi-sensor node would see them. Each channel has its
+    own FIXED public bounds (``column_bounds[i % C]``, :func:`channel_bounds`).
+
 Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
 (``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
 """
@@ -75,6 +82,7 @@ __all__ = [
     "SourceError",
     "StreamTruth",
     "SyntheticSpec",
+    "channel_bounds",
     "clear_table_cache",
     "csv_stream",
     "device_rng",
@@ -412,6 +420,44 @@ class CsvSpec:
     column: str | int
     layout: str = "column"
     stride: int = 0
+    columns: tuple[str | int, ...] | None = None
+    column_bounds: tuple[tuple[float, float], ...] | None = None
+
+    @property
+    def channels(self) -> int:
+        """Sensor channels per simulated room (1 without ``columns``)."""
+        return len(self.columns) if self.columns else 1
+
+    def _check_columns(self, names: list[str]) -> None:
+        if self.columns is None:
+            if self.column_bounds is not None:
+                raise SourceError("needs source.columns", field="source.column_bounds")
+            return
+        if self.layout != "column":
+            raise SourceError('several columns need layout = "column"', field="source.columns")
+        columns = tuple(self.columns)
+        if not columns:
+            raise SourceError("must name at least one column", field="source.columns")
+        indices = [_column_index(self, names, column, "source.columns") for column in columns]
+        if len(set(indices)) != len(indices):
+            raise SourceError(f"{list(columns)!r} names a column twice", field="source.columns")
+        object.__setattr__(self, "columns", columns)
+        bounds = self.column_bounds
+        if bounds is None or len(bounds) != len(columns):
+            raise SourceError(
+                f"need one [lo, hi] per column ({len(columns)}), got "
+                f"{None if bounds is None else len(bounds)}",
+                field="source.column_bounds",
+            )
+        checked = []
+        for k, pair in enumerate(bounds):
+            lo, hi = (_finite_float(v, f"source.column_bounds[{k}]") for v in pair)
+            if not lo < hi:
+                raise SourceError(
+                    f"need lo < hi, got [{lo}, {hi}]", field=f"source.column_bounds[{k}]"
+                )
+            checked.append((lo, hi))
+        object.__setattr__(self, "column_bounds", tuple(checked))
 
     def __post_init__(self) -> None:
         if isinstance(self.path, os.PathLike):
@@ -435,26 +481,42 @@ class CsvSpec:
                 field="source.column",
             )
         names, _ = load_table(self.path)
-        if self.layout == "column":
+        if self.layout == "column" and self.columns is None:
             _column_index(self, names)
+        self._check_columns(names)
 
 
-def _column_index(spec: CsvSpec, names: list[str]) -> int:
+def _column_index(
+    spec: CsvSpec,
+    names: list[str],
+    column: str | int | None = None,
+    field: str = "source.column",
+) -> int:
+    column = spec.column if column is None else column
     available = ", ".join(names)
-    if isinstance(spec.column, str):
-        if spec.column not in names:
+    if isinstance(column, str):
+        if column not in names:
             raise SourceError(
-                f"{spec.column!r} not in header of {spec.path} (columns: {available})",
-                field="source.column",
+                f"{column!r} not in header of {spec.path} (columns: {available})", field=field
             )
-        return names.index(spec.column)
-    if spec.column >= len(names):
+        return names.index(column)
+    if not _is_int(column) or int(column) < 0:
+        raise SourceError(f"{column!r} must be a column name or a 0-based index", field=field)
+    if column >= len(names):
         raise SourceError(
-            f"index {spec.column} out of range: {spec.path} has {len(names)} numeric "
+            f"index {column} out of range: {spec.path} has {len(names)} numeric "
             f"columns, indices 0..{len(names) - 1} (columns: {available})",
-            field="source.column",
+            field=field,
         )
-    return spec.column
+    return int(column)
+
+
+def channel_bounds(spec: CsvSpec, device_index: int) -> tuple[float, float] | None:
+    """The fixed public bounds of device ``device_index``'s channel (``columns`` sources),
+    or None for a one-column source (whose bounds are the scenario's ``source.bounds``)."""
+    if spec.columns is None or spec.column_bounds is None:
+        return None
+    return spec.column_bounds[device_index % spec.channels]
 
 
 def csv_stream(
@@ -465,7 +527,8 @@ def csv_stream(
     A new float64 array of length ``steps``; the series is cycled when ``steps`` exceeds
     its length. ``"column"`` layout: device ``i`` starts at ``(i * stride) % length``, or at
     ``(i * length) // n_devices`` when ``stride == 0`` (evenly spread). ``"rows"`` layout:
-    device ``i`` replays row ``i % nrows`` from its first value.
+    device ``i`` replays row ``i % nrows`` from its first value. With ``columns``, device
+    ``i`` replays column ``columns[i % C]`` of room ``i // C`` (module docstring).
     """
     steps = _check_steps(steps)
     if not _is_int(n_devices) or int(n_devices) < 1:
@@ -480,6 +543,12 @@ def csv_stream(
     if spec.layout == "rows":
         series = matrix[i % matrix.shape[0]]
         start = 0
+    elif spec.columns is not None:
+        c = spec.channels
+        room, rooms = i // c, -(-n // c)
+        series = matrix[:, _column_index(spec, names, spec.columns[i % c], "source.columns")]
+        length = series.shape[0]
+        start = (room * spec.stride) % length if spec.stride else (room * length) // rooms
     else:
         series = matrix[:, _column_index(spec, names)]
         length = series.shape[0]

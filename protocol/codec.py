@@ -65,7 +65,7 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
         raise RemoteProtocolError(
             f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})", field="v"
         )
-    for name in ("eps", "eps0", "lo", "hi", "value"):
+    for name in ("eps", "eps0", "eps_rel", "eps_cal", "lo", "hi", "value"):
         value = getattr(message, name, None)
         if value is not None and not math.isfinite(value):
             raise RemoteProtocolError(f"{value} is not finite", field=name)

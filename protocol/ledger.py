@@ -14,6 +14,10 @@ of ``1e-9`` absorbs floating-point rounding in the sums).
 ``BudgetAccount`` is a plain total budget (a one-shot release or any budget without a time
 structure): the sum of all charges must stay ``<= eps``.
 
+``RawAccount`` is the device side of the CENTRAL model (``protocol.raw``): the device sends
+clipped readings in the clear to a trusted collector, spends nothing, and refuses any charge;
+the collector's own ledger accounts the central release.
+
 ``PrivacyLedger`` groups the named accounts of one owner (a device) and is what gets audited
 (``to_dict`` is JSON-serialisable).
 """
@@ -30,7 +34,7 @@ import numpy as np
 from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from protocol.validate import integer_at_least, positive_real
 
-__all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "WindowAccount"]
+__all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "RawAccount", "WindowAccount"]
 
 REL_TOL = 1e-9
 
@@ -220,6 +224,40 @@ class BudgetAccount:
         }
 
 
+@dataclass
+class RawAccount:
+    """A stream reported in the clear to a trusted curator (central model, ``raw``).
+
+    Nothing is ever spent here: ``charge`` raises ``LocalProtocolError`` (a raw stream must
+    never call a privacy mechanism). ``curator_account`` names the collector ledger account
+    that pays for the central release of these readings (documentation for an auditor)."""
+
+    curator_account: str = ""
+    charges: int = field(default=0, init=False)
+    refusals: int = field(default=0, init=False)
+
+    def can_charge(self, eps: float, t: int | None = None) -> bool:
+        return False
+
+    def charge(self, eps: float, t: int | None = None) -> None:
+        raise LocalProtocolError(
+            "a raw (central-model) stream spends no local budget; nothing may be charged",
+            field="eps",
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "raw",
+            "eps": 0.0,
+            "spent": 0.0,
+            "total_spent": 0.0,
+            "max_window_spent": 0.0,
+            "charges": 0,
+            "refusals": 0,
+            "curator_account": self.curator_account,
+        }
+
+
 class PrivacyLedger:
     """The named privacy accounts of one owner (a device)."""
 
@@ -227,15 +265,16 @@ class PrivacyLedger:
         if not isinstance(owner, str) or not owner:
             raise ParameterError(f"must be a non-empty string, got {owner!r}", field="owner")
         self.owner = owner
-        self._accounts: dict[str, WindowAccount | BudgetAccount] = {}
+        self._accounts: dict[str, WindowAccount | BudgetAccount | RawAccount] = {}
         self._mechanisms: dict[str, Counter[str]] = {}
 
-    def open_account(self, name: str, account: WindowAccount | BudgetAccount) -> None:
+    def open_account(self, name: str, account: WindowAccount | BudgetAccount | RawAccount) -> None:
         if not isinstance(name, str) or not name:
             raise ParameterError(f"must be a non-empty string, got {name!r}", field="name")
-        if not isinstance(account, WindowAccount | BudgetAccount):
+        if not isinstance(account, WindowAccount | BudgetAccount | RawAccount):
             raise ParameterError(
-                f"must be a WindowAccount or BudgetAccount, got {type(account).__name__}",
+                "must be a WindowAccount, BudgetAccount or RawAccount, got "
+                f"{type(account).__name__}",
                 field="account",
             )
         if name in self._accounts:
@@ -243,7 +282,7 @@ class PrivacyLedger:
         self._accounts[name] = account
         self._mechanisms[name] = Counter()
 
-    def account(self, name: str) -> WindowAccount | BudgetAccount:
+    def account(self, name: str) -> WindowAccount | BudgetAccount | RawAccount:
         try:
             return self._accounts[name]
         except KeyError:

@@ -23,7 +23,11 @@ Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 Seq = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 Epsilon = Annotated[float, Meta(gt=0.0, le=50.0)]
 Window = Annotated[int, Meta(ge=1, le=100_000)]
-Mechanism = Literal["sw", "sw01", "laplace"]
+# A stream budget: > 0 for the LDP mechanisms; exactly 0 only for ``raw`` reports (central
+# model, nothing spent on the device), which the stream machines check against the run.
+StreamEpsilon = Annotated[float, Meta(ge=0.0, le=50.0)]
+Mechanism = Literal["sw", "sw01", "laplace", "raw"]
+MAX_RELEASE = 4096  # coordinates of one central release
 Reason = Annotated[str, Meta(max_length=500)]
 
 
@@ -42,31 +46,50 @@ class Message(
         return type(self).__struct_config__.tag
 
 
+def _check_eps0(mechanism: str, eps0: float) -> None:
+    """``eps0`` is 0 exactly for ``raw`` reports (nothing spent on the device)."""
+    if mechanism == "raw" and eps0 != 0.0:
+        raise ValueError(f"field `eps0` must be 0 for a raw report (nothing is spent), got {eps0}")
+    if mechanism != "raw" and not eps0 > 0.0:
+        raise ValueError(f"field `eps0` must be > 0 for mechanism {mechanism!r}, got {eps0}")
+
+
 class Hello(Message, tag="hello", kw_only=True):
-    """Device -> collector: I am here, and this is the stream I will report."""
+    """Device -> collector: I am here, and this is the stream I will report.
+
+    For ``raw`` (central model) ``eps0 = 0`` (nothing spent on the device) and ``eps`` /
+    ``w`` declare the collector's central release budget and window."""
 
     mechanism: Mechanism
     eps: Epsilon
     w: Window
-    eps0: Epsilon
+    eps0: StreamEpsilon
     steps: Annotated[int, Meta(ge=1, le=MAX_STEPS)]
     batch_steps: Annotated[int, Meta(ge=1, le=MAX_BATCH)]
     lo: float
     hi: float
+
+    def __post_init__(self) -> None:
+        _check_eps0(self.mechanism, self.eps0)
 
 
 class SwReport(Message, tag="sw_report", kw_only=True):
     """Device -> collector: Square Wave outputs for steps ``t0 .. t0+len(values)-1``.
 
     ``seq`` is the batch number (0, 1, ...); each value was privatised with ``mechanism``
-    at ``eps0`` = ε/w, so any ``w`` consecutive steps spend ε (w-event LDP).
+    at ``eps0`` = ε/w, so any ``w`` consecutive steps spend ε (w-event LDP). A ``raw``
+    report (central model) carries clipped readings in [0, 1] in the clear with ``eps0 = 0``:
+    the device spent nothing; the collector's central release is accounted in its ledger.
     """
 
     t0: Seq
     mechanism: Mechanism
-    eps0: Epsilon
+    eps0: StreamEpsilon
     w: Window
     values: Annotated[list[float], Meta(min_length=1, max_length=MAX_BATCH)]
+
+    def __post_init__(self) -> None:
+        _check_eps0(self.mechanism, self.eps0)
 
 
 class Ack(Message, tag="ack", kw_only=True):
@@ -101,4 +124,46 @@ class Progress(Message, tag="progress", kw_only=True):
     count: Annotated[int, Meta(ge=0)]
 
 
-AnyMessage = Hello | SwReport | Ack | Reject | Stage | Progress
+ReleaseValue = Annotated[float, Meta(ge=-1e12, le=1e12)]
+NodeIndex = Annotated[int, Meta(ge=0, lt=MAX_RELEASE)]
+
+
+class GcdpRelease(Message, tag="gcdp_release", kw_only=True):
+    """Collector -> ``rel/gcdp``: one GC-DP central release (Algorithm 4) of a window.
+
+    ``values[k]`` is node k's window mean (over steps ``t0 .. t0+steps-1``, in [0, 1]
+    units) plus Laplace(``scales[k]`` / ``budgets[k]``) noise; ``nodes[k]`` names the device.
+    ``eps_rel`` was charged to the collector's ledger before the noise was drawn;
+    ``eps_cal`` is the calibration's cost (0: public calibration data). ``bounds`` are the
+    certified B_k under the declared ``adjacency``; ``edges`` are the calibration graph's
+    (node pairs, i < j), which shaped only ``scales`` and ``budgets``. ``seq`` = ``window``.
+    """
+
+    window: Seq
+    t0: Seq
+    steps: Window
+    mechanism: Literal["gcdp_laplace"]
+    method: Literal["gcdp", "lap"]
+    eps_cal: StreamEpsilon
+    eps_rel: Epsilon
+    adjacency: Reason
+    values: Annotated[list[ReleaseValue], Meta(min_length=1, max_length=MAX_RELEASE)]
+    budgets: Annotated[list[Epsilon], Meta(min_length=1, max_length=MAX_RELEASE)]
+    scales: Annotated[list[Annotated[float, Meta(ge=0.0, le=1e6)]], Meta(max_length=MAX_RELEASE)]
+    bounds: Annotated[list[Annotated[float, Meta(ge=0.0, le=1e6)]], Meta(max_length=MAX_RELEASE)]
+    nodes: Annotated[list[Ident], Meta(max_length=MAX_RELEASE)]
+    edges: Annotated[list[tuple[NodeIndex, NodeIndex]], Meta(max_length=MAX_RELEASE * 8)]
+
+    def __post_init__(self) -> None:
+        d = len(self.values)
+        for name in ("budgets", "scales", "bounds", "nodes"):
+            if len(getattr(self, name)) != d:
+                raise ValueError(f"field `{name}` must have one entry per value ({d})")
+        for i, j in self.edges:
+            if not i < j < d:
+                raise ValueError(f"field `edges`: ({i}, {j}) needs i < j < {d}")
+        if not sum(self.budgets) <= self.eps_rel * (1 + 1e-9):
+            raise ValueError("field `budgets` sums to more than eps_rel")
+
+
+AnyMessage = Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease

@@ -17,6 +17,13 @@ exceed ``max_in_flight``, whatever the fleet size. A device retransmits unacknow
 batches (and its hello) after ``retransmit_after`` seconds; the collector deduplicates by
 (device, seq), and acknowledges only what it has persisted (``confirm_persisted``).
 
+Central model (``mechanism = "raw"``, ``protocol.raw``): the same machines carry clipped,
+normalised readings in the clear to a trusted collector that performs the one private
+release (GC-DP). Then ``eps = eps0 = 0``, the device's ledger holds a ``RawAccount`` (0 spent,
+never charged), every report states ``mechanism = "raw"`` and ``eps0 = 0``, and the hello's
+``eps`` / ``w`` declare the budget and window of the collector's central release that
+protects the readings (``gcdp.eps_rel`` / ``gcdp.window``), not a local spend.
+
 Error policy: the collector (a server facing many peers) refuses a bad message, counts it,
 publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
 analytics. A device treats a malformed instruction from the collector as terminal
@@ -40,13 +47,17 @@ from protocol.errors import (
 )
 from protocol.events import Event, Machine, PeerFacingMachine
 from protocol.laplace import LaplaceMechanism
-from protocol.ledger import PrivacyLedger, WindowAccount
+from protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
 from protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
 from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Stage, SwReport
+from protocol.raw import RawMechanism
 from protocol.sw import SquareWave, normalise
 
 STAGE = "stream"
 LEDGER_ACCOUNT = "stream"
+RAW = "raw"
+# The collector ledger account that pays for the central release of raw readings.
+CENTRAL_ACCOUNT = "gcdp_release"
 WAITING_HELLO_FACTOR = 6  # a device waiting for credit repeats its hello this much slower
 _REL_TOL = 1e-12
 
@@ -98,8 +109,9 @@ class StreamConfig:
 
     @property
     def eps0(self) -> float:
-        """Per-step budget ε/w."""
-        return self.eps / self.w
+        """Per-step budget ε/w spent ON THE DEVICE (0 for ``raw``: nothing is spent there;
+        ``eps`` and ``w`` then state the central release's budget and window)."""
+        return 0.0 if self.mechanism == RAW else self.eps / self.w
 
     @property
     def n_batches(self) -> int:
@@ -111,8 +123,13 @@ class StreamConfig:
         t0 = seq * self.batch_steps
         return t0, min(t0 + self.batch_steps, self.steps)
 
-    def mechanism_object(self) -> SquareWave | LaplaceMechanism:
-        """The per-step randomizer at ε0."""
+    @property
+    def raw(self) -> bool:
+        """Readings travel in the clear (central model); nothing is spent on the device."""
+        return self.mechanism == RAW
+
+    def mechanism_object(self) -> SquareWave | LaplaceMechanism | RawMechanism:
+        """The per-step randomizer at ε0 (the identity for ``raw``)."""
         return stream_mechanism(self.mechanism, self.eps0)
 
 
@@ -184,7 +201,10 @@ class StreamReporter(Machine):
         self._rng = rng
         self._mechanism = config.mechanism_object()
         self.ledger = ledger if ledger is not None else PrivacyLedger(device)
-        self.ledger.open_account(LEDGER_ACCOUNT, WindowAccount(config.eps, config.w))
+        self.ledger.open_account(
+            LEDGER_ACCOUNT,
+            RawAccount(CENTRAL_ACCOUNT) if config.raw else WindowAccount(config.eps, config.w),
+        )
         self.values = np.full(config.steps, np.nan)
         self.privatised = 0  # steps privatised so far
         self.refused_from: int | None = None
@@ -244,9 +264,12 @@ class StreamReporter(Machine):
         if not np.all(np.isfinite(x)):
             raise LocalProtocolError("readings must be finite (a sensor fault is not data)")
         c = self.config
-        granted, refusal = self.ledger.charge_run(
-            LEDGER_ACCOUNT, c.eps0, t0=start, count=len(x), mechanism=c.mechanism
-        )
+        if c.raw:  # central model: nothing is privatised here, nothing is spent
+            granted, refusal = len(x), None
+        else:
+            granted, refusal = self.ledger.charge_run(
+                LEDGER_ACCOUNT, c.eps0, t0=start, count=len(x), mechanism=c.mechanism
+            )
         if refusal is not None:
             self.refused_from = start + granted
             self._emit(ReadingsRefused(start + granted, refusal.reason))

@@ -3,7 +3,10 @@
 ``run_scenario`` starts the broker (unless external), the trace recorder, the collector and
 the fleet in one event loop, waits until the collector closes the stream stage, and writes
 ``OUT/results.json``, ``OUT/trace.sqlite``, ``OUT/ledger.json`` (and the collector's report
-store ``OUT/collector.sqlite``). The same pieces run as separate processes through the
+store ``OUT/collector.sqlite``). A ``[gcdp]`` scenario adds the collector's GC-DP release
+stage (``collector.gcdp_stage``): results.json gets a ``gcdp`` entry (with the error of the
+released window means against the simulator's true ones) and ledger.json the collector's
+own ledger. The same pieces run as separate processes through the
 ``ldpfleet broker|collector|fleet`` commands.
 """
 
@@ -41,10 +44,18 @@ def new_run_id(scenario: LoadedScenario) -> str:
     return f"{scenario.name}-{secrets.token_hex(3)}"
 
 
-def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome]) -> dict:
-    """ledger.json: every device's ledger and the worst window over the fleet."""
+def ledger_document(
+    run: str,
+    eps: float,
+    w: int,
+    outcomes: list[DeviceOutcome],
+    *,
+    collector: dict | None = None,
+) -> dict:
+    """ledger.json: every device's ledger and the worst window over the fleet, and (central
+    releases) the collector's own ledger."""
     worst = max((o.ledger["accounts"]["stream"]["max_window_spent"] for o in outcomes), default=0.0)
-    return {
+    document = {
         "run": run,
         "eps": eps,
         "w": w,
@@ -52,6 +63,35 @@ def ledger_document(run: str, eps: float, w: int, outcomes: list[DeviceOutcome])
         "within_budget": worst <= eps * (1 + 1e-9),
         "refusals": sum(o.ledger["accounts"]["stream"]["refusals"] for o in outcomes),
         "devices": {o.device: o.ledger for o in outcomes},
+    }
+    if collector is not None:
+        document["collector"] = collector
+    return document
+
+
+def score_gcdp(entry: dict, stage, fleet: Fleet, window: int) -> dict:
+    """Add what only the simulator knows to the ``gcdp`` entry: the error of each released
+    window mean against the true mean of the clipped, normalised readings."""
+    released = stage.released_values()
+    devices = entry["nodes"]
+    truth = {
+        k: np.array(
+            [float(np.mean(fleet.clean[d][k * window : (k + 1) * window])) for d in devices]
+        )
+        for k in released
+    }
+    errors = np.array([np.abs(released[k] - truth[k]) for k in released])
+    clipped = np.array([np.abs(np.clip(released[k], 0.0, 1.0) - truth[k]) for k in released])
+    return {
+        **entry,
+        "accuracy": {
+            "metric": "abs error of released window means vs true means ([0, 1] units)",
+            "mae": float(errors.mean()) if errors.size else None,
+            "mae_clipped": float(clipped.mean()) if clipped.size else None,
+            "mae_per_node": errors.mean(axis=0).tolist() if errors.size else None,
+        },
+        "released": {str(k): released[k].tolist() for k in released},
+        "true_means": {str(k): truth[k].tolist() for k in truth},
     }
 
 
@@ -153,10 +193,26 @@ def score_reconstructions(
 
 
 def collector_for(
-    scenario: LoadedScenario, transport: Transport, run: str, store_path: Path
+    scenario: LoadedScenario,
+    transport: Transport,
+    run: str,
+    store_path: Path,
+    *,
+    seed: int | None = None,
 ) -> CollectorService:
-    """The collector service of ``scenario`` for run ``run``, configured from ``[collector]``."""
+    """The collector service of ``scenario`` for run ``run``, configured from ``[collector]``
+    (with the GC-DP release stage of ``[gcdp]``, seeded by ``seed`` or the scenario's)."""
     settings = scenario.spec.collector
+    gcdp = None
+    if scenario.spec.gcdp is not None:
+        from collector.gcdp_stage import GcdpStage
+
+        gcdp = GcdpStage(
+            scenario,
+            run,
+            scenario.device_ids(),
+            seed=scenario.spec.scenario.seed if seed is None else seed,
+        )
     return CollectorService(
         transport,
         scenario.stream_config(run),
@@ -169,6 +225,7 @@ def collector_for(
         reconstruct=scenario.spec.stream.reconstruct,
         cpr=scenario.cpr_config(),
         final_stage=scenario.spec.secure_sum is None,
+        gcdp=gcdp,
     )
 
 
@@ -215,7 +272,7 @@ async def run_scenario(
     async with open_broker(broker_spec) as (transport, broker_info):
         stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
         recorder = TraceRecorder(transport, run, out / "trace.sqlite")
-        collector = collector_for(scenario, transport, run, out / "collector.sqlite")
+        collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
         t = time.perf_counter()
         fleet = Fleet(scenario, transport, run, seed=seed)
         stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
@@ -267,6 +324,17 @@ async def run_scenario(
         "fleet_seconds": fleet_seconds,
         "close_reason": collector_results["close_reason"],
     }
+    gcdp_entry = None
+    if collector.gcdp is not None:
+        gcdp_entry = score_gcdp(
+            collector_results["gcdp"], collector.gcdp, fleet, config_window(scenario)
+        )
+        stages["gcdp"] = {
+            "status": "complete"
+            if gcdp_entry["windows_released"] == gcdp_entry["windows_expected"]
+            else "incomplete",
+            "calibration_seconds": gcdp_entry["calibration_seconds"],
+        }
     estimates = collector_results["mean_estimates"]
     errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
     results = {
@@ -308,7 +376,13 @@ async def run_scenario(
             "refused_messages": sum(o.refused_messages for o in outcomes),
         },
         "accuracy": {
-            "metric": "per-device mean of the clipped stream (physical units)",
+            "metric": "per-device mean of the clipped stream ("
+            + (
+                "[0, 1] units: each channel normalised by its bounds"
+                if scenario.multi_column
+                else "physical units"
+            )
+            + ")",
             "mean_abs_error": float(np.mean(errors)) if errors else None,
             "max_abs_error": float(np.max(errors)) if errors else None,
         },
@@ -325,6 +399,7 @@ async def run_scenario(
         "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
         or None,
         "secure_sum": secure,
+        "gcdp": gcdp_entry,
         "trace": {
             "path": "trace.sqlite",
             "messages": recorder.recorded,
@@ -333,7 +408,26 @@ async def run_scenario(
         "seconds": time.perf_counter() - wall,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
+    central = None
+    if collector.gcdp is not None:
+        central = {
+            **collector.gcdp.ledger.to_dict(),
+            "eps_cal": gcdp_entry["eps_cal"],
+            "eps_rel": gcdp_entry["eps_rel"],
+            "per_record_loss": gcdp_entry["eps_cal"] + gcdp_entry["ledger_per_record_loss"],
+            "accounting": "windows are disjoint: each clipped channel value at one timestamp "
+            "is in one window, so its loss is eps_cal + eps_rel (parallel composition); "
+            "total_spent sums disjoint windows",
+        }
     (out / "ledger.json").write_text(
-        json.dumps(ledger_document(run, config.eps, config.w, outcomes), indent=2)
+        json.dumps(
+            ledger_document(run, config.eps, config.w, outcomes, collector=central), indent=2
+        )
     )
     return results
+
+
+def config_window(scenario: LoadedScenario) -> int:
+    """The ``[gcdp]`` window length."""
+    assert scenario.spec.gcdp is not None
+    return scenario.spec.gcdp.window

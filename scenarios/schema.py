@@ -17,10 +17,11 @@ from msgspec import Meta
 
 from collector.cpr import CprConfig
 from collector.reconstruct import compatible
-from devices.sources import CsvSpec, SourceError, SyntheticSpec
+from devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
 from protocol.errors import ParameterError
+from protocol.messages import MAX_BATCH, MAX_RELEASE
 from protocol.secagg.encoding import FixedPoint
-from protocol.stream import StreamConfig
+from protocol.stream import RAW, StreamConfig
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
 Positive = Annotated[float, Meta(gt=0)]
@@ -54,9 +55,9 @@ class StreamSection(_Section):
     """``[stream]``: the SW stream-reporting stage."""
 
     steps: Annotated[int, Meta(ge=1, le=10_000_000)]
-    eps: Annotated[float, Meta(gt=0, le=50)]
-    w: Annotated[int, Meta(ge=1, le=100_000)]
-    mechanism: Literal["sw", "sw01", "laplace"] = "sw"
+    eps: Annotated[float, Meta(gt=0, le=50)] | None = None  # required unless mechanism raw
+    w: Annotated[int, Meta(ge=1, le=100_000)] | None = None  # required unless mechanism raw
+    mechanism: Literal["sw", "sw01", "laplace", "raw"] = "sw"
     reconstruct: Literal["none", "cpr", "sw", "sw_moving", "sw_filter", "laplace"] = "none"
     batch_steps: Annotated[int, Meta(ge=1, le=4096)] | None = None
     step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
@@ -77,11 +78,15 @@ class SyntheticSource(_Section, tag="synthetic", tag_field="kind"):
 
 
 class CsvSource(_Section, tag="csv", tag_field="kind"):
-    """``[source] kind = "csv"``: replay a data-set column or rows."""
+    """``[source] kind = "csv"``: replay a data-set column or rows, or several columns
+    (``columns``: device i = channel i % C of room i // C, each channel with its own
+    ``column_bounds``; ``bounds`` is then not used)."""
 
-    bounds: tuple[float, float]
     path: str
-    column: str | int = 0
+    bounds: tuple[float, float] | None = None  # required unless columns
+    column: str | int | None = None  # default 0
+    columns: Annotated[list[str | int], Meta(min_length=1, max_length=64)] | None = None
+    column_bounds: list[tuple[float, float]] | None = None
     layout: Literal["column", "rows"] = "column"
     stride: Annotated[int, Meta(ge=0)] = 0
     true_period: Annotated[int, Meta(ge=2)] | None = None
@@ -153,6 +158,24 @@ class CadrSection(_Section):
     trace: Literal["control", "all", "none"] = "control"
 
 
+class GcdpSection(_Section):
+    """``[gcdp]``: the collector's GC-DP central release of window means (docs/gcdp-fleet.md).
+
+    Devices stream clipped readings in the clear (``stream.mechanism = "raw"``); the
+    collector calibrates on the PUBLIC ``calibration_path`` (eps_cal = 0) and releases the
+    M node means of every complete, non-overlapping window of ``window`` steps with
+    eps_rel-DP under "one clipped channel value at one timestamp" adjacency."""
+
+    eps_rel: Annotated[float, Meta(gt=0, le=50)]
+    calibration_path: str
+    window: Annotated[int, Meta(ge=1, le=100_000)] = 30
+    method: Literal["gcdp", "lap"] = "gcdp"
+    tau: Annotated[float, Meta(ge=0, le=1)] = 0.15
+    calibration_stride: Annotated[int, Meta(ge=0)] = 0
+    calibration_steps: Annotated[int, Meta(ge=2, le=10_000_000)] | None = None
+    utility_column: str | None = None
+
+
 class BrokerSection(_Section):
     """``[broker]``: where to run (overridden by ``--broker``)."""
 
@@ -171,6 +194,7 @@ class Scenario(_Section):
     collector: CollectorSection = msgspec.field(default_factory=CollectorSection)
     cpr: CprSection = msgspec.field(default_factory=CprSection)
     secure_sum: SecureSumSection | None = None
+    gcdp: GcdpSection | None = None
     broker: BrokerSection = msgspec.field(default_factory=BrokerSection)
 
 
@@ -202,17 +226,48 @@ class LoadedScenario:
         width = max(4, len(str(n - 1)))
         return [f"{self.spec.fleet.id_prefix}{i:0{width}d}" for i in range(n)]
 
-    def stream_config(self, run: str) -> StreamConfig:
-        """The stream-stage parameters for run ``run``."""
-        s = self.spec.stream
+    @property
+    def multi_column(self) -> bool:
+        """A csv source with ``columns``: devices normalise per channel before reporting."""
+        return isinstance(self.spec.source, CsvSource) and self.spec.source.columns is not None
+
+    def stream_bounds(self) -> tuple[float, float]:
+        """The bounds every report is normalised from: ``source.bounds``, or [0, 1] when
+        each device has already mapped its channel's ``column_bounds`` to [0, 1]."""
+        if self.multi_column:
+            return (0.0, 1.0)
         lo, hi = self.spec.source.bounds
+        return float(lo), float(hi)
+
+    def node_bounds(self, index: int) -> tuple[float, float]:
+        """Device ``index``'s FIXED public clipping bounds in physical units."""
+        src = self.spec.source
+        if self.multi_column:
+            lo, hi = src.column_bounds[index % len(src.columns)]
+            return float(lo), float(hi)
+        lo, hi = src.bounds
+        return float(lo), float(hi)
+
+    def stream_config(self, run: str) -> StreamConfig:
+        """The stream-stage parameters for run ``run`` (``raw``: eps and w are the GC-DP
+        release's eps_rel and window, eps0 = 0; batches of one window by default)."""
+        s = self.spec.stream
+        lo, hi = self.stream_bounds()
+        if s.mechanism == RAW and self.spec.gcdp is not None:
+            # nothing is spent on the device (eps0 = 0); eps and w declare the central
+            # release that protects the readings
+            eps, w = self.spec.gcdp.eps_rel, self.spec.gcdp.window
+            default_batch = min(w, s.steps, MAX_BATCH)
+        else:
+            eps, w = s.eps, s.w
+            default_batch = min(s.w, s.steps)
         return StreamConfig(
             run=run,
             mechanism=s.mechanism,
-            eps=s.eps,
-            w=s.w,
+            eps=eps,
+            w=w,
             steps=s.steps,
-            batch_steps=s.batch_steps or min(s.w, s.steps),
+            batch_steps=s.batch_steps or default_batch,
             lo=lo,
             hi=hi,
             retransmit_after=s.retransmit_after,
@@ -233,12 +288,27 @@ class LoadedScenario:
                 jitter=src.jitter,
                 phase=src.phase,
             )
+        return self._csv_spec(src.path, src.stride)
+
+    def _csv_spec(self, path: str, stride: int) -> CsvSpec:
+        src = self.spec.source
         return CsvSpec(
-            path=str(resolve_data_path(src.path, self.path)),
-            column=src.column,
+            path=str(resolve_data_path(path, self.path)),
+            column=0 if src.column is None else src.column,
             layout=src.layout,
-            stride=src.stride,
+            stride=stride,
+            columns=tuple(src.columns) if src.columns is not None else None,
+            column_bounds=tuple(tuple(pair) for pair in src.column_bounds)
+            if src.column_bounds is not None
+            else None,
         )
+
+    def calibration_spec(self) -> CsvSpec:
+        """``[gcdp]``'s public calibration data laid out like the fleet (same columns and
+        bounds, rooms at ``calibration_stride`` offsets)."""
+        section = self.spec.gcdp
+        assert section is not None
+        return self._csv_spec(section.calibration_path, section.calibration_stride)
 
     def cpr_config(self) -> CprConfig:
         """CPR's settings from ``[cpr]``."""
@@ -248,7 +318,7 @@ class LoadedScenario:
         """The secure-sum stage's fixed-point encoding (clip defaults to the source bounds)."""
         section = self.spec.secure_sum
         assert section is not None
-        low, high = section.clip or self.spec.source.bounds
+        low, high = section.clip or self.stream_bounds()
         return FixedPoint(low, high, section.scale, section.bits)
 
     def to_dict(self) -> dict:
@@ -292,11 +362,8 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             f"{where}{missing[0]}: a stream scenario needs [fleet], [stream] and [source] "
             "(a CADR-LDP scenario needs [graph] and [cadr] instead)"
         )
-    lo, hi = spec.source.bounds
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ScenarioError(
-            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]"
-        )
+    _check_source_bounds(spec, where)
+    _check_mechanism(spec, where)
     try:
         loaded.stream_config("check")
     except ParameterError as error:
@@ -330,7 +397,115 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         loaded.source_spec()
     except SourceError as error:
         raise ScenarioError(f"{where}{error}") from None
+    if spec.gcdp is not None:
+        _check_gcdp(loaded, where)
     return loaded
+
+
+def _check_source_bounds(spec: Scenario, where: str) -> None:
+    """``source.bounds`` for one column; ``columns`` + ``column_bounds`` for several."""
+    src = spec.source
+    if isinstance(src, CsvSource) and src.columns is not None:
+        if src.bounds is not None:
+            raise ScenarioError(
+                f"{where}source.bounds: with source.columns each channel has its own "
+                "bounds; give source.column_bounds instead"
+            )
+        if src.column is not None:
+            raise ScenarioError(
+                f"{where}source.column: give either source.column or source.columns, not both"
+            )
+        channels = len(src.columns)
+        if spec.fleet.devices % channels:
+            raise ScenarioError(
+                f"{where}fleet.devices: {spec.fleet.devices} is not a whole number of rooms "
+                f"of {channels} channels (device i = channel i % {channels} of room "
+                f"i // {channels})"
+            )
+        return
+    if isinstance(src, CsvSource) and src.column_bounds is not None:
+        raise ScenarioError(f"{where}source.column_bounds: only with source.columns")
+    if src.bounds is None:
+        raise ScenarioError(f"{where}source.bounds: required (fixed public [lo, hi])")
+    lo, hi = src.bounds
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ScenarioError(
+            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]"
+        )
+
+
+def _check_mechanism(spec: Scenario, where: str) -> None:
+    """``raw`` (central model) needs ``[gcdp]`` and takes no LDP options; the LDP
+    mechanisms need ``eps`` and ``w``."""
+    stream = spec.stream
+    if stream.mechanism != RAW:
+        for name in ("eps", "w"):
+            if getattr(stream, name) is None:
+                raise ScenarioError(
+                    f"{where}stream.{name}: required for mechanism {stream.mechanism!r}"
+                )
+        if spec.gcdp is not None:
+            raise ScenarioError(
+                f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
+                f'the clear; set mechanism = "raw" (got {stream.mechanism!r})'
+            )
+        return
+    if spec.gcdp is None:
+        raise ScenarioError(
+            f'{where}stream.mechanism: "raw" sends readings unprivatised to the collector; '
+            "it is only allowed with a [gcdp] section, whose central release is accounted"
+        )
+    for name in ("eps", "w"):
+        if getattr(stream, name) is not None:
+            raise ScenarioError(
+                f'{where}stream.{name}: mechanism "raw" spends no local budget and has no '
+                "w-event window; remove it (the budget is gcdp.eps_rel)"
+            )
+    if stream.reconstruct != "none":
+        raise ScenarioError(
+            f"{where}stream.reconstruct: {stream.reconstruct!r} reconstructs LDP reports; "
+            'mechanism "raw" reports are not privatised (use reconstruct = "none")'
+        )
+
+
+def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
+    """``[gcdp]``: a csv source in the "column" layout, at least one window, a readable
+    calibration file with the fleet's columns (and the utility column)."""
+    spec = loaded.spec
+    section = spec.gcdp
+    if not isinstance(spec.source, CsvSource) or spec.source.layout != "column":
+        raise ScenarioError(
+            f"{where}source.kind: [gcdp] calibrates on a data file laid out like the fleet: "
+            'needs kind = "csv" with layout = "column"'
+        )
+    if spec.fleet.devices > MAX_RELEASE:
+        raise ScenarioError(
+            f"{where}fleet.devices: a GC-DP release has one coordinate per device, at most "
+            f"{MAX_RELEASE}; got {spec.fleet.devices}"
+        )
+    if spec.stream.steps < section.window:
+        raise ScenarioError(
+            f"{where}gcdp.window: {section.window} exceeds stream.steps ({spec.stream.steps}); "
+            "no window would be released"
+        )
+    try:
+        calibration = loaded.calibration_spec()
+    except SourceError as error:
+        raise ScenarioError(
+            f"{where}gcdp.calibration_path: {error.reason} ({error.field} of the fleet)"
+        ) from None
+    names, matrix = load_table(calibration.path)
+    length = section.calibration_steps or matrix.shape[0]
+    if length < max(section.window, 8):
+        raise ScenarioError(
+            f"{where}gcdp.calibration_steps: need at least max(window, 8) = "
+            f"{max(section.window, 8)} calibration records, got {length}"
+        )
+    if section.utility_column is not None and section.utility_column not in names:
+        raise ScenarioError(
+            f"{where}gcdp.utility_column: {section.utility_column!r} is not a column of "
+            f"{calibration.path} (columns: {', '.join(names)})"
+        )
 
 
 def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:

@@ -5,7 +5,9 @@ Algorithm 3 (``allocation``), Algorithm 4 (``release``), the theorem-condition c
 (``validate``), the analytic Gaussian mechanism (``gaussian``) and the Table 4 baselines
 (``baselines``), in public-calibration mode (eps_cal = 0) or private-calibration mode with
 composed accounting (``private_calibration``, Section 4.2), and GC-DP-Cache with its
-drift monitor (``cache``); see ``docs/gcdp.md``.
+drift monitor (``cache``); see ``docs/gcdp.md``. The fleet path (``fleet_calibration``:
+theta for M sensor nodes from public data; ``windows``: window formation and the ordered,
+ledger-charged window release) is described in ``docs/gcdp-fleet.md``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private,
 from collector.gcdp.cache import CachedCalibration, CacheDecision, DriftMonitor, summary_distance
 from collector.gcdp.constants import GcdpConstants, eps_min_for
 from collector.gcdp.correlation import lagged_abs_pearson
+from collector.gcdp.fleet_calibration import ADJACENCY, FleetTheta, calibrate_fleet
 from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
 from collector.gcdp.graph import CalibrationGraph, build_calibration_graph, calibrate_from_data
 from collector.gcdp.private_calibration import (
@@ -41,23 +44,36 @@ from collector.gcdp.sensitivity import (
     release_scales,
 )
 from collector.gcdp.validate import ReleaseParameters, check_release_parameters, exact_excess
+from collector.gcdp.windows import (
+    GcdpReleaser,
+    ReleaseRefused,
+    WindowAssembler,
+    WindowReleased,
+)
 
 __all__ = [
+    "ADJACENCY",
     "CacheDecision",
     "CachedCalibration",
     "CalibrationGraph",
     "DriftMonitor",
+    "FleetTheta",
     "GcdpConstants",
+    "GcdpReleaser",
     "PrivateCalibration",
     "PrivateCalibrationRelease",
     "PrivateTheta",
     "ReleaseParameters",
+    "ReleaseRefused",
+    "WindowAssembler",
+    "WindowReleased",
     "ada_allocation",
     "ada_dp",
     "allocate_budget",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
     "build_calibration_graph",
+    "calibrate_fleet",
     "calibrate_from_data",
     "check_release_parameters",
     "clipped_range_bound",
