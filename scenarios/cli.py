@@ -27,6 +27,7 @@ from broker.trace import TraceError, TraceFilter, export, format_line, open_read
 from broker.transport import TransportError
 from devices.sources import SourceError
 from protocol.errors import ParameterError
+from scenarios.audit_cli import audit_command
 from scenarios.bench_gcdp import bench_gcdp_command
 from scenarios.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from scenarios.cadr_sweep import bench_cadr_sweep
@@ -645,6 +646,7 @@ def bench_cadr_command(
 
 bench_app.command("cadr-sweep")(bench_cadr_sweep)
 bench_app.command("gcdp")(bench_gcdp_command)
+app.command("audit")(audit_command)
 bench_app.command("gcdp-timing")(bench_gcdp_timing_command)
 bench_app.command("gcdp-scaling")(bench_gcdp_scaling_command)
 

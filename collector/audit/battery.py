@@ -1,0 +1,369 @@
+"""The audit battery: one canary pair and witness set per ldpfleet mechanism, built on the
+REAL implementation classes (so a bug planted in them is what the audit sees).
+
+Theory of operation. Each entry of ``BATTERY`` maps (eps, delta) to an ``AuditSpec``: the
+canary (two samplers calling the mechanism as ldpfleet calls it), the witnesses, the
+claimed (eps, delta) and default sample sizes. The pairs are the worst cases of the
+mechanism's neighbouring relation where one is known, so a correct mechanism's bound comes
+close to its claim (reference page: RR ~2,000, Laplace ~3,800, SW ~3,000 runs per world for
+a median eps_LB >= 0.9 eps):
+
+* ``rr`` — Warner RR (``protocol.rr.WarnerRR``, LPEA answers): bit 1 vs bit 0; witness the
+  answer.
+* ``laplace`` — the Laplace stream mechanism (``protocol.laplace``): input 0 vs 1.
+* ``dsr`` — the CADR-LDP degree release (``protocol.dsr.dsr_release``, Laplace theta/eps
+  after clipping to [0, theta]): kept degree 2 theta vs 0 (node-LDP: any two degrees are
+  neighbours; the clip makes the sensitivity theta, so 2 theta also tests the clip).
+* ``sw`` / ``sw01`` — Square Wave (``protocol.sw.SquareWave``), input 0 vs 1; witnesses the
+  report and its distance to 0.
+* ``exponential`` — the exponential mechanism (``protocol.exponential``) on a one-hot
+  canary over 10 candidates (sensitivity 1): x scores candidate 0 at 0 and the rest at -1,
+  x' the opposite. Its true log-ratio is below eps (the mechanism is not tight), but a
+  missing factor 2 doubles it; witness the index.
+* ``ndoe`` — NDOE codes (``ndoe_scores`` at ``d_min`` vs ``d_max`` of the public range).
+* ``stream`` — a window of w reports from the device's ``StreamReporter`` (w-event LDP:
+  eps is the budget of any w consecutive steps; per-step eps/w and the device ledger as
+  built): readings all 0 vs all 1; witnesses the number of reports inside 0's SW window
+  and the mean report (a refused step counts as a report of -1).
+* ``gcdp`` — the GC-DP central release (Algorithm 3 + 4) of d = 3 window means of w = 10
+  readings in [0, 1] under the declared adjacency (one reading changes): all 0 vs one
+  reading of channel 0 at 1; witness the released coordinate 0.
+* ``gau-dp`` — the analytic Gaussian baseline, (eps, delta): one coordinate moved by the
+  l2 certificate.
+* ``devices`` — two devices of one fleet with their per-device generators: catches
+  generators (seeds) shared across devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from collector.audit.core import AuditResult, Canary, Witness, audit
+from protocol.errors import ParameterError
+
+__all__ = ["BATTERY", "AuditSpec", "build_spec", "run_audit"]
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """A ready-to-run audit: canary, witnesses, claim, default sizes."""
+
+    mechanism: str
+    canary: Canary
+    witnesses: dict[str, Witness]
+    eps: float
+    delta: float = 0.0
+    trials: int = 4000  # per world, split evenly into selection and evaluation
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _value(outputs) -> np.ndarray:
+    return np.asarray(outputs, dtype=float).ravel()
+
+
+def _rr(eps: float, delta: float) -> AuditSpec:
+    from protocol.rr import WarnerRR
+
+    mech = WarnerRR(eps)
+    canary = Canary(
+        "bit 1 vs bit 0",
+        lambda rng, n: mech.respond(np.ones(n, dtype=bool), rng),
+        lambda rng, n: mech.respond(np.zeros(n, dtype=bool), rng),
+    )
+    return AuditSpec("rr", canary, {"answer": _value}, eps, trials=4000)
+
+
+def _laplace(eps: float, delta: float) -> AuditSpec:
+    from protocol.laplace import LaplaceMechanism
+
+    mech = LaplaceMechanism(eps)
+    canary = Canary(
+        "input 0 vs 1",
+        lambda rng, n: mech.perturb(np.zeros(n), rng),
+        lambda rng, n: mech.perturb(np.ones(n), rng),
+    )
+    return AuditSpec("laplace", canary, {"report": _value}, eps, trials=7600)
+
+
+DSR_THETA = 10
+
+
+def _dsr(eps: float, delta: float) -> AuditSpec:
+    from protocol.dsr import dsr_release
+
+    theta = DSR_THETA
+    canary = Canary(
+        f"kept degree {2 * theta} vs 0 (theta = {theta})",
+        lambda rng, n: dsr_release(np.full(n, 2 * theta), theta, eps, rng),
+        lambda rng, n: dsr_release(np.zeros(n, dtype=int), theta, eps, rng),
+    )
+    return AuditSpec("dsr", canary, {"released degree": _value}, eps, trials=7600)
+
+
+def _square_wave(variant: str) -> Callable[[float, float], AuditSpec]:
+    def build(eps: float, delta: float) -> AuditSpec:
+        from protocol.sw import SquareWave
+
+        mech = SquareWave(eps, variant)
+        canary = Canary(
+            "input 0 vs 1",
+            lambda rng, n: mech.perturb(np.zeros(n), rng),
+            lambda rng, n: mech.perturb(np.ones(n), rng),
+        )
+        witnesses = {"report": _value, "distance to 0": lambda y: np.abs(_value(y))}
+        return AuditSpec(variant, canary, witnesses, eps, trials=6000)
+
+    return build
+
+
+EXP_CANDIDATES = 10
+
+
+def _exponential(eps: float, delta: float) -> AuditSpec:
+    from protocol.exponential import ExponentialMechanism
+
+    mech = ExponentialMechanism(eps, 1.0)
+    x = np.full(EXP_CANDIDATES, -1.0)
+    x[0] = 0.0
+    x_prime = -1.0 - x  # candidate 0 at -1, the rest at 0
+
+    def sampler(scores):
+        return lambda rng, n: np.array([mech.sample(scores, rng) for _ in range(n)], dtype=float)
+
+    canary = Canary("one-hot scores over 10 candidates", sampler(x), sampler(x_prime))
+    return AuditSpec(
+        "exponential",
+        canary,
+        {"index": _value, "is candidate 0": lambda y: (_value(y) == 0).astype(float)},
+        eps,
+        trials=6000,
+        notes="not tight by construction (true log-ratio < eps); checks eps_LB <= eps",
+    )
+
+
+NDOE_RANGE = (0, 40)
+NDOE_PARTS = 8
+
+
+def _ndoe(eps: float, delta: float) -> AuditSpec:
+    from protocol.exponential import (
+        ExponentialMechanism,
+        ndoe_partitions,
+        ndoe_scores,
+        ndoe_sensitivity,
+    )
+
+    parts = ndoe_partitions(*NDOE_RANGE, NDOE_PARTS)
+    mech = ExponentialMechanism(eps, ndoe_sensitivity(parts))
+
+    def sampler(degree: int):
+        scores = ndoe_scores(degree, parts)
+        return lambda rng, n: np.array([mech.sample(scores, rng) for _ in range(n)], dtype=float)
+
+    canary = Canary(
+        f"degree {NDOE_RANGE[0]} vs {NDOE_RANGE[1]}", sampler(NDOE_RANGE[0]), sampler(NDOE_RANGE[1])
+    )
+    return AuditSpec(
+        "ndoe",
+        canary,
+        {"code": _value},
+        eps,
+        trials=6000,
+        notes="exponential mechanism: not tight; checks eps_LB <= eps",
+    )
+
+
+STREAM_W = 5
+REFUSED = -1.0  # the witness value of a step the ledger refused (no report is an output)
+
+
+def stream_window(eps: float, w: int, reading: float, rng: np.random.Generator) -> np.ndarray:
+    """One device's reports for a window of ``w`` equal readings, through the real
+    ``StreamReporter`` (its ledger charges eps/w per step; refused steps are NaN)."""
+    from protocol.stream import StreamConfig, StreamReporter
+
+    config = StreamConfig(
+        run="audit", mechanism="sw", eps=eps, w=w, steps=w, batch_steps=w, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "canary", rng)
+    reporter.start(0.0)
+    reporter.add_readings(np.full(w, reading), 0.0)
+    return reporter.values.copy()
+
+
+def _stream(eps: float, delta: float) -> AuditSpec:
+    from protocol.sw import sw_b
+
+    b0 = sw_b(eps / STREAM_W)
+
+    def sampler(reading: float):
+        return lambda rng, n: np.array(
+            [stream_window(eps, STREAM_W, reading, rng) for _ in range(n)]
+        )
+
+    def reported(y):
+        arr = np.asarray(y, dtype=float)
+        return np.where(np.isnan(arr), REFUSED, arr)
+
+    witnesses = {
+        "reports near 0": lambda y: np.sum(np.abs(reported(y)) <= b0, axis=1).astype(float),
+        "mean report": lambda y: reported(y).mean(axis=1),
+    }
+    canary = Canary(f"w = {STREAM_W} readings all 0 vs all 1", sampler(0.0), sampler(1.0))
+    return AuditSpec("stream", canary, witnesses, eps, trials=4000, extra={"w": STREAM_W})
+
+
+GCDP_WINDOW = 10
+
+
+def _gcdp(eps: float, delta: float) -> AuditSpec:
+    from collector.gcdp import gc_dp, mean_bound
+
+    d = 3
+    bounds = np.full(d, mean_bound(0.0, 1.0, GCDP_WINDOW))
+    utility, exposure = np.array([0.9, 0.5, 0.2]), np.array([0.0, 0.5, 1.0])
+    base = np.zeros(d)
+    moved = base.copy()
+    moved[0] = 1.0 / GCDP_WINDOW  # one reading of channel 0 goes from 0 to 1
+
+    def sampler(values):
+        def run(rng, n):
+            return np.array(
+                [
+                    gc_dp(
+                        values,
+                        bounds=bounds,
+                        scales=bounds,
+                        utility=utility,
+                        exposure_norm=exposure,
+                        eps_rel=eps,
+                        low=0.0,
+                        high=1.0,
+                        rng=rng,
+                    )
+                    for _ in range(n)
+                ]
+            )
+
+        return run
+
+    canary = Canary("window means: one reading of channel 0, 0 vs 1", sampler(base), sampler(moved))
+    return AuditSpec(
+        "gcdp",
+        canary,
+        {"coordinate 0": lambda y: np.asarray(y)[:, 0]},
+        eps,
+        trials=6000,
+        notes="eps_LB is bounded by coordinate 0's share eps_0",
+    )
+
+
+def _gau_dp(eps: float, delta: float) -> AuditSpec:
+    from collector.gcdp import gau_dp
+
+    if delta <= 0.0:
+        raise ParameterError("Gau-DP is (eps, delta)-DP: give --delta > 0", field="delta")
+    bounds = np.array([0.1, 0.1])
+    sens = float(np.sqrt(np.sum(bounds**2)))
+
+    def sampler(first: float):
+        values = np.array([first, 0.0])
+        return lambda rng, n: np.array(
+            [
+                gau_dp(values, bounds=bounds, eps=eps, delta=delta, low=-1.0, high=2.0, rng=rng)
+                for _ in range(n)
+            ]
+        )
+
+    canary = Canary("one coordinate moved by the l2 certificate", sampler(0.0), sampler(sens))
+    return AuditSpec(
+        "gau-dp",
+        canary,
+        {"coordinate 0": lambda y: np.asarray(y)[:, 0]},
+        eps,
+        delta=delta,
+        trials=6000,
+    )
+
+
+def _devices(eps: float, delta: float) -> AuditSpec:
+    """Two devices of one fleet, each with the generator the fleet gives it
+    (``devices.fleet.device_rng(seed, index, "mechanism")``) and one SW report through its
+    own ``StreamReporter`` (w = 1); device 0 reads 0 vs 1, device 1 reads 0. The collector
+    sees both reports; a fleet that reuses one seed for every device makes them equal
+    whenever the readings are."""
+    from devices import fleet as fleet_module
+
+    def sampler(reading0: float):
+        def run(rng, n):
+            out = np.empty((n, 2))
+            for trial, seed in enumerate(rng.integers(0, 2**63 - 1, size=n)):
+                for index, reading in enumerate((reading0, 0.0)):
+                    device_rng = fleet_module.device_rng(int(seed), index, "mechanism")
+                    out[trial, index] = stream_window(eps, 1, reading, device_rng)[0]
+            return out
+
+        return run
+
+    witnesses = {
+        "device 0 report": lambda y: np.asarray(y)[:, 0],
+        "reports equal": lambda y: (np.asarray(y)[:, 0] == np.asarray(y)[:, 1]).astype(float),
+    }
+    canary = Canary("device 0 reads 0 vs 1, device 1 reads 0", sampler(0.0), sampler(1.0))
+    return AuditSpec("devices", canary, witnesses, eps, trials=3000)
+
+
+BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
+    "rr": _rr,
+    "laplace": _laplace,
+    "dsr": _dsr,
+    "sw": _square_wave("sw"),
+    "sw01": _square_wave("sw01"),
+    "exponential": _exponential,
+    "ndoe": _ndoe,
+    "stream": _stream,
+    "gcdp": _gcdp,
+    "gau-dp": _gau_dp,
+    "devices": _devices,
+}
+
+
+def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
+    """The battery entry for ``mechanism`` at the claimed (eps, delta)."""
+    if mechanism not in BATTERY:
+        raise ParameterError(
+            f"must be one of {', '.join(BATTERY)}, got {mechanism!r}", field="mechanism"
+        )
+    return BATTERY[mechanism](eps, delta)
+
+
+def run_audit(
+    mechanism: str,
+    eps: float,
+    *,
+    delta: float = 0.0,
+    trials: int | None = None,
+    gamma: float = 0.05,
+    seed: int = 0,
+) -> AuditResult:
+    """Audit ``mechanism`` at its claim: ``trials`` runs per world (half selection, half
+    evaluation; default the entry's own)."""
+    spec = build_spec(mechanism, eps, delta)
+    total = spec.trials if trials is None else trials
+    if isinstance(total, bool) or not isinstance(total, int) or total < 2:
+        raise ParameterError(f"must be an integer >= 2, got {total!r}", field="trials")
+    return audit(
+        spec.canary,
+        spec.witnesses,
+        eps=spec.eps,
+        delta=spec.delta,
+        n_sel=total // 2,
+        n_eval=total - total // 2,
+        gamma=gamma,
+        seed=seed,
+        mechanism=mechanism,
+    )

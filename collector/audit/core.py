@@ -1,0 +1,225 @@
+"""The audit driver: a canary pair, a witness battery, selection, evaluation, verdict
+(seed 001, Sections 3.2-3.5; sample sizes on the reference page gcdp-and-audit.md).
+
+Theory of operation. A ``Canary`` is a fixed neighbouring pair (D, D') given as two
+samplers: ``sample_d(rng, n)`` / ``sample_dprime(rng, n)`` run the mechanism under test n
+times on D / D' and return the n outputs. The four sample sets (selection and evaluation,
+each world) are drawn from four independent generators spawned from one
+``numpy.random.SeedSequence`` (independent seeds per world and per phase). Every witness
+(a callable mapping the n outputs to n real scores; user callables welcome) is scored on the
+SELECTION samples only (``selection.select_test``); the witness, threshold, tail and
+privacy direction with the largest selection bound are fixed, and only then is that one
+test counted on the EVALUATION samples: one-sided Clopper-Pearson bounds at gamma/2 each
+and ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Choosing the witness on selection data
+means exactly one test is certified, so the false-alarm probability of a correct mechanism
+is <= gamma with no multiple-testing correction. ``eps_LB > eps`` is a violation (a
+certified counterexample); anything else is inconclusive, never a proof of privacy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from collector.audit.selection import DistinguishingTest, event_counts, select_test
+from collector.audit.stats import check_gamma, eps_lower_bound
+from protocol.errors import ParameterError
+
+__all__ = ["AuditResult", "Canary", "Witness", "WitnessResult", "audit", "audit_samples"]
+
+Sampler = Callable[[np.random.Generator, int], Any]
+Witness = Callable[[Any], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A neighbouring pair as two mechanism samplers (n runs on D, n runs on D')."""
+
+    name: str
+    sample_d: Sampler
+    sample_dprime: Sampler
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class WitnessResult:
+    """One witness's best test on the selection samples."""
+
+    witness: str
+    threshold: float
+    tail: int
+    privacy_direction: int
+    selection_eps: float
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The certified outcome of one audit (one canary, one chosen witness test)."""
+
+    mechanism: str
+    canary: str
+    eps_claimed: float
+    delta: float
+    gamma: float
+    n_sel: int
+    n_eval: int
+    witness: str
+    threshold: float
+    tail: int
+    privacy_direction: int
+    hits_numerator: int  # evaluation outputs in the event, world of the numerator
+    hits_denominator: int
+    n_numerator: int
+    n_denominator: int
+    alpha_lo: float
+    beta_hi: float
+    eps_lb: float
+    verdict: str  # "violation" | "inconclusive"
+    seed: int | None = None
+    selection: list[WitnessResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (``-inf`` bounds become None)."""
+        out = asdict(self)
+        for key in ("eps_lb", "threshold"):
+            if not math.isfinite(out[key]):
+                out[key] = None if key == "eps_lb" else str(out[key])
+        for row in out["selection"]:
+            for key in ("selection_eps", "threshold"):
+                if not math.isfinite(row[key]):
+                    row[key] = None if key == "selection_eps" else str(row[key])
+        return out
+
+
+def _check_sizes(n_sel: int, n_eval: int) -> None:
+    for name, value in (("n_sel", n_sel), ("n_eval", n_eval)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ParameterError(f"must be an integer >= 1, got {value!r}", field=name)
+
+
+def _check_eps(eps: float) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 <= eps < math.inf:
+        raise ParameterError(f"must be a finite number >= 0, got {eps!r}", field="eps")
+    return float(eps)
+
+
+def _scores(witness: Witness, outputs: Any, n: int, name: str) -> np.ndarray:
+    values = np.asarray(witness(outputs), dtype=float).ravel()
+    if values.size != n:
+        raise ParameterError(f"returned {values.size} scores for {n} outputs", field=name)
+    if not np.all(np.isfinite(values)):
+        raise ParameterError("returned a non-finite score", field=name)
+    return values
+
+
+def audit_samples(
+    selection: tuple[Any, Any],
+    evaluation: tuple[Any, Any],
+    witnesses: Mapping[str, Witness],
+    *,
+    eps: float,
+    delta: float = 0.0,
+    gamma: float = 0.05,
+    mechanism: str = "",
+    canary: str = "",
+    seed: int | None = None,
+) -> AuditResult:
+    """Audit already-collected outputs: ``selection = (outputs under D, under D')`` picks the
+    test, ``evaluation`` (independent runs) certifies it. Used by ``audit`` and by the
+    end-to-end audit, whose outputs come from fleet traces."""
+    eps = _check_eps(eps)
+    check_gamma(gamma)
+    if not witnesses:
+        raise ParameterError("needs at least one witness", field="witnesses")
+    sel_d, sel_dp = selection
+    ev_d, ev_dp = evaluation
+    n_sel, n_sel_p, n_ev, n_ev_p = (len(x) for x in (sel_d, sel_dp, ev_d, ev_dp))
+    rows: list[WitnessResult] = []
+    for name, witness in witnesses.items():
+        test = select_test(
+            _scores(witness, sel_d, n_sel, name),
+            _scores(witness, sel_dp, n_sel_p, name),
+            gamma=gamma,
+            delta=delta,
+        )
+        rows.append(
+            WitnessResult(
+                name, test.threshold, test.tail, test.privacy_direction, test.selection_eps
+            )
+        )
+    best = max(rows, key=lambda r: r.selection_eps)  # first witness wins ties
+    chosen = DistinguishingTest(
+        best.threshold, best.tail, best.privacy_direction, best.selection_eps
+    )
+    witness = witnesses[best.witness]
+    hits_d = event_counts(_scores(witness, ev_d, n_ev, best.witness), chosen.threshold, chosen.tail)
+    hits_dp = event_counts(
+        _scores(witness, ev_dp, n_ev_p, best.witness), chosen.threshold, chosen.tail
+    )
+    if chosen.privacy_direction > 0:
+        k_num, n_num, k_den, n_den = hits_d, n_ev, hits_dp, n_ev_p
+    else:  # the complement event with the worlds swapped
+        k_num, n_num, k_den, n_den = n_ev_p - hits_dp, n_ev_p, n_ev - hits_d, n_ev
+    eps_lb, alpha_lo, beta_hi = eps_lower_bound(
+        k_num, n_num, k_den, n_den, gamma=gamma, delta=delta
+    )
+    return AuditResult(
+        mechanism=mechanism,
+        canary=canary,
+        eps_claimed=eps,
+        delta=float(delta),
+        gamma=float(gamma),
+        n_sel=min(n_sel, n_sel_p),
+        n_eval=min(n_ev, n_ev_p),
+        witness=best.witness,
+        threshold=chosen.threshold,
+        tail=chosen.tail,
+        privacy_direction=chosen.privacy_direction,
+        hits_numerator=k_num,
+        hits_denominator=k_den,
+        n_numerator=n_num,
+        n_denominator=n_den,
+        alpha_lo=alpha_lo,
+        beta_hi=beta_hi,
+        eps_lb=eps_lb,
+        verdict="violation" if eps_lb > eps else "inconclusive",
+        seed=seed,
+        selection=rows,
+    )
+
+
+def audit(
+    canary: Canary,
+    witnesses: Mapping[str, Witness],
+    *,
+    eps: float,
+    delta: float = 0.0,
+    n_sel: int = 1000,
+    n_eval: int = 1000,
+    gamma: float = 0.05,
+    seed: int = 0,
+    mechanism: str = "",
+) -> AuditResult:
+    """Run the canary's mechanism ``n_sel + n_eval`` times per world (four independent
+    generators), choose the test on the selection runs, certify it on the evaluation runs."""
+    _check_sizes(n_sel, n_eval)
+    sel_d_seed, sel_dp_seed, ev_d_seed, ev_dp_seed = np.random.SeedSequence(seed).spawn(4)
+
+    def run(sampler: Sampler, seq: np.random.SeedSequence, n: int) -> Any:
+        return sampler(np.random.default_rng(seq), n)
+
+    return audit_samples(
+        (run(canary.sample_d, sel_d_seed, n_sel), run(canary.sample_dprime, sel_dp_seed, n_sel)),
+        (run(canary.sample_d, ev_d_seed, n_eval), run(canary.sample_dprime, ev_dp_seed, n_eval)),
+        witnesses,
+        eps=eps,
+        delta=delta,
+        gamma=gamma,
+        mechanism=mechanism,
+        canary=canary.name,
+        seed=seed,
+    )

@@ -1,0 +1,107 @@
+"""``ldpfleet audit``: black-box epsilon lower bounds for ldpfleet's mechanisms.
+
+``ldpfleet audit MECHANISM --eps E [--delta D] [--trials N] [--gamma G] [--seed S]`` runs one
+battery entry (``collector.audit.battery``) and prints the result as JSON: eps_claimed,
+eps_lb, verdict, witness, threshold, counts and bounds. ``ldpfleet audit all`` runs every
+entry at each budget of ``--eps`` (a comma list, default 0.5,1,2) and prints a JSON list, or
+with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each of the m
+audits at gamma / m). The exit status is 0 when no claim is
+falsified, 1 when some audit finds a violation, 2 on bad parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from collector.audit.battery import BATTERY, run_audit
+from protocol.errors import ParameterError
+
+__all__ = ["audit_all", "audit_command", "markdown_table"]
+
+GAU_DELTA = 1e-5
+
+
+def audit_all(
+    eps_list: tuple[float, ...], *, trials: int | None, gamma: float, seed: int, delta: float = 0.0
+) -> list[dict]:
+    """Every battery entry at every budget (Gau-DP at delta = max(delta, 1e-5)).
+
+    Family-wise control: each of the m audits runs at gamma / m (Bonferroni), so the chance
+    that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
+    m = 33 tight audits would raise a false alarm most of the time.)"""
+    jobs = [(m, e) for m in BATTERY for e in eps_list]
+    per_audit = gamma / len(jobs)
+    rows = []
+    for mechanism, eps in jobs:
+        d = max(delta, GAU_DELTA) if mechanism == "gau-dp" else delta
+        result = run_audit(mechanism, eps, delta=d, trials=trials, gamma=per_audit, seed=seed)
+        rows.append(result.to_dict())
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The docs table: mechanism, canary, eps, delta, trials per world, eps_LB, verdict."""
+    lines = [
+        "| mechanism | canary | ε | δ | γ | runs per world (sel + eval) | witness | ε_LB "
+        "| verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lb = "−∞" if r["eps_lb"] is None else f"{r['eps_lb']:.3f}"
+        lines.append(
+            f"| {r['mechanism']} | {r['canary']} | {r['eps_claimed']:g} | {r['delta']:g} | "
+            f"{r['gamma']:.2g} | "
+            f"{r['n_sel']} + {r['n_eval']} | {r['witness']} | {lb} | {r['verdict']} |"
+        )
+    return "\n".join(lines)
+
+
+def _parse_eps(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(e) for e in text.split(",") if e.strip())
+    except ValueError:
+        raise ParameterError(f"not a comma list of numbers: {text!r}", field="eps") from None
+    if not values:
+        raise ParameterError("needs at least one budget", field="eps")
+    return values
+
+
+def audit_command(
+    mechanism: Annotated[str, typer.Argument(help="'all' or one of: " + ", ".join(BATTERY))],
+    eps: Annotated[str, typer.Option(help="Claimed eps (a comma list for 'all').")] = "1",
+    delta: Annotated[float, typer.Option(help="Claimed delta.")] = 0.0,
+    trials: Annotated[
+        int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
+    ] = None,
+    gamma: Annotated[float, typer.Option(help="1 - confidence of the bound.")] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the four sample sets.")] = 0,
+    markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
+) -> None:
+    """Black-box audit: an eps lower bound for MECHANISM (seed 001); exit 1 on a violation."""
+    try:
+        eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
+        if mechanism == "all":
+            rows = audit_all(eps_list, trials=trials, gamma=gamma, seed=seed, delta=delta)
+        else:
+            if len(eps_list) != 1:
+                raise ParameterError(
+                    "one budget per mechanism (a list only for 'all')", field="eps"
+                )
+            rows = [
+                run_audit(
+                    mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
+                ).to_dict()
+            ]
+    except ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    if markdown:
+        print(markdown_table(rows))
+    else:
+        print(json.dumps(rows if mechanism == "all" else rows[0]))
+    if any(r["verdict"] == "violation" for r in rows):
+        raise typer.Exit(1)

@@ -1,0 +1,118 @@
+"""Deliberately broken variants of ldpfleet's mechanisms, for the audit tests ONLY.
+
+Each mutant is a function ``apply(monkeypatch)`` that plants one bug in the real module the
+audit battery calls (the battery imports at call time, so a patched module attribute is what
+it runs). ``MUTANTS`` maps a name to (apply, battery entry, eps, trials per world).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import devices.fleet
+import protocol.dsr
+import protocol.exponential
+import protocol.laplace
+import protocol.ledger
+import protocol.rr
+import protocol.stream
+import protocol.sw
+
+
+def laplace_scale_halved(mp) -> None:
+    mp.setattr(protocol.laplace.LaplaceMechanism, "scale", property(lambda self: 0.5 / self.eps))
+
+
+def dsr_scale_halved(mp) -> None:
+    real = protocol.dsr.dsr_scale
+    mp.setattr(protocol.dsr, "dsr_scale", lambda theta, eps: 0.5 * real(theta, eps))
+
+
+def rr_p_for_double_eps(mp) -> None:
+    real_post_init = protocol.rr.WarnerRR.__post_init__
+
+    def broken(self) -> None:
+        real_post_init(self)
+        object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-2.0 * self.eps)))
+
+    mp.setattr(protocol.rr.WarnerRR, "__post_init__", broken)
+
+
+def sw_wrong_p(mp) -> None:
+    """p = e^(2 eps) q: the in-window density is e^(2 eps) times the outside one."""
+    real_post_init = protocol.sw.SquareWave.__post_init__
+
+    def broken(self) -> None:
+        real_post_init(self)
+        e2 = math.exp(2.0 * self.eps)
+        q = 1.0 / (2.0 * self.b * e2 + 1.0)
+        object.__setattr__(self, "q", q)
+        object.__setattr__(self, "p", e2 * q)
+
+    mp.setattr(protocol.sw.SquareWave, "__post_init__", broken)
+
+
+def sw_wrong_b(mp) -> None:
+    """The sampler's window half-width is b(eps / 2) > b(eps) while p, q and the output range
+    are eps's: the wider window takes mass from the tails, so the report never reaches the
+    top end of the output range for input 0 but does for input 1 (an unbounded ratio). (A
+    NARROWER window with the same p/q stays eps-DP: only the ratio p/q matters.)"""
+    real_post_init = protocol.sw.SquareWave.__post_init__
+
+    def broken(self) -> None:
+        real_post_init(self)
+        object.__setattr__(self, "b", protocol.sw.sw_b(0.5 * self.eps))
+
+    mp.setattr(protocol.sw.SquareWave, "__post_init__", broken)
+
+
+def exponential_without_factor_2(mp) -> None:
+    def broken(self, scores):
+        s = protocol.exponential._check_scores(scores)
+        w = (self.eps / self.sensitivity) * (s - s.max(axis=-1, keepdims=True))
+        weights = np.exp(w)
+        return weights / weights.sum(axis=-1, keepdims=True)
+
+    mp.setattr(protocol.exponential.ExponentialMechanism, "probabilities", broken)
+
+
+def dsr_clipping_removed(mp) -> None:
+    def broken(kept_degree, theta, eps, rng):
+        kept = np.asarray(kept_degree, dtype=float)
+        return kept + rng.laplace(0.0, protocol.dsr.dsr_scale(theta, eps), size=kept.shape)
+
+    mp.setattr(protocol.dsr, "dsr_release", broken)
+
+
+def stream_eps0_is_eps(mp) -> None:
+    """Per-step budget eps instead of eps / w: the device LEDGER must stop it."""
+    mp.setattr(protocol.stream.StreamConfig, "eps0", property(lambda self: self.eps))
+
+
+def ledger_not_charging(mp) -> None:
+    """The window account grants every run and records nothing (with the eps0 bug above,
+    w reports at eps each leave the device)."""
+    stream_eps0_is_eps(mp)
+    mp.setattr(protocol.ledger.WindowAccount, "charge_run",
+               lambda self, t0, eps0, count: (count, None))  # fmt: skip
+
+
+def reused_device_seeds(mp) -> None:
+    real = devices.fleet.device_rng
+    mp.setattr(devices.fleet, "device_rng", lambda seed, index, purpose: real(seed, 0, purpose))
+
+
+# name -> (apply, battery entry, claimed eps, runs per world)
+MUTANTS = {
+    "laplace scale halved": (laplace_scale_halved, "laplace", 1.0, 2000),
+    "dsr scale halved": (dsr_scale_halved, "dsr", 1.0, 2000),
+    "rr p for 2 eps": (rr_p_for_double_eps, "rr", 1.0, 2000),
+    "sw p for 2 eps": (sw_wrong_p, "sw", 1.0, 2000),
+    "sw wrong b": (sw_wrong_b, "sw", 1.0, 4000),
+    "exponential without factor 2": (exponential_without_factor_2, "exponential", 1.0, 4000),
+    "dsr clipping removed": (dsr_clipping_removed, "dsr", 1.0, 2000),
+    "ledger not charging": (ledger_not_charging, "stream", 1.0, 2000),
+    "reused device seeds": (reused_device_seeds, "devices", 1.0, 600),
+}
