@@ -130,6 +130,14 @@ def _summary_table(results: dict) -> Table:
         )
         rows_.append((f"secure sum ({secure['graph']}, dim {secure['dim']})",
                       f"{outcome}, {secure['seconds']:.2f} s"))  # fmt: skip
+    gcdp = results.get("gcdp")
+    if gcdp:
+        rows_.append((
+            f"central release ({gcdp['method']}, eps_rel {gcdp['eps_rel']:g} per window)",
+            f"{gcdp['windows_released']}/{gcdp['windows_expected']} windows, "
+            f"eps_cal {gcdp['eps_cal']:g}, MAE {gcdp['accuracy']['mae']:.3g} "
+            f"({gcdp['accuracy']['mae_clipped']:.3g} clipped)",
+        ))  # fmt: skip
     for key, value in rows_:
         table.add_row(key, value)
     return table
