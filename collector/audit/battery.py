@@ -367,3 +367,20 @@ def run_audit(
         seed=seed,
         mechanism=mechanism,
     )
+
+
+# The entries above audit one mechanism (function level); the ones below run whole paths.
+FUNCTION_LEVEL: tuple[str, ...] = tuple(BATTERY)
+
+# End-to-end entry (collector/audit/e2e.py: canary devices of real in-memory fleet runs,
+# values decoded from the trace); imported last, it builds on the definitions above.
+from collector.audit.e2e import fleet_stream_spec  # noqa: E402
+
+BATTERY["fleet-stream"] = fleet_stream_spec
+
+# Graph canaries (CADR-LDP degree release) and the secure-aggregation view
+# (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).
+from collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
+from collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
+
+BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY)

@@ -116,3 +116,41 @@ MUTANTS = {
     "ledger not charging": (ledger_not_charging, "stream", 1.0, 2000),
     "reused device seeds": (reused_device_seeds, "devices", 1.0, 600),
 }
+
+
+# End-to-end only (tests/e2e/test_audit_fleet.py): bugs on the fleet path that the
+# function-level entries cannot see.
+
+
+def batch_sends_readings(mp) -> None:
+    """The reporter charges its ledger and privatises every step with the real Square Wave
+    (``reporter.values`` holds the SW outputs), but the batch it PUBLISHES carries the
+    normalised readings: a wiring bug between the mechanism and the wire. The ``sw`` and
+    ``stream`` entries call the mechanism and read ``reporter.values``, so they pass; the
+    collector accepts the values (0 and 1 lie in the SW output domain); only the trace
+    shows the readings in the clear."""
+    real_add = protocol.stream.StreamReporter.add_readings
+    real_send = protocol.stream.StreamReporter._send_batch
+
+    def add_readings(self, readings, now):
+        # note the normalised readings first: real_add may publish at once (credit)
+        x = np.asarray(readings, dtype=float).ravel()
+        if not hasattr(self, "_mutant_clean"):
+            self._mutant_clean = np.full(self.config.steps, np.nan)
+        start = self.privatised
+        end = min(start + x.size, self.config.steps)
+        if end > start and np.all(np.isfinite(x)):
+            clean = protocol.sw.normalise(x[: end - start], self.config.lo, self.config.hi)
+            self._mutant_clean[start:end] = clean
+        real_add(self, readings, now)
+
+    def send_batch(self, seq, now):
+        privatised = self.values
+        self.values = getattr(self, "_mutant_clean", privatised)
+        try:
+            real_send(self, seq, now)
+        finally:
+            self.values = privatised
+
+    mp.setattr(protocol.stream.StreamReporter, "add_readings", add_readings)
+    mp.setattr(protocol.stream.StreamReporter, "_send_batch", send_batch)

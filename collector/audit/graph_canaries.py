@@ -1,0 +1,373 @@
+"""Graph canaries for the CADR-LDP degree release (seed 001, Section 5.1, constructions
+A-D adapted to node-LDP) — theory of operation.
+
+What is audited. The collector's view of one CADR-LDP run with a GIVEN theta (no theta
+search, so no secure sums): the noisy degree every node releases in DSR, as published on
+``rel/degrees``. (The relay's phase counts the collector also learns are disclosed by
+design and not DP, ``docs/cadr.md``; they are left out.)
+
+How a run is made (``cadr_release``). Every node's private input is its OWN adjacency
+list, and the lists need not be symmetric: that is what the formal node-LDP model needs
+(one node's list changes, every other node's list stays as it was). The fleet's
+``CadrDevice`` cannot take such an input (a device that receives an NDOE code from a node
+it does not list refuses the whole delivery, and a device missing a listed neighbour's code
+stops), and ``collector.cadr_reference.private_run`` takes a symmetric ``Graph`` only. So
+the run is driven here, on the real pieces, exactly as ``CadrDevice`` uses them:
+
+1. NDOE: each node samples its code with ``ExponentialMechanism(alpha eps / 2, D)`` over
+   ``ndoe_scores(len(own list), ndoe_partitions(0, D, parts))`` and sends it to every node
+   it lists; a recipient keeps a code only from a node IT lists (``CadrDevice._take_codes``
+   refuses the others). A listed neighbour that sent no code gets the placeholder code 0:
+   such a neighbour never answers the LPEA request (below), so it never enters the pool
+   and its code orders nothing.
+2. LPEA: one ``protocol.lpea.LpeaNode`` per node (compact mode, Warner RR at alpha eps / 2,
+   order ``low`` = LPEA-LOW), with a lock-step delivery loop like ``protocol.peer_relay``:
+   each superstep collects every node's items (node order, then emission order) and
+   delivers them to the recipients in sender order. A recipient refuses an item from a
+   node it does not list (``RemoteProtocolError``, no state change — the machine's own
+   validation). A request that is never answered is given up by the machine's own
+   ``finish_requests`` when the step loop is quiet (it then counts as not asked). Rounds
+   run until one adds no edge (the collector's stopping rule).
+3. DSR: every node releases ``protocol.dsr.dsr_release(kept, theta, (1 - alpha) eps)``.
+
+All randomness comes from the one generator of the trial, drawn in a fixed order.
+
+The neighbouring pair (node-LDP, the CADR-LDP claim). The centre ``v``'s list is all its
+star leaves in D and EMPTY in D'; every other node's list is identical in both worlds (the
+leaves still list ``v``). The whole view is a function of the inputs, of which exactly one
+differs. ``node_pair_differs_in_one_list`` checks this for every canary.
+
+Claims. CADR-LDP claims eps, the node's total budget (NDOE alpha eps / 2 + LPEA alpha eps /
+2 + DSR (1 - alpha) eps). This audit REFUTES that claim for the whole view
+(docs/audit-graph.md): LPEA's establish/confirm is a hard cap, not randomised, so a leaf
+can keep its edge with ``v`` only when ``v`` lists it, and the leaves' own DSR releases
+therefore depend on ``v``'s list too. For a star whose leaves have no other edge the view's
+loss is at most (1 - alpha) eps (v's release, kept degree <= theta) plus (1 - alpha) eps /
+theta per leaf whose kept degree moves by 1 (<= theta of them): 2 (1 - alpha) eps (the
+kept-degree vectors of D and D' are at L1 distance <= 2 theta over their supports). The
+star with k = theta = 1 (``GRAPH_FINDINGS["degree-star-tight"]``) certifies eps_LB > eps
+at every budget. So the battery entries audit the node-LDP pairs against 2 eps (``"two
+lists"``: each edge sits in two lists, the factor of relationship DP): proven for the
+star (A); for B-D (leaf-leaf and background edges, where a change at ``v`` can cascade
+through the projection) it is the conjectured analogue, not a theorem. ``GRAPH_FINDINGS``
+also holds A and B against eps itself (not in the battery: they alarm, correctly).
+
+The group canary (``degree-star-group``): the symmetric change of central node-DP — the
+leaves also drop ``v`` in D' — changes k + 1 inputs; its honest claim is (k + 1) eps.
+
+Constructions (seed 001, adapted): A ``star`` (star vs isolated centre); B ``star-edge``
+(star plus an edge between two leaves); C ``er`` (B's extra edge is shared with an
+Erdos-Renyi background graph, scaled down to ``ER_N`` nodes at ``ER_P``); D ``connected``
+(a hub ``w`` adjacent to ``v`` and every leaf, and — as in the seed's D — ``(w, v)`` shared
+with an ER background; ``v`` keeps ``w`` in D', so the graph stays connected).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from collector.audit.core import Canary, Witness
+from protocol.errors import ParameterError, RemoteProtocolError
+
+__all__ = [
+    "GRAPH_BATTERY",
+    "GRAPH_FINDINGS",
+    "GraphCanary",
+    "cadr_release",
+    "construction",
+    "graph_audit_canary",
+    "graph_witnesses",
+    "node_pair_differs_in_one_list",
+]
+
+Lists = tuple[tuple[int, ...], ...]
+
+ALPHA = 0.1  # the seed's Fig. 6 split (protocol.cadr_budget.ALPHA_DEFAULT)
+NDOE_PARTS = 16  # as collector.cadr_reference
+THETA = 4  # given, not searched
+STAR_LEAVES = 8  # k: the seed uses 999; scaled down for runtime (v's release clips at theta)
+ER_N = 20  # the seed's background is n = 1000, p = 0.025; scaled down for runtime
+ER_P = 0.2
+ER_SEED = 1  # the background graph is a fixed, public part of the canary
+RUN = "audit"
+
+
+def _ids(n: int) -> list[str]:
+    width = max(4, len(str(n)))
+    return [f"n{i:0{width}d}" for i in range(n)]  # string order = numeric order
+
+
+def cadr_release(
+    lists: Lists,
+    theta: int,
+    eps: float,
+    rng: np.random.Generator,
+    *,
+    alpha: float = ALPHA,
+    degree_bound: int | None = None,
+    order: str = "low",
+) -> np.ndarray:
+    """One CADR-LDP run on (possibly asymmetric) adjacency lists (module docstring):
+    the released noisy degree of every node, in node order."""
+    import protocol.dsr as dsr
+    from protocol.cadr_budget import CadrBudget
+    from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+    from protocol.lpea import LpeaNode, RoundFinished
+
+    n = len(lists)
+    budget = CadrBudget(eps, alpha)
+    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
+    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
+    mechanism = ExponentialMechanism(budget.ndoe, bound)
+    listed = [set(a) for a in lists]
+    # 1. NDOE: own degree -> code; kept by a recipient only from a node it lists
+    scores: dict[int, np.ndarray] = {}
+    sent = np.empty(n, dtype=np.int64)
+    for i, own in enumerate(lists):
+        d = len(own)
+        if d not in scores:
+            scores[d] = ndoe_scores(d, parts)
+        sent[i] = mechanism.sample(scores[d], rng)
+    ids = _ids(n)
+    index = {name: i for i, name in enumerate(ids)}
+    nodes = []
+    for i, own in enumerate(lists):
+        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
+        nodes.append(LpeaNode(RUN, ids[i], codes, theta, budget.lpea, rng, order, compact=True))
+    # 2. LPEA rounds in lock-step supersteps
+    r = 0
+    while True:
+        for node in nodes:
+            node.start_round(r, 0.0)
+        added = 0
+        while True:
+            by_dst: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
+            for i, node in enumerate(nodes):
+                for event in node.pop_events():
+                    if isinstance(event, RoundFinished):
+                        added += event.added
+                for item in node.pop_items():
+                    by_dst[index[item.peer]].append((ids[i], item.kind, item.value))
+            if by_dst:
+                for dst in sorted(by_dst):
+                    node = nodes[dst]
+                    for sender, kind, value in by_dst[dst]:
+                        # refused by the recipient when the sender is not in its list
+                        with contextlib.suppress(RemoteProtocolError):
+                            node.receive_item(sender, kind, value, r, 0.0)
+                continue
+            stuck = [node for node in nodes if node._phase == "requesting"]
+            if not stuck:
+                break
+            for node in stuck:  # answers that never come: give up, count as not asked
+                node.finish_requests(0.0)
+        if any(not node.round_done for node in nodes):
+            raise RuntimeError("LPEA round did not finish")  # cannot happen: quiet, no stuck
+        if added == 0:
+            break
+        r += 1
+    kept = np.array([len(node.kept) for node in nodes], dtype=np.int64)
+    # 3. DSR
+    return np.asarray(dsr.dsr_release(kept, theta, budget.dsr, rng), dtype=float)
+
+
+# ---- canary constructions ---------------------------------------------------------------
+
+
+def _lists(n: int, edges: Sequence[tuple[int, int]]) -> list[set[int]]:
+    out: list[set[int]] = [set() for _ in range(n)]
+    for a, b in edges:
+        if a != b:
+            out[a].add(b)
+            out[b].add(a)
+    return out
+
+
+def _freeze(lists: list[set[int]]) -> Lists:
+    return tuple(tuple(sorted(a)) for a in lists)
+
+
+def _er_edges(nodes: Sequence[int], p: float, seed: int) -> list[tuple[int, int]]:
+    rng = np.random.default_rng(seed)
+    nodes = list(nodes)
+    edges = []
+    for x in range(len(nodes)):
+        hits = np.flatnonzero(rng.random(len(nodes) - x - 1) < p)
+        edges.extend((nodes[x], nodes[x + 1 + h]) for h in hits.tolist())
+    return edges
+
+
+@dataclass(frozen=True)
+class GraphCanary:
+    """A node-LDP neighbouring pair: adjacency lists in D and D', the centre ``v``, its
+    star leaves, and what differs."""
+
+    name: str
+    lists_d: Lists
+    lists_dprime: Lists
+    centre: int
+    leaves: tuple[int, ...]
+    description: str
+
+    @property
+    def n(self) -> int:
+        return len(self.lists_d)
+
+    def changed(self) -> list[int]:
+        """Nodes whose own list differs between the worlds."""
+        pairs = zip(self.lists_d, self.lists_dprime, strict=True)
+        return [i for i, (a, b) in enumerate(pairs) if a != b]
+
+
+def construction(kind: str, *, leaves: int = STAR_LEAVES, symmetric: bool = False) -> GraphCanary:
+    """Construction ``star`` (A), ``star-edge`` (B), ``er`` (C) or ``connected`` (D); node 0
+    is the centre ``v``, nodes 1..k its leaves. ``symmetric`` makes D' the central node-DP
+    neighbour (the leaves drop ``v`` too: k + 1 lists change)."""
+    k = leaves
+    v, star = 0, list(range(1, k + 1))
+    edges = [(v, leaf) for leaf in star]
+    n = k + 1
+    kept_in_dprime: set[int] = set()
+    if kind == "star":
+        text = f"star of {k} leaves vs isolated centre"
+    elif kind == "star-edge":
+        edges.append((1, 2))
+        text = f"star of {k} leaves + leaf edge (1, 2) vs isolated centre"
+    elif kind == "er":
+        background = [1, 2, *range(n, n + ER_N - 2)]  # the ER graph shares nodes 1, 2
+        n += ER_N - 2
+        edges += _er_edges(background, ER_P, ER_SEED)
+        edges.append((1, 2))
+        text = f"star of {k} leaves sharing edge (1, 2) with ER(n={ER_N}, p={ER_P}) vs isolated"
+    elif kind == "connected":
+        w = n
+        n += 1
+        edges += [(w, leaf) for leaf in star] + [(w, v)]
+        background = [v, w, *range(n, n + ER_N - 2)]  # the ER graph shares v, w and (w, v)
+        n += ER_N - 2
+        edges += [e for e in _er_edges(background, ER_P, ER_SEED) if v not in e]
+        kept_in_dprime = {w}
+        text = (
+            f"star of {k} leaves + hub w on all, (w, v) shared with ER(n={ER_N}, p={ER_P}); "
+            "v keeps only w"
+        )
+    else:
+        raise ParameterError(f"unknown construction {kind!r}", field="kind")
+    d = _lists(n, edges)
+    dp = [set(a) for a in d]
+    dropped = set(d[v]) - kept_in_dprime
+    dp[v] = set(kept_in_dprime)
+    if symmetric:
+        for u in dropped:
+            dp[u].discard(v)
+        text += f" (symmetric: {len(dropped) + 1} lists change)"
+    else:
+        text += " (node-LDP: only v's list changes)"
+    return GraphCanary(kind, _freeze(d), _freeze(dp), v, tuple(star), text)
+
+
+def node_pair_differs_in_one_list(canary: GraphCanary) -> bool:
+    """The formal node-LDP relation: exactly one node's own list differs."""
+    return len(canary.lists_d) == len(canary.lists_dprime) and len(canary.changed()) == 1
+
+
+# ---- witnesses ------------------------------------------------------------------------------
+
+
+def _reference_histogram(lists: Lists, theta: int) -> np.ndarray:
+    degrees = np.minimum([len(a) for a in lists], theta)
+    return np.bincount(degrees, minlength=theta + 1) / len(lists)
+
+
+def graph_witnesses(canary: GraphCanary, theta: int) -> dict[str, Witness]:
+    """Seed 001's battery on released degree vectors (rows = runs): the centre's released
+    degree, the edge count (sum / 2), the max released degree, the L1 distance of the
+    post-processed histogram (round, clip to [0, theta]) to the D world's true clipped
+    histogram (public: a property of the canary, not of any sample), and the star score
+    ``clip(y_v, 0, theta) + sum over leaves clip(y_u, 0, 1)`` (the log-likelihood-ratio
+    shape when v keeps edges with its leaves)."""
+    reference = _reference_histogram(canary.lists_d, theta)
+    v, leaves = canary.centre, list(canary.leaves)
+
+    def rows(y) -> np.ndarray:
+        return np.atleast_2d(np.asarray(y, dtype=float))
+
+    def histogram_l1(y) -> np.ndarray:
+        arr = np.clip(np.rint(rows(y)), 0, theta).astype(np.int64)
+        counts = np.stack([np.bincount(r, minlength=theta + 1) for r in arr])
+        return np.abs(counts / arr.shape[1] - reference).sum(axis=1)
+
+    return {
+        "centre degree": lambda y: rows(y)[:, v],
+        "edge count": lambda y: rows(y).sum(axis=1) / 2.0,
+        "max degree": lambda y: rows(y).max(axis=1),
+        "histogram L1": histogram_l1,
+        "star score": lambda y: (
+            np.clip(rows(y)[:, v], 0, theta) + np.clip(rows(y)[:, leaves], 0, 1).sum(axis=1)
+        ),
+    }
+
+
+def graph_audit_canary(gc: GraphCanary, theta: int, eps: float) -> Canary:
+    """The audit ``Canary``: n CADR-LDP runs on D's lists / D''s lists (same public D)."""
+    bound = max(max(len(a) for a in gc.lists_d), max(len(a) for a in gc.lists_dprime), 1)
+
+    def sampler(lists: Lists) -> Callable[[np.random.Generator, int], np.ndarray]:
+        def run(rng: np.random.Generator, n: int) -> np.ndarray:
+            return np.stack(
+                [cadr_release(lists, theta, eps, rng, degree_bound=bound) for _ in range(n)]
+            )
+
+        return run
+
+    return Canary(gc.description, sampler(gc.lists_d), sampler(gc.lists_dprime), gc.description)
+
+
+# ---- battery entries ------------------------------------------------------------------------
+
+
+def _entry(kind: str, *, leaves: int = STAR_LEAVES, theta: int = THETA, symmetric: bool = False,
+           trials: int = 2000, claim: str = "two lists"):  # fmt: skip
+    """A battery builder. ``claim``: ``"eps"`` (CADR-LDP's own node-LDP claim), ``"two
+    lists"`` (2 eps: module docstring) or ``"group"`` ((number of changed lists) x eps)."""
+
+    def build(eps: float, delta: float):
+        from collector.audit.battery import AuditSpec
+
+        gc = construction(kind, leaves=leaves, symmetric=symmetric)
+        factor = {"eps": 1, "two lists": 2, "group": len(gc.changed())}[claim]
+        return AuditSpec(
+            f"cadr {kind}",
+            graph_audit_canary(gc, theta, eps),
+            graph_witnesses(gc, theta),
+            factor * eps,
+            delta=delta,
+            trials=trials,
+            notes=f"theta = {theta} given; alpha = {ALPHA}; claim {claim}: {factor} x eps",
+            extra={"theta": theta, "leaves": leaves, "nodes": gc.n, "changed": gc.changed()},
+        )
+
+    return build
+
+
+GRAPH_BATTERY = {
+    "degree-star": _entry("star"),
+    "degree-star-edge": _entry("star-edge"),
+    "degree-er": _entry("er"),
+    "degree-connected": _entry("connected"),
+    "degree-star-group": _entry("star", symmetric=True, claim="group"),
+}
+
+# Not in the battery: the canary that refutes the eps claim for the whole view (module
+# docstring; docs/audit-graph.md). k = theta = 1: v's release and its one leaf's release
+# each move by theta, so the view's loss reaches 2 (1 - alpha) eps > eps.
+GRAPH_FINDINGS = {
+    "degree-star-tight": _entry("star", leaves=1, theta=1, trials=4000, claim="eps"),
+    "degree-star-eps": _entry("star", claim="eps"),
+    "degree-star-edge-eps": _entry("star-edge", claim="eps"),
+}
