@@ -13,11 +13,15 @@ import random
 import socket
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 
 from broker.transport import Delivery, TransportError
+
+if TYPE_CHECKING:
+    from broker.auth import Credentials
 
 DEFAULT_MQTT_PORT = 1883
 
@@ -90,7 +94,13 @@ async def broker_reachable(address: BrokerAddress, timeout: float = 3.0) -> bool
 
 
 class MqttTransport:
-    """Connections to one MQTT broker."""
+    """Connections to one MQTT broker.
+
+    With ``credentials`` (a run's ``broker.auth.Credentials``) every connection logs in as
+    the identity its client id belongs to (``{run}-d0007`` as ``d0007``, ``{run}-collector-*``
+    as ``collector``, ...); explicit ``username``/``password`` arguments win, and the URL's
+    user and password are used for client ids of no identity. Without ``credentials`` the
+    ambient ones of a run (``broker.auth.ambient``: a device shard's) apply, if any."""
 
     def __init__(
         self,
@@ -98,11 +108,29 @@ class MqttTransport:
         *,
         connect_attempts: int = 6,
         keepalive: int = 60,
+        credentials: Credentials | None = None,
     ) -> None:
         self.address = parse_broker_url(address) if isinstance(address, str) else address
         self.name = self.address.url
         self.connect_attempts = connect_attempts
         self.keepalive = keepalive
+        if credentials is None:
+            from broker.auth import ambient
+
+            credentials = ambient()
+        self.credentials = credentials
+
+    def login(
+        self, client_id: str, username: str | None, password: str | None
+    ) -> tuple[str | None, str | None]:
+        """The (username, password) a connection as ``client_id`` presents."""
+        if username is not None:
+            return username, password
+        if self.credentials is not None:
+            found = self.credentials.for_client(client_id)
+            if found is not None:
+                return found
+        return self.address.username, self.address.password
 
     @contextlib.asynccontextmanager
     async def connect(
@@ -115,13 +143,14 @@ class MqttTransport:
     ) -> AsyncIterator[MqttConnection]:
         """Connect with retries (exponential backoff with jitter) and yield the connection."""
         delay = 0.05
+        username, password = self.login(client_id, username, password)
         for attempt in range(1, self.connect_attempts + 1):
             client = aiomqtt.Client(
                 self.address.host,
                 self.address.port,
                 identifier=client_id,
-                username=username or self.address.username,
-                password=password or self.address.password,
+                username=username,
+                password=password,
                 clean_session=clean_session,
                 keepalive=self.keepalive,
                 timeout=30,
@@ -132,6 +161,20 @@ class MqttTransport:
             client.pending_calls_threshold = 1_000_000
             try:
                 await client.__aenter__()
+            except aiomqtt.MqttCodeError as error:
+                if _refused(error):  # bad credentials or not authorised: retrying won't help
+                    raise TransportError(
+                        f"{client_id}: {self.name} refused the connection "
+                        f"(user {username!r}): {error}"
+                    ) from error
+                if attempt == self.connect_attempts:
+                    raise TransportError(
+                        f"{client_id}: cannot connect to {self.name} after {attempt} "
+                        f"attempts: {error}"
+                    ) from error
+                await asyncio.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 2.0)
+                continue
             except aiomqtt.MqttError as error:
                 if attempt == self.connect_attempts:
                     raise TransportError(
@@ -147,6 +190,13 @@ class MqttTransport:
         finally:
             with contextlib.suppress(aiomqtt.MqttError, asyncio.CancelledError):
                 await client.__aexit__(None, None, None)
+
+
+def _refused(error: aiomqtt.MqttCodeError) -> bool:
+    """A CONNACK refusal for credentials (MQTT 3.1.1 codes 4 and 5; v5 0x86, 0x87)."""
+    rc = getattr(error, "rc", None)
+    code = int(getattr(rc, "value", rc)) if rc is not None else -1
+    return code in (4, 5, 0x86, 0x87)
 
 
 PUBLISH_WINDOW = 32  # concurrent QoS 1 publishes per connection in publish_many
@@ -181,11 +231,20 @@ class MqttConnection:
         await asyncio.gather(*(one(topic, payload) for topic, payload in items))
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
-        """Subscribe to all filters in one SUBSCRIBE packet."""
+        """Subscribe to all filters in one SUBSCRIBE packet; ``TransportError`` names the
+        filters the broker refused (SUBACK 0x80: not authorised, or an invalid filter).
+        (Mosquitto 2.0 grants a filter wider than the ACL and filters at delivery.)"""
         try:
-            await self._client.subscribe([(pattern, qos) for pattern in filters])
+            granted = await self._client.subscribe([(pattern, qos) for pattern in filters])
         except aiomqtt.MqttError as error:
             raise TransportError(f"{self.client_id}: subscribe failed: {error}") from error
+        refused = [
+            pattern
+            for pattern, code in zip(filters, granted, strict=False)
+            if int(getattr(code, "value", code)) >= 0x80
+        ]
+        if refused:
+            raise TransportError(f"{self.client_id}: the broker refused subscription {refused}")
 
     async def messages(self) -> AsyncIterator[Delivery]:
         """Every delivery until the connection closes."""

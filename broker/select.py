@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from broker.auth import Credentials, ambient
 from broker.embedded import EmbeddedBrokerProcess
 from broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
 from broker.transport import MemoryTransport, Transport
@@ -24,10 +25,18 @@ class BrokerInfo:
 
 
 @contextlib.asynccontextmanager
-async def open_broker(spec: str | Transport) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
+async def open_broker(
+    spec: str | Transport, *, credentials: Credentials | None = None
+) -> AsyncIterator[tuple[Transport, BrokerInfo]]:
     """Yield a transport for ``spec``; an embedded broker lives as long as the block.
 
-    ``spec`` may also be a ready ``Transport`` (e.g. a ``MemoryTransport`` with drop rules)."""
+    ``spec`` may also be a ready ``Transport`` (e.g. a ``MemoryTransport`` with drop rules),
+    used as given. With ``credentials`` (default: the ambient ones of a run,
+    ``broker.auth.ambient``) the embedded broker and the in-memory one enforce the run's
+    ACL, and every connection logs in with its identity's password; for a URL, the
+    broker must already know them (``ldpfleet mosquitto-config``)."""
+    if credentials is None:
+        credentials = ambient()
     if not isinstance(spec, str):
         yield (
             spec,
@@ -35,12 +44,15 @@ async def open_broker(spec: str | Transport) -> AsyncIterator[tuple[Transport, B
         )
         return
     if spec == "memory":
-        yield MemoryTransport(), BrokerInfo("memory", "memory")
+        yield MemoryTransport(credentials=credentials), BrokerInfo("memory", "memory")
         return
     if spec == "embedded":
-        async with EmbeddedBrokerProcess() as broker:
+        async with EmbeddedBrokerProcess(credentials=credentials) as broker:
             assert broker.address is not None
-            yield MqttTransport(broker.address), BrokerInfo("embedded", broker.url)
+            yield (
+                MqttTransport(broker.address, credentials=credentials),
+                BrokerInfo("embedded", broker.url),
+            )
         return
     try:
         address = parse_broker_url(spec)
@@ -51,4 +63,4 @@ async def open_broker(spec: str | Transport) -> AsyncIterator[tuple[Transport, B
             f"no MQTT broker answers at {address.host}:{address.port}; start one "
             "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded"
         )
-    yield MqttTransport(address), BrokerInfo("mqtt", address.url)
+    yield MqttTransport(address, credentials=credentials), BrokerInfo("mqtt", address.url)

@@ -16,9 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from broker.auth import Credentials
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,32 @@ class Transport(Protocol):
         password: str | None = None,
     ) -> contextlib.AbstractAsyncContextManager[Connection]:
         """Open a connection; closed when the context exits."""
+
+
+class AsUser:
+    """A transport whose connections all log in as one identity (e.g. a run's ``admin``
+    for an attack experiment that models what gets past the broker's ACL)."""
+
+    def __init__(self, transport: Transport, username: str, password: str) -> None:
+        self.transport = transport
+        self.name = transport.name
+        self.username = username
+        self._password = password
+
+    def connect(
+        self,
+        client_id: str,
+        *,
+        clean_session: bool = True,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """Connect as ``client_id`` with this identity (unless told another)."""
+        if username is None:
+            username, password = self.username, self._password
+        return self.transport.connect(
+            client_id, clean_session=clean_session, username=username, password=password
+        )
 
 
 # In-memory transport -------------------------------------------------------------------
@@ -143,17 +175,46 @@ class TopicTrie:
 
 
 class MemoryTransport:
-    """An in-process broker. ``drop`` and ``delay`` rules apply per delivery."""
+    """An in-process broker. ``drop`` and ``delay`` rules apply per delivery.
+
+    With ``credentials`` it enforces the run's ACL like a real broker does
+    (``broker.auth``): a connection must log in (explicit username/password, or the
+    identity its client id belongs to), a refused subscription raises ``TransportError``
+    (the MQTT transport raises on a SUBACK refusal too), and an unauthorised publish is
+    dropped and recorded in ``denied`` (brokers drop them silently; MQTT 3.1.1 has no
+    error for it), so a topic mistake shows up in tests on memory too."""
 
     name = "memory"
 
-    def __init__(self, *, drop: DropRule | None = None, delay: DelayRule | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        drop: DropRule | None = None,
+        delay: DelayRule | None = None,
+        credentials: Credentials | None = None,
+    ) -> None:
         self.drop = drop
         self.delay = delay
+        self.credentials = credentials
         self._trie = TopicTrie()
         self._queues: dict[str, asyncio.Queue[Delivery | None]] = {}
         self.published = 0
         self.dropped = 0
+        self.denied: list[tuple[str, str, str]] = []  # (client id, action, topic)
+
+    def _login(self, client_id: str, username: str | None, password: str | None) -> str | None:
+        """The username a connection logs in with (``TransportError`` if refused)."""
+        if self.credentials is None:
+            return username
+        if username is None:
+            found = self.credentials.for_client(client_id)
+            username, password = found if found is not None else (None, None)
+        if not self.credentials.authenticate(username, password, client_id):
+            raise TransportError(
+                f"{client_id}: memory broker refused the connection (user {username!r}): "
+                "not authorised"
+            )
+        return username
 
     @contextlib.asynccontextmanager
     async def connect(
@@ -165,6 +226,7 @@ class MemoryTransport:
         password: str | None = None,
     ) -> AsyncIterator[MemoryConnection]:
         """Open an in-memory connection (a second one with the same id takes over, as MQTT)."""
+        user = self._login(client_id, username, password)
         old = self._queues.get(client_id)
         if old is not None:
             old.put_nowait(None)  # the broker disconnects the older session
@@ -172,11 +234,20 @@ class MemoryTransport:
         queue: asyncio.Queue[Delivery | None] = asyncio.Queue()
         self._queues[client_id] = queue
         try:
-            yield MemoryConnection(self, client_id, queue)
+            yield MemoryConnection(self, client_id, queue, user)
         finally:
             if self._queues.get(client_id) is queue:
                 del self._queues[client_id]
                 self._trie.remove_client(client_id)
+
+    def _permitted(self, connection: MemoryConnection, action: str, topic: str) -> bool:
+        if self.credentials is None:
+            return True
+        if self.credentials.allowed(connection.username, connection.client_id, action, topic):
+            return True
+        self.denied.append((connection.client_id, action, topic))
+        log.warning("%s: not authorised to %s %s", connection.client_id, action, topic[:200])
+        return False
 
     def _route(self, topic: str, payload: bytes) -> None:
         self.published += 1
@@ -200,27 +271,37 @@ class MemoryConnection:
     """A client of ``MemoryTransport``."""
 
     def __init__(
-        self, broker: MemoryTransport, client_id: str, queue: asyncio.Queue[Delivery | None]
+        self,
+        broker: MemoryTransport,
+        client_id: str,
+        queue: asyncio.Queue[Delivery | None],
+        username: str | None = None,
     ) -> None:
         self._broker = broker
         self.client_id = client_id
+        self.username = username
         self._queue = queue
 
     async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
         """Route a message to every matching subscriber."""
         if self._broker._queues.get(self.client_id) is not self._queue:
             raise TransportError(f"{self.client_id}: publish on a closed connection")
-        self._broker._route(topic, bytes(payload))
+        if self._broker._permitted(self, "publish", topic):
+            self._broker._route(topic, bytes(payload))
         await asyncio.sleep(0)  # a publish is a scheduling point, as on a socket
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
         """Route several messages."""
         for topic, payload in items:
-            self._broker._route(topic, bytes(payload))
+            if self._broker._permitted(self, "publish", topic):
+                self._broker._route(topic, bytes(payload))
         await asyncio.sleep(0)
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
-        """Add subscriptions."""
+        """Add subscriptions (``TransportError`` if the ACL refuses one; none is added)."""
+        refused = [p for p in filters if not self._broker._permitted(self, "subscribe", p)]
+        if refused:
+            raise TransportError(f"{self.client_id}: the broker refused subscription {refused}")
         for pattern in filters:
             self._broker._trie.add(pattern, self.client_id)
 

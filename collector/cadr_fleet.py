@@ -13,6 +13,8 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    ``ndoe`` (one round), then ``lpea`` (rounds until one adds nothing), and waits for
    each ``PhaseReport`` (counts only: rounds, supersteps, items).
 5. DSR: every device's ``DsrReport`` goes through ``protocol.cadr_collect.DsrIntake``;
+   a device's ``BudgetRefused`` (``up/budget_refused``, at any stage; held until θ exists)
+   takes it off the list of releases awaited (``CadrOutcome.budget_refusals``);
    an accepted release is persisted (``collector.store.ReportStore``, when a path is given)
    before it is acknowledged.
 6. The release: the noisy degree sequence (by device) and the degree histogram over
@@ -44,6 +46,7 @@ from protocol.cadr_collect import DsrAccepted, DsrIntake
 from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
 from protocol.dsr import post_process_distribution
 from protocol.errors import RemoteProtocolError
+from protocol.messages import BudgetRefused
 from protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from protocol.secagg.encoding import FixedPoint
 
@@ -70,6 +73,7 @@ class CadrOutcome:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     rejected: int = 0
     duplicates: int = 0
+    budget_refusals: dict[str, dict] = field(default_factory=dict)
 
 
 async def run_cadr_collector(
@@ -112,7 +116,8 @@ async def run_cadr_collector(
         outcome.stage_seconds[name] = round(now - stage_started, 3)
         stage_started = now
 
-    upstream = [[topics.up(run, d, "dsr")] for d in members]
+    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in members]
+    early_refusals: list[tuple[topics.Topic, BudgetRefused]] = []  # before θ exists
     upstream.append([topics.svc(run, RELAY_ID, "phase")])
     async with (
         transport.connect(f"{run}-collector-cadr") as conn,
@@ -140,22 +145,30 @@ async def run_cadr_collector(
                         phase_reports.put_nowait(message)
                     continue
                 if intake is None:
+                    if isinstance(message, BudgetRefused) and len(early_refusals) < len(members):
+                        early_refusals.append((topic, message))  # e.g. the plan refused
+                        continue
                     outcome.rejected += 1  # a release before θ exists cannot be valid
                     continue
-                intake.receive(topic, message, loop.time())
-                accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
-                if store is not None and accepted:
-                    store.persist(
-                        (e.device, e.seq, 0, [e.value], time.time())
-                        for e in accepted
-                        if not e.duplicate
-                    )
-                for event in accepted:  # persisted: now acknowledge
-                    outcome.duplicates += event.duplicate
-                    intake.ack(event.device, event.seq)
-                await publish_outbound(conn, intake)
-                if intake.complete:
-                    all_released.set()
+                await handle(topic, message, loop.time())
+
+        async def handle(topic: topics.Topic, message: object, now: float) -> None:
+            """One DSR release or budget refusal: persist accepted releases, then ack."""
+            assert intake is not None
+            intake.receive(topic, message, now)  # type: ignore[arg-type]
+            accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
+            if store is not None and accepted:
+                store.persist(
+                    (e.device, e.seq, 0, [e.value], time.time())
+                    for e in accepted
+                    if not e.duplicate
+                )
+            for event in accepted:  # persisted: now acknowledge
+                outcome.duplicates += event.duplicate
+                intake.ack(event.device, event.seq)
+            await publish_outbound(conn, intake)
+            if intake.complete:
+                all_released.set()
 
         async def run_phase(phase: str, **options: object) -> dict:
             await broadcast("relay_phase", RelayPhase, phase=phase, **options)
@@ -207,6 +220,9 @@ async def run_cadr_collector(
                 lap("theta")
                 outcome.theta = theta
                 intake = DsrIntake(run, members, theta, budget.dsr)
+                held, early_refusals[:] = list(early_refusals), []
+                for topic, message in held:
+                    await handle(topic, message, time.monotonic())
                 await broadcast("cadr_theta", CadrTheta, theta=theta)
                 outcome.phases["ndoe"] = await run_phase("ndoe")
                 outcome.phases["lpea"] = await run_phase(
@@ -226,6 +242,7 @@ async def run_cadr_collector(
                 store.close()
         assert intake is not None
         outcome.rejected += intake.rejected
+        outcome.budget_refusals = dict(sorted(intake.refusals.items()))
         outcome.released = dict(sorted(intake.values.items()))
         values = np.array(list(outcome.released.values()))
         outcome.histogram = post_process_distribution(values, theta).tolist()

@@ -13,6 +13,12 @@ collector accepts one release per device and refuses (counted, published on
   retransmission whose ack was lost) is accepted again as a duplicate, so it is acked
   again but counted once.
 
+A device that refused to spend (``BudgetRefused`` on ``up/budget_refused``: its ledger
+cannot afford the plan or a stage) is recorded in ``refusals`` and no longer awaited:
+``complete`` counts it, ``missing`` leaves it out, and a release it sends afterwards is
+refused (``seq``, reason ``refused``). A refusal must name the ``node`` account and a CADR
+request, once per device (the same refusal again is ignored).
+
 ``DsrAccepted`` events go to the pump, which persists the value and only then calls
 ``ack`` (``Ack`` on the device's inbox): an acknowledged release is never lost.
 """
@@ -28,11 +34,12 @@ from protocol.cadr_messages import DsrReport
 from protocol.dsr import dsr_scale
 from protocol.errors import RemoteProtocolError
 from protocol.events import Event, PeerFacingMachine
-from protocol.messages import Ack, Message
+from protocol.messages import Ack, BudgetRefused, Message
 
-__all__ = ["TAIL_SCALES", "DsrAccepted", "DsrIntake"]
+__all__ = ["CADR_REQUESTS", "TAIL_SCALES", "DsrAccepted", "DsrIntake"]
 
 TAIL_SCALES = 60.0
+CADR_REQUESTS = ("cadr_plan", "ndoe", "lpea", "dsr")  # what a device can refuse to pay for
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,23 +64,59 @@ class DsrIntake(PeerFacingMachine):
         self.scale = dsr_scale(theta, eps_dsr)
         self.values: dict[str, float] = {}
         self._seqs: dict[str, int] = {}
+        self.refusals: dict[str, dict] = {}
 
     @property
     def complete(self) -> bool:
-        """Every device's release is in."""
-        return len(self.values) == len(self.devices)
+        """Every device's release is in, or the device refused to spend."""
+        return len(self.values) + len(self.refusals) == len(self.devices)
 
     def missing(self) -> list[str]:
-        """Devices whose release is not in yet."""
-        return sorted(self.devices - self.values.keys())
+        """Devices whose release is not in yet (refusals are not missing)."""
+        return sorted(self.devices - self.values.keys() - self.refusals.keys())
+
+    def _on_refusal(self, message: BudgetRefused) -> None:
+        device = message.sender
+        if message.account != "node" or message.request not in CADR_REQUESTS:
+            raise RemoteProtocolError(
+                f"refusal of {message.request!r} on account {message.account!r} is not a "
+                "CADR-LDP spend",
+                field="request",
+                code="parameter_mismatch",
+            )
+        if device in self.values:
+            raise RemoteProtocolError(
+                f"{device} already released a value", field="request", code="out_of_order"
+            )
+        if device in self.refusals:
+            return  # the same device refusing again (a later stage): once is enough
+        self.refusals[device] = {
+            "request": message.request,
+            "round": message.round,
+            "requested": message.requested,
+            "remaining": message.remaining,
+            "reason": message.reason,
+        }
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         self._check_upstream(topic, message)
-        if not isinstance(message, DsrReport):
-            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
         device = message.sender
         if device not in self.devices:
-            raise RemoteProtocolError(f"{device} is not a device of this run", field="sender")
+            raise RemoteProtocolError(
+                f"{device} is not a device of this run", field="sender", code="unknown_sender"
+            )
+        if isinstance(message, BudgetRefused):
+            self._on_refusal(message)
+            return
+        if not isinstance(message, DsrReport):
+            raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
+        if device in self.refusals:
+            raise RemoteProtocolError(
+                f"{device} refused to spend ({self.refusals[device]['request']}): no release "
+                "can follow",
+                field="seq",
+                code="refused",
+            )
         if message.theta != self.theta:
             raise RemoteProtocolError(
                 f"θ = {message.theta} is not the run's θ = {self.theta}", field="theta"

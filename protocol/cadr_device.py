@@ -29,6 +29,19 @@ private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-L
    Laplace(θ / (1-α)ε)`` in a ``DsrReport`` and re-sends it every ``retry`` seconds until
    the collector's ``Ack`` says it is persisted. The ledger then holds exactly ε (ll/lh).
 
+Budget safety. The collector's plan says what the run will spend (ε); a device may cap it
+(``max_eps``: its own budget for the run; None accepts the plan's ε). Every spend goes
+through the ledger first: the plan is admitted only if its whole split fits (all or
+nothing, like ``CadrBudget.charge_all``), and each of NDOE, LPEA and DSR charges before it
+draws. A request that does not fit is answered with ONE ``BudgetRefused`` on
+``up/budget_refused`` (``request`` = ``cadr_plan``/``ndoe``/``lpea``/``dsr``) — never
+silence — and from then on the device privatises nothing: it still answers the relay's
+steps so the phases do not stall, with data-independent content (NDOE code 0; an LPEA node
+of capacity 0 that proposes nothing, answers every request with randomized response of a
+constant "no" and refuses every establish), and sends no DSR release. It is finished when
+the LPEA phase ends. θ-search answers are exact secure sums and cost no budget (above), so
+a refused device keeps answering them.
+
 Deterministic: all randomness comes from the injected generator, drawn in the order of the
 inputs, and the relay fixes that order — so a seed gives the same release on every
 transport. Invalid input raises ``RemoteProtocolError`` naming the field, changes nothing.
@@ -45,11 +58,12 @@ from protocol import topics
 from protocol.cadr_budget import ACCOUNT, CadrBudget
 from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
 from protocol.dsr import dsr_release
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError, RemoteProtocolError
 from protocol.events import Event, Machine
 from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+from protocol.ledger import BudgetAccount, PrivacyLedger
 from protocol.lpea import LpeaNode, RoundFinished
-from protocol.messages import MAX_STEPS, Ack, Message
+from protocol.messages import MAX_STEPS, Ack, BudgetRefused, Message
 from protocol.peer_relay import RELAY_ID, PeerBatch, PeerDelivery, PeerItem, PeerStep
 from protocol.secagg.client import SecAggClient
 from protocol.secagg.messages import SA_MESSAGES
@@ -77,8 +91,12 @@ class CadrDevice(Machine):
         rng: np.random.Generator,
         *,
         retry: float = 5.0,
+        max_eps: float | None = None,
     ) -> None:
         super().__init__()
+        if max_eps is not None and not (isinstance(max_eps, int | float) and max_eps > 0):
+            raise ParameterError(f"must be > 0, got {max_eps!r}", field="max_eps")
+        self.max_eps = None if max_eps is None else float(max_eps)
         self.run = topics.check_ident(run, "run")
         self.device = topics.check_ident(device, "device")
         self.neighbours = tuple(sorted(topics.check_ident(n, "neighbours") for n in neighbours))
@@ -89,7 +107,8 @@ class CadrDevice(Machine):
         self.retry = retry
         self.plan: CadrPlan | None = None
         self.budget: CadrBudget | None = None
-        self.ledger = None
+        self.ledger: PrivacyLedger | None = None
+        self.refusal: BudgetRefused | None = None  # set once a spend was refused
         self.theta: int | None = None
         self.code: int | None = None
         self.codes: dict[str, int] = {}
@@ -129,8 +148,39 @@ class CadrDevice(Machine):
 
     @property
     def finished(self) -> bool:
-        """The release is persisted by the collector."""
-        return self.acked
+        """The release is persisted by the collector (or, after a budget refusal, the LPEA
+        phase the device still served is over)."""
+        return self.acked or (self.refusal is not None and "lpea" in self._phase_done)
+
+    def _refuse(self, request: str, r: int, requested: float, reason: str) -> None:
+        """Answer a request that would overspend with one ``BudgetRefused``."""
+        assert self.ledger is not None
+        account = self.ledger.account(ACCOUNT)
+        assert isinstance(account, BudgetAccount)
+        self.refusal = BudgetRefused(
+            run=self.run,
+            sender=self.device,
+            seq=self._next_seq(),
+            account=ACCOUNT,
+            request=request,
+            round=min(r, MAX_STEPS),
+            requested=min(requested, 50.0),
+            remaining=min(account.remaining, 1e6),
+            reason=reason[:500],
+        )
+        self._send(topics.up(self.run, self.device, "budget_refused"), self.refusal)
+
+    def _charge(self, eps: float, mechanism: str, request: str, r: int) -> bool:
+        """Charge the ledger before a release; False (one refusal sent) if it does not fit."""
+        assert self.ledger is not None
+        if self.refusal is not None:
+            return False
+        try:
+            self.ledger.charge(ACCOUNT, eps, mechanism=mechanism)
+        except BudgetExhausted as refusal:
+            self._refuse(request, r, eps, refusal.reason)
+            return False
+        return True
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -203,7 +253,20 @@ class CadrDevice(Machine):
             )
         self.plan = plan
         self.budget = CadrBudget(plan.eps, plan.alpha)
-        self.ledger = self.budget.open_ledger(self.device)
+        limit = plan.eps if self.max_eps is None else self.max_eps
+        self.ledger = PrivacyLedger(self.device)
+        self.ledger.open_account(ACCOUNT, BudgetAccount(limit))
+        account = self.ledger.account(ACCOUNT)
+        assert isinstance(account, BudgetAccount)
+        total = sum(eps for _, eps in self.budget.parts())
+        if not account.can_charge(total):  # all or nothing: refuse the plan up front
+            account.refusals += 1
+            self._refuse(
+                "cadr_plan",
+                0,
+                plan.eps,
+                f"the plan spends {total:.6g} but this device's budget is {limit:.6g}",
+            )
 
     def _require_plan(self) -> CadrPlan:
         if self.plan is None:
@@ -291,10 +354,12 @@ class CadrDevice(Machine):
             raise RemoteProtocolError("NDOE runs once", field="round")
         items: list[PeerItem] = []
         if plan.method != "ra":
-            partitions = ndoe_partitions(0, plan.degree_bound, plan.ndoe_parts)
-            mechanism = ExponentialMechanism(self.budget.ndoe, plan.degree_bound)
-            self.ledger.charge(ACCOUNT, self.budget.ndoe, mechanism="exponential")
-            self.code = mechanism.sample(ndoe_scores(self.degree, partitions), self._rng)
+            if self._charge(self.budget.ndoe, "exponential", "ndoe", r):
+                partitions = ndoe_partitions(0, plan.degree_bound, plan.ndoe_parts)
+                mechanism = ExponentialMechanism(self.budget.ndoe, plan.degree_bound)
+                self.code = mechanism.sample(ndoe_scores(self.degree, partitions), self._rng)
+            else:
+                self.code = 0  # refused: a data-independent code, nothing privatised
             items = [PeerItem(n, "code", self.code) for n in self.neighbours]
         else:
             self.code = 0  # RANDOM-ADD: no code, every candidate ties, order is random
@@ -313,13 +378,17 @@ class CadrDevice(Machine):
                 if missing:
                     raise LocalProtocolError(f"{self.device}: no NDOE code from {missing[:5]}")
                 codes = self.codes
-            self.ledger.charge(ACCOUNT, self.budget.lpea, mechanism="warner_rr")
+            capacity = self.theta
+            if not self._charge(self.budget.lpea, "warner_rr", "lpea", r):
+                # refused: capacity 0 makes every answer RR of a constant "no" and every
+                # establish refused; nothing about the adjacency list is released
+                codes, capacity = dict.fromkeys(self.neighbours, 0), 0
             order = "high" if plan.method == "lh" else "low"
             self.node = LpeaNode(
                 self.run,
                 self.device,
                 codes,
-                self.theta,
+                capacity,
                 self.budget.lpea,
                 self._rng,
                 order,
@@ -380,7 +449,8 @@ class CadrDevice(Machine):
             raise RemoteProtocolError("LPEA ended before it started", field="phase")
         if self._report is not None:
             raise RemoteProtocolError("DSR runs once", field="phase")
-        self.ledger.charge(ACCOUNT, self.budget.dsr, mechanism="laplace")
+        if not self._charge(self.budget.dsr, "laplace", "dsr", 0):
+            return  # refused (now or earlier): no release; finished with the phase
         value = float(dsr_release(len(self.node.kept), self.theta, self.budget.dsr, self._rng))
         self._report = DsrReport(
             run=self.run,

@@ -1,7 +1,15 @@
 """The one codec: bytes <-> typed messages, with size, schema and field validation.
 
 ``decode`` never lets a malformed payload through and never raises anything but
-``RemoteProtocolError`` (whose ``field`` names the bad field). ``encode`` is msgspec JSON.
+``RemoteProtocolError`` (whose ``field`` names the bad field and whose ``code`` is one of
+``DECODE_REASONS``). ``encode`` is msgspec JSON. Every message type the decoder accepts is
+in ``WIRE_TYPES`` (the property-based tests enumerate it).
+
+Reason keys (``code``): ``oversize`` (more than ``max_size`` bytes), ``undecodable`` (not
+JSON, not UTF-8, nested too deeply), ``non_finite`` (a ``NaN``/``Infinity`` literal, or a
+number that overflows float64 — JSON has no infinity, msgspec refuses both), ``out_of_range``
+(a declared range or length limit), ``schema`` (unknown type tag, missing or unknown field,
+wrong JSON type, identifier pattern), ``unsupported_version``.
 """
 
 from __future__ import annotations
@@ -30,6 +38,29 @@ WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime u
 _decoder = msgspec.json.Decoder(WireMessage)
 _AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
 _NAMED_FIELD = re.compile(r"field `([^`]*)`")
+# msgspec's constraint messages: "Expected `int` >= 0", "Expected `array` of length <= 4096";
+# ``__post_init__`` checks say "must be ..." / "sums to more than ..."
+_NON_FINITE = re.compile(rb"(?<![A-Za-z\"])-?(NaN|Infinity|inf)(?![A-Za-z\"])")
+_RANGE = re.compile(r"Expected `[^`]*` (of length )?[<>]=? |must be |must have |needs |sums to ")
+DECODE_REASONS = (
+    "oversize",
+    "undecodable",
+    "non_finite",
+    "out_of_range",
+    "schema",
+    "unsupported_version",
+)
+
+
+def _members(union: object) -> tuple[type[Message], ...]:
+    args = getattr(union, "__args__", None)
+    if args is None:
+        return (union,)  # type: ignore[return-value]
+    return tuple(t for arg in args for t in _members(arg))
+
+
+WIRE_TYPES: tuple[type[Message], ...] = tuple(dict.fromkeys(_members(WireMessage)))
+"""Every message type ``decode`` accepts, in union order (no duplicates)."""
 
 
 def encode(message: Message) -> bytes:
@@ -50,23 +81,37 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
     """Decode and validate one message; ``RemoteProtocolError`` on any problem."""
     if len(payload) > max_size:
         raise RemoteProtocolError(
-            f"{len(payload)} bytes exceeds the limit of {max_size}", field="payload"
+            f"{len(payload)} bytes exceeds the limit of {max_size}",
+            field="payload",
+            code="oversize",
         )
     try:
         message = _decoder.decode(payload)
     except msgspec.ValidationError as error:
         text = str(error)
-        raise RemoteProtocolError(text, field=_field_of(text)) from None
+        if text.startswith("Number out of range"):
+            code = "non_finite"  # overflows float64: would be infinity
+        elif _RANGE.search(text):
+            code = "out_of_range"
+        else:
+            code = "schema"
+        raise RemoteProtocolError(text, field=_field_of(text), code=code) from None
     except msgspec.DecodeError as error:
-        raise RemoteProtocolError(f"not valid JSON: {error}", field="payload") from None
+        raw = payload.encode() if isinstance(payload, str) else bytes(payload)
+        code = "non_finite" if _NON_FINITE.search(raw) else "undecodable"
+        raise RemoteProtocolError(f"not valid JSON: {error}", field="payload", code=code) from None
     except RecursionError:
-        raise RemoteProtocolError("JSON nested too deeply", field="payload") from None
+        raise RemoteProtocolError(
+            "JSON nested too deeply", field="payload", code="undecodable"
+        ) from None
     if message.v != SCHEMA_VERSION:
         raise RemoteProtocolError(
-            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})", field="v"
+            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})",
+            field="v",
+            code="unsupported_version",
         )
     for name in ("eps", "eps0", "eps_rel", "eps_cal", "lo", "hi", "value"):
         value = getattr(message, name, None)
-        if value is not None and not math.isfinite(value):
-            raise RemoteProtocolError(f"{value} is not finite", field=name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise RemoteProtocolError(f"{value} is not finite", field=name, code="non_finite")
     return message

@@ -14,12 +14,16 @@ class ProtocolError(Exception):
     """Base class of every protocol error.
 
     ``field`` names the offending field (``"eps0"``, ``"values[3]"``, ``"payload"``) when one
-    can be named; ``reason`` is a short human sentence saying what limit was violated.
+    can be named; ``reason`` is a short human sentence saying what limit was violated;
+    ``code`` is a stable machine-readable reason key (``"oversize"``, ``"wrong_sender"``, ...;
+    ``protocol.events.reason_key`` derives one from ``field`` when none is given), what
+    ``rejections_by_reason`` in results.json counts.
     """
 
-    def __init__(self, reason: str, *, field: str | None = None) -> None:
+    def __init__(self, reason: str, *, field: str | None = None, code: str | None = None) -> None:
         self.reason = reason
         self.field = field
+        self.code = code
         super().__init__(f"{field}: {reason}" if field else reason)
 
 

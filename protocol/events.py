@@ -62,6 +62,25 @@ class Machine:
         """Fire every deadline that is due at ``now``."""
 
 
+# Reason keys of a rejection by field, when the error did not set one (``reason_key``).
+_FIELD_REASONS = {
+    "payload": "undecodable",
+    "sender": "wrong_sender",
+    "topic": "bad_topic",
+    "run": "wrong_run",
+    "type": "unexpected_type",
+    "signature": "bad_signature",
+}
+
+
+def reason_key(error: ProtocolError) -> str:
+    """The stable reason key of a rejection: the error's ``code``, else one derived from
+    its field (``sender`` -> ``wrong_sender``, ...; any other field: ``invalid_field``)."""
+    if error.code:
+        return error.code
+    return _FIELD_REASONS.get(error.field or "", "invalid_field")
+
+
 @dataclass(frozen=True, slots=True)
 class Rejected(Event):
     """A message was refused: never used, counted, and its reason published."""
@@ -71,13 +90,15 @@ class Rejected(Event):
     kind: str
     field: str
     reason: str
+    code: str = ""
 
 
 class PeerFacingMachine(Machine):
     """A server-side machine facing many peers (the collector's stages).
 
     One peer's bad message must not stop the service: ``receive`` turns the subclass's
-    ``RemoteProtocolError`` into a rejection — counted per field, emitted as ``Rejected``,
+    ``RemoteProtocolError`` into a rejection — counted per field and per reason key
+    (``reason_key``), emitted as ``Rejected``,
     published on ``ldp/{run}/svc/{service}/reject`` (``collector`` unless told) — and the
     state stays as it was.
     Subclasses implement ``_receive``.
@@ -89,6 +110,7 @@ class PeerFacingMachine(Machine):
         self._reject_service = service
         self.rejected = 0
         self.rejections_by_field: Counter[str] = Counter()
+        self.rejections_by_reason: Counter[str] = Counter()
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         raise NotImplementedError
@@ -107,6 +129,7 @@ class PeerFacingMachine(Machine):
             raise RemoteProtocolError(
                 f"sender {message.sender!r} does not match topic device {topic.sender!r}",
                 field="sender",
+                code="wrong_sender",
             )
 
     def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
@@ -120,12 +143,14 @@ class PeerFacingMachine(Machine):
         """Count a refused message and publish the reason (also for undecodable payloads)."""
         self.rejected += 1
         field_name = error.field or ""
+        code = reason_key(error)
         self.rejections_by_field[field_name] += 1
+        self.rejections_by_reason[code] += 1
         if isinstance(topic, topics.Topic):
             device, topic_text = topic.sender, topic.text
         else:
             device, topic_text = "", topic
-        self._emit(Rejected(device, topic_text, kind, field_name, error.reason))
+        self._emit(Rejected(device, topic_text, kind, field_name, error.reason, code))
         self._send(
             topics.svc(self._reject_run, self._reject_service, "reject"),
             Reject(
@@ -137,5 +162,6 @@ class PeerFacingMachine(Machine):
                 kind=kind[:64],
                 field=field_name[:100],
                 reason=error.reason[:500],
+                code=code[:32],
             ),
         )

@@ -19,7 +19,8 @@ SCHEMA_VERSION = 1
 MAX_BATCH = 4096  # values per report message
 MAX_STEPS = 10_000_000
 
-Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+# \Z, not $: "$" also matches before a trailing newline (found by fuzzing the codec)
+Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,64}\Z")]
 Seq = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 Epsilon = Annotated[float, Meta(gt=0.0, le=50.0)]
 Window = Annotated[int, Meta(ge=1, le=100_000)]
@@ -108,6 +109,8 @@ class Reject(Message, tag="reject", kw_only=True):
     kind: Annotated[str, Meta(max_length=64)]
     field: Annotated[str, Meta(max_length=100)] = ""
     reason: Reason
+    # the stable reason key (``rejections_by_reason``); absent in traces before it existed
+    code: Annotated[str, Meta(max_length=32)] = ""
 
 
 class Stage(Message, tag="stage", kw_only=True):
@@ -122,6 +125,26 @@ class Progress(Message, tag="progress", kw_only=True):
     """A service's progress counter (the recorder's messages recorded, for flow control)."""
 
     count: Annotated[int, Meta(ge=0)]
+
+
+class BudgetRefused(Message, tag="budget_refused", kw_only=True):
+    """Device -> collector (``up/budget_refused``): a request would make me overspend my
+    ledger, so I refuse it; nothing was privatised or released for it and my ledger is
+    unchanged (its ``refusals`` counter aside).
+
+    ``request`` names what asked for the spend (``"sw_report"``: the stream's steps from
+    ``round`` on; ``"cadr_plan"``, ``"ndoe"``, ``"lpea"``, ``"dsr"``: a CADR-LDP stage),
+    ``round`` its step or round, ``account`` the ledger account, ``requested`` the ε the
+    request needs and ``remaining`` what the account can still spend (for a w-event account:
+    what the fullest window containing the step has left). The collector stops waiting for
+    what the refusal says will never come."""
+
+    account: Ident
+    request: Ident
+    round: Seq = 0
+    requested: StreamEpsilon
+    remaining: Annotated[float, Meta(ge=0.0, le=1e6)]
+    reason: Reason = ""
 
 
 ReleaseValue = Annotated[float, Meta(ge=-1e12, le=1e12)]
@@ -166,4 +189,4 @@ class GcdpRelease(Message, tag="gcdp_release", kw_only=True):
             raise ValueError("field `budgets` sums to more than eps_rel")
 
 
-AnyMessage = Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease
+AnyMessage = Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease | BudgetRefused

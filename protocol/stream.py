@@ -24,6 +24,13 @@ never charged), every report states ``mechanism = "raw"`` and ``eps0 = 0``, and 
 ``eps`` / ``w`` declare the budget and window of the collector's central release that
 protects the readings (``gcdp.eps_rel`` / ``gcdp.window``), not a local spend.
 
+Budget safety: a step the ledger refuses is never privatised; the device answers with ONE
+``BudgetRefused`` (account, step, the ε asked, what is left) on ``up/budget_refused`` instead
+of going silent, sends every complete batch before the refused step, and is finished
+(state ``refused``) once those are acknowledged. The collector stops expecting the batches
+from the refused step on (they count as ``reports_refused``, not lost), so the stage closes
+without waiting for its deadline.
+
 Error policy: the collector (a server facing many peers) refuses a bad message, counts it,
 publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
 analytics. A device treats a malformed instruction from the collector as terminal
@@ -49,7 +56,16 @@ from protocol.events import Event, Machine, PeerFacingMachine
 from protocol.laplace import LaplaceMechanism
 from protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
 from protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
-from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Stage, SwReport
+from protocol.messages import (
+    MAX_BATCH,
+    MAX_STEPS,
+    Ack,
+    BudgetRefused,
+    Hello,
+    Message,
+    Stage,
+    SwReport,
+)
 from protocol.raw import RawMechanism
 from protocol.sw import SquareWave, normalise
 
@@ -208,18 +224,28 @@ class StreamReporter(Machine):
         self.values = np.full(config.steps, np.nan)
         self.privatised = 0  # steps privatised so far
         self.refused_from: int | None = None
+        self.refusal: BudgetRefused | None = None  # what was sent to the collector
         self.acked = -1
         self.credit = 0
         self._next_seq = 0
         self._sent_at: dict[int, float] = {}
         self._hello_sent_at: float | None = None
-        self.state = "idle"  # idle -> hello -> waiting|streaming -> done | closed | error
+        # idle -> hello -> waiting|streaming -> done | refused | closed | error
+        self.state = "idle"
         self.retransmissions = 0
 
     @property
     def finished(self) -> bool:
         """No further input will change anything."""
-        return self.state in ("done", "closed", "error")
+        return self.state in ("done", "refused", "closed", "error")
+
+    @property
+    def last_batch(self) -> int:
+        """The last batch this device will send: all of them, or (after a ledger refusal)
+        the last one complete before the refused step (``-1``: none)."""
+        if self.refused_from is None:
+            return self.config.n_batches - 1
+        return self.refused_from // self.config.batch_steps - 1
 
     def _topic(self, kind: str) -> str:
         return topics.up(self.config.run, self.device, kind)
@@ -271,13 +297,42 @@ class StreamReporter(Machine):
                 LEDGER_ACCOUNT, c.eps0, t0=start, count=len(x), mechanism=c.mechanism
             )
         if refusal is not None:
-            self.refused_from = start + granted
-            self._emit(ReadingsRefused(start + granted, refusal.reason))
+            self._refuse(start + granted, refusal.reason)
         if granted:
             v = normalise(x[:granted], self.config.lo, self.config.hi)
             self.values[start : start + granted] = self._mechanism.perturb(v, self._rng)
             self.privatised += granted
         self._send_ready(now)
+
+    def _refuse(self, t: int, reason: str) -> None:
+        """The ledger refused step ``t``: nothing from ``t`` on is privatised; tell the
+        collector (one ``BudgetRefused``) so it does not wait for those batches."""
+        c = self.config
+        self.refused_from = t
+        account = self.ledger.account(LEDGER_ACCOUNT)
+        assert isinstance(account, WindowAccount)
+        _, spent = account._worst_window_of_run(t, 0.0, 1)
+        self.refusal = BudgetRefused(
+            run=c.run,
+            sender=self.device,
+            account=LEDGER_ACCOUNT,
+            request="sw_report",
+            round=t,
+            requested=c.eps0,
+            remaining=min(max(0.0, c.eps - spent), 1e6),
+            reason=reason[:500],
+        )
+        self._send(self._topic("budget_refused"), self.refusal)
+        self._emit(ReadingsRefused(t, reason))
+        self._check_finished()
+
+    def _check_finished(self) -> bool:
+        """Every batch this device will send is acknowledged: it is done (or refused)."""
+        if self.acked < self.last_batch or self.state not in ("hello", "waiting", "streaming"):
+            return False
+        self.state = "done" if self.refused_from is None else "refused"
+        self._emit(StreamDone())
+        return True
 
     def _batch_ready(self, seq: int) -> bool:
         _, t1 = self.config.batch_span(seq)
@@ -302,7 +357,7 @@ class StreamReporter(Machine):
     def _send_ready(self, now: float) -> None:
         if self.state != "streaming":
             return
-        while self._next_seq < min(self.credit, self.config.n_batches) and self._batch_ready(
+        while self._next_seq < min(self.credit, self.last_batch + 1) and self._batch_ready(
             self._next_seq
         ):
             self._send_batch(self._next_seq, now)
@@ -343,20 +398,20 @@ class StreamReporter(Machine):
             self.credit = max(self.credit, message.credit)
             for seq in [s for s in self._sent_at if s <= self.acked]:
                 del self._sent_at[seq]
-            if self.acked == self.config.n_batches - 1:
-                self.state = "done"
-                self._emit(StreamDone())
+            if self._check_finished():
                 return
             self._send_ready(now)
         elif isinstance(message, Stage):
             if message.stage != STAGE:
                 return
             if message.state == "closed":
-                complete = self.acked == self.config.n_batches - 1
+                complete = self.acked == self.last_batch
                 self.state = "closed"
                 self._emit(StreamClosed(complete, message.detail))
             elif self.state in ("hello", "waiting", "streaming"):
                 self._send_hello(now)  # the collector (re)started: announce at once
+                if self.refusal is not None:
+                    self._send(self._topic("budget_refused"), self.refusal)
         else:
             raise RemoteProtocolError(
                 f"unexpected {message.type_name()} in the stream stage", field="type"
@@ -391,9 +446,24 @@ class StreamReporter(Machine):
 # Collector side -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetRefusal(Event):
+    """``device`` refused to privatise steps from ``t`` on (its ledger): the collector no
+    longer expects its batches from ``t // batch_steps`` on."""
+
+    device: str
+    t: int
+    requested: float
+    remaining: float
+    reason: str
+
+
 @dataclass
 class _DeviceState:
     n_batches: int
+    expected: int = -1  # batches this device will send (< n_batches after a refusal)
+    refused_from: int | None = None
+    digests: dict[int, int] = field(default_factory=dict)  # seq -> hash of the values
     hello: bool = False
     received: set[int] = field(default_factory=set)
     persisted: set[int] = field(default_factory=set)
@@ -428,7 +498,8 @@ class StreamCollector(PeerFacingMachine):
         self.deadline = deadline
         self.idle_timeout = idle_timeout
         self.devices = {
-            topics.check_ident(d, "device"): _DeviceState(config.n_batches) for d in devices
+            topics.check_ident(d, "device"): _DeviceState(config.n_batches, config.n_batches)
+            for d in devices
         }
         if not self.devices:
             raise ParameterError("at least one device is expected", field="devices")
@@ -440,6 +511,7 @@ class StreamCollector(PeerFacingMachine):
         self.late = 0
         self.complete_devices = 0
         self.close_reason = ""
+        self.budget_refusals: dict[str, dict] = {}
 
     # ---- input ----------------------------------------------------------------------
 
@@ -457,7 +529,9 @@ class StreamCollector(PeerFacingMachine):
         state = self.devices.get(message.sender)
         if state is None:
             raise RemoteProtocolError(
-                f"{message.sender!r} is not a device of run {c.run}", field="sender"
+                f"{message.sender!r} is not a device of run {c.run}",
+                field="sender",
+                code="unknown_sender",
             )
         if self.state == "closed":
             self.late += 1  # e.g. a retransmission racing the close: not an attack
@@ -470,6 +544,8 @@ class StreamCollector(PeerFacingMachine):
             self._on_hello(message, state, now)
         elif isinstance(message, SwReport):
             self._on_report(message, state, now)
+        elif isinstance(message, BudgetRefused):
+            self._on_refusal(message, state, now)
         else:
             raise RemoteProtocolError(
                 f"unexpected {message.type_name()} from a device", field="type"
@@ -481,7 +557,9 @@ class StreamCollector(PeerFacingMachine):
         else:
             ok = got == want
         if not ok:
-            raise RemoteProtocolError(f"declared {got!r}, this run uses {want!r}", field=name)
+            raise RemoteProtocolError(
+                f"declared {got!r}, this run uses {want!r}", field=name, code="parameter_mismatch"
+            )
 
     def _on_hello(self, hello: Hello, state: _DeviceState, now: float) -> None:
         c = self.config
@@ -509,25 +587,39 @@ class StreamCollector(PeerFacingMachine):
     def _on_report(self, report: SwReport, state: _DeviceState, now: float) -> None:
         c = self.config
         if not state.hello:
-            raise RemoteProtocolError("sw_report before hello", field="type")
+            raise RemoteProtocolError("sw_report before hello", field="type", code="out_of_order")
         self._expect("mechanism", report.mechanism, c.mechanism)
         self._expect("eps0", report.eps0, c.eps0)
         self._expect("w", report.w, c.w)
         if report.seq >= c.n_batches:
             raise RemoteProtocolError(
-                f"batch {report.seq} out of range (this run has {c.n_batches})", field="seq"
+                f"batch {report.seq} out of range (this run has {c.n_batches})",
+                field="seq",
+                code="out_of_range",
+            )
+        if report.seq >= state.expected:
+            raise RemoteProtocolError(
+                f"batch {report.seq} is past the device's budget refusal at step "
+                f"{state.refused_from}",
+                field="seq",
+                code="out_of_range",
             )
         if report.seq >= state.credit:
             raise RemoteProtocolError(
-                f"batch {report.seq} sent without credit (granted < {state.credit})", field="seq"
+                f"batch {report.seq} sent without credit (granted < {state.credit})",
+                field="seq",
+                code="no_credit",
             )
         t0, t1 = c.batch_span(report.seq)
         if report.t0 != t0:
-            raise RemoteProtocolError(f"batch {report.seq} starts at step {t0}", field="t0")
+            raise RemoteProtocolError(
+                f"batch {report.seq} starts at step {t0}", field="t0", code="out_of_range"
+            )
         if len(report.values) != t1 - t0:
             raise RemoteProtocolError(
                 f"batch {report.seq} has {t1 - t0} values, got {len(report.values)}",
                 field="values",
+                code="out_of_range",
             )
         values = np.asarray(report.values, dtype=float)
         bad = np.flatnonzero(~self._mechanism.in_domain(values))
@@ -538,6 +630,14 @@ class StreamCollector(PeerFacingMachine):
                 f"{report.values[index]!r} is outside the {c.mechanism} output domain "
                 f"[{low:.6g}, {high:.6g}] at eps0={c.eps0:g}",
                 field=f"values[{index}]",
+                code="out_of_range",
+            )
+        digest = hash(tuple(report.values))
+        if report.seq in state.received and state.digests.get(report.seq, digest) != digest:
+            raise RemoteProtocolError(
+                f"batch {report.seq} was already received with different values",
+                field="values",
+                code="replay",
             )
         state.last_heard = now
         if state.stalled:
@@ -551,8 +651,72 @@ class StreamCollector(PeerFacingMachine):
                 self._ack(report.sender, state)
             return
         state.received.add(report.seq)
+        state.digests[report.seq] = digest
         self.accepted += 1
         self._emit(ReportAccepted(report.sender, report.seq, t0, report.values))
+
+    def _on_refusal(self, refusal: BudgetRefused, state: _DeviceState, now: float) -> None:
+        c = self.config
+        if c.raw:
+            raise RemoteProtocolError(
+                "a raw stream spends nothing on the device and cannot be refused",
+                field="request",
+                code="parameter_mismatch",
+            )
+        if refusal.account != LEDGER_ACCOUNT or refusal.request != "sw_report":
+            raise RemoteProtocolError(
+                f"refusal of {refusal.request!r} on account {refusal.account!r}: the stream "
+                f"stage only spends on {LEDGER_ACCOUNT!r} for sw_report",
+                field="request",
+                code="parameter_mismatch",
+            )
+        self._expect("requested", refusal.requested, c.eps0)
+        t = refusal.round
+        if t >= c.steps:
+            raise RemoteProtocolError(
+                f"step {t} out of range (this run has {c.steps})",
+                field="round",
+                code="out_of_range",
+            )
+        if state.refused_from is not None:
+            if state.refused_from != t:
+                raise RemoteProtocolError(
+                    f"already refused from step {state.refused_from}", field="round", code="replay"
+                )
+            return  # the same refusal again (resent after a collector restart)
+        expected = t // c.batch_steps
+        if any(seq >= expected for seq in state.received):
+            raise RemoteProtocolError(
+                f"step {t} refused, but a batch past it was already received",
+                field="round",
+                code="out_of_range",
+            )
+        state.last_heard = now
+        state.refused_from = t
+        state.expected = expected
+        self.budget_refusals[refusal.sender] = {
+            "step": t,
+            "requested": refusal.requested,
+            "remaining": refusal.remaining,
+            "reason": refusal.reason,
+            "batches_refused": c.n_batches - expected,
+        }
+        self._emit(
+            BudgetRefusal(refusal.sender, t, refusal.requested, refusal.remaining, refusal.reason)
+        )
+        if not state.complete and state.persisted_upto == state.expected - 1:
+            state.complete = True
+            self.complete_devices += 1
+            self._active.discard(refusal.sender)
+            state.active = False
+            self._emit(DeviceComplete(refusal.sender))
+            if state.hello:
+                self._ack(refusal.sender, state)
+            self._admit()
+            if self.complete_devices == len(self.devices) and self.state == "open":
+                self._close(complete=True, reason="every device delivered every report")
+        elif state.active:
+            state.credit = min(state.credit, state.expected)
 
     def restore(self, persisted: Iterable[tuple[str, int]]) -> None:
         """Resume after a collector restart: these (device, seq) are already stored.
@@ -573,7 +737,7 @@ class StreamCollector(PeerFacingMachine):
             state = self.devices[device]
             while state.persisted_upto + 1 in state.persisted:
                 state.persisted_upto += 1
-            if state.persisted_upto == state.n_batches - 1:
+            if state.persisted_upto == state.expected - 1:
                 state.complete = True
                 self.complete_devices += 1
             else:
@@ -596,14 +760,14 @@ class StreamCollector(PeerFacingMachine):
                 state.persisted_upto += 1
             touched[device] = state
         for device, state in touched.items():
-            if not state.complete and state.persisted_upto == state.n_batches - 1:
+            if not state.complete and state.persisted_upto == state.expected - 1:
                 state.complete = True
                 self.complete_devices += 1
                 self._active.discard(device)
                 state.active = False
                 self._emit(DeviceComplete(device))
             elif state.active:
-                state.credit = min(state.n_batches, state.persisted_upto + 1 + self.credit_window)
+                state.credit = min(state.expected, state.persisted_upto + 1 + self.credit_window)
             self._ack(device, state)
         self._admit()
         if self.complete_devices == len(self.devices) and self.state == "open":
@@ -629,7 +793,7 @@ class StreamCollector(PeerFacingMachine):
             state.active = True
             self._active.add(device)
             state.credit = max(
-                state.credit, min(state.n_batches, state.persisted_upto + 1 + self.credit_window)
+                state.credit, min(state.expected, state.persisted_upto + 1 + self.credit_window)
             )
             self._ack(device, state)
 
@@ -685,7 +849,7 @@ class StreamCollector(PeerFacingMachine):
     def missing(self) -> dict[str, list[int]]:
         """Per incomplete device, the batch numbers not persisted."""
         return {
-            device: sorted(set(range(state.n_batches)) - state.persisted)
+            device: sorted(set(range(state.expected)) - state.persisted)
             for device, state in self.devices.items()
             if not state.complete
         }
@@ -694,6 +858,7 @@ class StreamCollector(PeerFacingMachine):
         """Counters for results.json."""
         expected = len(self.devices) * self.config.n_batches
         persisted = sum(len(s.persisted) for s in self.devices.values())
+        refused = sum(s.n_batches - s.expected for s in self.devices.values())
         return {
             "devices": len(self.devices),
             "devices_complete": self.complete_devices,
@@ -704,7 +869,10 @@ class StreamCollector(PeerFacingMachine):
             "messages_after_close": self.late,
             "reports_rejected": self.rejected,
             "rejections_by_field": dict(self.rejections_by_field),
-            "reports_lost": expected - persisted,
+            "rejections_by_reason": dict(sorted(self.rejections_by_reason.items())),
+            "reports_refused": refused,
+            "budget_refusals": dict(sorted(self.budget_refusals.items())),
+            "reports_lost": expected - persisted - refused,
             "stage_state": self.state,
             "close_reason": self.close_reason,
         }

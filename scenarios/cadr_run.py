@@ -307,6 +307,7 @@ async def run_cadr_fleet(
         "device_messages_down": sum(st.messages_down for st in stats.values()),
         "refused_by_devices": sum(st.refused for st in stats.values()),
         "rejected_by_collector": outcome.rejected,
+        "budget_refusals": outcome.budget_refusals,
         "stage_seconds": outcome.stage_seconds,
         "connect_seconds": round(connected - started, 3),
         "seconds": round(finished - started, 3),

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from broker.auth import AuthError, Credentials
 from broker.embedded import EmbeddedBroker, EmbeddedBrokerError
 from broker.mqtt import BrokerUrlError
 from broker.select import BrokerUnavailable, open_broker
@@ -53,6 +54,7 @@ USER_ERRORS = (
     SourceError,
     ParameterError,
     TraceError,
+    AuthError,
 )
 _state = {"verbose": False}
 
@@ -95,6 +97,26 @@ BrokerOption = Annotated[
         help="embedded (default: in-process amqtt), memory (no broker), or mqtt://[user:pass@]host:port",
     ),
 ]
+
+
+CredentialsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--credentials",
+        help="A run's credentials.json (ldpfleet mosquitto-config): log in with them; "
+        "the run id is theirs (docs/reliability.md)",
+    ),
+]
+
+
+def _credentials(path: Path | None, run_id: str | None = None) -> Credentials | None:
+    """Load ``--credentials``; refuse a run id other than theirs."""
+    if path is None:
+        return None
+    credentials = Credentials.load(path)
+    if run_id is not None and run_id != credentials.run:
+        raise AuthError(f"{path} is for run {credentials.run!r}, not {run_id!r}")
+    return credentials
 
 
 def _summary_table(results: dict) -> Table:
@@ -154,14 +176,16 @@ def run(
     run_id: Annotated[
         str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
     ] = None,
+    credentials_path: CredentialsOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
     from scenarios.runner import run_scenario
 
     with user_errors():
         loaded = load_scenario(scenario)
+        credentials = _credentials(credentials_path, run_id)
         if loaded.spec.cadr is not None:
-            _run_cadr(loaded, broker, out, seed, run_id)
+            _run_cadr(loaded, broker, out, seed, run_id, credentials)
             return
         if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
             console.print(
@@ -183,7 +207,13 @@ def run(
 
             results = asyncio.run(
                 run_scenario(
-                    loaded, broker=broker, out_dir=out, seed=seed, run_id=run_id, progress=progress
+                    loaded,
+                    broker=broker,
+                    out_dir=out,
+                    seed=seed,
+                    run_id=run_id,
+                    progress=progress,
+                    credentials=credentials,
                 )
             )
     console.print(_summary_table(results))
@@ -192,13 +222,22 @@ def run(
         raise typer.Exit(1)
 
 
-def _run_cadr(loaded, broker, out: Path, seed: int | None, run_id: str | None) -> None:
+def _run_cadr(
+    loaded, broker, out: Path, seed: int | None, run_id: str | None, credentials=None
+) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
-    from scenarios.cadr_run import run_cadr_scenario
+    from scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
 
     with console.status(f"CADR-LDP ({loaded.name}) running"):
         results = asyncio.run(
-            run_cadr_scenario(loaded, broker=broker, out_dir=out, seed=seed, run_id=run_id)
+            run_scenario(
+                loaded,
+                broker=broker,
+                out_dir=out,
+                seed=seed,
+                run_id=run_id,
+                credentials=credentials,
+            )
         )
     table = Table(title=f"{loaded.name} — run {results['run']}", show_header=False)
     rows_ = [
@@ -234,11 +273,14 @@ def _run_cadr(loaded, broker, out: Path, seed: int | None, run_id: str | None) -
 def broker_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (not 1883; 0 picks a free one).")] = 1884,
+    credentials_path: CredentialsOption = None,
 ) -> None:
-    """Run the embedded amqtt broker standalone until Ctrl-C."""
+    """Run the embedded amqtt broker standalone until Ctrl-C (with --credentials: only
+    that run's identities, under its ACL)."""
 
     async def serve() -> None:
-        async with EmbeddedBroker(host, port) as embedded:
+        credentials = _credentials(credentials_path)
+        async with EmbeddedBroker(host, port, credentials=credentials) as embedded:
             console.print(f"embedded broker listening on {embedded.url} (Ctrl-C to stop)")
             print(embedded.url, flush=True)
             await asyncio.Event().wait()
@@ -259,6 +301,7 @@ def fleet(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Where to write this shard's ledger.")
     ] = None,
+    credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) against a broker."""
     from devices.fleet import Fleet, parse_shard
@@ -270,9 +313,10 @@ def fleet(
         except ValueError as error:
             raise ScenarioError(str(error)) from None
         loaded = load_scenario(scenario)
+        credentials = _credentials(credentials_path, run_id)
 
         async def go():
-            async with open_broker(broker) as (transport, _):
+            async with open_broker(broker, credentials=credentials) as (transport, _):
                 devices = Fleet(
                     loaded, transport, run_id, seed=seed, shard=(shard_index, shard_count)
                 )
@@ -299,6 +343,7 @@ def collector(
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
     run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.")] = None,
+    credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
     from broker.recorder import TraceRecorder
@@ -306,11 +351,12 @@ def collector(
 
     with user_errors():
         loaded = load_scenario(scenario)
+        credentials = _credentials(credentials_path, run_id)
         target = out or Path("runs") / run_id
         target.mkdir(parents=True, exist_ok=True)
 
         async def go() -> dict:
-            async with open_broker(broker) as (transport, info):
+            async with open_broker(broker, credentials=credentials) as (transport, info):
                 recorder = TraceRecorder(transport, run_id, target / "trace.sqlite")
                 service = collector_for(loaded, transport, run_id, target / "collector.sqlite")
                 async with asyncio.TaskGroup() as group:
@@ -335,6 +381,59 @@ def collector(
     )
     if results["reports_lost"]:
         raise typer.Exit(1)
+
+
+@app.command("mosquitto-config")
+def mosquitto_config(
+    scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
+    port: Annotated[int, typer.Option(help="Port Mosquitto listens on.")] = 1884,
+    host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+    ] = None,
+    run_as: Annotated[
+        str | None,
+        typer.Option(
+            "--run-as", help="Account Mosquitto drops to when started by root ('user' line)."
+        ),
+    ] = None,
+) -> None:
+    """Write a Mosquitto password file, ACL and config for one run, with per-device
+    credentials (no anonymous access), and print how to start it (docs/reliability.md)."""
+    from scenarios.runner import new_run_id
+
+    with user_errors():
+        from broker.auth import write_mosquitto_files
+
+        loaded = load_scenario(scenario)
+        run = run_id or new_run_id(loaded)
+        if loaded.spec.cadr is not None:
+            from devices.graphs import NAMED_GRAPHS, load_graph
+            from scenarios.cadr_run import device_names
+            from scenarios.schema import resolve_data_path
+
+            source = loaded.spec.graph.source
+            if source not in NAMED_GRAPHS and ":" not in source:
+                source = str(resolve_data_path(source, loaded.path))
+            devices = device_names(load_graph(source))
+        else:
+            devices = loaded.device_ids()
+        try:
+            credentials = Credentials.generate(run, devices)
+        except ValueError as error:
+            raise AuthError(str(error)) from None
+        paths = write_mosquitto_files(out, credentials, port=port, host=host, user=run_as)
+    console.print(
+        f"run {run}: {len(devices)} device accounts + collector, recorder, relay, admin\n"
+        f"  {paths['passwords']} (0600), {paths['acl']}, {paths['conf']}, "
+        f"{paths['credentials']} (0600: what ldpfleet logs in with)"
+    )
+    print(f"mosquitto -c {paths['conf'].resolve()}")
+    print(
+        f"ldpfleet run {scenario} --broker mqtt://{host}:{port} "
+        f"--credentials {paths['credentials']}"
+    )
 
 
 # ---- trace --------------------------------------------------------------------------------
@@ -426,6 +525,31 @@ def trace_export(
             with output.open("w") as handle:
                 for line in lines:
                     handle.write(line + "\n")
+
+
+@trace_app.command("verify")
+def trace_verify(
+    path: Annotated[Path, typer.Argument(help="A run's output directory (trace + ledger.json).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Check every privatized value in the trace against ledger.json: exit 0 clean,
+    1 on any mismatch, 2 if the trace or ledger cannot be read."""
+    from scenarios.trace_verify import verify_run
+
+    with user_errors():
+        report = verify_run(path)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        checked = ", ".join(f"{k} {v}" for k, v in sorted(report.checked.items())) or "nothing"
+        print(f"checked: {checked}")
+        for m in report.mismatches:
+            step = "" if m.step is None else f" step {m.step}"
+            print(f"MISMATCH {m.device}{step}: {m.reason}: {m.detail}")
+        verdict = "trace agrees with the ledgers" if report.ok else "MISMATCHES"
+        print(f"{verdict}: {len(report.mismatches)} mismatch(es)")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 # ---- bench --------------------------------------------------------------------------------

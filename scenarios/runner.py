@@ -15,15 +15,17 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
 
+from broker.auth import ADMIN, AuthError, Credentials, use_credentials
 from broker.recorder import TraceRecorder
 from broker.select import open_broker
-from broker.transport import Transport
+from broker.transport import AsUser, Transport
 from collector.metrics import cosine_distance, period_correct
 from collector.secure_sum import secure_sum
 from collector.service import CollectorService, announce_run_closed
@@ -35,8 +37,49 @@ from scenarios.schema import LoadedScenario
 
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
 # A coroutine run beside the fleet once the collector listens (fault and attack experiments):
-# it gets the transport, the run id and the collector service.
+# it gets the transport, the run id and the collector service. With auth on, its
+# connections log in as the run's ``admin`` (every topic of the run): an attack experiment
+# models what got past the broker's ACL (a compromised device, a broker without ACLs).
 SideTask = Callable[[Transport, str, CollectorService], Awaitable[None]]
+
+
+def run_credentials(
+    scenario: LoadedScenario,
+    broker: str | Transport,
+    run: str,
+    credentials: Credentials | None = None,
+    *,
+    devices: list[str] | None = None,
+) -> Credentials | None:
+    """The credentials a run uses, per ``[broker] auth`` (docs/scenarios.md):
+
+    - given ``credentials`` (``--credentials``, from ``ldpfleet mosquitto-config``): those;
+    - ``auth = false``, or a ready ``Transport`` object: none (anonymous, no ACL);
+    - ``embedded`` or ``memory``: fresh ones for this run unless ``auth = false``;
+    - an ``mqtt://`` URL: none unless ``auth = true``, which needs ``credentials`` (the
+      external broker must know the passwords: its password file is generated with them).
+    """
+    setting = scenario.spec.broker.auth
+    if credentials is not None:
+        if setting is False:
+            raise AuthError("[broker] auth = false, but credentials were given")
+        if credentials.run != run:
+            raise AuthError(
+                f"the credentials are for run {credentials.run!r}, not {run!r} (use --run "
+                f"{credentials.run})"
+            )
+        return credentials
+    if setting is False or not isinstance(broker, str):
+        return None
+    if broker in ("embedded", "memory"):
+        return Credentials.generate(run, devices)
+    if setting is True:
+        raise AuthError(
+            f"[broker] auth = true on {broker}: the broker must know the passwords; generate "
+            "them with `ldpfleet mosquitto-config SCENARIO --out DIR --run RUN`, start the "
+            "broker with DIR/mosquitto.conf and pass --credentials DIR/credentials.json"
+        )
+    return None
 
 
 def new_run_id(scenario: LoadedScenario) -> str:
@@ -247,29 +290,42 @@ async def run_scenario(
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
     side_task: SideTask | None = None,
+    credentials: Credentials | None = None,
 ) -> dict:
-    """Run a whole scenario in this process and write its outputs; returns results."""
+    """Run a whole scenario in this process and write its outputs; returns results.
+
+    Every connection logs in with the run's credentials (``run_credentials``: by default
+    fresh ones on the embedded and in-memory brokers, none on an external URL)."""
+    broker_spec = broker or scenario.spec.broker.url
     if scenario.spec.cadr is not None:
         from scenarios.cadr_run import run_cadr_scenario
 
-        return await run_cadr_scenario(
-            scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id
-        )
+        run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
+        # CADR-LDP opens its broker and device shards itself: the credentials reach them as
+        # the ambient ones (and, for the shard processes, a 0600 file named in the env)
+        creds = run_credentials(scenario, broker_spec, run, credentials)
+        with (
+            tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private,
+            use_credentials(creds, export_dir=Path(private) if creds else None),
+        ):
+            return await run_cadr_scenario(
+                scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
         for suffix in ("", "-wal", "-shm"):
             (out / f"{name}{suffix}").unlink(missing_ok=True)
-    run = run_id or new_run_id(scenario)
+    run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
-    broker_spec = broker or scenario.spec.broker.url
+    creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())
     config = scenario.stream_config(run)
     stages: dict[str, dict] = {}
     secure: dict | None = None
     wall = time.perf_counter()
 
     t = time.perf_counter()
-    async with open_broker(broker_spec) as (transport, broker_info):
+    async with open_broker(broker_spec, credentials=creds) as (transport, broker_info):
         stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
         recorder = TraceRecorder(transport, run, out / "trace.sqlite")
         collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
@@ -282,7 +338,12 @@ async def run_scenario(
             collector_task = group.create_task(collector.run())
             await collector.subscribed.wait()
             watcher = group.create_task(_watch_progress(collector, progress)) if progress else None
-            side = group.create_task(side_task(transport, run, collector)) if side_task else None
+            side = None
+            if side_task is not None:
+                view = (
+                    transport if creds is None else AsUser(transport, ADMIN, creds.password(ADMIN))
+                )
+                side = group.create_task(side_task(view, run, collector))
             t = time.perf_counter()
             outcomes = await fleet.run()
             fleet_seconds = time.perf_counter() - t
@@ -345,7 +406,7 @@ async def run_scenario(
             "seed": seed,
             "spec": scenario.to_dict(),
         },
-        "broker": {"kind": broker_info.kind, "url": broker_info.url},
+        "broker": {"kind": broker_info.kind, "url": broker_info.url, "auth": creds is not None},
         "devices": collector_results["devices"],
         "devices_complete": collector_results["devices_complete"],
         "reports_expected": collector_results["reports_expected"],
@@ -354,6 +415,13 @@ async def run_scenario(
         "reports_duplicate": collector_results["reports_duplicate"],
         "reports_lost": collector_results["reports_lost"],
         "rejections_by_field": collector_results["rejections_by_field"],
+        # stable reason keys (docs/reliability.md, "Bad input"); an identical replay of a
+        # received batch is a duplicate (reports_duplicate), not a rejection
+        "rejections_by_reason": collector_results["rejections_by_reason"],
+        # batches devices refused to privatise (their ledger), each announced by a
+        # budget_refused message (docs/reliability.md, "Budget safety"); not lost
+        "reports_refused": collector_results["reports_refused"],
+        "budget_refusals": collector_results["budget_refusals"],
         "missing_batches": collector_results["missing_batches"],
         "stream": {
             "mechanism": config.mechanism,

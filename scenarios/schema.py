@@ -177,9 +177,13 @@ class GcdpSection(_Section):
 
 
 class BrokerSection(_Section):
-    """``[broker]``: where to run (overridden by ``--broker``)."""
+    """``[broker]``: where to run (overridden by ``--broker``), and whether connections
+    authenticate and the broker enforces the run's ACL (``broker.auth``): "auto" = yes on
+    the embedded and in-memory brokers, no on an external URL unless credentials are given
+    (docs/reliability.md, "Authentication and ACLs")."""
 
     url: str = "embedded"
+    auth: bool | Literal["auto"] = "auto"
 
 
 class Scenario(_Section):

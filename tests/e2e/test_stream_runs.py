@@ -136,78 +136,130 @@ bounds = [-1.0, 1.0]
 """
 
 
-def hostile_messages(run: str) -> list[tuple[str, bytes, str]]:
-    """(topic, payload, field the collector must name) for each kind of bad input."""
-    config = parse_scenario(SMALL).stream_config(run)
+# The high-rate attack: paced devices (the stage stays open while thousands of hostile
+# messages arrive) and a long retransmission delay (no honest duplicate muddles the counts).
+HOSTILE = SMALL.replace("step_seconds = 0.005", "step_seconds = 0.04\nretransmit_after = 120")
 
-    def report(**changes) -> dict:
-        base = {
-            "type": "sw_report",
-            "v": 1,
-            "run": run,
-            "sender": "d0000",
-            "seq": 0,
-            "t0": 0,
-            "mechanism": "sw",
-            "eps0": config.eps0,
-            "w": config.w,
-            "values": [0.5, 0.5, 0.5, 0.5],
-        }
-        base.update(changes)
-        return base
 
+def flood(run: str, genuine: bytes) -> tuple[list[tuple[str, bytes]], dict[str, int], int]:
+    """Thousands of hostile messages, built around ``genuine`` (d0000's real batch 0, which
+    the collector has received): (topic, payload) in a fixed shuffled order, the exact
+    ``rejections_by_reason`` they must produce, and how many are identical replays (counted
+    as duplicates, not rejections: they cannot be told from an honest retransmission)."""
+    rng = np.random.default_rng(8)
+    config = parse_scenario(HOSTILE).stream_config(run)
+    report = json.loads(genuine)
     up = topics.up(run, "d0000", "sw_report")
-    encode = lambda body: json.dumps(body).encode()  # noqa: E731
-    return [
-        (up, b'{"type":"sw_report","values":[NaN]', "payload"),
-        (up, encode(report(values=[0.5, 0.5, 99.0, 0.5])), "values[2]"),
-        (up, encode(report(eps0=config.eps0 * 2)), "eps0"),
-        (up, encode(report(sender="d0001")), "sender"),
-        (up, encode(report(type="teleport")), "type"),
-        (up, b"x" * (codec.MAX_PAYLOAD + 1), "payload"),
-        (up, encode(report(values=[0.5, None, 0.5, 0.5])), "values[1]"),
-        (topics.up(run, "intruder", "sw_report"), encode(report(sender="intruder")), "sender"),
-    ]
+
+    def variant(**changes) -> bytes:
+        return json.dumps({**report, **changes}).encode()
+
+    values = report["values"]
+    bad_values = [*values[:-1], 99.0]
+    changed = [values[1], values[0], *values[2:]] if values[0] != values[1] else None
+    if changed is None:  # equal first two values: change one within the output domain
+        changed = [SquareWave(config.eps0, "sw").output_low, *values[1:]]
+    plan = {
+        # reason: (count, payload maker, topic)
+        "undecodable": (1000, lambda: b"\xff" + bytes(rng.integers(128, 256, 40).tolist()), up),
+        "oversize": (5, lambda: b"{" + b" " * codec.MAX_PAYLOAD + b"}", up),
+        "non_finite": (1000, None, up),  # NaN literals and numbers overflowing to infinity
+        "replay": (200, lambda: variant(values=changed), up),  # same batch, other values
+        "wrong_sender": (500, lambda: variant(sender="d0001"), up),
+        "out_of_range": (600, None, up),  # values outside the SW domain, seq or t0 wrong
+        "parameter_mismatch": (200, lambda: variant(eps0=config.eps0 * 2), up),
+        "unknown_sender": (
+            200,
+            lambda: variant(sender="intruder"),
+            topics.up(run, "intruder", "sw_report"),
+        ),
+        "schema": (100, lambda: variant(type="teleport"), up),
+    }
+    text = genuine.decode()
+    first = json.dumps(values[0])
+    messages: list[tuple[str, bytes]] = []
+    for reason, (count, make, topic) in plan.items():
+        for i in range(count):
+            if reason == "non_finite":
+                token = "NaN" if i % 2 else "1e999"
+                payload = text.replace(f"[{first}", f"[{token}", 1).encode()
+            elif reason == "out_of_range":
+                payload = [variant(values=bad_values), variant(seq=999), variant(t0=1)][i % 3]
+            else:
+                payload = make()
+            messages.append((topic, payload))
+    replays = 500
+    messages += [(up, genuine)] * replays
+    order = rng.permutation(len(messages))
+    expected = {reason: count for reason, (count, _, _) in plan.items()}
+    return [messages[i] for i in order], expected, replays
 
 
 @pytest.mark.parametrize("broker", ["memory", "embedded"])
 async def test_hostile_input_is_rejected_counted_traced_and_never_aggregated(broker, tmp_path):
-    scenario = parse_scenario(SMALL)
+    """A hostile client floods the collector (garbage, oversize, NaN/inf, replays, another
+    device's id, out-of-range fields, the wrong ε, unknown devices, unknown types — at a high
+    rate, no sleeps): the run completes with results identical to the same seed's clean run,
+    and every rejection is counted by reason in results.json, exactly."""
+    scenario = parse_scenario(HOSTILE)
     clean = await run_scenario(scenario, broker="memory", out_dir=tmp_path / "clean", run_id="h1")
-    sent: list[str] = []
+    assert clean["reports_rejected"] == 0 and clean["rejections_by_reason"] == {}
+    expected: dict[str, int] = {}
+    sent = {"replays": 0, "messages": 0, "handled": False}
 
     async def hostile(transport, run, collector):
-        # wait until d0000 has said hello, so each message fails on its own field
-        while collector.machine is None or not collector.machine.devices["d0000"].hello:
-            await __import__("asyncio").sleep(0.001)
+        asyncio = __import__("asyncio")
         async with transport.connect(f"{run}-attacker") as conn:
-            for topic, payload, field in hostile_messages(run):
-                await conn.publish(topic, payload)
-                sent.append(field)
+            await conn.subscribe(topics.up(run, "d0000", "sw_report"))
+            deliveries = conn.messages()
+            genuine = (await anext(deliveries)).payload  # d0000's batch 0, as published
+            while collector.machine is None or 0 not in collector.machine.devices["d0000"].received:
+                await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
+            messages, counts, replays = flood(run, genuine)
+            expected.update(counts)
+            sent.update(replays=replays, messages=len(messages))
+            for start in range(0, len(messages), 250):
+                await conn.publish_many(messages[start : start + 250])
+            total = sum(counts.values())
+            machine = collector.machine
+            while machine.state == "open":  # until the collector has handled the whole flood
+                if machine.rejected >= total and machine.duplicates >= replays:
+                    sent["handled"] = True
+                    break
+                await asyncio.sleep(0.001)
 
     attacked = await run_scenario(
         scenario, broker=broker, out_dir=tmp_path / "attacked", run_id="h1", side_task=hostile
     )
+    assert sent["handled"], "the stage closed before the flood was handled: pace the devices"
+    assert sent["messages"] > 4000
     assert attacked["reports_lost"] == 0
     assert attacked["devices_complete"] == 4
-    assert attacked["reports_rejected"] == len(sent) == 8
-    expected_fields: dict[str, int] = {}
-    for field in sent:
-        expected_fields[field] = expected_fields.get(field, 0) + 1
-    assert attacked["rejections_by_field"] == expected_fields
+    # every rejection counted, by reason, exactly
+    assert attacked["rejections_by_reason"] == expected
+    assert attacked["reports_rejected"] == sum(expected.values())
+    assert attacked["reports_duplicate"] == clean["reports_duplicate"] + sent["replays"]
     # nothing reached analytics: identical estimates and stored values to the clean run
     assert attacked["per_device"] == clean["per_device"]
-    for device, values in stored_values(tmp_path / "clean").items():
-        np.testing.assert_array_equal(values, stored_values(tmp_path / "attacked")[device])
-    # each rejection is visible in the trace with its reason
+    assert attacked["accuracy"] == clean["accuracy"]
+    clean_values = stored_values(tmp_path / "clean")
+    attacked_values = stored_values(tmp_path / "attacked")
+    assert clean_values.keys() == attacked_values.keys()
+    for device, values in clean_values.items():
+        np.testing.assert_array_equal(values, attacked_values[device])
+    # each rejection is visible in the trace with its reason and reason key
     db = open_readonly(tmp_path / "attacked")
+    rejects = [codec.decode(row.payload) for row in rows(db, TraceFilter(kind="reject"))]
+    assert len(rejects) == sum(expected.values())
+    by_code: dict[str, int] = {}
+    for reject in rejects:
+        by_code[reject.code] = by_code.get(reject.code, 0) + 1
+    assert by_code == expected
     lines = [format_line(row) for row in rows(db, TraceFilter(kind="reject"))]
-    assert len(lines) == 8
-    assert any("values[2]" in line and "outside the sw output domain" in line for line in lines)
+    assert any("values[" in line and "outside the sw output domain" in line for line in lines)
     assert any("sender" in line and "does not match topic device" in line for line in lines)
     assert any("exceeds the limit" in line for line in lines)
-    invalid = list(rows(db, TraceFilter(kind="invalid")))
-    assert len(invalid) >= 2  # the malformed JSON and the oversize blob, recorded as sent
+    assert any("already received with different values" in line for line in lines)
 
 
 async def test_hello_and_report_messages_state_mechanism_and_eps(tmp_path):

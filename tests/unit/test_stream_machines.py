@@ -18,7 +18,17 @@ import pytest
 from protocol import codec, topics
 from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from protocol.events import Event, Machine, Outbound, Rejected
-from protocol.messages import MAX_BATCH, MAX_STEPS, Ack, Hello, Message, Reject, Stage, SwReport
+from protocol.messages import (
+    MAX_BATCH,
+    MAX_STEPS,
+    Ack,
+    BudgetRefused,
+    Hello,
+    Message,
+    Reject,
+    Stage,
+    SwReport,
+)
 from protocol.stream import (
     LEDGER_ACCOUNT,
     DeviceComplete,
@@ -766,7 +776,12 @@ def test_the_ledger_refuses_overspending_and_those_steps_are_never_sent():
     assert event.t == 12
     assert reporter.refused_from == 12
     assert reporter.privatised == 12
-    sent = [o.message for o in reporter.pop_outbound()]
+    out = reporter.pop_outbound()
+    # one typed refusal to the collector instead of silence, then the complete batches
+    [refusal] = [o.message for o in out if isinstance(o.message, BudgetRefused)]
+    assert (refusal.round, refusal.account, refusal.request) == (12, "stream", "sw_report")
+    assert out[0].topic == topics.up(RUN, "d0", "budget_refused")
+    sent = [o.message for o in out if isinstance(o.message, SwReport)]
     assert [m.seq for m in sent] == [0, 1]  # batch 2 (steps 10-14) is never complete
     assert all(m.t0 + len(m.values) <= 12 for m in sent)
     assert np.isnan(reporter.values[12:]).all()

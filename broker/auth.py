@@ -1,0 +1,569 @@
+"""Per-run credentials and topic ACLs: one pure decision function for every broker.
+
+Identities (usernames) and roles:
+
+- ``device``: username = the device id (``d0007``, ``n0123``); may publish only on its own
+  ``ldp/{run}/dev/{me}/up/#`` and on any device's inbox with itself as the source level
+  (``ldp/{run}/dev/+/in/{me}``); may subscribe only to its own inbox
+  (``ldp/{run}/dev/{me}/in/+``) and to the collector's broadcasts (``ldp/{run}/ctl/#``).
+- ``collector`` (username ``collector``), ``recorder``, ``relay`` (the CADR-LDP peer relay)
+  and ``admin`` (operators and attack experiments: everything of the run, and ``$SYS``).
+
+``RULES`` holds them as data: role -> ``Rule(action, pattern)``, patterns with ``{run}``
+(filled per run) and ``%u`` (the username, filled per check), exactly like Mosquitto's
+``pattern`` lines. As in Mosquitto, the device rules are *patterns* that apply to every
+authenticated user, and each service role adds its own ``topic`` lines; so
+``AccessPolicy.allowed`` and the generated Mosquitto ACL file grant the same rights.
+
+``AccessPolicy.allowed(username, client_id, action, topic)`` is THE decision:
+
+- ``publish`` / ``receive``: ``topic`` is a concrete topic; allowed iff a rule of the
+  action's kind (``receive`` uses the ``subscribe`` rules) matches it;
+- ``subscribe``: ``topic`` is a filter; allowed iff ONE rule covers it, i.e. every topic
+  the filter can match is matched by the rule (``ldp/{run}/dev/+/in/#``, ``#``,
+  ``ldp/+/ctl/#`` are refused to a device: they reach other devices' inboxes or runs);
+- invalid topics and filters (empty, ``+``/``#`` misplaced or in a topic, U+0000), and
+  ``$`` topics (``$SYS``) for everyone but ``admin``'s ``$SYS/#`` read, are refused;
+  levels are compared as exact strings (no Unicode normalisation: a look-alike device id
+  is another id), an empty level is a level like any other;
+- the client id must belong to the username (no impersonation): a device ``d`` connects
+  as ``{run}-{d}`` (its stream agent), ``{run}-{d}-sa`` (secure sum) or ``{run}-{d}-lpea``;
+  a service ``s`` as ``{run}-{s}`` or ``{run}-{s}-*`` (fan-in connections); ``admin`` with
+  any ``{run}-*`` id. A client id that does not belong to the username gets nothing.
+
+Passwords: a per-run 256-bit master key from ``secrets``; each identity's password is
+HMAC-SHA256(key, run, username) (base64url, 43 characters): independent random-looking
+passwords for every device, and a process that holds the key (the embedded broker, a
+device shard) derives what it needs without a list. ``mosquitto_password_file`` writes
+them as Mosquitto 2 PBKDF2-SHA512 (``$7$``) hashes; ``mosquitto_acl_file`` and
+``mosquitto_conf`` write the rest. Nothing here does I/O except the explicit writers.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import contextvars
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Action = Literal["publish", "subscribe", "receive"]
+ACTIONS: tuple[str, ...] = ("publish", "subscribe", "receive")
+
+SERVICES = ("collector", "recorder", "relay")
+ADMIN = "admin"
+ROLES = ("device", *SERVICES, ADMIN)
+# a device connects under its own id plus these client-id suffixes (devices/*.py)
+DEVICE_CLIENT_SUFFIXES = ("", "-sa", "-lpea")
+_IDENT = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+PASSWORD_ITERATIONS = 101  # mosquitto_passwd's default for $7$ hashes
+
+CREDENTIALS_ENV = "LDPFLEET_CREDENTIALS"  # path of a credentials file, for child processes
+
+
+class AuthError(ValueError):
+    """Authentication was asked for but cannot be set up (the message says how)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One ACL line: ``action`` ("publish" or "subscribe"; subscribe also grants receiving
+    what the filter matches) on ``pattern`` (``{run}`` and ``%u`` substituted)."""
+
+    action: Literal["publish", "subscribe"]
+    pattern: str
+
+
+PATTERNS: tuple[Rule, ...] = (  # every authenticated user (Mosquitto ``pattern`` lines)
+    Rule("publish", "ldp/{run}/dev/%u/up/#"),
+    Rule("publish", "ldp/{run}/dev/+/in/%u"),
+    Rule("subscribe", "ldp/{run}/dev/%u/in/+"),
+    Rule("subscribe", "ldp/{run}/ctl/#"),
+)
+
+RULES: dict[str, tuple[Rule, ...]] = {
+    "device": (),  # the patterns only
+    "collector": (
+        Rule("publish", "ldp/{run}/ctl/#"),
+        Rule("publish", "ldp/{run}/rel/#"),
+        Rule("publish", "ldp/{run}/svc/collector/#"),
+        Rule("subscribe", "ldp/{run}/dev/+/up/#"),
+        Rule("subscribe", "ldp/{run}/svc/relay/#"),
+    ),
+    "recorder": (
+        Rule("subscribe", "ldp/{run}/#"),
+        Rule("publish", "ldp/{run}/svc/recorder/#"),
+    ),
+    "relay": (
+        Rule("publish", "ldp/{run}/ctl/peer_step"),
+        Rule("publish", "ldp/{run}/svc/relay/#"),
+        Rule("subscribe", "ldp/{run}/dev/+/up/peer_batch"),
+        Rule("subscribe", "ldp/{run}/ctl/relay_phase"),
+        Rule("subscribe", "ldp/{run}/ctl/stage"),
+    ),
+    ADMIN: (
+        Rule("publish", "ldp/{run}/#"),
+        Rule("subscribe", "ldp/{run}/#"),
+        Rule("subscribe", "$SYS/#"),
+    ),
+}
+
+
+# MQTT topic and filter semantics ------------------------------------------------------
+
+
+def valid_topic(topic: str) -> bool:
+    """A topic one may publish to: non-empty, no wildcard, no U+0000, <= 65535 bytes."""
+    return (
+        isinstance(topic, str)
+        and 0 < len(topic.encode("utf-8", "surrogatepass")) <= 65535
+        and not any(c in topic for c in "+#\x00")
+    )
+
+
+def valid_filter(pattern: str) -> bool:
+    """A subscription filter: ``+`` whole levels, ``#`` only as the whole last level."""
+    if not isinstance(pattern, str) or not pattern or "\x00" in pattern:
+        return False
+    if len(pattern.encode("utf-8", "surrogatepass")) > 65535:
+        return False
+    levels = pattern.split("/")
+    for index, level in enumerate(levels):
+        if "#" in level and (level != "#" or index != len(levels) - 1):
+            return False
+        if "+" in level and level != "+":
+            return False
+    return True
+
+
+def topic_matches(pattern: str, topic: str) -> bool:
+    """MQTT matching of a concrete ``topic`` by a filter (``$`` topics not by wildcards
+    at the first level)."""
+    plevels = pattern.split("/")
+    tlevels = topic.split("/")
+    if topic.startswith("$") and plevels[0] in ("+", "#"):
+        return False
+    for index, level in enumerate(plevels):
+        if level == "#":
+            return True
+        if index >= len(tlevels):
+            return False
+        if level != "+" and level != tlevels[index]:
+            return False
+    return len(plevels) == len(tlevels)
+
+
+def filter_covers(rule: str, pattern: str) -> bool:
+    """True iff every topic the filter ``pattern`` can match is matched by ``rule``."""
+    rlevels = rule.split("/")
+    flevels = pattern.split("/")
+    if rlevels[0] in ("+", "#") and flevels[0].startswith("$"):
+        return False  # the rule's wildcard does not reach $ topics the filter names
+    for index, level in enumerate(rlevels):
+        if level == "#":
+            return True  # the rest (and this level's parent topic) is covered
+        if index >= len(flevels):
+            return False  # the rule needs more levels than the filter's topics have
+        wanted = flevels[index]
+        if wanted == "#":
+            return False  # the filter matches any depth here, the rule does not
+        if level == "+":
+            continue  # any single level, including an empty one or a '+'
+        if wanted != level:  # a '+' in the filter is wider than a literal rule level
+            return False
+    return len(flevels) == len(rlevels)
+
+
+# Policy ---------------------------------------------------------------------------------
+
+
+def check_device_id(device: str) -> str:
+    """Refuse device ids that would be ambiguous as usernames or client ids."""
+    if not isinstance(device, str) or not _IDENT.match(device):
+        raise ValueError(f"device id {device!r} is not an identifier (1-64 of A-Za-z0-9_.-)")
+    if device in ROLES:
+        raise ValueError(f"device id {device!r} is a reserved service name")
+    if any(device.startswith(f"{s}-") for s in (*SERVICES, ADMIN)):
+        raise ValueError(f"device id {device!r} starts like a service's client id")
+    if any(suffix and device.endswith(suffix) for suffix in DEVICE_CLIENT_SUFFIXES):
+        raise ValueError(f"device id {device!r} ends like a device's extra client id")
+    return device
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """The public half of a run's credentials: who is who, and what each may do."""
+
+    run: str
+    devices: frozenset[str] | None = None  # None: any well-formed device id
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _IDENT.match(self.run):
+            raise ValueError(f"run id {self.run!r} is not an identifier")
+
+    def role_of(self, username: str | None) -> str | None:
+        """The role of an authenticated username, or None (unknown: no rights)."""
+        if not isinstance(username, str):
+            return None
+        if username in RULES and username != "device":
+            return username
+        try:
+            check_device_id(username)
+        except ValueError:
+            return None
+        if self.devices is not None and username not in self.devices:
+            return None
+        return "device"
+
+    def client_ids_ok(self, username: str | None, client_id: str | None) -> bool:
+        """True if ``client_id`` belongs to ``username`` (see the module doc)."""
+        role = self.role_of(username)
+        if role is None or not isinstance(client_id, str):
+            return False
+        prefix = f"{self.run}-"
+        if not client_id.startswith(prefix) or not _IDENT.match(client_id[len(prefix) :]):
+            return False
+        rest = client_id[len(prefix) :]
+        if role == "device":
+            return rest in {f"{username}{suffix}" for suffix in DEVICE_CLIENT_SUFFIXES}
+        if role == ADMIN:
+            return True
+        return rest == username or rest.startswith(f"{username}-")
+
+    def rules_for(self, username: str) -> list[Rule]:
+        """The concrete rules of a (known) username: patterns then its role's lines."""
+        role = self.role_of(username)
+        if role is None:
+            return []
+        return [
+            Rule(r.action, r.pattern.replace("{run}", self.run).replace("%u", username))
+            for r in (*PATTERNS, *RULES[role])
+        ]
+
+    def allowed(self, username: str | None, client_id: str | None, action: str, topic: str) -> bool:
+        """May ``username``, connected as ``client_id``, ``action`` (publish a topic,
+        subscribe a filter, receive a topic) on ``topic``? Pure; the module doc says how."""
+        key = (username, client_id, action, topic)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        decision = self._decide(username, client_id, action, topic)
+        if len(self._cache) >= 200_000:
+            self._cache.clear()
+        self._cache[key] = decision
+        return decision
+
+    def _decide(self, username: str | None, client_id: str | None, action: str, topic: str) -> bool:
+        if action not in ACTIONS or not self.client_ids_ok(username, client_id):
+            return False
+        assert username is not None
+        rules = self.rules_for(username)
+        if action == "publish":
+            if not valid_topic(topic) or topic.startswith("$"):
+                return False
+            return any(r.action == "publish" and topic_matches(r.pattern, topic) for r in rules)
+        if action == "receive":
+            if not valid_topic(topic):
+                return False
+            return any(r.action == "subscribe" and topic_matches(r.pattern, topic) for r in rules)
+        if not valid_filter(topic):
+            return False
+        return any(r.action == "subscribe" and filter_covers(r.pattern, topic) for r in rules)
+
+
+# Credentials ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A run's secrets: the master key every password derives from, and the policy."""
+
+    run: str
+    key: bytes
+    devices: tuple[str, ...] | None = None
+
+    @classmethod
+    def generate(cls, run: str, devices: Iterable[str] | None = None) -> Credentials:
+        """Fresh credentials for ``run`` (``devices``: the ids allowed to connect; None: any
+        well-formed device id whose holder got its password from this object)."""
+        listed = None if devices is None else tuple(check_device_id(d) for d in devices)
+        return cls(run, secrets.token_bytes(32), listed)
+
+    @property
+    def policy(self) -> AccessPolicy:
+        """The ACL decision for this run."""
+        cached = self.__dict__.get("_policy")
+        if cached is None:
+            devices = None if self.devices is None else frozenset(self.devices)
+            cached = AccessPolicy(self.run, devices)
+            object.__setattr__(self, "_policy", cached)
+        return cached
+
+    def password(self, username: str) -> str:
+        """The password of ``username`` (any name; only known ones can log in)."""
+        digest = hmac.new(self.key, f"{self.run}\x00{username}".encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def username_for(self, client_id: str) -> str | None:
+        """Which identity a client id of this run belongs to (None: none)."""
+        prefix = f"{self.run}-"
+        if not client_id.startswith(prefix):
+            return None
+        rest = client_id[len(prefix) :]
+        for service in SERVICES:
+            if rest == service or rest.startswith(f"{service}-"):
+                return service
+        for suffix in DEVICE_CLIENT_SUFFIXES:
+            if suffix and rest.endswith(suffix):
+                rest = rest[: -len(suffix)]
+                break
+        username = rest
+        return username if self.policy.role_of(username) == "device" else None
+
+    def for_client(self, client_id: str) -> tuple[str, str] | None:
+        """``(username, password)`` to connect as ``client_id``, or None."""
+        username = self.username_for(client_id)
+        return None if username is None else (username, self.password(username))
+
+    def authenticate(
+        self, username: str | None, password: str | bytes | None, client_id: str | None
+    ) -> bool:
+        """Does this CONNECT (username, password, client id) log in? Constant-time compare."""
+        if not isinstance(username, str) or password is None:
+            return False
+        if isinstance(password, bytes):
+            try:
+                password = password.decode()
+            except UnicodeDecodeError:
+                return False
+        if self.policy.role_of(username) is None:
+            return False
+        if not hmac.compare_digest(password.encode(), self.password(username).encode()):
+            return False
+        return self.policy.client_ids_ok(username, client_id)
+
+    def allowed(self, username: str | None, client_id: str | None, action: str, topic: str) -> bool:
+        """``self.policy.allowed``."""
+        return self.policy.allowed(username, client_id, action, topic)
+
+    def usernames(self, devices: Iterable[str] | None = None) -> list[str]:
+        """Every identity to write into a password file (services, admin, devices)."""
+        listed = list(self.devices if devices is None else devices)
+        return [*SERVICES, ADMIN, *(check_device_id(d) for d in listed)]
+
+    # serialisation (for a child process or another host: keep it private) -------------
+
+    def to_dict(self) -> dict:
+        """JSON-able form, including the secret key."""
+        return {
+            "run": self.run,
+            "key": self.key.hex(),
+            "devices": None if self.devices is None else list(self.devices),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Credentials:
+        """Inverse of ``to_dict``."""
+        devices = data.get("devices")
+        return cls(
+            str(data["run"]),
+            bytes.fromhex(data["key"]),
+            None if devices is None else tuple(check_device_id(d) for d in devices),
+        )
+
+    def save(self, path: str | Path) -> Path:
+        """Write the credentials (secret) to ``path`` readable by the owner only."""
+        path = Path(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(self.to_dict(), handle)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Credentials:
+        """Read credentials written by ``save`` (``AuthError`` names what is wrong)."""
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except OSError as error:
+            raise AuthError(f"cannot read credentials {path}: {error.strerror}") from None
+        except (ValueError, KeyError, TypeError) as error:
+            raise AuthError(f"{path} is not an ldpfleet credentials file ({error})") from None
+
+
+# The run's credentials as ambient context (for code paths that open brokers themselves) --
+
+_AMBIENT: contextvars.ContextVar[Credentials | None] = contextvars.ContextVar(
+    "ldpfleet_credentials", default=None
+)
+
+
+def ambient() -> Credentials | None:
+    """The credentials set by ``use_credentials`` in this context, else those named by the
+    ``LDPFLEET_CREDENTIALS`` environment variable (a child process of a run), else None."""
+    found = _AMBIENT.get()
+    if found is not None:
+        return found
+    path = os.environ.get(CREDENTIALS_ENV)
+    return Credentials.load(path) if path else None
+
+
+@contextlib.contextmanager
+def use_credentials(
+    credentials: Credentials | None, *, export_dir: Path | None = None
+) -> Iterator[None]:
+    """Make ``credentials`` the ambient ones for this block; with ``export_dir``, also save
+    them there (mode 0600) and name the file in ``LDPFLEET_CREDENTIALS`` so child processes
+    started in the block (device shards) find them. Restored when the block ends."""
+    token = _AMBIENT.set(credentials)
+    previous = os.environ.get(CREDENTIALS_ENV)
+    path = None
+    try:
+        if credentials is not None and export_dir is not None:
+            path = credentials.save(Path(export_dir) / "credentials.json")
+            os.environ[CREDENTIALS_ENV] = str(path)
+        yield
+    finally:
+        _AMBIENT.reset(token)
+        if path is not None:
+            if previous is None:
+                os.environ.pop(CREDENTIALS_ENV, None)
+            else:
+                os.environ[CREDENTIALS_ENV] = previous
+            path.unlink(missing_ok=True)
+
+
+# Mosquitto files ------------------------------------------------------------------------
+
+
+def mosquitto_hash(
+    password: str, salt: bytes | None = None, iterations: int = PASSWORD_ITERATIONS
+) -> str:
+    """A Mosquitto 2 password hash: ``$7$iterations$base64(salt)$base64(PBKDF2-SHA512)``."""
+    salt = secrets.token_bytes(12) if salt is None else salt
+    digest = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations, 64)
+    return f"$7${iterations}${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}"
+
+
+def verify_mosquitto_hash(password: str, encoded: str) -> bool:
+    """Check a password against a ``$7$`` hash (for tests and tools)."""
+    try:
+        _, kind, iterations, salt, digest = encoded.split("$")
+    except ValueError:
+        return False
+    if kind != "7":
+        return False
+    computed = hashlib.pbkdf2_hmac(
+        "sha512", password.encode(), base64.b64decode(salt), int(iterations), 64
+    )
+    return hmac.compare_digest(computed, base64.b64decode(digest))
+
+
+def mosquitto_password_lines(credentials: Credentials, devices: Iterable[str] | None = None) -> str:
+    """A Mosquitto ``password_file``: one ``username:$7$...`` line per identity."""
+    return "".join(
+        f"{user}:{mosquitto_hash(credentials.password(user))}\n"
+        for user in credentials.usernames(devices)
+    )
+
+
+def _mosquitto_access(action: str) -> str:
+    return "write" if action == "publish" else "read"
+
+
+def mosquitto_acl_text(run: str) -> str:
+    """A Mosquitto ``acl_file`` with the same rights as ``AccessPolicy`` for ``run``:
+    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role."""
+    lines = [
+        f"# ldpfleet ACL for run {run} (generated; see docs/reliability.md)",
+        "# every user: a device's own up/ and inbox topics, the broadcasts",
+    ]
+    for rule in PATTERNS:
+        lines.append(f"pattern {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
+    for role in (*SERVICES, ADMIN):
+        lines.append("")
+        lines.append(f"user {role}")
+        for rule in RULES[role]:
+            lines.append(f"topic {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
+    return "\n".join(lines) + "\n"
+
+
+def mosquitto_conf_text(
+    directory: Path,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    persistence: bool = True,
+    user: str | None = None,
+) -> str:
+    """A Mosquitto 2 config using ``passwords`` and ``acl`` in ``directory``. ``user``: the
+    account Mosquitto runs as when started by root (it drops privileges before it reads
+    the password file, so that account must be able to read ``directory``)."""
+    directory = Path(directory).resolve()
+    lines = [
+        "# ldpfleet: authenticated listener (generated; see docs/reliability.md)",
+        *([f"user {user}"] if user else []),
+        "per_listener_settings false",
+        f"listener {port} {host}",
+        "allow_anonymous false",
+        f"password_file {directory / 'passwords'}",
+        f"acl_file {directory / 'acl'}",
+        "max_queued_messages 100000",
+        "max_queued_bytes 0",
+        "max_inflight_messages 100",
+        "max_connections -1",
+        "set_tcp_nodelay true",
+    ]
+    if persistence:
+        lines += [
+            "persistence true",
+            f"persistence_location {directory / 'data'}/",
+            "autosave_interval 30",
+        ]
+    else:
+        lines.append("persistence false")
+    lines += ["log_type error", "log_type warning", "log_type notice"]
+    return "\n".join(lines) + "\n"
+
+
+def write_mosquitto_files(
+    directory: str | Path,
+    credentials: Credentials,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    devices: Iterable[str] | None = None,
+    persistence: bool = True,
+    user: str | None = None,
+) -> dict[str, Path]:
+    """Write ``passwords`` (0600), ``acl``, ``mosquitto.conf`` and ``credentials.json``
+    (0600: what ldpfleet processes connect with) into ``directory``; returns their paths."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "passwords": directory / "passwords",
+        "acl": directory / "acl",
+        "conf": directory / "mosquitto.conf",
+        "credentials": directory / "credentials.json",
+    }
+    fd = os.open(paths["passwords"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(mosquitto_password_lines(credentials, devices))
+    paths["acl"].write_text(mosquitto_acl_text(credentials.run))
+    if persistence:
+        data = directory / "data"
+        data.mkdir(exist_ok=True)
+        paths["data"] = data
+    paths["conf"].write_text(
+        mosquitto_conf_text(directory, port=port, host=host, persistence=persistence, user=user)
+    )
+    credentials.save(paths["credentials"])
+    return paths
