@@ -110,6 +110,9 @@ class TraceRecorder:
         self.by_kind: Counter[str] = Counter()
         self.subscribed = asyncio.Event()
         self.finished = asyncio.Event()
+        # True once the collector's final ``run closed`` was recorded (the trace is whole);
+        # a recorder stopped before (cancelled: the runner's finish grace) leaves it False
+        self.complete = False
         self._rows: list[tuple] = []
         self._db: sqlite3.Connection | None = None
 
@@ -132,7 +135,8 @@ class TraceRecorder:
         )
 
     async def run_until_closed(self) -> int:
-        """Record until the collector closes the run (or the task is cancelled)."""
+        """Record until the collector closes the run (or the task is cancelled: what was
+        received is kept, ``complete`` stays False)."""
         self._db = open_trace(self.path)
         with self._db:
             self._db.execute(
@@ -165,6 +169,7 @@ class TraceRecorder:
                         if len(self._rows) >= self.batch_rows or conn.pending() == 0:
                             self._flush()
                         if self._is_final(family, kind, delivery.payload):
+                            self.complete = True
                             break
         finally:
             self._flush()

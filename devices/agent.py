@@ -36,6 +36,7 @@ class DeviceAgent:
         *,
         step_seconds: float = 0.0,
         connect_gate: asyncio.Semaphore | None = None,
+        silence_timeout: float | None = None,
     ) -> None:
         self.transport = transport
         self.reporter = reporter
@@ -45,6 +46,10 @@ class DeviceAgent:
         self.refused_messages = 0
         self.error: str | None = None
         self.connected_at: float | None = None
+        # give up after this many seconds without a message from the collector (None:
+        # never): a collector that is gone must not keep a device retransmitting forever
+        self.silence_timeout = silence_timeout
+        self.gave_up: str | None = None  # why the agent stopped before its stream finished
 
     @property
     def device(self) -> str:
@@ -103,11 +108,25 @@ class DeviceAgent:
                 background(feeder),
                 contextlib.aclosing(conn.messages()) as deliveries,
             ):
-                async for delivery in deliveries:
-                    self._handle(delivery.topic, delivery.payload, loop.time())
-                    await publish_outbound(conn, self.reporter)
-                    if self.reporter.finished:
-                        break
+                silence = self.silence_timeout
+                try:
+                    async with asyncio.timeout_at(
+                        None if silence is None else loop.time() + silence
+                    ) as quiet:
+                        async for delivery in deliveries:
+                            self._handle(delivery.topic, delivery.payload, loop.time())
+                            await publish_outbound(conn, self.reporter)
+                            if self.reporter.finished:
+                                break
+                            if silence is not None:
+                                quiet.reschedule(loop.time() + silence)
+                except TimeoutError:
+                    self.gave_up = (
+                        f"no message from the collector for {silence:g} s "
+                        f"(state {self.reporter.state}, {self.reporter.retransmissions} "
+                        "retransmissions)"
+                    )
+                    log.warning("%s: gave up: %s", self.device, self.gave_up)
         finally:
             await context.__aexit__(None, None, None)
 

@@ -45,6 +45,9 @@ class DeviceOutcome:
     error: str | None
     true_mean: float
     ledger: dict
+    # why the device's stream did not finish (it gave up waiting for the collector, failed,
+    # or was still waiting when the run stopped it); None when it finished
+    unfinished: str | None = None
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -97,6 +100,10 @@ class Fleet:
         self.shard = shard
         self.config = scenario.stream_config(run)
         gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
+        # a device gives up after this long without a word from the collector: longer than
+        # any wait for credit (the collector's stage deadline) plus the finish grace
+        collector = scenario.spec.collector
+        silence_timeout = collector.stage_timeout + collector.finish_grace
         lo, hi = self.config.lo, self.config.hi
         self.agents: list[DeviceAgent] = []
         self.connect_seconds: float | None = None
@@ -123,6 +130,7 @@ class Fleet:
                     readings,
                     step_seconds=scenario.spec.stream.step_seconds,
                     connect_gate=gate,
+                    silence_timeout=silence_timeout,
                 )
             )
 
@@ -155,6 +163,13 @@ class Fleet:
                 error=agent.error,
                 true_mean=self.true_means[agent.device],
                 ledger=agent.reporter.ledger.to_dict(),
+                unfinished=None
+                if agent.reporter.finished
+                else (
+                    agent.gave_up
+                    or agent.error
+                    or "stopped while still waiting for the collector (finish grace over)"
+                ),
             )
             for agent in self.agents
         ]

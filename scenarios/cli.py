@@ -218,6 +218,13 @@ def run(
             )
     console.print(_summary_table(results))
     console.print(f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json")
+    if results.get("aborted"):
+        console.print(
+            f"[bold red]aborted:[/] {results['aborted']['detail']}.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     if results["reports_lost"]:
         raise typer.Exit(1)
 

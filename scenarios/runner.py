@@ -26,6 +26,7 @@ from broker.auth import ADMIN, AuthError, Credentials, use_credentials
 from broker.recorder import TraceRecorder
 from broker.select import open_broker
 from broker.transport import AsUser, Transport
+from collector.analytics import sw_mean_estimates
 from collector.metrics import cosine_distance, period_correct
 from collector.secure_sum import secure_sum
 from collector.service import CollectorService, announce_run_closed
@@ -272,6 +273,41 @@ def collector_for(
     )
 
 
+def _partial_collector_results(collector: CollectorService | None, config, reason: str) -> dict:
+    """The collector's results.json counters from what it had persisted when the run was
+    aborted (``run_timeout``): everything not persisted counts as lost."""
+    machine = collector.machine if collector is not None else None
+    if machine is None:
+        expected = 0 if collector is None else len(collector.devices) * config.n_batches
+        summary = {
+            "devices": 0 if collector is None else len(collector.devices),
+            "devices_complete": 0,
+            "reports_expected": expected,
+            "reports_received": 0,
+            "reports_duplicate": 0,
+            "reports_rejected": 0,
+            "rejections_by_field": {},
+            "rejections_by_reason": {},
+            "reports_refused": 0,
+            "budget_refusals": {},
+            "reports_lost": expected,
+        }
+        missing: dict = {}
+        streams: dict = {}
+    else:
+        summary = machine.summary()
+        missing = {device: seqs for device, seqs in machine.missing().items() if seqs}
+        streams = collector.store.device_values() if collector is not None else {}
+    return {
+        **summary,
+        "stage_state": "aborted",
+        "close_reason": reason,
+        "missing_batches": missing,
+        "mean_estimates": sw_mean_estimates(config, streams) if streams else {},
+        "stream_seconds": collector.stage_seconds if collector is not None else 0.0,
+    }
+
+
 async def _watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
     while True:
         machine = service.machine
@@ -324,50 +360,109 @@ async def run_scenario(
     secure: dict | None = None
     wall = time.perf_counter()
 
+    run_timeout = scenario.run_timeout()
+    grace = scenario.spec.collector.finish_grace
+    aborted: dict | None = None
+    trace_note: str | None = None
+    broker_info = None
+    collector: CollectorService | None = None
+    recorder: TraceRecorder | None = None
+    fleet: Fleet | None = None
+    outcomes: list[DeviceOutcome] | None = None
+    collector_results: dict | None = None
+    fleet_seconds: float | None = None
+
+    deadline = asyncio.timeout(run_timeout)
     t = time.perf_counter()
-    async with open_broker(broker_spec, credentials=creds) as (transport, broker_info):
-        stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
-        recorder = TraceRecorder(transport, run, out / "trace.sqlite")
-        collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
-        t = time.perf_counter()
-        fleet = Fleet(scenario, transport, run, seed=seed)
-        stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
-        async with asyncio.TaskGroup() as group:
-            recorder_task = group.create_task(recorder.run_until_closed())
-            await recorder.subscribed.wait()
-            collector_task = group.create_task(collector.run())
-            await collector.subscribed.wait()
-            watcher = group.create_task(_watch_progress(collector, progress)) if progress else None
-            side = None
-            if side_task is not None:
-                view = (
-                    transport if creds is None else AsUser(transport, ADMIN, creds.password(ADMIN))
-                )
-                side = group.create_task(side_task(view, run, collector))
+    try:
+        # a run never hangs: past ``run_timeout`` every task is cancelled (docs/reliability.md)
+        async with (
+            deadline,
+            open_broker(broker_spec, credentials=creds) as (transport, broker_info),
+        ):
+            stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
+            recorder = TraceRecorder(transport, run, out / "trace.sqlite")
+            collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
             t = time.perf_counter()
-            outcomes = await fleet.run()
-            fleet_seconds = time.perf_counter() - t
-            if not collector_task.done():
-                # Every agent has ended: nothing more can arrive. Devices that failed leave
-                # their batches missing, which the collector reports as lost.
-                await asyncio.sleep(0)
-                if any(o.error for o in outcomes):
-                    collector.request_close("the fleet ended with failed devices")
-            collector_results = await collector_task
-            if scenario.spec.secure_sum is not None:
-                secure = await run_secure_sum_stage(scenario, transport, run, fleet, seed)
-                stages["secure_sum"] = {
-                    "status": "aborted" if secure["aborted"] else "ok",
-                    "seconds": secure["seconds"],
-                }
-                async with transport.connect(f"{run}-collector") as conn:
-                    await announce_run_closed(conn, run)
-            await recorder_task
-            for helper in (watcher, side):
-                if helper is not None:
-                    helper.cancel()
-        if progress:
-            progress(collector_results["reports_received"], collector_results["reports_expected"])
+            fleet = Fleet(scenario, transport, run, seed=seed)
+            stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
+            async with asyncio.TaskGroup() as group:
+                recorder_task = group.create_task(recorder.run_until_closed())
+                await recorder.subscribed.wait()
+                collector_task = group.create_task(collector.run())
+                await collector.subscribed.wait()
+                watcher = (
+                    group.create_task(_watch_progress(collector, progress)) if progress else None
+                )
+                side = None
+                if side_task is not None:
+                    view = (
+                        transport
+                        if creds is None
+                        else AsUser(transport, ADMIN, creds.password(ADMIN))
+                    )
+                    side = group.create_task(side_task(view, run, collector))
+                t = time.perf_counter()
+                fleet_task = group.create_task(fleet.run())
+                await asyncio.wait(
+                    {fleet_task, collector_task}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not fleet_task.done():
+                    # the collector has finished: devices still waiting (its final
+                    # message lost, their acks lost) get ``finish_grace``, then stop
+                    await asyncio.wait({fleet_task}, timeout=grace)
+                    if not fleet_task.done():
+                        fleet_task.cancel()
+                        await asyncio.gather(fleet_task, return_exceptions=True)
+                outcomes = fleet.outcomes()
+                fleet_seconds = time.perf_counter() - t
+                if not collector_task.done():
+                    # Every agent has ended: nothing more can arrive. Devices that failed
+                    # leave their batches missing, which the collector reports as lost.
+                    await asyncio.sleep(0)
+                    if any(o.error for o in outcomes):
+                        collector.request_close("the fleet ended with failed devices")
+                collector_results = await collector_task
+                if scenario.spec.secure_sum is not None:
+                    secure = await run_secure_sum_stage(scenario, transport, run, fleet, seed)
+                    stages["secure_sum"] = {
+                        "status": "aborted" if secure["aborted"] else "ok",
+                        "seconds": secure["seconds"],
+                    }
+                    async with transport.connect(f"{run}-collector") as conn:
+                        await announce_run_closed(conn, run)
+                # the final "run closed" may be lost: the recorder gets ``finish_grace``
+                await asyncio.wait({recorder_task}, timeout=grace)
+                if not recorder_task.done():
+                    recorder_task.cancel()
+                    trace_note = (
+                        f"the collector's final 'run closed' message did not reach the "
+                        f"recorder within finish_grace ({grace:g} s)"
+                    )
+                await asyncio.gather(recorder_task, return_exceptions=True)
+                for helper in (watcher, side):
+                    if helper is not None:
+                        helper.cancel()
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # some other timeout, not the run's
+        aborted = {
+            "reason": "run_timeout",
+            "run_timeout": run_timeout,
+            "detail": f"the run did not finish within run_timeout ({run_timeout:g} s); every "
+            "task was cancelled and the outputs hold what had arrived",
+        }
+        if fleet is not None and outcomes is None:
+            outcomes = fleet.outcomes()
+        if collector_results is None:
+            collector_results = _partial_collector_results(collector, config, aborted["detail"])
+        if collector is not None:
+            collector.store.close()
+        if recorder is not None and not recorder.complete:
+            trace_note = "the run was aborted (run_timeout) before the collector closed it"
+    if progress and collector_results is not None:
+        progress(collector_results["reports_received"], collector_results["reports_expected"])
+    outcomes = outcomes or []
 
     reconstruction = collector_results.get("reconstruction")
     if reconstruction is not None:
@@ -380,13 +475,17 @@ async def run_scenario(
             tolerance=scenario.spec.cpr.period_tolerance,
         )
     stages["stream"] = {
-        "status": "complete" if collector_results["reports_lost"] == 0 else "incomplete",
+        "status": "aborted"
+        if aborted and collector_results.get("stage_state") == "aborted"
+        else "complete"
+        if collector_results["reports_lost"] == 0
+        else "incomplete",
         "seconds": collector_results["stream_seconds"],
         "fleet_seconds": fleet_seconds,
         "close_reason": collector_results["close_reason"],
     }
     gcdp_entry = None
-    if collector.gcdp is not None:
+    if collector is not None and collector.gcdp is not None and "gcdp" in collector_results:
         gcdp_entry = score_gcdp(
             collector_results["gcdp"], collector.gcdp, fleet, config_window(scenario)
         )
@@ -396,6 +495,7 @@ async def run_scenario(
             else "incomplete",
             "calibration_seconds": gcdp_entry["calibration_seconds"],
         }
+    unfinished = {o.device: o.unfinished for o in outcomes if o.unfinished}
     estimates = collector_results["mean_estimates"]
     errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
     results = {
@@ -406,9 +506,18 @@ async def run_scenario(
             "seed": seed,
             "spec": scenario.to_dict(),
         },
-        "broker": {"kind": broker_info.kind, "url": broker_info.url, "auth": creds is not None},
+        "broker": {
+            "kind": broker_info.kind if broker_info else None,
+            "url": broker_info.url if broker_info else None,
+            "auth": creds is not None,
+        },
+        # set when the run was stopped by its global deadline (docs/reliability.md)
+        "aborted": aborted,
         "devices": collector_results["devices"],
         "devices_complete": collector_results["devices_complete"],
+        # devices whose stream did not finish: they gave up on a silent collector, failed,
+        # or were stopped after the finish grace (fleet.unfinished_devices says which)
+        "devices_unfinished": len(unfinished),
         "reports_expected": collector_results["reports_expected"],
         "reports_received": collector_results["reports_received"],
         "reports_rejected": collector_results["reports_rejected"],
@@ -438,7 +547,8 @@ async def run_scenario(
         "stages": stages,
         "fleet": {
             "devices_run": len(outcomes),
-            "connect_seconds": fleet.connect_seconds,
+            "connect_seconds": fleet.connect_seconds if fleet else None,
+            "unfinished_devices": unfinished,
             "device_errors": {o.device: o.error for o in outcomes if o.error},
             "retransmissions": sum(o.retransmissions for o in outcomes),
             "refused_messages": sum(o.refused_messages for o in outcomes),
@@ -470,14 +580,17 @@ async def run_scenario(
         "gcdp": gcdp_entry,
         "trace": {
             "path": "trace.sqlite",
-            "messages": recorder.recorded,
-            "by_kind": dict(sorted(recorder.by_kind.items())),
+            "messages": recorder.recorded if recorder else 0,
+            "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
         },
+        # False when the recorder stopped before the collector's final message
+        "trace_complete": bool(recorder and recorder.complete),
+        "trace_incomplete_reason": trace_note,
         "seconds": time.perf_counter() - wall,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))
     central = None
-    if collector.gcdp is not None:
+    if collector is not None and collector.gcdp is not None and gcdp_entry is not None:
         central = {
             **collector.gcdp.ledger.to_dict(),
             "eps_cal": gcdp_entry["eps_cal"],

@@ -41,6 +41,8 @@ class ScenarioMeta(_Section):
     name: Ident
     seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
     description: str = ""
+    # the whole run's deadline (seconds); None: derived (``LoadedScenario.run_timeout``)
+    run_timeout: Annotated[float, Meta(gt=0)] | None = None
 
 
 class FleetSection(_Section):
@@ -107,6 +109,8 @@ class CollectorSection(_Section):
     credit_window: Annotated[int, Meta(ge=1, le=4096)] = 2
     stage_timeout: Annotated[float, Meta(gt=0)] = 600.0
     idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
+    # after the collector finishes: how long the recorder and the fleet may take to end
+    finish_grace: Annotated[float, Meta(gt=0)] = 5.0
 
 
 class CprSection(_Section):
@@ -223,6 +227,18 @@ class LoadedScenario:
     def name(self) -> str:
         """The scenario's name."""
         return self.spec.scenario.name
+
+    def run_timeout(self) -> float:
+        """``[scenario] run_timeout``, or by default 1.5 x ``[collector] stage_timeout`` +
+        ``finish_grace`` + 60 s (+ 6 x ``[secure_sum] stage_timeout`` with that stage): the
+        stream stage, its analytics and the shutdown, with room to spare."""
+        if self.spec.scenario.run_timeout is not None:
+            return self.spec.scenario.run_timeout
+        collector = self.spec.collector
+        total = 1.5 * collector.stage_timeout + collector.finish_grace + 60.0
+        if self.spec.secure_sum is not None:
+            total += 6 * self.spec.secure_sum.stage_timeout
+        return total
 
     def device_ids(self) -> list[str]:
         """Every device id of the fleet, in index order."""

@@ -1,0 +1,145 @@
+"""A run never hangs (docs/reliability.md, "Timeouts"): a lost final message ends the
+trace after the finish grace, a silent collector ends the run at its global deadline, and
+a device that never hears from the collector gives up instead of retransmitting forever.
+No sleeps: small timeouts and drop rules of the in-memory transport."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+from typer.testing import CliRunner
+
+from broker.transport import MemoryTransport
+from devices.agent import DeviceAgent
+from protocol.stream import StreamReporter
+from scenarios.runner import run_scenario
+from scenarios.schema import parse_scenario
+
+BASE = """
+[scenario]
+name = "hang"
+seed = 3
+{scenario}
+[fleet]
+devices = 4
+[stream]
+steps = 20
+eps = 2.0
+w = 5
+retransmit_after = 0.05
+[collector]
+{collector}
+[source]
+kind = "synthetic"
+bounds = [-1.5, 1.5]
+"""
+
+
+def scenario(scenario_keys: str = "", collector_keys: str = ""):
+    return parse_scenario(BASE.format(scenario=scenario_keys, collector=collector_keys))
+
+
+def is_run_closed(topic: str, payload: bytes) -> bool:
+    return "/ctl/" in topic and b'"stage":"run"' in payload and b'"closed"' in payload
+
+
+async def test_lost_final_message_ends_the_trace_after_the_finish_grace(tmp_path):
+    transport = MemoryTransport(
+        drop=lambda topic, payload, to: to.endswith("-recorder") and is_run_closed(topic, payload)
+    )
+    loaded = scenario(collector_keys="finish_grace = 0.2")
+    started = time.perf_counter()
+    results = await run_scenario(loaded, broker=transport, out_dir=tmp_path, run_id="h1")
+    assert time.perf_counter() - started < 30
+    assert transport.dropped == 1
+    assert results["aborted"] is None
+    assert results["reports_lost"] == 0 and results["devices_complete"] == 4
+    assert results["trace_complete"] is False
+    assert "finish_grace" in results["trace_incomplete_reason"]
+    assert results["devices_unfinished"] == 0
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert on_disk["trace_complete"] is False and on_disk["trace"]["messages"] > 0
+
+
+async def test_clean_run_has_a_complete_trace(tmp_path):
+    results = await run_scenario(scenario(), broker=MemoryTransport(), out_dir=tmp_path)
+    assert results["trace_complete"] is True and results["trace_incomplete_reason"] is None
+    assert results["aborted"] is None and results["devices_unfinished"] == 0
+
+
+async def test_silent_collector_ends_the_run_at_the_global_timeout(tmp_path):
+    """The collector goes silent mid-stream (as if killed: nothing reaches it, nothing it
+    sends arrives) and its stage deadline is far away: run_timeout stops the run, the
+    outputs are still written and say why."""
+    seen = {"collector": 0}
+
+    def drop(topic: str, payload: bytes, to: str) -> bool:
+        if to.endswith("-collector"):
+            seen["collector"] += 1
+            return seen["collector"] > 6
+        return seen["collector"] > 6 and ("/in/" in topic or "/ctl/" in topic)
+
+    transport = MemoryTransport(drop=drop)
+    loaded = scenario("run_timeout = 0.5", "stage_timeout = 120")
+    started = time.perf_counter()
+    results = await run_scenario(loaded, broker=transport, out_dir=tmp_path, run_id="h2")
+    assert time.perf_counter() - started < 30
+    assert results["aborted"]["reason"] == "run_timeout"
+    assert results["aborted"]["run_timeout"] == 0.5
+    assert results["stages"]["stream"]["status"] == "aborted"
+    assert results["reports_lost"] > 0
+    assert results["devices_unfinished"] == 4
+    assert results["trace_complete"] is False
+    for name in ("results.json", "ledger.json", "trace.sqlite", "collector.sqlite"):
+        assert (tmp_path / name).exists(), name
+    assert json.loads((tmp_path / "results.json").read_text())["aborted"]["reason"] == (
+        "run_timeout"
+    )
+
+
+async def test_device_whose_acks_are_all_dropped_ends_unfinished(tmp_path):
+    transport = MemoryTransport(drop=lambda topic, payload, to: to == "h3-d0000")
+    loaded = scenario(collector_keys="stage_timeout = 0.5\nfinish_grace = 0.2")
+    started = time.perf_counter()
+    results = await run_scenario(loaded, broker=transport, out_dir=tmp_path, run_id="h3")
+    assert time.perf_counter() - started < 30
+    assert results["aborted"] is None
+    assert results["devices_unfinished"] == 1
+    assert list(results["fleet"]["unfinished_devices"]) == ["d0000"]
+    assert results["per_device"]["d0000"]["state"] not in ("done", "closed")
+    assert results["devices_complete"] == 3
+    assert results["per_device"]["d0001"]["state"] in ("done", "closed")
+
+
+async def test_agent_gives_up_on_a_collector_that_never_answers():
+    loaded = scenario(collector_keys="stage_timeout = 0.3\nfinish_grace = 0.1")
+    reporter = StreamReporter(loaded.stream_config("h4"), "d0000", np.random.default_rng(0))
+    agent = DeviceAgent(MemoryTransport(), reporter, np.zeros(20), silence_timeout=0.3)
+    await asyncio.wait_for(agent.run(), 20)  # returns by itself; wait_for only guards
+    assert agent.gave_up is not None and "no message from the collector" in agent.gave_up
+    assert reporter.state == "hello" and reporter.retransmissions > 0
+
+
+def test_cli_exits_non_zero_with_one_sentence_on_run_timeout(tmp_path, monkeypatch):
+    from scenarios import cli
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        BASE.format(scenario="run_timeout = 0.3", collector="stage_timeout = 120")
+        + '[broker]\nurl = "memory"\n'
+    )
+    # the collector never hears anyone: every device message is dropped
+    real = MemoryTransport.__init__
+
+    def lossy_init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        self.drop = lambda topic, payload, to: to.endswith("-collector") and "/up/" in topic
+
+    monkeypatch.setattr(MemoryTransport, "__init__", lossy_init)
+    result = CliRunner().invoke(cli.app, ["run", str(path), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert "aborted:" in result.output and "run_timeout" in result.output
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["aborted"]
