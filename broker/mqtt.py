@@ -161,21 +161,13 @@ class MqttTransport:
             client.pending_calls_threshold = 1_000_000
             try:
                 await client.__aenter__()
-            except aiomqtt.MqttCodeError as error:
-                if _refused(error):  # bad credentials or not authorised: retrying won't help
+            except aiomqtt.MqttError as error:
+                # bad credentials or not authorised: retrying won't help
+                if isinstance(error, aiomqtt.MqttCodeError) and _refused(error):
                     raise TransportError(
                         f"{client_id}: {self.name} refused the connection "
                         f"(user {username!r}): {error}"
                     ) from error
-                if attempt == self.connect_attempts:
-                    raise TransportError(
-                        f"{client_id}: cannot connect to {self.name} after {attempt} "
-                        f"attempts: {error}"
-                    ) from error
-                await asyncio.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 2.0)
-                continue
-            except aiomqtt.MqttError as error:
                 if attempt == self.connect_attempts:
                     raise TransportError(
                         f"{client_id}: cannot connect to {self.name} after {attempt} "

@@ -63,12 +63,12 @@ from collector.gcdp.evaluation import (
     fit_logistic,
     fit_normalizer,
     label_utility,
-    load_occupancy,
     normalize,
     window_means,
 )
 from protocol.errors import ParameterError
-from scenarios.bench_gcdp import DATA_DIR, WINDOW, _calibrate, _mean_f1, _release_all, _rng
+from scenarios.bench_gcdp import WINDOW, _calibrate, _mean_f1, _release_all, _rng
+from scenarios.gcdp_datasets import occupancy_windows
 
 __all__ = [
     "DEFAULT_MS",
@@ -206,15 +206,7 @@ def bench_gcdp_timing(
     window = _int_at_least(window, "window", 1)
     if tau is not None and tau not in TAU_GRID:
         raise ParameterError(f"must be one of {list(TAU_GRID)}, got {tau!r}", field="tau")
-    if data is None:
-        train_x, train_y = load_occupancy(DATA_DIR / "datatraining.txt")
-        test_x, test_y = load_occupancy(DATA_DIR / "datatest.txt")
-    else:
-        train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
-    low, high = fit_normalizer(train_x)
-    train_norm = normalize(train_x, low, high)
-    train_f, train_l = window_means(train_norm, train_y, window)
-    test_f, _ = window_means(normalize(test_x, low, high), test_y, window)
+    train_norm, train_f, train_l, test_f, _ = occupancy_windows(data, window)
     tau_selected = tau is None
     if tau is None:
         tau = _select_tau(train_norm, train_f, train_l, window, tau_draws, seed)

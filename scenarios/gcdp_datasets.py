@@ -80,6 +80,7 @@ __all__ = [
     "WisdmTable",
     "load_intel",
     "load_wisdm_arff",
+    "occupancy_windows",
     "prepare",
 ]
 
@@ -175,7 +176,10 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
 # --- protocols ------------------------------------------------------------------------------
 
 
-def _occupancy(data, window: int) -> Prepared:
+def occupancy_windows(data, window: int) -> tuple[np.ndarray, ...]:
+    """Occupancy's fixed preparation: (train records normalised with training-only
+    statistics, train window means, train labels, test window means, test labels).
+    ``data`` = (train_x, train_y, test_x, test_y) replaces the files."""
     if data is None:
         base = DATA_ROOT / "uci-occupancy"
         train_x, train_y = load_occupancy(base / "datatraining.txt")
@@ -186,6 +190,11 @@ def _occupancy(data, window: int) -> Prepared:
     train_norm = normalize(train_x, low, high)
     train_f, train_l = window_means(train_norm, train_y, window)
     test_f, test_l = window_means(normalize(test_x, low, high), test_y, window)
+    return train_norm, train_f, train_l, test_f, test_l
+
+
+def _occupancy(data, window: int) -> Prepared:
+    train_norm, train_f, train_l, test_f, test_l = occupancy_windows(data, window)
     threshold = float(np.median(train_f[:, OCC_PROTECTED]))
     attacker = fit_logistic(
         train_f[:, OCC_ATTACK_INPUTS], (train_f[:, OCC_PROTECTED] > threshold).astype(int)

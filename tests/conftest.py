@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -21,6 +22,24 @@ def mosquitto_running() -> bool:
             return True
     except OSError:
         return False
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def mosquitto_binary() -> str:
+    """The mosquitto executable for tests that start their own broker; skipped without
+    it, a failure in CI (which installs it)."""
+    binary = shutil.which("mosquitto")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("the mosquitto binary must be installed in CI")
+        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+    return binary
 
 
 @pytest.fixture

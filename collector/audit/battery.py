@@ -44,7 +44,7 @@ import numpy as np
 from collector.audit.core import AuditResult, Canary, Witness, audit
 from protocol.errors import ParameterError
 
-__all__ = ["BATTERY", "AuditSpec", "build_spec", "run_audit"]
+__all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "run_audit"]
 
 
 @dataclass(frozen=True)
@@ -341,18 +341,16 @@ def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
     return BATTERY[mechanism](eps, delta)
 
 
-def run_audit(
-    mechanism: str,
-    eps: float,
+def audit_spec(
+    spec: AuditSpec,
     *,
-    delta: float = 0.0,
     trials: int | None = None,
     gamma: float = 0.05,
     seed: int = 0,
+    mechanism: str | None = None,
 ) -> AuditResult:
-    """Audit ``mechanism`` at its claim: ``trials`` runs per world (half selection, half
-    evaluation; default the entry's own)."""
-    spec = build_spec(mechanism, eps, delta)
+    """Run a built ``spec``: ``trials`` runs per world (half selection, half evaluation;
+    default the spec's own), reported under ``mechanism`` (default the spec's)."""
     total = spec.trials if trials is None else trials
     if isinstance(total, bool) or not isinstance(total, int) or total < 2:
         raise ParameterError(f"must be an integer >= 2, got {total!r}", field="trials")
@@ -365,8 +363,23 @@ def run_audit(
         n_eval=total - total // 2,
         gamma=gamma,
         seed=seed,
-        mechanism=mechanism,
+        mechanism=spec.mechanism if mechanism is None else mechanism,
     )
+
+
+def run_audit(
+    mechanism: str,
+    eps: float,
+    *,
+    delta: float = 0.0,
+    trials: int | None = None,
+    gamma: float = 0.05,
+    seed: int = 0,
+) -> AuditResult:
+    """Audit ``mechanism`` at its claim: ``trials`` runs per world (half selection, half
+    evaluation; default the entry's own)."""
+    spec = build_spec(mechanism, eps, delta)
+    return audit_spec(spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism)
 
 
 # The entries above audit one mechanism (function level); the ones below run whole paths.

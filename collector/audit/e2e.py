@@ -328,21 +328,9 @@ def run_fleet_audit(
     """The ``fleet-stream`` audit with its run log: ``trials`` canary devices per world
     (half in the selection run, half in the evaluation run). Returns (result, extra) where
     ``extra["runs"]`` lists the four fleet runs and ``extra["seconds"]`` the total time."""
-    from collector.audit.core import audit
+    from collector.audit.battery import audit_spec
 
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
-        raise ParameterError(f"must be an integer >= 2, got {trials!r}", field="trials")
     spec = fleet_stream_spec(eps, delta)
     started = time.perf_counter()
-    result = audit(
-        spec.canary,
-        spec.witnesses,
-        eps=spec.eps,
-        delta=spec.delta,
-        n_sel=trials // 2,
-        n_eval=trials - trials // 2,
-        gamma=gamma,
-        seed=seed,
-        mechanism=spec.mechanism,
-    )
+    result = audit_spec(spec, trials=trials, gamma=gamma, seed=seed)
     return result, {**spec.extra, "seconds": time.perf_counter() - started}

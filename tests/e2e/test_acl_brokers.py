@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
-import socket
 
 import pytest
 
@@ -24,6 +22,7 @@ from broker.mqtt import BrokerAddress, MqttTransport
 from broker.transport import TransportError
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
+from tests.conftest import free_port, mosquitto_binary
 from tests.unit.test_acl import (
     DEVICES,
     RUN,
@@ -39,12 +38,6 @@ pytestmark = pytest.mark.slow
 TIMEOUT = 10.0
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def creds() -> Credentials:
     return Credentials.generate(RUN, DEVICES)
@@ -53,11 +46,7 @@ def creds() -> Credentials:
 @contextlib.asynccontextmanager
 async def mosquitto(tmp_path, creds: Credentials, devices=None):
     """A Mosquitto with ``ldpfleet mosquitto-config``'s files, stopped at the end."""
-    binary = shutil.which("mosquitto")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("the mosquitto binary must be installed in CI")
-        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+    binary = mosquitto_binary()
     port = free_port()
     paths = write_mosquitto_files(
         tmp_path,

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import socket
 
 import pytest
 
 from broker.mqtt import BrokerAddress, broker_reachable
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port, mosquitto_binary
 
 SCENARIO = """
 [scenario]
@@ -29,19 +27,9 @@ bounds = [-1.5, 1.5]
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.mark.mosquitto
 async def test_large_fleet_config_runs_a_fleet(tmp_path):
-    binary = shutil.which("mosquitto")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("the mosquitto binary must be installed in CI")
-        pytest.skip("mosquitto is not installed")
+    binary = mosquitto_binary()
     port = free_port()
     text = (ROOT / "docs" / "mosquitto" / "large-fleet.conf").read_text()
     assert "listener 1883 127.0.0.1" in text and "max_queued_messages 100000" in text
