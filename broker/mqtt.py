@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 
-from broker.transport import Delivery, TransportError
+from broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
 if TYPE_CHECKING:
     from broker.auth import Credentials
@@ -164,7 +164,7 @@ class MqttTransport:
             except aiomqtt.MqttError as error:
                 # bad credentials or not authorised: retrying won't help
                 if isinstance(error, aiomqtt.MqttCodeError) and _refused(error):
-                    raise TransportError(
+                    raise ConnectionRefused(
                         f"{client_id}: {self.name} refused the connection "
                         f"(user {username!r}): {error}"
                     ) from error
@@ -244,7 +244,15 @@ class MqttConnection:
             async for message in self._client.messages:
                 yield Delivery(message.topic.value, bytes(message.payload))
         except aiomqtt.MqttError as error:
-            raise TransportError(f"{self.client_id}: connection lost: {error}") from error
+            raise ConnectionLost(f"{self.client_id}: connection lost: {error}") from error
+
+    async def wait_lost(self) -> None:
+        """Return once the connection is gone. (aiomqtt leaves a QoS 1 publish waiting for
+        its PUBACK on a dead connection until the client's 30 s timeout; a ``Session``
+        waits on this to stop such publishes at once. aiomqtt has no public signal for it:
+        its own message iterator waits on the same future.)"""
+        disconnected = self._client._disconnected
+        await asyncio.wait([disconnected])
 
     def pending(self) -> int:
         """Deliveries buffered in the client and not consumed yet."""

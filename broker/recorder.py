@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from broker.session import Session
 from broker.transport import Transport
 from protocol import topics
 
@@ -98,6 +99,7 @@ class TraceRecorder:
         *,
         batch_rows: int = 2000,
         filters: tuple[str, ...] | None = None,
+        give_up_after: float | None = 600.0,
     ) -> None:
         self.transport = transport
         # what to record: the whole run by default; a CADR-LDP run records its control
@@ -113,6 +115,8 @@ class TraceRecorder:
         # True once the collector's final ``run closed`` was recorded (the trace is whole);
         # a recorder stopped before (cancelled: the runner's finish grace) leaves it False
         self.complete = False
+        self.give_up_after = give_up_after  # the longest broker outage waited out
+        self.session: Session | None = None
         self._rows: list[tuple] = []
         self._db: sqlite3.Connection | None = None
 
@@ -143,8 +147,16 @@ class TraceRecorder:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('run', ?)", (self.run,)
             )
         try:
-            async with self.transport.connect(f"{self.run}-recorder") as conn:
-                await conn.subscribe(*self.filters)
+            # a persistent session that reconnects: a broker restart (with persistence)
+            # keeps what was published while the recorder was away
+            async with Session(
+                self.transport,
+                f"{self.run}-recorder",
+                self.filters,
+                clean_session=False,
+                give_up_after=self.give_up_after,
+            ) as conn:
+                self.session = conn
                 self.subscribed.set()
                 async with contextlib.aclosing(conn.messages()) as deliveries:
                     async for delivery in deliveries:

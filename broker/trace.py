@@ -259,3 +259,19 @@ def export(selected: Iterator[TraceRow], fmt: str) -> Iterator[str]:
             ]
         )
         yield buffer.getvalue()
+
+
+def reports_missing_from_trace(trace_path: str | Path, store_path: str | Path) -> int:
+    """How many reports the collector stored that the trace never recorded (the recorder
+    missed them, e.g. across a broker restart): a loss of the trace, not of data, which
+    results.json reports instead of hiding (``trace.missing_reports``)."""
+    trace, store = Path(trace_path), Path(store_path)
+    if not (trace.exists() and store.exists()):
+        return 0
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+        stored = set(db.execute("SELECT device, seq FROM reports"))
+    with sqlite3.connect(f"file:{trace}?mode=ro", uri=True) as db:
+        traced = set(
+            db.execute("SELECT DISTINCT sender, seq FROM messages WHERE kind = 'sw_report'")
+        )
+    return len(stored - traced)

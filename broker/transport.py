@@ -39,6 +39,14 @@ class TransportError(ConnectionError):
     """The transport could not connect, publish or subscribe (says which and why)."""
 
 
+class ConnectionRefused(TransportError):
+    """The broker refused the login (bad credentials, not authorised): retrying won't help."""
+
+
+class ConnectionLost(TransportError):
+    """An open connection broke (the broker went away, the network failed)."""
+
+
 class Connection(Protocol):
     """One client's session with a broker."""
 
@@ -104,6 +112,7 @@ class AsUser:
 
 # In-memory transport -------------------------------------------------------------------
 
+_LOST = object()  # queued by ``sever``: the connection broke
 DropRule = Callable[[str, bytes, str], bool]  # (topic, payload, recipient) -> drop?
 DelayRule = Callable[[str, bytes, str], float]  # (topic, payload, recipient) -> seconds
 
@@ -197,10 +206,37 @@ class MemoryTransport:
         self.delay = delay
         self.credentials = credentials
         self._trie = TopicTrie()
-        self._queues: dict[str, asyncio.Queue[Delivery | None]] = {}
+        self._queues: dict[str, asyncio.Queue[Delivery | object | None]] = {}
         self.published = 0
         self.dropped = 0
         self.denied: list[tuple[str, str, str]] = []  # (client id, action, topic)
+        self.down = False  # a simulated outage: connections are refused (``outage``)
+
+    def sever(self, client_ids: Iterable[str] | None = None) -> int:
+        """Break open connections (all, or those named) as a network failure would: their
+        ``messages()`` raise ``ConnectionLost`` and they can no longer publish. Returns how
+        many were broken. (A fault-injection hook for tests and the faults scenario.)"""
+        chosen = list(self._queues) if client_ids is None else list(client_ids)
+        broken = 0
+        for client_id in chosen:
+            queue = self._queues.pop(client_id, None)
+            if queue is None:
+                continue
+            self._trie.remove_client(client_id)
+            queue.put_nowait(_LOST)
+            broken += 1
+        return broken
+
+    @contextlib.contextmanager
+    def outage(self):
+        """A broker restart: every connection breaks, and connecting fails until the
+        block ends."""
+        self.down = True
+        self.sever()
+        try:
+            yield
+        finally:
+            self.down = False
 
     def _login(self, client_id: str, username: str | None, password: str | None) -> str | None:
         """The username a connection logs in with (``TransportError`` if refused)."""
@@ -210,7 +246,7 @@ class MemoryTransport:
             found = self.credentials.for_client(client_id)
             username, password = found if found is not None else (None, None)
         if not self.credentials.authenticate(username, password, client_id):
-            raise TransportError(
+            raise ConnectionRefused(
                 f"{client_id}: memory broker refused the connection (user {username!r}): "
                 "not authorised"
             )
@@ -226,12 +262,14 @@ class MemoryTransport:
         password: str | None = None,
     ) -> AsyncIterator[MemoryConnection]:
         """Open an in-memory connection (a second one with the same id takes over, as MQTT)."""
+        if self.down:
+            raise TransportError(f"{client_id}: memory broker is down (connection refused)")
         user = self._login(client_id, username, password)
         old = self._queues.get(client_id)
         if old is not None:
             old.put_nowait(None)  # the broker disconnects the older session
             self._trie.remove_client(client_id)
-        queue: asyncio.Queue[Delivery | None] = asyncio.Queue()
+        queue: asyncio.Queue[Delivery | object | None] = asyncio.Queue()
         self._queues[client_id] = queue
         try:
             yield MemoryConnection(self, client_id, queue, user)
@@ -274,7 +312,7 @@ class MemoryConnection:
         self,
         broker: MemoryTransport,
         client_id: str,
-        queue: asyncio.Queue[Delivery | None],
+        queue: asyncio.Queue[Delivery | object | None],
         username: str | None = None,
     ) -> None:
         self._broker = broker
@@ -282,16 +320,20 @@ class MemoryConnection:
         self.username = username
         self._queue = queue
 
+    def _check_open(self) -> None:
+        if self._broker._queues.get(self.client_id) is not self._queue:
+            raise ConnectionLost(f"{self.client_id}: publish on a closed connection")
+
     async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
         """Route a message to every matching subscriber."""
-        if self._broker._queues.get(self.client_id) is not self._queue:
-            raise TransportError(f"{self.client_id}: publish on a closed connection")
+        self._check_open()
         if self._broker._permitted(self, "publish", topic):
             self._broker._route(topic, bytes(payload))
         await asyncio.sleep(0)  # a publish is a scheduling point, as on a socket
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
         """Route several messages."""
+        self._check_open()
         for topic, payload in items:
             if self._broker._permitted(self, "publish", topic):
                 self._broker._route(topic, bytes(payload))
@@ -311,6 +353,8 @@ class MemoryConnection:
             delivery = await self._queue.get()
             if delivery is None:
                 return
+            if delivery is _LOST:
+                raise ConnectionLost(f"{self.client_id}: connection lost (severed)")
             yield delivery
 
     def pending(self) -> int:

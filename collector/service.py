@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.pump import background, drive_timers, publish_outbound
+from broker.pump import background, drive_timers
+from broker.session import Session
 from broker.transport import Connection, Transport
 from collector.analytics import reconstruct_streams, save_reconstructions, sw_mean_estimates
 from collector.cpr import CprConfig
@@ -63,6 +64,7 @@ class CollectorService:
         cpr: CprConfig | None = None,
         final_stage: bool = True,
         gcdp: GcdpStage | None = None,
+        process_delay: float = 0.0,
     ) -> None:
         self.transport = transport
         self.config = config
@@ -83,6 +85,10 @@ class CollectorService:
         self._accepted: list[tuple[str, int, int, list[float], float]] = []
         self._rejections: list[tuple[float, str, str, str, str, str]] = []
         self._closed = False
+        self.session: Session | None = None
+        # fault injection: seconds of extra work per delivery (a slow disk)
+        self.process_delay = process_delay
+        self.peak_pending = 0  # most deliveries ever buffered unconsumed (memory bound)
 
     def _take_events(self) -> None:
         assert self.machine is not None
@@ -97,7 +103,7 @@ class CollectorService:
             elif isinstance(event, StageClosed):
                 self._closed = True
 
-    async def _persist_and_ack(self, conn: Connection) -> None:
+    async def _persist_and_ack(self, conn: Session) -> None:
         assert self.machine is not None
         if self._accepted or self._rejections:
             accepted, self._accepted = self._accepted, []
@@ -107,7 +113,7 @@ class CollectorService:
             self._take_events()
             if self.gcdp is not None and accepted:
                 self.gcdp.on_persisted(accepted)  # release only what is committed
-        await publish_outbound(conn, self.machine)
+        await conn.publish_outbound(self.machine)
         if self.gcdp is not None:
             await self.gcdp.flush(conn)
 
@@ -132,12 +138,15 @@ class CollectorService:
             self._take_events()
             self._wake.set()
 
-    async def _consume(self, conn: Connection) -> None:
+    async def _consume(self, conn: Session) -> None:
         assert self.machine is not None
         loop = asyncio.get_running_loop()
         try:
             async with contextlib.aclosing(conn.messages()) as deliveries:
                 async for delivery in deliveries:
+                    self.peak_pending = max(self.peak_pending, conn.pending() + 1)
+                    if self.process_delay:
+                        await asyncio.sleep(self.process_delay)
                     self._handle(delivery.topic, delivery.payload, loop.time())
                     self._take_events()
                     if conn.pending() == 0 or len(self._accepted) >= PERSIST_BATCH:
@@ -172,8 +181,16 @@ class CollectorService:
         loop = asyncio.get_running_loop()
         run = self.config.run
         self._wake = asyncio.Event()
-        async with self.transport.connect(f"{run}-collector", clean_session=False) as conn:
-            await conn.subscribe(topics.all_up(run))
+        # a persistent session (the broker queues reports while the collector is away) that
+        # reconnects after a broker restart until the stage deadline
+        async with Session(
+            self.transport,
+            f"{run}-collector",
+            (topics.all_up(run),),
+            clean_session=False,
+            give_up_after=self.stage_timeout,
+        ) as conn:
+            self.session = conn
             started = loop.time()
             self.machine = StreamCollector(
                 self.config,
@@ -187,7 +204,7 @@ class CollectorService:
             self.machine.restore(self.store.persisted_keys())
             self.machine.open()
             self._take_events()
-            await publish_outbound(conn, self.machine)
+            await conn.publish_outbound(self.machine)
             self.subscribed.set()
 
             async def after_timer() -> None:
@@ -210,6 +227,7 @@ class CollectorService:
                 },
                 "mean_estimates": sw_mean_estimates(self.config, streams),
                 "stream_seconds": self.stage_seconds,
+                "peak_pending": self.peak_pending,
             }
             if self.reconstruct != "none":
                 results["reconstruction"] = await self._reconstruct(streams)

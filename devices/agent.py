@@ -1,9 +1,11 @@
 """``DeviceAgent``: the thin asyncio pump of one simulated device.
 
-It connects with its own client id, subscribes to its inbox and to ``ctl/``, starts its
-``StreamReporter``, feeds it the sensor readings (all at once, or one per
-``step_seconds`` when paced like a real sensor), and moves messages between the
-connection and the machine until the machine is finished. Deliveries that fail to decode,
+It opens a ``Session`` (its own client id, its inbox and ``ctl/``; reconnecting with
+backoff after a broker restart), starts its ``StreamReporter``, feeds it the sensor
+readings (all at once, or one per ``step_seconds`` when paced like a real sensor), and
+moves messages between the session and the machine until the machine is finished. With a
+``DeviceStorage`` the machine's state is saved before anything it produced is published,
+so a crashed device can come back (``Fleet`` fault injection). Deliveries that fail to decode,
 or that the machine refuses, are counted; a protocol violation by the collector ends the
 agent with ``state == "error"``.
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import pickle
 
 import numpy as np
 
-from broker.pump import background, drive_timers, publish_outbound
-from broker.transport import Connection, Transport
+from broker.pump import background, drive_timers
+from broker.session import Session
+from broker.transport import Transport
 from protocol import codec, topics
 from protocol.errors import RemoteProtocolError
 from protocol.stream import StreamReporter
@@ -25,8 +29,30 @@ from protocol.stream import StreamReporter
 log = logging.getLogger(__name__)
 
 
+class DeviceStorage:
+    """A device's non-volatile memory (flash), simulated: the whole state of its
+    ``StreamReporter`` (privatised values, ledger, random generator, outbox), saved before
+    anything it produced is published. A device that crashes loses its RAM; one that comes
+    back restores this and resends what was not acknowledged: it never privatises a step
+    twice, never re-spends budget, and its reports are those of an uninterrupted run."""
+
+    def __init__(self) -> None:
+        self._saved: dict[str, bytes] = {}
+        self.saves = 0
+
+    def save(self, reporter: StreamReporter) -> None:
+        """Persist the reporter's state (pickled: a faithful copy of every field)."""
+        self._saved[reporter.device] = pickle.dumps(reporter, protocol=pickle.HIGHEST_PROTOCOL)
+        self.saves += 1
+
+    def load(self, device: str) -> StreamReporter | None:
+        """The last saved state of ``device`` (None: it never saved one)."""
+        blob = self._saved.get(device)
+        return None if blob is None else pickle.loads(blob)
+
+
 class DeviceAgent:
-    """One device: a connection, a ``StreamReporter`` and its readings."""
+    """One device: a session, a ``StreamReporter`` and its readings."""
 
     def __init__(
         self,
@@ -37,76 +63,95 @@ class DeviceAgent:
         step_seconds: float = 0.0,
         connect_gate: asyncio.Semaphore | None = None,
         silence_timeout: float | None = None,
+        storage: DeviceStorage | None = None,
+        crash_at_step: int | None = None,
     ) -> None:
         self.transport = transport
         self.reporter = reporter
         self.readings = np.asarray(readings, dtype=float)
         self.step_seconds = step_seconds
         self.connect_gate = connect_gate
+        self.storage = storage
         self.refused_messages = 0
         self.error: str | None = None
         self.connected_at: float | None = None
         # give up after this many seconds without a message from the collector (None:
-        # never): a collector that is gone must not keep a device retransmitting forever
+        # never): a collector that is gone must not keep a device retransmitting forever;
+        # also the longest outage of the broker the device waits out
         self.silence_timeout = silence_timeout
         self.gave_up: str | None = None  # why the agent stopped before its stream finished
+        self.session: Session | None = None
+        # fault injection: once this many steps are privatised and saved, the device
+        # "crashes" before publishing (``crashed`` is set; the fleet cancels the agent)
+        self.crash_at_step = crash_at_step
+        self.crashed = asyncio.Event()
 
     @property
     def device(self) -> str:
         """The device id."""
         return self.reporter.device
 
-    async def _feed_paced(self, conn: Connection) -> None:
+    @property
+    def reconnects(self) -> int:
+        """Connections re-established after a loss (broker restart, network failure)."""
+        return self.session.reconnects if self.session is not None else 0
+
+    async def _publish(self) -> None:
+        """Persist (with storage), then publish the reporter's outbox."""
+        assert self.session is not None
+        if self.crashed.is_set():
+            await asyncio.Event().wait()  # crashed: nothing more leaves this device
+        if self.storage is not None:
+            self.storage.save(self.reporter)
+        if self.crash_at_step is not None and self.reporter.privatised >= self.crash_at_step:
+            self.crashed.set()
+            await asyncio.Event().wait()  # frozen until the fleet pulls the plug
+        await self.session.publish_outbound(self.reporter)
+
+    async def _feed_paced(self) -> None:
         loop = asyncio.get_running_loop()
-        for value in self.readings:
+        for value in self.readings[self.reporter.privatised :]:
             if self.reporter.finished:
                 return
             self.reporter.add_readings([value], loop.time())
-            await publish_outbound(conn, self.reporter)
+            await self._publish()
             await asyncio.sleep(self.step_seconds)
 
-    async def _connect(self):
-        run = self.reporter.config.run
-        client_id = f"{run}-{self.device}"
+    async def _open(self, session: Session) -> None:
         if self.connect_gate is None:
-            return await self._enter(client_id)
+            await session.__aenter__()
+            return
         async with self.connect_gate:
-            return await self._enter(client_id)
-
-    async def _enter(self, client_id: str):
-        context = self.transport.connect(client_id)
-        conn = await context.__aenter__()
-        try:
-            run, device = self.reporter.config.run, self.device
-            # Exact inbox topics, not ``in/+``: brokers such as amqtt match wildcard filters
-            # one by one, while exact filters cost a string comparison (DESIGN.md, facts).
-            await conn.subscribe(
-                topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl_filter(run)
-            )
-        except BaseException:
-            await context.__aexit__(None, None, None)
-            raise
-        return context, conn
+            await session.__aenter__()
 
     async def run(self) -> None:
-        """Report the whole stream; returns when the machine is finished."""
+        """Report the whole stream (or, for a device restored from its storage, the rest
+        of it); returns when the machine is finished."""
         loop = asyncio.get_running_loop()
-        context, conn = await self._connect()
+        run, device = self.reporter.config.run, self.device
+        # Exact inbox topics, not ``in/+``: brokers such as amqtt match wildcard filters
+        # one by one, while exact filters cost a string comparison (DESIGN.md, facts).
+        session = Session(
+            self.transport,
+            f"{run}-{device}",
+            (topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl_filter(run)),
+            give_up_after=self.silence_timeout,
+        )
+        await self._open(session)
+        self.session = session
         try:
             self.connected_at = loop.time()
-            self.reporter.start(loop.time())
-            if self.step_seconds <= 0:
-                self.reporter.add_readings(self.readings, loop.time())
-            await publish_outbound(conn, self.reporter)
+            if self.reporter.state == "idle":
+                self.reporter.start(loop.time())
+            if self.step_seconds <= 0 and self.reporter.privatised < len(self.readings):
+                self.reporter.add_readings(self.readings[self.reporter.privatised :], loop.time())
+            await self._publish()
 
-            async def after_timer() -> None:
-                await publish_outbound(conn, self.reporter)
-
-            feeder = self._feed_paced(conn) if self.step_seconds > 0 else asyncio.sleep(0)
+            feeder = self._feed_paced() if self.step_seconds > 0 else asyncio.sleep(0)
             async with (
-                background(drive_timers(self.reporter, after_timer)),
+                background(drive_timers(self.reporter, self._publish)),
                 background(feeder),
-                contextlib.aclosing(conn.messages()) as deliveries,
+                contextlib.aclosing(session.messages()) as deliveries,
             ):
                 silence = self.silence_timeout
                 try:
@@ -115,7 +160,7 @@ class DeviceAgent:
                     ) as quiet:
                         async for delivery in deliveries:
                             self._handle(delivery.topic, delivery.payload, loop.time())
-                            await publish_outbound(conn, self.reporter)
+                            await self._publish()
                             if self.reporter.finished:
                                 break
                             if silence is not None:
@@ -128,7 +173,7 @@ class DeviceAgent:
                     )
                     log.warning("%s: gave up: %s", self.device, self.gave_up)
         finally:
-            await context.__aexit__(None, None, None)
+            await session.__aexit__(None, None, None)
 
     def _handle(self, topic_text: str, payload: bytes, now: float) -> None:
         try:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from broker.transport import Transport
-from devices.agent import DeviceAgent
+from devices.agent import DeviceAgent, DeviceStorage
+from devices.faults import Crash, crash_plan
 from devices.periodic import periodic_stream, template
 from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
 from protocol.stream import StreamReporter
@@ -48,6 +49,9 @@ class DeviceOutcome:
     # why the device's stream did not finish (it gave up waiting for the collector, failed,
     # or was still waiting when the run stopped it); None when it finished
     unfinished: str | None = None
+    reconnects: int = 0  # sessions re-established after a broker restart or network failure
+    crashed: bool = False  # fault injection: it crashed (and ``unfinished`` if it never returned)
+    republished: int = 0  # messages its session published again after a connection loss
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -81,6 +85,18 @@ def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> tuple[np.nd
     return values, truth.period
 
 
+def device_truth(
+    scenario: LoadedScenario, seed: int, index: int, lo: float, hi: float
+) -> tuple[np.ndarray, int | None, float]:
+    """Device ``index``'s readings as its reporter sees them (a multi-column node's
+    front-end normalises by its channel's bounds), the true period if known, and the true
+    mean of the clipped stream."""
+    readings, period = clean_stream(scenario, seed, index)
+    if scenario.multi_column:  # the node's front-end: its channel's public bounds
+        readings = normalise(readings, *scenario.node_bounds(index))
+    return readings, period, float(np.mean(np.clip(readings, lo, hi)))
+
+
 class Fleet:
     """The devices of one run (or one shard of them)."""
 
@@ -110,27 +126,38 @@ class Fleet:
         self.true_means: dict[str, float] = {}
         self.true_periods: dict[str, int | None] = {}
         self.clean: dict[str, np.ndarray] = {}
+        # fault injection ([faults]): the crash plan, and the devices' storage (only then:
+        # saving the machine before every publish costs a pickle per step)
+        self.crashes = crash_plan(scenario, self.seed)
+        self.storage = DeviceStorage() if self.crashes else None
+        self.crashed: dict[str, dict] = {}  # what happened to each crashed device
+        self.down_seconds = scenario.spec.faults.down_seconds if self.crashes else 0.0
+        self._agent_settings = {
+            "step_seconds": scenario.spec.stream.step_seconds,
+            "connect_gate": gate,
+            "silence_timeout": silence_timeout,
+            "storage": self.storage,
+        }
         shard_index, shard_count = shard
         for index, device in enumerate(scenario.device_ids()):
             if index % shard_count != shard_index:
                 continue
-            readings, period = clean_stream(scenario, self.seed, index)
-            if scenario.multi_column:  # the node's front-end: its channel's public bounds
-                readings = normalise(readings, *scenario.node_bounds(index))
-            self.true_means[device] = float(np.mean(np.clip(readings, lo, hi)))
+            readings, period, self.true_means[device] = device_truth(
+                scenario, self.seed, index, lo, hi
+            )
             self.true_periods[device] = period
             self.clean[device] = readings
             reporter = StreamReporter(
                 self.config, device, device_rng(self.seed, index, "mechanism")
             )
+            crash = self.crashes.get(device)
             self.agents.append(
                 DeviceAgent(
                     transport,
                     reporter,
                     readings,
-                    step_seconds=scenario.spec.stream.step_seconds,
-                    connect_gate=gate,
-                    silence_timeout=silence_timeout,
+                    crash_at_step=crash.step if crash else None,
+                    **self._agent_settings,
                 )
             )
 
@@ -141,12 +168,46 @@ class Fleet:
             agent.error = f"{type(error).__name__}: {error}"
             log.warning("device %s failed: %s", agent.device, agent.error)
 
+    async def _run_crashing(self, slot: int, crash: Crash) -> None:
+        """Run an agent that crashes at its planned step: cancel it there (its RAM is lost),
+        then, if it returns, restore a new agent from its storage after ``down_seconds``."""
+        agent = self.agents[slot]
+        running = asyncio.ensure_future(self._run_agent(agent))
+        crashing = asyncio.ensure_future(agent.crashed.wait())
+        await asyncio.wait({running, crashing}, return_when=asyncio.FIRST_COMPLETED)
+        crashing.cancel()
+        if not agent.crashed.is_set():
+            await running  # the stream ended before the crash step (e.g. a refusal)
+            return
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        record = {"step": crash.step, "returned": crash.returns, "down_seconds": None}
+        self.crashed[agent.device] = record
+        log.info("device %s crashed after step %d", agent.device, crash.step)
+        if not crash.returns:
+            agent.gave_up = f"crashed after step {crash.step} and never came back (fault injection)"
+            return
+        loop = asyncio.get_running_loop()
+        down_since = loop.time()
+        await asyncio.sleep(self.down_seconds)
+        assert self.storage is not None
+        reporter = self.storage.load(agent.device)
+        assert reporter is not None  # it saved before it could crash
+        revived = DeviceAgent(self.transport, reporter, agent.readings, **self._agent_settings)
+        self.agents[slot] = revived
+        record["down_seconds"] = loop.time() - down_since
+        await self._run_agent(revived)
+
     async def run(self) -> list[DeviceOutcome]:
         """Run every agent to completion; per-device failures are recorded, not raised."""
         started = asyncio.get_running_loop().time()
         async with asyncio.TaskGroup() as group:
-            for agent in self.agents:
-                group.create_task(self._run_agent(agent))
+            for slot, agent in enumerate(self.agents):
+                crash = self.crashes.get(agent.device)
+                if crash is None:
+                    group.create_task(self._run_agent(agent))
+                else:
+                    group.create_task(self._run_crashing(slot, crash))
         connected = [a.connected_at for a in self.agents if a.connected_at is not None]
         self.connect_seconds = (max(connected) - started) if connected else None
         return self.outcomes()
@@ -160,6 +221,9 @@ class Fleet:
                 batches_acked=agent.reporter.acked + 1,
                 retransmissions=agent.reporter.retransmissions,
                 refused_messages=agent.refused_messages,
+                reconnects=agent.reconnects,
+                crashed=agent.device in self.crashed,
+                republished=agent.session.republished if agent.session else 0,
                 error=agent.error,
                 true_mean=self.true_means[agent.device],
                 ledger=agent.reporter.ledger.to_dict(),

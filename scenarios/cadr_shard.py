@@ -18,6 +18,7 @@ from broker.mqtt import MqttTransport
 from devices.fleet import parse_shard
 from devices.graphs import load_graph
 from scenarios.cadr_run import run_device_shard
+from scenarios.loop import run as run_loop
 
 
 async def _main(argv: list[str]) -> None:
@@ -47,7 +48,7 @@ async def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     try:
-        asyncio.run(_main(sys.argv[1:]))
+        run_loop(_main(sys.argv[1:]))
     except Exception as error:  # reported to the parent through the exit code and stderr
         print(f"cadr_shard: {type(error).__name__}: {error}", file=sys.stderr)
         sys.exit(1)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -32,6 +34,7 @@ from scenarios.audit_cli import audit_command
 from scenarios.bench_gcdp import bench_gcdp_command
 from scenarios.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from scenarios.cadr_sweep import bench_cadr_sweep
+from scenarios.loop import run as run_loop
 from scenarios.schema import ScenarioError, load_scenario
 
 app = typer.Typer(
@@ -132,6 +135,29 @@ def _summary_table(results: dict) -> Table:
         ("stream stage", f"{stream['status']} in {stream['seconds']:.2f} s"),
         ("trace messages", str(results["trace"]["messages"])),
     ]
+    delivery = results.get("delivery") or {}
+    if delivery.get("device_reconnects") or delivery.get("collector_reconnects"):
+        rows_.append((
+            "reconnects (devices / collector / recorder)",
+            f"{delivery['device_reconnects']} / {delivery['collector_reconnects']} / "
+            f"{delivery['recorder_reconnects']}, {delivery['republished']} republished",
+        ))  # fmt: skip
+    faults = results.get("faults")
+    if faults:
+        injected, outcome = faults["injected"], faults["outcome"]
+        gone = outcome["never_returned"]
+        rows_.append((
+            "faults: crashes",
+            f"{len(injected['crashes'])} crashed, {outcome['returned_complete']}/"
+            f"{outcome['returned']} came back and completed, {len(gone)} never returned "
+            f"({sum(gone.values())} batches reported missing)",
+        ))  # fmt: skip
+        if injected["hostile"]:
+            rows_.append((
+                "faults: hostile client",
+                f"{injected['hostile']['messages']} messages, "
+                f"{outcome['reports_rejected']} rejected (by reason in results.json)",
+            ))  # fmt: skip
     accuracy = results.get("accuracy", {})
     if accuracy.get("mean_abs_error") is not None:
         rows_.append(("mean abs error of device means", f"{accuracy['mean_abs_error']:.4g}"))
@@ -205,7 +231,7 @@ def run(
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            results = asyncio.run(
+            results = run_loop(
                 run_scenario(
                     loaded,
                     broker=broker,
@@ -226,6 +252,15 @@ def run(
         )
         raise typer.Exit(1)
     if results["reports_lost"]:
+        missing = results["missing_batches"]
+        console.print(
+            f"[bold yellow]incomplete:[/] {results['reports_lost']} reports lost from "
+            f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
+            f"{', ...' if len(missing) > 5 else ''}); results.json missing_batches lists "
+            "them (exit code 1).",
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(1)
 
 
@@ -236,7 +271,7 @@ def _run_cadr(
     from scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
 
     with console.status(f"CADR-LDP ({loaded.name}) running"):
-        results = asyncio.run(
+        results = run_loop(
             run_scenario(
                 loaded,
                 broker=broker,
@@ -293,7 +328,7 @@ def broker_command(
             await asyncio.Event().wait()
 
     with user_errors():
-        asyncio.run(serve())
+        run_loop(serve())
 
 
 @app.command()
@@ -322,19 +357,42 @@ def fleet(
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
 
+        built: list[Fleet] = []
+
         async def go():
+            # SIGTERM (a runner stopping its shards) ends the devices; the outcomes so far
+            # are still written
+            task = asyncio.current_task()
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
             async with open_broker(broker, credentials=credentials) as (transport, _):
                 devices = Fleet(
                     loaded, transport, run_id, seed=seed, shard=(shard_index, shard_count)
                 )
+                built.append(devices)
                 return await devices.run()
 
-        outcomes = asyncio.run(go())
+        try:
+            outcomes = run_loop(go())
+        except asyncio.CancelledError:
+            if not built:
+                raise typer.Exit(1) from None
+            outcomes = built[0].outcomes()
     config = loaded.stream_config(run_id)
     target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
     target.mkdir(parents=True, exist_ok=True)
     (target / "ledger.json").write_text(
         json.dumps(ledger_document(run_id, config.eps, config.w, outcomes), indent=2)
+    )
+    (target / "outcomes.json").write_text(
+        json.dumps(
+            {
+                "shard": shard,
+                "connect_seconds": built[0].connect_seconds if built else None,
+                "crashed": built[0].crashed if built else {},
+                "devices": [dataclasses.asdict(o) for o in outcomes],
+            }
+        )
     )
     done = sum(o.state == "done" for o in outcomes)
     console.print(
@@ -379,7 +437,7 @@ def collector(
                     "trace": {"path": "trace.sqlite", "messages": recorder.recorded},
                 }
 
-        results = asyncio.run(go())
+        results = run_loop(go())
     (target / "results.json").write_text(json.dumps(results, indent=2))
     console.print(
         f"collector: {results['devices_complete']}/{results['devices']} devices complete, "
@@ -584,7 +642,7 @@ def bench_fleet_command(
     from scenarios.bench import bench_fleet
 
     with user_errors():
-        result = asyncio.run(
+        result = run_loop(
             bench_fleet(
                 devices,
                 steps,
@@ -689,7 +747,7 @@ def bench_secagg_command(
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
         full = neighbors == "full"
         degree = None if neighbors in ("full", "auto") else int(neighbors)
-        result = asyncio.run(
+        result = run_loop(
             bench_secagg(
                 devices,
                 dim,
@@ -801,7 +859,7 @@ def _bench_cadr_fleet(
     broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
     per_run = []
     for seed in range(runs):
-        result = asyncio.run(
+        result = run_loop(
             run_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
                 seed=seed, fanout=fanout, spacing=spacing,

@@ -13,6 +13,7 @@ own ledger. The same pieces run as separate processes through the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import tempfile
@@ -25,13 +26,16 @@ import numpy as np
 from broker.auth import ADMIN, AuthError, Credentials, use_credentials
 from broker.recorder import TraceRecorder
 from broker.select import open_broker
+from broker.trace import reports_missing_from_trace
 from broker.transport import AsUser, Transport
 from collector.analytics import sw_mean_estimates
 from collector.metrics import cosine_distance, period_correct
 from collector.secure_sum import secure_sum
 from collector.service import CollectorService, announce_run_closed
 from devices.fleet import DeviceOutcome, Fleet
+from devices.hostile import HostileClient
 from devices.secagg_agent import SecAggAgent
+from devices.shards import ShardedFleet
 from protocol.secagg.client import SecAggClient
 from protocol.sw import normalise
 from scenarios.schema import LoadedScenario
@@ -98,6 +102,8 @@ def ledger_document(
 ) -> dict:
     """ledger.json: every device's ledger and the worst window over the fleet, and (central
     releases) the collector's own ledger."""
+    # a device whose shard wrote nothing has no stream account to report
+    outcomes = [o for o in outcomes if "stream" in o.ledger.get("accounts", {})]
     worst = max((o.ledger["accounts"]["stream"]["max_window_spent"] for o in outcomes), default=0.0)
     document = {
         "run": run,
@@ -270,6 +276,7 @@ def collector_for(
         cpr=scenario.cpr_config(),
         final_stage=scenario.spec.secure_sum is None,
         gcdp=gcdp,
+        process_delay=scenario.spec.faults.collector_delay if scenario.spec.faults else 0.0,
     )
 
 
@@ -305,6 +312,45 @@ def _partial_collector_results(collector: CollectorService | None, config, reaso
         "missing_batches": missing,
         "mean_estimates": sw_mean_estimates(config, streams) if streams else {},
         "stream_seconds": collector.stage_seconds if collector is not None else 0.0,
+    }
+
+
+async def _all_of(coroutines: list[Awaitable[None]]) -> None:
+    await asyncio.gather(*coroutines)
+
+
+def fault_report(faults, fleet, outcomes, collector_results: dict, attacker) -> dict | None:
+    """results.json ``faults``: what was injected, and the outcome for each fault."""
+    if faults is None:
+        return None
+    crashed = fleet.crashed if fleet is not None else {}
+    by_device = {o.device: o for o in outcomes}
+    missing = collector_results["missing_batches"]
+    returned = sorted(d for d, c in crashed.items() if c["returned"])
+    gone = sorted(d for d, c in crashed.items() if not c["returned"])
+    return {
+        "injected": {
+            "crashes": {device: crashed[device] for device in sorted(crashed)},
+            "planned_crashes": len(fleet.crashes) if fleet is not None else 0,
+            "hostile": attacker.summary() if attacker is not None else None,
+            "collector_delay": faults.collector_delay,
+        },
+        "outcome": {
+            # a returning device restored its storage and completed its stream
+            "returned_complete": sum(
+                1 for d in returned if by_device[d].state == "done" and d not in missing
+            ),
+            "returned": len(returned),
+            # a device that never came back: its batches are reported missing, not dropped
+            "never_returned": {d: len(missing.get(d, [])) for d in gone},
+            # batches missing from devices that did NOT crash-and-stay-away (should be 0)
+            "other_missing_batches": sum(
+                len(seqs) for device, seqs in missing.items() if device not in gone
+            ),
+            "reports_rejected": collector_results["reports_rejected"],
+            "rejections_by_reason": collector_results["rejections_by_reason"],
+            "reports_duplicate": collector_results["reports_duplicate"],
+        },
     }
 
 
@@ -367,11 +413,17 @@ async def run_scenario(
     broker_info = None
     collector: CollectorService | None = None
     recorder: TraceRecorder | None = None
-    fleet: Fleet | None = None
+    fleet: Fleet | ShardedFleet | None = None
     outcomes: list[DeviceOutcome] | None = None
     collector_results: dict | None = None
     fleet_seconds: float | None = None
 
+    faults = scenario.spec.faults
+    attacker = (
+        HostileClient(config, faults.hostile_messages)
+        if faults is not None and faults.hostile_messages
+        else None
+    )
     deadline = asyncio.timeout(run_timeout)
     t = time.perf_counter()
     try:
@@ -379,13 +431,37 @@ async def run_scenario(
         async with (
             deadline,
             open_broker(broker_spec, credentials=creds) as (transport, broker_info),
+            contextlib.AsyncExitStack() as stack,
         ):
             stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
             recorder = TraceRecorder(transport, run, out / "trace.sqlite")
             collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
             t = time.perf_counter()
-            fleet = Fleet(scenario, transport, run, seed=seed)
-            stages["fleet_build"] = {"status": "ok", "seconds": time.perf_counter() - t}
+            shards = scenario.fleet_shards(broker_info.kind)
+            if shards > 1:
+                # device processes against this broker (docs/scaling.md); they log in with
+                # the run's credentials from a 0600 file that lives as long as the run
+                secrets_dir = stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="ldpfleet-auth-")
+                )
+                fleet = ShardedFleet(
+                    scenario,
+                    broker_info.url,
+                    run,
+                    seed=seed,
+                    shards=shards,
+                    out_dir=out,
+                    credentials_path=creds.save(Path(secrets_dir) / "credentials.json")
+                    if creds
+                    else None,
+                )
+            else:
+                fleet = Fleet(scenario, transport, run, seed=seed)
+            stages["fleet_build"] = {
+                "status": "ok",
+                "seconds": time.perf_counter() - t,
+                "shards": shards,
+            }
             async with asyncio.TaskGroup() as group:
                 recorder_task = group.create_task(recorder.run_until_closed())
                 await recorder.subscribed.wait()
@@ -395,13 +471,16 @@ async def run_scenario(
                     group.create_task(_watch_progress(collector, progress)) if progress else None
                 )
                 side = None
-                if side_task is not None:
+                side_tasks = [task for task in (side_task, attacker) if task is not None]
+                if side_tasks:
                     view = (
                         transport
                         if creds is None
                         else AsUser(transport, ADMIN, creds.password(ADMIN))
                     )
-                    side = group.create_task(side_task(view, run, collector))
+                    side = group.create_task(
+                        _all_of([task(view, run, collector) for task in side_tasks])
+                    )
                 t = time.perf_counter()
                 fleet_task = group.create_task(fleet.run())
                 await asyncio.wait(
@@ -420,8 +499,8 @@ async def run_scenario(
                     # Every agent has ended: nothing more can arrive. Devices that failed
                     # leave their batches missing, which the collector reports as lost.
                     await asyncio.sleep(0)
-                    if any(o.error for o in outcomes):
-                        collector.request_close("the fleet ended with failed devices")
+                    if any(o.error or o.unfinished for o in outcomes):
+                        collector.request_close("the fleet ended with failed or crashed devices")
                 collector_results = await collector_task
                 if scenario.spec.secure_sum is not None:
                     secure = await run_secure_sum_stage(scenario, transport, run, fleet, seed)
@@ -582,7 +661,34 @@ async def run_scenario(
             "path": "trace.sqlite",
             "messages": recorder.recorded if recorder else 0,
             "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
+            # stored reports the recorder never saw (a broker restart without persistence)
+            "missing_reports": reports_missing_from_trace(
+                out / "trace.sqlite", out / "collector.sqlite"
+            ),
         },
+        # what the connections went through and what was sent again (docs/reliability.md,
+        # "Delivery"): every loss on the wire is repaired by a resend or shows up here
+        "delivery": {
+            "device_reconnects": sum(o.reconnects for o in outcomes),
+            "devices_reconnected": sum(1 for o in outcomes if o.reconnects),
+            "collector_reconnects": collector.session.reconnects
+            if collector and collector.session
+            else 0,
+            "recorder_reconnects": recorder.session.reconnects
+            if recorder and recorder.session
+            else 0,
+            "republished": sum(o.republished for o in outcomes)
+            + (collector.session.republished if collector and collector.session else 0),
+            "retransmissions": sum(o.retransmissions for o in outcomes),
+            "reports_duplicate": collector_results["reports_duplicate"],
+            "reports_lost": collector_results["reports_lost"],
+            # most deliveries the collector ever had buffered unconsumed: bounded by the
+            # credit flow control (max_in_flight), whatever the offered load
+            "collector_peak_pending": collector_results.get("peak_pending"),
+            "max_in_flight": scenario.spec.collector.max_in_flight,
+        },
+        # what [faults] injected and how the run recovered (docs/reliability.md)
+        "faults": fault_report(faults, fleet, outcomes, collector_results, attacker),
         # False when the recorder stopped before the collector's final message
         "trace_complete": bool(recorder and recorder.complete),
         "trace_incomplete_reason": trace_note,

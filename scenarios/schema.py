@@ -8,6 +8,7 @@ value and the limit. ``docs/scenarios.md`` documents every key.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -25,6 +26,9 @@ from protocol.stream import RAW, StreamConfig
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
 Positive = Annotated[float, Meta(gt=0)]
+
+
+SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
 
 
 class ScenarioError(ValueError):
@@ -51,6 +55,9 @@ class FleetSection(_Section):
     devices: Annotated[int, Meta(ge=1, le=1_000_000)]
     id_prefix: Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,20}$")] = "d"
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
+    # device processes (docs/scaling.md): "auto" = one per core for fleets of at least
+    # SHARD_AUTO_DEVICES devices on a network broker, else 1 (in the runner's process)
+    shards: Annotated[int, Meta(ge=1, le=256)] | Literal["auto"] = "auto"
 
 
 class StreamSection(_Section):
@@ -111,6 +118,24 @@ class CollectorSection(_Section):
     idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
     # after the collector finishes: how long the recorder and the fleet may take to end
     finish_grace: Annotated[float, Meta(gt=0)] = 5.0
+
+
+class FaultsSection(_Section):
+    """``[faults]``: faults injected into a stream run (docs/reliability.md, "Faults
+    scenario"). Crashes need a paced stream (``stream.step_seconds > 0``)."""
+
+    # devices that crash mid-stream (chosen from the seed); a crashed device loses its RAM,
+    # keeps its storage (privatised values, ledger, generator) and comes back
+    crash_fraction: Annotated[float, Meta(ge=0, le=1)] = 0.0
+    # of the crashed devices, how many never come back (their data is reported missing)
+    never_return: Annotated[int, Meta(ge=0)] = 0
+    # each crash happens after a step drawn uniformly in this fraction of the stream
+    crash_between: tuple[float, float] = (0.2, 0.6)
+    down_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.5
+    # a hostile client floods the collector with about this many bad messages
+    hostile_messages: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
+    # extra seconds of work per delivery at the collector (a slow disk): a slow collector
+    collector_delay: Annotated[float, Meta(ge=0, le=10)] = 0.0
 
 
 class CprSection(_Section):
@@ -203,6 +228,7 @@ class Scenario(_Section):
     cpr: CprSection = msgspec.field(default_factory=CprSection)
     secure_sum: SecureSumSection | None = None
     gcdp: GcdpSection | None = None
+    faults: FaultsSection | None = None
     broker: BrokerSection = msgspec.field(default_factory=BrokerSection)
 
 
@@ -222,6 +248,7 @@ class LoadedScenario:
 
     spec: Scenario
     path: Path | None
+    text: str | None = None  # the TOML it was parsed from (device shards re-read it)
 
     @property
     def name(self) -> str:
@@ -239,6 +266,17 @@ class LoadedScenario:
         if self.spec.secure_sum is not None:
             total += 6 * self.spec.secure_sum.stage_timeout
         return total
+
+    def fleet_shards(self, broker_kind: str) -> int:
+        """How many device processes ``[fleet] shards`` asks for on this broker (the
+        in-memory broker lives in one process: always 1)."""
+        shards = self.spec.fleet.shards
+        if broker_kind == "memory" or self.spec.secure_sum is not None:
+            return 1  # the secure-sum stage drives the fleet's devices in-process
+        if shards == "auto":
+            devices = self.spec.fleet.devices
+            return (os.cpu_count() or 1) if devices >= SHARD_AUTO_DEVICES else 1
+        return shards
 
     def device_ids(self) -> list[str]:
         """Every device id of the fleet, in index order."""
@@ -362,6 +400,25 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
     return candidate
 
 
+def _check_faults(spec: Scenario, where: str) -> None:
+    faults = spec.faults
+    assert faults is not None and spec.fleet is not None and spec.stream is not None
+    crashing = round(faults.crash_fraction * spec.fleet.devices)
+    if faults.never_return > crashing:
+        raise ScenarioError(
+            f"{where}faults.never_return: {faults.never_return} exceeds the {crashing} "
+            "crashing devices (crash_fraction x fleet.devices)"
+        )
+    low, high = faults.crash_between
+    if not 0 <= low <= high <= 1:
+        raise ScenarioError(f"{where}faults.crash_between: need 0 <= low <= high <= 1")
+    if crashing and spec.stream.step_seconds <= 0:
+        raise ScenarioError(
+            f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
+            "> 0): an unpaced device reports its whole stream at once"
+        )
+
+
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
@@ -373,7 +430,7 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         raise ScenarioError(f"{where}{_path_of(str(error))}: {text}{hint}") from None
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
-    loaded = LoadedScenario(spec, path)
+    loaded = LoadedScenario(spec, path, text)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
     missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]
@@ -397,6 +454,8 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             f"{where}cpr.max_period: need min_period <= max_period <= steps / 3 "
             f"(at least 3 cycles), got {cpr.max_period}"
         )
+    if spec.faults is not None:
+        _check_faults(spec, where)
     if spec.secure_sum is not None:
         if spec.secure_sum.dim > spec.stream.steps:
             raise ScenarioError(

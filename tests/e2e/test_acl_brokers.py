@@ -22,7 +22,8 @@ from broker.mqtt import BrokerAddress, MqttTransport
 from broker.transport import TransportError
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
-from tests.conftest import free_port, mosquitto_binary
+from tests.conftest import free_port
+from tests.mosquitto_process import MosquittoProcess
 from tests.unit.test_acl import (
     DEVICES,
     RUN,
@@ -46,7 +47,6 @@ def creds() -> Credentials:
 @contextlib.asynccontextmanager
 async def mosquitto(tmp_path, creds: Credentials, devices=None):
     """A Mosquitto with ``ldpfleet mosquitto-config``'s files, stopped at the end."""
-    binary = mosquitto_binary()
     port = free_port()
     paths = write_mosquitto_files(
         tmp_path,
@@ -61,38 +61,8 @@ async def mosquitto(tmp_path, creds: Credentials, devices=None):
     with paths["conf"].open("a") as conf:
         # "mosquitto ... running" (an information line) tells the fixture it listens
         conf.write("log_dest stderr\nlog_type information\n")
-    process = await asyncio.create_subprocess_exec(
-        binary, "-c", str(paths["conf"]), stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stderr is not None
-    log: list[str] = []
-
-    async def wait_running() -> None:
-        while line := await process.stderr.readline():
-            log.append(line.decode(errors="replace"))
-            if " running" in log[-1]:
-                return
-        raise RuntimeError("mosquitto exited")
-
-    try:
-        await asyncio.wait_for(wait_running(), TIMEOUT)
-    except (TimeoutError, RuntimeError):
-        process.kill()
-        await process.wait()
-        pytest.fail("mosquitto did not start: " + "".join(log[-5:]))
-
-    async def drain() -> None:  # keep the log pipe from filling up
-        while await process.stderr.readline():
-            pass
-
-    drainer = asyncio.create_task(drain())
-    try:
+    async with MosquittoProcess(paths["conf"]):
         yield BrokerAddress("127.0.0.1", port)
-    finally:
-        process.terminate()
-        await process.wait()
-        drainer.cancel()
-        await asyncio.gather(drainer, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager

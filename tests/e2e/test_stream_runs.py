@@ -12,7 +12,8 @@ import pytest
 
 from broker.trace import TraceFilter, format_line, open_readonly, rows
 from collector.store import ReportStore
-from protocol import codec, topics
+from devices.hostile import HostileClient
+from protocol import codec
 from protocol.messages import Hello, SwReport
 from protocol.sw import SquareWave
 from scenarios.runner import run_scenario
@@ -141,60 +142,6 @@ bounds = [-1.0, 1.0]
 HOSTILE = SMALL.replace("step_seconds = 0.005", "step_seconds = 0.04\nretransmit_after = 120")
 
 
-def flood(run: str, genuine: bytes) -> tuple[list[tuple[str, bytes]], dict[str, int], int]:
-    """Thousands of hostile messages, built around ``genuine`` (d0000's real batch 0, which
-    the collector has received): (topic, payload) in a fixed shuffled order, the exact
-    ``rejections_by_reason`` they must produce, and how many are identical replays (counted
-    as duplicates, not rejections: they cannot be told from an honest retransmission)."""
-    rng = np.random.default_rng(8)
-    config = parse_scenario(HOSTILE).stream_config(run)
-    report = json.loads(genuine)
-    up = topics.up(run, "d0000", "sw_report")
-
-    def variant(**changes) -> bytes:
-        return json.dumps({**report, **changes}).encode()
-
-    values = report["values"]
-    bad_values = [*values[:-1], 99.0]
-    changed = [values[1], values[0], *values[2:]] if values[0] != values[1] else None
-    if changed is None:  # equal first two values: change one within the output domain
-        changed = [SquareWave(config.eps0, "sw").output_low, *values[1:]]
-    plan = {
-        # reason: (count, payload maker, topic)
-        "undecodable": (1000, lambda: b"\xff" + bytes(rng.integers(128, 256, 40).tolist()), up),
-        "oversize": (5, lambda: b"{" + b" " * codec.MAX_PAYLOAD + b"}", up),
-        "non_finite": (1000, None, up),  # NaN literals and numbers overflowing to infinity
-        "replay": (200, lambda: variant(values=changed), up),  # same batch, other values
-        "wrong_sender": (500, lambda: variant(sender="d0001"), up),
-        "out_of_range": (600, None, up),  # values outside the SW domain, seq or t0 wrong
-        "parameter_mismatch": (200, lambda: variant(eps0=config.eps0 * 2), up),
-        "unknown_sender": (
-            200,
-            lambda: variant(sender="intruder"),
-            topics.up(run, "intruder", "sw_report"),
-        ),
-        "schema": (100, lambda: variant(type="teleport"), up),
-    }
-    text = genuine.decode()
-    first = json.dumps(values[0])
-    messages: list[tuple[str, bytes]] = []
-    for reason, (count, make, topic) in plan.items():
-        for i in range(count):
-            if reason == "non_finite":
-                token = "NaN" if i % 2 else "1e999"
-                payload = text.replace(f"[{first}", f"[{token}", 1).encode()
-            elif reason == "out_of_range":
-                payload = [variant(values=bad_values), variant(seq=999), variant(t0=1)][i % 3]
-            else:
-                payload = make()
-            messages.append((topic, payload))
-    replays = 500
-    messages += [(up, genuine)] * replays
-    order = rng.permutation(len(messages))
-    expected = {reason: count for reason, (count, _, _) in plan.items()}
-    return [messages[i] for i in order], expected, replays
-
-
 @pytest.mark.parametrize("broker", ["memory", "embedded"])
 async def test_hostile_input_is_rejected_counted_traced_and_never_aggregated(broker, tmp_path):
     """A hostile client floods the collector (garbage, oversize, NaN/inf, replays, another
@@ -204,41 +151,20 @@ async def test_hostile_input_is_rejected_counted_traced_and_never_aggregated(bro
     scenario = parse_scenario(HOSTILE)
     clean = await run_scenario(scenario, broker="memory", out_dir=tmp_path / "clean", run_id="h1")
     assert clean["reports_rejected"] == 0 and clean["rejections_by_reason"] == {}
-    expected: dict[str, int] = {}
-    sent = {"replays": 0, "messages": 0, "handled": False}
 
-    async def hostile(transport, run, collector):
-        asyncio = __import__("asyncio")
-        async with transport.connect(f"{run}-attacker") as conn:
-            await conn.subscribe(topics.up(run, "d0000", "sw_report"))
-            deliveries = conn.messages()
-            genuine = (await anext(deliveries)).payload  # d0000's batch 0, as published
-            while collector.machine is None or 0 not in collector.machine.devices["d0000"].received:
-                await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
-            messages, counts, replays = flood(run, genuine)
-            expected.update(counts)
-            sent.update(replays=replays, messages=len(messages))
-            for start in range(0, len(messages), 250):
-                await conn.publish_many(messages[start : start + 250])
-            total = sum(counts.values())
-            machine = collector.machine
-            while machine.state == "open":  # until the collector has handled the whole flood
-                if machine.rejected >= total and machine.duplicates >= replays:
-                    sent["handled"] = True
-                    break
-                await asyncio.sleep(0.001)
-
+    attacker = HostileClient(scenario.stream_config("h1"))
     attacked = await run_scenario(
-        scenario, broker=broker, out_dir=tmp_path / "attacked", run_id="h1", side_task=hostile
+        scenario, broker=broker, out_dir=tmp_path / "attacked", run_id="h1", side_task=attacker
     )
-    assert sent["handled"], "the stage closed before the flood was handled: pace the devices"
-    assert sent["messages"] > 4000
+    assert attacker.handled, "the stage closed before the flood was handled: pace the devices"
+    assert attacker.sent > 4000
+    expected = attacker.expected
     assert attacked["reports_lost"] == 0
     assert attacked["devices_complete"] == 4
     # every rejection counted, by reason, exactly
     assert attacked["rejections_by_reason"] == expected
     assert attacked["reports_rejected"] == sum(expected.values())
-    assert attacked["reports_duplicate"] == clean["reports_duplicate"] + sent["replays"]
+    assert attacked["reports_duplicate"] == clean["reports_duplicate"] + attacker.replays
     # nothing reached analytics: identical estimates and stored values to the clean run
     assert attacked["per_device"] == clean["per_device"]
     assert attacked["accuracy"] == clean["accuracy"]

@@ -1,0 +1,139 @@
+"""A hostile client: garbage, oversize payloads, NaN/inf, replays, wrong-sender messages.
+
+``flood`` builds the attack around one genuine report of a device (as it was published):
+each kind of bad input in a fixed, shuffled order, with the exact ``rejections_by_reason``
+the collector must count for it. ``HostileClient`` is the side task of a run with
+``[faults] hostile_messages``: it waits for device ``d0000``'s first batch, waits until the
+collector has it (so a changed copy is a replay), publishes the flood at full speed, and
+waits until the collector has handled it. It connects with the run's ``admin`` identity
+when auth is on: it models what got past the broker's ACL (a compromised device, a broker
+without ACLs); with the ACL in force a device cannot publish on another's topics at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+
+from broker.transport import Transport
+from protocol import codec, topics
+from protocol.stream import StreamConfig
+from protocol.sw import SquareWave
+
+# reason key -> share of the flood (the identical replays come on top: duplicates)
+DEFAULT_PLAN = {
+    "undecodable": 1000,
+    "oversize": 5,
+    "non_finite": 1000,
+    "replay": 200,
+    "wrong_sender": 500,
+    "out_of_range": 600,
+    "parameter_mismatch": 200,
+    "unknown_sender": 200,
+    "schema": 100,
+}
+DEFAULT_REPLAYS = 500
+TARGET = "d0000"
+
+
+def flood(
+    config: StreamConfig, genuine: bytes, *, messages: int | None = None, seed: int = 8
+) -> tuple[list[tuple[str, bytes]], dict[str, int], int]:
+    """(topic, payload) messages in a fixed shuffled order, the exact
+    ``rejections_by_reason`` they produce, and how many are identical replays (counted as
+    duplicates, not rejections: they cannot be told from an honest retransmission).
+    ``messages`` scales the default plan (4,305 rejections + 500 replays) to about that
+    many in all."""
+    rng = np.random.default_rng(seed)
+    run = config.run
+    scale = 1.0 if messages is None else messages / (sum(DEFAULT_PLAN.values()) + DEFAULT_REPLAYS)
+    counts = {reason: max(1, round(n * scale)) for reason, n in DEFAULT_PLAN.items()}
+    counts["oversize"] = min(counts["oversize"], 5)  # 256 kB each: a few make the point
+    replays = max(1, round(DEFAULT_REPLAYS * scale))
+    report = json.loads(genuine)
+    up = topics.up(run, TARGET, "sw_report")
+
+    def variant(**changes) -> bytes:
+        return json.dumps({**report, **changes}).encode()
+
+    values = report["values"]
+    bad_values = [*values[:-1], 99.0]
+    changed = [values[1], values[0], *values[2:]] if values[0] != values[1] else None
+    if changed is None:  # equal first two values: change one within the output domain
+        changed = [SquareWave(config.eps0, "sw").output_low, *values[1:]]
+    makers = {
+        "undecodable": (lambda i: b"\xff" + bytes(rng.integers(128, 256, 40).tolist()), up),
+        "oversize": (lambda i: b"{" + b" " * codec.MAX_PAYLOAD + b"}", up),
+        "non_finite": (None, up),  # NaN literals and numbers overflowing to infinity
+        "replay": (lambda i: variant(values=changed), up),  # same batch, other values
+        "wrong_sender": (lambda i: variant(sender="d0001"), up),
+        "out_of_range": (  # values outside the SW domain, seq or t0 wrong
+            lambda i: [variant(values=bad_values), variant(seq=999), variant(t0=1)][i % 3],
+            up,
+        ),
+        "parameter_mismatch": (lambda i: variant(eps0=config.eps0 * 2), up),
+        "unknown_sender": (
+            lambda i: variant(sender="intruder"),
+            topics.up(run, "intruder", "sw_report"),
+        ),
+        "schema": (lambda i: variant(type="teleport"), up),
+    }
+    text = genuine.decode()
+    first = json.dumps(values[0])
+    out: list[tuple[str, bytes]] = []
+    for reason, count in counts.items():
+        make, topic = makers[reason]
+        for i in range(count):
+            if reason == "non_finite":
+                token = "NaN" if i % 2 else "1e999"
+                payload = text.replace(f"[{first}", f"[{token}", 1).encode()
+            else:
+                payload = make(i)
+            out.append((topic, payload))
+    out += [(up, genuine)] * replays
+    order = rng.permutation(len(out))
+    return [out[i] for i in order], counts, replays
+
+
+class HostileClient:
+    """The ``[faults] hostile_messages`` attacker (a run's side task)."""
+
+    def __init__(self, config: StreamConfig, messages: int | None = None) -> None:
+        self.config = config
+        self.messages = messages
+        self.sent = 0
+        self.replays = 0
+        self.expected: dict[str, int] = {}
+        self.handled = False  # the collector counted the whole flood before closing
+
+    async def __call__(self, transport: Transport, run: str, collector) -> None:
+        async with transport.connect(f"{run}-attacker") as conn:
+            await conn.subscribe(topics.up(run, TARGET, "sw_report"))
+            deliveries = conn.messages()
+            genuine = (await anext(deliveries)).payload  # d0000's first batch, as published
+            while collector.machine is None or not collector.machine.devices[TARGET].received:
+                await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
+            messages, self.expected, self.replays = flood(
+                self.config, genuine, messages=self.messages
+            )
+            for start in range(0, len(messages), 250):
+                await conn.publish_many(messages[start : start + 250])
+                self.sent += len(messages[start : start + 250])
+            total = sum(self.expected.values())
+            machine = collector.machine
+            while machine.state == "open":  # until the collector has handled the flood
+                if machine.rejected >= total and machine.duplicates >= self.replays:
+                    self.handled = True
+                    return
+                await asyncio.sleep(0.001)
+
+    def summary(self) -> dict:
+        """The injected attack, for results.json ``faults``."""
+        return {
+            "messages": self.sent,
+            "by_reason": dict(self.expected),
+            "identical_replays": self.replays,
+            "handled_before_close": self.handled,
+        }

@@ -1,0 +1,180 @@
+"""``ShardedFleet``: a run's devices as k ``ldpfleet fleet --shard i/k`` processes.
+
+One Python process is bound by its MQTT client's CPU cost per message (docs/scaling.md);
+``[fleet] shards = k`` splits the devices over k processes (device ``i`` runs in shard
+``i % k``) that connect to the run's broker like any other client, while the collector and
+the recorder stay in the runner's process. Each shard writes ``outcomes.json`` and
+``ledger.json`` into ``OUT/shards/fleet-i-of-k/`` and its log next to them; this object
+gathers them into the same ``DeviceOutcome`` list an in-process ``Fleet`` returns, so the
+results of a sharded run are those of the same run in one process (privatised values
+depend only on the seed and the device index).
+
+The truth the runner scores against (clean streams, true means and periods) is computed
+here from the scenario, as each device does, without building the devices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from devices.faults import crash_plan
+from devices.fleet import DeviceOutcome, device_truth
+from scenarios.schema import LoadedScenario
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE = 10.0  # seconds a shard gets after SIGTERM to write its outcomes
+
+
+class ShardedFleet:
+    """The devices of one run, as ``shards`` processes against ``broker_url``."""
+
+    def __init__(
+        self,
+        scenario: LoadedScenario,
+        broker_url: str,
+        run: str,
+        *,
+        seed: int,
+        shards: int,
+        out_dir: Path,
+        credentials_path: Path | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.broker_url = broker_url
+        self.run_id = run
+        self.seed = seed
+        self.shards = shards
+        self.out_dir = Path(out_dir) / "shards"
+        self.credentials_path = credentials_path
+        config = scenario.stream_config(run)
+        self.true_means: dict[str, float] = {}
+        self.true_periods: dict[str, int | None] = {}
+        self.clean: dict[str, np.ndarray] = {}
+        for index, device in enumerate(scenario.device_ids()):
+            self.clean[device], self.true_periods[device], self.true_means[device] = device_truth(
+                scenario, seed, index, config.lo, config.hi
+            )
+        self.crashes = crash_plan(scenario, seed)
+        self.crashed: dict[str, dict] = {}
+        self.connect_seconds: float | None = None
+        self.shard_seconds: dict[int, float] = {}
+        self.exit_codes: dict[int, int | None] = {}
+        self._outcomes: dict[int, list[DeviceOutcome]] = {}
+
+    def _shard_dir(self, index: int) -> Path:
+        return self.out_dir / f"fleet-{index}-of-{self.shards}"
+
+    def _command(self, index: int, scenario_path: Path) -> list[str]:
+        command = [sys.executable, "-m", "scenarios.cli", "fleet", str(scenario_path)]
+        command += ["--broker", self.broker_url, "--run", self.run_id]
+        command += ["--shard", f"{index}/{self.shards}", "--seed", str(self.seed)]
+        command += ["--out", str(self._shard_dir(index))]
+        if self.credentials_path is not None:
+            command += ["--credentials", str(self.credentials_path)]
+        return command
+
+    def _write_scenario(self) -> Path:
+        """The scenario as the shards read it: its file, or (parsed from text) a copy."""
+        if self.scenario.path is not None:
+            return self.scenario.path
+        if self.scenario.text is None:
+            raise ValueError("a sharded fleet needs the scenario's file or text")
+        path = self.out_dir / "scenario.toml"
+        path.write_text(self.scenario.text)
+        return path
+
+    async def run(self) -> list[DeviceOutcome]:
+        """Start every shard, wait for all; a cancelled run stops them (SIGTERM: each
+        writes what its devices did) and keeps what they wrote."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        scenario_path = self._write_scenario()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        started = time.perf_counter()
+        processes: dict[int, asyncio.subprocess.Process] = {}
+        logs = []
+        try:
+            for index in range(self.shards):
+                self._shard_dir(index).mkdir(parents=True, exist_ok=True)
+                handle = (self._shard_dir(index) / "fleet.log").open("wb")
+                logs.append(handle)
+                processes[index] = await asyncio.create_subprocess_exec(
+                    *self._command(index, scenario_path),
+                    stdout=handle,
+                    stderr=asyncio.subprocess.STDOUT,
+                    env=env,
+                )
+
+            async def wait(index: int) -> None:
+                self.exit_codes[index] = await processes[index].wait()
+                self.shard_seconds[index] = time.perf_counter() - started
+                self._load(index)
+
+            await asyncio.gather(*(wait(index) for index in processes))
+        finally:
+            await self._stop(processes)
+            for handle in logs:
+                handle.close()
+        return self.outcomes()
+
+    async def _stop(self, processes: dict[int, asyncio.subprocess.Process]) -> None:
+        running = [p for p in processes.values() if p.returncode is None]
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+        for process in running:
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        for index in processes:
+            if index not in self._outcomes:
+                self.exit_codes.setdefault(index, processes[index].returncode)
+                self._load(index)
+
+    def _load(self, index: int) -> None:
+        path = self._shard_dir(index) / "outcomes.json"
+        if not path.exists():
+            return
+        data = json.loads(path.read_text())
+        self._outcomes[index] = [DeviceOutcome(**entry) for entry in data["devices"]]
+        self.crashed.update(data.get("crashed", {}))
+        seconds = data.get("connect_seconds")
+        if seconds is not None:
+            self.connect_seconds = max(self.connect_seconds or 0.0, seconds)
+
+    def outcomes(self) -> list[DeviceOutcome]:
+        """Every device's outcome, in device order; a device whose shard wrote nothing is
+        reported unfinished with the shard's exit code and log."""
+        known = {o.device: o for outcomes in self._outcomes.values() for o in outcomes}
+        result = []
+        for index, device in enumerate(self.scenario.device_ids()):
+            outcome = known.get(device)
+            if outcome is None:
+                shard = index % self.shards
+                outcome = DeviceOutcome(
+                    device=device,
+                    state="unknown",
+                    batches_acked=0,
+                    retransmissions=0,
+                    refused_messages=0,
+                    error=None,
+                    true_mean=self.true_means[device],
+                    ledger={"owner": device, "accounts": {}},
+                    unfinished=f"shard {shard}/{self.shards} wrote no outcome (exit code "
+                    f"{self.exit_codes.get(shard)}; log {self._shard_dir(shard)}/fleet.log)",
+                )
+            result.append(outcome)
+        return result
