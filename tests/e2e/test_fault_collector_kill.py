@@ -26,6 +26,8 @@ from typer.testing import CliRunner
 from scenarios.cli import app
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.faults
+
 DEVICES = 20
 BATCHES = 40  # 200 steps / batch_steps 5
 EXPECTED = DEVICES * BATCHES

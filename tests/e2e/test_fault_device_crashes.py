@@ -21,6 +21,8 @@ from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.faults
+
 DEVICES = 20
 BATCHES = 40  # 200 steps / 5
 FAULTY = (

@@ -26,6 +26,8 @@ from tests.conftest import free_port
 from tests.e2e.test_fault_reconnect import BATCHES, DEVICES, PACED, stored
 from tests.mosquitto_process import MosquittoProcess
 
+pytestmark = pytest.mark.faults
+
 
 def persistent_conf(tmp_path, port: int):
     data = tmp_path / "mosquitto-data"

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 
 from broker.transport import MemoryTransport
 from collector.store import ReportStore
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
+
+pytestmark = pytest.mark.faults
 
 DEVICES = 10
 BATCHES = 20  # 100 steps / 5

@@ -19,6 +19,8 @@ from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
 from tests.e2e.test_fault_device_crashes import store_rows
 
+pytestmark = pytest.mark.faults
+
 DEVICES = 20
 MAX_IN_FLIGHT = 16
 BASE = f"""
