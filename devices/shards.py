@@ -49,6 +49,7 @@ class ShardedFleet:
         shards: int,
         out_dir: Path,
         credentials_path: Path | None = None,
+        shard_brokers: list[str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.broker_url = broker_url
@@ -57,6 +58,9 @@ class ShardedFleet:
         self.shards = shards
         self.out_dir = Path(out_dir) / "shards"
         self.credentials_path = credentials_path
+        # shard i connects to shard_brokers[i % n] (nodes of a broker cluster), by default
+        # to the run's broker
+        self.shard_brokers = shard_brokers or [broker_url]
         config = scenario.stream_config(run)
         self.true_means: dict[str, float] = {}
         self.true_periods: dict[str, int | None] = {}
@@ -77,7 +81,8 @@ class ShardedFleet:
 
     def _command(self, index: int, scenario_path: Path) -> list[str]:
         command = [sys.executable, "-m", "scenarios.cli", "fleet", str(scenario_path)]
-        command += ["--broker", self.broker_url, "--run", self.run_id]
+        broker = self.shard_brokers[index % len(self.shard_brokers)]
+        command += ["--broker", broker, "--run", self.run_id]
         command += ["--shard", f"{index}/{self.shards}", "--seed", str(self.seed)]
         command += ["--out", str(self._shard_dir(index))]
         if self.credentials_path is not None:

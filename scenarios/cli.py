@@ -203,6 +203,14 @@ def run(
         str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
     ] = None,
     credentials_path: CredentialsOption = None,
+    shard_broker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shard-broker",
+            help="A broker node for the device shards (repeat: shard i uses the i-th mod n, "
+            "e.g. the nodes of a cluster); the collector uses --broker.",
+        ),
+    ] = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
     from scenarios.runner import run_scenario
@@ -240,6 +248,7 @@ def run(
                     run_id=run_id,
                     progress=progress,
                     credentials=credentials,
+                    shard_brokers=shard_broker or None,
                 )
             )
     console.print(_summary_table(results))
@@ -388,6 +397,7 @@ def fleet(
         json.dumps(
             {
                 "shard": shard,
+                "broker": broker,
                 "connect_seconds": built[0].connect_seconds if built else None,
                 "crashed": built[0].crashed if built else {},
                 "devices": [dataclasses.asdict(o) for o in outcomes],

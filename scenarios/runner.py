@@ -373,11 +373,15 @@ async def run_scenario(
     progress: ProgressCallback | None = None,
     side_task: SideTask | None = None,
     credentials: Credentials | None = None,
+    shard_brokers: list[str] | None = None,
 ) -> dict:
     """Run a whole scenario in this process and write its outputs; returns results.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
-    fresh ones on the embedded and in-memory brokers, none on an external URL)."""
+    fresh ones on the embedded and in-memory brokers, none on an external URL). With
+    ``[fleet] shards`` > 1 the devices run as processes; ``shard_brokers`` (nodes of a
+    broker cluster) spreads them, shard i on ``shard_brokers[i % n]``, while the collector
+    and the recorder use ``broker``."""
     broker_spec = broker or scenario.spec.broker.url
     if scenario.spec.cadr is not None:
         from scenarios.cadr_run import run_cadr_scenario
@@ -454,6 +458,7 @@ async def run_scenario(
                     credentials_path=creds.save(Path(secrets_dir) / "credentials.json")
                     if creds
                     else None,
+                    shard_brokers=shard_brokers,
                 )
             else:
                 fleet = Fleet(scenario, transport, run, seed=seed)
@@ -579,6 +584,7 @@ async def run_scenario(
     errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
     results = {
         "run": run,
+        "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "scenario": {
             "name": scenario.name,
             "path": str(scenario.path) if scenario.path else None,
@@ -589,6 +595,7 @@ async def run_scenario(
             "kind": broker_info.kind if broker_info else None,
             "url": broker_info.url if broker_info else None,
             "auth": creds is not None,
+            "shard_brokers": shard_brokers if isinstance(fleet, ShardedFleet) else None,
         },
         # set when the run was stopped by its global deadline (docs/reliability.md)
         "aborted": aborted,
