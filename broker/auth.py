@@ -6,8 +6,11 @@ Identities (usernames) and roles:
   ``ldp/{run}/dev/{me}/up/#`` and on any device's inbox with itself as the source level
   (``ldp/{run}/dev/+/in/{me}``); may subscribe only to its own inbox
   (``ldp/{run}/dev/{me}/in/+``) and to the collector's broadcasts (``ldp/{run}/ctl/#``).
-- ``collector`` (username ``collector``), ``recorder``, ``relay`` (the CADR-LDP peer relay)
-  and ``admin`` (operators and attack experiments: everything of the run, and ``$SYS``).
+- ``collector`` (username ``collector``), ``recorder``, ``relay`` (the CADR-LDP peer relay),
+  ``gateway`` (one connection carrying many devices, ``devices/gateway.py``: the broker
+  lets it publish on every device's ``up`` topics and read every inbox; the gateway applies
+  each device's own rules, from this same policy) and ``admin`` (operators and attack
+  experiments: everything of the run, and ``$SYS``).
 
 ``RULES`` holds them as data: role -> ``Rule(action, pattern)``, patterns with ``{run}``
 (filled per run) and ``%u`` (the username, filled per check), exactly like Mosquitto's
@@ -58,7 +61,7 @@ from typing import Literal
 Action = Literal["publish", "subscribe", "receive"]
 ACTIONS: tuple[str, ...] = ("publish", "subscribe", "receive")
 
-SERVICES = ("collector", "recorder", "relay")
+SERVICES = ("collector", "recorder", "relay", "gateway")
 ADMIN = "admin"
 ROLES = ("device", *SERVICES, ADMIN)
 # a device connects under its own id plus these client-id suffixes (devices/*.py)
@@ -108,6 +111,13 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("subscribe", "ldp/{run}/dev/+/up/peer_batch"),
         Rule("subscribe", "ldp/{run}/ctl/relay_phase"),
         Rule("subscribe", "ldp/{run}/ctl/stage"),
+    ),
+    # an IoT gateway carrying many devices on one connection (devices/gateway.py): the
+    # broker lets it speak for any device; the gateway enforces each device's own rules
+    "gateway": (
+        Rule("publish", "ldp/{run}/dev/+/up/#"),
+        Rule("publish", "ldp/{run}/dev/+/in/+"),
+        Rule("subscribe", "ldp/{run}/dev/+/in/+"),
     ),
     ADMIN: (
         Rule("publish", "ldp/{run}/#"),

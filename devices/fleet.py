@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from broker.transport import Transport
 from devices.agent import DeviceAgent, DeviceStorage
 from devices.faults import Crash, crash_plan
+from devices.gateway import Gateway
 from devices.periodic import periodic_stream, template
 from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
 from protocol.stream import StreamReporter
@@ -52,6 +53,8 @@ class DeviceOutcome:
     reconnects: int = 0  # sessions re-established after a broker restart or network failure
     crashed: bool = False  # fault injection: it crashed (and ``unfinished`` if it never returned)
     republished: int = 0  # messages its session published again after a connection loss
+    # report -> ack seconds of its batches sent once (docs/scaling.md, latency)
+    ack_latencies: list[float] = field(default_factory=list)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -139,6 +142,9 @@ class Fleet:
             "storage": self.storage,
         }
         shard_index, shard_count = shard
+        # gateway mode: this shard's devices, gateway_devices at a time, share a gateway
+        self.gateways: dict[int, Gateway] = {}
+        spec = scenario.spec.fleet
         for index, device in enumerate(scenario.device_ids()):
             if index % shard_count != shard_index:
                 continue
@@ -151,9 +157,20 @@ class Fleet:
                 self.config, device, device_rng(self.seed, index, "mechanism")
             )
             crash = self.crashes.get(device)
+            device_transport = transport
+            if spec.connection == "gateway":
+                # this shard's k-th gateway (client ids must differ across shards)
+                number = len(self.agents) // spec.gateway_devices
+                if number not in self.gateways:
+                    self.gateways[number] = Gateway(
+                        transport,
+                        f"{run}-gateway-{shard_index}-{number}",
+                        credentials=getattr(transport, "credentials", None),
+                    )
+                device_transport = self.gateways[number]
             self.agents.append(
                 DeviceAgent(
-                    transport,
+                    device_transport,
                     reporter,
                     readings,
                     crash_at_step=crash.step if crash else None,
@@ -193,7 +210,7 @@ class Fleet:
         assert self.storage is not None
         reporter = self.storage.load(agent.device)
         assert reporter is not None  # it saved before it could crash
-        revived = DeviceAgent(self.transport, reporter, agent.readings, **self._agent_settings)
+        revived = DeviceAgent(agent.transport, reporter, agent.readings, **self._agent_settings)
         self.agents[slot] = revived
         record["down_seconds"] = loop.time() - down_since
         await self._run_agent(revived)
@@ -201,13 +218,17 @@ class Fleet:
     async def run(self) -> list[DeviceOutcome]:
         """Run every agent to completion; per-device failures are recorded, not raised."""
         started = asyncio.get_running_loop().time()
-        async with asyncio.TaskGroup() as group:
-            for slot, agent in enumerate(self.agents):
-                crash = self.crashes.get(agent.device)
-                if crash is None:
-                    group.create_task(self._run_agent(agent))
-                else:
-                    group.create_task(self._run_crashing(slot, crash))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for slot, agent in enumerate(self.agents):
+                    crash = self.crashes.get(agent.device)
+                    if crash is None:
+                        group.create_task(self._run_agent(agent))
+                    else:
+                        group.create_task(self._run_crashing(slot, crash))
+        finally:
+            for gateway in self.gateways.values():
+                await gateway.close()
         connected = [a.connected_at for a in self.agents if a.connected_at is not None]
         self.connect_seconds = (max(connected) - started) if connected else None
         return self.outcomes()
@@ -224,6 +245,7 @@ class Fleet:
                 reconnects=agent.reconnects,
                 crashed=agent.device in self.crashed,
                 republished=agent.session.republished if agent.session else 0,
+                ack_latencies=[round(x, 6) for x in agent.reporter.ack_latencies],
                 error=agent.error,
                 true_mean=self.true_means[agent.device],
                 ledger=agent.reporter.ledger.to_dict(),

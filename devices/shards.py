@@ -74,6 +74,7 @@ class ShardedFleet:
         self.connect_seconds: float | None = None
         self.shard_seconds: dict[int, float] = {}
         self.exit_codes: dict[int, int | None] = {}
+        self.peak_rss_mb: dict[int, float] = {}
         self._outcomes: dict[int, list[DeviceOutcome]] = {}
 
     def _shard_dir(self, index: int) -> Path:
@@ -156,6 +157,8 @@ class ShardedFleet:
         data = json.loads(path.read_text())
         self._outcomes[index] = [DeviceOutcome(**entry) for entry in data["devices"]]
         self.crashed.update(data.get("crashed", {}))
+        if data.get("peak_rss_mb") is not None:
+            self.peak_rss_mb[index] = data["peak_rss_mb"]
         seconds = data.get("connect_seconds")
         if seconds is not None:
             self.connect_seconds = max(self.connect_seconds or 0.0, seconds)

@@ -233,6 +233,10 @@ class StreamReporter(Machine):
         # idle -> hello -> waiting|streaming -> done | refused | closed | error
         self.state = "idle"
         self.retransmissions = 0
+        # seconds from a batch's first transmission to its acknowledgement (the collector
+        # acks after its commit), for batches sent once: the fleet's end-to-end latency
+        self.ack_latencies: list[float] = []
+        self._first_sent: dict[int, float] = {}
 
     @property
     def finished(self) -> bool:
@@ -352,6 +356,10 @@ class StreamReporter(Machine):
             values=self.values[t0:t1].tolist(),
         )
         self._send(self._topic("sw_report"), report)
+        if seq in self._sent_at or seq in self._first_sent:
+            self._first_sent.pop(seq, None)  # retransmitted: its latency is not measured
+        else:
+            self._first_sent[seq] = now
         self._sent_at[seq] = now
 
     def _send_ready(self, now: float) -> None:
@@ -398,6 +406,9 @@ class StreamReporter(Machine):
             self.credit = max(self.credit, message.credit)
             for seq in [s for s in self._sent_at if s <= self.acked]:
                 del self._sent_at[seq]
+                first = self._first_sent.pop(seq, None)
+                if first is not None:
+                    self.ack_latencies.append(now - first)
             if self._check_finished():
                 return
             self._send_ready(now)

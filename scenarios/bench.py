@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import resource
+import asyncio
 import tempfile
 import time
 
+from broker.mqtt import parse_broker_url
+from scenarios.procstat import PeakRss, listening_pid
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
 
@@ -20,15 +22,24 @@ def fleet_scenario_text(
     max_in_flight: int = 256,
     credit_window: int = 2,
     seed: int = 1,
+    shards: int | str = "auto",
+    connection: str = "device",
+    connect_concurrency: int = 64,
+    trace: str = "all",
 ) -> str:
     """A synthetic fleet scenario of the given size (TOML text)."""
     batch = f"batch_steps = {batch_steps}\n" if batch_steps else ""
+    shards_text = f'"{shards}"' if isinstance(shards, str) else str(shards)
+    gateway = f'connection = "{connection}"\n' if connection != "device" else ""
     return f"""
 [scenario]
 name = "bench-fleet"
 seed = {seed}
 [fleet]
 devices = {devices}
+shards = {shards_text}
+connect_concurrency = {connect_concurrency}
+{gateway}
 [stream]
 steps = {steps}
 eps = {eps}
@@ -45,6 +56,7 @@ bounds = [-1.5, 1.5]
 max_in_flight = {max_in_flight}
 credit_window = {credit_window}
 stage_timeout = 1800
+trace = "{trace}"
 """
 
 
@@ -58,8 +70,14 @@ async def bench_fleet(
     batch_steps: int | None = None,
     max_in_flight: int = 256,
     credit_window: int = 2,
+    shards: int | str = "auto",
+    connection: str = "device",
+    connect_concurrency: int = 64,
+    trace: str = "all",
+    out_dir: str | None = None,
 ) -> dict:
-    """Run a synthetic fleet end to end and measure throughput and loss."""
+    """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
+    memory of each process, and loss (docs/scaling.md)."""
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -69,34 +87,61 @@ async def bench_fleet(
             batch_steps=batch_steps,
             max_in_flight=max_in_flight,
             credit_window=credit_window,
+            shards=shards,
+            connection=connection,
+            connect_concurrency=connect_concurrency,
+            trace=trace,
         )
     )
-    with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as out:
+    broker_pid = None
+    if broker.startswith("mqtt://"):
+        broker_pid = listening_pid(parse_broker_url(broker).port)
+    sampler = PeakRss(broker_pid) if broker_pid else None
+    with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
         started = time.perf_counter()
-        results = await run_scenario(scenario, broker=broker, out_dir=out)
+        task = asyncio.ensure_future(sampler.run()) if sampler else None
+        try:
+            results = await run_scenario(scenario, broker=broker, out_dir=out_dir or scratch)
+        finally:
+            if task is not None:
+                task.cancel()
         total = time.perf_counter() - started
     stream = results["stages"]["stream"]
     messages = results["reports_received"]
     seconds = stream["seconds"]
     values = messages * results["stream"]["batch_steps"]
+    sharded = results["fleet"]["shards"]
     return {
         "bench": "fleet",
         "devices": devices,
         "steps": steps,
         "batch_steps": results["stream"]["batch_steps"],
         "broker": results["broker"]["kind"],
+        "broker_url": results["broker"]["url"],
+        "connection": connection,
+        "trace": trace,
+        "shards": results["stages"]["fleet_build"]["shards"],
+        "event_loop": results["event_loop"],
         "messages": messages,
         "values": values,
         "seconds": round(seconds, 3),
         "messages_per_s": round(messages / seconds, 1) if seconds > 0 else None,
         "values_per_s": round(values / seconds, 1) if seconds > 0 else None,
         "connect_seconds": round(results["fleet"].get("connect_seconds") or 0.0, 3),
+        "latency_ms": results["fleet"]["ack_latency"],
         "lost": results["reports_lost"],
         "rejected": results["reports_rejected"],
         "duplicates": results["reports_duplicate"],
         "retransmissions": results["fleet"]["retransmissions"],
         "trace_messages": results["trace"]["messages"],
         "total_seconds": round(total, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "processes": "one process: broker (if embedded) + collector + recorder + fleet",
+        "peak_rss_mb": {
+            # the runner's process: collector + recorder (+ devices when not sharded,
+            # + the embedded broker)
+            "collector_process": results["peak_rss_mb"],
+            "fleet_processes": sharded["peak_rss_mb"] if sharded else None,
+            "fleet_total": sharded["total_peak_rss_mb"] if sharded else None,
+            "broker": round(sampler.peak_mb, 1) if sampler else None,
+            "broker_before": round(sampler.start_mb, 1) if sampler else None,
+        },
     }

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -398,6 +399,7 @@ def fleet(
             {
                 "shard": shard,
                 "broker": broker,
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "connect_seconds": built[0].connect_seconds if built else None,
                 "crashed": built[0].crashed if built else {},
                 "devices": [dataclasses.asdict(o) for o in outcomes],
@@ -421,7 +423,7 @@ def collector(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
-    from broker.recorder import TraceRecorder
+    from broker.recorder import TraceRecorder, control_filters
     from scenarios.runner import collector_for
 
     with user_errors():
@@ -432,7 +434,14 @@ def collector(
 
         async def go() -> dict:
             async with open_broker(broker, credentials=credentials) as (transport, info):
-                recorder = TraceRecorder(transport, run_id, target / "trace.sqlite")
+                recorder = TraceRecorder(
+                    transport,
+                    run_id,
+                    target / "trace.sqlite",
+                    filters=control_filters(run_id)
+                    if loaded.spec.collector.trace == "control"
+                    else None,
+                )
                 service = collector_for(loaded, transport, run_id, target / "collector.sqlite")
                 async with asyncio.TaskGroup() as group:
                     recording = group.create_task(recorder.run_until_closed())
@@ -646,9 +655,23 @@ def bench_fleet_command(
         int, typer.Option(help="Collector credit: reports in flight at most.")
     ] = 256,
     credit_window: Annotated[int, typer.Option(help="Reports a device may have in flight.")] = 2,
+    shards: Annotated[
+        str, typer.Option(help='Device processes: a number or "auto" (docs/scaling.md).')
+    ] = "auto",
+    connection: Annotated[
+        str, typer.Option(help='"device" (one MQTT connection each) or "gateway".')
+    ] = "device",
+    connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
+    trace: Annotated[
+        str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
+    ] = "all",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
-    """End-to-end fleet throughput: devices, messages, seconds, messages_per_s, lost."""
+    """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
+    peak RSS of the collector, fleet and broker processes, lost reports."""
     from scenarios.bench import bench_fleet
 
     with user_errors():
@@ -661,6 +684,12 @@ def bench_fleet_command(
                 w=w,
                 batch_steps=batch_steps,
                 max_in_flight=max_in_flight,
+                credit_window=credit_window,
+                shards=int(shards) if shards.isdigit() else shards,
+                connection=connection,
+                connect_concurrency=connect_concurrency,
+                trace=trace,
+                out_dir=str(out) if out else None,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

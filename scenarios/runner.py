@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import resource
 import secrets
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from broker.auth import ADMIN, AuthError, Credentials, use_credentials
-from broker.recorder import TraceRecorder
+from broker.recorder import TraceRecorder, control_filters
 from broker.select import open_broker
 from broker.trace import reports_missing_from_trace
 from broker.transport import AsUser, Transport
@@ -315,6 +316,33 @@ def _partial_collector_results(collector: CollectorService | None, config, reaso
     }
 
 
+def latency_summary(outcomes: list[DeviceOutcome]) -> dict:
+    """p50/p99/max of the fleet's report -> ack latencies, in milliseconds."""
+    samples = np.fromiter((x for o in outcomes for x in o.ack_latencies), dtype=float)
+    if samples.size == 0:
+        return {"samples": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
+    p50, p99 = np.percentile(samples, [50, 99])
+    return {
+        "samples": int(samples.size),
+        "p50_ms": round(1000 * float(p50), 2),
+        "p99_ms": round(1000 * float(p99), 2),
+        "max_ms": round(1000 * float(samples.max()), 2),
+    }
+
+
+def fleet_process_stats(fleet) -> dict | None:
+    """Per device process (sharded fleets): peak RSS and seconds."""
+    if not isinstance(fleet, ShardedFleet):
+        return None
+    return {
+        "count": fleet.shards,
+        "peak_rss_mb": fleet.peak_rss_mb,
+        "total_peak_rss_mb": round(sum(fleet.peak_rss_mb.values()), 1),
+        "seconds": {i: round(t, 3) for i, t in sorted(fleet.shard_seconds.items())},
+        "exit_codes": fleet.exit_codes,
+    }
+
+
 async def _all_of(coroutines: list[Awaitable[None]]) -> None:
     await asyncio.gather(*coroutines)
 
@@ -438,7 +466,14 @@ async def run_scenario(
             contextlib.AsyncExitStack() as stack,
         ):
             stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
-            recorder = TraceRecorder(transport, run, out / "trace.sqlite")
+            recorder = TraceRecorder(
+                transport,
+                run,
+                out / "trace.sqlite",
+                filters=control_filters(run)
+                if scenario.spec.collector.trace == "control"
+                else None,
+            )
             collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
             t = time.perf_counter()
             shards = scenario.fleet_shards(broker_info.kind)
@@ -638,7 +673,14 @@ async def run_scenario(
             "device_errors": {o.device: o.error for o in outcomes if o.error},
             "retransmissions": sum(o.retransmissions for o in outcomes),
             "refused_messages": sum(o.refused_messages for o in outcomes),
+            # end to end: a batch's first transmission to its ack (after the collector's
+            # commit), over the batches sent once
+            "ack_latency": latency_summary(outcomes),
+            "shards": fleet_process_stats(fleet),
         },
+        # peak resident memory of this process (collector, recorder, and the devices when
+        # they are not sharded; the embedded broker too)
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "accuracy": {
             "metric": "per-device mean of the clipped stream ("
             + (

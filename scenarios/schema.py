@@ -58,6 +58,10 @@ class FleetSection(_Section):
     # device processes (docs/scaling.md): "auto" = one per core for fleets of at least
     # SHARD_AUTO_DEVICES devices on a network broker, else 1 (in the runner's process)
     shards: Annotated[int, Meta(ge=1, le=256)] | Literal["auto"] = "auto"
+    # one MQTT connection per device, or gateways carrying gateway_devices devices each
+    # over one connection (devices/gateway.py; ACL per device enforced at the gateway)
+    connection: Literal["device", "gateway"] = "device"
+    gateway_devices: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
 
 
 class StreamSection(_Section):
@@ -118,6 +122,10 @@ class CollectorSection(_Section):
     idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
     # after the collector finishes: how long the recorder and the fleet may take to end
     finish_grace: Annotated[float, Meta(gt=0)] = 5.0
+    # what the trace recorder keeps: every message, or the control plane only (stage,
+    # rejections, releases: for very large fleets, where recording every report and ack
+    # costs as much CPU as collecting them; docs/scaling.md)
+    trace: Literal["all", "control"] = "all"
 
 
 class FaultsSection(_Section):

@@ -174,6 +174,14 @@ SERVICE_ALLOWED = {
         ("receive", f"{P}/dev/d0001/in/d0002"),
         ("publish", f"{P}/svc/recorder/progress"),
     ],
+    "gateway": [
+        ("publish", f"{P}/dev/d0001/up/hello"),
+        ("publish", f"{P}/dev/d0002/up/sw_report"),
+        ("publish", f"{P}/dev/d0001/in/d0002"),
+        ("subscribe", f"{P}/dev/d0001/in/collector"),
+        ("subscribe", f"{P}/dev/+/in/+"),
+        ("subscribe", f"{P}/ctl/#"),
+    ],
     "relay": [
         ("publish", f"{P}/dev/d0001/in/relay"),
         ("publish", f"{P}/ctl/peer_step"),
@@ -214,6 +222,14 @@ SERVICE_DENIED = {
         ("subscribe", "#"),
         ("subscribe", "$SYS/#"),
         ("subscribe", "ldp/other/#"),
+    ],
+    "gateway": [
+        ("publish", f"{P}/ctl/stage"),  # never as the collector
+        ("publish", f"{P}/rel/degrees"),
+        ("subscribe", f"{P}/dev/+/up/#"),  # no other device's reports
+        ("subscribe", f"{P}/#"),
+        ("publish", "ldp/other-run/dev/d0001/up/hello"),
+        ("subscribe", "$SYS/#"),
     ],
     "relay": [
         ("publish", f"{P}/ctl/stage"),
@@ -320,7 +336,7 @@ def test_authentication(creds):
     assert not creds.authenticate("d0001", b"\xff", client("d0001"))
     other_run = Credentials(RUN, b"k" * 32, DEVICES)
     assert not other_run.authenticate("d0001", creds.password("d0001"), client("d0001"))
-    assert len({creds.password(u) for u in (*DEVICES, *SERVICES, ADMIN)}) == 7
+    assert len({creds.password(u) for u in (*DEVICES, *SERVICES, ADMIN)}) == 3 + len(SERVICES) + 1
     assert len(creds.password("d0001")) >= 40
 
 

@@ -1,0 +1,243 @@
+"""``Gateway``: one MQTT connection carrying many devices, like a real IoT gateway.
+
+``[fleet] connection = "gateway"`` groups the devices, ``gateway_devices`` per gateway; each
+gateway is a ``Transport`` for its devices. A device "connects" to its gateway exactly as it
+would to a broker (same client id, same credentials) and gets a ``GatewayChannel``, a
+``Connection`` whose publishes and subscriptions travel over the gateway's one broker
+connection (client id ``{run}-gateway-{k}``, the ``gateway`` role). Topics are unchanged,
+so the collector cannot tell the difference and results are identical.
+
+ACL per device identity at the gateway: the broker trusts the gateway for all its devices,
+so the gateway applies each device's own rules, with the same policy the brokers use
+(``broker.auth.AccessPolicy``): it authenticates the device's login, refuses a
+subscription the device may not make, drops (and records in ``denied``) a publish the
+device may not make, and delivers a message to a device only if the device may receive it.
+
+Deliveries are demultiplexed by a topic trie (one lookup per message, whatever the number
+of devices). When the broker connection breaks, every channel breaks with it
+(``ConnectionLost``); the devices' sessions reconnect, and the first one re-opens the
+gateway's connection and re-subscribes every filter still in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+
+from broker.auth import Credentials
+from broker.transport import (
+    Connection,
+    ConnectionLost,
+    ConnectionRefused,
+    Delivery,
+    TopicTrie,
+    Transport,
+    TransportError,
+)
+
+log = logging.getLogger(__name__)
+
+_LOST = object()
+
+
+class Gateway:
+    """A transport for many devices over one broker connection."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        client_id: str,
+        *,
+        credentials: Credentials | None = None,
+    ) -> None:
+        self.transport = transport
+        self.client_id = client_id
+        self.name = f"gateway {client_id} over {transport.name}"
+        self.credentials = credentials
+        self.denied: list[tuple[str, str, str]] = []  # (device client id, action, topic)
+        self.reconnects = 0
+        self._trie = TopicTrie()
+        self._filters: dict[str, int] = {}  # filter -> channels using it
+        self._channels: dict[str, GatewayChannel] = {}
+        self._context: contextlib.AbstractAsyncContextManager[Connection] | None = None
+        self._conn: Connection | None = None
+        self._pump: asyncio.Task | None = None
+        self._lock = asyncio.Lock()
+        self._opened = 0
+
+    # the broker connection ------------------------------------------------------------
+
+    async def _upstream(self) -> Connection:
+        """The gateway's broker connection, opened (again) if needed."""
+        if self._conn is not None:
+            return self._conn
+        async with self._lock:
+            if self._conn is None:
+                context = self.transport.connect(self.client_id)
+                conn = await context.__aenter__()
+                try:
+                    if self._filters:
+                        await conn.subscribe(*self._filters)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await context.__aexit__(None, None, None)
+                    raise
+                self._context, self._conn = context, conn
+                self._pump = asyncio.ensure_future(self._demultiplex(conn))
+                self._opened += 1
+                self.reconnects = self._opened - 1
+        return self._conn
+
+    async def _demultiplex(self, conn: Connection) -> None:
+        """Hand each delivery to the channels whose subscriptions match it."""
+        try:
+            async for delivery in conn.messages():
+                for client_id in self._trie.match(delivery.topic):
+                    channel = self._channels.get(client_id)
+                    if channel is not None and self._may(channel, "receive", delivery.topic):
+                        channel._queue.put_nowait(delivery)
+        except TransportError as error:
+            log.warning("%s: %s", self.client_id, error)
+        finally:
+            await self._broken(conn)
+
+    async def _broken(self, conn: Connection) -> None:
+        if self._conn is not conn:
+            return
+        context, self._conn, self._context = self._context, None, None
+        for channel in list(self._channels.values()):
+            channel._queue.put_nowait(_LOST)
+        self._channels.clear()
+        self._trie = TopicTrie()
+        self._filters.clear()
+        if context is not None:
+            with contextlib.suppress(Exception):
+                await context.__aexit__(None, None, None)
+
+    async def close(self) -> None:
+        """Close the broker connection (the fleet does at the end)."""
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(BaseException):
+                await self._pump
+        conn = self._conn
+        if conn is not None:
+            await self._broken(conn)
+
+    # the devices' side -----------------------------------------------------------------
+
+    def _login(self, client_id: str, username: str | None, password: str | None) -> str | None:
+        if self.credentials is None:
+            return username
+        if username is None:
+            found = self.credentials.for_client(client_id)
+            username, password = found if found is not None else (None, None)
+        if not self.credentials.authenticate(username, password, client_id):
+            raise ConnectionRefused(
+                f"{client_id}: {self.client_id} refused the device (user {username!r})"
+            )
+        return username
+
+    def _may(self, channel: GatewayChannel, action: str, topic: str) -> bool:
+        if self.credentials is None:
+            return True
+        if self.credentials.allowed(channel.username, channel.client_id, action, topic):
+            return True
+        self.denied.append((channel.client_id, action, topic))
+        return False
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+        client_id: str,
+        *,
+        clean_session: bool = True,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> AsyncIterator[GatewayChannel]:
+        """A device's connection through this gateway (clean sessions only)."""
+        user = self._login(client_id, username, password)
+        upstream = await self._upstream()
+        old = self._channels.get(client_id)
+        if old is not None:  # a second connection with the same id takes over, as MQTT
+            old._queue.put_nowait(None)
+            self._drop(old)
+        channel = GatewayChannel(self, client_id, user, upstream)
+        self._channels[client_id] = channel
+        try:
+            yield channel
+        finally:
+            if self._channels.get(client_id) is channel:
+                self._drop(channel)
+
+    def _drop(self, channel: GatewayChannel) -> None:
+        self._channels.pop(channel.client_id, None)
+        self._trie.remove_client(channel.client_id)
+        for pattern in channel._filters:
+            self._filters[pattern] = self._filters.get(pattern, 1) - 1
+            if self._filters[pattern] <= 0:
+                self._filters.pop(pattern, None)  # the broker subscription stays (harmless)
+
+    async def _subscribe(self, channel: GatewayChannel, filters: tuple[str, ...]) -> None:
+        refused = [p for p in filters if not self._may(channel, "subscribe", p)]
+        if refused:
+            raise TransportError(f"{channel.client_id}: the gateway refused subscription {refused}")
+        new = [p for p in filters if p not in self._filters]
+        for pattern in filters:
+            self._trie.add(pattern, channel.client_id)
+            self._filters[pattern] = self._filters.get(pattern, 0) + 1
+            channel._filters.append(pattern)
+        if new:
+            await channel._upstream.subscribe(*new)
+
+
+class GatewayChannel:
+    """One device's ``Connection`` through a ``Gateway``."""
+
+    def __init__(
+        self, gateway: Gateway, client_id: str, username: str | None, upstream: Connection
+    ) -> None:
+        self._gateway = gateway
+        self.client_id = client_id
+        self.username = username
+        self._upstream = upstream
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._filters: list[str] = []
+
+    def _check(self) -> None:
+        if self._gateway._channels.get(self.client_id) is not self:
+            raise ConnectionLost(f"{self.client_id}: the gateway connection is gone")
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Publish as this device (dropped and recorded if its ACL forbids the topic)."""
+        self._check()
+        if self._gateway._may(self, "publish", topic):
+            await self._upstream.publish(topic, payload, qos)
+
+    async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
+        """Publish several messages as this device."""
+        self._check()
+        allowed = [(t, p) for t, p in items if self._gateway._may(self, "publish", t)]
+        if allowed:
+            await self._upstream.publish_many(allowed, qos)
+
+    async def subscribe(self, *filters: str, qos: int = 1) -> None:
+        """Subscribe this device (``TransportError`` if its ACL refuses a filter)."""
+        self._check()
+        await self._gateway._subscribe(self, filters)
+
+    async def messages(self) -> AsyncIterator[Delivery]:
+        """This device's deliveries until its channel or the gateway connection closes."""
+        while True:
+            delivery = await self._queue.get()
+            if delivery is None:
+                return
+            if delivery is _LOST:
+                raise ConnectionLost(f"{self.client_id}: the gateway's broker connection broke")
+            yield delivery
+
+    def pending(self) -> int:
+        """Deliveries buffered for this device."""
+        return self._queue.qsize()
