@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import socket
 from collections.abc import AsyncIterator, Iterable
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
     from broker.auth import Credentials
 
 DEFAULT_MQTT_PORT = 1883
+
+
+# QoS 1 messages a client may have sent and not yet had acknowledged (paho's default is
+# 20). The collector's acknowledgements all leave through one connection, one PUBACK
+# round trip per INFLIGHT messages (docs/scaling.md, "Where the bottleneck is").
+INFLIGHT = 20
 
 
 class BrokerUrlError(ValueError):
@@ -153,6 +160,7 @@ class MqttTransport:
                 password=password,
                 clean_session=clean_session,
                 keepalive=self.keepalive,
+                max_inflight_messages=int(os.environ.get("LDPFLEET_MQTT_INFLIGHT", INFLIGHT)),
                 timeout=30,
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             )
@@ -191,7 +199,7 @@ def _refused(error: aiomqtt.MqttCodeError) -> bool:
     return code in (4, 5, 0x86, 0x87)
 
 
-PUBLISH_WINDOW = 32  # concurrent QoS 1 publishes per connection in publish_many
+PUBLISH_WINDOW = int(os.environ.get("LDPFLEET_MQTT_WINDOW", 32))  # see MqttConnection
 
 
 class MqttConnection:
@@ -200,27 +208,28 @@ class MqttConnection:
     def __init__(self, client: aiomqtt.Client, client_id: str) -> None:
         self._client = client
         self.client_id = client_id
+        # At most PUBLISH_WINDOW publishes of this connection wait for their PUBACK at
+        # once. aiomqtt scans all pending calls on every publish, so k concurrent
+        # publishes cost O(k^2): 4,039 at once took 30 s of a CADR-LDP run, and a gateway
+        # carrying 50,000 devices spent 55 % of its CPU in that scan (measured with
+        # py-spy). paho sends at most 20 QoS 1 messages unacknowledged anyway, so the
+        # window costs no throughput.
+        self._window = asyncio.Semaphore(PUBLISH_WINDOW)
 
     async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
         """Publish and (QoS 1) wait for the broker's acknowledgement."""
-        try:
-            await self._client.publish(topic, payload, qos=qos)
-        except aiomqtt.MqttError as error:
-            raise TransportError(f"{self.client_id}: publish to {topic} failed: {error}") from error
+        async with self._window:
+            try:
+                await self._client.publish(topic, payload, qos=qos)
+            except aiomqtt.MqttError as error:
+                raise TransportError(
+                    f"{self.client_id}: publish to {topic} failed: {error}"
+                ) from error
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
-        """Publish several messages with their acknowledgements awaited concurrently, at
-        most ``PUBLISH_WINDOW`` at a time. (aiomqtt scans all pending calls on every
-        publish, so k concurrent publishes cost O(k^2): 4,039 at once took 30 s of a
-        CADR-LDP run in aiomqtt's bookkeeping. paho sends at most 20 QoS 1 messages
-        unacknowledged anyway, so the window costs no throughput.)"""
-        window = asyncio.Semaphore(PUBLISH_WINDOW)
-
-        async def one(topic: str, payload: bytes) -> None:
-            async with window:
-                await self.publish(topic, payload, qos)
-
-        await asyncio.gather(*(one(topic, payload) for topic, payload in items))
+        """Publish several messages with their acknowledgements awaited concurrently
+        (``PUBLISH_WINDOW`` at a time, see ``__init__``)."""
+        await asyncio.gather(*(self.publish(topic, payload, qos) for topic, payload in items))
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
         """Subscribe to all filters in one SUBSCRIBE packet; ``TransportError`` names the

@@ -29,6 +29,9 @@ from protocol.stream import StreamReporter
 log = logging.getLogger(__name__)
 
 
+TIMER_CHECK = 30.0  # seconds between timer re-checks when nothing happens (wake otherwise)
+
+
 class DeviceStorage:
     """A device's non-volatile memory (flash), simulated: the whole state of its
     ``StreamReporter`` (privatised values, ledger, random generator, outbox), saved before
@@ -85,6 +88,7 @@ class DeviceAgent:
         # "crashes" before publishing (``crashed`` is set; the fleet cancels the agent)
         self.crash_at_step = crash_at_step
         self.crashed = asyncio.Event()
+        self._inputs = asyncio.Event()  # set after every machine input (wakes the timer)
 
     @property
     def device(self) -> str:
@@ -106,6 +110,7 @@ class DeviceAgent:
         if self.crash_at_step is not None and self.reporter.privatised >= self.crash_at_step:
             self.crashed.set()
             await asyncio.Event().wait()  # frozen until the fleet pulls the plug
+        self._inputs.set()  # the machine may have a new deadline: re-read it
         await self.session.publish_outbound(self.reporter)
 
     async def _feed_paced(self) -> None:
@@ -149,7 +154,11 @@ class DeviceAgent:
 
             feeder = self._feed_paced() if self.step_seconds > 0 else asyncio.sleep(0)
             async with (
-                background(drive_timers(self.reporter, self._publish)),
+                background(
+                    drive_timers(
+                        self.reporter, self._publish, max_sleep=TIMER_CHECK, wake=self._inputs
+                    )
+                ),
                 background(feeder),
                 contextlib.aclosing(session.messages()) as deliveries,
             ):

@@ -26,6 +26,7 @@ def fleet_scenario_text(
     connection: str = "device",
     connect_concurrency: int = 64,
     trace: str = "all",
+    retransmit_after: float = 5.0,
 ) -> str:
     """A synthetic fleet scenario of the given size (TOML text)."""
     batch = f"batch_steps = {batch_steps}\n" if batch_steps else ""
@@ -44,6 +45,7 @@ connect_concurrency = {connect_concurrency}
 steps = {steps}
 eps = {eps}
 w = {w}
+retransmit_after = {retransmit_after}
 {batch}
 [source]
 kind = "synthetic"
@@ -75,6 +77,8 @@ async def bench_fleet(
     connect_concurrency: int = 64,
     trace: str = "all",
     out_dir: str | None = None,
+    shard_brokers: list[str] | None = None,
+    retransmit_after: float = 5.0,
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
     memory of each process, and loss (docs/scaling.md)."""
@@ -91,6 +95,7 @@ async def bench_fleet(
             connection=connection,
             connect_concurrency=connect_concurrency,
             trace=trace,
+            retransmit_after=retransmit_after,
         )
     )
     broker_pid = None
@@ -101,7 +106,9 @@ async def bench_fleet(
         started = time.perf_counter()
         task = asyncio.ensure_future(sampler.run()) if sampler else None
         try:
-            results = await run_scenario(scenario, broker=broker, out_dir=out_dir or scratch)
+            results = await run_scenario(
+                scenario, broker=broker, out_dir=out_dir or scratch, shard_brokers=shard_brokers
+            )
         finally:
             if task is not None:
                 task.cancel()
@@ -118,8 +125,12 @@ async def bench_fleet(
         "batch_steps": results["stream"]["batch_steps"],
         "broker": results["broker"]["kind"],
         "broker_url": results["broker"]["url"],
+        "shard_brokers": shard_brokers,
         "connection": connection,
         "trace": trace,
+        "max_in_flight": max_in_flight,
+        "credit_window": credit_window,
+        "retransmit_after": retransmit_after,
         "shards": results["stages"]["fleet_build"]["shards"],
         "event_loop": results["event_loop"],
         "messages": messages,

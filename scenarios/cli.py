@@ -665,6 +665,13 @@ def bench_fleet_command(
     trace: Annotated[
         str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
     ] = "all",
+    shard_broker: Annotated[
+        list[str] | None,
+        typer.Option("--shard-broker", help="Broker node for the shards (repeatable)."),
+    ] = None,
+    retransmit_after: Annotated[
+        float, typer.Option(help="Device retransmission delay (waiting hellos: 6x).")
+    ] = 5.0,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
     ] = None,
@@ -690,6 +697,8 @@ def bench_fleet_command(
                 connect_concurrency=connect_concurrency,
                 trace=trace,
                 out_dir=str(out) if out else None,
+                shard_brokers=shard_broker or None,
+                retransmit_after=retransmit_after,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))
