@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -275,3 +275,56 @@ def reports_missing_from_trace(trace_path: str | Path, store_path: str | Path) -
             db.execute("SELECT DISTINCT sender, seq FROM messages WHERE kind = 'sw_report'")
         )
     return len(stored - traced)
+
+
+# One device's conversation (``ldpfleet trace follow``) ----------------------------------
+
+# the protocol round each message kind belongs to, in protocol order (secure aggregation:
+# docs/secagg.md; the stream stage: docs/streaming.md)
+ROUNDS: dict[str, str] = {
+    "hello": "stream",
+    "sw_report": "stream",
+    "ack": "stream",
+    "budget_refused": "stream",
+    "sa_setup": "secagg setup",
+    "sa_advertise": "secagg round 0: AdvertiseKeys",
+    "sa_neighbours": "secagg round 1: ShareKeys",
+    "sa_shares": "secagg round 1: ShareKeys",
+    "sa_deliver": "secagg round 2: MaskedInput",
+    "sa_masked": "secagg round 2: MaskedInput",
+    "sa_consistency_request": "secagg round 2b: ConsistencyCheck",
+    "sa_consistency": "secagg round 2b: ConsistencyCheck",
+    "sa_unmask_request": "secagg round 3: Unmask",
+    "sa_unmask": "secagg round 3: Unmask",
+    "sa_abort": "secagg abort",
+}
+
+
+def conversation(db: sqlite3.Connection, device: str) -> Iterator[TraceRow]:
+    """Every message ``device`` sent or was sent, and the broadcasts it heard (``ctl/``,
+    e.g. stage changes), in recording order."""
+    for row in rows(db):
+        if row.sender == device or row.recipient == device or row.family == "ctl":
+            yield row
+
+
+def sequence_lines(messages: Iterable[TraceRow], device: str) -> Iterator[str]:
+    """A sequence view of one device's conversation: a header whenever the protocol round
+    changes, then one line per message with its direction (``──▶`` sent by the device,
+    ``◀──`` addressed to it, ``◀══`` a broadcast) and its decoded content."""
+    current = None
+    for row in messages:
+        if row.kind == "stage":  # a stage change belongs to the round it opens or closes
+            round_name = current or "stream"
+        else:
+            round_name = ROUNDS.get(row.kind, "control" if row.family == "ctl" else row.kind)
+        if round_name != current:
+            current = round_name
+            yield f"── {round_name} " + "─" * max(3, 60 - len(round_name))
+        if row.sender == device:
+            route = f"{device} ──▶ {row.recipient or 'collector'}"
+        elif row.family == "ctl":
+            route = f"{device} ◀══ {row.sender} (all)"
+        else:
+            route = f"{device} ◀── {row.sender}"
+        yield f"{row.offset:9.3f}s  {route:<32} {row.kind:<22} {summarize(row)}"

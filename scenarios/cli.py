@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import resource
@@ -583,6 +584,30 @@ def trace_show(
                 console.print("... (more; use --limit 0 for all)")
                 break
             print(json.dumps(as_record(row)) if as_json else format_line(row))
+
+
+@trace_app.command("follow")
+def trace_follow(
+    path: TracePath,
+    device: Annotated[str, typer.Argument(help="The device whose conversation to show.")],
+    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 0,
+) -> None:
+    """One device's protocol conversation in order, decoded: who sent what to whom, with a
+    header per protocol round (stream, secure-aggregation rounds)."""
+    from broker.trace import conversation, sequence_lines
+
+    with user_errors():
+        db = open_readonly(path)
+        known = db.execute(
+            "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
+        ).fetchone()
+        if known is None:
+            raise TraceError(f"device {device!r} sent and received nothing in {path}")
+        messages = conversation(db, device)
+        if limit:
+            messages = itertools.islice(messages, limit)
+        for line in sequence_lines(messages, device):
+            print(line)
 
 
 @trace_app.command("export")
