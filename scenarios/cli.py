@@ -75,8 +75,10 @@ def _global(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # amqtt logs its own tracebacks (e.g. a port in use) before we print one clear line
+    # for them: only with --verbose
     for noisy in ("amqtt", "transitions"):
-        logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)
+        logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import secrets
+import socket
 import sys
 
 import pytest
@@ -108,6 +109,8 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["run", "QUICK", "--broker", "http://x"], "must start with mqtt://"),
         (["run", "BADDATA", "--broker", "memory"], "source.path"),
         (["trace", "stats", "/nonexistent/dir"], "no trace at"),
+        (["broker", "--port", "PORT_IN_USE"], "is the port in use? use port 0"),
+        (["trace", "follow", "/nonexistent/dir", "d0001"], "no trace at"),
         (
             ["fleet", "QUICK", "--broker", "memory", "--run", "x", "--shard", "3/2"],
             "needs 0 <= i < k",
@@ -125,7 +128,11 @@ def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path):
         + '[source]\nkind = "csv"\npath = "missing.csv"\nbounds = [0, 1]\n'
     )
     mapping = {"QUICK": str(quick), "BADKEY": str(bad_key), "BADDATA": str(bad_data)}
-    result = runner.invoke(app, [mapping.get(a, a) for a in args])
+    with socket.socket() as busy:  # a port that is in use while the command runs
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        mapping["PORT_IN_USE"] = str(busy.getsockname()[1])
+        result = runner.invoke(app, [mapping.get(a, a) for a in args])
     assert result.exit_code == 2, result.output
     assert needle in result.output
     assert "Traceback" not in result.output
