@@ -256,7 +256,11 @@ def run(
                 )
             )
     console.print(_summary_table(results))
-    console.print(f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json")
+    report = _write_report(out)
+    console.print(
+        f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json"
+        + (f", {report}" if report else "")
+    )
     if results.get("aborted"):
         console.print(
             f"[bold red]aborted:[/] {results['aborted']['detail']}.",
@@ -318,10 +322,37 @@ def _run_cadr(
     for key, value in rows_:
         table.add_row(key, value)
     console.print(table)
+    report = _write_report(out)
     console.print(
         f"outputs: {out}/results.json, {out}/ledger.json, {out}/collector.sqlite, "
-        f"{out}/trace.sqlite"
+        f"{out}/trace.sqlite{', ' + str(report) if report else ''}"
     )
+
+
+def _write_report(out: Path) -> Path | None:
+    """OUT/report.html after a run (a failure to draw never fails the run: it says why)."""
+    from scenarios.report import write_report
+
+    try:
+        return write_report(out)
+    except Exception as error:  # the run's outputs are written; the page is extra
+        console.print(f"[yellow]warning:[/] report.html not written: {error}")
+        return None
+
+
+@app.command("report")
+def report_command(
+    out: Annotated[Path, typer.Argument(help="A run's output directory.")],
+) -> None:
+    """Write OUT/report.html for an existing run: scenario, timing, messages, ledger,
+    and a section per capability (plots inline; the page fetches nothing)."""
+    from scenarios.report import write_report
+
+    with user_errors():
+        if not (out / "results.json").exists():
+            raise TraceError(f"no results.json in {out} (run `ldpfleet run ... --out {out}`)")
+        path = write_report(out)
+    console.print(f"wrote {path}")
 
 
 @app.command("broker")
