@@ -340,6 +340,54 @@ def _write_report(out: Path) -> Path | None:
         return None
 
 
+@app.command("watch")
+def watch_command(
+    broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port to watch.")],
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="Only this run (default: every run).")
+    ] = None,
+    seconds: Annotated[
+        float | None, typer.Option(help="Stop after this many seconds (default: Ctrl-C).")
+    ] = None,
+    until_closed: Annotated[
+        bool, typer.Option("--until-closed", help="Stop when the watched run closes.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    credentials_path: CredentialsOption = None,
+) -> None:
+    """A live summary of the fleets on a broker: per run, stage, devices heard from,
+    reports, acks, rejections, message rate (read-only; with --credentials it logs in as
+    the run's recorder)."""
+    from rich.live import Live
+
+    from scenarios.watch import FleetWatch, watch
+
+    with user_errors():
+        credentials = _credentials(credentials_path, run_id)
+        run_id = run_id or (credentials.run if credentials else None)
+        board = FleetWatch()
+
+        async def go() -> None:
+            async with open_broker(broker, credentials=credentials) as (transport, _):
+                task = asyncio.ensure_future(
+                    watch(transport, board, run=run_id, seconds=seconds, until_closed=until_closed)
+                )
+                if as_json or not console.is_terminal:
+                    await task
+                    return
+                with Live(board.render(), console=console, refresh_per_second=4) as live:
+                    while not task.done():
+                        await asyncio.wait({task}, timeout=0.5)
+                        live.update(board.render())
+                await task
+
+        run_loop(go())
+    if as_json:
+        print(json.dumps(board.summary()))
+    else:
+        console.print(board.render())
+
+
 @app.command("report")
 def report_command(
     out: Annotated[Path, typer.Argument(help="A run's output directory.")],

@@ -100,6 +100,12 @@ def _timing_section(results: dict) -> str:
         for name, stage in stages.items()
         if isinstance(stage, dict)
     ]
+    # a CADR-LDP run reports its stages as name -> seconds
+    rows += [
+        (name, "ok", seconds)
+        for name, seconds in (results.get("stage_seconds") or {}).items()
+        if isinstance(seconds, int | float)
+    ]
     if not rows:
         return ""
     fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * len(rows)))
