@@ -150,19 +150,27 @@ def _volume_section(trace: Path) -> str:
 def _ledger_section(ledger: dict | None) -> str:
     if not ledger:
         return ""
-    devices = ledger.get("devices") or {}
-    worst, total = [], []
+    # a stream run's ledger.json has "devices"; a CADR-LDP run's is device -> ledger
+    devices = ledger.get("devices")
+    if devices is None:
+        devices = {k: v for k, v in ledger.items() if isinstance(v, dict) and "accounts" in v}
+    worst, total, refusals, budgets = [], [], 0, set()
     for entry in devices.values():
         for account in entry.get("accounts", {}).values():
+            refusals += account.get("refusals", 0)
             if "max_window_spent" in account:
                 worst.append(account["max_window_spent"])
                 total.append(account.get("total_spent", 0.0))
+            elif "spent" in account:  # a total budget (CADR-LDP node account)
+                worst.append(account["spent"])
+                total.append(account["spent"])
+                budgets.add(account.get("eps"))
     rows = [
-        ("budget ε per window", ledger.get("eps")),
-        ("window w", ledger.get("w")),
-        ("worst window spent (fleet)", ledger.get("max_window_spent")),
+        ("budget ε", ledger.get("eps", ", ".join(str(b) for b in sorted(budgets)) or None)),
+        ("window w", ledger.get("w", "(total budget)" if budgets else None)),
+        ("worst spent (fleet)", ledger.get("max_window_spent", max(worst, default=None))),
         ("within budget", ledger.get("within_budget")),
-        ("refusals", ledger.get("refusals")),
+        ("refusals", ledger.get("refusals", refusals)),
         ("devices", len(devices)),
     ]
     out = "<h2>Privacy ledger</h2>" + _table(rows)
