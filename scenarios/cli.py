@@ -388,6 +388,15 @@ def watch_command(
         console.print(board.render())
 
 
+@app.command("scenario-reference")
+def scenario_reference_command() -> None:
+    """Print the scenario file reference generated from the schema (Markdown; the
+    committed copy is docs/scenario-reference.md)."""
+    from scenarios.reference import reference_markdown
+
+    print(reference_markdown(), end="")
+
+
 @app.command("report")
 def report_command(
     out: Annotated[Path, typer.Argument(help="A run's output directory.")],
