@@ -27,8 +27,9 @@ aborted, releases missing at the deadline).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,12 @@ from protocol.secagg.encoding import FixedPoint
 __all__ = ["CadrFailed", "CadrOutcome", "run_cadr_collector"]
 
 ERROR_SCALE = 2.0**16  # fixed-point resolution of the local errors summed by the Sum search
+
+# Who wants to hear of each finished stage (name, seconds): ``ldpfleet run`` shows them as
+# they complete. A context variable, so that no signature between the CLI and here changes.
+stage_listener: contextvars.ContextVar[Callable[[str, float], None] | None] = (
+    contextvars.ContextVar("cadr_stage_listener", default=None)
+)
 
 
 class CadrFailed(RuntimeError):
@@ -115,6 +122,9 @@ async def run_cadr_collector(
         now = time.perf_counter()
         outcome.stage_seconds[name] = round(now - stage_started, 3)
         stage_started = now
+        listener = stage_listener.get()
+        if listener is not None:
+            listener(name, outcome.stage_seconds[name])
 
     upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in members]
     early_refusals: list[tuple[topics.Topic, BudgetRefused]] = []  # before θ exists

@@ -285,19 +285,29 @@ def _run_cadr(
     loaded, broker, out: Path, seed: int | None, run_id: str | None, credentials=None
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
+    from collector.cadr_fleet import stage_listener
     from scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
 
-    with console.status(f"CADR-LDP ({loaded.name}) running"):
-        results = run_loop(
-            run_scenario(
-                loaded,
-                broker=broker,
-                out_dir=out,
-                seed=seed,
-                run_id=run_id,
-                credentials=credentials,
+    with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
+
+        def stage_done(name: str, seconds: float) -> None:
+            console.print(f"  [green]✓[/] stage {name}: {seconds:.1f} s", highlight=False)
+            status.update(f"CADR-LDP ({loaded.name}): after {name}")
+
+        token = stage_listener.set(stage_done)
+        try:
+            results = run_loop(
+                run_scenario(
+                    loaded,
+                    broker=broker,
+                    out_dir=out,
+                    seed=seed,
+                    run_id=run_id,
+                    credentials=credentials,
+                )
             )
-        )
+        finally:
+            stage_listener.reset(token)
     table = Table(title=f"{loaded.name} — run {results['run']}", show_header=False)
     rows_ = [
         ("broker", results["broker"]),

@@ -138,3 +138,21 @@ async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url)
     )
     assert split["processes"] == 2 and split["released"] == memory["released"]
     assert split["ledger_exact"] and split["kept_edge_ratio"] == memory["kept_edge_ratio"]
+
+
+def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(tmp_path):
+    from typer.testing import CliRunner
+
+    from scenarios.cli import app
+
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(SCENARIO)
+    result = CliRunner().invoke(app, ["run", str(scenario), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    done = [line for line in result.output.splitlines() if "✓ stage" in line]
+    # one line per stage, in the order the run went through them
+    assert [line.split("stage ", 1)[1].split(":")[0] for line in done] == list(
+        saved["stage_seconds"]
+    )
+    assert (tmp_path / "out" / "report.html").exists()
