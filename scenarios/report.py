@@ -221,7 +221,7 @@ def _cpr_section(results: dict, out: Path) -> str:
     html_out = "<h2>CPR reconstruction</h2>" + _table(list(reconstruction.items()))
     per_device = results.get("per_device") or {}
     periods = [
-        (d.get("true_period"), d.get("period_hat"))
+        (d.get("period_true"), d.get("period_hat"))
         for d in per_device.values()
         if isinstance(d, dict) and d.get("period_hat") is not None
     ]
@@ -238,14 +238,23 @@ def _cpr_section(results: dict, out: Path) -> str:
     path = out / "reconstructions.npz"
     if path.exists():
         data = np.load(path, allow_pickle=False)
-        names = [n for n in data.files if not n.startswith("_")][:4]
+        truth_path = out / "truth_sample.npz"
+        truth = np.load(truth_path, allow_pickle=False) if truth_path.exists() else None
+        names = [n for n in data.files if "." not in n]
+        if truth is not None:
+            names = [n for n in names if n in truth.files] or names
+        names = names[:4]
         if names:
             fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.8 * len(names)), squeeze=False)
             for ax, name in zip(axes[:, 0], names, strict=False):
-                ax.plot(np.asarray(data[name]).ravel(), linewidth=1)
+                if truth is not None and name in truth.files:
+                    ax.plot(np.asarray(truth[name]).ravel(), linewidth=1, color="#999",
+                            label="truth (simulator)")  # fmt: skip
+                ax.plot(np.asarray(data[name]).ravel(), linewidth=1, label="reconstruction")
                 ax.set_ylabel(name, fontsize=8)
+            axes[0, 0].legend(fontsize=8)
             axes[-1, 0].set_xlabel("step")
-            html_out += _img(fig, "reconstructions of sample devices")
+            html_out += _img(fig, "reconstructions against the truth for sample devices")
     return html_out
 
 

@@ -41,6 +41,7 @@ from protocol.secagg.client import SecAggClient
 from protocol.sw import normalise
 from scenarios.schema import LoadedScenario
 
+TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
 # A coroutine run beside the fleet once the collector listens (fault and attack experiments):
 # it gets the transport, the run id and the collector service. With auth on, its
@@ -592,6 +593,13 @@ async def run_scenario(
             fleet,
             config,
             tolerance=scenario.spec.cpr.period_tolerance,
+        )
+        # the simulator's truth for a few devices, next to their reconstructions, so the
+        # report can draw one against the other (never available to the collector)
+        sample = sorted(collector.reconstructions)[:TRUTH_SAMPLE]
+        np.savez_compressed(
+            out / "truth_sample.npz",
+            **{d: np.clip(fleet.clean[d], config.lo, config.hi) for d in sample},
         )
     stages["stream"] = {
         "status": "aborted"

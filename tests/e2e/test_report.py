@@ -74,3 +74,33 @@ def test_report_of_a_directory_without_a_run_is_a_clear_error(tmp_path):
     result = runner.invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2
     assert "no results.json" in result.output and "Traceback" not in result.output
+
+
+CPR = """
+[scenario]
+name = "cpr-small"
+seed = 4
+[fleet]
+devices = 6
+[stream]
+steps = 300
+eps = 5.0
+w = 5
+reconstruct = "cpr"
+[source]
+kind = "periodic"
+dataset = "synthetic"
+"""
+
+
+def test_a_cpr_run_reports_reconstructions_against_the_truth(tmp_path):
+    scenario = tmp_path / "cpr.toml"
+    scenario.write_text(CPR)
+    out = tmp_path / "cpr"
+    result = runner.invoke(app, ["run", str(scenario), "--broker", "memory", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "truth_sample.npz").exists()
+    page = (out / "report.html").read_text()
+    assert "CPR reconstruction" in sections(page)
+    assert 'alt="reconstructions against the truth for sample devices"' in page
+    check_self_contained(page)
