@@ -319,15 +319,24 @@ def _cadr_section(results: dict) -> str:
         if k in results
     ]
     out = "<h2>CADR-LDP degree release</h2>" + _table(rows) + _img(fig, "degree distributions")
-    queries = results.get("theta_queries")
-    if isinstance(queries, list) and queries and isinstance(queries[0], dict):
-        keys = [k for k in ("theta", "mae", "answer", "value") if k in queries[0]]
-        if len(keys) >= 2:
-            fig, ax = plt.subplots(figsize=(6, 3))
-            ax.plot([q[keys[0]] for q in queries], [q[keys[1]] for q in queries], "o-")
-            ax.set_xlabel(keys[0])
-            ax.set_ylabel(keys[1])
-            out += _img(fig, "theta search")
+    eps, alpha, theta = results.get("eps"), results.get("alpha"), results.get("theta")
+    if isinstance(eps, int | float) and isinstance(alpha, int | float):
+        # the error model θ is chosen by (collector.theta_search.local_error): projection
+        # loss max(d - θ, 0) plus the DSR noise scale θ / ((1 - α) ε), averaged over the
+        # true degrees, against the MAE the run measured at its θ
+        eps_dsr = (1 - alpha) * eps
+        thetas = np.arange(1, int(degrees.max()) + 2)
+        model = [float(np.mean(np.maximum(degrees - t, 0) + t / eps_dsr)) for t in thetas]
+        fig, ax = plt.subplots(figsize=(7, 3))
+        ax.plot(thetas, model, label="expected error (model the θ search minimises)")
+        if isinstance(theta, int) and "mae" in results:
+            ax.scatter([theta], [results["mae"]], color="#a11", zorder=3,
+                       label=f"this run: θ = {theta}, MAE {results['mae']:.2f}")  # fmt: skip
+        ax.set_xlabel("θ")
+        ax.set_ylabel("mean absolute error")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        out += _img(fig, "MAE against theta")
     return out
 
 

@@ -155,4 +155,5 @@ def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(t
     assert [line.split("stage ", 1)[1].split(":")[0] for line in done] == list(
         saved["stage_seconds"]
     )
-    assert (tmp_path / "out" / "report.html").exists()
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "CADR-LDP degree release" in page and 'alt="MAE against theta"' in page
