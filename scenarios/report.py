@@ -345,13 +345,20 @@ def _gcdp_section(results: dict) -> str:
     if not gcdp:
         return ""
     rows = [(k, v) for k, v in gcdp.items() if not isinstance(v, list | dict)]
+    rows += [(f"accuracy: {k}", v) for k, v in (gcdp.get("accuracy") or {}).items()]
     out = "<h2>GC-DP central release</h2>" + _table(rows)
-    budgets = gcdp.get("budgets")
+    budgets, utility = gcdp.get("budgets"), gcdp.get("utility")
     if isinstance(budgets, list) and budgets:
-        fig, ax = plt.subplots(figsize=(7, 3))
-        ax.bar(range(len(budgets)), budgets, color="#ee6677")
-        ax.set_xlabel("coordinate (device)")
-        ax.set_ylabel("ε per window")
+        panels = 2 if isinstance(utility, list) and len(utility) == len(budgets) else 1
+        fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 3), squeeze=False)
+        axes[0, 0].bar(range(len(budgets)), budgets, color="#ee6677")
+        axes[0, 0].set_xlabel("coordinate (device)")
+        axes[0, 0].set_ylabel("ε per window")
+        axes[0, 0].set_title("budget per coordinate", fontsize=9)
+        if panels == 2:
+            axes[0, 1].bar(range(len(utility)), utility, color="#4477aa")
+            axes[0, 1].set_xlabel("coordinate (device)")
+            axes[0, 1].set_title("utility weight per coordinate", fontsize=9)
         out += _img(fig, "GC-DP budgets per coordinate")
     return out
 

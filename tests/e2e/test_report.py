@@ -104,3 +104,16 @@ def test_a_cpr_run_reports_reconstructions_against_the_truth(tmp_path):
     assert "CPR reconstruction" in sections(page)
     assert 'alt="reconstructions against the truth for sample devices"' in page
     check_self_contained(page)
+
+
+def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
+    out = tmp_path / "gcdp"
+    result = runner.invoke(
+        app, ["run", str(ROOT / "scenarios" / "occupancy-release.toml"), "--broker", "memory",
+              "--out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert "GC-DP central release" in sections(page)
+    assert 'alt="GC-DP budgets per coordinate"' in page and "accuracy: " in page
+    check_self_contained(page)
