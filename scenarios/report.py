@@ -383,12 +383,21 @@ def _reliability_section(results: dict) -> str:
 
 
 def _audit_section(out: Path) -> str:
+    """``OUT/audit.json`` if present: what ``ldpfleet audit ... > OUT/audit.json`` printed
+    (one audit, a list of them, or ``all``'s document with ``audits``)."""
     audit = _read_json(out / "audit.json")
     if not audit:
         return ""
+    if isinstance(audit, dict) and "audits" not in audit:
+        audit = [audit]
     entries = audit if isinstance(audit, list) else audit.get("audits", [])
     rows = [
-        (a.get("mechanism"), a.get("eps_claim"), a.get("eps_lb"), a.get("verdict"))
+        (
+            a.get("mechanism"),
+            a.get("eps_claimed", a.get("eps_claim")),
+            a.get("eps_lb"),
+            a.get("verdict"),
+        )
         for a in entries
         if isinstance(a, dict)
     ]

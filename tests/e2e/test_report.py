@@ -117,3 +117,17 @@ def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
     assert "GC-DP central release" in sections(page)
     assert 'alt="GC-DP budgets per coordinate"' in page and "accuracy: " in page
     check_self_contained(page)
+
+
+def test_an_audit_saved_next_to_a_run_is_in_its_report(tmp_path):
+    out = tmp_path / "qs"
+    assert runner.invoke(
+        app, ["run", str(ROOT / "scenarios" / "quickstart.toml"), "--broker", "memory",
+              "--out", str(out)],
+    ).exit_code == 0  # fmt: skip
+    audit = runner.invoke(app, ["audit", "rr", "--eps", "1", "--trials", "2000"])
+    assert audit.exit_code == 0, audit.output
+    (out / "audit.json").write_text(audit.output)
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    page = (out / "report.html").read_text()
+    assert "Privacy audit" in sections(page) and "inconclusive" in page
