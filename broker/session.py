@@ -30,9 +30,8 @@ from broker.transport import (
     Delivery,
     Transport,
     TransportError,
+    open_subscribed,
 )
-from protocol import codec
-from protocol.events import Machine
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +87,9 @@ class Session:
         return self._conn is not None
 
     async def _open(self) -> None:
-        context = self.transport.connect(self.client_id, clean_session=self.clean_session)
-        conn = await context.__aenter__()
-        try:
-            if self.filters:
-                await conn.subscribe(*self.filters)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await context.__aexit__(None, None, None)
-            raise
+        context, conn = await open_subscribed(
+            self.transport, self.client_id, self.filters, clean_session=self.clean_session
+        )
         self._context, self._conn = context, conn
         wait_lost = getattr(conn, "wait_lost", None)  # transports whose publish can hang
         if wait_lost is not None:
@@ -163,7 +156,8 @@ class Session:
                 self._reconnecting = asyncio.ensure_future(self._reconnect())
 
     async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Queue one message and publish the queue (see ``flush``)."""
+        """Queue one message and publish the queue (see ``flush``). A machine's outbox goes
+        through ``broker.pump.publish_outbound(session, machine)`` like any connection's."""
         self._unsent.setdefault((topic, payload), None)
         await self.flush()
 
@@ -178,15 +172,6 @@ class Session:
         self.filters = (*self.filters, *filters)
         conn = await self._ensure_connected()
         await conn.subscribe(*filters, qos=qos)
-
-    async def publish_outbound(self, machine: Machine) -> int:
-        """Queue everything in the machine's outbox and publish it; returns how many."""
-        outbound = machine.pop_outbound()
-        for item in outbound:
-            self._unsent.setdefault((item.topic, codec.encode(item.message)), None)
-        if self._unsent:
-            await self.flush()
-        return len(outbound)
 
     async def flush(self) -> None:
         """Publish queued messages in order; each leaves the queue once acknowledged. While

@@ -110,9 +110,79 @@ class AsUser:
         )
 
 
+class AccessGuard:
+    """The run's ACL applied by an in-process broker (``MemoryTransport``) or a gateway
+    (``devices.gateway``): logins checked against the run's credentials, actions against
+    its policy, refused actions recorded in ``denied``. Without credentials everything
+    is allowed."""
+
+    def __init__(self, credentials: Credentials | None, name: str) -> None:
+        self.credentials = credentials
+        self.name = name  # who refuses, for the error message
+        self.denied: list[tuple[str, str, str]] = []  # (client id, action, topic)
+
+    def login(self, client_id: str, username: str | None, password: str | None) -> str | None:
+        """The username a connection as ``client_id`` logs in with (explicit, or the
+        identity its client id belongs to); ``ConnectionRefused`` if refused."""
+        if self.credentials is None:
+            return username
+        if username is None:
+            found = self.credentials.for_client(client_id)
+            username, password = found if found is not None else (None, None)
+        if not self.credentials.authenticate(username, password, client_id):
+            raise ConnectionRefused(
+                f"{client_id}: {self.name} refused the connection (user {username!r}): "
+                "not authorised"
+            )
+        return username
+
+    def allows(self, username: str | None, client_id: str, action: str, topic: str) -> bool:
+        """May this identity do ``action`` on ``topic``? A refusal is recorded."""
+        if self.credentials is None:
+            return True
+        if self.credentials.allowed(username, client_id, action, topic):
+            return True
+        self.denied.append((client_id, action, topic))
+        return False
+
+
+LOST = object()  # queued for an in-process connection whose link broke
+
+
+async def queued_deliveries(
+    queue: asyncio.Queue, client_id: str, lost: str
+) -> AsyncIterator[Delivery]:
+    """The deliveries an in-process broker queued for one connection: ``None`` ends them
+    (taken over or closed), ``LOST`` raises ``ConnectionLost`` (``lost`` says why)."""
+    while True:
+        delivery = await queue.get()
+        if delivery is None:
+            return
+        if delivery is LOST:
+            raise ConnectionLost(f"{client_id}: {lost}")
+        yield delivery
+
+
+async def open_subscribed(
+    transport: Transport, client_id: str, filters: Iterable[str], *, clean_session: bool = True
+) -> tuple[contextlib.AbstractAsyncContextManager[Connection], Connection]:
+    """Enter ``transport.connect(client_id)`` and subscribe to ``filters``; the caller
+    exits the returned context when done (it is exited here if subscribing fails)."""
+    context = transport.connect(client_id, clean_session=clean_session)
+    conn = await context.__aenter__()
+    try:
+        filters = tuple(filters)
+        if filters:
+            await conn.subscribe(*filters)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await context.__aexit__(None, None, None)
+        raise
+    return context, conn
+
+
 # In-memory transport -------------------------------------------------------------------
 
-_LOST = object()  # queued by ``sever``: the connection broke
 DropRule = Callable[[str, bytes, str], bool]  # (topic, payload, recipient) -> drop?
 DelayRule = Callable[[str, bytes, str], float]  # (topic, payload, recipient) -> seconds
 
@@ -205,11 +275,12 @@ class MemoryTransport:
         self.drop = drop
         self.delay = delay
         self.credentials = credentials
+        self._guard = AccessGuard(credentials, "memory broker")
         self._trie = TopicTrie()
         self._queues: dict[str, asyncio.Queue[Delivery | object | None]] = {}
         self.published = 0
         self.dropped = 0
-        self.denied: list[tuple[str, str, str]] = []  # (client id, action, topic)
+        self.denied = self._guard.denied  # (client id, action, topic)
         self.down = False  # a simulated outage: connections are refused (``outage``)
 
     def sever(self, client_ids: Iterable[str] | None = None) -> int:
@@ -223,7 +294,7 @@ class MemoryTransport:
             if queue is None:
                 continue
             self._trie.remove_client(client_id)
-            queue.put_nowait(_LOST)
+            queue.put_nowait(LOST)
             broken += 1
         return broken
 
@@ -238,20 +309,6 @@ class MemoryTransport:
         finally:
             self.down = False
 
-    def _login(self, client_id: str, username: str | None, password: str | None) -> str | None:
-        """The username a connection logs in with (``TransportError`` if refused)."""
-        if self.credentials is None:
-            return username
-        if username is None:
-            found = self.credentials.for_client(client_id)
-            username, password = found if found is not None else (None, None)
-        if not self.credentials.authenticate(username, password, client_id):
-            raise ConnectionRefused(
-                f"{client_id}: memory broker refused the connection (user {username!r}): "
-                "not authorised"
-            )
-        return username
-
     @contextlib.asynccontextmanager
     async def connect(
         self,
@@ -264,7 +321,7 @@ class MemoryTransport:
         """Open an in-memory connection (a second one with the same id takes over, as MQTT)."""
         if self.down:
             raise TransportError(f"{client_id}: memory broker is down (connection refused)")
-        user = self._login(client_id, username, password)
+        user = self._guard.login(client_id, username, password)
         old = self._queues.get(client_id)
         if old is not None:
             old.put_nowait(None)  # the broker disconnects the older session
@@ -279,11 +336,8 @@ class MemoryTransport:
                 self._trie.remove_client(client_id)
 
     def _permitted(self, connection: MemoryConnection, action: str, topic: str) -> bool:
-        if self.credentials is None:
+        if self._guard.allows(connection.username, connection.client_id, action, topic):
             return True
-        if self.credentials.allowed(connection.username, connection.client_id, action, topic):
-            return True
-        self.denied.append((connection.client_id, action, topic))
         log.warning("%s: not authorised to %s %s", connection.client_id, action, topic[:200])
         return False
 
@@ -349,12 +403,9 @@ class MemoryConnection:
 
     async def messages(self) -> AsyncIterator[Delivery]:
         """Deliveries until the connection is taken over or closed."""
-        while True:
-            delivery = await self._queue.get()
-            if delivery is None:
-                return
-            if delivery is _LOST:
-                raise ConnectionLost(f"{self.client_id}: connection lost (severed)")
+        async for delivery in queued_deliveries(
+            self._queue, self.client_id, "connection lost (severed)"
+        ):
             yield delivery
 
     def pending(self) -> int:

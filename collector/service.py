@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.pump import background, drive_timers
+from broker.pump import background, drive_timers, publish_outbound
 from broker.session import Session
 from broker.transport import Connection, Transport
 from collector.analytics import reconstruct_streams, save_reconstructions, sw_mean_estimates
@@ -113,7 +113,7 @@ class CollectorService:
             self._take_events()
             if self.gcdp is not None and accepted:
                 self.gcdp.on_persisted(accepted)  # release only what is committed
-        await conn.publish_outbound(self.machine)
+        await publish_outbound(conn, self.machine)
         if self.gcdp is not None:
             await self.gcdp.flush(conn)
 
@@ -204,7 +204,7 @@ class CollectorService:
             self.machine.restore(self.store.persisted_keys())
             self.machine.open()
             self._take_events()
-            await conn.publish_outbound(self.machine)
+            await publish_outbound(conn, self.machine)
             self.subscribed.set()
 
             async def after_timer() -> None:

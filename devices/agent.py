@@ -19,7 +19,7 @@ import pickle
 
 import numpy as np
 
-from broker.pump import background, drive_timers
+from broker.pump import background, drive_timers, publish_outbound
 from broker.session import Session
 from broker.transport import Transport
 from protocol import codec, topics
@@ -111,7 +111,7 @@ class DeviceAgent:
             self.crashed.set()
             await asyncio.Event().wait()  # frozen until the fleet pulls the plug
         self._inputs.set()  # the machine may have a new deadline: re-read it
-        await self.session.publish_outbound(self.reporter)
+        await publish_outbound(self.session, self.reporter)
 
     async def _feed_paced(self) -> None:
         loop = asyncio.get_running_loop()

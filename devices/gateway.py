@@ -28,18 +28,19 @@ from collections.abc import AsyncIterator, Iterable
 
 from broker.auth import Credentials
 from broker.transport import (
+    LOST,
+    AccessGuard,
     Connection,
     ConnectionLost,
-    ConnectionRefused,
     Delivery,
     TopicTrie,
     Transport,
     TransportError,
+    open_subscribed,
+    queued_deliveries,
 )
 
 log = logging.getLogger(__name__)
-
-_LOST = object()
 
 
 class Gateway:
@@ -56,7 +57,8 @@ class Gateway:
         self.client_id = client_id
         self.name = f"gateway {client_id} over {transport.name}"
         self.credentials = credentials
-        self.denied: list[tuple[str, str, str]] = []  # (device client id, action, topic)
+        self._guard = AccessGuard(credentials, client_id)
+        self.denied = self._guard.denied  # (device client id, action, topic)
         self.reconnects = 0
         self._trie = TopicTrie()
         self._filters: dict[str, int] = {}  # filter -> channels using it
@@ -75,15 +77,7 @@ class Gateway:
             return self._conn
         async with self._lock:
             if self._conn is None:
-                context = self.transport.connect(self.client_id)
-                conn = await context.__aenter__()
-                try:
-                    if self._filters:
-                        await conn.subscribe(*self._filters)
-                except BaseException:
-                    with contextlib.suppress(Exception):
-                        await context.__aexit__(None, None, None)
-                    raise
+                context, conn = await open_subscribed(self.transport, self.client_id, self._filters)
                 self._context, self._conn = context, conn
                 self._pump = asyncio.ensure_future(self._demultiplex(conn))
                 self._opened += 1
@@ -108,7 +102,7 @@ class Gateway:
             return
         context, self._conn, self._context = self._context, None, None
         for channel in list(self._channels.values()):
-            channel._queue.put_nowait(_LOST)
+            channel._queue.put_nowait(LOST)
         self._channels.clear()
         self._trie = TopicTrie()
         self._filters.clear()
@@ -128,25 +122,8 @@ class Gateway:
 
     # the devices' side -----------------------------------------------------------------
 
-    def _login(self, client_id: str, username: str | None, password: str | None) -> str | None:
-        if self.credentials is None:
-            return username
-        if username is None:
-            found = self.credentials.for_client(client_id)
-            username, password = found if found is not None else (None, None)
-        if not self.credentials.authenticate(username, password, client_id):
-            raise ConnectionRefused(
-                f"{client_id}: {self.client_id} refused the device (user {username!r})"
-            )
-        return username
-
     def _may(self, channel: GatewayChannel, action: str, topic: str) -> bool:
-        if self.credentials is None:
-            return True
-        if self.credentials.allowed(channel.username, channel.client_id, action, topic):
-            return True
-        self.denied.append((channel.client_id, action, topic))
-        return False
+        return self._guard.allows(channel.username, channel.client_id, action, topic)
 
     @contextlib.asynccontextmanager
     async def connect(
@@ -158,7 +135,7 @@ class Gateway:
         password: str | None = None,
     ) -> AsyncIterator[GatewayChannel]:
         """A device's connection through this gateway (clean sessions only)."""
-        user = self._login(client_id, username, password)
+        user = self._guard.login(client_id, username, password)
         upstream = await self._upstream()
         old = self._channels.get(client_id)
         if old is not None:  # a second connection with the same id takes over, as MQTT
@@ -230,12 +207,9 @@ class GatewayChannel:
 
     async def messages(self) -> AsyncIterator[Delivery]:
         """This device's deliveries until its channel or the gateway connection closes."""
-        while True:
-            delivery = await self._queue.get()
-            if delivery is None:
-                return
-            if delivery is _LOST:
-                raise ConnectionLost(f"{self.client_id}: the gateway's broker connection broke")
+        async for delivery in queued_deliveries(
+            self._queue, self.client_id, "the gateway's broker connection broke"
+        ):
             yield delivery
 
     def pending(self) -> int:

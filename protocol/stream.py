@@ -356,7 +356,7 @@ class StreamReporter(Machine):
             values=self.values[t0:t1].tolist(),
         )
         self._send(self._topic("sw_report"), report)
-        if seq in self._sent_at or seq in self._first_sent:
+        if seq in self._sent_at:
             self._first_sent.pop(seq, None)  # retransmitted: its latency is not measured
         else:
             self._first_sent[seq] = now

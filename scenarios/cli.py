@@ -106,6 +106,16 @@ BrokerOption = Annotated[
 ]
 
 
+ShardBrokerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--shard-broker",
+        help="A broker node for the device shards (repeat: shard i uses the i-th mod n, "
+        "e.g. the nodes of a cluster); the collector uses --broker.",
+    ),
+]
+
+
 CredentialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -207,14 +217,7 @@ def run(
         str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
     ] = None,
     credentials_path: CredentialsOption = None,
-    shard_broker: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--shard-broker",
-            help="A broker node for the device shards (repeat: shard i uses the i-th mod n, "
-            "e.g. the nodes of a cluster); the collector uses --broker.",
-        ),
-    ] = None,
+    shard_broker: ShardBrokerOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
     from scenarios.runner import run_scenario
@@ -524,8 +527,7 @@ def collector(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
-    from broker.recorder import TraceRecorder, control_filters
-    from scenarios.runner import collector_for
+    from scenarios.runner import collector_for, recorder_for
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -535,14 +537,7 @@ def collector(
 
         async def go() -> dict:
             async with open_broker(broker, credentials=credentials) as (transport, info):
-                recorder = TraceRecorder(
-                    transport,
-                    run_id,
-                    target / "trace.sqlite",
-                    filters=control_filters(run_id)
-                    if loaded.spec.collector.trace == "control"
-                    else None,
-                )
+                recorder = recorder_for(loaded, transport, run_id, target / "trace.sqlite")
                 service = collector_for(loaded, transport, run_id, target / "collector.sqlite")
                 async with asyncio.TaskGroup() as group:
                     recording = group.create_task(recorder.run_until_closed())
@@ -790,10 +785,7 @@ def bench_fleet_command(
     trace: Annotated[
         str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
     ] = "all",
-    shard_broker: Annotated[
-        list[str] | None,
-        typer.Option("--shard-broker", help="Broker node for the shards (repeatable)."),
-    ] = None,
+    shard_broker: ShardBrokerOption = None,
     retransmit_after: Annotated[
         float, typer.Option(help="Device retransmission delay (waiting hellos: 6x).")
     ] = 5.0,

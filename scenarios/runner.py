@@ -244,6 +244,15 @@ def score_reconstructions(
     }
 
 
+def recorder_for(
+    scenario: LoadedScenario, transport: Transport, run: str, path: Path
+) -> TraceRecorder:
+    """The trace recorder of ``scenario`` for run ``run``: every message, or the control
+    plane only with ``[collector] trace = "control"``."""
+    control = scenario.spec.collector.trace == "control"
+    return TraceRecorder(transport, run, path, filters=control_filters(run) if control else None)
+
+
 def collector_for(
     scenario: LoadedScenario,
     transport: Transport,
@@ -467,14 +476,7 @@ async def run_scenario(
             contextlib.AsyncExitStack() as stack,
         ):
             stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
-            recorder = TraceRecorder(
-                transport,
-                run,
-                out / "trace.sqlite",
-                filters=control_filters(run)
-                if scenario.spec.collector.trace == "control"
-                else None,
-            )
+            recorder = recorder_for(scenario, transport, run, out / "trace.sqlite")
             collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
             t = time.perf_counter()
             shards = scenario.fleet_shards(broker_info.kind)
