@@ -42,6 +42,19 @@ def mosquitto_binary() -> str:
     return binary
 
 
+# a parameter of a broker-parametrised fixture that runs on the local Mosquitto
+MOSQUITTO = pytest.param("mosquitto", marks=pytest.mark.mosquitto)
+
+
+def broker_for(request) -> str:
+    """The broker a parametrised fixture's test runs on: ``"mosquitto"`` becomes the local
+    Mosquitto's URL (skipped or failed like ``mosquitto_url``); ``"memory"`` and
+    ``"embedded"`` stay as they are."""
+    if request.param == "mosquitto":
+        return request.getfixturevalue("mosquitto_url")
+    return request.param
+
+
 @pytest.fixture
 def mosquitto_url() -> str:
     """The local Mosquitto; skipped on a laptop without it, a failure in CI (.ci/run starts it)."""

@@ -19,7 +19,7 @@ import pytest
 from collector.store import ReportStore
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
-from tests.conftest import ROOT
+from tests.conftest import MOSQUITTO, ROOT, broker_for
 
 pytestmark = pytest.mark.faults
 
@@ -50,11 +50,9 @@ def ledgers(out) -> dict[str, dict]:
     return json.loads((out / "ledger.json").read_text())["devices"]
 
 
-@pytest.fixture(params=["memory", pytest.param("mosquitto", marks=pytest.mark.mosquitto)])
+@pytest.fixture(params=["memory", MOSQUITTO])
 def broker(request):
-    if request.param == "mosquitto":
-        return request.getfixturevalue("mosquitto_url")
-    return "memory"
+    return broker_for(request)
 
 
 async def test_crashed_devices_complete_their_data_or_are_reported_missing(broker, tmp_path):

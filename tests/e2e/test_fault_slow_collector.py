@@ -17,6 +17,7 @@ import pytest
 
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
+from tests.conftest import MOSQUITTO, broker_for
 from tests.e2e.test_fault_device_crashes import store_rows
 
 pytestmark = pytest.mark.faults
@@ -48,11 +49,9 @@ credit_window = 2
 OFFERED = DEVICES / (0.01 * 5)  # reports per second
 
 
-@pytest.fixture(params=["memory", pytest.param("mosquitto", marks=pytest.mark.mosquitto)])
+@pytest.fixture(params=["memory", MOSQUITTO])
 def broker(request):
-    if request.param == "mosquitto":
-        return request.getfixturevalue("mosquitto_url")
-    return "memory"
+    return broker_for(request)
 
 
 async def test_slow_collector_bounded_buffer_no_loss(broker, tmp_path):

@@ -10,6 +10,7 @@ from broker.transport import ConnectionRefused, MemoryTransport, TransportError
 from devices.gateway import Gateway
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
+from tests.conftest import MOSQUITTO, broker_for
 from tests.e2e.test_fault_device_crashes import store_rows
 
 GATEWAYED = """
@@ -33,13 +34,9 @@ bounds = [-1.0, 1.0]
 """
 
 
-@pytest.fixture(
-    params=["memory", "embedded", pytest.param("mosquitto", marks=pytest.mark.mosquitto)]
-)
+@pytest.fixture(params=["memory", "embedded", MOSQUITTO])
 def broker(request):
-    if request.param == "mosquitto":
-        return request.getfixturevalue("mosquitto_url")
-    return request.param
+    return broker_for(request)
 
 
 async def test_a_gateway_fleet_gives_the_per_device_results(broker, tmp_path):

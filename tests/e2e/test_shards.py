@@ -8,6 +8,7 @@ import pytest
 
 from scenarios.runner import run_scenario
 from scenarios.schema import parse_scenario
+from tests.conftest import MOSQUITTO, broker_for
 from tests.e2e.test_fault_device_crashes import store_rows
 
 SHARDED = """
@@ -30,11 +31,10 @@ bounds = [-1.0, 1.0]
 """
 
 
-@pytest.fixture(params=[pytest.param("mosquitto", marks=pytest.mark.mosquitto), "embedded"])
+@pytest.fixture(params=[MOSQUITTO, "embedded"])
 def broker(request):
-    if request.param == "mosquitto":
-        return request.getfixturevalue("mosquitto_url")
-    return "embedded"  # with the run's credentials: the shards log in from a 0600 file
+    # "embedded" runs with the run's credentials: the shards log in from a 0600 file
+    return broker_for(request)
 
 
 async def test_a_sharded_run_equals_the_one_process_run(broker, tmp_path):
