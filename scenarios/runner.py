@@ -720,10 +720,13 @@ async def run_scenario(
             "path": "trace.sqlite",
             "messages": recorder.recorded if recorder else 0,
             "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
-            # stored reports the recorder never saw (a broker restart without persistence)
+            # stored reports the recorder never saw (a broker restart without persistence);
+            # None when the trace keeps the control plane only (it records no report)
             "missing_reports": reports_missing_from_trace(
                 out / "trace.sqlite", out / "collector.sqlite"
-            ),
+            )
+            if scenario.spec.collector.trace == "all"
+            else None,
         },
         # what the connections went through and what was sent again (docs/reliability.md,
         # "Delivery"): every loss on the wire is repaired by a resend or shows up here
