@@ -31,14 +31,16 @@ def check_self_contained(page: str) -> int:
     return len(images)
 
 
+def run_and_read_report(scenario, out) -> str:
+    """``ldpfleet run SCENARIO --broker memory --out OUT``; the report page it wrote."""
+    result = runner.invoke(app, ["run", str(scenario), "--broker", "memory", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return (out / "report.html").read_text()
+
+
 def test_run_writes_a_self_contained_report(tmp_path):
     out = tmp_path / "qs"
-    result = runner.invoke(
-        app, ["run", str(ROOT / "scenarios" / "quickstart.toml"), "--broker", "memory",
-              "--out", str(out)],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    page = (out / "report.html").read_text()
+    page = run_and_read_report(ROOT / "scenarios" / "quickstart.toml", out)
     assert sections(page)[:5] == [
         "Scenario", "Timing per stage", "Messages", "Privacy ledger", "Stream accuracy",
     ]  # fmt: skip
@@ -55,12 +57,7 @@ def test_report_command_on_a_secure_aggregation_run(tmp_path):
         .replace("steps = 200", "steps = 40")
     )
     out = tmp_path / "ss"
-    assert (
-        runner.invoke(
-            app, ["run", str(scenario), "--broker", "memory", "--out", str(out)]
-        ).exit_code
-        == 0
-    )
+    run_and_read_report(scenario, out)
     (out / "report.html").unlink()
     result = runner.invoke(app, ["report", str(out)])
     assert result.exit_code == 0, result.output
@@ -97,10 +94,8 @@ def test_a_cpr_run_reports_reconstructions_against_the_truth(tmp_path):
     scenario = tmp_path / "cpr.toml"
     scenario.write_text(CPR)
     out = tmp_path / "cpr"
-    result = runner.invoke(app, ["run", str(scenario), "--broker", "memory", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    page = run_and_read_report(scenario, out)
     assert (out / "truth_sample.npz").exists()
-    page = (out / "report.html").read_text()
     assert "CPR reconstruction" in sections(page)
     assert 'alt="reconstructions against the truth for sample devices"' in page
     check_self_contained(page)
@@ -108,12 +103,7 @@ def test_a_cpr_run_reports_reconstructions_against_the_truth(tmp_path):
 
 def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
     out = tmp_path / "gcdp"
-    result = runner.invoke(
-        app, ["run", str(ROOT / "scenarios" / "occupancy-release.toml"), "--broker", "memory",
-              "--out", str(out)],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    page = (out / "report.html").read_text()
+    page = run_and_read_report(ROOT / "scenarios" / "occupancy-release.toml", out)
     assert "GC-DP central release" in sections(page)
     assert 'alt="GC-DP budgets per coordinate"' in page and "accuracy: " in page
     check_self_contained(page)
@@ -121,10 +111,7 @@ def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
 
 def test_an_audit_saved_next_to_a_run_is_in_its_report(tmp_path):
     out = tmp_path / "qs"
-    assert runner.invoke(
-        app, ["run", str(ROOT / "scenarios" / "quickstart.toml"), "--broker", "memory",
-              "--out", str(out)],
-    ).exit_code == 0  # fmt: skip
+    run_and_read_report(ROOT / "scenarios" / "quickstart.toml", out)
     audit = runner.invoke(app, ["audit", "rr", "--eps", "1", "--trials", "2000"])
     assert audit.exit_code == 0, audit.output
     (out / "audit.json").write_text(audit.output)
