@@ -1,8 +1,12 @@
-"""MQTT transport on aiomqtt, and broker URLs (``mqtt://[user:pass@]host:port``).
+"""MQTT transport, and broker URLs (``mqtt://[user:pass@]host:port``).
 
-Each connection is one aiomqtt client with TCP_NODELAY set on its socket (a delayed-ACK
-stall otherwise slows request/acknowledge exchanges several-fold). Publishing at QoS 1
-waits for the broker's PUBACK; ``publish_many`` overlaps those waits.
+Connections use the lean asyncio client ``broker.mqtt_client`` (MQTT 3.1.1 over the
+sans-I/O codec ``broker.mqtt_wire``) by default: paho + aiomqtt measured 3.4× slower end
+to end on a 10,000-device gateway run (docs/scaling.md). ``LDPFLEET_MQTT_CLIENT=aiomqtt``
+selects aiomqtt instead (``MqttConnection`` here), e.g. to compare; ``broker_reachable``
+always uses aiomqtt. Either way TCP_NODELAY is set (a delayed-ACK stall otherwise slows
+request/acknowledge exchanges several-fold), publishing at QoS 1 waits for the broker's
+PUBACK, and ``publish_many`` overlaps those waits.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 
+from broker.mqtt_client import ConnectRefused, WireConnection, open_connection
 from broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
 if TYPE_CHECKING:
@@ -147,49 +152,95 @@ class MqttTransport:
         clean_session: bool = True,
         username: str | None = None,
         password: str | None = None,
-    ) -> AsyncIterator[MqttConnection]:
-        """Connect with retries (exponential backoff with jitter) and yield the connection."""
-        delay = 0.05
+    ) -> AsyncIterator[MqttConnection | WireConnection]:
+        """Connect with retries (exponential backoff with jitter) and yield the connection:
+        ``broker.mqtt_client`` by default, aiomqtt with ``LDPFLEET_MQTT_CLIENT=aiomqtt``."""
         username, password = self.login(client_id, username, password)
+        opener = self._open_aiomqtt if mqtt_client_name() == "aiomqtt" else self._open_wire
+        delay = 0.05
         for attempt in range(1, self.connect_attempts + 1):
-            client = aiomqtt.Client(
-                self.address.host,
-                self.address.port,
-                identifier=client_id,
-                username=username,
-                password=password,
-                clean_session=clean_session,
-                keepalive=self.keepalive,
-                max_inflight_messages=int(os.environ.get("LDPFLEET_MQTT_INFLIGHT", INFLIGHT)),
-                timeout=30,
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-            )
-            # Overlapping QoS 1 publishes is intended (publish_many); aiomqtt would log a
-            # warning per call above this threshold.
-            client.pending_calls_threshold = 1_000_000
             try:
-                await client.__aenter__()
-            except aiomqtt.MqttError as error:
-                # bad credentials or not authorised: retrying won't help
-                if isinstance(error, aiomqtt.MqttCodeError) and _refused(error):
-                    raise ConnectionRefused(
-                        f"{client_id}: {self.name} refused the connection "
-                        f"(user {username!r}): {error}"
-                    ) from error
+                connection = await opener(client_id, clean_session, username, password)
+                break
+            except _Retryable as failure:
                 if attempt == self.connect_attempts:
                     raise TransportError(
                         f"{client_id}: cannot connect to {self.name} after {attempt} "
-                        f"attempts: {error}"
-                    ) from error
+                        f"attempts: {failure.__cause__}"
+                    ) from failure.__cause__
                 await asyncio.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 2.0)
-                continue
-            break
         try:
-            yield MqttConnection(client, client_id)
+            yield connection
         finally:
-            with contextlib.suppress(aiomqtt.MqttError, asyncio.CancelledError):
-                await client.__aexit__(None, None, None)
+            with contextlib.suppress(aiomqtt.MqttError, TransportError, asyncio.CancelledError):
+                await connection.close()
+
+    def _refusal(self, client_id: str, username: str | None, error: Exception) -> Exception:
+        return ConnectionRefused(
+            f"{client_id}: {self.name} refused the connection (user {username!r}): {error}"
+        )
+
+    async def _open_wire(
+        self, client_id: str, clean_session: bool, username: str | None, password: str | None
+    ) -> WireConnection:
+        try:
+            return await open_connection(
+                self.address.host,
+                self.address.port,
+                client_id,
+                clean_session=clean_session,
+                keepalive=self.keepalive,
+                username=username,
+                password=password,
+                timeout=30,
+            )
+        except ConnectRefused as error:
+            # bad credentials or not authorised: retrying won't help
+            if error.return_code in (4, 5):
+                raise self._refusal(client_id, username, error) from error
+            raise _Retryable() from error
+        except (OSError, TimeoutError, TransportError) as error:
+            raise _Retryable() from error
+
+    async def _open_aiomqtt(
+        self, client_id: str, clean_session: bool, username: str | None, password: str | None
+    ) -> MqttConnection:
+        client = aiomqtt.Client(
+            self.address.host,
+            self.address.port,
+            identifier=client_id,
+            username=username,
+            password=password,
+            clean_session=clean_session,
+            keepalive=self.keepalive,
+            max_inflight_messages=int(os.environ.get("LDPFLEET_MQTT_INFLIGHT", INFLIGHT)),
+            timeout=30,
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        )
+        # Overlapping QoS 1 publishes is intended (publish_many); aiomqtt would log a
+        # warning per call above this threshold.
+        client.pending_calls_threshold = 1_000_000
+        try:
+            await client.__aenter__()
+        except aiomqtt.MqttError as error:
+            if isinstance(error, aiomqtt.MqttCodeError) and _refused(error):
+                raise self._refusal(client_id, username, error) from error
+            raise _Retryable() from error
+        return MqttConnection(client, client_id)
+
+
+class _Retryable(Exception):
+    """A connection attempt that failed in a way another attempt may not (the cause)."""
+
+
+def mqtt_client_name() -> str:
+    """The MQTT client implementation in use: ``LDPFLEET_MQTT_CLIENT`` (``wire``, the
+    default, or ``aiomqtt``)."""
+    name = os.environ.get("LDPFLEET_MQTT_CLIENT", "wire")
+    if name not in ("wire", "aiomqtt"):
+        raise BrokerUrlError(f"LDPFLEET_MQTT_CLIENT={name!r} must be 'wire' or 'aiomqtt'")
+    return name
 
 
 def _refused(error: aiomqtt.MqttCodeError) -> bool:
@@ -266,3 +317,7 @@ class MqttConnection:
     def pending(self) -> int:
         """Deliveries buffered in the client and not consumed yet."""
         return len(self._client.messages)
+
+    async def close(self) -> None:
+        """Disconnect."""
+        await self._client.__aexit__(None, None, None)

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# A two-node RabbitMQ cluster with the MQTT plugin on this machine, for testing ldpfleet
-# against a clustered broker. Runs as the current user, without systemd, next to (never
+# A two-node (or three-node) RabbitMQ cluster with the MQTT plugin on this machine, for
+# testing ldpfleet against a clustered broker. Runs as the current user, without systemd, next to (never
 # touching) a system RabbitMQ node: own node names, ports, cookie and data directories.
 #
 #   scripts/rabbitmq-cluster.sh start    # fresh cluster (old data wiped); idempotent
-#   scripts/rabbitmq-cluster.sh stop     # stops both nodes; nothing left running
+#   LDPFLEET_RABBIT_NODES=3 scripts/rabbitmq-cluster.sh start
+#                                        # three nodes; a running two-node cluster gets
+#                                        # node c joined to it (e.g. for the collector)
+#   scripts/rabbitmq-cluster.sh stop     # stops every node; nothing left running
 #   scripts/rabbitmq-cluster.sh status   # per-node state and cluster membership
 #   scripts/rabbitmq-cluster.sh urls     # mqtt://127.0.0.1:<port>, one per node
 #
 # Environment (defaults in brackets):
+#   LDPFLEET_RABBIT_NODES         nodes: 2 (a, b) or 3 (a, b, c) [2]
 #   LDPFLEET_RABBIT_BASE          base dir: cookie, per-node config/data/logs [/tmp/ldpfleet-rabbit]
 #   LDPFLEET_RABBIT_MQTT_PORT_A   MQTT listener of node a [1884]
 #   LDPFLEET_RABBIT_MQTT_PORT_B   MQTT listener of node b [1885]
@@ -18,6 +22,8 @@
 #   LDPFLEET_RABBIT_DIST_PORT_B   Erlang distribution port of node b [25683]
 #   LDPFLEET_RABBIT_NODE_A        Erlang node name of node a [ldpfleet-a@localhost]
 #   LDPFLEET_RABBIT_NODE_B        Erlang node name of node b [ldpfleet-b@localhost]
+#   (node c: LDPFLEET_RABBIT_MQTT_PORT_C [1886], _AMQP_PORT_C [5684], _DIST_PORT_C [25684],
+#    _NODE_C [ldpfleet-c@localhost])
 #   LDPFLEET_RABBIT_START_TIMEOUT seconds to wait for the cluster to come up [120]
 #   LDPFLEET_RABBIT_STOP_TIMEOUT  seconds to wait for each node to stop [60]
 #   LDPFLEET_RABBIT_SBIN          directory of the real RabbitMQ scripts [/usr/lib/rabbitmq/bin]
@@ -29,10 +35,13 @@ set -euo pipefail
 BASE=${LDPFLEET_RABBIT_BASE:-/tmp/ldpfleet-rabbit}
 MQTT_PORT_A=${LDPFLEET_RABBIT_MQTT_PORT_A:-1884}
 MQTT_PORT_B=${LDPFLEET_RABBIT_MQTT_PORT_B:-1885}
+MQTT_PORT_C=${LDPFLEET_RABBIT_MQTT_PORT_C:-1886}
 AMQP_PORT_A=${LDPFLEET_RABBIT_AMQP_PORT_A:-5682}
 AMQP_PORT_B=${LDPFLEET_RABBIT_AMQP_PORT_B:-5683}
+AMQP_PORT_C=${LDPFLEET_RABBIT_AMQP_PORT_C:-5684}
 DIST_PORT_A=${LDPFLEET_RABBIT_DIST_PORT_A:-25682}
 DIST_PORT_B=${LDPFLEET_RABBIT_DIST_PORT_B:-25683}
+DIST_PORT_C=${LDPFLEET_RABBIT_DIST_PORT_C:-25684}
 START_TIMEOUT=${LDPFLEET_RABBIT_START_TIMEOUT:-120}
 STOP_TIMEOUT=${LDPFLEET_RABBIT_STOP_TIMEOUT:-60}
 # The /usr/sbin wrappers of the Debian package re-run everything as user rabbitmq via su
@@ -41,6 +50,13 @@ SBIN=${LDPFLEET_RABBIT_SBIN:-/usr/lib/rabbitmq/bin}
 # short names @localhost: resolvable here without DNS (/etc/hosts), like the system node's
 NODE_A=${LDPFLEET_RABBIT_NODE_A:-ldpfleet-a@localhost}
 NODE_B=${LDPFLEET_RABBIT_NODE_B:-ldpfleet-b@localhost}
+NODE_C=${LDPFLEET_RABBIT_NODE_C:-ldpfleet-c@localhost}
+case "${LDPFLEET_RABBIT_NODES:-2}" in
+2) NODES="a b" ;;
+3) NODES="a b c" ;;
+*) echo "rabbitmq-cluster: LDPFLEET_RABBIT_NODES must be 2 or 3" >&2 && exit 2 ;;
+esac
+ALL_NODES="a b c" # every node a cluster of this base may have (stop stops them all)
 CTL_TIMEOUT=30 # seconds for one rabbitmqctl call
 
 die() {
@@ -54,10 +70,13 @@ case "$BASE" in
 / | "") die "refusing base dir '$BASE'" ;;
 esac
 
-node_name() { if [ "$1" = a ]; then echo "$NODE_A"; else echo "$NODE_B"; fi; }
-mqtt_port() { if [ "$1" = a ]; then echo "$MQTT_PORT_A"; else echo "$MQTT_PORT_B"; fi; }
-amqp_port() { if [ "$1" = a ]; then echo "$AMQP_PORT_A"; else echo "$AMQP_PORT_B"; fi; }
-dist_port() { if [ "$1" = a ]; then echo "$DIST_PORT_A"; else echo "$DIST_PORT_B"; fi; }
+by_node() { # by_node N VALUE_A VALUE_B VALUE_C: the value for node N
+    case "$1" in a) echo "$2" ;; b) echo "$3" ;; c) echo "$4" ;; esac
+}
+node_name() { by_node "$1" "$NODE_A" "$NODE_B" "$NODE_C"; }
+mqtt_port() { by_node "$1" "$MQTT_PORT_A" "$MQTT_PORT_B" "$MQTT_PORT_C"; }
+amqp_port() { by_node "$1" "$AMQP_PORT_A" "$AMQP_PORT_B" "$AMQP_PORT_C"; }
+dist_port() { by_node "$1" "$DIST_PORT_A" "$DIST_PORT_B" "$DIST_PORT_C"; }
 
 # Run a command with node $1's RABBITMQ_* environment. HOME is the base dir, so the
 # server and the CLI both read the shared cookie from $BASE/.erlang.cookie.
@@ -99,7 +118,9 @@ ensure_cookie() { # the base dir and the cookie both nodes and the CLI read (via
     chmod 400 "$BASE/.erlang.cookie"
 }
 
-node_up() { ctl "$1" ping >/dev/null 2>&1; } # the node answers (the app may be stopped)
+node_up() { # the node answers (the app may be stopped); never created here: no
+    [ -d "$BASE/$1" ] && ctl "$1" ping >/dev/null 2>&1
+}
 
 tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -115,12 +136,15 @@ running_nodes() { # the running nodes node $1 sees in its cluster, one per line
         python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin).get("running_nodes", [])))'
 }
 
-cluster_healthy() {
-    local running
-    node_up a && node_up b || return 1
-    tcp_open "$MQTT_PORT_A" && tcp_open "$MQTT_PORT_B" || return 1
+cluster_healthy() { # cluster_healthy [NODES...]: these nodes (default: $NODES) run, clustered
+    local running n
+    for n in ${@:-$NODES}; do
+        node_up "$n" && tcp_open "$(mqtt_port "$n")" || return 1
+    done
     running=$(running_nodes a) || return 1
-    grep -qx "$NODE_A" <<<"$running" && grep -qx "$NODE_B" <<<"$running"
+    for n in ${@:-$NODES}; do
+        grep -qx "$(node_name "$n")" <<<"$running" || return 1
+    done
 }
 
 write_node_files() {
@@ -171,56 +195,85 @@ await_node() { # wait (bounded by the deadline) until node $1's app runs
     done
 }
 
-check_ports_free() {
-    local p node
-    if command -v epmd >/dev/null; then
-        for node in "$NODE_A" "$NODE_B"; do
-            if epmd -names 2>/dev/null | grep -q "^name ${node%@*} at port"; then
-                die "node name $node is already registered with epmd (another cluster with a different LDPFLEET_RABBIT_BASE? set LDPFLEET_RABBIT_NODE_A/B)"
-            fi
+check_ports_free() { # check_ports_free NODES...
+    local p n node
+    for n in "$@"; do
+        node=$(node_name "$n")
+        if command -v epmd >/dev/null && epmd -names 2>/dev/null | grep -q "^name ${node%@*} at port"; then
+            die "node name $node is already registered with epmd (another cluster with a different LDPFLEET_RABBIT_BASE? set LDPFLEET_RABBIT_NODE_A/B/C)"
+        fi
+        for p in "$(mqtt_port "$n")" "$(amqp_port "$n")" "$(dist_port "$n")"; do
+            if tcp_open "$p"; then die "port $p on 127.0.0.1 is already in use (see the LDPFLEET_RABBIT_* ports)"; fi
         done
-    fi
-    for p in "$MQTT_PORT_A" "$MQTT_PORT_B" "$AMQP_PORT_A" "$AMQP_PORT_B" "$DIST_PORT_A" "$DIST_PORT_B"; do
-        if tcp_open "$p"; then die "port $p on 127.0.0.1 is already in use (see the LDPFLEET_RABBIT_* ports)"; fi
     done
+}
+
+join_to_a() { # join_to_a N DEADLINE: node N (started) joins node a's cluster
+    local n=$1 deadline=$2
+    say "joining $(node_name "$n") to $NODE_A"
+    # (join_cluster logs harmless errors about the joining node's tables to stderr)
+    ctl "$n" stop_app >/dev/null
+    ctl "$n" join_cluster "$NODE_A" >/dev/null 2>"$BASE/$n/log/join.err" ||
+        die "$(node_name "$n") could not join $NODE_A: $(tail -n 5 "$BASE/$n/log/join.err")"
+    ctl "$n" start_app >/dev/null
+    until cluster_healthy a "$n"; do
+        [ "$(date +%s)" -lt "$deadline" ] || die "cluster not complete within ${START_TIMEOUT}s: $(running_nodes a | tr '\n' ' ')"
+        ctl "$n" await_startup --timeout 5 >/dev/null 2>&1 || true
+    done
+}
+
+started_summary() {
+    local n out=""
+    for n in $NODES; do out="$out $(node_name "$n") (pid $(beam_pid "$n"), MQTT $(mqtt_port "$n"))"; done
+    echo "$out"
 }
 
 cmd_start() {
     [ -x "$SBIN/rabbitmq-server" ] || die "$SBIN/rabbitmq-server not found (apt-get install rabbitmq-server)"
-    if cluster_healthy; then
-        say "already running: $NODE_A and $NODE_B clustered, MQTT on $MQTT_PORT_A and $MQTT_PORT_B"
-        return 0
-    fi
-    if beam_pid a >/dev/null || beam_pid b >/dev/null || node_up a || node_up b; then
-        say "a node is running but the cluster is not complete: restarting both"
-        cmd_stop
-    fi
-    check_ports_free
-    local t0 deadline
+    local t0 deadline n
     t0=$(date +%s.%N)
     deadline=$(($(date +%s) + START_TIMEOUT))
-    # a fresh cluster every time: no stale membership, queues or sessions
-    rm -rf "${BASE:?}/a" "${BASE:?}/b"
-    write_node_files a
-    write_node_files b
-    start_node a
-    start_node b
-    await_node a "$deadline"
-    await_node b "$deadline"
-    say "joining $NODE_B to $NODE_A"
-    ctl b stop_app >/dev/null
-    ctl b join_cluster "$NODE_A" >/dev/null
-    ctl b start_app >/dev/null
-    until cluster_healthy; do
-        [ "$(date +%s)" -lt "$deadline" ] || die "cluster not complete within ${START_TIMEOUT}s: $(running_nodes a | tr '\n' ' ')"
-        ctl b await_startup --timeout 5 >/dev/null 2>&1 || true
+    if cluster_healthy; then
+        say "already running:$(started_summary)"
+        return 0
+    fi
+    if [ "$NODES" = "a b c" ] && cluster_healthy a b && ! beam_pid c >/dev/null && ! node_up c; then
+        # a healthy two-node cluster: add the third node to it
+        check_ports_free c
+        rm -rf "${BASE:?}/c"
+        write_node_files c
+        start_node c
+        await_node c "$deadline"
+        join_to_a c "$deadline"
+        say "node c added in $(elapsed "$t0")s:$(started_summary)"
+        cmd_urls
+        return 0
+    fi
+    for n in $ALL_NODES; do
+        if beam_pid "$n" >/dev/null || node_up "$n"; then
+            say "a node is running but the cluster is not complete: restarting"
+            cmd_stop
+            break
+        fi
     done
-    say "started in $(elapsed "$t0")s: $NODE_A (pid $(beam_pid a)) + $NODE_B (pid $(beam_pid b))"
+    check_ports_free $NODES
+    # a fresh cluster every time: no stale membership, queues or sessions
+    for n in $ALL_NODES; do rm -rf "${BASE:?}/$n"; done
+    for n in $NODES; do
+        write_node_files "$n"
+        start_node "$n"
+    done
+    for n in $NODES; do await_node "$n" "$deadline"; done
+    for n in $NODES; do
+        [ "$n" = a ] || join_to_a "$n" "$deadline"
+    done
+    say "started in $(elapsed "$t0")s:$(started_summary)"
     cmd_urls
 }
 
 stop_one() { # stop node $1: rabbitmqctl stop, then signals, all bounded
     local n=$1 pid wrapper deadline
+    [ -d "$BASE/$n" ] || return 0 # never started with this base
     pid=$(beam_pid "$n" || true)
     wrapper=$(cat "$BASE/$n/wrapper.pid" 2>/dev/null || true)
     if node_up "$n"; then
@@ -246,16 +299,18 @@ stop_one() { # stop node $1: rabbitmqctl stop, then signals, all bounded
 cmd_stop() {
     local t0
     t0=$(date +%s.%N)
-    # b first: a node that is stopped last must be started first when data is kept
-    stop_one b
-    stop_one a
-    if beam_pid a >/dev/null || beam_pid b >/dev/null; then die "a node is still running"; fi
+    # c, b, then a: a node that is stopped last must be started first when data is kept
+    local n
+    for n in c b a; do stop_one "$n"; done
+    for n in $ALL_NODES; do
+        if beam_pid "$n" >/dev/null; then die "$(node_name "$n") is still running"; fi
+    done
     say "stopped (in $(elapsed "$t0")s)"
 }
 
 cmd_status() {
     local n rc=0
-    for n in a b; do
+    for n in $NODES; do
         if node_up "$n"; then
             say "$(node_name "$n"): up (pid $(beam_pid "$n" || echo '?')), MQTT $(mqtt_port "$n") $(tcp_open "$(mqtt_port "$n")" && echo open || echo closed)"
         else
@@ -271,8 +326,8 @@ cmd_status() {
 }
 
 cmd_urls() {
-    echo "mqtt://127.0.0.1:$MQTT_PORT_A"
-    echo "mqtt://127.0.0.1:$MQTT_PORT_B"
+    local n
+    for n in $NODES; do echo "mqtt://127.0.0.1:$(mqtt_port "$n")"; done
 }
 
 case "${1:-}" in

@@ -1,4 +1,5 @@
-"""MQTT across a two-node RabbitMQ cluster started by ``scripts/rabbitmq-cluster.sh``.
+"""MQTT across a two-node RabbitMQ cluster started by ``scripts/rabbitmq-cluster.sh``,
+and the same cluster with a third node for the collector.
 
 A client on node A publishes, a subscriber on node B receives: routing crosses the
 Erlang distribution link. Checked: 200 QoS 1 messages arrive complete and in order, and a
@@ -9,6 +10,7 @@ by a timeout; nothing sleeps."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import subprocess
@@ -31,13 +33,14 @@ FILTER = "ldp/r1/dev/+/up/#"
 TOPIC = "ldp/r1/dev/d0001/up/sw_report"
 
 
-def run_script(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_script(command: str, timeout: float, nodes: int = 2) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(SCRIPT), command],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env={**os.environ, "LDPFLEET_RABBIT_NODES": str(nodes)},
     )
 
 
@@ -136,36 +139,55 @@ bounds = [-1.0, 1.0]
 """
 
 
-async def test_a_sharded_run_across_the_cluster_equals_one_broker(cluster_urls, tmp_path):
-    """Fleet shard 0 on node A, shard 1 on node B, the collector and the recorder on node
-    B: the run's stored reports and estimates are those of the same run on one broker."""
+async def sharded_run_equals_one_broker(tmp_path, collector_url: str, shard_urls: list[str]):
+    """Run CLUSTER_RUN with fleet shard i on ``shard_urls[i]`` and the collector and the
+    recorder on ``collector_url``: its stored reports and estimates must be those of the
+    same run on one broker."""
     from scenarios.runner import run_scenario
     from scenarios.schema import parse_scenario
     from tests.e2e.test_fault_device_crashes import store_rows
 
-    url_a, url_b = cluster_urls
     scenario = parse_scenario(CLUSTER_RUN)
     one = await run_scenario(scenario, broker="memory", out_dir=tmp_path / "one", run_id="rc1")
     run = f"rc{random.getrandbits(24):06x}"  # client ids must be new to the cluster
     clustered = await run_scenario(
         scenario,
-        broker=url_b,
+        broker=collector_url,
         out_dir=tmp_path / "cluster",
         run_id=run,
-        shard_brokers=[url_a, url_b],
+        shard_brokers=shard_urls,
     )
     assert clustered["stages"]["fleet_build"]["shards"] == 2
-    assert clustered["broker"]["shard_brokers"] == [url_a, url_b]
+    assert clustered["broker"]["shard_brokers"] == shard_urls
     assert clustered["reports_lost"] == 0 and clustered["devices_complete"] == 16
     assert clustered["per_device"] == one["per_device"]
     assert store_rows(tmp_path / "cluster") == store_rows(tmp_path / "one")
     # the shards really were on different nodes
-    import json
-
     used = [
         json.loads(
             (tmp_path / "cluster" / "shards" / f"fleet-{i}-of-2" / "outcomes.json").read_text()
         )["broker"]
         for i in range(2)
     ]
-    assert used == [url_a, url_b]
+    assert used == shard_urls
+
+
+async def test_a_sharded_run_across_the_cluster_equals_one_broker(cluster_urls, tmp_path):
+    """Two nodes: fleet shard 0 on node A, shard 1 and the collector on node B."""
+    url_a, url_b = cluster_urls
+    await sharded_run_equals_one_broker(tmp_path, url_b, [url_a, url_b])
+
+
+async def test_the_collector_on_a_third_node(cluster_urls, tmp_path):
+    """Node C joins the running cluster (``LDPFLEET_RABBIT_NODES=3 ... start``); fleet
+    shard 0 on node A, shard 1 on node B, the collector and the recorder on node C, so
+    every report and every acknowledgement crosses the cluster. (The module's fixture
+    stops all three nodes.)"""
+    started = run_script("start", START_TIMEOUT, nodes=3)
+    assert started.returncode == 0, started.stdout + started.stderr
+    urls = run_script("urls", 10, nodes=3).stdout.split()
+    assert urls[:2] == list(cluster_urls) and len(urls) == 3
+    status = run_script("status", 60, nodes=3)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "ldpfleet-c@localhost" in status.stdout.splitlines()[-1]  # a running member
+    await sharded_run_equals_one_broker(tmp_path, urls[2], urls[:2])

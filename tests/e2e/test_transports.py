@@ -52,7 +52,7 @@ async def test_embedded_broker_free_port_tcp_nodelay_and_clean_stop():
         assert broker.port not in (None, 1883)
         transport = MqttTransport(broker.address)
         async with transport.connect("probe-a") as a, transport.connect("probe-b") as b:
-            sock = a._client._client.socket()
+            sock = a._transport.get_extra_info("socket")
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
             await b.subscribe("ldp/t/#")
             await a.publish("ldp/t/ctl/x", b"hello")

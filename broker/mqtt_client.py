@@ -1,0 +1,405 @@
+"""A lean asyncio MQTT 3.1.1 client: the ``Connection`` of ``broker.mqtt`` by default.
+
+Why not only aiomqtt: measurement. paho + aiomqtt cost 100-150 µs of CPU per message
+(py-spy on 10,000- and 100,000-device runs: 55-65 % of every process's CPU was in paho's
+packet handling, aiomqtt's futures and its pending-call bookkeeping), and the one
+collector connection that receives every report and sends every acknowledgement is the
+ceiling of a run (docs/scaling.md, "Where the bottleneck is"). This client is an
+``asyncio.Protocol`` over the sans-I/O codec ``broker.mqtt_wire``: a received PUBLISH is
+decoded, queued and acknowledged in a few microseconds, and everything written in one
+event-loop iteration leaves in one ``write`` (one system call for a burst of
+acknowledgements). aiomqtt stays available (``LDPFLEET_MQTT_CLIENT=aiomqtt``) and serves
+``broker_reachable``.
+
+Semantics, as aiomqtt's: QoS 1 publishes return once the broker's PUBACK arrives;
+received QoS 1 messages are acknowledged on arrival and buffered for ``messages()``; when
+the connection breaks, waiting publishes fail with ``TransportError`` at once, and
+``messages()`` yields what was buffered, then raises ``ConnectionLost``. Flow control: a
+window of QoS 1 publishes awaiting a PUBACK (``LDPFLEET_MQTT_WINDOW``), and publishers
+wait while the socket's write buffer is full. Reading never pauses, however many
+deliveries wait to be consumed: the PUBACKs a consumer's own publishes wait for arrive on
+the same socket (pausing deadlocked a 100,000-device collector), and the runs bound what
+is in flight themselves (the collector's credit, ``[stream] max_in_flight``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+
+from broker.mqtt_wire import (
+    CONNACK_REASONS,
+    DISCONNECT_PACKET,
+    PINGREQ_PACKET,
+    PUBACK,
+    PUBCOMP,
+    PUBREC,
+    PUBREL,
+    Ack,
+    Connack,
+    MqttProtocolError,
+    PacketReader,
+    Publish,
+    Suback,
+    encode_ack,
+    encode_connect,
+    encode_publish,
+    encode_subscribe,
+)
+from broker.transport import ConnectionLost, Delivery, TransportError
+
+# QoS 1 publishes of one connection awaiting their PUBACK at once (no per-publish scan
+# here, unlike aiomqtt, so the window can be wide: it only bounds memory).
+WINDOW = int(os.environ.get("LDPFLEET_MQTT_WINDOW", 1024))
+
+
+class ConnectRefused(TransportError):
+    """The broker answered CONNECT with a non-zero return code (``return_code``)."""
+
+    def __init__(self, client_id: str, return_code: int) -> None:
+        reason = CONNACK_REASONS.get(return_code, "unknown return code")
+        super().__init__(f"{client_id}: CONNACK {return_code} ({reason})")
+        self.return_code = return_code
+
+
+class WireConnection(asyncio.Protocol):
+    """One MQTT connection (the ``broker.transport.Connection`` interface). Open with
+    ``open_connection``."""
+
+    def __init__(self, client_id: str, keepalive: int) -> None:
+        self.client_id = client_id
+        self.keepalive = keepalive
+        self._loop = asyncio.get_running_loop()
+        self._reader = PacketReaderFor(self)
+        self._transport: asyncio.Transport | None = None
+        self._outgoing: list[bytes] = []
+        self._flush_scheduled = False
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._in_flight = 0  # requests awaiting their answer
+        self._room_waiters: deque[asyncio.Future] = deque()
+        self._connack: asyncio.Future[Connack] = self._loop.create_future()
+        self._waiting: dict[int, asyncio.Future] = {}  # packet id -> PUBACK/SUBACK
+        self._last_id = 0
+        self._inbox: deque[Delivery] = deque()
+        self._inbox_waiter: asyncio.Future | None = None
+        self._lost: asyncio.Future[BaseException | None] = self._loop.create_future()
+        self._closed_here = False
+        self._keepalive_timer: asyncio.TimerHandle | None = None
+        self._last_sent = self._last_received = self._loop.time()
+
+    # asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self._transport = transport  # an asyncio.Transport (uvloop's is not a subclass)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # a delayed-ACK stall otherwise slows request/acknowledge
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_received = self._loop.time()
+        try:
+            self._reader.feed(data)
+        except MqttProtocolError as error:
+            self._fail(ConnectionLost(f"{self.client_id}: protocol error from broker: {error}"))
+            if self._transport is not None:
+                self._transport.abort()
+            return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f": {exc}" if exc else ""
+        self._fail(ConnectionLost(f"{self.client_id}: connection lost{reason}"))
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    # packets in ------------------------------------------------------------------------
+
+    def _on_publish(self, packet: Publish) -> None:
+        if packet.qos == 1:
+            self._send(encode_ack(PUBACK, packet.packet_id))
+        elif packet.qos == 2:  # never requested (subscriptions ask for QoS 1); handled
+            self._send(encode_ack(PUBREC, packet.packet_id))
+        self._inbox.append(Delivery(packet.topic, packet.payload))
+        waiter = self._inbox_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _on_ack(self, packet: Ack) -> None:
+        if packet.kind == PUBREC:
+            self._send(encode_ack(PUBREL, packet.packet_id))
+            return
+        if packet.kind == PUBREL:
+            self._send(encode_ack(PUBCOMP, packet.packet_id))
+            return
+        self._resolve(packet.packet_id, None)
+
+    def _on_suback(self, packet: Suback) -> None:
+        self._resolve(packet.packet_id, packet.return_codes)
+
+    def _on_connack(self, packet: Connack) -> None:
+        if not self._connack.done():
+            self._connack.set_result(packet)
+
+    def _resolve(self, packet_id: int, value: object) -> None:
+        future = self._waiting.pop(packet_id, None)
+        if future is None:
+            return  # an answer to nothing pending (a late duplicate): ignored
+        self._in_flight -= 1
+        if self._room_waiters:
+            self._make_room()
+        if not future.done():
+            future.set_result(value)
+
+    # packets out -----------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> None:
+        """Queue bytes; everything queued in one loop iteration is written at once."""
+        self._outgoing.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        data, self._outgoing = self._outgoing, []
+        transport = self._transport
+        if transport is not None and not transport.is_closing() and data:
+            transport.write(b"".join(data))
+            self._last_sent = self._loop.time()
+
+    def _next_packet_id(self) -> int:
+        for _ in range(65_535):
+            self._last_id = self._last_id % 65_535 + 1
+            if self._last_id not in self._waiting:
+                return self._last_id
+        raise TransportError(f"{self.client_id}: all 65,535 packet ids are in use")
+
+    def _check_open(self) -> None:
+        if self._lost.done():
+            raise ConnectionLost(str(self._lost.result()))
+
+    def _open_request(self) -> tuple[int, asyncio.Future]:
+        """A fresh packet id, and the future of the broker's answer with that id."""
+        packet_id = self._next_packet_id()
+        future = self._loop.create_future()
+        self._waiting[packet_id] = future
+        self._in_flight += 1
+        return packet_id, future
+
+    async def _wait_for_room(self) -> None:
+        """Wait while the window is full or the socket's write buffer is (FIFO: a
+        deque of waiters, O(1) each; asyncio.Semaphore scans its waiters on every
+        acquire, quadratic with thousands of devices publishing through a gateway)."""
+        while not self._lost.done():
+            if not self._writable.is_set():
+                await self._writable.wait()
+            elif self._in_flight >= WINDOW:
+                waiter = self._loop.create_future()
+                self._room_waiters.append(waiter)
+                try:
+                    await waiter
+                except asyncio.CancelledError:
+                    if waiter.done() and not waiter.cancelled():
+                        self._make_room()  # pass the wake-up on
+                    raise
+            else:
+                return
+
+    def _make_room(self) -> None:
+        while self._room_waiters:
+            waiter = self._room_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    # the Connection interface ----------------------------------------------------------
+
+    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
+        """Publish; at QoS 1 return once the broker acknowledged it."""
+        await self.publish_many(((topic, payload),), qos)
+
+    async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
+        """Publish several messages in order, their acknowledgements awaited together
+        (at most ``WINDOW`` of the connection's QoS 1 publishes unacknowledged)."""
+        acks = []
+        for topic, payload in items:
+            if self._in_flight >= WINDOW or not self._writable.is_set():
+                await self._wait_for_room()
+            self._check_open()
+            if qos:
+                packet_id, ack = self._open_request()
+                self._send(encode_publish(topic, payload, qos, packet_id))
+                acks.append(ack)
+            else:
+                self._send(encode_publish(topic, payload))
+        for ack in acks:
+            await ack
+
+    async def subscribe(self, *filters: str, qos: int = 1) -> None:
+        """Subscribe to all filters in one SUBSCRIBE; ``TransportError`` names refused ones."""
+        self._check_open()
+        packet_id, answer = self._open_request()
+        self._send(encode_subscribe(packet_id, [(pattern, qos) for pattern in filters]))
+        codes = await answer
+        refused = [pattern for pattern, code in zip(filters, codes, strict=False) if code >= 0x80]
+        if refused:
+            raise TransportError(f"{self.client_id}: the broker refused subscription {refused}")
+
+    async def messages(self) -> AsyncIterator[Delivery]:
+        """Every delivery until the connection closes (``ConnectionLost`` if it broke)."""
+        inbox = self._inbox
+        while True:
+            while inbox:
+                yield inbox.popleft()
+            if self._lost.done():
+                if self._closed_here:
+                    return
+                raise ConnectionLost(str(self._lost.result()))
+            self._inbox_waiter = self._loop.create_future()
+            try:
+                await self._inbox_waiter
+            finally:
+                self._inbox_waiter = None
+
+    async def wait_lost(self) -> None:
+        """Return once the connection is gone."""
+        await asyncio.shield(self._lost)
+
+    def pending(self) -> int:
+        """Deliveries received and not consumed yet."""
+        return len(self._inbox)
+
+    # lifetime --------------------------------------------------------------------------
+
+    def _keepalive_tick(self) -> None:
+        now = self._loop.time()
+        if now - self._last_received > 1.5 * self.keepalive:
+            self._fail(
+                ConnectionLost(
+                    f"{self.client_id}: no packet from the broker for "
+                    f"{now - self._last_received:.0f} s (keepalive)"
+                )
+            )
+            if self._transport is not None:
+                self._transport.abort()
+            return
+        if now - self._last_sent >= self.keepalive / 2:
+            self._send(PINGREQ_PACKET)
+        self._keepalive_timer = self._loop.call_later(self.keepalive / 2, self._keepalive_tick)
+
+    def _fail(self, error: TransportError) -> None:
+        """The connection is over: fail every waiter once."""
+        if self._lost.done():
+            return
+        self._lost.set_result(error)
+        if self._keepalive_timer is not None:
+            self._keepalive_timer.cancel()
+        if not self._connack.done():
+            self._connack.set_exception(error)
+            self._connack.exception()  # retrieved: no "never retrieved" warning
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(error)
+                future.exception()
+        self._waiting.clear()
+        self._in_flight = 0
+        self._writable.set()
+        while self._room_waiters:
+            waiter = self._room_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._inbox_waiter is not None and not self._inbox_waiter.done():
+            self._inbox_waiter.set_result(None)
+
+    async def close(self) -> None:
+        """Send DISCONNECT and close."""
+        if self._lost.done():
+            return
+        self._closed_here = True
+        self._send(DISCONNECT_PACKET)
+        self._flush()
+        self._fail(ConnectionLost(f"{self.client_id}: closed by the client"))
+        if self._transport is not None:
+            self._transport.close()
+
+
+class PacketReaderFor:
+    """The codec's ``PacketReader`` dispatching each packet to a ``WireConnection``."""
+
+    def __init__(self, connection: WireConnection) -> None:
+        self._reader = PacketReader()
+        self._handlers = {
+            Publish: connection._on_publish,
+            Ack: connection._on_ack,
+            Suback: connection._on_suback,
+            Connack: connection._on_connack,
+        }
+
+    def feed(self, data: bytes) -> None:
+        """Handle every packet complete in ``data``; ``MqttProtocolError`` after handling
+        the valid ones before a malformed one."""
+        try:
+            packets = self._reader.feed(data)
+        except MqttProtocolError as error:
+            self._dispatch(error.decoded)
+            raise
+        self._dispatch(packets)
+
+    def _dispatch(self, packets: list) -> None:
+        handlers = self._handlers
+        for packet in packets:
+            handler = handlers.get(type(packet))
+            if handler is not None:  # PINGRESP: its arrival already counted
+                handler(packet)
+
+
+async def open_connection(
+    host: str,
+    port: int,
+    client_id: str,
+    *,
+    clean_session: bool = True,
+    keepalive: int = 60,
+    username: str | None = None,
+    password: str | None = None,
+    timeout: float = 30.0,
+) -> WireConnection:
+    """Connect, log in and return the connection. Raises ``OSError``/``TimeoutError`` if
+    the broker cannot be reached, ``ConnectRefused`` if it refuses the CONNECT."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(timeout):
+        _, connection = await loop.create_connection(
+            lambda: WireConnection(client_id, keepalive), host, port
+        )
+        try:
+            connection._send(
+                encode_connect(
+                    client_id,
+                    clean_session=clean_session,
+                    keepalive=keepalive,
+                    username=username,
+                    password=password,
+                )
+            )
+            connack = await asyncio.shield(connection._connack)
+        except BaseException:
+            connection._closed_here = True
+            connection._fail(ConnectionLost(f"{client_id}: connect abandoned"))
+            if connection._transport is not None:
+                connection._transport.abort()
+            raise
+    if connack.return_code:
+        await connection.close()
+        raise ConnectRefused(client_id, connack.return_code)
+    if keepalive:
+        connection._keepalive_timer = loop.call_later(keepalive / 2, connection._keepalive_tick)
+    return connection

@@ -1,0 +1,208 @@
+"""The lean MQTT client (``broker.mqtt_client``) against real brokers and a misbehaving one.
+
+Real brokers (embedded amqtt, Mosquitto): QoS 0/1 round trips in order, one SUBSCRIBE for
+many filters, a lost broker failing waiting publishes at once and ending ``messages()``
+with ``ConnectionLost`` after what was buffered. A fake broker (a bare asyncio server)
+plays what real ones rarely do: malformed bytes, CONNACK refusals, silence (keepalive),
+and a flood the client does not consume (reading pauses; nothing is lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from broker.mqtt import MqttTransport
+from broker.mqtt_client import ConnectRefused, open_connection
+from broker.mqtt_wire import encode_publish
+from broker.transport import ConnectionLost, ConnectionRefused, TransportError
+from tests.conftest import MOSQUITTO, broker_for, free_port
+from tests.mosquitto_process import MosquittoProcess
+
+
+@pytest.fixture(params=["embedded", MOSQUITTO])
+async def broker_url(request, embedded_url):
+    return embedded_url if request.param == "embedded" else broker_for(request)
+
+
+async def test_round_trip_in_order_at_qos_0_and_1(broker_url):
+    transport = MqttTransport(broker_url)
+    async with (
+        transport.connect("wire-test-sub") as sub,
+        transport.connect("wire-test-pub") as pub,
+    ):
+        await sub.subscribe("wire-test/a/#", "wire-test/b")
+        sent = [(f"wire-test/a/{i % 3}", i.to_bytes(4, "big")) for i in range(500)]
+        await pub.publish_many(sent[:250])
+        for topic, payload in sent[250:]:
+            await pub.publish(topic, payload, qos=0)
+        await pub.publish("wire-test/b", b"last")
+        received = []
+        async with contextlib.aclosing(sub.messages()) as deliveries:
+            async for delivery in deliveries:
+                received.append((delivery.topic, delivery.payload))
+                if delivery.payload == b"last":
+                    break
+        # MQTT orders messages per QoS level only: Mosquitto sends QoS 0 ahead of QoS 1
+        # ones queued behind its in-flight limit
+        qos1 = [*sent[:250], ("wire-test/b", b"last")]
+        assert [m for m in received if m in qos1] == qos1
+        assert [m for m in received if m not in qos1] == sent[250:]
+        assert sub.pending() == 0
+
+
+@pytest.mark.mosquitto
+async def test_a_lost_broker_fails_publishes_at_once_and_ends_messages(tmp_path):
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\nallow_anonymous true\nlog_dest stderr\nlog_type information\n"
+    )
+    async with MosquittoProcess(conf) as broker:
+        conn = await open_connection("127.0.0.1", port, "wire-lost", keepalive=60)
+        await conn.subscribe("lost/#")
+        await conn.publish("lost/1", b"kept")
+        deliveries = conn.messages()
+        assert (await anext(deliveries)).payload == b"kept"
+        await conn.publish("lost/2", b"buffered")
+        while conn.pending() == 0:  # the broker's copy arrives after its PUBACK
+            await asyncio.sleep(0)
+        await broker.stop()
+        await asyncio.wait_for(conn.wait_lost(), 10)
+        with pytest.raises(ConnectionLost, match="wire-lost"):
+            await conn.publish("lost/3", b"too late")
+        assert (await anext(deliveries)).payload == b"buffered"  # what arrived is kept
+        with pytest.raises(ConnectionLost):
+            await anext(deliveries)
+
+
+class FakeBroker:
+    """An asyncio server that answers CONNECT with ``connack`` then runs ``script``."""
+
+    def __init__(self, connack: bytes = b"\x20\x02\x00\x00", script=None) -> None:
+        self.connack = connack
+        self.script = script
+        self.connects = 0
+        self.received = bytearray()
+        self.port = free_port()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.handlers.add(asyncio.current_task())
+        self.connects += 1
+        try:
+            header = await reader.readexactly(2)  # CONNECT (under 128 bytes here)
+            await reader.readexactly(header[1])
+            writer.write(self.connack)
+            await writer.drain()
+            if self.script is not None:
+                await self.script(reader, writer)
+            self.received += await reader.read()  # until the client goes
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def __aenter__(self) -> FakeBroker:
+        self.handlers: set[asyncio.Task] = set()
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", self.port)
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.server.close()
+        for handler in self.handlers:
+            handler.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
+
+
+async def test_malformed_bytes_from_the_broker_end_the_connection():
+    async def garbage(reader, writer):
+        writer.write(b"\x10\x00")  # a CONNECT: never sent by a broker
+        await writer.drain()
+
+    async with FakeBroker(script=garbage) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-garbage")
+        await asyncio.wait_for(conn.wait_lost(), 10)
+        with pytest.raises(ConnectionLost, match="protocol error from broker: packet type 1"):
+            await conn.publish("t", b"x")
+
+
+async def test_credential_refusals_are_final_and_other_refusals_are_retried():
+    async with FakeBroker(connack=b"\x20\x02\x00\x05") as fake:
+        transport = MqttTransport(f"mqtt://127.0.0.1:{fake.port}", connect_attempts=3)
+        with pytest.raises(ConnectionRefused, match="refused the connection"):
+            async with transport.connect("wire-refused"):
+                pass
+        assert fake.connects == 1  # not retried
+    async with FakeBroker(connack=b"\x20\x02\x00\x03") as fake:
+        transport = MqttTransport(f"mqtt://127.0.0.1:{fake.port}", connect_attempts=3)
+        with pytest.raises(TransportError, match=r"after 3 attempts: .*server unavailable"):
+            async with transport.connect("wire-unavailable"):
+                pass
+        assert fake.connects == 3
+    async with FakeBroker(connack=b"\x20\x02\x00\x02") as fake:
+        with pytest.raises(ConnectRefused) as refused:
+            await open_connection("127.0.0.1", fake.port, "wire-rejected")
+        assert refused.value.return_code == 2
+
+
+async def test_a_silent_broker_is_detected_by_the_keepalive():
+    """keepalive 1 s: a PINGREQ after 0.5 s of silence, the connection declared lost once
+    nothing has arrived for 1.5 s (the client's check runs every 0.5 s)."""
+
+    async with FakeBroker() as fake:  # reads the PINGREQs, answers nothing
+        conn = await open_connection("127.0.0.1", fake.port, "wire-silent", keepalive=1)
+        await asyncio.wait_for(conn.wait_lost(), 10)
+        with pytest.raises(ConnectionLost, match="keepalive"):
+            await conn.publish("t", b"x")
+
+
+async def test_publishing_works_while_a_flood_waits_unconsumed():
+    """A consumer that publishes (the collector acknowledging reports) needs the PUBACKs
+    behind every delivery it has not consumed yet: reading must go on (a client that
+    paused reading at 10,000 buffered deliveries deadlocked a 100,000-device run)."""
+    count = 50_000
+    flood = b"".join(encode_publish("f", i.to_bytes(4, "big")) for i in range(count))
+
+    async def flood_then_acknowledge(reader, writer):
+        writer.write(flood)
+        await writer.drain()
+        header = await reader.readexactly(2)  # the client's QoS 1 PUBLISH ...
+        body = await reader.readexactly(header[1])
+        writer.write(b"\x40\x02" + body[5:7])  # ... acknowledged (topic "ack", then its id)
+
+    async with FakeBroker(script=flood_then_acknowledge) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-flood")
+
+        async def all_buffered() -> None:
+            while conn.pending() < count:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(all_buffered(), 10)
+        await asyncio.wait_for(conn.publish("ack", b"!"), 10)
+        got = []
+        async for delivery in conn.messages():
+            got.append(int.from_bytes(delivery.payload, "big"))
+            if len(got) == count:
+                break
+        assert got == list(range(count))
+        await conn.close()
+
+
+@pytest.mark.mosquitto
+def test_round_trip_on_uvloop(mosquitto_url):
+    """``ldpfleet`` commands run on uvloop when installed (scenarios/loop.py): its
+    transports are not ``asyncio.Transport`` subclasses, and the client must not care."""
+    import uvloop
+
+    async def round_trip() -> list[bytes]:
+        transport = MqttTransport(mosquitto_url)
+        async with transport.connect("wire-uv-sub") as sub, transport.connect("wire-uv-pub") as pub:
+            await sub.subscribe("wire-uv/#")
+            await pub.publish_many([("wire-uv/x", bytes([i])) for i in range(100)])
+            stream = sub.messages()
+            return [(await anext(stream)).payload for _ in range(100)]
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(round_trip()) == [bytes([i]) for i in range(100)]
