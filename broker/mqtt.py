@@ -1,7 +1,7 @@
 """MQTT transport, and broker URLs (``mqtt://[user:pass@]host:port``).
 
 Connections use the lean asyncio client ``broker.mqtt_client`` (MQTT 3.1.1 over the
-sans-I/O codec ``broker.mqtt_wire``) by default: paho + aiomqtt measured 3.4× slower end
+sans-I/O codec ``broker.mqtt_wire``) by default: paho + aiomqtt measured 2.8× slower end
 to end on a 10,000-device gateway run (docs/scaling.md). ``LDPFLEET_MQTT_CLIENT=aiomqtt``
 selects aiomqtt instead (``MqttConnection`` here), e.g. to compare; ``broker_reachable``
 always uses aiomqtt. Either way TCP_NODELAY is set (a delayed-ACK stall otherwise slows
