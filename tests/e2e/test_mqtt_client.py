@@ -27,7 +27,10 @@ async def broker_url(request, embedded_url):
     return embedded_url if request.param == "embedded" else broker_for(request)
 
 
-async def test_round_trip_in_order_at_qos_0_and_1(broker_url):
+@pytest.mark.parametrize("client", ["wire", "aiomqtt"])
+async def test_round_trip_in_order_at_qos_0_and_1(broker_url, client, monkeypatch):
+    """Both clients ``MqttTransport`` can use (``LDPFLEET_MQTT_CLIENT``)."""
+    monkeypatch.setenv("LDPFLEET_MQTT_CLIENT", client)
     transport = MqttTransport(broker_url)
     async with (
         transport.connect("wire-test-sub") as sub,
@@ -51,6 +54,7 @@ async def test_round_trip_in_order_at_qos_0_and_1(broker_url):
         assert [m for m in received if m in qos1] == qos1
         assert [m for m in received if m not in qos1] == sent[250:]
         assert sub.pending() == 0
+        assert type(sub).__name__ == {"wire": "WireConnection", "aiomqtt": "MqttConnection"}[client]
 
 
 @pytest.mark.mosquitto
@@ -206,3 +210,13 @@ def test_round_trip_on_uvloop(mosquitto_url):
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         assert runner.run(round_trip()) == [bytes([i]) for i in range(100)]
+
+
+def test_an_unknown_client_name_is_refused(monkeypatch):
+    from broker.mqtt import BrokerUrlError, mqtt_client_name
+
+    monkeypatch.setenv("LDPFLEET_MQTT_CLIENT", "paho")
+    with pytest.raises(
+        BrokerUrlError, match="LDPFLEET_MQTT_CLIENT='paho' must be 'wire' or 'aiomqtt'"
+    ):
+        mqtt_client_name()
