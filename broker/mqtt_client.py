@@ -49,6 +49,7 @@ from broker.mqtt_wire import (
     encode_connect,
     encode_publish,
     encode_subscribe,
+    keepalive_action,
 )
 from broker.transport import ConnectionLost, Delivery, TransportError
 
@@ -282,7 +283,8 @@ class WireConnection(asyncio.Protocol):
 
     def _keepalive_tick(self) -> None:
         now = self._loop.time()
-        if now - self._last_received > 1.5 * self.keepalive:
+        action = keepalive_action(now, self._last_sent, self._last_received, self.keepalive)
+        if action == "dead":
             self._fail(
                 ConnectionLost(
                     f"{self.client_id}: no packet from the broker for "
@@ -292,7 +294,7 @@ class WireConnection(asyncio.Protocol):
             if self._transport is not None:
                 self._transport.abort()
             return
-        if now - self._last_sent >= self.keepalive / 2:
+        if action == "ping":
             self._send(PINGREQ_PACKET)
         self._keepalive_timer = self._loop.call_later(self.keepalive / 2, self._keepalive_tick)
 

@@ -172,6 +172,21 @@ def encode_subscribe(packet_id: int, filters: Iterable[tuple[str, int]]) -> byte
     return _packet(SUBSCRIBE << 4 | 0x02, body)
 
 
+def keepalive_action(
+    now: float, last_sent: float, last_received: float, keepalive: float
+) -> str | None:
+    """What a client's keepalive check (run every ``keepalive / 2`` seconds) does:
+    ``"dead"`` when nothing has arrived for more than 1.5 × keepalive (the limit a broker
+    applies to its clients, section 3.1.2.10), ``"ping"`` (PINGREQ) when nothing was sent
+    or nothing arrived for keepalive / 2 — the broker's PINGRESP then proves it alive
+    even to a client that only publishes at QoS 0 — else None."""
+    if now - last_received > 1.5 * keepalive:
+        return "dead"
+    if now - last_sent >= keepalive / 2 or now - last_received >= keepalive / 2:
+        return "ping"
+    return None
+
+
 class PacketReader:
     """Incremental decoder of the packets a client receives."""
 

@@ -159,3 +159,17 @@ def test_a_malformed_packet_keeps_the_valid_ones_before_it():
     with pytest.raises(MqttProtocolError) as bad:
         PacketReader().feed(b"\x20\x02\x00\x00" + b"\xd0\x00" + b"\x10\x00")
     assert bad.value.decoded == [Connack(False, 0), Pingresp()]
+
+
+def test_keepalive_at_its_exact_boundaries():
+    from broker.mqtt_wire import keepalive_action
+
+    k = 60.0
+    assert keepalive_action(100.0, 100.0, 100.0, k) is None
+    # a ping after keepalive / 2 of silence in either direction
+    assert keepalive_action(129.999, 100.0, 100.0, k) is None
+    assert keepalive_action(130.0, 100.0, 129.0, k) == "ping"  # nothing sent
+    assert keepalive_action(130.0, 129.0, 100.0, k) == "ping"  # nothing received
+    # dead only strictly beyond 1.5 x keepalive without a packet from the broker
+    assert keepalive_action(190.0, 189.0, 100.0, k) == "ping"
+    assert keepalive_action(190.001, 189.0, 100.0, k) == "dead"
