@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -25,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from devices.faults import crash_plan
@@ -165,7 +165,7 @@ class ShardedFleet:
         path = self._shard_dir(index) / "outcomes.json"
         if not path.exists():
             return
-        data = json.loads(path.read_text())
+        data = msgspec.json.decode(path.read_bytes())
         self._outcomes[index] = [DeviceOutcome(**entry) for entry in data["devices"]]
         self.crashed.update(data.get("crashed", {}))
         if data.get("peak_rss_mb") is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import logging
@@ -36,6 +35,7 @@ from scenarios.audit_cli import audit_command
 from scenarios.bench_gcdp import bench_gcdp_command
 from scenarios.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from scenarios.cadr_sweep import bench_cadr_sweep
+from scenarios.jsonout import write_json
 from scenarios.loop import run as run_loop
 from scenarios.schema import ScenarioError, load_scenario
 
@@ -495,20 +495,19 @@ def fleet(
     config = loaded.stream_config(run_id)
     target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
     target.mkdir(parents=True, exist_ok=True)
-    (target / "ledger.json").write_text(
-        json.dumps(ledger_document(run_id, config.eps, config.w, outcomes), indent=2)
+    write_json(
+        target / "ledger.json", ledger_document(run_id, config.eps, config.w, outcomes), indent=2
     )
-    (target / "outcomes.json").write_text(
-        json.dumps(
-            {
-                "shard": shard,
-                "broker": broker,
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "connect_seconds": built[0].connect_seconds if built else None,
-                "crashed": built[0].crashed if built else {},
-                "devices": [dataclasses.asdict(o) for o in outcomes],
-            }
-        )
+    write_json(
+        target / "outcomes.json",
+        {
+            "shard": shard,
+            "broker": broker,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "connect_seconds": built[0].connect_seconds if built else None,
+            "crashed": built[0].crashed if built else {},
+            "devices": outcomes,
+        },
     )
     done = sum(o.state == "done" for o in outcomes)
     console.print(

@@ -39,6 +39,7 @@ from devices.secagg_agent import SecAggAgent
 from devices.shards import ShardedFleet
 from protocol.secagg.client import SecAggClient
 from protocol.sw import normalise
+from scenarios.jsonout import write_json
 from scenarios.schema import LoadedScenario
 
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
@@ -768,10 +769,10 @@ async def run_scenario(
             "is in one window, so its loss is eps_cal + eps_rel (parallel composition); "
             "total_spent sums disjoint windows",
         }
-    (out / "ledger.json").write_text(
-        json.dumps(
-            ledger_document(run, config.eps, config.w, outcomes, collector=central), indent=2
-        )
+    write_json(
+        out / "ledger.json",
+        ledger_document(run, config.eps, config.w, outcomes, collector=central),
+        indent=2,
     )
     return results
 
