@@ -75,7 +75,7 @@ class WireConnection(asyncio.Protocol):
         self.client_id = client_id
         self.keepalive = keepalive
         self._loop = asyncio.get_running_loop()
-        self._reader = PacketReaderFor(self)
+        self._reader = PacketDispatcher(self)
         self._transport: asyncio.Transport | None = None
         self._outgoing: list[bytes] = []
         self._flush_scheduled = False
@@ -334,8 +334,9 @@ class WireConnection(asyncio.Protocol):
             self._transport.close()
 
 
-class PacketReaderFor:
-    """The codec's ``PacketReader`` dispatching each packet to a ``WireConnection``."""
+class PacketDispatcher:
+    """Feeds received bytes to the codec's ``PacketReader`` and hands each packet to its
+    ``WireConnection`` handler."""
 
     def __init__(self, connection: WireConnection) -> None:
         self._reader = PacketReader()
