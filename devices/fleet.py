@@ -145,6 +145,7 @@ class Fleet:
         # gateway mode: this shard's devices, gateway_devices at a time, share a gateway
         self.gateways: dict[int, Gateway] = {}
         spec = scenario.spec.fleet
+        self.connection = scenario.fleet_connection()
         for index, device in enumerate(scenario.device_ids()):
             if index % shard_count != shard_index:
                 continue
@@ -158,7 +159,7 @@ class Fleet:
             )
             crash = self.crashes.get(device)
             device_transport = transport
-            if spec.connection == "gateway":
+            if self.connection == "gateway":
                 # this shard's k-th gateway (client ids must differ across shards)
                 number = len(self.agents) // spec.gateway_devices
                 if number not in self.gateways:

@@ -679,6 +679,8 @@ async def run_scenario(
         "stages": stages,
         "fleet": {
             "devices_run": len(outcomes),
+            # "device" (an MQTT connection each) or "gateway" ([fleet] connection)
+            "connection": scenario.fleet_connection(),
             "connect_seconds": fleet.connect_seconds if fleet else None,
             "unfinished_devices": unfinished,
             "device_errors": {o.device: o.error for o in outcomes if o.error},

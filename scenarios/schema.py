@@ -29,6 +29,11 @@ Positive = Annotated[float, Meta(gt=0)]
 
 
 SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
+# up to this fleet size connection "auto" gives every device its own MQTT connection;
+# larger fleets go through gateways (10,000 per-device connections are measured on
+# Mosquitto, docs/scaling.md; beyond, file-descriptor limits of the device processes and
+# of the broker decide)
+DEVICE_CONNECTIONS_AUTO_MAX = 10_000
 
 
 class ScenarioError(ValueError):
@@ -59,8 +64,9 @@ class FleetSection(_Section):
     # SHARD_AUTO_DEVICES devices on a network broker, else 1 (in the runner's process)
     shards: Annotated[int, Meta(ge=1, le=256)] | Literal["auto"] = "auto"
     # one MQTT connection per device, or gateways carrying gateway_devices devices each
-    # over one connection (devices/gateway.py; ACL per device enforced at the gateway)
-    connection: Literal["device", "gateway"] = "device"
+    # over one connection (devices/gateway.py; ACL per device enforced at the gateway);
+    # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways
+    connection: Literal["auto", "device", "gateway"] = "auto"
     gateway_devices: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
 
 
@@ -285,6 +291,15 @@ class LoadedScenario:
             devices = self.spec.fleet.devices
             return (os.cpu_count() or 1) if devices >= SHARD_AUTO_DEVICES else 1
         return shards
+
+    def fleet_connection(self) -> Literal["device", "gateway"]:
+        """The connection model ``[fleet] connection`` asks for ("auto": one connection
+        per device up to ``DEVICE_CONNECTIONS_AUTO_MAX`` devices, gateways beyond)."""
+        connection = self.spec.fleet.connection
+        if connection == "auto":
+            fleet_size = self.spec.fleet.devices
+            return "device" if fleet_size <= DEVICE_CONNECTIONS_AUTO_MAX else "gateway"
+        return connection
 
     def device_ids(self) -> list[str]:
         """Every device id of the fleet, in index order."""

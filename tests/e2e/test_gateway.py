@@ -47,6 +47,10 @@ async def test_a_gateway_fleet_gives_the_per_device_results(broker, tmp_path):
     )
     assert gatewayed["reports_lost"] == 0 and gatewayed["devices_complete"] == 25
     assert gatewayed["per_device"] == direct["per_device"]
+    assert (direct["fleet"]["connection"], gatewayed["fleet"]["connection"]) == (
+        "device",  # "auto" for 25 devices
+        "gateway",
+    )
     assert store_rows(tmp_path / "g") == store_rows(tmp_path / "d")
     if broker == "embedded":
         assert gatewayed["broker"]["auth"] is True  # the gateways logged in as "gateway"

@@ -127,3 +127,22 @@ def test_cadr_scenarios_parse_and_refuse_stream_sections():
         parse_scenario(CADR + "alpha = 1.0\n")
     with pytest.raises(ScenarioError, match="needs \\[fleet\\]"):
         parse_scenario('[scenario]\nname = "x"\n')
+
+
+@pytest.mark.parametrize(
+    ("devices", "connection", "expected"),
+    [
+        (50, "auto", "device"),
+        (10_000, "auto", "device"),  # the measured per-device size (docs/scaling.md)
+        (10_001, "auto", "gateway"),
+        (10_001, "device", "device"),  # explicit choices are kept
+        (5, "gateway", "gateway"),
+    ],
+)
+def test_connection_auto_is_per_device_up_to_the_documented_size(devices, connection, expected):
+    from scenarios.schema import DEVICE_CONNECTIONS_AUTO_MAX
+
+    assert DEVICE_CONNECTIONS_AUTO_MAX == 10_000
+    text = QUICK.replace("devices = 50", f'devices = {devices}\nconnection = "{connection}"')
+    assert f"devices = {devices}" in text
+    assert parse_scenario(text).fleet_connection() == expected
