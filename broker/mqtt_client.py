@@ -16,7 +16,9 @@ received QoS 1 messages are acknowledged on arrival and buffered for ``messages(
 the connection breaks, waiting publishes fail with ``TransportError`` at once, and
 ``messages()`` yields what was buffered, then raises ``ConnectionLost``. Flow control: a
 window of QoS 1 publishes awaiting a PUBACK (``LDPFLEET_MQTT_WINDOW``), and publishers
-wait while the socket's write buffer is full. Reading never pauses, however many
+wait while the socket's write buffer is full (output is written at the end of each loop
+iteration, or at once from ``FLUSH_BYTES``, so a burst meets that limit while it is
+being produced). Reading never pauses, however many
 deliveries wait to be consumed: the PUBACKs a consumer's own publishes wait for arrive on
 the same socket (pausing deadlocked a 100,000-device collector), and the runs bound what
 is in flight themselves (the collector's credit, ``[stream] max_in_flight``).
@@ -56,6 +58,8 @@ from broker.transport import ConnectionLost, Delivery, TransportError
 # QoS 1 publishes of one connection awaiting their PUBACK at once (no per-publish scan
 # here, unlike aiomqtt, so the window can be wide: it only bounds memory).
 WINDOW = int(os.environ.get("LDPFLEET_MQTT_WINDOW", 1024))
+FLUSH_BYTES = 256 * 1024  # queued output written at once from this size (64 KiB cost 5 %
+# of a 10,000-device gateway run in extra writes; 256 KiB measured no cost)
 
 
 class ConnectRefused(TransportError):
@@ -78,6 +82,7 @@ class WireConnection(asyncio.Protocol):
         self._reader = PacketDispatcher(self)
         self._transport: asyncio.Transport | None = None
         self._outgoing: list[bytes] = []
+        self._outgoing_bytes = 0
         self._flush_scheduled = False
         self._writable = asyncio.Event()
         self._writable.set()
@@ -163,14 +168,20 @@ class WireConnection(asyncio.Protocol):
     # packets out -----------------------------------------------------------------------
 
     def _send(self, data: bytes) -> None:
-        """Queue bytes; everything queued in one loop iteration is written at once."""
+        """Queue bytes; everything queued in one loop iteration is written at once, or
+        as soon as ``FLUSH_BYTES`` are queued (so that the transport's flow control,
+        ``pause_writing``, sees a large burst while it is being produced)."""
         self._outgoing.append(data)
-        if not self._flush_scheduled:
+        self._outgoing_bytes += len(data)
+        if self._outgoing_bytes >= FLUSH_BYTES:
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._outgoing_bytes = 0
         data, self._outgoing = self._outgoing, []
         transport = self._transport
         if transport is not None and not transport.is_closing() and data:

@@ -220,3 +220,46 @@ def test_an_unknown_client_name_is_refused(monkeypatch):
         BrokerUrlError, match="LDPFLEET_MQTT_CLIENT='paho' must be 'wire' or 'aiomqtt'"
     ):
         mqtt_client_name()
+
+
+async def test_publishers_wait_while_the_broker_does_not_read():
+    """Flow control on the way out: when the socket's write buffer fills (a broker that
+    stops reading), publishers wait instead of buffering without bound, and go on once
+    the broker reads again."""
+    reading, all_read = asyncio.Event(), asyncio.Event()
+    total = 64 * 1024 * 1024
+    got = 0
+
+    async def read_late(reader, writer):
+        nonlocal got
+        await reading.wait()
+        while got < total:
+            chunk = await reader.read(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+        all_read.set()
+
+    async with FakeBroker(script=read_late) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-backpressure")
+        payload = bytes(1 << 20)
+
+        async def publish_all() -> None:
+            for _ in range(64):
+                await conn.publish("big", payload, qos=0)
+
+        publisher = asyncio.create_task(publish_all())
+
+        async def paused() -> None:
+            while conn._writable.is_set():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(paused(), 10)
+        assert not publisher.done()
+        # asyncio's high-water mark is 64 KiB: what waits in the buffer is a few payloads
+        assert conn._transport.get_write_buffer_size() < 8 * len(payload)
+        reading.set()
+        await asyncio.wait_for(publisher, 30)
+        await asyncio.wait_for(all_read.wait(), 30)
+        await conn.close()
+    assert got >= total  # everything arrived (the 64 PUBLISH headers on top)
