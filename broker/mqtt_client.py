@@ -78,6 +78,8 @@ class WireConnection(asyncio.Protocol):
     def __init__(self, client_id: str, keepalive: int) -> None:
         self.client_id = client_id
         self.keepalive = keepalive
+        # the broker had a session for this client id (CONNACK, clean_session=False)
+        self.session_present = False
         self._loop = asyncio.get_running_loop()
         self._reader = PacketDispatcher(self)
         self._transport: asyncio.Transport | None = None
@@ -153,6 +155,7 @@ class WireConnection(asyncio.Protocol):
 
     def _on_connack(self, packet: Connack) -> None:
         if not self._connack.done():
+            self.session_present = packet.session_present
             self._connack.set_result(packet)
 
     def _resolve(self, packet_id: int, value: object) -> None:

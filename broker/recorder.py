@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from broker.session import Session
+from broker.session import Session, end_persistent_session
 from broker.transport import Transport
 from protocol import topics
 
@@ -183,6 +183,8 @@ class TraceRecorder:
                         if self._is_final(family, kind, delivery.payload):
                             self.complete = True
                             break
+            if self.complete:  # the run is closed: nothing more will come for it
+                await end_persistent_session(self.transport, f"{self.run}-recorder")
         finally:
             self._flush()
             self._db.close()

@@ -229,3 +229,18 @@ class Session:
     def unsent(self) -> int:
         """Messages waiting for the broker's acknowledgement."""
         return len(self._unsent)
+
+
+async def end_persistent_session(transport: Transport, client_id: str) -> None:
+    """Discard ``client_id``'s persistent session at the broker once its work is done.
+
+    A broker keeps a ``clean_session=False`` session, its subscriptions and the messages
+    queued for them, until the same client id connects with clean session = 1 (MQTT
+    3.1.1 section 3.1.2.4): without this, every finished run would leave its collector's
+    and recorder's sessions behind (on RabbitMQ, a durable queue each). Best effort: a
+    broker that cannot be reached now is logged, not raised."""
+    try:
+        async with transport.connect(client_id, clean_session=True):
+            pass
+    except TransportError as error:
+        log.warning("%s: could not end the persistent session: %s", client_id, error)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from broker.pump import background, drive_timers, publish_outbound
-from broker.session import Session
+from broker.session import Session, end_persistent_session
 from broker.transport import Connection, Transport
 from collector.analytics import reconstruct_streams, save_reconstructions, sw_mean_estimates
 from collector.cpr import CprConfig
@@ -237,5 +237,7 @@ class CollectorService:
                 results["gcdp"] = self.gcdp.summary()
             if self.final_stage:
                 await announce_run_closed(conn, run)
+        # everything is stored: a restart would have nothing to resume
+        await end_persistent_session(self.transport, f"{run}-collector")
         self.store.close()
         return results

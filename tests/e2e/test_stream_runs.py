@@ -202,3 +202,30 @@ async def test_hello_and_report_messages_state_mechanism_and_eps(tmp_path):
     assert all(isinstance(h, Hello) and h.eps == 1.0 and h.w == 4 for h in hellos)
     seqs = sorted((r.sender, r.seq) for r in reports)
     assert seqs == sorted((f"d000{d}", s) for d in range(4) for s in range(15))
+
+
+@pytest.mark.mosquitto
+async def test_a_finished_run_leaves_no_persistent_session_behind(
+    quickstart_path, mosquitto_url, tmp_path
+):
+    """The collector and the recorder use persistent sessions (a broker restart must not
+    lose reports); once the run is over they end them, or a long-lived broker would keep
+    every run's sessions (and on RabbitMQ a durable queue each) for ever. Checked with
+    the CONNACK's session-present flag for both client ids after a run on Mosquitto."""
+    from broker.mqtt_client import open_connection
+    from tests.conftest import MOSQUITTO_HOST, MOSQUITTO_PORT
+
+    scenario = load_scenario(quickstart_path)
+    run = f"sess{np.random.default_rng().integers(1 << 30):x}"
+    results = await run_scenario(scenario, broker=mosquitto_url, out_dir=tmp_path, run_id=run)
+    assert results["reports_lost"] == 0 and results["trace_complete"]
+    for role in ("collector", "recorder"):
+        probe = await open_connection(
+            MOSQUITTO_HOST, MOSQUITTO_PORT, f"{run}-{role}", clean_session=False
+        )
+        kept = probe.session_present
+        await probe.close()
+        # the probe made a session of its own: end it too
+        ended = await open_connection(MOSQUITTO_HOST, MOSQUITTO_PORT, f"{run}-{role}")
+        await ended.close()
+        assert not kept, f"the {role}'s session outlived the run"
