@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -31,7 +32,7 @@ from broker.mqtt import BrokerAddress
 # Authentication and ACL plugins ---------------------------------------------------------
 #
 # amqtt 0.12 loads plugins named in the config's ``plugins`` section by dotted path; each
-# gets its ``Config`` dataclass filled from that section (dacite, strict). An auth plugin's
+# gets its ``Config`` data class filled from that section (dacite, strict). An auth plugin's
 # ``authenticate(session=)`` returns True/False (None: abstain; all non-None answers must
 # be True); a topic plugin's ``topic_filtering(session=, topic=, action=)`` is asked on
 # every PUBLISH (``Action.PUBLISH``, the topic), SUBSCRIBE (``Action.SUBSCRIBE``, the
@@ -39,6 +40,10 @@ from broker.mqtt import BrokerAddress
 # ``TopicAccessControlListPlugin`` has per-username topic lists without ``%u``/``%c``
 # substitution and no filter-containment check, so these two call ``broker.auth`` instead:
 # the same decision as the in-memory transport and the generated Mosquitto ACL.
+
+
+# how long a clean-session reconnect waits for the previous connection's routing
+ROUTE_BEFORE_DELETE_TIMEOUT = 10.0
 
 
 @dataclass
@@ -165,6 +170,8 @@ class _ClosingBroker(Broker):
             subscriptions[key] = value  # through __setitem__: wildcards are indexed
         self._subscriptions = subscriptions
         self._broadcast_queue = _HintingQueue(subscriptions)
+        # client id -> set once its message loop has routed what it received and ended
+        self._loops_done: dict[str, asyncio.Event] = {}
 
     async def stream_connected(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener_name: str
@@ -224,6 +231,9 @@ class _ClosingBroker(Broker):
         disconnects, lost some of them (seen with auth on, where each publish awaits the
         topic check: 5 runs in 8 hung with devices waiting for acks)."""
 
+        loop_done = asyncio.Event()
+        self._loops_done[client_session.client_id] = loop_done
+
         def next_message():
             return asyncio.ensure_future(handler.mqtt_deliver_next_message())
 
@@ -258,6 +268,20 @@ class _ClosingBroker(Broker):
             for waiter in waiters:
                 waiter.cancel()
             await asyncio.gather(*waiters, return_exceptions=True)
+            loop_done.set()
+            if self._loops_done.get(client_session.client_id) is loop_done:
+                del self._loops_done[client_session.client_id]
+
+    async def _delete_session(self, client_id: str) -> None:
+        """amqtt's, after the client id's previous connection has routed what it received:
+        a reconnect with clean session (``broker.session.end_persistent_session`` right
+        after a collector's last acks) cleared that connection's queue of received
+        PUBLISHes while it was still being routed, losing acknowledged QoS 1 messages."""
+        previous = self._loops_done.get(client_id)
+        if previous is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(previous.wait(), ROUTE_BEFORE_DELETE_TIMEOUT)
+        await super()._delete_session(client_id)
 
     async def _route_before_disconnect(self, client_session, handler, deliver) -> None:
         """Route, in order, what the client published before it disconnected: the message

@@ -125,3 +125,31 @@ async def test_fleet_completes_with_nothing_lost_when_the_network_drops_messages
     for device, entry in clean["per_device"].items():
         assert lossy["per_device"][device]["mean_estimate"] == entry["mean_estimate"]
         assert lossy["per_device"][device]["state"] in ("done", "closed")
+
+
+@pytest.mark.embedded
+async def test_embedded_broker_routes_a_closed_connection_before_a_clean_reconnect():
+    """What a client published (QoS 1, acknowledged) is delivered even when the same
+    client id reconnects with clean session right after closing — as a finished run's
+    collector does to end its persistent session (``end_persistent_session``). amqtt
+    cleared the old connection's queue of received PUBLISHes while it was still routing
+    it: the last acknowledgements of a run were lost."""
+    from broker.auth import Credentials
+    from broker.session import end_persistent_session
+
+    # with the run's ACL on, each PUBLISH awaits its topic check: the queue of received
+    # PUBLISHes is still long when the client closes (how the race showed in a run)
+    creds = Credentials.generate("rr", ["d0000"])
+    async with EmbeddedBroker(credentials=creds) as broker:
+        transport = MqttTransport(broker.address, credentials=creds)
+        async with transport.connect("rr-d0000") as device:
+            await device.subscribe("ldp/rr/dev/d0000/in/+")
+            async with transport.connect("rr-collector", clean_session=False) as collector:
+                await collector.publish_many(
+                    [("ldp/rr/dev/d0000/in/collector", i.to_bytes(2, "big")) for i in range(300)]
+                )
+            await end_persistent_session(transport, "rr-collector")
+            stream = device.messages()
+            got = [(await asyncio.wait_for(anext(stream), 5)).payload for _ in range(300)]
+            await stream.aclose()
+    assert got == [i.to_bytes(2, "big") for i in range(300)]
