@@ -162,9 +162,7 @@ class WireConnection(asyncio.Protocol):
         future = self._waiting.pop(packet_id, None)
         if future is None:
             return  # an answer to nothing pending (a late duplicate): ignored
-        self._in_flight -= 1
-        if self._room_waiters:
-            self._make_room()
+        self._release_slot()
         if not future.done():
             future.set_result(value)
 
@@ -202,39 +200,48 @@ class WireConnection(asyncio.Protocol):
         if self._lost.done():
             raise ConnectionLost(str(self._lost.result()))
 
-    def _open_request(self) -> tuple[int, asyncio.Future]:
-        """A fresh packet id, and the future of the broker's answer with that id."""
+    def _open_request(self, *, slot_handed_over: bool = False) -> tuple[int, asyncio.Future]:
+        """A fresh packet id, and the future of the broker's answer with that id (it takes
+        a window slot, unless one was handed over by ``_release_slot``)."""
         packet_id = self._next_packet_id()
         future = self._loop.create_future()
         self._waiting[packet_id] = future
-        self._in_flight += 1
+        if not slot_handed_over:
+            self._in_flight += 1
         return packet_id, future
 
-    async def _wait_for_room(self) -> None:
-        """Wait while the window is full or the socket's write buffer is (FIFO: a
-        deque of waiters, O(1) each; asyncio.Semaphore scans its waiters on every
-        acquire, quadratic with thousands of devices publishing through a gateway)."""
+    async def _wait_for_room(self) -> bool:
+        """Wait while the window is full (or others wait for it already) or the socket's
+        write buffer is. First come, first served: a deque of waiters, O(1) each
+        (asyncio.Semaphore scans its waiters on every acquire, quadratic with thousands
+        of devices publishing through a gateway), and a freed slot is handed to the first
+        waiter, so a newcomer cannot take it first. True if a slot was handed over."""
         while not self._lost.done():
             if not self._writable.is_set():
                 await self._writable.wait()
-            elif self._in_flight >= WINDOW:
-                waiter = self._loop.create_future()
-                self._room_waiters.append(waiter)
-                try:
-                    await waiter
-                except asyncio.CancelledError:
-                    if waiter.done() and not waiter.cancelled():
-                        self._make_room()  # pass the wake-up on
-                    raise
-            else:
-                return
+                continue
+            if self._in_flight < WINDOW and not self._room_waiters:
+                return False
+            waiter = self._loop.create_future()
+            self._room_waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release_slot()  # handed a slot it will not use: pass it on
+                raise
+            if not self._lost.done():
+                return True
+        return False
 
-    def _make_room(self) -> None:
+    def _release_slot(self) -> None:
+        """A request is answered: its window slot goes to the first waiter, if any."""
         while self._room_waiters:
             waiter = self._room_waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
+        self._in_flight -= 1
 
     # the Connection interface ----------------------------------------------------------
 
@@ -247,14 +254,17 @@ class WireConnection(asyncio.Protocol):
         (at most ``WINDOW`` of the connection's QoS 1 publishes unacknowledged)."""
         acks = []
         for topic, payload in items:
-            if self._in_flight >= WINDOW or not self._writable.is_set():
-                await self._wait_for_room()
+            handed_over = False
+            if self._in_flight >= WINDOW or self._room_waiters or not self._writable.is_set():
+                handed_over = await self._wait_for_room()
             self._check_open()
             if qos:
-                packet_id, ack = self._open_request()
+                packet_id, ack = self._open_request(slot_handed_over=handed_over)
                 self._send(encode_publish(topic, payload, qos, packet_id))
                 acks.append(ack)
             else:
+                if handed_over:
+                    self._release_slot()  # QoS 0 needs no slot
                 self._send(encode_publish(topic, payload))
         for ack in acks:
             await ack

@@ -16,7 +16,7 @@ import pytest
 
 from broker.mqtt import MqttTransport
 from broker.mqtt_client import ConnectRefused, open_connection
-from broker.mqtt_wire import encode_publish
+from broker.mqtt_wire import PUBACK, Ack, PacketReader, Publish, encode_publish
 from broker.transport import ConnectionLost, ConnectionRefused, TransportError
 from tests.conftest import MOSQUITTO, broker_for, free_port
 from tests.mosquitto_process import MosquittoProcess
@@ -263,3 +263,44 @@ async def test_publishers_wait_while_the_broker_does_not_read():
         await asyncio.wait_for(all_read.wait(), 30)
         await conn.close()
     assert got >= total  # everything arrived (the 64 PUBLISH headers on top)
+
+
+async def test_a_freed_window_slot_goes_to_the_first_waiting_publisher(monkeypatch):
+    """Window of 2: a1 and a2 in flight, a3 waits. When a1's PUBACK arrives, the slot is
+    a3's even if another publish (b1) starts before a3's task runs — the order on the
+    wire stays a1, a2, a3, b1 (a newcomer used to take the freed slot first)."""
+    monkeypatch.setattr("broker.mqtt_client.WINDOW", 2)
+    seen: list[bytes] = []
+
+    async def record(reader, writer):
+        packets = PacketReader()  # client PUBLISHes have the broker's layout
+        while data := await reader.read(4096):
+            seen.extend(p.payload for p in packets.feed(data) if isinstance(p, Publish))
+
+    async def until(count: int) -> None:
+        while len(seen) < count:
+            await asyncio.sleep(0.005)
+
+    async with FakeBroker(script=record) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-fifo")
+        first = asyncio.create_task(conn.publish_many([("t", b"a1"), ("t", b"a2"), ("t", b"a3")]))
+        await asyncio.wait_for(until(2), 10)
+
+        async def broker_answers() -> list[bytes]:
+            await until(3)
+            order = list(seen)
+            conn._on_ack(Ack(PUBACK, 2))
+            await until(4)
+            for packet_id in (3, 4):
+                conn._on_ack(Ack(PUBACK, packet_id))
+            return order
+
+        answers = asyncio.create_task(broker_answers())
+        conn._on_ack(Ack(PUBACK, 1))  # a1 acknowledged: a3's waiter is woken ...
+        async with asyncio.timeout(10):  # (no task: b1 starts before a3's task runs)
+            await conn.publish("t", b"b1")
+            assert await answers == [b"a1", b"a2", b"a3"]
+            await first
+        assert seen == [b"a1", b"a2", b"a3", b"b1"]
+        assert conn._in_flight == 0
+        await conn.close()
