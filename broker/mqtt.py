@@ -23,7 +23,8 @@ from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 
-from broker.mqtt_client import ConnectRefused, WireConnection, open_connection
+from broker.mqtt_client import ConnectRefused, WireConnection, check_suback, open_connection
+from broker.mqtt_wire import CREDENTIAL_REFUSALS
 from broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class MqttTransport:
             )
         except ConnectRefused as error:
             # bad credentials or not authorised: retrying won't help
-            if error.return_code in (4, 5):
+            if error.return_code in CREDENTIAL_REFUSALS:
                 raise self._refusal(client_id, username, error) from error
             raise _Retryable() from error
         except (OSError, TimeoutError, TransportError) as error:
@@ -244,10 +245,10 @@ def mqtt_client_name() -> str:
 
 
 def _refused(error: aiomqtt.MqttCodeError) -> bool:
-    """A CONNACK refusal for credentials (MQTT 3.1.1 codes 4 and 5; v5 0x86, 0x87)."""
+    """A CONNACK refusal for credentials (``CREDENTIAL_REFUSALS``)."""
     rc = getattr(error, "rc", None)
     code = int(getattr(rc, "value", rc)) if rc is not None else -1
-    return code in (4, 5, 0x86, 0x87)
+    return code in CREDENTIAL_REFUSALS
 
 
 PUBLISH_WINDOW = int(os.environ.get("LDPFLEET_MQTT_WINDOW", 32))  # see MqttConnection
@@ -284,19 +285,12 @@ class MqttConnection:
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
         """Subscribe to all filters in one SUBSCRIBE packet; ``TransportError`` names the
-        filters the broker refused (SUBACK 0x80: not authorised, or an invalid filter).
-        (Mosquitto 2.0 grants a filter wider than the ACL and filters at delivery.)"""
+        filters the broker refused (``check_suback``)."""
         try:
             granted = await self._client.subscribe([(pattern, qos) for pattern in filters])
         except aiomqtt.MqttError as error:
             raise TransportError(f"{self.client_id}: subscribe failed: {error}") from error
-        refused = [
-            pattern
-            for pattern, code in zip(filters, granted, strict=False)
-            if int(getattr(code, "value", code)) >= 0x80
-        ]
-        if refused:
-            raise TransportError(f"{self.client_id}: the broker refused subscription {refused}")
+        check_suback(self.client_id, filters, (int(getattr(c, "value", c)) for c in granted))
 
     async def messages(self) -> AsyncIterator[Delivery]:
         """Every delivery until the connection closes."""

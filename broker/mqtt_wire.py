@@ -37,6 +37,11 @@ CONNACK_REASONS = {
     5: "not authorised",
 }
 
+# CONNACK codes that refuse the login itself (3.1.1: 4 bad user name or password, 5 not
+# authorised; MQTT 5's 0x86 and 0x87): another attempt with the same login won't help
+CREDENTIAL_REFUSALS = frozenset((4, 5, 0x86, 0x87))
+SUBACK_FAILURE = 0x80  # a SUBACK return code from this value refuses the filter
+
 _U16 = struct.Struct("!H")
 
 
@@ -203,32 +208,30 @@ class PacketReader:
         buffer += data
         packets: list[Packet] = []
         position, end = 0, len(buffer)
-        while end - position >= 2:
-            first = buffer[position]
-            length, index, header_done = 0, position + 1, False
-            for count in range(4):
-                if index >= end:
-                    break
-                byte = buffer[index]
-                index += 1
-                length |= (byte & 0x7F) << (7 * count)
-                if not byte & 0x80:
-                    header_done = True
-                    break
-            if not header_done:
-                if index - position > 4:
-                    error = MqttProtocolError("remaining length longer than four bytes")
-                    error.decoded = packets
-                    raise error
-                break  # the length itself is incomplete
-            if index + length > end:
-                break  # the body is incomplete
-            try:
+        try:
+            while end - position >= 2:
+                first = buffer[position]
+                length, index, header_done = 0, position + 1, False
+                for count in range(4):
+                    if index >= end:
+                        break
+                    byte = buffer[index]
+                    index += 1
+                    length |= (byte & 0x7F) << (7 * count)
+                    if not byte & 0x80:
+                        header_done = True
+                        break
+                if not header_done:
+                    if index - position > 4:
+                        raise MqttProtocolError("remaining length longer than four bytes")
+                    break  # the length itself is incomplete
+                if index + length > end:
+                    break  # the body is incomplete
                 packets.append(_decode(first, bytes(buffer[index : index + length])))
-            except MqttProtocolError as error:
-                error.decoded = packets
-                raise
-            position = index + length
+                position = index + length
+        except MqttProtocolError as error:
+            error.decoded = packets  # the valid packets before the bad one
+            raise
         if position:
             del buffer[:position]
         return packets
