@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -13,6 +14,15 @@ from broker.embedded import EmbeddedBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 MOSQUITTO_HOST, MOSQUITTO_PORT = "127.0.0.1", 1883
+
+
+def service_missing(reason: str, *, in_ci: str | None = None) -> NoReturn:
+    """A service a test tier needs is not here: the test fails in CI (``.ci/run`` provides
+    every such service; ``in_ci`` says so, default ``reason``) and is skipped elsewhere
+    (a laptop without it). The one place tests decide between skipping and failing."""
+    if os.environ.get("CI"):
+        pytest.fail(in_ci or reason)
+    pytest.skip(reason)
 
 
 def mosquitto_running() -> bool:
@@ -36,9 +46,10 @@ def mosquitto_binary() -> str:
     it, a failure in CI (which installs it)."""
     binary = shutil.which("mosquitto")
     if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("the mosquitto binary must be installed in CI")
-        pytest.skip("mosquitto is not installed (apt-get install mosquitto)")
+        service_missing(
+            "mosquitto is not installed (apt-get install mosquitto)",
+            in_ci="the mosquitto binary must be installed in CI",
+        )
     return binary
 
 
@@ -59,10 +70,9 @@ def broker_for(request) -> str:
 def mosquitto_url() -> str:
     """The local Mosquitto; skipped on a laptop without it, a failure in CI (.ci/run starts it)."""
     if not mosquitto_running():
-        if os.environ.get("CI"):
-            pytest.fail("Mosquitto must answer on 127.0.0.1:1883 in CI (.ci/run starts it)")
-        pytest.skip(
-            "no Mosquitto on 127.0.0.1:1883 (start: mosquitto -d -c /etc/mosquitto/mosquitto.conf)"
+        service_missing(
+            "no Mosquitto on 127.0.0.1:1883 (start: mosquitto -d -c /etc/mosquitto/mosquitto.conf)",
+            in_ci="Mosquitto must answer on 127.0.0.1:1883 in CI (.ci/run starts it)",
         )
     return f"mqtt://{MOSQUITTO_HOST}:{MOSQUITTO_PORT}"
 

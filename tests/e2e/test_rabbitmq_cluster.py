@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from broker.mqtt import MqttConnection, MqttTransport
+from tests.conftest import service_missing
 
 pytestmark = [pytest.mark.rabbitmq_cluster, pytest.mark.slow]
 
@@ -50,9 +51,10 @@ def cluster_urls() -> Iterator[tuple[str, str]]:
     stopped after the module; skipped without RabbitMQ, a failure in CI."""
     if not (SBIN / "rabbitmq-server").exists():
         reason = f"rabbitmq-server is not installed: no {SBIN}/rabbitmq-server"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must apt-get install rabbitmq-server)")
-        pytest.skip(f"{reason} (apt-get install rabbitmq-server, or set LDPFLEET_RABBIT_SBIN)")
+        service_missing(
+            f"{reason} (apt-get install rabbitmq-server, or set LDPFLEET_RABBIT_SBIN)",
+            in_ci=f"{reason} (CI must apt-get install rabbitmq-server)",
+        )
     try:
         started = run_script("start", START_TIMEOUT)
         if started.returncode != 0:

@@ -4,7 +4,6 @@ loads, the console has no errors, and a screenshot is kept in ``test-artifacts/`
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scenarios.cli import app
-from tests.conftest import ROOT
+from tests.conftest import ROOT, service_missing
 
 pytestmark = pytest.mark.browser
 
@@ -27,12 +26,9 @@ def browser():
     webdriver = pytest.importorskip("selenium.webdriver")
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver_path):
-        reason = (
+        service_missing(
             "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)"
         )
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for flag in (
