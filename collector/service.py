@@ -131,6 +131,20 @@ class CollectorService:
             return
         self.machine.receive(topic, message, now)
 
+    def hold_stage(self, name: str) -> None:
+        """Keep the stream stage open once complete until ``release_stage(name)``
+        (``StreamCollector.hold_open``)."""
+        assert self.machine is not None, "the stage is not open yet (wait for subscribed)"
+        self.machine.hold_open(name)
+
+    def release_stage(self, name: str) -> None:
+        """Drop a hold; a complete stage closes now."""
+        if self.machine is not None:
+            self.machine.release(name)
+            self._take_events()
+            if self._closed:
+                self._wake.set()
+
     def request_close(self, reason: str) -> None:
         """Close the stage now (e.g. the in-process fleet has ended); missing = lost."""
         if self.machine is not None:

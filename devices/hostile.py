@@ -36,6 +36,7 @@ DEFAULT_PLAN = {
 }
 DEFAULT_REPLAYS = 500
 TARGET = "d0000"
+HOLD = "hostile flood"  # the name of the attacker's hold on the stream stage
 
 
 def flood(
@@ -107,13 +108,24 @@ class HostileClient:
         self.replays = 0
         self.expected: dict[str, int] = {}
         self.handled = False  # the collector counted the whole flood before closing
+        self.ready = asyncio.Event()  # subscribed to the target's reports
 
     async def __call__(self, transport: Transport, run: str, collector) -> None:
+        # The stage must not close before the flood is handled, however slowly this
+        # machine runs: hold it open (the stage deadline still ends it) until we are done.
+        collector.hold_stage(HOLD)
+        try:
+            await self._attack(transport, run, collector)
+        finally:
+            collector.release_stage(HOLD)
+
+    async def _attack(self, transport: Transport, run: str, collector) -> None:
         async with transport.connect(f"{run}-attacker") as conn:
             await conn.subscribe(topics.up(run, TARGET, "sw_report"))
+            self.ready.set()  # the runner starts the fleet only now: no batch is missed
             deliveries = conn.messages()
             genuine = (await anext(deliveries)).payload  # d0000's first batch, as published
-            while collector.machine is None or not collector.machine.devices[TARGET].received:
+            while not collector.machine.devices[TARGET].received:
                 await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
             messages, self.expected, self.replays = flood(
                 self.config, genuine, messages=self.messages

@@ -529,6 +529,9 @@ class StreamCollector(PeerFacingMachine):
         self.complete_devices = 0
         self.close_reason = ""
         self.budget_refusals: dict[str, dict] = {}
+        # named holds that keep a complete stage open (e.g. an injected attack that must be
+        # handled before the stage closes, whatever the machine's load): ``hold_open``
+        self._holds: set[str] = set()
 
     # ---- input ----------------------------------------------------------------------
 
@@ -731,8 +734,7 @@ class StreamCollector(PeerFacingMachine):
             if state.hello:
                 self._ack(refusal.sender, state)
             self._admit()
-            if self.complete_devices == len(self.devices) and self.state == "open":
-                self._close(complete=True, reason="every device delivered every report")
+            self._close_if_complete()
         elif state.active:
             state.credit = min(state.credit, state.expected)
 
@@ -761,8 +763,7 @@ class StreamCollector(PeerFacingMachine):
             else:
                 self._waiting.setdefault(device, None)
         self._admit()
-        if self.complete_devices == len(self.devices):
-            self._close(complete=True, reason="every device delivered every report")
+        self._close_if_complete()
 
     # ---- after persistence --------------------------------------------------------------
 
@@ -788,8 +789,7 @@ class StreamCollector(PeerFacingMachine):
                 state.credit = min(state.expected, state.persisted_upto + 1 + self.credit_window)
             self._ack(device, state)
         self._admit()
-        if self.complete_devices == len(self.devices) and self.state == "open":
-            self._close(complete=True, reason="every device delivered every report")
+        self._close_if_complete()
 
     def _ack(self, device: str, state: _DeviceState) -> None:
         self._send(
@@ -859,6 +859,23 @@ class StreamCollector(PeerFacingMachine):
             state.stalled = True
             self._active.discard(device)
         self._admit()
+
+    def hold_open(self, name: str) -> None:
+        """Keep the stage open after every device has delivered, until ``release(name)``.
+
+        The stage deadline still closes it, and so does ``close``: a hold only defers the
+        *complete* close, so a side activity (an injected flood) is handled before it."""
+        if self.state == "open":
+            self._holds.add(name)
+
+    def release(self, name: str) -> None:
+        """Drop the hold ``name``; the stage closes now if it is complete and unheld."""
+        self._holds.discard(name)
+        self._close_if_complete()
+
+    def _close_if_complete(self) -> None:
+        if self.complete_devices == len(self.devices) and self.state == "open" and not self._holds:
+            self._close(complete=True, reason="every device delivered every report")
 
     def close(self, reason: str) -> None:
         """End the stage now (operator request); missing reports count as lost."""

@@ -48,6 +48,8 @@ ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports exp
 # it gets the transport, the run id and the collector service. With auth on, its
 # connections log in as the run's ``admin`` (every topic of the run): an attack experiment
 # models what got past the broker's ACL (a compromised device, a broker without ACLs).
+# A side task with a ``ready`` asyncio.Event (e.g. subscribed to what it attacks) is waited
+# for before the fleet starts, so nothing it must see can pass before it listens.
 SideTask = Callable[[Transport, str, CollectorService], Awaitable[None]]
 
 
@@ -358,6 +360,20 @@ async def _all_of(coroutines: list[Awaitable[None]]) -> None:
     await asyncio.gather(*coroutines)
 
 
+async def _until_ready(side_tasks: list, running: asyncio.Task) -> None:
+    """Wait until every side task that has a ``ready`` event has set it (or they ended)."""
+    events = [
+        task.ready for task in side_tasks if isinstance(getattr(task, "ready", None), asyncio.Event)
+    ]
+    if not events:
+        return
+    ready = asyncio.ensure_future(asyncio.gather(*(event.wait() for event in events)))
+    try:
+        await asyncio.wait({ready, running}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ready.cancel()
+
+
 def fault_report(faults, fleet, outcomes, collector_results: dict, attacker) -> dict | None:
     """results.json ``faults``: what was injected, and the outcome for each fault."""
     if faults is None:
@@ -525,6 +541,7 @@ async def run_scenario(
                     side = group.create_task(
                         _all_of([task(view, run, collector) for task in side_tasks])
                     )
+                    await _until_ready(side_tasks, side)
                 t = time.perf_counter()
                 fleet_task = group.create_task(fleet.run())
                 await asyncio.wait(

@@ -826,6 +826,43 @@ def test_same_seed_same_values_different_seed_different_values():
 # --- deadline, restart, liveness ------------------------------------------------------------
 
 
+def test_a_hold_keeps_a_complete_stage_open_until_released():
+    """A side activity (an injected flood) holds the stage: every device delivering
+    everything does not close it; releasing the last hold does, exactly once."""
+    fleet = Fleet(2, deadline=100.0)
+    fleet.collector.hold_open("flood")
+    fleet.collector.hold_open("other")
+    fleet.start()
+    fleet.run()
+    assert fleet.collector.complete_devices == 2
+    assert fleet.collector.state == "open"
+    assert fleet.events(StageClosed) == []
+    fleet.collector.release("flood")
+    fleet._collector_events()
+    assert fleet.collector.state == "open"  # "other" still holds it
+    fleet.collector.release("other")
+    fleet._collector_events()
+    assert fleet.events(StageClosed) == [StageClosed(True, "every device delivered every report")]
+    fleet.collector.release("other")  # releasing twice changes nothing
+    fleet._collector_events()
+    assert len(fleet.events(StageClosed)) == 1
+
+
+def test_a_hold_does_not_outlive_the_stage_deadline():
+    fleet = Fleet(1, deadline=10.0)
+    fleet.collector.hold_open("flood")
+    fleet.start()
+    fleet.run()
+    assert fleet.collector.state == "open"
+    fleet.now = 10.0
+    fleet.collector.handle_timer(10.0)
+    fleet._collector_events()
+    assert fleet.events(StageClosed) == [StageClosed(False, "stage deadline passed")]
+    fleet.collector.release("flood")  # after the close: nothing more happens
+    fleet._collector_events()
+    assert len(fleet.events(StageClosed)) == 1
+
+
 def test_deadline_closes_the_stage_and_counts_the_lost():
     fleet = Fleet(3, deadline=50.0)
     fleet.drop = lambda out: (
