@@ -25,9 +25,8 @@ from amqtt.errors import AMQTTError, MQTTError, NoDataError
 from amqtt.mqtt.connack import NOT_AUTHORIZED, ConnackPacket
 from amqtt.mqtt.protocol.broker_handler import BrokerProtocolHandler
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
-
-from broker.auth import Credentials
-from broker.mqtt import BrokerAddress
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.mqtt import BrokerAddress
 
 # Authentication and ACL plugins ---------------------------------------------------------
 #
@@ -426,7 +425,7 @@ class EmbeddedBrokerProcess:
         self._process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "broker.embedded",
+            "ldpfleet.broker.embedded",
             "--host",
             self.host,
             "--port",

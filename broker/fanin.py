@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from broker.transport import Delivery, Transport
+from ldpfleet.broker.transport import Delivery, Transport
 
 __all__ = ["PER_CONNECTION", "fan_in"]
 

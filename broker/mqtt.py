@@ -22,13 +22,17 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
-
-from broker.mqtt_client import ConnectRefused, WireConnection, check_suback, open_connection
-from broker.mqtt_wire import CREDENTIAL_REFUSALS
-from broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
+from ldpfleet.broker.mqtt_client import (
+    ConnectRefused,
+    WireConnection,
+    check_suback,
+    open_connection,
+)
+from ldpfleet.broker.mqtt_wire import CREDENTIAL_REFUSALS
+from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
 if TYPE_CHECKING:
-    from broker.auth import Credentials
+    from ldpfleet.broker.auth import Credentials
 
 DEFAULT_MQTT_PORT = 1883
 
@@ -128,7 +132,7 @@ class MqttTransport:
         self.connect_attempts = connect_attempts
         self.keepalive = keepalive
         if credentials is None:
-            from broker.auth import ambient
+            from ldpfleet.broker.auth import ambient
 
             credentials = ambient()
         self.credentials = credentials

@@ -33,7 +33,7 @@ import socket
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
-from broker.mqtt_wire import (
+from ldpfleet.broker.mqtt_wire import (
     CONNACK_REASONS,
     DISCONNECT_PACKET,
     PINGREQ_PACKET,
@@ -54,7 +54,7 @@ from broker.mqtt_wire import (
     encode_subscribe,
     keepalive_action,
 )
-from broker.transport import ConnectionLost, Delivery, TransportError
+from ldpfleet.broker.transport import ConnectionLost, Delivery, TransportError
 
 # QoS 1 publishes of one connection awaiting their PUBACK at once (no per-publish scan
 # here, unlike aiomqtt, so the window can be wide: it only bounds memory).

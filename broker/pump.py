@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from broker.transport import Connection
-from protocol import codec
-from protocol.events import Machine
+from ldpfleet.broker.transport import Connection
+from ldpfleet.protocol import codec
+from ldpfleet.protocol.events import Machine
 
 
 async def publish_outbound(conn: Connection, machine: Machine) -> int:

@@ -19,10 +19,9 @@ from collections import Counter
 from pathlib import Path
 
 import msgspec
-
-from broker.session import Session, end_persistent_session
-from broker.transport import Transport
-from protocol import topics
+from ldpfleet.broker.session import Session, end_persistent_session
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import topics
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (

@@ -20,13 +20,19 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from broker.fanin import fan_in
-from broker.pump import background, drive_timers, publish_outbound
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.errors import ProtocolError, RemoteProtocolError
-from protocol.messages import Stage
-from protocol.peer_relay import RELAY_ID, PeerRelay, PhaseAborted, PhaseFinished, RelayPhase
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import ProtocolError, RemoteProtocolError
+from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.peer_relay import (
+    RELAY_ID,
+    PeerRelay,
+    PhaseAborted,
+    PhaseFinished,
+    RelayPhase,
+)
 
 __all__ = ["run_peer_relay"]
 

@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from broker.auth import Credentials, ambient
-from broker.embedded import EmbeddedBrokerProcess
-from broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
-from broker.transport import MemoryTransport, Transport
+from ldpfleet.broker.auth import Credentials, ambient
+from ldpfleet.broker.embedded import EmbeddedBrokerProcess
+from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
+from ldpfleet.broker.transport import MemoryTransport, Transport
 
 
 class BrokerUnavailable(ConnectionError):

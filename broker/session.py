@@ -23,7 +23,7 @@ import logging
 import random
 from collections.abc import AsyncIterator
 
-from broker.transport import (
+from ldpfleet.broker.transport import (
     Connection,
     ConnectionLost,
     ConnectionRefused,

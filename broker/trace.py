@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.messages import Ack, Hello, Progress, Reject, Stage, SwReport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import Ack, Hello, Progress, Reject, Stage, SwReport
 
 
 class TraceError(ValueError):

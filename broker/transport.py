@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from broker.auth import Credentials
+    from ldpfleet.broker.auth import Credentials
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.cpr import CprConfig
-from collector.reconstruct import Reconstruction, reconstruct
-from protocol.stream import StreamConfig
-from protocol.sw import denormalise
+from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import denormalise
 
 PARALLEL_FROM = 64  # streams; below this a pool costs more than it saves
 
@@ -41,7 +40,7 @@ class _Job:
 
 
 def _reconstruct_one(job: _Job, reports: np.ndarray) -> Reconstruction:
-    from protocol.mechanisms import stream_mechanism
+    from ldpfleet.protocol.mechanisms import stream_mechanism
 
     return reconstruct(job.method, reports, stream_mechanism(job.mechanism, job.eps0), job.cpr)
 

@@ -57,12 +57,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.ledger import WindowAccount
+from ldpfleet.protocol.sw import SquareWave
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 from scipy import signal
-
-from protocol.errors import ParameterError
-from protocol.ledger import WindowAccount
-from protocol.sw import SquareWave
-from protocol.validate import integer_at_least, positive_real
 
 __all__ = [
     "LbdResult",

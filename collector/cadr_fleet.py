@@ -34,22 +34,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from broker.fanin import fan_in
-from broker.pump import background, publish_outbound
-from broker.transport import Transport
-from collector.secure_sum import secure_sum
-from collector.store import ReportStore
-from collector.theta_search import DeviationSearch, theta_by_sum
-from protocol import codec, topics
-from protocol.cadr_budget import CadrBudget
-from protocol.cadr_collect import DsrAccepted, DsrIntake
-from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
-from protocol.dsr import post_process_distribution
-from protocol.errors import RemoteProtocolError
-from protocol.messages import BudgetRefused
-from protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
-from protocol.secagg.encoding import FixedPoint
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.pump import background, publish_outbound
+from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.secure_sum import secure_sum
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.collector.theta_search import DeviationSearch, theta_by_sum
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
+from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
+from ldpfleet.protocol.dsr import post_process_distribution
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import BudgetRefused
+from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
+from ldpfleet.protocol.secagg.encoding import FixedPoint
 
 __all__ = ["CadrFailed", "CadrOutcome", "run_cadr_collector"]
 

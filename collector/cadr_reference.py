@@ -56,19 +56,18 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-
-from collector.projection import (
+from ldpfleet.collector.projection import (
     degree_distribution_mae,
     edge_remove,
     kept_edge_ratio,
     lpea,
 )
-from collector.theta_search import theta_by_deviation, theta_by_sum, thm35_bound
-from devices.graphs import Graph
-from protocol.cadr_budget import ACCOUNT, CadrBudget
-from protocol.dsr import dsr_release, post_process_distribution
-from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-from protocol.rr import WarnerRR
+from ldpfleet.collector.theta_search import theta_by_deviation, theta_by_sum, thm35_bound
+from ldpfleet.devices.graphs import Graph
+from ldpfleet.protocol.cadr_budget import ACCOUNT, CadrBudget
+from ldpfleet.protocol.dsr import dsr_release, post_process_distribution
+from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+from ldpfleet.protocol.rr import WarnerRR
 
 NDOE_PARTS = 16
 METHODS = ("ll", "lh", "ra", "er")

@@ -26,11 +26,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.kde import kde_mode
-from collector.period import detect_period
-from collector.sw_em import bucket_counts, default_buckets, em, posterior_means, transition_matrix
-from protocol.sw import SquareWave
+from ldpfleet.collector.kde import kde_mode
+from ldpfleet.collector.period import detect_period
+from ldpfleet.collector.sw_em import (
+    bucket_counts,
+    default_buckets,
+    em,
+    posterior_means,
+    transition_matrix,
+)
+from ldpfleet.protocol.sw import SquareWave
 
 MIN_PHASE_BUCKETS = 16
 MAX_PHASE_BUCKETS = 64

@@ -33,17 +33,16 @@ import zlib
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from broker.pump import publish_outbound
-from broker.transport import Connection
-from collector.gcdp.fleet_calibration import FleetTheta, calibrate_fleet
-from collector.gcdp.windows import RELEASE_ACCOUNT, GcdpReleaser, WindowReleased
-from devices.sources import CsvSpec, csv_stream, load_table
-from protocol.ledger import PrivacyLedger
-from protocol.sw import normalise
+from ldpfleet.broker.pump import publish_outbound
+from ldpfleet.broker.transport import Connection
+from ldpfleet.collector.gcdp.fleet_calibration import FleetTheta, calibrate_fleet
+from ldpfleet.collector.gcdp.windows import RELEASE_ACCOUNT, GcdpReleaser, WindowReleased
+from ldpfleet.devices.sources import CsvSpec, csv_stream, load_table
+from ldpfleet.protocol.ledger import PrivacyLedger
+from ldpfleet.protocol.sw import normalise
 
 if TYPE_CHECKING:  # the collector does not depend on the scenario package at run time
-    from scenarios.schema import LoadedScenario
+    from ldpfleet.scenarios.schema import LoadedScenario
 
 __all__ = ["GcdpStage", "load_calibration", "release_rng"]
 

@@ -68,9 +68,8 @@ import math
 import numbers
 
 import numpy as np
+from ldpfleet.protocol.errors import ParameterError
 from scipy.special import ndtr
-
-from protocol.errors import ParameterError
 
 __all__ = ["H_FLOOR", "kde_density", "kde_mode", "silverman_bandwidth", "weighted_quantile"]
 

@@ -26,10 +26,10 @@ import contextlib
 import time
 from collections.abc import Awaitable
 
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.lpea import LpeaDone, LpeaRound
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.lpea import LpeaDone, LpeaRound
 
 __all__ = ["run_lpea_rounds"]
 

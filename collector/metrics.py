@@ -29,8 +29,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["cosine_distance", "period_correct"]
 

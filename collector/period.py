@@ -139,10 +139,9 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.protocol.errors import ParameterError
 from scipy import fft as sp_fft
 from scipy import signal, special
-
-from protocol.errors import ParameterError
 
 __all__ = [
     "COMB_CYCLES",

@@ -86,9 +86,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-
-from devices.graphs import Graph
-from protocol.errors import ParameterError
+from ldpfleet.devices.graphs import Graph
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "METHODS",

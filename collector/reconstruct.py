@@ -21,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.baselines import laplace_smoothed, sw_filter, sw_moving, sw_raw
-from collector.cpr import CprConfig, cpr
+from ldpfleet.collector.baselines import laplace_smoothed, sw_filter, sw_moving, sw_raw
+from ldpfleet.collector.cpr import CprConfig, cpr
 
 RECONSTRUCTIONS = ("none", "cpr", "sw", "sw_moving", "sw_filter", "laplace")
 SW_METHODS = ("cpr", "sw", "sw_moving", "sw_filter")

@@ -15,15 +15,14 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from broker.fanin import fan_in
-from broker.pump import background, drive_timers, publish_outbound
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.secagg.encoding import FixedPoint
-from protocol.secagg.messages import SA_MESSAGES
-from protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.messages import SA_MESSAGES
+from ldpfleet.protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
 
 UPSTREAM_KINDS = tuple(
     cls.__struct_config__.tag for cls in SA_MESSAGES if cls.__name__ in (

@@ -19,21 +19,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.pump import background, drive_timers, publish_outbound
-from broker.session import Session, end_persistent_session
-from broker.transport import Connection, Transport
-from collector.analytics import reconstruct_streams, save_reconstructions, sw_mean_estimates
-from collector.cpr import CprConfig
-from collector.reconstruct import Reconstruction
-from collector.store import ReportStore
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.events import Rejected
-from protocol.messages import Stage
-from protocol.stream import ReportAccepted, StageClosed, StreamCollector, StreamConfig
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.session import Session, end_persistent_session
+from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.collector.analytics import (
+    reconstruct_streams,
+    save_reconstructions,
+    sw_mean_estimates,
+)
+from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.reconstruct import Reconstruction
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import Rejected
+from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.stream import ReportAccepted, StageClosed, StreamCollector, StreamConfig
 
 if TYPE_CHECKING:
-    from collector.gcdp_stage import GcdpStage
+    from ldpfleet.collector.gcdp_stage import GcdpStage
 
 PERSIST_BATCH = 512  # reports per transaction at most
 

@@ -82,9 +82,8 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.sw import SquareWave
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import SquareWave
 
 __all__ = [
     "EMResult",

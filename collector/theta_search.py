@@ -54,8 +54,8 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
 
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
     "DeviationSearch",

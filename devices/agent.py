@@ -18,13 +18,12 @@ import logging
 import pickle
 
 import numpy as np
-
-from broker.pump import background, drive_timers, publish_outbound
-from broker.session import Session
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.stream import StreamReporter
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.session import Session
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.stream import StreamReporter
 
 log = logging.getLogger(__name__)
 

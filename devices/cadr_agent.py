@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import logging
 
-from broker.pump import background, drive_timers, publish_outbound
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.cadr_device import CadrDevice
-from protocol.errors import RemoteProtocolError
-from protocol.peer_relay import RELAY_ID
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_device import CadrDevice
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.peer_relay import RELAY_ID
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from scenarios.schema import LoadedScenario
+from ldpfleet.scenarios.schema import LoadedScenario
 
 FAULTS_STREAM = 0xFA17  # the random stream the plan is drawn from (with the seed)
 

@@ -21,16 +21,15 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from broker.transport import Transport
-from devices.agent import DeviceAgent, DeviceStorage
-from devices.faults import Crash, crash_plan
-from devices.gateway import Gateway
-from devices.periodic import periodic_stream, template
-from devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
-from protocol.stream import StreamReporter
-from protocol.sw import normalise
-from scenarios.schema import LoadedScenario, PeriodicSource
+from ldpfleet.broker.transport import Transport
+from ldpfleet.devices.agent import DeviceAgent, DeviceStorage
+from ldpfleet.devices.faults import Crash, crash_plan
+from ldpfleet.devices.gateway import Gateway
+from ldpfleet.devices.periodic import periodic_stream, template
+from ldpfleet.devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
+from ldpfleet.protocol.stream import StreamReporter
+from ldpfleet.protocol.sw import normalise
+from ldpfleet.scenarios.schema import LoadedScenario, PeriodicSource
 
 log = logging.getLogger(__name__)
 

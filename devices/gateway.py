@@ -26,8 +26,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterable
 
-from broker.auth import Credentials
-from broker.transport import (
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.transport import (
     LOST,
     AccessGuard,
     Connection,

@@ -60,8 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "DATA_DIR",

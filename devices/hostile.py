@@ -16,11 +16,10 @@ import asyncio
 import json
 
 import numpy as np
-
-from broker.transport import Transport
-from protocol import codec, topics
-from protocol.stream import StreamConfig
-from protocol.sw import SquareWave
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import SquareWave
 
 # reason key -> share of the flood (the identical replays come on top: duplicates)
 DEFAULT_PLAN = {

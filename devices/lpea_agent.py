@@ -21,12 +21,19 @@ import asyncio
 import contextlib
 import logging
 
-from broker.pump import publish_outbound
-from broker.transport import Connection, Transport
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES, LpeaDone, LpeaNode, LpeaRound, RoundFinished
-from protocol.messages import Message
+from ldpfleet.broker.pump import publish_outbound
+from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.lpea import (
+    LPEA_CONTROL,
+    LPEA_MESSAGES,
+    LpeaDone,
+    LpeaNode,
+    LpeaRound,
+    RoundFinished,
+)
+from ldpfleet.protocol.messages import Message
 
 log = logging.getLogger(__name__)
 

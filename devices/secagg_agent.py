@@ -23,11 +23,11 @@ import asyncio
 import contextlib
 import logging
 
-from broker.transport import Connection, Transport
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.secagg.client import SecAggClient
-from protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
+from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
 
 log = logging.getLogger(__name__)
 

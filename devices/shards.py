@@ -26,10 +26,9 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-
-from devices.faults import crash_plan
-from devices.fleet import DeviceOutcome, device_truth
-from scenarios.schema import LoadedScenario
+from ldpfleet.devices.faults import crash_plan
+from ldpfleet.devices.fleet import DeviceOutcome, device_truth
+from ldpfleet.scenarios.schema import LoadedScenario
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class ShardedFleet:
         return self.out_dir / f"fleet-{index}-of-{self.shards}"
 
     def _command(self, index: int, scenario_path: Path) -> list[str]:
-        command = [sys.executable, "-m", "scenarios.cli", "fleet", str(scenario_path)]
+        command = [sys.executable, "-m", "ldpfleet.app.cli", "fleet", str(scenario_path)]
         broker = self.shard_brokers[index % len(self.shard_brokers)]
         command += ["--broker", broker, "--run", self.run_id]
         command += ["--shard", f"{index}/{self.shards}", "--seed", str(self.seed)]

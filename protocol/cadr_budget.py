@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
-from protocol.ledger import BudgetAccount, PrivacyLedger
-from protocol.validate import positive_real
+from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
+from ldpfleet.protocol.validate import positive_real
 
 __all__ = ["ACCOUNT", "ALPHA_DEFAULT", "MECHANISM_LABELS", "CadrBudget"]
 

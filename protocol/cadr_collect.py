@@ -29,12 +29,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from protocol import topics
-from protocol.cadr_messages import DsrReport
-from protocol.dsr import dsr_scale
-from protocol.errors import RemoteProtocolError
-from protocol.events import Event, PeerFacingMachine
-from protocol.messages import Ack, BudgetRefused, Message
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.protocol.dsr import dsr_scale
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import Event, PeerFacingMachine
+from ldpfleet.protocol.messages import Ack, BudgetRefused, Message
 
 __all__ = ["CADR_REQUESTS", "TAIL_SCALES", "DsrAccepted", "DsrIntake"]
 

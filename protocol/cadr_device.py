@@ -53,20 +53,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol import topics
-from protocol.cadr_budget import ACCOUNT, CadrBudget
-from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
-from protocol.dsr import dsr_release
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, Machine
-from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-from protocol.ledger import BudgetAccount, PrivacyLedger
-from protocol.lpea import LpeaNode, RoundFinished
-from protocol.messages import MAX_STEPS, Ack, BudgetRefused, Message
-from protocol.peer_relay import RELAY_ID, PeerBatch, PeerDelivery, PeerItem, PeerStep
-from protocol.secagg.client import SecAggClient
-from protocol.secagg.messages import SA_MESSAGES
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.cadr_budget import ACCOUNT, CadrBudget
+from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
+from ldpfleet.protocol.dsr import dsr_release
+from ldpfleet.protocol.errors import (
+    BudgetExhausted,
+    LocalProtocolError,
+    ParameterError,
+    RemoteProtocolError,
+)
+from ldpfleet.protocol.events import Event, Machine
+from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
+from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
+from ldpfleet.protocol.messages import MAX_STEPS, Ack, BudgetRefused, Message
+from ldpfleet.protocol.peer_relay import RELAY_ID, PeerBatch, PeerDelivery, PeerItem, PeerStep
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 
 __all__ = ["CadrDevice", "Released"]
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from ldpfleet.protocol.messages import Epsilon, Ident, Message
 from msgspec import Meta
-
-from protocol.messages import Epsilon, Ident, Message
 
 __all__ = [
     "CADR_MESSAGES",

@@ -19,13 +19,12 @@ import re
 from typing import Union
 
 import msgspec
-
-from protocol.cadr_messages import CADR_MESSAGES
-from protocol.errors import RemoteProtocolError
-from protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
-from protocol.messages import SCHEMA_VERSION, AnyMessage, Message
-from protocol.peer_relay import PEER_MESSAGES
-from protocol.secagg.messages import SA_MESSAGES
+from ldpfleet.protocol.cadr_messages import CADR_MESSAGES
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
+from ldpfleet.protocol.messages import SCHEMA_VERSION, AnyMessage, Message
+from ldpfleet.protocol.peer_relay import PEER_MESSAGES
+from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 
 # bytes. The largest legitimate messages are secure-aggregation masked vectors: 8 bytes per
 # entry, base64 in JSON (x 4/3), so 2 MiB holds vectors of ~190,000 entries; a 4096-value SW

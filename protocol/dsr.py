@@ -26,9 +26,8 @@ Sampling uses an injected ``numpy.random.Generator``; the module is pure.
 from __future__ import annotations
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = ["dsr_release", "dsr_scale", "post_process_distribution"]
 

@@ -11,9 +11,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from protocol import topics
-from protocol.errors import ProtocolError, RemoteProtocolError
-from protocol.messages import MAX_STEPS, Message, Reject
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import ProtocolError, RemoteProtocolError
+from ldpfleet.protocol.messages import MAX_STEPS, Message, Reject
 
 
 class Outbound(NamedTuple):

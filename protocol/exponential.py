@@ -40,9 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
     "ExponentialMechanism",

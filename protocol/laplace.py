@@ -13,9 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.sw import EPS_MAX
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import EPS_MAX
 
 TAIL = 50.0
 

@@ -30,9 +30,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
-from protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "RawAccount", "WindowAccount"]
 

@@ -108,14 +108,13 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, Machine
+from ldpfleet.protocol.messages import MAX_STEPS, Message
+from ldpfleet.protocol.peer_relay import PeerItem
+from ldpfleet.protocol.rr import WarnerRR
 from msgspec import Meta
-
-from protocol import topics
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, Machine
-from protocol.messages import MAX_STEPS, Message
-from protocol.peer_relay import PeerItem
-from protocol.rr import WarnerRR
 
 __all__ = [
     "LPEA_CONTROL",

@@ -9,10 +9,10 @@ is only allowed in scenarios whose collector performs a central release (``[gcdp
 
 from __future__ import annotations
 
-from protocol.errors import ParameterError
-from protocol.laplace import LaplaceMechanism
-from protocol.raw import RawMechanism
-from protocol.sw import SquareWave
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.laplace import LaplaceMechanism
+from ldpfleet.protocol.raw import RawMechanism
+from ldpfleet.protocol.sw import SquareWave
 
 STREAM_MECHANISMS = ("sw", "sw01", "laplace", "raw")
 LDP_MECHANISMS = ("sw", "sw01", "laplace")

@@ -49,12 +49,11 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import msgspec
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, PeerFacingMachine
+from ldpfleet.protocol.messages import MAX_STEPS, Ident, Message
 from msgspec import Meta
-
-from protocol import topics
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, PeerFacingMachine
-from protocol.messages import MAX_STEPS, Ident, Message
 
 __all__ = [
     "MAX_PEER_ITEMS",

@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["RawMechanism"]
 

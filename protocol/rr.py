@@ -36,10 +36,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.sw import EPS_MAX
-from protocol.validate import positive_real
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import EPS_MAX
+from ldpfleet.protocol.validate import positive_real
 
 __all__ = ["WarnerRR"]
 

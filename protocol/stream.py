@@ -45,18 +45,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from protocol import topics
-from protocol.errors import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import (
     LocalProtocolError,
     ParameterError,
     RemoteProtocolError,
 )
-from protocol.events import Event, Machine, PeerFacingMachine
-from protocol.laplace import LaplaceMechanism
-from protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
-from protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
-from protocol.messages import (
+from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
+from ldpfleet.protocol.laplace import LaplaceMechanism
+from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
+from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
+from ldpfleet.protocol.messages import (
     MAX_BATCH,
     MAX_STEPS,
     Ack,
@@ -66,8 +65,8 @@ from protocol.messages import (
     Stage,
     SwReport,
 )
-from protocol.raw import RawMechanism
-from protocol.sw import SquareWave, normalise
+from ldpfleet.protocol.raw import RawMechanism
+from ldpfleet.protocol.sw import SquareWave, normalise
 
 STAGE = "stream"
 LEDGER_ACCOUNT = "stream"

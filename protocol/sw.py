@@ -42,8 +42,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 
 PREFIX = "ldp"
 COLLECTOR_ID = "collector"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 
 def positive_real(value: object, field: str) -> float:

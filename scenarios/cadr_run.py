@@ -21,19 +21,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from broker.recorder import TraceRecorder, control_filters
-from broker.relay import run_peer_relay
-from broker.select import open_broker
-from broker.transport import Transport
-from collector.cadr_fleet import run_cadr_collector
-from collector.projection import degree_distribution_mae, kept_edge_ratio
-from collector.service import announce_run_closed
-from collector.theta_search import thm35_bound
-from devices.cadr_agent import CadrAgent
-from devices.graphs import Graph
-from protocol.cadr_budget import CadrBudget
-from protocol.cadr_device import CadrDevice
+from ldpfleet.broker.recorder import TraceRecorder, control_filters
+from ldpfleet.broker.relay import run_peer_relay
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.cadr_fleet import run_cadr_collector
+from ldpfleet.collector.projection import degree_distribution_mae, kept_edge_ratio
+from ldpfleet.collector.service import announce_run_closed
+from ldpfleet.collector.theta_search import thm35_bound
+from ldpfleet.devices.cadr_agent import CadrAgent
+from ldpfleet.devices.graphs import Graph
+from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_device import CadrDevice
 
 __all__ = ["device_names", "run_cadr_fleet"]
 
@@ -122,7 +121,7 @@ async def _spawn_shard(
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "scenarios.cadr_shard",
+        "ldpfleet.scenarios.cadr_shard",
         graph_spec,
         url,
         run,
@@ -338,8 +337,8 @@ async def run_cadr_scenario(
 ) -> dict:
     """A CADR-LDP scenario (``[graph]`` + ``[cadr]``): run it and write ``results.json``,
     ``ledger.json``, ``collector.sqlite`` (the persisted releases) and ``trace.sqlite``."""
-    from devices.graphs import NAMED_GRAPHS, load_graph
-    from scenarios.schema import resolve_data_path
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.scenarios.schema import resolve_data_path
 
     spec = scenario.spec
     cadr = spec.cadr

@@ -14,11 +14,11 @@ import dataclasses
 import json
 import sys
 
-from broker.mqtt import MqttTransport
-from devices.fleet import parse_shard
-from devices.graphs import load_graph
-from scenarios.cadr_run import run_device_shard
-from scenarios.loop import run as run_loop
+from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.devices.fleet import parse_shard
+from ldpfleet.devices.graphs import load_graph
+from ldpfleet.scenarios.cadr_run import run_device_shard
+from ldpfleet.scenarios.loop import run as run_loop
 
 
 async def _main(argv: list[str]) -> None:

@@ -23,24 +23,23 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
-
-from broker.auth import ADMIN, AuthError, Credentials, use_credentials
-from broker.recorder import TraceRecorder, control_filters
-from broker.select import open_broker
-from broker.trace import reports_missing_from_trace
-from broker.transport import AsUser, Transport
-from collector.analytics import sw_mean_estimates
-from collector.metrics import cosine_distance, period_correct
-from collector.secure_sum import secure_sum
-from collector.service import CollectorService, announce_run_closed
-from devices.fleet import DeviceOutcome, Fleet
-from devices.hostile import HostileClient
-from devices.secagg_agent import SecAggAgent
-from devices.shards import ShardedFleet
-from protocol.secagg.client import SecAggClient
-from protocol.sw import normalise
-from scenarios.jsonout import write_json
-from scenarios.schema import LoadedScenario
+from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
+from ldpfleet.broker.recorder import TraceRecorder, control_filters
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.trace import reports_missing_from_trace
+from ldpfleet.broker.transport import AsUser, Transport
+from ldpfleet.collector.analytics import sw_mean_estimates
+from ldpfleet.collector.metrics import cosine_distance, period_correct
+from ldpfleet.collector.secure_sum import secure_sum
+from ldpfleet.collector.service import CollectorService, announce_run_closed
+from ldpfleet.devices.fleet import DeviceOutcome, Fleet
+from ldpfleet.devices.hostile import HostileClient
+from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.devices.shards import ShardedFleet
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.sw import normalise
+from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.schema import LoadedScenario
 
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
@@ -269,7 +268,7 @@ def collector_for(
     settings = scenario.spec.collector
     gcdp = None
     if scenario.spec.gcdp is not None:
-        from collector.gcdp_stage import GcdpStage
+        from ldpfleet.collector.gcdp_stage import GcdpStage
 
         gcdp = GcdpStage(
             scenario,
@@ -439,7 +438,7 @@ async def run_scenario(
     and the recorder use ``broker``."""
     broker_spec = broker or scenario.spec.broker.url
     if scenario.spec.cadr is not None:
-        from scenarios.cadr_run import run_cadr_scenario
+        from ldpfleet.scenarios.cadr_run import run_cadr_scenario
 
         run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
         # CADR-LDP opens its broker and device shards itself: the credentials reach them as

@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
+from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.reconstruct import compatible
+from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.messages import MAX_BATCH, MAX_RELEASE
+from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.stream import RAW, StreamConfig
 from msgspec import Meta
-
-from collector.cpr import CprConfig
-from collector.reconstruct import compatible
-from devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
-from protocol.errors import ParameterError
-from protocol.messages import MAX_BATCH, MAX_RELEASE
-from protocol.secagg.encoding import FixedPoint
-from protocol.stream import RAW, StreamConfig
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
 Positive = Annotated[float, Meta(gt=0)]

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
-
-from broker.embedded import EmbeddedBroker
+from ldpfleet.broker.embedded import EmbeddedBroker
 
 ROOT = Path(__file__).resolve().parent.parent
 MOSQUITTO_HOST, MOSQUITTO_PORT = "127.0.0.1", 1883

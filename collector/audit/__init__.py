@@ -5,9 +5,13 @@ on selection samples, Clopper-Pearson bounds on independent evaluation samples.
 driver and its result object. Mechanism adapters and the battery live in ``battery``.
 """
 
-from collector.audit.core import AuditResult, Canary, WitnessResult, audit, audit_samples
-from collector.audit.selection import DistinguishingTest, select_test
-from collector.audit.stats import clopper_pearson_lower, clopper_pearson_upper, eps_lower_bound
+from ldpfleet.collector.audit.core import AuditResult, Canary, WitnessResult, audit, audit_samples
+from ldpfleet.collector.audit.selection import DistinguishingTest, select_test
+from ldpfleet.collector.audit.stats import (
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    eps_lower_bound,
+)
 
 __all__ = [
     "AuditResult",

@@ -40,9 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from collector.audit.core import AuditResult, Canary, Witness, audit
-from protocol.errors import ParameterError
+from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, audit
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "run_audit"]
 
@@ -66,7 +65,7 @@ def _value(outputs) -> np.ndarray:
 
 
 def _rr(eps: float, delta: float) -> AuditSpec:
-    from protocol.rr import WarnerRR
+    from ldpfleet.protocol.rr import WarnerRR
 
     mech = WarnerRR(eps)
     canary = Canary(
@@ -78,7 +77,7 @@ def _rr(eps: float, delta: float) -> AuditSpec:
 
 
 def _laplace(eps: float, delta: float) -> AuditSpec:
-    from protocol.laplace import LaplaceMechanism
+    from ldpfleet.protocol.laplace import LaplaceMechanism
 
     mech = LaplaceMechanism(eps)
     canary = Canary(
@@ -93,7 +92,7 @@ DSR_THETA = 10
 
 
 def _dsr(eps: float, delta: float) -> AuditSpec:
-    from protocol.dsr import dsr_release
+    from ldpfleet.protocol.dsr import dsr_release
 
     theta = DSR_THETA
     canary = Canary(
@@ -106,7 +105,7 @@ def _dsr(eps: float, delta: float) -> AuditSpec:
 
 def _square_wave(variant: str) -> Callable[[float, float], AuditSpec]:
     def build(eps: float, delta: float) -> AuditSpec:
-        from protocol.sw import SquareWave
+        from ldpfleet.protocol.sw import SquareWave
 
         mech = SquareWave(eps, variant)
         canary = Canary(
@@ -124,7 +123,7 @@ EXP_CANDIDATES = 10
 
 
 def _exponential(eps: float, delta: float) -> AuditSpec:
-    from protocol.exponential import ExponentialMechanism
+    from ldpfleet.protocol.exponential import ExponentialMechanism
 
     mech = ExponentialMechanism(eps, 1.0)
     x = np.full(EXP_CANDIDATES, -1.0)
@@ -150,7 +149,7 @@ NDOE_PARTS = 8
 
 
 def _ndoe(eps: float, delta: float) -> AuditSpec:
-    from protocol.exponential import (
+    from ldpfleet.protocol.exponential import (
         ExponentialMechanism,
         ndoe_partitions,
         ndoe_scores,
@@ -184,7 +183,7 @@ REFUSED = -1.0  # the witness value of a step the ledger refused (no report is a
 def stream_window(eps: float, w: int, reading: float, rng: np.random.Generator) -> np.ndarray:
     """One device's reports for a window of ``w`` equal readings, through the real
     ``StreamReporter`` (its ledger charges eps/w per step; refused steps are NaN)."""
-    from protocol.stream import StreamConfig, StreamReporter
+    from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 
     config = StreamConfig(
         run="audit", mechanism="sw", eps=eps, w=w, steps=w, batch_steps=w, lo=0.0, hi=1.0
@@ -196,7 +195,7 @@ def stream_window(eps: float, w: int, reading: float, rng: np.random.Generator) 
 
 
 def _stream(eps: float, delta: float) -> AuditSpec:
-    from protocol.sw import sw_b
+    from ldpfleet.protocol.sw import sw_b
 
     b0 = sw_b(eps / STREAM_W)
 
@@ -221,7 +220,7 @@ GCDP_WINDOW = 10
 
 
 def _gcdp(eps: float, delta: float) -> AuditSpec:
-    from collector.gcdp import gc_dp, mean_bound
+    from ldpfleet.collector.gcdp import gc_dp, mean_bound
 
     d = 3
     bounds = np.full(d, mean_bound(0.0, 1.0, GCDP_WINDOW))
@@ -263,7 +262,7 @@ def _gcdp(eps: float, delta: float) -> AuditSpec:
 
 
 def _gau_dp(eps: float, delta: float) -> AuditSpec:
-    from collector.gcdp import gau_dp
+    from ldpfleet.collector.gcdp import gau_dp
 
     if delta <= 0.0:
         raise ParameterError("Gau-DP is (eps, delta)-DP: give --delta > 0", field="delta")
@@ -296,7 +295,7 @@ def _devices(eps: float, delta: float) -> AuditSpec:
     own ``StreamReporter`` (w = 1); device 0 reads 0 vs 1, device 1 reads 0. The collector
     sees both reports; a fleet that reuses one seed for every device makes them equal
     whenever the readings are."""
-    from devices import fleet as fleet_module
+    from ldpfleet.devices import fleet as fleet_module
 
     def sampler(reading0: float):
         def run(rng, n):
@@ -387,13 +386,13 @@ FUNCTION_LEVEL: tuple[str, ...] = tuple(BATTERY)
 
 # End-to-end entry (collector/audit/e2e.py: canary devices of real in-memory fleet runs,
 # values decoded from the trace); imported last, it builds on the definitions above.
-from collector.audit.e2e import fleet_stream_spec  # noqa: E402
+from ldpfleet.app.audit_fleet import fleet_stream_spec  # noqa: E402
 
 BATTERY["fleet-stream"] = fleet_stream_spec
 
 # Graph canaries (CADR-LDP degree release) and the secure-aggregation view
 # (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).
-from collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
-from collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 
 BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY)

@@ -24,10 +24,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-
-from collector.audit.selection import DistinguishingTest, event_counts, select_test
-from collector.audit.stats import check_gamma, eps_lower_bound
-from protocol.errors import ParameterError
+from ldpfleet.collector.audit.selection import DistinguishingTest, event_counts, select_test
+from ldpfleet.collector.audit.stats import check_gamma, eps_lower_bound
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["AuditResult", "Canary", "Witness", "WitnessResult", "audit", "audit_samples"]
 

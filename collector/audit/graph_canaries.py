@@ -70,9 +70,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.audit.core import Canary, Witness
-from protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.collector.audit.core import Canary, Witness
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 
 __all__ = [
     "GRAPH_BATTERY",
@@ -114,10 +113,10 @@ def cadr_release(
 ) -> np.ndarray:
     """One CADR-LDP run on (possibly asymmetric) adjacency lists (module docstring):
     the released noisy degree of every node, in node order."""
-    import protocol.dsr as dsr
-    from protocol.cadr_budget import CadrBudget
-    from protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-    from protocol.lpea import LpeaNode, RoundFinished
+    import ldpfleet.protocol.dsr as dsr
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+    from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
 
     n = len(lists)
     budget = CadrBudget(eps, alpha)
@@ -337,7 +336,7 @@ def _entry(kind: str, *, leaves: int = STAR_LEAVES, theta: int = THETA, symmetri
     lists"`` (2 eps: module docstring) or ``"group"`` ((number of changed lists) x eps)."""
 
     def build(eps: float, delta: float):
-        from collector.audit.battery import AuditSpec
+        from ldpfleet.collector.audit.battery import AuditSpec
 
         gc = construction(kind, leaves=leaves, symmetric=symmetric)
         factor = {"eps": 1, "two lists": 2, "group": len(gc.changed())}[claim]

@@ -33,9 +33,8 @@ default 1,000 sessions per world (500 + 500) take about 5 s for both worlds.
 from __future__ import annotations
 
 import numpy as np
-
-from collector.audit.core import Canary, Witness
-from protocol import topics
+from ldpfleet.collector.audit.core import Canary, Witness
+from ldpfleet.protocol import topics
 
 __all__ = ["SECAGG_BATTERY", "secagg_session", "secagg_witnesses", "view_columns"]
 
@@ -56,11 +55,11 @@ def view_columns(n: int = SECAGG_CLIENTS) -> list[str]:
 def secagg_session(inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One SecAgg session of ``len(inputs)`` clients with scalar inputs; returns the
     server's view row (module docstring)."""
-    from protocol.secagg import crypto, shamir
-    from protocol.secagg.client import SecAggClient, self_mask, unpack_vector
-    from protocol.secagg.encoding import FixedPoint, sub_mod
-    from protocol.secagg.messages import SaMasked, SaUnmask
-    from protocol.secagg.server import SecAggServer, SumReady
+    from ldpfleet.protocol.secagg import crypto, shamir
+    from ldpfleet.protocol.secagg.client import SecAggClient, self_mask, unpack_vector
+    from ldpfleet.protocol.secagg.encoding import FixedPoint, sub_mod
+    from ldpfleet.protocol.secagg.messages import SaMasked, SaUnmask
+    from ldpfleet.protocol.secagg.server import SecAggServer, SumReady
 
     n = len(inputs)
     fixed = FixedPoint(0.0, 1.0, 1.0, bits=SECAGG_BITS)
@@ -144,7 +143,7 @@ def secagg_witnesses(n: int = SECAGG_CLIENTS) -> dict[str, Witness]:
 def _secagg(eps: float, delta: float):
     """Battery entry: the claim is eps = 0 whatever budget the caller passes (``ldpfleet
     audit all`` passes 0.5, 1, 2; the JSON then shows eps_claimed = 0)."""
-    from collector.audit.battery import AuditSpec
+    from ldpfleet.collector.audit.battery import AuditSpec
 
     del eps
     n = SECAGG_CLIENTS

@@ -19,10 +19,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.collector.audit.stats import check_gamma, eps_lower_bound
+from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
-
-from collector.audit.stats import check_gamma, eps_lower_bound
-from protocol.errors import ParameterError
 
 __all__ = ["DistinguishingTest", "event_counts", "select_test"]
 

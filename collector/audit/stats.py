@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import math
 
+from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
-
-from protocol.errors import ParameterError
 
 __all__ = ["check_gamma", "clopper_pearson_lower", "clopper_pearson_upper", "eps_lower_bound"]
 

@@ -12,27 +12,36 @@ ledger-charged window release) is described in ``docs/gcdp-fleet.md``.
 
 from __future__ import annotations
 
-from collector.gcdp.allocation import (
+from ldpfleet.collector.gcdp.allocation import (
     ada_allocation,
     allocate_budget,
     fit_total,
     risk_allocation,
     uniform_allocation,
 )
-from collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
-from collector.gcdp.cache import CachedCalibration, CacheDecision, DriftMonitor, summary_distance
-from collector.gcdp.constants import GcdpConstants, eps_min_for
-from collector.gcdp.correlation import lagged_abs_pearson
-from collector.gcdp.fleet_calibration import ADJACENCY, FleetTheta, calibrate_fleet
-from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
-from collector.gcdp.graph import CalibrationGraph, build_calibration_graph, calibrate_from_data
-from collector.gcdp.private_calibration import (
+from ldpfleet.collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
+from ldpfleet.collector.gcdp.cache import (
+    CachedCalibration,
+    CacheDecision,
+    DriftMonitor,
+    summary_distance,
+)
+from ldpfleet.collector.gcdp.constants import GcdpConstants, eps_min_for
+from ldpfleet.collector.gcdp.correlation import lagged_abs_pearson
+from ldpfleet.collector.gcdp.fleet_calibration import ADJACENCY, FleetTheta, calibrate_fleet
+from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.graph import (
+    CalibrationGraph,
+    build_calibration_graph,
+    calibrate_from_data,
+)
+from ldpfleet.collector.gcdp.private_calibration import (
     PrivateCalibration,
     PrivateCalibrationRelease,
     PrivateTheta,
 )
-from collector.gcdp.release import laplace_release, project
-from collector.gcdp.sensitivity import (
+from ldpfleet.collector.gcdp.release import laplace_release, project
+from ldpfleet.collector.gcdp.sensitivity import (
     clipped_range_bound,
     compression_set,
     count_bound,
@@ -43,8 +52,12 @@ from collector.gcdp.sensitivity import (
     mean_bound,
     release_scales,
 )
-from collector.gcdp.validate import ReleaseParameters, check_release_parameters, exact_excess
-from collector.gcdp.windows import (
+from ldpfleet.collector.gcdp.validate import (
+    ReleaseParameters,
+    check_release_parameters,
+    exact_excess,
+)
+from ldpfleet.collector.gcdp.windows import (
     GcdpReleaser,
     ReleaseRefused,
     WindowAssembler,

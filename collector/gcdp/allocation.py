@@ -33,10 +33,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-
-from collector.gcdp.constants import eps_min_for
-from collector.gcdp.sensitivity import coordinate_nodes
-from collector.gcdp.validate import (
+from ldpfleet.collector.gcdp.constants import eps_min_for
+from ldpfleet.collector.gcdp.sensitivity import coordinate_nodes
+from ldpfleet.collector.gcdp.validate import (
     check_allocation_floor,
     exact_excess,
     integer_at_least,

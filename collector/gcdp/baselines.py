@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from collector.gcdp.allocation import allocate_budget, uniform_allocation
-from collector.gcdp.gaussian import analytic_gaussian_sigma
-from collector.gcdp.release import laplace_release, project
-from collector.gcdp.sensitivity import l2_certificate
-from collector.gcdp.validate import nonnegative_vector, positive_real, real_in_range
+from ldpfleet.collector.gcdp.allocation import allocate_budget, uniform_allocation
+from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.release import laplace_release, project
+from ldpfleet.collector.gcdp.sensitivity import l2_certificate
+from ldpfleet.collector.gcdp.validate import nonnegative_vector, positive_real, real_in_range
 
 __all__ = ["ada_dp", "gau_dp", "gc_dp", "lap_dp", "non_private", "risk_dp"]
 

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["CacheDecision", "CachedCalibration", "DriftMonitor", "summary_distance"]
 

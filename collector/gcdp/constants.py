@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collector.gcdp.validate import integer_at_least, positive_real, real_in_range
+from ldpfleet.collector.gcdp.validate import integer_at_least, positive_real, real_in_range
 
 __all__ = ["EPS_REL_GRID", "TAU_GRID", "GcdpConstants", "eps_min_for"]
 

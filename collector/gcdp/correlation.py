@@ -18,9 +18,8 @@ never touches protected records.
 from __future__ import annotations
 
 import numpy as np
-
-from collector.gcdp.validate import integer_at_least, real_in_range
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.validate import integer_at_least, real_in_range
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["lagged_abs_pearson", "lagged_correlations"]
 

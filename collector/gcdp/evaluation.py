@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "CHANNELS",

@@ -31,18 +31,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.gcdp.allocation import allocate_budget, uniform_allocation
-from collector.gcdp.evaluation import label_utility, window_means
-from collector.gcdp.graph import calibrate_from_data
-from collector.gcdp.sensitivity import (
+from ldpfleet.collector.gcdp.allocation import allocate_budget, uniform_allocation
+from ldpfleet.collector.gcdp.evaluation import label_utility, window_means
+from ldpfleet.collector.gcdp.graph import calibrate_from_data
+from ldpfleet.collector.gcdp.sensitivity import (
     empirical_influence,
     masking_deltas,
     mean_bound,
     release_scales,
 )
-from collector.gcdp.validate import check_release_parameters, positive_real, real_in_range
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.validate import check_release_parameters, positive_real, real_in_range
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["ADJACENCY", "FLEET_METHODS", "FleetTheta", "calibrate_fleet"]
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import math
 
+from ldpfleet.collector.gcdp.validate import positive_real, real_in_range
+from ldpfleet.protocol.errors import ParameterError
 from scipy.special import log_ndtr
-
-from collector.gcdp.validate import positive_real, real_in_range
-from protocol.errors import ParameterError
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_sigma"]
 

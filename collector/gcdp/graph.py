@@ -23,10 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.gcdp.correlation import lagged_abs_pearson
-from collector.gcdp.validate import integer_at_least, real_in_range
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.correlation import lagged_abs_pearson
+from ldpfleet.collector.gcdp.validate import integer_at_least, real_in_range
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "CalibrationGraph",

@@ -69,20 +69,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from collector.gcdp.allocation import allocate_budget
-from collector.gcdp.constants import TAU_GRID, GcdpConstants
-from collector.gcdp.graph import CalibrationGraph, build_calibration_graph
-from collector.gcdp.sensitivity import release_scales
-from collector.gcdp.validate import (
+from ldpfleet.collector.gcdp.allocation import allocate_budget
+from ldpfleet.collector.gcdp.constants import TAU_GRID, GcdpConstants
+from ldpfleet.collector.gcdp.graph import CalibrationGraph, build_calibration_graph
+from ldpfleet.collector.gcdp.sensitivity import release_scales
+from ldpfleet.collector.gcdp.validate import (
     integer_at_least,
     positive_real,
     real_in_range,
     unit_vector,
 )
-from protocol.errors import BudgetExhausted, ParameterError
-from protocol.exponential import ExponentialMechanism
-from protocol.ledger import PrivacyLedger, WindowAccount
+from ldpfleet.protocol.errors import BudgetExhausted, ParameterError
+from ldpfleet.protocol.exponential import ExponentialMechanism
+from ldpfleet.protocol.ledger import PrivacyLedger, WindowAccount
 
 __all__ = [
     "CAL_ACCOUNT",

@@ -17,9 +17,8 @@ is released without noise, as the theorem allows. Randomness comes only from the
 from __future__ import annotations
 
 import numpy as np
-
-from collector.gcdp.validate import check_release_parameters, finite_vector
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.validate import check_release_parameters, finite_vector
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["laplace_release", "project"]
 

@@ -40,16 +40,15 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
-from collector.gcdp.graph import CalibrationGraph
-from collector.gcdp.validate import (
+from ldpfleet.collector.gcdp.graph import CalibrationGraph
+from ldpfleet.collector.gcdp.validate import (
     finite_vector,
     integer_at_least,
     nonnegative_vector,
     positive_real,
     real_in_range,
 )
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "clipped_range_bound",

@@ -27,10 +27,9 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol.errors import ParameterError
-from protocol.ledger import REL_TOL
-from protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.ledger import REL_TOL
+from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
     "ReleaseParameters",

@@ -36,14 +36,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from collector.gcdp.fleet_calibration import FleetTheta
-from collector.gcdp.release import laplace_release
-from protocol import topics
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
-from protocol.events import Event, Machine
-from protocol.ledger import PrivacyLedger, WindowAccount
-from protocol.messages import GcdpRelease
+from ldpfleet.collector.gcdp.fleet_calibration import FleetTheta
+from ldpfleet.collector.gcdp.release import laplace_release
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from ldpfleet.protocol.events import Event, Machine
+from ldpfleet.protocol.ledger import PrivacyLedger, WindowAccount
+from ldpfleet.protocol.messages import GcdpRelease
 
 __all__ = [
     "RELEASE_ACCOUNT",

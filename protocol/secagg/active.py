@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from protocol.errors import ParameterError
-from protocol.secagg import crypto
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.secagg import crypto
 
 TRANSCRIPT_PREFIX = b"ldpfleet/secagg/v1/"
 

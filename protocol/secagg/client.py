@@ -64,15 +64,14 @@ from typing import NamedTuple
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-from protocol import topics
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, Machine
-from protocol.messages import Message
-from protocol.secagg import active as signing
-from protocol.secagg import crypto, shamir
-from protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
-from protocol.secagg.messages import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, Machine
+from ldpfleet.protocol.messages import Message
+from ldpfleet.protocol.secagg import active as signing
+from ldpfleet.protocol.secagg import crypto, shamir
+from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from ldpfleet.protocol.secagg.messages import (
     PeerKeys,
     RevealedShare,
     SaAbort,

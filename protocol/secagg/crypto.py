@@ -43,8 +43,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-from protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 
 RandomBytes = Callable[[int], bytes]
 

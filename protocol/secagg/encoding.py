@@ -25,8 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 BITS = (32, 64)
 MAX_FLOAT_EXACT = 2**53

@@ -42,8 +42,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from protocol.errors import ParameterError
-from protocol.secagg.crypto import uniform_below
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.secagg.crypto import uniform_below
 
 RandomBytes = Callable[[int], bytes]
 

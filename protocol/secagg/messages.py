@@ -41,9 +41,8 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
+from ldpfleet.protocol.messages import Ident, Message, Reason
 from msgspec import Meta
-
-from protocol.messages import Ident, Message, Reason
 
 MAX_PARTICIPANTS = 10_000  # devices per session (full pairwise graphs stop well before)
 MAX_DIM = 100_000  # vector entries per aggregation

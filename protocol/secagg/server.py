@@ -72,17 +72,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-from protocol import topics
-from protocol.errors import LocalProtocolError, ParameterError, ProtocolError, RemoteProtocolError
-from protocol.events import Event, PeerFacingMachine
-from protocol.messages import Message
-from protocol.secagg import active as signing
-from protocol.secagg import crypto, shamir
-from protocol.secagg import graph as graphs
-from protocol.secagg.client import apply_pairwise, pairwise_mask, self_mask, unpack_vector
-from protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
-from protocol.secagg.messages import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import (
+    LocalProtocolError,
+    ParameterError,
+    ProtocolError,
+    RemoteProtocolError,
+)
+from ldpfleet.protocol.events import Event, PeerFacingMachine
+from ldpfleet.protocol.messages import Message
+from ldpfleet.protocol.secagg import active as signing
+from ldpfleet.protocol.secagg import crypto, shamir
+from ldpfleet.protocol.secagg import graph as graphs
+from ldpfleet.protocol.secagg.client import apply_pairwise, pairwise_mask, self_mask, unpack_vector
+from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from ldpfleet.protocol.secagg.messages import (
     MAX_DIM,
     MAX_PARTICIPANTS,
     MAX_ROUND,

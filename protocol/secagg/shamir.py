@@ -32,8 +32,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
-from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.secagg.crypto import uniform_below
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.secagg.crypto import uniform_below
 
 RandomBytes = Callable[[int], bytes]
 

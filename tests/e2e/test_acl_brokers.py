@@ -15,13 +15,13 @@ import contextlib
 import os
 
 import pytest
+from ldpfleet.broker.auth import ADMIN, Credentials, write_mosquitto_files
+from ldpfleet.broker.embedded import EmbeddedBroker
+from ldpfleet.broker.mqtt import BrokerAddress, MqttTransport
+from ldpfleet.broker.transport import TransportError
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from broker.auth import ADMIN, Credentials, write_mosquitto_files
-from broker.embedded import EmbeddedBroker
-from broker.mqtt import BrokerAddress, MqttTransport
-from broker.transport import TransportError
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import free_port
 from tests.mosquitto_process import MosquittoProcess
 from tests.unit.test_acl import (

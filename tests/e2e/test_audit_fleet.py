@@ -11,12 +11,18 @@ import json
 import numpy as np
 import pytest
 import typer
+from ldpfleet.app.audit_cli import audit_command
+from ldpfleet.app.audit_fleet import (
+    DEFAULT_TRIALS,
+    FLEET_W,
+    run_fleet_audit,
+    run_world,
+    trace_windows,
+)
+from ldpfleet.collector.audit.battery import BATTERY, run_audit
+from ldpfleet.collector.store import ReportStore
 from typer.testing import CliRunner
 
-from collector.audit.battery import BATTERY, run_audit
-from collector.audit.e2e import DEFAULT_TRIALS, FLEET_W, run_fleet_audit, run_world, trace_windows
-from collector.store import ReportStore
-from scenarios.audit_cli import audit_command
 from tests.unit.audit_mutants import (
     batch_sends_readings,
     ledger_not_charging,

@@ -12,15 +12,14 @@ import sqlite3
 
 import numpy as np
 import pytest
-
-from broker.transport import MemoryTransport
-from collector.theta_search import local_error, theta_by_deviation
-from devices.graphs import generate
-from protocol import codec, topics
-from protocol.cadr_messages import DsrReport
-from scenarios.cadr_run import run_cadr_fleet
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.collector.theta_search import local_error, theta_by_deviation
+from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
 GRAPH = generate("barabasi_albert", 40, seed=5, m=3)
 EPS_DSR = 0.9 * 3.0
@@ -141,9 +140,8 @@ async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url)
 
 
 def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(tmp_path):
+    from ldpfleet.app.cli import app
     from typer.testing import CliRunner
-
-    from scenarios.cli import app
 
     scenario = tmp_path / "tiny.toml"
     scenario.write_text(SCENARIO)

@@ -12,9 +12,9 @@ import socket
 import sys
 
 import pytest
+from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
-from scenarios.cli import app
 from tests.conftest import ROOT
 
 runner = CliRunner()
@@ -151,7 +151,7 @@ def test_bench_fleet_prints_json():
 async def test_collector_and_two_fleet_shards_as_separate_processes(mosquitto_url, tmp_path):
     run = f"procs-{secrets.token_hex(3)}"
     scenario = str(ROOT / "scenarios" / "quickstart.toml")
-    base = [sys.executable, "-m", "scenarios.cli"]
+    base = [sys.executable, "-m", "ldpfleet.app.cli"]
 
     async def spawn(*args: str):
         return await asyncio.create_subprocess_exec(

@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 from typer.testing import CliRunner
-
-from scenarios.cli import app
-from scenarios.runner import run_scenario
-from scenarios.schema import ScenarioError, parse_scenario
 
 PERIODIC = """
 [scenario]

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
-from scenarios.cli import app
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.faults
@@ -83,7 +83,7 @@ def test_collector_killed_mid_stream_and_restarted_loses_and_doubles_nothing(
     run = f"kill9-{secrets.token_hex(3)}"
     out = tmp_path / "col"
     store = out / "collector.sqlite"
-    base = [sys.executable, "-m", "scenarios.cli"]
+    base = [sys.executable, "-m", "ldpfleet.app.cli"]
     collector_cmd = [*base, "collector", str(scenario), "--broker", mosquitto_url]
     collector_cmd += ["--run", run, "--out", str(out)]
     fleet_cmd = [*base, "fleet", str(scenario), "--broker", mosquitto_url, "--run", run]

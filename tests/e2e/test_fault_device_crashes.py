@@ -15,10 +15,10 @@ import json
 
 import numpy as np
 import pytest
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from collector.store import ReportStore
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import MOSQUITTO, ROOT, broker_for
 
 pytestmark = pytest.mark.faults
@@ -106,9 +106,8 @@ async def test_crashed_devices_complete_their_data_or_are_reported_missing(broke
 def test_the_faults_scenario_shows_injected_faults_and_the_recovery(tmp_path):
     """``ldpfleet run scenarios/faults.toml``: results.json says what was injected and
     how the run recovered, with counts that add up."""
+    from ldpfleet.app.cli import app
     from typer.testing import CliRunner
-
-    from scenarios.cli import app
 
     result = CliRunner().invoke(
         app, ["run", str(ROOT / "scenarios" / "faults.toml"), "--broker", "memory",

@@ -19,9 +19,9 @@ import sqlite3
 
 import numpy as np
 import pytest
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import free_port
 from tests.e2e.test_fault_reconnect import BATCHES, DEVICES, PACED, stored
 from tests.mosquitto_process import MosquittoProcess

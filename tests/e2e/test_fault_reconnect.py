@@ -13,11 +13,10 @@ import asyncio
 
 import numpy as np
 import pytest
-
-from broker.transport import MemoryTransport
-from collector.store import ReportStore
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
 pytestmark = pytest.mark.faults
 

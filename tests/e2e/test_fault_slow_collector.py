@@ -14,9 +14,9 @@ that nothing is lost and that the stored values are the clean run's. Memory and 
 from __future__ import annotations
 
 import pytest
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import MOSQUITTO, broker_for
 from tests.e2e.test_fault_device_crashes import store_rows
 

@@ -4,12 +4,12 @@ each device's ACL enforced at the gateway."""
 from __future__ import annotations
 
 import pytest
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.transport import ConnectionRefused, MemoryTransport, TransportError
+from ldpfleet.devices.gateway import Gateway
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from broker.auth import Credentials
-from broker.transport import ConnectionRefused, MemoryTransport, TransportError
-from devices.gateway import Gateway
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import MOSQUITTO, broker_for
 from tests.e2e.test_fault_device_crashes import store_rows
 

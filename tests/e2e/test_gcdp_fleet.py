@@ -8,15 +8,15 @@ import json
 
 import numpy as np
 import pytest
+from ldpfleet.broker.trace import TraceFilter, open_readonly, rows
+from ldpfleet.collector.gcdp import gc_dp
+from ldpfleet.collector.gcdp_stage import release_rng
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.messages import GcdpRelease, Hello, SwReport
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import load_scenario
 
-from broker.trace import TraceFilter, open_readonly, rows
-from collector.gcdp import gc_dp
-from collector.gcdp_stage import release_rng
-from collector.store import ReportStore
-from protocol import codec, topics
-from protocol.messages import GcdpRelease, Hello, SwReport
-from scenarios.runner import run_scenario
-from scenarios.schema import load_scenario
 from tests.conftest import ROOT
 
 SCENARIO = ROOT / "scenarios" / "occupancy-release.toml"

@@ -14,15 +14,14 @@ import random
 
 import numpy as np
 import pytest
-
-from broker.transport import MemoryTransport
-from collector.lpea_rounds import run_lpea_rounds
-from collector.projection import kept_edge_ratio, lpea
-from devices.graphs import Graph, generate
-from devices.lpea_agent import LpeaAgent
-from protocol import codec, topics
-from protocol.errors import RemoteProtocolError
-from protocol.lpea import LpeaDone, LpeaNode, LpeaRound
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.collector.lpea_rounds import run_lpea_rounds
+from ldpfleet.collector.projection import kept_edge_ratio, lpea
+from ldpfleet.devices.graphs import Graph, generate
+from ldpfleet.devices.lpea_agent import LpeaAgent
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.lpea import LpeaDone, LpeaNode, LpeaRound
 
 RUN = "lpea-e2e"
 THETA = 4

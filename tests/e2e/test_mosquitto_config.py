@@ -6,10 +6,10 @@ import asyncio
 import os
 
 import pytest
+from ldpfleet.broker.mqtt import BrokerAddress, broker_reachable
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
-from broker.mqtt import BrokerAddress, broker_reachable
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 from tests.conftest import ROOT, free_port, mosquitto_binary
 
 SCENARIO = """

@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 
 import pytest
+from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.broker.mqtt_client import ConnectRefused, open_connection
+from ldpfleet.broker.mqtt_wire import PUBACK, Ack, PacketReader, Publish, encode_publish
+from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, TransportError
 
-from broker.mqtt import MqttTransport
-from broker.mqtt_client import ConnectRefused, open_connection
-from broker.mqtt_wire import PUBACK, Ack, PacketReader, Publish, encode_publish
-from broker.transport import ConnectionLost, ConnectionRefused, TransportError
 from tests.conftest import MOSQUITTO, broker_for, free_port
 from tests.mosquitto_process import MosquittoProcess
 
@@ -213,7 +213,7 @@ def test_round_trip_on_uvloop(mosquitto_url):
 
 
 def test_an_unknown_client_name_is_refused(monkeypatch):
-    from broker.mqtt import BrokerUrlError, mqtt_client_name
+    from ldpfleet.broker.mqtt import BrokerUrlError, mqtt_client_name
 
     monkeypatch.setenv("LDPFLEET_MQTT_CLIENT", "paho")
     with pytest.raises(
@@ -269,7 +269,7 @@ async def test_a_freed_window_slot_goes_to_the_first_waiting_publisher(monkeypat
     """Window of 2: a1 and a2 in flight, a3 waits. When a1's PUBACK arrives, the slot is
     a3's even if another publish (b1) starts before a3's task runs — the order on the
     wire stays a1, a2, a3, b1 (a newcomer used to take the freed slot first)."""
-    monkeypatch.setattr("broker.mqtt_client.WINDOW", 2)
+    monkeypatch.setattr("ldpfleet.broker.mqtt_client.WINDOW", 2)
     seen: list[bytes] = []
 
     async def record(reader, writer):

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ldpfleet.broker.mqtt import MqttConnection, MqttTransport
 
-from broker.mqtt import MqttConnection, MqttTransport
 from tests.conftest import service_missing
 
 pytestmark = [pytest.mark.rabbitmq_cluster, pytest.mark.slow]
@@ -145,8 +145,9 @@ async def sharded_run_equals_one_broker(tmp_path, collector_url: str, shard_urls
     """Run CLUSTER_RUN with fleet shard i on ``shard_urls[i]`` and the collector and the
     recorder on ``collector_url``: its stored reports and estimates must be those of the
     same run on one broker."""
-    from scenarios.runner import run_scenario
-    from scenarios.schema import parse_scenario
+    from ldpfleet.scenarios.runner import run_scenario
+    from ldpfleet.scenarios.schema import parse_scenario
+
     from tests.e2e.test_fault_device_crashes import store_rows
 
     scenario = parse_scenario(CLUSTER_RUN)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import re
 
+from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
-from scenarios.cli import app
 from tests.conftest import ROOT
 
 runner = CliRunner()

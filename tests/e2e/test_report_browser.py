@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
-from scenarios.cli import app
 from tests.conftest import ROOT, service_missing
 
 pytestmark = pytest.mark.browser

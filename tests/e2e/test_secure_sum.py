@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from ldpfleet.app.bench_secagg import bench_secagg
+from ldpfleet.app.cli import app
+from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
 from typer.testing import CliRunner
-
-from devices.secagg_agent import DROPOUT_STAGES
-from scenarios.bench_secagg import bench_secagg
-from scenarios.cli import app
 
 
 @pytest.mark.parametrize("stage", DROPOUT_STAGES)
@@ -110,9 +109,9 @@ dropout_stage = "after_shares"
 
 @pytest.mark.parametrize("broker", ["memory", "embedded"])
 async def test_secure_sum_stage_of_a_scenario(broker, tmp_path):
-    from broker.trace import TraceFilter, open_readonly, stats
-    from scenarios.runner import run_scenario
-    from scenarios.schema import parse_scenario
+    from ldpfleet.broker.trace import TraceFilter, open_readonly, stats
+    from ldpfleet.scenarios.runner import run_scenario
+    from ldpfleet.scenarios.schema import parse_scenario
 
     results = await run_scenario(parse_scenario(SCENARIO), broker=broker, out_dir=tmp_path)
     secure = results["secure_sum"]
@@ -126,7 +125,7 @@ async def test_secure_sum_stage_of_a_scenario(broker, tmp_path):
 
 
 def test_secure_sum_capacity_is_checked_when_the_scenario_loads():
-    from scenarios.schema import ScenarioError, parse_scenario
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
     with pytest.raises(ScenarioError, match="secure_sum"):
         parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nbits = 32\nscale = 1e9"))

@@ -9,15 +9,14 @@ import sqlite3
 
 import numpy as np
 import pytest
-
-from broker.trace import TraceFilter, format_line, open_readonly, rows
-from collector.store import ReportStore
-from devices.hostile import HostileClient
-from protocol import codec
-from protocol.messages import Hello, SwReport
-from protocol.sw import SquareWave
-from scenarios.runner import run_scenario
-from scenarios.schema import load_scenario, parse_scenario
+from ldpfleet.broker.trace import TraceFilter, format_line, open_readonly, rows
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.devices.hostile import HostileClient
+from ldpfleet.protocol import codec
+from ldpfleet.protocol.messages import Hello, SwReport
+from ldpfleet.protocol.sw import SquareWave
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import load_scenario, parse_scenario
 
 REQUIRED_KEYS = {
     "run",
@@ -217,7 +216,8 @@ async def test_a_finished_run_leaves_no_persistent_session_behind(
     lose reports); once the run is over they end them, or a long-lived broker would keep
     every run's sessions (and on RabbitMQ a durable queue each) for ever. Checked with
     the CONNACK's session-present flag for both client ids after a run on Mosquitto."""
-    from broker.mqtt_client import open_connection
+    from ldpfleet.broker.mqtt_client import open_connection
+
     from tests.conftest import MOSQUITTO_HOST, MOSQUITTO_PORT
 
     scenario = load_scenario(quickstart_path)

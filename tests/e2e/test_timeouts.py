@@ -10,13 +10,12 @@ import json
 import time
 
 import numpy as np
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.devices.agent import DeviceAgent
+from ldpfleet.protocol.stream import StreamReporter
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
-
-from broker.transport import MemoryTransport
-from devices.agent import DeviceAgent
-from protocol.stream import StreamReporter
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
 
 BASE = """
 [scenario]
@@ -124,7 +123,7 @@ async def test_agent_gives_up_on_a_collector_that_never_answers():
 
 
 def test_cli_exits_non_zero_with_one_sentence_on_run_timeout(tmp_path, monkeypatch):
-    from scenarios import cli
+    from ldpfleet.app import cli
 
     path = tmp_path / "s.toml"
     path.write_text(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
-from scenarios.cli import app
 from tests.conftest import ROOT
 
 SECURE = (

@@ -11,14 +11,14 @@ import shutil
 import sqlite3
 
 import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.app.trace_verify import verify_run
+from ldpfleet.devices.graphs import generate
+from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import load_scenario, parse_scenario
 from typer.testing import CliRunner
 
-from devices.graphs import generate
-from scenarios.cadr_run import run_cadr_fleet
-from scenarios.cli import app
-from scenarios.runner import run_scenario
-from scenarios.schema import load_scenario, parse_scenario
-from scenarios.trace_verify import verify_run
 from tests.conftest import ROOT
 
 STREAM = """

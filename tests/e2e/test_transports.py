@@ -9,12 +9,11 @@ import socket
 import sys
 
 import pytest
-
-from broker.embedded import EmbeddedBroker, EmbeddedBrokerError, EmbeddedBrokerProcess
-from broker.mqtt import BrokerUrlError, MqttTransport, parse_broker_url
-from broker.transport import MemoryTransport
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
+from ldpfleet.broker.embedded import EmbeddedBroker, EmbeddedBrokerError, EmbeddedBrokerProcess
+from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, parse_broker_url
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
 
 @pytest.mark.parametrize(
@@ -73,7 +72,7 @@ async def test_embedded_broker_in_a_child_process_and_the_broker_command():
         async with MqttTransport(broker.address).connect("probe") as conn:
             await conn.publish("ldp/t/ctl/x", b"1")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scenarios.cli", "broker", "--port", "0",
+        sys.executable, "-m", "ldpfleet.app.cli", "broker", "--port", "0",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
@@ -134,8 +133,8 @@ async def test_embedded_broker_routes_a_closed_connection_before_a_clean_reconne
     collector does to end its persistent session (``end_persistent_session``). amqtt
     cleared the old connection's queue of received PUBLISHes while it was still routing
     it: the last acknowledgements of a run were lost."""
-    from broker.auth import Credentials
-    from broker.session import end_persistent_session
+    from ldpfleet.broker.auth import Credentials
+    from ldpfleet.broker.session import end_persistent_session
 
     # with the run's ACL on, each PUBLISH awaits its topic check: the queue of received
     # PUBLISHes is still long when the client closes (how the race showed in a run)

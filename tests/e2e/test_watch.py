@@ -6,13 +6,12 @@ import asyncio
 import json
 
 import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.app.watch import FleetWatch, watch
+from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
-
-from broker.mqtt import MqttTransport
-from scenarios.cli import app
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
-from scenarios.watch import FleetWatch, watch
 
 SMALL = """
 [scenario]

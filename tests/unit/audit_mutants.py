@@ -11,14 +11,7 @@ import math
 
 import numpy as np
 
-import devices.fleet
-import protocol.dsr
-import protocol.exponential
-import protocol.laplace
-import protocol.ledger
-import protocol.rr
-import protocol.stream
-import protocol.sw
+from ldpfleet import devices, protocol
 
 
 def laplace_scale_halved(mp) -> None:

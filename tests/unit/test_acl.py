@@ -9,8 +9,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from broker.auth import (
+from ldpfleet.broker.auth import (
     ADMIN,
     PATTERNS,
     RULES,
@@ -469,7 +468,7 @@ def test_credentials_round_trip_and_ambient(tmp_path):
     assert loaded == creds and loaded.password("d0001") == creds.password("d0001")
     with pytest.raises(AuthError):
         Credentials.load(tmp_path / "missing.json")
-    from broker.auth import CREDENTIALS_ENV, ambient
+    from ldpfleet.broker.auth import CREDENTIALS_ENV, ambient
 
     assert ambient() is None
     with use_credentials(creds, export_dir=tmp_path):

@@ -10,10 +10,8 @@ import math
 import numpy as np
 import pytest
 import typer
-from scipy.stats import binomtest
-from typer.testing import CliRunner
-
-from collector.audit import (
+from ldpfleet.app.audit_cli import audit_all, audit_command, markdown_table
+from ldpfleet.collector.audit import (
     Canary,
     audit,
     audit_samples,
@@ -22,9 +20,11 @@ from collector.audit import (
     eps_lower_bound,
     select_test,
 )
-from collector.audit.battery import BATTERY, FUNCTION_LEVEL, build_spec, run_audit
-from protocol.errors import ParameterError
-from scenarios.audit_cli import audit_all, audit_command, markdown_table
+from ldpfleet.collector.audit.battery import BATTERY, FUNCTION_LEVEL, build_spec, run_audit
+from ldpfleet.protocol.errors import ParameterError
+from scipy.stats import binomtest
+from typer.testing import CliRunner
+
 from tests.unit.audit_mutants import MUTANTS, stream_eps0_is_eps
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import protocol.dsr
-from collector.audit.battery import BATTERY, run_audit
-from collector.audit.core import audit
-from collector.audit.graph_canaries import (
+from ldpfleet.collector.audit.battery import BATTERY, run_audit
+from ldpfleet.collector.audit.core import audit
+from ldpfleet.collector.audit.graph_canaries import (
     ALPHA,
     GRAPH_BATTERY,
     GRAPH_FINDINGS,
@@ -21,6 +19,8 @@ from collector.audit.graph_canaries import (
     graph_witnesses,
     node_pair_differs_in_one_list,
 )
+
+from ldpfleet import protocol
 
 KINDS = ("star", "star-edge", "er", "connected")
 

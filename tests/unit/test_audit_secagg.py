@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 
+import ldpfleet.protocol.secagg.client as client_module
 import numpy as np
 import typer
-from typer.testing import CliRunner
-
-import protocol.secagg.client as client_module
-from collector.audit.battery import build_spec, run_audit
-from collector.audit.secagg_view import (
+from ldpfleet.app.audit_cli import audit_command
+from ldpfleet.collector.audit.battery import build_spec, run_audit
+from ldpfleet.collector.audit.secagg_view import (
     ABORTED,
     MODULUS,
     SECAGG_CLIENTS,
@@ -20,8 +19,8 @@ from collector.audit.secagg_view import (
     secagg_witnesses,
     view_columns,
 )
-from protocol.secagg.encoding import add_mod
-from scenarios.audit_cli import audit_command
+from ldpfleet.protocol.secagg.encoding import add_mod
+from typer.testing import CliRunner
 
 
 def client0_skips_pairwise_masks(mp) -> None:

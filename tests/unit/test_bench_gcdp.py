@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import json
 
+import ldpfleet.app.bench_gcdp as bench
 import numpy as np
 import pytest
 import typer
-from typer.testing import CliRunner
-
-import scenarios.bench_gcdp as bench
-from collector.gcdp.evaluation import (
+from ldpfleet.collector.gcdp.evaluation import (
     f1_percent,
     fit_logistic,
     label_utility,
     load_occupancy,
     window_means,
 )
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
+from typer.testing import CliRunner
 
 WINDOW = 10
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 
+import ldpfleet.app.bench_gcdp as bench
 import numpy as np
 import pytest
-
-import scenarios.bench_gcdp as bench
-from collector.gcdp.evaluation import fit_one_vs_rest, macro_f1_percent
-from protocol.errors import ParameterError
-from scenarios.gcdp_datasets import WISDM_FEATURES, WisdmTable, load_intel, load_wisdm_arff
+from ldpfleet.app.gcdp_datasets import WISDM_FEATURES, WisdmTable, load_intel, load_wisdm_arff
+from ldpfleet.collector.gcdp.evaluation import fit_one_vs_rest, macro_f1_percent
+from ldpfleet.protocol.errors import ParameterError
 
 EPS = (0.5, 2.0)
 

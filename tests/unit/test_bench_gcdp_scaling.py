@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 
+import ldpfleet.app.bench_gcdp_scaling as scaling
 import numpy as np
 import pytest
 import typer
+from ldpfleet.protocol.errors import ParameterError
 from typer.testing import CliRunner
-
-import scenarios.bench_gcdp_scaling as scaling
-from protocol.errors import ParameterError
 
 WINDOW = 10
 
@@ -197,7 +196,7 @@ def test_commands(data, monkeypatch, tmp_path):
 
 
 def test_registered_in_cli():
-    from scenarios.cli import bench_app
+    from ldpfleet.app.cli import bench_app
 
     names = {c.name for c in bench_app.registered_commands}
     assert {"gcdp-timing", "gcdp-scaling"} <= names

@@ -8,20 +8,20 @@ import math
 
 import numpy as np
 import pytest
-
-from protocol import codec, topics
-from protocol.cadr_collect import DsrIntake
-from protocol.cadr_device import CadrDevice
-from protocol.events import Rejected
-from protocol.messages import Ack, BudgetRefused, SwReport
-from protocol.peer_relay import PeerRelay, PhaseFinished
-from protocol.stream import (
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_collect import DsrIntake
+from ldpfleet.protocol.cadr_device import CadrDevice
+from ldpfleet.protocol.events import Rejected
+from ldpfleet.protocol.messages import Ack, BudgetRefused, SwReport
+from ldpfleet.protocol.peer_relay import PeerRelay, PhaseFinished
+from ldpfleet.protocol.stream import (
     LEDGER_ACCOUNT,
     BudgetRefusal,
     ReadingsRefused,
     StageClosed,
     StreamReporter,
 )
+
 from tests.unit.test_cadr_device import GRAPH, RUN, build, ctl, plan, pump, theta_msg
 from tests.unit.test_stream_machines import COLLECTOR, Fleet, make_config, readings
 from tests.unit.test_stream_machines import RUN as STREAM_RUN
@@ -229,6 +229,6 @@ def test_dsr_intake_stops_waiting_for_a_refused_device():
 
 
 def _dsr(sender, value):
-    from protocol.cadr_messages import DsrReport
+    from ldpfleet.protocol.cadr_messages import DsrReport
 
     return DsrReport(run=RUN, sender=sender, seq=5, value=value, theta=10, eps=2.7)

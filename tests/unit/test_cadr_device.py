@@ -7,16 +7,15 @@ import math
 
 import numpy as np
 import pytest
-
-from collector.theta_search import DeviationSearch, theta_by_deviation
-from devices.graphs import generate
-from protocol import codec, topics
-from protocol.cadr_collect import DsrAccepted, DsrIntake
-from protocol.cadr_device import CadrDevice, Released
-from protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
-from protocol.errors import RemoteProtocolError
-from protocol.messages import Ack
-from protocol.peer_relay import RELAY_ID, PeerDelivery, PeerItem, PeerRelay, PhaseFinished
+from ldpfleet.collector.theta_search import DeviationSearch, theta_by_deviation
+from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
+from ldpfleet.protocol.cadr_device import CadrDevice, Released
+from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import Ack
+from ldpfleet.protocol.peer_relay import RELAY_ID, PeerDelivery, PeerItem, PeerRelay, PhaseFinished
 
 RUN = "cadr-unit"
 

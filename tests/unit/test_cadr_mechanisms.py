@@ -13,26 +13,25 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
-
-from collector.theta_search import (
+from ldpfleet.collector.theta_search import (
     deviation_target,
     local_error,
     theta_by_deviation,
     theta_by_sum,
     thm35_bound,
 )
-from protocol.cadr_budget import ACCOUNT, CadrBudget
-from protocol.dsr import dsr_release, dsr_scale, post_process_distribution
-from protocol.errors import BudgetExhausted, ParameterError, RemoteProtocolError
-from protocol.exponential import (
+from ldpfleet.protocol.cadr_budget import ACCOUNT, CadrBudget
+from ldpfleet.protocol.dsr import dsr_release, dsr_scale, post_process_distribution
+from ldpfleet.protocol.errors import BudgetExhausted, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.exponential import (
     ExponentialMechanism,
     ndoe_partitions,
     ndoe_scores,
     ndoe_sensitivity,
 )
-from protocol.rr import WarnerRR
-from protocol.sw import EPS_MAX
+from ldpfleet.protocol.rr import WarnerRR
+from ldpfleet.protocol.sw import EPS_MAX
+from scipy import stats
 
 # Two-sided normal quantile for a false-failure rate of 1e-6: P(|Z| > z) = 1e-6
 # <=> z = Phi^-1(1 - 5e-7) = 4.89..., rounded up to 4.9.

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from collector.cadr_reference import METHODS, choose_theta, private_run, summarise
-from devices.graphs import generate
+from ldpfleet.collector.cadr_reference import METHODS, choose_theta, private_run, summarise
+from ldpfleet.devices.graphs import generate
 
 
 @pytest.fixture(scope="module")

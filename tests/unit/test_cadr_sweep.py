@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import json
 
+import ldpfleet.collector.cadr_reference as ref
 import numpy as np
 import pytest
 import typer
-from scipy.stats import gamma
-from typer.testing import CliRunner
-
-import collector.cadr_reference as ref
-from collector.cadr_reference import METHODS, choose_theta, private_run, sum_of_local_errors
-from collector.theta_search import local_error
-from devices.graphs import generate
-from protocol.cadr_budget import CadrBudget
-from protocol.errors import ParameterError
-from protocol.rr import WarnerRR
-from scenarios.cadr_sweep import (
+from ldpfleet.app.cadr_sweep import (
     bench_cadr_sweep,
     cadr_sweep,
     markdown,
@@ -26,6 +17,19 @@ from scenarios.cadr_sweep import (
     parse_thetas,
     shape_check,
 )
+from ldpfleet.collector.cadr_reference import (
+    METHODS,
+    choose_theta,
+    private_run,
+    sum_of_local_errors,
+)
+from ldpfleet.collector.theta_search import local_error
+from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.rr import WarnerRR
+from scipy.stats import gamma
+from typer.testing import CliRunner
 
 EPS, ALPHA = 3.0, 0.5  # α = 1/2: a DSR at ε instead of (1-α)ε halves the noise (see below)
 

@@ -22,10 +22,9 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from protocol import codec
-from protocol.errors import RemoteProtocolError
-from protocol.messages import SCHEMA_VERSION, GcdpRelease
+from ldpfleet.protocol import codec
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import SCHEMA_VERSION, GcdpRelease
 
 EXAMPLES = 500
 FUZZ = settings(
@@ -179,17 +178,18 @@ def test_every_message_class_of_the_protocol_is_fuzzed():
     import importlib
     import pkgutil
 
-    import protocol
-    from protocol.messages import Message
+    from ldpfleet.protocol.messages import Message
 
-    for module in pkgutil.walk_packages(protocol.__path__, "protocol."):
+    from ldpfleet import protocol
+
+    for module in pkgutil.walk_packages(protocol.__path__, "ldpfleet.protocol."):
         importlib.import_module(module.name)
 
     def leaves(cls: type) -> set[type]:
         subclasses = cls.__subclasses__()
         return {cls} if not subclasses else set().union(*(leaves(c) for c in subclasses))
 
-    defined = {c for c in leaves(Message) if c.__module__.startswith("protocol.")}
+    defined = {c for c in leaves(Message) if c.__module__.startswith("ldpfleet.protocol.")}
     assert defined <= set(TYPES), sorted(t.__name__ for t in defined - set(TYPES))
     assert len(TYPES) == len(set(IDS)) >= 35
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from collector.analytics import reconstruct_streams
-from collector.cpr import cpr, phase_buckets
-from collector.metrics import cosine_distance
-from collector.reconstruct import RECONSTRUCTIONS, compatible, reconstruct
-from devices.periodic import make_trial, periodic_stream, template
-from protocol.laplace import LaplaceMechanism
-from protocol.stream import StreamConfig
-from protocol.sw import SquareWave
+from ldpfleet.collector.analytics import reconstruct_streams
+from ldpfleet.collector.cpr import cpr, phase_buckets
+from ldpfleet.collector.metrics import cosine_distance
+from ldpfleet.collector.reconstruct import RECONSTRUCTIONS, compatible, reconstruct
+from ldpfleet.devices.periodic import make_trial, periodic_stream, template
+from ldpfleet.protocol.laplace import LaplaceMechanism
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import SquareWave
 
 
 def composite(period: int, n: int) -> np.ndarray:

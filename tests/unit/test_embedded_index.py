@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.embedded import _IndexedSubscriptions
+from ldpfleet.broker.embedded import _IndexedSubscriptions
 
 
 def test_a_dispatch_sees_only_the_exact_filter_and_the_wildcards():

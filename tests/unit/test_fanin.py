@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from broker.fanin import fan_in
-from broker.transport import MemoryTransport
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.transport import MemoryTransport
 
 
 async def test_devices_are_spread_over_connections_and_everything_is_merged():

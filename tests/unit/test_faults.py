@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from ldpfleet.devices.faults import crash_plan
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
-from devices.faults import crash_plan
-from scenarios.schema import ScenarioError, parse_scenario
 from tests.conftest import ROOT
 
 FAULTS = (ROOT / "scenarios" / "faults.toml").read_text()

@@ -10,16 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from collector.gcdp.allocation import (
+from ldpfleet.collector.gcdp.allocation import (
     ada_allocation,
     allocate_budget,
     fit_total,
     risk_allocation,
     uniform_allocation,
 )
-from collector.gcdp.validate import exact_excess
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.validate import exact_excess
+from ldpfleet.protocol.errors import ParameterError
 
 unit = st.floats(0.0, 1.0)
 

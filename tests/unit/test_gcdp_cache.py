@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from collector.gcdp.cache import CachedCalibration, DriftMonitor, summary_distance
-from protocol.errors import BudgetExhausted, ParameterError
-from protocol.ledger import BudgetAccount, PrivacyLedger
+from ldpfleet.collector.gcdp.cache import CachedCalibration, DriftMonitor, summary_distance
+from ldpfleet.protocol.errors import BudgetExhausted, ParameterError
+from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
 
 
 def counting_calibration():
@@ -86,8 +85,8 @@ def test_distance_and_monitor_parameters_are_validated():
 
 
 def test_a_real_calibration_graph_is_cached_until_the_correlations_move():
-    from collector.gcdp import calibrate_from_data
-    from collector.gcdp.private_calibration import upper_pairs
+    from ldpfleet.collector.gcdp import calibrate_from_data
+    from ldpfleet.collector.gcdp.private_calibration import upper_pairs
 
     rng = np.random.default_rng(0)
     base = rng.normal(size=(400, 4))

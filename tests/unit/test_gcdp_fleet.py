@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from collector.gcdp import (
+from ldpfleet.collector.gcdp import (
     GcdpReleaser,
     WindowAssembler,
     allocate_budget,
@@ -19,13 +18,13 @@ from collector.gcdp import (
     mean_bound,
     release_scales,
 )
-from collector.gcdp.windows import RELEASE_ACCOUNT, ReleaseRefused, WindowReleased
-from protocol import codec, topics
-from protocol.errors import LocalProtocolError, ParameterError
-from protocol.ledger import PrivacyLedger, RawAccount
-from protocol.messages import GcdpRelease, SwReport
-from protocol.raw import RawMechanism
-from protocol.stream import ReportAccepted, StreamCollector, StreamConfig, StreamReporter
+from ldpfleet.collector.gcdp.windows import RELEASE_ACCOUNT, ReleaseRefused, WindowReleased
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError
+from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount
+from ldpfleet.protocol.messages import GcdpRelease, SwReport
+from ldpfleet.protocol.raw import RawMechanism
+from ldpfleet.protocol.stream import ReportAccepted, StreamCollector, StreamConfig, StreamReporter
 
 M, W, STEPS = 4, 5, 23  # 4 windows of 5 steps; steps 20..22 are a trailing partial window
 

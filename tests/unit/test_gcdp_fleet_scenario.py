@@ -8,11 +8,17 @@ import re
 import msgspec
 import numpy as np
 import pytest
+from ldpfleet.collector.gcdp import calibrate_fleet
+from ldpfleet.collector.gcdp_stage import GcdpStage, load_calibration, release_rng
+from ldpfleet.devices.sources import CsvSpec, SourceError, channel_bounds, csv_stream, load_table
+from ldpfleet.scenarios.schema import (
+    CsvSource,
+    GcdpSection,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+)
 
-from collector.gcdp import calibrate_fleet
-from collector.gcdp_stage import GcdpStage, load_calibration, release_rng
-from devices.sources import CsvSpec, SourceError, channel_bounds, csv_stream, load_table
-from scenarios.schema import CsvSource, GcdpSection, ScenarioError, load_scenario, parse_scenario
 from tests.conftest import ROOT
 
 RELEASE = ROOT / "scenarios" / "occupancy-release.toml"

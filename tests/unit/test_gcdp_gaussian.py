@@ -7,9 +7,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from ldpfleet.protocol.errors import ParameterError
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,11 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from ldpfleet.collector.gcdp.correlation import lagged_abs_pearson, lagged_correlations
+from ldpfleet.collector.gcdp.graph import build_calibration_graph, calibrate_from_data
+from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import pearsonr
-
-from collector.gcdp.correlation import lagged_abs_pearson, lagged_correlations
-from collector.gcdp.graph import build_calibration_graph, calibrate_from_data
-from protocol.errors import ParameterError
 
 # --- scores --------------------------------------------------------------------------------
 

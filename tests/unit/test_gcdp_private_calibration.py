@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import math
 
+import ldpfleet.collector.gcdp as gcdp
+import ldpfleet.collector.gcdp.private_calibration as pc
 import numpy as np
 import pytest
-
-import collector.gcdp as gcdp
-import collector.gcdp.private_calibration as pc
-from collector.gcdp.private_calibration import (
+from ldpfleet.collector.gcdp.private_calibration import (
     CAL_ACCOUNT,
     MECHANISM_LABELS,
     PrivateCalibration,
     pair_count,
 )
-from collector.gcdp.release import laplace_release
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
-from protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
+from ldpfleet.collector.gcdp.release import laplace_release
+from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
 
 M, D = 4, 3
 

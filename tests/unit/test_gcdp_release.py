@@ -3,21 +3,20 @@ the Theorem 1 refusal layer (validate.py)."""
 
 from __future__ import annotations
 
+import ldpfleet.collector.gcdp as gcdp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-import collector.gcdp as gcdp
-from collector.gcdp.allocation import allocate_budget, fit_total
-from collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
-from collector.gcdp.constants import GcdpConstants, eps_min_for
-from collector.gcdp.gaussian import analytic_gaussian_sigma
-from collector.gcdp.release import laplace_release
-from collector.gcdp.sensitivity import release_scales
-from collector.gcdp.validate import check_release_parameters
-from protocol.errors import ParameterError
+from ldpfleet.collector.gcdp.allocation import allocate_budget, fit_total
+from ldpfleet.collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
+from ldpfleet.collector.gcdp.constants import GcdpConstants, eps_min_for
+from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.release import laplace_release
+from ldpfleet.collector.gcdp.sensitivity import release_scales
+from ldpfleet.collector.gcdp.validate import check_release_parameters
+from ldpfleet.protocol.errors import ParameterError
 
 # Statistical thresholds. Each check compares a sample mean of n i.i.d. draws with its
 # expectation and allows Z = 5 standard errors: by the CLT the two-sided false-failure

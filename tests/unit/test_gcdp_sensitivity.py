@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from collector.gcdp.graph import build_calibration_graph
-from collector.gcdp.sensitivity import (
+from ldpfleet.collector.gcdp.graph import build_calibration_graph
+from ldpfleet.collector.gcdp.sensitivity import (
     clipped_range_bound,
     compression_set,
     count_bound,
@@ -21,7 +20,7 @@ from collector.gcdp.sensitivity import (
     mean_bound,
     release_scales,
 )
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 unit = st.floats(0.0, 1.0)
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from collector.projection import (
+from ldpfleet.collector.projection import (
     METHODS,
     degree_distribution_mae,
     degree_sequence_mae,
@@ -22,8 +21,15 @@ from collector.projection import (
     project,
     random_add,
 )
-from devices.graphs import EGO_FACEBOOK, Graph, ego_facebook, generate, load_edge_list, wiki_vote
-from protocol.errors import ParameterError
+from ldpfleet.devices.graphs import (
+    EGO_FACEBOOK,
+    Graph,
+    ego_facebook,
+    generate,
+    load_edge_list,
+    wiki_vote,
+)
+from ldpfleet.protocol.errors import ParameterError
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.special import ndtr
-
-from collector.baselines import (
+from ldpfleet.collector.baselines import (
     laplace_perturb,
     laplace_smoothed,
     lbd,
@@ -17,17 +15,18 @@ from collector.baselines import (
     sw_moving,
     sw_raw,
 )
-from collector.kde import (
+from ldpfleet.collector.kde import (
     H_FLOOR,
     kde_density,
     kde_mode,
     silverman_bandwidth,
     weighted_quantile,
 )
-from collector.metrics import cosine_distance, period_correct
-from protocol.errors import BudgetExhausted, ParameterError
-from protocol.ledger import WindowAccount
-from protocol.sw import SquareWave
+from ldpfleet.collector.metrics import cosine_distance, period_correct
+from ldpfleet.protocol.errors import BudgetExhausted, ParameterError
+from ldpfleet.protocol.ledger import WindowAccount
+from ldpfleet.protocol.sw import SquareWave
+from scipy.special import ndtr
 
 # --- KDE: bandwidth and weighted quantiles -------------------------------------------------
 
@@ -223,7 +222,7 @@ def test_kde_mode_vectorised_rows_equal_row_by_row():
     )
     assert kde_mode(rows.reshape(3, 3, 40)).shape == (3, 3)
     big = rng.random((300, 30))
-    import collector.kde as kde_module
+    import ldpfleet.collector.kde as kde_module
 
     saved = kde_module._CHUNK_ELEMENTS
     try:

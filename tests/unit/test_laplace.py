@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 import pytest
-
-from protocol.errors import ParameterError
-from protocol.laplace import TAIL, LaplaceMechanism
-from protocol.mechanisms import stream_mechanism
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.laplace import TAIL, LaplaceMechanism
+from ldpfleet.protocol.mechanisms import stream_mechanism
 
 
 @pytest.mark.parametrize("eps", [0, -1, float("nan"), float("inf"), 50.0001, True, "1"])

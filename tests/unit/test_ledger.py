@@ -9,9 +9,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
-from protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
+from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
+from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
 
 # --- WindowAccount -------------------------------------------------------------------------
 

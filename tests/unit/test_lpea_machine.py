@@ -20,11 +20,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from protocol import topics
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Outbound
-from protocol.lpea import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Outbound
+from ldpfleet.protocol.lpea import (
     LPEA_MESSAGES,
     LpeaAnswer,
     LpeaConfirm,
@@ -33,7 +32,7 @@ from protocol.lpea import (
     LpeaRequest,
     RoundFinished,
 )
-from protocol.messages import Ack
+from ldpfleet.protocol.messages import Ack
 
 RUN = "lpea-test"
 _decoder = msgspec.json.Decoder(Union[LPEA_MESSAGES])  # noqa: UP007 (runtime union of a tuple)

@@ -9,9 +9,8 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from broker.transport import Delivery, MemoryTransport, TopicTrie, TransportError
-from protocol import topics
+from ldpfleet.broker.transport import Delivery, MemoryTransport, TopicTrie, TransportError
+from ldpfleet.protocol import topics
 
 # --- TopicTrie vs topics.matches -----------------------------------------------------------
 

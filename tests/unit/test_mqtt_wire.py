@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from broker.mqtt_wire import (
+from ldpfleet.broker.mqtt_wire import (
     PUBACK,
     PUBREL,
     UNSUBACK,
@@ -162,7 +161,7 @@ def test_a_malformed_packet_keeps_the_valid_ones_before_it():
 
 
 def test_keepalive_at_its_exact_boundaries():
-    from broker.mqtt_wire import keepalive_action
+    from ldpfleet.broker.mqtt_wire import keepalive_action
 
     k = 60.0
     assert keepalive_action(100.0, 100.0, 100.0, k) is None

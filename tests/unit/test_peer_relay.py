@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from protocol import codec, topics
-from protocol.errors import LocalProtocolError
-from protocol.peer_relay import (
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import LocalProtocolError
+from ldpfleet.protocol.peer_relay import (
     RELAY_ID,
     PeerBatch,
     PeerDelivery,

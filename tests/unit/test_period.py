@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from collector.period import (
+from ldpfleet.collector.period import (
     MAX_SCALES,
     PeriodEstimate,
     _candidates,
     detect_period,
     shift_discrepancy,
 )
-from protocol.errors import ParameterError
-from protocol.sw import SquareWave
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import SquareWave
 
 PERIODS = (7, 12, 24, 50, 97)
 LENGTHS = (1000, 5000, 10000)

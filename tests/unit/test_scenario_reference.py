@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import msgspec
+from ldpfleet.app.reference import SECTION_OF, reference_markdown
+from ldpfleet.scenarios.schema import Scenario
 
-from scenarios.reference import SECTION_OF, reference_markdown
-from scenarios.schema import Scenario
 from tests.conftest import ROOT
 
 

@@ -7,8 +7,7 @@ import re
 
 import msgspec
 import pytest
-
-from scenarios.schema import (
+from ldpfleet.scenarios.schema import (
     BrokerSection,
     CadrSection,
     CollectorSection,
@@ -25,6 +24,7 @@ from scenarios.schema import (
     load_scenario,
     parse_scenario,
 )
+
 from tests.conftest import ROOT
 
 QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
@@ -140,7 +140,7 @@ def test_cadr_scenarios_parse_and_refuse_stream_sections():
     ],
 )
 def test_connection_auto_is_per_device_up_to_the_documented_size(devices, connection, expected):
-    from scenarios.schema import DEVICE_CONNECTIONS_AUTO_MAX
+    from ldpfleet.scenarios.schema import DEVICE_CONNECTIONS_AUTO_MAX
 
     assert DEVICE_CONNECTIONS_AUTO_MAX == 10_000
     text = QUICK.replace("devices = 50", f'devices = {devices}\nconnection = "{connection}"')

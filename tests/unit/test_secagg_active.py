@@ -17,19 +17,18 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 import pytest
-
-from protocol import topics
-from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.events import Rejected
-from protocol.messages import Message
-from protocol.secagg import active as signing
-from protocol.secagg.client import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Rejected
+from ldpfleet.protocol.messages import Message
+from ldpfleet.protocol.secagg import active as signing
+from ldpfleet.protocol.secagg.client import (
     SecAggClient,
     SessionAborted,
     StageAnswered,
     share_associated_data,
 )
-from protocol.secagg.crypto import (
+from ldpfleet.protocol.secagg.crypto import (
     KeyPair,
     agree,
     decrypt,
@@ -38,7 +37,7 @@ from protocol.secagg.crypto import (
     sign,
     signing_keypair,
 )
-from protocol.secagg.messages import (
+from ldpfleet.protocol.secagg.messages import (
     PeerKeys,
     SaAdvertise,
     SaConsistency,
@@ -49,13 +48,14 @@ from protocol.secagg.messages import (
     SaUnmaskRequest,
     SignedSurvivors,
 )
-from protocol.secagg.server import (
+from ldpfleet.protocol.secagg.server import (
     Aborted,
     DeviceAborted,
     SecAggServer,
     StageOpened,
     SumReady,
 )
+
 from tests.unit.test_secagg_machines import (
     COLLECTOR,
     FIXED,

@@ -19,17 +19,15 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 import pytest
-from scipy import stats
-
-from protocol import topics
-from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.events import Event, Outbound, Rejected
-from protocol.messages import Message, Reject
-from protocol.secagg import crypto
-from protocol.secagg.client import SecAggClient, SessionAborted, StageAnswered
-from protocol.secagg.crypto import generate_keypair
-from protocol.secagg.encoding import FixedPoint
-from protocol.secagg.messages import (
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, Outbound, Rejected
+from ldpfleet.protocol.messages import Message, Reject
+from ldpfleet.protocol.secagg import crypto
+from ldpfleet.protocol.secagg.client import SecAggClient, SessionAborted, StageAnswered
+from ldpfleet.protocol.secagg.crypto import generate_keypair
+from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.messages import (
     SA_MESSAGES,
     PeerKeys,
     RevealedShare,
@@ -41,13 +39,14 @@ from protocol.secagg.messages import (
     SaUnmask,
     SaUnmaskRequest,
 )
-from protocol.secagg.server import (
+from ldpfleet.protocol.secagg.server import (
     Aborted,
     DeviceAborted,
     SecAggServer,
     StageOpened,
     SumReady,
 )
+from scipy import stats
 
 RUN = "r1"
 SESSION = "s1"

@@ -12,12 +12,11 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.secagg import crypto, encoding, graph, shamir
+from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.shamir import PRIME
 from scipy import stats
-
-from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.secagg import crypto, encoding, graph, shamir
-from protocol.secagg.encoding import FixedPoint
-from protocol.secagg.shamir import PRIME
 
 P_FLOOR = 1e-6  # statistical tests fail falsely with probability <= 1e-6
 

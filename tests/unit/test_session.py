@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from broker.auth import Credentials
-from broker.session import Session
-from broker.transport import ConnectionLost, ConnectionRefused, MemoryTransport
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.session import Session
+from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, MemoryTransport
 
 TIMEOUT = 5.0
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from devices.sources import (
+from ldpfleet.devices.sources import (
     SHAPES,
     CsvSpec,
     SourceError,

@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterable
 import msgspec
 import numpy as np
 import pytest
-
-from protocol import codec, topics
-from protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
-from protocol.events import Event, Machine, Outbound, Rejected
-from protocol.messages import (
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, Machine, Outbound, Rejected
+from ldpfleet.protocol.messages import (
     MAX_BATCH,
     MAX_STEPS,
     Ack,
@@ -29,7 +28,7 @@ from protocol.messages import (
     Stage,
     SwReport,
 )
-from protocol.stream import (
+from ldpfleet.protocol.stream import (
     LEDGER_ACCOUNT,
     DeviceComplete,
     ReadingsRefused,
@@ -41,7 +40,7 @@ from protocol.stream import (
     StreamDone,
     StreamReporter,
 )
-from protocol.sw import SquareWave
+from ldpfleet.protocol.sw import SquareWave
 
 RUN = "r1"
 COLLECTOR = topics.COLLECTOR_ID

@@ -12,10 +12,9 @@ from decimal import Decimal, getcontext
 
 import numpy as np
 import pytest
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import MECHANISMS, SquareWave, denormalise, normalise, sw_b
 from scipy import integrate, stats
-
-from protocol.errors import ParameterError
-from protocol.sw import MECHANISMS, SquareWave, denormalise, normalise, sw_b
 
 EPS_GRID = (1e-4, 0.1, 1.0, 5.0, 20.0)
 V_GRID = (0.0, 0.01, 0.1, 0.25, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0)

@@ -13,9 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
-
-from collector.sw_em import (
+from ldpfleet.collector.sw_em import (
     EMResult,
     bucket_counts,
     default_buckets,
@@ -26,8 +24,9 @@ from collector.sw_em import (
     posterior_means,
     transition_matrix,
 )
-from protocol.errors import ParameterError
-from protocol.sw import MECHANISMS, SquareWave
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.sw import MECHANISMS, SquareWave
+from scipy import integrate, stats
 
 N_EM = 20_000
 

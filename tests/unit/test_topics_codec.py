@@ -9,10 +9,9 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from protocol import codec, topics
-from protocol.errors import ParameterError, RemoteProtocolError
-from protocol.messages import (
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.messages import (
     MAX_BATCH,
     MAX_STEPS,
     SCHEMA_VERSION,

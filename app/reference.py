@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 
 import msgspec
-
-from scenarios.schema import Scenario
+from ldpfleet.scenarios.schema import Scenario
 
 SECTION_OF = {  # schema struct -> TOML table
     "ScenarioMeta": "[scenario]",

@@ -15,11 +15,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ldpfleet.broker.recorder import classify
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import topics
 from rich.table import Table
-
-from broker.recorder import classify
-from broker.transport import Transport
-from protocol import topics
 
 
 @dataclass

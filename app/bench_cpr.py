@@ -23,16 +23,15 @@ import zlib
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-
-from collector.analytics import reconstruct_streams
-from collector.baselines import laplace_perturb, laplace_smoothed, lbd
-from collector.cpr import cpr
-from collector.metrics import cosine_distance
-from collector.period import detect_period
-from collector.reconstruct import SMOOTHING_WINDOW, reconstruct
-from devices.periodic import DATASETS, DEFAULT_LENGTH, make_trial
-from protocol.stream import StreamConfig
-from protocol.sw import SquareWave
+from ldpfleet.collector.analytics import reconstruct_streams
+from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
+from ldpfleet.collector.cpr import cpr
+from ldpfleet.collector.metrics import cosine_distance
+from ldpfleet.collector.period import detect_period
+from ldpfleet.collector.reconstruct import SMOOTHING_WINDOW, reconstruct
+from ldpfleet.devices.periodic import DATASETS, DEFAULT_LENGTH, make_trial
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import SquareWave
 
 METHODS = ("cpr", "sw", "sw_moving", "sw_filter", "laplace", "lbd")
 DETECTION_EPS = (1.0, 2.0, 3.0, 4.0, 5.0)

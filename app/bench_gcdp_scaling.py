@@ -45,8 +45,9 @@ from typing import Annotated
 
 import numpy as np
 import typer
-
-from collector.gcdp import (
+from ldpfleet.app.bench_gcdp import WINDOW, _calibrate, _mean_f1, _release_all, _rng
+from ldpfleet.app.gcdp_datasets import occupancy_windows
+from ldpfleet.collector.gcdp import (
     allocate_budget,
     build_calibration_graph,
     empirical_influence,
@@ -56,19 +57,17 @@ from collector.gcdp import (
     mean_bound,
     release_scales,
 )
-from collector.gcdp.cache import CachedCalibration, DriftMonitor
-from collector.gcdp.constants import TAU_GRID
-from collector.gcdp.correlation import lagged_correlations
-from collector.gcdp.evaluation import (
+from ldpfleet.collector.gcdp.cache import CachedCalibration, DriftMonitor
+from ldpfleet.collector.gcdp.constants import TAU_GRID
+from ldpfleet.collector.gcdp.correlation import lagged_correlations
+from ldpfleet.collector.gcdp.evaluation import (
     fit_logistic,
     fit_normalizer,
     label_utility,
     normalize,
     window_means,
 )
-from protocol.errors import ParameterError
-from scenarios.bench_gcdp import WINDOW, _calibrate, _mean_f1, _release_all, _rng
-from scenarios.gcdp_datasets import occupancy_windows
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "DEFAULT_MS",

@@ -48,8 +48,8 @@ from typing import Annotated
 
 import numpy as np
 import typer
-
-from collector.gcdp import (
+from ldpfleet.app.gcdp_datasets import DATA_ROOT, Prepared, prepare
+from ldpfleet.collector.gcdp import (
     ada_dp,
     allocate_budget,
     calibrate_from_data,
@@ -63,10 +63,9 @@ from collector.gcdp import (
     release_scales,
     risk_dp,
 )
-from collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
-from collector.gcdp.evaluation import f1_percent, label_utility, oriented_auc
-from protocol.errors import ParameterError
-from scenarios.gcdp_datasets import DATA_ROOT, Prepared, prepare
+from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
+from ldpfleet.collector.gcdp.evaluation import f1_percent, label_utility, oriented_auc
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["METHODS", "SEED_AUC", "SEED_F1", "SEED_TABLES", "bench_gcdp", "bench_gcdp_command"]
 

@@ -16,9 +16,8 @@ import sys
 from typing import Annotated
 
 import typer
-
-from collector.audit.battery import BATTERY, run_audit
-from protocol.errors import ParameterError
+from ldpfleet.collector.audit.battery import BATTERY, run_audit
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["audit_all", "audit_command", "markdown_table"]
 

@@ -35,11 +35,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.trace import TraceError, open_readonly, rows
-from protocol import codec, topics
-from protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
-from protocol.errors import RemoteProtocolError
-from protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
+from ldpfleet.broker.trace import TraceError, open_readonly, rows
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
 
 __all__ = ["Mismatch", "VerifyReport", "verify_run"]
 

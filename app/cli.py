@@ -19,25 +19,32 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from ldpfleet.app.audit_cli import audit_command
+from ldpfleet.app.bench_gcdp import bench_gcdp_command
+from ldpfleet.app.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
+from ldpfleet.app.cadr_sweep import bench_cadr_sweep
+from ldpfleet.broker.auth import AuthError, Credentials
+from ldpfleet.broker.embedded import EmbeddedBroker, EmbeddedBrokerError
+from ldpfleet.broker.mqtt import BrokerUrlError
+from ldpfleet.broker.select import BrokerUnavailable, open_broker
+from ldpfleet.broker.trace import (
+    TraceError,
+    TraceFilter,
+    export,
+    format_line,
+    open_readonly,
+    rows,
+    stats,
+)
+from ldpfleet.broker.transport import TransportError
+from ldpfleet.devices.sources import SourceError
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.loop import run as run_loop
+from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from broker.auth import AuthError, Credentials
-from broker.embedded import EmbeddedBroker, EmbeddedBrokerError
-from broker.mqtt import BrokerUrlError
-from broker.select import BrokerUnavailable, open_broker
-from broker.trace import TraceError, TraceFilter, export, format_line, open_readonly, rows, stats
-from broker.transport import TransportError
-from devices.sources import SourceError
-from protocol.errors import ParameterError
-from scenarios.audit_cli import audit_command
-from scenarios.bench_gcdp import bench_gcdp_command
-from scenarios.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
-from scenarios.cadr_sweep import bench_cadr_sweep
-from scenarios.jsonout import write_json
-from scenarios.loop import run as run_loop
-from scenarios.schema import ScenarioError, load_scenario
 
 app = typer.Typer(
     add_completion=False,
@@ -220,7 +227,7 @@ def run(
     shard_broker: ShardBrokerOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
-    from scenarios.runner import run_scenario
+    from ldpfleet.scenarios.runner import run_scenario
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -288,8 +295,8 @@ def _run_cadr(
     loaded, broker, out: Path, seed: int | None, run_id: str | None, credentials=None
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
-    from collector.cadr_fleet import stage_listener
-    from scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
+    from ldpfleet.collector.cadr_fleet import stage_listener
+    from ldpfleet.scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
 
     with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
 
@@ -344,7 +351,7 @@ def _run_cadr(
 
 def _write_report(out: Path) -> Path | None:
     """OUT/report.html after a run (a failure to draw never fails the run: it says why)."""
-    from scenarios.report import write_report
+    from ldpfleet.app.report import write_report
 
     try:
         return write_report(out)
@@ -371,9 +378,8 @@ def watch_command(
     """A live summary of the fleets on a broker: per run, stage, devices heard from,
     reports, acks, rejections, message rate (read-only; with --credentials it logs in as
     the run's recorder)."""
+    from ldpfleet.app.watch import FleetWatch, watch
     from rich.live import Live
-
-    from scenarios.watch import FleetWatch, watch
 
     with user_errors():
         credentials = _credentials(credentials_path, run_id)
@@ -405,7 +411,7 @@ def watch_command(
 def scenario_reference_command() -> None:
     """Print the scenario file reference generated from the schema (Markdown; the
     committed copy is docs/scenario-reference.md)."""
-    from scenarios.reference import reference_markdown
+    from ldpfleet.app.reference import reference_markdown
 
     print(reference_markdown(), end="")
 
@@ -416,7 +422,7 @@ def report_command(
 ) -> None:
     """Write OUT/report.html for an existing run: scenario, timing, messages, ledger,
     and a section per capability (plots inline; the page fetches nothing)."""
-    from scenarios.report import write_report
+    from ldpfleet.app.report import write_report
 
     with user_errors():
         if not (out / "results.json").exists():
@@ -460,8 +466,8 @@ def fleet(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) against a broker."""
-    from devices.fleet import Fleet, parse_shard
-    from scenarios.runner import ledger_document
+    from ldpfleet.devices.fleet import Fleet, parse_shard
+    from ldpfleet.scenarios.runner import ledger_document
 
     with user_errors():
         try:
@@ -526,7 +532,7 @@ def collector(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
-    from scenarios.runner import collector_for, recorder_for
+    from ldpfleet.scenarios.runner import collector_for, recorder_for
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -580,17 +586,17 @@ def mosquitto_config(
 ) -> None:
     """Write a Mosquitto password file, ACL and config for one run, with per-device
     credentials (no anonymous access), and print how to start it (docs/reliability.md)."""
-    from scenarios.runner import new_run_id
+    from ldpfleet.scenarios.runner import new_run_id
 
     with user_errors():
-        from broker.auth import write_mosquitto_files
+        from ldpfleet.broker.auth import write_mosquitto_files
 
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
         if loaded.spec.cadr is not None:
-            from devices.graphs import NAMED_GRAPHS, load_graph
-            from scenarios.cadr_run import device_names
-            from scenarios.schema import resolve_data_path
+            from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+            from ldpfleet.scenarios.cadr_run import device_names
+            from ldpfleet.scenarios.schema import resolve_data_path
 
             source = loaded.spec.graph.source
             if source not in NAMED_GRAPHS and ":" not in source:
@@ -669,7 +675,7 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
-    from broker.trace import as_record
+    from ldpfleet.broker.trace import as_record
 
     with user_errors():
         db = open_readonly(path)
@@ -688,7 +694,7 @@ def trace_follow(
 ) -> None:
     """One device's protocol conversation in order, decoded: who sent what to whom, with a
     header per protocol round (stream, secure-aggregation rounds)."""
-    from broker.trace import conversation, sequence_lines
+    from ldpfleet.broker.trace import conversation, sequence_lines
 
     with user_errors():
         db = open_readonly(path)
@@ -737,7 +743,7 @@ def trace_verify(
 ) -> None:
     """Check every privatized value in the trace against ledger.json: exit 0 clean,
     1 on any mismatch, 2 if the trace or ledger cannot be read."""
-    from scenarios.trace_verify import verify_run
+    from ldpfleet.app.trace_verify import verify_run
 
     with user_errors():
         report = verify_run(path)
@@ -795,7 +801,7 @@ def bench_fleet_command(
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, lost reports."""
-    from scenarios.bench import bench_fleet
+    from ldpfleet.app.bench import bench_fleet
 
     with user_errors():
         result = run_loop(
@@ -847,8 +853,8 @@ def bench_cpr_command(
     ] = True,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
-    from devices.periodic import DATASETS
-    from scenarios.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
+    from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
+    from ldpfleet.devices.periodic import DATASETS
 
     with user_errors():
         chosen = tuple(dataset or DATASETS)
@@ -899,8 +905,8 @@ def bench_secagg_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
-    from devices.secagg_agent import DROPOUT_STAGES
-    from scenarios.bench_secagg import bench_secagg
+    from ldpfleet.app.bench_secagg import bench_secagg
+    from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
 
     with user_errors():
         if dropout_stage not in DROPOUT_STAGES:
@@ -961,9 +967,9 @@ def bench_cadr_command(
     """CADR-LDP degree release: MAE/MSE, distribution error, kept-edge ratio, chosen θ."""
     import time as _time
 
-    from collector.cadr_reference import private_run, summarise
-    from collector.projection import evaluate
-    from devices.graphs import load_graph
+    from ldpfleet.collector.cadr_reference import private_run, summarise
+    from ldpfleet.collector.projection import evaluate
+    from ldpfleet.devices.graphs import load_graph
 
     with user_errors():
         if method not in ("ll", "lh", "ra", "er"):
@@ -1017,8 +1023,7 @@ def _bench_cadr_fleet(
 ) -> dict:
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
-
-    from scenarios.cadr_run import run_cadr_fleet
+    from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
     broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
     per_run = []

@@ -6,10 +6,10 @@ import asyncio
 import tempfile
 import time
 
-from broker.mqtt import parse_broker_url
-from scenarios.procstat import PeakRss, listening_pid
-from scenarios.runner import run_scenario
-from scenarios.schema import parse_scenario
+from ldpfleet.app.procstat import PeakRss, listening_pid
+from ldpfleet.broker.mqtt import parse_broker_url
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
 
 def fleet_scenario_text(

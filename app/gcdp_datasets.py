@@ -57,9 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from collector.gcdp import clipped_range_bound, masking_deltas, mean_bound
-from collector.gcdp.evaluation import (
+from ldpfleet.collector.gcdp import clipped_range_bound, masking_deltas, mean_bound
+from ldpfleet.collector.gcdp.evaluation import (
     f1_percent,
     fit_logistic,
     fit_normalizer,
@@ -70,7 +69,7 @@ from collector.gcdp.evaluation import (
     normalize,
     window_means,
 )
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "DATA_ROOT",

@@ -54,12 +54,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError
 
 if TYPE_CHECKING:
-    from collector.audit.battery import AuditSpec
-    from collector.audit.core import AuditResult
+    from ldpfleet.collector.audit.battery import AuditSpec
+    from ldpfleet.collector.audit.core import AuditResult
 
 __all__ = [
     "BOUNDS",
@@ -112,7 +111,7 @@ def fleet_scenario(
 ):
     """The validated scenario of one world: ``2 pairs`` devices replaying the two rows of
     ``csv_path`` (device ``i`` row ``i % 2``), SW at ``eps`` over windows of ``w`` steps."""
-    from scenarios.schema import parse_scenario
+    from ldpfleet.scenarios.schema import parse_scenario
 
     lo, hi = bounds
     text = f"""
@@ -155,10 +154,10 @@ def trace_windows(trace: Path, devices: list[str], w: int) -> tuple[np.ndarray, 
     """Each device's first ``w`` reported values as recorded in ``trace`` (rows in
     ``devices`` order; NaN where no report crossed the broker), decoded with the project
     codec. Returns (values, reports decoded, conflicting duplicate copies)."""
-    from broker.trace import TraceFilter, open_readonly, rows
-    from protocol import codec
-    from protocol.errors import RemoteProtocolError
-    from protocol.messages import SwReport
+    from ldpfleet.broker.trace import TraceFilter, open_readonly, rows
+    from ldpfleet.protocol import codec
+    from ldpfleet.protocol.errors import RemoteProtocolError
+    from ldpfleet.protocol.messages import SwReport
 
     index = {device: i for i, device in enumerate(devices)}
     values = np.full((len(devices), w), np.nan)
@@ -216,7 +215,7 @@ def run_world(
     in-memory transport; ``embedded`` or an MQTT URL as for ``ldpfleet run``); the trial
     outputs are read back from its trace. ``out_dir`` keeps the run's outputs (default: a
     temporary directory, removed afterwards)."""
-    from scenarios.runner import run_scenario
+    from ldpfleet.scenarios.runner import run_scenario
 
     partner = bounds[0] if partner_reading is None else partner_reading
     with tempfile.TemporaryDirectory(prefix="ldpfleet-audit-") as tmp:
@@ -262,9 +261,9 @@ def fleet_stream_spec(eps: float, delta: float = 0.0) -> AuditSpec:
     """The ``fleet-stream`` battery entry: canary devices of real in-memory fleet runs,
     lower bound vs upper bound readings, values from the trace (module docstring).
     ``extra["runs"]`` collects a ``FleetWorld`` summary per run."""
-    from collector.audit.battery import AuditSpec
-    from collector.audit.core import Canary
-    from protocol.sw import sw_b
+    from ldpfleet.collector.audit.battery import AuditSpec
+    from ldpfleet.collector.audit.core import Canary
+    from ldpfleet.protocol.sw import sw_b
 
     w = FLEET_W
     lo, hi = BOUNDS
@@ -328,7 +327,7 @@ def run_fleet_audit(
     """The ``fleet-stream`` audit with its run log: ``trials`` canary devices per world
     (half in the selection run, half in the evaluation run). Returns (result, extra) where
     ``extra["runs"]`` lists the four fleet runs and ``extra["seconds"]`` the total time."""
-    from collector.audit.battery import audit_spec
+    from ldpfleet.collector.audit.battery import audit_spec
 
     spec = fleet_stream_spec(eps, delta)
     started = time.perf_counter()

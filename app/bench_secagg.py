@@ -15,13 +15,12 @@ import secrets
 import time
 
 import numpy as np
-
-from broker.select import open_broker
-from collector.secure_sum import secure_sum
-from devices.secagg_agent import SecAggAgent
-from protocol.secagg.client import SecAggClient
-from protocol.secagg.crypto import signing_keypair
-from protocol.secagg.encoding import FixedPoint, add_mod
+from ldpfleet.broker.select import open_broker
+from ldpfleet.collector.secure_sum import secure_sum
+from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.secagg.crypto import signing_keypair
+from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod
 
 
 async def bench_secagg(

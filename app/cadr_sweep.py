@@ -34,11 +34,10 @@ from typing import Annotated
 
 import numpy as np
 import typer
-
-from collector.cadr_reference import METHODS, as_dict, choose_theta, private_run
-from devices.graphs import Graph, load_graph
-from protocol.cadr_budget import CadrBudget
-from protocol.errors import ParameterError
+from ldpfleet.collector.cadr_reference import METHODS, as_dict, choose_theta, private_run
+from ldpfleet.devices.graphs import Graph, load_graph
+from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "DEFAULT_EPS_LIST",
@@ -617,7 +616,7 @@ def bench_cadr_sweep(
     """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
     import json
 
-    from scenarios.cli import user_errors
+    from ldpfleet.app.cli import user_errors
 
     with user_errors():
         try:
