@@ -1,7 +1,9 @@
 """``ldpfleet audit``: black-box epsilon lower bounds for ldpfleet's mechanisms.
 
 ``ldpfleet audit MECHANISM --eps E [--delta D] [--trials N] [--gamma G] [--seed S]`` runs one
-battery entry (``collector.audit.battery``) and prints the result as JSON: eps_claimed,
+battery entry (``collector.audit.battery``), or audits a user stream mechanism named
+``package.module:Class`` (or by its ``ldpfleet.mechanisms`` entry point) through the
+mechanism contract, and prints the result as JSON: eps_claimed,
 eps_lb, verdict, witness, threshold, counts and bounds. ``ldpfleet audit all`` runs every
 entry at each budget of ``--eps`` (a comma list, default 0.5,1,2) and prints a JSON list, or
 with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each of the m
@@ -16,12 +18,26 @@ import sys
 from typing import Annotated
 
 import typer
-from ldpfleet.collector.audit.battery import BATTERY, run_audit
-from ldpfleet.protocol.errors import ParameterError
 
-__all__ = ["audit_all", "audit_command", "markdown_table"]
+__all__ = ["BATTERY_NAMES", "audit_all", "audit_command", "markdown_table"]
 
 GAU_DELTA = 1e-5
+# The entries of ``collector.audit.battery.BATTERY`` once ``app.audit_fleet`` has added
+# ``fleet-stream``, in order, for the help of ``audit`` without importing the battery
+# (scipy): tests/unit/test_cli_imports.py keeps them equal.
+BATTERY_NAMES = (
+    "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
+    "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
+    "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
+)  # fmt: skip
+
+
+def _battery():
+    """The battery module, with the ``fleet-stream`` entry registered."""
+    from ldpfleet.app import audit_fleet  # noqa: F401  (registers the fleet-stream entry)
+    from ldpfleet.collector.audit import battery
+
+    return battery
 
 
 def audit_all(
@@ -39,12 +55,15 @@ def audit_all(
     that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
     m = 33 tight audits would raise a false alarm most of the time.) ``mechanisms`` limits the
     run to those entries (default: the whole battery)."""
-    jobs = [(m, e) for m in (mechanisms or tuple(BATTERY)) for e in eps_list]
+    battery = _battery()
+    jobs = [(m, e) for m in (mechanisms or tuple(battery.BATTERY)) for e in eps_list]
     per_audit = gamma / len(jobs)
     rows = []
     for mechanism, eps in jobs:
         d = max(delta, GAU_DELTA) if mechanism == "gau-dp" else delta
-        result = run_audit(mechanism, eps, delta=d, trials=trials, gamma=per_audit, seed=seed)
+        result = battery.run_audit(
+            mechanism, eps, delta=d, trials=trials, gamma=per_audit, seed=seed
+        )
         rows.append(result.to_dict())
     return rows
 
@@ -67,6 +86,8 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 def _parse_eps(text: str) -> tuple[float, ...]:
+    from ldpfleet.protocol.errors import ParameterError
+
     try:
         values = tuple(float(e) for e in text.split(",") if e.strip())
     except ValueError:
@@ -77,7 +98,14 @@ def _parse_eps(text: str) -> tuple[float, ...]:
 
 
 def audit_command(
-    mechanism: Annotated[str, typer.Argument(help="'all' or one of: " + ", ".join(BATTERY))],
+    mechanism: Annotated[
+        str,
+        typer.Argument(
+            help="'all', one of: "
+            + ", ".join(BATTERY_NAMES)
+            + "; or a stream mechanism 'package.module:Class' (importable) or entry-point name"
+        ),
+    ],
     eps: Annotated[str, typer.Option(help="Claimed eps (a comma list for 'all').")] = "1",
     delta: Annotated[float, typer.Option(help="Claimed delta.")] = 0.0,
     trials: Annotated[
@@ -88,6 +116,8 @@ def audit_command(
     markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
 ) -> None:
     """Black-box audit: an eps lower bound for MECHANISM (seed 001); exit 1 on a violation."""
+    from ldpfleet.protocol.errors import ParameterError
+
     try:
         eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
         if mechanism == "all":
@@ -97,11 +127,10 @@ def audit_command(
                 raise ParameterError(
                     "one budget per mechanism (a list only for 'all')", field="eps"
                 )
-            rows = [
-                run_audit(
-                    mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
-                ).to_dict()
-            ]
+            result = _battery().run_audit(
+                mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
+            )
+            rows = [result.to_dict()]
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None

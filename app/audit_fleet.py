@@ -37,7 +37,8 @@ them. Here every trial is a real fleet run's output as it crossed the broker:
   equal in D (same readings) and different in D' (different readings): the ``devices``
   entry's pairing, end to end.
 
-Registered in the battery as ``fleet-stream`` (``ldpfleet audit fleet-stream --eps 1
+Importing this module registers it in the battery as ``fleet-stream``, right after the
+function-level entries (``ldpfleet audit`` imports it; ``ldpfleet audit fleet-stream --eps 1
 --trials N``: N canary devices per world, 2 N devices per world over its two runs).
 docs/audit-e2e.md has the measured figures and the planted bugs it catches.
 """
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from ldpfleet.collector.audit.battery import FUNCTION_LEVEL, register
 from ldpfleet.protocol.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -333,3 +335,8 @@ def run_fleet_audit(
     started = time.perf_counter()
     result = audit_spec(spec, trials=trials, gamma=gamma, seed=seed)
     return result, {**spec.extra, "seconds": time.perf_counter() - started}
+
+
+# the battery's end-to-end entry, right after the function-level ones (the collector layer
+# cannot import this module: it runs whole scenarios)
+register("fleet-stream", fleet_stream_spec, after=FUNCTION_LEVEL[-1])

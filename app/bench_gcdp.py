@@ -40,14 +40,13 @@ requested.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 import tracemalloc
-from typing import Annotated
 
 import numpy as np
-import typer
+from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
+from ldpfleet.app.bench_commands import GCDP_METHODS as METHODS
+from ldpfleet.app.bench_commands import bench_gcdp_command
 from ldpfleet.app.gcdp_datasets import DATA_ROOT, Prepared, prepare
 from ldpfleet.collector.gcdp import (
     ada_dp,
@@ -69,8 +68,9 @@ from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["METHODS", "SEED_AUC", "SEED_F1", "SEED_TABLES", "bench_gcdp", "bench_gcdp_command"]
 
-METHODS = ("NonPrivate", "Lap-DP", "Gau-DP", "Ada-DP", "Risk-DP", "GC-DP")
-DATASETS = ("occupancy", "intel", "wisdm")
+# The command line ``bench_gcdp_command``, and METHODS and DATASETS it names, are in
+# app/bench_commands.py: its ``--help`` imports nothing heavy.
+
 WINDOW = 30
 PROTECTED = 4  # HumidityRatio: the protected attribute is its window mean > training median
 ATTACK_INPUTS = [0, 1, 2, 3]  # the attacker sees the other four released channels
@@ -391,32 +391,3 @@ def _timings(methods, *args) -> tuple[dict[str, float], dict[str, float]]:
         finally:
             tracemalloc.stop()
     return runtime, memory
-
-
-def bench_gcdp_command(
-    dataset: Annotated[
-        str, typer.Option(help="Data set: " + ", ".join(DATASETS) + ".")
-    ] = "occupancy",
-    method: Annotated[
-        str, typer.Option(help="'all' or a comma list of " + ", ".join(METHODS) + ".")
-    ] = "all",
-    eps: Annotated[str, typer.Option(help="Comma list of release budgets.")] = "0.2,0.5,1,2,4",
-    draws: Annotated[int, typer.Option(help="Noise draws per budget.")] = 10,
-    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
-) -> None:
-    """Seed 000's evaluation on Occupancy, Intel Lab or WISDM: F1 and attack AUC per method
-    and budget, the eps = 1 ablations, runtime, peak memory."""
-    try:
-        methods = METHODS if method.strip() == "all" else tuple(
-            m.strip() for m in method.split(",") if m.strip()
-        )  # fmt: skip
-        try:
-            eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
-        except ValueError:
-            raise ParameterError(f"not a comma list of numbers: {eps!r}", field="eps") from None
-        result = bench_gcdp(dataset, methods, eps_list, draws, seed)
-    except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    print(json.dumps(result, indent=None if as_json else 2))

@@ -34,17 +34,16 @@ Calibration total = the four calibration steps; medians over ``repeats``.
 
 from __future__ import annotations
 
-import json
 import statistics
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
+from ldpfleet.app.bench_commands import SCALING_DEFAULT_PLOT as DEFAULT_PLOT
+from ldpfleet.app.bench_commands import SCALING_DEFAULT_RECORDS as DEFAULT_RECORDS
+from ldpfleet.app.bench_commands import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from ldpfleet.app.bench_gcdp import WINDOW, _calibrate, _mean_f1, _release_all, _rng
 from ldpfleet.app.gcdp_datasets import occupancy_windows
 from ldpfleet.collector.gcdp import (
@@ -92,12 +91,12 @@ DRIFT_THRESHOLD = 0.05  # predeclared: largest allowed change of any pair's lag-
 TARGET_SPEEDUP = 3.0
 
 DEFAULT_MS = (10, 30, 100, 300, 1000)
-DEFAULT_RECORDS = 2000
+# DEFAULT_RECORDS, DEFAULT_PLOT and the two commands: app/bench_commands.py (their --help
+# imports nothing heavy)
 SCALING_WINDOW = 20  # window of the synthetic d = M window means (100 windows of 2,000)
 SCALING_TAU = 0.15  # Table 5
 SCALING_STEPS = ("scores", "graph", "influence", "allocation", "release")
 CALIBRATION_STEPS = SCALING_STEPS[:4]
-DEFAULT_PLOT = "docs/img/gcdp-scaling.png"
 
 
 # --- parameter checks -------------------------------------------------------------------
@@ -443,43 +442,3 @@ def _plot(rows: list[dict], path: Path, records: int) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-# --- commands -------------------------------------------------------------------------
-
-
-def bench_gcdp_timing_command(
-    repeats: Annotated[int, typer.Option(help="Timed passes per method (median).")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
-) -> None:
-    """Occupancy: median wall time of one calibration-and-release pass per method
-    (Lap-DP, Ada-DP, Risk-DP, GC-DP, GC-DP-Cache) against the seed's Table 12."""
-    try:
-        result = bench_gcdp_timing(repeats, seed)
-    except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    print(json.dumps(result, indent=None if as_json else 2))
-
-
-def bench_gcdp_scaling_command(
-    ms: Annotated[str, typer.Option(help="Comma list of node counts M.")] = "10,30,100,300,1000",
-    records: Annotated[int, typer.Option(help="Synthetic records N.")] = DEFAULT_RECORDS,
-    repeats: Annotated[int, typer.Option(help="Timed runs per M (median).")] = 3,
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 0,
-    plot: Annotated[str, typer.Option(help="PNG path ('' = no plot).")] = DEFAULT_PLOT,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
-) -> None:
-    """Calibration time per step against the number of nodes M (synthetic correlated
-    data), as JSON and a log-log PNG plot."""
-    try:
-        try:
-            ms_list = tuple(int(v) for v in ms.split(",") if v.strip())
-        except ValueError:
-            raise ParameterError(f"not a comma list of integers: {ms!r}", field="ms") from None
-        result = bench_gcdp_scaling(ms_list, records, repeats, seed, plot=plot or None)
-    except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    print(json.dumps(result, indent=None if as_json else 2))

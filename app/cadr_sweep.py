@@ -26,16 +26,17 @@ seeds its own generator. ``markdown`` renders the tables of ``docs/cadr-private.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Annotated
 
 import numpy as np
 import typer
+from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_EPS_LIST as DEFAULT_EPS_LIST
+from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_THETAS as DEFAULT_THETAS
+from ldpfleet.app.bench_commands import bench_cadr_sweep
 from ldpfleet.collector.cadr_reference import METHODS, as_dict, choose_theta, private_run
-from ldpfleet.devices.graphs import Graph, load_graph
+from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.errors import ParameterError
 
@@ -54,8 +55,6 @@ __all__ = [
     "theta_choices",
 ]
 
-DEFAULT_THETAS = "1..100"
-DEFAULT_EPS_LIST = "1,1.5,2,2.5,3"
 METRICS = ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean")
 
 
@@ -590,62 +589,8 @@ def markdown(result: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-# --- command -------------------------------------------------------------------------------
+if __name__ == "__main__":  # python -m ldpfleet.app.cadr_sweep [OPTIONS]: the same command
+    from ldpfleet.app import bench_commands
 
-
-def bench_cadr_sweep(
-    graph: Annotated[
-        str, typer.Option(help="facebook, wiki-vote, kind:n=N,... or a SNAP edge-list path.")
-    ] = "facebook",
-    methods: Annotated[str, typer.Option(help="Comma-separated: ll, lh, ra, er.")] = "ll,lh,ra,er",
-    thetas: Annotated[
-        str, typer.Option(help="θ grid: 1..100, 5..100:5, 1,2,4 or a mix ('' skips).")
-    ] = DEFAULT_THETAS,
-    eps: Annotated[float, typer.Option(help="Budget of the θ sweep.")] = 3.0,
-    eps_list: Annotated[
-        str, typer.Option(help="Budgets of the ε sweep, comma-separated ('' skips).")
-    ] = DEFAULT_EPS_LIST,
-    alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
-    runs: Annotated[int, typer.Option(help="Runs per cell (seeds seed..seed+runs-1).")] = 5,
-    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
-    as_json: Annotated[
-        bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
-    ] = True,
-) -> None:
-    """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
-    import json
-
-    from ldpfleet.app.cli import user_errors
-
-    with user_errors():
-        try:
-            g = load_graph(graph)  # the loader of ``bench cadr``
-        except OSError as error:
-            raise ParameterError(
-                f"{graph!r}: {error.strerror or error}; use facebook, wiki-vote, a generator "
-                "such as barabasi_albert:n=200,m=3 or the path of a SNAP edge list",
-                field="graph",
-            ) from None
-        result = cadr_sweep(
-            g,
-            methods=parse_methods(methods),
-            thetas=parse_thetas(thetas) if thetas.strip() else None,
-            eps=eps,
-            eps_list=parse_eps(eps_list),
-            alpha=alpha,
-            runs=runs,
-            seed=seed,
-            workers=max(1, workers),
-        )
-    if as_json:
-        print(json.dumps(result))
-    else:
-        print(markdown(result, " ".join([_PROG, *sys.argv[1:]])))
-
-
-_PROG = "ldpfleet"  # how the command line was started, for the tables' provenance line
-
-if __name__ == "__main__":  # python -m scenarios.cadr_sweep [OPTIONS], before CLI registration
-    _PROG = "python -m scenarios.cadr_sweep"
-    typer.run(bench_cadr_sweep)
+    bench_commands.CADR_SWEEP_PROG = "python -m ldpfleet.app.cadr_sweep"
+    typer.run(bench_commands.bench_cadr_sweep)

@@ -7,44 +7,29 @@ traceback unless ``--verbose`` is given.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import itertools
+import inspect
 import json
 import logging
-import resource
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from ldpfleet.app.audit_cli import audit_command
-from ldpfleet.app.bench_gcdp import bench_gcdp_command
-from ldpfleet.app.bench_gcdp_scaling import bench_gcdp_scaling_command, bench_gcdp_timing_command
-from ldpfleet.app.cadr_sweep import bench_cadr_sweep
-from ldpfleet.broker.auth import AuthError, Credentials
-from ldpfleet.broker.embedded import EmbeddedBroker, EmbeddedBrokerError
-from ldpfleet.broker.mqtt import BrokerUrlError
-from ldpfleet.broker.select import BrokerUnavailable, open_broker
-from ldpfleet.broker.trace import (
-    TraceError,
-    TraceFilter,
-    export,
-    format_line,
-    open_readonly,
-    rows,
-    stats,
+from ldpfleet.app.bench_commands import (
+    bench_cadr_sweep,
+    bench_gcdp_command,
+    bench_gcdp_scaling_command,
+    bench_gcdp_timing_command,
+    bench_mechanisms_command,
 )
-from ldpfleet.broker.transport import TransportError
-from ldpfleet.devices.sources import SourceError
-from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.scenarios.jsonout import write_json
-from ldpfleet.scenarios.loop import run as run_loop
-from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+# Start-up stays cheap (``ldpfleet --help`` and every command's ``--help`` import typer and
+# rich, nothing heavy): every command imports what it runs inside its function. The
+# commands whose benches need numpy or scipy have their command lines in light modules
+# (app/audit_cli.py, app/bench_commands.py); tests/unit/test_cli_imports.py checks this.
 
 app = typer.Typer(
     add_completion=False,
@@ -57,24 +42,56 @@ app.add_typer(trace_app, name="trace")
 app.add_typer(bench_app, name="bench")
 
 console = Console(stderr=True)
+# (module, exception): the expected failures, shown as one line. They are looked up among
+# the modules already imported: an exception of a module never imported was never raised.
 USER_ERRORS = (
-    ScenarioError,
-    BrokerUnavailable,
-    BrokerUrlError,
-    EmbeddedBrokerError,
-    TransportError,
-    SourceError,
-    ParameterError,
-    TraceError,
-    AuthError,
+    ("ldpfleet.scenarios.schema", "ScenarioError"),
+    ("ldpfleet.broker.select", "BrokerUnavailable"),
+    ("ldpfleet.broker.mqtt", "BrokerUrlError"),
+    ("ldpfleet.broker.embedded", "EmbeddedBrokerError"),
+    ("ldpfleet.broker.transport", "TransportError"),
+    ("ldpfleet.devices.sources", "SourceError"),
+    ("ldpfleet.protocol.errors", "ParameterError"),
+    ("ldpfleet.broker.trace", "TraceError"),
+    ("ldpfleet.broker.auth", "AuthError"),
 )
 _state = {"verbose": False}
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """The exception classes of ``USER_ERRORS`` whose modules are imported."""
+    loaded = ((sys.modules.get(module), name) for module, name in USER_ERRORS)
+    return tuple(getattr(module, name) for module, name in loaded if module is not None)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ldpfleet {package_version()}")
+        raise typer.Exit()
+
+
+def package_version() -> str:
+    """The installed distribution's version (``ldpfleet.__version__`` in a source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ldpfleet")
+    except metadata.PackageNotFoundError:
+        import ldpfleet
+
+        return ldpfleet.__version__
 
 
 @app.callback()
 def _global(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show details and tracebacks.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     _state["verbose"] = verbose
@@ -93,7 +110,7 @@ def user_errors():
     """Turn expected failures into one clear line and exit status 2."""
     try:
         yield
-    except USER_ERRORS as error:
+    except user_error_types() as error:
         if _state["verbose"]:
             console.print_exception()
         console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
@@ -133,17 +150,21 @@ CredentialsOption = Annotated[
 ]
 
 
-def _credentials(path: Path | None, run_id: str | None = None) -> Credentials | None:
+def _credentials(path: Path | None, run_id: str | None = None):
     """Load ``--credentials``; refuse a run id other than theirs."""
     if path is None:
         return None
+    from ldpfleet.broker.auth import AuthError, Credentials
+
     credentials = Credentials.load(path)
     if run_id is not None and run_id != credentials.run:
         raise AuthError(f"{path} is for run {credentials.run!r}, not {run_id!r}")
     return credentials
 
 
-def _summary_table(results: dict) -> Table:
+def _summary_table(results: dict):
+    from rich.table import Table
+
     table = Table(
         title=f"run {results['run']} ({results['broker']['kind']} broker)", show_header=False
     )
@@ -212,9 +233,29 @@ def _summary_table(results: dict) -> Table:
     return table
 
 
+@app.command("scenarios")
+def scenarios_command(
+    paths: Annotated[bool, typer.Option("--paths", help="Also show each file's path.")] = False,
+) -> None:
+    """List the built-in scenarios, one line each: the name `ldpfleet run NAME` takes and
+    the scenario's description."""
+    from ldpfleet.scenarios.builtin import builtin_scenarios
+
+    found = builtin_scenarios()
+    width = max((len(s.name) for s in found), default=0)
+    for s in found:
+        print(f"{s.name:<{width}}  {s.description}" + (f"  ({s.path})" if paths else ""))
+
+
 @app.command()
 def run(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file, e.g. scenarios/quickstart.toml")],
+    scenario: Annotated[
+        Path,
+        typer.Argument(
+            help="Scenario file or built-in name (ldpfleet scenarios lists them), e.g. "
+            "scenarios/quickstart.toml or quickstart"
+        ),
+    ],
     broker: BrokerOption = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
         "runs/latest"
@@ -227,7 +268,10 @@ def run(
     shard_broker: ShardBrokerOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
+    from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import run_scenario
+    from ldpfleet.scenarios.schema import load_scenario
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -296,7 +340,9 @@ def _run_cadr(
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
     from ldpfleet.collector.cadr_fleet import stage_listener
+    from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
+    from rich.table import Table
 
     with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
 
@@ -378,7 +424,11 @@ def watch_command(
     """A live summary of the fleets on a broker: per run, stage, devices heard from,
     reports, acks, rejections, message rate (read-only; with --credentials it logs in as
     the run's recorder)."""
+    import asyncio
+
     from ldpfleet.app.watch import FleetWatch, watch
+    from ldpfleet.broker.select import open_broker
+    from ldpfleet.scenarios.loop import run as run_loop
     from rich.live import Live
 
     with user_errors():
@@ -423,6 +473,7 @@ def report_command(
     """Write OUT/report.html for an existing run: scenario, timing, messages, ledger,
     and a section per capability (plots inline; the page fetches nothing)."""
     from ldpfleet.app.report import write_report
+    from ldpfleet.broker.trace import TraceError
 
     with user_errors():
         if not (out / "results.json").exists():
@@ -439,6 +490,10 @@ def broker_command(
 ) -> None:
     """Run the embedded amqtt broker standalone until Ctrl-C (with --credentials: only
     that run's identities, under its ACL)."""
+    import asyncio
+
+    from ldpfleet.broker.embedded import EmbeddedBroker
+    from ldpfleet.scenarios.loop import run as run_loop
 
     async def serve() -> None:
         credentials = _credentials(credentials_path)
@@ -466,8 +521,11 @@ def fleet(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) against a broker."""
-    from ldpfleet.devices.fleet import Fleet, parse_shard
-    from ldpfleet.scenarios.runner import ledger_document
+    import asyncio
+
+    from ldpfleet.devices.fleet import parse_shard
+    from ldpfleet.scenarios.fleet_shard import run_fleet_shard
+    from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 
     with user_errors():
         try:
@@ -476,45 +534,18 @@ def fleet(
             raise ScenarioError(str(error)) from None
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
-
-        built: list[Fleet] = []
-
-        async def go():
-            # SIGTERM (a runner stopping its shards) ends the devices; the outcomes so far
-            # are still written
-            task = asyncio.current_task()
-            loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-            async with open_broker(broker, credentials=credentials) as (transport, _):
-                devices = Fleet(
-                    loaded, transport, run_id, seed=seed, shard=(shard_index, shard_count)
-                )
-                built.append(devices)
-                return await devices.run()
-
         try:
-            outcomes = run_loop(go())
+            outcomes, target = run_fleet_shard(
+                loaded,
+                broker,
+                run_id,
+                (shard_index, shard_count),
+                seed=seed,
+                out=out,
+                credentials=credentials,
+            )
         except asyncio.CancelledError:
-            if not built:
-                raise typer.Exit(1) from None
-            outcomes = built[0].outcomes()
-    config = loaded.stream_config(run_id)
-    target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
-    target.mkdir(parents=True, exist_ok=True)
-    write_json(
-        target / "ledger.json", ledger_document(run_id, config.eps, config.w, outcomes), indent=2
-    )
-    write_json(
-        target / "outcomes.json",
-        {
-            "shard": shard,
-            "broker": broker,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "connect_seconds": built[0].connect_seconds if built else None,
-            "crashed": built[0].crashed if built else {},
-            "devices": outcomes,
-        },
-    )
+            raise typer.Exit(1) from None
     done = sum(o.state == "done" for o in outcomes)
     console.print(
         f"shard {shard}: {done}/{len(outcomes)} devices delivered everything; ledger in {target}"
@@ -532,7 +563,12 @@ def collector(
     credentials_path: CredentialsOption = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker."""
+    import asyncio
+
+    from ldpfleet.broker.select import open_broker
+    from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import collector_for, recorder_for
+    from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
         loaded = load_scenario(scenario)
@@ -586,11 +622,11 @@ def mosquitto_config(
 ) -> None:
     """Write a Mosquitto password file, ACL and config for one run, with per-device
     credentials (no anonymous access), and print how to start it (docs/reliability.md)."""
+    from ldpfleet.broker.auth import AuthError, Credentials, write_mosquitto_files
     from ldpfleet.scenarios.runner import new_run_id
+    from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
-        from ldpfleet.broker.auth import write_mosquitto_files
-
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
         if loaded.spec.cadr is not None:
@@ -644,6 +680,9 @@ def trace_stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Counts, bytes and rates per kind and topic family."""
+    from ldpfleet.broker.trace import TraceFilter, open_readonly, stats
+    from rich.table import Table
+
     with user_errors():
         db = open_readonly(path)
         result = stats(db, TraceFilter(device, kind, topic, since, until))
@@ -675,7 +714,7 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
-    from ldpfleet.broker.trace import as_record
+    from ldpfleet.broker.trace import TraceFilter, as_record, format_line, open_readonly, rows
 
     with user_errors():
         db = open_readonly(path)
@@ -694,7 +733,9 @@ def trace_follow(
 ) -> None:
     """One device's protocol conversation in order, decoded: who sent what to whom, with a
     header per protocol round (stream, secure-aggregation rounds)."""
-    from ldpfleet.broker.trace import conversation, sequence_lines
+    import itertools
+
+    from ldpfleet.broker.trace import TraceError, conversation, open_readonly, sequence_lines
 
     with user_errors():
         db = open_readonly(path)
@@ -724,6 +765,8 @@ def trace_export(
     until: UntilOpt = None,
 ) -> None:
     """Export messages as JSON lines or CSV."""
+    from ldpfleet.broker.trace import TraceFilter, export, open_readonly, rows
+
     with user_errors():
         db = open_readonly(path)
         lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
@@ -802,6 +845,7 @@ def bench_fleet_command(
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, lost reports."""
     from ldpfleet.app.bench import bench_fleet
+    from ldpfleet.scenarios.loop import run as run_loop
 
     with user_errors():
         result = run_loop(
@@ -855,6 +899,7 @@ def bench_cpr_command(
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
     from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
     from ldpfleet.devices.periodic import DATASETS
+    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
         chosen = tuple(dataset or DATASETS)
@@ -907,6 +952,8 @@ def bench_secagg_command(
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
     from ldpfleet.app.bench_secagg import bench_secagg
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
+    from ldpfleet.scenarios.loop import run as run_loop
+    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
         if dropout_stage not in DROPOUT_STAGES:
@@ -970,6 +1017,7 @@ def bench_cadr_command(
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
         if method not in ("ll", "lh", "ra", "er"):
@@ -1011,11 +1059,21 @@ def bench_cadr_command(
     }))  # fmt: skip
 
 
-bench_app.command("cadr-sweep")(bench_cadr_sweep)
-bench_app.command("gcdp")(bench_gcdp_command)
-app.command("audit")(audit_command)
-bench_app.command("gcdp-timing")(bench_gcdp_timing_command)
-bench_app.command("gcdp-scaling")(bench_gcdp_scaling_command)
+def _one_line_command(group: typer.Typer, name: str, function) -> None:
+    """Register ``function`` as ``name`` in ``group``; its line in the listing is its
+    docstring's first paragraph joined into one line (not broken where the docstring is)."""
+    line = " ".join(inspect.cleandoc(function.__doc__).split("\n\n")[0].split())
+    group.command(name, short_help=line)(function)
+
+
+# the command lines of app/audit_cli.py and app/bench_commands.py: their benches import
+# numpy or scipy when they run
+_one_line_command(bench_app, "cadr-sweep", bench_cadr_sweep)
+_one_line_command(bench_app, "gcdp", bench_gcdp_command)
+_one_line_command(app, "audit", audit_command)
+_one_line_command(bench_app, "gcdp-timing", bench_gcdp_timing_command)
+_one_line_command(bench_app, "mechanisms", bench_mechanisms_command)
+_one_line_command(bench_app, "gcdp-scaling", bench_gcdp_scaling_command)
 
 
 def _bench_cadr_fleet(
@@ -1024,6 +1082,7 @@ def _bench_cadr_fleet(
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
     from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+    from ldpfleet.scenarios.loop import run as run_loop
 
     broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
     per_run = []

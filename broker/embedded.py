@@ -486,7 +486,7 @@ async def _serve(host: str, port: int, credentials: Credentials | None = None) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m broker.embedded [--host H] [--port P] [--credentials-stdin |
+    """``python -m ldpfleet.broker.embedded [--host H] [--port P] [--credentials-stdin |
     --credentials FILE]``: serve until SIGTERM (with a run's credentials: auth and ACLs)."""
     parser = argparse.ArgumentParser(description="ldpfleet embedded amqtt broker")
     parser.add_argument("--host", default="127.0.0.1")

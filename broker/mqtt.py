@@ -272,11 +272,12 @@ class MqttConnection:
         # window costs no throughput.
         self._window = asyncio.Semaphore(PUBLISH_WINDOW)
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Publish and (QoS 1) wait for the broker's acknowledgement."""
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Publish (retained if ``retain``) and (QoS 1) wait for the broker's
+        acknowledgement."""
         async with self._window:
             try:
-                await self._client.publish(topic, payload, qos=qos)
+                await self._client.publish(topic, payload, qos=qos, retain=retain)
             except aiomqtt.MqttError as error:
                 raise TransportError(
                     f"{self.client_id}: publish to {topic} failed: {error}"

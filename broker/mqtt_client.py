@@ -257,13 +257,17 @@ class WireConnection(asyncio.Protocol):
 
     # the Connection interface ----------------------------------------------------------
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Publish; at QoS 1 return once the broker acknowledged it."""
-        await self.publish_many(((topic, payload),), qos)
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Publish (with the PUBLISH retain flag if ``retain``); at QoS 1 return once the
+        broker acknowledged it."""
+        await self._publish(((topic, payload),), qos, retain)
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
         """Publish several messages in order, their acknowledgements awaited together
         (at most ``WINDOW`` of the connection's QoS 1 publishes unacknowledged)."""
+        await self._publish(items, qos, False)
+
+    async def _publish(self, items: Iterable[tuple[str, bytes]], qos: int, retain: bool) -> None:
         acks = []
         for topic, payload in items:
             handed_over = False
@@ -272,12 +276,12 @@ class WireConnection(asyncio.Protocol):
             self._check_open()
             if qos:
                 packet_id, ack = self._open_request(slot_handed_over=handed_over)
-                self._send(encode_publish(topic, payload, qos, packet_id))
+                self._send(encode_publish(topic, payload, qos, packet_id, retain=retain))
                 acks.append(ack)
             else:
                 if handed_over:
                     self._release_slot()  # QoS 0 needs no slot
-                self._send(encode_publish(topic, payload))
+                self._send(encode_publish(topic, payload, retain=retain))
         for ack in acks:
             await ack
 

@@ -13,19 +13,44 @@ from collections.abc import Awaitable, Callable
 
 from ldpfleet.broker.transport import Connection
 from ldpfleet.protocol import codec
-from ldpfleet.protocol.events import Machine
+from ldpfleet.protocol.events import Machine, Outbound
 
 
 async def publish_outbound(conn: Connection, machine: Machine) -> int:
-    """Publish everything in the machine's outbox; return how many messages."""
+    """Publish everything in the machine's outbox, in order; return how many messages.
+
+    An item with ``retain`` is published on its own with the retain flag (``publish_many``
+    has none); the others go together. ``retain`` is only passed when set, so connections
+    of tests that predate it keep working."""
     outbound = machine.pop_outbound()
     if not outbound:
         return 0
     if len(outbound) == 1:
-        await conn.publish(outbound[0].topic, codec.encode(outbound[0].message))
-    else:
+        first = outbound[0]
+        if first.retain:
+            await conn.publish(first.topic, codec.encode(first.message), retain=True)
+        else:
+            await conn.publish(first.topic, codec.encode(first.message))
+    elif not any(o.retain for o in outbound):
         await conn.publish_many((o.topic, codec.encode(o.message)) for o in outbound)
+    else:
+        await _publish_in_order(conn, outbound)
     return len(outbound)
+
+
+async def _publish_in_order(conn: Connection, outbound: list[Outbound]) -> None:
+    """Runs of plain messages through ``publish_many``, each retained one by itself."""
+    plain: list[tuple[str, bytes]] = []
+    for item in outbound:
+        if not item.retain:
+            plain.append((item.topic, codec.encode(item.message)))
+            continue
+        if plain:
+            await conn.publish_many(plain)
+            plain = []
+        await conn.publish(item.topic, codec.encode(item.message), retain=True)
+    if plain:
+        await conn.publish_many(plain)
 
 
 async def drive_timers(

@@ -8,7 +8,9 @@ acknowledged it (QoS 1), so messages published while the connection is down, or 
 acknowledgement was lost with the connection, are published again after the reconnect —
 at least once. Protocols deduplicate (the collector by (device, seq); devices ignore stale
 acks), so at-least-once gives an exactly-once effect. Identical queued messages (a batch
-retransmitted by its timer while the broker is down) are queued once.
+retransmitted by its timer while the broker is down) are queued once. A retained publish
+keeps its flag in the outbox, so it is republished retained after a reconnect (in order
+with the rest).
 
 The session gives up (``ConnectionLost``) only after ``give_up_after`` seconds without a
 connection; a refused login (``ConnectionRefused``) is never retried. ``reconnects`` and
@@ -61,8 +63,8 @@ class Session:
         self.republished = 0  # messages published again after a loss
         self._context: contextlib.AbstractAsyncContextManager[Connection] | None = None
         self._conn: Connection | None = None
-        # ordered, de-duplicated outbox: (topic, payload) -> None
-        self._unsent: dict[tuple[str, bytes], None] = {}
+        # ordered, de-duplicated outbox: (topic, payload, retain) -> None
+        self._unsent: dict[tuple[str, bytes, bool], None] = {}
         self._lock = asyncio.Lock()  # one flush at a time keeps the publish order
         self._reconnecting: asyncio.Task | None = None
         self._inflight: asyncio.Future | None = None  # the publish in progress
@@ -155,16 +157,17 @@ class Session:
             if not self._closed and (self._reconnecting is None or self._reconnecting.done()):
                 self._reconnecting = asyncio.ensure_future(self._reconnect())
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Queue one message and publish the queue (see ``flush``). A machine's outbox goes
-        through ``broker.pump.publish_outbound(session, machine)`` like any connection's."""
-        self._unsent.setdefault((topic, payload), None)
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Queue one message (retained if ``retain``) and publish the queue (see
+        ``flush``). A machine's outbox goes through
+        ``broker.pump.publish_outbound(session, machine)`` like any connection's."""
+        self._unsent.setdefault((topic, payload, retain), None)
         await self.flush()
 
     async def publish_many(self, items, qos: int = 1) -> None:
         """Queue several messages and publish the queue."""
         for topic, payload in items:
-            self._unsent.setdefault((topic, bytes(payload)), None)
+            self._unsent.setdefault((topic, bytes(payload), False), None)
         await self.flush()
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
@@ -180,13 +183,11 @@ class Session:
         async with self._lock:
             while self._unsent and self._conn is not None:
                 conn = self._conn
-                batch = list(self._unsent)
+                batch = _next_batch(self._unsent)
                 # a task of its own, so that a loss noticed elsewhere (``_lost``) can stop
                 # it: aiomqtt leaves a QoS 1 publish waiting for its PUBACK on a dead
                 # connection until its 30 s timeout (measured: a 30 s stall per restart)
-                self._inflight = asyncio.ensure_future(
-                    conn.publish(*batch[0]) if len(batch) == 1 else conn.publish_many(batch)
-                )
+                self._inflight = asyncio.ensure_future(_publish_batch(conn, batch))
                 try:
                     await self._inflight
                 except TransportError as error:
@@ -229,6 +230,27 @@ class Session:
     def unsent(self) -> int:
         """Messages waiting for the broker's acknowledgement."""
         return len(self._unsent)
+
+
+def _next_batch(unsent: dict[tuple[str, bytes, bool], None]) -> list[tuple[str, bytes, bool]]:
+    """The oldest queued messages to publish together: everything up to the first retained
+    one, or that retained one alone (``publish_many`` has no retain flag)."""
+    batch = []
+    for key in unsent:
+        if key[2]:
+            return batch or [key]
+        batch.append(key)
+    return batch
+
+
+def _publish_batch(conn: Connection, batch: list[tuple[str, bytes, bool]]):
+    """Publish a batch of ``_next_batch``."""
+    if len(batch) > 1:
+        return conn.publish_many([(topic, payload) for topic, payload, _ in batch])
+    topic, payload, retain = batch[0]
+    if retain:
+        return conn.publish(topic, payload, retain=True)
+    return conn.publish(topic, payload)
 
 
 async def end_persistent_session(transport: Transport, client_id: str) -> None:

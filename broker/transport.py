@@ -5,8 +5,8 @@ a connection publishes, subscribes, and yields deliveries from one async iterato
 (``conn.messages()``), the aiomqtt shape. Two implementations share this interface:
 
 - ``MemoryTransport`` (here): an in-process broker with MQTT wildcard semantics (a topic
-  trie, so matching costs O(levels), not O(subscriptions)) and injectable drop / delay
-  rules for fault experiments; fast Monte-Carlo runs use it.
+  trie, so matching costs O(levels), not O(subscriptions)), retained messages, and
+  injectable drop / delay rules for fault experiments; fast Monte-Carlo runs use it.
 - ``MqttTransport`` (``broker.mqtt``): aiomqtt against any MQTT 3.1.1 broker.
 
 Results for a given seed are identical on both: no protocol decision depends on timing.
@@ -20,6 +20,8 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
+
+from ldpfleet.protocol import topics
 
 if TYPE_CHECKING:
     from ldpfleet.broker.auth import Credentials
@@ -52,14 +54,17 @@ class Connection(Protocol):
 
     client_id: str
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Publish one message (for QoS 1, returns once the broker acknowledged it)."""
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Publish one message (for QoS 1, returns once the broker acknowledged it). With
+        ``retain`` the broker also keeps it as the topic's retained message, handed to
+        every later subscription that matches the topic (an empty payload deletes it)."""
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
         """Publish several messages concurrently and wait for all acknowledgements."""
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
-        """Subscribe to topic filters (MQTT wildcards)."""
+        """Subscribe to topic filters (MQTT wildcards); the broker then delivers the
+        retained messages the filters match (again on every subscribe)."""
 
     def messages(self) -> AsyncIterator[Delivery]:
         """The one way to consume: every delivery, in arrival order."""
@@ -261,7 +266,14 @@ class MemoryTransport:
     identity its client id belongs to), a refused subscription raises ``TransportError``
     (the MQTT transport raises on a SUBACK refusal too), and an unauthorised publish is
     dropped and recorded in ``denied`` (brokers drop them silently; MQTT 3.1.1 has no
-    error for it), so a topic mistake shows up in tests on memory too."""
+    error for it), so a topic mistake shows up in tests on memory too.
+
+    Retained messages as MQTT 3.1.1 (section 3.3.1.3): a publish with ``retain`` is routed
+    as usual and kept in ``retained`` (topic -> payload; an empty payload deletes the
+    topic's), and every ``subscribe`` delivers at once the retained messages its new
+    filters match (once per message, through the same drop / delay rules; an unauthorised
+    publish is neither routed nor kept). They survive ``sever`` and ``outage``, as on a
+    broker with persistence."""
 
     name = "memory"
 
@@ -281,6 +293,7 @@ class MemoryTransport:
         self.published = 0
         self.dropped = 0
         self.denied = self._guard.denied  # (client id, action, topic)
+        self.retained: dict[str, bytes] = {}  # topic -> its retained payload
         self.down = False  # a simulated outage: connections are refused (``outage``)
 
     def sever(self, client_ids: Iterable[str] | None = None) -> int:
@@ -341,22 +354,41 @@ class MemoryTransport:
         log.warning("%s: not authorised to %s %s", connection.client_id, action, topic[:200])
         return False
 
-    def _route(self, topic: str, payload: bytes) -> None:
+    def _route(self, topic: str, payload: bytes, retain: bool = False) -> None:
         self.published += 1
+        if retain:
+            if payload:
+                self.retained[topic] = payload
+            else:
+                self.retained.pop(topic, None)  # a zero-byte retained message deletes
         loop = asyncio.get_running_loop()
         for client_id in self._trie.match(topic):
-            queue = self._queues.get(client_id)
-            if queue is None:
-                continue
-            if self.drop is not None and self.drop(topic, payload, client_id):
-                self.dropped += 1
-                continue
-            delivery = Delivery(topic, payload)
-            seconds = self.delay(topic, payload, client_id) if self.delay is not None else 0.0
-            if seconds > 0:
-                loop.call_later(seconds, queue.put_nowait, delivery)
-            else:
-                queue.put_nowait(delivery)
+            self._deliver(loop, client_id, topic, payload)
+
+    def _deliver(
+        self, loop: asyncio.AbstractEventLoop, client_id: str, topic: str, payload: bytes
+    ) -> None:
+        queue = self._queues.get(client_id)
+        if queue is None:
+            return
+        if self.drop is not None and self.drop(topic, payload, client_id):
+            self.dropped += 1
+            return
+        delivery = Delivery(topic, payload)
+        seconds = self.delay(topic, payload, client_id) if self.delay is not None else 0.0
+        if seconds > 0:
+            loop.call_later(seconds, queue.put_nowait, delivery)
+        else:
+            queue.put_nowait(delivery)
+
+    def _send_retained(self, client_id: str, filters: Iterable[str]) -> None:
+        """Deliver to ``client_id`` the retained messages ``filters`` match (each once)."""
+        if not self.retained:
+            return
+        loop = asyncio.get_running_loop()
+        for topic, payload in list(self.retained.items()):
+            if any(topics.matches(pattern, topic) for pattern in filters):
+                self._deliver(loop, client_id, topic, payload)
 
 
 class MemoryConnection:
@@ -378,11 +410,11 @@ class MemoryConnection:
         if self._broker._queues.get(self.client_id) is not self._queue:
             raise ConnectionLost(f"{self.client_id}: publish on a closed connection")
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Route a message to every matching subscriber."""
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Route a message to every matching subscriber (and keep it, with ``retain``)."""
         self._check_open()
         if self._broker._permitted(self, "publish", topic):
-            self._broker._route(topic, bytes(payload))
+            self._broker._route(topic, bytes(payload), retain)
         await asyncio.sleep(0)  # a publish is a scheduling point, as on a socket
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
@@ -394,12 +426,14 @@ class MemoryConnection:
         await asyncio.sleep(0)
 
     async def subscribe(self, *filters: str, qos: int = 1) -> None:
-        """Add subscriptions (``TransportError`` if the ACL refuses one; none is added)."""
+        """Add subscriptions (``TransportError`` if the ACL refuses one; none is added),
+        then receive the retained messages they match."""
         refused = [p for p in filters if not self._broker._permitted(self, "subscribe", p)]
         if refused:
             raise TransportError(f"{self.client_id}: the broker refused subscription {refused}")
         for pattern in filters:
             self._broker._trie.add(pattern, self.client_id)
+        self._broker._send_retained(self.client_id, filters)
 
     async def messages(self) -> AsyncIterator[Delivery]:
         """Deliveries until the connection is taken over or closed."""

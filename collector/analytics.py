@@ -1,7 +1,8 @@
 """Stream-stage analytics: per-device mean estimates and stream reconstructions.
 
-Post-processing only (no privacy cost). Mean estimates average the unbiased point estimate
-of each report and map it back to physical units with the public bounds. Reconstructions
+Post-processing only (no privacy cost). Mean estimates are the mechanism's own
+``estimate_mean`` of each device's reports (unbiased by the mechanism contract), mapped back
+to physical units with the public bounds. Reconstructions
 (``collector.reconstruct``: CPR or a baseline) run per device; a fleet's streams are
 spread over a process pool (one worker per core) since each stream is independent.
 """
@@ -21,14 +22,18 @@ from ldpfleet.protocol.sw import denormalise
 PARALLEL_FROM = 64  # streams; below this a pool costs more than it saves
 
 
-def sw_mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
-    """Per device, the estimated mean of its clipped stream in physical units."""
+def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
+    """Per device, the estimated mean of its clipped stream in physical units: the run's
+    mechanism's ``estimate_mean`` (any mechanism of ``protocol.mechanism_contract``)."""
     mechanism = config.mechanism_object()
     return {
-        device: float(denormalise(np.mean(mechanism.estimate(values)), config.lo, config.hi))
+        device: float(denormalise(mechanism.estimate_mean(values), config.lo, config.hi))
         for device, values in streams.items()
         if len(values)
     }
+
+
+sw_mean_estimates = mean_estimates  # the name before mechanisms were pluggable
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""The collector's GC-DP release stage: calibration from the scenario, then the pump wiring.
+"""The collector's GC-DP release stage: calibration, then the pump wiring.
 
 Theory of operation (docs/gcdp-fleet.md). In a ``[gcdp]`` scenario the devices are sensor
 nodes (device i = channel i % C of room i // C) that stream readings clipped to FIXED public
 per-channel bounds and normalised to [0, 1], in the clear (``mechanism = "raw"``, the
 central model: the collector is trusted with the readings and is the one that releases).
 
+* The stage takes a plain ``GcdpStageConfig`` (the scenarios layer builds it from
+  ``[gcdp]``: ``scenarios.plans.gcdp_stage_config``).
 * At construction, ``load_calibration`` lays the PUBLIC calibration file out exactly like
   the fleet (same columns, same bounds, rooms at ``calibration_stride`` offsets) and
   ``collector.gcdp.calibrate_fleet`` runs Algorithms 1-3 on it (eps_cal = 0): theta is
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.broker.pump import publish_outbound
@@ -41,10 +43,7 @@ from ldpfleet.devices.sources import CsvSpec, csv_stream, load_table
 from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.sw import normalise
 
-if TYPE_CHECKING:  # the collector does not depend on the scenario package at run time
-    from ldpfleet.scenarios.schema import LoadedScenario
-
-__all__ = ["GcdpStage", "load_calibration", "release_rng"]
+__all__ = ["GcdpStage", "GcdpStageConfig", "load_calibration", "release_rng"]
 
 LEDGER_OWNER = "collector"
 
@@ -55,24 +54,42 @@ def release_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence((int(seed), tag)))
 
 
-def load_calibration(scenario: LoadedScenario) -> tuple[np.ndarray, np.ndarray | None]:
+@dataclass(frozen=True)
+class GcdpStageConfig:
+    """The release stage's settings (``[gcdp]``) and the fleet layout it calibrates on."""
+
+    calibration: CsvSpec  # the PUBLIC calibration file, laid out like the fleet
+    node_bounds: tuple[tuple[float, float], ...]  # device i's fixed public bounds
+    steps: int  # the stream's length
+    window: int
+    eps_rel: float
+    method: str = "gcdp"
+    tau: float = 0.15
+    calibration_steps: int | None = None  # default: every record of the file
+    utility_column: str | None = None  # the room label column (0/1), if any
+
+    @property
+    def nodes(self) -> int:
+        """M: the fleet's devices, one released coordinate each."""
+        return len(self.node_bounds)
+
+
+def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | None]:
     """The public calibration matrix (time x M nodes, [0, 1] units, laid out like the
     fleet) and, with ``utility_column``, each node's room labels (time x M, 0/1)."""
-    section = scenario.spec.gcdp
-    assert section is not None
-    spec = scenario.calibration_spec()
+    spec = config.calibration
     _, matrix = load_table(spec.path)
-    length = section.calibration_steps or matrix.shape[0]
-    m = scenario.spec.fleet.devices
+    length = config.calibration_steps or matrix.shape[0]
+    m = config.nodes
     data = np.empty((length, m))
     for i in range(m):
         series, _ = csv_stream(spec, i, m, length)
-        data[:, i] = normalise(series, *scenario.node_bounds(i))
-    if section.utility_column is None:
+        data[:, i] = normalise(series, *config.node_bounds[i])
+    if config.utility_column is None:
         return data, None
     channels = spec.channels
     rooms = -(-m // channels)
-    label_spec = CsvSpec(path=spec.path, column=section.utility_column, stride=spec.stride)
+    label_spec = CsvSpec(path=spec.path, column=config.utility_column, stride=spec.stride)
     room_labels = [
         (csv_stream(label_spec, r, rooms, length)[0] >= 0.5).astype(float) for r in range(rooms)
     ]
@@ -83,19 +100,15 @@ def load_calibration(scenario: LoadedScenario) -> tuple[np.ndarray, np.ndarray |
 class GcdpStage:
     """One run's GC-DP release stage on the collector side."""
 
-    def __init__(
-        self, scenario: LoadedScenario, run: str, devices: list[str], *, seed: int
-    ) -> None:
-        section = scenario.spec.gcdp
-        assert section is not None
+    def __init__(self, config: GcdpStageConfig, run: str, devices: list[str], *, seed: int) -> None:
         started = time.perf_counter()
-        data, labels = load_calibration(scenario)
+        data, labels = load_calibration(config)
         self.theta: FleetTheta = calibrate_fleet(
             data,
-            window=section.window,
-            eps_rel=section.eps_rel,
-            method=section.method,
-            tau=section.tau,
+            window=config.window,
+            eps_rel=config.eps_rel,
+            method=config.method,
+            tau=config.tau,
             labels=labels,
         )
         self.calibration_seconds = time.perf_counter() - started
@@ -103,7 +116,7 @@ class GcdpStage:
         self.ledger = PrivacyLedger(LEDGER_OWNER)
         self.seed = seed
         self.machine = GcdpReleaser(
-            run, devices, self.theta, scenario.spec.stream.steps, self.ledger, release_rng(seed)
+            run, devices, self.theta, config.steps, self.ledger, release_rng(seed)
         )
         self.releases: dict[int, WindowReleased] = {}
 

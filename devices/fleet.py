@@ -1,12 +1,13 @@
 """``Fleet``: N device agents as asyncio tasks in one TaskGroup (or a shard of them).
 
 Each device gets its own connection (client id ``{run}-{device}``), its own clean stream
-from the scenario's source and two independent random generators derived from
+from the fleet's source and two independent random generators derived from
 (seed, device index): one for its data, one for its mechanism. Privatised values therefore
 depend only on the seed and the device, never on the transport or on timing, so the same
-scenario gives identical reports in memory, on the embedded broker and on Mosquitto.
+configuration gives identical reports in memory, on the embedded broker and on Mosquitto.
 ``shard=(i, k)`` runs the devices whose index is ``i`` modulo ``k``, so several processes or
-machines can make one fleet.
+machines can make one fleet. A fleet takes a plain ``FleetConfig``; the scenarios layer
+builds it from a scenario (``scenarios.plans.fleet_config``).
 
 With a several-column csv source (``[source] columns``) device ``i`` is one sensor node:
 channel ``i % C`` of room ``i // C``. Its front-end clips each reading to its channel's
@@ -19,17 +20,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from ldpfleet.broker.transport import Transport
 from ldpfleet.devices.agent import DeviceAgent, DeviceStorage
-from ldpfleet.devices.faults import Crash, crash_plan
+from ldpfleet.devices.faults import Crash, CrashConfig, crash_plan
 from ldpfleet.devices.gateway import Gateway
-from ldpfleet.devices.periodic import periodic_stream, template
-from ldpfleet.devices.sources import CsvSpec, csv_stream, device_rng, synthetic_stream
-from ldpfleet.protocol.stream import StreamReporter
+from ldpfleet.devices.periodic import PeriodicSpec, periodic_stream, template
+from ldpfleet.devices.sources import (
+    CsvSpec,
+    SyntheticSpec,
+    channel_bounds,
+    csv_stream,
+    device_rng,
+    synthetic_stream,
+)
+from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 from ldpfleet.protocol.sw import normalise
-from ldpfleet.scenarios.schema import LoadedScenario, PeriodicSource
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +76,44 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
-def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> tuple[np.ndarray, int | None]:
+@dataclass(frozen=True)
+class DeviceSourceConfig:
+    """Where the devices' clean readings come from (the scenarios layer builds it from
+    ``[source]``, ``[stream] steps`` and ``[fleet] devices``)."""
+
+    source: SyntheticSpec | CsvSpec | PeriodicSpec
+    steps: int  # readings per device
+    devices: int  # the fleet's size: a csv source spreads the devices over its data
+    true_period: int | None = None  # a csv source's declared period, if known
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """Everything a ``Fleet`` (or a sharded one) needs, as plain values."""
+
+    stream: StreamConfig  # the stream stage, run id included
+    device_ids: tuple[str, ...]  # every device of the fleet, in index order
+    source: DeviceSourceConfig
+    seed: int
+    silence_timeout: float  # a device gives up after this long without a collector word
+    connect_concurrency: int = 64  # devices connecting at once
+    step_seconds: float = 0.0  # pacing: seconds between readings (0: unpaced)
+    connection: Literal["device", "gateway"] = "device"
+    gateway_devices: int = 1000  # devices per gateway connection (connection "gateway")
+    crashes: CrashConfig | None = None  # fault injection: the crash plan's settings
+
+    def crash_plan(self) -> dict[str, Crash]:
+        """Device id -> its crash, for the devices that crash."""
+        return crash_plan(self.crashes, self.device_ids, self.stream.steps, self.seed)
+
+
+def clean_stream(
+    config: DeviceSourceConfig, seed: int, index: int
+) -> tuple[np.ndarray, int | None]:
     """Device ``index``'s clean readings (physical units, before clipping) and, when the
     simulator knows it, the stream's true period."""
-    source = scenario.source_spec()
-    steps = scenario.spec.stream.steps
-    if isinstance(source, PeriodicSource):
+    source, steps = config.source, config.steps
+    if isinstance(source, PeriodicSpec):
         cycle = template(source.dataset, index, device_rng(seed, index, "template"))
         values = periodic_stream(
             cycle, steps, device_rng(seed, index, "data"), jitter=source.jitter
@@ -81,21 +121,22 @@ def clean_stream(scenario: LoadedScenario, seed: int, index: int) -> tuple[np.nd
         lo, hi = source.bounds
         return lo + values * (hi - lo), len(cycle)
     if isinstance(source, CsvSpec):
-        values, _ = csv_stream(source, index, scenario.spec.fleet.devices, steps)
-        return values, scenario.spec.source.true_period
+        values, _ = csv_stream(source, index, config.devices, steps)
+        return values, config.true_period
     values, truth = synthetic_stream(source, steps, device_rng(seed, index, "data"))
     return values, truth.period
 
 
 def device_truth(
-    scenario: LoadedScenario, seed: int, index: int, lo: float, hi: float
+    config: DeviceSourceConfig, seed: int, index: int, lo: float, hi: float
 ) -> tuple[np.ndarray, int | None, float]:
     """Device ``index``'s readings as its reporter sees them (a multi-column node's
     front-end normalises by its channel's bounds), the true period if known, and the true
     mean of the clipped stream."""
-    readings, period = clean_stream(scenario, seed, index)
-    if scenario.multi_column:  # the node's front-end: its channel's public bounds
-        readings = normalise(readings, *scenario.node_bounds(index))
+    readings, period = clean_stream(config, seed, index)
+    bounds = channel_bounds(config.source, index) if isinstance(config.source, CsvSpec) else None
+    if bounds is not None:  # the node's front-end: its channel's public bounds
+        readings = normalise(readings, *bounds)
     return readings, period, float(np.mean(np.clip(readings, lo, hi)))
 
 
@@ -103,26 +144,13 @@ class Fleet:
     """The devices of one run (or one shard of them)."""
 
     def __init__(
-        self,
-        scenario: LoadedScenario,
-        transport: Transport,
-        run: str,
-        *,
-        seed: int | None = None,
-        shard: tuple[int, int] = (0, 1),
+        self, config: FleetConfig, transport: Transport, *, shard: tuple[int, int] = (0, 1)
     ) -> None:
-        self.scenario = scenario
+        self.fleet_config = config
         self.transport = transport
-        self.run_id = run
-        self.seed = scenario.spec.scenario.seed if seed is None else seed
+        self.run_id = config.stream.run
+        self.seed = config.seed
         self.shard = shard
-        self.config = scenario.stream_config(run)
-        gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
-        # a device gives up after this long without a word from the collector: longer than
-        # any wait for credit (the collector's stage deadline) plus the finish grace
-        collector = scenario.spec.collector
-        silence_timeout = collector.stage_timeout + collector.finish_grace
-        lo, hi = self.config.lo, self.config.hi
         self.agents: list[DeviceAgent] = []
         self.connect_seconds: float | None = None
         self.true_means: dict[str, float] = {}
@@ -130,53 +158,56 @@ class Fleet:
         self.clean: dict[str, np.ndarray] = {}
         # fault injection ([faults]): the crash plan, and the devices' storage (only then:
         # saving the machine before every publish costs a pickle per step)
-        self.crashes = crash_plan(scenario, self.seed)
+        self.crashes = config.crash_plan()
         self.storage = DeviceStorage() if self.crashes else None
         self.crashed: dict[str, dict] = {}  # what happened to each crashed device
-        self.down_seconds = scenario.spec.faults.down_seconds if self.crashes else 0.0
+        self.down_seconds = config.crashes.down_seconds if self.crashes else 0.0
         self._agent_settings = {
-            "step_seconds": scenario.spec.stream.step_seconds,
-            "connect_gate": gate,
-            "silence_timeout": silence_timeout,
+            "step_seconds": config.step_seconds,
+            "connect_gate": asyncio.Semaphore(config.connect_concurrency),
+            "silence_timeout": config.silence_timeout,
             "storage": self.storage,
         }
-        shard_index, shard_count = shard
         # gateway mode: this shard's devices, gateway_devices at a time, share a gateway
         self.gateways: dict[int, Gateway] = {}
-        spec = scenario.spec.fleet
-        self.connection = scenario.fleet_connection()
-        for index, device in enumerate(scenario.device_ids()):
-            if index % shard_count != shard_index:
-                continue
-            readings, period, self.true_means[device] = device_truth(
-                scenario, self.seed, index, lo, hi
+        shard_index, shard_count = shard
+        for index, device in enumerate(config.device_ids):
+            if index % shard_count == shard_index:
+                self.agents.append(self._build_agent(index, device))
+
+    def _build_agent(self, index: int, device: str) -> DeviceAgent:
+        """Device ``index``'s agent, with its truth recorded."""
+        config = self.fleet_config
+        lo, hi = config.stream.lo, config.stream.hi
+        readings, period, self.true_means[device] = device_truth(
+            config.source, self.seed, index, lo, hi
+        )
+        self.true_periods[device] = period
+        self.clean[device] = readings
+        reporter = StreamReporter(config.stream, device, device_rng(self.seed, index, "mechanism"))
+        crash = self.crashes.get(device)
+        return DeviceAgent(
+            self._device_transport(),
+            reporter,
+            readings,
+            crash_at_step=crash.step if crash else None,
+            **self._agent_settings,
+        )
+
+    def _device_transport(self) -> Transport | Gateway:
+        """The next agent's transport: the fleet's own, or in gateway mode this shard's
+        k-th gateway (client ids must differ across shards)."""
+        config = self.fleet_config
+        if config.connection != "gateway":
+            return self.transport
+        number = len(self.agents) // config.gateway_devices
+        if number not in self.gateways:
+            self.gateways[number] = Gateway(
+                self.transport,
+                f"{self.run_id}-gateway-{self.shard[0]}-{number}",
+                credentials=getattr(self.transport, "credentials", None),
             )
-            self.true_periods[device] = period
-            self.clean[device] = readings
-            reporter = StreamReporter(
-                self.config, device, device_rng(self.seed, index, "mechanism")
-            )
-            crash = self.crashes.get(device)
-            device_transport = transport
-            if self.connection == "gateway":
-                # this shard's k-th gateway (client ids must differ across shards)
-                number = len(self.agents) // spec.gateway_devices
-                if number not in self.gateways:
-                    self.gateways[number] = Gateway(
-                        transport,
-                        f"{run}-gateway-{shard_index}-{number}",
-                        credentials=getattr(transport, "credentials", None),
-                    )
-                device_transport = self.gateways[number]
-            self.agents.append(
-                DeviceAgent(
-                    device_transport,
-                    reporter,
-                    readings,
-                    crash_at_step=crash.step if crash else None,
-                    **self._agent_settings,
-                )
-            )
+        return self.gateways[number]
 
     async def _run_agent(self, agent: DeviceAgent) -> None:
         try:

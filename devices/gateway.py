@@ -17,6 +17,12 @@ Deliveries are demultiplexed by a topic trie (one lookup per message, whatever t
 of devices). When the broker connection breaks, every channel breaks with it
 (``ConnectionLost``); the devices' sessions reconnect, and the first one re-opens the
 gateway's connection and re-subscribes every filter still in use.
+
+Retained messages: a device's ``retain`` goes to the broker as is. The broker hands the
+retained messages a filter matches to the gateway when the gateway subscribes it upstream,
+i.e. for the first device that subscribes that filter; a later device subscribing the same
+filter does not get them again (known limit: the rendezvous on ``ctl/run``,
+``devices/rendezvous.py``, waits on a connection of its own, not through a gateway).
 """
 
 from __future__ import annotations
@@ -187,11 +193,12 @@ class GatewayChannel:
         if self._gateway._channels.get(self.client_id) is not self:
             raise ConnectionLost(f"{self.client_id}: the gateway connection is gone")
 
-    async def publish(self, topic: str, payload: bytes, qos: int = 1) -> None:
-        """Publish as this device (dropped and recorded if its ACL forbids the topic)."""
+    async def publish(self, topic: str, payload: bytes, qos: int = 1, retain: bool = False) -> None:
+        """Publish as this device (dropped and recorded if its ACL forbids the topic);
+        ``retain`` is passed to the broker."""
         self._check()
         if self._gateway._may(self, "publish", topic):
-            await self._upstream.publish(topic, payload, qos)
+            await self._upstream.publish(topic, payload, qos, retain)
 
     async def publish_many(self, items: Iterable[tuple[str, bytes]], qos: int = 1) -> None:
         """Publish several messages as this device."""

@@ -49,6 +49,16 @@ class DatasetError(ValueError):
 
 
 @dataclass(frozen=True)
+class PeriodicSpec:
+    """A fleet source (``[source] kind = "periodic"``): device ``i`` repeats data-set record
+    ``i``'s cycle with ``jitter``, scaled from [0, 1] to ``bounds``."""
+
+    dataset: str
+    bounds: tuple[float, float] = (0.0, 1.0)
+    jitter: float = DEFAULT_JITTER
+
+
+@dataclass(frozen=True)
 class PeriodicTrial:
     """One periodic stream with its truth."""
 

@@ -1,6 +1,67 @@
 """ldpfleet: fleets of IoT device agents running local differential privacy protocols
-over a real MQTT broker."""
+over a real MQTT broker.
+
+The public API (docs/api.md). Everything below is imported on first use (PEP 562), so
+``import ldpfleet`` and the ``ldpfleet`` command start in milliseconds:
+
+- scenarios: ``load_scenario`` (a path or a built-in name), ``parse_scenario`` (TOML text),
+  ``run`` (synchronous) and ``run_scenario`` (a coroutine), ``LoadedScenario``,
+  ``ScenarioError``;
+- outputs: ``read_results`` (results.json), ``read_trace`` (every recorded message,
+  decoded);
+- mechanisms: the per-report contract ``Mechanism``, ``get_mechanism`` (a built-in name,
+  ``"package.module:Class"`` or an entry point of the group ``ldpfleet.mechanisms``),
+  ``mechanism_names``, and the built-in classes;
+- audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
+  bound with a certified confidence), ``AuditResult``.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+# public name -> "module:attribute" (imported on first access)
+_EXPORTS: dict[str, str] = {
+    # scenarios
+    "load_scenario": "ldpfleet.scenarios.schema:load_scenario",
+    "parse_scenario": "ldpfleet.scenarios.schema:parse_scenario",
+    "LoadedScenario": "ldpfleet.scenarios.schema:LoadedScenario",
+    "ScenarioError": "ldpfleet.scenarios.schema:ScenarioError",
+    "run_scenario": "ldpfleet.scenarios.runner:run_scenario",
+    "run": "ldpfleet.outputs:run",
+    # outputs
+    "read_results": "ldpfleet.outputs:read_results",
+    "read_trace": "ldpfleet.outputs:read_trace",
+    # mechanisms
+    "Mechanism": "ldpfleet.protocol.mechanism_contract:StreamMechanism",
+    "get_mechanism": "ldpfleet.protocol.mechanisms:stream_mechanism",
+    "mechanism_names": "ldpfleet.protocol.mechanisms:mechanism_names",
+    "SquareWave": "ldpfleet.protocol.sw:SquareWave",
+    "LaplaceMechanism": "ldpfleet.protocol.laplace:LaplaceMechanism",
+    "DuchiMechanism": "ldpfleet.protocol.duchi:DuchiMechanism",
+    "PiecewiseMechanism": "ldpfleet.protocol.piecewise:PiecewiseMechanism",
+    "HybridMechanism": "ldpfleet.protocol.hybrid:HybridMechanism",
+    # audit
+    "run_audit": "ldpfleet.audits:run_audit",
+    "AuditResult": "ldpfleet.collector.audit.core:AuditResult",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        target = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'ldpfleet' has no attribute {name!r}") from None
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

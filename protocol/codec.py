@@ -22,8 +22,9 @@ import msgspec
 from ldpfleet.protocol.cadr_messages import CADR_MESSAGES
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
-from ldpfleet.protocol.messages import SCHEMA_VERSION, AnyMessage, Message
+from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, SCHEMA_VERSION, AnyMessage, Message
 from ldpfleet.protocol.peer_relay import PEER_MESSAGES
+from ldpfleet.protocol.rendezvous import RENDEZVOUS_MESSAGES
 from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 
 # bytes. The largest legitimate messages are secure-aggregation masked vectors: 8 bytes per
@@ -32,7 +33,14 @@ from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 MAX_PAYLOAD = 2 * 1024 * 1024
 
 _encoder = msgspec.json.Encoder()
-_PROTOCOL_MESSAGES = (*SA_MESSAGES, *LPEA_MESSAGES, *LPEA_CONTROL, *CADR_MESSAGES, *PEER_MESSAGES)
+_PROTOCOL_MESSAGES = (
+    *SA_MESSAGES,
+    *LPEA_MESSAGES,
+    *LPEA_CONTROL,
+    *CADR_MESSAGES,
+    *PEER_MESSAGES,
+    *RENDEZVOUS_MESSAGES,
+)
 WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
 _decoder = msgspec.json.Decoder(WireMessage)
 _AT_PATH = re.compile(r"- at `\$\.?([^`]*)`")
@@ -41,6 +49,12 @@ _NAMED_FIELD = re.compile(r"field `([^`]*)`")
 # ``__post_init__`` checks say "must be ..." / "sums to more than ..."
 _NON_FINITE = re.compile(rb"(?<![A-Za-z\"])-?(NaN|Infinity|inf)(?![A-Za-z\"])")
 _RANGE = re.compile(r"Expected `[^`]*` (of length )?[<>]=? |must be |must have |needs |sums to ")
+# fields whose pattern error deserves a sentence before msgspec's regex
+_PATTERN_HINTS = {
+    "mechanism": "a mechanism name is a built-in, 'package.module:Class' or an entry-point "
+    "name: letters, digits, '_', '.', '-', at most one ':', at most "
+    f"{MAX_MECHANISM_NAME} characters",
+}
 DECODE_REASONS = (
     "oversize",
     "undecodable",
@@ -94,7 +108,10 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
             code = "out_of_range"
         else:
             code = "schema"
-        raise RemoteProtocolError(text, field=_field_of(text), code=code) from None
+        field = _field_of(text)
+        if field in _PATTERN_HINTS and "matching regex" in text:
+            text = f"{_PATTERN_HINTS[field]} ({text})"
+        raise RemoteProtocolError(text, field=field, code=code) from None
     except msgspec.DecodeError as error:
         raw = payload.encode() if isinstance(payload, str) else bytes(payload)
         code = "non_finite" if _NON_FINITE.search(raw) else "undecodable"

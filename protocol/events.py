@@ -17,12 +17,15 @@ from ldpfleet.protocol.messages import MAX_STEPS, Message, Reject
 
 
 class Outbound(NamedTuple):
-    """A message the pump must publish on ``topic``. (A named tuple: machines create one
-    per message sent, and a frozen dataclass costs 3x more to build — measured 5 s of
-    1.4M sends in a CADR-LDP fleet run.)"""
+    """A message the pump must publish on ``topic``, as an MQTT retained message if
+    ``retain`` (the broker keeps the topic's last one and hands it to every later
+    subscriber: the run announcement, ``protocol.rendezvous``). (A named tuple: machines
+    create one per message sent, and a frozen dataclass costs 3x more to build — measured
+    5 s of 1.4M sends in a CADR-LDP fleet run.)"""
 
     topic: str
     message: Message
+    retain: bool = False
 
 
 class Event:
@@ -38,8 +41,8 @@ class Machine:
         self._outbound: list[Outbound] = []
         self._events: list[Event] = []
 
-    def _send(self, topic: str, message: Message) -> None:
-        self._outbound.append(Outbound(topic, message))
+    def _send(self, topic: str, message: Message, retain: bool = False) -> None:
+        self._outbound.append(Outbound(topic, message, retain))
 
     def _emit(self, event: Event) -> None:
         self._events.append(event)

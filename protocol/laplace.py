@@ -55,6 +55,14 @@ class LaplaceMechanism:
         """The report itself is an unbiased estimate of v."""
         return np.asarray(y, dtype=float)
 
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """The mean report: unbiased for the mean input."""
+        return float(np.mean(np.asarray(y, dtype=float)))
+
+    def variance(self, v: float | np.ndarray) -> np.ndarray:
+        """Variance of one report given any input: ``2 / eps^2``."""
+        return np.full(np.shape(v), 2.0 / self.eps**2)
+
     def density(self, y: np.ndarray, v: float) -> np.ndarray:
         """Output density at ``y`` for input ``v``."""
         return 0.5 * self.eps * np.exp(-self.eps * np.abs(np.asarray(y, dtype=float) - v))

@@ -1,29 +1,163 @@
-"""The per-step stream mechanisms a device may run, by name.
+"""The per-report stream mechanisms a device may run, by name: the registry.
 
-``sw`` and ``sw01``: Square Wave (``protocol.sw``); ``laplace``: the Laplace baseline
-(``protocol.laplace``). All map a value in [0, 1] to a report, are pure eps-LDP, and offer
-``perturb``, ``estimate``, ``density`` and ``in_domain``. ``raw`` (``protocol.raw``) is the
-central model's identity: no local privacy, no budget (``eps = 0``), no ``density``; it
-is only allowed in scenarios whose collector performs a central release (``[gcdp]``).
+Every mechanism satisfies one contract (``protocol.mechanism_contract``: ``Cls(eps)``,
+``perturb``, ``in_domain``, ``estimate_mean`` on inputs in [0, 1]) and is built by one code
+path, ``stream_mechanism(name, eps)``. A name is one of:
+
+* a built-in: ``sw`` and ``sw01`` (Square Wave, ``protocol.sw``), ``laplace``
+  (``protocol.laplace``), ``duchi`` (Duchi et al.'s one-bit mechanism, ``protocol.duchi``),
+  ``piecewise`` and ``hybrid`` (Wang et al., ICDE 2019, ``protocol.piecewise``,
+  ``protocol.hybrid``), and ``raw`` (``protocol.raw``): the central model's identity, no
+  local privacy, no budget (``eps = 0``); only allowed in scenarios whose collector performs
+  a central release (``[gcdp]``);
+* ``"package.module:Class"``: imported (the module must be importable wherever the
+  mechanism runs: installed, or on ``PYTHONPATH`` for the runner AND its device shard
+  processes, which inherit the environment);
+* the name of an entry point in the group ``ldpfleet.mechanisms`` of an installed
+  distribution (``[project.entry-points."ldpfleet.mechanisms"] mine = "pkg.mod:Class"``).
+
+Names travel on the wire (``Hello`` / ``SwReport``), so they are short and plain:
+``MECHANISM_NAME_PATTERN``, at most ``MAX_MECHANISM_NAME`` characters. The first build of a
+(name, eps) also runs the contract's sample check (``check_mechanism``); a bad plugin gives
+one sentence naming what is wrong (``ParameterError``, field ``mechanism``).
 """
 
 from __future__ import annotations
 
+import importlib
+import re
+from collections.abc import Callable
+from functools import lru_cache, partial
+from importlib.metadata import entry_points
+
+import numpy as np
+from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
+from ldpfleet.protocol.mechanism_contract import build_mechanism, check_mechanism
+from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, MECHANISM_NAME_PATTERN
+from ldpfleet.protocol.piecewise import PiecewiseMechanism
 from ldpfleet.protocol.raw import RawMechanism
 from ldpfleet.protocol.sw import SquareWave
 
-STREAM_MECHANISMS = ("sw", "sw01", "laplace", "raw")
-LDP_MECHANISMS = ("sw", "sw01", "laplace")
+__all__ = [
+    "BUILTIN_MECHANISMS",
+    "ENTRY_POINT_GROUP",
+    "LDP_MECHANISMS",
+    "MAX_MECHANISM_NAME",
+    "MECHANISM_NAME_PATTERN",
+    "STREAM_MECHANISMS",
+    "SW_MECHANISMS",
+    "check_mechanism_name",
+    "mechanism_factory",
+    "mechanism_names",
+    "stream_mechanism",
+]
+
+ENTRY_POINT_GROUP = "ldpfleet.mechanisms"
+_NAME = re.compile(MECHANISM_NAME_PATTERN)
+
+BUILTIN_MECHANISMS: dict[str, Callable[[float], object]] = {
+    "sw": partial(SquareWave, variant="sw"),
+    "sw01": partial(SquareWave, variant="sw01"),
+    "laplace": LaplaceMechanism,
+    "raw": RawMechanism,
+    "duchi": DuchiMechanism,
+    "piecewise": PiecewiseMechanism,
+    "hybrid": HybridMechanism,
+}
+STREAM_MECHANISMS = tuple(BUILTIN_MECHANISMS)
+LDP_MECHANISMS = tuple(name for name in STREAM_MECHANISMS if name != "raw")
+SW_MECHANISMS = ("sw", "sw01")
+_checked: set[tuple[str, float]] = set()  # (name, eps) whose sample check passed
 
 
-def stream_mechanism(name: str, eps: float) -> SquareWave | LaplaceMechanism | RawMechanism:
-    """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0)."""
-    if name in ("sw", "sw01"):
-        return SquareWave(eps, name)
-    if name == "laplace":
-        return LaplaceMechanism(eps)
-    if name == "raw":
-        return RawMechanism(eps)
-    raise ParameterError(f"must be one of {STREAM_MECHANISMS}, got {name!r}", field="mechanism")
+def check_mechanism_name(name: object) -> str:
+    """``name`` is a well-formed mechanism name (not whether it resolves)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ParameterError(
+            f"must be a built-in ({', '.join(STREAM_MECHANISMS)}), 'package.module:Class' or "
+            f"an entry-point name (letters, digits, '_', '.', '-', one ':'; at most "
+            f"{MAX_MECHANISM_NAME} characters), got {name!r}",
+            field="mechanism",
+        )
+    return name
+
+
+def _import_class(name: str) -> type:
+    module_name, _, attribute = name.partition(":")
+    try:
+        target: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise ParameterError(
+            f"{name!r}: module {error.name!r} not found (install it, or put its folder on "
+            "PYTHONPATH for the runner and its device processes)",
+            field="mechanism",
+        ) from None
+    except Exception as error:  # the plugin's own import failed
+        raise ParameterError(
+            f"{name!r}: importing {module_name!r} failed: {error}", field="mechanism"
+        ) from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ParameterError(
+                f"{name!r}: {module_name!r} has no attribute {attribute!r}", field="mechanism"
+            )
+        target = getattr(target, part)
+    if not isinstance(target, type):
+        raise ParameterError(
+            f"{name!r} is not a class (got a {type(target).__name__}); the contract "
+            "constructs Cls(eps)",
+            field="mechanism",
+        )
+    return target
+
+
+def _entry_point_class(name: str) -> type:
+    found = entry_points(group=ENTRY_POINT_GROUP).select(name=name)
+    if not found:
+        raise ParameterError(
+            f"{name!r} is not a built-in ({', '.join(STREAM_MECHANISMS)}), not "
+            f"'package.module:Class', and no installed package registers it in the entry-point "
+            f"group {ENTRY_POINT_GROUP!r}",
+            field="mechanism",
+        )
+    entry = next(iter(found))
+    return _import_class(entry.value.replace(" ", ""))
+
+
+def mechanism_factory(name: str) -> Callable[[float], object]:
+    """The constructor ``Cls(eps)`` for ``name`` (built-in, import path, or entry point)."""
+    check_mechanism_name(name)
+    if name in BUILTIN_MECHANISMS:
+        return BUILTIN_MECHANISMS[name]
+    return _plugin_class(name)
+
+
+@lru_cache(maxsize=64)
+def _plugin_class(name: str) -> type:
+    """Import once per name (a failure is not cached: fix the plugin and retry)."""
+    if ":" in name:
+        return _import_class(name)
+    return _entry_point_class(name)
+
+
+def stream_mechanism(name: str, eps: float):
+    """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
+
+    The first build of each (name, eps) runs the contract's sample check on a fixed-seed
+    generator of its own (the caller's generator is never touched)."""
+    mechanism = build_mechanism(mechanism_factory(name), eps, name)
+    key = (name, float(eps))
+    if key not in _checked:
+        check_mechanism(mechanism, name, np.random.default_rng(0))
+        _checked.add(key)
+    return mechanism
+
+
+def mechanism_names() -> tuple[str, ...]:
+    """Every mechanism name that resolves without an import path: the built-ins, then the
+    names installed packages register in the entry-point group ``ldpfleet.mechanisms``."""
+    registered = sorted({entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)})
+    return STREAM_MECHANISMS + tuple(n for n in registered if n not in BUILTIN_MECHANISMS)

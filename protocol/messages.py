@@ -27,7 +27,12 @@ Window = Annotated[int, Meta(ge=1, le=100_000)]
 # A stream budget: > 0 for the LDP mechanisms; exactly 0 only for ``raw`` reports (central
 # model, nothing spent on the device), which the stream machines check against the run.
 StreamEpsilon = Annotated[float, Meta(ge=0.0, le=50.0)]
-Mechanism = Literal["sw", "sw01", "laplace", "raw"]
+# A stream mechanism's name (``protocol.mechanisms``: a built-in, "package.module:Class" or an
+# entry point); the collector compares it with the run's. A module path or entry-point name,
+# then optionally ":" and a (dotted) attribute; the pattern bounds the length (80 + 1 + 39).
+MECHANISM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.-]{0,79}(:[A-Za-z_][A-Za-z0-9_.]{0,38})?\Z"
+MAX_MECHANISM_NAME = 120
+Mechanism = Annotated[str, Meta(pattern=MECHANISM_NAME_PATTERN, max_length=MAX_MECHANISM_NAME)]
 MAX_RELEASE = 4096  # coordinates of one central release
 Reason = Annotated[str, Meta(max_length=500)]
 

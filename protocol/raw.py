@@ -53,6 +53,10 @@ class RawMechanism:
         """The report is the (clipped, normalised) reading itself."""
         return np.asarray(y, dtype=float)
 
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """The mean of the readings themselves."""
+        return float(np.mean(np.asarray(y, dtype=float)))
+
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and inside [0, 1]."""
         yy = np.asarray(y, dtype=float)

@@ -52,9 +52,8 @@ from ldpfleet.protocol.errors import (
     RemoteProtocolError,
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
-from ldpfleet.protocol.laplace import LaplaceMechanism
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
-from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS, stream_mechanism
+from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
     MAX_STEPS,
@@ -65,8 +64,7 @@ from ldpfleet.protocol.messages import (
     Stage,
     SwReport,
 )
-from ldpfleet.protocol.raw import RawMechanism
-from ldpfleet.protocol.sw import SquareWave, normalise
+from ldpfleet.protocol.sw import normalise
 
 STAGE = "stream"
 LEDGER_ACCOUNT = "stream"
@@ -107,8 +105,7 @@ class StreamConfig:
             if not _is_int(getattr(self, name)):
                 raise ParameterError("must be an integer", field=name)
         topics.check_ident(self.run, "run")
-        if self.mechanism not in STREAM_MECHANISMS:
-            raise ParameterError(f"must be one of {STREAM_MECHANISMS}", field="mechanism")
+        mechanism_factory(self.mechanism)  # resolves the name (built-in, import, entry point)
         if not (math.isfinite(self.eps) and 0 < self.eps <= 50):
             raise ParameterError(f"must be in (0, 50], got {self.eps}", field="eps")
         if not (isinstance(self.w, int) and 1 <= self.w <= 100_000):
@@ -143,8 +140,9 @@ class StreamConfig:
         """Readings travel in the clear (central model); nothing is spent on the device."""
         return self.mechanism == RAW
 
-    def mechanism_object(self) -> SquareWave | LaplaceMechanism | RawMechanism:
-        """The per-step randomizer at ε0 (the identity for ``raw``)."""
+    def mechanism_object(self):
+        """The per-step randomizer at ε0 (the identity for ``raw``): any mechanism of the
+        contract in ``protocol.mechanism_contract``, built by ``protocol.mechanisms``."""
         return stream_mechanism(self.mechanism, self.eps0)
 
 
@@ -645,10 +643,9 @@ class StreamCollector(PeerFacingMachine):
         bad = np.flatnonzero(~self._mechanism.in_domain(values))
         if bad.size:
             index = int(bad[0])
-            low, high = self._mechanism.output_low, self._mechanism.output_high
             raise RemoteProtocolError(
-                f"{report.values[index]!r} is outside the {c.mechanism} output domain "
-                f"[{low:.6g}, {high:.6g}] at eps0={c.eps0:g}",
+                f"{report.values[index]!r} is outside the {c.mechanism} output domain"
+                f"{self._domain_text()} at eps0={c.eps0:g}",
                 field=f"values[{index}]",
                 code="out_of_range",
             )
@@ -674,6 +671,14 @@ class StreamCollector(PeerFacingMachine):
         state.digests[report.seq] = digest
         self.accepted += 1
         self._emit(ReportAccepted(report.sender, report.seq, t0, report.values))
+
+    def _domain_text(self) -> str:
+        """`` [low, high]`` when the mechanism states its range (optional in the contract)."""
+        low = getattr(self._mechanism, "output_low", None)
+        high = getattr(self._mechanism, "output_high", None)
+        if not (_is_number(low) and _is_number(high)):
+            return ""
+        return f" [{low:.6g}, {high:.6g}]"
 
     def _on_refusal(self, refusal: BudgetRefused, state: _DeviceState, now: float) -> None:
         c = self.config

@@ -192,6 +192,27 @@ class SquareWave:
             return (yy - self.q * (1.0 + 2.0 * self.b) / 2.0) / scale
         return (yy - self.q / 2.0) / scale
 
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """The mean of the point estimates (``estimate``): unbiased for the mean input with
+        ``sw``; with ``sw01`` only when every input lies in ``[b, 1 - b]``."""
+        return float(np.mean(self.estimate(y)))
+
+    def variance(self, v: float | np.ndarray) -> np.ndarray:
+        """Variance of one report's point estimate given input ``v``: the output law is
+        ``q`` on ``[output_low, output_high]`` plus ``p - q`` on the window ``[w0, w1]``, so
+        ``E[y^k] = (q (H^(k+1) - L^(k+1)) + (p - q)(w1^(k+1) - w0^(k+1))) / (k + 1)``."""
+        w0 = self._window_start(self._check_v(v)) + self.output_low
+        w1 = w0 + 2.0 * self.b
+        low, high, extra = self.output_low, self.output_high, self.p - self.q
+
+        def moment(k: int) -> np.ndarray:
+            return (
+                self.q * (high ** (k + 1) - low ** (k + 1))
+                + extra * (w1 ** (k + 1) - w0 ** (k + 1))
+            ) / (k + 1)
+
+        return (moment(2) - moment(1) ** 2) / (2.0 * self.b * extra) ** 2
+
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Boolean mask: ``y`` finite and within ``[output_low, output_high]``."""
         yy = np.asarray(y, dtype=float)

@@ -116,7 +116,7 @@ async def run_device_shard(
 async def _spawn_shard(
     graph_spec: str, url: str, run: str, seed: int, shard: int, shards: int, concurrency: int
 ) -> asyncio.subprocess.Process:
-    """A device shard in a child process (``python -m scenarios.cadr_shard``); returns once
+    """A device shard in a child process (``python -m ldpfleet.scenarios.cadr_shard``); returns once
     its devices have all subscribed (it prints ``READY``)."""
     child = await asyncio.create_subprocess_exec(
         sys.executable,

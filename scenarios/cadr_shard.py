@@ -1,6 +1,6 @@
 """A shard of a CADR-LDP device fleet in its own process (``run_cadr_fleet(processes=k)``).
 
-    python -m scenarios.cadr_shard GRAPH BROKER_URL RUN SEED i/k CONNECT_CONCURRENCY
+    python -m ldpfleet.scenarios.cadr_shard GRAPH BROKER_URL RUN SEED i/k CONNECT_CONCURRENCY
 
 Runs the devices ``i ≡ shard (mod k)`` of the graph on the broker, prints ``READY`` once
 they have all subscribed, and at the end one JSON object: per device, what the simulator

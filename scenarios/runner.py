@@ -35,11 +35,12 @@ from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.shards import ShardedFleet
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
+from ldpfleet.scenarios.shards import ShardedFleet
 
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
@@ -271,7 +272,7 @@ def collector_for(
         from ldpfleet.collector.gcdp_stage import GcdpStage
 
         gcdp = GcdpStage(
-            scenario,
+            gcdp_stage_config(scenario),
             run,
             scenario.device_ids(),
             seed=scenario.spec.scenario.seed if seed is None else seed,
@@ -515,7 +516,7 @@ async def run_scenario(
                     shard_brokers=shard_brokers,
                 )
             else:
-                fleet = Fleet(scenario, transport, run, seed=seed)
+                fleet = Fleet(fleet_config(scenario, run, seed), transport)
             stages["fleet_build"] = {
                 "status": "ok",
                 "seconds": time.perf_counter() - t,
@@ -718,6 +719,8 @@ async def run_scenario(
                 else "physical units"
             )
             + ")",
+            # every device mean is the stream mechanism's own unbiased estimate_mean
+            "estimator": f"{config.mechanism} estimate_mean",
             "mean_abs_error": float(np.mean(errors)) if errors else None,
             "max_abs_error": float(np.max(errors)) if errors else None,
         },

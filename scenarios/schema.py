@@ -18,9 +18,11 @@ from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.messages import MAX_BATCH, MAX_RELEASE
+from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
+from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.stream import RAW, StreamConfig
+from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
 from msgspec import Meta
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
@@ -75,7 +77,9 @@ class StreamSection(_Section):
     steps: Annotated[int, Meta(ge=1, le=10_000_000)]
     eps: Annotated[float, Meta(gt=0, le=50)] | None = None  # required unless mechanism raw
     w: Annotated[int, Meta(ge=1, le=100_000)] | None = None  # required unless mechanism raw
-    mechanism: Literal["sw", "sw01", "laplace", "raw"] = "sw"
+    # a built-in (sw, sw01, laplace, duchi, piecewise, hybrid, raw), "package.module:Class"
+    # or an entry point of the group ldpfleet.mechanisms (docs/mechanisms.md); checked on load
+    mechanism: Annotated[str, Meta(min_length=1, max_length=MAX_MECHANISM_NAME)] = "sw"
     reconstruct: Literal["none", "cpr", "sw", "sw_moving", "sw_filter", "laplace"] = "none"
     batch_steps: Annotated[int, Meta(ge=1, le=4096)] | None = None
     step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
@@ -407,19 +411,31 @@ class LoadedScenario:
 
 
 def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
-    """A data path as given if absolute; else relative to the scenario file, the current
-    directory, or the project root (where ``data/`` lives), whichever exists."""
+    """A scenario's data path: as given if absolute. A ``data/...`` path reads
+    ``$LDPFLEET_DATA/...`` when that is set. Otherwise the path is looked up beside the
+    scenario file (or one folder up), then in the current directory, then, for ``data/...``,
+    in the shipped data sets (``ldpfleet.data``). The first that exists wins; if none
+    does, the path comes back unchanged and its reader reports it missing."""
     candidate = Path(path)
     if candidate.is_absolute():
         return candidate
+    inside = _inside_data(candidate)
+    if inside is not None and os.environ.get(DATA_ENV):
+        return data_root() / inside
     bases = []
     if scenario_path is not None:
         bases += [scenario_path.parent, scenario_path.parent.parent]
-    bases += [Path.cwd(), Path(__file__).resolve().parent.parent]
-    for base in bases:
-        if (base / candidate).exists():
-            return base / candidate
-    return candidate
+    bases.append(Path.cwd())
+    found = next((base / candidate for base in bases if (base / candidate).exists()), None)
+    if found is None and inside is not None and (data_root() / inside).exists():
+        found = data_root() / inside
+    return found or candidate
+
+
+def _inside_data(path: Path) -> Path | None:
+    """``uci-occupancy/x.txt`` for ``data/uci-occupancy/x.txt``; None outside ``data/``."""
+    parts = path.parts
+    return Path(*parts[1:]) if len(parts) > 1 and parts[0] == "data" else None
 
 
 def _check_faults(spec: Scenario, where: str) -> None:
@@ -545,6 +561,7 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
                 raise ScenarioError(
                     f"{where}stream.{name}: required for mechanism {stream.mechanism!r}"
                 )
+        _check_plugin(stream.mechanism, stream.eps / stream.w, where)
         if spec.gcdp is not None:
             raise ScenarioError(
                 f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
@@ -567,6 +584,16 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
             f"{where}stream.reconstruct: {stream.reconstruct!r} reconstructs LDP reports; "
             'mechanism "raw" reports are not privatised (use reconstruct = "none")'
         )
+
+
+def _check_plugin(name: str, eps0: float, where: str) -> None:
+    """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
+    contract's sample check (``protocol.mechanism_contract``)."""
+    try:
+        check_mechanism_name(name)
+        stream_mechanism(name, eps0)
+    except ParameterError as error:
+        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
@@ -623,11 +650,12 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:
-    """Read and validate a scenario file."""
-    path = Path(path)
+    """Read and validate a scenario file, or the built-in scenario of that name
+    (``quickstart``; ``ldpfleet scenarios`` lists them)."""
+    path = find_scenario(path)
     if not path.exists():
         raise ScenarioError(
-            f"scenario file {path} does not exist (built-in ones are in scenarios/, "
-            "e.g. scenarios/quickstart.toml)"
+            f"scenario file {path} does not exist (`ldpfleet scenarios` lists the built-in "
+            "ones, which run by name: `ldpfleet run quickstart`)"
         )
     return parse_scenario(path.read_text(), path)

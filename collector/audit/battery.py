@@ -32,6 +32,11 @@ a median eps_LB >= 0.9 eps):
   l2 certificate.
 * ``devices`` — two devices of one fleet with their per-device generators: catches
   generators (seeds) shared across devices.
+* ``duchi`` / ``piecewise`` / ``hybrid`` — the comparison stream mechanisms
+  (``protocol.duchi``, ``protocol.piecewise``, ``protocol.hybrid``) by the generic contract
+  audit (``contract_spec``): input 0 vs 1 through ``perturb``; witnesses the report and its
+  distance to 0. ``build_spec("package.module:Class", eps)`` audits a user mechanism the
+  same way.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import numpy as np
 from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, audit
 from ldpfleet.protocol.errors import ParameterError
 
-__all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "run_audit"]
+__all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "contract_spec", "run_audit"]
 
 
 @dataclass(frozen=True)
@@ -331,12 +336,60 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
 }
 
 
-def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
-    """The battery entry for ``mechanism`` at the claimed (eps, delta)."""
-    if mechanism not in BATTERY:
+# ---- Stream mechanisms of the contract (protocol.mechanism_contract) -----------------------
+# One generic entry for every per-report mechanism on inputs in [0, 1]: the built-in
+# comparison mechanisms below, and any user mechanism ("package.module:Class" or an
+# entry-point name, through ``build_spec``), built by ``protocol.mechanisms.stream_mechanism``
+# exactly as a device builds it. Canary: input 0 vs 1 through ``perturb`` (the extremes of
+# the input range: for Duchi, PM and HM the pair with the largest log-ratio, e^eps exactly);
+# witnesses: the report (every threshold of it is a candidate event) and its distance to 0.
+
+
+def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
+    """The audit of the contract mechanism ``name`` at the claimed eps per report."""
+    from ldpfleet.protocol.mechanisms import stream_mechanism
+
+    mech = stream_mechanism(name, eps)
+    canary = Canary(
+        "input 0 vs 1",
+        lambda rng, n: mech.perturb(np.zeros(n), rng),
+        lambda rng, n: mech.perturb(np.ones(n), rng),
+    )
+    witnesses = {"report": _value, "distance to 0": lambda y: np.abs(_value(y))}
+    return AuditSpec(name, canary, witnesses, eps, delta=delta, trials=6000)
+
+
+def _contract_entry(name: str) -> Callable[[float, float], AuditSpec]:
+    return lambda eps, delta: contract_spec(name, eps, delta)
+
+
+COMPARISON_MECHANISMS = ("duchi", "piecewise", "hybrid")
+BATTERY.update({name: _contract_entry(name) for name in COMPARISON_MECHANISMS})
+
+
+def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpec:
+    """Not a battery entry: a mechanism name (``pkg.mod:Class``, an entry point) or an error."""
+    from ldpfleet.protocol.mechanisms import ENTRY_POINT_GROUP, mechanism_factory
+
+    try:
+        mechanism_factory(mechanism)
+    except ParameterError:
+        if ":" in mechanism:
+            raise
         raise ParameterError(
-            f"must be one of {', '.join(BATTERY)}, got {mechanism!r}", field="mechanism"
-        )
+            f"must be one of {', '.join(BATTERY)}, 'package.module:Class' or the name of an "
+            f"installed {ENTRY_POINT_GROUP!r} entry point, got "
+            f"{mechanism!r}",
+            field="mechanism",
+        ) from None
+    return contract_spec(mechanism, eps, delta)
+
+
+def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
+    """The battery entry for ``mechanism`` at the claimed (eps, delta), or the contract
+    audit of a user mechanism (``package.module:Class`` or an entry-point name)."""
+    if mechanism not in BATTERY:
+        return _stream_mechanism_spec(mechanism, eps, delta)
     return BATTERY[mechanism](eps, delta)
 
 
@@ -384,11 +437,20 @@ def run_audit(
 # The entries above audit one mechanism (function level); the ones below run whole paths.
 FUNCTION_LEVEL: tuple[str, ...] = tuple(BATTERY)
 
-# End-to-end entry (collector/audit/e2e.py: canary devices of real in-memory fleet runs,
-# values decoded from the trace); imported last, it builds on the definitions above.
-from ldpfleet.app.audit_fleet import fleet_stream_spec  # noqa: E402
 
-BATTERY["fleet-stream"] = fleet_stream_spec
+def register(
+    name: str, builder: Callable[[float, float], AuditSpec], *, after: str | None = None
+) -> None:
+    """Add the battery entry ``name`` (``builder(eps, delta) -> AuditSpec``), placed right
+    after the entry ``after`` (default: last), so ``audit all`` runs it in that place.
+    Upper layers register the entries that need them: the ``fleet-stream`` end-to-end
+    audit runs whole scenarios, so ``ldpfleet.app.audit_fleet`` registers it."""
+    entries = [(key, value) for key, value in BATTERY.items() if key != name]
+    position = len(entries) if after is None else [key for key, _ in entries].index(after) + 1
+    entries.insert(position, (name, builder))
+    BATTERY.clear()
+    BATTERY.update(entries)
+
 
 # Graph canaries (CADR-LDP degree release) and the secure-aggregation view
 # (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).

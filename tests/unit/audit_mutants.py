@@ -147,3 +147,38 @@ def batch_sends_readings(mp) -> None:
 
     mp.setattr(protocol.stream.StreamReporter, "add_readings", add_readings)
     mp.setattr(protocol.stream.StreamReporter, "_send_batch", send_batch)
+
+
+# ---- Comparison stream mechanisms (protocol.duchi, protocol.piecewise, protocol.hybrid) ----
+# The planted bug: the mechanism is built with 2 eps internally while it claims eps (its
+# ``eps`` attribute, and so the ledger and the audit's claim, say eps).
+
+
+def built_with_double_eps(cls) -> object:
+    """``apply(monkeypatch)`` making ``cls`` compute its parameters at 2 eps."""
+
+    def apply(mp) -> None:
+        real_post_init = cls.__post_init__
+
+        def broken(self) -> None:
+            claimed = self.eps
+            object.__setattr__(self, "eps", 2.0 * claimed)
+            real_post_init(self)
+            object.__setattr__(self, "eps", claimed)
+
+        mp.setattr(cls, "__post_init__", broken)
+
+    return apply
+
+
+from ldpfleet.protocol import duchi, hybrid, piecewise  # noqa: E402
+
+MUTANTS.update({
+    "duchi built with 2 eps": (built_with_double_eps(duchi.DuchiMechanism), "duchi", 1.0, 2000),
+    "piecewise built with 2 eps": (
+        built_with_double_eps(piecewise.PiecewiseMechanism), "piecewise", 1.0, 2000
+    ),
+    "hybrid built with 2 eps": (
+        built_with_double_eps(hybrid.HybridMechanism), "hybrid", 1.0, 2000
+    ),
+})  # fmt: skip

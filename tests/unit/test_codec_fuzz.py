@@ -74,7 +74,7 @@ def _text(info: msgspec.inspect.StrType) -> st.SearchStrategy[str]:
                 if re.fullmatch(f"[{match.group(1)}]", chr(c)) is not None
             )
             low, high = int(match.group(2)), int(match.group(3))
-            return st.text(alphabet, min_size=low, max_size=min(high, MAX_TEXT))
+            return st.text(alphabet, min_size=low, max_size=max(low, min(high, MAX_TEXT)))
         return st.from_regex(info.pattern, fullmatch=True)
     high = MAX_TEXT if info.max_length is None else min(info.max_length, MAX_TEXT)
     return st.text(min_size=info.min_length or 0, max_size=high)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from ldpfleet.devices.faults import crash_plan
+from ldpfleet.scenarios.plans import fleet_config
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
 from tests.conftest import ROOT
 
 FAULTS = (ROOT / "scenarios" / "faults.toml").read_text()
+
+
+def crash_plan(scenario, seed):
+    """The fleet's crash plan for ``scenario`` at ``seed``."""
+    return fleet_config(scenario, "r", seed).crash_plan()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import pytest
 from ldpfleet.collector.gcdp import calibrate_fleet
 from ldpfleet.collector.gcdp_stage import GcdpStage, load_calibration, release_rng
 from ldpfleet.devices.sources import CsvSpec, SourceError, channel_bounds, csv_stream, load_table
+from ldpfleet.scenarios.plans import gcdp_stage_config
 from ldpfleet.scenarios.schema import (
     CsvSource,
     GcdpSection,
@@ -121,7 +122,7 @@ def test_several_columns_map_devices_to_rooms_and_channels():
 
 def test_stage_calibrates_on_the_public_file_laid_out_like_the_fleet():
     loaded = load_scenario(RELEASE)
-    data, labels = load_calibration(loaded)
+    data, labels = load_calibration(gcdp_stage_config(loaded))
     names, matrix = load_table(str(ROOT / "data" / "uci-occupancy" / "datatraining.txt"))
     assert data.shape == (matrix.shape[0], 20) and labels.shape == data.shape
     assert data.min() >= 0.0 and data.max() <= 1.0
@@ -130,7 +131,7 @@ def test_stage_calibrates_on_the_public_file_laid_out_like_the_fleet():
     expected = np.clip((matrix[start : start + 10, names.index("Humidity")] - 15) / 25, 0, 1)
     np.testing.assert_allclose(data[:10, 6], expected, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(labels[:10, 6], matrix[start : start + 10, -1])
-    stage = GcdpStage(loaded, "r1", loaded.device_ids(), seed=6)
+    stage = GcdpStage(gcdp_stage_config(loaded), "r1", loaded.device_ids(), seed=6)
     direct = calibrate_fleet(data, window=30, eps_rel=1.0, tau=0.15, labels=labels)
     np.testing.assert_array_equal(stage.theta.budgets, direct.budgets)
     assert stage.theta.edges == direct.edges and stage.machine.n_windows == 60

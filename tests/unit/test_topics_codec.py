@@ -328,7 +328,9 @@ BAD = [
     ("seq-as-bool", _with(VALID_REPORT, seq=True), "seq"),
     ("eps0-as-string", _with(VALID_REPORT, eps0="0.5"), "eps0"),
     ("w-as-float", _with(VALID_REPORT, w=4.5), "w"),
-    ("mechanism-unknown", _with(VALID_REPORT, mechanism="gaussian"), "mechanism"),
+    # any well-formed name decodes (plugins); the collector compares it with the run's
+    ("mechanism-malformed", _with(VALID_REPORT, mechanism="not a name"), "mechanism"),
+    ("mechanism-too-long", _with(VALID_REPORT, mechanism="m" * 121), "mechanism"),
     ("run-as-number", _with(VALID_REPORT, run=7), "run"),
     (
         "stage-state",

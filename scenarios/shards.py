@@ -1,16 +1,18 @@
-"""``ShardedFleet``: a run's devices as k ``ldpfleet fleet --shard i/k`` processes.
+"""``ShardedFleet``: a run's devices as k device-shard processes (``scenarios.fleet_shard``).
 
 One Python process is bound by its MQTT client's CPU cost per message (docs/scaling.md);
 ``[fleet] shards = k`` splits the devices over k processes (device ``i`` runs in shard
 ``i % k``) that connect to the run's broker like any other client, while the collector and
-the recorder stay in the runner's process. Each shard writes ``outcomes.json`` and
+the recorder stay in the runner's process. Each shard (``python -m
+ldpfleet.scenarios.fleet_shard SCENARIO --shard i/k ...``, what ``ldpfleet fleet`` runs)
+writes ``outcomes.json`` and
 ``ledger.json`` into ``OUT/shards/fleet-i-of-k/`` and its log next to them; this object
 gathers them into the same ``DeviceOutcome`` list an in-process ``Fleet`` returns, so the
 results of a sharded run are those of the same run in one process (privatised values
 depend only on the seed and the device index).
 
 The truth the runner scores against (clean streams, true means and periods) is computed
-here from the scenario, as each device does, without building the devices.
+here from the fleet's configuration, as each device does, without building the devices.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-from ldpfleet.devices.faults import crash_plan
 from ldpfleet.devices.fleet import DeviceOutcome, device_truth
+from ldpfleet.scenarios.plans import fleet_config
 from ldpfleet.scenarios.schema import LoadedScenario
 
 log = logging.getLogger(__name__)
 
+SHARD_MODULE = "ldpfleet.scenarios.fleet_shard"  # what each shard process runs
 STOP_GRACE = 60.0  # seconds a shard gets after SIGTERM to write its outcomes (50,000
 # devices take tens of seconds to tear down)
 
@@ -70,15 +73,17 @@ class ShardedFleet:
         # shard i connects to shard_brokers[i % n] (nodes of a broker cluster), by default
         # to the run's broker
         self.shard_brokers = shard_brokers or [broker_url]
-        config = scenario.stream_config(run)
+        config = fleet_config(scenario, run, seed)
+        self.device_ids = config.device_ids
         self.true_means: dict[str, float] = {}
         self.true_periods: dict[str, int | None] = {}
         self.clean: dict[str, np.ndarray] = {}
-        for index, device in enumerate(scenario.device_ids()):
+        lo, hi = config.stream.lo, config.stream.hi
+        for index, device in enumerate(config.device_ids):
             self.clean[device], self.true_periods[device], self.true_means[device] = device_truth(
-                scenario, seed, index, config.lo, config.hi
+                config.source, seed, index, lo, hi
             )
-        self.crashes = crash_plan(scenario, seed)
+        self.crashes = config.crash_plan()
         self.crashed: dict[str, dict] = {}
         self.connect_seconds: float | None = None
         self.shard_seconds: dict[int, float] = {}
@@ -90,7 +95,7 @@ class ShardedFleet:
         return self.out_dir / f"fleet-{index}-of-{self.shards}"
 
     def _command(self, index: int, scenario_path: Path) -> list[str]:
-        command = [sys.executable, "-m", "ldpfleet.app.cli", "fleet", str(scenario_path)]
+        command = [sys.executable, "-m", SHARD_MODULE, str(scenario_path)]
         broker = self.shard_brokers[index % len(self.shard_brokers)]
         command += ["--broker", broker, "--run", self.run_id]
         command += ["--shard", f"{index}/{self.shards}", "--seed", str(self.seed)]
@@ -178,7 +183,7 @@ class ShardedFleet:
         reported unfinished with the shard's exit code and log."""
         known = {o.device: o for outcomes in self._outcomes.values() for o in outcomes}
         result = []
-        for index, device in enumerate(self.scenario.device_ids()):
+        for index, device in enumerate(self.device_ids):
             outcome = known.get(device)
             if outcome is None:
                 shard = index % self.shards

@@ -1,0 +1,226 @@
+"""The ``ldpfleet bench`` commands whose benches need numpy or scipy: ``gcdp``,
+``gcdp-timing``, ``gcdp-scaling``, ``cadr-sweep`` and ``mechanisms``.
+
+Only their command lines live here: the typer signatures (options, defaults, help texts)
+and the constants those need. Each body imports its bench when the command runs, so
+listing the commands and printing their ``--help`` import typer and nothing heavy
+(tests/unit/test_cli_imports.py). The benches are in ``app/bench_gcdp.py``,
+``app/bench_gcdp_scaling.py``, ``app/cadr_sweep.py`` and ``app/bench_mechanisms.py``, which
+import these constants from here and re-export their command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "CADR_SWEEP_DEFAULT_EPS_LIST",
+    "CADR_SWEEP_DEFAULT_THETAS",
+    "GCDP_DATASETS",
+    "GCDP_METHODS",
+    "MECHANISMS",
+    "MECHANISM_DISTRIBUTIONS",
+    "SCALING_DEFAULT_PLOT",
+    "SCALING_DEFAULT_RECORDS",
+    "bench_cadr_sweep",
+    "bench_gcdp_command",
+    "bench_gcdp_scaling_command",
+    "bench_gcdp_timing_command",
+    "bench_mechanisms_command",
+]
+
+# bench gcdp (app/bench_gcdp.py: METHODS, DATASETS)
+GCDP_METHODS = ("NonPrivate", "Lap-DP", "Gau-DP", "Ada-DP", "Risk-DP", "GC-DP")
+GCDP_DATASETS = ("occupancy", "intel", "wisdm")
+# bench gcdp-scaling (app/bench_gcdp_scaling.py: DEFAULT_RECORDS, DEFAULT_PLOT)
+SCALING_DEFAULT_RECORDS = 2000
+SCALING_DEFAULT_PLOT = "docs/img/gcdp-scaling.png"
+# bench cadr-sweep (app/cadr_sweep.py: DEFAULT_THETAS, DEFAULT_EPS_LIST)
+CADR_SWEEP_DEFAULT_THETAS = "1..100"
+CADR_SWEEP_DEFAULT_EPS_LIST = "1,1.5,2,2.5,3"
+# how the command line was started, for the cadr-sweep tables' provenance line
+# (``python -m ldpfleet.app.cadr_sweep`` sets its own)
+CADR_SWEEP_PROG = "ldpfleet"
+# bench mechanisms (app/bench_mechanisms.py: MECHANISMS; DISTRIBUTIONS maps these names)
+MECHANISMS = ("sw", "sw01", "laplace", "duchi", "piecewise", "hybrid")
+MECHANISM_DISTRIBUTIONS = ("uniform", "skewed", "constant", "bimodal", "occupancy-light")
+
+
+def bench_gcdp_command(
+    dataset: Annotated[
+        str, typer.Option(help="Data set: " + ", ".join(GCDP_DATASETS) + ".")
+    ] = "occupancy",
+    method: Annotated[
+        str, typer.Option(help="'all' or a comma list of " + ", ".join(GCDP_METHODS) + ".")
+    ] = "all",
+    eps: Annotated[str, typer.Option(help="Comma list of release budgets.")] = "0.2,0.5,1,2,4",
+    draws: Annotated[int, typer.Option(help="Noise draws per budget.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+) -> None:
+    """Seed 000's evaluation on Occupancy, Intel Lab or WISDM: F1 and attack AUC per method
+    and budget, the eps = 1 ablations, runtime, peak memory."""
+    from ldpfleet.app import bench_gcdp
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        methods = GCDP_METHODS if method.strip() == "all" else tuple(
+            m.strip() for m in method.split(",") if m.strip()
+        )  # fmt: skip
+        try:
+            eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
+        except ValueError:
+            raise ParameterError(f"not a comma list of numbers: {eps!r}", field="eps") from None
+        result = bench_gcdp.bench_gcdp(dataset, methods, eps_list, draws, seed)
+    except ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    print(json.dumps(result, indent=None if as_json else 2))
+
+
+def bench_gcdp_timing_command(
+    repeats: Annotated[int, typer.Option(help="Timed passes per method (median).")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+) -> None:
+    """Occupancy: median wall time of one calibration-and-release pass per method
+    (Lap-DP, Ada-DP, Risk-DP, GC-DP, GC-DP-Cache) against the seed's Table 12."""
+    from ldpfleet.app import bench_gcdp_scaling
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        result = bench_gcdp_scaling.bench_gcdp_timing(repeats, seed)
+    except ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    print(json.dumps(result, indent=None if as_json else 2))
+
+
+def bench_gcdp_scaling_command(
+    ms: Annotated[str, typer.Option(help="Comma list of node counts M.")] = "10,30,100,300,1000",
+    records: Annotated[int, typer.Option(help="Synthetic records N.")] = SCALING_DEFAULT_RECORDS,
+    repeats: Annotated[int, typer.Option(help="Timed runs per M (median).")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 0,
+    plot: Annotated[str, typer.Option(help="PNG path ('' = no plot).")] = SCALING_DEFAULT_PLOT,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+) -> None:
+    """Calibration time per step against the number of nodes M (synthetic correlated
+    data), as JSON and a log-log PNG plot."""
+    from ldpfleet.app import bench_gcdp_scaling
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        try:
+            ms_list = tuple(int(v) for v in ms.split(",") if v.strip())
+        except ValueError:
+            raise ParameterError(f"not a comma list of integers: {ms!r}", field="ms") from None
+        result = bench_gcdp_scaling.bench_gcdp_scaling(
+            ms_list, records, repeats, seed, plot=plot or None
+        )
+    except ParameterError as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    print(json.dumps(result, indent=None if as_json else 2))
+
+
+def bench_cadr_sweep(
+    graph: Annotated[
+        str, typer.Option(help="facebook, wiki-vote, kind:n=N,... or a SNAP edge-list path.")
+    ] = "facebook",
+    methods: Annotated[str, typer.Option(help="Comma-separated: ll, lh, ra, er.")] = "ll,lh,ra,er",
+    thetas: Annotated[
+        str, typer.Option(help="θ grid: 1..100, 5..100:5, 1,2,4 or a mix ('' skips).")
+    ] = CADR_SWEEP_DEFAULT_THETAS,
+    eps: Annotated[float, typer.Option(help="Budget of the θ sweep.")] = 3.0,
+    eps_list: Annotated[
+        str, typer.Option(help="Budgets of the ε sweep, comma-separated ('' skips).")
+    ] = CADR_SWEEP_DEFAULT_EPS_LIST,
+    alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
+    runs: Annotated[int, typer.Option(help="Runs per cell (seeds seed..seed+runs-1).")] = 5,
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    as_json: Annotated[
+        bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
+    ] = True,
+) -> None:
+    """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
+    from ldpfleet.app import cadr_sweep
+    from ldpfleet.app.cli import user_errors
+    from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.protocol.errors import ParameterError
+
+    with user_errors():
+        try:
+            g = load_graph(graph)  # the loader of ``bench cadr``
+        except OSError as error:
+            raise ParameterError(
+                f"{graph!r}: {error.strerror or error}; use facebook, wiki-vote, a generator "
+                "such as barabasi_albert:n=200,m=3 or the path of a SNAP edge list",
+                field="graph",
+            ) from None
+        result = cadr_sweep.cadr_sweep(
+            g,
+            methods=cadr_sweep.parse_methods(methods),
+            thetas=cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,
+            eps=eps,
+            eps_list=cadr_sweep.parse_eps(eps_list),
+            alpha=alpha,
+            runs=runs,
+            seed=seed,
+            workers=max(1, workers),
+        )
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(cadr_sweep.markdown(result, " ".join([CADR_SWEEP_PROG, *sys.argv[1:]])))
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in text.split(",") if v.strip())
+
+
+def bench_mechanisms_command(
+    mechanisms: Annotated[
+        str, typer.Option(help="Comma list: built-ins or package.module:Class.")
+    ] = ",".join(MECHANISMS),
+    eps: Annotated[str, typer.Option(help="Comma list of budgets per report.")] = "0.5,1,2,4",
+    sizes: Annotated[
+        str, typer.Option(help="Comma list of population sizes n.")
+    ] = "100,1000,10000",
+    distributions: Annotated[
+        str, typer.Option(help="Comma list: " + ", ".join(MECHANISM_DISTRIBUTIONS) + ".")
+    ] = ",".join(MECHANISM_DISTRIBUTIONS),
+    trials: Annotated[int, typer.Option(help="Privatisations of each population.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the populations and the noise.")] = 0,
+    markdown_out: Annotated[
+        bool, typer.Option("--markdown", help="Print the tables of docs/mechanisms.md.")
+    ] = False,
+) -> None:
+    """Mean-estimation MSE of the stream mechanisms (empirical and analytic) by budget,
+    input distribution and population size."""
+    from ldpfleet.app import bench_mechanisms
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        unknown = [d for d in distributions.split(",") if d not in MECHANISM_DISTRIBUTIONS]
+        if unknown:
+            raise ParameterError(
+                f"must be among {', '.join(MECHANISM_DISTRIBUTIONS)}, got {unknown[0]!r}",
+                field="distributions",
+            )
+        result = bench_mechanisms.bench_mechanisms(
+            mechanisms=tuple(m for m in mechanisms.split(",") if m),
+            eps_list=_floats(eps),
+            sizes=tuple(int(v) for v in _floats(sizes)),
+            distributions=tuple(distributions.split(",")),
+            trials=trials,
+            seed=seed,
+        )
+    except (ParameterError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    print(bench_mechanisms.markdown(result) if markdown_out else json.dumps(result))

@@ -1,0 +1,145 @@
+"""``ldpfleet bench mechanisms``: mean-estimation MSE of the per-report stream mechanisms.
+
+For every mechanism (``sw``, ``sw01``, ``laplace``, ``duchi``, ``piecewise``, ``hybrid``;
+any ``package.module:Class`` too), budget eps per report, input distribution and
+population size n: a fixed population x_1..x_n in [0, 1] is drawn once (seeded), each of
+``trials`` repetitions privatises every x_i once, and the MSE of ``estimate_mean`` against
+the true mean is measured. Beside it, the analytic MSE where the mechanism states its
+per-report variance (``variance(x)``): ``sum_i Var(x_i) / n^2`` plus the squared bias of
+``sw01``, whose estimate is ``clip(x, b, 1 - b)`` in expectation (``protocol.sw``). The
+empirical MSE has relative standard error about ``sqrt(2 / trials)``.
+
+Distributions: ``uniform`` U(0, 1); ``skewed`` Beta(0.5, 3); ``constant`` all 0.9;
+``bimodal`` half Beta(20, 80), half Beta(80, 20); ``occupancy-light`` the UCI Occupancy
+"Light" column (data/uci-occupancy/datatraining.txt), a random sample of n readings
+normalised by the public bounds [0, 800] lux of scenarios/occupancy-cpr.toml (clipped).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from ldpfleet.app.bench_commands import (
+    MECHANISM_DISTRIBUTIONS,
+    MECHANISMS,
+    bench_mechanisms_command,
+)
+
+__all__ = ["DISTRIBUTIONS", "bench_mechanisms", "bench_mechanisms_command", "markdown"]
+
+EPSILONS = (0.5, 1.0, 2.0, 4.0)
+SIZES = (100, 1000, 10000)
+OCCUPANCY = ("uci-occupancy/datatraining.txt", "Light", (0.0, 800.0))
+
+
+def _occupancy(rng: np.random.Generator, n: int) -> np.ndarray:
+    import ldpfleet.data
+    from ldpfleet.devices.sources import load_table
+
+    relative, column, (lo, hi) = OCCUPANCY
+    names, matrix = load_table(str(Path(ldpfleet.data.__file__).parent / relative))
+    values = matrix[:, names.index(column)]
+    return (np.clip(rng.choice(values, size=n, replace=True), lo, hi) - lo) / (hi - lo)
+
+
+def _bimodal(rng: np.random.Generator, n: int) -> np.ndarray:
+    low = rng.beta(20.0, 80.0, n - n // 2)
+    return np.concatenate([low, rng.beta(80.0, 20.0, n // 2)])
+
+
+# The command line, MECHANISMS and the names of the distributions are in
+# app/bench_commands.py (its --help imports nothing heavy); name -> sampler(rng, n):
+DISTRIBUTIONS = dict(zip(MECHANISM_DISTRIBUTIONS, (
+    lambda rng, n: rng.random(n),  # uniform
+    lambda rng, n: rng.beta(0.5, 3.0, n),  # skewed
+    lambda rng, n: np.full(n, 0.9),  # constant
+    _bimodal,  # bimodal
+    _occupancy,  # occupancy-light
+), strict=True))  # fmt: skip
+
+
+def analytic_mse(mechanism, x: np.ndarray) -> float | None:
+    """``sum Var(x_i) / n^2`` (+ the squared bias of ``sw01``); None without ``variance``."""
+    variance = getattr(mechanism, "variance", None)
+    if variance is None:
+        return None
+    bias = 0.0
+    if getattr(mechanism, "variant", None) == "sw01":
+        b = mechanism.b
+        bias = float(np.mean(np.clip(x, b, 1.0 - b)) - np.mean(x))
+    return float(np.sum(variance(x)) / x.size**2 + bias**2)
+
+
+def measure(mechanism, x: np.ndarray, trials: int, rng: np.random.Generator) -> float:
+    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x."""
+    truth = float(np.mean(x))
+    errors = np.empty(trials)
+    batch = max(1, 2_000_000 // x.size)  # rows per perturb call: bounded memory
+    for start in range(0, trials, batch):
+        rows = min(batch, trials - start)
+        reports = mechanism.perturb(np.broadcast_to(x, (rows, x.size)).copy(), rng)
+        for i in range(rows):
+            errors[start + i] = mechanism.estimate_mean(reports[i]) - truth
+    return float(np.mean(errors**2))
+
+
+def bench_mechanisms(
+    *,
+    mechanisms: tuple[str, ...] = MECHANISMS,
+    eps_list: tuple[float, ...] = EPSILONS,
+    sizes: tuple[int, ...] = SIZES,
+    distributions: tuple[str, ...] = tuple(DISTRIBUTIONS),
+    trials: int = 200,
+    seed: int = 0,
+) -> dict:
+    """Every (mechanism, eps, distribution, n) cell: empirical and analytic MSE."""
+    from ldpfleet.protocol.mechanisms import stream_mechanism
+
+    started = time.perf_counter()
+    rows = []
+    for d_index, name in enumerate(distributions):
+        for n in sizes:
+            x = DISTRIBUTIONS[name](np.random.default_rng([seed, d_index, n]), n)
+            for m_index, mech_name in enumerate(mechanisms):
+                for eps in eps_list:
+                    mech = stream_mechanism(mech_name, eps)
+                    rng = np.random.default_rng([seed, d_index, n, m_index, int(eps * 1000)])
+                    rows.append({
+                        "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
+                        "true_mean": float(np.mean(x)),
+                        "mse": measure(mech, x, trials, rng),
+                        "analytic_mse": analytic_mse(mech, x),
+                    })  # fmt: skip
+    return {
+        "bench": "mechanisms",
+        "trials": trials,
+        "seed": seed,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def markdown(result: dict) -> str:
+    """One table per population size: rows (distribution, eps), columns mechanisms, cells
+    ``empirical (analytic)`` MSE."""
+    rows = result["rows"]
+    mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
+    cells = {(r["distribution"], r["eps"], r["n"], r["mechanism"]): r for r in rows}
+    out = []
+    for n in dict.fromkeys(r["n"] for r in rows):
+        out += [f"n = {n} (MSE of the mean on [0, 1]; analytic in parentheses)", ""]
+        out += ["| distribution | ε | " + " | ".join(mechanisms) + " |"]
+        out += ["|---|---|" + "---|" * len(mechanisms)]
+        for dist in dict.fromkeys(r["distribution"] for r in rows):
+            for eps in dict.fromkeys(r["eps"] for r in rows):
+                parts = [_cell(cells[(dist, eps, n, m)]) for m in mechanisms]
+                out.append(f"| {dist} | {eps:g} | " + " | ".join(parts) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _cell(row: dict) -> str:
+    analytic = row["analytic_mse"]
+    return f"{row['mse']:.3g}" + ("" if analytic is None else f" ({analytic:.3g})")

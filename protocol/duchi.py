@@ -1,0 +1,75 @@
+"""Duchi et al.'s one-bit mechanism for a value in [-1, 1] — theory of operation.
+
+Duchi, Jordan and Wainwright ("Minimax Optimal Procedures for Locally Private Estimation",
+JASA 2018), in the one-dimensional form Wang et al. (ICDE 2019, Algorithm 1) compare
+against. The input ``x`` in [0, 1] is mapped to ``t = 2x - 1`` in [-1, 1]; with
+
+    C = (e^eps + 1) / (e^eps - 1)        (= coth(eps / 2))
+
+the report is ``+C`` with probability ``1/2 + t / (2C)`` and ``-C`` otherwise. The two
+inputs ``t = 1`` and ``t = -1`` give the extreme odds ``e^eps / (e^eps + 1)`` against
+``1 / (e^eps + 1)``, so the mechanism is pure ``eps``-LDP. ``E[y] = C (2 P(+C) - 1) = t``:
+the report is unbiased for ``t``, and ``(y + 1) / 2`` for ``x``, with variance
+``(C^2 - t^2) / 4`` per report on the [0, 1] scale.
+
+Sampling: one uniform ``r = rng.random()`` per input and ``y = +C`` iff ``r < P(+C)``
+(exact up to the generator's 53-bit resolution; the same generator SW uses).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+
+__all__ = ["DuchiMechanism"]
+
+_TOLERANCE = 1e-12  # relative: a report must be +-C up to float rounding
+
+
+@dataclass(frozen=True)
+class DuchiMechanism:
+    """Duchi et al.'s one-bit mechanism on inputs in [0, 1] (reports are +-C)."""
+
+    eps: float
+    bound: float = field(init=False, repr=False, compare=False)  # C
+    output_low: float = field(init=False, repr=False, compare=False)
+    output_high: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = check_budget(self.eps)
+        bound = 1.0 / math.tanh(eps / 2.0)
+        object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "bound", bound)
+        object.__setattr__(self, "output_low", -bound)
+        object.__setattr__(self, "output_high", bound)
+
+    def prob_high(self, x: np.ndarray) -> np.ndarray:
+        """P(report = +C) for inputs ``x`` in [0, 1]."""
+        return 0.5 + (2.0 * np.asarray(x, dtype=float) - 1.0) / (2.0 * self.bound)
+
+    def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Reports +-C, one uniform draw per input."""
+        arr = unit_inputs(x)
+        return np.where(rng.random(arr.shape) < self.prob_high(arr), self.bound, -self.bound)
+
+    def in_domain(self, y: np.ndarray) -> np.ndarray:
+        """Finite and equal to +C or -C (up to float rounding)."""
+        yy = np.asarray(y, dtype=float)
+        close = np.abs(np.abs(yy) - self.bound) <= _TOLERANCE * self.bound
+        return np.isfinite(yy) & close
+
+    def estimate(self, y: np.ndarray) -> np.ndarray:
+        """Per-report unbiased estimates of x: ``(y + 1) / 2``."""
+        return (np.asarray(y, dtype=float) + 1.0) / 2.0
+
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """Unbiased estimate of the mean input."""
+        return float(np.mean(self.estimate(y)))
+
+    def variance(self, x: np.ndarray) -> np.ndarray:
+        """Variance of one report's estimate given input ``x``: ``(C^2 - t^2) / 4``."""
+        t = 2.0 * np.asarray(x, dtype=float) - 1.0
+        return (self.bound**2 - t**2) / 4.0

@@ -1,0 +1,90 @@
+"""The Hybrid Mechanism (HM) of Wang et al. — theory of operation.
+
+Wang et al., ICDE 2019 (``protocol.piecewise``), Section III-C: with probability ``alpha``
+report the Piecewise Mechanism's output, otherwise Duchi et al.'s (``protocol.duchi``),
+both at the full ``eps``, where
+
+    alpha = 1 - e^(-eps/2)  if eps > eps*,   else 0,
+    eps*  = ln((-5 + 2 (6353 - 405 sqrt(241))^(1/3) + 2 (6353 + 405 sqrt(241))^(1/3)) / 27)
+          ~ 0.61,
+
+the choice that minimises the worst-case variance. The coin does not depend on the input
+and both branches are pure ``eps``-LDP, so for every output set S
+``P(S | t) = alpha P_PM(S | t) + (1 - alpha) P_D(S | t) <= e^eps P(S | t')``: HM is pure
+``eps``-LDP. Both branches are unbiased for ``t = 2x - 1``, so HM is, with
+``Var = alpha Var_PM(t) + (1 - alpha) Var_D(t)``.
+
+Sampling: per input one uniform for the coin, then one for each branch (both drawn for
+every input, so the number of draws does not depend on the data).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from ldpfleet.protocol.duchi import DuchiMechanism
+from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+from ldpfleet.protocol.piecewise import PiecewiseMechanism
+
+__all__ = ["EPS_STAR", "HybridMechanism"]
+
+_ROOT = math.sqrt(241.0)
+EPS_STAR = math.log(
+    (-5.0 + 2.0 * (6353.0 - 405.0 * _ROOT) ** (1 / 3) + 2.0 * (6353.0 + 405.0 * _ROOT) ** (1 / 3))
+    / 27.0
+)
+
+
+@dataclass(frozen=True)
+class HybridMechanism:
+    """PM with probability alpha, Duchi et al.'s mechanism otherwise (inputs in [0, 1])."""
+
+    eps: float
+    alpha: float = field(init=False, repr=False, compare=False)
+    piecewise: PiecewiseMechanism = field(init=False, repr=False, compare=False)
+    duchi: DuchiMechanism = field(init=False, repr=False, compare=False)
+    output_low: float = field(init=False, repr=False, compare=False)
+    output_high: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        eps = check_budget(self.eps)
+        alpha = -math.expm1(-eps / 2.0) if eps > EPS_STAR else 0.0
+        piecewise, duchi = PiecewiseMechanism(eps), DuchiMechanism(eps)
+        bound = piecewise.bound if alpha > 0.0 else duchi.bound
+        for name, value in (
+            ("eps", eps),
+            ("alpha", alpha),
+            ("piecewise", piecewise),
+            ("duchi", duchi),
+            ("output_low", -bound),
+            ("output_high", bound),
+        ):
+            object.__setattr__(self, name, value)
+
+    def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """PM's report where the coin says so, Duchi's elsewhere."""
+        arr = unit_inputs(x)
+        use_piecewise = rng.random(arr.shape) < self.alpha
+        from_piecewise = self.piecewise.perturb(arr, rng)
+        from_duchi = self.duchi.perturb(arr, rng)
+        return np.where(use_piecewise, from_piecewise, from_duchi)
+
+    def in_domain(self, y: np.ndarray) -> np.ndarray:
+        """Within PM's range [-C, C] (C_PM > C_Duchi); only +-C_Duchi when alpha = 0."""
+        if self.alpha == 0.0:
+            return self.duchi.in_domain(y)
+        return self.piecewise.in_domain(y)
+
+    def estimate(self, y: np.ndarray) -> np.ndarray:
+        """Per-report unbiased estimates of x: ``(y + 1) / 2``."""
+        return (np.asarray(y, dtype=float) + 1.0) / 2.0
+
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """Unbiased estimate of the mean input."""
+        return float(np.mean(self.estimate(y)))
+
+    def variance(self, x: np.ndarray) -> np.ndarray:
+        """Variance of one report's estimate of ``x``: the branches' mixed by alpha."""
+        return self.alpha * self.piecewise.variance(x) + (1.0 - self.alpha) * self.duchi.variance(x)

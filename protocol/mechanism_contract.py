@@ -1,0 +1,162 @@
+"""The contract of a per-report stream mechanism — theory of operation.
+
+A stream device clips each reading to FIXED public bounds ``[lo, hi]`` and maps it to
+``x`` in [0, 1] (``protocol.sw.normalise``); a mechanism privatises ``x`` alone, with the
+budget ``eps`` of ONE report (the stream's ``eps0 = eps / w``: any ``w`` consecutive reports
+then spend ``eps``, charged by the device's ledger, never by the mechanism). The same code
+path serves the built-ins (``sw``, ``sw01``, ``laplace``, ``raw``, ``duchi``, ``piecewise``,
+``hybrid``) and user mechanisms (``"package.module:Class"`` or an entry point in the group
+``ldpfleet.mechanisms``; ``protocol.mechanisms`` resolves names).
+
+Required (a class ``Cls`` with):
+
+``Cls(eps)``
+    ``eps`` > 0 is the budget per report; refuse what you cannot honour by raising
+    ``ValueError`` (or ``ParameterError``) with a sentence. The object must be a pure
+    function of ``eps``: the device and the collector each build their own.
+``perturb(x, rng) -> ndarray``
+    ``x``: a float array of inputs in [0, 1]; returns an array of the SAME shape of finite
+    floats (the reports), drawing randomness only from ``rng`` (a
+    ``numpy.random.Generator``), never from a global RNG, a clock or ``os.urandom``. The
+    whole mechanism must be pure ``eps``-LDP: for any two inputs and any set of outputs the
+    probabilities differ by at most ``e^eps``.
+``in_domain(y) -> ndarray[bool]``
+    which reports an honest device could have sent (finite and inside the output range).
+    The collector refuses a report with a value outside it (counted, ``values[i]``
+    named), so it must accept every output of ``perturb``.
+``estimate_mean(y) -> float``
+    an estimate of the mean of the inputs behind the reports ``y``, unbiased for every
+    input distribution on [0, 1] (the results' per-device means use it, mapped back to
+    physical units with the public bounds).
+
+Optional, used where present: ``output_low`` / ``output_high`` (the range, for messages),
+``estimate(y)`` (per-report unbiased point estimates), ``density(y, v)`` (output density
+given input ``v``), ``variance(v)`` (the per-report variance of the estimate given ``v``,
+shown beside the measured one by ``ldpfleet bench mechanisms``).
+
+``check_mechanism`` enforces the contract on a sample when a scenario loads (and when an
+audit or a device builds the mechanism): a missing method, a constructor that refuses the
+budget, wrong shapes, non-finite reports or ``in_domain`` refusing the mechanism's own
+outputs each give ONE sentence naming what is wrong (``ParameterError``, field
+``mechanism``). The check is not a privacy proof: ``ldpfleet audit NAME --eps E`` audits
+the mechanism black-box.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+
+__all__ = [
+    "REQUIRED_METHODS",
+    "StreamMechanism",
+    "build_mechanism",
+    "check_budget",
+    "check_mechanism",
+    "check_outputs",
+    "probe_inputs",
+    "unit_inputs",
+]
+
+FIELD = "mechanism"
+REQUIRED_METHODS = ("perturb", "in_domain", "estimate_mean")
+PROBE_SIZE = 256  # inputs of the load-time sample (0, 1 and a grid in between)
+EPS_MAX = 50.0  # the wire's limit on a budget (``protocol.messages.Epsilon``)
+
+
+@runtime_checkable
+class StreamMechanism(Protocol):
+    """What a stream mechanism offers (see the module docstring)."""
+
+    eps: float
+
+    def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Reports for inputs ``x`` in [0, 1], same shape, finite."""
+        ...
+
+    def in_domain(self, y: np.ndarray) -> np.ndarray:
+        """Boolean mask: which reports an honest device could send."""
+        ...
+
+    def estimate_mean(self, y: np.ndarray) -> float:
+        """Unbiased estimate of the mean input behind the reports ``y``."""
+        ...
+
+
+def check_budget(eps: object) -> float:
+    """A budget per report: a finite real number in (0, EPS_MAX] (``ParameterError``)."""
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
+        raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
+    if not 0.0 < eps <= EPS_MAX:
+        raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
+    return float(eps)
+
+
+def unit_inputs(x: object) -> np.ndarray:
+    """``x`` as a float array, every value in [0, 1] (``ParameterError`` otherwise)."""
+    arr = np.asarray(x, dtype=float)
+    if np.any(~((arr >= 0.0) & (arr <= 1.0))):  # also catches NaN
+        raise ParameterError("input must lie in [0, 1]", field="v")
+    return arr
+
+
+def _fail(name: str, what: str) -> ParameterError:
+    return ParameterError(f"{name!r} {what}", field=FIELD)
+
+
+def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
+    """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
+    if not callable(factory):
+        raise _fail(name, f"is not a class (got a {type(factory).__name__})")
+    try:
+        mechanism = factory(eps)
+    except Exception as error:  # a plugin may raise anything: report it
+        raise _fail(name, f"refused eps = {eps:g}: {error}") from None
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
+    if missing:
+        raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
+    return mechanism
+
+
+def probe_inputs(size: int = PROBE_SIZE) -> np.ndarray:
+    """The load-time sample: 0, 1 and an even grid in between."""
+    return np.linspace(0.0, 1.0, size)
+
+
+def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
+    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
+    out = np.asarray(y)
+    if out.shape != x.shape:
+        raise _fail(name, f"perturb returned shape {out.shape} for inputs of shape {x.shape}")
+    if not np.issubdtype(out.dtype, np.number) or not np.all(np.isfinite(out)):
+        raise _fail(name, "perturb returned non-finite or non-numeric reports")
+    try:
+        accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
+    except Exception as error:
+        raise _fail(name, f"in_domain failed on its own outputs: {error}") from None
+    if accepted.shape != out.shape or not np.all(accepted):
+        bad = int(np.flatnonzero(~accepted.ravel())[0]) if accepted.shape == out.shape else 0
+        raise _fail(
+            name, f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb"
+        )
+    return out.astype(float)
+
+
+def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
+    """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed."""
+    x = probe_inputs()
+    try:
+        y = mechanism.perturb(x, rng)  # type: ignore[attr-defined]
+    except Exception as error:
+        raise _fail(name, f"perturb failed on inputs in [0, 1]: {error}") from None
+    out = check_outputs(mechanism, x, y, name)
+    try:
+        mean = float(mechanism.estimate_mean(out))  # type: ignore[attr-defined]
+    except Exception as error:
+        raise _fail(name, f"estimate_mean failed: {error}") from None
+    if not math.isfinite(mean):
+        raise _fail(name, f"estimate_mean returned {mean!r}, not a finite number")

@@ -1,0 +1,85 @@
+"""The plain configuration objects the lower layers run on, built from a scenario.
+
+Devices, the collector and the broker never see the scenario schema (DESIGN.md,
+"Layers"); they take dataclasses they define themselves. The functions here translate a
+validated ``LoadedScenario`` into them: a ``FleetConfig`` for ``devices.fleet.Fleet`` (and
+the sharded fleet), a ``CrashConfig`` for the fault plan, a ``GcdpStageConfig`` for the
+collector's GC-DP release stage.
+"""
+
+from __future__ import annotations
+
+from ldpfleet.collector.gcdp_stage import GcdpStageConfig
+from ldpfleet.devices.faults import CrashConfig
+from ldpfleet.devices.fleet import DeviceSourceConfig, FleetConfig
+from ldpfleet.devices.periodic import PeriodicSpec
+from ldpfleet.scenarios.schema import CsvSource, LoadedScenario, PeriodicSource
+
+__all__ = ["crash_config", "device_source_config", "fleet_config", "gcdp_stage_config"]
+
+
+def device_source_config(scenario: LoadedScenario) -> DeviceSourceConfig:
+    """Where the devices' readings come from: ``[source]`` with paths resolved."""
+    spec = scenario.spec
+    source = scenario.source_spec()
+    if isinstance(source, PeriodicSource):
+        source = PeriodicSpec(source.dataset, tuple(source.bounds), source.jitter)
+    true_period = spec.source.true_period if isinstance(spec.source, CsvSource) else None
+    return DeviceSourceConfig(
+        source=source,
+        steps=spec.stream.steps,
+        devices=spec.fleet.devices,
+        true_period=true_period,
+    )
+
+
+def crash_config(scenario: LoadedScenario) -> CrashConfig | None:
+    """``[faults]``'s crash settings, or None without the section."""
+    faults = scenario.spec.faults
+    if faults is None:
+        return None
+    return CrashConfig(
+        crash_fraction=faults.crash_fraction,
+        never_return=faults.never_return,
+        crash_between=tuple(faults.crash_between),
+        down_seconds=faults.down_seconds,
+    )
+
+
+def fleet_config(scenario: LoadedScenario, run: str, seed: int | None = None) -> FleetConfig:
+    """The fleet of run ``run`` (``seed`` overrides the scenario's)."""
+    spec = scenario.spec
+    collector = spec.collector
+    return FleetConfig(
+        stream=scenario.stream_config(run),
+        device_ids=tuple(scenario.device_ids()),
+        source=device_source_config(scenario),
+        seed=spec.scenario.seed if seed is None else seed,
+        # longer than any wait for credit (the collector's stage deadline) plus the finish
+        # grace
+        silence_timeout=collector.stage_timeout + collector.finish_grace,
+        connect_concurrency=spec.fleet.connect_concurrency,
+        step_seconds=spec.stream.step_seconds,
+        connection=scenario.fleet_connection(),
+        gateway_devices=spec.fleet.gateway_devices,
+        crashes=crash_config(scenario),
+    )
+
+
+def gcdp_stage_config(scenario: LoadedScenario) -> GcdpStageConfig:
+    """The collector's GC-DP release stage from ``[gcdp]`` (the scenario must have it)."""
+    section = scenario.spec.gcdp
+    if section is None:
+        raise ValueError(f"scenario {scenario.name!r} has no [gcdp] section")
+    devices = scenario.spec.fleet.devices
+    return GcdpStageConfig(
+        calibration=scenario.calibration_spec(),
+        node_bounds=tuple(scenario.node_bounds(i) for i in range(devices)),
+        steps=scenario.spec.stream.steps,
+        window=section.window,
+        eps_rel=section.eps_rel,
+        method=section.method,
+        tau=section.tau,
+        calibration_steps=section.calibration_steps,
+        utility_column=section.utility_column,
+    )

@@ -1,0 +1,96 @@
+"""Broken user mechanisms, one defect each, for the bad-plugin tests ONLY.
+
+Each is named in a scenario or an audit as ``tests.unit.bad_mechanisms:Name``; loading must
+fail with one sentence naming ``stream.mechanism`` and what is wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class _Base:
+    """A correct mechanism (Laplace, unclipped) that the broken ones change in one place."""
+
+    def __init__(self, eps: float) -> None:
+        self.eps = float(eps)
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        return x + rng.laplace(0.0, 1.0 / self.eps, size=x.shape)
+
+    def in_domain(self, y):
+        return np.isfinite(np.asarray(y, dtype=float))
+
+    def estimate_mean(self, y):
+        return float(np.mean(y))
+
+
+def not_a_class(eps):
+    """A function, not a class."""
+    return _Base(eps)
+
+
+class MissingMethod:
+    """No estimate_mean."""
+
+    def __init__(self, eps: float) -> None:
+        self.eps = eps
+
+    def perturb(self, x, rng):
+        return np.asarray(x, dtype=float)
+
+    def in_domain(self, y):
+        return np.ones(np.shape(y), dtype=bool)
+
+
+class RefusesSmallEps(_Base):
+    """Refuses any eps below 1 (a scenario with eps / w = 0.4 fails)."""
+
+    def __init__(self, eps: float) -> None:
+        if eps < 1.0:
+            raise ValueError(f"eps must be at least 1, got {eps}")
+        super().__init__(eps)
+
+
+class WrongShape(_Base):
+    """Drops the last report."""
+
+    def perturb(self, x, rng):
+        return super().perturb(x, rng)[:-1]
+
+
+class NonFinite(_Base):
+    """Reports NaN for input 0."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return np.where(np.asarray(x) == 0.0, np.nan, y)
+
+
+class RejectsOwnOutputs(_Base):
+    """Accepts only reports in [0, 1], which Laplace noise leaves."""
+
+    def in_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return (y >= 0.0) & (y <= 1.0)
+
+
+class DoubleEps:
+    """The example ClippedLaplace built with 2 eps inside: a planted privacy bug."""
+
+    def __init__(self, eps: float) -> None:
+        from clipped_laplace import ClippedLaplace
+
+        self._inner = ClippedLaplace(2.0 * eps)
+        self.eps = eps
+        # the collector's domain at the claimed eps (wider than the inner one's)
+        self._claimed = ClippedLaplace(eps)
+
+    def perturb(self, x, rng):
+        return self._inner.perturb(x, rng)
+
+    def in_domain(self, y):
+        return self._claimed.in_domain(y)
+
+    def estimate_mean(self, y):
+        return self._inner.estimate_mean(y)

@@ -1,0 +1,236 @@
+"""The mechanism registry and contract: built-ins, "package.module:Class", entry points,
+names on the wire, and one sentence per kind of bad plugin (scenario load, audit, CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ldpfleet.collector.analytics import mean_estimates
+from ldpfleet.collector.audit.battery import build_spec, run_audit
+from ldpfleet.protocol import codec, mechanisms
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.mechanism_contract import StreamMechanism
+from ldpfleet.protocol.mechanisms import (
+    ENTRY_POINT_GROUP,
+    STREAM_MECHANISMS,
+    check_mechanism_name,
+    stream_mechanism,
+)
+from ldpfleet.protocol.messages import SwReport
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+PLUGIN = "clipped_laplace:ClippedLaplace"
+BAD = "tests.unit.bad_mechanisms"
+
+SCENARIO = """
+[scenario]
+name = "plugin"
+seed = 1
+[fleet]
+devices = 4
+[stream]
+steps = 20
+eps = 2.0
+w = 5
+mechanism = "{mechanism}"
+[source]
+kind = "synthetic"
+shape = "sine"
+period = 10
+bounds = [0.0, 10.0]
+"""
+
+
+@pytest.fixture
+def examples_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+
+
+@pytest.mark.parametrize("name", STREAM_MECHANISMS)
+def test_every_builtin_satisfies_the_contract(name):
+    mech = stream_mechanism(name, 0.0 if name == "raw" else 0.5)
+    assert isinstance(mech, StreamMechanism)
+    x = np.linspace(0, 1, 101)
+    y = mech.perturb(x, np.random.default_rng(0))
+    assert y.shape == x.shape and np.all(mech.in_domain(y))
+    assert np.isfinite(mech.estimate_mean(y))
+
+
+def test_estimate_mean_of_the_builtins_is_the_mean_of_point_estimates():
+    # one code path: results' mean estimates are estimate_mean, equal to what they were
+    config = StreamConfig(
+        run="r", mechanism="sw", eps=1.0, w=2, steps=10, batch_steps=5, lo=0.0, hi=10.0
+    )
+    y = config.mechanism_object().perturb(np.full(10, 0.3), np.random.default_rng(0))
+    sw = config.mechanism_object()
+    assert mean_estimates(config, {"d": y})["d"] == pytest.approx(10 * np.mean(sw.estimate(y)))
+
+
+def test_an_import_path_builds_the_user_class(examples_path):
+    mech = stream_mechanism(PLUGIN, 0.4)
+    assert type(mech).__name__ == "ClippedLaplace" and mech.eps == 0.4
+
+
+def test_an_entry_point_name_resolves(monkeypatch, examples_path):
+    from importlib.metadata import EntryPoint, EntryPoints
+
+    fake = EntryPoints([EntryPoint("mine", PLUGIN, ENTRY_POINT_GROUP)])
+    monkeypatch.setattr(
+        mechanisms, "entry_points", lambda group: fake if group == ENTRY_POINT_GROUP else None
+    )
+    mechanisms._plugin_class.cache_clear()
+    try:
+        assert type(stream_mechanism("mine", 1.0)).__name__ == "ClippedLaplace"
+        with pytest.raises(ParameterError, match=r"entry-point group 'ldpfleet\.mechanisms'"):
+            stream_mechanism("other", 1.0)
+    finally:
+        mechanisms._plugin_class.cache_clear()
+
+
+@pytest.mark.parametrize("name", ["", "a b", "a:b:c", "x" * 121, "1abc", "a/b", "a:b\n"])
+def test_malformed_names_are_refused(name):
+    with pytest.raises(ParameterError) as info:
+        check_mechanism_name(name)
+    assert info.value.field == "mechanism"
+
+
+def test_the_wire_carries_a_plugin_name_and_refuses_malformed_ones():
+    report = SwReport(run="r", sender="d", t0=0, mechanism=PLUGIN, eps0=0.4, w=5, values=[0.5])
+    assert codec.decode(codec.encode(report)).mechanism == PLUGIN
+    for bad, code in (("a b", "schema"), ("m" * 121, "out_of_range")):
+        payload = codec.encode(report).replace(PLUGIN.encode(), bad.encode())
+        with pytest.raises(RemoteProtocolError) as info:
+            codec.decode(payload)
+        assert (info.value.field, info.value.code) == ("mechanism", code)
+        assert "mechanism name" in info.value.reason or "length" in info.value.reason
+
+
+BAD_PLUGINS = [
+    ("no_such_module_xyz:Mech", "module 'no_such_module_xyz' not found"),
+    (f"{BAD}:Nope", "has no attribute 'Nope'"),
+    (f"{BAD}:not_a_class", "is not a class"),
+    (f"{BAD}:MissingMethod", "has no method estimate_mean"),
+    (f"{BAD}:RefusesSmallEps", "refused eps = 0.4: eps must be at least 1"),
+    (f"{BAD}:WrongShape", "perturb returned shape (255,) for inputs of shape (256,)"),
+    (f"{BAD}:NonFinite", "perturb returned non-finite"),
+    (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
+    ("nonesuch", "no installed package registers it"),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), BAD_PLUGINS)
+def test_a_bad_plugin_gives_one_sentence_naming_stream_mechanism(name, message):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(SCENARIO.format(mechanism=name))
+    text = str(info.value)
+    assert text.startswith("stream.mechanism: ") and message in text, text
+    assert "\n" not in text and "Traceback" not in text
+
+
+def test_a_plugin_scenario_loads_and_reconstructions_that_need_sw_refuse_it(examples_path):
+    loaded = parse_scenario(SCENARIO.format(mechanism=PLUGIN))
+    assert loaded.stream_config("r").mechanism_object().eps == pytest.approx(0.4)
+    for method in ("cpr", "sw", "laplace"):
+        text = SCENARIO.format(mechanism=PLUGIN).replace(
+            'mechanism = "', f'reconstruct = "{method}"\nmechanism = "'
+        )
+        with pytest.raises(ScenarioError, match=r"stream\.reconstruct"):
+            parse_scenario(text)
+
+
+@pytest.mark.parametrize("name", ["duchi", "piecewise", "hybrid"])
+def test_the_comparison_mechanisms_load_in_a_scenario(name):
+    loaded = parse_scenario(SCENARIO.format(mechanism=name))
+    assert loaded.stream_config("r").mechanism == name
+
+
+def test_the_audit_of_the_example_plugin(examples_path):
+    assert build_spec(PLUGIN, 1.0).mechanism == PLUGIN
+    result = run_audit(PLUGIN, 1.0, trials=4000, seed=2)
+    assert result.verdict == "inconclusive" and result.mechanism == PLUGIN
+    broken = run_audit(f"{BAD}:DoubleEps", 1.0, trials=4000, seed=2)
+    assert broken.verdict == "violation" and broken.eps_lb > 1.0, broken
+
+
+def test_the_audit_names_an_unknown_mechanism():
+    with pytest.raises(ParameterError, match="must be one of rr, laplace"):
+        build_spec("gaussian", 1.0)
+    with pytest.raises(ParameterError, match="perturb returned shape"):
+        build_spec(f"{BAD}:WrongShape", 1.0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(ROOT)])}
+    return subprocess.run(
+        [sys.executable, "-m", "ldpfleet.app.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_cli_audit_of_a_plugin_and_of_bad_plugins():
+    ok = _cli("audit", PLUGIN, "--eps", "1", "--trials", "2000")
+    assert ok.returncode == 0, ok.stderr
+    out = json.loads(ok.stdout)
+    assert out["mechanism"] == PLUGIN and out["verdict"] == "inconclusive"
+    violation = _cli("audit", f"{BAD}:DoubleEps", "--eps", "1", "--trials", "4000")
+    assert violation.returncode == 1 and json.loads(violation.stdout)["verdict"] == "violation"
+    for name in ("no_such_module_xyz:Mech", f"{BAD}:WrongShape", f"{BAD}:MissingMethod"):
+        bad = _cli("audit", name, "--eps", "1")
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+        assert bad.stderr.count("\n") == 1 and "mechanism" in bad.stderr
+
+
+def test_cli_run_of_a_bad_plugin_scenario_exits_2(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:RejectsOwnOutputs"))
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "stream.mechanism" in result.stderr and "in_domain rejects" in result.stderr
+
+
+@pytest.mark.parametrize("mechanism", [PLUGIN, "duchi", "piecewise", "hybrid"])
+def test_the_collector_validates_reports_with_the_mechanisms_in_domain(mechanism, examples_path):
+    from ldpfleet.protocol import topics
+    from ldpfleet.protocol.events import Rejected
+    from ldpfleet.protocol.messages import Hello
+    from ldpfleet.protocol.stream import StreamCollector, StreamReporter
+
+    config = StreamConfig(
+        run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "d0", np.random.default_rng(0))
+    reporter.start(0.0)
+    hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
+    collector = StreamCollector(config, ["d0"])
+    collector.receive(topics.parse(hello.topic), hello.message, 0.0)
+    collector.pop_outbound()
+    reporter.add_readings(np.full(10, 0.5), 0.0)
+    good = reporter.values[:5].tolist()
+    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5, values=good)
+    up = topics.parse(topics.up("r", "d0", "sw_report"))
+    collector.receive(up, report, 1.0)
+    assert collector.accepted == 1
+    values = reporter.values[5:].tolist()
+    values[2] = 1e6
+    bad = SwReport(
+        run="r", sender="d0", seq=1, t0=5, mechanism=mechanism, eps0=0.4, w=5, values=values
+    )
+    collector.receive(up, bad, 2.0)
+    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    assert [e.field for e in rejected] == ["values[2]"]
+    assert f"outside the {mechanism} output domain" in rejected[0].reason
+    assert collector.summary()["rejections_by_reason"] == {"out_of_range": 1}
+    assert reporter.ledger.account("stream").max_window_spent() == pytest.approx(2.0)
