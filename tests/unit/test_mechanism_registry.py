@@ -96,6 +96,30 @@ def test_an_entry_point_name_resolves(monkeypatch, examples_path):
         mechanisms._plugin_class.cache_clear()
 
 
+def test_an_installed_distribution_registers_a_name_through_its_entry_point(tmp_path):
+    """A real entry point, found by importlib.metadata: an installed distribution (its
+    .dist-info folder on sys.path) registers "clipped" in ``ldpfleet.mechanisms``; a fresh
+    interpreter lists it, builds it by name and runs a scenario that names it."""
+    info = tmp_path / "ldpfleet_clipped-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ldpfleet-clipped\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[ldpfleet.mechanisms]\nclipped = {PLUGIN}\n")
+    code = f"""
+import ldpfleet
+assert "clipped" in ldpfleet.mechanism_names(), ldpfleet.mechanism_names()
+assert type(ldpfleet.get_mechanism("clipped", 1.0)).__name__ == "ClippedLaplace"
+text = {SCENARIO.format(mechanism="clipped")!r}
+results = ldpfleet.run(ldpfleet.parse_scenario(text), broker="memory", out_dir="out")
+assert results["reports_lost"] == 0 and results["devices_complete"] == 4, results
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(EXAMPLES)])}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("name", ["", "a b", "a:b:c", "x" * 121, "1abc", "a/b", "a:b\n"])
 def test_malformed_names_are_refused(name):
     with pytest.raises(ParameterError) as info:

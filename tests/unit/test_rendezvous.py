@@ -195,3 +195,12 @@ def test_misuse_is_a_local_error():
 def test_the_digest_is_stable_and_sensitive():
     assert scenario_digest({"b": [1, 2], "a": 1}) == scenario_digest({"a": 1, "b": [1, 2]})
     assert scenario_digest({"a": 1}) != scenario_digest({"a": 2})
+
+
+def test_both_announcements_are_sent_retained():
+    host = RunHost(RUN, TERMS, epoch=3)
+    host.open()
+    host.close("done")
+    out = host.pop_outbound()
+    assert [(o.topic, o.retain) for o in out] == [(topics.ctl(RUN, "run"), True)] * 2
+    assert [type(o.message) for o in out] == [RunOpen, RunClosed]

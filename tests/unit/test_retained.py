@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 
 import pytest
-from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.auth import Credentials, mosquitto_acl_text
 from ldpfleet.broker.pump import publish_outbound
 from ldpfleet.broker.session import Session
 from ldpfleet.broker.transport import MemoryTransport, TransportError
@@ -374,3 +374,37 @@ def test_the_default_epoch_is_wall_clock_milliseconds():
     assert before <= announcer.epoch <= default_epoch()
     assert announcer.epoch > 1_600_000_000_000  # ms since 1970, not seconds
     assert announcer.topic == TOPIC and announcer.run == RUN
+
+
+@pytest.mark.parametrize(
+    ("user", "client_suffix", "may_publish"),
+    [
+        ("collector", "", True),
+        ("admin", "-operator", True),
+        ("d0001", "", False),
+        ("gateway", "-0", False),
+        ("relay", "", False),
+        ("recorder", "", False),
+    ],
+)
+def test_only_the_collector_may_announce_and_every_role_may_read_it(
+    user, client_suffix, may_publish
+):
+    creds = Credentials.generate(RUN, ["d0001"])
+    client_id = f"{RUN}-{user}{client_suffix}"
+    assert creds.allowed(user, client_id, "publish", TOPIC) is may_publish
+    assert creds.allowed(user, client_id, "subscribe", TOPIC)
+    assert creds.allowed(user, client_id, "receive", TOPIC)
+
+
+def test_the_mosquitto_acl_grants_the_same_on_ctl_run():
+    text = mosquitto_acl_text(RUN)
+    assert f"pattern read ldp/{RUN}/ctl/#" in text.splitlines()  # every user reads
+    collector = text.split("user collector\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert f"topic write ldp/{RUN}/ctl/#" in collector
+    writers = [
+        block.split("\n", 1)[0]
+        for block in text.split("\nuser ")[1:]
+        if f"topic write ldp/{RUN}/ctl/#" in block or f"topic write ldp/{RUN}/#" in block
+    ]
+    assert writers == ["collector", "admin"]
