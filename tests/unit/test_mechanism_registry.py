@@ -258,3 +258,13 @@ def test_the_collector_validates_reports_with_the_mechanisms_in_domain(mechanism
     assert f"outside the {mechanism} output domain" in rejected[0].reason
     assert collector.summary()["rejections_by_reason"] == {"out_of_range": 1}
     assert reporter.ledger.account("stream").max_window_spent() == pytest.approx(2.0)
+
+
+def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
+    """Optional methods are used where present: a mechanism that states its density is
+    audited with the most powerful test too; one without (the example) is not."""
+    assert "likelihood ratio" in build_spec("piecewise", 1.0).witnesses
+    assert "likelihood ratio" not in build_spec(PLUGIN, 1.0).witnesses
+    ratio = build_spec("piecewise", 1.0).witnesses["likelihood ratio"]
+    values = ratio(np.linspace(-3.0, 3.0, 61))
+    assert set(np.round(np.unique(values), 9)) <= {-1.0, 0.0, 1.0}  # PM: p/q = e^eps exactly
