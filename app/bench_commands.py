@@ -60,6 +60,21 @@ def bench_gcdp_command(
     eps: Annotated[str, typer.Option(help="Comma list of release budgets.")] = "0.2,0.5,1,2,4",
     draws: Annotated[int, typer.Option(help="Noise draws per budget.")] = 10,
     seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    train_file: Annotated[
+        str, typer.Option(help="Occupancy only: calibration + training file ('' = shipped).")
+    ] = "",
+    test_file: Annotated[
+        str, typer.Option(help="Occupancy only: protected release file ('' = datatest.txt).")
+    ] = "",
+    window: Annotated[int, typer.Option(help="Occupancy only: records per window.")] = 30,
+    clip: Annotated[str, typer.Option(help="Reading: clipping interval, iqr or minmax.")] = "iqr",
+    utility: Annotated[str, typer.Option(help="Reading: mu_k, mask or corr.")] = "mask",
+    gau_l2: Annotated[
+        str, typer.Option(help="Reading: Gau-DP l2 certificate, occurrence or sum.")
+    ] = "occurrence",
+    attacker: Annotated[
+        str, typer.Option(help="Reading (occupancy): attacker inputs, others or all.")
+    ] = "others",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """Seed 000's evaluation on Occupancy, Intel Lab or WISDM: F1 and attack AUC per method
@@ -75,7 +90,13 @@ def bench_gcdp_command(
             eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
         except ValueError:
             raise ParameterError(f"not a comma list of numbers: {eps!r}", field="eps") from None
-        result = bench_gcdp.bench_gcdp(dataset, methods, eps_list, draws, seed)
+        readings = bench_gcdp.Readings(clip=clip, utility=utility, gau_l2=gau_l2,
+                                       attacker=attacker)  # fmt: skip
+        result = bench_gcdp.bench_gcdp(
+            dataset, methods, eps_list, draws, seed, train_file=train_file or None,
+            test_file=test_file or None, readings=readings,
+            window=window if dataset == "occupancy" else None,
+        )  # fmt: skip
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -10,8 +10,9 @@ helpers):
 
 * ``datatraining.txt`` is the public calibration AND training portion (eps_cal = 0, the
   seed's public-calibration mode); ``datatest.txt`` is the protected release data.
-* Nodes: the five channels, min-max normalised with training-only statistics, clipped to
-  [0, 1]. Released query per test window: the d = 5 channel means of ``window`` (default
+* Nodes: the five channels, clipped to Tukey's fences of the training values (within the
+  training range) and scaled to [0, 1] (``Readings.clip``; docs/gcdp.md "Readings").
+  Released query per test window: the d = 5 channel means of ``window`` (default
   30) consecutive records, non-overlapping, never crossing a file. Protected unit: one
   clipped channel value at one timestamp (seed Table: "one clipped channel value at one
   timestamp"), Gamma(u) = {u}, so the certificate of a window mean is B_k = 1/window
@@ -21,7 +22,9 @@ helpers):
   ``TAU_GRID`` by validation F1 of GC-DP at eps = 1 (ties -> smaller; validation = the
   training windows, see the docs); empirical influence from masking with the query
   "displacement of a window mean by one occurrence" (column means / window); utility
-  mu_k = |corr(window feature k, label)| on training windows.
+  mu_k = the normalised drop of the fixed classifier's training-window F1 when coordinate k
+  is masked (seed §4.4; ``Readings.utility``). Gau-DP's l2 certificate is the
+  occurrence-level one, max_k B_k (``Readings.gau_l2``).
 * Methods (Table 4): NonPrivate, Lap-DP, Gau-DP (delta = 1e-5), Ada-DP, Risk-DP
   (scales = bounds), GC-DP. One fixed logistic classifier trained once on non-private
   training windows; test F1 (positive class, %) averaged over ``draws`` noise draws.
@@ -47,7 +50,7 @@ import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
 from ldpfleet.app.bench_commands import GCDP_METHODS as METHODS
 from ldpfleet.app.bench_commands import bench_gcdp_command
-from ldpfleet.app.gcdp_datasets import DATA_ROOT, Prepared, prepare
+from ldpfleet.app.gcdp_datasets import DATA_ROOT, READINGS, Prepared, Readings, prepare
 from ldpfleet.collector.gcdp import (
     ada_dp,
     allocate_budget,
@@ -66,7 +69,15 @@ from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
 from ldpfleet.collector.gcdp.evaluation import f1_percent, label_utility, oriented_auc
 from ldpfleet.protocol.errors import ParameterError
 
-__all__ = ["METHODS", "SEED_AUC", "SEED_F1", "SEED_TABLES", "bench_gcdp", "bench_gcdp_command"]
+__all__ = [
+    "METHODS",
+    "SEED_AUC",
+    "SEED_F1",
+    "SEED_TABLES",
+    "Readings",
+    "bench_gcdp",
+    "bench_gcdp_command",
+]
 
 # The command line ``bench_gcdp_command``, and METHODS and DATASETS it names, are in
 # app/bench_commands.py: its ``--help`` imports nothing heavy.
@@ -201,8 +212,10 @@ def _calibrate(train_norm: np.ndarray, train_feats: np.ndarray, train_labels: np
 
 
 def _calibrate_prepared(prep: Prepared, tau: float, **switches) -> dict:
-    return _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
-                        prep.utility, tau, **switches)  # fmt: skip
+    cal = _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
+                       prep.utility, tau, **switches)  # fmt: skip
+    cal["gau_l2"] = prep.gau_l2
+    return cal
 
 
 def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.Generator):
@@ -213,7 +226,8 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
     if method == "Lap-DP":
         return lap_dp(y, bounds=b, eps_rel=eps, **common)
     if method == "Gau-DP":
-        return gau_dp(y, bounds=b, eps=eps, delta=GAU_DELTA, **common)
+        return gau_dp(y, bounds=b, eps=eps, delta=GAU_DELTA, l2_sensitivity=cal.get("gau_l2"),
+                      **common)  # fmt: skip
     if method == "Ada-DP":
         return ada_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"], eps_rel=eps,
                       **common)  # fmt: skip
@@ -280,16 +294,27 @@ def bench_gcdp(
     window: int | None = None,
     data: object | None = None,
     timing: bool = True,
+    train_file: str | None = None,
+    test_file: str | None = None,
+    readings: Readings = READINGS,
 ) -> dict:
     """The evaluation of ``dataset`` (one loop for all; the per-dataset protocol is in
     ``scenarios.gcdp_datasets``). ``data`` replaces the files (tests use synthetic frames):
     occupancy (train_x, train_y, test_x, test_y) raw records (records x 5 channels, labels
     0/1); intel (temperature train, temperature test, humidity train, humidity test), motes x
-    steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only."""
+    steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only;
+    so are ``train_file`` (calibration + training) and ``test_file`` (the protected
+    release), any Occupancy-format files (default the shipped datatraining / datatest).
+    ``readings`` picks the readings of the seed's open details (``Readings``; defaults =
+    the kept ones, docs/gcdp.md)."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
-    if window is not None and dataset != "occupancy":
-        raise ParameterError(f"applies to occupancy only, not {dataset!r}", field="window")
-    prep = prepare(dataset, data, WINDOW if window is None else window)
+    for name, value in (("window", window), ("train_file", train_file), ("test_file", test_file)):
+        if value is not None and dataset != "occupancy":
+            raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
+    if not isinstance(readings, Readings):
+        raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
+    prep = prepare(dataset, data, WINDOW if window is None else window, readings,
+                   train_file=train_file, test_file=test_file)  # fmt: skip
     seed_tables = SEED_TABLES[dataset]
     attack = (prep.attacker, prep.protected, prep.attack_inputs, prep.attack_rows)
 
@@ -341,6 +366,8 @@ def bench_gcdp(
             **prep.protocol_tail,
             "eps_cal": 0.0,
             "gau_delta": GAU_DELTA,
+            "gau_l2": prep.gau_l2,
+            "readings": readings.as_dict(),
         },
         "calibration": {
             "tau": tau,
@@ -372,7 +399,7 @@ def bench_gcdp(
 def _one_pass(method, prep: Prepared, tau, seed) -> None:
     """One calibration-and-release pass at eps = 1 (what each method needs)."""
     if method in ("NonPrivate", "Lap-DP", "Gau-DP"):
-        cal = {"bounds": prep.bounds}
+        cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2}
     else:
         cal = _calibrate_prepared(prep, tau)
     _release_all(method, prep.test_f, cal, 1.0, _rng(seed, method, 1.0, 0))

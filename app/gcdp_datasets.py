@@ -18,8 +18,13 @@ over as a ``Prepared`` object:
 
 Datasets (``docs/gcdp-datasets.md`` has the full protocol and the reasons):
 
-* ``occupancy`` -- unchanged from ``docs/gcdp.md``: 5 channel nodes, d = 5 window means of
-  30 records, B_k = 1/30, positive-class F1, HumidityRatio attribute.
+* ``occupancy`` -- ``docs/gcdp.md``: 5 channel nodes, d = 5 window means of 30 records,
+  B_k = 1/30, positive-class F1, HumidityRatio attribute; any Occupancy-format files
+  (``train_file``, ``test_file``).
+
+Every dataset applies the same ``Readings`` (clipping interval, utility, Gau-DP
+certificate); "min-max normalised" below means "clipped to the ``Readings.clip`` interval
+of the training values and scaled to [0, 1]".
 * ``intel`` -- the DERIVED Intel Lab copy (50 motes x half-hour steps, temperature and
   humidity only, NO mote ids, so ``mote_locs.txt`` cannot be joined). Nodes: M = 100
   mote-channel series (rows 0-49 temperature, 50-99 humidity), each channel min-max
@@ -57,15 +62,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.collector.gcdp import clipped_range_bound, masking_deltas, mean_bound
+from ldpfleet.collector.gcdp import (
+    clipped_range_bound,
+    l2_certificate,
+    masking_deltas,
+    mean_bound,
+    occurrence_l2_certificate,
+)
 from ldpfleet.collector.gcdp.evaluation import (
     f1_percent,
+    fit_iqr_clip,
     fit_logistic,
     fit_normalizer,
     fit_one_vs_rest,
     label_utility,
     load_occupancy,
     macro_f1_percent,
+    masking_utility,
     normalize,
     window_means,
 )
@@ -74,8 +87,12 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "DATA_ROOT",
     "INTEL_GROUPS",
+    "OCC_TEST_FILE",
+    "OCC_TRAIN_FILE",
+    "READINGS",
     "WISDM_FEATURES",
     "Prepared",
+    "Readings",
     "WisdmTable",
     "load_intel",
     "load_wisdm_arff",
@@ -94,6 +111,72 @@ WISDM_AXES = ((1,), (2,), (0,), (1,), (2,), (0, 1, 2))  # a(k); nodes X=0, Y=1, 
 WISDM_TRAIN_MAX_USER = 28
 WISDM_PROTECTED = "YPEAK"
 WISDM_FILE = "WISDM_ar_v1.1_transformed.arff"
+OCC_TRAIN_FILE = DATA_ROOT / "uci-occupancy" / "datatraining.txt"
+OCC_TEST_FILE = DATA_ROOT / "uci-occupancy" / "datatest.txt"
+
+
+@dataclass(frozen=True)
+class Readings:
+    """The readings of seed 000 details that its text leaves open (docs/gcdp.md, "Readings
+    of the seed"). The defaults are the kept ones; the others reproduce earlier runs.
+
+    * ``clip`` -- the fixed public clipping interval of every channel / feature, from the
+      training portion only: ``"iqr"`` Tukey's fences ``[Q1 - 1.5 IQR, Q3 + 1.5 IQR]``
+      within the training range (§4.1 "public medians and interquartile ranges may be used
+      for robust normalization"), or ``"minmax"`` the training range.
+    * ``utility`` -- ``mu_k``: ``"mask"`` the normalised drop of the fixed classifier's
+      validation score when coordinate k is masked (§4.4's definition; ``masking_utility``)
+      or ``"corr"`` |corr(feature k, label)|.
+    * ``gau_l2`` -- Gau-DP's l2 certificate: ``"occurrence"`` the analytic bound under the
+      component-occurrence adjacency (``occurrence_l2_certificate``; Table 4 "certified l2
+      sensitivity") or ``"sum"`` ``sqrt(sum B_k^2)``.
+    * ``attacker`` (Occupancy only) -- the attacker's released inputs: ``"others"`` the four
+      channels other than HumidityRatio (cross-channel inference, §1) or ``"all"`` the
+      whole released vector (§5.3 "observes the privatized representation").
+    """
+
+    clip: str = "iqr"
+    utility: str = "mask"
+    gau_l2: str = "occurrence"
+    attacker: str = "others"
+
+    def __post_init__(self) -> None:
+        for name, allowed in READING_CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ParameterError(
+                    f"must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
+                    field=f"readings.{name}",
+                )
+
+    def as_dict(self) -> dict[str, str]:
+        return {"clip": self.clip, "utility": self.utility, "gau_l2": self.gau_l2,
+                "attacker": self.attacker}  # fmt: skip
+
+
+READING_CHOICES = {
+    "clip": ("iqr", "minmax"),
+    "utility": ("mask", "corr"),
+    "gau_l2": ("occurrence", "sum"),
+    "attacker": ("others", "all"),
+}
+READINGS = Readings()
+
+
+def _clip_fit(train: np.ndarray, readings: Readings) -> tuple[np.ndarray, np.ndarray]:
+    return fit_iqr_clip(train) if readings.clip == "iqr" else fit_normalizer(train)
+
+
+def _utility(readings: Readings, model, feats, labels, metric, corr) -> np.ndarray:
+    """mu_k on the clean public validation (= training) vectors."""
+    if readings.utility == "mask":
+        return masking_utility(model, feats, labels, metric)
+    return corr()
+
+
+def _gau_l2(readings: Readings, bounds, cmap, n_nodes: int) -> float:
+    if readings.gau_l2 == "occurrence":
+        return occurrence_l2_certificate(bounds, cmap, n_nodes)
+    return l2_certificate(bounds)
 
 
 @dataclass
@@ -118,6 +201,7 @@ class Prepared:
     protocol_head: dict
     protocol_tail: dict
     attack_info: dict = field(default_factory=dict)
+    gau_l2: float | None = None  # Gau-DP's l2 certificate (None: sqrt(sum B_k^2))
 
 
 # --- loaders --------------------------------------------------------------------------------
@@ -175,47 +259,69 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
 # --- protocols ------------------------------------------------------------------------------
 
 
-def occupancy_windows(data, window: int) -> tuple[np.ndarray, ...]:
-    """Occupancy's fixed preparation: (train records normalised with training-only
-    statistics, train window means, train labels, test window means, test labels).
-    ``data`` = (train_x, train_y, test_x, test_y) replaces the files."""
+def occupancy_windows(
+    data, window: int, readings: Readings = READINGS, train_file=None, test_file=None
+) -> tuple[np.ndarray, ...]:
+    """Occupancy's fixed preparation: (train records clipped and normalised with
+    training-only statistics, train window means, train labels, test window means, test
+    labels). ``data`` = (train_x, train_y, test_x, test_y) replaces the files;
+    ``train_file`` / ``test_file`` (any Occupancy-format file) replace the shipped
+    ``datatraining.txt`` / ``datatest.txt``."""
     if data is None:
-        base = DATA_ROOT / "uci-occupancy"
-        train_x, train_y = load_occupancy(base / "datatraining.txt")
-        test_x, test_y = load_occupancy(base / "datatest.txt")
+        train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
+        test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
     else:
         train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
-    low, high = fit_normalizer(train_x)
+    low, high = _clip_fit(train_x, readings)
     train_norm = normalize(train_x, low, high)
     train_f, train_l = window_means(train_norm, train_y, window)
     test_f, test_l = window_means(normalize(test_x, low, high), test_y, window)
     return train_norm, train_f, train_l, test_f, test_l
 
 
-def _occupancy(data, window: int) -> Prepared:
-    train_norm, train_f, train_l, test_f, test_l = occupancy_windows(data, window)
-    threshold = float(np.median(train_f[:, OCC_PROTECTED]))
-    attacker = fit_logistic(
-        train_f[:, OCC_ATTACK_INPUTS], (train_f[:, OCC_PROTECTED] > threshold).astype(int)
+def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        x, y = load_occupancy(path)
+    except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
+        raise ParameterError(f"cannot read an Occupancy-format file {path}: {error}",
+                             field=name) from None  # fmt: skip
+    if x.shape[0] == 0:
+        raise ParameterError(f"no records in {path}", field=name)
+    return x, y
+
+
+def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
+    train_norm, train_f, train_l, test_f, test_l = occupancy_windows(
+        data, window, readings, train_file, test_file
     )
+    model = fit_logistic(train_f, train_l)
+    bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
+    threshold = float(np.median(train_f[:, OCC_PROTECTED]))
+    inputs = OCC_ATTACK_INPUTS if readings.attacker == "others" else list(range(5))
+    attacker = fit_logistic(train_f[:, inputs], (train_f[:, OCC_PROTECTED] > threshold).astype(int))
     protected = (test_f[:, OCC_PROTECTED] > threshold).astype(int)
     return Prepared(
         train_nodes=train_norm,
         masking=lambda: masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0),
         coordinate_map=None,
-        bounds=np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window)),
-        utility=label_utility(train_f, train_l),
+        bounds=bounds,
+        utility=_utility(
+            readings, model, train_f, train_l, f1_percent, lambda: label_utility(train_f, train_l)
+        ),
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
         test_l=test_l,
-        model=fit_logistic(train_f, train_l),
+        model=model,
         metric=f1_percent,
+        gau_l2=_gau_l2(readings, bounds, None, bounds.size),
         attacker=attacker,
-        attack_inputs=OCC_ATTACK_INPUTS,
+        attack_inputs=inputs,
         protected=protected,
         attack_rows=None,
         protocol_head={
+            "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
+            "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
             "window": window,
             "train_windows": int(train_f.shape[0]),
             "test_windows": int(test_f.shape[0]),
@@ -227,20 +333,24 @@ def _occupancy(data, window: int) -> Prepared:
         },
         attack_info={
             "protected_attribute": "window HumidityRatio mean > training-window median",
-            "attacker": "logistic regression on the other four released channels",
+            "attacker": "logistic regression on the other four released channels"
+            if readings.attacker == "others"
+            else "logistic regression on all five released channels",
             "threshold_normalised": round(threshold, 6),
             "test_positive_share": round(float(protected.mean()), 4),
         },
     )
 
 
-def _channel_norm(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled training min/max of one channel over all motes and steps; steps x motes."""
-    low, high = fit_normalizer(train.reshape(-1, 1))
+def _channel_norm(train: np.ndarray, test: np.ndarray,
+                  readings: Readings) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Pooled training clipping interval of one channel over all motes and steps (the
+    ``readings.clip`` rule); steps x motes."""
+    low, high = _clip_fit(train.reshape(-1, 1), readings)
     return normalize(train.T, low, high), normalize(test.T, low, high)
 
 
-def _intel(data) -> Prepared:
+def _intel(data, readings: Readings) -> Prepared:
     t_train, t_test, h_train, h_test = (
         load_intel(DATA_ROOT / "intel-lab")
         if data is None
@@ -258,8 +368,8 @@ def _intel(data) -> Prepared:
             field="data",
         )
     size = motes // INTEL_GROUPS
-    tn_train, tn_test = _channel_norm(t_train, t_test)
-    hn_train, hn_test = _channel_norm(h_train, h_test)
+    tn_train, tn_test = _channel_norm(t_train, t_test, readings)
+    hn_train, hn_test = _channel_norm(h_train, h_test, readings)
     train_nodes = np.hstack([tn_train, hn_train])  # steps x 2 motes
     test_nodes = np.hstack([tn_test, hn_test])
     cmap = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(2 * INTEL_GROUPS))
@@ -281,18 +391,23 @@ def _intel(data) -> Prepared:
     inputs = list(range(INTEL_GROUPS))
     attacker = fit_logistic(train_f[:, inputs], (hum_train > h_threshold).astype(int))
     protected = (hum_test > h_threshold).astype(int)
+    model = fit_logistic(train_f, train_l)
+    bounds = np.full(len(cmap), mean_bound(0.0, 1.0, size))
     return Prepared(
         train_nodes=train_nodes,
         masking=lambda: masking_deltas(lambda a: a.mean(axis=0) @ avg, train_nodes, 0.0, 1.0),
         coordinate_map=cmap,
-        bounds=np.full(len(cmap), mean_bound(0.0, 1.0, size)),
-        utility=label_utility(train_f, train_l),
+        bounds=bounds,
+        utility=_utility(
+            readings, model, train_f, train_l, f1_percent, lambda: label_utility(train_f, train_l)
+        ),
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
         test_l=test_l,
-        model=fit_logistic(train_f, train_l),
+        model=model,
         metric=f1_percent,
+        gau_l2=_gau_l2(readings, bounds, cmap, 2 * motes),
         attacker=attacker,
         attack_inputs=inputs,
         protected=protected,
@@ -321,7 +436,7 @@ def _intel(data) -> Prepared:
     )
 
 
-def _wisdm(data) -> Prepared:
+def _wisdm(data, readings: Readings) -> Prepared:
     if data is None:
         data = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
     table = data
@@ -336,7 +451,7 @@ def _wisdm(data) -> Prepared:
             "needs training users <= 28, test users > 28 and 2+ classes", field="data"
         )
     label = np.array([classes.index(a) if a in classes else -1 for a in activity])
-    low, high = fit_normalizer(raw[train])
+    low, high = _clip_fit(raw[train], readings)
     feats = normalize(raw, low, high)
     train_f, test_f = feats[train], feats[~train]
     train_l, test_l = label[train], label[~train]
@@ -347,8 +462,18 @@ def _wisdm(data) -> Prepared:
     for k, nodes in enumerate(WISDM_AXES):
         member[list(nodes), k] = 1.0
     mean_feats = train_f.mean(axis=0)
-    per_class = [label_utility(train_f, (train_l == c).astype(int)) for c in range(len(classes))]
-    utility = np.max(per_class, axis=0)
+    model = fit_one_vs_rest(train_f, train_l, len(classes))
+    n_classes = len(classes)
+
+    def metric(truth, pred):
+        return macro_f1_percent(truth, pred, n_classes)
+
+    def corr_utility():
+        per_class = [label_utility(train_f, (train_l == c).astype(int)) for c in range(n_classes)]
+        return np.max(per_class, axis=0)
+
+    utility = _utility(readings, model, train_f, train_l, metric, corr_utility)
+    bounds = np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0))
     p_threshold = float(np.nanmedian(peak[train]))
     has_peak = np.isfinite(peak)
     tr_rows = train & has_peak
@@ -360,14 +485,15 @@ def _wisdm(data) -> Prepared:
         train_nodes=train_nodes,
         masking=lambda: member * mean_feats[None, :],
         coordinate_map=WISDM_AXES,
-        bounds=np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0)),
+        bounds=bounds,
         utility=utility,
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
         test_l=test_l,
-        model=fit_one_vs_rest(train_f, train_l, len(classes)),
-        metric=lambda truth, pred: macro_f1_percent(truth, pred, len(classes)),
+        model=model,
+        metric=metric,
+        gau_l2=_gau_l2(readings, bounds, WISDM_AXES, n_axes),
         attacker=attacker,
         attack_inputs=inputs,
         protected=protected,
@@ -396,12 +522,14 @@ def _wisdm(data) -> Prepared:
     )
 
 
-def prepare(dataset: str, data=None, window: int = 30) -> Prepared:
+def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READINGS, *,
+            train_file=None, test_file=None) -> Prepared:  # fmt: skip
     """The fixed protocol of ``dataset``; ``data`` replaces the files (tests): occupancy
     (train_x, train_y, test_x, test_y), intel (temp train, temp test, hum train, hum test;
-    motes x steps), wisdm a ``WisdmTable``."""
+    motes x steps), wisdm a ``WisdmTable``. ``train_file`` / ``test_file`` (occupancy only)
+    name any Occupancy-format files for calibration + training and for the release."""
     if dataset == "occupancy":
-        return _occupancy(data, window)
+        return _occupancy(data, window, readings, train_file, test_file)
     if dataset == "intel":
-        return _intel(data)
-    return _wisdm(data)
+        return _intel(data, readings)
+    return _wisdm(data, readings)

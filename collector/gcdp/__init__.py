@@ -50,6 +50,7 @@ from ldpfleet.collector.gcdp.sensitivity import (
     l2_certificate,
     masking_deltas,
     mean_bound,
+    occurrence_l2_certificate,
     release_scales,
 )
 from ldpfleet.collector.gcdp.validate import (
@@ -106,6 +107,7 @@ __all__ = [
     "masking_deltas",
     "mean_bound",
     "non_private",
+    "occurrence_l2_certificate",
     "project",
     "release_scales",
     "risk_allocation",

@@ -64,11 +64,20 @@ def gau_dp(
     low: object,
     high: object,
     rng: np.random.Generator,
+    l2_sensitivity: float | None = None,
 ) -> np.ndarray:
-    """Gau-DP: analytic Gaussian noise for the l2 certificate of ``bounds``
-    ((eps, delta)-DP; a coordinate-free mechanism, so every coordinate gets the same sigma)."""
+    """Gau-DP: analytic Gaussian noise for an l2 certificate ((eps, delta)-DP; a
+    coordinate-free mechanism, so every coordinate gets the same sigma). The certificate is
+    ``l2_sensitivity`` when given (e.g. ``occurrence_l2_certificate``, the caller's proof
+    obligation; it must not exceed ``sqrt(sum B_k^2)``, which is always valid), else
+    ``sqrt(sum B_k^2)`` of ``bounds``."""
     y = project(values, low, high)
     sens = l2_certificate(nonnegative_vector(bounds, "bounds", y.size))
+    if l2_sensitivity is not None:
+        given = real_in_range(
+            l2_sensitivity, "l2_sensitivity", 0.0, sens * (1.0 + 1e-12), low_open=sens > 0.0
+        )
+        sens = min(given, sens)
     positive_real(eps, "eps")
     real_in_range(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
     if sens == 0.0:  # every coordinate certified constant

@@ -5,8 +5,9 @@ choices below are fixed once, before any privatized run, and are reused unchange
 every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
 
 * nodes are the five environmental channels (Temperature, Humidity, Light, CO2,
-  HumidityRatio); each channel is min-max normalised with TRAINING-only statistics and
-  clipped to [0, 1] (``fit_normalizer``);
+  HumidityRatio); each channel is clipped to an interval fitted on TRAINING values only
+  (``fit_iqr_clip``, Tukey's fences, kept; or ``fit_normalizer``, the range) and scaled to
+  [0, 1];
 * the released representation is one window mean per channel over fixed, non-overlapping
   windows of ``window`` consecutive records that never cross a file boundary
   (``window_means``), so ``d = M = 5`` and ``a(k) = {k}``; a window's label is its majority
@@ -43,12 +44,14 @@ __all__ = [
     "LogisticModel",
     "OneVsRestModel",
     "f1_percent",
+    "fit_iqr_clip",
     "fit_logistic",
     "fit_normalizer",
     "fit_one_vs_rest",
     "label_utility",
     "load_occupancy",
     "macro_f1_percent",
+    "masking_utility",
     "oriented_auc",
     "window_means",
 ]
@@ -86,6 +89,26 @@ def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+IQR_FENCE = 1.5  # Tukey's conventional fence constant (not searched)
+
+
+def fit_iqr_clip(train: np.ndarray, fence: float = IQR_FENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Training-only robust per-channel clipping interval (seed 000 §4.1: "public medians and
+    interquartile ranges may be used for robust normalization"): Tukey's fences
+    ``[Q1 - fence IQR, Q3 + fence IQR]`` of the TRAINING values, intersected with the
+    training range (a fence beyond the observed range clips nothing, so the range is kept).
+    A channel whose interval is empty or a point gets a unit range, as in ``fit_normalizer``.
+    The interval is public (training-only), so the certified bound of a clipped value is
+    still ``U - L`` in raw units, 1 after ``normalize``."""
+    train = np.asarray(train, dtype=float)
+    q1, q3 = np.percentile(train, [25.0, 75.0], axis=0)
+    iqr = q3 - q1
+    low = np.maximum(train.min(axis=0), q1 - fence * iqr)
+    high = np.minimum(train.max(axis=0), q3 + fence * iqr)
+    high = np.where(high > low, high, low + 1.0)
+    return low, high
+
+
 def normalize(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Min-max to [0, 1] with frozen (low, high), then clip (the fixed public domain)."""
     return np.clip((x - low) / (high - low), 0.0, 1.0)
@@ -113,6 +136,27 @@ def label_utility(features: np.ndarray, labels: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(denom > 0, np.abs(f.T @ lab) / np.where(denom > 0, denom, 1.0), 0.0)
     return np.clip(r, 0.0, 1.0)
+
+
+def masking_utility(model, features: np.ndarray, labels: np.ndarray, metric=None,
+                    mask_value: float = 0.0) -> np.ndarray:  # fmt: skip
+    """Utility ``mu_k`` in [0, 1] as seed 000 §4.4 defines it: "the normalized reduction in
+    validation utility when the associated node or feature group is masked". For each
+    coordinate k, replace column k of the (clean, public) validation ``features`` by the
+    fixed public ``mask_value`` (0, the mask of Algorithm 2's ``masking_deltas``), and
+    score the fixed ``model`` with ``metric`` (default ``f1_percent``):
+    ``mu_k = max(0, U - U_k) / U`` with ``U`` the unmasked score (all 0 when ``U = 0``)."""
+    metric = f1_percent if metric is None else metric
+    features = np.asarray(features, dtype=float)
+    base = float(metric(labels, model.predict(features)))
+    mu = np.zeros(features.shape[1])
+    if base <= 0.0:
+        return mu
+    for k in range(features.shape[1]):
+        masked = features.copy()
+        masked[:, k] = mask_value
+        mu[k] = max(0.0, base - float(metric(labels, model.predict(masked)))) / base
+    return np.clip(mu, 0.0, 1.0)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ __all__ = [
     "l2_certificate",
     "masking_deltas",
     "mean_bound",
+    "occurrence_l2_certificate",
     "release_scales",
 ]
 
@@ -103,6 +104,25 @@ def l2_certificate(bounds: object) -> float:
     (every coordinate moves by at most its ``B_k`` on the same neighbouring pair)."""
     b = nonnegative_vector(bounds, "bounds")
     return math.sqrt(math.fsum((b * b).tolist()))
+
+
+def occurrence_l2_certificate(
+    bounds: object, coordinate_map: Sequence[Sequence[int]] | None, n_nodes: int
+) -> float:
+    """The l2 certificate of the vector query under the component-occurrence adjacency
+    (seed 000 §3.1, ``Gamma(u) = {u}`` with ``u = (t, v_i)``): one occurrence of node i
+    can move only the coordinates whose ``a(k)`` contains i, each by at most ``B_k``, so
+    ``Delta_2 <= max_i sqrt(sum_{k : i in a(k)} B_k^2)``. With ``a(k) = {k}`` this is
+    ``max_k B_k``. Valid only when coordinate k reads nothing outside ``a(k)`` (the
+    caller's obligation, as for ``B_k``); ``l2_certificate`` (``sqrt(sum_k B_k^2)``) needs
+    no such property and is never smaller."""
+    b = nonnegative_vector(bounds, "bounds")
+    amap = coordinate_nodes(coordinate_map, b.size, integer_at_least(n_nodes, "n_nodes", 1))
+    per_node = [0.0] * n_nodes
+    for k, nodes in enumerate(amap):
+        for i in nodes:
+            per_node[i] += float(b[k]) ** 2
+    return math.sqrt(max(per_node))
 
 
 # --- empirical influence xi_k ---------------------------------------------------------------

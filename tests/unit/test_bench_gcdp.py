@@ -153,7 +153,7 @@ def test_command(frame, monkeypatch):
     monkeypatch.setattr(
         bench,
         "bench_gcdp",
-        lambda *a, **k: real(*a, window=WINDOW, data=frame, timing=False, **k),
+        lambda *a, **k: real(*a, **{**k, "window": WINDOW, "data": frame, "timing": False}),
     )
     app = typer.Typer()
     app.command()(bench.bench_gcdp_command)
