@@ -32,14 +32,19 @@ authenticated user, and each service role adds its own ``topic`` lines; so
 - the client id must belong to the username (no impersonation): a device ``d`` connects
   as ``{run}-{d}`` (its stream agent), ``{run}-{d}-sa`` (secure sum) or ``{run}-{d}-lpea``;
   a service ``s`` as ``{run}-{s}`` or ``{run}-{s}-*`` (fan-in connections); ``admin`` with
-  any ``{run}-*`` id. A client id that does not belong to the username gets nothing.
+  any ``{run}-*`` id. A client id that does not belong to the username gets nothing, and
+  every broker refuses the CONNECT before it touches the session of that client id (no
+  takeover by another identity): the embedded broker and the in-memory transport through
+  ``Credentials.authenticate``, Mosquitto through the plugin ``mosquitto_conf_text`` loads
+  (``broker/mosquitto_plugin.py``, the same rule in C).
 
 Passwords: a per-run 256-bit master key from ``secrets``; each identity's password is
 HMAC-SHA256(key, run, username) (base64url, 43 characters): independent random-looking
 passwords for every device, and a process that holds the key (the embedded broker, a
-device shard) derives what it needs without a list. ``mosquitto_password_file`` writes
-them as Mosquitto 2 PBKDF2-SHA512 (``$7$``) hashes; ``mosquitto_acl_file`` and
-``mosquitto_conf`` write the rest. Nothing here does I/O except the explicit writers.
+device shard) derives what it needs without a list. ``mosquitto_password_lines`` writes
+them as Mosquitto 2 PBKDF2-SHA512 (``$7$``) hashes; ``mosquitto_acl_text`` and
+``mosquitto_conf_text`` write the rest, and ``write_mosquitto_files`` also builds the
+client-id plugin. Nothing here does I/O except the explicit writers.
 """
 
 from __future__ import annotations
@@ -513,17 +518,33 @@ def mosquitto_conf_text(
     host: str = "127.0.0.1",
     persistence: bool = True,
     user: str | None = None,
+    plugin: Path | None = None,
+    run: str | None = None,
 ) -> str:
     """A Mosquitto 2 config using ``passwords`` and ``acl`` in ``directory``. ``user``: the
     account Mosquitto runs as when started by root (it drops privileges before it reads
-    the password file, so that account must be able to read ``directory``)."""
+    the password file and loads the plugin, so that account must be able to read
+    ``directory``). ``plugin`` (with ``run``): the client-id binding plugin
+    (``broker/mosquitto_plugin.py``) that refuses a client id of another identity."""
     directory = Path(directory).resolve()
+    if plugin is not None and run is None:
+        raise ValueError("the client-id binding plugin needs the run id")
     lines = [
         "# ldpfleet: authenticated listener (generated; see docs/reliability.md)",
         *([f"user {user}"] if user else []),
         "per_listener_settings false",
         f"listener {port} {host}",
         "allow_anonymous false",
+    ]
+    if plugin is not None:
+        from ldpfleet.broker.mosquitto_plugin import plugin_conf_lines
+
+        assert run is not None
+        lines += [
+            "# client ids bound to logins: no session takeover by another identity",
+            *plugin_conf_lines(plugin, run),
+        ]
+    lines += [
         f"password_file {directory / 'passwords'}",
         f"acl_file {directory / 'acl'}",
         "max_queued_messages 100000",
@@ -553,11 +574,20 @@ def write_mosquitto_files(
     devices: Iterable[str] | None = None,
     persistence: bool = True,
     user: str | None = None,
+    client_id_binding: bool = True,
 ) -> dict[str, Path]:
-    """Write ``passwords`` (0600), ``acl``, ``mosquitto.conf`` and ``credentials.json``
-    (0600: what ldpfleet processes connect with) into ``directory``; returns their paths."""
+    """Write ``passwords`` (0600), ``acl``, ``mosquitto.conf``, ``credentials.json``
+    (0600: what ldpfleet processes connect with) and, with ``client_id_binding`` (the
+    default), the plugin that binds client ids to logins (``ldpfleet_clientid.so``, built
+    here: ``broker/mosquitto_plugin.py``) into ``directory``; returns their paths.
+    ``client_id_binding=False`` leaves any identity free to take over another's session."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    plugin = None
+    if client_id_binding:
+        from ldpfleet.broker.mosquitto_plugin import build_plugin
+
+        plugin = build_plugin(directory)  # first: no half-written directory if it fails
     paths = {
         "passwords": directory / "passwords",
         "acl": directory / "acl",
@@ -572,8 +602,18 @@ def write_mosquitto_files(
         data = directory / "data"
         data.mkdir(exist_ok=True)
         paths["data"] = data
+    if plugin is not None:
+        paths["plugin"] = plugin
     paths["conf"].write_text(
-        mosquitto_conf_text(directory, port=port, host=host, persistence=persistence, user=user)
+        mosquitto_conf_text(
+            directory,
+            port=port,
+            host=host,
+            persistence=persistence,
+            user=user,
+            plugin=plugin,
+            run=credentials.run,
+        )
     )
     credentials.save(paths["credentials"])
     return paths

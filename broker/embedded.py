@@ -109,6 +109,24 @@ class _IndexedSubscriptions(dict):
         super().__init__()
         self.wildcards: set[str] = set()
         self.topic_hint: str | None = None
+        self.connecting: object | None = None  # see ``__iter__``
+
+    def __iter__(self):
+        """amqtt 0.12 loops over EVERY client's filters when a client connects ("publish
+        any topic retained messages" to a pre-existing session) and sends the new client
+        the retained messages matching any of them — a device received the retained run
+        announcement through the recorder's ``ldp/{run}/#`` (found by the separate-process
+        tests) — and the loop, awaiting inside, raised "dictionary changed size during
+        iteration" while others subscribed. ``_ClosingBroker`` names the connecting session
+        just before that loop: it then iterates a snapshot of that session's own filters
+        (none for a new session)."""
+        session, self.connecting = self.connecting, None
+        if session is None:
+            return super().__iter__()
+        if not getattr(session, "parent", 0):
+            return iter(())  # a new session has no subscriptions yet
+        own = [key for key, subs in super().items() if any(s is session for s, _ in subs)]
+        return iter(own)
 
     def __setitem__(self, key: str, value: list) -> None:
         if "+" in key or "#" in key:
@@ -220,6 +238,12 @@ class _ClosingBroker(Broker):
         if session.keep_alive > 0 and isinstance(timeout_disconnect_delay, int):
             session.keep_alive += timeout_disconnect_delay
         return handler, session
+
+    async def _publish_session_retained_messages(self, session) -> None:
+        await super()._publish_session_retained_messages(session)
+        # amqtt's next statement iterates the subscriptions for this session (no await in
+        # between): see _IndexedSubscriptions.__iter__
+        self._subscriptions.connecting = session
 
     async def _client_message_loop(self, client_session, handler) -> None:
         """amqtt 0.12's per-client loop, with one change: when the client disconnects, the

@@ -30,6 +30,7 @@ from tests.unit.test_acl import (
     SERVICE_ALLOWED,
     SERVICE_DENIED,
     P,
+    client_id_cases,
     cross_device_cases,
     device_allowed,
     device_other_denials,
@@ -45,8 +46,9 @@ def creds() -> Credentials:
 
 
 @contextlib.asynccontextmanager
-async def mosquitto(tmp_path, creds: Credentials, devices=None):
-    """A Mosquitto with ``ldpfleet mosquitto-config``'s files, stopped at the end."""
+async def mosquitto(tmp_path, creds: Credentials, devices=None, *, client_id_binding=True):
+    """A Mosquitto with ``ldpfleet mosquitto-config``'s files, stopped at the end
+    (``client_id_binding=False``: without the plugin that binds client ids to logins)."""
     port = free_port()
     paths = write_mosquitto_files(
         tmp_path,
@@ -54,6 +56,7 @@ async def mosquitto(tmp_path, creds: Credentials, devices=None):
         port=port,
         devices=devices,
         persistence=False,
+        client_id_binding=client_id_binding,
         # Mosquitto started by root drops to 'mosquitto' before reading the password file,
         # which cannot traverse pytest's 0700 tmp directory
         user="root" if os.geteuid() == 0 else None,
@@ -250,29 +253,110 @@ async def test_refused_connections(kind, tmp_path, creds):
             marker = f"{P}/dev/d0001/in/{ADMIN}"
             await admin.publish(marker, b"end")
             assert await read_until(victim, marker) == []
-            # a device with its own password but another's client id (impersonation)
-            impostor = transport.connect(
-                f"{RUN}-d0002", username="d0001", password=creds.password("d0001")
+            # a device with its own password but another's client id (impersonation):
+            # refused by both (Mosquitto: the client-id plugin, docs/reliability.md)
+            with pytest.raises(TransportError, match="refused"):
+                async with transport.connect(
+                    f"{RUN}-d0002", username="d0001", password=creds.password("d0001")
+                ):
+                    pass
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_client_ids_are_bound_to_logins(kind, tmp_path, creds):
+    """Every login x a spread of client ids (its own, other identities', other runs',
+    malformed): the broker lets exactly those connect that ``AccessPolicy.client_ids_ok``
+    allows (on Mosquitto: the C plugin agrees with the Python rule)."""
+    cases = client_id_cases()
+    async with broker(kind, tmp_path, creds) as address:
+        transport = MqttTransport(address, connect_attempts=1)
+        outcomes = []
+        for user, client_id, _ in cases:
+            try:
+                async with transport.connect(
+                    client_id, username=user, password=creds.password(user)
+                ):
+                    outcomes.append(True)
+            except TransportError as error:
+                assert "refused" in str(error), error
+                outcomes.append(False)
+    wrong = [(u, c, ok) for (u, c, ok), got in zip(cases, outcomes, strict=True) if ok != got]
+    assert wrong == [], wrong
+    assert sum(outcomes) >= 20 and outcomes.count(False) >= 100
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_no_identity_takes_over_another_s_session(kind, tmp_path):
+    """The issue's attack: device d0000's login (and every other non-admin login) connects
+    with the collector's, the recorder's, another device's (and the relay's, a gateway's,
+    the admin's) client id, with a clean and a persistent session. Every attempt is refused,
+    and every real session is still connected and receives a message published after."""
+    creds = Credentials.generate(RUN, ("d0000", *DEVICES))
+    policy = creds.policy
+    victims = {  # client id -> (login, persistent session?)
+        f"{RUN}-collector": ("collector", True),
+        f"{RUN}-recorder": ("recorder", True),
+        f"{RUN}-relay": ("relay", False),
+        f"{RUN}-gateway-0": ("gateway", False),
+        f"{RUN}-d0001": ("d0001", False),
+        f"{RUN}-d0001-sa": ("d0001", False),
+        f"{RUN}-operator": (ADMIN, False),
+    }
+    attackers = ("d0000", "d0002", "collector", "recorder", "relay", "gateway")
+    marker = f"{P}/ctl/after-the-attempts"
+    async with broker(kind, tmp_path, creds) as address, contextlib.AsyncExitStack() as stack:
+        transport = MqttTransport(address, connect_attempts=1)
+        sessions = {}
+        for client_id, (user, persistent) in victims.items():
+            conn = await stack.enter_async_context(
+                transport.connect(
+                    client_id,
+                    clean_session=not persistent,
+                    username=user,
+                    password=creds.password(user),
+                )
             )
-            if kind == "embedded":
-                with pytest.raises(TransportError, match="refused"):
-                    async with impostor:
-                        pass
-            else:
-                # Mosquitto cannot bind client ids to users when one user has several
-                # connections (docs/reliability.md); the impostor gets d0001's rights only
-                async with impostor as conn:
-                    await conn.subscribe(f"{P}/dev/d0002/in/+")
-                    await conn.publish(f"{P}/dev/d0002/up/hello", b"forged")
-                    await admin.publish(f"{P}/dev/d0002/in/collector", b"secret")
-                    await conn.publish(f"{P}/dev/d0001/up/marker", b"end")
-                    seen = await read_until(admin, f"{P}/dev/d0001/up/marker")
-                    assert f"{P}/dev/d0002/up/hello" not in seen
-                    marker = f"{P}/dev/d0001/in/{ADMIN}"
-                    # its own inbox is d0001's; d0002's secret never reaches it
-                    await conn.subscribe(f"{P}/dev/d0001/in/+")
-                    await admin.publish(marker, b"end")
-                    assert await read_until(conn, marker) == []
+            await conn.subscribe(f"{P}/ctl/#")  # every identity may read the broadcasts
+            sessions[client_id] = (conn, asyncio.ensure_future(conn.wait_lost()))
+        attempts = 0
+        for user in attackers:
+            for client_id in victims:
+                if policy.client_ids_ok(user, client_id):
+                    continue  # its own (d0001's second connection is not an attack)
+                for clean in (True, False):
+                    with pytest.raises(TransportError, match="refused"):
+                        async with transport.connect(
+                            client_id,
+                            clean_session=clean,
+                            username=user,
+                            password=creds.password(user),
+                        ):
+                            pass
+                    attempts += 1
+        assert attempts == 2 * (len(attackers) * len(victims) - 4)  # minus the 4 own ids
+        admin, _ = sessions[f"{RUN}-operator"]
+        await admin.publish(marker, b"still there?")
+        for client_id, (conn, lost) in sessions.items():
+            first = await asyncio.wait_for(anext(aiter(conn.messages())), TIMEOUT)
+            assert (first.topic, first.payload) == (marker, b"still there?"), client_id
+            assert not lost.done(), f"{client_id} lost its connection"
+            lost.cancel()
+
+
+@pytest.mark.mosquitto
+async def test_without_the_plugin_a_device_knocks_the_collector_off_mosquitto(tmp_path):
+    """The control that shows the test above can fail: Mosquitto with only the password
+    file and the ACL (``client_id_binding=False``) lets d0000 take the collector's session."""
+    creds = Credentials.generate(RUN, ("d0000", *DEVICES))
+    async with mosquitto(tmp_path, creds, client_id_binding=False) as address:
+        transport = MqttTransport(address, connect_attempts=1, credentials=creds)
+        async with transport.connect(f"{RUN}-collector", clean_session=False) as collector:
+            await collector.subscribe(f"{P}/dev/+/up/#")
+            lost = asyncio.ensure_future(collector.wait_lost())
+            async with transport.connect(
+                f"{RUN}-collector", username="d0000", password=creds.password("d0000")
+            ):
+                await asyncio.wait_for(lost, TIMEOUT)  # the real collector is gone
 
 
 SMALL = """

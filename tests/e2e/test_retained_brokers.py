@@ -130,3 +130,29 @@ async def test_wait_for_run_in_both_orders_with_aiomqtt(request, tmp_path, monke
         async with transport.connect(f"{run}-d0001") as probe:
             assert type(probe).__name__ == "MqttConnection"
         await both_orders(transport, run)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_client_gets_only_its_own_filters_retained_messages(kind, request, tmp_path):
+    """amqtt 0.12 handed a connecting client the retained messages of EVERY client's
+    filters (broker/embedded.py fixes it): with the recorder on ``ldp/{run}/#``, a device
+    subscribed to ``ctl/stage`` only must not receive the retained ``ctl/run``; and clients
+    connecting while others subscribe must not break the broker."""
+    async with (
+        broker(kind, request, tmp_path) as (transport, run, _secured),
+        transport.connect(f"{run}-recorder") as recorder,
+        transport.connect(f"{run}-collector") as collector,
+    ):
+        await recorder.subscribe(f"ldp/{run}/#")
+        await collector.publish(topics.ctl(run, "run"), b"announcement", retain=True)
+        stage = topics.ctl(run, "stage")
+
+        async def device(name: str) -> list[bytes]:
+            async with transport.connect(f"{run}-{name}") as conn:
+                await conn.subscribe(stage)
+                await collector.publish(stage, b"marker")
+                return await until_marker(conn)
+
+        seen = await asyncio.gather(*(device(name) for name in DEVICES))
+        assert seen == [[], []]
+        await collector.publish(topics.ctl(run, "run"), b"", retain=True)

@@ -476,3 +476,122 @@ def test_credentials_round_trip_and_ambient(tmp_path):
         assert Credentials.load(__import__("os").environ[CREDENTIALS_ENV]) == creds
     assert ambient() is None and CREDENTIALS_ENV not in __import__("os").environ
     assert not (tmp_path / "credentials.json").exists()
+
+
+# Client ids bound to logins (no session takeover): the rule every broker applies -------
+
+LOGINS = ("d0001", "d0002", *SERVICES, ADMIN)
+CLIENT_ID_TAILS = (
+    "d0001",
+    "d0001-sa",
+    "d0001-lpea",
+    "d0001-x",
+    "d0001sa",
+    "d0001-sa-1",
+    "d0002",
+    "d0002-lpea",
+    "collector",
+    "collector-close",
+    "collector-sa-sum0-in-3",
+    "collectorx",
+    "recorder",
+    "recorder-watch",
+    "relay",
+    "relay-in-0",
+    "gateway-0",
+    "gateway-shard0of2-wait",
+    "operator",
+    "attacker",
+    "",
+    "dé",
+    "d0001/x",
+)
+
+
+def client_id_cases() -> list[tuple[str, str, bool]]:
+    """(username, client id, may connect) for every login and a spread of client ids: own
+    ones, other identities' (takeover attempts), other runs', malformed ones."""
+    policy = AccessPolicy(RUN, frozenset(DEVICES))
+    cases = [
+        (user, f"{RUN}-{tail}", policy.client_ids_ok(user, f"{RUN}-{tail}"))
+        for user in LOGINS
+        for tail in CLIENT_ID_TAILS
+    ]
+    for user in LOGINS:
+        cases += [
+            (user, f"other-{user}", False),
+            (user, f"{RUN}{user}", False),
+            (user, user, False),
+        ]
+    return cases
+
+
+def test_client_id_cases_cover_both_outcomes_for_every_login():
+    cases = client_id_cases()
+    for user in LOGINS:
+        outcomes = {ok for u, _, ok in cases if u == user}
+        assert outcomes == {True, False}, user
+    # nobody but admin may use another identity's client id
+    for user, client_id, ok in cases:
+        if ok and user != ADMIN:
+            assert client_id.startswith(f"{RUN}-{user}"), (user, client_id)
+    assert ("d0001", f"{RUN}-collector", False) in cases
+    assert ("d0001", f"{RUN}-recorder", False) in cases
+    assert ("d0001", f"{RUN}-d0002", False) in cases
+    assert ("gateway", f"{RUN}-collector", False) in cases
+
+
+def test_mosquitto_conf_loads_the_client_id_plugin(tmp_path):
+    from ldpfleet.broker.mosquitto_plugin import plugin_conf_lines
+
+    plugin = tmp_path / "ldpfleet_clientid.so"
+    text = mosquitto_conf_text(tmp_path, port=1, plugin=plugin, run=RUN)
+    lines = text.splitlines()
+    assert lines.index(f"plugin {plugin}") < lines.index(f"password_file {tmp_path / 'passwords'}")
+    assert f"plugin_opt_run {RUN}" in lines
+    assert f"plugin_opt_services {' '.join(SERVICES)}" in lines
+    assert f"plugin_opt_admin {ADMIN}" in lines
+    assert "plugin_opt_device_suffixes -sa -lpea" in lines
+    assert plugin_conf_lines(plugin, RUN) == [line for line in lines if line.startswith("plugin")]
+    assert "plugin" not in mosquitto_conf_text(tmp_path, port=1)
+    with pytest.raises(ValueError):
+        mosquitto_conf_text(tmp_path, port=1, plugin=plugin)
+
+
+def test_write_mosquitto_files_builds_the_plugin_once(tmp_path, monkeypatch):
+    import shutil
+
+    from ldpfleet.broker import mosquitto_plugin
+    from ldpfleet.broker.auth import write_mosquitto_files
+
+    if mosquitto_plugin._compiler() is None:
+        pytest.skip("no C compiler")
+    creds = Credentials.generate(RUN, DEVICES)
+    monkeypatch.delenv(mosquitto_plugin.PLUGIN_ENV, raising=False)
+    paths = write_mosquitto_files(tmp_path / "mq", creds, port=1, persistence=False)
+    plugin = paths["plugin"]
+    assert plugin == (tmp_path / "mq" / "ldpfleet_clientid.so").resolve() and plugin.is_file()
+    assert plugin.read_bytes()[:4] == b"\x7fELF"
+    assert f"plugin {plugin}" in paths["conf"].read_text()
+    built = plugin.stat().st_mtime_ns
+    # a second run keeps the build (same source); a prebuilt copy can be named instead
+    assert (
+        write_mosquitto_files(tmp_path / "mq", creds, port=1)["plugin"].stat().st_mtime_ns == built
+    )
+    prebuilt = tmp_path / "prebuilt.so"
+    shutil.copy(plugin, prebuilt)
+    monkeypatch.setenv(mosquitto_plugin.PLUGIN_ENV, str(prebuilt))
+    paths = write_mosquitto_files(tmp_path / "other", creds, port=1)
+    assert paths["plugin"] == prebuilt and not (tmp_path / "other" / plugin.name).exists()
+    monkeypatch.setenv(mosquitto_plugin.PLUGIN_ENV, str(tmp_path / "missing.so"))
+    with pytest.raises(AuthError, match="no such plugin"):
+        write_mosquitto_files(tmp_path / "third", creds, port=1)
+    # without a compiler: a sentence that says what to do, and nothing written
+    monkeypatch.delenv(mosquitto_plugin.PLUGIN_ENV)
+    monkeypatch.setattr(mosquitto_plugin, "_compiler", lambda: None)
+    with pytest.raises(AuthError, match="C compiler"):
+        write_mosquitto_files(tmp_path / "fourth", creds, port=1)
+    assert not (tmp_path / "fourth" / "passwords").exists()
+    # opting out writes no plugin line (any identity may then take a session over)
+    paths = write_mosquitto_files(tmp_path / "fifth", creds, port=1, client_id_binding=False)
+    assert "plugin" not in paths and "plugin" not in paths["conf"].read_text()
