@@ -315,6 +315,7 @@ def run(
         f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json"
         + (f", {report}" if report else "")
     )
+    _print_trace_key(results)
     if results.get("aborted"):
         console.print(
             f"[bold red]aborted:[/] {results['aborted']['detail']}.",
@@ -393,6 +394,15 @@ def _run_cadr(
         f"outputs: {out}/results.json, {out}/ledger.json, {out}/collector.sqlite, "
         f"{out}/trace.sqlite{', ' + str(report) if report else ''}"
     )
+    _print_trace_key(results)
+
+
+def _print_trace_key(results: dict) -> None:
+    """The trace's public key: keep it apart from the outputs, ``trace verify`` checks the
+    trace's signature against it (docs/reliability.md)."""
+    key = (results.get("trace") or {}).get("public_key")
+    if key:
+        print(f"trace public key: {key}")
 
 
 def _write_report(out: Path) -> Path | None:
@@ -506,9 +516,15 @@ def broker_command(
         run_loop(serve())
 
 
+ScenarioArgument = Annotated[
+    Path,
+    typer.Argument(help="Scenario file or built-in name (ldpfleet scenarios lists them)."),
+]
+
+
 @app.command()
 def fleet(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file.")],
+    scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
     run_id: Annotated[str, typer.Option("--run", help="Run id shared with the collector.")],
     shard: Annotated[
@@ -516,15 +532,18 @@ def fleet(
     ] = "0/1",
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Where to write this shard's ledger.")
+        Path | None,
+        typer.Option("--out", "-o", help="Where to write this shard's ledger and outcomes."),
     ] = None,
     credentials_path: CredentialsOption = None,
+    wait_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the collector to announce the run."),
+    ] = 60.0,
 ) -> None:
-    """Run the devices of a scenario (or one shard of them) against a broker."""
-    import asyncio
-
+    """Run the devices of a scenario (or one shard of them) once its collector (`ldpfleet
+    collector`, started before or after) announces the run (docs/separate-processes.md)."""
     from ldpfleet.devices.fleet import parse_shard
-    from ldpfleet.scenarios.fleet_shard import run_fleet_shard
     from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 
     with user_errors():
@@ -534,73 +553,139 @@ def fleet(
             raise ScenarioError(str(error)) from None
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
-        try:
-            outcomes, target = run_fleet_shard(
-                loaded,
-                broker,
-                run_id,
-                (shard_index, shard_count),
-                seed=seed,
-                out=out,
-                credentials=credentials,
-            )
-        except asyncio.CancelledError:
-            raise typer.Exit(1) from None
+        target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
+
+        def waiting() -> None:
+            console.print(f"shard {shard}: waiting for the collector of run {run_id}")
+
+        extra = {} if loaded.spec.cadr is not None else {"on_waiting": waiting}
+        result = _run_side(
+            "fleet_side",
+            loaded,
+            broker,
+            run_id,
+            (shard_index, shard_count),
+            target,
+            seed=seed,
+            credentials=credentials,
+            wait_timeout=wait_timeout,
+            **extra,
+        )
+    _fleet_summary(shard, target, result)
+
+
+def _run_side(name: str, *args, **kwargs) -> dict:
+    """Run ``scenarios.sides.<name>`` in an event loop; SIGTERM cancels it (what it did so
+    far is written); a missing or different other side is one sentence and exit 1."""
+    import asyncio
+    import signal
+
+    from ldpfleet.devices.rendezvous import RendezvousError
+    from ldpfleet.scenarios import sides
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    async def go() -> dict:
+        task = asyncio.current_task()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await getattr(sides, name)(*args, **kwargs)
+
+    stops: tuple[type[BaseException], ...] = (RendezvousError,)
+    try:
+        return run_loop(go())
+    except Exception as error:
+        cadr = sys.modules.get("ldpfleet.scenarios.cadr_sides")
+        if cadr is not None:  # CADR-LDP sides stop with one sentence too
+            stops += (cadr.CadrSideStopped,)
+        if not isinstance(error, stops):
+            raise
+        console.print(f"[bold red]error:[/] {error.sentence}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except asyncio.CancelledError:
+        console.print("stopped")
+        raise typer.Exit(1) from None
+
+
+def _fleet_summary(shard: str, target: Path, result: dict) -> None:
+    """One line per shard (stream and secure-sum kinds; CADR-LDP: its own result)."""
+    outcomes = result.get("outcomes")
+    if outcomes is None:  # CADR-LDP: its outcomes.json document
+        status = result.get("status", "done")
+        devices = len(result.get("devices", {}))
+        console.print(f"shard {shard}: {devices} devices, {status}; outputs in {target}")
+        if status != "done":
+            raise typer.Exit(1)
+        return
     done = sum(o.state == "done" for o in outcomes)
     console.print(
         f"shard {shard}: {done}/{len(outcomes)} devices delivered everything; ledger in {target}"
     )
-    if done != len(outcomes):
+    stopped = (result.get("secure_sum") or {}).get("stopped")
+    if stopped:
+        console.print(f"[bold red]{stopped}[/]", highlight=False, soft_wrap=True)
+    if done != len(outcomes) or stopped:
         raise typer.Exit(1)
 
 
 @app.command()
 def collector(
-    scenario: Annotated[Path, typer.Argument(help="Scenario file.")],
+    scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
     run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.")] = None,
     credentials_path: CredentialsOption = None,
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    fleet_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the fleet's devices to join the run."),
+    ] = 60.0,
 ) -> None:
-    """Run the collector (and trace recorder) of a scenario against a broker."""
-    import asyncio
-
-    from ldpfleet.broker.select import open_broker
-    from ldpfleet.scenarios.loop import run as run_loop
-    from ldpfleet.scenarios.runner import collector_for, recorder_for
+    """Run the collector (and trace recorder) of a scenario against a broker; announce the
+    run so that fleets started before or after it join (docs/separate-processes.md)."""
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
         target = out or Path("runs") / run_id
-        target.mkdir(parents=True, exist_ok=True)
 
-        async def go() -> dict:
-            async with open_broker(broker, credentials=credentials) as (transport, info):
-                recorder = recorder_for(loaded, transport, run_id, target / "trace.sqlite")
-                service = collector_for(loaded, transport, run_id, target / "collector.sqlite")
-                async with asyncio.TaskGroup() as group:
-                    recording = group.create_task(recorder.run_until_closed())
-                    await recorder.subscribed.wait()
-                    console.print(f"collector for run {run_id} listening on {info.url}")
-                    results = await service.run()
-                    await recording
-                return {
-                    "run": run_id,
-                    "broker": {"kind": info.kind, "url": info.url},
-                    **results,
-                    "trace": {"path": "trace.sqlite", "messages": recorder.recorded},
-                }
+        def listening(url: str) -> None:
+            console.print(f"collector for run {run_id} listening on {url}")
 
-        results = run_loop(go())
-    (target / "results.json").write_text(json.dumps(results, indent=2))
-    console.print(
-        f"collector: {results['devices_complete']}/{results['devices']} devices complete, "
-        f"{results['reports_lost']} reports lost, {results['reports_rejected']} rejected; "
-        f"outputs in {target}"
-    )
-    if results["reports_lost"]:
+        extra = {} if loaded.spec.cadr is not None else {"on_listening": listening}
+        results = _run_side(
+            "collector_side",
+            loaded,
+            broker,
+            run_id,
+            target,
+            seed=seed,
+            credentials=credentials,
+            fleet_timeout=fleet_timeout,
+            **extra,
+        )
+    _collector_summary(results, target)
+
+
+def _collector_summary(results: dict, target: Path) -> None:
+    """One line; exit 1 when the run was aborted, lost reports or its secure sum failed."""
+    aborted = results.get("aborted")
+    if "reports_lost" in results:
+        console.print(
+            f"collector: {results['devices_complete']}/{results['devices']} devices complete, "
+            f"{results['reports_lost']} reports lost, {results['reports_rejected']} rejected; "
+            f"outputs in {target}"
+        )
+    else:
+        console.print(f"collector: outputs in {target}")
+    _print_trace_key(results)
+    secure = results.get("secure_sum") or {}
+    if aborted:
+        console.print(f"[bold red]aborted:[/] {aborted['detail']}", highlight=False, soft_wrap=True)
+    elif secure.get("aborted"):
+        console.print(
+            f"[bold red]secure sum aborted:[/] {secure['aborted']}", highlight=False, soft_wrap=True
+        )
+    if aborted or secure.get("aborted") or results.get("reports_lost"):
         raise typer.Exit(1)
 
 
@@ -646,9 +731,11 @@ def mosquitto_config(
             raise AuthError(str(error)) from None
         paths = write_mosquitto_files(out, credentials, port=port, host=host, user=run_as)
     console.print(
-        f"run {run}: {len(devices)} device accounts + collector, recorder, relay, admin\n"
+        f"run {run}: {len(devices)} device accounts + collector, recorder, relay, gateway, "
+        f"admin\n"
         f"  {paths['passwords']} (0600), {paths['acl']}, {paths['conf']}, "
-        f"{paths['credentials']} (0600: what ldpfleet logs in with)"
+        f"{paths['credentials']} (0600: what ldpfleet logs in with), "
+        f"{paths['plugin']} (client-id binding plugin)"
     )
     print(f"mosquitto -c {paths['conf'].resolve()}")
     print(
@@ -781,24 +868,47 @@ def trace_export(
 
 @trace_app.command("verify")
 def trace_verify(
-    path: Annotated[Path, typer.Argument(help="A run's output directory (trace + ledger.json).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The run's output directory (trace.sqlite, results.json, ledger.json), or "
+            "the collector side's directory and the fleet shards' directories."
+        ),
+    ],
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            help="The trace's Ed25519 public key (hex), as printed by the run "
+            "(default: results.json trace.public_key).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Check every privatized value in the trace against ledger.json: exit 0 clean,
-    1 on any mismatch, 2 if the trace or ledger cannot be read."""
+    """Check that the trace is the one the recorder signed (hash chain + Ed25519 signature
+    under results.json's key) and every privatized value in it against the scenario, the
+    ledgers and the collector's store: exit 0 clean, 1 on any mismatch (naming the first
+    broken row), 2 if an input cannot be read (docs/reliability.md)."""
     from ldpfleet.app.trace_verify import verify_run
 
     with user_errors():
-        report = verify_run(path)
+        report = verify_run(paths, public_key=public_key)
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         checked = ", ".join(f"{k} {v}" for k, v in sorted(report.checked.items())) or "nothing"
+        print(f"key: {report.public_key or 'none'}")
+        print(f"ledgers: {', '.join(report.ledgers)}")
         print(f"checked: {checked}")
+        for note in report.notes:
+            print(f"not checked: {note}")
         for m in report.mismatches:
-            step = "" if m.step is None else f" step {m.step}"
-            print(f"MISMATCH {m.device}{step}: {m.reason}: {m.detail}")
-        verdict = "trace agrees with the ledgers" if report.ok else "MISMATCHES"
+            print(m.line())
+        verdict = (
+            "trace is signed and agrees with the scenario and the ledgers"
+            if report.ok
+            else "MISMATCHES"
+        )
         print(f"{verdict}: {len(report.mismatches)} mismatch(es)")
     if not report.ok:
         raise typer.Exit(1)
@@ -895,12 +1005,29 @@ def bench_cpr_command(
     as_json: Annotated[
         bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
     ] = True,
+    grid: Annotated[
+        bool,
+        typer.Option(
+            "--grid",
+            help="Instead: the period-detection grid (detect_period vs folded-variance and "
+            "autocorrelation baselines, false-claim rates on aperiodic streams).",
+        ),
+    ] = False,
+    grid_trials: Annotated[int, typer.Option(help="Trials per grid cell.")] = 40,
+    aperiodic_trials: Annotated[int, typer.Option(help="Trials per aperiodic cell.")] = 200,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
     from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
     from ldpfleet.devices.periodic import DATASETS
     from ldpfleet.scenarios.schema import ScenarioError
 
+    if grid:
+        from ldpfleet.app.bench_cpr import bench_period_grid, grid_markdown
+
+        found = bench_period_grid(trials=grid_trials, aperiodic_trials=aperiodic_trials, seed=seed)
+        command = "ldpfleet " + " ".join(sys.argv[1:])
+        print(json.dumps(found) if as_json else grid_markdown(found, command))
+        return
     with user_errors():
         chosen = tuple(dataset or DATASETS)
         unknown = [d for d in chosen if d not in DATASETS]

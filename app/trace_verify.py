@@ -1,61 +1,97 @@
-"""``ldpfleet trace verify DIR``: check every privatized value of a trace against the ledgers.
+"""``ldpfleet trace verify DIR [DIR ...]``: is the trace genuine, and does every privatized
+value in it agree with the run's parameters and the ledgers?
 
-Reads ``DIR/trace.sqlite`` (every message the recorder saw) and ``DIR/ledger.json`` (what
-each device's and the collector's ``PrivacyLedger`` charged) and recomputes, from the trace
-alone, what was spent:
+Inputs: the run directory holding ``trace.sqlite`` and ``results.json`` (an ``ldpfleet run``
+OUT, or an ``ldpfleet collector`` OUT) and every ``ledger.json`` found in the given
+directories, in their ``fleet-*/`` and ``shards/fleet-*/`` subdirectories (``ldpfleet
+fleet`` writes ``runs/RUN/fleet-i-of-k`` by default; other fleet directories are given as
+more arguments). The collector's own ledger (GC-DP) is ``ledger.json``'s ``collector`` or
+the collector side's ``results.json`` ``collector_ledger``.
 
-- stream (``sw_report``): each device's reports agree with its ``hello`` (mechanism, w,
-  ``eps0 = eps / w``; ``raw``: ``eps0 = 0``) and with its ledger entry (a ``w-event``
-  account of that ε and w; ``raw``: a ``raw`` account that spent nothing); no step is
-  reported twice with different values; every window of w consecutive reported steps spends
-  at most ε (``window_overspent``), and the ledger charged at least what the trace shows
-  in every window (``ledger_undercharged``: a value released without its charge);
-- CADR-LDP (``dsr_report``, and the ``degree_release`` on ``rel/degrees`` that lists every
-  device's value — the only DSR values a default, control-plane trace holds): one release
-  per device, at the plan's DSR share ``(1 - alpha) eps``, with the device's ``node``
-  account charged for it and within its ε; the published value is the device's report;
-- GC-DP (``gcdp_release`` on ``rel/gcdp``): each window released once, at the collector
-  ledger's ``eps_rel``, and charged exactly once (the account's spend for that window).
+1. Authenticity (``broker.trace`` defines the chain). Row ids run 1, 2, ... without a gap
+   (``row_missing``); each row's ``chain`` is ``sha256(previous chain || row bytes)`` from
+   ``genesis(run)`` (``chain_broken``: the first row whose bytes were changed, inserted or
+   whose chain was rewritten; ``no_chain``); the recorder's signature over (run, rows, head,
+   scenario digest) verifies under the public key of ``results.json`` ``trace.public_key``
+   (or ``--public-key HEX``), NOT the key stored in the trace (``public_key``, ``signature``,
+   ``unsigned``, ``no_public_key``); the signed row count and head are the trace's
+   (``truncated``: rows dropped from the end, ``unsigned_rows``: rows after the signature,
+   ``chain_head``); the signed scenario digest is results.json's scenario
+   (``scenario_digest``).
+2. Run level (the scenario in results.json): every ``hello`` declares the scenario's
+   mechanism, eps, w, eps0, steps, batch size and bounds (``hello_scenario``); every report
+   value is in the mechanism's output domain (``stream_mechanism(name, eps0).in_domain``,
+   ``out_of_domain``) and within the scenario's steps (``beyond_steps``); senders are devices
+   of the scenario (``unknown_device``); every ledger account (and ledger.json's eps, w)
+   has the scenario's eps and w (``ledger_scenario``); a CADR-LDP plan has the scenario's
+   eps, alpha and method (``plan_scenario``); a device's ledger in two files must be the same
+   (``ledger_conflict``).
+3. Trace against ledgers (as before): stream reports agree with their hello (``eps0``,
+   ``mechanism``, ``no_hello``, ``hello_changed``), no step twice with different values
+   (``conflicting_values``), every w-window within eps (``window_overspent``), the ledger
+   charged at least what the trace shows (``ledger_undercharged``, ``ledger_params``,
+   ``ledger_kind``, ``no_ledger``), nothing after a refusal (``released_after_refusal``);
+   CADR-LDP DSR reports and the degree release (``eps``, ``ledger_undercharged``,
+   ``ledger_overspent``, ``conflicting_values``); GC-DP releases (``eps_rel``,
+   ``double_release``, ``ledger_charges``).
+4. Collector store against trace (stream, ``trace = "all"``): every report in
+   ``collector.sqlite`` was recorded, from its device, with the same values
+   (``untraced_report``, ``stored_differs``).
 
-Messages whose payload does not decode, or whose ``sender`` is not the topic's device, are
-counted (``undecodable``, ``unattributable``) and skipped: the collector refused them and
-they carry no value anyone used. Everything else is checked, including messages the
-collector rejected: a trace in which a device's topic carries a value under the wrong ε is
-a mismatch whoever published it. A ``budget_refused`` message is checked against the ledger
-too (the refused step must not have been released).
-
-Exit status (``verify_command``): 0 clean, 1 any mismatch, 2 unreadable input.
+Payloads that do not decode, or whose ``sender`` is not the topic's device, are counted
+(``undecodable``, ``unattributable``) and skipped by steps 2-3 (the chain still covers
+them). Exit status (``ldpfleet trace verify``): 0 clean, 1 any mismatch, 2 unreadable input.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ldpfleet.broker.trace import TraceError, open_readonly, rows
+import msgspec
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from ldpfleet.broker.trace import (
+    TRACE_FORMAT,
+    TraceError,
+    chain_next,
+    chained_rows,
+    genesis,
+    open_readonly,
+    read_meta,
+    row_bytes,
+    signed_message,
+)
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
+from ldpfleet.protocol.rendezvous import scenario_digest
 
 __all__ = ["Mismatch", "VerifyReport", "verify_run"]
 
 REL_TOL = 1e-9
 STREAM_ACCOUNT = "stream"
 CADR_ACCOUNT = "node"
+WANTED = {"hello", "sw_report", "dsr_report", "cadr_plan", "gcdp_release", "budget_refused",
+          "degree_release"}  # fmt: skip
+LEDGER_GLOBS = ("ledger.json", "fleet-*/ledger.json", "shards/fleet-*/ledger.json")
 
 
 @dataclass(frozen=True)
 class Mismatch:
-    """One disagreement between the trace and the ledgers."""
+    """One disagreement: ``row`` is the trace row it concerns (None: a ledger or store)."""
 
     device: str
     step: int | None
     reason: str
     detail: str
+    row: int | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -63,27 +99,42 @@ class Mismatch:
             "step": self.step,
             "reason": self.reason,
             "detail": self.detail,
+            "row": self.row,
         }
+
+    def line(self) -> str:
+        """``MISMATCH row 17 d0001 step 3: reason: detail``."""
+        where = "" if self.row is None else f" row {self.row}"
+        step = "" if self.step is None else f" step {self.step}"
+        return f"MISMATCH{where} {self.device}{step}: {self.reason}: {self.detail}"
 
 
 @dataclass
 class VerifyReport:
-    """What was checked and what disagreed."""
+    """What was checked, what disagreed, and what could not be checked (``notes``)."""
 
     checked: Counter[str] = field(default_factory=Counter)
     mismatches: list[Mismatch] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    public_key: str | None = None  # the anchor the signature was checked against
+    ledgers: list[str] = field(default_factory=list)  # the ledger files read
 
     @property
     def ok(self) -> bool:
         return not self.mismatches
 
-    def fail(self, device: str, step: int | None, reason: str, detail: str) -> None:
-        self.mismatches.append(Mismatch(device, step, reason, detail))
+    def fail(
+        self, device: str, step: int | None, reason: str, detail: str, row: int | None = None
+    ) -> None:
+        self.mismatches.append(Mismatch(device, step, reason, detail, row))
 
     def to_dict(self) -> dict:
         return {
             "ok": self.ok,
+            "public_key": self.public_key,
+            "ledgers": self.ledgers,
             "checked": dict(sorted(self.checked.items())),
+            "notes": self.notes,
             "mismatches": [m.to_dict() for m in self.mismatches],
         }
 
@@ -92,88 +143,419 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-15)
 
 
-def _load(directory: Path) -> tuple[list[tuple[topics.Topic, Message]], dict, Counter[str]]:
-    """The decodable, attributable messages of the trace in order, the ledger document, and
-    counts of what was skipped. ``TraceError`` if either file is missing or unreadable."""
-    ledger_path = directory / "ledger.json"
-    if not ledger_path.is_file():
-        raise TraceError(f"no ledger at {ledger_path} (a run writes OUT/ledger.json)")
+# ---- inputs -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """Everything verify reads."""
+
+    directory: Path  # the one holding trace.sqlite and results.json
+    results: dict
+    scenario: object  # LoadedScenario
+    run: str
+    ledgers: dict[str, dict]  # device -> its ledger document
+    collector_ledger: dict | None
+    ledger_documents: list[tuple[str, dict]]  # (path, stream ledger.json) for eps/w
+
+
+def _read_json(path: Path, what: str) -> dict:
     try:
-        ledger = json.loads(ledger_path.read_text())
+        document = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise TraceError(f"{ledger_path} is not a ledger document ({error})") from None
-    if not isinstance(ledger, dict):
-        raise TraceError(f"{ledger_path} is not a ledger document (not a JSON object)")
-    db = open_readonly(directory)
-    skipped: Counter[str] = Counter()
-    messages: list[tuple[topics.Topic, Message]] = []
-    wanted = {"hello", "sw_report", "dsr_report", "cadr_plan", "gcdp_release", "budget_refused",
-              "degree_release"}  # fmt: skip
+        raise TraceError(f"{path} is not {what} ({error})") from None
+    if not isinstance(document, dict):
+        raise TraceError(f"{path} is not {what} (not a JSON object)")
+    return document
+
+
+def _directories(paths) -> list[Path]:
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    out = []
+    for path in paths:
+        path = Path(path)
+        out.append(path.parent if path.is_file() else path)
+    return out
+
+
+def _inputs(paths, report: VerifyReport) -> _Run:
+    """The trace directory, its results and scenario, and every ledger (``TraceError`` if
+    something needed is missing or unreadable)."""
+    from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+
+    directories = _directories(paths)
+    traced = [d for d in directories if (d / "trace.sqlite").exists()]
+    if not traced:
+        names = ", ".join(str(d) for d in directories)
+        raise TraceError(
+            f"no trace.sqlite in {names} (give the run's or the collector side's directory)"
+        )
+    if len(traced) > 1:
+        raise TraceError(
+            "several traces: " + ", ".join(str(d) for d in traced) + " (give one collector "
+            "side's directory and the fleet directories)"
+        )
+    directory = traced[0]
+    results_path = directory / "results.json"
+    if not results_path.is_file():
+        raise TraceError(
+            f"no results.json in {directory} (it holds the scenario and the trace's public key)"
+        )
+    results = _read_json(results_path, "a results document")
     try:
-        for row in rows(db):
-            if row.kind not in wanted and row.kind != "invalid":
+        spec = results["scenario"]["spec"]
+        scenario = LoadedScenario(msgspec.convert(spec, Scenario), None)
+        run = str(results["run"])
+    except (KeyError, TypeError, msgspec.ValidationError) as error:
+        raise TraceError(f"{results_path} has no readable scenario ({error})") from None
+    files: list[Path] = []
+    for d in directories:
+        for pattern in LEDGER_GLOBS:
+            files += sorted(p.resolve() for p in d.glob(pattern) if p.resolve() not in files)
+    if not files:
+        raise TraceError(
+            f"no ledger.json in {', '.join(str(d) for d in directories)} or their fleet-*/ "
+            "directories (give the fleet shards' directories too)"
+        )
+    ledgers: dict[str, dict] = {}
+    origin: dict[str, str] = {}
+    documents: list[tuple[str, dict]] = []
+    collector = None
+    for path in files:
+        document = _read_json(path, "a ledger document")
+        report.ledgers.append(str(path))
+        devices = document.get("devices")
+        if isinstance(devices, dict):
+            documents.append((str(path), document))
+            if isinstance(document.get("collector"), dict):
+                collector = document["collector"]
+        else:  # CADR-LDP: device -> ledger at the top level
+            devices = {k: v for k, v in document.items() if isinstance(v, dict) and "accounts" in v}
+        for device, ledger in devices.items():
+            if device in ledgers and ledgers[device] != ledger:
+                report.fail(
+                    device,
+                    None,
+                    "ledger_conflict",
+                    f"{origin[device]} and {path} hold different ledgers for the device",
+                )
                 continue
-            try:
-                topic = topics.parse(row.topic)
-                message = codec.decode(row.payload)
-            except RemoteProtocolError:
-                skipped["undecodable"] += 1
-                continue
-            if message.type_name() not in wanted:
-                continue
-            if topic.family == "up" and topic.sender != message.sender:
-                skipped["unattributable"] += 1
-                continue
-            messages.append((topic, message))
-    except Exception as error:  # a damaged database: unreadable, not a mismatch
-        raise TraceError(f"{directory / 'trace.sqlite'} cannot be read ({error})") from None
+            ledgers.setdefault(device, ledger)
+            origin.setdefault(device, str(path))
+    if collector is None and isinstance(results.get("collector_ledger"), dict):
+        collector = results["collector_ledger"]
+    return _Run(directory, results, scenario, run, ledgers, collector, documents)
+
+
+# ---- 1. the chain and the signature ------------------------------------------------------
+
+
+def _encoded(row) -> bytes | None:
+    """``row_bytes`` of a stored row, None if a column has a type the recorder never
+    writes (the row was edited)."""
+    try:
+        payload = row.payload.encode() if isinstance(row.payload, str) else row.payload
+        return row_bytes(
+            row.id,
+            float(row.time),
+            row.topic,
+            row.family,
+            row.sender,
+            row.recipient,
+            row.kind,
+            row.seq,
+            row.size,
+            payload,
+        )
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        return None
+
+
+def _load_trace(
+    run: _Run, report: VerifyReport, anchor: str | None
+) -> list[tuple[int, topics.Topic, Message]]:
+    """Check the chain and the signature; return the decodable, attributable messages
+    (row id, topic, message) in order."""
+    db = open_readonly(run.directory)
+    messages: list[tuple[int, topics.Topic, Message]] = []
+    try:
+        meta = read_meta(db)
+        previous = genesis(run.run)
+        expected = 1
+        first_problem: tuple[int, str, str] | None = None
+        breaks = missing = 0
+        last_stored = previous
+        for row, stored in chained_rows(db):
+            report.checked["rows"] += 1
+            encoded = _encoded(row)
+            gap = isinstance(row.id, int) and row.id > expected
+            if gap:
+                missing += row.id - expected
+                if first_problem is None:
+                    span = f"{expected}" if row.id == expected + 1 else f"{expected}-{row.id - 1}"
+                    first_problem = (expected, "row_missing", f"row(s) {span} deleted")
+            if not isinstance(stored, bytes):
+                if first_problem is None:
+                    first_problem = (row.id, "no_chain", "the row has no chain value")
+                breaks += 1
+            elif encoded is None or stored != chain_next(last_stored, encoded):
+                breaks += 1
+                if first_problem is None:
+                    first_problem = (
+                        row.id,
+                        "chain_broken",
+                        f"row {row.id} ({row.kind} on {row.topic}) is not the row the "
+                        "recorder chained: its content, id or position was changed",
+                    )
+            if isinstance(stored, bytes):
+                last_stored = stored
+            expected = (row.id if isinstance(row.id, int) else expected) + 1
+            if row.kind in WANTED or row.kind == "invalid":
+                _decode_row(row, messages, report)
+        rows = report.checked["rows"]
+        if first_problem is not None:
+            at, reason, detail = first_problem
+            more = breaks + missing - 1
+            report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
+        _check_signature(run, report, anchor, meta, rows, last_stored)
+    except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
+        raise TraceError(f"{run.directory / 'trace.sqlite'} cannot be read ({error})") from None
     finally:
         db.close()
-    return messages, ledger, skipped
+    return messages
 
 
-def _device_ledgers(ledger: dict) -> dict[str, dict]:
-    """Device ledgers of a stream run (``devices``) or of a CADR run (top level)."""
-    devices = ledger.get("devices")
-    if isinstance(devices, dict):
-        return devices
-    return {k: v for k, v in ledger.items() if isinstance(v, dict) and "accounts" in v}
+def _decode_row(row, messages: list, report: VerifyReport) -> None:
+    try:
+        topic = topics.parse(row.topic)
+        message = codec.decode(row.payload)
+    except (RemoteProtocolError, TypeError, ValueError):
+        report.checked["undecodable"] += 1
+        return
+    if message.type_name() not in WANTED:
+        return
+    if topic.family == "up" and topic.sender != message.sender:
+        report.checked["unattributable"] += 1
+        return
+    messages.append((row.id, topic, message))
+
+
+def _check_signature(
+    run: _Run, report: VerifyReport, anchor: str | None, meta: dict, rows: int, head: bytes
+) -> None:
+    """The signature under the anchored key, and the signed rows, head and scenario."""
+    stored_key = meta.get("public_key")
+    key_hex = anchor or stored_key
+    if anchor is None:
+        report.fail(
+            "trace",
+            None,
+            "no_public_key",
+            "results.json has no trace.public_key and no --public-key was given: the "
+            "signature can only be checked against the key the trace itself holds",
+        )
+    elif stored_key is not None and stored_key.lower() != anchor.lower():
+        report.fail(
+            "trace",
+            None,
+            "public_key",
+            f"the trace was signed with key {stored_key[:16]}..., results.json (or "
+            f"--public-key) names {anchor[:16]}...",
+        )
+    report.public_key = key_hex
+    signature = meta.get("signature")
+    if meta.get("format") != TRACE_FORMAT or signature is None:
+        report.fail(
+            "trace",
+            None,
+            "unsigned",
+            "the trace carries no signature (the recorder was killed before the end of the "
+            f"run, or the trace predates {TRACE_FORMAT})",
+        )
+        return
+    try:
+        signed_rows = int(meta.get("rows", "-1"))
+        signed_head = bytes.fromhex(meta.get("head", ""))
+        digest = meta.get("scenario_digest", "")
+        message = signed_message(run.run, signed_rows, signed_head, digest)
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(key_hex or "")).verify(
+            bytes.fromhex(signature), message
+        )
+    except (InvalidSignature, ValueError, OverflowError) as error:
+        report.fail(
+            "trace",
+            None,
+            "signature",
+            f"the signature over (run {run.run}, rows, head, scenario) does not verify under "
+            f"key {(key_hex or '?')[:16]}... ({type(error).__name__})",
+        )
+        return
+    report.checked["signature"] += 1
+    if rows < signed_rows:
+        report.fail(
+            "trace",
+            None,
+            "truncated",
+            f"the recorder signed {signed_rows} rows, the trace holds {rows}: rows "
+            f"{rows + 1}-{signed_rows} were dropped",
+            rows + 1,
+        )
+    elif rows > signed_rows:
+        report.fail(
+            "trace",
+            None,
+            "unsigned_rows",
+            f"the recorder signed {signed_rows} rows, the trace holds {rows}",
+            signed_rows + 1,
+        )
+    elif head != signed_head:
+        report.fail(
+            "trace", None, "chain_head", "the last row's chain is not the signed head", rows
+        )
+    if digest:
+        if digest != scenario_digest(run.results["scenario"]["spec"]):
+            report.fail(
+                "trace",
+                None,
+                "scenario_digest",
+                "results.json's scenario is not the one the recorder signed",
+            )
+    else:
+        report.notes.append(
+            "the recorder did not sign a scenario digest (CADR-LDP runs): results.json's "
+            "scenario is taken as written"
+        )
+
+
+# ---- 2-4. the content --------------------------------------------------------------------
 
 
 def _account(ledgers: dict[str, dict], device: str, name: str) -> dict | None:
     entry = ledgers.get(device)
     if not isinstance(entry, dict):
         return None
-    account = entry.get("accounts", {}).get(name)
+    accounts = entry.get("accounts")
+    account = accounts.get(name) if isinstance(accounts, dict) else None
     return account if isinstance(account, dict) else None
 
 
-def _verify_streams(messages, ledgers: dict[str, dict], report: VerifyReport) -> None:
+def _number(value, default: float = -1.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _domain(config, report: VerifyReport):
+    """The scenario mechanism's ``in_domain`` at eps0 (None: it cannot be built here)."""
+    from ldpfleet.protocol.mechanisms import stream_mechanism
+
+    try:
+        return stream_mechanism(config.mechanism, config.eps0).in_domain
+    except Exception as error:  # e.g. a "package.module:Class" not importable here
+        report.notes.append(
+            f"mechanism {config.mechanism!r} cannot be built here ({error}): report values "
+            "were not checked against its output domain"
+        )
+        return None
+
+
+def _hello_differs(hello: Hello, config) -> bool:
+    """Does a hello declare another stream than the scenario's?"""
+    return (
+        hello.mechanism != config.mechanism
+        or hello.w != config.w
+        or hello.steps != config.steps
+        or hello.batch_steps != config.batch_steps
+        or not all(
+            _close(a, b)
+            for a, b in (
+                (hello.eps, config.eps),
+                (hello.eps0, config.eps0),
+                (hello.lo, config.lo),
+                (hello.hi, config.hi),
+            )
+        )
+    )
+
+
+def _verify_streams(run: _Run, messages, report: VerifyReport) -> dict:
+    """Stream checks; returns the attributable reports by (device, seq) for the store."""
+    scenario, ledgers = run.scenario, run.ledgers
+    try:
+        config = scenario.stream_config(run.run)
+    except Exception as error:  # e.g. a "package.module:Class" mechanism not importable here
+        raise TraceError(f"the scenario's stream cannot be built here ({error})") from None
+    known = set(scenario.device_ids())
+    in_domain = None
     hellos: dict[str, Hello] = {}
     steps: dict[str, dict[int, float]] = defaultdict(dict)
     eps0_of: dict[str, float] = {}
     refusals: dict[str, BudgetRefused] = {}
-    for _, message in messages:
+    traced: dict[tuple[str, int], list[tuple[int, int, list[float]]]] = defaultdict(list)
+    for row, _, message in messages:
         device = message.sender
         if isinstance(message, Hello):
             first = hellos.setdefault(device, message)
+            if _hello_differs(message, config):
+                report.fail(
+                    device,
+                    None,
+                    "hello_scenario",
+                    f"hello declares {message.mechanism} eps={message.eps!r} w={message.w} "
+                    f"eps0={message.eps0!r} steps={message.steps} batch={message.batch_steps} "
+                    f"bounds=[{message.lo!r}, {message.hi!r}], the scenario {config.mechanism} "
+                    f"eps={config.eps!r} w={config.w} eps0={config.eps0!r} steps={config.steps} "
+                    f"batch={config.batch_steps} bounds=[{config.lo!r}, {config.hi!r}]",
+                    row,
+                )
             if (first.mechanism, first.eps, first.w, first.eps0) != (
                 message.mechanism,
                 message.eps,
                 message.w,
                 message.eps0,
             ):
-                report.fail(device, None, "hello_changed", "two hellos declare different streams")
+                report.fail(
+                    device, None, "hello_changed", "two hellos declare different streams", row
+                )
         elif isinstance(message, BudgetRefused) and message.account == STREAM_ACCOUNT:
             refusals[device] = message
-    for _, message in messages:
+    for row, _, message in messages:
         if not isinstance(message, SwReport):
             continue
         device = message.sender
         report.checked["sw_reports"] += 1
+        traced[(device, message.seq)].append((row, message.t0, message.values))
+        if device not in known:
+            report.fail(device, message.t0, "unknown_device", "not a device of the scenario", row)
+        if in_domain is None and report.checked["sw_reports"] == 1:
+            in_domain = _domain(config, report) or False
+        if in_domain:
+            inside = np.asarray(in_domain(np.asarray(message.values, dtype=float)), dtype=bool)
+            report.checked["values_in_domain"] += int(inside.sum())
+            if not inside.all():
+                offset = int(np.argmin(inside))
+                report.fail(
+                    device,
+                    message.t0 + offset,
+                    "out_of_domain",
+                    f"value {message.values[offset]!r} is not an output of {config.mechanism} "
+                    f"at eps0={config.eps0:g}",
+                    row,
+                )
+        if message.t0 + len(message.values) > config.steps:
+            report.fail(
+                device,
+                message.t0,
+                "beyond_steps",
+                f"steps {message.t0}..{message.t0 + len(message.values) - 1}, the scenario has "
+                f"{config.steps}",
+                row,
+            )
         hello = hellos.get(device)
         if hello is None:
-            report.fail(device, message.t0, "no_hello", "reports without a hello")
+            report.fail(device, message.t0, "no_hello", "reports without a hello", row)
             continue
         if message.mechanism != hello.mechanism or message.w != hello.w:
             report.fail(
@@ -182,16 +564,18 @@ def _verify_streams(messages, ledgers: dict[str, dict], report: VerifyReport) ->
                 "mechanism",
                 f"report says {message.mechanism}/w={message.w}, hello "
                 f"{hello.mechanism}/w={hello.w}",
+                row,
             )
             continue
-        want = 0.0 if hello.mechanism == "raw" else hello.eps / hello.w
-        if not _close(message.eps0, want) or not _close(message.eps0, hello.eps0):
+        want_eps0 = 0.0 if hello.mechanism == "raw" else hello.eps / hello.w
+        if not _close(message.eps0, want_eps0) or not _close(message.eps0, hello.eps0):
             report.fail(
                 device,
                 message.t0,
                 "eps0",
                 f"report spends eps0={message.eps0!r}, hello says "
-                f"eps/w = {want!r} (eps0 {hello.eps0!r})",
+                f"eps/w = {want_eps0!r} (eps0 {hello.eps0!r})",
+                row,
             )
             continue
         eps0_of[device] = message.eps0
@@ -206,43 +590,11 @@ def _verify_streams(messages, ledgers: dict[str, dict], report: VerifyReport) ->
                     t,
                     "conflicting_values",
                     f"step {t} reported as {previous!r} and {value!r}",
+                    row,
                 )
+    _ledger_scenario(run, config, report)
     for device in sorted(steps):
-        hello = hellos[device]
-        report.checked["stream_devices"] += 1
-        account = _account(ledgers, device, STREAM_ACCOUNT)
-        if account is None:
-            report.fail(device, None, "no_ledger", "no stream account in ledger.json")
-            continue
-        if hello.mechanism == "raw":
-            if account.get("kind") != "raw" or account.get("charges", 0) != 0:
-                report.fail(
-                    device,
-                    None,
-                    "ledger_kind",
-                    f"raw reports need a raw account that spent nothing, ledger has "
-                    f"{account.get('kind')!r} with {account.get('charges')} charges",
-                )
-            continue
-        if account.get("kind") != "w-event":
-            report.fail(
-                device,
-                None,
-                "ledger_kind",
-                f"{hello.mechanism} reports need a w-event account, ledger has "
-                f"{account.get('kind')!r}",
-            )
-            continue
-        if not _close(float(account.get("eps", -1)), hello.eps) or account.get("w") != hello.w:
-            report.fail(
-                device,
-                None,
-                "ledger_params",
-                f"ledger eps={account.get('eps')!r} w={account.get('w')!r}, hello "
-                f"eps={hello.eps!r} w={hello.w!r}",
-            )
-            continue
-        _check_windows(device, steps[device], eps0_of[device], hello, account, report)
+        _stream_ledger(device, hellos[device], steps[device], eps0_of[device], ledgers, report)
         refusal = refusals.get(device)
         if refusal is not None and any(t >= refusal.round for t in steps[device]):
             first = min(t for t in steps[device] if t >= refusal.round)
@@ -252,6 +604,72 @@ def _verify_streams(messages, ledgers: dict[str, dict], report: VerifyReport) ->
                 "released_after_refusal",
                 f"step {first} reported after refusing from step {refusal.round}",
             )
+    return traced
+
+
+def _ledger_scenario(run: _Run, config, report: VerifyReport) -> None:
+    """ledger.json's eps and w and every stream account against the scenario."""
+    for path, document in run.ledger_documents:
+        if not _close(_number(document.get("eps")), config.eps) or document.get("w") != config.w:
+            report.fail(
+                "ledger",
+                None,
+                "ledger_scenario",
+                f"{path} says eps={document.get('eps')!r} w={document.get('w')!r}, the "
+                f"scenario eps={config.eps!r} w={config.w}",
+            )
+    raw = config.mechanism == "raw"
+    for device in sorted(run.ledgers):
+        account = _account(run.ledgers, device, STREAM_ACCOUNT)
+        if account is None:
+            continue
+        report.checked["ledger_accounts"] += 1
+        if raw:
+            continue  # a raw account spends nothing: its eps and w are the release's
+        if not _close(_number(account.get("eps")), config.eps) or account.get("w") != config.w:
+            report.fail(
+                device,
+                None,
+                "ledger_scenario",
+                f"the stream account has eps={account.get('eps')!r} w={account.get('w')!r}, "
+                f"the scenario eps={config.eps!r} w={config.w}",
+            )
+
+
+def _stream_ledger(device, hello, reported, eps0, ledgers, report: VerifyReport) -> None:
+    report.checked["stream_devices"] += 1
+    account = _account(ledgers, device, STREAM_ACCOUNT)
+    if account is None:
+        report.fail(device, None, "no_ledger", "no stream account in the ledgers")
+        return
+    if hello.mechanism == "raw":
+        if account.get("kind") != "raw" or account.get("charges", 0) != 0:
+            report.fail(
+                device,
+                None,
+                "ledger_kind",
+                f"raw reports need a raw account that spent nothing, ledger has "
+                f"{account.get('kind')!r} with {account.get('charges')} charges",
+            )
+        return
+    if account.get("kind") != "w-event":
+        report.fail(
+            device,
+            None,
+            "ledger_kind",
+            f"{hello.mechanism} reports need a w-event account, ledger has {account.get('kind')!r}",
+        )
+        return
+    if not _close(_number(account.get("eps")), hello.eps) or account.get("w") != hello.w:
+        report.fail(
+            device,
+            None,
+            "ledger_params",
+            f"ledger eps={account.get('eps')!r} w={account.get('w')!r}, hello "
+            f"eps={hello.eps!r} w={hello.w!r}",
+        )
+        return
+    _check_windows(device, reported, eps0, hello, account, report)
 
 
 def _check_windows(device, reported, eps0, hello, account, report: VerifyReport) -> None:
@@ -266,7 +684,7 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
         prefix.append(prefix[-1] + x)
     ledger_windows = account.get("window_spent") or []
     charges = account.get("charges", 0)
-    if len(reported) > charges:
+    if not isinstance(charges, int) or len(reported) > charges:
         report.fail(
             device,
             None,
@@ -287,7 +705,7 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
             )
             return
         charged = ledger_windows[s] if s < len(ledger_windows) else None
-        if charged is None or window > float(charged) * (1 + REL_TOL) + 1e-12:
+        if charged is None or window > _number(charged) * (1 + REL_TOL) + 1e-12:
             report.fail(
                 device,
                 s,
@@ -298,11 +716,79 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
             return
 
 
-def _verify_cadr(messages, ledgers: dict[str, dict], report: VerifyReport) -> None:
-    plans = [m for _, m in messages if isinstance(m, CadrPlan)]
-    plan = plans[0] if plans else None
+def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
+    """Every report the collector stored was recorded, from its device, with its values."""
+    path = run.directory / "collector.sqlite"
+    if not path.exists():
+        report.notes.append("no collector.sqlite: the collector's stored reports not compared")
+        return
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        stored = list(db.execute("SELECT device, seq, t0, vals FROM reports ORDER BY device, seq"))
+    except sqlite3.DatabaseError as error:
+        raise TraceError(f"{path} cannot be read ({error})") from None
+    finally:
+        db.close()
+    for device, seq, t0, blob in stored:
+        report.checked["stored_reports"] += 1
+        candidates = traced.get((device, seq))
+        if not candidates:
+            report.fail(
+                device,
+                t0,
+                "untraced_report",
+                f"the collector stored batch {seq} (steps from {t0}), the trace has no "
+                "attributable report of it",
+            )
+            continue
+        values = np.frombuffer(blob, dtype="<f8").tolist() if isinstance(blob, bytes) else None
+        if not any(t == t0 and v == values for _, t, v in candidates):
+            report.fail(
+                device,
+                t0,
+                "stored_differs",
+                f"the collector stored batch {seq} with other steps or values than the trace",
+                candidates[0][0],
+            )
+
+
+def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
+    ledgers = run.ledgers
+    section = run.scenario.spec.cadr
+    plans = [(row, m) for row, _, m in messages if isinstance(m, CadrPlan)]
+    plan = plans[0][1] if plans else None
+    for row, message in plans:
+        report.checked["cadr_plans"] += 1
+        if section is not None and (
+            not _close(message.eps, section.eps)
+            or not _close(message.alpha, section.alpha)
+            or message.method != section.method
+        ):
+            report.fail(
+                "collector",
+                None,
+                "plan_scenario",
+                f"the plan says eps={message.eps!r} alpha={message.alpha!r} {message.method}, "
+                f"the scenario eps={section.eps!r} alpha={section.alpha!r} {section.method}",
+                row,
+            )
+    if section is not None:
+        for device in sorted(ledgers):
+            account = _account(ledgers, device, CADR_ACCOUNT)
+            if account is None:
+                continue
+            report.checked["ledger_accounts"] += 1
+            eps, spent = _number(account.get("eps")), _number(account.get("spent"), 0.0)
+            if eps > section.eps * (1 + REL_TOL) or spent > section.eps * (1 + REL_TOL):
+                report.fail(
+                    device,
+                    None,
+                    "ledger_scenario",
+                    f"the node account has eps={account.get('eps')!r} spent="
+                    f"{account.get('spent')!r}, the scenario's eps is {section.eps!r}",
+                )
     released: dict[str, DsrReport] = {}
-    for _, message in messages:
+    for row, _, message in messages:
         if not isinstance(message, DsrReport):
             continue
         device = message.sender
@@ -314,6 +800,7 @@ def _verify_cadr(messages, ledgers: dict[str, dict], report: VerifyReport) -> No
                 None,
                 "conflicting_values",
                 f"two DSR releases: {first.value!r} and {message.value!r}",
+                row,
             )
             continue
         if first is not message:
@@ -324,24 +811,26 @@ def _verify_cadr(messages, ledgers: dict[str, dict], report: VerifyReport) -> No
                 None,
                 "eps",
                 f"DSR at eps={message.eps!r}, the plan's share is {(1 - plan.alpha) * plan.eps!r}",
+                row,
             )
         account = _account(ledgers, device, CADR_ACCOUNT)
         if account is None:
-            report.fail(device, None, "no_ledger", "no node account in ledger.json")
+            report.fail(device, None, "no_ledger", "no node account in the ledgers", row)
             continue
-        spent, eps = float(account.get("spent", 0.0)), float(account.get("eps", 0.0))
+        spent, eps = _number(account.get("spent"), 0.0), _number(account.get("eps"), 0.0)
         if spent < message.eps * (1 - REL_TOL):
             report.fail(
                 device,
                 None,
                 "ledger_undercharged",
                 f"DSR at eps={message.eps!r}, the node account spent {spent!r}",
+                row,
             )
         if spent > eps * (1 + REL_TOL) or (plan is not None and eps > plan.eps * (1 + REL_TOL)):
             report.fail(
                 device, None, "ledger_overspent", f"the node account spent {spent!r} of eps {eps!r}"
             )
-    for topic, message in messages:
+    for row, topic, message in messages:
         if not isinstance(message, DegreeRelease) or topic.family != "rel":
             continue
         share = None if plan is None else (1 - plan.alpha) * plan.eps
@@ -354,13 +843,14 @@ def _verify_cadr(messages, ledgers: dict[str, dict], report: VerifyReport) -> No
                     None,
                     "conflicting_values",
                     f"released {value!r}, the device reported {own.value!r}",
+                    row,
                 )
                 continue
             account = _account(ledgers, device, CADR_ACCOUNT)
             if account is None:
-                report.fail(device, None, "no_ledger", "no node account in ledger.json")
+                report.fail(device, None, "no_ledger", "no node account in the ledgers", row)
                 continue
-            spent = float(account.get("spent", 0.0))
+            spent = _number(account.get("spent"), 0.0)
             if share is not None and spent < share * (1 - REL_TOL):
                 report.fail(
                     device,
@@ -368,33 +858,44 @@ def _verify_cadr(messages, ledgers: dict[str, dict], report: VerifyReport) -> No
                     "ledger_undercharged",
                     f"released in degree_release, the node account spent {spent!r} "
                     f"< the DSR share {share!r}",
+                    row,
                 )
 
 
-def _verify_gcdp(messages, ledger: dict, report: VerifyReport) -> None:
-    releases = [m for t, m in messages if isinstance(m, GcdpRelease) and t.family == "rel"]
+def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
+    releases = [(r, m) for r, t, m in messages if isinstance(m, GcdpRelease) and t.family == "rel"]
     if not releases:
         return
-    central = ledger.get("collector")
+    central = run.collector_ledger
     accounts = central.get("accounts", {}) if isinstance(central, dict) else {}
-    windows: dict[int, GcdpRelease] = {}
-    for message in releases:
+    windows: dict[int, tuple[int, GcdpRelease]] = {}
+    for row, message in releases:
         report.checked["gcdp_releases"] += 1
-        first = windows.setdefault(message.window, message)
+        report.checked["values"] += len(message.values)
+        _, first = windows.setdefault(message.window, (row, message))
         if first is not message and first.values != message.values:
             report.fail(
                 "collector",
                 message.window,
                 "double_release",
                 f"window {message.window} released twice with different values",
+                row,
             )
-    if len(accounts) != 1:
-        report.fail("collector", None, "no_ledger", "no collector release account in ledger.json")
+    if not isinstance(accounts, dict) or len(accounts) != 1:
+        report.fail("collector", None, "no_ledger", "no collector release account in the ledgers")
         return
     ((name, account),) = accounts.items()
     spent = account.get("window_spent") or []
-    eps_rel = float(account.get("eps", 0.0))
-    for k, message in sorted(windows.items()):
+    eps_rel = _number(account.get("eps"), 0.0)
+    gcdp = run.scenario.spec.gcdp
+    if gcdp is not None and not _close(eps_rel, gcdp.eps_rel):
+        report.fail(
+            "collector",
+            None,
+            "ledger_scenario",
+            f"account {name!r} has eps {eps_rel!r}, the scenario's eps_rel is {gcdp.eps_rel!r}",
+        )
+    for k, (row, message) in sorted(windows.items()):
         if not _close(message.eps_rel, eps_rel):
             report.fail(
                 "collector",
@@ -402,8 +903,9 @@ def _verify_gcdp(messages, ledger: dict, report: VerifyReport) -> None:
                 "eps_rel",
                 f"window {k} released at eps_rel={message.eps_rel!r}, account {name!r} "
                 f"has eps {eps_rel!r}",
+                row,
             )
-        charged = float(spent[k]) if k < len(spent) else 0.0
+        charged = _number(spent[k], 0.0) if k < len(spent) else 0.0
         if not _close(charged, message.eps_rel):
             report.fail(
                 "collector",
@@ -411,6 +913,7 @@ def _verify_gcdp(messages, ledger: dict, report: VerifyReport) -> None:
                 "ledger_charges",
                 f"window {k} charged {charged!r}, released at {message.eps_rel!r} "
                 "(must be charged exactly once)",
+                row,
             )
     if account.get("charges") != len(windows):
         report.fail(
@@ -421,16 +924,33 @@ def _verify_gcdp(messages, ledger: dict, report: VerifyReport) -> None:
         )
 
 
-def verify_run(directory: str | Path) -> VerifyReport:
-    """Check a run's output directory (module docstring); ``TraceError`` if unreadable."""
-    directory = Path(directory)
-    if directory.is_file():
-        directory = directory.parent
-    messages, ledger, skipped = _load(directory)
+def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
+    """Check a run (module docstring): ``paths`` is its directory, or the collector side's
+    directory and its fleet directories; ``public_key`` (hex) overrides results.json's
+    ``trace.public_key``. ``TraceError`` if something needed cannot be read."""
     report = VerifyReport()
-    report.checked.update(skipped)
-    ledgers = _device_ledgers(ledger)
-    _verify_streams(messages, ledgers, report)
-    _verify_cadr(messages, ledgers, report)
-    _verify_gcdp(messages, ledger, report)
+    run = _inputs(paths, report)
+    anchor = public_key or (run.results.get("trace") or {}).get("public_key")
+    messages = _load_trace(run, report, anchor)
+    spec = run.scenario.spec
+    traced = {}
+    if spec.cadr is None:
+        traced = _verify_streams(run, messages, report)
+        if spec.collector.trace == "all":
+            _verify_store(run, traced, report)
+        else:
+            report.notes.append(
+                'trace = "control": no device message is recorded, so reports, hellos and '
+                "the stream ledgers are not checked against the trace"
+            )
+    else:
+        _verify_cadr(run, messages, report)
+        if spec.cadr.trace == "control":
+            report.notes.append(
+                'CADR-LDP trace = "control": the individual DSR reports and the NDOE/LPEA '
+                "peer traffic are not recorded; checked: the chain, the signature, the plan "
+                "against the scenario, the degree release against the ledgers, the ledgers "
+                "against the scenario's eps (the alpha-stage spends are taken from the ledgers)"
+            )
+    _verify_gcdp(run, messages, report)
     return report

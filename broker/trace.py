@@ -1,17 +1,29 @@
-"""Reading a recorded trace (``trace.sqlite``): filters, statistics, readable lines, export.
+"""Reading a recorded trace (``trace.sqlite``): filters, statistics, readable lines, export,
+and the definition of its hash chain and signature.
 
 Used by ``ldpfleet trace stats|show|export``. Filters: device (as sender or recipient),
 kind (payload type tag, e.g. ``sw_report``, ``reject``), topic (an MQTT filter with ``+``
 and ``#``), and a time window in seconds relative to the first recorded message.
+
+The chain (``TRACE_FORMAT``; written by ``broker.recorder``, checked by ``ldpfleet trace
+verify``): row ``i``'s ``chain`` column is ``sha256(chain[i-1] || row_bytes(row i))``, with
+``chain[0] = genesis(run)``; ``row_bytes`` is the one canonical encoding of every column of
+a row (id, time, topic, family, sender, recipient, kind, seq, bytes, payload). Row ids are
+1, 2, ... without gaps. At the end of the run the recorder signs ``signed_message(run, rows,
+head, scenario digest)`` with a per-run Ed25519 key and stores the signature, the public key
+and those values in the ``meta`` table; the public key is also written to results.json and
+printed, which is what a verifier must trust (``meta`` alone can be rewritten with the rows).
 """
 
 from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import io
 import json
 import sqlite3
+import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +35,96 @@ from ldpfleet.protocol.messages import Ack, Hello, Progress, Reject, Stage, SwRe
 
 class TraceError(ValueError):
     """The trace file is missing or is not an ldpfleet trace."""
+
+
+# ---- the hash chain -----------------------------------------------------------------------
+
+TRACE_FORMAT = "ldpfleet-trace-v1"  # meta 'format': the chain and signature defined here
+_ROW_HEAD = struct.Struct("<qdq")  # id, time, bytes
+_NULL = b"\xff\xff\xff\xff"  # a NULL text field (a recipient, a seq)
+
+
+def _field(value: str | bytes | None) -> bytes:
+    if value is None:
+        return _NULL
+    data = value.encode() if isinstance(value, str) else bytes(value)
+    return len(data).to_bytes(4, "little") + data
+
+
+def row_bytes(
+    row_id: int,
+    time: float,
+    topic: str,
+    family: str,
+    sender: str,
+    recipient: str | None,
+    kind: str,
+    seq: int | None,
+    size: int,
+    payload: bytes,
+) -> bytes:
+    """The canonical encoding of one row, as hashed into the chain: the fixed-width id,
+    time (IEEE double, exactly as SQLite stores it) and size, then every text column and the
+    payload, each length-prefixed (NULL distinct from empty); ``seq`` as decimal text (a
+    hostile payload's seq need not fit 64 bits)."""
+    return b"".join(
+        (
+            _ROW_HEAD.pack(row_id, time, size),
+            _field(topic),
+            _field(family),
+            _field(sender),
+            _field(recipient),
+            _field(kind),
+            _NULL if seq is None else _field(str(seq)),
+            _field(payload),
+        )
+    )
+
+
+def genesis(run: str) -> bytes:
+    """The chain value before the first row: binds the chain to its run id."""
+    return hashlib.sha256(f"{TRACE_FORMAT}\0genesis\0{run}".encode()).digest()
+
+
+def chain_next(previous: bytes, encoded: bytes) -> bytes:
+    """The chain value of a row: ``sha256(previous || row_bytes(row))``."""
+    return hashlib.sha256(previous + encoded).digest()
+
+
+def signed_message(run: str, rows: int, head: bytes, scenario_digest: str | None) -> bytes:
+    """What the recorder signs at the end of the run: the run id, the number of rows, the
+    chain head (the last row's chain value, ``genesis(run)`` when empty) and the digest of
+    the scenario it recorded (``protocol.rendezvous.scenario_digest``; empty if unknown)."""
+    return b"".join(
+        (
+            _field(TRACE_FORMAT),
+            _field(run),
+            rows.to_bytes(8, "little"),
+            _field(head),
+            _field(scenario_digest or ""),
+        )
+    )
+
+
+def read_meta(db: sqlite3.Connection) -> dict[str, str]:
+    """The trace's ``meta`` table (empty when it has none)."""
+    try:
+        return {str(k): str(v) for k, v in db.execute("SELECT key, value FROM meta")}
+    except sqlite3.DatabaseError:
+        return {}
+
+
+def chained_rows(db: sqlite3.Connection) -> Iterator[tuple[TraceRow, bytes | None]]:
+    """Every row in id order with its stored chain value (None: the trace has no chain
+    column, or the row has none)."""
+    columns = {c[1] for c in db.execute("PRAGMA table_info(messages)")}
+    chain = "chain" if "chain" in columns else "NULL"
+    query = (
+        "SELECT id, time, topic, family, sender, recipient, kind, seq, bytes, payload, "
+        f"{chain} FROM messages ORDER BY id"
+    )
+    for row in db.execute(query):  # offset 0: the columns are as stored, unchecked
+        yield TraceRow(row[0], row[1], 0.0, *row[2:10]), row[10]
 
 
 @dataclass(frozen=True)

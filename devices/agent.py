@@ -135,10 +135,12 @@ class DeviceAgent:
         run, device = self.reporter.config.run, self.device
         # Exact inbox topics, not ``in/+``: brokers such as amqtt match wildcard filters
         # one by one, while exact filters cost a string comparison (DESIGN.md, facts).
+        # Only ``ctl/stage`` of the broadcasts: the retained run announcement on ``ctl/run``
+        # (protocol.rendezvous) is the fleet's business, not the stream machine's.
         session = Session(
             self.transport,
             f"{run}-{device}",
-            (topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl_filter(run)),
+            (topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl(run, "stage")),
             give_up_after=self.silence_timeout,
         )
         await self._open(session)

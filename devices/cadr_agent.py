@@ -5,6 +5,8 @@ It subscribes to the device's inbox (secure-aggregation setup and acks from the
 collector, peer deliveries from the relay) and to the four broadcasts it takes part in
 (``cadr_plan``, ``cadr_query``, ``cadr_theta``, ``peer_step``), feeds the machine, publishes
 its outbox, fires its retransmission timer, and leaves once its release is acknowledged.
+Once subscribed it publishes its one ``DeviceReady`` (``protocol.readiness``) on its own
+``up/ready``: the collector starts the run when every device has.
 Refused input is counted (``refused``) and logged; the pump carries on.
 """
 
@@ -20,6 +22,7 @@ from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.peer_relay import RELAY_ID
+from ldpfleet.protocol.readiness import ready_announcement
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,9 @@ class CadrAgent:
                     topics.inbox(run, device, RELAY_ID),
                     *(topics.ctl(run, k) for k in BROADCASTS),
                 )
+            ready = ready_announcement(run, device)
+            await conn.publish(ready.topic, codec.encode(ready.message))
+            self.messages_up += 1
             self.subscribed.set()
 
             async def flush() -> None:

@@ -15,6 +15,12 @@ With ``announce_dropout`` the departing device publishes an ``SaAbort`` on its w
 what an MQTT broker does with a crashed client's *last will* — so the collector counts it
 as dropped at once instead of waiting for the stage deadline. Without it the collector
 learns of the dropout only when the deadline passes (both paths are tested).
+
+Across processes (``ldpfleet fleet`` beside ``ldpfleet collector``) the collector cannot
+see when an agent listens: with ``ready`` the agent publishes one ``DeviceReady``
+(``protocol.readiness``) on its own ``up/ready`` topic once subscribed, which the
+collector's barrier counts before it starts the session. ``heard`` is called on every
+delivery (a fleet shard's silence deadline, ``protocol.liveness``).
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.readiness import ready_announcement
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
 
@@ -52,6 +60,8 @@ class SecAggAgent:
         dropout: str | None = None,
         announce_dropout: bool = False,
         connect_gate: asyncio.Semaphore | None = None,
+        ready: bool = False,
+        heard: Callable[[], None] | None = None,
     ) -> None:
         if dropout is not None and dropout not in DROPOUT_STAGES:
             raise ValueError(f"dropout: {dropout!r} is not one of {', '.join(DROPOUT_STAGES)}")
@@ -60,6 +70,8 @@ class SecAggAgent:
         self.dropout = dropout
         self.announce_dropout = announce_dropout
         self.connect_gate = connect_gate
+        self.ready = ready
+        self.heard = heard
         self.bytes_up = 0
         self.bytes_down = 0
         self.messages_up = 0
@@ -99,6 +111,11 @@ class SecAggAgent:
         )
         await conn.publish(topics.up(client.run, client.device, "sa_abort"), codec.encode(farewell))
 
+    async def _announce_ready(self, conn: Connection) -> None:
+        """Publish this device's one ``DeviceReady`` (it listens to its inbox now)."""
+        item = ready_announcement(self.client.run, self.client.device)
+        await conn.publish(item.topic, codec.encode(item.message))
+
     async def run(self) -> SecAggClient:
         """Take part until the session ends for this device (or it drops out)."""
         client = self.client
@@ -110,11 +127,15 @@ class SecAggAgent:
                     self.transport.connect(f"{client.run}-{client.device}-sa")
                 )
                 await conn.subscribe(topics.inbox(client.run, client.device, topics.COLLECTOR_ID))
+            if self.ready:
+                await self._announce_ready(conn)
             self.subscribed.set()
             deliveries = await stack.enter_async_context(contextlib.aclosing(conn.messages()))
             async for delivery in deliveries:
                 self.bytes_down += len(delivery.payload)
                 self.messages_down += 1
+                if self.heard is not None:
+                    self.heard()
                 try:
                     topic = topics.parse(delivery.topic)
                     client.receive(topic, codec.decode(delivery.payload), loop.time())

@@ -7,16 +7,25 @@ because the simulator knows the true graph — scores the release: degree-sequen
 MSE, degree-distribution L1 distance, kept-edge ratio, the mean Thm 3.5 bound, and each
 device's ledger. Device ``i``'s randomness is ``numpy.random.default_rng([seed, i])``, so a
 seed gives the same release on every transport.
+
+The run is made of two halves that ``scenarios.cadr_sides`` also runs as separate
+processes: ``collect_cadr`` (trace recorder + relay + readiness barrier + collector, until
+the release) and ``run_device_shard`` (the devices ``i ≡ shard (mod k)``). Scoring is
+split the same way: ``collector_results`` holds what the collector side knows (the release
+scored against the simulator's true degrees), ``complete_results`` adds what only the
+devices know (kept edges, |U1| for the Thm 3.5 bound, ledgers, message counts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import secrets
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,18 +34,47 @@ from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
-from ldpfleet.collector.cadr_fleet import run_cadr_collector
+from ldpfleet.collector.cadr_fleet import CadrOutcome, run_cadr_collector
 from ldpfleet.collector.projection import degree_distribution_mae, kept_edge_ratio
+from ldpfleet.collector.readiness import await_devices
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.collector.theta_search import thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_device import CadrDevice
+from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 
-__all__ = ["device_names", "run_cadr_fleet"]
+__all__ = [
+    "CadrSettings",
+    "CollectedRun",
+    "DeviceStats",
+    "ShardStopped",
+    "collect_cadr",
+    "collector_results",
+    "complete_results",
+    "device_names",
+    "fresh_outputs",
+    "load_scenario_graph",
+    "run_cadr_fleet",
+    "run_cadr_scenario",
+    "run_device_shard",
+    "scenario_header",
+    "write_cadr_results",
+]
 
 FLEET_METHODS = ("ll", "lh", "ra")
+# results.json's keys in order; the collector side writes those it knows, in this order
+RESULT_KEYS = (
+    "scenario", "broker", "run", "processes", "devices", "edges", "method", "eps", "alpha",
+    "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
+    "theta_queries", "mae", "mse", "distribution_l1", "kept_edge_ratio", "max_kept_degree",
+    "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_rounds",
+    "lpea_supersteps", "peer_items", "relay_batches", "device_messages_up",
+    "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
+    "stage_seconds", "connect_seconds", "seconds", "trace_messages", "ledgers", "released",
+    "histogram", "per_device",
+)  # fmt: skip
 
 
 def device_names(graph: Graph) -> list[str]:
@@ -56,6 +94,75 @@ class DeviceStats:
     messages_up: int
     messages_down: int
     refused: int
+
+
+@dataclass(frozen=True)
+class CadrSettings:
+    """The parameters of one CADR-LDP run (``[cadr]`` and the seed), shared by both sides."""
+
+    method: str = "ll"
+    theta: str | int = "auto-dev"
+    eps: float = 3.0
+    alpha: float = 0.1
+    seed: int = 0
+    fanout: int = 1
+    spacing: str = "linear"
+    ndoe_parts: int = 16
+    degree_bound: int | None = None
+    max_rounds: int = 100
+    stage_timeout: float = 120.0
+    connect_concurrency: int = 64
+    trace: str = "control"
+
+    def __post_init__(self) -> None:
+        if self.method not in FLEET_METHODS:
+            raise ValueError(
+                f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
+                "(er is a centralised baseline: use the reference pipeline)"
+            )
+
+    @classmethod
+    def of_scenario(cls, scenario, seed: int | None = None) -> CadrSettings:
+        """The settings of a ``LoadedScenario``'s ``[cadr]`` (``seed`` overrides its seed)."""
+        cadr = scenario.spec.cadr
+        return cls(
+            method=cadr.method,
+            theta=cadr.theta,
+            eps=cadr.eps,
+            alpha=cadr.alpha,
+            seed=scenario.spec.scenario.seed if seed is None else seed,
+            fanout=cadr.fanout,
+            spacing=cadr.spacing,
+            ndoe_parts=cadr.ndoe_parts,
+            max_rounds=cadr.max_rounds,
+            stage_timeout=cadr.stage_timeout,
+            connect_concurrency=cadr.connect_concurrency,
+            trace=cadr.trace,
+        )
+
+    def bound_for(self, graph: Graph) -> int:
+        """The public degree bound D (given, or the graph's maximum degree)."""
+        return int(self.degree_bound or max(int(graph.degrees().max()), 1))
+
+
+def load_scenario_graph(scenario) -> tuple[Graph, str]:
+    """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.scenarios.schema import resolve_data_path
+
+    source = scenario.spec.graph.source
+    if source not in NAMED_GRAPHS and ":" not in source:
+        source = str(resolve_data_path(source, scenario.path))
+    return load_graph(source), source
+
+
+class ShardStopped(RuntimeError):
+    """A device shard stopped before its devices finished; ``stats`` is what they did."""
+
+    def __init__(self, sentence: str, stats: dict[str, DeviceStats]) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.stats = stats
 
 
 def _machines(graph: Graph, names: list[str], run: str, seed: int, indices) -> list[CadrDevice]:
@@ -83,6 +190,25 @@ def _stats(agent: CadrAgent) -> DeviceStats:
     )
 
 
+async def _watch_silence(agents: list[CadrAgent], watch: SilenceWatch) -> str:
+    """Pump of a ``SilenceWatch``: feed it the shard's delivery count; return its sentence."""
+    loop = asyncio.get_running_loop()
+    heard = sum(agent.messages_down for agent in agents)
+    watch.start(loop.time())
+    while True:
+        deadline = watch.next_timer()
+        pause = 1.0 if deadline is None else min(1.0, max(0.0, deadline - loop.time()))
+        await asyncio.sleep(pause)
+        count = sum(agent.messages_down for agent in agents)
+        if count != heard:
+            heard = count
+            watch.heard(loop.time())
+        watch.handle_timer(loop.time())
+        for event in watch.pop_events():
+            if isinstance(event, CollectorSilent):
+                return event.sentence
+
+
 async def run_device_shard(
     graph: Graph,
     transport: Transport,
@@ -94,31 +220,69 @@ async def run_device_shard(
     connect_concurrency: int = 64,
     subscribed: asyncio.Event | None = None,
     timeout: float | None = None,
+    silence: SilenceWatch | None = None,
+    stopped: Awaitable[str] | None = None,
 ) -> dict[str, DeviceStats]:
-    """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked."""
+    """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked.
+
+    Each device announces itself ready once subscribed (the collector's barrier waits for
+    all). ``silence`` ends the shard when its devices hear nothing for its deadline, and
+    ``stopped`` when it resolves (with a sentence, e.g. the collector closed the run):
+    both raise ``ShardStopped`` with the sentence and the devices' stats so far."""
     names = device_names(graph)
     machines = _machines(graph, names, run, seed, range(shard, graph.n, shards))
     gate = asyncio.Semaphore(connect_concurrency)
     agents = [CadrAgent(transport, machine, connect_gate=gate) for machine in machines]
     tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    guards: list[asyncio.Future] = []
+    devices: asyncio.Future | None = None
     try:
-        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        await _all_subscribed(agents, tasks)
         if subscribed is not None:
             subscribed.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+        devices = asyncio.gather(*tasks)
+        if silence is not None:
+            guards.append(asyncio.ensure_future(_watch_silence(agents, silence)))
+        if stopped is not None:
+            guards.append(asyncio.ensure_future(stopped))
+        done, _ = await asyncio.wait(
+            [devices, *guards], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            raise TimeoutError(f"shard {shard}/{shards}: devices unfinished after {timeout} s")
+        if devices not in done:
+            sentence = done.pop().result()
+            raise ShardStopped(sentence, {a.machine.device: _stats(a) for a in agents})
+        devices.result()
     finally:
-        for task in tasks:
+        for task in (*tasks, *guards):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *guards, return_exceptions=True)
+        if devices is not None and devices.done():
+            with contextlib.suppress(BaseException):
+                devices.exception()  # retrieved: a stopped shard's cancelled devices
     return {agent.machine.device: _stats(agent) for agent in agents}
+
+
+async def _all_subscribed(agents: list[CadrAgent], tasks: list[asyncio.Task]) -> None:
+    """Wait until every agent has subscribed; raise the error of one that failed first."""
+    listening = asyncio.ensure_future(asyncio.gather(*(a.subscribed.wait() for a in agents)))
+    try:
+        pending = {listening, *tasks}
+        while not listening.done():
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done - {listening}:
+                task.result()  # an agent that ended before it listened: its error
+    finally:
+        listening.cancel()
 
 
 async def _spawn_shard(
     graph_spec: str, url: str, run: str, seed: int, shard: int, shards: int, concurrency: int
 ) -> asyncio.subprocess.Process:
-    """A device shard in a child process (``python -m ldpfleet.scenarios.cadr_shard``); returns once
-    its devices have all subscribed (it prints ``READY``)."""
-    child = await asyncio.create_subprocess_exec(
+    """A device shard in a child process (``python -m ldpfleet.scenarios.cadr_shard``);
+    its devices announce themselves to the collector's readiness barrier."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "ldpfleet.scenarios.cadr_shard",
@@ -131,12 +295,6 @@ async def _spawn_shard(
         stdout=asyncio.subprocess.PIPE,
         limit=2**26,
     )
-    assert child.stdout is not None
-    line = await child.stdout.readline()
-    if line.strip() != b"READY":
-        await child.wait()
-        raise RuntimeError(f"device shard {shard}/{shards} failed to start ({line[:200]!r})")
-    return child
 
 
 async def _shard_stats(child: asyncio.subprocess.Process) -> dict[str, DeviceStats]:
@@ -144,7 +302,227 @@ async def _shard_stats(child: asyncio.subprocess.Process) -> dict[str, DeviceSta
     payload = await child.stdout.read()
     if await child.wait() != 0:
         raise RuntimeError(f"a device shard exited with {child.returncode}")
-    return {name: DeviceStats(**fields) for name, fields in json.loads(payload).items()}
+    lines = [line for line in payload.splitlines() if line.strip() and line.strip() != b"READY"]
+    if not lines:
+        raise RuntimeError("a device shard printed no stats")
+    return {name: DeviceStats(**fields) for name, fields in json.loads(lines[-1]).items()}
+
+
+@dataclass
+class CollectedRun:
+    """What the collector side ends with: the outcome and its timings."""
+
+    outcome: CadrOutcome
+    recorded: int  # messages in the trace
+    started: float  # perf_counter when the collector side began listening
+    joined: float  # ... when every device had joined
+    finished: float  # ... after the release and the run's close
+
+
+async def collect_cadr(
+    transport: Transport,
+    graph: Graph,
+    settings: CadrSettings,
+    run: str,
+    *,
+    listening: Callable[[], Awaitable[None]],
+    join_timeout: float,
+    store_path: str | Path | None = None,
+    trace_path: str | Path | None = None,
+    closing: Callable[[str], Awaitable[None]] | None = None,
+) -> CollectedRun:
+    """The collector side of a run: trace recorder, relay, readiness barrier and collector.
+
+    Once all of them listen it awaits ``listening()`` (announce the run, or start the
+    devices); the collector starts its stages when every device joined (``join_timeout``
+    seconds at most: ``collector.readiness.DevicesMissing``). Before the run's final
+    ``stage run closed`` — and when a stage fails, with the failure's sentence —
+    ``closing(reason)`` runs (the side's retained ``RunClosed``)."""
+    names = device_names(graph)
+    started = time.perf_counter()
+    joined = [started]
+    recorder = None
+    helpers: list[asyncio.Task] = []
+    if trace_path is not None and settings.trace != "none":
+        filters = control_filters(run) if settings.trace == "control" else None
+        recorder = TraceRecorder(transport, run, trace_path, filters=filters)
+        helpers.append(asyncio.create_task(recorder.run_until_closed()))
+        await recorder.subscribed.wait()
+    relay_ready, barrier_ready, collector_ready = (asyncio.Event() for _ in range(3))
+    helpers.append(
+        asyncio.create_task(
+            run_peer_relay(
+                transport, run, names, step_timeout=settings.stage_timeout, ready=relay_ready
+            )
+        )
+    )
+
+    async def devices_joined() -> None:
+        await await_devices(transport, run, names, timeout=join_timeout, listening=barrier_ready)
+        joined[0] = time.perf_counter()
+
+    barrier = asyncio.create_task(devices_joined())
+    collector = asyncio.create_task(
+        run_cadr_collector(
+            transport,
+            run,
+            names,
+            eps=settings.eps,
+            alpha=settings.alpha,
+            method=settings.method,
+            degree_bound=settings.bound_for(graph),
+            theta_rule=settings.theta,
+            fanout=settings.fanout,
+            spacing=settings.spacing,
+            ndoe_parts=settings.ndoe_parts,
+            max_rounds=settings.max_rounds,
+            stage_timeout=settings.stage_timeout,
+            store_path=store_path,
+            ready=collector_ready,
+            devices_ready=barrier,
+        )
+    )
+    try:
+        for event in (relay_ready, barrier_ready, collector_ready):
+            await _until(event, collector)
+        await listening()
+        try:
+            outcome = await collector
+        except Exception as error:
+            if closing is not None:
+                await closing(str(error))
+            raise
+        if closing is not None:
+            await closing("released")
+        async with transport.connect(f"{run}-collector-close") as conn:
+            await announce_run_closed(conn, run)
+        for task in helpers:
+            await asyncio.wait_for(task, settings.stage_timeout)
+    finally:
+        for task in (*helpers, barrier, collector):
+            task.cancel()
+        await asyncio.gather(*helpers, barrier, collector, return_exceptions=True)
+    return CollectedRun(
+        outcome, recorder.recorded if recorder else 0, started, joined[0], time.perf_counter()
+    )
+
+
+async def _until(event: asyncio.Event, task: asyncio.Task) -> None:
+    """Wait for ``event``; if ``task`` ends first (it failed early), raise its error."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait([waiter, task], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if not event.is_set():
+        task.result()  # raises the task's error
+        raise RuntimeError("the collector ended before it listened")
+
+
+def collector_results(
+    graph: Graph,
+    settings: CadrSettings,
+    collected: CollectedRun,
+    *,
+    broker: str,
+    run: str,
+    processes: int | None,
+    started: float | None = None,
+) -> dict:
+    """The scores the collector side knows: the release (computed only from what the
+    collector received) against the simulator's true degrees. ``complete_results`` adds
+    the devices' part. ``started`` (perf_counter) counts the wall time from there."""
+    outcome = collected.outcome
+    names = device_names(graph)
+    degrees = graph.degrees()
+    released = np.array([outcome.released[name] for name in names])
+    rounded = np.repeat(np.arange(outcome.theta + 1), outcome.histogram)
+    begin = collected.started if started is None else started
+    phases = outcome.phases.values()
+    return {
+        "broker": broker,
+        "run": run,
+        "processes": processes,
+        "devices": graph.n,
+        "edges": graph.edges(),
+        "method": settings.method,
+        "eps": settings.eps,
+        "alpha": settings.alpha,
+        "seed": settings.seed,
+        "theta": outcome.theta,
+        "theta_rule": str(settings.theta),
+        "theta_fanout": settings.fanout,
+        "theta_spacing": settings.spacing,
+        "theta_rounds": outcome.theta_rounds,
+        "theta_queries": outcome.theta_queries,
+        "mae": float(np.mean(np.abs(degrees - released))),
+        "mse": float(np.mean((degrees - released) ** 2)),
+        "distribution_l1": degree_distribution_mae(degrees, rounded, reduce="sum"),
+        "lpea_rounds": outcome.phases.get("lpea", {}).get("rounds"),
+        "lpea_supersteps": outcome.phases.get("lpea", {}).get("supersteps"),
+        "peer_items": sum(p.get("items", 0) for p in phases),
+        "relay_batches": sum(p.get("batches", 0) for p in phases),
+        "rejected_by_collector": outcome.rejected,
+        "budget_refusals": outcome.budget_refusals,
+        "stage_seconds": outcome.stage_seconds,
+        "connect_seconds": round(collected.joined - begin, 3),
+        "seconds": round(collected.finished - begin, 3),
+        "trace_messages": collected.recorded,
+        "released": outcome.released,
+        "histogram": outcome.histogram,
+        "per_device": {
+            name: {
+                "degree": int(d),
+                "released": outcome.released[name],
+                "abs_error": float(abs(d - outcome.released[name])),
+            }
+            for name, d in zip(names, degrees, strict=True)
+        },
+    }
+
+
+def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
+    """``collector_results`` (or the collector side's results.json) plus what only the
+    devices know — the results of ``ldpfleet run``, keys in its order. ``stats`` must
+    cover every device."""
+    names = list(partial["per_device"])
+    missing = [name for name in names if name not in stats]
+    if missing:
+        raise ValueError(f"no device stats for {len(missing)} devices ({missing[:5]})")
+    budget = CadrBudget(partial["eps"], partial["alpha"])
+    theta = partial["theta"]
+    per_device = {name: dict(partial["per_device"][name]) for name in names}
+    degrees = np.array([per_device[name]["degree"] for name in names])
+    released = np.array([partial["released"][name] for name in names])
+    kept = np.array([stats[name].kept for name in names])
+    bounds = [
+        thm35_bound(int(d), theta, stats[name].asked_max, budget.lpea, budget.dsr)
+        for d, name in zip(degrees, names, strict=True)
+    ]
+    for name, bound in zip(names, bounds, strict=True):
+        per_device[name]["thm35_bound"] = bound
+    spent = [stats[name].spent for name in names]
+    devices = {
+        "kept_edge_ratio": kept_edge_ratio(degrees, kept),
+        "max_kept_degree": int(kept.max()) if kept.size else 0,
+        "bound_mean": float(np.mean(bounds)),
+        # Thm 3.5 bounds the expected |d - d~|; one release per device, so this is the
+        # share of devices whose single error is within its bound (a sanity check)
+        "bound_holds": float(np.mean(np.abs(degrees - released) <= np.array(bounds))),
+        "ledger_min": min(spent),
+        "ledger_max": max(spent),
+        "ledger_exact": all(math.isclose(s, partial["eps"], rel_tol=1e-9) for s in spent)
+        if partial["method"] != "ra"
+        else None,
+        "device_messages_up": sum(stats[name].messages_up for name in names),
+        "device_messages_down": sum(stats[name].messages_down for name in names),
+        "refused_by_devices": sum(stats[name].refused for name in names),
+        "ledgers": {name: stats[name].ledger for name in names},
+        "per_device": per_device,
+    }
+    merged = {**partial, **devices}
+    ordered = {key: merged[key] for key in RESULT_KEYS if key in merged}
+    return {**ordered, **{k: v for k, v in merged.items() if k not in ordered}}
 
 
 async def run_cadr_fleet(
@@ -172,158 +550,69 @@ async def run_cadr_fleet(
 ) -> dict:
     """One fleet run; returns the scores and the run's figures (module docstring).
 
-    ``processes > 1`` (a real broker only) runs the devices in that many processes: this
-    one (with the collector and the relay) and ``processes - 1`` children, each loading
-    the graph from ``graph_spec``. Device ``i`` is the same machine with the same seed
-    wherever it runs, so the release does not change."""
-    if method not in FLEET_METHODS:
-        raise ValueError(
-            f"method {method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
-            "(er is a centralised baseline: use the reference pipeline)"
-        )
-    budget = CadrBudget(eps, alpha)
+    The collector side (``collect_cadr``) and the device shards (``run_device_shard``)
+    over one transport. ``processes > 1`` (a real broker only) runs the devices in that
+    many processes: this one (with the collector and the relay) and ``processes - 1``
+    children, each loading the graph from ``graph_spec``. Device ``i`` is the same machine
+    with the same seed wherever it runs, so the release does not change."""
+    settings = CadrSettings(
+        method=method, theta=theta, eps=eps, alpha=alpha, seed=seed, fanout=fanout,
+        spacing=spacing, ndoe_parts=ndoe_parts, degree_bound=degree_bound,
+        max_rounds=max_rounds, stage_timeout=stage_timeout,
+        connect_concurrency=connect_concurrency, trace=trace,
+    )  # fmt: skip
     run = run or f"cadr-{secrets.token_hex(3)}"
-    names = device_names(graph)
-    degrees = graph.degrees()
-    bound = int(degree_bound or max(int(degrees.max()), 1))
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):
         if processes > 1 and (info.kind == "memory" or graph_spec is None):
             raise ValueError("processes > 1 needs a real broker and graph_spec")
-        recorder = None
-        recorder_task = None
-        if trace_path is not None and trace != "none":
-            filters = control_filters(run) if trace == "control" else None
-            recorder = TraceRecorder(transport, run, trace_path, filters=filters)
-            recorder_task = asyncio.create_task(recorder.run_until_closed())
-            await recorder.subscribed.wait()
-        relay_ready = asyncio.Event()
-        relay_task = asyncio.create_task(
-            run_peer_relay(transport, run, names, step_timeout=stage_timeout, ready=relay_ready)
-        )
-        children = [
-            await _spawn_shard(
-                graph_spec, info.url, run, seed, shard, processes, connect_concurrency
-            )
-            for shard in range(1, processes)
-        ]
-        local_ready = asyncio.Event()
-        local_task = asyncio.create_task(
-            run_device_shard(
-                graph,
-                transport,
-                run,
-                seed,
-                0,
-                processes,
-                connect_concurrency=connect_concurrency,
-                subscribed=local_ready,
-            )
-        )
+        local: list[asyncio.Task] = []
+        children: list[asyncio.subprocess.Process] = []
+
+        async def start_devices() -> None:
+            local.append(
+                asyncio.create_task(
+                    run_device_shard(
+                        graph, transport, run, seed, 0, processes,
+                        connect_concurrency=connect_concurrency,
+                    )
+                )
+            )  # fmt: skip
+            for shard in range(1, processes):
+                children.append(
+                    await _spawn_shard(
+                        graph_spec, info.url, run, seed, shard, processes, connect_concurrency
+                    )
+                )
+
         try:
-            await relay_ready.wait()
-            await local_ready.wait()
-            connected = time.perf_counter()
-            outcome = await run_cadr_collector(
+            collected = await collect_cadr(
                 transport,
+                graph,
+                settings,
                 run,
-                names,
-                eps=eps,
-                alpha=alpha,
-                method=method,
-                degree_bound=bound,
-                theta_rule=theta,
-                fanout=fanout,
-                spacing=spacing,
-                ndoe_parts=ndoe_parts,
-                max_rounds=max_rounds,
-                stage_timeout=stage_timeout,
+                listening=start_devices,
+                join_timeout=stage_timeout,
                 store_path=store_path,
+                trace_path=trace_path,
             )
-            stats = await asyncio.wait_for(local_task, stage_timeout)
+            stats = await asyncio.wait_for(local[0], stage_timeout)
             for child in children:
                 stats.update(await asyncio.wait_for(_shard_stats(child), stage_timeout))
-            async with transport.connect(f"{run}-collector-close") as conn:
-                await announce_run_closed(conn, run)
-            await asyncio.wait_for(relay_task, stage_timeout)
-            if recorder_task is not None:
-                await asyncio.wait_for(recorder_task, stage_timeout)
         finally:
-            helpers = [local_task, relay_task] + ([recorder_task] if recorder_task else [])
-            for task in helpers:
+            for task in local:
                 task.cancel()
-            await asyncio.gather(*helpers, return_exceptions=True)
+            await asyncio.gather(*local, return_exceptions=True)
             for child in children:
                 if child.returncode is None:
                     child.kill()
                     await child.wait()
-    finished = time.perf_counter()
-    released = np.array([outcome.released[name] for name in names])
-    kept = np.array([stats[name].kept for name in names])
-    theta_used = outcome.theta
-    rounded = np.repeat(np.arange(theta_used + 1), outcome.histogram)
-    bounds = [
-        thm35_bound(int(d), theta_used, stats[name].asked_max, budget.lpea, budget.dsr)
-        for d, name in zip(degrees, names, strict=True)
-    ]
-    spent = [stats[name].spent for name in names]
-    lpea = outcome.phases.get("lpea", {})
-    return {
-        "broker": info.kind,
-        "run": run,
-        "processes": processes,
-        "devices": graph.n,
-        "edges": graph.edges(),
-        "method": method,
-        "eps": eps,
-        "alpha": alpha,
-        "seed": seed,
-        "theta": theta_used,
-        "theta_rule": str(theta),
-        "theta_fanout": fanout,
-        "theta_spacing": spacing,
-        "theta_rounds": outcome.theta_rounds,
-        "theta_queries": outcome.theta_queries,
-        "mae": float(np.mean(np.abs(degrees - released))),
-        "mse": float(np.mean((degrees - released) ** 2)),
-        "distribution_l1": degree_distribution_mae(degrees, rounded, reduce="sum"),
-        "kept_edge_ratio": kept_edge_ratio(degrees, kept),
-        "max_kept_degree": int(kept.max()) if kept.size else 0,
-        "bound_mean": float(np.mean(bounds)),
-        # Thm 3.5 bounds the expected |d - d~|; one release per device, so this is the
-        # share of devices whose single error is within its bound (a sanity check)
-        "bound_holds": float(np.mean(np.abs(degrees - released) <= np.array(bounds))),
-        "ledger_min": min(spent),
-        "ledger_max": max(spent),
-        "ledger_exact": all(math.isclose(s, eps, rel_tol=1e-9) for s in spent)
-        if method != "ra"
-        else None,
-        "lpea_rounds": lpea.get("rounds"),
-        "lpea_supersteps": lpea.get("supersteps"),
-        "peer_items": sum(p.get("items", 0) for p in outcome.phases.values()),
-        "relay_batches": sum(p.get("batches", 0) for p in outcome.phases.values()),
-        "device_messages_up": sum(st.messages_up for st in stats.values()),
-        "device_messages_down": sum(st.messages_down for st in stats.values()),
-        "refused_by_devices": sum(st.refused for st in stats.values()),
-        "rejected_by_collector": outcome.rejected,
-        "budget_refusals": outcome.budget_refusals,
-        "stage_seconds": outcome.stage_seconds,
-        "connect_seconds": round(connected - started, 3),
-        "seconds": round(finished - started, 3),
-        "trace_messages": recorder.recorded if recorder else 0,
-        "ledgers": {name: stats[name].ledger for name in names},
-        "released": outcome.released,
-        "histogram": outcome.histogram,
-        "per_device": {
-            name: {
-                "degree": int(d),
-                "released": outcome.released[name],
-                "abs_error": float(abs(d - outcome.released[name])),
-                "thm35_bound": bound,
-            }
-            for name, d, bound in zip(names, degrees, bounds, strict=True)
-        },
-    }
+    partial = collector_results(
+        graph, settings, collected, broker=info.kind, run=run, processes=processes,
+        started=started,
+    )  # fmt: skip
+    partial["seconds"] = round(time.perf_counter() - started, 3)
+    return complete_results(partial, stats)
 
 
 async def run_cadr_scenario(
@@ -337,20 +626,10 @@ async def run_cadr_scenario(
 ) -> dict:
     """A CADR-LDP scenario (``[graph]`` + ``[cadr]``): run it and write ``results.json``,
     ``ledger.json``, ``collector.sqlite`` (the persisted releases) and ``trace.sqlite``."""
-    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
-    from ldpfleet.scenarios.schema import resolve_data_path
-
     spec = scenario.spec
     cadr = spec.cadr
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("trace.sqlite", "collector.sqlite"):
-        for suffix in ("", "-wal", "-shm"):
-            (out / f"{name}{suffix}").unlink(missing_ok=True)
-    source = spec.graph.source
-    if source not in NAMED_GRAPHS and ":" not in source:
-        source = str(resolve_data_path(source, scenario.path))
-    graph = load_graph(source)
+    out = fresh_outputs(out_dir)
+    graph, source = load_scenario_graph(scenario)
     broker = broker or spec.broker.url
     if processes is None:  # the devices use both cores where a real broker allows it
         processes = cadr.processes if broker != "memory" else 1
@@ -375,15 +654,34 @@ async def run_cadr_scenario(
         processes=processes,
         graph_spec=source,
     )
-    ledgers = result.pop("ledgers")
-    results = {
-        "scenario": {
-            "name": scenario.name,
-            "path": str(scenario.path) if scenario.path else None,
-            "spec": scenario.to_dict(),
-        },
-        **result,
+    return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
+
+
+def fresh_outputs(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` and delete a previous run's SQLite files there."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("trace.sqlite", "collector.sqlite"):
+        for suffix in ("", "-wal", "-shm"):
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
+    return out
+
+
+def scenario_header(scenario) -> dict:
+    """results.json's ``scenario`` entry: name, path and the validated spec."""
+    return {
+        "name": scenario.name,
+        "path": str(scenario.path) if scenario.path else None,
+        "spec": scenario.to_dict(),
     }
+
+
+def write_cadr_results(out: Path, results: dict) -> dict:
+    """Write ``results.json`` and (when the results hold them) the devices' ledgers as
+    ``ledger.json``; returns the results without the ledgers."""
+    results = dict(results)
+    ledgers = results.pop("ledgers", None)
     (out / "results.json").write_text(json.dumps(results, indent=2))
-    (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
+    if ledgers is not None:
+        (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
     return results

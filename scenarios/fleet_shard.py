@@ -30,7 +30,7 @@ from ldpfleet.scenarios.plans import fleet_config
 from ldpfleet.scenarios.runner import ledger_document
 from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 
-__all__ = ["load_run_credentials", "main", "run_fleet_shard"]
+__all__ = ["load_run_credentials", "main", "run_fleet_shard", "write_shard_outputs"]
 
 
 def load_run_credentials(path: Path | None, run: str | None = None) -> Credentials | None:
@@ -74,11 +74,11 @@ def run_fleet_shard(
             raise
         outcomes = built[0].outcomes()
     target = out or Path("runs") / run / f"fleet-{shard[0]}-of-{shard[1]}"
-    _write_outputs(target, scenario, run, shard, broker, built[0] if built else None, outcomes)
+    write_shard_outputs(target, scenario, run, shard, broker, built[0] if built else None, outcomes)
     return outcomes, target
 
 
-def _write_outputs(
+def write_shard_outputs(
     target: Path,
     scenario: LoadedScenario,
     run: str,
@@ -86,7 +86,11 @@ def _write_outputs(
     broker: str,
     fleet: Fleet | None,
     outcomes: list[DeviceOutcome],
+    *,
+    extra: dict | None = None,
 ) -> None:
+    """A shard's ``ledger.json`` and ``outcomes.json`` in ``target`` (``extra``: more
+    outcomes.json entries, e.g. the shard's secure-sum part)."""
     config = scenario.stream_config(run)
     target.mkdir(parents=True, exist_ok=True)
     write_json(
@@ -101,6 +105,7 @@ def _write_outputs(
             "connect_seconds": fleet.connect_seconds if fleet else None,
             "crashed": fleet.crashed if fleet else {},
             "devices": outcomes,
+            **(extra or {}),
         },
     )
 

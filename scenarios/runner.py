@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
-from ldpfleet.broker.recorder import TraceRecorder, control_filters
+from ldpfleet.broker.recorder import TraceRecorder, control_filters, stamp_public_key
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.trace import reports_missing_from_trace
 from ldpfleet.broker.transport import AsUser, Transport
@@ -35,6 +35,7 @@ from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.scenarios.jsonout import write_json
@@ -42,6 +43,7 @@ from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import ShardedFleet
 
+SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
 ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
 # A coroutine run beside the fleet once the collector listens (fault and attack experiments):
@@ -150,6 +152,64 @@ def score_gcdp(entry: dict, stage, fleet: Fleet, window: int) -> dict:
     }
 
 
+def secure_sum_vectors(scenario: LoadedScenario, clean: dict[str, np.ndarray]) -> dict:
+    """Each device's ``[secure_sum]`` input: the first ``dim`` readings of its clean stream,
+    clipped to the fixed-point range (``clean``: device -> its clean stream)."""
+    section = scenario.spec.secure_sum
+    assert section is not None
+    fixed_point = scenario.fixed_point()
+    low, high = fixed_point.clip_low, fixed_point.clip_high
+    return {d: np.clip(values[: section.dim], low, high) for d, values in clean.items()}
+
+
+def secure_sum_dropouts(scenario: LoadedScenario, devices: list[str], seed: int) -> set[str]:
+    """The devices that drop out of the ``[secure_sum]`` stage: a seeded ``dropout``
+    fraction of ``devices`` (every device of the fleet, in index order), the same wherever
+    the devices run."""
+    section = scenario.spec.secure_sum
+    assert section is not None
+    chooser = np.random.default_rng([seed, 0x5EC])
+    n_drop = round(section.dropout * len(devices))
+    return set(chooser.choice(devices, size=n_drop, replace=False)) if n_drop else set()
+
+
+def secure_sum_entry(scenario: LoadedScenario, devices: list[str], result) -> dict:
+    """The results.json ``secure_sum`` entry from the collector's ``SecureSumResult`` (what
+    the collector knows: ``score_secure_sum`` adds the check against the true inputs)."""
+    section = scenario.spec.secure_sum
+    assert section is not None
+    entry: dict = {
+        "dim": section.dim,
+        "graph": section.graph,
+        "devices": len(devices),
+        "dropped_devices": sorted(result.dropped),
+        "survivors": len(result.survivors),
+        "aborted": result.aborted,
+        "seconds": result.seconds,
+        "seconds_per_stage": result.stage_seconds,
+        "collector": result.summary,
+    }
+    if result.total is not None:
+        entry["total"] = result.total.tolist() if section.dim <= 1000 else None
+    return entry
+
+
+def score_secure_sum(
+    scenario: LoadedScenario, entry: dict, total, survivors, vectors: dict
+) -> dict:
+    """Add what only the simulator knows: the error of the decoded ``total`` against the
+    true sum of the survivors' clipped inputs, and whether it is within rounding."""
+    if total is None:
+        return entry
+    fixed_point = scenario.fixed_point()
+    truth = np.sum([vectors[d] for d in survivors], axis=0)
+    # each clipped input is rounded to the nearest 1/scale, so the decoded sum is within
+    # n / (2 scale) of the true sum of the survivors' clipped inputs
+    bound = len(survivors) / (2 * fixed_point.scale) + 1e-9
+    error = float(np.max(np.abs(np.asarray(total) - truth)))
+    return {**entry, "max_abs_error": error, "exact": error <= bound}
+
+
 async def run_secure_sum_stage(
     scenario: LoadedScenario, transport: Transport, run: str, fleet: Fleet, seed: int
 ) -> dict:
@@ -160,14 +220,9 @@ async def run_secure_sum_stage(
     assert section is not None
     fixed_point = scenario.fixed_point()
     devices = [agent.device for agent in fleet.agents]
-    vectors = {
-        d: np.clip(fleet.clean[d][: section.dim], fixed_point.clip_low, fixed_point.clip_high)
-        for d in devices
-    }
-    chooser = np.random.default_rng([seed, 0x5EC])
-    n_drop = round(section.dropout * len(devices))
-    dropping = set(chooser.choice(devices, size=n_drop, replace=False)) if n_drop else set()
-    session = "sum0"
+    vectors = secure_sum_vectors(scenario, {d: fleet.clean[d] for d in devices})
+    dropping = secure_sum_dropouts(scenario, devices, seed)
+    session = SECURE_SUM_SESSION
     gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
     agents = [
         SecAggAgent(
@@ -198,26 +253,8 @@ async def run_secure_sum_stage(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    entry: dict = {
-        "dim": section.dim,
-        "graph": section.graph,
-        "devices": len(devices),
-        "dropped_devices": sorted(result.dropped),
-        "survivors": len(result.survivors),
-        "aborted": result.aborted,
-        "seconds": result.seconds,
-        "seconds_per_stage": result.stage_seconds,
-        "collector": result.summary,
-    }
-    if result.total is not None:
-        truth = np.sum([vectors[d] for d in result.survivors], axis=0)
-        # each clipped input is rounded to the nearest 1/scale, so the decoded sum is within
-        # n / (2 scale) of the true sum of the survivors' clipped inputs
-        bound = len(result.survivors) / (2 * fixed_point.scale) + 1e-9
-        entry["total"] = result.total.tolist() if section.dim <= 1000 else None
-        entry["max_abs_error"] = float(np.max(np.abs(result.total - truth)))
-        entry["exact"] = entry["max_abs_error"] <= bound
-    return entry
+    entry = secure_sum_entry(scenario, devices, result)
+    return score_secure_sum(scenario, entry, result.total, result.survivors, vectors)
 
 
 def score_reconstructions(
@@ -253,7 +290,13 @@ def recorder_for(
     """The trace recorder of ``scenario`` for run ``run``: every message, or the control
     plane only with ``[collector] trace = "control"``."""
     control = scenario.spec.collector.trace == "control"
-    return TraceRecorder(transport, run, path, filters=control_filters(run) if control else None)
+    return TraceRecorder(
+        transport,
+        run,
+        path,
+        filters=control_filters(run) if control else None,
+        scenario_digest=scenario_digest(scenario.to_dict()),  # signed with the trace
+    )
 
 
 def collector_for(
@@ -449,9 +492,10 @@ async def run_scenario(
             tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private,
             use_credentials(creds, export_dir=Path(private) if creds else None),
         ):
-            return await run_cadr_scenario(
+            results = await run_cadr_scenario(
                 scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run
             )
+        return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
@@ -740,6 +784,8 @@ async def run_scenario(
         "gcdp": gcdp_entry,
         "trace": {
             "path": "trace.sqlite",
+            # the recorder's Ed25519 key: what ``ldpfleet trace verify`` checks against
+            "public_key": recorder.public_key if recorder else None,
             "messages": recorder.recorded if recorder else 0,
             "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
             # stored reports the recorder never saw (a broker restart without persistence);

@@ -1,0 +1,91 @@
+"""The collector's readiness barrier over a transport: wait until every device listens.
+
+A thin pump over ``protocol.readiness.ReadinessBarrier`` (the theory of operation is
+there): ``await_devices`` subscribes every device's exact ``up/ready`` topic over
+``broker.fanin`` connections (at most 500 devices each, so no broker queue overflows when
+thousands join at once), sets ``listening`` (the caller announces the run only then, so no
+``DeviceReady`` can pass unheard), starts the barrier's deadline, feeds it every
+decodable message and returns once all devices joined — or raises ``DevicesMissing`` with
+the barrier's sentence at the deadline. The connections log in as the collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.pump import background, drive_timers
+from ldpfleet.broker.transport import Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.readiness import (
+    READY_KIND,
+    AllReady,
+    JoinDeadlinePassed,
+    ReadinessBarrier,
+)
+
+__all__ = ["DevicesMissing", "await_devices"]
+
+
+class DevicesMissing(RuntimeError):
+    """Devices did not join by the deadline; the message is one sentence saying how many."""
+
+    def __init__(self, sentence: str, missing: Sequence[str] = ()) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.missing = tuple(missing)
+
+
+async def await_devices(
+    transport: Transport,
+    run: str,
+    devices: Sequence[str],
+    *,
+    timeout: float,
+    listening: asyncio.Event | None = None,
+) -> ReadinessBarrier:
+    """Return the barrier once every device of ``devices`` published its ``DeviceReady``;
+    raise ``DevicesMissing`` if some did not within ``timeout`` seconds of listening."""
+    barrier = ReadinessBarrier(run, devices, timeout=timeout)
+    loop = asyncio.get_running_loop()
+    decided: asyncio.Future = loop.create_future()
+
+    def take_events() -> None:
+        for event in barrier.pop_events():
+            if not decided.done() and isinstance(event, AllReady | JoinDeadlinePassed):
+                decided.set_result(event)
+
+    async def after_timer() -> None:
+        take_events()
+
+    groups = [[topics.up(run, device, READY_KIND)] for device in sorted(barrier.expected)]
+    async with fan_in(transport, f"{run}-collector-ready", groups) as inbound:
+
+        async def consume() -> None:
+            try:
+                async for delivery in inbound:
+                    try:
+                        topic = topics.parse(delivery.topic)
+                        message = codec.decode(delivery.payload)
+                    except RemoteProtocolError:
+                        barrier.refused += 1
+                        continue
+                    barrier.receive(topic, message, loop.time())
+                    take_events()
+            except Exception as error:  # the connection failed: end the wait with it
+                if not decided.done():
+                    decided.set_exception(error)
+                raise
+            if not decided.done():
+                decided.set_exception(ConnectionError(f"run {run}: the readiness inbox closed"))
+
+        barrier.start(loop.time())
+        if listening is not None:
+            listening.set()
+        async with background(consume()), background(drive_timers(barrier, after_timer)):
+            outcome = await decided
+    if isinstance(outcome, JoinDeadlinePassed):
+        raise DevicesMissing(outcome.sentence, outcome.missing)
+    return barrier

@@ -1,0 +1,93 @@
+"""A silence deadline: a fleet shard gives up on a collector that went quiet — theory of
+operation.
+
+CADR-LDP devices take every instruction from the collector side (the plan, θ-search
+queries and their secure-aggregation rounds, θ, the relay's supersteps, the acks of the
+releases); none of their machines has a deadline of its own before the release. A
+collector side that dies (``kill -9``, a host lost) sends no goodbye, so without a
+deadline its devices would wait forever. ``SilenceWatch`` is that deadline for a whole
+shard: the pump tells it whenever any of the shard's devices heard anything (``heard``),
+and once nothing arrived for ``timeout`` seconds it emits ``CollectorSilent`` with one
+sentence. Every live stage keeps the devices busy far more often than that (a superstep,
+a secure-aggregation round), and the collector's own stage deadlines are the same
+``[cadr] stage_timeout``, so a healthy run never trips it.
+
+Before the first message (the plan) the collector may legitimately be waiting for other
+shards to join; that wait has its own bound (``first_timeout``, the collector's join
+deadline plus slack), after which the sentence says the run never started. ``stop``
+ends the watch (the devices finished). No I/O, no clock: ``now`` is injected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError
+from ldpfleet.protocol.events import Event, Machine
+
+__all__ = ["CollectorSilent", "SilenceWatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorSilent(Event):
+    """Nothing arrived within the deadline: the collector side is gone or stuck."""
+
+    sentence: str
+    started: bool  # had any device heard anything before the silence
+
+
+class SilenceWatch(Machine):
+    """Deadline on the silence of ``run``'s collector side, seen by one shard."""
+
+    def __init__(self, run: str, timeout: float, *, first_timeout: float | None = None) -> None:
+        super().__init__()
+        for name, value in (("timeout", timeout), ("first_timeout", first_timeout)):
+            if value is not None and not value > 0:
+                raise ParameterError(f"must be > 0 seconds, got {value!r}", field=name)
+        self.run = topics.check_ident(run, "run")
+        self.timeout = timeout
+        self.first_timeout = timeout if first_timeout is None else first_timeout
+        self.state = "new"  # new -> watching -> silent | stopped
+        self.started = False
+        self._deadline: float | None = None
+
+    def start(self, now: float) -> None:
+        """Begin watching (the shard's devices listen)."""
+        if self.state != "new":
+            raise LocalProtocolError(f"the watch is already {self.state}")
+        self.state = "watching"
+        self._deadline = now + self.first_timeout
+
+    def heard(self, now: float) -> None:
+        """Some device of the shard received something at ``now``."""
+        if self.state != "watching":
+            return
+        self.started = True
+        self._deadline = now + self.timeout
+
+    def stop(self) -> None:
+        """The devices are done: no deadline any more."""
+        if self.state == "watching":
+            self.state = "stopped"
+            self._deadline = None
+
+    def next_timer(self) -> float | None:
+        return self._deadline if self.state == "watching" else None
+
+    def handle_timer(self, now: float) -> None:
+        if self.state != "watching" or self._deadline is None or now < self._deadline:
+            return
+        self.state = "silent"
+        self._deadline = None
+        if self.started:
+            sentence = (
+                f"the collector of run {self.run} sent nothing for {self.timeout:g} s "
+                "(it stopped or is unreachable)"
+            )
+        else:
+            sentence = (
+                f"the collector of run {self.run} did not start the run within "
+                f"{self.first_timeout:g} s of this shard joining"
+            )
+        self._emit(CollectorSilent(sentence, self.started))

@@ -1,0 +1,384 @@
+"""A CADR-LDP scenario as separate programs: the collector side and ``k`` fleet shards.
+
+    python -m ldpfleet.scenarios.cadr_sides collector SCENARIO --broker URL --run RUN
+        --out DIR [--seed S] [--credentials PATH] [--fleet-timeout SECONDS]
+    python -m ldpfleet.scenarios.cadr_sides fleet SCENARIO --broker URL --run RUN
+        [--shard i/k] --out DIR [--seed S] [--credentials PATH] [--wait-timeout SECONDS]
+
+Both join an existing broker and may start in any order:
+
+* ``cadr_collector_side`` runs the trace recorder, the relay, the readiness barrier and the
+  collector (``scenarios.cadr_run.collect_cadr``, the same code ``ldpfleet run`` runs), and
+  announces the run (retained ``RunOpen`` on ``ctl/run``, ``collector.rendezvous``) as soon
+  as all of them listen. The stages start when every device has joined
+  (``protocol.readiness``); after ``fleet_timeout`` seconds without all of them it closes the
+  run and stops: "3 of 4039 devices did not join run fbx within 60 s" — CADR-LDP has no
+  dropout path before the plan (a missing node's neighbours wait for its NDOE code). At the
+  end it replaces the announcement with ``RunClosed`` (reason ``released``, or the
+  failure's sentence) and writes ``results.json`` (the release, scored against the
+  simulator's true degrees: everything ``ldpfleet run`` writes but what only the devices
+  know), ``collector.sqlite`` and ``trace.sqlite``.
+* ``cadr_fleet_side`` waits for the announcement on the same terms (``RunTerms``: kind,
+  scenario, seed, devices, digest; ``devices.rendezvous.wait_for_run``), runs the devices
+  ``i ≡ shard (mod k)`` until each release is acknowledged and writes ``outcomes.json``
+  (per device what ``DeviceStats`` holds but the ledger) and ``ledger.json``. It stops
+  with one sentence when the collector closes the run on a failure, or when its devices
+  hear nothing for ``[cadr] stage_timeout`` seconds (``protocol.liveness``: a collector
+  killed mid-run) — before the first instruction it allows ``wait_timeout +
+  stage_timeout``, the time other shards may take to join.
+
+``merge_cadr_outputs`` joins the collector's results with the shards' outcomes into the
+results.json and ledger.json of ``ldpfleet run`` (``complete_results``). The module entry
+prints one line on success and one sentence on stderr with exit status 1 when a side stops
+(2 for bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+
+from ldpfleet.broker.select import BrokerUnavailable, open_broker
+from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.cadr_fleet import CadrFailed
+from ldpfleet.collector.readiness import DevicesMissing
+from ldpfleet.collector.rendezvous import RunAnnouncer
+from ldpfleet.devices.fleet import parse_shard
+from ldpfleet.devices.graphs import Graph
+from ldpfleet.devices.rendezvous import RendezvousError, wait_for_run
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.liveness import SilenceWatch
+from ldpfleet.protocol.rendezvous import ANNOUNCE_KIND, RunClosed, RunTerms, scenario_digest
+from ldpfleet.scenarios.cadr_run import (
+    CadrSettings,
+    DeviceStats,
+    ShardStopped,
+    collect_cadr,
+    collector_results,
+    complete_results,
+    device_names,
+    fresh_outputs,
+    load_scenario_graph,
+    run_device_shard,
+    scenario_header,
+    write_cadr_results,
+)
+from ldpfleet.scenarios.loop import run as run_loop
+from ldpfleet.scenarios.sides import fleet_client_id
+
+__all__ = [
+    "RELEASED",
+    "CadrSideStopped",
+    "cadr_collector_side",
+    "cadr_fleet_side",
+    "cadr_terms",
+    "main",
+    "merge_cadr_outputs",
+]
+
+RELEASED = "released"  # the reason of the RunClosed of a run that completed
+
+log = logging.getLogger(__name__)
+
+
+class CadrSideStopped(RuntimeError):
+    """A side stopped before the run completed; the message is one sentence saying why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+def cadr_terms(scenario, graph: Graph, seed: int) -> RunTerms:
+    """What the collector side and every fleet shard must agree on."""
+    return RunTerms(
+        kind="cadr",
+        scenario=scenario.name,
+        seed=seed,
+        devices=graph.n,
+        digest=scenario_digest(scenario.to_dict()),
+    )
+
+
+def _joinable(broker: str | Transport) -> str | Transport:
+    """A side joins an existing broker: a URL or a ready ``Transport`` object."""
+    if broker in ("embedded", "memory"):
+        raise ValueError(
+            f"--broker {broker}: a collector or fleet side joins an existing broker; pass its "
+            "mqtt:// URL (start one with `ldpfleet broker` or Mosquitto)"
+        )
+    return broker
+
+
+async def cadr_collector_side(
+    scenario,
+    broker: str | Transport,
+    run: str,
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials=None,
+    fleet_timeout: float = 60.0,
+) -> dict:
+    """Announce the run, run recorder + relay + CADR collector until the release, write
+    ``OUT/results.json``, ``OUT/collector.sqlite`` and ``OUT/trace.sqlite``; return the
+    results. Raises ``CadrSideStopped`` (one sentence) when devices do not join within
+    ``fleet_timeout`` seconds of the announcement or a stage fails."""
+    settings = CadrSettings.of_scenario(scenario, seed)
+    graph, _ = load_scenario_graph(scenario)
+    out = fresh_outputs(out_dir)
+    announcer = RunAnnouncer(run, cadr_terms(scenario, graph, settings.seed))
+    async with (
+        open_broker(_joinable(broker), credentials=credentials) as (transport, info),
+        transport.connect(f"{run}-collector-announce") as conn,
+    ):
+
+        async def announce() -> None:
+            await announcer.open(conn)
+            log.info("announced run %s (epoch %d)", run, announcer.epoch)
+
+        async def closing(reason: str) -> None:
+            await announcer.close(conn, reason)
+
+        try:
+            collected = await collect_cadr(
+                transport,
+                graph,
+                settings,
+                run,
+                listening=announce,
+                join_timeout=fleet_timeout,
+                store_path=out / "collector.sqlite",
+                trace_path=out / "trace.sqlite",
+                closing=closing,
+            )
+        except (DevicesMissing, CadrFailed) as error:
+            raise CadrSideStopped(str(error)) from None
+    results = collector_results(
+        graph, settings, collected, broker=info.kind, run=run, processes=None
+    )
+    return write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
+
+
+async def _collector_stopped(transport: Transport, run: str, epoch: int, client_id: str) -> str:
+    """Resolve with a sentence once the collector closes the run of ``epoch`` on a failure
+    (a completed run's close is not a reason to stop: the last acks may still be coming)."""
+    async with transport.connect(client_id) as conn:
+        await conn.subscribe(topics.ctl(run, ANNOUNCE_KIND))
+        async for delivery in conn.messages():
+            if not delivery.payload:
+                continue
+            try:
+                message = codec.decode(delivery.payload)
+            except RemoteProtocolError:
+                continue
+            if (
+                isinstance(message, RunClosed)
+                and message.sender == topics.COLLECTOR_ID
+                and message.epoch == epoch
+                and message.reason != RELEASED
+            ):
+                return f"the collector stopped run {run}: {message.reason or 'no reason given'}"
+    return f"the connection watching run {run} closed"
+
+
+async def cadr_fleet_side(
+    scenario,
+    broker: str | Transport,
+    run: str,
+    shard: tuple[int, int],
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials=None,
+    wait_timeout: float = 60.0,
+) -> dict:
+    """Wait for the collector's announcement, run the devices ``i ≡ shard (mod k)`` until
+    released, write ``OUT/ledger.json`` and ``OUT/outcomes.json``; return the outcomes.
+    Raises ``RendezvousError`` (no collector, other terms) or ``CadrSideStopped`` (the
+    collector failed or went silent; the outcomes so far are written first)."""
+    index, count = shard
+    settings = CadrSettings.of_scenario(scenario, seed)
+    graph, _ = load_scenario_graph(scenario)
+    mine = device_names(graph)[index::count]
+    if not mine:
+        raise ValueError(f"shard {index}/{count} of {graph.n} devices is empty")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    async with open_broker(_joinable(broker), credentials=credentials) as (transport, info):
+        epoch = await wait_for_run(
+            transport,
+            run,
+            cadr_terms(scenario, graph, settings.seed),
+            client_id=fleet_client_id(run, shard, "wait"),
+            timeout=wait_timeout,
+        )
+        silence = SilenceWatch(
+            run, settings.stage_timeout, first_timeout=wait_timeout + settings.stage_timeout
+        )
+        # the shard's own watch connection (gateway identity): a device's client id here
+        # would collide with that device's own connections
+        stopped = _collector_stopped(transport, run, epoch, fleet_client_id(run, shard, "stopped"))
+        try:
+            stats = await run_device_shard(
+                graph,
+                transport,
+                run,
+                settings.seed,
+                index,
+                count,
+                connect_concurrency=settings.connect_concurrency,
+                silence=silence,
+                stopped=stopped,
+            )
+        except ShardStopped as stop:
+            _write_fleet(out, run, shard, info.url, epoch, stop.stats, stop.sentence)
+            raise CadrSideStopped(stop.sentence) from None
+        finally:
+            stopped.close()  # never awaited if the shard failed before its devices listened
+    return _write_fleet(out, run, shard, info.url, epoch, stats, "done")
+
+
+def _write_fleet(
+    out: Path,
+    run: str,
+    shard: tuple[int, int],
+    broker: str,
+    epoch: int,
+    stats: dict[str, DeviceStats],
+    status: str,
+) -> dict:
+    """``outcomes.json`` (per device: ``DeviceStats`` but the ledger) and ``ledger.json``."""
+    devices = {}
+    for name, st in sorted(stats.items()):
+        fields = asdict(st)
+        fields.pop("ledger")
+        devices[name] = fields
+    outcomes = {
+        "run": run,
+        "shard": f"{shard[0]}/{shard[1]}",
+        "broker": broker,
+        "epoch": epoch,
+        "status": status,
+        "devices": devices,
+    }
+    ledgers = {name: st.ledger for name, st in sorted(stats.items())}
+    (out / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
+    (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
+    return outcomes
+
+
+def merge_cadr_outputs(
+    collector_dir: str | Path,
+    fleet_dirs: Iterable[str | Path],
+    *,
+    out_dir: str | Path | None = None,
+) -> dict:
+    """The results.json of ``ldpfleet run`` from a collector side's results.json and the
+    fleet shards' outcomes.json + ledger.json; with ``out_dir``, also write results.json and
+    ledger.json there. ``ValueError`` if a device is in no shard, or in two."""
+    partial = json.loads((Path(collector_dir) / "results.json").read_text())
+    stats: dict[str, DeviceStats] = {}
+    dirs = [Path(d) for d in fleet_dirs]
+    for directory in dirs:
+        outcomes = json.loads((directory / "outcomes.json").read_text())
+        ledgers = json.loads((directory / "ledger.json").read_text())
+        for name, fields in outcomes["devices"].items():
+            if name in stats:
+                raise ValueError(f"device {name} is in two shards ({directory})")
+            stats[name] = DeviceStats(ledger=ledgers.get(name), **fields)
+    partial["processes"] = len(dirs)
+    full = complete_results(partial, stats)
+    if out_dir is None:
+        full.pop("ledgers")
+        return full
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    return write_cadr_results(target, full)
+
+
+# The module entry -----------------------------------------------------------------------
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m ldpfleet.scenarios.cadr_sides")
+    parser.add_argument("side", choices=("collector", "fleet"))
+    parser.add_argument("scenario", type=Path, help="scenario file with [graph] and [cadr]")
+    parser.add_argument("--broker", "-b", required=True, help="mqtt://host:port of the broker")
+    parser.add_argument("--run", required=True, help="run id shared by both sides")
+    parser.add_argument("--shard", default="0/1", help="fleet: run slice i of k")
+    parser.add_argument("--out", "-o", type=Path, required=True, help="where to write")
+    parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
+    parser.add_argument("--fleet-timeout", type=float, default=60.0, help="collector: join")
+    parser.add_argument("--wait-timeout", type=float, default=60.0, help="fleet: rendezvous")
+    return parser.parse_args(argv)
+
+
+async def _side(args: argparse.Namespace, scenario, credentials) -> str:
+    """Run the chosen side; return the line to print."""
+    if args.side == "collector":
+        results = await cadr_collector_side(
+            scenario,
+            args.broker,
+            args.run,
+            args.out,
+            seed=args.seed,
+            credentials=credentials,
+            fleet_timeout=args.fleet_timeout,
+        )
+        return (
+            f"collector: run {args.run} released {len(results['released'])} degrees, "
+            f"theta {results['theta']}, MAE {results['mae']:.3f}; outputs in {args.out}"
+        )
+    shard = parse_shard(args.shard)
+    print(f"fleet {args.shard}: waiting for run {args.run}", flush=True)
+    outcomes = await cadr_fleet_side(
+        scenario,
+        args.broker,
+        args.run,
+        shard,
+        args.out,
+        seed=args.seed,
+        credentials=credentials,
+        wait_timeout=args.wait_timeout,
+    )
+    return f"fleet {args.shard}: {len(outcomes['devices'])} devices released; outputs in {args.out}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The side's process: run it, print one line, return the exit status."""
+    from ldpfleet.scenarios.fleet_shard import load_run_credentials
+    from ldpfleet.scenarios.schema import load_scenario
+
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        scenario = load_scenario(args.scenario)
+        if scenario.spec.cadr is None:
+            raise ValueError(f"{args.scenario} has no [cadr] section")
+        credentials = load_run_credentials(args.credentials, args.run)
+        line = run_loop(_side(args, scenario, credentials))
+    except (CadrSideStopped, RendezvousError, BrokerUnavailable) as error:
+        print(f"{args.side}: {error}", file=sys.stderr, flush=True)
+        return 1
+    except (ValueError, OSError) as error:  # bad scenario, shard, credentials or broker
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return 2
+    print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
+    sys.exit(130)

@@ -1,0 +1,913 @@
+"""A scenario's collector side and fleet side as separate programs (docs/separate-processes.md).
+
+``ldpfleet collector`` runs ``collector_side`` and ``ldpfleet fleet --shard i/k`` runs
+``fleet_side``, on any broker, started in either order. They meet on the run announcement
+(``protocol.rendezvous``): the collector side announces the run (retained) once it listens,
+each fleet shard waits for it (``devices.rendezvous.wait_for_run``) before its devices
+start, and both compare the run's terms (``run_terms``: kind, scenario, seed, devices and
+the scenario's digest).
+
+Kinds of scenario:
+
+- ``stream`` (with or without ``[gcdp]``): the collector side is the trace recorder and the
+  ``CollectorService`` (GC-DP release stage, CPR as configured); each fleet shard runs its
+  slice of the devices (``devices.fleet.Fleet``).
+- ``secure_sum`` (a stream scenario with ``[secure_sum]``): then the secure-sum stage. The
+  collector side listens for the devices' ``DeviceReady`` (``collector.readiness``), says
+  ``stage secure_sum open`` on ``ctl/stage``, and runs ``secure_sum`` once every device
+  joined (or, at ``fleet_timeout``, with those that did: the others are dropouts). Each
+  shard, on that broadcast, starts its devices' SecAgg agents with the same inputs and the
+  same seeded dropouts as ``ldpfleet run`` (``scenarios.runner``); a silence deadline
+  (``protocol.liveness``) stops them with a sentence if the collector side vanishes.
+- ``cadr``: ``scenarios.cadr_sides`` (imported lazily).
+
+Outputs: the collector side writes ``OUT/results.json`` (what ``ldpfleet run`` writes, minus
+what only the simulator knows), ``collector.sqlite``, ``trace.sqlite`` and
+``collector-side.npz`` (its reconstructions and GC-DP releases, for the merge); each shard
+writes ``ledger.json`` and ``outcomes.json``. ``merge_stream_outputs`` combines them into the
+results.json ``ldpfleet run`` would have written (``write_merged`` also writes ledger.json and
+truth_sample.npz, so ``ldpfleet report`` draws the page).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import numpy as np
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.pump import background, drive_timers
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.readiness import DevicesMissing, await_devices
+from ldpfleet.collector.rendezvous import RunAnnouncer
+from ldpfleet.collector.secure_sum import secure_sum
+from ldpfleet.collector.service import CollectorService, announce_run_closed
+from ldpfleet.devices.fleet import DeviceOutcome, Fleet, device_truth
+from ldpfleet.devices.rendezvous import wait_for_run
+from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
+from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.scenarios.fleet_shard import write_shard_outputs
+from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.plans import fleet_config
+from ldpfleet.scenarios.runner import (
+    SECURE_SUM_SESSION,
+    TRUTH_SAMPLE,
+    collector_for,
+    fault_report,
+    latency_summary,
+    ledger_document,
+    recorder_for,
+    score_gcdp,
+    score_reconstructions,
+    score_secure_sum,
+    secure_sum_dropouts,
+    secure_sum_entry,
+    secure_sum_vectors,
+)
+from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+
+__all__ = [
+    "collector_side",
+    "fleet_side",
+    "merge_stream_outputs",
+    "run_terms",
+    "scenario_kind",
+    "write_merged",
+]
+
+SECURE_SUM_STAGE = "secure_sum"  # Stage(stage=..., state="open") on ctl/stage
+SIDE_FILE = "collector-side.npz"  # the collector's reconstructions and releases
+
+
+def scenario_kind(scenario: LoadedScenario) -> str:
+    """``"cadr"``, ``"secure_sum"`` or ``"stream"`` (with or without ``[gcdp]``)."""
+    if scenario.spec.cadr is not None:
+        return "cadr"
+    return "secure_sum" if scenario.spec.secure_sum is not None else "stream"
+
+
+def _seed(scenario: LoadedScenario, seed: int | None) -> int:
+    return scenario.spec.scenario.seed if seed is None else seed
+
+
+def _device_count(scenario: LoadedScenario) -> int:
+    if scenario.spec.cadr is None:
+        return scenario.spec.fleet.devices
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.scenarios.schema import resolve_data_path
+
+    source = scenario.spec.graph.source
+    if source not in NAMED_GRAPHS and ":" not in source:
+        source = str(resolve_data_path(source, scenario.path))
+    return load_graph(source).n
+
+
+def run_terms(scenario: LoadedScenario, run: str, seed: int | None = None) -> RunTerms:
+    """What the collector side and every fleet shard of ``run`` must agree on."""
+    return RunTerms(
+        kind=scenario_kind(scenario),
+        scenario=scenario.name,
+        seed=_seed(scenario, seed),
+        devices=_device_count(scenario),
+        digest=scenario_digest(scenario.to_dict()),
+    )
+
+
+def fleet_client_id(run: str, shard: tuple[int, int], purpose: str) -> str:
+    """A fleet shard's own connections (the rendezvous wait, the stage watch): client ids
+    of the ``gateway`` identity, which may read ``ctl/`` like every identity."""
+    return f"{run}-gateway-shard{shard[0]}of{shard[1]}-{purpose}"
+
+
+async def _first(event: asyncio.Event, task: asyncio.Task) -> None:
+    """Wait until ``event`` is set or ``task`` ended (its failure is raised)."""
+    waiting = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    if task.done() and not event.is_set():
+        task.result()
+
+
+# ---- the collector side -------------------------------------------------------------------
+
+
+@dataclass
+class _CollectorRun:
+    """What the collector side learned, for its results.json."""
+
+    info: object = None
+    service: CollectorService | None = None
+    recorder: object = None
+    results: dict | None = None
+    secure: dict | None = None
+    aborted: dict | None = None
+    trace_note: str | None = None
+    auth: bool = False
+    stages: dict = field(default_factory=dict)
+
+
+async def collector_side(
+    scenario: LoadedScenario,
+    broker: str | Transport,
+    run: str,
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials: Credentials | None = None,
+    fleet_timeout: float = 60.0,
+    on_listening: Callable[[str], None] | None = None,
+) -> dict:
+    """Run the collector side of ``run``: announce the run once listening, collect, close
+    the announcement; write OUT/results.json, collector.sqlite, trace.sqlite. Returns the
+    results (``aborted`` says why, e.g. no fleet joined within ``fleet_timeout``)."""
+    if scenario.spec.cadr is not None:
+        from ldpfleet.broker.recorder import stamp_public_key
+        from ldpfleet.scenarios.cadr_sides import cadr_collector_side
+
+        results = await cadr_collector_side(
+            scenario,
+            broker,
+            run,
+            out_dir,
+            seed=seed,
+            credentials=credentials,
+            fleet_timeout=fleet_timeout,
+        )
+        return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
+    seed = _seed(scenario, seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    wall = time.perf_counter()
+    state = _CollectorRun(auth=credentials is not None)
+    announcer = RunAnnouncer(run, run_terms(scenario, run, seed))
+    async with open_broker(broker, credentials=credentials) as (transport, info):
+        state.info = info
+        async with transport.connect(f"{run}-collector-run") as conn:
+            try:
+                await _collect(
+                    scenario,
+                    transport,
+                    run,
+                    out,
+                    seed,
+                    state,
+                    announcer,
+                    conn,
+                    fleet_timeout,
+                    on_listening,
+                )
+            finally:
+                reason = (state.aborted or {}).get("detail", "")
+                with contextlib.suppress(Exception):
+                    await announcer.close(conn, reason)
+    results = _collector_document(scenario, run, seed, state, time.perf_counter() - wall)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    _save_side_arrays(out, state)
+    return results
+
+
+async def _collect(
+    scenario, transport, run, out, seed, state, announcer, conn, fleet_timeout, on_listening
+) -> None:
+    """Recorder + collector service (+ the secure-sum stage), announced once listening."""
+    grace = scenario.spec.collector.finish_grace
+    state.recorder = recorder = recorder_for(scenario, transport, run, out / "trace.sqlite")
+    state.service = service = collector_for(
+        scenario, transport, run, out / "collector.sqlite", seed=seed
+    )
+    async with asyncio.TaskGroup() as group:
+        recording = group.create_task(recorder.run_until_closed())
+        await _first(recorder.subscribed, recording)
+        collecting = group.create_task(service.run())
+        await _first(service.subscribed, collecting)
+        await announcer.open(conn)
+        if on_listening is not None:
+            on_listening(state.info.url)
+        await _close_without_fleet(service, collecting, run, fleet_timeout, state)
+        state.results = await collecting
+        if scenario.spec.secure_sum is not None:
+            if state.aborted is None:
+                state.secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
+                state.stages["secure_sum"] = {
+                    "status": "aborted" if state.secure["aborted"] else "ok",
+                    "seconds": state.secure["seconds"],
+                }
+            await announce_run_closed(conn, run)
+        await asyncio.wait({recording}, timeout=grace)
+        if not recording.done():
+            recording.cancel()
+            state.trace_note = (
+                "the collector's final 'run closed' message did not reach the recorder "
+                f"within finish_grace ({grace:g} s)"
+            )
+        await asyncio.gather(recording, return_exceptions=True)
+
+
+async def _close_without_fleet(
+    service: CollectorService, collecting: asyncio.Task, run: str, timeout: float, state
+) -> None:
+    """If no device of the fleet has spoken ``timeout`` seconds after the announcement,
+    close the stage: the run is aborted with one sentence."""
+    await asyncio.wait({collecting}, timeout=timeout)
+    if collecting.done() or service.machine is None:
+        return
+    summary = service.machine.summary()
+    if len(summary["devices_silent"]) < summary["devices"]:
+        return
+    sentence = f"no fleet joined run {run} within {timeout:g} s"
+    state.aborted = {"reason": "no_fleet", "fleet_timeout": timeout, "detail": sentence}
+    service.request_close(sentence)
+
+
+async def _collector_secure_sum(
+    scenario: LoadedScenario, transport: Transport, run: str, timeout: float
+) -> dict:
+    """The ``[secure_sum]`` stage across processes: listen for the devices' readiness,
+    announce the stage, then one aggregation session over every device of the fleet."""
+    section = scenario.spec.secure_sum
+    devices = scenario.device_ids()
+    listening = asyncio.Event()
+    joining = asyncio.create_task(
+        await_devices(transport, run, devices, timeout=timeout, listening=listening)
+    )
+    await _first(listening, joining)
+    async with transport.connect(f"{run}-collector-stage") as conn:
+        opening = Stage(run=run, sender=topics.COLLECTOR_ID, stage=SECURE_SUM_STAGE, state="open")
+        await conn.publish(topics.ctl(run, "stage"), codec.encode(opening))
+    try:
+        await joining
+    except DevicesMissing as error:
+        if len(error.missing) == len(devices):  # nobody came: no session
+            return {"devices": len(devices), "aborted": error.sentence, "seconds": 0.0}
+        # the others drop out of the session at its first deadline
+    result = await secure_sum(
+        transport,
+        run,
+        SECURE_SUM_SESSION,
+        devices,
+        section.dim,
+        scenario.fixed_point(),
+        graph=section.graph,
+        degree=section.neighbors,
+        threshold=section.threshold,
+        stage_timeout=section.stage_timeout,
+    )
+    entry = secure_sum_entry(scenario, devices, result)
+    entry["survivor_ids"] = sorted(result.survivors)
+    return entry
+
+
+def _collector_document(
+    scenario: LoadedScenario, run: str, seed: int, state: _CollectorRun, seconds: float
+) -> dict:
+    """results.json of the collector side: ``ldpfleet run``'s layout, the fleet's parts
+    (outcomes, truth, accuracy) empty; ``mean_estimates`` as the collector computed them."""
+    config = scenario.stream_config(run)
+    c = state.results or {}
+    service, recorder = state.service, state.recorder
+    reconstruction = c.get("reconstruction")
+    stages = {
+        "stream": {
+            "status": "complete" if c.get("reports_lost") == 0 else "incomplete",
+            "seconds": c.get("stream_seconds"),
+            "fleet_seconds": None,
+            "close_reason": c.get("close_reason"),
+        },
+        **state.stages,
+    }
+    if reconstruction is not None:
+        stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
+    gcdp = c.get("gcdp")
+    if gcdp is not None:
+        stages["gcdp"] = {
+            "status": "complete"
+            if gcdp["windows_released"] == gcdp["windows_expected"]
+            else "incomplete",
+            "calibration_seconds": gcdp["calibration_seconds"],
+        }
+    estimates = c.get("mean_estimates", {})
+    recon_devices = (reconstruction or {}).get("per_device", {})
+    keys = (
+        "devices",
+        "devices_complete",
+        "reports_expected",
+        "reports_received",
+        "reports_rejected",
+        "reports_duplicate",
+        "reports_lost",
+        "rejections_by_field",
+        "rejections_by_reason",
+        "reports_refused",
+        "budget_refusals",
+        "missing_batches",
+    )
+    session = service.session if service is not None else None
+    rec_session = getattr(recorder, "session", None)
+    return {
+        "run": run,
+        "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
+        "scenario": {
+            "name": scenario.name,
+            "path": str(scenario.path) if scenario.path else None,
+            "seed": seed,
+            "spec": scenario.to_dict(),
+        },
+        "broker": {
+            "kind": getattr(state.info, "kind", None),
+            "url": getattr(state.info, "url", None),
+            "auth": state.auth,
+            "shard_brokers": None,
+        },
+        "aborted": state.aborted,
+        **{key: c.get(key) for key in keys[:2]},
+        "devices_unfinished": None,  # the fleet knows
+        **{key: c.get(key) for key in keys[2:]},
+        "stream": _stream_entry(config, c),
+        "stages": stages,
+        "fleet": None,  # the fleet shards' outcomes.json
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "accuracy": None,  # needs the simulator's truth: merge_stream_outputs
+        "per_device": {
+            d: {"mean_estimate": estimates.get(d), **recon_devices.get(d, {})}
+            for d in scenario.device_ids()
+        },
+        "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
+        or None,
+        "secure_sum": state.secure,
+        "gcdp": gcdp,
+        "trace": _trace_entry(scenario, state),
+        "delivery": {
+            "collector_reconnects": session.reconnects if session else 0,
+            "recorder_reconnects": rec_session.reconnects if rec_session else 0,
+            "collector_republished": session.republished if session else 0,
+            "reports_duplicate": c.get("reports_duplicate"),
+            "reports_lost": c.get("reports_lost"),
+            "collector_peak_pending": c.get("peak_pending"),
+            "max_in_flight": scenario.spec.collector.max_in_flight,
+        },
+        "faults": None,
+        "trace_complete": bool(recorder and recorder.complete),
+        "trace_incomplete_reason": state.trace_note,
+        "seconds": seconds,
+        "mean_estimates": estimates,
+        "collector_ledger": _central_ledger(state, gcdp),
+    }
+
+
+def _stream_entry(config, c: dict) -> dict:
+    received = c.get("reports_received") or 0
+    return {
+        "mechanism": config.mechanism,
+        "eps": config.eps,
+        "w": config.w,
+        "eps0": config.eps0,
+        "steps": config.steps,
+        "batch_steps": config.batch_steps,
+        "bounds": [config.lo, config.hi],
+        "values_received": received * config.batch_steps
+        if config.steps % config.batch_steps == 0
+        else None,
+    }
+
+
+def _trace_entry(scenario: LoadedScenario, state: _CollectorRun) -> dict:
+    from ldpfleet.broker.trace import reports_missing_from_trace
+
+    recorder, service = state.recorder, state.service
+    out = service.store.path.parent if service is not None else None
+    return {
+        "path": "trace.sqlite",
+        "public_key": getattr(recorder, "public_key", None),  # verify's anchor
+        "messages": recorder.recorded if recorder else 0,
+        "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
+        "missing_reports": reports_missing_from_trace(
+            out / "trace.sqlite", out / "collector.sqlite"
+        )
+        if out is not None and scenario.spec.collector.trace == "all"
+        else None,
+    }
+
+
+def _central_ledger(state: _CollectorRun, gcdp: dict | None) -> dict | None:
+    """The collector's own ledger (GC-DP central releases), as ``ldpfleet run`` writes it."""
+    stage = state.service.gcdp if state.service is not None else None
+    if stage is None or gcdp is None:
+        return None
+    return {
+        **stage.ledger.to_dict(),
+        "eps_cal": gcdp["eps_cal"],
+        "eps_rel": gcdp["eps_rel"],
+        "per_record_loss": gcdp["eps_cal"] + gcdp["ledger_per_record_loss"],
+        "accounting": "windows are disjoint: each clipped channel value at one timestamp "
+        "is in one window, so its loss is eps_cal + eps_rel (parallel composition); "
+        "total_spent sums disjoint windows",
+    }
+
+
+def _save_side_arrays(out: Path, state: _CollectorRun) -> None:
+    """OUT/collector-side.npz: the reconstructions ([0, 1] units) and GC-DP releases, exactly
+    as the collector holds them (the merge scores them against the truth)."""
+    service = state.service
+    if service is None:
+        return
+    arrays = {f"recon/{d}": r.values for d, r in service.reconstructions.items()}
+    if service.gcdp is not None:
+        arrays |= {f"gcdp/{k}": v for k, v in service.gcdp.released_values().items()}
+    np.savez_compressed(out / SIDE_FILE, **arrays)
+
+
+# ---- the fleet side -----------------------------------------------------------------------
+
+
+class _StageWatch:
+    """A shard's connection to ``ctl/stage``: sets ``opened`` on the secure-sum stage and
+    ``closed`` on the end of the run (subscribed before the shard's devices start)."""
+
+    def __init__(self, transport: Transport, run: str, client_id: str) -> None:
+        self.transport, self.run, self.client_id = transport, run, client_id
+        self.opened = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.heard: Callable[[], None] | None = None
+
+    async def _consume(self, conn) -> None:
+        async with contextlib.aclosing(conn.messages()) as deliveries:
+            async for delivery in deliveries:
+                try:
+                    message = codec.decode(delivery.payload)
+                except RemoteProtocolError:
+                    continue
+                if not isinstance(message, Stage) or message.sender != topics.COLLECTOR_ID:
+                    continue
+                if self.heard is not None:
+                    self.heard()
+                if message.stage == SECURE_SUM_STAGE and message.state == "open":
+                    self.opened.set()
+                elif message.stage == "run" and message.state == "closed":
+                    self.closed.set()
+
+    @contextlib.asynccontextmanager
+    async def watching(self):
+        """Subscribed for the duration of the block."""
+        async with self.transport.connect(self.client_id) as conn:
+            await conn.subscribe(topics.ctl(self.run, "stage"))
+            async with background(self._consume(conn)):
+                yield self
+
+
+async def fleet_side(
+    scenario: LoadedScenario,
+    broker: str | Transport,
+    run: str,
+    shard: tuple[int, int],
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials: Credentials | None = None,
+    wait_timeout: float = 60.0,
+    on_waiting: Callable[[], None] | None = None,
+) -> dict:
+    """Run shard ``shard`` of ``run``'s fleet once its collector announced the run: the
+    stream devices, then (``[secure_sum]``) their SecAgg agents. Writes OUT/ledger.json and
+    OUT/outcomes.json (also when cancelled). Raises ``RunNotAnnounced`` /
+    ``RunTermsDiffer`` when the collector is missing or runs other terms. ``on_waiting``
+    is called once the broker is reached, as the wait for the announcement begins."""
+    if scenario.spec.cadr is not None:
+        from ldpfleet.scenarios.cadr_sides import cadr_fleet_side
+
+        return await cadr_fleet_side(
+            scenario,
+            broker,
+            run,
+            shard,
+            out_dir,
+            seed=seed,
+            credentials=credentials,
+            wait_timeout=wait_timeout,
+        )
+    seed = _seed(scenario, seed)
+    terms = run_terms(scenario, run, seed)
+    async with open_broker(broker, credentials=credentials) as (transport, info):
+        if on_waiting is not None:
+            on_waiting()
+        epoch = await wait_for_run(
+            transport,
+            run,
+            terms,
+            client_id=fleet_client_id(run, shard, "wait"),
+            timeout=wait_timeout,
+        )
+        fleet = Fleet(fleet_config(scenario, run, seed), transport, shard=shard)
+        fleet.seconds = None
+        started = time.perf_counter()
+        secure: dict | None = None
+        try:
+            if scenario.spec.secure_sum is None:
+                outcomes = await fleet.run()
+                fleet.seconds = time.perf_counter() - started
+            else:
+                watch = _StageWatch(transport, run, fleet_client_id(run, shard, "stage"))
+                async with watch.watching():
+                    outcomes = await fleet.run()
+                    fleet.seconds = time.perf_counter() - started
+                    secure = await _fleet_secure_sum(
+                        scenario, transport, run, fleet, seed, watch, wait_timeout
+                    )
+        except asyncio.CancelledError:
+            outcomes = fleet.outcomes()
+            _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure)
+            raise
+    _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure)
+    return {
+        "shard": shard,
+        "epoch": epoch,
+        "outcomes": outcomes,
+        "secure_sum": secure,
+        "out": str(out_dir),
+    }
+
+
+def _write_fleet(out_dir, scenario, run, shard, url, fleet, outcomes, epoch, secure) -> None:
+    write_shard_outputs(
+        Path(out_dir),
+        scenario,
+        run,
+        shard,
+        url,
+        fleet,
+        outcomes,
+        extra={
+            "epoch": epoch,
+            "seed": fleet.seed,
+            "fleet_seconds": fleet.seconds,
+            "secure_sum": secure,
+        },
+    )
+
+
+async def _fleet_secure_sum(
+    scenario: LoadedScenario,
+    transport: Transport,
+    run: str,
+    fleet: Fleet,
+    seed: int,
+    watch: _StageWatch,
+    wait_timeout: float,
+) -> dict:
+    """The shard's part of the secure-sum stage; returns its outcomes.json entry."""
+    section = scenario.spec.secure_sum
+    loop = asyncio.get_running_loop()
+    silence = SilenceWatch(
+        run,
+        section.stage_timeout + scenario.spec.collector.finish_grace,
+        first_timeout=wait_timeout + section.stage_timeout,
+    )
+    silent = asyncio.Event()
+    stopped: list[str] = []
+
+    async def after_timer() -> None:
+        for event in silence.pop_events():
+            if isinstance(event, CollectorSilent):
+                stopped.append(f"secure sum stopped: {event.sentence}")
+                silent.set()
+
+    watch.heard = lambda: silence.heard(loop.time())
+    silence.start(loop.time())
+    agents: list[SecAggAgent] = []
+    async with background(drive_timers(silence, after_timer)):
+        await _until_any(watch.opened, watch.closed, silent)
+        if watch.opened.is_set() and not silent.is_set():
+            agents = _secagg_agents(scenario, transport, run, fleet, seed, watch.heard)
+            tasks = [asyncio.create_task(agent.run()) for agent in agents]
+            finished = asyncio.ensure_future(asyncio.gather(*tasks, return_exceptions=True))
+            await _until_any(watch.closed, silent, task=finished)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        elif not silent.is_set():
+            stopped.append("the collector closed the run without a secure sum")
+    silence.stop()
+    return {
+        "stopped": stopped[0] if stopped else None,
+        "devices": {
+            a.client.device: {"state": a.client.state, "dropped": a.dropped} for a in agents
+        },
+    }
+
+
+def _secagg_agents(scenario, transport, run, fleet: Fleet, seed: int, heard) -> list:
+    """The shard's SecAgg agents: the inputs and seeded dropouts of ``ldpfleet run``."""
+    section = scenario.spec.secure_sum
+    mine = [agent.device for agent in fleet.agents]
+    vectors = secure_sum_vectors(scenario, {d: fleet.clean[d] for d in mine})
+    dropping = secure_sum_dropouts(scenario, scenario.device_ids(), seed)
+    gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
+    return [
+        SecAggAgent(
+            transport,
+            SecAggClient(run, SECURE_SUM_SESSION, d, vectors[d]),
+            dropout=section.dropout_stage if d in dropping else None,
+            announce_dropout=True,
+            connect_gate=gate,
+            ready=True,
+            heard=heard,
+        )
+        for d in mine
+    ]
+
+
+async def _until_any(*events: asyncio.Event, task: asyncio.Future | None = None) -> None:
+    """Wait until one of ``events`` is set (or ``task`` is done)."""
+    waiters = {asyncio.ensure_future(e.wait()) for e in events}
+    try:
+        await asyncio.wait(
+            waiters | ({task} if task else set()), return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+# ---- merging the pieces -------------------------------------------------------------------
+
+
+@dataclass
+class _Truth:
+    """The simulator's truth of every device (what ``Fleet`` and ``ShardedFleet`` hold)."""
+
+    clean: dict[str, np.ndarray]
+    true_periods: dict[str, int | None]
+    crashed: dict
+    crashes: dict
+
+
+def _truth(scenario: LoadedScenario, run: str, seed: int, crashed: dict) -> _Truth:
+    config = fleet_config(scenario, run, seed)
+    clean, periods = {}, {}
+    for index, device in enumerate(config.device_ids):
+        clean[device], periods[device], _ = device_truth(
+            config.source, seed, index, config.stream.lo, config.stream.hi
+        )
+    return _Truth(clean, periods, crashed, config.crash_plan())
+
+
+def _scenario_of(document: dict) -> LoadedScenario:
+    """The scenario a collector side ran, from its results.json (data paths resolve from
+    the recorded scenario path)."""
+    recorded = document["scenario"]
+    path = Path(recorded["path"]) if recorded.get("path") else None
+    if path is not None and path.exists():
+        from ldpfleet.scenarios.schema import load_scenario
+
+        return load_scenario(path)
+    return LoadedScenario(msgspec.convert(recorded["spec"], Scenario), path)
+
+
+def _load_fleet_dirs(fleet_dirs) -> tuple[list[DeviceOutcome], dict, list[dict]]:
+    outcomes, crashed, shards = [], {}, []
+    for directory in fleet_dirs:
+        data = json.loads((Path(directory) / "outcomes.json").read_text())
+        outcomes += [DeviceOutcome(**entry) for entry in data["devices"]]
+        crashed.update(data.get("crashed", {}))
+        shards.append(data)
+    return outcomes, crashed, shards
+
+
+class _Released:
+    """``score_gcdp``'s view of the releases the collector side saved."""
+
+    def __init__(self, released: dict[int, np.ndarray]) -> None:
+        self._released = released
+
+    def released_values(self) -> dict[int, np.ndarray]:
+        return dict(sorted(self._released.items()))
+
+
+def merge_stream_outputs(
+    collector_dir: str | Path, fleet_dirs, scenario: LoadedScenario | None = None
+) -> dict:
+    """The results.json ``ldpfleet run`` writes, from a stream collector side's OUT and its
+    fleet shards' OUTs (the truth is recomputed from the scenario and seed, as the
+    simulator does). ``scenario`` defaults to the one recorded in the collector's results."""
+    collector_dir = Path(collector_dir)
+    c = json.loads((collector_dir / "results.json").read_text())
+    scenario = scenario or _scenario_of(c)
+    run, seed = c["run"], c["scenario"]["seed"]
+    config = scenario.stream_config(run)
+    outcomes, crashed, shards = _load_fleet_dirs(fleet_dirs)
+    order = {d: i for i, d in enumerate(scenario.device_ids())}
+    outcomes.sort(key=lambda o: order.get(o.device, len(order)))
+    truth = _truth(scenario, run, seed, crashed)
+    side = np.load(collector_dir / SIDE_FILE) if (collector_dir / SIDE_FILE).exists() else {}
+    results = {k: v for k, v in c.items() if k not in ("mean_estimates", "collector_ledger")}
+    reconstruction = _merged_reconstruction(scenario, c, side, truth, config)
+    results["devices_unfinished"] = sum(1 for o in outcomes if o.unfinished)
+    results["stages"]["stream"]["fleet_seconds"] = _fleet_seconds(shards)
+    results["fleet"] = _fleet_entry(scenario, outcomes, shards)
+    results["accuracy"] = _accuracy_entry(scenario, config, c["mean_estimates"], outcomes)
+    results["per_device"] = {
+        o.device: {
+            "state": o.state,
+            "batches_acked": o.batches_acked,
+            "mean_estimate": c["mean_estimates"].get(o.device),
+            "true_mean": o.true_mean,
+            **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
+        }
+        for o in outcomes
+    }
+    if reconstruction is not None:
+        results["reconstruction"] = {k: v for k, v in reconstruction.items() if k != "per_device"}
+    results["secure_sum"] = _merged_secure_sum(scenario, c.get("secure_sum"), truth)
+    if c.get("gcdp") is not None:
+        released = {
+            int(k.split("/")[1]): side[k]
+            for k in getattr(side, "files", [])
+            if k.startswith("gcdp/")
+        }
+        results["gcdp"] = score_gcdp(
+            c["gcdp"], _Released(released), truth, scenario.spec.gcdp.window
+        )
+    results["delivery"] = _delivery_entry(c["delivery"], outcomes)
+    merged_results = {
+        "missing_batches": c["missing_batches"],
+        "reports_rejected": c["reports_rejected"],
+        "rejections_by_reason": c["rejections_by_reason"],
+        "reports_duplicate": c["reports_duplicate"],
+    }
+    results["faults"] = fault_report(scenario.spec.faults, truth, outcomes, merged_results, None)
+    return results
+
+
+def _merged_reconstruction(scenario, c: dict, side, truth: _Truth, config) -> dict | None:
+    if c.get("reconstruction") is None:
+        return None
+    from ldpfleet.collector.reconstruct import Reconstruction
+
+    summary = {**c["reconstruction"], "per_device": {}}
+    reconstructions = {}
+    for device, entry in c["per_device"].items():
+        key = f"recon/{device}"
+        if key not in getattr(side, "files", []):
+            continue
+        summary["per_device"][device] = {
+            "period_hat": entry.get("period_hat"),
+            "period_confidence": entry.get("period_confidence"),
+        }
+        reconstructions[device] = Reconstruction(side[key], entry.get("period_hat"))
+    scored = score_reconstructions(
+        summary, reconstructions, truth, config, tolerance=scenario.spec.cpr.period_tolerance
+    )
+    return scored
+
+
+def _merged_secure_sum(scenario, entry: dict | None, truth: _Truth) -> dict | None:
+    if entry is None or "survivor_ids" not in entry:
+        return entry
+    entry = dict(entry)
+    survivors = entry.pop("survivor_ids")
+    vectors = secure_sum_vectors(scenario, {d: truth.clean[d] for d in survivors})
+    return score_secure_sum(scenario, entry, entry.get("total"), survivors, vectors)
+
+
+def _fleet_seconds(shards: list[dict]) -> float | None:
+    seconds = [s.get("fleet_seconds") for s in shards if s.get("fleet_seconds") is not None]
+    return max(seconds) if seconds else None
+
+
+def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) -> dict:
+    connects = [s["connect_seconds"] for s in shards if s.get("connect_seconds") is not None]
+    return {
+        "devices_run": len(outcomes),
+        "connection": scenario.fleet_connection(),
+        "connect_seconds": max(connects) if connects else None,
+        "unfinished_devices": {o.device: o.unfinished for o in outcomes if o.unfinished},
+        "device_errors": {o.device: o.error for o in outcomes if o.error},
+        "retransmissions": sum(o.retransmissions for o in outcomes),
+        "refused_messages": sum(o.refused_messages for o in outcomes),
+        "ack_latency": latency_summary(outcomes),
+        "shards": {
+            "count": len(shards),
+            "peak_rss_mb": {s["shard"]: s.get("peak_rss_mb") for s in shards},
+            "total_peak_rss_mb": round(sum(s.get("peak_rss_mb") or 0 for s in shards), 1),
+            "secure_sum_stopped": {
+                s["shard"]: (s.get("secure_sum") or {}).get("stopped") for s in shards
+            },
+        },
+    }
+
+
+def _accuracy_entry(scenario, config, estimates: dict, outcomes: list[DeviceOutcome]) -> dict:
+    errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
+    units = (
+        "[0, 1] units: each channel normalised by its bounds"
+        if scenario.multi_column
+        else "physical units"
+    )
+    return {
+        "metric": f"per-device mean of the clipped stream ({units})",
+        "estimator": f"{config.mechanism} estimate_mean",
+        "mean_abs_error": float(np.mean(errors)) if errors else None,
+        "max_abs_error": float(np.max(errors)) if errors else None,
+    }
+
+
+def _delivery_entry(collector: dict, outcomes: list[DeviceOutcome]) -> dict:
+    return {
+        "device_reconnects": sum(o.reconnects for o in outcomes),
+        "devices_reconnected": sum(1 for o in outcomes if o.reconnects),
+        "collector_reconnects": collector["collector_reconnects"],
+        "recorder_reconnects": collector["recorder_reconnects"],
+        "republished": sum(o.republished for o in outcomes) + collector["collector_republished"],
+        "retransmissions": sum(o.retransmissions for o in outcomes),
+        "reports_duplicate": collector["reports_duplicate"],
+        "reports_lost": collector["reports_lost"],
+        "collector_peak_pending": collector["collector_peak_pending"],
+        "max_in_flight": collector["max_in_flight"],
+    }
+
+
+def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> dict:
+    """``merge_stream_outputs`` written as OUT/results.json, with OUT/ledger.json (every
+    shard's devices and the collector's own ledger) and OUT/truth_sample.npz: what
+    ``ldpfleet report OUT`` reads. The trace and the store stay in ``collector_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = merge_stream_outputs(collector_dir, fleet_dirs)
+    collector = json.loads((Path(collector_dir) / "results.json").read_text())
+    scenario = _scenario_of(collector)
+    config = scenario.stream_config(results["run"])
+    outcomes, crashed, _ = _load_fleet_dirs(fleet_dirs)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_json(
+        out / "ledger.json",
+        ledger_document(
+            results["run"],
+            config.eps,
+            config.w,
+            outcomes,
+            collector=collector.get("collector_ledger"),
+        ),
+        indent=2,
+    )
+    if results.get("reconstruction"):
+        truth = _truth(scenario, results["run"], results["scenario"]["seed"], crashed)
+        sample = sorted(d for d, e in results["per_device"].items() if "period_hat" in e)
+        np.savez_compressed(
+            out / "truth_sample.npz",
+            **{d: np.clip(truth.clean[d], config.lo, config.hi) for d in sample[:TRUTH_SAMPLE]},
+        )
+    return results
