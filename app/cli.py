@@ -492,6 +492,26 @@ def report_command(
     console.print(f"wrote {path}")
 
 
+@app.command("merge")
+def merge_command(
+    collector_dir: Annotated[Path, typer.Argument(help="The collector side's --out directory.")],
+    fleet_dirs: Annotated[list[Path], typer.Argument(help="Every fleet shard's --out directory.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Where to write the merged run (default: DIR/merged)."),
+    ] = None,
+) -> None:
+    """Merge the pieces of a run made of separate processes (``ldpfleet collector`` +
+    ``ldpfleet fleet`` shards) into one run directory: the results.json and ledger.json
+    ``ldpfleet run`` would have written, the trace and the store, and report.html."""
+    from ldpfleet.app.merge import merge_run
+
+    with user_errors():
+        target = merge_run(collector_dir, fleet_dirs, out or collector_dir / "merged")
+        report = _write_report(target)
+    console.print(f"merged run in {target}" + (f"; report {report}" if report else ""))
+
+
 @app.command("broker")
 def broker_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",

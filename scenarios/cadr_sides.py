@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
+from ldpfleet.broker.recorder import stamp_public_key
 from ldpfleet.broker.select import BrokerUnavailable, open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed
@@ -164,7 +165,8 @@ async def cadr_collector_side(
     results = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=None
     )
-    return write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
+    written = write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
+    return stamp_public_key(out, written)  # trace.public_key: trace verify's anchor
 
 
 async def _collector_stopped(transport: Transport, run: str, epoch: int, client_id: str) -> str:

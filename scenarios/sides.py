@@ -176,10 +176,9 @@ async def collector_side(
     the announcement; write OUT/results.json, collector.sqlite, trace.sqlite. Returns the
     results (``aborted`` says why, e.g. no fleet joined within ``fleet_timeout``)."""
     if scenario.spec.cadr is not None:
-        from ldpfleet.broker.recorder import stamp_public_key
         from ldpfleet.scenarios.cadr_sides import cadr_collector_side
 
-        results = await cadr_collector_side(
+        return await cadr_collector_side(
             scenario,
             broker,
             run,
@@ -188,7 +187,6 @@ async def collector_side(
             credentials=credentials,
             fleet_timeout=fleet_timeout,
         )
-        return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
     seed = _seed(scenario, seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -219,6 +219,16 @@ async def test_both_sides_in_one_process_over_a_memory_transport(tmp_path):
     assert merged["processes"] == 2 and "ledgers" not in merged
     with pytest.raises(ValueError, match="in two shards"):
         merge_cadr_outputs(tmp_path / "c", [dirs[0], dirs[0]])
+    # `ldpfleet merge`: one run directory that reports and verifies by itself
+    from ldpfleet.app.merge import merge_run
+    from ldpfleet.app.trace_verify import verify_run
+
+    out = merge_run(tmp_path / "c", dirs, tmp_path / "merged")
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk["released"] == expected["released"] and on_disk["trace"]["public_key"]
+    assert (out / "ledger.json").exists() and (out / "trace.sqlite").exists()
+    report = verify_run(out)
+    assert report.ok, report.mismatches
 
 
 async def test_a_missing_shard_stops_the_collector_and_the_shard_that_came(tmp_path):

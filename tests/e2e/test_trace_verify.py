@@ -517,3 +517,27 @@ def test_unreadable_input_exits_2(runs, tmp_path, damage):
         (directory / "trace.sqlite").write_bytes(b"this is not sqlite" * 100)
     result = cli(directory)
     assert result.exit_code == 2, result.output
+
+
+def test_ldpfleet_merge_makes_one_run_that_reports_and_verifies(runs, tmp_path):
+    """`ldpfleet merge C F0 F1 --out M`: M holds what `ldpfleet run` writes (results,
+    ledger, trace, store, report.html) and verifies by itself."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    collector = copy(runs, "sides", tmp_path) / "c"
+    merged = tmp_path / "merged"
+    done = CliRunner().invoke(
+        app,
+        ["merge", str(collector), str(collector / "fleet-0-of-2"), str(tmp_path / "sides" / "f1"),
+         "--out", str(merged)],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    results = json.loads((merged / "results.json").read_text())
+    assert results["devices_complete"] == 3 and results["reports_lost"] == 0
+    assert results["accuracy"] is not None and (merged / "report.html").exists()
+    assert len(json.loads((merged / "ledger.json").read_text())["devices"]) == 3
+    report = verify_run(merged)
+    assert report.ok, report.mismatches
+    missing = CliRunner().invoke(app, ["merge", str(collector), str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "no outcomes.json" in missing.output

@@ -1,0 +1,61 @@
+"""``ldpfleet merge``: one run directory from the pieces of a run made of separate processes.
+
+The collector side (``ldpfleet collector --out C``) and every fleet shard (``ldpfleet fleet
+--shard i/k --out Fi``) write their own directories (docs/separate-processes.md). This puts
+into ``OUT`` what ``ldpfleet run`` writes — results.json and ledger.json merged by the
+scenario kind's merger (``scenarios.sides.write_merged`` for stream, GC-DP and secure-sum
+runs; ``scenarios.cadr_sides.merge_cadr_outputs`` for CADR-LDP) — plus copies of the trace
+and the store, so ``ldpfleet report``, ``trace show`` and ``trace verify OUT`` work on it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from ldpfleet.broker.trace import TraceError
+
+COPIED = ("trace.sqlite", "collector.sqlite", "reconstructions.npz")
+
+
+def merge_run(
+    collector_dir: str | Path, fleet_dirs: Iterable[str | Path], out_dir: str | Path
+) -> Path:
+    """Merge into ``out_dir`` (created); returns it. ``TraceError`` names a missing piece."""
+    collector = Path(collector_dir)
+    fleets = [Path(d) for d in fleet_dirs]
+    results = collector / "results.json"
+    if not results.exists():
+        raise TraceError(f"no results.json in {collector}: is it a collector side's --out?")
+    for directory in fleets:
+        if not (directory / "outcomes.json").exists():
+            raise TraceError(f"no outcomes.json in {directory}: is it a fleet shard's --out?")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = json.loads(results.read_text()).get("scenario", {}).get("spec", {})
+    if spec.get("cadr") is not None:
+        from ldpfleet.scenarios.cadr_sides import merge_cadr_outputs
+
+        merge_cadr_outputs(collector, fleets, out_dir=out)
+    else:
+        from ldpfleet.scenarios.sides import write_merged
+
+        write_merged(collector, fleets, out)
+    for name in COPIED:
+        source = collector / name
+        if source.exists() and source.resolve() != (out / name).resolve():
+            shutil.copy2(source, out / name)
+    _keep_trace_key(collector / "results.json", out / "results.json")
+    return out
+
+
+def _keep_trace_key(collector_results: Path, merged_results: Path) -> None:
+    """The merged results.json carries the collector side's trace key (``trace verify``
+    reads it there) and trace entry, whichever merger wrote it."""
+    trace = json.loads(collector_results.read_text()).get("trace")
+    merged = json.loads(merged_results.read_text())
+    if trace and not (merged.get("trace") or {}).get("public_key"):
+        merged["trace"] = {**(merged.get("trace") or {}), **trace}
+        merged_results.write_text(json.dumps(merged, indent=2))
