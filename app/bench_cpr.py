@@ -17,6 +17,7 @@ cells are not sampling noise of the inputs. Trial seeds derive from (seed, data 
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import zlib
@@ -25,13 +26,20 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
-from ldpfleet.collector.cpr import cpr
+from ldpfleet.collector.cpr import cpr, phase_templates
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.period import detect_period
 from ldpfleet.collector.reconstruct import SMOOTHING_WINDOW, reconstruct
-from ldpfleet.devices.periodic import DATASETS, DEFAULT_LENGTH, make_trial
+from ldpfleet.devices.periodic import (
+    DATA_ROOT,
+    DATASETS,
+    DEFAULT_LENGTH,
+    dataset_records,
+    make_trial,
+)
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave
+from scipy import signal
 
 METHODS = ("cpr", "sw", "sw_moving", "sw_filter", "laplace", "lbd")
 DETECTION_EPS = (1.0, 2.0, 3.0, 4.0, 5.0)
@@ -220,4 +228,381 @@ def markdown(result: dict, command: str) -> str:
             else "."
         )
     )
+    return "\n".join(lines)
+
+
+# -- the period-detection grid (issue 19): the detector against two plain baselines ----------
+
+GRID_SOURCES = (
+    "darwin",
+    "darwin_column",
+    "music",
+    "raisin",
+    "occupancy",
+    "intel",
+    "wisdm",
+    "square",
+    "spikes",
+    "sawtooth",
+    "two_harmonics",
+)
+GRID_SHAPES = (  # (period, cycles): n = period x cycles; periods 8 .. n / 3, cycles 3 .. 60
+    (8, 60),
+    (12, 30),
+    (25, 12),
+    (50, 3),
+    (144, 12),
+    (144, 30),
+    (174, 12),
+    (400, 5),
+)
+GRID_EPS0 = (0.2, 0.5, 1.0, 2.0, 5.0)
+GRID_DRIFT = ((0.02, 0.0), (0.05, 0.0), (0.02, 0.02))  # (amplitude jitter, phase drift)
+APERIODIC_KINDS = ("white", "random_walk", "ar1", "trend")
+APERIODIC_LENGTHS = (300, 3000)
+APERIODIC_EPS0 = (0.2, 1.0, 5.0)
+DETECTORS = ("detect_period", "folded_variance", "autocorrelation")
+
+
+def folded_variance_period(x: np.ndarray, min_period: int = 2, max_period: int | None = None):
+    """Plain folded-variance baseline: for every ``T``, fold the whole cycles
+    (``k = n // T``) of the centred stream, score the folded mean's energy above the noise
+    floor ``mean(m_T^2) - mean(var_T) / k`` and return the smallest ``T`` within 90% of the
+    best score. Never abstains."""
+    x = np.asarray(x, float) - float(np.mean(x))
+    n = x.size
+    max_period = n // 3 if max_period is None else max_period
+    periods = np.arange(min_period, max_period + 1)
+    score = np.empty(periods.size)
+    for i, period in enumerate(periods):
+        k = n // period
+        seg = x[: k * period].reshape(k, period)
+        score[i] = np.mean(seg.mean(axis=0) ** 2) - np.mean(seg.var(axis=0, ddof=1)) / k
+    best = float(score.max())
+    if best <= 0.0:
+        return int(periods[int(np.argmax(score))])
+    return int(periods[np.flatnonzero(score >= 0.9 * best)[0]])
+
+
+def autocorrelation_period(x: np.ndarray, min_period: int = 2, max_period: int | None = None):
+    """Plain autocorrelation baseline: the unbiased sample autocorrelation
+    ``r_T = (sum_t x_t x_{t+T} / (n - T)) / (sum_t x_t^2 / n)`` of the centred stream; the
+    smallest ``T`` within 90% of the best ``r_T``. Never abstains."""
+    x = np.asarray(x, float) - float(np.mean(x))
+    n = x.size
+    max_period = n // 3 if max_period is None else max_period
+    nfft = 1 << (2 * n - 1).bit_length()
+    spec = np.fft.rfft(x, nfft)
+    ac = np.fft.irfft(spec.real**2 + spec.imag**2, nfft)[: max_period + 1]
+    r = ac / (n - np.arange(max_period + 1)) / (ac[0] / n)
+    r = r[min_period:]
+    best = float(r.max())
+    if best <= 0.0:
+        return min_period + int(np.argmax(r))
+    return min_period + int(np.flatnonzero(r >= 0.9 * best)[0])
+
+
+def _normalise01(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, float)
+    low, high = float(values.min()), float(values.max())
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)
+
+
+@functools.cache
+def _occupancy_days() -> np.ndarray:
+    """Daily cycles of UCI Occupancy light: 10-minute means, one row per full day (T = 144)."""
+    import csv
+
+    path = DATA_ROOT / "uci-occupancy" / "datatraining.txt"
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    stamps = np.array([np.datetime64(r[1].replace(" ", "T")) for r in rows])
+    light = np.array([float(r[4]) for r in rows])
+    minute = (stamps - stamps[0].astype("datetime64[D]")).astype("timedelta64[m]").astype(int)
+    slot = minute // 10
+    sums = np.bincount(slot, weights=light)
+    counts = np.bincount(slot)
+    full = sums.size // 144
+    means = np.divide(sums, counts, out=np.full(sums.size, np.nan), where=counts > 0)
+    days = means[: full * 144].reshape(full, 144)
+    ok = np.isfinite(days).all(axis=1)
+    return days[ok]
+
+
+@functools.cache
+def _table(source: str) -> np.ndarray:
+    if source == "darwin":
+        return dataset_records("darwin")
+    if source == "darwin_column":  # one feature over the 174 participants (T = 174)
+        return dataset_records("darwin").T
+    if source in ("music", "raisin"):
+        return dataset_records(source)
+    if source == "occupancy":
+        return _occupancy_days()
+    if source == "intel":  # one sensor's first day of half-hour temperatures (T = 48)
+        rows = np.loadtxt(DATA_ROOT / "intel-lab" / "intelTemperatureTrain.csv", delimiter=",")
+        return rows[:, :48]
+    if source == "wisdm":  # one example's binned X, Y, Z acceleration distributions (30)
+        path = DATA_ROOT / "wisdm-v1.1-transformed" / "WISDM_ar_v1.1_transformed.arff"
+        lines = path.read_text().split("@data", 1)[1].split()
+        rows = [line.split(",")[2:32] for line in lines if line.count(",") > 32]
+        table = np.array([[float(v) for v in row] for row in rows[:2000]])
+        return table[np.ptp(table, axis=1) > 0]
+    raise ValueError(source)
+
+
+def grid_template(source: str, period: int, rng: np.random.Generator) -> np.ndarray:
+    """One cycle of ``period`` samples in [0, 1]: a data-set record (resampled to ``period``
+    by periodic linear interpolation when its native length differs) or a synthetic shape."""
+    u = (np.arange(period) / period + rng.random()) % 1.0
+    if source == "square":
+        return (u < 0.5).astype(float)
+    if source == "spikes":
+        width = max(1, period // 12)
+        out = np.zeros(period)
+        out[(np.arange(width) + rng.integers(period)) % period] = 1.0
+        return out
+    if source == "sawtooth":
+        return u
+    if source == "two_harmonics":
+        return _normalise01(np.sin(2 * np.pi * u) + 0.8 * np.sin(4 * np.pi * u + rng.random() * 6))
+    table = _table(source)
+    cycle = _normalise01(table[int(rng.integers(len(table)))])
+    while np.ptp(cycle) == 0:
+        cycle = _normalise01(table[int(rng.integers(len(table)))])
+    if cycle.size == period:
+        return cycle
+    grid = np.arange(period) * cycle.size / period
+    return np.interp(grid, np.arange(cycle.size + 1), np.append(cycle, cycle[0]))
+
+
+def grid_stream(cycle, n, rng, jitter=0.02, drift=0.0) -> np.ndarray:
+    """Repeat ``cycle`` to ``n`` samples with amplitude jitter N(0, jitter^2) and, if
+    ``drift > 0``, phase drift: sample ``t`` reads the cycle at ``t + D_t`` with ``D`` a
+    random walk of step sd ``drift`` samples (a jittery clock), clipped to [0, 1]."""
+    period = cycle.size
+    t = np.arange(n, dtype=float)
+    if drift > 0:
+        t = t + np.cumsum(drift * rng.standard_normal(n))
+    pos = t % period
+    base = np.interp(pos, np.arange(period + 1), np.append(cycle, cycle[0]))
+    return np.clip(base + jitter * rng.standard_normal(n), 0.0, 1.0)
+
+
+def aperiodic_stream(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Aperiodic inputs in [0, 1]: iid uniform, a random walk, AR(1) (phi = 0.95), a linear
+    trend with noise (sd 0.05)."""
+    if kind == "white":
+        return rng.random(n)
+    if kind == "random_walk":
+        return _normalise01(np.cumsum(rng.standard_normal(n)))
+    if kind == "ar1":
+        shocks = rng.standard_normal(n)
+        return _normalise01(signal.lfilter([1.0], [1.0, -0.95], shocks))
+    if kind == "trend":
+        return np.clip(np.linspace(0.1, 0.9, n) + 0.05 * rng.standard_normal(n), 0.0, 1.0)
+    raise ValueError(kind)
+
+
+def _detect_all(reports: np.ndarray) -> dict[str, int | None]:
+    return {
+        "detect_period": detect_period(reports).period,
+        "folded_variance": folded_variance_period(reports),
+        "autocorrelation": autocorrelation_period(reports),
+    }
+
+
+def _grid_cell(args: tuple) -> dict:
+    source, period, cycles, eps0, jitter, drift, trials, seed = args
+    n = period * cycles
+    hits = dict.fromkeys(DETECTORS, 0)
+    abstain = 0
+    cos_true, cos_hat, cos_fallback, cos_true_abstain = [], [], [], []
+    tag = f"{source}/{period}/{cycles}/{eps0}/{jitter}/{drift}"
+    for trial in range(trials):
+        rng = trial_rng(seed, "grid", trial, tag)
+        clean = grid_stream(grid_template(source, period, rng), n, rng, jitter, drift)
+        mechanism = SquareWave(eps0)
+        reports = mechanism.perturb(clean, rng)
+        found = _detect_all(reports)
+        for name, value in found.items():
+            hits[name] += value == period
+        hat = found["detect_period"]
+        true_template = phase_templates(reports, mechanism, period)
+        cos_true.append(cosine_distance(true_template[np.arange(n) % period], clean))
+        if hat == period:
+            cos_hat.append(cos_true[-1])
+        elif hat is None:
+            abstain += 1
+            level = phase_templates(reports, mechanism, 1)[0]
+            cos_fallback.append(cosine_distance(np.full(n, level), clean))
+            cos_true_abstain.append(cos_true[-1])
+    return {
+        "source": source,
+        "period": period,
+        "cycles": cycles,
+        "eps0": eps0,
+        "jitter": jitter,
+        "drift": drift,
+        "trials": trials,
+        "accuracy": {name: hits[name] / trials for name in DETECTORS},
+        "abstain": abstain / trials,
+        "cosine_true_period": float(np.mean(cos_true)),
+        "cosine_when_detected": float(np.mean(cos_hat)) if cos_hat else None,
+        "cosine_fallback": float(np.mean(cos_fallback)) if cos_fallback else None,
+        "cosine_true_period_when_abstaining": (
+            float(np.mean(cos_true_abstain)) if cos_true_abstain else None
+        ),
+    }
+
+
+def _aperiodic_cell(args: tuple) -> dict:
+    kind, n, eps0, trials, seed = args
+    claims = dict.fromkeys(DETECTORS, 0)
+    for trial in range(trials):
+        rng = trial_rng(seed, "aperiodic", trial, f"{kind}/{n}/{eps0}")
+        reports = SquareWave(eps0).perturb(aperiodic_stream(kind, n, rng), rng)
+        for name, value in _detect_all(reports).items():
+            claims[name] += value is not None
+    return {
+        "kind": kind,
+        "n": n,
+        "eps0": eps0,
+        "trials": trials,
+        "false_claims": {name: claims[name] / trials for name in DETECTORS},
+    }
+
+
+def grid_cells() -> list[tuple]:
+    """Every (source, period, cycles, eps0, jitter, drift) of the grid: all sources x shapes
+    x eps0 at jitter 0.02, plus the stronger jitter and the phase drift on every source at
+    (25, 12) and (144, 12)."""
+    cells = [
+        (s, p, k, e, 0.02, 0.0) for s in GRID_SOURCES for (p, k) in GRID_SHAPES for e in GRID_EPS0
+    ]
+    cells += [
+        (s, p, k, e, j, d)
+        for s in GRID_SOURCES
+        for (p, k) in ((25, 12), (144, 12))
+        for e in GRID_EPS0
+        for (j, d) in GRID_DRIFT[1:]
+    ]
+    return cells
+
+
+def _detector_speed(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    reports = SquareWave(1.0).perturb(
+        grid_stream(grid_template("darwin", 25, rng), 10_000, rng), rng
+    )
+    detect_period(reports)
+    timings = []
+    for _ in range(30):
+        started = time.perf_counter()
+        detect_period(reports)
+        timings.append(time.perf_counter() - started)
+    return {
+        "detect_period_ms_10k_median": round(1000 * float(np.median(timings)), 2),
+        "detect_period_ms_10k_max": round(1000 * float(np.max(timings)), 2),
+    }
+
+
+def bench_period_grid(
+    *, trials: int = 40, aperiodic_trials: int = 200, seed: int = 0, workers: int | None = None
+) -> dict:
+    """The detection grid (exact match, ``trials`` per cell) and the false-claim rates on
+    aperiodic streams, for ``detect_period`` and both baselines."""
+    workers = workers or os.cpu_count() or 1
+    cells = [(*c, trials, seed) for c in grid_cells()]
+    aperiodic = [
+        (kind, n, eps0, aperiodic_trials, seed)
+        for kind in APERIODIC_KINDS
+        for n in APERIODIC_LENGTHS
+        for eps0 in APERIODIC_EPS0
+    ]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        grid = list(pool.map(_grid_cell, cells, chunksize=4))
+        null = list(pool.map(_aperiodic_cell, aperiodic))
+    return {
+        "trials": trials,
+        "aperiodic_trials": aperiodic_trials,
+        "seed": seed,
+        "grid": grid,
+        "aperiodic": null,
+        "seconds": round(time.perf_counter() - started, 1),
+        "speed": _detector_speed(seed),
+    }
+
+
+def grid_markdown(result: dict, command: str) -> str:
+    """Grid tables: accuracy (%) of detect_period / folded variance / autocorrelation per cell,
+    a per-source summary, and the false-claim rates."""
+    grid = result["grid"]
+    lines = [
+        f"Generated by `{command}` ({result['trials']} trials per cell, exact match; "
+        f"{result['aperiodic_trials']} trials per aperiodic cell).",
+        "",
+        "**Summary per source** (cells where detect_period is >= / < each baseline; "
+        "mean accuracy %: ours / folded variance / autocorrelation)",
+        "",
+        "| source | cells | >= FV | >= ACF | < both | mean ours | mean FV | mean ACF |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for source in dict.fromkeys(r["source"] for r in grid):
+        rows = [r["accuracy"] for r in grid if r["source"] == source]
+        ge_fv = sum(a["detect_period"] >= a["folded_variance"] for a in rows)
+        ge_acf = sum(a["detect_period"] >= a["autocorrelation"] for a in rows)
+        lose = sum(
+            a["detect_period"] < max(a["folded_variance"], a["autocorrelation"]) for a in rows
+        )
+        means = [100 * np.mean([a[d] for a in rows]) for d in DETECTORS]
+        lines.append(
+            f"| {source} | {len(rows)} | {ge_fv} | {ge_acf} | {lose} | "
+            + " | ".join(f"{m:.0f}" for m in means)
+            + " |"
+        )
+    lines += [
+        "",
+        "**False claims on aperiodic streams (%)** (SW reports of the aperiodic input)",
+        "",
+        "| input | n | ε0 | detect_period | folded variance | autocorrelation |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["aperiodic"]:
+        fc = r["false_claims"]
+        lines.append(
+            f"| {r['kind']} | {r['n']} | {r['eps0']:g} | "
+            + " | ".join(f"{100 * fc[d]:.1f}" for d in DETECTORS)
+            + " |"
+        )
+    lines += [
+        "",
+        "**Every cell** (accuracy %: ours / FV / ACF; abstain %; mean cosine distance of CPR "
+        "given the true period, of CPR where detected, of the fallback where abstaining)",
+        "",
+        "| source | T | cycles | ε0 | jitter | drift | ours | FV | ACF | abstain | cos true T "
+        "| cos detected | cos fallback |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def fmt(value):
+        return "-" if value is None else f"{value:.3f}"
+
+    for r in grid:
+        a = r["accuracy"]
+        mark = "" if a["detect_period"] >= max(a["folded_variance"], a["autocorrelation"]) else " ◂"
+        lines.append(
+            f"| {r['source']} | {r['period']} | {r['cycles']} | {r['eps0']:g} | {r['jitter']:g} "
+            f"| {r['drift']:g} | {100 * a['detect_period']:.0f}{mark} | "
+            f"{100 * a['folded_variance']:.0f} | {100 * a['autocorrelation']:.0f} | "
+            f"{100 * r['abstain']:.0f} | {fmt(r['cosine_true_period'])} | "
+            f"{fmt(r['cosine_when_detected'])} | {fmt(r['cosine_fallback'])} |"
+        )
+    speed = result["speed"]
+    lines += [
+        "",
+        f"detect_period on one stream of 10,000 reports: {speed['detect_period_ms_10k_median']} "
+        f"ms (median of 30; max {speed['detect_period_ms_10k_max']} ms).",
+    ]
     return "\n".join(lines)

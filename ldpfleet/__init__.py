@@ -47,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     # audit
     "run_audit": "ldpfleet.audits:run_audit",
     "AuditResult": "ldpfleet.collector.audit.core:AuditResult",
+    # stream analytics
+    "detect_period": "ldpfleet.collector.period:detect_period",
 }
 
 __all__ = ["__version__", *_EXPORTS]
