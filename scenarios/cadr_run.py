@@ -667,13 +667,13 @@ def fresh_outputs(out_dir: str | Path) -> Path:
     return out
 
 
-def scenario_header(scenario) -> dict:
-    """results.json's ``scenario`` entry: name, path and the validated spec."""
-    return {
-        "name": scenario.name,
-        "path": str(scenario.path) if scenario.path else None,
-        "spec": scenario.to_dict(),
-    }
+def scenario_header(scenario, seed: int | None = None) -> dict:
+    """results.json's ``scenario`` entry: name, path, the seed (when given) and the
+    validated spec (every kind of run writes it so)."""
+    header = {"name": scenario.name, "path": str(scenario.path) if scenario.path else None}
+    if seed is not None:
+        header["seed"] = seed
+    return {**header, "spec": scenario.to_dict()}
 
 
 def write_cadr_results(out: Path, results: dict) -> dict:

@@ -38,6 +38,7 @@ from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.sw import normalise
+from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -692,12 +693,7 @@ async def run_scenario(
     results = {
         "run": run,
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
-        "scenario": {
-            "name": scenario.name,
-            "path": str(scenario.path) if scenario.path else None,
-            "seed": seed,
-            "spec": scenario.to_dict(),
-        },
+        "scenario": scenario_header(scenario, seed),
         "broker": {
             "kind": broker_info.kind if broker_info else None,
             "url": broker_info.url if broker_info else None,

@@ -59,6 +59,7 @@ from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config
@@ -359,12 +360,7 @@ def _collector_document(
     return {
         "run": run,
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
-        "scenario": {
-            "name": scenario.name,
-            "path": str(scenario.path) if scenario.path else None,
-            "seed": seed,
-            "spec": scenario.to_dict(),
-        },
+        "scenario": scenario_header(scenario, seed),
         "broker": {
             "kind": getattr(state.info, "kind", None),
             "url": getattr(state.info, "url", None),

@@ -565,7 +565,9 @@ def test_write_mosquitto_files_builds_the_plugin_once(tmp_path, monkeypatch):
     from ldpfleet.broker.auth import write_mosquitto_files
 
     if mosquitto_plugin._compiler() is None:
-        pytest.skip("no C compiler")
+        from tests.conftest import service_missing
+
+        service_missing("no C compiler (the client-id binding plugin is built with one)")
     creds = Credentials.generate(RUN, DEVICES)
     monkeypatch.delenv(mosquitto_plugin.PLUGIN_ENV, raising=False)
     paths = write_mosquitto_files(tmp_path / "mq", creds, port=1, persistence=False)
