@@ -98,6 +98,7 @@ async def bench_fleet(
             retransmit_after=retransmit_after,
         )
     )
+    scenario.check_shard_brokers(broker, shard_brokers)
     broker_pid = None
     if broker.startswith("mqtt://"):
         broker_pid = listening_pid(parse_broker_url(broker).port)

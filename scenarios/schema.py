@@ -7,10 +7,15 @@ value and the limit. ``docs/scenarios.md`` documents every key.
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
 import os
+import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+from types import UnionType
 from typing import Annotated, Literal
 
 import msgspec
@@ -259,6 +264,117 @@ def _path_of(text: str) -> str:
     return ".".join(parts) or "(top level)"
 
 
+def explain_invalid(message: str, key: str, toml_text: str) -> str:
+    """msgspec's validation ``message`` about ``key`` made helpful: an unknown key or
+    section gets "did you mean" and the valid names, an enum its allowed values, a range
+    or type error the value given."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(toml_text)
+    except tomllib.TOMLDecodeError:  # msgspec parsed it: not expected
+        raw = {}
+    parts = [part for part in re.split(r"\.|\[\d+\]", key) if part]
+    if "unknown field" in message and parts:
+        owner = _struct_at(parts[:-1], raw)
+        if owner is None:
+            return message
+        names = list(owner.__struct_fields__)
+        if owner.__struct_config__.tag_field:  # [source]: its kind
+            names.insert(0, owner.__struct_config__.tag_field)
+        where = f"[{'.'.join(parts[:-1])}]" if len(parts) > 1 else "the scenario file"
+        what = "key" if len(parts) > 1 else "section"
+        close = difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
+        guess = f"did you mean `{close[0]}`? " if close else ""
+        return (
+            f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "
+            "(docs/scenarios.md lists every key)"
+        )
+    value = _raw_value(parts, raw)
+    if message.startswith("Invalid") and "value" in message:
+        allowed, numeric = _allowed_values(parts, raw)
+        if allowed:
+            close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1)
+            listed = ", ".join(json.dumps(a) for a in allowed)
+            return (
+                f"{value!r} is not allowed; allowed: {listed}"
+                + (" or a number" if numeric else "")
+                + (f" (did you mean {json.dumps(close[0])}?)" if close else "")
+            )
+        return message
+    if message.startswith("Expected") and ", got" not in message and value is not _MISSING:
+        shown = repr(value)
+        return f"{message}, got {shown if len(shown) <= 60 else shown[:57] + '...'}"
+    return message
+
+
+_MISSING = object()
+
+
+def _raw_value(parts: list[str], raw: dict):
+    """The value at ``key`` in the parsed TOML (list indices dropped), or ``_MISSING``."""
+    node = raw
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _field_type(owner: type, name: str):
+    """A struct field's type without ``Annotated`` and ``None``."""
+    hint = typing.get_type_hints(owner, include_extras=True).get(name)
+    union = typing.get_origin(hint) in (typing.Union, UnionType)
+    return [o for o in (typing.get_args(hint) if union else (hint,)) if o is not type(None)]
+
+
+def _struct_at(parts: list[str], raw: dict) -> type | None:
+    """The schema struct of the section at ``parts`` (the tagged ``[source]`` chosen by
+    its ``kind``); None when it cannot be told."""
+    owner: type = Scenario
+    for depth, part in enumerate(parts):
+        if part not in owner.__struct_fields__:
+            return None
+        structs = [
+            o for o in _field_type(owner, part) if isinstance(o, type) and issubclass(o, _Section)
+        ]
+        if len(structs) > 1:
+            kind = _raw_value([*parts[: depth + 1], "kind"], raw)
+            structs = [o for o in structs if o.__struct_config__.tag == kind]
+        if len(structs) != 1:
+            return None
+        owner = structs[0]
+    return owner
+
+
+def _allowed_values(parts: list[str], raw: dict) -> tuple[list, bool]:
+    """The literal values the field at ``parts`` allows, and whether a number is allowed
+    too (``shards = 2`` or ``"auto"``). A tagged section's ``kind``: its tags."""
+    if not parts:
+        return [], False
+    if parts[-1] == "kind":
+        owner_field = _struct_at(parts[:-2], raw) if len(parts) > 1 else None
+        if owner_field is not None and parts[-2] in owner_field.__struct_fields__:
+            tags = [
+                o.__struct_config__.tag
+                for o in _field_type(owner_field, parts[-2])
+                if isinstance(o, type) and issubclass(o, _Section) and o.__struct_config__.tag
+            ]
+            if tags:
+                return tags, False
+    owner = _struct_at(parts[:-1], raw)
+    if owner is None or parts[-1] not in owner.__struct_fields__:
+        return [], False
+    allowed, numeric = [], False
+    for option in _field_type(owner, parts[-1]):
+        base = typing.get_args(option)[0] if typing.get_origin(option) is Annotated else option
+        if typing.get_origin(base) is Literal:
+            allowed += list(typing.get_args(base))
+        elif base in (int, float):
+            numeric = True
+    return allowed, numeric
+
+
 @dataclass(frozen=True)
 class LoadedScenario:
     """A validated scenario and where it came from (relative data paths resolve there)."""
@@ -294,6 +410,22 @@ class LoadedScenario:
             devices = self.spec.fleet.devices
             return (os.cpu_count() or 1) if devices >= SHARD_AUTO_DEVICES else 1
         return shards
+
+    def check_shard_brokers(self, broker: str | None, shard_brokers: list[str] | None) -> None:
+        """Refuse ``--shard-broker`` for a run whose devices run in one shard: every device
+        would use ``--broker`` and the option would be silently ignored."""
+        if not shard_brokers:
+            return
+        spec = broker or self.spec.broker.url
+        kind = spec if spec in ("memory", "embedded") else "mqtt"
+        shards = 1 if self.spec.cadr is not None else self.fleet_shards(kind)
+        if shards == 1:
+            raise ScenarioError(
+                f"--shard-broker: this run's devices run in one shard ([fleet] shards = "
+                f"{self.spec.fleet.shards if self.spec.fleet else 1!r} on the {kind} broker), "
+                "which uses --broker; set [fleet] shards to 2 or more (bench fleet: --shards) "
+                "or leave --shard-broker out"
+            )
 
     def fleet_connection(self) -> Literal["device", "gateway"]:
         """The connection model ``[fleet] connection`` asks for ("auto": one connection
@@ -463,9 +595,9 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:
-        text = str(error).split(" - at")[0]
-        hint = " (docs/scenarios.md lists every key)" if "unknown field" in text else ""
-        raise ScenarioError(f"{where}{_path_of(str(error))}: {text}{hint}") from None
+        key = _path_of(str(error))
+        explained = explain_invalid(str(error).split(" - at")[0], key, text)
+        raise ScenarioError(f"{where}{key}: {explained}") from None
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     loaded = LoadedScenario(spec, path, text)

@@ -1,0 +1,112 @@
+"""Errors that help (issue 22): an unknown key or section says "did you mean" and lists the
+valid names, an enum lists its allowed values, a range error echoes the value; ``trace
+show --kind`` refuses a kind that does not exist; ``--shard-broker`` with one shard is
+refused. Each message stays one sentence (no newline) naming the key."""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+from tests.conftest import ROOT
+
+QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
+
+
+def error_of(old: str, new: str) -> str:
+    assert old in QUICK
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(QUICK.replace(old, new, 1))
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needles"),
+    [
+        ("w = 5\n", "w = 5\nepss = 1\n", ["stream.epss", "did you mean `eps`?", "step_seconds"]),
+        ("noise = 0.5", "nosie = 0.5", ["source.nosie", "did you mean `noise`?", "kind"]),
+        ("[stream]", "[streem]", ["unknown section `streem`", "did you mean `stream`?"]),
+        ("[fleet]", "[fleet]\nconect_concurrency = 2", ["did you mean `connect_concurrency`?"]),
+    ],
+)
+def test_unknown_keys_and_sections_suggest_the_close_name(old, new, needles):
+    message = error_of(old, new)
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_an_unknown_key_with_nothing_close_lists_the_valid_ones_without_a_guess():
+    message = error_of("w = 5\n", "w = 5\nzzzzqq = 1\n")
+    assert "did you mean" not in message
+    assert "valid: steps, eps, w, mechanism" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needles"),
+    [
+        ('shape = "sine"', 'shape = "sin"',
+         ['source.shape', '"sine", "square", "sawtooth", "composite"', 'did you mean "sine"']),
+        ('kind = "synthetic"', 'kind = "synth"',
+         ['source.kind', '"synthetic", "csv", "periodic"']),
+        ("[stream]", '[stream]\nreconstruct = "cprr"',
+         ['"none", "cpr", "sw", "sw_moving", "sw_filter", "laplace"']),
+        ("[fleet]", '[fleet]\nshards = "many"', ['fleet.shards', '"auto" or a number']),
+    ],
+)  # fmt: skip
+def test_an_invalid_enum_lists_the_allowed_values(old, new, needles):
+    message = error_of(old, new)
+    for needle in needles:
+        assert needle in message, message
+
+
+def test_an_unknown_mechanism_lists_the_built_ins():
+    message = error_of('mechanism = "sw"', 'mechanism = "sqw"')
+    assert "stream.mechanism" in message and "sw, sw01, laplace" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ("devices = 50", "devices = 0", "fleet.devices: Expected `int` >= 1, got 0"),
+        ("eps = 2.0", "eps = 50.5", "stream.eps: Expected `float` <= 50.0, got 50.5"),
+        ("batch_steps = 5", "batch_steps = -1", "got -1"),
+    ],
+)
+def test_a_range_error_echoes_the_value(old, new, needle):
+    assert needle in error_of(old, new)
+
+
+def test_messages_naming_a_section_survive_the_command_line(tmp_path):
+    """``[stream]`` in a message is not rich markup: it reaches the terminal."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text(QUICK.replace("w = 5\n", "w = 5\nepss = 1\n"))
+    result = CliRunner().invoke(app, ["run", str(bad), "--broker", "memory"])
+    assert result.exit_code == 2
+    assert "in [stream]; did you mean `eps`?" in result.output, result.output
+
+
+def test_shard_broker_with_one_shard_is_refused():
+    loaded = parse_scenario(QUICK)
+    with pytest.raises(ScenarioError, match=r"--shard-broker: this run's devices run in one"):
+        loaded.check_shard_brokers("memory", ["mqtt://127.0.0.1:1883"])
+    loaded.check_shard_brokers("memory", None)  # not given: nothing to refuse
+    sharded = parse_scenario(QUICK.replace("devices = 50", "devices = 50\nshards = 2"))
+    sharded.check_shard_brokers("mqtt://127.0.0.1:1883", ["mqtt://127.0.0.1:1884"])
+
+
+def test_bench_fleet_refuses_shard_broker_with_one_shard():
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app,
+        ["bench", "fleet", "--devices", "4", "--steps", "5", "--broker", "memory",
+         "--shard-broker", "mqtt://127.0.0.1:1883"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--shard-broker" in result.output and "[fleet] shards" in result.output
