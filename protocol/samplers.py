@@ -1,0 +1,198 @@
+"""Exact noise samplers driven by the injected generator — theory of operation.
+
+Why. ``numpy``'s ``rng.laplace`` computes ``-b * log(u)`` in floating point. Mironov
+("On Significance of the Least Significant Bits for Differential Privacy", CCS 2012) shows
+that the set of doubles such a sampler can output around ``x`` depends on ``x``: the low
+bits of ``x + noise`` reveal the input, so the floating-point Laplace mechanism is not
+eps-DP however large the scale. The cure is to sample from a distribution whose support
+does not depend on the input: integers (or a fixed grid), with exact arithmetic.
+
+What. ``discrete_laplace(rng, scale)`` draws ``Z`` with ``P[Z = z] ∝ exp(-|z| / scale)``
+on the integers (the two-sided geometric distribution; Ghosh, Roughgarden, Sundararajan
+2009) by Algorithms 1 and 2 of Canonne, Kamath and Steinke ("The Discrete Gaussian for
+Differential Privacy", NeurIPS 2020): ``Bernoulli(exp(-gamma))`` from Bernoulli draws of
+rational probabilities, a geometric variable from those, and a sign. Every step is
+integer arithmetic: a ``Bernoulli(num / den)`` is ``rng.integers(0, den) < num``, and
+numpy's bounded integers are exactly uniform (rejection sampling, not floating-point
+scaling). So for an integer input ``k``, ``k + discrete_laplace(rng, Δ / eps)`` is exactly
+``eps``-DP for sensitivity ``Δ`` (integer): the output is an integer whose probability
+ratio between inputs ``k`` and ``k'`` is at most ``exp(|k - k'| / scale)``.
+
+``scale`` is taken as an exact rational ``t / s``: an int or ``Fraction`` as given, a float
+rounded UP to a multiple of ``2**-SCALE_BITS`` (more noise, never less, so the privacy
+claim survives the rounding).
+
+``laplace_on_grid(rng, value, scale, grid)`` is the real-valued use: the input is rounded
+to the grid ``grid * Z`` (``grid`` a power of two, so ``k * grid`` is an exact double for
+``|k| < 2**53``) and ``grid * discrete_laplace(rng, scale / grid)`` is added: every output
+is a grid point, whatever the input, and the ratio between two inputs is at most
+``exp((|x - x'| + grid) / scale)`` (rounding moves each input by at most ``grid / 2``).
+A caller protecting sensitivity ``Δ`` at ``eps`` therefore uses ``scale = (Δ + grid) /
+eps``. This is the construction OpenDP uses for its float Laplace mechanism
+(``make_laplace`` on float domains: discretise to ``2**k``, discrete Laplace on the
+integers), in the spirit of Mironov's snapping mechanism (which clamps and rounds the
+float output instead).
+
+Choice: own sampler, OpenDP as reference. OpenDP's samplers (``opendp``, the field's
+reference library) are exact too, but draw from the operating system's CSPRNG: they
+cannot take the injected ``numpy.random.Generator``, so a seeded run would not be
+reproducible (the same seed must give the same values on every transport and in separate
+processes, DESIGN.md). So the samplers here take the generator's exact uniform integers
+and do the rest in integer arithmetic; the tests compare their distribution with the
+exact probability mass function and with OpenDP's sampler (tests/unit/test_samplers.py).
+A seeded generator is of course not a cryptographic source: exactness removes the
+floating-point leak, reproducibility is kept on purpose, and a deployment that needs
+unpredictable noise seeds the generator from ``os.urandom`` (numpy's default).
+
+Cost: vectorised over the requested size (every draw loops until accepted; the expected
+number of rounds is a small constant), a few microseconds per sample.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+
+__all__ = [
+    "SCALE_BITS",
+    "bernoulli_exp",
+    "discrete_laplace",
+    "exact_scale",
+    "laplace_on_grid",
+]
+
+SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
+_MAX_DEN = 2**62  # integer bounds stay within numpy's int64
+
+
+def exact_scale(scale: int | float | Fraction) -> Fraction:
+    """``scale`` as an exact positive rational: ints and Fractions as given, a float rounded
+    up to a multiple of ``2**-SCALE_BITS`` (never less noise than asked)."""
+    if isinstance(scale, bool) or not isinstance(scale, int | float | Fraction | np.number):
+        raise ParameterError(f"must be a positive real number, got {scale!r}", field="scale")
+    if isinstance(scale, Fraction):
+        value = scale
+    elif isinstance(scale, int | np.integer):
+        value = Fraction(int(scale))
+    else:
+        f = float(scale)
+        if not math.isfinite(f):
+            raise ParameterError(f"must be finite, got {scale!r}", field="scale")
+        value = Fraction(math.ceil(Fraction(f) * 2**SCALE_BITS), 2**SCALE_BITS)
+    if value <= 0:
+        raise ParameterError(f"must be > 0, got {scale!r}", field="scale")
+    if value.numerator >= 2**40 or value.denominator >= 2**40:
+        raise ParameterError(
+            f"must be a ratio of integers below 2**40, got {scale!r}", field="scale"
+        )
+    return value
+
+
+def _bernoulli_exp_le1(rng: np.random.Generator, num: np.ndarray, den: int) -> np.ndarray:
+    """``Bernoulli(exp(-num / den))`` element-wise for ``0 <= num <= den`` (CKS Alg. 1:
+    draw ``A_k ~ Bernoulli(gamma / k)`` for k = 1, 2, ... until one fails at K; return
+    ``K`` odd)."""
+    out = np.empty(num.shape, dtype=bool)
+    active = np.arange(num.size)
+    k = 1
+    while active.size:
+        if den * k >= _MAX_DEN:  # pragma: no cover - P[K > k] = gamma^k / k!, never here
+            raise ParameterError("Bernoulli denominator overflow", field="scale")
+        success = rng.integers(0, den * k, size=active.size) < num[active]
+        out[active[~success]] = k % 2 == 1
+        active = active[success]
+        k += 1
+    return out
+
+
+def bernoulli_exp(
+    rng: np.random.Generator, gamma: int | Fraction, size: int | None = None
+) -> bool | np.ndarray:
+    """Exact ``Bernoulli(exp(-gamma))`` for a rational ``gamma >= 0`` (CKS Alg. 1): one
+    ``Bernoulli(exp(-1))`` per unit of ``gamma``, then one for the fractional part."""
+    g = Fraction(gamma)
+    if g < 0:
+        raise ParameterError(f"must be >= 0, got {gamma!r}", field="gamma")
+    n = 1 if size is None else int(size)
+    out = np.ones(n, dtype=bool)
+    whole = math.floor(g)
+    for _ in range(whole):
+        idx = np.flatnonzero(out)
+        if not idx.size:
+            break
+        out[idx] = _bernoulli_exp_le1(rng, np.ones(idx.size, dtype=np.int64), 1)
+    frac = g - whole
+    idx = np.flatnonzero(out)
+    if frac and idx.size:
+        num = np.full(idx.size, frac.numerator, dtype=np.int64)
+        out[idx] = _bernoulli_exp_le1(rng, num, frac.denominator)
+    return bool(out[0]) if size is None else out
+
+
+def discrete_laplace(
+    rng: np.random.Generator, scale: int | float | Fraction, size: int | tuple | None = None
+) -> int | np.ndarray:
+    """Integers with ``P[Z = z] ∝ exp(-|z| / scale)``, exactly (CKS 2020, Alg. 2; module
+    docstring). Returns an int for ``size=None``, else an ``int64`` array of that shape.
+
+    With ``scale = t / s``: ``U ~ Uniform{0..t-1}`` accepted with probability
+    ``exp(-U / t)``, ``V ~ Geometric(1 - exp(-1))``, ``X = U + t V`` (geometric with ratio
+    ``exp(-1 / t)``), ``Y = floor(X / s)`` (ratio ``exp(-s / t)``), a fair sign, and
+    ``(sign -, 0)`` rejected so that zero is not counted twice."""
+    exact = exact_scale(scale)
+    t, s = exact.numerator, exact.denominator
+    shape = () if size is None else (size if isinstance(size, tuple) else (int(size),))
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    out = np.zeros(n, dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        m = pending.size
+        u = rng.integers(0, t, size=m)
+        keep = _bernoulli_exp_le1(rng, u, t)
+        v = np.zeros(m, dtype=np.int64)
+        going = np.flatnonzero(keep)
+        while going.size:  # V: Bernoulli(exp(-1)) successes before the first failure
+            more = _bernoulli_exp_le1(rng, np.ones(going.size, dtype=np.int64), 1)
+            v[going[more]] += 1
+            going = going[more]
+        y = (u + t * v) // s
+        negative = rng.integers(0, 2, size=m).astype(bool)
+        accepted = keep & ~(negative & (y == 0))
+        out[pending[accepted]] = np.where(negative[accepted], -y[accepted], y[accepted])
+        pending = pending[~accepted]
+    return int(out[0]) if size is None else out.reshape(shape)
+
+
+def _check_grid(grid: float) -> float:
+    g = float(grid) if isinstance(grid, int | float) and not isinstance(grid, bool) else 0.0
+    if not (g > 0 and math.isfinite(g) and math.frexp(g)[0] == 0.5):
+        raise ParameterError(f"must be a positive power of two, got {grid!r}", field="grid")
+    return g
+
+
+def laplace_on_grid(
+    rng: np.random.Generator,
+    value: float | np.ndarray,
+    scale: int | float | Fraction,
+    grid: float = 2.0**-20,
+) -> float | np.ndarray:
+    """``value`` rounded to the grid ``grid * Z`` plus ``grid * discrete_laplace(scale /
+    grid)``: a grid point whatever the input, ``P ∝ exp(-|y - round(x)| / scale)``. For
+    sensitivity ``Δ`` at ``eps`` use ``scale = (Δ + grid) / eps`` (module docstring).
+    ``grid`` is a power of two; returns a float for a scalar ``value``."""
+    g = _check_grid(grid)
+    x = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise ParameterError("must be finite", field="value")
+    k = np.rint(x / g)  # x / g is exact (g a power of two); rint is exact on doubles
+    if np.any(np.abs(k) >= 2.0**52):
+        raise ParameterError(f"|value| / grid must stay below 2**52 (grid {g!r})", field="value")
+    z = discrete_laplace(rng, exact_scale(scale) / Fraction(g), size=x.shape or None)
+    total = k.astype(np.int64) + np.asarray(z, dtype=np.int64)
+    if np.any(np.abs(total) >= 2**53):
+        raise ParameterError("noise beyond the exact range of doubles", field="scale")
+    out = total.astype(float) * g  # exact: an integer below 2**53 times a power of two
+    return float(out) if out.ndim == 0 else out

@@ -1,0 +1,151 @@
+"""Exact samplers (protocol/samplers.py): the distribution against the exact probability
+mass function and against OpenDP's sampler, determinism under a seed, the grid property
+that defeats Mironov's attack, and typed errors.
+
+Statistical thresholds: every goodness-of-fit test below is a Pearson chi-square test
+whose statistic is compared with the chi-square quantile at 1 - 1e-6 for its degrees of
+freedom (``chi2.ppf(1 - 1e-6, df)``), so a correct sampler fails one of them with
+probability about 1e-6 per test (asymptotic chi-square law; every pooled cell has an
+expected count >= 50, where the approximation is good). Seeds are fixed, so the outcome
+is deterministic."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import (
+    SCALE_BITS,
+    bernoulli_exp,
+    discrete_laplace,
+    exact_scale,
+    laplace_on_grid,
+)
+from scipy.stats import chi2
+
+FALSE_FAILURE = 1e-6
+
+
+def _pmf(z: np.ndarray, scale: float) -> np.ndarray:
+    p = math.exp(-1.0 / scale)
+    return (1 - p) / (1 + p) * p ** np.abs(z)
+
+
+def _cells(scale: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cells -K..K (each expected >= 50) and the two tails pooled into the end cells."""
+    k = 0
+    while n * _pmf(np.array([k + 1]), scale)[0] >= 50:
+        k += 1
+    support = np.arange(-k, k + 1)
+    probs = _pmf(support, scale)
+    tail = (1.0 - probs.sum()) / 2.0
+    probs[0] += tail
+    probs[-1] += tail
+    return support, probs
+
+
+def _chi_square(sample: np.ndarray, support: np.ndarray, probs: np.ndarray) -> float:
+    clipped = np.clip(sample, support[0], support[-1])
+    counts = np.bincount(clipped - support[0], minlength=support.size)
+    expected = probs * sample.size
+    return float(np.sum((counts - expected) ** 2 / expected))
+
+
+@pytest.mark.parametrize("scale", [1, 2.5, Fraction(7, 3), 10.0])
+def test_discrete_laplace_matches_its_exact_pmf(scale):
+    n = 200_000
+    sample = discrete_laplace(np.random.default_rng(11), scale, n)
+    assert sample.dtype == np.int64 and sample.shape == (n,)
+    support, probs = _cells(float(scale), n)
+    stat = _chi_square(sample, support, probs)
+    assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), stat
+
+
+def test_discrete_laplace_agrees_with_opendp():
+    # Two-sample chi-square test of homogeneity between our sampler (seeded generator) and
+    # OpenDP's (OS randomness; its outcome is random, the false-failure rate ~1e-6 as above).
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    scale, n = 3.0, 100_000
+    reference = dp.m.make_laplace(
+        dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int), scale=scale
+    )
+    theirs = np.asarray(reference([0] * n), dtype=np.int64)
+    ours = discrete_laplace(np.random.default_rng(5), scale, n)
+    support, _ = _cells(scale, n // 2)
+    table = np.array(
+        [np.bincount(np.clip(s, support[0], support[-1]) - support[0]) for s in (ours, theirs)]
+    )
+    expected = table.sum(axis=1, keepdims=True) * table.sum(axis=0) / table.sum()
+    stat = float(np.sum((table - expected) ** 2 / expected))
+    assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), stat
+
+
+def test_bernoulli_exp_frequencies():
+    # |hits/n - p| <= 4.9 sigma: a two-sided normal tail of ~1e-6 for each gamma.
+    rng = np.random.default_rng(2)
+    n = 100_000
+    for gamma in (Fraction(0), Fraction(1, 3), Fraction(1), Fraction(5, 2)):
+        p = math.exp(-float(gamma))
+        hits = int(np.sum(bernoulli_exp(rng, gamma, n)))
+        assert abs(hits / n - p) <= 4.9 * math.sqrt(p * (1 - p) / n) + 1e-12, (gamma, hits)
+    assert isinstance(bernoulli_exp(rng, Fraction(1, 2)), bool)
+
+
+def test_same_seed_same_values_and_scalar_shapes():
+    a = discrete_laplace(np.random.default_rng(3), 4.0, (3, 5))
+    b = discrete_laplace(np.random.default_rng(3), 4.0, (3, 5))
+    assert a.shape == (3, 5) and np.array_equal(a, b)
+    assert isinstance(discrete_laplace(np.random.default_rng(3), 4.0), int)
+    x = laplace_on_grid(np.random.default_rng(9), np.array([0.1, 0.7]), 1.0)
+    y = laplace_on_grid(np.random.default_rng(9), np.array([0.1, 0.7]), 1.0)
+    assert np.array_equal(x, y) and isinstance(
+        laplace_on_grid(np.random.default_rng(9), 0.1, 1.0), float
+    )
+
+
+def test_grid_outputs_do_not_depend_on_the_low_bits_of_the_input():
+    # Mironov's attack reads the set of doubles reachable from x; here every output is a
+    # multiple of the grid whatever x is, and x, x + tiny give the same output distribution.
+    grid = 2.0**-3
+    out = laplace_on_grid(np.random.default_rng(1), np.full(10_000, 0.3 + 1e-12), 0.5, grid)
+    assert np.all(np.mod(out, grid) == 0.0)
+    same = laplace_on_grid(np.random.default_rng(1), np.full(10_000, 0.3), 0.5, grid)
+    assert np.array_equal(out, same)
+    # and the noise has the discrete Laplace law of scale / grid on the grid
+    k = np.rint(0.3 / grid)
+    z = np.rint(out / grid - k).astype(np.int64)
+    support, probs = _cells(0.5 / grid, z.size)
+    assert _chi_square(z, support, probs) < chi2.ppf(1 - FALSE_FAILURE, support.size - 1)
+
+
+def test_a_float_scale_is_rounded_up_never_down():
+    s = exact_scale(0.1)
+    assert s >= Fraction(0.1) and s - Fraction(0.1) < Fraction(1, 2**SCALE_BITS)
+    assert exact_scale(3) == 3 and exact_scale(Fraction(1, 3)) == Fraction(1, 3)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "2", Fraction(-1)])
+def test_bad_scales_are_refused_naming_the_field(bad):
+    with pytest.raises(ParameterError) as info:
+        discrete_laplace(np.random.default_rng(0), bad)
+    assert info.value.field == "scale"
+
+
+def test_bad_grid_and_values_are_refused():
+    rng = np.random.default_rng(0)
+    for grid in (0.3, 0.0, -0.5, float("inf")):
+        with pytest.raises(ParameterError) as info:
+            laplace_on_grid(rng, 0.0, 1.0, grid)
+        assert info.value.field == "grid"
+    for value in (float("nan"), 2.0**60):
+        with pytest.raises(ParameterError) as info:
+            laplace_on_grid(rng, value, 1.0, 2.0**-20)
+        assert info.value.field == "value"
+    with pytest.raises(ParameterError) as info:
+        bernoulli_exp(rng, Fraction(-1, 2))
+    assert info.value.field == "gamma"
