@@ -113,7 +113,10 @@ def user_errors():
     except user_error_types() as error:
         if _state["verbose"]:
             console.print_exception()
-        console.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
+        from rich.markup import escape
+
+        # escaped: a message naming a section ([stream]) is not rich markup
+        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         console.print("interrupted")
@@ -776,6 +779,49 @@ SinceOpt = Annotated[float | None, typer.Option(help="Seconds after the first me
 UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first message.")]
 
 
+PROTOCOL_MODULES = (
+    "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
+    "peer_relay",
+)  # fmt: skip
+
+
+def protocol_kinds() -> set[str]:
+    """Every message kind (payload ``type`` tag) the protocol defines, and ``invalid``."""
+    import importlib
+
+    import msgspec
+
+    kinds = {"invalid"}
+    for name in PROTOCOL_MODULES:
+        module = importlib.import_module(f"ldpfleet.protocol.{name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, msgspec.Struct):
+                tag = value.__struct_config__.tag
+                if isinstance(tag, str) and tag[:1].islower():
+                    kinds.add(tag)
+    return kinds
+
+
+def check_kind(db, kind: str | None, path: Path) -> None:
+    """Refuse a ``--kind`` that is neither recorded in the trace nor a kind of the protocol
+    (a typo would otherwise select nothing and look like an empty result)."""
+    import difflib
+
+    from ldpfleet.broker.trace import TraceError
+
+    if not kind:
+        return
+    recorded = {row[0] for row in db.execute("SELECT DISTINCT kind FROM messages")}
+    if kind in recorded or kind in protocol_kinds():
+        return
+    close = difflib.get_close_matches(kind, sorted(recorded | protocol_kinds()), n=1)
+    raise TraceError(
+        f"--kind {kind!r} is not a message kind"
+        + (f" (did you mean {close[0]!r}?)" if close else "")
+        + f"; recorded in {path}: {', '.join(sorted(recorded)) or 'nothing'}"
+    )
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -792,6 +838,7 @@ def trace_stats(
 
     with user_errors():
         db = open_readonly(path)
+        check_kind(db, kind, path)
         result = stats(db, TraceFilter(device, kind, topic, since, until))
     if as_json:
         print(json.dumps(result, indent=2))
@@ -825,6 +872,7 @@ def trace_show(
 
     with user_errors():
         db = open_readonly(path)
+        check_kind(db, kind, path)
         for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
@@ -876,6 +924,7 @@ def trace_export(
 
     with user_errors():
         db = open_readonly(path)
+        check_kind(db, kind, path)
         lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
         if output is None:
             for line in lines:
@@ -998,6 +1047,8 @@ def bench_fleet_command(
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))
+    if result["lost"]:
+        _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
 
 
 @bench_app.command("cpr")
@@ -1127,6 +1178,18 @@ def bench_secagg_command(
             )
         )
     print(json.dumps(result))
+    if result["aborted"] or result["exact"] is not True:
+        why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
+        _fail(f"secure sum not exact ({why}); the JSON above has the details")
+
+
+def _fail(sentence: str) -> None:
+    """One sentence on stderr and exit status 1: a command that ran, but whose result is
+    not what it should be (a bench that is not exact, a run that lost reports)."""
+    from rich.markup import escape
+
+    console.print(f"[bold red]failed:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
 
 
 @bench_app.command("cadr")

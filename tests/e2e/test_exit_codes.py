@@ -1,0 +1,73 @@
+"""Exit codes that do not lie (issue 22): a bench whose secure sum is not exact exits 1 with
+one sentence after its JSON; ``trace show/stats/export --kind`` refuses a kind that is
+neither recorded nor a kind of the protocol (exit 2), while a real kind with no messages
+selects nothing and exits 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ldpfleet.app.cli import app
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT
+
+runner = CliRunner()
+
+
+def test_an_aborted_bench_secure_sum_exits_1_with_one_sentence():
+    # 7 of 12 devices leave after sharing: 5 masked inputs < threshold 6, so the collector
+    # cannot unmask (deterministic: who drops out is drawn from the seed)
+    result = runner.invoke(
+        app, ["bench", "secagg", "--devices", "12", "--dim", "4", "--dropout", "0.6"]
+    )
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout.splitlines()[0])
+    assert document["exact"] is None and document["aborted"]
+    failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert len(failed) == 1 and "secure sum not exact" in failed[0], result.output
+
+
+def test_an_exact_bench_secure_sum_exits_0():
+    result = runner.invoke(
+        app, ["bench", "secagg", "--devices", "12", "--dim", "4", "--dropout", "0.1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["exact"] is True
+    assert "failed:" not in result.output
+
+
+@pytest.fixture(scope="module")
+def quickstart_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("qs") / "run"
+    result = runner.invoke(
+        app,
+        ["run", str(ROOT / "scenarios" / "quickstart.toml"), "--broker", "memory", "--out",
+         str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("command", ["show", "stats", "export"])
+def test_trace_refuses_an_unknown_kind(quickstart_run, command):
+    result = runner.invoke(app, ["trace", command, str(quickstart_run), "--kind", "bogus"])
+    assert result.exit_code == 2, result.output
+    assert "--kind 'bogus' is not a message kind" in result.output
+    assert "recorded in" in result.output and "sw_report" in result.output
+    assert len(result.output.strip().splitlines()) == 1  # one sentence
+
+
+def test_trace_suggests_the_close_kind(quickstart_run):
+    result = runner.invoke(app, ["trace", "show", str(quickstart_run), "--kind", "rejct"])
+    assert result.exit_code == 2
+    assert "did you mean 'reject'?" in result.output
+
+
+def test_a_protocol_kind_absent_from_the_trace_selects_nothing(quickstart_run):
+    result = runner.invoke(app, ["trace", "show", str(quickstart_run), "--kind", "reject"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    shown = runner.invoke(app, ["trace", "show", str(quickstart_run), "--kind", "ack"])
+    assert shown.exit_code == 0 and " ack " in shown.stdout
