@@ -83,6 +83,15 @@ def classify(topic: str, payload: bytes) -> tuple[str, str, str | None, str, int
     return family, sender, recipient, kind, seq
 
 
+def close_wal(db: sqlite3.Connection) -> None:
+    """Checkpoint the WAL into the database and leave WAL mode, so that closing removes the
+    ``-wal``/``-shm`` files and read-only readers (``ldpfleet trace``, the report) do not
+    recreate them; kept in WAL mode if another connection still reads."""
+    with contextlib.suppress(sqlite3.Error):
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("PRAGMA journal_mode=DELETE")
+
+
 def open_trace(path: str | Path) -> sqlite3.Connection:
     """Open (creating if needed) a trace database."""
     db = sqlite3.connect(str(path))
@@ -268,6 +277,8 @@ class TraceRecorder:
         finally:
             self._flush()
             self._sign()
+            if self.complete:  # a whole trace: one file, no -wal/-shm left in the run folder
+                close_wal(self._db)
             self._db.close()
             self._db = None
             self.finished.set()

@@ -7,6 +7,7 @@ acknowledged report survives a crash of the collector process. The primary key
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -86,5 +87,14 @@ class ReportStore:
         }
 
     def close(self) -> None:
-        """Close the database."""
+        """Checkpoint the WAL into the database, leave WAL mode and close: the run folder
+        keeps one ``collector.sqlite`` and no ``-wal``/``-shm`` files (a read-only reader,
+        such as the report, would otherwise recreate them and leave them behind). A
+        restarted collector reopens it in WAL mode. Closing twice is harmless."""
+        if self._db is None:
+            return
+        with contextlib.suppress(sqlite3.Error):  # another connection still reading: keep WAL
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("PRAGMA journal_mode=DELETE")
         self._db.close()
+        self._db = None
