@@ -271,8 +271,6 @@ def run(
     shard_broker: ShardBrokerOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
-    from ldpfleet.scenarios.loop import run as run_loop
-    from ldpfleet.scenarios.runner import run_scenario
     from ldpfleet.scenarios.schema import load_scenario
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -300,17 +298,15 @@ def run(
             def progress(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            results = run_loop(
-                run_scenario(
-                    loaded,
-                    broker=broker,
-                    out_dir=out,
-                    seed=seed,
-                    run_id=run_id,
-                    progress=progress,
-                    credentials=credentials,
-                    shard_brokers=shard_broker or None,
-                )
+            results = _run_any(
+                loaded,
+                broker=broker,
+                out_dir=out,
+                seed=seed,
+                run_id=run_id,
+                progress=progress,
+                credentials=credentials,
+                shard_brokers=shard_broker or None,
             )
     console.print(_summary_table(results))
     report = _write_report(out)
@@ -344,8 +340,6 @@ def _run_cadr(
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
     from ldpfleet.collector.cadr_fleet import stage_listener
-    from ldpfleet.scenarios.loop import run as run_loop
-    from ldpfleet.scenarios.runner import run_scenario  # it hands CADR-LDP runs their credentials
     from rich.table import Table
 
     with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
@@ -356,15 +350,14 @@ def _run_cadr(
 
         token = stage_listener.set(stage_done)
         try:
-            results = run_loop(
-                run_scenario(
-                    loaded,
-                    broker=broker,
-                    out_dir=out,
-                    seed=seed,
-                    run_id=run_id,
-                    credentials=credentials,
-                )
+            results = _run_any(
+                loaded,
+                broker=broker,
+                out_dir=out,
+                seed=seed,
+                run_id=run_id,
+                credentials=credentials,
+                stage_done=stage_done,
             )
         finally:
             stage_listener.reset(token)
@@ -398,6 +391,27 @@ def _run_cadr(
         f"{out}/trace.sqlite{', ' + str(report) if report else ''}"
     )
     _print_trace_key(results)
+
+
+def _run_any(loaded, *, progress=None, stage_done=None, **options) -> dict:
+    """``ldpfleet run``'s engine: on a real broker the collector runs as its own process
+    and the fleet as shards (``scenarios.split_run``); on the in-memory broker, or with an
+    in-process attacker (``[faults] hostile_messages``), everything runs in this process
+    (``scenarios.runner``). A collector process that wrote nothing: one sentence, exit 1."""
+    from ldpfleet.scenarios import split_run
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    if not split_run.runs_split(loaded, options.get("broker")):
+        from ldpfleet.scenarios.runner import run_scenario
+
+        return run_loop(run_scenario(loaded, progress=progress, **options))
+    try:
+        return run_loop(
+            split_run.run_split(loaded, progress=progress, stage_done=stage_done, **options)
+        )
+    except split_run.SplitRunFailed as error:
+        console.print(f"[bold red]error:[/] {error.sentence}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 def _print_trace_key(results: dict) -> None:
@@ -507,7 +521,7 @@ def merge_command(
     """Merge the pieces of a run made of separate processes (``ldpfleet collector`` +
     ``ldpfleet fleet`` shards) into one run directory: the results.json and ledger.json
     ``ldpfleet run`` would have written, the trace and the store, and report.html."""
-    from ldpfleet.app.merge import merge_run
+    from ldpfleet.scenarios.merge import merge_run
 
     with user_errors():
         target = merge_run(collector_dir, fleet_dirs, out or collector_dir / "merged")

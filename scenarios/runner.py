@@ -453,7 +453,8 @@ def fault_report(faults, fleet, outcomes, collector_results: dict, attacker) -> 
     }
 
 
-async def _watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
+async def watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
+    """Call ``callback(persisted, expected)`` every 0.2 s while ``service`` collects."""
     while True:
         machine = service.machine
         if machine is not None:
@@ -573,7 +574,7 @@ async def run_scenario(
                 collector_task = group.create_task(collector.run())
                 await collector.subscribed.wait()
                 watcher = (
-                    group.create_task(_watch_progress(collector, progress)) if progress else None
+                    group.create_task(watch_progress(collector, progress)) if progress else None
                 )
                 side = None
                 side_tasks = [task for task in (side_task, attacker) if task is not None]

@@ -77,6 +77,7 @@ from ldpfleet.scenarios.runner import (
     secure_sum_dropouts,
     secure_sum_entry,
     secure_sum_vectors,
+    watch_progress,
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
 
@@ -172,10 +173,12 @@ async def collector_side(
     credentials: Credentials | None = None,
     fleet_timeout: float = 60.0,
     on_listening: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Run the collector side of ``run``: announce the run once listening, collect, close
     the announcement; write OUT/results.json, collector.sqlite, trace.sqlite. Returns the
-    results (``aborted`` says why, e.g. no fleet joined within ``fleet_timeout``)."""
+    results (``aborted`` says why, e.g. no fleet joined within ``fleet_timeout``).
+    ``progress(persisted, expected)`` hears the stream stage's report count."""
     if scenario.spec.cadr is not None:
         from ldpfleet.scenarios.cadr_sides import cadr_collector_side
 
@@ -209,6 +212,7 @@ async def collector_side(
                     conn,
                     fleet_timeout,
                     on_listening,
+                    progress,
                 )
             finally:
                 reason = (state.aborted or {}).get("detail", "")
@@ -221,7 +225,17 @@ async def collector_side(
 
 
 async def _collect(
-    scenario, transport, run, out, seed, state, announcer, conn, fleet_timeout, on_listening
+    scenario,
+    transport,
+    run,
+    out,
+    seed,
+    state,
+    announcer,
+    conn,
+    fleet_timeout,
+    on_listening,
+    progress=None,
 ) -> None:
     """Recorder + collector service (+ the secure-sum stage), announced once listening."""
     grace = scenario.spec.collector.finish_grace
@@ -234,11 +248,16 @@ async def _collect(
         await _first(recorder.subscribed, recording)
         collecting = group.create_task(service.run())
         await _first(service.subscribed, collecting)
+        watching = group.create_task(watch_progress(service, progress)) if progress else None
         await announcer.open(conn)
         if on_listening is not None:
             on_listening(state.info.url)
         await _close_without_fleet(service, collecting, run, fleet_timeout, state)
         state.results = await collecting
+        if watching is not None:
+            watching.cancel()
+            c = state.results
+            progress(c["reports_received"], c["reports_expected"])
         if scenario.spec.secure_sum is not None:
             if state.aborted is None:
                 state.secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)

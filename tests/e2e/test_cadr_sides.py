@@ -220,8 +220,8 @@ async def test_both_sides_in_one_process_over_a_memory_transport(tmp_path):
     with pytest.raises(ValueError, match="in two shards"):
         merge_cadr_outputs(tmp_path / "c", [dirs[0], dirs[0]])
     # `ldpfleet merge`: one run directory that reports and verifies by itself
-    from ldpfleet.app.merge import merge_run
     from ldpfleet.app.trace_verify import verify_run
+    from ldpfleet.scenarios.merge import merge_run
 
     out = merge_run(tmp_path / "c", dirs, tmp_path / "merged")
     on_disk = json.loads((out / "results.json").read_text())

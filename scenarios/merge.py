@@ -4,14 +4,19 @@ The collector side (``ldpfleet collector --out C``) and every fleet shard (``ldp
 --shard i/k --out Fi``) write their own directories (docs/separate-processes.md). This puts
 into ``OUT`` what ``ldpfleet run`` writes — results.json and ledger.json merged by the
 scenario kind's merger (``scenarios.sides.write_merged`` for stream, GC-DP and secure-sum
-runs; ``scenarios.cadr_sides.merge_cadr_outputs`` for CADR-LDP) — plus copies of the trace
-and the store, so ``ldpfleet report``, ``trace show`` and ``trace verify OUT`` work on it.
+runs; ``scenarios.cadr_sides.merge_cadr_outputs`` for CADR-LDP) — plus the trace and the
+store (hard links where the file system allows, else copies), so ``ldpfleet report``,
+``trace show`` and ``trace verify OUT`` work on it. ``ldpfleet run`` merges its pieces with
+it too (``scenarios.split_run``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,9 +51,22 @@ def merge_run(
     for name in COPIED:
         source = collector / name
         if source.exists() and source.resolve() != (out / name).resolve():
-            shutil.copy2(source, out / name)
+            _link_or_copy(source, out / name)
     _keep_trace_key(collector / "results.json", out / "results.json")
     return out
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to ``source`` (a trace can be gigabytes), or a copy where
+    the file system refuses links."""
+    target.unlink(missing_ok=True)
+    if source.suffix == ".sqlite" and source.with_name(source.name + "-wal").exists():
+        with contextlib.closing(sqlite3.connect(source)) as db:  # the link sees every row
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _keep_trace_key(collector_results: Path, merged_results: Path) -> None:

@@ -1,0 +1,168 @@
+"""One side of a run as its own OS process (what ``ldpfleet run`` starts).
+
+``python -m ldpfleet.scenarios.side_process collector|fleet SCENARIO --broker URL --run ID
+--out DIR [--shard i/k] [--seed N] [--credentials FILE] [--progress]`` runs
+``scenarios.sides.collector_side`` or ``fleet_side`` (every kind of scenario: stream, GC-DP,
+secure sum, CADR-LDP) exactly as ``ldpfleet collector`` / ``ldpfleet fleet`` do, without the
+application layer (the scenarios layer never imports it). ``scenarios.split_run`` builds
+``ldpfleet run`` from these processes.
+
+With ``--progress`` the collector side writes one JSON object per line on stdout for its
+parent: ``{"progress": [persisted, expected]}`` while the stream stage runs and
+``{"stage": name, "seconds": s}`` when a CADR-LDP stage completes. Its last line is
+``{"done": true}`` once results.json is written. Everything else (warnings, log records)
+goes to stderr.
+
+Exit status: 0 when the side ran to its end and wrote its outputs (the outputs say whether
+the run was complete), 1 when it stopped with a sentence (no collector announced the run, a
+stage failed, the other side went silent), 2 on bad input (scenario, shard, credentials).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from ldpfleet.broker.select import BrokerUnavailable
+from ldpfleet.devices.fleet import parse_shard
+from ldpfleet.devices.rendezvous import RendezvousError
+from ldpfleet.scenarios.fleet_shard import load_run_credentials
+from ldpfleet.scenarios.loop import run as run_loop
+
+MODULE = "ldpfleet.scenarios.side_process"
+PROGRESS_EVERY = 0.25  # seconds between two progress lines (only when the count moved)
+
+
+def _say(document: dict) -> None:
+    """One JSON line for the parent process."""
+    sys.stdout.write(json.dumps(document) + "\n")
+    sys.stdout.flush()
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
+    parser.add_argument("side", choices=("collector", "fleet"))
+    parser.add_argument("scenario", type=Path, help="scenario file or built-in name")
+    parser.add_argument("--broker", "-b", required=True, help="mqtt://host:port of the broker")
+    parser.add_argument("--run", required=True, help="run id shared by both sides")
+    parser.add_argument("--shard", default="0/1", help="fleet: run slice i of k")
+    parser.add_argument("--out", "-o", type=Path, required=True, help="where to write")
+    parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
+    parser.add_argument("--fleet-timeout", type=float, default=60.0, help="collector: join")
+    parser.add_argument("--wait-timeout", type=float, default=60.0, help="fleet: rendezvous")
+    parser.add_argument("--progress", action="store_true", help="collector: JSON progress lines")
+    return parser.parse_args(argv)
+
+
+async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.scenarios.sides import collector_side
+
+    if not args.progress:
+        return await collector_side(
+            scenario,
+            args.broker,
+            args.run,
+            args.out,
+            seed=args.seed,
+            credentials=credentials,
+            fleet_timeout=args.fleet_timeout,
+        )
+    from ldpfleet.collector.cadr_fleet import stage_listener
+
+    token = stage_listener.set(lambda name, seconds: _say({"stage": name, "seconds": seconds}))
+    try:
+        extra = {} if scenario.spec.cadr is not None else {"progress": _progress_lines()}
+        return await collector_side(
+            scenario,
+            args.broker,
+            args.run,
+            args.out,
+            seed=args.seed,
+            credentials=credentials,
+            fleet_timeout=args.fleet_timeout,
+            **extra,
+        )
+    finally:
+        stage_listener.reset(token)
+
+
+def _progress_lines():
+    """A progress callback that prints a line when the count moved."""
+    last: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        if not last or last[0] != (done, total):
+            last[:] = [(done, total)]
+            _say({"progress": [done, total]})
+
+    return progress
+
+
+async def _fleet(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.scenarios.sides import fleet_side
+
+    return await fleet_side(
+        scenario,
+        args.broker,
+        args.run,
+        parse_shard(args.shard),
+        args.out,
+        seed=args.seed,
+        credentials=credentials,
+        wait_timeout=args.wait_timeout,
+    )
+
+
+async def _cancelled_on_sigterm(coroutine):
+    """Run ``coroutine``; SIGTERM cancels it, so the side writes what it did so far."""
+    task = asyncio.current_task()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await coroutine
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the side; return the exit status (module docstring)."""
+    from ldpfleet.scenarios.schema import load_scenario
+
+    args = _arguments(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    stops: tuple[type[BaseException], ...] = (RendezvousError, BrokerUnavailable)
+    try:
+        scenario = load_scenario(args.scenario)
+        credentials = load_run_credentials(args.credentials, args.run)
+        side = _collector if args.side == "collector" else _fleet
+        run_loop(_cancelled_on_sigterm(side(args, scenario, credentials)))
+    except asyncio.CancelledError:
+        print(f"{args.side}: stopped (SIGTERM)", file=sys.stderr, flush=True)
+        return 1
+    except Exception as error:
+        cadr = sys.modules.get("ldpfleet.scenarios.cadr_sides")
+        if cadr is not None:
+            stops += (cadr.CadrSideStopped,)
+        if isinstance(error, stops):
+            print(f"{args.side}: {getattr(error, 'sentence', error)}", file=sys.stderr, flush=True)
+            return 1
+        if isinstance(error, (ValueError, OSError)):  # bad scenario, shard or credentials
+            print(f"error: {error}", file=sys.stderr, flush=True)
+            return 2
+        raise
+    if args.side == "collector" and args.progress:
+        _say({"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
+    sys.exit(130)

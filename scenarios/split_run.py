@@ -1,0 +1,321 @@
+"""``ldpfleet run`` built from the two programs: the collector as its own OS process.
+
+``run_split`` does what an operator does by hand (docs/separate-processes.md): it opens the
+run's broker (starts the embedded one, or joins a URL), starts the collector side
+(``python -m ldpfleet.scenarios.side_process collector``, its own process, with the trace
+recorder), runs the fleet side (shard 0 in this process, shards 1..k-1 as processes of
+their own, shard i on ``shard_brokers[i % n]``), waits for both, and merges their
+directories (``scenarios.merge``) into OUT: the results.json and ledger.json that the
+in-process runner writes for the same seed, with the trace and the store.
+
+Layout of OUT: ``collector/`` (the collector side's own outputs and ``collector.log``),
+``fleet-i-of-k/`` (each shard's ledger.json and outcomes.json, and ``fleet.log`` for the
+shard processes), and the merged run at the top (``trace.sqlite`` and ``collector.sqlite``
+are hard links to the collector's). results.json ``side_processes`` names each process, its
+exit status and its log.
+
+The in-memory broker lives in one process, and a ``[faults] hostile_messages`` run holds the
+collector's stage open from its side task: those run in one process
+(``scenarios.runner.run_scenario``); ``runs_split`` says which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.transport import Transport
+from ldpfleet.devices.rendezvous import RendezvousError
+from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.scenarios.merge import merge_run
+from ldpfleet.scenarios.runner import new_run_id, run_credentials
+from ldpfleet.scenarios.schema import LoadedScenario
+from ldpfleet.scenarios.shards import STOP_GRACE, _die_with_parent
+from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
+from ldpfleet.scenarios.sides import fleet_side, scenario_kind
+
+__all__ = ["SplitRunFailed", "run_split", "runs_split"]
+
+COLLECTOR_DIR = "collector"
+LOG_TAIL = 6  # lines of a failed process's log quoted in the sentence
+
+
+class SplitRunFailed(RuntimeError):
+    """The collector process ended without its outputs; ``sentence`` says why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+def runs_split(scenario: LoadedScenario, broker: str | Transport | None) -> bool:
+    """Whether ``ldpfleet run`` runs ``scenario`` on ``broker`` as separate processes: every
+    real broker (embedded or a URL), except a run whose ``[faults]`` inject hostile messages
+    (the attacker holds the collector's stage open in-process until its flood is handled)."""
+    spec = broker or scenario.spec.broker.url
+    if not isinstance(spec, str) or spec == "memory":
+        return False
+    faults = scenario.spec.faults
+    return not (faults is not None and faults.hostile_messages)
+
+
+@dataclass
+class _Processes:
+    """What results.json ``side_processes`` records."""
+
+    collector: dict = field(default_factory=dict)
+    fleet_shards: dict = field(default_factory=dict)
+
+
+def _shard_count(scenario: LoadedScenario, broker_kind: str) -> int:
+    if scenario.spec.cadr is not None:
+        return max(1, scenario.spec.cadr.processes)
+    return scenario.fleet_shards(broker_kind)
+
+
+def _scenario_file(scenario: LoadedScenario, out: Path) -> Path:
+    """The scenario as the child processes read it: its file, or (parsed from text) a copy."""
+    if scenario.path is not None:
+        return scenario.path
+    if scenario.text is None:
+        raise ValueError("a run in separate processes needs the scenario's file or text")
+    path = out / "scenario.toml"
+    path.write_text(scenario.text)
+    return path
+
+
+def _clear(out: Path) -> None:
+    """Remove a previous run's pieces from OUT."""
+    fresh_outputs(out)
+    for stale in [out / COLLECTOR_DIR, *out.glob("fleet-*-of-*")]:
+        if stale.is_dir():
+            shutil.rmtree(stale)
+
+
+def _side_command(side: str, scenario_file: Path, url: str, run: str, out: Path, seed: int,
+                  credentials_file: Path | None, *extra: str) -> list[str]:  # fmt: skip
+    command = [sys.executable, "-m", SIDE_MODULE, side, str(scenario_file)]
+    command += ["--broker", url, "--run", run, "--out", str(out), "--seed", str(seed)]
+    if credentials_file is not None:
+        command += ["--credentials", str(credentials_file)]
+    return command + list(extra)
+
+
+def _tail(path: Path) -> str:
+    if not path.exists():
+        return ""
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return " | ".join(lines[-LOG_TAIL:])
+
+
+async def _spawn(command: list[str], log: Path, *, pipe: bool) -> asyncio.subprocess.Process:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as handle:  # the child keeps its own descriptor
+        return await asyncio.create_subprocess_exec(
+            *command,
+            stdout=asyncio.subprocess.PIPE if pipe else handle,
+            stderr=handle,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=_die_with_parent,
+        )
+
+
+async def _read_collector(
+    process: asyncio.subprocess.Process,
+    log: Path,
+    progress: Callable[[int, int], None] | None,
+    stage_done: Callable[[str, float], None] | None,
+) -> None:
+    """Follow the collector's JSON lines (side_process): progress and finished stages."""
+    assert process.stdout is not None
+    with log.open("a") as other:
+        async for raw in process.stdout:
+            line = raw.decode(errors="replace").strip()
+            try:
+                document = json.loads(line)
+            except ValueError:
+                document = None
+            if not isinstance(document, dict):
+                other.write(line + "\n")
+            elif "progress" in document and progress is not None:
+                progress(*document["progress"])
+            elif "stage" in document and stage_done is not None:
+                stage_done(document["stage"], document["seconds"])
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM (the side writes what it did), then SIGKILL after ``STOP_GRACE``."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+
+
+async def _local_shard(scenario, url, run, shard, out, seed, credentials, wait_timeout) -> str:
+    """Shard ``shard`` in this process; returns how it ended (``"done"`` or a sentence)."""
+    try:
+        await fleet_side(
+            scenario, url, run, shard, out, seed=seed, credentials=credentials,
+            wait_timeout=wait_timeout,
+        )  # fmt: skip
+    except RendezvousError as error:
+        return error.sentence
+    except Exception as error:
+        cadr = sys.modules.get("ldpfleet.scenarios.cadr_sides")
+        if cadr is not None and isinstance(error, cadr.CadrSideStopped):
+            return str(error)
+        raise
+    return "done"
+
+
+async def run_split(
+    scenario: LoadedScenario,
+    *,
+    broker: str | None = None,
+    out_dir: str | Path = "runs/latest",
+    seed: int | None = None,
+    run_id: str | None = None,
+    credentials: Credentials | None = None,
+    shard_brokers: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stage_done: Callable[[str, float], None] | None = None,
+    wait_timeout: float = 60.0,
+) -> dict:
+    """Run ``scenario`` as a collector process and fleet shards, merge their outputs into
+    ``out_dir`` (module docstring); returns the merged results. Raises ``SplitRunFailed``
+    when the collector process wrote no results (the sentence quotes its log)."""
+    broker_spec = broker or scenario.spec.broker.url
+    if not runs_split(scenario, broker_spec):
+        raise ValueError(f"{broker_spec!r} runs in one process (scenarios.runner.run_scenario)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _clear(out)
+    run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
+    seed = scenario.spec.scenario.seed if seed is None else seed
+    kind = scenario_kind(scenario)
+    devices = scenario.device_ids() if kind != "cadr" else None
+    creds = run_credentials(scenario, broker_spec, run, credentials, devices=devices)
+    scenario_file = _scenario_file(scenario, out)
+    processes = _Processes()
+    wall = time.perf_counter()
+    async with open_broker(broker_spec, credentials=creds) as (_, info):
+        shards = _shard_count(scenario, info.kind)
+        urls = shard_brokers or [info.url]
+        with tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private:
+            secret = creds.save(Path(private) / "credentials.json") if creds else None
+            collector_dir = out / COLLECTOR_DIR
+            collector_log = collector_dir / "collector.log"
+            collector = await _spawn(
+                _side_command("collector", scenario_file, info.url, run, collector_dir, seed,
+                              secret, "--progress", "--fleet-timeout", str(wait_timeout)),
+                collector_log,
+                pipe=True,
+            )  # fmt: skip
+            reading = asyncio.create_task(
+                _read_collector(collector, collector_log, progress, stage_done)
+            )
+            fleet_dirs = [out / f"fleet-{i}-of-{shards}" for i in range(shards)]
+            children = {
+                i: await _spawn(
+                    _side_command("fleet", scenario_file, urls[i % len(urls)], run,
+                                  fleet_dirs[i], seed, secret, "--shard", f"{i}/{shards}",
+                                  "--wait-timeout", str(wait_timeout)),
+                    fleet_dirs[i] / "fleet.log",
+                    pipe=False,
+                )
+                for i in range(1, shards)
+            }  # fmt: skip
+            local = asyncio.create_task(
+                _local_shard(scenario, urls[0], run, (0, shards), fleet_dirs[0], seed, creds,
+                             wait_timeout)
+            )  # fmt: skip
+            try:
+                processes.collector = {
+                    "pid": collector.pid,
+                    "exit_code": await collector.wait(),
+                    "log": str(collector_log),
+                }
+                await reading
+                ended = await _finish_fleet(scenario, local, children)
+            finally:
+                for child in children.values():
+                    await _stop(child)
+                await _stop(collector)
+                local.cancel()
+                await asyncio.gather(local, reading, return_exceptions=True)
+    processes.fleet_shards = {
+        str(i): {"in_process": i == 0, "ended": ended.get(i)}
+        | ({"pid": children[i].pid, "exit_code": children[i].returncode,
+            "log": str(fleet_dirs[i] / "fleet.log")} if i in children else {})
+        for i in range(shards)
+    }  # fmt: skip
+    if not (collector_dir / "results.json").exists():
+        raise SplitRunFailed(
+            f"the collector process of run {run} ended (exit code "
+            f"{processes.collector['exit_code']}) without writing its results: "
+            f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
+        )
+    return _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
+
+
+async def _finish_fleet(scenario, local: asyncio.Task, children: dict) -> dict[int, str]:
+    """The collector has ended: the shards get ``finish_grace`` to hear its last messages,
+    then they are stopped (each writes what it did). Returns how each shard ended."""
+    grace = scenario.spec.collector.finish_grace
+    waiting = [local, *(asyncio.ensure_future(c.wait()) for c in children.values())]
+    await asyncio.wait(waiting, timeout=grace)
+    ended: dict[int, str] = {}
+    if local.done() and not local.cancelled() and local.exception() is None:
+        ended[0] = local.result()
+    else:
+        ended[0] = "stopped after finish_grace"
+    for i, child in children.items():
+        ended[i] = (
+            "stopped after finish_grace"
+            if child.returncode is None
+            else "done"
+            if child.returncode == 0
+            else f"exit code {child.returncode}"
+        )
+    return ended
+
+
+def _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall) -> dict:
+    """Merge the pieces into OUT, record the broker and the processes; returns results."""
+    written = [d for d in fleet_dirs if (d / "outcomes.json").exists()]
+    merge_run(collector_dir, written, out)
+    results = json.loads((out / "results.json").read_text())
+    if isinstance(results.get("broker"), dict):
+        results["broker"] = {
+            "kind": info.kind,
+            "url": info.url,
+            "auth": creds is not None,
+            "shard_brokers": shard_brokers,
+        }
+    else:  # CADR-LDP records the broker's kind
+        results["broker"] = info.kind
+    results["side_processes"] = {
+        "collector": processes.collector,
+        "fleet_shards": processes.fleet_shards,
+    }
+    results["seconds"] = time.perf_counter() - wall
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    return results

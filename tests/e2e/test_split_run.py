@@ -1,0 +1,136 @@
+"""``ldpfleet run`` built from the two programs (issue 18; scenarios/split_run.py).
+
+On a real broker (the embedded one, Mosquitto) ``ldpfleet run`` starts the collector side as
+its own OS process and runs the fleet as shards (shard 0 in the runner's process, the others
+as processes), then merges their directories. For every kind of scenario — stream, GC-DP,
+secure sum, CADR-LDP — the merged results are what the one-process runner gives for the same
+seed (privatised values are the same on every transport, so the reference runs on the
+in-memory broker), ``trace verify`` passes on the run directory, and results.json names the
+processes. The in-memory broker keeps the one-process runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ldpfleet.scenarios.cadr_run import run_cadr_scenario
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
+from ldpfleet.scenarios.split_run import runs_split
+
+from tests.conftest import ROOT
+from tests.e2e.test_cadr_sides import SCENARIO as CADR_TEMPLATE
+from tests.e2e.test_sides import GCDP, SECURE, STREAM
+
+CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
+CADR = CADR_TEMPLATE.format(stage_timeout=20)
+KINDS = {"stream": STREAM, "gcdp": GCDP, "secure_sum": SECURE, "cadr": CADR}
+SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
+
+
+def with_shards(text: str, shards: int) -> str:
+    """``text`` with ``[fleet] shards = shards``."""
+    assert "shards" not in text
+    return text.replace("[fleet]\n", f"[fleet]\nshards = {shards}\n", 1)
+
+
+def run_cli(scenario: Path, broker: str, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, "run", str(scenario), "--broker", broker, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY,
+        cwd=out.parent,
+    )
+
+
+def reference(text: str, scenario_path: Path, out: Path) -> dict:
+    """The one-process runner on the in-memory broker, same seed."""
+    scenario = parse_scenario(text, scenario_path)
+    if scenario.spec.cadr is not None:
+        return asyncio.run(run_cadr_scenario(scenario, broker="memory", out_dir=out))
+    return asyncio.run(run_scenario(scenario, broker="memory", out_dir=out))
+
+
+def assert_same_release(mine: dict, theirs: dict) -> None:
+    if "released" in theirs and "theta" in theirs:  # CADR-LDP
+        for key in ("released", "theta", "mae", "histogram", "per_device", "ledger_exact"):
+            assert mine[key] == theirs[key], key
+        return
+    assert mine["reports_lost"] == 0 and mine["devices_unfinished"] == 0
+    assert mine["per_device"] == theirs["per_device"]
+    assert mine["accuracy"] == theirs["accuracy"]
+    for key in ("devices_complete", "reports_received", "reports_rejected", "missing_batches"):
+        assert mine[key] == theirs[key], key
+    if theirs["gcdp"] is not None:
+        assert mine["gcdp"]["released"] == theirs["gcdp"]["released"]
+    if theirs["secure_sum"] is not None:
+        assert theirs["secure_sum"]["dropped_devices"] and theirs["secure_sum"]["exact"] is True
+        for key in ("total", "dropped_devices", "survivors", "exact", "max_abs_error"):
+            assert mine["secure_sum"][key] == theirs["secure_sum"][key], key
+
+
+def check_split_run(text: str, broker: str, tmp_path: Path) -> dict:
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    out = tmp_path / "run"
+    done = run_cli(path, broker, out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert_same_release(results, reference(text, path, tmp_path / "reference"))
+    processes = results["side_processes"]
+    # the collector ran as a process of its own, and ended cleanly
+    assert processes["collector"]["exit_code"] == 0
+    assert isinstance(processes["collector"]["pid"], int)
+    assert (out / "collector" / "results.json").exists()
+    assert (out / "report.html").exists()
+    verify = subprocess.run(
+        [*CLI, "trace", "verify", str(out)], capture_output=True, text=True, timeout=SAFETY
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    return results
+
+
+@pytest.mark.embedded
+def test_ldpfleet_run_on_the_embedded_broker_runs_the_collector_as_its_own_process(tmp_path):
+    results = check_split_run(STREAM, "embedded", tmp_path)
+    assert results["broker"]["kind"] == "embedded"
+    assert results["side_processes"]["fleet_shards"] == {"0": {"in_process": True, "ended": "done"}}
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+@pytest.mark.parametrize("kind", ["gcdp", "secure_sum", "cadr"])
+def test_every_kind_split_on_the_embedded_broker_gives_the_one_process_results(kind, tmp_path):
+    check_split_run(KINDS[kind], "embedded", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_split_on_mosquitto_gives_the_one_process_results(kind, mosquitto_url, tmp_path):
+    check_split_run(KINDS[kind], mosquitto_url, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_two_stream_shards_split_run_one_here_and_one_as_a_process(tmp_path):
+    results = check_split_run(with_shards(STREAM, 2), "embedded", tmp_path)
+    shards = results["side_processes"]["fleet_shards"]
+    assert shards["0"]["in_process"] is True and shards["1"]["in_process"] is False
+    assert shards["1"]["exit_code"] == 0 and shards["1"]["ended"] == "done"
+
+
+def test_the_memory_broker_and_an_in_process_attacker_keep_one_process():
+    quick = (ROOT / "scenarios" / "quickstart.toml").read_text()
+    scenario = parse_scenario(quick)
+    assert runs_split(scenario, "embedded") and runs_split(scenario, "mqtt://127.0.0.1:1883")
+    assert not runs_split(scenario, "memory")
+    faults = parse_scenario((ROOT / "scenarios" / "faults.toml").read_text())
+    assert not runs_split(faults, "embedded")
