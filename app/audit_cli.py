@@ -9,12 +9,24 @@ entry at each budget of ``--eps`` (a comma list, default 0.5,1,2) and prints a J
 with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each of the m
 audits at gamma / m). The exit status is 0 when no claim is
 falsified, 1 when some audit finds a violation, 2 on bad parameters.
+
+Progress: ``audit all`` and ``audit mutants`` print ``audit i of m: NAME (eps E)`` lines on
+stderr when stderr is a terminal (``--progress`` forces them, ``--quiet`` silences them);
+stdout stays the JSON (or the table).
+
+``ldpfleet audit mutants [--no-tests] [--only NAME]... [--markdown]`` is the mutation run
+(``collector.audit.mutants``): every planted bug, audited with the bug planted in-process
+(gamma family-wise over the run's audits) and, unless ``--no-tests``, the relevant unit
+test files run against it in a pytest subprocess; the JSON (or docs/audit.md's table) says
+which the audit catches, which only the tests catch, which nothing catches, and why.
+Exit status 0 (the table is the result, not a verdict), 2 on bad parameters.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -29,6 +41,7 @@ BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
+    "lpea-answer", "cadr-dsr", "stream-ledger",
 )  # fmt: skip
 
 
@@ -48,18 +61,22 @@ def audit_all(
     seed: int,
     delta: float = 0.0,
     mechanisms: tuple[str, ...] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> list[dict]:
     """Every battery entry at every budget (Gau-DP at delta = max(delta, 1e-5)).
 
     Family-wise control: each of the m audits runs at gamma / m (Bonferroni), so the chance
     that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
     m = 33 tight audits would raise a false alarm most of the time.) ``mechanisms`` limits the
-    run to those entries (default: the whole battery)."""
+    run to those entries (default: the whole battery). ``progress(i, m, label)`` is called
+    before audit i of m."""
     battery = _battery()
     jobs = [(m, e) for m in (mechanisms or tuple(battery.BATTERY)) for e in eps_list]
     per_audit = gamma / len(jobs)
     rows = []
-    for mechanism, eps in jobs:
+    for index, (mechanism, eps) in enumerate(jobs, start=1):
+        if progress is not None:
+            progress(index, len(jobs), f"{mechanism} (eps {eps:g})")
         d = max(delta, GAU_DELTA) if mechanism == "gau-dp" else delta
         result = battery.run_audit(
             mechanism, eps, delta=d, trials=trials, gamma=per_audit, seed=seed
@@ -85,6 +102,62 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def stderr_progress(index: int, total: int, label: str) -> None:
+    """One ``audit i of m: label`` line on stderr."""
+    print(f"audit {index} of {total}: {label}", file=sys.stderr, flush=True)
+
+
+def audit_mutants(
+    names: tuple[str, ...] | None = None,
+    *,
+    tests: bool = True,
+    gamma: float = 0.05,
+    seed: int = 0,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[dict]:
+    """The mutation run (``collector.audit.mutants``): one row per mutant. gamma is
+    family-wise over every audit of the run (Bonferroni)."""
+    _battery()
+    from ldpfleet.collector.audit.mutants import MUTANTS, mutant_named, run_mutant
+    from ldpfleet.collector.audit.stats import check_gamma
+
+    check_gamma(gamma)
+    chosen = [mutant_named(n) for n in names] if names else list(MUTANTS)
+    per_audit = gamma / max(1, sum(len(m.audits) for m in chosen))
+    rows = []
+    for index, mutant in enumerate(chosen, start=1):
+        if progress is not None:
+            progress(index, len(chosen), mutant.name)
+        rows.append(run_mutant(mutant, gamma=per_audit, seed=seed, tests=tests))
+    return rows
+
+
+def mutants_markdown(rows: list[dict]) -> str:
+    """The mutation table of docs/audit.md."""
+    lines = [
+        "| mutant | audited entry: ε_LB at claim ε (verdict) | unit tests | caught by | why "
+        "the audit misses it |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        audits = "; ".join(
+            f"{a['entry']}: "
+            + ("−∞" if a["eps_lb"] == float("-inf") else f"{a['eps_lb']:.2f}")
+            + f" at {a['eps']:g} ({a['verdict']})"
+            for a in r["audits"]
+        )
+        t = r["tests"]
+        if t is None:
+            tests = "not run"
+        elif t["status"] == "failed":
+            tests = f"fail: `{t['failed']}`"
+        else:
+            tests = f"{t['status']} ({', '.join(f.rsplit('/', 1)[-1] for f in t['files'])})"
+        why = "" if r["caught_by"] == "audit" else r["missed"]
+        lines.append(f"| {r['mutant']} | {audits or '—'} | {tests} | {r['caught_by']} | {why} |")
+    return "\n".join(lines)
+
+
 def _parse_eps(text: str) -> tuple[float, ...]:
     from ldpfleet.protocol.errors import ParameterError
 
@@ -101,7 +174,7 @@ def audit_command(
     mechanism: Annotated[
         str,
         typer.Argument(
-            help="'all', one of: "
+            help="'all', 'mutants', one of: "
             + ", ".join(BATTERY_NAMES)
             + "; or a stream mechanism 'package.module:Class' (importable) or entry-point name"
         ),
@@ -114,14 +187,37 @@ def audit_command(
     gamma: Annotated[float, typer.Option(help="1 - confidence of the bound.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the four sample sets.")] = 0,
     markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--quiet",
+            help="'all'/'mutants': progress lines on stderr (default: when it is a terminal).",
+        ),
+    ] = None,
+    tests: Annotated[
+        bool, typer.Option("--tests/--no-tests", help="'mutants': run the unit tests too.")
+    ] = True,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="'mutants': only this mutant (repeat).")
+    ] = None,
 ) -> None:
     """Black-box audit: an eps lower bound for MECHANISM (seed 001); exit 1 on a violation."""
     from ldpfleet.protocol.errors import ParameterError
 
+    show = sys.stderr.isatty() if progress is None else progress
+    report = stderr_progress if show else None
     try:
+        if mechanism == "mutants":
+            rows = audit_mutants(
+                tuple(only or ()), tests=tests, gamma=gamma, seed=seed, progress=report
+            )
+            print(mutants_markdown(rows) if markdown else json.dumps(rows))
+            return
         eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
         if mechanism == "all":
-            rows = audit_all(eps_list, trials=trials, gamma=gamma, seed=seed, delta=delta)
+            rows = audit_all(
+                eps_list, trials=trials, gamma=gamma, seed=seed, delta=delta, progress=report
+            )
         else:
             if len(eps_list) != 1:
                 raise ParameterError(

@@ -472,6 +472,8 @@ def register(
 # Graph canaries (CADR-LDP degree release) and the secure-aggregation view
 # (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).
 from ldpfleet.collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.machine_canaries import MACHINE_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 
-BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY)
+# ... and the canaries through the running machines (collector/audit/machine_canaries.py)
+BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | MACHINE_BATTERY)

@@ -1,0 +1,431 @@
+"""The mutation run: planted bugs, and what catches each (issue 21) — theory of operation.
+
+A *mutant* is one deliberate bug planted IN-PROCESS in the real module the code under test
+calls (an attribute of a protocol or collector module replaced for the duration of a
+``with planted(mutant):`` block; no file on disk is ever edited, and the original is
+restored on exit). For every mutant the run asks two questions:
+
+1. **Does the audit catch it?** The battery entry (or entries) that should see the bug is
+   audited at the mutant's claims with the mutant planted; ``violation`` = caught. The
+   run's gamma is family-wise over all its audits (Bonferroni), as in ``audit all``.
+2. **Do the unit tests catch it?** The relevant unit test files (never the audit's own
+   tests, which plant the bugs themselves) run in a subprocess,
+   ``python -m pytest -p ldpfleet.collector.audit.mutant_plugin FILES`` with
+   ``LDPFLEET_MUTANT=<name>`` in the environment: the plugin plants the mutant when pytest
+   starts, so every test of those files runs against it. A failing test = caught (the
+   first failing test is named).
+
+A mutant neither catches is listed with the reason (``Mutant.missed``): docs/audit.md has
+the table. Some are harmless by construction (a Laplace noise of the wrong SIGN is the same
+distribution), some are accuracy bugs an audit of privacy cannot see (RR debiasing with
+the wrong eps), some only show at another budget (a scale/rate confusion is exact at
+eps = 1).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+
+__all__ = ["ENV_VAR", "MUTANTS", "Mutant", "Patcher", "mutant_named", "planted", "run_mutant"]
+
+ENV_VAR = "LDPFLEET_MUTANT"
+
+
+class Patcher:
+    """``setattr`` with undo (a tiny monkeypatch that needs no pytest)."""
+
+    def __init__(self) -> None:
+        self._undo: list[tuple[object, str, object]] = []
+
+    def setattr(self, target: object, name: str, value: object) -> None:
+        self._undo.append((target, name, getattr(target, name)))
+        setattr(target, name, value)
+
+    def undo(self) -> None:
+        while self._undo:
+            target, name, value = self._undo.pop()
+            setattr(target, name, value)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted bug: how to plant it, which audits and test files should catch it."""
+
+    name: str
+    description: str
+    plant: Callable[[Patcher], None]
+    audits: tuple[tuple[str, float], ...] = ()  # (battery entry, claimed eps)
+    tests: tuple[str, ...] = ()  # unit test files (relative to the repository)
+    trials: int | None = None  # runs per world (default: the entry's own)
+    missed: str = ""  # why the audit cannot catch it (empty: it should)
+    extra: dict = field(default_factory=dict)
+
+
+# ---- the bugs -------------------------------------------------------------------------------
+
+
+def _lpea_rr_double(p: Patcher) -> None:
+    from ldpfleet.protocol import lpea, rr
+
+    p.setattr(lpea, "WarnerRR", lambda eps: rr.WarnerRR(2.0 * eps))
+
+
+def _window_halved_spend(p: Patcher) -> None:
+    from ldpfleet.protocol.ledger import WindowAccount
+
+    real = WindowAccount._worst_window_of_run
+
+    def lenient(self, t0, eps0, count):
+        start, spent = real(self, t0, eps0, count)
+        return start, 0.5 * spent  # every window may spend 2 eps
+
+    p.setattr(WindowAccount, "_worst_window_of_run", lenient)
+
+
+def _window_forgets_edge(p: Patcher) -> None:
+    from ldpfleet.protocol.ledger import WindowAccount
+
+    def forgetful(self, t0, eps0, count):
+        w = self.w
+        first = max(0, t0 - w + 2)  # bug: the window [t0 - w + 1, t0] is never checked
+        seg = self._segment(first, t0 + count + w - 1)
+        seg[t0 - first : t0 - first + count] += eps0
+        prefix = np.concatenate(([0.0], np.cumsum(seg)))
+        starts = max(1, t0 + count - first)
+        sums = prefix[w : w + starts] - prefix[:starts]
+        k = int(np.argmax(sums))
+        return first + k, float(sums[k])
+
+    p.setattr(WindowAccount, "_worst_window_of_run", forgetful)
+
+
+def _laplace_scale(factor: Callable[[float], float]) -> Callable[[Patcher], None]:
+    def plant(p: Patcher) -> None:
+        from ldpfleet.protocol.laplace import LaplaceMechanism
+
+        p.setattr(LaplaceMechanism, "scale", property(lambda self: factor(self.eps)))
+
+    return plant
+
+
+def _laplace_wrong_sign(p: Patcher) -> None:
+    from ldpfleet.protocol import laplace
+
+    real = laplace.LaplaceMechanism.perturb
+
+    def subtracted(self, v, rng):
+        noisy = np.asarray(real(self, v, rng), dtype=float)
+        out = 2.0 * np.asarray(v, dtype=float) - noisy  # v - noise instead of v + noise
+        return float(out) if out.ndim == 0 else out
+
+    p.setattr(laplace.LaplaceMechanism, "perturb", subtracted)
+
+
+def _dsr_scale(scale: Callable[[int, float], float]) -> Callable[[Patcher], None]:
+    def plant(p: Patcher) -> None:
+        from ldpfleet.protocol import dsr
+
+        p.setattr(dsr, "dsr_scale", scale)
+
+    return plant
+
+
+def _rr_p_double(p: Patcher) -> None:
+    from ldpfleet.protocol.rr import WarnerRR
+
+    real = WarnerRR.__post_init__
+
+    def broken(self) -> None:
+        real(self)
+        object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-2.0 * self.eps)))
+
+    p.setattr(WarnerRR, "__post_init__", broken)
+
+
+def _rr_debias_double(p: Patcher) -> None:
+    from ldpfleet.protocol.rr import WarnerRR
+
+    real = WarnerRR.debias_count
+
+    def broken(self, yes, asked):
+        return real(WarnerRR(2.0 * self.eps), yes, asked)
+
+    p.setattr(WarnerRR, "debias_count", broken)
+
+
+def _sw_p_double(p: Patcher) -> None:
+    from ldpfleet.protocol.sw import SquareWave
+
+    real = SquareWave.__post_init__
+
+    def broken(self) -> None:
+        real(self)
+        e2 = math.exp(2.0 * self.eps)
+        q = 1.0 / (2.0 * self.b * e2 + 1.0)
+        object.__setattr__(self, "q", q)
+        object.__setattr__(self, "p", e2 * q)
+
+    p.setattr(SquareWave, "__post_init__", broken)
+
+
+def _exponential_double(p: Patcher) -> None:
+    from ldpfleet.protocol import exponential
+
+    def broken(self, scores):
+        s = exponential._check_scores(scores)
+        w = (self.eps / self.sensitivity) * (s - s.max(axis=-1, keepdims=True))
+        weights = np.exp(w)
+        return weights / weights.sum(axis=-1, keepdims=True)
+
+    p.setattr(exponential.ExponentialMechanism, "probabilities", broken)
+
+
+def _built_with_double_eps(module: str, cls: str) -> Callable[[Patcher], None]:
+    def plant(p: Patcher) -> None:
+        import importlib
+
+        klass = getattr(importlib.import_module(f"ldpfleet.protocol.{module}"), cls)
+        real = klass.__post_init__
+
+        def broken(self) -> None:
+            claimed = self.eps
+            object.__setattr__(self, "eps", 2.0 * claimed)
+            real(self)
+            object.__setattr__(self, "eps", claimed)
+
+        p.setattr(klass, "__post_init__", broken)
+
+    return plant
+
+
+def _gcdp_double(p: Patcher) -> None:
+    from ldpfleet.collector.gcdp import baselines
+
+    real = baselines.laplace_release
+
+    def broken(values, **kw):
+        kw["budgets"] = 2.0 * np.asarray(kw["budgets"], dtype=float)
+        kw["eps_rel"] = 2.0 * kw["eps_rel"]
+        return real(values, **kw)
+
+    p.setattr(baselines, "laplace_release", broken)
+
+
+def _gau_double(p: Patcher) -> None:
+    from ldpfleet.collector.gcdp import baselines
+
+    real = baselines.analytic_gaussian_sigma
+    p.setattr(baselines, "analytic_gaussian_sigma", lambda eps, delta, s: real(2 * eps, delta, s))
+
+
+def _secagg_skips_pairwise(p: Patcher) -> None:
+    from ldpfleet.protocol.secagg import client as client_module
+    from ldpfleet.protocol.secagg.encoding import add_mod
+
+    real = client_module.SecAggClient._masked_input
+
+    def broken(self):
+        if self.device != "dev00":
+            return real(self)
+        setup = self._setup()
+        mask = client_module.self_mask(self._seed, setup.dim, setup.bits)
+        return add_mod(self._fixed_point.encode(self._x), mask, setup.bits)
+
+    p.setattr(client_module.SecAggClient, "_masked_input", broken)
+
+
+def _dsr_no_clip(p: Patcher) -> None:
+    from ldpfleet.protocol import dsr
+
+    def broken(kept_degree, theta, eps, rng):
+        kept = np.asarray(kept_degree, dtype=float)
+        out = kept + rng.laplace(0.0, dsr.dsr_scale(theta, eps), size=kept.shape)
+        return float(out) if out.ndim == 0 else out
+
+    p.setattr(dsr, "dsr_release", broken)
+
+
+def _reused_seeds(p: Patcher) -> None:
+    from ldpfleet.devices import fleet
+
+    real = fleet.device_rng
+    p.setattr(fleet, "device_rng", lambda seed, index, purpose: real(seed, 0, purpose))
+
+
+def _stream_eps0_is_eps(p: Patcher) -> None:
+    from ldpfleet.protocol.stream import StreamConfig
+
+    p.setattr(StreamConfig, "eps0", property(lambda self: 0.0 if self.raw else self.eps))
+
+
+_U = "tests/unit/"
+_LEDGER_TESTS = (
+    _U + "test_ledger.py",
+    _U + "test_stream_machines.py",
+    _U + "test_budget_safety.py",
+)
+_CADR_TESTS = (
+    _U + "test_cadr_mechanisms.py",
+    _U + "test_cadr_device.py",
+    _U + "test_lpea_machine.py",
+)
+_MISSED_PRIVATE = "post-processing: privacy is unchanged, only the estimate is wrong"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("lpea builds WarnerRR(2 eps)", "protocol/lpea.py answers at 2 eps while claiming eps",
+           _lpea_rr_double, (("lpea-answer", 1.0),), _CADR_TESTS),
+    Mutant("ledger allows 2x the window", "WindowAccount lets every window spend 2 eps",
+           _window_halved_spend, (("stream-ledger", 1.0),), _LEDGER_TESTS),
+    Mutant("ledger forgets a window edge",
+           "WindowAccount never checks the window [t - w + 1, t] ending at the charged step",
+           _window_forgets_edge, (("stream-ledger", 1.0),), _LEDGER_TESTS),
+    Mutant("laplace eps off by 2x", "LaplaceMechanism scale 1 / (2 eps)",
+           _laplace_scale(lambda eps: 0.5 / eps), (("laplace", 1.0),), (_U + "test_laplace.py",)),
+    Mutant("laplace scale = eps (rate/scale confusion)", "LaplaceMechanism scale eps, not 1 / eps",
+           _laplace_scale(lambda eps: eps), (("laplace", 1.0), ("laplace", 0.5)),
+           (_U + "test_laplace.py",),
+           missed="at eps = 1 the wrong scale equals the right one; only eps < 1 leaks"),
+    Mutant("laplace noise subtracted (sign)", "y = v - noise instead of v + noise",
+           _laplace_wrong_sign, (("laplace", 1.0),), (_U + "test_laplace.py",),
+           missed="Laplace noise is symmetric: v - noise has the same law, so it is no bug"),
+    Mutant("dsr eps off by 2x", "dsr_scale theta / (2 eps)",
+           _dsr_scale(lambda theta, eps: 0.5 * theta / eps),
+           (("dsr", 1.0), ("cadr-dsr", 1.0)), _CADR_TESTS),
+    Mutant("dsr wrong sensitivity (1, not theta)", "dsr_scale 1 / eps",
+           _dsr_scale(lambda theta, eps: 1.0 / eps), (("dsr", 1.0), ("cadr-dsr", 1.0)),
+           _CADR_TESTS),
+    Mutant("dsr clipping removed", "no clip to [0, theta] before the noise", _dsr_no_clip,
+           (("dsr", 1.0),), _CADR_TESTS),
+    Mutant("rr eps off by 2x", "WarnerRR p computed for 2 eps", _rr_p_double, (("rr", 1.0),),
+           _CADR_TESTS),
+    Mutant("rr debiasing with 2 eps", "WarnerRR.debias_count uses 2 eps", _rr_debias_double,
+           (("lpea-answer", 1.0),), _CADR_TESTS, missed=_MISSED_PRIVATE),
+    Mutant("sw eps off by 2x", "SquareWave p = e^(2 eps) q", _sw_p_double,
+           (("sw", 1.0),), (_U + "test_sw.py",)),
+    Mutant("exponential eps off by 2x", "no factor 2 in the exponent", _exponential_double,
+           (("exponential", 1.0),), (_U + "test_cadr_mechanisms.py",), trials=6000),
+    Mutant("duchi eps off by 2x", "built with 2 eps",
+           _built_with_double_eps("duchi", "DuchiMechanism"),
+           (("duchi", 1.0),), (_U + "test_comparison_mechanisms.py",)),
+    Mutant("piecewise eps off by 2x", "built with 2 eps",
+           _built_with_double_eps("piecewise", "PiecewiseMechanism"),
+           (("piecewise", 1.0),), (_U + "test_comparison_mechanisms.py",)),
+    Mutant("hybrid eps off by 2x", "built with 2 eps",
+           _built_with_double_eps("hybrid", "HybridMechanism"),
+           (("hybrid", 1.0),), (_U + "test_comparison_mechanisms.py",)),
+    Mutant("gcdp eps off by 2x", "every coordinate's budget and eps_rel doubled", _gcdp_double,
+           (("gcdp", 1.0),), (_U + "test_gcdp_release.py",)),
+    Mutant("gau-dp eps off by 2x", "sigma of the analytic Gaussian for 2 eps", _gau_double,
+           (("gau-dp", 1.0),), (_U + "test_gcdp_gaussian.py", _U + "test_gcdp_release.py")),
+    Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
+           _secagg_skips_pairwise, (("secagg", 0.0),), (_U + "test_secagg_machines.py",)),
+    Mutant("reused device seeds", "every device of a fleet gets device 0's generator",
+           _reused_seeds, (("devices", 1.0),), (_U + "test_sources.py",), trials=600),
+    Mutant("stream per-step eps instead of eps / w", "StreamConfig.eps0 = eps",
+           _stream_eps0_is_eps, (("stream", 1.0),), (_U + "test_stream_machines.py",),
+           missed="the device ledger refuses steps 2..w: only one report at eps leaves"),
+)  # fmt: skip
+
+
+def mutant_named(name: str) -> Mutant:
+    """The mutant called ``name`` (``ParameterError`` naming the known ones otherwise)."""
+    for mutant in MUTANTS:
+        if mutant.name == name:
+            return mutant
+    raise ParameterError(
+        f"unknown mutant {name!r}; known: {', '.join(m.name for m in MUTANTS)}", field="mutant"
+    )
+
+
+@contextmanager
+def planted(mutant: Mutant) -> Iterator[None]:
+    """Plant ``mutant`` for the duration of the block (in-process; restored on exit)."""
+    patcher = Patcher()
+    try:
+        mutant.plant(patcher)
+        yield
+    finally:
+        patcher.undo()
+
+
+def _audit_with(mutant: Mutant, gamma: float, seed: int, delta_gau: float) -> list[dict]:
+    from ldpfleet.collector.audit.battery import run_audit
+
+    rows = []
+    with planted(mutant):
+        for entry, eps in mutant.audits:
+            delta = delta_gau if entry == "gau-dp" else 0.0
+            result = run_audit(
+                entry, eps, delta=delta, trials=mutant.trials, gamma=gamma, seed=seed
+            )
+            rows.append(
+                {"entry": entry, "eps": eps, "eps_lb": result.eps_lb, "verdict": result.verdict}
+            )
+    return rows
+
+
+_FAILED = re.compile(r"^FAILED (\S+)", re.MULTILINE)
+
+
+def _tests_with(mutant: Mutant, root: Path, timeout: float) -> dict:
+    files = [f for f in mutant.tests if (root / f).is_file()]
+    if not files:
+        return {"status": "not run", "files": list(mutant.tests), "failed": None}
+    env = {**os.environ, ENV_VAR: mutant.name}
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-rf", "-p", "no:cacheprovider",
+               "-p", "ldpfleet.collector.audit.mutant_plugin",
+               "-m", "not slow", *files]  # fmt: skip
+    try:
+        done = subprocess.run(
+            command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "files": files, "failed": None}
+    match = _FAILED.search(done.stdout)
+    status = {0: "passed", 1: "failed"}.get(done.returncode, f"error (exit {done.returncode})")
+    return {"status": status, "files": files, "failed": match.group(1) if match else None}
+
+
+def run_mutant(
+    mutant: Mutant,
+    *,
+    gamma: float,
+    seed: int = 0,
+    audit: bool = True,
+    tests: bool = True,
+    root: Path | None = None,
+    timeout: float = 600.0,
+    delta_gau: float = 1e-5,
+) -> dict:
+    """One row of the mutation table: the audits (each at ``gamma``) and the test run."""
+    audits = _audit_with(mutant, gamma, seed, delta_gau) if audit else []
+    test_row = _tests_with(mutant, root or Path.cwd(), timeout) if tests else None
+    audit_caught = any(r["verdict"] == "violation" for r in audits)
+    tests_caught = test_row is not None and test_row["status"] == "failed"
+    if audit_caught:
+        verdict = "audit"
+    elif tests_caught:
+        verdict = "tests only"
+    elif (audit or not mutant.audits) and (tests or not mutant.tests):
+        verdict = "nothing"
+    else:
+        verdict = "not run"
+    return {
+        "mutant": mutant.name,
+        "description": mutant.description,
+        "audits": audits,
+        "tests": test_row,
+        "caught_by": verdict,
+        "missed": mutant.missed,
+    }
