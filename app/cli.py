@@ -495,7 +495,16 @@ def scenario_reference_command() -> None:
 
 @app.command("report")
 def report_command(
-    out: Annotated[Path, typer.Argument(help="A run's output directory.")],
+    out: Annotated[
+        Path, typer.Argument(help="A run's output directory (or a collector side's --out).")
+    ],
+    fleet_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="The fleet shards' --out directories of a run made of separate processes: "
+            "merged with OUT into OUT/merged first (as `ldpfleet merge`)."
+        ),
+    ] = None,
 ) -> None:
     """Write OUT/report.html for an existing run: scenario, timing, messages, ledger,
     and a section per capability (plots inline; the page fetches nothing)."""
@@ -505,6 +514,10 @@ def report_command(
     with user_errors():
         if not (out / "results.json").exists():
             raise TraceError(f"no results.json in {out} (run `ldpfleet run ... --out {out}`)")
+        if fleet_dirs:
+            from ldpfleet.scenarios.merge import merge_run
+
+            out = merge_run(out, fleet_dirs, out / "merged")
         path = write_report(out)
     console.print(f"wrote {path}")
 
@@ -1233,6 +1246,9 @@ def bench_cadr_command(
     non_private: Annotated[
         bool, typer.Option(help="The seed's Table 2: projection only, no noise.")
     ] = False,
+    pipeline: Annotated[
+        str, typer.Option(help="dp (θ for the post-processed release) or paper (exact paper).")
+    ] = "dp",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = True,
 ) -> None:
     """CADR-LDP degree release: MAE/MSE, distribution error, kept-edge ratio, chosen θ."""
@@ -1246,6 +1262,8 @@ def bench_cadr_command(
     with user_errors():
         if method not in ("ll", "lh", "ra", "er"):
             raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er")
+        if pipeline not in ("dp", "paper"):
+            raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
@@ -1258,8 +1276,9 @@ def bench_cadr_command(
                     "er are centralised: use --transport reference"
                 )
             result = _bench_cadr_fleet(
-                g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes
-            )
+                g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
+                pipeline,
+            )  # fmt: skip
         elif non_private:
             if not isinstance(rule, int):
                 raise ScenarioError("--non-private needs an integer --theta")
@@ -1274,7 +1293,8 @@ def bench_cadr_command(
             }
         else:
             result = {"mode": "private", **summarise(
-                [private_run(g, method, rule, eps, alpha, seed) for seed in range(runs)]
+                [private_run(g, method, rule, eps, alpha, seed, pipeline)
+                 for seed in range(runs)]
             )}  # fmt: skip
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
@@ -1301,7 +1321,7 @@ _one_line_command(bench_app, "gcdp-scaling", bench_gcdp_scaling_command)
 
 
 def _bench_cadr_fleet(
-    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes
+    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes, pipeline
 ) -> dict:
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
@@ -1316,20 +1336,27 @@ def _bench_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
                 seed=seed, fanout=fanout, spacing=spacing,
                 processes=processes if broker != "memory" else 1, graph_spec=graph,
+                pipeline=pipeline,
             )
         )  # fmt: skip
         for key in ("released", "histogram", "ledgers", "theta_queries", "per_device"):
             result.pop(key)
+        result.pop("estimate_histogram", None)
         per_run.append(result)
     means = {
         key: float(np.mean([r[key] for r in per_run]))
-        for key in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean", "seconds")
-    }
+        for key in ("mae", "mse", "distribution_l1", "histogram_emd", "kept_edge_ratio",
+                    "bound_mean", "seconds")
+    }  # fmt: skip
+    for part in ("raw", "postprocessed"):
+        means[part] = {k: float(np.mean([r[part][k] for r in per_run])) for k in per_run[0][part]}
     last = per_run[-1]
     return {
         "mode": "private",
         "broker": last["broker"],
+        "pipeline": pipeline,
         **means,
+        "baselines": last["baselines"],
         "theta": sorted({r["theta"] for r in per_run}),
         "theta_rounds": last["theta_rounds"],
         "processes": last["processes"],

@@ -102,6 +102,25 @@ def test_ldpfleet_run_on_the_embedded_broker_runs_the_collector_as_its_own_proce
     results = check_split_run(STREAM, "embedded", tmp_path)
     assert results["broker"]["kind"] == "embedded"
     assert results["side_processes"]["fleet_shards"] == {"0": {"in_process": True, "ended": "done"}}
+    # the pieces by themselves: report (the collector's directory + the shards'), follow
+    out = tmp_path / "run"
+    report = subprocess.run(
+        [*CLI, "report", str(out / "collector"), str(out / "fleet-0-of-1")],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY,
+    )
+    assert report.returncode == 0, report.stdout + report.stderr
+    merged = json.loads((out / "collector" / "merged" / "results.json").read_text())
+    assert merged["per_device"] == results["per_device"]
+    assert (out / "collector" / "merged" / "report.html").exists()
+    follow = subprocess.run(
+        [*CLI, "trace", "follow", str(out / "collector"), "d0001"],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY,
+    )
+    assert follow.returncode == 0 and "sw_report" in follow.stdout, follow.stderr
 
 
 @pytest.mark.slow
