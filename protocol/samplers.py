@@ -44,14 +44,20 @@ A seeded generator is of course not a cryptographic source: exactness removes th
 floating-point leak, reproducibility is kept on purpose, and a deployment that needs
 unpredictable noise seeds the generator from ``os.urandom`` (numpy's default).
 
-Cost: vectorised over the requested size (every draw loops until accepted; the expected
-number of rounds is a small constant), a few microseconds per sample.
+Cost: two exact implementations of the same algorithm. Small requests (fewer than
+``VECTOR_MIN`` values, e.g. one device's batch) run in pure Python on a pool of the
+generator's 63-bit words (``_Bits``: uniform integers below n by rejection on
+``bit_length(n - 1)`` bits), about 10-20 microseconds per value; large ones are vectorised
+over the array (every draw loops until accepted, a small constant number of rounds), below
+a microsecond per value. Both are exact; which one runs depends only on the size, so a
+seed still determines every value.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -66,11 +72,81 @@ __all__ = [
 
 SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
 _MAX_DEN = 2**62  # integer bounds stay within numpy's int64
+VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
+_WORDS = 8  # 63-bit words drawn per refill of the bit pool
+
+
+class _Bits:
+    """Uniform random bits from the generator, consumed exactly (pure Python ints)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self._pool = 0
+        self._count = 0
+
+    def take(self, k: int) -> int:
+        """``k`` fresh uniform bits as an integer in ``[0, 2**k)``."""
+        while self._count < k:
+            for word in self._rng.integers(0, 2**63, size=_WORDS, dtype=np.int64).tolist():
+                self._pool |= word << self._count
+                self._count += 63
+        out = self._pool & ((1 << k) - 1)
+        self._pool >>= k
+        self._count -= k
+        return out
+
+    def below(self, n: int) -> int:
+        """Uniform in ``[0, n)`` by rejection (exact)."""
+        k = (n - 1).bit_length()
+        while True:
+            x = self.take(k)
+            if x < n:
+                return x
+
+
+def _bern_exp_scalar(bits: _Bits, num: int, den: int) -> bool:
+    """``Bernoulli(exp(-num / den))`` for ``0 <= num <= den`` (CKS Alg. 1, one value)."""
+    k = 1
+    while bits.below(den * k) < num:
+        k += 1
+    return k % 2 == 1
+
+
+def _discrete_laplace_scalar(bits: _Bits, t: int, s: int) -> int:
+    """One discrete Laplace value of scale ``t / s`` (CKS Alg. 2, as ``discrete_laplace``)."""
+    while True:
+        u = bits.below(t)
+        if not _bern_exp_scalar(bits, u, t):
+            continue
+        v = 0
+        while _bern_exp_scalar(bits, 1, 1):
+            v += 1
+        y = (u + t * v) // s
+        negative = bits.take(1)
+        if negative and y == 0:
+            continue
+        return -y if negative else y
 
 
 def exact_scale(scale: int | float | Fraction) -> Fraction:
     """``scale`` as an exact positive rational: ints and Fractions as given, a float rounded
     up to a multiple of ``2**-SCALE_BITS`` (never less noise than asked)."""
+    if isinstance(scale, int | float | Fraction) and not isinstance(scale, bool):
+        return _exact_scale_cached(scale)
+    return _exact_scale(scale)
+
+
+@lru_cache(maxsize=1024)
+def _exact_scale_cached(scale: int | float | Fraction) -> Fraction:
+    return _exact_scale(scale)
+
+
+@lru_cache(maxsize=1024)
+def _grid_ratio(scale: int | float | Fraction, grid: float) -> Fraction:
+    return exact_scale(exact_scale(scale) / Fraction(grid))
+
+
+def _exact_scale(scale: int | float | Fraction) -> Fraction:
     if isinstance(scale, bool) or not isinstance(scale, int | float | Fraction | np.number):
         raise ParameterError(f"must be a positive real number, got {scale!r}", field="scale")
     if isinstance(scale, Fraction):
@@ -146,6 +222,10 @@ def discrete_laplace(
     t, s = exact.numerator, exact.denominator
     shape = () if size is None else (size if isinstance(size, tuple) else (int(size),))
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if n < VECTOR_MIN:
+        bits = _Bits(rng)
+        values = [_discrete_laplace_scalar(bits, t, s) for _ in range(n)]
+        return values[0] if size is None else np.array(values, dtype=np.int64).reshape(shape)
     out = np.zeros(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:
@@ -190,7 +270,11 @@ def laplace_on_grid(
     k = np.rint(x / g)  # x / g is exact (g a power of two); rint is exact on doubles
     if np.any(np.abs(k) >= 2.0**52):
         raise ParameterError(f"|value| / grid must stay below 2**52 (grid {g!r})", field="value")
-    z = discrete_laplace(rng, exact_scale(scale) / Fraction(g), size=x.shape or None)
+    key = float(scale) if isinstance(scale, np.floating) else scale
+    ratio = _grid_ratio(key, g) if isinstance(key, int | float | Fraction) else None
+    if ratio is None:
+        ratio = exact_scale(exact_scale(scale) / Fraction(g))
+    z = discrete_laplace(rng, ratio, size=x.shape or None)
     total = k.astype(np.int64) + np.asarray(z, dtype=np.int64)
     if np.any(np.abs(total) >= 2**53):
         raise ParameterError("noise beyond the exact range of doubles", field="scale")

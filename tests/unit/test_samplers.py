@@ -19,6 +19,7 @@ import pytest
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import (
     SCALE_BITS,
+    VECTOR_MIN,
     bernoulli_exp,
     discrete_laplace,
     exact_scale,
@@ -56,9 +57,21 @@ def _chi_square(sample: np.ndarray, support: np.ndarray, probs: np.ndarray) -> f
 
 @pytest.mark.parametrize("scale", [1, 2.5, Fraction(7, 3), 10.0])
 def test_discrete_laplace_matches_its_exact_pmf(scale):
-    n = 200_000
+    n = 200_000  # the vectorised implementation (n >= VECTOR_MIN)
     sample = discrete_laplace(np.random.default_rng(11), scale, n)
     assert sample.dtype == np.int64 and sample.shape == (n,)
+    support, probs = _cells(float(scale), n)
+    stat = _chi_square(sample, support, probs)
+    assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), stat
+
+
+@pytest.mark.parametrize("scale", [1, 2.5, 10.0])
+def test_the_small_request_path_matches_the_pmf_too(scale):
+    # requests below VECTOR_MIN values run the pure-Python implementation (the bit pool)
+    rng = np.random.default_rng(12)
+    sample = np.concatenate([discrete_laplace(rng, scale, VECTOR_MIN - 1) for _ in range(500)])
+    sample = np.concatenate([sample, [discrete_laplace(rng, scale) for _ in range(500)]])
+    n = sample.size
     support, probs = _cells(float(scale), n)
     stat = _chi_square(sample, support, probs)
     assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), stat
