@@ -19,6 +19,7 @@ import sqlite3
 from pathlib import Path
 
 import matplotlib
+from ldpfleet.app.cadr_report import release_vs_baselines
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -318,7 +319,12 @@ def _cadr_section(results: dict) -> str:
         for k in ("method", "eps", "alpha", "theta", "theta_rule", "mae", "mse", "seconds")
         if k in results
     ]
-    out = "<h2>CADR-LDP degree release</h2>" + _table(rows) + _img(fig, "degree distributions")
+    out = (
+        "<h2>CADR-LDP degree release</h2>"
+        + _table(rows)
+        + release_vs_baselines(results)
+        + _img(fig, "degree distributions")
+    )
     eps, alpha, theta = results.get("eps"), results.get("alpha"), results.get("theta")
     if isinstance(eps, int | float) and isinstance(alpha, int | float):
         # the error model θ is chosen by (collector.theta_search.local_error): projection

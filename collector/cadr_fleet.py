@@ -18,7 +18,10 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    an accepted release is persisted (``collector.store.ReportStore``, when a path is given)
    before it is acknowledged.
 6. The release: the noisy degree sequence (by device) and the degree histogram over
-   ``0..θ`` (rounded, clipped) on ``rel/degrees``.
+   ``0..θ`` (rounded, clipped) on ``rel/degrees``. With ``pipeline = "dp"`` the search by
+   Deviation aims θ at the post-processed error (``noise_weight``) and the release also
+   holds the post-processed sequence and histogram (``collector.degree_postprocess``:
+   posterior medians under the deconvolved distribution; post-processing, no budget).
 
 A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
 aborted, releases missing at the deadline).
@@ -37,6 +40,7 @@ import numpy as np
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.degree_postprocess import noise_weight, post_process
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, theta_by_sum
@@ -80,6 +84,9 @@ class CadrOutcome:
     rejected: int = 0
     duplicates: int = 0
     budget_refusals: dict[str, dict] = field(default_factory=dict)
+    pipeline: str = "paper"
+    estimates: dict[str, int] = field(default_factory=dict)
+    estimate_histogram: list[int] = field(default_factory=list)
 
 
 async def run_cadr_collector(
@@ -101,16 +108,20 @@ async def run_cadr_collector(
     store_path: str | Path | None = None,
     ready: asyncio.Event | None = None,
     devices_ready: Awaitable[object] | None = None,
+    pipeline: str = "paper",
 ) -> CadrOutcome:
     """Drive one CADR-LDP run (module docstring). ``ready`` is set once the collector
-    listens; the plan goes out after ``devices_ready`` (every device subscribed)."""
+    listens; the plan goes out after ``devices_ready`` (every device subscribed).
+    ``pipeline``: ``"paper"`` (the paper's θ objective and raw release) or ``"dp"``."""
+    if pipeline not in ("dp", "paper"):
+        raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
     members = sorted(devices)
     budget = CadrBudget(eps, alpha)
     # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
     ndoe_parts = min(ndoe_parts, degree_bound + 1)
     seq = 0
     stage_started = time.perf_counter()
-    outcome = CadrOutcome(theta=0, theta_rule=str(theta_rule), theta_rounds=0)
+    outcome = CadrOutcome(theta=0, theta_rule=str(theta_rule), theta_rounds=0, pipeline=pipeline)
     phase_reports: asyncio.Queue[PhaseReport] = asyncio.Queue()
     intake: DsrIntake | None = None
     all_released = asyncio.Event()
@@ -221,6 +232,7 @@ async def run_cadr_collector(
                     rule=theta_rule,
                     degree_bound=degree_bound,
                     eps_dsr=budget.dsr,
+                    weight=noise_weight(budget.dsr) if pipeline == "dp" else 1.0,
                     fanout=fanout,
                     spacing=spacing,
                     stage_timeout=stage_timeout,
@@ -255,6 +267,10 @@ async def run_cadr_collector(
         outcome.released = dict(sorted(intake.values.items()))
         values = np.array(list(outcome.released.values()))
         outcome.histogram = post_process_distribution(values, theta).tolist()
+        if pipeline == "dp":
+            post = post_process(values, theta, budget.dsr)
+            outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
+            outcome.estimate_histogram = post.histogram.tolist()
         seq += 1
         release = DegreeRelease(
             run=run,
@@ -264,6 +280,9 @@ async def run_cadr_collector(
             devices=list(outcome.released),
             values=values.tolist(),
             histogram=outcome.histogram,
+            pipeline=pipeline,
+            estimates=list(outcome.estimates.values()),
+            estimate_histogram=outcome.estimate_histogram,
         )
         await conn.publish(topics.rel(run, "degrees"), codec.encode(release))
     return outcome
@@ -279,12 +298,14 @@ async def _search_theta(
     rule: str | int,
     degree_bound: int,
     eps_dsr: float,
+    weight: float,
     fanout: int,
     spacing: str,
     stage_timeout: float,
     secagg_degree: int | None,
 ) -> int:
-    """θ by rule: an integer, ``auto-dev`` or ``auto-sum`` (module docstring)."""
+    """θ by rule: an integer, ``auto-dev`` or ``auto-sum`` (module docstring); ``weight``
+    is the Deviation search's noise weight (``theta_search.deviation_target``)."""
     if not isinstance(rule, str):
         return int(rule)
 
@@ -317,7 +338,13 @@ async def _search_theta(
 
     if rule == "auto-dev":
         search = DeviationSearch(
-            1, degree_bound, len(members), eps_dsr, fanout=fanout, spacing=spacing
+            1,
+            degree_bound,
+            len(members),
+            eps_dsr,
+            fanout=fanout,
+            spacing=spacing,
+            noise_weight=weight,
         )
         while (thresholds := search.query()) is not None:
             totals = await ask(

@@ -56,8 +56,13 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from ldpfleet.collector.degree_postprocess import (
+    noise_weight,
+    post_process,
+    score,
+    trivial_baselines,
+)
 from ldpfleet.collector.projection import (
-    degree_distribution_mae,
     edge_remove,
     kept_edge_ratio,
     lpea,
@@ -71,6 +76,7 @@ from ldpfleet.protocol.rr import WarnerRR
 
 NDOE_PARTS = 16
 METHODS = ("ll", "lh", "ra", "er")
+PIPELINES = ("dp", "paper")
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,12 @@ class CadrRun:
     bound_mean: float
     seconds: float
     spent: dict[str, float] = field(default_factory=dict)
+    pipeline: str = "paper"
+    histogram_l1: float = 0.0
+    histogram_emd: float = 0.0
+    raw: dict[str, float] = field(default_factory=dict)
+    postprocessed: dict[str, float] = field(default_factory=dict)
+    baselines: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> float:
@@ -97,14 +109,18 @@ def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> floa
     return float(sum(errors.tolist()))
 
 
-def choose_theta(degrees: np.ndarray, rule: str | int, eps_dsr: float) -> tuple[int, int]:
-    """θ and the number of secure-sum rounds the search used (0 for a given θ)."""
+def choose_theta(
+    degrees: np.ndarray, rule: str | int, eps_dsr: float, weight: float = 1.0
+) -> tuple[int, int]:
+    """θ and the number of secure-sum rounds the search used (0 for a given θ).
+    ``weight``: the Deviation search's noise weight (1 = the paper's objective; the
+    "dp" pipeline passes ``degree_postprocess.noise_weight(eps_dsr)``)."""
     if isinstance(rule, int):
         return rule, 0
     bound = int(degrees.max())
     if rule == "auto-dev":
         return theta_by_deviation(
-            1, bound, lambda t: int(np.sum(degrees > t)), len(degrees), eps_dsr
+            1, bound, lambda t: int(np.sum(degrees > t)), len(degrees), eps_dsr, weight
         )
     if rule == "auto-sum":
         candidates = range(1, bound + 1)
@@ -169,11 +185,23 @@ def negotiate(
 
 
 def private_run(
-    graph: Graph, method: str, theta_rule: str | int, eps: float, alpha: float, seed: int
+    graph: Graph,
+    method: str,
+    theta_rule: str | int,
+    eps: float,
+    alpha: float,
+    seed: int,
+    pipeline: str = "paper",
 ) -> CadrRun:
-    """One CADR-LDP run (see the module docstring)."""
+    """One CADR-LDP run (see the module docstring). ``pipeline = "paper"``: the paper's
+    θ objective, and the raw DSR values are the release (``mae``); ``"dp"``: θ by
+    Deviation aims at the post-processed error and the release is the post-processed
+    one (``collector.degree_postprocess``: posterior medians and the consistent
+    histogram). Both report ``raw``, ``postprocessed`` and the trivial ``baselines``."""
     if method not in METHODS:
         raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    if pipeline not in PIPELINES:
+        raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     budget = CadrBudget(eps, alpha)
@@ -186,7 +214,8 @@ def private_run(
 
     degrees = graph.degrees()
     eps_dsr = budget.dsr
-    theta, rounds = choose_theta(degrees, theta_rule, eps_dsr)
+    weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
+    theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight)
     codes = None  # ra: no NDOE codes, candidates in uniformly random order
     if method in ("ll", "lh"):
         codes = ndoe_codes(degrees, budget.ndoe, rng)
@@ -215,18 +244,27 @@ def private_run(
     charge("laplace", eps_dsr)
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
     histogram = post_process_distribution(released, theta)
-    rounded = np.repeat(np.arange(theta + 1), histogram)
+    raw = score(degrees, released, histogram)
+    post = post_process(released, theta, eps_dsr)
+    pp = score(degrees, post.estimates, post.histogram)
+    final = pp if pipeline == "dp" else raw
     return CadrRun(
         method=method,
         theta=theta,
         theta_rounds=rounds,
-        mae=float(np.mean(np.abs(degrees - released))),
-        mse=float(np.mean((degrees - released) ** 2)),
-        distribution_l1=degree_distribution_mae(degrees, rounded, reduce="sum"),
+        mae=final["mae"],
+        mse=final["mse"],
+        distribution_l1=final["histogram_l1"],
         kept_edge_ratio=kept_edge_ratio(degrees, kept_deg),
         bound_mean=float(np.mean(bound_terms)),
         seconds=time.perf_counter() - started,
         spent=spent,
+        pipeline=pipeline,
+        histogram_l1=final["histogram_l1"],
+        histogram_emd=final["histogram_emd"],
+        raw=raw,
+        postprocessed=pp,
+        baselines=trivial_baselines(degrees),
     )
 
 
@@ -237,7 +275,18 @@ def summarise(runs: list[CadrRun]) -> dict:
         out[name] = float(np.mean([getattr(r, name) for r in runs]))
     out["theta_rounds"] = runs[0].theta_rounds if runs else 0
     out["spent"] = dict(runs[0].spent) if runs else {}
+    if runs:
+        out["pipeline"] = runs[0].pipeline
+        for name in ("histogram_l1", "histogram_emd"):
+            out[name] = float(np.mean([getattr(r, name) for r in runs]))
+        for name in ("raw", "postprocessed"):
+            out[name] = _mean_dicts([getattr(r, name) for r in runs])
+        out["baselines"] = dict(runs[0].baselines)  # they do not depend on the run
     return out
+
+
+def _mean_dicts(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: float(np.mean([row[key] for row in rows])) for key in rows[0]} if rows else {}
 
 
 def as_dict(run: CadrRun) -> dict:

@@ -108,12 +108,16 @@ def theta_by_sum(candidates: Iterable[int], sum_of_errors: Callable[[int], float
     return best
 
 
-def deviation_target(n: int, eps_dsr: float) -> float:
-    """The count target ``n / eps_dsr`` clamped to ``[0, n]`` (``n`` for ``eps_dsr <= 1``;
-    module docstring)."""
+def deviation_target(n: int, eps_dsr: float, noise_weight: float = 1.0) -> float:
+    """The count target ``noise_weight · n / eps_dsr`` clamped to ``[0, n]`` (module
+    docstring; ``n`` for ``eps_dsr <= noise_weight``). ``noise_weight = 1`` is the paper's
+    objective (the raw Laplace error ``θ / eps_dsr``); a smaller weight charges the noise
+    at the post-processed release's smaller error (``collector.degree_postprocess.
+    noise_weight``), which moves θ up."""
     nn = integer_at_least(n, "n", 1)
     e = positive_real(eps_dsr, "eps_dsr")
-    return min(float(nn), nn / e)
+    w = positive_real(noise_weight, "noise_weight")
+    return min(float(nn), w * nn / e)
 
 
 class DeviationSearch:
@@ -141,6 +145,7 @@ class DeviationSearch:
         *,
         fanout: int = 1,
         spacing: str = "linear",
+        noise_weight: float = 1.0,
     ) -> None:
         if spacing not in ("linear", "geometric"):
             raise ParameterError(
@@ -151,7 +156,7 @@ class DeviationSearch:
         self.hi = integer_at_least(hi, "hi", self.lo)
         self.n = integer_at_least(n, "n", 1)
         self.fanout = integer_at_least(fanout, "fanout", 1)
-        self.target = deviation_target(self.n, eps_dsr)
+        self.target = deviation_target(self.n, eps_dsr, noise_weight)
         self.rounds = 0
         self._asked: list[int] | None = None
         if self.target >= self.n:  # eps_dsr <= 1: lo is the minimiser, no probe needed
@@ -204,7 +209,12 @@ class DeviationSearch:
 
 
 def theta_by_deviation(
-    lo: int, hi: int, count_above: Callable[[int], int], n: int, eps_dsr: float
+    lo: int,
+    hi: int,
+    count_above: Callable[[int], int],
+    n: int,
+    eps_dsr: float,
+    noise_weight: float = 1.0,
 ) -> tuple[int, int]:
     """Binary search on ``[lo, hi]`` for the smallest θ with
     ``count_above(θ) = #{i : d_i > θ} <= deviation_target(n, eps_dsr)`` (``hi`` if no
@@ -212,7 +222,7 @@ def theta_by_deviation(
     (one secure sum each), at most ``ceil(log2(hi - lo + 1))``. A count outside
     ``0 .. n`` is refused (``RemoteProtocolError``). (``DeviationSearch`` is the same
     search as a question/answer object, for callers whose sums arrive asynchronously.)"""
-    search = DeviationSearch(lo, hi, n, eps_dsr)
+    search = DeviationSearch(lo, hi, n, eps_dsr, noise_weight=noise_weight)
     while (thresholds := search.query()) is not None:
         search.observe([count_above(t) for t in thresholds])
     assert search.theta is not None

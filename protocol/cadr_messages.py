@@ -13,7 +13,7 @@ message            topic                       meaning
 ``CadrTheta``      ``ctl/cadr_theta``          the θ every device projects to
 ``DsrReport``      ``up/dsr``                  the device's Laplace release of its degree
 ``Ack``            ``in/collector``            the report is persisted
-``DegreeRelease``  ``rel/degrees``             the noisy degree sequence and histogram
+``DegreeRelease``  ``rel/degrees``             noisy degrees, histogram (+ post-processed)
 =================  ==========================  ============================================
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import msgspec
 from ldpfleet.protocol.messages import Epsilon, Ident, Message
 from msgspec import Meta
 
@@ -77,12 +78,23 @@ class DsrReport(Message, tag="dsr_report", kw_only=True):
 
 class DegreeRelease(Message, tag="degree_release", kw_only=True):
     """Collector -> analysts (``rel/degrees``): the noisy degree sequence (``values[k]`` is
-    ``devices[k]``'s release) and the degree histogram over ``0..theta`` (rounded, clipped)."""
+    ``devices[k]``'s release) and the degree histogram over ``0..theta`` (rounded, clipped).
+    With ``pipeline = "dp"`` also the post-processed release
+    (``collector.degree_postprocess``): ``estimates[k]``, the posterior median of
+    ``devices[k]``'s degree, and ``estimate_histogram``, the consistent histogram over
+    ``0..theta`` (both empty under ``"paper"``)."""
 
     theta: Degree
     devices: Annotated[list[Ident], Meta(max_length=MAX_DEGREE)]
     values: Annotated[list[float], Meta(max_length=MAX_DEGREE)]
     histogram: Annotated[list[Annotated[int, Meta(ge=0)]], Meta(max_length=MAX_DEGREE + 1)]
+    pipeline: Literal["dp", "paper"] = "paper"
+    estimates: Annotated[
+        list[Annotated[int, Meta(ge=0, le=MAX_DEGREE)]], Meta(max_length=MAX_DEGREE)
+    ] = msgspec.field(default_factory=list)
+    estimate_histogram: Annotated[
+        list[Annotated[int, Meta(ge=0)]], Meta(max_length=MAX_DEGREE + 1)
+    ] = msgspec.field(default_factory=list)
 
 
 CADR_MESSAGES = (CadrPlan, CadrQuery, CadrTheta, DsrReport, DegreeRelease)

@@ -35,7 +35,8 @@ from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrOutcome, run_cadr_collector
-from ldpfleet.collector.projection import degree_distribution_mae, kept_edge_ratio
+from ldpfleet.collector.degree_postprocess import post_process, score, trivial_baselines
+from ldpfleet.collector.projection import kept_edge_ratio
 from ldpfleet.collector.readiness import await_devices
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.collector.theta_search import thm35_bound
@@ -66,14 +67,15 @@ __all__ = [
 FLEET_METHODS = ("ll", "lh", "ra")
 # results.json's keys in order; the collector side writes those it knows, in this order
 RESULT_KEYS = (
-    "scenario", "broker", "run", "processes", "devices", "edges", "method", "eps", "alpha",
-    "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
-    "theta_queries", "mae", "mse", "distribution_l1", "kept_edge_ratio", "max_kept_degree",
+    "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
+    "alpha", "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
+    "theta_queries", "mae", "mse", "distribution_l1", "histogram_emd", "raw", "postprocessed",
+    "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_rounds",
     "lpea_supersteps", "peer_items", "relay_batches", "device_messages_up",
     "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
     "stage_seconds", "connect_seconds", "seconds", "trace_messages", "ledgers", "released",
-    "histogram", "per_device",
+    "histogram", "estimate_histogram", "per_device",
 )  # fmt: skip
 
 
@@ -113,6 +115,7 @@ class CadrSettings:
     stage_timeout: float = 120.0
     connect_concurrency: int = 64
     trace: str = "control"
+    pipeline: str = "dp"
 
     def __post_init__(self) -> None:
         if self.method not in FLEET_METHODS:
@@ -138,6 +141,7 @@ class CadrSettings:
             stage_timeout=cadr.stage_timeout,
             connect_concurrency=cadr.connect_concurrency,
             trace=cadr.trace,
+            pipeline=cadr.pipeline,
         )
 
     def bound_for(self, graph: Graph) -> int:
@@ -380,6 +384,7 @@ async def collect_cadr(
             store_path=store_path,
             ready=collector_ready,
             devices_ready=barrier,
+            pipeline=settings.pipeline,
         )
     )
     try:
@@ -436,7 +441,15 @@ def collector_results(
     names = device_names(graph)
     degrees = graph.degrees()
     released = np.array([outcome.released[name] for name in names])
-    rounded = np.repeat(np.arange(outcome.theta + 1), outcome.histogram)
+    raw = score(degrees, released, outcome.histogram)
+    if outcome.estimates:  # the dp pipeline's release
+        estimates = np.array([outcome.estimates[name] for name in names])
+        histogram = np.array(outcome.estimate_histogram)
+    else:  # the paper's release; its post-processing scored for comparison
+        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
+        estimates, histogram = post.estimates, post.histogram
+    postprocessed = score(degrees, estimates, histogram)
+    final = postprocessed if outcome.estimates else raw
     begin = collected.started if started is None else started
     phases = outcome.phases.values()
     return {
@@ -446,6 +459,7 @@ def collector_results(
         "devices": graph.n,
         "edges": graph.edges(),
         "method": settings.method,
+        "pipeline": settings.pipeline,
         "eps": settings.eps,
         "alpha": settings.alpha,
         "seed": settings.seed,
@@ -455,9 +469,13 @@ def collector_results(
         "theta_spacing": settings.spacing,
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
-        "mae": float(np.mean(np.abs(degrees - released))),
-        "mse": float(np.mean((degrees - released) ** 2)),
-        "distribution_l1": degree_distribution_mae(degrees, rounded, reduce="sum"),
+        "mae": final["mae"],
+        "mse": final["mse"],
+        "distribution_l1": final["histogram_l1"],
+        "histogram_emd": final["histogram_emd"],
+        "raw": raw,
+        "postprocessed": postprocessed,
+        "baselines": trivial_baselines(degrees),
         "lpea_rounds": outcome.phases.get("lpea", {}).get("rounds"),
         "lpea_supersteps": outcome.phases.get("lpea", {}).get("supersteps"),
         "peer_items": sum(p.get("items", 0) for p in phases),
@@ -470,11 +488,13 @@ def collector_results(
         "trace_messages": collected.recorded,
         "released": outcome.released,
         "histogram": outcome.histogram,
+        **({"estimate_histogram": outcome.estimate_histogram} if outcome.estimates else {}),
         "per_device": {
             name: {
                 "degree": int(d),
                 "released": outcome.released[name],
                 "abs_error": float(abs(d - outcome.released[name])),
+                **({"estimate": outcome.estimates[name]} if outcome.estimates else {}),
             }
             for name, d in zip(names, degrees, strict=True)
         },
@@ -547,6 +567,7 @@ async def run_cadr_fleet(
     trace: str = "control",
     processes: int = 1,
     graph_spec: str | None = None,
+    pipeline: str = "dp",
 ) -> dict:
     """One fleet run; returns the scores and the run's figures (module docstring).
 
@@ -559,7 +580,7 @@ async def run_cadr_fleet(
         method=method, theta=theta, eps=eps, alpha=alpha, seed=seed, fanout=fanout,
         spacing=spacing, ndoe_parts=ndoe_parts, degree_bound=degree_bound,
         max_rounds=max_rounds, stage_timeout=stage_timeout,
-        connect_concurrency=connect_concurrency, trace=trace,
+        connect_concurrency=connect_concurrency, trace=trace, pipeline=pipeline,
     )  # fmt: skip
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
@@ -653,6 +674,7 @@ async def run_cadr_scenario(
         trace=cadr.trace,
         processes=processes,
         graph_spec=source,
+        pipeline=cadr.pipeline,
     )
     return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
 

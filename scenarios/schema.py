@@ -207,6 +207,9 @@ class CadrSection(_Section):
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
     processes: Annotated[int, Meta(ge=1, le=64)] = 2
     trace: Literal["control", "all", "none"] = "control"
+    # "dp": θ aimed at the post-processed error + the post-processed release (docs/cadr.md);
+    # "paper": the paper's exact pipeline (θ objective and raw Laplace release)
+    pipeline: Literal["dp", "paper"] = "dp"
 
 
 class GcdpSection(_Section):

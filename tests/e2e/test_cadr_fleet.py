@@ -13,6 +13,7 @@ import sqlite3
 import numpy as np
 import pytest
 from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.collector.degree_postprocess import noise_weight, post_process, score
 from ldpfleet.collector.theta_search import local_error, theta_by_deviation
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
@@ -26,7 +27,7 @@ EPS_DSR = 0.9 * 3.0
 
 
 async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_promise():
-    result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3)
+    result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3, pipeline="paper")
     degrees = GRAPH.degrees()
     expected, rounds = theta_by_deviation(
         1, int(degrees.max()), lambda t: int(np.sum(degrees > t)), GRAPH.n, EPS_DSR
@@ -40,6 +41,28 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     device = result["per_device"]["n0000"]
     assert device["degree"] == degrees[0] and device["thm35_bound"] > 0
     assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
+
+
+async def test_dp_pipeline_aims_theta_at_the_post_processed_error_and_releases_it():
+    result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3)  # pipeline "dp"
+    degrees = GRAPH.degrees()
+    expected, _ = theta_by_deviation(
+        1,
+        int(degrees.max()),
+        lambda t: int(np.sum(degrees > t)),
+        GRAPH.n,
+        EPS_DSR,
+        noise_weight(EPS_DSR),
+    )
+    assert result["pipeline"] == "dp" and result["theta"] == expected
+    names = list(result["per_device"])
+    released = [result["released"][name] for name in names]
+    post = post_process(released, result["theta"], EPS_DSR)  # the collector's computation
+    assert [result["per_device"][name]["estimate"] for name in names] == post.estimates.tolist()
+    assert result["estimate_histogram"] == post.histogram.tolist()
+    assert result["mae"] == score(degrees, post.estimates, post.histogram)["mae"]
+    assert result["raw"]["mae"] == pytest.approx(np.mean(np.abs(degrees - released)))
+    assert set(result["baselines"]) == {"constant_median_oracle", "all_zero"}
 
 
 async def test_search_by_sum_picks_the_minimum_of_the_summed_local_errors():
@@ -154,4 +177,7 @@ def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(t
         saved["stage_seconds"]
     )
     page = (tmp_path / "out" / "report.html").read_text()
-    assert "CADR-LDP degree release" in page and 'alt="MAE against theta"' in page
+    assert "CADR-LDP degree release" in page and "<img" in page
+    # the release beside the trivial baselines (app.cadr_report), the pipeline named
+    assert "Release against knowing nothing (pipeline dp)" in page
+    assert "constant true median" in page and "(non-private oracle)" in page

@@ -41,3 +41,19 @@ def test_a_larger_budget_lowers_the_error(graph):
     low = np.mean([private_run(graph, "ll", 20, 1.0, 0.1, s).mae for s in range(5)])
     high = np.mean([private_run(graph, "ll", 20, 10.0, 0.1, s).mae for s in range(5)])
     assert high < low
+
+
+def test_the_pipelines_release_the_raw_or_the_post_processed_sequence(graph):
+    paper = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="paper")
+    dp = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="dp")
+    assert paper.mae == paper.raw["mae"] and paper.distribution_l1 == paper.raw["histogram_l1"]
+    assert (
+        dp.mae == dp.postprocessed["mae"] and dp.histogram_emd == dp.postprocessed["histogram_emd"]
+    )
+    assert dp.theta > paper.theta  # θ aimed at the smaller post-processed noise error
+    assert paper.baselines == dp.baselines
+    assert set(dp.baselines) == {"constant_median_oracle", "all_zero"}
+    summary = summarise([dp])
+    assert summary["pipeline"] == "dp" and summary["postprocessed"]["mae"] == dp.mae
+    with pytest.raises(ValueError, match="pipeline"):
+        private_run(graph, "ll", 20, 3.0, 0.1, seed=2, pipeline="fast")

@@ -1,0 +1,60 @@
+"""The CADR-LDP part of the run report that compares the release with knowing nothing.
+
+``release_vs_baselines(results)`` renders, from a CADR-LDP ``results.json``, one HTML table:
+the released per-node sequence of the run's pipeline, the raw DSR release, its
+post-processing (``collector.degree_postprocess``) and the two trivial releases scored the
+same way — the constant TRUE median (a non-private oracle) and all zeros — with per-node
+MAE / MSE and the degree histogram's L1 and EMD; and, when the results name it, the budget
+split (every part each device's ledger was charged). ``app.report`` calls it; it returns ""
+for results without these figures (older runs).
+"""
+
+from __future__ import annotations
+
+import html
+
+__all__ = ["release_vs_baselines"]
+
+METRICS = ("mae", "mse", "histogram_l1", "histogram_emd")
+HEADER = ("release", "per-node MAE", "per-node MSE", "histogram L1", "histogram EMD")
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        text = f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+        return f'<td class="num">{text}</td>'
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def release_vs_baselines(results: dict) -> str:
+    """The table (module docstring), or "" when the results do not hold the figures."""
+    raw, post = results.get("raw"), results.get("postprocessed")
+    baselines = results.get("baselines")
+    if not isinstance(raw, dict) or not isinstance(post, dict) or not isinstance(baselines, dict):
+        return ""
+    pipeline = results.get("pipeline", "paper")
+    rows = [
+        (f"raw DSR (Laplace){' — released' if pipeline == 'paper' else ''}", raw),
+        (f"post-processed{' — released' if pipeline == 'dp' else ''}", post),
+    ]
+    median = baselines.get("constant_median_oracle") or {}
+    zero = baselines.get("all_zero") or {}
+    rows.append((f"constant true median {median.get('value')} (non-private oracle)", median))
+    rows.append(("all zero", zero))
+    body = "".join(
+        "<tr>"
+        + _cell(name)
+        + "".join(_cell(float(row[m])) if m in row else _cell("") for m in METRICS)
+        + "</tr>"
+        for name, row in rows
+    )
+    head = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in HEADER)
+    out = (
+        f"<h3>Release against knowing nothing (pipeline {html.escape(str(pipeline))})</h3>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+    budget = results.get("budget")
+    if isinstance(budget, dict) and budget:
+        parts = ", ".join(f"{html.escape(str(k))} {v:g}" for k, v in budget.items())
+        out += f"<p>Budget per device (ε, every part charged in its ledger): {parts}.</p>"
+    return out

@@ -1,0 +1,251 @@
+"""Post-processing of the DSR degree release at the collector (no extra budget).
+
+DSR (``protocol.dsr``; Alg. 6 of the CADR-LDP spec, ``shared/reference/cadr-ldp.md``)
+releases ``y_i = k_i + Lap(b)`` per node, ``k_i = clip(kept degree, 0, θ)`` an integer in
+``0..θ`` and ``b = θ / eps_dsr`` public. Everything here reads only the ``y_i``, θ and b,
+so by the post-processing property of differential privacy (Dwork & Roth, "The Algorithmic
+Foundations of Differential Privacy", 2014, Prop. 2.1) it costs no budget.
+
+1. ``deconvolve``: the degree distribution ``π`` over ``0..θ`` maximising the likelihood
+   ``Π_i Σ_k π_k Lap(y_i - k; b)`` — the non-parametric maximum likelihood estimate of a
+   mixing distribution (Kiefer & Wolfowitz, Ann. Math. Stat. 1956) computed by EM, which
+   for a known convolution kernel is the Richardson-Lucy iteration (Richardson, JOSA 1972;
+   Lucy, AJ 1974): ``π ← mean_i posterior_i`` with ``posterior_i(k) ∝ π_k exp(-|y_i - k|/b)``.
+   Each step keeps ``π ≥ 0`` and ``Σ π = 1`` and never lowers the likelihood. It starts
+   from the uniform distribution and runs a fixed ``ITERATIONS = 100`` steps —
+   deterministic, and early stopping is the iteration's regularisation: the exact NPMLE is
+   a few spikes, and run to convergence (3,000 steps) it raised the per-node MAE on
+   ego-Facebook at eps = 1 from 30.7-31.1 (100 steps, seeds 0-2) to 31.8-33.1, above the
+   constant median; 30 steps under-fit (wiki-Vote at eps = 0.5: 27.6 vs 27.0), 300 were
+   within ±0.4 of 100 everywhere measured (eps 0.5 .. 5, both graphs).
+2. ``posterior_medians``: per node the median of ``posterior_i`` under the estimated π (the
+   Bayes estimate under absolute loss, so it minimises the expected per-node MAE if π were
+   the true distribution of the ``k_i``): the smallest ``k`` with posterior CDF ``≥ 1/2``.
+3. ``consistent_histogram``: ``n π`` rounded to integers that are non-negative and sum to
+   exactly ``n`` (largest remainders; ties to the lower degree).
+
+Choosing θ for the post-processed error (``noise_weight``). The paper's θ search minimises
+``Σ_i max(0, d_i - θ) + n θ / eps_dsr`` (projection loss + the raw Laplace error ``b``).
+After post-processing the per-node noise error is much smaller than ``b``; model it as
+``c(eps_dsr) · θ / eps_dsr`` with ``c`` the ratio of the posterior median's expected
+absolute error to ``b`` when the ``k_i`` are uniform on ``0..θ`` — a quantity of the public
+``eps_dsr`` alone (scale-free: ``θ`` and ``b`` scale together), computed here by exact
+summation over a fine grid. The search by Deviation then targets the count
+``c n / eps_dsr`` instead of ``n / eps_dsr`` (``collector.theta_search.deviation_target``'s
+``noise_weight``); it still reads only the θ search's counts. c is 0.11, 0.22, 0.40, 0.53,
+0.69 at eps_dsr = 0.45, 0.9, 1.8, 2.7, 4.5 (alpha = 0.1, eps = 0.5 .. 5). The uniform prior
+is a model, not the data: the measured post-processed optimum lies near the θ it gives
+(docs/cadr-private.md).
+
+Scoring helpers (simulator side, they read the true degrees): ``histogram_l1`` and
+``histogram_emd`` compare two degree histograms as distributions (L1 = Σ_k |P(k) - Q(k)|;
+EMD = the 1-Wasserstein distance in degree units, Σ_k |F_P(k) - F_Q(k)|), ``score`` gives
+per-node MAE/MSE and both, and ``trivial_baselines`` the constant-median (the TRUE median:
+a non-private oracle) and all-zero releases scored the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
+
+__all__ = [
+    "PostProcessed",
+    "consistent_histogram",
+    "deconvolve",
+    "histogram_emd",
+    "histogram_l1",
+    "noise_weight",
+    "post_process",
+    "posterior_medians",
+    "score",
+    "trivial_baselines",
+]
+
+ITERATIONS = 100
+
+
+def _released(values: object) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be an array of real numbers, got {values!r}", field="released"
+        ) from None
+    if arr.size == 0:
+        raise ParameterError("must hold at least one release", field="released")
+    bad = ~np.isfinite(arr)
+    if np.any(bad):
+        idx = int(np.flatnonzero(bad)[0])
+        raise ParameterError(f"must be finite, got {arr[idx]!r}", field=f"released[{idx}]")
+    return arr
+
+
+def _kernel(y: np.ndarray, theta: int, scale: float) -> np.ndarray:
+    """``exp(-|y_i - k| / b)`` per row, divided by its row maximum (no underflow)."""
+    dist = np.abs(y[:, None] - np.arange(theta + 1)[None, :])
+    return np.exp(-(dist - dist.min(axis=1, keepdims=True)) / scale)
+
+
+def _posteriors(kernel: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    post = kernel * prior
+    return post / post.sum(axis=1, keepdims=True)
+
+
+def deconvolve(
+    released: object, theta: int, scale: float, *, iterations: int = ITERATIONS
+) -> np.ndarray:
+    """``iterations`` EM (Richardson-Lucy) steps towards the NPMLE of the distribution of
+    the ``k_i`` over ``0..θ``, from the uniform one (module docstring, 1): a float array of
+    length ``θ + 1``, non-negative, summing to 1."""
+    y = _released(released)
+    t = integer_at_least(theta, "theta", 1)
+    b = positive_real(scale, "scale")
+    steps = integer_at_least(iterations, "iterations", 0)
+    kernel = _kernel(y, t, b)
+    prior = np.full(t + 1, 1.0 / (t + 1))
+    for _ in range(steps):
+        prior = _posteriors(kernel, prior).mean(axis=0)
+        prior /= prior.sum()
+    return prior
+
+
+def posterior_medians(released: object, prior: np.ndarray, scale: float) -> np.ndarray:
+    """Per release, the median of its posterior over ``0..θ`` (``θ = len(prior) - 1``)
+    under ``prior``: the smallest ``k`` whose posterior CDF is ``≥ 1/2`` (int64)."""
+    y = _released(released)
+    p = np.asarray(prior, dtype=float)
+    if p.ndim != 1 or p.size < 2 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
+        raise ParameterError(
+            "must be a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
+            field="prior",
+        )
+    post = _posteriors(_kernel(y, p.size - 1, positive_real(scale, "scale")), p)
+    cdf = np.cumsum(post, axis=1)
+    return np.minimum(np.sum(cdf < 0.5 - 1e-12, axis=1), p.size - 1).astype(np.int64)
+
+
+def consistent_histogram(prior: np.ndarray, n: int) -> np.ndarray:
+    """``n · prior`` as non-negative integers summing to exactly ``n`` (largest
+    remainders, ties to the lower degree): the released degree histogram (int64)."""
+    nn = integer_at_least(n, "n", 0)
+    p = np.asarray(prior, dtype=float)
+    if p.ndim != 1 or p.size == 0 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
+        raise ParameterError("must be non-negative and sum to 1", field="prior")
+    exact = nn * p / p.sum()
+    counts = np.floor(exact).astype(np.int64)
+    short = nn - int(counts.sum())
+    order = np.argsort(-(exact - counts), kind="stable")  # stable: lower degree first
+    counts[order[:short]] += 1
+    return counts
+
+
+@dataclass(frozen=True)
+class PostProcessed:
+    """The post-processed release: the estimated distribution over ``0..θ``, the per-node
+    posterior medians (in the order of the input releases) and the consistent histogram."""
+
+    theta: int
+    distribution: np.ndarray
+    estimates: np.ndarray
+    histogram: np.ndarray
+
+
+def post_process(released: object, theta: int, eps_dsr: float) -> PostProcessed:
+    """Deconvolve the releases (Laplace scale ``θ / eps_dsr``), then the posterior medians
+    and the consistent histogram (module docstring)."""
+    y = _released(released)
+    t = integer_at_least(theta, "theta", 1)
+    scale = t / positive_real(eps_dsr, "eps_dsr")
+    prior = deconvolve(y, t, scale)
+    return PostProcessed(
+        theta=t,
+        distribution=prior,
+        estimates=posterior_medians(y, prior, scale),
+        histogram=consistent_histogram(prior, y.size),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def noise_weight(eps_dsr: float, grid: int = 200) -> float:
+    """``c(eps_dsr)``: the posterior median's expected absolute error divided by the
+    Laplace scale ``b``, for ``k`` uniform on ``0..grid`` and noise ``Lap(grid / eps_dsr)``
+    (module docstring). Exact sum over ``k`` and a quadrature over ``y`` (step ``1/2``,
+    ``y`` within 25 scales of ``[0, grid]``, where the density left out is below
+    ``e^-25``): deterministic, in ``(0, 1)``; the same to 4 digits as step ``1/8`` and 40
+    scales at eps_dsr = 0.45 .. 4.5."""
+    e = positive_real(eps_dsr, "eps_dsr")
+    m = integer_at_least(grid, "grid", 1)
+    b = m / e
+    step = 0.5
+    y = np.arange(-25 * b, m + 25 * b + step, step)
+    ks = np.arange(m + 1)
+    dens = np.exp(-np.abs(y[:, None] - ks[None, :]) / b) / (2 * b)  # p(y | k)
+    post = dens / dens.sum(axis=1, keepdims=True)  # uniform prior
+    med = np.sum(np.cumsum(post, axis=1) < 0.5 - 1e-12, axis=1)
+    err = np.abs(med[:, None] - ks[None, :])
+    expected = float(np.sum(dens * err) * step / (m + 1))  # E over k uniform and y | k
+    return expected / b
+
+
+# --- scoring against the true degrees (the simulator's side) -------------------------------
+
+
+def _distribution(histogram: np.ndarray, size: int) -> np.ndarray:
+    h = np.zeros(size)
+    h[: len(histogram)] = histogram
+    total = h.sum()
+    if total <= 0:
+        raise ParameterError("must hold at least one count", field="histogram")
+    return h / total
+
+
+def histogram_l1(true_degrees: object, histogram: object) -> float:
+    """``Σ_k |P(k) - Q(k)|``: P the true degrees' distribution, Q = the histogram
+    normalised (counts per degree ``0, 1, ...``)."""
+    d = np.asarray(true_degrees, dtype=np.int64)
+    h = np.asarray(histogram, dtype=float)
+    size = max(int(d.max()) + 1, h.size)
+    return float(np.abs(_distribution(np.bincount(d), size) - _distribution(h, size)).sum())
+
+
+def histogram_emd(true_degrees: object, histogram: object) -> float:
+    """The earth mover's (1-Wasserstein) distance between the true degrees' distribution
+    and the normalised histogram, in degrees: ``Σ_k |F_P(k) - F_Q(k)|``."""
+    d = np.asarray(true_degrees, dtype=np.int64)
+    h = np.asarray(histogram, dtype=float)
+    size = max(int(d.max()) + 1, h.size)
+    cdf_p = np.cumsum(_distribution(np.bincount(d), size))
+    cdf_q = np.cumsum(_distribution(h, size))
+    return float(np.abs(cdf_p - cdf_q).sum())
+
+
+def score(true_degrees: object, per_node: object, histogram: object) -> dict[str, float]:
+    """Per-node MAE and MSE of a released sequence and the histogram's L1 and EMD."""
+    d = np.asarray(true_degrees, dtype=float)
+    v = np.asarray(per_node, dtype=float)
+    return {
+        "mae": float(np.mean(np.abs(d - v))),
+        "mse": float(np.mean((d - v) ** 2)),
+        "histogram_l1": histogram_l1(true_degrees, histogram),
+        "histogram_emd": histogram_emd(true_degrees, histogram),
+    }
+
+
+def trivial_baselines(true_degrees: object) -> dict[str, dict[str, float]]:
+    """Two releases that know nothing about any node, scored like ``score``:
+    ``constant_median_oracle`` — every node gets the TRUE median degree (rounded down to
+    an integer; a non-private oracle: no private release knows it) and the histogram puts
+    all mass on it; ``all_zero`` — every node 0, all mass on degree 0."""
+    d = np.asarray(true_degrees, dtype=np.int64)
+    median = int(np.floor(np.median(d)))
+    out = {}
+    for name, value in (("constant_median_oracle", median), ("all_zero", 0)):
+        hist = np.zeros(value + 1, dtype=np.int64)
+        hist[value] = d.size
+        out[name] = {**score(d, np.full(d.size, value), hist), "value": value}
+    return out
