@@ -1,73 +1,365 @@
 """``OUT/report.html``: one self-contained page per run (``ldpfleet report DIR``).
 
 Everything is read from the run's outputs (results.json, ledger.json, trace.sqlite,
-reconstructions.npz): the scenario, timing per stage, message volume by kind and over
-time, the privacy ledger (distribution of ε spent per device, refusals), and a section per
-capability present in the run — stream accuracy, CPR reconstructions against the truth and
-the period confusion, secure-aggregation rounds with survivors and dropouts, CADR-LDP true
-against released degrees, GC-DP budgets, faults and delivery. Plots are matplotlib PNGs
-embedded as data URIs and the CSS is inline: the page fetches nothing.
+reconstructions.npz). The page answers first: a headline block (what ran, on which
+broker, devices complete, reports lost, the accuracy figures, the ε budget and the worst
+spend, the time); then the scenario (its keys in a collapsed section), timing per stage,
+message volume, the privacy ledger, and a section per capability present in the run —
+stream accuracy, CPR reconstructions (a readable window and an overview of the whole
+stream) and the period confusion, secure-aggregation rounds, CADR-LDP true against
+released degrees, GC-DP budgets, faults and delivery. Numbers are rounded for people
+(the exact values stay in results.json). Every plot is a matplotlib PNG embedded as a
+data URI inside a ``<figure>`` with alt text and a caption; the CSS is inline: the page
+fetches nothing.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import json
+import math
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
 from ldpfleet.app.cadr_report import release_vs_baselines
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-import numpy as np
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
-       color: #222; line-height: 1.4; }
-h1 { font-size: 1.6rem; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-td, th { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left; }
-th { background: #f4f4f4; } .ok { color: #176b2c; } .bad { color: #a11; }
-img { max-width: 100%; border: 1px solid #eee; margin: .3rem 0; }
+       padding: 0 1rem; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } .sub { color: #555; margin-top: 0; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem;
+        max-width: 100%; display: block; overflow-x: auto; }
+td, th { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left;
+         overflow-wrap: anywhere; vertical-align: top; }
+th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.ok { color: #176b2c; } .bad { color: #a11; } .warn { color: #8a5a00; }
+figure { margin: .6rem 0 1.2rem; } figcaption { font-size: .85rem; color: #444; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
 code { background: #f4f4f4; padding: 0 .2rem; }
+.headline { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1.2rem;
+            background: #f7f9fb; border: 1px solid #d8e0e8; border-radius: 6px;
+            padding: .9rem 1.2rem; margin: 1rem 0; }
+.headline dt { font-weight: 600; color: #333; } .headline dd { margin: 0; }
+details { margin: .5rem 0 1rem; } summary { cursor: pointer; color: #245; }
+p.note { font-size: .9rem; color: #444; }
 """
 
+# how many points of a long series the CPR window shows, and the overview's resolution
+CPR_WINDOW = 240
+OVERVIEW_POINTS = 400
+# a list longer than this is shown abridged (the exact list is in results.json)
+LIST_SHOWN = 8
 
-def _figure_uri(fig) -> str:
+
+class _Plots:
+    """matplotlib, imported only when a plot is drawn (a page without plots stays cheap),
+    configured once: no offset notation on axes, plain tick labels."""
+
+    plt = None
+
+    @classmethod
+    def get(cls):
+        if cls.plt is None:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            plt.rcParams.update({
+                "axes.formatter.useoffset": False,  # never "+2e3" over an axis
+                "axes.formatter.limits": (-4, 6),
+                "font.size": 9,
+                "axes.titlesize": 9,
+                "axes.labelsize": 9,
+                "legend.fontsize": 8,
+                "figure.dpi": 90,
+            })  # fmt: skip
+            cls.plt = plt
+        return cls.plt
+
+
+def _figure(draw: Callable, size: tuple[float, float], alt: str, caption: str, **grid) -> str:
+    """A ``<figure>`` with the PNG that ``draw(fig, axes)`` makes, its alt text and a
+    caption. The figure uses constrained layout (one draw; ``bbox_inches="tight"`` draws
+    twice)."""
+    plt = _Plots.get()
+    fig, axes = plt.subplots(figsize=size, layout="constrained", squeeze=False, **grid)
+    draw(fig, axes)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buffer, format="png")
     plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    uri = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    return (
+        f'<figure><img alt="{html.escape(alt)}" src="{uri}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
 
 
-def _img(fig, alt: str) -> str:
-    return f'<img alt="{html.escape(alt)}" src="{_figure_uri(fig)}">'
+# numbers for people --------------------------------------------------------------------
 
 
-def _table(rows: list[tuple], header: tuple | None = None) -> str:
-    out = ["<table>"]
-    if header:
-        out.append("<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in header) + "</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>")
-    out.append("</table>")
-    return "".join(out)
+def _num(value, digits: int = 4) -> str:
+    """A number rounded for reading: ints with thousands separators, floats to ``digits``
+    significant digits without exponent notation in the usual ranges."""
+    if isinstance(value, bool) or value is None:
+        return "—" if value is None else str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-4):
+            return f"{value:.{digits - 1}e}"
+        text = f"{value:.{digits}g}"
+        if "e" in text:  # e.g. 12345.6 at 4 digits
+            text = f"{value:.0f}"
+        return text
+    return str(value)
 
 
 def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, dict | list):
-        return json.dumps(value)[:300]
+    """A table cell: numbers rounded, lists of numbers rounded and abridged, mappings as
+    ``key: value`` pairs; None as a dash."""
+    if isinstance(value, float | int | bool) or value is None:
+        return _num(value)
+    if isinstance(value, list | tuple):
+        shown = ", ".join(_fmt(v) for v in value[:LIST_SHOWN])
+        if len(value) > LIST_SHOWN:
+            return f"[{shown}, …] ({len(value):,} values; exact in results.json)"
+        return f"[{shown}]"
+    if isinstance(value, dict):
+        text = ", ".join(f"{k}: {_fmt(v)}" for k, v in list(value.items())[:LIST_SHOWN])
+        if len(value) > LIST_SHOWN:
+            text += f", … ({len(value):,} entries in results.json)"
+        return text
     return str(value)
+
+
+def _table(rows: list[tuple], header: tuple) -> str:
+    """A table with a header row; numeric cells right-aligned."""
+    out = ["<table><thead><tr>"]
+    out += [f'<th scope="col">{html.escape(str(h))}</th>' for h in header]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells = []
+        for value in row:
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            klass = ' class="num"' if number else ""
+            cells.append(f"<td{klass}>{html.escape(_fmt(value))}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
 
 
 def _read_json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def _is_cadr(results: dict) -> bool:
+    return "stage_seconds" in results and "released" in results
+
+
+def _broker_text(results: dict) -> str:
+    broker = results.get("broker")
+    if isinstance(broker, dict):
+        kind, url = broker.get("kind"), broker.get("url")
+        if kind == "memory":
+            return "memory (in-process, no MQTT broker)"
+        return f"{kind} ({url})" if url and url != kind else str(kind)
+    if broker == "memory":
+        return "memory (in-process, no MQTT broker)"
+    return str(broker) if broker else "—"
+
+
+def _ledger_devices(ledger: dict | None) -> dict:
+    if not ledger:
+        return {}
+    devices = ledger.get("devices")
+    if devices is None:  # a CADR-LDP run's ledger.json is device -> ledger
+        devices = {k: v for k, v in ledger.items() if isinstance(v, dict) and "accounts" in v}
+    return devices
+
+
+def _spending(ledger: dict | None) -> tuple[list[float], list[float], float | None, int]:
+    """Per device: worst w-window spend (or total spend of a total budget), total charged;
+    the budget ε and the refusals."""
+    worst, total, budgets, refusals = [], [], set(), 0
+    for entry in _ledger_devices(ledger).values():
+        for account in entry.get("accounts", {}).values():
+            refusals += account.get("refusals", 0)
+            if "max_window_spent" in account:
+                worst.append(account["max_window_spent"])
+                total.append(account.get("total_spent", 0.0))
+                budgets.add(account.get("eps"))
+            elif "spent" in account:  # a total budget (CADR-LDP node account)
+                worst.append(account["spent"])
+                total.append(account["spent"])
+                budgets.add(account.get("eps"))
+    eps = (ledger or {}).get("eps")
+    if eps is None and len(budgets) == 1:
+        eps = next(iter(budgets))
+    return worst, total, eps, (ledger or {}).get("refusals", refusals)
+
+
+def _at_budget(value: float, eps: float) -> bool:
+    """Equal to the budget up to float summation error (w charges of eps / w)."""
+    return abs(value - eps) <= 1e-9 * max(1.0, abs(eps))
+
+
+# the headline --------------------------------------------------------------------------
+
+
+def _what_ran(results: dict) -> str:
+    scenario = results.get("scenario") or {}
+    name = scenario.get("name") or results.get("run", "run")
+    if _is_cadr(results):
+        return (
+            f"{name}: CADR-LDP degree release ({results.get('method')}, ε = "
+            f"{_num(results.get('eps'))}) over {_num(results.get('devices'))} devices and "
+            f"{_num(results.get('edges'))} edges"
+        )
+    stream = results.get("stream") or {}
+    mechanism = stream.get("mechanism", "?")
+    parts = [f"{name}: {_num(results.get('devices'))} devices × {_num(stream.get('steps'))} steps"]
+    if mechanism == "raw":
+        gcdp = results.get("gcdp") or {}
+        parts.append(
+            f"readings in the clear to a GC-DP central release ({gcdp.get('method', 'gcdp')}, "
+            f"ε_rel = {_num(gcdp.get('eps_rel'))} per {_num(gcdp.get('window'))}-step window)"
+        )
+    else:
+        parts.append(
+            f"{mechanism}, ε = {_num(stream.get('eps'))} over any {_num(stream.get('w'))} steps"
+        )
+    reconstruction = results.get("reconstruction")
+    if reconstruction:
+        parts.append(f"{reconstruction.get('method')} reconstruction")
+    secure = results.get("secure_sum")
+    if secure:
+        parts.append(
+            f"secure sum of {_num(secure.get('dim'))}-entry vectors ({secure.get('graph')})"
+        )
+    if results.get("faults"):
+        parts.append("injected faults")
+    return ", ".join(parts)
+
+
+def _status(results: dict) -> tuple[str, str]:
+    """(css class, text) of the run's outcome."""
+    aborted = results.get("aborted")
+    if aborted:
+        detail = aborted.get("detail") if isinstance(aborted, dict) else aborted
+        return "bad", f"aborted: {detail}"
+    secure = results.get("secure_sum") or {}
+    if secure.get("aborted"):
+        return "bad", f"secure sum aborted: {secure['aborted']}"
+    lost = results.get("reports_lost")
+    if lost:
+        return "bad", f"incomplete: {_num(lost)} reports lost"
+    complete, devices = results.get("devices_complete"), results.get("devices")
+    if complete is not None and devices is not None and complete != devices:
+        return "warn", f"{_num(devices - complete)} devices did not finish"
+    return "ok", "complete"
+
+
+def _accuracy_figures(results: dict) -> list[str]:
+    figures = []
+    accuracy = results.get("accuracy") or {}
+    if (
+        accuracy.get("mean_abs_error") is not None
+        and results.get("stream", {}).get("mechanism") != "raw"
+    ):
+        figures.append(f"mean abs error of the device means {_num(accuracy['mean_abs_error'])}")
+    reconstruction = results.get("reconstruction") or {}
+    if reconstruction.get("period_accuracy") is not None:
+        figures.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f} %")
+    if reconstruction.get("mean_cosine_distance") is not None:
+        figures.append(f"mean cosine distance {_num(reconstruction['mean_cosine_distance'], 3)}")
+    secure = results.get("secure_sum") or {}
+    if secure and not secure.get("aborted"):
+        figures.append(
+            f"secure sum {'exact' if secure.get('exact') else 'NOT exact'} over "
+            f"{_num(secure.get('survivors'))} survivors"
+        )
+    gcdp = (results.get("gcdp") or {}).get("accuracy") or {}
+    if gcdp.get("mae") is not None:
+        figures.append(
+            f"GC-DP window-mean MAE {_num(gcdp['mae'], 3)} ({_num(gcdp.get('mae_clipped'), 3)} "
+            "clipped to [0, 1])"
+        )
+    if _is_cadr(results):
+        figures.append(
+            f"degree MAE {_num(results.get('mae'), 3)}, MSE {_num(results.get('mse'), 3)}, "
+            f"distribution L1 {_num(results.get('distribution_l1'), 3)}"
+        )
+    return figures
+
+
+def _privacy_text(results: dict, ledger: dict | None) -> str:
+    worst, _, eps, refusals = _spending(ledger)
+    if eps is None and not worst:
+        return "no ledger"
+    top = (ledger or {}).get("max_window_spent", max(worst, default=None))
+    if _is_cadr(results):
+        budget = f"ε = {_num(eps)} per device (total)"
+    elif (results.get("stream") or {}).get("mechanism") == "raw":
+        gcdp = results.get("gcdp") or {}
+        budget = (
+            f"central: ε_rel = {_num(gcdp.get('eps_rel'))} per window, nothing spent on devices"
+        )
+        return f"{budget}; {_num(refusals)} refusals"
+    else:
+        budget = f"ε = {_num(eps)} per {_num((ledger or {}).get('w'))}-step window"
+    if top is None:
+        spend = "nothing spent"
+    elif eps is not None and _at_budget(top, eps):
+        spend = f"worst spend {_num(top)} (= the budget)"
+    elif eps is not None and top > eps:
+        spend = f"worst spend {_num(top)}: OVER the budget"
+    else:
+        spend = f"worst spend {_num(top)}"
+    return f"{budget}; {spend}; {_num(refusals)} refusals"
+
+
+def _time_text(results: dict) -> str:
+    seconds = results.get("seconds")
+    parts = [f"{_num(seconds, 3)} s wall" if isinstance(seconds, int | float) else "—"]
+    stream = (results.get("stages") or {}).get("stream") or {}
+    if isinstance(stream.get("seconds"), int | float):
+        parts.append(f"stream stage {_num(stream['seconds'], 3)} s")
+    return ", ".join(parts)
+
+
+def _headline(results: dict, ledger: dict | None) -> str:
+    klass, status = _status(results)
+    rows = [("outcome", f'<span class="{klass}">{html.escape(status)}</span>')]
+    rows.append(("ran", html.escape(_what_ran(results))))
+    rows.append(("broker", html.escape(_broker_text(results))))
+    if results.get("devices_complete") is not None:
+        rows.append((
+            "devices complete",
+            f"{_num(results['devices_complete'])} / {_num(results.get('devices'))}",
+        ))  # fmt: skip
+    if results.get("reports_expected") is not None:
+        lost = results.get("reports_lost") or 0
+        rows.append((
+            "reports lost",
+            f'<span class="{"bad" if lost else "ok"}">{_num(lost)}</span> of '
+            f"{_num(results['reports_expected'])} ({_num(results.get('reports_rejected', 0))} "
+            "rejected)",
+        ))  # fmt: skip
+    figures = _accuracy_figures(results)
+    if figures:
+        rows.append(("accuracy", html.escape("; ".join(figures))))
+    rows.append(("privacy", html.escape(_privacy_text(results, ledger))))
+    rows.append(("time", html.escape(_time_text(results))))
+    items = "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in rows)
+    return f'<dl class="headline" aria-label="result">{items}</dl>'
 
 
 # sections -------------------------------------------------------------------------------
@@ -78,113 +370,207 @@ def _scenario_section(results: dict) -> str:
     spec = scenario.get("spec", {})
     rows = [
         ("name", scenario.get("name")),
+        ("description", spec.get("scenario", {}).get("description") or None),
         ("file", scenario.get("path")),
         ("seed", scenario.get("seed", spec.get("scenario", {}).get("seed"))),
         ("run", results.get("run")),
-        ("broker", results.get("broker")),
-        ("wall seconds", results.get("seconds")),
+        ("broker used", _broker_text(results)),
     ]
-    sections = [(name, value) for name, value in spec.items() if isinstance(value, dict)]
-    spec_rows = [
-        (f"[{name}] {key}", value)
-        for name, section in sections
-        for key, value in section.items()
-        if value is not None
-    ]
-    return "<h2>Scenario</h2>" + _table(rows) + _table(spec_rows, ("key", "value"))
+    rows = [(key, value) for key, value in rows if value is not None]
+    used = results.get("broker")
+    used_kind = used.get("kind") if isinstance(used, dict) else used
+    spec_rows = []
+    for name, section in spec.items():
+        if not isinstance(section, dict):
+            continue
+        for key, value in section.items():
+            if value is None:
+                continue
+            if name == "broker" and key == "url" and used_kind and value != used_kind:
+                value = f"{value} (this run: {used_kind}, from --broker)"
+            spec_rows.append((f"[{name}] {key}", value))
+    keys = (
+        f"<details><summary>Scenario keys ({len(spec_rows)}, defaults included)</summary>"
+        + _table(spec_rows, ("key", "value"))
+        + "</details>"
+    )
+    return "<h2>Scenario</h2>" + _table(rows, ("item", "value")) + keys
+
+
+def _stage_seconds(stage: dict):
+    for key in ("seconds", "calibration_seconds"):
+        if isinstance(stage.get(key), int | float):
+            return stage[key]
+    return None
 
 
 def _timing_section(results: dict) -> str:
     stages = results.get("stages") or {}
     rows = [
-        (name, stage.get("status"), stage.get("seconds"))
+        (name, stage.get("status"), _stage_seconds(stage), stage.get("close_reason") or "")
         for name, stage in stages.items()
         if isinstance(stage, dict)
     ]
     # a CADR-LDP run reports its stages as name -> seconds
     rows += [
-        (name, "ok", seconds)
+        (name, "ok", seconds, "")
         for name, seconds in (results.get("stage_seconds") or {}).items()
         if isinstance(seconds, int | float)
     ]
     if not rows:
         return ""
-    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.4 * len(rows)))
-    ax.barh([r[0] for r in rows], [r[2] or 0.0 for r in rows], color="#4477aa")
-    ax.set_xlabel("seconds")
-    ax.invert_yaxis()
-    return (
-        "<h2>Timing per stage</h2>"
-        + _table(rows, ("stage", "status", "seconds"))
-        + _img(fig, "timing per stage")
+    return "<h2>Timing per stage</h2>" + _table(rows, ("stage", "status", "seconds", "note"))
+
+
+def _trace_note(results: dict) -> str:
+    """What the trace kept, when it is not every message."""
+    spec = (results.get("scenario") or {}).get("spec") or {}
+    mode = ((spec.get("cadr") or {}).get("trace") if _is_cadr(results) else None) or (
+        (spec.get("collector") or {}).get("trace")
     )
+    if mode == "control":
+        total = ""
+        if _is_cadr(results) and results.get("device_messages_up") is not None:
+            total = (
+                f" The devices exchanged {_num(results['device_messages_up'])} messages up and "
+                f"{_num(results.get('device_messages_down'))} down; the trace holds the "
+                "control messages among them."
+            )
+        return (
+            "<p class='note'>The trace kept control messages only (<code>trace = "
+            '"control"</code>): stages, rejections and releases, not the data messages '
+            "(reports, acks, peer messages)."
+            f"{html.escape(total)}</p>"
+        )
+    if mode == "none":
+        return "<p class='note'>The trace was off for this run (<code>trace = \"none\"</code>).</p>"
+    return ""
 
 
-def _volume_section(trace: Path) -> str:
+def _volume_section(trace: Path, results: dict) -> str:
     if not trace.exists():
         return ""
-    with sqlite3.connect(f"file:{trace}?mode=ro", uri=True) as db:
+    db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
+    with contextlib.closing(db):
         rows = db.execute(
             "SELECT kind, COUNT(*), SUM(bytes) FROM messages GROUP BY kind ORDER BY 2 DESC"
         ).fetchall()
-        times = db.execute("SELECT time, kind FROM messages").fetchall()
+        span_row = db.execute("SELECT MIN(time), MAX(time) FROM messages").fetchone()
+        start, end = span_row if span_row and span_row[0] is not None else (0.0, 0.0)
+        span = (end - start) or 1.0
+        width = span / 40
+        # per kind and 1/40th of the run: counted in SQLite (no row per message in Python)
+        counts = db.execute(
+            "SELECT kind, MIN(CAST((time - ?) / ? AS INTEGER), 39), COUNT(*) FROM messages "
+            "GROUP BY 1, 2",
+            (start, width),
+        ).fetchall()
+    note = _trace_note(results)
     if not rows:
-        return "<h2>Messages</h2><p>The trace is empty.</p>"
-    start = min(t for t, _ in times)
-    span = max(t for t, _ in times) - start or 1.0
-    bins = np.linspace(0, span, 41)
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    for kind, _, _ in rows[:8]:
-        offsets = [t - start for t, k in times if k == kind]
-        counts, _ = np.histogram(offsets, bins=bins)
-        ax.plot(bins[:-1], counts, label=kind)
-    ax.set_xlabel("seconds since the first message")
-    ax.set_ylabel(f"messages per {span / 40:.3g} s")
-    ax.legend(fontsize=8, ncol=4)
+        return "<h2>Messages</h2>" + note + "<p>The trace is empty.</p>"
+    series: dict[str, list[int]] = {}
+    for kind, index, count in counts:
+        series.setdefault(kind, [0] * 40)[int(index)] += count
+    shown = [kind for kind, _, _ in rows[:8]]
+
+    def draw(fig, axes):
+        ax = axes[0, 0]
+        x = [width * (i + 0.5) for i in range(40)]
+        for kind in shown:
+            ax.plot(x, series.get(kind, [0] * 40), label=kind)
+        ax.set_xlabel("seconds since the first message")
+        ax.set_ylabel(f"messages per {_num(width, 3)} s")
+        ax.set_ylim(bottom=0)
+        fig.legend(loc="outside upper center", ncol=4, frameon=False)
+
+    caption = (
+        f"Messages recorded per {_num(width, 3)} s over the run, by kind "
+        f"({'the 8 most frequent kinds' if len(rows) > 8 else 'every kind'})."
+    )
     return (
         "<h2>Messages</h2>"
+        + note
         + _table(rows, ("kind", "messages", "bytes"))
-        + _img(fig, "message volume over time")
+        + _figure(draw, (8, 3.0), "message volume over time, by kind", caption)
     )
 
 
-def _ledger_section(ledger: dict | None) -> str:
+def _ledger_section(results: dict, ledger: dict | None) -> str:
     if not ledger:
         return ""
-    # a stream run's ledger.json has "devices"; a CADR-LDP run's is device -> ledger
-    devices = ledger.get("devices")
-    if devices is None:
-        devices = {k: v for k, v in ledger.items() if isinstance(v, dict) and "accounts" in v}
-    worst, total, refusals, budgets = [], [], 0, set()
-    for entry in devices.values():
-        for account in entry.get("accounts", {}).values():
-            refusals += account.get("refusals", 0)
-            if "max_window_spent" in account:
-                worst.append(account["max_window_spent"])
-                total.append(account.get("total_spent", 0.0))
-            elif "spent" in account:  # a total budget (CADR-LDP node account)
-                worst.append(account["spent"])
-                total.append(account["spent"])
-                budgets.add(account.get("eps"))
+    devices = _ledger_devices(ledger)
+    worst, total, eps, refusals = _spending(ledger)
+    cadr = _is_cadr(results)
+    top = ledger.get("max_window_spent", max(worst, default=None))
     rows = [
-        ("budget ε", ledger.get("eps", ", ".join(str(b) for b in sorted(budgets)) or None)),
-        ("window w", ledger.get("w", "(total budget)" if budgets else None)),
-        ("worst spent (fleet)", ledger.get("max_window_spent", max(worst, default=None))),
-        ("within budget", ledger.get("within_budget")),
-        ("refusals", ledger.get("refusals", refusals)),
+        ("budget ε", eps),
+        ("window w", ledger.get("w", "(total budget)" if cadr else None)),
+        ("worst spent (fleet)", top),
+        ("within budget", ledger.get("within_budget", None if top is None or eps is None
+                                     else top <= eps or _at_budget(top, eps))),
+        ("refusals", refusals),
         ("devices", len(devices)),
-    ]
-    out = "<h2>Privacy ledger</h2>" + _table(rows)
-    if worst:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
-        left.hist(worst, bins=20, color="#228833")
-        left.set_xlabel("worst w-window ε spent, per device")
-        if ledger.get("eps"):
-            left.axvline(ledger["eps"], color="#a11", linestyle="--", label="budget ε")
-            left.legend(fontsize=8)
-        right.hist(total, bins=20, color="#66ccee")
-        right.set_xlabel("total ε charged over the stream, per device")
-        out += _img(fig, "distribution of epsilon spent")
+    ]  # fmt: skip
+    out = "<h2>Privacy ledger</h2>" + _table(rows, ("item", "value"))
+    if not worst:
+        return out
+    label = "ε spent of the total budget" if cadr else "worst w-window ε spent"
+    where = "account" if cadr else "window"
+    if eps is not None and all(_at_budget(v, eps) for v in worst):
+        out += (
+            f"<p class='note'>Every one of the {len(worst):,} devices spent exactly its "
+            f"budget ε = {_num(eps)} in its worst {where} (up to float rounding).</p>"
+        )
+    elif max(worst) - min(worst) <= 1e-9 * max(1.0, abs(max(worst))):
+        out += (
+            f"<p class='note'>Every one of the {len(worst):,} devices spent ε = "
+            f"{_num(max(worst))} in its worst {where} (budget ε = {_num(eps)}).</p>"
+        )
+    else:
+
+        def draw(fig, axes):
+            ax = axes[0, 0]
+            high = max(worst)
+            # the last bin ends AT the budget: a spend equal to ε (up to float rounding) is
+            # drawn left of the budget line, never beyond it
+            right = eps if eps is not None and high <= eps * (1 + 1e-9) else high
+            left = min(0.0, min(worst))
+            edges = [left + (right - left) * i / 20 for i in range(21)]
+            clipped = [min(v, right) for v in worst]
+            ax.hist(clipped, bins=edges, color="#228833")
+            ax.set_xlabel(f"{label}, per device")
+            ax.set_ylabel("devices")
+            if eps is not None:
+                ax.axvline(eps, color="#a11", linestyle="--", label=f"budget ε = {_num(eps)}")
+                ax.legend()
+
+        out += _figure(
+            draw,
+            (6, 2.8),
+            f"histogram of the {label} per device",
+            f"{label.capitalize()} per device; the dashed line is the budget.",
+        )
+    if not cadr and total:
+        low, high = min(total), max(total)
+        if high - low <= 1e-9 * max(1.0, abs(high)):
+            out += (
+                f"<p class='note'>Every device was charged ε = {_num(high)} in total over the "
+                "stream (the sum over all its reports; the guarantee is per window).</p>"
+            )
+        else:
+
+            def draw_total(fig, axes):
+                ax = axes[0, 0]
+                ax.hist(total, bins=20, color="#66ccee")
+                ax.set_xlabel("total ε charged over the stream, per device")
+                ax.set_ylabel("devices")
+
+            out += _figure(
+                draw_total,
+                (6, 2.6),
+                "histogram of the total epsilon charged per device",
+                "Total ε charged over the stream per device (the guarantee is per window).",
+            )
     return out
 
 
@@ -197,29 +583,46 @@ def _accuracy_section(results: dict) -> str:
     ]
     if not pairs:
         return ""
-    truth, estimate = np.array(pairs).T
-    fig, ax = plt.subplots(figsize=(4.5, 4))
-    ax.scatter(truth, estimate, s=10)
-    low, high = float(min(truth.min(), estimate.min())), float(max(truth.max(), estimate.max()))
-    ax.plot([low, high], [low, high], color="#888", linewidth=1)
-    ax.set_xlabel("true mean")
-    ax.set_ylabel("estimated mean (from privatised reports)")
     accuracy = results.get("accuracy") or {}
+    units = "([0, 1] units)" if "[0, 1]" in str(accuracy.get("metric", "")) else "(source units)"
+
+    def draw(fig, axes):
+        ax = axes[0, 0]
+        truth = [p[0] for p in pairs]
+        estimate = [p[1] for p in pairs]
+        ax.scatter(truth, estimate, s=10)
+        low, high = min(*truth, *estimate), max(*truth, *estimate)
+        ax.plot([low, high], [low, high], color="#888", linewidth=1, label="estimate = truth")
+        ax.set_xlabel(f"true mean of the clipped stream {units}")
+        ax.set_ylabel(f"estimated mean {units}")
+        ax.legend()
+
     rows = [(k, v) for k, v in accuracy.items()]
     rows += [
-        ("reports received / expected", f"{results.get('reports_received')} / "
-         f"{results.get('reports_expected')}"),
+        ("reports received / expected", f"{_num(results.get('reports_received'))} / "
+         f"{_num(results.get('reports_expected'))}"),
         ("reports lost", results.get("reports_lost")),
         ("reports rejected", results.get("reports_rejected")),
     ]  # fmt: skip
-    return "<h2>Stream accuracy</h2>" + _table(rows) + _img(fig, "true vs estimated means")
+    return (
+        "<h2>Stream accuracy</h2>"
+        + _table(rows, ("item", "value"))
+        + _figure(
+            draw,
+            (4.8, 4),
+            "scatter of true against estimated device means",
+            f"Each device's mean estimated from its privatised reports against its true "
+            f"mean ({len(pairs):,} devices); the grey line is a perfect estimate.",
+        )
+    )
 
 
 def _cpr_section(results: dict, out: Path) -> str:
     reconstruction = results.get("reconstruction")
     if not reconstruction:
         return ""
-    html_out = "<h2>CPR reconstruction</h2>" + _table(list(reconstruction.items()))
+    rows = list(reconstruction.items())
+    html_out = "<h2>CPR reconstruction</h2>" + _table(rows, ("item", "value"))
     per_device = results.get("per_device") or {}
     periods = [
         (d.get("period_true"), d.get("period_hat"))
@@ -228,35 +631,105 @@ def _cpr_section(results: dict, out: Path) -> str:
     ]
     periods = [(t, h) for t, h in periods if t is not None]
     if periods:
-        truth, found = np.array(periods, dtype=float).T
-        fig, ax = plt.subplots(figsize=(4.5, 4))
-        ax.scatter(truth, found, s=12, alpha=0.6)
-        ax.plot([truth.min(), truth.max()], [truth.min(), truth.max()], color="#888")
-        ax.set_xlabel("true period")
-        ax.set_ylabel("detected period")
-        ax.set_title("period confusion")
-        html_out += _img(fig, "period confusion")
+
+        def draw_periods(fig, axes):
+            ax = axes[0, 0]
+            truth, found = [p[0] for p in periods], [p[1] for p in periods]
+            ax.scatter(truth, found, s=12, alpha=0.6)
+            ax.plot([min(truth), max(truth)], [min(truth), max(truth)], color="#888")
+            ax.set_xlabel("true period (steps)")
+            ax.set_ylabel("detected period (steps)")
+
+        html_out += _figure(
+            draw_periods,
+            (4.5, 3.8),
+            "scatter of true against detected periods",
+            f"Period confusion over {len(periods):,} devices: points on the grey line are "
+            "periods found exactly.",
+        )
     path = out / "reconstructions.npz"
     if path.exists():
-        data = np.load(path, allow_pickle=False)
-        truth_path = out / "truth_sample.npz"
-        truth = np.load(truth_path, allow_pickle=False) if truth_path.exists() else None
-        names = [n for n in data.files if "." not in n]
-        if truth is not None:
-            names = [n for n in names if n in truth.files] or names
-        names = names[:4]
-        if names:
-            fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.8 * len(names)), squeeze=False)
-            for ax, name in zip(axes[:, 0], names, strict=False):
-                if truth is not None and name in truth.files:
-                    ax.plot(np.asarray(truth[name]).ravel(), linewidth=1, color="#999",
-                            label="truth (simulator)")  # fmt: skip
-                ax.plot(np.asarray(data[name]).ravel(), linewidth=1, label="reconstruction")
-                ax.set_ylabel(name, fontsize=8)
-            axes[0, 0].legend(fontsize=8)
-            axes[-1, 0].set_xlabel("step")
-            html_out += _img(fig, "reconstructions against the truth for sample devices")
+        html_out += _cpr_series(path, out / "truth_sample.npz")
     return html_out
+
+
+def _cpr_series(path: Path, truth_path: Path) -> str:
+    """Sample reconstructions against the truth: the first ``CPR_WINDOW`` steps drawn at a
+    readable scale, and an overview of the whole stream (block means) with the window
+    marked."""
+    import numpy as np
+
+    data = np.load(path, allow_pickle=False)
+    truth = np.load(truth_path, allow_pickle=False) if truth_path.exists() else None
+    names = [n for n in data.files if "." not in n]
+    if truth is not None:
+        names = [n for n in names if n in truth.files] or names
+    names = names[:3]
+    if not names:
+        return ""
+    series = {
+        n: (
+            np.asarray(data[n], dtype=float).ravel(),
+            np.asarray(truth[n], dtype=float).ravel()
+            if truth is not None and n in truth.files
+            else None,
+        )
+        for n in names
+    }
+    length = max(len(r) for r, _ in series.values())
+    window = min(length, CPR_WINDOW)
+
+    def draw_window(fig, axes):
+        for ax, name in zip(axes[:, 0], names, strict=False):
+            recon, real = series[name]
+            if real is not None:
+                ax.plot(real[:window], linewidth=1, color="#999", label="truth (simulator)")
+            ax.plot(recon[:window], linewidth=1.2, label="reconstruction")
+            ax.set_ylabel(f"{name}\nvalue")
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center",
+                   ncol=2, frameon=False)  # fmt: skip
+        axes[-1, 0].set_xlabel("step")
+
+    out = _figure(
+        draw_window,
+        (8, 1.7 * len(names) + 0.4),
+        "reconstructions against the truth for sample devices, first steps",
+        f"Reconstruction (blue) against the truth (grey) for {len(names)} sample devices: the "
+        f"first {window:,} of {length:,} steps.",
+        nrows=len(names),
+        sharex=True,
+    )
+    if length <= window:
+        return out
+    block = max(1, math.ceil(length / OVERVIEW_POINTS))
+
+    def blocks(values):
+        usable = len(values) // block * block
+        return values[:usable].reshape(-1, block).mean(axis=1)
+
+    def draw_overview(fig, axes):
+        for ax, name in zip(axes[:, 0], names, strict=False):
+            recon, real = series[name]
+            x = (np.arange(len(blocks(recon))) + 0.5) * block
+            if real is not None:
+                ax.plot((np.arange(len(blocks(real))) + 0.5) * block, blocks(real),
+                        linewidth=1, color="#999", label="truth")  # fmt: skip
+            ax.plot(x, blocks(recon), linewidth=1, label="reconstruction")
+            ax.axvspan(0, window, color="#ffcc66", alpha=0.3, label="window above")
+            ax.set_ylabel(f"{name}\nmean")
+        fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside upper center",
+                   ncol=3, frameon=False)  # fmt: skip
+        axes[-1, 0].set_xlabel("step")
+
+    return out + _figure(
+        draw_overview,
+        (8, 1.2 * len(names) + 0.5),
+        "overview of the whole reconstructed streams",
+        f"Overview of all {length:,} steps: means over blocks of {block} steps (the shaded "
+        "part is the window drawn above).",
+        nrows=len(names),
+        sharex=True,
+    )
 
 
 def _secagg_section(results: dict) -> str:
@@ -284,16 +757,25 @@ def _secagg_section(results: dict) -> str:
             ("Unmask", "unmasked", "unmask"),
         )
     ]
-    fig, ax = plt.subplots(figsize=(6, 3))
     counts = [r[1] or 0 for r in rounds]
-    ax.bar([r[0] for r in rounds], counts, color="#aa3377")
-    ax.set_ylabel("devices taking part")
-    ax.set_ylim(0, max([*counts, 1]) * 1.15)
+
+    def draw(fig, axes):
+        ax = axes[0, 0]
+        ax.bar([r[0] for r in rounds], counts, color="#aa3377")
+        ax.set_xlabel("round")
+        ax.set_ylabel("devices taking part")
+        ax.set_ylim(0, max([*counts, 1]) * 1.15)
+
     return (
         "<h2>Secure aggregation</h2>"
-        + _table(rows)
+        + _table(rows, ("item", "value"))
         + _table(rounds, ("round", "devices", "seconds"))
-        + _img(fig, "secure aggregation rounds")
+        + _figure(
+            draw,
+            (6, 2.8),
+            "bar chart of devices taking part per secure aggregation round",
+            "Devices taking part in each secure-aggregation round (dropouts leave between rounds).",
+        )
     )
 
 
@@ -306,14 +788,20 @@ def _cadr_section(results: dict) -> str:
     ]
     if not pairs:
         return ""
+    import numpy as np
+
     degrees, released = np.array(pairs, dtype=float).T
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    top = float(np.percentile(np.concatenate([degrees, released]), 99)) + 1
-    bins = np.linspace(min(0.0, released.min()), top, 40)
-    ax.hist(degrees, bins=bins, alpha=0.6, label="true degree")
-    ax.hist(released, bins=bins, alpha=0.6, label="released degree")
-    ax.set_xlabel("degree")
-    ax.legend(fontsize=8)
+
+    def draw(fig, axes):
+        ax = axes[0, 0]
+        top = float(np.percentile(np.concatenate([degrees, released]), 99)) + 1
+        bins = np.linspace(min(0.0, released.min()), top, 40)
+        ax.hist(degrees, bins=bins, alpha=0.6, label="true degree")
+        ax.hist(released, bins=bins, alpha=0.6, label="released degree")
+        ax.set_xlabel("degree (edges per device)")
+        ax.set_ylabel("devices")
+        ax.legend()
+
     rows = [
         (k, results.get(k))
         for k in ("method", "eps", "alpha", "theta", "theta_rule", "mae", "mse", "seconds")
@@ -321,9 +809,15 @@ def _cadr_section(results: dict) -> str:
     ]
     out = (
         "<h2>CADR-LDP degree release</h2>"
-        + _table(rows)
+        + _table(rows, ("item", "value"))
         + release_vs_baselines(results)
-        + _img(fig, "degree distributions")
+        + _figure(
+            draw,
+            (7, 3),
+            "histograms of true and released degrees",
+            f"True against released degrees over {len(pairs):,} devices (up to the 99th "
+            "percentile).",
+        )
     )
     eps, alpha, theta = results.get("eps"), results.get("alpha"), results.get("theta")
     if isinstance(eps, int | float) and isinstance(alpha, int | float):
@@ -333,16 +827,24 @@ def _cadr_section(results: dict) -> str:
         eps_dsr = (1 - alpha) * eps
         thetas = np.arange(1, int(degrees.max()) + 2)
         model = [float(np.mean(np.maximum(degrees - t, 0) + t / eps_dsr)) for t in thetas]
-        fig, ax = plt.subplots(figsize=(7, 3))
-        ax.plot(thetas, model, label="expected error (model the θ search minimises)")
-        if isinstance(theta, int) and "mae" in results:
-            ax.scatter([theta], [results["mae"]], color="#a11", zorder=3,
-                       label=f"this run: θ = {theta}, MAE {results['mae']:.2f}")  # fmt: skip
-        ax.set_xlabel("θ")
-        ax.set_ylabel("mean absolute error")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-        out += _img(fig, "MAE against theta")
+
+        def draw_theta(fig, axes):
+            ax = axes[0, 0]
+            ax.plot(thetas, model, label="expected error (model the θ search minimises)")
+            if isinstance(theta, int) and "mae" in results:
+                ax.scatter([theta], [results["mae"]], color="#a11", zorder=3,
+                           label=f"this run: θ = {theta}, MAE {results['mae']:.2f}")  # fmt: skip
+            ax.set_xlabel("θ (degree threshold, edges)")
+            ax.set_ylabel("mean absolute error (edges)")
+            ax.set_yscale("log")
+            ax.legend()
+
+        out += _figure(
+            draw_theta,
+            (7, 2.8),
+            "expected error against the threshold theta",
+            "The error model the θ search minimises, against θ; the red point is this run.",
+        )
     return out
 
 
@@ -350,22 +852,33 @@ def _gcdp_section(results: dict) -> str:
     gcdp = results.get("gcdp")
     if not gcdp:
         return ""
-    rows = [(k, v) for k, v in gcdp.items() if not isinstance(v, list | dict)]
+    rows = [(k, v) for k, v in gcdp.items() if v is not None and not isinstance(v, dict)]
+    rows = [(k, v) for k, v in rows if not (isinstance(v, list) and k in ("released",))]
     rows += [(f"accuracy: {k}", v) for k, v in (gcdp.get("accuracy") or {}).items()]
-    out = "<h2>GC-DP central release</h2>" + _table(rows)
+    out = "<h2>GC-DP central release</h2>" + _table(rows, ("item", "value"))
     budgets, utility = gcdp.get("budgets"), gcdp.get("utility")
     if isinstance(budgets, list) and budgets:
-        panels = 2 if isinstance(utility, list) and len(utility) == len(budgets) else 1
-        fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 3), squeeze=False)
-        axes[0, 0].bar(range(len(budgets)), budgets, color="#ee6677")
-        axes[0, 0].set_xlabel("coordinate (device)")
-        axes[0, 0].set_ylabel("ε per window")
-        axes[0, 0].set_title("budget per coordinate", fontsize=9)
-        if panels == 2:
-            axes[0, 1].bar(range(len(utility)), utility, color="#4477aa")
-            axes[0, 1].set_xlabel("coordinate (device)")
-            axes[0, 1].set_title("utility weight per coordinate", fontsize=9)
-        out += _img(fig, "GC-DP budgets per coordinate")
+        both = isinstance(utility, list) and len(utility) == len(budgets)
+
+        def draw(fig, axes):
+            axes[0, 0].bar(range(len(budgets)), budgets, color="#ee6677")
+            axes[0, 0].set_xlabel("coordinate (device index)")
+            axes[0, 0].set_ylabel("ε per window")
+            axes[0, 0].set_title("budget per coordinate")
+            if both:
+                axes[0, 1].bar(range(len(utility)), utility, color="#4477aa")
+                axes[0, 1].set_xlabel("coordinate (device index)")
+                axes[0, 1].set_ylabel("utility weight")
+                axes[0, 1].set_title("utility weight per coordinate")
+
+        out += _figure(
+            draw,
+            (5 * (2 if both else 1), 2.8),
+            "GC-DP budgets per coordinate",
+            "How the release's ε_rel per window is allocated across the coordinates (one per "
+            "device)" + (", and each coordinate's utility weight." if both else "."),
+            ncols=2 if both else 1,
+        )
     return out
 
 
@@ -381,10 +894,12 @@ def _reliability_section(results: dict) -> str:
     faults = results.get("faults")
     if faults:
         parts.append("<h3>Injected faults</h3>")
-        parts.append(_table(list(faults.get("injected", {}).items())))
-        parts.append(_table(list(faults.get("outcome", {}).items())))
+        parts.append(_table(list(faults.get("injected", {}).items()), ("injected", "value")))
+        parts.append(_table(list(faults.get("outcome", {}).items()), ("outcome", "value")))
     if results.get("missing_batches"):
-        parts.append(_table(list(results["missing_batches"].items()), ("device", "missing")))
+        parts.append(
+            _table(list(results["missing_batches"].items()), ("device", "missing batches"))
+        )
     return "<h2>Delivery and faults</h2>" + "".join(parts) if parts else ""
 
 
@@ -411,38 +926,49 @@ def _audit_section(out: Path) -> str:
                                                    "verdict"))  # fmt: skip
 
 
-def build_report(out_dir: str | Path) -> str:
-    """The report page of a run directory, as HTML text."""
+def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> str:
+    """The report page of a run directory, as HTML text; ``progress(section)`` is called
+    before each section is drawn."""
     out = Path(out_dir)
     results = _read_json(out / "results.json")
     if results is None:
         raise FileNotFoundError(f"no results.json in {out} (run `ldpfleet run` first)")
     ledger = _read_json(out / "ledger.json")
-    title = f"ldpfleet run {results.get('run', '')}"
+    name = (results.get("scenario") or {}).get("name") or "run"
+    title = f"{name} — run {results.get('run', '')}"
+    sections = [
+        ("scenario", lambda: _scenario_section(results)),
+        ("timing", lambda: _timing_section(results)),
+        ("messages", lambda: _volume_section(out / "trace.sqlite", results)),
+        ("ledger", lambda: _ledger_section(results, ledger)),
+        ("accuracy", lambda: _accuracy_section(results)),
+        ("cpr", lambda: _cpr_section(results, out)),
+        ("secure sum", lambda: _secagg_section(results)),
+        ("cadr", lambda: _cadr_section(results)),
+        ("gcdp", lambda: _gcdp_section(results)),
+        ("delivery", lambda: _reliability_section(results)),
+        ("audit", lambda: _audit_section(out)),
+    ]
     body = [
         f"<h1>{html.escape(title)}</h1>",
-        _scenario_section(results),
-        _timing_section(results),
-        _volume_section(out / "trace.sqlite"),
-        _ledger_section(ledger),
-        _accuracy_section(results),
-        _cpr_section(results, out),
-        _secagg_section(results),
-        _cadr_section(results),
-        _gcdp_section(results),
-        _reliability_section(results),
-        _audit_section(out),
+        f"<p class='sub'>ldpfleet report of {html.escape(str(out))}</p>",
+        _headline(results, ledger),
     ]
+    for label, make in sections:
+        if progress is not None:
+            progress(label)
+        body.append(make())
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
         + "".join(part for part in body if part)
         + "</body></html>"
     )
 
 
-def write_report(out_dir: str | Path) -> Path:
+def write_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> Path:
     """Write ``OUT/report.html``; returns its path."""
     path = Path(out_dir) / "report.html"
-    path.write_text(build_report(out_dir))
+    path.write_text(build_report(out_dir, progress))
     return path

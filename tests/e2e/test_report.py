@@ -44,8 +44,71 @@ def test_run_writes_a_self_contained_report(tmp_path):
     assert sections(page)[:5] == [
         "Scenario", "Timing per stage", "Messages", "Privacy ledger", "Stream accuracy",
     ]  # fmt: skip
-    assert check_self_contained(page) >= 4
+    assert check_self_contained(page) >= 2
     assert "quickstart" in page and "sw_report" in page
+    check_for_people(page)
+
+
+def text_of(page: str) -> str:
+    """The page without its inline images."""
+    return re.sub(r'src="data:[^"]*"', 'src=""', page)
+
+
+def headline(page: str) -> dict[str, str]:
+    """The headline block's items (it comes before any section)."""
+    block = re.search(r'<dl class="headline"[^>]*>(.*?)</dl>', page, re.S)
+    assert block and page.index(block.group(0)) < page.index("<h2>"), "no headline first"
+    items = re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", block.group(1), re.S)
+    return {key: re.sub(r"<[^>]+>", "", value) for key, value in items}
+
+
+def check_for_people(page: str) -> None:
+    """Layout facts: every image in a figure with alt text and a caption, every table with
+    a header row, no 16-digit float and no Python ``None`` shown, the scenario keys
+    collapsed."""
+    text = text_of(page)
+    figures = re.findall(r"<figure>(.*?)</figure>", text, re.S)
+    assert len(figures) == text.count("<img")
+    for figure in figures:
+        assert re.search(r'<img alt="[^"]{8,}"', figure), figure
+        assert re.search(r"<figcaption>[^<]{10,}</figcaption>", figure), figure
+    tables = re.findall(r"<table>(.*?)</table>", text, re.S)
+    assert tables and all(t.startswith("<thead><tr><th") for t in tables)
+    cells = " ".join(re.findall(r"<td[^>]*>(.*?)</td>", text, re.S))
+    assert not re.search(r"\d\.\d{9,}", cells), re.search(r".{40}\d\.\d{9,}.{20}", cells)
+    assert ">None<" not in text and "seconds None" not in text
+    assert re.search(
+        r"<details><summary>Scenario keys \(\d+, defaults included\)</summary><table>", text
+    )
+
+
+def test_the_report_leads_with_a_headline(tmp_path):
+    out = tmp_path / "qs"
+    page = run_and_read_report(ROOT / "scenarios" / "quickstart.toml", out)
+    items = headline(page)
+    assert list(items) == [
+        "outcome", "ran", "broker", "devices complete", "reports lost", "accuracy", "privacy",
+        "time",
+    ]  # fmt: skip
+    assert items["outcome"] == "complete"
+    assert items["ran"].startswith("quickstart: 50 devices × 200 steps, sw, ε = 2 over any 5")
+    assert items["broker"] == "memory (in-process, no MQTT broker)"
+    assert items["devices complete"] == "50 / 50"
+    assert items["reports lost"] == "0 of 2,000 (0 rejected)"
+    assert items["accuracy"].startswith("mean abs error of the device means ")
+    assert "ε = 2 per 5-step window; worst spend 2 (= the budget); 0 refusals" in items["privacy"]
+    assert items["time"].endswith(" s") and " s wall" in items["time"]
+    # the scenario names the embedded broker by default; this run used --broker memory
+    assert "embedded (this run: memory, from --broker)" in page
+    # every device spent exactly its budget: said in words, not drawn right of the line
+    assert "Every one of the 50 devices spent exactly its budget ε = 2" in page
+    assert "Every device was charged ε = 80 in total" in page
+
+
+def test_plots_never_use_offset_notation():
+    from ldpfleet.app.report import _Plots
+
+    assert _Plots.get().rcParams["axes.formatter.useoffset"] is False
 
 
 def test_report_command_on_a_secure_aggregation_run(tmp_path):
@@ -65,6 +128,10 @@ def test_report_command_on_a_secure_aggregation_run(tmp_path):
     assert "Secure aggregation" in sections(page)
     assert "MaskedInput" in page and "survivors" in page
     check_self_contained(page)
+    check_for_people(page)
+    items = headline(page)
+    assert "secure sum exact over" in items["accuracy"]
+    assert "secure sum of 16-entry vectors (harary)" in items["ran"]
 
 
 def test_report_of_a_directory_without_a_run_is_a_clear_error(tmp_path):
@@ -97,8 +164,13 @@ def test_a_cpr_run_reports_reconstructions_against_the_truth(tmp_path):
     page = run_and_read_report(scenario, out)
     assert (out / "truth_sample.npz").exists()
     assert "CPR reconstruction" in sections(page)
-    assert 'alt="reconstructions against the truth for sample devices"' in page
+    # 300 steps: a readable window of the first 240, and an overview of all of them
+    assert 'alt="reconstructions against the truth for sample devices, first steps"' in page
+    assert "the first 240 of 300 steps" in page
+    assert 'alt="overview of the whole reconstructed streams"' in page
     check_self_contained(page)
+    check_for_people(page)
+    assert "period accuracy" in headline(page)["accuracy"]
 
 
 def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
@@ -107,6 +179,36 @@ def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
     assert "GC-DP central release" in sections(page)
     assert 'alt="GC-DP budgets per coordinate"' in page and "accuracy: " in page
     check_self_contained(page)
+    check_for_people(page)
+    # a stage without "seconds" shows its calibration time; long lists are abridged
+    assert re.search(r"<td>gcdp</td><td>complete</td><td class=\"num\">[0-9.]+</td>", page)
+    assert "(20 values; exact in results.json)" in page
+    assert "GC-DP window-mean MAE" in headline(page)["accuracy"]
+
+
+CADR = """
+[scenario]
+name = "report-degrees"
+seed = 2
+[graph]
+source = "barabasi_albert:n=30,m=2,seed=5"
+[cadr]
+theta = 3
+"""
+
+
+def test_a_cadr_run_says_its_trace_kept_control_messages_only(tmp_path):
+    scenario = tmp_path / "cadr.toml"
+    scenario.write_text(CADR)
+    page = run_and_read_report(scenario, tmp_path / "cadr")
+    assert "The trace kept control messages only" in page
+    assert re.search(r"The devices exchanged [0-9,]+ messages up", page)
+    check_self_contained(page)
+    check_for_people(page)
+    items = headline(page)
+    assert items["ran"].startswith("report-degrees: CADR-LDP degree release (ll, ε = 3)")
+    assert "degree MAE" in items["accuracy"]
+    assert "ε = 3 per device (total)" in items["privacy"]
 
 
 def test_an_audit_saved_next_to_a_run_is_in_its_report(tmp_path):
