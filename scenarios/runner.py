@@ -338,7 +338,7 @@ def collector_for(
     )
 
 
-def _partial_collector_results(collector: CollectorService | None, config, reason: str) -> dict:
+def partial_collector_results(collector: CollectorService | None, config, reason: str) -> dict:
     """The collector's results.json counters from what it had persisted when the run was
     aborted (``run_timeout``): everything not persisted counts as lost."""
     machine = collector.machine if collector is not None else None
@@ -641,7 +641,7 @@ async def run_scenario(
         if fleet is not None and outcomes is None:
             outcomes = fleet.outcomes()
         if collector_results is None:
-            collector_results = _partial_collector_results(collector, config, aborted["detail"])
+            collector_results = partial_collector_results(collector, config, aborted["detail"])
         if collector is not None:
             collector.store.close()
         if recorder is not None and not recorder.complete:

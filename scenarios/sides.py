@@ -70,6 +70,7 @@ from ldpfleet.scenarios.runner import (
     fault_report,
     latency_summary,
     ledger_document,
+    partial_collector_results,
     recorder_for,
     score_gcdp,
     score_reconstructions,
@@ -197,27 +198,47 @@ async def collector_side(
     wall = time.perf_counter()
     state = _CollectorRun(auth=credentials is not None)
     announcer = RunAnnouncer(run, run_terms(scenario, run, seed))
-    async with open_broker(broker, credentials=credentials) as (transport, info):
-        state.info = info
-        async with transport.connect(f"{run}-collector-run") as conn:
-            try:
-                await _collect(
-                    scenario,
-                    transport,
-                    run,
-                    out,
-                    seed,
-                    state,
-                    announcer,
-                    conn,
-                    fleet_timeout,
-                    on_listening,
-                    progress,
-                )
-            finally:
-                reason = (state.aborted or {}).get("detail", "")
-                with contextlib.suppress(Exception):
-                    await announcer.close(conn, reason)
+    try:
+        async with open_broker(broker, credentials=credentials) as (transport, info):
+            state.info = info
+            async with transport.connect(f"{run}-collector-run") as conn:
+                try:
+                    await _collect(
+                        scenario,
+                        transport,
+                        run,
+                        out,
+                        seed,
+                        state,
+                        announcer,
+                        conn,
+                        fleet_timeout,
+                        on_listening,
+                        progress,
+                    )
+                finally:
+                    reason = (state.aborted or {}).get("detail", "")
+                    with contextlib.suppress(Exception):
+                        await announcer.close(conn, reason)
+    except asyncio.CancelledError:
+        _stopped(scenario, run, state)  # what it persisted is written, then it stops
+        _write_collector(scenario, run, seed, state, out, wall)
+        raise
+    return _write_collector(scenario, run, seed, state, out, wall)
+
+
+def _stopped(scenario: LoadedScenario, run: str, state: _CollectorRun) -> None:
+    """A collector side stopped (SIGTERM, cancelled) before the run closed: its results
+    hold what it had persisted; everything else counts as lost."""
+    detail = "the collector side was stopped before the run closed"
+    state.aborted = state.aborted or {"reason": "stopped", "detail": detail}
+    if state.results is None:
+        state.results = partial_collector_results(
+            state.service, scenario.stream_config(run), detail
+        )
+
+
+def _write_collector(scenario, run, seed, state: _CollectorRun, out: Path, wall: float) -> dict:
     results = _collector_document(scenario, run, seed, state, time.perf_counter() - wall)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     _save_side_arrays(out, state)

@@ -248,9 +248,10 @@ async def run_split(
                              wait_timeout)
             )  # fmt: skip
             try:
+                timed_out = not await _collector_within(collector, _run_timeout(scenario))
                 processes.collector = {
                     "pid": collector.pid,
-                    "exit_code": await collector.wait(),
+                    "exit_code": collector.returncode,
                     "log": str(collector_log),
                 }
                 await reading
@@ -273,7 +274,34 @@ async def run_split(
             f"{processes.collector['exit_code']}) without writing its results: "
             f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
         )
-    return _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
+    results = _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
+    if timed_out:
+        results["aborted"] = {
+            "reason": "run_timeout",
+            "run_timeout": _run_timeout(scenario),
+            "detail": f"the run did not finish within run_timeout ({_run_timeout(scenario):g} "
+            "s); the collector process was stopped and the outputs hold what had arrived",
+        }
+        (out / "results.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _run_timeout(scenario: LoadedScenario) -> float | None:
+    """The whole run's deadline (``[scenario] run_timeout``; CADR-LDP runs are bounded by
+    their stage deadlines instead, as in the one-process runner)."""
+    return None if scenario.spec.cadr is not None else scenario.run_timeout()
+
+
+async def _collector_within(collector: asyncio.subprocess.Process, timeout: float | None) -> bool:
+    """Wait for the collector process to end; past ``timeout`` stop it (SIGTERM: it writes
+    what it persisted) and return False."""
+    try:
+        async with asyncio.timeout(timeout):
+            await collector.wait()
+        return True
+    except TimeoutError:
+        await _stop(collector)
+        return False
 
 
 async def _finish_fleet(scenario, local: asyncio.Task, children: dict) -> dict[int, str]:

@@ -153,3 +153,26 @@ def test_the_memory_broker_and_an_in_process_attacker_keep_one_process():
     assert not runs_split(scenario, "memory")
     faults = parse_scenario((ROOT / "scenarios" / "faults.toml").read_text())
     assert not runs_split(faults, "embedded")
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_a_split_run_past_its_run_timeout_stops_the_collector_and_says_so(tmp_path):
+    """The stream is paced to take 120 s; run_timeout = 20 s (far above the collector
+    process's start-up, even on a busy machine) stops the collector process, which writes
+    what it persisted; the run's outputs say why and the command exits 1."""
+    paced = STREAM.replace("[stream]\n", "[stream]\nstep_seconds = 3.0\n", 1).replace(
+        'description = "', 'run_timeout = 20\ndescription = "', 1
+    )
+    assert "step_seconds" in paced and "run_timeout" in paced
+    path = tmp_path / "scenario.toml"
+    path.write_text(paced)
+    done = run_cli(path, "embedded", tmp_path / "run")
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "run_timeout" in said and "Traceback" not in said
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["aborted"]["reason"] == "run_timeout"
+    assert results["reports_lost"] > 0
+    collector = json.loads((tmp_path / "run" / "collector" / "results.json").read_text())
+    assert collector["aborted"]["reason"] == "stopped"
