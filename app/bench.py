@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+from collections.abc import Callable
 
 from ldpfleet.app.procstat import PeakRss, listening_pid
 from ldpfleet.broker.mqtt import parse_broker_url
@@ -79,9 +80,11 @@ async def bench_fleet(
     out_dir: str | None = None,
     shard_brokers: list[str] | None = None,
     retransmit_after: float = 5.0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
-    memory of each process, and loss (docs/scaling.md)."""
+    memory of each process, and loss (docs/scaling.md). ``progress(received, expected)``
+    as reports arrive."""
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -108,7 +111,11 @@ async def bench_fleet(
         task = asyncio.ensure_future(sampler.run()) if sampler else None
         try:
             results = await run_scenario(
-                scenario, broker=broker, out_dir=out_dir or scratch, shard_brokers=shard_brokers
+                scenario,
+                broker=broker,
+                out_dir=out_dir or scratch,
+                shard_brokers=shard_brokers,
+                progress=progress,
             )
         finally:
             if task is not None:

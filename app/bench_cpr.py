@@ -21,7 +21,8 @@ import functools
 import os
 import time
 import zlib
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 from ldpfleet.collector.analytics import reconstruct_streams
@@ -145,8 +146,10 @@ def bench_cpr(
     methods: tuple[str, ...] = METHODS,
     fleet_streams: int = 1000,
     workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Run the evaluation; returns a JSON-ready dict."""
+    """Run the evaluation; returns a JSON-ready dict. ``progress(done, total)`` is called
+    as each (data set, ε, w) cell finishes (the speed measurement counts as one)."""
     workers = workers or os.cpu_count() or 1
     detection_jobs = [
         (d, eps, w, trials, n, seed) for d in datasets for w in detection_w for eps in detection_eps
@@ -155,9 +158,17 @@ def bench_cpr(
         (d, eps, cosine_w, trials, n, seed, methods) for d in datasets for eps in cosine_eps
     ]
     started = time.perf_counter()
+    total = len(detection_jobs) + len(cosine_jobs) + 1
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        detection = list(pool.map(_detection_cell, detection_jobs))
-        cosine = [row for rows in pool.map(_cosine_cell, cosine_jobs) for row in rows]
+        futures = [pool.submit(_detection_cell, job) for job in detection_jobs]
+        futures += [pool.submit(_cosine_cell, job) for job in cosine_jobs]
+        if progress is not None:
+            progress(0, total)
+            for done, _ in enumerate(as_completed(futures), 1):
+                progress(done, total)
+        results = [future.result() for future in futures]  # in job order
+    detection = results[: len(detection_jobs)]
+    cosine = [row for rows in results[len(detection_jobs) :] for row in rows]
     evaluation_seconds = time.perf_counter() - started
     cpr_lowest = {}
     for dataset in datasets:
@@ -165,6 +176,9 @@ def bench_cpr(
             rows = [r for r in cosine if r["dataset"] == dataset and r["eps"] == eps]
             best = min(rows, key=lambda r: r["mean"])["method"] if rows else None
             cpr_lowest[f"{dataset} eps={eps:g}"] = best == "cpr"
+    speed = _speed(fleet_streams, seed, workers)
+    if progress is not None:
+        progress(total, total)
     return {
         "bench": "cpr",
         "datasets": list(datasets),
@@ -178,7 +192,7 @@ def bench_cpr(
         "cpr_lowest_cosine_everywhere": all(cpr_lowest.values()) if cpr_lowest else None,
         "cpr_lowest_cosine": cpr_lowest,
         "evaluation_seconds": round(evaluation_seconds, 1),
-        "speed": _speed(fleet_streams, seed, workers),
+        "speed": speed,
     }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Callable
 
 import numpy as np
 from ldpfleet.broker.select import open_broker
@@ -38,8 +39,10 @@ async def bench_secagg(
     bits: int = 64,
     scale: float = 2.0**16,
     active: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Run one session and measure it."""
+    """Run one session and measure it; ``progress(connected, devices)`` during the
+    connect phase."""
     rng = np.random.default_rng(seed)
     run = f"bench-sa-{secrets.token_hex(3)}"
     session = "s0"
@@ -78,8 +81,11 @@ async def bench_secagg(
         ]
         connect_started = time.perf_counter()
         agent_tasks = [asyncio.create_task(agent.run()) for agent in agents]
-        all_subscribed = asyncio.gather(*(agent.subscribed.wait() for agent in agents))
-        await all_subscribed
+        waits = [asyncio.ensure_future(agent.subscribed.wait()) for agent in agents]
+        for connected, wait in enumerate(asyncio.as_completed(waits), 1):
+            await wait
+            if progress is not None:
+                progress(connected, devices)
         connect_seconds = time.perf_counter() - connect_started
         started = time.perf_counter()
         result = await secure_sum(

@@ -424,10 +424,12 @@ def _print_trace_key(results: dict) -> None:
 
 def _write_report(out: Path) -> Path | None:
     """OUT/report.html after a run (a failure to draw never fails the run: it says why)."""
-    from ldpfleet.app.report import write_report
+    from ldpfleet.app.progress import job_progress
+    from ldpfleet.app.report import SECTIONS, write_report
 
     try:
-        return write_report(out)
+        with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
+            return write_report(out, progress=lambda _section: step())
     except Exception as error:  # the run's outputs are written; the page is extra
         console.print(f"[yellow]warning:[/] report.html not written: {error}")
         return None
@@ -518,7 +520,11 @@ def report_command(
             from ldpfleet.scenarios.merge import merge_run
 
             out = merge_run(out, fleet_dirs, out / "merged")
-        path = write_report(out)
+        from ldpfleet.app.progress import job_progress
+        from ldpfleet.app.report import SECTIONS
+
+        with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
+            path = write_report(out, progress=lambda _section: step())
     console.print(f"wrote {path}")
 
 
@@ -1051,9 +1057,10 @@ def bench_fleet_command(
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, lost reports."""
     from ldpfleet.app.bench import bench_fleet
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.loop import run as run_loop
 
-    with user_errors():
+    with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
             bench_fleet(
                 devices,
@@ -1071,6 +1078,7 @@ def bench_fleet_command(
                 out_dir=str(out) if out else None,
                 shard_brokers=shard_broker or None,
                 retransmit_after=retransmit_after,
+                progress=as_callback(step),
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))
@@ -1126,7 +1134,9 @@ def bench_cpr_command(
         command = "ldpfleet " + " ".join(sys.argv[1:])
         print(json.dumps(found) if as_json else grid_markdown(found, command))
         return
-    with user_errors():
+    from ldpfleet.app.progress import as_callback, job_progress
+
+    with user_errors(), job_progress("bench cpr", unit="cells") as step:
         chosen = tuple(dataset or DATASETS)
         unknown = [d for d in chosen if d not in DATASETS]
         if unknown:
@@ -1141,6 +1151,7 @@ def bench_cpr_command(
             n=length,
             seed=seed,
             fleet_streams=fleet_streams,
+            progress=as_callback(step),
         )
     if as_json:
         print(json.dumps(result))
@@ -1176,11 +1187,12 @@ def bench_secagg_command(
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
     from ldpfleet.app.bench_secagg import bench_secagg
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.schema import ScenarioError
 
-    with user_errors():
+    with user_errors(), job_progress("bench secagg: connecting", unit="devices") as step:
         if dropout_stage not in DROPOUT_STAGES:
             raise ScenarioError(
                 f"--dropout-stage {dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
@@ -1202,6 +1214,7 @@ def bench_secagg_command(
                 silent_dropouts=silent_dropouts,
                 seed=seed,
                 active=active,
+                progress=as_callback(step),
             )
         )
     print(json.dumps(result))

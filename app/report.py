@@ -926,6 +926,14 @@ def _audit_section(out: Path) -> str:
                                                    "verdict"))  # fmt: skip
 
 
+# the report's sections in page order (after the headline); ``build_report`` reports each
+# to its ``progress`` callback before drawing it
+SECTIONS = (
+    "scenario", "timing", "messages", "ledger", "accuracy", "cpr", "secure sum", "cadr",
+    "gcdp", "delivery", "audit",
+)  # fmt: skip
+
+
 def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> str:
     """The report page of a run directory, as HTML text; ``progress(section)`` is called
     before each section is drawn."""
@@ -936,7 +944,7 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
     ledger = _read_json(out / "ledger.json")
     name = (results.get("scenario") or {}).get("name") or "run"
     title = f"{name} — run {results.get('run', '')}"
-    sections = [
+    sections = [  # in SECTIONS order
         ("scenario", lambda: _scenario_section(results)),
         ("timing", lambda: _timing_section(results)),
         ("messages", lambda: _volume_section(out / "trace.sqlite", results)),
@@ -954,6 +962,7 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
         f"<p class='sub'>ldpfleet report of {html.escape(str(out))}</p>",
         _headline(results, ledger),
     ]
+    assert tuple(label for label, _ in sections) == SECTIONS
     for label, make in sections:
         if progress is not None:
             progress(label)
