@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import WindowAccount
+from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import SquareWave
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 from scipy import signal
@@ -111,10 +112,12 @@ def moving_average(x: np.ndarray, k: int) -> np.ndarray:
 
 
 def laplace_perturb(v: np.ndarray, eps0: float, rng: np.random.Generator) -> np.ndarray:
-    """``v + Lap(1/eps0)`` per step (``v`` in ``[0, 1]``, sensitivity 1); unclipped."""
+    """``v + Lap(1/eps0)`` per step (``v`` in ``[0, 1]``, sensitivity 1); unclipped. Exact
+    noise on the grid (``protocol.samplers.laplace_on_grid``, as ``protocol.laplace``: 0
+    and 1 are grid points, so the sensitivity stays 1)."""
     arr = _unit_series(v)
     scale = 1.0 / positive_real(eps0, "eps0")
-    return arr + rng.laplace(0.0, scale, size=arr.shape)
+    return np.asarray(laplace_on_grid(rng, arr, scale, GRID), dtype=float)
 
 
 def laplace_smoothed(noisy: np.ndarray, k: int) -> np.ndarray:

@@ -15,6 +15,12 @@ already keeps ``dbar_i <= theta``; the clip is the mechanism's own guarantee tha
 depend on the projection being correct. ``d~_i`` is an unbiased estimate of
 ``min(dbar_i, theta)`` with ``E|d~_i - min(dbar_i, theta)| = theta / eps_dsr``.
 
+The noise is exact (``protocol.samplers.laplace_on_grid``, grid 2**-20): floating-point
+``rng.laplace`` leaks its input through the low bits (Mironov, CCS 2012). The clipped degree
+is an integer, a grid point, so the discrete Laplace on the grid with scale ``theta /
+eps_dsr`` (rounded up to a multiple of 2**-20) keeps the ratio bound ``e^eps_dsr`` exactly;
+the moments above hold up to O(2**-40).
+
 ``theta`` is public (the θ search reveals only aggregates; see ``collector/theta_search.py``),
 and the guarantee above holds for the fixed ``theta`` the collector broadcast.
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = ["dsr_release", "dsr_scale", "post_process_distribution"]
@@ -43,7 +50,7 @@ def dsr_release(
     """Release ``clip(kept_degree, 0, theta) + Lap(theta / eps)`` (module docstring).
 
     ``kept_degree`` is a non-negative integer count (or an integer array: one release per
-    entry, one ``rng.laplace`` draw per entry). Returns a float for a scalar input, a float
+    entry, exact noise from ``protocol.samplers``). Returns a float for a scalar input, a float
     array of the same shape otherwise."""
     scale = dsr_scale(theta, eps)
     kept = np.asarray(kept_degree)
@@ -55,8 +62,7 @@ def dsr_release(
     if np.any(kept < 0):
         raise ParameterError(f"must be >= 0, got {kept_degree!r}", field="kept_degree")
     clipped = np.clip(kept, 0, theta).astype(float)  # clip FIRST ...
-    out = clipped + rng.laplace(0.0, scale, size=clipped.shape)  # ... then add the noise
-    return float(out) if out.ndim == 0 else out
+    return laplace_on_grid(rng, clipped, scale, GRID)  # ... then add the (exact) noise
 
 
 def post_process_distribution(noisy: np.ndarray, theta: int) -> np.ndarray:

@@ -2,9 +2,21 @@
 
 Theory of operation (Dwork et al. 2006): a value v in [0, 1] has sensitivity 1, so
 y = v + Lap(1/eps) is pure eps-LDP (the output densities of two inputs differ by at most
-e^eps everywhere). y is an unbiased estimate of v. The output is unbounded; the collector
-accepts |y - 1/2| <= 1/2 + TAIL/eps, which an honest device exceeds with probability
-e^-TAIL (TAIL = 50: never in practice), so only fabricated values are refused.
+e^eps everywhere). y is an unbiased estimate of v.
+
+The noise is EXACT (``protocol.samplers.laplace_on_grid``): numpy's floating-point
+``rng.laplace`` leaks the input through the low bits of v + noise (Mironov, CCS 2012). v is
+rounded to the grid ``GRID * Z`` (2**-20) and a discrete Laplace multiple of the grid with
+scale 1/eps is added, so every output is a grid point whatever v is. 0 and 1 are grid
+points and rounding is monotone, so two rounded inputs still differ by at most 1 and the
+ratio of output probabilities is at most e^eps: exactly eps-LDP. The report estimates the
+rounded v (bias below 2**-21) with variance ``GRID**2 * 2p / (1 - p)**2``, p =
+exp(-GRID eps), which is 2/eps^2 - GRID^2/6 + O(GRID^4). ``density`` is the continuous
+density the grid law approximates (its mass per grid cell / GRID).
+
+The output is unbounded; the collector accepts |y - 1/2| <= 1/2 + TAIL/eps, which an
+honest device exceeds with probability e^-TAIL (TAIL = 50: never in practice), so only
+fabricated values are refused.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import EPS_MAX
 
 TAIL = 50.0
@@ -44,12 +57,12 @@ class LaplaceMechanism:
         return 1.0 / self.eps
 
     def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
-        """Add Laplace(1/eps) noise; ``v`` must lie in [0, 1]."""
+        """Add exact Laplace(1/eps) noise on the grid (module docstring); ``v`` must lie in
+        [0, 1]."""
         arr = np.asarray(v, dtype=float)
         if np.any(~((arr >= 0.0) & (arr <= 1.0))):
             raise ParameterError("input must lie in [0, 1]", field="v")
-        out = arr + rng.laplace(0.0, self.scale, size=arr.shape)
-        return float(out) if out.ndim == 0 else out
+        return laplace_on_grid(rng, arr, self.scale, GRID)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:
         """The report itself is an unbiased estimate of v."""
@@ -60,8 +73,10 @@ class LaplaceMechanism:
         return float(np.mean(np.asarray(y, dtype=float)))
 
     def variance(self, v: float | np.ndarray) -> np.ndarray:
-        """Variance of one report given any input: ``2 / eps^2``."""
-        return np.full(np.shape(v), 2.0 / self.eps**2)
+        """Variance of one report given any input: the grid law's ``GRID**2 * 2p / (1 -
+        p)**2`` with ``p = exp(-GRID / scale)`` (``2 / eps^2`` up to GRID^2 / 6)."""
+        p = np.exp(-GRID / self.scale)
+        return np.full(np.shape(v), GRID**2 * 2.0 * p / (1.0 - p) ** 2)
 
     def density(self, y: np.ndarray, v: float) -> np.ndarray:
         """Output density at ``y`` for input ``v``."""

@@ -18,9 +18,9 @@ scaling). So for an integer input ``k``, ``k + discrete_laplace(rng, Δ / eps)``
 ``eps``-DP for sensitivity ``Δ`` (integer): the output is an integer whose probability
 ratio between inputs ``k`` and ``k'`` is at most ``exp(|k - k'| / scale)``.
 
-``scale`` is taken as an exact rational ``t / s``: an int or ``Fraction`` as given, a float
-rounded UP to a multiple of ``2**-SCALE_BITS`` (more noise, never less, so the privacy
-claim survives the rounding).
+``scale`` is taken as an exact rational ``t / s``: an int or a small ``Fraction`` as given,
+a float (or a Fraction with a denominator of ``2**40`` or more) rounded UP to a multiple of
+``2**-SCALE_BITS`` (more noise, never less, so the privacy claim survives the rounding).
 
 ``laplace_on_grid(rng, value, scale, grid)`` is the real-valued use: the input is rounded
 to the grid ``grid * Z`` (``grid`` a power of two, so ``k * grid`` is an exact double for
@@ -28,7 +28,11 @@ to the grid ``grid * Z`` (``grid`` a power of two, so ``k * grid`` is an exact d
 is a grid point, whatever the input, and the ratio between two inputs is at most
 ``exp((|x - x'| + grid) / scale)`` (rounding moves each input by at most ``grid / 2``).
 A caller protecting sensitivity ``Δ`` at ``eps`` therefore uses ``scale = (Δ + grid) /
-eps``. This is the construction OpenDP uses for its float Laplace mechanism
+eps`` (``grid_laplace_scale``, exact rational arithmetic) — or ``Δ / eps`` when the
+ROUNDED inputs still differ by at most ``Δ``: integers, or any inputs confined to an
+interval of length ``Δ`` whose ends are grid points (rounding is monotone and keeps them
+inside; the Laplace stream mechanism's [0, 1] and DSR's [0, theta]).
+This is the construction OpenDP uses for its float Laplace mechanism
 (``make_laplace`` on float domains: discretise to ``2**k``, discrete Laplace on the
 integers), in the spirit of Mironov's snapping mechanism (which clamps and rounds the
 float output instead).
@@ -67,13 +71,16 @@ __all__ = [
     "bernoulli_exp",
     "discrete_laplace",
     "exact_scale",
+    "grid_laplace_scale",
     "laplace_on_grid",
 ]
 
 SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
+GRID = 2.0**-20  # the default output grid of laplace_on_grid
 _MAX_DEN = 2**62  # integer bounds stay within numpy's int64
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
+_HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 path would overflow)
 
 
 class _Bits:
@@ -151,6 +158,8 @@ def _exact_scale(scale: int | float | Fraction) -> Fraction:
         raise ParameterError(f"must be a positive real number, got {scale!r}", field="scale")
     if isinstance(scale, Fraction):
         value = scale
+        if value.denominator >= 2**40:
+            value = Fraction(math.ceil(value * 2**SCALE_BITS), 2**SCALE_BITS)
     elif isinstance(scale, int | np.integer):
         value = Fraction(int(scale))
     else:
@@ -160,11 +169,26 @@ def _exact_scale(scale: int | float | Fraction) -> Fraction:
         value = Fraction(math.ceil(Fraction(f) * 2**SCALE_BITS), 2**SCALE_BITS)
     if value <= 0:
         raise ParameterError(f"must be > 0, got {scale!r}", field="scale")
-    if value.numerator >= 2**40 or value.denominator >= 2**40:
-        raise ParameterError(
-            f"must be a ratio of integers below 2**40, got {scale!r}", field="scale"
-        )
     return value
+
+
+def grid_laplace_scale(
+    sensitivity: float, eps: float, grid: float = GRID, coordinates: int = 1
+) -> Fraction:
+    """``(sensitivity + coordinates * grid) / eps`` exactly (rounded up as ``exact_scale``
+    does): the scale that keeps ``laplace_on_grid`` eps-DP for inputs that are not grid
+    points. ``sensitivity`` is an l1 sensitivity over ``coordinates`` values, each of which
+    rounding may move by up to ``grid`` more."""
+    for name, value in (("sensitivity", sensitivity), ("eps", eps)):
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise ParameterError(f"must be a real number, got {value!r}", field=name)
+        if not (math.isfinite(value) and value >= 0 and (name == "sensitivity" or value > 0)):
+            raise ParameterError(f"out of range: {value!r}", field=name)
+    g = _check_grid(grid)
+    n = int(coordinates)
+    if isinstance(coordinates, bool) or n != coordinates or n < 1:
+        raise ParameterError(f"must be an integer >= 1, got {coordinates!r}", field="coordinates")
+    return exact_scale((Fraction(float(sensitivity)) + n * Fraction(g)) / Fraction(float(eps)))
 
 
 def _bernoulli_exp_le1(rng: np.random.Generator, num: np.ndarray, den: int) -> np.ndarray:
@@ -212,7 +236,9 @@ def discrete_laplace(
     rng: np.random.Generator, scale: int | float | Fraction, size: int | tuple | None = None
 ) -> int | np.ndarray:
     """Integers with ``P[Z = z] ∝ exp(-|z| / scale)``, exactly (CKS 2020, Alg. 2; module
-    docstring). Returns an int for ``size=None``, else an ``int64`` array of that shape.
+    docstring). Returns an int for ``size=None``, else an ``int64`` array of that shape
+    (an ``object`` array of Python ints for scales of ``2**55`` and more, which the
+    vectorised int64 arithmetic cannot hold: those run the pure-Python path).
 
     With ``scale = t / s``: ``U ~ Uniform{0..t-1}`` accepted with probability
     ``exp(-U / t)``, ``V ~ Geometric(1 - exp(-1))``, ``X = U + t V`` (geometric with ratio
@@ -222,10 +248,13 @@ def discrete_laplace(
     t, s = exact.numerator, exact.denominator
     shape = () if size is None else (size if isinstance(size, tuple) else (int(size),))
     n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if n < VECTOR_MIN:
+    huge = t >= _HUGE or s >= _HUGE
+    if n < VECTOR_MIN or huge:
         bits = _Bits(rng)
         values = [_discrete_laplace_scalar(bits, t, s) for _ in range(n)]
-        return values[0] if size is None else np.array(values, dtype=np.int64).reshape(shape)
+        if size is None:
+            return values[0]
+        return np.array(values, dtype=object if huge else np.int64).reshape(shape)
     out = np.zeros(n, dtype=np.int64)
     pending = np.arange(n)
     while pending.size:
@@ -257,7 +286,7 @@ def laplace_on_grid(
     rng: np.random.Generator,
     value: float | np.ndarray,
     scale: int | float | Fraction,
-    grid: float = 2.0**-20,
+    grid: float = GRID,
 ) -> float | np.ndarray:
     """``value`` rounded to the grid ``grid * Z`` plus ``grid * discrete_laplace(scale /
     grid)``: a grid point whatever the input, ``P ∝ exp(-|y - round(x)| / scale)``. For
@@ -275,8 +304,23 @@ def laplace_on_grid(
     if ratio is None:
         ratio = exact_scale(exact_scale(scale) / Fraction(g))
     z = discrete_laplace(rng, ratio, size=x.shape or None)
-    total = k.astype(np.int64) + np.asarray(z, dtype=np.int64)
-    if np.any(np.abs(total) >= 2**53):
-        raise ParameterError("noise beyond the exact range of doubles", field="scale")
-    out = total.astype(float) * g  # exact: an integer below 2**53 times a power of two
+    # The exact output is the integer k + z (times g). Below 2**53 the double is exact; a
+    # larger one is rounded to the nearest double, a deterministic function of the exact
+    # output (post-processing), so the guarantee is unchanged.
+    zz = np.asarray(z)
+    if zz.dtype == np.int64:  # |k| < 2**52 and |z| < 2**62: no int64 overflow
+        out = (k.astype(np.int64) + zz).astype(float) * g
+    else:  # Python ints (huge scales)
+        ints = [
+            int(a) + int(b) for a, b in zip(k.ravel().tolist(), zz.ravel().tolist(), strict=True)
+        ]
+        out = np.array([_to_float(v) * g for v in ints], dtype=float).reshape(x.shape)
     return float(out) if out.ndim == 0 else out
+
+
+def _to_float(v: int) -> float:
+    """The nearest double (infinite beyond the double range): post-processing."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.copysign(math.inf, v)

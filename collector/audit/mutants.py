@@ -99,10 +99,12 @@ def _window_forgets_edge(p: Patcher) -> None:
     def forgetful(self, t0, eps0, count):
         w = self.w
         first = max(0, t0 - w + 2)  # bug: the window [t0 - w + 1, t0] is never checked
+        if first > t0:  # w = 1: the only window was the forgotten one
+            return t0, 0.0
         seg = self._segment(first, t0 + count + w - 1)
         seg[t0 - first : t0 - first + count] += eps0
         prefix = np.concatenate(([0.0], np.cumsum(seg)))
-        starts = max(1, t0 + count - first)
+        starts = t0 + count - first
         sums = prefix[w : w + starts] - prefix[:starts]
         k = int(np.argmax(sums))
         return first + k, float(sums[k])

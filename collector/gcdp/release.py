@@ -7,11 +7,17 @@ projects ``y_k = Pi_k(q_k(D))`` onto its fixed interval ``[L_k, U_k]`` and relea
 
     y_hat_k = y_k + Z_k,   Z_k ~ Laplace(0, s_k / eps_k) independently.
 
+The noise is exact (``protocol.samplers.laplace_on_grid``, grid g = 2**-20; floating-point
+``rng.laplace`` leaks the input through its low bits, Mironov CCS 2012): ``y_k`` is rounded
+to the grid and a discrete Laplace multiple of g is added. Rounding can move two
+neighbouring values apart by up to g more, so the scale is ``(s_k + g) / eps_k``
+(``grid_laplace_scale``), which keeps every coordinate's ratio bound ``e^eps_k`` exactly.
+
 For neighbours ``D ~G0 D'`` the density ratio is at most
 ``exp(sum_k eps_k |y_k - y'_k| / s_k) <= exp(sum_k eps_k) <= exp(eps_rel)`` because
 ``|y_k - y'_k| <= Delta_k <= B_k <= s_k``. A coordinate with ``s_k = 0`` (certified constant)
 is released without noise, as the theorem allows. Randomness comes only from the injected
-``numpy.random.Generator`` (one Laplace draw per noisy coordinate); the function is pure.
+``numpy.random.Generator`` (one exact draw per noisy coordinate); the function is pure.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from ldpfleet.collector.gcdp.validate import check_release_parameters, finite_vector
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import GRID, grid_laplace_scale, laplace_on_grid
 
 __all__ = ["laplace_release", "project"]
 
@@ -52,7 +59,8 @@ def laplace_release(
     y = project(values, low, high)
     if y.size != params.d:
         raise ParameterError(f"must have d = {params.d} entries, got {y.size}", field="values")
-    noise = np.zeros(params.d)
-    noisy = params.scales > 0.0
-    noise[noisy] = rng.laplace(0.0, params.laplace_scales[noisy])
-    return y + noise
+    out = y.copy()
+    for k in np.flatnonzero(params.scales > 0.0):  # exact noise, one coordinate at a time
+        scale = grid_laplace_scale(float(params.scales[k]), float(params.budgets[k]), GRID)
+        out[k] = laplace_on_grid(rng, float(y[k]), scale, GRID)
+    return out
