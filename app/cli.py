@@ -672,6 +672,11 @@ def _fleet_summary(shard: str, target: Path, result: dict) -> None:
             raise typer.Exit(1)
         return
     done = sum(o.state == "done" for o in outcomes)
+    if result.get("resumed"):
+        console.print(
+            f"shard {shard}: resumed {len(result['resumed'])} devices from {result['state_file']}",
+            highlight=False,
+        )
     console.print(
         f"shard {shard}: {done}/{len(outcomes)} devices delivered everything; ledger in {target}"
     )

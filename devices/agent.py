@@ -4,10 +4,11 @@ It opens a ``Session`` (its own client id, its inbox and ``ctl/``; reconnecting 
 backoff after a broker restart), starts its ``StreamReporter``, feeds it the sensor
 readings (all at once, or one per ``step_seconds`` when paced like a real sensor), and
 moves messages between the session and the machine until the machine is finished. With a
-``DeviceStorage`` the machine's state is saved before anything it produced is published,
-so a crashed device can come back (``Fleet`` fault injection). Deliveries that fail to decode,
-or that the machine refuses, are counted; a protocol violation by the collector ends the
-agent with ``state == "error"``.
+``DeviceStorage`` (RAM, for the simulated crashes of ``Fleet`` fault injection) or a
+``state_file.DeviceStateFile`` (SQLite, so a killed shard process can resume its devices)
+the machine's state is saved before anything it produced is published. Deliveries that
+fail to decode, or that the machine refuses, are counted; a protocol violation by the
+collector ends the agent with ``state == "error"``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class DeviceStorage:
     def __init__(self) -> None:
         self._saved: dict[str, bytes] = {}
         self.saves = 0
+
+    def needs_save(self, reporter: StreamReporter) -> bool:
+        """Always: the crash plan freezes a device right after a save (``crash_at_step``)."""
+        return True
 
     def save(self, reporter: StreamReporter) -> None:
         """Persist the reporter's state (pickled: a faithful copy of every field)."""
@@ -104,7 +109,7 @@ class DeviceAgent:
         assert self.session is not None
         if self.crashed.is_set():
             await asyncio.Event().wait()  # crashed: nothing more leaves this device
-        if self.storage is not None:
+        if self.storage is not None and self.storage.needs_save(self.reporter):
             self.storage.save(self.reporter)
         if self.crash_at_step is not None and self.reporter.privatised >= self.crash_at_step:
             self.crashed.set()

@@ -36,6 +36,7 @@ from ldpfleet.devices.sources import (
     device_rng,
     synthetic_stream,
 )
+from ldpfleet.devices.state_file import DeviceStateFile
 from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 from ldpfleet.protocol.sw import normalise
 
@@ -101,6 +102,9 @@ class FleetConfig:
     connection: Literal["device", "gateway"] = "device"
     gateway_devices: int = 1000  # devices per gateway connection (connection "gateway")
     crashes: CrashConfig | None = None  # fault injection: the crash plan's settings
+    # where the shard's devices persist their state before they publish (SQLite, one file
+    # per shard), so a killed shard process resumes them (devices.state_file); None: RAM only
+    state_file: str | None = None
 
     def crash_plan(self) -> dict[str, Crash]:
         """Device id -> its crash, for the devices that crash."""
@@ -160,6 +164,12 @@ class Fleet:
         # saving the machine before every publish costs a pickle per step)
         self.crashes = config.crash_plan()
         self.storage = DeviceStorage() if self.crashes else None
+        self.state_file: DeviceStateFile | None = None
+        if self.storage is None and config.state_file is not None:
+            identity = {"run": self.run_id, "shard": "{}/{}".format(*shard), "seed": str(self.seed)}
+            self.state_file = DeviceStateFile(config.state_file, identity)
+            self.storage = self.state_file
+        self.resumed: list[str] = []  # devices restored from the state file
         self.crashed: dict[str, dict] = {}  # what happened to each crashed device
         self.down_seconds = config.crashes.down_seconds if self.crashes else 0.0
         self._agent_settings = {
@@ -184,7 +194,12 @@ class Fleet:
         )
         self.true_periods[device] = period
         self.clean[device] = readings
-        reporter = StreamReporter(config.stream, device, device_rng(self.seed, index, "mechanism"))
+        reporter = self.state_file.load(device) if self.state_file is not None else None
+        if reporter is None:
+            rng = device_rng(self.seed, index, "mechanism")
+            reporter = StreamReporter(config.stream, device, rng)
+        else:
+            self.resumed.append(device)
         crash = self.crashes.get(device)
         return DeviceAgent(
             self._device_transport(),
@@ -260,6 +275,9 @@ class Fleet:
         finally:
             for gateway in self.gateways.values():
                 await gateway.close()
+            if self.state_file is not None:
+                # kept unless every device finished: the same command resumes from it
+                self.state_file.close(delete=all(a.reporter.finished for a in self.agents))
         connected = [a.connected_at for a in self.agents if a.connected_at is not None]
         self.connect_seconds = (max(connected) - started) if connected else None
         return self.outcomes()

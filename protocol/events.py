@@ -47,6 +47,11 @@ class Machine:
     def _emit(self, event: Event) -> None:
         self._events.append(event)
 
+    @property
+    def has_outbound(self) -> bool:
+        """Whether the outbox holds anything to publish."""
+        return bool(self._outbound)
+
     def pop_outbound(self) -> list[Outbound]:
         """Messages to publish, oldest first; the outbox is emptied."""
         out, self._outbound = self._outbound, []

@@ -26,7 +26,7 @@ from ldpfleet.broker.select import open_broker
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet, parse_shard
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.loop import run as run_loop
-from ldpfleet.scenarios.plans import fleet_config
+from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
 from ldpfleet.scenarios.runner import ledger_document
 from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 
@@ -63,17 +63,19 @@ def run_fleet_shard(
         # are still written
         task = asyncio.current_task()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        state_file = fleet_state_file(scenario, run, shard, target)
+        config = fleet_config(scenario, run, seed, state_file=state_file)
         async with open_broker(broker, credentials=credentials) as (transport, _):
-            built.append(Fleet(fleet_config(scenario, run, seed), transport, shard=shard))
+            built.append(Fleet(config, transport, shard=shard))
             return await built[0].run()
 
+    target = out or Path("runs") / run / f"fleet-{shard[0]}-of-{shard[1]}"
     try:
         outcomes = run_loop(go())
     except asyncio.CancelledError:
         if not built:
             raise
         outcomes = built[0].outcomes()
-    target = out or Path("runs") / run / f"fleet-{shard[0]}-of-{shard[1]}"
     write_shard_outputs(target, scenario, run, shard, broker, built[0] if built else None, outcomes)
     return outcomes, target
 

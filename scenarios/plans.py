@@ -9,6 +9,8 @@ collector's GC-DP release stage.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ldpfleet.collector.gcdp_stage import GcdpStageConfig
 from ldpfleet.devices.faults import CrashConfig
 from ldpfleet.devices.fleet import DeviceSourceConfig, FleetConfig
@@ -46,8 +48,30 @@ def crash_config(scenario: LoadedScenario) -> CrashConfig | None:
     )
 
 
-def fleet_config(scenario: LoadedScenario, run: str, seed: int | None = None) -> FleetConfig:
-    """The fleet of run ``run`` (``seed`` overrides the scenario's)."""
+def fleet_state_file(
+    scenario: LoadedScenario, run: str, shard: tuple[int, int], out_dir: str | Path | None
+) -> str | None:
+    """Where shard ``shard`` of a fleet process saves its devices' states (``[fleet]
+    state_dir``: "auto" = ``out_dir/device-state.sqlite``, "off" = nowhere, else a file
+    per run and shard in that directory)."""
+    setting = scenario.spec.fleet.state_dir
+    if setting == "off":
+        return None
+    if setting == "auto":
+        return None if out_dir is None else str(Path(out_dir) / "device-state.sqlite")
+    index, count = shard
+    return str(Path(setting) / f"{run}-shard-{index}-of-{count}.sqlite")
+
+
+def fleet_config(
+    scenario: LoadedScenario,
+    run: str,
+    seed: int | None = None,
+    *,
+    state_file: str | None = None,
+) -> FleetConfig:
+    """The fleet of run ``run`` (``seed`` overrides the scenario's; ``state_file``: where a
+    fleet process's devices persist their state, ``fleet_state_file``)."""
     spec = scenario.spec
     collector = spec.collector
     return FleetConfig(
@@ -63,6 +87,7 @@ def fleet_config(scenario: LoadedScenario, run: str, seed: int | None = None) ->
         connection=scenario.fleet_connection(),
         gateway_devices=spec.fleet.gateway_devices,
         crashes=crash_config(scenario),
+        state_file=state_file,
     )
 
 

@@ -74,6 +74,12 @@ class FleetSection(_Section):
     # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways
     connection: Literal["auto", "device", "gateway"] = "auto"
     gateway_devices: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
+    # where a fleet process's devices save their state before they publish, so that a
+    # killed shard started again with the same command resumes them (devices/state_file.py):
+    # "auto" = in the shard's output directory for fleet processes (ldpfleet fleet, the
+    # shards of ldpfleet run), never for devices in the one-process runner; "off"; or a
+    # directory (one file per run and shard)
+    state_dir: Annotated[str, Meta(min_length=1, max_length=4096)] = "auto"
 
 
 class StreamSection(_Section):

@@ -62,7 +62,7 @@ from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
 from ldpfleet.scenarios.jsonout import write_json
-from ldpfleet.scenarios.plans import fleet_config
+from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
 from ldpfleet.scenarios.runner import (
     SECURE_SUM_SESSION,
     TRUTH_SAMPLE,
@@ -585,7 +585,9 @@ async def fleet_side(
             client_id=fleet_client_id(run, shard, "wait"),
             timeout=wait_timeout,
         )
-        fleet = Fleet(fleet_config(scenario, run, seed), transport, shard=shard)
+        state_file = fleet_state_file(scenario, run, shard, out_dir)
+        config = fleet_config(scenario, run, seed, state_file=state_file)
+        fleet = Fleet(config, transport, shard=shard)
         fleet.seconds = None
         started = time.perf_counter()
         secure: dict | None = None
@@ -612,6 +614,9 @@ async def fleet_side(
         "outcomes": outcomes,
         "secure_sum": secure,
         "out": str(out_dir),
+        # devices restored from the shard's state file (a killed shard started again)
+        "resumed": fleet.resumed,
+        "state_file": state_file,
     }
 
 
@@ -629,6 +634,7 @@ def _write_fleet(out_dir, scenario, run, shard, url, fleet, outcomes, epoch, sec
             "seed": fleet.seed,
             "fleet_seconds": fleet.seconds,
             "secure_sum": secure,
+            "resumed": fleet.resumed,
         },
     )
 
