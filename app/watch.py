@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ldpfleet.broker.recorder import classify
+from ldpfleet.broker.trace import ROUNDS
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import topics
 from rich.table import Table
@@ -40,6 +41,34 @@ class RunView:
         return sum(self.messages.values()) / (self.last - self.first)
 
 
+# what a control message says about the stage of a run of any kind (stream, secure sum,
+# GC-DP, CADR-LDP); the secure-aggregation rounds as ``trace follow`` names them
+STAGE_OF_KIND = {
+    **{kind: name for kind, name in ROUNDS.items() if kind.startswith("sa_")},
+    "run_open": "announced",
+    "cadr_plan": "cadr: plan",
+    "cadr_query": "cadr: θ search",
+    "cadr_theta": "cadr: θ chosen",
+    "degree_release": "cadr: degrees released",
+    "gcdp_release": "gcdp: releasing",
+}
+
+
+def _field(text: str, name: str) -> str:
+    return text.split(f'"{name}":"', 1)[1].split('"', 1)[0]
+
+
+def stage_of(kind: str, payload: bytes) -> str | None:
+    """The stage a message announces or belongs to, or None (a data message)."""
+    with contextlib.suppress(Exception):  # a malformed payload says nothing
+        if kind == "stage":
+            text = payload.decode()
+            return f"{_field(text, 'stage')} {_field(text, 'state')}"
+        if kind == "relay_phase":
+            return f"cadr: {_field(payload.decode(), 'phase')}"
+    return STAGE_OF_KIND.get(kind)
+
+
 class FleetWatch:
     """Per-run counters fed with raw deliveries."""
 
@@ -61,12 +90,9 @@ class FleetWatch:
             view.devices.add(sender)
         if kind == "reject":
             view.rejected += 1
-        if kind == "stage":
-            with contextlib.suppress(Exception):
-                text = payload.decode()
-                stage = text.split('"stage":"', 1)[1].split('"', 1)[0]
-                state = text.split('"state":"', 1)[1].split('"', 1)[0]
-                view.stage = f"{stage} {state}"
+        stage = stage_of(kind, payload)
+        if stage is not None:
+            view.stage = stage
 
     def summary(self) -> dict:
         """Plain data (``--json``)."""
@@ -85,8 +111,12 @@ class FleetWatch:
     def render(self) -> Table:
         """The live table."""
         table = Table(title="ldpfleet watch")
-        for column in ("run", "stage", "devices", "reports", "acks", "rejected", "msg/s", "MB"):
-            table.add_column(column)
+        # the run id is never cut or wrapped (it is what --run and the outputs use); the
+        # numbers are right-aligned
+        table.add_column("run", no_wrap=True, min_width=max(map(len, self.runs), default=3))
+        table.add_column("stage", min_width=10)
+        for column in ("devices", "reports", "acks", "rejected", "msg/s", "MB"):
+            table.add_column(column, justify="right")
         for run, view in sorted(self.runs.items()):
             table.add_row(
                 run,
