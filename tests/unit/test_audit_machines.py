@@ -166,3 +166,14 @@ def test_audit_all_reports_progress_before_each_audit():
         (3, 4, "lpea-answer (eps 0.5)"),
         (4, 4, "lpea-answer (eps 1)"),
     ]
+
+
+def test_worker_processes_give_the_same_rows_in_the_same_order():
+    args = {"trials": 200, "gamma": 0.05, "seed": 1, "mechanisms": ("rr", "cadr-dsr", "sw")}
+    seen = []
+    pooled = audit_all((1.0, 2.0), jobs=2, progress=lambda i, m, label: seen.append((i, m)), **args)
+    assert pooled == audit_all((1.0, 2.0), jobs=1, **args)
+    assert seen == [(i, 6) for i in range(1, 7)]
+    with pytest.raises(ParameterError) as info:
+        audit_all((1.0,), jobs=0, **args)
+    assert info.value.field == "jobs"
