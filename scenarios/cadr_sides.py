@@ -57,6 +57,7 @@ from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import SilenceWatch
 from ldpfleet.protocol.rendezvous import ANNOUNCE_KIND, RunClosed, RunTerms, scenario_digest
+from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.cadr_run import (
     CadrSettings,
     DeviceStats,
@@ -222,8 +223,11 @@ async def cadr_fleet_side(
             client_id=fleet_client_id(run, shard, "wait"),
             timeout=wait_timeout,
         )
+        # the θ search's secure sums extend a stage while replies arrive (their patience)
         silence = SilenceWatch(
-            run, settings.stage_timeout, first_timeout=wait_timeout + settings.stage_timeout
+            run,
+            DEFAULT_PATIENCE * settings.stage_timeout,
+            first_timeout=wait_timeout + settings.stage_timeout,
         )
         # the shard's own watch connection (gateway identity): a device's client id here
         # would collide with that device's own connections

@@ -59,6 +59,7 @@ from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
 from ldpfleet.scenarios.jsonout import write_json
@@ -653,7 +654,8 @@ async def _fleet_secure_sum(
     loop = asyncio.get_running_loop()
     silence = SilenceWatch(
         run,
-        section.stage_timeout + scenario.spec.collector.finish_grace,
+        # the secure-sum server extends a stage while replies arrive (its patience)
+        DEFAULT_PATIENCE * section.stage_timeout + scenario.spec.collector.finish_grace,
         first_timeout=wait_timeout + section.stage_timeout,
     )
     silent = asyncio.Event()

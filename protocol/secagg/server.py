@@ -38,15 +38,21 @@ device's long-term Ed25519 public key (``identity_keys``, exactly the participan
   signers' shares.
 
 Progression and deadlines: a stage closes as soon as every device expected in it replied
-(or aborted), or when ``handle_timer`` sees its deadline (opened + ``stage_timeout``)
-pass. Closing checks that at least t devices replied; otherwise the session is aborted
-with a reason naming the stage and the counts (``Aborted`` event, ``SaAbort`` to every
+(or aborted), or when ``handle_timer`` sees its deadline pass. The deadline is opened +
+``stage_timeout``, moved on by every accepted reply to at least ``stage_timeout`` after
+it, but never past opened + ``patience`` x ``stage_timeout`` (default
+``DEFAULT_PATIENCE``; 1 gives fixed deadlines): on a busy machine live devices whose
+replies keep trickling in are waited for, while a device that is really gone costs at most
+``stage_timeout`` after the last reply. Devices must therefore tolerate a silence of
+``patience`` x ``stage_timeout`` between two messages of the server (``silence_limit``).
+Closing checks that at least t devices replied; otherwise the session is aborted with a
+reason naming the stage and the counts (``Aborted`` event, ``SaAbort`` to every
 participant). SecAgg+ adds per-device checks (Bell et al. §3): a device whose share
 holders that are still present number fewer than t could never be unmasked, so after
 ``advertise`` and ``share`` such devices are excluded (repeatedly, until every remaining
-device has t holders; Flower's survivors crash on exactly this case), and after
-``masked`` the session aborts if a survivor's self-mask seed or a dropped device's mask
-key could not be reconstructed. A device that misses a deadline or is excluded gets
+device has t holders; Flower's survivors crash on exactly this case), and after ``masked``
+the session aborts if a survivor's self-mask seed or a dropped device's mask key could not
+be reconstructed. A device that misses a deadline or is excluded gets
 ``SaAbort(excluded=True)`` so its pump can stop.
 
 Validation: every message must come on its sender's own ``up`` topic, from a participant,
@@ -108,6 +114,9 @@ from ldpfleet.protocol.secagg.messages import (
 
 RandomBytes = Callable[[int], bytes]
 STAGES = ("advertise", "share", "masked", "unmask")
+# how far a stage that keeps receiving replies may be extended, in stage timeouts (module
+# docstring, "Progression and deadlines")
+DEFAULT_PATIENCE = 4.0
 ACTIVE_STAGES = ("advertise", "share", "masked", "consistency", "unmask")
 REPLY_OF_STAGE: dict[str, type[Message]] = {
     "advertise": SaAdvertise,
@@ -180,6 +189,7 @@ class _Stage:
     name: str
     expected: frozenset[int]
     deadline: float
+    latest: float  # the furthest the deadline may move (opened + patience x stage_timeout)
     replies: dict[int, Message] = field(default_factory=dict)
     # expected - gone - replies, kept up to date so that "is the stage complete?" after
     # each message is O(1): recomputing it from the sets cost O(n) per message, O(n^2)
@@ -203,6 +213,7 @@ class SecAggServer(PeerFacingMachine):
         degree: int | None = None,
         bits: int | None = None,
         stage_timeout: float = 30.0,
+        patience: float = DEFAULT_PATIENCE,
         now: float = 0.0,
         round: int = 0,
         previous_public_keys: Collection[bytes] = (),
@@ -232,6 +243,9 @@ class SecAggServer(PeerFacingMachine):
                 f"must be > 0 seconds, got {stage_timeout!r}", field="stage_timeout"
             )
         self.stage_timeout = float(stage_timeout)
+        if not (_is_real(patience) and math.isfinite(patience) and patience >= 1):
+            raise ParameterError(f"must be >= 1, got {patience!r}", field="patience")
+        self.patience = float(patience)
         self.created_at = now
         self.graph_kind = graph
         self.neighbours = self._build_graph(graph, degree, random_bytes)
@@ -417,6 +431,7 @@ class SecAggServer(PeerFacingMachine):
         self._replies[stage][label] = message
         self._stage.replies[label] = message
         self._stage.waiting.discard(label)
+        self._extend(now)
         if self._stage_complete():
             self._close_stage(now)
 
@@ -578,6 +593,18 @@ class SecAggServer(PeerFacingMachine):
 
     # ---- stage progression --------------------------------------------------------------
 
+    def silence_limit(self) -> float:
+        """The longest a device may hear nothing from this server between two stages."""
+        return self.patience * self.stage_timeout
+
+    def _extend(self, now: float) -> None:
+        """A stage still receiving replies stays open at least ``stage_timeout`` after the
+        latest one, up to ``patience`` x ``stage_timeout`` after it opened: a busy machine
+        slows the session down instead of turning slow live devices into dropouts."""
+        stage = self._stage
+        assert stage is not None
+        stage.deadline = min(stage.latest, max(stage.deadline, now + self.stage_timeout))
+
     def _stage_complete(self) -> bool:
         """Every device expected in the open stage replied or aborted."""
         stage = self._stage
@@ -588,7 +615,11 @@ class SecAggServer(PeerFacingMachine):
     ) -> None:
         self.state = name
         self._stage = _Stage(
-            name, expected, now + self.stage_timeout, waiting=set(expected.difference(self._gone))
+            name,
+            expected,
+            now + self.stage_timeout,
+            now + self.patience * self.stage_timeout,
+            waiting=set(expected.difference(self._gone)),
         )
         self._emit(
             StageOpened(

@@ -23,6 +23,7 @@ from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.rendezvous import ANNOUNCE_KIND, RunOpen
+from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.cadr_run import run_cadr_scenario
 from ldpfleet.scenarios.cadr_sides import (
     CadrSideStopped,
@@ -189,7 +190,9 @@ async def test_killing_the_collector_mid_run_stops_the_fleet_within_the_stage_de
         collector.kill()  # SIGKILL: no goodbye on the wire
         await collector.wait()
         # each shard ends within the stage deadline (+ its 1 s poll and process exit)
-        ended = [await asyncio.wait_for(f.communicate(), KILL_STAGE_TIMEOUT + 10) for f in fleets]
+        # silent for the secure sums' patience x the stage deadline, then they stop
+        bound = DEFAULT_PATIENCE * KILL_STAGE_TIMEOUT + 10
+        ended = [await asyncio.wait_for(f.communicate(), bound) for f in fleets]
     finally:
         kill_all([collector, *fleets])
         await clear_announcement(broker_url, run)
