@@ -164,6 +164,9 @@ def bench_cadr_sweep(
     runs: Annotated[int, typer.Option(help="Runs per cell (seeds seed..seed+runs-1).")] = 5,
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    pipelines: Annotated[
+        bool, typer.Option(help="Also paper vs dp (post-processed) over the ε list.")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
     ] = True,
@@ -193,6 +196,7 @@ def bench_cadr_sweep(
             runs=runs,
             seed=seed,
             workers=max(1, workers),
+            pipelines=pipelines,
         )
     if as_json:
         print(json.dumps(result))

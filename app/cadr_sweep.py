@@ -17,6 +17,12 @@ replaced by exact sums) over a grid and averages ``runs`` seeds per cell (seeds
   in standard errors.
 - ε sweep: MAE and MSE for every budget of a list at each method's θ by Deviation for
   that ε (reported), and at a fixed θ = that method's MAE-minimising θ of the θ sweep.
+- pipelines (``sweep_pipelines``): for every budget and method, the paper's pipeline (θ by
+  Deviation, the raw DSR release) against the "dp" pipeline (θ by Deviation aimed at the
+  post-processed error, the post-processed release; ``collector.degree_postprocess``),
+  per-node MAE / MSE and the histogram's L1 / EMD, the paper's release post-processed at
+  its own θ, and the trivial baselines (the constant TRUE median — a non-private oracle —
+  and all zeros) scored the same way.
 
 Cells run in a process pool (``workers``; the graph is handed to each worker once by the
 pool initializer) and the result does not depend on the number of workers: each cell
@@ -35,7 +41,14 @@ import typer
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_EPS_LIST as DEFAULT_EPS_LIST
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_THETAS as DEFAULT_THETAS
 from ldpfleet.app.bench_commands import bench_cadr_sweep
-from ldpfleet.collector.cadr_reference import METHODS, as_dict, choose_theta, private_run
+from ldpfleet.collector.cadr_reference import (
+    METHODS,
+    as_dict,
+    choose_theta,
+    dp_theta,
+    private_run,
+)
+from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.errors import ParameterError
@@ -51,7 +64,9 @@ __all__ = [
     "parse_thetas",
     "shape_check",
     "sweep_eps",
+    "sweep_pipelines",
     "sweep_theta",
+    "theta_accuracy",
     "theta_choices",
 ]
 
@@ -137,9 +152,10 @@ def _init_worker(graph: Graph) -> None:
     _WORKER_GRAPH[:] = [graph]
 
 
-def _run_cell(job: tuple[str, int, float, float, int]) -> dict:
-    method, theta, eps, alpha, seed = job
-    return as_dict(private_run(_WORKER_GRAPH[0], method, theta, eps, alpha, seed))
+def _run_cell(job: tuple) -> dict:
+    """``(method, θ or rule, eps, alpha, seed[, pipeline])`` -> the run as a dict."""
+    method, theta, eps, alpha, seed, *pipeline = job
+    return as_dict(private_run(_WORKER_GRAPH[0], method, theta, eps, alpha, seed, *pipeline))
 
 
 def _run_cells(graph: Graph, jobs: list[tuple], workers: int) -> list[dict]:
@@ -358,6 +374,93 @@ def sweep_eps(
     }
 
 
+PIPELINE_METRICS = ("mae", "mse", "histogram_l1", "histogram_emd")
+THETA_FRACTIONS = (1.0 / 3.0, 0.6, 0.8)
+
+
+def theta_accuracy(
+    graph: Graph,
+    eps_list: Sequence[float],
+    alpha: float,
+    fractions: Sequence[float] = THETA_FRACTIONS,
+    draws: int = 40,
+    seed: int = 0,
+) -> dict:
+    """The DP θ search alone (``cadr_reference.dp_theta``), ``draws`` noise draws per
+    (ε, θ fraction): the chosen θ against ``theta_exact`` (the same rule on the true
+    counts: the non-private optimum of the search), as ratios."""
+    started = time.perf_counter()
+    degrees = graph.degrees()
+    rows = []
+    for e in eps_list:
+        for f in fractions:
+            budget = CadrBudget(e, alpha, f)
+            weight = noise_weight(budget.dsr)
+            found = [
+                dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
+                for s in range(draws)
+            ]
+            exact = found[0][1]["theta_exact"]
+            ratio = np.array([theta for theta, _ in found]) / exact
+            rows.append({
+                "eps": e, "fraction": f, "eps_theta": budget.theta, "theta_exact": exact,
+                "median_ratio": float(np.median(ratio)),
+                "ratio_q25": float(np.percentile(ratio, 25)),
+                "ratio_q75": float(np.percentile(ratio, 75)),
+                "within_25pct": float(np.mean(np.abs(ratio - 1) <= 0.25)),
+                "exact_share": float(np.mean(ratio == 1)),
+            })  # fmt: skip
+    return {"draws": draws, "rows": rows, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def sweep_pipelines(
+    graph: Graph,
+    methods: Sequence[str],
+    eps_list: Sequence[float],
+    alpha: float,
+    runs: int,
+    seed: int = 0,
+    workers: int = 1,
+) -> dict:
+    """Per (ε, method): the "paper" and "dp" pipelines (θ by Deviation each), their
+    releases and the paper release's post-processing, means and standard errors over
+    ``runs`` seeds; the trivial baselines once (they do not depend on the run)."""
+    started = time.perf_counter()
+    seeds = list(range(seed, seed + runs))
+    keys = [(m, e, p) for e in eps_list for m in methods for p in ("paper", "dp")]
+    jobs = [(m, "auto-dev", e, alpha, s, p) for (m, e, p) in keys for s in seeds]
+    results = _run_cells(graph, jobs, workers)
+    per_key: dict[tuple, list[dict]] = {}
+    for job, result in zip(jobs, results, strict=True):
+        per_key.setdefault((job[0], job[2], job[5]), []).append(result)
+    rows = []
+    for m, e, p in keys:
+        group = per_key[(m, e, p)]
+        row: dict = {
+            "eps": e,
+            "method": m,
+            "pipeline": p,
+            "theta": sorted({r["theta"] for r in group}),
+        }
+        for part in ("raw", "postprocessed"):
+            for name in PIPELINE_METRICS:
+                values = np.array([r[part][name] for r in group], dtype=float)
+                row[f"{part}_{name}"] = float(values.mean())
+                row[f"{part}_{name}_se"] = (
+                    float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else None
+                )
+        rows.append(row)
+    return {
+        "alpha": alpha,
+        "runs": runs,
+        "eps": list(eps_list),
+        "rows": rows,
+        "baselines": results[0]["baselines"] if results else {},
+        "seconds": round(time.perf_counter() - started, 1),
+        "cpu_seconds": round(sum(r["seconds"] for r in results), 1),
+    }
+
+
 def cadr_sweep(
     graph: Graph,
     *,
@@ -369,9 +472,12 @@ def cadr_sweep(
     runs: int = 5,
     seed: int = 0,
     workers: int = 2,
+    pipelines: bool = False,
+    theta_draws: int = 40,
 ) -> dict:
     """The θ sweep at ``eps`` (unless ``thetas`` is empty/None), then the ε sweep over
-    ``eps_list`` at θ by Deviation and at each method's MAE-minimising θ of the θ sweep.
+    ``eps_list`` at θ by Deviation and at each method's MAE-minimising θ of the θ sweep,
+    and with ``pipelines`` the paper-vs-dp comparison over ``eps_list``.
     A JSON-ready dict (module docstring)."""
     if runs < 1:
         raise ParameterError(f"must be >= 1, got {runs}", field="runs")
@@ -390,6 +496,8 @@ def cadr_sweep(
         "workers": workers,
         "theta_sweep": None,
         "eps_sweep": None,
+        "pipelines": None,
+        "baselines": trivial_baselines(graph.degrees()) if graph.n else {},
     }
     fixed = None
     if thetas:
@@ -399,6 +507,9 @@ def cadr_sweep(
     if eps_list:
         result["eps_sweep"] = sweep_eps(graph, methods, eps_list, alpha, runs, seed, workers,
                                         fixed, f"argmin_mae_at_eps_{eps:g}")  # fmt: skip
+    if pipelines and eps_list:
+        result["pipelines"] = sweep_pipelines(graph, methods, eps_list, alpha, runs, seed, workers)
+        result["theta_accuracy"] = theta_accuracy(graph, eps_list, alpha, draws=theta_draws)
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
 
@@ -469,6 +580,7 @@ def markdown(result: dict, command: str) -> str:
         f"{result['seconds']:.0f} s in all.",
         "",
     ]
+    lines += _baseline_lines(result.get("baselines") or {})
     sweep = result["theta_sweep"]
     if sweep:
         c = sweep["choices"]
@@ -586,7 +698,118 @@ def markdown(result: dict, command: str) -> str:
                 shown = str(thetas[0]) if len(thetas) == 1 else "per method"
                 lines.append(f"| {e:g} | {shown} | " + " | ".join(cells) + " |")
             lines.append("")
+    if result.get("pipelines"):
+        lines += _pipeline_lines(result["pipelines"], methods)
+    if result.get("theta_accuracy"):
+        lines += _theta_accuracy_lines(result["theta_accuracy"])
     return "\n".join(lines)
+
+
+def _baseline_lines(baselines: dict) -> list[str]:
+    """The trivial releases every table is to be read against (one line each)."""
+    if not baselines:
+        return []
+    median, zero = baselines["constant_median_oracle"], baselines["all_zero"]
+
+    def text(b: dict) -> str:
+        return (
+            f"MAE {_f(b['mae'])}, MSE {_f(b['mse'], 0)}, histogram L1 {_f(b['histogram_l1'], 3)}"
+            f", EMD {_f(b['histogram_emd'])}"
+        )
+
+    return [
+        "**Trivial baselines** (release nothing about anyone; scored like every release "
+        f"below): constant median — every node gets the TRUE median degree {median['value']} "
+        f"(a non-private oracle; no private release knows it): {text(median)}; all zero: "
+        f"{text(zero)}.",
+        "",
+    ]
+
+
+def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
+    """The paper-vs-dp tables (``sweep_pipelines``)."""
+    by_key = {(r["eps"], r["method"], r["pipeline"]): r for r in sweep["rows"]}
+    median = sweep["baselines"]["constant_median_oracle"]
+    zero = sweep["baselines"]["all_zero"]
+    lines = [
+        f"**Paper pipeline vs the dp pipeline (post-processing), θ by Deviation in each** "
+        f"({sweep['runs']} runs per cell, ± standard error; {sweep['seconds']:.0f} s wall). "
+        "'paper': θ for the raw Laplace error, the raw DSR release; 'paper + pp': the same "
+        "release post-processed at the paper's θ; 'dp': θ aimed at the post-processed error "
+        "and the post-processed release. Last columns: the constant TRUE median (non-private "
+        "oracle) and all-zero releases. Bold: the lowest of the row's three MAEs.",
+        "",
+        "| ε | method | θ paper | MAE paper | MAE paper + pp | θ dp | MAE dp | MSE paper | "
+        "MSE dp | MAE median (oracle) | MAE zero |",
+        "|---" * 11 + "|",
+    ]
+    for e in sweep["eps"]:
+        for m in methods:
+            paper, dp = by_key[(e, m, "paper")], by_key[(e, m, "dp")]
+            maes = {
+                "paper": (paper["raw_mae"], paper["raw_mae_se"]),
+                "pp": (paper["postprocessed_mae"], paper["postprocessed_mae_se"]),
+                "dp": (dp["postprocessed_mae"], dp["postprocessed_mae_se"]),
+            }
+            best = min(maes, key=lambda k: maes[k][0])
+            cell = {
+                k: (f"**{_f(v)}**" if k == best else _f(v))
+                + (f" ± {_f(se)}" if se is not None else "")
+                for k, (v, se) in maes.items()
+            }
+            lines.append(
+                f"| {e:g} | {m.upper()} | {_thetas(paper['theta'])} | {cell['paper']} | "
+                f"{cell['pp']} | {_thetas(dp['theta'])} | {cell['dp']} | "
+                f"{_f(paper['raw_mse'], 0)} | {_f(dp['postprocessed_mse'], 0)} | "
+                f"{_f(median['mae'])} | {_f(zero['mae'])} |"
+            )
+    lines += [
+        "",
+        "**Degree histogram vs the true one** (L1 = Σ_k |P(k) − Q(k)|, EMD = earth mover's "
+        "distance in degrees; 'paper': the rounded, clipped noisy releases; 'dp': the "
+        "consistent histogram of the deconvolved distribution)",
+        "",
+        "| ε | method | L1 paper | L1 paper + pp | L1 dp | EMD paper | EMD paper + pp | "
+        "EMD dp | L1 / EMD median (oracle) | L1 / EMD zero |",
+        "|---" * 10 + "|",
+    ]
+    for e in sweep["eps"]:
+        for m in methods:
+            paper, dp = by_key[(e, m, "paper")], by_key[(e, m, "dp")]
+            lines.append(
+                f"| {e:g} | {m.upper()} | {_f(paper['raw_histogram_l1'], 3)} | "
+                f"{_f(paper['postprocessed_histogram_l1'], 3)} | "
+                f"{_f(dp['postprocessed_histogram_l1'], 3)} | {_f(paper['raw_histogram_emd'])} | "
+                f"{_f(paper['postprocessed_histogram_emd'])} | "
+                f"{_f(dp['postprocessed_histogram_emd'])} | "
+                f"{_f(median['histogram_l1'], 3)} / {_f(median['histogram_emd'])} | "
+                f"{_f(zero['histogram_l1'], 3)} / {_f(zero['histogram_emd'])} |"
+            )
+    lines.append("")
+    return lines
+
+
+def _theta_accuracy_lines(acc: dict) -> list[str]:
+    lines = [
+        f"**DP θ search: chosen θ vs the non-private optimum, against its budget** "
+        f"({acc['draws']} noise draws per row; 'exact θ': the same rule on the true counts; "
+        "ratio = chosen / exact; ε_θ = fraction × α ε; the dp pipeline uses fraction 0.6)",
+        "",
+        "| ε | fraction | ε_θ | exact θ | median ratio | ratio IQR | within ±25% | exactly |",
+        "|---" * 8 + "|",
+    ]
+    for r in acc["rows"]:
+        lines.append(
+            f"| {r['eps']:g} | {r['fraction']:.2f} | {r['eps_theta']:.3f} | {r['theta_exact']} "
+            f"| {r['median_ratio']:.2f} | {r['ratio_q25']:.2f}–{r['ratio_q75']:.2f} | "
+            f"{100 * r['within_25pct']:.0f}% | {100 * r['exact_share']:.0f}% |"
+        )
+    lines.append("")
+    return lines
+
+
+def _thetas(values: list[int]) -> str:
+    return str(values[0]) if len(values) == 1 else f"{min(values)}–{max(values)}"
 
 
 if __name__ == "__main__":  # python -m ldpfleet.app.cadr_sweep [OPTIONS]: the same command

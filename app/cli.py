@@ -1375,6 +1375,8 @@ def _bench_cadr_fleet(
         "pipeline": pipeline,
         **means,
         "baselines": last["baselines"],
+        "spent": last["budget"],  # per device, by part: theta (the DP θ search), ndoe, lpea, dsr
+        "theta_search": [r["theta_search"] for r in per_run],
         "theta": sorted({r["theta"] for r in per_run}),
         "theta_rounds": last["theta_rounds"],
         "processes": last["processes"],

@@ -43,11 +43,18 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.degree_postprocess import noise_weight, post_process
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
-from ldpfleet.collector.theta_search import DeviationSearch, theta_by_sum
+from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
+from ldpfleet.protocol.cadr_theta_noise import (
+    SHARE_BOUND,
+    bucket_grid,
+    counts_above,
+    noise_parties,
+    theta_from_counts,
+)
 from ldpfleet.protocol.dsr import post_process_distribution
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused
@@ -115,8 +122,14 @@ async def run_cadr_collector(
     ``pipeline``: ``"paper"`` (the paper's θ objective and raw release) or ``"dp"``."""
     if pipeline not in ("dp", "paper"):
         raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
+    if pipeline == "dp" and theta_rule == "auto-sum":
+        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
     members = sorted(devices)
-    budget = CadrBudget(eps, alpha)
+    # the dp pipeline's θ search is DP and charged (protocol.cadr_theta_noise); a given θ
+    # costs nothing, so its plan keeps the paper's split
+    private_search = pipeline == "dp" and theta_rule == "auto-dev"
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, private_search)
+    parties = noise_parties(len(members)) if private_search else 0
     # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
     ndoe_parts = min(ndoe_parts, degree_bound + 1)
     seq = 0
@@ -222,6 +235,8 @@ async def run_cadr_collector(
                     method=method,
                     degree_bound=degree_bound,
                     ndoe_parts=ndoe_parts,
+                    theta_fraction=budget.theta_fraction,
+                    noise_parties=parties,
                 )
                 theta = await _search_theta(
                     transport,
@@ -233,6 +248,7 @@ async def run_cadr_collector(
                     degree_bound=degree_bound,
                     eps_dsr=budget.dsr,
                     weight=noise_weight(budget.dsr) if pipeline == "dp" else 1.0,
+                    parties=parties,
                     fanout=fanout,
                     spacing=spacing,
                     stage_timeout=stage_timeout,
@@ -299,13 +315,15 @@ async def _search_theta(
     degree_bound: int,
     eps_dsr: float,
     weight: float,
+    parties: int,
     fanout: int,
     spacing: str,
     stage_timeout: float,
     secagg_degree: int | None,
 ) -> int:
     """θ by rule: an integer, ``auto-dev`` or ``auto-sum`` (module docstring); ``weight``
-    is the Deviation search's noise weight (``theta_search.deviation_target``)."""
+    is the Deviation search's noise weight (``theta_search.deviation_target``);
+    ``parties > 0``: the DP search (one secure sum of noisy bucket counts)."""
     if not isinstance(rule, str):
         return int(rule)
 
@@ -319,7 +337,7 @@ async def _search_theta(
             run,
             session,
             members,
-            len(thresholds),
+            len(thresholds) + (measure == "bucket"),  # k thresholds: k + 1 buckets
             fp,
             degree=secagg_degree,
             stage_timeout=stage_timeout,
@@ -336,6 +354,20 @@ async def _search_theta(
         )
         return result.total
 
+    if rule == "auto-dev" and parties > 0:
+        thresholds = bucket_grid(degree_bound)
+        fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
+        totals = await ask("theta-buckets", "bucket", thresholds, fp)
+        query = outcome.theta_queries[-1]
+        if query["survivors"] < parties:  # the noise needs >= parties shares
+            raise CadrFailed(f"θ search: {query['survivors']} survivors, the noise needs {parties}")
+        sums = np.rint(totals).astype(np.int64)
+        above = counts_above(sums)
+        target = deviation_target(query["survivors"], eps_dsr, weight)
+        query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
+        query["counts"] = above.tolist()
+        outcome.theta_rounds = 1
+        return theta_from_counts(thresholds, above, target, degree_bound)
     if rule == "auto-dev":
         search = DeviationSearch(
             1,

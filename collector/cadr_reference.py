@@ -67,9 +67,21 @@ from ldpfleet.collector.projection import (
     kept_edge_ratio,
     lpea,
 )
-from ldpfleet.collector.theta_search import theta_by_deviation, theta_by_sum, thm35_bound
+from ldpfleet.collector.theta_search import (
+    deviation_target,
+    theta_by_deviation,
+    theta_by_sum,
+    thm35_bound,
+)
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import ACCOUNT, CadrBudget
+from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget
+from ldpfleet.protocol.cadr_theta_noise import (
+    bucket_grid,
+    counts_above,
+    noise_parties,
+    noise_sum,
+    theta_from_counts,
+)
 from ldpfleet.protocol.dsr import dsr_release, post_process_distribution
 from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
 from ldpfleet.protocol.rr import WarnerRR
@@ -99,6 +111,7 @@ class CadrRun:
     raw: dict[str, float] = field(default_factory=dict)
     postprocessed: dict[str, float] = field(default_factory=dict)
     baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+    theta_search: dict = field(default_factory=dict)
 
 
 def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> float:
@@ -127,6 +140,31 @@ def choose_theta(
         total = lambda t: sum_of_local_errors(degrees, t, eps_dsr)  # noqa: E731
         return theta_by_sum(candidates, total), len(candidates)
     raise ValueError(f"theta: {rule!r} is not an integer, auto-sum or auto-dev")
+
+
+def dp_theta(
+    degrees: np.ndarray, budget: CadrBudget, weight: float, rng: np.random.Generator
+) -> tuple[int, dict]:
+    """The DP θ search (``protocol.cadr_theta_noise``) with every device surviving: the
+    bucket counts over ``bucket_grid(D)`` plus the sum of the n devices' Pólya shares for
+    ``noise_parties(n)`` (drawn at once from ``rng``), θ from the noisy counts above.
+    Returns θ and the search's figures (with ``theta_exact``: the same rule on the true
+    counts, the non-private optimum)."""
+    n, bound = len(degrees), int(degrees.max())
+    thresholds = bucket_grid(bound)
+    exact = np.bincount(
+        np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
+    )
+    parties = noise_parties(n)
+    noisy = exact + noise_sum(rng, n, parties, budget.theta, len(exact))
+    target = deviation_target(n, budget.dsr, weight)
+    theta = theta_from_counts(thresholds, counts_above(noisy), target, bound)
+    return theta, {
+        "eps": budget.theta,
+        "noise_parties": parties,
+        "theta": theta,
+        "theta_exact": theta_from_counts(thresholds, counts_above(exact), target, bound),
+    }
 
 
 def ndoe_codes(degrees: np.ndarray, eps_ndoe: float, rng: np.random.Generator) -> np.ndarray:
@@ -202,9 +240,11 @@ def private_run(
         raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
     if pipeline not in PIPELINES:
         raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
+    if pipeline == "dp" and theta_rule == "auto-sum":
+        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    budget = CadrBudget(eps, alpha)
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, isinstance(theta_rule, str))
     ledger = budget.open_ledger("node")
     spent: dict[str, float] = {}
 
@@ -215,7 +255,13 @@ def private_run(
     degrees = graph.degrees()
     eps_dsr = budget.dsr
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
-    theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight)
+    search: dict = {}
+    if budget.theta > 0:  # the DP θ search, its noise from its own generator
+        charge(THETA_LABEL, budget.theta)
+        theta, search = dp_theta(degrees, budget, weight, np.random.default_rng([seed, 1]))
+        rounds = 1
+    else:
+        theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight)
     codes = None  # ra: no NDOE codes, candidates in uniformly random order
     if method in ("ll", "lh"):
         codes = ndoe_codes(degrees, budget.ndoe, rng)
@@ -265,6 +311,7 @@ def private_run(
         raw=raw,
         postprocessed=pp,
         baselines=trivial_baselines(degrees),
+        theta_search=search,
     )
 
 
@@ -282,6 +329,14 @@ def summarise(runs: list[CadrRun]) -> dict:
         for name in ("raw", "postprocessed"):
             out[name] = _mean_dicts([getattr(r, name) for r in runs])
         out["baselines"] = dict(runs[0].baselines)  # they do not depend on the run
+        if runs[0].theta_search:
+            first = runs[0].theta_search
+            out["theta_search"] = {
+                "eps": first["eps"],
+                "noise_parties": first["noise_parties"],
+                "theta_exact": first["theta_exact"],
+                "thetas": [r.theta_search["theta"] for r in runs],
+            }
     return out
 
 

@@ -12,7 +12,12 @@ private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-L
    answers with ``[d > t]`` per threshold (Deviation) or its local error per candidate
    (Sum), through a ``protocol.secagg.client.SecAggClient``. The collector sees only the
    sum. These exact sums are not charged to the ledger: they are aggregates revealed by
-   design (spec §1; ``docs/cadr.md``). Secure-aggregation messages of a session whose query
+   design (spec §1; ``docs/cadr.md``). A plan with ``theta_fraction > 0`` (the "dp"
+   pipeline) asks instead ONE ``measure="bucket"`` query: the device charges the θ part
+   of its budget (``CadrBudget.theta``, mechanism ``geometric``) and answers the one-hot
+   vector of its degree's bucket plus its Pólya noise share for ``noise_parties``
+   survivors (``protocol.cadr_theta_noise``), so the opened sum is ε_θ-DP; any other
+   query, or a second one, is refused (ledger). Secure-aggregation messages of a session whose query
    has not arrived yet are held, as are queries and θ that overtake the plan and relay
    steps that overtake θ: MQTT orders messages per topic only.
 3. *θ* (``CadrTheta``).
@@ -39,8 +44,10 @@ silence — and from then on the device privatises nothing: it still answers the
 steps so the phases do not stall, with data-independent content (NDOE code 0; an LPEA node
 of capacity 0 that proposes nothing, answers every request with randomized response of a
 constant "no" and refuses every establish), and sends no DSR release. It is finished when
-the LPEA phase ends. θ-search answers are exact secure sums and cost no budget (above), so
-a refused device keeps answering them.
+the LPEA phase ends. θ-search answers of the paper's plan are exact secure sums and cost
+no budget (above), so a refused device keeps answering them; under a DP θ search a
+device whose θ charge is refused answers a zero vector plus its noise share
+(data-independent) so the secure sum still completes.
 
 Deterministic: all randomness comes from the injected generator, drawn in the order of the
 inputs, and the relay fixes that order — so a seed gives the same release on every
@@ -54,8 +61,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_budget import ACCOUNT, CadrBudget
+from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
+from ldpfleet.protocol.cadr_theta_noise import bucket_vector, polya_share
 from ldpfleet.protocol.dsr import dsr_release
 from ldpfleet.protocol.errors import (
     BudgetExhausted,
@@ -118,6 +126,8 @@ class CadrDevice(Machine):
         self.codes: dict[str, int] = {}
         self.node: LpeaNode | None = None
         self.sessions = 0
+        self._theta_answered = False
+        self.theta_answer: np.ndarray | None = None  # the DP θ search's input to its sum
         self.released: float | None = None
         self.acked = False
         self._client: SecAggClient | None = None
@@ -255,8 +265,12 @@ class CadrDevice(Machine):
                 f"{plan.ndoe_parts} parts exceed the {plan.degree_bound + 1} degrees in [0, D]",
                 field="ndoe_parts",
             )
+        if plan.theta_fraction > 0 and plan.noise_parties < 1:
+            raise RemoteProtocolError(
+                "a DP θ search needs noise_parties >= 1, got 0", field="noise_parties"
+            )
         self.plan = plan
-        self.budget = CadrBudget(plan.eps, plan.alpha)
+        self.budget = CadrBudget(plan.eps, plan.alpha, plan.theta_fraction)
         limit = plan.eps if self.max_eps is None else self.max_eps
         self.ledger = PrivacyLedger(self.device)
         self.ledger.open_account(ACCOUNT, BudgetAccount(limit))
@@ -288,9 +302,18 @@ class CadrDevice(Machine):
                 f"threshold {bad[0]} exceeds the degree bound {plan.degree_bound}",
                 field="thresholds",
             )
+        dp = plan.theta_fraction > 0
+        if dp != (query.measure == "bucket"):
+            raise RemoteProtocolError(
+                f"measure {query.measure!r} under a plan with theta_fraction "
+                f"{plan.theta_fraction:g} (bucket queries are the DP θ search's, only)",
+                field="measure",
+            )
         t = np.asarray(query.thresholds, dtype=float)
         d = float(min(self.degree, plan.degree_bound))
-        if query.measure == "above":
+        if dp:
+            x = self._bucket_answer(query, plan)
+        elif query.measure == "above":
             x = (d > t).astype(float)
         else:  # Alg. 2's local error, optimistic projection loss + expected Laplace error
             x = np.maximum(0.0, d - t) + t / self.budget.dsr
@@ -300,6 +323,26 @@ class CadrDevice(Machine):
         for topic, message in held:
             if message.session == query.session:  # type: ignore[attr-defined]
                 self._feed_client(topic, message, now)
+
+    def _bucket_answer(self, query: CadrQuery, plan: CadrPlan) -> np.ndarray:
+        """The DP θ search's answer: one-hot bucket + Pólya share, after the θ charge (a
+        refused charge: zeros + share, data-independent)."""
+        assert self.budget is not None
+        if list(query.thresholds) != sorted(set(query.thresholds)):
+            raise RemoteProtocolError(
+                "thresholds must be ascending and distinct", field="thresholds"
+            )
+        if self._theta_answered:
+            raise RemoteProtocolError("the DP θ search asks one bucket query", field="session")
+        self._theta_answered = True
+        size = len(query.thresholds) + 1
+        if self._charge(self.budget.theta, THETA_LABEL, "theta", 0):
+            x = bucket_vector(min(self.degree, plan.degree_bound), query.thresholds)
+        else:
+            x = np.zeros(size)
+        share = polya_share(self._rng, plan.noise_parties, self.budget.theta, size)
+        self.theta_answer = x + share.astype(float)
+        return self.theta_answer
 
     def _on_secagg(self, topic: topics.Topic, message: Message, now: float) -> None:
         client = self._client

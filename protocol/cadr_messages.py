@@ -49,15 +49,22 @@ class CadrPlan(Message, tag="cadr_plan", kw_only=True):
     method: FleetMethod
     degree_bound: Degree
     ndoe_parts: Annotated[int, Meta(ge=1, le=1000)]
+    # the DP θ search (protocol.cadr_theta_noise): its share of the alpha part (0: the
+    # paper's exact search) and m, the survivors whose noise shares make up the noise
+    theta_fraction: Annotated[float, Meta(ge=0.0, lt=1.0)] = 0.0
+    noise_parties: Annotated[int, Meta(ge=0, le=MAX_DEGREE)] = 0
 
 
 class CadrQuery(Message, tag="cadr_query", kw_only=True):
     """Collector -> all devices: answer secure-sum session ``session`` with, per threshold
     t, ``[d > t]`` (``measure="above"``, search by Deviation) or the local error
-    ``max(0, d - t) + t / eps_dsr`` (``measure="error"``, search by Sum)."""
+    ``max(0, d - t) + t / eps_dsr`` (``measure="error"``, search by Sum), or — the DP θ
+    search of a plan with ``theta_fraction > 0`` — the one-hot vector of its degree's
+    bucket between the thresholds plus its Pólya noise share (``measure="bucket"``,
+    ``protocol.cadr_theta_noise``; length ``len(thresholds) + 1``)."""
 
     session: Ident
-    measure: Literal["above", "error"]
+    measure: Literal["above", "error", "bucket"]
     thresholds: Annotated[list[Degree], Meta(min_length=1, max_length=100_000)]
 
 

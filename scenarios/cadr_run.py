@@ -35,15 +35,21 @@ from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrOutcome, run_cadr_collector
-from ldpfleet.collector.degree_postprocess import post_process, score, trivial_baselines
+from ldpfleet.collector.degree_postprocess import (
+    noise_weight,
+    post_process,
+    score,
+    trivial_baselines,
+)
 from ldpfleet.collector.projection import kept_edge_ratio
 from ldpfleet.collector.readiness import await_devices
 from ldpfleet.collector.service import announce_run_closed
-from ldpfleet.collector.theta_search import thm35_bound
+from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_device import CadrDevice
+from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 
 __all__ = [
@@ -69,8 +75,8 @@ FLEET_METHODS = ("ll", "lh", "ra")
 RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
     "alpha", "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
-    "theta_queries", "mae", "mse", "distribution_l1", "histogram_emd", "raw", "postprocessed",
-    "baselines", "kept_edge_ratio", "max_kept_degree",
+    "theta_queries", "theta_search", "budget", "mae", "mse", "distribution_l1",
+    "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_rounds",
     "lpea_supersteps", "peer_items", "relay_batches", "device_messages_up",
     "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
@@ -122,6 +128,11 @@ class CadrSettings:
             raise ValueError(
                 f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
                 "(er is a centralised baseline: use the reference pipeline)"
+            )
+        if self.pipeline == "dp" and self.theta == "auto-sum":
+            raise ValueError(
+                "theta auto-sum: the dp pipeline searches θ by Deviation (auto-dev, the DP "
+                'search) or takes a given θ; auto-sum is the paper\'s (pipeline = "paper")'
             )
 
     @classmethod
@@ -450,6 +461,8 @@ def collector_results(
         estimates, histogram = post.estimates, post.histogram
     postprocessed = score(degrees, estimates, histogram)
     final = postprocessed if outcome.estimates else raw
+    searched = isinstance(settings.theta, str)
+    budget = CadrBudget.for_pipeline(settings.eps, settings.alpha, settings.pipeline, searched)
     begin = collected.started if started is None else started
     phases = outcome.phases.values()
     return {
@@ -469,6 +482,8 @@ def collector_results(
         "theta_spacing": settings.spacing,
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
+        "theta_search": _theta_search(degrees, outcome, budget, settings.bound_for(graph)),
+        "budget": budget.as_dict(),
         "mae": final["mae"],
         "mse": final["mse"],
         "distribution_l1": final["histogram_l1"],
@@ -498,6 +513,28 @@ def collector_results(
             }
             for name, d in zip(names, degrees, strict=True)
         },
+    }
+
+
+def _theta_search(degrees: np.ndarray, outcome, budget: CadrBudget, bound: int) -> dict | None:
+    """The DP θ search's figures: its ε, the noise's parties, the θ chosen from the noisy
+    counts and ``theta_exact``, the θ the same rule picks from the TRUE counts (the
+    simulator's; the non-private optimum of that rule)."""
+    if budget.theta <= 0 or not outcome.theta_queries:
+        return None
+    query = outcome.theta_queries[-1]
+    thresholds = query["thresholds"]
+    exact = np.array([int(np.sum(degrees > t)) for t in thresholds])
+    n = len(degrees)
+    target = deviation_target(n, budget.dsr, noise_weight(budget.dsr))
+    return {
+        "eps": budget.theta,
+        "mechanism": "two-sided geometric by Pólya shares (protocol.cadr_theta_noise)",
+        "noise_parties": noise_parties(n),
+        "survivors": query["survivors"],
+        "theta": outcome.theta,
+        "theta_exact": theta_from_counts(thresholds, exact, target, bound),
+        "counts_error_max": int(np.max(np.abs(np.array(query["counts"]) - exact))),
     }
 
 

@@ -477,3 +477,6 @@ from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 
 # ... and the canaries through the running machines (collector/audit/machine_canaries.py)
 BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | MACHINE_BATTERY)
+from ldpfleet.collector.audit.cadr_count_canary import COUNT_BATTERY  # noqa: E402
+
+BATTERY.update(COUNT_BATTERY)  # the DP θ search's count release (issue 20)

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.collector.degree_postprocess import noise_weight, post_process, score
-from ldpfleet.collector.theta_search import local_error, theta_by_deviation
+from ldpfleet.collector.theta_search import deviation_target, local_error, theta_by_deviation
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget
 from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.protocol.cadr_theta_noise import bucket_grid, counts_above, theta_from_counts
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
@@ -43,18 +45,23 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
 
 
-async def test_dp_pipeline_aims_theta_at_the_post_processed_error_and_releases_it():
+async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_processed_sequence():
     result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3)  # pipeline "dp"
     degrees = GRAPH.degrees()
-    expected, _ = theta_by_deviation(
-        1,
-        int(degrees.max()),
-        lambda t: int(np.sum(degrees > t)),
-        GRAPH.n,
-        EPS_DSR,
-        noise_weight(EPS_DSR),
-    )
+    (query,) = result["theta_queries"]  # one secure sum of noisy bucket counts
+    thresholds = query["thresholds"]
+    assert thresholds == bucket_grid(int(degrees.max()))
+    assert query["counts"] == counts_above(query["bucket_sums"]).tolist()
+    target = deviation_target(GRAPH.n, EPS_DSR, noise_weight(EPS_DSR))
+    expected = theta_from_counts(thresholds, np.array(query["counts"]), target, degrees.max())
     assert result["pipeline"] == "dp" and result["theta"] == expected
+    budget = CadrBudget(3.0, 0.1, THETA_FRACTION)
+    assert result["budget"] == budget.as_dict() and result["budget"]["theta"] > 0
+    search = result["theta_search"]
+    assert search["eps"] == budget.theta and search["noise_parties"] == 36  # ceil(0.9 * 40)
+    assert result["ledger_exact"]  # θ + NDOE + LPEA + DSR = eps in every ledger
+    for ledger in result["ledgers"].values():
+        assert ledger["accounts"]["node"]["charges"] == 4  # θ search, NDOE, LPEA, DSR
     names = list(result["per_device"])
     released = [result["released"][name] for name in names]
     post = post_process(released, result["theta"], EPS_DSR)  # the collector's computation
@@ -66,7 +73,7 @@ async def test_dp_pipeline_aims_theta_at_the_post_processed_error_and_releases_i
 
 
 async def test_search_by_sum_picks_the_minimum_of_the_summed_local_errors():
-    result = await run_cadr_fleet(GRAPH, theta="auto-sum", seed=1)
+    result = await run_cadr_fleet(GRAPH, theta="auto-sum", seed=1, pipeline="paper")
     degrees = GRAPH.degrees()
     totals = {
         t: sum(local_error(int(d), t, EPS_DSR) for d in degrees)

@@ -1,0 +1,172 @@
+"""The differentially private θ search of CADR-LDP: noisy bucket counts by secure sum —
+theory of operation.
+
+The paper's searches (``collector.theta_search``; spec §1, Alg. 2-3) open exact secure
+sums, so the collector learns exact counts ``#{i : d_i > t}``: aggregates, but covered by no
+ε. Here every opened sum is itself ε_θ-DP (node-level: one device's whole adjacency list
+may change), and its ε_θ is a named part of each device's budget
+(``protocol.cadr_budget.CadrBudget.theta``), charged in its ledger.
+
+Query: ONE round. The collector publishes thresholds ``t_1 < ... < t_k`` in ``[1, D]``
+(``bucket_grid``: geometric, all small integers kept); device ``i`` answers the one-hot
+vector of its bucket (``bucket_vector``: entry ``j`` is ``[t_j < d_i <= t_(j+1)]`` with
+``t_0 = -inf``, ``t_(k+1) = +inf``, length ``k + 1``). Changing one device's degree moves
+its 1 from one entry to another: the L1 sensitivity of the summed vector is 2 whatever
+``k``. The collector's counts above each threshold are suffix sums of the bucket counts
+(``counts_above``), post-processing. (Asking the ``[d > t_j]`` bits instead would have
+sensitivity ``k``, and an adaptive binary search one such sum per round: the one-hot
+round is the cheapest in noise and in secure sums.)
+
+Noise: the two-sided geometric mechanism (Ghosh, Roughgarden & Sundararajan, "Universally
+utility-maximizing privacy mechanisms", STOC 2009): adding ``Z`` with
+``P[Z = z] ∝ a^|z|``, ``a = exp(-ε_θ / 2)``, to each bucket count is ε_θ-DP for L1
+sensitivity 2. It is added in a distributed way by Pólya shares: ``Geometric(1 - a)`` (the
+number of failures before a success) is infinitely divisible — it is the negative
+binomial ``NB(1, 1 - a)``, and the sum of ``m`` independent ``NB(1/m, 1 - a)`` (Pólya)
+variables is ``NB(1, 1 - a)``; the difference of two independent ``Geometric(1 - a)`` is
+the two-sided geometric. So each device adds ``NB(1/m, 1 - a) - NB(1/m, 1 - a)`` to each
+entry (``polya_share``), and any ``m`` shares sum to exactly the mechanism's noise (the
+distributed geometric mechanism of Goryczka & Xiong, "A comprehensive comparison of
+multiparty secure additions with differential privacy", IEEE TDSC 2017).
+
+Dropouts: ``m`` is the plan's ``noise_parties``, the fewest survivors the collector opens a
+sum with (``ceil(NOISE_SURVIVAL · n)``; the collector refuses a sum with fewer
+survivors, ``collector.cadr_fleet``). A sum over ``s >= m`` survivors carries
+``NB(s/m) - NB(s/m)`` = the mechanism's noise plus independent, data-independent extra
+noise, so it is at least as private (post-processing); a dropped device's share is
+missing, but so is its bucket. Each survivor adds noise for ``m``, not ``n``: the noise
+stays sufficient with up to ``n - m`` dropouts, at the price of ``s/m`` times the
+variance when all survive (1.11 with ``NOISE_SURVIVAL = 0.9``). Caveats: the shares of
+honest devices only (devices that collude with the collector and reveal their shares
+remove their part of the noise); in SecAgg+ a device sees only its neighbourhood, so the
+"at least ``m`` survivors" rule is the collector's, not checked by each device.
+
+Sampler: ``polya_share`` draws through ``_negative_binomial`` — numpy's integer-valued
+``Generator.negative_binomial`` (a gamma-Poisson mixture computed in floating point: the
+output is an integer, so there is no low-order-bit leak of a float release, but the
+sampling probabilities are those of double arithmetic, not exact). It is the one function
+to swap for an exact sampler (``protocol.samplers`` has the exact two-sided geometric
+``discrete_laplace``, not yet a Pólya sampler). The secure sum carries each answer as a
+fixed-point integer in ``[-SHARE_BOUND, SHARE_BOUND + 1]``: a share beyond ``±2^24`` (far
+beyond any realistic draw: ``P ≤ a^(2^24 m)``-small) would be clipped.
+
+Choosing θ: ``theta_from_counts`` returns the smallest threshold whose noisy count above is
+at most the target (``collector.theta_search.deviation_target``), ``D`` if none is. Pure
+functions; randomness from the injected generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.validate import integer_at_least, positive_real
+
+__all__ = [
+    "BUCKETS",
+    "NOISE_SURVIVAL",
+    "SENSITIVITY",
+    "SHARE_BOUND",
+    "bucket_grid",
+    "bucket_vector",
+    "counts_above",
+    "geometric_ratio",
+    "noise_parties",
+    "noise_sum",
+    "polya_share",
+    "theta_from_counts",
+]
+
+BUCKETS = 48  # thresholds of the noisy θ search (at most; fewer distinct for small D)
+NOISE_SURVIVAL = 0.9  # the collector opens a noisy sum only with >= 90% of devices alive
+SENSITIVITY = 2  # L1 change of the summed one-hot vector when one device's degree changes
+SHARE_BOUND = 2**24  # fixed-point range of one device's noisy answer
+
+
+def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:
+    """``m = ceil(survival · n)``: the shares that make up the whole noise (module
+    docstring, Dropouts); at least 1."""
+    nn = integer_at_least(n, "n", 1)
+    s = positive_real(survival, "survival")
+    if s > 1:
+        raise ParameterError(f"must be in (0, 1], got {survival!r}", field="survival")
+    return max(1, math.ceil(s * nn - 1e-9))
+
+
+def geometric_ratio(eps: float, sensitivity: int = SENSITIVITY) -> float:
+    """``a = exp(-eps / sensitivity)`` of the two-sided geometric mechanism."""
+    return math.exp(-positive_real(eps, "eps") / integer_at_least(sensitivity, "sensitivity", 1))
+
+
+def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
+    """Ascending distinct thresholds in ``[1, D - 1]`` (``[1]`` for ``D <= 2``): ``D^(j/B)``
+    rounded down for ``j = 0 .. B - 1``, so small degrees get every integer and large ones
+    a constant ratio."""
+    d = integer_at_least(degree_bound, "degree_bound", 1)
+    b = integer_at_least(buckets, "buckets", 1)
+    if d <= 2:
+        return [1]
+    grid = {min(max(1, int(d ** (j / b))), d - 1) for j in range(b)}
+    return sorted(grid)
+
+
+def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray:
+    """The one-hot vector (length ``k + 1``) of the bucket of ``degree`` (module docstring):
+    entry ``#{j : t_j < degree}``."""
+    t = np.asarray(thresholds)
+    out = np.zeros(len(t) + 1)
+    out[int(np.sum(t < integer_at_least(degree, "degree", 0)))] = 1.0
+    return out
+
+
+def _negative_binomial(rng: np.random.Generator, r: float, p: float, size: int) -> np.ndarray:
+    """``NB(r, p)`` failures before the ``r``-th success (real ``r > 0``), integers. The
+    one place to swap the sampler (module docstring, Sampler)."""
+    return rng.negative_binomial(r, p, size=size).astype(np.int64)
+
+
+def polya_share(rng: np.random.Generator, parties: int, eps: float, size: int) -> np.ndarray:
+    """One device's noise share per entry: ``NB(1/m, 1 - a) - NB(1/m, 1 - a)`` with
+    ``m = parties`` and ``a = geometric_ratio(eps)`` (int64; any ``m`` shares sum to the
+    two-sided geometric of ratio ``a``)."""
+    m = integer_at_least(parties, "parties", 1)
+    a = geometric_ratio(eps)
+    k = integer_at_least(size, "size", 1)
+    return _negative_binomial(rng, 1.0 / m, 1.0 - a, k) - _negative_binomial(
+        rng, 1.0 / m, 1.0 - a, k
+    )
+
+
+def noise_sum(
+    rng: np.random.Generator, survivors: int, parties: int, eps: float, size: int
+) -> np.ndarray:
+    """The sum of ``survivors`` devices' ``polya_share`` draws, drawn at once (the same
+    distribution: ``NB(s/m, 1 - a) - NB(s/m, 1 - a)`` per entry): for simulations of the
+    secure sum (``collector.cadr_reference``)."""
+    s = integer_at_least(survivors, "survivors", 1)
+    m = integer_at_least(parties, "parties", 1)
+    a = geometric_ratio(eps)
+    k = integer_at_least(size, "size", 1)
+    return _negative_binomial(rng, s / m, 1.0 - a, k) - _negative_binomial(rng, s / m, 1.0 - a, k)
+
+
+def counts_above(bucket_sums: object) -> np.ndarray:
+    """Noisy ``#{i : d_i > t_j}`` for each threshold from the (rounded) bucket sums: the
+    suffix sums of entries ``j + 1 .. k`` (int64, length ``k``)."""
+    sums = np.rint(np.asarray(bucket_sums, dtype=float)).astype(np.int64)
+    if sums.ndim != 1 or sums.size < 2:
+        raise ParameterError("must hold k + 1 >= 2 bucket sums", field="bucket_sums")
+    return np.cumsum(sums[::-1])[::-1][1:]
+
+
+def theta_from_counts(thresholds: list[int], above: np.ndarray, target: float, hi: int) -> int:
+    """The smallest threshold whose count above is ``<= target``; ``hi`` if none is."""
+    if len(thresholds) != len(above):
+        raise ParameterError(
+            f"{len(above)} counts for {len(thresholds)} thresholds", field="counts_above"
+        )
+    for t, count in zip(thresholds, above, strict=True):
+        if count <= target:
+            return int(t)
+    return integer_at_least(hi, "hi", 1)

@@ -1,0 +1,164 @@
+"""The DP θ search's pieces (protocol.cadr_theta_noise), its budget part
+(protocol.cadr_budget) and the device's bucket answer (protocol.cadr_device).
+
+Statistical tests: a chi-square goodness-of-fit statistic against the exact pmf over the
+bins where the expected count is >= 5 (the two tails merged into one bin each) is, under
+the null, asymptotically chi-square with (bins - 1) degrees of freedom; the threshold is
+its 1 - 1e-6 quantile (``chi2.isf(1e-6, df)``), so a correct sampler fails a test with
+probability ~1e-6 (fixed seeds: the outcome is in fact deterministic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.cadr_budget import THETA_FRACTION, THETA_LABEL, CadrBudget
+from ldpfleet.protocol.cadr_device import CadrDevice
+from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery
+from ldpfleet.protocol.cadr_theta_noise import (
+    bucket_grid,
+    bucket_vector,
+    counts_above,
+    geometric_ratio,
+    noise_parties,
+    noise_sum,
+    polya_share,
+    theta_from_counts,
+)
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from scipy.stats import chi2
+
+FALSE_FAILURE = 1e-6
+
+
+def _chi_square_vs_two_sided_geometric(samples: np.ndarray, a: float) -> tuple[float, int]:
+    """The statistic and its degrees of freedom against P(z) = (1-a)/(1+a) a^|z|."""
+    n = samples.size
+    pmf = lambda z: (1 - a) / (1 + a) * a ** np.abs(z)  # noqa: E731
+    k = 0
+    while n * pmf(k + 1) >= 5:
+        k += 1
+    inner = np.arange(-k, k + 1)
+    expected = n * pmf(inner)
+    tail = n * (1.0 - pmf(inner).sum()) / 2  # P(z > k) = P(z < -k)
+    observed = np.array([np.sum(samples == z) for z in inner])
+    obs_tails = np.array([np.sum(samples < -k), np.sum(samples > k)])
+    stat = float(np.sum((observed - expected) ** 2 / expected))
+    stat += float(np.sum((obs_tails - tail) ** 2 / tail))
+    return stat, inner.size + 2 - 1
+
+
+@pytest.mark.parametrize(("parties", "eps"), [(1, 1.0), (7, 1.0), (40, 0.5)])
+def test_any_m_shares_sum_to_the_two_sided_geometric(parties, eps):
+    rng = np.random.default_rng(parties)
+    draws = 20_000
+    # row j: the m devices' shares of draw j, summed (one entry each)
+    sums = sum(polya_share(rng, parties, eps, draws) for _ in range(parties))
+    stat, df = _chi_square_vs_two_sided_geometric(sums, geometric_ratio(eps))
+    assert stat < chi2.isf(FALSE_FAILURE, df), (stat, df)
+
+
+def test_the_simulated_sum_of_shares_has_the_same_law():
+    rng = np.random.default_rng(11)
+    samples = noise_sum(rng, 9, 9, 0.8, 20_000)  # 9 survivors, noise for 9: exactly DLap
+    stat, df = _chi_square_vs_two_sided_geometric(samples, geometric_ratio(0.8))
+    assert stat < chi2.isf(FALSE_FAILURE, df), (stat, df)
+
+
+def test_more_survivors_than_parties_only_add_noise():
+    # s = 2m survivors: NB(2) - NB(2) per entry, variance 2 * 2 a / (1 - a)^2 (twice the
+    # mechanism's). Sample variance of 40,000 draws: relative sd sqrt((kurt - 1) / n) with
+    # kurtosis < 10 here -> < 0.015; 0.1 is > 6.6 sd (two-sided ~4e-11).
+    a = geometric_ratio(1.0)
+    samples = noise_sum(np.random.default_rng(5), 20, 10, 1.0, 40_000)
+    assert np.var(samples) == pytest.approx(4 * a / (1 - a) ** 2, rel=0.1)
+
+
+def test_bucket_helpers():
+    assert bucket_grid(2) == [1] and bucket_grid(10, 48) == list(range(1, 10))
+    grid = bucket_grid(1045)
+    assert grid[:5] == [1, 2, 3, 4, 5] and grid[-1] < 1045 and grid == sorted(set(grid))
+    t = [1, 3, 7]
+    assert bucket_vector(0, t).tolist() == [1, 0, 0, 0]
+    assert bucket_vector(3, t).tolist() == [0, 1, 0, 0]  # 1 < 3 <= 3
+    assert bucket_vector(8, t).tolist() == [0, 0, 0, 1]
+    # degrees 0, 2, 2, 9 -> buckets [1, 2, 0, 1]; above 1: 3, above 3: 1, above 7: 1
+    assert counts_above([1, 2, 0, 1]).tolist() == [3, 1, 1]
+    assert theta_from_counts(t, np.array([3, 1, 1]), 1.0, 50) == 3
+    assert theta_from_counts(t, np.array([3, 2, 2]), 1.0, 50) == 50
+    assert noise_parties(4039) == 3636 and noise_parties(1) == 1
+    with pytest.raises(ParameterError) as err:
+        noise_parties(10, 1.5)
+    assert err.value.field == "survival"
+
+
+def test_the_budget_split_names_the_theta_part_and_sums_to_eps():
+    paper = CadrBudget(3.0, 0.1)
+    assert paper.theta == 0 and paper.parts()[0][0] == "exponential"
+    dp = CadrBudget.for_pipeline(3.0, 0.1, "dp", searched=True)
+    assert dp.theta_fraction == THETA_FRACTION and dp.parts()[0] == (THETA_LABEL, dp.theta)
+    assert sum(e for _, e in dp.parts()) == pytest.approx(3.0, abs=1e-12)
+    assert dp.dsr == paper.dsr  # the release keeps (1 - alpha) eps
+    assert set(dp.as_dict()) == {"theta", "ndoe", "lpea", "dsr"}
+    assert CadrBudget.for_pipeline(3.0, 0.1, "dp", searched=False).theta == 0  # θ given
+    with pytest.raises(ParameterError) as err:
+        CadrBudget(3.0, 0.1, 1.0)
+    assert err.value.field == "theta_fraction"
+
+
+RUN = "r1"
+C = {"run": RUN, "sender": topics.COLLECTOR_ID}
+PLAN_T = topics.parse(topics.ctl(RUN, "cadr_plan"))
+QUERY_T = topics.parse(topics.ctl(RUN, "cadr_query"))
+
+
+def _plan(**extra) -> CadrPlan:
+    fields = {"theta_fraction": THETA_FRACTION, "noise_parties": 3, **extra}
+    return CadrPlan(**C, seq=1, eps=3.0, alpha=0.1, method="ll", degree_bound=10,
+                    ndoe_parts=4, **fields)  # fmt: skip
+
+
+def _query(measure: str = "bucket", seq: int = 2) -> CadrQuery:
+    return CadrQuery(**C, seq=seq, session=f"s{seq}", measure=measure, thresholds=[1, 2, 5])
+
+
+def test_the_device_charges_theta_and_answers_bucket_plus_share():
+    device = CadrDevice(RUN, "n0001", ["n0002", "n0003"], np.random.default_rng(0))
+    device.receive(PLAN_T, _plan(), 0.0)
+    device.receive(QUERY_T, _query(), 0.0)
+    answer = device.theta_answer
+    assert answer is not None and answer.shape == (4,)
+    share = polya_share(np.random.default_rng(0), 3, device.budget.theta, 4)  # same draws
+    assert (answer - share).tolist() == [0, 1, 0, 0]  # degree 2: 1 < 2 <= 2
+    account = device.ledger.to_dict()["accounts"]["node"]
+    assert account["spent"] == pytest.approx(device.budget.theta) and account["charges"] == 1
+    with pytest.raises(RemoteProtocolError) as err:  # one bucket query per run
+        device.receive(QUERY_T, _query(seq=3), 0.0)
+    assert err.value.field == "session"
+
+
+def test_the_device_refuses_queries_of_the_other_search_and_a_plan_without_parties():
+    device = CadrDevice(RUN, "n0001", ["n0002"], np.random.default_rng(0))
+    device.receive(PLAN_T, _plan(), 0.0)
+    with pytest.raises(RemoteProtocolError) as err:
+        device.receive(QUERY_T, _query("above"), 0.0)
+    assert err.value.field == "measure"
+    paper = CadrDevice(RUN, "n0001", ["n0002"], np.random.default_rng(0))
+    paper.receive(PLAN_T, _plan(theta_fraction=0.0, noise_parties=0), 0.0)
+    with pytest.raises(RemoteProtocolError) as err:
+        paper.receive(QUERY_T, _query("bucket"), 0.0)
+    assert err.value.field == "measure"
+    bad = CadrDevice(RUN, "n0001", ["n0002"], np.random.default_rng(0))
+    with pytest.raises(RemoteProtocolError) as err:
+        bad.receive(PLAN_T, _plan(noise_parties=0), 0.0)
+    assert err.value.field == "noise_parties"
+
+
+def test_a_device_over_budget_answers_only_its_share():
+    device = CadrDevice(RUN, "n0001", ["n0002"], np.random.default_rng(4), max_eps=3.0)
+    device.receive(PLAN_T, _plan(), 0.0)
+    device.ledger.charge("node", 2.95, mechanism="elsewhere")  # leaves less than θ's part
+    device.receive(QUERY_T, _query(), 0.0)
+    share = polya_share(np.random.default_rng(4), 3, device.budget.theta, 4)
+    assert (device.theta_answer - share).tolist() == [0, 0, 0, 0]  # data-independent
+    assert device.refusal is not None and device.refusal.request == "theta"
