@@ -54,6 +54,7 @@ USER_ERRORS = (
     ("ldpfleet.protocol.errors", "ParameterError"),
     ("ldpfleet.broker.trace", "TraceError"),
     ("ldpfleet.broker.auth", "AuthError"),
+    ("ldpfleet.broker.tls", "TlsError"),
 )
 _state = {"verbose": False}
 
@@ -548,23 +549,45 @@ def merge_command(
     console.print(f"merged run in {target}" + (f"; report {report}" if report else ""))
 
 
+TlsFileOption = Annotated[Path | None, typer.Option(help="PEM file (see ldpfleet certs).")]
+
+
 @app.command("broker")
 def broker_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (not 1883; 0 picks a free one).")] = 1884,
     credentials_path: CredentialsOption = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option(help="Listen with TLS (mqtts://): the server certificate.")
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="The server certificate's key.")] = None,
+    tls_ca: Annotated[
+        Path | None,
+        typer.Option(help="Require client certificates signed by this CA (PEM)."),
+    ] = None,
 ) -> None:
     """Run the embedded amqtt broker standalone until Ctrl-C (with --credentials: only
-    that run's identities, under its ACL)."""
+    that run's identities, under its ACL; with --tls-cert/--tls-key: a TLS listener,
+    docs/brokers.md "TLS")."""
     import asyncio
 
     from ldpfleet.broker.embedded import EmbeddedBroker
+    from ldpfleet.broker.tls import TlsError, TlsServerSettings
     from ldpfleet.scenarios.loop import run as run_loop
 
     async def serve() -> None:
         credentials = _credentials(credentials_path)
-        async with EmbeddedBroker(host, port, credentials=credentials) as embedded:
-            console.print(f"embedded broker listening on {embedded.url} (Ctrl-C to stop)")
+        tls = None
+        if tls_cert or tls_key or tls_ca:
+            if not (tls_cert and tls_key):
+                raise TlsError("TLS: --tls-cert and --tls-key are needed together")
+            tls = TlsServerSettings(str(tls_cert), str(tls_key), str(tls_ca) if tls_ca else None)
+        async with EmbeddedBroker(host, port, credentials=credentials, tls=tls) as embedded:
+            hint = " (clients add ?ca=PATH: the CA that signed --tls-cert)" if tls else ""
+            console.print(
+                f"embedded broker listening on {embedded.url}{hint} (Ctrl-C to stop)",
+                highlight=False,
+            )
             print(embedded.url, flush=True)
             await asyncio.Event().wait()
 
@@ -765,10 +788,25 @@ def mosquitto_config(
             "--run-as", help="Account Mosquitto drops to when started by root ('user' line)."
         ),
     ] = None,
+    tls_port: Annotated[
+        int | None, typer.Option(help="Add a TLS listener on this port (needs --tls-cert ...).")
+    ] = None,
+    tls_host: Annotated[
+        str | None, typer.Option(help="Address of the TLS listener (default: --host).")
+    ] = None,
+    tls_cert: TlsFileOption = None,
+    tls_key: TlsFileOption = None,
+    tls_ca: TlsFileOption = None,
+    require_certificate: Annotated[
+        bool, typer.Option(help="TLS clients must present a certificate signed by --tls-ca.")
+    ] = False,
+    tls_only: Annotated[bool, typer.Option(help="No plain listener: only the TLS one.")] = False,
 ) -> None:
     """Write a Mosquitto password file, ACL and config for one run, with per-device
-    credentials (no anonymous access), and print how to start it (docs/reliability.md)."""
+    credentials (no anonymous access), and print how to start it (docs/reliability.md);
+    with --tls-port a TLS listener too (docs/brokers.md "TLS")."""
     from ldpfleet.broker.auth import AuthError, Credentials, write_mosquitto_files
+    from ldpfleet.broker.tls import TlsError, TlsListener
     from ldpfleet.scenarios.runner import new_run_id
     from ldpfleet.scenarios.schema import load_scenario
 
@@ -790,7 +828,19 @@ def mosquitto_config(
             credentials = Credentials.generate(run, devices)
         except ValueError as error:
             raise AuthError(str(error)) from None
-        paths = write_mosquitto_files(out, credentials, port=port, host=host, user=run_as)
+        tls = None
+        if tls_port is not None:
+            if not (tls_cert and tls_key and tls_ca):
+                raise TlsError("TLS: --tls-port needs --tls-cert, --tls-key and --tls-ca")
+            tls = TlsListener(
+                tls_port, str(tls_cert), str(tls_key), str(tls_ca), tls_host or host,
+                require_certificate,
+            )  # fmt: skip
+        elif tls_only or require_certificate:
+            raise TlsError("TLS: --tls-only and --require-certificate need --tls-port")
+        paths = write_mosquitto_files(
+            out, credentials, port=port, host=host, user=run_as, tls=tls, plain=not tls_only
+        )
     console.print(
         f"run {run}: {len(devices)} device accounts + collector, recorder, relay, gateway, "
         f"admin\n"
@@ -799,10 +849,47 @@ def mosquitto_config(
         f"{paths['plugin']} (client-id binding plugin)"
     )
     print(f"mosquitto -c {paths['conf'].resolve()}")
-    print(
-        f"ldpfleet run {scenario} --broker mqtt://{host}:{port} "
-        f"--credentials {paths['credentials']}"
+    url = f"mqtt://{host}:{port}"
+    if tls is not None:  # the client's own certificate: CLIENT_CERT / CLIENT_KEY
+        client = "&cert=CLIENT_CERT&key=CLIENT_KEY" if require_certificate else ""
+        url = f"mqtts://{tls.host}:{tls.port}?ca={Path(tls_ca).resolve()}{client}"
+    print(f"ldpfleet run {scenario} --broker '{url}' --credentials {paths['credentials']}")
+
+
+@app.command("certs")
+def certs_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
+    host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--host",
+            help="A name or IP address the broker is reached at (repeat; default "
+            "127.0.0.1 and localhost).",
+        ),
+    ] = None,
+    days: Annotated[int, typer.Option(help="Validity in days.")] = 365,
+) -> None:
+    """Write a test deployment's TLS certificates (a CA, a broker certificate for every
+    --host, a client certificate; keys 0600) and print how to use them (docs/brokers.md
+    "TLS"). For tests and private deployments: a production broker's comes from its
+    operator's CA."""
+    from ldpfleet.app.certs import DEFAULT_HOSTS, write_test_certificates
+    from ldpfleet.broker.tls import TlsError
+
+    with user_errors():
+        try:
+            paths = write_test_certificates(out, host or DEFAULT_HOSTS, days)
+        except ValueError as error:
+            raise TlsError(str(error)) from None
+    names = ", ".join(host or DEFAULT_HOSTS)
+    console.print(
+        f"CA {paths['ca']}, broker certificate {paths['server']} (for {names}), client "
+        f"certificate {paths['client']}; keys 0600, valid {days} days",
+        highlight=False,
     )
+    server, key = paths["server"], paths["server_key"]
+    print(f"ldpfleet broker --port 8884 --tls-cert {server} --tls-key {key}")
+    print(f"--broker 'mqtts://{(host or DEFAULT_HOSTS)[0]}:8884?ca={paths['ca']}'")
 
 
 # ---- trace --------------------------------------------------------------------------------

@@ -61,7 +61,10 @@ import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ldpfleet.broker.tls import TlsListener
 
 Action = Literal["publish", "subscribe", "receive"]
 ACTIONS: tuple[str, ...] = ("publish", "subscribe", "receive")
@@ -520,20 +523,27 @@ def mosquitto_conf_text(
     user: str | None = None,
     plugin: Path | None = None,
     run: str | None = None,
+    tls: TlsListener | None = None,
+    plain: bool = True,
 ) -> str:
     """A Mosquitto 2 config using ``passwords`` and ``acl`` in ``directory``. ``user``: the
     account Mosquitto runs as when started by root (it drops privileges before it reads
     the password file and loads the plugin, so that account must be able to read
     ``directory``). ``plugin`` (with ``run``): the client-id binding plugin
-    (``broker/mosquitto_plugin.py``) that refuses a client id of another identity."""
+    (``broker/mosquitto_plugin.py``) that refuses a client id of another identity.
+    ``tls``: a TLS listener as well (``broker.tls.TlsListener``; the same logins and
+    ACL), and without ``plain`` only that one."""
     directory = Path(directory).resolve()
     if plugin is not None and run is None:
         raise ValueError("the client-id binding plugin needs the run id")
+    if not plain and tls is None:
+        raise ValueError("a configuration without the plain listener needs a TLS listener")
     lines = [
         "# ldpfleet: authenticated listener (generated; see docs/reliability.md)",
         *([f"user {user}"] if user else []),
         "per_listener_settings false",
-        f"listener {port} {host}",
+        *([f"listener {port} {host}"] if plain else []),
+        *(tls.conf_lines() if tls is not None else []),
         "allow_anonymous false",
     ]
     if plugin is not None:
@@ -575,13 +585,18 @@ def write_mosquitto_files(
     persistence: bool = True,
     user: str | None = None,
     client_id_binding: bool = True,
+    tls: TlsListener | None = None,
+    plain: bool = True,
 ) -> dict[str, Path]:
     """Write ``passwords`` (0600), ``acl``, ``mosquitto.conf``, ``credentials.json``
     (0600: what ldpfleet processes connect with) and, with ``client_id_binding`` (the
     default), the plugin that binds client ids to logins (``ldpfleet_clientid.so``, built
     here: ``broker/mosquitto_plugin.py``) into ``directory``; returns their paths.
-    ``client_id_binding=False`` leaves any identity free to take over another's session."""
+    ``client_id_binding=False`` leaves any identity free to take over another's session.
+    ``tls`` and ``plain``: as ``mosquitto_conf_text``."""
     directory = Path(directory)
+    if tls is not None:
+        tls.conf_lines()  # a missing certificate file: before anything is written
     directory.mkdir(parents=True, exist_ok=True)
     plugin = None
     if client_id_binding:
@@ -613,6 +628,8 @@ def write_mosquitto_files(
             user=user,
             plugin=plugin,
             run=credentials.run,
+            tls=tls,
+            plain=plain,
         )
     )
     credentials.save(paths["credentials"])

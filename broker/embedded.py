@@ -3,7 +3,9 @@
 ``async with EmbeddedBroker() as broker: broker.url`` gives ``mqtt://127.0.0.1:<port>``.
 Nothing to install; fine for small fleets. amqtt matches each message against every
 subscription in turn, so large fleets (1,000+ per-device inbox subscriptions) should use
-Mosquitto: see docs/brokers.md.
+Mosquitto: see docs/brokers.md. ``EmbeddedBroker(tls=TlsServerSettings(cert, key[, ca]))``
+listens with TLS instead (``mqtts://``; with ``ca`` every client must present a
+certificate signed by it): ``ldpfleet broker --tls-cert --tls-key [--tls-ca]``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from amqtt.mqtt.protocol.broker_handler import BrokerProtocolHandler
 from amqtt.plugins.base import BaseAuthPlugin, BaseTopicPlugin
 from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.mqtt import BrokerAddress
+from ldpfleet.broker.tls import TlsError, TlsServerSettings, TlsSettings
 
 # Authentication and ACL plugins ---------------------------------------------------------
 #
@@ -81,6 +84,25 @@ class LdpTopicPlugin(BaseTopicPlugin):
         if session is None or topic is None or action is None:
             return False
         return self.policy.allowed(session.username, session.client_id, str(action), topic)
+
+
+@dataclass
+class _NoConfig:
+    """A plugin without settings."""
+
+
+class ClientCertificatePlugin(BaseAuthPlugin):
+    """Refuse (CONNACK "not authorised") a TLS client that presented no certificate.
+
+    amqtt's TLS listener verifies a presented client certificate against its ``cafile``
+    but lets a client without one in (``CERT_OPTIONAL``); with a client CA configured the
+    embedded broker requires one, as Mosquitto's ``require_certificate``."""
+
+    Config = _NoConfig
+
+    async def authenticate(self, *, session) -> bool:
+        ssl_object = getattr(session, "ssl_object", None) if session is not None else None
+        return bool(ssl_object is not None and ssl_object.getpeercert())
 
 
 def auth_plugins(credentials: Credentials) -> dict[str, dict]:
@@ -341,7 +363,12 @@ class EmbeddedBroker:
     ``LdpAuthPlugin`` and ``LdpTopicPlugin`` above); without, anyone may do anything."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, credentials: Credentials | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        credentials: Credentials | None = None,
+        tls: TlsServerSettings | None = None,
     ) -> None:
         if port == 1883:
             raise EmbeddedBrokerError(
@@ -350,20 +377,36 @@ class EmbeddedBroker:
         self.host = host
         self.requested_port = port
         self.credentials = credentials
+        self.tls = tls
         self.port: int | None = None
         self._broker: Broker | None = None
 
     @property
     def address(self) -> BrokerAddress:
-        """Where the running broker listens."""
+        """Where the running broker listens (``mqtts://`` with ``tls``: a client adds the
+        CA that signed the broker's certificate, ``address.url + "?ca=PATH"``)."""
         if self.port is None:
             raise EmbeddedBrokerError("the embedded broker is not running")
-        return BrokerAddress(self.host, self.port)
+        return BrokerAddress(self.host, self.port, tls=TlsSettings() if self.tls else None)
 
     @property
     def url(self) -> str:
-        """``mqtt://host:port`` of the running broker."""
+        """``mqtt://host:port`` (``mqtts://`` with TLS) of the running broker."""
         return self.address.url
+
+    def _listener(self) -> dict[str, Any]:
+        """amqtt's listener section: TCP, with ``ssl``/``certfile``/``keyfile``/``cafile``
+        for a TLS listener."""
+        listener: dict[str, Any] = {"type": "tcp", "bind": f"{self.host}:{self.requested_port}"}
+        if self.tls is not None:
+            try:
+                tls = self.tls.checked()
+            except TlsError as error:
+                raise EmbeddedBrokerError(f"the embedded broker cannot listen: {error}") from None
+            listener |= {"ssl": True, "certfile": tls.cert, "keyfile": tls.key}
+            if tls.ca is not None:
+                listener["cafile"] = tls.ca
+        return listener
 
     async def start(self) -> None:
         """Start listening."""
@@ -375,10 +418,9 @@ class EmbeddedBroker:
             }
         else:
             plugins = auth_plugins(self.credentials)
-        config = {
-            "listeners": {"default": {"type": "tcp", "bind": f"{self.host}:{self.requested_port}"}},
-            "plugins": plugins,
-        }
+        if self.tls is not None and self.tls.ca is not None:
+            plugins[f"{__name__}.ClientCertificatePlugin"] = {}
+        config = {"listeners": {"default": self._listener()}, "plugins": plugins}
         broker = _ClosingBroker(config, authenticate_first=self.credentials is not None)
         try:
             await broker.start()

@@ -7,19 +7,28 @@ selects aiomqtt instead (``MqttConnection`` here), e.g. to compare; ``broker_rea
 always uses aiomqtt. Either way TCP_NODELAY is set (a delayed-ACK stall otherwise slows
 request/acknowledge exchanges several-fold), publishing at QoS 1 waits for the broker's
 PUBACK, and ``publish_many`` overlaps those waits.
+
+``mqtts://[user:pass@]host[:port][?ca=PATH&cert=PATH&key=PATH]`` speaks TLS (default port
+8883; ``broker.tls``): ``ca`` is the CA file that signed the broker's certificate (default:
+the system's trust store), ``cert`` and ``key`` a client certificate; each query value
+defaults to ``LDPFLEET_TLS_CA`` / ``LDPFLEET_TLS_CERT`` / ``LDPFLEET_TLS_KEY``. The
+broker's certificate and host name are always verified; a failed verification is one
+sentence (``TlsRefused``) and is not retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import random
 import socket
+import ssl
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import aiomqtt
 from ldpfleet.broker.mqtt_client import (
@@ -29,12 +38,14 @@ from ldpfleet.broker.mqtt_client import (
     open_connection,
 )
 from ldpfleet.broker.mqtt_wire import CREDENTIAL_REFUSALS
+from ldpfleet.broker.tls import TlsError, TlsSettings, client_context, tls_failure, tls_settings
 from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
 if TYPE_CHECKING:
     from ldpfleet.broker.auth import Credentials
 
 DEFAULT_MQTT_PORT = 1883
+DEFAULT_MQTTS_PORT = 8883
 
 
 # QoS 1 messages a client may have sent and not yet had acknowledged (paho's default is
@@ -47,52 +58,110 @@ class BrokerUrlError(ValueError):
     """A broker URL that cannot be used; the message says what form is expected."""
 
 
+class TlsRefused(ConnectionRefused):
+    """A TLS handshake with the broker failed (a certificate that does not verify, a
+    client certificate the broker refused); the message is one sentence saying why."""
+
+
 @dataclass(frozen=True)
 class BrokerAddress:
-    """Where an MQTT broker listens, and optional credentials."""
+    """Where an MQTT broker listens, optional credentials, and ``tls`` (``mqtts://``)."""
 
     host: str
     port: int
     username: str | None = None
     password: str | None = None
+    tls: TlsSettings | None = None
 
     @property
     def url(self) -> str:
-        """The URL without the password."""
+        """The URL without the password (with the TLS files, so that a process started
+        with it connects the same way)."""
         user = f"{self.username}@" if self.username else ""
-        return f"mqtt://{user}{self.host}:{self.port}"
+        if self.tls is None:
+            return f"mqtt://{user}{self.host}:{self.port}"
+        return f"mqtts://{user}{self.host}:{self.port}{self.tls.query()}"
+
+    @property
+    def where(self) -> str:
+        """``host:port``."""
+        return f"{self.host}:{self.port}"
+
+
+TLS_PARAMETERS = ("ca", "cert", "key")
 
 
 def parse_broker_url(url: str) -> BrokerAddress:
-    """Parse ``mqtt://[user:pass@]host[:port]``; ``BrokerUrlError`` names what is wrong."""
+    """Parse ``mqtt://[user:pass@]host[:port]`` or ``mqtts://...[?ca=&cert=&key=]`` (module
+    docstring); ``BrokerUrlError`` names what is wrong (a TLS file that does not exist
+    too)."""
     parts = urlsplit(url)
-    if parts.scheme != "mqtt":
+    if parts.scheme not in ("mqtt", "mqtts"):
         raise BrokerUrlError(
-            f"broker URL {url!r} must start with mqtt:// (e.g. mqtt://127.0.0.1:1883), "
-            "or be 'embedded' or 'memory'"
+            f"broker URL {url!r} must start with mqtt:// (e.g. mqtt://127.0.0.1:1883) or "
+            "mqtts:// (TLS), or be 'embedded' or 'memory'"
         )
     if not parts.hostname:
         raise BrokerUrlError(f"broker URL {url!r} has no host (e.g. mqtt://127.0.0.1:1883)")
+    secure = parts.scheme == "mqtts"
     try:
-        port = parts.port or DEFAULT_MQTT_PORT
+        port = parts.port or (DEFAULT_MQTTS_PORT if secure else DEFAULT_MQTT_PORT)
     except ValueError:
         raise BrokerUrlError(f"broker URL {url!r} has an invalid port (1-65535)") from None
     if parts.path not in ("", "/"):
         raise BrokerUrlError(f"broker URL {url!r} must not have a path")
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    unknown = sorted(set(query) - set(TLS_PARAMETERS))
+    if unknown:
+        raise BrokerUrlError(
+            f"broker URL {url!r}: unknown parameter {unknown[0]!r} (allowed: ca, cert, key)"
+        )
+    if query and not secure:
+        raise BrokerUrlError(f"broker URL {url!r}: ca, cert and key are TLS settings; use mqtts://")
+    tls = None
+    if secure:
+        try:
+            tls = tls_settings(*(query.get(name) or None for name in TLS_PARAMETERS))
+        except TlsError as error:
+            raise BrokerUrlError(f"broker URL {url!r}: {error}") from None
     return BrokerAddress(
         host=parts.hostname,
         port=port,
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password else None,
+        tls=tls,
     )
 
 
+def ssl_context(address: BrokerAddress) -> ssl.SSLContext | None:
+    """The client TLS context for ``address`` (None for plain MQTT); ``BrokerUrlError`` if
+    a TLS file cannot be loaded."""
+    if address.tls is None:
+        return None
+    try:
+        return client_context(address.tls)
+    except TlsError as error:
+        raise BrokerUrlError(f"broker {address.url}: {error}") from None
+
+
 async def broker_reachable(address: BrokerAddress, timeout: float = 3.0) -> bool:
-    """True if an MQTT broker answers a CONNECT at ``address``.
+    """True if an MQTT broker answers a CONNECT at ``address`` (over TLS for ``mqtts://``).
 
     A real MQTT handshake rather than a bare TCP probe (amqtt logs a bare connection as an
     error and leaks its transport). A broker that answers but refuses the credentials
     counts as reachable: the real connection then reports the refusal."""
+    return await probe_broker(address, timeout, explain=False) is None
+
+
+async def probe_broker(
+    address: BrokerAddress, timeout: float = 3.0, *, explain: bool = True
+) -> str | None:
+    """None if an MQTT broker answers a CONNECT at ``address``, else one sentence saying
+    why not: a TLS failure (``broker.tls.tls_failure``), a plain ``mqtt://`` URL for a TLS
+    listener (with ``explain``: a second, TLS-only probe tells), or nothing listening."""
+    context = ssl_context(address)
+    if context is not None:
+        return await _probe_tls(address, context, timeout)
     client = aiomqtt.Client(
         address.host,
         address.port,
@@ -100,14 +169,98 @@ async def broker_reachable(address: BrokerAddress, timeout: float = 3.0) -> bool
         username=address.username,
         password=address.password,
         timeout=timeout,
+        logger=_PROBE_LOG,
     )
     try:
         async with client:
-            return True
+            return None
     except aiomqtt.MqttCodeError:
-        return True  # it answered (e.g. not authorised)
+        return None  # it answered (e.g. not authorised)
     except (aiomqtt.MqttError, OSError, TimeoutError):
+        pass
+    if explain and await _speaks_tls(address, timeout):
+        return (
+            f"the broker at {address.where} expects TLS on that port: use "
+            f"mqtts://{address.host}:{address.port}?ca=PATH (the CA that signed its "
+            "certificate)"
+        )
+    return _not_answering(address)
+
+
+# a failed probe is reported in one sentence; paho's own error lines would only repeat it
+_PROBE_LOG = logging.getLogger(f"{__name__}.probe")
+_PROBE_LOG.setLevel(logging.CRITICAL)
+
+
+def _not_answering(address: BrokerAddress) -> str:
+    return (
+        f"no MQTT broker answers at {address.where}; start one "
+        "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded"
+    )
+
+
+async def _probe_tls(address: BrokerAddress, context: ssl.SSLContext, timeout: float) -> str | None:
+    assert address.tls is not None
+    try:
+        connection = await open_connection(
+            address.host,
+            address.port,
+            f"ldpfleet-probe-{random.getrandbits(48):012x}",
+            keepalive=0,
+            username=address.username,
+            password=address.password,
+            timeout=timeout,
+            ssl_context=context,
+        )
+    except ConnectRefused:
+        return None
+    except ssl.SSLError as error:
+        return tls_failure(error, address.where, address.tls)
+    except (OSError, TimeoutError, TransportError):
+        plain = BrokerAddress(address.host, address.port, address.username, address.password)
+        if await probe_broker(plain, timeout, explain=False) is None:
+            return (
+                f"the broker at {address.where} does not speak TLS on that port: use "
+                f"mqtt://{address.where}, or the port of its TLS listener"
+            )
+        return _not_answering(address)
+    await connection.close()
+    return None
+
+
+async def _speaks_tls(address: BrokerAddress, timeout: float) -> bool:
+    """True if a TLS handshake (no verification: this only asks what the port speaks)
+    succeeds at ``address``."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(address.host, address.port, ssl=context)
+    except (OSError, TimeoutError, ssl.SSLError):
         return False
+    writer.close()
+    with contextlib.suppress(OSError, ssl.SSLError):
+        await writer.wait_closed()
+    return True
+
+
+def _definitive(error: BaseException) -> bool:
+    """A TLS failure another attempt would meet again (a certificate that does not
+    verify, a wrong protocol, a refused client certificate), unlike a handshake cut by
+    an overloaded broker."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return True
+    reason = str(getattr(error, "reason", "") or "").upper()
+    return isinstance(error, ssl.SSLError) and reason in (
+        "WRONG_VERSION_NUMBER",
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",
+        "TLSV1_ALERT_PROTOCOL_VERSION",
+    )
 
 
 class MqttTransport:
@@ -129,6 +282,8 @@ class MqttTransport:
     ) -> None:
         self.address = parse_broker_url(address) if isinstance(address, str) else address
         self.name = self.address.url
+        # one TLS context for every connection (loading the CA per connection would cost)
+        self.ssl_context = ssl_context(self.address)
         self.connect_attempts = connect_attempts
         self.keepalive = keepalive
         if credentials is None:
@@ -171,7 +326,7 @@ class MqttTransport:
                 if attempt == self.connect_attempts:
                     raise TransportError(
                         f"{client_id}: cannot connect to {self.name} after {attempt} "
-                        f"attempts: {failure.__cause__}"
+                        f"attempts: {self._explain(failure.__cause__)}"
                     ) from failure.__cause__
                 await asyncio.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 2.0)
@@ -180,6 +335,22 @@ class MqttTransport:
         finally:
             with contextlib.suppress(aiomqtt.MqttError, TransportError, asyncio.CancelledError):
                 await connection.close()
+
+    def _explain(self, error: BaseException | None) -> str:
+        """The cause of a failed attempt, as a TLS sentence where it is one; a plain
+        connection the broker closed before answering may have met a TLS listener."""
+        if error is not None and self.address.tls is not None:
+            sentence = tls_failure(error, self.address.where, self.address.tls)
+            if sentence is not None:
+                return sentence
+        if self.address.tls is None and not isinstance(error, ConnectionRefusedError):
+            return f"{error} (if that port is a TLS listener, use mqtts://)"
+        return str(error)
+
+    def _tls_refusal(self, client_id: str, error: BaseException) -> Exception:
+        assert self.address.tls is not None
+        sentence = tls_failure(error, self.address.where, self.address.tls)
+        return TlsRefused(f"{client_id}: {sentence}")
 
     def _refusal(self, client_id: str, username: str | None, error: Exception) -> Exception:
         return ConnectionRefused(
@@ -199,11 +370,16 @@ class MqttTransport:
                 username=username,
                 password=password,
                 timeout=30,
+                ssl_context=self.ssl_context,
             )
         except ConnectRefused as error:
             # bad credentials or not authorised: retrying won't help
             if error.return_code in CREDENTIAL_REFUSALS:
                 raise self._refusal(client_id, username, error) from error
+            raise _Retryable() from error
+        except ssl.SSLError as error:
+            if _definitive(error):
+                raise self._tls_refusal(client_id, error) from None
             raise _Retryable() from error
         except (OSError, TimeoutError, TransportError) as error:
             raise _Retryable() from error
@@ -222,6 +398,7 @@ class MqttTransport:
             max_inflight_messages=int(os.environ.get("LDPFLEET_MQTT_INFLIGHT", INFLIGHT)),
             timeout=30,
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            tls_context=self.ssl_context,
         )
         # Overlapping QoS 1 publishes is intended (publish_many); aiomqtt would log a
         # warning per call above this threshold.
@@ -231,8 +408,28 @@ class MqttTransport:
         except aiomqtt.MqttError as error:
             if isinstance(error, aiomqtt.MqttCodeError) and _refused(error):
                 raise self._refusal(client_id, username, error) from error
+            cause = _ssl_cause(error)
+            if cause is not None and _definitive(cause):
+                raise self._tls_refusal(client_id, cause) from None
+            raise _Retryable() from (cause or error)
+        except ssl.SSLError as error:
+            if _definitive(error):
+                raise self._tls_refusal(client_id, error) from None
             raise _Retryable() from error
         return MqttConnection(client, client_id)
+
+
+def _ssl_cause(error: BaseException) -> ssl.SSLError | None:
+    """The ``ssl.SSLError`` behind an aiomqtt error, if any (paho raises it during the
+    handshake; aiomqtt wraps it)."""
+    seen = 0
+    cause: BaseException | None = error
+    while cause is not None and seen < 5:
+        if isinstance(cause, ssl.SSLError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return None
 
 
 class _Retryable(Exception):

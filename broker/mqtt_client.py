@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
@@ -111,6 +112,9 @@ class WireConnection(asyncio.Protocol):
         self._closed_here = False
         self._keepalive_timer: asyncio.TimerHandle | None = None
         self._last_sent = self._last_received = self._loop.time()
+        # a TLS error that ended the connection (e.g. the broker's alert refusing our
+        # client certificate, which TLS 1.3 delivers after the handshake)
+        self.tls_error: ssl.SSLError | None = None
 
     # asyncio.Protocol ------------------------------------------------------------------
 
@@ -132,6 +136,8 @@ class WireConnection(asyncio.Protocol):
             return
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, ssl.SSLError):
+            self.tls_error = exc
         reason = f": {exc}" if exc else ""
         self._fail(ConnectionLost(f"{self.client_id}: connection lost{reason}"))
 
@@ -412,13 +418,17 @@ async def open_connection(
     username: str | None = None,
     password: str | None = None,
     timeout: float = 30.0,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> WireConnection:
-    """Connect, log in and return the connection. Raises ``OSError``/``TimeoutError`` if
-    the broker cannot be reached, ``ConnectRefused`` if it refuses the CONNECT."""
+    """Connect (over TLS with ``ssl_context``, verifying the certificate for ``host``), log
+    in and return the connection. Raises ``OSError``/``TimeoutError`` if the broker cannot
+    be reached, ``ssl.SSLError`` if the TLS handshake fails (also when the broker's alert
+    arrives after it, before the CONNACK), ``ConnectRefused`` if it refuses the CONNECT."""
     loop = asyncio.get_running_loop()
+    tls = {"ssl": ssl_context, "server_hostname": host} if ssl_context is not None else {}
     async with asyncio.timeout(timeout):
         _, connection = await loop.create_connection(
-            lambda: WireConnection(client_id, keepalive), host, port
+            lambda: WireConnection(client_id, keepalive), host, port, **tls
         )
         try:
             connection._send(
@@ -431,11 +441,13 @@ async def open_connection(
                 )
             )
             connack = await asyncio.shield(connection._connack)
-        except BaseException:
+        except BaseException as error:
             connection._closed_here = True
             connection._fail(ConnectionLost(f"{client_id}: connect abandoned"))
             if connection._transport is not None:
                 connection._transport.abort()
+            if connection.tls_error is not None and isinstance(error, TransportError):
+                raise connection.tls_error from None
             raise
     if connack.return_code:
         await connection.close()

@@ -1,4 +1,5 @@
-"""Turn a ``--broker`` value into a running transport: ``embedded``, ``memory`` or a URL."""
+"""Turn a ``--broker`` value into a running transport: ``embedded``, ``memory`` or a URL
+(``mqtt://`` or ``mqtts://``, TLS: ``broker.mqtt``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from ldpfleet.broker.auth import Credentials, ambient
 from ldpfleet.broker.embedded import EmbeddedBrokerProcess
-from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, broker_reachable, parse_broker_url
+from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, parse_broker_url, probe_broker
 from ldpfleet.broker.transport import MemoryTransport, Transport
 
 
@@ -58,9 +59,7 @@ async def open_broker(
         address = parse_broker_url(spec)
     except BrokerUrlError as error:
         raise BrokerUnavailable(str(error)) from None
-    if not await broker_reachable(address):
-        raise BrokerUnavailable(
-            f"no MQTT broker answers at {address.host}:{address.port}; start one "
-            "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded"
-        )
+    problem = await probe_broker(address)
+    if problem is not None:
+        raise BrokerUnavailable(problem)
     yield MqttTransport(address, credentials=credentials), BrokerInfo("mqtt", address.url)

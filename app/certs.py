@@ -1,0 +1,181 @@
+"""Certificates for a test deployment: ``ldpfleet certs --out DIR [--host H ...]``.
+
+Writes, with the ``cryptography`` package, a private certificate authority and two
+certificates it signs (ECDSA P-256 keys, SHA-256 signatures):
+
+- ``ca.pem`` (the CA certificate: what clients pass as ``?ca=`` and brokers as their
+  client CA) and ``ca.key``;
+- ``server.pem`` / ``server.key``: the broker's, for every ``--host`` as a subject
+  alternative name (IP addresses as IP entries, names as DNS entries; default
+  ``127.0.0.1`` and ``localhost``), extended key usage serverAuth;
+- ``client.pem`` / ``client.key``: a client certificate (clientAuth) for brokers that
+  require one (``require_certificate``).
+
+Keys are written 0600. This is for test deployments: a production broker's certificate
+comes from the operator's own CA. ``make_ca`` and ``make_certificate`` also serve the
+tests (expired certificates, a foreign CA, a self-signed server).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+DEFAULT_HOSTS = ("127.0.0.1", "localhost")
+DEFAULT_DAYS = 365
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A certificate and its private key."""
+
+    certificate: x509.Certificate
+    key: ec.EllipticCurvePrivateKey
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "ldpfleet test deployment"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+
+
+def _validity(days: int, start: dt.datetime | None) -> tuple[dt.datetime, dt.datetime]:
+    begin = start or (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
+    return begin, begin + dt.timedelta(days=days)
+
+
+def make_ca(
+    common_name: str = "ldpfleet test CA", *, days: int = DEFAULT_DAYS, start=None
+) -> Issued:
+    """A self-signed CA certificate valid ``days`` from ``start`` (default: now)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    begin, end = _validity(days, start)
+    name = _name(common_name)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(begin)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return Issued(certificate, key)
+
+
+def _alt_names(hosts: tuple[str, ...] | list[str]) -> list[x509.GeneralName]:
+    names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            names.append(x509.DNSName(host))
+    return names
+
+
+def make_certificate(
+    issuer: Issued | None,
+    common_name: str,
+    *,
+    hosts: tuple[str, ...] | list[str] = (),
+    client: bool = False,
+    days: int = DEFAULT_DAYS,
+    start=None,
+) -> Issued:
+    """A leaf certificate signed by ``issuer`` (None: self-signed) for ``hosts`` (subject
+    alternative names), for a server, or with ``client`` for a client."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    begin, end = _validity(days, start)
+    subject = _name(common_name)
+    signer = issuer.key if issuer is not None else key
+    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer.certificate.subject if issuer is not None else subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(begin)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if hosts:
+        builder = builder.add_extension(x509.SubjectAlternativeName(_alt_names(hosts)), False)
+    if issuer is not None:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key()), False
+        )
+    return Issued(builder.sign(signer, hashes.SHA256()), key)
+
+
+def write_pem(issued: Issued, certificate_path: Path, key_path: Path) -> None:
+    """Write the certificate (0644) and its unencrypted private key (0600: created with
+    that mode, never readable by others in between)."""
+    certificate_path.write_bytes(issued.certificate.public_bytes(serialization.Encoding.PEM))
+    data = issued.key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    key_path.unlink(missing_ok=True)  # an old key file may have looser permissions
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def write_test_certificates(
+    out: str | Path, hosts: list[str] | tuple[str, ...] = DEFAULT_HOSTS, days: int = DEFAULT_DAYS
+) -> dict[str, Path]:
+    """Write ca, server and client certificates and keys into ``out`` (module
+    docstring); returns their paths by name (``ca``, ``ca_key``, ``server``,
+    ``server_key``, ``client``, ``client_key``)."""
+    if not hosts:
+        raise ValueError("certs: at least one --host is needed (the broker's address)")
+    if days < 1:
+        raise ValueError(f"certs: --days must be at least 1, got {days}")
+    directory = Path(out).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = make_ca(days=days)
+    server = make_certificate(ca, "ldpfleet broker", hosts=list(hosts), days=days)
+    client = make_certificate(ca, "ldpfleet client", client=True, days=days)
+    paths = {
+        "ca": directory / "ca.pem",
+        "ca_key": directory / "ca.key",
+        "server": directory / "server.pem",
+        "server_key": directory / "server.key",
+        "client": directory / "client.pem",
+        "client_key": directory / "client.key",
+    }
+    write_pem(ca, paths["ca"], paths["ca_key"])
+    write_pem(server, paths["server"], paths["server_key"])
+    write_pem(client, paths["client"], paths["client_key"])
+    return paths
