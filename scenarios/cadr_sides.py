@@ -35,7 +35,6 @@ prints one line on success and one sentence on stderr with exit status 1 when a 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -45,14 +44,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ldpfleet.broker.recorder import stamp_public_key
-from ldpfleet.broker.select import BrokerUnavailable, open_broker
+from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.collector.readiness import DevicesMissing
 from ldpfleet.collector.rendezvous import RunAnnouncer
-from ldpfleet.devices.fleet import parse_shard
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.devices.rendezvous import RendezvousError, wait_for_run
+from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import SilenceWatch
@@ -72,7 +70,6 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.loop import run as run_loop
 from ldpfleet.scenarios.sides import fleet_client_id
 
 __all__ = [
@@ -313,75 +310,12 @@ def merge_cadr_outputs(
 # The module entry -----------------------------------------------------------------------
 
 
-def _arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m ldpfleet.scenarios.cadr_sides")
-    parser.add_argument("side", choices=("collector", "fleet"))
-    parser.add_argument("scenario", type=Path, help="scenario file with [graph] and [cadr]")
-    parser.add_argument("--broker", "-b", required=True, help="mqtt://host:port of the broker")
-    parser.add_argument("--run", required=True, help="run id shared by both sides")
-    parser.add_argument("--shard", default="0/1", help="fleet: run slice i of k")
-    parser.add_argument("--out", "-o", type=Path, required=True, help="where to write")
-    parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
-    parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
-    parser.add_argument("--fleet-timeout", type=float, default=60.0, help="collector: join")
-    parser.add_argument("--wait-timeout", type=float, default=60.0, help="fleet: rendezvous")
-    return parser.parse_args(argv)
-
-
-async def _side(args: argparse.Namespace, scenario, credentials) -> str:
-    """Run the chosen side; return the line to print."""
-    if args.side == "collector":
-        results = await cadr_collector_side(
-            scenario,
-            args.broker,
-            args.run,
-            args.out,
-            seed=args.seed,
-            credentials=credentials,
-            fleet_timeout=args.fleet_timeout,
-        )
-        return (
-            f"collector: run {args.run} released {len(results['released'])} degrees, "
-            f"theta {results['theta']}, MAE {results['mae']:.3f}; outputs in {args.out}"
-        )
-    shard = parse_shard(args.shard)
-    print(f"fleet {args.shard}: waiting for run {args.run}", flush=True)
-    outcomes = await cadr_fleet_side(
-        scenario,
-        args.broker,
-        args.run,
-        shard,
-        args.out,
-        seed=args.seed,
-        credentials=credentials,
-        wait_timeout=args.wait_timeout,
-    )
-    return f"fleet {args.shard}: {len(outcomes['devices'])} devices released; outputs in {args.out}"
-
-
 def main(argv: list[str] | None = None) -> int:
-    """The side's process: run it, print one line, return the exit status."""
-    from ldpfleet.scenarios.fleet_shard import load_run_credentials
-    from ldpfleet.scenarios.schema import load_scenario
+    """``python -m ldpfleet.scenarios.cadr_sides collector|fleet SCENARIO ...``: the side
+    process of ``scenarios.side_process`` (the same arguments, lines and exit statuses)."""
+    from ldpfleet.scenarios.side_process import main as side_main
 
-    args = _arguments(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        scenario = load_scenario(args.scenario)
-        if scenario.spec.cadr is None:
-            raise ValueError(f"{args.scenario} has no [cadr] section")
-        credentials = load_run_credentials(args.credentials, args.run)
-        line = run_loop(_side(args, scenario, credentials))
-    except (CadrSideStopped, RendezvousError, BrokerUnavailable) as error:
-        print(f"{args.side}: {error}", file=sys.stderr, flush=True)
-        return 1
-    except (ValueError, OSError) as error:  # bad scenario, shard, credentials or broker
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        return 2
-    print(line, flush=True)
-    return 0
+    return side_main(argv)
 
 
 if __name__ == "__main__":

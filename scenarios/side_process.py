@@ -62,24 +62,17 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 
 async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.collector.cadr_fleet import stage_listener
     from ldpfleet.scenarios.sides import collector_side
 
-    if not args.progress:
-        return await collector_side(
-            scenario,
-            args.broker,
-            args.run,
-            args.out,
-            seed=args.seed,
-            credentials=credentials,
-            fleet_timeout=args.fleet_timeout,
-        )
-    from ldpfleet.collector.cadr_fleet import stage_listener
-
-    token = stage_listener.set(lambda name, seconds: _say({"stage": name, "seconds": seconds}))
+    extra: dict = {}
+    if args.progress and scenario.spec.cadr is None:
+        extra["progress"] = _progress_lines()
+    token = stage_listener.set(
+        (lambda name, seconds: _say({"stage": name, "seconds": seconds})) if args.progress else None
+    )
     try:
-        extra = {} if scenario.spec.cadr is not None else {"progress": _progress_lines()}
-        return await collector_side(
+        results = await collector_side(
             scenario,
             args.broker,
             args.run,
@@ -91,6 +84,14 @@ async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
         )
     finally:
         stage_listener.reset(token)
+    if scenario.spec.cadr is not None and "theta" in results:
+        print(
+            f"collector: run {args.run} released {len(results['released'])} degrees, "
+            f"theta {results['theta']}, MAE {results['mae']:.3f}; outputs in {args.out}",
+            file=sys.stderr if args.progress else sys.stdout,
+            flush=True,
+        )
+    return results
 
 
 def _progress_lines():
@@ -108,6 +109,7 @@ def _progress_lines():
 async def _fleet(args: argparse.Namespace, scenario, credentials) -> dict:
     from ldpfleet.scenarios.sides import fleet_side
 
+    print(f"fleet {args.shard}: waiting for run {args.run}", flush=True)
     return await fleet_side(
         scenario,
         args.broker,
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario = load_scenario(args.scenario)
         credentials = load_run_credentials(args.credentials, args.run)
         side = _collector if args.side == "collector" else _fleet
-        run_loop(_cancelled_on_sigterm(side(args, scenario, credentials)))
+        result = run_loop(_cancelled_on_sigterm(side(args, scenario, credentials)))
     except asyncio.CancelledError:
         print(f"{args.side}: stopped (SIGTERM)", file=sys.stderr, flush=True)
         return 1
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         raise
     if args.side == "collector" and args.progress:
         _say({"done": True})
+    if args.side == "fleet":
+        devices = result.get("devices") or result.get("outcomes") or ()
+        print(f"fleet {args.shard}: {len(devices)} devices ended; outputs in {args.out}")
     return 0
 
 

@@ -204,18 +204,9 @@ async def collector_side(
             state.info = info
             async with transport.connect(f"{run}-collector-run") as conn:
                 try:
+                    hooks = _Hooks(fleet_timeout, on_listening, progress)
                     await _collect(
-                        scenario,
-                        transport,
-                        run,
-                        out,
-                        seed,
-                        state,
-                        announcer,
-                        conn,
-                        fleet_timeout,
-                        on_listening,
-                        progress,
+                        scenario, transport, run, out, seed, state, announcer, conn, hooks
                     )
                 finally:
                     reason = (state.aborted or {}).get("detail", "")
@@ -246,20 +237,18 @@ def _write_collector(scenario, run, seed, state: _CollectorRun, out: Path, wall:
     return results
 
 
-async def _collect(
-    scenario,
-    transport,
-    run,
-    out,
-    seed,
-    state,
-    announcer,
-    conn,
-    fleet_timeout,
-    on_listening,
-    progress=None,
-) -> None:
+@dataclass(frozen=True)
+class _Hooks:
+    """How long the collector side waits for a fleet, and who hears of its progress."""
+
+    fleet_timeout: float
+    on_listening: Callable[[str], None] | None
+    progress: Callable[[int, int], None] | None
+
+
+async def _collect(scenario, transport, run, out, seed, state, announcer, conn, hooks) -> None:
     """Recorder + collector service (+ the secure-sum stage), announced once listening."""
+    fleet_timeout, on_listening, progress = hooks.fleet_timeout, hooks.on_listening, hooks.progress
     grace = scenario.spec.collector.finish_grace
     state.recorder = recorder = recorder_for(scenario, transport, run, out / "trace.sqlite")
     state.service = service = collector_for(
