@@ -264,3 +264,24 @@ def test_command_is_typer_compatible(tmp_path, graph):
         and "none.txt" in missing.output
         and "Traceback" not in missing.output
     )
+
+
+def test_pipeline_tables_show_paper_dp_and_the_trivial_baselines():
+    small = generate("barabasi_albert", 150, seed=4, m=3)
+    result = cadr_sweep(
+        small, methods=("ll", "ra"), thetas=None, eps_list=(1.0, 3.0), runs=2, workers=1,
+        pipelines=True, theta_draws=5,
+    )  # fmt: skip
+    rows = result["pipelines"]["rows"]
+    assert {(r["eps"], r["method"], r["pipeline"]) for r in rows} == {
+        (e, m, p) for e in (1.0, 3.0) for m in ("ll", "ra") for p in ("paper", "dp")
+    }
+    paper = next(r for r in rows if (r["eps"], r["method"], r["pipeline"]) == (3.0, "ll", "paper"))
+    # the paper cell's raw release is the θ-by-Deviation private_run's
+    again = [private_run(small, "ll", "auto-dev", 3.0, 0.1, s, "paper").mae for s in (0, 1)]
+    assert paper["raw_mae"] == pytest.approx(np.mean(again))
+    acc = result["theta_accuracy"]["rows"]
+    assert len(acc) == 2 * 3 and all(r["theta_exact"] >= 1 for r in acc)
+    text = markdown(result, "cmd")
+    assert "Trivial baselines" in text and "non-private oracle" in text
+    assert "| 3 | LL |" in text and "DP θ search: chosen θ vs the non-private optimum" in text
