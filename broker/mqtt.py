@@ -192,6 +192,20 @@ _PROBE_LOG = logging.getLogger(f"{__name__}.probe")
 _PROBE_LOG.setLevel(logging.CRITICAL)
 
 
+def _closed_after_handshake(address: BrokerAddress) -> str:
+    """A TLS broker that closed the connection without a word about why."""
+    assert address.tls is not None
+    if address.tls.cert is not None:
+        return (
+            f"the broker at {address.where} closed the TLS connection: it does not accept "
+            f"the client certificate {address.tls.cert} (signed by a CA it does not trust?)"
+        )
+    return (
+        f"the broker at {address.where} closed the TLS connection before answering: it may "
+        "require a client certificate (?cert=PATH&key=PATH)"
+    )
+
+
 def _not_answering(address: BrokerAddress) -> str:
     return (
         f"no MQTT broker answers at {address.where}; start one "
@@ -223,6 +237,8 @@ async def _probe_tls(address: BrokerAddress, context: ssl.SSLContext, timeout: f
                 f"the broker at {address.where} does not speak TLS on that port: use "
                 f"mqtt://{address.where}, or the port of its TLS listener"
             )
+        if await _speaks_tls(address, timeout):
+            return _closed_after_handshake(address)
         return _not_answering(address)
     await connection.close()
     return None
@@ -345,6 +361,10 @@ class MqttTransport:
                 return sentence
         if self.address.tls is None and not isinstance(error, ConnectionRefusedError):
             return f"{error} (if that port is a TLS listener, use mqtts://)"
+        if self.address.tls is not None and isinstance(
+            error, ConnectionLost | ConnectionResetError | BrokenPipeError
+        ):
+            return f"{error}; {_closed_after_handshake(self.address)}"
         return str(error)
 
     def _tls_refusal(self, client_id: str, error: BaseException) -> Exception:
@@ -353,8 +373,14 @@ class MqttTransport:
         return TlsRefused(f"{client_id}: {sentence}")
 
     def _refusal(self, client_id: str, username: str | None, error: Exception) -> Exception:
+        tls = self.address.tls
+        hint = (
+            " (a TLS broker may require a client certificate: ?cert=PATH&key=PATH)"
+            if tls is not None and tls.cert is None
+            else ""
+        )
         return ConnectionRefused(
-            f"{client_id}: {self.name} refused the connection (user {username!r}): {error}"
+            f"{client_id}: {self.name} refused the connection (user {username!r}): {error}{hint}"
         )
 
     async def _open_wire(

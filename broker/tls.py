@@ -85,6 +85,18 @@ def tls_settings(ca: str | None, cert: str | None, key: str | None) -> TlsSettin
     return TlsSettings(**resolved)
 
 
+class _ClosingSSLSocket(ssl.SSLSocket):
+    """A blocking TLS socket (paho's, under aiomqtt) that closes itself when its
+    handshake fails: paho leaves it open, one leaked socket per refused attempt."""
+
+    def do_handshake(self, *args, **kwargs):
+        try:
+            return super().do_handshake(*args, **kwargs)
+        except BaseException:
+            self.close()
+            raise
+
+
 def client_context(settings: TlsSettings) -> ssl.SSLContext:
     """An ``ssl.SSLContext`` that verifies the broker's certificate against ``settings.ca``
     (or the system's trust store) and its host name, presenting the client certificate if
@@ -93,6 +105,7 @@ def client_context(settings: TlsSettings) -> ssl.SSLContext:
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=settings.ca)
     except (ssl.SSLError, OSError) as error:
         raise TlsError(f"TLS: cannot read the CA file {settings.ca}: {_reason(error)}") from None
+    context.sslsocket_class = _ClosingSSLSocket
     if settings.cert is not None:
         try:
             context.load_cert_chain(settings.cert, settings.key)
