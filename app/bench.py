@@ -103,7 +103,7 @@ async def bench_fleet(
     )
     scenario.check_shard_brokers(broker, shard_brokers)
     broker_pid = None
-    if broker.startswith("mqtt://"):
+    if broker.startswith(("mqtt://", "mqtts://")):
         broker_pid = listening_pid(parse_broker_url(broker).port)
     sampler = PeakRss(broker_pid) if broker_pid else None
     with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
