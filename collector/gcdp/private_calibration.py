@@ -19,7 +19,10 @@ and releases them (``PrivateCalibration.release``) as
     V~_xi,k = Pi_[0,1](V_xi,k + Z'_k),   Z'_k ~ Laplace(0, Delta_1 V_xi / eps_xi)
     tau~    = t with probability  exp(eps_tau U(D, t) / (2 Delta U)) / sum_t' (same)
 
-all noise independent. The sensitivities are the seed's universal bounds, used by default:
+all noise independent. The Laplace noise is exact (``protocol.samplers.laplace_on_grid`` on
+the grid 2**-32, the l1 sensitivity raised by one grid step per coordinate; floating-point
+``rng.laplace`` would leak through its low bits, Mironov CCS 2012).
+The sensitivities are the seed's universal bounds, used by default:
 ``Delta_1 S <= P`` (every coordinate is in [0, 1]), ``Delta_1 V_a <= d`` and ``Delta U <= 1``.
 Each release is eps-DP by the Laplace / exponential mechanism (Dwork et al. 2006; McSherry &
 Talwar 2007), projection is post-processing, and by sequential composition the calibration
@@ -82,6 +85,7 @@ from ldpfleet.collector.gcdp.validate import (
 from ldpfleet.protocol.errors import BudgetExhausted, ParameterError
 from ldpfleet.protocol.exponential import ExponentialMechanism
 from ldpfleet.protocol.ledger import PrivacyLedger, WindowAccount
+from ldpfleet.protocol.samplers import laplace_on_grid
 
 __all__ = [
     "CAL_ACCOUNT",
@@ -108,6 +112,25 @@ def pair_count(n_nodes: int) -> int:
     """``P = M (M - 1) / 2``, the number of unordered node pairs."""
     m = integer_at_least(n_nodes, "n_nodes", 2)
     return m * (m - 1) // 2
+
+
+FINE_GRID = 2.0**-32  # the calibration vectors lie in [0, 1]
+
+
+def _exact_laplace(
+    rng: np.random.Generator, values: np.ndarray, sensitivity: float, eps: float
+) -> np.ndarray:
+    """``values`` + exact Laplace noise on the grid ``FINE_GRID * Z``
+    (``protocol.samplers.laplace_on_grid``; floating-point ``rng.laplace`` leaks its input
+    through the low bits, Mironov CCS 2012). Rounding to the grid may move each of the n
+    coordinates by up to one more grid step, so the l1 sensitivity paid for is
+    ``sensitivity + n * FINE_GRID`` (the scale through ``laplace_scale``, one ulp up so that
+    float rounding never lowers it)."""
+    arr = np.asarray(values, dtype=float)
+    scale = laplace_scale(sensitivity + arr.size * FINE_GRID, eps)
+    return np.asarray(
+        laplace_on_grid(rng, arr, float(np.nextafter(scale, np.inf)), FINE_GRID), dtype=float
+    )
 
 
 def laplace_scale(sensitivity: float, eps: float) -> float:
@@ -356,19 +379,20 @@ class PrivateCalibration:
             ledger.charge(account, eps, t=t, mechanism=MECHANISM_LABELS[key])
 
         charge("S", self.eps_G)
-        b_s = laplace_scale(self.score_sensitivity, self.eps_G)
-        noisy_pairs = np.clip(pairs + rng.laplace(0.0, b_s, size=pairs.size), 0.0, 1.0)
+        noisy_pairs = np.clip(
+            _exact_laplace(rng, pairs, self.score_sensitivity, self.eps_G), 0.0, 1.0
+        )
 
         charge("tau", self.eps_tau)
         tau_index = self._tau_mechanism().sample(u_tau, rng)
 
         charge("mu", self.eps_mu)
-        b_mu = laplace_scale(self.utility_sensitivity, self.eps_mu)
-        noisy_mu = np.clip(mu + rng.laplace(0.0, b_mu, size=self.d), 0.0, 1.0)
+        noisy_mu = np.clip(_exact_laplace(rng, mu, self.utility_sensitivity, self.eps_mu), 0.0, 1.0)
 
         charge("xi", self.eps_xi)
-        b_xi = laplace_scale(self.influence_sensitivity, self.eps_xi)
-        noisy_xi = np.clip(xi + rng.laplace(0.0, b_xi, size=self.d), 0.0, 1.0)
+        noisy_xi = np.clip(
+            _exact_laplace(rng, xi, self.influence_sensitivity, self.eps_xi), 0.0, 1.0
+        )
 
         matrix = pairs_to_matrix(noisy_pairs, self.n_nodes)
         for arr in (matrix, noisy_mu, noisy_xi):

@@ -169,6 +169,16 @@ class SpyRng:
         self.spent_at_draw.append(self.ledger.account(RELEASE_ACCOUNT).total_spent)
         return self.inner.laplace(*args, **kwargs)
 
+    def integers(self, *args, **kwargs):  # the exact Laplace sampler (protocol.samplers)
+        self.spent_at_draw.append(self.ledger.account(RELEASE_ACCOUNT).total_spent)
+        return self.inner.integers(*args, **kwargs)
+
+    @property
+    def draws(self) -> list[float]:
+        """The spend at each release's draws (an exact draw takes several integers)."""
+        seen = self.spent_at_draw
+        return [x for i, x in enumerate(seen) if i == 0 or x != seen[i - 1]]
+
 
 def test_ledger_is_charged_eps_rel_before_each_draw():
     ledger = PrivacyLedger("collector")
@@ -176,7 +186,7 @@ def test_ledger_is_charged_eps_rel_before_each_draw():
     machine, _ = releaser(theta(eps_rel=0.5), ledger=ledger, rng=spy)
     for node, t0, values in batches(streams(), 5):
         machine.add(NODES[node], t0, values)
-    assert spy.spent_at_draw == [0.5, 1.0, 1.5, 2.0]  # window k's charge precedes its draw
+    assert spy.draws == [0.5, 1.0, 1.5, 2.0]  # window k's charge precedes its draw
     assert ledger.account(RELEASE_ACCOUNT).max_window_spent() == 0.5  # per-record loss
 
 
@@ -189,7 +199,7 @@ def test_a_refused_charge_draws_and_publishes_nothing():
         machine.add(NODES[node], t0, values)
     out = machine.pop_outbound()
     assert [o.message.window for o in out] == [1, 2, 3]
-    assert len(spy.spent_at_draw) == 3
+    assert len(spy.draws) == 3
     refused = [e for e in machine.pop_events() if isinstance(e, ReleaseRefused)]
     assert [e.window for e in refused] == [0] and machine.unreleased() == [0]
 
