@@ -290,6 +290,29 @@ async def test_a_run_over_tls_on_the_embedded_broker_equals_the_plain_run(pki, t
     assert_same_run(tmp_path / "out", plain_run)
 
 
+@pytest.mark.embedded
+@pytest.mark.slow
+async def test_scenario_broker_url_and_shard_brokers_take_mqtts(pki, tmp_path, plain_run):
+    """``[broker] url = "mqtts://..."`` in the scenario and ``--shard-broker mqtts://...``
+    (relative ``ca``: every process resolves it in the run's directory): two fleet shards
+    as processes, the same reports as the plain one-shard run."""
+    (tmp_path / "ca.pem").write_bytes(pki["ca"].read_bytes())
+    async with EmbeddedBroker(tls=server(pki)) as broker:
+        port = broker.port
+        url = f"mqtts://localhost:{port}?ca=ca.pem"
+        text = SCENARIO.replace("[fleet]\n", "[fleet]\nshards = 2\n")
+        (tmp_path / "scenario.toml").write_text(f'{text}\n[broker]\nurl = "{url}"\n')
+        code, output = await cli(
+            "run", "scenario.toml", "--shard-broker", url, "--shard-broker", url,
+            "--out", "out", cwd=tmp_path,
+        )  # fmt: skip
+    assert code == 0, output
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["broker"]["url"] == f"mqtts://localhost:{port}?ca={tmp_path}/ca.pem"
+    assert len(results["side_processes"]["fleet_shards"]) == 2
+    assert_same_run(tmp_path / "out", plain_run)
+
+
 # ---- Mosquitto with the generated configuration --------------------------------------------
 
 
