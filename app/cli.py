@@ -129,7 +129,8 @@ BrokerOption = Annotated[
     typer.Option(
         "--broker",
         "-b",
-        help="embedded (default: in-process amqtt), memory (no broker), or mqtt://[user:pass@]host:port",
+        help="embedded (default: in-process amqtt), memory (no broker), "
+        "mqtt://[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
     ),
 ]
 
