@@ -11,6 +11,8 @@ from typing import NoReturn
 import pytest
 from ldpfleet.broker.embedded import EmbeddedBroker
 
+from tests.tiers import pytest_collection_modifyitems  # noqa: F401  (the slow tier)
+
 ROOT = Path(__file__).resolve().parent.parent
 MOSQUITTO_HOST, MOSQUITTO_PORT = "127.0.0.1", 1883
 
