@@ -198,6 +198,7 @@ async def test_a_certificate_that_does_not_verify_is_refused_at_once(
         assert says in str(raised.value) and "after" not in str(raised.value)
 
 
+@pytest.mark.slow  # several ldpfleet processes
 @pytest.mark.embedded
 @pytest.mark.parametrize(
     ("certificate", "url", "says"),
@@ -367,6 +368,7 @@ async def test_a_run_over_tls_on_mosquitto_with_the_generated_config(pki, tmp_pa
     assert_same_run(tmp_path / "m" / "out", plain_run)
 
 
+@pytest.mark.slow  # several ldpfleet processes
 @pytest.mark.mosquitto
 async def test_mosquitto_with_require_certificate(pki, tmp_path):
     ports, mosquitto = await generated_mosquitto(
