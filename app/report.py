@@ -530,13 +530,7 @@ def _ledger_section(results: dict, ledger: dict | None) -> str:
 
         def draw(fig, axes):
             ax = axes[0, 0]
-            high = max(worst)
-            # the last bin ends AT the budget: a spend equal to ε (up to float rounding) is
-            # drawn left of the budget line, never beyond it
-            right = eps if eps is not None and high <= eps * (1 + 1e-9) else high
-            left = min(0.0, min(worst))
-            edges = [left + (right - left) * i / 20 for i in range(21)]
-            clipped = [min(v, right) for v in worst]
+            edges, clipped = spend_bins(worst, eps)
             ax.hist(clipped, bins=edges, color="#228833")
             ax.set_xlabel(f"{label}, per device")
             ax.set_ylabel("devices")
@@ -572,6 +566,18 @@ def _ledger_section(results: dict, ledger: dict | None) -> str:
                 "Total ε charged over the stream per device (the guarantee is per window).",
             )
     return out
+
+
+def spend_bins(spent: list[float], eps: float | None) -> tuple[list[float], list[float]]:
+    """Histogram edges for the ε spent per device, and the values to draw: the last bin
+    ends AT the budget, so a spend equal to ε up to float rounding (w charges of ε / w sum
+    to 2.0000000000000284 for ε = 2) is drawn left of the budget line, never beyond it;
+    a real overspend extends the axis past the line."""
+    high = max(spent)
+    right = eps if eps is not None and high <= eps * (1 + 1e-9) else high
+    left = min(0.0, min(spent))
+    edges = [left + (right - left) * i / 20 for i in range(21)]
+    return edges, [min(v, right) for v in spent]
 
 
 def _accuracy_section(results: dict) -> str:
