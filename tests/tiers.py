@@ -30,7 +30,6 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_cadr_fleet.py::test_embedded_broker_gives_the_memory_release": 1.7,
     "tests/e2e/test_cadr_fleet.py::test_mosquitto_gives_the_memory_release": 1.1,
     "tests/e2e/test_cadr_fleet.py::test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report": 1.7,
-    "tests/e2e/test_cadr_fleet.py::test_two_processes_on_mosquitto_give_the_memory_release": 3.1,
     "tests/e2e/test_cadr_sides.py::test_a_fleet_without_a_collector_stops_with_one_sentence": 2.7,
     "tests/e2e/test_cadr_sides.py::test_both_sides_in_one_process_over_a_memory_transport": 1.0,
     "tests/e2e/test_cadr_theta_noise.py::test_the_count_release_canary_is_in_the_battery_and_holds_its_claim": 0.6,

@@ -50,6 +50,7 @@ COMMANDS: dict[str, Spec] = {
     # README: set up
     "python -m pip install -e . && ldpfleet run scenarios/quickstart.toml": SETUP,
     "python -m pip install -e '.[test]' && python -m pytest": SUITE,
+    'python -m pytest -m "not slow"': Spec("skip", why="the quick tier of the suite itself"),
     # README: the tour
     "ldpfleet run scenarios/quickstart.toml --out runs/qs": Spec("slow"),
     f"ldpfleet run scenarios/quickstart.toml --broker {MQTT}": Spec("slow", mosquitto=True),
