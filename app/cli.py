@@ -279,8 +279,9 @@ def run(
     with user_errors():
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
+        loaded.check_shard_brokers(broker, shard_broker or None)
         if loaded.spec.cadr is not None:
-            _run_cadr(loaded, broker, out, seed, run_id, credentials)
+            _run_cadr(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
             return
         if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
             console.print(
@@ -295,10 +296,14 @@ def run(
             console=console,
             disable=not console.is_terminal,
         ) as bar:
-            task = bar.add_task(f"stream ({loaded.name})", total=None)
+            expected = loaded.spec.fleet.devices * loaded.stream_config("r").n_batches
+            task = bar.add_task(f"stream ({loaded.name})", total=expected)
 
-            def progress(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+            def progress(done: int, total: int, joined=None, devices=None) -> None:
+                name = f"stream ({loaded.name})"
+                if joined is not None and joined < devices:
+                    name += f": {joined}/{devices} devices joined"
+                bar.update(task, completed=done, total=total, description=name)
 
             results = _run_any(
                 loaded,
@@ -324,6 +329,14 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(1)
+    secure_aborted = (results.get("secure_sum") or {}).get("aborted")
+    if secure_aborted:
+        console.print(
+            f"[bold red]secure sum aborted:[/] {secure_aborted} (exit code 1).",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     if results["reports_lost"]:
         missing = results["missing_batches"]
         console.print(
@@ -338,7 +351,13 @@ def run(
 
 
 def _run_cadr(
-    loaded, broker, out: Path, seed: int | None, run_id: str | None, credentials=None
+    loaded,
+    broker,
+    out: Path,
+    seed: int | None,
+    run_id: str | None,
+    credentials=None,
+    shard_brokers: list[str] | None = None,
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
     from ldpfleet.collector.cadr_fleet import stage_listener
@@ -360,6 +379,7 @@ def _run_cadr(
                 run_id=run_id,
                 credentials=credentials,
                 stage_done=stage_done,
+                **({"shard_brokers": shard_brokers} if shard_brokers else {}),
             )
         finally:
             stage_listener.reset(token)

@@ -46,7 +46,8 @@ from ldpfleet.scenarios.shards import ShardedFleet
 
 SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
-ProgressCallback = Callable[[int, int], None]  # (reports persisted, reports expected)
+# (reports persisted, reports expected[, devices joined, devices]): the stream stage
+ProgressCallback = Callable[..., None]
 # A coroutine run beside the fleet once the collector listens (fault and attack experiments):
 # it gets the transport, the run id and the collector service. With auth on, its
 # connections log in as the run's ``admin`` (every topic of the run): an attack experiment
@@ -454,12 +455,15 @@ def fault_report(faults, fleet, outcomes, collector_results: dict, attacker) -> 
 
 
 async def watch_progress(service: CollectorService, callback: ProgressCallback) -> None:
-    """Call ``callback(persisted, expected)`` every 0.2 s while ``service`` collects."""
+    """Call ``callback(persisted, expected, joined, devices)`` every 0.2 s while ``service``
+    collects (``joined``: devices whose hello arrived — the connect phase)."""
     while True:
         machine = service.machine
         if machine is not None:
+            states = machine.devices.values()
             expected = len(machine.devices) * machine.config.n_batches
-            callback(sum(len(s.persisted) for s in machine.devices.values()), expected)
+            persisted = sum(len(s.persisted) for s in states)
+            callback(persisted, expected, sum(s.hello for s in states), len(machine.devices))
         await asyncio.sleep(0.2)
 
 

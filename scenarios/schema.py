@@ -427,7 +427,10 @@ class LoadedScenario:
             return
         spec = broker or self.spec.broker.url
         kind = spec if spec in ("memory", "embedded") else "mqtt"
-        shards = 1 if self.spec.cadr is not None else self.fleet_shards(kind)
+        if self.spec.cadr is not None:  # CADR-LDP shards: [cadr] processes on a real broker
+            shards = 1 if kind == "memory" else self.spec.cadr.processes
+        else:
+            shards = self.fleet_shards(kind)
         if shards == 1:
             raise ScenarioError(
                 f"--shard-broker: this run's devices run in one shard ([fleet] shards = "

@@ -8,7 +8,8 @@ application layer (the scenarios layer never imports it). ``scenarios.split_run`
 ``ldpfleet run`` from these processes.
 
 With ``--progress`` the collector side writes one JSON object per line on stdout for its
-parent: ``{"progress": [persisted, expected]}`` while the stream stage runs and
+parent: ``{"progress": [persisted, expected, joined, devices]}`` while the stream stage runs
+(``joined``: devices whose hello arrived) and
 ``{"stage": name, "seconds": s}`` when a CADR-LDP stage completes. Its last line is
 ``{"done": true}`` once results.json is written. Everything else (warnings, log records)
 goes to stderr.
@@ -96,12 +97,12 @@ async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
 
 def _progress_lines():
     """A progress callback that prints a line when the count moved."""
-    last: list[tuple[int, int]] = []
+    last: list[tuple] = []
 
-    def progress(done: int, total: int) -> None:
-        if not last or last[0] != (done, total):
-            last[:] = [(done, total)]
-            _say({"progress": [done, total]})
+    def progress(*counts: int) -> None:
+        if not last or last[0] != counts:
+            last[:] = [counts]
+            _say({"progress": list(counts)})
 
     return progress
 

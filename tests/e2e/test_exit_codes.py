@@ -71,3 +71,33 @@ def test_a_protocol_kind_absent_from_the_trace_selects_nothing(quickstart_run):
     assert result.stdout == ""
     shown = runner.invoke(app, ["trace", "show", str(quickstart_run), "--kind", "ack"])
     assert shown.exit_code == 0 and " ack " in shown.stdout
+
+
+def test_a_run_whose_secure_sum_aborted_exits_1_with_one_sentence(tmp_path):
+    """``ldpfleet run``: the stream completes, then 7 of 12 devices leave the secure sum
+    after sharing (dropout 0.6 of the seeded draw): fewer than the threshold remain."""
+    text = (ROOT / "scenarios" / "quickstart.toml").read_text()
+    text = text.replace("devices = 50", "devices = 12").replace("steps = 200", "steps = 20")
+    text += (
+        "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\ndropout = 0.6\n"
+        'dropout_stage = "after_shares"\nstage_timeout = 3.0\n[broker]\nurl = "memory"\n'
+    )
+    path = tmp_path / "aborting.toml"
+    path.write_text(text)
+    result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    said = [line for line in result.output.splitlines() if "secure sum aborted:" in line]
+    assert len(said) == 1, result.output
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["reports_lost"] == 0 and results["secure_sum"]["aborted"]
+
+
+def test_run_refuses_a_shard_broker_for_a_one_shard_run(tmp_path):
+    quick = str(ROOT / "scenarios" / "quickstart.toml")
+    result = runner.invoke(
+        app, ["run", quick, "--broker", "memory", "--shard-broker", "mqtt://127.0.0.1:1", "-o",
+              str(tmp_path / "o")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "--shard-broker" in result.output and "one shard" in result.output
+    assert not (tmp_path / "o" / "results.json").exists()
