@@ -1,16 +1,18 @@
 """The commands of the README's tour and of docs/tutorial.md run as written and exit as
 documented (issue 22).
 
-Every ``bash`` block of both pages is read; each command line must be listed in
-``COMMANDS`` with how it is checked: run in the quick tier (it takes a second or two and
-needs no run folder), in the ``slow`` tier (anything that runs a fleet, a bench or an
-audit: 10 to 30 s for the small runs on this 2-core machine, many minutes for the largest;
-the quick tier's budget is 3 minutes in all, tests/tiers.py), or not run with the reason
-why (set-up commands, the test suite itself). A command added to a page without an entry here fails
+Every ``bash`` block of both pages is read; each command line must be listed in ``COMMANDS``
+with how it is checked: run in the quick tier (it takes a second or two and needs no run
+folder), in the ``slow`` tier (anything that runs a fleet, a bench or an audit: 10 to 30 s
+for the small runs on this 2-core machine), in the ``long`` tier (the commands that take
+minutes — ego-Facebook runs, the large benches, ``audit all``: marker ``docs_long``, left
+out of the default suite so that CI stays within its time, run with ``python -m pytest -m
+docs_long``), or not run with the reason why (set-up commands, the test suite itself). A
+command added to a page without an entry here fails
 ``test_every_documented_command_is_classified``, so the pages and this test stay in step.
 Commands run in one scratch folder (``runs/...`` outputs land there) that links the
-repository's ``scenarios``, ``data`` and ``examples``; a command whose output folder is
-read by later ones (``runs/qs``) is run first when needed.
+repository's ``scenarios``, ``data`` and ``examples``; a command whose output folder is read
+by later ones (``runs/qs``) is run first when needed.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ HANG_GUARD = 3600
 class Spec:
     """How a documented command is checked."""
 
-    tier: str = "quick"  # quick (seconds) | slow | skip
+    # quick (seconds) | slow (up to about a minute) | long (minutes: run with
+    # `python -m pytest -m docs_long`, not part of the default suite) | skip
+    tier: str = "quick"
     exit: int = 0
     mosquitto: bool = False
     why: str = ""  # for skip: why it is not run
@@ -72,30 +76,30 @@ COMMANDS: dict[str, Spec] = {
     ),
     "ldpfleet run scenarios/periodic-sensing.toml": Spec("slow"),
     "ldpfleet run scenarios/darwin-cpr.toml": Spec("slow"),
-    "ldpfleet bench cpr --trials 100 --markdown": Spec("slow"),
+    "ldpfleet bench cpr --trials 100 --markdown": Spec("long"),
     "ldpfleet run scenarios/secure-sum.toml": Spec("slow"),
     "ldpfleet bench secagg --devices 200 --dim 10000 --neighbors 11 --dropout 0.1 --json": Spec(
-        "slow"
+        "long"
     ),
-    f"ldpfleet run scenarios/facebook-degrees.toml -b {MQTT}": Spec("slow", mosquitto=True),
+    f"ldpfleet run scenarios/facebook-degrees.toml -b {MQTT}": Spec("long", mosquitto=True),
     "ldpfleet bench cadr --graph facebook --method ll --theta 64 --non-private --runs 20": Spec(
-        "slow"
+        "long"
     ),
     "ldpfleet bench cadr --graph facebook --theta auto-dev --eps 3 --runs 1 --transport mqtt "
-    "--processes 3 --fanout 7 --spacing geometric --json": Spec("slow", mosquitto=True),
-    "ldpfleet bench cadr-sweep --graph facebook --markdown": Spec("slow"),
+    "--processes 3 --fanout 7 --spacing geometric --json": Spec("long", mosquitto=True),
+    "ldpfleet bench cadr-sweep --graph facebook --markdown": Spec("long"),
     "ldpfleet run scenarios/occupancy-release.toml": Spec("slow"),
-    "ldpfleet bench gcdp --dataset occupancy --draws 10": Spec("slow"),
-    "ldpfleet bench gcdp-timing --repeats 20": Spec("slow"),
-    "ldpfleet bench gcdp-scaling": Spec("slow"),
+    "ldpfleet bench gcdp --dataset occupancy --draws 10": Spec("long"),
+    "ldpfleet bench gcdp-timing --repeats 20": Spec("long"),
+    "ldpfleet bench gcdp-scaling": Spec("long"),
     "ldpfleet audit laplace --eps 1 --trials 8000 --gamma 0.05": Spec("slow"),
-    "ldpfleet audit all --markdown": Spec("slow"),
+    "ldpfleet audit all --markdown": Spec("long"),
     "ldpfleet bench fleet --devices 1000 --steps 100": Spec("slow"),
     f"ldpfleet bench fleet --devices 1000 --steps 100 --broker {MQTT}": Spec(
         "slow", mosquitto=True
     ),
     f"ldpfleet bench fleet --devices 10000 --steps 100 --broker {MQTT} --shards 2 "
-    "--connection gateway": Spec("slow", mosquitto=True),
+    "--connection gateway": Spec("long", mosquitto=True),
     "LDPFLEET_MQTT_CLIENT=aiomqtt ldpfleet bench fleet --devices 1000 --steps 100 --broker "
     f"{MQTT}": Spec("slow", mosquitto=True),
     # the devices that never come back lose their reports: documented exit status 1
@@ -119,11 +123,11 @@ COMMANDS: dict[str, Spec] = {
     "ldpfleet run scenarios/secure-sum.toml --out runs/ss": Spec("slow"),
     "ldpfleet trace follow runs/ss d0003": Spec("slow"),
     "ldpfleet bench secagg --devices 200 --dim 1000 --dropout 0.1": Spec("slow"),
-    "ldpfleet run scenarios/facebook-degrees.toml --out runs/fb": Spec("slow"),
+    "ldpfleet run scenarios/facebook-degrees.toml --out runs/fb": Spec("long"),
     "ldpfleet run scenarios/occupancy-release.toml --out runs/gcdp": Spec("slow"),
     "ldpfleet audit laplace --eps 1 --trials 8000": Spec("slow"),
     f"ldpfleet bench fleet --devices 10000 --steps 100 --broker {MQTT} --shards 2": Spec(
-        "slow", mosquitto=True
+        "long", mosquitto=True
     ),
     # the environment of the next commands (applied to them: PYTHONPATH=<repo>/examples)
     "export PYTHONPATH=$PWD/examples": Spec("skip", why="sets the environment of the next lines"),
@@ -217,8 +221,10 @@ def params():
         if spec.tier == "skip" or command in SEPARATE:
             continue
         marks = []
-        if spec.tier == "slow":
+        if spec.tier in ("slow", "long"):
             marks.append(pytest.mark.slow)
+        if spec.tier == "long":
+            marks.append(pytest.mark.docs_long)
         if spec.mosquitto:
             marks.append(pytest.mark.mosquitto)
         yield pytest.param(command, spec, marks=marks, id=command[:90])
