@@ -65,11 +65,12 @@ def job_progress(
         yield advance
 
 
-def as_callback(advance: Advance) -> Callable[[int, int], None]:
-    """``progress(done, total)`` (what the benches call) driving ``advance``."""
+def as_callback(advance: Advance) -> Callable[..., None]:
+    """``progress(done, total, ...)`` (what the benches and the runner call; the runner adds
+    the devices joined and the fleet's size) driving ``advance``."""
     state = {"done": 0}
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, *_: int | None) -> None:
         advance(done - state["done"], total=total)
         state["done"] = done
 

@@ -39,13 +39,28 @@ STOP_GRACE = 60.0  # seconds a shard gets after SIGTERM to write its outcomes (5
 # devices take tens of seconds to tear down)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: get SIGTERM when the runner dies, however it dies
     (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere a no-op), so no shard outlives its run."""
     with contextlib.suppress(Exception):
         import ctypes
 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM (a shard or side writes what it did so far), then SIGKILL after
+    ``STOP_GRACE``; returns once the process has ended."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
 
 
 class ShardedFleet:
@@ -133,7 +148,7 @@ class ShardedFleet:
                     stdout=handle,
                     stderr=asyncio.subprocess.STDOUT,
                     env=env,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
 
             async def wait(index: int) -> None:
@@ -149,17 +164,7 @@ class ShardedFleet:
         return self.outcomes()
 
     async def _stop(self, processes: dict[int, asyncio.subprocess.Process]) -> None:
-        running = [p for p in processes.values() if p.returncode is None]
-        for process in running:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-        for process in running:
-            try:
-                await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
+        await asyncio.gather(*(stop_process(p) for p in processes.values()))
         for index in processes:
             if index not in self._outcomes:
                 self.exit_codes.setdefault(index, processes[index].returncode)

@@ -22,11 +22,9 @@ collector's stage open from its side task: those run in one process
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -42,7 +40,7 @@ from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
-from ldpfleet.scenarios.shards import STOP_GRACE, _die_with_parent
+from ldpfleet.scenarios.shards import die_with_parent, stop_process
 from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
 from ldpfleet.scenarios.sides import fleet_side, scenario_kind
 
@@ -128,7 +126,7 @@ async def _spawn(command: list[str], log: Path, *, pipe: bool) -> asyncio.subpro
             stdout=asyncio.subprocess.PIPE if pipe else handle,
             stderr=handle,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 
@@ -153,20 +151,6 @@ async def _read_collector(
                 progress(*document["progress"])
             elif "stage" in document and stage_done is not None:
                 stage_done(document["stage"], document["seconds"])
-
-
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM (the side writes what it did), then SIGKILL after ``STOP_GRACE``."""
-    if process.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    try:
-        await asyncio.wait_for(asyncio.shield(process.wait()), STOP_GRACE)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
 
 
 async def _local_shard(scenario, url, run, shard, out, seed, credentials, wait_timeout) -> str:
@@ -258,8 +242,8 @@ async def run_split(
                 ended = await _finish_fleet(scenario, local, children)
             finally:
                 for child in children.values():
-                    await _stop(child)
-                await _stop(collector)
+                    await stop_process(child)
+                await stop_process(collector)
                 local.cancel()
                 await asyncio.gather(local, reading, return_exceptions=True)
     processes.fleet_shards = {
@@ -300,7 +284,7 @@ async def _collector_within(collector: asyncio.subprocess.Process, timeout: floa
             await collector.wait()
         return True
     except TimeoutError:
-        await _stop(collector)
+        await stop_process(collector)
         return False
 
 
