@@ -191,10 +191,12 @@ def test_false_alarm_rate_of_a_correct_mechanism_is_at_most_gamma():
 @pytest.mark.parametrize("mechanism", ["rr", "laplace", "sw"])
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 def test_the_bound_is_tight_for_rr_laplace_and_sw(mechanism, eps):
-    # 25,000 + 25,000 runs per world: the median over 5 seeds of eps_LB is >= 0.9 eps
-    # (measured 0.93-0.98 of eps with 7 seeds; 20,000 runs were not always enough at
-    # eps = 0.5 and for SW at eps = 2). Fixed seeds: deterministic.
-    bounds = [run_audit(mechanism, eps, trials=50_000, seed=s).eps_lb for s in range(5)]
+    # 50,000 + 50,000 runs per world: the median over 5 seeds of eps_LB is >= 0.9 eps.
+    # With 25,000 + 25,000 the exact discrete-Laplace sampler (issue 21) gave Laplace at
+    # eps = 0.5 a median of 0.429 (seeds 0-6: 0.356-0.486, one at -0.477); with 100,000
+    # runs, seeds 0-6 measured 0.465-0.487 (eps 0.5), 0.94-0.975 (1), 1.93-1.96 (2).
+    # Fixed seeds: deterministic.
+    bounds = [run_audit(mechanism, eps, trials=100_000, seed=s).eps_lb for s in range(5)]
     assert float(np.median(bounds)) >= 0.9 * eps
     assert max(bounds) <= eps  # and never a false alarm here
 
