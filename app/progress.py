@@ -54,7 +54,14 @@ def job_progress(
         TextColumn("left"),
         TimeRemainingColumn(),
     ]
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    # stdout is the job's own (JSON, tables): never captured into the bar's stderr display
+    with Progress(
+        *columns,
+        console=Console(stderr=True),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ) as bar:
         task = bar.add_task(label, total=total)
 
         def advance(n: int = 1, total: int | None = None) -> None:
