@@ -158,24 +158,16 @@ def start_broker(kind: str, hosts: Hosts, credentials: Path, run: str) -> str:
     return f"mqtt://{address}:{PORT}"
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param("embedded", marks=pytest.mark.embedded),
-        "mosquitto",  # its own, started on the broker host
-    ],
-)
-def test_broker_collector_and_two_shards_on_four_hosts(kind, hosts, tmp_path):
-    scenario = tmp_path / "scenario.toml"
-    scenario.write_text(SCENARIO)
-    run = f"hosts-{secrets.token_hex(3)}"
-    loaded = parse_scenario(SCENARIO, scenario)
-    # the credentials of the run, handed to every host (docs/separate-hosts.md, step 1)
-    credentials = Credentials.generate(run, loaded.device_ids()).save(tmp_path / "creds.json")
-    url = start_broker(kind, hosts, credentials, run)
+def side_options(url: str, run: str, credentials: Path) -> list[str]:
+    """What the collector and every shard are told: the broker, the run, the logins."""
+    return ["--broker", url, "--run", run, "--credentials", str(credentials)]
 
-    # every host writes only its own directory
-    side = ["--broker", url, "--run", run, "--credentials", str(credentials)]
+
+def run_gather_and_check(hosts: Hosts, scenario: Path, loaded, side: list[str]) -> dict:
+    """The collector and two shards on their hosts, each writing only its own directory;
+    then the documented step: each host's directory copied to one place, merged, verified.
+    Returns the merged results, checked against the one-process run of the same seed."""
+    tmp_path = hosts.folder
     collector = hosts.run(
         "collector", "collector.log", *CLI, "collector", str(scenario), *side,
         "--out", str(tmp_path / "host-collector" / "run"),
@@ -189,7 +181,6 @@ def test_broker_collector_and_two_shards_on_four_hosts(kind, hosts, tmp_path):
     for proc in (*fleets, collector):
         assert proc.wait(timeout=SAFETY) == 0, hosts.logs()
 
-    # the documented step: each host's directory copied to one place, then merged
     gathered = tmp_path / "gathered"
     for host in ("collector", "fleet0", "fleet1"):
         shutil.copytree(tmp_path / f"host-{host}" / "run", gathered / host)
@@ -211,4 +202,24 @@ def test_broker_collector_and_two_shards_on_four_hosts(kind, hosts, tmp_path):
     assert results["reports_lost"] == 0 and results["devices_complete"] == 12
     assert results["per_device"] == reference["per_device"]
     assert results["accuracy"] == reference["accuracy"]
+    return results
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("embedded", marks=pytest.mark.embedded),
+        "mosquitto",  # its own, started on the broker host
+    ],
+)
+def test_broker_collector_and_two_shards_on_four_hosts(kind, hosts, tmp_path):
+    scenario = tmp_path / "scenario.toml"
+    scenario.write_text(SCENARIO)
+    run = f"hosts-{secrets.token_hex(3)}"
+    loaded = parse_scenario(SCENARIO, scenario)
+    # the credentials of the run, handed to every host (docs/separate-hosts.md, step 1)
+    credentials = Credentials.generate(run, loaded.device_ids()).save(tmp_path / "creds.json")
+    url = start_broker(kind, hosts, credentials, run)
+
+    results = run_gather_and_check(hosts, scenario, loaded, side_options(url, run, credentials))
     assert results["broker"]["url"] == url

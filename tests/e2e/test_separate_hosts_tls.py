@@ -13,16 +13,12 @@ one-process run of the same seed, as without TLS.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import secrets
-import shutil
 import subprocess
 
 import pytest
 from ldpfleet.broker.auth import Credentials, write_mosquitto_files
 from ldpfleet.broker.tls import ENV_CERT, ENV_KEY, TlsListener
-from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.conftest import mosquitto_binary
@@ -33,6 +29,8 @@ from tests.e2e.test_separate_hosts import (
     SCENARIO,
     Hosts,
     hosts,  # noqa: F401 - the fixture: four hosts in network namespaces
+    run_gather_and_check,
+    side_options,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns]
@@ -94,7 +92,7 @@ def test_four_hosts_over_tls_with_client_certificates(kind, hosts, tmp_path):  #
     url = start_tls_broker(kind, hosts, credentials, pki)
 
     # without a client certificate the broker lets nobody in: one sentence, exit 2
-    side = ["--broker", url, "--run", run, "--credentials", str(credentials)]
+    side = side_options(url, run, credentials)
     refused = hosts.run(
         "collector", "refused.log", *CLI, "collector", str(scenario), *side,
         "--out", str(tmp_path / "refused"),
@@ -104,38 +102,5 @@ def test_four_hosts_over_tls_with_client_certificates(kind, hosts, tmp_path):  #
     assert "Traceback" not in said and "client certificate" in said, said
 
     hosts.env |= {ENV_CERT: str(pki["client"]), ENV_KEY: str(pki["client_key"])}
-    collector = hosts.run(
-        "collector", "collector.log", *CLI, "collector", str(scenario), *side,
-        "--out", str(tmp_path / "host-collector" / "run"),
-    )  # fmt: skip
-    hosts.wait_for("collector.log", "listening on", collector)
-    fleets = []
-    for i in range(2):
-        out = str(tmp_path / f"host-fleet{i}" / "run")
-        fleet = [*CLI, "fleet", str(scenario), *side, "--shard", f"{i}/2", "--out", out]
-        fleets.append(hosts.run(f"fleet{i}", f"fleet{i}.log", *fleet))
-    for proc in (*fleets, collector):
-        assert proc.wait(timeout=SAFETY) == 0, hosts.logs()
-
-    gathered = tmp_path / "gathered"
-    for host in ("collector", "fleet0", "fleet1"):
-        shutil.copytree(tmp_path / f"host-{host}" / "run", gathered / host)
-    merged = subprocess.run(
-        [*CLI, "merge", str(gathered / "collector"), str(gathered / "fleet0"),
-         str(gathered / "fleet1"), "--out", str(tmp_path / "merged")],
-        capture_output=True, text=True, timeout=SAFETY,
-    )  # fmt: skip
-    assert merged.returncode == 0, merged.stdout + merged.stderr
-    verify = subprocess.run(
-        [*CLI, "trace", "verify", str(tmp_path / "merged"), str(gathered / "fleet0"),
-         str(gathered / "fleet1")],
-        capture_output=True, text=True, timeout=SAFETY,
-    )  # fmt: skip
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-
-    results = json.loads((tmp_path / "merged" / "results.json").read_text())
-    reference = asyncio.run(run_scenario(loaded, broker="memory", out_dir=tmp_path / "ref"))
-    assert results["reports_lost"] == 0 and results["devices_complete"] == 12
-    assert results["per_device"] == reference["per_device"]
-    assert results["accuracy"] == reference["accuracy"]
+    results = run_gather_and_check(hosts, scenario, loaded, side)
     assert results["broker"]["url"].startswith(f"mqtts://{hosts.addr('broker')}:{PORT}")
