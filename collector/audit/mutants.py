@@ -231,7 +231,8 @@ def _gau_double(p: Patcher) -> None:
     p.setattr(baselines, "analytic_gaussian_sigma", lambda eps, delta, s: real(2 * eps, delta, s))
 
 
-def _secagg_skips_pairwise(p: Patcher) -> None:
+def secagg_skips_pairwise(p: Patcher) -> None:
+    """Planted bug: device dev00 sends encode(x) + PRG(b) only (no pairwise masks)."""
     from ldpfleet.protocol.secagg import client as client_module
     from ldpfleet.protocol.secagg.encoding import add_mod
 
@@ -334,7 +335,7 @@ MUTANTS: tuple[Mutant, ...] = (
                   "lives in tail events a few thousand runs cannot certify (20,000 runs per "
                   "world: eps_LB 0.70 at eps = 1)"),
     Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
-           _secagg_skips_pairwise, (("secagg", 0.0),), (_U + "test_secagg_machines.py",)),
+           secagg_skips_pairwise, (("secagg", 0.0),), (_U + "test_secagg_machines.py",)),
     Mutant("reused device seeds", "every device of a fleet gets device 0's generator",
            _reused_seeds, (("devices", 1.0),), (_U + "test_sources.py",), trials=600),
     Mutant("stream per-step eps instead of eps / w", "StreamConfig.eps0 = eps",

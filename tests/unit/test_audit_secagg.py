@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-import ldpfleet.protocol.secagg.client as client_module
 import numpy as np
 import typer
 from ldpfleet.app.audit_cli import audit_command
 from ldpfleet.collector.audit.battery import build_spec, run_audit
+from ldpfleet.collector.audit.mutants import secagg_skips_pairwise
 from ldpfleet.collector.audit.secagg_view import (
     ABORTED,
     MODULUS,
@@ -19,22 +19,13 @@ from ldpfleet.collector.audit.secagg_view import (
     secagg_witnesses,
     view_columns,
 )
-from ldpfleet.protocol.secagg.encoding import add_mod
 from typer.testing import CliRunner
 
 
 def client0_skips_pairwise_masks(mp) -> None:
-    """Planted bug: device dev00 sends encode(x) + PRG(b) only."""
-    real = client_module.SecAggClient._masked_input
-
-    def broken(self):
-        if self.device != "dev00":
-            return real(self)
-        setup = self._setup()
-        mask = client_module.self_mask(self._seed, setup.dim, setup.bits)
-        return add_mod(self._fixed_point.encode(self._x), mask, setup.bits)
-
-    mp.setattr(client_module.SecAggClient, "_masked_input", broken)
+    """Planted bug: device dev00 sends encode(x) + PRG(b) only (the mutation run's own
+    mutant, planted with pytest's monkeypatch)."""
+    secagg_skips_pairwise(mp)
 
 
 def test_view_row_is_consistent():
