@@ -228,6 +228,7 @@ def bench_mechanisms_command(
     """Mean-estimation MSE of the stream mechanisms (empirical and analytic) by budget,
     input distribution and population size."""
     from ldpfleet.app import bench_mechanisms
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.protocol.errors import ParameterError
 
     try:
@@ -237,14 +238,16 @@ def bench_mechanisms_command(
                 f"must be among {', '.join(MECHANISM_DISTRIBUTIONS)}, got {unknown[0]!r}",
                 field="distributions",
             )
-        result = bench_mechanisms.bench_mechanisms(
-            mechanisms=tuple(m for m in mechanisms.split(",") if m),
-            eps_list=_floats(eps),
-            sizes=tuple(int(v) for v in _floats(sizes)),
-            distributions=tuple(distributions.split(",")),
-            trials=trials,
-            seed=seed,
-        )
+        with job_progress("bench mechanisms", unit="cells") as advance:
+            result = bench_mechanisms.bench_mechanisms(
+                mechanisms=tuple(m for m in mechanisms.split(",") if m),
+                eps_list=_floats(eps),
+                sizes=tuple(int(v) for v in _floats(sizes)),
+                distributions=tuple(distributions.split(",")),
+                trials=trials,
+                seed=seed,
+                progress=as_callback(advance),
+            )
     except (ParameterError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None

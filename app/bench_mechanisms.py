@@ -18,6 +18,7 @@ normalised by the public bounds [0, 800] lux of scenarios/occupancy-cpr.toml (cl
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -93,12 +94,15 @@ def bench_mechanisms(
     distributions: tuple[str, ...] = tuple(DISTRIBUTIONS),
     trials: int = 200,
     seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Every (mechanism, eps, distribution, n) cell: empirical and analytic MSE."""
+    """Every (mechanism, eps, distribution, n) cell: empirical and analytic MSE.
+    ``progress(done, total)`` is called after each cell."""
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
     started = time.perf_counter()
     rows = []
+    cells = len(distributions) * len(sizes) * len(mechanisms) * len(eps_list)
     for d_index, name in enumerate(distributions):
         for n in sizes:
             x = DISTRIBUTIONS[name](np.random.default_rng([seed, d_index, n]), n)
@@ -112,6 +116,8 @@ def bench_mechanisms(
                         "mse": measure(mech, x, trials, rng),
                         "analytic_mse": analytic_mse(mech, x),
                     })  # fmt: skip
+                    if progress is not None:
+                        progress(len(rows), cells)
     return {
         "bench": "mechanisms",
         "trials": trials,

@@ -1464,9 +1464,7 @@ _one_line_command(app, "audit", audit_command)
 _one_line_command(
     bench_app, "gcdp-timing", _with_activity("bench gcdp-timing")(bench_gcdp_timing_command)
 )
-_one_line_command(
-    bench_app, "mechanisms", _with_activity("bench mechanisms")(bench_mechanisms_command)
-)
+_one_line_command(bench_app, "mechanisms", bench_mechanisms_command)
 _one_line_command(
     bench_app, "gcdp-scaling", _with_activity("bench gcdp-scaling")(bench_gcdp_scaling_command)
 )
