@@ -380,6 +380,7 @@ def _run_cadr(
 ) -> None:
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
     from ldpfleet.collector.cadr_fleet import stage_listener
+    from ldpfleet.collector.readiness import join_listener
     from rich.table import Table
 
     with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
@@ -388,7 +389,14 @@ def _run_cadr(
             console.print(f"  [green]✓[/] stage {name}: {seconds:.1f} s", highlight=False)
             status.update(f"CADR-LDP ({loaded.name}): after {name}")
 
+        def devices_joined(joined: int, expected: int) -> None:
+            status.update(
+                f"CADR-LDP ({loaded.name}): connecting the devices, "
+                f"{joined:,} / {expected:,} joined"
+            )
+
         token = stage_listener.set(stage_done)
+        joins = join_listener.set(devices_joined)
         try:
             results = _run_any(
                 loaded,
@@ -402,6 +410,7 @@ def _run_cadr(
             )
         finally:
             stage_listener.reset(token)
+            join_listener.reset(joins)
     table = Table(title=f"{loaded.name} — run {results['run']}", show_header=False)
     rows_ = [
         ("broker", results["broker"]),

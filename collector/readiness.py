@@ -7,12 +7,15 @@ thousands join at once), sets ``listening`` (the caller announces the run only t
 ``DeviceReady`` can pass unheard), starts the barrier's deadline, feeds it every
 decodable message and returns once all devices joined — or raises ``DevicesMissing`` with
 the barrier's sentence at the deadline. The connections log in as the collector.
+A ``join_listener`` (context variable) hears ``(joined, expected)`` as devices join, so a
+caller far above (the CLI's status line, a side process's JSON lines) can show the count.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextvars
+from collections.abc import Callable, Sequence
 
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, drive_timers
@@ -26,7 +29,12 @@ from ldpfleet.protocol.readiness import (
     ReadinessBarrier,
 )
 
-__all__ = ["DevicesMissing", "await_devices"]
+__all__ = ["DevicesMissing", "await_devices", "join_listener"]
+
+#: Called with ``(joined, expected)`` each time the count of joined devices grows.
+join_listener: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
+    "readiness_join_listener", default=None
+)
 
 
 class DevicesMissing(RuntimeError):
@@ -60,6 +68,14 @@ async def await_devices(
     async def after_timer() -> None:
         take_events()
 
+    listener = join_listener.get()
+    heard = [0]
+
+    def tell_listener() -> None:
+        if listener is not None and len(barrier.joined) != heard[0]:
+            heard[0] = len(barrier.joined)
+            listener(heard[0], len(barrier.expected))
+
     groups = [[topics.up(run, device, READY_KIND)] for device in sorted(barrier.expected)]
     async with fan_in(transport, f"{run}-collector-ready", groups) as inbound:
 
@@ -74,6 +90,7 @@ async def await_devices(
                         continue
                     barrier.receive(topic, message, loop.time())
                     take_events()
+                    tell_listener()
             except Exception as error:  # the connection failed: end the wait with it
                 if not decided.done():
                     decided.set_exception(error)

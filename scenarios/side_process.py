@@ -28,6 +28,7 @@ import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 from ldpfleet.broker.select import BrokerUnavailable
@@ -64,6 +65,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
     from ldpfleet.collector.cadr_fleet import stage_listener
+    from ldpfleet.collector.readiness import join_listener
     from ldpfleet.scenarios.sides import collector_side
 
     extra: dict = {}
@@ -72,6 +74,7 @@ async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
     token = stage_listener.set(
         (lambda name, seconds: _say({"stage": name, "seconds": seconds})) if args.progress else None
     )
+    joins = join_listener.set(_join_lines() if args.progress else None)
     try:
         results = await collector_side(
             scenario,
@@ -85,6 +88,7 @@ async def _collector(args: argparse.Namespace, scenario, credentials) -> dict:
         )
     finally:
         stage_listener.reset(token)
+        join_listener.reset(joins)
     if scenario.spec.cadr is not None and "theta" in results:
         print(
             f"collector: run {args.run} released {len(results['released'])} degrees, "
@@ -105,6 +109,20 @@ def _progress_lines():
             _say({"progress": list(counts)})
 
     return progress
+
+
+def _join_lines():
+    """A join callback that prints ``{"joined": [joined, expected]}`` at most every
+    PROGRESS_EVERY seconds, and always for the last device."""
+    last = [0.0]
+
+    def joined(count: int, expected: int) -> None:
+        now = time.monotonic()
+        if count == expected or now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            _say({"joined": [count, expected]})
+
+    return joined
 
 
 async def _fleet(args: argparse.Namespace, scenario, credentials) -> dict:

@@ -35,6 +35,7 @@ from pathlib import Path
 from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.merge import merge_run
@@ -149,6 +150,10 @@ async def _read_collector(
                 other.write(line + "\n")
             elif "progress" in document and progress is not None:
                 progress(*document["progress"])
+            elif "joined" in document:
+                listener = join_listener.get()
+                if listener is not None:
+                    listener(*document["joined"])
             elif "stage" in document and stage_done is not None:
                 stage_done(document["stage"], document["seconds"])
 
