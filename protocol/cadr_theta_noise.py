@@ -41,12 +41,16 @@ honest devices only (devices that collude with the collector and reveal their sh
 remove their part of the noise); in SecAgg+ a device sees only its neighbourhood, so the
 "at least ``m`` survivors" rule is the collector's, not checked by each device.
 
-Sampler: ``polya_share`` draws through ``_negative_binomial`` — numpy's integer-valued
-``Generator.negative_binomial`` (a gamma-Poisson mixture computed in floating point: the
-output is an integer, so there is no low-order-bit leak of a float release, but the
-sampling probabilities are those of double arithmetic, not exact). It is the one function
-to swap for an exact sampler (``protocol.samplers`` has the exact two-sided geometric
-``discrete_laplace``, not yet a Pólya sampler). The secure sum carries each answer as a
+Sampler (exact, issue 21): ``polya_share`` draws through ``protocol.samplers.
+negative_binomial`` — integer arithmetic on the injected generator's uniform integers
+(a Bernoulli factory for ``(1 - a)^(1/m)`` and a rejection step, both with rational
+coins), so no floating point decides a share and the sum of ``m`` shares is the two-sided
+geometric law exactly. That needs a rational ratio: ``share_ratio(eps)`` is
+``protocol.samplers.geometric_ratio_bound(eps / 2)``, the smallest ``u / 2**30 >=
+exp(-eps / 2)`` (a rigorous bound), so the mechanism actually run is ``eps'``-DP with
+``eps' = 2 ln(1 / a) <= eps``: the ledger's charge of ``eps`` is an upper bound (the
+difference is below ``2**-29``). Before it, numpy's floating-point gamma-Poisson
+``negative_binomial`` drew the shares. The secure sum carries each answer as a
 fixed-point integer in ``[-SHARE_BOUND, SHARE_BOUND + 1]``: a share beyond ``±2^24`` (far
 beyond any realistic draw: ``P ≤ a^(2^24 m)``-small) would be clipped.
 
@@ -58,9 +62,11 @@ functions; randomness from the injected generator.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import geometric_ratio_bound, negative_binomial
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
@@ -75,6 +81,7 @@ __all__ = [
     "noise_parties",
     "noise_sum",
     "polya_share",
+    "share_ratio",
     "theta_from_counts",
 ]
 
@@ -120,35 +127,37 @@ def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray
     return out
 
 
-def _negative_binomial(rng: np.random.Generator, r: float, p: float, size: int) -> np.ndarray:
-    """``NB(r, p)`` failures before the ``r``-th success (real ``r > 0``), integers. The
-    one place to swap the sampler (module docstring, Sampler)."""
-    return rng.negative_binomial(r, p, size=size).astype(np.int64)
+def share_ratio(eps: float, sensitivity: int = SENSITIVITY) -> Fraction:
+    """The rational ratio the shares use: the smallest ``u / 2**30 >= exp(-eps /
+    sensitivity)`` (module docstring, Sampler): ``eps' = sensitivity · ln(1/a) <= eps``."""
+    e = positive_real(eps, "eps")
+    s = integer_at_least(sensitivity, "sensitivity", 1)
+    return geometric_ratio_bound(Fraction(e) / s)
 
 
 def polya_share(rng: np.random.Generator, parties: int, eps: float, size: int) -> np.ndarray:
     """One device's noise share per entry: ``NB(1/m, 1 - a) - NB(1/m, 1 - a)`` with
-    ``m = parties`` and ``a = geometric_ratio(eps)`` (int64; any ``m`` shares sum to the
-    two-sided geometric of ratio ``a``)."""
+    ``m = parties`` and ``a = share_ratio(eps)``, drawn exactly (int64; any ``m`` shares
+    sum to the two-sided geometric of ratio ``a``)."""
     m = integer_at_least(parties, "parties", 1)
-    a = geometric_ratio(eps)
+    a = share_ratio(eps)
     k = integer_at_least(size, "size", 1)
-    return _negative_binomial(rng, 1.0 / m, 1.0 - a, k) - _negative_binomial(
-        rng, 1.0 / m, 1.0 - a, k
-    )
+    both = negative_binomial(rng, Fraction(1, m), a, 2 * k)  # one call: half the overhead
+    return both[:k] - both[k:]
 
 
 def noise_sum(
     rng: np.random.Generator, survivors: int, parties: int, eps: float, size: int
 ) -> np.ndarray:
     """The sum of ``survivors`` devices' ``polya_share`` draws, drawn at once (the same
-    distribution: ``NB(s/m, 1 - a) - NB(s/m, 1 - a)`` per entry): for simulations of the
+    law: ``NB(s/m, 1 - a) - NB(s/m, 1 - a)`` per entry, exactly): for simulations of the
     secure sum (``collector.cadr_reference``)."""
     s = integer_at_least(survivors, "survivors", 1)
     m = integer_at_least(parties, "parties", 1)
-    a = geometric_ratio(eps)
+    a = share_ratio(eps)
     k = integer_at_least(size, "size", 1)
-    return _negative_binomial(rng, s / m, 1.0 - a, k) - _negative_binomial(rng, s / m, 1.0 - a, k)
+    both = negative_binomial(rng, Fraction(s, m), a, 2 * k)
+    return both[:k] - both[k:]
 
 
 def counts_above(bucket_sums: object) -> np.ndarray:

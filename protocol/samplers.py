@@ -55,6 +55,31 @@ generator's 63-bit words (``_Bits``: uniform integers below n by rejection on
 over the array (every draw loops until accepted, a small constant number of rounds), below
 a microsecond per value. Both are exact; which one runs depends only on the size, so a
 seed still determines every value.
+Negative binomial (Pólya) shares, for distributed-noise secure sums
+(``negative_binomial``, ``geometric_ratio_bound``). ``NB(r, 1 - a)`` (failures before the
+r-th success, ``P[X = x] = (r)_x / x! · (1 - a)^r a^x``, ``(r)_x`` the rising factorial)
+is drawn exactly for a RATIONAL ratio ``a`` and a rational shape ``r``: ``r = q + f``,
+``q`` an integer and ``0 <= f < 1``, as ``q`` geometric variables (``Bernoulli(a)``
+successes before the first failure) plus one ``NB(f, 1 - a)``, which is drawn in two exact
+steps:
+
+1. ``X = 0`` with probability ``(1 - a)^f``, by the Bernoulli factory for ``p^λ``
+   (``0 < λ < 1``) from ``p``-coins: for ``i = 1, 2, ...`` flip ``Bernoulli(p)`` (heads:
+   "yes"), then ``Bernoulli(λ / i)`` (heads: "no"). Then ``P[yes] = p Σ_k (1-p)^k
+   Π_(i<=k) (1 - λ/i) = p Σ_k (1-λ)_k / k! (1-p)^k = p · p^(λ-1) = p^λ`` (the binomial
+   series ``Σ_k (c)_k / k! z^k = (1 - z)^(-c)``).
+2. otherwise ``X >= 1`` with ``P ∝ c_x a^x``, ``c_x = (f)_x / x!``, by rejection from
+   ``1 + Geometric`` (``P ∝ a^(x-1)``): accept with ``c_x / c_1 = Π_(j=1..x-1) (f + j) /
+   (j + 1) <= 1``, one rational coin per factor.
+
+Every coin is ``rng.integers(0, den) < num`` with integers (rational ``a = u / 2**bits``,
+``λ = f``), so the law is exact. ``geometric_ratio_bound(gamma)`` gives the rational ``a``
+for a mechanism that wants ``exp(-gamma)``: an upper bound ``u / 2**RATIO_BITS >=
+exp(-gamma)`` (a rigorous rational Taylor bound, not libm), i.e. MORE noise: the two-sided
+geometric of ratio ``a`` with sensitivity ``Δ`` is ``Δ ln(1/a)``-DP and ``Δ ln(1/a) <=
+Δ gamma``, so a claim made for ``gamma`` holds. (The differences to ``exp(-gamma)`` are
+below ``2**-RATIO_BITS``.) Cost: ``O(1 / (1 - a))`` coin rounds per value (the geometric
+and the factory's loop), vectorised over the request.
 """
 
 from __future__ import annotations
@@ -71,13 +96,18 @@ __all__ = [
     "bernoulli_exp",
     "discrete_laplace",
     "exact_scale",
+    "geometric",
+    "geometric_ratio_bound",
     "grid_laplace_scale",
     "laplace_on_grid",
+    "negative_binomial",
 ]
 
 SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
 GRID = 2.0**-20  # the default output grid of laplace_on_grid
 _MAX_DEN = 2**62  # integer bounds stay within numpy's int64
+RATIO_BITS = 30  # geometric_ratio_bound's grid: a = u / 2**RATIO_BITS
+_BLOCK = 16  # coin rounds drawn per generator call in the negative binomial sampler
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
 _HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 path would overflow)
@@ -324,3 +354,186 @@ def _to_float(v: int) -> float:
         return float(v)
     except OverflowError:
         return math.copysign(math.inf, v)
+
+
+# --- negative binomial (Pólya) shares: module docstring, "Negative binomial" ---------------
+
+
+def _exp_neg_upper(gamma: Fraction) -> Fraction:
+    """A rational upper bound of ``exp(-gamma)`` for ``gamma >= 0``, within ``2**-60``:
+    ``exp(-gamma) = exp(-gamma / N)^N`` with ``gamma / N <= 1``, each factor bounded by the
+    Taylor partial sum ending on a positive term (an alternating series with decreasing
+    terms: its partial sums ending on a positive term lie above the limit)."""
+    steps = max(1, math.ceil(gamma))
+    x = gamma / steps
+    term, total = Fraction(1), Fraction(1)
+    for k in range(1, 25):  # ends on k = 24 (even: a positive term); remainder < 1/25!
+        term = -term * x / k
+        total += term
+    return total**steps
+
+
+@lru_cache(maxsize=256)
+def geometric_ratio_bound(gamma: int | float | Fraction, bits: int = RATIO_BITS) -> Fraction:
+    """The ratio ``a = u / 2**bits >= exp(-gamma)`` (the smallest such ``u``; module
+    docstring): a geometric mechanism that wants ``exp(-gamma)`` and uses ``a`` adds more
+    noise, never less. ``gamma`` > 0 (a float is taken exactly); ``a < 1`` is required."""
+    if isinstance(gamma, bool) or not isinstance(gamma, int | float | Fraction):
+        raise ParameterError(f"must be a positive real number, got {gamma!r}", field="gamma")
+    if isinstance(gamma, float) and not math.isfinite(gamma):
+        raise ParameterError(f"must be finite, got {gamma!r}", field="gamma")
+    g = Fraction(gamma)
+    if g <= 0:
+        raise ParameterError(f"must be > 0, got {gamma!r}", field="gamma")
+    # the bound's own excess over exp(-g) is < 2**-60; rounding up keeps it an upper bound
+    u = math.ceil(_exp_neg_upper(g) * 2**bits)
+    if u >= 2**bits:
+        raise ParameterError(
+            f"exp(-gamma) rounds to 1 on a 2**-{bits} grid (gamma {gamma!r} too small)",
+            field="gamma",
+        )
+    return Fraction(u, 2**bits)
+
+
+def _ratio(value: Fraction, field: str) -> tuple[int, int]:
+    """``value`` as (numerator, denominator) of a rational in ``(0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, int | Fraction):
+        raise ParameterError(f"must be an exact rational (Fraction), got {value!r}", field=field)
+    v = Fraction(value)
+    if not 0 < v < 1 or v.denominator >= _MAX_DEN:
+        raise ParameterError(f"must be a rational in (0, 1), got {value!r}", field=field)
+    return v.numerator, v.denominator
+
+
+def _coins(rng: np.random.Generator, num: int | np.ndarray, den: int | np.ndarray, n: int):
+    """``n`` exact ``Bernoulli(num / den)`` coins (bool array)."""
+    return rng.integers(0, den, size=n) < num
+
+
+def _geometric(rng: np.random.Generator, u: int, v: int, n: int) -> np.ndarray:
+    """``Bernoulli(u / v)`` successes before the first failure, ``n`` values (int64).
+    Coins are drawn ``_BLOCK`` per value at a time (one generator call per block); coins
+    after a value's first failure are unused, so the law is that of one coin at a time."""
+    out = np.zeros(n, dtype=np.int64)
+    active = np.arange(n)
+    while active.size:
+        success = rng.integers(0, v, size=(active.size, _BLOCK)) < u
+        failed = ~success
+        done = failed.any(axis=1)
+        first = np.argmax(failed, axis=1)  # the first failure's index (if any)
+        out[active] += np.where(done, first, _BLOCK)
+        active = active[~done]
+    return out
+
+
+def _nb_fraction(rng: np.random.Generator, f: Fraction, u: int, v: int, n: int) -> np.ndarray:
+    """``NB(f, 1 - u/v)`` for ``0 < f < 1`` (module docstring, steps 1 and 2)."""
+    fn, fd = f.numerator, f.denominator
+    # step 1: "X = 0" with probability (1 - a)^f (Bernoulli factory for p^λ, p = 1 - a).
+    # Round i's two coins as one draw w < v·fd·i: "yes" (p heads) if w < (v-u)·fd·i, "no"
+    # (p tails, then λ/i heads) if the next u·fn values, else go on; _BLOCK rounds a call.
+    zero = np.zeros(n, dtype=bool)
+    active = np.arange(n)
+    i = 1
+    while active.size:
+        rounds = np.arange(i, i + _BLOCK, dtype=np.int64)
+        if v * fd * int(rounds[-1]) >= _MAX_DEN:  # pragma: no cover - P ~ a^(2**62 / v fd)
+            raise ParameterError("Bernoulli factory denominator overflow", field="shape")
+        w = rng.integers(0, v * fd * rounds, size=(active.size, _BLOCK))
+        yes_below = (v - u) * fd * rounds
+        decided = w < yes_below + u * fn
+        done = decided.any(axis=1)
+        first = np.argmax(decided, axis=1)
+        hit = active[done]
+        row = np.flatnonzero(done)
+        zero[hit] = w[row, first[row]] < yes_below[first[row]]
+        active = active[~done]
+        i += _BLOCK
+    out = np.zeros(n, dtype=np.int64)
+    pending = np.flatnonzero(~zero)
+    # step 2: X >= 1, P ∝ c_x a^x, by rejection from 1 + Geometric(1 - a)
+    while pending.size:
+        x = 1 + _geometric(rng, u, v, pending.size)
+        width = int(x.max()) - 1  # coin j: Bernoulli((f + j) / (j + 1)), j = 1 .. x - 1
+        if width:
+            j = np.arange(1, width + 1, dtype=np.int64)
+            ok = rng.integers(0, (j + 1) * fd, size=(pending.size, width)) < fn + j * fd
+            unused = j[None, :] > (x - 1)[:, None]  # coins past a value's x - 1 count for nothing
+            accept = np.all(ok | unused, axis=1)
+        else:
+            accept = np.ones(pending.size, dtype=bool)
+        out[pending[accept]] = x[accept]
+        pending = pending[~accept]
+    return out
+
+
+def _geometric_scalar(bits: _Bits, u: int, v: int) -> int:
+    count = 0
+    while bits.below(v) < u:
+        count += 1
+    return count
+
+
+def _nb_scalar(bits: _Bits, whole: int, fn: int, fd: int, u: int, v: int) -> int:
+    """One ``NB(whole + fn/fd, 1 - u/v)`` value: ``_geometric`` and ``_nb_fraction`` one
+    coin at a time (the same steps, the same law)."""
+    x = sum(_geometric_scalar(bits, u, v) for _ in range(whole))
+    if not fn:
+        return x
+    i = 1
+    while True:  # step 1: the Bernoulli factory, one combined draw per round
+        w = bits.below(v * fd * i)
+        if w < (v - u) * fd * i:
+            return x  # "X = 0"
+        if w < (v - u) * fd * i + u * fn:
+            break
+        i += 1
+    while True:  # step 2: 1 + Geometric, accepted with prod_(j < x) (f + j) / (j + 1)
+        y = 1 + _geometric_scalar(bits, u, v)
+        j = 1
+        while j < y and bits.below((j + 1) * fd) < fn + j * fd:
+            j += 1
+        if j == y:
+            return x + y
+
+
+def geometric(rng: np.random.Generator, ratio: Fraction, size: int) -> np.ndarray:
+    """``size`` exact ``Geometric`` values, ``P[X = x] = (1 - a) a^x`` for the rational
+    ``a = ratio`` in ``(0, 1)`` (int64)."""
+    u, v = _ratio(ratio, "ratio")
+    return _geometric(rng, u, v, _size(size))
+
+
+def _size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
+        raise ParameterError(f"must be an integer >= 1, got {size!r}", field="size")
+    return int(size)
+
+
+def negative_binomial(
+    rng: np.random.Generator, shape: Fraction, ratio: Fraction, size: int
+) -> np.ndarray:
+    """``size`` exact ``NB(r, 1 - a)`` values (failures before the r-th success: ``P[X =
+    x] = (r)_x / x! (1 - a)^r a^x``) for a rational shape ``r = shape > 0`` and ratio ``a
+    = ratio`` in ``(0, 1)`` (module docstring; int64). ``NB(1/m)`` is one party's Pólya
+    share: the sum of ``m`` independent ones is ``Geometric(1 - a)``."""
+    u, v = _ratio(ratio, "ratio")
+    n = _size(size)
+    if isinstance(shape, bool) or not isinstance(shape, int | Fraction) or shape <= 0:
+        raise ParameterError(
+            f"must be a positive rational (Fraction), got {shape!r}", field="shape"
+        )
+    r = Fraction(shape)
+    if r.denominator >= _MAX_DEN // 2**10:
+        raise ParameterError(f"denominator too large: {shape!r}", field="shape")
+    whole, frac = divmod(r.numerator, r.denominator)
+    if n < VECTOR_MIN:  # small requests: the same algorithm on a bit pool (as discrete_laplace)
+        bits = _Bits(rng)
+        values = [_nb_scalar(bits, whole, frac, r.denominator, u, v) for _ in range(n)]
+        return np.array(values, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    for _ in range(whole):
+        out += _geometric(rng, u, v, n)
+    if frac:
+        out += _nb_fraction(rng, Fraction(frac, r.denominator), u, v, n)
+    return out

@@ -19,10 +19,10 @@ from ldpfleet.protocol.cadr_theta_noise import (
     bucket_grid,
     bucket_vector,
     counts_above,
-    geometric_ratio,
     noise_parties,
     noise_sum,
     polya_share,
+    share_ratio,
     theta_from_counts,
 )
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
@@ -54,14 +54,14 @@ def test_any_m_shares_sum_to_the_two_sided_geometric(parties, eps):
     draws = 20_000
     # row j: the m devices' shares of draw j, summed (one entry each)
     sums = sum(polya_share(rng, parties, eps, draws) for _ in range(parties))
-    stat, df = _chi_square_vs_two_sided_geometric(sums, geometric_ratio(eps))
+    stat, df = _chi_square_vs_two_sided_geometric(sums, float(share_ratio(eps)))
     assert stat < chi2.isf(FALSE_FAILURE, df), (stat, df)
 
 
 def test_the_simulated_sum_of_shares_has_the_same_law():
     rng = np.random.default_rng(11)
     samples = noise_sum(rng, 9, 9, 0.8, 20_000)  # 9 survivors, noise for 9: exactly DLap
-    stat, df = _chi_square_vs_two_sided_geometric(samples, geometric_ratio(0.8))
+    stat, df = _chi_square_vs_two_sided_geometric(samples, float(share_ratio(0.8)))
     assert stat < chi2.isf(FALSE_FAILURE, df), (stat, df)
 
 
@@ -69,7 +69,7 @@ def test_more_survivors_than_parties_only_add_noise():
     # s = 2m survivors: NB(2) - NB(2) per entry, variance 2 * 2 a / (1 - a)^2 (twice the
     # mechanism's). Sample variance of 40,000 draws: relative sd sqrt((kurt - 1) / n) with
     # kurtosis < 10 here -> < 0.015; 0.1 is > 6.6 sd (two-sided ~4e-11).
-    a = geometric_ratio(1.0)
+    a = float(share_ratio(1.0))
     samples = noise_sum(np.random.default_rng(5), 20, 10, 1.0, 40_000)
     assert np.var(samples) == pytest.approx(4 * a / (1 - a) ** 2, rel=0.1)
 
@@ -162,3 +162,12 @@ def test_a_device_over_budget_answers_only_its_share():
     share = polya_share(np.random.default_rng(4), 3, device.budget.theta, 4)
     assert (device.theta_answer - share).tolist() == [0, 0, 0, 0]  # data-independent
     assert device.refusal is not None and device.refusal.request == "theta"
+
+
+def test_the_share_ratio_is_rational_and_never_spends_more_than_eps():
+    import math
+
+    for eps in (0.03, 0.18, 0.8, 3.0):
+        a = share_ratio(eps)
+        assert a.denominator <= 2**30 and a >= math.exp(-eps / 2) - 1e-15
+        assert 2 * math.log(1 / float(a)) <= eps * (1 + 1e-12)  # eps' <= eps

@@ -23,9 +23,12 @@ from ldpfleet.protocol.samplers import (
     bernoulli_exp,
     discrete_laplace,
     exact_scale,
+    geometric,
+    geometric_ratio_bound,
     laplace_on_grid,
+    negative_binomial,
 )
-from scipy.stats import chi2
+from scipy.stats import chi2, nbinom
 
 FALSE_FAILURE = 1e-6
 
@@ -162,3 +165,93 @@ def test_bad_grid_and_values_are_refused():
     with pytest.raises(ParameterError) as info:
         bernoulli_exp(rng, Fraction(-1, 2))
     assert info.value.field == "gamma"
+
+
+# --- negative binomial (Pólya) shares -------------------------------------------------------
+
+
+def _nb_cells(shape: float, ratio: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cells 0..K (each expected >= 50; K >= 1) with the upper tail pooled into cell K."""
+    k = 1
+    while n * nbinom.pmf(k + 1, shape, 1 - ratio) >= 50:
+        k += 1
+    support = np.arange(k + 1)
+    probs = nbinom.pmf(support, shape, 1 - ratio)
+    probs[-1] += nbinom.sf(k, shape, 1 - ratio)
+    return support, probs
+
+
+@pytest.mark.parametrize(
+    ("shape", "ratio"),
+    [
+        (Fraction(1, 3), Fraction(3, 5)),  # a share of 3 parties
+        (Fraction(7, 5), Fraction(3, 5)),  # one geometric + NB(2/5): the simulated sum
+        (Fraction(1, 40), Fraction(9, 10)),  # mostly zeros, long tail
+        (Fraction(2), Fraction(1, 7)),  # integer shape: geometrics only
+    ],
+)
+def test_negative_binomial_matches_its_exact_pmf(shape, ratio):
+    sample = negative_binomial(np.random.default_rng(21), shape, ratio, 300_000)
+    support, probs = _nb_cells(float(shape), float(ratio), sample.size)
+    stat = _chi_square(sample, support, probs)
+    assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), (stat, support.size)
+
+
+def test_the_small_request_negative_binomial_path_matches_the_pmf_too():
+    rng = np.random.default_rng(23)
+    size = VECTOR_MIN - 1  # the bit-pool path
+    shape, ratio = Fraction(2, 7) + 1, Fraction(2, 3)
+    sample = np.concatenate([negative_binomial(rng, shape, ratio, size) for _ in range(1600)])
+    support, probs = _nb_cells(float(shape), float(ratio), sample.size)
+    stat = _chi_square(sample, support, probs)
+    assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), (stat, support.size)
+
+
+def test_m_polya_shares_sum_to_one_geometric():
+    # NB(1/m) summed over m independent draws is NB(1) = Geometric(1 - a) exactly.
+    rng = np.random.default_rng(22)
+    m, a, n = 10, Fraction(4, 5), 60_000
+    total = sum(negative_binomial(rng, Fraction(1, m), a, n) for _ in range(m))
+    support, probs = _nb_cells(1.0, 0.8, n)
+    assert _chi_square(total, support, probs) < chi2.ppf(1 - FALSE_FAILURE, support.size - 1)
+    plain = geometric(rng, a, n)
+    assert _chi_square(plain, support, probs) < chi2.ppf(1 - FALSE_FAILURE, support.size - 1)
+
+
+def test_negative_binomial_same_seed_same_values():
+    a = negative_binomial(np.random.default_rng(5), Fraction(1, 9), Fraction(7, 8), 49)
+    b = negative_binomial(np.random.default_rng(5), Fraction(1, 9), Fraction(7, 8), 49)
+    assert a.dtype == np.int64 and a.shape == (49,) and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("gamma", [Fraction(1, 10**6), 0.09, 0.015, 1.0, Fraction(7, 2), 30.0])
+def test_geometric_ratio_bound_is_an_upper_bound_within_one_grid_step(gamma):
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60  # exp of a 60-digit value, correctly rounded: far below 2**-30
+        g = Fraction(gamma)
+        true = Fraction((-(Decimal(g.numerator) / Decimal(g.denominator))).exp())
+    a = geometric_ratio_bound(gamma)
+    assert a.denominator <= 2**30 and a >= true and a - true < Fraction(1, 2**30)
+    # the mechanism it gives spends at most the gamma it was asked for
+    assert -math.log(float(a)) <= float(gamma) * (1 + 1e-12)
+
+
+def test_bad_negative_binomial_arguments_are_refused_naming_the_field():
+    rng = np.random.default_rng(0)
+    cases = [
+        (dict(shape=Fraction(0), ratio=Fraction(1, 2), size=3), "shape"),
+        (dict(shape=0.5, ratio=Fraction(1, 2), size=3), "shape"),
+        (dict(shape=Fraction(1, 2), ratio=0.5, size=3), "ratio"),
+        (dict(shape=Fraction(1, 2), ratio=Fraction(1), size=3), "ratio"),
+        (dict(shape=Fraction(1, 2), ratio=Fraction(1, 2), size=0), "size"),
+    ]
+    for kwargs, field in cases:
+        with pytest.raises(ParameterError) as info:
+            negative_binomial(rng, **kwargs)
+        assert info.value.field == field
+    for bad in (0, -1.0, float("nan"), "1", 2.0**-40):
+        with pytest.raises(ParameterError) as info:
+            geometric_ratio_bound(bad)
+        assert info.value.field == "gamma"
