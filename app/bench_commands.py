@@ -75,11 +75,20 @@ def bench_gcdp_command(
     attacker: Annotated[
         str, typer.Option(help="Reading (occupancy): attacker inputs, others or all.")
     ] = "others",
+    readings: Annotated[
+        str,
+        typer.Option(
+            help="More readings, name=value comma list: split (holdout|train), task_fit, "
+            "attacker_fit (clean|private), weights (none|balanced); docs/gcdp.md."
+        ),
+    ] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """Seed 000's evaluation on Occupancy, Intel Lab or WISDM: F1 and attack AUC per method
     and budget, the eps = 1 ablations, runtime, peak memory."""
     from ldpfleet.app import bench_gcdp
+    from ldpfleet.app.gcdp_datasets import parse_readings
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.protocol.errors import ParameterError
 
     try:
@@ -90,13 +99,15 @@ def bench_gcdp_command(
             eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
         except ValueError:
             raise ParameterError(f"not a comma list of numbers: {eps!r}", field="eps") from None
-        readings = bench_gcdp.Readings(clip=clip, utility=utility, gau_l2=gau_l2,
-                                       attacker=attacker)  # fmt: skip
-        result = bench_gcdp.bench_gcdp(
-            dataset, methods, eps_list, draws, seed, train_file=train_file or None,
-            test_file=test_file or None, readings=readings,
-            window=window if dataset == "occupancy" else None,
-        )  # fmt: skip
+        chosen = parse_readings(readings, bench_gcdp.Readings(
+            clip=clip, utility=utility, gau_l2=gau_l2, attacker=attacker))  # fmt: skip
+        with job_progress(f"bench gcdp {dataset}", unit="cells") as advance:
+            result = bench_gcdp.bench_gcdp(
+                dataset, methods, eps_list, draws, seed, train_file=train_file or None,
+                test_file=test_file or None, readings=chosen,
+                window=window if dataset == "occupancy" else None,
+                progress=as_callback(advance),
+            )  # fmt: skip
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -111,10 +122,14 @@ def bench_gcdp_timing_command(
     """Occupancy: median wall time of one calibration-and-release pass per method
     (Lap-DP, Ada-DP, Risk-DP, GC-DP, GC-DP-Cache) against the seed's Table 12."""
     from ldpfleet.app import bench_gcdp_scaling
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.protocol.errors import ParameterError
 
     try:
-        result = bench_gcdp_scaling.bench_gcdp_timing(repeats, seed)
+        with job_progress("bench gcdp-timing", unit="passes") as advance:
+            result = bench_gcdp_scaling.bench_gcdp_timing(
+                repeats, seed, progress=as_callback(advance)
+            )
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -132,6 +147,7 @@ def bench_gcdp_scaling_command(
     """Calibration time per step against the number of nodes M (synthetic correlated
     data), as JSON and a log-log PNG plot."""
     from ldpfleet.app import bench_gcdp_scaling
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.protocol.errors import ParameterError
 
     try:
@@ -139,9 +155,10 @@ def bench_gcdp_scaling_command(
             ms_list = tuple(int(v) for v in ms.split(",") if v.strip())
         except ValueError:
             raise ParameterError(f"not a comma list of integers: {ms!r}", field="ms") from None
-        result = bench_gcdp_scaling.bench_gcdp_scaling(
-            ms_list, records, repeats, seed, plot=plot or None
-        )
+        with job_progress("bench gcdp-scaling", unit="passes") as advance:
+            result = bench_gcdp_scaling.bench_gcdp_scaling(
+                ms_list, records, repeats, seed, plot=plot or None, progress=as_callback(advance)
+            )
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
@@ -59,14 +60,12 @@ from ldpfleet.collector.gcdp import (
     gau_dp,
     gc_dp,
     lap_dp,
-    masking_deltas,
-    mean_bound,
     non_private,
     release_scales,
     risk_dp,
 )
 from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
-from ldpfleet.collector.gcdp.evaluation import f1_percent, label_utility, oriented_auc
+from ldpfleet.collector.gcdp.evaluation import f1_percent, oriented_auc
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -77,6 +76,7 @@ __all__ = [
     "Readings",
     "bench_gcdp",
     "bench_gcdp_command",
+    "select_tau",
 ]
 
 # The command line ``bench_gcdp_command``, and METHODS and DATASETS it names, are in
@@ -197,25 +197,30 @@ def _calibration(nodes, masking, cmap, bounds, utility, tau, *, lag_window: int 
     }
 
 
-def _calibrate(train_norm: np.ndarray, train_feats: np.ndarray, train_labels: np.ndarray,
-               window: int, tau: float, **switches) -> dict:  # fmt: skip
-    """The Occupancy calibration on the public training records (d = M window means)."""
-    return _calibration(
-        train_norm,
-        lambda: masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0),
-        None,
-        np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window)),
-        label_utility(train_feats, train_labels),
-        tau,
-        **switches,
-    )
-
-
-def _calibrate_prepared(prep: Prepared, tau: float, **switches) -> dict:
+def _calibrate_prepared(prep: Prepared, tau: float, *, fresh_utility: bool = False,
+                        **switches) -> dict:  # fmt: skip
+    """Algorithms 1-3's inputs for ``prep`` at ``tau``; ``fresh_utility`` recomputes mu_k
+    (the masking utility on the validation windows) inside the pass, as a timed pass must."""
+    fresh = fresh_utility and prep.compute_utility is not None
+    utility = prep.compute_utility() if fresh else prep.utility
     cal = _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
-                       prep.utility, tau, **switches)  # fmt: skip
+                       utility, tau, **switches)  # fmt: skip
     cal["gau_l2"] = prep.gau_l2
     return cal
+
+
+def select_tau(
+    prep: Prepared, draws: int, seed: int, tick: Callable[[], None] = lambda: None
+) -> tuple[float, dict[float, float]]:
+    """Table 5's rule: tau from ``TAU_GRID`` maximising the mean GC-DP F1 at eps = 1 on the
+    validation windows over ``draws`` releases (generator stream 2); ties -> smaller."""
+    val_f, val_l = prep.validation_windows
+    scores = {}
+    for tau in TAU_GRID:
+        cal = _calibrate_prepared(prep, tau)
+        scores[tau] = _mean_f1("GC-DP", prep, val_f, val_l, cal, 1.0, draws, seed, None, 2)[0]
+        tick()
+    return max(TAU_GRID, key=lambda t: (scores[t], -t)), scores
 
 
 def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.Generator):
@@ -247,25 +252,94 @@ def _budgets(cal: dict, eps: float) -> np.ndarray:
 
 
 def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
-    out = np.array([_release(method, row, cal, eps, rng) for row in feats])
+    """Every window released with the same theta (one invocation per row, batched)."""
+    out = _release(method, np.asarray(feats, dtype=float), cal, eps, rng)
     return np.clip(out, 0.0, 1.0)  # fixed post-processing before the classifier
 
 
-def _mean_f1(method, feats, labels, model, cal, eps, draws, seed, attack=None,
-             metric=f1_percent) -> tuple:  # fmt: skip
-    """Mean and std of the task ``metric`` over ``draws`` releases, and (if ``attack`` =
-    (attacker, protected labels[, input columns, test rows])) the mean oriented attack AUC
-    on the SAME releases."""
-    scores, aucs = [], []
+def _draw(method, prep: Prepared, feats, labels, cal, eps, rng_key, attack) -> tuple:
+    """One release of ``feats``: (task score, oriented attack AUC, attack F1 as a fraction);
+    the attack entries are None without ``attack`` = (protected labels, test rows). Under
+    ``task_fit`` / ``attacker_fit = "private"`` the classifier / attacker is refitted on a
+    release of the training windows by the same method and budget (generator key + (1,))."""
+    seed, k, stream = rng_key
+    key = [seed, round(eps * 1e6), k] + ([stream] if stream else [])
+    released = _release_all(method, feats, cal, eps, np.random.default_rng(key))
+    readings = prep.readings
+    private_fit = "private" in (readings.task_fit, readings.attacker_fit)
+    if private_fit and method != "NonPrivate":
+        train_key = [seed, round(eps * 1e6), k, 1] + ([stream] if stream else [])
+        train_rel = _release_all(method, prep.train_f, cal, eps, np.random.default_rng(train_key))
+    else:
+        train_rel = prep.train_f
+    model = prep.model
+    if readings.task_fit == "private":
+        model = prep.fit_task(train_rel, prep.train_l)
+    score = prep.metric(labels, model.predict(released))
+    if attack is None:
+        return score, None, None
+    protected, rows = attack
+    attacker = prep.attacker
+    inputs = prep.attack_inputs
+    if readings.attacker_fit == "private":
+        attacker = prep.fit_attacker(train_rel[:, inputs], prep.train_protected)
+    seen = (released if rows is None else released[rows])[:, inputs]
+    auc = oriented_auc(protected, attacker.decision(seen))
+    return score, auc, f1_percent(protected, attacker.predict(seen)) / 100.0
+
+
+def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attack=None,
+             stream: int = 0) -> tuple:  # fmt: skip
+    """Mean and std of the task metric over ``draws`` releases, and (with ``attack``) the
+    mean oriented attack AUC and attack F1 on the SAME releases (None without). Draw k's
+    generator is keyed (seed, eps, k) for the test windows (``stream`` 0, as ``_rng``) and
+    (seed, eps, k, stream) otherwise (2: validation), so validation noise is independent."""
+    rows = [_draw(method, prep, feats, labels, cal, eps, (seed, k, stream), attack)
+            for k in range(draws)]  # fmt: skip
+    scores = [r[0] for r in rows]
+    auc = float(np.mean([r[1] for r in rows])) if attack is not None else None
+    attack_f1 = float(np.mean([r[2] for r in rows])) if attack is not None else None
+    return float(np.mean(scores)), float(np.std(scores)), auc, attack_f1
+
+
+def bayes_bound_f1(prep: Prepared, eps: float, draws: int, seed: int) -> float:
+    """Diagnostic: mean F1 (%) of an oracle on Lap-DP releases of the test windows. For
+    each release it scores every window by the likelihood ratio of the two classes, each
+    class being the EMPIRICAL mixture of the clean test windows of that class convolved with
+    the release noise (Laplace, scale ``B_k / eps_k``, unclipped), and takes the best
+    threshold on the test labels. It knows what no fair classifier knows (the test windows'
+    clean values, their labels, the threshold), so it bounds from above what a classifier
+    of one uniform-budget release can reach (generator key (seed, eps, draw, 3))."""
+    x, y = prep.test_f, prep.test_l
+    if y.min() == y.max():
+        return float("nan")
+    scale = np.asarray(prep.bounds) / (eps / x.shape[1])
+    scores = []
     for k in range(draws):
-        released = _release_all(method, feats, cal, eps, _rng(seed, method, eps, k))
-        scores.append(metric(labels, model.predict(released)))
-        if attack is not None:
-            attacker, protected, inputs, rows = (*attack, ATTACK_INPUTS, None)[:4]
-            seen = released if rows is None else released[rows]
-            aucs.append(oriented_auc(protected, attacker.decision(seen[:, inputs])))
-    auc = float(np.mean(aucs)) if aucs else None
-    return float(np.mean(scores)), float(np.std(scores)), auc
+        rng = np.random.default_rng([seed, round(eps * 1e6), k, 3])
+        released = _release("Lap-DP", x, {"bounds": prep.bounds}, eps, rng)
+        loglik = -(np.abs(released[:, None, :] - x[None, :, :]) / scale).sum(axis=2)
+        by_class = [_log_mean_exp(loglik[:, y == c]) for c in (0, 1)]
+        ratio = by_class[1] - by_class[0]
+        scores.append(max(f1_percent(y, (ratio >= t).astype(int)) for t in np.unique(ratio)))
+    return float(np.mean(scores))
+
+
+def _log_mean_exp(a: np.ndarray) -> np.ndarray:
+    top = a.max(axis=1, keepdims=True)
+    return (top + np.log(np.exp(a - top).mean(axis=1, keepdims=True)))[:, 0]
+
+
+def _counter(progress, total: int) -> Callable[[], None]:
+    """``tick()`` reporting ``progress(done, total)`` after each cell (no-op without one)."""
+    state = {"done": 0}
+
+    def tick() -> None:
+        state["done"] += 1
+        if progress is not None:
+            progress(state["done"], total)
+
+    return tick
 
 
 def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tuple[float, ...]]:
@@ -297,6 +371,7 @@ def bench_gcdp(
     train_file: str | None = None,
     test_file: str | None = None,
     readings: Readings = READINGS,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """The evaluation of ``dataset`` (one loop for all; the per-dataset protocol is in
     ``scenarios.gcdp_datasets``). ``data`` replaces the files (tests use synthetic frames):
@@ -306,7 +381,9 @@ def bench_gcdp(
     so are ``train_file`` (calibration + training) and ``test_file`` (the protected
     release), any Occupancy-format files (default the shipped datatraining / datatest).
     ``readings`` picks the readings of the seed's open details (``Readings``; defaults =
-    the kept ones, docs/gcdp.md)."""
+    the kept ones, docs/gcdp.md). ``progress(done, total)`` is called after every
+    evaluated cell (tau candidates, method x budget on the test and validation windows,
+    ablations)."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
     for name, value in (("window", window), ("train_file", train_file), ("test_file", test_file)):
         if value is not None and dataset != "occupancy":
@@ -316,40 +393,46 @@ def bench_gcdp(
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
                    train_file=train_file, test_file=test_file)  # fmt: skip
     seed_tables = SEED_TABLES[dataset]
-    attack = (prep.attacker, prep.protected, prep.attack_inputs, prep.attack_rows)
+    attack = (prep.protected, prep.attack_rows)
+    val_f, val_l = prep.validation_windows
+    val_attack = (prep.val_protected, None) if prep.has_validation else None
+    cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if prep.has_validation else 1)
+    tick = _counter(progress, cells + len(ABLATIONS))
 
-    def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack):
-        return _mean_f1(method, feats, labels, prep.model, cal, eps, draws, seed, attack,
-                        prep.metric)  # fmt: skip
+    def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack,
+                 stream=0):  # fmt: skip
+        out = _mean_f1(method, prep, feats, labels, cal, eps, draws, seed, attack, stream)
+        tick()
+        return out
 
-    # tau: validation F1 of GC-DP at eps = 1 on the training windows; ties -> smaller.
-    tau_f1 = {}
-    for tau in TAU_GRID:
-        cal = _calibrate_prepared(prep, tau)
-        tau_f1[tau] = evaluate("GC-DP", cal, 1.0, prep.train_f, prep.train_l, None)[0]
-    tau = max(TAU_GRID, key=lambda t: (tau_f1[t], -t))
+    tau, tau_f1 = select_tau(prep, draws, seed, tick)
     cal = _calibrate_prepared(prep, tau)
 
-    f1: dict[str, dict[str, float]] = {}
-    f1_std: dict[str, dict[str, float]] = {}
-    auc: dict[str, dict[str, float]] = {}
+    f1, f1_std, auc, attack_f1 = {}, {}, {}, {}
+    validation = {"f1": {}, "attack_auc": {}}
     for method in methods:
-        f1[method], f1_std[method], auc[method] = {}, {}, {}
+        f1[method], f1_std[method], auc[method], attack_f1[method] = {}, {}, {}, {}
         for eps in eps_t:
-            mean, std, attack_auc = evaluate(method, cal, eps)
+            mean, std, attack_auc, att_f1 = evaluate(method, cal, eps)
             f1[method][str(eps)] = round(mean, 4)
             f1_std[method][str(eps)] = round(std, 4)
             auc[method][str(eps)] = round(attack_auc, 4)
+            attack_f1[method][str(eps)] = round(att_f1, 4)
+        if prep.has_validation:  # the readings are chosen on this table, never on the test
+            rows = {str(e): evaluate(method, cal, e, val_f, val_l, val_attack, 2) for e in eps_t}
+            validation["f1"][method] = {e: round(r[0], 4) for e, r in rows.items()}
+            validation["attack_auc"][method] = {e: round(r[2], 4) for e, r in rows.items()}
 
     ablation = {}
     seed_ablation = seed_tables["ablation"]
     for name, (switches, overrides) in ABLATIONS.items():
         variant = _calibrate_prepared(prep, tau, **switches, allocation=overrides)
-        mean, std, attack_auc = evaluate("GC-DP", variant, 1.0)
+        mean, std, attack_auc, att_f1 = evaluate("GC-DP", variant, 1.0)
         ablation[name] = {
             "f1": round(mean, 4),
             "f1_std": round(std, 4),
             "attack_auc": round(attack_auc, 4),
+            "attack_f1": round(att_f1, 4),
             "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
             "edges": variant["edges"],
             "seed_f1": seed_ablation.get(name, (None, None))[0],
@@ -385,10 +468,17 @@ def bench_gcdp(
         "seed_f1": {m: {str(e): v for e, v in seed_f1[m].items()} for m in methods if m in seed_f1},
         "attack": prep.attack_info,
         "attack_auc": auc,
+        "attack_f1": attack_f1,
         "seed_attack_auc": {
             m: {str(e): v for e, v in seed_auc[m].items()} for m in methods if m in seed_auc
         },
     }
+    if prep.has_validation:
+        result["validation"] = validation
+    if dataset == "occupancy":
+        result["lap_dp_bayes_bound_f1"] = {
+            str(e): round(bayes_bound_f1(prep, e, draws, seed), 4) for e in eps_t
+        }
     if timing:
         result["runtime_s"], result["peak_mem_mb"] = _timings(methods, prep, tau, seed)
         result["seed_runtime_s"] = seed_tables["runtime_s"]
@@ -401,7 +491,7 @@ def _one_pass(method, prep: Prepared, tau, seed) -> None:
     if method in ("NonPrivate", "Lap-DP", "Gau-DP"):
         cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2}
     else:
-        cal = _calibrate_prepared(prep, tau)
+        cal = _calibrate_prepared(prep, tau, fresh_utility=True)
     _release_all(method, prep.test_f, cal, 1.0, _rng(seed, method, 1.0, 0))
 
 

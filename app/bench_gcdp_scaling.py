@@ -44,8 +44,15 @@ import numpy as np
 from ldpfleet.app.bench_commands import SCALING_DEFAULT_PLOT as DEFAULT_PLOT
 from ldpfleet.app.bench_commands import SCALING_DEFAULT_RECORDS as DEFAULT_RECORDS
 from ldpfleet.app.bench_commands import bench_gcdp_scaling_command, bench_gcdp_timing_command
-from ldpfleet.app.bench_gcdp import WINDOW, _calibrate, _mean_f1, _release_all, _rng
-from ldpfleet.app.gcdp_datasets import occupancy_windows
+from ldpfleet.app.bench_gcdp import (
+    WINDOW,
+    _calibrate_prepared,
+    _counter,
+    _release_all,
+    _rng,
+    select_tau,
+)
+from ldpfleet.app.gcdp_datasets import Prepared, prepare
 from ldpfleet.collector.gcdp import (
     allocate_budget,
     build_calibration_graph,
@@ -62,7 +69,7 @@ from ldpfleet.collector.gcdp.correlation import lagged_correlations
 from ldpfleet.collector.gcdp.evaluation import (
     fit_logistic,
     fit_normalizer,
-    label_utility,
+    masking_utility,
     normalize,
     window_means,
 )
@@ -126,43 +133,33 @@ def drift_summary(calibration: np.ndarray) -> np.ndarray:
     return rho0[np.triu_indices(rho0.shape[0], k=1)]
 
 
-def _select_tau(train_norm, train_f, train_l, window, draws, seed) -> float:
-    """``bench gcdp``'s rule: validation F1 of GC-DP at eps = 1, ties -> smaller tau."""
-    model = fit_logistic(train_f, train_l)
-    scores = {}
-    for tau in TAU_GRID:
-        cal = _calibrate(train_norm, train_f, train_l, window, tau)
-        scores[tau] = _mean_f1("GC-DP", train_f, train_l, model, cal, 1.0, draws, seed)[0]
-    return max(TAU_GRID, key=lambda t: (scores[t], -t))
-
-
-def _pass_factory(methods, train_norm, train_f, train_l, test_f, window, tau, seed):
+def _pass_factory(methods, prep: Prepared, tau, seed):
     """One zero-argument callable per method (one calibration-and-release pass each) and
-    the cache, primed with its first calibration when GC-DP-Cache is timed."""
-    m = train_norm.shape[1]
+    the cache, primed with its first calibration when GC-DP-Cache is timed. Calibration is
+    ``bench gcdp``'s own (``_calibrate_prepared``), utility recomputed in every pass."""
 
     def calibrate() -> dict:
-        return _calibrate(train_norm, train_f, train_l, window, tau)
+        return _calibrate_prepared(prep, tau, fresh_utility=True)
 
     def lap() -> None:
-        cal = {"bounds": np.full(m, mean_bound(0.0, 1.0, window))}
-        _release_all("Lap-DP", test_f, cal, 1.0, _rng(seed, "Lap-DP", 1.0, 0))
+        cal = {"bounds": prep.bounds}
+        _release_all("Lap-DP", prep.test_f, cal, 1.0, _rng(seed, "Lap-DP", 1.0, 0))
 
     def calibrated(method: str) -> Callable[[], None]:
         def run() -> None:
-            _release_all(method, test_f, calibrate(), 1.0, _rng(seed, method, 1.0, 0))
+            _release_all(method, prep.test_f, calibrate(), 1.0, _rng(seed, method, 1.0, 0))
 
         return run
 
     cache: CachedCalibration[dict] = CachedCalibration(calibrate, DriftMonitor(DRIFT_THRESHOLD))
     decisions = []
     if "GC-DP-Cache" in methods:  # theta calibrated earlier, outside every timed pass
-        decisions.append(cache.theta_for(drift_summary(train_norm)))
+        decisions.append(cache.theta_for(drift_summary(prep.train_nodes)))
 
     def cached() -> None:
-        decision = cache.theta_for(drift_summary(train_norm))
+        decision = cache.theta_for(drift_summary(prep.train_nodes))
         decisions.append(decision)
-        _release_all("GC-DP", test_f, decision.theta, 1.0, _rng(seed, "GC-DP", 1.0, 0))
+        _release_all("GC-DP", prep.test_f, decision.theta, 1.0, _rng(seed, "GC-DP", 1.0, 0))
 
     everything = {
         "Lap-DP": lap,
@@ -183,12 +180,14 @@ def bench_gcdp_timing(
     tau_draws: int = 10,
     window: int = WINDOW,
     data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Median (min, max) wall time of one calibration-and-release pass at eps = 1 per
     method on Occupancy, peak traced memory, and the seed's Table 12 next to ours.
 
     ``data`` = (train_x, train_y, test_x, test_y) replaces the files; ``tau`` skips the
-    selection (which otherwise uses ``tau_draws`` draws, as ``bench gcdp --draws``)."""
+    selection (which otherwise uses ``tau_draws`` draws, as ``bench gcdp --draws``).
+    ``progress(done, total)`` is called after every pass (warm-up, timed, traced)."""
     methods = tuple(methods) if not isinstance(methods, str) else (methods,)
     if (
         not methods
@@ -204,22 +203,23 @@ def bench_gcdp_timing(
     window = _int_at_least(window, "window", 1)
     if tau is not None and tau not in TAU_GRID:
         raise ParameterError(f"must be one of {list(TAU_GRID)}, got {tau!r}", field="tau")
-    train_norm, train_f, train_l, test_f, _ = occupancy_windows(data, window)
+    prep = prepare("occupancy", data, window)
     tau_selected = tau is None
     if tau is None:
-        tau = _select_tau(train_norm, train_f, train_l, window, tau_draws, seed)
+        tau = select_tau(prep, tau_draws, seed)[0]
 
-    passes, cache, decisions = _pass_factory(
-        methods, train_norm, train_f, train_l, test_f, window, tau, seed
-    )
+    passes, cache, decisions = _pass_factory(methods, prep, tau, seed)
+    tick = _counter(progress, len(methods) * (repeats + 2))
     for run in passes.values():  # warm-up (imports, caches), untimed
         run()
+        tick()
     times: dict[str, list[float]] = {method: [] for method in methods}
     for _ in range(repeats):
         for method in methods:
             start = time.perf_counter()
             passes[method]()
             times[method].append(time.perf_counter() - start)
+            tick()
     memory = {}
     for method in methods:
         tracemalloc.start()
@@ -228,6 +228,7 @@ def bench_gcdp_timing(
             memory[method] = round(tracemalloc.get_traced_memory()[1] / 2**20, 3)
         finally:
             tracemalloc.stop()
+        tick()
 
     runtime = {method: _seconds(values) for method, values in times.items()}
     speedup = {
@@ -238,9 +239,12 @@ def bench_gcdp_timing(
         "dataset": "occupancy",
         "protocol": {
             "window": window,
-            "train_records": int(train_norm.shape[0]),
-            "train_windows": int(train_f.shape[0]),
-            "test_windows": int(test_f.shape[0]),
+            "split": prep.readings.split,
+            "train_records": int(prep.train_nodes.shape[0]),
+            "train_windows": int(prep.train_f.shape[0]),
+            "validation_windows": int(prep.validation_windows[0].shape[0]),
+            "test_windows": int(prep.test_f.shape[0]),
+            "utility": "masking utility on the validation windows (bench gcdp's), every pass",
             "eps_rel": 1.0,
             "tau": tau,
             "tau_selected": tau_selected,
@@ -292,9 +296,15 @@ def synthetic_nodes(m: int, records: int, seed: int) -> tuple[np.ndarray, np.nda
     return normalize(x, low, high), factors
 
 
-def _scaling_once(x: np.ndarray, labels: np.ndarray, window: int, rng) -> dict[str, float]:
-    """One timed calibration (4 steps) and one release on the (records x M) matrix."""
+def _scaling_once(x: np.ndarray, labels: np.ndarray, window: int, rng,
+                  model=None) -> dict[str, float]:  # fmt: skip
+    """One timed calibration (4 steps) and one release on the (records x M) matrix.
+    ``model`` is the fixed downstream classifier of the window means (fitted once per M,
+    outside the timing; fitted here when None); the utility step is ``bench gcdp``'s
+    masking utility of that classifier."""
     m = x.shape[1]
+    if model is None:
+        model = fit_logistic(*window_means(x, labels, window))
     bounds = np.full(m, mean_bound(0.0, 1.0, window))
     out = {}
     start = time.perf_counter()
@@ -312,7 +322,7 @@ def _scaling_once(x: np.ndarray, labels: np.ndarray, window: int, rng) -> dict[s
 
     start = time.perf_counter()
     feats, win_labels = window_means(x, labels, window)
-    utility = label_utility(feats, win_labels)
+    utility = masking_utility(model, feats, win_labels)
     budgets = allocate_budget(1.0, scales, utility, graph.exposure_norm)
     out["allocation"] = time.perf_counter() - start
 
@@ -348,19 +358,26 @@ def bench_gcdp_scaling(
     seed: int = 0,
     *,
     plot: str | Path | None = DEFAULT_PLOT,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Median time of each calibration step against the node count M (synthetic data),
-    and a log-log plot written to ``plot`` (``None``: no plot)."""
+    and a log-log plot written to ``plot`` (``None``: no plot). ``progress(done, total)``
+    is called after every pass (one warm-up and ``repeats`` timed passes per M)."""
     ms_t = _check_scaling(ms, records, repeats, seed)
+    tick = _counter(progress, len(ms_t) * (repeats + 1))
     rows = []
     for m in ms_t:
         x, factors = synthetic_nodes(m, records, seed)
         labels = (factors[:, 0] > np.median(factors[:, 0])).astype(int)
         samples: dict[str, list[float]] = {step: [] for step in (*SCALING_STEPS, "total")}
         edges = 0
-        _scaling_once(x, labels, SCALING_WINDOW, np.random.default_rng([seed, m]))  # warm-up
+        model = fit_logistic(*window_means(x, labels, SCALING_WINDOW))  # untimed, once
+        _scaling_once(x, labels, SCALING_WINDOW, np.random.default_rng([seed, m]), model)
+        tick()
         for rep in range(repeats):
-            once = _scaling_once(x, labels, SCALING_WINDOW, np.random.default_rng([seed, m, rep]))
+            rng = np.random.default_rng([seed, m, rep])
+            once = _scaling_once(x, labels, SCALING_WINDOW, rng, model)
+            tick()
             edges = int(once["edges"])
             for step in SCALING_STEPS:
                 samples[step].append(once[step])
@@ -400,7 +417,8 @@ def bench_gcdp_scaling(
             "scores": "Algorithm 1 steps 1-2: lagged_abs_pearson",
             "graph": "Algorithm 1 steps 3-9: build_calibration_graph",
             "influence": "Algorithm 2: masking_deltas + empirical_influence + release_scales",
-            "allocation": "Algorithm 3: window utility (label_utility) + allocate_budget",
+            "allocation": "Algorithm 3: masking utility of the fixed window classifier "
+            "(masking_utility, as bench gcdp) + allocate_budget",
             "release": "Algorithm 4: laplace_release of one window (d = M)",
         },
         "rows": rows,

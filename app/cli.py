@@ -1468,15 +1468,11 @@ def _one_line_command(group: typer.Typer, name: str, function) -> None:
 # the command lines of app/audit_cli.py and app/bench_commands.py: their benches import
 # numpy or scipy when they run
 _one_line_command(bench_app, "cadr-sweep", _with_activity("bench cadr-sweep")(bench_cadr_sweep))
-_one_line_command(bench_app, "gcdp", _with_activity("bench gcdp")(bench_gcdp_command))
+_one_line_command(bench_app, "gcdp", bench_gcdp_command)
 _one_line_command(app, "audit", audit_command)
-_one_line_command(
-    bench_app, "gcdp-timing", _with_activity("bench gcdp-timing")(bench_gcdp_timing_command)
-)
+_one_line_command(bench_app, "gcdp-timing", bench_gcdp_timing_command)
 _one_line_command(bench_app, "mechanisms", bench_mechanisms_command)
-_one_line_command(
-    bench_app, "gcdp-scaling", _with_activity("bench gcdp-scaling")(bench_gcdp_scaling_command)
-)
+_one_line_command(bench_app, "gcdp-scaling", bench_gcdp_scaling_command)
 
 
 def _bench_cadr_fleet(

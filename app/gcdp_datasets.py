@@ -57,9 +57,11 @@ of the training values and scaled to [0, 1]".
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from ldpfleet.collector.gcdp import (
@@ -97,6 +99,7 @@ __all__ = [
     "load_intel",
     "load_wisdm_arff",
     "occupancy_windows",
+    "parse_readings",
     "prepare",
 ]
 
@@ -133,12 +136,27 @@ class Readings:
     * ``attacker`` (Occupancy only) -- the attacker's released inputs: ``"others"`` the four
       channels other than HumidityRatio (cross-channel inference, §1) or ``"all"`` the
       whole released vector (§5.3 "observes the privatized representation").
+    * ``split`` (Occupancy only) -- where validation utility comes from (Table 3 "fixed
+      train/validation/test partition"): ``"holdout"`` the last ``VALIDATION_SHARE`` of the
+      training file's records (whole windows, no window crosses the cut; clipping, graph,
+      masking deltas, classifier and attacker use the first part only; tau and mu_k the
+      held-out part), or ``"train"`` the training windows themselves (earlier runs).
+    * ``task_fit`` / ``attacker_fit`` -- what the fixed classifier / attacker is fitted on:
+      ``"clean"`` the non-private training windows, once, or ``"private"`` a release of the
+      training windows by the same mechanism at the same budget (one per draw, an
+      independent generator; §5.3 "the attacker observes the privatized representation").
+    * ``weights`` -- the class weighting of both logistic fits (§5.1 holds it fixed without
+      naming it): ``"none"`` or ``"balanced"`` (each class weighs half).
     """
 
     clip: str = "iqr"
     utility: str = "mask"
     gau_l2: str = "occurrence"
     attacker: str = "others"
+    split: str = "holdout"
+    task_fit: str = "clean"
+    attacker_fit: str = "clean"
+    weights: str = "none"
 
     def __post_init__(self) -> None:
         for name, allowed in READING_CHOICES.items():
@@ -149,8 +167,7 @@ class Readings:
                 )
 
     def as_dict(self) -> dict[str, str]:
-        return {"clip": self.clip, "utility": self.utility, "gau_l2": self.gau_l2,
-                "attacker": self.attacker}  # fmt: skip
+        return {name: getattr(self, name) for name in READING_CHOICES}
 
 
 READING_CHOICES = {
@@ -158,8 +175,33 @@ READING_CHOICES = {
     "utility": ("mask", "corr"),
     "gau_l2": ("occurrence", "sum"),
     "attacker": ("others", "all"),
+    "split": ("holdout", "train"),
+    "task_fit": ("clean", "private"),
+    "attacker_fit": ("clean", "private"),
+    "weights": ("none", "balanced"),
 }
 READINGS = Readings()
+# Intel Lab and WISDM validate on their training part (their split is fixed in their protocol)
+OCCUPANCY_ONLY_READINGS = ("attacker", "task_fit", "attacker_fit", "weights")
+VALIDATION_SHARE = 0.2  # Occupancy: the training file's last fifth validates (fixed, not searched)
+
+
+def parse_readings(text: str, base: Readings = READINGS) -> Readings:
+    """``"split=train,weights=balanced"`` -> ``Readings`` (unnamed fields from ``base``);
+    an unknown name or value is refused with ``ParameterError`` naming it."""
+    changes: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in READING_CHOICES:
+            raise ParameterError(
+                f"must be name=value with a name among {', '.join(READING_CHOICES)}, got {item!r}",
+                field="readings",
+            )
+        changes[name] = value.strip()
+    return dataclasses.replace(base, **changes)
 
 
 def _clip_fit(train: np.ndarray, readings: Readings) -> tuple[np.ndarray, np.ndarray]:
@@ -202,6 +244,31 @@ class Prepared:
     protocol_tail: dict
     attack_info: dict = field(default_factory=dict)
     gau_l2: float | None = None  # Gau-DP's l2 certificate (None: sqrt(sum B_k^2))
+    # validation windows for tau (and the validation table); None: the training windows
+    val_f: np.ndarray | None = None
+    val_l: np.ndarray | None = None
+    val_protected: np.ndarray | None = None
+    # the protected attribute on the training windows, and the fits ``Readings.task_fit`` /
+    # ``attacker_fit = "private"`` repeat on released training windows (None: not offered)
+    train_protected: np.ndarray | None = None
+    fit_task: Callable | None = None
+    fit_attacker: Callable | None = None
+    readings: Readings = READINGS
+
+    compute_utility: Callable[[], np.ndarray] | None = None  # mu_k again (timed passes)
+
+    @property
+    def validation_windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(features, labels) tau and mu_k are chosen on: the held-out validation windows,
+        else the training windows."""
+        if self.val_f is None:
+            return self.train_f, self.train_l
+        return self.val_f, self.val_l
+
+    @property
+    def has_validation(self) -> bool:
+        """True when validation windows are held out of the training windows."""
+        return self.val_f is not None and self.val_f is not self.train_f
 
 
 # --- loaders --------------------------------------------------------------------------------
@@ -259,24 +326,60 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
 # --- protocols ------------------------------------------------------------------------------
 
 
+class OccupancyWindows(NamedTuple):
+    """Occupancy's fixed preparation (``occupancy_windows``)."""
+
+    train_norm: np.ndarray  # training-part records, clipped and scaled to [0, 1]
+    train_f: np.ndarray  # training-part window means
+    train_l: np.ndarray
+    test_f: np.ndarray
+    test_l: np.ndarray
+    val_f: np.ndarray  # validation windows (the training windows when split = "train")
+    val_l: np.ndarray
+
+
+def validation_cut(records: int, window: int) -> int:
+    """Records of the training part under ``split="holdout"``: the largest multiple of
+    ``window`` not above ``(1 - VALIDATION_SHARE) records`` (so no window crosses the cut);
+    refused unless both parts hold at least one whole window."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+    cut = (int(records * (1.0 - VALIDATION_SHARE)) // window) * window
+    if cut < window or records - cut < window:
+        raise ParameterError(
+            f"must leave a training and a validation window in the {records} training "
+            f"records, got {window}",
+            field="window",
+        )
+    return cut
+
+
 def occupancy_windows(
     data, window: int, readings: Readings = READINGS, train_file=None, test_file=None
-) -> tuple[np.ndarray, ...]:
-    """Occupancy's fixed preparation: (train records clipped and normalised with
-    training-only statistics, train window means, train labels, test window means, test
-    labels). ``data`` = (train_x, train_y, test_x, test_y) replaces the files;
-    ``train_file`` / ``test_file`` (any Occupancy-format file) replace the shipped
-    ``datatraining.txt`` / ``datatest.txt``."""
+) -> OccupancyWindows:
+    """Occupancy's fixed preparation. ``data`` = (train_x, train_y, test_x, test_y) replaces
+    the files; ``train_file`` / ``test_file`` (any Occupancy-format file) replace the shipped
+    ``datatraining.txt`` / ``datatest.txt``. With ``readings.split == "holdout"`` the
+    training file is cut once in time order (``validation_cut``): the clipping interval is
+    fitted on the first part only, whose records and windows are the calibration and
+    training data; the rest gives the validation windows."""
     if data is None:
         train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
         test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
     else:
         train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
+    if readings.split == "holdout":
+        cut = validation_cut(train_x.shape[0], window)
+        val_x, val_y = train_x[cut:], train_y[cut:]
+        train_x, train_y = train_x[:cut], train_y[:cut]
     low, high = _clip_fit(train_x, readings)
     train_norm = normalize(train_x, low, high)
     train_f, train_l = window_means(train_norm, train_y, window)
     test_f, test_l = window_means(normalize(test_x, low, high), test_y, window)
-    return train_norm, train_f, train_l, test_f, test_l
+    val_f, val_l = train_f, train_l
+    if readings.split == "holdout":
+        val_f, val_l = window_means(normalize(val_x, low, high), val_y, window)
+    return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
 
 
 def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -291,23 +394,31 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
-    train_norm, train_f, train_l, test_f, test_l = occupancy_windows(
+    train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(
         data, window, readings, train_file, test_file
     )
-    model = fit_logistic(train_f, train_l)
+    weights = readings.weights
+    model = fit_logistic(train_f, train_l, class_weight=weights)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
     threshold = float(np.median(train_f[:, OCC_PROTECTED]))
     inputs = OCC_ATTACK_INPUTS if readings.attacker == "others" else list(range(5))
-    attacker = fit_logistic(train_f[:, inputs], (train_f[:, OCC_PROTECTED] > threshold).astype(int))
-    protected = (test_f[:, OCC_PROTECTED] > threshold).astype(int)
+
+    def attribute(feats: np.ndarray) -> np.ndarray:
+        return (feats[:, OCC_PROTECTED] > threshold).astype(int)
+
+    attacker = fit_logistic(train_f[:, inputs], attribute(train_f), class_weight=weights)
+
+    def utility() -> np.ndarray:
+        return _utility(readings, model, val_f, val_l, f1_percent,
+                        lambda: label_utility(val_f, val_l))  # fmt: skip
+
     return Prepared(
         train_nodes=train_norm,
         masking=lambda: masking_deltas(lambda a: a.mean(axis=0) / window, train_norm, 0.0, 1.0),
         coordinate_map=None,
         bounds=bounds,
-        utility=_utility(
-            readings, model, train_f, train_l, f1_percent, lambda: label_utility(train_f, train_l)
-        ),
+        utility=utility(),
+        compute_utility=utility,
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
@@ -317,13 +428,22 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         gau_l2=_gau_l2(readings, bounds, None, bounds.size),
         attacker=attacker,
         attack_inputs=inputs,
-        protected=protected,
+        protected=attribute(test_f),
         attack_rows=None,
+        val_f=val_f,
+        val_l=val_l,
+        val_protected=attribute(val_f),
+        train_protected=attribute(train_f),
+        fit_task=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
+        fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
+        readings=readings,
         protocol_head={
             "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
             "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
             "window": window,
+            "split": readings.split,
             "train_windows": int(train_f.shape[0]),
+            "validation_windows": int(val_f.shape[0]) if readings.split == "holdout" else 0,
             "test_windows": int(test_f.shape[0]),
             "test_positive_share": round(float(test_l.mean()), 4),
         },
@@ -337,7 +457,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
             if readings.attacker == "others"
             else "logistic regression on all five released channels",
             "threshold_normalised": round(threshold, 6),
-            "test_positive_share": round(float(protected.mean()), 4),
+            "test_positive_share": round(float(attribute(test_f).mean()), 4),
         },
     )
 
@@ -530,6 +650,10 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
     name any Occupancy-format files for calibration + training and for the release."""
     if dataset == "occupancy":
         return _occupancy(data, window, readings, train_file, test_file)
+    for name in OCCUPANCY_ONLY_READINGS:
+        if getattr(readings, name) != getattr(READINGS, name):
+            raise ParameterError(f"applies to occupancy only, not {dataset!r}",
+                                 field=f"readings.{name}")  # fmt: skip
     if dataset == "intel":
         return _intel(data, readings)
     return _wisdm(data, readings)

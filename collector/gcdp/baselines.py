@@ -72,7 +72,7 @@ def gau_dp(
     obligation; it must not exceed ``sqrt(sum B_k^2)``, which is always valid), else
     ``sqrt(sum B_k^2)`` of ``bounds``."""
     y = project(values, low, high)
-    sens = l2_certificate(nonnegative_vector(bounds, "bounds", y.size))
+    sens = l2_certificate(nonnegative_vector(bounds, "bounds", y.shape[-1]))
     if l2_sensitivity is not None:
         given = real_in_range(
             l2_sensitivity, "l2_sensitivity", 0.0, sens * (1.0 + 1e-12), low_open=sens > 0.0
@@ -83,7 +83,7 @@ def gau_dp(
     if sens == 0.0:  # every coordinate certified constant
         return y
     sigma = analytic_gaussian_sigma(eps, delta, sens)
-    return y + rng.normal(0.0, sigma, size=y.size)
+    return y + rng.normal(0.0, sigma, size=y.shape)
 
 
 def gc_dp(

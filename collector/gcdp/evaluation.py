@@ -177,9 +177,26 @@ class LogisticModel:
 
 
 def fit_logistic(
-    features: np.ndarray, labels: np.ndarray, l2: float = 1e-2, iters: int = 50
+    features: np.ndarray,
+    labels: np.ndarray,
+    l2: float = 1e-2,
+    iters: int = 50,
+    class_weight: str = "none",
 ) -> LogisticModel:
-    """Newton's method on the L2-regularised log-loss (intercept unpenalised); deterministic."""
+    """Newton's method on the L2-regularised log-loss (intercept unpenalised); deterministic.
+    ``class_weight="balanced"`` weighs each present class by half of the total (sample
+    weight ``n / (2 n_c)``); ``"none"`` weighs every sample 1."""
+    if class_weight not in ("none", "balanced"):
+        raise ParameterError(
+            f"must be 'none' or 'balanced', got {class_weight!r}", field="class_weight"
+        )
+    labels = np.asarray(labels, dtype=float)
+    weight = np.ones(labels.size)
+    if class_weight == "balanced":
+        for value in (0.0, 1.0):
+            count = int(np.sum(labels == value))
+            if count:
+                weight[labels == value] = labels.size / (2.0 * count)
     mean = features.mean(axis=0)
     std = features.std(axis=0)
     std = np.where(std > 0, std, 1.0)
@@ -191,8 +208,9 @@ def fit_logistic(
     n = a.shape[0]
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -500, 500)))
-        grad = a.T @ (p - labels) / n + pen * w
-        hess = (a * (p * (1 - p))[:, None]).T @ a / n + np.diag(pen) + 1e-10 * np.eye(a.shape[1])
+        grad = a.T @ (weight * (p - labels)) / n + pen * w
+        curvature = weight * p * (1 - p)
+        hess = (a * curvature[:, None]).T @ a / n + np.diag(pen) + 1e-10 * np.eye(a.shape[1])
         step = np.linalg.solve(hess, grad)
         w = w - step
         if np.max(np.abs(step)) < 1e-10:
@@ -214,11 +232,16 @@ class OneVsRestModel:
         return np.argmax(self.decision(features), axis=1)
 
 
-def fit_one_vs_rest(features: np.ndarray, labels: np.ndarray, n_classes: int) -> OneVsRestModel:
+def fit_one_vs_rest(
+    features: np.ndarray, labels: np.ndarray, n_classes: int, class_weight: str = "none"
+) -> OneVsRestModel:
     """One ``fit_logistic`` per class ``0..n_classes-1`` (class vs the rest); deterministic."""
     labels = np.asarray(labels).astype(int)
     return OneVsRestModel(
-        tuple(fit_logistic(features, (labels == c).astype(int)) for c in range(n_classes))
+        tuple(
+            fit_logistic(features, (labels == c).astype(int), class_weight=class_weight)
+            for c in range(n_classes)
+        )
     )
 
 

@@ -18,12 +18,18 @@ For neighbours ``D ~G0 D'`` the density ratio is at most
 ``|y_k - y'_k| <= Delta_k <= B_k <= s_k``. A coordinate with ``s_k = 0`` (certified constant)
 is released without noise, as the theorem allows. Randomness comes only from the injected
 ``numpy.random.Generator`` (one exact draw per noisy coordinate); the function is pure.
+
+Batches. ``values`` may be an ``n x d`` matrix: row ``t`` is the answer of invocation ``t``
+(e.g. one disjoint window each) released with the same fixed theta, so every row is its own
+eps_rel-DP release (parallel composition is the caller's claim, as for n separate calls).
+Each coordinate's n draws come from one vectorised exact sampler call; a 1-D ``values``
+consumes the generator exactly as before.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from ldpfleet.collector.gcdp.validate import check_release_parameters, finite_vector
+from ldpfleet.collector.gcdp.validate import check_release_parameters, finite_answers, finite_vector
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import GRID, grid_laplace_scale, laplace_on_grid
 
@@ -31,9 +37,10 @@ __all__ = ["laplace_release", "project"]
 
 
 def project(values: object, low: object, high: object) -> np.ndarray:
-    """``Pi_k``: clip each coordinate to its fixed public interval ``[low_k, high_k]``."""
-    y = finite_vector(values, "values")
-    d = y.size
+    """``Pi_k``: clip each coordinate to its fixed public interval ``[low_k, high_k]``
+    (``values`` of length d, or an ``n x d`` matrix of n answers)."""
+    y = finite_answers(values, "values")
+    d = y.shape[-1]
     lo = finite_vector(np.broadcast_to(np.asarray(low, dtype=float), (d,)), "low", d)
     hi = finite_vector(np.broadcast_to(np.asarray(high, dtype=float), (d,)), "high", d)
     bad = np.flatnonzero(hi < lo)
@@ -54,13 +61,14 @@ def laplace_release(
     high: object,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Algorithm 4: the eps_rel-DP release of the query answer ``values`` (length d)."""
+    """Algorithm 4: the eps_rel-DP release of the query answer ``values`` (length d), or of
+    n answers with the same theta (an ``n x d`` matrix, one release per row)."""
     params = check_release_parameters(bounds, scales, budgets, eps_rel)
     y = project(values, low, high)
-    if y.size != params.d:
-        raise ParameterError(f"must have d = {params.d} entries, got {y.size}", field="values")
+    if y.shape[-1] != params.d:
+        raise ParameterError(f"must have d = {params.d} entries, got {y.shape[-1]}", field="values")
     out = y.copy()
     for k in np.flatnonzero(params.scales > 0.0):  # exact noise, one coordinate at a time
         scale = grid_laplace_scale(float(params.scales[k]), float(params.budgets[k]), GRID)
-        out[k] = laplace_on_grid(rng, float(y[k]), scale, GRID)
+        out[..., k] = laplace_on_grid(rng, y[..., k], scale, GRID)
     return out

@@ -36,6 +36,7 @@ __all__ = [
     "check_allocation_floor",
     "check_release_parameters",
     "exact_excess",
+    "finite_answers",
     "finite_vector",
     "integer_at_least",
     "nonnegative_vector",
@@ -82,6 +83,28 @@ def finite_vector(values: object, field: str, length: int | None = None) -> np.n
     if bad.size:
         i = int(bad[0])
         raise ParameterError(f"must be finite, got {arr[i]!r}", field=f"{field}[{i}]")
+    return arr
+
+
+def finite_answers(values: object, field: str) -> np.ndarray:
+    """``values`` as a float array of finite entries: one answer (1-D, non-empty) or a
+    batch of answers (2-D, ``n x d`` with n, d >= 1)."""
+    try:
+        arr = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be an array of real numbers, got {values!r}", field=field
+        ) from None
+    if arr.ndim == 1:
+        return finite_vector(arr, field)
+    if arr.ndim != 2 or arr.size == 0:
+        raise ParameterError(
+            f"must be a non-empty 1-D or 2-D array, got shape {arr.shape}", field=field
+        )
+    bad = np.argwhere(~np.isfinite(arr))
+    if bad.size:
+        i, k = (int(v) for v in bad[0])
+        raise ParameterError(f"must be finite, got {arr[i, k]!r}", field=f"{field}[{i}, {k}]")
     return arr
 
 

@@ -73,13 +73,14 @@ def test_cache_pass_reuses_theta(timed):
 
 def test_cache_calls_calibration_once(data, monkeypatch):
     calls = []
-    real = scaling._calibrate
+    real = scaling._calibrate_prepared
 
-    def counting(*args, **kwargs):
-        calls.append(args[-1])
-        return real(*args, **kwargs)
+    def counting(prep, tau, **kwargs):
+        calls.append(tau)
+        assert kwargs["fresh_utility"]  # bench gcdp's calibration, utility inside the pass
+        return real(prep, tau, **kwargs)
 
-    monkeypatch.setattr(scaling, "_calibrate", counting)
+    monkeypatch.setattr(scaling, "_calibrate_prepared", counting)
     out = timing(data, repeats=5, methods=("GC-DP-Cache",))
     assert len(calls) == 1 and calls == [0.15]
     assert out["cache"]["cached_passes"] == 7 and out["cache"]["calibrations"] == 1
