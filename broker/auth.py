@@ -12,6 +12,16 @@ Identities (usernames) and roles:
   each device's own rules, from this same policy) and ``admin`` (operators and attack
   experiments: everything of the run, and ``$SYS``).
 
+Partitions (``[collector] partitions = P > 1``, DESIGN.md "Scale"): device topics carry a
+partition level ``p{p}``, ``p = topics.partition_of(device, P)``. ``PARTITION_PATTERNS`` then
+let a device publish only on ``ldp/{run}/%p/dev/%u/up/#`` and read only
+``ldp/{run}/%p/dev/%u/in/+`` (``%p``: its own level, computed from the username), and
+``PARTITION_RULES`` give the collector (every worker and the coordinator log in as
+``collector``: client ids ``{run}-collector-p{p}``), the gateway (and through ``%u``
+patterns, nobody else) the partitioned subtrees. Mosquitto cannot hash a username: its
+generated ACL grants ``+`` for ``%p`` (a device publishing in another partition's subtree
+reaches a worker that refuses it as unknown, ``unknown_sender``).
+
 ``RULES`` holds them as data: role -> ``Rule(action, pattern)``, patterns with ``{run}``
 (filled per run) and ``%u`` (the username, filled per check), exactly like Mosquitto's
 ``pattern`` lines. As in Mosquitto, the device rules are *patterns* that apply to every
@@ -63,6 +73,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ldpfleet.protocol import topics
+
 if TYPE_CHECKING:
     from ldpfleet.broker.tls import TlsListener
 
@@ -99,6 +111,24 @@ PATTERNS: tuple[Rule, ...] = (  # every authenticated user (Mosquitto ``pattern`
     Rule("subscribe", "ldp/{run}/dev/%u/in/+"),
     Rule("subscribe", "ldp/{run}/ctl/#"),
 )
+
+PARTITION_PATTERNS: tuple[Rule, ...] = (  # with P > 1; ``%p`` = the username's level
+    Rule("publish", "ldp/{run}/%p/dev/%u/up/#"),
+    Rule("subscribe", "ldp/{run}/%p/dev/%u/in/+"),
+)
+
+PARTITION_RULES: dict[str, tuple[Rule, ...]] = {  # with P > 1, added to RULES
+    "collector": (
+        Rule("subscribe", "ldp/{run}/+/dev/+/up/#"),
+        Rule("publish", "ldp/{run}/+/dev/+/in/collector"),
+        Rule("subscribe", "ldp/{run}/svc/collector/partition"),  # the coordinator
+    ),
+    "gateway": (
+        Rule("publish", "ldp/{run}/+/dev/+/up/#"),
+        Rule("publish", "ldp/{run}/+/dev/+/in/+"),
+        Rule("subscribe", "ldp/{run}/+/dev/+/in/+"),
+    ),
+}
 
 RULES: dict[str, tuple[Rule, ...]] = {
     "device": (),  # the patterns only
@@ -222,11 +252,13 @@ class AccessPolicy:
 
     run: str
     devices: frozenset[str] | None = None  # None: any well-formed device id
+    partitions: int = 1  # > 1: device topics carry the p{p} level (module doc)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _IDENT.match(self.run):
             raise ValueError(f"run id {self.run!r} is not an identifier")
+        topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
 
     def role_of(self, username: str | None) -> str | None:
         """The role of an authenticated username, or None (unknown: no rights)."""
@@ -262,9 +294,18 @@ class AccessPolicy:
         role = self.role_of(username)
         if role is None:
             return []
+        lines = (*PATTERNS, *RULES[role])
+        if self.partitions > 1:
+            level = topics.partition_level(topics.partition_of(username, self.partitions))
+            lines += (*PARTITION_PATTERNS, *PARTITION_RULES.get(role, ()))
+        else:
+            level = ""
         return [
-            Rule(r.action, r.pattern.replace("{run}", self.run).replace("%u", username))
-            for r in (*PATTERNS, *RULES[role])
+            Rule(
+                r.action,
+                r.pattern.replace("{run}", self.run).replace("%u", username).replace("%p", level),
+            )
+            for r in lines
         ]
 
     def allowed(self, username: str | None, client_id: str | None, action: str, topic: str) -> bool:
@@ -308,13 +349,17 @@ class Credentials:
     run: str
     key: bytes
     devices: tuple[str, ...] | None = None
+    partitions: int = 1  # the run's collector partitions (the ACL's partition levels)
 
     @classmethod
-    def generate(cls, run: str, devices: Iterable[str] | None = None) -> Credentials:
+    def generate(
+        cls, run: str, devices: Iterable[str] | None = None, *, partitions: int = 1
+    ) -> Credentials:
         """Fresh credentials for ``run`` (``devices``: the ids allowed to connect; None: any
-        well-formed device id whose holder got its password from this object)."""
+        well-formed device id whose holder got its password from this object;
+        ``partitions``: ``[collector] partitions``)."""
         listed = None if devices is None else tuple(check_device_id(d) for d in devices)
-        return cls(run, secrets.token_bytes(32), listed)
+        return cls(run, secrets.token_bytes(32), listed, partitions)
 
     @property
     def policy(self) -> AccessPolicy:
@@ -322,7 +367,7 @@ class Credentials:
         cached = self.__dict__.get("_policy")
         if cached is None:
             devices = None if self.devices is None else frozenset(self.devices)
-            cached = AccessPolicy(self.run, devices)
+            cached = AccessPolicy(self.run, devices, self.partitions)
             object.__setattr__(self, "_policy", cached)
         return cached
 
@@ -386,6 +431,7 @@ class Credentials:
             "run": self.run,
             "key": self.key.hex(),
             "devices": None if self.devices is None else list(self.devices),
+            "partitions": self.partitions,
         }
 
     @classmethod
@@ -396,6 +442,7 @@ class Credentials:
             str(data["run"]),
             bytes.fromhex(data["key"]),
             None if devices is None else tuple(check_device_id(d) for d in devices),
+            int(data.get("partitions", 1)),
         )
 
     def save(self, path: str | Path) -> Path:
@@ -497,19 +544,22 @@ def _mosquitto_access(action: str) -> str:
     return "write" if action == "publish" else "read"
 
 
-def mosquitto_acl_text(run: str) -> str:
+def mosquitto_acl_text(run: str, partitions: int = 1) -> str:
     """A Mosquitto ``acl_file`` with the same rights as ``AccessPolicy`` for ``run``:
-    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role."""
+    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role.
+    With ``partitions`` > 1 the partitioned lines too, ``%p`` widened to ``+``."""
+    wide = partitions > 1
     lines = [
         f"# ldpfleet ACL for run {run} (generated; see docs/reliability.md)",
         "# every user: a device's own up/ and inbox topics, the broadcasts",
     ]
-    for rule in PATTERNS:
-        lines.append(f"pattern {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
+    for rule in (*PATTERNS, *(PARTITION_PATTERNS if wide else ())):
+        pattern = rule.pattern.format(run=run).replace("%p", "+")
+        lines.append(f"pattern {_mosquitto_access(rule.action)} {pattern}")
     for role in (*SERVICES, ADMIN):
         lines.append("")
         lines.append(f"user {role}")
-        for rule in RULES[role]:
+        for rule in (*RULES[role], *(PARTITION_RULES.get(role, ()) if wide else ())):
             lines.append(f"topic {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
     return "\n".join(lines) + "\n"
 
@@ -612,7 +662,7 @@ def write_mosquitto_files(
     fd = os.open(paths["passwords"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(mosquitto_password_lines(credentials, devices))
-    paths["acl"].write_text(mosquitto_acl_text(credentials.run))
+    paths["acl"].write_text(mosquitto_acl_text(credentials.run, credentials.partitions))
     if persistence:
         data = directory / "data"
         data.mkdir(exist_ok=True)

@@ -153,8 +153,11 @@ class TraceRecorder:
         filters: tuple[str, ...] | None = None,
         give_up_after: float | None = 600.0,
         scenario_digest: str | None = None,
+        client_id: str | None = None,
     ) -> None:
         self.transport = transport
+        # a partition worker's recorder is ``{run}-recorder-p{p}`` (one session each)
+        self.client_id = client_id or f"{run}-recorder"
         # what to record: the whole run by default; a CADR-LDP run records its control
         # plane only (``control_filters``), its peer traffic is ~400k batches
         self.filters = filters or (topics.all_of_run(run),)
@@ -255,7 +258,7 @@ class TraceRecorder:
             # keeps what was published while the recorder was away
             async with Session(
                 self.transport,
-                f"{self.run}-recorder",
+                self.client_id,
                 self.filters,
                 clean_session=False,
                 give_up_after=self.give_up_after,
@@ -273,7 +276,7 @@ class TraceRecorder:
                             self.complete = True
                             break
             if self.complete:  # the run is closed: nothing more will come for it
-                await end_persistent_session(self.transport, f"{self.run}-recorder")
+                await end_persistent_session(self.transport, self.client_id)
         finally:
             self._flush()
             self._sign()

@@ -9,6 +9,14 @@ reports and publishes the final ``run closed`` stage message.
 With a GC-DP stage (``collector.gcdp_stage``, a ``[gcdp]`` scenario) every committed batch
 is also handed to the stage, which releases each complete window on ``rel/gcdp``; the
 stage finishes (releasing what is complete) before ``run closed``.
+
+Partitions (DESIGN.md "Scale"): a worker of partition ``p`` is this service with
+``partition = p`` and its devices only; it subscribes ``ldp/{run}/p{p}/dev/+/up/#`` as
+``{run}-collector-p{p}``, and with a ``link`` (``collector.partition.PartitionLink``) it
+never broadcasts: its machine's ``ctl/`` messages are dropped, the coordinator's
+``ctl/stage`` reaches the link, and the link reports ready, progress and the closed
+summary. Without a partition, a partitioned layout (P > 1, one process) is served whole
+through the ``+`` level.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from ldpfleet.protocol.stream import ReportAccepted, StageClosed, StreamCollecto
 
 if TYPE_CHECKING:
     from ldpfleet.collector.gcdp_stage import GcdpStage
+    from ldpfleet.collector.partition import PartitionLink
 
 PERSIST_BATCH = 512  # reports per transaction at most
 
@@ -93,6 +102,29 @@ class CollectorService:
         # fault injection: seconds of extra work per delivery (a slow disk)
         self.process_delay = process_delay
         self.peak_pending = 0  # most deliveries ever buffered unconsumed (memory bound)
+        self.partition: int | None = None  # a partition worker's partition
+        self.link: PartitionLink | None = None  # a partition worker's coordinator link
+
+    def _filters(self) -> tuple[str, ...]:
+        run, partitions = self.config.run, self.config.partitions
+        level = self.partition if self.partition is not None else None
+        if level is None and partitions > 1:
+            level = topics.ANY_PARTITION  # one collector serving every partition
+        control = (topics.ctl(run, "stage"),) if self.link is not None else ()
+        return (topics.all_up(run, level), *control)
+
+    def _client_id(self) -> str:
+        run = self.config.run
+        return (
+            f"{run}-collector" if self.partition is None else f"{run}-collector-p{self.partition}"
+        )
+
+    def _outbox(self):
+        """What publishes the machine's outbox: the machine, or (a coordinated worker)
+        a view of it without the ``ctl/`` broadcasts."""
+        if self.link is None:
+            return self.machine
+        return _WithoutBroadcasts(self.machine, topics.ctl(self.config.run, ""))
 
     def _take_events(self) -> None:
         assert self.machine is not None
@@ -117,7 +149,7 @@ class CollectorService:
             self._take_events()
             if self.gcdp is not None and accepted:
                 self.gcdp.on_persisted(accepted)  # release only what is committed
-        await publish_outbound(conn, self.machine)
+        await publish_outbound(conn, self._outbox())
         if self.gcdp is not None:
             await self.gcdp.flush(conn)
 
@@ -127,6 +159,9 @@ class CollectorService:
             topic = topics.parse(topic_text)
         except RemoteProtocolError as error:
             self.machine.reject(topic_text[:300], "invalid", error)
+            return
+        if topic.family == "ctl" and self.link is not None:
+            self.link.control(self, payload)  # the coordinator's stage messages
             return
         try:
             message = codec.decode(payload)
@@ -203,8 +238,8 @@ class CollectorService:
         # reconnects after a broker restart until the stage deadline
         async with Session(
             self.transport,
-            f"{run}-collector",
-            (topics.all_up(run),),
+            self._client_id(),
+            self._filters(),
             clean_session=False,
             give_up_after=self.stage_timeout,
         ) as conn:
@@ -222,7 +257,7 @@ class CollectorService:
             self.machine.restore(self.store.persisted_keys())
             self.machine.open()
             self._take_events()
-            await publish_outbound(conn, self.machine)
+            await publish_outbound(conn, self._outbox())
             self.subscribed.set()
 
             async def after_timer() -> None:
@@ -231,11 +266,14 @@ class CollectorService:
                 if self._closed:
                     self._wake.set()
 
-            async with background(drive_timers(self.machine, after_timer)):
+            reporting = self.link.report(self, conn) if self.link else asyncio.sleep(0)
+            async with background(drive_timers(self.machine, after_timer)), background(reporting):
                 if not self._closed:
                     async with background(self._consume(conn)):
                         await self._wake.wait()
                 await self._persist_and_ack(conn)
+            if self.link is not None:  # after the last acks, on the same session
+                await self.link.closed(self, conn)
             self.stage_seconds = loop.time() - started
             streams = self.store.device_values()
             results = {
@@ -256,6 +294,16 @@ class CollectorService:
             if self.final_stage:
                 await announce_run_closed(conn, run)
         # everything is stored: a restart would have nothing to resume
-        await end_persistent_session(self.transport, f"{run}-collector")
+        await end_persistent_session(self.transport, self._client_id())
         self.store.close()
         return results
+
+
+class _WithoutBroadcasts:
+    """A machine's outbox without the messages under ``prefix`` (a worker's ``ctl/``)."""
+
+    def __init__(self, machine: StreamCollector, prefix: str) -> None:
+        self.machine, self.prefix = machine, prefix
+
+    def pop_outbound(self) -> list:
+        return [o for o in self.machine.pop_outbound() if not o.topic.startswith(self.prefix)]

@@ -145,7 +145,12 @@ class DeviceAgent:
         session = Session(
             self.transport,
             f"{run}-{device}",
-            (topics.inbox(run, device, topics.COLLECTOR_ID), topics.ctl(run, "stage")),
+            (
+                topics.inbox(
+                    run, device, topics.COLLECTOR_ID, self.reporter.config.partition(device)
+                ),
+                topics.ctl(run, "stage"),
+            ),
             give_up_after=self.silence_timeout,
         )
         await self._open(session)

@@ -23,6 +23,7 @@ from ldpfleet.protocol.cadr_messages import CADR_MESSAGES
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, SCHEMA_VERSION, AnyMessage, Message
+from ldpfleet.protocol.partition import PARTITION_MESSAGES
 from ldpfleet.protocol.peer_relay import PEER_MESSAGES
 from ldpfleet.protocol.readiness import READINESS_MESSAGES
 from ldpfleet.protocol.rendezvous import RENDEZVOUS_MESSAGES
@@ -42,6 +43,7 @@ _PROTOCOL_MESSAGES = (
     *PEER_MESSAGES,
     *RENDEZVOUS_MESSAGES,
     *READINESS_MESSAGES,
+    *PARTITION_MESSAGES,
 )
 WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
 _decoder = msgspec.json.Decoder(WireMessage)

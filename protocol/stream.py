@@ -96,6 +96,9 @@ class StreamConfig:
     lo: float
     hi: float
     retransmit_after: float = 5.0
+    # collector partitions (DESIGN.md, "Scale"): > 1 puts each device's topics under its
+    # partition's level (``topics.partition_of``); 1 is the unpartitioned layout
+    partitions: int = 1
 
     def __post_init__(self) -> None:
         for name in ("eps", "lo", "hi", "retransmit_after"):
@@ -118,6 +121,11 @@ class StreamConfig:
             raise ParameterError(f"need finite lo < hi, got [{self.lo}, {self.hi}]", field="bounds")
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
             raise ParameterError("must be > 0 seconds", field="retransmit_after")
+        topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
+
+    def partition(self, device: str) -> int | None:
+        """The partition level of ``device``'s topics (``None`` when unpartitioned)."""
+        return topics.device_partition(device, self.partitions)
 
     @property
     def eps0(self) -> float:
@@ -211,6 +219,7 @@ class StreamReporter(Machine):
         super().__init__()
         self.config = config
         self.device = topics.check_ident(device, "device")
+        self._partition = config.partition(device)
         self._rng = rng
         self._mechanism = config.mechanism_object()
         self.ledger = ledger if ledger is not None else PrivacyLedger(device)
@@ -249,7 +258,7 @@ class StreamReporter(Machine):
         return self.refused_from // self.config.batch_steps - 1
 
     def _topic(self, kind: str) -> str:
-        return topics.up(self.config.run, self.device, kind)
+        return topics.up(self.config.run, self.device, kind, self._partition)
 
     def start(self, now: float) -> None:
         """Announce the stream to the collector."""
@@ -481,6 +490,7 @@ class _DeviceState:
     stalled: bool = False
     complete: bool = False
     last_heard: float = 0.0
+    partition: int | None = None  # the p{p} level of its topics (None: unpartitioned)
 
 
 class StreamCollector(PeerFacingMachine):
@@ -506,7 +516,9 @@ class StreamCollector(PeerFacingMachine):
         self.deadline = deadline
         self.idle_timeout = idle_timeout
         self.devices = {
-            topics.check_ident(d, "device"): _DeviceState(config.n_batches, config.n_batches)
+            topics.check_ident(d, "device"): _DeviceState(
+                config.n_batches, config.n_batches, partition=config.partition(d)
+            )
             for d in devices
         }
         if not self.devices:
@@ -549,6 +561,13 @@ class StreamCollector(PeerFacingMachine):
             raise RemoteProtocolError(
                 f"{message.sender!r} is not a device of run {c.run}",
                 field="sender",
+                code="unknown_sender",
+            )
+        if topic.partition != state.partition:
+            raise RemoteProtocolError(
+                f"{message.sender!r} belongs to partition level {state.partition}, not "
+                f"{topic.partition}",
+                field="topic",
                 code="unknown_sender",
             )
         if self.state == "closed":
@@ -797,7 +816,7 @@ class StreamCollector(PeerFacingMachine):
 
     def _ack(self, device: str, state: _DeviceState) -> None:
         self._send(
-            topics.inbox(self.config.run, device, topics.COLLECTOR_ID),
+            topics.inbox(self.config.run, device, topics.COLLECTOR_ID, state.partition),
             Ack(
                 run=self.config.run,
                 sender=topics.COLLECTOR_ID,

@@ -9,12 +9,20 @@ Topic families (DESIGN.md, "Messages and topics"):
 - ``ldp/{run}/svc/{service}/{kind}``    service status: collector rejections and completion,
                                         recorder progress (operators and the trace)
 
+Partitions (DESIGN.md, "Scale"): with ``[collector] partitions = P > 1`` a device's own
+topics carry a partition level, ``ldp/{run}/p{p}/dev/{device}/up/{kind}`` and
+``ldp/{run}/p{p}/dev/{device}/in/{src}``, with ``p = partition_of(device, P)``: the first 8
+bytes of SHA-256(device id), big-endian, mod P (stable across processes, hosts and Python
+versions, unlike ``hash()``). Builders take ``partition=None`` for today's layout, so P = 1
+is byte-identical; ``parse`` returns the level as ``Topic.partition``.
+
 Identifiers (run, device, kind, service) are 1..64 characters of ``[A-Za-z0-9_.-]``: never
 ``/``, ``+``, ``#``, empty or unicode, so an identifier can never widen a subscription.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -23,6 +31,9 @@ from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 PREFIX = "ldp"
 COLLECTOR_ID = "collector"
 _IDENT = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+_PARTITION = re.compile(r"p(0|[1-9][0-9]{0,3})\Z")
+MAX_PARTITIONS = 1024
+ANY_PARTITION = "+"  # a filter level for every partition (one collector serving them all)
 
 
 def check_ident(value: str, field: str) -> str:
@@ -34,14 +45,49 @@ def check_ident(value: str, field: str) -> str:
     return value
 
 
-def up(run: str, device: str, kind: str) -> str:
-    """Device -> collector topic."""
-    return f"{PREFIX}/{run}/dev/{device}/up/{kind}"
+def partition_of(device: str, partitions: int) -> int:
+    """The partition (0..partitions-1) of ``device``: SHA-256 of its id, first 8 bytes
+    big-endian, mod ``partitions``."""
+    if not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise ParameterError(
+            f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}",
+            field="partitions",
+        )
+    digest = hashlib.sha256(device.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % partitions
 
 
-def inbox(run: str, dst: str, src: str) -> str:
-    """Topic of ``dst``'s inbox for messages from ``src``."""
-    return f"{PREFIX}/{run}/dev/{dst}/in/{src}"
+def device_partition(device: str, partitions: int) -> int | None:
+    """The partition level a device's topics carry: ``None`` (no level) when P = 1."""
+    return None if partitions == 1 else partition_of(device, partitions)
+
+
+def partition_level(partition: int | str) -> str:
+    """The topic level of a partition: ``p{p}`` (``+`` stays ``+`` in filters)."""
+    if partition == ANY_PARTITION:
+        return ANY_PARTITION
+    if not isinstance(partition, int) or not 0 <= partition < MAX_PARTITIONS:
+        raise ParameterError(
+            f"partition must be an integer in 0..{MAX_PARTITIONS - 1}, got {partition!r}",
+            field="partition",
+        )
+    return f"p{partition}"
+
+
+def _dev(run: str, partition: int | str | None) -> str:
+    if partition is None:
+        return f"{PREFIX}/{run}/dev"
+    return f"{PREFIX}/{run}/{partition_level(partition)}/dev"
+
+
+def up(run: str, device: str, kind: str, partition: int | None = None) -> str:
+    """Device -> collector topic (in partition ``partition``'s subtree when given)."""
+    return f"{_dev(run, partition)}/{device}/up/{kind}"
+
+
+def inbox(run: str, dst: str, src: str, partition: int | None = None) -> str:
+    """Topic of ``dst``'s inbox for messages from ``src`` (``dst``'s partition when given)."""
+    return f"{_dev(run, partition)}/{dst}/in/{src}"
 
 
 def ctl(run: str, kind: str) -> str:
@@ -67,14 +113,20 @@ def all_of_run(run: str) -> str:
     return f"{PREFIX}/{run}/#"
 
 
-def all_up(run: str) -> str:
-    """Every device's upstream messages (the collector's filter)."""
-    return f"{PREFIX}/{run}/dev/+/up/#"
+def all_up(run: str, partition: int | str | None = None) -> str:
+    """Every device's upstream messages (the collector's filter); of one partition, or of
+    every partition with ``ANY_PARTITION``."""
+    return f"{_dev(run, partition)}/+/up/#"
 
 
-def inbox_filter(run: str, device: str) -> str:
+def inbox_filter(run: str, device: str, partition: int | None = None) -> str:
     """A device's whole inbox."""
-    return f"{PREFIX}/{run}/dev/{device}/in/+"
+    return f"{_dev(run, partition)}/{device}/in/+"
+
+
+def partition_filter(run: str, partition: int) -> str:
+    """Everything of one partition's subtree (its recorder's filter)."""
+    return f"{PREFIX}/{run}/{partition_level(partition)}/#"
 
 
 def ctl_filter(run: str) -> str:
@@ -97,6 +149,7 @@ class Topic:
     sender: str
     recipient: str | None  # device for "in"; "collector" for "up"; None for broadcasts
     text: str = field(default="", compare=False)  # the topic as received
+    partition: int | None = None  # the p{p} level of a partitioned device topic
 
     @property
     def device(self) -> str | None:
@@ -120,10 +173,14 @@ def parse(topic: str) -> Topic:
             )
     run, family = parts[1], parts[2]
     rest = parts[3:]
+    partition = None
+    if _PARTITION.match(family) and len(rest) == 4 and rest[0] == "dev":
+        partition = int(family[1:])
+        family, rest = "dev", rest[1:]
     if family == "dev" and len(rest) == 3 and rest[1] == "up":
-        return Topic(run, "up", rest[2], rest[0], COLLECTOR_ID, topic)
+        return Topic(run, "up", rest[2], rest[0], COLLECTOR_ID, topic, partition)
     if family == "dev" and len(rest) == 3 and rest[1] == "in":
-        return Topic(run, "in", "inbox", rest[2], rest[0], topic)
+        return Topic(run, "in", "inbox", rest[2], rest[0], topic, partition)
     if family in ("ctl", "rel") and len(rest) == 1:
         return Topic(run, family, rest[0], COLLECTOR_ID, None, topic)
     if family == "svc" and len(rest) == 2:

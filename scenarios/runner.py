@@ -86,7 +86,7 @@ def run_credentials(
     if setting is False or not isinstance(broker, str):
         return None
     if broker in ("embedded", "memory"):
-        return Credentials.generate(run, devices)
+        return Credentials.generate(run, devices, partitions=scenario.spec.collector.partitions)
     if setting is True:
         raise AuthError(
             f"[broker] auth = true on {broker}: the broker must know the passwords; generate "

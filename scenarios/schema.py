@@ -27,6 +27,7 @@ from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.stream import RAW, StreamConfig
+from ldpfleet.protocol.topics import MAX_PARTITIONS
 from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
 from msgspec import Meta
 
@@ -44,6 +45,18 @@ DEVICE_CONNECTIONS_AUTO_MAX = 10_000
 
 class ScenarioError(ValueError):
     """A scenario that cannot run; the message is one sentence with the fix."""
+
+
+class PartitionsRefused(ScenarioError):
+    """``[collector] partitions`` > 1 on a kind of run that cannot run partitioned yet:
+    ``field`` names the key, ``limit`` the largest value allowed, ``value`` the given one."""
+
+    def __init__(self, where: str, kind: str, value: int) -> None:
+        self.field, self.limit, self.value, self.kind = "collector.partitions", 1, value, kind
+        super().__init__(
+            f"{where}collector.partitions: {kind} runs with one collector (limit 1), got "
+            f"{value}; partitions (docs/scaling.md) serve stream runs without it"
+        )
 
 
 class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -146,6 +159,9 @@ class CollectorSection(_Section):
     # rejections, releases: for very large fleets, where recording every report and ack
     # costs as much CPU as collecting them; docs/scaling.md)
     trace: Literal["all", "control"] = "all"
+    # collector partitions (DESIGN.md "Scale", docs/scaling.md): a worker process per
+    # partition, devices assigned by SHA-256 of their id; 1 = one collector process
+    partitions: Annotated[int, Meta(ge=1, le=MAX_PARTITIONS)] = 1
 
 
 class FaultsSection(_Section):
@@ -499,6 +515,7 @@ class LoadedScenario:
             lo=lo,
             hi=hi,
             retransmit_after=s.retransmit_after,
+            partitions=self.spec.collector.partitions,
         )
 
     def source_spec(self) -> SyntheticSpec | CsvSpec | PeriodicSource:
@@ -601,6 +618,21 @@ def _check_faults(spec: Scenario, where: str) -> None:
         )
 
 
+def _check_partitions(spec: Scenario, where: str) -> None:
+    """``PartitionsRefused`` for the kinds that cannot run partitioned yet."""
+    value = spec.collector.partitions
+    if value == 1:
+        return
+    if spec.cadr is not None or spec.graph is not None:
+        raise PartitionsRefused(where, "a CADR-LDP scenario", value)
+    if spec.secure_sum is not None:
+        raise PartitionsRefused(where, "a [secure_sum] scenario", value)
+    if spec.gcdp is not None:
+        raise PartitionsRefused(where, "a [gcdp] scenario", value)
+    if spec.faults is not None and spec.faults.hostile_messages:
+        raise PartitionsRefused(where, "a [faults] hostile_messages run", value)
+
+
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
@@ -613,6 +645,7 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     loaded = LoadedScenario(spec, path, text)
+    _check_partitions(spec, where)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
     missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]

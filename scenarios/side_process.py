@@ -7,6 +7,10 @@ secure sum, CADR-LDP) exactly as ``ldpfleet collector`` / ``ldpfleet fleet`` do,
 application layer (the scenarios layer never imports it). ``scenarios.split_run`` builds
 ``ldpfleet run`` from these processes.
 
+With ``[collector] partitions = P > 1`` the collector side is ``coordinator`` (one) and
+``partition --partition p/P`` (one per partition), ``scenarios.coordinator``; the
+coordinator prints the progress lines.
+
 With ``--progress`` the collector side writes one JSON object per line on stdout for its
 parent: ``{"progress": [persisted, expected, joined, devices]}`` while the stream stage runs
 (``joined``: devices whose hello arrived) and
@@ -49,11 +53,12 @@ def _say(document: dict) -> None:
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}")
-    parser.add_argument("side", choices=("collector", "fleet"))
+    parser.add_argument("side", choices=("collector", "fleet", "coordinator", "partition"))
     parser.add_argument("scenario", type=Path, help="scenario file or built-in name")
     parser.add_argument("--broker", "-b", required=True, help="mqtt://host:port of the broker")
     parser.add_argument("--run", required=True, help="run id shared by both sides")
     parser.add_argument("--shard", default="0/1", help="fleet: run slice i of k")
+    parser.add_argument("--partition", default="0/1", help="partition: worker p of P")
     parser.add_argument("--out", "-o", type=Path, required=True, help="where to write")
     parser.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     parser.add_argument("--credentials", type=Path, default=None, help="credentials.json")
@@ -125,6 +130,36 @@ def _join_lines():
     return joined
 
 
+async def _coordinator(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.scenarios.coordinator import coordinator_side
+
+    return await coordinator_side(
+        scenario,
+        args.broker,
+        args.run,
+        args.out,
+        seed=args.seed,
+        credentials=credentials,
+        fleet_timeout=args.fleet_timeout,
+        workers_timeout=args.fleet_timeout,
+        progress=_progress_lines() if args.progress else None,
+    )
+
+
+async def _partition(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.scenarios.coordinator import partition_side
+
+    return await partition_side(
+        scenario,
+        args.broker,
+        args.run,
+        parse_shard(args.partition),
+        args.out,
+        seed=args.seed,
+        credentials=credentials,
+    )
+
+
 async def _fleet(args: argparse.Namespace, scenario, credentials) -> dict:
     from ldpfleet.scenarios.sides import fleet_side
 
@@ -162,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scenario = load_scenario(args.scenario)
         credentials = load_run_credentials(args.credentials, args.run)
-        side = _collector if args.side == "collector" else _fleet
+        side = {
+            "collector": _collector,
+            "fleet": _fleet,
+            "coordinator": _coordinator,
+            "partition": _partition,
+        }[args.side]
         result = run_loop(_cancelled_on_sigterm(side(args, scenario, credentials)))
     except asyncio.CancelledError:
         print(f"{args.side}: stopped (SIGTERM)", file=sys.stderr, flush=True)
@@ -178,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr, flush=True)
             return 2
         raise
-    if args.side == "collector" and args.progress:
+    if args.side in ("collector", "coordinator") and args.progress:
         _say({"done": True})
     if args.side == "fleet":
         devices = result.get("devices") or result.get("outcomes") or ()

@@ -14,6 +14,12 @@ shard processes), and the merged run at the top (``trace.sqlite`` and ``collecto
 are hard links to the collector's). results.json ``side_processes`` names each process, its
 exit status and its log.
 
+With ``[collector] partitions = P > 1`` the collector side is a coordinator process
+(``coordinator/``) and P partition workers (``partition-p-of-P/``, ``scenarios.coordinator``);
+``merge_partitions`` unites them into ``collector/`` before the usual merge, and each
+worker's trace and store are linked into OUT as ``trace-p{p}.sqlite`` and
+``collector-p{p}.sqlite`` (``trace.sqlite`` is the coordinator's: ``ctl/``, ``rel/``, ``svc/``).
+
 The in-memory broker lives in one process, and a ``[faults] hostile_messages`` run holds the
 collector's stage open from its side task: those run in one process
 (``scenarios.runner.run_scenario``); ``runs_split`` says which.
@@ -38,6 +44,7 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.scenarios.coordinator import merge_partitions
 from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -48,6 +55,7 @@ from ldpfleet.scenarios.sides import fleet_side, scenario_kind
 __all__ = ["SplitRunFailed", "run_split", "runs_split"]
 
 COLLECTOR_DIR = "collector"
+COORDINATOR_DIR = "coordinator"
 LOG_TAIL = 6  # lines of a failed process's log quoted in the sentence
 
 
@@ -76,6 +84,7 @@ class _Processes:
 
     collector: dict = field(default_factory=dict)
     fleet_shards: dict = field(default_factory=dict)
+    partitions: dict = field(default_factory=dict)  # P > 1: the workers
 
 
 def _shard_count(scenario: LoadedScenario, broker_kind: str) -> int:
@@ -98,9 +107,12 @@ def _scenario_file(scenario: LoadedScenario, out: Path) -> Path:
 def _clear(out: Path) -> None:
     """Remove a previous run's pieces from OUT."""
     fresh_outputs(out)
-    for stale in [out / COLLECTOR_DIR, *out.glob("fleet-*-of-*")]:
+    pieces = [out / COLLECTOR_DIR, out / COORDINATOR_DIR, *out.glob("fleet-*-of-*")]
+    for stale in [*pieces, *out.glob("partition-*-of-*")]:
         if stale.is_dir():
             shutil.rmtree(stale)
+    for stale in [*out.glob("trace-p*.sqlite"), *out.glob("collector-p*.sqlite")]:
+        stale.unlink()
 
 
 def _side_command(side: str, scenario_file: Path, url: str, run: str, out: Path, seed: int,
@@ -210,14 +222,27 @@ async def run_split(
         urls = shard_brokers or [info.url]
         with tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private:
             secret = creds.save(Path(private) / "credentials.json") if creds else None
-            collector_dir = out / COLLECTOR_DIR
+            partitions = scenario.spec.collector.partitions
+            collector_dir = out / (COLLECTOR_DIR if partitions == 1 else COORDINATOR_DIR)
             collector_log = collector_dir / "collector.log"
             collector = await _spawn(
-                _side_command("collector", scenario_file, info.url, run, collector_dir, seed,
+                _side_command("collector" if partitions == 1 else "coordinator",
+                              scenario_file, info.url, run, collector_dir, seed,
                               secret, "--progress", "--fleet-timeout", str(wait_timeout)),
                 collector_log,
                 pipe=True,
             )  # fmt: skip
+            partition_dirs = [out / f"partition-{p}-of-{partitions}" for p in range(partitions)]
+            workers = {
+                p: await _spawn(
+                    _side_command("partition", scenario_file, urls[p % len(urls)], run,
+                                  partition_dirs[p], seed, secret, "--partition",
+                                  f"{p}/{partitions}"),
+                    partition_dirs[p] / "partition.log",
+                    pipe=False,
+                )
+                for p in range(partitions) if partitions > 1
+            }  # fmt: skip
             reading = asyncio.create_task(
                 _read_collector(collector, collector_log, progress, stage_done)
             )
@@ -238,15 +263,22 @@ async def run_split(
             )  # fmt: skip
             try:
                 timed_out = not await _collector_within(collector, _run_timeout(scenario))
+                for worker in workers.values():
+                    timed_out |= not await _collector_within(worker, _run_timeout(scenario))
                 processes.collector = {
                     "pid": collector.pid,
                     "exit_code": collector.returncode,
                     "log": str(collector_log),
                 }
+                processes.partitions = {
+                    str(p): {"pid": w.pid, "exit_code": w.returncode,
+                             "log": str(partition_dirs[p] / "partition.log")}
+                    for p, w in workers.items()
+                }  # fmt: skip
                 await reading
                 ended = await _finish_fleet(scenario, local, children)
             finally:
-                for child in children.values():
+                for child in [*children.values(), *workers.values()]:
                     await stop_process(child)
                 await stop_process(collector)
                 local.cancel()
@@ -263,6 +295,8 @@ async def run_split(
             f"{processes.collector['exit_code']}) without writing its results: "
             f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
         )
+    if workers:
+        collector_dir = _merge_partitions(scenario, out, collector_dir, partition_dirs, run)
     results = _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
     if timed_out:
         results["aborted"] = {
@@ -273,6 +307,33 @@ async def run_split(
         }
         (out / "results.json").write_text(json.dumps(results, indent=2))
     return results
+
+
+def _merge_partitions(scenario, out: Path, coordinator_dir: Path, partition_dirs, run) -> Path:
+    """Unite the coordinator's and the workers' directories into ``collector/``; link each
+    worker's trace and store into OUT. Returns ``collector/``."""
+    for directory in partition_dirs:
+        if not (directory / "results.json").exists():
+            log = directory / "partition.log"
+            raise SplitRunFailed(
+                f"partition worker {directory.name} of run {run} ended without writing its "
+                f"results: {_tail(log) or 'its log is empty'} ({log})"
+            )
+    merged = merge_partitions(scenario, coordinator_dir, partition_dirs, out / COLLECTOR_DIR)
+    for p, directory in enumerate(partition_dirs):
+        for name, target in (("trace.sqlite", f"trace-p{p}.sqlite"),
+                             ("collector.sqlite", f"collector-p{p}.sqlite")):  # fmt: skip
+            if (directory / name).exists():
+                _link(directory / name, out / target)
+    return merged
+
+
+def _link(source: Path, target: Path) -> None:
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def _run_timeout(scenario: LoadedScenario) -> float | None:
@@ -333,6 +394,8 @@ def _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processe
         "collector": processes.collector,
         "fleet_shards": processes.fleet_shards,
     }
+    if processes.partitions:
+        results["side_processes"]["partitions"] = processes.partitions
     results["seconds"] = time.perf_counter() - wall
     (out / "results.json").write_text(json.dumps(results, indent=2))
     return results

@@ -1,0 +1,213 @@
+"""Partition workers and the coordinator over the broker (``protocol.partition`` says why).
+
+``PartitionLink`` is what a worker's ``CollectorService`` (``partition = p``) uses to talk to
+the coordinator: it repeats ``ready`` until the coordinator's ``stream open`` is heard,
+sends ``progress`` at most every ``PROGRESS_EVERY`` seconds, closes the stage when the
+coordinator says ``stream closed`` (a deadline, no fleet) and sends the ``closed`` summary
+after the worker's last acknowledgements.
+
+``coordinate_stream`` is the coordinator's stream stage: wait for every worker's ``ready``,
+call ``on_ready`` (the run announcement: the fleet may start), say ``stream open``, pass
+the summed progress on, close the stage on a silent fleet, and once every partition closed
+say ``stream closed`` with the stage's reason. It returns the tally; the caller says
+``run closed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.partition import (
+    COMPLETE_REASON,
+    COUNTERS,
+    PartitionStatus,
+    PartitionTally,
+    status_topic,
+)
+from ldpfleet.protocol.stream import STAGE
+
+if TYPE_CHECKING:
+    from ldpfleet.collector.service import CollectorService
+
+PROGRESS_EVERY = 1.0  # seconds between two progress statuses of a worker
+READY_EVERY = 1.0  # seconds between two ready statuses until the stage opens
+
+
+class PartitionLink:
+    """A worker's side of the coordinator conversation (module docstring)."""
+
+    def __init__(self, run: str, partition: int, partitions: int) -> None:
+        self.run, self.partition, self.partitions = run, partition, partitions
+        self.opened = asyncio.Event()
+        self.close_detail: str | None = None  # the coordinator closed the stage
+
+    def _status(self, service: CollectorService | None, state: str, **extra) -> bytes:
+        machine = service.machine if service is not None else None
+        states = machine.devices.values() if machine is not None else ()
+        devices = len(service.devices) if service is not None else 0
+        n_batches = service.config.n_batches if service is not None else 0
+        return codec.encode(
+            PartitionStatus(
+                run=self.run,
+                sender=topics.COLLECTOR_ID,
+                partition=self.partition,
+                partitions=self.partitions,
+                state=state,
+                persisted=sum(len(s.persisted) for s in states),
+                expected=devices * n_batches,
+                joined=sum(s.hello for s in states),
+                devices=devices,
+                **extra,
+            )
+        )
+
+    def control(self, service: CollectorService, payload: bytes) -> None:
+        """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready)
+        or ``stream closed`` (close this partition's stage now)."""
+        try:
+            message = codec.decode(payload)
+        except RemoteProtocolError:
+            return
+        if not isinstance(message, Stage) or message.sender != topics.COLLECTOR_ID:
+            return
+        if message.stage == STAGE and message.state == "open":
+            self.opened.set()
+        elif message.stage == STAGE and message.state == "closed":
+            self.close_detail = message.detail
+            service.request_close(message.detail or "the coordinator closed the stage")
+
+    async def report(self, service: CollectorService, conn: Connection) -> None:
+        """Ready until the stage opens, then progress (runs in the background)."""
+        topic = status_topic(self.run)
+        while not self.opened.is_set():
+            await conn.publish(topic, self._status(service, "ready"))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(READY_EVERY):
+                    await self.opened.wait()
+        last = None
+        while True:
+            status = self._status(service, "progress")
+            if status != last:
+                await conn.publish(topic, status)
+                last = status
+            await asyncio.sleep(PROGRESS_EVERY)
+
+    async def closed(self, service: CollectorService, conn: Connection) -> None:
+        """The summary, after the worker's last acknowledgements (same session)."""
+        summary = service.machine.summary()
+        complete = summary["stage_state"] == "closed" and summary["reports_lost"] == 0
+        await conn.publish(
+            status_topic(self.run),
+            self._status(
+                service,
+                "closed",
+                complete=complete,
+                detail=summary["close_reason"][:500],
+                counters=[int(summary[name]) for name in COUNTERS],
+            ),
+        )
+
+    async def serve_empty(self, conn: Connection, until: asyncio.Event) -> None:
+        """A partition without devices: a complete ``closed`` status, repeated every
+        ``READY_EVERY`` seconds until ``until`` (the run closed; the coordinator may not
+        listen yet when the first one goes out)."""
+        counters = [0] * len(COUNTERS)
+        status = self._status(
+            None, "closed", complete=True, detail=COMPLETE_REASON, counters=counters
+        )
+        while not until.is_set():
+            await conn.publish(status_topic(self.run), status)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(READY_EVERY):
+                    await until.wait()
+
+
+def _stage(run: str, state: str, detail: str = "") -> bytes:
+    return codec.encode(
+        Stage(run=run, sender=topics.COLLECTOR_ID, stage=STAGE, state=state, detail=detail)
+    )
+
+
+class WorkersMissing(RuntimeError):
+    """Not every partition worker said ready in time; ``sentence`` names how many."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+async def coordinate_stream(
+    transport: Transport,
+    run: str,
+    partitions: int,
+    *,
+    on_ready: Callable[[], object] | None = None,
+    progress: Callable[..., None] | None = None,
+    workers_timeout: float = 60.0,
+    fleet_timeout: float = 60.0,
+    aborted: Callable[[str], None] | None = None,
+) -> PartitionTally:
+    """The coordinator's stream stage (module docstring). ``WorkersMissing`` when not every
+    worker is ready within ``workers_timeout``; ``aborted(sentence)`` hears a stage closed
+    because no device joined within ``fleet_timeout`` of the opening."""
+    tally = PartitionTally(run, partitions)
+    changed = asyncio.Event()
+    async with transport.connect(f"{run}-collector-coordinator") as conn:
+        await conn.subscribe(status_topic(run))
+
+        async def listen() -> None:
+            async for delivery in conn.messages():
+                with contextlib.suppress(RemoteProtocolError):
+                    tally.receive(codec.decode(delivery.payload))
+                    changed.set()
+
+        listener = asyncio.create_task(listen())
+        try:
+            await _until(changed, lambda: tally.all_ready, workers_timeout)
+            if not tally.all_ready:
+                missing = sorted(set(range(partitions)) - tally.ready)
+                raise WorkersMissing(
+                    f"{len(missing)} of {partitions} partition workers of run {run} did not "
+                    f"say ready within {workers_timeout:g} s (partitions {missing[:10]})"
+                )
+            if on_ready is not None:
+                await on_ready()
+            await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
+            opened = time.monotonic()
+            closing = False
+            while not tally.all_closed:
+                await _until(changed, lambda: tally.all_closed, 0.5)
+                if progress is not None:
+                    progress(*tally.progress())
+                silent = tally.progress()[2] == 0
+                if not closing and silent and time.monotonic() - opened > fleet_timeout:
+                    sentence = f"no fleet joined run {run} within {fleet_timeout:g} s"
+                    closing = True
+                    if aborted is not None:
+                        aborted(sentence)
+                    await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", sentence))
+            if not closing:
+                await conn.publish(
+                    topics.ctl(run, "stage"), _stage(run, "closed", tally.close_reason())
+                )
+        finally:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
+    return tally
+
+
+async def _until(changed: asyncio.Event, done: Callable[[], bool], timeout: float) -> None:
+    """Wait until ``done()`` (re-checked on each change) or ``timeout`` seconds."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            while not done():
+                changed.clear()
+                await changed.wait()

@@ -1,0 +1,147 @@
+"""Collector partitions: what a partition worker tells the coordinator — theory of operation.
+
+DESIGN.md "Scale" (issue 23). With ``[collector] partitions = P > 1`` every device belongs
+to partition ``topics.partition_of(device, P)`` (SHA-256 of its id, mod P) and talks only to
+that partition's worker, under ``ldp/{run}/p{p}/dev/...``. The coordinator keeps what is
+global: it opens and closes the stream stage on ``ctl/stage`` (a worker never broadcasts)
+and closes the run. Workers report to it on ``ldp/{run}/svc/collector/partition`` with
+``PartitionStatus``:
+
+* ``ready`` once subscribed (repeated until the coordinator's ``stream open`` is heard: a
+  worker may start before the coordinator listens);
+* ``progress`` (at most one a second while the stage is open: persisted, expected, joined);
+* ``closed`` once its stage closed and every acknowledgement is published, with its
+  counters (``COUNTERS``) and the close reason. Published on the worker's collector
+  session after its last acks, so the broker has routed those acks before the summary,
+  and the coordinator's ``run closed`` after all summaries (the workers' recorders stop on
+  it and miss nothing of their partition).
+
+The coordinator's traffic is O(P) messages per second and per stage, whatever the number
+of reports. ``PartitionTally`` (pure, no I/O) counts the statuses: each partition once per
+state, a status for a partition outside 0..P-1 or of another run refused; it answers
+whether all are ready or closed, the summed counters, and the stage's close reason (the
+one reason when every partition completed, else the first incomplete partition's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import msgspec
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import Message, Reason
+from msgspec import Meta
+
+STATUS_KIND = "partition"  # ldp/{run}/svc/collector/partition
+COMPLETE_REASON = "every device delivered every report"  # protocol.stream's close reason
+# the summable counters of a partition's stream stage (StreamCollector.summary)
+COUNTERS = (
+    "devices",
+    "devices_complete",
+    "reports_expected",
+    "reports_received",
+    "reports_duplicate",
+    "messages_after_close",
+    "reports_rejected",
+    "reports_refused",
+    "reports_lost",
+)
+Count = Annotated[int, Meta(ge=0, le=2**53)]
+
+
+class PartitionStatus(Message, tag="partition_status", kw_only=True):
+    """Partition worker -> coordinator (``svc/collector/partition``): ready, progress, closed."""
+
+    partition: Annotated[int, Meta(ge=0, lt=topics.MAX_PARTITIONS)]
+    partitions: Annotated[int, Meta(ge=1, le=topics.MAX_PARTITIONS)]
+    state: Literal["ready", "progress", "closed"]
+    persisted: Count = 0
+    expected: Count = 0
+    joined: Count = 0
+    devices: Count = 0
+    complete: bool = False
+    detail: Reason = ""
+    counters: Annotated[list[Count], Meta(max_length=len(COUNTERS))] = msgspec.field(
+        default_factory=list
+    )  # in COUNTERS order
+
+
+PARTITION_MESSAGES = (PartitionStatus,)
+
+
+def status_topic(run: str) -> str:
+    """Where workers report to the coordinator."""
+    return topics.svc(run, topics.COLLECTOR_ID, STATUS_KIND)
+
+
+@dataclass
+class PartitionTally:
+    """The coordinator's view of its P workers (pure: statuses in, answers out)."""
+
+    run: str
+    partitions: int
+    ready: set[int] = field(default_factory=set)
+    closed: dict[int, PartitionStatus] = field(default_factory=dict)
+    latest: dict[int, PartitionStatus] = field(default_factory=dict)
+    refused: int = 0
+
+    def receive(self, status: object) -> None:
+        """Count one status; refuse (``RemoteProtocolError``) anything else."""
+        if not isinstance(status, PartitionStatus) or status.run != self.run:
+            self.refused += 1
+            raise RemoteProtocolError("not a partition status of this run", field="type")
+        if status.partitions != self.partitions or status.partition >= self.partitions:
+            self.refused += 1
+            raise RemoteProtocolError(
+                f"partition {status.partition} of {status.partitions}, this run has "
+                f"{self.partitions}",
+                field="partition",
+            )
+        self.ready.add(status.partition)
+        if status.partition not in self.closed:
+            self.latest[status.partition] = status
+        if status.state == "closed":
+            self.closed.setdefault(status.partition, status)
+
+    @property
+    def all_ready(self) -> bool:
+        """Every partition's worker listens."""
+        return len(self.ready) == self.partitions
+
+    @property
+    def all_closed(self) -> bool:
+        """Every partition's stage closed."""
+        return len(self.closed) == self.partitions
+
+    def progress(self) -> tuple[int, int, int, int]:
+        """(persisted, expected, joined, devices) summed over the latest statuses."""
+        latest = self.latest.values()
+        return (
+            sum(s.persisted for s in latest),
+            sum(s.expected for s in latest),
+            sum(s.joined for s in latest),
+            sum(s.devices for s in latest),
+        )
+
+    def counters(self) -> dict[str, int]:
+        """The closed partitions' counters, summed."""
+        totals = dict.fromkeys(COUNTERS, 0)
+        for status in self.closed.values():
+            for name, value in zip(COUNTERS, status.counters, strict=False):
+                totals[name] += value
+        return totals
+
+    def close_reason(self) -> str:
+        """The stage's close reason: the complete one, or the first incomplete partition's."""
+        for partition in sorted(self.closed):
+            status = self.closed[partition]
+            if not status.complete:
+                return status.detail
+        return COMPLETE_REASON if self.closed else ""
+
+    @property
+    def complete(self) -> bool:
+        """Every partition closed complete."""
+        return self.all_closed and all(s.complete for s in self.closed.values())

@@ -1,0 +1,367 @@
+"""A partitioned stream run's collector side: the coordinator and the partition workers.
+
+DESIGN.md "Scale" (issue 23). ``coordinator_side`` records the run's global topics
+(``ctl/``, ``rel/``, ``svc/``) in its own trace, waits for every worker's ``ready``, announces
+the run (the fleet shards start), opens and closes the stream stage and closes the run
+(``collector.partition.coordinate_stream``); its results.json holds the summed counters.
+``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
+(``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
+its analytics; its results.json is a collector side's for its devices only.
+
+``merge_partitions`` unites them into one collector side's directory (what one collector
+would have written: per-device entries united, counters summed, reconstructions and
+arrays joined) that ``scenarios.merge.merge_run`` merges with the fleet shards as usual;
+each partition's trace and store stay files of their own (``trace-p{p}.sqlite``,
+``collector-p{p}.sqlite`` in the run folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import resource
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.recorder import TraceRecorder, control_filters
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
+from ldpfleet.collector.rendezvous import RunAnnouncer
+from ldpfleet.collector.service import announce_run_closed
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.partition import COUNTERS
+from ldpfleet.protocol.rendezvous import scenario_digest
+from ldpfleet.scenarios.cadr_run import scenario_header
+from ldpfleet.scenarios.runner import collector_for
+from ldpfleet.scenarios.schema import LoadedScenario
+from ldpfleet.scenarios.sides import (
+    SIDE_FILE,
+    _collector_document,
+    _CollectorRun,
+    _first,
+    _save_side_arrays,
+    _stopped,
+    _stream_entry,
+    run_terms,
+)
+
+__all__ = ["coordinator_side", "merge_partitions", "partition_devices", "partition_side"]
+
+
+def partition_devices(scenario: LoadedScenario, partition: int, partitions: int) -> list[str]:
+    """The devices of ``partition`` (scenario order)."""
+    return [d for d in scenario.device_ids() if topics.partition_of(d, partitions) == partition]
+
+
+def _check_partitions(scenario: LoadedScenario, partitions: int) -> None:
+    wanted = scenario.spec.collector.partitions
+    if partitions != wanted:
+        raise ValueError(
+            f"--partition .../{partitions}: the scenario's [collector] partitions is {wanted}"
+        )
+
+
+# ---- a partition worker -------------------------------------------------------------------
+
+
+async def partition_side(
+    scenario: LoadedScenario,
+    broker: str | Transport,
+    run: str,
+    partition: tuple[int, int],
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials: Credentials | None = None,
+) -> dict:
+    """Worker ``p`` of ``P`` (module docstring); writes OUT/results.json, collector.sqlite,
+    trace.sqlite and collector-side.npz; returns the results."""
+    p, count = partition
+    _check_partitions(scenario, count)
+    seed = scenario.spec.scenario.seed if seed is None else seed
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    wall = time.perf_counter()
+    state = _CollectorRun(auth=credentials is not None)
+    devices = partition_devices(scenario, p, count)
+    try:
+        async with open_broker(broker, credentials=credentials) as (transport, info):
+            state.info = info
+            await _serve_partition(scenario, transport, run, p, count, devices, out, seed, state)
+    except asyncio.CancelledError:
+        if devices:
+            _stopped(scenario, run, state)
+        _write_partition(scenario, run, seed, state, out, wall, p, count, devices)
+        raise
+    return _write_partition(scenario, run, seed, state, out, wall, p, count, devices)
+
+
+async def _serve_partition(scenario, transport, run, p, count, devices, out, seed, state) -> None:
+    grace = scenario.spec.collector.finish_grace
+    state.recorder = recorder = TraceRecorder(
+        transport,
+        run,
+        out / "trace.sqlite",
+        filters=(topics.partition_filter(run, p), topics.ctl(run, "stage")),
+        scenario_digest=scenario_digest(scenario.to_dict()),
+        client_id=f"{run}-recorder-p{p}",
+    )
+    link = PartitionLink(run, p, count)
+    async with asyncio.TaskGroup() as group:
+        recording = group.create_task(recorder.run_until_closed())
+        await _first(recorder.subscribed, recording)
+        if devices:
+            service = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
+            service.devices, service.partition, service.link = devices, p, link
+            service.final_stage = False  # the coordinator closes the run
+            state.service = service
+            state.results = await service.run()
+        else:
+            async with transport.connect(f"{run}-collector-p{p}") as conn:
+                await link.serve_empty(conn, recorder.finished)
+        await asyncio.wait({recording}, timeout=grace + 60.0)
+        if not recording.done():
+            recording.cancel()
+            state.trace_note = "the coordinator's 'run closed' did not reach this partition"
+        await asyncio.gather(recording, return_exceptions=True)
+
+
+def _write_partition(scenario, run, seed, state, out: Path, wall, p, count, devices) -> dict:
+    results = _collector_document(scenario, run, seed, state, time.perf_counter() - wall)
+    mine = set(devices)
+    results["per_device"] = {d: e for d, e in results["per_device"].items() if d in mine}
+    results["mean_estimates"] = {d: v for d, v in results["mean_estimates"].items() if d in mine}
+    results["partition"] = {"index": p, "of": count, "devices": len(devices)}
+    if not devices:
+        results.update({name: 0 for name in COUNTERS})
+        results["stages"]["stream"]["status"] = "complete"
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    _save_side_arrays(out, state)
+    return results
+
+
+# ---- the coordinator ----------------------------------------------------------------------
+
+
+async def coordinator_side(
+    scenario: LoadedScenario,
+    broker: str | Transport,
+    run: str,
+    out_dir: str | Path,
+    *,
+    seed: int | None = None,
+    credentials: Credentials | None = None,
+    fleet_timeout: float = 60.0,
+    workers_timeout: float = 60.0,
+    progress: Callable[..., None] | None = None,
+) -> dict:
+    """The coordinator (module docstring); writes OUT/results.json and trace.sqlite."""
+    count = scenario.spec.collector.partitions
+    seed = scenario.spec.scenario.seed if seed is None else seed
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    wall = time.perf_counter()
+    announcer = RunAnnouncer(run, run_terms(scenario, run, seed))
+    document: dict = {"run": run, "aborted": None, "partitions": count}
+    async with open_broker(broker, credentials=credentials) as (transport, info):
+        recorder = TraceRecorder(
+            transport,
+            run,
+            out / "trace.sqlite",
+            filters=control_filters(run),
+            scenario_digest=scenario_digest(scenario.to_dict()),
+        )
+        async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
+            recording = g.create_task(recorder.run_until_closed())
+            await _first(recorder.subscribed, recording)
+            try:
+                tally = await coordinate_stream(
+                    transport,
+                    run,
+                    count,
+                    on_ready=lambda: announcer.open(conn),
+                    progress=progress,
+                    workers_timeout=workers_timeout,
+                    fleet_timeout=fleet_timeout,
+                    aborted=lambda s: document.update(
+                        aborted={"reason": "no_fleet", "fleet_timeout": fleet_timeout,
+                                 "detail": s}
+                    ),
+                )  # fmt: skip
+            except WorkersMissing as error:
+                document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
+                tally = None
+            finally:
+                reason = (document["aborted"] or {}).get("detail", "")
+                with contextlib.suppress(Exception):
+                    await announcer.close(conn, reason)
+            await announce_run_closed(conn, run)
+            await asyncio.wait({recording}, timeout=scenario.spec.collector.finish_grace)
+            if not recording.done():
+                recording.cancel()
+            await asyncio.gather(recording, return_exceptions=True)
+    document |= {
+        "scenario": scenario_header(scenario, seed),
+        "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
+        "counters": tally.counters() if tally else None,
+        "close_reason": tally.close_reason() if tally else None,
+        "complete": bool(tally and tally.complete),
+        "trace": {
+            "path": "trace.sqlite",
+            "public_key": recorder.public_key,
+            "messages": recorder.recorded,
+            "complete": recorder.complete,
+        },
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "seconds": time.perf_counter() - wall,
+    }
+    (out / "results.json").write_text(json.dumps(document, indent=2))
+    return document
+
+
+# ---- merging ------------------------------------------------------------------------------
+
+
+def merge_partitions(
+    scenario: LoadedScenario, coordinator_dir: str | Path, partition_dirs, out_dir: str | Path
+) -> Path:
+    """One collector side's directory in ``out_dir`` from the coordinator's and the workers'
+    (module docstring); returns it. The coordinator's trace becomes its ``trace.sqlite``."""
+    coordinator_dir, out = Path(coordinator_dir), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    coordinator = json.loads((coordinator_dir / "results.json").read_text())
+    parts = [json.loads((Path(d) / "results.json").read_text()) for d in partition_dirs]
+    merged = _merged_document(scenario, coordinator, parts)
+    arrays: dict[str, np.ndarray] = {}
+    for directory in partition_dirs:
+        side = Path(directory) / SIDE_FILE
+        if side.exists():
+            with np.load(side) as data:
+                arrays |= {key: data[key] for key in data.files}
+    np.savez_compressed(out / SIDE_FILE, **arrays)
+    recon: dict[str, np.ndarray] = {}
+    for directory in partition_dirs:
+        path = Path(directory) / "reconstructions.npz"
+        if path.exists():
+            with np.load(path) as data:
+                recon |= {key: data[key] for key in data.files}
+    if recon:
+        np.savez_compressed(out / "reconstructions.npz", **recon)
+    (out / "results.json").write_text(json.dumps(merged, indent=2))
+    shutil.copy2(coordinator_dir / "trace.sqlite", out / "trace.sqlite")
+    return out
+
+
+def _summed(parts: list[dict], key: str) -> dict:
+    total: dict = {}
+    for part in parts:
+        for name, value in (part.get(key) or {}).items():
+            total[name] = total.get(name, 0) + value
+    return dict(sorted(total.items()))
+
+
+def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[dict]) -> dict:
+    order = scenario.device_ids()
+    first = parts[0]
+    merged = dict(first)
+    for name in COUNTERS:
+        merged[name] = sum(part.get(name) or 0 for part in parts)
+    merged["aborted"] = coordinator.get("aborted") or next(
+        (p["aborted"] for p in parts if p.get("aborted")), None
+    )
+    merged["rejections_by_field"] = _summed(parts, "rejections_by_field")
+    merged["rejections_by_reason"] = _summed(parts, "rejections_by_reason")
+    merged["budget_refusals"] = dict(
+        sorted(kv for p in parts for kv in (p.get("budget_refusals") or {}).items())
+    )
+    merged["missing_batches"] = {
+        d: s for p in parts for d, s in (p.get("missing_batches") or {}).items()
+    }
+    per_device = {d: e for p in parts for d, e in p["per_device"].items()}
+    estimates = {d: v for p in parts for d, v in p["mean_estimates"].items()}
+    merged["per_device"] = {d: per_device[d] for d in order if d in per_device}
+    merged["mean_estimates"] = {d: estimates[d] for d in order if d in estimates}
+    config = scenario.stream_config(coordinator["run"])
+    merged["stream"] = _stream_entry(config, merged)
+    merged["stages"] = _merged_stages(coordinator, parts, merged)
+    merged["reconstruction"] = _merged_recon(parts)
+    merged["delivery"] = _merged_delivery(parts, merged)
+    merged["trace"] = _merged_trace(coordinator, parts)
+    merged["trace_complete"] = coordinator["trace"]["complete"] and all(
+        p.get("trace_complete") for p in parts
+    )
+    merged["peak_rss_mb"] = round(
+        coordinator["peak_rss_mb"] + sum(p.get("peak_rss_mb") or 0 for p in parts), 1
+    )
+    merged["seconds"] = coordinator["seconds"]
+    merged["partitions"] = {
+        "count": len(parts),
+        "devices": [p["partition"]["devices"] for p in parts],
+        "close_reason": coordinator.get("close_reason"),
+        "coordinator_peak_rss_mb": coordinator["peak_rss_mb"],
+        "peak_rss_mb": [p.get("peak_rss_mb") for p in parts],
+    }
+    return merged
+
+
+def _merged_stages(coordinator: dict, parts: list[dict], merged: dict) -> dict:
+    stages = dict(parts[0]["stages"])
+    seconds = [p["stages"]["stream"]["seconds"] for p in parts if p["partition"]["devices"]]
+    stages["stream"] = {
+        **stages["stream"],
+        "status": "complete" if merged["reports_lost"] == 0 else "incomplete",
+        "seconds": max((s for s in seconds if s is not None), default=None),
+        "close_reason": coordinator.get("close_reason"),
+    }
+    recon = [p["stages"]["reconstruct"]["seconds"] for p in parts if "reconstruct" in p["stages"]]
+    if recon:
+        stages["reconstruct"] = {"status": "ok", "seconds": max(recon)}
+    return stages
+
+
+def _merged_recon(parts: list[dict]) -> dict | None:
+    entries = [p["reconstruction"] for p in parts if p.get("reconstruction")]
+    if not entries:
+        return None
+    return {
+        **entries[0],
+        "streams": sum(e["streams"] for e in entries),
+        "seconds": max(e["seconds"] for e in entries),
+    }
+
+
+def _merged_delivery(parts: list[dict], merged: dict) -> dict:
+    deliveries = [p["delivery"] for p in parts]
+    summed = ("collector_reconnects", "recorder_reconnects", "collector_republished")
+    return {
+        **deliveries[0],
+        **{key: sum(d.get(key) or 0 for d in deliveries) for key in summed},
+        "reports_duplicate": merged["reports_duplicate"],
+        "reports_lost": merged["reports_lost"],
+        "collector_peak_pending": max(d.get("collector_peak_pending") or 0 for d in deliveries),
+    }
+
+
+def _merged_trace(coordinator: dict, parts: list[dict]) -> dict:
+    missing = [p["trace"].get("missing_reports") for p in parts]
+    return {
+        "path": "trace.sqlite",
+        "public_key": coordinator["trace"]["public_key"],
+        "messages": coordinator["trace"]["messages"] + sum(p["trace"]["messages"] for p in parts),
+        "by_kind": _summed([p["trace"] for p in parts], "by_kind"),
+        "missing_reports": None if None in missing else sum(missing),
+        "partitions": [
+            {
+                "path": f"trace-p{p['partition']['index']}.sqlite",
+                "public_key": p["trace"]["public_key"],
+                "messages": p["trace"]["messages"],
+            }
+            for p in parts
+        ],
+    }
