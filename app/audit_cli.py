@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Annotated
 
@@ -103,11 +104,13 @@ HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg")  # whole paths: submitted 
 
 
 def _one_audit(task: tuple) -> dict:
+    """One audit's row, with the CPU seconds it took in its process (``cpu_seconds``)."""
     mechanism, eps, delta, trials, gamma, seed = task
+    started = time.process_time()
     result = _battery().run_audit(
         mechanism, eps, delta=delta, trials=trials, gamma=gamma, seed=seed
     )
-    return result.to_dict()
+    return {**result.to_dict(), "cpu_seconds": round(time.process_time() - started, 2)}
 
 
 def _audit_in_pool(
