@@ -40,7 +40,7 @@ import numpy as np
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
 from ldpfleet.broker.transport import Transport
-from ldpfleet.collector.degree_postprocess import noise_weight, post_process
+from ldpfleet.collector.degree_postprocess import degree_prior, noise_weight, post_process
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
@@ -50,6 +50,7 @@ from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
 from ldpfleet.protocol.cadr_theta_noise import (
     SHARE_BOUND,
+    bucket_count,
     bucket_grid,
     counts_above,
     noise_parties,
@@ -249,6 +250,7 @@ async def run_cadr_collector(
                     eps_dsr=budget.dsr,
                     weight=noise_weight(budget.dsr) if pipeline == "dp" else 1.0,
                     parties=parties,
+                    eps_theta=budget.theta,
                     fanout=fanout,
                     spacing=spacing,
                     stage_timeout=stage_timeout,
@@ -284,7 +286,7 @@ async def run_cadr_collector(
         values = np.array(list(outcome.released.values()))
         outcome.histogram = post_process_distribution(values, theta).tolist()
         if pipeline == "dp":
-            post = post_process(values, theta, budget.dsr)
+            post = post_process(values, theta, budget.dsr, _theta_prior(outcome, degree_bound))
             outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
             outcome.estimate_histogram = post.histogram.tolist()
         seq += 1
@@ -304,6 +306,17 @@ async def run_cadr_collector(
     return outcome
 
 
+def _theta_prior(outcome: CadrOutcome, degree_bound: int) -> np.ndarray | None:
+    """The degree prior from the DP θ search's opened bucket sums
+    (``degree_postprocess.degree_prior``; None when θ was given or searched exactly)."""
+    for query in outcome.theta_queries:
+        if "bucket_sums" in query:
+            return degree_prior(
+                query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"]
+            )
+    return None
+
+
 async def _search_theta(
     transport: Transport,
     run: str,
@@ -316,6 +329,7 @@ async def _search_theta(
     eps_dsr: float,
     weight: float,
     parties: int,
+    eps_theta: float,
     fanout: int,
     spacing: str,
     stage_timeout: float,
@@ -355,7 +369,7 @@ async def _search_theta(
         return result.total
 
     if rule == "auto-dev" and parties > 0:
-        thresholds = bucket_grid(degree_bound)
+        thresholds = bucket_grid(degree_bound, bucket_count(len(members), eps_theta))
         fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
         totals = await ask("theta-buckets", "bucket", thresholds, fp)
         query = outcome.theta_queries[-1]

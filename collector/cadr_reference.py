@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from ldpfleet.collector.degree_postprocess import (
+    degree_prior,
     noise_weight,
     post_process,
     score,
@@ -76,6 +77,7 @@ from ldpfleet.collector.theta_search import (
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget
 from ldpfleet.protocol.cadr_theta_noise import (
+    bucket_count,
     bucket_grid,
     counts_above,
     noise_parties,
@@ -146,12 +148,13 @@ def dp_theta(
     degrees: np.ndarray, budget: CadrBudget, weight: float, rng: np.random.Generator
 ) -> tuple[int, dict]:
     """The DP θ search (``protocol.cadr_theta_noise``) with every device surviving: the
-    bucket counts over ``bucket_grid(D)`` plus the sum of the n devices' Pólya shares for
-    ``noise_parties(n)`` (drawn at once from ``rng``), θ from the noisy counts above.
-    Returns θ and the search's figures (with ``theta_exact``: the same rule on the true
-    counts, the non-private optimum)."""
+    bucket counts over ``bucket_grid(D, bucket_count(n, ε_θ))`` plus the sum of the n
+    devices' Pólya shares for ``noise_parties(n)`` (drawn at once from ``rng``), θ from the
+    noisy counts above. Returns θ and the search's figures (with ``theta_exact``: the same
+    rule on the true counts, the non-private optimum; ``thresholds`` and the noisy
+    ``bucket_sums``: what the collector opened, the post-processing's prior)."""
     n, bound = len(degrees), int(degrees.max())
-    thresholds = bucket_grid(bound)
+    thresholds = bucket_grid(bound, bucket_count(n, budget.theta))
     exact = np.bincount(
         np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
     )
@@ -164,6 +167,8 @@ def dp_theta(
         "noise_parties": parties,
         "theta": theta,
         "theta_exact": theta_from_counts(thresholds, counts_above(exact), target, bound),
+        "thresholds": list(thresholds),
+        "bucket_sums": noisy.tolist(),
     }
 
 
@@ -291,7 +296,12 @@ def private_run(
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
     histogram = post_process_distribution(released, theta)
     raw = score(degrees, released, histogram)
-    post = post_process(released, theta, eps_dsr)
+    prior = None
+    if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
+        prior = degree_prior(
+            search["bucket_sums"], search["thresholds"], int(degrees.max()), len(degrees)
+        )
+    post = post_process(released, theta, eps_dsr, prior)
     pp = score(degrees, post.estimates, post.histogram)
     final = pp if pipeline == "dp" else raw
     return CadrRun(

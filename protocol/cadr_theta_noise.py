@@ -8,7 +8,8 @@ may change), and its ε_θ is a named part of each device's budget
 (``protocol.cadr_budget.CadrBudget.theta``), charged in its ledger.
 
 Query: ONE round. The collector publishes thresholds ``t_1 < ... < t_k`` in ``[1, D]``
-(``bucket_grid``: geometric, all small integers kept); device ``i`` answers the one-hot
+(``bucket_grid``: geometric, all small integers kept; ``k`` from ``bucket_count``: fewer
+buckets when ``n · ε_θ`` is small); device ``i`` answers the one-hot
 vector of its bucket (``bucket_vector``: entry ``j`` is ``[t_j < d_i <= t_(j+1)]`` with
 ``t_0 = -inf``, ``t_(k+1) = +inf``, length ``k + 1``). Changing one device's degree moves
 its 1 from one entry to another: the L1 sensitivity of the summed vector is 2 whatever
@@ -74,6 +75,7 @@ __all__ = [
     "NOISE_SURVIVAL",
     "SENSITIVITY",
     "SHARE_BOUND",
+    "bucket_count",
     "bucket_grid",
     "bucket_vector",
     "counts_above",
@@ -86,6 +88,7 @@ __all__ = [
 ]
 
 BUCKETS = 48  # thresholds of the noisy θ search (at most; fewer distinct for small D)
+MIN_BUCKETS = 16  # bucket_count's floor
 NOISE_SURVIVAL = 0.9  # the collector opens a noisy sum only with >= 90% of devices alive
 SENSITIVITY = 2  # L1 change of the summed one-hot vector when one device's degree changes
 SHARE_BOUND = 2**24  # fixed-point range of one device's noisy answer
@@ -104,6 +107,20 @@ def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:
 def geometric_ratio(eps: float, sensitivity: int = SENSITIVITY) -> float:
     """``a = exp(-eps / sensitivity)`` of the two-sided geometric mechanism."""
     return math.exp(-positive_real(eps, "eps") / integer_at_least(sensitivity, "sensitivity", 1))
+
+
+def bucket_count(devices: int, eps: float) -> int:
+    """How many thresholds to ask for (the ``buckets`` of ``bucket_grid``): ``round(n ·
+    eps / 8)`` within ``[MIN_BUCKETS, BUCKETS]``. Each bucket count carries noise of
+    standard deviation ``≈ 2√2 / eps`` (the two-sided geometric for sensitivity 2, small
+    eps), and the count of degrees below a threshold sums the noise of every bucket below
+    it; ``n eps / 8`` buckets keep the summed standard deviations of all buckets near
+    ``0.35 n`` — coarser buckets when the noise is large relative to ``n`` (the collector
+    also reads the counts as a prior on the degrees: ``collector.degree_postprocess.
+    degree_prior``). A function of the public ``n`` and eps only."""
+    n = integer_at_least(devices, "devices", 1)
+    e = positive_real(eps, "eps")
+    return int(min(BUCKETS, max(MIN_BUCKETS, round(n * e / 8))))
 
 
 def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:

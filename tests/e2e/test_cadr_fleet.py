@@ -13,13 +13,18 @@ import sqlite3
 import numpy as np
 import pytest
 from ldpfleet.broker.transport import MemoryTransport
-from ldpfleet.collector.degree_postprocess import noise_weight, post_process, score
+from ldpfleet.collector.degree_postprocess import degree_prior, noise_weight, post_process, score
 from ldpfleet.collector.theta_search import deviation_target, local_error, theta_by_deviation
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget
 from ldpfleet.protocol.cadr_messages import DsrReport
-from ldpfleet.protocol.cadr_theta_noise import bucket_grid, counts_above, theta_from_counts
+from ldpfleet.protocol.cadr_theta_noise import (
+    bucket_count,
+    bucket_grid,
+    counts_above,
+    theta_from_counts,
+)
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
@@ -50,12 +55,12 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     degrees = GRAPH.degrees()
     (query,) = result["theta_queries"]  # one secure sum of noisy bucket counts
     thresholds = query["thresholds"]
-    assert thresholds == bucket_grid(int(degrees.max()))
+    budget = CadrBudget(3.0, 0.1, THETA_FRACTION)
+    assert thresholds == bucket_grid(int(degrees.max()), bucket_count(GRAPH.n, budget.theta))
     assert query["counts"] == counts_above(query["bucket_sums"]).tolist()
     target = deviation_target(GRAPH.n, EPS_DSR, noise_weight(EPS_DSR))
     expected = theta_from_counts(thresholds, np.array(query["counts"]), target, degrees.max())
     assert result["pipeline"] == "dp" and result["theta"] == expected
-    budget = CadrBudget(3.0, 0.1, THETA_FRACTION)
     assert result["budget"] == budget.as_dict() and result["budget"]["theta"] > 0
     search = result["theta_search"]
     assert search["eps"] == budget.theta and search["noise_parties"] == 36  # ceil(0.9 * 40)
@@ -64,7 +69,8 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
         assert ledger["accounts"]["node"]["charges"] == 4  # θ search, NDOE, LPEA, DSR
     names = list(result["per_device"])
     released = [result["released"][name] for name in names]
-    post = post_process(released, result["theta"], EPS_DSR)  # the collector's computation
+    prior = degree_prior(query["bucket_sums"], thresholds, int(degrees.max()), GRAPH.n)
+    post = post_process(released, result["theta"], EPS_DSR, prior)  # the collector's computation
     assert [result["per_device"][name]["estimate"] for name in names] == post.estimates.tolist()
     assert result["estimate_histogram"] == post.histogram.tolist()
     assert result["mae"] == score(degrees, post.estimates, post.histogram)["mae"]

@@ -171,3 +171,14 @@ def test_the_share_ratio_is_rational_and_never_spends_more_than_eps():
         a = share_ratio(eps)
         assert a.denominator <= 2**30 and a >= math.exp(-eps / 2) - 1e-15
         assert 2 * math.log(1 / float(a)) <= eps * (1 + 1e-12)  # eps' <= eps
+
+
+def test_bucket_count_is_coarser_when_the_noise_is_large_for_n():
+    from ldpfleet.protocol.cadr_theta_noise import BUCKETS, MIN_BUCKETS, bucket_count
+
+    assert bucket_count(4039, 0.03) == MIN_BUCKETS  # round(15.1) = 15 < 16
+    assert bucket_count(4039, 0.18) == BUCKETS and bucket_count(40, 0.18) == MIN_BUCKETS
+    assert bucket_count(7115, 0.06) == round(7115 * 0.06 / 8)
+    with pytest.raises(ParameterError) as info:
+        bucket_count(0, 0.1)
+    assert info.value.field == "devices"
