@@ -178,7 +178,7 @@ def test_bucket_count_is_coarser_when_the_noise_is_large_for_n():
 
     assert bucket_count(4039, 0.03) == MIN_BUCKETS  # round(15.1) = 15 < 16
     assert bucket_count(4039, 0.18) == BUCKETS and bucket_count(40, 0.18) == MIN_BUCKETS
-    assert bucket_count(7115, 0.06) == round(7115 * 0.06 / 8)
+    assert bucket_count(7115, 0.03) == round(7115 * 0.03 / 8) == 27
     with pytest.raises(ParameterError) as info:
         bucket_count(0, 0.1)
     assert info.value.field == "devices"
