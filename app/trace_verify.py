@@ -272,12 +272,26 @@ def _encoded(row) -> bytes | None:
         return None
 
 
+def _partition_traces(run: _Run) -> list[tuple[Path, str | None]]:
+    """A partitioned run's worker traces (results.json ``trace.partitions``): (path, key)."""
+    entries = (run.results.get("trace") or {}).get("partitions") or []
+    traces = []
+    for entry in entries:
+        path = run.directory / str(entry.get("path"))
+        if not path.exists():
+            raise TraceError(
+                f"no {path.name} in {run.directory}: results.json lists it as partition trace"
+            )
+        traces.append((path, entry.get("public_key")))
+    return traces
+
+
 def _load_trace(
-    run: _Run, report: VerifyReport, anchor: str | None
+    run: _Run, report: VerifyReport, anchor: str | None, path: Path | None = None
 ) -> list[tuple[int, topics.Topic, Message]]:
-    """Check the chain and the signature; return the decodable, attributable messages
-    (row id, topic, message) in order."""
-    db = open_readonly(run.directory)
+    """Check the chain and the signature of ``path`` (default: the run's trace.sqlite);
+    return the decodable, attributable messages (row id, topic, message) in order."""
+    db = open_readonly(path or run.directory / "trace.sqlite")
     messages: list[tuple[int, topics.Topic, Message]] = []
     try:
         meta = read_meta(db)
@@ -286,6 +300,7 @@ def _load_trace(
         first_problem: tuple[int, str, str] | None = None
         breaks = missing = 0
         last_stored = previous
+        counted = report.checked["rows"]  # rows of the traces read before this one
         for row, stored in chained_rows(db):
             report.checked["rows"] += 1
             encoded = _encoded(row)
@@ -313,7 +328,7 @@ def _load_trace(
             expected = (row.id if isinstance(row.id, int) else expected) + 1
             if row.kind in WANTED or row.kind == "invalid":
                 _decode_row(row, messages, report)
-        rows = report.checked["rows"]
+        rows = report.checked["rows"] - counted
         if first_problem is not None:
             at, reason, detail = first_problem
             more = breaks + missing - 1
@@ -717,11 +732,18 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
 
 
 def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
-    """Every report the collector stored was recorded, from its device, with its values."""
+    """Every report the collector stored (each partition's store) was recorded, from its
+    device, with its values."""
+    partitions = sorted(run.directory.glob("collector-p*.sqlite"))
     path = run.directory / "collector.sqlite"
-    if not path.exists():
+    if not partitions and not path.exists():
         report.notes.append("no collector.sqlite: the collector's stored reports not compared")
         return
+    for store in partitions or [path]:
+        _verify_one_store(store, traced, report)
+
+
+def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         stored = list(db.execute("SELECT device, seq, t0, vals FROM reports ORDER BY device, seq"))
@@ -932,6 +954,10 @@ def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     run = _inputs(paths, report)
     anchor = public_key or (run.results.get("trace") or {}).get("public_key")
     messages = _load_trace(run, report, anchor)
+    main_key = report.public_key
+    for path, key in _partition_traces(run):  # each worker's recorder signed its own
+        messages += _load_trace(run, report, key, path)
+    report.public_key = main_key
     spec = run.scenario.spec
     traced = {}
     if spec.cadr is None:

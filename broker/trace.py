@@ -13,6 +13,14 @@ a row (id, time, topic, family, sender, recipient, kind, seq, bytes, payload). R
 head, scenario digest)`` with a per-run Ed25519 key and stores the signature, the public key
 and those values in the ``meta`` table; the public key is also written to results.json and
 printed, which is what a verifier must trust (``meta`` alone can be rewritten with the rows).
+
+A partitioned run (``[collector] partitions = P > 1``) keeps one trace per recorder: the
+coordinator's ``trace.sqlite`` (``ctl/``, ``rel/``, ``svc/``) and each worker's
+``trace-p{p}.sqlite`` (its partition's device traffic, and the ``ctl/stage`` messages again).
+``open_readonly`` on such a run directory reads them together: a temporary ``messages``
+view (or, past SQLite's attachment limit, a temporary table) of every file's rows without
+the workers' copies of ``ctl/``, in time order with ids 1, 2, ...; the chains and
+signatures are per file (``trace verify`` checks each).
 """
 
 from __future__ import annotations
@@ -155,9 +163,19 @@ class TraceRow:
     payload: bytes
 
 
+def partition_traces(directory: str | Path) -> list[Path]:
+    """A run directory's partition traces (``trace-p{p}.sqlite``), in partition order."""
+    found = Path(directory).glob("trace-p*.sqlite")
+    return sorted(
+        found, key=lambda p: int(p.stem[len("trace-p") :]) if p.stem[7:].isdigit() else -1
+    )
+
+
 def open_readonly(path: str | Path) -> sqlite3.Connection:
-    """Open a trace for reading; ``TraceError`` if it is not one."""
+    """Open a trace for reading; ``TraceError`` if it is not one. A run directory with
+    partition traces opens as their union (module docstring)."""
     path = Path(path)
+    parts = partition_traces(path) if path.is_dir() else []
     if path.is_dir():
         path = path / "trace.sqlite"
     if not path.exists():
@@ -170,7 +188,47 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as error:
         db.close()
         raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
+    if parts:
+        _union(db, parts)
     return db
+
+
+_COLUMNS = "time, topic, family, sender, recipient, kind, seq, bytes, payload"
+ATTACH_LIMIT = 9  # SQLite attaches at most 10 databases by default (one kept free)
+
+
+def _union(db: sqlite3.Connection, parts: list[Path]) -> None:
+    """``temp.messages``: the main trace's rows and the partitions' (without ``ctl/``)."""
+    if len(parts) <= ATTACH_LIMIT:
+        selects = [f"SELECT {_COLUMNS} FROM main.messages"]
+        for index, part in enumerate(parts):
+            _attach(db, part, f"p{index}")
+            selects.append(f"SELECT {_COLUMNS} FROM p{index}.messages WHERE family != 'ctl'")
+        db.execute(
+            f"CREATE TEMP VIEW messages AS SELECT row_number() OVER (ORDER BY time) AS id, "
+            f"{_COLUMNS}, NULL AS chain FROM ({' UNION ALL '.join(selects)})"
+        )
+        return
+    db.execute(f"CREATE TEMP TABLE everything AS SELECT {_COLUMNS} FROM main.messages")
+    for part in parts:
+        _attach(db, part, "part")
+        db.execute(
+            f"INSERT INTO temp.everything SELECT {_COLUMNS} FROM part.messages "
+            "WHERE family != 'ctl'"
+        )
+        db.execute("DETACH DATABASE part")
+    db.execute(
+        f"CREATE TEMP VIEW messages AS SELECT row_number() OVER (ORDER BY time) AS id, "
+        f"{_COLUMNS}, NULL AS chain FROM temp.everything"
+    )
+
+
+def _attach(db: sqlite3.Connection, path: Path, name: str) -> None:
+    try:
+        db.execute(f"ATTACH DATABASE ? AS {name}", (f"file:{path}?mode=ro",))
+        db.execute(f"SELECT 1 FROM {name}.messages LIMIT 1")
+    except sqlite3.DatabaseError as error:
+        raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
 
 
 def rows(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> Iterator[TraceRow]:

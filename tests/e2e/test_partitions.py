@@ -1,0 +1,163 @@
+"""Collector partitions end to end (issue 23; DESIGN.md "Scale", docs/scaling.md).
+
+``ldpfleet run`` with ``[collector] partitions = P`` on a real broker runs a coordinator
+process, P partition worker processes and the fleet; for the same seed, P = 1, 2 and 4 give
+the same results (per-device values, estimates and reconstructions, accuracy, counters,
+missing and lost batches) and the same ledgers; the traces hold the same device messages
+(as sets: a retransmission is the same row again) and the same stage messages, with the
+partition level ``p{p}`` removed from topics and the run id from payloads. Acks are not
+compared row by row: how many reports one acknowledgement covers depends on how the
+collector's reads batch up (timing), so the test compares each device's final ack.
+``trace`` commands read every partition's file, ``trace verify`` checks every signature
+and fails when one partition's trace is altered.
+
+The one-process runner (memory broker) runs the partitioned layout with one collector and
+gives the same results too (quick tier).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ldpfleet.protocol import codec
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
+
+from tests.conftest import ROOT
+
+CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
+SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
+STREAM = (
+    (ROOT / "scenarios" / "quickstart.toml")
+    .read_text()
+    .replace("devices = 50", "devices = 16")
+    .replace("steps = 200", "steps = 40")
+)
+SAME = ("per_device", "accuracy", "devices_complete", "reports_received", "reports_lost",
+        "reports_rejected", "reports_duplicate", "missing_batches", "budget_refusals")  # fmt: skip
+
+
+def with_partitions(text: str, count: int) -> str:
+    return text.replace("[fleet]\n", f"[collector]\npartitions = {count}\n\n[fleet]\n", 1)
+
+
+def run_cli(text: str, broker: str, out: Path, run: str) -> dict:
+    path = out.parent / f"{out.name}.toml"
+    path.write_text(text)
+    done = subprocess.run(
+        [*CLI, "run", str(path), "--broker", broker, "--out", str(out), "--run", run],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    return json.loads((out / "results.json").read_text())
+
+
+def trace_files(out: Path) -> list[Path]:
+    return [out / "trace.sqlite", *sorted(out.glob("trace-p*.sqlite"))]
+
+
+def trace_view(out: Path, run: str) -> tuple[set, dict]:
+    """(the set of device and stage rows, each device's final ack) over every trace file;
+    partition level and run id removed."""
+    rows, final_ack = set(), {}
+    for path in trace_files(out):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            for topic, kind, sender, payload in db.execute(
+                "SELECT topic, kind, sender, payload FROM messages ORDER BY id"
+            ):
+                topic = re.sub(r"/p\d+/dev/", "/dev/", topic.replace(run, "RUN"))
+                if kind == "ack":
+                    device = topic.split("/")[3]
+                    ack = codec.decode(payload)
+                    final_ack[device] = max(final_ack.get(device, (-2, 0)), (ack.seq, ack.credit))
+                elif kind in ("hello", "sw_report", "stage", "budget_refused", "reject"):
+                    rows.add((topic, kind, sender, bytes(payload).replace(run.encode(), b"RUN")))
+    return rows, final_ack
+
+
+def ledger_without_run(out: Path) -> dict:
+    ledger = json.loads((out / "ledger.json").read_text())
+    ledger.pop("run", None)
+    return ledger
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=SAFETY)
+
+
+def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
+    outs, results = {}, {}
+    for count in (1, 2, 4):
+        run = f"parts{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
+        outs[count] = tmp_path / f"p{count}"
+        text = STREAM if count == 1 else with_partitions(STREAM, count)
+        results[count] = run_cli(text, broker, outs[count], run)
+        assert results[count]["reports_lost"] == 0 and results[count]["devices_unfinished"] == 0
+    reference_rows, reference_acks = trace_view(outs[1], results[1]["run"])
+    assert len(reference_rows) > 16 * 8  # hellos, 8 batches a device, stages
+    for count in (2, 4):
+        mine, theirs = results[count], results[1]
+        for key in SAME:
+            assert mine[key] == theirs[key], (count, key)
+        assert ledger_without_run(outs[count]) == ledger_without_run(outs[1])
+        assert mine["partitions"]["count"] == count
+        assert sum(mine["partitions"]["devices"]) == 16
+        assert sorted(mine["side_processes"]["partitions"]) == [str(p) for p in range(count)]
+        assert all(p["exit_code"] == 0 for p in mine["side_processes"]["partitions"].values())
+        rows, acks = trace_view(outs[count], mine["run"])
+        assert rows == reference_rows, count
+        assert acks == reference_acks, count
+        assert len(list(outs[count].glob("trace-p*.sqlite"))) == count
+    for count, out in outs.items():
+        verify = cli("trace", "verify", str(out))
+        assert verify.returncode == 0, (count, verify.stdout + verify.stderr)
+        assert f"signature {count if count == 1 else count + 1}" in verify.stdout
+        # the trace commands read every partition's file
+        shown = cli("trace", "show", str(out), "--kind", "sw_report")
+        assert shown.returncode == 0 and len(shown.stdout.strip().splitlines()) == 16 * 8
+        follow = cli("trace", "follow", str(out), "d0005")
+        assert follow.returncode == 0 and "sw_report" in follow.stdout, follow.stderr
+    # one partition's trace altered: verify names it
+    altered = tmp_path / "altered"
+    shutil.copytree(outs[2], altered)
+    with sqlite3.connect(altered / "trace-p1.sqlite") as db:
+        db.execute("UPDATE messages SET time = time + 1 WHERE id = 2")
+    verify = cli("trace", "verify", str(altered))
+    assert verify.returncode == 1 and "chain_broken" in verify.stdout, verify.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_partitions_give_identical_results_on_the_embedded_broker(tmp_path):
+    check_identical_across_partitions("embedded", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+def test_partitions_give_identical_results_on_mosquitto(mosquitto_url, tmp_path):
+    check_identical_across_partitions(mosquitto_url, tmp_path)
+
+
+def test_the_one_process_runner_serves_the_partitioned_layout_with_one_collector(tmp_path):
+    results = {}
+    for count in (1, 3):
+        scenario = parse_scenario(STREAM if count == 1 else with_partitions(STREAM, count))
+        results[count] = asyncio.run(
+            run_scenario(scenario, broker="memory", out_dir=tmp_path / f"p{count}")
+        )
+    for key in SAME:
+        assert results[3][key] == results[1][key], key
+    with sqlite3.connect(tmp_path / "p3" / "trace.sqlite") as db:
+        up = [t for (t,) in db.execute("SELECT topic FROM messages WHERE family = 'up'")]
+    assert up and all(re.match(r"ldp/[^/]+/p[012]/dev/", t) for t in up)
