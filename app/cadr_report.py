@@ -5,8 +5,10 @@ the released per-node sequence of the run's pipeline, the raw DSR release, its
 post-processing (``collector.degree_postprocess``) and the two trivial releases scored the
 same way — the constant TRUE median (a non-private oracle) and all zeros — with per-node
 MAE / MSE and the degree histogram's L1 and EMD; and, when the results name it, the budget
-split (every part each device's ledger was charged). ``app.report`` calls it; it returns ""
-for results without these figures (older runs).
+split (every part each device's ledger was charged) and the privacy claim part by part
+(``protocol.cadr_budget.privacy_claim``: what is covered by ε, what carries a caveat, what
+is not covered). ``app.report`` calls it; it returns "" for results without these
+figures (older runs).
 """
 
 from __future__ import annotations
@@ -57,4 +59,29 @@ def release_vs_baselines(results: dict) -> str:
     if isinstance(budget, dict) and budget:
         parts = ", ".join(f"{html.escape(str(k))} {v:g}" for k, v in budget.items())
         out += f"<p>Budget per device (ε, every part charged in its ledger): {parts}.</p>"
-    return out
+    return out + _claim_table(results.get("privacy_claim"))
+
+
+def _claim_table(claim: object) -> str:
+    """The privacy claim, one row per part ("" without one)."""
+    if not isinstance(claim, dict) or not isinstance(claim.get("parts"), list):
+        return ""
+    head = "".join(
+        f'<th scope="col">{h}</th>'
+        for h in ("what is seen", "by", "mechanism", "ε", "charged", "covered", "note")
+    )
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            _cell(part.get(key) if part.get(key) is not None else "—")
+            for key in ("part", "seen_by", "mechanism", "eps", "charged", "covered", "note")
+        )
+        + "</tr>"
+        for part in claim["parts"]
+        if isinstance(part, dict)
+    )
+    statement = html.escape(str(claim.get("statement", "")))
+    return (
+        f"<h3>Privacy claim, part by part</h3><p>{statement}.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    )

@@ -47,7 +47,7 @@ from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
@@ -75,7 +75,7 @@ FLEET_METHODS = ("ll", "lh", "ra")
 RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
     "alpha", "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
-    "theta_queries", "theta_search", "budget", "mae", "mse", "distribution_l1",
+    "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
     "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_rounds",
     "lpea_supersteps", "peer_items", "relay_batches", "device_messages_up",
@@ -484,6 +484,7 @@ def collector_results(
         "theta_queries": outcome.theta_queries,
         "theta_search": _theta_search(degrees, outcome, budget, settings.bound_for(graph)),
         "budget": budget.as_dict(),
+        "privacy_claim": privacy_claim(budget, settings.method),
         "mae": final["mae"],
         "mse": final["mse"],
         "distribution_l1": final["histogram_l1"],
