@@ -213,12 +213,14 @@ def select_tau(
     prep: Prepared, draws: int, seed: int, tick: Callable[[], None] = lambda: None
 ) -> tuple[float, dict[float, float]]:
     """Table 5's rule: tau from ``TAU_GRID`` maximising the mean GC-DP F1 at eps = 1 on the
-    validation windows over ``draws`` releases (generator stream 2); ties -> smaller."""
-    val_f, val_l = prep.validation_windows
+    validation windows over ``draws`` releases (generator stream 2); ties -> smaller. Under
+    ``split = "refit"`` the choice is made on ``prep.selection`` (the held-out protocol)."""
+    sel = prep.selection or prep
+    val_f, val_l = sel.validation_windows
     scores = {}
     for tau in TAU_GRID:
-        cal = _calibrate_prepared(prep, tau)
-        scores[tau] = _mean_f1("GC-DP", prep, val_f, val_l, cal, 1.0, draws, seed, None, 2)[0]
+        cal = _calibrate_prepared(sel, tau)
+        scores[tau] = _mean_f1("GC-DP", sel, val_f, val_l, cal, 1.0, draws, seed, None, 2)[0]
         tick()
     return max(TAU_GRID, key=lambda t: (scores[t], -t)), scores
 
@@ -390,23 +392,26 @@ def bench_gcdp(
             raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
     if not isinstance(readings, Readings):
         raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
+    held_out = dataset == "occupancy" and readings.split != "train"
+    cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if held_out else 1)
+    tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
                    train_file=train_file, test_file=test_file)  # fmt: skip
+    sel = prep.selection or prep
+    tau, tau_f1 = select_tau(prep, draws, seed, tick)
     seed_tables = SEED_TABLES[dataset]
     attack = (prep.protected, prep.attack_rows)
-    val_f, val_l = prep.validation_windows
-    val_attack = (prep.val_protected, None) if prep.has_validation else None
-    cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if prep.has_validation else 1)
-    tick = _counter(progress, cells + len(ABLATIONS))
+    val_f, val_l = sel.validation_windows
+    val_attack = (sel.val_protected, None)
 
     def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack,
-                 stream=0):  # fmt: skip
+                 stream=0, prep=prep):  # fmt: skip
         out = _mean_f1(method, prep, feats, labels, cal, eps, draws, seed, attack, stream)
         tick()
         return out
 
-    tau, tau_f1 = select_tau(prep, draws, seed, tick)
     cal = _calibrate_prepared(prep, tau)
+    sel_cal = cal if sel is prep else _calibrate_prepared(sel, tau)
 
     f1, f1_std, auc, attack_f1 = {}, {}, {}, {}
     validation = {"f1": {}, "attack_auc": {}}
@@ -418,8 +423,9 @@ def bench_gcdp(
             f1_std[method][str(eps)] = round(std, 4)
             auc[method][str(eps)] = round(attack_auc, 4)
             attack_f1[method][str(eps)] = round(att_f1, 4)
-        if prep.has_validation:  # the readings are chosen on this table, never on the test
-            rows = {str(e): evaluate(method, cal, e, val_f, val_l, val_attack, 2) for e in eps_t}
+        if sel.has_validation:  # the readings are chosen on this table, never on the test
+            rows = {str(e): evaluate(method, sel_cal, e, val_f, val_l, val_attack, 2, sel)
+                    for e in eps_t}  # fmt: skip
             validation["f1"][method] = {e: round(r[0], 4) for e, r in rows.items()}
             validation["attack_auc"][method] = {e: round(r[2], 4) for e, r in rows.items()}
 
@@ -473,7 +479,7 @@ def bench_gcdp(
             m: {str(e): v for e, v in seed_auc[m].items()} for m in methods if m in seed_auc
         },
     }
-    if prep.has_validation:
+    if sel.has_validation:
         result["validation"] = validation
     if dataset == "occupancy":
         result["lap_dp_bayes_bound_f1"] = {

@@ -242,7 +242,7 @@ def bench_gcdp_timing(
             "split": prep.readings.split,
             "train_records": int(prep.train_nodes.shape[0]),
             "train_windows": int(prep.train_f.shape[0]),
-            "validation_windows": int(prep.validation_windows[0].shape[0]),
+            "validation_windows": int((prep.selection or prep).validation_windows[0].shape[0]),
             "test_windows": int(prep.test_f.shape[0]),
             "utility": "masking utility on the validation windows (bench gcdp's), every pass",
             "eps_rel": 1.0,

@@ -140,7 +140,10 @@ class Readings:
       train/validation/test partition"): ``"holdout"`` the last ``VALIDATION_SHARE`` of the
       training file's records (whole windows, no window crosses the cut; clipping, graph,
       masking deltas, classifier and attacker use the first part only; tau and mu_k the
-      held-out part), or ``"train"`` the training windows themselves (earlier runs).
+      held-out part), ``"refit"`` (kept) tau and mu_k chosen as in ``"holdout"``, then
+      everything else refitted on the whole training file (``Prepared.selection``
+      keeps the held-out protocol the choices are made on),
+      or ``"train"`` the training windows themselves (earlier runs).
     * ``task_fit`` / ``attacker_fit`` -- what the fixed classifier / attacker is fitted on:
       ``"clean"`` the non-private training windows, once, or ``"private"`` a release of the
       training windows by the same mechanism at the same budget (one per draw, an
@@ -153,7 +156,7 @@ class Readings:
     utility: str = "mask"
     gau_l2: str = "occurrence"
     attacker: str = "others"
-    split: str = "holdout"
+    split: str = "refit"
     task_fit: str = "clean"
     attacker_fit: str = "clean"
     weights: str = "none"
@@ -175,7 +178,7 @@ READING_CHOICES = {
     "utility": ("mask", "corr"),
     "gau_l2": ("occurrence", "sum"),
     "attacker": ("others", "all"),
-    "split": ("holdout", "train"),
+    "split": ("refit", "holdout", "train"),
     "task_fit": ("clean", "private"),
     "attacker_fit": ("clean", "private"),
     "weights": ("none", "balanced"),
@@ -254,6 +257,8 @@ class Prepared:
     fit_task: Callable | None = None
     fit_attacker: Callable | None = None
     readings: Readings = READINGS
+    # split = "refit": the held-out protocol tau, mu_k and the validation table come from
+    selection: Prepared | None = None
 
     compute_utility: Callable[[], np.ndarray] | None = None  # mu_k again (timed passes)
 
@@ -394,6 +399,17 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
+    if readings.split == "refit":  # choose on the held-out part, then refit on everything
+        sel = _occupancy(data, window, dataclasses.replace(readings, split="holdout"),
+                         train_file, test_file)  # fmt: skip
+        full = _occupancy(data, window, dataclasses.replace(readings, split="train"),
+                          train_file, test_file)  # fmt: skip
+        head = {**full.protocol_head, "split": "refit",
+                "validation_windows": sel.protocol_head["validation_windows"]}  # fmt: skip
+        return dataclasses.replace(
+            full, utility=sel.utility, compute_utility=sel.compute_utility, readings=readings,
+            selection=sel, protocol_head=head,
+        )  # fmt: skip
     train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(
         data, window, readings, train_file, test_file
     )

@@ -207,7 +207,8 @@ def test_table8_eps1_within_two_points(method, target):
     # only if the 200-draw mean (seed 99, independent of the bench's seed 0) is more than
     # Z standard errors outside [target - 2, target + 2]: false-failure rate <= 2.9e-7.
     prep = prepare("occupancy")
-    cal = bench._calibrate_prepared(prep, 0.15)  # the bench's validated tau
+    tau = bench.select_tau(prep, 10, 0)[0]  # the bench's rule, on the validation windows
+    cal = bench._calibrate_prepared(prep, tau)
     mean, se = _mean_and_se(method, prep, cal, 1.0, 200, 99)
     assert target - 2.0 - Z * se <= mean <= target + 2.0 + Z * se, (mean, se)
 
@@ -222,7 +223,8 @@ def test_kept_readings_beat_the_old_ones_on_datatest2():
     old = prepare("occupancy", readings=Readings(clip="minmax", utility="corr", gau_l2="sum"),
                   test_file=test2)  # fmt: skip
     diffs = []
-    cal_new, cal_old = bench._calibrate_prepared(new, 0.15), bench._calibrate_prepared(old, 0.10)
+    cal_new = bench._calibrate_prepared(new, bench.select_tau(new, 10, 0)[0])
+    cal_old = bench._calibrate_prepared(old, 0.10)
     for k in range(100):
         f = []
         for prep, cal in ((new, cal_new), (old, cal_old)):
