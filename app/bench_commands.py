@@ -191,6 +191,7 @@ def bench_cadr_sweep(
     """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
     from ldpfleet.app import cadr_sweep
     from ldpfleet.app.cli import user_errors
+    from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.protocol.errors import ParameterError
 
@@ -203,18 +204,20 @@ def bench_cadr_sweep(
                 "such as barabasi_albert:n=200,m=3 or the path of a SNAP edge list",
                 field="graph",
             ) from None
-        result = cadr_sweep.cadr_sweep(
-            g,
-            methods=cadr_sweep.parse_methods(methods),
-            thetas=cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,
-            eps=eps,
-            eps_list=cadr_sweep.parse_eps(eps_list),
-            alpha=alpha,
-            runs=runs,
-            seed=seed,
-            workers=max(1, workers),
-            pipelines=pipelines,
-        )
+        with job_progress("bench cadr-sweep", unit="cells") as advance:
+            result = cadr_sweep.cadr_sweep(
+                g,
+                methods=cadr_sweep.parse_methods(methods),
+                thetas=cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,
+                eps=eps,
+                eps_list=cadr_sweep.parse_eps(eps_list),
+                alpha=alpha,
+                runs=runs,
+                seed=seed,
+                workers=max(1, workers),
+                pipelines=pipelines,
+                progress=as_callback(advance),
+            )
     if as_json:
         print(json.dumps(result))
     else:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -158,15 +158,51 @@ def _run_cell(job: tuple) -> dict:
     return as_dict(private_run(_WORKER_GRAPH[0], method, theta, eps, alpha, seed, *pipeline))
 
 
+class _Counts:
+    """Cells done / cells known so far, reported to ``progress(done, total)``."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
+        self.done = 0
+        self.total = 0
+
+    def add(self, cells: int) -> None:
+        self.total += cells
+        self._report()
+
+    def tick(self) -> None:
+        self.done += 1
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+_COUNTS = [_Counts()]  # the running sweep's counter (cadr_sweep sets it)
+
+
 def _run_cells(graph: Graph, jobs: list[tuple], workers: int) -> list[dict]:
-    """``private_run`` for every job, in job order (worker count changes nothing else)."""
+    """``private_run`` for every job, in job order (worker count changes nothing else);
+    each finished job counts one cell of the running sweep's progress."""
+    counts = _COUNTS[0]
+    counts.add(len(jobs))
     if workers <= 1 or len(jobs) <= 1:
         _init_worker(graph)
-        return [_run_cell(job) for job in jobs]
+        out = []
+        for job in jobs:
+            out.append(_run_cell(job))
+            counts.tick()
+        return out
     with ProcessPoolExecutor(
         max_workers=workers, initializer=_init_worker, initargs=(graph,)
     ) as pool:
-        return list(pool.map(_run_cell, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
+        out = []
+        chunk = max(1, len(jobs) // (8 * workers))
+        for result in pool.map(_run_cell, jobs, chunksize=chunk):
+            out.append(result)
+            counts.tick()
+        return out
 
 
 def _aggregate(runs: list[dict]) -> dict:
@@ -392,8 +428,11 @@ def theta_accuracy(
     started = time.perf_counter()
     degrees = graph.degrees()
     rows = []
+    counts = _COUNTS[0]
+    counts.add(len(eps_list) * len(fractions))
     for e in eps_list:
         for f in fractions:
+            counts.tick()
             budget = CadrBudget(e, alpha, f)
             weight = noise_weight(budget.dsr)
             found = [
@@ -474,11 +513,24 @@ def cadr_sweep(
     workers: int = 2,
     pipelines: bool = False,
     theta_draws: int = 40,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """The θ sweep at ``eps`` (unless ``thetas`` is empty/None), then the ε sweep over
     ``eps_list`` at θ by Deviation and at each method's MAE-minimising θ of the θ sweep,
     and with ``pipelines`` the paper-vs-dp comparison over ``eps_list``.
-    A JSON-ready dict (module docstring)."""
+    A JSON-ready dict (module docstring). ``progress(done, total)``: cells (runs, and
+    θ-accuracy rows) done and known so far, after each one."""
+    _COUNTS[0] = _Counts(progress)
+    try:
+        return _cadr_sweep(graph, methods, thetas, eps, eps_list, alpha, runs, seed, workers,
+                           pipelines, theta_draws)  # fmt: skip
+    finally:
+        _COUNTS[0] = _Counts()
+
+
+def _cadr_sweep(
+    graph, methods, thetas, eps, eps_list, alpha, runs, seed, workers, pipelines, theta_draws
+) -> dict:
     if runs < 1:
         raise ParameterError(f"must be >= 1, got {runs}", field="runs")
     CadrBudget(eps, alpha)  # refuses a bad eps / alpha before any work

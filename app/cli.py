@@ -1374,7 +1374,6 @@ def _fail(sentence: str) -> None:
 
 
 @bench_app.command("cadr")
-@_with_activity("bench cadr")
 def bench_cadr_command(
     graph: Annotated[
         str, typer.Option(help="facebook, wiki-vote, or a SNAP edge-list path.")
@@ -1409,6 +1408,7 @@ def bench_cadr_command(
     """CADR-LDP degree release: MAE/MSE, distribution error, kept-edge ratio, chosen θ."""
     import time as _time
 
+    from ldpfleet.app.progress import job_progress
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
@@ -1424,6 +1424,8 @@ def bench_cadr_command(
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
         g = load_graph(graph)
         started = _time.perf_counter()
+        bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
+    with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
         if transport != "reference":
             if non_private or method == "er":
                 raise ScenarioError(
@@ -1432,7 +1434,7 @@ def bench_cadr_command(
                 )
             result = _bench_cadr_fleet(
                 g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
-                pipeline,
+                pipeline, advance,
             )  # fmt: skip
         elif non_private:
             if not isinstance(rule, int):
@@ -1447,10 +1449,11 @@ def bench_cadr_command(
                 "theta": rule,
             }
         else:
-            result = {"mode": "private", **summarise(
-                [private_run(g, method, rule, eps, alpha, seed, pipeline)
-                 for seed in range(runs)]
-            )}  # fmt: skip
+            done = []
+            for seed in range(runs):
+                done.append(private_run(g, method, rule, eps, alpha, seed, pipeline))
+                advance()
+            result = {"mode": "private", **summarise(done)}
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
@@ -1467,7 +1470,7 @@ def _one_line_command(group: typer.Typer, name: str, function) -> None:
 
 # the command lines of app/audit_cli.py and app/bench_commands.py: their benches import
 # numpy or scipy when they run
-_one_line_command(bench_app, "cadr-sweep", _with_activity("bench cadr-sweep")(bench_cadr_sweep))
+_one_line_command(bench_app, "cadr-sweep", bench_cadr_sweep)  # counts its own cells
 _one_line_command(bench_app, "gcdp", bench_gcdp_command)
 _one_line_command(app, "audit", audit_command)
 _one_line_command(bench_app, "gcdp-timing", bench_gcdp_timing_command)
@@ -1476,8 +1479,9 @@ _one_line_command(bench_app, "gcdp-scaling", bench_gcdp_scaling_command)
 
 
 def _bench_cadr_fleet(
-    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes, pipeline
-) -> dict:
+    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes, pipeline,
+    advance=lambda: None,
+) -> dict:  # fmt: skip
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
     from ldpfleet.scenarios.cadr_run import run_cadr_fleet
@@ -1498,6 +1502,7 @@ def _bench_cadr_fleet(
             result.pop(key)
         result.pop("estimate_histogram", None)
         per_run.append(result)
+        advance()
     means = {
         key: float(np.mean([r[key] for r in per_run]))
         for key in ("mae", "mse", "distribution_l1", "histogram_emd", "kept_edge_ratio",

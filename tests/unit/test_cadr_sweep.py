@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import ldpfleet.collector.cadr_reference as ref
@@ -268,10 +269,15 @@ def test_command_is_typer_compatible(tmp_path, graph):
 
 def test_pipeline_tables_show_paper_dp_and_the_trivial_baselines():
     small = generate("barabasi_albert", 150, seed=4, m=3)
+    seen: list[tuple[int, int]] = []
     result = cadr_sweep(
         small, methods=("ll", "ra"), thetas=None, eps_list=(1.0, 3.0), runs=2, workers=1,
-        pipelines=True, theta_draws=5,
+        pipelines=True, theta_draws=5, progress=lambda done, total: seen.append((done, total)),
     )  # fmt: skip
+    # progress counts cells: ε sweep 2 methods x 2 ε x 2 runs, pipelines 2 x 2 x 2 x 2 runs,
+    # θ accuracy 2 ε x 3 fractions; done never decreases and ends at the total
+    assert seen[-1] == (8 + 16 + 6, 8 + 16 + 6)
+    assert all(a[0] <= b[0] and a[0] <= a[1] for a, b in itertools.pairwise(seen))
     rows = result["pipelines"]["rows"]
     assert {(r["eps"], r["method"], r["pipeline"]) for r in rows} == {
         (e, m, p) for e in (1.0, 3.0) for m in ("ll", "ra") for p in ("paper", "dp")
