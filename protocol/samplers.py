@@ -73,12 +73,15 @@ steps:
    (j + 1) <= 1``, one rational coin per factor.
 
 Every coin is ``rng.integers(0, den) < num`` with integers (rational ``a = u / 2**bits``,
-``λ = f``), so the law is exact. ``geometric_ratio_bound(gamma)`` gives the rational ``a``
-for a mechanism that wants ``exp(-gamma)``: an upper bound ``u / 2**RATIO_BITS >=
-exp(-gamma)`` (a rigorous rational Taylor bound, not libm), i.e. MORE noise: the two-sided
-geometric of ratio ``a`` with sensitivity ``Δ`` is ``Δ ln(1/a)``-DP and ``Δ ln(1/a) <=
-Δ gamma``, so a claim made for ``gamma`` holds. (The differences to ``exp(-gamma)`` are
-below ``2**-RATIO_BITS``.) Cost: ``O(1 / (1 - a))`` coin rounds per value (the geometric
+``λ = f``; or the same comparison on the bit pool of ``_Bits`` for requests expected to
+take fewer than ``_NB_SCALAR_ROUNDS`` coin rounds in all, ``n / (1 - a)``: the size and
+the public ratio decide the path, so a seed still fixes every value), so the law is exact.
+``geometric_ratio_bound(gamma)`` gives the rational ``a`` for a mechanism that wants
+``exp(-gamma)``: an upper bound ``u / 2**RATIO_BITS >= exp(-gamma)`` (a rigorous rational
+Taylor bound, not libm), i.e. MORE noise: the two-sided geometric of ratio ``a`` with
+sensitivity ``Δ`` is ``Δ ln(1/a)``-DP and ``Δ ln(1/a) <= Δ gamma``, so a claim made for
+``gamma`` holds (the difference to ``exp(-gamma)`` is below ``2**-RATIO_BITS``). Cost:
+``O(1 / (1 - a))`` coin rounds per value (the geometric
 and the factory's loop), vectorised over the request.
 """
 
@@ -107,6 +110,7 @@ SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
 GRID = 2.0**-20  # the default output grid of laplace_on_grid
 _MAX_DEN = 2**62  # integer bounds stay within numpy's int64
 RATIO_BITS = 30  # geometric_ratio_bound's grid: a = u / 2**RATIO_BITS
+_NB_SCALAR_ROUNDS = 512  # negative_binomial: bit-pool path below n / (1 - a) expected rounds
 _BLOCK = 16  # coin rounds drawn per generator call in the negative binomial sampler
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
@@ -527,7 +531,7 @@ def negative_binomial(
     if r.denominator >= _MAX_DEN // 2**10:
         raise ParameterError(f"denominator too large: {shape!r}", field="shape")
     whole, frac = divmod(r.numerator, r.denominator)
-    if n < VECTOR_MIN:  # small requests: the same algorithm on a bit pool (as discrete_laplace)
+    if n * v < _NB_SCALAR_ROUNDS * (v - u):  # few coin rounds expected: the bit-pool path
         bits = _Bits(rng)
         values = [_nb_scalar(bits, whole, frac, r.denominator, u, v) for _ in range(n)]
         return np.array(values, dtype=np.int64)
