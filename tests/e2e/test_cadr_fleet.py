@@ -65,6 +65,8 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     search = result["theta_search"]
     assert search["eps"] == budget.theta and search["noise_parties"] == 36  # ceil(0.9 * 40)
     assert result["ledger_exact"]  # θ + NDOE + LPEA + DSR = eps in every ledger
+    claim = result["privacy_claim"]  # part by part, the uncovered relay report named
+    assert claim["charged_total"] == pytest.approx(3.0) and len(claim["not_covered"]) == 1
     for ledger in result["ledgers"].values():
         assert ledger["accounts"]["node"]["charges"] == 4  # θ search, NDOE, LPEA, DSR
     names = list(result["per_device"])
