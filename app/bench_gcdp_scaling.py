@@ -1,15 +1,18 @@
 """``ldpfleet bench gcdp-timing`` and ``ldpfleet bench gcdp-scaling``: the speed part of
 issue 6 (seed 000, Table 12 and the calibration-cost claim of Section 5).
 
-Timing (``bench_gcdp_timing``). Same Occupancy protocol as ``scenarios.bench_gcdp``
-(training-only min-max normalisation, windows of 30 records, d = M = 5 channel means,
-public calibration on ``datatraining.txt``, release of every ``datatest.txt`` window at
-eps = 1). tau is selected exactly as ``bench gcdp`` does (validation F1 of GC-DP at eps = 1
-on the training windows, ties -> smaller) before any timing, or given. One pass per method:
+Timing (``bench_gcdp_timing``). Same Occupancy protocol as ``bench gcdp`` (its ``prepare``
+with the kept readings: IQR clipping, windows of 30 records, d = M = 5 channel means,
+public calibration on ``datatraining.txt`` with the held-out validation windows, release
+of every ``datatest.txt`` window at eps = 1). tau is selected exactly as ``bench gcdp``
+does (``select_tau``: validation F1 of GC-DP at eps = 1, ties -> smaller) before any
+timing, or given. One pass per method:
 
 * Lap-DP: the certificates B_k and the release of all test windows (uniform budgets);
-* Ada-DP, Risk-DP, GC-DP: Algorithms 1-2 plus the utility scores on the training records
-  (``bench_gcdp._calibrate``), then Algorithm 3 + 4 for every test window;
+* Ada-DP, Risk-DP, GC-DP: ``bench gcdp``'s own calibration (``_calibrate_prepared``):
+  Algorithms 1-2 on the training records and the masking utility mu_k of the fixed
+  classifier on the validation windows, recomputed in every pass, then Algorithm 3 + 4 for
+  every test window (one batched release);
 * GC-DP-Cache: ``collector.gcdp.cache.CachedCalibration`` with a predeclared
   ``DriftMonitor(threshold=DRIFT_THRESHOLD)``. theta was calibrated once before timing
   (the "first" refresh). A pass computes the drift summary of the current calibration slice
@@ -19,7 +22,9 @@ on the training windows, ties -> smaller) before any timing, or given. One pass 
 
 Every method is warmed up once (untimed), then the methods are timed round-robin
 ``repeats`` times (so slow drift of the machine hits them alike) and the median, min and
-max wall time are reported. Peak traced Python memory (``tracemalloc``) comes from one
+max wall time are reported, with the process CPU time of the same passes (``cpu_s``; on a
+machine shared with other jobs the wall time measures the load as much as the code).
+Peak traced Python memory (``tracemalloc``) comes from one
 separate traced pass per method, never from a timed one.
 
 Scaling (``bench_gcdp_scaling``). Synthetic correlated data: ``N`` records of ``M`` nodes,
@@ -214,11 +219,13 @@ def bench_gcdp_timing(
         run()
         tick()
     times: dict[str, list[float]] = {method: [] for method in methods}
+    cpu: dict[str, list[float]] = {method: [] for method in methods}
     for _ in range(repeats):
         for method in methods:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             passes[method]()
             times[method].append(time.perf_counter() - start)
+            cpu[method].append(time.process_time() - start_cpu)
             tick()
     memory = {}
     for method in methods:
@@ -264,6 +271,9 @@ def bench_gcdp_timing(
         },
         "runtime_s": runtime,
         "runtime_samples_s": {m: [round(v, 6) for v in times[m]] for m in methods},
+        # CPU seconds of this process per pass (all its threads): robust to other jobs'
+        # load on a shared machine, where the wall time is not
+        "cpu_s": {method: _seconds(values) for method, values in cpu.items()},
         "peak_mem_mb": memory,
         "seed_runtime_s": {m: SEED_TABLE12_S[m] for m in methods},
         "seed_peak_mem_mb": dict(SEED_PEAK_MB),
