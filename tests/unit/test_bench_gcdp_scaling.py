@@ -57,9 +57,23 @@ def test_timing_shape(timed):
         assert timed["seed_runtime_s"][method] == scaling.SEED_TABLE12_S[method]
         assert timed["speedup_vs_seed"][method] > 0.0
         assert isinstance(timed["meets_target"][method], bool)
+        cpu = timed["cpu_s"][method]
+        assert 0.0 <= cpu["min"] <= cpu["median"] <= cpu["max"]
     assert timed["protocol"]["tau"] == 0.15 and not timed["protocol"]["tau_selected"]
     assert timed["protocol"]["test_windows"] == 12
     json.dumps(timed)  # serialisable
+
+
+def test_progress_counts(data):
+    calls = []
+    timing(data, progress=lambda done, total: calls.append((done, total)))
+    total = len(scaling.TIMED_METHODS) * (2 + 2)  # warm-up, 2 timed, traced
+    assert calls == [(i, total) for i in range(1, total + 1)]
+    steps = []
+    scaling.bench_gcdp_scaling(
+        (6, 8), 200, 2, 0, plot=None, progress=lambda done, total: steps.append((done, total))
+    )
+    assert steps == [(i, 6) for i in range(1, 7)]  # per M: one warm-up and 2 timed passes
 
 
 def test_cache_pass_reuses_theta(timed):
