@@ -8,6 +8,12 @@ runs; ``scenarios.cadr_sides.merge_cadr_outputs`` for CADR-LDP) — plus the tra
 store (hard links where the file system allows, else copies), so ``ldpfleet report``,
 ``trace show`` and ``trace verify OUT`` work on it. ``ldpfleet run`` merges its pieces with
 it too (``scenarios.split_run``).
+
+A partitioned run (``[collector] partitions = P > 1``): the collector directory is the
+coordinator's and the partition workers' directories come with the fleet directories (in any
+order: a worker's results.json names its partition). ``merge_partition_dirs`` first unites
+the coordinator and the workers into ``OUT/collector`` (``scenarios.coordinator``) and links
+each worker's trace and store into OUT as ``trace-p{p}.sqlite`` / ``collector-p{p}.sqlite``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ def merge_run(
     results = collector / "results.json"
     if not results.exists():
         raise TraceError(f"no results.json in {collector}: is it a collector side's --out?")
+    partitions = [d for d in fleets if _partition_index(d) is not None]
+    fleets = [d for d in fleets if d not in partitions]
+    if partitions or isinstance(json.loads(results.read_text()).get("partitions"), int):
+        collector = merge_partition_dirs(collector, partitions, out_dir)
     for directory in fleets:
         if not (directory / "outcomes.json").exists():
             raise TraceError(f"no outcomes.json in {directory}: is it a fleet shard's --out?")
@@ -54,6 +64,42 @@ def merge_run(
             _link_or_copy(source, out / name)
     _keep_trace_key(collector / "results.json", out / "results.json")
     return out
+
+
+def _partition_index(directory: Path) -> int | None:
+    """The partition of a worker's directory (its results.json says), else None."""
+    path = directory / "results.json"
+    if not path.exists() or (directory / "outcomes.json").exists():
+        return None
+    entry = json.loads(path.read_text()).get("partition")
+    return entry.get("index") if isinstance(entry, dict) else None
+
+
+def merge_partition_dirs(coordinator_dir, partition_dirs, out_dir) -> Path:
+    """Unite a coordinator's and its workers' directories into ``OUT/collector`` and link
+    each worker's trace and store into OUT; returns ``OUT/collector``. ``TraceError``
+    names a missing partition."""
+    from ldpfleet.scenarios.coordinator import merge_partitions
+    from ldpfleet.scenarios.sides import _scenario_of
+
+    coordinator_dir, out = Path(coordinator_dir), Path(out_dir)
+    document = json.loads((coordinator_dir / "results.json").read_text())
+    count = document.get("partitions")
+    by_index = {_partition_index(Path(d)): Path(d) for d in partition_dirs}
+    missing = sorted(set(range(count or 0)) - set(by_index))
+    if not isinstance(count, int) or missing:
+        raise TraceError(
+            f"{coordinator_dir} is a coordinator of {count} partitions: give every partition "
+            f"worker's directory (missing partitions {missing[:10]})"
+        )
+    ordered = [by_index[p] for p in range(count)]
+    merged = merge_partitions(_scenario_of(document), coordinator_dir, ordered, out / "collector")
+    for p, directory in enumerate(ordered):
+        for name, target in (("trace.sqlite", f"trace-p{p}.sqlite"),
+                             ("collector.sqlite", f"collector-p{p}.sqlite")):  # fmt: skip
+            if (directory / name).exists():
+                _link_or_copy(directory / name, out / target)
+    return merged
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

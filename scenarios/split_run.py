@@ -44,8 +44,7 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.cadr_run import fresh_outputs
-from ldpfleet.scenarios.coordinator import merge_partitions
-from ldpfleet.scenarios.merge import merge_run
+from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import die_with_parent, stop_process
@@ -311,7 +310,7 @@ async def run_split(
 
 def _merge_partitions(scenario, out: Path, coordinator_dir: Path, partition_dirs, run) -> Path:
     """Unite the coordinator's and the workers' directories into ``collector/``; link each
-    worker's trace and store into OUT. Returns ``collector/``."""
+    worker's trace and store into OUT (``scenarios.merge.merge_partition_dirs``)."""
     for directory in partition_dirs:
         if not (directory / "results.json").exists():
             log = directory / "partition.log"
@@ -319,21 +318,7 @@ def _merge_partitions(scenario, out: Path, coordinator_dir: Path, partition_dirs
                 f"partition worker {directory.name} of run {run} ended without writing its "
                 f"results: {_tail(log) or 'its log is empty'} ({log})"
             )
-    merged = merge_partitions(scenario, coordinator_dir, partition_dirs, out / COLLECTOR_DIR)
-    for p, directory in enumerate(partition_dirs):
-        for name, target in (("trace.sqlite", f"trace-p{p}.sqlite"),
-                             ("collector.sqlite", f"collector-p{p}.sqlite")):  # fmt: skip
-            if (directory / name).exists():
-                _link(directory / name, out / target)
-    return merged
-
-
-def _link(source: Path, target: Path) -> None:
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
+    return merge_partition_dirs(coordinator_dir, partition_dirs, out)
 
 
 def _run_timeout(scenario: LoadedScenario) -> float | None:

@@ -128,6 +128,23 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
         assert shown.returncode == 0 and len(shown.stdout.strip().splitlines()) == 16 * 8
         follow = cli("trace", "follow", str(out), "d0005")
         assert follow.returncode == 0 and "sw_report" in follow.stdout, follow.stderr
+    # the documented by-hand step: merge the coordinator's, the workers' (any order) and
+    # the fleet's directories
+    pieces = outs[2]
+    by_hand = tmp_path / "by-hand"
+    merged = cli("merge", str(pieces / "coordinator"), str(pieces / "partition-1-of-2"),
+                 str(pieces / "fleet-0-of-1"), str(pieces / "partition-0-of-2"),
+                 "--out", str(by_hand))  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    again = json.loads((by_hand / "results.json").read_text())
+    for key in SAME:
+        assert again[key] == results[2][key], key
+    assert cli("trace", "verify", str(by_hand)).returncode == 0
+    incomplete = cli("merge", str(pieces / "coordinator"), str(pieces / "fleet-0-of-1"),
+                     str(pieces / "partition-0-of-2"), "--out", str(tmp_path / "half"))  # fmt: skip
+    assert incomplete.returncode == 2 and "missing partitions [1]" in incomplete.stdout + (
+        incomplete.stderr
+    )
     # one partition's trace altered: verify names it
     altered = tmp_path / "altered"
     shutil.copytree(outs[2], altered)
