@@ -83,8 +83,6 @@ __all__ = [
 # app/bench_commands.py: its ``--help`` imports nothing heavy.
 
 WINDOW = 30
-PROTECTED = 4  # HumidityRatio: the protected attribute is its window mean > training median
-ATTACK_INPUTS = [0, 1, 2, 3]  # the attacker sees the other four released channels
 GAU_DELTA = 1e-5
 DATA_DIR = DATA_ROOT / "uci-occupancy"
 

@@ -72,6 +72,7 @@ from ldpfleet.collector.gcdp import (
     occurrence_l2_certificate,
 )
 from ldpfleet.collector.gcdp.evaluation import (
+    CHANNELS,
     f1_percent,
     fit_iqr_clip,
     fit_logistic,
@@ -104,8 +105,7 @@ __all__ = [
 ]
 
 DATA_ROOT = Path(__file__).resolve().parent.parent / "data"
-OCC_PROTECTED = 4  # HumidityRatio
-OCC_ATTACK_INPUTS = [0, 1, 2, 3]
+OCC_PROTECTED = 4  # HumidityRatio (the kept attribute)
 INTEL_GROUPS = 5  # fixed blocks of consecutive mote rows per channel
 INTEL_QUANTILE = 75.0  # anomaly threshold: percentile of the training step scores
 MAD_SCALE = 1.4826
@@ -150,6 +150,9 @@ class Readings:
       independent generator; §5.3 "the attacker observes the privatized representation").
     * ``weights`` -- the class weighting of both logistic fits (§5.1 holds it fixed without
       naming it): ``"none"`` or ``"balanced"`` (each class weighs half).
+    * ``attribute`` (Occupancy only) -- the channel whose window mean above the training
+      median is the protected attribute (the seed names none): ``"humidity_ratio"`` (kept,
+      fixed before any run) or another channel, for the sensitivity of the attack ordering.
     """
 
     clip: str = "iqr"
@@ -160,6 +163,7 @@ class Readings:
     task_fit: str = "clean"
     attacker_fit: str = "clean"
     weights: str = "none"
+    attribute: str = "humidity_ratio"
 
     def __post_init__(self) -> None:
         for name, allowed in READING_CHOICES.items():
@@ -182,10 +186,11 @@ READING_CHOICES = {
     "task_fit": ("clean", "private"),
     "attacker_fit": ("clean", "private"),
     "weights": ("none", "balanced"),
+    "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2"),
 }
 READINGS = Readings()
 # Intel Lab and WISDM validate on their training part (their split is fixed in their protocol)
-OCCUPANCY_ONLY_READINGS = ("attacker", "task_fit", "attacker_fit", "weights")
+OCCUPANCY_ONLY_READINGS = ("attacker", "task_fit", "attacker_fit", "weights", "attribute")
 VALIDATION_SHARE = 0.2  # Occupancy: the training file's last fifth validates (fixed, not searched)
 
 
@@ -416,11 +421,14 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     weights = readings.weights
     model = fit_logistic(train_f, train_l, class_weight=weights)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
-    threshold = float(np.median(train_f[:, OCC_PROTECTED]))
-    inputs = OCC_ATTACK_INPUTS if readings.attacker == "others" else list(range(5))
+    protected = READING_CHOICES["attribute"].index(readings.attribute)
+    protected = (OCC_PROTECTED, 0, 1, 2, 3)[protected]  # the choices' channel columns
+    threshold = float(np.median(train_f[:, protected]))
+    others = [k for k in range(train_f.shape[1]) if k != protected]
+    inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
 
     def attribute(feats: np.ndarray) -> np.ndarray:
-        return (feats[:, OCC_PROTECTED] > threshold).astype(int)
+        return (feats[:, protected] > threshold).astype(int)
 
     attacker = fit_logistic(train_f[:, inputs], attribute(train_f), class_weight=weights)
 
@@ -468,7 +476,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
             "metric": "positive-class F1 (%)",
         },
         attack_info={
-            "protected_attribute": "window HumidityRatio mean > training-window median",
+            "protected_attribute": f"window {CHANNELS[protected]} mean > training-window median",
             "attacker": "logistic regression on the other four released channels"
             if readings.attacker == "others"
             else "logistic regression on all five released channels",

@@ -209,3 +209,19 @@ def test_oracle_bound_below_the_seeds_lap_dp_at_small_eps():
     scores = [bench.bayes_bound_f1(prep, 0.2, 1, 1000 + k) for k in range(draws)]
     mean, se = float(np.mean(scores)), float(np.std(scores, ddof=1) / math.sqrt(draws))
     assert mean + Z * se < 83.6, (mean, se)
+
+
+def test_attribute_reading_picks_the_channel(frame):
+    prep = prepare("occupancy", frame, readings=Readings(attribute="co2"))
+    assert prep.attack_inputs == [0, 1, 2, 4]
+    threshold = float(np.median(prep.train_f[:, 3]))
+    assert np.array_equal(prep.protected, (prep.test_f[:, 3] > threshold).astype(int))
+    assert "CO2" in prep.attack_info["protected_attribute"]
+    kept = prepare("occupancy", frame)
+    assert (
+        kept.attack_inputs == [0, 1, 2, 3]
+        and "HumidityRatio" in kept.attack_info["protected_attribute"]
+    )
+    with pytest.raises(ParameterError) as info:
+        prepare("wisdm", readings=Readings(attribute="co2"))
+    assert info.value.field == "readings.attribute"
