@@ -78,8 +78,9 @@ def bench_gcdp_command(
     readings: Annotated[
         str,
         typer.Option(
-            help="More readings, name=value comma list: split (holdout|train), task_fit, "
-            "attacker_fit (clean|private), weights (none|balanced); docs/gcdp.md."
+            help="More readings, name=value comma list: split (refit|holdout|train), "
+            "task_fit, attacker_fit (clean|private), weights (none|balanced), attribute "
+            "(humidity_ratio|temperature|humidity|light|co2); docs/gcdp.md."
         ),
     ] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
