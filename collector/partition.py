@@ -70,8 +70,8 @@ class PartitionLink:
         )
 
     def control(self, service: CollectorService, payload: bytes) -> None:
-        """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready)
-        or ``stream closed`` (close this partition's stage now)."""
+        """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready),
+        ``stream closed`` or ``run closed`` (close this partition's stage now)."""
         try:
             message = codec.decode(payload)
         except RemoteProtocolError:
@@ -83,6 +83,9 @@ class PartitionLink:
         elif message.stage == STAGE and message.state == "closed":
             self.close_detail = message.detail
             service.request_close(message.detail or "the coordinator closed the stage")
+        elif message.stage == "run" and message.state == "closed":  # it gave up (no workers)
+            self.close_detail = message.detail or "the coordinator closed the run"
+            service.request_close(self.close_detail)
 
     async def report(self, service: CollectorService, conn: Connection) -> None:
         """Ready until the stage opens, then progress (runs in the background)."""

@@ -178,3 +178,70 @@ def test_the_one_process_runner_serves_the_partitioned_layout_with_one_collector
     with sqlite3.connect(tmp_path / "p3" / "trace.sqlite") as db:
         up = [t for (t,) in db.execute("SELECT topic FROM messages WHERE family = 'up'")]
     assert up and all(re.match(r"ldp/[^/]+/p[012]/dev/", t) for t in up)
+
+
+def sides_over_memory(tmp_path: Path, *, fleet: bool = True, workers: int = 2, **timeouts):
+    """The coordinator, ``workers`` partition workers of 2 and (``fleet``) one fleet shard as
+    tasks of one process over a memory transport that enforces the run's ACL."""
+    from ldpfleet.broker.auth import Credentials
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
+    from ldpfleet.scenarios.sides import fleet_side
+
+    scenario = parse_scenario(with_partitions(STREAM, 2))
+    run = "partmem"
+    creds = Credentials.generate(run, scenario.device_ids(), partitions=2)
+    transport = MemoryTransport(credentials=creds)
+
+    async def main() -> dict:
+        coordinator = asyncio.create_task(
+            coordinator_side(scenario, transport, run, tmp_path / "c", credentials=creds,
+                             **timeouts)
+        )  # fmt: skip
+        tasks = [
+            asyncio.create_task(
+                partition_side(
+                    scenario, transport, run, (p, 2), tmp_path / f"w{p}", credentials=creds
+                )
+            )
+            for p in range(workers)
+        ]
+        if fleet:
+            await fleet_side(scenario, transport, run, (0, 1), tmp_path / "f", credentials=creds)
+        done = await coordinator
+        # the workers end on the coordinator's 'run closed' (also after an abort)
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        return done
+
+    return asyncio.run(main()), transport
+
+
+def test_coordinator_workers_and_a_shard_over_memory_with_the_acl(tmp_path):
+    from ldpfleet.scenarios.merge import merge_run
+
+    coordinator, transport = sides_over_memory(tmp_path)
+    assert transport.denied == []  # every worker, device and service stayed in its rights
+    assert coordinator["complete"] and coordinator["counters"]["reports_lost"] == 0
+    merge_run(tmp_path / "c", [tmp_path / "w1", tmp_path / "f", tmp_path / "w0"], tmp_path / "o")
+    merged = json.loads((tmp_path / "o" / "results.json").read_text())
+    reference = asyncio.run(
+        run_scenario(parse_scenario(STREAM), broker="memory", out_dir=tmp_path / "ref")
+    )
+    for key in SAME:
+        assert merged[key] == reference[key], key
+    assert merged["stages"]["stream"]["close_reason"] == "every device delivered every report"
+
+
+def test_without_a_fleet_the_coordinator_closes_the_stage_in_one_sentence(tmp_path):
+    coordinator, _ = sides_over_memory(tmp_path, fleet=False, fleet_timeout=1.0)
+    assert coordinator["aborted"]["reason"] == "no_fleet"
+    assert "no fleet joined run partmem within 1 s" in coordinator["aborted"]["detail"]
+    worker = json.loads((tmp_path / "w0" / "results.json").read_text())
+    assert worker["stages"]["stream"]["close_reason"] == coordinator["aborted"]["detail"]
+
+
+def test_a_missing_worker_stops_the_coordinator_naming_the_partition(tmp_path):
+    coordinator, _ = sides_over_memory(tmp_path, fleet=False, workers=1, workers_timeout=1.5)
+    assert coordinator["aborted"]["reason"] == "workers_missing"
+    assert "1 of 2 partition workers" in coordinator["aborted"]["detail"]
+    assert "[1]" in coordinator["aborted"]["detail"]
