@@ -7,7 +7,8 @@ coordinator says ``stream closed`` (a deadline, no fleet) and sends the ``closed
 after the worker's last acknowledgements.
 
 ``coordinate_stream`` is the coordinator's stream stage: wait for every worker's ``ready``,
-call ``on_ready`` (the run announcement: the fleet may start), say ``stream open``, pass
+call ``on_ready`` (the run announcement: the fleet may start), say ``stream open`` (again
+when a restarted worker says ready), pass
 the summed progress on, close the stage on a silent fleet, and once every partition closed
 say ``stream closed`` with the stage's reason. It returns the tally; the caller says
 ``run closed``.
@@ -163,14 +164,19 @@ async def coordinate_stream(
     because no device joined within ``fleet_timeout`` of the opening."""
     tally = PartitionTally(run, partitions)
     changed = asyncio.Event()
+    reopen = asyncio.Event()  # a (restarted) worker said ready after the opening
+    opened_at: list[float] = []
     async with transport.connect(f"{run}-collector-coordinator") as conn:
         await conn.subscribe(status_topic(run))
 
         async def listen() -> None:
             async for delivery in conn.messages():
                 with contextlib.suppress(RemoteProtocolError):
-                    tally.receive(codec.decode(delivery.payload))
+                    status = codec.decode(delivery.payload)
+                    tally.receive(status)
                     changed.set()
+                    if opened_at and status.state == "ready":
+                        reopen.set()
 
         listener = asyncio.create_task(listen())
         try:
@@ -185,9 +191,13 @@ async def coordinate_stream(
                 await on_ready()
             await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
             opened = time.monotonic()
+            opened_at.append(opened)
             closing = False
             while not tally.all_closed:
                 await _until(changed, lambda: tally.all_closed, 0.5)
+                if reopen.is_set():  # say it again for a worker that restarted
+                    reopen.clear()
+                    await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
                 if progress is not None:
                     progress(*tally.progress())
                 silent = tally.progress()[2] == 0
