@@ -48,7 +48,7 @@ onto the best constant the collector knows instead of a middle of an under-fitte
 estimate. The prior's error is the θ search's noise: fewer, wider buckets when ``n · ε_θ``
 is small (``protocol.cadr_theta_noise.bucket_count``). The released histogram is then the
 consistent histogram of the prior (true degrees over ``0..D``, beyond θ too). Measured in
-docs/cadr-private.md (MAE against the constant true median on six graphs, ε = 0.5 .. 5).
+docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
 Choosing θ for the post-processed error (``noise_weight``). The paper's θ search minimises
 ``Σ_i max(0, d_i - θ) + n θ / eps_dsr`` (projection loss + the raw Laplace error ``b``).
