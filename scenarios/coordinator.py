@@ -108,7 +108,7 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
         transport,
         run,
         out / "trace.sqlite",
-        filters=(topics.partition_filter(run, p), topics.ctl(run, "stage")),
+        filters=_worker_filters(scenario, run, p),
         scenario_digest=scenario_digest(scenario.to_dict()),
         client_id=f"{run}-recorder-p{p}",
     )
@@ -130,6 +130,16 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
             recording.cancel()
             state.trace_note = "the coordinator's 'run closed' did not reach this partition"
         await asyncio.gather(recording, return_exceptions=True)
+
+
+def _worker_filters(scenario: LoadedScenario, run: str, p: int) -> tuple[str, ...]:
+    """A worker's recorder: its partition's subtree and the stage messages; with
+    ``[collector] trace = "control"`` the stage messages only (the coordinator records the
+    control plane, rejections included)."""
+    stage = topics.ctl(run, "stage")  # also what ends the recording ('run closed')
+    if scenario.spec.collector.trace == "control":
+        return (stage,)
+    return (topics.partition_filter(run, p), stage)
 
 
 def _write_partition(scenario, run, seed, state, out: Path, wall, p, count, devices) -> dict:

@@ -245,3 +245,13 @@ def test_a_missing_worker_stops_the_coordinator_naming_the_partition(tmp_path):
     assert coordinator["aborted"]["reason"] == "workers_missing"
     assert "1 of 2 partition workers" in coordinator["aborted"]["detail"]
     assert "[1]" in coordinator["aborted"]["detail"]
+
+
+def test_a_control_trace_keeps_the_device_traffic_out_of_the_workers_traces():
+    from ldpfleet.scenarios.coordinator import _worker_filters
+
+    full = parse_scenario(with_partitions(STREAM, 2))
+    control = parse_scenario(with_partitions(STREAM, 2).replace(
+        "partitions = 2\n", 'partitions = 2\ntrace = "control"\n'))  # fmt: skip
+    assert _worker_filters(full, "r", 1) == ("ldp/r/p1/#", "ldp/r/ctl/stage")
+    assert _worker_filters(control, "r", 1) == ("ldp/r/ctl/stage",)
