@@ -21,7 +21,6 @@ import html
 import io
 import json
 import math
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -450,7 +449,9 @@ def _trace_note(results: dict) -> str:
 def _volume_section(trace: Path, results: dict) -> str:
     if not trace.exists():
         return ""
-    db = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
+    from ldpfleet.broker.trace import open_readonly  # a partitioned run: every trace file
+
+    db = open_readonly(trace.parent if trace.name == "trace.sqlite" else trace)
     with contextlib.closing(db):
         rows = db.execute(
             "SELECT kind, COUNT(*), SUM(bytes) FROM messages GROUP BY kind ORDER BY 2 DESC"
