@@ -4,9 +4,12 @@ Theory of operation (seed 003, §III; working spec shared/reference/sw-and-cpr.m
 collector sees only y_0 .. y_{n-1}, each an SW report of a value in [0, 1] at ε0 = ε/w.
 Everything here is post-processing: no privacy cost.
 
-1. Cycle recovery (``collector.period``): multi-scale FFT probing of the detrended
-   reports, candidates verified by the mean squared shift discrepancy, a vote across
-   scales; the period T̂ and its vote share (confidence).
+1. Cycle recovery (``collector.period.detect_period``, issue 19): the reports are
+   detrended and whitened against a fitted white + AR(1) background, every period with at
+   least ``min_cycles`` (3) whole cycles is scored by harmonic sums of the fold, the best
+   candidates are refined to the exact integer, and a period T̂ is claimed only if it is
+   significant at a false-claim rate of 1 % on aperiodic streams (stricter for periods
+   with fewer than 12 cycles); confidence = 1 - its adjusted p-value.
 2. Phase recovery: fold the reports by phase t mod T̂. Per phase, bucket the reports
    (``d_out`` output buckets) and run EM — EMS by default — with the closed-form SW
    transition matrix (``collector.sw_em``) for all phases at once; convert the
@@ -17,8 +20,12 @@ Everything here is post-processing: no privacy cost.
    caller with the public bounds.
 
 Bucket count per phase: ``default_buckets(samples per phase)`` clipped to [16, 64] (few
-samples, few buckets). If no admissible period is found, CPR falls back to the EMS
-estimate of the whole stream's mode as a constant reconstruction (confidence 0).
+samples, few buckets). Fallback: where the detector abstains (no significant period), CPR
+returns the EMS estimate of the whole stream's mode as a constant reconstruction (period
+None, confidence 0). Its cost against CPR given the true period is measured per cell in
+docs/cpr-grid.md (``cos fallback``); at low ε0, where detection abstains most, the
+constant is often the better of the two, since a per-phase template from few noisy
+reports is itself noisy.
 """
 
 from __future__ import annotations

@@ -30,10 +30,12 @@ Whitening (robustness to aperiodic structure)
     cycles (they occupy at most every third bin): fitted to ``P`` itself, the background
     absorbed the low harmonics of 3-5-cycle streams and tilted the refinement. For a white
     background ``a -> 0`` and whitening is a constant rescaling. The SW noise level need not
-    be passed: ``c`` is estimated. Because it is estimated (from ~``n / 6`` independent
-    bins, 3 parameters), the null of ``sum_{j<=H} P_j / S`` is F(2H, 2 dfd) with
-    ``dfd = n / 6 - 3`` rather than Gamma(H): with the Gamma null the scale error of the fit
-    (3-8% at n = 300) tripled the false claims at n = 300.
+    be passed: ``c`` is estimated. For the screening, the null of ``sum_{j<=H} P_j / S`` is
+    F(2H, 2 dfd) with ``dfd = n / 6 - 3`` (the fit's scale error: ~``n / 6`` independent
+    bins, 3 parameters). The exact test of a candidate (step 2) divides instead by the
+    within-phase mean square of the whitened stream at that ``T`` (``n - T`` degrees of
+    freedom, every harmonic of ``1 / T`` removed): F(2H, n - T), which at n = 150 (3 cycles
+    of 50) is 100 degrees of freedom instead of 22.
 
 Search, refinement, fundamental
     1. Screening, all ``T`` in ``[min_period, max_period]`` at once: the partial sums read the
@@ -42,32 +44,44 @@ Search, refinement, fundamental
        (``O(n log n)`` together).
     2. The ``CANDIDATES`` best-scoring periods (at least ``top_peaks``) are refined on
        integers within ``T^2 / (n H)`` (the frequency resolution of the ``H``-th harmonic,
-       2..24 samples): each neighbour is folded over the same number of WHOLE cycles
-       (``bincount`` + a real FFT of length ``T``; whole cycles, so no harmonic leaks into
-       another) and scored by the share of the window's variance its first ``H`` harmonics
-       capture above the noise floor (the folded-variance criterion restricted to the
-       informative harmonics; ``H`` = the most significant level raised to every higher
-       level whose added harmonics are significant). Comparing T-1, T, T+1 this way, an
-       integer period comes out as that integer; on the full stream the non-whole folds
-       leak and favoured a neighbour (e.g. 399 for 400 at 5 cycles). Among the refined
-       candidates the smallest exact full-stream p-value wins, and its neighbourhood is
-       settled once more by the whole-cycle criterion.
+       2..24 samples; ``H`` = the most significant level raised to every higher level whose
+       added harmonics are significant): each neighbour ``q`` folds the WHOLE stream (the
+       partial last cycle included, each phase sum divided by the square root of its count)
+       and the energy of that fold in its first ``4 H`` harmonics decides (``_fold_energy``).
+       Every neighbour sees the same samples, and an exactly periodic signal is captured in
+       full only at its own period, so an integer period comes out as that integer. (The
+       former criterion folded whole cycles only, so neighbours saw different windows: 402
+       won over 400 at 5 cycles on clean streams, for the overlap of the phases. Restricting
+       to ``4 H`` harmonics keeps noise-only harmonics out at low SNR: on Occupancy T = 144,
+       12 cycles, eps0 = 1 all harmonics gave 27/40 exact, 4 H 30/40.) Each refined
+       candidate gets the exact F test above; the smallest p-value wins, and its
+       neighbourhood is settled once more.
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
        freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within ``m``
        of ``m T``: ``T`` may be a rounded ``T_true / m``) replaces ``T`` if the harmonics it
        adds (``j`` not divisible by ``m``, whole cycles) are significant at
        ``ALPHA_SHAPE = 1e-3`` / (number of ``m``) (a cycle whose odd harmonics are weak).
-    4. Claim: the best log p-value must pass Bonferroni over all screened tests,
-       ``p < alpha / tests`` (``alpha = 0.01``). Whatever steps 2-3 choose, a claim needs
-       this, so the false-claim rate on streams that fit the background model is about
-       ``alpha`` or less (measured: docs/cpr.md). ``confidence = 1 - p * tests``;
-       abstaining returns ``period = None``, confidence 0.
+    4. Claim: the best p-value ``p`` must pass Bonferroni over all screened tests and a
+       few-cycles penalty: ``p * tests < alpha * min(1, k / 12) ** 6`` with ``k = n / T``
+       the cycles in the stream (``few_cycles_penalty``; ``alpha = 0.01``). Why the
+       penalty: a red background (AR(1), random walk) is fitted from the few lowest bins,
+       where a single realisation can put a bump 10-30 times the fitted level at bins 3-5,
+       which looks exactly like 3-5 cycles; with Bonferroni alone AR(1) and random-walk
+       streams at eps0 = 5 got a period in 2-5 % of trials, all of them at fewer than 10
+       cycles. Calibration (fixed seeds): 300 trials (150 at n = 3000) of SW reports of
+       white noise, AR(1) with phi in 0.5, 0.8, 0.9, 0.95, 0.98, 0.99, a random walk and a
+       trend, n in 150, 300, 1000, 3000, eps0 in 0.2, 1, 5 (28,350 streams): with the
+       penalty (12, 6) 0.21 % of all of them got a period, at most 4 of 300 in any one
+       (random walk, n = 1000, eps0 = 5: 1.3 %); (10, 5) gave 0.33 %, (10, 4) 0.39 %,
+       no penalty 2-5 % in the red cells. The price is power at 3-5 cycles (docs/
+       cpr-grid.md). ``confidence = 1 - p * tests``; abstaining returns ``period = None``,
+       confidence 0 (``candidate`` still names the best period and ``log_p`` its p-value).
 
 Defaults: ``max_period = n // min_cycles``, ``min_cycles = DEFAULT_MIN_CYCLES = 3`` (every
 period with at least 3 whole cycles), ``min_period = 2`` (``T = 2`` has no harmonic below the
 fold's Nyquist frequency, so 3 is the smallest period tested). Runtime for ``n = 10_000``:
-~20 ms (``ldpfleet bench cpr --grid`` reports it).
+``ldpfleet bench cpr --grid`` reports it (``speed``; target < 50 ms).
 
 The shift discrepancy ``Delta_T`` (``shift_discrepancy``) is kept as a public helper (seed
 003's periodicity proxy; ``(n - T) Delta_T = S(0, n - T) + S(T, n) - 2 c_T``, all lags from
@@ -102,6 +116,9 @@ MAX_SPAN = 24  # largest refinement half-width, in samples
 MAX_MULTIPLE = 6  # multiples m T tested for a line on a harmonic
 MIN_EXTRA_SHARE = 1e-3  # ... and carry >= 0.1% of the power of the multiple's harmonics
 ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
+SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
+PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
+PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -115,7 +132,9 @@ class PeriodEstimate:
     ``{period: 1}`` (kept for callers of the former multi-scale vote; ``{}`` when abstaining);
     ``scales``: ``(n,)`` (the one window, the whole stream); ``p_value``: the adjusted p-value;
     ``harmonics``: the number of harmonics of the winning statistic; ``tests``: the number of
-    (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum.
+    (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum;
+    ``log_p``: the natural log of the best candidate's unadjusted p-value; ``candidate``: that
+    candidate's period (set also when abstaining: the best guess that did not pass the gate).
     """
 
     period: int | None
@@ -126,6 +145,8 @@ class PeriodEstimate:
     harmonics: int = 0
     tests: int = 0
     max_period: int = 0
+    log_p: float = 0.0
+    candidate: int | None = None
 
 
 # -- validation ---------------------------------------------------------------------------
@@ -210,14 +231,43 @@ def _detrend(x: np.ndarray) -> np.ndarray:
 PHI_GRID = (0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0)
 
 
+def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, int]:
+    """Whittle fit of ``S = c + a g_phi`` for every ``phi`` (row of ``g``) to the values ``p``:
+    the score equations ``sum (S - p) / S^2 dS = 0`` solved by iteratively reweighted least
+    squares (weights ``1 / S^2``, ``c, a >= 0``). Returns ``(c, a, row)`` of the ``phi`` with
+    the smallest deviance ``sum log S + p / S``."""
+    c = np.full(g.shape[0], start)
+    a = np.zeros(g.shape[0])
+    for _ in range(4):
+        s = c[:, None] + a[:, None] * g
+        wt = 1.0 / (s * s)
+        s11 = wt.sum(axis=1)
+        s12 = (wt * g).sum(axis=1)
+        s22 = (wt * g * g).sum(axis=1)
+        r1 = (wt * p).sum(axis=1)
+        r2 = (wt * g * p).sum(axis=1)
+        det = s11 * s22 - s12 * s12
+        ok = det > 1e-12 * s11 * s22
+        c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
+        a_new = np.where(ok, (s11 * r2 - s12 * r1) / np.where(ok, det, 1.0), 0.0)
+        neg_a = a_new < 0.0
+        a_new = np.where(neg_a, 0.0, a_new)
+        c_new = np.where(neg_a, r1 / s11, c_new)
+        neg_c = c_new <= 0.0
+        c_new = np.where(neg_c, 1e-12 * start, c_new)
+        a_new = np.where(neg_c, np.maximum(r2 / s22, 0.0), a_new)
+        c, a = c_new, a_new
+    s = c[:, None] + a[:, None] * g
+    best = int(np.argmin(np.sum(np.log(s) + p / s, axis=1)))
+    return float(c[best]), float(a[best]), best
+
+
 def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """Whittle fit of ``S(w) = c + a / (1 + phi^2 - 2 phi cos w)`` (white + AR(1) / random-walk
     background) to the periodogram ``power`` at frequencies ``omega`` (all > 0). For each
-    ``phi`` of ``PHI_GRID`` the model is linear in ``(c, a)``, and the Whittle score equations
-    ``sum (S - P) / S^2 dS = 0`` are solved by iteratively reweighted least squares (weights
-    ``1 / S^2``, ``c, a >= 0``); the ``phi`` with the smallest Whittle deviance
-    ``sum log S + P / S`` wins. Lines (``P / S > TRIM``) are dropped and the fit repeated once.
-    Returns ``S`` at every frequency."""
+    ``phi`` of ``PHI_GRID`` the model is linear in ``(c, a)`` (``_whittle``); the ``phi`` with
+    the smallest Whittle deviance wins. Lines (``P / S > TRIM``) are dropped and the fit
+    repeated once. Returns ``S`` at every frequency."""
     grid = np.array(PHI_GRID)[:, None]
     g = 1.0 / (1.0 + grid * grid - 2.0 * grid * np.cos(omega)[None, :])
     g /= g.mean(axis=1, keepdims=True)  # a is then the mean AR power (conditioning)
@@ -227,36 +277,11 @@ def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
     padded = np.concatenate(([np.inf], power, [np.inf]))
     power = 3.0 * np.minimum(np.minimum(padded[:-2], padded[1:-1]), padded[2:])
     power[[0, -1]] *= 2.0 / 3.0  # edge windows hold two bins
-    keep = np.ones(power.size, dtype=bool)
     white = float(np.median(power)) / np.log(2.0) + 1e-300
-    spectrum = np.full(power.size, white)
+    keep = np.ones(power.size, dtype=bool)
     for _ in range(2):
-        p, gk = power[keep], g[:, keep]
-        c = np.full(grid.shape[0], white)
-        a = np.zeros(grid.shape[0])
-        for _ in range(4):
-            s = c[:, None] + a[:, None] * gk
-            wt = 1.0 / (s * s)
-            s11 = wt.sum(axis=1)
-            s12 = (wt * gk).sum(axis=1)
-            s22 = (wt * gk * gk).sum(axis=1)
-            r1 = (wt * p).sum(axis=1)
-            r2 = (wt * gk * p).sum(axis=1)
-            det = s11 * s22 - s12 * s12
-            ok = det > 1e-12 * s11 * s22
-            c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
-            a_new = np.where(ok, (s11 * r2 - s12 * r1) / np.where(ok, det, 1.0), 0.0)
-            neg_a = a_new < 0.0
-            a_new = np.where(neg_a, 0.0, a_new)
-            c_new = np.where(neg_a, r1 / s11, c_new)
-            neg_c = c_new <= 0.0
-            c_new = np.where(neg_c, 1e-12 * white, c_new)
-            a_new = np.where(neg_c, np.maximum(r2 / s22, 0.0), a_new)
-            c, a = c_new, a_new
-        s = c[:, None] + a[:, None] * gk
-        deviance = np.sum(np.log(s) + p / s, axis=1)
-        best = int(np.argmin(deviance))
-        spectrum = c[best] + a[best] * g[best]
+        c, a, best = _whittle(power[keep], g[:, keep], white)
+        spectrum = c + a * g[best]
         keep_new = power <= TRIM * spectrum
         if keep_new.all() or keep_new.sum() < 8 or np.array_equal(keep_new, keep):
             break
@@ -381,8 +406,9 @@ def detect_period(
 ) -> PeriodEstimate:
     """Dominant period of a (privatised) stream: whiten against a white + AR(1) background,
     score every admissible period by harmonic sums of the whitened spectrum, refine the best
-    exactly, prefer the fundamental, and claim it only if it passes a Bonferroni-corrected
-    test at ``alpha`` (module docstring)."""
+    to the exact integer, prefer the fundamental, and claim it only if it passes a
+    Bonferroni-corrected test at ``alpha`` tightened for periods with few cycles (module
+    docstring). ``period`` is ``None`` when it abstains."""
     arr = _check_stream(x)
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
@@ -423,7 +449,15 @@ def detect_period(
         cycles = n // period if cycles is None else cycles
         return _harmonic_power(xs[: cycles * period], t[: cycles * period], period)
 
-    # screening winners, then exact refinement around each
+    def settle(center: int, harmonics: int) -> int:
+        """The integer near ``center`` whose fold of the whole stream captures the most
+        energy in its first ``SETTLE_FACTOR * harmonics`` harmonics."""
+        span = int(min(MAX_SPAN, max(2, np.ceil(center * center / (n * max(harmonics, 1))))))
+        span_q = range(max(min_period, center - span), min(max_period, center + span) + 1)
+        scores = [_fold_energy(xs, t, q, SETTLE_FACTOR * harmonics) for q in span_q]
+        return span_q[int(np.argmax(scores))]
+
+    # screening winners, then exact refinement and an exact test of each
     score = logp.min(axis=1)
     level_of = np.argmin(logp, axis=1)
     order = np.argsort(score, kind="stable")
@@ -438,35 +472,66 @@ def detect_period(
         if any(abs(p0 - c) <= span for c in chosen):
             continue
         chosen.append(p0)
-        # the level of the candidate on the full stream, then the neighbour capturing the
-        # most signal per sample over whole cycles (no leakage between harmonics: the
-        # folded-variance criterion, restricted to the informative harmonics)
-        h = _resolving_level(power(p0))
-        span_q = range(max(min_period, p0 - span), min(max_period, p0 + span) + 1)
-        common = n // span_q[-1]  # the same number of cycles for every neighbour
-        signal_est = [_captured(whole(q, common), h, xs[: common * q]) for q in span_q]
-        q = span_q[int(np.argmax(signal_est))]
-        value, hq = _level_logp(power(q), dfd)
+        q = settle(p0, _resolving_level(power(p0)))
+        value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
         if value < best[0]:
             best = (value, q, hq)
     best_logp, period, harmonics = best
-    if np.isfinite(best_logp):
-        # the neighbourhoods of several candidates can overlap a stretch of integers: settle
-        # the winner's neighbourhood by the whole-cycle criterion again
-        h = _resolving_level(power(period))
-        span = int(min(MAX_SPAN, max(2, np.ceil(period * period / (n * max(h, 1))))))
-        span_q = range(max(min_period, period - span), min(max_period, period + span) + 1)
-        common = n // span_q[-1]
-        captured = [_captured(whole(q, common), h, xs[: common * q]) for q in span_q]
-        period = span_q[int(np.argmax(captured))]
-    if not best_logp < threshold:
-        adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
-        return PeriodEstimate(None, 0.0, {}, (n,), adjusted, 0, tests, max_period)
-    period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
+    if not np.isfinite(best_logp):
+        return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, max_period)
+    margin = best_logp - few_cycles_penalty(n / period)
+    # the neighbourhoods of several candidates can overlap a stretch of integers: settle
+    # the winner's neighbourhood once more
+    period = settle(period, _resolving_level(power(period)))
     adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
+    if not margin < threshold:
+        return PeriodEstimate(
+            None, 0.0, {}, (n,), adjusted, 0, tests, max_period, best_logp, period
+        )
+    period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
     return PeriodEstimate(
-        int(period), 1.0 - adjusted, {int(period): 1}, (n,), adjusted, harmonics, tests, max_period
+        int(period),
+        1.0 - adjusted,
+        {int(period): 1},
+        (n,),
+        adjusted,
+        harmonics,
+        tests,
+        max_period,
+        best_logp,
+        int(period),
     )
+
+
+def few_cycles_penalty(cycles: float) -> float:
+    """How much further (in natural log of the p-value) a period with ``cycles`` cycles in
+    the stream must pass the Bonferroni threshold: 0 from ``PENALTY_CYCLES`` cycles up,
+    ``-PENALTY_SLOPE * ln(PENALTY_CYCLES / cycles)`` below, i.e. the adjusted p-value must be
+    below ``alpha * (cycles / PENALTY_CYCLES) ** PENALTY_SLOPE`` (module docstring: the fitted
+    background is least reliable at the lowest frequencies, where red noise mimics a few
+    cycles)."""
+    return -PENALTY_SLOPE * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
+
+
+def _fold_energy(xs: np.ndarray, t: np.ndarray, period: int, harmonics: int) -> float:
+    """Energy of the fold of the WHOLE stream (partial last cycle included, each phase mean
+    weighted by its count) in its first ``harmonics`` harmonics: the same samples for every
+    period, so neighbouring integers compare fairly, and an exactly periodic signal is
+    captured completely only at its period."""
+    sums = np.bincount(t % period, weights=xs, minlength=period)
+    counts = np.bincount(t % period, minlength=period)
+    spec = sp_fft.rfft(sums / np.sqrt(counts))[1 : _limit(harmonics, period) + 1]
+    return 2.0 * float(np.sum(spec.real**2 + spec.imag**2)) / period
+
+
+def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
+    """Mean square of the whitened stream within phases (``n - T`` degrees of freedom): its
+    noise level with every harmonic of ``1 / T`` removed."""
+    n = xw.size
+    sums = np.bincount(t % period, weights=xw, minlength=period)
+    counts = np.bincount(t % period, minlength=period)
+    between = float(np.sum(sums * sums / counts))
+    return max(float(xw @ xw) - between, 1e-300) / (n - period)
 
 
 def _resolving_level(power: np.ndarray) -> int:
