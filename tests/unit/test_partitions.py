@@ -238,6 +238,7 @@ def test_stream_scenarios_take_partitions_and_the_other_kinds_refuse_them():
     secure = QUICK + "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\n"
     for text in (
         secure,
+        QUICK + "\n[broker]\nauth = true\n",  # mosquitto-config writes no partition ACL
         (ROOT / "scenarios" / "occupancy-release.toml").read_text(),
         (ROOT / "scenarios" / "facebook-degrees.toml").read_text(),
     ):
