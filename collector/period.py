@@ -518,8 +518,7 @@ def _fold_energy(xs: np.ndarray, t: np.ndarray, period: int, harmonics: int) -> 
     weighted by its count) in its first ``harmonics`` harmonics: the same samples for every
     period, so neighbouring integers compare fairly, and an exactly periodic signal is
     captured completely only at its period."""
-    sums = np.bincount(t % period, weights=xs, minlength=period)
-    counts = np.bincount(t % period, minlength=period)
+    sums, counts = _fold(xs, t, period)
     spec = sp_fft.rfft(sums / np.sqrt(counts))[1 : _limit(harmonics, period) + 1]
     return 2.0 * float(np.sum(spec.real**2 + spec.imag**2)) / period
 
@@ -527,11 +526,16 @@ def _fold_energy(xs: np.ndarray, t: np.ndarray, period: int, harmonics: int) -> 
 def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
     """Mean square of the whitened stream within phases (``n - T`` degrees of freedom): its
     noise level with every harmonic of ``1 / T`` removed."""
-    n = xw.size
-    sums = np.bincount(t % period, weights=xw, minlength=period)
-    counts = np.bincount(t % period, minlength=period)
+    sums, counts = _fold(xw, t, period)
     between = float(np.sum(sums * sums / counts))
-    return max(float(xw @ xw) - between, 1e-300) / (n - period)
+    return max(float(xw @ xw) - between, 1e-300) / (xw.size - period)
+
+
+def _fold(x: np.ndarray, t: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """Phase sums of ``x`` at ``period`` and the number of samples of each phase."""
+    sums = np.bincount(t % period, weights=x, minlength=period)
+    counts = np.full(period, x.size // period) + (np.arange(period) < x.size % period)
+    return sums, counts
 
 
 def _resolving_level(power: np.ndarray) -> int:
