@@ -27,11 +27,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ldpfleet.app.bench_cpr import (
+    _aperiodic_cell,
+    _grid_cell,
     aperiodic_stream,
     autocorrelation_period,
     folded_variance_period,
+    grid_markdown,
     grid_stream,
     grid_template,
+    sign_test_p,
 )
 from ldpfleet.collector.period import (
     DEFAULT_MIN_CYCLES,
@@ -442,3 +446,35 @@ def test_estimate_invariants_on_arbitrary_streams(n, seed, period, noise):
     rng = np.random.default_rng(seed)
     x = periodic_stream("random", period, n, rng) + noise * rng.normal(size=n)
     check_invariants(detect_period(x), max(n, 1))
+
+
+# -- the grid bench's judgement --------------------------------------------------------------
+
+
+def test_sign_test_p_is_the_one_sided_binomial_tail():
+    assert sign_test_p(0, 5) == 1.0
+    assert sign_test_p(3, 0) == pytest.approx(0.125)  # all 3 discordant trials to the baseline
+    assert sign_test_p(2, 2) == pytest.approx(stats.binom.sf(1, 4, 0.5))
+    assert sign_test_p(10, 30) > 0.99
+
+
+def test_grid_cells_and_tables_are_consistent():
+    """One small cell and one aperiodic cell through the bench's own functions: paired
+    counts add up to the accuracies, and the tables name the judgement."""
+    row = _grid_cell(("square", 25, 12, 1.0, 0.02, 0.0, 6, 0))
+    acc = row["accuracy"]
+    for name in ("folded_variance", "autocorrelation"):
+        assert acc["detect_period"] - acc[name] == pytest.approx(
+            (row["ours_only"][name] - row["baseline_only"][name]) / 6
+        )
+    null = _aperiodic_cell(("ar1_slow", 300, 5.0, 4, 0))
+    assert null["false_claims"]["folded_variance"] == 1.0
+    result = {
+        "trials": 6,
+        "aperiodic_trials": 4,
+        "grid": [row],
+        "aperiodic": [null],
+        "speed": {"detect_period_ms_10k_median": 1.0, "detect_period_ms_10k_max": 2.0},
+    }
+    text = grid_markdown(result, "ldpfleet bench cpr --grid --markdown")
+    assert "sign test" in text and "| **all** | 1 |" in text and "| ar1_slow | 300 | 5 |" in text
