@@ -96,6 +96,8 @@ class WarnerRR:
         """Answer ``bit`` truthfully with probability ``p`` (one uniform ``u`` per bit, drawn
         as ``rng.random(shape)``; truthful iff ``u < p``). Returns a bool for scalar input,
         a bool array of the same shape otherwise."""
+        if type(bit) is bool:  # the machines' one bit: no array round trip (same draw)
+            return bit != (rng.random() >= self.p)
         bits = _as_bits(bit, "bit")
         lie = rng.random(bits.shape) >= self.p
         out = np.logical_xor(bits, lie)
@@ -108,11 +110,13 @@ class WarnerRR:
         Needs integers ``0 <= yes <= asked`` (elementwise for arrays). ``c'`` may fall outside
         ``[0, asked]``; do not clip before averaging (clipping biases it). A float for scalar
         inputs, an array (broadcast) otherwise."""
+        em1 = math.expm1(self.eps)
+        if type(yes) is int and type(asked) is int and 0 <= yes <= asked:
+            return (yes * (em1 + 2.0) - asked) / em1  # the machines' scalar: same float
         y = _as_counts(yes, "yes")
         n = _as_counts(asked, "asked")
         if np.any(y > n):
             raise ParameterError(f"must be <= asked ({asked!r}), got {yes!r}", field="yes")
-        em1 = math.expm1(self.eps)
         return _scalar_or_array((y * (em1 + 2.0) - n) / em1)
 
     def variance_bound(self, asked: int | np.ndarray) -> float | np.ndarray:

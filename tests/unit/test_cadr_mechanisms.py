@@ -537,3 +537,22 @@ def test_thm35_bound_closed_form():
     with pytest.raises(ParameterError) as info:
         thm35_bound(5, 16, 10, 0.0, 2.0)
     assert info.value.field == "eps_prime"
+
+
+def test_wrr_scalar_paths_equal_the_array_paths_draw_for_draw():
+    # the LPEA machines call respond/debias_count with Python scalars (a fast path); it must
+    # consume the generator and round exactly as the array path does
+    rr = WarnerRR(0.7)
+    for seed in range(20):
+        scalar, array = np.random.default_rng(seed), np.random.default_rng(seed)
+        for bit in (True, False, True, True, False, False):
+            answer = rr.respond(bit, scalar)
+            assert type(answer) is bool
+            assert answer == bool(rr.respond(np.array(bit), array))
+    for yes in range(12):
+        for asked in range(yes, 15):
+            assert rr.debias_count(yes, asked) == float(
+                rr.debias_count(np.int64(yes), np.int64(asked))
+            )
+    with pytest.raises(ParameterError):
+        rr.debias_count(5, 3)
