@@ -955,7 +955,7 @@ UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first me
 
 PROTOCOL_MODULES = (
     "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
-    "peer_relay",
+    "peer_relay", "partition",
 )  # fmt: skip
 
 
