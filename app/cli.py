@@ -702,9 +702,10 @@ def fleet(
     _fleet_summary(shard, target, result)
 
 
-def _run_side(name: str, *args, **kwargs) -> dict:
-    """Run ``scenarios.sides.<name>`` in an event loop; SIGTERM cancels it (what it did so
-    far is written); a missing or different other side is one sentence and exit 1."""
+def _run_side(name, *args, **kwargs) -> dict:
+    """Run ``scenarios.sides.<name>`` (or the coroutine function ``name``) in an event loop;
+    SIGTERM cancels it (what it did so far is written); a missing or different other side
+    is one sentence and exit 1."""
     import asyncio
     import signal
 
@@ -712,10 +713,12 @@ def _run_side(name: str, *args, **kwargs) -> dict:
     from ldpfleet.scenarios import sides
     from ldpfleet.scenarios.loop import run as run_loop
 
+    side = getattr(sides, name) if isinstance(name, str) else name
+
     async def go() -> dict:
         task = asyncio.current_task()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await getattr(sides, name)(*args, **kwargs)
+        return await side(*args, **kwargs)
 
     stops: tuple[type[BaseException], ...] = (RendezvousError,)
     try:
@@ -771,15 +774,32 @@ def collector(
         float,
         typer.Option(help="Seconds to wait for the fleet's devices to join the run."),
     ] = 60.0,
+    coordinator: Annotated[
+        bool,
+        typer.Option("--coordinator", help="[collector] partitions > 1: run the coordinator."),
+    ] = False,
+    partition: Annotated[
+        str | None,
+        typer.Option(help="[collector] partitions > 1: run worker p/P (e.g. 0/2)."),
+    ] = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker; announce the
-    run so that fleets started before or after it join (docs/separate-processes.md)."""
+    run so that fleets started before or after it join (docs/separate-processes.md). With
+    ``[collector] partitions = P > 1`` the collector side is one ``--coordinator`` and one
+    ``--partition p/P`` per partition, on any hosts."""
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id)
         target = out or Path("runs") / run_id
+        if _partitioned_side(loaded, coordinator, partition):
+            results = _run_partitioned_side(
+                loaded, broker, run_id, target, seed, credentials, fleet_timeout,
+                coordinator=coordinator, partition=partition,
+            )  # fmt: skip
+            _collector_summary(results, target)
+            return
 
         def listening(url: str) -> None:
             console.print(f"collector for run {run_id} listening on {url}")
@@ -797,6 +817,59 @@ def collector(
             **extra,
         )
     _collector_summary(results, target)
+
+
+def _partitioned_side(loaded, coordinator: bool, partition: str | None) -> bool:
+    """Whether ``ldpfleet collector`` runs a coordinator or a worker; refuse flags that do
+    not fit the scenario's ``[collector] partitions``."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    count = loaded.spec.collector.partitions
+    if coordinator and partition is not None:
+        raise ParameterError("give --coordinator or --partition p/P, not both", field="partition")
+    if count == 1 and (coordinator or partition is not None):
+        raise ParameterError(
+            "needs [collector] partitions > 1 in the scenario, which has 1", field="partition"
+        )
+    if count > 1 and not coordinator and partition is None:
+        raise ParameterError(
+            f"the scenario has [collector] partitions = {count}: run one --coordinator and "
+            f"--partition p/{count} for each p in 0..{count - 1} (docs/separate-processes.md)",
+            field="partition",
+        )
+    if partition is not None:
+        from ldpfleet.devices.fleet import parse_shard
+
+        try:
+            _, given = parse_shard(partition)
+        except ValueError as error:
+            message = f"must be p/P, got {partition!r} ({error})"
+            raise ParameterError(message, field="partition") from None
+        if given != count:
+            raise ParameterError(
+                f"must be p/{count} (the scenario's [collector] partitions), got {partition!r}",
+                field="partition",
+            )
+    return count > 1
+
+
+def _run_partitioned_side(
+    loaded, broker, run_id, target, seed, credentials, fleet_timeout, *, coordinator, partition
+) -> dict:
+    from ldpfleet.devices.fleet import parse_shard
+    from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
+
+    if coordinator:
+        console.print(f"coordinator for run {run_id} ({loaded.spec.collector.partitions} workers)")
+        return _run_side(
+            coordinator_side, loaded, broker, run_id, target, seed=seed,
+            credentials=credentials, fleet_timeout=fleet_timeout, workers_timeout=fleet_timeout,
+        )  # fmt: skip
+    console.print(f"partition worker {partition} for run {run_id}")
+    return _run_side(
+        partition_side, loaded, broker, run_id, parse_shard(partition), target, seed=seed,
+        credentials=credentials,
+    )  # fmt: skip
 
 
 def _collector_summary(results: dict, target: Path) -> None:

@@ -1,0 +1,79 @@
+"""``ldpfleet collector --coordinator`` / ``--partition p/P`` (issue 23): the partitioned
+collector side started by hand as separate programs, as on separate hosts
+(docs/separate-processes.md), merged with ``ldpfleet merge`` and verified; flags that do not
+fit the scenario's ``[collector] partitions`` are refused with one sentence (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_partitions import STREAM, with_partitions
+from tests.e2e.test_sides import BASE, Processes, broker_process, broker_url  # noqa: F401
+
+SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
+
+
+def _write(tmp_path: Path, count: int) -> Path:
+    path = tmp_path / f"p{count}.toml"
+    path.write_text(with_partitions(STREAM, count) if count > 1 else STREAM)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("count", "flags", "needle"),
+    [
+        (2, [], "run one --coordinator and --partition p/2"),
+        (2, ["--partition", "0/3"], "must be p/2"),
+        (2, ["--partition", "zero"], "must be p/P"),
+        (2, ["--coordinator", "--partition", "0/2"], "not both"),
+        (1, ["--coordinator"], "needs [collector] partitions > 1"),
+    ],
+)
+def test_flags_that_do_not_fit_the_scenario_are_refused(tmp_path, count, flags, needle):
+    scenario = _write(tmp_path, count)
+    done = subprocess.run(
+        [*BASE, "collector", str(scenario), "-b", "mqtt://127.0.0.1:9", "--run", "r1",
+         "-o", str(tmp_path / "out"), *flags],
+        capture_output=True, text=True, timeout=SAFETY,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert needle in " ".join((done.stdout + done.stderr).split()), done.stdout + done.stderr
+    assert "partition" in done.stdout + done.stderr  # the field is named
+
+
+@pytest.mark.slow
+def test_coordinator_two_workers_and_a_shard_by_hand_merge_and_verify(tmp_path, broker_url):  # noqa: F811
+    scenario = _write(tmp_path, 2)
+    run = f"pcli{time.monotonic_ns() % 10**6}"
+    common = [str(scenario), "-b", broker_url, "--run", run, "--seed", "5"]
+    procs = Processes(tmp_path)
+    try:
+        procs.spawn("p1", "collector", *common, "--partition", "1/2", "-o", "p1")
+        procs.spawn("coordinator", "collector", *common, "--coordinator", "-o", "coord")
+        procs.spawn("fleet", "fleet", *common, "--shard", "0/1", "-o", "f0")
+        procs.spawn("p0", "collector", *common, "--partition", "0/2", "-o", "p0")
+        for name, proc in procs.procs.items():
+            assert proc.wait(timeout=SAFETY) == 0, (name, procs.logs())
+    finally:
+        procs.close()
+    assert "coordinator for run" in procs.log("coordinator")
+    assert "partition worker 0/2" in procs.log("p0")
+    merged = subprocess.run(
+        [*BASE, "merge", "coord", "p0", "p1", "f0", "--out", "all"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=SAFETY,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    results = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert results["devices_complete"] == results["devices"] == 16
+    assert results["reports_lost"] == 0 and results["reports_received"] > 0
+    assert len(results["trace"]["partitions"]) == 2  # one signed trace per worker
+    verify = subprocess.run(
+        [*BASE, "trace", "verify", "all"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=SAFETY,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stdout + verify.stderr
