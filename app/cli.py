@@ -156,8 +156,9 @@ CredentialsOption = Annotated[
 ]
 
 
-def _credentials(path: Path | None, run_id: str | None = None):
-    """Load ``--credentials``; refuse a run id other than theirs."""
+def _credentials(path: Path | None, run_id: str | None = None, loaded=None):
+    """Load ``--credentials``; refuse a run id other than theirs, and (given the scenario
+    ``loaded``) a partition count other than its ``[collector] partitions``."""
     if path is None:
         return None
     from ldpfleet.broker.auth import AuthError, Credentials
@@ -165,6 +166,12 @@ def _credentials(path: Path | None, run_id: str | None = None):
     credentials = Credentials.load(path)
     if run_id is not None and run_id != credentials.run:
         raise AuthError(f"{path} is for run {credentials.run!r}, not {run_id!r}")
+    wanted = loaded.spec.collector.partitions if loaded is not None else credentials.partitions
+    if credentials.partitions != wanted:
+        raise AuthError(
+            f"{path} is for {credentials.partitions} collector partition(s), but the scenario "
+            f"has [collector] partitions = {wanted}: its devices' topics would be denied"
+        )
     return credentials
 
 
@@ -297,7 +304,7 @@ def run(
 
     with user_errors():
         loaded = load_scenario(scenario)
-        credentials = _credentials(credentials_path, run_id)
+        credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)
         if loaded.spec.cadr is not None:
             _run_cadr(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
@@ -680,7 +687,7 @@ def fleet(
         except ValueError as error:
             raise ScenarioError(str(error)) from None
         loaded = load_scenario(scenario)
-        credentials = _credentials(credentials_path, run_id)
+        credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
 
         def waiting() -> None:
@@ -791,7 +798,7 @@ def collector(
 
     with user_errors():
         loaded = load_scenario(scenario)
-        credentials = _credentials(credentials_path, run_id)
+        credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id
         if _partitioned_side(loaded, coordinator, partition):
             results = _run_partitioned_side(

@@ -77,3 +77,22 @@ def test_coordinator_two_workers_and_a_shard_by_hand_merge_and_verify(tmp_path, 
         timeout=SAFETY,
     )  # fmt: skip
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_credentials_for_another_partition_count_are_refused(tmp_path):
+    from ldpfleet.broker.auth import Credentials
+
+    scenario = _write(tmp_path, 2)
+    creds = Credentials.generate("r1", [f"d{i}" for i in range(16)]).save(tmp_path / "c.json")
+    for command in (
+        ["collector", str(scenario), "--coordinator"],
+        ["fleet", str(scenario), "--shard", "0/1"],
+    ):
+        done = subprocess.run(
+            [*BASE, *command, "-b", "mqtt://127.0.0.1:9", "--run", "r1",
+             "--credentials", str(creds), "-o", str(tmp_path / "out")],
+            capture_output=True, text=True, timeout=SAFETY,
+        )  # fmt: skip
+        text = " ".join((done.stdout + done.stderr).split())
+        assert done.returncode == 2, text
+        assert "is for 1 collector partition(s), but the scenario has" in text, text
