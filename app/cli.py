@@ -954,7 +954,9 @@ def mosquitto_config(
         else:
             devices = loaded.device_ids()
         try:
-            credentials = Credentials.generate(run, devices)
+            credentials = Credentials.generate(
+                run, devices, partitions=loaded.spec.collector.partitions
+            )
         except ValueError as error:
             raise AuthError(str(error)) from None
         tls = None

@@ -631,10 +631,6 @@ def _check_partitions(spec: Scenario, where: str) -> None:
         raise PartitionsRefused(where, "a [gcdp] scenario", value)
     if spec.faults is not None and spec.faults.hostile_messages:
         raise PartitionsRefused(where, "a [faults] hostile_messages run", value)
-    if spec.broker.auth is True:  # the external broker's ACL: ldpfleet mosquitto-config
-        raise PartitionsRefused(
-            where, "a [broker] auth = true run (mosquitto-config writes no partition ACL)", value
-        )
 
 
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:

@@ -235,10 +235,12 @@ def with_partitions(text: str, count: int) -> str:
 
 def test_stream_scenarios_take_partitions_and_the_other_kinds_refuse_them():
     assert parse_scenario(with_partitions(QUICK, 4)).stream_config("r").partitions == 4
+    # an external broker with mosquitto-config's files (which carry the partition count)
+    authed = parse_scenario(with_partitions(QUICK + "\n[broker]\nauth = true\n", 2))
+    assert authed.spec.collector.partitions == 2
     secure = QUICK + "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\n"
     for text in (
         secure,
-        QUICK + "\n[broker]\nauth = true\n",  # mosquitto-config writes no partition ACL
         (ROOT / "scenarios" / "occupancy-release.toml").read_text(),
         (ROOT / "scenarios" / "facebook-degrees.toml").read_text(),
     ):
