@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import tempfile
 import time
 from collections.abc import Callable
 
 from ldpfleet.app.procstat import PeakRss, listening_pid
 from ldpfleet.broker.mqtt import parse_broker_url
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
+from ldpfleet.scenarios.split_run import run_split
 
 
 def fleet_scenario_text(
@@ -28,6 +31,7 @@ def fleet_scenario_text(
     connect_concurrency: int = 64,
     trace: str = "all",
     retransmit_after: float = 5.0,
+    partitions: int = 1,
 ) -> str:
     """A synthetic fleet scenario of the given size (TOML text)."""
     batch = f"batch_steps = {batch_steps}\n" if batch_steps else ""
@@ -60,7 +64,15 @@ max_in_flight = {max_in_flight}
 credit_window = {credit_window}
 stage_timeout = 1800
 trace = "{trace}"
+partitions = {partitions}
 """
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and of its waited-for children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 async def bench_fleet(
@@ -81,10 +93,13 @@ async def bench_fleet(
     shard_brokers: list[str] | None = None,
     retransmit_after: float = 5.0,
     progress: Callable[[int, int], None] | None = None,
+    partitions: int = 1,
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
-    memory of each process, and loss (docs/scaling.md). ``progress(received, expected)``
-    as reports arrive."""
+    memory of each process, CPU per report, and loss (docs/scaling.md).
+    ``progress(received, expected)`` as reports arrive. ``partitions > 1``: the collector
+    side is a coordinator and that many worker processes (``ldpfleet run``'s split runner;
+    not on the memory broker)."""
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -99,18 +114,27 @@ async def bench_fleet(
             connect_concurrency=connect_concurrency,
             trace=trace,
             retransmit_after=retransmit_after,
+            partitions=partitions,
         )
     )
     scenario.check_shard_brokers(broker, shard_brokers)
+    if partitions > 1 and broker == "memory":
+        raise ParameterError(
+            f"{partitions} partitions need a broker the worker processes can reach "
+            "(embedded or mqtt://), not memory; the limit there is 1",
+            field="partitions",
+        )
     broker_pid = None
     if broker.startswith(("mqtt://", "mqtts://")):
         broker_pid = listening_pid(parse_broker_url(broker).port)
     sampler = PeakRss(broker_pid) if broker_pid else None
     with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
         started = time.perf_counter()
+        cpu_before = _cpu_seconds()
         task = asyncio.ensure_future(sampler.run()) if sampler else None
+        runner = run_split if partitions > 1 else run_scenario
         try:
-            results = await run_scenario(
+            results = await runner(
                 scenario,
                 broker=broker,
                 out_dir=out_dir or scratch,
@@ -121,6 +145,7 @@ async def bench_fleet(
             if task is not None:
                 task.cancel()
         total = time.perf_counter() - started
+        cpu = _cpu_seconds() - cpu_before
     stream = results["stages"]["stream"]
     messages = results["reports_received"]
     seconds = stream["seconds"]
@@ -139,7 +164,8 @@ async def bench_fleet(
         "max_in_flight": max_in_flight,
         "credit_window": credit_window,
         "retransmit_after": retransmit_after,
-        "shards": results["stages"]["fleet_build"]["shards"],
+        "shards": (results["stages"].get("fleet_build") or {}).get("shards")
+        or len(results.get("side_processes", {}).get("fleet_shards") or ()),
         "event_loop": results["event_loop"],
         "messages": messages,
         "values": values,
@@ -154,10 +180,16 @@ async def bench_fleet(
         "retransmissions": results["fleet"]["retransmissions"],
         "trace_messages": results["trace"]["messages"],
         "total_seconds": round(total, 3),
+        "partitions": partitions,
+        # this process and every child it waited for (shards, workers, an embedded broker
+        # child); not an external broker
+        "cpu_seconds": round(cpu, 2),
+        "cpu_us_per_report": round(cpu / messages * 1e6, 1) if messages else None,
         "peak_rss_mb": {
             # the runner's process: collector + recorder (+ devices when not sharded,
             # + the embedded broker)
-            "collector_process": results["peak_rss_mb"],
+            "collector_process": results["peak_rss_mb"],  # P > 1: coordinator + workers
+            "partitions": (results.get("partitions") or {}).get("peak_rss_mb"),
             "fleet_processes": sharded["peak_rss_mb"] if sharded else None,
             "fleet_total": sharded["total_peak_rss_mb"] if sharded else None,
             "broker": round(sampler.peak_mb, 1) if sampler else None,

@@ -1275,10 +1275,13 @@ def bench_fleet_command(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
     ] = None,
+    partitions: Annotated[
+        int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
-    peak RSS of the collector, fleet and broker processes, lost reports."""
+    peak RSS of the collector, fleet and broker processes, CPU per report, lost reports."""
     from ldpfleet.app.bench import bench_fleet
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.loop import run as run_loop
@@ -1302,6 +1305,7 @@ def bench_fleet_command(
                 shard_brokers=shard_broker or None,
                 retransmit_after=retransmit_after,
                 progress=as_callback(step),
+                partitions=partitions,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

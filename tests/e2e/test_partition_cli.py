@@ -96,3 +96,29 @@ def test_credentials_for_another_partition_count_are_refused(tmp_path):
         text = " ".join((done.stdout + done.stderr).split())
         assert done.returncode == 2, text
         assert "is for 1 collector partition(s), but the scenario has" in text, text
+
+
+@pytest.mark.slow
+def test_bench_fleet_with_partitions_reports_cpu_per_report_and_each_worker():
+    done = subprocess.run(
+        [*BASE, "bench", "fleet", "--devices", "40", "--steps", "10", "--partitions", "2",
+         "--connection", "gateway"],
+        capture_output=True, text=True, timeout=SAFETY,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["partitions"] == 2 and figures["lost"] == 0
+    assert figures["messages"] == 40 * 2  # 10 steps in batches of w = 5
+    assert len(figures["peak_rss_mb"]["partitions"]) == 2
+    assert figures["cpu_seconds"] > 0 and figures["cpu_us_per_report"] > 0
+
+
+def test_bench_fleet_refuses_partitions_on_the_memory_broker():
+    done = subprocess.run(
+        [*BASE, "bench", "fleet", "--devices", "4", "--steps", "5", "--partitions", "2",
+         "--broker", "memory"],
+        capture_output=True, text=True, timeout=SAFETY,
+    )  # fmt: skip
+    text = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, text
+    assert "partitions" in text and "not memory" in text
