@@ -154,6 +154,8 @@ SLOW: dict[str, float] = {
     "tests/unit/test_topics_codec.py::test_decode_of_arbitrary_json_values_raises_only_remote_protocol_error": 0.7,
     "tests/unit/test_topics_codec.py::test_malformed_input_names_the_field": 0.5,
     "tests/unit/test_topics_codec.py::test_valid_messages_round_trip": 1.4,
+    "tests/e2e/test_partition_cli.py::test_flags_that_do_not_fit_the_scenario_are_refused": 9.5,
+    "tests/e2e/test_partition_cli.py::test_credentials_for_another_partition_count_are_refused": 4.0,
 }
 
 
