@@ -29,23 +29,14 @@ from ldpfleet.collector.gcdp.evaluation import fit_logistic
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import GRID, grid_laplace_scale, laplace_on_grid
 
+from tests.unit.test_bench_gcdp import synthetic_frame
+
 Z = 5.0
-
-
-def _frame(records: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = ((np.arange(records) // 30) % 2).astype(int)
-    x = np.column_stack([
-        20 + 2 * y + rng.normal(0, 0.5, records), 27 + rng.normal(0, 1, records),
-        490 * y + rng.uniform(0, 10, records), 450 + 400 * y + rng.normal(0, 30, records),
-        0.0045 + 0.0002 * y + rng.normal(0, 5e-5, records),
-    ])  # fmt: skip
-    return x, y
 
 
 @pytest.fixture(scope="module")
 def frame():
-    return (*_frame(900, 1), *_frame(300, 2))
+    return (*synthetic_frame(900, 1), *synthetic_frame(300, 2))
 
 
 # --- the validation split ----------------------------------------------------------------------
