@@ -18,6 +18,16 @@ from tests.e2e.test_sides import BASE, Processes, broker_process, broker_url  # 
 SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
 
 
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """One ``ldpfleet`` command as its own process, its output captured."""
+    return subprocess.run([*BASE, *args], cwd=cwd, capture_output=True, text=True, timeout=SAFETY)
+
+
+def _said(done: subprocess.CompletedProcess) -> str:
+    """What the command printed (stdout and stderr), whitespace folded to single spaces."""
+    return " ".join((done.stdout + done.stderr).split())
+
+
 def _write(tmp_path: Path, count: int) -> Path:
     path = tmp_path / f"p{count}.toml"
     path.write_text(with_partitions(STREAM, count) if count > 1 else STREAM)
@@ -36,14 +46,14 @@ def _write(tmp_path: Path, count: int) -> Path:
 )
 def test_flags_that_do_not_fit_the_scenario_are_refused(tmp_path, count, flags, needle):
     scenario = _write(tmp_path, count)
-    done = subprocess.run(
-        [*BASE, "collector", str(scenario), "-b", "mqtt://127.0.0.1:9", "--run", "r1",
-         "-o", str(tmp_path / "out"), *flags],
-        capture_output=True, text=True, timeout=SAFETY,
+    done = _cli(
+        "collector", str(scenario), "-b", "mqtt://127.0.0.1:9", "--run", "r1",
+        "-o", str(tmp_path / "out"), *flags,
     )  # fmt: skip
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert needle in " ".join((done.stdout + done.stderr).split()), done.stdout + done.stderr
-    assert "partition" in done.stdout + done.stderr  # the field is named
+    text = _said(done)
+    assert done.returncode == 2, text
+    assert needle in text, text
+    assert "partition" in text  # the field is named
 
 
 @pytest.mark.slow
@@ -63,20 +73,14 @@ def test_coordinator_two_workers_and_a_shard_by_hand_merge_and_verify(tmp_path, 
         procs.close()
     assert "coordinator for run" in procs.log("coordinator")
     assert "partition worker 0/2" in procs.log("p0")
-    merged = subprocess.run(
-        [*BASE, "merge", "coord", "p0", "p1", "f0", "--out", "all"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=SAFETY,
-    )  # fmt: skip
-    assert merged.returncode == 0, merged.stdout + merged.stderr
+    merged = _cli("merge", "coord", "p0", "p1", "f0", "--out", "all", cwd=tmp_path)
+    assert merged.returncode == 0, _said(merged)
     results = json.loads((tmp_path / "all" / "results.json").read_text())
     assert results["devices_complete"] == results["devices"] == 16
     assert results["reports_lost"] == 0 and results["reports_received"] > 0
     assert len(results["trace"]["partitions"]) == 2  # one signed trace per worker
-    verify = subprocess.run(
-        [*BASE, "trace", "verify", "all"], cwd=tmp_path, capture_output=True, text=True,
-        timeout=SAFETY,
-    )  # fmt: skip
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    verify = _cli("trace", "verify", "all", cwd=tmp_path)
+    assert verify.returncode == 0, _said(verify)
 
 
 def test_credentials_for_another_partition_count_are_refused(tmp_path):
@@ -88,24 +92,22 @@ def test_credentials_for_another_partition_count_are_refused(tmp_path):
         ["collector", str(scenario), "--coordinator"],
         ["fleet", str(scenario), "--shard", "0/1"],
     ):
-        done = subprocess.run(
-            [*BASE, *command, "-b", "mqtt://127.0.0.1:9", "--run", "r1",
-             "--credentials", str(creds), "-o", str(tmp_path / "out")],
-            capture_output=True, text=True, timeout=SAFETY,
+        done = _cli(
+            *command, "-b", "mqtt://127.0.0.1:9", "--run", "r1",
+            "--credentials", str(creds), "-o", str(tmp_path / "out"),
         )  # fmt: skip
-        text = " ".join((done.stdout + done.stderr).split())
+        text = _said(done)
         assert done.returncode == 2, text
         assert "is for 1 collector partition(s), but the scenario has" in text, text
 
 
 @pytest.mark.slow
 def test_bench_fleet_with_partitions_reports_cpu_per_report_and_each_worker():
-    done = subprocess.run(
-        [*BASE, "bench", "fleet", "--devices", "40", "--steps", "10", "--partitions", "2",
-         "--connection", "gateway"],
-        capture_output=True, text=True, timeout=SAFETY,
+    done = _cli(
+        "bench", "fleet", "--devices", "40", "--steps", "10", "--partitions", "2",
+        "--connection", "gateway",
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, _said(done)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["partitions"] == 2 and figures["lost"] == 0
     assert figures["messages"] == 40 * 2  # 10 steps in batches of w = 5
@@ -114,11 +116,10 @@ def test_bench_fleet_with_partitions_reports_cpu_per_report_and_each_worker():
 
 
 def test_bench_fleet_refuses_partitions_on_the_memory_broker():
-    done = subprocess.run(
-        [*BASE, "bench", "fleet", "--devices", "4", "--steps", "5", "--partitions", "2",
-         "--broker", "memory"],
-        capture_output=True, text=True, timeout=SAFETY,
+    done = _cli(
+        "bench", "fleet", "--devices", "4", "--steps", "5", "--partitions", "2",
+        "--broker", "memory",
     )  # fmt: skip
-    text = " ".join((done.stdout + done.stderr).split())
+    text = _said(done)
     assert done.returncode == 2, text
     assert "partitions" in text and "not memory" in text
