@@ -166,8 +166,8 @@ def _credentials(path: Path | None, run_id: str | None = None, loaded=None):
     credentials = Credentials.load(path)
     if run_id is not None and run_id != credentials.run:
         raise AuthError(f"{path} is for run {credentials.run!r}, not {run_id!r}")
-    wanted = loaded.spec.collector.partitions if loaded is not None else credentials.partitions
-    if credentials.partitions != wanted:
+    wanted = loaded.spec.collector.partitions if loaded is not None else None
+    if wanted is not None and credentials.partitions != wanted:
         raise AuthError(
             f"{path} is for {credentials.partitions} collector partition(s), but the scenario "
             f"has [collector] partitions = {wanted}: its devices' topics would be denied"
@@ -844,19 +844,6 @@ def _partitioned_side(loaded, coordinator: bool, partition: str | None) -> bool:
             f"--partition p/{count} for each p in 0..{count - 1} (docs/separate-processes.md)",
             field="partition",
         )
-    if partition is not None:
-        from ldpfleet.devices.fleet import parse_shard
-
-        try:
-            _, given = parse_shard(partition)
-        except ValueError as error:
-            message = f"must be p/P, got {partition!r} ({error})"
-            raise ParameterError(message, field="partition") from None
-        if given != count:
-            raise ParameterError(
-                f"must be p/{count} (the scenario's [collector] partitions), got {partition!r}",
-                field="partition",
-            )
     return count > 1
 
 
@@ -864,6 +851,7 @@ def _run_partitioned_side(
     loaded, broker, run_id, target, seed, credentials, fleet_timeout, *, coordinator, partition
 ) -> dict:
     from ldpfleet.devices.fleet import parse_shard
+    from ldpfleet.protocol.errors import ParameterError
     from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
 
     if coordinator:
@@ -872,9 +860,15 @@ def _run_partitioned_side(
             coordinator_side, loaded, broker, run_id, target, seed=seed,
             credentials=credentials, fleet_timeout=fleet_timeout, workers_timeout=fleet_timeout,
         )  # fmt: skip
+    try:
+        which = parse_shard(partition)
+    except ValueError as error:
+        message = f"must be p/P, got {partition!r} ({error})"
+        raise ParameterError(message, field="partition") from None
     console.print(f"partition worker {partition} for run {run_id}")
+    # partition_side refuses a P other than the scenario's before it connects
     return _run_side(
-        partition_side, loaded, broker, run_id, parse_shard(partition), target, seed=seed,
+        partition_side, loaded, broker, run_id, which, target, seed=seed,
         credentials=credentials,
     )  # fmt: skip
 

@@ -35,6 +35,7 @@ from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordina
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.partition import COUNTERS
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.scenarios.cadr_run import scenario_header
@@ -60,10 +61,13 @@ def partition_devices(scenario: LoadedScenario, partition: int, partitions: int)
 
 
 def _check_partitions(scenario: LoadedScenario, partitions: int) -> None:
+    """A worker's P must be the scenario's ``[collector] partitions`` (a typed error naming
+    the field, the scenario's count and the value given)."""
     wanted = scenario.spec.collector.partitions
     if partitions != wanted:
-        raise ValueError(
-            f"--partition .../{partitions}: the scenario's [collector] partitions is {wanted}"
+        raise ParameterError(
+            f"must be p/{wanted} (the scenario's [collector] partitions), got .../{partitions}",
+            field="partition",
         )
 
 
