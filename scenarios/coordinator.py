@@ -346,6 +346,7 @@ def _merged_recon(parts: list[dict]) -> dict | None:
     return {
         **entries[0],
         "streams": sum(e["streams"] for e in entries),
+        "during_stage": sum(e.get("during_stage", 0) for e in entries),
         "seconds": max(e["seconds"] for e in entries),
     }
 
