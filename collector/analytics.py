@@ -5,12 +5,21 @@ Post-processing only (no privacy cost). Mean estimates are the mechanism's own
 to physical units with the public bounds. Reconstructions
 (``collector.reconstruct``: CPR or a baseline) run per device; a fleet's streams are
 spread over a process pool (one worker per core) since each stream is independent.
+
+Reconstruction as devices complete (``IncrementalReconstructor``): a stream is final once
+its device is complete (every batch persisted), so its reconstruction need not wait for
+the stage to end. The collector hands each complete device's persisted stream to the pool
+while the stage still runs and, at the end, reconstructs only what is left (devices that
+never completed, or were complete before a collector restart). The outcome is the same
+function of the same persisted values either way, so the reconstructions are identical;
+what changes is when the work happens (issue 23: a partition worker reconstructs its
+devices during the stream instead of after it).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +29,7 @@ from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
 
 PARALLEL_FROM = 64  # streams; below this a pool costs more than it saves
+INCREMENTAL_CHUNK = 64  # complete streams handed to the pool at once while the stage runs
 
 
 def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
@@ -91,3 +101,83 @@ def save_reconstructions(
         if result.template is not None:
             arrays[f"{device}.template"] = denormalise(result.template, config.lo, config.hi)
     np.savez_compressed(path, **arrays)
+
+
+class IncrementalReconstructor:
+    """Reconstruct complete streams in a process pool while the stage runs.
+
+    ``add(streams)`` hands final streams (device -> persisted values) to the pool in
+    chunks of ``chunk`` streams; ``finish(streams)`` reconstructs every device of
+    ``streams`` not handed over yet, waits for the pool and returns every reconstruction
+    in the order of ``streams`` -- the same dict ``reconstruct_streams`` returns for it.
+    A device handed over twice (it cannot be: a device completes once) is reconstructed
+    once. ``workers`` defaults to the machine's cores."""
+
+    def __init__(
+        self,
+        config: StreamConfig,
+        method: str,
+        *,
+        workers: int | None = None,
+        cpr: CprConfig | None = None,
+        chunk: int = INCREMENTAL_CHUNK,
+    ) -> None:
+        self.config = config
+        self.job = _Job(method, config.mechanism, config.eps0, cpr)
+        self.workers = workers or os.cpu_count() or 1
+        self.chunk = chunk
+        self._pool: ProcessPoolExecutor | None = None
+        self._buffer: dict[str, np.ndarray] = {}
+        self._futures: list[tuple[list[str], Future]] = []
+        self.submitted: set[str] = set()
+
+    @property
+    def during_stage(self) -> int:
+        """Streams handed to the pool before ``finish``."""
+        return len(self.submitted)
+
+    def add(self, streams: dict[str, np.ndarray]) -> None:
+        """These devices' streams are final: reconstruct them when a chunk is full."""
+        for device, values in streams.items():
+            if device not in self.submitted and len(values):
+                self._buffer[device] = values
+                self.submitted.add(device)
+        if len(self._buffer) >= self.chunk:
+            self._submit()
+
+    def _submit(self) -> None:
+        if not self._buffer:
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+        devices = list(self._buffer)
+        chunk = [self._buffer[d] for d in devices]
+        self._buffer = {}
+        self._futures.append((devices, self._pool.submit(_reconstruct_chunk, self.job, chunk)))
+
+    def finish(self, streams: dict[str, np.ndarray]) -> dict[str, Reconstruction]:
+        """Reconstruct the rest of ``streams`` and return all of them (blocks: call it off
+        the event loop)."""
+        self._submit()
+        rest = {
+            d: values for d, values in streams.items() if d not in self.submitted and len(values)
+        }
+        out: dict[str, Reconstruction] = {}
+        try:
+            if rest:
+                out.update(
+                    reconstruct_streams(
+                        self.config, rest, self.job.method, workers=self.workers, cpr=self.job.cpr
+                    )
+                )
+            for devices, future in self._futures:
+                out.update(zip(devices, future.result(), strict=True))
+        finally:
+            self.close()
+        return {d: out[d] for d in streams if d in out}
+
+    def close(self) -> None:
+        """Stop the pool (pending work is dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

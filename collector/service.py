@@ -31,6 +31,8 @@ from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.session import Session, end_persistent_session
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.collector.analytics import (
+    PARALLEL_FROM,
+    IncrementalReconstructor,
     reconstruct_streams,
     save_reconstructions,
     sw_mean_estimates,
@@ -42,7 +44,13 @@ from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.messages import Stage
-from ldpfleet.protocol.stream import ReportAccepted, StageClosed, StreamCollector, StreamConfig
+from ldpfleet.protocol.stream import (
+    DeviceComplete,
+    ReportAccepted,
+    StageClosed,
+    StreamCollector,
+    StreamConfig,
+)
 
 if TYPE_CHECKING:
     from ldpfleet.collector.gcdp_stage import GcdpStage
@@ -78,6 +86,7 @@ class CollectorService:
         final_stage: bool = True,
         gcdp: GcdpStage | None = None,
         process_delay: float = 0.0,
+        reconstruct_during_stage: bool | None = None,
     ) -> None:
         self.transport = transport
         self.config = config
@@ -92,6 +101,16 @@ class CollectorService:
         self.final_stage = final_stage  # publish "run closed" when done (ends the trace)
         self.gcdp = gcdp  # central release of persisted raw readings
         self.reconstructions: dict[str, Reconstruction] = {}
+        # reconstruct each device's stream as soon as it is complete (None: from
+        # PARALLEL_FROM devices on, where a process pool pays)
+        if reconstruct_during_stage is None:
+            reconstruct_during_stage = len(devices) >= PARALLEL_FROM
+        self._early: IncrementalReconstructor | None = (
+            IncrementalReconstructor(config, reconstruct, cpr=cpr)
+            if reconstruct != "none" and reconstruct_during_stage
+            else None
+        )
+        self._completed: list[str] = []  # complete devices not yet handed to ``_early``
         self.machine: StreamCollector | None = None
         self.subscribed = asyncio.Event()
         self.stage_seconds = 0.0
@@ -136,6 +155,9 @@ class CollectorService:
                 self._rejections.append(
                     (now, event.device, event.topic, event.kind, event.field, event.reason)
                 )
+            elif isinstance(event, DeviceComplete):
+                if self._early is not None:
+                    self._completed.append(event.device)
             elif isinstance(event, StageClosed):
                 self._closed = True
 
@@ -149,6 +171,7 @@ class CollectorService:
             self._take_events()
             if self.gcdp is not None and accepted:
                 self.gcdp.on_persisted(accepted)  # release only what is committed
+            self._reconstruct_completed()
         await publish_outbound(conn, self._outbox())
         if self.gcdp is not None:
             await self.gcdp.flush(conn)
@@ -209,18 +232,35 @@ class CollectorService:
         finally:
             self._wake.set()
 
+    def _reconstruct_completed(self, *, at_least: int | None = None) -> None:
+        """Hand the persisted streams of newly complete devices to the pool, a chunk at a
+        time (reading them back costs one indexed query per chunk)."""
+        if self._early is None or len(self._completed) < (at_least or self._early.chunk):
+            return
+        devices, self._completed = self._completed, []
+        self._early.add(self.store.device_values(devices))
+
     async def _reconstruct(self, streams: dict) -> dict:
         """Reconstruct every received stream (in worker processes, off the event loop) and
-        save them next to the store as reconstructions.npz."""
+        save them next to the store as reconstructions.npz. With reconstruction during the
+        stage, only the streams not reconstructed yet are left; ``seconds`` is the time
+        this step adds after the stage either way."""
         started = time.perf_counter()
-        self.reconstructions = await asyncio.to_thread(
-            reconstruct_streams, self.config, streams, self.reconstruct, cpr=self.cpr
-        )
+        during = 0
+        if self._early is not None:
+            during = self._early.during_stage  # handed to the pool while the stage ran
+            self._reconstruct_completed(at_least=1)
+            self.reconstructions = await asyncio.to_thread(self._early.finish, streams)
+        else:
+            self.reconstructions = await asyncio.to_thread(
+                reconstruct_streams, self.config, streams, self.reconstruct, cpr=self.cpr
+            )
         path = self.store.path.parent / "reconstructions.npz"
         await asyncio.to_thread(save_reconstructions, path, self.config, self.reconstructions)
         return {
             "method": self.reconstruct,
             "streams": len(self.reconstructions),
+            "during_stage": during,
             "seconds": time.perf_counter() - started,
             "path": path.name,
             "per_device": {
@@ -231,6 +271,13 @@ class CollectorService:
 
     async def run(self) -> dict:
         """Serve until every device delivered everything or the stage deadline passes."""
+        try:
+            return await self._serve()
+        finally:
+            if self._early is not None:
+                self._early.close()  # a failed run leaves no pool behind
+
+    async def _serve(self) -> dict:
         loop = asyncio.get_running_loop()
         run = self.config.run
         self._wake = asyncio.Event()

@@ -74,12 +74,18 @@ class ReportStore:
         """Every stored (device, seq): what a restarted collector already has."""
         return list(self._db.execute("SELECT device, seq FROM reports"))
 
-    def device_values(self) -> dict[str, np.ndarray]:
-        """Each device's reported values in step order (only what was received)."""
+    def device_values(self, devices: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """Each device's reported values in step order (only what was received); only
+        ``devices`` when given (those with no stored report are absent)."""
+        query = "SELECT device, t0, vals FROM reports"
+        params: tuple[str, ...] = ()
+        if devices is not None:
+            params = tuple(devices)
+            if not params:
+                return {}
+            query += f" WHERE device IN ({','.join('?' * len(params))})"
         streams: dict[str, list[tuple[int, np.ndarray]]] = {}
-        for device, t0, blob in self._db.execute(
-            "SELECT device, t0, vals FROM reports ORDER BY device, t0"
-        ):
+        for device, t0, blob in self._db.execute(query + " ORDER BY device, t0", params):
             streams.setdefault(device, []).append((t0, np.frombuffer(blob, dtype="<f8")))
         return {
             device: np.concatenate([values for _, values in parts])
