@@ -390,7 +390,7 @@ def bench_gcdp(
             raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
     if not isinstance(readings, Readings):
         raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
-    held_out = dataset == "occupancy" and readings.split != "train"
+    held_out = readings.split != "train"
     cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if held_out else 1)
     tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
@@ -400,7 +400,7 @@ def bench_gcdp(
     seed_tables = SEED_TABLES[dataset]
     attack = (prep.protected, prep.attack_rows)
     val_f, val_l = sel.validation_windows
-    val_attack = (sel.val_protected, None)
+    val_attack = (sel.val_protected, sel.val_attack_rows)
 
     def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack,
                  stream=0, prep=prep):  # fmt: skip

@@ -136,9 +136,11 @@ class Readings:
     * ``attacker`` (Occupancy only) -- the attacker's released inputs: ``"others"`` the four
       channels other than HumidityRatio (cross-channel inference, §1) or ``"all"`` the
       whole released vector (§5.3 "observes the privatized representation").
-    * ``split`` (Occupancy only) -- where validation utility comes from (Table 3 "fixed
+    * ``split`` -- where validation utility comes from (Table 3 "fixed
       train/validation/test partition"): ``"holdout"`` the last ``VALIDATION_SHARE`` of the
-      training file's records (whole windows, no window crosses the cut; clipping, graph,
+      training file's records (Occupancy: whole windows, no window crosses the cut; Intel
+      Lab: the last fifth of the training steps; WISDM: the highest-id training users
+      holding at least that share of the training windows; clipping, graph,
       masking deltas, classifier and attacker use the first part only; tau and mu_k the
       held-out part), ``"refit"`` (kept) tau and mu_k chosen as in ``"holdout"``, then
       everything else refitted on the whole training file (``Prepared.selection``
@@ -189,7 +191,8 @@ READING_CHOICES = {
     "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2"),
 }
 READINGS = Readings()
-# Intel Lab and WISDM validate on their training part (their split is fixed in their protocol)
+# every dataset applies ``split``: Occupancy and Intel Lab hold out the training portion's
+# last fifth in time order, WISDM its highest-id users (``wisdm_validation_users``)
 OCCUPANCY_ONLY_READINGS = ("attacker", "task_fit", "attacker_fit", "weights", "attribute")
 VALIDATION_SHARE = 0.2  # Occupancy: the training file's last fifth validates (fixed, not searched)
 
@@ -256,6 +259,7 @@ class Prepared:
     val_f: np.ndarray | None = None
     val_l: np.ndarray | None = None
     val_protected: np.ndarray | None = None
+    val_attack_rows: np.ndarray | None = None  # validation rows the attack is scored on
     # the protected attribute on the training windows, and the fits ``Readings.task_fit`` /
     # ``attacker_fit = "private"`` repeat on released training windows (None: not offered)
     train_protected: np.ndarray | None = None
@@ -403,18 +407,24 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def _refit(build: Callable[[Readings], Prepared], readings: Readings) -> Prepared:
+    """``split = "refit"`` for any dataset: tau and mu_k are chosen on the held-out protocol
+    (``build`` with ``split = "holdout"``), everything else is refitted on the whole training
+    portion (``split = "train"``); the held-out protocol is kept as ``selection``."""
+    sel = build(dataclasses.replace(readings, split="holdout"))
+    full = build(dataclasses.replace(readings, split="train"))
+    held = ("validation_windows", "validation_users", "validation_positive_share")
+    head = {**full.protocol_head, "split": "refit",
+            **{k: v for k, v in sel.protocol_head.items() if k in held}}  # fmt: skip
+    return dataclasses.replace(
+        full, utility=sel.utility, compute_utility=sel.compute_utility, readings=readings,
+        selection=sel, protocol_head=head,
+    )  # fmt: skip
+
+
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
-        sel = _occupancy(data, window, dataclasses.replace(readings, split="holdout"),
-                         train_file, test_file)  # fmt: skip
-        full = _occupancy(data, window, dataclasses.replace(readings, split="train"),
-                          train_file, test_file)  # fmt: skip
-        head = {**full.protocol_head, "split": "refit",
-                "validation_windows": sel.protocol_head["validation_windows"]}  # fmt: skip
-        return dataclasses.replace(
-            full, utility=sel.utility, compute_utility=sel.compute_utility, readings=readings,
-            selection=sel, protocol_head=head,
-        )  # fmt: skip
+        return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
     train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(
         data, window, readings, train_file, test_file
     )
@@ -486,15 +496,17 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     )
 
 
-def _channel_norm(train: np.ndarray, test: np.ndarray,
-                  readings: Readings) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def _channel_norm(train: np.ndarray, test: np.ndarray, readings: Readings,
+                  *more: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
     """Pooled training clipping interval of one channel over all motes and steps (the
-    ``readings.clip`` rule); steps x motes."""
+    ``readings.clip`` rule) applied to ``train``, ``test`` and ``more``; steps x motes."""
     low, high = _clip_fit(train.reshape(-1, 1), readings)
-    return normalize(train.T, low, high), normalize(test.T, low, high)
+    return tuple(normalize(a.T, low, high) for a in (train, test, *more))
 
 
 def _intel(data, readings: Readings) -> Prepared:
+    if readings.split == "refit":  # choose on the held-out steps, then refit on all
+        return _refit(lambda r: _intel(data, r), readings)
     t_train, t_test, h_train, h_test = (
         load_intel(DATA_ROOT / "intel-lab")
         if data is None
@@ -511,9 +523,16 @@ def _intel(data, readings: Readings) -> Prepared:
             f"needs equal mote counts (a multiple of {INTEL_GROUPS}) and matching steps",
             field="data",
         )
+    holdout = readings.split == "holdout"
+    if holdout:  # the last fifth of the training steps validates (time order, one cut)
+        cut = validation_cut(t_train.shape[1], 1)
+        t_val, h_val = t_train[:, cut:], h_train[:, cut:]
+        t_train, h_train = t_train[:, :cut], h_train[:, :cut]
+    else:
+        t_val, h_val = t_train, h_train
     size = motes // INTEL_GROUPS
-    tn_train, tn_test = _channel_norm(t_train, t_test, readings)
-    hn_train, hn_test = _channel_norm(h_train, h_test, readings)
+    tn_train, tn_test, tn_val = _channel_norm(t_train, t_test, readings, t_val)
+    hn_train, hn_test, hn_val = _channel_norm(h_train, h_test, readings, h_val)
     train_nodes = np.hstack([tn_train, hn_train])  # steps x 2 motes
     test_nodes = np.hstack([tn_test, hn_test])
     cmap = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(2 * INTEL_GROUPS))
@@ -521,30 +540,39 @@ def _intel(data, readings: Readings) -> Prepared:
     for k, nodes in enumerate(cmap):
         avg[list(nodes), k] = 1.0 / size
     train_f, test_f = train_nodes @ avg, test_nodes @ avg
-    # robust deviation labels, thresholds fitted once on the training steps
+    val_f = np.hstack([tn_val, hn_val]) @ avg
+    # robust deviation labels, thresholds fitted once on the training(-part) steps
     med = np.median(t_train, axis=1, keepdims=True)
     mad = MAD_SCALE * np.median(np.abs(t_train - med), axis=1, keepdims=True)
     mad = np.where(mad > 0, mad, 1.0)
-    train_score = np.median((t_train - med) / mad, axis=0)
-    test_score = np.median((t_test - med) / mad, axis=0)
+
+    def score(t: np.ndarray) -> np.ndarray:
+        return np.median((t - med) / mad, axis=0)
+
+    train_score = score(t_train)
     theta = float(np.percentile(train_score, INTEL_QUANTILE))
     train_l = (train_score > theta).astype(int)
-    test_l = (test_score > theta).astype(int)
-    hum_train, hum_test = hn_train.mean(axis=1), hn_test.mean(axis=1)
+    test_l = (score(t_test) > theta).astype(int)
+    val_l = (score(t_val) > theta).astype(int)
+    hum_train = hn_train.mean(axis=1)
     h_threshold = float(np.median(hum_train))
     inputs = list(range(INTEL_GROUPS))
     attacker = fit_logistic(train_f[:, inputs], (hum_train > h_threshold).astype(int))
-    protected = (hum_test > h_threshold).astype(int)
+    protected = (hn_test.mean(axis=1) > h_threshold).astype(int)
     model = fit_logistic(train_f, train_l)
     bounds = np.full(len(cmap), mean_bound(0.0, 1.0, size))
+
+    def utility() -> np.ndarray:
+        return _utility(readings, model, val_f, val_l, f1_percent,
+                        lambda: label_utility(val_f, val_l))  # fmt: skip
+
     return Prepared(
         train_nodes=train_nodes,
         masking=lambda: masking_deltas(lambda a: a.mean(axis=0) @ avg, train_nodes, 0.0, 1.0),
         coordinate_map=cmap,
         bounds=bounds,
-        utility=_utility(
-            readings, model, train_f, train_l, f1_percent, lambda: label_utility(train_f, train_l)
-        ),
+        utility=utility(),
+        compute_utility=utility,
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
@@ -556,15 +584,22 @@ def _intel(data, readings: Readings) -> Prepared:
         attack_inputs=inputs,
         protected=protected,
         attack_rows=None,
+        val_f=val_f if holdout else None,
+        val_l=val_l if holdout else None,
+        val_protected=(hn_val.mean(axis=1) > h_threshold).astype(int) if holdout else None,
+        readings=readings,
         protocol_head={
             "motes": motes,
             "nodes": 2 * motes,
             "groups_per_channel": INTEL_GROUPS,
             "motes_per_group": size,
+            "split": readings.split,
             "train_steps": int(train_f.shape[0]),
+            "validation_windows": int(val_f.shape[0]) if holdout else 0,
             "test_steps": int(test_f.shape[0]),
             "anomaly_threshold_z": round(theta, 6),
             "train_positive_share": round(float(train_l.mean()), 4),
+            "validation_positive_share": round(float(val_l.mean()), 4) if holdout else None,
             "test_positive_share": round(float(test_l.mean()), 4),
         },
         protocol_tail={
@@ -580,7 +615,27 @@ def _intel(data, readings: Readings) -> Prepared:
     )
 
 
+def wisdm_validation_users(users: np.ndarray) -> list[int]:
+    """``split = "holdout"`` for WISDM: the highest-id training users, the fewest whose
+    windows make up at least ``VALIDATION_SHARE`` of the training windows (users are
+    disjoint across the parts, as between training and test); refused unless a training
+    user remains."""
+    ids, counts = np.unique(users, return_counts=True)
+    chosen, total = [], 0
+    for user, count in zip(ids[::-1].tolist(), counts[::-1].tolist(), strict=True):
+        if total >= VALIDATION_SHARE * users.size:
+            break
+        chosen.append(int(user))
+        total += count
+    if len(chosen) >= ids.size:
+        raise ParameterError("needs at least two training users for a validation split",
+                             field="data")  # fmt: skip
+    return sorted(chosen)
+
+
 def _wisdm(data, readings: Readings) -> Prepared:
+    if readings.split == "refit":  # choose on the held-out users, then refit on all
+        return _refit(lambda r: _wisdm(data, r), readings)
     if data is None:
         data = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
     table = data
@@ -589,16 +644,29 @@ def _wisdm(data, readings: Readings) -> Prepared:
     raw, users, activity = raw[keep], table.user[keep], table.activity[keep]
     peak = table.columns[WISDM_PROTECTED][keep]
     train = users <= WISDM_TRAIN_MAX_USER
+    if train.sum() < 2 or (~train).sum() < 1:
+        raise ParameterError(
+            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+        )
+    holdout = readings.split == "holdout"
+    val = np.zeros_like(train)
+    val_users: list[int] = []
+    if holdout:  # the highest-id training users validate; the rest fit everything
+        val_users = wisdm_validation_users(users[train])
+        val = train & np.isin(users, val_users)
+        train = train & ~val
     classes = sorted(set(activity[train].tolist()))
-    if train.sum() < 2 or (~train).sum() < 1 or len(classes) < 2:
+    if len(classes) < 2:
         raise ParameterError(
             "needs training users <= 28, test users > 28 and 2+ classes", field="data"
         )
     label = np.array([classes.index(a) if a in classes else -1 for a in activity])
     low, high = _clip_fit(raw[train], readings)
     feats = normalize(raw, low, high)
-    train_f, test_f = feats[train], feats[~train]
-    train_l, test_l = label[train], label[~train]
+    test = users > WISDM_TRAIN_MAX_USER
+    train_f, test_f = feats[train], feats[test]
+    train_l, test_l = label[train], label[test]
+    val_f, val_l = (feats[val], label[val]) if holdout else (train_f, train_l)
     n_axes = 3
     own = [[k for k, a in enumerate(WISDM_AXES) if a == (i,)] for i in range(n_axes)]
     train_nodes = np.column_stack([train_f[:, cols].mean(axis=1) for cols in own])
@@ -613,24 +681,33 @@ def _wisdm(data, readings: Readings) -> Prepared:
         return macro_f1_percent(truth, pred, n_classes)
 
     def corr_utility():
-        per_class = [label_utility(train_f, (train_l == c).astype(int)) for c in range(n_classes)]
+        per_class = [label_utility(val_f, (val_l == c).astype(int)) for c in range(n_classes)]
         return np.max(per_class, axis=0)
 
-    utility = _utility(readings, model, train_f, train_l, metric, corr_utility)
+    def utility() -> np.ndarray:
+        return _utility(readings, model, val_f, val_l, metric, corr_utility)
+
     bounds = np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0))
     p_threshold = float(np.nanmedian(peak[train]))
     has_peak = np.isfinite(peak)
     tr_rows = train & has_peak
     attacker = fit_logistic(feats[tr_rows], (peak[tr_rows] > p_threshold).astype(int))
-    rows = np.flatnonzero(has_peak[~train])
-    protected = (peak[~train][rows] > p_threshold).astype(int)
+    rows = np.flatnonzero(has_peak[test])
+    protected = (peak[test][rows] > p_threshold).astype(int)
+    val_rows = np.flatnonzero(has_peak[val])
     inputs = list(range(len(WISDM_FEATURES)))
     return Prepared(
         train_nodes=train_nodes,
         masking=lambda: member * mean_feats[None, :],
         coordinate_map=WISDM_AXES,
         bounds=bounds,
-        utility=utility,
+        utility=utility(),
+        compute_utility=utility,
+        val_f=val_f if holdout else None,
+        val_l=val_l if holdout else None,
+        val_protected=(peak[val][val_rows] > p_threshold).astype(int) if holdout else None,
+        val_attack_rows=val_rows if holdout else None,
+        readings=readings,
         train_f=train_f,
         train_l=train_l,
         test_f=test_f,
@@ -646,7 +723,10 @@ def _wisdm(data, readings: Readings) -> Prepared:
             "features": list(WISDM_FEATURES),
             "coordinate_map": [list(a) for a in WISDM_AXES],
             "train_users": f"<= {WISDM_TRAIN_MAX_USER}",
+            "split": readings.split,
+            "validation_users": val_users,
             "train_windows": int(train_f.shape[0]),
+            "validation_windows": int(val_f.shape[0]) if holdout else 0,
             "test_windows": int(test_f.shape[0]),
             "dropped_windows": int((~keep).sum()),
             "classes": classes,

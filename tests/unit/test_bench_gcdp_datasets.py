@@ -172,3 +172,56 @@ def test_multiclass_helpers():
     model = fit_one_vs_rest(x, y, 3)
     assert macro_f1_percent(y, model.predict(x), 3) == pytest.approx(100.0)
     assert macro_f1_percent(np.array([0, 1]), np.array([0, 0]), 3) == pytest.approx(200 / 9)
+
+
+def test_intel_holds_out_the_last_fifth_of_the_training_steps():
+    """split = refit (the default) chooses tau and mu_k on the held-out last fifth of the
+    training steps, fitted on the first part only; a planted outlier in the held-out
+    steps changes nothing the first part fits (clipping, labels, classifier)."""
+    from ldpfleet.app.gcdp_datasets import Readings, prepare, validation_cut
+
+    frame = intel_frame()
+    prep = prepare("intel", frame)
+    sel = prep.selection
+    cut = validation_cut(48, 1)
+    assert cut == 38 and sel.train_f.shape[0] == cut and sel.val_f.shape[0] == 48 - cut
+    assert prep.train_f.shape[0] == 48 and prep.protocol_head["split"] == "refit"
+    assert prep.protocol_head["validation_windows"] == 10
+    assert np.array_equal(prep.utility, sel.utility)
+    planted = [a.copy() for a in frame]
+    planted[0][:, cut:] += 50.0  # temperature outlier in the validation steps only
+    other = prepare("intel", planted, readings=Readings(split="holdout"))
+    assert np.array_equal(other.train_f, sel.train_f)
+    assert np.array_equal(other.test_f, sel.test_f)
+    assert not np.array_equal(other.val_f, sel.val_f)
+    assert prepare("intel", frame, readings=Readings(split="train")).selection is None
+
+
+def test_wisdm_holds_out_the_highest_training_users():
+    from ldpfleet.app.gcdp_datasets import Readings, prepare, wisdm_validation_users
+
+    table = wisdm_table()
+    assert wisdm_validation_users(np.repeat([1, 2, 3, 4, 5, 6], 12)) == [5, 6]
+    with pytest.raises(ParameterError) as info:
+        wisdm_validation_users(np.repeat([3], 12))
+    assert info.value.field == "data"
+    prep = prepare("wisdm", table)
+    sel = prep.selection
+    assert sel.protocol_head["validation_users"] == [5, 6]
+    assert prep.protocol_head["validation_users"] == [5, 6]
+    assert sel.train_f.shape[0] == 48 and sel.val_f.shape[0] == 24
+    # the held-out protocol clips with the first part's statistics: same rows, other values
+    assert prep.train_f.shape[0] == 72 and prep.test_f.shape == sel.test_f.shape
+    # the attack on the validation users is scored where YPEAK is present only
+    assert sel.val_attack_rows.size == sel.val_protected.size < 24
+    assert prepare("wisdm", table, readings=Readings(split="train")).selection is None
+
+
+def test_validation_table_for_every_dataset(wisdm_result):
+    """The JSON's split is what is done: a validation table on held-out data."""
+    assert wisdm_result["protocol"]["readings"]["split"] == "refit"
+    assert wisdm_result["protocol"]["validation_windows"] == 24
+    assert set(wisdm_result["validation"]["f1"]) == set(bench.METHODS)
+    train_only = run("wisdm", wisdm_table(), methods=("GC-DP",),
+                     readings=bench.Readings(split="train"))  # fmt: skip
+    assert "validation" not in train_only
