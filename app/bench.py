@@ -32,9 +32,11 @@ def fleet_scenario_text(
     trace: str = "all",
     retransmit_after: float = 5.0,
     partitions: int = 1,
+    reconstruct: str = "none",
 ) -> str:
     """A synthetic fleet scenario of the given size (TOML text)."""
     batch = f"batch_steps = {batch_steps}\n" if batch_steps else ""
+    batch += f'reconstruct = "{reconstruct}"\n' if reconstruct != "none" else ""
     shards_text = f'"{shards}"' if isinstance(shards, str) else str(shards)
     gateway = f'connection = "{connection}"\n' if connection != "device" else ""
     return f"""
@@ -75,6 +77,22 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def _reconstruct_summary(results: dict, stream_seconds: float) -> dict | None:
+    """How much the reconstructions added after the stage: ``ratio`` = (stream stage +
+    reconstruction after it) / stream stage (issue 23's target: at most 1.5)."""
+    done = results.get("reconstruction")
+    if not done:
+        return None
+    after = float(done["seconds"])
+    return {
+        "method": done["method"],
+        "streams": done["streams"],
+        "during_stage": done.get("during_stage", 0),
+        "seconds_after_stage": round(after, 3),
+        "ratio": round((stream_seconds + after) / stream_seconds, 3) if stream_seconds else None,
+    }
+
+
 async def bench_fleet(
     devices: int,
     steps: int,
@@ -94,12 +112,15 @@ async def bench_fleet(
     retransmit_after: float = 5.0,
     progress: Callable[[int, int], None] | None = None,
     partitions: int = 1,
+    reconstruct: str = "none",
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
     memory of each process, CPU per report, and loss (docs/scaling.md).
     ``progress(received, expected)`` as reports arrive. ``partitions > 1``: the collector
     side is a coordinator and that many worker processes (``ldpfleet run``'s split runner;
-    not on the memory broker)."""
+    not on the memory broker). ``reconstruct`` (e.g. "cpr"): the collector reconstructs
+    every stream, during the stage as devices complete; the JSON says how long it added
+    after the stage (``reconstruct``)."""
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -115,6 +136,7 @@ async def bench_fleet(
             trace=trace,
             retransmit_after=retransmit_after,
             partitions=partitions,
+            reconstruct=reconstruct,
         )
     )
     scenario.check_shard_brokers(broker, shard_brokers)
@@ -181,6 +203,7 @@ async def bench_fleet(
         "trace_messages": results["trace"]["messages"],
         "total_seconds": round(total, 3),
         "partitions": partitions,
+        "reconstruct": _reconstruct_summary(results, seconds),
         # this process and every child it waited for (shards, workers, an embedded broker
         # child); not an external broker
         "cpu_seconds": round(cpu, 2),

@@ -1272,6 +1272,10 @@ def bench_fleet_command(
     partitions: Annotated[
         int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
     ] = 1,
+    reconstruct: Annotated[
+        str,
+        typer.Option(help='Reconstruct every stream ("cpr", a baseline, or "none").'),
+    ] = "none",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
@@ -1300,6 +1304,7 @@ def bench_fleet_command(
                 retransmit_after=retransmit_after,
                 progress=as_callback(step),
                 partitions=partitions,
+                reconstruct=reconstruct,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

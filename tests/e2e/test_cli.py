@@ -145,6 +145,19 @@ def test_bench_fleet_prints_json():
     for key in ("devices", "messages", "seconds", "messages_per_s", "lost"):
         assert key in figures
     assert figures["devices"] == 5 and figures["messages"] == 5 * 4 and figures["lost"] == 0
+    assert figures["reconstruct"] is None  # not asked for
+
+
+def test_bench_fleet_reconstructs_during_the_stage_and_says_what_it_added():
+    result = invoke(
+        "bench", "fleet", "--devices", "70", "--steps", "40", "--broker", "memory",
+        "--reconstruct", "cpr",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    recon = json.loads(result.stdout)["reconstruct"]
+    assert recon["method"] == "cpr" and recon["streams"] == 70
+    assert 0 < recon["during_stage"] <= 70  # 70 >= PARALLEL_FROM devices: on
+    assert recon["seconds_after_stage"] >= 0 and recon["ratio"] >= 1.0
 
 
 @pytest.mark.mosquitto
