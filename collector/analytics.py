@@ -32,6 +32,15 @@ PARALLEL_FROM = 64  # streams; below this a pool costs more than it saves
 INCREMENTAL_CHUNK = 64  # complete streams handed to the pool at once while the stage runs
 
 
+def _process_pool(workers: int) -> ProcessPoolExecutor:
+    """The platform's default pool (fork on Linux). Not a fork server or spawn: those
+    re-import the user's ``__main__`` in every worker, which re-runs an unguarded script
+    that called the runner. A forked worker holds copies of the collector's sockets until
+    the pool shuts down (at the end of the reconstruction, before the collector closes its
+    connections), which is harmless there."""
+    return ProcessPoolExecutor(max_workers=workers)
+
+
 def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
     """Per device, the estimated mean of its clipped stream in physical units: the run's
     mechanism's ``estimate_mean`` (any mechanism of ``protocol.mechanism_contract``)."""
@@ -80,7 +89,7 @@ def reconstruct_streams(
     if workers == 1 or len(devices) < PARALLEL_FROM:
         return {d: _reconstruct_one(job, streams[d]) for d in devices}
     chunks = [devices[i :: workers * 4] for i in range(workers * 4)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with _process_pool(workers) as pool:
         futures = [
             pool.submit(_reconstruct_chunk, job, [streams[d] for d in chunk]) for chunk in chunks
         ]
@@ -149,7 +158,7 @@ class IncrementalReconstructor:
         if not self._buffer:
             return
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers)
+            self._pool = _process_pool(self.workers)
         devices = list(self._buffer)
         chunk = [self._buffer[d] for d in devices]
         self._buffer = {}
