@@ -8,10 +8,12 @@ what it says (step broadcasts, per-device deliveries, phase reports on
 ``svc/relay/phase``) and fires its step deadlines.
 It leaves when the collector closes the run (``ctl/stage`` run closed).
 
-The relay is part of the message layer, like the broker: it sees the peer graph and the
-negotiation items (see ``protocol.peer_relay``, "Trust"), and must not be run by the
-collector's operator in a deployment. In ``ldpfleet run`` it runs in the same process for
-convenience, with its own connection and identity.
+The relay is part of the message layer, like the broker, with the broker's trust: it sees
+the peer graph and the negotiation items (see ``protocol.peer_relay``, "Trust"), and must
+not be run by the collector's operator in a deployment. Its counts (rounds, supersteps,
+items, batches per phase) stay here: it returns them (``PhaseFinished``) and logs them; the
+collector's ``PhaseReport`` carries none of them. In ``ldpfleet run`` it runs in the same
+process for convenience, with its own connection and identity.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ async def run_peer_relay(
             for event in relay.pop_events():
                 if isinstance(event, PhaseFinished | PhaseAborted):
                     outcomes.append(event)
+                if isinstance(event, PhaseFinished):  # the message layer's own log
+                    log.info(
+                        "relay: phase %s: %d rounds, %d supersteps, %d items, %d batches",
+                        event.phase, event.rounds, event.supersteps, event.items, event.batches,
+                    )  # fmt: skip
 
         async def after_timer() -> None:
             take_events()

@@ -10,8 +10,10 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    secure sum of the vectors of local errors). The collector only ever holds sums.
 3. ``CadrTheta`` broadcast (also published on ``rel/theta``).
 4. NDOE and LPEA: the collector asks the relay (``ctl/relay_phase``) to run phase
-   ``ndoe`` (one round), then ``lpea`` (rounds until one adds nothing), and waits for
-   each ``PhaseReport`` (counts only: rounds, supersteps, items).
+   ``ndoe`` (one round), then ``lpea`` (rounds until one adds nothing, at most the public
+   ``max_rounds``), and waits for each ``PhaseReport`` — that the phase ended and whether
+   normally, with the public round cap; no count (the relay's rounds, supersteps, items
+   and edges added depend on the devices' lists and stay with the relay).
 5. DSR: every device's ``DsrReport`` goes through ``protocol.cadr_collect.DsrIntake``;
    a device's ``BudgetRefused`` (``up/budget_refused``, at any stage; held until θ exists)
    takes it off the list of releases awaited (``CadrOutcome.budget_refusals``);
@@ -129,7 +131,7 @@ async def run_cadr_collector(
     # the dp pipeline's θ search is DP and charged (protocol.cadr_theta_noise); a given θ
     # costs nothing, so its plan keeps the paper's split
     private_search = pipeline == "dp" and theta_rule == "auto-dev"
-    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, private_search)
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, private_search, len(members))
     parties = noise_parties(len(members)) if private_search else 0
     # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
     ndoe_parts = min(ndoe_parts, degree_bound + 1)
@@ -213,13 +215,8 @@ async def run_cadr_collector(
             if report.phase != phase or not report.ok:
                 raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
             lap(phase)
-            return {
-                "rounds": report.rounds,
-                "supersteps": report.supersteps,
-                "items": report.items,
-                "batches": report.batches,
-                "added_per_round": list(report.added_per_round),
-            }
+            # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
+            return {"max_rounds": report.max_rounds}
 
         if ready is not None:
             ready.set()
@@ -237,6 +234,7 @@ async def run_cadr_collector(
                     degree_bound=degree_bound,
                     ndoe_parts=ndoe_parts,
                     theta_fraction=budget.theta_fraction,
+                    theta_extra=budget.theta_extra,
                     noise_parties=parties,
                 )
                 theta = await _search_theta(

@@ -249,7 +249,7 @@ def private_run(
         raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, isinstance(theta_rule, str))
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, isinstance(theta_rule, str), graph.n)
     ledger = budget.open_ledger("node")
     spent: dict[str, float] = {}
 

@@ -26,6 +26,23 @@ charged nothing). The "dp" pipeline uses ``THETA_FRACTION = 0.6`` (eps = 3, alph
 accuracy): at 1/3 the noisy θ was within 25% of the exact rule's θ in 23-33% of seeds at
 eps = 0.5-1, at 0.6 in 40-78%; the NDOE codes are near-uniform even at the paper's 0.15.
 
+Small ε (``theta_extra``, issue 20). The θ search's counts are also the post-processing's
+prior (``collector.degree_postprocess``): when the releases carry little information the
+release is the prior's median, so the prior must be good enough to name the median. With
+``f α ε`` alone it was not at ε = 0.5 (ε_θ = 0.03: each bucket's noise sd ≈ 94 for 3,000
+-4,000 devices; the release was 1-2 % above the constant true median on Erdős–Rényi and
+Barabási–Albert graphs). So the dp pipeline takes ``ε_θ = max(f α ε, min(ε / 2,
+THETA_EPS_CAP, HISTOGRAM_TARGET / n))`` and the difference ``β ε`` out of DSR (``dsr = (1 -
+α - β) ε``; NDOE and LPEA unchanged). Why these numbers: a count below a threshold sums
+the noise of the buckets below it; for 16 buckets its sd is ``√16 · 2√2 · √(1/0.9) / ε_θ
+≈ 12 / ε_θ`` (two-sided geometric for sensitivity 2, shares for 90 % of the devices),
+1 % of n at ``ε_θ = 1200 / n``; at most half of ε (the other half stays with the
+release, which is what beats the constant when ε is large) and at most 0.5 (n ≥ 2,400
+need less; smaller fleets stop there: beyond it the release's own noise matters more).
+ego-Facebook (n = 4,039): ε_θ = 0.25 / 0.297 / 0.297 / 0.297 / 0.3 at ε = 0.5 / 1 / 2 /
+3 / 5 (was 0.03 / 0.06 / 0.12 / 0.18 / 0.3). A function of the public ε, α and n only;
+the plan carries ``theta_extra`` to the devices.
+
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
 spend is ``eps`` (up to floating rounding, far below ``1e-12``) and any further charge is
@@ -36,9 +53,11 @@ that).
 ``privacy_claim(budget, method)`` states the claim part by part, for results.json and the
 report: every part the collector (or a neighbour) sees, its mechanism, its ε, whether the
 ledger charges it, and whether this implementation establishes the ε for it — with the
-parts that are NOT covered named (the relay's phase counts; LPEA's establish refusals and
+parts that are NOT covered named (the LPEA phase's timing; LPEA's establish refusals and
 once-per-node RR charge, under which the audited released sequence is 2(1−α)ε-node-LDP on
-a star, not ε: docs/audit-graph.md). The ledger total (``eps``) is what every device is
+a star, not ε: docs/audit-graph.md). The relay's phase report holds public facts only
+(the relay keeps its counts), and the relay itself is a communication role with the
+broker's trust (``covered = "trust"``). The ledger total (``eps``) is what every device is
 charged, not a proof that the whole view is ``eps``-node-LDP.
 
 Caveat on LPEA (recorded, not resolved here): the spec charges Warner RR ``alpha eps / 2``
@@ -65,6 +84,7 @@ __all__ = [
     "THETA_LABEL",
     "CadrBudget",
     "privacy_claim",
+    "theta_extra",
 ]
 
 ACCOUNT = "node"
@@ -72,6 +92,22 @@ ALPHA_DEFAULT = 0.1
 MECHANISM_LABELS = ("exponential", "warner_rr", "laplace")
 THETA_LABEL = "geometric"  # the DP θ search's two-sided geometric mechanism
 THETA_FRACTION = 0.6  # the dp pipeline's share of the alpha part for the θ search
+HISTOGRAM_TARGET = 1200.0  # n · ε_θ at which a 16-bucket count's noise sd is ~1% of n
+THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and at most 0.5
+
+
+def theta_extra(eps: float, alpha: float, devices: int) -> float:
+    """The dp pipeline's extra θ-search share ``β`` of ``eps`` taken from DSR (module
+    docstring, "Small ε"): ``ε_θ = max(f α ε, min(ε / 2, THETA_EPS_CAP, HISTOGRAM_TARGET /
+    n))`` with ``f = THETA_FRACTION``, and ``β = (ε_θ - f α ε) / ε`` (0 when ``f α ε``
+    already reaches it). A function of the public eps, alpha and n only."""
+    e = positive_real(eps, "eps")
+    a = positive_real(alpha, "alpha")
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ParameterError(f"must be an integer >= 1, got {devices!r}", field="devices")
+    base = THETA_FRACTION * a * e
+    want = min(e / 2.0, THETA_EPS_CAP, HISTOGRAM_TARGET / devices)
+    return max(0.0, want - base) / e
 
 
 @dataclass(frozen=True)
@@ -82,6 +118,7 @@ class CadrBudget:
     eps: float
     alpha: float = ALPHA_DEFAULT
     theta_fraction: float = 0.0
+    theta_extra: float = 0.0
     theta: float = field(init=False, compare=False)
     ndoe: float = field(init=False, compare=False)
     lpea: float = field(init=False, compare=False)
@@ -97,25 +134,43 @@ class CadrBudget:
             raise ParameterError(
                 f"must satisfy 0 <= theta_fraction < 1, got {f!r}", field="theta_fraction"
             )
+        x = self.theta_extra
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, int | float)
+            or not 0.0 <= x < 1.0 - alpha
+            or (x > 0 and f == 0.0)
+        ):
+            raise ParameterError(
+                f"must satisfy 0 <= theta_extra < 1 - alpha (and 0 unless theta_fraction > 0), "
+                f"got {x!r}",
+                field="theta_extra",
+            )
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
         object.__setattr__(self, "theta_fraction", float(f))
-        object.__setattr__(self, "theta", f * alpha * eps)
+        object.__setattr__(self, "theta_extra", float(x))
+        object.__setattr__(self, "theta", f * alpha * eps + x * eps if x else f * alpha * eps)
         if f == 0.0:  # the paper's split, with its floating operations
             object.__setattr__(self, "ndoe", alpha * eps / 2.0)
             object.__setattr__(self, "lpea", alpha * eps / 2.0)
         else:
             object.__setattr__(self, "ndoe", (1.0 - f) * alpha * eps / 2.0)
             object.__setattr__(self, "lpea", (1.0 - f) * alpha * eps / 2.0)
-        object.__setattr__(self, "dsr", (1.0 - alpha) * eps)
+        object.__setattr__(self, "dsr", (1.0 - alpha - x) * eps if x else (1.0 - alpha) * eps)
 
     @classmethod
-    def for_pipeline(cls, eps: float, alpha: float, pipeline: str, searched: bool) -> CadrBudget:
-        """The split a run uses: ``THETA_FRACTION`` when the "dp" pipeline searches θ
-        (``searched``: the rule is not a given θ), the paper's split otherwise."""
+    def for_pipeline(
+        cls, eps: float, alpha: float, pipeline: str, searched: bool, devices: int
+    ) -> CadrBudget:
+        """The split a run of ``devices`` devices uses: ``THETA_FRACTION`` and the
+        ``theta_extra`` rule when the "dp" pipeline searches θ (``searched``: the rule is
+        not a given θ), the paper's split otherwise."""
         if pipeline not in ("dp", "paper"):
             raise ParameterError(f"must be 'dp' or 'paper', got {pipeline!r}", field="pipeline")
-        return cls(eps, alpha, THETA_FRACTION if pipeline == "dp" and searched else 0.0)
+        if pipeline == "dp" and searched:
+            return cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
+        return cls(eps, alpha, 0.0)
 
     def parts(self) -> tuple[tuple[str, float], ...]:
         """``(mechanism label, budget)`` in release order: the θ search (only when
@@ -235,13 +290,40 @@ def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
     if negotiated:
         parts.append(
             {
-                "part": "relay phase report: rounds, supersteps, items, edges added per LPEA round",
+                "part": "relay phase report: the phase, ok, the public round cap (no count)",
+                "seen_by": "collector",
+                "mechanism": None,
+                "eps": 0.0,
+                "charged": False,
+                "covered": "yes",
+                "note": "data-independent: the relay keeps its rounds, supersteps, items and "
+                "edges added per round (protocol.peer_relay, Trust); the collector's trace "
+                "leaves out the relay's step broadcasts",
+            }
+        )
+        parts.append(
+            {
+                "part": "peer graph and negotiation items (who talks to whom)",
+                "seen_by": "relay and broker (message layer)",
+                "mechanism": None,
+                "eps": None,
+                "charged": False,
+                "covered": "trust",
+                "note": "a communication role with the broker's trust, never the collector's "
+                "operator: it sees what an MQTT broker sees of per-neighbour topics; outside "
+                "the LDP model, which assumes private peer channels",
+            }
+        )
+        parts.append(
+            {
+                "part": "stage timing: when the LPEA phase ends",
                 "seen_by": "collector",
                 "mechanism": None,
                 "eps": None,
                 "charged": False,
                 "covered": "no",
-                "note": "global counts of the projection's progress, exact (not DP)",
+                "note": "a timing channel: the phase lasts as many rounds and supersteps as "
+                "the negotiation needs (at most the public cap); not covered by any ε",
             }
         )
     charged = math.fsum(p["eps"] for p in parts if p["charged"])

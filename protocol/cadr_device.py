@@ -270,7 +270,7 @@ class CadrDevice(Machine):
                 "a DP θ search needs noise_parties >= 1, got 0", field="noise_parties"
             )
         self.plan = plan
-        self.budget = CadrBudget(plan.eps, plan.alpha, plan.theta_fraction)
+        self.budget = CadrBudget(plan.eps, plan.alpha, plan.theta_fraction, plan.theta_extra)
         limit = plan.eps if self.max_eps is None else self.max_eps
         self.ledger = PrivacyLedger(self.device)
         self.ledger.open_account(ACCOUNT, BudgetAccount(limit))

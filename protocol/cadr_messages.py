@@ -52,6 +52,8 @@ class CadrPlan(Message, tag="cadr_plan", kw_only=True):
     # the DP θ search (protocol.cadr_theta_noise): its share of the alpha part (0: the
     # paper's exact search) and m, the survivors whose noise shares make up the noise
     theta_fraction: Annotated[float, Meta(ge=0.0, lt=1.0)] = 0.0
+    # and its extra share of eps taken from DSR at small eps (protocol.cadr_budget.theta_extra)
+    theta_extra: Annotated[float, Meta(ge=0.0, lt=1.0)] = 0.0
     noise_parties: Annotated[int, Meta(ge=0, le=MAX_DEGREE)] = 0
 
 
@@ -65,7 +67,9 @@ class CadrQuery(Message, tag="cadr_query", kw_only=True):
 
     session: Ident
     measure: Literal["above", "error", "bucket"]
-    thresholds: Annotated[list[Degree], Meta(min_length=1, max_length=100_000)]
+    thresholds: Annotated[
+        list[Annotated[int, Meta(ge=0, le=MAX_DEGREE)]], Meta(min_length=1, max_length=100_000)
+    ]
 
 
 class CadrTheta(Message, tag="cadr_theta", kw_only=True):

@@ -124,15 +124,17 @@ def bucket_count(devices: int, eps: float) -> int:
 
 
 def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
-    """Ascending distinct thresholds in ``[1, D - 1]`` (``[1]`` for ``D <= 2``): ``D^(j/B)``
-    rounded down for ``j = 0 .. B - 1``, so small degrees get every integer and large ones
-    a constant ratio."""
+    """Ascending distinct thresholds in ``[0, D - 1]`` (``[0, 1]`` for ``D <= 2``): 0, then
+    ``D^(j/B)`` rounded down for ``j = 0 .. B - 1``, so small degrees get every integer and
+    large ones a constant ratio. The threshold 0 gives degree 0 a bucket of its own (without
+    it, degrees 0 and 1 shared one and the prior split it evenly: on a graph of stars, where
+    most nodes are leaves of degree 1, half the leaves' prior mass sat at 0)."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     b = integer_at_least(buckets, "buckets", 1)
     if d <= 2:
-        return [1]
+        return [0, 1]
     grid = {min(max(1, int(d ** (j / b))), d - 1) for j in range(b)}
-    return sorted(grid)
+    return [0, *sorted(grid)]
 
 
 def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray:
@@ -187,12 +189,13 @@ def counts_above(bucket_sums: object) -> np.ndarray:
 
 
 def theta_from_counts(thresholds: list[int], above: np.ndarray, target: float, hi: int) -> int:
-    """The smallest threshold whose count above is ``<= target``; ``hi`` if none is."""
+    """The smallest threshold whose count above is ``<= target`` (at least 1: θ = 0 would
+    release nothing); ``hi`` if none is."""
     if len(thresholds) != len(above):
         raise ParameterError(
             f"{len(above)} counts for {len(thresholds)} thresholds", field="counts_above"
         )
     for t, count in zip(thresholds, above, strict=True):
         if count <= target:
-            return int(t)
+            return max(1, int(t))
     return integer_at_least(hi, "hi", 1)

@@ -30,9 +30,13 @@ MQTT messages per active device and step, instead of one per peer message.
 Trust. The relay sees who talks to whom (the graph) and the items (Warner answers and NDOE
 codes are ε-LDP outputs; establish/confirm items reveal the projected graph). That is
 exactly what the MQTT broker sees of direct per-neighbour topics, so the relay belongs to
-the *message layer* (the broker operator), never to the collector: it runs under its own
-identity ``relay``, and the collector only learns ``PhaseFinished``'s counts (rounds,
-supersteps, items, added per round).
+the *message layer* (the broker operator), with the broker's trust, never to the
+collector: it runs under its own identity ``relay``. The collector learns only that a
+phase ended and whether normally (``PhaseReport``: the phase, ``ok``, the public round cap
+it asked for); the relay's counts — rounds, supersteps, items, batches, edges added per
+round, all functions of every device's adjacency list — stay in ``PhaseFinished``, the
+relay's own event (logged by the message layer, ``broker.relay``). What the collector
+still observes is WHEN the phase ends (a timing channel, not covered by any ε).
 
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
@@ -128,17 +132,17 @@ class RelayPhase(Message, tag="relay_phase", kw_only=True):
 
 
 class PhaseReport(Message, tag="phase_report", kw_only=True):
-    """Relay -> collector (``svc/relay/phase``): how a phase ended (counts only)."""
+    """Relay -> collector (``svc/relay/phase``): that a phase ended, and whether it ended
+    normally. Only public, data-independent facts: the phase, ``ok``, the public round cap
+    it ran under (``max_rounds``, the collector's own request) and, when it failed, why
+    (which devices went missing: liveness, not data). The relay's counts — rounds,
+    supersteps, items, batches, edges added per round — depend on every device's list and
+    stay with the relay (``PhaseFinished``, the message layer's own log), never the
+    collector's (module docstring, Trust)."""
 
     phase: Ident
     ok: bool
-    rounds: Count
-    supersteps: Count
-    items: Count
-    batches: Count
-    added_per_round: Annotated[list[Count], Meta(max_length=10_000)] = msgspec.field(
-        default_factory=list
-    )
+    max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 1
     detail: Annotated[str, Meta(max_length=500)] = ""
 
 
@@ -192,6 +196,7 @@ class PeerRelay(PeerFacingMachine):
         self.items = 0
         self.batches = 0
         self._seq = 0
+        self._report_seq = 0
         self._deadline: float | None = None
 
     # ---- control ---------------------------------------------------------------------------
@@ -341,20 +346,17 @@ class PeerRelay(PeerFacingMachine):
         self._deadline = None
 
     def _report(self, *, ok: bool, detail: str = "") -> None:
-        self._seq += 1
+        # a sequence of its own: the broadcasts' seq counts the rounds (module docstring)
+        self._report_seq += 1
         self._send(
             topics.svc(self.run, RELAY_ID, "phase"),
             PhaseReport(
                 run=self.run,
                 sender=RELAY_ID,
-                seq=min(self._seq, MAX_STEPS),
+                seq=self._report_seq,
                 phase=self.phase or "",
                 ok=ok,
-                rounds=len(self._added_per_round),
-                supersteps=self.supersteps,
-                items=self.items,
-                batches=self.batches,
-                added_per_round=list(self._added_per_round),
+                max_rounds=self._max_rounds,
                 detail=detail,
             ),
         )

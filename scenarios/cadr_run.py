@@ -47,6 +47,7 @@ from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
+from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
@@ -77,8 +78,8 @@ RESULT_KEYS = (
     "alpha", "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
     "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
     "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
-    "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_rounds",
-    "lpea_supersteps", "peer_items", "relay_batches", "device_messages_up",
+    "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
+    "device_messages_up",
     "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
     "stage_seconds", "connect_seconds", "seconds", "trace_messages", "ledgers", "released",
     "histogram", "estimate_histogram", "per_device",
@@ -359,7 +360,7 @@ async def collect_cadr(
     recorder = None
     helpers: list[asyncio.Task] = []
     if trace_path is not None and settings.trace != "none":
-        filters = control_filters(run) if settings.trace == "control" else None
+        filters = cadr_trace_filters(run) if settings.trace == "control" else None
         recorder = TraceRecorder(transport, run, trace_path, filters=filters)
         helpers.append(asyncio.create_task(recorder.run_until_closed()))
         await recorder.subscribed.wait()
@@ -423,6 +424,25 @@ async def collect_cadr(
     )
 
 
+# the collector's broadcasts a CADR-LDP run's control trace records: not the relay's
+# ``ctl/peer_step`` (one per round: their number and sequence numbers count the LPEA
+# rounds, a function of every device's list, which stays with the message layer)
+CADR_CONTROL_KINDS = ("cadr_plan", "cadr_query", "cadr_theta", "relay_phase", "stage", "run")
+
+
+def cadr_trace_filters(run: str) -> tuple[str, ...]:
+    """``broker.recorder.control_filters`` without the relay's step broadcasts: the
+    collector's ``CADR_CONTROL_KINDS``, the releases and the service messages (the
+    relay's ``PhaseReport`` holds public facts only)."""
+    control = control_filters(run)
+    ctl = topics.ctl_filter(run)
+    assert ctl in control
+    return (
+        *(topics.ctl(run, kind) for kind in CADR_CONTROL_KINDS),
+        *(f for f in control if f != ctl),
+    )
+
+
 async def _until(event: asyncio.Event, task: asyncio.Task) -> None:
     """Wait for ``event``; if ``task`` ends first (it failed early), raise its error."""
     waiter = asyncio.ensure_future(event.wait())
@@ -462,9 +482,10 @@ def collector_results(
     postprocessed = score(degrees, estimates, histogram)
     final = postprocessed if outcome.estimates else raw
     searched = isinstance(settings.theta, str)
-    budget = CadrBudget.for_pipeline(settings.eps, settings.alpha, settings.pipeline, searched)
+    budget = CadrBudget.for_pipeline(
+        settings.eps, settings.alpha, settings.pipeline, searched, len(names)
+    )
     begin = collected.started if started is None else started
-    phases = outcome.phases.values()
     return {
         "broker": broker,
         "run": run,
@@ -492,10 +513,9 @@ def collector_results(
         "raw": raw,
         "postprocessed": postprocessed,
         "baselines": trivial_baselines(degrees),
-        "lpea_rounds": outcome.phases.get("lpea", {}).get("rounds"),
-        "lpea_supersteps": outcome.phases.get("lpea", {}).get("supersteps"),
-        "peer_items": sum(p.get("items", 0) for p in phases),
-        "relay_batches": sum(p.get("batches", 0) for p in phases),
+        # public: the cap the collector asked for; the relay's counts (rounds, supersteps,
+        # items, edges added) stay with the relay (protocol.peer_relay, Trust)
+        "lpea_round_cap": outcome.phases.get("lpea", {}).get("max_rounds"),
         "rejected_by_collector": outcome.rejected,
         "budget_refusals": outcome.budget_refusals,
         "stage_seconds": outcome.stage_seconds,

@@ -8,6 +8,7 @@ import math
 import pytest
 from ldpfleet.app.cadr_report import release_vs_baselines
 from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget, privacy_claim
+from ldpfleet.protocol.errors import ParameterError
 
 
 def _part(claim: dict, mechanism: str | None, text: str = "") -> dict:
@@ -22,17 +23,41 @@ def test_the_dp_claim_names_every_part_and_sums_to_the_ledger():
     assert _part(claim, "geometric")["covered"] == "yes"
     assert _part(claim, "warner_rr")["covered"] == "caveat"  # RR once per node, hard cap
     assert _part(claim, "laplace")["eps"] == pytest.approx(2.7)
+    # the relay's report to the collector holds public facts only; the relay itself is a
+    # communication role with the broker's trust; the phase's timing is the one channel left
     relay = _part(claim, None, "relay phase report")
-    assert relay["covered"] == "no" and not relay["charged"]
-    assert claim["not_covered"] == [relay["part"]]
+    assert relay["covered"] == "yes" and not relay["charged"] and relay["eps"] == 0.0
+    assert "no count" in relay["part"]
+    assert _part(claim, None, "peer graph")["covered"] == "trust"
+    timing = _part(claim, None, "timing")
+    assert claim["not_covered"] == [timing["part"]]
     assert "NOT established" in claim["statement"] and "2(1-α)ε" in claim["statement"]
+
+
+def test_the_small_eps_rule_gives_the_theta_search_more_and_keeps_the_ledger_exact():
+    # ε_θ = max(f α ε, min(ε/2, 0.5, 1200/n)), the difference taken from DSR only
+    for n, eps, want in ((4039, 0.5, 0.25), (4039, 3.0, 1200 / 4039), (500, 5.0, 0.5),
+                         (10_000, 5.0, 0.3), (7115, 3.0, 0.18)):  # fmt: skip
+        budget = CadrBudget.for_pipeline(eps, 0.1, "dp", True, n)
+        assert budget.theta == pytest.approx(want, rel=1e-12)
+        assert budget.ndoe == budget.lpea == pytest.approx((1 - THETA_FRACTION) * 0.1 * eps / 2)
+        assert math.fsum(e for _, e in budget.parts()) == pytest.approx(eps, rel=1e-12)
+        assert budget.dsr == pytest.approx(eps - want - (1 - THETA_FRACTION) * 0.1 * eps)
+    # the paper's split and a given θ take nothing extra
+    assert CadrBudget.for_pipeline(0.5, 0.1, "dp", False, 4039).theta == 0
+    assert CadrBudget.for_pipeline(0.5, 0.1, "paper", True, 4039).theta == 0
+    with pytest.raises(ParameterError) as bad:
+        CadrBudget(1.0, 0.1, 0.0, 0.2)  # extra without a θ search
+    assert bad.value.field == "theta_extra"
+    with pytest.raises(ParameterError):
+        CadrBudget(1.0, 0.1, 0.6, 0.9)  # would leave DSR nothing
 
 
 def test_the_paper_claim_lists_the_exact_theta_counts_as_uncovered():
     claim = privacy_claim(CadrBudget(3.0, 0.1), "ll")
     assert math.isclose(claim["charged_total"], 3.0, rel_tol=1e-12)
     assert any("exact secure sums" in part for part in claim["not_covered"])
-    assert len(claim["not_covered"]) == 2  # the θ counts and the relay's phase report
+    assert len(claim["not_covered"]) == 2  # the θ counts and the LPEA phase's timing
 
 
 def test_er_and_ra_charge_only_what_they_run():
@@ -55,6 +80,6 @@ def test_the_report_shows_the_claim_table():
     }
     page = release_vs_baselines(results)
     assert "Privacy claim, part by part" in page and "relay phase report" in page
-    assert "caveat" in page and page.count("<tr>") == 4 + 1 + 6 + 1  # two tables
+    assert "caveat" in page and page.count("<tr>") == 4 + 1 + 8 + 1  # two tables
     del results["privacy_claim"]
     assert "Privacy claim" not in release_vs_baselines(results)

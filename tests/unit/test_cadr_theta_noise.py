@@ -75,9 +75,12 @@ def test_more_survivors_than_parties_only_add_noise():
 
 
 def test_bucket_helpers():
-    assert bucket_grid(2) == [1] and bucket_grid(10, 48) == list(range(1, 10))
+    # threshold 0 first: degree 0 has a bucket of its own (not shared with degree 1)
+    assert bucket_grid(2) == [0, 1] and bucket_grid(10, 48) == list(range(0, 10))
     grid = bucket_grid(1045)
-    assert grid[:5] == [1, 2, 3, 4, 5] and grid[-1] < 1045 and grid == sorted(set(grid))
+    assert grid[:5] == [0, 1, 2, 3, 4] and grid[-1] < 1045 and grid == sorted(set(grid))
+    assert bucket_vector(0, grid)[0] == 1 and bucket_vector(1, grid)[1] == 1
+    assert theta_from_counts([0, 1], np.array([0, 0]), 1.0, 9) == 1  # θ >= 1, never 0
     t = [1, 3, 7]
     assert bucket_vector(0, t).tolist() == [1, 0, 0, 0]
     assert bucket_vector(3, t).tolist() == [0, 1, 0, 0]  # 1 < 3 <= 3
@@ -95,12 +98,14 @@ def test_bucket_helpers():
 def test_the_budget_split_names_the_theta_part_and_sums_to_eps():
     paper = CadrBudget(3.0, 0.1)
     assert paper.theta == 0 and paper.parts()[0][0] == "exponential"
-    dp = CadrBudget.for_pipeline(3.0, 0.1, "dp", searched=True)
+    dp = CadrBudget.for_pipeline(3.0, 0.1, "dp", searched=True, devices=10_000)
     assert dp.theta_fraction == THETA_FRACTION and dp.parts()[0] == (THETA_LABEL, dp.theta)
     assert sum(e for _, e in dp.parts()) == pytest.approx(3.0, abs=1e-12)
-    assert dp.dsr == paper.dsr  # the release keeps (1 - alpha) eps
+    assert dp.dsr == paper.dsr  # 10,000 devices at ε = 3: no extra, DSR keeps (1 - α) ε
+    small = CadrBudget.for_pipeline(0.5, 0.1, "dp", searched=True, devices=4039)
+    assert small.theta == pytest.approx(0.25) and small.dsr < CadrBudget(0.5, 0.1).dsr
     assert set(dp.as_dict()) == {"theta", "ndoe", "lpea", "dsr"}
-    assert CadrBudget.for_pipeline(3.0, 0.1, "dp", searched=False).theta == 0  # θ given
+    assert CadrBudget.for_pipeline(3.0, 0.1, "dp", False, 4039).theta == 0  # θ given
     with pytest.raises(ParameterError) as err:
         CadrBudget(3.0, 0.1, 1.0)
     assert err.value.field == "theta_fraction"

@@ -17,6 +17,7 @@ from ldpfleet.collector.degree_postprocess import (
     posterior_degree_medians,
     posterior_medians,
     score,
+    simplex_projection,
     trivial_baselines,
 )
 from ldpfleet.collector.theta_search import deviation_target, theta_by_deviation
@@ -155,10 +156,30 @@ def test_degree_prior_spreads_consistent_counts_over_each_bucket():
     # thresholds 1, 3 on D = 5: buckets {0, 1}, {2, 3}, {4, 5}
     prior = degree_prior([2, 4, 4], [1, 3], 5, 10)
     assert prior == pytest.approx([0.1, 0.1, 0.2, 0.2, 0.2, 0.2])
-    # noisy sums: shifted together to sum to n (here +3 each removed), clipped at zero
+    # noisy sums: projected onto {x >= 0, sum = n} (here λ = 6: only bucket {2, 3} keeps 1)
     noisy = degree_prior([5, 7, -2], [1, 3], 5, 1)
-    assert np.all(noisy >= 0) and noisy.sum() == pytest.approx(1.0)
-    assert noisy[4] == 0 and noisy[0] == pytest.approx(noisy[1])
+    assert noisy == pytest.approx([0, 0, 0.5, 0.5, 0, 0])
+    # threshold 0 gives degree 0 a bucket of its own
+    prior = degree_prior([0, 4, 4], [0, 3], 5, 8)  # buckets {0}, {1, 2, 3}, {4, 5}
+    assert prior == pytest.approx([0, 1 / 6, 1 / 6, 1 / 6, 1 / 4, 1 / 4])
+
+
+def test_the_simplex_projection_is_the_least_squares_point_with_the_public_total():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        v = rng.normal(0, 30, size=rng.integers(1, 40))
+        total = float(rng.uniform(1, 500))
+        x = simplex_projection(v, total)
+        assert np.all(x >= 0) and x.sum() == pytest.approx(total)
+        # KKT: x = max(v - λ, 0) for one λ; every kept entry shifted by the same λ
+        kept = x > 0
+        shift = v[kept] - x[kept]
+        assert np.ptp(shift) < 1e-9 and np.all(v[~kept] <= shift[0] + 1e-9)
+    # a spike plus small noise: the noise floor is cut, not spread
+    assert simplex_projection([3, -2, 1020, 4, -1], 1000).tolist() == [0, 0, 1000, 0, 0]
+    with pytest.raises(ParameterError) as info:
+        simplex_projection([], 5)
+    assert info.value.field == "values"
 
 
 def test_no_information_gives_every_node_the_prior_median():
@@ -220,3 +241,38 @@ def test_bad_prior_input_is_refused_with_the_field():
     with pytest.raises(ParameterError) as info:
         posterior_degree_medians([1.0], [0.5, 0.6], 1, 1.0, 1.0)
     assert info.value.field == "prior"
+
+
+def test_at_eps_half_the_theta_search_names_the_true_median():
+    # The dp pipeline's rule at ε = 0.5 for n = 4,000: ε_θ = min(ε/2, 0.5, 1200/n) = 0.25
+    # (protocol.cadr_budget.theta_extra). Degrees Poisson(3)-like with fixed counts: F(2) =
+    # 0.4232, F(3) = 0.6472, median 3. The prior's median is wrong only if its mass at
+    # degrees <= 2 reaches n/2 (true count 1,693) or that at <= 3 falls below it (2,589).
+    # Measured over 2,000 draws (seed 1): the prior's count at <= 2 has mean 1,678 and sd
+    # 18.3 (17.6 sd from n/2), at <= 3 mean 2,568, sd 19.9 (28.6 sd). The noise is a sum
+    # of two-sided geometric variables, whose tail beyond k sd is at most that of one
+    # Laplace, exp(-k √2): at k = 17.6 that is 1.6e-11 per draw, 3e-9 for the 200 draws
+    # here — the test fails with probability far below 1e-6 unless the rule changes. The
+    # old ε_θ = 0.03 (13 buckets): sd 132, 2.9 sd from n/2, wrong in 0.2% of draws (so
+    # these 200 draws wrong at least once with probability ~0.33).
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.cadr_theta_noise import bucket_count, bucket_grid, noise_sum
+
+    n = 4000
+    budget = CadrBudget.for_pipeline(0.5, 0.1, "dp", True, n)
+    assert budget.theta == pytest.approx(0.25)
+    pmf = np.array([0.0498, 0.1494, 0.2240, 0.2240, 0.1680, 0.1008, 0.0504, 0.0216, 0.0120])
+    counts = np.round(pmf / pmf.sum() * n).astype(int)
+    counts[3] += n - counts.sum()
+    d = np.repeat(np.arange(counts.size), counts)
+    true_median = int(np.floor(np.median(d)))
+    bound = 40  # a public degree bound above the largest degree
+    thresholds = bucket_grid(bound, bucket_count(n, budget.theta))
+    exact = np.bincount(np.searchsorted(thresholds, d, side="left"), minlength=len(thresholds) + 1)
+    rng = np.random.default_rng(20)
+    wrong = 0
+    for _ in range(200):
+        noisy = exact + noise_sum(rng, n, int(np.ceil(0.9 * n)), budget.theta, exact.size)
+        prior = degree_prior(noisy, thresholds, bound, n)
+        wrong += int(np.searchsorted(np.cumsum(prior), 0.5 - 1e-12)) != true_median
+    assert wrong == 0

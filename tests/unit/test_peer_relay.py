@@ -146,3 +146,31 @@ def test_one_phase_at_a_time_and_wire_round_trip():
     _, message = batch("a", 0, [("b", "ans", 1)], done=True, added=2)
     assert codec.decode(codec.encode(message)) == message
     assert b'["b","ans",1]' in codec.encode(message)  # compact items on the wire
+
+
+def _lpea_report(added_in_rounds):
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=9)
+    relay.pop_outbound()
+    for r, added in enumerate(added_in_rounds):
+        for device in DEVICES:
+            relay.receive(*batch(device, 0, round=r, done=True, added=added), 0.0)
+    out = relay.pop_outbound()
+    (report,) = [o.message for o in out if isinstance(o.message, PhaseReport)]
+    (finished,) = relay.pop_events()
+    return report, finished
+
+
+def test_the_collectors_phase_report_holds_no_data_dependent_count():
+    # Only public facts reach the collector (protocol.peer_relay, Trust): a field added
+    # back to PhaseReport (rounds, supersteps, items, added per round...) fails here.
+    public = {"v", "run", "sender", "seq", "phase", "ok", "max_rounds", "detail"}  # v: version
+    assert set(PhaseReport.__struct_fields__) == public
+    # one round or four, many edges or none: the collector's report is the same message,
+    # sequence number included; the relay keeps the counts (PhaseFinished)
+    short, short_counts = _lpea_report([0])
+    long, long_counts = _lpea_report([5, 3, 1, 0])
+    assert codec.encode(short) == codec.encode(long)
+    assert short.max_rounds == 9 and short.ok
+    assert (short_counts.rounds, long_counts.rounds) == (1, 4)
+    assert long_counts.added_per_round == (15, 9, 3, 0)
