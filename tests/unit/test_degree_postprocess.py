@@ -251,10 +251,10 @@ def test_at_eps_half_the_theta_search_names_the_true_median():
     # Measured over 2,000 draws (seed 1): the prior's count at <= 2 has mean 1,678 and sd
     # 18.3 (17.6 sd from n/2), at <= 3 mean 2,568, sd 19.9 (28.6 sd). The noise is a sum
     # of two-sided geometric variables, whose tail beyond k sd is at most that of one
-    # Laplace, exp(-k √2): at k = 17.6 that is 1.6e-11 per draw, 3e-9 for the 200 draws
+    # Laplace, exp(-k √2): at k = 17.6 that is 1.6e-11 per draw, 1e-9 for the 50 draws
     # here — the test fails with probability far below 1e-6 unless the rule changes. The
     # old ε_θ = 0.03 (13 buckets): sd 132, 2.9 sd from n/2, wrong in 0.2% of draws (so
-    # these 200 draws wrong at least once with probability ~0.33).
+    # these 50 draws wrong at least once with probability ~0.1).
     from ldpfleet.protocol.cadr_budget import CadrBudget
     from ldpfleet.protocol.cadr_theta_noise import bucket_count, bucket_grid, noise_sum
 
@@ -271,7 +271,7 @@ def test_at_eps_half_the_theta_search_names_the_true_median():
     exact = np.bincount(np.searchsorted(thresholds, d, side="left"), minlength=len(thresholds) + 1)
     rng = np.random.default_rng(20)
     wrong = 0
-    for _ in range(200):
+    for _ in range(50):
         noisy = exact + noise_sum(rng, n, int(np.ceil(0.9 * n)), budget.theta, exact.size)
         prior = degree_prior(noisy, thresholds, bound, n)
         wrong += int(np.searchsorted(np.cumsum(prior), 0.5 - 1e-12)) != true_median
