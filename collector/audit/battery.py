@@ -284,7 +284,7 @@ def _gau_dp(eps: float, delta: float) -> AuditSpec:
             values = np.tile([first, 0.0], n)
             released = gau_dp(
                 values, bounds=np.full(values.size, bound), eps=eps, delta=delta,
-                low=-1.0, high=2.0, rng=rng, l2_sensitivity=bound,
+                low=-1.0, high=2.0, rng=rng, l2_sensitivity=bound, changed_coordinates=1,
             )  # fmt: skip
             return released.reshape(n, 2)
 

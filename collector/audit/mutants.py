@@ -227,8 +227,8 @@ def _gcdp_double(p: Patcher) -> None:
 def _gau_double(p: Patcher) -> None:
     from ldpfleet.collector.gcdp import baselines
 
-    real = baselines.analytic_gaussian_sigma
-    p.setattr(baselines, "analytic_gaussian_sigma", lambda eps, delta, s: real(2 * eps, delta, s))
+    real = baselines.gaussian_grid
+    p.setattr(baselines, "gaussian_grid", lambda eps, *args: real(2 * eps, *args))
 
 
 def secagg_skips_pairwise(p: Patcher) -> None:
@@ -329,7 +329,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (("hybrid", 1.0),), (_U + "test_comparison_mechanisms.py",)),
     Mutant("gcdp eps off by 2x", "every coordinate's budget and eps_rel doubled", _gcdp_double,
            (("gcdp", 1.0),), (_U + "test_gcdp_release.py",)),
-    Mutant("gau-dp eps off by 2x", "sigma of the analytic Gaussian for 2 eps", _gau_double,
+    Mutant("gau-dp eps off by 2x", "sigma of the Gaussian for 2 eps", _gau_double,
            (("gau-dp", 1.0),), (_U + "test_gcdp_gaussian.py", _U + "test_gcdp_release.py")),
     Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
            secagg_skips_pairwise, (("secagg", 0.0),), (_U + "test_secagg_machines.py",)),
