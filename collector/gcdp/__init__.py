@@ -29,7 +29,16 @@ from ldpfleet.collector.gcdp.cache import (
 from ldpfleet.collector.gcdp.constants import GcdpConstants, eps_min_for
 from ldpfleet.collector.gcdp.correlation import lagged_abs_pearson
 from ldpfleet.collector.gcdp.fleet_calibration import ADJACENCY, FleetTheta, calibrate_fleet
-from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_delta, analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.gaussian import (
+    GaussianGrid,
+    analytic_gaussian_delta,
+    analytic_gaussian_sigma,
+    discrete_gaussian,
+    gaussian_grid,
+    gaussian_on_grid,
+    zcdp_delta,
+    zcdp_rho,
+)
 from ldpfleet.collector.gcdp.graph import (
     CalibrationGraph,
     build_calibration_graph,
@@ -72,6 +81,7 @@ __all__ = [
     "CalibrationGraph",
     "DriftMonitor",
     "FleetTheta",
+    "GaussianGrid",
     "GcdpConstants",
     "GcdpReleaser",
     "PrivateCalibration",
@@ -93,11 +103,14 @@ __all__ = [
     "clipped_range_bound",
     "compression_set",
     "count_bound",
+    "discrete_gaussian",
     "empirical_influence",
     "eps_min_for",
     "exact_excess",
     "fit_total",
     "gau_dp",
+    "gaussian_grid",
+    "gaussian_on_grid",
     "gc_dp",
     "histogram_bound",
     "l2_certificate",
@@ -114,4 +127,6 @@ __all__ = [
     "risk_dp",
     "summary_distance",
     "uniform_allocation",
+    "zcdp_delta",
+    "zcdp_rho",
 ]

@@ -7,9 +7,9 @@ Theorem 1 conditions:
 
 * ``non_private`` — the projected answer, no noise, NO privacy guarantee;
 * ``lap_dp`` — ``s_k = B_k``, uniform ``eps_k = eps_rel / d``;
-* ``gau_dp`` — (eps, delta)-DP, NOT pure eps: i.i.d. ``N(0, sigma^2)`` on every coordinate
-  with the analytic-Gaussian sigma (``gaussian``) for the l2 certificate
-  ``sqrt(sum B_k^2)``; an empirical comparator only;
+* ``gau_dp`` — (eps, delta)-DP, NOT pure eps: an exact discrete Gaussian on a fine grid
+  on every coordinate, sigma from zCDP accounting (``gaussian``) for the l2 certificate
+  ``sqrt(sum B_k^2)`` or the caller's tighter one; an empirical comparator only;
 * ``ada_dp`` — Algorithm 3 with ``beta_r = 0`` (utility-aware, exposure ignored);
 * ``risk_dp`` — Algorithm 3 with ``beta_u = 0`` (exposure-aware, utility ignored);
 * ``gc_dp`` — the full Algorithm 3 + 4 release.
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from ldpfleet.collector.gcdp.allocation import allocate_budget, uniform_allocation
-from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.gaussian import gaussian_grid, gaussian_on_grid
 from ldpfleet.collector.gcdp.release import laplace_release, project
 from ldpfleet.collector.gcdp.sensitivity import l2_certificate
 from ldpfleet.collector.gcdp.validate import nonnegative_vector, positive_real, real_in_range
@@ -65,14 +65,23 @@ def gau_dp(
     high: object,
     rng: np.random.Generator,
     l2_sensitivity: float | None = None,
+    changed_coordinates: int | None = None,
+    calibration: str = "zcdp",
 ) -> np.ndarray:
-    """Gau-DP: analytic Gaussian noise for an l2 certificate ((eps, delta)-DP; a
-    coordinate-free mechanism, so every coordinate gets the same sigma). The certificate is
+    """Gau-DP: Gaussian noise for an l2 certificate ((eps, delta)-DP; a coordinate-free
+    mechanism, so every coordinate gets the same sigma), drawn EXACTLY: the projected
+    answer rounded to a fine grid plus a discrete Gaussian on it (``gaussian.gaussian_grid``
+    and ``gaussian_on_grid``; zCDP accounting, CKS 2020). The certificate is
     ``l2_sensitivity`` when given (e.g. ``occurrence_l2_certificate``, the caller's proof
     obligation; it must not exceed ``sqrt(sum B_k^2)``, which is always valid), else
-    ``sqrt(sum B_k^2)`` of ``bounds``."""
+    ``sqrt(sum B_k^2)`` of ``bounds``. ``changed_coordinates`` is the most coordinates of
+    one answer (one row of an n x d ``values``) that one protected unit can move (default
+    d, always valid; the rounding costs ``sqrt`` of it in grid units of sensitivity).
+    ``calibration`` picks the sigma (``gaussian.CALIBRATIONS``; ``"zcdp"`` is the
+    certified minimum)."""
     y = project(values, low, high)
-    sens = l2_certificate(nonnegative_vector(bounds, "bounds", y.shape[-1]))
+    d = y.shape[-1]
+    sens = l2_certificate(nonnegative_vector(bounds, "bounds", d))
     if l2_sensitivity is not None:
         given = real_in_range(
             l2_sensitivity, "l2_sensitivity", 0.0, sens * (1.0 + 1e-12), low_open=sens > 0.0
@@ -80,10 +89,11 @@ def gau_dp(
         sens = min(given, sens)
     positive_real(eps, "eps")
     real_in_range(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
+    changed = d if changed_coordinates is None else changed_coordinates
     if sens == 0.0:  # every coordinate certified constant
         return y
-    sigma = analytic_gaussian_sigma(eps, delta, sens)
-    return y + rng.normal(0.0, sigma, size=y.shape)
+    noise = gaussian_grid(eps, delta, sens, changed, calibration)
+    return gaussian_on_grid(rng, y, noise)
 
 
 def gc_dp(

@@ -22,8 +22,8 @@ import typer
 from ldpfleet.app import bench_gcdp as bench
 from ldpfleet.app.gcdp_datasets import DATA_ROOT, Readings, prepare
 from ldpfleet.collector.gcdp import (
-    analytic_gaussian_sigma,
     gau_dp,
+    gaussian_grid,
     l2_certificate,
     occurrence_l2_certificate,
 )
@@ -122,7 +122,7 @@ def test_gau_dp_uses_the_given_certificate_statistically():
             for _ in range(n // d)
         ]
     ).ravel()
-    sigma = analytic_gaussian_sigma(1.0, 1e-5, 1 / 30)
+    sigma = gaussian_grid(1.0, 1e-5, 1 / 30, d).sigma  # default: every coordinate may move
     ratio = np.var(out - 0.5, ddof=1) / sigma**2
     assert abs(ratio - 1.0) <= Z * math.sqrt(2 / (n - 1))
     # the planted bug "sum certificate" (sigma x sqrt(5)) is far outside the band

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from ldpfleet.collector.gcdp.allocation import allocate_budget, fit_total
 from ldpfleet.collector.gcdp.baselines import ada_dp, gau_dp, gc_dp, lap_dp, non_private, risk_dp
 from ldpfleet.collector.gcdp.constants import GcdpConstants, eps_min_for
-from ldpfleet.collector.gcdp.gaussian import analytic_gaussian_sigma
+from ldpfleet.collector.gcdp.gaussian import gaussian_grid
 from ldpfleet.collector.gcdp.release import laplace_release
 from ldpfleet.collector.gcdp.sensitivity import release_scales
 from ldpfleet.collector.gcdp.validate import check_release_parameters
@@ -191,10 +191,10 @@ def test_release_projects_onto_the_clipped_interval_first():
     assert non_private([5.0, -3.0], [0.0, -1.0], [1.0, 1.0]).tolist() == [1.0, -1.0]
 
 
-def test_gau_dp_uses_the_analytic_sigma_of_the_l2_certificate():
+def test_gau_dp_uses_the_certified_sigma_of_the_l2_certificate():
     rng = np.random.default_rng(314159)
-    bounds = [3.0, 4.0]  # l2 certificate 5
-    sigma = analytic_gaussian_sigma(1.0, 1e-5, 5.0)
+    bounds = [3.0, 4.0]  # l2 certificate 5; both coordinates may move (the default d = 2)
+    sigma = gaussian_grid(1.0, 1e-5, 5.0, 2).sigma  # the exact sampler's zCDP sigma
     out = np.array(
         [
             gau_dp([0.5, 0.5], bounds=bounds, eps=1.0, delta=1e-5, low=0.0, high=1.0, rng=rng)
