@@ -625,8 +625,6 @@ def _check_partitions(spec: Scenario, where: str) -> None:
         return
     if spec.cadr is not None or spec.graph is not None:
         raise PartitionsRefused(where, "a CADR-LDP scenario", value)
-    if spec.secure_sum is not None:
-        raise PartitionsRefused(where, "a [secure_sum] scenario", value)
     if spec.gcdp is not None:
         raise PartitionsRefused(where, "a [gcdp] scenario", value)
     if spec.faults is not None and spec.faults.hostile_messages:

@@ -238,9 +238,10 @@ def test_stream_scenarios_take_partitions_and_the_other_kinds_refuse_them():
     # an external broker with mosquitto-config's files (which carry the partition count)
     authed = parse_scenario(with_partitions(QUICK + "\n[broker]\nauth = true\n", 2))
     assert authed.spec.collector.partitions == 2
+    # a secure sum: the coordinator keeps it, the workers the streams (scenarios.coordinator)
     secure = QUICK + "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\n"
+    assert parse_scenario(with_partitions(secure, 2)).spec.collector.partitions == 2
     for text in (
-        secure,
         (ROOT / "scenarios" / "occupancy-release.toml").read_text(),
         (ROOT / "scenarios" / "facebook-degrees.toml").read_text(),
     ):
