@@ -3,7 +3,11 @@
 DESIGN.md "Scale" (issue 23). ``coordinator_side`` records the run's global topics
 (``ctl/``, ``rel/``, ``svc/``) in its own trace, waits for every worker's ``ready``, announces
 the run (the fleet shards start), opens and closes the stream stage and closes the run
-(``collector.partition.coordinate_stream``); its results.json holds the summed counters.
+(``collector.partition.coordinate_stream``); with ``[secure_sum]`` it then runs the
+secure-sum stage over every device (``scenarios.sides._collector_secure_sum``: the SecAgg
+messages keep the unpartitioned ``ldp/{run}/dev/`` topics, which the ACL grants devices and
+the collector account in any case, and the coordinator's trace records them) before it
+closes the run; its results.json holds the summed counters and the secure sum.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
 (``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
 its analytics; its results.json is a collector side's for its devices only.
@@ -44,6 +48,7 @@ from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.sides import (
     SIDE_FILE,
     _collector_document,
+    _collector_secure_sum,
     _CollectorRun,
     _first,
     _save_side_arrays,
@@ -129,11 +134,25 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
         else:
             async with transport.connect(f"{run}-collector-p{p}") as conn:
                 await link.serve_empty(conn, recorder.finished)
-        await asyncio.wait({recording}, timeout=grace + 60.0)
+        # the coordinator says 'run closed' after its secure sum, if there is one
+        secure = scenario.spec.secure_sum
+        extra = 6 * secure.stage_timeout if secure is not None else 0.0
+        await asyncio.wait({recording}, timeout=grace + 60.0 + extra)
         if not recording.done():
             recording.cancel()
             state.trace_note = "the coordinator's 'run closed' did not reach this partition"
         await asyncio.gather(recording, return_exceptions=True)
+
+
+def _coordinator_filters(scenario: LoadedScenario, run: str) -> tuple[str, ...]:
+    """The coordinator's recorder: the run's control plane (``ctl/``, ``rel/``, ``svc/``)
+    and, with ``[secure_sum]`` and ``trace = "all"``, the secure aggregation's device
+    messages, which keep the unpartitioned ``ldp/{run}/dev/`` layout (the coordinator
+    serves them all; the partitions' subtrees carry the streams only)."""
+    filters = control_filters(run)
+    if scenario.spec.secure_sum is not None and scenario.spec.collector.trace != "control":
+        filters += (f"{topics.PREFIX}/{run}/dev/#",)
+    return filters
 
 
 def _worker_filters(scenario: LoadedScenario, run: str, p: int) -> tuple[str, ...]:
@@ -188,7 +207,7 @@ async def coordinator_side(
             transport,
             run,
             out / "trace.sqlite",
-            filters=control_filters(run),
+            filters=_coordinator_filters(scenario, run),
             scenario_digest=scenario_digest(scenario.to_dict()),
         )
         async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
@@ -208,6 +227,14 @@ async def coordinator_side(
                                  "detail": s}
                     ),
                 )  # fmt: skip
+                if scenario.spec.secure_sum is not None and document["aborted"] is None:
+                    # every secure sum is the coordinator's (the workers keep the streams)
+                    secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
+                    document["secure_sum"] = secure
+                    document["secure_sum_stage"] = {
+                        "status": "aborted" if secure["aborted"] else "ok",
+                        "seconds": secure["seconds"],
+                    }
             except WorkersMissing as error:
                 document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
                 tally = None
@@ -314,6 +341,9 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
         coordinator["peak_rss_mb"] + sum(p.get("peak_rss_mb") or 0 for p in parts), 1
     )
     merged["seconds"] = coordinator["seconds"]
+    merged["secure_sum"] = coordinator.get("secure_sum")
+    if coordinator.get("secure_sum_stage"):
+        merged["stages"]["secure_sum"] = coordinator["secure_sum_stage"]
     merged["partitions"] = {
         "count": len(parts),
         "devices": [p["partition"]["devices"] for p in parts],
