@@ -180,7 +180,9 @@ def test_the_one_process_runner_serves_the_partitioned_layout_with_one_collector
     assert up and all(re.match(r"ldp/[^/]+/p[012]/dev/", t) for t in up)
 
 
-def sides_over_memory(tmp_path: Path, *, fleet: bool = True, workers: int = 2, **timeouts):
+def sides_over_memory(
+    tmp_path: Path, *, fleet: bool = True, workers: int = 2, text: str = STREAM, **timeouts
+):
     """The coordinator, ``workers`` partition workers of 2 and (``fleet``) one fleet shard as
     tasks of one process over a memory transport that enforces the run's ACL."""
     from ldpfleet.broker.auth import Credentials
@@ -188,7 +190,7 @@ def sides_over_memory(tmp_path: Path, *, fleet: bool = True, workers: int = 2, *
     from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
     from ldpfleet.scenarios.sides import fleet_side
 
-    scenario = parse_scenario(with_partitions(STREAM, 2))
+    scenario = parse_scenario(with_partitions(text, 2))
     run = "partmem"
     creds = Credentials.generate(run, scenario.device_ids(), partitions=2)
     transport = MemoryTransport(credentials=creds)
@@ -255,3 +257,71 @@ def test_a_control_trace_keeps_the_device_traffic_out_of_the_workers_traces():
         "partitions = 2\n", 'partitions = 2\ntrace = "control"\n'))  # fmt: skip
     assert _worker_filters(full, "r", 1) == ("ldp/r/p1/#", "ldp/r/ctl/stage")
     assert _worker_filters(control, "r", 1) == ("ldp/r/ctl/stage",)
+
+
+SECURE = (
+    STREAM
+    + """
+[secure_sum]
+dim = 4
+clip = [5.0, 35.0]
+dropout = 0.25
+dropout_stage = "after_shares"
+stage_timeout = 3.0
+"""
+)
+
+
+def without_timings(entry: dict) -> dict:
+    """A secure-sum entry without its wall-clock fields (the rest is the seed's)."""
+    return {
+        key: without_timings(value) if isinstance(value, dict) else value
+        for key, value in entry.items()
+        if "seconds" not in key
+    }
+
+
+def test_the_coordinator_keeps_the_secure_sum_over_memory_with_the_acl(tmp_path):
+    """[secure_sum] with P = 2: the workers serve their devices' streams, the coordinator
+    runs the secure sum over every device; merged, the stream results and the secure sum
+    (its total, survivors, dropouts, per-stage counts) are the one-collector run's."""
+    from ldpfleet.scenarios.merge import merge_run
+
+    coordinator, transport = sides_over_memory(tmp_path, text=SECURE)
+    assert transport.denied == []  # the SecAgg topics are within every party's rights
+    assert coordinator["secure_sum"]["aborted"] is None
+    assert coordinator["secure_sum"]["dropped_devices"]  # 25 % drop out after the shares
+    merge_run(tmp_path / "c", [tmp_path / "w0", tmp_path / "f", tmp_path / "w1"], tmp_path / "o")
+    merged = json.loads((tmp_path / "o" / "results.json").read_text())
+    reference = asyncio.run(
+        run_scenario(parse_scenario(SECURE), broker="memory", out_dir=tmp_path / "ref",
+                     run_id="partmem")
+    )  # fmt: skip
+    for key in SAME:
+        assert merged[key] == reference[key], key
+    assert without_timings(merged["secure_sum"]) == without_timings(reference["secure_sum"])
+    assert merged["stages"]["secure_sum"]["status"] == "ok"
+    # the coordinator's trace holds the secure aggregation (unpartitioned topics)
+    with sqlite3.connect(tmp_path / "c" / "trace.sqlite") as db:
+        kinds = {k for (k,) in db.execute("SELECT kind FROM messages WHERE family = 'up'")}
+    assert {"sa_advertise", "sa_shares", "sa_masked", "sa_unmask"} <= kinds, kinds
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_ldpfleet_run_keeps_the_secure_sum_in_the_coordinator_on_the_embedded_broker(tmp_path):
+    """``ldpfleet run`` of the secure-sum scenario with P = 2 (coordinator and two worker
+    processes, a broker of its own): the run's results equal the memory run's, ``trace
+    verify`` passes on the run folder."""
+    run = f"pss-{tmp_path.name[-10:].replace('_', '')}"
+    results = run_cli(with_partitions(SECURE, 2), "embedded", tmp_path / "p2", run)
+    reference = asyncio.run(
+        run_scenario(parse_scenario(SECURE), broker="memory", out_dir=tmp_path / "ref",
+                     run_id=run)
+    )  # fmt: skip
+    for key in SAME:
+        assert results[key] == reference[key], key
+    assert without_timings(results["secure_sum"]) == without_timings(reference["secure_sum"])
+    assert results["partitions"]["count"] == 2
+    verify = cli("trace", "verify", str(tmp_path / "p2"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
