@@ -204,6 +204,8 @@ def _calibrate_prepared(prep: Prepared, tau: float, *, fresh_utility: bool = Fal
     cal = _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
                        utility, tau, **switches)  # fmt: skip
     cal["gau_l2"] = prep.gau_l2
+    cal["gau_changed"] = prep.gau_changed
+    cal["readings"] = prep.readings
     return cal
 
 
@@ -230,15 +232,21 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
         return non_private(y, 0.0, 1.0)
     if method == "Lap-DP":
         return lap_dp(y, bounds=b, eps_rel=eps, **common)
+    readings = cal.get("readings", READINGS)
     if method == "Gau-DP":
-        return gau_dp(y, bounds=b, eps=eps, delta=GAU_DELTA, l2_sensitivity=cal.get("gau_l2"),
-                      **common)  # fmt: skip
+        delta = float(readings.gau_delta)  # GAU_DELTA unless the gau_delta reading says
+        return gau_dp(y, bounds=b, eps=eps, delta=delta, l2_sensitivity=cal.get("gau_l2"),
+                      changed_coordinates=cal.get("gau_changed"),
+                      calibration=readings.gau_sigma, **common)  # fmt: skip
     if method == "Ada-DP":
         return ada_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"], eps_rel=eps,
                       **common)  # fmt: skip
     if method == "Risk-DP":
-        return risk_dp(y, bounds=b, scales=b, exposure_norm=cal["exposure"], eps_rel=eps,
-                       coordinate_map=cal.get("coordinate_map"), **common)  # fmt: skip
+        scales = cal["scales"] if readings.risk_scales == "gcdp" else b
+        offset = {"exposure_offset": 1e-8} if readings.risk_offset == "eta" else {}
+        return risk_dp(y, bounds=b, scales=scales, exposure_norm=cal["exposure"], eps_rel=eps,
+                       coordinate_map=cal.get("coordinate_map"), **common,
+                       **offset)  # fmt: skip
     return gc_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"],
                  exposure_norm=cal["exposure"], eps_rel=eps, **common,
                  coordinate_map=cal.get("coordinate_map"),
@@ -452,7 +460,8 @@ def bench_gcdp(
             "seed": seed,
             **prep.protocol_tail,
             "eps_cal": 0.0,
-            "gau_delta": GAU_DELTA,
+            "gau_delta": float(readings.gau_delta),
+            "gau_sampler": "exact discrete Gaussian on a 2^-k grid, zCDP accounting",
             "gau_l2": prep.gau_l2,
             "readings": readings.as_dict(),
         },
@@ -493,7 +502,8 @@ def bench_gcdp(
 def _one_pass(method, prep: Prepared, tau, seed) -> None:
     """One calibration-and-release pass at eps = 1 (what each method needs)."""
     if method in ("NonPrivate", "Lap-DP", "Gau-DP"):
-        cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2}
+        cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2, "gau_changed": prep.gau_changed,
+               "readings": prep.readings}  # fmt: skip
     else:
         cal = _calibrate_prepared(prep, tau, fresh_utility=True)
     _release_all(method, prep.test_f, cal, 1.0, _rng(seed, method, 1.0, 0))

@@ -155,6 +155,17 @@ class Readings:
     * ``attribute`` (Occupancy only) -- the channel whose window mean above the training
       median is the protected attribute (the seed names none): ``"humidity_ratio"`` (kept,
       fixed before any run) or another channel, for the sensitivity of the attack ordering.
+    * ``gau_sigma`` -- Gau-DP's sigma on the exact discrete-Gaussian sampler
+      (``collector.gcdp.gaussian.gaussian_grid``): ``"zcdp"`` (kept: the smallest certified
+      one), ``"classic"`` (Delta sqrt(2 ln(1.25 / delta)) / eps, certified where it is not
+      below zcdp's) or ``"analytic"`` (Balle-Wang's continuous sigma: a reading for
+      comparison, not certified for the discrete sampler).
+    * ``gau_delta`` -- Gau-DP's fixed delta (Table 4: "fixed delta", no value): ``"1e-5"``
+      (kept, fixed before any run), ``"1e-6"`` or ``"1e-7"``.
+    * ``risk_offset`` -- Risk-DP's exposure term (Algorithm 3 with beta_u = 0): ``"one"``
+      the project's exposure offset 1 (kept, as GC-DP) or ``"eta"`` the seed's literal eta.
+    * ``risk_scales`` -- Risk-DP's scale numerators: ``"bounds"`` s = B (Table 4: "omits
+      graph-compressed expanded influence"; kept) or ``"gcdp"`` GC-DP's s = max(B, xi).
     """
 
     clip: str = "iqr"
@@ -166,6 +177,10 @@ class Readings:
     attacker_fit: str = "clean"
     weights: str = "none"
     attribute: str = "humidity_ratio"
+    gau_sigma: str = "zcdp"
+    gau_delta: str = "1e-5"
+    risk_offset: str = "one"
+    risk_scales: str = "bounds"
 
     def __post_init__(self) -> None:
         for name, allowed in READING_CHOICES.items():
@@ -189,6 +204,10 @@ READING_CHOICES = {
     "attacker_fit": ("clean", "private"),
     "weights": ("none", "balanced"),
     "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2"),
+    "gau_sigma": ("zcdp", "classic", "analytic"),
+    "gau_delta": ("1e-5", "1e-6", "1e-7"),
+    "risk_offset": ("one", "eta"),
+    "risk_scales": ("bounds", "gcdp"),
 }
 READINGS = Readings()
 # every dataset applies ``split``: Occupancy and Intel Lab hold out the training portion's
@@ -232,6 +251,16 @@ def _gau_l2(readings: Readings, bounds, cmap, n_nodes: int) -> float:
     return l2_certificate(bounds)
 
 
+def _gau_changed(readings: Readings, d: int, cmap, n_nodes: int) -> int:
+    """The most coordinates one protected unit moves (Gau-DP's exact sampler pays sqrt of it
+    in grid units): under the occurrence adjacency one node's coordinates, max_i
+    |{k : i in a(k)}|; under the ``sum`` certificate every coordinate, d."""
+    if readings.gau_l2 != "occurrence":
+        return d
+    amap = cmap if cmap is not None else tuple((k,) for k in range(d))
+    return max(sum(i in nodes for nodes in amap) for i in range(n_nodes))
+
+
 @dataclass
 class Prepared:
     """One dataset's fixed protocol (see the module docstring)."""
@@ -255,6 +284,7 @@ class Prepared:
     protocol_tail: dict
     attack_info: dict = field(default_factory=dict)
     gau_l2: float | None = None  # Gau-DP's l2 certificate (None: sqrt(sum B_k^2))
+    gau_changed: int | None = None  # coordinates one unit moves (None: d)
     # validation windows for tau (and the validation table); None: the training windows
     val_f: np.ndarray | None = None
     val_l: np.ndarray | None = None
@@ -460,6 +490,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         model=model,
         metric=f1_percent,
         gau_l2=_gau_l2(readings, bounds, None, bounds.size),
+        gau_changed=_gau_changed(readings, bounds.size, None, bounds.size),
         attacker=attacker,
         attack_inputs=inputs,
         protected=attribute(test_f),
@@ -580,6 +611,7 @@ def _intel(data, readings: Readings) -> Prepared:
         model=model,
         metric=f1_percent,
         gau_l2=_gau_l2(readings, bounds, cmap, 2 * motes),
+        gau_changed=_gau_changed(readings, bounds.size, cmap, 2 * motes),
         attacker=attacker,
         attack_inputs=inputs,
         protected=protected,
@@ -715,6 +747,7 @@ def _wisdm(data, readings: Readings) -> Prepared:
         model=model,
         metric=metric,
         gau_l2=_gau_l2(readings, bounds, WISDM_AXES, n_axes),
+        gau_changed=_gau_changed(readings, bounds.size, WISDM_AXES, n_axes),
         attacker=attacker,
         attack_inputs=inputs,
         protected=protected,
