@@ -17,7 +17,7 @@ import json
 import time
 
 import numpy as np
-from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget
+from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_theta_noise import (
     bucket_count,
     bucket_grid,
@@ -50,7 +50,7 @@ def bench_cadr_noise(
     for n in sizes:
         m = noise_parties(n)
         for eps in eps_list:
-            eps_theta = CadrBudget(eps, alpha, THETA_FRACTION).theta
+            eps_theta = CadrBudget.for_pipeline(eps, alpha, "dp", True, n).theta
             size = len(bucket_grid(degree_bound, bucket_count(n, eps_theta))) + 1
             a = float(share_ratio(eps_theta))
 

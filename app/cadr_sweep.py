@@ -411,7 +411,7 @@ def sweep_eps(
 
 
 PIPELINE_METRICS = ("mae", "mse", "histogram_l1", "histogram_emd")
-THETA_FRACTIONS = (1.0 / 3.0, 0.6, 0.8)
+THETA_FRACTIONS = (1.0 / 3.0, 0.6, 0.8, None)  # None: the dp pipeline's rule (theta_extra)
 
 
 def theta_accuracy(
@@ -433,7 +433,11 @@ def theta_accuracy(
     for e in eps_list:
         for f in fractions:
             counts.tick()
-            budget = CadrBudget(e, alpha, f)
+            budget = (
+                CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
+                if f is None
+                else CadrBudget(e, alpha, f)
+            )
             weight = noise_weight(budget.dsr)
             found = [
                 dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
@@ -845,14 +849,16 @@ def _theta_accuracy_lines(acc: dict) -> list[str]:
     lines = [
         f"**DP θ search: chosen θ vs the non-private optimum, against its budget** "
         f"({acc['draws']} noise draws per row; 'exact θ': the same rule on the true counts; "
-        "ratio = chosen / exact; ε_θ = fraction × α ε; the dp pipeline uses fraction 0.6)",
+        "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's "
+        "ε_θ = max(0.6 α ε, min(ε/2, 0.5, 1200/n)))",
         "",
         "| ε | fraction | ε_θ | exact θ | median ratio | ratio IQR | within ±25% | exactly |",
         "|---" * 8 + "|",
     ]
     for r in acc["rows"]:
         lines.append(
-            f"| {r['eps']:g} | {r['fraction']:.2f} | {r['eps_theta']:.3f} | {r['theta_exact']} "
+            f"| {r['eps']:g} | {'rule' if r['fraction'] is None else format(r['fraction'], '.2f')} "
+            f"| {r['eps_theta']:.3f} | {r['theta_exact']} "
             f"| {r['median_ratio']:.2f} | {r['ratio_q25']:.2f}–{r['ratio_q75']:.2f} | "
             f"{100 * r['within_25pct']:.0f}% | {100 * r['exact_share']:.0f}% |"
         )

@@ -275,8 +275,9 @@ def test_pipeline_tables_show_paper_dp_and_the_trivial_baselines():
         pipelines=True, theta_draws=5, progress=lambda done, total: seen.append((done, total)),
     )  # fmt: skip
     # progress counts cells: ε sweep 2 methods x 2 ε x 2 runs, pipelines 2 x 2 x 2 x 2 runs,
-    # θ accuracy 2 ε x 3 fractions; done never decreases and ends at the total
-    assert seen[-1] == (8 + 16 + 6, 8 + 16 + 6)
+    # θ accuracy 2 ε x 4 fractions (0.33, 0.6, 0.8, the dp rule); done never decreases and
+    # ends at the total
+    assert seen[-1] == (8 + 16 + 8, 8 + 16 + 8)
     assert all(a[0] <= b[0] and a[0] <= a[1] for a, b in itertools.pairwise(seen))
     rows = result["pipelines"]["rows"]
     assert {(r["eps"], r["method"], r["pipeline"]) for r in rows} == {
@@ -287,7 +288,8 @@ def test_pipeline_tables_show_paper_dp_and_the_trivial_baselines():
     again = [private_run(small, "ll", "auto-dev", 3.0, 0.1, s, "paper").mae for s in (0, 1)]
     assert paper["raw_mae"] == pytest.approx(np.mean(again))
     acc = result["theta_accuracy"]["rows"]
-    assert len(acc) == 2 * 3 and all(r["theta_exact"] >= 1 for r in acc)
+    assert len(acc) == 2 * 4 and all(r["theta_exact"] >= 1 for r in acc)
+    assert [r["fraction"] for r in acc][:4] == [1 / 3, 0.6, 0.8, None]  # None: the dp rule
     text = markdown(result, "cmd")
     assert "Trivial baselines" in text and "non-private oracle" in text
     assert "| 3 | LL |" in text and "DP θ search: chosen θ vs the non-private optimum" in text
