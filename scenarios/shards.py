@@ -105,6 +105,7 @@ class ShardedFleet:
         self.exit_codes: dict[int, int | None] = {}
         self.peak_rss_mb: dict[int, float] = {}
         self._outcomes: dict[int, list[DeviceOutcome]] = {}
+        self._warned: set[int] = set()
 
     def _shard_dir(self, index: int) -> Path:
         return self.out_dir / f"fleet-{index}-of-{self.shards}"
@@ -173,6 +174,7 @@ class ShardedFleet:
     def _load(self, index: int) -> None:
         path = self._shard_dir(index) / "outcomes.json"
         if not path.exists():
+            self._say_why(index)
             return
         data = msgspec.json.decode(path.read_bytes())
         self._outcomes[index] = [DeviceOutcome(**entry) for entry in data["devices"]]
@@ -182,6 +184,26 @@ class ShardedFleet:
         seconds = data.get("connect_seconds")
         if seconds is not None:
             self.connect_seconds = max(self.connect_seconds or 0.0, seconds)
+
+    def _say_why(self, index: int) -> None:
+        """A shard that wrote no outcome: log the end of its log now (a bench's scratch
+        folder, and the log with it, is gone after the run)."""
+        if index in self._warned:
+            return
+        self._warned.add(index)
+        logfile = self._shard_dir(index) / "fleet.log"
+        try:
+            tail = logfile.read_text(errors="replace").strip().splitlines()[-12:]
+        except OSError:
+            tail = []
+        log.warning(
+            "fleet shard %d/%d wrote no outcome (exit code %s); the end of %s:\n%s",
+            index,
+            self.shards,
+            self.exit_codes.get(index),
+            logfile,
+            "\n".join(tail) or "(empty)",
+        )
 
     def outcomes(self) -> list[DeviceOutcome]:
         """Every device's outcome, in device order; a device whose shard wrote nothing is
