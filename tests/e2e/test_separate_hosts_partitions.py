@@ -31,6 +31,7 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.conftest import service_missing
+from tests.e2e.test_partitions import SECURE, with_partitions, without_timings
 from tests.e2e.test_separate_hosts import (
     CLI,
     SAFETY,
@@ -141,6 +142,8 @@ def run_partitioned_hosts(hosts: OwnDirectories, url: str, run: str, loaded) -> 
     assert json.loads((out / "ledger.json").read_text()) == json.loads(
         (hosts.folder / "ref" / "ledger.json").read_text()
     )
+    if loaded.spec.secure_sum is not None:
+        assert without_timings(results["secure_sum"]) == without_timings(reference["secure_sum"])
     assert len(results["trace"]["partitions"]) == 2
     assert sorted(p.name for p in out.glob("trace-p*.sqlite")) == [
         "trace-p0.sqlite",
@@ -155,11 +158,11 @@ def run_partitioned_hosts(hosts: OwnDirectories, url: str, run: str, loaded) -> 
     return results
 
 
-def _deploy(hosts: OwnDirectories, tmp_path: Path, run: str, tls: bool):
+def _deploy(hosts: OwnDirectories, tmp_path: Path, run: str, tls: bool, text: str = PARTITIONED):
     """The run's files made once and handed to every client host; (loaded, pki)."""
     scenario = tmp_path / "scenario.toml"
-    scenario.write_text(PARTITIONED)
-    loaded = parse_scenario(PARTITIONED, scenario)
+    scenario.write_text(text)
+    loaded = parse_scenario(text, scenario)
     assert loaded.spec.collector.partitions == 2
     credentials = Credentials.generate(run, loaded.device_ids(), partitions=2).save(
         tmp_path / "creds.json"
@@ -201,3 +204,19 @@ def test_coordinator_two_workers_and_two_shards_on_six_hosts(kind, tls, six_host
     results = run_partitioned_hosts(six_hosts, url, run, loaded)
     assert results["broker"]["url"].split("?")[0] == url.split("?")[0]
     assert results["broker"]["url"].startswith("mqtts://" if tls else "mqtt://")
+
+
+@pytest.mark.embedded
+def test_the_coordinator_keeps_the_secure_sum_across_six_hosts_over_tls(six_hosts, tmp_path):
+    """A [secure_sum] scenario with P = 2 on the six hosts (embedded broker, mqtts with
+    client certificates): the workers on their hosts serve the streams, the coordinator on
+    its host runs the secure sum with the devices on the fleet hosts; merged, the stream
+    results and the secure sum equal the memory run's."""
+    run = f"pshosts-{secrets.token_hex(3)}"
+    text = with_partitions(SECURE.replace("devices = 16", "devices = 12"), 2)
+    loaded, credentials, pki = _deploy(six_hosts, tmp_path, run, True, text)
+    assert loaded.spec.secure_sum is not None and len(loaded.device_ids()) == 12
+    url = start_tls_broker("embedded", six_hosts, credentials, pki)
+    url = url.split("?ca=")[0] + "?ca=pki/ca.pem"
+    results = run_partitioned_hosts(six_hosts, url, run, loaded)
+    assert results["secure_sum"]["aborted"] is None and results["secure_sum"]["survivors"] > 0
