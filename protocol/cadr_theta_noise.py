@@ -126,14 +126,16 @@ def bucket_count(devices: int, eps: float) -> int:
 def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
     """Ascending distinct thresholds in ``[0, D - 1]`` (``[0, 1]`` for ``D <= 2``): 0, then
     ``D^(j/B)`` rounded down for ``j = 0 .. B - 1``, so small degrees get every integer and
-    large ones a constant ratio. The threshold 0 gives degree 0 a bucket of its own (without
-    it, degrees 0 and 1 shared one and the prior split it evenly: on a graph of stars, where
-    most nodes are leaves of degree 1, half the leaves' prior mass sat at 0)."""
+    large ones a constant ratio, and ``D - 1``. The threshold 0 gives degree 0 a bucket of
+    its own (without it, degrees 0 and 1 shared one and the prior split it evenly: on a
+    graph of stars, where most nodes are leaves of degree 1, half the leaves' prior mass
+    sat at 0); ``D - 1`` gives the bound ``D`` one (a random 20-regular graph, ``D = 20``,
+    had its every node in the bucket 18..20 and the prior's median at 19)."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     b = integer_at_least(buckets, "buckets", 1)
     if d <= 2:
         return [0, 1]
-    grid = {min(max(1, int(d ** (j / b))), d - 1) for j in range(b)}
+    grid = {min(max(1, int(d ** (j / b))), d - 1) for j in range(b)} | {d - 1}
     return [0, *sorted(grid)]
 
 

@@ -80,6 +80,7 @@ def test_bucket_helpers():
     grid = bucket_grid(1045)
     assert grid[:5] == [0, 1, 2, 3, 4] and grid[-1] < 1045 and grid == sorted(set(grid))
     assert bucket_vector(0, grid)[0] == 1 and bucket_vector(1, grid)[1] == 1
+    assert grid[-1] == 1044 and bucket_grid(20, 19)[-1] == 19  # the bound D has its own bucket
     assert theta_from_counts([0, 1], np.array([0, 0]), 1.0, 9) == 1  # θ >= 1, never 0
     t = [1, 3, 7]
     assert bucket_vector(0, t).tolist() == [1, 0, 0, 0]
