@@ -510,10 +510,10 @@ def _aperiodic_cell(args: tuple) -> dict:
     }
 
 
-def grid_cells() -> list[tuple]:
+def grid_cells(shapes=None) -> list[tuple]:
     """Every (source, period, cycles, eps0, jitter, drift) of the grid: all sources x shapes
     x eps0 at jitter 0.02, plus the stronger jitter and the phase drift on every source at
-    (25, 12) and (144, 12)."""
+    (25, 12) and (144, 12). ``shapes``: only the cells of these (period, cycles)."""
     cells = [
         (s, p, k, e, 0.02, 0.0) for s in GRID_SOURCES for (p, k) in GRID_SHAPES for e in GRID_EPS0
     ]
@@ -524,6 +524,8 @@ def grid_cells() -> list[tuple]:
         for e in GRID_EPS0
         for (j, d) in GRID_DRIFT[1:]
     ]
+    if shapes is not None:
+        cells = [c for c in cells if (c[1], c[2]) in set(shapes)]
     return cells
 
 
@@ -545,12 +547,18 @@ def _detector_speed(seed: int) -> dict:
 
 
 def bench_period_grid(
-    *, trials: int = 40, aperiodic_trials: int = 200, seed: int = 0, workers: int | None = None
+    *,
+    trials: int = 40,
+    aperiodic_trials: int = 200,
+    seed: int = 0,
+    workers: int | None = None,
+    shapes=None,
 ) -> dict:
     """The detection grid (exact match, ``trials`` per cell) and the false-claim rates on
-    aperiodic streams, for ``detect_period`` and both baselines."""
+    aperiodic streams, for ``detect_period`` and both baselines (``shapes``: only the cells
+    of these (period, cycles); the aperiodic cells always)."""
     workers = workers or os.cpu_count() or 1
-    cells = [(*c, trials, seed) for c in grid_cells()]
+    cells = [(*c, trials, seed) for c in grid_cells(shapes)]
     # longest streams first (an even load at the end), results back in grid order
     order = sorted(range(len(cells)), key=lambda i: -cells[i][1] * cells[i][2])
     aperiodic = [
@@ -700,3 +708,104 @@ def grid_markdown(result: dict, command: str) -> str:
         f"ms (median of 30; max {speed['detect_period_ms_10k_max']} ms).",
     ]
     return "\n".join(lines)
+
+
+# -- the false-claim bound with more trials (issue 19) ----------------------------------------
+
+
+def _claims_only(args: tuple) -> dict:
+    """``detect_period`` alone on an aperiodic cell: the streams of ``_aperiodic_cell`` (same
+    trial seeds, so the first trials are the grid's), claims counted."""
+    kind, n, eps0, trials, seed = args
+    claims = 0
+    for trial in range(trials):
+        rng = trial_rng(seed, "aperiodic", trial, f"{kind}/{n}/{eps0}")
+        reports = SquareWave(eps0).perturb(aperiodic_stream(kind, n, rng), rng)
+        claims += detect_period(reports).period is not None
+    upper = float(stats.beta.ppf(0.95, claims + 1, trials - claims)) if claims < trials else 1.0
+    return {
+        "kind": kind,
+        "n": n,
+        "eps0": eps0,
+        "trials": trials,
+        "claims": claims,
+        "rate": claims / trials,
+        "upper95": upper,  # one-sided 95% Clopper-Pearson upper bound of the true rate
+        "p_rate_ge_1pct": float(stats.binom.cdf(claims, trials, 0.01)),
+    }
+
+
+def false_claim_check(
+    *, trials: int = 2000, seed: int = 0, workers: int | None = None, cells=None
+) -> list[dict]:
+    """Every aperiodic cell of the grid (or ``cells``: (kind, n, eps0) triples) with
+    ``trials`` trials of ``detect_period``: claims, the one-sided 95% Clopper-Pearson upper
+    bound of the false-claim rate, and ``P(Bin(trials, 1%) <= claims)`` (the exact p-value
+    of "the true rate is >= 1%")."""
+    cells = cells or [
+        (kind, n, eps0)
+        for kind in APERIODIC_KINDS
+        for n in APERIODIC_LENGTHS
+        for eps0 in APERIODIC_EPS0
+    ]
+    jobs = [(kind, n, eps0, trials, seed) for kind, n, eps0 in cells]
+    with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        return list(pool.map(_claims_only, jobs))
+
+
+def single_period_oracle(
+    period: int = 50, cycles: int = 3, eps0=(1.0, 2.0, 5.0), trials: int = 40, seed: int = 0
+) -> list[dict]:
+    """An upper-bound-style reference for the few-cycle cells: a detector TOLD the true
+    period, testing only it (no search, no multiplicity) against WHITE noise alone at 1%
+    (one-way ANOVA of the phases, F(T - 1, n - T)), on the grid's own streams (jitter 0.02,
+    same trial seeds). Any detector that claims a period on at most 1% of white-noise
+    streams and searches over many periods does worse than this; where it is below a
+    baseline's accuracy, no such detector can match the baseline."""
+    out = []
+    for e in eps0:
+        for source in GRID_SOURCES:
+            hits = 0
+            for trial in range(trials):
+                tag = f"{source}/{period}/{cycles}/{e}/0.02/0.0"
+                rng = trial_rng(seed, "grid", trial, tag)
+                clean = grid_stream(grid_template(source, period, rng), period * cycles, rng)
+                x = SquareWave(e).perturb(clean, rng).reshape(cycles, period)
+                hits += stats.f_oneway(*x.T).pvalue < 0.01
+            out.append({"source": source, "eps0": e, "accuracy": hits / trials})
+    return out
+
+
+def false_claim_markdown(rows: list[dict], command: str) -> str:
+    """The table of ``false_claim_check``."""
+    lines = [
+        f"Generated by `{command}`.",
+        "",
+        "| input | n | ε0 | trials | claims | rate % | 95 % upper bound % | P(≤ claims if 1 %) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['kind']} | {r['n']} | {r['eps0']:g} | {r['trials']} | {r['claims']} | "
+            f"{100 * r['rate']:.2f} | {100 * r['upper95']:.2f} | {r['p_rate_ge_1pct']:.2g} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python -m ldpfleet.app.bench_cpr false-claims TRIALS WORKERS [KIND/N/EPS0 ...] [--markdown]
+    # python -m ldpfleet.app.bench_cpr grid-shapes WORKERS PERIODxCYCLES ... (JSON)
+    import json
+    import sys
+
+    argv = [a for a in sys.argv[1:] if a != "--markdown"]
+    if argv[0] == "false-claims":
+        chosen = [(k, int(n), float(e)) for k, n, e in (c.split("/") for c in argv[3:])]
+        rows = false_claim_check(trials=int(argv[1]), workers=int(argv[2]), cells=chosen or None)
+        command = "python -m ldpfleet.app.bench_cpr " + " ".join(sys.argv[1:])
+        print(false_claim_markdown(rows, command) if "--markdown" in sys.argv else json.dumps(rows))
+    elif argv[0] == "oracle":  # python -m ldpfleet.app.bench_cpr oracle
+        print(json.dumps(single_period_oracle()))
+    elif argv[0] == "grid-shapes":
+        shapes = [tuple(int(v) for v in c.split("x")) for c in argv[2:]]
+        print(json.dumps(bench_period_grid(workers=int(argv[1]), shapes=shapes)))

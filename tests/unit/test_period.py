@@ -27,15 +27,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ldpfleet.app.bench_cpr import (
+    GRID_SOURCES,
     _aperiodic_cell,
     _grid_cell,
     aperiodic_stream,
     autocorrelation_period,
+    false_claim_check,
+    false_claim_markdown,
     folded_variance_period,
+    grid_cells,
     grid_markdown,
     grid_stream,
     grid_template,
     sign_test_p,
+    single_period_oracle,
+    trial_rng,
 )
 from ldpfleet.collector.period import (
     DEFAULT_MIN_CYCLES,
@@ -537,3 +543,25 @@ def test_grid_cells_and_tables_are_consistent():
     }
     text = grid_markdown(result, "ldpfleet bench cpr --grid --markdown")
     assert "sign test" in text and "| **all** | 1 |" in text and "| ar1_slow | 300 | 5 |" in text
+
+
+def test_false_claim_check_and_the_grid_subset_and_the_oracle():
+    """The issue-19 helpers of the bench: the claims-only check counts what detect_period says
+    and bounds the rate (Clopper-Pearson, exact binomial tail), ``grid_cells(shapes)`` keeps
+    exactly those (period, cycles), the single-period oracle finds a clean square wave."""
+    (row,) = false_claim_check(trials=3, workers=1, cells=[("ar1", 150, 5.0)])
+    claims = 0
+    for t in range(3):
+        rng = trial_rng(0, "aperiodic", t, "ar1/150/5.0")
+        y = SquareWave(5.0).perturb(aperiodic_stream("ar1", 150, rng), rng)
+        claims += detect_period(y).period is not None
+    assert row["claims"] == claims and row["trials"] == 3
+    assert row["p_rate_ge_1pct"] == pytest.approx(stats.binom.cdf(row["claims"], 3, 0.01))
+    assert row["claims"] / 3 <= row["upper95"] <= 1.0
+    text = false_claim_markdown([row], "cmd")
+    assert "| ar1 | 150 | 5 | 3 |" in text
+    cells = grid_cells([(50, 3)])
+    assert len(cells) == 55 and {(c[1], c[2]) for c in cells} == {(50, 3)}
+    oracle = single_period_oracle(8, 60, (5.0,), trials=2)
+    assert {r["source"] for r in oracle} == set(GRID_SOURCES)
+    assert next(r for r in oracle if r["source"] == "square")["accuracy"] == 1.0
