@@ -154,13 +154,19 @@ def test_bad_input_is_refused_with_the_field():
 
 def test_degree_prior_spreads_consistent_counts_over_each_bucket():
     # thresholds 1, 3 on D = 5: buckets {0, 1}, {2, 3}, {4, 5}
-    prior = degree_prior([2, 4, 4], [1, 3], 5, 10)
+    prior = degree_prior([2, 4, 4], [1, 3], 5, 10, shaped=False)
     assert prior == pytest.approx([0.1, 0.1, 0.2, 0.2, 0.2, 0.2])
+    # shaped: each bucket keeps its mass, tilted towards its denser neighbour
+    shaped = degree_prior([2, 4, 4], [1, 3], 5, 10)
+    assert [shaped[0] + shaped[1], shaped[2] + shaped[3], shaped[4] + shaped[5]] == pytest.approx(
+        [0.2, 0.4, 0.4]
+    )
+    assert shaped[0] < shaped[1] and shaped[2] < shaped[3]
     # noisy sums: projected onto {x >= 0, sum = n} (here λ = 6: only bucket {2, 3} keeps 1)
     noisy = degree_prior([5, 7, -2], [1, 3], 5, 1)
     assert noisy == pytest.approx([0, 0, 0.5, 0.5, 0, 0])
     # threshold 0 gives degree 0 a bucket of its own
-    prior = degree_prior([0, 4, 4], [0, 3], 5, 8)  # buckets {0}, {1, 2, 3}, {4, 5}
+    prior = degree_prior([0, 4, 4], [0, 3], 5, 8, shaped=False)  # buckets {0}, {1..3}, {4, 5}
     assert prior == pytest.approx([0, 1 / 6, 1 / 6, 1 / 6, 1 / 4, 1 / 4])
 
 
