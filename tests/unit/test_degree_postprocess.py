@@ -282,3 +282,26 @@ def test_at_eps_half_the_theta_search_names_the_true_median():
         prior = degree_prior(noisy, thresholds, bound, n)
         wrong += int(np.searchsorted(np.cumsum(prior), 0.5 - 1e-12)) != true_median
     assert wrong == 0
+
+
+def test_the_margin_keeps_the_prior_median_unless_the_posterior_is_clearly_off_it():
+    rng = np.random.default_rng(11)
+    prior = np.bincount(rng.poisson(12, size=20_000), minlength=41)[:41].astype(float)
+    prior /= prior.sum()
+    m = int(np.searchsorted(np.cumsum(prior), 0.5 - 1e-12))
+    y = rng.uniform(-20, 40, size=2000)
+    for b in (3.0, 30.0):
+        free = posterior_degree_medians(y, prior, 20, b, 1.0)
+        kept = posterior_degree_medians(y, prior, 20, b, 1.0, margin=0.05)
+        assert np.array_equal(free, posterior_degree_medians(y, prior, 20, b, 1.0, margin=0.0))
+        moved = kept != m
+        assert np.array_equal(kept[moved], free[moved])  # a moved node gets its median
+        # the posterior CDF at m - 1 and at m (all degrees here are below θ = 20 or in the
+        # tail, whose likelihood is one: the head posterior suffices for m < 20)
+        post = np.exp(-np.abs(y[:, None] - np.minimum(np.arange(41), 20)[None, :]) / b) * prior
+        cdf = np.cumsum(post / post.sum(axis=1, keepdims=True), axis=1)
+        clear = (cdf[:, m - 1] >= 0.55) | (cdf[:, m] <= 0.45)
+        assert np.array_equal(moved, clear & (free != m))
+    # weak information (b = 30): nearly every node stays at m; sharp (b = 3): many move
+    assert np.mean(posterior_degree_medians(y, prior, 20, 30.0, 1.0, margin=0.05) == m) > 0.9
+    assert np.mean(posterior_degree_medians(y, prior, 20, 3.0, 1.0, margin=0.05) != m) > 0.5
