@@ -90,9 +90,14 @@ Search, refinement, fundamental
        not -- it is indistinguishable from a red-noise bump. Calibration (seed 404, never
        the grid's): the 19,200 streams of the family above widened to n in 90 .. 5000, eps0
        in 0.2, 0.5, 1, 2, 5, AR(1) phi 0.5 .. 0.995, random walk, trend, trend + AR(1), 40
-       each: 0.28 % got a period (0.24 % without step 5), at most 2 of 40 in any cell. On
+       each: 0.28 % got a period (about 0.24 % without step 5), at most 2 of 40 in any cell. On
        the RAW reports instead of the whitened stream the same test added 0.5 % and up to 3
        of 60 in AR(1) cells at eps0 = 5 (red leakage is not locally flat): rejected.
+       Known excess (not from step 5): AR(1) phi = 0.95, n = 1000, eps0 = 5 gets a period in
+       1.2 % of 2,000 trials (docs/cpr-grid.md); in the streams looked at, the background
+       fitted to the ``3 min`` estimates was nearly flat over bins 1-16 where the AR(1)
+       spectrum falls ~5-fold (a few near-zero minima at the lowest bins), and a bump at
+       bins 4-8 then passes even the penalty.
 
 Defaults: ``max_period = n // min_cycles``, ``min_cycles = DEFAULT_MIN_CYCLES = 3`` (every
 period with at least 3 whole cycles), ``min_period = 2`` (``T = 2`` has no harmonic below the
