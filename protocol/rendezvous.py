@@ -18,6 +18,13 @@ topic, ``ldp/{run}/ctl/run``:
   deadline ends the wait (``RunWaitTimedOut``: "no collector announced run fbx within
   60 s").
 
+Broker clusters. Some clustered brokers keep a retained message only on the node it was
+published to (RabbitMQ 3.10's MQTT plugin: seen), so a fleet subscribing on another node
+after the announcement never gets it. With ``repeat_every`` the host publishes its
+``RunOpen`` again at that interval while the run is open (``handle_timer``): a waiter
+subscribed on any node receives the next repeat live, and a repeat the waiter has already
+decided on is ignored. Off by default (``[broker] announce_every``).
+
 Lost and reordered messages. A retained message is only lost with the broker's state (a
 restart without persistence) or a subscription that did not take; the waiter therefore
 asks its pump to subscribe again every ``resubscribe_every`` seconds (``Resubscribe``), and
@@ -161,22 +168,40 @@ class Resubscribe(Event):
 class RunHost(Machine):
     """The collector's side: announce the run (retained), then close it."""
 
-    def __init__(self, run: str, terms: RunTerms, epoch: int) -> None:
+    def __init__(
+        self, run: str, terms: RunTerms, epoch: int, *, repeat_every: float | None = None
+    ) -> None:
         super().__init__()
+        if repeat_every is not None and not (
+            isinstance(repeat_every, int | float) and repeat_every > 0
+        ):
+            raise ParameterError(
+                f"must be > 0 seconds or None, got {repeat_every!r}", field="repeat_every"
+            )
         self.run = topics.check_ident(run, "run")
         self.terms = terms
         self.epoch = epoch
+        self.repeat_every = repeat_every
         self.state = "new"  # new -> open -> closed
+        self.repeats = 0  # announcements published again (repeat_every)
+        self._repeat_at: float | None = None
 
     @property
     def topic(self) -> str:
         """``ldp/{run}/ctl/run``: publish what this machine sends there with retain."""
         return topics.ctl(self.run, ANNOUNCE_KIND)
 
-    def open(self) -> None:
-        """Announce the run (publish retained)."""
+    def open(self, now: float = 0.0) -> None:
+        """Announce the run (publish retained); with ``repeat_every``, again from
+        ``now + repeat_every`` on (``handle_timer``)."""
         if self.state != "new":
             raise LocalProtocolError(f"the run was already {self.state}")
+        self._announce()
+        self.state = "open"
+        if self.repeat_every is not None:
+            self._repeat_at = now + self.repeat_every
+
+    def _announce(self) -> None:
         t = self.terms
         self._send(
             self.topic,
@@ -192,7 +217,17 @@ class RunHost(Machine):
             ),
             retain=True,
         )
-        self.state = "open"
+
+    def next_timer(self) -> float | None:
+        return self._repeat_at if self.state == "open" else None
+
+    def handle_timer(self, now: float) -> None:
+        """Publish the announcement again when its repeat is due (open runs only)."""
+        if self.state != "open" or self._repeat_at is None or now < self._repeat_at:
+            return
+        self._announce()
+        self.repeats += 1
+        self._repeat_at = now + self.repeat_every
 
     def close(self, reason: str = "") -> None:
         """Replace the announcement with the end of the run (publish retained)."""

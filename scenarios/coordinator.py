@@ -200,7 +200,11 @@ async def coordinator_side(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     wall = time.perf_counter()
-    announcer = RunAnnouncer(run, run_terms(scenario, run, seed))
+    announcer = RunAnnouncer(
+        run,
+        run_terms(scenario, run, seed),
+        repeat_every=scenario.spec.broker.announce_every or None,
+    )
     document: dict = {"run": run, "aborted": None, "partitions": count}
     async with open_broker(broker, credentials=credentials) as (transport, info):
         recorder = TraceRecorder(

@@ -260,6 +260,10 @@ class BrokerSection(_Section):
 
     url: str = "embedded"
     auth: bool | Literal["auto"] = "auto"
+    # seconds between repeats of the collector's run announcement while the run is open
+    # (0: retained once). For clustered brokers that keep a retained message on its node
+    # only (RabbitMQ 3.10): a fleet on another node gets the next repeat live.
+    announce_every: Annotated[float, Meta(ge=0, le=3600)] = 0.0
 
 
 class Scenario(_Section):

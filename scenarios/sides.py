@@ -198,7 +198,11 @@ async def collector_side(
     out.mkdir(parents=True, exist_ok=True)
     wall = time.perf_counter()
     state = _CollectorRun(auth=credentials is not None)
-    announcer = RunAnnouncer(run, run_terms(scenario, run, seed))
+    announcer = RunAnnouncer(
+        run,
+        run_terms(scenario, run, seed),
+        repeat_every=scenario.spec.broker.announce_every or None,
+    )
     try:
         async with open_broker(broker, credentials=credentials) as (transport, info):
             state.info = info

@@ -208,14 +208,26 @@ check_ports_free() { # check_ports_free NODES...
     done
 }
 
-join_to_a() { # join_to_a N DEADLINE: node N (started) joins node a's cluster
-    local n=$1 deadline=$2
-    say "joining $(node_name "$n") to $NODE_A"
+try_join() { # try_join N: one attempt of stop_app, join_cluster, start_app
+    local n=$1
+    ctl "$n" stop_app >/dev/null 2>&1 || return 1
     # (join_cluster logs harmless errors about the joining node's tables to stderr)
-    ctl "$n" stop_app >/dev/null
-    ctl "$n" join_cluster "$NODE_A" >/dev/null 2>"$BASE/$n/log/join.err" ||
-        die "$(node_name "$n") could not join $NODE_A: $(tail -n 5 "$BASE/$n/log/join.err")"
-    ctl "$n" start_app >/dev/null
+    ctl "$n" join_cluster "$NODE_A" >/dev/null 2>"$BASE/$n/log/join.err" || return 1
+    ctl "$n" start_app >/dev/null 2>&1 || return 1
+}
+
+join_to_a() { # join_to_a N DEADLINE: node N (started) joins node a's cluster
+    local n=$1 deadline=$2 attempt=1
+    say "joining $(node_name "$n") to $NODE_A"
+    # a loaded machine can time a rabbitmqctl call out (CTL_TIMEOUT): try again until the
+    # deadline (a join that had already gone through makes the next attempt a no-op)
+    until try_join "$n"; do
+        [ "$(date +%s)" -lt "$deadline" ] ||
+            die "$(node_name "$n") could not join $NODE_A within ${START_TIMEOUT}s: $(tail -n 5 "$BASE/$n/log/join.err" 2>/dev/null)"
+        say "join attempt $attempt of $(node_name "$n") failed: trying again"
+        attempt=$((attempt + 1))
+        ctl "$n" await_startup --timeout 5 >/dev/null 2>&1 || true
+    done
     until cluster_healthy a "$n"; do
         [ "$(date +%s)" -lt "$deadline" ] || die "cluster not complete within ${START_TIMEOUT}s: $(running_nodes a | tr '\n' ' ')"
         ctl "$n" await_startup --timeout 5 >/dev/null 2>&1 || true

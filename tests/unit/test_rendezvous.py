@@ -204,3 +204,47 @@ def test_both_announcements_are_sent_retained():
     out = host.pop_outbound()
     assert [(o.topic, o.retain) for o in out] == [(topics.ctl(RUN, "run"), True)] * 2
     assert [type(o.message) for o in out] == [RunOpen, RunClosed]
+
+
+def test_repeats_are_off_by_default():
+    host = RunHost(RUN, TERMS, epoch=3)
+    host.open(0.0)
+    announcements(host)
+    assert host.next_timer() is None
+    host.handle_timer(1e6)
+    assert host.pop_outbound() == [] and host.repeats == 0
+
+
+def test_repeated_announcements_reach_a_fleet_that_missed_the_retained_one():
+    """A clustered broker that keeps the retained announcement on another node: the fleet
+    subscribes, gets nothing retained, and opens on the next repeat; repeats end with the
+    run, and a fleet already open ignores them."""
+    host = RunHost(RUN, TERMS, epoch=5, repeat_every=2.0)
+    host.open(10.0)
+    first = announcements(host)
+    assert [type(m) for m in first] == [RunOpen] and host.next_timer() == 12.0
+    fleet = waiter()  # subscribed at 0 on a node without the retained message
+    host.handle_timer(11.9)  # not due
+    assert host.pop_outbound() == []
+    host.handle_timer(12.0)
+    repeat = host.pop_outbound()
+    assert [(o.topic, o.retain) for o in repeat] == [(topics.ctl(RUN, "run"), True)]
+    assert codec.encode(repeat[0].message) == codec.encode(first[0])  # the same announcement
+    assert host.next_timer() == 14.0 and host.repeats == 1
+    fleet.receive(codec.decode(codec.encode(repeat[0].message)), 12.1)
+    assert fleet.pop_events() == [RunOpened(5)]
+    host.handle_timer(14.0)
+    fleet.receive(announcements(host)[0], 14.1)  # already open: ignored
+    assert fleet.pop_events() == [] and fleet.state == "open"
+    host.close("done")
+    assert [type(m) for m in announcements(host)] == [RunClosed]
+    assert host.next_timer() is None
+    host.handle_timer(100.0)
+    assert host.pop_outbound() == [] and host.repeats == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "2"])
+def test_a_bad_repeat_interval_is_refused_by_name(bad):
+    with pytest.raises(ParameterError) as error:
+        RunHost(RUN, TERMS, epoch=1, repeat_every=bad)
+    assert error.value.field == "repeat_every" and repr(bad) in str(error.value)

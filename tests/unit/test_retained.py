@@ -408,3 +408,30 @@ def test_the_mosquitto_acl_grants_the_same_on_ctl_run():
         if f"topic write ldp/{RUN}/ctl/#" in block or f"topic write ldp/{RUN}/#" in block
     ]
     assert writers == ["collector", "admin"]
+
+
+@pytest.mark.parametrize("repeat_every", [None, 0.05])
+async def test_repeated_announcements_reach_a_fleet_the_retained_one_missed(repeat_every):
+    """A clustered broker that keeps the retained announcement on another node (the
+    retained message removed here): without repeats the fleet times out; with
+    ``repeat_every`` it opens on the next repeat, and ``close`` ends the repeats."""
+    broker = MemoryTransport()
+    announcer = RunAnnouncer(RUN, TERMS, epoch=43, repeat_every=repeat_every)
+    async with broker.connect(f"{RUN}-collector") as conn:
+        await announcer.open(conn)
+        del broker.retained[TOPIC]  # this fleet's node never held it
+        waiting = wait_for_run(
+            broker, RUN, TERMS, client_id=f"{RUN}-fleet", timeout=TIMEOUT if repeat_every else 0.3
+        )
+        if repeat_every is None:
+            with pytest.raises(RunNotAnnounced):
+                await waiting
+        else:
+            assert await waiting == 43
+            assert announcer.host.repeats >= 1
+        await announcer.close(conn, "done")
+        repeats = announcer.host.repeats
+        assert announcer.host.next_timer() is None
+    assert isinstance(codec.decode(broker.retained[TOPIC]), RunClosed)
+    await asyncio.sleep(0)
+    assert announcer.host.repeats == repeats  # nothing after the close
