@@ -32,6 +32,7 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.conftest import ROOT
+from tests.e2e.test_sides import SECURE_SUM_SECTION
 
 CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
 SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
@@ -259,17 +260,7 @@ def test_a_control_trace_keeps_the_device_traffic_out_of_the_workers_traces():
     assert _worker_filters(control, "r", 1) == ("ldp/r/ctl/stage",)
 
 
-SECURE = (
-    STREAM
-    + """
-[secure_sum]
-dim = 4
-clip = [5.0, 35.0]
-dropout = 0.25
-dropout_stage = "after_shares"
-stage_timeout = 3.0
-"""
-)
+SECURE = STREAM + SECURE_SUM_SECTION
 
 
 def without_timings(entry: dict) -> dict:

@@ -13,6 +13,7 @@ and a Mosquitto with ``ldpfleet mosquitto-config``'s files, both with per-run lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -117,20 +119,28 @@ class Hosts:
             handle.close()
 
 
-@pytest.fixture
-def hosts(tmp_path):
+@contextlib.contextmanager
+def hosts_up(make: Callable[[], Hosts], names: tuple[str, ...]) -> Iterator[Hosts]:
+    """The test hosts ``names`` (``make()`` builds the object), removed afterwards; a
+    machine without network namespaces skips (fails in CI)."""
     if not netns_available():
         service_missing(
             "network namespaces need root and iproute2 (ip netns)",
             in_ci="CI runs as root with iproute2: ip netns must work",
         )
-    made = Hosts(tmp_path)
-    made.script("up", *HOSTS)
+    made = make()
+    made.script("up", *names)
     try:
         yield made
     finally:
         made.close()
-        made.script("down", *HOSTS)
+        made.script("down", *names)
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    with hosts_up(lambda: Hosts(tmp_path), HOSTS) as made:
+        yield made
 
 
 def start_broker(kind: str, hosts: Hosts, credentials: Path, run: str) -> str:

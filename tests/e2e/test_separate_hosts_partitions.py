@@ -30,7 +30,6 @@ from ldpfleet.broker.tls import ENV_CERT, ENV_KEY
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import service_missing
 from tests.e2e.test_partitions import SECURE, with_partitions, without_timings
 from tests.e2e.test_separate_hosts import (
     CLI,
@@ -38,10 +37,10 @@ from tests.e2e.test_separate_hosts import (
     SCENARIO,
     SCRIPT,
     Hosts,
-    netns_available,
+    hosts_up,
     start_broker,
 )
-from tests.e2e.test_separate_hosts_tls import start_tls_broker
+from tests.e2e.test_separate_hosts_tls import pki_paths, start_tls_broker
 
 pytestmark = [pytest.mark.slow, pytest.mark.netns]
 
@@ -82,18 +81,8 @@ class OwnDirectories(Hosts):
 
 @pytest.fixture
 def six_hosts(tmp_path):
-    if not netns_available():
-        service_missing(
-            "network namespaces need root and iproute2 (ip netns)",
-            in_ci="CI runs as root with iproute2: ip netns must work",
-        )
-    made = OwnDirectories(tmp_path)
-    made.script("up", *HOSTS)
-    try:
+    with hosts_up(lambda: OwnDirectories(tmp_path), HOSTS) as made:
         yield made
-    finally:
-        made.close()
-        made.script("down", *HOSTS)
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -172,13 +161,7 @@ def _deploy(hosts: OwnDirectories, tmp_path: Path, run: str, tls: bool, text: st
     if tls:
         made = _cli("certs", "--out", "pki", "--host", hosts.addr("broker"), cwd=tmp_path)
         assert made.returncode == 0, made.stdout + made.stderr
-        pki = {
-            name: tmp_path / "pki" / file
-            for name, file in {
-                "ca": "ca.pem", "server": "server.pem", "server_key": "server.key",
-                "client": "client.pem", "client_key": "client.key",
-            }.items()
-        }  # fmt: skip
+        pki = pki_paths(tmp_path / "pki")
         handed |= {f"pki/{name}": tmp_path / "pki" / name for name in PKI}
         # every client host finds its certificate in its own directory (relative paths)
         hosts.env |= {ENV_CERT: "pki/client.pem", ENV_KEY: "pki/client.key"}

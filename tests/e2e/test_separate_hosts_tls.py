@@ -36,6 +36,15 @@ from tests.e2e.test_separate_hosts import (
 pytestmark = [pytest.mark.slow, pytest.mark.netns]
 
 
+def pki_paths(folder) -> dict:
+    """The files ``ldpfleet certs --out folder`` writes, by role."""
+    files = {
+        "ca": "ca.pem", "server": "server.pem", "server_key": "server.key",
+        "client": "client.pem", "client_key": "client.key",
+    }  # fmt: skip
+    return {name: folder / file for name, file in files.items()}
+
+
 def start_tls_broker(kind: str, machines: Hosts, credentials, pki: dict) -> str:
     """The broker on its host, listening with TLS only and requiring client certificates;
     its URL as the other hosts reach it."""
@@ -82,13 +91,7 @@ def test_four_hosts_over_tls_with_client_certificates(kind, hosts, tmp_path):  #
         capture_output=True, text=True, timeout=SAFETY,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
-    pki = {
-        name: tmp_path / "pki" / file
-        for name, file in {
-            "ca": "ca.pem", "server": "server.pem", "server_key": "server.key",
-            "client": "client.pem", "client_key": "client.key",
-        }.items()
-    }  # fmt: skip
+    pki = pki_paths(tmp_path / "pki")
     url = start_tls_broker(kind, hosts, credentials, pki)
 
     # without a client certificate the broker lets nobody in: one sentence, exit 2

@@ -33,9 +33,8 @@ BASE = [sys.executable, "-m", "ldpfleet.app.cli"]
 QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
 
 STREAM = QUICK.replace("devices = 50", "devices = 8").replace("steps = 200", "steps = 40")
-SECURE = (
-    STREAM
-    + """
+# a secure sum of the readings after the stream, a quarter of the devices dropping out
+SECURE_SUM_SECTION = """
 [secure_sum]
 dim = 4
 clip = [5.0, 35.0]
@@ -43,7 +42,7 @@ dropout = 0.25
 dropout_stage = "after_shares"
 stage_timeout = 3.0
 """
-)
+SECURE = STREAM + SECURE_SUM_SECTION
 GCDP = (
     (ROOT / "scenarios" / "occupancy-release.toml")
     .read_text()
