@@ -133,7 +133,11 @@ async def cadr_collector_side(
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
     out = fresh_outputs(out_dir)
-    announcer = RunAnnouncer(run, cadr_terms(scenario, graph, settings.seed))
+    announcer = RunAnnouncer(
+        run,
+        cadr_terms(scenario, graph, settings.seed),
+        repeat_every=scenario.spec.broker.announce_every or None,
+    )
     async with (
         open_broker(_joinable(broker), credentials=credentials) as (transport, info),
         transport.connect(f"{run}-collector-announce") as conn,
@@ -160,6 +164,8 @@ async def cadr_collector_side(
             )
         except (DevicesMissing, CadrFailed) as error:
             raise CadrSideStopped(str(error)) from None
+        finally:
+            await announcer.stop_repeating()  # a failed run may not have closed it
     results = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=None
     )

@@ -235,6 +235,36 @@ async def test_both_sides_in_one_process_over_a_memory_transport(tmp_path):
     assert report.ok, report.mismatches
 
 
+async def test_announce_every_reaches_fleets_that_never_get_the_retained_announcement(tmp_path):
+    """A broker node without the retained announcement (RabbitMQ 3.10 keeps it on the
+    node it was published to; here it is removed once published): fleet sides started after
+    the announcement join on a repeat (``[broker] announce_every``) and the run completes
+    with the release of the one-process run."""
+    text = SCENARIO.format(stage_timeout=STAGE_TIMEOUT) + "announce_every = 0.2\n"
+    scenario = parse_scenario(text)
+    transport = MemoryTransport()
+    topic = topics.ctl("rep", ANNOUNCE_KIND)
+    collector = asyncio.create_task(
+        cadr_collector_side(scenario, transport, "rep", tmp_path / "c", fleet_timeout=SAFETY)
+    )
+    async with asyncio.timeout(SAFETY):
+        while topic not in transport.retained:  # announced
+            assert not collector.done(), collector.result()
+            await asyncio.sleep(0.01)
+    del transport.retained[topic]  # this node never held it
+    dirs = [tmp_path / "f0", tmp_path / "f1"]
+    await asyncio.gather(
+        collector,
+        *(
+            cadr_fleet_side(scenario, transport, "rep", (i, 2), dirs[i], wait_timeout=SAFETY)
+            for i in range(2)
+        ),
+    )
+    merged = merge_cadr_outputs(tmp_path / "c", dirs)
+    expected = await reference(tmp_path)
+    assert merged["released"] == expected["released"] and merged["mae"] == expected["mae"]
+
+
 async def test_a_missing_shard_stops_the_collector_and_the_shard_that_came(tmp_path):
     scenario = parse_scenario(SCENARIO.format(stage_timeout=STAGE_TIMEOUT))
     transport = MemoryTransport()
