@@ -232,10 +232,10 @@ class CollectorService:
         finally:
             self._wake.set()
 
-    def _reconstruct_completed(self, *, at_least: int | None = None) -> None:
+    def _reconstruct_completed(self) -> None:
         """Hand the persisted streams of newly complete devices to the pool, a chunk at a
         time (reading them back costs one indexed query per chunk)."""
-        if self._early is None or len(self._completed) < (at_least or self._early.chunk):
+        if self._early is None or len(self._completed) < self._early.chunk:
             return
         devices, self._completed = self._completed, []
         self._early.add(self.store.device_values(devices))
@@ -248,8 +248,9 @@ class CollectorService:
         started = time.perf_counter()
         during = 0
         if self._early is not None:
-            during = self._early.during_stage  # handed to the pool while the stage ran
-            self._reconstruct_completed(at_least=1)
+            # handed to the pool while the stage ran; the rest (complete devices short of a
+            # chunk among them) is in ``streams`` already, read once for the whole run
+            during = self._early.during_stage
             self.reconstructions = await asyncio.to_thread(self._early.finish, streams)
         else:
             self.reconstructions = await asyncio.to_thread(
