@@ -48,7 +48,6 @@ from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.collector.readiness import DevicesMissing
-from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.protocol import codec, topics
@@ -70,7 +69,7 @@ from ldpfleet.scenarios.cadr_run import (
     scenario_header,
     write_cadr_results,
 )
-from ldpfleet.scenarios.sides import fleet_client_id
+from ldpfleet.scenarios.sides import fleet_client_id, run_announcer
 
 __all__ = [
     "RELEASED",
@@ -133,11 +132,7 @@ async def cadr_collector_side(
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
     out = fresh_outputs(out_dir)
-    announcer = RunAnnouncer(
-        run,
-        cadr_terms(scenario, graph, settings.seed),
-        repeat_every=scenario.spec.broker.announce_every or None,
-    )
+    announcer = run_announcer(scenario, run, cadr_terms(scenario, graph, settings.seed))
     async with (
         open_broker(_joinable(broker), credentials=credentials) as (transport, info),
         transport.connect(f"{run}-collector-announce") as conn,

@@ -36,7 +36,6 @@ from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
-from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError
@@ -54,6 +53,7 @@ from ldpfleet.scenarios.sides import (
     _save_side_arrays,
     _stopped,
     _stream_entry,
+    run_announcer,
     run_terms,
 )
 
@@ -200,11 +200,7 @@ async def coordinator_side(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     wall = time.perf_counter()
-    announcer = RunAnnouncer(
-        run,
-        run_terms(scenario, run, seed),
-        repeat_every=scenario.spec.broker.announce_every or None,
-    )
+    announcer = run_announcer(scenario, run, run_terms(scenario, run, seed))
     document: dict = {"run": run, "aborted": None, "partitions": count}
     async with open_broker(broker, credentials=credentials) as (transport, info):
         recorder = TraceRecorder(

@@ -119,6 +119,12 @@ def _device_count(scenario: LoadedScenario) -> int:
     return load_graph(source).n
 
 
+def run_announcer(scenario: LoadedScenario, run: str, terms: RunTerms) -> RunAnnouncer:
+    """The collector side's announcer of ``run`` on ``terms``, repeating every ``[broker]
+    announce_every`` seconds when that is set."""
+    return RunAnnouncer(run, terms, repeat_every=scenario.spec.broker.announce_every or None)
+
+
 def run_terms(scenario: LoadedScenario, run: str, seed: int | None = None) -> RunTerms:
     """What the collector side and every fleet shard of ``run`` must agree on."""
     return RunTerms(
@@ -198,11 +204,7 @@ async def collector_side(
     out.mkdir(parents=True, exist_ok=True)
     wall = time.perf_counter()
     state = _CollectorRun(auth=credentials is not None)
-    announcer = RunAnnouncer(
-        run,
-        run_terms(scenario, run, seed),
-        repeat_every=scenario.spec.broker.announce_every or None,
-    )
+    announcer = run_announcer(scenario, run, run_terms(scenario, run, seed))
     try:
         async with open_broker(broker, credentials=credentials) as (transport, info):
             state.info = info
