@@ -63,6 +63,15 @@ async def stop_process(process: asyncio.subprocess.Process) -> None:
         await process.wait()
 
 
+def log_tail(path: Path, count: int) -> list[str]:
+    """The last ``count`` non-blank lines of a process's log (none if it is missing)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()][-count:]
+
+
 class ShardedFleet:
     """The devices of one run, as ``shards`` processes against ``broker_url``."""
 
@@ -192,10 +201,7 @@ class ShardedFleet:
             return
         self._warned.add(index)
         logfile = self._shard_dir(index) / "fleet.log"
-        try:
-            tail = logfile.read_text(errors="replace").strip().splitlines()[-12:]
-        except OSError:
-            tail = []
+        tail = log_tail(logfile, 12)
         log.warning(
             "fleet shard %d/%d wrote no outcome (exit code %s); the end of %s:\n%s",
             index,

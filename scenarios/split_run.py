@@ -47,7 +47,7 @@ from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
-from ldpfleet.scenarios.shards import die_with_parent, stop_process
+from ldpfleet.scenarios.shards import die_with_parent, log_tail, stop_process
 from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
 from ldpfleet.scenarios.sides import fleet_side, scenario_kind
 
@@ -124,10 +124,7 @@ def _side_command(side: str, scenario_file: Path, url: str, run: str, out: Path,
 
 
 def _tail(path: Path) -> str:
-    if not path.exists():
-        return ""
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    return " | ".join(lines[-LOG_TAIL:])
+    return " | ".join(log_tail(path, LOG_TAIL))
 
 
 async def _spawn(command: list[str], log: Path, *, pipe: bool) -> asyncio.subprocess.Process:
