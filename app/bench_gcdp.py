@@ -51,21 +51,38 @@ import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
 from ldpfleet.app.bench_commands import GCDP_METHODS as METHODS
 from ldpfleet.app.bench_commands import bench_gcdp_command
-from ldpfleet.app.gcdp_datasets import DATA_ROOT, READINGS, Prepared, Readings, prepare
+from ldpfleet.app.gcdp_datasets import (
+    ATTACK_LAG,
+    DATA_ROOT,
+    READINGS,
+    Prepared,
+    Readings,
+    prepare,
+)
 from ldpfleet.collector.gcdp import (
     ada_dp,
     allocate_budget,
     calibrate_from_data,
     empirical_influence,
     gau_dp,
+    gaussian_grid,
     gc_dp,
+    l2_certificate,
     lap_dp,
     non_private,
     release_scales,
     risk_dp,
+    uniform_allocation,
 )
 from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
-from ldpfleet.collector.gcdp.evaluation import f1_percent, oriented_auc
+from ldpfleet.collector.gcdp.evaluation import (
+    NoiseLaw,
+    f1_percent,
+    informed_attack_scores,
+    informed_gaussian_scores,
+    oriented_auc,
+    temporal_smooth,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -259,6 +276,64 @@ def _budgets(cal: dict, eps: float) -> np.ndarray:
                            cal.get("coordinate_map"), **cal.get("allocation", {}))  # fmt: skip
 
 
+def noise_law(method: str, cal: dict, eps: float) -> NoiseLaw:
+    """The noise law of ``method``'s release at ``eps`` under ``cal`` (what ``_release``
+    draws, computed from the public theta alone): Laplace b_k = s_k / eps_k for the pure-eps
+    methods, Gau-DP's sigma on every coordinate, zeros for NonPrivate. The informed
+    attacker's knowledge; tests hold it against the releases' empirical noise."""
+    b = np.asarray(cal["bounds"], dtype=float)
+    d = b.size
+    readings = cal.get("readings", READINGS)
+    if method == "NonPrivate":
+        return NoiseLaw("laplace", np.zeros(d))
+    if method == "Gau-DP":
+        sens = l2_certificate(b)
+        if cal.get("gau_l2") is not None:
+            sens = min(float(cal["gau_l2"]), sens)
+        changed = d if cal.get("gau_changed") is None else cal["gau_changed"]
+        grid = gaussian_grid(eps, float(readings.gau_delta), sens, changed, readings.gau_sigma)
+        return NoiseLaw("gaussian", np.full(d, grid.sigma))
+    if method == "Lap-DP":
+        scales, budgets = b, uniform_allocation(eps, d)
+    elif method == "Ada-DP":
+        scales = np.asarray(cal["scales"], dtype=float)
+        budgets = allocate_budget(eps, scales, cal["utility"], np.zeros(d), None, beta_r=0.0)
+    elif method == "Risk-DP":
+        scales = np.asarray(cal["scales"] if readings.risk_scales == "gcdp" else b, dtype=float)
+        offset = {"exposure_offset": 1e-8} if readings.risk_offset == "eta" else {}
+        budgets = allocate_budget(eps, scales, np.zeros(d), cal["exposure"],
+                                  cal.get("coordinate_map"), beta_u=0.0, **offset)  # fmt: skip
+    else:
+        scales, budgets = np.asarray(cal["scales"], dtype=float), _budgets(cal, eps)
+    return NoiseLaw("laplace", scales / np.asarray(budgets, dtype=float))
+
+
+def _attack_scores(method, prep: Prepared, cal, eps, released, train_rel, rows):
+    """The attacker's (decision values, predictions) on ``released`` (clipped, windows in
+    time order) under ``prep.readings.attack``; ``rows`` selects the scored windows."""
+    readings = prep.readings
+    inputs = prep.attack_inputs
+    if readings.attack.startswith("informed"):
+        law = noise_law(method, cal, eps)
+        seen = released if rows is None else released[rows]
+        law = NoiseLaw(law.kind, law.scale[inputs])
+        scorer = (
+            informed_attack_scores if readings.attack == "informed" else informed_gaussian_scores
+        )
+        score = scorer(seen[:, inputs], prep.train_f[:, inputs], prep.train_protected, law)
+        return score, (score >= 0.0).astype(int)
+    attacker = prep.attacker
+    if readings.attack == "temporal":
+        released = temporal_smooth(released, ATTACK_LAG)
+        attacker = prep.temporal_attacker
+        if readings.attacker_fit == "private":
+            train_rel = temporal_smooth(train_rel, ATTACK_LAG)
+    if readings.attacker_fit == "private":
+        attacker = prep.fit_attacker(train_rel[:, inputs], prep.train_protected)
+    seen = (released if rows is None else released[rows])[:, inputs]
+    return attacker.decision(seen), attacker.predict(seen)
+
+
 def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
     """Every window released with the same theta (one invocation per row, batched)."""
     out = _release(method, np.asarray(feats, dtype=float), cal, eps, rng)
@@ -287,13 +362,8 @@ def _draw(method, prep: Prepared, feats, labels, cal, eps, rng_key, attack) -> t
     if attack is None:
         return score, None, None
     protected, rows = attack
-    attacker = prep.attacker
-    inputs = prep.attack_inputs
-    if readings.attacker_fit == "private":
-        attacker = prep.fit_attacker(train_rel[:, inputs], prep.train_protected)
-    seen = (released if rows is None else released[rows])[:, inputs]
-    auc = oriented_auc(protected, attacker.decision(seen))
-    return score, auc, f1_percent(protected, attacker.predict(seen)) / 100.0
+    decision, predicted = _attack_scores(method, prep, cal, eps, released, train_rel, rows)
+    return score, oriented_auc(protected, decision), f1_percent(protected, predicted) / 100.0
 
 
 def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attack=None,
