@@ -32,9 +32,14 @@ helpers):
   (wall time without tracemalloc; memory in a separate traced pass).
 * Attack AUC (Section 5.3 diagnostic, our choice since the seed does not pin it): protected
   attribute = the window's HumidityRatio mean above the training-window median; fixed
-  attacker = logistic regression trained once on non-private training windows from the
-  other four channels, applied to their privatized release; oriented AUC max(AUC, 1-AUC)
-  averaged over the same draws as F1.
+  attacker (``Readings.attack``, kept ``"temporal"``) = logistic regression trained once on
+  non-private training windows from the other four channels, each window averaged with its
+  3 neighbours on each side in time, applied to the same average of the privatized release;
+  oriented AUC max(AUC, 1-AUC) averaged over the same draws as F1. ``noise_law`` gives the
+  informed attackers (and the oracles) each method's noise from the public theta.
+* Oracles (diagnostics, Occupancy): ``bayes_bound_f1`` per method and
+  ``best_allocation_bound_f1`` bound what a classifier of a release can reach (they know
+  the test windows and labels).
 
 Draw generators derive from (seed, eps, draw) only: common random numbers across methods
 (paired comparisons), and a cell does not depend on which other methods or budgets were

@@ -21,11 +21,13 @@ every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
   logistic regression fitted once on non-private training windows from the OTHER four
   channels (HumidityRatio is a function of Temperature and Humidity, a cross-channel
   inference), applied to those four privatized coordinates; score = its decision value.
-  Other attacker readings (``docs/gcdp.md``, "Attack readings"): ``temporal_smooth`` (the
-  attacker averages each released window with its neighbours in time, exploiting the
-  temporal correlation of the released sequence) and ``informed_attack_scores`` (an
-  attacker who knows the public release parameters theta, hence each coordinate's noise law,
-  and scores the Bayes log-likelihood ratio against the clean training windows).
+  The kept reading (``docs/gcdp.md``, "Attack readings") fits and applies it to
+  ``temporal_smooth``-ed windows: each window averaged with its neighbours in time, which
+  exploits the temporal correlation of the released sequence. Other readings:
+  ``informed_attack_scores`` and ``informed_gaussian_scores`` (an attacker who knows the
+  public release parameters theta, hence each coordinate's noise law, and scores the Bayes
+  log-likelihood ratio against the clean training windows, with an empirical or a
+  Gaussian class model).
 
 The Intel Lab and WISDM protocols (``scenarios/gcdp_datasets.py``, ``docs/gcdp-datasets.md``)
 reuse these helpers and add a multiclass classifier (``fit_one_vs_rest``: one fixed
