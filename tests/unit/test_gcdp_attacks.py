@@ -256,8 +256,16 @@ def test_temporal_attacker_is_stronger_on_validation():
     diffs = []
     for k in range(200):
         aucs = [
-            bench._draw("Lap-DP", s, feats, labels, cal, 1.0, (1000 + k, 0, 2),
-                        (s.val_protected, s.val_attack_rows))[1]  # fmt: skip
+            bench._draw(
+                "Lap-DP",
+                s,
+                feats,
+                labels,
+                cal,
+                1.0,
+                (1000 + k, 0, 2),
+                (s.val_protected, s.val_attack_rows),
+            )[1]
             for s in sels.values()
         ]
         diffs.append(aucs[0] - aucs[1])
