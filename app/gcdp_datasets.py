@@ -211,7 +211,7 @@ class Readings:
                 )
         if self.attack.startswith("informed") and self.attacker_fit != "clean":
             raise ParameterError(
-                "must be clean with attack=informed (that attacker fits nothing), "
+                f"must be clean with attack={self.attack} (that attacker fits nothing), "
                 f"got {self.attacker_fit!r}",
                 field="readings.attacker_fit",
             )
