@@ -32,9 +32,14 @@ helpers):
   (wall time without tracemalloc; memory in a separate traced pass).
 * Attack AUC (Section 5.3 diagnostic, our choice since the seed does not pin it): protected
   attribute = the window's HumidityRatio mean above the training-window median; fixed
-  attacker = logistic regression trained once on non-private training windows from the
-  other four channels, applied to their privatized release; oriented AUC max(AUC, 1-AUC)
-  averaged over the same draws as F1.
+  attacker (``Readings.attack``, kept ``"temporal"``) = logistic regression trained once on
+  non-private training windows from the other four channels, each window averaged with its
+  3 neighbours on each side in time, applied to the same average of the privatized release;
+  oriented AUC max(AUC, 1-AUC) averaged over the same draws as F1. ``noise_law`` gives the
+  informed attackers (and the oracles) each method's noise from the public theta.
+* Oracles (diagnostics, Occupancy): ``bayes_bound_f1`` per method and
+  ``best_allocation_bound_f1`` bound what a classifier of a release can reach (they know
+  the test windows and labels).
 
 Draw generators derive from (seed, eps, draw) only: common random numbers across methods
 (paired comparisons), and a cell does not depend on which other methods or budgets were
@@ -51,21 +56,39 @@ import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
 from ldpfleet.app.bench_commands import GCDP_METHODS as METHODS
 from ldpfleet.app.bench_commands import bench_gcdp_command
-from ldpfleet.app.gcdp_datasets import DATA_ROOT, READINGS, Prepared, Readings, prepare
+from ldpfleet.app.gcdp_datasets import (
+    ATTACK_LAG,
+    DATA_ROOT,
+    READINGS,
+    Prepared,
+    Readings,
+    prepare,
+)
 from ldpfleet.collector.gcdp import (
     ada_dp,
     allocate_budget,
     calibrate_from_data,
     empirical_influence,
     gau_dp,
+    gaussian_grid,
     gc_dp,
+    l2_certificate,
     lap_dp,
+    laplace_release,
     non_private,
     release_scales,
     risk_dp,
+    uniform_allocation,
 )
 from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
-from ldpfleet.collector.gcdp.evaluation import f1_percent, oriented_auc
+from ldpfleet.collector.gcdp.evaluation import (
+    NoiseLaw,
+    f1_percent,
+    informed_attack_scores,
+    informed_gaussian_scores,
+    oriented_auc,
+    temporal_smooth,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -259,6 +282,64 @@ def _budgets(cal: dict, eps: float) -> np.ndarray:
                            cal.get("coordinate_map"), **cal.get("allocation", {}))  # fmt: skip
 
 
+def noise_law(method: str, cal: dict, eps: float) -> NoiseLaw:
+    """The noise law of ``method``'s release at ``eps`` under ``cal`` (what ``_release``
+    draws, computed from the public theta alone): Laplace b_k = s_k / eps_k for the pure-eps
+    methods, Gau-DP's sigma on every coordinate, zeros for NonPrivate. The informed
+    attacker's knowledge; tests hold it against the releases' empirical noise."""
+    b = np.asarray(cal["bounds"], dtype=float)
+    d = b.size
+    readings = cal.get("readings", READINGS)
+    if method == "NonPrivate":
+        return NoiseLaw("laplace", np.zeros(d))
+    if method == "Gau-DP":
+        sens = l2_certificate(b)
+        if cal.get("gau_l2") is not None:
+            sens = min(float(cal["gau_l2"]), sens)
+        changed = d if cal.get("gau_changed") is None else cal["gau_changed"]
+        grid = gaussian_grid(eps, float(readings.gau_delta), sens, changed, readings.gau_sigma)
+        return NoiseLaw("gaussian", np.full(d, grid.sigma))
+    if method == "Lap-DP":
+        scales, budgets = b, uniform_allocation(eps, d)
+    elif method == "Ada-DP":
+        scales = np.asarray(cal["scales"], dtype=float)
+        budgets = allocate_budget(eps, scales, cal["utility"], np.zeros(d), None, beta_r=0.0)
+    elif method == "Risk-DP":
+        scales = np.asarray(cal["scales"] if readings.risk_scales == "gcdp" else b, dtype=float)
+        offset = {"exposure_offset": 1e-8} if readings.risk_offset == "eta" else {}
+        budgets = allocate_budget(eps, scales, np.zeros(d), cal["exposure"],
+                                  cal.get("coordinate_map"), beta_u=0.0, **offset)  # fmt: skip
+    else:
+        scales, budgets = np.asarray(cal["scales"], dtype=float), _budgets(cal, eps)
+    return NoiseLaw("laplace", scales / np.asarray(budgets, dtype=float))
+
+
+def _attack_scores(method, prep: Prepared, cal, eps, released, train_rel, rows):
+    """The attacker's (decision values, predictions) on ``released`` (clipped, windows in
+    time order) under ``prep.readings.attack``; ``rows`` selects the scored windows."""
+    readings = prep.readings
+    inputs = prep.attack_inputs
+    if readings.attack.startswith("informed"):
+        law = noise_law(method, cal, eps)
+        seen = released if rows is None else released[rows]
+        law = NoiseLaw(law.kind, law.scale[inputs])
+        scorer = (
+            informed_attack_scores if readings.attack == "informed" else informed_gaussian_scores
+        )
+        score = scorer(seen[:, inputs], prep.train_f[:, inputs], prep.train_protected, law)
+        return score, (score >= 0.0).astype(int)
+    attacker = prep.attacker
+    if readings.attack == "temporal":
+        released = temporal_smooth(released, ATTACK_LAG)
+        attacker = prep.temporal_attacker
+        if readings.attacker_fit == "private":
+            train_rel = temporal_smooth(train_rel, ATTACK_LAG)
+    if readings.attacker_fit == "private":
+        attacker = prep.fit_attacker(train_rel[:, inputs], prep.train_protected)
+    seen = (released if rows is None else released[rows])[:, inputs]
+    return attacker.decision(seen), attacker.predict(seen)
+
+
 def _release_all(method, feats, cal, eps, rng) -> np.ndarray:
     """Every window released with the same theta (one invocation per row, batched)."""
     out = _release(method, np.asarray(feats, dtype=float), cal, eps, rng)
@@ -287,13 +368,8 @@ def _draw(method, prep: Prepared, feats, labels, cal, eps, rng_key, attack) -> t
     if attack is None:
         return score, None, None
     protected, rows = attack
-    attacker = prep.attacker
-    inputs = prep.attack_inputs
-    if readings.attacker_fit == "private":
-        attacker = prep.fit_attacker(train_rel[:, inputs], prep.train_protected)
-    seen = (released if rows is None else released[rows])[:, inputs]
-    auc = oriented_auc(protected, attacker.decision(seen))
-    return score, auc, f1_percent(protected, attacker.predict(seen)) / 100.0
+    decision, predicted = _attack_scores(method, prep, cal, eps, released, train_rel, rows)
+    return score, oriented_auc(protected, decision), f1_percent(protected, predicted) / 100.0
 
 
 def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attack=None,
@@ -310,27 +386,85 @@ def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attac
     return float(np.mean(scores)), float(np.std(scores)), auc, attack_f1
 
 
-def bayes_bound_f1(prep: Prepared, eps: float, draws: int, seed: int) -> float:
-    """Diagnostic: mean F1 (%) of an oracle on Lap-DP releases of the test windows. For
-    each release it scores every window by the likelihood ratio of the two classes, each
-    class being the EMPIRICAL mixture of the clean test windows of that class convolved with
-    the release noise (Laplace, scale ``B_k / eps_k``, unclipped), and takes the best
-    threshold on the test labels. It knows what no fair classifier knows (the test windows'
-    clean values, their labels, the threshold), so it bounds from above what a classifier
-    of one uniform-budget release can reach (generator key (seed, eps, draw, 3))."""
-    x, y = prep.test_f, prep.test_l
-    if y.min() == y.max():
-        return float("nan")
-    scale = np.asarray(prep.bounds) / (eps / x.shape[1])
+def bayes_bound_f1(prep: Prepared, eps: float, draws: int, seed: int, method: str = "Lap-DP",
+                   cal: dict | None = None) -> float:  # fmt: skip
+    """Diagnostic: mean F1 (%) of an oracle on ``method``'s releases of the test windows
+    (default Lap-DP; ``cal`` the calibration of an adaptive method). For each release it
+    scores every window by the likelihood ratio of the two classes, each class being the
+    EMPIRICAL mixture of the clean test windows of that class convolved with the release
+    noise (``noise_law``: Laplace ``s_k / eps_k`` or Gau-DP's Gaussian, unclipped), and
+    takes the best threshold on the test labels. It knows what no fair classifier knows
+    (the test windows' clean values, their labels, the threshold), so it bounds from above
+    what a classifier of that method's release can reach (generator key (seed, eps, draw,
+    3))."""
+    cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2, "gau_changed": prep.gau_changed,
+           "readings": prep.readings, **(cal or {})}  # fmt: skip
+    law = noise_law(method, cal, eps)
     scores = []
     for k in range(draws):
         rng = np.random.default_rng([seed, round(eps * 1e6), k, 3])
-        released = _release("Lap-DP", x, {"bounds": prep.bounds}, eps, rng)
-        loglik = -(np.abs(released[:, None, :] - x[None, :, :]) / scale).sum(axis=2)
-        by_class = [_log_mean_exp(loglik[:, y == c]) for c in (0, 1)]
-        ratio = by_class[1] - by_class[0]
-        scores.append(max(f1_percent(y, (ratio >= t).astype(int)) for t in np.unique(ratio)))
+        released = _release(method, prep.test_f, cal, eps, rng)
+        scores.append(_oracle_f1(prep.test_f, prep.test_l, law, released))
     return float(np.mean(scores))
+
+
+def _oracle_f1(x: np.ndarray, y: np.ndarray, law: NoiseLaw, released: np.ndarray) -> float:
+    """The oracle's F1 (%) on one release of the windows ``x`` (labels ``y``)."""
+    if y.min() == y.max():
+        return float("nan")
+    scale = np.maximum(np.asarray(law.scale, dtype=float), 1e-12)
+    diff = (released[:, None, :] - x[None, :, :]) / scale
+    loglik = -(np.abs(diff) if law.kind == "laplace" else 0.5 * diff**2).sum(axis=2)
+    by_class = [_log_mean_exp(loglik[:, y == c]) for c in (0, 1)]
+    return best_threshold_f1(y, by_class[1] - by_class[0])
+
+
+def best_threshold_f1(labels: np.ndarray, scores: np.ndarray) -> float:
+    """max over thresholds t of the positive-class F1 (%) of ``scores >= t`` (each distinct
+    score a threshold; vectorised: F1 = 2 TP / (predicted + actual positives))."""
+    y = np.asarray(labels).astype(int)
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="mergesort")
+    ranked = np.asarray(scores, dtype=float)[order]
+    tp = np.cumsum(y[order])
+    cut = np.flatnonzero(np.append(ranked[1:] != ranked[:-1], True))  # last of each tie
+    if y.sum() == 0:
+        return 0.0
+    return float(np.max(200.0 * tp[cut] / (cut + 1 + y.sum())))
+
+
+def oracle_allocations(eps: float, d: int) -> list[np.ndarray]:
+    """The budget splits the best-allocation oracle tries: uniform, all of the budget above
+    Algorithm 3's floor eps_min = eps / (100 d) on one coordinate, or halved between two."""
+    floor = eps / (100 * d)
+    free = eps - d * floor
+    out = [np.full(d, eps / d)]
+    for a in range(d):
+        for b in range(a, d):
+            split = np.full(d, floor)
+            split[a] += free / 2
+            split[b] += free / 2
+            out.append(split)
+    return out
+
+
+def best_allocation_bound_f1(prep: Prepared, eps: float, draws: int, seed: int) -> dict:
+    """Diagnostic: the oracle of ``bayes_bound_f1`` on Laplace releases with scales B_k and
+    each split of ``oracle_allocations`` (every one sums to eps, so each is an eps-DP
+    release under the certificates); returns the best mean F1 (%) and its split. It bounds
+    what any pure-eps method that only moves budget between coordinates in that family
+    (Lap-DP, and near Ada-DP / Risk-DP / GC-DP's shapes) can reach on these windows."""
+    bounds = np.asarray(prep.bounds, dtype=float)
+    best = (-1.0, None)
+    for split in oracle_allocations(eps, bounds.size):
+        law = NoiseLaw("laplace", bounds / split)
+        scores = []
+        for k in range(draws):
+            rng = np.random.default_rng([seed, round(eps * 1e6), k, 3])
+            released = laplace_release(prep.test_f, bounds=bounds, scales=bounds, budgets=split,
+                                       eps_rel=eps, low=0.0, high=1.0, rng=rng)  # fmt: skip
+            scores.append(_oracle_f1(prep.test_f, prep.test_l, law, released))
+        best = max(best, (float(np.mean(scores)), split), key=lambda t: t[0])
+    return {"f1": round(best[0], 4), "budgets": [round(float(v), 6) for v in best[1]]}
 
 
 def _log_mean_exp(a: np.ndarray) -> np.ndarray:
@@ -491,6 +625,14 @@ def bench_gcdp(
     if dataset == "occupancy":
         result["lap_dp_bayes_bound_f1"] = {
             str(e): round(bayes_bound_f1(prep, e, draws, seed), 4) for e in eps_t
+        }
+        result["bayes_bound_f1"] = {
+            m: {str(e): round(bayes_bound_f1(prep, e, draws, seed, m, cal), 4) for e in eps_t}
+            for m in methods
+            if m != "NonPrivate"
+        }
+        result["best_allocation_bound_f1"] = {
+            str(e): best_allocation_bound_f1(prep, e, draws, seed) for e in eps_t
         }
     if timing:
         result["runtime_s"], result["peak_mem_mb"] = _timings(methods, prep, tau, seed)

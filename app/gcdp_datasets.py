@@ -83,6 +83,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     macro_f1_percent,
     masking_utility,
     normalize,
+    temporal_smooth,
     window_means,
 )
 from ldpfleet.protocol.errors import ParameterError
@@ -154,7 +155,24 @@ class Readings:
       naming it): ``"none"`` or ``"balanced"`` (each class weighs half).
     * ``attribute`` (Occupancy only) -- the channel whose window mean above the training
       median is the protected attribute (the seed names none): ``"humidity_ratio"`` (kept,
-      fixed before any run) or another channel, for the sensitivity of the attack ordering.
+      fixed before any run) or another channel, for the sensitivity of the attack ordering;
+      or ``"occupancy"``, the window's occupancy label itself (§1's example "indoor light
+      and CO2 jointly indicate occupancy"; the attacker then reads all five channels).
+    * ``attack`` (Occupancy only; Intel Lab and WISDM keep their logistic attackers) -- the
+      attacker's model (§5.3 names none): ``"temporal"`` (kept: the strongest on the
+      validation windows) the fixed logistic regression fitted on, and applied to, windows
+      averaged with their ``ATTACK_LAG`` neighbours on each side in time order (it exploits
+      the temporal correlation of the released sequence); ``"clean"`` (earlier runs) the
+      same model on each released window alone; ``"informed"`` an attacker who knows the
+      public theta (the adjacency, certificates, scales and budgets, so each coordinate's
+      noise law) and scores the Bayes likelihood ratio of the clipped release against the
+      clean training windows of each class (``informed_attack_scores``; ignores
+      ``attacker_fit``); ``"informed_qda"`` the same knowledge with a Gaussian class model
+      (clean mean and covariance plus the known noise variance;
+      ``informed_gaussian_scores``).
+    * ``task_l2`` (Occupancy only) -- the fixed classifier's L2 penalty on standardised
+      features (§5.1 fixes "hyperparameters" without values): ``"1e-2"`` (kept, fixed
+      before any run), ``"1"`` or ``"1e-4"``.
     * ``gau_sigma`` -- Gau-DP's sigma on the exact discrete-Gaussian sampler
       (``collector.gcdp.gaussian.gaussian_grid``): ``"zcdp"`` (kept: the smallest certified
       one), ``"classic"`` (Delta sqrt(2 ln(1.25 / delta)) / eps, certified where it is not
@@ -181,6 +199,8 @@ class Readings:
     gau_delta: str = "1e-5"
     risk_offset: str = "one"
     risk_scales: str = "bounds"
+    attack: str = "temporal"
+    task_l2: str = "1e-2"
 
     def __post_init__(self) -> None:
         for name, allowed in READING_CHOICES.items():
@@ -189,6 +209,12 @@ class Readings:
                     f"must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
                     field=f"readings.{name}",
                 )
+        if self.attack.startswith("informed") and self.attacker_fit != "clean":
+            raise ParameterError(
+                f"must be clean with attack={self.attack} (that attacker fits nothing), "
+                f"got {self.attacker_fit!r}",
+                field="readings.attacker_fit",
+            )
 
     def as_dict(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in READING_CHOICES}
@@ -203,16 +229,28 @@ READING_CHOICES = {
     "task_fit": ("clean", "private"),
     "attacker_fit": ("clean", "private"),
     "weights": ("none", "balanced"),
-    "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2"),
+    "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2", "occupancy"),
     "gau_sigma": ("zcdp", "classic", "analytic"),
     "gau_delta": ("1e-5", "1e-6", "1e-7"),
     "risk_offset": ("one", "eta"),
     "risk_scales": ("bounds", "gcdp"),
+    "attack": ("temporal", "clean", "informed", "informed_qda"),
+    "task_l2": ("1e-2", "1", "1e-4"),
 }
 READINGS = Readings()
 # every dataset applies ``split``: Occupancy and Intel Lab hold out the training portion's
 # last fifth in time order, WISDM its highest-id users (``wisdm_validation_users``)
-OCCUPANCY_ONLY_READINGS = ("attacker", "task_fit", "attacker_fit", "weights", "attribute")
+OCCUPANCY_ONLY_READINGS = (
+    "attacker", "task_fit", "attacker_fit", "weights", "attribute", "attack", "task_l2",
+)  # fmt: skip
+# the temporal attacker's neighbours on each side (windows): Table 5's lag L = 3, fixed
+ATTACK_LAG = 3
+ATTACK_NAMES = {
+    "clean": "logistic regression",
+    "temporal": f"logistic regression on windows averaged over +-{ATTACK_LAG} neighbours in time",
+    "informed": "Bayes likelihood ratio with the known noise law (theta public)",
+    "informed_qda": "Gaussian discriminant with the known noise variance (theta public)",
+}
 VALIDATION_SHARE = 0.2  # Occupancy: the training file's last fifth validates (fixed, not searched)
 
 
@@ -298,6 +336,8 @@ class Prepared:
     readings: Readings = READINGS
     # split = "refit": the held-out protocol tau, mu_k and the validation table come from
     selection: Prepared | None = None
+    # ``Readings.attack = "temporal"``: the attacker fitted on time-smoothed clean windows
+    temporal_attacker: object | None = None
 
     compute_utility: Callable[[], np.ndarray] | None = None  # mu_k again (timed passes)
 
@@ -459,18 +499,23 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         data, window, readings, train_file, test_file
     )
     weights = readings.weights
-    model = fit_logistic(train_f, train_l, class_weight=weights)
+    task_l2 = float(readings.task_l2)
+    model = fit_logistic(train_f, train_l, l2=task_l2, class_weight=weights)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
     protected = READING_CHOICES["attribute"].index(readings.attribute)
-    protected = (OCC_PROTECTED, 0, 1, 2, 3)[protected]  # the choices' channel columns
-    threshold = float(np.median(train_f[:, protected]))
+    protected = (OCC_PROTECTED, 0, 1, 2, 3, None)[protected]  # the choices' channel columns
+    threshold = float(np.median(train_f[:, protected])) if protected is not None else None
     others = [k for k in range(train_f.shape[1]) if k != protected]
     inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
 
-    def attribute(feats: np.ndarray) -> np.ndarray:
+    def attribute(feats: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        if protected is None:  # attribute = occupancy itself
+            return np.asarray(labels).astype(int)
         return (feats[:, protected] > threshold).astype(int)
 
-    attacker = fit_logistic(train_f[:, inputs], attribute(train_f), class_weight=weights)
+    attacker = fit_logistic(train_f[:, inputs], attribute(train_f, train_l), class_weight=weights)
+    temporal = fit_logistic(temporal_smooth(train_f, ATTACK_LAG)[:, inputs],
+                            attribute(train_f, train_l), class_weight=weights)  # fmt: skip
 
     def utility() -> np.ndarray:
         return _utility(readings, model, val_f, val_l, f1_percent,
@@ -493,13 +538,14 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         gau_changed=_gau_changed(readings, bounds.size, None, bounds.size),
         attacker=attacker,
         attack_inputs=inputs,
-        protected=attribute(test_f),
+        protected=attribute(test_f, test_l),
         attack_rows=None,
         val_f=val_f,
         val_l=val_l,
-        val_protected=attribute(val_f),
-        train_protected=attribute(train_f),
-        fit_task=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
+        val_protected=attribute(val_f, val_l),
+        train_protected=attribute(train_f, train_l),
+        temporal_attacker=temporal,
+        fit_task=lambda f, lab: fit_logistic(f, lab, l2=task_l2, class_weight=weights),
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
         protocol_head={
@@ -513,16 +559,22 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
             "test_positive_share": round(float(test_l.mean()), 4),
         },
         protocol_tail={
-            "classifier": "logistic regression (Newton, l2=1e-2), non-private train windows",
+            "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
+            "train windows",
             "metric": "positive-class F1 (%)",
         },
         attack_info={
-            "protected_attribute": f"window {CHANNELS[protected]} mean > training-window median",
-            "attacker": "logistic regression on the other four released channels"
-            if readings.attacker == "others"
-            else "logistic regression on all five released channels",
-            "threshold_normalised": round(threshold, 6),
-            "test_positive_share": round(float(attribute(test_f).mean()), 4),
+            "protected_attribute": "window occupancy (majority label)"
+            if protected is None
+            else f"window {CHANNELS[protected]} mean > training-window median",
+            "attacker": ATTACK_NAMES[readings.attack]
+            + (
+                " on the other four released channels"
+                if len(inputs) < train_f.shape[1]
+                else " on all five released channels"
+            ),
+            "threshold_normalised": None if threshold is None else round(threshold, 6),
+            "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
         },
     )
 
@@ -791,6 +843,7 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
         if getattr(readings, name) != getattr(READINGS, name):
             raise ParameterError(f"applies to occupancy only, not {dataset!r}",
                                  field=f"readings.{name}")  # fmt: skip
+    readings = dataclasses.replace(readings, attack="clean")  # their fixed logistic attackers
     if dataset == "intel":
         return _intel(data, readings)
     return _wisdm(data, readings)

@@ -116,6 +116,8 @@ SLOW: dict[str, float] = {
     "tests/unit/test_cpr.py::test_parallel_fleet_reconstruction_equals_serial": 2.1,
     "tests/unit/test_degree_postprocess.py::test_noise_weight_is_a_fraction_growing_with_eps": 1.3,
     "tests/unit/test_gcdp_allocation.py::test_proposition_2_floor_and_total": 6.0,
+    "tests/unit/test_gcdp_attacks.py::test_attack_readings_change_only_the_attack": 1.5,
+    "tests/unit/test_gcdp_attacks.py::test_noise_law_is_each_release_s_noise": 0.9,
     "tests/unit/test_gcdp_fleet.py::test_ledger_is_charged_eps_rel_before_each_draw": 0.6,
     "tests/unit/test_gcdp_graph.py::test_degree_cap_is_never_exceeded_and_greedy_is_maximal": 2.5,
     "tests/unit/test_gcdp_exact_gaussian.py::test_rho_and_grid_certify_delta_and_the_cost": 4.5,

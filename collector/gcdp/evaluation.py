@@ -21,6 +21,13 @@ every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
   logistic regression fitted once on non-private training windows from the OTHER four
   channels (HumidityRatio is a function of Temperature and Humidity, a cross-channel
   inference), applied to those four privatized coordinates; score = its decision value.
+  The kept reading (``docs/gcdp.md``, "Attack readings") fits and applies it to
+  ``temporal_smooth``-ed windows: each window averaged with its neighbours in time, which
+  exploits the temporal correlation of the released sequence. Other readings:
+  ``informed_attack_scores`` and ``informed_gaussian_scores`` (an attacker who knows the
+  public release parameters theta, hence each coordinate's noise law, and scores the Bayes
+  log-likelihood ratio against the clean training windows, with an empirical or a
+  Gaussian class model).
 
 The Intel Lab and WISDM protocols (``scenarios/gcdp_datasets.py``, ``docs/gcdp-datasets.md``)
 reuse these helpers and add a multiclass classifier (``fit_one_vs_rest``: one fixed
@@ -35,24 +42,32 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from scipy.special import log_ndtr
 
 __all__ = [
     "CHANNELS",
+    "INFORMED_BANDWIDTH",
     "LogisticModel",
+    "NoiseLaw",
     "OneVsRestModel",
     "f1_percent",
     "fit_iqr_clip",
     "fit_logistic",
     "fit_normalizer",
     "fit_one_vs_rest",
+    "informed_attack_scores",
+    "informed_gaussian_scores",
     "label_utility",
     "load_occupancy",
     "macro_f1_percent",
     "masking_utility",
+    "noise_variance",
     "oriented_auc",
+    "temporal_smooth",
     "window_means",
 ]
 
@@ -287,3 +302,118 @@ def oriented_auc(labels: np.ndarray, scores: np.ndarray) -> float:
         i = j + 1
     auc = (ranks[labels == 1].sum() - pos * (pos + 1) / 2.0) / (pos * neg)
     return float(max(auc, 1.0 - auc))
+
+
+# --- attacker readings ----------------------------------------------------------------------
+
+# Smallest noise scale the informed attacker's likelihood uses (1 % of the normalised range):
+# its prior is the finite set of clean training windows, so a release with (almost) no noise
+# needs a kernel; it binds for NonPrivate only (every private scale here is above it).
+INFORMED_BANDWIDTH = 0.01
+
+
+class NoiseLaw(NamedTuple):
+    """The noise of one release, known to an attacker who reads the public theta: ``kind``
+    ``"laplace"`` (``scale`` = b_k = s_k / eps_k) or ``"gaussian"`` (``scale`` = sigma_k)."""
+
+    kind: str
+    scale: np.ndarray
+
+
+def temporal_smooth(features: np.ndarray, lag: int) -> np.ndarray:
+    """Centred moving average of the rows of ``features`` (windows in time order) over rows
+    ``t - lag .. t + lag`` that exist: the temporal attacker's denoiser. ``lag = 0`` returns
+    a copy."""
+    if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
+        raise ParameterError(f"must be an integer >= 0, got {lag!r}", field="lag")
+    x = np.asarray(features, dtype=float)
+    n = x.shape[0]
+    total = np.vstack([np.zeros((1, *x.shape[1:])), np.cumsum(x, axis=0)])
+    lo = np.clip(np.arange(n) - lag, 0, n)
+    hi = np.clip(np.arange(n) + lag + 1, 0, n)
+    return (total[hi] - total[lo]) / (hi - lo).reshape((-1,) + (1,) * (x.ndim - 1))
+
+
+def _laplace_log_cdf(z: np.ndarray) -> np.ndarray:
+    """log P(Laplace(0, 1) <= z)."""
+    return np.where(z < 0, np.log(0.5) + np.minimum(z, 0), np.log1p(-0.5 * np.exp(-np.abs(z))))
+
+
+def _censored_loglik(r: np.ndarray, x: np.ndarray, law: NoiseLaw, low: float, high: float):
+    """log p(r | x) per (release row, prior row, coordinate) for r = clip(x + Z, low, high):
+    the density inside (low, high), the probability mass of the clipped tail at the edges."""
+    scale = np.maximum(np.asarray(law.scale, dtype=float), INFORMED_BANDWIDTH)
+    diff = (r[:, None, :] - x[None, :, :]) / scale
+    to_low = (low - x[None, :, :]) / scale  # Z <= low - x  -> released at low
+    to_high = (x[None, :, :] - high) / scale  # Z >= high - x -> released at high
+    if law.kind == "laplace":
+        inside = -np.abs(diff) - np.log(2.0 * scale)
+        log_cdf = _laplace_log_cdf
+    elif law.kind == "gaussian":
+        inside = -0.5 * diff**2 - np.log(scale * np.sqrt(2.0 * np.pi))
+        log_cdf = log_ndtr
+    else:
+        raise ParameterError(f"must be laplace or gaussian, got {law.kind!r}", field="law.kind")
+    at_low = r[:, None, :] <= low
+    at_high = r[:, None, :] >= high
+    out = np.where(at_low, log_cdf(to_low), np.where(at_high, log_cdf(to_high), inside))
+    return out.sum(axis=2)
+
+
+def informed_attack_scores(
+    released: np.ndarray,
+    prior: np.ndarray,
+    prior_attribute: np.ndarray,
+    law: NoiseLaw,
+    low: float = 0.0,
+    high: float = 1.0,
+) -> np.ndarray:
+    """The informed attacker's score per released row: log p(release | attribute = 1) -
+    log p(release | attribute = 0), each class the empirical mixture of its clean
+    ``prior`` rows (the public training windows) pushed through the known noise ``law`` and
+    the fixed clip to [low, high] (censored at the edges). Threshold 0 is the
+    equal-prior decision; the AUC does not depend on the threshold."""
+    r = np.asarray(released, dtype=float)
+    x = np.asarray(prior, dtype=float)
+    a = np.asarray(prior_attribute).astype(int)
+    if a.min() == a.max():
+        raise ParameterError("the prior holds one attribute class only", field="prior_attribute")
+    loglik = _censored_loglik(r, x, law, low, high)
+    by_class = []
+    for c in (0, 1):
+        part = loglik[:, a == c]
+        top = part.max(axis=1, keepdims=True)
+        by_class.append(top[:, 0] + np.log(np.exp(part - top).mean(axis=1)))
+    return by_class[1] - by_class[0]
+
+
+def noise_variance(law: NoiseLaw) -> np.ndarray:
+    """Per-coordinate variance of ``law`` (Laplace 2 b^2, Gaussian sigma^2)."""
+    scale = np.asarray(law.scale, dtype=float)
+    return 2.0 * scale**2 if law.kind == "laplace" else scale**2
+
+
+def informed_gaussian_scores(
+    released: np.ndarray, prior: np.ndarray, prior_attribute: np.ndarray, law: NoiseLaw
+) -> np.ndarray:
+    """The informed attacker's Gaussian reading (quadratic discriminant): each class is a
+    Gaussian with the mean and covariance of its clean ``prior`` rows plus the known noise
+    variance on the diagonal (``noise_variance``); score = log N(r; m1, C1 + V) -
+    log N(r; m0, C0 + V). A parametric model of the same knowledge as
+    ``informed_attack_scores`` that extrapolates beyond the training windows; the clip is
+    ignored (an approximation)."""
+    r = np.asarray(released, dtype=float)
+    x = np.asarray(prior, dtype=float)
+    a = np.asarray(prior_attribute).astype(int)
+    if a.min() == a.max() or min(int(a.sum()), int((1 - a).sum())) < 2:
+        raise ParameterError("each attribute class needs two prior rows", field="prior_attribute")
+    var = noise_variance(law) + INFORMED_BANDWIDTH**2
+    out = []
+    for c in (0, 1):
+        part = x[a == c]
+        cov = np.atleast_2d(np.cov(part, rowvar=False)) + np.diag(var)
+        logdet = np.linalg.slogdet(cov)[1]
+        centred = r - part.mean(axis=0)
+        maha = np.einsum("ij,ij->i", centred, np.linalg.solve(cov, centred.T).T)
+        out.append(-0.5 * (maha + logdet))
+    return out[1] - out[0]
