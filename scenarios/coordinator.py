@@ -11,6 +11,8 @@ closes the run; its results.json holds the summed counters and the secure sum.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
 (``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
 its analytics; its results.json is a collector side's for its devices only.
+With ``[faults] hostile_messages`` each worker holds its stage until it counted its share
+of the flood (``scenarios.sides.hold_for_hostile``; fleet shard 0 attacks).
 
 ``merge_partitions`` unites them into one collector side's directory (what one collector
 would have written: per-device entries united, counters summed, reconstructions and
@@ -53,6 +55,7 @@ from ldpfleet.scenarios.sides import (
     _save_side_arrays,
     _stopped,
     _stream_entry,
+    hold_for_hostile,
     run_announcer,
     run_terms,
 )
@@ -130,7 +133,9 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
             service.devices, service.partition, service.link = devices, p, link
             service.final_stage = False  # the coordinator closes the run
             state.service = service
+            holding = group.create_task(hold_for_hostile(scenario, service, state, (p, count)))
             state.results = await service.run()
+            await holding  # ends with the stage
         else:
             async with transport.connect(f"{run}-collector-p{p}") as conn:
                 await link.serve_empty(conn, recorder.finished)
@@ -318,6 +323,8 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     )
     merged["rejections_by_field"] = _summed(parts, "rejections_by_field")
     merged["rejections_by_reason"] = _summed(parts, "rejections_by_reason")
+    handled = [p["hostile_handled"] for p in parts if p.get("hostile_handled") is not None]
+    merged["hostile_handled"] = all(handled) if handled else None
     merged["budget_refusals"] = dict(
         sorted(kv for p in parts for kv in (p.get("budget_refusals") or {}).items())
     )
