@@ -392,12 +392,7 @@ def _collector_document(
         stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
     gcdp = c.get("gcdp")
     if gcdp is not None:
-        stages["gcdp"] = {
-            "status": "complete"
-            if gcdp["windows_released"] == gcdp["windows_expected"]
-            else "incomplete",
-            "calibration_seconds": gcdp["calibration_seconds"],
-        }
+        stages["gcdp"] = gcdp_stage_entry(gcdp)
     estimates = c.get("mean_estimates", {})
     recon_devices = (reconstruction or {}).get("per_device", {})
     keys = (
@@ -463,6 +458,15 @@ def _collector_document(
     }
 
 
+def gcdp_stage_entry(gcdp: dict) -> dict:
+    """results.json ``stages.gcdp`` from the release's entry."""
+    complete = gcdp["windows_released"] == gcdp["windows_expected"]
+    return {
+        "status": "complete" if complete else "incomplete",
+        "calibration_seconds": gcdp["calibration_seconds"],
+    }
+
+
 def _stream_entry(config, c: dict) -> dict:
     received = c.get("reports_received") or 0
     return {
@@ -499,7 +503,11 @@ def _trace_entry(scenario: LoadedScenario, state: _CollectorRun) -> dict:
 
 def _central_ledger(state: _CollectorRun, gcdp: dict | None) -> dict | None:
     """The collector's own ledger (GC-DP central releases), as ``ldpfleet run`` writes it."""
-    stage = state.service.gcdp if state.service is not None else None
+    return gcdp_ledger(state.service.gcdp if state.service is not None else None, gcdp)
+
+
+def gcdp_ledger(stage, gcdp: dict | None) -> dict | None:
+    """A GC-DP stage's ledger with its accounting (None without a release)."""
     if stage is None or gcdp is None:
         return None
     return {
