@@ -139,6 +139,7 @@ class IncrementalReconstructor:
         self._buffer: dict[str, np.ndarray] = {}
         self._futures: list[tuple[list[str], Future]] = []
         self.submitted: set[str] = set()
+        self.leftover_chunks = 0  # chunks of streams left at ``finish`` sent to the pool
 
     @property
     def during_stage(self) -> int:
@@ -166,24 +167,36 @@ class IncrementalReconstructor:
 
     def finish(self, streams: dict[str, np.ndarray]) -> dict[str, Reconstruction]:
         """Reconstruct the rest of ``streams`` and return all of them (blocks: call it off
-        the event loop)."""
+        the event loop). The rest goes through the same pool, in ``workers * 4``
+        interleaved chunks behind the work already queued, so no second pool competes with
+        the first for the cores; with no pool started yet and fewer than ``PARALLEL_FROM``
+        streams left (or one worker), it is reconstructed here, as ``reconstruct_streams``
+        would."""
         self._submit()
-        rest = {
-            d: values for d, values in streams.items() if d not in self.submitted and len(values)
-        }
+        rest = [d for d, values in streams.items() if d not in self.submitted and len(values)]
         out: dict[str, Reconstruction] = {}
         try:
-            if rest:
-                out.update(
-                    reconstruct_streams(
-                        self.config, rest, self.job.method, workers=self.workers, cpr=self.job.cpr
-                    )
-                )
+            if rest and self._pool is None and (self.workers == 1 or len(rest) < PARALLEL_FROM):
+                out.update((d, _reconstruct_one(self.job, streams[d])) for d in rest)
+            elif rest:
+                self.leftover_chunks = self._submit_rest(rest, streams)
             for devices, future in self._futures:
                 out.update(zip(devices, future.result(), strict=True))
         finally:
             self.close()
         return {d: out[d] for d in streams if d in out}
+
+    def _submit_rest(self, rest: list[str], streams: dict[str, np.ndarray]) -> int:
+        """Queue the leftover streams on the pool (started now if the stage handed it
+        nothing); returns how many chunks."""
+        if self._pool is None:
+            self._pool = _process_pool(self.workers)
+        count = min(self.workers * 4, len(rest))
+        for i in range(count):
+            devices = rest[i::count]
+            chunk = [streams[d] for d in devices]
+            self._futures.append((devices, self._pool.submit(_reconstruct_chunk, self.job, chunk)))
+        return count
 
     def close(self) -> None:
         """Stop the pool (pending work is dropped)."""

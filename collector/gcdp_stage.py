@@ -19,6 +19,16 @@ central model: the collector is trusted with the readings and is the one that re
 * When the stream stage closes, ``finish`` releases the complete windows still queued and
   ``summary`` gives the results.json entry; the collector ledger goes to ledger.json.
 
+Partitions (``[collector] partitions = P > 1``, DESIGN.md "Scale"): each partition worker
+runs a ``GcdpShare`` instead of the stage: it files its devices' persisted batches into
+windows (the same ``WindowAssembler``) and sends each complete window's node means to the
+coordinator (``protocol.partition.GcdpWindowMeans``, on the status topic, so they arrive
+before the worker's ``closed``). The coordinator's ``GcdpStage`` (``given_means``) holds the
+calibration, the ledger and the releaser: ``receive_means`` files them and the releaser
+releases window k once every node's mean is in, in window order, with the same generator:
+the same means, charges and noise as one collector's. The means, not the readings, cross
+the broker: one value per node and window, what the release publishes anyway.
+
 The release generator derives from the scenario seed only (``release_rng``), so a seed
 gives the same releases on the in-memory transport, amqtt and Mosquitto.
 
@@ -38,12 +48,20 @@ import numpy as np
 from ldpfleet.broker.pump import publish_outbound
 from ldpfleet.broker.transport import Connection
 from ldpfleet.collector.gcdp.fleet_calibration import FleetTheta, calibrate_fleet
-from ldpfleet.collector.gcdp.windows import RELEASE_ACCOUNT, GcdpReleaser, WindowReleased
+from ldpfleet.collector.gcdp.windows import (
+    RELEASE_ACCOUNT,
+    GcdpReleaser,
+    WindowAssembler,
+    WindowReleased,
+)
 from ldpfleet.devices.sources import CsvSpec, csv_stream, load_table
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import LocalProtocolError, RemoteProtocolError
 from ldpfleet.protocol.ledger import PrivacyLedger
+from ldpfleet.protocol.partition import MEANS_CHUNK, GcdpWindowMeans, status_topic
 from ldpfleet.protocol.sw import normalise
 
-__all__ = ["GcdpStage", "GcdpStageConfig", "load_calibration", "release_rng"]
+__all__ = ["GcdpShare", "GcdpStage", "GcdpStageConfig", "load_calibration", "release_rng"]
 
 LEDGER_OWNER = "collector"
 
@@ -98,9 +116,18 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
 
 
 class GcdpStage:
-    """One run's GC-DP release stage on the collector side."""
+    """One run's GC-DP release stage on the collector side (a partitioned run's
+    coordinator: ``given_means``, fed by ``receive_means``)."""
 
-    def __init__(self, config: GcdpStageConfig, run: str, devices: list[str], *, seed: int) -> None:
+    def __init__(
+        self,
+        config: GcdpStageConfig,
+        run: str,
+        devices: list[str],
+        *,
+        seed: int,
+        given_means: bool = False,
+    ) -> None:
         started = time.perf_counter()
         data, labels = load_calibration(config)
         self.theta: FleetTheta = calibrate_fleet(
@@ -116,13 +143,38 @@ class GcdpStage:
         self.ledger = PrivacyLedger(LEDGER_OWNER)
         self.seed = seed
         self.machine = GcdpReleaser(
-            run, devices, self.theta, config.steps, self.ledger, release_rng(seed)
+            run,
+            devices,
+            self.theta,
+            config.steps,
+            self.ledger,
+            release_rng(seed),
+            given_means=given_means,
         )
         self.releases: dict[int, WindowReleased] = {}
+        self.means_refused = 0  # GcdpWindowMeans refused (wrong window, node given twice)
 
     def on_persisted(self, accepted: list[tuple[str, int, int, list[float], float]]) -> None:
         """Feed (device, seq, t0, values, received) rows that are committed to the store."""
         self.machine.add_many((device, t0, values) for device, _seq, t0, values, _ in accepted)
+        self._take_events()
+
+    def receive_means(self, message: GcdpWindowMeans) -> None:
+        """A partition worker's node means of one window (``given_means``); a message that
+        does not fit (another window layout, an unknown node, a mean given twice) is
+        refused (``RemoteProtocolError``) and counted in ``means_refused``."""
+        window = self.machine.theta.window
+        try:
+            if message.run != self.machine.run or message.steps != window:
+                raise LocalProtocolError(
+                    f"not a window of {window} steps of this run", field="steps"
+                )
+            if message.t0 != message.window * window:
+                raise LocalProtocolError(f"window {message.window} starts at its step", field="t0")
+            self.machine.add_means(message.window, message.nodes, message.means)
+        except LocalProtocolError as error:
+            self.means_refused += 1
+            raise RemoteProtocolError(error.reason, field=error.field) from None
         self._take_events()
 
     def _take_events(self) -> None:
@@ -161,3 +213,58 @@ class GcdpStage:
             "ledger_spent_total": account["total_spent"],
             "ledger_per_record_loss": account["max_window_spent"] if self.releases else 0.0,
         }
+
+
+class GcdpShare:
+    """A partition worker's part of the GC-DP stage (module docstring): what the
+    ``CollectorService`` calls on a ``GcdpStage``, sending its devices' window means to the
+    coordinator instead of releasing. ``summary`` is None: the coordinator releases."""
+
+    def __init__(
+        self, run: str, devices: list[str], window: int, steps: int, partition: tuple[int, int]
+    ) -> None:
+        self.run, self.devices, self.window = run, list(devices), window
+        self.partition, self.partitions = partition
+        self.index = {device: i for i, device in enumerate(self.devices)}
+        self.assembler = WindowAssembler(len(self.devices), window, steps)
+        self._outbox: list[bytes] = []
+        self.sent = 0  # GcdpWindowMeans published
+
+    def on_persisted(self, accepted: list[tuple[str, int, int, list[float], float]]) -> None:
+        """Committed (device, seq, t0, values, received) rows: queue each window they
+        complete, its node means in chunks of ``MEANS_CHUNK`` nodes."""
+        for device, _seq, t0, values, _ in accepted:
+            for k in self.assembler.add(self.index[device], t0, values):
+                start, means = self.assembler.take(k)
+                for lo in range(0, len(self.devices), MEANS_CHUNK):
+                    message = GcdpWindowMeans(
+                        run=self.run,
+                        sender=topics.COLLECTOR_ID,
+                        partition=self.partition,
+                        partitions=self.partitions,
+                        window=k,
+                        t0=start,
+                        steps=self.window,
+                        nodes=self.devices[lo : lo + MEANS_CHUNK],
+                        means=means[lo : lo + MEANS_CHUNK].tolist(),
+                    )
+                    self._outbox.append(codec.encode(message))
+
+    async def flush(self, conn: Connection) -> None:
+        """Publish the queued means (the status topic: before this worker's ``closed``)."""
+        queued, self._outbox = self._outbox, []
+        if queued:
+            topic = status_topic(self.run)
+            await conn.publish_many([(topic, payload) for payload in queued])
+            self.sent += len(queued)
+
+    def finish(self) -> None:
+        """The stage closed: incomplete windows are never sent (nor released)."""
+
+    def summary(self) -> None:
+        """Nothing: the coordinator's stage has the release's entry."""
+        return None
+
+    def released_values(self) -> dict[int, np.ndarray]:
+        """Nothing: the coordinator releases."""
+        return {}

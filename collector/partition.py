@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ldpfleet.broker.transport import Connection, Transport
@@ -158,10 +158,13 @@ async def coordinate_stream(
     workers_timeout: float = 60.0,
     fleet_timeout: float = 60.0,
     aborted: Callable[[str], None] | None = None,
+    on_message: Callable[[object], Awaitable[None]] | None = None,
 ) -> PartitionTally:
     """The coordinator's stream stage (module docstring). ``WorkersMissing`` when not every
     worker is ready within ``workers_timeout``; ``aborted(sentence)`` hears a stage closed
-    because no device joined within ``fleet_timeout`` of the opening."""
+    because no device joined within ``fleet_timeout`` of the opening. ``on_message`` gets
+    every other message of the status topic (a ``[gcdp]`` run's window means), in order:
+    those of a worker before its ``closed``, so all of them before this returns."""
     tally = PartitionTally(run, partitions)
     changed = asyncio.Event()
     reopen = asyncio.Event()  # a (restarted) worker said ready after the opening
@@ -173,6 +176,9 @@ async def coordinate_stream(
             async for delivery in conn.messages():
                 with contextlib.suppress(RemoteProtocolError):
                     status = codec.decode(delivery.payload)
+                    if on_message is not None and not isinstance(status, PartitionStatus):
+                        await on_message(status)
+                        continue
                     tally.receive(status)
                     changed.set()
                     if opened_at and status.state == "ready":

@@ -8,16 +8,28 @@ collector has it (so a changed copy is a replay), publishes the flood at full sp
 waits until the collector has handled it. It connects with the run's ``admin`` identity
 when auth is on: it models what got past the broker's ACL (a compromised device, a broker
 without ACLs); with the ACL in force a device cannot publish on another's topics at all.
+
+Partitions (``[collector] partitions = P > 1``, DESIGN.md "Scale"): each message goes to the
+partition subtree of the device its topic names (``d0000``'s, or the unknown ``intruder``'s),
+so the worker of that partition receives, rejects and counts it; the merge sums the counts.
+In a partitioned run of separate processes fleet shard 0 attacks (``attack_over_broker``:
+it learns that the collector holds ``d0000``'s first batch from that batch's
+acknowledgement) and each worker holds its own stage open until it has handled its share
+of the flood (``hold_for_flood``, ``flood_share``), as the in-process attacker holds the
+one collector's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import numpy as np
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import Ack
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave
 
@@ -36,6 +48,55 @@ DEFAULT_PLAN = {
 DEFAULT_REPLAYS = 500
 TARGET = "d0000"
 HOLD = "hostile flood"  # the name of the attacker's hold on the stream stage
+INTRUDER = "intruder"  # the unknown device the ``unknown_sender`` messages claim to be
+HOLD_POLL = 0.005  # seconds between two looks at a holding collector's counters
+
+
+def flood_plan(messages: int | None = None) -> tuple[dict[str, int], int]:
+    """(rejections by reason, identical replays) of a flood of about ``messages`` messages
+    (the default plan when None): what ``flood`` publishes, without building it."""
+    scale = 1.0 if messages is None else messages / (sum(DEFAULT_PLAN.values()) + DEFAULT_REPLAYS)
+    counts = {reason: max(1, round(n * scale)) for reason, n in DEFAULT_PLAN.items()}
+    counts["oversize"] = min(counts["oversize"], 5)  # 256 kB each: a few make the point
+    return counts, max(1, round(DEFAULT_REPLAYS * scale))
+
+
+def flood_target(reason: str) -> str:
+    """The device whose topic a flood message of ``reason`` is published on."""
+    return INTRUDER if reason == "unknown_sender" else TARGET
+
+
+def flood_share(
+    messages: int | None, partitions: int = 1, partition: int | None = None
+) -> tuple[int, int]:
+    """(rejections, identical replays) of the flood that reach ``partition``'s worker (the
+    whole flood for ``partition=None`` or one partition)."""
+    counts, replays = flood_plan(messages)
+
+    def mine(device: str) -> bool:
+        return partition is None or topics.partition_of(device, partitions) == partition
+
+    rejections = sum(n for reason, n in counts.items() if mine(flood_target(reason)))
+    return rejections, replays if mine(TARGET) else 0
+
+
+async def hold_for_flood(collector, rejections: int, replays: int) -> bool | None:
+    """Hold ``collector``'s stream stage open (the stage deadline still ends it) until it
+    has counted ``rejections`` rejections and ``replays`` duplicates; returns whether it
+    did before the stage closed (None: nothing of the flood is this collector's)."""
+    if not rejections and not replays:
+        return None
+    await collector.subscribed.wait()
+    collector.hold_stage(HOLD)
+    try:
+        machine = collector.machine
+        while machine.state == "open":
+            if machine.rejected >= rejections and machine.duplicates >= replays:
+                return True
+            await asyncio.sleep(HOLD_POLL)
+        return False
+    finally:
+        collector.release_stage(HOLD)
 
 
 def flood(
@@ -48,12 +109,9 @@ def flood(
     many in all."""
     rng = np.random.default_rng(seed)
     run = config.run
-    scale = 1.0 if messages is None else messages / (sum(DEFAULT_PLAN.values()) + DEFAULT_REPLAYS)
-    counts = {reason: max(1, round(n * scale)) for reason, n in DEFAULT_PLAN.items()}
-    counts["oversize"] = min(counts["oversize"], 5)  # 256 kB each: a few make the point
-    replays = max(1, round(DEFAULT_REPLAYS * scale))
+    counts, replays = flood_plan(messages)
     report = json.loads(genuine)
-    up = topics.up(run, TARGET, "sw_report")
+    up = topics.up(run, TARGET, "sw_report", config.partition(TARGET))
 
     def variant(**changes) -> bytes:
         return json.dumps({**report, **changes}).encode()
@@ -75,8 +133,8 @@ def flood(
         ),
         "parameter_mismatch": (lambda i: variant(eps0=config.eps0 * 2), up),
         "unknown_sender": (
-            lambda i: variant(sender="intruder"),
-            topics.up(run, "intruder", "sw_report"),
+            lambda i: variant(sender=INTRUDER),
+            topics.up(run, INTRUDER, "sw_report", config.partition(INTRUDER)),
         ),
         "schema": (lambda i: variant(type="teleport"), up),
     }
@@ -98,7 +156,9 @@ def flood(
 
 
 class HostileClient:
-    """The ``[faults] hostile_messages`` attacker (a run's side task)."""
+    """The ``[faults] hostile_messages`` attacker: a run's side task in one process
+    (``__call__``), or fleet shard 0's task in a partitioned run of processes
+    (``over_broker``)."""
 
     def __init__(self, config: StreamConfig, messages: int | None = None) -> None:
         self.config = config
@@ -114,31 +174,54 @@ class HostileClient:
         # machine runs: hold it open (the stage deadline still ends it) until we are done.
         collector.hold_stage(HOLD)
         try:
-            await self._attack(transport, run, collector)
+            async with transport.connect(f"{run}-attacker") as conn:
+                deliveries = await self._listen(conn, run)
+                genuine = (await anext(deliveries)).payload  # d0000's first batch
+                while not collector.machine.devices[TARGET].received:
+                    await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
+                await self._publish(conn, genuine)
+                total = sum(self.expected.values())
+                machine = collector.machine
+                while machine.state == "open":  # until the collector has handled the flood
+                    if machine.rejected >= total and machine.duplicates >= self.replays:
+                        self.handled = True
+                        return
+                    await asyncio.sleep(0.001)
         finally:
             collector.release_stage(HOLD)
 
-    async def _attack(self, transport: Transport, run: str, collector) -> None:
+    async def over_broker(self, transport: Transport, run: str) -> None:
+        """The attack without the collector in this process: an acknowledgement covering
+        the ``d0000`` batch it heard first says the collector holds that batch; the workers
+        hold their stages (``hold_for_flood``) and report whether they handled their share
+        (``handled`` stays False here)."""
         async with transport.connect(f"{run}-attacker") as conn:
-            await conn.subscribe(topics.up(run, TARGET, "sw_report"))
-            self.ready.set()  # the runner starts the fleet only now: no batch is missed
-            deliveries = conn.messages()
-            genuine = (await anext(deliveries)).payload  # d0000's first batch, as published
-            while not collector.machine.devices[TARGET].received:
-                await asyncio.sleep(0.001)  # the collector has it: a changed copy is a replay
-            messages, self.expected, self.replays = flood(
-                self.config, genuine, messages=self.messages
-            )
-            for start in range(0, len(messages), 250):
-                await conn.publish_many(messages[start : start + 250])
-                self.sent += len(messages[start : start + 250])
-            total = sum(self.expected.values())
-            machine = collector.machine
-            while machine.state == "open":  # until the collector has handled the flood
-                if machine.rejected >= total and machine.duplicates >= self.replays:
-                    self.handled = True
-                    return
-                await asyncio.sleep(0.001)
+            inbox = topics.inbox(run, TARGET, topics.COLLECTOR_ID, self.config.partition(TARGET))
+            await conn.subscribe(inbox)
+            deliveries = await self._listen(conn, run)
+            genuine, acked = None, -1  # the first report heard; the highest ack seen
+            while genuine is None or acked < json.loads(genuine)["seq"]:
+                delivery = await anext(deliveries)
+                if delivery.topic != inbox:
+                    genuine = genuine or delivery.payload
+                    continue
+                with contextlib.suppress(RemoteProtocolError):
+                    ack = codec.decode(delivery.payload)
+                    if isinstance(ack, Ack):
+                        acked = max(acked, ack.seq)  # every batch up to seq is persisted
+            await self._publish(conn, genuine)
+
+    async def _listen(self, conn, run: str):
+        """Subscribe to ``d0000``'s reports; the fleet may start once this returns."""
+        await conn.subscribe(topics.up(run, TARGET, "sw_report", self.config.partition(TARGET)))
+        self.ready.set()  # the fleet starts only now: no batch is missed
+        return conn.messages()
+
+    async def _publish(self, conn, genuine: bytes) -> None:
+        messages, self.expected, self.replays = flood(self.config, genuine, messages=self.messages)
+        for start in range(0, len(messages), 250):
+            await conn.publish_many(messages[start : start + 250])
+            self.sent += len(messages[start : start + 250])
 
     def summary(self) -> dict:
         """The injected attack, for results.json ``faults``."""

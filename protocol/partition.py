@@ -16,11 +16,20 @@ and closes the run. Workers report to it on ``ldp/{run}/svc/collector/partition`
   and the coordinator's ``run closed`` after all summaries (the workers' recorders stop on
   it and miss nothing of their partition).
 
+* ``GcdpWindowMeans`` (a ``[gcdp]`` run): once the worker's devices completed window k, their
+  window means (in [0, 1] units, at most ``MEANS_CHUNK`` nodes a message), on the same
+  topic, so they reach the coordinator before the worker's ``closed``. The coordinator
+  holds the global GC-DP release (docs/gcdp-fleet.md, Algorithm 4): it releases window k
+  once it has every node's mean, exactly as one collector does from the steps (the same
+  means, the same ledger charge, the same noise draws in window order).
+
 The coordinator's traffic is O(P) messages per second and per stage, whatever the number
-of reports. ``PartitionTally`` (pure, no I/O) counts the statuses: each partition once per
-state, a status for a partition outside 0..P-1 or of another run refused; it answers
-whether all are ready or closed, the summed counters, and the stage's close reason (the
-one reason when every partition completed, else the first incomplete partition's).
+of reports; with ``[gcdp]`` it also receives, once, each node's mean of each window: what
+the release publishes anyway (one value per node and window, not per report).
+``PartitionTally`` (pure, no I/O) counts the statuses: each partition once per state, a
+status for a partition outside 0..P-1 or of another run refused; it answers whether all are
+ready or closed, the summed counters, and the stage's close reason (the one reason when
+every partition completed, else the first incomplete partition's).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from typing import Annotated, Literal
 import msgspec
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.messages import Message, Reason
+from ldpfleet.protocol.messages import Ident, Message, Reason, Seq, Window
 from msgspec import Meta
 
 STATUS_KIND = "partition"  # ldp/{run}/svc/collector/partition
@@ -68,7 +77,31 @@ class PartitionStatus(Message, tag="partition_status", kw_only=True):
     )  # in COUNTERS order
 
 
-PARTITION_MESSAGES = (PartitionStatus,)
+MEANS_CHUNK = 4096  # nodes per GcdpWindowMeans (well inside codec.MAX_PAYLOAD)
+
+
+class GcdpWindowMeans(Message, tag="gcdp_window_means", kw_only=True):
+    """Partition worker -> coordinator (``svc/collector/partition``): ``means[i]`` is device
+    ``nodes[i]``'s mean over window ``window`` (steps ``t0 .. t0 + steps - 1``)."""
+
+    partition: Annotated[int, Meta(ge=0, lt=topics.MAX_PARTITIONS)]
+    partitions: Annotated[int, Meta(ge=1, le=topics.MAX_PARTITIONS)]
+    window: Seq
+    t0: Seq
+    steps: Window
+    nodes: Annotated[list[Ident], Meta(min_length=1, max_length=MEANS_CHUNK)]
+    means: Annotated[
+        list[Annotated[float, Meta(ge=0.0, le=1.0)]], Meta(min_length=1, max_length=MEANS_CHUNK)
+    ]
+
+    def __post_init__(self) -> None:
+        if len(self.means) != len(self.nodes):
+            raise msgspec.ValidationError(
+                f"means must have one value per node ({len(self.nodes)}), got {len(self.means)}"
+            )
+
+
+PARTITION_MESSAGES = (PartitionStatus, GcdpWindowMeans)
 
 
 def status_topic(run: str) -> str:

@@ -11,6 +11,8 @@ closes the run; its results.json holds the summed counters and the secure sum.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
 (``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
 its analytics; its results.json is a collector side's for its devices only.
+With ``[faults] hostile_messages`` each worker holds its stage until it counted its share
+of the flood (``scenarios.sides.hold_for_hostile``; fleet shard 0 attacks).
 
 ``merge_partitions`` unites them into one collector side's directory (what one collector
 would have written: per-device entries united, counters summed, reconstructions and
@@ -35,13 +37,15 @@ from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.gcdp_stage import GcdpShare, GcdpStage
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.partition import COUNTERS
+from ldpfleet.protocol.partition import COUNTERS, GcdpWindowMeans
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.scenarios.cadr_run import scenario_header
+from ldpfleet.scenarios.plans import gcdp_stage_config
 from ldpfleet.scenarios.runner import collector_for
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.sides import (
@@ -53,6 +57,9 @@ from ldpfleet.scenarios.sides import (
     _save_side_arrays,
     _stopped,
     _stream_entry,
+    gcdp_ledger,
+    gcdp_stage_entry,
+    hold_for_hostile,
     run_announcer,
     run_terms,
 )
@@ -126,11 +133,20 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
         recording = group.create_task(recorder.run_until_closed())
         await _first(recorder.subscribed, recording)
         if devices:
-            service = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
+            service = collector_for(
+                scenario, transport, run, out / "collector.sqlite", seed=seed,
+                central_release=False,
+            )  # fmt: skip
             service.devices, service.partition, service.link = devices, p, link
+            if scenario.spec.gcdp is not None:  # its devices' window means to the coordinator
+                service.gcdp = GcdpShare(
+                    run, devices, scenario.spec.gcdp.window, scenario.spec.stream.steps, (p, count)
+                )
             service.final_stage = False  # the coordinator closes the run
             state.service = service
+            holding = group.create_task(hold_for_hostile(scenario, service, state, (p, count)))
             state.results = await service.run()
+            await holding  # ends with the stage
         else:
             async with transport.connect(f"{run}-collector-p{p}") as conn:
                 await link.serve_empty(conn, recorder.finished)
@@ -142,6 +158,15 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
             recording.cancel()
             state.trace_note = "the coordinator's 'run closed' did not reach this partition"
         await asyncio.gather(recording, return_exceptions=True)
+
+
+def _central_release(scenario: LoadedScenario, run: str, seed: int) -> GcdpStage | None:
+    """With ``[gcdp]``: the coordinator's release stage (calibrated now, before any reading
+    arrives), fed the workers' window means (``collector.gcdp_stage``)."""
+    if scenario.spec.gcdp is None:
+        return None
+    config = gcdp_stage_config(scenario)
+    return GcdpStage(config, run, scenario.device_ids(), seed=seed, given_means=True)
 
 
 def _coordinator_filters(scenario: LoadedScenario, run: str) -> tuple[str, ...]:
@@ -202,6 +227,7 @@ async def coordinator_side(
     wall = time.perf_counter()
     announcer = run_announcer(scenario, run, run_terms(scenario, run, seed))
     document: dict = {"run": run, "aborted": None, "partitions": count}
+    release = _central_release(scenario, run, seed)
     async with open_broker(broker, credentials=credentials) as (transport, info):
         recorder = TraceRecorder(
             transport,
@@ -213,6 +239,12 @@ async def coordinator_side(
         async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
             recording = g.create_task(recorder.run_until_closed())
             await _first(recorder.subscribed, recording)
+
+            async def on_message(message: object) -> None:  # a worker's window means
+                if release is not None and isinstance(message, GcdpWindowMeans):
+                    release.receive_means(message)
+                    await release.flush(conn)
+
             try:
                 tally = await coordinate_stream(
                     transport,
@@ -226,7 +258,11 @@ async def coordinator_side(
                         aborted={"reason": "no_fleet", "fleet_timeout": fleet_timeout,
                                  "detail": s}
                     ),
+                    on_message=on_message,
                 )  # fmt: skip
+                if release is not None:  # every worker's means are in: the rest is due
+                    release.finish()
+                    await release.flush(conn)
                 if scenario.spec.secure_sum is not None and document["aborted"] is None:
                     # every secure sum is the coordinator's (the workers keep the streams)
                     secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
@@ -247,6 +283,16 @@ async def coordinator_side(
             if not recording.done():
                 recording.cancel()
             await asyncio.gather(recording, return_exceptions=True)
+    if release is not None:
+        gcdp = release.summary()
+        arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
+        np.savez_compressed(out / SIDE_FILE, **arrays)
+        document |= {
+            "gcdp": gcdp,
+            "gcdp_stage": gcdp_stage_entry(gcdp),
+            "collector_ledger": gcdp_ledger(release, gcdp),
+            "gcdp_means_refused": release.means_refused,
+        }
     document |= {
         "scenario": scenario_header(scenario, seed),
         "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
@@ -285,6 +331,9 @@ def merge_partitions(
         if side.exists():
             with np.load(side) as data:
                 arrays |= {key: data[key] for key in data.files}
+    if (coordinator_dir / SIDE_FILE).exists():  # the GC-DP releases
+        with np.load(coordinator_dir / SIDE_FILE) as data:
+            arrays |= {key: data[key] for key in data.files}
     np.savez_compressed(out / SIDE_FILE, **arrays)
     recon: dict[str, np.ndarray] = {}
     for directory in partition_dirs:
@@ -318,6 +367,8 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     )
     merged["rejections_by_field"] = _summed(parts, "rejections_by_field")
     merged["rejections_by_reason"] = _summed(parts, "rejections_by_reason")
+    handled = [p["hostile_handled"] for p in parts if p.get("hostile_handled") is not None]
+    merged["hostile_handled"] = all(handled) if handled else None
     merged["budget_refusals"] = dict(
         sorted(kv for p in parts for kv in (p.get("budget_refusals") or {}).items())
     )
@@ -344,6 +395,10 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     merged["secure_sum"] = coordinator.get("secure_sum")
     if coordinator.get("secure_sum_stage"):
         merged["stages"]["secure_sum"] = coordinator["secure_sum_stage"]
+    merged["gcdp"] = coordinator.get("gcdp")  # the coordinator releases
+    merged["collector_ledger"] = coordinator.get("collector_ledger")
+    if coordinator.get("gcdp_stage"):
+        merged["stages"]["gcdp"] = coordinator["gcdp_stage"]
     merged["partitions"] = {
         "count": len(parts),
         "devices": [p["partition"]["devices"] for p in parts],

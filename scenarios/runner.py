@@ -308,12 +308,14 @@ def collector_for(
     store_path: Path,
     *,
     seed: int | None = None,
+    central_release: bool = True,
 ) -> CollectorService:
     """The collector service of ``scenario`` for run ``run``, configured from ``[collector]``
-    (with the GC-DP release stage of ``[gcdp]``, seeded by ``seed`` or the scenario's)."""
+    (with the GC-DP release stage of ``[gcdp]``, seeded by ``seed`` or the scenario's, unless
+    ``central_release`` is False: a partition worker, whose coordinator releases)."""
     settings = scenario.spec.collector
     gcdp = None
-    if scenario.spec.gcdp is not None:
+    if scenario.spec.gcdp is not None and central_release:
         from ldpfleet.collector.gcdp_stage import GcdpStage
 
         gcdp = GcdpStage(

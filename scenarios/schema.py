@@ -629,10 +629,6 @@ def _check_partitions(spec: Scenario, where: str) -> None:
         return
     if spec.cadr is not None or spec.graph is not None:
         raise PartitionsRefused(where, "a CADR-LDP scenario", value)
-    if spec.gcdp is not None:
-        raise PartitionsRefused(where, "a [gcdp] scenario", value)
-    if spec.faults is not None and spec.faults.hostile_messages:
-        raise PartitionsRefused(where, "a [faults] hostile_messages run", value)
 
 
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:

@@ -42,15 +42,16 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.auth import ADMIN, Credentials
 from ldpfleet.broker.pump import background, drive_timers
 from ldpfleet.broker.select import open_broker
-from ldpfleet.broker.transport import Transport
+from ldpfleet.broker.transport import AsUser, Transport
 from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet, device_truth
+from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol import codec, topics
@@ -169,6 +170,26 @@ class _CollectorRun:
     trace_note: str | None = None
     auth: bool = False
     stages: dict = field(default_factory=dict)
+    # [faults] hostile_messages: whether this collector handled its share of the flood
+    # before its stage closed (None: no flood, or none of it was this collector's)
+    hostile_handled: bool | None = None
+
+
+async def hold_for_hostile(
+    scenario: LoadedScenario,
+    service: CollectorService,
+    state: _CollectorRun,
+    partition: tuple[int, int] | None = None,
+) -> None:
+    """With ``[faults] hostile_messages``: hold ``service``'s stage open until it counted its
+    share of the flood (``partition`` ``(p, P)``: the share that reaches worker ``p``;
+    ``devices.hostile.hold_for_flood``); ``state.hostile_handled`` says whether it did."""
+    faults = scenario.spec.faults
+    if faults is None or not faults.hostile_messages:
+        return
+    p, count = partition if partition is not None else (None, 1)
+    rejections, replays = flood_share(faults.hostile_messages, count, p)
+    state.hostile_handled = await hold_for_flood(service, rejections, replays)
 
 
 async def collector_side(
@@ -264,6 +285,7 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
         recording = group.create_task(recorder.run_until_closed())
         await _first(recorder.subscribed, recording)
         collecting = group.create_task(service.run())
+        holding = group.create_task(hold_for_hostile(scenario, service, state))
         await _first(service.subscribed, collecting)
         watching = group.create_task(watch_progress(service, progress)) if progress else None
         await announcer.open(conn)
@@ -271,6 +293,7 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
             on_listening(state.info.url)
         await _close_without_fleet(service, collecting, run, fleet_timeout, state)
         state.results = await collecting
+        await holding  # ends with the stage
         if watching is not None:
             watching.cancel()
             c = state.results
@@ -369,12 +392,7 @@ def _collector_document(
         stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
     gcdp = c.get("gcdp")
     if gcdp is not None:
-        stages["gcdp"] = {
-            "status": "complete"
-            if gcdp["windows_released"] == gcdp["windows_expected"]
-            else "incomplete",
-            "calibration_seconds": gcdp["calibration_seconds"],
-        }
+        stages["gcdp"] = gcdp_stage_entry(gcdp)
     estimates = c.get("mean_estimates", {})
     recon_devices = (reconstruction or {}).get("per_device", {})
     keys = (
@@ -431,11 +449,21 @@ def _collector_document(
             "max_in_flight": scenario.spec.collector.max_in_flight,
         },
         "faults": None,
+        "hostile_handled": state.hostile_handled,
         "trace_complete": bool(recorder and recorder.complete),
         "trace_incomplete_reason": state.trace_note,
         "seconds": seconds,
         "mean_estimates": estimates,
         "collector_ledger": _central_ledger(state, gcdp),
+    }
+
+
+def gcdp_stage_entry(gcdp: dict) -> dict:
+    """results.json ``stages.gcdp`` from the release's entry."""
+    complete = gcdp["windows_released"] == gcdp["windows_expected"]
+    return {
+        "status": "complete" if complete else "incomplete",
+        "calibration_seconds": gcdp["calibration_seconds"],
     }
 
 
@@ -475,7 +503,11 @@ def _trace_entry(scenario: LoadedScenario, state: _CollectorRun) -> dict:
 
 def _central_ledger(state: _CollectorRun, gcdp: dict | None) -> dict | None:
     """The collector's own ledger (GC-DP central releases), as ``ldpfleet run`` writes it."""
-    stage = state.service.gcdp if state.service is not None else None
+    return gcdp_ledger(state.service.gcdp if state.service is not None else None, gcdp)
+
+
+def gcdp_ledger(stage, gcdp: dict | None) -> dict | None:
+    """A GC-DP stage's ledger with its accounting (None without a release)."""
     if stage is None or gcdp is None:
         return None
     return {
@@ -585,25 +617,33 @@ async def fleet_side(
         config = fleet_config(scenario, run, seed, state_file=state_file)
         fleet = Fleet(config, transport, shard=shard)
         fleet.seconds = None
+        attacker = await _start_attacker(scenario, transport, run, shard, credentials)
         started = time.perf_counter()
         secure: dict | None = None
         try:
             if scenario.spec.secure_sum is None:
                 outcomes = await fleet.run()
                 fleet.seconds = time.perf_counter() - started
+                await _finish_attacker(scenario, attacker)
             else:
                 watch = _StageWatch(transport, run, fleet_client_id(run, shard, "stage"))
                 async with watch.watching():
                     outcomes = await fleet.run()
                     fleet.seconds = time.perf_counter() - started
+                    await _finish_attacker(scenario, attacker)
                     secure = await _fleet_secure_sum(
                         scenario, transport, run, fleet, seed, watch, wait_timeout
                     )
         except asyncio.CancelledError:
             outcomes = fleet.outcomes()
-            _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure)
+            _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure,
+                         attacker)  # fmt: skip
             raise
-    _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure)
+        finally:
+            if attacker is not None:
+                attacker[1].cancel()
+                await asyncio.gather(attacker[1], return_exceptions=True)
+    _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure, attacker)
     return {
         "shard": shard,
         "epoch": epoch,
@@ -616,7 +656,31 @@ async def fleet_side(
     }
 
 
-def _write_fleet(out_dir, scenario, run, shard, url, fleet, outcomes, epoch, secure) -> None:
+async def _start_attacker(scenario, transport, run, shard, credentials):
+    """``[faults] hostile_messages``: fleet shard 0 attacks (``HostileClient.over_broker``,
+    as the run's ``admin`` when auth is on); returns (attacker, task) once it listens to
+    what it attacks (before any device of this shard starts), else None."""
+    faults = scenario.spec.faults
+    if faults is None or not faults.hostile_messages or shard[0] != 0:
+        return None
+    attacker = HostileClient(scenario.stream_config(run), faults.hostile_messages)
+    if credentials is not None:
+        transport = AsUser(transport, ADMIN, credentials.password(ADMIN))
+    task = asyncio.create_task(attacker.over_broker(transport, run))
+    await _until_any(attacker.ready, task=task)
+    if task.done():
+        task.result()  # it could not subscribe: say why
+    return attacker, task
+
+
+async def _finish_attacker(scenario, attacker) -> None:
+    """The devices are done: the flood, if still under way, gets ``finish_grace``."""
+    if attacker is not None:
+        await asyncio.wait({attacker[1]}, timeout=scenario.spec.collector.finish_grace)
+
+
+def _write_fleet(out_dir, scenario, run, shard, url, fleet, outcomes, epoch, secure,
+                 attacker=None) -> None:  # fmt: skip
     write_shard_outputs(
         Path(out_dir),
         scenario,
@@ -631,6 +695,7 @@ def _write_fleet(out_dir, scenario, run, shard, url, fleet, outcomes, epoch, sec
             "fleet_seconds": fleet.seconds,
             "secure_sum": secure,
             "resumed": fleet.resumed,
+            "hostile": attacker[0].summary() if attacker is not None else None,
         },
     )
 
@@ -764,6 +829,24 @@ def _load_fleet_dirs(fleet_dirs) -> tuple[list[DeviceOutcome], dict, list[dict]]
     return outcomes, crashed, shards
 
 
+@dataclass
+class _Attack:
+    """``fault_report``'s view of the attack fleet shard 0 made (its outcomes.json
+    ``hostile``), with whether the collector side handled it before closing."""
+
+    injected: dict
+
+    @classmethod
+    def of(cls, shards: list[dict], handled: bool | None) -> _Attack | None:
+        entry = next((s["hostile"] for s in shards if s.get("hostile")), None)
+        if entry is None:
+            return None
+        return cls({**entry, "handled_before_close": bool(handled)})
+
+    def summary(self) -> dict:
+        return self.injected
+
+
 class _Released:
     """``score_gcdp``'s view of the releases the collector side saved."""
 
@@ -825,7 +908,10 @@ def merge_stream_outputs(
         "rejections_by_reason": c["rejections_by_reason"],
         "reports_duplicate": c["reports_duplicate"],
     }
-    results["faults"] = fault_report(scenario.spec.faults, truth, outcomes, merged_results, None)
+    attacker = _Attack.of(shards, c.get("hostile_handled"))
+    results["faults"] = fault_report(
+        scenario.spec.faults, truth, outcomes, merged_results, attacker
+    )
     return results
 
 

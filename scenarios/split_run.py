@@ -20,9 +20,11 @@ With ``[collector] partitions = P > 1`` the collector side is a coordinator proc
 worker's trace and store are linked into OUT as ``trace-p{p}.sqlite`` and
 ``collector-p{p}.sqlite`` (``trace.sqlite`` is the coordinator's: ``ctl/``, ``rel/``, ``svc/``).
 
-The in-memory broker lives in one process, and a ``[faults] hostile_messages`` run holds the
-collector's stage open from its side task: those run in one process
-(``scenarios.runner.run_scenario``); ``runs_split`` says which.
+The in-memory broker lives in one process, and a one-collector ``[faults] hostile_messages``
+run holds the collector's stage open from its side task: those run in one process
+(``scenarios.runner.run_scenario``); ``runs_split`` says which. A partitioned hostile run
+is split: fleet shard 0 (in this process) attacks, and each worker holds its stage until it
+handled its share of the flood.
 """
 
 from __future__ import annotations
@@ -68,13 +70,16 @@ class SplitRunFailed(RuntimeError):
 
 def runs_split(scenario: LoadedScenario, broker: str | Transport | None) -> bool:
     """Whether ``ldpfleet run`` runs ``scenario`` on ``broker`` as separate processes: every
-    real broker (embedded or a URL), except a run whose ``[faults]`` inject hostile messages
-    (the attacker holds the collector's stage open in-process until its flood is handled)."""
+    real broker (embedded or a URL), except a one-collector run whose ``[faults]`` inject
+    hostile messages (the attacker holds the collector's stage open in-process until its
+    flood is handled). A partitioned hostile run is split: fleet shard 0 attacks and each
+    worker holds its own stage until it handled its share (``devices.hostile``)."""
     spec = broker or scenario.spec.broker.url
     if not isinstance(spec, str) or spec == "memory":
         return False
     faults = scenario.spec.faults
-    return not (faults is not None and faults.hostile_messages)
+    hostile = faults is not None and faults.hostile_messages
+    return not hostile or scenario.spec.collector.partitions > 1
 
 
 @dataclass

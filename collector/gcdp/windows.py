@@ -10,6 +10,10 @@ means with GC-DP (Algorithm 4) under a fixed public theta (``fleet_calibration``
   last complete window (a trailing partial window) are ignored. A step given twice is a
   bug of the caller (the stream collector deduplicates), so it raises
   ``LocalProtocolError``.
+* ``MeansAssembler`` is the same for windows whose node means arrive ready-made (a
+  partitioned run: each partition worker sends its nodes' means of window k,
+  ``protocol.partition.GcdpWindowMeans``, computed by its own ``WindowAssembler`` exactly
+  as one collector's would be); a window is complete when every node's mean is in.
 * ``GcdpReleaser`` (a ``protocol.events.Machine``) releases windows IN INDEX ORDER: window
   k waits until windows 0..k-1 are released, so the sequence of noise draws from the
   injected generator does not depend on delivery order, and a seed gives the same release
@@ -49,6 +53,7 @@ __all__ = [
     "RELEASE_KIND",
     "RELEASE_MECHANISM",
     "GcdpReleaser",
+    "MeansAssembler",
     "ReleaseRefused",
     "WindowAssembler",
     "WindowReleased",
@@ -129,6 +134,58 @@ class WindowAssembler:
         return k * self.window, buf.mean(axis=1)
 
 
+class MeansAssembler:
+    """Windows made of node means given ready-made (``add_means``); ``complete``,
+    ``pending``, ``take`` and ``n_windows`` as ``WindowAssembler``'s."""
+
+    def __init__(self, nodes: int, window: int, steps: int) -> None:
+        WindowAssembler(nodes, window, steps)  # the same parameter checks
+        self.nodes, self.window, self.n_windows = nodes, window, steps // window
+        self._means: dict[int, np.ndarray] = {}
+        self._given: dict[int, np.ndarray] = {}
+        self._taken: set[int] = set()
+
+    def add_means(self, k: int, nodes: Sequence[int], means: Sequence[float]) -> bool:
+        """Node ``nodes[i]``'s mean of window ``k`` is ``means[i]``; returns whether window
+        ``k`` is complete now. A window past the stream, taken, or a node given twice:
+        ``LocalProtocolError``."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.n_windows:
+            raise LocalProtocolError(
+                f"window {k!r} is not in [0, {self.n_windows})", field="window"
+            )
+        if k in self._taken:
+            raise LocalProtocolError(f"window {k} was already taken", field="window")
+        index = np.asarray(nodes, dtype=int)
+        x = np.asarray(means, dtype=float).ravel()
+        if index.shape != x.shape or np.any(index < 0) or np.any(index >= self.nodes):
+            raise LocalProtocolError("one node in [0, M) per mean", field="nodes")
+        if not np.all(np.isfinite(x)) or np.any(x < 0.0) or np.any(x > 1.0):
+            raise LocalProtocolError("means must be finite and in [0, 1]", field="means")
+        buf = self._means.setdefault(k, np.zeros(self.nodes))
+        given = self._given.setdefault(k, np.zeros(self.nodes, dtype=bool))
+        if given[index].any() or len(set(index.tolist())) != index.size:
+            raise LocalProtocolError(f"a node's mean of window {k} given twice", field="nodes")
+        buf[index], given[index] = x, True
+        return bool(given.all())
+
+    def complete(self, k: int) -> bool:
+        """Window ``k`` has every node's mean (and was not taken yet)."""
+        given = self._given.get(k)
+        return given is not None and bool(given.all())
+
+    def pending(self) -> list[int]:
+        """Windows started but not complete, ascending."""
+        return sorted(k for k in self._given if not self.complete(k))
+
+    def take(self, k: int) -> tuple[int, np.ndarray]:
+        """Remove complete window ``k``: (first step, the M node means)."""
+        if not self.complete(k):
+            raise LocalProtocolError(f"window {k} is not complete", field="window")
+        del self._given[k]
+        self._taken.add(k)
+        return k * self.window, self._means.pop(k)
+
+
 @dataclass(frozen=True, slots=True)
 class WindowReleased(Event):
     """Window ``window`` was charged and released: its true ``means`` and the ``values``."""
@@ -160,6 +217,7 @@ class GcdpReleaser(Machine):
         rng: np.random.Generator,
         *,
         account: str = RELEASE_ACCOUNT,
+        given_means: bool = False,
     ) -> None:
         super().__init__()
         self.run = topics.check_ident(run, "run")
@@ -172,7 +230,9 @@ class GcdpReleaser(Machine):
             )
         self.theta = theta
         self.index = {node: k for k, node in enumerate(self.nodes)}
-        self.assembler = WindowAssembler(len(self.nodes), theta.window, steps)
+        # given_means: the windows' node means arrive ready-made (``add_means``)
+        assembler = MeansAssembler if given_means else WindowAssembler
+        self.assembler = assembler(len(self.nodes), theta.window, steps)
         self.ledger = ledger
         self.account = account
         ledger.open_account(account, WindowAccount(theta.eps_rel, 1))
@@ -196,6 +256,19 @@ class GcdpReleaser(Machine):
         if node is None:
             raise LocalProtocolError(f"{device!r} is not a node of this release", field="device")
         self.assembler.add(node, t0, values)
+        self._release_due()
+
+    def add_means(self, k: int, devices: Sequence[str], means: Sequence[float]) -> None:
+        """``devices[i]``'s mean of window ``k`` is ``means[i]`` (a releaser made with
+        ``given_means``); releases what became due."""
+        if self.state != "open":
+            raise LocalProtocolError(f"add_means() in state {self.state}", field="state")
+        if not isinstance(self.assembler, MeansAssembler):
+            raise LocalProtocolError("this releaser assembles steps, not means", field="means")
+        unknown = [d for d in devices if d not in self.index]
+        if unknown:
+            raise LocalProtocolError(f"{unknown[0]!r} is not a node of this release", field="nodes")
+        self.assembler.add_means(k, [self.index[d] for d in devices], means)
         self._release_due()
 
     def add_many(self, items: Iterable[tuple[str, int, Sequence[float]]]) -> None:

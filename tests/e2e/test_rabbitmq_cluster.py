@@ -244,6 +244,50 @@ def test_partitions_on_different_nodes_equal_the_memory_run(cluster_urls, tmp_pa
     (docs/rabbitmq-cluster-notes.md), so shards on A and B never get the retained
     announcement (without repeats they gave up: "no collector announced run ..."); with
     ``[broker] announce_every`` they join on the next repeat, live across the cluster."""
+    partitions_on_nodes(cluster_urls, tmp_path)
+
+
+def test_a_partitioned_gcdp_release_on_different_nodes_equals_the_memory_run(
+    cluster_urls, tmp_path
+):
+    """The same placement with a ``[gcdp]`` release: each worker's window means cross the
+    cluster to the coordinator on node C, on the topic of its statuses and before its
+    ``closed``; the release (entry, ledger) equals the one-collector memory run's."""
+    from tests.e2e.test_partition_gcdp import RELEASE, gcdp_entry
+    from tests.e2e.test_partitions import with_partitions
+
+    results, one = partitions_on_nodes(
+        cluster_urls, tmp_path, with_partitions(RELEASE, 2), devices=20
+    )
+    assert gcdp_entry(results) == gcdp_entry(one)
+    assert results["gcdp"]["windows_released"] == results["gcdp"]["windows_expected"] == 20
+
+
+def test_a_partitioned_hostile_flood_on_different_nodes_equals_the_memory_run(
+    cluster_urls, tmp_path
+):
+    """The same placement with ``[faults] hostile_messages``: fleet shard 0 (node A) floods
+    ``d0000``'s and the ``intruder``'s topics, in the two partitions; each worker counts
+    what reaches it and holds its stage for it; the merged counts and fault report equal
+    the one-collector memory run's."""
+    from tests.e2e.test_partition_hostile import HOSTILE, check_attack
+    from tests.e2e.test_partitions import with_partitions
+
+    results, one = partitions_on_nodes(
+        cluster_urls, tmp_path, with_partitions(HOSTILE, 2), attacked=True
+    )
+    check_attack(results)
+    check_attack(one)
+    assert results["faults"] == one["faults"]
+    assert results["rejections_by_reason"] == one["rejections_by_reason"]
+
+
+def partitions_on_nodes(
+    cluster_urls, tmp_path, text: str | None = None, devices: int = 16, attacked: bool = False
+):
+    """The run of ``test_partitions_on_different_nodes_equal_the_memory_run`` (``text``:
+    another partitioned scenario of ``devices`` devices; ``attacked``: a hostile flood,
+    which ``trace verify`` must flag); returns (merged results, the memory run's)."""
     import asyncio
 
     from ldpfleet.scenarios.runner import run_scenario
@@ -253,12 +297,13 @@ def test_partitions_on_different_nodes_equal_the_memory_run(cluster_urls, tmp_pa
     from tests.e2e.test_sides import BASE, Processes
 
     assert PARTITIONED_RUN != CLUSTER_RUN
+    text = text or PARTITIONED_RUN
     started = start_cluster(nodes=3)
     assert started.returncode == 0, started.stdout + started.stderr
     url_a, url_b, url_c = run_script("urls", 10, nodes=3).stdout.split()
     assert [url_a, url_b] == list(cluster_urls)
     scenario = tmp_path / "partitioned.toml"
-    scenario.write_text(PARTITIONED_RUN + ANNOUNCED_EVERY_SECOND)
+    scenario.write_text(text + ANNOUNCED_EVERY_SECOND)
     run = f"rp{random.getrandbits(24):06x}"  # client ids must be new to the cluster
     where = {  # name: (node URL, the side's own flags)
         "coordinator": (url_c, ["collector", "--coordinator"]),
@@ -288,13 +333,15 @@ def test_partitions_on_different_nodes_equal_the_memory_run(cluster_urls, tmp_pa
     merged = cli("merge", *where, "--out", "merged")
     assert merged.returncode == 0, merged.stdout + merged.stderr
     verify = cli("trace", "verify", "merged")
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # a flood on d0000's topics does not match its ledger: the audit says so
+    assert verify.returncode == (1 if attacked else 0), verify.stdout + verify.stderr
     assert "signature 3" in verify.stdout, verify.stdout  # the coordinator's + two workers'
+    assert ("MISMATCH row" in verify.stdout) == attacked, verify.stdout
 
     results = json.loads((tmp_path / "merged" / "results.json").read_text())
-    loaded = parse_scenario(PARTITIONED_RUN + ANNOUNCED_EVERY_SECOND)
+    loaded = parse_scenario(text + ANNOUNCED_EVERY_SECOND)
     one = asyncio.run(run_scenario(loaded, broker="memory", out_dir=tmp_path / "one", run_id=run))
-    assert results["reports_lost"] == 0 and results["devices_complete"] == 16
+    assert results["reports_lost"] == 0 and results["devices_complete"] == devices
     for key in SAME:
         assert results[key] == one[key], key
     ledger = json.loads((tmp_path / "merged" / "ledger.json").read_text())
@@ -310,3 +357,4 @@ def test_partitions_on_different_nodes_equal_the_memory_run(cluster_urls, tmp_pa
     for name in ("fleet0", "fleet1"):
         side = json.loads((tmp_path / name / "outcomes.json").read_text())
         assert side["broker"] == where[name][0], name
+    return results, one

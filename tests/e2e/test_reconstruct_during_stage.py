@@ -84,3 +84,41 @@ def test_incremental_reconstructor_equals_one_pass_in_any_arrival_order():
     for device, result in whole.items():
         np.testing.assert_array_equal(out[device].values, result.values)
         assert out[device].period == result.period
+
+
+def test_the_leftovers_go_through_the_one_pool_or_inline(monkeypatch):
+    """``finish`` never opens a second pool beside the busy first one: the leftovers are
+    queued on the pool the stage used (chunked), or, with no pool and few streams left,
+    reconstructed inline; every way gives ``reconstruct_streams``' result."""
+    from ldpfleet.collector import analytics
+
+    pools = []
+
+    def counting_pool(workers):
+        pools.append(workers)
+        return analytics.ProcessPoolExecutor(max_workers=workers)
+
+    monkeypatch.setattr(analytics, "_process_pool", counting_pool)
+    config = StreamConfig(
+        run="r", mechanism="sw", eps=5.0, w=5, steps=60, batch_steps=10, lo=0.0, hi=1.0
+    )
+    streams = _streams(analytics.PARALLEL_FROM + 10, 60, seed=5)
+    whole = reconstruct_streams(config, streams, "sw_moving", workers=1)
+    devices = list(streams)
+    for handed, left_over, expected_pools in (
+        (8, analytics.PARALLEL_FROM + 2, 1),  # a busy pool, many left: queued behind
+        (0, analytics.PARALLEL_FROM + 10, 1),  # nothing handed over, many left: one pool
+        (0, 5, 0),  # nothing handed over, few left: inline
+        (8, 2, 1),  # a pool, few left: queued on it too
+    ):
+        pools.clear()
+        early = IncrementalReconstructor(config, "sw_moving", workers=2, chunk=4)
+        early.add({d: streams[d] for d in devices[:handed]})
+        subset = {d: streams[d] for d in devices[: handed + left_over]}
+        out = early.finish(subset)
+        assert len(pools) == expected_pools, (handed, left_over)
+        assert early.leftover_chunks == (min(8, left_over) if expected_pools else 0)
+        assert list(out) == list(subset)
+        for device, result in out.items():
+            np.testing.assert_array_equal(result.values, whole[device].values)
+            assert result.period == whole[device].period

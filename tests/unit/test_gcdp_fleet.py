@@ -345,3 +345,56 @@ def test_stream_collector_refuses_out_of_range_raw_values_and_aggregates_none():
     }  # fmt: skip
     assert not any(isinstance(e, ReportAccepted) for e in collector.pop_events())
     assert collector.accepted == 0
+
+
+# --- partitions: the coordinator releases from the workers' window means -----------------
+
+
+def test_a_release_from_partition_window_means_equals_the_one_from_the_steps():
+    """Two workers (nodes {0, 2} and {1, 3}) send their window means through
+    ``GcdpShare`` and the wire, out of order; the coordinator's ``given_means`` stage
+    releases exactly what one collector releases from the steps: values, ledger, order."""
+    from ldpfleet.collector.gcdp_stage import GcdpShare
+
+    x = streams()
+    one, one_ledger = releaser()
+    one.add_many((NODES[i], t0, v.tolist()) for i, t0, v in batches(x, 3))
+    one.finish()
+    given_ledger = PrivacyLedger("collector")
+    given = GcdpReleaser(
+        "r1", NODES, theta(), STEPS, given_ledger, np.random.default_rng(7), given_means=True
+    )
+    shares = [GcdpShare("r1", [NODES[0], NODES[2]], W, STEPS, (0, 2)),
+              GcdpShare("r1", [NODES[1], NODES[3]], W, STEPS, (1, 2))]  # fmt: skip
+    for i, t0, v in batches(x, 3):
+        shares[i % 2].on_persisted([(NODES[i], t0 // 3, t0, v.tolist(), 0.0)])
+    messages = [codec.decode(m) for share in shares for m in share._outbox]
+    assert len(messages) == 2 * (STEPS // W)
+    for message in sorted(messages, key=lambda m: (-m.window, m.partition)):  # worst order
+        given.add_means(message.window, message.nodes, message.means)
+    given.finish()
+    assert given.released == one.released == list(range(STEPS // W))
+    assert [codec.encode(o[1]) for o in given.pop_outbound()] == [
+        codec.encode(o[1]) for o in one.pop_outbound()
+    ]
+    assert given_ledger.to_dict() == one_ledger.to_dict()
+
+
+def test_window_means_that_do_not_fit_are_refused_naming_the_field():
+    given = GcdpReleaser(
+        "r1", NODES, theta(), STEPS, PrivacyLedger("c"), np.random.default_rng(0), given_means=True
+    )
+    given.add_means(1, NODES[:2], [0.5, 0.5])
+    for args, field in (
+        ((1, NODES[:1], [0.2]), "nodes"),  # given twice
+        ((STEPS // W, NODES[:1], [0.2]), "window"),  # past the stream
+        ((0, ["intruder"], [0.2]), "nodes"),
+        ((0, NODES[2:3], [1.5]), "means"),
+    ):
+        with pytest.raises(LocalProtocolError) as caught:
+            given.add_means(*args)
+        assert caught.value.field == field, args
+    one, _ = releaser()
+    with pytest.raises(LocalProtocolError) as caught:
+        one.add_means(0, NODES[:1], [0.5])  # a releaser that assembles steps
+    assert caught.value.field == "means"
