@@ -135,6 +135,7 @@ class CadrDevice(Machine):
         self._early: list[tuple[topics.Topic, Message]] = []  # broadcasts before the plan
         self._pending_steps: list[PeerStep] = []  # relay steps waiting for plan / θ
         self._phase_done: set[str] = set()
+        self._padding = False  # a padded LPEA phase went quiet (relay's ``pad``)
         self._seq = 0
         self._report: DsrReport | None = None
         self._resend_at: float | None = None
@@ -391,6 +392,10 @@ class CadrDevice(Machine):
         elif step.finished:
             self._phase_done.add("lpea")
             self._release(now)
+        elif self._padding:  # a padding round (protocol.peer_relay, "Padding")
+            if self.node is None or step.round <= self.node.round:
+                raise RemoteProtocolError(f"padding round {step.round} is stale", field="round")
+            self._batch("lpea", step.round, 0, [], done=True, added=0)
         else:
             self._lpea_round(step.round, now)
 
@@ -468,6 +473,12 @@ class CadrDevice(Machine):
                 field="phase",
             )
         r = delivery.round
+        if delivery.pad:  # the negotiation went quiet: the rest of the phase is padding
+            if delivery.items or not node.round_done or self._padding:
+                raise RemoteProtocolError("a padding notice is not expected now", field="pad")
+            self._padding = True
+            self._batch("lpea", r, delivery.step, [], done=True, added=0)
+            return
         for item in delivery.items:  # RemoteProtocolError: that peer misbehaved
             node.receive_item(item.peer, item.kind, item.value, r, now)
         self._flush_node(r, delivery.step)
