@@ -20,7 +20,7 @@ server (Bonawitz et al. 2017, star topology):
   round ended, ``protocol.lpea.RoundFinished``); ``added`` sums what the round added;
 - a phase with ``until_quiet`` stops after a round that added nothing (or ``max_rounds``);
   otherwise after one round. The relay then broadcasts ``PeerStep(finished=True)`` and
-  reports a ``PhaseFinished`` event.
+  reports a ``PhaseFinished`` event. A *padded* phase (below) always runs ``max_rounds``.
 
 Because a device sees its inputs in an order fixed by the barrier (not by the network), and
 draws its randomness in that order, a phase's result is a function of the seeds alone: the
@@ -32,11 +32,28 @@ codes are ε-LDP outputs; establish/confirm items reveal the projected graph). T
 exactly what the MQTT broker sees of direct per-neighbour topics, so the relay belongs to
 the *message layer* (the broker operator), with the broker's trust, never to the
 collector: it runs under its own identity ``relay``. The collector learns only that a
-phase ended and whether normally (``PhaseReport``: the phase, ``ok``, the public round cap
+phase ended and whether normally (``PhaseReport``: the phase, ``ok``, the public round count
 it asked for); the relay's counts — rounds, supersteps, items, batches, edges added per
 round, all functions of every device's adjacency list — stay in ``PhaseFinished``, the
-relay's own event (logged by the message layer, ``broker.relay``). What the collector
-still observes is WHEN the phase ends (a timing channel, not covered by any ε).
+relay's own event (logged by the message layer, ``broker.relay``).
+
+Padding (issue 20: the LPEA phase's length as a channel to the collector). Without it the
+collector could count the ``ctl/peer_step`` broadcasts (one per round; ``ctl`` topics are
+readable by every client) and time the report: both tell how many rounds the negotiation
+needed, a function of every adjacency list. ``RelayPhase(padded=True)`` (with
+``until_quiet``) makes the phase run EXACTLY ``max_rounds`` rounds, a public number: the
+negotiation runs until a round adds nothing (or the count is reached: it is then cut, as
+by any cap); after that quiet round the relay adds one step in which every device gets
+``PeerDelivery(pad=True)`` on its private inbox and answers an empty ``done`` batch, and
+every later round is *padding*: the same broadcast as a real round, every device answers
+it with one empty ``done`` batch (a batch with items is refused), the round ends. So what
+the collector can read — the broadcasts (their ``seq`` counts broadcasts only, never
+deliveries), the ``PhaseReport`` — is the same message sequence, byte for byte, whatever
+the data (tested: ``tests/unit/test_peer_relay.py``, ``tests/unit/test_cadr_device.py``).
+Not hidden: the wall-clock time. A real round with its many supersteps takes longer than
+a padding round (one barrier of empty batches), so the phase's DURATION still depends on
+the data; closing that would need a public wall-clock schedule (a report held to a fixed
+deadline), not done (docs/cadr.md, privacy table).
 
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
