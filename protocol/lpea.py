@@ -131,7 +131,7 @@ __all__ = [
 
 Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 
-PADDED_ROUNDS = 20  # the fleet's public LPEA round count (docs/cadr.md, "Padding")
+PADDED_ROUNDS = 16  # the fleet's public LPEA round count (docs/cadr.md, "Padding")
 
 
 def padded_rounds(max_rounds: int) -> int:
