@@ -157,8 +157,9 @@ class RelayPhase(Message, tag="relay_phase", kw_only=True):
 
 class PhaseReport(Message, tag="phase_report", kw_only=True):
     """Relay -> collector (``svc/relay/phase``): that a phase ended, and whether it ended
-    normally. Only public, data-independent facts: the phase, ``ok``, the public round cap
-    it ran under (``max_rounds``, the collector's own request) and, when it failed, why
+    normally. Only public, data-independent facts: the phase, ``ok``, the public round
+    count it ran under (``max_rounds``, the collector's own request; a padded phase runs
+    exactly that many) and, when it failed, why
     (which devices went missing: liveness, not data). The relay's counts — rounds,
     supersteps, items, batches, edges added per round — depend on every device's list and
     stay with the relay (``PhaseFinished``, the message layer's own log), never the
