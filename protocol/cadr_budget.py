@@ -52,7 +52,10 @@ one degree off in some seeds where the true median is a knife-edge (Barabási–
 LPEA's shares and ``DSR_FLOOR · ε`` (DSR keeps 10 %: ε_θ = 0.86 ε at α = 0.1), from
 ``SMALL_EPS_HIGH`` (1) up the rule above, linear in ε in between (continuous; ε ≥ 1 is
 unchanged). Chosen on 10 of the grid's 19 graphs, checked on the other 9 and 3 graphs
-never used before (docs/cadr-private.md). Public: ε, α, n only.
+never used before (docs/cadr-private.md): at ε = 0.5 above the constant true median in 3
+cells of 22 (was 5), at 0.75 in 2 (was 5) — but at 0.75 ego-Facebook and wiki-Vote lose
+the DSR gain they had (31.87 → 32.02, 26.69 → 26.75): the linear part is a trade-off, an
+n-dependent transition not yet measured. Public: ε, α, n only.
 
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
