@@ -29,7 +29,10 @@ private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-L
 5. *LPEA* (Alg. 5, relay phase ``lpea``): a ``protocol.lpea.LpeaNode`` at εʹ = αε/2 does
    the negotiation; every relay step feeds it the delivered items in relay order and
    returns everything it sends as one batch. ``ll``: lowest code first; ``lh``: highest;
-   ``ra``: random order.
+   ``ra``: random order. In a padded phase (``protocol.peer_relay``, "Padding") the relay's
+   ``pad`` notice after the quiet round ends the negotiation: that notice and every later
+   round are answered with an empty ``done`` batch, the node and the generator untouched
+   (so the release is the unpadded one).
 6. *DSR* (Alg. 6): when the relay ends LPEA, the device releases ``clip(kept, 0, θ) +
    Laplace(θ / (1-α)ε)`` in a ``DsrReport`` and re-sends it every ``retry`` seconds until
    the collector's ``Ack`` says it is persisted. The ledger then holds exactly ε (ll/lh).
