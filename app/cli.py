@@ -1255,8 +1255,15 @@ def bench_fleet_command(
         str, typer.Option(help='Device processes: a number or "auto" (docs/scaling.md).')
     ] = "auto",
     connection: Annotated[
-        str, typer.Option(help='"device" (one MQTT connection each) or "gateway".')
+        str,
+        typer.Option(
+            help='"device" (one MQTT connection each), "gateway" (bulk forwarding above '
+            '100,000 devices) or "bulk" (docs/scaling.md "Bulk gateways").'
+        ),
     ] = "device",
+    gateway_devices: Annotated[
+        int | None, typer.Option(help="Devices per gateway (bulk default 10,000).")
+    ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
         str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
@@ -1304,6 +1311,7 @@ def bench_fleet_command(
                 progress=as_callback(step),
                 partitions=partitions,
                 reconstruct=reconstruct,
+                gateway_devices=gateway_devices,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))
