@@ -21,6 +21,10 @@ from ldpfleet.scenarios.split_run import run_split
 # 10^6 would need ~43 GB). ``--connection bulk`` forwards in bulk at any size.
 BULK_FROM = 100_000
 BULK_GATEWAY_DEVICES = 10_000
+# a bulk report waits behind up to max_in_flight entries of its partition (100,000: ~1 s of
+# a collector's work on an idle core, ~10 s on this machine at load 10): 30 s, not the
+# per-device default of 5 s
+BULK_RETRANSMIT_AFTER = 30.0
 
 
 def fleet_scenario_text(
@@ -116,7 +120,7 @@ async def bench_fleet(
     trace: str = "all",
     out_dir: str | None = None,
     shard_brokers: list[str] | None = None,
-    retransmit_after: float = 5.0,
+    retransmit_after: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     partitions: int = 1,
     reconstruct: str = "none",
@@ -143,6 +147,8 @@ async def bench_fleet(
             retransmit_after=retransmit_after, partitions=partitions,
             gateway_devices=gateway_devices or BULK_GATEWAY_DEVICES,
         )  # fmt: skip
+    if retransmit_after is None:
+        retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -266,7 +272,7 @@ async def bench_bulk_fleet(
     shards: int | str = "auto",
     connection: str = "bulk",
     out_dir: str | None = None,
-    retransmit_after: float = 30.0,
+    retransmit_after: float | None = None,
     partitions: int = 1,
     gateway_devices: int = BULK_GATEWAY_DEVICES,
     seed: int = 1,
@@ -285,7 +291,7 @@ async def bench_bulk_fleet(
     plan = BulkPlan(
         run="bench-bulk", devices=devices, steps=steps, batch_steps=batch_steps, eps=eps,
         w=w, seed=seed, gateway_devices=gateway_devices, partitions=partitions,
-        retransmit_after=max(retransmit_after, 1.0),
+        retransmit_after=retransmit_after or BULK_RETRANSMIT_AFTER,
     )  # fmt: skip
     k = (os.cpu_count() or 1) if shards == "auto" else int(shards)
     broker_pid = None
@@ -328,6 +334,8 @@ async def bench_bulk_fleet(
         "forwarding": "bulk",
         "gateways": plan.gateways,
         "gateway_devices": gateway_devices,
+        "retransmit_after": plan.retransmit_after,
+        "admit_window": plan.admit_window,
         "shards": None if broker == "memory" else k,  # memory: all in this process
         "partitions": partitions,
         "messages": received,

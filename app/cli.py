@@ -1270,8 +1270,9 @@ def bench_fleet_command(
     ] = "all",
     shard_broker: ShardBrokerOption = None,
     retransmit_after: Annotated[
-        float, typer.Option(help="Device retransmission delay (waiting hellos: 6x).")
-    ] = 5.0,
+        float | None,
+        typer.Option(help="Retransmission delay (waiting hellos: 6x); default 5, bulk 30."),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
     ] = None,

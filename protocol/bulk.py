@@ -266,6 +266,7 @@ class BulkPlan:
     gateway_devices: int = 10_000
     partitions: int = 1
     window: int = 4
+    max_in_flight: int = 100_000
     max_entries: int = 2_000
     retransmit_after: float = 30.0
     lo: float = -1.5
@@ -285,6 +286,7 @@ class BulkPlan:
         _positive_int(self.gateway_devices, "gateway_devices", MAX_DEVICES)
         _positive_int(self.partitions, "partitions", 1024)
         _positive_int(self.window, "window", 1_000_000)
+        _positive_int(self.max_in_flight, "max_in_flight", MAX_DEVICES)
         _positive_int(self.max_entries, "max_entries", MAX_ENTRIES)
         if self.steps % self.batch_steps:
             raise ParameterError(
@@ -307,6 +309,14 @@ class BulkPlan:
     def eps0(self) -> float:
         """Budget per step: eps / w."""
         return self.eps / self.w
+
+    @property
+    def admit_window(self) -> int:
+        """Reports a gateway may have unacknowledged in a partition: ``window``, or fewer
+        so that all gateways together stay within ``max_in_flight`` entries per partition
+        (at least 1). This bounds the collector's queue on the broker and the time a
+        report waits for its acknowledgement (keep ``retransmit_after`` above it)."""
+        return max(1, min(self.window, self.max_in_flight // (self.gateways * self.max_entries)))
 
     @property
     def batches(self) -> int:
@@ -789,7 +799,7 @@ class BulkCollector:
             )
         self.admitted[gateway] = True
         admit = BulkAdmit(
-            run=plan.run, sender="collector", partition=self.partition, window=plan.window
+            run=plan.run, sender="collector", partition=self.partition, window=plan.admit_window
         )
         level = plan.partition_level_of(self.partition)
         return [Outbound(gateway_inbox(plan.run, gateway, level), admit)]
