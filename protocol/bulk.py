@@ -59,6 +59,7 @@ model, not for deployed devices (which use ``os.urandom``-seeded generators).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ from ldpfleet.protocol.messages import (
     Window,
 )
 from ldpfleet.protocol.sw import SquareWave, normalise
-from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level, partition_of
+from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level
 from msgspec import Meta
 
 __all__ = [
@@ -335,8 +336,16 @@ class BulkPlan:
 
     def device_id(self, index: int) -> str:
         """The id of device ``index``."""
-        width = max(4, len(str(self.devices - 1)))
-        return f"{self.id_prefix}{index:0{width}d}"
+        return f"{self.id_prefix}{index:0{self._width}d}"
+
+    def device_ids(self, first: int, count: int) -> list[str]:
+        """The ids of devices ``first .. first+count-1``."""
+        prefix, width = self.id_prefix, self._width
+        return [f"{prefix}{i:0{width}d}" for i in range(first, first + count)]
+
+    @functools.cached_property
+    def _width(self) -> int:
+        return max(4, len(str(self.devices - 1)))
 
     def partition_level_of(self, partition: int) -> int | None:
         """The topic level: None when P = 1 (the unpartitioned layout)."""
@@ -346,11 +355,15 @@ class BulkPlan:
         """``topics.partition_of`` of devices ``first .. first+count-1`` (u2)."""
         if self.partitions == 1:
             return np.zeros(count, dtype=np.uint16)
+        p, sha = self.partitions, hashlib.sha256
+        # topics.partition_of, inlined: ~1 us a device instead of ~20 (10^6 devices per
+        # collector at start); tests check the two agree
         return np.fromiter(
-            (partition_of(self.device_id(i), self.partitions) for i in range(first, first + count)),
+            (int.from_bytes(sha(d.encode()).digest()[:8], "big") % p
+             for d in self.device_ids(first, count)),
             dtype=np.uint16,
             count=count,
-        )
+        )  # fmt: skip
 
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
@@ -369,11 +382,13 @@ class BulkPlan:
 
 def device_keys(plan: BulkPlan, first: int, count: int) -> np.ndarray:
     """u8 key of each device: the first 8 bytes of SHA-256(``"{seed}:{id}"``)."""
-    out = np.empty(count, dtype=np.uint64)
-    for k in range(count):
-        digest = hashlib.sha256(f"{plan.seed}:{plan.device_id(first + k)}".encode()).digest()
-        out[k] = int.from_bytes(digest[:8], "little")
-    return out
+    sha, seed = hashlib.sha256, plan.seed
+    return np.fromiter(
+        (int.from_bytes(sha(f"{seed}:{d}".encode()).digest()[:8], "little")
+         for d in plan.device_ids(first, count)),
+        dtype=np.uint64,
+        count=count,
+    )  # fmt: skip
 
 
 def _mix(z: np.ndarray) -> np.ndarray:

@@ -339,3 +339,37 @@ def test_malformed_entries_are_refused_with_a_typed_error():
     assert error.value.field == "entries"
     with pytest.raises(RemoteProtocolError):
         decode_bulk(b'{"type": "bulk_report", "run": "t"}')
+
+
+def test_partitions_and_keys_follow_the_documented_hashes():
+    import hashlib
+
+    from ldpfleet.protocol.topics import partition_of
+
+    plan = plan_of(devices=12_345, partitions=7, seed=9)
+    ids = plan.device_ids(12_000, 345)
+    assert ids[0] == "d12000" and plan.device_id(5) == "d00005"
+    assert plan.partitions_of(12_000, 345).tolist() == [partition_of(d, 7) for d in ids]
+    from ldpfleet.protocol.bulk import device_keys
+
+    digest = hashlib.sha256(b"9:d12001").digest()
+    assert int(device_keys(plan, 12_000, 2)[1]) == int.from_bytes(digest[:8], "little")
+
+
+def test_the_admit_window_keeps_the_fleet_within_max_in_flight():
+    plan = plan_of(devices=1000, gateway_devices=100, max_entries=40, window=4, max_in_flight=300)
+    assert plan.admit_window == 1  # 10 gateways x 40 entries > 300: at least 1
+    assert plan_of(max_in_flight=359).admit_window == 2  # 3 gateways x 40 entries: 359 // 120
+    assert plan_of(max_in_flight=10**6).admit_window == 2  # ``window`` caps it
+    net = Net(plan)
+    most = 0
+    route = net.route
+
+    def watching(topic, message):
+        nonlocal most
+        route(topic, message)
+        most = max(most, *(n for g in net.gateways for n in g._inflight.values()))
+
+    net.route = watching
+    net.run()
+    assert most == 1 and all(c.complete for c in net.collectors)
