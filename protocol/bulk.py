@@ -170,7 +170,7 @@ class BulkAck(Message, tag="bulk_ack", kw_only=True):
     rejected_codes: bytes = b""
 
 
-BULK_MESSAGES = (BulkHello, BulkAdmit, BulkReport, BulkAck, Stage)
+BULK_MESSAGES = (BulkHello, BulkAdmit, BulkReport, BulkAck)  # in protocol.codec too
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(BulkHello | BulkAdmit | BulkReport | BulkAck | Stage)
 
