@@ -99,3 +99,46 @@ async def test_collector_and_gateway_processes_on_mosquitto(mosquitto_url, tmp_p
     assert results["fleet"]["shards_missing"] == 0
     assert len(results["peak_rss_mb"]["fleet_processes"]) == 2
     assert all(r > 0 for r in results["peak_rss_mb"]["collectors"])
+
+
+def test_bench_fleet_connection_bulk_prints_the_bulk_figures():
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app,
+        ["bench", "fleet", "--devices", "250", "--steps", "20", "--batch-steps", "5",
+         "--broker", "memory", "--connection", "bulk", "--gateway-devices", "100",
+         "--partitions", "2"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["forwarding"] == "bulk" and figures["gateways"] == 3
+    assert figures["messages"] == 250 * 4 and figures["lost"] == 0
+    assert figures["cpu_us_per_report"] > 0 and figures["peak_rss_mb"]["total"] > 0
+    assert figures["retransmit_after"] == 30.0  # the bulk default, not the per-device 5 s
+
+
+def test_bench_fleet_gateway_switches_to_bulk_only_above_bulk_from():
+    from ldpfleet.app import bench
+
+    assert bench.BULK_FROM == 100_000
+    calls = []
+
+    async def fake(*args, **kwargs):
+        calls.append((args, kwargs))
+        return {}
+
+    import asyncio
+
+    original = bench.bench_bulk_fleet
+    bench.bench_bulk_fleet = fake
+    try:
+        asyncio.run(bench.bench_fleet(100_001, 10, connection="gateway", broker="memory"))
+        with pytest.raises(Exception) as refused:  # bulk cannot reconstruct yet
+            asyncio.run(bench.bench_fleet(10, 10, connection="bulk", reconstruct="cpr"))
+    finally:
+        bench.bench_bulk_fleet = original
+    assert len(calls) == 1 and calls[0][0] == (100_001, 10)
+    assert getattr(refused.value, "field", None) == "reconstruct"
