@@ -1030,7 +1030,7 @@ UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first me
 
 PROTOCOL_MODULES = (
     "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
-    "peer_relay", "partition",
+    "peer_relay", "partition", "bulk",
 )  # fmt: skip
 
 
