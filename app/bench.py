@@ -15,6 +15,17 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from ldpfleet.scenarios.split_run import run_split
 
+# ``--connection gateway`` forwards in bulk (protocol/bulk.py) above this many devices: the
+# largest fleet the per-device gateway was measured with (docs/scaling.md: 100,000 devices,
+# ~43 KB of Python objects per device across the fleet and collector processes, 4.3 GB;
+# 10^6 would need ~43 GB). ``--connection bulk`` forwards in bulk at any size.
+BULK_FROM = 100_000
+BULK_GATEWAY_DEVICES = 10_000
+# a bulk report waits behind up to max_in_flight entries of its partition (100,000: ~1 s of
+# a collector's work on an idle core, ~10 s on this machine at load 10): 30 s, not the
+# per-device default of 5 s
+BULK_RETRANSMIT_AFTER = 30.0
+
 
 def fleet_scenario_text(
     devices: int,
@@ -109,10 +120,11 @@ async def bench_fleet(
     trace: str = "all",
     out_dir: str | None = None,
     shard_brokers: list[str] | None = None,
-    retransmit_after: float = 5.0,
+    retransmit_after: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     partitions: int = 1,
     reconstruct: str = "none",
+    gateway_devices: int | None = None,
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
     memory of each process, CPU per report, and loss (docs/scaling.md).
@@ -120,7 +132,23 @@ async def bench_fleet(
     side is a coordinator and that many worker processes (``ldpfleet run``'s split runner;
     not on the memory broker). ``reconstruct`` (e.g. "cpr"): the collector reconstructs
     every stream, during the stage as devices complete; the JSON says how long it added
-    after the stage (``reconstruct``)."""
+    after the stage (``reconstruct``). ``connection="bulk"``, or ``"gateway"`` above
+    ``BULK_FROM`` devices: bulk gateways (``bench_bulk_fleet``)."""
+    if connection == "bulk" or (connection == "gateway" and devices > BULK_FROM):
+        if reconstruct != "none":
+            raise ParameterError(
+                f"bulk gateways do not reconstruct streams yet; got {reconstruct!r}, the "
+                "only value there is 'none'",
+                field="reconstruct",
+            )
+        return await bench_bulk_fleet(
+            devices, steps, broker=broker, eps=eps, w=w, batch_steps=batch_steps or w,
+            shards=shards, connection=connection, out_dir=out_dir,
+            retransmit_after=retransmit_after, partitions=partitions,
+            gateway_devices=gateway_devices or BULK_GATEWAY_DEVICES,
+        )  # fmt: skip
+    if retransmit_after is None:
+        retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
     scenario = parse_scenario(
         fleet_scenario_text(
             devices,
@@ -217,5 +245,132 @@ async def bench_fleet(
             "fleet_total": sharded["total_peak_rss_mb"] if sharded else None,
             "broker": round(sampler.peak_mb, 1) if sampler else None,
             "broker_before": round(sampler.start_mb, 1) if sampler else None,
+        },
+    }
+
+
+def _proc_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of ``pid`` so far (from /proc; None if not visible)."""
+    import os
+    from pathlib import Path
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench_bulk_fleet(
+    devices: int,
+    steps: int,
+    *,
+    broker: str = "embedded",
+    eps: float = 2.0,
+    w: int = 5,
+    batch_steps: int = 5,
+    shards: int | str = "auto",
+    connection: str = "bulk",
+    out_dir: str | None = None,
+    retransmit_after: float | None = None,
+    partitions: int = 1,
+    gateway_devices: int = BULK_GATEWAY_DEVICES,
+    seed: int = 1,
+) -> dict:
+    """The synthetic fleet through bulk gateways (protocol/bulk.py, scenarios/bulk_run.py):
+    one process per collector partition and ``shards`` gateway processes on an MQTT
+    broker (embedded: started in this process), all in this process on ``memory``.
+    Reports CPU per report of our processes (and of the broker when its pid is visible),
+    peak RSS per process and in total, and the results' counters."""
+    import os
+
+    from ldpfleet.broker.embedded import EmbeddedBroker
+    from ldpfleet.protocol.bulk import BulkPlan
+    from ldpfleet.scenarios.bulk_run import run_bulk
+
+    plan = BulkPlan(
+        run="bench-bulk", devices=devices, steps=steps, batch_steps=batch_steps, eps=eps,
+        w=w, seed=seed, gateway_devices=gateway_devices, partitions=partitions,
+        retransmit_after=retransmit_after or BULK_RETRANSMIT_AFTER,
+    )  # fmt: skip
+    k = (os.cpu_count() or 1) if shards == "auto" else int(shards)
+    broker_pid = None
+    if broker.startswith(("mqtt://", "mqtts://")):
+        broker_pid = listening_pid(parse_broker_url(broker).port)
+    sampler = PeakRss(broker_pid) if broker_pid else None
+    broker_cpu_before = _proc_cpu_seconds(broker_pid) if broker_pid else None
+    with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
+        started = time.perf_counter()
+        cpu_before = _cpu_seconds()
+        task = asyncio.ensure_future(sampler.run()) if sampler else None
+        try:
+            if broker == "embedded":
+                async with EmbeddedBroker() as embedded:
+                    results = await run_bulk(
+                        plan, broker=embedded.url, out_dir=out_dir or scratch, shards=k
+                    )
+            else:
+                results = await run_bulk(plan, broker=broker, out_dir=out_dir or scratch, shards=k)
+        finally:
+            if task is not None:
+                task.cancel()
+        total = time.perf_counter() - started
+        cpu = _cpu_seconds() - cpu_before
+    broker_cpu = None
+    if broker_pid and broker_cpu_before is not None:
+        after = _proc_cpu_seconds(broker_pid)
+        broker_cpu = None if after is None else after - broker_cpu_before
+    received = results["reports_received"]
+    seconds = results["stream_seconds"]
+    rss = results["peak_rss_mb"]
+    own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, MiB
+    return {
+        "bench": "fleet",
+        "devices": devices,
+        "steps": steps,
+        "batch_steps": batch_steps,
+        "broker": broker,
+        "connection": connection,
+        "forwarding": "bulk",
+        "gateways": plan.gateways,
+        "gateway_devices": gateway_devices,
+        "retransmit_after": plan.retransmit_after,
+        "admit_window": plan.admit_window,
+        "shards": None if broker == "memory" else k,  # memory: all in this process
+        "partitions": partitions,
+        "messages": received,
+        "values": received * batch_steps,
+        "bulk_messages": results["messages"],
+        "seconds": round(seconds, 3),
+        "messages_per_s": round(received / seconds, 1) if seconds > 0 else None,
+        "values_per_s": round(received * batch_steps / seconds, 1) if seconds > 0 else None,
+        "connect_seconds": round(results["seconds"] - seconds, 3),
+        "lost": results["reports_lost"],
+        "rejected": results["reports_rejected"],
+        "duplicates": results["reports_duplicate"],
+        "retransmissions": results["fleet"]["retransmitted_entries"],
+        "fleet_mean_mae": results["fleet_mean_mae"],
+        "total_seconds": round(total, 3),
+        # this process and every child it waited for (collectors, gateway shards)
+        "cpu_seconds": round(cpu, 2),
+        "cpu_us_per_report": round(cpu / received * 1e6, 2) if received else None,
+        "broker_cpu_seconds": round(broker_cpu, 2) if broker_cpu is not None else None,
+        "broker_cpu_us_per_report": round(broker_cpu / received * 1e6, 2)
+        if broker_cpu is not None and received
+        else None,
+        "peak_rss_mb": {
+            "runner_process": round(own_rss, 1),
+            "collectors": rss["collectors"],
+            "fleet_processes": rss["fleet_processes"],
+            "fleet_total": round(sum(r or 0 for r in rss["fleet_processes"]), 1),
+            "broker": round(sampler.peak_mb, 1) if sampler else None,
+            "broker_before": round(sampler.start_mb, 1) if sampler else None,
+            # every process of the run: runner + collectors + gateway shards (+ broker)
+            "total": round(
+                (rss["total"] if broker != "memory" else 0.0)
+                + own_rss
+                + (sampler.peak_mb if sampler else 0.0),
+                1,
+            ),
         },
     }

@@ -1030,7 +1030,7 @@ UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first me
 
 PROTOCOL_MODULES = (
     "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
-    "peer_relay", "partition",
+    "peer_relay", "partition", "bulk",
 )  # fmt: skip
 
 
@@ -1255,16 +1255,24 @@ def bench_fleet_command(
         str, typer.Option(help='Device processes: a number or "auto" (docs/scaling.md).')
     ] = "auto",
     connection: Annotated[
-        str, typer.Option(help='"device" (one MQTT connection each) or "gateway".')
+        str,
+        typer.Option(
+            help='"device" (one MQTT connection each), "gateway" (bulk forwarding above '
+            '100,000 devices) or "bulk" (docs/scaling.md "Bulk gateways").'
+        ),
     ] = "device",
+    gateway_devices: Annotated[
+        int | None, typer.Option(help="Devices per gateway (bulk default 10,000).")
+    ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
         str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
     ] = "all",
     shard_broker: ShardBrokerOption = None,
     retransmit_after: Annotated[
-        float, typer.Option(help="Device retransmission delay (waiting hellos: 6x).")
-    ] = 5.0,
+        float | None,
+        typer.Option(help="Retransmission delay (waiting hellos: 6x); default 5, bulk 30."),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
     ] = None,
@@ -1304,6 +1312,7 @@ def bench_fleet_command(
                 progress=as_callback(step),
                 partitions=partitions,
                 reconstruct=reconstruct,
+                gateway_devices=gateway_devices,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

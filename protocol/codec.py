@@ -19,6 +19,7 @@ import re
 from typing import Union
 
 import msgspec
+from ldpfleet.protocol.bulk import BULK_MESSAGES
 from ldpfleet.protocol.cadr_messages import CADR_MESSAGES
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.lpea import LPEA_CONTROL, LPEA_MESSAGES
@@ -44,6 +45,7 @@ _PROTOCOL_MESSAGES = (
     *RENDEZVOUS_MESSAGES,
     *READINESS_MESSAGES,
     *PARTITION_MESSAGES,
+    *BULK_MESSAGES,
 )
 WireMessage = AnyMessage | Union[_PROTOCOL_MESSAGES]  # noqa: UP007 (a runtime union of a tuple)
 _decoder = msgspec.json.Decoder(WireMessage)

@@ -1,0 +1,132 @@
+"""Bulk gateway pumps: ``protocol.bulk.BulkGateway`` machines over a ``Transport``.
+
+One connection per gateway (client id ``{run}-g{gateway}``), subscribed to its inbox in
+every partition its devices belong to and to ``ctl/stage``. The pump decodes, hands each
+message to the machine with the loop's time and publishes what it returns; a reader task
+feeds a queue so the pump can wait for a delivery or the machine's next timer. No
+protocol decision lives here (docs/scaling.md, "Bulk gateways").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from ldpfleet.broker.transport import Connection, Delivery, Transport
+from ldpfleet.protocol.bulk import (
+    BulkGateway,
+    BulkPlan,
+    decode_bulk,
+    encode_bulk,
+    gateway_inbox,
+    stage_topic,
+)
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import Outbound
+
+__all__ = ["gateway_outcome", "run_bulk_gateway", "run_bulk_gateways"]
+
+log = logging.getLogger(__name__)
+
+
+class _Publisher:
+    """Publishes without awaiting each acknowledgement in turn (the machine's window
+    bounds how many reports are outstanding)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.tasks: set[asyncio.Task] = set()
+
+    def send(self, items: Iterable[Outbound]) -> None:
+        for item in items:
+            task = asyncio.ensure_future(self.conn.publish(item.topic, encode_bulk(item.message)))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def drain(self) -> None:
+        if self.tasks:
+            await asyncio.gather(*list(self.tasks))
+
+
+async def _read(conn: Connection, queue: asyncio.Queue[Delivery | None]) -> None:
+    try:
+        async for delivery in conn.messages():
+            queue.put_nowait(delivery)
+    finally:
+        queue.put_nowait(None)
+
+
+async def run_bulk_gateway(
+    transport: Transport, plan: BulkPlan, gateway: int, *, tamper: Callable | None = None
+) -> BulkGateway:
+    """Run one gateway until every report is resolved or the stage closes."""
+    machine = BulkGateway(plan, gateway, tamper=tamper)
+    loop = asyncio.get_running_loop()
+    async with transport.connect(f"{plan.run}-g{gateway}") as conn:
+        filters = [
+            gateway_inbox(plan.run, gateway, plan.partition_level_of(p)) for p in machine.rows
+        ]
+        await conn.subscribe(*filters, stage_topic(plan.run))
+        queue: asyncio.Queue[Delivery | None] = asyncio.Queue()
+        reader = asyncio.ensure_future(_read(conn, queue))
+        out = _Publisher(conn)
+        try:
+            out.send(machine.start(loop.time()))
+            while not machine.done:
+                deadline = machine.next_timer()
+                timeout = None if deadline is None else max(0.0, deadline - loop.time())
+                try:
+                    delivery = await asyncio.wait_for(queue.get(), timeout)
+                except TimeoutError:
+                    out.send(machine.handle_timer(loop.time()))
+                    continue
+                if delivery is None:
+                    raise ConnectionError(f"gateway g{gateway}: connection closed")
+                try:
+                    message = decode_bulk(delivery.payload)
+                    out.send(machine.receive(message, loop.time()))
+                except RemoteProtocolError as error:
+                    log.warning("gateway g%d refused a message: %s", gateway, error)
+            await out.drain()
+        finally:
+            reader.cancel()
+    return machine
+
+
+def gateway_outcome(machines: list[BulkGateway]) -> dict:
+    """The shard's outcome: summed counters, ledger figures, truth sums, peak RSS."""
+    rejected: dict[str, int] = {}
+    for m in machines:
+        for reason, n in m.counters.rejected.items():
+            rejected[reason] = rejected.get(reason, 0) + n
+    return {
+        "gateways": len(machines),
+        "devices": sum(m.count for m in machines),
+        "entries_built": sum(m.counters.entries_built for m in machines),
+        "messages_sent": sum(m.counters.messages_sent for m in machines),
+        "retransmitted_entries": sum(m.counters.retransmitted_entries for m in machines),
+        "rejected": rejected,
+        "ledger_refusals": sum(m.counters.ledger_refusals for m in machines),
+        "ledger_charges": int(sum(int(m.ledger.charges.sum()) for m in machines)),
+        "max_window_spent": max((m.ledger.max_window_spent() for m in machines), default=0.0),
+        "truth_sum": np.sum([m.truth_sum for m in machines], axis=0).tolist() if machines else [],
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+async def run_bulk_gateways(
+    transport: Transport,
+    plan: BulkPlan,
+    gateways: Iterable[int],
+    *,
+    tamper: dict[int, Callable] | None = None,
+) -> dict:
+    """Run several gateways concurrently (one connection each); their outcome."""
+    tamper = tamper or {}
+    machines = await asyncio.gather(
+        *(run_bulk_gateway(transport, plan, g, tamper=tamper.get(g)) for g in gateways)
+    )
+    return gateway_outcome(list(machines))

@@ -1,0 +1,962 @@
+"""Bulk gateways: many devices' stream reports in one message — theory of operation.
+
+Issue 23 (a million devices, docs/scaling.md "Bulk gateways"). A per-device connection
+or a gateway that multiplexes per-device publishes (``devices/gateway.py``) costs one MQTT
+message, one acknowledgement and one Python object graph per device and report. A *bulk
+gateway* is the LoRaWAN shape: it holds its devices as rows of numpy arrays and forwards
+many devices' batches in ONE message, which the collector validates, persists and
+acknowledges per device in ONE message. The stream protocol is the same as the
+per-device one (docs/streaming.md; the w-event stream of the SW paper, Li et al. SIGMOD
+2020, Section 3, privatised per step at ``eps0 = eps / w``); only the framing changes:
+
+- **Admission by range.** Gateway ``g`` owns the devices ``g*G .. g*G+G-1`` (``G`` =
+  ``gateway_devices``, the last gateway fewer). It sends one ``BulkHello`` (its range,
+  mechanism, eps, w, steps, batch size, bounds) per partition it serves; the collector
+  checks it against the plan and answers ``BulkAdmit``. 10^6 devices are admitted by
+  ``ceil(10^6 / G)`` hellos instead of 10^6.
+- **Reports.** ``BulkReport.entries`` is packed little-endian rows
+  ``(device u4, seq u4, eps0 f8, values f8[B])`` (``entry_dtype``): batch ``seq`` of a
+  device covers steps ``seq*B .. seq*B+B-1``. Before a row is built the gateway's
+  ``BulkLedger`` charges ``eps0`` at each of those steps of the device's w-event account
+  and refuses (the row is never built) if any window of ``w`` steps would exceed ``eps``.
+- **Validation, per entry, vectorised** (``BulkCollector.ingest``). Reasons
+  (``REJECT_REASONS``): ``acl`` — the device is not in the sending gateway's range or
+  not in this partition, or listed twice in one message (the entry is dropped without
+  touching the device's state: a gateway cannot consume another's sequence numbers);
+  ``out_of_range`` — a seq past the stream or a value outside the mechanism's output
+  domain (non-finite included); ``budget`` — ``eps0 * w`` exceeds the run's ``eps``;
+  ``mismatch`` — another ``eps0`` than the run's. A whole message whose mechanism, ``w``
+  or batch size differs from the run's, or from a gateway not admitted, is refused
+  entry by entry with ``mismatch`` / ``acl``. Rejected entries are counted, never stored
+  or aggregated; a rejection of one of the gateway's own devices resolves that seq (the
+  device's authority sent it: it will not be sent again) and is acknowledged as such.
+- **Dedup and order.** The collector keeps ``next_seq[device]`` (every seq below it is
+  resolved). ``seq < next`` is a duplicate (counted, acknowledged again, not stored);
+  ``seq > next`` is early (a gap: neither stored nor acknowledged; the gateway
+  retransmits it after ``retransmit_after``); ``seq == next`` is validated.
+- **Persist before acknowledging.** ``ingest`` returns a ``PendingBulk`` holding the
+  accepted rows; the pump stores them and calls ``commit``, which only then advances
+  ``next_seq`` and returns the ``BulkAck``: per listed device the highest resolved seq,
+  and the (device, seq, reason) of every rejection. A crash between store and commit
+  re-stores rows a retransmission brings again: the store dedups nothing, so the pump
+  commits right after each store (one message = one append).
+- **Retransmission.** The gateway keeps every sent message's rows (the privatised values,
+  never re-privatised or re-charged) until each row is acknowledged or rejected, and
+  resends what is left after ``retransmit_after``; it sends at most ``window`` messages
+  per partition before acknowledgements (flow control: the broker's queue for the
+  collector never holds more than ``window`` x gateways messages).
+
+Randomness: device ``d``'s key is the first 8 bytes of SHA-256(``"{seed}:{device id}"``);
+its SW uniform for step ``t`` is output ``t`` of SplitMix64 seeded with the key
+(Steele, Lea, Flood, OOPSLA 2014: state ``key + (t+1) * 0x9E3779B97F4A7C15``, then the
+murmur3-style finaliser), as a 53-bit float ``(z >> 11) * 2^-53`` — the same resolution as
+``numpy.random.Generator.random``, fed to ``SquareWave.perturb``'s inverse-CDF sampler
+(one uniform per value, protocol/sw.py). So a device's noise does not depend on which
+gateway, process or message carries it. SplitMix64 is a documented statistical generator,
+not a cryptographic one: it is right for a simulation whose keys the adversary does not
+model, not for deployed devices (which use ``os.urandom``-seeded generators).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import msgspec
+import numpy as np
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.events import Outbound
+from ldpfleet.protocol.messages import (
+    MAX_STEPS,
+    Epsilon,
+    Mechanism,
+    Message,
+    Stage,
+    StreamEpsilon,
+    Window,
+)
+from ldpfleet.protocol.sw import SquareWave, normalise
+from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level
+from msgspec import Meta
+
+__all__ = [
+    "REJECT_REASONS",
+    "BulkAck",
+    "BulkAdmit",
+    "BulkCollector",
+    "BulkGateway",
+    "BulkHello",
+    "BulkLedger",
+    "BulkPlan",
+    "BulkReport",
+    "PendingBulk",
+    "decode_bulk",
+    "device_keys",
+    "encode_bulk",
+    "entry_dtype",
+    "splitmix_uniform",
+]
+
+MAX_DEVICES = 100_000_000
+MAX_ENTRIES = 65_536  # rows per bulk message (at B = 5: 56 bytes a row, 3.5 MiB base64)
+MAX_BULK_W = 1024  # the ledger keeps w floats per device
+MAX_BULK_PAYLOAD = 8 * 1024 * 1024
+REJECT_REASONS = ("acl", "out_of_range", "budget", "mismatch")
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_TOLERANCE = 1e-9
+
+
+def entry_dtype(batch_steps: int) -> np.dtype:
+    """The packed row of one device's batch: device, seq, eps0, ``batch_steps`` values."""
+    return np.dtype(
+        [("device", "<u4"), ("seq", "<u4"), ("eps0", "<f8"), ("values", "<f8", (batch_steps,))]
+    )
+
+
+# -- wire messages ------------------------------------------------------------------------
+
+
+class BulkHello(Message, tag="bulk_hello", kw_only=True):
+    """Gateway -> collector (``gw/{g}/up/hello``): admit my devices ``first ..
+    first+count-1``; this is the stream each of them reports."""
+
+    gateway: Annotated[int, Meta(ge=0, le=MAX_DEVICES)]
+    first: Annotated[int, Meta(ge=0, le=MAX_DEVICES)]
+    count: Annotated[int, Meta(ge=1, le=MAX_DEVICES)]
+    mechanism: Mechanism
+    eps: Epsilon
+    w: Window
+    eps0: StreamEpsilon
+    steps: Annotated[int, Meta(ge=1, le=MAX_STEPS)]
+    batch_steps: Annotated[int, Meta(ge=1, le=4096)]
+    lo: float
+    hi: float
+
+
+class BulkAdmit(Message, tag="bulk_admit", kw_only=True):
+    """Collector -> gateway inbox: your range is admitted in ``partition``; send at most
+    ``window`` unacknowledged reports."""
+
+    partition: Annotated[int, Meta(ge=0, le=1024)]
+    window: Annotated[int, Meta(ge=1, le=1_000_000)]
+
+
+class BulkReport(Message, tag="bulk_report", kw_only=True):
+    """Gateway -> collector (``gw/{g}/up/bulk``): ``entries`` = packed ``entry_dtype``
+    rows (base64 in JSON); ``seq`` numbers the gateway's messages."""
+
+    mechanism: Mechanism
+    w: Window
+    batch_steps: Annotated[int, Meta(ge=1, le=4096)]
+    entries: bytes
+
+
+class BulkAck(Message, tag="bulk_ack", kw_only=True):
+    """Collector -> gateway inbox, after the accepted rows are persisted: ``seq`` = the
+    report it answers; ``devices`` (u4) with ``acked`` (i4: highest resolved seq per
+    device, -1 before any); rejections as ``rejected_devices`` (u4), ``rejected_seqs``
+    (u4) and ``rejected_codes`` (u1: index in ``REJECT_REASONS``)."""
+
+    partition: Annotated[int, Meta(ge=0, le=1024)] = 0
+    devices: bytes = b""
+    acked: bytes = b""
+    rejected_devices: bytes = b""
+    rejected_seqs: bytes = b""
+    rejected_codes: bytes = b""
+
+
+BULK_MESSAGES = (BulkHello, BulkAdmit, BulkReport, BulkAck)  # in protocol.codec too
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(BulkHello | BulkAdmit | BulkReport | BulkAck | Stage)
+
+
+def encode_bulk(message: Message) -> bytes:
+    """msgspec JSON (bytes fields base64), as ``protocol.codec.encode``."""
+    return _encoder.encode(message)
+
+
+def decode_bulk(payload: bytes) -> Message:
+    """Decode one bulk-protocol message; ``RemoteProtocolError`` naming the field."""
+    if len(payload) > MAX_BULK_PAYLOAD:
+        raise RemoteProtocolError(
+            f"{len(payload)} bytes exceeds the limit of {MAX_BULK_PAYLOAD}",
+            field="payload",
+            code="oversize",
+        )
+    try:
+        return _decoder.decode(payload)
+    except msgspec.ValidationError as error:
+        raise RemoteProtocolError(str(error), field="payload", code="schema") from None
+    except msgspec.DecodeError as error:
+        raise RemoteProtocolError(
+            f"not valid JSON: {error}", field="payload", code="undecodable"
+        ) from None
+
+
+# -- topics -------------------------------------------------------------------------------
+
+
+def _base(run: str, partition: int | None) -> str:
+    return (
+        f"{PREFIX}/{run}" if partition is None else f"{PREFIX}/{run}/{partition_level(partition)}"
+    )
+
+
+def gateway_up(run: str, gateway: int, kind: str, partition: int | None) -> str:
+    """``ldp/{run}[/p{p}]/gw/g{gateway}/up/{kind}`` (kind: ``hello`` or ``bulk``)."""
+    return f"{_base(run, partition)}/gw/g{gateway}/up/{kind}"
+
+
+def gateway_inbox(run: str, gateway: int, partition: int | None) -> str:
+    """``ldp/{run}[/p{p}]/gw/g{gateway}/in/collector``."""
+    return f"{_base(run, partition)}/gw/g{gateway}/in/collector"
+
+
+def gateway_up_filter(run: str, partition: int | None) -> str:
+    """What a partition's collector subscribes: every gateway's uplink there."""
+    return f"{_base(run, partition)}/gw/+/up/+"
+
+
+def gateway_of_topic(topic: str) -> int:
+    """The gateway number of an uplink topic; ``RemoteProtocolError`` if malformed."""
+    parts = topic.split("/")
+    try:
+        level = parts[-3]
+        if parts[-4] != "gw" or parts[-2] != "up" or not level.startswith("g"):
+            raise ValueError
+        return int(level[1:])
+    except (IndexError, ValueError):
+        raise RemoteProtocolError(
+            f"not a gateway uplink: {topic!r}", field="topic", code="schema"
+        ) from None
+
+
+def stage_topic(run: str) -> str:
+    """``ldp/{run}/ctl/stage``: the runner closes the stage there."""
+    return f"{PREFIX}/{run}/ctl/stage"
+
+
+# -- the plan -----------------------------------------------------------------------------
+
+
+def _positive_int(value: object, name: str, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise ParameterError(f"must be an integer in 1..{limit}, got {value!r}", field=name)
+    return value
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """Everything both sides agree on (built from the bench's or a scenario's numbers).
+
+    Device ``i`` is named ``f"{id_prefix}{i:0{width}d}"`` (``width`` = digits of
+    ``devices - 1``, at least 4: the scenario schema's naming)."""
+
+    run: str
+    devices: int
+    steps: int
+    batch_steps: int
+    eps: float
+    w: int
+    seed: int = 1
+    gateway_devices: int = 10_000
+    partitions: int = 1
+    window: int = 4
+    max_in_flight: int = 100_000
+    max_entries: int = 2_000
+    retransmit_after: float = 30.0
+    lo: float = -1.5
+    hi: float = 1.5
+    period: tuple[int, int] = (12, 48)
+    amplitude: float = 1.0
+    noise: float = 0.1
+    id_prefix: str = "d"
+    mechanism: str = "sw"
+
+    def __post_init__(self) -> None:
+        check_ident(self.run, "run")
+        _positive_int(self.devices, "devices", MAX_DEVICES)
+        _positive_int(self.steps, "steps", MAX_STEPS)
+        _positive_int(self.batch_steps, "batch_steps", 4096)
+        _positive_int(self.w, "w", MAX_BULK_W)
+        _positive_int(self.gateway_devices, "gateway_devices", MAX_DEVICES)
+        _positive_int(self.partitions, "partitions", 1024)
+        _positive_int(self.window, "window", 1_000_000)
+        _positive_int(self.max_in_flight, "max_in_flight", MAX_DEVICES)
+        _positive_int(self.max_entries, "max_entries", MAX_ENTRIES)
+        if self.steps % self.batch_steps:
+            raise ParameterError(
+                f"bulk gateways need steps divisible by batch_steps, got steps={self.steps}, "
+                f"batch_steps={self.batch_steps}",
+                field="batch_steps",
+            )
+        if self.mechanism not in ("sw", "sw01"):
+            raise ParameterError(
+                f"bulk gateways privatise with sw or sw01, got {self.mechanism!r}",
+                field="mechanism",
+            )
+        SquareWave(self.eps / self.w, self.mechanism)  # validates eps
+        if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
+            raise ParameterError(
+                f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
+            )
+
+    @property
+    def eps0(self) -> float:
+        """Budget per step: eps / w."""
+        return self.eps / self.w
+
+    @property
+    def admit_window(self) -> int:
+        """Reports a gateway may have unacknowledged in a partition: ``window``, or fewer
+        so that all gateways together stay within ``max_in_flight`` entries per partition
+        (at least 1). This bounds the collector's queue on the broker and the time a
+        report waits for its acknowledgement (keep ``retransmit_after`` above it)."""
+        return max(1, min(self.window, self.max_in_flight // (self.gateways * self.max_entries)))
+
+    @property
+    def batches(self) -> int:
+        """Reports per device."""
+        return self.steps // self.batch_steps
+
+    @property
+    def gateways(self) -> int:
+        """How many gateways carry the fleet."""
+        return -(-self.devices // self.gateway_devices)
+
+    def gateway_range(self, gateway: int) -> tuple[int, int]:
+        """(first device index, count) of ``gateway``."""
+        first = gateway * self.gateway_devices
+        return first, min(self.gateway_devices, self.devices - first)
+
+    def device_id(self, index: int) -> str:
+        """The id of device ``index``."""
+        return f"{self.id_prefix}{index:0{self._width}d}"
+
+    def device_ids(self, first: int, count: int) -> list[str]:
+        """The ids of devices ``first .. first+count-1``."""
+        prefix, width = self.id_prefix, self._width
+        return [f"{prefix}{i:0{width}d}" for i in range(first, first + count)]
+
+    @functools.cached_property
+    def _width(self) -> int:
+        return max(4, len(str(self.devices - 1)))
+
+    def partition_level_of(self, partition: int) -> int | None:
+        """The topic level: None when P = 1 (the unpartitioned layout)."""
+        return None if self.partitions == 1 else partition
+
+    def partitions_of(self, first: int, count: int) -> np.ndarray:
+        """``topics.partition_of`` of devices ``first .. first+count-1`` (u2)."""
+        if self.partitions == 1:
+            return np.zeros(count, dtype=np.uint16)
+        p, sha = self.partitions, hashlib.sha256
+        # topics.partition_of, inlined: ~1 us a device instead of ~20 (10^6 devices per
+        # collector at start); tests check the two agree
+        return np.fromiter(
+            (int.from_bytes(sha(d.encode()).digest()[:8], "big") % p
+             for d in self.device_ids(first, count)),
+            dtype=np.uint16,
+            count=count,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict:
+        """JSON-ready (``from_dict`` inverts it)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BulkPlan:
+        """Inverse of ``to_dict``."""
+        values = dict(data)
+        values["period"] = tuple(values.get("period", (12, 48)))
+        return cls(**values)
+
+
+# -- randomness ---------------------------------------------------------------------------
+
+
+def device_keys(plan: BulkPlan, first: int, count: int) -> np.ndarray:
+    """u8 key of each device: the first 8 bytes of SHA-256(``"{seed}:{id}"``)."""
+    sha, seed = hashlib.sha256, plan.seed
+    return np.fromiter(
+        (int.from_bytes(sha(f"{seed}:{d}".encode()).digest()[:8], "little")
+         for d in plan.device_ids(first, count)),
+        dtype=np.uint64,
+        count=count,
+    )  # fmt: skip
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def splitmix_uniform(keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """Uniforms in [0, 1): SplitMix64 output ``steps`` of each key, 53 bits each.
+    ``keys`` (n,) u8, ``steps`` (n, k) or (k,) integers; the result is (n, k)."""
+    state = keys[:, None] + (np.asarray(steps, dtype=np.uint64) + np.uint64(1)) * _GAMMA
+    return (_mix(state) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+class _Uniforms:
+    """Hands precomputed uniforms to ``SquareWave.perturb`` (its ``rng.random(shape)``)."""
+
+    def __init__(self, r: np.ndarray) -> None:
+        self._r = r
+
+    def random(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self._r.reshape(shape)
+
+
+# -- the w-event ledger of many devices ------------------------------------------------------
+
+
+class BulkLedger:
+    """w-event accounts of ``n`` devices: ``spent[i, t mod w]`` is what device ``i`` spent
+    at step ``t`` (``last[i]`` the last charged step, -1 before any). A run of steps is
+    granted to a device only if every window of ``w`` steps stays within ``eps``; steps
+    are charged in increasing order, each once (as ``protocol.ledger.WindowAccount``)."""
+
+    def __init__(self, n: int, eps: float, w: int) -> None:
+        self.eps = float(eps)
+        self.w = int(w)
+        self.spent = np.zeros((n, w), dtype=np.float64)
+        self.last = np.full(n, -1, dtype=np.int64)
+        self.charges = np.zeros(n, dtype=np.int64)
+        self.refusals = np.zeros(n, dtype=np.int64)
+
+    def charge_run(self, rows: np.ndarray, t0: int, count: int, eps0: float) -> np.ndarray:
+        """Charge ``eps0`` at steps ``t0 .. t0+count-1`` of each device in ``rows``;
+        returns the granted mask. A device is granted all the steps or none (a refused
+        device's account is unchanged but for its ``refusals``)."""
+        last = self.last[rows]
+        if np.any(last >= t0):
+            raise LocalProtocolError(f"steps from {t0} already charged", field="t0")
+        ring = self.spent[rows]  # a copy (fancy indexing)
+        gap = t0 - last
+        for k in range(1, self.w):  # step t0 - k was skipped (spent nothing) if k < gap
+            ring[gap > k, (t0 - k) % self.w] = 0.0
+        granted = np.ones(len(rows), dtype=bool)
+        for t in range(t0, t0 + count):
+            ring[:, t % self.w] = eps0  # replaces step t - w, which left the window
+            granted &= ring.sum(axis=1) <= self.eps * (1 + _TOLERANCE)
+        ok = rows[granted]
+        self.spent[ok] = ring[granted]
+        self.last[ok] = t0 + count - 1
+        self.charges[ok] += count
+        self.refusals[rows[~granted]] += 1
+        return granted
+
+    def max_window_spent(self) -> float:
+        """The largest window spend of any device."""
+        return float(self.spent.sum(axis=1).max(initial=0.0))
+
+
+# -- the gateway ----------------------------------------------------------------------------
+
+
+def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
+    """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
+    ``amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)`` (``devices.sources``'
+    sine), with the period an integer in ``plan.period`` and the phase in [0, 1) taken
+    from the key's bits, and the normal noise by Box-Muller from SplitMix64 outputs of the
+    key xor a constant (simulated data, not privacy noise)."""
+    low, high = plan.period
+    period = (low + (keys % np.uint64(high - low + 1))).astype(np.float64)
+    phase = ((keys >> np.uint64(40)) & np.uint64(0xFFFFFF)).astype(np.float64) / float(1 << 24)
+    t = np.arange(t0, t0 + count, dtype=np.float64)
+    x = plan.amplitude * np.sin(2.0 * np.pi * (t[None, :] / period[:, None] + phase[:, None]))
+    if plan.noise > 0:
+        data_keys = keys ^ np.uint64(0xD1B54A32D192ED03)
+        steps = np.arange(2 * t0, 2 * (t0 + count), dtype=np.uint64)
+        u = splitmix_uniform(data_keys, steps)
+        u1, u2 = u[:, 0::2], u[:, 1::2]
+        x += plan.noise * np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+    return x
+
+
+@dataclass
+class _Sent:
+    partition: int
+    entries: np.ndarray  # entry_dtype rows not yet resolved
+    sent_at: float
+
+
+@dataclass
+class GatewayCounters:
+    """What a gateway did (its outcome)."""
+
+    entries_built: int = 0
+    messages_sent: int = 0
+    retransmitted_entries: int = 0
+    rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(REJECT_REASONS, 0))
+    ledger_refusals: int = 0
+
+
+class BulkGateway:
+    """The device side of ``plan.gateway_range(gateway)`` as one sans-I/O machine.
+
+    ``start(now)`` emits the hellos; ``receive(message, now)`` takes ``BulkAdmit`` /
+    ``BulkAck`` / a closing ``Stage`` and returns what to publish; ``handle_timer(now)``
+    retransmits; ``next_timer()`` says when; ``done`` once every report is resolved (or the
+    stage closed). ``tamper`` (tests, hostile experiments) may rewrite each built message's
+    entries before it is first sent."""
+
+    def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None) -> None:
+        if not 0 <= gateway < plan.gateways:
+            raise ParameterError(
+                f"must be in 0..{plan.gateways - 1}, got {gateway!r}", field="gateway"
+            )
+        self.plan = plan
+        self.gateway = gateway
+        self.name = f"g{gateway}"
+        self.first, self.count = plan.gateway_range(gateway)
+        self.keys = device_keys(plan, self.first, self.count)
+        parts = plan.partitions_of(self.first, self.count)
+        self.rows = {int(p): np.flatnonzero(parts == p) for p in np.unique(parts)}
+        self.ledger = BulkLedger(self.count, plan.eps, plan.w)
+        self.acked = np.full(self.count, -1, dtype=np.int64)
+        self.mechanism = SquareWave(plan.eps0, plan.mechanism)
+        self.dtype = entry_dtype(plan.batch_steps)
+        self._cursor = dict.fromkeys(self.rows, (0, 0))  # partition -> (batch, offset)
+        self._admitted: dict[int, int] = {}  # partition -> window
+        self._hello_at: dict[int, float] = {}
+        self._pending: dict[int, _Sent] = {}
+        self._inflight = dict.fromkeys(self.rows, 0)
+        self._next_seq = 0
+        self.closed = False
+        self.tamper = tamper
+        self.counters = GatewayCounters()
+        self.truth_sum = np.zeros(plan.steps)  # clipped clean readings, summed per step
+
+    # -- sans-I/O surface --------------------------------------------------------------
+
+    def start(self, now: float) -> list[Outbound]:
+        """The hello of every partition this gateway's devices belong to."""
+        return [self._hello(p, now) for p in self.rows]
+
+    def receive(self, message: Message, now: float) -> list[Outbound]:
+        """Consume one message from the collector (or the stage's close)."""
+        if isinstance(message, Stage):
+            if message.state == "closed":
+                self.closed = True
+            return []
+        if message.sender != "collector":
+            raise RemoteProtocolError(
+                f"gateways take instructions from the collector, not {message.sender!r}",
+                field="sender",
+            )
+        if isinstance(message, BulkAdmit):
+            if message.partition not in self.rows:
+                raise RemoteProtocolError(
+                    f"partition {message.partition} holds none of my devices", field="partition"
+                )
+            self._admitted[message.partition] = message.window
+            return self._fill(message.partition, now)
+        if isinstance(message, BulkAck):
+            return self._acknowledged(message, now)
+        raise RemoteProtocolError(f"a gateway does not take {message.type_name()!r}", field="type")
+
+    def handle_timer(self, now: float) -> list[Outbound]:
+        """Resend hellos not answered and reports not resolved after ``retransmit_after``."""
+        out: list[Outbound] = []
+        if self.closed:
+            return out
+        after = self.plan.retransmit_after
+        for p, at in self._hello_at.items():
+            if p not in self._admitted and now >= at + after:
+                out.append(self._hello(p, now))
+        for seq, sent in self._pending.items():
+            if now >= sent.sent_at + after:
+                sent.sent_at = now
+                self.counters.retransmitted_entries += len(sent.entries)
+                out.append(self._report(sent.partition, seq, sent.entries))
+        return out
+
+    def next_timer(self) -> float | None:
+        """When ``handle_timer`` next has work (None: nothing outstanding)."""
+        if self.closed:
+            return None
+        after = self.plan.retransmit_after
+        times = [s.sent_at + after for s in self._pending.values()]
+        times += [at + after for p, at in self._hello_at.items() if p not in self._admitted]
+        return min(times) if times else None
+
+    @property
+    def done(self) -> bool:
+        """Every batch built and resolved, or the stage closed."""
+        if self.closed:
+            return True
+        finished = all(b >= self.plan.batches for b, _ in self._cursor.values())
+        return finished and not self._pending
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _hello(self, partition: int, now: float) -> Outbound:
+        self._hello_at[partition] = now
+        plan = self.plan
+        hello = BulkHello(
+            run=plan.run, sender=self.name, gateway=self.gateway, first=self.first,
+            count=self.count, mechanism=plan.mechanism, eps=plan.eps, w=plan.w,
+            eps0=plan.eps0, steps=plan.steps, batch_steps=plan.batch_steps, lo=plan.lo,
+            hi=plan.hi,
+        )  # fmt: skip
+        level = plan.partition_level_of(partition)
+        return Outbound(gateway_up(plan.run, self.gateway, "hello", level), hello)
+
+    def _report(self, partition: int, seq: int, entries: np.ndarray) -> Outbound:
+        plan = self.plan
+        report = BulkReport(
+            run=plan.run, sender=self.name, seq=seq, mechanism=plan.mechanism, w=plan.w,
+            batch_steps=plan.batch_steps, entries=entries.tobytes(),
+        )  # fmt: skip
+        self.counters.messages_sent += 1
+        level = plan.partition_level_of(partition)
+        return Outbound(gateway_up(plan.run, self.gateway, "bulk", level), report)
+
+    def _fill(self, partition: int, now: float) -> list[Outbound]:
+        out: list[Outbound] = []
+        window = self._admitted.get(partition)
+        if window is None or self.closed:
+            return out
+        while self._inflight[partition] < window:
+            entries = self._build(partition)
+            if entries is None:
+                break
+            if self.tamper is not None:
+                entries = self.tamper(entries)
+            seq = self._next_seq
+            self._next_seq += 1
+            if len(entries) == 0:
+                continue
+            self._pending[seq] = _Sent(partition, entries, now)
+            self._inflight[partition] += 1
+            out.append(self._report(partition, seq, entries))
+        return out
+
+    def _build(self, partition: int) -> np.ndarray | None:
+        """The next message's rows for ``partition`` (None when its stream is built)."""
+        plan = self.plan
+        batch, offset = self._cursor[partition]
+        if batch >= plan.batches:
+            return None
+        rows = self.rows[partition][offset : offset + plan.max_entries]
+        offset += len(rows)
+        self._cursor[partition] = (
+            (batch + 1, 0) if offset >= len(self.rows[partition]) else (batch, offset)
+        )
+        B = plan.batch_steps
+        t0 = batch * B
+        x = np.clip(synthetic_values(plan, self.keys[rows], t0, B), plan.lo, plan.hi)
+        self.truth_sum[t0 : t0 + B] += x.sum(axis=0)
+        granted = self.ledger.charge_run(rows, t0, B, plan.eps0)
+        self.counters.ledger_refusals += int((~granted).sum())
+        rows = rows[granted]
+        v = normalise(x[granted], plan.lo, plan.hi)
+        r = splitmix_uniform(self.keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
+        entries = np.empty(len(rows), dtype=self.dtype)
+        entries["device"] = rows + self.first
+        entries["seq"] = batch
+        entries["eps0"] = plan.eps0
+        entries["values"] = self.mechanism.perturb(v, _Uniforms(r)) if len(rows) else v
+        self.counters.entries_built += len(rows)
+        return entries
+
+    def _acknowledged(self, ack: BulkAck, now: float) -> list[Outbound]:
+        devices = np.frombuffer(ack.devices, dtype="<u4").astype(np.int64) - self.first
+        acked = np.frombuffer(ack.acked, dtype="<i4")
+        if len(devices) != len(acked):
+            raise RemoteProtocolError("devices and acked differ in length", field="acked")
+        if np.any((devices < 0) | (devices >= self.count)):
+            raise RemoteProtocolError("acknowledges a device not mine", field="devices")
+        np.maximum.at(self.acked, devices, acked)
+        codes = np.frombuffer(ack.rejected_codes, dtype="u1")
+        for code, n in zip(*np.unique(codes, return_counts=True), strict=True):
+            if code < len(REJECT_REASONS):
+                self.counters.rejected[REJECT_REASONS[code]] += int(n)
+        rej_dev = np.frombuffer(ack.rejected_devices, dtype="<u4").astype(np.int64)
+        rej_seq = np.frombuffer(ack.rejected_seqs, dtype="<u4").astype(np.int64)
+        sent = self._pending.get(ack.seq)
+        if sent is None:
+            return []  # a repeated acknowledgement
+        local = sent.entries["device"].astype(np.int64) - self.first
+        mine = (local >= 0) & (local < self.count)  # a tampered message may hold others'
+        open_ = mine.copy()
+        open_[mine] = self.acked[local[mine]] < sent.entries["seq"][mine]
+        if len(rej_dev):  # rejected entries are final (never sent again)
+            key = sent.entries["device"].astype(np.int64) * (1 << 32) + sent.entries["seq"]
+            open_ &= ~np.isin(key, rej_dev * (1 << 32) + rej_seq)
+        sent.entries = sent.entries[open_]
+        if len(sent.entries):
+            return []  # the rest is retransmitted when its timer fires
+        del self._pending[ack.seq]
+        self._inflight[sent.partition] -= 1
+        return self._fill(sent.partition, now)
+
+
+# -- the collector --------------------------------------------------------------------------
+
+
+@dataclass
+class PendingBulk:
+    """One ingested report awaiting ``BulkCollector.commit``: ``rows`` (device, seq,
+    values) must be persisted first."""
+
+    gateway: int
+    report_seq: int
+    rows: np.ndarray
+    resolve: np.ndarray  # devices whose next seq advances on commit
+    ack_devices: np.ndarray
+    rejected_devices: np.ndarray
+    rejected_seqs: np.ndarray
+    rejected_codes: np.ndarray
+    duplicates: int
+    early: int
+    resolved_rejections: int
+
+
+@dataclass
+class CollectorCounters:
+    """A partition collector's counters (results.json)."""
+
+    reports_received: int = 0
+    reports_duplicate: int = 0
+    reports_early: int = 0
+    reports_rejected: int = 0
+    rejected_resolved: int = 0
+    rejections_by_reason: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(REJECT_REASONS, 0)
+    )
+    messages: int = 0
+    hellos: int = 0
+    hello_refusals: int = 0
+    refused_messages: int = 0
+
+
+def _stored_dtype(batch_steps: int) -> np.dtype:
+    return np.dtype([("device", "<u4"), ("seq", "<u4"), ("values", "<f8", (batch_steps,))])
+
+
+class BulkCollector:
+    """The collector side of one partition (``partition`` of ``plan.partitions``).
+
+    ``hello(gateway, message, now)`` admits a gateway's range; ``ingest(gateway,
+    message)`` validates a report and returns a ``PendingBulk`` whose ``rows`` the pump
+    persists before calling ``commit(pending, stored)``, which returns the ``BulkAck``.
+    ``gateway`` is the one the uplink topic names (the broker's ACL lets a gateway
+    publish only there)."""
+
+    def __init__(self, plan: BulkPlan, partition: int = 0) -> None:
+        if not 0 <= partition < plan.partitions:
+            raise ParameterError(
+                f"must be in 0..{plan.partitions - 1}, got {partition!r}", field="partition"
+            )
+        self.plan = plan
+        self.partition = partition
+        self.part = plan.partitions_of(0, plan.devices)
+        self.owned = int((self.part == partition).sum())
+        self.next_seq = np.zeros(plan.devices, dtype=np.int32)
+        self.admitted = np.zeros(plan.gateways, dtype=bool)
+        self.mechanism = SquareWave(plan.eps0, plan.mechanism)
+        self.dtype = entry_dtype(plan.batch_steps)
+        self.stored_dtype = _stored_dtype(plan.batch_steps)
+        self.counters = CollectorCounters()
+        self.estimate_sum = np.zeros(plan.steps)
+        self.estimate_count = np.zeros(plan.steps, dtype=np.int64)
+        self._pending: PendingBulk | None = None
+
+    @property
+    def expected(self) -> int:
+        """Reports this partition expects: its devices x batches."""
+        return self.owned * self.plan.batches
+
+    @property
+    def complete(self) -> bool:
+        """Every report of every owned device resolved (stored or rejected)."""
+        c = self.counters
+        return c.reports_received + c.rejected_resolved >= self.expected
+
+    def hello(self, gateway: int, message: BulkHello, now: float) -> list[Outbound]:
+        """Admit ``gateway``'s device range if its hello matches the plan."""
+        plan = self.plan
+        self.counters.hellos += 1
+        first, count = plan.gateway_range(gateway) if gateway < plan.gateways else (-1, 0)
+        problems = [
+            (name, got, want)
+            for name, got, want in (
+                ("sender", message.sender, f"g{gateway}"),
+                ("gateway", message.gateway, gateway),
+                ("first", message.first, first),
+                ("count", message.count, count),
+                ("mechanism", message.mechanism, plan.mechanism),
+                ("w", message.w, plan.w),
+                ("steps", message.steps, plan.steps),
+                ("batch_steps", message.batch_steps, plan.batch_steps),
+            )
+            if got != want
+        ]
+        for name, got, want in (("eps", message.eps, plan.eps), ("eps0", message.eps0, plan.eps0)):
+            if abs(got - want) > _TOLERANCE * want:
+                problems.append((name, got, want))
+        if problems:
+            self.counters.hello_refusals += 1
+            name, got, want = problems[0]
+            raise RemoteProtocolError(
+                f"hello of gateway {gateway}: {name} is {got!r}, the run has {want!r}",
+                field=name,
+                code="mismatch",
+            )
+        self.admitted[gateway] = True
+        admit = BulkAdmit(
+            run=plan.run, sender="collector", partition=self.partition, window=plan.admit_window
+        )
+        level = plan.partition_level_of(self.partition)
+        return [Outbound(gateway_inbox(plan.run, gateway, level), admit)]
+
+    def ingest(self, gateway: int, message: BulkReport) -> PendingBulk:
+        """Validate every entry of ``message`` (module docstring); nothing changes until
+        ``commit``."""
+        if self._pending is not None:
+            raise LocalProtocolError("commit the previous report first", field="pending")
+        plan = self.plan
+        B = message.batch_steps
+        itemsize = entry_dtype(B).itemsize
+        if len(message.entries) % itemsize or len(message.entries) // itemsize > MAX_ENTRIES:
+            self.counters.refused_messages += 1
+            raise RemoteProtocolError(
+                f"{len(message.entries)} bytes are not at most {MAX_ENTRIES} rows of "
+                f"{itemsize} bytes",
+                field="entries",
+                code="out_of_range",
+            )
+        e = np.frombuffer(message.entries, dtype=entry_dtype(B))
+        n = len(e)
+        dev = e["device"].astype(np.int64)
+        seq = e["seq"].astype(np.int64)
+        code = np.full(n, 255, dtype=np.uint8)  # 255: not rejected
+        in_fleet = dev < plan.devices
+        safe = np.where(in_fleet, dev, 0)
+        acl = ~in_fleet | (safe // plan.gateway_devices != gateway)
+        acl |= self.part[safe] != self.partition
+        if (
+            gateway >= plan.gateways
+            or not self.admitted[gateway]
+            or message.sender != f"g{gateway}"
+        ):
+            acl[:] = True
+        first_seen = np.zeros(n, dtype=bool)
+        first_seen[np.unique(dev, return_index=True)[1]] = True
+        acl |= ~first_seen
+        code[acl] = 0
+        header_ok = (
+            message.mechanism == plan.mechanism and message.w == plan.w and plan.batch_steps == B
+        )
+        if not header_ok:
+            code[~acl] = 3  # mismatch, not resolving
+        live = code == 255
+        past = live & (seq >= plan.batches)
+        code[past] = 1
+        live &= ~past
+        nxt = self.next_seq[safe].astype(np.int64)
+        dup = live & (seq < nxt)
+        early = live & (seq > nxt)
+        cur = live & (seq == nxt)
+        # validate the current entries
+        bad_value = ~self.mechanism.in_domain(e["values"]).all(axis=1)
+        eps0 = e["eps0"]
+        over = ~(eps0 * plan.w <= plan.eps * (1 + _TOLERANCE))  # NaN included
+        other = np.abs(eps0 - plan.eps0) > _TOLERANCE * plan.eps0
+        resolving = np.zeros(n, dtype=bool)
+        for reason, mask in ((1, bad_value), (2, over), (3, other)):
+            hit = cur & mask & (code == 255)
+            code[hit] = reason
+            resolving |= hit
+        accepted = cur & (code == 255)
+        rows = np.empty(int(accepted.sum()), dtype=self.stored_dtype)
+        rows["device"] = e["device"][accepted]
+        rows["seq"] = e["seq"][accepted]
+        rows["values"] = e["values"][accepted]
+        rejected = code != 255
+        pending = PendingBulk(
+            gateway=gateway,
+            report_seq=message.seq,
+            rows=rows,
+            resolve=dev[accepted | resolving],
+            ack_devices=dev[~acl],
+            rejected_devices=dev[rejected],
+            rejected_seqs=seq[rejected],
+            rejected_codes=code[rejected],
+            duplicates=int(dup.sum()),
+            early=int(early.sum()),
+            resolved_rejections=int(resolving.sum()),
+        )
+        self._pending = pending
+        return pending
+
+    def commit(self, pending: PendingBulk, stored: int) -> list[Outbound]:
+        """``pending``'s ``stored`` rows are persisted: advance the devices, count, and
+        return the acknowledgement."""
+        if pending is not self._pending:
+            raise LocalProtocolError("not the report awaiting commit", field="pending")
+        if stored != len(pending.rows):
+            raise LocalProtocolError(
+                f"{stored} rows persisted, the report has {len(pending.rows)}", field="stored"
+            )
+        self._pending = None
+        plan = self.plan
+        self.next_seq[pending.resolve] += 1
+        c = self.counters
+        c.messages += 1
+        c.reports_received += len(pending.rows)
+        c.reports_duplicate += pending.duplicates
+        c.reports_early += pending.early
+        c.reports_rejected += len(pending.rejected_codes)
+        c.rejected_resolved += pending.resolved_rejections
+        for code, count in zip(*np.unique(pending.rejected_codes, return_counts=True), strict=True):
+            c.rejections_by_reason[REJECT_REASONS[code]] += int(count)
+        if len(pending.rows):
+            B = plan.batch_steps
+            est = plan.lo + self.mechanism.estimate(pending.rows["values"]) * (plan.hi - plan.lo)
+            steps = pending.rows["seq"].astype(np.int64)[:, None] * B + np.arange(B)
+            self.estimate_sum += np.bincount(steps.ravel(), est.ravel(), minlength=plan.steps)
+            self.estimate_count += np.bincount(steps.ravel(), minlength=plan.steps)
+        ack = BulkAck(
+            run=plan.run,
+            sender="collector",
+            seq=pending.report_seq,
+            partition=self.partition,
+            devices=pending.ack_devices.astype("<u4").tobytes(),
+            acked=(self.next_seq[pending.ack_devices] - 1).astype("<i4").tobytes(),
+            rejected_devices=pending.rejected_devices.astype("<u4").tobytes(),
+            rejected_seqs=pending.rejected_seqs.astype("<u4").tobytes(),
+            rejected_codes=pending.rejected_codes.astype("u1").tobytes(),
+        )
+        level = plan.partition_level_of(self.partition)
+        return [Outbound(gateway_inbox(plan.run, pending.gateway, level), ack)]
+
+    def summary(self) -> dict:
+        """Counters and the lost count (expected minus resolved)."""
+        c = self.counters
+        lost = self.expected - c.reports_received - c.rejected_resolved
+        return {
+            "partition": self.partition,
+            "devices": self.owned,
+            "reports_expected": self.expected,
+            "reports_received": c.reports_received,
+            "reports_lost": lost,
+            "reports_rejected": c.reports_rejected,
+            "rejected_resolved": c.rejected_resolved,
+            "rejections_by_reason": dict(c.rejections_by_reason),
+            "reports_duplicate": c.reports_duplicate,
+            "reports_early": c.reports_early,
+            "messages": c.messages,
+            "hellos": c.hellos,
+            "hello_refusals": c.hello_refusals,
+            "refused_messages": c.refused_messages,
+        }

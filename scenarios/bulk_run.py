@@ -1,0 +1,239 @@
+"""Run a bulk-gateway fleet (issue 23; docs/scaling.md "Bulk gateways").
+
+``run_bulk(plan, broker=..., out_dir=...)``:
+
+- on ``memory`` (or with ``processes=False``) everything runs in this process: one task
+  per partition collector (``collector.bulk``) and per gateway (``devices.bulk_gateway``);
+- on an MQTT broker: one process per partition collector
+  (``python -m ldpfleet.scenarios.bulk_run collector PLAN --partition p --broker URL
+  --out DIR``, which prints ``ready`` once subscribed) and ``shards`` gateway processes
+  (``... gateways PLAN --shard i/k``: gateways ``g`` with ``g % k == i``).
+
+When every gateway is done the runner publishes ``Stage(closed)`` on ``ctl/stage`` (a
+collector still missing reports stops and counts them lost), gathers the outcomes and
+writes ``results.json``: ``reports_expected / received / lost / rejected /
+duplicate``, ``rejections_by_reason``, per-process peak RSS, and the fleet-mean check
+(mean absolute error of the per-step fleet mean estimated from the stored reports
+against the clipped clean readings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.broker.transport import MemoryTransport, Transport
+from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.devices.bulk_gateway import run_bulk_gateways
+from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.messages import Stage
+
+__all__ = ["run_bulk"]
+
+
+async def _close_stage(transport: Transport, plan: BulkPlan) -> None:
+    async with transport.connect(f"{plan.run}-bulk-runner") as conn:
+        closed = Stage(run=plan.run, sender="collector", stage="stream", state="closed")
+        await conn.publish(stage_topic(plan.run), encode_bulk(closed))
+
+
+async def _in_process(transport: Transport, plan: BulkPlan, out: Path, tamper) -> tuple:
+    ready = [asyncio.Event() for _ in range(plan.partitions)]
+    collectors = [
+        asyncio.ensure_future(
+            run_bulk_collector(transport, plan, p, out / f"p{p}", on_ready=ready[p].set)
+        )
+        for p in range(plan.partitions)
+    ]
+    for event in ready:
+        await event.wait()
+    connected = time.perf_counter()
+    fleet = await run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
+    await _close_stage(transport, plan)
+    summaries = await asyncio.gather(*collectors)
+    return list(summaries), [fleet], connected
+
+
+async def _spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ldpfleet.scenarios.bulk_run", *args,
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+
+
+async def _processes(url: str, plan: BulkPlan, out: Path, shards: int, timeout: float) -> tuple:
+    plan_file = out / "plan.json"
+    plan_file.write_text(json.dumps(plan.to_dict()))
+    collectors = [
+        await _spawn(
+            "collector",
+            str(plan_file),
+            "--partition",
+            str(p),
+            "--broker",
+            url,
+            "--out",
+            str(out / f"p{p}"),
+        )
+        for p in range(plan.partitions)
+    ]
+    for proc in collectors:
+        line = await proc.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError(f"a bulk collector did not start (said {line!r})")
+    connected = time.perf_counter()
+    shard_procs = [
+        await _spawn(
+            "gateways",
+            str(plan_file),
+            "--shard",
+            f"{i}/{shards}",
+            "--broker",
+            url,
+            "--out",
+            str(out / f"shard{i}"),
+        )
+        for i in range(shards)
+    ]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(p.wait() for p in shard_procs)), timeout)
+    except TimeoutError:
+        for proc in shard_procs:
+            if proc.returncode is None:
+                proc.kill()
+    await _close_stage(MqttTransport(url), plan)
+    await asyncio.gather(*(p.wait() for p in collectors))
+    summaries = [
+        json.loads((out / f"p{p}" / "summary.json").read_text()) for p in range(plan.partitions)
+    ]
+    fleets = []
+    for i in range(shards):
+        path = out / f"shard{i}" / "outcome.json"
+        fleets.append(json.loads(path.read_text()) if path.exists() else None)
+    return summaries, fleets, connected
+
+
+async def run_bulk(
+    plan: BulkPlan,
+    *,
+    broker: str = "memory",
+    out_dir: str | os.PathLike,
+    shards: int = 2,
+    processes: bool | None = None,
+    stage_timeout: float = 3600.0,
+    tamper: dict | None = None,
+    transport: Transport | None = None,
+) -> dict:
+    """Run ``plan`` end to end and write ``out_dir/results.json`` (module docstring).
+    ``tamper`` (in-process runs only): gateway -> a function rewriting its built entries
+    (hostile-entry tests)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if broker == "memory" and processes:
+        raise ParameterError("the memory broker runs in one process", field="processes")
+    in_process = broker == "memory" or processes is False or tamper is not None
+    started = time.perf_counter()
+    if in_process:
+        transport = transport or (
+            MemoryTransport() if broker == "memory" else MqttTransport(broker)
+        )
+        summaries, fleets, connected = await _in_process(transport, plan, out, tamper)
+    else:
+        summaries, fleets, connected = await _processes(broker, plan, out, shards, stage_timeout)
+    seconds = time.perf_counter() - started
+    results = _results(
+        plan, summaries, fleets, out, broker, seconds, time.perf_counter() - connected
+    )
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds) -> dict:
+    keys = ("reports_expected", "reports_received", "reports_lost", "reports_rejected",
+            "rejected_resolved", "reports_duplicate", "reports_early", "messages")  # fmt: skip
+    totals = {k: sum(s[k] for s in summaries) for k in keys}
+    by_reason: dict[str, int] = {}
+    for s in summaries:
+        for reason, n in s["rejections_by_reason"].items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    est_sum = np.zeros(plan.steps)
+    est_count = np.zeros(plan.steps)
+    for p in range(plan.partitions):
+        with np.load(out / f"p{p}" / "estimates.npz") as data:
+            est_sum += data["sum"]
+            est_count += data["count"]
+    present = [f for f in fleets if f is not None]
+    truth = np.sum([f["truth_sum"] for f in present], axis=0) / plan.devices if present else None
+    mae = None
+    if truth is not None and np.all(est_count > 0):
+        mae = float(np.mean(np.abs(est_sum / est_count - truth)))
+    rss_fleet = [f["peak_rss_mb"] if f else None for f in fleets]
+    rss_coll = [s["peak_rss_mb"] for s in summaries]
+    return {
+        "kind": "bulk-stream",
+        "plan": plan.to_dict(),
+        "broker": broker,
+        **totals,
+        "rejections_by_reason": by_reason,
+        "gateways": plan.gateways,
+        "fleet": {
+            "shards_missing": sum(f is None for f in fleets),
+            "entries_built": sum(f["entries_built"] for f in present),
+            "messages_sent": sum(f["messages_sent"] for f in present),
+            "retransmitted_entries": sum(f["retransmitted_entries"] for f in present),
+            "ledger_charges": sum(f["ledger_charges"] for f in present),
+            "ledger_refusals": sum(f["ledger_refusals"] for f in present),
+            "max_window_spent": max((f["max_window_spent"] for f in present), default=0.0),
+            "eps": plan.eps,
+        },
+        "fleet_mean_mae": mae,
+        "seconds": round(seconds, 3),
+        "stream_seconds": round(stream_seconds, 3),
+        "peak_rss_mb": {
+            "collectors": rss_coll,
+            "fleet_processes": rss_fleet,
+            "total": round(sum(rss_coll) + sum(r or 0 for r in rss_fleet), 1),
+        },
+        "partitions": summaries,
+    }
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ldpfleet.scenarios.bulk_run")
+    parser.add_argument("role", choices=("collector", "gateways"))
+    parser.add_argument("plan")
+    parser.add_argument("--broker", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--partition", type=int, default=0)
+    parser.add_argument("--shard", default="0/1")
+    args = parser.parse_args(argv)
+    from ldpfleet.scenarios import loop
+
+    plan = BulkPlan.from_dict(json.loads(Path(args.plan).read_text()))
+    transport = MqttTransport(args.broker)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.role == "collector":
+
+        def ready() -> None:
+            print("ready", flush=True)
+
+        loop.run(run_bulk_collector(transport, plan, args.partition, out, on_ready=ready))
+        return 0
+    index, count = (int(x) for x in args.shard.split("/"))
+    gateways = range(index, plan.gateways, count)
+    outcome = loop.run(run_bulk_gateways(transport, plan, gateways))
+    (out / "outcome.json").write_text(json.dumps(outcome))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -1,0 +1,144 @@
+"""Bulk gateways end to end (issue 23): a few hundred devices through bulk gateways on
+the memory transport, the embedded broker and Mosquitto: nothing lost, the same stored
+reports on every broker, a hostile entry rejected and counted, and the process runner."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from ldpfleet.broker.embedded import EmbeddedBroker
+from ldpfleet.collector.bulk import BulkStore
+from ldpfleet.protocol.bulk import BulkPlan, entry_dtype
+from ldpfleet.scenarios.bulk_run import run_bulk
+
+from tests.conftest import MOSQUITTO, broker_for
+
+
+def small_plan(run: str, **kw) -> BulkPlan:
+    base = dict(run=run, devices=300, steps=20, batch_steps=5, eps=1.0, w=5, seed=3,
+                gateway_devices=120, partitions=2, window=2, max_entries=50)  # fmt: skip
+    base.update(kw)
+    return BulkPlan(**base)
+
+
+def hostile(entries: np.ndarray) -> np.ndarray:
+    """Gateway 0's second batch: device 5 claims a value outside the SW domain, and an
+    extra entry speaks for device 200 (gateway 1's)."""
+    if entries["seq"][0] != 1 or 5 not in entries["device"]:
+        return entries
+    entries = entries.copy()
+    entries["values"][entries["device"] == 5, 0] = 9.0
+    extra = entries[:1].copy()
+    extra["device"] = 200
+    return np.concatenate([entries, extra])
+
+
+def stored(out, plan: BulkPlan) -> np.ndarray:
+    rows = [BulkStore.__new__(BulkStore) for _ in range(plan.partitions)]
+    parts = []
+    for p, store in enumerate(rows):
+        store.path = out / f"p{p}" / "reports.bin"
+        store.dtype = np.dtype([("device", "<u4"), ("seq", "<u4"),
+                                ("values", "<f8", (plan.batch_steps,))])  # fmt: skip
+        parts.append(store.read())
+    return np.sort(np.concatenate(parts), order=["device", "seq"])
+
+
+@pytest.fixture(params=["embedded", MOSQUITTO])
+def broker(request):
+    return broker_for(request)
+
+
+async def test_a_hostile_entry_is_rejected_and_counted_and_nothing_is_lost(tmp_path):
+    await check_hostile_run("memory", tmp_path)
+
+
+async def test_the_same_on_the_embedded_broker_and_mosquitto(broker, tmp_path):
+    await check_hostile_run(broker, tmp_path)
+
+
+async def check_hostile_run(broker: str, tmp_path) -> None:
+    plan = small_plan(f"bulk-{broker[:4]}")
+    if broker == "embedded":
+        async with EmbeddedBroker() as embedded:
+            results = await run_bulk(
+                plan, broker=embedded.url, out_dir=tmp_path, tamper={0: hostile}
+            )
+    else:
+        results = await run_bulk(plan, broker=broker, out_dir=tmp_path, tamper={0: hostile})
+    expected = plan.devices * plan.batches
+    assert results["reports_expected"] == expected
+    assert results["reports_lost"] == 0
+    assert results["reports_received"] == expected - 1  # device 5's bad batch
+    assert results["reports_rejected"] == 2
+    assert results["rejections_by_reason"]["acl"] == 1
+    assert results["rejections_by_reason"]["out_of_range"] == 1
+    rows = stored(tmp_path, plan)
+    assert len(rows) == expected - 1
+    assert np.sum(rows["device"] == 200) == plan.batches  # the real owner's reports
+    assert 1 not in rows["seq"][rows["device"] == 5]
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert on_disk["reports_lost"] == 0
+    # the same values on every broker (the noise is keyed by device and step)
+    clean = await run_bulk(small_plan("bulk-ref"), out_dir=tmp_path / "ref")
+    ref = stored(tmp_path / "ref", plan)
+    keep = ~((ref["device"] == 5) & (ref["seq"] == 1))
+    assert np.array_equal(rows, ref[keep])
+    assert clean["reports_received"] == expected
+    assert entry_dtype(plan.batch_steps).itemsize == 56
+
+
+@pytest.mark.mosquitto
+async def test_collector_and_gateway_processes_on_mosquitto(mosquitto_url, tmp_path):
+    plan = small_plan("bulk-procs", partitions=2)
+    results = await run_bulk(plan, broker=mosquitto_url, out_dir=tmp_path, shards=2)
+    assert results["reports_lost"] == 0
+    assert results["reports_received"] == plan.devices * plan.batches
+    assert results["fleet"]["shards_missing"] == 0
+    assert len(results["peak_rss_mb"]["fleet_processes"]) == 2
+    assert all(r > 0 for r in results["peak_rss_mb"]["collectors"])
+
+
+def test_bench_fleet_connection_bulk_prints_the_bulk_figures():
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app,
+        ["bench", "fleet", "--devices", "250", "--steps", "20", "--batch-steps", "5",
+         "--broker", "memory", "--connection", "bulk", "--gateway-devices", "100",
+         "--partitions", "2"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["forwarding"] == "bulk" and figures["gateways"] == 3
+    assert figures["messages"] == 250 * 4 and figures["lost"] == 0
+    assert figures["cpu_us_per_report"] > 0 and figures["peak_rss_mb"]["total"] > 0
+    assert figures["retransmit_after"] == 30.0  # the bulk default, not the per-device 5 s
+
+
+def test_bench_fleet_gateway_switches_to_bulk_only_above_bulk_from():
+    from ldpfleet.app import bench
+
+    assert bench.BULK_FROM == 100_000
+    calls = []
+
+    async def fake(*args, **kwargs):
+        calls.append((args, kwargs))
+        return {}
+
+    import asyncio
+
+    original = bench.bench_bulk_fleet
+    bench.bench_bulk_fleet = fake
+    try:
+        asyncio.run(bench.bench_fleet(100_001, 10, connection="gateway", broker="memory"))
+        with pytest.raises(Exception) as refused:  # bulk cannot reconstruct yet
+            asyncio.run(bench.bench_fleet(10, 10, connection="bulk", reconstruct="cpr"))
+    finally:
+        bench.bench_bulk_fleet = original
+    assert len(calls) == 1 and calls[0][0] == (100_001, 10)
+    assert getattr(refused.value, "field", None) == "reconstruct"
