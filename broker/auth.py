@@ -11,6 +11,16 @@ Identities (usernames) and roles:
   lets it publish on every device's ``up`` topics and read every inbox; the gateway applies
   each device's own rules, from this same policy) and ``admin`` (operators and attack
   experiments: everything of the run, and ``$SYS``).
+- ``bulk_gateway`` (issue 23, ``devices/bulk_gateway.py``, docs/scaling.md "Bulk gateways"):
+  username ``gateway-g{g}`` (``g`` in ``0 .. gateways-1`` of the run's credentials, written
+  without leading zeros; device ids starting ``gateway-`` are refused, so no clash), client
+  id exactly ``{run}-gateway-g{g}``. The bulk collector trusts the gateway number of the
+  uplink topic, so gateway ``g`` may publish only on its own ``ldp/{run}[/+]/gw/g{g}/up/#``
+  and read only its own inbox ``ldp/{run}[/+]/gw/g{g}/in/collector`` (and, like every user,
+  ``ldp/{run}/ctl/#``); the ``collector`` reads ``.../gw/+/up/#`` and writes
+  ``.../gw/+/in/collector``. The ``gateway`` service may not use a bulk gateway's client id.
+  (``%g`` in ``RULES`` is the gateway number; Mosquitto has no such substitution, so its
+  ACL file gets one ``user`` block per gateway of the run.)
 
 Partitions (``[collector] partitions = P > 1``, DESIGN.md "Scale"): device topics carry a
 partition level ``p{p}``, ``p = topics.partition_of(device, P)``. ``PARTITION_PATTERNS`` then
@@ -83,7 +93,9 @@ ACTIONS: tuple[str, ...] = ("publish", "subscribe", "receive")
 
 SERVICES = ("collector", "recorder", "relay", "gateway")
 ADMIN = "admin"
-ROLES = ("device", *SERVICES, ADMIN)
+BULK_GATEWAY = "bulk_gateway"  # the role of ``gateway-g{g}`` (module doc)
+ROLES = ("device", *SERVICES, BULK_GATEWAY, ADMIN)
+_BULK_GATEWAY_NAME = re.compile(r"gateway-g(0|[1-9][0-9]{0,8})\Z")
 # a device connects under its own id plus these client-id suffixes (devices/*.py)
 DEVICE_CLIENT_SUFFIXES = ("", "-sa", "-lpea")
 _IDENT = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
@@ -122,6 +134,12 @@ PARTITION_RULES: dict[str, tuple[Rule, ...]] = {  # with P > 1, added to RULES
         Rule("subscribe", "ldp/{run}/+/dev/+/up/#"),
         Rule("publish", "ldp/{run}/+/dev/+/in/collector"),
         Rule("subscribe", "ldp/{run}/svc/collector/partition"),  # the coordinator
+        Rule("subscribe", "ldp/{run}/+/gw/+/up/#"),
+        Rule("publish", "ldp/{run}/+/gw/+/in/collector"),
+    ),
+    "bulk_gateway": (  # a gateway's devices fall in many partitions: any level
+        Rule("publish", "ldp/{run}/+/gw/g%g/up/#"),
+        Rule("subscribe", "ldp/{run}/+/gw/g%g/in/collector"),
     ),
     "gateway": (
         Rule("publish", "ldp/{run}/+/dev/+/up/#"),
@@ -138,6 +156,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("publish", "ldp/{run}/svc/collector/#"),
         Rule("subscribe", "ldp/{run}/dev/+/up/#"),
         Rule("subscribe", "ldp/{run}/svc/relay/#"),
+        Rule("subscribe", "ldp/{run}/gw/+/up/#"),
+        Rule("publish", "ldp/{run}/gw/+/in/collector"),
     ),
     "recorder": (
         Rule("subscribe", "ldp/{run}/#"),
@@ -156,6 +176,11 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("publish", "ldp/{run}/dev/+/up/#"),
         Rule("publish", "ldp/{run}/dev/+/in/+"),
         Rule("subscribe", "ldp/{run}/dev/+/in/+"),
+    ),
+    # a bulk gateway ``gateway-g{g}`` (protocol/bulk.py): only its own uplink and inbox
+    "bulk_gateway": (
+        Rule("publish", "ldp/{run}/gw/g%g/up/#"),
+        Rule("subscribe", "ldp/{run}/gw/g%g/in/collector"),
     ),
     ADMIN: (
         Rule("publish", "ldp/{run}/#"),
@@ -233,6 +258,17 @@ def filter_covers(rule: str, pattern: str) -> bool:
 # Policy ---------------------------------------------------------------------------------
 
 
+def bulk_gateway_username(gateway: int) -> str:
+    """The username (and client id tail) of bulk gateway ``gateway``."""
+    return f"gateway-g{int(gateway)}"
+
+
+def bulk_gateway_number(username: str) -> int | None:
+    """``g`` for a username of the form ``gateway-g{g}`` (canonical digits), else None."""
+    found = _BULK_GATEWAY_NAME.match(username) if isinstance(username, str) else None
+    return None if found is None else int(found.group(1))
+
+
 def check_device_id(device: str) -> str:
     """Refuse device ids that would be ambiguous as usernames or client ids."""
     if not isinstance(device, str) or not _IDENT.match(device):
@@ -253,19 +289,25 @@ class AccessPolicy:
     run: str
     devices: frozenset[str] | None = None  # None: any well-formed device id
     partitions: int = 1  # > 1: device topics carry the p{p} level (module doc)
+    gateways: int = 0  # bulk gateways gateway-g0 .. gateway-g{gateways-1} (module doc)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _IDENT.match(self.run):
             raise ValueError(f"run id {self.run!r} is not an identifier")
         topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
+        if not isinstance(self.gateways, int) or not 0 <= self.gateways <= 10**9:
+            raise ValueError(f"gateways must be an integer in 0..10^9, got {self.gateways!r}")
 
     def role_of(self, username: str | None) -> str | None:
         """The role of an authenticated username, or None (unknown: no rights)."""
         if not isinstance(username, str):
             return None
-        if username in RULES and username != "device":
+        if username in RULES and username not in ("device", BULK_GATEWAY):
             return username
+        gateway = bulk_gateway_number(username)
+        if gateway is not None:
+            return BULK_GATEWAY if gateway < self.gateways else None
         try:
             check_device_id(username)
         except ValueError:
@@ -287,6 +329,10 @@ class AccessPolicy:
             return rest in {f"{username}{suffix}" for suffix in DEVICE_CLIENT_SUFFIXES}
         if role == ADMIN:
             return True
+        if role == BULK_GATEWAY:
+            return rest == username
+        if bulk_gateway_number(rest) is not None:
+            return False  # a bulk gateway's client id is its own (the "gateway" service's not)
         return rest == username or rest.startswith(f"{username}-")
 
     def rules_for(self, username: str) -> list[Rule]:
@@ -300,10 +346,14 @@ class AccessPolicy:
             lines += (*PARTITION_PATTERNS, *PARTITION_RULES.get(role, ()))
         else:
             level = ""
+        number = str(bulk_gateway_number(username)) if role == BULK_GATEWAY else "%g"
         return [
             Rule(
                 r.action,
-                r.pattern.replace("{run}", self.run).replace("%u", username).replace("%p", level),
+                r.pattern.replace("{run}", self.run)
+                .replace("%u", username)
+                .replace("%p", level)
+                .replace("%g", number),
             )
             for r in lines
         ]
@@ -350,16 +400,22 @@ class Credentials:
     key: bytes
     devices: tuple[str, ...] | None = None
     partitions: int = 1  # the run's collector partitions (the ACL's partition levels)
+    gateways: int = 0  # the run's bulk gateways (identities gateway-g{g}, module doc)
 
     @classmethod
     def generate(
-        cls, run: str, devices: Iterable[str] | None = None, *, partitions: int = 1
+        cls,
+        run: str,
+        devices: Iterable[str] | None = None,
+        *,
+        partitions: int = 1,
+        gateways: int = 0,
     ) -> Credentials:
         """Fresh credentials for ``run`` (``devices``: the ids allowed to connect; None: any
         well-formed device id whose holder got its password from this object;
-        ``partitions``: ``[collector] partitions``)."""
+        ``partitions``: ``[collector] partitions``; ``gateways``: the bulk gateways)."""
         listed = None if devices is None else tuple(check_device_id(d) for d in devices)
-        return cls(run, secrets.token_bytes(32), listed, partitions)
+        return cls(run, secrets.token_bytes(32), listed, partitions, gateways)
 
     @property
     def policy(self) -> AccessPolicy:
@@ -367,7 +423,7 @@ class Credentials:
         cached = self.__dict__.get("_policy")
         if cached is None:
             devices = None if self.devices is None else frozenset(self.devices)
-            cached = AccessPolicy(self.run, devices, self.partitions)
+            cached = AccessPolicy(self.run, devices, self.partitions, self.gateways)
             object.__setattr__(self, "_policy", cached)
         return cached
 
@@ -382,6 +438,8 @@ class Credentials:
         if not client_id.startswith(prefix):
             return None
         rest = client_id[len(prefix) :]
+        if bulk_gateway_number(rest) is not None:
+            return rest if self.policy.role_of(rest) == BULK_GATEWAY else None
         for service in SERVICES:
             if rest == service or rest.startswith(f"{service}-"):
                 return service
@@ -419,9 +477,11 @@ class Credentials:
         return self.policy.allowed(username, client_id, action, topic)
 
     def usernames(self, devices: Iterable[str] | None = None) -> list[str]:
-        """Every identity to write into a password file (services, admin, devices)."""
+        """Every identity to write into a password file (services, admin, devices, bulk
+        gateways)."""
         listed = list(self.devices if devices is None else devices)
-        return [*SERVICES, ADMIN, *(check_device_id(d) for d in listed)]
+        gateways = [bulk_gateway_username(g) for g in range(self.gateways)]
+        return [*SERVICES, ADMIN, *(check_device_id(d) for d in listed), *gateways]
 
     # serialisation (for a child process or another host: keep it private) -------------
 
@@ -432,6 +492,7 @@ class Credentials:
             "key": self.key.hex(),
             "devices": None if self.devices is None else list(self.devices),
             "partitions": self.partitions,
+            "gateways": self.gateways,
         }
 
     @classmethod
@@ -443,6 +504,7 @@ class Credentials:
             bytes.fromhex(data["key"]),
             None if devices is None else tuple(check_device_id(d) for d in devices),
             int(data.get("partitions", 1)),
+            int(data.get("gateways", 0)),
         )
 
     def save(self, path: str | Path) -> Path:
@@ -544,9 +606,10 @@ def _mosquitto_access(action: str) -> str:
     return "write" if action == "publish" else "read"
 
 
-def mosquitto_acl_text(run: str, partitions: int = 1) -> str:
+def mosquitto_acl_text(run: str, partitions: int = 1, gateways: int = 0) -> str:
     """A Mosquitto ``acl_file`` with the same rights as ``AccessPolicy`` for ``run``:
-    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role.
+    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role and
+    one per bulk gateway ``gateway-g{g}``, ``g < gateways`` (``%g`` filled: exact).
     With ``partitions`` > 1 the partitioned lines too, ``%p`` widened to ``+``."""
     wide = partitions > 1
     lines = [
@@ -561,6 +624,13 @@ def mosquitto_acl_text(run: str, partitions: int = 1) -> str:
         lines.append(f"user {role}")
         for rule in (*RULES[role], *(PARTITION_RULES.get(role, ()) if wide else ())):
             lines.append(f"topic {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
+    bulk = (*RULES[BULK_GATEWAY], *(PARTITION_RULES[BULK_GATEWAY] if wide else ()))
+    for gateway in range(gateways):
+        lines.append("")
+        lines.append(f"user {bulk_gateway_username(gateway)}")
+        for rule in bulk:
+            pattern = rule.pattern.format(run=run).replace("%g", str(gateway))
+            lines.append(f"topic {_mosquitto_access(rule.action)} {pattern}")
     return "\n".join(lines) + "\n"
 
 
@@ -662,7 +732,9 @@ def write_mosquitto_files(
     fd = os.open(paths["passwords"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(mosquitto_password_lines(credentials, devices))
-    paths["acl"].write_text(mosquitto_acl_text(credentials.run, credentials.partitions))
+    paths["acl"].write_text(
+        mosquitto_acl_text(credentials.run, credentials.partitions, credentials.gateways)
+    )
     if persistence:
         data = directory / "data"
         data.mkdir(exist_ok=True)

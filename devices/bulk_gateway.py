@@ -1,6 +1,8 @@
 """Bulk gateway pumps: ``protocol.bulk.BulkGateway`` machines over a ``Transport``.
 
-One connection per gateway (client id ``{run}-g{gateway}``), subscribed to its inbox in
+One connection per gateway (client id ``{run}-gateway-g{gateway}``: with the run's
+credentials it logs in as ``gateway-g{gateway}``, whose ACL allows only its own uplink and
+inbox, broker/auth.py), subscribed to its inbox in
 every partition its devices belong to and to ``ctl/stage``. The pump decodes, hands each
 message to the machine with the loop's time and publishes what it returns; a reader task
 feeds a queue so the pump can wait for a delivery or the machine's next timer. No
@@ -15,6 +17,7 @@ import resource
 from collections.abc import Callable, Iterable
 
 import numpy as np
+from ldpfleet.broker.auth import bulk_gateway_username
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol.bulk import (
     BulkGateway,
@@ -59,13 +62,18 @@ async def _read(conn: Connection, queue: asyncio.Queue[Delivery | None]) -> None
         queue.put_nowait(None)
 
 
+def gateway_client_id(run: str, gateway: int) -> str:
+    """The client id of bulk gateway ``gateway`` (its identity ``gateway-g{gateway}``)."""
+    return f"{run}-{bulk_gateway_username(gateway)}"
+
+
 async def run_bulk_gateway(
     transport: Transport, plan: BulkPlan, gateway: int, *, tamper: Callable | None = None
 ) -> BulkGateway:
     """Run one gateway until every report is resolved or the stage closes."""
     machine = BulkGateway(plan, gateway, tamper=tamper)
     loop = asyncio.get_running_loop()
-    async with transport.connect(f"{plan.run}-g{gateway}") as conn:
+    async with transport.connect(gateway_client_id(plan.run, gateway)) as conn:
         filters = [
             gateway_inbox(plan.run, gateway, plan.partition_level_of(p)) for p in machine.rows
         ]

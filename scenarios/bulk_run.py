@@ -15,6 +15,14 @@ writes ``results.json``: ``reports_expected / received / lost / rejected /
 duplicate``, ``rejections_by_reason``, per-process peak RSS, and the fleet-mean check
 (mean absolute error of the per-step fleet mean estimated from the stored reports
 against the clipped clean readings).
+
+Credentials (docs/scaling.md "Bulk gateways"): on ``memory`` and ``embedded`` the run gets
+fresh ones (``bulk_credentials``: no device identities, ``plan.gateways`` bulk gateway
+identities) unless ``auth=False``; an ``mqtt://`` broker uses only credentials given (it
+must know the passwords). Gateway ``g`` then logs in as ``gateway-g{g}`` (the broker lets
+it publish only its own uplink and read only its own inbox), the collectors and the
+stage closer as ``collector``; child processes find the credentials through
+``LDPFLEET_CREDENTIALS`` (a 0600 file that lives as long as the run).
 """
 
 from __future__ import annotations
@@ -24,23 +32,50 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.broker.auth import AuthError, Credentials, use_credentials
 from ldpfleet.broker.mqtt import MqttTransport
-from ldpfleet.broker.transport import MemoryTransport, Transport
+from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.bulk import run_bulk_collector
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
 
-__all__ = ["run_bulk"]
+__all__ = ["bulk_credentials", "run_bulk"]
+
+
+def bulk_credentials(
+    plan: BulkPlan, broker: str, credentials: Credentials | None = None, *, auth: bool = True
+) -> Credentials | None:
+    """The credentials a bulk run uses (module docstring); ``AuthError`` if given ones do
+    not fit the plan (another run, too few gateways) or ``auth`` is off."""
+    if credentials is not None:
+        if not auth:
+            raise AuthError("auth = false, but credentials were given")
+        if credentials.run != plan.run:
+            raise AuthError(f"the credentials are for run {credentials.run!r}, not {plan.run!r}")
+        if credentials.gateways < plan.gateways or credentials.partitions != plan.partitions:
+            raise AuthError(
+                f"the credentials know {credentials.gateways} gateways and "
+                f"{credentials.partitions} partitions; the plan has {plan.gateways} gateways "
+                f"and {plan.partitions} partitions"
+            )
+        return credentials
+    if auth and broker in ("memory", "embedded"):
+        return Credentials.generate(
+            plan.run, (), partitions=plan.partitions, gateways=plan.gateways
+        )
+    return None
 
 
 async def _close_stage(transport: Transport, plan: BulkPlan) -> None:
-    async with transport.connect(f"{plan.run}-bulk-runner") as conn:
+    async with transport.connect(f"{plan.run}-collector-closer") as conn:
         closed = Stage(run=plan.run, sender="collector", stage="stream", state="closed")
         await conn.publish(stage_topic(plan.run), encode_bulk(closed))
 
@@ -69,7 +104,9 @@ async def _spawn(*args: str) -> asyncio.subprocess.Process:
     )  # fmt: skip
 
 
-async def _processes(url: str, plan: BulkPlan, out: Path, shards: int, timeout: float) -> tuple:
+async def _processes(
+    transport: Transport, url: str, plan: BulkPlan, out: Path, shards: int, timeout: float
+) -> tuple:
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
     collectors = [
@@ -109,7 +146,7 @@ async def _processes(url: str, plan: BulkPlan, out: Path, shards: int, timeout: 
         for proc in shard_procs:
             if proc.returncode is None:
                 proc.kill()
-    await _close_stage(MqttTransport(url), plan)
+    await _close_stage(transport, plan)
     await asyncio.gather(*(p.wait() for p in collectors))
     summaries = [
         json.loads((out / f"p{p}" / "summary.json").read_text()) for p in range(plan.partitions)
@@ -131,23 +168,34 @@ async def run_bulk(
     stage_timeout: float = 3600.0,
     tamper: dict | None = None,
     transport: Transport | None = None,
+    credentials: Credentials | None = None,
+    auth: bool = True,
 ) -> dict:
     """Run ``plan`` end to end and write ``out_dir/results.json`` (module docstring).
-    ``tamper`` (in-process runs only): gateway -> a function rewriting its built entries
-    (hostile-entry tests)."""
+    ``broker``: ``memory``, ``embedded`` or an ``mqtt://`` URL; ``tamper`` (in-process runs
+    only): gateway -> a function rewriting its built entries (hostile-entry tests);
+    ``transport``: a ready one (used as given, no credentials); ``credentials`` and
+    ``auth``: as ``bulk_credentials``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if broker == "memory" and processes:
         raise ParameterError("the memory broker runs in one process", field="processes")
     in_process = broker == "memory" or processes is False or tamper is not None
+    creds = (
+        None if transport is not None else bulk_credentials(plan, broker, credentials, auth=auth)
+    )
     started = time.perf_counter()
-    if in_process:
-        transport = transport or (
-            MemoryTransport() if broker == "memory" else MqttTransport(broker)
-        )
-        summaries, fleets, connected = await _in_process(transport, plan, out, tamper)
-    else:
-        summaries, fleets, connected = await _processes(broker, plan, out, shards, stage_timeout)
+    with (
+        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
+        use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
+    ):
+        async with open_broker(transport or broker, credentials=creds) as (conn, info):
+            if in_process:
+                summaries, fleets, connected = await _in_process(conn, plan, out, tamper)
+            else:
+                summaries, fleets, connected = await _processes(
+                    conn, info.url, plan, out, shards, stage_timeout
+                )
     seconds = time.perf_counter() - started
     results = _results(
         plan, summaries, fleets, out, broker, seconds, time.perf_counter() - connected

@@ -28,6 +28,8 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_audit_fleet.py::test_reused_seeds_are_caught_by_the_partner_pairing": 2.5,
     "tests/e2e/test_bulk_gateways.py::test_the_same_on_the_embedded_broker_and_mosquitto": 2.3,
     "tests/e2e/test_bulk_gateways.py::test_collector_and_gateway_processes_on_mosquitto": 8.1,
+    "tests/e2e/test_bulk_gateways.py::test_a_bulk_run_with_credentials_on_the_embedded_broker_loses_nothing": 6.9,
+    "tests/e2e/test_bulk_gateways.py::test_the_embedded_broker_refuses_a_gateway_publishing_as_another": 1.1,
     "tests/e2e/test_cadr_fleet.py::test_dp_pipeline_searches_theta_privately_and_releases_the_post_processed_sequence": 0.5,
     "tests/e2e/test_cadr_fleet.py::test_embedded_broker_gives_the_memory_release": 1.7,
     "tests/e2e/test_cadr_fleet.py::test_mosquitto_gives_the_memory_release": 1.1,

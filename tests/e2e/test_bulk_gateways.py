@@ -4,14 +4,19 @@ reports on every broker, a hostile entry rejected and counted, and the process r
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import numpy as np
 import pytest
+from ldpfleet.broker.auth import CREDENTIALS_ENV
 from ldpfleet.broker.embedded import EmbeddedBroker
+from ldpfleet.broker.select import open_broker
 from ldpfleet.collector.bulk import BulkStore
-from ldpfleet.protocol.bulk import BulkPlan, entry_dtype
-from ldpfleet.scenarios.bulk_run import run_bulk
+from ldpfleet.devices.bulk_gateway import gateway_client_id
+from ldpfleet.protocol.bulk import BulkPlan, entry_dtype, gateway_up, gateway_up_filter
+from ldpfleet.scenarios.bulk_run import bulk_credentials, run_bulk
 
 from tests.conftest import MOSQUITTO, broker_for
 
@@ -142,3 +147,35 @@ def test_bench_fleet_gateway_switches_to_bulk_only_above_bulk_from():
         bench.bench_bulk_fleet = original
     assert len(calls) == 1 and calls[0][0] == (100_001, 10)
     assert getattr(refused.value, "field", None) == "reconstruct"
+
+
+async def test_a_bulk_run_with_credentials_on_the_embedded_broker_loses_nothing(tmp_path):
+    # run_bulk generates the run's credentials for the embedded broker: the collector
+    # processes and the gateway shards log in through LDPFLEET_CREDENTIALS (gateway g as
+    # gateway-g{g}), and the broker enforces the bulk ACL (broker/auth.py)
+    plan = small_plan("bulk-auth")
+    results = await run_bulk(plan, broker="embedded", out_dir=tmp_path, shards=2)
+    assert results["reports_lost"] == 0
+    assert results["reports_rejected"] == 0
+    assert results["reports_received"] == plan.devices * plan.batches
+    assert results["fleet"]["shards_missing"] == 0
+    assert CREDENTIALS_ENV not in os.environ
+
+
+async def test_the_embedded_broker_refuses_a_gateway_publishing_as_another(tmp_path):
+    plan = small_plan("bulk-spoof")
+    creds = bulk_credentials(plan, "embedded")
+    assert creds is not None and creds.gateways == plan.gateways
+    async with (
+        asyncio.timeout(60),
+        open_broker("embedded", credentials=creds) as (transport, _),
+        transport.connect(f"{plan.run}-collector-watch") as watch,
+    ):
+        await watch.subscribe(*(gateway_up_filter(plan.run, p) for p in range(plan.partitions)))
+        async with transport.connect(gateway_client_id(plan.run, 0)) as g0:
+            # QoS 1, acknowledged in order: were the forged one forwarded, it would be
+            # delivered to the watcher before the gateway's own message
+            await g0.publish(gateway_up(plan.run, 1, "bulk", 0), b"forged")
+            await g0.publish(gateway_up(plan.run, 0, "bulk", 0), b"own")
+        first = await anext(aiter(watch.messages()))
+    assert (first.topic, first.payload) == (gateway_up(plan.run, 0, "bulk", 0), b"own")
