@@ -279,12 +279,12 @@ async def bench_bulk_fleet(
 ) -> dict:
     """The synthetic fleet through bulk gateways (protocol/bulk.py, scenarios/bulk_run.py):
     one process per collector partition and ``shards`` gateway processes on an MQTT
-    broker (embedded: started in this process), all in this process on ``memory``.
+    broker (embedded: started by ``run_bulk`` with per-run credentials, the ACL on), all
+    in this process on ``memory``.
     Reports CPU per report of our processes (and of the broker when its pid is visible),
     peak RSS per process and in total, and the results' counters."""
     import os
 
-    from ldpfleet.broker.embedded import EmbeddedBroker
     from ldpfleet.protocol.bulk import BulkPlan
     from ldpfleet.scenarios.bulk_run import run_bulk
 
@@ -304,13 +304,8 @@ async def bench_bulk_fleet(
         cpu_before = _cpu_seconds()
         task = asyncio.ensure_future(sampler.run()) if sampler else None
         try:
-            if broker == "embedded":
-                async with EmbeddedBroker() as embedded:
-                    results = await run_bulk(
-                        plan, broker=embedded.url, out_dir=out_dir or scratch, shards=k
-                    )
-            else:
-                results = await run_bulk(plan, broker=broker, out_dir=out_dir or scratch, shards=k)
+            # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
+            results = await run_bulk(plan, broker=broker, out_dir=out_dir or scratch, shards=k)
         finally:
             if task is not None:
                 task.cancel()
