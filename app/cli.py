@@ -923,10 +923,19 @@ def mosquitto_config(
         bool, typer.Option(help="TLS clients must present a certificate signed by --tls-ca.")
     ] = False,
     tls_only: Annotated[bool, typer.Option(help="No plain listener: only the TLS one.")] = False,
+    bulk_gateways: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Accounts gateway-g0 .. g{N-1} for bulk gateways (docs/scaling.md "
+            '"Bulk gateways"): each may publish only on its own gw/g{g}/up topics.',
+        ),
+    ] = 0,
 ) -> None:
     """Write a Mosquitto password file, ACL and config for one run, with per-device
     credentials (no anonymous access), and print how to start it (docs/reliability.md);
-    with --tls-port a TLS listener too (docs/brokers.md "TLS")."""
+    with --tls-port a TLS listener too (docs/brokers.md "TLS"); with --bulk-gateways N
+    the bulk gateways' own accounts and ACL blocks."""
     from ldpfleet.broker.auth import AuthError, Credentials, write_mosquitto_files
     from ldpfleet.broker.tls import TlsError, TlsListener
     from ldpfleet.scenarios.runner import new_run_id
@@ -948,7 +957,7 @@ def mosquitto_config(
             devices = loaded.device_ids()
         try:
             credentials = Credentials.generate(
-                run, devices, partitions=loaded.spec.collector.partitions
+                run, devices, partitions=loaded.spec.collector.partitions, gateways=bulk_gateways
             )
         except ValueError as error:
             raise AuthError(str(error)) from None
@@ -967,7 +976,7 @@ def mosquitto_config(
         )
     console.print(
         f"run {run}: {len(devices)} device accounts + collector, recorder, relay, gateway, "
-        f"admin\n"
+        f"admin" + (f", {bulk_gateways} bulk gateway accounts" if bulk_gateways else "") + "\n"
         f"  {paths['passwords']} (0600), {paths['acl']}, {paths['conf']}, "
         f"{paths['credentials']} (0600: what ldpfleet logs in with), "
         f"{paths['plugin']} (client-id binding plugin)"

@@ -49,3 +49,22 @@ def test_mosquitto_config_writes_the_scenarios_partition_count(tmp_path):
     assert saved["partitions"] == 2
     assert Credentials.load(tmp_path / "mq" / "credentials.json").partitions == 2
     assert "ldp/aclpart-2/+/dev/%u/up/" in (tmp_path / "mq" / "acl").read_text()
+
+
+def test_mosquitto_config_writes_bulk_gateway_accounts(tmp_path):
+    """--bulk-gateways N: accounts gateway-g0..g{N-1}, each with its own uplink in the ACL."""
+    scenario = tmp_path / "p2.toml"
+    scenario.write_text(PARTITIONED)
+    done = subprocess.run(
+        [sys.executable, "-m", "ldpfleet.app.cli", "mosquitto-config", str(scenario),
+         "--out", str(tmp_path / "mq"), "--run", "aclbulk-1", "--bulk-gateways", "3"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    credentials = Credentials.load(tmp_path / "mq" / "credentials.json")
+    assert credentials.gateways == 3
+    acl = (tmp_path / "mq" / "acl").read_text()
+    assert "user gateway-g2" in acl and "user gateway-g3" not in acl
+    assert "ldp/aclbulk-1/gw/g2/up/#" in acl
+    passwords = (tmp_path / "mq" / "passwords").read_text()
+    assert "gateway-g0:" in passwords and "gateway-g3:" not in passwords
