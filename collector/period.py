@@ -512,6 +512,10 @@ def detect_period(
         and best_logp < threshold
         and neighbour_logp(xw, period) + np.log(tests) < np.log(alpha)
     )
+    if claim and n / period < PENALTY_CYCLES:
+        # few cycles: the same test once more against a background fitted to the raw
+        # periodogram without the candidate's harmonic bins (module docstring, step 6)
+        claim = masked_logp(xd, period) - few_cycles_penalty(n / period) < threshold
     if not claim:
         return PeriodEstimate(
             None, 0.0, {}, (n,), adjusted, 0, tests, max_period, best_logp, period
@@ -565,6 +569,51 @@ def neighbour_logp(x: np.ndarray, period: int) -> float:
     )
     sf = special.fdtrc(2.0 * levels, 4.0 * reach * levels, ratio)
     return float(np.log(max(float(np.min(sf)), 1e-300)) + np.log(levels.size))
+
+
+def masked_logp(xd: np.ndarray, period: int) -> float:
+    """Log p-value of the harmonic sums of ``period`` against a background fitted WITHOUT the
+    candidate's harmonics: the white + AR(1) family (``_whittle``) fitted to the raw
+    periodogram of the (detrended) stream over every Fourier bin except the mean, bin 1 (the
+    quadratic detrend removes most of it) and the two bins around each harmonic ``j n / T``
+    (floor and ceiling; one bin when it is an integer); the fold's harmonic powers (the whole
+    stream at frequency ``j / T``) divided by that background at ``j / T``; the smallest
+    Gamma tail over the harmonic levels (``_level_logp``; the caller adds the Bonferroni
+    count). Unlike the whitening fit (``3 min`` of three bins, one exponential degree of
+    freedom per window, a harmonic mean that sits below a steep spectrum) every remaining bin
+    counts with its own value, and the background at a harmonic is pinned by the bins on
+    both sides of it (module docstring, step 6)."""
+    n = xd.size
+    centred = xd - xd.mean()
+    spec = sp_fft.rfft(centred)
+    pw = (spec.real**2 + spec.imag**2) / n
+    harmonics = (period - 1) // 2
+    centres = np.arange(1, harmonics + 1) * (n / period)
+    keep = np.ones(pw.size, dtype=bool)
+    keep[:2] = False
+    keep[np.floor(centres).astype(np.int64)] = False
+    keep[np.minimum(np.ceil(centres).astype(np.int64), pw.size - 1)] = False
+    if keep.sum() < 8:
+        return 0.0
+    grid = np.array(PHI_GRID)[:, None]
+
+    def shape(omega: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + grid * grid - 2.0 * grid * np.cos(omega)[None, :])
+
+    g = shape(2.0 * np.pi * np.flatnonzero(keep) / n)
+    norm = g.mean(axis=1, keepdims=True)
+    g /= norm
+    p = pw[keep]
+    fit = np.ones(p.size, dtype=bool)
+    for _ in range(2):
+        c, a, best = _whittle(p[fit], g[:, fit], float(np.mean(p[fit])))
+        refit = p <= TRIM * (c + a * g[best])
+        if refit.sum() < 8 or np.array_equal(refit, fit):
+            break
+        fit = refit
+    at = shape(2.0 * np.pi * np.arange(1, harmonics + 1) / period)[best] / norm[best, 0]
+    power = _harmonic_power(centred, np.arange(n), period)
+    return _level_logp(power / np.maximum(c + a * at, 1e-300))[0]
 
 
 def few_cycles_penalty(cycles: float) -> float:
