@@ -597,6 +597,12 @@ def test_false_claim_check_and_the_grid_subset_and_the_oracle():
     assert row["claims"] / 3 <= row["upper95"] <= 1.0
     text = false_claim_markdown([row], "cmd")
     assert "| ar1 | 150 | 5 | 3 |" in text
+    named, numbered = (
+        aperiodic_stream(k, 50, np.random.default_rng(1)) for k in ("ar1", "ar1_0.95")
+    )
+    assert np.array_equal(named, numbered)
+    with pytest.raises(ValueError, match="phi must be in"):
+        aperiodic_stream("ar1_1.5", 50, np.random.default_rng(1))
     cells = grid_cells([(50, 3)])
     assert len(cells) == 55 and {(c[1], c[2]) for c in cells} == {(50, 3)}
     oracle = single_period_oracle(8, 60, (5.0,), trials=2)
