@@ -406,13 +406,21 @@ def grid_stream(cycle, n, rng, jitter=0.02, drift=0.0) -> np.ndarray:
 
 def aperiodic_stream(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     """Aperiodic inputs in [0, 1]: iid uniform, a random walk, AR(1) (phi = 0.95; ``ar1_slow``:
-    phi = 0.99), a linear trend with noise (sd 0.05)."""
+    phi = 0.99; ``ar1_<phi>``, e.g. ``ar1_0.98``: that phi in (-1, 1), for calibration runs
+    outside the grid), a linear trend with noise (sd 0.05)."""
     if kind == "white":
         return rng.random(n)
     if kind == "random_walk":
         return _normalise01(np.cumsum(rng.standard_normal(n)))
-    if kind in ("ar1", "ar1_slow"):
-        phi = 0.95 if kind == "ar1" else 0.99
+    if kind.startswith("ar1"):
+        phi = {"ar1": 0.95, "ar1_slow": 0.99}.get(kind)
+        if phi is None:
+            try:
+                phi = float(kind.removeprefix("ar1_"))
+            except ValueError:
+                raise ValueError(kind) from None
+            if not -1.0 < phi < 1.0:
+                raise ValueError(f"kind {kind!r}: phi must be in (-1, 1), got {phi}")
         return _normalise01(signal.lfilter([1.0], [1.0, -phi], rng.standard_normal(n)))
     if kind == "trend":
         return np.clip(np.linspace(0.1, 0.9, n) + 0.05 * rng.standard_normal(n), 0.0, 1.0)
@@ -793,15 +801,22 @@ def false_claim_markdown(rows: list[dict], command: str) -> str:
 
 
 if __name__ == "__main__":
-    # python -m ldpfleet.app.bench_cpr false-claims TRIALS WORKERS [KIND/N/EPS0 ...] [--markdown]
+    # python -m ldpfleet.app.bench_cpr false-claims TRIALS WORKERS [KIND/N/EPS0 ...]
+    #     [--markdown] [--seed=S]   (S != 0: held-out streams, not the grid's)
     # python -m ldpfleet.app.bench_cpr grid-shapes WORKERS PERIODxCYCLES ... (JSON)
     import json
     import sys
 
-    argv = [a for a in sys.argv[1:] if a != "--markdown"]
+    seeds = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--seed=")]
+    argv = [a for a in sys.argv[1:] if a != "--markdown" and not a.startswith("--seed=")]
     if argv[0] == "false-claims":
         chosen = [(k, int(n), float(e)) for k, n, e in (c.split("/") for c in argv[3:])]
-        rows = false_claim_check(trials=int(argv[1]), workers=int(argv[2]), cells=chosen or None)
+        rows = false_claim_check(
+            trials=int(argv[1]),
+            workers=int(argv[2]),
+            cells=chosen or None,
+            seed=seeds[-1] if seeds else 0,
+        )
         command = "python -m ldpfleet.app.bench_cpr " + " ".join(sys.argv[1:])
         print(false_claim_markdown(rows, command) if "--markdown" in sys.argv else json.dumps(rows))
     elif argv[0] == "oracle":  # python -m ldpfleet.app.bench_cpr oracle

@@ -45,9 +45,12 @@ from ldpfleet.app.bench_cpr import (
 )
 from ldpfleet.collector.period import (
     DEFAULT_MIN_CYCLES,
+    HARMONIC_LEVELS,
     PeriodEstimate,
+    _detrend,
     detect_period,
     few_cycles_penalty,
+    masked_logp,
     neighbour_logp,
     shift_discrepancy,
 )
@@ -362,6 +365,40 @@ def test_neighbour_test_is_calibrated_on_white_noise_and_sees_whole_cycles():
     assert neighbour_logp(np.tile(template, 3)[:99], 50) == 0.0
 
 
+def test_masked_background_test_is_calibrated_on_white_noise():
+    """``masked_logp`` at a fixed T on iid noise: Gamma tails against a white + AR(1)
+    background fitted without the harmonic bins; Bonferroni over its <= 7 harmonic levels
+    keeps P(p < 1%) <= ~1%: 300 streams (n = 600, T in 10..199), ceiling for Bin(300, 0.01)
+    at 1e-6 is 15 (measured 1). A clean 3-cycle template: p < 1e-20."""
+    rng = np.random.default_rng(19_010)
+    low = 0
+    for _ in range(300):
+        period = int(rng.integers(10, 200))
+        levels = len([h for h in HARMONIC_LEVELS if h < (period - 1) // 2]) + 1
+        value = masked_logp(_detrend(rng.standard_normal(600)), period)
+        low += value + np.log(levels) < np.log(0.01)
+    assert low < 15, low
+    template = np.random.default_rng(19_011).random(50)
+    clean = np.tile(template, 3) + 1e-2 * rng.standard_normal(150)
+    assert masked_logp(_detrend(clean), 50) < np.log(1e-20)
+
+
+def test_red_lightly_noised_streams_rarely_get_a_period():
+    """The regime of the former excess (AR(1) phi = 0.95, n = 1,000, eps0 = 5: 1.2 % of 2,000
+    grid trials before the masked-background check): AR(1) phi 0.95 and 0.99 and a random
+    walk, n = 1,000, eps0 = 5, 100 trials each (seeds 19,020+). Nominal rate <= 1%; ceiling
+    for Bin(300, 0.01) at 1e-6 is 15. Measured 1 (3 without the check)."""
+    claims = 0
+    for phi in (0.95, 0.99, 1.0):
+        for s in range(100):
+            rng = np.random.default_rng([19_020, int(1000 * phi), s])
+            z = rng.standard_normal(1000)
+            walk = np.cumsum(z) if phi == 1.0 else signal.lfilter([1.0], [1.0, -phi], z)
+            x = (walk - walk.min()) / np.ptp(walk)
+            claims += detect_period(SquareWave(5.0).perturb(x, rng)).period is not None
+    assert claims < 15, claims
+
+
 def test_three_cycles_of_rough_cycles_are_claimed_where_the_baselines_succeed():
     """T = 50, 3 cycles (n = 150), eps0 = 5, records of darwin, wisdm, spikes, raisin, 40
     trials each (seeds 70,000+, never the grid's): measured 129/160 exact (the penalty alone:
@@ -560,6 +597,12 @@ def test_false_claim_check_and_the_grid_subset_and_the_oracle():
     assert row["claims"] / 3 <= row["upper95"] <= 1.0
     text = false_claim_markdown([row], "cmd")
     assert "| ar1 | 150 | 5 | 3 |" in text
+    named, numbered = (
+        aperiodic_stream(k, 50, np.random.default_rng(1)) for k in ("ar1", "ar1_0.95")
+    )
+    assert np.array_equal(named, numbered)
+    with pytest.raises(ValueError, match="phi must be in"):
+        aperiodic_stream("ar1_1.5", 50, np.random.default_rng(1))
     cells = grid_cells([(50, 3)])
     assert len(cells) == 55 and {(c[1], c[2]) for c in cells} == {(50, 3)}
     oracle = single_period_oracle(8, 60, (5.0,), trials=2)
