@@ -627,8 +627,6 @@ def _check_partitions(spec: Scenario, where: str) -> None:
     value = spec.collector.partitions
     if value == 1:
         return
-    if spec.cadr is not None or spec.graph is not None:
-        raise PartitionsRefused(where, "a CADR-LDP scenario", value)
 
 
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:

@@ -131,19 +131,27 @@ def _join_lines():
 
 
 async def _coordinator(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.collector.cadr_fleet import stage_listener
     from ldpfleet.scenarios.coordinator import coordinator_side
 
-    return await coordinator_side(
-        scenario,
-        args.broker,
-        args.run,
-        args.out,
-        seed=args.seed,
-        credentials=credentials,
-        fleet_timeout=args.fleet_timeout,
-        workers_timeout=args.fleet_timeout,
-        progress=_progress_lines() if args.progress else None,
+    cadr = scenario.spec.cadr is not None
+    token = stage_listener.set(
+        (lambda name, seconds: _say({"stage": name, "seconds": seconds})) if args.progress else None
     )
+    try:
+        return await coordinator_side(
+            scenario,
+            args.broker,
+            args.run,
+            args.out,
+            seed=args.seed,
+            credentials=credentials,
+            fleet_timeout=args.fleet_timeout,
+            workers_timeout=args.fleet_timeout,
+            progress=_progress_lines() if args.progress and not cadr else None,
+        )
+    finally:
+        stage_listener.reset(token)
 
 
 async def _partition(args: argparse.Namespace, scenario, credentials) -> dict:
