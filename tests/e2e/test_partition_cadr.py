@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.transport import MemoryTransport
-from ldpfleet.protocol import codec
 from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.schema import parse_scenario
 
@@ -133,3 +132,45 @@ def test_two_workers_and_a_coordinator_release_what_one_collector_releases(tmp_p
     assert two_rows == one_rows
     # the workers' messages stay out of the trace; their stores hold their releases
     assert not {"cadr_releases", "partition_status"} & {row[1] for row in two_rows}
+
+
+def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
+    """``ldpfleet run`` (side processes) with P = 1, 2 and 4 on ``broker``."""
+    outs, results, rows = {}, {}, {}
+    for count in (1, 2, 4):
+        run = f"cadrp{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
+        outs[count] = tmp_path / f"p{count}"
+        results[count] = run_cli(text("all", count), broker, outs[count], run)
+        rows[count] = trace_rows(outs[count], run)
+        assert len(results[count]["released"]) == 60
+    kinds = {row[1] for row in rows[1]}
+    assert {"dsr_report", "ack", "cadr_theta", "degree_release"} <= kinds, kinds
+    for count in (2, 4):
+        mine, theirs = results[count], results[1]
+        assert len(mine["side_processes"]["partitions"]) == count
+        assert mine["partitions"]["count"] == count
+        assert sum(mine["partitions"]["released"]) == 60
+        for key in SAME:
+            assert mine.get(key) == theirs.get(key), (count, key)
+        assert queries(mine) == queries(theirs)
+        mine_ledger = json.loads((outs[count] / "ledger.json").read_text())
+        assert mine_ledger == json.loads((outs[1] / "ledger.json").read_text())
+        assert rows[count] == rows[1], count
+        # each worker's store holds its devices' releases
+        stored = 0
+        for p in range(count):
+            with sqlite3.connect(outs[count] / f"collector-p{p}.sqlite") as db:
+                stored += db.execute("SELECT COUNT(*) FROM reports").fetchone()[0]
+        assert stored == 60
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+def test_a_cadr_release_is_identical_for_one_two_and_four_partitions(tmp_path):
+    check_identical_across_partitions("embedded", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+def test_a_cadr_release_is_identical_on_mosquitto(mosquitto_url, tmp_path):
+    check_identical_across_partitions(mosquitto_url, tmp_path)
