@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from ldpfleet.broker.auth import Credentials
+from ldpfleet.broker.auth import Credentials, topic_matches
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.schema import parse_scenario
@@ -112,26 +112,27 @@ def over_memory(tmp_path: Path, partitions: int, trace: str = "control") -> tupl
     return merged, trace_rows(tmp_path / "o", run), done
 
 
-def test_two_workers_and_a_coordinator_release_what_one_collector_releases(tmp_path):
+def test_workers_and_a_coordinator_release_what_one_collector_releases(tmp_path):
     one, one_rows, _ = over_memory(tmp_path / "one", 1, "all")
-    two, two_rows, done = over_memory(tmp_path / "two", 2, "all")
-    workers = done[1:3]
-    assert [w["partition"]["index"] for w in workers] == [0, 1]
-    assert sum(w["released"] + w["refusals"] for w in workers) == 60
-    assert all(w["complete"] and w["sent"] == 1 for w in workers)
-    for key in SAME:
-        assert two.get(key) == one.get(key), key
-    assert queries(two) == queries(one)
-    assert two["partitions"]["count"] == 2 and two["partitions"]["messages_refused"] == 0
-    assert sum(two["partitions"]["released"]) == len(two["released"]) == 60
-    mine = json.loads((tmp_path / "two" / "o" / "ledger.json").read_text())
-    theirs = json.loads((tmp_path / "one" / "o" / "ledger.json").read_text())
-    assert mine == theirs
     kinds = {row[1] for row in one_rows}
     assert {"dsr_report", "ack", "cadr_theta", "degree_release"} <= kinds, kinds
-    assert two_rows == one_rows
-    # the workers' messages stay out of the trace; their stores hold their releases
-    assert not {"cadr_releases", "partition_status"} & {row[1] for row in two_rows}
+    theirs = json.loads((tmp_path / "one" / "o" / "ledger.json").read_text())
+    for count in (2, 4):
+        mine, rows, done = over_memory(tmp_path / f"p{count}", count, "all")
+        workers = done[1 : 1 + count]
+        assert [w["partition"]["index"] for w in workers] == list(range(count))
+        assert sum(w["released"] + w["refusals"] for w in workers) == 60
+        assert all(w["complete"] and w["sent"] == 1 for w in workers)
+        for key in SAME:
+            assert mine.get(key) == one.get(key), (count, key)
+        assert queries(mine) == queries(one)
+        assert mine["partitions"]["count"] == count
+        assert mine["partitions"]["messages_refused"] == 0
+        assert sum(mine["partitions"]["released"]) == len(mine["released"]) == 60
+        assert json.loads((tmp_path / f"p{count}" / "o" / "ledger.json").read_text()) == theirs
+        assert rows == one_rows, count
+        # the workers' messages stay out of the trace
+        assert not {"cadr_releases", "partition_status"} & {row[1] for row in rows}
 
 
 def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
@@ -174,3 +175,25 @@ def test_a_cadr_release_is_identical_for_one_two_and_four_partitions(tmp_path):
 @pytest.mark.mosquitto
 def test_a_cadr_release_is_identical_on_mosquitto(mosquitto_url, tmp_path):
     check_identical_across_partitions(mosquitto_url, tmp_path)
+
+
+def test_every_partition_serves_devices_and_the_coordinator_records_no_status():
+    """The premise of the comparisons: for P = 2 and 4 every worker serves devices of the
+    60-node graph; the coordinator's recorder filters leave the workers' topic out."""
+    from ldpfleet.protocol.partition import status_topic
+    from ldpfleet.scenarios.cadr_partition import coordinator_trace_filters, partition_devices
+    from ldpfleet.scenarios.cadr_run import device_names, load_scenario_graph
+
+    graph, _ = load_scenario_graph(parse_scenario(text()))
+    for count in (2, 4):
+        shares = [partition_devices(graph, p, count) for p in range(count)]
+        assert all(shares) and sorted(d for s in shares for d in s) == device_names(graph)
+    for trace in ("control", "all"):
+        filters = coordinator_trace_filters(RUN_ID, trace)
+        assert not any(topic_matches(f, status_topic(RUN_ID)) for f in filters), trace
+        assert any(topic_matches(f, f"ldp/{RUN_ID}/svc/collector/reject") for f in filters)
+    assert any(topic_matches(f, f"ldp/{RUN_ID}/dev/n0001/up/dsr")
+               for f in coordinator_trace_filters(RUN_ID, "all"))  # fmt: skip
+
+
+RUN_ID = "r1"
