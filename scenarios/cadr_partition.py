@@ -24,6 +24,7 @@ with the fleet shards as usual.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import resource
 import shutil
@@ -41,6 +42,7 @@ from ldpfleet.collector.cadr_partition import (
     serve_cadr_partition,
 )
 from ldpfleet.collector.readiness import DevicesMissing
+from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.partition import status_topic
@@ -94,7 +96,7 @@ async def cadr_coordinator_side(
 ) -> dict:
     """The coordinator (module docstring); writes OUT/results.json and OUT/trace.sqlite.
     ``CadrSideStopped`` when a worker is not ready within ``workers_timeout`` seconds, the
-    devices do not join or a stage fails."""
+    devices do not join or a stage fails (the workers then hear ``run closed`` and stop)."""
     count = _partitions_of(scenario)
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
@@ -135,7 +137,11 @@ async def cadr_coordinator_side(
                 trace_filters=coordinator_trace_filters(run, settings.trace),
             )
         except (DevicesMissing, CadrFailed) as error:
+            await _close_for_workers(conn, run)
             raise CadrSideStopped(str(error)) from None
+        except BaseException:  # the workers stop on 'run closed', whatever ended the run
+            await _close_for_workers(conn, run)
+            raise
         finally:
             await announcer.stop_repeating()
             listening.cancel()
@@ -146,6 +152,12 @@ async def cadr_coordinator_side(
     results |= {"partitions": count, "partition_messages_refused": gatherer.refused}
     written = write_cadr_results(out, {"scenario": scenario_header(scenario), **results})
     return stamp_public_key(out, written)
+
+
+async def _close_for_workers(conn, run: str) -> None:
+    """A failed run's ``run closed`` (``collect_cadr`` says it only after a release)."""
+    with contextlib.suppress(Exception):
+        await announce_run_closed(conn, run)
 
 
 def partition_devices(graph, partition: int, partitions: int) -> list[str]:

@@ -197,3 +197,30 @@ def test_every_partition_serves_devices_and_the_coordinator_records_no_status():
 
 
 RUN_ID = "r1"
+
+
+def test_a_missing_worker_stops_the_coordinator_and_the_other_workers(tmp_path):
+    """Worker 1 of 2 never starts: the coordinator stops with one sentence naming it (its
+    workers_timeout) and says 'run closed', on which worker 0 ends."""
+    from ldpfleet.scenarios.cadr_run import device_names, load_scenario_graph
+    from ldpfleet.scenarios.cadr_sides import CadrSideStopped
+    from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
+
+    scenario = parse_scenario(text("control", 2))
+    graph, _ = load_scenario_graph(scenario)
+    creds = Credentials.generate("cadrgone", device_names(graph), partitions=2)
+    transport = MemoryTransport(credentials=creds)
+
+    async def main():
+        worker = asyncio.create_task(
+            partition_side(scenario, transport, "cadrgone", (0, 2), tmp_path / "w0",
+                           credentials=creds)
+        )  # fmt: skip
+        with pytest.raises(CadrSideStopped, match=r"1 of 2 partition workers.*\[1\]"):
+            await coordinator_side(scenario, transport, "cadrgone", tmp_path / "c",
+                                   credentials=creds, workers_timeout=1.0)  # fmt: skip
+        async with asyncio.timeout(60):
+            return await worker
+
+    counts = asyncio.run(main())
+    assert counts["theta"] is None and counts["released"] == 0 and not counts["complete"]
