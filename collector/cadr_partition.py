@@ -10,11 +10,16 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   ``up/dsr`` and ``up/budget_refused`` and to ``ctl/cadr_theta`` and ``ctl/stage``; says
   ``ready`` (``PartitionStatus``) on the status topic until θ is heard; then runs a
   ``protocol.cadr_collect.DsrIntake`` for its devices with the broadcast θ and the
-  scenario's ``eps_dsr`` (refusals heard before θ are held, releases before θ rejected, as
-  one collector does), persists each accepted release before acknowledging it, and once
+  scenario's ``eps_dsr``, persists each accepted release before acknowledging it, and once
   every device of the partition released or refused sends the coordinator its values and
   refusals (``CadrReleases``, chunked, the last ``final`` with its counts). It stops on the
-  coordinator's ``run closed``.
+  coordinator's ``run closed``. What reaches it before θ (refusals, and releases: its
+  control connection and its device subscriptions are separate sessions, so a worker
+  that the machine's load stalled may read a device's release before the θ broadcast the
+  device acted on) is held, at most two messages a device, and judged once θ is heard;
+  one collector creates its intake before it broadcasts θ, so nothing of an honest
+  device reaches it early. A release sent before the broadcast with a guessed θ is thus
+  judged (and refused unless the θ is right) rather than refused outright.
 * ``ReleaseGatherer`` (the coordinator's; pure: messages in, answers out) counts the
   workers' ``ready``, unites their chunks (a malformed one is refused with a typed error
   and counted: another run, a partition outside ``0..P-1``, a device given twice, a chunk
@@ -38,7 +43,7 @@ from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
-from ldpfleet.protocol.cadr_messages import CadrTheta
+from ldpfleet.protocol.cadr_messages import CadrTheta, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused, Stage
 from ldpfleet.protocol.partition import (
@@ -156,7 +161,7 @@ class _Worker:
         self.partition, self.partitions = partition
         self.eps_dsr, self.store = eps_dsr, store
         self.intake: DsrIntake | None = None
-        self.early: list[tuple[topics.Topic, BudgetRefused]] = []
+        self.early: list[tuple[topics.Topic, BudgetRefused | DsrReport]] = []
         self.rejected = self.duplicates = self.sent = 0
         self.theta_heard = asyncio.Event()
         self.closed = asyncio.Event()
@@ -166,10 +171,11 @@ class _Worker:
         """A DSR release or refusal: persist accepted releases, then ack (as one collector)."""
         intake = self.intake
         if intake is None:
-            if isinstance(message, BudgetRefused) and len(self.early) < len(self.devices):
-                self.early.append((topic, message))
+            held = isinstance(message, BudgetRefused | DsrReport)
+            if held and len(self.early) < 2 * len(self.devices):
+                self.early.append((topic, message))  # judged once θ is heard
             else:
-                self.rejected += 1  # a release before θ exists cannot be valid
+                self.rejected += 1
             return
         intake.receive(topic, message, time.monotonic())  # type: ignore[arg-type]
         accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]

@@ -120,3 +120,30 @@ def test_ready_statuses_count_and_wait_ready_names_the_missing_workers():
         assert await gatherer.wait_ready(0.0) == [1]
 
     asyncio.run(main())
+
+
+def test_a_release_read_before_theta_is_held_and_judged_once_theta_is_heard():
+    """A stalled worker may read a device's release before the θ broadcast: held (at most
+    two messages a device), then accepted and acked, or refused, under the heard θ."""
+    devices = ["n0000", "n0001"]
+    worker = _Worker(RUN, (0, 1), devices, 1.0, None)
+    conn = _Conn()
+
+    def release(device: str, theta: int) -> tuple:
+        message = DsrReport(run=RUN, sender=device, seq=1, value=2.5, theta=theta, eps=1.0)
+        return topics.parse(topics.up(RUN, device, "dsr")), message
+
+    async def main():
+        await worker.handle(conn, *release("n0000", 5))
+        await worker.handle(conn, *release("n0001", 6))  # a θ that will not be the run's
+        for _ in range(3):
+            await worker.handle(conn, *release("n0000", 5))
+        assert len(worker.early) == 4 and worker.rejected == 1 and conn.sent == []
+        await worker.start(conn, 5)
+
+    asyncio.run(main())
+    intake = worker.intake
+    assert intake.values == {"n0000": 2.5} and intake.rejected == 1
+    assert worker.duplicates == 2  # the same release again: acked again, counted once
+    acks = [t for t, _ in conn.sent if t.endswith("/in/collector")]
+    assert acks == [topics.inbox(RUN, "n0000", topics.COLLECTOR_ID)] * 3
