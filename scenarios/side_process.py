@@ -8,8 +8,9 @@ application layer (the scenarios layer never imports it). ``scenarios.split_run`
 ``ldpfleet run`` from these processes.
 
 With ``[collector] partitions = P > 1`` the collector side is ``coordinator`` (one) and
-``partition --partition p/P`` (one per partition), ``scenarios.coordinator``; the
-coordinator prints the progress lines.
+``partition --partition p/P`` (one per partition), ``scenarios.coordinator`` (a CADR-LDP
+scenario's: ``scenarios.cadr_partition``); the coordinator prints the progress and stage
+lines.
 
 With ``--progress`` the collector side writes one JSON object per line on stdout for its
 parent: ``{"progress": [persisted, expected, joined, devices]}`` while the stream stage runs
