@@ -99,6 +99,7 @@ async def run_peer_relay(
                                 now,
                                 until_quiet=message.until_quiet,
                                 max_rounds=message.max_rounds,
+                                padded=message.padded,
                             )
                         except ProtocolError as error:  # e.g. asked again while running
                             log.warning("relay: phase %s refused: %s", message.phase, error)

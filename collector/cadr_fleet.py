@@ -10,10 +10,13 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    secure sum of the vectors of local errors). The collector only ever holds sums.
 3. ``CadrTheta`` broadcast (also published on ``rel/theta``).
 4. NDOE and LPEA: the collector asks the relay (``ctl/relay_phase``) to run phase
-   ``ndoe`` (one round), then ``lpea`` (rounds until one adds nothing, at most the public
-   ``max_rounds``), and waits for each ``PhaseReport`` — that the phase ended and whether
-   normally, with the public round cap; no count (the relay's rounds, supersteps, items
-   and edges added depend on the devices' lists and stay with the relay).
+   ``ndoe`` (one round), then ``lpea`` PADDED: exactly ``padded_rounds(max_rounds)`` rounds
+   (``protocol.lpea.PADDED_ROUNDS`` unless ``max_rounds`` is smaller; a public count), the
+   negotiation running until a round adds nothing and the rest padding
+   (``protocol.peer_relay``, "Padding"), and waits for each ``PhaseReport`` — that the
+   phase ended and whether normally, with the public round count; no count of the
+   negotiation (the relay's rounds, supersteps, items and edges added depend on the
+   devices' lists and stay with the relay).
 5. DSR: every device's ``DsrReport`` goes through ``protocol.cadr_collect.DsrIntake``;
    a device's ``BudgetRefused`` (``up/budget_refused``, at any stage; held until θ exists)
    takes it off the list of releases awaited (``CadrOutcome.budget_refusals``);
@@ -60,6 +63,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
 )
 from ldpfleet.protocol.dsr import post_process_distribution
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.lpea import padded_rounds
 from ldpfleet.protocol.messages import BudgetRefused
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
@@ -282,7 +286,7 @@ async def run_cadr_collector(
                 await broadcast("cadr_theta", CadrTheta, theta=theta)
                 outcome.phases["ndoe"] = await run_phase("ndoe")
                 outcome.phases["lpea"] = await run_phase(
-                    "lpea", until_quiet=True, max_rounds=max_rounds
+                    "lpea", until_quiet=True, max_rounds=padded_rounds(max_rounds), padded=True
                 )
                 if releases is not None:
                     gathered = await releases(theta, budget.dsr, stage_timeout)

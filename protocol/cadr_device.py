@@ -29,7 +29,10 @@ private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-L
 5. *LPEA* (Alg. 5, relay phase ``lpea``): a ``protocol.lpea.LpeaNode`` at εʹ = αε/2 does
    the negotiation; every relay step feeds it the delivered items in relay order and
    returns everything it sends as one batch. ``ll``: lowest code first; ``lh``: highest;
-   ``ra``: random order.
+   ``ra``: random order. In a padded phase (``protocol.peer_relay``, "Padding") the relay's
+   ``pad`` notice after the quiet round ends the negotiation: that notice and every later
+   round are answered with an empty ``done`` batch, the node and the generator untouched
+   (so the release is the unpadded one).
 6. *DSR* (Alg. 6): when the relay ends LPEA, the device releases ``clip(kept, 0, θ) +
    Laplace(θ / (1-α)ε)`` in a ``DsrReport`` and re-sends it every ``retry`` seconds until
    the collector's ``Ack`` says it is persisted. The ledger then holds exactly ε (ll/lh).
@@ -135,6 +138,7 @@ class CadrDevice(Machine):
         self._early: list[tuple[topics.Topic, Message]] = []  # broadcasts before the plan
         self._pending_steps: list[PeerStep] = []  # relay steps waiting for plan / θ
         self._phase_done: set[str] = set()
+        self._padding = False  # a padded LPEA phase went quiet (relay's ``pad``)
         self._seq = 0
         self._report: DsrReport | None = None
         self._resend_at: float | None = None
@@ -391,6 +395,10 @@ class CadrDevice(Machine):
         elif step.finished:
             self._phase_done.add("lpea")
             self._release(now)
+        elif self._padding:  # a padding round (protocol.peer_relay, "Padding")
+            if self.node is None or step.round <= self.node.round:
+                raise RemoteProtocolError(f"padding round {step.round} is stale", field="round")
+            self._batch("lpea", step.round, 0, [], done=True, added=0)
         else:
             self._lpea_round(step.round, now)
 
@@ -468,6 +476,12 @@ class CadrDevice(Machine):
                 field="phase",
             )
         r = delivery.round
+        if delivery.pad:  # the negotiation went quiet: the rest of the phase is padding
+            if delivery.items or not node.round_done or self._padding:
+                raise RemoteProtocolError("a padding notice is not expected now", field="pad")
+            self._padding = True
+            self._batch("lpea", r, delivery.step, [], done=True, added=0)
+            return
         for item in delivery.items:  # RemoteProtocolError: that peer misbehaved
             node.receive_item(item.peer, item.kind, item.value, r, now)
         self._flush_node(r, delivery.step)

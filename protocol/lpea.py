@@ -119,15 +119,30 @@ from msgspec import Meta
 __all__ = [
     "LPEA_CONTROL",
     "LPEA_MESSAGES",
+    "PADDED_ROUNDS",
     "LpeaAnswer",
     "LpeaConfirm",
     "LpeaEstablish",
     "LpeaNode",
     "LpeaRequest",
     "RoundFinished",
+    "padded_rounds",
 ]
 
 Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+
+PADDED_ROUNDS = 16  # the fleet's public LPEA round count (docs/cadr.md, "Padding")
+
+
+def padded_rounds(max_rounds: int) -> int:
+    """The public number of rounds a padded LPEA phase runs: ``PADDED_ROUNDS``, or the
+    run's ``max_rounds`` when that is smaller. A constant of the run's configuration, never
+    of the data: the negotiation runs until a round adds no edge, the relay pads the rest
+    (``protocol.peer_relay``, "Padding"); a negotiation that needs more rounds is cut there
+    (how often on the evaluation grid: docs/cadr.md)."""
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ParameterError(f"must be an integer >= 1, got {max_rounds!r}", field="max_rounds")
+    return min(PADDED_ROUNDS, max_rounds)
 
 
 # Messages -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ server (Bonawitz et al. 2017, star topology):
   round ended, ``protocol.lpea.RoundFinished``); ``added`` sums what the round added;
 - a phase with ``until_quiet`` stops after a round that added nothing (or ``max_rounds``);
   otherwise after one round. The relay then broadcasts ``PeerStep(finished=True)`` and
-  reports a ``PhaseFinished`` event.
+  reports a ``PhaseFinished`` event. A *padded* phase (below) always runs ``max_rounds``.
 
 Because a device sees its inputs in an order fixed by the barrier (not by the network), and
 draws its randomness in that order, a phase's result is a function of the seeds alone: the
@@ -32,11 +32,28 @@ codes are ε-LDP outputs; establish/confirm items reveal the projected graph). T
 exactly what the MQTT broker sees of direct per-neighbour topics, so the relay belongs to
 the *message layer* (the broker operator), with the broker's trust, never to the
 collector: it runs under its own identity ``relay``. The collector learns only that a
-phase ended and whether normally (``PhaseReport``: the phase, ``ok``, the public round cap
+phase ended and whether normally (``PhaseReport``: the phase, ``ok``, the public round count
 it asked for); the relay's counts — rounds, supersteps, items, batches, edges added per
 round, all functions of every device's adjacency list — stay in ``PhaseFinished``, the
-relay's own event (logged by the message layer, ``broker.relay``). What the collector
-still observes is WHEN the phase ends (a timing channel, not covered by any ε).
+relay's own event (logged by the message layer, ``broker.relay``).
+
+Padding (issue 20: the LPEA phase's length as a channel to the collector). Without it the
+collector could count the ``ctl/peer_step`` broadcasts (one per round; ``ctl`` topics are
+readable by every client) and time the report: both tell how many rounds the negotiation
+needed, a function of every adjacency list. ``RelayPhase(padded=True)`` (with
+``until_quiet``) makes the phase run EXACTLY ``max_rounds`` rounds, a public number: the
+negotiation runs until a round adds nothing (or the count is reached: it is then cut, as
+by any cap); after that quiet round the relay adds one step in which every device gets
+``PeerDelivery(pad=True)`` on its private inbox and answers an empty ``done`` batch, and
+every later round is *padding*: the same broadcast as a real round, every device answers
+it with one empty ``done`` batch (a batch with items is refused), the round ends. So what
+the collector can read — the broadcasts (their ``seq`` counts broadcasts only, never
+deliveries), the ``PhaseReport`` — is the same message sequence, byte for byte, whatever
+the data (tested: ``tests/unit/test_peer_relay.py``, ``tests/unit/test_cadr_device.py``).
+Not hidden: the wall-clock time. A real round with its many supersteps takes longer than
+a padding round (one barrier of empty batches), so the phase's DURATION still depends on
+the data; closing that would need a public wall-clock schedule (a report held to a fixed
+deadline), not done (docs/cadr.md, privacy table).
 
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
@@ -114,27 +131,35 @@ class PeerBatch(Message, tag="peer_batch", kw_only=True):
 
 
 class PeerDelivery(Message, tag="peer_delivery", kw_only=True):
-    """Relay -> device inbox (``in/relay``): the items of step ``step - 1`` addressed to it."""
+    """Relay -> device inbox (``in/relay``): the items of step ``step - 1`` addressed to it.
+    ``pad`` (padded phases only, no items, once, at the end of the round that went quiet):
+    the negotiation is over; answer this and every later round with an empty ``done``
+    batch (module docstring, "Padding")."""
 
     phase: Ident
     round: Count
     step: Count
     items: Items
+    pad: bool = False
 
 
 class RelayPhase(Message, tag="relay_phase", kw_only=True):
     """Collector -> relay (``ctl/relay_phase``): run ``phase``; ``until_quiet``: rounds
-    until one adds nothing (at most ``max_rounds``), else a single round."""
+    until one adds nothing (at most ``max_rounds``), else a single round; ``padded`` (with
+    ``until_quiet``): always exactly ``max_rounds`` rounds, those after the quiet one
+    padding (module docstring, "Padding")."""
 
     phase: Ident
     until_quiet: bool = False
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 1
+    padded: bool = False
 
 
 class PhaseReport(Message, tag="phase_report", kw_only=True):
     """Relay -> collector (``svc/relay/phase``): that a phase ended, and whether it ended
-    normally. Only public, data-independent facts: the phase, ``ok``, the public round cap
-    it ran under (``max_rounds``, the collector's own request) and, when it failed, why
+    normally. Only public, data-independent facts: the phase, ``ok``, the public round
+    count it ran under (``max_rounds``, the collector's own request; a padded phase runs
+    exactly that many) and, when it failed, why
     (which devices went missing: liveness, not data). The relay's counts — rounds,
     supersteps, items, batches, edges added per round — depend on every device's list and
     stay with the relay (``PhaseFinished``, the message layer's own log), never the
@@ -159,6 +184,7 @@ class PhaseFinished(Event):
     supersteps: int
     items: int
     batches: int
+    padding: int = 0  # of ``rounds``, how many were padding (padded phases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,16 +221,24 @@ class PeerRelay(PeerFacingMachine):
         self.supersteps = 0
         self.items = 0
         self.batches = 0
-        self._seq = 0
+        self._seq = 0  # private deliveries
+        self._broadcast_seq = 0  # the public broadcasts: counts rounds, never deliveries
         self._report_seq = 0
         self._deadline: float | None = None
 
     # ---- control ---------------------------------------------------------------------------
 
     def start_phase(
-        self, phase: str, now: float, *, until_quiet: bool = False, max_rounds: int = 1
+        self,
+        phase: str,
+        now: float,
+        *,
+        until_quiet: bool = False,
+        max_rounds: int = 1,
+        padded: bool = False,
     ) -> None:
-        """Open round 0 of ``phase``."""
+        """Open round 0 of ``phase``; ``padded`` (with ``until_quiet``): run exactly
+        ``max_rounds`` rounds (module docstring, "Padding")."""
         if self.phase is not None:
             raise LocalProtocolError(f"phase {self.phase!r} is still running")
         topics.check_ident(phase, "phase")
@@ -213,6 +247,10 @@ class PeerRelay(PeerFacingMachine):
         self.phase = phase
         self._until_quiet = until_quiet
         self._max_rounds = max_rounds if until_quiet else 1
+        self._padded = bool(padded and until_quiet)
+        self._quiet = False  # padded: the negotiation went quiet, the rest is padding
+        self._notified = False  # padded: every device was told (``PeerDelivery.pad``)
+        self._padding = 0
         self._added_per_round: list[int] = []
         self.supersteps = self.items = self.batches = 0
         self._start_round(0, now)
@@ -224,15 +262,32 @@ class PeerRelay(PeerFacingMachine):
         self._received: dict[str, PeerBatch] = {}
         self._done: set[str] = set()
         self._added = 0
+        self._padding += self._quiet
         self._broadcast(PeerStep, phase=self.phase, round=r)
         self._deadline = now + self.step_timeout
 
     def _broadcast(self, message_type: type[Message], **fields: object) -> None:
-        self._seq += 1
+        self._broadcast_seq += 1
         message = message_type(
-            run=self.run, sender=RELAY_ID, seq=min(self._seq, MAX_STEPS), **fields
+            run=self.run, sender=RELAY_ID, seq=min(self._broadcast_seq, MAX_STEPS), **fields
         )
         self._send(topics.ctl(self.run, "peer_step"), message)
+
+    def _deliver(self, recipient: str, step: int, items: list[PeerItem], pad: bool = False) -> None:
+        self._seq += 1
+        self._send(
+            topics.inbox(self.run, recipient, RELAY_ID),
+            PeerDelivery(
+                run=self.run,
+                sender=RELAY_ID,
+                seq=min(self._seq, MAX_STEPS),
+                phase=self.phase,
+                round=self.round,
+                step=step,
+                items=items,
+                pad=pad,
+            ),
+        )
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -255,6 +310,8 @@ class PeerRelay(PeerFacingMachine):
             raise RemoteProtocolError(f"{sender} is not expected at this step", field="sender")
         if sender in self._received:
             raise RemoteProtocolError(f"second batch from {sender} at this step", field="step")
+        if (self._quiet or self._notified) and message.items:
+            raise RemoteProtocolError("items in a padding round", field="items")
         if len(message.items) > self.max_items:
             raise RemoteProtocolError(
                 f"{len(message.items)} items exceeds the limit of {self.max_items}", field="items"
@@ -288,19 +345,7 @@ class PeerRelay(PeerFacingMachine):
             return
         self.step += 1
         for recipient in sorted(by_recipient):
-            self._seq += 1
-            self._send(
-                topics.inbox(self.run, recipient, RELAY_ID),
-                PeerDelivery(
-                    run=self.run,
-                    sender=RELAY_ID,
-                    seq=min(self._seq, MAX_STEPS),
-                    phase=self.phase,
-                    round=self.round,
-                    step=self.step,
-                    items=by_recipient[recipient],
-                ),
-            )
+            self._deliver(recipient, self.step, by_recipient[recipient])
         self._expected = set(by_recipient)
         self._received = {}
         self._deadline = now + self.step_timeout
@@ -310,10 +355,14 @@ class PeerRelay(PeerFacingMachine):
         if unfinished:
             self._abort("the round went quiet with devices that never finished", unfinished)
             return
+        rounds_left = self._max_rounds - len(self._added_per_round) - 1
+        if self._padded and not self._notified and self._added == 0 and rounds_left > 0:
+            self._notify_padding(now)  # the negotiation went quiet, padding rounds follow
+            return
         self._added_per_round.append(self._added)
-        last = len(self._added_per_round) >= self._max_rounds or (
-            self._until_quiet and self._added == 0
-        )
+        if self._until_quiet and self._added == 0:
+            self._quiet = True
+        last = len(self._added_per_round) >= self._max_rounds or (self._quiet and not self._padded)
         if not last:
             self._start_round(self.round + 1, now)
             return
@@ -328,11 +377,24 @@ class PeerRelay(PeerFacingMachine):
                 self.supersteps,
                 self.items,
                 self.batches,
+                self._padding,
             )
         )
         self._report(ok=True)
         self.phase = None
         self._deadline = None
+
+    def _notify_padding(self, now: float) -> None:
+        """The round went quiet in a padded phase: one more step, in which every device
+        gets ``PeerDelivery(pad=True)`` and answers an empty ``done`` batch (module
+        docstring, "Padding"); its close ends the round."""
+        self._notified = True
+        self.step += 1
+        for device in sorted(self.devices):
+            self._deliver(device, self.step, [], pad=True)
+        self._expected = set(self.devices)
+        self._received = {}
+        self._deadline = now + self.step_timeout
 
     def _abort(self, reason: str, missing: Iterable[str]) -> None:
         phase = self.phase

@@ -25,6 +25,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
     counts_above,
     theta_from_counts,
 )
+from ldpfleet.protocol.lpea import PADDED_ROUNDS
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
@@ -44,7 +45,7 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     assert result["max_kept_degree"] <= result["theta"]
     assert len(result["released"]) == GRAPH.n and sum(result["histogram"]) == GRAPH.n
     assert result["refused_by_devices"] == 0 and result["rejected_by_collector"] == 0
-    assert result["lpea_round_cap"] == 100 and result["device_messages_up"] > 0
+    assert result["lpea_round_cap"] == PADDED_ROUNDS and result["device_messages_up"] > 0
     device = result["per_device"]["n0000"]
     assert device["degree"] == degrees[0] and device["thm35_bound"] > 0
     assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
@@ -182,7 +183,7 @@ def _assert_no_relay_count(results: dict, trace: object) -> None:
     # theta_rounds: the collector's own secure sums (1 for the dp search); the round cap is
     # the collector's public request
     assert set(counting) <= {"theta_rounds", "lpea_round_cap"}, counting
-    assert results["lpea_round_cap"] == 100
+    assert results["lpea_round_cap"] == PADDED_ROUNDS
     with sqlite3.connect(trace) as db:
         rows = db.execute("SELECT kind, payload FROM messages").fetchall()
     kinds = {kind for kind, _ in rows}

@@ -24,7 +24,8 @@ def test_the_dp_claim_names_every_part_and_sums_to_the_ledger():
     assert _part(claim, "warner_rr")["covered"] == "caveat"  # RR once per node, hard cap
     assert _part(claim, "laplace")["eps"] == pytest.approx(2.7)
     # the relay's report to the collector holds public facts only; the relay itself is a
-    # communication role with the broker's trust; the phase's timing is the one channel left
+    # communication role with the broker's trust; the phase's wall-clock duration is the
+    # one channel left (its number of rounds is public: padding)
     relay = _part(claim, None, "relay phase report")
     assert relay["covered"] == "yes" and not relay["charged"] and relay["eps"] == 0.0
     assert "no count" in relay["part"]
@@ -35,9 +36,12 @@ def test_the_dp_claim_names_every_part_and_sums_to_the_ledger():
 
 
 def test_the_small_eps_rule_gives_the_theta_search_more_and_keeps_the_ledger_exact():
-    # ε_θ = max(f α ε, min(ε/2, 0.5, 1200/n)), the difference taken from DSR only
-    for n, eps, want in ((4039, 0.5, 0.25), (4039, 3.0, 1200 / 4039), (500, 5.0, 0.5),
-                         (10_000, 5.0, 0.3), (7115, 3.0, 0.18)):  # fmt: skip
+    # ε_θ = max(f α ε, min(ε/2, 0.5, 1200/n)) from ε = 1 up; at ε <= 0.5 all but NDOE,
+    # LPEA and 0.1 ε (0.86 ε at α = 0.1); linear in between; the difference from DSR only
+    cases = ((4039, 0.5, 0.43), (7115, 0.25, 0.215), (4039, 3.0, 1200 / 4039),
+             (4039, 0.75, (0.86 * 0.75 + 1200 / 4039) / 2), (500, 5.0, 0.5),
+             (10_000, 5.0, 0.3), (7115, 3.0, 0.18), (7115, 1.0, 1200 / 7115))  # fmt: skip
+    for n, eps, want in cases:
         budget = CadrBudget.for_pipeline(eps, 0.1, "dp", True, n)
         assert budget.theta == pytest.approx(want, rel=1e-12)
         assert budget.ndoe == budget.lpea == pytest.approx((1 - THETA_FRACTION) * 0.1 * eps / 2)

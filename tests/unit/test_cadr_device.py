@@ -289,3 +289,41 @@ def test_search_refuses_counts_that_do_not_fit():
         search.observe([1])
     with pytest.raises(RemoteProtocolError):
         search.observe([51, 0])
+
+
+def _padded_lpea(graph, seed, *, padded, rounds=12):
+    """Run NDOE and LPEA on the pure machines; returns the releases and the encoded
+    messages on topics the collector can read (``ctl/``, ``svc/``) during LPEA."""
+    names, devices = build(graph, seed, theta=3)
+    relay = PeerRelay(RUN, names)
+    relay.start_phase("ndoe", 0.0)
+    pump(relay, devices)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=rounds, padded=padded)
+    visible = []
+    original = relay.pop_outbound
+
+    def recording_pop():
+        out = original()
+        visible.extend(codec.encode(o.message) for o in out if "/in/" not in o.topic)
+        return out
+
+    relay.pop_outbound = recording_pop
+    reports = pump(relay, devices)
+    (finished,) = [e for e in relay.pop_events() if isinstance(e, PhaseFinished)][-1:]
+    return {name: r.value for name, r in reports.items()}, visible, finished
+
+
+def test_padded_lpea_keeps_the_release_and_hides_how_long_the_negotiation_took():
+    # Issue 20, the LPEA timing channel: with padding (protocol.peer_relay, "Padding")
+    # the release is the unpadded one, and two graphs whose negotiations take different
+    # numbers of rounds show the collector the same messages, byte for byte.
+    other = generate("erdos_renyi", 40, seed=5, p=0.2)
+    plain, plain_seen, plain_counts = _padded_lpea(GRAPH, 1, padded=False)
+    padded, padded_seen, padded_counts = _padded_lpea(GRAPH, 1, padded=True)
+    assert padded == plain and padded_counts.padding > 0
+    assert padded_counts.added_per_round[: plain_counts.rounds] == plain_counts.added_per_round
+    _, other_seen, other_counts = _padded_lpea(other, 1, padded=True)
+    _, other_plain_seen, other_plain = _padded_lpea(other, 1, padded=False)
+    assert other_plain.rounds != plain_counts.rounds  # the negotiations differ in length
+    assert len(other_plain_seen) != len(plain_seen)  # and unpadded, the collector sees it
+    assert other_seen == padded_seen and other_counts.rounds == padded_counts.rounds == 12

@@ -4,7 +4,7 @@ collector.cadr_reference.private_run, tested there)."""
 from __future__ import annotations
 
 import numpy as np
-from ldpfleet.app.cadr_grid import GRID, _cells, grid_graph, markdown
+from ldpfleet.app.cadr_grid import ALL_GRAPHS, GRID, HELD_OUT, _cells, grid_graph, markdown
 
 
 def test_the_grid_builds_its_special_graphs_and_tabulates_runs_beside_the_baselines():
@@ -24,3 +24,13 @@ def test_the_grid_builds_its_special_graphs_and_tabulates_runs_beside_the_baseli
     table = markdown([cell])
     row = "| rr-1000-d3 | 1,000 | 0.5 | 0.25 | 0.100 (0.000–0.300) | 0.000 | 3.000 | +0.300 |"
     assert row in table
+
+
+def test_the_held_out_graphs_are_new_simple_and_reachable_by_name():
+    # issue 20, third step: families and seeds the grid never used, kept out of GRID
+    assert not set(HELD_OUT) & set(GRID) and set(ALL_GRAPHS) == set(GRID) | set(HELD_OUT)
+    lognormal = grid_graph("lognormal-3000")
+    d = lognormal.degrees()
+    assert lognormal.n == 3000 and d.max() > 5 * np.median(d)  # skewed
+    geometric = grid_graph("rgg-2000-r0.05")
+    assert geometric.n == 2000 and 10 < geometric.degrees().mean() < 20

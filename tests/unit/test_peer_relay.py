@@ -174,3 +174,75 @@ def test_the_collectors_phase_report_holds_no_data_dependent_count():
     assert short.max_rounds == 9 and short.ok
     assert (short_counts.rounds, long_counts.rounds) == (1, 4)
     assert long_counts.added_per_round == (15, 9, 3, 0)
+
+
+def _padded_view(added_in_rounds, rounds=6):
+    """Drive a padded LPEA phase whose negotiation adds ``added_in_rounds`` (its last entry
+    0: the quiet round); every device answers what the relay sends. Returns the encoded
+    messages on the topics the collector can read (``ctl/``, ``svc/``) in order, and the
+    relay's own counts."""
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=rounds, padded=True)
+    seen, padded_rounds, notices = [], 0, 0
+    while True:
+        out = relay.pop_outbound()
+        seen += [(o.topic, codec.encode(o.message)) for o in out if "/in/" not in o.topic]
+        steps = [o.message for o in out if isinstance(o.message, PeerStep)]
+        notes = [o for o in out if isinstance(o.message, PeerDelivery)]
+        if steps and steps[0].finished:
+            break
+        if notes:  # the one padding notice, after the quiet round
+            assert all(n.message.pad and not n.message.items for n in notes)
+            assert {topics.parse(n.topic).recipient for n in notes} == set(DEVICES)
+            notices += 1
+            for n in notes:
+                relay.receive(*batch(topics.parse(n.topic).recipient, n.message.step,
+                                     round=n.message.round, done=True), 0.0)  # fmt: skip
+            continue
+        (step,) = steps
+        r = step.round
+        added = added_in_rounds[r] if r < len(added_in_rounds) else 0
+        padded_rounds += r >= len(added_in_rounds)
+        for device in DEVICES:
+            relay.receive(*batch(device, 0, round=r, done=True, added=added), 0.0)
+    (finished,) = relay.pop_events()
+    return seen, finished, padded_rounds, notices
+
+
+def test_a_padded_phase_shows_the_collector_the_same_messages_whatever_the_negotiation():
+    # Issue 20 (timing channel): the collector-visible messages of a padded phase — the
+    # round broadcasts (with their sequence numbers) and the report — are the same for a
+    # negotiation of one round and one of four; the relay pads to the public count.
+    short, short_counts, short_pads, short_notes = _padded_view([0])
+    long, long_counts, long_pads, long_notes = _padded_view([5, 3, 1, 0])
+    assert short == long
+    assert len(short) == 6 + 2  # 6 round broadcasts, the finish, the report
+    assert (short_counts.rounds, long_counts.rounds) == (6, 6)
+    assert (short_counts.padding, long_counts.padding) == (5, 2) == (short_pads, long_pads)
+    assert short_notes == long_notes == 1
+    # a negotiation that never goes quiet is cut at the public count, same messages again
+    cut, cut_counts, cut_pads, cut_notes = _padded_view([1] * 9)
+    assert cut == short and cut_counts.rounds == 6 and (cut_pads, cut_notes) == (0, 0)
+    # without padding the broadcasts show the negotiation's length
+    assert len(_lpea_broadcasts([0])) != len(_lpea_broadcasts([5, 3, 1, 0]))
+
+
+def _lpea_broadcasts(added_in_rounds):
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=6)
+    seen = [o for o in relay.pop_outbound() if isinstance(o.message, PeerStep)]
+    for r, added in enumerate(added_in_rounds):
+        for device in DEVICES:
+            relay.receive(*batch(device, 0, round=r, done=True, added=added), 0.0)
+        seen += [o for o in relay.pop_outbound() if isinstance(o.message, PeerStep)]
+    return seen
+
+
+def test_items_in_a_padding_round_are_refused():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=3, padded=True)
+    for device in DEVICES:
+        relay.receive(*batch(device, 0, done=True), 0.0)  # quiet at once: notices follow
+    relay.pop_outbound()
+    relay.receive(*batch("a", 1, [("b", "req", 0)], done=True), 0.0)
+    assert relay.rejections_by_field["items"] == 1
