@@ -61,9 +61,10 @@ def queries(results: dict) -> list[dict]:
     return [{k: v for k, v in q.items() if k != "seconds"} for q in results["theta_queries"]]
 
 
-def trace_rows(out: Path, run: str) -> list[tuple]:
-    """(topic, kind, sender, payload) of every trace row, run id removed, sorted."""
-    rows = []
+def trace_rows(out: Path, run: str) -> set[tuple]:
+    """The distinct (topic, kind, sender, payload) of the trace, run id removed (a set: a
+    device resends what was not acknowledged in time, as often as the load makes it)."""
+    rows = set()
     with sqlite3.connect(f"file:{out / 'trace.sqlite'}?mode=ro", uri=True) as db:
         for topic, kind, sender, payload in db.execute(
             "SELECT topic, kind, sender, payload FROM messages"
@@ -72,9 +73,9 @@ def trace_rows(out: Path, run: str) -> list[tuple]:
                 continue
             if kind.startswith("sa_"):  # fresh key pairs and shares every run: no payload
                 payload = b""
-            rows.append((topic.replace(run, "RUN"), kind, sender,
-                         bytes(payload).replace(run.encode(), b"RUN")))  # fmt: skip
-    return sorted(rows)
+            rows.add((topic.replace(run, "RUN"), kind, sender,
+                      bytes(payload).replace(run.encode(), b"RUN")))  # fmt: skip
+    return rows
 
 
 async def _sides(tmp_path: Path, scenario, run: str, partitions: int) -> tuple:
