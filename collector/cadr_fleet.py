@@ -68,7 +68,7 @@ from ldpfleet.protocol.messages import BudgetRefused
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 
-__all__ = ["CadrFailed", "CadrOutcome", "run_cadr_collector"]
+__all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
 
 ERROR_SCALE = 2.0**16  # fixed-point resolution of the local errors summed by the Sum search
 
@@ -103,6 +103,20 @@ class CadrOutcome:
     estimate_histogram: list[int] = field(default_factory=list)
 
 
+@dataclass
+class GatheredReleases:
+    """The DSR stage's result when partition workers ran the intake (``releases`` hook)."""
+
+    values: dict[str, float]
+    refusals: dict[str, dict]
+    rejected: int = 0
+    duplicates: int = 0
+
+
+# (θ, eps_dsr, stage_timeout) -> every device's release or refusal; raises CadrFailed
+ReleaseHook = Callable[[int, float, float], Awaitable[GatheredReleases]]
+
+
 async def run_cadr_collector(
     transport: Transport,
     run: str,
@@ -123,10 +137,13 @@ async def run_cadr_collector(
     ready: asyncio.Event | None = None,
     devices_ready: Awaitable[object] | None = None,
     pipeline: str = "paper",
+    releases: ReleaseHook | None = None,
 ) -> CadrOutcome:
     """Drive one CADR-LDP run (module docstring). ``ready`` is set once the collector
     listens; the plan goes out after ``devices_ready`` (every device subscribed).
-    ``pipeline``: ``"paper"`` (the paper's θ objective and raw release) or ``"dp"``."""
+    ``pipeline``: ``"paper"`` (the paper's θ objective and raw release) or ``"dp"``.
+    ``releases``: partition workers run the DSR intake (``collector.cadr_partition``);
+    awaited after the relay phases instead of the local intake."""
     if pipeline not in ("dp", "paper"):
         raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
     if pipeline == "dp" and theta_rule == "auto-sum":
@@ -156,7 +173,8 @@ async def run_cadr_collector(
         if listener is not None:
             listener(name, outcome.stage_seconds[name])
 
-    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in members]
+    local = members if releases is None else []  # else the partition workers listen
+    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in local]
     early_refusals: list[tuple[topics.Topic, BudgetRefused]] = []  # before θ exists
     upstream.append([topics.svc(run, RELAY_ID, "phase")])
     async with (
@@ -260,7 +278,8 @@ async def run_cadr_collector(
                 )
                 lap("theta")
                 outcome.theta = theta
-                intake = DsrIntake(run, members, theta, budget.dsr)
+                if releases is None:
+                    intake = DsrIntake(run, members, theta, budget.dsr)
                 held, early_refusals[:] = list(early_refusals), []
                 for topic, message in held:
                     await handle(topic, message, time.monotonic())
@@ -269,8 +288,11 @@ async def run_cadr_collector(
                 outcome.phases["lpea"] = await run_phase(
                     "lpea", until_quiet=True, max_rounds=padded_rounds(max_rounds), padded=True
                 )
+                if releases is not None:
+                    gathered = await releases(theta, budget.dsr, stage_timeout)
                 try:
-                    await asyncio.wait_for(all_released.wait(), stage_timeout)
+                    if releases is None:
+                        await asyncio.wait_for(all_released.wait(), stage_timeout)
                 except TimeoutError:
                     missing = intake.missing()
                     raise CadrFailed(
@@ -281,10 +303,13 @@ async def run_cadr_collector(
         finally:
             if store is not None:
                 store.close()
-        assert intake is not None
-        outcome.rejected += intake.rejected
-        outcome.budget_refusals = dict(sorted(intake.refusals.items()))
-        outcome.released = dict(sorted(intake.values.items()))
+        if releases is None:
+            assert intake is not None
+            gathered = GatheredReleases(intake.values, intake.refusals, intake.rejected)
+        outcome.rejected += gathered.rejected
+        outcome.duplicates += gathered.duplicates
+        outcome.budget_refusals = dict(sorted(gathered.refusals.items()))
+        outcome.released = dict(sorted(gathered.values.items()))
         values = np.array(list(outcome.released.values()))
         outcome.histogram = post_process_distribution(values, theta).tolist()
         if pipeline == "dp":

@@ -23,6 +23,13 @@ and closes the run. Workers report to it on ``ldp/{run}/svc/collector/partition`
   once it has every node's mean, exactly as one collector does from the steps (the same
   means, the same ledger charge, the same noise draws in window order).
 
+* ``CadrReleases`` (a CADR-LDP run): the worker's ``DsrIntake`` accepts, persists and acks
+  its devices' DSR releases (the devices keep the unpartitioned CADR topics); once every
+  device of the partition released or refused, the worker sends the values and refusals
+  (at most ``RELEASES_CHUNK`` devices a message, the last one ``final`` with its counts).
+  The coordinator keeps the plan, the θ search (its secure sums), the relay phases and the
+  release, computed from the united values exactly as one collector computes it.
+
 The coordinator's traffic is O(P) messages per second and per stage, whatever the number
 of reports; with ``[gcdp]`` it also receives, once, each node's mean of each window: what
 the release publishes anyway (one value per node and window, not per report).
@@ -34,6 +41,7 @@ every partition completed, else the first incomplete partition's).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
@@ -101,7 +109,53 @@ class GcdpWindowMeans(Message, tag="gcdp_window_means", kw_only=True):
             )
 
 
-PARTITION_MESSAGES = (PartitionStatus, GcdpWindowMeans)
+RELEASES_CHUNK = 4096  # devices per CadrReleases (values and refusals together)
+
+
+class CadrRefusal(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One device's ``BudgetRefused`` as the worker's ``DsrIntake`` recorded it."""
+
+    device: Ident
+    request: Annotated[str, Meta(max_length=64)]
+    round: Annotated[int, Meta(ge=0, le=2**31)] = 0
+    requested: Annotated[float, Meta(ge=0.0)] = 0.0
+    remaining: float = 0.0
+    reason: Reason = ""
+
+
+class CadrReleases(Message, tag="cadr_releases", kw_only=True):
+    """Partition worker -> coordinator (``svc/collector/partition``): a CADR-LDP run's DSR
+    releases of the worker's devices (``values[i]`` is ``devices[i]``'s), its devices'
+    budget refusals, in chunks of at most ``RELEASES_CHUNK``; the chunk with ``final`` set
+    comes last and carries the worker's counts (releases rejected, duplicates acked)."""
+
+    partition: Annotated[int, Meta(ge=0, lt=topics.MAX_PARTITIONS)]
+    partitions: Annotated[int, Meta(ge=1, le=topics.MAX_PARTITIONS)]
+    theta: Annotated[int, Meta(ge=1, le=2**31)]
+    devices: Annotated[list[Ident], Meta(max_length=RELEASES_CHUNK)] = msgspec.field(
+        default_factory=list
+    )
+    values: Annotated[list[float], Meta(max_length=RELEASES_CHUNK)] = msgspec.field(
+        default_factory=list
+    )
+    refusals: Annotated[list[CadrRefusal], Meta(max_length=RELEASES_CHUNK)] = msgspec.field(
+        default_factory=list
+    )
+    final: bool = False
+    rejected: Count = 0
+    duplicates: Count = 0
+
+    def __post_init__(self) -> None:
+        if len(self.values) != len(self.devices):
+            raise msgspec.ValidationError(
+                f"values must have one value per device ({len(self.devices)}), "
+                f"got {len(self.values)}"
+            )
+        if not all(math.isfinite(v) for v in self.values):
+            raise msgspec.ValidationError("values must be finite")
+
+
+PARTITION_MESSAGES = (PartitionStatus, GcdpWindowMeans, CadrReleases)
 
 
 def status_topic(run: str) -> str:

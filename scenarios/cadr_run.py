@@ -34,7 +34,7 @@ from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
-from ldpfleet.collector.cadr_fleet import CadrOutcome, run_cadr_collector
+from ldpfleet.collector.cadr_fleet import CadrOutcome, ReleaseHook, run_cadr_collector
 from ldpfleet.collector.degree_postprocess import (
     noise_weight,
     post_process,
@@ -346,6 +346,8 @@ async def collect_cadr(
     store_path: str | Path | None = None,
     trace_path: str | Path | None = None,
     closing: Callable[[str], Awaitable[None]] | None = None,
+    releases: ReleaseHook | None = None,
+    trace_filters: tuple[str, ...] | None = None,
 ) -> CollectedRun:
     """The collector side of a run: trace recorder, relay, readiness barrier and collector.
 
@@ -353,7 +355,9 @@ async def collect_cadr(
     devices); the collector starts its stages when every device joined (``join_timeout``
     seconds at most: ``collector.readiness.DevicesMissing``). Before the run's final
     ``stage run closed`` — and when a stage fails, with the failure's sentence —
-    ``closing(reason)`` runs (the side's retained ``RunClosed``)."""
+    ``closing(reason)`` runs (the side's retained ``RunClosed``). A partitioned run's
+    coordinator (``scenarios.cadr_partition``) passes ``releases`` (its workers run the DSR
+    intake) and its recorder's ``trace_filters``."""
     names = device_names(graph)
     started = time.perf_counter()
     joined = [started]
@@ -361,6 +365,7 @@ async def collect_cadr(
     helpers: list[asyncio.Task] = []
     if trace_path is not None and settings.trace != "none":
         filters = cadr_trace_filters(run) if settings.trace == "control" else None
+        filters = trace_filters if trace_filters is not None else filters
         recorder = TraceRecorder(transport, run, trace_path, filters=filters)
         helpers.append(asyncio.create_task(recorder.run_until_closed()))
         await recorder.subscribed.wait()
@@ -397,6 +402,7 @@ async def collect_cadr(
             ready=collector_ready,
             devices_ready=barrier,
             pipeline=settings.pipeline,
+            releases=releases,
         )
     )
     try:

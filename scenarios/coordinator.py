@@ -19,6 +19,9 @@ would have written: per-device entries united, counters summed, reconstructions 
 arrays joined) that ``scenarios.merge.merge_run`` merges with the fleet shards as usual;
 each partition's trace and store stay files of their own (``trace-p{p}.sqlite``,
 ``collector-p{p}.sqlite`` in the run folder).
+
+A CADR-LDP scenario's coordinator, workers and merge are ``scenarios.cadr_partition``'s
+(the three functions hand over to it).
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.partition import COUNTERS, GcdpWindowMeans
 from ldpfleet.protocol.rendezvous import scenario_digest
+from ldpfleet.scenarios.cadr_partition import (
+    cadr_coordinator_side,
+    cadr_partition_side,
+    merge_cadr_partitions,
+)
 from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.plans import gcdp_stage_config
 from ldpfleet.scenarios.runner import collector_for
@@ -100,6 +108,10 @@ async def partition_side(
     trace.sqlite and collector-side.npz; returns the results."""
     p, count = partition
     _check_partitions(scenario, count)
+    if scenario.spec.cadr is not None:  # the DSR intake of its devices only
+        return await cadr_partition_side(
+            scenario, broker, run, partition, out_dir, seed=seed, credentials=credentials
+        )
     seed = scenario.spec.scenario.seed if seed is None else seed
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -220,6 +232,11 @@ async def coordinator_side(
     progress: Callable[..., None] | None = None,
 ) -> dict:
     """The coordinator (module docstring); writes OUT/results.json and trace.sqlite."""
+    if scenario.spec.cadr is not None:  # scenarios.cadr_partition
+        return await cadr_coordinator_side(
+            scenario, broker, run, out_dir, seed=seed, credentials=credentials,
+            fleet_timeout=fleet_timeout, workers_timeout=workers_timeout,
+        )  # fmt: skip
     count = scenario.spec.collector.partitions
     seed = scenario.spec.scenario.seed if seed is None else seed
     out = Path(out_dir)
@@ -320,6 +337,8 @@ def merge_partitions(
 ) -> Path:
     """One collector side's directory in ``out_dir`` from the coordinator's and the workers'
     (module docstring); returns it. The coordinator's trace becomes its ``trace.sqlite``."""
+    if scenario.spec.cadr is not None:
+        return merge_cadr_partitions(coordinator_dir, partition_dirs, out_dir)
     coordinator_dir, out = Path(coordinator_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     coordinator = json.loads((coordinator_dir / "results.json").read_text())

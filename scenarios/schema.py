@@ -47,18 +47,6 @@ class ScenarioError(ValueError):
     """A scenario that cannot run; the message is one sentence with the fix."""
 
 
-class PartitionsRefused(ScenarioError):
-    """``[collector] partitions`` > 1 on a kind of run that cannot run partitioned yet:
-    ``field`` names the key, ``limit`` the largest value allowed, ``value`` the given one."""
-
-    def __init__(self, where: str, kind: str, value: int) -> None:
-        self.field, self.limit, self.value, self.kind = "collector.partitions", 1, value, kind
-        super().__init__(
-            f"{where}collector.partitions: {kind} runs with one collector (limit 1), got "
-            f"{value}; partitions (docs/scaling.md) serve stream runs without it"
-        )
-
-
 class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
 
@@ -622,15 +610,6 @@ def _check_faults(spec: Scenario, where: str) -> None:
         )
 
 
-def _check_partitions(spec: Scenario, where: str) -> None:
-    """``PartitionsRefused`` for the kinds that cannot run partitioned yet."""
-    value = spec.collector.partitions
-    if value == 1:
-        return
-    if spec.cadr is not None or spec.graph is not None:
-        raise PartitionsRefused(where, "a CADR-LDP scenario", value)
-
-
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
@@ -643,7 +622,6 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     loaded = LoadedScenario(spec, path, text)
-    _check_partitions(spec, where)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
     missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]

@@ -8,8 +8,9 @@ application layer (the scenarios layer never imports it). ``scenarios.split_run`
 ``ldpfleet run`` from these processes.
 
 With ``[collector] partitions = P > 1`` the collector side is ``coordinator`` (one) and
-``partition --partition p/P`` (one per partition), ``scenarios.coordinator``; the
-coordinator prints the progress lines.
+``partition --partition p/P`` (one per partition), ``scenarios.coordinator`` (a CADR-LDP
+scenario's: ``scenarios.cadr_partition``); the coordinator prints the progress and stage
+lines.
 
 With ``--progress`` the collector side writes one JSON object per line on stdout for its
 parent: ``{"progress": [persisted, expected, joined, devices]}`` while the stream stage runs
@@ -131,19 +132,27 @@ def _join_lines():
 
 
 async def _coordinator(args: argparse.Namespace, scenario, credentials) -> dict:
+    from ldpfleet.collector.cadr_fleet import stage_listener
     from ldpfleet.scenarios.coordinator import coordinator_side
 
-    return await coordinator_side(
-        scenario,
-        args.broker,
-        args.run,
-        args.out,
-        seed=args.seed,
-        credentials=credentials,
-        fleet_timeout=args.fleet_timeout,
-        workers_timeout=args.fleet_timeout,
-        progress=_progress_lines() if args.progress else None,
+    cadr = scenario.spec.cadr is not None
+    token = stage_listener.set(
+        (lambda name, seconds: _say({"stage": name, "seconds": seconds})) if args.progress else None
     )
+    try:
+        return await coordinator_side(
+            scenario,
+            args.broker,
+            args.run,
+            args.out,
+            seed=args.seed,
+            credentials=credentials,
+            fleet_timeout=args.fleet_timeout,
+            workers_timeout=args.fleet_timeout,
+            progress=_progress_lines() if args.progress and not cadr else None,
+        )
+    finally:
+        stage_listener.reset(token)
 
 
 async def _partition(args: argparse.Namespace, scenario, credentials) -> dict:

@@ -20,7 +20,7 @@ from ldpfleet.protocol.partition import (
     status_topic,
 )
 from ldpfleet.protocol.stream import StreamCollector, StreamConfig, StreamReporter
-from ldpfleet.scenarios.schema import PartitionsRefused, parse_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.conftest import ROOT
 
@@ -233,7 +233,7 @@ def with_partitions(text: str, count: int) -> str:
     return f"{text}\n[collector]\npartitions = {count}\n"
 
 
-def test_stream_scenarios_take_partitions_and_the_other_kinds_refuse_them():
+def test_every_kind_of_scenario_takes_partitions():
     assert parse_scenario(with_partitions(QUICK, 4)).stream_config("r").partitions == 4
     # an external broker with mosquitto-config's files (which carry the partition count)
     authed = parse_scenario(with_partitions(QUICK + "\n[broker]\nauth = true\n", 2))
@@ -245,10 +245,8 @@ def test_stream_scenarios_take_partitions_and_the_other_kinds_refuse_them():
     release = (ROOT / "scenarios" / "occupancy-release.toml").read_text()
     parsed = parse_scenario(with_partitions(release, 2), ROOT / "scenarios" / "x.toml")
     assert parsed.spec.collector.partitions == 2
-    for text in ((ROOT / "scenarios" / "facebook-degrees.toml").read_text(),):
-        parse_scenario(text, ROOT / "scenarios" / "x.toml")  # fine with one collector
-        with pytest.raises(PartitionsRefused) as caught:
-            parse_scenario(with_partitions(text, 2), ROOT / "scenarios" / "x.toml")
-        error = caught.value
-        assert (error.field, error.limit, error.value) == ("collector.partitions", 1, 2)
-        assert "collector.partitions" in str(error) and "limit 1" in str(error)
+    # CADR-LDP: the coordinator keeps the θ search and the release, the workers the DSR
+    # intake of their devices (scenarios.cadr_partition)
+    degrees = (ROOT / "scenarios" / "facebook-degrees.toml").read_text()
+    parsed = parse_scenario(with_partitions(degrees, 4), ROOT / "scenarios" / "x.toml")
+    assert parsed.spec.collector.partitions == 4

@@ -1,0 +1,325 @@
+"""CADR-LDP with collector partitions: a worker's DSR intake and the coordinator's gathering.
+
+DESIGN.md "Scale" (issue 23); ``protocol.partition`` (``CadrReleases``) says what travels.
+The devices keep the unpartitioned CADR topics. The coordinator runs what is global
+(``collector.cadr_fleet.run_cadr_collector``: the plan, the θ search and its secure sums,
+θ, the relay phases, the release and its post-processing); a worker ``p`` of ``P`` only
+runs the per-device DSR stage of its devices (``topics.partition_of``):
+
+* ``serve_cadr_partition`` subscribes per device (as ``broker.fanin`` does) to its devices'
+  ``up/dsr`` and ``up/budget_refused`` and to ``ctl/cadr_theta`` and ``ctl/stage``; says
+  ``ready`` (``PartitionStatus``) on the status topic until θ is heard; then runs a
+  ``protocol.cadr_collect.DsrIntake`` for its devices with the broadcast θ and the
+  scenario's ``eps_dsr``, persists each accepted release before acknowledging it, and once
+  every device of the partition released or refused sends the coordinator its values and
+  refusals (``CadrReleases``, chunked, the last ``final`` with its counts). It stops on the
+  coordinator's ``run closed``. What reaches it before θ (refusals, and releases: its
+  control connection and its device subscriptions are separate sessions, so a worker
+  that the machine's load stalled may read a device's release before the θ broadcast the
+  device acted on) is held, at most two messages a device, and judged once θ is heard;
+  one collector creates its intake before it broadcasts θ, so nothing of an honest
+  device reaches it early. A release sent before the broadcast with a guessed θ is thus
+  judged (and refused unless the θ is right) rather than refused outright.
+* ``ReleaseGatherer`` (the coordinator's; pure: messages in, answers out) counts the
+  workers' ``ready``, unites their chunks (a malformed one is refused with a typed error
+  and counted: another run, a partition outside ``0..P-1``, a device given twice, a chunk
+  after the partition's final one) and, as the ``releases`` hook of ``run_cadr_collector``,
+  waits for every partition's final chunk (``CadrFailed`` naming the partitions missing at
+  the deadline, or a θ that is not the run's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ldpfleet.broker.fanin import fan_in
+from ldpfleet.broker.pump import publish_outbound
+from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
+from ldpfleet.collector.store import ReportStore
+from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
+from ldpfleet.protocol.cadr_messages import CadrTheta, DsrReport
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.messages import BudgetRefused, Stage
+from ldpfleet.protocol.partition import (
+    RELEASES_CHUNK,
+    CadrRefusal,
+    CadrReleases,
+    PartitionStatus,
+    status_topic,
+)
+
+__all__ = ["ReleaseGatherer", "listen_to_workers", "serve_cadr_partition"]
+
+READY_EVERY = 1.0  # seconds between two ready statuses until θ is heard
+
+
+class ReleaseGatherer:
+    """The coordinator's view of its workers' DSR stage (module docstring)."""
+
+    def __init__(self, run: str, partitions: int) -> None:
+        self.run, self.partitions = run, partitions
+        self.ready: set[int] = set()
+        self.final: set[int] = set()
+        self.values: dict[str, float] = {}
+        self.refusals: dict[str, dict] = {}
+        self.thetas: set[int] = set()
+        self.rejected = self.duplicates = 0
+        self.refused = 0  # malformed or misplaced worker messages
+        self.changed = asyncio.Event()
+
+    def _refuse(self, sentence: str, field: str) -> None:
+        self.refused += 1
+        raise RemoteProtocolError(sentence, field=field)
+
+    def receive(self, message: object) -> None:
+        """One message of the status topic; ``RemoteProtocolError`` (counted) if refused."""
+        if not isinstance(message, PartitionStatus | CadrReleases) or message.run != self.run:
+            self._refuse("not a CADR partition message of this run", "type")
+        if message.partitions != self.partitions or message.partition >= self.partitions:
+            self._refuse(
+                f"partition {message.partition} of {message.partitions}, this run has "
+                f"{self.partitions}",
+                "partition",
+            )
+        self.ready.add(message.partition)
+        if isinstance(message, CadrReleases):
+            self._receive_releases(message)
+        self.changed.set()
+
+    def _receive_releases(self, message: CadrReleases) -> None:
+        if message.partition in self.final:
+            self._refuse(f"partition {message.partition} already sent its final chunk", "final")
+        names = [*message.devices, *(r.device for r in message.refusals)]
+        twice = [d for d in names if d in self.values or d in self.refusals]
+        if twice or len(set(names)) != len(names):
+            self._refuse(f"devices given twice: {(twice or names)[:5]}", "devices")
+        self.thetas.add(message.theta)
+        self.values.update(zip(message.devices, message.values, strict=True))
+        for refusal in message.refusals:
+            entry = {k: getattr(refusal, k) for k in REFUSAL_FIELDS}
+            self.refusals[refusal.device] = entry
+        if message.final:
+            self.final.add(message.partition)
+            self.rejected += message.rejected
+            self.duplicates += message.duplicates
+
+    @property
+    def all_ready(self) -> bool:
+        """Every worker listens."""
+        return len(self.ready) == self.partitions
+
+    async def wait_ready(self, timeout: float) -> list[int]:
+        """Wait for every worker's ready; the partitions still missing after ``timeout``."""
+        await _until(self.changed, lambda: self.all_ready, timeout)
+        return sorted(set(range(self.partitions)) - self.ready)
+
+    async def gathered(self, theta: int, eps_dsr: float, timeout: float) -> GatheredReleases:
+        """The ``releases`` hook of ``run_cadr_collector`` (module docstring)."""
+        del eps_dsr  # the workers checked each release's ε against the scenario's
+        await _until(self.changed, lambda: len(self.final) == self.partitions, timeout)
+        missing = sorted(set(range(self.partitions)) - self.final)
+        if missing:
+            raise CadrFailed(
+                f"{len(missing)} partition(s) sent no releases within {timeout:g} s: {missing[:10]}"
+            )
+        if self.thetas - {theta}:
+            raise CadrFailed(f"a partition used θ {sorted(self.thetas - {theta})}, not {theta}")
+        return GatheredReleases(
+            dict(self.values), dict(self.refusals), self.rejected, self.duplicates
+        )
+
+
+REFUSAL_FIELDS = ("request", "round", "requested", "remaining", "reason")  # DsrIntake's
+
+
+async def _until(changed: asyncio.Event, done, timeout: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            while not done():
+                changed.clear()
+                await changed.wait()
+
+
+async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
+    """Feed the status topic's messages to ``gatherer`` (subscribe ``conn`` first)."""
+    async for delivery in conn.messages():
+        with contextlib.suppress(RemoteProtocolError):
+            gatherer.receive(codec.decode(delivery.payload))
+
+
+class _Worker:
+    """One partition's DSR intake (``serve_cadr_partition``)."""
+
+    def __init__(self, run, partition: tuple[int, int], devices, eps_dsr, store) -> None:
+        self.run, self.devices = run, list(devices)
+        self.partition, self.partitions = partition
+        self.eps_dsr, self.store = eps_dsr, store
+        self.intake: DsrIntake | None = None
+        self.early: list[tuple[topics.Topic, BudgetRefused | DsrReport]] = []
+        self.rejected = self.duplicates = self.sent = 0
+        self.theta_heard = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.done = False
+
+    async def handle(self, conn: Connection, topic: topics.Topic, message: object) -> None:
+        """A DSR release or refusal: persist accepted releases, then ack (as one collector)."""
+        intake = self.intake
+        if intake is None:
+            held = isinstance(message, BudgetRefused | DsrReport)
+            if held and len(self.early) < 2 * len(self.devices):
+                self.early.append((topic, message))  # judged once θ is heard
+            else:
+                self.rejected += 1
+            return
+        intake.receive(topic, message, time.monotonic())  # type: ignore[arg-type]
+        accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
+        if self.store is not None and accepted:
+            self.store.persist(
+                (e.device, e.seq, 0, [e.value], time.time()) for e in accepted if not e.duplicate
+            )
+        for event in accepted:
+            self.duplicates += event.duplicate
+            intake.ack(event.device, event.seq)
+        await publish_outbound(conn, intake)
+
+    async def start(self, conn: Connection, theta: int) -> None:
+        """θ heard: the intake, the held refusals."""
+        self.intake = DsrIntake(self.run, self.devices, theta, self.eps_dsr)
+        held, self.early = self.early, []
+        for topic, message in held:
+            await self.handle(conn, topic, message)
+        self.theta_heard.set()
+
+
+async def serve_cadr_partition(
+    transport: Transport,
+    run: str,
+    partition: tuple[int, int],
+    devices: Sequence[str],
+    *,
+    eps_dsr: float,
+    store_path: str | Path | None = None,
+) -> dict:
+    """Worker ``partition = (p, P)`` of a CADR-LDP run (module docstring) until the run
+    closes; returns its counts."""
+    p, count = partition
+    store = ReportStore(store_path) if store_path is not None else None
+    worker = _Worker(run, (p, count), devices, eps_dsr, store)
+    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in devices]
+    try:
+        async with (
+            transport.connect(f"{run}-collector-p{p}") as conn,
+            fan_in(transport, f"{run}-collector-p{p}-in", upstream) as inbound,
+        ):
+            await conn.subscribe(topics.ctl(run, "cadr_theta"), topics.ctl(run, "stage"))
+            tasks = [
+                asyncio.create_task(_control(worker, conn)),
+                asyncio.create_task(_intake(worker, conn, inbound)),
+                asyncio.create_task(_say_ready(worker, conn)),
+            ]
+            try:
+                await worker.closed.wait()
+            finally:
+                for task in tasks:
+                    task.cancel()
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+            for result in results:
+                if isinstance(result, Exception):
+                    raise result
+    finally:
+        if store is not None:
+            store.close()
+    intake = worker.intake
+    return {
+        "devices": len(worker.devices),
+        "theta": intake.theta if intake else None,
+        "released": len(intake.values) if intake else 0,
+        "refusals": len(intake.refusals) if intake else 0,
+        "rejected": worker.rejected + (intake.rejected if intake else 0),
+        "duplicates": worker.duplicates,
+        "sent": worker.sent,
+        "complete": worker.done,
+    }
+
+
+async def _say_ready(worker: _Worker, conn: Connection) -> None:
+    status = codec.encode(
+        PartitionStatus(
+            run=worker.run,
+            sender=topics.COLLECTOR_ID,
+            partition=worker.partition,
+            partitions=worker.partitions,
+            state="ready",
+            devices=len(worker.devices),
+        )
+    )
+    while not worker.theta_heard.is_set():
+        await conn.publish(status_topic(worker.run), status)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(READY_EVERY):
+                await worker.theta_heard.wait()
+
+
+async def _control(worker: _Worker, conn: Connection) -> None:
+    """θ (start the intake) and ``run closed`` (stop), from the coordinator only."""
+    async for delivery in conn.messages():
+        try:
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError:
+            continue
+        if getattr(message, "sender", None) != topics.COLLECTOR_ID:
+            continue
+        if isinstance(message, CadrTheta) and worker.intake is None:
+            await worker.start(conn, message.theta)
+            await _send_if_complete(worker, conn)
+        elif isinstance(message, Stage) and message.stage == "run" and message.state == "closed":
+            worker.closed.set()
+            return
+
+
+async def _intake(worker: _Worker, conn: Connection, inbound) -> None:
+    async for delivery in inbound:
+        try:
+            topic = topics.parse(delivery.topic)
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError:
+            worker.rejected += 1
+            continue
+        await worker.handle(conn, topic, message)
+        await _send_if_complete(worker, conn)
+
+
+async def _send_if_complete(worker: _Worker, conn: Connection) -> None:
+    """Every device of the partition released or refused: the chunks to the coordinator."""
+    intake = worker.intake
+    if worker.done or intake is None or not intake.complete:
+        return
+    worker.done = True
+    items: list = sorted(intake.values.items()) + [
+        CadrRefusal(device=d, **e) for d, e in sorted(intake.refusals.items())
+    ]
+    chunks = [items[i : i + RELEASES_CHUNK] for i in range(0, len(items), RELEASES_CHUNK)]
+    for i, chunk in enumerate(chunks or [[]]):
+        final = i == max(len(chunks), 1) - 1
+        released = [item for item in chunk if isinstance(item, tuple)]
+        message = CadrReleases(
+            run=worker.run,
+            sender=topics.COLLECTOR_ID,
+            partition=worker.partition,
+            partitions=worker.partitions,
+            theta=intake.theta,
+            devices=[d for d, _ in released],
+            values=[v for _, v in released],
+            refusals=[item for item in chunk if isinstance(item, CadrRefusal)],
+            final=final,
+            rejected=(worker.rejected + intake.rejected) if final else 0,
+            duplicates=worker.duplicates if final else 0,
+        )
+        await conn.publish(status_topic(worker.run), codec.encode(message))
+        worker.sent += 1
