@@ -68,6 +68,7 @@ from ldpfleet.broker.trace import (
     signed_message,
 )
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
@@ -774,6 +775,12 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
             )
 
 
+def _dsr_share(plan: CadrPlan) -> float:
+    """The DSR part of the plan's split: ``(1 - alpha) eps`` in the paper's pipeline, less
+    the θ search's extra share in the dp pipeline (``CadrBudget``, as the devices split)."""
+    return CadrBudget(plan.eps, plan.alpha, plan.theta_fraction, plan.theta_extra).dsr
+
+
 def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
     ledgers = run.ledgers
     section = run.scenario.spec.cadr
@@ -827,12 +834,12 @@ def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
             continue
         if first is not message:
             continue  # a retransmission of the same release
-        if plan is not None and not _close(message.eps, (1 - plan.alpha) * plan.eps):
+        if plan is not None and not _close(message.eps, _dsr_share(plan)):
             report.fail(
                 device,
                 None,
                 "eps",
-                f"DSR at eps={message.eps!r}, the plan's share is {(1 - plan.alpha) * plan.eps!r}",
+                f"DSR at eps={message.eps!r}, the plan's share is {_dsr_share(plan)!r}",
                 row,
             )
         account = _account(ledgers, device, CADR_ACCOUNT)

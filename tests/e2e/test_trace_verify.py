@@ -72,6 +72,10 @@ def runs(tmp_path_factory):
         for trace in ("all", "control"):
             await run_scenario(parse_scenario(CADR.format(trace=trace)), broker="memory",
                                out_dir=base / f"cadr-{trace}", run_id=f"v3{trace}")  # fmt: skip
+        # the dp pipeline's θ search (no given θ): DSR gets (1 - alpha - extra) eps
+        searched = CADR.format(trace="all").replace("theta = 3\n", "")
+        await run_scenario(parse_scenario(searched), broker="memory", out_dir=base / "cadr-dp",
+                           run_id="v3dp")  # fmt: skip
         await run_scenario(parse_scenario(SHARDED), broker="embedded", out_dir=base / "sharded",
                            run_id="v4")  # fmt: skip
         # a collector side and two fleet shards: shard 0 writes into the collector's
@@ -188,7 +192,9 @@ def caught(directory, reason, row=None, *, extra=(), public_key=None):
 # ---- clean runs ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["stream", "gcdp", "cadr-all", "cadr-control", "sharded"])
+@pytest.mark.parametrize(
+    "kind", ["stream", "gcdp", "cadr-all", "cadr-dp", "cadr-control", "sharded"]
+)
 def test_a_clean_run_verifies(runs, kind):
     report = verify_run(runs / kind)
     assert report.ok, report.mismatches
@@ -209,7 +215,7 @@ def test_a_clean_run_verifies(runs, kind):
         assert any("shards" in path for path in report.ledgers)  # the shards' ledgers too
     elif kind == "gcdp":
         assert checked["gcdp_releases"] > 0 and checked["values"] > 0
-    elif kind == "cadr-all":
+    elif kind in ("cadr-all", "cadr-dp"):
         assert checked["dsr_reports"] >= 20 and checked["degree_release_values"] == 20
         assert checked["cadr_plans"] == 1 and checked["ledger_accounts"] == 20
     else:  # a control trace: what is not checked is said
