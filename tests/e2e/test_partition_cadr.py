@@ -20,7 +20,7 @@ from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.e2e.test_partitions import run_cli
+from tests.e2e.test_partitions import run_partition_counts
 
 SCENARIO = """
 [scenario]
@@ -140,12 +140,10 @@ def test_workers_and_a_coordinator_release_what_one_collector_releases(tmp_path)
 
 def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
     """``ldpfleet run`` (side processes) with P = 1, 2 and 4 on ``broker``."""
-    outs, results, rows = {}, {}, {}
+    outs, results = run_partition_counts("cadrp", lambda p: text("all", p), broker, tmp_path)
+    rows = {}
     for count in (1, 2, 4):
-        run = f"cadrp{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
-        outs[count] = tmp_path / f"p{count}"
-        results[count] = run_cli(text("all", count), broker, outs[count], run)
-        rows[count] = trace_rows(outs[count], run)
+        rows[count] = trace_rows(outs[count], results[count]["run"])
         assert len(results[count]["released"]) == 60
     kinds = {row[1] for row in rows[1]}
     assert {"dsr_report", "ack", "cadr_theta", "degree_release"} <= kinds, kinds

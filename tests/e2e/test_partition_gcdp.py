@@ -25,7 +25,7 @@ from tests.conftest import ROOT
 from tests.e2e.test_partitions import (
     SAME,
     ledger_without_run,
-    run_cli,
+    run_partition_counts,
     sides_over_memory,
     trace_files,
     trace_view,
@@ -102,12 +102,8 @@ def test_coordinator_releases_from_the_workers_means_over_memory_with_the_acl(tm
 
 
 def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
-    outs, results = {}, {}
+    outs, results = run_partition_counts("gcdp", RELEASE, broker, tmp_path)
     for count in (1, 2, 4):
-        run = f"gcdp{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
-        outs[count] = tmp_path / f"p{count}"
-        text = RELEASE if count == 1 else with_partitions(RELEASE, count)
-        results[count] = run_cli(text, broker, outs[count], run)
         check_release(results[count])
     reference_rows, reference_acks = trace_view(outs[1], results[1]["run"])
     reference_releases = released(outs[1], results[1]["run"])

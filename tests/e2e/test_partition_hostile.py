@@ -30,11 +30,10 @@ from tests.e2e.test_partitions import (
     SAME,
     STREAM,
     ledger_without_run,
-    run_cli,
+    run_partition_counts,
     sides_over_memory,
     trace_files,
     trace_view,
-    with_partitions,
 )
 
 FLOOD = 600
@@ -105,12 +104,8 @@ def without_rejects(rows: set, acks: dict) -> tuple[set, dict]:
 
 
 def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
-    outs, results = {}, {}
+    outs, results = run_partition_counts("hostile", HOSTILE, broker, tmp_path)
     for count in (1, 2, 4):
-        run = f"hostile{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
-        outs[count] = tmp_path / f"p{count}"
-        text = HOSTILE if count == 1 else with_partitions(HOSTILE, count)
-        results[count] = run_cli(text, broker, outs[count], run)
         check_attack(results[count])
     reference_rows, reference_acks = without_rejects(*trace_view(outs[1], results[1]["run"]))
     reference_rejects = rejects(outs[1], results[1]["run"])

@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -97,13 +98,26 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=SAFETY)
 
 
-def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
+def run_partition_counts(
+    name: str, text: str | Callable[[int], str], broker: str, tmp_path: Path
+) -> tuple[dict[int, Path], dict[int, dict]]:
+    """``ldpfleet run`` (side processes) of the scenario ``text`` (or ``text(P)``) with
+    P = 1, 2 and 4 on ``broker``: each count's output directory and results."""
     outs, results = {}, {}
     for count in (1, 2, 4):
-        run = f"parts{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
+        run = f"{name}{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
         outs[count] = tmp_path / f"p{count}"
-        text = STREAM if count == 1 else with_partitions(STREAM, count)
-        results[count] = run_cli(text, broker, outs[count], run)
+        if callable(text):
+            scenario = text(count)
+        else:
+            scenario = text if count == 1 else with_partitions(text, count)
+        results[count] = run_cli(scenario, broker, outs[count], run)
+    return outs, results
+
+
+def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
+    outs, results = run_partition_counts("parts", STREAM, broker, tmp_path)
+    for count in (1, 2, 4):
         assert results[count]["reports_lost"] == 0 and results[count]["devices_unfinished"] == 0
     reference_rows, reference_acks = trace_view(outs[1], results[1]["run"])
     assert len(reference_rows) > 16 * 8  # hellos, 8 batches a device, stages
