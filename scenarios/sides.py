@@ -873,7 +873,9 @@ def merge_stream_outputs(
     outcomes.sort(key=lambda o: order.get(o.device, len(order)))
     truth = _truth(scenario, run, seed, crashed)
     side = np.load(collector_dir / SIDE_FILE) if (collector_dir / SIDE_FILE).exists() else {}
-    results = {k: v for k, v in c.items() if k not in ("mean_estimates", "collector_ledger")}
+    # the collector side's own entries that the merge consumes, not the run's results
+    internal = ("mean_estimates", "collector_ledger", "hostile_handled")
+    results = {k: v for k, v in c.items() if k not in internal}
     reconstruction = _merged_reconstruction(scenario, c, side, truth, config)
     results["devices_unfinished"] = sum(1 for o in outcomes if o.unfinished)
     results["stages"]["stream"]["fleet_seconds"] = _fleet_seconds(shards)
