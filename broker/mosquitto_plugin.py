@@ -103,8 +103,19 @@ static int split(const char *value, char **out) { /* space-separated names */
     return n;
 }
 
+/* auth.bulk_gateway_number: "gateway-g" then 0 or 1-9 digits without a leading zero. */
+static int bulk_gateway_name(const char *s) {
+    const char *digits = s + 9;
+    size_t count = 0;
+    if (strncmp(s, "gateway-g", 9) != 0) return 0;
+    while (digits[count] >= '0' && digits[count] <= '9') count++;
+    if (count == 0 || count > 9 || digits[count] != '\0') return 0;
+    return count == 1 || digits[0] != '0';
+}
+
 /* AccessPolicy.client_ids_ok: {run}-{user}[suffix] for a device, {run}-{service}[-*] for a
- * service, any {run}-* for admin; what follows "{run}-" must be an identifier. */
+ * service, exactly {run}-gateway-g{g} for bulk gateway g (no other login may use it), any
+ * {run}-* for admin; what follows "{run}-" must be an identifier. */
 static int belongs(const char *user, const char *client_id) {
     size_t run_len = strlen(run_id), user_len;
     const char *rest, *tail;
@@ -114,6 +125,7 @@ static int belongs(const char *user, const char *client_id) {
     rest = client_id + run_len + 1;
     if (!ident(rest)) return 0;
     if (admin_name && strcmp(user, admin_name) == 0) return 1;
+    if (bulk_gateway_name(user) || bulk_gateway_name(rest)) return strcmp(rest, user) == 0;
     user_len = strlen(user);
     if (strncmp(rest, user, user_len) != 0) return 0;
     tail = rest + user_len;

@@ -42,7 +42,7 @@ TIMEOUT = 10.0
 
 @pytest.fixture(scope="module")
 def creds() -> Credentials:
-    return Credentials.generate(RUN, DEVICES)
+    return Credentials.generate(RUN, DEVICES, gateways=2)  # LOGINS has 2 bulk gateways
 
 
 @contextlib.asynccontextmanager

@@ -480,7 +480,7 @@ def test_credentials_round_trip_and_ambient(tmp_path):
 
 # Client ids bound to logins (no session takeover): the rule every broker applies -------
 
-LOGINS = ("d0001", "d0002", *SERVICES, ADMIN)
+LOGINS = ("d0001", "d0002", *SERVICES, ADMIN, "gateway-g0", "gateway-g1")  # 2 bulk gateways
 CLIENT_ID_TAILS = (
     "d0001",
     "d0001-sa",
@@ -500,6 +500,12 @@ CLIENT_ID_TAILS = (
     "relay-in-0",
     "gateway-0",
     "gateway-shard0of2-wait",
+    "gateway-g0",
+    "gateway-g1",
+    "gateway-g1-sa",
+    "gateway-g01",
+    "gateway-g2",
+    "gateway-g1x",
     "operator",
     "attacker",
     "",
@@ -511,7 +517,7 @@ CLIENT_ID_TAILS = (
 def client_id_cases() -> list[tuple[str, str, bool]]:
     """(username, client id, may connect) for every login and a spread of client ids: own
     ones, other identities' (takeover attempts), other runs', malformed ones."""
-    policy = AccessPolicy(RUN, frozenset(DEVICES))
+    policy = AccessPolicy(RUN, frozenset(DEVICES), gateways=2)
     cases = [
         (user, f"{RUN}-{tail}", policy.client_ids_ok(user, f"{RUN}-{tail}"))
         for user in LOGINS
@@ -539,6 +545,12 @@ def test_client_id_cases_cover_both_outcomes_for_every_login():
     assert ("d0001", f"{RUN}-recorder", False) in cases
     assert ("d0001", f"{RUN}-d0002", False) in cases
     assert ("gateway", f"{RUN}-collector", False) in cases
+    # a bulk gateway's client id is its own, not the IoT gateway service's (nor its own + suffix)
+    assert ("gateway", f"{RUN}-gateway-g1", False) in cases
+    assert ("gateway", f"{RUN}-gateway-g01", True) in cases
+    assert ("gateway-g1", f"{RUN}-gateway-g1", True) in cases
+    assert ("gateway-g1", f"{RUN}-gateway-g1-sa", False) in cases
+    assert ("gateway-g0", f"{RUN}-gateway-g1", False) in cases
 
 
 def test_mosquitto_conf_loads_the_client_id_plugin(tmp_path):
