@@ -134,6 +134,7 @@ one FFT).
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -282,14 +283,21 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     the smallest deviance ``sum log S + p / S``."""
     c = np.full(g.shape[0], start)
     a = np.zeros(g.shape[0])
+    wt = np.empty_like(g)
+    wg = np.empty_like(g)
+    tmp = np.empty_like(g)
     for _ in range(4):
-        s = c[:, None] + a[:, None] * g
-        wt = 1.0 / (s * s)
+        # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
+        np.multiply(a[:, None], g, out=wt)
+        wt += c[:, None]
+        np.multiply(wt, wt, out=wt)
+        np.divide(1.0, wt, out=wt)
+        np.multiply(wt, g, out=wg)
         s11 = wt.sum(axis=1)
-        s12 = (wt * g).sum(axis=1)
-        s22 = (wt * g * g).sum(axis=1)
-        r1 = (wt * p).sum(axis=1)
-        r2 = (wt * g * p).sum(axis=1)
+        s12 = wg.sum(axis=1)
+        s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
+        r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
+        r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
         det = s11 * s22 - s12 * s12
         ok = det > 1e-12 * s11 * s22
         c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
@@ -358,20 +366,22 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     overwhelming evidence)."""
     total, shape = np.broadcast_arrays(np.asarray(total, float), np.asarray(shape, float))
     total = np.maximum(total, 0.0)
-    if np.isfinite(dfd):
+    finite = math.isfinite(dfd)
+    if finite:
         sf = special.fdtrc(2.0 * shape, 2.0 * dfd, total / shape)
     else:
         sf = special.gammaincc(shape, total)
     tiny = sf < 1e-300
+    if not tiny.any():
+        return np.log(sf)
     out = np.log(np.where(tiny, 1.0, sf))
-    if np.any(tiny):
-        a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
-        if np.isfinite(dfd):
-            # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
-            z = dfd / (dfd + x)
-            out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
-        else:
-            out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
+    a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
+    if finite:
+        # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
+        z = dfd / (dfd + x)
+        out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
+    else:
+        out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
     return out
 
 
@@ -481,6 +491,7 @@ def detect_period(
     threshold = float(np.log(alpha) - np.log(tests))
     t = np.arange(n)
     cache: dict[int, np.ndarray] = {}
+    energies: dict[tuple[int, int], float] = {}
 
     def power(period: int) -> np.ndarray:
         if period not in cache:
@@ -498,7 +509,12 @@ def detect_period(
         energy in its first ``SETTLE_FACTOR * harmonics`` harmonics."""
         span = int(min(MAX_SPAN, max(2, np.ceil(center * center / (n * max(harmonics, 1))))))
         span_q = range(max(min_period, center - span), min(max_period, center + span) + 1)
-        scores = [_fold_energy(xs, t, q, SETTLE_FACTOR * harmonics) for q in span_q]
+        scores = []
+        for q in span_q:  # neighbourhoods overlap (and the winner is settled twice): memo
+            key = (q, harmonics)
+            if key not in energies:
+                energies[key] = _fold_energy(xs, t, q, SETTLE_FACTOR * harmonics)
+            scores.append(energies[key])
         return span_q[int(np.argmax(scores))]
 
     # screening winners, then exact refinement and an exact test of each

@@ -281,6 +281,8 @@ class EMResult:
 def _normalise_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to sum 1; a row summing to 0 becomes uniform (no division by zero)."""
     total = x.sum(axis=1, keepdims=True)
+    if total.min() > 0:  # the usual case: the same division, without the masked output
+        return x / total
     out = np.full_like(x, 1.0 / x.shape[1])
     np.divide(x, total, out=out, where=total > 0)
     return out
@@ -366,27 +368,56 @@ def em(
     log_lik = _log_likelihood(n, theta @ mat.T)
     mat_t = np.ascontiguousarray(mat.T)  # (d_in, d_out)
 
+    # The loop below does per row exactly the float operations of the plain update (same
+    # array shapes in every matrix product, so the same BLAS calls), with less Python and
+    # numpy overhead: while every row runs, whole arrays instead of fancy-indexed copies;
+    # ``pred`` of the next iteration is this iteration's ``new @ mat_t`` (the same product
+    # of the same array) as long as no row stopped.
     running = np.flatnonzero(~empty)
+    everyone = running.size == rows
+    th = theta if everyone else theta[running]
+    nn = n if everyone else n[running]
+    tot = total[running, None]
+    ll = log_lik[running]
+    pred = None
+    last = 0
     for it in range(1, iters_max + 1):
         if running.size == 0:
             break
-        th = theta[running]
-        nn = n[running]
-        pred = th @ mat_t  # (k, d_out): (M theta)_j per row
+        if pred is None:
+            pred = th @ mat_t  # (k, d_out): (M theta)_j per row
         ratio = np.zeros_like(nn)
         np.divide(nn, pred, out=ratio, where=pred > 0)
-        new = th * (ratio @ mat) / total[running, None]
-        new = _normalise_rows(new)
+        new = _normalise_rows(th * (ratio @ mat) / tot)
         if smoothing:
             new = _normalise_rows(_smooth(new))
-        new_ll = _log_likelihood(nn, new @ mat_t)
-        gain = new_ll - log_lik[running]
-        theta[running] = new
-        log_lik[running] = new_ll
+        new_pred = new @ mat_t
+        new_ll = _log_likelihood(nn, new_pred)
+        stop = (new_ll - ll) < tol
+        last = it
+        if not stop.any():
+            th, ll, pred = new, new_ll, new_pred
+            continue
+        # some rows stop: write the running rows back, continue with the rest
+        if everyone:
+            theta, log_lik = new, new_ll
+            everyone = False
+        else:
+            theta[running] = new
+            log_lik[running] = new_ll
         iterations[running] = it
-        stop = gain < tol
         converged[running[stop]] = True
-        running = running[~stop]
+        keep = ~stop
+        running = running[keep]
+        th, nn, tot, ll = new[keep], nn[keep], tot[keep], new_ll[keep]
+        pred = None
+    if running.size:  # rows that ran to max_iter
+        if everyone:
+            theta, log_lik = th, ll
+        else:
+            theta[running] = th
+            log_lik[running] = ll
+        iterations[running] = last
 
     return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
 
