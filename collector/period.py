@@ -270,10 +270,18 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
 def _detrend(x: np.ndarray) -> np.ndarray:
     """Residual of the least-squares quadratic in time (a linear or bowed trend is not a
     period; a signal with >= 3 cycles is nearly orthogonal to it)."""
-    u = np.linspace(-1.0, 1.0, x.size)
-    basis = np.stack([np.ones_like(u), u, 1.5 * u * u - 0.5], axis=1)
+    basis = _quadratic_basis(x.size)
     coef, *_ = np.linalg.lstsq(basis, x, rcond=None)
     return x - basis @ coef
+
+
+@functools.lru_cache(maxsize=64)
+def _quadratic_basis(n: int) -> np.ndarray:
+    """Columns 1, u, (3 u^2 - 1) / 2 on ``u = linspace(-1, 1, n)`` (read-only, shared)."""
+    u = np.linspace(-1.0, 1.0, n)
+    basis = np.stack([np.ones_like(u), u, 1.5 * u * u - 0.5], axis=1)
+    basis.setflags(write=False)
+    return basis
 
 
 # -- background spectrum --------------------------------------------------------------------
@@ -370,7 +378,9 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     F(2 shape, 2 dfd) (``dfd = inf``: the Gamma law itself). Below 1e-300 the leading terms of
     the Gamma series ``(a - 1) ln x - x - ln Gamma(a) + ln(1 + (a - 1) / x)`` (only ranks
     overwhelming evidence)."""
-    total, shape = np.broadcast_arrays(np.asarray(total, float), np.asarray(shape, float))
+    total, shape = np.asarray(total, float), np.asarray(shape, float)
+    if total.shape != shape.shape:
+        total, shape = np.broadcast_arrays(total, shape)
     total = np.maximum(total, 0.0)
     finite = math.isfinite(dfd)
     if finite:
