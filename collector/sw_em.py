@@ -90,6 +90,7 @@ __all__ = [
     "bucket_counts",
     "default_buckets",
     "em",
+    "em_owners",
     "estimate_distribution",
     "input_centres",
     "output_edges",
@@ -492,3 +493,87 @@ def estimate_distribution(
         max_iter=max_iter,
     )
     return input_centres(di), result.theta[0]
+
+
+def _owner_matmul(a: np.ndarray, b: np.ndarray, single: np.ndarray) -> np.ndarray:
+    """``a @ b`` row by row as ``em`` on each owner's rows alone computes it: a product with
+    one row is a matrix-vector product (numpy calls gemv), whose rounding differs from a row
+    of a matrix-matrix product; the rows of a product with >= 2 rows do not depend on how
+    many rows it has (measured, contiguous ``b``). Rows flagged ``single`` (their owner has
+    one running row) are computed as stacked 1-row products (``(k, 1, d) @ b``: gemv per
+    row, the same bits), the others in one product."""
+    if not single.any():
+        return a @ b
+    if single.all():
+        return np.matmul(a[:, None, :], b)[:, 0, :]
+    out = np.empty((a.shape[0], b.shape[1]))
+    out[single] = np.matmul(a[single][:, None, :], b)[:, 0, :]
+    out[~single] = a[~single] @ b
+    return out
+
+
+def em_owners(
+    counts: np.ndarray,
+    M: np.ndarray,
+    owners: np.ndarray,
+    *,
+    smoothing: bool = False,
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+) -> EMResult:
+    """``em`` (uniform start) for the rows of several owners at once (e.g. the phases of
+    several streams): the same result, bit for bit, as ``em(counts[owners == o], M, ...)``
+    for each owner ``o`` separately, at the per-iteration overhead of one call. ``owners``:
+    ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product is
+    shaped as in the separate calls (``_owner_matmul``); everything else is row by row."""
+    mat = np.asarray(M, dtype=float)
+    n = np.asarray(counts, dtype=float)
+    owner = np.asarray(owners, dtype=np.int64)
+    if mat.ndim != 2 or n.ndim != 2 or n.shape[1] != mat.shape[0] or owner.shape != n.shape[:1]:
+        raise ParameterError(
+            f"counts {n.shape}, M {mat.shape} and owners {owner.shape} do not match",
+            field="counts",
+        )
+    _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
+    _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
+    if owner.size and (owner.min() < 0 or np.any(np.diff(owner) < 0)):
+        raise ParameterError("must be non-negative and sorted", field="owners")
+    iters_max = _check_count(max_iter, "max_iter", minimum=0)
+    rows, d_in = n.shape[0], mat.shape[1]
+    theta = np.full((rows, d_in), 1.0 / d_in)
+    total = n.sum(axis=1)
+    empty = total <= 0
+    iterations = np.zeros(rows, dtype=np.int64)
+    converged = empty.copy()
+    log_lik = np.empty(rows)
+    # the first likelihood: em computes theta @ M.T (a transposed view, whose gemm rows do
+    # depend on the row count) over all of one owner's rows: once per owner
+    bounds = np.flatnonzero(np.diff(owner)) + 1
+    for part in np.split(np.arange(rows), bounds):
+        if part.size:
+            sl = slice(part[0], part[-1] + 1)
+            log_lik[sl] = _log_likelihood(n[sl], theta[sl] @ mat.T)
+    mat_t = np.ascontiguousarray(mat.T)
+    running = np.flatnonzero(~empty)
+    for it in range(1, iters_max + 1):
+        if running.size == 0:
+            break
+        th = theta[running]
+        nn = n[running]
+        who = owner[running]
+        single = np.bincount(who)[who] == 1
+        pred = _owner_matmul(th, mat_t, single)
+        ratio = np.zeros_like(nn)
+        np.divide(nn, pred, out=ratio, where=pred > 0)
+        new = _normalise_rows(th * _owner_matmul(ratio, mat, single) / total[running, None])
+        if smoothing:
+            new = _normalise_rows(_smooth(new))
+        new_ll = _log_likelihood(nn, _owner_matmul(new, mat_t, single))
+        gain = new_ll - log_lik[running]
+        theta[running] = new
+        log_lik[running] = new_ll
+        iterations[running] = it
+        stop = gain < tol
+        converged[running[stop]] = True
+        running = running[~stop]
+    return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
