@@ -439,10 +439,22 @@ def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
 def _level_logp(power: np.ndarray, dfd: float = np.inf) -> tuple[float, int]:
     """Smallest log p-value over the harmonic levels (and all harmonics) and its level."""
     total = np.cumsum(power)
-    levels = [h for h in HARMONIC_LEVELS if h < power.size] + [power.size]
-    logp = _log_sf(total[np.array(levels) - 1], np.array(levels, dtype=float), dfd)
+    levels, index, shape = _levels(power.size)
+    logp = _log_sf(total[index], shape, dfd)
     i = int(np.argmin(logp))
     return float(logp[i]), levels[i]
+
+
+@functools.lru_cache(maxsize=1024)
+def _levels(size: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The harmonic levels below ``size`` and ``size`` itself; their indices into a cumulative
+    sum; the levels as floats (cached; the arrays read-only)."""
+    levels = [h for h in HARMONIC_LEVELS if h < size] + [size]
+    index = np.array(levels) - 1
+    shape = np.array(levels, dtype=float)
+    index.setflags(write=False)
+    shape.setflags(write=False)
+    return levels, index, shape
 
 
 def _extra_logp(power: np.ndarray, m: int, limit: int) -> float:
@@ -730,14 +742,19 @@ def _resolving_level(power: np.ndarray) -> int:
     harmonics is itself significant (``ALPHA_SHAPE``): high harmonics that carry signal
     resolve neighbouring integers best, noise-only ones just add noise."""
     best = _level_logp(power)[1]
-    levels = [h for h in HARMONIC_LEVELS if h < power.size] + [power.size]
-    prev = 0
-    for level in levels:
-        if level > best and level > prev:
-            block = float(np.sum(power[prev:level]))
-            if _log_sf(block, float(level - prev)) < np.log(ALPHA_SHAPE):
-                best = level
-        prev = level
+    levels = _levels(power.size)[0]
+    # the blocks above the most significant level, their tails in one call (elementwise:
+    # the same values as one call per block)
+    starts = [0, *levels[:-1]]
+    upper = [i for i, level in enumerate(levels) if level > best]
+    if not upper:
+        return best
+    blocks = np.array([float(np.sum(power[starts[i] : levels[i]])) for i in upper])
+    widths = np.array([float(levels[i] - starts[i]) for i in upper])
+    significant = _log_sf(blocks, widths) < np.log(ALPHA_SHAPE)
+    for i, hit in zip(upper, significant, strict=True):
+        if hit and levels[i] > best:
+            best = levels[i]
     return best
 
 
@@ -765,7 +782,9 @@ def _prime_factors(value: int) -> list[int]:
 
 
 def _limit(harmonics: int, period: int) -> int:
-    return max(1, min(harmonics, (period - 1) // 2))
+    top = (period - 1) // 2
+    value = harmonics if harmonics < top else top
+    return value if value > 1 else 1
 
 
 def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> int:
