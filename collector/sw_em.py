@@ -56,7 +56,7 @@ Batching
     ``em`` runs ``G`` independent rows (e.g. CPR phase bins) at once: each iteration is two
     ``(k, d_out) x (d_out, d_in)`` products over the ``k`` rows still running; a row that
     met the stopping rule is frozen (keeps its last ``theta``), so a batched row gives the
-    same answer as the row alone. Rows with no counts return the uniform pmf. ``em_owners``
+    same answer as the row alone (up to the last bit: see ``em_owners``). Rows with no counts return the uniform pmf. ``em_owners``
     runs the rows of several owners (the phases of several CPR streams) in one loop with
     each owner's matrix products shaped as in its own ``em`` call, so each owner gets
     exactly its ``em`` result (a product with one row is gemv in numpy, whose rounding
