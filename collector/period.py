@@ -170,6 +170,8 @@ ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
+LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
+LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -414,9 +416,10 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     return out
 
 
-def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
-    """Approximate log p-values of every period at every harmonic level: the partial sums from
-    an oversampled periodogram (nearest bin), the full sum from the autocorrelation comb."""
+def _screen_sums(xw: np.ndarray, periods: np.ndarray):
+    """The screening statistics: harmonic sums of every period at every level (partial sums
+    from an oversampled periodogram, nearest bin), the full sums (autocorrelation comb) and
+    their Gamma shapes, and which levels lie below ``(T - 1) // 2``."""
     n = xw.size
     nfft = sp_fft.next_fast_len(PAD * n, real=True)
     spec = sp_fft.rfft(xw, nfft)
@@ -435,11 +438,72 @@ def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
     idx = np.minimum(idx, pad_power.size - 1)
     partial = np.cumsum(pad_power[idx], axis=1)
     levels = np.array(HARMONIC_LEVELS)
-    logp = np.full((periods.size, levels.size + 1), np.inf)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
-    logp[:, :-1] = np.where(valid, _log_sf(partial[:, levels - 1], levels[None, :], dfd), np.inf)
+    return partial[:, levels - 1], full_total, full_shape, valid
+
+
+def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
+    """Approximate log p-values of every period at every harmonic level: the partial sums from
+    an oversampled periodogram (nearest bin), the full sum from the autocorrelation comb."""
+    stats = _screen_sums(xw, periods)
+    return _screen_logp(stats, dfd), stats[3]
+
+
+def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """The screening log p-values (``inf`` where a level is not below ``(T - 1) // 2``) of
+    every period, or of the periods ``rows``."""
+    partial, full_total, full_shape, valid = stats
+    if rows is not None:
+        partial, full_total, full_shape, valid = (
+            partial[rows],
+            full_total[rows],
+            full_shape[rows],
+            valid[rows],
+        )
+    levels = np.array(HARMONIC_LEVELS)
+    logp = np.full((partial.shape[0], levels.size + 1), np.inf)
+    logp[:, :-1] = np.where(valid, _log_sf(partial, levels[None, :], dfd), np.inf)
     logp[:, -1] = _log_sf(full_total, full_shape, dfd)
-    return logp, valid
+    return logp
+
+
+def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """The screening log p-values of the periods that can lead the ranking, without the
+    F tails of the others (most of the screening's cost on long streams). Within a level
+    column every test has the same degrees of freedom, so its p-value falls as its sum
+    grows: only the ``LAZY_TOP`` largest sums of each column are evaluated, and the largest
+    of their log p-values bounds every other entry of the column from below. Every period
+    with an evaluated value below the smallest bound (less a margin for rounding) is
+    evaluated in full; the others, whose score is then at least that bound, get ``inf``
+    and ``exact`` False. The ranked prefix of exact rows is the true one (the caller
+    recomputes everything if it needs a row beyond it). Returns ``(logp, exact)``;
+    ``exact`` is None when everything was evaluated."""
+    partial, full_total, full_shape, valid = stats
+    size = partial.shape[0]
+    if size <= 4 * LAZY_TOP:
+        return _screen_logp(stats, dfd), None
+    levels = np.array(HARMONIC_LEVELS)
+    known = _log_sf(full_total, full_shape, dfd)  # the full sums: every row
+    bound = np.inf
+    for col, level in enumerate(levels):
+        rows = np.flatnonzero(valid[:, col])
+        if rows.size == 0:
+            continue
+        if rows.size > LAZY_TOP:
+            rows = rows[np.argpartition(-partial[rows, col], LAZY_TOP - 1)[:LAZY_TOP]]
+        values = _log_sf(partial[rows, col], np.full(rows.size, float(level)), dfd)
+        known[rows] = np.minimum(known[rows], values)
+        if rows.size < valid[:, col].sum():
+            bound = min(bound, float(values.max()))
+    if not np.isfinite(bound):
+        return _screen_logp(stats, dfd), None
+    if bound < LAZY_TINY:  # tails below 1e-300 use an asymptotic series: not monotone
+        return _screen_logp(stats, dfd), None
+    cut = bound - 1e-9 * (1.0 + abs(bound))
+    exact = known < cut
+    logp = np.full((size, levels.size + 1), np.inf)
+    logp[exact] = _screen_logp(stats, dfd, np.flatnonzero(exact))
+    return logp, exact
 
 
 def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
@@ -527,7 +591,9 @@ def detect_period(
     dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted
     xs = (xd - xd.mean()) / np.sqrt(level)  # flat-normalised: the refinement input
     periods = np.arange(min_period, max_period + 1)
-    logp, valid = _screen(xw, periods, dfd)
+    stats = _screen_sums(xw, periods)
+    valid = stats[3]
+    logp, exact = _screen_lazy(stats, dfd)
     tests = int(valid.sum() + periods.size)
     threshold = float(np.log(alpha) - np.log(tests))
     t = np.arange(n)
@@ -558,25 +624,34 @@ def detect_period(
             scores.append(energies[key])
         return span_q[int(np.argmax(scores))]
 
-    # screening winners, then exact refinement and an exact test of each
-    score = logp.min(axis=1)
-    level_of = np.argmin(logp, axis=1)
-    order = np.argsort(score, kind="stable")
-    chosen: list[int] = []
-    best = (np.inf, 0, 0)  # (log p, period, harmonics)
-    for i in order:
-        if len(chosen) >= max(CANDIDATES, top_peaks):
-            break
-        p0 = int(periods[i])
-        h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
-        span = int(min(MAX_SPAN, max(2, np.ceil(p0 * p0 / (n * max(h0, 1))))))
-        if any(abs(p0 - c) <= span for c in chosen):
-            continue
-        chosen.append(p0)
-        q = settle(p0, _resolving_level(power(p0)))
-        value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
-        if value < best[0]:
-            best = (value, q, hq)
+    def refine(logp: np.ndarray, exact: np.ndarray | None):
+        """Screening winners, then exact refinement and an exact test of each; None if the
+        ranking reached a period the lazy screening left out (``_screen_lazy``)."""
+        score = logp.min(axis=1)
+        level_of = np.argmin(logp, axis=1)
+        order = np.argsort(score, kind="stable")
+        chosen: list[int] = []
+        best = (np.inf, 0, 0)  # (log p, period, harmonics)
+        for i in order:
+            if len(chosen) >= max(CANDIDATES, top_peaks):
+                break
+            if exact is not None and not exact[i]:
+                return None
+            p0 = int(periods[i])
+            h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
+            span = int(min(MAX_SPAN, max(2, np.ceil(p0 * p0 / (n * max(h0, 1))))))
+            if any(abs(p0 - c) <= span for c in chosen):
+                continue
+            chosen.append(p0)
+            q = settle(p0, _resolving_level(power(p0)))
+            value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
+            if value < best[0]:
+                best = (value, q, hq)
+        return best
+
+    best = refine(logp, exact)
+    if best is None:  # every period's screening values after all
+        best = refine(_screen_logp(stats, dfd), None)
     best_logp, period, harmonics = best
     if not np.isfinite(best_logp):
         return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, max_period)
