@@ -56,11 +56,12 @@ Batching
     ``em`` runs ``G`` independent rows (e.g. CPR phase bins) at once: each iteration is two
     ``(k, d_out) x (d_out, d_in)`` products over the ``k`` rows still running; a row that
     met the stopping rule is frozen (keeps its last ``theta``), so a batched row gives the
-    same answer as the row alone (up to the last bit: see ``em_owners``). Rows with no counts return the uniform pmf. ``em_owners``
-    runs the rows of several owners (the phases of several CPR streams) in one loop with
-    each owner's matrix products shaped as in its own ``em`` call, so each owner gets
-    exactly its ``em`` result (a product with one row is gemv in numpy, whose rounding
-    differs from a row of a gemm; rows of gemms with >= 2 rows do not depend on the count).
+    same answer as the row alone (up to the last bit: see ``em_owners``). Rows with no
+    counts return the uniform pmf. ``em_owners`` runs the rows of several owners (the
+    phases of several CPR streams) in one loop with each owner's matrix products shaped as
+    in its own ``em`` call, so each owner gets exactly its ``em`` result (a product with one
+    row is gemv in numpy, whose rounding differs from a row of a gemm; rows of gemms with
+    >= 2 rows do not depend on the count).
 
 Posterior means
     For seed 003's pseudo-samples: ``E[v | y in A_j] = sum_i v_i M[j, i] theta_i /
