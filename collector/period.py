@@ -277,7 +277,7 @@ def _detrend(x: np.ndarray) -> np.ndarray:
     return x - basis @ coef
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)  # n x 3 floats each
 def _quadratic_basis(n: int) -> np.ndarray:
     """Columns 1, u, (3 u^2 - 1) / 2 on ``u = linspace(-1, 1, n)`` (read-only, shared)."""
     u = np.linspace(-1.0, 1.0, n)
@@ -790,7 +790,7 @@ def _rfft(x: np.ndarray) -> np.ndarray:
     return _pocket_r2c(x, (-1,), True, 0, None, 1)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _phase_counts(size: int, period: int) -> tuple[np.ndarray, np.ndarray]:
     """Samples per phase of a ``size``-sample stream folded at ``period``, and their square
     roots (read-only, shared)."""
