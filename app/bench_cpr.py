@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import numpy as np
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
-from ldpfleet.collector.cpr import cpr, phase_templates
+from ldpfleet.collector.cpr import cpr, cpr_many, phase_templates
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.period import detect_period
 from ldpfleet.collector.reconstruct import SMOOTHING_WINDOW, reconstruct
@@ -101,6 +101,36 @@ def _cosine_cell(args: tuple) -> list[dict]:
     ]
 
 
+def _cpu_ms(call: Callable[[], object]) -> float:
+    started = time.process_time()
+    call()
+    return 1000 * (time.process_time() - started)
+
+
+def _cpu_speed(mechanism: SquareWave, reports: np.ndarray, rng: np.random.Generator) -> dict:
+    """CPU time (``time.process_time``, not disturbed by other processes' load the way wall
+    time is): the 10,000-report stream (median of 20), synthetic streams of 100 and 1,000
+    reports (median over 32 streams), and the same short streams in one chunk of 64
+    (``cpr_many``, as the analytics pool runs them), per stream."""
+    out = {
+        "cpr_cpu_ms_10k_median": round(
+            float(np.median([_cpu_ms(lambda: cpr(reports, mechanism)) for _ in range(20)])), 2
+        )
+    }
+    for n, key in ((100, "100"), (1000, "1k")):
+        streams = [
+            mechanism.perturb(make_trial("synthetic", rng, n=n).stream, rng) for _ in range(64)
+        ]
+        cpr(streams[0], mechanism)
+        one = [_cpu_ms(functools.partial(cpr, y, mechanism)) for y in streams[:32]]
+        out[f"cpr_cpu_ms_{key}_median"] = round(float(np.median(one)), 3)
+        out[f"cpr_many_cpu_ms_{key}_per_stream"] = round(
+            _cpu_ms(functools.partial(cpr_many, streams, mechanism)) / len(streams),
+            3,
+        )
+    return out
+
+
 def _speed(fleet_streams: int, seed: int, workers: int) -> dict:
     rng = np.random.default_rng(seed)
     mechanism = SquareWave(1.0)
@@ -116,6 +146,7 @@ def _speed(fleet_streams: int, seed: int, workers: int) -> dict:
         "cpr_ms_per_stream_10k_median": round(1000 * float(np.median(timings)), 2),
         "cpr_ms_per_stream_10k_max": round(1000 * float(np.max(timings)), 2),
     }
+    result.update(_cpu_speed(mechanism, reports, np.random.default_rng([seed, 1])))
     if fleet_streams:
         streams = {
             f"d{i:05d}": mechanism.perturb(make_trial("synthetic", rng, n=10_000).stream, rng)
@@ -242,6 +273,14 @@ def markdown(result: dict, command: str) -> str:
             else "."
         )
     )
+    if "cpr_cpu_ms_10k_median" in speed:
+        lines.append(
+            f"CPU time (median): 10,000 reports {speed['cpr_cpu_ms_10k_median']} ms; "
+            f"1,000 reports {speed['cpr_cpu_ms_1k_median']} ms "
+            f"({speed['cpr_many_cpu_ms_1k_per_stream']} ms per stream in a chunk of 64); "
+            f"100 reports {speed['cpr_cpu_ms_100_median']} ms "
+            f"({speed['cpr_many_cpu_ms_100_per_stream']} ms in a chunk of 64)."
+        )
     return "\n".join(lines)
 
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
@@ -70,6 +70,16 @@ def _reconstruct_one(job: _Job, reports: np.ndarray) -> Reconstruction:
 
 
 def _reconstruct_chunk(job: _Job, chunk: list[np.ndarray]) -> list[Reconstruction]:
+    if job.method == "cpr" and len(chunk) > 1:
+        # the same results as stream by stream, with the EM and KDE work of the chunk shared
+        # (collector.cpr.cpr_many)
+        from ldpfleet.protocol.mechanisms import stream_mechanism
+
+        mechanism = stream_mechanism(job.mechanism, job.eps0)
+        return [
+            Reconstruction(r.reconstruction, r.period, r.confidence, r.template)
+            for r in cpr_many(chunk, mechanism, job.cpr or CprConfig())
+        ]
     return [_reconstruct_one(job, reports) for reports in chunk]
 
 

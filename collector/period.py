@@ -134,6 +134,8 @@ one FFT).
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -141,6 +143,11 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from scipy import fft as sp_fft
 from scipy import special
+
+try:  # the transform behind scipy.fft.rfft, without its dispatch (~8 us a call)
+    from scipy.fft._pocketfft.pypocketfft import r2c as _pocket_r2c
+except ImportError:  # pragma: no cover - another scipy layout: the public function
+    _pocket_r2c = None
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -163,6 +170,8 @@ ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
+LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
+LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -263,10 +272,18 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
 def _detrend(x: np.ndarray) -> np.ndarray:
     """Residual of the least-squares quadratic in time (a linear or bowed trend is not a
     period; a signal with >= 3 cycles is nearly orthogonal to it)."""
-    u = np.linspace(-1.0, 1.0, x.size)
-    basis = np.stack([np.ones_like(u), u, 1.5 * u * u - 0.5], axis=1)
+    basis = _quadratic_basis(x.size)
     coef, *_ = np.linalg.lstsq(basis, x, rcond=None)
     return x - basis @ coef
+
+
+@functools.lru_cache(maxsize=8)  # n x 3 floats each
+def _quadratic_basis(n: int) -> np.ndarray:
+    """Columns 1, u, (3 u^2 - 1) / 2 on ``u = linspace(-1, 1, n)`` (read-only, shared)."""
+    u = np.linspace(-1.0, 1.0, n)
+    basis = np.stack([np.ones_like(u), u, 1.5 * u * u - 0.5], axis=1)
+    basis.setflags(write=False)
+    return basis
 
 
 # -- background spectrum --------------------------------------------------------------------
@@ -282,14 +299,21 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     the smallest deviance ``sum log S + p / S``."""
     c = np.full(g.shape[0], start)
     a = np.zeros(g.shape[0])
+    wt = np.empty_like(g)
+    wg = np.empty_like(g)
+    tmp = np.empty_like(g)
     for _ in range(4):
-        s = c[:, None] + a[:, None] * g
-        wt = 1.0 / (s * s)
+        # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
+        np.multiply(a[:, None], g, out=wt)
+        wt += c[:, None]
+        np.multiply(wt, wt, out=wt)
+        np.divide(1.0, wt, out=wt)
+        np.multiply(wt, g, out=wg)
         s11 = wt.sum(axis=1)
-        s12 = (wt * g).sum(axis=1)
-        s22 = (wt * g * g).sum(axis=1)
-        r1 = (wt * p).sum(axis=1)
-        r2 = (wt * g * p).sum(axis=1)
+        s12 = wg.sum(axis=1)
+        s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
+        r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
+        r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
         det = s11 * s22 - s12 * s12
         ok = det > 1e-12 * s11 * s22
         c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
@@ -312,9 +336,7 @@ def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
     ``phi`` of ``PHI_GRID`` the model is linear in ``(c, a)`` (``_whittle``); the ``phi`` with
     the smallest Whittle deviance wins. Lines (``P / S > TRIM``) are dropped and the fit
     repeated once. Returns ``S`` at every frequency."""
-    grid = np.array(PHI_GRID)[:, None]
-    g = 1.0 / (1.0 + grid * grid - 2.0 * grid * np.cos(omega)[None, :])
-    g /= g.mean(axis=1, keepdims=True)  # a is then the mean AR power (conditioning)
+    g = _ar_shapes(omega.tobytes())  # a function of the frequencies only: cached
     # the harmonic mean of S over three neighbouring bins is estimated by 3 x their minimum
     # (the minimum of exponentials is exponential): a line, or the lines of a cycle with
     # >= 3 cycles (every 3rd bin or sparser), never sits in all three bins
@@ -324,6 +346,8 @@ def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
     white = float(np.median(power)) / np.log(2.0) + 1e-300
     keep = np.ones(power.size, dtype=bool)
     for _ in range(2):
+        # (always the copies: _whittle on the uncopied arrays, same values, rounded some
+        # fits differently in the last bit -- measured, 5 of 2,400 reference streams)
         c, a, best = _whittle(power[keep], g[:, keep], white)
         spectrum = c + a * g[best]
         keep_new = power <= TRIM * spectrum
@@ -331,6 +355,19 @@ def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
             break
         keep = keep_new
     return spectrum
+
+
+@functools.lru_cache(maxsize=8)
+def _ar_shapes(omega_bytes: bytes) -> np.ndarray:
+    """``g_phi(w) = 1 / (1 + phi^2 - 2 phi cos w)`` for every ``phi`` of ``PHI_GRID`` (rows) at
+    the frequencies ``w`` (float64 bytes), each row divided by its mean (``a`` is then the
+    mean AR power: conditioning). Read-only, shared."""
+    omega = np.frombuffer(omega_bytes, dtype=float)
+    grid = np.array(PHI_GRID)[:, None]
+    g = 1.0 / (1.0 + grid * grid - 2.0 * grid * np.cos(omega)[None, :])
+    g /= g.mean(axis=1, keepdims=True)
+    g.setflags(write=False)
+    return g
 
 
 def _whiten(xd: np.ndarray) -> tuple[np.ndarray, float]:
@@ -356,28 +393,33 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     F(2 shape, 2 dfd) (``dfd = inf``: the Gamma law itself). Below 1e-300 the leading terms of
     the Gamma series ``(a - 1) ln x - x - ln Gamma(a) + ln(1 + (a - 1) / x)`` (only ranks
     overwhelming evidence)."""
-    total, shape = np.broadcast_arrays(np.asarray(total, float), np.asarray(shape, float))
+    total, shape = np.asarray(total, float), np.asarray(shape, float)
+    if total.shape != shape.shape:
+        total, shape = np.broadcast_arrays(total, shape)
     total = np.maximum(total, 0.0)
-    if np.isfinite(dfd):
+    finite = math.isfinite(dfd)
+    if finite:
         sf = special.fdtrc(2.0 * shape, 2.0 * dfd, total / shape)
     else:
         sf = special.gammaincc(shape, total)
     tiny = sf < 1e-300
+    if not tiny.any():
+        return np.log(sf)
     out = np.log(np.where(tiny, 1.0, sf))
-    if np.any(tiny):
-        a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
-        if np.isfinite(dfd):
-            # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
-            z = dfd / (dfd + x)
-            out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
-        else:
-            out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
+    a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
+    if finite:
+        # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
+        z = dfd / (dfd + x)
+        out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
+    else:
+        out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
     return out
 
 
-def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
-    """Approximate log p-values of every period at every harmonic level: the partial sums from
-    an oversampled periodogram (nearest bin), the full sum from the autocorrelation comb."""
+def _screen_sums(xw: np.ndarray, periods: np.ndarray):
+    """The screening statistics: harmonic sums of every period at every level (partial sums
+    from an oversampled periodogram, nearest bin), the full sums (autocorrelation comb) and
+    their Gamma shapes, and which levels lie below ``(T - 1) // 2``."""
     n = xw.size
     nfft = sp_fft.next_fast_len(PAD * n, real=True)
     spec = sp_fft.rfft(xw, nfft)
@@ -396,27 +438,100 @@ def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
     idx = np.minimum(idx, pad_power.size - 1)
     partial = np.cumsum(pad_power[idx], axis=1)
     levels = np.array(HARMONIC_LEVELS)
-    logp = np.full((periods.size, levels.size + 1), np.inf)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
-    logp[:, :-1] = np.where(valid, _log_sf(partial[:, levels - 1], levels[None, :], dfd), np.inf)
+    return partial[:, levels - 1], full_total, full_shape, valid
+
+
+def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
+    """Approximate log p-values of every period at every harmonic level: the partial sums from
+    an oversampled periodogram (nearest bin), the full sum from the autocorrelation comb."""
+    stats = _screen_sums(xw, periods)
+    return _screen_logp(stats, dfd), stats[3]
+
+
+def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """The screening log p-values (``inf`` where a level is not below ``(T - 1) // 2``) of
+    every period, or of the periods ``rows``."""
+    partial, full_total, full_shape, valid = stats
+    if rows is not None:
+        partial, full_total, full_shape, valid = (
+            partial[rows],
+            full_total[rows],
+            full_shape[rows],
+            valid[rows],
+        )
+    levels = np.array(HARMONIC_LEVELS)
+    logp = np.full((partial.shape[0], levels.size + 1), np.inf)
+    logp[:, :-1] = np.where(valid, _log_sf(partial, levels[None, :], dfd), np.inf)
     logp[:, -1] = _log_sf(full_total, full_shape, dfd)
-    return logp, valid
+    return logp
+
+
+def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """The screening log p-values of the periods that can lead the ranking, without the
+    F tails of the others (most of the screening's cost on long streams). Within a level
+    column every test has the same degrees of freedom, so its p-value falls as its sum
+    grows: only the ``LAZY_TOP`` largest sums of each column are evaluated, and the largest
+    of their log p-values bounds every other entry of the column from below. Every period
+    with an evaluated value below the smallest bound (less a margin for rounding) is
+    evaluated in full; the others, whose score is then at least that bound, get ``inf``
+    and ``exact`` False. The ranked prefix of exact rows is the true one (the caller
+    recomputes everything if it needs a row beyond it). Returns ``(logp, exact)``;
+    ``exact`` is None when everything was evaluated."""
+    partial, full_total, full_shape, valid = stats
+    size = partial.shape[0]
+    if size <= 4 * LAZY_TOP:
+        return _screen_logp(stats, dfd), None
+    levels = np.array(HARMONIC_LEVELS)
+    known = _log_sf(full_total, full_shape, dfd)  # the full sums: every row
+    bound = np.inf
+    for col, level in enumerate(levels):
+        rows = np.flatnonzero(valid[:, col])
+        if rows.size == 0:
+            continue
+        if rows.size > LAZY_TOP:
+            rows = rows[np.argpartition(-partial[rows, col], LAZY_TOP - 1)[:LAZY_TOP]]
+        values = _log_sf(partial[rows, col], np.full(rows.size, float(level)), dfd)
+        known[rows] = np.minimum(known[rows], values)
+        if rows.size < valid[:, col].sum():
+            bound = min(bound, float(values.max()))
+    if not np.isfinite(bound):
+        return _screen_logp(stats, dfd), None
+    if bound < LAZY_TINY:  # tails below 1e-300 use an asymptotic series: not monotone
+        return _screen_logp(stats, dfd), None
+    cut = bound - 1e-9 * (1.0 + abs(bound))
+    exact = known < cut
+    logp = np.full((size, levels.size + 1), np.inf)
+    logp[exact] = _screen_logp(stats, dfd, np.flatnonzero(exact))
+    return logp, exact
 
 
 def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
     """Exact ``|sum_t xw_t exp(-2 pi i j t / T)|^2 / n`` for ``j = 1 .. (T - 1) // 2``."""
     folded = np.bincount(t % period, weights=xw, minlength=period)
-    spec = sp_fft.rfft(folded)[1 : (period - 1) // 2 + 1]
+    spec = _rfft(folded)[1 : (period - 1) // 2 + 1]
     return (spec.real**2 + spec.imag**2) / xw.size
 
 
 def _level_logp(power: np.ndarray, dfd: float = np.inf) -> tuple[float, int]:
     """Smallest log p-value over the harmonic levels (and all harmonics) and its level."""
     total = np.cumsum(power)
-    levels = [h for h in HARMONIC_LEVELS if h < power.size] + [power.size]
-    logp = _log_sf(total[np.array(levels) - 1], np.array(levels, dtype=float), dfd)
+    levels, index, shape = _levels(power.size)
+    logp = _log_sf(total[index], shape, dfd)
     i = int(np.argmin(logp))
     return float(logp[i]), levels[i]
+
+
+@functools.lru_cache(maxsize=1024)
+def _levels(size: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The harmonic levels below ``size`` and ``size`` itself; their indices into a cumulative
+    sum; the levels as floats (cached; the arrays read-only)."""
+    levels = [h for h in HARMONIC_LEVELS if h < size] + [size]
+    index = np.array(levels) - 1
+    shape = np.array(levels, dtype=float)
+    index.setflags(write=False)
+    shape.setflags(write=False)
+    return levels, index, shape
 
 
 def _extra_logp(power: np.ndarray, m: int, limit: int) -> float:
@@ -476,11 +591,14 @@ def detect_period(
     dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted
     xs = (xd - xd.mean()) / np.sqrt(level)  # flat-normalised: the refinement input
     periods = np.arange(min_period, max_period + 1)
-    logp, valid = _screen(xw, periods, dfd)
+    stats = _screen_sums(xw, periods)
+    valid = stats[3]
+    logp, exact = _screen_lazy(stats, dfd)
     tests = int(valid.sum() + periods.size)
     threshold = float(np.log(alpha) - np.log(tests))
     t = np.arange(n)
     cache: dict[int, np.ndarray] = {}
+    energies: dict[tuple[int, int], float] = {}
 
     def power(period: int) -> np.ndarray:
         if period not in cache:
@@ -498,28 +616,42 @@ def detect_period(
         energy in its first ``SETTLE_FACTOR * harmonics`` harmonics."""
         span = int(min(MAX_SPAN, max(2, np.ceil(center * center / (n * max(harmonics, 1))))))
         span_q = range(max(min_period, center - span), min(max_period, center + span) + 1)
-        scores = [_fold_energy(xs, t, q, SETTLE_FACTOR * harmonics) for q in span_q]
+        scores = []
+        for q in span_q:  # neighbourhoods overlap (and the winner is settled twice): memo
+            key = (q, harmonics)
+            if key not in energies:
+                energies[key] = _fold_energy(xs, t, q, SETTLE_FACTOR * harmonics)
+            scores.append(energies[key])
         return span_q[int(np.argmax(scores))]
 
-    # screening winners, then exact refinement and an exact test of each
-    score = logp.min(axis=1)
-    level_of = np.argmin(logp, axis=1)
-    order = np.argsort(score, kind="stable")
-    chosen: list[int] = []
-    best = (np.inf, 0, 0)  # (log p, period, harmonics)
-    for i in order:
-        if len(chosen) >= max(CANDIDATES, top_peaks):
-            break
-        p0 = int(periods[i])
-        h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
-        span = int(min(MAX_SPAN, max(2, np.ceil(p0 * p0 / (n * max(h0, 1))))))
-        if any(abs(p0 - c) <= span for c in chosen):
-            continue
-        chosen.append(p0)
-        q = settle(p0, _resolving_level(power(p0)))
-        value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
-        if value < best[0]:
-            best = (value, q, hq)
+    def refine(logp: np.ndarray, exact: np.ndarray | None):
+        """Screening winners, then exact refinement and an exact test of each; None if the
+        ranking reached a period the lazy screening left out (``_screen_lazy``)."""
+        score = logp.min(axis=1)
+        level_of = np.argmin(logp, axis=1)
+        order = np.argsort(score, kind="stable")
+        chosen: list[int] = []
+        best = (np.inf, 0, 0)  # (log p, period, harmonics)
+        for i in order:
+            if len(chosen) >= max(CANDIDATES, top_peaks):
+                break
+            if exact is not None and not exact[i]:
+                return None
+            p0 = int(periods[i])
+            h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
+            span = int(min(MAX_SPAN, max(2, np.ceil(p0 * p0 / (n * max(h0, 1))))))
+            if any(abs(p0 - c) <= span for c in chosen):
+                continue
+            chosen.append(p0)
+            q = settle(p0, _resolving_level(power(p0)))
+            value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
+            if value < best[0]:
+                best = (value, q, hq)
+        return best
+
+    best = refine(logp, exact)
+    if best is None:  # every period's screening values after all
+        best = refine(_screen_logp(stats, dfd), None)
     best_logp, period, harmonics = best
     if not np.isfinite(best_logp):
         return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, max_period)
@@ -649,13 +781,33 @@ def few_cycles_penalty(cycles: float) -> float:
     return -PENALTY_SLOPE * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
 
 
+def _rfft(x: np.ndarray) -> np.ndarray:
+    """``scipy.fft.rfft(x)`` of a 1-D float64 array: the same pocketfft call (same result,
+    bit for bit) without the backend dispatch, which dominated the small folds of short
+    streams."""
+    if _pocket_r2c is None:  # pragma: no cover
+        return sp_fft.rfft(x)
+    return _pocket_r2c(x, (-1,), True, 0, None, 1)
+
+
+@functools.lru_cache(maxsize=512)
+def _phase_counts(size: int, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """Samples per phase of a ``size``-sample stream folded at ``period``, and their square
+    roots (read-only, shared)."""
+    counts = np.full(period, size // period) + (np.arange(period) < size % period)
+    root = np.sqrt(counts)
+    counts.setflags(write=False)
+    root.setflags(write=False)
+    return counts, root
+
+
 def _fold_energy(xs: np.ndarray, t: np.ndarray, period: int, harmonics: int) -> float:
     """Energy of the fold of the WHOLE stream (partial last cycle included, each phase mean
     weighted by its count) in its first ``harmonics`` harmonics: the same samples for every
     period, so neighbouring integers compare fairly, and an exactly periodic signal is
     captured completely only at its period."""
-    sums, counts = _fold(xs, t, period)
-    spec = sp_fft.rfft(sums / np.sqrt(counts))[1 : _limit(harmonics, period) + 1]
+    sums = np.bincount(t % period, weights=xs, minlength=period)
+    spec = _rfft(sums / _phase_counts(xs.size, period)[1])[1 : _limit(harmonics, period) + 1]
     return 2.0 * float(np.sum(spec.real**2 + spec.imag**2)) / period
 
 
@@ -670,8 +822,7 @@ def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
 def _fold(x: np.ndarray, t: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
     """Phase sums of ``x`` at ``period`` and the number of samples of each phase."""
     sums = np.bincount(t % period, weights=x, minlength=period)
-    counts = np.full(period, x.size // period) + (np.arange(period) < x.size % period)
-    return sums, counts
+    return sums, _phase_counts(x.size, period)[0]
 
 
 def _resolving_level(power: np.ndarray) -> int:
@@ -679,14 +830,19 @@ def _resolving_level(power: np.ndarray) -> int:
     harmonics is itself significant (``ALPHA_SHAPE``): high harmonics that carry signal
     resolve neighbouring integers best, noise-only ones just add noise."""
     best = _level_logp(power)[1]
-    levels = [h for h in HARMONIC_LEVELS if h < power.size] + [power.size]
-    prev = 0
-    for level in levels:
-        if level > best and level > prev:
-            block = float(np.sum(power[prev:level]))
-            if _log_sf(block, float(level - prev)) < np.log(ALPHA_SHAPE):
-                best = level
-        prev = level
+    levels = _levels(power.size)[0]
+    # the blocks above the most significant level, their tails in one call (elementwise:
+    # the same values as one call per block)
+    starts = [0, *levels[:-1]]
+    upper = [i for i, level in enumerate(levels) if level > best]
+    if not upper:
+        return best
+    blocks = np.array([float(np.sum(power[starts[i] : levels[i]])) for i in upper])
+    widths = np.array([float(levels[i] - starts[i]) for i in upper])
+    significant = _log_sf(blocks, widths) < np.log(ALPHA_SHAPE)
+    for i, hit in zip(upper, significant, strict=True):
+        if hit and levels[i] > best:
+            best = levels[i]
     return best
 
 
@@ -714,7 +870,9 @@ def _prime_factors(value: int) -> list[int]:
 
 
 def _limit(harmonics: int, period: int) -> int:
-    return max(1, min(harmonics, (period - 1) // 2))
+    top = (period - 1) // 2
+    value = harmonics if harmonics < top else top
+    return value if value > 1 else 1
 
 
 def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> int:

@@ -56,7 +56,12 @@ Batching
     ``em`` runs ``G`` independent rows (e.g. CPR phase bins) at once: each iteration is two
     ``(k, d_out) x (d_out, d_in)`` products over the ``k`` rows still running; a row that
     met the stopping rule is frozen (keeps its last ``theta``), so a batched row gives the
-    same answer as the row alone. Rows with no counts return the uniform pmf.
+    same answer as the row alone (up to the last bit: see ``em_owners``). Rows with no
+    counts return the uniform pmf. ``em_owners`` runs the rows of several owners (the
+    phases of several CPR streams) in one loop with each owner's matrix products shaped as
+    in its own ``em`` call, so each owner gets exactly its ``em`` result (a product with one
+    row is gemv in numpy, whose rounding differs from a row of a gemm; rows of gemms with
+    >= 2 rows do not depend on the count).
 
 Posterior means
     For seed 003's pseudo-samples: ``E[v | y in A_j] = sum_i v_i M[j, i] theta_i /
@@ -90,6 +95,7 @@ __all__ = [
     "bucket_counts",
     "default_buckets",
     "em",
+    "em_owners",
     "estimate_distribution",
     "input_centres",
     "output_edges",
@@ -281,6 +287,8 @@ class EMResult:
 def _normalise_rows(x: np.ndarray) -> np.ndarray:
     """Rows scaled to sum 1; a row summing to 0 becomes uniform (no division by zero)."""
     total = x.sum(axis=1, keepdims=True)
+    if total.min() > 0:  # the usual case: the same division, without the masked output
+        return x / total
     out = np.full_like(x, 1.0 / x.shape[1])
     np.divide(x, total, out=out, where=total > 0)
     return out
@@ -294,14 +302,19 @@ def _smooth(theta: np.ndarray) -> np.ndarray:
     out = np.empty_like(theta)
     out[:, 0] = (2.0 / 3.0) * theta[:, 0] + (1.0 / 3.0) * theta[:, 1]
     out[:, -1] = (2.0 / 3.0) * theta[:, -1] + (1.0 / 3.0) * theta[:, -2]
-    out[:, 1:-1] = 0.25 * theta[:, :-2] + 0.5 * theta[:, 1:-1] + 0.25 * theta[:, 2:]
+    # 0.25 a + 0.5 b + 0.25 c, in that order (the quarter and half of each entry computed once)
+    quarter = 0.25 * theta
+    inner = out[:, 1:-1]
+    np.multiply(theta[:, 1:-1], 0.5, out=inner)
+    np.add(quarter[:, :-2], inner, out=inner)
+    inner += quarter[:, 2:]
     return out
 
 
 def _log_likelihood(n: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """``sum_j n_j log(pred_j)`` per row; ``pred`` floored at the smallest normal float so a
     zero prediction gives a very negative finite value instead of ``-inf`` / a warning."""
-    return np.sum(n * np.log(np.maximum(pred, _TINY)), axis=1)
+    return (n * np.log(np.maximum(pred, _TINY))).sum(axis=1)
 
 
 def em(
@@ -366,27 +379,56 @@ def em(
     log_lik = _log_likelihood(n, theta @ mat.T)
     mat_t = np.ascontiguousarray(mat.T)  # (d_in, d_out)
 
+    # The loop below does per row exactly the float operations of the plain update (same
+    # array shapes in every matrix product, so the same BLAS calls), with less Python and
+    # numpy overhead: while every row runs, whole arrays instead of fancy-indexed copies;
+    # ``pred`` of the next iteration is this iteration's ``new @ mat_t`` (the same product
+    # of the same array) as long as no row stopped.
     running = np.flatnonzero(~empty)
+    everyone = running.size == rows
+    th = theta if everyone else theta[running]
+    nn = n if everyone else n[running]
+    tot = total[running, None]
+    ll = log_lik[running]
+    pred = None
+    last = 0
     for it in range(1, iters_max + 1):
         if running.size == 0:
             break
-        th = theta[running]
-        nn = n[running]
-        pred = th @ mat_t  # (k, d_out): (M theta)_j per row
+        if pred is None:
+            pred = th @ mat_t  # (k, d_out): (M theta)_j per row
         ratio = np.zeros_like(nn)
         np.divide(nn, pred, out=ratio, where=pred > 0)
-        new = th * (ratio @ mat) / total[running, None]
-        new = _normalise_rows(new)
+        new = _normalise_rows(th * (ratio @ mat) / tot)
         if smoothing:
             new = _normalise_rows(_smooth(new))
-        new_ll = _log_likelihood(nn, new @ mat_t)
-        gain = new_ll - log_lik[running]
-        theta[running] = new
-        log_lik[running] = new_ll
+        new_pred = new @ mat_t
+        new_ll = _log_likelihood(nn, new_pred)
+        stop = (new_ll - ll) < tol
+        last = it
+        if not stop.any():
+            th, ll, pred = new, new_ll, new_pred
+            continue
+        # some rows stop: write the running rows back, continue with the rest
+        if everyone:
+            theta, log_lik = new, new_ll
+            everyone = False
+        else:
+            theta[running] = new
+            log_lik[running] = new_ll
         iterations[running] = it
-        stop = gain < tol
         converged[running[stop]] = True
-        running = running[~stop]
+        keep = ~stop
+        running = running[keep]
+        th, nn, tot, ll = new[keep], nn[keep], tot[keep], new_ll[keep]
+        pred = None
+    if running.size:  # rows that ran to max_iter
+        if everyone:
+            theta, log_lik = th, ll
+        else:
+            theta[running] = th
+            log_lik[running] = ll
+        iterations[running] = last
 
     return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
 
@@ -456,3 +498,87 @@ def estimate_distribution(
         max_iter=max_iter,
     )
     return input_centres(di), result.theta[0]
+
+
+def _owner_matmul(a: np.ndarray, b: np.ndarray, single: np.ndarray) -> np.ndarray:
+    """``a @ b`` row by row as ``em`` on each owner's rows alone computes it: a product with
+    one row is a matrix-vector product (numpy calls gemv), whose rounding differs from a row
+    of a matrix-matrix product; the rows of a product with >= 2 rows do not depend on how
+    many rows it has (measured, contiguous ``b``). Rows flagged ``single`` (their owner has
+    one running row) are computed as stacked 1-row products (``(k, 1, d) @ b``: gemv per
+    row, the same bits), the others in one product."""
+    if not single.any():
+        return a @ b
+    if single.all():
+        return np.matmul(a[:, None, :], b)[:, 0, :]
+    out = np.empty((a.shape[0], b.shape[1]))
+    out[single] = np.matmul(a[single][:, None, :], b)[:, 0, :]
+    out[~single] = a[~single] @ b
+    return out
+
+
+def em_owners(
+    counts: np.ndarray,
+    M: np.ndarray,
+    owners: np.ndarray,
+    *,
+    smoothing: bool = False,
+    tol: float = 1e-3,
+    max_iter: int = 1000,
+) -> EMResult:
+    """``em`` (uniform start) for the rows of several owners at once (e.g. the phases of
+    several streams): the same result, bit for bit, as ``em(counts[owners == o], M, ...)``
+    for each owner ``o`` separately, at the per-iteration overhead of one call. ``owners``:
+    ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product is
+    shaped as in the separate calls (``_owner_matmul``); everything else is row by row."""
+    mat = np.asarray(M, dtype=float)
+    n = np.asarray(counts, dtype=float)
+    owner = np.asarray(owners, dtype=np.int64)
+    if mat.ndim != 2 or n.ndim != 2 or n.shape[1] != mat.shape[0] or owner.shape != n.shape[:1]:
+        raise ParameterError(
+            f"counts {n.shape}, M {mat.shape} and owners {owner.shape} do not match",
+            field="counts",
+        )
+    _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
+    _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
+    if owner.size and (owner.min() < 0 or np.any(np.diff(owner) < 0)):
+        raise ParameterError("must be non-negative and sorted", field="owners")
+    iters_max = _check_count(max_iter, "max_iter", minimum=0)
+    rows, d_in = n.shape[0], mat.shape[1]
+    theta = np.full((rows, d_in), 1.0 / d_in)
+    total = n.sum(axis=1)
+    empty = total <= 0
+    iterations = np.zeros(rows, dtype=np.int64)
+    converged = empty.copy()
+    log_lik = np.empty(rows)
+    # the first likelihood: em computes theta @ M.T (a transposed view, whose gemm rows do
+    # depend on the row count) over all of one owner's rows: once per owner
+    bounds = np.flatnonzero(np.diff(owner)) + 1
+    for part in np.split(np.arange(rows), bounds):
+        if part.size:
+            sl = slice(part[0], part[-1] + 1)
+            log_lik[sl] = _log_likelihood(n[sl], theta[sl] @ mat.T)
+    mat_t = np.ascontiguousarray(mat.T)
+    running = np.flatnonzero(~empty)
+    for it in range(1, iters_max + 1):
+        if running.size == 0:
+            break
+        th = theta[running]
+        nn = n[running]
+        who = owner[running]
+        single = np.bincount(who)[who] == 1
+        pred = _owner_matmul(th, mat_t, single)
+        ratio = np.zeros_like(nn)
+        np.divide(nn, pred, out=ratio, where=pred > 0)
+        new = _normalise_rows(th * _owner_matmul(ratio, mat, single) / total[running, None])
+        if smoothing:
+            new = _normalise_rows(_smooth(new))
+        new_ll = _log_likelihood(nn, _owner_matmul(new, mat_t, single))
+        gain = new_ll - log_lik[running]
+        theta[running] = new
+        log_lik[running] = new_ll
+        iterations[running] = it
+        stop = gain < tol
+        converged[running[stop]] = True
+        running = running[~stop]
+    return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
