@@ -1292,6 +1292,10 @@ def bench_fleet_command(
         str,
         typer.Option(help='Reconstruct every stream ("cpr", a baseline, or "none").'),
     ] = "none",
+    step_seconds: Annotated[
+        float,
+        typer.Option(help="Paced devices: seconds between readings ([stream] step_seconds)."),
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
@@ -1322,6 +1326,7 @@ def bench_fleet_command(
                 partitions=partitions,
                 reconstruct=reconstruct,
                 gateway_devices=gateway_devices,
+                step_seconds=step_seconds,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

@@ -92,9 +92,10 @@ async def _in_process(transport: Transport, plan: BulkPlan, out: Path, tamper) -
         await event.wait()
     connected = time.perf_counter()
     fleet = await run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
+    streamed = time.perf_counter()
     await _close_stage(transport, plan)
     summaries = await asyncio.gather(*collectors)
-    return list(summaries), [fleet], connected
+    return list(summaries), [fleet], connected, streamed
 
 
 async def _spawn(*args: str) -> asyncio.subprocess.Process:
@@ -146,6 +147,7 @@ async def _processes(
         for proc in shard_procs:
             if proc.returncode is None:
                 proc.kill()
+    streamed = time.perf_counter()
     await _close_stage(transport, plan)
     await asyncio.gather(*(p.wait() for p in collectors))
     summaries = [
@@ -155,7 +157,7 @@ async def _processes(
     for i in range(shards):
         path = out / f"shard{i}" / "outcome.json"
         fleets.append(json.loads(path.read_text()) if path.exists() else None)
-    return summaries, fleets, connected
+    return summaries, fleets, connected, streamed
 
 
 async def run_bulk(
@@ -191,17 +193,46 @@ async def run_bulk(
     ):
         async with open_broker(transport or broker, credentials=creds) as (conn, info):
             if in_process:
-                summaries, fleets, connected = await _in_process(conn, plan, out, tamper)
+                summaries, fleets, connected, streamed = await _in_process(conn, plan, out, tamper)
             else:
-                summaries, fleets, connected = await _processes(
+                summaries, fleets, connected, streamed = await _processes(
                     conn, info.url, plan, out, shards, stage_timeout
                 )
     seconds = time.perf_counter() - started
-    results = _results(
-        plan, summaries, fleets, out, broker, seconds, time.perf_counter() - connected
-    )
+    results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
+    if plan.reconstruct != "none":
+        results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     return results
+
+
+def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
+    """``out/reconstructions.npz`` from every partition's (devices in index order, as the
+    per-device path writes them) and the merged ``reconstruction`` block: the partitions'
+    streams and during-stage counts summed, ``seconds`` (what the step added after the
+    stream stage) their maximum."""
+    entries = []
+    arrays: dict[str, np.ndarray] = {}
+    for p in range(plan.partitions):
+        summary = json.loads((out / f"p{p}" / "summary.json").read_text())
+        entries.append(summary["reconstruction"])
+        path = out / f"p{p}" / "reconstructions.npz"
+        if plan.partitions == 1:
+            os.replace(path, out / "reconstructions.npz")
+            break
+        with np.load(path) as data:
+            arrays |= {key: data[key] for key in data.files}
+        path.unlink()
+    if plan.partitions > 1:
+        np.savez_compressed(out / "reconstructions.npz", **dict(sorted(arrays.items())))
+    return {
+        "method": plan.reconstruct,
+        "streams": sum(e["streams"] for e in entries),
+        "during_stage": sum(e["during_stage"] for e in entries),
+        "seconds": max(e["seconds"] for e in entries),
+        "path": "reconstructions.npz",
+        "partitions": entries,
+    }
 
 
 def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds) -> dict:
