@@ -200,6 +200,7 @@ async def run_bulk(
                 )
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
+    results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
     (out / "results.json").write_text(json.dumps(results, indent=1))
