@@ -222,6 +222,13 @@ async def run_bulk_collector(
                 await asyncio.gather(*list(pending))
         stage_end = time.perf_counter()
         summary = machine.summary()
+        owned = machine.part == partition
+        summary["devices_complete"] = int((machine.next_seq[owned] >= plan.batches).sum())
+        short = np.flatnonzero(owned & (machine.next_seq < plan.batches))
+        summary["missing_batches"] = {  # what was never resolved (lost), per device
+            plan.device_id(int(d)): list(range(int(machine.next_seq[d]), plan.batches))
+            for d in short
+        }
         summary["message_refusals"] = refusals
         summary["stored_rows"] = store.rows
         if recon is not None:
