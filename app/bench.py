@@ -102,6 +102,7 @@ def _reconstruct_summary(results: dict, stream_seconds: float) -> dict | None:
         "streams": done["streams"],
         "during_stage": done.get("during_stage", 0),
         "seconds_after_stage": round(after, 3),
+        **({"merge_seconds": done["merge_seconds"]} if "merge_seconds" in done else {}),
         "ratio": round((stream_seconds + after) / stream_seconds, 3) if stream_seconds else None,
     }
 

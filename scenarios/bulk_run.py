@@ -211,7 +211,8 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
     """``out/reconstructions.npz`` from every partition's (devices in index order, as the
     per-device path writes them) and the merged ``reconstruction`` block: the partitions'
     streams and during-stage counts summed, ``seconds`` (what the step added after the
-    stream stage) their maximum."""
+    stream stage) their maximum, ``merge_seconds`` what the merge took after that."""
+    started = time.perf_counter()
     entries = []
     arrays: dict[str, np.ndarray] = {}
     for p in range(plan.partitions):
@@ -232,6 +233,8 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
         "during_stage": sum(e["during_stage"] for e in entries),
         "seconds": max(e["seconds"] for e in entries),
         "path": "reconstructions.npz",
+        # the partitions' files merged into one by the runner, after ``seconds``
+        "merge_seconds": round(time.perf_counter() - started, 3),
         "partitions": entries,
     }
 
