@@ -19,11 +19,13 @@ from ldpfleet.scenarios.bulk_run import run_bulk
 
 
 def recon_plan(run: str, partitions: int, **kw) -> BulkPlan:
-    # 160 devices (>= PARALLEL_FROM: the pool is used during the stage), 48 steps; the
-    # last batch spans several messages of 20 rows, so devices complete a message at a time
-    base = dict(run=run, devices=160, steps=48, batch_steps=4, eps=2.0, w=4, seed=5,
-                gateway_devices=80, partitions=partitions, window=2, max_entries=20,
-                reconstruct="cpr")  # fmt: skip
+    # 140 devices (>= PARALLEL_FROM: the pool is used during the stage); the last batch
+    # spans several messages of 20 rows, so devices complete a message at a time; periods
+    # of 8-12 steps over 96 steps at eps0 = 2, so that CPR finds periods (a stream without
+    # one is reconstructed as its flat mean, which would not tell a stream from its reverse)
+    base = dict(run=run, devices=140, steps=96, batch_steps=4, eps=8.0, w=4, seed=5,
+                gateway_devices=70, partitions=partitions, window=2, max_entries=20,
+                period=(8, 12), reconstruct="cpr")  # fmt: skip
     base.update(kw)
     return BulkPlan(**base)
 
@@ -41,7 +43,7 @@ def stored_streams(out, plan: BulkPlan) -> dict[str, np.ndarray]:
 async def test_bulk_reconstructions_equal_the_after_stage_pass_for_one_and_two_partitions(
     tmp_path,
 ):
-    saved = {}
+    saved, stored = {}, {}
     for partitions in (1, 2):
         plan = recon_plan(f"bulk-recon-{partitions}", partitions)
         out = tmp_path / f"p{partitions}"
@@ -53,26 +55,29 @@ async def test_bulk_reconstructions_equal_the_after_stage_pass_for_one_and_two_p
         # devices complete while the stage runs: every full chunk of 64 went to the pool
         assert block["during_stage"] >= 64
         assert block["seconds"] >= 0
-        streams = stored_streams(out, plan)
+        stored[partitions] = streams = stored_streams(out, plan)
         assert len(streams) == plan.devices
-        config = StreamConfig(run=plan.run, mechanism="sw", eps=plan.eps, w=plan.w,
-                              steps=plan.steps, batch_steps=plan.batch_steps, lo=plan.lo,
-                              hi=plan.hi)  # fmt: skip
-        reference = reconstruct_streams(config, streams, "cpr", workers=1, cpr=CprConfig())
         with np.load(out / "reconstructions.npz") as data:
-            arrays = {key: data[key] for key in data.files}
-        assert sorted(k for k in arrays if "." not in k) == sorted(streams)
-        for device, result in reference.items():
-            assert np.array_equal(arrays[device], denormalise(result.values, plan.lo, plan.hi))
-            assert np.array_equal(
-                arrays[f"{device}.template"], denormalise(result.template, plan.lo, plan.hi)
-            )
-        saved[partitions] = arrays
+            saved[partitions] = {key: data[key] for key in data.files}
     # the noise does not depend on the partition layout: the same stored streams, the same
-    # reconstructions
+    # reconstructions; and they are reconstruct_streams' over those streams
+    assert all(np.array_equal(v, stored[2][d]) for d, v in stored[1].items())
     assert saved[1].keys() == saved[2].keys()
     for key, values in saved[1].items():
-        assert np.array_equal(values, saved[2][key])
+        assert np.array_equal(values, saved[2][key]), key
+    config = StreamConfig(run=plan.run, mechanism="sw", eps=plan.eps, w=plan.w,
+                          steps=plan.steps, batch_steps=plan.batch_steps, lo=plan.lo,
+                          hi=plan.hi)  # fmt: skip
+    reference = reconstruct_streams(config, streams, "cpr", workers=1, cpr=CprConfig())
+    # deterministic (fixed seeds): 54 of the 140 have a period
+    assert sum(r.period is not None for r in reference.values()) >= len(reference) // 4
+    arrays = saved[2]
+    assert sorted(k for k in arrays if "." not in k) == sorted(streams)
+    for device, result in reference.items():
+        assert np.array_equal(arrays[device], denormalise(result.values, plan.lo, plan.hi))
+        assert np.array_equal(
+            arrays[f"{device}.template"], denormalise(result.template, plan.lo, plan.hi)
+        )
 
 
 def test_a_paced_gateway_builds_each_batch_when_its_last_reading_exists():
