@@ -343,8 +343,14 @@ def run(
             )
     console.print(_summary_table(results))
     report = _write_report(out)
+    files = ("trace.sqlite", "ledger.json")
+    if results.get("kind") == "bulk-stream":  # no trace, no ledger file; rows per partition
+        files = ("p*/reports.bin",) + (
+            ("reconstructions.npz",) if results.get("reconstruction") else ()
+        )
     console.print(
-        f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json"
+        f"outputs: {out}/results.json, "
+        + ", ".join(f"{out}/{f}" for f in files)
         + (f", {report}" if report else "")
     )
     _print_trace_key(results)
