@@ -103,6 +103,26 @@ def _reconstruct_summary(results: dict, stream_seconds: float) -> dict | None:
         "during_stage": done.get("during_stage", 0),
         "seconds_after_stage": round(after, 3),
         **({"merge_seconds": done["merge_seconds"]} if "merge_seconds" in done else {}),
+        # bulk: each collector's split of its seconds (read back, pool, save)
+        **(
+            {
+                "collectors": [
+                    {
+                        k: e.get(k)
+                        for k in (
+                            "during_stage",
+                            "seconds",
+                            "read_seconds",
+                            "pool_seconds",
+                            "save_seconds",
+                        )
+                    }
+                    for e in done["partitions"]
+                ]
+            }
+            if "partitions" in done
+            else {}
+        ),
         "ratio": round((stream_seconds + after) / stream_seconds, 3) if stream_seconds else None,
     }
 
