@@ -456,6 +456,15 @@ class LoadedScenario:
         """``[fleet] connection = "bulk"``: the run goes through ``scenarios.bulk_run``."""
         return self.spec.fleet is not None and self.spec.fleet.connection == "bulk"
 
+    def refuse_bulk(self, what: str) -> None:
+        """``ScenarioError`` when ``what`` (a per-device run path) is given a bulk scenario:
+        bulk gateways run from ``ldpfleet run`` and the bench only (scenarios/bulk_run.py)."""
+        if self.bulk:
+            raise ScenarioError(
+                f'fleet.connection: "bulk" runs with `ldpfleet run` (scenarios/bulk_run.py); '
+                f"{what} takes per-device fleets only (device, gateway or auto)"
+            )
+
     def fleet_connection(self) -> Literal["device", "gateway", "bulk"]:
         """The connection model ``[fleet] connection`` asks for ("auto": one connection
         per device up to ``DEVICE_CONNECTIONS_AUTO_MAX`` devices, gateways beyond)."""

@@ -131,3 +131,11 @@ def test_the_bulk_plan_follows_the_scenario():
     assert (plan.gateway_devices, plan.partitions, plan.seed) == (60, 2, 4)
     assert plan.period == (6, 10) and plan.step_seconds == 0.5 and plan.reconstruct == "cpr"
     assert plan.retransmit_after == 30 and (plan.lo, plan.hi) == (-1.5, 1.5)
+
+
+def test_per_device_run_paths_refuse_a_bulk_scenario_in_one_sentence():
+    from ldpfleet.scenarios.plans import fleet_config
+
+    with pytest.raises(ScenarioError) as refused:
+        fleet_config(parse_scenario(BULK), "r1")
+    assert str(refused.value).startswith('fleet.connection: "bulk" runs with `ldpfleet run`')
