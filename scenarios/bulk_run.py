@@ -322,7 +322,6 @@ async def run_bulk_scenario(
     progress=None,
     credentials: Credentials | None = None,
     shard_brokers: list[str] | None = None,
-    **_ignored,
 ) -> dict:
     """``ldpfleet run`` of a bulk scenario: ``run_bulk`` of its plan with ``[fleet]
     shards`` gateway processes ("auto": one per core) on a real broker, all in this
