@@ -106,6 +106,11 @@ class BulkStore:
         finally:
             del file
 
+    def stored_devices(self) -> np.ndarray:
+        """The devices with at least one stored row, in index order (needs ``index``)."""
+        assert self._row_of is not None, "index() first"
+        return np.flatnonzero((self._row_of >= 0).any(axis=1))
+
     def streams(self, name: Callable[[int], str]) -> dict[str, np.ndarray]:
         """Every device's stored values in step order, keyed ``name(device)``, devices in
         index order (a device's rows are appended in seq order: each seq is stored once,
@@ -161,12 +166,24 @@ class _Reconstruction:
             streams = self.store.streams_of(devices)
             self.early.add({name(int(d)): v for d, v in zip(devices, streams, strict=True)})
 
+    def _rest(self) -> dict[str, np.ndarray]:
+        """Every device with stored rows, in index order: the streams not handed over yet
+        read back from the store, an empty placeholder for those the pool has (the
+        reconstructor skips them), so the whole fleet's streams are not held again."""
+        devices = self.store.stored_devices()
+        name, handed = self.plan.device_id, self.early.submitted
+        names = [name(int(d)) for d in devices]
+        rest = [i for i, n in enumerate(names) if n not in handed]
+        values = dict(zip(rest, self.store.streams_of(devices[rest]), strict=True))
+        empty = np.empty(0)
+        return {n: values.get(i, empty) for i, n in enumerate(names)}
+
     def finish(self, out: Path) -> dict:
         """After the stage (blocks: run it off the event loop): reconstruct what is left,
         save ``reconstructions.npz``; the results block."""
         started = time.perf_counter()
         during = self.early.during_stage
-        streams = self.store.streams(self.plan.device_id)
+        streams = self._rest()
         read = time.perf_counter()
         done = self.early.finish(streams)
         reconstructed = time.perf_counter()
