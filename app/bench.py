@@ -44,9 +44,11 @@ def fleet_scenario_text(
     retransmit_after: float = 5.0,
     partitions: int = 1,
     reconstruct: str = "none",
+    step_seconds: float = 0.0,
 ) -> str:
     """A synthetic fleet scenario of the given size (TOML text)."""
     batch = f"batch_steps = {batch_steps}\n" if batch_steps else ""
+    batch += f"step_seconds = {step_seconds}\n" if step_seconds else ""
     batch += f'reconstruct = "{reconstruct}"\n' if reconstruct != "none" else ""
     shards_text = f'"{shards}"' if isinstance(shards, str) else str(shards)
     gateway = f'connection = "{connection}"\n' if connection != "device" else ""
@@ -100,6 +102,27 @@ def _reconstruct_summary(results: dict, stream_seconds: float) -> dict | None:
         "streams": done["streams"],
         "during_stage": done.get("during_stage", 0),
         "seconds_after_stage": round(after, 3),
+        **({"merge_seconds": done["merge_seconds"]} if "merge_seconds" in done else {}),
+        # bulk: each collector's split of its seconds (read back, pool, save)
+        **(
+            {
+                "collectors": [
+                    {
+                        k: e.get(k)
+                        for k in (
+                            "during_stage",
+                            "seconds",
+                            "read_seconds",
+                            "pool_seconds",
+                            "save_seconds",
+                        )
+                    }
+                    for e in done["partitions"]
+                ]
+            }
+            if "partitions" in done
+            else {}
+        ),
         "ratio": round((stream_seconds + after) / stream_seconds, 3) if stream_seconds else None,
     }
 
@@ -125,6 +148,7 @@ async def bench_fleet(
     partitions: int = 1,
     reconstruct: str = "none",
     gateway_devices: int | None = None,
+    step_seconds: float = 0.0,
 ) -> dict:
     """Run a synthetic fleet end to end; measure connect time, throughput, latency, peak
     memory of each process, CPU per report, and loss (docs/scaling.md).
@@ -132,20 +156,16 @@ async def bench_fleet(
     side is a coordinator and that many worker processes (``ldpfleet run``'s split runner;
     not on the memory broker). ``reconstruct`` (e.g. "cpr"): the collector reconstructs
     every stream, during the stage as devices complete; the JSON says how long it added
-    after the stage (``reconstruct``). ``connection="bulk"``, or ``"gateway"`` above
-    ``BULK_FROM`` devices: bulk gateways (``bench_bulk_fleet``)."""
+    after the stage (``reconstruct``). ``step_seconds`` > 0: paced devices (one reading
+    per step_seconds, ``[stream] step_seconds``). ``connection="bulk"``, or ``"gateway"``
+    above ``BULK_FROM`` devices: bulk gateways (``bench_bulk_fleet``)."""
     if connection == "bulk" or (connection == "gateway" and devices > BULK_FROM):
-        if reconstruct != "none":
-            raise ParameterError(
-                f"bulk gateways do not reconstruct streams yet; got {reconstruct!r}, the "
-                "only value there is 'none'",
-                field="reconstruct",
-            )
         return await bench_bulk_fleet(
             devices, steps, broker=broker, eps=eps, w=w, batch_steps=batch_steps or w,
             shards=shards, connection=connection, out_dir=out_dir,
             retransmit_after=retransmit_after, partitions=partitions,
             gateway_devices=gateway_devices or BULK_GATEWAY_DEVICES,
+            reconstruct=reconstruct, step_seconds=step_seconds,
         )  # fmt: skip
     if retransmit_after is None:
         retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
@@ -165,6 +185,7 @@ async def bench_fleet(
             retransmit_after=retransmit_after,
             partitions=partitions,
             reconstruct=reconstruct,
+            step_seconds=step_seconds,
         )
     )
     scenario.check_shard_brokers(broker, shard_brokers)
@@ -214,6 +235,7 @@ async def bench_fleet(
         "max_in_flight": max_in_flight,
         "credit_window": credit_window,
         "retransmit_after": retransmit_after,
+        "step_seconds": step_seconds,
         "shards": (results["stages"].get("fleet_build") or {}).get("shards")
         or len(results.get("side_processes", {}).get("fleet_shards") or ()),
         "event_loop": results["event_loop"],
@@ -276,11 +298,14 @@ async def bench_bulk_fleet(
     partitions: int = 1,
     gateway_devices: int = BULK_GATEWAY_DEVICES,
     seed: int = 1,
+    reconstruct: str = "none",
+    step_seconds: float = 0.0,
 ) -> dict:
     """The synthetic fleet through bulk gateways (protocol/bulk.py, scenarios/bulk_run.py):
     one process per collector partition and ``shards`` gateway processes on an MQTT
     broker (embedded: started by ``run_bulk`` with per-run credentials, the ACL on), all
-    in this process on ``memory``.
+    in this process on ``memory``. ``reconstruct``: each collector reconstructs its
+    devices' streams as they complete (collector/bulk.py); ``step_seconds``: paced gateways.
     Reports CPU per report of our processes (and of the broker when its pid is visible),
     peak RSS per process and in total, and the results' counters."""
     import os
@@ -292,6 +317,7 @@ async def bench_bulk_fleet(
         run="bench-bulk", devices=devices, steps=steps, batch_steps=batch_steps, eps=eps,
         w=w, seed=seed, gateway_devices=gateway_devices, partitions=partitions,
         retransmit_after=retransmit_after or BULK_RETRANSMIT_AFTER,
+        reconstruct=reconstruct, step_seconds=step_seconds,
     )  # fmt: skip
     k = (os.cpu_count() or 1) if shards == "auto" else int(shards)
     broker_pid = None
@@ -330,6 +356,7 @@ async def bench_bulk_fleet(
         "gateways": plan.gateways,
         "gateway_devices": gateway_devices,
         "retransmit_after": plan.retransmit_after,
+        "step_seconds": step_seconds,
         "admit_window": plan.admit_window,
         "shards": None if broker == "memory" else k,  # memory: all in this process
         "partitions": partitions,
@@ -339,12 +366,14 @@ async def bench_bulk_fleet(
         "seconds": round(seconds, 3),
         "messages_per_s": round(received / seconds, 1) if seconds > 0 else None,
         "values_per_s": round(received * batch_steps / seconds, 1) if seconds > 0 else None,
-        "connect_seconds": round(results["seconds"] - seconds, 3),
+        # the broker and the collectors up and subscribed (before the gateways start)
+        "connect_seconds": results["setup_seconds"],
         "lost": results["reports_lost"],
         "rejected": results["reports_rejected"],
         "duplicates": results["reports_duplicate"],
         "retransmissions": results["fleet"]["retransmitted_entries"],
         "fleet_mean_mae": results["fleet_mean_mae"],
+        "reconstruct": _reconstruct_summary(results, seconds),
         "total_seconds": round(total, 3),
         # this process and every child it waited for (collectors, gateway shards)
         "cpu_seconds": round(cpu, 2),

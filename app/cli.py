@@ -343,8 +343,14 @@ def run(
             )
     console.print(_summary_table(results))
     report = _write_report(out)
+    files = ("trace.sqlite", "ledger.json")
+    if results.get("kind") == "bulk-stream":  # no trace, no ledger file; rows per partition
+        files = ("p*/reports.bin",) + (
+            ("reconstructions.npz",) if results.get("reconstruction") else ()
+        )
     console.print(
-        f"outputs: {out}/results.json, {out}/trace.sqlite, {out}/ledger.json"
+        f"outputs: {out}/results.json, "
+        + ", ".join(f"{out}/{f}" for f in files)
         + (f", {report}" if report else "")
     )
     _print_trace_key(results)
@@ -1292,6 +1298,10 @@ def bench_fleet_command(
         str,
         typer.Option(help='Reconstruct every stream ("cpr", a baseline, or "none").'),
     ] = "none",
+    step_seconds: Annotated[
+        float,
+        typer.Option(help="Paced devices: seconds between readings ([stream] step_seconds)."),
+    ] = 0.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
@@ -1322,6 +1332,7 @@ def bench_fleet_command(
                 partitions=partitions,
                 reconstruct=reconstruct,
                 gateway_devices=gateway_devices,
+                step_seconds=step_seconds,
             )
         )
     print(json.dumps(result, indent=None if as_json else 2))

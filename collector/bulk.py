@@ -11,6 +11,15 @@ every report of its devices is resolved, or when the stage closes.
 f8[B])``, one ``write`` per report message (SQLite's executemany was the alternative:
 the file costs ~0.1 us a row and needs no index, since dedup lives in the machine's
 ``next_seq`` array).
+
+Reconstruction (``plan.reconstruct``, docs/scaling.md "Bulk gateways"): a device is
+complete once its ``next_seq`` reaches the stream's last batch; its stored stream is then
+final. The pump reads complete devices' rows back from the store (an index of row
+numbers per device and batch, kept only when reconstructing) and hands them to
+``collector.analytics.IncrementalReconstructor`` in chunks while the stage runs; after the
+stage the rest is reconstructed off the event loop and everything is saved as
+``reconstructions.npz`` (``save_reconstructions``), with the ``reconstruction`` block of the
+per-device path (method, streams, during_stage, seconds) in ``summary.json``.
 """
 
 from __future__ import annotations
@@ -20,11 +29,14 @@ import json
 import logging
 import os
 import resource
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.transport import Delivery, Transport
+from ldpfleet.collector.analytics import IncrementalReconstructor, save_reconstructions
+from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.protocol.bulk import (
     BulkCollector,
     BulkHello,
@@ -38,6 +50,7 @@ from ldpfleet.protocol.bulk import (
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.stream import StreamConfig
 
 __all__ = ["BulkStore", "run_bulk_collector"]
 
@@ -56,6 +69,12 @@ class BulkStore:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         (self.dir / "reports.json").write_text(json.dumps({"dtype": dtype.descr}))
         self.rows = 0
+        self._row_of: np.ndarray | None = None  # (devices, batches) row numbers, -1 none
+
+    def index(self, devices: int, batches: int) -> None:
+        """Keep each stored row's number by (device, seq) from now on (4 bytes per device
+        and batch), for ``streams_of``."""
+        self._row_of = np.full((devices, batches), -1, dtype=np.int32)
 
     def append(self, rows: np.ndarray) -> int:
         """Write ``rows`` (one system call); returns how many were written."""
@@ -64,6 +83,9 @@ class BulkStore:
             written = os.write(self._fd, data)
             while written < len(data):  # a short write (large buffers)
                 written += os.write(self._fd, data[written:])
+            if self._row_of is not None:
+                numbers = np.arange(self.rows, self.rows + len(rows), dtype=np.int32)
+                self._row_of[rows["device"], rows["seq"]] = numbers
         self.rows += len(rows)
         return len(rows)
 
@@ -71,9 +93,114 @@ class BulkStore:
         """Every stored row."""
         return np.fromfile(self.path, dtype=self.dtype)
 
+    def streams_of(self, devices: np.ndarray) -> list[np.ndarray]:
+        """Each of ``devices``' stored values in step order (needs ``index``): read back
+        from the file, as the per-device collector reads its store."""
+        assert self._row_of is not None, "index() first"
+        numbers = self._row_of[devices]
+        if self.rows == 0:
+            return [np.empty(0) for _ in devices]
+        file = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(self.rows,))
+        try:
+            return [file["values"][n[n >= 0]].ravel() for n in numbers]
+        finally:
+            del file
+
+    def stored_devices(self) -> np.ndarray:
+        """The devices with at least one stored row, in index order (needs ``index``)."""
+        assert self._row_of is not None, "index() first"
+        return np.flatnonzero((self._row_of >= 0).any(axis=1))
+
+    def streams(self, name: Callable[[int], str]) -> dict[str, np.ndarray]:
+        """Every device's stored values in step order, keyed ``name(device)``, devices in
+        index order (a device's rows are appended in seq order: each seq is stored once,
+        after the one before it)."""
+        rows = self.read()
+        rows = rows[np.argsort(rows["device"], kind="stable")]
+        devices, starts = np.unique(rows["device"], return_index=True)
+        values = np.split(rows["values"], starts[1:]) if len(rows) else []
+        return {name(int(d)): v.ravel() for d, v in zip(devices, values, strict=True)}
+
     def close(self) -> None:
         """Close the file."""
         os.close(self._fd)
+
+
+class _Reconstruction:
+    """Hands complete devices' stored streams to an ``IncrementalReconstructor`` while the
+    stage runs, ``chunk`` at a time, and reconstructs the rest after it (module
+    docstring)."""
+
+    def __init__(self, plan: BulkPlan, machine: BulkCollector, store: BulkStore) -> None:
+        self.plan = plan
+        self.machine = machine
+        self.store = store
+        config = StreamConfig(
+            run=plan.run, mechanism=plan.mechanism, eps=plan.eps, w=plan.w, steps=plan.steps,
+            batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
+        )  # fmt: skip
+        self.config = config
+        cpr = CprConfig(min_period=plan.cpr_min_period, max_period=plan.cpr_max_period)
+        self.early = IncrementalReconstructor(config, plan.reconstruct, cpr=cpr)
+        store.index(plan.devices, plan.batches)
+        self._complete: list[np.ndarray] = []  # complete devices not handed over yet
+        self._waiting = 0
+
+    def committed(self, resolved: np.ndarray) -> None:
+        """``resolved`` devices' next seq just advanced: those now at the end are
+        complete; hand full chunks of them over."""
+        done = resolved[self.machine.next_seq[resolved] >= self.plan.batches]
+        if len(done):
+            self._complete.append(done)
+            self._waiting += len(done)
+        chunk = self.early.chunk
+        if self._waiting < chunk:
+            return
+        ready = np.concatenate(self._complete)
+        cut = len(ready) - len(ready) % chunk
+        self._complete = [ready[cut:]] if cut < len(ready) else []
+        self._waiting = len(ready) - cut
+        name = self.plan.device_id
+        for i in range(0, cut, chunk):
+            devices = ready[i : i + chunk]
+            streams = self.store.streams_of(devices)
+            self.early.add({name(int(d)): v for d, v in zip(devices, streams, strict=True)})
+
+    def _rest(self) -> dict[str, np.ndarray]:
+        """Every device with stored rows, in index order: the streams not handed over yet
+        read back from the store, an empty placeholder for those the pool has (the
+        reconstructor skips them), so the whole fleet's streams are not held again."""
+        devices = self.store.stored_devices()
+        name, handed = self.plan.device_id, self.early.submitted
+        names = [name(int(d)) for d in devices]
+        rest = [i for i, n in enumerate(names) if n not in handed]
+        values = dict(zip(rest, self.store.streams_of(devices[rest]), strict=True))
+        empty = np.empty(0)
+        return {n: values.get(i, empty) for i, n in enumerate(names)}
+
+    def finish(self, out: Path) -> dict:
+        """After the stage (blocks: run it off the event loop): reconstruct what is left,
+        save ``reconstructions.npz``; the results block."""
+        started = time.perf_counter()
+        during = self.early.during_stage
+        streams = self._rest()
+        read = time.perf_counter()
+        done = self.early.finish(streams)
+        reconstructed = time.perf_counter()
+        save_reconstructions(out / "reconstructions.npz", self.config, done)
+        saved = time.perf_counter()
+        return {
+            "method": self.plan.reconstruct,
+            "streams": len(done),
+            "during_stage": during,
+            "seconds": saved - started,
+            "path": "reconstructions.npz",
+            # where ``seconds`` went: reading the store back, waiting for the pool (and
+            # reconstructing the rest), writing the file
+            "read_seconds": round(read - started, 3),
+            "pool_seconds": round(reconstructed - read, 3),
+            "save_seconds": round(saved - reconstructed, 3),
+        }
 
 
 async def run_bulk_collector(
@@ -84,46 +211,67 @@ async def run_bulk_collector(
     *,
     on_ready: Callable[[], None] | None = None,
 ) -> dict:
-    """Serve ``partition`` until complete or the stage closes; writes ``summary.json``
-    and ``estimates.npz`` to ``out_dir`` and returns the summary."""
+    """Serve ``partition`` until complete or the stage closes; writes ``summary.json``,
+    ``estimates.npz`` and, with ``plan.reconstruct``, ``reconstructions.npz`` to
+    ``out_dir`` and returns the summary."""
     machine = BulkCollector(plan, partition)
     store = BulkStore(out_dir, machine.stored_dtype)
+    recon = _Reconstruction(plan, machine, store) if plan.reconstruct != "none" else None
     loop = asyncio.get_running_loop()
     level = plan.partition_level_of(partition)
     client = f"{plan.run}-collector" + ("" if level is None else f"-p{partition}")
     refusals: dict[str, int] = {}
-    async with transport.connect(client) as conn:
-        await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
-        if on_ready is not None:
-            on_ready()
-        pending: set[asyncio.Task] = set()
-
-        def send(items) -> None:
-            for item in items:
-                task = asyncio.ensure_future(conn.publish(item.topic, encode_bulk(item.message)))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
-
-        if not machine.complete:
-            async for delivery in conn.messages():
-                if _handle(machine, store, delivery, send, loop.time(), refusals):
-                    break
-                if machine.complete:
-                    break
-        if pending:
-            await asyncio.gather(*list(pending))
-    store.close()
-    summary = machine.summary()
-    summary["message_refusals"] = refusals
-    summary["stored_rows"] = store.rows
-    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out = Path(out_dir)
+    try:
+        async with transport.connect(client) as conn:
+            await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
+            if on_ready is not None:
+                on_ready()
+            pending: set[asyncio.Task] = set()
+
+            def send(items) -> None:
+                for item in items:
+                    task = asyncio.ensure_future(
+                        conn.publish(item.topic, encode_bulk(item.message))
+                    )
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+
+            if not machine.complete:
+                async for delivery in conn.messages():
+                    if _handle(machine, store, delivery, send, loop.time(), refusals, recon):
+                        break
+                    if machine.complete:
+                        break
+            if pending:
+                await asyncio.gather(*list(pending))
+        stage_end = time.perf_counter()
+        summary = machine.summary()
+        owned = machine.part == partition
+        summary["devices_complete"] = int((machine.next_seq[owned] >= plan.batches).sum())
+        short = np.flatnonzero(owned & (machine.next_seq < plan.batches))
+        summary["missing_batches"] = {  # what was never resolved (lost), per device
+            plan.device_id(int(d)): list(range(int(machine.next_seq[d]), plan.batches))
+            for d in short
+        }
+        summary["message_refusals"] = refusals
+        summary["stored_rows"] = store.rows
+        if recon is not None:
+            summary["reconstruction"] = await asyncio.to_thread(recon.finish, out)
+            summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
+    finally:
+        if recon is not None:
+            recon.early.close()  # a failed run leaves no pool behind
+        store.close()
+    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     np.savez(out / "estimates.npz", sum=machine.estimate_sum, count=machine.estimate_count)
     return summary
 
 
-def _handle(machine, store, delivery: Delivery, send, now: float, refusals: dict) -> bool:
+def _handle(
+    machine, store, delivery: Delivery, send, now: float, refusals: dict, recon=None
+) -> bool:
     """One delivery; True when the stage closed."""
     try:
         message = decode_bulk(delivery.payload)
@@ -135,6 +283,8 @@ def _handle(machine, store, delivery: Delivery, send, now: float, refusals: dict
         elif isinstance(message, BulkReport) and delivery.topic.endswith("/up/bulk"):
             pending = machine.ingest(gateway, message)
             send(machine.commit(pending, store.append(pending.rows)))
+            if recon is not None:
+                recon.committed(pending.resolve)
         else:
             raise RemoteProtocolError(
                 f"{message.type_name()!r} on {delivery.topic!r}", field="type", code="schema"

@@ -105,6 +105,8 @@ MAX_ENTRIES = 65_536  # rows per bulk message (at B = 5: 56 bytes a row, 3.5 MiB
 MAX_BULK_W = 1024  # the ledger keeps w floats per device
 MAX_BULK_PAYLOAD = 8 * 1024 * 1024
 REJECT_REASONS = ("acl", "out_of_range", "budget", "mismatch")
+# reconstructions of SW reports (collector.reconstruct's methods that take sw / sw01)
+BULK_RECONSTRUCT = ("none", "cpr", "sw", "sw_moving", "sw_filter")
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -277,6 +279,15 @@ class BulkPlan:
     noise: float = 0.1
     id_prefix: str = "d"
     mechanism: str = "sw"
+    # pacing (``[stream] step_seconds``): reading t of a device exists ``t * step_seconds``
+    # after its gateway starts, so batch b is built no earlier than ``((b + 1) * B - 1) *
+    # step_seconds`` (a per-device agent's paced feed, devices/agent.py); 0: unpaced
+    step_seconds: float = 0.0
+    # the collectors' reconstruction of each device's stored stream (``[stream]
+    # reconstruct``; collector/bulk.py) and CPR's period range (``[cpr]``)
+    reconstruct: str = "none"
+    cpr_min_period: int = 2
+    cpr_max_period: int | None = None
 
     def __post_init__(self) -> None:
         check_ident(self.run, "run")
@@ -305,6 +316,16 @@ class BulkPlan:
             raise ParameterError(
                 f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
             )
+        if not (math.isfinite(self.step_seconds) and 0 <= self.step_seconds <= 3600):
+            raise ParameterError(
+                f"must be in [0, 3600] seconds, got {self.step_seconds!r}", field="step_seconds"
+            )
+        if self.reconstruct not in BULK_RECONSTRUCT:
+            raise ParameterError(
+                f"bulk collectors reconstruct with one of {', '.join(BULK_RECONSTRUCT)}, got "
+                f"{self.reconstruct!r}",
+                field="reconstruct",
+            )
 
     @property
     def eps0(self) -> float:
@@ -318,6 +339,10 @@ class BulkPlan:
         (at least 1). This bounds the collector's queue on the broker and the time a
         report waits for its acknowledgement (keep ``retransmit_after`` above it)."""
         return max(1, min(self.window, self.max_in_flight // (self.gateways * self.max_entries)))
+
+    def ready_at(self, batch: int) -> float:
+        """Seconds after the gateway's start when ``batch`` may be built (0 unpaced)."""
+        return ((batch + 1) * self.batch_steps - 1) * self.step_seconds
 
     @property
     def batches(self) -> int:
@@ -530,6 +555,7 @@ class BulkGateway:
         self._pending: dict[int, _Sent] = {}
         self._inflight = dict.fromkeys(self.rows, 0)
         self._next_seq = 0
+        self._origin: float | None = None  # start(now): pacing's time origin
         self.closed = False
         self.tamper = tamper
         self.counters = GatewayCounters()
@@ -539,6 +565,8 @@ class BulkGateway:
 
     def start(self, now: float) -> list[Outbound]:
         """The hello of every partition this gateway's devices belong to."""
+        if self._origin is None:
+            self._origin = now
         return [self._hello(p, now) for p in self.rows]
 
     def receive(self, message: Message, now: float) -> list[Outbound]:
@@ -564,10 +592,14 @@ class BulkGateway:
         raise RemoteProtocolError(f"a gateway does not take {message.type_name()!r}", field="type")
 
     def handle_timer(self, now: float) -> list[Outbound]:
-        """Resend hellos not answered and reports not resolved after ``retransmit_after``."""
+        """Resend hellos not answered and reports not resolved after ``retransmit_after``;
+        build the batches whose time has come (paced)."""
         out: list[Outbound] = []
         if self.closed:
             return out
+        if self.plan.step_seconds > 0:
+            for p in self._admitted:
+                out += self._fill(p, now)
         after = self.plan.retransmit_after
         for p, at in self._hello_at.items():
             if p not in self._admitted and now >= at + after:
@@ -586,6 +618,12 @@ class BulkGateway:
         after = self.plan.retransmit_after
         times = [s.sent_at + after for s in self._pending.values()]
         times += [at + after for p, at in self._hello_at.items() if p not in self._admitted]
+        if self.plan.step_seconds > 0 and self._origin is not None:
+            times += [
+                self._origin + self.plan.ready_at(self._cursor[p][0])
+                for p, window in self._admitted.items()
+                if self._inflight[p] < window and self._cursor[p][0] < self.plan.batches
+            ]
         return min(times) if times else None
 
     @property
@@ -626,7 +664,7 @@ class BulkGateway:
         if window is None or self.closed:
             return out
         while self._inflight[partition] < window:
-            entries = self._build(partition)
+            entries = self._build(partition, now)
             if entries is None:
                 break
             if self.tamper is not None:
@@ -640,11 +678,14 @@ class BulkGateway:
             out.append(self._report(partition, seq, entries))
         return out
 
-    def _build(self, partition: int) -> np.ndarray | None:
-        """The next message's rows for ``partition`` (None when its stream is built)."""
+    def _build(self, partition: int, now: float) -> np.ndarray | None:
+        """The next message's rows for ``partition`` (None when its stream is built, or
+        its next batch's readings do not exist yet: paced)."""
         plan = self.plan
         batch, offset = self._cursor[partition]
         if batch >= plan.batches:
+            return None
+        if plan.step_seconds > 0 and now < (self._origin or 0.0) + plan.ready_at(batch):
             return None
         rows = self.rows[partition][offset : offset + plan.max_entries]
         offset += len(rows)

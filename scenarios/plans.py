@@ -72,6 +72,7 @@ def fleet_config(
 ) -> FleetConfig:
     """The fleet of run ``run`` (``seed`` overrides the scenario's; ``state_file``: where a
     fleet process's devices persist their state, ``fleet_state_file``)."""
+    scenario.refuse_bulk("a per-device fleet (devices/fleet.py)")
     spec = scenario.spec
     collector = spec.collector
     return FleetConfig(

@@ -489,6 +489,13 @@ async def run_scenario(
     broker cluster) spreads them, shard i on ``shard_brokers[i % n]``, while the collector
     and the recorder use ``broker``."""
     broker_spec = broker or scenario.spec.broker.url
+    if scenario.bulk:  # [fleet] connection = "bulk": bulk gateways (scenarios/bulk_run.py)
+        from ldpfleet.scenarios.bulk_run import run_bulk_scenario
+
+        return await run_bulk_scenario(
+            scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run_id,
+            progress=progress, credentials=credentials, shard_brokers=shard_brokers,
+        )  # fmt: skip
     if scenario.spec.cadr is not None:
         from ldpfleet.scenarios.cadr_run import run_cadr_scenario
 

@@ -72,8 +72,11 @@ class FleetSection(_Section):
     shards: Annotated[int, Meta(ge=1, le=256)] | Literal["auto"] = "auto"
     # one MQTT connection per device, or gateways carrying gateway_devices devices each
     # over one connection (devices/gateway.py; ACL per device enforced at the gateway);
-    # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways
-    connection: Literal["auto", "device", "gateway"] = "auto"
+    # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways;
+    # "bulk": bulk gateways of gateway_devices devices each, many devices' batches in one
+    # message (protocol/bulk.py, scenarios/bulk_run.py; docs/scaling.md "Bulk gateways";
+    # what they cannot do is refused on load, ``_check_bulk``)
+    connection: Literal["auto", "device", "gateway", "bulk"] = "auto"
     gateway_devices: Annotated[int, Meta(ge=1, le=1_000_000)] = 1000
     # where a fleet process's devices save their state before they publish, so that a
     # killed shard started again with the same command resumes them (devices/state_file.py):
@@ -145,8 +148,9 @@ class CollectorSection(_Section):
     finish_grace: Annotated[float, Meta(gt=0)] = 5.0
     # what the trace recorder keeps: every message, or the control plane only (stage,
     # rejections, releases: for very large fleets, where recording every report and ack
-    # costs as much CPU as collecting them; docs/scaling.md)
-    trace: Literal["all", "control"] = "all"
+    # costs as much CPU as collecting them; docs/scaling.md); "none": no recorder, only
+    # with fleet.connection = "bulk" (which has none) and required there
+    trace: Literal["all", "control", "none"] = "all"
     # collector partitions (DESIGN.md "Scale", docs/scaling.md): a worker process per
     # partition, devices assigned by SHA-256 of their id; 1 = one collector process
     partitions: Annotated[int, Meta(ge=1, le=MAX_PARTITIONS)] = 1
@@ -447,7 +451,21 @@ class LoadedScenario:
                 "or leave --shard-broker out"
             )
 
-    def fleet_connection(self) -> Literal["device", "gateway"]:
+    @property
+    def bulk(self) -> bool:
+        """``[fleet] connection = "bulk"``: the run goes through ``scenarios.bulk_run``."""
+        return self.spec.fleet is not None and self.spec.fleet.connection == "bulk"
+
+    def refuse_bulk(self, what: str) -> None:
+        """``ScenarioError`` when ``what`` (a per-device run path) is given a bulk scenario:
+        bulk gateways run from ``ldpfleet run`` and the bench only (scenarios/bulk_run.py)."""
+        if self.bulk:
+            raise ScenarioError(
+                f'fleet.connection: "bulk" runs with `ldpfleet run` (scenarios/bulk_run.py); '
+                f"{what} takes per-device fleets only (device, gateway or auto)"
+            )
+
+    def fleet_connection(self) -> Literal["device", "gateway", "bulk"]:
         """The connection model ``[fleet] connection`` asks for ("auto": one connection
         per device up to ``DEVICE_CONNECTIONS_AUTO_MAX`` devices, gateways beyond)."""
         connection = self.spec.fleet.connection
@@ -657,6 +675,13 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             loaded.fixed_point().check_capacity(spec.fleet.devices)
         except ParameterError as error:
             raise ScenarioError(f"{where}secure_sum.{error.field}: {error.reason}") from None
+    if spec.fleet.connection == "bulk":
+        _check_bulk(loaded, where)
+    elif spec.collector.trace == "none":
+        raise ScenarioError(
+            f'{where}collector.trace: "none" (no trace recorder) is only for fleet.connection '
+            f'= "bulk"; every other run records its trace ("all" or "control"), got "none"'
+        )
     if not compatible(spec.stream.reconstruct, spec.stream.mechanism):
         raise ScenarioError(
             f"{where}stream.reconstruct: {spec.stream.reconstruct!r} cannot reconstruct "
@@ -670,6 +695,74 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
     return loaded
+
+
+# what a bulk run takes (protocol/bulk.py): the limits named in ``_check_bulk``'s refusals
+BULK_MECHANISMS = ("sw", "sw01")
+BULK_MAX_W = 1024  # protocol.bulk.MAX_BULK_W: the ledger keeps w floats per device
+
+
+def _check_bulk(loaded: LoadedScenario, where: str) -> None:
+    """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
+    everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
+    spec = loaded.spec
+    stream, source = spec.stream, spec.source
+    why = 'with fleet.connection = "bulk"'
+    if stream.mechanism not in BULK_MECHANISMS:
+        raise ScenarioError(
+            f"{where}stream.mechanism: bulk gateways privatise with "
+            f"{' or '.join(BULK_MECHANISMS)} (vectorised), got {stream.mechanism!r}"
+        )
+    if stream.w > BULK_MAX_W:
+        raise ScenarioError(
+            f"{where}stream.w: at most {BULK_MAX_W} {why} (the gateway's ledger keeps w "
+            f"floats per device), got {stream.w}"
+        )
+    batch = loaded.stream_config("check").batch_steps
+    if stream.steps % batch:
+        raise ScenarioError(
+            f"{where}stream.batch_steps: {why} stream.steps ({stream.steps}) must be a "
+            f"multiple of batch_steps, got {batch}"
+        )
+    if spec.collector.trace != "none":
+        raise ScenarioError(
+            f'{where}collector.trace: bulk gateways have no trace recorder; set trace = "none" '
+            f"{why}, got {spec.collector.trace!r}"
+        )
+    for section in ("secure_sum", "gcdp"):
+        if getattr(spec, section) is not None:
+            raise ScenarioError(
+                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] {why}"
+            )
+    if spec.faults is not None:
+        defaults = FaultsSection()
+        for name in FaultsSection.__struct_fields__:
+            value = getattr(spec.faults, name)
+            if value != getattr(defaults, name):
+                raise ScenarioError(
+                    f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
+                    f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
+                    f"{why}, got {value!r}"
+                )
+    if spec.fleet.state_dir != "auto":
+        raise ScenarioError(
+            f'{where}fleet.state_dir: bulk gateways keep no device state files; leave it "auto" '
+            f"{why}, got {spec.fleet.state_dir!r}"
+        )
+    if not isinstance(source, SyntheticSource):
+        kind = "csv" if isinstance(source, CsvSource) else "periodic"
+        raise ScenarioError(
+            f'{where}source.kind: bulk gateways generate their readings (kind = "synthetic", '
+            f'shape = "sine"), got {kind!r}'
+        )
+    synthetic = (("shape", "sine"), ("offset", 0.0), ("jitter", 0.0), ("phase", "random"))
+    for name, allowed in synthetic:
+        value = getattr(source, name)
+        if value != allowed:
+            raise ScenarioError(
+                f"{where}source.{name}: bulk gateways' readings are sines with a random phase "
+                f"per device: only {allowed!r} {why}, got {value!r}"
+            )
 
 
 def _check_source_bounds(spec: Scenario, where: str) -> None:

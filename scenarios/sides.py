@@ -208,6 +208,7 @@ async def collector_side(
     the announcement; write OUT/results.json, collector.sqlite, trace.sqlite. Returns the
     results (``aborted`` says why, e.g. no fleet joined within ``fleet_timeout``).
     ``progress(persisted, expected)`` hears the stream stage's report count."""
+    scenario.refuse_bulk("the separate collector side")
     if scenario.spec.cadr is not None:
         from ldpfleet.scenarios.cadr_sides import cadr_collector_side
 

@@ -77,6 +77,8 @@ def runs_split(scenario: LoadedScenario, broker: str | Transport | None) -> bool
     spec = broker or scenario.spec.broker.url
     if not isinstance(spec, str) or spec == "memory":
         return False
+    if scenario.bulk:  # bulk gateways start their own processes (scenarios/bulk_run.py)
+        return False
     faults = scenario.spec.faults
     hostile = faults is not None and faults.hostile_messages
     return not hostile or scenario.spec.collector.partitions > 1

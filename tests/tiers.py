@@ -30,6 +30,7 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_bulk_gateways.py::test_collector_and_gateway_processes_on_mosquitto": 8.1,
     "tests/e2e/test_bulk_gateways.py::test_a_bulk_run_with_credentials_on_the_embedded_broker_loses_nothing": 6.9,
     "tests/e2e/test_bulk_gateways.py::test_the_embedded_broker_refuses_a_gateway_publishing_as_another": 1.1,
+    "tests/e2e/test_bulk_scenario.py::test_a_bulk_scenario_runs_from_ldpfleet_run_on_the_embedded_broker": 6.7,
     "tests/e2e/test_partition_auth.py::test_mosquitto_config_writes_bulk_gateway_accounts": 2.0,
     "tests/e2e/test_cadr_fleet.py::test_dp_pipeline_searches_theta_privately_and_releases_the_post_processed_sequence": 0.5,
     "tests/e2e/test_cadr_fleet.py::test_embedded_broker_gives_the_memory_release": 1.7,

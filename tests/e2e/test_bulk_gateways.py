@@ -141,12 +141,14 @@ def test_bench_fleet_gateway_switches_to_bulk_only_above_bulk_from():
     bench.bench_bulk_fleet = fake
     try:
         asyncio.run(bench.bench_fleet(100_001, 10, connection="gateway", broker="memory"))
-        with pytest.raises(Exception) as refused:  # bulk cannot reconstruct yet
-            asyncio.run(bench.bench_fleet(10, 10, connection="bulk", reconstruct="cpr"))
+        # bulk collectors reconstruct (collector/bulk.py) and gateways pace
+        asyncio.run(
+            bench.bench_fleet(10, 10, connection="bulk", reconstruct="cpr", step_seconds=0.5)
+        )
     finally:
         bench.bench_bulk_fleet = original
-    assert len(calls) == 1 and calls[0][0] == (100_001, 10)
-    assert getattr(refused.value, "field", None) == "reconstruct"
+    assert len(calls) == 2 and calls[0][0] == (100_001, 10)
+    assert calls[1][1]["reconstruct"] == "cpr" and calls[1][1]["step_seconds"] == 0.5
 
 
 async def test_a_bulk_run_with_credentials_on_the_embedded_broker_loses_nothing(tmp_path):
