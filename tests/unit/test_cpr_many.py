@@ -83,3 +83,24 @@ def test_reconstruct_chunk_matches_one_by_one():
         assert want.period == got.period and want.confidence == got.confidence
         assert np.array_equal(want.values, got.values)
         assert np.array_equal(want.template, got.template)
+
+
+def test_serial_reconstruct_streams_goes_in_chunks_and_matches_one_by_one():
+    """workers = 1 (and the inline leftovers of IncrementalReconstructor) reconstruct in
+    chunks of INCREMENTAL_CHUNK through the chunk path: 70 streams cross a chunk boundary."""
+    from ldpfleet.collector.analytics import reconstruct_streams
+    from ldpfleet.protocol.stream import StreamConfig
+
+    config = StreamConfig(
+        run="r1", mechanism="sw", eps=5.0, w=5, steps=120, batch_steps=5, lo=0.0, hi=1.0
+    )
+    mechanism = stream_mechanism(config.mechanism, config.eps0)
+    streams = dict(enumerate(_streams(13, [120] * 70, mechanism)))
+    streams = {f"d{i:03d}": values for i, values in streams.items()}
+    got = reconstruct_streams(config, streams, "cpr", workers=1)
+    job = _Job("cpr", config.mechanism, config.eps0)
+    assert list(got) == list(streams)
+    for device, reports in streams.items():
+        want = _reconstruct_one(job, reports)
+        assert want.period == got[device].period
+        assert np.array_equal(want.values, got[device].values), device
