@@ -169,22 +169,22 @@ class IncrementalReconstructor:
         return len(self.submitted)
 
     def add(self, streams: dict[str, np.ndarray]) -> None:
-        """These devices' streams are final: reconstruct them when a chunk is full."""
+        """These devices' streams are final: reconstruct them a full chunk at a time."""
         for device, values in streams.items():
             if device not in self.submitted and len(values):
                 self._buffer[device] = values
                 self.submitted.add(device)
-        if len(self._buffer) >= self.chunk:
-            self._submit()
+        while len(self._buffer) >= self.chunk:  # many at once: several chunks, not one big
+            self._submit(self.chunk)
 
-    def _submit(self) -> None:
+    def _submit(self, count: int | None = None) -> None:
+        """Send the first ``count`` buffered streams (all by default) to the pool."""
         if not self._buffer:
             return
         if self._pool is None:
             self._pool = _process_pool(self.workers)
-        devices = list(self._buffer)
-        chunk = [self._buffer[d] for d in devices]
-        self._buffer = {}
+        devices = list(self._buffer)[:count]
+        chunk = [self._buffer.pop(d) for d in devices]
         self._futures.append((devices, self._pool.submit(_reconstruct_chunk, self.job, chunk)))
 
     def finish(self, streams: dict[str, np.ndarray]) -> dict[str, Reconstruction]:

@@ -143,28 +143,25 @@ class _Reconstruction:
         cpr = CprConfig(min_period=plan.cpr_min_period, max_period=plan.cpr_max_period)
         self.early = IncrementalReconstructor(config, plan.reconstruct, cpr=cpr)
         store.index(plan.devices, plan.batches)
-        self._complete: list[np.ndarray] = []  # complete devices not handed over yet
+        self._complete: list[np.ndarray] = []  # complete devices not read back yet
         self._waiting = 0
 
     def committed(self, resolved: np.ndarray) -> None:
         """``resolved`` devices' next seq just advanced: those now at the end are
-        complete; hand full chunks of them over."""
+        complete; once a chunk's worth is waiting, read them back and hand them over (the
+        reconstructor sends them to the pool a chunk at a time), as the per-device
+        collector does (``CollectorService._reconstruct_completed``)."""
         done = resolved[self.machine.next_seq[resolved] >= self.plan.batches]
         if len(done):
             self._complete.append(done)
             self._waiting += len(done)
-        chunk = self.early.chunk
-        if self._waiting < chunk:
+        if self._waiting < self.early.chunk:
             return
-        ready = np.concatenate(self._complete)
-        cut = len(ready) - len(ready) % chunk
-        self._complete = [ready[cut:]] if cut < len(ready) else []
-        self._waiting = len(ready) - cut
+        devices = np.concatenate(self._complete)
+        self._complete, self._waiting = [], 0
+        streams = self.store.streams_of(devices)
         name = self.plan.device_id
-        for i in range(0, cut, chunk):
-            devices = ready[i : i + chunk]
-            streams = self.store.streams_of(devices)
-            self.early.add({name(int(d)): v for d, v in zip(devices, streams, strict=True)})
+        self.early.add({name(int(d)): v for d, v in zip(devices, streams, strict=True)})
 
     def _rest(self) -> dict[str, np.ndarray]:
         """Every device with stored rows, in index order: the streams not handed over yet
