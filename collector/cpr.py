@@ -96,15 +96,26 @@ def phase_templates(
 def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
     """Reconstruct one device's stream from its SW reports ``y`` (in report order)."""
     config = config or CprConfig()
-    y = np.asarray(y, dtype=float)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError("y: need a non-empty 1-D array of reports")
+    y = _reports(y)
     estimate = detect_period(y, min_period=config.min_period, max_period=config.max_period)
+    template = phase_templates(y, mechanism, estimate.period or 1, config)
+    return _result(len(y), estimate, template)
+
+
+def _reports(y: object) -> np.ndarray:
+    """One stream's reports as a float array (a non-empty 1-D one, else ValueError)."""
+    arr = np.asarray(y, dtype=float)
+    if arr.ndim != 1 or len(arr) == 0:
+        raise ValueError("y: need a non-empty 1-D array of reports")
+    return arr
+
+
+def _result(n: int, estimate, template: np.ndarray) -> CprResult:
+    """The template repeated over ``n`` steps at the detected period, or, where detection
+    abstained, the one-phase template (the stream's level) as a constant."""
     if estimate.period is None:
-        level = phase_templates(y, mechanism, 1, config)
-        return CprResult(None, 0.0, level, np.full(len(y), level[0]))
-    template = phase_templates(y, mechanism, estimate.period, config)
-    reconstruction = template[np.arange(len(y)) % estimate.period]
+        return CprResult(None, 0.0, template, np.full(n, template[0]))
+    reconstruction = template[np.arange(n) % estimate.period]
     return CprResult(estimate.period, estimate.confidence, template, reconstruction)
 
 
@@ -117,12 +128,7 @@ def cpr_many(
     short streams, is paid once per group instead of once per stream. Period detection
     stays per stream."""
     config = config or CprConfig()
-    ys = []
-    for y in streams:
-        arr = np.asarray(y, dtype=float)
-        if arr.ndim != 1 or len(arr) == 0:
-            raise ValueError("y: need a non-empty 1-D array of reports")
-        ys.append(arr)
+    ys = [_reports(y) for y in streams]
     estimates = [
         detect_period(y, min_period=config.min_period, max_period=config.max_period) for y in ys
     ]
@@ -166,11 +172,7 @@ def cpr_many(
         modes = kde_mode(pseudo, counts, grid=config.kde_grid)
         for j, i in enumerate(members):
             templates[i] = modes[starts[j] : starts[j + 1]].copy()
-    out = []
-    for y, estimate, template in zip(ys, estimates, templates, strict=True):
-        if estimate.period is None:
-            out.append(CprResult(None, 0.0, template, np.full(len(y), template[0])))
-        else:
-            reconstruction = template[np.arange(len(y)) % estimate.period]
-            out.append(CprResult(estimate.period, estimate.confidence, template, reconstruction))
-    return out
+    return [
+        _result(len(y), estimate, template)
+        for y, estimate, template in zip(ys, estimates, templates, strict=True)
+    ]
