@@ -317,6 +317,30 @@ def _log_likelihood(n: np.ndarray, pred: np.ndarray) -> np.ndarray:
     return (n * np.log(np.maximum(pred, _TINY))).sum(axis=1)
 
 
+def _em_inputs(counts, M, smoothing, tol, max_iter) -> tuple[np.ndarray, np.ndarray, int]:
+    """``em``'s and ``em_owners``' argument checks: the matrix, the counts as ``(G, d_out)``
+    and the iteration cap."""
+    mat = np.asarray(M, dtype=float)
+    if mat.ndim != 2 or mat.shape[0] < 1 or mat.shape[1] < 1:
+        raise ParameterError(f"must be a non-empty 2-D array, got shape {mat.shape}", field="M")
+    _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
+    d_out = mat.shape[0]
+    n = np.asarray(counts, dtype=float)
+    if n.ndim == 1:
+        n = n[None, :]
+    if n.ndim != 2 or n.shape[1] != d_out:
+        raise ParameterError(
+            f"must have shape ({d_out},) or (G, {d_out}), got {np.shape(counts)}",
+            field="counts",
+        )
+    _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
+    if not isinstance(smoothing, (bool, np.bool_)):
+        raise ParameterError(f"must be a bool, got {smoothing!r}", field="smoothing")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 <= tol < math.inf):
+        raise ParameterError(f"must be finite and >= 0, got {tol!r}", field="tol")
+    return mat, n, _check_count(max_iter, "max_iter", minimum=0)
+
+
 def em(
     counts: np.ndarray,
     M: np.ndarray,
@@ -334,25 +358,8 @@ def em(
     log-likelihood by less than ``tol`` (it keeps that iteration's ``theta``), or at
     ``max_iter``. See the module docstring for the updates.
     """
-    mat = np.asarray(M, dtype=float)
-    if mat.ndim != 2 or mat.shape[0] < 1 or mat.shape[1] < 1:
-        raise ParameterError(f"must be a non-empty 2-D array, got shape {mat.shape}", field="M")
-    _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
-    d_out, d_in = mat.shape
-    n = np.asarray(counts, dtype=float)
-    if n.ndim == 1:
-        n = n[None, :]
-    if n.ndim != 2 or n.shape[1] != d_out:
-        raise ParameterError(
-            f"must have shape ({d_out},) or (G, {d_out}), got {np.shape(counts)}",
-            field="counts",
-        )
-    _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
-    if not isinstance(smoothing, (bool, np.bool_)):
-        raise ParameterError(f"must be a bool, got {smoothing!r}", field="smoothing")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 <= tol < math.inf):
-        raise ParameterError(f"must be finite and >= 0, got {tol!r}", field="tol")
-    iters_max = _check_count(max_iter, "max_iter", minimum=0)
+    mat, n, iters_max = _em_inputs(counts, M, smoothing, tol, max_iter)
+    d_in = mat.shape[1]
     rows = n.shape[0]
 
     uniform = np.full((rows, d_in), 1.0 / d_in)
@@ -531,19 +538,15 @@ def em_owners(
     for each owner ``o`` separately, at the per-iteration overhead of one call. ``owners``:
     ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product is
     shaped as in the separate calls (``_owner_matmul``); everything else is row by row."""
-    mat = np.asarray(M, dtype=float)
-    n = np.asarray(counts, dtype=float)
+    mat, n, iters_max = _em_inputs(counts, M, smoothing, tol, max_iter)
     owner = np.asarray(owners, dtype=np.int64)
-    if mat.ndim != 2 or n.ndim != 2 or n.shape[1] != mat.shape[0] or owner.shape != n.shape[:1]:
+    if owner.shape != n.shape[:1]:
         raise ParameterError(
-            f"counts {n.shape}, M {mat.shape} and owners {owner.shape} do not match",
-            field="counts",
+            f"must have shape ({n.shape[0]},), one owner per row of counts, got {owner.shape}",
+            field="owners",
         )
-    _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
-    _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
     if owner.size and (owner.min() < 0 or np.any(np.diff(owner) < 0)):
         raise ParameterError("must be non-negative and sorted", field="owners")
-    iters_max = _check_count(max_iter, "max_iter", minimum=0)
     rows, d_in = n.shape[0], mat.shape[1]
     theta = np.full((rows, d_in), 1.0 / d_in)
     total = n.sum(axis=1)
