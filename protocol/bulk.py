@@ -83,6 +83,8 @@ from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level
 from msgspec import Meta
 
 __all__ = [
+    "BULK_MECHANISMS",
+    "MAX_BULK_W",
     "REJECT_REASONS",
     "BulkAck",
     "BulkAdmit",
@@ -103,6 +105,7 @@ __all__ = [
 MAX_DEVICES = 100_000_000
 MAX_ENTRIES = 65_536  # rows per bulk message (at B = 5: 56 bytes a row, 3.5 MiB base64)
 MAX_BULK_W = 1024  # the ledger keeps w floats per device
+BULK_MECHANISMS = ("sw", "sw01")  # privatised vectorised over a message's rows
 MAX_BULK_PAYLOAD = 8 * 1024 * 1024
 REJECT_REASONS = ("acl", "out_of_range", "budget", "mismatch")
 # reconstructions of SW reports (collector.reconstruct's methods that take sw / sw01)
@@ -306,9 +309,10 @@ class BulkPlan:
                 f"batch_steps={self.batch_steps}",
                 field="batch_steps",
             )
-        if self.mechanism not in ("sw", "sw01"):
+        if self.mechanism not in BULK_MECHANISMS:
             raise ParameterError(
-                f"bulk gateways privatise with sw or sw01, got {self.mechanism!r}",
+                f"bulk gateways privatise with {' or '.join(BULK_MECHANISMS)}, "
+                f"got {self.mechanism!r}",
                 field="mechanism",
             )
         SquareWave(self.eps / self.w, self.mechanism)  # validates eps

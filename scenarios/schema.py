@@ -22,6 +22,7 @@ import msgspec
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
+from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
@@ -697,11 +698,6 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     return loaded
 
 
-# what a bulk run takes (protocol/bulk.py): the limits named in ``_check_bulk``'s refusals
-BULK_MECHANISMS = ("sw", "sw01")
-BULK_MAX_W = 1024  # protocol.bulk.MAX_BULK_W: the ledger keeps w floats per device
-
-
 def _check_bulk(loaded: LoadedScenario, where: str) -> None:
     """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
     everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
@@ -713,9 +709,9 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
             f"{where}stream.mechanism: bulk gateways privatise with "
             f"{' or '.join(BULK_MECHANISMS)} (vectorised), got {stream.mechanism!r}"
         )
-    if stream.w > BULK_MAX_W:
+    if stream.w > MAX_BULK_W:
         raise ScenarioError(
-            f"{where}stream.w: at most {BULK_MAX_W} {why} (the gateway's ledger keeps w "
+            f"{where}stream.w: at most {MAX_BULK_W} {why} (the gateway's ledger keeps w "
             f"floats per device), got {stream.w}"
         )
     batch = loaded.stream_config("check").batch_steps
