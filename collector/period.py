@@ -455,13 +455,6 @@ def _screen_sums(xw: np.ndarray, periods: np.ndarray):
     return partial[:, levels - 1], full_total, full_shape, valid
 
 
-def _screen(xw: np.ndarray, periods: np.ndarray, dfd: float):
-    """Approximate log p-values of every period at every harmonic level: the partial sums from
-    an oversampled periodogram (nearest bin), the full sum from the autocorrelation comb."""
-    stats = _screen_sums(xw, periods)
-    return _screen_logp(stats, dfd), stats[3]
-
-
 def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
     """The screening log p-values (``inf`` where a level is not below ``(T - 1) // 2``) of
     every period, or of the periods ``rows``."""
