@@ -19,11 +19,14 @@ devices during the stream instead of after it).
 from __future__ import annotations
 
 import os
+from collections import deque
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.cpr import CprConfig, cpr_many
+from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
@@ -83,15 +86,23 @@ def _reconstruct_chunk(job: _Job, chunk: list[np.ndarray]) -> list[Reconstructio
     return [_reconstruct_one(job, reports) for reports in chunk]
 
 
+def _inline_chunks(
+    job: _Job, devices: list[str], streams: dict[str, np.ndarray]
+) -> Iterator[tuple[list[str], list[Reconstruction]]]:
+    """``devices``' reconstructions in this process, a chunk of ``INCREMENTAL_CHUNK`` at a
+    time (the chunk path shares CPR's EM and KDE work; results equal stream by stream)."""
+    for start in range(0, len(devices), INCREMENTAL_CHUNK):
+        part = devices[start : start + INCREMENTAL_CHUNK]
+        yield part, _reconstruct_chunk(job, [streams[d] for d in part])
+
+
 def _reconstruct_inline(
     job: _Job, devices: list[str], streams: dict[str, np.ndarray]
 ) -> dict[str, Reconstruction]:
-    """``devices``' reconstructions in this process, in chunks of ``INCREMENTAL_CHUNK``
-    (the chunk path shares CPR's EM and KDE work; results equal stream by stream)."""
+    """``devices``' reconstructions in this process (``_inline_chunks``) as one dict."""
     out: dict[str, Reconstruction] = {}
-    for start in range(0, len(devices), INCREMENTAL_CHUNK):
-        part = devices[start : start + INCREMENTAL_CHUNK]
-        out.update(zip(part, _reconstruct_chunk(job, [streams[d] for d in part]), strict=True))
+    for part, results in _inline_chunks(job, devices, streams):
+        out.update(zip(part, results, strict=True))
     return out
 
 
@@ -126,12 +137,19 @@ def save_reconstructions(
 ) -> None:
     """``OUT/reconstructions.npz``: per device its reconstruction (physical units) and, for
     CPR, its template; keys ``{device}`` and ``{device}.template``."""
-    arrays: dict[str, np.ndarray] = {}
-    for device, result in reconstructions.items():
-        arrays[device] = denormalise(result.values, config.lo, config.hi)
+    with NpzWriter(path) as writer:
+        write_reconstructions(writer, config, reconstructions.items())
+
+
+def write_reconstructions(
+    writer: NpzWriter, config: StreamConfig, results: Iterable[tuple[str, Reconstruction]]
+) -> None:
+    """Append ``(device, reconstruction)`` pairs to a reconstructions file being written
+    (``save_reconstructions``' keys and units)."""
+    for device, result in results:
+        writer.add(device, denormalise(result.values, config.lo, config.hi))
         if result.template is not None:
-            arrays[f"{device}.template"] = denormalise(result.template, config.lo, config.hi)
-    np.savez_compressed(path, **arrays)
+            writer.add(f"{device}.template", denormalise(result.template, config.lo, config.hi))
 
 
 class IncrementalReconstructor:
@@ -159,7 +177,7 @@ class IncrementalReconstructor:
         self.chunk = chunk
         self._pool: ProcessPoolExecutor | None = None
         self._buffer: dict[str, np.ndarray] = {}
-        self._futures: list[tuple[list[str], Future]] = []
+        self._futures: deque[tuple[list[str], Future]] = deque()
         self.submitted: set[str] = set()
         self.leftover_chunks = 0  # chunks of streams left at ``finish`` sent to the pool
 
@@ -194,19 +212,30 @@ class IncrementalReconstructor:
         the first for the cores; with no pool started yet and fewer than ``PARALLEL_FROM``
         streams left (or one worker), it is reconstructed here, as ``reconstruct_streams``
         would."""
+        out: dict[str, Reconstruction] = {}
+        for devices, results in self.finish_chunks(streams):
+            out.update(zip(devices, results, strict=True))
+        return {d: out[d] for d in streams if d in out}
+
+    def finish_chunks(
+        self, streams: dict[str, np.ndarray]
+    ) -> Iterator[tuple[list[str], list[Reconstruction]]]:
+        """``finish`` a chunk at a time: yields ``(devices, reconstructions)`` as each chunk
+        is done (in the order the chunks were queued), keeping none of them, so a caller
+        can write them out while the pool works on the rest (blocks: off the event
+        loop). The pool stops when the generator ends or is closed."""
         self._submit()
         rest = [d for d, values in streams.items() if d not in self.submitted and len(values)]
-        out: dict[str, Reconstruction] = {}
         try:
             if rest and self._pool is None and (self.workers == 1 or len(rest) < PARALLEL_FROM):
-                out.update(_reconstruct_inline(self.job, rest, streams))
+                yield from _inline_chunks(self.job, rest, streams)
             elif rest:
                 self.leftover_chunks = self._submit_rest(rest, streams)
-            for devices, future in self._futures:
-                out.update(zip(devices, future.result(), strict=True))
+            while self._futures:
+                devices, future = self._futures.popleft()
+                yield devices, future.result()
         finally:
             self.close()
-        return {d: out[d] for d in streams if d in out}
 
     def _submit_rest(self, rest: list[str], streams: dict[str, np.ndarray]) -> int:
         """Queue the leftover streams on the pool (started now if the stage handed it

@@ -42,6 +42,7 @@ from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
 from ldpfleet.protocol.errors import ParameterError
@@ -214,19 +215,16 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
     stream stage) their maximum, ``merge_seconds`` what the merge took after that."""
     started = time.perf_counter()
     entries = []
-    arrays: dict[str, np.ndarray] = {}
     for p in range(plan.partitions):
         summary = json.loads((out / f"p{p}" / "summary.json").read_text())
         entries.append(summary["reconstruction"])
-        path = out / f"p{p}" / "reconstructions.npz"
-        if plan.partitions == 1:
-            os.replace(path, out / "reconstructions.npz")
-            break
-        with np.load(path) as data:
-            arrays |= {key: data[key] for key in data.files}
-        path.unlink()
-    if plan.partitions > 1:
-        np.savez_compressed(out / "reconstructions.npz", **dict(sorted(arrays.items())))
+    paths = [out / f"p{p}" / "reconstructions.npz" for p in range(plan.partitions)]
+    if plan.partitions == 1:
+        os.replace(paths[0], out / "reconstructions.npz")
+    else:  # one member at a time, in device order whatever partition wrote it
+        merge_npz(paths, out / "reconstructions.npz", sort=True)
+        for path in paths:
+            path.unlink()
     return {
         "method": plan.reconstruct,
         "streams": sum(e["streams"] for e in entries),

@@ -41,6 +41,7 @@ from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.gcdp_stage import GcdpShare, GcdpStage
+from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
@@ -354,14 +355,9 @@ def merge_partitions(
         with np.load(coordinator_dir / SIDE_FILE) as data:
             arrays |= {key: data[key] for key in data.files}
     np.savez_compressed(out / SIDE_FILE, **arrays)
-    recon: dict[str, np.ndarray] = {}
-    for directory in partition_dirs:
-        path = Path(directory) / "reconstructions.npz"
-        if path.exists():
-            with np.load(path) as data:
-                recon |= {key: data[key] for key in data.files}
-    if recon:
-        np.savez_compressed(out / "reconstructions.npz", **recon)
+    recon = [Path(d) / "reconstructions.npz" for d in partition_dirs]
+    if any(path.exists() for path in recon):
+        merge_npz([p for p in recon if p.exists()], out / "reconstructions.npz")
     (out / "results.json").write_text(json.dumps(merged, indent=2))
     shutil.copy2(coordinator_dir / "trace.sqlite", out / "trace.sqlite")
     return out

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ldpfleet.protocol import codec
 from ldpfleet.scenarios.runner import run_scenario
@@ -42,6 +43,7 @@ STREAM = (
     .read_text()
     .replace("devices = 50", "devices = 16")
     .replace("steps = 200", "steps = 40")
+    .replace("batch_steps = 5 ", 'reconstruct = "cpr"\nbatch_steps = 5 ')
 )
 SAME = ("per_device", "accuracy", "devices_complete", "reports_received", "reports_lost",
         "reports_rejected", "reports_duplicate", "missing_batches", "budget_refusals")  # fmt: skip
@@ -134,6 +136,13 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
         assert rows == reference_rows, count
         assert acks == reference_acks, count
         assert len(list(outs[count].glob("trace-p*.sqlite"))) == count
+        # the partitions' reconstructions merged into one file, the same as P = 1's
+        with (np.load(outs[count] / "reconstructions.npz") as mine_npz,
+              np.load(outs[1] / "reconstructions.npz") as ref_npz):  # fmt: skip
+            assert sorted(mine_npz.files) == sorted(ref_npz.files)
+            assert len(ref_npz.files) >= 16
+            for key in ref_npz.files:
+                assert np.array_equal(mine_npz[key], ref_npz[key]), (count, key)
     for count, out in outs.items():
         verify = cli("trace", "verify", str(out))
         assert verify.returncode == 0, (count, verify.stdout + verify.stderr)
