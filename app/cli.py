@@ -344,9 +344,12 @@ def run(
     console.print(_summary_table(results))
     report = _write_report(out)
     files = ("trace.sqlite", "ledger.json")
-    if results.get("kind") == "bulk-stream":  # no trace, no ledger file; rows per partition
-        files = ("p*/reports.bin",) + (
-            ("reconstructions.npz",) if results.get("reconstruction") else ()
+    if results.get("kind") == "bulk-stream":  # traces and rows per partition, no ledger file
+        traced = (results.get("trace") or {}).get("recorder") == "bulk"
+        files = (
+            (("trace.sqlite", "trace-p*.sqlite") if traced else ())
+            + ("p*/reports.bin",)
+            + (("reconstructions.npz",) if results.get("reconstruction") else ())
         )
     console.print(
         f"outputs: {out}/results.json, "
@@ -1162,6 +1165,12 @@ def trace_follow(
             "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
         ).fetchone()
         if known is None:
+            bulk = db.execute("SELECT 1 FROM messages WHERE family = 'gw' LIMIT 1").fetchone()
+            if bulk is not None:  # a bulk-gateway run: messages carry many devices each
+                raise TraceError(
+                    f"{path} is a bulk-gateway trace: one row per gateway message, not per "
+                    f"device, so follow a gateway (g0, g1, ...), not {device!r}"
+                )
             raise TraceError(f"device {device!r} sent and received nothing in {path}")
         messages = conversation(db, device)
         if limit:
@@ -1281,7 +1290,11 @@ def bench_fleet_command(
     ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
-        str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
+        str,
+        typer.Option(
+            help='What the trace keeps: "all" or "control", or with --connection bulk also '
+            '"none" (docs/scaling.md).'
+        ),
     ] = "all",
     shard_broker: ShardBrokerOption = None,
     retransmit_after: Annotated[

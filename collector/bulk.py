@@ -54,8 +54,8 @@ from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.partition import PartitionStatus
-from ldpfleet.protocol.topics import svc
 from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.topics import svc
 
 __all__ = ["BulkStore", "run_bulk_collector"]
 

@@ -59,6 +59,7 @@ model, not for deployed devices (which use ``os.urandom``-seeded generators).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -415,7 +416,8 @@ class BulkPlan:
 
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> BulkPlan:

@@ -139,9 +139,15 @@ async def _in_process(
     collectors = [
         asyncio.ensure_future(
             run_bulk_collector(
-                transport, plan, p, out / f"p{p}", on_ready=ready[p].set, trace=trace,
-                trace_path=out / f"trace-p{p}.sqlite", scenario_digest=digest,
-            )  # fmt: skip
+                transport,
+                plan,
+                p,
+                out / f"p{p}",
+                on_ready=ready[p].set,
+                trace=trace,
+                trace_path=out / f"trace-p{p}.sqlite",
+                scenario_digest=digest,
+            )
         )
         for p in range(plan.partitions)
     ]
@@ -170,11 +176,21 @@ async def _processes(
     plan_file.write_text(json.dumps(plan.to_dict()))
     collectors = [
         await _spawn(
-            "collector", str(plan_file), "--partition", str(p), "--broker", url,
-            "--out", str(out / f"p{p}"), "--trace", trace,
-            "--trace-path", str(out / f"trace-p{p}.sqlite"),
-            "--scenario-digest", digest or "",
-        )  # fmt: skip
+            "collector",
+            str(plan_file),
+            "--partition",
+            str(p),
+            "--broker",
+            url,
+            "--out",
+            str(out / f"p{p}"),
+            "--trace",
+            trace,
+            "--trace-path",
+            str(out / f"trace-p{p}.sqlite"),
+            "--scenario-digest",
+            digest or "",
+        )
         for p in range(plan.partitions)
     ]
     for proc in collectors:
@@ -477,9 +493,15 @@ def _main(argv: list[str] | None = None) -> int:
 
         loop.run(
             run_bulk_collector(
-                transport, plan, args.partition, out, on_ready=ready, trace=args.trace,
-                trace_path=args.trace_path, scenario_digest=args.scenario_digest or None,
-            )  # fmt: skip
+                transport,
+                plan,
+                args.partition,
+                out,
+                on_ready=ready,
+                trace=args.trace,
+                trace_path=args.trace_path,
+                scenario_digest=args.scenario_digest or None,
+            )
         )
         return 0
     index, count = (int(x) for x in args.shard.split("/"))

@@ -15,7 +15,13 @@ from ldpfleet.broker.embedded import EmbeddedBroker
 from ldpfleet.broker.select import open_broker
 from ldpfleet.collector.bulk import BulkStore
 from ldpfleet.devices.bulk_gateway import gateway_client_id
-from ldpfleet.protocol.bulk import BulkPlan, entry_dtype, gateway_up, gateway_up_filter
+from ldpfleet.protocol.bulk import (
+    BulkPlan,
+    entry_dtype,
+    gateway_up,
+    gateway_up_filter,
+    stored_dtype,
+)
 from ldpfleet.scenarios.bulk_run import bulk_credentials, run_bulk
 
 from tests.conftest import MOSQUITTO, broker_for
@@ -45,8 +51,7 @@ def stored(out, plan: BulkPlan) -> np.ndarray:
     parts = []
     for p, store in enumerate(rows):
         store.path = out / f"p{p}" / "reports.bin"
-        store.dtype = np.dtype([("device", "<u4"), ("seq", "<u4"),
-                                ("values", "<f8", (plan.batch_steps,))])  # fmt: skip
+        store.dtype = stored_dtype(plan.batch_steps)
         parts.append(store.read())
     return np.sort(np.concatenate(parts), order=["device", "seq"])
 

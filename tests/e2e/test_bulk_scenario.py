@@ -92,7 +92,6 @@ def edited(old: str, new: str) -> str:
          "stream.w", ["at most 1024", "2000"]),
         (edited("batch_steps = 3", "batch_steps = 4"),
          "stream.batch_steps", ["multiple of batch_steps", "(30)", "got 4"]),
-        (edited('trace = "none"', 'trace = "all"'), "collector.trace", ['"none"', "'all'"]),
         (BULK + "[faults]\nhostile_messages = 5\n", "faults.hostile_messages", ["0", "got 5"]),
         (edited("[stream]", "[stream]\nstep_seconds = 0.1") + "[faults]\ncrash_fraction = 0.1\n",
          "faults.crash_fraction", ["0.0", "got 0.1"]),
