@@ -133,12 +133,17 @@ def drop_a_row(rows_):
     return rows_[1:]
 
 
+def store_a_row_twice(rows_):
+    return np.concatenate([rows_, rows_[-1:]])
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (raise_eps0, {"eps0", "window_overspent", "stored_differs"}),
         (change_a_value, {"stored_differs"}),
         (drop_a_row, {"not_stored", "count_mismatch"}),
+        (store_a_row_twice, {"stored_twice", "count_mismatch"}),
     ],
 )
 async def test_a_planted_fault_in_the_store_is_caught(tmp_path, edit, expected):
