@@ -7,8 +7,11 @@ accepted rows reach the operating system: a later crash of this process loses no
 written), then ``commit`` and publish the per-device acknowledgement. It stops once
 every report of its devices is resolved, or when the stage closes.
 
-``BulkStore`` is a columnar append-only file of rows ``(device u4, seq u4, values
-f8[B])``, one ``write`` per report message (SQLite's executemany was the alternative:
+With ``trace`` set, the pump records its own conversation in a signed trace
+(``_Conversation``: the per-device path's ``TraceRecorder``, one file per partition).
+
+``BulkStore`` is a columnar append-only file of rows ``(device u4, seq u4, eps0 f8,
+values f8[B])``, one ``write`` per report message (SQLite's executemany was the alternative:
 the file costs ~0.1 us a row and needs no index, since dedup lives in the machine's
 ``next_seq`` array).
 

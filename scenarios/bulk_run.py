@@ -14,7 +14,9 @@ collector still missing reports stops and counts them lost), gathers the outcome
 writes ``results.json``: ``reports_expected / received / lost / rejected /
 duplicate``, ``rejections_by_reason``, per-process peak RSS, and the fleet-mean check
 (mean absolute error of the per-step fleet mean estimated from the stored reports
-against the clipped clean readings).
+against the clipped clean readings) and ``trace`` (the runner's ``trace.sqlite`` and each
+partition's ``trace-p{p}.sqlite`` with their public keys; ``trace = "all"``, ``"control"``
+or ``"none"``: docs/scaling.md, "Traces and ``trace verify`` of a bulk run").
 
 Credentials (docs/scaling.md "Bulk gateways"): on ``memory`` and ``embedded`` the run gets
 fresh ones (``bulk_credentials``: no device identities, ``plan.gateways`` bulk gateway

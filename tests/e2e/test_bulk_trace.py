@@ -216,4 +216,8 @@ def test_a_bulk_scenario_records_and_verifies_from_the_cli(tmp_path):
     assert verified.exit_code == 0, verified.output
     assert "scenario digest" not in verified.output  # the scenario run signs its digest
     follow = CliRunner().invoke(app, ["trace", "follow", str(out), "d0001"])
-    assert follow.exit_code == 2 and "follow a gateway" in follow.output
+    assert follow.exit_code == 2 and "name a gateway" in follow.output
+    shown = CliRunner().invoke(app, ["trace", "show", str(out), "--device", "d0001"])
+    assert shown.exit_code == 2 and "one row per gateway message" in shown.output
+    stats = CliRunner().invoke(app, ["trace", "stats", str(out), "--device", "g1", "--json"])
+    assert stats.exit_code == 0 and json.loads(stats.output)["messages"] > 0
