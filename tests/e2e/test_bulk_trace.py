@@ -65,8 +65,8 @@ def reasons(report) -> set[str]:
     return {m.reason for m in report.mismatches}
 
 
-async def test_one_and_two_partitions_trace_the_same_rows_and_verify_clean(tmp_path):
-    runs = {p: await bulk_run(tmp_path, p) for p in (1, 2)}
+async def test_one_two_and_four_partitions_trace_the_same_rows_and_verify_clean(tmp_path):
+    runs = {p: await bulk_run(tmp_path, p) for p in (1, 2, 4)}
     for p, (out, results) in runs.items():
         assert results["reports_lost"] == 0
         parts = results["trace"]["partitions"]
@@ -78,18 +78,34 @@ async def test_one_and_two_partitions_trace_the_same_rows_and_verify_clean(tmp_p
         assert report.checked["signature"] == p + 1
         assert report.checked["stored_rows"] == report.checked["traced_entries"] == 300 * 4
         assert report.checked["stream_devices"] == 300
-    (one, first), (two, second) = runs[1], runs[2]
+        # the run's rows split by partition: each partition trace holds its devices only
+        plan = small_plan(p)
+        for index, entry in enumerate(parts):
+            db = open_readonly(out / entry["path"])
+            devices = {
+                int(d)
+                for row in rows(db)
+                if row.kind == "bulk_report"
+                for d in np.frombuffer(decode_bulk(row.payload).entries, dtype=entry_dtype(5))[
+                    "device"
+                ]
+            }
+            db.close()
+            assert set(np.flatnonzero(plan.partitions_of(0, 300) == index)) == devices
+    one = runs[1][0]
     plan = small_plan(1)
     # every device's batches, privatised and acknowledged once, whichever partition
-    assert np.array_equal(traced_entries(one, plan), traced_entries(two, plan))
+    for p in (2, 4):
+        assert np.array_equal(traced_entries(one, plan), traced_entries(runs[p][0], plan))
     assert len(traced_entries(one, plan)) == 300 * 4
     # each gateway says hello once per partition holding its devices
     hellos = {p: sorted((m.gateway, m.first, m.count) for _, m in traced(o, "bulk_hello"))
               for p, (o, _) in runs.items()}  # fmt: skip
     assert hellos[1] == [(0, 0, 100), (1, 100, 100), (2, 200, 100)]
-    assert sorted(set(hellos[2])) == hellos[1] and len(hellos[2]) == 6
+    assert sorted(set(hellos[2])) == sorted(set(hellos[4])) == hellos[1]
+    assert len(hellos[2]) == 6 and len(hellos[4]) == 12
     acks = {p: len(traced(o, "bulk_ack")) for p, (o, _) in runs.items()}
-    assert acks == {1: first["messages"], 2: second["messages"]}
+    assert acks == {p: r["messages"] for p, (_, r) in runs.items()}
     assert [m.state for _, m in traced(one, "stage")] == ["open", "closed", "closed"]
 
 
