@@ -21,8 +21,9 @@ what each collector stored, ``p{p}/reports.bin`` (rows ``device, seq, eps0, valu
    count is their sum (``count_mismatch``).
 4. With ``trace = "all"``: the accepted entries of the trace — an entry of a traced
    ``BulkReport`` that the report's traced ``BulkAck`` acknowledges (its device listed with
-   an acknowledged seq at least the entry's) and does not reject — are exactly the stored
-   rows, with the same ``eps0`` and values (``untraced_report``: stored, never accepted in
+   an acknowledged seq at least the entry's) and does not reject, unless an earlier
+   acknowledgement rejected it for good — are exactly the stored rows, with the same
+   ``eps0`` and values (``untraced_report``: stored, never accepted in
    the trace; ``not_stored``: accepted in the trace, not stored; ``stored_differs``).
 
 At most ``LIMIT`` mismatches of one reason are listed, then their count.
@@ -38,6 +39,7 @@ from pathlib import Path
 import numpy as np
 from ldpfleet.broker.trace import TraceError
 from ldpfleet.protocol.bulk import (
+    REJECT_REASONS,
     BulkAck,
     BulkPlan,
     BulkReport,
@@ -153,10 +155,12 @@ class _Conversation:
 
     def __init__(self, plan: BulkPlan) -> None:
         self.plan = plan
-        self.reports: dict[tuple[str, int], np.ndarray] = {}
-        self.accepted: list[np.ndarray] = []
+        self.reports: dict[tuple[str, int], tuple[np.ndarray, bool]] = {}
+        self.accepted: list[tuple[int, np.ndarray]] = []  # (ack number, entries)
+        self.resolved: list[tuple[int, np.ndarray]] = []  # (ack number, rejected keys)
         self.closed: PartitionStatus | None = None
         self.reports_seen = 0
+        self.acks = 0
 
     def add(self, row) -> None:
         """One trace row, in order."""
@@ -172,23 +176,59 @@ class _Conversation:
             return
         route = gateway_route(row.topic)
         if isinstance(message, BulkReport) and route is not None:
+            plan = self.plan
             entries = np.frombuffer(message.entries, dtype=entry_dtype(message.batch_steps))
-            self.reports[(route[0], message.seq)] = entries
+            header = (message.mechanism, message.w, message.batch_steps)
+            ok = header == (plan.mechanism, plan.w, plan.batch_steps)
+            self.reports[(route[0], message.seq)] = (entries, ok)
             self.reports_seen += 1
         elif isinstance(message, BulkAck) and route is not None:
-            entries = self.reports.pop((route[1], message.seq), None)
-            if entries is not None and entries.dtype == entry_dtype(self.plan.batch_steps):
-                self.accepted.append(_acknowledged(entries, message))
+            entries, header_ok = self.reports.pop((route[1], message.seq), (None, False))
+            if entries is not None and header_ok:
+                self.acks += 1
+                self.accepted.append((self.acks, _acknowledged(entries, message)))
+                self.resolved.append((self.acks, _resolving_rejections(message)))
         elif isinstance(message, PartitionStatus) and message.state == "closed":
             self.closed = message
 
     def accepted_rows(self) -> np.ndarray:
-        """Each (device, seq) accepted in the trace once (its first acceptance)."""
-        if not self.accepted:
-            return np.empty(0, dtype=entry_dtype(self.plan.batch_steps))
-        rows = np.concatenate(self.accepted)
-        _, first = np.unique(_keys(rows), return_index=True)
-        return rows[np.sort(first)]
+        """Each (device, seq) accepted in the trace once (its first acceptance), unless
+        a rejection resolved it before (a retransmission of a report whose
+        acknowledgement was lost repeats a rejected entry, acknowledged as a duplicate)."""
+        rows = np.concatenate(
+            [e for _, e in self.accepted] or [np.empty(0, entry_dtype(self.plan.batch_steps))]
+        )
+        when = np.concatenate([np.full(len(e), i) for i, e in self.accepted] or [[]])
+        keys, first = _first(_keys(rows), when)
+        rejected = np.concatenate([k for _, k in self.resolved] or [np.empty(0, np.int64)])
+        rejected_when = np.concatenate([np.full(len(k), i) for i, k in self.resolved] or [[]])
+        rejected, rejected_first = _first(rejected, rejected_when)
+        found, at = _positions(keys, rejected)
+        rejected_at = rejected_when[rejected_first]  # when each was first rejected
+        earlier = found & (rejected_at[at] < when[first]) if len(rejected) else found
+        return rows[np.sort(first[~earlier])]
+
+
+def _first(keys: np.ndarray, when: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` and, for each, where its earliest occurrence (by ``when``) is
+    in ``keys`` (by sorting: numpy's hash-based ``unique`` is slower at 10^6 keys)."""
+    order = np.lexsort((when, keys))
+    ordered = keys[order]
+    head = np.ones(len(ordered), dtype=bool)
+    head[1:] = ordered[1:] != ordered[:-1]
+    return ordered[head], order[head]
+
+
+def _resolving_rejections(ack: BulkAck) -> np.ndarray:
+    """The keys of the entries an acknowledgement rejects for good (a value, the budget or
+    eps0 — not ``acl``, which leaves the device's state as it was)."""
+    devices = np.frombuffer(ack.rejected_devices, dtype="<u4").astype(np.int64)
+    seqs = np.frombuffer(ack.rejected_seqs, dtype="<u4").astype(np.int64)
+    codes = np.frombuffer(ack.rejected_codes, dtype="u1")
+    if not len(devices) == len(seqs) == len(codes):
+        return np.empty(0, np.int64)
+    final = codes != REJECT_REASONS.index("acl")
+    return devices[final] * (1 << 32) + seqs[final]
 
 
 def _acknowledged(entries: np.ndarray, ack: BulkAck) -> np.ndarray:

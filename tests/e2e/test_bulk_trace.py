@@ -237,3 +237,38 @@ def test_a_bulk_scenario_records_and_verifies_from_the_cli(tmp_path):
     assert shown.exit_code == 2 and "one row per gateway message" in shown.output
     stats = CliRunner().invoke(app, ["trace", "stats", str(out), "--device", "g1", "--json"])
     assert stats.exit_code == 0 and json.loads(stats.output)["messages"] > 0
+
+
+def test_a_repeated_rejected_entry_is_not_taken_as_accepted():
+    """A report retransmitted because its acknowledgement was lost repeats an entry the
+    collector rejected for good; the collector acknowledges it as a duplicate (acked at
+    least its seq, not rejected again). verify must not expect it stored."""
+    from types import SimpleNamespace
+
+    from ldpfleet.app.trace_verify_bulk import _Conversation
+    from ldpfleet.protocol.bulk import BulkCollector, BulkHello, BulkReport, encode_bulk
+
+    plan = small_plan(1)
+    collector = BulkCollector(plan)
+    hello = BulkHello(
+        run=plan.run, sender="g0", gateway=0, first=0, count=100, mechanism="sw", eps=1.0,
+        w=10, eps0=0.1, steps=20, batch_steps=5, lo=plan.lo, hi=plan.hi,
+    )  # fmt: skip
+    collector.hello(0, hello, 0.0)
+    entries = np.zeros(2, dtype=entry_dtype(5))
+    entries["device"], entries["eps0"], entries["values"] = [0, 1], 0.1, 0.5
+    entries["values"][0, 0] = 9.0  # device 0: outside the domain, rejected for good
+    report = BulkReport(
+        run=plan.run, sender="g0", seq=0, mechanism="sw", w=10, batch_steps=5,
+        entries=entries.tobytes(),
+    )  # fmt: skip
+    conversation = _Conversation(plan)
+    up = gateway_up(plan.run, 0, "bulk", None)
+    for _ in range(2):  # the report and its retransmission, each with its acknowledgement
+        pending = collector.ingest(0, report)
+        ack = collector.commit(pending, len(pending.rows))[0]
+        for topic, message in ((up, report), (ack.topic, ack.message)):
+            kind = message.__struct_config__.tag
+            conversation.add(SimpleNamespace(kind=kind, topic=topic, payload=encode_bulk(message)))
+    accepted = conversation.accepted_rows()
+    assert accepted["device"].tolist() == [1] and accepted["seq"].tolist() == [0]
