@@ -73,9 +73,14 @@ def test_a_bulk_scenario_runs_from_ldpfleet_run_on_the_memory_broker(tmp_path):
 
 @pytest.mark.slow
 def test_a_bulk_scenario_runs_from_ldpfleet_run_on_the_embedded_broker(tmp_path):
-    results = check_run(*run_cli(BULK, "embedded", tmp_path))
+    traced = BULK.replace('trace = "none"', 'trace = "control"')
+    results = check_run(*run_cli(traced, "embedded", tmp_path))
     assert results["broker"]["kind"] == "embedded"
     assert results["fleet"]["shards_missing"] == 0
+    # the collector processes signed their traces over the scenario's digest
+    verified = CliRunner().invoke(app, ["trace", "verify", str(tmp_path / "out")])
+    assert verified.exit_code == 0, verified.output
+    assert "scenario digest" not in verified.output
 
 
 def edited(old: str, new: str) -> str:
