@@ -280,8 +280,9 @@ async def run_bulk(
                         info.url, plan, out, shards, stage_timeout, trace, scenario_digest, line
                     )
                 await line.say("run", "closed")
-            finally:
                 line.close(complete=True)
+            finally:
+                line.close(complete=False)  # signs what was recorded when the run failed
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     results["trace"] = line.entry(out, trace, summaries)
