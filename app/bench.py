@@ -165,7 +165,7 @@ async def bench_fleet(
             shards=shards, connection=connection, out_dir=out_dir,
             retransmit_after=retransmit_after, partitions=partitions,
             gateway_devices=gateway_devices or BULK_GATEWAY_DEVICES,
-            reconstruct=reconstruct, step_seconds=step_seconds,
+            reconstruct=reconstruct, step_seconds=step_seconds, trace=trace,
         )  # fmt: skip
     if retransmit_after is None:
         retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
@@ -300,14 +300,17 @@ async def bench_bulk_fleet(
     seed: int = 1,
     reconstruct: str = "none",
     step_seconds: float = 0.0,
+    trace: str = "all",
 ) -> dict:
     """The synthetic fleet through bulk gateways (protocol/bulk.py, scenarios/bulk_run.py):
     one process per collector partition and ``shards`` gateway processes on an MQTT
     broker (embedded: started by ``run_bulk`` with per-run credentials, the ACL on), all
     in this process on ``memory``. ``reconstruct``: each collector reconstructs its
     devices' streams as they complete (collector/bulk.py); ``step_seconds``: paced gateways.
+    ``trace``: what the runner and each collector record (``run_bulk``).
     Reports CPU per report of our processes (and of the broker when its pid is visible),
-    peak RSS per process and in total, and the results' counters."""
+    peak RSS per process and in total, the trace's messages and bytes, and the results'
+    counters."""
     import os
 
     from ldpfleet.protocol.bulk import BulkPlan
@@ -331,7 +334,9 @@ async def bench_bulk_fleet(
         task = asyncio.ensure_future(sampler.run()) if sampler else None
         try:
             # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
-            results = await run_bulk(plan, broker=broker, out_dir=out_dir or scratch, shards=k)
+            results = await run_bulk(
+                plan, broker=broker, out_dir=out_dir or scratch, shards=k, trace=trace
+            )
         finally:
             if task is not None:
                 task.cancel()
@@ -374,6 +379,9 @@ async def bench_bulk_fleet(
         "retransmissions": results["fleet"]["retransmitted_entries"],
         "fleet_mean_mae": results["fleet_mean_mae"],
         "reconstruct": _reconstruct_summary(results, seconds),
+        "trace": trace,
+        "trace_messages": results["trace"]["messages"],
+        "trace_bytes": results["trace"].get("bytes", 0),  # every trace file
         "total_seconds": round(total, 3),
         # this process and every child it waited for (collectors, gateway shards)
         "cpu_seconds": round(cpu, 2),

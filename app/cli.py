@@ -344,9 +344,12 @@ def run(
     console.print(_summary_table(results))
     report = _write_report(out)
     files = ("trace.sqlite", "ledger.json")
-    if results.get("kind") == "bulk-stream":  # no trace, no ledger file; rows per partition
-        files = ("p*/reports.bin",) + (
-            ("reconstructions.npz",) if results.get("reconstruction") else ()
+    if results.get("kind") == "bulk-stream":  # traces and rows per partition, no ledger file
+        traced = (results.get("trace") or {}).get("recorder") == "bulk"
+        files = (
+            (("trace.sqlite", "trace-p*.sqlite") if traced else ())
+            + ("p*/reports.bin",)
+            + (("reconstructions.npz",) if results.get("reconstruction") else ())
         )
     console.print(
         f"outputs: {out}/results.json, "
@@ -1086,6 +1089,24 @@ def check_kind(db, kind: str | None, path: Path) -> None:
     )
 
 
+def check_bulk_device(db, device: str | None, path: Path) -> None:
+    """Refuse a device a bulk-gateway trace cannot name: its rows are gateway messages
+    (sender or recipient ``g{g}``), each carrying many devices' batches."""
+    from ldpfleet.broker.trace import TraceError
+
+    if not device:
+        return
+    known = db.execute(
+        "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
+    ).fetchone()
+    bulk = db.execute("SELECT 1 FROM messages WHERE family = 'gw' LIMIT 1").fetchone()
+    if known is None and bulk is not None:
+        raise TraceError(
+            f"{path} is a bulk-gateway trace: one row per gateway message, not per device, "
+            f"so name a gateway (g0, g1, ...), not {device!r}"
+        )
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -1103,6 +1124,7 @@ def trace_stats(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
+        check_bulk_device(db, device, path)
         result = stats(db, TraceFilter(device, kind, topic, since, until))
     if as_json:
         print(json.dumps(result, indent=2))
@@ -1137,6 +1159,7 @@ def trace_show(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
+        check_bulk_device(db, device, path)
         for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
@@ -1162,6 +1185,7 @@ def trace_follow(
             "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
         ).fetchone()
         if known is None:
+            check_bulk_device(db, device, path)
             raise TraceError(f"device {device!r} sent and received nothing in {path}")
         messages = conversation(db, device)
         if limit:
@@ -1189,6 +1213,7 @@ def trace_export(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
+        check_bulk_device(db, device, path)
         lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
         if output is None:
             for line in lines:
@@ -1281,7 +1306,11 @@ def bench_fleet_command(
     ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
-        str, typer.Option(help='What the trace keeps: "all" or "control" (docs/scaling.md).')
+        str,
+        typer.Option(
+            help='What the trace keeps: "all" or "control", or with --connection bulk also '
+            '"none" (docs/scaling.md).'
+        ),
     ] = "all",
     shard_broker: ShardBrokerOption = None,
     retransmit_after: Annotated[

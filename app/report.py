@@ -424,8 +424,10 @@ def _timing_section(results: dict) -> str:
 def _trace_note(results: dict) -> str:
     """What the trace kept, when it is not every message."""
     spec = (results.get("scenario") or {}).get("spec") or {}
-    mode = ((spec.get("cadr") or {}).get("trace") if _is_cadr(results) else None) or (
-        (spec.get("collector") or {}).get("trace")
+    mode = (
+        ((spec.get("cadr") or {}).get("trace") if _is_cadr(results) else None)
+        or (spec.get("collector") or {}).get("trace")
+        or (results.get("trace") or {}).get("mode")  # a bulk run's
     )
     if mode == "control":
         total = ""

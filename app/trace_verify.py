@@ -180,6 +180,19 @@ def _directories(paths) -> list[Path]:
     return out
 
 
+def _bulk_run(paths) -> Path | None:
+    """The directory of a bulk-gateway run (results.json ``kind`` ``bulk-stream``) among
+    ``paths``, or None."""
+    for directory in _directories(paths):
+        try:
+            results = json.loads((directory / "results.json").read_text())
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(results, dict) and results.get("kind") == "bulk-stream":
+            return directory
+    return None
+
+
 def _inputs(paths, report: VerifyReport) -> _Run:
     """The trace directory, its results and scenario, and every ledger (``TraceError`` if
     something needed is missing or unreadable)."""
@@ -288,10 +301,11 @@ def _partition_traces(run: _Run) -> list[tuple[Path, str | None]]:
 
 
 def _load_trace(
-    run: _Run, report: VerifyReport, anchor: str | None, path: Path | None = None
+    run: _Run, report: VerifyReport, anchor: str | None, path: Path | None = None, keep=None
 ) -> list[tuple[int, topics.Topic, Message]]:
     """Check the chain and the signature of ``path`` (default: the run's trace.sqlite);
-    return the decodable, attributable messages (row id, topic, message) in order."""
+    return the decodable, attributable messages (row id, topic, message) in order, or,
+    with ``keep``, hand every row to ``keep(row)`` instead (a bulk run's rows)."""
     db = open_readonly(path or run.directory / "trace.sqlite")
     messages: list[tuple[int, topics.Topic, Message]] = []
     try:
@@ -327,7 +341,9 @@ def _load_trace(
             if isinstance(stored, bytes):
                 last_stored = stored
             expected = (row.id if isinstance(row.id, int) else expected) + 1
-            if row.kind in WANTED or row.kind == "invalid":
+            if keep is not None:
+                keep(row)
+            elif row.kind in WANTED or row.kind == "invalid":
                 _decode_row(row, messages, report)
         rows = report.checked["rows"] - counted
         if first_problem is not None:
@@ -336,7 +352,8 @@ def _load_trace(
             report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
         _check_signature(run, report, anchor, meta, rows, last_stored)
     except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
-        raise TraceError(f"{run.directory / 'trace.sqlite'} cannot be read ({error})") from None
+        where = path or run.directory / "trace.sqlite"
+        raise TraceError(f"{where} cannot be read ({error})") from None
     finally:
         db.close()
     return messages
@@ -438,10 +455,12 @@ def _check_signature(
                 "results.json's scenario is not the one the recorder signed",
             )
     else:
-        report.notes.append(
-            "the recorder did not sign a scenario digest (CADR-LDP runs): results.json's "
-            "scenario is taken as written"
+        note = (
+            "the recorder did not sign a scenario digest (CADR-LDP runs, bulk benches): "
+            "results.json's scenario is taken as written"
         )
+        if note not in report.notes:
+            report.notes.append(note)
 
 
 # ---- 2-4. the content --------------------------------------------------------------------
@@ -958,6 +977,11 @@ def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     directory and its fleet directories; ``public_key`` (hex) overrides results.json's
     ``trace.public_key``. ``TraceError`` if something needed cannot be read."""
     report = VerifyReport()
+    bulk = _bulk_run(paths)
+    if bulk is not None:  # a bulk-gateway run: app.trace_verify_bulk
+        from ldpfleet.app.trace_verify_bulk import verify_bulk
+
+        return verify_bulk(bulk, report, public_key)
     run = _inputs(paths, report)
     anchor = public_key or (run.results.get("trace") or {}).get("public_key")
     messages = _load_trace(run, report, anchor)

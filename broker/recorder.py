@@ -35,6 +35,7 @@ from ldpfleet.broker.session import Session, end_persistent_session
 from ldpfleet.broker.trace import TRACE_FORMAT, chain_next, genesis, row_bytes, signed_message
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import topics
+from ldpfleet.protocol.bulk import gateway_route
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -72,7 +73,8 @@ def classify(topic: str, payload: bytes) -> tuple[str, str, str | None, str, int
         parsed = topics.parse(topic)
         family, sender, recipient = parsed.family, parsed.sender, parsed.recipient
     except Exception:
-        family, sender, recipient = "invalid", "", None
+        route = gateway_route(topic)  # a bulk gateway's uplink or inbox
+        family, sender, recipient = ("gw", *route) if route else ("invalid", "", None)
     try:
         head = _head_decoder.decode(payload)
         kind, seq = head.type[:64], head.seq
@@ -150,6 +152,7 @@ class TraceRecorder:
         path: str | Path,
         *,
         batch_rows: int = 2000,
+        batch_bytes: int = 16 * 1024 * 1024,
         filters: tuple[str, ...] | None = None,
         give_up_after: float | None = 600.0,
         scenario_digest: str | None = None,
@@ -164,6 +167,8 @@ class TraceRecorder:
         self.run = run
         self.path = Path(path)
         self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
+        self._queued_bytes = 0
         self.recorded = 0
         self.by_kind: Counter[str] = Counter()
         self.subscribed = asyncio.Event()
@@ -185,6 +190,7 @@ class TraceRecorder:
         _PUBLIC_KEYS[str(self.path.resolve())] = self.public_key
 
     def _flush(self) -> None:
+        self._queued_bytes = 0
         if self._rows and self._db is not None:
             with self._db:
                 self._db.executemany(
@@ -241,9 +247,9 @@ class TraceRecorder:
             and (b'"state":"closed"' in payload)
         )
 
-    async def run_until_closed(self) -> int:
-        """Record until the collector closes the run (or the task is cancelled: what was
-        received is kept, ``complete`` stays False)."""
+    def open(self) -> None:
+        """Open the trace file (continuing its chain) for ``record``; ``run_until_closed``
+        does it itself."""
         self._db = open_trace(self.path)
         self._resume_chain()
         with self._db:
@@ -253,6 +259,37 @@ class TraceRecorder:
                 [("run", self.run), ("format", TRACE_FORMAT), ("public_key", self.public_key)],
             )
             self._db.execute("DELETE FROM meta WHERE key = 'signature'")
+
+    def record(self, topic: str, payload: bytes) -> None:
+        """Record one message a pump received or sent, without a subscription (the bulk
+        collector records its own conversation: ``collector.bulk``); rows are written a
+        batch at a time (``batch_rows`` rows or ``batch_bytes`` of payload)."""
+        self._record(topic, payload)
+        self.recorded += 1
+        self._queued_bytes += len(payload)
+        if len(self._rows) >= self.batch_rows or self._queued_bytes >= self.batch_bytes:
+            self._flush()
+
+    def close(self, *, complete: bool = True) -> None:
+        """Write what is queued, sign, and close the file (``complete``: the trace is
+        whole, leave no ``-wal``/``-shm`` file behind); once, later calls do nothing."""
+        if self._db is None:
+            return
+        self.complete = self.complete or complete
+        try:
+            self._flush()
+            self._sign()
+            if self.complete:
+                close_wal(self._db)
+        finally:
+            self._db.close()
+            self._db = None
+            self.finished.set()
+
+    async def run_until_closed(self) -> int:
+        """Record until the collector closes the run (or the task is cancelled: what was
+        received is kept, ``complete`` stays False)."""
+        self.open()
         try:
             # a persistent session that reconnects: a broker restart (with persistence)
             # keeps what was published while the recorder was away
@@ -278,11 +315,6 @@ class TraceRecorder:
             if self.complete:  # the run is closed: nothing more will come for it
                 await end_persistent_session(self.transport, self.client_id)
         finally:
-            self._flush()
-            self._sign()
-            if self.complete:  # a whole trace: one file, no -wal/-shm left in the run folder
-                close_wal(self._db)
-            self._db.close()
-            self._db = None
-            self.finished.set()
+            # a whole trace: one file, no -wal/-shm left in the run folder
+            self.close(complete=self.complete)
         return self.recorded

@@ -7,8 +7,11 @@ accepted rows reach the operating system: a later crash of this process loses no
 written), then ``commit`` and publish the per-device acknowledgement. It stops once
 every report of its devices is resolved, or when the stage closes.
 
-``BulkStore`` is a columnar append-only file of rows ``(device u4, seq u4, values
-f8[B])``, one ``write`` per report message (SQLite's executemany was the alternative:
+With ``trace`` set, the pump records its own conversation in a signed trace
+(``_Conversation``: the per-device path's ``TraceRecorder``, one file per partition).
+
+``BulkStore`` is a columnar append-only file of rows ``(device u4, seq u4, eps0 f8,
+values f8[B])``, one ``write`` per report message (SQLite's executemany was the alternative:
 the file costs ~0.1 us a row and needs no index, since dedup lives in the machine's
 ``next_seq`` array).
 
@@ -35,11 +38,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.broker.recorder import TraceRecorder
 from ldpfleet.broker.transport import Delivery, Transport
 from ldpfleet.collector.analytics import IncrementalReconstructor, write_reconstructions
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.protocol.bulk import (
+    BulkAck,
     BulkCollector,
     BulkHello,
     BulkPlan,
@@ -51,8 +56,11 @@ from ldpfleet.protocol.bulk import (
     stage_topic,
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.topics import svc
 
 __all__ = ["BulkStore", "run_bulk_collector"]
 
@@ -215,12 +223,20 @@ async def run_bulk_collector(
     out_dir: str | os.PathLike,
     *,
     on_ready: Callable[[], None] | None = None,
+    trace: str = "none",
+    trace_path: str | os.PathLike | None = None,
+    scenario_digest: str | None = None,
 ) -> dict:
     """Serve ``partition`` until complete or the stage closes; writes ``summary.json``,
     ``estimates.npz`` and, with ``plan.reconstruct``, ``reconstructions.npz`` to
-    ``out_dir`` and returns the summary."""
+    ``out_dir`` and returns the summary. ``trace`` (``"all"``, ``"control"`` or
+    ``"none"``): what ``_Conversation`` records, signed, in ``trace_path`` (default
+    ``out_dir/trace.sqlite``) with ``scenario_digest``; the summary's ``trace`` names
+    the file and its public key."""
     machine = BulkCollector(plan, partition)
     store = BulkStore(out_dir, machine.stored_dtype)
+    path = Path(trace_path) if trace_path is not None else Path(out_dir) / "trace.sqlite"
+    talk = _Conversation(transport, plan, partition, trace, path, scenario_digest)
     recon = _Reconstruction(plan, machine, store) if plan.reconstruct != "none" else None
     loop = asyncio.get_running_loop()
     level = plan.partition_level_of(partition)
@@ -230,27 +246,30 @@ async def run_bulk_collector(
     try:
         async with transport.connect(client) as conn:
             await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
-            if on_ready is not None:
-                on_ready()
             pending: set[asyncio.Task] = set()
 
             def send(items) -> None:
                 for item in items:
-                    task = asyncio.ensure_future(
-                        conn.publish(item.topic, encode_bulk(item.message))
-                    )
+                    payload = encode_bulk(item.message)
+                    talk.sent(item.topic, payload, item.message)
+                    task = asyncio.ensure_future(conn.publish(item.topic, payload))
                     pending.add(task)
                     task.add_done_callback(pending.discard)
 
+            send([talk.status(machine, "ready")])
+            if on_ready is not None:
+                on_ready()
             if not machine.complete:
                 async for delivery in conn.messages():
-                    if _handle(machine, store, delivery, send, loop.time(), refusals, recon):
+                    if _handle(machine, store, delivery, send, loop.time(), refusals, recon, talk):
                         break
                     if machine.complete:
                         break
+            send([talk.status(machine, "closed")])
             if pending:
                 await asyncio.gather(*list(pending))
         stage_end = time.perf_counter()
+        talk.close()
         summary = machine.summary()
         owned = machine.part == partition
         summary["devices_complete"] = int((machine.next_seq[owned] >= plan.batches).sum())
@@ -264,10 +283,12 @@ async def run_bulk_collector(
         if recon is not None:
             summary["reconstruction"] = await asyncio.to_thread(recon.finish, out)
             summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
+        summary["trace"] = talk.entry()
     finally:
         if recon is not None:
             recon.early.close()  # a failed run leaves no pool behind
         store.close()
+        talk.close(complete=False)  # signs what was recorded when the run failed
     summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     np.savez(out / "estimates.npz", sum=machine.estimate_sum, count=machine.estimate_count)
@@ -275,11 +296,14 @@ async def run_bulk_collector(
 
 
 def _handle(
-    machine, store, delivery: Delivery, send, now: float, refusals: dict, recon=None
+    machine, store, delivery: Delivery, send, now: float, refusals: dict, recon=None, talk=None
 ) -> bool:
     """One delivery; True when the stage closed."""
+    message = None
     try:
         message = decode_bulk(delivery.payload)
+        if talk is not None:
+            talk.received(delivery.topic, delivery.payload, message)
         if isinstance(message, Stage):
             return message.state == "closed"
         gateway = gateway_of_topic(delivery.topic)
@@ -298,4 +322,80 @@ def _handle(
         key = error.code or "schema"
         refusals[key] = refusals.get(key, 0) + 1
         log.warning("bulk collector refused a message on %s: %s", delivery.topic, error)
+        if message is None and talk is not None:  # undecodable: recorded as received
+            talk.received(delivery.topic, delivery.payload, None)
+        kind = message.type_name() if message is not None else "invalid"
+        send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
+
+
+class _Conversation:
+    """What a partition collector records of its own conversation (``trace``): with
+    ``"all"`` every message it receives (hellos, reports, the stage, refused messages) and
+    sends (admits, acknowledgements, ``Reject`` notices, its ready and closed
+    ``PartitionStatus``), one row per message as it crossed this connection; with
+    ``"control"`` all of them but the ``BulkReport`` and ``BulkAck`` messages; with
+    ``"none"`` nothing. The rows are ``broker.recorder.TraceRecorder``'s (the per-device
+    path's recorder: same chain, same signature), written directly rather than through a
+    second subscription, which would have the broker deliver every report twice."""
+
+    _DATA = (BulkReport, BulkAck)  # what "control" leaves out
+
+    def __init__(self, transport, plan, partition, trace, path, scenario_digest) -> None:
+        if trace not in ("all", "control", "none"):
+            raise ValueError(f"trace must be all, control or none, got {trace!r}")
+        self.plan, self.partition, self.mode, self.path = plan, partition, trace, path
+        self.recorder = None
+        if trace != "none":
+            client = f"{plan.run}-recorder-p{partition}"
+            self.recorder = TraceRecorder(
+                transport, plan.run, path, scenario_digest=scenario_digest, client_id=client
+            )
+            self.recorder.open()
+
+    def _wanted(self, message) -> bool:
+        return self.recorder is not None and (
+            self.mode == "all" or not isinstance(message, self._DATA)
+        )
+
+    def received(self, topic: str, payload: bytes, message) -> None:
+        """A delivery (``message`` None: it did not decode)."""
+        if self._wanted(message):
+            self.recorder.record(topic, payload)
+
+    def sent(self, topic: str, payload: bytes, message) -> None:
+        """A message about to be published."""
+        if self._wanted(message):
+            self.recorder.record(topic, payload)
+
+    def status(self, machine: BulkCollector, state: str) -> Outbound:
+        """The partition's ``PartitionStatus`` (ready, then closed with its counts) on
+        ``svc/collector/partition``, as the per-device partition workers announce
+        themselves: the trace's run open and close."""
+        c = machine.counters
+        status = PartitionStatus(
+            run=self.plan.run, sender="collector", partition=self.partition,
+            partitions=self.plan.partitions, state=state, persisted=c.reports_received,
+            expected=machine.expected, joined=int(machine.admitted.sum()),
+            devices=machine.owned, complete=machine.complete,
+            detail=f"bulk: {c.messages} reports, {c.reports_rejected} entries rejected, "
+            f"{c.reports_duplicate} duplicate",
+        )  # fmt: skip
+        return Outbound(svc(self.plan.run, "collector", "partition"), status)
+
+    def close(self, *, complete: bool = True) -> None:
+        """Sign the trace and close it (once)."""
+        if self.recorder is not None:
+            self.recorder.close(complete=complete)
+
+    def entry(self) -> dict | None:
+        """The summary's ``trace`` block: file, public key, rows, bytes (None: no trace)."""
+        if self.recorder is None:
+            return None
+        return {
+            "path": str(self.path),
+            "public_key": self.recorder.public_key,
+            "mode": self.mode,
+            "messages": self.recorder.recorded,
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }

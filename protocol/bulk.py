@@ -59,6 +59,7 @@ model, not for deployed devices (which use ``os.urandom``-seeded generators).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -74,12 +75,13 @@ from ldpfleet.protocol.messages import (
     Epsilon,
     Mechanism,
     Message,
+    Reject,
     Stage,
     StreamEpsilon,
     Window,
 )
 from ldpfleet.protocol.sw import SquareWave, normalise
-from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level
+from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level, svc
 from msgspec import Meta
 
 __all__ = [
@@ -100,6 +102,7 @@ __all__ = [
     "encode_bulk",
     "entry_dtype",
     "splitmix_uniform",
+    "stored_dtype",
 ]
 
 MAX_DEVICES = 100_000_000
@@ -239,6 +242,23 @@ def gateway_of_topic(topic: str) -> int:
         raise RemoteProtocolError(
             f"not a gateway uplink: {topic!r}", field="topic", code="schema"
         ) from None
+
+
+def gateway_route(topic: str) -> tuple[str, str] | None:
+    """(sender, recipient) of a bulk topic — ``("g{g}", "collector")`` on an uplink,
+    ``("collector", "g{g}")`` on a gateway's inbox — or None if ``topic`` is not one
+    (the trace's sender and recipient columns)."""
+    parts = topic.split("/")
+    if len(parts) < 6 or parts[-4] != "gw" or not parts[-3].startswith("g"):
+        return None
+    gateway = parts[-3]
+    if not gateway[1:].isdigit():
+        return None
+    if parts[-2] == "up":
+        return gateway, "collector"
+    if parts[-2:] == ["in", "collector"]:
+        return "collector", gateway
+    return None
 
 
 def stage_topic(run: str) -> str:
@@ -396,7 +416,8 @@ class BulkPlan:
 
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()}
 
     @classmethod
     def from_dict(cls, data: dict) -> BulkPlan:
@@ -782,10 +803,14 @@ class CollectorCounters:
     hellos: int = 0
     hello_refusals: int = 0
     refused_messages: int = 0
+    notices: int = 0  # Reject notices published (refused messages, reports with rejections)
 
 
-def _stored_dtype(batch_steps: int) -> np.dtype:
-    return np.dtype([("device", "<u4"), ("seq", "<u4"), ("values", "<f8", (batch_steps,))])
+def stored_dtype(batch_steps: int) -> np.dtype:
+    """A stored row (the collector's ``reports.bin``): device, seq, the ``eps0`` the
+    report declared (what ``ldpfleet trace verify`` recomputes each device's w-event
+    spend from) and ``batch_steps`` values; ``entry_dtype`` is the same row."""
+    return entry_dtype(batch_steps)
 
 
 class BulkCollector:
@@ -810,7 +835,7 @@ class BulkCollector:
         self.admitted = np.zeros(plan.gateways, dtype=bool)
         self.mechanism = SquareWave(plan.eps0, plan.mechanism)
         self.dtype = entry_dtype(plan.batch_steps)
-        self.stored_dtype = _stored_dtype(plan.batch_steps)
+        self.stored_dtype = stored_dtype(plan.batch_steps)
         self.counters = CollectorCounters()
         self.estimate_sum = np.zeros(plan.steps)
         self.estimate_count = np.zeros(plan.steps, dtype=np.int64)
@@ -926,6 +951,7 @@ class BulkCollector:
         rows = np.empty(int(accepted.sum()), dtype=self.stored_dtype)
         rows["device"] = e["device"][accepted]
         rows["seq"] = e["seq"][accepted]
+        rows["eps0"] = eps0[accepted]
         rows["values"] = e["values"][accepted]
         rejected = code != 255
         pending = PendingBulk(
@@ -983,7 +1009,48 @@ class BulkCollector:
             rejected_codes=pending.rejected_codes.astype("u1").tobytes(),
         )
         level = plan.partition_level_of(self.partition)
-        return [Outbound(gateway_inbox(plan.run, pending.gateway, level), ack)]
+        out = [Outbound(gateway_inbox(plan.run, pending.gateway, level), ack)]
+        if len(pending.rejected_codes):
+            out.append(self._entries_notice(pending))
+        return out
+
+    def refusal_notice(self, topic: str, kind: str, error: RemoteProtocolError) -> Outbound:
+        """The ``Reject`` notice on ``svc/collector/reject`` of a whole message refused
+        (undecodable, oversize, a hello that does not match the run): what the per-device
+        collector publishes for each refused message (``protocol.events``), the trace's
+        record of it."""
+        self.counters.notices += 1
+        route = gateway_route(topic)
+        return self._notice(
+            route[0] if route else "", topic, kind, error.field, error.reason, error.code or ""
+        )
+
+    def _entries_notice(self, pending: PendingBulk) -> Outbound:
+        """One ``Reject`` notice for the rejected entries of one report: how many for each
+        reason (the entries themselves are in the ``BulkAck``)."""
+        self.counters.notices += 1
+        codes, counts = np.unique(pending.rejected_codes, return_counts=True)
+        reasons = ", ".join(
+            f"{REJECT_REASONS[c]} {n}" for c, n in zip(codes.tolist(), counts.tolist(), strict=True)
+        )
+        level = self.plan.partition_level_of(self.partition)
+        return self._notice(
+            f"g{pending.gateway}",
+            gateway_up(self.plan.run, pending.gateway, "bulk", level),
+            BulkReport.__struct_config__.tag,
+            "entries",
+            f"report {pending.report_seq}: {len(pending.rejected_codes)} entries rejected "
+            f"({reasons})",
+            REJECT_REASONS[int(codes[np.argmax(counts)])],
+        )
+
+    def _notice(self, gateway, topic, kind, field_name, reason, code) -> Outbound:
+        notice = Reject(
+            run=self.plan.run, sender="collector", seq=min(self.counters.notices, MAX_STEPS),
+            device=gateway[:64], topic=topic[:300], kind=kind[:64], field=field_name[:100],
+            reason=reason[:500], code=code[:32],
+        )  # fmt: skip
+        return Outbound(svc(self.plan.run, "collector", "reject"), notice)
 
     def summary(self) -> dict:
         """Counters and the lost count (expected minus resolved)."""

@@ -14,7 +14,9 @@ collector still missing reports stops and counts them lost), gathers the outcome
 writes ``results.json``: ``reports_expected / received / lost / rejected /
 duplicate``, ``rejections_by_reason``, per-process peak RSS, and the fleet-mean check
 (mean absolute error of the per-step fleet mean estimated from the stored reports
-against the clipped clean readings).
+against the clipped clean readings) and ``trace`` (the runner's ``trace.sqlite`` and each
+partition's ``trace-p{p}.sqlite`` with their public keys; ``trace = "all"``, ``"control"``
+or ``"none"``: docs/scaling.md, "Traces and ``trace verify`` of a bulk run").
 
 Credentials (docs/scaling.md "Bulk gateways"): on ``memory`` and ``embedded`` the run gets
 fresh ones (``bulk_credentials``: no device identities, ``plan.gateways`` bulk gateway
@@ -39,6 +41,7 @@ from pathlib import Path
 import numpy as np
 from ldpfleet.broker.auth import AuthError, Credentials, use_credentials
 from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.broker.recorder import TraceRecorder
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.bulk import run_bulk_collector
@@ -47,8 +50,13 @@ from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 
-__all__ = ["bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
+__all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
+
+# what a bulk run records when nothing says (the bench; docs/scaling.md "Bulk gateways":
+# chosen by measurement)
+DEFAULT_TRACE = "all"
 
 
 def bulk_credentials(
@@ -75,26 +83,84 @@ def bulk_credentials(
     return None
 
 
-async def _close_stage(transport: Transport, plan: BulkPlan) -> None:
-    async with transport.connect(f"{plan.run}-collector-closer") as conn:
-        closed = Stage(run=plan.run, sender="collector", stage="stream", state="closed")
-        await conn.publish(stage_topic(plan.run), encode_bulk(closed))
+class _StageLine:
+    """The runner's side of the run: it opens the stream stage once every collector
+    listens, closes it when the gateways are done and closes the run after the
+    collectors (``Stage`` on ``ctl/stage``), recording what it publishes in its own
+    signed ``trace.sqlite`` (``broker.recorder.TraceRecorder``, unless ``trace`` is
+    ``"none"``): the run's global control trace, beside each partition's
+    ``trace-p{p}.sqlite``, as a partitioned per-device run's coordinator keeps
+    ``ctl/``."""
+
+    def __init__(self, transport, plan: BulkPlan, out: Path, trace: str, digest) -> None:
+        self.transport, self.plan = transport, plan
+        self.recorder = None
+        if trace != "none":
+            self.recorder = TraceRecorder(
+                transport, plan.run, out / "trace.sqlite", scenario_digest=digest
+            )
+            self.recorder.open()
+
+    async def say(self, stage: str, state: str) -> None:
+        """Publish (and record) ``Stage(stage, state)``."""
+        message = Stage(run=self.plan.run, sender="collector", stage=stage, state=state)
+        topic, payload = stage_topic(self.plan.run), encode_bulk(message)
+        if self.recorder is not None:
+            self.recorder.record(topic, payload)
+        async with self.transport.connect(f"{self.plan.run}-collector-closer") as conn:
+            await conn.publish(topic, payload)
+
+    def close(self, *, complete: bool) -> None:
+        """Sign and close the trace (once)."""
+        if self.recorder is not None:
+            self.recorder.close(complete=complete)
+
+    def entry(self, out: Path, trace: str, summaries: list[dict]) -> dict:
+        """results.json's ``trace`` block: this trace and each partition's."""
+        if self.recorder is None:
+            return {"messages": 0, "recorder": "none"}
+        parts = []
+        for summary in summaries:
+            entry = dict(summary.get("trace") or {})
+            entry["path"] = Path(entry.get("path", "")).name
+            parts.append(entry)
+        return {
+            "recorder": "bulk",
+            "mode": trace,
+            "path": "trace.sqlite",
+            "public_key": self.recorder.public_key,
+            "messages": self.recorder.recorded + sum(e.get("messages", 0) for e in parts),
+            "bytes": (out / "trace.sqlite").stat().st_size + sum(e.get("bytes", 0) for e in parts),
+            "partitions": parts,
+        }
 
 
-async def _in_process(transport: Transport, plan: BulkPlan, out: Path, tamper) -> tuple:
+async def _in_process(
+    transport: Transport, plan: BulkPlan, out: Path, tamper, trace: str, digest, line
+) -> tuple:
     ready = [asyncio.Event() for _ in range(plan.partitions)]
     collectors = [
         asyncio.ensure_future(
-            run_bulk_collector(transport, plan, p, out / f"p{p}", on_ready=ready[p].set)
+            run_bulk_collector(
+                transport,
+                plan,
+                p,
+                out / f"p{p}",
+                on_ready=ready[p].set,
+                trace=trace,
+                trace_path=out / f"trace-p{p}.sqlite",
+                scenario_digest=digest,
+            )
         )
         for p in range(plan.partitions)
     ]
     for event in ready:
         await event.wait()
+    await line.say("stream", "open")
     connected = time.perf_counter()
     fleet = await run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
     streamed = time.perf_counter()
-    await _close_stage(transport, plan)
+    await line.say("stream", "closed")
     summaries = await asyncio.gather(*collectors)
     return list(summaries), [fleet], connected, streamed
 
@@ -107,7 +173,7 @@ async def _spawn(*args: str) -> asyncio.subprocess.Process:
 
 
 async def _processes(
-    transport: Transport, url: str, plan: BulkPlan, out: Path, shards: int, timeout: float
+    url: str, plan: BulkPlan, out: Path, shards: int, timeout: float, trace, digest, line
 ) -> tuple:
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
@@ -121,13 +187,20 @@ async def _processes(
             url,
             "--out",
             str(out / f"p{p}"),
+            "--trace",
+            trace,
+            "--trace-path",
+            str(out / f"trace-p{p}.sqlite"),
+            "--scenario-digest",
+            digest or "",
         )
         for p in range(plan.partitions)
     ]
     for proc in collectors:
-        line = await proc.stdout.readline()
-        if line.strip() != b"ready":
-            raise RuntimeError(f"a bulk collector did not start (said {line!r})")
+        said = await proc.stdout.readline()
+        if said.strip() != b"ready":
+            raise RuntimeError(f"a bulk collector did not start (said {said!r})")
+    await line.say("stream", "open")
     connected = time.perf_counter()
     shard_procs = [
         await _spawn(
@@ -149,7 +222,7 @@ async def _processes(
             if proc.returncode is None:
                 proc.kill()
     streamed = time.perf_counter()
-    await _close_stage(transport, plan)
+    await line.say("stream", "closed")
     await asyncio.gather(*(p.wait() for p in collectors))
     summaries = [
         json.loads((out / f"p{p}" / "summary.json").read_text()) for p in range(plan.partitions)
@@ -173,12 +246,16 @@ async def run_bulk(
     transport: Transport | None = None,
     credentials: Credentials | None = None,
     auth: bool = True,
+    trace: str = DEFAULT_TRACE,
+    scenario_digest: str | None = None,
 ) -> dict:
     """Run ``plan`` end to end and write ``out_dir/results.json`` (module docstring).
     ``broker``: ``memory``, ``embedded`` or an ``mqtt://`` URL; ``tamper`` (in-process runs
     only): gateway -> a function rewriting its built entries (hostile-entry tests);
     ``transport``: a ready one (used as given, no credentials); ``credentials`` and
-    ``auth``: as ``bulk_credentials``."""
+    ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
+    (the runner's ``trace.sqlite`` and each partition's ``trace-p{p}.sqlite``, signed
+    over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if broker == "memory" and processes:
@@ -193,14 +270,23 @@ async def run_bulk(
         use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
     ):
         async with open_broker(transport or broker, credentials=creds) as (conn, info):
-            if in_process:
-                summaries, fleets, connected, streamed = await _in_process(conn, plan, out, tamper)
-            else:
-                summaries, fleets, connected, streamed = await _processes(
-                    conn, info.url, plan, out, shards, stage_timeout
-                )
+            line = _StageLine(conn, plan, out, trace, scenario_digest)
+            try:
+                if in_process:
+                    summaries, fleets, connected, streamed = await _in_process(
+                        conn, plan, out, tamper, trace, scenario_digest, line
+                    )
+                else:
+                    summaries, fleets, connected, streamed = await _processes(
+                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest, line
+                    )
+                await line.say("run", "closed")
+                line.close(complete=True)
+            finally:
+                line.close(complete=False)  # signs what was recorded when the run failed
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
+    results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
@@ -351,6 +437,8 @@ async def run_bulk_scenario(
         transport=transport,
         credentials=credentials,
         auth=spec.broker.auth is not False,
+        trace=spec.collector.trace,
+        scenario_digest=digest_of(scenario.to_dict()),
     )
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
@@ -376,7 +464,6 @@ async def run_bulk_scenario(
         devices_complete=sum(p.get("devices_complete", 0) for p in results["partitions"]),
         missing_batches=dict(sorted(missing.items())),
         stages=stages,
-        trace={"messages": 0, "recorder": "none"},  # bulk runs record no trace
     )
     (out / "results.json").write_text(json.dumps(results, indent=1))
     return results
@@ -390,6 +477,9 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--partition", type=int, default=0)
     parser.add_argument("--shard", default="0/1")
+    parser.add_argument("--trace", default="none", choices=("all", "control", "none"))
+    parser.add_argument("--trace-path", default=None)
+    parser.add_argument("--scenario-digest", default="")
     args = parser.parse_args(argv)
     from ldpfleet.scenarios import loop
 
@@ -402,7 +492,18 @@ def _main(argv: list[str] | None = None) -> int:
         def ready() -> None:
             print("ready", flush=True)
 
-        loop.run(run_bulk_collector(transport, plan, args.partition, out, on_ready=ready))
+        loop.run(
+            run_bulk_collector(
+                transport,
+                plan,
+                args.partition,
+                out,
+                on_ready=ready,
+                trace=args.trace,
+                trace_path=args.trace_path,
+                scenario_digest=args.scenario_digest or None,
+            )
+        )
         return 0
     index, count = (int(x) for x in args.shard.split("/"))
     gateways = range(index, plan.gateways, count)

@@ -150,7 +150,8 @@ class CollectorSection(_Section):
     # what the trace recorder keeps: every message, or the control plane only (stage,
     # rejections, releases: for very large fleets, where recording every report and ack
     # costs as much CPU as collecting them; docs/scaling.md); "none": no recorder, only
-    # with fleet.connection = "bulk" (which has none) and required there
+    # with fleet.connection = "bulk" (whose "all" records one row per bulk report and
+    # acknowledgement, not per device: docs/scaling.md "Bulk gateways")
     trace: Literal["all", "control", "none"] = "all"
     # collector partitions (DESIGN.md "Scale", docs/scaling.md): a worker process per
     # partition, devices assigned by SHA-256 of their id; 1 = one collector process
@@ -719,11 +720,6 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}stream.batch_steps: {why} stream.steps ({stream.steps}) must be a "
             f"multiple of batch_steps, got {batch}"
-        )
-    if spec.collector.trace != "none":
-        raise ScenarioError(
-            f'{where}collector.trace: bulk gateways have no trace recorder; set trace = "none" '
-            f"{why}, got {spec.collector.trace!r}"
         )
     for section in ("secure_sum", "gcdp"):
         if getattr(spec, section) is not None:

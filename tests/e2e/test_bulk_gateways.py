@@ -15,7 +15,13 @@ from ldpfleet.broker.embedded import EmbeddedBroker
 from ldpfleet.broker.select import open_broker
 from ldpfleet.collector.bulk import BulkStore
 from ldpfleet.devices.bulk_gateway import gateway_client_id
-from ldpfleet.protocol.bulk import BulkPlan, entry_dtype, gateway_up, gateway_up_filter
+from ldpfleet.protocol.bulk import (
+    BulkPlan,
+    entry_dtype,
+    gateway_up,
+    gateway_up_filter,
+    stored_dtype,
+)
 from ldpfleet.scenarios.bulk_run import bulk_credentials, run_bulk
 
 from tests.conftest import MOSQUITTO, broker_for
@@ -45,8 +51,7 @@ def stored(out, plan: BulkPlan) -> np.ndarray:
     parts = []
     for p, store in enumerate(rows):
         store.path = out / f"p{p}" / "reports.bin"
-        store.dtype = np.dtype([("device", "<u4"), ("seq", "<u4"),
-                                ("values", "<f8", (plan.batch_steps,))])  # fmt: skip
+        store.dtype = stored_dtype(plan.batch_steps)
         parts.append(store.read())
     return np.sort(np.concatenate(parts), order=["device", "seq"])
 
@@ -104,6 +109,13 @@ async def test_collector_and_gateway_processes_on_mosquitto(mosquitto_url, tmp_p
     assert results["fleet"]["shards_missing"] == 0
     assert len(results["peak_rss_mb"]["fleet_processes"]) == 2
     assert all(r > 0 for r in results["peak_rss_mb"]["collectors"])
+    # each collector process recorded and signed its partition's trace (the default "all")
+    from ldpfleet.app.trace_verify import verify_run
+
+    report = verify_run(tmp_path)
+    assert report.ok, [m.line() for m in report.mismatches]
+    assert report.checked["signature"] == 3
+    assert report.checked["traced_entries"] == plan.devices * plan.batches
 
 
 def test_bench_fleet_connection_bulk_prints_the_bulk_figures():
@@ -123,6 +135,8 @@ def test_bench_fleet_connection_bulk_prints_the_bulk_figures():
     assert figures["messages"] == 250 * 4 and figures["lost"] == 0
     assert figures["cpu_us_per_report"] > 0 and figures["peak_rss_mb"]["total"] > 0
     assert figures["retransmit_after"] == 30.0  # the bulk default, not the per-device 5 s
+    assert figures["trace"] == "all" and figures["trace_messages"] > 0
+    assert figures["trace_bytes"] > 0
 
 
 def test_bench_fleet_gateway_switches_to_bulk_only_above_bulk_from():

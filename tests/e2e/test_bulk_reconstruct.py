@@ -11,7 +11,7 @@ import pytest
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.bulk import BulkStore
 from ldpfleet.collector.cpr import CprConfig
-from ldpfleet.protocol.bulk import BulkAdmit, BulkGateway, BulkPlan
+from ldpfleet.protocol.bulk import BulkAdmit, BulkGateway, BulkPlan, stored_dtype
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
@@ -33,8 +33,7 @@ def recon_plan(run: str, partitions: int, **kw) -> BulkPlan:
 def stored_streams(out, plan: BulkPlan) -> dict[str, np.ndarray]:
     streams: dict[str, np.ndarray] = {}
     for p in range(plan.partitions):
-        store = BulkStore(out / f"p{p}", np.dtype([("device", "<u4"), ("seq", "<u4"),
-                          ("values", "<f8", (plan.batch_steps,))]))  # fmt: skip
+        store = BulkStore(out / f"p{p}", stored_dtype(plan.batch_steps))
         streams |= store.streams(plan.device_id)
         store.close()
     return dict(sorted(streams.items()))

@@ -50,6 +50,7 @@ class Net:
         self.queue: list = []
         self.stored: list[list[np.ndarray]] = [[] for _ in self.collectors]
         self.acks: list[BulkAck] = []
+        self.notices: list = []
         self.now = 0.0
 
     def start(self) -> None:
@@ -63,6 +64,9 @@ class Net:
     def deliver(self) -> None:
         while self.queue:
             out = self.queue.pop(0)
+            if "/svc/" in out.topic:  # the collector's Reject notices: for the trace
+                self.notices.append(out.message)
+                continue
             message = decode_bulk(encode_bulk(out.message))  # through the wire format
             if self.drop(out.topic, message):
                 continue
@@ -174,6 +178,8 @@ def test_an_entry_for_another_gateways_device_is_refused_without_touching_it():
     by_reason = {r: sum(c.counters.rejections_by_reason[r] for c in net.collectors)
                  for r in REJECT_REASONS}  # fmt: skip
     assert by_reason["acl"] >= 1 and by_reason["budget"] == by_reason["out_of_range"] == 0
+    # each report with rejected entries is announced once on svc/collector/reject
+    assert net.notices and all(n.device == "g0" and n.code == "acl" for n in net.notices)
     # device 150 still got all its own reports in: nothing lost
     rows = net.rows()
     assert np.sum(rows["device"] == 150) == net.plan.batches
