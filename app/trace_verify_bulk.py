@@ -260,6 +260,14 @@ def _positions(keys: np.ndarray, among: np.ndarray) -> tuple[np.ndarray, np.ndar
     return found, order[at] if len(ordered) else at
 
 
+def _fail_keys(findings, plan, keys: np.ndarray, reason: str, detail) -> None:
+    """One finding per (device << 32 | batch) key (``detail(batch)`` says why)."""
+    for key in keys:
+        batch = int(key & 0xFFFFFFFF)
+        findings.fail(plan.device_id(int(key >> 32)), batch * plan.batch_steps, reason,
+                      detail(batch))  # fmt: skip
+
+
 def _keys(rows: np.ndarray) -> np.ndarray:
     return rows["device"].astype(np.int64) * (1 << 32) + rows["seq"].astype(np.int64)
 
@@ -310,41 +318,44 @@ def _check_partition(plan, p, stored, conversation, summary, findings, report) -
             f"stored by partition {p}, the device belongs to {partition[index]}",
         )
     seq = stored["seq"].astype(np.int64)
-    for index in np.flatnonzero(seq >= plan.batches):
-        findings.fail(
-            name(int(device[index])),
-            int(seq[index]) * plan.batch_steps,
-            "beyond_steps",
-            f"batch {seq[index]}, the stream has {plan.batches}",
-        )
+
+    def fail_batches(mask: np.ndarray, reason: str, detail) -> None:
+        """One finding per stored batch where ``mask`` holds (``detail(index)`` says why)."""
+        for index in np.flatnonzero(mask):
+            step = int(seq[index]) * plan.batch_steps
+            findings.fail(name(int(device[index])), step, reason, detail(index))
+
+    fail_batches(
+        seq >= plan.batches,
+        "beyond_steps",
+        lambda i: f"batch {seq[i]}, the stream has {plan.batches}",
+    )
     domain = SquareWave(plan.eps0, plan.mechanism).in_domain(stored["values"]).all(axis=1)
     report.checked["values_in_domain"] += int(domain.sum()) * plan.batch_steps
-    for index in np.flatnonzero(~domain):
-        findings.fail(
-            name(int(device[index])),
-            int(seq[index]) * plan.batch_steps,
-            "out_of_domain",
-            f"batch {seq[index]} holds a value outside the "
-            f"{plan.mechanism} output domain at eps0={plan.eps0:g}",
-        )
+    fail_batches(
+        ~domain,
+        "out_of_domain",
+        lambda i: (
+            f"batch {seq[i]} holds a value outside the "
+            f"{plan.mechanism} output domain at eps0={plan.eps0:g}"
+        ),
+    )
     eps0 = stored["eps0"]
-    other = ~(np.abs(eps0 - plan.eps0) <= REL_TOL * plan.eps0)
-    for index in np.flatnonzero(other):
-        findings.fail(
-            name(int(device[index])),
-            int(seq[index]) * plan.batch_steps,
-            "eps0",
-            f"batch {seq[index]} stored with eps0={float(eps0[index])!r}, the "
-            f"run's eps/w is {plan.eps0!r}",
-        )
+    fail_batches(
+        ~(np.abs(eps0 - plan.eps0) <= REL_TOL * plan.eps0),
+        "eps0",
+        lambda i: (
+            f"batch {seq[i]} stored with eps0={float(eps0[i])!r}, the run's eps/w is {plan.eps0!r}"
+        ),
+    )
     keys = np.sort(_keys(stored))
-    for key in np.unique(keys[1:][keys[1:] == keys[:-1]]):
-        findings.fail(
-            name(int(key >> 32)),
-            int(key & 0xFFFFFFFF) * plan.batch_steps,
-            "stored_twice",
-            f"batch {key & 0xFFFFFFFF} is stored more than once",
-        )
+    _fail_keys(
+        findings,
+        plan,
+        np.unique(keys[1:][keys[1:] == keys[:-1]]),
+        "stored_twice",
+        lambda batch: f"batch {batch} is stored more than once",
+    )
     inside = seq < plan.batches
     _check_windows(plan, stored if inside.all() else stored[inside], findings, report)
     _check_counts(p, stored, conversation, summary, findings)
@@ -422,35 +433,37 @@ def _check_against_trace(plan, stored, conversation, findings, report) -> None:
     traced = conversation.accepted_rows()
     report.checked["bulk_reports"] += conversation.reports_seen
     report.checked["traced_entries"] += len(traced)
-    name = plan.device_id
     stored_keys, traced_keys = _keys(stored), _keys(traced)
     # membership by sorting and binary search (numpy's hash-based unique took 8 s of 13 at
     # 2 x 10^6 rows)
     in_trace, t_at = _positions(stored_keys, traced_keys)
-    for key in stored_keys[~in_trace]:
-        findings.fail(
-            name(int(key >> 32)),
-            int(key & 0xFFFFFFFF) * plan.batch_steps,
-            "untraced_report",
-            f"batch {key & 0xFFFFFFFF} is stored, no traced BulkReport had it accepted",
-        )
-    for key in traced_keys[~_positions(traced_keys, stored_keys)[0]]:
-        findings.fail(
-            name(int(key >> 32)),
-            int(key & 0xFFFFFFFF) * plan.batch_steps,
-            "not_stored",
-            f"batch {key & 0xFFFFFFFF} was accepted and acknowledged "
-            "in the trace, reports.bin does not hold it",
-        )
+    _fail_keys(
+        findings,
+        plan,
+        stored_keys[~in_trace],
+        "untraced_report",
+        lambda batch: f"batch {batch} is stored, no traced BulkReport had it accepted",
+    )
+    _fail_keys(
+        findings,
+        plan,
+        traced_keys[~_positions(traced_keys, stored_keys)[0]],
+        "not_stored",
+        lambda batch: (
+            f"batch {batch} was accepted and acknowledged "
+            "in the trace, reports.bin does not hold it"
+        ),
+    )
     s_at, t_at = np.flatnonzero(in_trace), t_at[in_trace]
     common = stored_keys[s_at]
     same = stored["eps0"][s_at] == traced["eps0"][t_at]
     same &= (stored["values"][s_at] == traced["values"][t_at]).all(axis=1)
-    for key in common[~same]:
-        findings.fail(
-            name(int(key >> 32)),
-            int(key & 0xFFFFFFFF) * plan.batch_steps,
-            "stored_differs",
-            f"batch {key & 0xFFFFFFFF} is stored with another eps0 "
-            "or other values than the traced BulkReport",
-        )
+    _fail_keys(
+        findings,
+        plan,
+        common[~same],
+        "stored_differs",
+        lambda batch: (
+            f"batch {batch} is stored with another eps0 or other values than the traced BulkReport"
+        ),
+    )
