@@ -69,14 +69,17 @@ log = logging.getLogger(__name__)
 
 class BulkStore:
     """Append-only rows of one partition (``reports.bin`` + ``reports.json`` naming
-    the row layout)."""
+    the row layout). A run starts its file afresh: a ``reports.bin`` left in the directory
+    by an earlier run is truncated (bulk collectors do not resume a run), or its rows would
+    be read back as this run's."""
 
     def __init__(self, directory: str | os.PathLike, dtype: np.dtype) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dtype = dtype
         self.path = self.dir / "reports.bin"
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+        self._fd = os.open(self.path, flags, 0o644)
         (self.dir / "reports.json").write_text(json.dumps({"dtype": dtype.descr}))
         self.rows = 0
         self._row_of: np.ndarray | None = None  # (devices, batches) row numbers, -1 none

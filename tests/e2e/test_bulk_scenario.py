@@ -67,6 +67,18 @@ def check_run(result, out) -> dict:
     return results
 
 
+def test_a_second_run_into_the_same_directory_starts_the_store_afresh(tmp_path):
+    """reports.bin is truncated by a new run: the earlier run's rows would otherwise be
+    read back (reconstructions, counts) as this run's."""
+    check_run(*run_cli(BULK, "memory", tmp_path))
+    first = {p: (tmp_path / "out" / f"p{p}" / "reports.bin").stat().st_size for p in (0, 1)}
+    results = check_run(*run_cli(BULK.replace("seed = ", "seed = 1"), "memory", tmp_path))
+    for p in (0, 1):
+        store = tmp_path / "out" / f"p{p}" / "reports.bin"
+        assert store.stat().st_size == first[p]
+    assert sum(part["stored_rows"] for part in results["partitions"]) == 150 * 10
+
+
 def test_a_bulk_scenario_runs_from_ldpfleet_run_on_the_memory_broker(tmp_path):
     check_run(*run_cli(BULK, "memory", tmp_path))
 
