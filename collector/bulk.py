@@ -62,7 +62,7 @@ from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.topics import svc
 
-__all__ = ["BulkStore", "run_bulk_collector"]
+__all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class BulkStore:
 
     def read(self) -> np.ndarray:
         """Every stored row."""
-        return np.fromfile(self.path, dtype=self.dtype)
+        return stored_rows(self.dir, self.dtype)
 
     def streams_of(self, devices: np.ndarray) -> list[np.ndarray]:
         """Each of ``devices``' stored values in step order (needs ``index``): read back
@@ -124,19 +124,28 @@ class BulkStore:
         assert self._row_of is not None, "index() first"
         return np.flatnonzero((self._row_of >= 0).any(axis=1))
 
-    def streams(self, name: Callable[[int], str]) -> dict[str, np.ndarray]:
-        """Every device's stored values in step order, keyed ``name(device)``, devices in
-        index order (a device's rows are appended in seq order: each seq is stored once,
-        after the one before it)."""
-        rows = self.read()
-        rows = rows[np.argsort(rows["device"], kind="stable")]
-        devices, starts = np.unique(rows["device"], return_index=True)
-        values = np.split(rows["values"], starts[1:]) if len(rows) else []
-        return {name(int(d)): v.ravel() for d, v in zip(devices, values, strict=True)}
-
     def close(self) -> None:
         """Close the file."""
         os.close(self._fd)
+
+
+def stored_rows(directory: str | os.PathLike, dtype: np.dtype) -> np.ndarray:
+    """Every row of ``directory/reports.bin`` (rows of ``dtype``). Reads only."""
+    return np.fromfile(Path(directory) / "reports.bin", dtype=dtype)
+
+
+def stored_streams(
+    directory: str | os.PathLike, dtype: np.dtype, name: Callable[[int], str]
+) -> dict[str, np.ndarray]:
+    """Every device's stored values in ``directory/reports.bin`` (rows of ``dtype``), in
+    step order, keyed ``name(device)``, devices in index order (a device's rows are
+    appended in seq order: each seq is stored once, after the one before it). Reads only:
+    for a finished run's directory."""
+    rows = stored_rows(directory, dtype)
+    rows = rows[np.argsort(rows["device"], kind="stable")]
+    devices, starts = np.unique(rows["device"], return_index=True)
+    values = np.split(rows["values"], starts[1:]) if len(rows) else []
+    return {name(int(d)): v.ravel() for d, v in zip(devices, values, strict=True)}
 
 
 class _Reconstruction:

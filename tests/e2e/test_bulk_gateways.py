@@ -13,7 +13,7 @@ import pytest
 from ldpfleet.broker.auth import CREDENTIALS_ENV
 from ldpfleet.broker.embedded import EmbeddedBroker
 from ldpfleet.broker.select import open_broker
-from ldpfleet.collector.bulk import BulkStore
+from ldpfleet.collector.bulk import stored_rows
 from ldpfleet.devices.bulk_gateway import gateway_client_id
 from ldpfleet.protocol.bulk import (
     BulkPlan,
@@ -47,12 +47,8 @@ def hostile(entries: np.ndarray) -> np.ndarray:
 
 
 def stored(out, plan: BulkPlan) -> np.ndarray:
-    rows = [BulkStore.__new__(BulkStore) for _ in range(plan.partitions)]
-    parts = []
-    for p, store in enumerate(rows):
-        store.path = out / f"p{p}" / "reports.bin"
-        store.dtype = stored_dtype(plan.batch_steps)
-        parts.append(store.read())
+    dtype = stored_dtype(plan.batch_steps)
+    parts = [stored_rows(out / f"p{p}", dtype) for p in range(plan.partitions)]
     return np.sort(np.concatenate(parts), order=["device", "seq"])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ldpfleet.collector.analytics import reconstruct_streams
-from ldpfleet.collector.bulk import BulkStore
+from ldpfleet.collector.bulk import stored_streams
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.protocol.bulk import BulkAdmit, BulkGateway, BulkPlan, stored_dtype
 from ldpfleet.protocol.errors import ParameterError
@@ -30,12 +30,10 @@ def recon_plan(run: str, partitions: int, **kw) -> BulkPlan:
     return BulkPlan(**base)
 
 
-def stored_streams(out, plan: BulkPlan) -> dict[str, np.ndarray]:
+def plan_streams(out, plan: BulkPlan) -> dict[str, np.ndarray]:
     streams: dict[str, np.ndarray] = {}
     for p in range(plan.partitions):
-        store = BulkStore(out / f"p{p}", stored_dtype(plan.batch_steps))
-        streams |= store.streams(plan.device_id)
-        store.close()
+        streams |= stored_streams(out / f"p{p}", stored_dtype(plan.batch_steps), plan.device_id)
     return dict(sorted(streams.items()))
 
 
@@ -54,7 +52,7 @@ async def test_bulk_reconstructions_equal_the_after_stage_pass_for_one_and_two_p
         # devices complete while the stage runs: every full chunk of 64 went to the pool
         assert block["during_stage"] >= 64
         assert block["seconds"] >= 0
-        stored[partitions] = streams = stored_streams(out, plan)
+        stored[partitions] = streams = plan_streams(out, plan)
         assert len(streams) == plan.devices
         with np.load(out / "reconstructions.npz") as data:
             saved[partitions] = {key: data[key] for key in data.files}
