@@ -94,6 +94,12 @@ def close_wal(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA journal_mode=DELETE")
 
 
+def remove_trace(path: str | Path) -> None:
+    """Delete a trace file and its SQLite side files (``-wal``, ``-shm``), if present."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def open_trace(path: str | Path) -> sqlite3.Connection:
     """Open (creating if needed) a trace database."""
     db = sqlite3.connect(str(path))
@@ -247,9 +253,12 @@ class TraceRecorder:
             and (b'"state":"closed"' in payload)
         )
 
-    def open(self) -> None:
+    def open(self, *, fresh: bool = False) -> None:
         """Open the trace file (continuing its chain) for ``record``; ``run_until_closed``
-        does it itself."""
+        does it itself. ``fresh``: remove a file left by an earlier run first (for a
+        writer that never resumes a run, e.g. the bulk collector)."""
+        if fresh:
+            remove_trace(self.path)
         self._db = open_trace(self.path)
         self._resume_chain()
         with self._db:

@@ -363,7 +363,7 @@ class _Conversation:
             self.recorder = TraceRecorder(
                 transport, plan.run, path, scenario_digest=scenario_digest, client_id=client
             )
-            self.recorder.open()
+            self.recorder.open(fresh=True)  # a bulk run never resumes an earlier one
 
     def _wanted(self, message) -> bool:
         return self.recorder is not None and (

@@ -99,7 +99,7 @@ class _StageLine:
             self.recorder = TraceRecorder(
                 transport, plan.run, out / "trace.sqlite", scenario_digest=digest
             )
-            self.recorder.open()
+            self.recorder.open(fresh=True)  # a bulk run never resumes an earlier one
 
     async def say(self, stage: str, state: str) -> None:
         """Publish (and record) ``Stage(stage, state)``."""

@@ -24,7 +24,12 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
-from ldpfleet.broker.recorder import TraceRecorder, control_filters, stamp_public_key
+from ldpfleet.broker.recorder import (
+    TraceRecorder,
+    control_filters,
+    remove_trace,
+    stamp_public_key,
+)
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.trace import reports_missing_from_trace
 from ldpfleet.broker.transport import AsUser, Transport
@@ -514,8 +519,7 @@ async def run_scenario(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
-        for suffix in ("", "-wal", "-shm"):
-            (out / f"{name}{suffix}").unlink(missing_ok=True)
+        remove_trace(out / name)  # (the store is SQLite with the same side files)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())

@@ -68,11 +68,15 @@ def check_run(result, out) -> dict:
 
 
 def test_a_second_run_into_the_same_directory_starts_the_store_afresh(tmp_path):
-    """reports.bin is truncated by a new run: the earlier run's rows would otherwise be
-    read back (reconstructions, counts) as this run's."""
-    check_run(*run_cli(BULK, "memory", tmp_path))
+    """reports.bin and the traces are started afresh by a new run: the earlier run's rows
+    would otherwise be read back (reconstructions, counts) as this run's, and its trace
+    rows would break the new chain."""
+    traced = BULK.replace('trace = "none"', 'trace = "all"')
+    check_run(*run_cli(traced, "memory", tmp_path))
     first = {p: (tmp_path / "out" / f"p{p}" / "reports.bin").stat().st_size for p in (0, 1)}
-    results = check_run(*run_cli(BULK.replace("seed = ", "seed = 1"), "memory", tmp_path))
+    results = check_run(*run_cli(traced.replace("seed = ", "seed = 1"), "memory", tmp_path))
+    verify = CliRunner().invoke(app, ["trace", "verify", str(tmp_path / "out")])
+    assert verify.exit_code == 0, verify.output
     for p in (0, 1):
         store = tmp_path / "out" / f"p{p}" / "reports.bin"
         assert store.stat().st_size == first[p]
