@@ -61,10 +61,10 @@ def builtin_scenarios() -> list[BuiltinScenario]:
 
 def find_scenario(spec: str | Path) -> Path:
     """``spec`` if that file exists, else the built-in scenario it names (``quickstart`` or
-    ``quickstart.toml``). Anything else comes back unchanged, and the loader reports it
-    missing."""
+    ``quickstart.toml``; a directory of that name, e.g. an earlier run's output folder,
+    does not hide it). Anything else comes back unchanged, and the loader reports it."""
     path = Path(spec)
-    if path.exists() or len(path.parts) != 1 or path.suffix not in ("", ".toml"):
+    if path.is_file() or len(path.parts) != 1 or path.suffix not in ("", ".toml"):
         return path
     builtin = scenario_root() / f"{path.stem}.toml"
     return builtin if builtin.is_file() else path

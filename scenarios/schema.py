@@ -896,4 +896,10 @@ def load_scenario(path: str | Path) -> LoadedScenario:
             f"scenario file {path} does not exist (`ldpfleet scenarios` lists the built-in "
             "ones, which run by name: `ldpfleet run quickstart`)"
         )
-    return parse_scenario(path.read_text(), path)
+    if not path.is_file():
+        raise ScenarioError(f"{path} is a directory, not a scenario file (a .toml file)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"scenario file {path} cannot be read: {exc}") from None
+    return parse_scenario(text, path)

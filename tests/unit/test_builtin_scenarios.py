@@ -48,6 +48,25 @@ def test_find_scenario_prefers_an_existing_file(elsewhere):
         assert find_scenario(other) == Path(other)
 
 
+def test_a_folder_named_like_a_builtin_does_not_hide_it(elsewhere):
+    """``ldpfleet run quickstart -o quickstart`` twice: the second run found the first's
+    output folder and crashed reading it as a file."""
+    (elsewhere / "quickstart").mkdir()
+    assert find_scenario("quickstart") == scenario_root() / "quickstart.toml"
+    assert load_scenario("quickstart").name == "quickstart"
+
+
+def test_a_folder_or_an_unreadable_file_is_one_sentence(elsewhere):
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    (elsewhere / "runs").mkdir()
+    with pytest.raises(ScenarioError, match="runs is a directory, not a scenario file"):
+        load_scenario("runs")
+    (elsewhere / "bad.toml").write_bytes(b"\xff\xfe[scenario]\n")
+    with pytest.raises(ScenarioError, match=r"bad\.toml cannot be read"):
+        load_scenario("bad.toml")
+
+
 def test_every_builtin_loads_by_name_and_finds_its_data_from_anywhere(elsewhere):
     for s in builtin_scenarios():
         loaded = load_scenario(s.name)
