@@ -312,13 +312,16 @@ async def bench_bulk_fleet(
     peak RSS per process and in total, the trace's messages and bytes, and the results'
     counters."""
     import os
+    import secrets
 
     from ldpfleet.protocol.bulk import BulkPlan
     from ldpfleet.scenarios.bulk_run import run_bulk
 
     plan = BulkPlan(
-        run="bench-bulk", devices=devices, steps=steps, batch_steps=batch_steps, eps=eps,
-        w=w, seed=seed, gateway_devices=gateway_devices, partitions=partitions,
+        # a run id of its own: two benches on one broker must not share topics
+        run=f"bench-bulk-{secrets.token_hex(3)}", devices=devices, steps=steps,
+        batch_steps=batch_steps, eps=eps, w=w, seed=seed, gateway_devices=gateway_devices,
+        partitions=partitions,
         retransmit_after=retransmit_after or BULK_RETRANSMIT_AFTER,
         reconstruct=reconstruct, step_seconds=step_seconds,
     )  # fmt: skip
