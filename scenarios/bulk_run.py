@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -41,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from ldpfleet.broker.auth import AuthError, Credentials, use_credentials
 from ldpfleet.broker.mqtt import MqttTransport
-from ldpfleet.broker.recorder import TraceRecorder
+from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.bulk import run_bulk_collector
@@ -51,6 +52,7 @@ from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
+from ldpfleet.scenarios.cadr_run import fresh_outputs
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
 
@@ -234,6 +236,19 @@ async def _processes(
     return summaries, fleets, connected, streamed
 
 
+def _fresh_bulk_outputs(out_dir: str | os.PathLike) -> Path:
+    """``out_dir`` without an earlier run's traces and partition folders (``p{p}/``,
+    ``trace-p{p}.sqlite``): a run with fewer partitions would otherwise leave the old ones
+    for ``trace`` commands to read as its own."""
+    out = fresh_outputs(out_dir)
+    for stale in out.glob("trace-p*.sqlite"):
+        remove_trace(stale)
+    for stale in out.glob("p*"):
+        if stale.is_dir() and stale.name[1:].isdigit():
+            shutil.rmtree(stale)
+    return out
+
+
 async def run_bulk(
     plan: BulkPlan,
     *,
@@ -256,8 +271,7 @@ async def run_bulk(
     ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
     (the runner's ``trace.sqlite`` and each partition's ``trace-p{p}.sqlite``, signed
     over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _fresh_bulk_outputs(out_dir)
     if broker == "memory" and processes:
         raise ParameterError("the memory broker runs in one process", field="processes")
     in_process = broker == "memory" or processes is False or tamper is not None

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from ldpfleet.broker.recorder import TraceRecorder, control_filters
+from ldpfleet.broker.recorder import TraceRecorder, control_filters, remove_trace
 from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
@@ -748,8 +748,7 @@ def fresh_outputs(out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
-        for suffix in ("", "-wal", "-shm"):
-            (out / f"{name}{suffix}").unlink(missing_ok=True)
+        remove_trace(out / name)  # (the store is SQLite with the same side files)
     return out
 
 

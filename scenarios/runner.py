@@ -27,7 +27,6 @@ from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
 from ldpfleet.broker.recorder import (
     TraceRecorder,
     control_filters,
-    remove_trace,
     stamp_public_key,
 )
 from ldpfleet.broker.select import open_broker
@@ -43,7 +42,7 @@ from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.sw import normalise
-from ldpfleet.scenarios.cadr_run import scenario_header
+from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -516,10 +515,7 @@ async def run_scenario(
                 scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run
             )
         return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in ("trace.sqlite", "collector.sqlite"):
-        remove_trace(out / name)  # (the store is SQLite with the same side files)
+    out = fresh_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())

@@ -74,7 +74,13 @@ def test_a_second_run_into_the_same_directory_starts_the_store_afresh(tmp_path):
     traced = BULK.replace('trace = "none"', 'trace = "all"')
     check_run(*run_cli(traced, "memory", tmp_path))
     first = {p: (tmp_path / "out" / f"p{p}" / "reports.bin").stat().st_size for p in (0, 1)}
+    # an earlier run with more partitions leaves nothing of its own behind
+    more = traced.replace("partitions = 2", "partitions = 3")
+    assert run_cli(more, "memory", tmp_path)[0].exit_code == 0
+    assert (tmp_path / "out" / "p2").is_dir() and (tmp_path / "out" / "trace-p2.sqlite").exists()
     results = check_run(*run_cli(traced.replace("seed = ", "seed = 1"), "memory", tmp_path))
+    assert not (tmp_path / "out" / "p2").exists()
+    assert not (tmp_path / "out" / "trace-p2.sqlite").exists()
     verify = CliRunner().invoke(app, ["trace", "verify", str(tmp_path / "out")])
     assert verify.exit_code == 0, verify.output
     for p in (0, 1):
