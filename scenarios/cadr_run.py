@@ -743,12 +743,19 @@ async def run_cadr_scenario(
     return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
 
 
+STALE_ARRAYS = ("reconstructions.npz", "truth_sample.npz")  # written only by some runs
+
+
 def fresh_outputs(out_dir: str | Path) -> Path:
-    """Create ``out_dir`` and delete a previous run's SQLite files there."""
+    """Create ``out_dir`` and delete a previous run's SQLite files there, and the arrays
+    only some runs write (a run without reconstruction would leave the earlier run's
+    ``reconstructions.npz`` beside its own results)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
         remove_trace(out / name)  # (the store is SQLite with the same side files)
+    for name in STALE_ARRAYS:
+        (out / name).unlink(missing_ok=True)
     return out
 
 

@@ -69,3 +69,15 @@ def test_a_cadr_run_leaves_no_wal_files(tmp_path):
     scenario = tmp_path / "cadr.toml"
     scenario.write_text(CADR)
     run_then_read(scenario, tmp_path / "cadr", "memory")
+
+
+def test_a_run_into_a_used_folder_leaves_no_arrays_of_the_earlier_run(tmp_path):
+    """An earlier run's reconstructions.npz / truth_sample.npz do not survive a run that
+    writes none (they would sit beside results that never mention them)."""
+    out = tmp_path / "qs"
+    out.mkdir()
+    for name in ("reconstructions.npz", "truth_sample.npz"):
+        (out / name).write_bytes(b"stale")
+    run_then_read(ROOT / "scenarios" / "quickstart.toml", out, "memory")
+    assert not (out / "reconstructions.npz").exists()
+    assert not (out / "truth_sample.npz").exists()
