@@ -27,7 +27,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ldpfleet.app.bench_cpr import (
+    APERIODIC_EPS0,
     GRID_SOURCES,
+    HELD_OUT_GENERATORS,
+    HELD_OUT_KINDS,
+    HELD_OUT_LENGTHS,
     _aperiodic_cell,
     _grid_cell,
     aperiodic_stream,
@@ -39,6 +43,8 @@ from ldpfleet.app.bench_cpr import (
     grid_markdown,
     grid_stream,
     grid_template,
+    held_out_cells,
+    held_out_markdown,
     sign_test_p,
     single_period_oracle,
     trial_rng,
@@ -608,3 +614,32 @@ def test_false_claim_check_and_the_grid_subset_and_the_oracle():
     oracle = single_period_oracle(8, 60, (5.0,), trials=2)
     assert {r["source"] for r in oracle} == set(GRID_SOURCES)
     assert next(r for r in oracle if r["source"] == "square")["accuracy"] == 1.0
+
+
+def test_held_out_aperiodic_families_are_reproducible_streams_in_the_unit_interval():
+    """The held-out families of the false-claim check (bench_cpr, issue 19): each gives
+    ``n`` values in [0, 1], the same ones for the same generator state; the complex-root
+    AR(2) (a stochastic cycle, not aperiodic) is generated but left out of the held-out cells;
+    a few families have the shape their docstring promises."""
+    for kind in HELD_OUT_GENERATORS:
+        for n in (90, 1000):
+            first, again = (aperiodic_stream(kind, n, np.random.default_rng(7)) for _ in "ab")
+            assert first.shape == (n,) and np.array_equal(first, again), kind
+            assert first.min() >= 0.0 and first.max() <= 1.0 and np.ptp(first) > 0.0, kind
+    assert "ar2_complex" not in HELD_OUT_KINDS
+    cells = held_out_cells()
+    assert len(cells) == len(HELD_OUT_KINDS) * len(HELD_OUT_LENGTHS) * len(APERIODIC_EPS0)
+    shifts = aperiodic_stream("level_shifts", 500, np.random.default_rng(3))
+    assert 2 <= np.unique(shifts).size <= 4 and np.count_nonzero(np.diff(shifts)) <= 3
+    clipped = aperiodic_stream("clipped", 5000, np.random.default_rng(3))
+    on_bounds = np.mean(np.isin(clipped, (0.0, 1.0)))
+    assert 0.3 < on_bounds < 0.5
+    rows = [
+        {"kind": "clipped", "n": n, "eps0": e, "trials": 100, "claims": c, "rate": c / 100}
+        for n, e, c in ((90, 1.0, 0), (90, 5.0, 2), (150, 1.0, 1))
+    ]
+    text = held_out_markdown(rows, "cmd")
+    assert "| clipped | 90 | 0 / 100 | 2 / 100 |" in text
+    assert "| clipped | 150 | 1 / 100 | - |" in text
+    upper = 100 * stats.beta.ppf(0.95, 4, 297)
+    assert f"| clipped | 3 / 300 | 1.00 | {upper:.2f} | 2.0 (n = 90, ε0 = 5) |" in text
