@@ -463,7 +463,112 @@ def aperiodic_stream(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return _normalise01(signal.lfilter([1.0], [1.0, -phi], rng.standard_normal(n)))
     if kind == "trend":
         return np.clip(np.linspace(0.1, 0.9, n) + 0.05 * rng.standard_normal(n), 0.0, 1.0)
+    if kind in HELD_OUT_GENERATORS:
+        return HELD_OUT_GENERATORS[kind](n, rng)
     raise ValueError(kind)
+
+
+# -- held-out aperiodic families (issue 19): chosen before measuring, never calibrated on ------
+
+
+def _arma(ar: tuple[float, ...], ma: tuple[float, ...], n: int, rng) -> np.ndarray:
+    """``n`` samples of the ARMA process ``(1 - sum ar_i B^i) x = (1 + sum ma_i B^i) e`` after
+    a burn-in of 500 samples (e iid N(0, 1)), scaled to [0, 1]."""
+    burn = 500
+    e = rng.standard_normal(n + burn)
+    return _normalise01(signal.lfilter([1.0, *ma], [1.0, *(-a for a in ar)], e)[burn:])
+
+
+def _level_shifts(n: int, rng) -> np.ndarray:
+    """Piecewise constant: 1-3 change points at uniform positions, iid N(0, 1) levels."""
+    cuts = np.sort(rng.choice(np.arange(1, n), size=int(rng.integers(1, 4)), replace=False))
+    levels = rng.standard_normal(cuts.size + 1)
+    return _normalise01(levels[np.searchsorted(cuts, np.arange(n), side="right")])
+
+
+def _drift_walk(n: int, rng) -> np.ndarray:
+    """A random walk with drift: steps N(0.1, 1)."""
+    return _normalise01(np.cumsum(0.1 + rng.standard_normal(n)))
+
+
+def _fractional(d: float, n: int, rng) -> np.ndarray:
+    """Long memory: ARFIMA(0, d, 0), the MA(inf) weights ``psi_k = psi_{k-1} (k - 1 + d) / k``
+    truncated at ``n + 2000`` lags, applied to iid N(0, 1) by FFT convolution; the last ``n``
+    samples."""
+    m = n + 2000
+    k = np.arange(1, m)
+    psi = np.concatenate(([1.0], np.cumprod((k - 1 + d) / k)))
+    return _normalise01(signal.fftconvolve(rng.standard_normal(m), psi)[m - n : m])
+
+
+def _logistic_step(n: int, rng) -> np.ndarray:
+    """One smooth step ``1 / (1 + exp(-(t - t0) / w))``, ``t0`` uniform in the middle 60 %,
+    ``w`` in [0.01 n, 0.1 n], plus N(0, 0.05^2), clipped to [0, 1]."""
+    t = np.arange(n)
+    t0 = rng.uniform(0.2, 0.8) * n
+    width = rng.uniform(0.01, 0.1) * n
+    step = 0.1 + 0.8 / (1.0 + np.exp(-(t - t0) / width))
+    return np.clip(step + 0.05 * rng.standard_normal(n), 0.0, 1.0)
+
+
+def _exp_decay(n: int, rng) -> np.ndarray:
+    """``0.1 + 0.8 exp(-t / tau)``, ``tau`` in [0.05 n, 0.5 n], plus N(0, 0.05^2), clipped."""
+    tau = rng.uniform(0.05, 0.5) * n
+    decay = 0.1 + 0.8 * np.exp(-np.arange(n) / tau)
+    return np.clip(decay + 0.05 * rng.standard_normal(n), 0.0, 1.0)
+
+
+def _student_t(n: int, rng) -> np.ndarray:
+    """iid Student t with 2 degrees of freedom (heavy tails), scaled to [0, 1] by min/max."""
+    return _normalise01(rng.standard_t(2.0, n))
+
+
+def _outlier_bursts(n: int, rng) -> np.ndarray:
+    """A quiet level 0.2 + N(0, 0.05^2) with sparse bursts: Poisson(1 + n / 300) bursts at
+    uniform positions, each 1-5 samples long at a level uniform in [0.6, 1]; clipped."""
+    x = 0.2 + 0.05 * rng.standard_normal(n)
+    for _ in range(int(rng.poisson(1.0 + n / 300.0))):
+        start = int(rng.integers(n))
+        x[start : start + int(rng.integers(1, 6))] = rng.uniform(0.6, 1.0)
+    return np.clip(x, 0.0, 1.0)
+
+
+def _markov_switch(n: int, rng) -> np.ndarray:
+    """A sticky two-state regime: stay with probability 0.98 (mean stay 50 samples), levels
+    0.3 and 0.7, plus N(0, 0.1^2), clipped."""
+    switches = rng.random(n) < 0.02
+    state = (int(rng.integers(2)) + np.cumsum(switches)) % 2
+    return np.clip(0.3 + 0.4 * state + 0.1 * rng.standard_normal(n), 0.0, 1.0)
+
+
+def _clipped(n: int, rng) -> np.ndarray:
+    """AR(1) phi = 0.8 standardised, ``0.5 + 0.6 z`` clipped to [0, 1]: ~40 % of the
+    samples sit on a bound."""
+    burn = 500
+    z = signal.lfilter([1.0], [1.0, -0.8], rng.standard_normal(n + burn))[burn:]
+    return np.clip(0.5 + 0.6 * z / np.sqrt(1.0 / (1.0 - 0.64)), 0.0, 1.0)
+
+
+HELD_OUT_GENERATORS: dict[str, Callable[[int, np.random.Generator], np.ndarray]] = {
+    "level_shifts": _level_shifts,
+    "drift_walk": _drift_walk,
+    "ar2_real": lambda n, rng: _arma((1.4, -0.45), (), n, rng),  # roots 0.9 and 0.5
+    "arma11": lambda n, rng: _arma((0.9,), (0.5,), n, rng),
+    "fracdiff_0.3": functools.partial(_fractional, 0.3),
+    "fracdiff_0.45": functools.partial(_fractional, 0.45),
+    "logistic_step": _logistic_step,
+    "exp_decay": _exp_decay,
+    "student_t2": _student_t,
+    "outlier_bursts": _outlier_bursts,
+    "markov_switch": _markov_switch,
+    "clipped": _clipped,
+    # NOT aperiodic: complex roots 0.95 e^{+-2 pi i / 20}, a stochastic cycle of ~20 samples
+    # (a spectral peak); reported apart from the false-claim promise
+    "ar2_complex": lambda n, rng: _arma((1.9 * np.cos(2 * np.pi / 20), -(0.95**2)), (), n, rng),
+}
+HELD_OUT_KINDS = tuple(k for k in HELD_OUT_GENERATORS if k != "ar2_complex")
+HELD_OUT_LENGTHS = (90, 150, 300, 1000, 3000)
+HELD_OUT_SEED = 419  # never used by the grid (0) or a calibration (404, 405, 407, 408)
 
 
 def _detect_all(reports: np.ndarray) -> dict[str, int | None]:
@@ -800,6 +905,52 @@ def false_claim_check(
         return list(pool.map(_claims_only, jobs))
 
 
+def held_out_cells(kinds: tuple[str, ...] = HELD_OUT_KINDS) -> list[tuple[str, int, float]]:
+    """The held-out false-claim cells: every kind x ``HELD_OUT_LENGTHS`` x ``APERIODIC_EPS0``
+    (run them with ``false_claim_check(cells=..., seed=HELD_OUT_SEED)``)."""
+    return [(kind, n, eps0) for kind in kinds for n in HELD_OUT_LENGTHS for eps0 in APERIODIC_EPS0]
+
+
+def held_out_markdown(rows: list[dict], command: str) -> str:
+    """The rows of ``false_claim_check`` on ``held_out_cells`` in one compact table: per kind
+    and n, claims / trials at each eps0; per kind, all its trials pooled with their one-sided
+    95 % Clopper-Pearson upper bound and its worst cell."""
+    eps_values = sorted({r["eps0"] for r in rows})
+    lines = [
+        f"Generated by `{command}`.",
+        "",
+        "| input | n | " + " | ".join(f"ε0 = {e:g}" for e in eps_values) + " |",
+        "|---|---|" + "---|" * len(eps_values),
+    ]
+    pooled = []
+    for kind in dict.fromkeys(r["kind"] for r in rows):
+        mine = [r for r in rows if r["kind"] == kind]
+        for n in dict.fromkeys(r["n"] for r in mine):
+            cells = {r["eps0"]: r for r in mine if r["n"] == n}
+            lines.append(
+                f"| {kind} | {n} | "
+                + " | ".join(
+                    f"{cells[e]['claims']} / {cells[e]['trials']}" if e in cells else "-"
+                    for e in eps_values
+                )
+                + " |"
+            )
+        claims, trials = sum(r["claims"] for r in mine), sum(r["trials"] for r in mine)
+        upper = float(stats.beta.ppf(0.95, claims + 1, trials - claims))
+        worst = max(mine, key=lambda r: r["rate"])
+        pooled.append(
+            f"| {kind} | {claims} / {trials} | {100 * claims / trials:.2f} | {100 * upper:.2f} "
+            f"| {100 * worst['rate']:.1f} (n = {worst['n']}, ε0 = {worst['eps0']:g}) |"
+        )
+    lines += [
+        "",
+        "| input | claims / trials | rate % | 95 % upper bound % | worst cell % |",
+        "|---|---|---|---|---|",
+        *pooled,
+    ]
+    return "\n".join(lines)
+
+
 def single_period_oracle(
     period: int = 50, cycles: int = 3, eps0=(1.0, 2.0, 5.0), trials: int = 40, seed: int = 0
 ) -> list[dict]:
@@ -858,6 +1009,17 @@ if __name__ == "__main__":
         )
         command = "python -m ldpfleet.app.bench_cpr " + " ".join(sys.argv[1:])
         print(false_claim_markdown(rows, command) if "--markdown" in sys.argv else json.dumps(rows))
+    elif argv[0] == "held-out":
+        # python -m ldpfleet.app.bench_cpr held-out TRIALS WORKERS [KIND ...] [--markdown]
+        #     (default: every held-out aperiodic kind; seed HELD_OUT_SEED unless --seed=S)
+        rows = false_claim_check(
+            trials=int(argv[1]),
+            workers=int(argv[2]),
+            cells=held_out_cells(tuple(argv[3:]) or HELD_OUT_KINDS),
+            seed=seeds[-1] if seeds else HELD_OUT_SEED,
+        )
+        command = "python -m ldpfleet.app.bench_cpr " + " ".join(sys.argv[1:])
+        print(held_out_markdown(rows, command) if "--markdown" in sys.argv else json.dumps(rows))
     elif argv[0] == "oracle":  # python -m ldpfleet.app.bench_cpr oracle
         print(json.dumps(single_period_oracle()))
     elif argv[0] == "grid-shapes":
