@@ -263,7 +263,7 @@ async def run_bulk_collector(
             def send(items) -> None:
                 for item in items:
                     payload = encode_bulk(item.message)
-                    talk.sent(item.topic, payload, item.message)
+                    talk.record(item.topic, payload, item.message)
                     task = asyncio.ensure_future(conn.publish(item.topic, payload))
                     pending.add(task)
                     task.add_done_callback(pending.discard)
@@ -315,7 +315,7 @@ def _handle(
     try:
         message = decode_bulk(delivery.payload)
         if talk is not None:
-            talk.received(delivery.topic, delivery.payload, message)
+            talk.record(delivery.topic, delivery.payload, message)
         if isinstance(message, Stage):
             return message.state == "closed"
         gateway = gateway_of_topic(delivery.topic)
@@ -335,7 +335,7 @@ def _handle(
         refusals[key] = refusals.get(key, 0) + 1
         log.warning("bulk collector refused a message on %s: %s", delivery.topic, error)
         if message is None and talk is not None:  # undecodable: recorded as received
-            talk.received(delivery.topic, delivery.payload, None)
+            talk.record(delivery.topic, delivery.payload, None)
         kind = message.type_name() if message is not None else "invalid"
         send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
@@ -370,13 +370,9 @@ class _Conversation:
             self.mode == "all" or not isinstance(message, self._DATA)
         )
 
-    def received(self, topic: str, payload: bytes, message) -> None:
-        """A delivery (``message`` None: it did not decode)."""
-        if self._wanted(message):
-            self.recorder.record(topic, payload)
-
-    def sent(self, topic: str, payload: bytes, message) -> None:
-        """A message about to be published."""
+    def record(self, topic: str, payload: bytes, message) -> None:
+        """A delivery, or a message about to be published (``message`` None: a delivery
+        that did not decode), if the mode keeps it."""
         if self._wanted(message):
             self.recorder.record(topic, payload)
 
