@@ -387,12 +387,26 @@ def noise_weight(eps_dsr: float, grid: int = 200) -> float:
     step = 0.5
     y = np.arange(-25 * b, m + 25 * b + step, step)
     ks = np.arange(m + 1)
-    dens = np.exp(-np.abs(y[:, None] - ks[None, :]) / b) / (2 * b)  # p(y | k)
-    post = dens / dens.sum(axis=1, keepdims=True)  # uniform prior
-    med = np.sum(np.cumsum(post, axis=1) < 0.5 - 1e-12, axis=1)
-    err = np.abs(med[:, None] - ks[None, :])
-    expected = float(np.sum(dens * err) * step / (m + 1))  # E over k uniform and y | k
-    return expected / b
+    # Outside [0, m] every |y - k| has one sign, so p(y | k) factorises into e^(+-y/b) times
+    # e^(-+k/b): the posterior (hence its median) is the same at every such y, and the
+    # quadrature's sum over those y is one sum of e^(+-y/b). Only the 2m/step + 1 points
+    # inside are done point by point: the same sum as the full (y x k) table (which at
+    # eps_dsr = 0.05 held 4 x 10^5 x 201 entries, 13 s and several GB, 0.01 would not fit).
+    inside = y[(y > 0) & (y < m)]
+    dens = np.exp(-np.abs(inside[:, None] - ks[None, :]) / b) / (2 * b)  # p(y | k)
+    expected = float(np.sum(dens * np.abs(_posterior_median(dens)[:, None] - ks)))
+    for side, points in ((-1.0, y[y <= 0]), (1.0, y[y >= m])):
+        shape = np.exp(side * (ks - (m if side > 0 else 0)) / b)  # p(y | k) up to a factor of y
+        weight = float(np.sum(np.exp(-np.abs(points - (m if side > 0 else 0)) / b))) / (2 * b)
+        median = _posterior_median(shape[None, :])[0]
+        expected += weight * float(np.sum(shape * np.abs(median - ks)))
+    return expected * step / (m + 1) / b  # E over k uniform and y | k, per unit of b
+
+
+def _posterior_median(likelihood: np.ndarray) -> np.ndarray:
+    """Per row, the median of the posterior under a uniform prior over the columns."""
+    post = likelihood / likelihood.sum(axis=1, keepdims=True)
+    return np.sum(np.cumsum(post, axis=1) < 0.5 - 1e-12, axis=1)
 
 
 # --- scoring against the true degrees (the simulator's side) -------------------------------

@@ -121,6 +121,31 @@ def test_noise_weight_is_a_fraction_growing_with_eps():
     assert weights == pytest.approx([0.1118, 0.2169, 0.3943, 0.5256, 0.6866], abs=2e-4)
 
 
+def _noise_weight_by_table(eps_dsr: float, grid: int) -> float:
+    """The quadrature of noise_weight point by point over the whole (y x k) table."""
+    b, step = grid / eps_dsr, 0.5
+    y = np.arange(-25 * b, grid + 25 * b + step, step)
+    ks = np.arange(grid + 1)
+    dens = np.exp(-np.abs(y[:, None] - ks[None, :]) / b) / (2 * b)
+    post = dens / dens.sum(axis=1, keepdims=True)
+    med = np.sum(np.cumsum(post, axis=1) < 0.5 - 1e-12, axis=1)
+    return float(np.sum(dens * np.abs(med[:, None] - ks)) * step / (grid + 1)) / b
+
+
+@pytest.mark.parametrize("eps_dsr", [0.05, 0.3, 1.0, 4.5, 20.0])
+@pytest.mark.parametrize("grid", [1, 7, 20])
+def test_noise_weight_sums_the_outer_regions_in_closed_form(eps_dsr, grid):
+    # the same quadrature as the full table (to rounding), without building it
+    assert noise_weight.__wrapped__(eps_dsr, grid) == pytest.approx(
+        _noise_weight_by_table(eps_dsr, grid), rel=1e-12
+    )
+
+
+def test_noise_weight_at_a_tiny_eps_needs_no_table_of_the_noise_range():
+    # eps_dsr = 0.01: b = 2 x 10^4, the full table would hold 2 x 10^6 x 201 entries (3.2 GB)
+    assert 0.0 < noise_weight.__wrapped__(0.01) < noise_weight(0.05) < 0.02
+
+
 def test_the_noise_weight_moves_theta_up_and_keeps_the_clamp():
     degrees = np.arange(1, 101)
     count = lambda t: int(np.sum(degrees > t))  # noqa: E731
