@@ -383,14 +383,14 @@ def em(
     theta[empty] = uniform[empty]
     iterations = np.zeros(rows, dtype=np.int64)
     converged = empty.copy()
-    log_lik = _log_likelihood(n, theta @ mat.T)
     mat_t = np.ascontiguousarray(mat.T)  # (d_in, d_out)
+    log_lik = _log_likelihood(n, rows_matmul(theta, mat_t))
 
-    # The loop below does per row exactly the float operations of the plain update (same
-    # array shapes in every matrix product, so the same BLAS calls), with less Python and
-    # numpy overhead: while every row runs, whole arrays instead of fancy-indexed copies;
-    # ``pred`` of the next iteration is this iteration's ``new @ mat_t`` (the same product
-    # of the same array) as long as no row stopped.
+    # The loop below does per row exactly the float operations of the plain update (every
+    # matrix product through ``rows_matmul``: a row's bits do not depend on the others), with
+    # less Python and numpy overhead: while every row runs, whole arrays instead of
+    # fancy-indexed copies; ``pred`` of the next iteration is this iteration's product
+    # ``new @ mat_t`` (the same product of the same array) as long as no row stopped.
     running = np.flatnonzero(~empty)
     everyone = running.size == rows
     th = theta if everyone else theta[running]
@@ -403,13 +403,13 @@ def em(
         if running.size == 0:
             break
         if pred is None:
-            pred = th @ mat_t  # (k, d_out): (M theta)_j per row
+            pred = rows_matmul(th, mat_t)  # (k, d_out): (M theta)_j per row
         ratio = np.zeros_like(nn)
         np.divide(nn, pred, out=ratio, where=pred > 0)
-        new = _normalise_rows(th * (ratio @ mat) / tot)
+        new = _normalise_rows(th * rows_matmul(ratio, mat) / tot)
         if smoothing:
             new = _normalise_rows(_smooth(new))
-        new_pred = new @ mat_t
+        new_pred = rows_matmul(new, mat_t)
         new_ll = _log_likelihood(nn, new_pred)
         stop = (new_ll - ll) < tol
         last = it
@@ -507,21 +507,26 @@ def estimate_distribution(
     return input_centres(di), result.theta[0]
 
 
-def _owner_matmul(a: np.ndarray, b: np.ndarray, single: np.ndarray) -> np.ndarray:
-    """``a @ b`` row by row as ``em`` on each owner's rows alone computes it: a product with
-    one row is a matrix-vector product (numpy calls gemv), whose rounding differs from a row
-    of a matrix-matrix product; the rows of a product with >= 2 rows do not depend on how
-    many rows it has (measured, contiguous ``b``). Rows flagged ``single`` (their owner has
-    one running row) are computed as stacked 1-row products (``(k, 1, d) @ b``: gemv per
-    row, the same bits), the others in one product."""
-    if not single.any():
-        return a @ b
-    if single.all():
-        return np.matmul(a[:, None, :], b)[:, 0, :]
-    out = np.empty((a.shape[0], b.shape[1]))
-    out[single] = np.matmul(a[single][:, None, :], b)[:, 0, :]
-    out[~single] = a[~single] @ b
-    return out
+ROW_BLOCK = 8  # rows_matmul pads every product to a multiple of this many rows
+
+
+def rows_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for a contiguous ``b``, each row's bits independent of the other rows.
+
+    A BLAS gemm computes a row with its main kernel or, for the rows left over when the
+    row count is not a multiple of the kernel's unroll, with a remainder kernel (or gemv for
+    one row) that rounds differently: seen here on an AMD EPYC (OpenBLAS of numpy 2.4) the
+    last row of every odd-sized product, on the machine before only 1-row products. So the
+    same stream's EM gave other last bits alone (``em``) than among other streams
+    (``em_owners``, ``cpr_many``, the pool's chunks). Padding every product with zero rows
+    to a multiple of ``ROW_BLOCK`` (kernel unrolls of 1, 2, 4 and 8 rows) keeps every row
+    on the main kernel. Cost: at most 7 zero rows a product."""
+    rows = a.shape[0]
+    pad = -rows % ROW_BLOCK
+    if pad:
+        a = np.concatenate([a, np.zeros((pad, a.shape[1]), dtype=a.dtype)])
+        return (a @ b)[:rows]
+    return a @ b
 
 
 def em_owners(
@@ -536,8 +541,9 @@ def em_owners(
     """``em`` (uniform start) for the rows of several owners at once (e.g. the phases of
     several streams): the same result, bit for bit, as ``em(counts[owners == o], M, ...)``
     for each owner ``o`` separately, at the per-iteration overhead of one call. ``owners``:
-    ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product is
-    shaped as in the separate calls (``_owner_matmul``); everything else is row by row."""
+    ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product goes
+    through ``rows_matmul`` (a row's bits do not depend on the other rows); everything else
+    is row by row."""
     mat, n, iters_max = _em_inputs(counts, M, smoothing, tol, max_iter)
     owner = np.asarray(owners, dtype=np.int64)
     if owner.shape != n.shape[:1]:
@@ -554,29 +560,21 @@ def em_owners(
     iterations = np.zeros(rows, dtype=np.int64)
     converged = empty.copy()
     log_lik = np.empty(rows)
-    # the first likelihood: em computes theta @ M.T (a transposed view, whose gemm rows do
-    # depend on the row count) over all of one owner's rows: once per owner
-    bounds = np.flatnonzero(np.diff(owner)) + 1
-    for part in np.split(np.arange(rows), bounds):
-        if part.size:
-            sl = slice(part[0], part[-1] + 1)
-            log_lik[sl] = _log_likelihood(n[sl], theta[sl] @ mat.T)
     mat_t = np.ascontiguousarray(mat.T)
+    log_lik = _log_likelihood(n, rows_matmul(theta, mat_t))
     running = np.flatnonzero(~empty)
     for it in range(1, iters_max + 1):
         if running.size == 0:
             break
         th = theta[running]
         nn = n[running]
-        who = owner[running]
-        single = np.bincount(who)[who] == 1
-        pred = _owner_matmul(th, mat_t, single)
+        pred = rows_matmul(th, mat_t)
         ratio = np.zeros_like(nn)
         np.divide(nn, pred, out=ratio, where=pred > 0)
-        new = _normalise_rows(th * _owner_matmul(ratio, mat, single) / total[running, None])
+        new = _normalise_rows(th * rows_matmul(ratio, mat) / total[running, None])
         if smoothing:
             new = _normalise_rows(_smooth(new))
-        new_ll = _log_likelihood(nn, _owner_matmul(new, mat_t, single))
+        new_ll = _log_likelihood(nn, rows_matmul(new, mat_t))
         gain = new_ll - log_lik[running]
         theta[running] = new
         log_lik[running] = new_ll
