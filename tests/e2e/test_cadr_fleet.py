@@ -29,6 +29,7 @@ from ldpfleet.protocol.lpea import PADDED_ROUNDS
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
+from msgspec import UNSET
 
 GRAPH = generate("barabasi_albert", 40, seed=5, m=3)
 EPS_DSR = 0.9 * 3.0
@@ -178,7 +179,7 @@ async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_tra
 RELAY_COUNT_WORDS = ("round", "superstep", "item", "batch", "added")
 
 
-def _assert_no_relay_count(results: dict, trace: object) -> None:
+def _assert_no_relay_count(results: dict, trace: object, overran: object = UNSET) -> None:
     counting = [k for k in results if any(w in k for w in RELAY_COUNT_WORDS)]
     # theta_rounds: the collector's own secure sums (1 for the dp search); the round cap is
     # the collector's public request
@@ -192,7 +193,9 @@ def _assert_no_relay_count(results: dict, trace: object) -> None:
     assert [(r.phase, r.ok, r.seq) for r in reports] == [("ndoe", True, 1), ("lpea", True, 2)]
     for report in reports:
         fields = {f for f in report.__struct_fields__ if f not in ("v", "run", "sender", "seq")}
-        assert fields == {"phase", "ok", "max_rounds", "detail"}
+        # overran: whether the public deadline held (absent without one: UNSET)
+        assert fields == {"phase", "ok", "max_rounds", "detail", "overran"}
+        assert report.overran is overran
 
 
 async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url):
