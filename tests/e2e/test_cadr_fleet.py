@@ -227,3 +227,30 @@ def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(t
     # the release beside the trivial baselines (app.cadr_report), the pipeline named
     assert "Release against knowing nothing (pipeline dp)" in page
     assert "constant true median" in page and "(non-private oracle)" in page
+
+
+async def test_a_public_deadline_holds_each_relay_phase_and_covers_the_timing(tmp_path):
+    # Issue 20: with [cadr] peer_deadline_seconds the relay ends no phase (NDOE, LPEA)
+    # before the deadline; the collector, which measures each phase from its request to
+    # the report, never sees one end sooner (a lower bound only: never an upper bound on
+    # wall time), the reports say the deadline held, and the claim covers the timing.
+    # The release is the one without the deadline, value for value.
+    deadline = 1.0
+    timed = SCENARIO.replace(
+        'theta = "auto-dev"', f'theta = "auto-dev"\npeer_deadline_seconds = {deadline}'
+    )
+    await run_scenario(parse_scenario(timed), out_dir=tmp_path / "timed")
+    await run_scenario(parse_scenario(SCENARIO), out_dir=tmp_path / "plain")
+    saved = json.loads((tmp_path / "timed" / "results.json").read_text())
+    plain = json.loads((tmp_path / "plain" / "results.json").read_text())
+    assert saved["released"] == plain["released"]
+    assert saved["stage_seconds"]["ndoe"] >= deadline and saved["stage_seconds"]["lpea"] >= deadline
+    claim = saved["privacy_claim"]
+    (timing,) = [p for p in claim["parts"] if "timing" in p["part"]]
+    assert timing["covered"] == "yes" and timing["deadline_seconds"] == deadline
+    assert "held to the public deadline 1 s" in timing["note"]
+    assert timing["part"] not in claim["not_covered"]
+    assert "0 uncovered part(s): none" in claim["statement"]
+    (off,) = [p for p in plain["privacy_claim"]["parts"] if "timing" in p["part"]]
+    assert off["covered"] == "no" and off["part"] in plain["privacy_claim"]["not_covered"]
+    _assert_no_relay_count(saved, tmp_path / "timed" / "trace.sqlite", overran=False)
