@@ -254,3 +254,24 @@ async def test_a_public_deadline_holds_each_relay_phase_and_covers_the_timing(tm
     (off,) = [p for p in plain["privacy_claim"]["parts"] if "timing" in p["part"]]
     assert off["covered"] == "no" and off["part"] in plain["privacy_claim"]["not_covered"]
     _assert_no_relay_count(saved, tmp_path / "timed" / "trace.sqlite", overran=False)
+
+
+async def test_a_phase_that_overruns_the_deadline_is_named_in_the_claim():
+    # One device's NDOE batch is delayed 1 s on the way to the relay, so the NDOE phase
+    # cannot end before 1 s > the 0.5 s deadline (a lower bound set by the delay, not by
+    # the machine's speed): the relay reports it overran, the claim names the timing
+    # part uncovered with the phase and the seconds past the deadline; same release.
+    def late_ndoe(topic: str, payload: bytes, client: str) -> float:
+        slow = topic.endswith("/n0001/up/peer_batch") and b'"phase":"ndoe"' in payload
+        return 1.0 if slow else 0.0
+
+    timed = await run_cadr_fleet(
+        GRAPH, broker=MemoryTransport(delay=late_ndoe), theta=3, seed=2, peer_deadline=0.5
+    )
+    plain = await run_cadr_fleet(GRAPH, theta=3, seed=2)
+    assert timed["released"] == plain["released"]
+    claim = timed["privacy_claim"]
+    (timing,) = [p for p in claim["parts"] if "timing" in p["part"]]
+    assert timing["covered"] == "no" and timing["part"] in claim["not_covered"]
+    assert timing["overran_seconds"]["ndoe"] >= 0.5
+    assert "overran the public deadline of 0.5 s" in timing["note"] and "ndoe by" in timing["note"]
