@@ -37,6 +37,12 @@ reaches a worker that refuses it as unknown, ``unknown_sender``).
 ``pattern`` lines. As in Mosquitto, the device rules are *patterns* that apply to every
 authenticated user, and each service role adds its own ``topic`` lines; so
 ``AccessPolicy.allowed`` and the generated Mosquitto ACL file grant the same rights.
+``DENIED`` takes topics away from a role whatever the patterns grant (Mosquitto ``topic
+deny``): the ``collector`` may not publish, subscribe to or receive the relay's round
+broadcasts ``ldp/{run}/ctl/peer_step`` (issue 20: their pace follows the negotiation). A
+subscription whose filter could match a denied topic (``ldp/{run}/ctl/#`` for the
+collector) is refused here; Mosquitto grants it and drops each denied delivery — either
+way nothing denied arrives.
 
 ``AccessPolicy.allowed(username, client_id, action, topic)`` is THE decision:
 
@@ -187,6 +193,16 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("subscribe", "ldp/{run}/#"),
         Rule("subscribe", "$SYS/#"),
     ),
+}
+
+
+# Topics a role may not touch at all, whatever a pattern grants (Mosquitto ``topic deny``
+# lines in the role's ``user`` block, which Mosquitto checks before the patterns): the
+# collector never reads the relay's round broadcasts, whose pace follows the negotiation
+# (issue 20; protocol.peer_relay, "Padding" and "Deadline"). Devices read them through
+# ``ldp/{run}/ctl/#`` as before; the recorder and admin (operators) still may.
+DENIED: dict[str, tuple[str, ...]] = {
+    "collector": ("ldp/{run}/ctl/peer_step",),
 }
 
 
@@ -358,6 +374,20 @@ class AccessPolicy:
             for r in lines
         ]
 
+    def denied_for(self, username: str) -> list[str]:
+        """The concrete topics a (known) username may not touch at all (``DENIED``)."""
+        role = self.role_of(username)
+        return [t.replace("{run}", self.run) for t in DENIED.get(role or "", ())]
+
+    def _denied(self, username: str, action: str, topic: str) -> bool:
+        """A publish or receive of a denied topic, or a subscription whose filter could
+        match one (the in-memory transport and the embedded broker check a filter once, at
+        SUBSCRIBE; Mosquitto grants the filter and drops each denied delivery)."""
+        denied = self.denied_for(username)
+        if action == "subscribe":
+            return valid_filter(topic) and any(topic_matches(topic, t) for t in denied)
+        return topic in denied
+
     def allowed(self, username: str | None, client_id: str | None, action: str, topic: str) -> bool:
         """May ``username``, connected as ``client_id``, ``action`` (publish a topic,
         subscribe a filter, receive a topic) on ``topic``? Pure; the module doc says how."""
@@ -375,6 +405,8 @@ class AccessPolicy:
         if action not in ACTIONS or not self.client_ids_ok(username, client_id):
             return False
         assert username is not None
+        if self._denied(username, action, topic):
+            return False
         rules = self.rules_for(username)
         if action == "publish":
             if not valid_topic(topic) or topic.startswith("$"):
@@ -608,8 +640,10 @@ def _mosquitto_access(action: str) -> str:
 
 def mosquitto_acl_text(run: str, partitions: int = 1, gateways: int = 0) -> str:
     """A Mosquitto ``acl_file`` with the same rights as ``AccessPolicy`` for ``run``:
-    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role and
-    one per bulk gateway ``gateway-g{g}``, ``g < gateways`` (``%g`` filled: exact).
+    ``pattern`` lines (``%u``) for every user, then a ``user`` block per service role (its
+    ``DENIED`` topics first, as ``topic deny`` lines: Mosquitto refuses them before it looks
+    at the patterns) and one per bulk gateway ``gateway-g{g}``, ``g < gateways`` (``%g``
+    filled: exact).
     With ``partitions`` > 1 the partitioned lines too, ``%p`` widened to ``+``."""
     wide = partitions > 1
     lines = [
@@ -622,6 +656,8 @@ def mosquitto_acl_text(run: str, partitions: int = 1, gateways: int = 0) -> str:
     for role in (*SERVICES, ADMIN):
         lines.append("")
         lines.append(f"user {role}")
+        for topic in DENIED.get(role, ()):
+            lines.append(f"topic deny {topic.format(run=run)}")
         for rule in (*RULES[role], *(PARTITION_RULES.get(role, ()) if wide else ())):
             lines.append(f"topic {_mosquitto_access(rule.action)} {rule.pattern.format(run=run)}")
     bulk = (*RULES[BULK_GATEWAY], *(PARTITION_RULES[BULK_GATEWAY] if wide else ()))

@@ -5,7 +5,9 @@ It publishes on one connection under the identity ``relay`` and drives one
 topics (spread over ``broker.fanin`` connections, so no broker queue holds more than 500 of
 them) and to the collector's ``ctl/relay_phase`` requests, feeds the machine, publishes
 what it says (step broadcasts, per-device deliveries, phase reports on
-``svc/relay/phase``) and fires its step deadlines.
+``svc/relay/phase``) and fires its timers: the step timeouts, and the end of a phase held
+to its public deadline (``RelayPhase.deadline``; the machine decides, the pump only
+sleeps until the time it asks for, re-reading it after every input).
 It leaves when the collector closes the run (``ctl/stage`` run closed).
 
 The relay is part of the message layer, like the broker, with the broker's trust: it sees
@@ -35,6 +37,7 @@ from ldpfleet.protocol.peer_relay import (
     PhaseFinished,
     RelayPhase,
 )
+from msgspec import UNSET
 
 __all__ = ["run_peer_relay"]
 
@@ -72,12 +75,18 @@ async def run_peer_relay(
                         "relay: phase %s: %d rounds, %d supersteps, %d items, %d batches",
                         event.phase, event.rounds, event.supersteps, event.items, event.batches,
                     )  # fmt: skip
+                    if event.overrun > 0:
+                        log.warning(
+                            "relay: phase %s overran its public deadline of %g s by %.3f s",
+                            event.phase, event.deadline, event.overrun,
+                        )  # fmt: skip
 
         async def after_timer() -> None:
             take_events()
             await publish_outbound(conn, relay)
 
-        async with background(drive_timers(relay, after_timer)):
+        wake = asyncio.Event()  # an input may move the next timer (a phase's held end)
+        async with background(drive_timers(relay, after_timer, wake=wake)):
             async for delivery in inbound:
                 now = loop.time()
                 try:
@@ -100,6 +109,7 @@ async def run_peer_relay(
                                 until_quiet=message.until_quiet,
                                 max_rounds=message.max_rounds,
                                 padded=message.padded,
+                                deadline=0.0 if message.deadline is UNSET else message.deadline,
                             )
                         except ProtocolError as error:  # e.g. asked again while running
                             log.warning("relay: phase %s refused: %s", message.phase, error)
@@ -107,4 +117,5 @@ async def run_peer_relay(
                     relay.receive(topic, message, now)
                 take_events()
                 await publish_outbound(conn, relay)
+                wake.set()
     return outcomes

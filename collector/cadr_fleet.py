@@ -16,7 +16,10 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    (``protocol.peer_relay``, "Padding"), and waits for each ``PhaseReport`` — that the
    phase ended and whether normally, with the public round count; no count of the
    negotiation (the relay's rounds, supersteps, items and edges added depend on the
-   devices' lists and stay with the relay).
+   devices' lists and stay with the relay). With ``peer_deadline`` = D > 0 (``[cadr]
+   peer_deadline_seconds``) each request carries the public deadline D and the relay ends
+   no phase before it (``protocol.peer_relay``, "Deadline"); the report says whether it
+   held (``overran``), and ``CadrOutcome.phases`` records it for the privacy claim.
 5. DSR: every device's ``DsrReport`` goes through ``protocol.cadr_collect.DsrIntake``;
    a device's ``BudgetRefused`` (``up/budget_refused``, at any stage; held until θ exists)
    takes it off the list of releases awaited (``CadrOutcome.budget_refusals``);
@@ -138,12 +141,14 @@ async def run_cadr_collector(
     devices_ready: Awaitable[object] | None = None,
     pipeline: str = "paper",
     releases: ReleaseHook | None = None,
+    peer_deadline: float = 0.0,
 ) -> CadrOutcome:
     """Drive one CADR-LDP run (module docstring). ``ready`` is set once the collector
     listens; the plan goes out after ``devices_ready`` (every device subscribed).
     ``pipeline``: ``"paper"`` (the paper's θ objective and raw release) or ``"dp"``.
     ``releases``: partition workers run the DSR intake (``collector.cadr_partition``);
-    awaited after the relay phases instead of the local intake."""
+    awaited after the relay phases instead of the local intake. ``peer_deadline`` > 0:
+    the public wall-clock deadline of every relay phase, in seconds (module docstring)."""
     if pipeline not in ("dp", "paper"):
         raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
     if pipeline == "dp" and theta_rule == "auto-sum":
@@ -229,16 +234,30 @@ async def run_cadr_collector(
                 all_released.set()
 
         async def run_phase(phase: str, **options: object) -> dict:
+            if peer_deadline > 0:
+                options["deadline"] = float(peer_deadline)
             await broadcast("relay_phase", RelayPhase, phase=phase, **options)
             try:
-                report = await asyncio.wait_for(phase_reports.get(), stage_timeout * 10)
+                report = await asyncio.wait_for(
+                    phase_reports.get(), stage_timeout * 10 + peer_deadline
+                )
             except TimeoutError:
                 raise CadrFailed(f"relay: no report of phase {phase}") from None
             if report.phase != phase or not report.ok:
                 raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
             lap(phase)
             # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
-            return {"max_rounds": report.max_rounds}
+            figures: dict = {"max_rounds": report.max_rounds}
+            if peer_deadline > 0:
+                # held only if the relay says so (a relay that ignored the deadline: UNSET)
+                overran = report.overran is not False
+                late = outcome.stage_seconds[phase] - peer_deadline
+                figures.update(
+                    deadline_seconds=float(peer_deadline),
+                    overran=overran,
+                    overrun_seconds=round(max(late, 0.0), 3) if overran else 0.0,
+                )
+            return figures
 
         if ready is not None:
             ready.set()

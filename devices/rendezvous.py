@@ -10,7 +10,7 @@ and empty ones (a cleared retained message) are ignored.
 
 Wait on a connection to the broker itself, not through a ``devices.gateway.Gateway``: a
 gateway that already holds the subscription upstream does not get the retained message
-again. Any identity that may subscribe to ``ldp/{run}/ctl/#`` will do (every role may).
+again. Any identity that may subscribe to ``ldp/{run}/ctl/run`` will do (every role may).
 """
 
 from __future__ import annotations

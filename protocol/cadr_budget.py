@@ -67,8 +67,11 @@ that).
 ``privacy_claim(budget, method)`` states the claim part by part, for results.json and the
 report: every part the collector (or a neighbour) sees, its mechanism, its ε, whether the
 ledger charges it, and whether this implementation establishes the ε for it — with the
-parts that are NOT covered named (the LPEA phase's wall-clock duration — its number of
-rounds is public since the relay pads it, ``protocol.peer_relay``; LPEA's establish refusals and
+parts that are NOT covered named (the relay phases' wall-clock durations — the LPEA
+phase's number of rounds is public since the relay pads it, ``protocol.peer_relay``, and
+with ``[cadr] peer_deadline_seconds`` their durations too: the timing part is then covered
+for a run whose phases all held the deadline, ``privacy_claim(..., deadline=,
+overrun=)``, and names the phase and seconds of one that overran it; LPEA's establish refusals and
 once-per-node RR charge, under which the audited released sequence is 2(1−α)ε-node-LDP on
 a star, not ε: docs/audit-graph.md). The relay's phase report holds public facts only
 (the relay keeps its counts), and the relay itself is a communication role with the
@@ -85,6 +88,7 @@ own argument (not restated in the spec) and should be checked by whoever wires L
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
@@ -244,12 +248,23 @@ class CadrBudget:
             ledger.charge(ACCOUNT, eps, mechanism=label)
 
 
-def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
+def privacy_claim(
+    budget: CadrBudget,
+    method: str = "ll",
+    *,
+    deadline: float = 0.0,
+    overrun: Mapping[str, float] | None = None,
+) -> dict:
     """The run's privacy claim, part by part (module docstring): ``parts`` (what is seen,
     by whom, mechanism, ε, charged in the ledger, ``covered``: "yes" when this
     implementation establishes the ε for that part alone, "caveat" or "no"),
     ``charged_total`` (the ledger's sum for ``method``: ``er`` has no NDOE/LPEA, ``ra`` no
-    NDOE), ``not_covered`` (the parts outside any ε) and one-sentence ``statement``."""
+    NDOE), ``not_covered`` (the parts outside any ε) and one-sentence ``statement``.
+
+    The relay phases' timing (``negotiated`` methods): ``deadline`` is the run's public
+    per-phase deadline in seconds (``[cadr] peer_deadline_seconds``; 0 = none) and
+    ``overrun`` the phases that ended after it, with the seconds. Covered only when a
+    deadline was set and no phase overran it (``protocol.peer_relay``, "Deadline")."""
     negotiated = method in ("ll", "lh", "ra")
     parts = []
     if budget.theta > 0:
@@ -325,17 +340,18 @@ def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
     if negotiated:
         parts.append(
             {
-                "part": "relay phase report and round broadcasts: the phase, ok, the public "
-                "round count (no count of the negotiation)",
+                "part": "relay phase report: the phase, ok, the public round count (no count "
+                "of the negotiation)",
                 "seen_by": "collector",
                 "mechanism": None,
                 "eps": 0.0,
                 "charged": False,
                 "covered": "yes",
                 "note": "data-independent: the LPEA phase is padded to a public number of "
-                "rounds (protocol.lpea.padded_rounds), so the broadcasts and the report are "
-                "the same messages whatever the lists; the relay keeps its rounds, "
-                "supersteps, items and edges added per round (protocol.peer_relay, Padding)",
+                "rounds (protocol.lpea.padded_rounds), so the report is the same message "
+                "whatever the lists; the relay keeps its rounds, supersteps, items and edges "
+                "added per round (protocol.peer_relay, Padding), and its round broadcasts "
+                "are closed to the collector's login (broker.auth.DENIED)",
             }
         )
         parts.append(
@@ -351,20 +367,7 @@ def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
                 "the LDP model, which assumes private peer channels",
             }
         )
-        parts.append(
-            {
-                "part": "stage timing: the LPEA phase's wall-clock duration",
-                "seen_by": "collector",
-                "mechanism": None,
-                "eps": None,
-                "charged": False,
-                "covered": "no",
-                "note": "a timing channel, narrowed: the number of rounds is public (padding) "
-                "but a real round (many supersteps, many items) takes longer than a padding "
-                "round, so the duration still depends on the lists; not covered by any ε "
-                "(closing it needs a public wall-clock schedule)",
-            }
-        )
+        parts.append(_timing_part(deadline, dict(overrun or {})))
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
     statement = (
@@ -372,7 +375,7 @@ def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
         + ("the θ search, " if budget.theta > 0 else "")
         + "the NDOE codes and each device's own DSR value are ε-DP parts of it; NOT "
         "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
-        f"and {len(not_covered)} uncovered part(s): {'; '.join(not_covered)}"
+        f"and {len(not_covered)} uncovered part(s): {'; '.join(not_covered) or 'none'}"
         if negotiated
         else f"every device's ledger is charged {charged:.6g}; uncovered: "
         f"{'; '.join(not_covered) or 'none'}"
@@ -382,4 +385,45 @@ def privacy_claim(budget: CadrBudget, method: str = "ll") -> dict:
         "charged_total": charged,
         "not_covered": not_covered,
         "statement": statement,
+    }
+
+
+TIMING_PART = "stage timing: the relay phases' (NDOE, LPEA) wall-clock durations"
+
+
+def _timing_part(deadline: float, overrun: dict[str, float]) -> dict:
+    """The claim's timing row: open without a deadline, covered when every relay phase
+    held it, not covered (this run) when one overran it."""
+    part = {"part": TIMING_PART, "seen_by": "collector", "mechanism": None, "eps": None,
+            "charged": False}  # fmt: skip
+    if not deadline > 0:
+        return {
+            **part,
+            "covered": "no",
+            "note": "a timing channel, narrowed: the number of rounds is public (padding) "
+            "but a real round (many supersteps, many items) takes longer than a padding "
+            "round, and NDOE's length grows with the codes, so the durations depend on the "
+            "lists; not covered by any ε. [cadr] peer_deadline_seconds (off) closes it: "
+            "every phase then lasts at least that long",
+        }
+    if overrun:
+        late = ", ".join(f"{phase} by {seconds:g} s" for phase, seconds in sorted(overrun.items()))
+        return {
+            **part,
+            "covered": "no",
+            "deadline_seconds": deadline,
+            "overran_seconds": overrun,
+            "note": f"overran the public deadline of {deadline:g} s ({late}): that phase "
+            "ended when its work did, so its duration depends on the lists; raise "
+            "[cadr] peer_deadline_seconds above the slowest phase",
+        }
+    return {
+        **part,
+        "covered": "yes",
+        "deadline_seconds": deadline,
+        "overran_seconds": {},
+        "note": f"held to the public deadline {deadline:g} s: the relay ended every phase "
+        "(its report, and the finished broadcast on which devices release) at start + "
+        f"{deadline:g} s; the collector sees only that the phase ended by the deadline "
+        "(its round broadcasts are closed to the collector: broker.auth.DENIED)",
     }

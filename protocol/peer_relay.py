@@ -38,22 +38,39 @@ round, all functions of every device's adjacency list — stay in ``PhaseFinishe
 relay's own event (logged by the message layer, ``broker.relay``).
 
 Padding (issue 20: the LPEA phase's length as a channel to the collector). Without it the
-collector could count the ``ctl/peer_step`` broadcasts (one per round; ``ctl`` topics are
-readable by every client) and time the report: both tell how many rounds the negotiation
-needed, a function of every adjacency list. ``RelayPhase(padded=True)`` (with
+collector could count the ``ctl/peer_step`` broadcasts (one per round) and time the report:
+both tell how many rounds the negotiation needed, a function of every adjacency list.
+(Since the deadline step the collector's identity may not read ``ctl/peer_step`` at all:
+``broker.auth.DENIED``; devices, the relay's audience, and operators still do.)
+``RelayPhase(padded=True)`` (with
 ``until_quiet``) makes the phase run EXACTLY ``max_rounds`` rounds, a public number: the
 negotiation runs until a round adds nothing (or the count is reached: it is then cut, as
 by any cap); after that quiet round the relay adds one step in which every device gets
 ``PeerDelivery(pad=True)`` on its private inbox and answers an empty ``done`` batch, and
 every later round is *padding*: the same broadcast as a real round, every device answers
-it with one empty ``done`` batch (a batch with items is refused), the round ends. So what
-the collector can read — the broadcasts (their ``seq`` counts broadcasts only, never
-deliveries), the ``PhaseReport`` — is the same message sequence, byte for byte, whatever
-the data (tested: ``tests/unit/test_peer_relay.py``, ``tests/unit/test_cadr_device.py``).
-Not hidden: the wall-clock time. A real round with its many supersteps takes longer than
-a padding round (one barrier of empty batches), so the phase's DURATION still depends on
-the data; closing that would need a public wall-clock schedule (a report held to a fixed
-deadline), not done (docs/cadr.md, privacy table).
+it with one empty ``done`` batch (a batch with items is refused), the round ends. So the
+broadcasts (their ``seq`` counts broadcasts only, never deliveries) and the
+``PhaseReport`` are the same message sequence, byte for byte, whatever the data (tested:
+``tests/unit/test_peer_relay.py``, ``tests/unit/test_cadr_device.py``).
+
+Deadline (issue 20: the phase's wall-clock DURATION). A real round with its many
+supersteps takes longer than a padding round, and an NDOE round's length grows with the
+number of codes, so without more the time the phase ends depends on the data. Opt-in,
+``RelayPhase.deadline`` = D seconds (``[cadr] peer_deadline_seconds``; absent = none, and
+then every message is byte-identical to the relay's before the option): the relay does not
+END the phase before ``started + D`` (``started``: the ``now`` it was asked at). When the
+work ends earlier, the phase is *held*: no device is expected any more (a batch is
+refused), and at ``started + D`` (``next_timer``; the pump only sleeps until it) the relay
+sends the finished broadcast — on which devices release their DSR values to the
+collector — and the ``PhaseReport`` with ``overran=False``. When the work ends after the
+deadline, both go out at once, the report with ``overran=True``, and the relay's own
+``PhaseFinished.overrun`` holds the seconds (the message layer logs it); the collector's
+privacy claim then says the timing part is NOT covered for that run. So under a held
+deadline everything of the phase the collector can see — the report, and the releases the
+finished broadcast starts — happens at ``started + D``, a public time. Cost: every relay
+phase (``ndoe`` and ``lpea``) lasts at least D, so D must exceed the slowest phase
+(on ego-Facebook LPEA takes 57-97 s: the deadline is off by default). Not held: an
+aborted phase (``ok=False``; the run then releases nothing).
 
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
@@ -64,6 +81,7 @@ missing devices); dropout tolerance is the secure-sum stage's job, not this rela
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -74,7 +92,7 @@ from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.events import Event, PeerFacingMachine
 from ldpfleet.protocol.messages import MAX_STEPS, Ident, Message
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
     "MAX_PEER_ITEMS",
@@ -95,6 +113,8 @@ RELAY_ID = "relay"
 MAX_PEER_ITEMS = 100_000  # per batch: 4 kinds x the largest degree of our datasets, x 20
 PeerKind = Literal["code", "req", "ans", "est", "conf"]
 Count = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
+MAX_DEADLINE = 86_400.0  # seconds: a public per-phase deadline of at most one day
+Deadline = Annotated[float, Meta(gt=0, le=MAX_DEADLINE)]
 
 
 class PeerItem(msgspec.Struct, array_like=True, frozen=True, forbid_unknown_fields=True):
@@ -153,6 +173,9 @@ class RelayPhase(Message, tag="relay_phase", kw_only=True):
     until_quiet: bool = False
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 1
     padded: bool = False
+    # the public wall-clock deadline in seconds (module docstring, "Deadline"); absent
+    # (UNSET, not encoded: the message is byte-identical to one without the option) = none
+    deadline: Deadline | UnsetType = UNSET
 
 
 class PhaseReport(Message, tag="phase_report", kw_only=True):
@@ -160,7 +183,10 @@ class PhaseReport(Message, tag="phase_report", kw_only=True):
     normally. Only public, data-independent facts: the phase, ``ok``, the public round
     count it ran under (``max_rounds``, the collector's own request; a padded phase runs
     exactly that many) and, when it failed, why
-    (which devices went missing: liveness, not data). The relay's counts — rounds,
+    (which devices went missing: liveness, not data). ``overran`` (a phase run under a
+    public ``deadline`` only; absent otherwise, so the message is byte-identical to one
+    without the option): False = the report was held until the deadline, True = the
+    phase ended after it (module docstring, "Deadline"). The relay's counts — rounds,
     supersteps, items, batches, edges added per round — depend on every device's list and
     stay with the relay (``PhaseFinished``, the message layer's own log), never the
     collector's (module docstring, Trust)."""
@@ -169,6 +195,7 @@ class PhaseReport(Message, tag="phase_report", kw_only=True):
     ok: bool
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 1
     detail: Annotated[str, Meta(max_length=500)] = ""
+    overran: bool | UnsetType = UNSET
 
 
 PEER_MESSAGES = (PeerStep, PeerBatch, PeerDelivery, RelayPhase, PhaseReport)
@@ -185,6 +212,8 @@ class PhaseFinished(Event):
     items: int
     batches: int
     padding: int = 0  # of ``rounds``, how many were padding (padded phases)
+    deadline: float = 0.0  # the phase's public deadline in seconds (0: none)
+    overrun: float = 0.0  # seconds the phase's work ended after its deadline (0: held)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +253,8 @@ class PeerRelay(PeerFacingMachine):
         self._seq = 0  # private deliveries
         self._broadcast_seq = 0  # the public broadcasts: counts rounds, never deliveries
         self._report_seq = 0
-        self._deadline: float | None = None
+        self._deadline: float | None = None  # the current step's timeout
+        self._release_at: float | None = None  # a finished phase held to its deadline
 
     # ---- control ---------------------------------------------------------------------------
 
@@ -236,15 +266,28 @@ class PeerRelay(PeerFacingMachine):
         until_quiet: bool = False,
         max_rounds: int = 1,
         padded: bool = False,
+        deadline: float = 0.0,
     ) -> None:
         """Open round 0 of ``phase``; ``padded`` (with ``until_quiet``): run exactly
-        ``max_rounds`` rounds (module docstring, "Padding")."""
+        ``max_rounds`` rounds (module docstring, "Padding"); ``deadline`` > 0: no end of
+        the phase before ``now + deadline`` (module docstring, "Deadline")."""
         if self.phase is not None:
             raise LocalProtocolError(f"phase {self.phase!r} is still running")
         topics.check_ident(phase, "phase")
         if max_rounds < 1:
             raise ParameterError(f"must be >= 1, got {max_rounds}", field="max_rounds")
+        if not (
+            isinstance(deadline, int | float)
+            and math.isfinite(deadline)
+            and 0 <= deadline <= MAX_DEADLINE
+        ):
+            raise ParameterError(
+                f"must be a finite number of seconds in 0..{MAX_DEADLINE:g}, got {deadline!r}",
+                field="deadline",
+            )
         self.phase = phase
+        self._started = now
+        self._phase_deadline = float(deadline)
         self._until_quiet = until_quiet
         self._max_rounds = max_rounds if until_quiet else 1
         self._padded = bool(padded and until_quiet)
@@ -368,7 +411,8 @@ class PeerRelay(PeerFacingMachine):
             return
         phase = self.phase
         assert phase is not None
-        self._broadcast(PeerStep, phase=phase, round=self.round + 1, finished=True)
+        release_at = self._started + self._phase_deadline
+        overrun = max(0.0, now - release_at) if self._phase_deadline else 0.0
         self._emit(
             PhaseFinished(
                 phase,
@@ -378,11 +422,30 @@ class PeerRelay(PeerFacingMachine):
                 self.items,
                 self.batches,
                 self._padding,
+                self._phase_deadline,
+                overrun,
             )
         )
-        self._report(ok=True)
+        if self._phase_deadline and now < release_at:
+            # held (module docstring, "Deadline"): no device is expected any more, and
+            # nothing of this phase goes out before its public deadline
+            self._expected = set()
+            self._received = {}
+            self._deadline = None
+            self._release_at = release_at
+            return
+        self._finish(overran=now > release_at if self._phase_deadline else UNSET)
+
+    def _finish(self, *, overran: bool | UnsetType) -> None:
+        """End the phase: the finished broadcast (devices then release: DSR) and the
+        report (``overran``: UNSET without a deadline)."""
+        phase = self.phase
+        assert phase is not None
+        self._broadcast(PeerStep, phase=phase, round=self.round + 1, finished=True)
+        self._report(ok=True, overran=overran)
         self.phase = None
         self._deadline = None
+        self._release_at = None
 
     def _notify_padding(self, now: float) -> None:
         """The round went quiet in a padded phase: one more step, in which every device
@@ -407,7 +470,7 @@ class PeerRelay(PeerFacingMachine):
         self.phase = None
         self._deadline = None
 
-    def _report(self, *, ok: bool, detail: str = "") -> None:
+    def _report(self, *, ok: bool, detail: str = "", overran: bool | UnsetType = UNSET) -> None:
         # a sequence of its own: the broadcasts' seq counts the rounds (module docstring)
         self._report_seq += 1
         self._send(
@@ -420,15 +483,20 @@ class PeerRelay(PeerFacingMachine):
                 ok=ok,
                 max_rounds=self._max_rounds,
                 detail=detail,
+                overran=overran,
             ),
         )
 
     # ---- time ------------------------------------------------------------------------------
 
     def next_timer(self) -> float | None:
-        return self._deadline
+        return self._release_at if self._release_at is not None else self._deadline
 
     def handle_timer(self, now: float) -> None:
+        if self._release_at is not None:
+            if now >= self._release_at:
+                self._finish(overran=False)  # held to the deadline
+            return
         if self._deadline is None or now < self._deadline or self.phase is None:
             return
         missing = self._expected - self._received.keys()

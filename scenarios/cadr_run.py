@@ -51,7 +51,9 @@ from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
+from ldpfleet.protocol.peer_relay import MAX_DEADLINE
 
 __all__ = [
     "CadrSettings",
@@ -123,8 +125,21 @@ class CadrSettings:
     connect_concurrency: int = 64
     trace: str = "control"
     pipeline: str = "dp"
+    peer_deadline: float = 0.0  # [cadr] peer_deadline_seconds (0: none)
 
     def __post_init__(self) -> None:
+        deadline = self.peer_deadline
+        if not (
+            isinstance(deadline, int | float)
+            and not isinstance(deadline, bool)
+            and math.isfinite(deadline)
+            and 0 <= deadline <= MAX_DEADLINE
+        ):
+            raise ParameterError(
+                f"must be a finite number of seconds in 0..{MAX_DEADLINE:g} (0: none), "
+                f"got {deadline!r}",
+                field="peer_deadline_seconds",
+            )
         if self.method not in FLEET_METHODS:
             raise ValueError(
                 f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
@@ -154,6 +169,7 @@ class CadrSettings:
             connect_concurrency=cadr.connect_concurrency,
             trace=cadr.trace,
             pipeline=cadr.pipeline,
+            peer_deadline=cadr.peer_deadline_seconds,
         )
 
     def bound_for(self, graph: Graph) -> int:
@@ -403,6 +419,7 @@ async def collect_cadr(
             devices_ready=barrier,
             pipeline=settings.pipeline,
             releases=releases,
+            peer_deadline=settings.peer_deadline,
         )
     )
     try:
@@ -511,7 +528,9 @@ def collector_results(
         "theta_queries": outcome.theta_queries,
         "theta_search": _theta_search(degrees, outcome, budget, settings.bound_for(graph)),
         "budget": budget.as_dict(),
-        "privacy_claim": privacy_claim(budget, settings.method),
+        "privacy_claim": privacy_claim(
+            budget, settings.method, deadline=settings.peer_deadline, overrun=_overrun(outcome)
+        ),
         "mae": final["mae"],
         "mse": final["mse"],
         "distribution_l1": final["histogram_l1"],
@@ -540,6 +559,16 @@ def collector_results(
             }
             for name, d in zip(names, degrees, strict=True)
         },
+    }
+
+
+def _overrun(outcome) -> dict[str, float]:
+    """The relay phases that ended after the public deadline, with the seconds the
+    collector saw them run past it (empty without a deadline)."""
+    return {
+        phase: figures["overrun_seconds"]
+        for phase, figures in outcome.phases.items()
+        if figures.get("overran")
     }
 
 
@@ -632,6 +661,7 @@ async def run_cadr_fleet(
     processes: int = 1,
     graph_spec: str | None = None,
     pipeline: str = "dp",
+    peer_deadline: float = 0.0,
 ) -> dict:
     """One fleet run; returns the scores and the run's figures (module docstring).
 
@@ -645,6 +675,7 @@ async def run_cadr_fleet(
         spacing=spacing, ndoe_parts=ndoe_parts, degree_bound=degree_bound,
         max_rounds=max_rounds, stage_timeout=stage_timeout,
         connect_concurrency=connect_concurrency, trace=trace, pipeline=pipeline,
+        peer_deadline=peer_deadline,
     )  # fmt: skip
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
@@ -739,6 +770,7 @@ async def run_cadr_scenario(
         processes=processes,
         graph_spec=source,
         pipeline=cadr.pipeline,
+        peer_deadline=cadr.peer_deadline_seconds,
     )
     return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
 

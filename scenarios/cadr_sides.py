@@ -221,10 +221,11 @@ async def cadr_fleet_side(
             client_id=fleet_client_id(run, shard, "wait"),
             timeout=wait_timeout,
         )
-        # the θ search's secure sums extend a stage while replies arrive (their patience)
+        # the θ search's secure sums extend a stage while replies arrive (their patience);
+        # a relay phase held to its public deadline is silent until it (peer_deadline)
         silence = SilenceWatch(
             run,
-            DEFAULT_PATIENCE * settings.stage_timeout,
+            DEFAULT_PATIENCE * settings.stage_timeout + settings.peer_deadline,
             first_timeout=wait_timeout + settings.stage_timeout,
         )
         # the shard's own watch connection (gateway identity): a device's client id here

@@ -226,6 +226,10 @@ class CadrSection(_Section):
     # "dp": θ aimed at the post-processed error + the post-processed release (docs/cadr.md);
     # "paper": the paper's exact pipeline (θ objective and raw Laplace release)
     pipeline: Literal["dp", "paper"] = "dp"
+    # a public wall-clock deadline per relay phase (NDOE, LPEA), seconds; 0 = none. The
+    # relay ends no phase before it, closing the phases' duration as a timing channel to
+    # the collector (docs/cadr.md, "Padding"); every phase then lasts at least this long
+    peer_deadline_seconds: Annotated[float, Meta(ge=0, le=86_400)] = 0.0
 
 
 class GcdpSection(_Section):

@@ -38,6 +38,8 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_partition_auth.py::test_mosquitto_config_writes_bulk_gateway_accounts": 2.0,
     "tests/e2e/test_cadr_fleet.py::test_dp_pipeline_searches_theta_privately_and_releases_the_post_processed_sequence": 0.5,
     "tests/e2e/test_cadr_fleet.py::test_embedded_broker_gives_the_memory_release": 1.7,
+    "tests/e2e/test_cadr_fleet.py::test_a_public_deadline_holds_each_relay_phase_and_covers_the_timing": 3.3,
+    "tests/e2e/test_cadr_fleet.py::test_a_phase_that_overruns_the_deadline_is_named_in_the_claim": 2.9,
     "tests/e2e/test_cadr_fleet.py::test_mosquitto_gives_the_memory_release": 1.1,
     "tests/e2e/test_cadr_fleet.py::test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report": 1.7,
     "tests/e2e/test_cadr_sides.py::test_a_fleet_without_a_collector_stops_with_one_sentence": 2.7,

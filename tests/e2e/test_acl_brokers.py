@@ -208,6 +208,32 @@ async def test_unauthorised_subscriptions_receive_nothing(kind, tmp_path, creds)
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_the_collector_never_receives_the_relays_round_broadcasts(kind, tmp_path, creds):
+    # Issue 20: the relay's ctl/peer_step broadcasts follow the negotiation's pace. The
+    # collector's login may not read them (amqtt refuses the filters in the SUBACK;
+    # Mosquitto grants ctl/# and drops the denied deliveries: ``topic deny``); a device
+    # still receives them (the positive control).
+    step, phase = f"{P}/ctl/peer_step", f"{P}/svc/relay/phase"
+    async with broker(kind, tmp_path, creds) as address:
+        transport = MqttTransport(address, connect_attempts=1)
+        async with (
+            as_user(transport, creds, "relay") as relay,
+            as_user(transport, creds, "collector", f"{RUN}-collector-cadr-in-0") as collector,
+            as_user(transport, creds, "d0001") as device,
+        ):
+            await collector.subscribe(phase)
+            for pattern in (step, f"{P}/ctl/#", f"{P}/ctl/+"):
+                with contextlib.suppress(TransportError):
+                    await collector.subscribe(pattern)
+            await device.subscribe(f"{P}/ctl/#", f"{P}/dev/d0001/in/+")
+            await relay.publish(step, b"round 0")
+            await relay.publish(phase, b"end")  # the marker, after the broadcast
+            await relay.publish(f"{P}/dev/d0001/in/relay", b"end")
+            assert await read_until(collector, phase) == []
+            assert await read_until(device, f"{P}/dev/d0001/in/relay") == [step]
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_sys_topics_only_for_admin(kind, tmp_path, creds):
     async with broker(kind, tmp_path, creds) as address:
         transport = MqttTransport(address, connect_attempts=1)
@@ -316,7 +342,9 @@ async def test_no_identity_takes_over_another_s_session(kind, tmp_path):
                     password=creds.password(user),
                 )
             )
-            await conn.subscribe(f"{P}/ctl/#")  # every identity may read the broadcasts
+            # every identity may read the broadcasts; the collector by name (ctl/# could
+            # match the relay's ctl/peer_step, denied to it: broker.auth.DENIED)
+            await conn.subscribe(marker if user == "collector" else f"{P}/ctl/#")
             sessions[client_id] = (conn, asyncio.ensure_future(conn.wait_lost()))
         attempts = 0
         for user in attackers:

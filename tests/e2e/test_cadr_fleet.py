@@ -29,6 +29,7 @@ from ldpfleet.protocol.lpea import PADDED_ROUNDS
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
+from msgspec import UNSET
 
 GRAPH = generate("barabasi_albert", 40, seed=5, m=3)
 EPS_DSR = 0.9 * 3.0
@@ -178,7 +179,7 @@ async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_tra
 RELAY_COUNT_WORDS = ("round", "superstep", "item", "batch", "added")
 
 
-def _assert_no_relay_count(results: dict, trace: object) -> None:
+def _assert_no_relay_count(results: dict, trace: object, overran: object = UNSET) -> None:
     counting = [k for k in results if any(w in k for w in RELAY_COUNT_WORDS)]
     # theta_rounds: the collector's own secure sums (1 for the dp search); the round cap is
     # the collector's public request
@@ -192,7 +193,9 @@ def _assert_no_relay_count(results: dict, trace: object) -> None:
     assert [(r.phase, r.ok, r.seq) for r in reports] == [("ndoe", True, 1), ("lpea", True, 2)]
     for report in reports:
         fields = {f for f in report.__struct_fields__ if f not in ("v", "run", "sender", "seq")}
-        assert fields == {"phase", "ok", "max_rounds", "detail"}
+        # overran: whether the public deadline held (absent without one: UNSET)
+        assert fields == {"phase", "ok", "max_rounds", "detail", "overran"}
+        assert report.overran is overran
 
 
 async def test_two_processes_on_mosquitto_give_the_memory_release(mosquitto_url):
@@ -224,3 +227,51 @@ def test_the_cli_reports_each_cadr_stage_as_it_completes_and_writes_the_report(t
     # the release beside the trivial baselines (app.cadr_report), the pipeline named
     assert "Release against knowing nothing (pipeline dp)" in page
     assert "constant true median" in page and "(non-private oracle)" in page
+
+
+async def test_a_public_deadline_holds_each_relay_phase_and_covers_the_timing(tmp_path):
+    # Issue 20: with [cadr] peer_deadline_seconds the relay ends no phase (NDOE, LPEA)
+    # before the deadline; the collector, which measures each phase from its request to
+    # the report, never sees one end sooner (a lower bound only: never an upper bound on
+    # wall time), the reports say the deadline held, and the claim covers the timing.
+    # The release is the one without the deadline, value for value.
+    deadline = 1.0
+    timed = SCENARIO.replace(
+        'theta = "auto-dev"', f'theta = "auto-dev"\npeer_deadline_seconds = {deadline}'
+    )
+    await run_scenario(parse_scenario(timed), out_dir=tmp_path / "timed")
+    await run_scenario(parse_scenario(SCENARIO), out_dir=tmp_path / "plain")
+    saved = json.loads((tmp_path / "timed" / "results.json").read_text())
+    plain = json.loads((tmp_path / "plain" / "results.json").read_text())
+    assert saved["released"] == plain["released"]
+    assert saved["stage_seconds"]["ndoe"] >= deadline and saved["stage_seconds"]["lpea"] >= deadline
+    claim = saved["privacy_claim"]
+    (timing,) = [p for p in claim["parts"] if "timing" in p["part"]]
+    assert timing["covered"] == "yes" and timing["deadline_seconds"] == deadline
+    assert "held to the public deadline 1 s" in timing["note"]
+    assert timing["part"] not in claim["not_covered"]
+    assert "0 uncovered part(s): none" in claim["statement"]
+    (off,) = [p for p in plain["privacy_claim"]["parts"] if "timing" in p["part"]]
+    assert off["covered"] == "no" and off["part"] in plain["privacy_claim"]["not_covered"]
+    _assert_no_relay_count(saved, tmp_path / "timed" / "trace.sqlite", overran=False)
+
+
+async def test_a_phase_that_overruns_the_deadline_is_named_in_the_claim():
+    # One device's NDOE batch is delayed 1 s on the way to the relay, so the NDOE phase
+    # cannot end before 1 s > the 0.5 s deadline (a lower bound set by the delay, not by
+    # the machine's speed): the relay reports it overran, the claim names the timing
+    # part uncovered with the phase and the seconds past the deadline; same release.
+    def late_ndoe(topic: str, payload: bytes, client: str) -> float:
+        slow = topic.endswith("/n0001/up/peer_batch") and b'"phase":"ndoe"' in payload
+        return 1.0 if slow else 0.0
+
+    timed = await run_cadr_fleet(
+        GRAPH, broker=MemoryTransport(delay=late_ndoe), theta=3, seed=2, peer_deadline=0.5
+    )
+    plain = await run_cadr_fleet(GRAPH, theta=3, seed=2)
+    assert timed["released"] == plain["released"]
+    claim = timed["privacy_claim"]
+    (timing,) = [p for p in claim["parts"] if "timing" in p["part"]]
+    assert timing["covered"] == "no" and timing["part"] in claim["not_covered"]
+    assert timing["overran_seconds"]["ndoe"] >= 0.5
+    assert "overran the public deadline of 0.5 s" in timing["note"] and "ndoe by" in timing["note"]

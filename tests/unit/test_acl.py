@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ldpfleet.broker.auth import (
     ADMIN,
+    DENIED,
     PATTERNS,
     RULES,
     SERVICES,
@@ -212,6 +213,12 @@ SERVICE_DENIED = {
         ("subscribe", "$SYS/#"),
         ("subscribe", "#"),
         ("publish", "ldp/other/ctl/stage"),
+        # the relay's round broadcasts (issue 20: their pace follows the negotiation)
+        ("publish", f"{P}/ctl/peer_step"),
+        ("subscribe", f"{P}/ctl/peer_step"),
+        ("subscribe", f"{P}/ctl/#"),  # could match them (Mosquitto: granted, filtered)
+        ("subscribe", f"{P}/ctl/+"),
+        ("receive", f"{P}/ctl/peer_step"),
     ],
     "recorder": [
         ("publish", f"{P}/ctl/stage"),
@@ -454,9 +461,13 @@ def test_mosquitto_acl_grants_exactly_the_rules():
     for block in blocks:
         role, *lines = [line for line in block.splitlines() if line]
         assert lines == [
-            f"topic {'write' if r.action == 'publish' else 'read'} {r.pattern.format(run=RUN)}"
-            for r in RULES[role]
+            *(f"topic deny {t.format(run=RUN)}" for t in DENIED.get(role, ())),
+            *(
+                f"topic {'write' if r.action == 'publish' else 'read'} {r.pattern.format(run=RUN)}"
+                for r in RULES[role]
+            ),
         ]
+    assert f"user collector\ntopic deny {P}/ctl/peer_step\n" in text
     assert "allow_anonymous false" in mosquitto_conf_text(__import__("pathlib").Path("/x"), port=1)
 
 
@@ -609,3 +620,43 @@ def test_write_mosquitto_files_builds_the_plugin_once(tmp_path, monkeypatch):
     # opting out writes no plugin line (any identity may then take a session over)
     paths = write_mosquitto_files(tmp_path / "fifth", creds, port=1, client_id_binding=False)
     assert "plugin" not in paths and "plugin" not in paths["conf"].read_text()
+
+
+async def test_the_collector_cannot_read_the_relays_round_broadcasts_in_memory():
+    # Issue 20: the relay's ctl/peer_step broadcasts follow the negotiation's pace; the
+    # collector's identity may not subscribe to them (nor to a filter that could match
+    # them) and never receives one, while a device still does through ctl/#.
+    import asyncio
+
+    from ldpfleet.broker.transport import MemoryTransport, TransportError
+
+    creds = Credentials.generate(RUN, DEVICES)
+    broker = MemoryTransport(credentials=creds)
+    step, phase = f"{P}/ctl/peer_step", f"{P}/svc/relay/phase"
+    async with (
+        broker.connect(client("relay")) as relay,
+        broker.connect(client("collector", "-cadr-in-0")) as collector,
+        broker.connect(client("d0001")) as device,
+    ):
+        for refused in (step, f"{P}/ctl/#", f"{P}/ctl/+", f"{P}/#"):
+            with pytest.raises(TransportError):
+                await collector.subscribe(refused)
+        await collector.subscribe(phase, f"{P}/ctl/stage")
+        await device.subscribe(f"{P}/ctl/#")
+        await collector.publish(step, b"forged")  # nor may it speak as the relay
+        await relay.publish(step, b"round 0")
+        await relay.publish(phase, b"marker")
+        await collector.publish(f"{P}/ctl/stage", b"marker")
+
+        async def topics_until_marker(conn) -> list[tuple[str, bytes]]:
+            seen = []
+            async for delivery in conn.messages():
+                seen.append((delivery.topic, delivery.payload))
+                if delivery.payload == b"marker" and delivery.topic.endswith("stage"):
+                    return seen
+
+        got = await asyncio.wait_for(topics_until_marker(collector), 10)
+        assert got == [(phase, b"marker"), (f"{P}/ctl/stage", b"marker")]
+        got = await asyncio.wait_for(topics_until_marker(device), 10)
+        assert got == [(step, b"round 0"), (f"{P}/ctl/stage", b"marker")]
+    assert (client("collector", "-cadr-in-0"), "publish", step) in broker.denied

@@ -9,6 +9,8 @@ import pytest
 from ldpfleet.app.cadr_report import release_vs_baselines
 from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget, privacy_claim
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.cadr_run import CadrSettings
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
 
 def _part(claim: dict, mechanism: str | None, text: str = "") -> dict:
@@ -87,3 +89,49 @@ def test_the_report_shows_the_claim_table():
     assert "caveat" in page and page.count("<tr>") == 4 + 1 + 8 + 1  # two tables
     del results["privacy_claim"]
     assert "Privacy claim" not in release_vs_baselines(results)
+
+
+def _timing(claim: dict) -> dict:
+    (part,) = [p for p in claim["parts"] if "timing" in p["part"]]
+    return part
+
+
+def test_the_timing_part_says_which_case_held():
+    # issue 20: the relay phases' durations are covered only under a public deadline that
+    # every phase kept; without one, or when a phase overran it, they are named uncovered
+    budget = CadrBudget(3.0, 0.1, THETA_FRACTION)
+    off = privacy_claim(budget, "ll")
+    assert _timing(off)["covered"] == "no" and _timing(off)["part"] in off["not_covered"]
+    assert "peer_deadline_seconds (off)" in _timing(off)["note"]
+    held = privacy_claim(budget, "ll", deadline=120.0, overrun={})
+    assert _timing(held)["covered"] == "yes" and held["not_covered"] == []
+    assert "held to the public deadline 120 s" in _timing(held)["note"]
+    assert "ended by the deadline" in _timing(held)["note"]
+    assert "0 uncovered part(s): none" in held["statement"]
+    late = privacy_claim(budget, "lh", deadline=60.0, overrun={"lpea": 12.5})
+    assert _timing(late)["covered"] == "no" and late["not_covered"] == [_timing(late)["part"]]
+    assert "overran the public deadline of 60 s (lpea by 12.5 s)" in _timing(late)["note"]
+    assert _timing(late)["overran_seconds"] == {"lpea": 12.5}
+    # er runs no relay phase: no timing part whatever the deadline
+    er = privacy_claim(budget, "er", deadline=60.0)
+    assert not [p for p in er["parts"] if "timing" in p["part"]]
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, 86_401.0])
+def test_a_bad_peer_deadline_is_refused_naming_field_limit_and_value(bad):
+    with pytest.raises(ParameterError) as refused:
+        CadrSettings(peer_deadline=bad)
+    assert refused.value.field == "peer_deadline_seconds"
+    assert "0..86400" in str(refused.value) and repr(bad) in str(refused.value)
+    toml = f"""[scenario]
+name = "t"
+[graph]
+source = "barabasi_albert:n=30,m=2,seed=1"
+[cadr]
+peer_deadline_seconds = {bad!r}
+"""
+    with pytest.raises(ScenarioError) as invalid:  # the schema's own check, same limits
+        parse_scenario(toml)
+    limit = "<= 86400.0" if bad > 0 else ">= 0.0"  # nan: not >= 0
+    assert f"cadr.peer_deadline_seconds: Expected `float` {limit}, got " in str(invalid.value)
+    assert str(invalid.value).endswith(repr(bad))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
+import msgspec
 import pytest
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import LocalProtocolError
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError
 from ldpfleet.protocol.peer_relay import (
     RELAY_ID,
     PeerBatch,
@@ -15,7 +18,9 @@ from ldpfleet.protocol.peer_relay import (
     PhaseAborted,
     PhaseFinished,
     PhaseReport,
+    RelayPhase,
 )
+from msgspec import UNSET
 
 RUN = "r1"
 DEVICES = ("a", "b", "c")
@@ -164,7 +169,8 @@ def _lpea_report(added_in_rounds):
 def test_the_collectors_phase_report_holds_no_data_dependent_count():
     # Only public facts reach the collector (protocol.peer_relay, Trust): a field added
     # back to PhaseReport (rounds, supersteps, items, added per round...) fails here.
-    public = {"v", "run", "sender", "seq", "phase", "ok", "max_rounds", "detail"}  # v: version
+    # overran: whether the phase kept its public deadline (absent without one)
+    public = {"v", "run", "sender", "seq", "phase", "ok", "max_rounds", "detail", "overran"}
     assert set(PhaseReport.__struct_fields__) == public
     # one round or four, many edges or none: the collector's report is the same message,
     # sequence number included; the relay keeps the counts (PhaseFinished)
@@ -246,3 +252,109 @@ def test_items_in_a_padding_round_are_refused():
     relay.pop_outbound()
     relay.receive(*batch("a", 1, [("b", "req", 0)], done=True), 0.0)
     assert relay.rejections_by_field["items"] == 1
+
+
+# ---- the public wall-clock deadline (issue 20; protocol.peer_relay, "Deadline") ----------
+
+
+def _timed_view(added_in_rounds, *, deadline, start=100.0, work=0.5, rounds=6):
+    """A padded LPEA phase started at ``start`` under ``deadline``, every round's batches
+    arriving ``work`` seconds after its broadcast (a fake clock). Returns what the
+    collector can read (``ctl/``, ``svc/``) as (time, topic, bytes), the relay's events,
+    and the late batch's fate while the phase is held."""
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase(
+        "lpea", start, until_quiet=True, max_rounds=rounds, padded=True, deadline=deadline
+    )
+    now, seen, rejected = start, [], None
+    while True:
+        out = relay.pop_outbound()
+        seen += [(now, o.topic, codec.encode(o.message)) for o in out if "/in/" not in o.topic]
+        if any(isinstance(o.message, PhaseReport) for o in out):
+            break
+        steps = [o.message for o in out if isinstance(o.message, PeerStep)]
+        notes = [o for o in out if isinstance(o.message, PeerDelivery)]
+        if not steps and not notes:  # the work is over, the end is held: wait for it
+            assert relay.next_timer() == start + deadline
+            relay.handle_timer(math.nextafter(start + deadline, 0.0))  # not yet
+            assert relay.pop_outbound() == []
+            before = relay.rejections_by_field.get("sender", 0)
+            relay.receive(*batch("a", 0, round=rounds - 1, done=True), now)
+            rejected = relay.rejections_by_field.get("sender", 0) - before
+            relay.pop_outbound()  # the rejection notice (svc/relay/reject)
+            now = relay.next_timer()
+            relay.handle_timer(now)
+            continue
+        now += work
+        if notes:
+            for n in notes:
+                relay.receive(*batch(topics.parse(n.topic).recipient, n.message.step,
+                                     round=n.message.round, done=True), now)  # fmt: skip
+            continue
+        (step,) = steps
+        r = step.round
+        added = added_in_rounds[r] if r < len(added_in_rounds) else 0
+        for device in DEVICES:
+            relay.receive(*batch(device, 0, round=r, done=True, added=added), now)
+    return seen, [e for e in relay.pop_events() if isinstance(e, PhaseFinished)], rejected
+
+
+def test_a_deadline_holds_the_phase_end_until_it_whatever_the_negotiation():
+    # Issue 20: with a public deadline the end of the phase — the finished broadcast
+    # (devices release their DSR values to the collector on it) and the collector's report
+    # — goes out at start + deadline, not when the work ended: a short and a long
+    # negotiation end the same in content AND time. (The round broadcasts before it keep
+    # the negotiation's pace; the collector cannot read them: broker.auth, DENIED.)
+    short, (short_done,), short_late = _timed_view([0], deadline=30.0, work=0.5)
+    long, (long_done,), long_late = _timed_view([5, 3, 1, 0], deadline=30.0, work=2.0)
+    assert short[-2:] == long[-2:] and len(short) == len(long) == 6 + 2
+    (t_finish, _, finish), (t_report, topic, report) = short[-2:]
+    assert t_finish == t_report == 130.0 and topic == topics.svc(RUN, RELAY_ID, "phase")
+    assert all(t < 130.0 for t, _, _ in short[:-2] + long[:-2]) and b'"finished":true' in finish
+    assert [t for t, _, _ in short[:-2]] != [t for t, _, _ in long[:-2]]
+    assert codec.decode(report).overran is False
+    assert short_late == long_late == 1  # nothing is expected while the end is held
+    assert (short_done.deadline, short_done.overrun, long_done.overrun) == (30.0, 0.0, 0.0)
+
+
+def test_a_phase_that_ends_after_its_deadline_reports_at_once_flagged():
+    seen, (done,), _ = _timed_view([5, 3, 1, 0], deadline=5.0, work=1.0)
+    *_, (t_report, _, report) = seen
+    # 6 rounds of 1 s and the padding notice's step: the work ended at 107 > 105
+    assert t_report == 107.0 and codec.decode(report).overran is True
+    assert done.deadline == 5.0 and math.isclose(done.overrun, 2.0)
+
+
+def test_without_a_deadline_the_phase_is_byte_identical_to_before():
+    # deadline 0 (the default): the end goes out when the work ends, and the messages are
+    # byte for byte those of the relay before the option existed (recorded from it)
+    seen, (done,), late = _timed_view([5, 3, 1, 0], deadline=0.0, work=1.0)
+    *_, (t_finish, _, finish), (t_report, _, report) = seen
+    assert t_finish == t_report == 107.0 and late is None and done.overrun == 0.0
+    assert report == (
+        b'{"type":"phase_report","v":1,"run":"r1","sender":"relay","seq":1,"phase":"lpea",'
+        b'"ok":true,"max_rounds":6,"detail":""}'
+    )
+    assert finish == (
+        b'{"type":"peer_step","v":1,"run":"r1","sender":"relay","seq":7,"phase":"lpea",'
+        b'"round":6,"finished":true}'
+    )
+    assert codec.decode(report).overran is UNSET
+    request = RelayPhase(run=RUN, sender="collector", seq=3, phase="lpea", until_quiet=True,
+                         max_rounds=6, padded=True)  # fmt: skip
+    assert codec.encode(request) == (
+        b'{"type":"relay_phase","v":1,"run":"r1","sender":"collector","seq":3,"phase":"lpea",'
+        b'"until_quiet":true,"max_rounds":6,"padded":true}'
+    )
+    timed = codec.decode(codec.encode(msgspec.structs.replace(request, deadline=2.5)))
+    assert timed.deadline == 2.5
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf, 86_400.5, "5"])
+def test_a_bad_deadline_is_refused_naming_field_limit_and_value(bad):
+    relay = PeerRelay(RUN, DEVICES)
+    with pytest.raises(ParameterError) as refused:
+        relay.start_phase("lpea", 0.0, deadline=bad)
+    assert refused.value.field == "deadline"
+    assert "86400" in str(refused.value) and repr(bad) in str(refused.value)
+    assert relay.phase is None and relay.pop_outbound() == []
