@@ -254,6 +254,7 @@ def privacy_claim(
     *,
     deadline: float = 0.0,
     overrun: Mapping[str, float] | None = None,
+    theta_searched: bool = True,
 ) -> dict:
     """The run's privacy claim, part by part (module docstring): ``parts`` (what is seen,
     by whom, mechanism, ε, charged in the ledger, ``covered``: "yes" when this
@@ -267,7 +268,19 @@ def privacy_claim(
     deadline was set and no phase overran it (``protocol.peer_relay``, "Deadline")."""
     negotiated = method in ("ll", "lh", "ra")
     parts = []
-    if budget.theta > 0:
+    if not theta_searched:
+        parts.append(
+            {
+                "part": "θ: given in the configuration, no θ search",
+                "seen_by": "collector",
+                "mechanism": None,
+                "eps": 0.0,
+                "charged": False,
+                "covered": "yes",
+                "note": "a public constant; the collector opens no secure sum for θ",
+            }
+        )
+    elif budget.theta > 0:
         parts.append(
             {
                 "part": "θ search: one secure sum of one-hot bucket counts + Pólya shares",

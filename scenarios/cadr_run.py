@@ -529,7 +529,11 @@ def collector_results(
         "theta_search": _theta_search(degrees, outcome, budget, settings.bound_for(graph)),
         "budget": budget.as_dict(),
         "privacy_claim": privacy_claim(
-            budget, settings.method, deadline=settings.peer_deadline, overrun=_overrun(outcome)
+            budget,
+            settings.method,
+            deadline=settings.peer_deadline,
+            overrun=_overrun(outcome),
+            theta_searched=searched,
         ),
         "mae": final["mae"],
         "mse": final["mse"],

@@ -135,3 +135,15 @@ peer_deadline_seconds = {bad!r}
     limit = "<= 86400.0" if bad > 0 else ">= 0.0"  # nan: not >= 0
     assert f"cadr.peer_deadline_seconds: Expected `float` {limit}, got " in str(invalid.value)
     assert str(invalid.value).endswith(repr(bad))
+
+
+def test_a_given_theta_opens_no_theta_sum_and_is_not_named_uncovered():
+    # θ fixed in the configuration: no search ran, so neither the dp part nor the paper's
+    # "exact secure sums" part applies
+    budget = CadrBudget.for_pipeline(3.0, 0.1, "dp", False, 4039)
+    claim = privacy_claim(budget, "ll", theta_searched=False)
+    first = claim["parts"][0]
+    assert first["part"].startswith("θ: given") and first["covered"] == "yes"
+    assert not any("secure sum" in part for part in claim["not_covered"])
+    searched = privacy_claim(CadrBudget.for_pipeline(3.0, 0.1, "paper", True, 4039), "ll")
+    assert any("exact secure sums" in part for part in searched["not_covered"])
