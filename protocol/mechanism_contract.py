@@ -58,6 +58,7 @@ __all__ = [
     "check_budget",
     "check_mechanism",
     "check_outputs",
+    "checked_reports",
     "probe_inputs",
     "unit_inputs",
 ]
@@ -127,23 +128,54 @@ def probe_inputs(size: int = PROBE_SIZE) -> np.ndarray:
     return np.linspace(0.0, 1.0, size)
 
 
-def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
-    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
-    out = np.asarray(y)
+def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
+    """``y = perturb(x)`` as a float array of x's shape with finite values, or one sentence
+    (``ParameterError``, field ``mechanism``): what a device checks before it sends its
+    reports, since the wire cannot carry a NaN and a wrong count would shift the steps."""
+    try:
+        out = np.asarray(y)
+    except Exception as error:  # a plugin may return anything
+        raise _fail(name, f"perturb returned a {type(y).__name__}: {error}") from None
     if out.shape != x.shape:
         raise _fail(name, f"perturb returned shape {out.shape} for inputs of shape {x.shape}")
     if not np.issubdtype(out.dtype, np.number) or not np.all(np.isfinite(out)):
-        raise _fail(name, "perturb returned non-finite or non-numeric reports")
+        bad = _first_bad(out)
+        raise _fail(name, f"perturb returned non-finite or non-numeric reports{bad}")
+    return out.astype(float, copy=False)
+
+
+def _first_bad(out: np.ndarray) -> str:
+    """`` (report i is v)`` for the first report that is not a finite number, or ``""``."""
+    for i, value in enumerate(out.ravel()):
+        try:
+            ok = math.isfinite(float(value)) and not isinstance(value, str | bytes)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            shown = value.item() if isinstance(value, np.generic) else value
+            return f" (report {i} is {shown!r})"
+    return ""
+
+
+def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
+    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
+    out = checked_reports(x, y, name)
     try:
         accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
     except Exception as error:
         raise _fail(name, f"in_domain failed on its own outputs: {error}") from None
-    if accepted.shape != out.shape or not np.all(accepted):
-        bad = int(np.flatnonzero(~accepted.ravel())[0]) if accepted.shape == out.shape else 0
+    if accepted.shape != out.shape:
+        raise _fail(
+            name,
+            f"in_domain returned shape {accepted.shape} for reports of shape {out.shape} "
+            "(one bool per report)",
+        )
+    if not np.all(accepted):
+        bad = int(np.flatnonzero(~accepted.ravel())[0])
         raise _fail(
             name, f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb"
         )
-    return out.astype(float)
+    return out
 
 
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:

@@ -53,6 +53,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
+from ldpfleet.protocol.mechanism_contract import checked_reports
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
@@ -310,9 +311,23 @@ class StreamReporter(Machine):
             self._refuse(start + granted, refusal.reason)
         if granted:
             v = normalise(x[:granted], self.config.lo, self.config.hi)
-            self.values[start : start + granted] = self._mechanism.perturb(v, self._rng)
+            self.values[start : start + granted] = self._privatise(v)
             self.privatised += granted
         self._send_ready(now)
+
+    def _privatise(self, v: np.ndarray) -> np.ndarray:
+        """The mechanism's reports for ``v``, checked like at load time (right shape, finite
+        numbers): a user mechanism failing here stops this device with one sentence naming
+        ``mechanism`` (``ParameterError``) instead of a NaN the wire cannot carry."""
+        name = self.config.mechanism
+        try:
+            y = self._mechanism.perturb(v, self._rng)
+        except Exception as error:
+            raise ParameterError(
+                f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
+                field="mechanism",
+            ) from error
+        return checked_reports(v, y, name)
 
     def _refuse(self, t: int, reason: str) -> None:
         """The ledger refused step ``t``: nothing from ``t`` on is privatised; tell the

@@ -94,3 +94,27 @@ class DoubleEps:
 
     def estimate_mean(self, y):
         return self._inner.estimate_mean(y)
+
+
+class NonFiniteLater(_Base):
+    """Passes the load-time probe (256 inputs), then reports NaN on a device's stream."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else np.full(np.shape(x), np.nan)
+
+
+class RaisesLater(_Base):
+    """Passes the load-time probe (256 inputs), then raises on a device's stream."""
+
+    def perturb(self, x, rng):
+        if np.size(x) != 256:
+            raise RuntimeError("sensor library not initialised")
+        return super().perturb(x, rng)
+
+
+class InDomainScalar(_Base):
+    """``in_domain`` returns one bool for the whole array instead of one per report."""
+
+    def in_domain(self, y):
+        return True

@@ -23,7 +23,7 @@ from ldpfleet.protocol.mechanisms import (
     stream_mechanism,
 )
 from ldpfleet.protocol.messages import SwReport
-from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,3 +268,34 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
     ratio = build_spec("piecewise", 1.0).witnesses["likelihood ratio"]
     values = ratio(np.linspace(-3.0, 3.0, 61))
     assert set(np.round(np.unique(values), 9)) <= {-1.0, 0.0, 1.0}  # PM: p/q = e^eps exactly
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("NonFiniteLater", "perturb returned non-finite or non-numeric reports (report 0 is"),
+        ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
+    ],
+)
+def test_a_plugin_failing_on_a_device_stops_it_with_one_sentence(name, message):
+    """A plugin that passes the load-time probe but fails on a device's own stream raises
+    ``ParameterError`` naming ``mechanism`` there: no NaN report (the wire cannot carry one,
+    and the run hung waiting for it), no report built from a failed call."""
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    reporter = StreamReporter(config, "d0", np.random.default_rng(1))
+    reporter.start(0.0)
+    with pytest.raises(ParameterError) as info:
+        reporter.add_readings(np.linspace(0.0, 10.0, 12), 0.0)
+    assert info.value.field == "mechanism" and message in str(info.value), str(info.value)
+    assert reporter.privatised == 0
+
+
+def test_in_domain_of_the_wrong_shape_is_named_as_such():
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(SCENARIO.format(mechanism=f"{BAD}:InDomainScalar"))
+    assert "in_domain returned shape () for reports of shape (256,) (one bool per report)" in str(
+        info.value
+    ), str(info.value)
