@@ -120,6 +120,12 @@ class StreamConfig:
             raise ParameterError(f"must be an integer in [1, {MAX_BATCH}]", field="batch_steps")
         if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
             raise ParameterError(f"need finite lo < hi, got [{self.lo}, {self.hi}]", field="bounds")
+        if not math.isfinite(self.hi - self.lo):  # e.g. [-1e308, 1e308]: x / inf = 0
+            raise ParameterError(
+                "hi - lo overflows to infinity (the width must be finite), got "
+                f"[{self.lo}, {self.hi}]",
+                field="bounds",
+            )
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
             raise ParameterError("must be > 0 seconds", field="retransmit_after")
         topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
