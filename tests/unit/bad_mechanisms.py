@@ -118,3 +118,19 @@ class InDomainScalar(_Base):
 
     def in_domain(self, y):
         return True
+
+
+class MeanFailsLater(_Base):
+    """``estimate_mean`` passes the probe (256 reports), then raises on a device's stream."""
+
+    def estimate_mean(self, y):
+        if np.size(y) != 256:
+            raise ValueError("estimate_mean broke on the collector")
+        return super().estimate_mean(y)
+
+
+class MeanInfiniteLater(_Base):
+    """``estimate_mean`` passes the probe (256 reports), then answers infinity."""
+
+    def estimate_mean(self, y):
+        return super().estimate_mean(y) if np.size(y) == 256 else float("inf")

@@ -299,3 +299,25 @@ def test_in_domain_of_the_wrong_shape_is_named_as_such():
     assert "in_domain returned shape () for reports of shape (256,) (one bool per report)" in str(
         info.value
     ), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("MeanFailsLater", "d0001: ValueError: estimate_mean broke on the collector"),
+        ("MeanInfiniteLater", "d0001: returned inf, not a finite number"),
+    ],
+)
+def test_an_estimate_mean_failing_on_the_collector_leaves_the_device_out(name, why, caplog):
+    """The collector's means after the run: a plugin's ``estimate_mean`` raising (the run
+    ended in a traceback, no results) or answering inf (results.json held Infinity, invalid
+    JSON) for one device's reports leaves that device out with one warning naming it."""
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    streams = {"d0000": np.full(256, 0.5), "d0001": np.full(12, 0.5), "d0002": np.array([])}
+    with caplog.at_level("WARNING"):
+        means = mean_estimates(config, streams)
+    assert means == {"d0000": pytest.approx(5.0)}
+    assert "estimate_mean failed for 1 device(s)" in caplog.text and why in caplog.text
