@@ -1107,6 +1107,22 @@ def check_bulk_device(db, device: str | None, path: Path) -> None:
         )
 
 
+def check_device(db, device: str | None, path: Path) -> None:
+    """``--device`` names a party of the trace (``check_bulk_device`` first); a device that
+    sent and received nothing is refused, as by ``trace follow``, instead of an empty
+    answer that reads like a silent device."""
+    from ldpfleet.broker.trace import TraceError
+
+    check_bulk_device(db, device, path)
+    if not device:
+        return
+    known = db.execute(
+        "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
+    ).fetchone()
+    if known is None:
+        raise TraceError(f"device {device!r} sent and received nothing in {path}")
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -1124,7 +1140,7 @@ def trace_stats(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         result = stats(db, TraceFilter(device, kind, topic, since, until))
     if as_json:
         print(json.dumps(result, indent=2))
@@ -1159,7 +1175,7 @@ def trace_show(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
@@ -1213,7 +1229,7 @@ def trace_export(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
         if output is None:
             for line in lines:
