@@ -105,6 +105,14 @@ def unit_inputs(x: object) -> np.ndarray:
     return arr
 
 
+def _why(error: BaseException) -> str:
+    """What a plugin's exception says; ``sys.exit`` inside a plugin is named as such (it
+    ended ``ldpfleet audit`` with exit status 0 and no output)."""
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
+    return str(error)
+
+
 def _fail(name: str, what: str) -> ParameterError:
     return ParameterError(f"{name!r} {what}", field=FIELD)
 
@@ -115,8 +123,8 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
         raise _fail(name, f"is not a class (got a {type(factory).__name__})")
     try:
         mechanism = factory(eps)
-    except Exception as error:  # a plugin may raise anything: report it
-        raise _fail(name, f"refused eps = {eps:g}: {error}") from None
+    except (Exception, SystemExit) as error:  # a plugin may raise anything: report it
+        raise _fail(name, f"refused eps = {eps:g}: {_why(error)}") from None
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
     if missing:
         raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
@@ -162,8 +170,8 @@ def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.
     out = checked_reports(x, y, name)
     try:
         accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"in_domain failed on its own outputs: {error}") from None
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"in_domain failed on its own outputs: {_why(error)}") from None
     if accepted.shape != out.shape:
         raise _fail(
             name,
@@ -183,12 +191,12 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
     x = probe_inputs()
     try:
         y = mechanism.perturb(x, rng)  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"perturb failed on inputs in [0, 1]: {error}") from None
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
     out = check_outputs(mechanism, x, y, name)
     try:
         mean = float(mechanism.estimate_mean(out))  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"estimate_mean failed: {error}") from None
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"estimate_mean failed: {_why(error)}") from None
     if not math.isfinite(mean):
         raise _fail(name, f"estimate_mean returned {mean!r}, not a finite number")

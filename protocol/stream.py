@@ -328,7 +328,7 @@ class StreamReporter(Machine):
         name = self.config.mechanism
         try:
             y = self._mechanism.perturb(v, self._rng)
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             raise ParameterError(
                 f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
                 field="mechanism",

@@ -147,6 +147,7 @@ BAD_PLUGINS = [
     (f"{BAD}:WrongShape", "perturb returned shape (255,) for inputs of shape (256,)"),
     (f"{BAD}:NonFinite", "perturb returned non-finite"),
     (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
+    (f"{BAD}:ExitsInPerturb", "perturb failed on inputs in [0, 1]: it called sys.exit(0)"),
     ("nonesuch", "no installed package registers it"),
 ]
 
