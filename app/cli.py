@@ -374,11 +374,18 @@ def run(
         raise typer.Exit(1)
     if results["reports_lost"]:
         missing = results["missing_batches"]
+        failed = (results.get("fleet") or {}).get("device_errors") or {}
+        why = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
         console.print(
             f"[bold yellow]incomplete:[/] {results['reports_lost']} reports lost from "
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
-            f"{', ...' if len(missing) > 5 else ''}); results.json missing_batches lists "
-            "them (exit code 1).",
+            f"{', ...' if len(missing) > 5 else ''})"
+            + (
+                f"; {len(failed)} device(s) failed ({why}{'; ...' if len(failed) > 3 else ''})"
+                if failed
+                else ""
+            )
+            + "; results.json missing_batches lists them (exit code 1).",
             highlight=False,
             soft_wrap=True,
         )

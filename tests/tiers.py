@@ -59,6 +59,7 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_gateway.py::test_a_gateway_fleet_gives_the_per_device_results": 1.2,
     "tests/e2e/test_plugin_mechanism.py::test_a_plugin_failing_on_every_device_ends_a_sharded_run_naming_them": 7.5,
     "tests/e2e/test_trace_follow.py::test_show_stats_and_export_refuse_an_unknown_device_as_follow_does": 1.1,
+    "tests/unit/test_mechanism_registry.py::test_cli_run_of_a_plugin_failing_on_the_devices_says_why_and_exits_1": 4.4,
     "tests/e2e/test_gcdp_fleet.py::test_occupancy_release_on_embedded_broker": 3.5,
     "tests/e2e/test_gcdp_fleet.py::test_occupancy_release_on_mosquitto": 1.9,
     "tests/e2e/test_progress.py::test_bench_cpr_counts_its_cells": 2.5,

@@ -226,6 +226,19 @@ def test_cli_run_of_a_bad_plugin_scenario_exits_2(tmp_path):
     assert "stream.mechanism" in result.stderr and "in_domain rejects" in result.stderr
 
 
+def test_cli_run_of_a_plugin_failing_on_the_devices_says_why_and_exits_1(tmp_path):
+    """One process (memory broker): the reports of devices whose plugin failed are lost,
+    and the closing sentence names the failures (it said only "reports lost from ...")."""
+    path = tmp_path / "late.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:RaisesLater"))
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "incomplete: 16 reports lost from 4 device(s)" in said, said
+    assert "4 device(s) failed (d0000: ParameterError: mechanism:" in said, said
+    assert "perturb failed on device d0000: RuntimeError: sensor library" in said, said
+
+
 @pytest.mark.parametrize("mechanism", [PLUGIN, "duchi", "piecewise", "hybrid"])
 def test_the_collector_validates_reports_with_the_mechanisms_in_domain(mechanism, examples_path):
     from ldpfleet.protocol import topics
