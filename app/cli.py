@@ -374,11 +374,18 @@ def run(
         raise typer.Exit(1)
     if results["reports_lost"]:
         missing = results["missing_batches"]
+        failed = (results.get("fleet") or {}).get("device_errors") or {}
+        why = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
         console.print(
             f"[bold yellow]incomplete:[/] {results['reports_lost']} reports lost from "
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
-            f"{', ...' if len(missing) > 5 else ''}); results.json missing_batches lists "
-            "them (exit code 1).",
+            f"{', ...' if len(missing) > 5 else ''})"
+            + (
+                f"; {len(failed)} device(s) failed ({why}{'; ...' if len(failed) > 3 else ''})"
+                if failed
+                else ""
+            )
+            + "; results.json missing_batches lists them (exit code 1).",
             highlight=False,
             soft_wrap=True,
         )
@@ -1107,6 +1114,22 @@ def check_bulk_device(db, device: str | None, path: Path) -> None:
         )
 
 
+def check_device(db, device: str | None, path: Path) -> None:
+    """``--device`` names a party of the trace (``check_bulk_device`` first); a device that
+    sent and received nothing is refused, as by ``trace follow``, instead of an empty
+    answer that reads like a silent device."""
+    from ldpfleet.broker.trace import TraceError
+
+    check_bulk_device(db, device, path)
+    if not device:
+        return
+    known = db.execute(
+        "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
+    ).fetchone()
+    if known is None:
+        raise TraceError(f"device {device!r} sent and received nothing in {path}")
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -1124,7 +1147,7 @@ def trace_stats(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         result = stats(db, TraceFilter(device, kind, topic, since, until))
     if as_json:
         print(json.dumps(result, indent=2))
@@ -1159,7 +1182,7 @@ def trace_show(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
@@ -1213,7 +1236,7 @@ def trace_export(
     with user_errors():
         db = open_readonly(path)
         check_kind(db, kind, path)
-        check_bulk_device(db, device, path)
+        check_device(db, device, path)
         lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
         if output is None:
             for line in lines:

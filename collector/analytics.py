@@ -18,6 +18,8 @@ devices during the stream instead of after it).
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -30,6 +32,8 @@ from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
+
+log = logging.getLogger(__name__)
 
 PARALLEL_FROM = 64  # streams; below this a pool costs more than it saves
 INCREMENTAL_CHUNK = 64  # complete streams handed to the pool at once while the stage runs
@@ -46,13 +50,39 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
 
 def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
     """Per device, the estimated mean of its clipped stream in physical units: the run's
-    mechanism's ``estimate_mean`` (any mechanism of ``protocol.mechanism_contract``)."""
+    mechanism's ``estimate_mean`` (any mechanism of ``protocol.mechanism_contract``).
+
+    A user mechanism's ``estimate_mean`` that raises or answers a non-finite number for a
+    device's reports (the load-time check saw only its 256-input probe) leaves that device
+    out, so its ``mean_estimate`` is null and the accuracy figures skip it, with one warning
+    naming the devices: never a traceback after the whole run, never an ``Infinity`` in
+    results.json."""
     mechanism = config.mechanism_object()
-    return {
-        device: float(denormalise(mechanism.estimate_mean(values), config.lo, config.hi))
-        for device, values in streams.items()
-        if len(values)
-    }
+    means: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    for device, values in streams.items():
+        if not len(values):
+            continue
+        try:
+            mean = float(denormalise(mechanism.estimate_mean(values), config.lo, config.hi))
+        except Exception as error:  # a plugin may raise anything
+            failed[device] = f"{type(error).__name__}: {error}"
+            continue
+        if math.isfinite(mean):
+            means[device] = mean
+        else:
+            failed[device] = f"returned {mean!r}, not a finite number"
+    if failed:
+        shown = "; ".join(f"{d}: {why}" for d, why in sorted(failed.items())[:3])
+        log.warning(
+            "mechanism %r estimate_mean failed for %d device(s) (%s%s); their mean_estimate is "
+            "null",
+            config.mechanism,
+            len(failed),
+            shown,
+            "; ..." if len(failed) > 3 else "",
+        )
+    return means
 
 
 sw_mean_estimates = mean_estimates  # the name before mechanisms were pluggable

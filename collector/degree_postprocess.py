@@ -235,6 +235,11 @@ def degree_prior(
         if shape.sum() <= 0:
             shape = np.ones(xs.size)
         prior[lo : hi + 1] += count * shape / shape.sum()
+    if prior.sum() <= 0:
+        # every unit of mass went to an empty bucket (t_k = D: degrees above the bound),
+        # e.g. on a graph of one edge (D = 1): the counts say nothing, the prior is uniform
+        # (it was 0 / 0, and the run stopped with "prior: must be a distribution")
+        return np.full(d + 1, 1.0 / (d + 1))
     return prior / prior.sum()
 
 

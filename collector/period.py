@@ -59,9 +59,10 @@ Search, refinement, fundamental
        neighbourhood is settled once more.
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
-       freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within ``m``
-       of ``m T``: ``T`` may be a rounded ``T_true / m``) replaces ``T`` if the harmonics it
-       adds (``j`` not divisible by ``m``, whole cycles) are significant at
+       freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within
+       ``min(m, T - 1)`` of ``m T``: ``T`` may be a rounded ``T_true / m``, and the window
+       must not reach ``(m +- 1) T``, or periods 3-6 came out as 6-30) replaces ``T`` if
+       the harmonics it adds (``j`` not divisible by ``m``, whole cycles) are significant at
        ``ALPHA_SHAPE = 1e-3`` / (number of ``m``) (a cycle whose odd harmonics are weak).
     4. Claim: the best p-value ``p`` must pass Bonferroni over all screened tests and a
        few-cycles penalty: ``p * tests < alpha * min(1, k / 12) ** 6`` with ``k = n / T``
@@ -924,8 +925,11 @@ def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) ->
                 break
     multiples = range(2, min(MAX_MULTIPLE, (max_period + MAX_MULTIPLE) // period) + 1)
     for m in multiples:
-        # T may be a rounded T_true / m: search the integers around m T
-        near = [q for q in range(m * period - m, m * period + m + 1) if q <= max_period]
+        # T may be a rounded T_true / m: search the integers around m T, but never as far as
+        # (m +- 1) T (a period T <= m reached them: T = 5 became 20, whose "extra" harmonics
+        # j not divisible by m = 5 were T's own lines at j = 4, 8)
+        span = min(m, period - 1)
+        near = [q for q in range(m * period - span, m * period + span + 1) if q <= max_period]
         if not near:
             continue
         limit = _limit(m * harmonics, near[-1])

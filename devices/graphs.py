@@ -206,15 +206,41 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     tokens = b" ".join(lines).split()
     if len(tokens) != 2 * len(lines):
         counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
-        bad = int(np.flatnonzero(counts != 2)[0])
-        raise ParameterError(f"expected two node ids, got {lines[bad]!r}", field=f"{path.name}")
+        bad = lines[int(np.flatnonzero(counts != 2)[0])]
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}",
+            field=path.name,
+        )
     try:
         flat = np.array(tokens).astype(np.int64)
-    except ValueError as exc:
-        raise ParameterError(f"non-integer node id ({exc})", field=path.name) from None
+    except (ValueError, OverflowError):
+        bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
+            f"'#' starts a comment), got {_shown(bad)}",
+            field=path.name,
+        ) from None
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+def _line_number(raw: bytes, line: bytes) -> int:
+    """The 1-based number of the first line of ``raw`` equal to ``line`` (for messages)."""
+    return next(k for k, ln in enumerate(raw.splitlines(), 1) if ln == line)
+
+
+def _shown(line: bytes) -> str:
+    """A line of the file for a message: text (undecodable bytes as U+FFFD), at most 80."""
+    text = line.decode("utf-8", errors="replace").strip()
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _is_int64(token: bytes) -> bool:
+    try:
+        return -(2**63) <= int(token) < 2**63
+    except ValueError:
+        return False
 
 
 def ego_facebook() -> Graph:
@@ -298,5 +324,13 @@ def load_graph(spec: str) -> Graph:
                 f"{spec!r}: write {kind}:n=N,{','.join(p + '=…' for p in GENERATORS[kind])}",
                 field="graph",
             ) from None
-        return generate(kind, n, seed=seed, **params)
-    return load_edge_list(spec)
+        graph = generate(kind, n, seed=seed, **params)
+    else:
+        graph = load_edge_list(spec)
+    if graph.edges() == 0:  # a degree release needs D >= 1 (else "degree_bound: ... got 0")
+        raise ParameterError(
+            f"{spec!r} has no edges ({graph.n} node(s); blank lines, '#' comments and self "
+            "loops are not edges): a degree release needs at least one",
+            field="graph",
+        )
+    return graph

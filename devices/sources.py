@@ -456,6 +456,11 @@ class CsvSpec:
                 raise SourceError(
                     f"need lo < hi, got [{lo}, {hi}]", field=f"source.column_bounds[{k}]"
                 )
+            if not math.isfinite(hi - lo):
+                raise SourceError(
+                    f"hi - lo overflows to infinity (the width must be finite), got [{lo}, {hi}]",
+                    field=f"source.column_bounds[{k}]",
+                )
             checked.append((lo, hi))
         object.__setattr__(self, "column_bounds", tuple(checked))
 

@@ -58,6 +58,7 @@ __all__ = [
     "check_budget",
     "check_mechanism",
     "check_outputs",
+    "checked_reports",
     "probe_inputs",
     "unit_inputs",
 ]
@@ -104,6 +105,14 @@ def unit_inputs(x: object) -> np.ndarray:
     return arr
 
 
+def _why(error: BaseException) -> str:
+    """What a plugin's exception says; ``sys.exit`` inside a plugin is named as such (it
+    ended ``ldpfleet audit`` with exit status 0 and no output)."""
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
+    return str(error)
+
+
 def _fail(name: str, what: str) -> ParameterError:
     return ParameterError(f"{name!r} {what}", field=FIELD)
 
@@ -114,8 +123,8 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
         raise _fail(name, f"is not a class (got a {type(factory).__name__})")
     try:
         mechanism = factory(eps)
-    except Exception as error:  # a plugin may raise anything: report it
-        raise _fail(name, f"refused eps = {eps:g}: {error}") from None
+    except (Exception, SystemExit) as error:  # a plugin may raise anything: report it
+        raise _fail(name, f"refused eps = {eps:g}: {_why(error)}") from None
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
     if missing:
         raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
@@ -127,23 +136,54 @@ def probe_inputs(size: int = PROBE_SIZE) -> np.ndarray:
     return np.linspace(0.0, 1.0, size)
 
 
-def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
-    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
-    out = np.asarray(y)
+def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
+    """``y = perturb(x)`` as a float array of x's shape with finite values, or one sentence
+    (``ParameterError``, field ``mechanism``): what a device checks before it sends its
+    reports, since the wire cannot carry a NaN and a wrong count would shift the steps."""
+    try:
+        out = np.asarray(y)
+    except Exception as error:  # a plugin may return anything
+        raise _fail(name, f"perturb returned a {type(y).__name__}: {error}") from None
     if out.shape != x.shape:
         raise _fail(name, f"perturb returned shape {out.shape} for inputs of shape {x.shape}")
     if not np.issubdtype(out.dtype, np.number) or not np.all(np.isfinite(out)):
-        raise _fail(name, "perturb returned non-finite or non-numeric reports")
+        bad = _first_bad(out)
+        raise _fail(name, f"perturb returned non-finite or non-numeric reports{bad}")
+    return out.astype(float, copy=False)
+
+
+def _first_bad(out: np.ndarray) -> str:
+    """`` (report i is v)`` for the first report that is not a finite number, or ``""``."""
+    for i, value in enumerate(out.ravel()):
+        try:
+            ok = math.isfinite(float(value)) and not isinstance(value, str | bytes)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            shown = value.item() if isinstance(value, np.generic) else value
+            return f" (report {i} is {shown!r})"
+    return ""
+
+
+def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
+    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
+    out = checked_reports(x, y, name)
     try:
         accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"in_domain failed on its own outputs: {error}") from None
-    if accepted.shape != out.shape or not np.all(accepted):
-        bad = int(np.flatnonzero(~accepted.ravel())[0]) if accepted.shape == out.shape else 0
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"in_domain failed on its own outputs: {_why(error)}") from None
+    if accepted.shape != out.shape:
+        raise _fail(
+            name,
+            f"in_domain returned shape {accepted.shape} for reports of shape {out.shape} "
+            "(one bool per report)",
+        )
+    if not np.all(accepted):
+        bad = int(np.flatnonzero(~accepted.ravel())[0])
         raise _fail(
             name, f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb"
         )
-    return out.astype(float)
+    return out
 
 
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
@@ -151,12 +191,12 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
     x = probe_inputs()
     try:
         y = mechanism.perturb(x, rng)  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"perturb failed on inputs in [0, 1]: {error}") from None
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
     out = check_outputs(mechanism, x, y, name)
     try:
         mean = float(mechanism.estimate_mean(out))  # type: ignore[attr-defined]
-    except Exception as error:
-        raise _fail(name, f"estimate_mean failed: {error}") from None
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"estimate_mean failed: {_why(error)}") from None
     if not math.isfinite(mean):
         raise _fail(name, f"estimate_mean returned {mean!r}, not a finite number")

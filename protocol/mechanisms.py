@@ -95,7 +95,7 @@ def _import_class(name: str) -> type:
             "PYTHONPATH for the runner and its device processes)",
             field="mechanism",
         ) from None
-    except Exception as error:  # the plugin's own import failed
+    except (Exception, SystemExit) as error:  # the plugin's own import failed
         raise ParameterError(
             f"{name!r}: importing {module_name!r} failed: {error}", field="mechanism"
         ) from None

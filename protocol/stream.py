@@ -53,6 +53,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
+from ldpfleet.protocol.mechanism_contract import checked_reports
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
@@ -119,6 +120,12 @@ class StreamConfig:
             raise ParameterError(f"must be an integer in [1, {MAX_BATCH}]", field="batch_steps")
         if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
             raise ParameterError(f"need finite lo < hi, got [{self.lo}, {self.hi}]", field="bounds")
+        if not math.isfinite(self.hi - self.lo):  # e.g. [-1e308, 1e308]: x / inf = 0
+            raise ParameterError(
+                "hi - lo overflows to infinity (the width must be finite), got "
+                f"[{self.lo}, {self.hi}]",
+                field="bounds",
+            )
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
             raise ParameterError("must be > 0 seconds", field="retransmit_after")
         topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
@@ -310,9 +317,23 @@ class StreamReporter(Machine):
             self._refuse(start + granted, refusal.reason)
         if granted:
             v = normalise(x[:granted], self.config.lo, self.config.hi)
-            self.values[start : start + granted] = self._mechanism.perturb(v, self._rng)
+            self.values[start : start + granted] = self._privatise(v)
             self.privatised += granted
         self._send_ready(now)
+
+    def _privatise(self, v: np.ndarray) -> np.ndarray:
+        """The mechanism's reports for ``v``, checked like at load time (right shape, finite
+        numbers): a user mechanism failing here stops this device with one sentence naming
+        ``mechanism`` (``ParameterError``) instead of a NaN the wire cannot carry."""
+        name = self.config.mechanism
+        try:
+            y = self._mechanism.perturb(v, self._rng)
+        except (Exception, SystemExit) as error:
+            raise ParameterError(
+                f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
+                field="mechanism",
+            ) from error
+        return checked_reports(v, y, name)
 
     def _refuse(self, t: int, reason: str) -> None:
         """The ledger refused step ``t``: nothing from ``t`` on is privatised; tell the

@@ -228,6 +228,11 @@ def _check_bounds(lo: float, hi: float) -> tuple[float, float]:
         ) from None
     if not (math.isfinite(flo) and math.isfinite(fhi) and flo < fhi):
         raise ParameterError(f"need finite lo < hi, got lo={lo!r}, hi={hi!r}", field="bounds")
+    if not math.isfinite(fhi - flo):  # e.g. [-1e308, 1e308]: every x / (hi - lo) would be 0
+        raise ParameterError(
+            f"hi - lo overflows to infinity (the width must be finite), got lo={lo!r}, hi={hi!r}",
+            field="bounds",
+        )
     return flo, fhi
 
 

@@ -791,6 +791,11 @@ def _check_source_bounds(spec: Scenario, where: str) -> None:
         raise ScenarioError(
             f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]"
         )
+    if not math.isfinite(hi - lo):
+        raise ScenarioError(
+            f"{where}source.bounds: hi - lo overflows to infinity (the width must be "
+            f"finite), got [{lo}, {hi}]"
+        )
 
 
 def _check_mechanism(spec: Scenario, where: str) -> None:

@@ -265,9 +265,22 @@ async def run_split(
                              wait_timeout)
             )  # fmt: skip
             try:
-                timed_out = not await _collector_within(collector, _run_timeout(scenario))
+                limit = _run_timeout(scenario)
+                started = time.monotonic()
+                try:
+                    async with asyncio.timeout(limit):
+                        failed = await _collector_or_failed_fleet(
+                            scenario, collector, local, children, fleet_dirs
+                        )
+                except TimeoutError:
+                    failed = None
+                left = None if limit is None else max(0.0, limit - (time.monotonic() - started))
+                timed_out = failed is None and not await _collector_within(collector, left)
                 for worker in workers.values():
-                    timed_out |= not await _collector_within(worker, _run_timeout(scenario))
+                    if failed:  # the coordinator was stopped: its partitions too
+                        await stop_process(worker)
+                    else:
+                        timed_out |= not await _collector_within(worker, _run_timeout(scenario))
                 processes.collector = {
                     "pid": collector.pid,
                     "exit_code": collector.returncode,
@@ -301,6 +314,14 @@ async def run_split(
     if workers:
         collector_dir = _merge_partitions(scenario, out, collector_dir, partition_dirs, run)
     results = _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
+    if failed:
+        results["aborted"] = {
+            "reason": "device_errors",
+            "device_errors": failed,
+            "detail": f"{_failed_sentence(failed)}; the collector could hear nothing more "
+            "and was stopped after finish_grace, the outputs hold what had arrived",
+        }
+        (out / "results.json").write_text(json.dumps(results, indent=2))
     if timed_out:
         results["aborted"] = {
             "reason": "run_timeout",
@@ -329,6 +350,62 @@ def _run_timeout(scenario: LoadedScenario) -> float | None:
     """The whole run's deadline (``[scenario] run_timeout``; CADR-LDP runs are bounded by
     their stage deadlines instead, as in the one-process runner)."""
     return None if scenario.spec.cadr is not None else scenario.run_timeout()
+
+
+async def _collector_or_failed_fleet(
+    scenario: LoadedScenario,
+    collector: asyncio.subprocess.Process,
+    local: asyncio.Task,
+    children: dict,
+    fleet_dirs: list[Path],
+) -> dict[str, str] | None:
+    """Wait for the collector process to end by itself (returns None), or for every fleet
+    shard to end with a device that FAILED (an exception, e.g. its mechanism plugin raising
+    on its stream; the shards' outcomes.json say which): no more reports can come, so the
+    collector gets ``finish_grace`` more and is then stopped (SIGTERM: it writes what it
+    persisted; the failed devices' batches count as lost), as the one-process runner closes
+    its collector; returns ``{device: error}``. Without it the run waited for the stage
+    deadline, or said "no fleet joined" when every device had failed before its hello."""
+    ending = asyncio.ensure_future(collector.wait())
+    shards = [local, *(asyncio.ensure_future(c.wait()) for c in children.values())]
+    try:
+        await asyncio.wait([ending, asyncio.gather(*shards, return_exceptions=True)],
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        if ending.done():
+            return None
+        failed = _device_errors(fleet_dirs)
+        if not failed:
+            return None
+        await asyncio.wait({ending}, timeout=scenario.spec.collector.finish_grace)
+        if ending.done():
+            return None
+        await stop_process(collector)
+        return failed
+    finally:
+        for task in shards[1:]:
+            task.cancel()
+
+
+def _device_errors(fleet_dirs: list[Path]) -> dict[str, str]:
+    """``{device: error}`` of the devices that failed, from the shards' outcomes.json."""
+    failed: dict[str, str] = {}
+    for directory in fleet_dirs:
+        try:
+            document = json.loads((directory / "outcomes.json").read_text())
+        except (OSError, ValueError):
+            continue
+        devices = document.get("devices") if isinstance(document, dict) else None
+        for entry in devices if isinstance(devices, list) else ():
+            if isinstance(entry, dict) and entry.get("error"):
+                failed[str(entry.get("device"))] = str(entry["error"])
+    return failed
+
+
+def _failed_sentence(failed: dict[str, str]) -> str:
+    """``2 device(s) failed (d0000: ValueError: ...; d0001: ...)``, at most 3 quoted."""
+    shown = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
+    more = "; ..." if len(failed) > 3 else ""
+    return f"{len(failed)} device(s) failed ({shown}{more})"
 
 
 async def _collector_within(collector: asyncio.subprocess.Process, timeout: float | None) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
+from ldpfleet.scenarios.split_run import run_split
 
 from tests.conftest import MOSQUITTO, broker_for
 from tests.unit.test_mechanism_registry import EXAMPLES, PLUGIN, ROOT
@@ -112,3 +113,21 @@ async def test_device_shard_processes_import_the_plugin(plugin_importable, broke
     assert sharded["stages"]["fleet_build"]["shards"] == 2
     _check(sharded, tmp_path / "k", PLUGIN, 6)
     assert sharded["per_device"] == single["per_device"]
+
+
+async def test_a_plugin_failing_on_every_device_ends_a_sharded_run_naming_them(
+    plugin_importable, tmp_path
+):
+    """A plugin that passes the load-time probe but raises on the devices' streams: the
+    device shard ends with every device failed, and the run ends with those errors
+    (aborted, reason ``device_errors``) instead of waiting for a fleet that already ran
+    ("no fleet joined" after the fleet timeout, or the stage deadline)."""
+    mechanism = "tests.unit.bad_mechanisms:RaisesLater"  # `ldpfleet run` on a broker
+    results = await run_split(
+        _scenario(mechanism, devices=3), broker="embedded", out_dir=tmp_path, run_id="p9"
+    )
+    aborted = results["aborted"]
+    assert aborted["reason"] == "device_errors", aborted
+    assert sorted(aborted["device_errors"]) == ["d0000", "d0001", "d0002"]
+    assert "perturb failed on device d0000: RuntimeError: sensor library" in aborted["detail"]
+    assert results["reports_received"] == 0 and results["reports_lost"] == 24

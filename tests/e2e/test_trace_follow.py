@@ -68,3 +68,21 @@ def test_follow_an_unknown_device_is_a_clear_error(tmp_path):
     assert result.exit_code != 0
     assert "device 'nobody' sent and received nothing" in result.output
     assert "Traceback" not in result.output
+
+
+def test_show_stats_and_export_refuse_an_unknown_device_as_follow_does(tmp_path):
+    """``trace show --device nobody`` printed nothing with exit 0 (read like a silent
+    device), while ``trace follow`` refused it: all of them refuse it now."""
+    scenario = tmp_path / "secure.toml"
+    scenario.write_text(SECURE)
+    out = tmp_path / "out"
+    runner = CliRunner()
+    ran = runner.invoke(app, ["run", str(scenario), "--broker", "memory", "--out", str(out)])
+    assert ran.exit_code == 0
+    for command in ("show", "stats", "export"):
+        result = runner.invoke(app, ["trace", command, str(out), "--device", "nobody"])
+        assert result.exit_code == 2, (command, result.output)
+        assert "device 'nobody' sent and received nothing" in result.output, result.output
+        assert "Traceback" not in result.output
+    shown = runner.invoke(app, ["trace", "show", str(out), "--device", "d0001"])
+    assert shown.exit_code == 0 and "d0001" in shown.output

@@ -94,3 +94,51 @@ class DoubleEps:
 
     def estimate_mean(self, y):
         return self._inner.estimate_mean(y)
+
+
+class NonFiniteLater(_Base):
+    """Passes the load-time probe (256 inputs), then reports NaN on a device's stream."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else np.full(np.shape(x), np.nan)
+
+
+class RaisesLater(_Base):
+    """Passes the load-time probe (256 inputs), then raises on a device's stream."""
+
+    def perturb(self, x, rng):
+        if np.size(x) != 256:
+            raise RuntimeError("sensor library not initialised")
+        return super().perturb(x, rng)
+
+
+class InDomainScalar(_Base):
+    """``in_domain`` returns one bool for the whole array instead of one per report."""
+
+    def in_domain(self, y):
+        return True
+
+
+class MeanFailsLater(_Base):
+    """``estimate_mean`` passes the probe (256 reports), then raises on a device's stream."""
+
+    def estimate_mean(self, y):
+        if np.size(y) != 256:
+            raise ValueError("estimate_mean broke on the collector")
+        return super().estimate_mean(y)
+
+
+class MeanInfiniteLater(_Base):
+    """``estimate_mean`` passes the probe (256 reports), then answers infinity."""
+
+    def estimate_mean(self, y):
+        return super().estimate_mean(y) if np.size(y) == 256 else float("inf")
+
+
+class ExitsInPerturb(_Base):
+    """Calls ``sys.exit(0)`` in ``perturb``: ``ldpfleet audit`` ended with exit 0 (read as
+    "no violation found") and no output."""
+
+    def perturb(self, x, rng):
+        raise SystemExit(0)

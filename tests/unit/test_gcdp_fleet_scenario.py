@@ -52,6 +52,7 @@ def test_occupancy_release_scenario_is_what_the_issue_asks():
         ("devices = 20", "devices = 21", "fleet.devices"),
         ("[0.002, 0.007]]", "[0.007, 0.002]]", "source.column_bounds[4]"),
         (", [0.002, 0.007]]", "]", "source.column_bounds"),
+        ("[0.002, 0.007]]", "[-1e308, 1e308]]", "source.column_bounds[4]"),  # hi - lo = inf
         ('"HumidityRatio"]', '"Humidity"]', "source.columns"),
         ('"HumidityRatio"]', '"Humidity_Ratio"]', "source.columns"),
         ("stride = 200", "stride = 200\nbounds = [0.0, 1.0]", "source.bounds"),

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ldpfleet.collector.degree_postprocess import degree_prior
 from ldpfleet.collector.projection import (
     METHODS,
     degree_distribution_mae,
@@ -27,6 +28,7 @@ from ldpfleet.devices.graphs import (
     ego_facebook,
     generate,
     load_edge_list,
+    load_graph,
     wiki_vote,
 )
 from ldpfleet.protocol.errors import ParameterError
@@ -108,6 +110,47 @@ def test_loader_rejects_malformed_lines(tmp_path, body):
     p.write_bytes(body)
     with pytest.raises(ParameterError):
         load_edge_list(p)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"1 2\nalice bob\n", "line 2: node ids must be integers (at most 19 digits; '#'"),
+        (b"# c\n\n1 2\n2 3 4\n", "line 4: expected two node ids, got '2 3 4'"),
+        (b"1 2\n\xff\xfe 3\n", "line 2: node ids must be integers"),
+        (b"1 2\n99999999999999999999 3\n", "got '99999999999999999999 3'"),
+    ],
+)
+def test_a_malformed_line_is_named_by_its_number(tmp_path, body, message):
+    """The module docstring promises an error naming the line; a non-integer id said only
+    "invalid literal for int() with base 10: b'%'"."""
+    p = tmp_path / "bad.txt"
+    p.write_bytes(body)
+    with pytest.raises(ParameterError) as info:
+        load_edge_list(p)
+    assert info.value.field == "bad.txt" and message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "spec"),
+    [(b"# nothing\n", None), (b"5 5\n7 7\n", None), (None, "erdos_renyi:n=5,p=0")],
+)
+def test_a_graph_without_edges_is_refused_for_a_degree_release(tmp_path, body, spec):
+    """``load_graph`` (bench cadr, CADR-LDP scenarios) refuses a graph without edges in one
+    sentence; it stopped later with "devices: ... got 0" or "degree_bound: ... got 0"."""
+    if spec is None:
+        spec = str(tmp_path / "g.txt")
+        (tmp_path / "g.txt").write_bytes(body)
+    with pytest.raises(ParameterError) as info:
+        load_graph(spec)
+    assert info.value.field == "graph" and "has no edges" in str(info.value), str(info.value)
+
+
+def test_a_one_edge_graph_runs_the_dp_pipeline():
+    """D = 1: every unit of the θ search's noisy mass can land in the empty bucket above D;
+    the degree prior was 0 / 0 and the run stopped with "prior: must be a distribution"."""
+    prior = degree_prior([2, -2, 4], [0, 1], 1, 2)
+    assert prior == pytest.approx([0.5, 0.5])
 
 
 def test_empty_edge_list(tmp_path):

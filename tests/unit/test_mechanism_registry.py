@@ -23,7 +23,7 @@ from ldpfleet.protocol.mechanisms import (
     stream_mechanism,
 )
 from ldpfleet.protocol.messages import SwReport
-from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,6 +147,7 @@ BAD_PLUGINS = [
     (f"{BAD}:WrongShape", "perturb returned shape (255,) for inputs of shape (256,)"),
     (f"{BAD}:NonFinite", "perturb returned non-finite"),
     (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
+    (f"{BAD}:ExitsInPerturb", "perturb failed on inputs in [0, 1]: it called sys.exit(0)"),
     ("nonesuch", "no installed package registers it"),
 ]
 
@@ -225,6 +226,19 @@ def test_cli_run_of_a_bad_plugin_scenario_exits_2(tmp_path):
     assert "stream.mechanism" in result.stderr and "in_domain rejects" in result.stderr
 
 
+def test_cli_run_of_a_plugin_failing_on_the_devices_says_why_and_exits_1(tmp_path):
+    """One process (memory broker): the reports of devices whose plugin failed are lost,
+    and the closing sentence names the failures (it said only "reports lost from ...")."""
+    path = tmp_path / "late.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:RaisesLater"))
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "incomplete: 16 reports lost from 4 device(s)" in said, said
+    assert "4 device(s) failed (d0000: ParameterError: mechanism:" in said, said
+    assert "perturb failed on device d0000: RuntimeError: sensor library" in said, said
+
+
 @pytest.mark.parametrize("mechanism", [PLUGIN, "duchi", "piecewise", "hybrid"])
 def test_the_collector_validates_reports_with_the_mechanisms_in_domain(mechanism, examples_path):
     from ldpfleet.protocol import topics
@@ -268,3 +282,56 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
     ratio = build_spec("piecewise", 1.0).witnesses["likelihood ratio"]
     values = ratio(np.linspace(-3.0, 3.0, 61))
     assert set(np.round(np.unique(values), 9)) <= {-1.0, 0.0, 1.0}  # PM: p/q = e^eps exactly
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("NonFiniteLater", "perturb returned non-finite or non-numeric reports (report 0 is"),
+        ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
+    ],
+)
+def test_a_plugin_failing_on_a_device_stops_it_with_one_sentence(name, message):
+    """A plugin that passes the load-time probe but fails on a device's own stream raises
+    ``ParameterError`` naming ``mechanism`` there: no NaN report (the wire cannot carry one,
+    and the run hung waiting for it), no report built from a failed call."""
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    reporter = StreamReporter(config, "d0", np.random.default_rng(1))
+    reporter.start(0.0)
+    with pytest.raises(ParameterError) as info:
+        reporter.add_readings(np.linspace(0.0, 10.0, 12), 0.0)
+    assert info.value.field == "mechanism" and message in str(info.value), str(info.value)
+    assert reporter.privatised == 0
+
+
+def test_in_domain_of_the_wrong_shape_is_named_as_such():
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(SCENARIO.format(mechanism=f"{BAD}:InDomainScalar"))
+    assert "in_domain returned shape () for reports of shape (256,) (one bool per report)" in str(
+        info.value
+    ), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("MeanFailsLater", "d0001: ValueError: estimate_mean broke on the collector"),
+        ("MeanInfiniteLater", "d0001: returned inf, not a finite number"),
+    ],
+)
+def test_an_estimate_mean_failing_on_the_collector_leaves_the_device_out(name, why, caplog):
+    """The collector's means after the run: a plugin's ``estimate_mean`` raising (the run
+    ended in a traceback, no results) or answering inf (results.json held Infinity, invalid
+    JSON) for one device's reports leaves that device out with one warning naming it."""
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    streams = {"d0000": np.full(256, 0.5), "d0001": np.full(12, 0.5), "d0002": np.array([])}
+    with caplog.at_level("WARNING"):
+        means = mean_estimates(config, streams)
+    assert means == {"d0000": pytest.approx(5.0)}
+    assert "estimate_mean failed for 1 device(s)" in caplog.text and why in caplog.text

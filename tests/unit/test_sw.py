@@ -389,6 +389,29 @@ def test_normalise_bad_bounds(lo, hi):
         denormalise(np.array([0.5]), lo, hi)
 
 
+def test_bounds_whose_width_overflows_are_refused():
+    """[-1e308, 1e308] are finite, but hi - lo is infinite: every reading would map to 0
+    and every estimate to -inf (results.json held -Infinity, invalid JSON)."""
+    with pytest.raises(ParameterError) as info:
+        normalise(np.array([0.5]), -1e308, 1e308)
+    assert info.value.field == "bounds" and "hi - lo overflows to infinity" in str(info.value)
+    from ldpfleet.protocol.stream import StreamConfig
+
+    with pytest.raises(ParameterError) as info:
+        StreamConfig(run="r", mechanism="sw", eps=1.0, w=1, steps=5, batch_steps=5,
+                     lo=-1e308, hi=1e308, retransmit_after=5.0)  # fmt: skip
+    assert info.value.field == "bounds" and "got [-1e+308, 1e+308]" in str(info.value)
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+    toml = (
+        '[scenario]\nname = "x"\n[fleet]\ndevices = 1\n[stream]\nsteps = 5\neps = 1.0\n'
+        'w = 1\n[source]\nkind = "synthetic"\nbounds = [-1e308, 1e308]\n'
+    )
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(toml)
+    assert str(info.value).startswith("source.bounds: hi - lo overflows to infinity"), info.value
+
+
 def test_normalise_refuses_nan_reading():
     with pytest.raises(ParameterError) as info:
         normalise(np.array([0.0, np.nan]), 0.0, 1.0)
