@@ -37,9 +37,10 @@ shown beside the measured one by ``ldpfleet bench mechanisms``).
 ``check_mechanism`` enforces the contract on a sample when a scenario loads (and when an
 audit or a device builds the mechanism): a missing method, a constructor that refuses the
 budget, wrong shapes, non-finite reports or ``in_domain`` refusing the mechanism's own
-outputs each give ONE sentence naming what is wrong (``ParameterError``, field
-``mechanism``). The check is not a privacy proof: ``ldpfleet audit NAME --eps E`` audits
-the mechanism black-box.
+outputs, or a ``perturb`` that draws randomness elsewhere than ``rng`` (two calls with
+generators seeded alike give different reports) each give ONE sentence naming what is
+wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proof:
+``ldpfleet audit NAME --eps E`` audits the mechanism black-box.
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
     return out.astype(float, copy=False)
 
 
+def _perturb(mechanism: object, x: np.ndarray, seed: int, name: str) -> object:
+    """``perturb(x, default_rng(seed))``, or one sentence if it raises."""
+    try:
+        return mechanism.perturb(x, np.random.default_rng(seed))  # type: ignore[attr-defined]
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
+
+
 def _first_bad(out: np.ndarray) -> str:
     """`` (report i is v)`` for the first report that is not a finite number, or ``""``."""
     for i, value in enumerate(out.ravel()):
@@ -187,13 +196,23 @@ def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.
 
 
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
-    """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed."""
+    """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed,
+    and ``perturb`` a function of its inputs and ``rng`` (twice on generators seeded alike:
+    the same reports; a global RNG, a clock or ``os.urandom`` breaks that)."""
     x = probe_inputs()
-    try:
-        y = mechanism.perturb(x, rng)  # type: ignore[attr-defined]
-    except (Exception, SystemExit) as error:
-        raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
-    out = check_outputs(mechanism, x, y, name)
+    seed = int(rng.integers(2**63))
+    out = check_outputs(mechanism, x, _perturb(mechanism, x, seed, name), name)
+    again = checked_reports(x, _perturb(mechanism, x, seed, name), name)
+    if not np.array_equal(out, again):
+        i = int(np.flatnonzero(out.ravel() != again.ravel())[0])
+        raise _fail(
+            name,
+            "perturb is not a function of its inputs and rng: two calls on the same inputs "
+            f"with generators seeded alike gave different reports (report {i}: "
+            f"{float(out.ravel()[i])!r} and {float(again.ravel()[i])!r}); draw every random "
+            "number from the rng argument (the mechanism contract), or a run cannot be "
+            "reproduced from its seed",
+        )
     try:
         mean = float(mechanism.estimate_mean(out))  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:

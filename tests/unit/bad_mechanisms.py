@@ -142,3 +142,22 @@ class ExitsInPerturb(_Base):
 
     def perturb(self, x, rng):
         raise SystemExit(0)
+
+
+class GlobalRandom(_Base):
+    """Draws its noise from numpy's global RNG instead of the ``rng`` it is given."""
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        return x + np.random.laplace(0.0, 1.0 / self.eps, size=x.shape)
+
+
+_OWN = np.random.default_rng(7)
+
+
+class OwnGenerator(_Base):
+    """A fixed-seed generator of its own: every call continues where the last one ended."""
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        return x + _OWN.laplace(0.0, 1.0 / self.eps, size=x.shape)

@@ -148,6 +148,8 @@ BAD_PLUGINS = [
     (f"{BAD}:NonFinite", "perturb returned non-finite"),
     (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
     (f"{BAD}:ExitsInPerturb", "perturb failed on inputs in [0, 1]: it called sys.exit(0)"),
+    (f"{BAD}:GlobalRandom", "perturb is not a function of its inputs and rng"),
+    (f"{BAD}:OwnGenerator", "generators seeded alike gave different reports (report 0: "),
     ("nonesuch", "no installed package registers it"),
 ]
 
