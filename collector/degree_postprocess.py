@@ -400,9 +400,9 @@ def noise_weight(eps_dsr: float, grid: int = 200) -> float:
     inside = y[(y > 0) & (y < m)]
     dens = np.exp(-np.abs(inside[:, None] - ks[None, :]) / b) / (2 * b)  # p(y | k)
     expected = float(np.sum(dens * np.abs(_posterior_median(dens)[:, None] - ks)))
-    for side, points in ((-1.0, y[y <= 0]), (1.0, y[y >= m])):
-        shape = np.exp(side * (ks - (m if side > 0 else 0)) / b)  # p(y | k) up to a factor of y
-        weight = float(np.sum(np.exp(-np.abs(points - (m if side > 0 else 0)) / b))) / (2 * b)
+    for side, edge, points in ((-1.0, 0, y[y <= 0]), (1.0, m, y[y >= m])):
+        shape = np.exp(side * (ks - edge) / b)  # p(y | k) up to a factor of y
+        weight = float(np.sum(np.exp(-np.abs(points - edge) / b))) / (2 * b)
         median = _posterior_median(shape[None, :])[0]
         expected += weight * float(np.sum(shape * np.abs(median - ks)))
     return expected * step / (m + 1) / b  # E over k uniform and y | k, per unit of b

@@ -541,10 +541,11 @@ def em_owners(
     """``em`` (uniform start) for the rows of several owners at once (e.g. the phases of
     several streams): the same result, bit for bit, as ``em(counts[owners == o], M, ...)``
     for each owner ``o`` separately, at the per-iteration overhead of one call. ``owners``:
-    ``(G,)`` non-negative integers, each owner's rows contiguous. Every matrix product goes
-    through ``rows_matmul`` (a row's bits do not depend on the other rows); everything else
-    is row by row."""
-    mat, n, iters_max = _em_inputs(counts, M, smoothing, tol, max_iter)
+    ``(G,)`` non-negative integers, each owner's rows contiguous. Since every product goes
+    through ``rows_matmul`` (a row's bits do not depend on the other rows) and everything
+    else is row by row, that is ``em`` on all the rows at once: the owners are checked,
+    not needed."""
+    n = _em_inputs(counts, M, smoothing, tol, max_iter)[1]  # counts first, as em checks them
     owner = np.asarray(owners, dtype=np.int64)
     if owner.shape != n.shape[:1]:
         raise ParameterError(
@@ -553,33 +554,4 @@ def em_owners(
         )
     if owner.size and (owner.min() < 0 or np.any(np.diff(owner) < 0)):
         raise ParameterError("must be non-negative and sorted", field="owners")
-    rows, d_in = n.shape[0], mat.shape[1]
-    theta = np.full((rows, d_in), 1.0 / d_in)
-    total = n.sum(axis=1)
-    empty = total <= 0
-    iterations = np.zeros(rows, dtype=np.int64)
-    converged = empty.copy()
-    log_lik = np.empty(rows)
-    mat_t = np.ascontiguousarray(mat.T)
-    log_lik = _log_likelihood(n, rows_matmul(theta, mat_t))
-    running = np.flatnonzero(~empty)
-    for it in range(1, iters_max + 1):
-        if running.size == 0:
-            break
-        th = theta[running]
-        nn = n[running]
-        pred = rows_matmul(th, mat_t)
-        ratio = np.zeros_like(nn)
-        np.divide(nn, pred, out=ratio, where=pred > 0)
-        new = _normalise_rows(th * rows_matmul(ratio, mat) / total[running, None])
-        if smoothing:
-            new = _normalise_rows(_smooth(new))
-        new_ll = _log_likelihood(nn, rows_matmul(new, mat_t))
-        gain = new_ll - log_lik[running]
-        theta[running] = new
-        log_lik[running] = new_ll
-        iterations[running] = it
-        stop = gain < tol
-        converged[running[stop]] = True
-        running = running[~stop]
-    return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
+    return em(counts, M, smoothing=smoothing, tol=tol, max_iter=max_iter)
