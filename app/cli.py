@@ -1568,6 +1568,13 @@ def bench_cadr_command(
     pipeline: Annotated[
         str, typer.Option(help="dp (θ for the post-processed release) or paper (exact paper).")
     ] = "dp",
+    degree_bound: Annotated[
+        str,
+        typer.Option(
+            help="The public degree bound D: auto (dp: devices, paper: graph-max), devices "
+            "(n - 1), graph-max (the graph's maximum degree: not private) or an integer."
+        ),
+    ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = True,
 ) -> None:
     """CADR-LDP degree release: MAE/MSE, distribution error, kept-edge ratio, chosen θ."""
@@ -1577,6 +1584,7 @@ def bench_cadr_command(
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.protocol.cadr_budget import resolve_degree_bound
     from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
@@ -1587,6 +1595,8 @@ def bench_cadr_command(
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
+        bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
+        resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
         g = load_graph(graph)
         started = _time.perf_counter()
         bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
@@ -1599,7 +1609,7 @@ def bench_cadr_command(
                 )
             result = _bench_cadr_fleet(
                 g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
-                pipeline, advance,
+                pipeline, advance, bound,
             )  # fmt: skip
         elif non_private:
             if not isinstance(rule, int):
@@ -1616,7 +1626,7 @@ def bench_cadr_command(
         else:
             done = []
             for seed in range(runs):
-                done.append(private_run(g, method, rule, eps, alpha, seed, pipeline))
+                done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
                 advance()
             result = {"mode": "private", **summarise(done)}
     print(json.dumps({
@@ -1645,7 +1655,7 @@ _one_line_command(bench_app, "gcdp-scaling", bench_gcdp_scaling_command)
 
 def _bench_cadr_fleet(
     g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes, pipeline,
-    advance=lambda: None,
+    advance=lambda: None, degree_bound: str | int = "auto",
 ) -> dict:  # fmt: skip
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
@@ -1660,7 +1670,7 @@ def _bench_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
                 seed=seed, fanout=fanout, spacing=spacing,
                 processes=processes if broker != "memory" else 1, graph_spec=graph,
-                pipeline=pipeline,
+                pipeline=pipeline, degree_bound=degree_bound,
             )
         )  # fmt: skip
         for key in ("released", "histogram", "ledgers", "theta_queries", "per_device"):
@@ -1680,6 +1690,8 @@ def _bench_cadr_fleet(
         "mode": "private",
         "broker": last["broker"],
         "pipeline": pipeline,
+        "degree_bound": last["degree_bound"],
+        "degree_bound_source": last["degree_bound_source"],
         **means,
         "baselines": last["baselines"],
         "spent": last["budget"],  # per device, by part: theta (the DP θ search), ndoe, lpea, dsr

@@ -75,7 +75,12 @@ from ldpfleet.collector.theta_search import (
     thm35_bound,
 )
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget
+from ldpfleet.protocol.cadr_budget import (
+    ACCOUNT,
+    THETA_LABEL,
+    CadrBudget,
+    resolve_degree_bound,
+)
 from ldpfleet.protocol.cadr_theta_noise import (
     bucket_count,
     bucket_grid,
@@ -114,6 +119,16 @@ class CadrRun:
     postprocessed: dict[str, float] = field(default_factory=dict)
     baselines: dict[str, dict[str, float]] = field(default_factory=dict)
     theta_search: dict = field(default_factory=dict)
+    degree_bound: int = 0  # the public D (protocol.cadr_budget.resolve_degree_bound)
+    degree_bound_source: str = ""
+
+
+def public_bound(degrees: np.ndarray, degree_bound: int | None) -> int:
+    """The degree bound D: ``degree_bound`` when given, else the graph's maximum degree (at
+    least 1; ``private_run`` passes the run's resolved bound)."""
+    if degree_bound is not None:
+        return int(degree_bound)
+    return max(int(degrees.max()), 1)
 
 
 def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> float:
@@ -125,14 +140,18 @@ def sum_of_local_errors(degrees: np.ndarray, theta: int, eps_dsr: float) -> floa
 
 
 def choose_theta(
-    degrees: np.ndarray, rule: str | int, eps_dsr: float, weight: float = 1.0
+    degrees: np.ndarray,
+    rule: str | int,
+    eps_dsr: float,
+    weight: float = 1.0,
+    degree_bound: int | None = None,
 ) -> tuple[int, int]:
     """θ and the number of secure-sum rounds the search used (0 for a given θ).
     ``weight``: the Deviation search's noise weight (1 = the paper's objective; the
     "dp" pipeline passes ``degree_postprocess.noise_weight(eps_dsr)``)."""
     if isinstance(rule, int):
         return rule, 0
-    bound = int(degrees.max())
+    bound = public_bound(degrees, degree_bound)
     if rule == "auto-dev":
         return theta_by_deviation(
             1, bound, lambda t: int(np.sum(degrees > t)), len(degrees), eps_dsr, weight
@@ -145,7 +164,11 @@ def choose_theta(
 
 
 def dp_theta(
-    degrees: np.ndarray, budget: CadrBudget, weight: float, rng: np.random.Generator
+    degrees: np.ndarray,
+    budget: CadrBudget,
+    weight: float,
+    rng: np.random.Generator,
+    degree_bound: int | None = None,
 ) -> tuple[int, dict]:
     """The DP θ search (``protocol.cadr_theta_noise``) with every device surviving: the
     bucket counts over ``bucket_grid(D, bucket_count(n, ε_θ))`` plus the sum of the n
@@ -153,7 +176,7 @@ def dp_theta(
     noisy counts above. Returns θ and the search's figures (with ``theta_exact``: the same
     rule on the true counts, the non-private optimum; ``thresholds`` and the noisy
     ``bucket_sums``: what the collector opened, the post-processing's prior)."""
-    n, bound = len(degrees), int(degrees.max())
+    n, bound = len(degrees), public_bound(degrees, degree_bound)
     thresholds = bucket_grid(bound, bucket_count(n, budget.theta))
     exact = np.bincount(
         np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
@@ -172,16 +195,21 @@ def dp_theta(
     }
 
 
-def ndoe_codes(degrees: np.ndarray, eps_ndoe: float, rng: np.random.Generator) -> np.ndarray:
+def ndoe_codes(
+    degrees: np.ndarray,
+    eps_ndoe: float,
+    rng: np.random.Generator,
+    degree_bound: int | None = None,
+) -> np.ndarray:
     """Every node's NDOE code (one exponential-mechanism draw each, in node order).
 
     Scores depend on the degree only, so they are computed once per distinct degree."""
-    bound = max(int(degrees.max()), 1)
+    bound = public_bound(degrees, degree_bound)
     partitions = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
     mechanism = ExponentialMechanism(eps_ndoe, bound)
     scores: dict[int, np.ndarray] = {}
     codes = np.empty(len(degrees), dtype=np.int64)
-    for i, d in enumerate(degrees.tolist()):
+    for i, d in enumerate(np.minimum(degrees, bound).tolist()):  # a device clips to D
         if d not in scores:
             scores[d] = ndoe_scores(d, partitions)
         codes[i] = mechanism.sample(scores[d], rng)
@@ -235,12 +263,16 @@ def private_run(
     alpha: float,
     seed: int,
     pipeline: str = "paper",
+    degree_bound: int | str = "auto",
 ) -> CadrRun:
     """One CADR-LDP run (see the module docstring). ``pipeline = "paper"``: the paper's
     θ objective, and the raw DSR values are the release (``mae``); ``"dp"``: θ by
     Deviation aims at the post-processed error and the release is the post-processed
     one (``collector.degree_postprocess``: posterior medians and the consistent
-    histogram). Both report ``raw``, ``postprocessed`` and the trivial ``baselines``."""
+    histogram). Both report ``raw``, ``postprocessed`` and the trivial ``baselines``.
+    ``degree_bound``: ``[cadr] degree_bound`` (``protocol.cadr_budget.
+    resolve_degree_bound``; "auto": ``n - 1`` under "dp", the graph's maximum under
+    "paper")."""
     if method not in METHODS:
         raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
     if pipeline not in PIPELINES:
@@ -258,18 +290,21 @@ def private_run(
         spent[label] = spent.get(label, 0.0) + eps_used
 
     degrees = graph.degrees()
+    bound, bound_source = resolve_degree_bound(
+        degree_bound, pipeline, len(degrees), int(degrees.max()) if degrees.size else 0
+    )
     eps_dsr = budget.dsr
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
     search: dict = {}
     if budget.theta > 0:  # the DP θ search, its noise from its own generator
         charge(THETA_LABEL, budget.theta)
-        theta, search = dp_theta(degrees, budget, weight, np.random.default_rng([seed, 1]))
+        theta, search = dp_theta(degrees, budget, weight, np.random.default_rng([seed, 1]), bound)
         rounds = 1
     else:
-        theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight)
+        theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight, bound)
     codes = None  # ra: no NDOE codes, candidates in uniformly random order
     if method in ("ll", "lh"):
-        codes = ndoe_codes(degrees, budget.ndoe, rng)
+        codes = ndoe_codes(degrees, budget.ndoe, rng, bound)
         charge("exponential", budget.ndoe)
     if method in ("ll", "lh", "ra"):
         rr = WarnerRR(budget.lpea)
@@ -299,7 +334,10 @@ def private_run(
     prior = None
     if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
         prior = degree_prior(
-            search["bucket_sums"], search["thresholds"], int(degrees.max()), len(degrees)
+            search["bucket_sums"],
+            search["thresholds"],
+            bound,
+            len(degrees),
         )
     post = post_process(released, theta, eps_dsr, prior)
     pp = score(degrees, post.estimates, post.histogram)
@@ -322,6 +360,8 @@ def private_run(
         postprocessed=pp,
         baselines=trivial_baselines(degrees),
         theta_search=search,
+        degree_bound=bound,
+        degree_bound_source=bound_source,
     )
 
 
@@ -334,6 +374,8 @@ def summarise(runs: list[CadrRun]) -> dict:
     out["spent"] = dict(runs[0].spent) if runs else {}
     if runs:
         out["pipeline"] = runs[0].pipeline
+        out["degree_bound"] = runs[0].degree_bound
+        out["degree_bound_source"] = runs[0].degree_bound_source
         for name in ("histogram_l1", "histogram_emd"):
             out[name] = float(np.mean([getattr(r, name) for r in runs]))
         for name in ("raw", "postprocessed"):

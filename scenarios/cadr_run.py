@@ -48,7 +48,7 @@ from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim
+from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim, resolve_degree_bound
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
 from ldpfleet.protocol.errors import ParameterError
@@ -77,7 +77,8 @@ FLEET_METHODS = ("ll", "lh", "ra")
 # results.json's keys in order; the collector side writes those it knows, in this order
 RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
-    "alpha", "seed", "theta", "theta_rule", "theta_fanout", "theta_spacing", "theta_rounds",
+    "alpha", "seed", "degree_bound", "degree_bound_source", "theta", "theta_rule",
+    "theta_fanout", "theta_spacing", "theta_rounds",
     "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
     "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
@@ -119,7 +120,7 @@ class CadrSettings:
     fanout: int = 1
     spacing: str = "linear"
     ndoe_parts: int = 16
-    degree_bound: int | None = None
+    degree_bound: int | str = "auto"
     max_rounds: int = 100
     stage_timeout: float = 120.0
     connect_concurrency: int = 64
@@ -140,6 +141,7 @@ class CadrSettings:
                 f"got {deadline!r}",
                 field="peer_deadline_seconds",
             )
+        resolve_degree_bound(self.degree_bound, self.pipeline, 2, 1)  # a typed error if bad
         if self.method not in FLEET_METHODS:
             raise ValueError(
                 f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
@@ -164,6 +166,7 @@ class CadrSettings:
             fanout=cadr.fanout,
             spacing=cadr.spacing,
             ndoe_parts=cadr.ndoe_parts,
+            degree_bound=cadr.degree_bound,
             max_rounds=cadr.max_rounds,
             stage_timeout=cadr.stage_timeout,
             connect_concurrency=cadr.connect_concurrency,
@@ -173,8 +176,14 @@ class CadrSettings:
         )
 
     def bound_for(self, graph: Graph) -> int:
-        """The public degree bound D (given, or the graph's maximum degree)."""
-        return int(self.degree_bound or max(int(graph.degrees().max()), 1))
+        """The public degree bound D (``bound_and_source``)."""
+        return self.bound_and_source(graph)[0]
+
+    def bound_and_source(self, graph: Graph) -> tuple[int, str]:
+        """The public degree bound D and its source (``protocol.cadr_budget.
+        resolve_degree_bound``: configured, ``n - 1``, or the graph's maximum degree)."""
+        graph_max = int(graph.degrees().max()) if graph.n else 0
+        return resolve_degree_bound(self.degree_bound, self.pipeline, graph.n, graph_max)
 
 
 def load_scenario_graph(scenario) -> tuple[Graph, str]:
@@ -520,6 +529,8 @@ def collector_results(
         "eps": settings.eps,
         "alpha": settings.alpha,
         "seed": settings.seed,
+        "degree_bound": settings.bound_and_source(graph)[0],
+        "degree_bound_source": settings.bound_and_source(graph)[1],
         "theta": outcome.theta,
         "theta_rule": str(settings.theta),
         "theta_fanout": settings.fanout,
@@ -534,6 +545,7 @@ def collector_results(
             deadline=settings.peer_deadline,
             overrun=_overrun(outcome),
             theta_searched=searched,
+            degree_bound=settings.bound_and_source(graph),
         ),
         "mae": final["mae"],
         "mse": final["mse"],
@@ -654,7 +666,7 @@ async def run_cadr_fleet(
     fanout: int = 1,
     spacing: str = "linear",
     ndoe_parts: int = 16,
-    degree_bound: int | None = None,
+    degree_bound: int | str = "auto",
     max_rounds: int = 100,
     stage_timeout: float = 120.0,
     store_path: str | Path | None = None,
@@ -764,6 +776,7 @@ async def run_cadr_scenario(
         fanout=cadr.fanout,
         spacing=cadr.spacing,
         ndoe_parts=cadr.ndoe_parts,
+        degree_bound=cadr.degree_bound,
         max_rounds=cadr.max_rounds,
         stage_timeout=cadr.stage_timeout,
         store_path=out / "collector.sqlite",

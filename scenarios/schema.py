@@ -218,6 +218,10 @@ class CadrSection(_Section):
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1
     spacing: Literal["linear", "geometric"] = "linear"
     ndoe_parts: Annotated[int, Meta(ge=1, le=1000)] = 16
+    # the public degree bound D: "auto" (dp: "devices", paper: "graph-max"), "devices"
+    # (n - 1), "graph-max" (the graph's maximum degree: NOT private), or an integer; a
+    # degree above D is clipped to D (docs/cadr.md, "The degree bound")
+    degree_bound: Annotated[int, Meta(ge=1)] | Literal["auto", "devices", "graph-max"] = "auto"
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 100
     stage_timeout: Annotated[float, Meta(gt=0)] = 120.0
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64

@@ -61,10 +61,14 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     budget = CadrBudget.for_pipeline(3.0, 0.1, "dp", True, GRAPH.n)
     assert budget.theta_fraction == THETA_FRACTION and budget.theta == pytest.approx(0.5)
     eps_dsr = budget.dsr
-    assert thresholds == bucket_grid(int(degrees.max()), bucket_count(GRAPH.n, budget.theta))
+    # the public degree bound is n - 1 (not the graph's maximum degree, which is private)
+    bound = GRAPH.n - 1
+    assert (result["degree_bound"], result["degree_bound_source"]) == (bound, "devices")
+    assert bound > degrees.max()
+    assert thresholds == bucket_grid(bound, bucket_count(GRAPH.n, budget.theta))
     assert query["counts"] == counts_above(query["bucket_sums"]).tolist()
     target = deviation_target(GRAPH.n, eps_dsr, noise_weight(eps_dsr))
-    expected = theta_from_counts(thresholds, np.array(query["counts"]), target, degrees.max())
+    expected = theta_from_counts(thresholds, np.array(query["counts"]), target, bound)
     assert result["pipeline"] == "dp" and result["theta"] == expected
     assert result["budget"] == budget.as_dict() and result["budget"]["theta"] > 0
     search = result["theta_search"]
@@ -76,7 +80,7 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
         assert ledger["accounts"]["node"]["charges"] == 4  # θ search, NDOE, LPEA, DSR
     names = list(result["per_device"])
     released = [result["released"][name] for name in names]
-    prior = degree_prior(query["bucket_sums"], thresholds, int(degrees.max()), GRAPH.n)
+    prior = degree_prior(query["bucket_sums"], thresholds, bound, GRAPH.n)
     post = post_process(released, result["theta"], eps_dsr, prior)  # the collector's computation
     assert [result["per_device"][name]["estimate"] for name in names] == post.estimates.tolist()
     assert result["estimate_histogram"] == post.histogram.tolist()
@@ -275,3 +279,27 @@ async def test_a_phase_that_overruns_the_deadline_is_named_in_the_claim():
     assert timing["covered"] == "no" and timing["part"] in claim["not_covered"]
     assert timing["overran_seconds"]["ndoe"] >= 0.5
     assert "overran the public deadline of 0.5 s" in timing["note"] and "ndoe by" in timing["note"]
+
+
+async def test_a_configured_degree_bound_below_the_maximum_clips_and_is_stated():
+    # the operator's public D = 5 < the graph's maximum degree: every device clips its
+    # degree to D (θ search bucket, NDOE score, θ <= D), the run completes, and the claim
+    # names D as configured, covered; "graph-max" is named as not covered
+    degrees = GRAPH.degrees()
+    assert degrees.max() > 5
+    result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3, degree_bound=5)
+    assert (result["degree_bound"], result["degree_bound_source"]) == (5, "configured")
+    (query,) = result["theta_queries"]
+    assert max(query["thresholds"]) <= 5 and 1 <= result["theta"] <= 5
+    assert result["max_kept_degree"] <= result["theta"] and result["ledger_exact"]
+    assert result["refused_by_devices"] == 0 and result["rejected_by_collector"] == 0
+    stated = [p for p in result["privacy_claim"]["parts"] if p["part"].startswith("degree")]
+    assert [(p["part"], p["covered"]) for p in stated] == [
+        ("degree bound D = 5 (configured)", "yes")
+    ]
+    leaked = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3, degree_bound="graph-max")
+    assert leaked["degree_bound"] == int(degrees.max())
+    assert (
+        f"degree bound D = {int(degrees.max())} (graph-max)"
+        in (leaked["privacy_claim"]["not_covered"])
+    )

@@ -7,7 +7,12 @@ import math
 
 import pytest
 from ldpfleet.app.cadr_report import release_vs_baselines
-from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget, privacy_claim
+from ldpfleet.protocol.cadr_budget import (
+    THETA_FRACTION,
+    CadrBudget,
+    privacy_claim,
+    resolve_degree_bound,
+)
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.cadr_run import CadrSettings
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
@@ -147,3 +152,49 @@ def test_a_given_theta_opens_no_theta_sum_and_is_not_named_uncovered():
     assert not any("secure sum" in part for part in claim["not_covered"])
     searched = privacy_claim(CadrBudget.for_pipeline(3.0, 0.1, "paper", True, 4039), "ll")
     assert any("exact secure sums" in part for part in searched["not_covered"])
+
+
+def test_the_degree_bound_is_public_by_default_and_the_graph_maximum_is_named_uncovered():
+    # D is published in the plan: the graph's maximum degree is one node's exact degree
+    assert resolve_degree_bound("auto", "dp", 4039, 1045) == (4038, "devices")
+    assert resolve_degree_bound("auto", "paper", 4039, 1045) == (1045, "graph-max")
+    assert resolve_degree_bound("graph-max", "dp", 4039, 1045) == (1045, "graph-max")
+    assert resolve_degree_bound("devices", "paper", 4039, 1045) == (4038, "devices")
+    assert resolve_degree_bound(300, "dp", 4039, 1045) == (300, "configured")
+    assert resolve_degree_bound("devices", "dp", 1, 0) == (1, "devices")  # D >= 1
+    budget = CadrBudget.for_pipeline(3.0, 0.1, "dp", True, 4039)
+    public = privacy_claim(budget, "ll", degree_bound=(4038, "devices"))
+    (row,) = [p for p in public["parts"] if p["part"].startswith("degree bound")]
+    assert row["covered"] == "yes" and row["eps"] == 0.0 and "n - 1" in row["note"]
+    assert not any(p.startswith("degree bound") for p in public["not_covered"])
+    leaked = privacy_claim(budget, "ll", degree_bound=(1045, "graph-max"))
+    assert "degree bound D = 1045 (graph-max)" in leaked["not_covered"]
+    assert "degree bound D = 1045" in leaked["statement"]
+    assert math.isclose(leaked["charged_total"], public["charged_total"])  # D is not charged
+
+
+@pytest.mark.parametrize("bad", [0, -3, "max", True, 2.5])
+def test_a_bad_degree_bound_is_refused_naming_the_field_and_value(bad):
+    with pytest.raises(ParameterError) as refused:
+        resolve_degree_bound(bad, "dp", 40, 7)
+    assert refused.value.field == "degree_bound" and repr(bad) in str(refused.value)
+    with pytest.raises(ParameterError):
+        CadrSettings(degree_bound=bad)
+
+
+def test_the_scenario_reads_degree_bound_and_refuses_bad_values():
+    def toml(value: str) -> str:
+        return f"""[scenario]
+name = "t"
+[graph]
+source = "barabasi_albert:n=30,m=2,seed=1"
+[cadr]
+degree_bound = {value}
+"""
+
+    assert parse_scenario(toml('"graph-max"')).spec.cadr.degree_bound == "graph-max"
+    assert parse_scenario(toml("12")).spec.cadr.degree_bound == 12
+    for bad in ("0", '"max"'):
+        with pytest.raises(ScenarioError) as invalid:
+            parse_scenario(toml(bad))
+        assert "cadr.degree_bound" in str(invalid.value)

@@ -57,3 +57,17 @@ def test_the_pipelines_release_the_raw_or_the_post_processed_sequence(graph):
     assert summary["pipeline"] == "dp" and summary["postprocessed"]["mae"] == dp.mae
     with pytest.raises(ValueError, match="pipeline"):
         private_run(graph, "ll", 20, 3.0, 0.1, seed=2, pipeline="fast")
+
+
+def test_the_dp_run_publishes_n_minus_one_and_the_paper_run_the_graph_maximum(graph):
+    dp = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="dp")
+    paper = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="paper")
+    assert (dp.degree_bound, dp.degree_bound_source) == (graph.n - 1, "devices")
+    assert (paper.degree_bound, paper.degree_bound_source) == (
+        int(graph.degrees().max()),
+        "graph-max",
+    )
+    assert max(dp.theta_search["thresholds"]) == graph.n - 2  # bucket_grid(D): up to D - 1
+    clipped = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="dp", degree_bound=9)
+    assert clipped.degree_bound == 9 and clipped.theta <= 9
+    assert summarise([dp])["degree_bound"] == graph.n - 1
