@@ -71,3 +71,16 @@ def test_the_dp_run_publishes_n_minus_one_and_the_paper_run_the_graph_maximum(gr
     clipped = private_run(graph, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="dp", degree_bound=9)
     assert clipped.degree_bound == 9 and clipped.theta <= 9
     assert summarise([dp])["degree_bound"] == graph.n - 1
+
+
+def test_the_dp_run_publishes_the_same_public_parameters_whatever_the_degrees():
+    # two graphs on the same 400 devices, maximum degrees far apart: the plan's D and the
+    # θ search's thresholds (which every device and the collector see) are equal
+    dense = generate("barabasi_albert", 400, seed=3, m=6)
+    sparse = generate("erdos_renyi", 400, seed=3, p=0.01)
+    assert dense.degrees().max() != sparse.degrees().max()
+    a, b = (
+        private_run(g, "ll", "auto-dev", 3.0, 0.1, seed=2, pipeline="dp") for g in (dense, sparse)
+    )
+    assert a.degree_bound == b.degree_bound == 399
+    assert a.theta_search["thresholds"] == b.theta_search["thresholds"]
