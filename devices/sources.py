@@ -42,7 +42,9 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       50 rows = sensors, columns = half-hour steps. Use ``layout="rows"``: device ``i``
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
-    :func:`load_table` detects the header: a first line whose fields all parse as numbers
+    :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
+    separates fields by comma, semicolon or tab: the one the first non-blank line holds most
+    often (numbers need a decimal point). It detects the header: a first line whose fields all parse as numbers
     is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header. When data
     rows have exactly one more field than the header, the first field (a row id) is
     dropped. Columns whose *first* data value is not numeric (like ``date``) are dropped
@@ -67,6 +69,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 import numbers
 import os
@@ -311,17 +314,34 @@ def _is_number(text: str) -> bool:
     return True
 
 
+DELIMITERS = (",", ";", "\t")  # the first line's most frequent one separates the fields
+
+
+def _delimiter(text: str) -> str:
+    """The field separator of a table: of comma, semicolon and tab, the one the first
+    non-blank line holds most often (comma on a tie or when it holds none)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    counts = [first.count(d) for d in DELIMITERS]
+    return DELIMITERS[counts.index(max(counts))]
+
+
 @functools.lru_cache(maxsize=32)
-def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...], np.ndarray]:
-    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits."""
+def _parse_table(
+    path: str, _key: tuple[str, int, int]
+) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]]]:
+    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
+    Also returns the dropped columns: name -> (first data value, its line number)."""
     field = "source.path"
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            lines = [
-                (lineno, row)
-                for lineno, row in enumerate(csv.reader(fh), start=1)
-                if row and any(cell.strip() for cell in row)
-            ]
+            text = fh.read()
+        lines = [
+            (lineno, row)
+            for lineno, row in enumerate(
+                csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), start=1
+            )
+            if row and any(cell.strip() for cell in row)
+        ]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
@@ -358,8 +378,20 @@ def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...]
     first_row = data[0][1][skip:]
     keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
     if not keep:
-        raise SourceError(f"{path} has no numeric columns", field=field)
+        shown = ", ".join(repr(cell.strip()) for cell in first_row[:6])
+        comma = any(_is_number(cell.strip().replace(",", ".")) for cell in first_row)
+        raise SourceError(
+            f"{path} has no numeric columns: the fields of its first data row (line "
+            f"{data[0][0]}) are {shown}{', ...' if len(first_row) > 6 else ''}"
+            + (" (numbers need a decimal point, not a decimal comma)" if comma else ""),
+            field=field,
+        )
     names = tuple(header[j] for j in keep)
+    dropped = {
+        header[j]: (cell.strip(), data[0][0])
+        for j, cell in enumerate(first_row)
+        if j not in keep and header[j] not in names
+    }
 
     cells = [[row[skip + j] for j in keep] for _, row in data]
     try:
@@ -378,7 +410,7 @@ def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...]
                     )
         raise AssertionError("unreachable: bad cell not found")  # pragma: no cover
     matrix.flags.writeable = False
-    return names, matrix
+    return names, matrix, dropped
 
 
 def load_table(path: str) -> tuple[list[str], np.ndarray]:
@@ -394,8 +426,15 @@ def load_table(path: str) -> tuple[list[str], np.ndarray]:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    names, matrix = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    names, matrix, _ = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
     return list(names), matrix
+
+
+def _dropped_columns(path: str) -> dict[str, tuple[str, int]]:
+    """The header names :func:`load_table` dropped as non-numeric (their first data value
+    was not a number), with that value and its line number."""
+    st = os.stat(path)
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))[2]
 
 
 def clear_table_cache() -> None:
@@ -500,6 +539,15 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
+        dropped = _dropped_columns(spec.path) if column not in names else {}
+        if column in dropped:
+            value, lineno = dropped[column]
+            raise SourceError(
+                f"{column!r} of {spec.path} is not a numeric column: its first value "
+                f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
+                f"first value is (numeric columns: {available})",
+                field=field,
+            )
         if column not in names:
             raise SourceError(
                 f"{column!r} not in header of {spec.path} (columns: {available})", field=field

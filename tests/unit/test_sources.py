@@ -429,3 +429,38 @@ def test_csv_stream_rejects_bad_indices(args, field):
     with pytest.raises(SourceError) as err:
         csv_stream(CsvSpec(OCCUPANCY, "Light"), *args)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_semicolon_and_tab_separated_tables_are_read(tmp_path, sep):
+    """A semicolon- or tab-separated export (spreadsheets, many weather portals) was read as
+    one comma field per line: 'has no numeric columns'. The first line's most frequent of
+    comma, semicolon and tab now separates the fields."""
+    path = tmp_path / "t.csv"
+    rows = ["time,temp,hum", "2024-03-01T00:00,8.5,80", "2024-03-01T01:00,7.25,81"]
+    path.write_text("\ufeff" + "\r\n".join(r.replace(",", sep) for r in rows) + "\r\n")
+    names, table = load_table(str(path))
+    assert names == ["temp", "hum"]
+    assert table.tolist() == [[8.5, 80.0], [7.25, 81.0]]
+
+
+def test_a_decimal_comma_table_says_why_no_column_is_numeric(tmp_path):
+    path = tmp_path / "eu.csv"
+    path.write_text("time;temp\n2024-03-01T00:00;8,50\n2024-03-01T01:00;7,25\n")
+    with pytest.raises(SourceError) as err:
+        load_table(str(path))
+    msg = str(err.value)
+    assert err.value.field == "source.path"
+    assert "'8,50'" in msg and "line 2" in msg and "decimal comma" in msg
+
+
+def test_a_column_whose_first_value_is_missing_is_named_as_not_numeric(tmp_path):
+    """The column was dropped (non-numeric first value) and a column = "temp" scenario said
+    'temp' not in header, listing a header without it."""
+    path = tmp_path / "t.csv"
+    path.write_text("time,temp,hum\n2024-03-01T00:00,,80\n2024-03-01T01:00,7.25,81\n")
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), "temp")
+    msg = str(err.value)
+    assert err.value.field == "source.column"
+    assert "'temp'" in msg and "not a numeric column" in msg and "''" in msg and "line 2" in msg
