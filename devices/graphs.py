@@ -198,8 +198,17 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     """
     path = Path(path)
     opener: Callable[..., object] = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        raw: bytes = fh.read()  # type: ignore[attr-defined]
+    try:
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            raw: bytes = fh.read()  # type: ignore[attr-defined]
+    except (OSError, EOFError) as exc:  # missing, a directory, unreadable, a bad gzip
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(
+            f"cannot read the edge list {str(path)!r} ({reason or type(exc).__name__}); a graph "
+            f"is {', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
+            f"({', '.join(GENERATORS)}) or the path of an edge list",
+            field="graph",
+        ) from None
     if name is None:
         name = path.name.removesuffix(".gz").removesuffix(".txt")
     lines = [ln for ln in raw.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]
