@@ -474,6 +474,21 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
                              field=name) from None  # fmt: skip
     if x.shape[0] == 0:
         raise ParameterError(f"no records in {path}", field=name)
+    # one class only: the task classifier cannot be fitted on it (it scored F1 0 silently),
+    # and a test file without an occupied record has no positive-class F1
+    classes = sorted(set(y.tolist()))
+    if name == "train_file" and len(classes) < 2:
+        raise ParameterError(
+            f"{path} has Occupancy {classes[0]} on all {y.size} records: the classifier is "
+            "fitted on it and needs both classes (0 and 1)",
+            field=name,
+        )
+    if name == "test_file" and 1 not in classes:
+        raise ParameterError(
+            f"{path} has no occupied record (Occupancy 0 on all {y.size}): the positive-class "
+            "F1 the bench reports is undefined on it",
+            field=name,
+        )
     return x, y
 
 
