@@ -44,13 +44,14 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
 
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
     separates fields by comma, semicolon or tab: the one the first non-blank line holds most
-    often (numbers need a decimal point). It detects the header: a first line whose fields all parse as numbers
-    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header. When data
-    rows have exactly one more field than the header, the first field (a row id) is
-    dropped. Columns whose *first* data value is not numeric (like ``date``) are dropped
-    together with their names; any later non-numeric or non-finite value in a kept column
-    is an error. Parsed tables are cached per path (and file size / mtime), since a fleet
-    of 1,000 devices reads the same file; the returned matrix is read-only and shared.
+    often (numbers need a decimal point). It detects the header: a first line whose fields
+    all parse as numbers is data (columns are then named ``"0" .. "k-1"``); otherwise it is
+    a header. When data rows have exactly one more field than the header, the first field
+    (a row id) is dropped. Columns whose *first* data value is not numeric (like ``date``)
+    are dropped together with their names; any later non-numeric or non-finite value in a
+    kept column is an error. Parsed tables are cached per path (and file size / mtime),
+    since a fleet of 1,000 devices reads the same file; the returned matrix is read-only and
+    shared.
     Streams longer than the data wrap around (the series is cycled). The truth of a data
     set stream is unknown: ``StreamTruth(period=None, phase=None)``.
 
@@ -551,6 +552,13 @@ def _column_index(
         if column not in names:
             raise SourceError(
                 f"{column!r} not in header of {spec.path} (columns: {available})", field=field
+            )
+        if names.count(column) > 1:  # the first was taken silently
+            where = [k for k, name in enumerate(names) if name == column]
+            raise SourceError(
+                f"{column!r} names {len(where)} columns of {spec.path} (numeric columns "
+                f"{', '.join(map(str, where))}): give its 0-based index instead",
+                field=field,
             )
         return names.index(column)
     if not _is_int(column) or int(column) < 0:

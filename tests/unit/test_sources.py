@@ -464,3 +464,14 @@ def test_a_column_whose_first_value_is_missing_is_named_as_not_numeric(tmp_path)
     msg = str(err.value)
     assert err.value.field == "source.column"
     assert "'temp'" in msg and "not a numeric column" in msg and "''" in msg and "line 2" in msg
+
+
+def test_a_header_name_of_two_columns_is_refused_naming_their_indices(tmp_path):
+    """column = "dup" took the first of two columns so named, silently."""
+    path = tmp_path / "t.csv"
+    path.write_text("when,dup,x,dup\n2024-01,1,2,3\n2024-02,4,5,6\n")
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), "dup")
+    assert err.value.field == "source.column"
+    assert "'dup' names 2 columns" in str(err.value) and "0, 2" in str(err.value)
+    assert CsvSpec(str(path), 2).column == 2  # the index still works
