@@ -334,8 +334,8 @@ def _parse_table(
     Also returns the dropped columns: name -> (first data value, its line number)."""
     field = "source.path"
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8-sig")  # (bytes first: the whole file's offsets)
         lines = [
             (lineno, row)
             for lineno, row in enumerate(
@@ -343,7 +343,14 @@ def _parse_table(
             )
             if row and any(cell.strip() for cell in row)
         ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise SourceError(
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
+            "save it as UTF-8",
+            field=field,
+        ) from exc
+    except (OSError, csv.Error) as exc:
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
         raise SourceError(f"{path} is empty (no header, no data)", field=field)

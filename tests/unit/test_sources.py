@@ -475,3 +475,12 @@ def test_a_header_name_of_two_columns_is_refused_naming_their_indices(tmp_path):
     assert err.value.field == "source.column"
     assert "'dup' names 2 columns" in str(err.value) and "0, 2" in str(err.value)
     assert CsvSpec(str(path), 2).column == 2  # the index still works
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_line_of_its_first_bad_byte(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"time,temp\n1,2.5\n2,3.5 \xb0C\n")
+    with pytest.raises(SourceError) as err:
+        load_table(str(path))
+    assert err.value.field == "source.path"
+    assert "is not UTF-8 text (byte 0xb0 on line 3): save it as UTF-8" in str(err.value)
