@@ -216,8 +216,9 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     if len(tokens) != 2 * len(lines):
         counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
+        hint = " (ids are separated by spaces or a tab)" if b"," in bad or b";" in bad else ""
         raise ParameterError(
-            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}",
+            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}{hint}",
             field=path.name,
         )
     try:

@@ -117,6 +117,7 @@ def test_loader_rejects_malformed_lines(tmp_path, body):
     [
         (b"1 2\nalice bob\n", "line 2: node ids must be integers (at most 19 digits; '#'"),
         (b"# c\n\n1 2\n2 3 4\n", "line 4: expected two node ids, got '2 3 4'"),
+        (b"0,1\n1,2\n", "line 1: expected two node ids, got '0,1' (ids are separated by spaces"),
         (b"1 2\n\xff\xfe 3\n", "line 2: node ids must be integers"),
         (b"1 2\n99999999999999999999 3\n", "got '99999999999999999999 3'"),
     ],
