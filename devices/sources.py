@@ -368,7 +368,11 @@ def _parse_table(
     width = len(header)
     n_fields = len(data[0][1])
     if n_fields == width + 1:
-        skip = 1  # leading row-id column (UCI Occupancy)
+        # one field more than the header: a delimiter ending every row (its last field is
+        # empty on every line; read as a row id, it moved every column one name to the
+        # left, silently) or a leading row id (UCI Occupancy)
+        trailing = all(not row[-1].strip() for _, row in data if len(row) == n_fields)
+        skip = 0 if trailing else 1
     elif n_fields == width:
         skip = 0
     else:
@@ -383,7 +387,7 @@ def _parse_table(
                 field=field,
             )
 
-    first_row = data[0][1][skip:]
+    first_row = data[0][1][skip : skip + width]
     keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
     if not keep:
         shown = ", ".join(repr(cell.strip()) for cell in first_row[:6])

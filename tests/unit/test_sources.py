@@ -484,3 +484,16 @@ def test_a_file_that_is_not_utf8_is_named_with_the_line_of_its_first_bad_byte(tm
         load_table(str(path))
     assert err.value.field == "source.path"
     assert "is not UTF-8 text (byte 0xb0 on line 3): save it as UTF-8" in str(err.value)
+
+
+def test_a_delimiter_ending_every_row_is_not_a_row_id(tmp_path):
+    """Rows of one field more than the header were always read as a leading row id, so a
+    file whose rows end with a comma put column b's values under the name a, silently."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n1,2,3,\n4,5,6,\n")
+    names, table = load_table(str(path))
+    assert names == ["a", "b", "c"] and table.tolist() == [[1, 2, 3], [4, 5, 6]]
+    rowid = tmp_path / "id.csv"
+    rowid.write_text('"a","b"\n"1",7,8\n"2",9,10\n')  # the UCI layout still drops the id
+    assert load_table(str(rowid)) == (["a", "b"], load_table(str(rowid))[1])
+    assert load_table(str(rowid))[1].tolist() == [[7, 8], [9, 10]]
