@@ -228,17 +228,19 @@ def test_loader_names_a_missing_column(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("name", "label"), [("train_file", 0), ("train_file", 1), ("test_file", 0)]
+    ("name", "label"), [("train_file", 0), ("train_file", 1), ("test_file", 0), ("test_file", 1)]
 )
 def test_a_one_class_file_is_refused(tmp_path, name, label):
-    """A training file of one class gave F1 0 silently (the classifier never predicts 1)."""
-    from ldpfleet.app.gcdp_datasets import _load
-
+    """A training file of one class gave F1 0 silently (the classifier never predicts 1); a
+    test file of one class stopped in a TypeError (the oracles compare the two classes)."""
     path = tmp_path / "d.txt"
     rows = "".join(
-        f'"{i}","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,{label}\n' for i in range(90)
+        f'"{i}","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,{label}\n' for i in range(300)
     )
     path.write_text(OCC_HEADER + rows)
     with pytest.raises(ParameterError) as info:
-        _load(path, name)
-    assert info.value.field == name and "Occupancy" in str(info.value)
+        bench.bench_gcdp(
+            "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
+            **{name: str(path)},
+        )  # fmt: skip
+    assert info.value.field == name and f"all have Occupancy {label}" in str(info.value)
