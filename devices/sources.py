@@ -43,8 +43,8 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
-    separates fields by comma, semicolon or tab: the one the first non-blank line holds most
-    often (numbers need a decimal point). It detects the header: a first line whose fields
+    separates fields by comma, semicolon or tab: the one the first two non-blank lines both
+    hold most often (numbers need a decimal point). It detects the header: a first line whose fields
     all parse as numbers is data (columns are then named ``"0" .. "k-1"``); otherwise it is
     a header. When data rows have exactly one more field than the header, the first field
     (a row id) is dropped. Columns whose *first* data value is not numeric (like ``date``)
@@ -315,14 +315,21 @@ def _is_number(text: str) -> bool:
     return True
 
 
-DELIMITERS = (",", ";", "\t")  # the first line's most frequent one separates the fields
+DELIMITERS = (",", ";", "\t")  # the one the first two lines both hold most often
 
 
 def _delimiter(text: str) -> str:
-    """The field separator of a table: of comma, semicolon and tab, the one the first
-    non-blank line holds most often (comma on a tie or when it holds none)."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    counts = [first.count(d) for d in DELIMITERS]
+    """The field separator of a table: of comma, semicolon and tab, the one that the first
+    two non-blank lines BOTH hold most often (the smaller of its two counts; comma on a tie
+    or when none is held): a header "time<TAB>Temp, C" ties comma and tab on its own, its
+    data lines hold no comma."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            lines.append(line)
+            if len(lines) == 2:
+                break
+    counts = [min((line.count(d) for line in lines), default=0) for d in DELIMITERS]
     return DELIMITERS[counts.index(max(counts))]
 
 

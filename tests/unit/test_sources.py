@@ -497,3 +497,10 @@ def test_a_delimiter_ending_every_row_is_not_a_row_id(tmp_path):
     rowid.write_text('"a","b"\n"1",7,8\n"2",9,10\n')  # the UCI layout still drops the id
     assert load_table(str(rowid)) == (["a", "b"], load_table(str(rowid))[1])
     assert load_table(str(rowid))[1].tolist() == [[7, 8], [9, 10]]
+
+
+def test_a_comma_in_a_header_name_of_a_tab_separated_table_does_not_choose_the_comma(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("time\tTemp, C\n2024-03-01T00:00\t8.5\n2024-03-01T01:00\t7.25\n")
+    names, table = load_table(str(path))
+    assert names == ["Temp, C"] and table.tolist() == [[8.5], [7.25]]
