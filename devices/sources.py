@@ -43,17 +43,17 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
-    separates fields by comma, semicolon or tab: the one the first two non-blank lines both
-    hold most often (numbers need a decimal point). It detects the header: a first line whose fields
-    all parse as numbers is data (columns are then named ``"0" .. "k-1"``); otherwise it is
-    a header. When data rows have exactly one more field than the header, the first field
-    (a row id) is dropped. Columns whose *first* data value is not numeric (like ``date``)
-    are dropped together with their names; any later non-numeric or non-finite value in a
-    kept column is an error. Parsed tables are cached per path (and file size / mtime),
-    since a fleet of 1,000 devices reads the same file; the returned matrix is read-only and
-    shared.
-    Streams longer than the data wrap around (the series is cycled). The truth of a data
-    set stream is unknown: ``StreamTruth(period=None, phase=None)``.
+    separates fields by comma, semicolon or tab (``_delimiter``: the one the first two lines
+    hold equally often, else the first line's most frequent; numbers need a decimal point). It
+    detects the header: a first line whose fields all parse as numbers is data (columns are then
+    named ``"0" .. "k-1"``); otherwise it is a header. When data rows have exactly one more
+    field than the header, the first field (a row id) is dropped, unless every row's last field
+    is empty (a delimiter ending each row). Columns whose *first* data value is not numeric
+    (like ``date``) are dropped together with their names; any later non-numeric or non-finite
+    value in a kept column is an error. Parsed tables are cached per path (and file size /
+    mtime), since a fleet of 1,000 devices reads the same file; the returned matrix is read-only
+    and shared. Streams longer than the data wrap around (the series is cycled). The truth of a
+    data set stream is unknown: ``StreamTruth(period=None, phase=None)``.
 
     Several columns (``columns``, ``"column"`` layout): the fleet is ``R`` simulated rooms
     of ``C = len(columns)`` sensor nodes each. Device ``i`` is channel ``i % C`` (column
@@ -315,22 +315,31 @@ def _is_number(text: str) -> bool:
     return True
 
 
-DELIMITERS = (",", ";", "\t")  # the one the first two lines both hold most often
+DELIMITERS = (",", ";", "\t")  # which one separates the fields: ``_delimiter``
 
 
 def _delimiter(text: str) -> str:
-    """The field separator of a table: of comma, semicolon and tab, the one that the first
-    two non-blank lines BOTH hold most often (the smaller of its two counts; comma on a tie
-    or when none is held): a header "time<TAB>Temp, C" ties comma and tab on its own, its
-    data lines hold no comma."""
+    """The field separator of a table, from its first two non-blank lines: of comma,
+    semicolon and tab, the one both lines hold equally often (the most often, if several),
+    else the one the first line holds most often, else the second line; comma on a tie or
+    when none is held. (A header "time<TAB>Temp, C" holds a comma and a tab, its data lines
+    only the tab; a leading row id or a delimiter ending the data lines only makes the
+    counts differ, so the header decides.)"""
     lines = []
     for line in text.splitlines():
         if line.strip():
             lines.append(line)
             if len(lines) == 2:
                 break
-    counts = [min((line.count(d) for line in lines), default=0) for d in DELIMITERS]
-    return DELIMITERS[counts.index(max(counts))]
+    if not lines:
+        return ","
+    first = [lines[0].count(d) for d in DELIMITERS]
+    second = [lines[-1].count(d) for d in DELIMITERS]
+    equal = [a if a == b else 0 for a, b in zip(first, second, strict=True)]
+    for counts in (equal, first, second):
+        if max(counts) > 0:
+            return DELIMITERS[counts.index(max(counts))]
+    return ","
 
 
 @functools.lru_cache(maxsize=32)

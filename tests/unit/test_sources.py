@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ldpfleet.devices.sources import (
     SHAPES,
     CsvSpec,
@@ -504,3 +506,44 @@ def test_a_comma_in_a_header_name_of_a_tab_separated_table_does_not_choose_the_c
     path.write_text("time\tTemp, C\n2024-03-01T00:00\t8.5\n2024-03-01T01:00\t7.25\n")
     names, table = load_table(str(path))
     assert names == ["Temp, C"] and table.tolist() == [[8.5], [7.25]]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    table=st.integers(1, 5).flatmap(
+        lambda cols: st.lists(
+            st.lists(
+                st.floats(allow_nan=False, allow_infinity=False, width=64),
+                min_size=cols,
+                max_size=cols,
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    ),
+    sep=st.sampled_from([",", ";", "\t"]),
+    end=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+    quoted=st.booleans(),
+    trailing=st.sampled_from(["none", "both", "rows"]),
+    stamp=st.booleans(),
+)
+def test_written_tables_read_back_exactly(
+    tmp_path_factory, table, sep, end, bom, quoted, trailing, stamp
+):
+    """Any numeric table written with a header, comma / semicolon / tab, LF or CRLF, with or
+    without a BOM, quoted names, a delimiter ending each line (or each data line only) and a
+    leading timestamp column reads back as written (names and every float bit for bit)."""
+    names = [f"c{k}" for k in range(len(table[0]))]
+    q = (lambda s: f'"{s}"') if quoted else (lambda s: s)
+    tail = sep if trailing != "none" else ""
+    head = ([q("time")] if stamp else []) + [q(n) for n in names]
+    lines = [sep.join(head) + (tail if trailing == "both" else "")]
+    for i, row in enumerate(table):
+        cells = ([f"2024-03-01T{i:02d}:00"] if stamp else []) + [repr(v) for v in row]
+        lines.append(sep.join(cells) + tail)
+    path = tmp_path_factory.mktemp("w") / "t.csv"
+    path.write_bytes((("\ufeff" if bom else "") + end.join(lines) + end).encode("utf-8"))
+    got_names, got = load_table(str(path))
+    assert got_names[: len(names)] == names
+    assert got[:, : len(names)].tolist() == table
