@@ -209,6 +209,7 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
             f"({', '.join(GENERATORS)}) or the path of an edge list",
             field="graph",
         ) from None
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
     if name is None:
         name = path.name.removesuffix(".gz").removesuffix(".txt")
     lines = [ln for ln in raw.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]

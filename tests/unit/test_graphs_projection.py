@@ -369,3 +369,11 @@ def test_an_unreadable_edge_list_is_one_sentence_naming_the_graph(tmp_path, name
     msg = str(info.value)
     assert info.value.field == "graph" and "cannot read the edge list" in msg, msg
     assert repr(spec) in msg and "barabasi_albert" in msg, msg
+
+
+def test_an_edge_list_saved_with_a_utf8_bom_loads(tmp_path):
+    """Notepad's BOM made the first id '\\ufeff0': 'node ids must be integers'."""
+    p = tmp_path / "bom.txt"
+    p.write_bytes(b"\xef\xbb\xbf0 1\r\n1 2\r\n")
+    g = load_edge_list(p)
+    assert g.n == 3 and g.edges() == 2
