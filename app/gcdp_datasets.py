@@ -463,6 +463,10 @@ def occupancy_windows(
     val_f, val_l = train_f, train_l
     if readings.split == "holdout":
         val_f, val_l = window_means(normalize(val_x, low, high), val_y, window)
+    if data is None:
+        part = "training" if readings.split != "holdout" else "training (before the validation cut)"
+        _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
+        _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
 
 
@@ -475,6 +479,20 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
     if x.shape[0] == 0:
         raise ParameterError(f"no records in {path}", field=name)
     return x, y
+
+
+def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -> None:
+    """Refuse windows of one class: the task classifier is fitted on the training windows
+    (one class: F1 0 silently) and the bench's oracles compare the two classes of the test
+    windows (one class: a TypeError from ``best_allocation_bound_f1``)."""
+    classes = sorted(set(np.asarray(labels).tolist()))
+    if len(classes) < 2:
+        raise ParameterError(
+            f"the {len(labels)} {part} windows of {window} records of {path} all have "
+            f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
+            "the bench needs both classes (0 and 1)",
+            field=name,
+        )
 
 
 def _refit(build: Callable[[Readings], Prepared], readings: Readings) -> Prepared:

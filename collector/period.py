@@ -236,10 +236,17 @@ class PeriodEstimate:
 
 
 def _check_stream(x: object) -> np.ndarray:
+    if np.iscomplexobj(x):  # float() of a complex array drops the imaginary part (a warning)
+        raise ParameterError("must be a 1-D array of real numbers, got complex", field="x")
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
         raise ParameterError("must be a 1-D array of real numbers", field="x") from None
+    except OverflowError:  # a Python int beyond the float range
+        raise ParameterError(
+            "must be a 1-D array of real numbers within the float range (|x| < 1.8e308)",
+            field="x",
+        ) from None
     if arr.ndim != 1:
         raise ParameterError(f"must be 1-D, got shape {arr.shape}", field="x")
     bad = ~np.isfinite(arr)
@@ -619,9 +626,17 @@ def detect_period(
     if max_period < max(min_period, 3):
         return PeriodEstimate(None, 0.0, {}, (), max_period=max(max_period, 0))
     min_period = max(min_period, 3)  # T = 2 has no harmonic below the fold's Nyquist
-    xd = _detrend(arr)
     scale_ref = float(np.max(np.abs(arr)))
-    if scale_ref == 0.0 or float(np.std(xd)) <= 1e-12 * scale_ref:
+    if scale_ref == 0.0:
+        return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
+    # scale-free from here: the largest |x| brought into [0.5, 1) by a power of two (exact,
+    # so a stream and its power-of-two multiples give the same estimate bit for bit). Finite
+    # samples near +-1e300 overflowed the squares of the spectrum and ones near 1e-150
+    # underflowed them (numpy warnings and a wrong abstention); the fits' 1e-300 floors
+    # assume powers of order 1.
+    arr = np.ldexp(arr, -math.frexp(scale_ref)[1])
+    xd = _detrend(arr)
+    if float(np.std(xd)) <= 1e-12 * float(np.max(np.abs(arr))):
         return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
     xw, level = _whiten(xd)
     dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted

@@ -198,8 +198,18 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     """
     path = Path(path)
     opener: Callable[..., object] = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        raw: bytes = fh.read()  # type: ignore[attr-defined]
+    try:
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            raw: bytes = fh.read()  # type: ignore[attr-defined]
+    except (OSError, EOFError) as exc:  # missing, a directory, unreadable, a bad gzip
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ParameterError(
+            f"cannot read the edge list {str(path)!r} ({reason or type(exc).__name__}); a graph "
+            f"is {', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
+            f"({', '.join(GENERATORS)}) or the path of an edge list",
+            field="graph",
+        ) from None
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
     if name is None:
         name = path.name.removesuffix(".gz").removesuffix(".txt")
     lines = [ln for ln in raw.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]
@@ -207,8 +217,9 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     if len(tokens) != 2 * len(lines):
         counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
+        hint = " (ids are separated by spaces or a tab)" if b"," in bad or b";" in bad else ""
         raise ParameterError(
-            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}",
+            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}{hint}",
             field=path.name,
         )
     try:

@@ -42,15 +42,18 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       50 rows = sensors, columns = half-hour steps. Use ``layout="rows"``: device ``i``
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
-    :func:`load_table` detects the header: a first line whose fields all parse as numbers
-    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header. When data
-    rows have exactly one more field than the header, the first field (a row id) is
-    dropped. Columns whose *first* data value is not numeric (like ``date``) are dropped
-    together with their names; any later non-numeric or non-finite value in a kept column
-    is an error. Parsed tables are cached per path (and file size / mtime), since a fleet
-    of 1,000 devices reads the same file; the returned matrix is read-only and shared.
-    Streams longer than the data wrap around (the series is cycled). The truth of a data
-    set stream is unknown: ``StreamTruth(period=None, phase=None)``.
+    :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
+    separates fields by comma, semicolon or tab (``_delimiter``: the one the first two lines
+    hold equally often, else the first line's most frequent; numbers need a decimal point). It
+    detects the header: a first line whose fields all parse as numbers is data (columns are then
+    named ``"0" .. "k-1"``); otherwise it is a header. When data rows have exactly one more
+    field than the header, the first field (a row id) is dropped, unless every row's last field
+    is empty (a delimiter ending each row). Columns whose *first* data value is not numeric
+    (like ``date``) are dropped together with their names; any later non-numeric or non-finite
+    value in a kept column is an error. Parsed tables are cached per path (and file size /
+    mtime), since a fleet of 1,000 devices reads the same file; the returned matrix is read-only
+    and shared. Streams longer than the data wrap around (the series is cycled). The truth of a
+    data set stream is unknown: ``StreamTruth(period=None, phase=None)``.
 
     Several columns (``columns``, ``"column"`` layout): the fleet is ``R`` simulated rooms
     of ``C = len(columns)`` sensor nodes each. Device ``i`` is channel ``i % C`` (column
@@ -67,6 +70,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 import numbers
 import os
@@ -311,18 +315,58 @@ def _is_number(text: str) -> bool:
     return True
 
 
+DELIMITERS = (",", ";", "\t")  # which one separates the fields: ``_delimiter``
+
+
+def _delimiter(text: str) -> str:
+    """The field separator of a table, from its first two non-blank lines: of comma,
+    semicolon and tab, the one both lines hold equally often (the most often, if several),
+    else the one the first line holds most often, else the second line; comma on a tie or
+    when none is held. (A header "time<TAB>Temp, C" holds a comma and a tab, its data lines
+    only the tab; a leading row id or a delimiter ending the data lines only makes the
+    counts differ, so the header decides.)"""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            lines.append(line)
+            if len(lines) == 2:
+                break
+    if not lines:
+        return ","
+    first = [lines[0].count(d) for d in DELIMITERS]
+    second = [lines[-1].count(d) for d in DELIMITERS]
+    equal = [a if a == b else 0 for a, b in zip(first, second, strict=True)]
+    for counts in (equal, first, second):
+        if max(counts) > 0:
+            return DELIMITERS[counts.index(max(counts))]
+    return ","
+
+
 @functools.lru_cache(maxsize=32)
-def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...], np.ndarray]:
-    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits."""
+def _parse_table(
+    path: str, _key: tuple[str, int, int]
+) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]]]:
+    """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
+    Also returns the dropped columns: name -> (first data value, its line number)."""
     field = "source.path"
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            lines = [
-                (lineno, row)
-                for lineno, row in enumerate(csv.reader(fh), start=1)
-                if row and any(cell.strip() for cell in row)
-            ]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+        lines = [
+            (lineno, row)
+            for lineno, row in enumerate(
+                csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), start=1
+            )
+            if row and any(cell.strip() for cell in row)
+        ]
+    except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise SourceError(
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
+            "save it as UTF-8",
+            field=field,
+        ) from exc
+    except (OSError, csv.Error) as exc:
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
         raise SourceError(f"{path} is empty (no header, no data)", field=field)
@@ -340,7 +384,11 @@ def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...]
     width = len(header)
     n_fields = len(data[0][1])
     if n_fields == width + 1:
-        skip = 1  # leading row-id column (UCI Occupancy)
+        # one field more than the header: a delimiter ending every row (its last field is
+        # empty on every line; read as a row id, it moved every column one name to the
+        # left, silently) or a leading row id (UCI Occupancy)
+        trailing = all(not row[-1].strip() for _, row in data if len(row) == n_fields)
+        skip = 0 if trailing else 1
     elif n_fields == width:
         skip = 0
     else:
@@ -355,11 +403,23 @@ def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...]
                 field=field,
             )
 
-    first_row = data[0][1][skip:]
+    first_row = data[0][1][skip : skip + width]
     keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
     if not keep:
-        raise SourceError(f"{path} has no numeric columns", field=field)
+        shown = ", ".join(repr(cell.strip()) for cell in first_row[:6])
+        comma = any(_is_number(cell.strip().replace(",", ".")) for cell in first_row)
+        raise SourceError(
+            f"{path} has no numeric columns: the fields of its first data row (line "
+            f"{data[0][0]}) are {shown}{', ...' if len(first_row) > 6 else ''}"
+            + (" (numbers need a decimal point, not a decimal comma)" if comma else ""),
+            field=field,
+        )
     names = tuple(header[j] for j in keep)
+    dropped = {
+        header[j]: (cell.strip(), data[0][0])
+        for j, cell in enumerate(first_row)
+        if j not in keep and header[j] not in names
+    }
 
     cells = [[row[skip + j] for j in keep] for _, row in data]
     try:
@@ -378,7 +438,7 @@ def _parse_table(path: str, _key: tuple[str, int, int]) -> tuple[tuple[str, ...]
                     )
         raise AssertionError("unreachable: bad cell not found")  # pragma: no cover
     matrix.flags.writeable = False
-    return names, matrix
+    return names, matrix, dropped
 
 
 def load_table(path: str) -> tuple[list[str], np.ndarray]:
@@ -394,8 +454,15 @@ def load_table(path: str) -> tuple[list[str], np.ndarray]:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    names, matrix = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    names, matrix, _ = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
     return list(names), matrix
+
+
+def _dropped_columns(path: str) -> dict[str, tuple[str, int]]:
+    """The header names :func:`load_table` dropped as non-numeric (their first data value
+    was not a number), with that value and its line number."""
+    st = os.stat(path)
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))[2]
 
 
 def clear_table_cache() -> None:
@@ -500,9 +567,25 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
+        dropped = _dropped_columns(spec.path) if column not in names else {}
+        if column in dropped:
+            value, lineno = dropped[column]
+            raise SourceError(
+                f"{column!r} of {spec.path} is not a numeric column: its first value "
+                f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
+                f"first value is (numeric columns: {available})",
+                field=field,
+            )
         if column not in names:
             raise SourceError(
                 f"{column!r} not in header of {spec.path} (columns: {available})", field=field
+            )
+        if names.count(column) > 1:  # the first was taken silently
+            where = [k for k, name in enumerate(names) if name == column]
+            raise SourceError(
+                f"{column!r} names {len(where)} columns of {spec.path} (numeric columns "
+                f"{', '.join(map(str, where))}): give its 0-based index instead",
+                field=field,
             )
         return names.index(column)
     if not _is_int(column) or int(column) < 0:

@@ -268,13 +268,18 @@ def score_reconstructions(
 ) -> dict:
     """Add what only the simulator can know: ``period_correct`` (within ``tolerance``) and
     ``cosine_distance`` to the clean clipped stream (collector.metrics), per device and
-    on average."""
+    on average. Only CPR looks for a period: the other methods (sw, sw_moving, sw_filter,
+    laplace) get ``period_correct`` None and no ``period_accuracy`` (they were scored as
+    wrong on every device: "period accuracy 0%" for a method that never names a period)."""
     per_device = {device: dict(entry) for device, entry in summary["per_device"].items()}
+    detects = summary.get("method") == "cpr"
     for device, result in reconstructions.items():
         entry = per_device[device]
         truth = fleet.true_periods.get(device)
         entry["period_true"] = truth
-        entry["period_correct"] = period_correct(result.period, truth, tolerance=tolerance)
+        entry["period_correct"] = (
+            period_correct(result.period, truth, tolerance=tolerance) if detects else None
+        )
         clean = normalise(fleet.clean[device], config.lo, config.hi)
         entry["cosine_distance"] = cosine_distance(result.values, clean)
     scored = [e for e in per_device.values() if e.get("period_correct") is not None]

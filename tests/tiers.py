@@ -171,6 +171,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_period.py::test_three_cycles_of_rough_cycles_are_claimed_where_the_baselines_succeed": 1.7,
     "tests/unit/test_period.py::test_red_streams_with_few_cycles_rarely_get_a_period_through_the_neighbour_test": 5.4,
     "tests/unit/test_period.py::test_red_lightly_noised_streams_rarely_get_a_period": 4.3,
+    "tests/unit/test_period.py::test_detect_period_is_scale_invariant": 0.7,
     "tests/unit/test_samplers.py::test_discrete_laplace_agrees_with_opendp": 1.2,
     "tests/unit/test_samplers.py::test_the_small_request_path_matches_the_pmf_too": 0.5,
     "tests/unit/test_secagg_active.py::test_full_graph_sums_exactly_with_dropouts_at_every_stage": 0.5,

@@ -75,25 +75,59 @@ CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
 
 
 def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The files have a
-    quoted header without the row-id column, and every data row starts with a row id."""
+    """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The shipped files have
+    a quoted header without the row-id column, and every data row starts with a row id;
+    written files may omit the row id (``to_csv(index=False)``), order the columns freely and
+    carry other columns. Raises ``ValueError`` in one sentence naming the line and column of
+    a bad value: a missing channel, a row of another width, a value that is not a finite
+    number, an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a
+    label of 2 read as occupied; a file without the row id read the wrong columns)."""
     rows: list[list[float]] = []
     labels: list[int] = []
-    with open(path, newline="") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
-        header = next(reader)
-        offset = 1 if len(header) == 7 else 0  # data rows carry an extra leading row id
-        cols = [header.index(c) + offset for c in CHANNELS]
-        occ = header.index("Occupancy") + offset
-        for row in reader:
-            if not row:
+        header = [cell.strip() for cell in next(reader, [])]
+        missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
+        if missing:
+            raise ValueError(
+                f"no column {', '.join(map(repr, missing))} in the header (it has "
+                f"{', '.join(map(repr, header)) or 'nothing'})"
+            )
+        offset = None
+        for lineno, row in enumerate(reader, start=2):
+            if not row or not any(cell.strip() for cell in row):
                 continue
-            rows.append([float(row[c]) for c in cols])
-            labels.append(int(float(row[occ])))
-    x = np.asarray(rows, dtype=float)
+            if offset is None:  # a leading row id: data rows one field wider than the header
+                offset = len(row) - len(header)
+                if offset not in (0, 1):
+                    raise ValueError(
+                        f"line {lineno} has {len(row)} fields, the header {len(header)} "
+                        "(a data row may carry one extra leading row id)"
+                    )
+                cols = [header.index(c) + offset for c in CHANNELS]
+                occ = header.index("Occupancy") + offset
+            if len(row) != len(header) + offset:
+                raise ValueError(
+                    f"line {lineno} has {len(row)} fields, expected {len(header) + offset}"
+                )
+            values = []
+            for name, c in zip((*CHANNELS, "Occupancy"), (*cols, occ), strict=True):
+                try:
+                    value = float(row[c])
+                except ValueError:
+                    value = float("nan")
+                if not np.isfinite(value):
+                    raise ValueError(
+                        f"line {lineno}: {name} must be a finite number, got {row[c]!r}"
+                    )
+                values.append(value)
+            if values[-1] not in (0.0, 1.0):
+                raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
+            rows.append(values[:-1])
+            labels.append(int(values[-1]))
+    x = np.asarray(rows, dtype=float).reshape(-1, len(CHANNELS))
     y = np.asarray(labels, dtype=int)
-    keep = np.all(np.isfinite(x), axis=1)
-    return x[keep], y[keep]
+    return x, y
 
 
 def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -63,6 +63,9 @@ async def test_baseline_reconstruction_and_laplace_devices(tmp_path):
     filtered = await run_scenario(cpr_free, broker="memory", out_dir=tmp_path / "filter")
     assert filtered["reconstruction"]["method"] == "sw_filter"
     assert filtered["per_device"]["d0001"]["period_hat"] is None
+    # sw_filter names no period: not scored (it was "period accuracy 0%", every device wrong)
+    assert filtered["per_device"]["d0001"]["period_correct"] is None
+    assert filtered["reconstruction"]["period_accuracy"] is None
     text = PERIODIC.format(method="laplace").replace(
         'reconstruct = "laplace"', 'reconstruct = "laplace"\nmechanism = "laplace"'
     )

@@ -181,3 +181,66 @@ def test_ablation_table(result):
     r = result["calibration"]["exposure_norm"]
     if max(r) > min(r):
         assert table["w/o Risk"]["budgets_eps1"] != full
+
+
+OCC_HEADER = '"date","Temperature","Humidity","Light","CO2","HumidityRatio","Occupancy"\n'
+
+
+def test_loader_reads_files_without_the_row_id_or_with_other_columns(tmp_path):
+    """A file written without the row id (pandas ``index=False``) read every channel one
+    column to the right ("list index out of range"); one with an extra column, the same."""
+    noid = tmp_path / "noid.txt"
+    noid.write_text(OCC_HEADER + "2015-02-04 17:51:00,23.18,27.272,426,721.25,0.0047,1\n")
+    extra = tmp_path / "extra.txt"
+    extra.write_text(
+        "Occupancy,CO2,Note,Light,Humidity,Temperature,HumidityRatio\n"
+        "7,1,721.25,x,426,27.272,23.18,0.0047\n"
+    )
+    for path in (noid, extra):
+        x, y = load_occupancy(path)
+        assert x.tolist() == [[23.18, 27.272, 426.0, 721.25, 0.0047]] and y.tolist() == [1]
+
+
+@pytest.mark.parametrize(
+    ("row", "needle"),
+    [
+        ('"2","2015-02-04 17:52:00",23.15,nan,429.5,714,0.0048,0\n', "line 3: Humidity"),
+        ('"2","2015-02-04 17:52:00",23.15,27.2,,714,0.0048,0\n', "line 3: Light"),
+        ('"2","2015-02-04 17:52:00",23.15,27.2,429.5,714,0.0048,2\n', "Occupancy must be 0 or 1"),
+        ('"2","2015-02-04 17:52:00",23.15,27.2,429.5,714\n', "line 3 has 6 fields, expected 8"),
+    ],
+)
+def test_loader_refuses_bad_rows_naming_the_line(tmp_path, row, needle):
+    """A NaN row was dropped silently (the windows shifted), a label 2 read as occupied."""
+    path = tmp_path / "d.txt"
+    path.write_text(
+        OCC_HEADER + '"1","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,1\n' + row
+    )
+    with pytest.raises(ValueError, match=needle):
+        load_occupancy(path)
+
+
+def test_loader_names_a_missing_column(tmp_path):
+    path = tmp_path / "d.txt"
+    path.write_text('"date","Temperature","Humidity","Light","HumidityRatio","Occupancy"\n')
+    with pytest.raises(ValueError, match="no column 'CO2' in the header"):
+        load_occupancy(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "label"), [("train_file", 0), ("train_file", 1), ("test_file", 0), ("test_file", 1)]
+)
+def test_a_one_class_file_is_refused(tmp_path, name, label):
+    """A training file of one class gave F1 0 silently (the classifier never predicts 1); a
+    test file of one class stopped in a TypeError (the oracles compare the two classes)."""
+    path = tmp_path / "d.txt"
+    rows = "".join(
+        f'"{i}","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,{label}\n' for i in range(300)
+    )
+    path.write_text(OCC_HEADER + rows)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(
+            "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
+            **{name: str(path)},
+        )  # fmt: skip
+    assert info.value.field == name and f"all have Occupancy {label}" in str(info.value)

@@ -117,6 +117,7 @@ def test_loader_rejects_malformed_lines(tmp_path, body):
     [
         (b"1 2\nalice bob\n", "line 2: node ids must be integers (at most 19 digits; '#'"),
         (b"# c\n\n1 2\n2 3 4\n", "line 4: expected two node ids, got '2 3 4'"),
+        (b"0,1\n1,2\n", "line 1: expected two node ids, got '0,1' (ids are separated by spaces"),
         (b"1 2\n\xff\xfe 3\n", "line 2: node ids must be integers"),
         (b"1 2\n99999999999999999999 3\n", "got '99999999999999999999 3'"),
     ],
@@ -352,3 +353,27 @@ def test_table2_ordering_on_ego_facebook(facebook, theta):
     assert max(ratio, key=ratio.get) == "LL"
     # the seed's LL figures (31.02, 13.38, 4.71), 20 runs; ours agree within 5 %
     assert mae["LL"] == pytest.approx({16: 31.02, 64: 13.38, 128: 4.71}[theta], rel=0.05)
+
+
+@pytest.mark.parametrize("name", ["missing.txt", "missing.txt.gz", ".", "bad.gz", "cut.txt.gz"])
+def test_an_unreadable_edge_list_is_one_sentence_naming_the_graph(tmp_path, name):
+    """A missing file, a directory or a broken gzip was a FileNotFoundError /
+    IsADirectoryError / BadGzipFile / EOFError traceback from `bench cadr --graph`."""
+    import gzip
+
+    (tmp_path / "bad.gz").write_bytes(b"not gzip")
+    (tmp_path / "cut.txt.gz").write_bytes(gzip.compress(b"0 1\n1 2\n" * 100)[:30])
+    spec = str(tmp_path / name)
+    with pytest.raises(ParameterError) as info:
+        load_graph(spec)
+    msg = str(info.value)
+    assert info.value.field == "graph" and "cannot read the edge list" in msg, msg
+    assert repr(spec) in msg and "barabasi_albert" in msg, msg
+
+
+def test_an_edge_list_saved_with_a_utf8_bom_loads(tmp_path):
+    """Notepad's BOM made the first id '\\ufeff0': 'node ids must be integers'."""
+    p = tmp_path / "bom.txt"
+    p.write_bytes(b"\xef\xbb\xbf0 1\r\n1 2\r\n")
+    g = load_edge_list(p)
+    assert g.n == 3 and g.edges() == 2

@@ -675,3 +675,110 @@ def test_a_short_integer_period_is_not_reported_as_a_multiple(period):
         x = np.tile(rng.random(period), 600 // period)
         found = detect_period(x + 0.01 * rng.standard_normal(x.size)).period
         assert found == period, (seed, found)
+
+
+# -- scale invariance (finite samples of any magnitude) ----------------------------------------
+
+
+def _quiet_detect(x, **kwargs):
+    """detect_period with every warning an error (numpy's overflow / underflow warnings)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return detect_period(x, **kwargs)
+
+
+def _same_estimate(a, b):
+    assert (a.period, a.candidate, a.harmonics, a.tests, a.max_period) == (
+        b.period,
+        b.candidate,
+        b.harmonics,
+        b.tests,
+        b.max_period,
+    )
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e150, 1e-150, 1e-300, 2.0**-1000, 1e308])
+def test_huge_and_tiny_finite_streams_give_the_unit_answer_without_warnings(scale):
+    """Samples near +-1e300 overflowed the squares of the spectrum and ones near 1e-150
+    underflowed them: numpy RuntimeWarnings and an abstention on a clean period 24."""
+    rng = np.random.default_rng(0)
+    t = np.arange(600)
+    x = np.sin(2 * np.pi * t / 24) + 0.3 * rng.standard_normal(600)
+    ref = _quiet_detect(x)
+    assert ref.period == 24
+    x = x / np.max(np.abs(x))  # so that 1e308 * x stays finite
+    _same_estimate(_quiet_detect(scale * x), ref)
+
+
+def test_random_signs_of_1e300_abstain_without_warnings():
+    x = np.random.default_rng(0).choice([-1e300, 1e300], 500)
+    est = _quiet_detect(x)
+    assert est.period is None
+    _same_estimate(est, _quiet_detect(x / 1e300))
+
+
+def test_the_largest_finite_float_is_a_valid_sample():
+    t = np.arange(300)
+    x = np.finfo(float).max * np.where(t % 12 < 6, 1.0, -1.0)
+    assert _quiet_detect(x).period == 12
+
+
+def test_int_list_and_float32_streams_give_the_float64_answer():
+    rng = np.random.default_rng(3)
+    t = np.arange(480)
+    x = 100.0 * np.sin(2 * np.pi * t / 20) + 30.0 * rng.standard_normal(480)
+    ints = np.rint(x).astype(np.int64)
+    ref = _quiet_detect(ints.astype(float))
+    assert ref.period == 20
+    _same_estimate(_quiet_detect(ints), ref)
+    _same_estimate(_quiet_detect(ints.tolist()), ref)
+    f32 = (x / np.max(np.abs(x))).astype(np.float32)
+    ref = _quiet_detect(f32.astype(float))
+    assert ref.period == 20
+    _same_estimate(_quiet_detect(f32), ref)
+    _same_estimate(_quiet_detect(f32 * np.float32(2.0**120)), ref)  # near float32's maximum
+
+
+def test_a_constant_with_rounding_noise_abstains_and_a_constant_with_a_small_cycle_does_not():
+    rng = np.random.default_rng(4)
+    t = np.arange(600)
+    assert _quiet_detect(5.0 + 1e-13 * rng.standard_normal(600)).period is None
+    assert _quiet_detect(5.0 + 1e-9 * np.sin(2 * np.pi * t / 24)).period == 24
+    assert _quiet_detect(1e-300 + 1e-310 * np.sin(2 * np.pi * t / 24)).period == 24
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    n=st.integers(0, 400),
+    seed=st.integers(0, 2**32 - 1),
+    period=st.integers(3, 40),
+    amplitude=st.sampled_from([0.0, 0.5, 2.0]),
+    exponent=st.integers(-1070, 1020),
+    mantissa=st.floats(1.0, 2.0, exclude_max=True),
+)
+def test_detect_period_is_scale_invariant(n, seed, period, amplitude, exponent, mantissa):
+    """detect_period(c x) == detect_period(x) for every c > 0 with c x finite: exactly (the
+    whole estimate) for a power of two, the answer for any c (c x is rounded, so a p-value
+    could move by a few ulps; no stream here sits that close to the gate)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    x = amplitude * np.sin(2 * np.pi * t / period) + rng.standard_normal(n)
+    if n:
+        x /= np.max(np.abs(x))  # |x| <= 1: c x below 2 ** 1021 is finite
+    ref = _quiet_detect(x)
+    exact = _quiet_detect(np.ldexp(x, exponent))
+    if exponent >= -1000:  # (below, the smallest samples become subnormal and lose bits)
+        assert exact == ref
+    scaled = _quiet_detect(mantissa * np.ldexp(x, min(exponent, 1019)))
+    assert (scaled.period, scaled.candidate) == (ref.period, ref.candidate) or exponent < -1000
+
+
+@pytest.mark.parametrize("bad", [[10**400] * 10, np.ones(10, dtype=complex), [1j] * 10])
+def test_complex_or_out_of_float_range_streams_are_refused_naming_the_field(bad):
+    """A complex array was cast to its real part (a ComplexWarning) and a Python int beyond
+    the float range raised a bare OverflowError."""
+    with pytest.raises(ParameterError) as info:
+        _quiet_detect(bad)
+    assert info.value.field == "x"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ldpfleet.devices.sources import (
     SHAPES,
     CsvSpec,
@@ -429,3 +431,119 @@ def test_csv_stream_rejects_bad_indices(args, field):
     with pytest.raises(SourceError) as err:
         csv_stream(CsvSpec(OCCUPANCY, "Light"), *args)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_semicolon_and_tab_separated_tables_are_read(tmp_path, sep):
+    """A semicolon- or tab-separated export (spreadsheets, many weather portals) was read as
+    one comma field per line: 'has no numeric columns'. The first line's most frequent of
+    comma, semicolon and tab now separates the fields."""
+    path = tmp_path / "t.csv"
+    rows = ["time,temp,hum", "2024-03-01T00:00,8.5,80", "2024-03-01T01:00,7.25,81"]
+    path.write_text("\ufeff" + "\r\n".join(r.replace(",", sep) for r in rows) + "\r\n")
+    names, table = load_table(str(path))
+    assert names == ["temp", "hum"]
+    assert table.tolist() == [[8.5, 80.0], [7.25, 81.0]]
+
+
+def test_a_decimal_comma_table_says_why_no_column_is_numeric(tmp_path):
+    path = tmp_path / "eu.csv"
+    path.write_text("time;temp\n2024-03-01T00:00;8,50\n2024-03-01T01:00;7,25\n")
+    with pytest.raises(SourceError) as err:
+        load_table(str(path))
+    msg = str(err.value)
+    assert err.value.field == "source.path"
+    assert "'8,50'" in msg and "line 2" in msg and "decimal comma" in msg
+
+
+def test_a_column_whose_first_value_is_missing_is_named_as_not_numeric(tmp_path):
+    """The column was dropped (non-numeric first value) and a column = "temp" scenario said
+    'temp' not in header, listing a header without it."""
+    path = tmp_path / "t.csv"
+    path.write_text("time,temp,hum\n2024-03-01T00:00,,80\n2024-03-01T01:00,7.25,81\n")
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), "temp")
+    msg = str(err.value)
+    assert err.value.field == "source.column"
+    assert "'temp'" in msg and "not a numeric column" in msg and "''" in msg and "line 2" in msg
+
+
+def test_a_header_name_of_two_columns_is_refused_naming_their_indices(tmp_path):
+    """column = "dup" took the first of two columns so named, silently."""
+    path = tmp_path / "t.csv"
+    path.write_text("when,dup,x,dup\n2024-01,1,2,3\n2024-02,4,5,6\n")
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), "dup")
+    assert err.value.field == "source.column"
+    assert "'dup' names 2 columns" in str(err.value) and "0, 2" in str(err.value)
+    assert CsvSpec(str(path), 2).column == 2  # the index still works
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_line_of_its_first_bad_byte(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"time,temp\n1,2.5\n2,3.5 \xb0C\n")
+    with pytest.raises(SourceError) as err:
+        load_table(str(path))
+    assert err.value.field == "source.path"
+    assert "is not UTF-8 text (byte 0xb0 on line 3): save it as UTF-8" in str(err.value)
+
+
+def test_a_delimiter_ending_every_row_is_not_a_row_id(tmp_path):
+    """Rows of one field more than the header were always read as a leading row id, so a
+    file whose rows end with a comma put column b's values under the name a, silently."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n1,2,3,\n4,5,6,\n")
+    names, table = load_table(str(path))
+    assert names == ["a", "b", "c"] and table.tolist() == [[1, 2, 3], [4, 5, 6]]
+    rowid = tmp_path / "id.csv"
+    rowid.write_text('"a","b"\n"1",7,8\n"2",9,10\n')  # the UCI layout still drops the id
+    assert load_table(str(rowid)) == (["a", "b"], load_table(str(rowid))[1])
+    assert load_table(str(rowid))[1].tolist() == [[7, 8], [9, 10]]
+
+
+def test_a_comma_in_a_header_name_of_a_tab_separated_table_does_not_choose_the_comma(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("time\tTemp, C\n2024-03-01T00:00\t8.5\n2024-03-01T01:00\t7.25\n")
+    names, table = load_table(str(path))
+    assert names == ["Temp, C"] and table.tolist() == [[8.5], [7.25]]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    table=st.integers(1, 5).flatmap(
+        lambda cols: st.lists(
+            st.lists(
+                st.floats(allow_nan=False, allow_infinity=False, width=64),
+                min_size=cols,
+                max_size=cols,
+            ),
+            min_size=1,
+            max_size=8,
+        )
+    ),
+    sep=st.sampled_from([",", ";", "\t"]),
+    end=st.sampled_from(["\n", "\r\n"]),
+    bom=st.booleans(),
+    quoted=st.booleans(),
+    trailing=st.sampled_from(["none", "both", "rows"]),
+    stamp=st.booleans(),
+)
+def test_written_tables_read_back_exactly(
+    tmp_path_factory, table, sep, end, bom, quoted, trailing, stamp
+):
+    """Any numeric table written with a header, comma / semicolon / tab, LF or CRLF, with or
+    without a BOM, quoted names, a delimiter ending each line (or each data line only) and a
+    leading timestamp column reads back as written (names and every float bit for bit)."""
+    names = [f"c{k}" for k in range(len(table[0]))]
+    q = (lambda s: f'"{s}"') if quoted else (lambda s: s)
+    tail = sep if trailing != "none" else ""
+    head = ([q("time")] if stamp else []) + [q(n) for n in names]
+    lines = [sep.join(head) + (tail if trailing == "both" else "")]
+    for i, row in enumerate(table):
+        cells = ([f"2024-03-01T{i:02d}:00"] if stamp else []) + [repr(v) for v in row]
+        lines.append(sep.join(cells) + tail)
+    path = tmp_path_factory.mktemp("w") / "t.csv"
+    path.write_bytes((("\ufeff" if bom else "") + end.join(lines) + end).encode("utf-8"))
+    got_names, got = load_table(str(path))
+    assert got_names[: len(names)] == names
+    assert got[:, : len(names)].tolist() == table
