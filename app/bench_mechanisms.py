@@ -73,16 +73,27 @@ def analytic_mse(mechanism, x: np.ndarray) -> float | None:
     return float(np.sum(variance(x)) / x.size**2 + bias**2)
 
 
-def measure(mechanism, x: np.ndarray, trials: int, rng: np.random.Generator) -> float:
-    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x."""
+def measure(
+    mechanism, x: np.ndarray, trials: int, rng: np.random.Generator, name: str = "mechanism"
+) -> float:
+    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x.
+
+    Each batch of privatisations is ONE ``perturb`` call on a 1-D array (the populations
+    one after another, as a device's stream is 1-D) through the contract's check
+    (``contract_reports``: shape, finite real numbers, ``in_domain`` accepting every
+    report) and each estimate through ``checked_mean``: the bench measures only reports a
+    collector would accept, and a plugin failing either gives one sentence
+    (``ParameterError``) naming it."""
+    from ldpfleet.protocol.mechanism_contract import checked_mean, contract_reports
+
     truth = float(np.mean(x))
     errors = np.empty(trials)
     batch = max(1, 2_000_000 // x.size)  # rows per perturb call: bounded memory
     for start in range(0, trials, batch):
         rows = min(batch, trials - start)
-        reports = mechanism.perturb(np.broadcast_to(x, (rows, x.size)).copy(), rng)
+        reports = contract_reports(mechanism, np.tile(x, rows), rng, name).reshape(rows, x.size)
         for i in range(rows):
-            errors[start + i] = mechanism.estimate_mean(reports[i]) - truth
+            errors[start + i] = checked_mean(mechanism, reports[i], name) - truth
     return float(np.mean(errors**2))
 
 
@@ -113,7 +124,7 @@ def bench_mechanisms(
                     rows.append({
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
                         "true_mean": float(np.mean(x)),
-                        "mse": measure(mech, x, trials, rng),
+                        "mse": measure(mech, x, trials, rng, mech_name),
                         "analytic_mse": analytic_mse(mech, x),
                     })  # fmt: skip
                     if progress is not None:

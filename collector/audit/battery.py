@@ -354,13 +354,14 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
 
 def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
     """The audit of the contract mechanism ``name`` at the claimed eps per report."""
+    from ldpfleet.protocol.mechanism_contract import contract_reports
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
-    mech = stream_mechanism(name, eps)
-    canary = Canary(
+    mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
+    canary = Canary(  # every canary report through the same check (in_domain included)
         "input 0 vs 1",
-        lambda rng, n: mech.perturb(np.zeros(n), rng),
-        lambda rng, n: mech.perturb(np.ones(n), rng),
+        lambda rng, n: contract_reports(mech, np.zeros(n), rng, name),
+        lambda rng, n: contract_reports(mech, np.ones(n), rng, name),
     )
     witnesses = {"report": _value, "distance to 0": lambda y: np.abs(_value(y))}
     if callable(getattr(mech, "density", None)):  # optional: the optimal (Neyman-Pearson) test

@@ -161,3 +161,86 @@ class OwnGenerator(_Base):
     def perturb(self, x, rng):
         x = np.asarray(x, dtype=float)
         return x + _OWN.laplace(0.0, 1.0 / self.eps, size=x.shape)
+
+
+class ReturnsList(_Base):
+    """``perturb`` returns a Python list instead of an ndarray (was converted silently)."""
+
+    def perturb(self, x, rng):
+        return super().perturb(x, rng).tolist()
+
+
+class ReturnsListLater(_Base):
+    """Passes the load-time probe (256 inputs), then returns a list on a device's stream."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else y.tolist()
+
+
+class ReturnsComplex(_Base):
+    """``perturb`` returns complex reports (their imaginary part was dropped silently)."""
+
+    def perturb(self, x, rng):
+        return super().perturb(x, rng) + 0j
+
+
+class ReturnsInts(_Base):
+    """Randomized response on x > 0.5 reporting 0/1 as int64: allowed (int dtype)."""
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        keep = rng.random(x.shape) < np.exp(self.eps) / (np.exp(self.eps) + 1.0)
+        return np.where(keep, x > 0.5, x <= 0.5).astype(np.int64)
+
+    def in_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return (y == 0.0) | (y == 1.0)
+
+
+class _MeanReturns(_Base):
+    """``estimate_mean`` returns ``self.value(mean)`` instead of a float."""
+
+    def estimate_mean(self, y):
+        return self.value(float(np.mean(y)))
+
+
+class MeanString(_MeanReturns):
+    value = staticmethod(lambda m: str(m))
+
+
+class MeanZeroD(_MeanReturns):
+    value = staticmethod(lambda m: np.array(m))
+
+
+class MeanOneElementList(_MeanReturns):
+    value = staticmethod(lambda m: [m])
+
+
+class MeanBool(_MeanReturns):
+    value = staticmethod(lambda m: m > 0.5)
+
+
+class MeanNumpyScalar(_MeanReturns):
+    """A numpy float32 scalar: allowed (a real number)."""
+
+    value = staticmethod(lambda m: np.float32(m))
+
+
+class OutOfDomainLater(_Base):
+    """Passes the load-time probe (256 inputs), then sends reports its own ``in_domain``
+    rejects (above 1e3): a collector refuses them, so no bench or audit may score them."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else y + 1e4
+
+    def in_domain(self, y):
+        return np.abs(np.asarray(y, dtype=float)) < 1e3
+
+
+class OneDimensional(_Base):
+    """Written for the 1-D arrays a device passes (``len(x)``, not ``x.shape``)."""
+
+    def perturb(self, x, rng):
+        return np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / self.eps, size=len(x))

@@ -150,6 +150,12 @@ BAD_PLUGINS = [
     (f"{BAD}:ExitsInPerturb", "perturb failed on inputs in [0, 1]: it called sys.exit(0)"),
     (f"{BAD}:GlobalRandom", "perturb is not a function of its inputs and rng"),
     (f"{BAD}:OwnGenerator", "generators seeded alike gave different reports (report 0: "),
+    (f"{BAD}:ReturnsList", "perturb returned a list, not a numpy.ndarray"),
+    (f"{BAD}:ReturnsComplex", "perturb returned reports of dtype complex128, not real numbers"),
+    (f"{BAD}:MeanString", "estimate_mean returned '0."),
+    (f"{BAD}:MeanZeroD", "(a numpy.ndarray of shape ()), not a real number"),
+    (f"{BAD}:MeanOneElementList", "(a list), not a real number"),
+    (f"{BAD}:MeanBool", "(a bool), not a real number"),
     ("nonesuch", "no installed package registers it"),
 ]
 
@@ -289,7 +295,8 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("NonFiniteLater", "perturb returned non-finite or non-numeric reports (report 0 is"),
+        ("NonFiniteLater", "perturb returned non-finite reports (report 0 is nan)"),
+        ("ReturnsListLater", "perturb returned a list, not a numpy.ndarray"),
         ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
     ],
 )
@@ -337,3 +344,44 @@ def test_an_estimate_mean_failing_on_the_collector_leaves_the_device_out(name, w
         means = mean_estimates(config, streams)
     assert means == {"d0000": pytest.approx(5.0)}
     assert "estimate_mean failed for 1 device(s)" in caplog.text and why in caplog.text
+
+
+@pytest.mark.parametrize("name", ["ReturnsInts", "MeanNumpyScalar"])
+def test_int_reports_and_numpy_scalar_means_are_real_numbers(name):
+    """The contract's types: an int ndarray of reports (converted to float) and a numpy
+    floating scalar from ``estimate_mean`` are accepted."""
+    mechanism = stream_mechanism(f"{BAD}:{name}", 1.0)
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=2, steps=8, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    reporter = StreamReporter(config, "d0", np.random.default_rng(1))
+    reporter.start(0.0)
+    reporter.add_readings(np.linspace(0.0, 10.0, 8), 0.0)
+    assert reporter.privatised == 8 and reporter.values.dtype == np.float64
+    assert mean_estimates(config, {"d0": reporter.values[:8]})["d0"] >= 0.0 or mechanism
+
+
+def test_the_audit_refuses_reports_outside_in_domain():
+    """The audit scores only reports a collector would accept: a plugin that passes the
+    load-time probe and then sends reports its own ``in_domain`` rejects gets one sentence
+    (it was audited, the refused reports counted as evidence)."""
+    with pytest.raises(ParameterError, match="in_domain rejects its own output"):
+        run_audit(f"{BAD}:OutOfDomainLater", 1.0, trials=200, seed=0)
+    bad = _cli("audit", f"{BAD}:OutOfDomainLater", "--eps", "1", "--trials", "200")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "mechanism: 'tests.unit.bad_mechanisms:OutOfDomainLater' in_domain" in bad.stderr
+
+
+def test_an_estimate_mean_of_the_wrong_type_on_the_collector_leaves_the_device_out(caplog):
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:MeanNumpyScalar", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    means = mean_estimates(config, {"d0": np.full(12, 0.5)})
+    assert means == {"d0": pytest.approx(5.0)}
+    from ldpfleet.protocol.mechanism_contract import mean_problem
+
+    assert mean_problem("0.5") == "returned '0.5' (a str), not a real number (int or float)"
+    assert mean_problem(np.float64("nan")) == "returned nan, not a finite number"
+    assert mean_problem(np.int64(3)) is None and mean_problem(1 + 0j) is not None
