@@ -46,6 +46,7 @@ wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proo
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -126,6 +127,14 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
         raise _fail(name, f"is not a class (got a {type(factory).__name__})")
+    try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
+        inspect.signature(factory).bind(eps)
+    except TypeError as error:
+        raise _fail(
+            name, f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}"
+        ) from None
+    except ValueError:  # no signature to inspect (a builtin): calling it will tell
+        pass
     try:
         mechanism = factory(eps)
     except (Exception, SystemExit) as error:  # a plugin may raise anything: report it

@@ -35,7 +35,7 @@ from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
-from ldpfleet.protocol.mechanism_contract import build_mechanism, check_mechanism
+from ldpfleet.protocol.mechanism_contract import build_mechanism, check_budget, check_mechanism
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, MECHANISM_NAME_PATTERN
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 from ldpfleet.protocol.raw import RawMechanism
@@ -147,7 +147,12 @@ def stream_mechanism(name: str, eps: float):
     """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
 
     The first build of each (name, eps) runs the contract's sample check on a fixed-seed
-    generator of its own (the caller's generator is never touched)."""
+    generator of its own (the caller's generator is never touched). A budget outside
+    (0, 50] (``check_budget``) is refused for every mechanism but ``raw`` before any plugin
+    sees it: a plugin built at eps = 0, NaN or inf answered with a misleading failure of
+    its own (``ldpfleet audit pkg.mod:Cls --eps nan``: "estimate_mean returned nan")."""
+    if name != "raw":
+        check_budget(eps)
     mechanism = build_mechanism(mechanism_factory(name), eps, name)
     key = (name, float(eps))
     if key not in _checked:

@@ -244,3 +244,19 @@ class OneDimensional(_Base):
 
     def perturb(self, x, rng):
         return np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / self.eps, size=len(x))
+
+
+class NeedsTwoArgs(_Base):
+    """``__init__`` takes a required argument besides eps (was "refused eps = ...")."""
+
+    def __init__(self, eps: float, levels: int) -> None:
+        super().__init__(eps)
+        self.levels = levels
+
+
+class NanOnBadEps(_Base):
+    """Accepts any eps, so eps = 0 or NaN reaches its arithmetic (the budget must be
+    checked before a plugin sees it)."""
+
+    def estimate_mean(self, y):
+        return float(np.mean(y)) * self.eps / self.eps

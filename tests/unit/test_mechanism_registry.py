@@ -151,6 +151,11 @@ BAD_PLUGINS = [
     (f"{BAD}:GlobalRandom", "perturb is not a function of its inputs and rng"),
     (f"{BAD}:OwnGenerator", "generators seeded alike gave different reports (report 0: "),
     (f"{BAD}:ReturnsList", "perturb returned a list, not a numpy.ndarray"),
+    (
+        f"{BAD}:NeedsTwoArgs",
+        "cannot be built as Cls(eps), the mechanism contract's constructor: "
+        "missing a required argument: 'levels'",
+    ),
     (f"{BAD}:ReturnsComplex", "perturb returned reports of dtype complex128, not real numbers"),
     (f"{BAD}:MeanString", "estimate_mean returned '0."),
     (f"{BAD}:MeanZeroD", "(a numpy.ndarray of shape ()), not a real number"),
@@ -385,3 +390,15 @@ def test_an_estimate_mean_of_the_wrong_type_on_the_collector_leaves_the_device_o
     assert mean_problem("0.5") == "returned '0.5' (a str), not a real number (int or float)"
     assert mean_problem(np.float64("nan")) == "returned nan, not a finite number"
     assert mean_problem(np.int64(3)) is None and mean_problem(1 + 0j) is not None
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf"), 51.0])
+def test_a_budget_outside_the_contract_is_refused_before_a_plugin_sees_it(eps):
+    """``ldpfleet audit pkg.mod:Cls --eps nan`` answered with the plugin's own failure
+    ("estimate_mean returned nan"), and eps = 51 (beyond the wire's 50) was audited."""
+    with pytest.raises(ParameterError) as info:
+        build_spec(f"{BAD}:NanOnBadEps", eps)
+    assert info.value.field == "eps" and "must be" in str(info.value), str(info.value)
+    with pytest.raises(ParameterError, match="eps: must be in"):
+        stream_mechanism("duchi", 0.0)
+    assert stream_mechanism("raw", 0.0).eps == 0.0
