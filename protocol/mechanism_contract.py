@@ -21,7 +21,8 @@ Required (a class ``Cls`` with):
     global RNG, a clock or ``os.urandom``. The whole mechanism must be pure ``eps``-LDP: for
     any two inputs and any set of outputs the probabilities differ by at most ``e^eps``.
 ``in_domain(y) -> ndarray[bool]``
-    which reports an honest device could have sent (finite and inside the output range).
+    which reports an honest device could have sent (finite and inside the output range), a
+    numpy array of dtype bool and y's shape (an int, float or list mask is refused).
     The collector refuses a report with a value outside it (counted, ``values[i]``
     named), so it must accept every output of ``perturb``.
 ``estimate_mean(y) -> float``
@@ -64,6 +65,7 @@ __all__ = [
     "checked_mean",
     "checked_reports",
     "contract_reports",
+    "domain_mask",
     "mean_problem",
     "probe_inputs",
     "unit_inputs",
@@ -247,19 +249,39 @@ def _first_bad(out: np.ndarray) -> str:
     return ""
 
 
+def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
+    """``in_domain(y)``: a numpy bool array of y's shape, or one sentence (``ParameterError``,
+    field ``mechanism``). The ONE reading of ``in_domain``, at load time and on the
+    collector: an int or float mask (converted to bool, it passed the load-time check) made
+    the collector reject every report with ``~mask`` and the run hang, a list ended it with
+    a traceback."""
+    try:
+        accepted = mechanism.in_domain(y)  # type: ignore[attr-defined]
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"in_domain failed: {_why(error)}") from None
+    if isinstance(accepted, bool | np.bool_):  # one bool for all: named by its shape below
+        accepted = np.asarray(accepted)
+    if not isinstance(accepted, np.ndarray) or accepted.dtype != np.bool_:
+        kind = f"dtype {accepted.dtype}" if isinstance(accepted, np.ndarray) else "a "
+        kind += "" if isinstance(accepted, np.ndarray) else type(accepted).__name__
+        raise _fail(
+            name,
+            f"in_domain returned {kind}, not a numpy bool array (one bool per report, "
+            "e.g. (y >= low) & (y <= high))",
+        )
+    if accepted.shape != y.shape:
+        raise _fail(
+            name,
+            f"in_domain returned shape {accepted.shape} for reports of shape {y.shape} "
+            "(one bool per report)",
+        )
+    return accepted
+
+
 def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
     """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
     out = checked_reports(x, y, name)
-    try:
-        accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
-    except (Exception, SystemExit) as error:
-        raise _fail(name, f"in_domain failed on its own outputs: {_why(error)}") from None
-    if accepted.shape != out.shape:
-        raise _fail(
-            name,
-            f"in_domain returned shape {accepted.shape} for reports of shape {out.shape} "
-            "(one bool per report)",
-        )
+    accepted = domain_mask(mechanism, out, name)
     if not np.all(accepted):
         bad = int(np.flatnonzero(~accepted.ravel())[0])
         raise _fail(

@@ -53,7 +53,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
-from ldpfleet.protocol.mechanism_contract import checked_reports
+from ldpfleet.protocol.mechanism_contract import checked_reports, domain_mask
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
@@ -680,7 +680,15 @@ class StreamCollector(PeerFacingMachine):
                 code="out_of_range",
             )
         values = np.asarray(report.values, dtype=float)
-        bad = np.flatnonzero(~self._mechanism.in_domain(values))
+        try:  # the load-time check's reading of in_domain (a bool mask of the values' shape)
+            inside = domain_mask(self._mechanism, values, c.mechanism)
+        except ParameterError as error:  # the plugin failed on these values: refuse them
+            raise RemoteProtocolError(
+                f"the values could not be checked: {error}"[:400],
+                field="values",
+                code="out_of_range",
+            ) from None
+        bad = np.flatnonzero(~inside)
         if bad.size:
             index = int(bad[0])
             raise RemoteProtocolError(

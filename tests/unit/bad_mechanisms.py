@@ -260,3 +260,34 @@ class NanOnBadEps(_Base):
 
     def estimate_mean(self, y):
         return float(np.mean(y)) * self.eps / self.eps
+
+
+class InDomainInts(_Base):
+    """``in_domain`` answers 0/1 ints: the collector's ``~mask`` made every report "outside
+    the domain" and the run hung."""
+
+    def in_domain(self, y):
+        return super().in_domain(y).astype(np.int64)
+
+
+class InDomainFloats(_Base):
+    """``in_domain`` answers 0.0/1.0: the collector's ``~mask`` raised (a traceback)."""
+
+    def in_domain(self, y):
+        return super().in_domain(y).astype(float)
+
+
+class InDomainList(_Base):
+    """``in_domain`` answers a list of bools: the collector's ``~mask`` raised."""
+
+    def in_domain(self, y):
+        return [bool(v) for v in super().in_domain(y)]
+
+
+class InDomainFailsLater(_Base):
+    """``in_domain`` passes the probe (256 reports), then raises on the collector."""
+
+    def in_domain(self, y):
+        if np.size(y) != 256:
+            raise RuntimeError("in_domain broke on the collector")
+        return super().in_domain(y)

@@ -151,6 +151,9 @@ BAD_PLUGINS = [
     (f"{BAD}:GlobalRandom", "perturb is not a function of its inputs and rng"),
     (f"{BAD}:OwnGenerator", "generators seeded alike gave different reports (report 0: "),
     (f"{BAD}:ReturnsList", "perturb returned a list, not a numpy.ndarray"),
+    (f"{BAD}:InDomainInts", "in_domain returned dtype int64, not a numpy bool array"),
+    (f"{BAD}:InDomainFloats", "in_domain returned dtype float64, not a numpy bool array"),
+    (f"{BAD}:InDomainList", "in_domain returned a list, not a numpy bool array"),
     (
         f"{BAD}:NeedsTwoArgs",
         "cannot be built as Cls(eps), the mechanism contract's constructor: "
@@ -414,3 +417,29 @@ def test_the_example_stays_private_under_the_likelihood_ratio_witness(examples_p
     assert "likelihood ratio" in build_spec(name, 1.0).witnesses
     result = run_audit(name, 1.0, seed=seed)
     assert result.verdict == "inconclusive" and result.eps_lb <= 1.0, result
+
+
+def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentence():
+    """The collector reads ``in_domain`` as the load-time check does: a plugin raising on a
+    report's values gets that report refused (``values``), not a traceback of the run."""
+    from ldpfleet.protocol import topics
+    from ldpfleet.protocol.events import Rejected
+    from ldpfleet.protocol.messages import Hello
+    from ldpfleet.protocol.stream import StreamCollector
+
+    mechanism = f"{BAD}:InDomainFailsLater"
+    config = StreamConfig(
+        run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "d0", np.random.default_rng(0))
+    reporter.start(0.0)
+    hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
+    collector = StreamCollector(config, ["d0"])
+    collector.receive(topics.parse(hello.topic), hello.message, 0.0)
+    reporter.add_readings(np.full(10, 0.5), 0.0)
+    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
+                      values=reporter.values[:5].tolist())  # fmt: skip
+    collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
+    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    assert collector.accepted == 0 and [e.field for e in rejected] == ["values"]
+    assert "in_domain failed: in_domain broke on the collector" in rejected[0].reason
