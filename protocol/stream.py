@@ -53,7 +53,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
-from ldpfleet.protocol.mechanism_contract import checked_reports, domain_mask
+from ldpfleet.protocol.mechanism_contract import check_outputs, domain_mask
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
@@ -323,8 +323,11 @@ class StreamReporter(Machine):
 
     def _privatise(self, v: np.ndarray) -> np.ndarray:
         """The mechanism's reports for ``v``, checked like at load time (right shape, finite
-        numbers): a user mechanism failing here stops this device with one sentence naming
-        ``mechanism`` (``ParameterError``) instead of a NaN the wire cannot carry."""
+        numbers, every one accepted by the mechanism's own ``in_domain``: the collector
+        would reject the batch, the device retransmit it, and the run wait for its stage
+        timeout, 600 s by default): a user mechanism failing here stops this device with
+        one sentence naming ``mechanism`` (``ParameterError``) instead of a NaN the wire
+        cannot carry."""
         name = self.config.mechanism
         try:
             y = self._mechanism.perturb(v, self._rng)
@@ -333,7 +336,7 @@ class StreamReporter(Machine):
                 f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
                 field="mechanism",
             ) from error
-        return checked_reports(v, y, name)
+        return check_outputs(self._mechanism, v, y, name)
 
     def _refuse(self, t: int, reason: str) -> None:
         """The ledger refused step ``t``: nothing from ``t`` on is privatised; tell the

@@ -305,6 +305,7 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
     [
         ("NonFiniteLater", "perturb returned non-finite reports (report 0 is nan)"),
         ("ReturnsListLater", "perturb returned a list, not a numpy.ndarray"),
+        ("OutOfDomainLater", "in_domain rejects its own output"),
         ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
     ],
 )
@@ -436,10 +437,22 @@ def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentenc
     hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
     collector = StreamCollector(config, ["d0"])
     collector.receive(topics.parse(hello.topic), hello.message, 0.0)
-    reporter.add_readings(np.full(10, 0.5), 0.0)
     report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
-                      values=reporter.values[:5].tolist())  # fmt: skip
+                      values=[0.5] * 5)  # fmt: skip
     collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
     rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
     assert collector.accepted == 0 and [e.field for e in rejected] == ["values"]
     assert "in_domain failed: in_domain broke on the collector" in rejected[0].reason
+
+
+def test_cli_run_of_a_plugin_whose_reports_leave_its_domain_ends_naming_it(tmp_path):
+    """A plugin passing the load-time probe whose later reports its own ``in_domain``
+    rejects: the collector rejected each batch, the devices retransmitted it, and ``ldpfleet
+    run`` waited for the stage timeout (600 s; killed at 100 s). The device now checks
+    in_domain before sending: it stops with one sentence, the run ends with exit 1."""
+    path = tmp_path / "ood.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:OutOfDomainLater"))
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1 and "Traceback" not in said, said
+    assert "in_domain rejects its own output" in said, said
