@@ -158,6 +158,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_mechanism_registry.py::test_cli_audit_of_a_plugin_and_of_bad_plugins": 6.9,
     "tests/unit/test_mechanism_registry.py::test_cli_run_of_a_bad_plugin_scenario_exits_2": 1.5,
     "tests/unit/test_mechanism_registry.py::test_the_audit_refuses_reports_outside_in_domain": 2.1,
+    "tests/unit/test_mechanism_registry.py::test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json": 2.8,
     "tests/unit/test_mechanism_registry.py::test_cli_run_of_a_plugin_whose_reports_leave_its_domain_ends_naming_it": 3.2,
     "tests/unit/test_memory_transport.py::test_trie_agrees_with_topics_matches": 3.1,
     "tests/unit/test_memory_transport.py::test_trie_remove_client_keeps_exactly_the_others_subscriptions": 3.0,

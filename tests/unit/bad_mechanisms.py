@@ -291,3 +291,16 @@ class InDomainFailsLater(_Base):
         if np.size(y) != 256:
             raise RuntimeError("in_domain broke on the collector")
         return super().in_domain(y)
+
+
+class Prints(_Base):
+    """Prints while it builds and perturbs (a debugging user): the JSON that ``ldpfleet
+    audit`` and ``bench mechanisms`` print on stdout must stay parseable."""
+
+    def __init__(self, eps: float) -> None:
+        print(f"building Prints at eps = {eps}")
+        super().__init__(eps)
+
+    def perturb(self, x, rng):
+        print("perturb called")
+        return super().perturb(x, rng)

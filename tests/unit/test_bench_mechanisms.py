@@ -65,3 +65,14 @@ def test_perturb_is_called_on_1d_arrays_as_a_device_calls_it():
                               sizes=(30,), distributions=("uniform",), trials=50)  # fmt: skip
     # Laplace(1/eps) noise on 30 inputs: MSE = 2 / (eps^2 n) = 0.067; 50 trials: rel sd 20%
     assert result["rows"][0]["mse"] == pytest.approx(2.0 / 30.0, rel=0.6)
+
+
+def test_a_plugin_printing_leaves_stdout_to_the_json():
+    """A plugin's print() went to stdout before the JSON: ``| jq`` failed to parse it."""
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    args = ["--mechanisms", f"{BAD}:Prints", "--sizes", "10", "--trials", "3", "--eps", "1"]
+    out = CliRunner().invoke(app, [*args, "--distributions", "uniform"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["rows"][0]["mechanism"] == f"{BAD}:Prints"
+    assert "building Prints at eps = 1.0" in out.stderr

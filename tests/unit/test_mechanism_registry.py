@@ -456,3 +456,11 @@ def test_cli_run_of_a_plugin_whose_reports_leave_its_domain_ends_naming_it(tmp_p
     said = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 1 and "Traceback" not in said, said
     assert "in_domain rejects its own output" in said, said
+
+
+def test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json():
+    """A plugin's print() went to stdout before the audit's JSON (unparseable)."""
+    out = _cli("audit", f"{BAD}:Prints", "--eps", "1", "--trials", "200")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mechanism"] == f"{BAD}:Prints"
+    assert "building Prints at eps = 1.0" in out.stderr
