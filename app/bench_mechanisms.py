@@ -61,16 +61,38 @@ DISTRIBUTIONS = dict(zip(MECHANISM_DISTRIBUTIONS, (
 ), strict=True))  # fmt: skip
 
 
-def analytic_mse(mechanism, x: np.ndarray) -> float | None:
+def analytic_mse(mechanism, x: np.ndarray, name: str = "mechanism") -> float | None:
     """``sum Var(x_i) / n^2`` (+ the squared bias of ``sw01``); None without ``variance``."""
     variance = getattr(mechanism, "variance", None)
     if variance is None:
         return None
+    values = _variances(variance, x, name)
     bias = 0.0
     if getattr(mechanism, "variant", None) == "sw01":
         b = mechanism.b
         bias = float(np.mean(np.clip(x, b, 1.0 - b)) - np.mean(x))
-    return float(np.sum(variance(x)) / x.size**2 + bias**2)
+    return float(np.sum(values) / x.size**2 + bias**2)
+
+
+def _variances(variance: Callable, x: np.ndarray, name: str) -> np.ndarray:
+    """``variance(x)``, one finite value >= 0 per input; a scalar stands for every input (a
+    constant-variance mechanism's natural answer: summed as one value, it made the analytic
+    MSE n times too small). Another shape or a bad value: one sentence."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        values = np.asarray(variance(x), dtype=float)
+    except Exception as error:  # a plugin may raise anything
+        raise ParameterError(f"{name!r} variance failed: {error}", field="mechanism") from None
+    if values.shape == ():
+        values = np.full(x.shape, float(values))
+    if values.shape != x.shape or not np.all(np.isfinite(values) & (values >= 0.0)):
+        raise ParameterError(
+            f"{name!r} variance must answer one finite value >= 0 per input (or one for "
+            f"all), got shape {values.shape} for {x.size} inputs",
+            field="mechanism",
+        )
+    return values
 
 
 def measure(
@@ -125,7 +147,7 @@ def bench_mechanisms(
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
                         "true_mean": float(np.mean(x)),
                         "mse": measure(mech, x, trials, rng, mech_name),
-                        "analytic_mse": analytic_mse(mech, x),
+                        "analytic_mse": analytic_mse(mech, x, mech_name),
                     })  # fmt: skip
                     if progress is not None:
                         progress(len(rows), cells)

@@ -304,3 +304,15 @@ class Prints(_Base):
     def perturb(self, x, rng):
         print("perturb called")
         return super().perturb(x, rng)
+
+
+class ScalarVariance(_Base):
+    """Unclipped Laplace stating its constant variance 2 / eps^2 as one number."""
+
+    def variance(self, x):
+        return 2.0 / self.eps**2
+
+
+class VarianceWrongShape(_Base):
+    def variance(self, x):
+        return np.full(3, 2.0 / self.eps**2)

@@ -76,3 +76,16 @@ def test_a_plugin_printing_leaves_stdout_to_the_json():
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["rows"][0]["mechanism"] == f"{BAD}:Prints"
     assert "building Prints at eps = 1.0" in out.stderr
+
+
+def test_a_scalar_variance_stands_for_every_input():
+    """``variance`` answering one number (Laplace: 2 / eps^2) was summed once, not n times:
+    the analytic MSE came out n times too small (0.002 / 100 instead of 0.02 at eps 1)."""
+    rows = bench_mechanisms(mechanisms=(f"{BAD}:ScalarVariance",), eps_list=(1.0,),
+                            sizes=(100,), distributions=("uniform",), trials=5)["rows"]  # fmt: skip
+    assert rows[0]["analytic_mse"] == pytest.approx(2.0 / 100)
+    from ldpfleet.protocol.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="variance must answer one finite value >= 0"):
+        bench_mechanisms(mechanisms=(f"{BAD}:VarianceWrongShape",), eps_list=(1.0,),
+                         sizes=(10,), distributions=("uniform",), trials=2)  # fmt: skip
