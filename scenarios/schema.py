@@ -808,7 +808,7 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
                 raise ScenarioError(
                     f"{where}stream.{name}: required for mechanism {stream.mechanism!r}"
                 )
-        _check_plugin(stream.mechanism, stream.eps / stream.w, where)
+        _check_plugin(stream.mechanism, stream.eps, stream.w, where)
         if spec.gcdp is not None:
             raise ScenarioError(
                 f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
@@ -833,14 +833,19 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
         )
 
 
-def _check_plugin(name: str, eps0: float, where: str) -> None:
+def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
-    contract's sample check (``protocol.mechanism_contract``)."""
+    contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
+    is told where that number comes from (the user wrote eps, not eps0)."""
+    eps0 = eps / w
     try:
         check_mechanism_name(name)
         stream_mechanism(name, eps0)
     except ParameterError as error:
-        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+        reason = error.reason
+        if f"refused eps = {eps0:g}" in reason:
+            reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
+        raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:

@@ -143,7 +143,11 @@ BAD_PLUGINS = [
     (f"{BAD}:Nope", "has no attribute 'Nope'"),
     (f"{BAD}:not_a_class", "is not a class"),
     (f"{BAD}:MissingMethod", "has no method estimate_mean"),
-    (f"{BAD}:RefusesSmallEps", "refused eps = 0.4: eps must be at least 1"),
+    (
+        f"{BAD}:RefusesSmallEps",
+        "refused eps = 0.4: eps must be at least 1, got 0.4 (the budget of one report, "
+        "stream.eps / stream.w = 2 / 5)",
+    ),
     (f"{BAD}:WrongShape", "perturb returned shape (255,) for inputs of shape (256,)"),
     (f"{BAD}:NonFinite", "perturb returned non-finite"),
     (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
