@@ -124,7 +124,17 @@ def _entry_point_class(name: str) -> type:
             field="mechanism",
         )
     entry = next(iter(found))
-    return _import_class(entry.value.replace(" ", ""))
+    try:
+        return _import_class(entry.value.replace(" ", ""))
+    except ParameterError as error:  # name the entry point and its distribution too
+        where = f"{name!r} (entry point of {_distribution(entry)} -> {entry.value!r})"
+        raise ParameterError(f"{where}: {error.reason}", field="mechanism") from None
+
+
+def _distribution(entry) -> str:
+    """The name of the installed distribution that registers ``entry`` (or a stand-in)."""
+    dist = getattr(entry, "dist", None)
+    return repr(dist.name) if dist is not None else "an installed package"
 
 
 def mechanism_factory(name: str) -> Callable[[float], object]:

@@ -103,10 +103,19 @@ def test_an_installed_distribution_registers_a_name_through_its_entry_point(tmp_
     info = tmp_path / "ldpfleet_clipped-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ldpfleet-clipped\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[ldpfleet.mechanisms]\nclipped = {PLUGIN}\n")
+    (info / "entry_points.txt").write_text(
+        f"[ldpfleet.mechanisms]\nclipped = {PLUGIN}\nbroken = clipped_laplace:Nope\n"
+    )
     code = f"""
 import ldpfleet
 assert "clipped" in ldpfleet.mechanism_names(), ldpfleet.mechanism_names()
+try:  # a broken entry point is named with its distribution and target
+    ldpfleet.get_mechanism("broken", 1.0)
+except Exception as error:
+    assert ("'broken' (entry point of 'ldpfleet-clipped' -> 'clipped_laplace:Nope'): "
+        "'clipped_laplace' has no attribute 'Nope'") in str(error), str(error)
+else:
+    raise AssertionError("the broken entry point was built")
 assert type(ldpfleet.get_mechanism("clipped", 1.0)).__name__ == "ClippedLaplace"
 text = {SCENARIO.format(mechanism="clipped")!r}
 results = ldpfleet.run(ldpfleet.parse_scenario(text), broker="memory", out_dir="out")
