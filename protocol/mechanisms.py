@@ -124,11 +124,13 @@ def _entry_point_class(name: str) -> type:
             field="mechanism",
         )
     entry = next(iter(found))
+    target = entry.value.replace(" ", "")
     try:
-        return _import_class(entry.value.replace(" ", ""))
+        return _import_class(target)
     except ParameterError as error:  # name the entry point and its distribution too
-        where = f"{name!r} (entry point of {_distribution(entry)} -> {entry.value!r})"
-        raise ParameterError(f"{where}: {error.reason}", field="mechanism") from None
+        where = f"{name!r} (entry point of {_distribution(entry)} -> {target!r})"
+        rest = error.reason.removeprefix(repr(target))  # ": ..." or " is not a class ..."
+        raise ParameterError(where + rest, field="mechanism") from None
 
 
 def _distribution(entry) -> str:
