@@ -316,3 +316,17 @@ class ScalarVariance(_Base):
 class VarianceWrongShape(_Base):
     def variance(self, x):
         return np.full(3, 2.0 / self.eps**2)
+
+
+class DensityRaises(_Base):
+    """States a ``density`` that raises: the audit ended with a traceback and exit 1."""
+
+    def density(self, y, v):
+        raise NotImplementedError("density not written yet")
+
+
+class DensityScalar(_Base):
+    """``density`` answers one number for all reports."""
+
+    def density(self, y, v):
+        return 0.5

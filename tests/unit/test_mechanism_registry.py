@@ -477,3 +477,18 @@ def test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json():
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["mechanism"] == f"{BAD}:Prints"
     assert "building Prints at eps = 1.0" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("DensityRaises", "density(y, 1) failed: NotImplementedError: density not written yet"),
+        ("DensityScalar", "must answer one finite density >= 0 per report, got shape ()"),
+    ],
+)
+def test_a_bad_density_gives_one_sentence_not_a_traceback(name, message):
+    """The optional ``density`` feeds the audit's likelihood-ratio witness: one raising
+    ended ``ldpfleet audit`` with a traceback and exit status 1 (read as a violation)."""
+    with pytest.raises(ParameterError) as info:
+        run_audit(f"{BAD}:{name}", 1.0, trials=200, seed=0)
+    assert info.value.field == "mechanism" and message in str(info.value), str(info.value)
