@@ -75,6 +75,14 @@ _checked: set[tuple[str, float]] = set()  # (name, eps) whose sample check passe
 
 def check_mechanism_name(name: object) -> str:
     """``name`` is a well-formed mechanism name (not whether it resolves)."""
+    if isinstance(name, str) and ".py:" in name:  # "path/to/file.py:Class"
+        module = name.rpartition(":")[0].replace("\\", "/").rpartition("/")[2]
+        raise ParameterError(
+            f"a file path is not a mechanism name, got {name!r}: put the file's folder on "
+            f"PYTHONPATH and name it 'module:Class' (here "
+            f"'{module.removesuffix('.py')}:{name.rpartition(':')[2] or 'Class'}')",
+            field="mechanism",
+        )
     if not isinstance(name, str) or not _NAME.match(name):
         raise ParameterError(
             f"must be a built-in ({', '.join(STREAM_MECHANISMS)}), 'package.module:Class' or "

@@ -136,6 +136,16 @@ def test_malformed_names_are_refused(name):
     assert info.value.field == "mechanism"
 
 
+@pytest.mark.parametrize("name", ["mine/lit.py:Rr", "/home/u/mine/lit.py:Rr", "lit.py:Rr"])
+def test_a_file_path_is_refused_with_the_name_to_use(name):
+    """A user tried "path/lit.py:Cls" (the docs name modules): the sentence listed the
+    name's allowed characters; it now says what to write instead."""
+    with pytest.raises(ParameterError) as info:
+        check_mechanism_name(name)
+    assert "a file path is not a mechanism name" in str(info.value)
+    assert "on PYTHONPATH and name it 'module:Class' (here 'lit:Rr')" in str(info.value)
+
+
 def test_the_wire_carries_a_plugin_name_and_refuses_malformed_ones():
     report = SwReport(run="r", sender="d", t0=0, mechanism=PLUGIN, eps0=0.4, w=5, values=[0.5])
     assert codec.decode(codec.encode(report)).mechanism == PLUGIN
