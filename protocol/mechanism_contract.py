@@ -190,9 +190,11 @@ def mean_problem(value: object) -> str | None:
         if isinstance(value, np.ndarray):
             kind = f"numpy.ndarray of shape {value.shape}"
         return f"returned {_shown(value)} (a {kind}), not a real number (int or float)"
-    if not math.isfinite(float(value)):
-        return f"returned {float(value)!r}, not a finite number"
-    return None
+    try:
+        shown = repr(float(value))
+    except OverflowError:  # a Python int beyond the float range
+        return f"returned {_shown(value)}, not a finite number"
+    return None if math.isfinite(float(value)) else f"returned {shown}, not a finite number"
 
 
 def _shown(value: object) -> str:

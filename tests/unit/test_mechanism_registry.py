@@ -417,6 +417,7 @@ def test_an_estimate_mean_of_the_wrong_type_on_the_collector_leaves_the_device_o
     assert mean_problem("0.5") == "returned '0.5' (a str), not a real number (int or float)"
     assert mean_problem(np.float64("nan")) == "returned nan, not a finite number"
     assert mean_problem(np.int64(3)) is None and mean_problem(1 + 0j) is not None
+    assert mean_problem(10**400).endswith("not a finite number")  # float() overflows
 
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf"), 51.0])
