@@ -329,9 +329,15 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
                 + (f" (did you mean {json.dumps(close[0])}?)" if close else "")
             )
         return message
-    if message.startswith("Expected") and ", got" not in message and value is not _MISSING:
+    if message.startswith("Expected") and value is not _MISSING:
         shown = repr(value)
-        return f"{message}, got {shown if len(shown) <= 60 else shown[:57] + '...'}"
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        typed = re.fullmatch(r"(Expected .*), got `(\w+)`", message)
+        if typed:  # a wrong type: show the value too ('eps = "2"' said only "got `str`")
+            kind = typed.group(2)
+            return f"{typed.group(1)}, got {shown} ({'an' if kind[0] in 'aeiou' else 'a'} {kind})"
+        if ", got" not in message:
+            return f"{message}, got {shown}"
     return message
 
 
