@@ -27,6 +27,7 @@ Exit status 0 (the table is the result, not a verdict), 2 on bad parameters.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -264,29 +265,9 @@ def audit_command(
             )
             print(mutants_markdown(rows) if markdown else json.dumps(rows))
             return
-        eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
-        if mechanism == "all":
-            import os
-
-            workers = min(2, os.cpu_count() or 1) if jobs is None else jobs
-            rows = audit_all(
-                eps_list,
-                trials=trials,
-                gamma=gamma,
-                seed=seed,
-                delta=delta,
-                progress=report,
-                jobs=workers,
-            )
-        else:
-            if len(eps_list) != 1:
-                raise ParameterError(
-                    "one budget per mechanism (a list only for 'all')", field="eps"
-                )
-            result = _battery().run_audit(
-                mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
-            )
-            rows = [result.to_dict()]
+        # a user mechanism's print() goes to stderr: stdout carries only the JSON
+        with contextlib.redirect_stdout(sys.stderr):
+            rows = _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report)
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -296,3 +277,31 @@ def audit_command(
         print(json.dumps(rows if mechanism == "all" else rows[0]))
     if any(r["verdict"] == "violation" for r in rows):
         raise typer.Exit(1)
+
+
+def _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report) -> list[dict]:
+    """The rows of ``ldpfleet audit MECHANISM`` (``all``: every battery entry)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
+    if mechanism == "all":
+        import os
+
+        workers = min(2, os.cpu_count() or 1) if jobs is None else jobs
+        rows = audit_all(
+            eps_list,
+            trials=trials,
+            gamma=gamma,
+            seed=seed,
+            delta=delta,
+            progress=report,
+            jobs=workers,
+        )
+    else:
+        if len(eps_list) != 1:
+            raise ParameterError("one budget per mechanism (a list only for 'all')", field="eps")
+        result = _battery().run_audit(
+            mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
+        )
+        rows = [result.to_dict()]
+    return rows

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import redirect_stdout
 from typing import Annotated
 
 import typer
@@ -262,7 +263,8 @@ def bench_mechanisms_command(
                 f"must be among {', '.join(MECHANISM_DISTRIBUTIONS)}, got {unknown[0]!r}",
                 field="distributions",
             )
-        with job_progress("bench mechanisms", unit="cells") as advance:
+        # a user mechanism's print() goes to stderr: stdout carries only the result
+        with job_progress("bench mechanisms", unit="cells") as advance, redirect_stdout(sys.stderr):
             result = bench_mechanisms.bench_mechanisms(
                 mechanisms=tuple(m for m in mechanisms.split(",") if m),
                 eps_list=_floats(eps),

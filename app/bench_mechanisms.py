@@ -61,28 +61,61 @@ DISTRIBUTIONS = dict(zip(MECHANISM_DISTRIBUTIONS, (
 ), strict=True))  # fmt: skip
 
 
-def analytic_mse(mechanism, x: np.ndarray) -> float | None:
+def analytic_mse(mechanism, x: np.ndarray, name: str = "mechanism") -> float | None:
     """``sum Var(x_i) / n^2`` (+ the squared bias of ``sw01``); None without ``variance``."""
     variance = getattr(mechanism, "variance", None)
     if variance is None:
         return None
+    values = _variances(variance, x, name)
     bias = 0.0
     if getattr(mechanism, "variant", None) == "sw01":
         b = mechanism.b
         bias = float(np.mean(np.clip(x, b, 1.0 - b)) - np.mean(x))
-    return float(np.sum(variance(x)) / x.size**2 + bias**2)
+    return float(np.sum(values) / x.size**2 + bias**2)
 
 
-def measure(mechanism, x: np.ndarray, trials: int, rng: np.random.Generator) -> float:
-    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x."""
+def _variances(variance: Callable, x: np.ndarray, name: str) -> np.ndarray:
+    """``variance(x)``, one finite value >= 0 per input; a scalar stands for every input (a
+    constant-variance mechanism's natural answer: summed as one value, it made the analytic
+    MSE n times too small). Another shape or a bad value: one sentence."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        values = np.asarray(variance(x), dtype=float)
+    except Exception as error:  # a plugin may raise anything
+        raise ParameterError(f"{name!r} variance failed: {error}", field="mechanism") from None
+    if values.shape == ():
+        values = np.full(x.shape, float(values))
+    if values.shape != x.shape or not np.all(np.isfinite(values) & (values >= 0.0)):
+        raise ParameterError(
+            f"{name!r} variance must answer one finite value >= 0 per input (or one for "
+            f"all), got shape {values.shape} for {x.size} inputs",
+            field="mechanism",
+        )
+    return values
+
+
+def measure(
+    mechanism, x: np.ndarray, trials: int, rng: np.random.Generator, name: str = "mechanism"
+) -> float:
+    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x.
+
+    Each batch of privatisations is ONE ``perturb`` call on a 1-D array (the populations
+    one after another, as a device's stream is 1-D) through the contract's check
+    (``contract_reports``: shape, finite real numbers, ``in_domain`` accepting every
+    report) and each estimate through ``checked_mean``: the bench measures only reports a
+    collector would accept, and a plugin failing either gives one sentence
+    (``ParameterError``) naming it."""
+    from ldpfleet.protocol.mechanism_contract import checked_mean, contract_reports
+
     truth = float(np.mean(x))
     errors = np.empty(trials)
     batch = max(1, 2_000_000 // x.size)  # rows per perturb call: bounded memory
     for start in range(0, trials, batch):
         rows = min(batch, trials - start)
-        reports = mechanism.perturb(np.broadcast_to(x, (rows, x.size)).copy(), rng)
+        reports = contract_reports(mechanism, np.tile(x, rows), rng, name).reshape(rows, x.size)
         for i in range(rows):
-            errors[start + i] = mechanism.estimate_mean(reports[i]) - truth
+            errors[start + i] = checked_mean(mechanism, reports[i], name) - truth
     return float(np.mean(errors**2))
 
 
@@ -113,8 +146,8 @@ def bench_mechanisms(
                     rows.append({
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
                         "true_mean": float(np.mean(x)),
-                        "mse": measure(mech, x, trials, rng),
-                        "analytic_mse": analytic_mse(mech, x),
+                        "mse": measure(mech, x, trials, rng, mech_name),
+                        "analytic_mse": analytic_mse(mech, x, mech_name),
                     })  # fmt: skip
                     if progress is not None:
                         progress(len(rows), cells)

@@ -30,6 +30,7 @@ import numpy as np
 from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
+from ldpfleet.protocol.mechanism_contract import mean_problem
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
 
@@ -64,14 +65,16 @@ def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict
         if not len(values):
             continue
         try:
-            mean = float(denormalise(mechanism.estimate_mean(values), config.lo, config.hi))
+            value = mechanism.estimate_mean(values)
         except Exception as error:  # a plugin may raise anything
             failed[device] = f"{type(error).__name__}: {error}"
             continue
+        problem = mean_problem(value)  # the load-time check's rule: a finite real number
+        mean = math.nan if problem else float(denormalise(float(value), config.lo, config.hi))
         if math.isfinite(mean):
             means[device] = mean
-        else:
-            failed[device] = f"returned {mean!r}, not a finite number"
+        else:  # not a real number, or one so large that physical units overflow
+            failed[device] = problem or f"returned {value!r}, not finite in physical units"
     if failed:
         shown = "; ".join(f"{d}: {why}" for d, why in sorted(failed.items())[:3])
         log.warning(

@@ -15,19 +15,21 @@ Required (a class ``Cls`` with):
     ``ValueError`` (or ``ParameterError``) with a sentence. The object must be a pure
     function of ``eps``: the device and the collector each build their own.
 ``perturb(x, rng) -> ndarray``
-    ``x``: a float array of inputs in [0, 1]; returns an array of the SAME shape of finite
-    floats (the reports), drawing randomness only from ``rng`` (a
-    ``numpy.random.Generator``), never from a global RNG, a clock or ``os.urandom``. The
-    whole mechanism must be pure ``eps``-LDP: for any two inputs and any set of outputs the
-    probabilities differ by at most ``e^eps``.
+    ``x``: a 1-D float array of inputs in [0, 1]; returns a ``numpy.ndarray`` of the SAME
+    shape of finite real numbers, int or float dtype (the reports; a list is refused),
+    drawing randomness only from ``rng`` (a ``numpy.random.Generator``), never from a
+    global RNG, a clock or ``os.urandom``. The whole mechanism must be pure ``eps``-LDP: for
+    any two inputs and any set of outputs the probabilities differ by at most ``e^eps``.
 ``in_domain(y) -> ndarray[bool]``
-    which reports an honest device could have sent (finite and inside the output range).
+    which reports an honest device could have sent (finite and inside the output range), a
+    numpy array of dtype bool and y's shape (an int, float or list mask is refused).
     The collector refuses a report with a value outside it (counted, ``values[i]``
     named), so it must accept every output of ``perturb``.
 ``estimate_mean(y) -> float``
     an estimate of the mean of the inputs behind the reports ``y``, unbiased for every
-    input distribution on [0, 1] (the results' per-device means use it, mapped back to
-    physical units with the public bounds).
+    input distribution on [0, 1], a finite real number (``int``, ``float`` or a numpy
+    scalar of either kind; a string, a bool, an array or a list is refused); the results'
+    per-device means use it, mapped back to physical units with the public bounds.
 
 Optional, used where present: ``output_low`` / ``output_high`` (the range, for messages),
 ``estimate(y)`` (per-report unbiased point estimates), ``density(y, v)`` (output density
@@ -45,6 +47,7 @@ wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proo
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -59,7 +62,11 @@ __all__ = [
     "check_budget",
     "check_mechanism",
     "check_outputs",
+    "checked_mean",
     "checked_reports",
+    "contract_reports",
+    "domain_mask",
+    "mean_problem",
     "probe_inputs",
     "unit_inputs",
 ]
@@ -122,6 +129,14 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
         raise _fail(name, f"is not a class (got a {type(factory).__name__})")
+    try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
+        inspect.signature(factory).bind(eps)
+    except TypeError as error:
+        raise _fail(
+            name, f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}"
+        ) from None
+    except ValueError:  # no signature to inspect (a builtin): calling it will tell
+        pass
     try:
         mechanism = factory(eps)
     except (Exception, SystemExit) as error:  # a plugin may raise anything: report it
@@ -140,25 +155,87 @@ def probe_inputs(size: int = PROBE_SIZE) -> np.ndarray:
 def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
     """``y = perturb(x)`` as a float array of x's shape with finite values, or one sentence
     (``ParameterError``, field ``mechanism``): what a device checks before it sends its
-    reports, since the wire cannot carry a NaN and a wrong count would shift the steps."""
+    reports, since the wire cannot carry a NaN and a wrong count would shift the steps.
+
+    The ONE check of a ``perturb`` result (the load-time sample, every device call, the
+    bench and the audit): it must be a ``numpy.ndarray`` of real numbers (integer or
+    floating dtype, converted to float64); a list, a tuple, a scalar, booleans, complex
+    numbers or objects are refused rather than converted, so what the collector receives
+    is what the plugin's author wrote."""
+    if not isinstance(y, np.ndarray):
+        raise _fail(
+            name,
+            f"perturb returned a {type(y).__name__}, not a numpy.ndarray (the mechanism "
+            "contract: an array of the inputs' shape, e.g. np.asarray(reports, dtype=float))",
+        )
+    if y.shape != x.shape:
+        raise _fail(name, f"perturb returned shape {y.shape} for inputs of shape {x.shape}")
+    if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        raise _fail(
+            name, f"perturb returned reports of dtype {y.dtype}, not real numbers (int or float)"
+        )
+    if not np.all(np.isfinite(y)):
+        raise _fail(name, f"perturb returned non-finite reports{_first_bad(y)}")
+    return y.astype(float, copy=False)
+
+
+def mean_problem(value: object) -> str | None:
+    """Why ``value`` (what ``estimate_mean`` returned) is not a finite real number, or
+    ``None``: a Python ``int``/``float`` or a numpy integer/floating scalar, finite. A string,
+    a bool, a 0-d or 1-element array, a list or a complex number is refused, not converted
+    (``float("0.5")`` would have hidden a plugin returning text)."""
+    real = isinstance(value, int | float | np.integer | np.floating)
+    if not real or isinstance(value, bool | np.bool_):
+        kind = type(value).__name__
+        if isinstance(value, np.ndarray):
+            kind = f"numpy.ndarray of shape {value.shape}"
+        return f"returned {_shown(value)} (a {kind}), not a real number (int or float)"
     try:
-        out = np.asarray(y)
-    except Exception as error:  # a plugin may return anything
-        raise _fail(name, f"perturb returned a {type(y).__name__}: {error}") from None
-    if out.shape != x.shape:
-        raise _fail(name, f"perturb returned shape {out.shape} for inputs of shape {x.shape}")
-    if not np.issubdtype(out.dtype, np.number) or not np.all(np.isfinite(out)):
-        bad = _first_bad(out)
-        raise _fail(name, f"perturb returned non-finite or non-numeric reports{bad}")
-    return out.astype(float, copy=False)
+        shown = repr(float(value))
+    except OverflowError:  # a Python int beyond the float range
+        return f"returned {_shown(value)}, not a finite number"
+    return None if math.isfinite(float(value)) else f"returned {shown}, not a finite number"
+
+
+def _shown(value: object) -> str:
+    """A short repr of what a plugin returned (at most 60 characters)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def checked_mean(mechanism: object, y: np.ndarray, name: str) -> float:
+    """``estimate_mean(y)`` as a float, or one sentence (``ParameterError``, field
+    ``mechanism``) if it raises or is not a finite real number (``mean_problem``)."""
+    try:
+        value = mechanism.estimate_mean(y)  # type: ignore[attr-defined]
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"estimate_mean failed: {_why(error)}") from None
+    problem = mean_problem(value)
+    if problem is not None:
+        raise _fail(name, f"estimate_mean {problem}")
+    return float(value)
 
 
 def _perturb(mechanism: object, x: np.ndarray, seed: int, name: str) -> object:
     """``perturb(x, default_rng(seed))``, or one sentence if it raises."""
+    return _call_perturb(mechanism, x, np.random.default_rng(seed), name)
+
+
+def _call_perturb(mechanism: object, x: np.ndarray, rng: np.random.Generator, name: str):
     try:
-        return mechanism.perturb(x, np.random.default_rng(seed))  # type: ignore[attr-defined]
+        return mechanism.perturb(x, rng)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
         raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
+
+
+def contract_reports(
+    mechanism: object, x: np.ndarray, rng: np.random.Generator, name: str
+) -> np.ndarray:
+    """``perturb(x, rng)`` through the load-time check (``check_outputs``: an ndarray of x's
+    shape, finite real numbers, every one accepted by ``in_domain``): what ``ldpfleet bench
+    mechanisms`` measures and ``ldpfleet audit`` observes, so neither scores reports the
+    collector would refuse. One sentence (``ParameterError``) otherwise."""
+    return check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
 
 
 def _first_bad(out: np.ndarray) -> str:
@@ -174,19 +251,39 @@ def _first_bad(out: np.ndarray) -> str:
     return ""
 
 
+def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
+    """``in_domain(y)``: a numpy bool array of y's shape, or one sentence (``ParameterError``,
+    field ``mechanism``). The ONE reading of ``in_domain``, at load time and on the
+    collector: an int or float mask (converted to bool, it passed the load-time check) made
+    the collector reject every report with ``~mask`` and the run hang, a list ended it with
+    a traceback."""
+    try:
+        accepted = mechanism.in_domain(y)  # type: ignore[attr-defined]
+    except (Exception, SystemExit) as error:
+        raise _fail(name, f"in_domain failed: {_why(error)}") from None
+    if isinstance(accepted, bool | np.bool_):  # one bool for all: named by its shape below
+        accepted = np.asarray(accepted)
+    if not isinstance(accepted, np.ndarray) or accepted.dtype != np.bool_:
+        kind = f"dtype {accepted.dtype}" if isinstance(accepted, np.ndarray) else "a "
+        kind += "" if isinstance(accepted, np.ndarray) else type(accepted).__name__
+        raise _fail(
+            name,
+            f"in_domain returned {kind}, not a numpy bool array (one bool per report, "
+            "e.g. (y >= low) & (y <= high))",
+        )
+    if accepted.shape != y.shape:
+        raise _fail(
+            name,
+            f"in_domain returned shape {accepted.shape} for reports of shape {y.shape} "
+            "(one bool per report)",
+        )
+    return accepted
+
+
 def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
     """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
     out = checked_reports(x, y, name)
-    try:
-        accepted = np.asarray(mechanism.in_domain(out), dtype=bool)  # type: ignore[attr-defined]
-    except (Exception, SystemExit) as error:
-        raise _fail(name, f"in_domain failed on its own outputs: {_why(error)}") from None
-    if accepted.shape != out.shape:
-        raise _fail(
-            name,
-            f"in_domain returned shape {accepted.shape} for reports of shape {out.shape} "
-            "(one bool per report)",
-        )
+    accepted = domain_mask(mechanism, out, name)
     if not np.all(accepted):
         bad = int(np.flatnonzero(~accepted.ravel())[0])
         raise _fail(
@@ -213,9 +310,4 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
             "number from the rng argument (the mechanism contract), or a run cannot be "
             "reproduced from its seed",
         )
-    try:
-        mean = float(mechanism.estimate_mean(out))  # type: ignore[attr-defined]
-    except (Exception, SystemExit) as error:
-        raise _fail(name, f"estimate_mean failed: {_why(error)}") from None
-    if not math.isfinite(mean):
-        raise _fail(name, f"estimate_mean returned {mean!r}, not a finite number")
+    checked_mean(mechanism, out, name)

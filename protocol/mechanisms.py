@@ -35,7 +35,7 @@ from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
-from ldpfleet.protocol.mechanism_contract import build_mechanism, check_mechanism
+from ldpfleet.protocol.mechanism_contract import build_mechanism, check_budget, check_mechanism
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, MECHANISM_NAME_PATTERN
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 from ldpfleet.protocol.raw import RawMechanism
@@ -75,6 +75,14 @@ _checked: set[tuple[str, float]] = set()  # (name, eps) whose sample check passe
 
 def check_mechanism_name(name: object) -> str:
     """``name`` is a well-formed mechanism name (not whether it resolves)."""
+    if isinstance(name, str) and ".py:" in name:  # "path/to/file.py:Class"
+        module = name.rpartition(":")[0].replace("\\", "/").rpartition("/")[2]
+        raise ParameterError(
+            f"a file path is not a mechanism name, got {name!r}: put the file's folder on "
+            f"PYTHONPATH and name it 'module:Class' (here "
+            f"'{module.removesuffix('.py')}:{name.rpartition(':')[2] or 'Class'}')",
+            field="mechanism",
+        )
     if not isinstance(name, str) or not _NAME.match(name):
         raise ParameterError(
             f"must be a built-in ({', '.join(STREAM_MECHANISMS)}), 'package.module:Class' or "
@@ -124,7 +132,19 @@ def _entry_point_class(name: str) -> type:
             field="mechanism",
         )
     entry = next(iter(found))
-    return _import_class(entry.value.replace(" ", ""))
+    target = entry.value.replace(" ", "")
+    try:
+        return _import_class(target)
+    except ParameterError as error:  # name the entry point and its distribution too
+        where = f"{name!r} (entry point of {_distribution(entry)} -> {target!r})"
+        rest = error.reason.removeprefix(repr(target))  # ": ..." or " is not a class ..."
+        raise ParameterError(where + rest, field="mechanism") from None
+
+
+def _distribution(entry) -> str:
+    """The name of the installed distribution that registers ``entry`` (or a stand-in)."""
+    dist = getattr(entry, "dist", None)
+    return repr(dist.name) if dist is not None else "an installed package"
 
 
 def mechanism_factory(name: str) -> Callable[[float], object]:
@@ -147,7 +167,12 @@ def stream_mechanism(name: str, eps: float):
     """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
 
     The first build of each (name, eps) runs the contract's sample check on a fixed-seed
-    generator of its own (the caller's generator is never touched)."""
+    generator of its own (the caller's generator is never touched). A budget outside
+    (0, 50] (``check_budget``) is refused for every mechanism but ``raw`` before any plugin
+    sees it: a plugin built at eps = 0, NaN or inf answered with a misleading failure of
+    its own (``ldpfleet audit pkg.mod:Cls --eps nan``: "estimate_mean returned nan")."""
+    if name != "raw":
+        check_budget(eps)
     mechanism = build_mechanism(mechanism_factory(name), eps, name)
     key = (name, float(eps))
     if key not in _checked:

@@ -53,7 +53,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
-from ldpfleet.protocol.mechanism_contract import checked_reports
+from ldpfleet.protocol.mechanism_contract import check_outputs, domain_mask
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
     MAX_BATCH,
@@ -323,8 +323,11 @@ class StreamReporter(Machine):
 
     def _privatise(self, v: np.ndarray) -> np.ndarray:
         """The mechanism's reports for ``v``, checked like at load time (right shape, finite
-        numbers): a user mechanism failing here stops this device with one sentence naming
-        ``mechanism`` (``ParameterError``) instead of a NaN the wire cannot carry."""
+        numbers, every one accepted by the mechanism's own ``in_domain``: the collector
+        would reject the batch, the device retransmit it, and the run wait for its stage
+        timeout, 600 s by default): a user mechanism failing here stops this device with
+        one sentence naming ``mechanism`` (``ParameterError``) instead of a NaN the wire
+        cannot carry."""
         name = self.config.mechanism
         try:
             y = self._mechanism.perturb(v, self._rng)
@@ -333,7 +336,7 @@ class StreamReporter(Machine):
                 f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
                 field="mechanism",
             ) from error
-        return checked_reports(v, y, name)
+        return check_outputs(self._mechanism, v, y, name)
 
     def _refuse(self, t: int, reason: str) -> None:
         """The ledger refused step ``t``: nothing from ``t`` on is privatised; tell the
@@ -680,7 +683,15 @@ class StreamCollector(PeerFacingMachine):
                 code="out_of_range",
             )
         values = np.asarray(report.values, dtype=float)
-        bad = np.flatnonzero(~self._mechanism.in_domain(values))
+        try:  # the load-time check's reading of in_domain (a bool mask of the values' shape)
+            inside = domain_mask(self._mechanism, values, c.mechanism)
+        except ParameterError as error:  # the plugin failed on these values: refuse them
+            raise RemoteProtocolError(
+                f"the values could not be checked: {error}"[:400],
+                field="values",
+                code="out_of_range",
+            ) from None
+        bad = np.flatnonzero(~inside)
         if bad.size:
             index = int(bad[0])
             raise RemoteProtocolError(

@@ -333,9 +333,15 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
                 + (f" (did you mean {json.dumps(close[0])}?)" if close else "")
             )
         return message
-    if message.startswith("Expected") and ", got" not in message and value is not _MISSING:
+    if message.startswith("Expected") and value is not _MISSING:
         shown = repr(value)
-        return f"{message}, got {shown if len(shown) <= 60 else shown[:57] + '...'}"
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        typed = re.fullmatch(r"(Expected .*), got `(\w+)`", message)
+        if typed:  # a wrong type: show the value too ('eps = "2"' said only "got `str`")
+            kind = typed.group(2)
+            return f"{typed.group(1)}, got {shown} ({'an' if kind[0] in 'aeiou' else 'a'} {kind})"
+        if ", got" not in message:
+            return f"{message}, got {shown}"
     return message
 
 
@@ -812,7 +818,7 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
                 raise ScenarioError(
                     f"{where}stream.{name}: required for mechanism {stream.mechanism!r}"
                 )
-        _check_plugin(stream.mechanism, stream.eps / stream.w, where)
+        _check_plugin(stream.mechanism, stream.eps, stream.w, where)
         if spec.gcdp is not None:
             raise ScenarioError(
                 f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
@@ -837,14 +843,19 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
         )
 
 
-def _check_plugin(name: str, eps0: float, where: str) -> None:
+def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
-    contract's sample check (``protocol.mechanism_contract``)."""
+    contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
+    is told where that number comes from (the user wrote eps, not eps0)."""
+    eps0 = eps / w
     try:
         check_mechanism_name(name)
         stream_mechanism(name, eps0)
     except ParameterError as error:
-        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+        reason = error.reason
+        if f"refused eps = {eps0:g}" in reason:
+            reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
+        raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:

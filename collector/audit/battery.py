@@ -354,21 +354,42 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
 
 def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
     """The audit of the contract mechanism ``name`` at the claimed eps per report."""
+    from ldpfleet.protocol.mechanism_contract import contract_reports
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
-    mech = stream_mechanism(name, eps)
-    canary = Canary(
+    mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
+    canary = Canary(  # every canary report through the same check (in_domain included)
         "input 0 vs 1",
-        lambda rng, n: mech.perturb(np.zeros(n), rng),
-        lambda rng, n: mech.perturb(np.ones(n), rng),
+        lambda rng, n: contract_reports(mech, np.zeros(n), rng, name),
+        lambda rng, n: contract_reports(mech, np.ones(n), rng, name),
     )
     witnesses = {"report": _value, "distance to 0": lambda y: np.abs(_value(y))}
     if callable(getattr(mech, "density", None)):  # optional: the optimal (Neyman-Pearson) test
-        witnesses["likelihood ratio"] = _log_likelihood_ratio(mech)
+        witnesses["likelihood ratio"] = _log_likelihood_ratio(mech, name)
     return AuditSpec(name, canary, witnesses, eps, delta=delta, trials=6000)
 
 
-def _log_likelihood_ratio(mech) -> Callable[[np.ndarray], np.ndarray]:
+def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
+    """``mech.density(y, v)`` as finite values >= 0, one per report, or one sentence
+    (``ParameterError``, field ``mechanism``): a plugin's density raising ended the audit
+    with a traceback and exit status 1, which reads as "violation"."""
+    try:
+        values = np.asarray(mech.density(y, v), dtype=float)
+    except Exception as error:  # a plugin may raise anything
+        raise ParameterError(
+            f"{name!r} density(y, {v:g}) failed: {type(error).__name__}: {error}",
+            field="mechanism",
+        ) from None
+    if values.shape != y.shape or not np.all(np.isfinite(values) & (values >= 0.0)):
+        raise ParameterError(
+            f"{name!r} density(y, v) must answer one finite density >= 0 per report, got "
+            f"shape {values.shape} for {y.size} reports",
+            field="mechanism",
+        )
+    return values
+
+
+def _log_likelihood_ratio(mech, name: str = "") -> Callable[[np.ndarray], np.ndarray]:
     """log p(y | 1) - log p(y | 0) from the mechanism's own ``density``: thresholding it is
     the most powerful test between the two canary worlds, so a mechanism that states its
     density is audited with the best witness. Clipped to +-60: a zero density (an output
@@ -377,7 +398,7 @@ def _log_likelihood_ratio(mech) -> Callable[[np.ndarray], np.ndarray]:
     def ratio(outputs) -> np.ndarray:
         y = _value(outputs)
         with np.errstate(divide="ignore", invalid="ignore"):
-            llr = np.log(mech.density(y, 1.0)) - np.log(mech.density(y, 0.0))
+            llr = np.log(_density(mech, y, 1.0, name)) - np.log(_density(mech, y, 0.0, name))
         return np.clip(np.nan_to_num(llr, nan=0.0, posinf=60.0, neginf=-60.0), -60.0, 60.0)
 
     return ratio

@@ -161,3 +161,172 @@ class OwnGenerator(_Base):
     def perturb(self, x, rng):
         x = np.asarray(x, dtype=float)
         return x + _OWN.laplace(0.0, 1.0 / self.eps, size=x.shape)
+
+
+class ReturnsList(_Base):
+    """``perturb`` returns a Python list instead of an ndarray (was converted silently)."""
+
+    def perturb(self, x, rng):
+        return super().perturb(x, rng).tolist()
+
+
+class ReturnsListLater(_Base):
+    """Passes the load-time probe (256 inputs), then returns a list on a device's stream."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else y.tolist()
+
+
+class ReturnsComplex(_Base):
+    """``perturb`` returns complex reports (their imaginary part was dropped silently)."""
+
+    def perturb(self, x, rng):
+        return super().perturb(x, rng) + 0j
+
+
+class ReturnsInts(_Base):
+    """Randomized response on x > 0.5 reporting 0/1 as int64: allowed (int dtype)."""
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        keep = rng.random(x.shape) < np.exp(self.eps) / (np.exp(self.eps) + 1.0)
+        return np.where(keep, x > 0.5, x <= 0.5).astype(np.int64)
+
+    def in_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return (y == 0.0) | (y == 1.0)
+
+
+class _MeanReturns(_Base):
+    """``estimate_mean`` returns ``self.value(mean)`` instead of a float."""
+
+    def estimate_mean(self, y):
+        return self.value(float(np.mean(y)))
+
+
+class MeanString(_MeanReturns):
+    value = staticmethod(lambda m: str(m))
+
+
+class MeanZeroD(_MeanReturns):
+    value = staticmethod(lambda m: np.array(m))
+
+
+class MeanOneElementList(_MeanReturns):
+    value = staticmethod(lambda m: [m])
+
+
+class MeanBool(_MeanReturns):
+    value = staticmethod(lambda m: m > 0.5)
+
+
+class MeanNumpyScalar(_MeanReturns):
+    """A numpy float32 scalar: allowed (a real number)."""
+
+    value = staticmethod(lambda m: np.float32(m))
+
+
+class OutOfDomainLater(_Base):
+    """Passes the load-time probe (256 inputs), then sends reports its own ``in_domain``
+    rejects (above 1e3): a collector refuses them, so no bench or audit may score them."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        return y if np.size(x) == 256 else y + 1e4
+
+    def in_domain(self, y):
+        return np.abs(np.asarray(y, dtype=float)) < 1e3
+
+
+class OneDimensional(_Base):
+    """Written for the 1-D arrays a device passes (``len(x)``, not ``x.shape``)."""
+
+    def perturb(self, x, rng):
+        return np.asarray(x, dtype=float) + rng.laplace(0.0, 1.0 / self.eps, size=len(x))
+
+
+class NeedsTwoArgs(_Base):
+    """``__init__`` takes a required argument besides eps (was "refused eps = ...")."""
+
+    def __init__(self, eps: float, levels: int) -> None:
+        super().__init__(eps)
+        self.levels = levels
+
+
+class NanOnBadEps(_Base):
+    """Accepts any eps, so eps = 0 or NaN reaches its arithmetic (the budget must be
+    checked before a plugin sees it)."""
+
+    def estimate_mean(self, y):
+        return float(np.mean(y)) * self.eps / self.eps
+
+
+class InDomainInts(_Base):
+    """``in_domain`` answers 0/1 ints: the collector's ``~mask`` made every report "outside
+    the domain" and the run hung."""
+
+    def in_domain(self, y):
+        return super().in_domain(y).astype(np.int64)
+
+
+class InDomainFloats(_Base):
+    """``in_domain`` answers 0.0/1.0: the collector's ``~mask`` raised (a traceback)."""
+
+    def in_domain(self, y):
+        return super().in_domain(y).astype(float)
+
+
+class InDomainList(_Base):
+    """``in_domain`` answers a list of bools: the collector's ``~mask`` raised."""
+
+    def in_domain(self, y):
+        return [bool(v) for v in super().in_domain(y)]
+
+
+class InDomainFailsLater(_Base):
+    """``in_domain`` passes the probe (256 reports), then raises on the collector."""
+
+    def in_domain(self, y):
+        if np.size(y) != 256:
+            raise RuntimeError("in_domain broke on the collector")
+        return super().in_domain(y)
+
+
+class Prints(_Base):
+    """Prints while it builds and perturbs (a debugging user): the JSON that ``ldpfleet
+    audit`` and ``bench mechanisms`` print on stdout must stay parseable."""
+
+    def __init__(self, eps: float) -> None:
+        print(f"building Prints at eps = {eps}")
+        super().__init__(eps)
+
+    def perturb(self, x, rng):
+        print("perturb called")
+        return super().perturb(x, rng)
+
+
+class ScalarVariance(_Base):
+    """Unclipped Laplace stating its constant variance 2 / eps^2 as one number."""
+
+    def variance(self, x):
+        return 2.0 / self.eps**2
+
+
+class VarianceWrongShape(_Base):
+    def variance(self, x):
+        return np.full(3, 2.0 / self.eps**2)
+
+
+class DensityRaises(_Base):
+    """States a ``density`` that raises: the audit ended with a traceback and exit 1."""
+
+    def density(self, y, v):
+        raise NotImplementedError("density not written yet")
+
+
+class DensityScalar(_Base):
+    """``density`` answers one number for all reports."""
+
+    def density(self, y, v):
+        return 0.5

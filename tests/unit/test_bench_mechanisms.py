@@ -39,3 +39,53 @@ def test_the_command_prints_json_and_refuses_bad_options():
     assert json.loads(ok.stdout)["bench"] == "mechanisms"
     for bad in (["--distributions", "nope"], ["--mechanisms", "nope"], ["--eps", "x"]):
         assert runner.invoke(app, bad).exit_code == 2, bad
+
+
+BAD = "tests.unit.bad_mechanisms"
+
+
+def test_a_plugin_goes_through_the_contract_check_of_a_scenario_load():
+    """``bench mechanisms`` measures only reports a collector would accept: a plugin whose
+    reports its own ``in_domain`` rejects is refused in one sentence (its MSE was printed)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="in_domain rejects its own output"):
+        bench_mechanisms(mechanisms=(f"{BAD}:OutOfDomainLater",), eps_list=(1.0,),
+                         sizes=(20,), distributions=("uniform",), trials=3)  # fmt: skip
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    out = CliRunner().invoke(app, ["--mechanisms", f"{BAD}:ReturnsList", "--sizes", "20"])
+    assert out.exit_code == 2 and "perturb returned a list" in out.output, out.output
+
+
+def test_perturb_is_called_on_1d_arrays_as_a_device_calls_it():
+    """The contract's ``x`` is what a device passes, a 1-D array: a plugin written with
+    ``len(x)`` is measured (the bench passed a (trials, n) array and it broke)."""
+    result = bench_mechanisms(mechanisms=(f"{BAD}:OneDimensional",), eps_list=(1.0,),
+                              sizes=(30,), distributions=("uniform",), trials=50)  # fmt: skip
+    # Laplace(1/eps) noise on 30 inputs: MSE = 2 / (eps^2 n) = 0.067; 50 trials: rel sd 20%
+    assert result["rows"][0]["mse"] == pytest.approx(2.0 / 30.0, rel=0.6)
+
+
+def test_a_plugin_printing_leaves_stdout_to_the_json():
+    """A plugin's print() went to stdout before the JSON: ``| jq`` failed to parse it."""
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    args = ["--mechanisms", f"{BAD}:Prints", "--sizes", "10", "--trials", "3", "--eps", "1"]
+    out = CliRunner().invoke(app, [*args, "--distributions", "uniform"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["rows"][0]["mechanism"] == f"{BAD}:Prints"
+    assert "building Prints at eps = 1.0" in out.stderr
+
+
+def test_a_scalar_variance_stands_for_every_input():
+    """``variance`` answering one number (Laplace: 2 / eps^2) was summed once, not n times:
+    the analytic MSE came out n times too small (0.002 / 100 instead of 0.02 at eps 1)."""
+    rows = bench_mechanisms(mechanisms=(f"{BAD}:ScalarVariance",), eps_list=(1.0,),
+                            sizes=(100,), distributions=("uniform",), trials=5)["rows"]  # fmt: skip
+    assert rows[0]["analytic_mse"] == pytest.approx(2.0 / 100)
+    from ldpfleet.protocol.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="variance must answer one finite value >= 0"):
+        bench_mechanisms(mechanisms=(f"{BAD}:VarianceWrongShape",), eps_list=(1.0,),
+                         sizes=(10,), distributions=("uniform",), trials=2)  # fmt: skip

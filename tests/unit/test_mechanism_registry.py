@@ -103,10 +103,19 @@ def test_an_installed_distribution_registers_a_name_through_its_entry_point(tmp_
     info = tmp_path / "ldpfleet_clipped-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ldpfleet-clipped\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[ldpfleet.mechanisms]\nclipped = {PLUGIN}\n")
+    (info / "entry_points.txt").write_text(
+        f"[ldpfleet.mechanisms]\nclipped = {PLUGIN}\nbroken = clipped_laplace:Nope\n"
+    )
     code = f"""
 import ldpfleet
 assert "clipped" in ldpfleet.mechanism_names(), ldpfleet.mechanism_names()
+try:  # a broken entry point is named with its distribution and target
+    ldpfleet.get_mechanism("broken", 1.0)
+except Exception as error:
+    assert ("'broken' (entry point of 'ldpfleet-clipped' -> 'clipped_laplace:Nope'): "
+        "'clipped_laplace' has no attribute 'Nope'") in str(error), str(error)
+else:
+    raise AssertionError("the broken entry point was built")
 assert type(ldpfleet.get_mechanism("clipped", 1.0)).__name__ == "ClippedLaplace"
 text = {SCENARIO.format(mechanism="clipped")!r}
 results = ldpfleet.run(ldpfleet.parse_scenario(text), broker="memory", out_dir="out")
@@ -127,6 +136,16 @@ def test_malformed_names_are_refused(name):
     assert info.value.field == "mechanism"
 
 
+@pytest.mark.parametrize("name", ["mine/lit.py:Rr", "/home/u/mine/lit.py:Rr", "lit.py:Rr"])
+def test_a_file_path_is_refused_with_the_name_to_use(name):
+    """A user tried "path/lit.py:Cls" (the docs name modules): the sentence listed the
+    name's allowed characters; it now says what to write instead."""
+    with pytest.raises(ParameterError) as info:
+        check_mechanism_name(name)
+    assert "a file path is not a mechanism name" in str(info.value)
+    assert "on PYTHONPATH and name it 'module:Class' (here 'lit:Rr')" in str(info.value)
+
+
 def test_the_wire_carries_a_plugin_name_and_refuses_malformed_ones():
     report = SwReport(run="r", sender="d", t0=0, mechanism=PLUGIN, eps0=0.4, w=5, values=[0.5])
     assert codec.decode(codec.encode(report)).mechanism == PLUGIN
@@ -143,13 +162,31 @@ BAD_PLUGINS = [
     (f"{BAD}:Nope", "has no attribute 'Nope'"),
     (f"{BAD}:not_a_class", "is not a class"),
     (f"{BAD}:MissingMethod", "has no method estimate_mean"),
-    (f"{BAD}:RefusesSmallEps", "refused eps = 0.4: eps must be at least 1"),
+    (
+        f"{BAD}:RefusesSmallEps",
+        "refused eps = 0.4: eps must be at least 1, got 0.4 (the budget of one report, "
+        "stream.eps / stream.w = 2 / 5)",
+    ),
     (f"{BAD}:WrongShape", "perturb returned shape (255,) for inputs of shape (256,)"),
     (f"{BAD}:NonFinite", "perturb returned non-finite"),
     (f"{BAD}:RejectsOwnOutputs", "in_domain rejects its own output"),
     (f"{BAD}:ExitsInPerturb", "perturb failed on inputs in [0, 1]: it called sys.exit(0)"),
     (f"{BAD}:GlobalRandom", "perturb is not a function of its inputs and rng"),
     (f"{BAD}:OwnGenerator", "generators seeded alike gave different reports (report 0: "),
+    (f"{BAD}:ReturnsList", "perturb returned a list, not a numpy.ndarray"),
+    (f"{BAD}:InDomainInts", "in_domain returned dtype int64, not a numpy bool array"),
+    (f"{BAD}:InDomainFloats", "in_domain returned dtype float64, not a numpy bool array"),
+    (f"{BAD}:InDomainList", "in_domain returned a list, not a numpy bool array"),
+    (
+        f"{BAD}:NeedsTwoArgs",
+        "cannot be built as Cls(eps), the mechanism contract's constructor: "
+        "missing a required argument: 'levels'",
+    ),
+    (f"{BAD}:ReturnsComplex", "perturb returned reports of dtype complex128, not real numbers"),
+    (f"{BAD}:MeanString", "estimate_mean returned '0."),
+    (f"{BAD}:MeanZeroD", "(a numpy.ndarray of shape ()), not a real number"),
+    (f"{BAD}:MeanOneElementList", "(a list), not a real number"),
+    (f"{BAD}:MeanBool", "(a bool), not a real number"),
     ("nonesuch", "no installed package registers it"),
 ]
 
@@ -289,7 +326,9 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("NonFiniteLater", "perturb returned non-finite or non-numeric reports (report 0 is"),
+        ("NonFiniteLater", "perturb returned non-finite reports (report 0 is nan)"),
+        ("ReturnsListLater", "perturb returned a list, not a numpy.ndarray"),
+        ("OutOfDomainLater", "in_domain rejects its own output"),
         ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
     ],
 )
@@ -337,3 +376,130 @@ def test_an_estimate_mean_failing_on_the_collector_leaves_the_device_out(name, w
         means = mean_estimates(config, streams)
     assert means == {"d0000": pytest.approx(5.0)}
     assert "estimate_mean failed for 1 device(s)" in caplog.text and why in caplog.text
+
+
+@pytest.mark.parametrize("name", ["ReturnsInts", "MeanNumpyScalar"])
+def test_int_reports_and_numpy_scalar_means_are_real_numbers(name):
+    """The contract's types: an int ndarray of reports (converted to float) and a numpy
+    floating scalar from ``estimate_mean`` are accepted."""
+    mechanism = stream_mechanism(f"{BAD}:{name}", 1.0)
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:{name}", eps=2.0, w=2, steps=8, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    reporter = StreamReporter(config, "d0", np.random.default_rng(1))
+    reporter.start(0.0)
+    reporter.add_readings(np.linspace(0.0, 10.0, 8), 0.0)
+    assert reporter.privatised == 8 and reporter.values.dtype == np.float64
+    assert mean_estimates(config, {"d0": reporter.values[:8]})["d0"] >= 0.0 or mechanism
+
+
+def test_the_audit_refuses_reports_outside_in_domain():
+    """The audit scores only reports a collector would accept: a plugin that passes the
+    load-time probe and then sends reports its own ``in_domain`` rejects gets one sentence
+    (it was audited, the refused reports counted as evidence)."""
+    with pytest.raises(ParameterError, match="in_domain rejects its own output"):
+        run_audit(f"{BAD}:OutOfDomainLater", 1.0, trials=200, seed=0)
+    bad = _cli("audit", f"{BAD}:OutOfDomainLater", "--eps", "1", "--trials", "200")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "mechanism: 'tests.unit.bad_mechanisms:OutOfDomainLater' in_domain" in bad.stderr
+
+
+def test_an_estimate_mean_of_the_wrong_type_on_the_collector_leaves_the_device_out(caplog):
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:MeanNumpyScalar", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    means = mean_estimates(config, {"d0": np.full(12, 0.5)})
+    assert means == {"d0": pytest.approx(5.0)}
+    from ldpfleet.protocol.mechanism_contract import mean_problem
+
+    assert mean_problem("0.5") == "returned '0.5' (a str), not a real number (int or float)"
+    assert mean_problem(np.float64("nan")) == "returned nan, not a finite number"
+    assert mean_problem(np.int64(3)) is None and mean_problem(1 + 0j) is not None
+    assert mean_problem(10**400).endswith("not a finite number")  # float() overflows
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf"), 51.0])
+def test_a_budget_outside_the_contract_is_refused_before_a_plugin_sees_it(eps):
+    """``ldpfleet audit pkg.mod:Cls --eps nan`` answered with the plugin's own failure
+    ("estimate_mean returned nan"), and eps = 51 (beyond the wire's 50) was audited."""
+    with pytest.raises(ParameterError) as info:
+        build_spec(f"{BAD}:NanOnBadEps", eps)
+    assert info.value.field == "eps" and "must be" in str(info.value), str(info.value)
+    with pytest.raises(ParameterError, match="eps: must be in"):
+        stream_mechanism("duchi", 0.0)
+    assert stream_mechanism("raw", 0.0).eps == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_example_stays_private_under_the_likelihood_ratio_witness(examples_path, seed):
+    """examples/clipped_laplace.py drew ``x + rng.laplace``: with its density stated, the
+    audit's likelihood-ratio witness separated input 0 from 1 through the low bits of the
+    floating-point sum (eps_lb 1.96 and 2.19 at a claimed eps = 1, seeds 0 and 1); sampled
+    on a grid (``laplace_on_grid``) it is exactly eps-LDP and the audit finds nothing."""
+    name = "tests.unit.density_mechanisms:ClippedLaplaceWithDensity"
+    assert "likelihood ratio" in build_spec(name, 1.0).witnesses
+    result = run_audit(name, 1.0, seed=seed)
+    assert result.verdict == "inconclusive" and result.eps_lb <= 1.0, result
+
+
+def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentence():
+    """The collector reads ``in_domain`` as the load-time check does: a plugin raising on a
+    report's values gets that report refused (``values``), not a traceback of the run."""
+    from ldpfleet.protocol import topics
+    from ldpfleet.protocol.events import Rejected
+    from ldpfleet.protocol.messages import Hello
+    from ldpfleet.protocol.stream import StreamCollector
+
+    mechanism = f"{BAD}:InDomainFailsLater"
+    config = StreamConfig(
+        run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "d0", np.random.default_rng(0))
+    reporter.start(0.0)
+    hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
+    collector = StreamCollector(config, ["d0"])
+    collector.receive(topics.parse(hello.topic), hello.message, 0.0)
+    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
+                      values=[0.5] * 5)  # fmt: skip
+    collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
+    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    assert collector.accepted == 0 and [e.field for e in rejected] == ["values"]
+    assert "in_domain failed: in_domain broke on the collector" in rejected[0].reason
+
+
+def test_cli_run_of_a_plugin_whose_reports_leave_its_domain_ends_naming_it(tmp_path):
+    """A plugin passing the load-time probe whose later reports its own ``in_domain``
+    rejects: the collector rejected each batch, the devices retransmitted it, and ``ldpfleet
+    run`` waited for the stage timeout (600 s; killed at 100 s). The device now checks
+    in_domain before sending: it stops with one sentence, the run ends with exit 1."""
+    path = tmp_path / "ood.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:OutOfDomainLater"))
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1 and "Traceback" not in said, said
+    assert "in_domain rejects its own output" in said, said
+
+
+def test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json():
+    """A plugin's print() went to stdout before the audit's JSON (unparseable)."""
+    out = _cli("audit", f"{BAD}:Prints", "--eps", "1", "--trials", "200")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["mechanism"] == f"{BAD}:Prints"
+    assert "building Prints at eps = 1.0" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("DensityRaises", "density(y, 1) failed: NotImplementedError: density not written yet"),
+        ("DensityScalar", "must answer one finite density >= 0 per report, got shape ()"),
+    ],
+)
+def test_a_bad_density_gives_one_sentence_not_a_traceback(name, message):
+    """The optional ``density`` feeds the audit's likelihood-ratio witness: one raising
+    ended ``ldpfleet audit`` with a traceback and exit status 1 (read as a violation)."""
+    with pytest.raises(ParameterError) as info:
+        run_audit(f"{BAD}:{name}", 1.0, trials=200, seed=0)
+    assert info.value.field == "mechanism" and message in str(info.value), str(info.value)

@@ -76,6 +76,20 @@ def test_bad_scenarios_name_the_key(change, needle):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        (("eps = 2.0", 'eps = "2"'), "stream.eps: Expected `float | null`, got '2' (a str)"),
+        (("eps = 2.0", "eps = [2]"), "stream.eps: Expected `float | null`, got [2] (an array)"),
+        (("devices = 50", 'devices = "many"'), "got 'many' (a str)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_shown(change, needle):
+    """``eps = "2"`` said only "Expected `float | null`, got `str`": the value is shown."""
+    with pytest.raises(ScenarioError, match=re.escape(needle)):
+        parse_scenario(QUICK.replace(*change, 1))
+
+
 def test_missing_section_and_missing_file():
     with pytest.raises(ScenarioError, match="stream"):
         parse_scenario(QUICK.split("[stream]")[0])
