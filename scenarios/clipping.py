@@ -71,7 +71,7 @@ def clipping_entry(tallies: Iterable[ClipTally]) -> tuple[dict, list[str]]:
                 "field": g.field,
                 "bounds": list(g.bounds),
                 "clipped_share": g.share,
-                "raw_range": [g.low, g.high],
+                "raw_range": [g.low, g.high] if g.readings else None,
             }
             for g in groups
         ],
