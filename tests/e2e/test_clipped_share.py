@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import ROOT
 from tests.e2e.test_bulk_scenario import BULK
+from tests.e2e.test_report import headline
 
 # readings 20 + 5 sin(.) + 0.5 N(0, 1): a temperature in °C
 STREAM = """
@@ -88,6 +89,10 @@ def test_bounds_in_the_wrong_unit_clip_every_reading_and_the_run_says_so(tmp_pat
     )
     assert results["warnings"] == [sentence]
     assert f"warning: {sentence}" in " ".join(output.split())
+    # the run's report says it in its headline (app/report.py)
+    clipped = headline((tmp_path / "out" / "report.html").read_text())["clipped"]
+    assert clipped.startswith("100.0 % of the readings were outside the public bounds")
+    assert "are the bounds in the data&#x27;s unit?" in clipped
 
 
 def test_bounds_around_the_data_clip_nothing_and_say_nothing(tmp_path):
@@ -95,6 +100,8 @@ def test_bounds_around_the_data_clip_nothing_and_say_nothing(tmp_path):
     assert results["clipped_share"] == 0.0 and results["clipping"]["readings_clipped"] == 0
     assert {e["clipped_share"] for e in results["per_device"].values()} == {0.0}
     assert results["warnings"] == [] and "warning" not in output
+    clipped = headline((tmp_path / "out" / "report.html").read_text())["clipped"]
+    assert clipped == "0.0 % of the readings were outside the public bounds (simulator-only truth)"
 
 
 def test_one_channel_in_the_wrong_unit_is_named_by_its_column_bounds(tmp_path):
@@ -114,7 +121,9 @@ def test_a_bulk_run_records_the_share_over_every_gateway(tmp_path):
     """Bulk gateways build the readings themselves: they count what [lo, hi] clipped."""
     # amplitude 1 sine + 0.1 noise against [2, 3]: every reading is below 2
     text = BULK.replace("bounds = [-1.5, 1.5]", "bounds = [2.0, 3.0]")
-    text = text.replace('reconstruct = "cpr"', 'reconstruct = "none"') + '[broker]\nurl = "memory"\n'
+    text = (
+        text.replace('reconstruct = "cpr"', 'reconstruct = "none"') + '[broker]\nurl = "memory"\n'
+    )
     output, results = run_cli(text, tmp_path)
     assert results["kind"] == "bulk-stream"
     assert results["clipped_share"] == 1.0
