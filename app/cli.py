@@ -357,6 +357,10 @@ def run(
         + (f", {report}" if report else "")
     )
     _print_trace_key(results)
+    from rich.markup import escape
+
+    for sentence in results.get("warnings", []):  # e.g. scenarios.clipping's
+        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
     if results.get("aborted"):
         console.print(
             f"[bold red]aborted:[/] {results['aborted']['detail']}.",

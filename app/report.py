@@ -334,6 +334,19 @@ def _time_text(results: dict) -> str:
     return ", ".join(parts)
 
 
+def _clipped_text(results: dict) -> str:
+    """The share of raw readings the public bounds clipped (scenarios.clipping), and its
+    warnings, marked bad."""
+    text = html.escape(
+        f"{100 * results['clipped_share']:.1f} % of the readings were outside the public "
+        "bounds (simulator-only truth)"
+    )
+    warnings = [w for w in results.get("warnings", []) if "clipped" in w]
+    if warnings:
+        text += f': <span class="bad">{html.escape(" ".join(warnings))}</span>'
+    return text
+
+
 def _headline(results: dict, ledger: dict | None) -> str:
     klass, status = _status(results)
     rows = [("outcome", f'<span class="{klass}">{html.escape(status)}</span>')]
@@ -355,6 +368,8 @@ def _headline(results: dict, ledger: dict | None) -> str:
     figures = _accuracy_figures(results)
     if figures:
         rows.append(("accuracy", html.escape("; ".join(figures))))
+    if results.get("clipped_share") is not None:
+        rows.append(("clipped", _clipped_text(results)))
     rows.append(("privacy", html.escape(_privacy_text(results, ledger))))
     rows.append(("time", html.escape(_time_text(results))))
     items = "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in rows)

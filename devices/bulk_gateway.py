@@ -121,6 +121,13 @@ def gateway_outcome(machines: list[BulkGateway]) -> dict:
         "ledger_charges": int(sum(int(m.ledger.charges.sum()) for m in machines)),
         "max_window_spent": max((m.ledger.max_window_spent() for m in machines), default=0.0),
         "truth_sum": np.sum([m.truth_sum for m in machines], axis=0).tolist() if machines else [],
+        # raw readings, clipped ones, smallest, largest (scenarios.clipping)
+        "truth_clip": [
+            sum(m.truth_clip[0] for m in machines),
+            sum(m.truth_clip[1] for m in machines),
+            min((m.truth_clip[2] for m in machines if m.truth_clip[0]), default=None),
+            max((m.truth_clip[3] for m in machines if m.truth_clip[0]), default=None),
+        ],
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 

@@ -131,17 +131,52 @@ def clean_stream(
     return values, truth.period
 
 
+@dataclass(frozen=True)
+class ClipTally:
+    """Simulator-only ground truth: how many of one device's raw (unclipped) readings its
+    FIXED public bounds changed. Neither the device's reports nor the collector see it."""
+
+    bounds: tuple[float, float]  # the physical bounds the readings were clipped to
+    field: str  # where they come from: "source.bounds" or "source.column_bounds[k]"
+    readings: int
+    clipped: int  # readings outside ``bounds``
+    low: float  # the smallest raw reading
+    high: float  # the largest raw reading
+
+    @property
+    def share(self) -> float:
+        return self.clipped / self.readings if self.readings else 0.0
+
+
+def clip_tally(readings: np.ndarray, bounds: tuple[float, float], field: str) -> ClipTally:
+    """The ``ClipTally`` of raw ``readings`` clipped to ``bounds``."""
+    lo, hi = bounds
+    raw = np.asarray(readings, dtype=float)
+    return ClipTally(
+        bounds=(float(lo), float(hi)),
+        field=field,
+        readings=int(raw.size),
+        clipped=int(np.count_nonzero((raw < lo) | (raw > hi))),
+        low=float(raw.min()) if raw.size else float("nan"),
+        high=float(raw.max()) if raw.size else float("nan"),
+    )
+
+
 def device_truth(
     config: DeviceSourceConfig, seed: int, index: int, lo: float, hi: float
-) -> tuple[np.ndarray, int | None, float]:
+) -> tuple[np.ndarray, int | None, float, ClipTally]:
     """Device ``index``'s readings as its reporter sees them (a multi-column node's
-    front-end normalises by its channel's bounds), the true period if known, and the true
-    mean of the clipped stream."""
+    front-end normalises by its channel's bounds), the true period if known, the true
+    mean of the clipped stream, and how many raw readings the public bounds clipped."""
     readings, period = clean_stream(config, seed, index)
     bounds = channel_bounds(config.source, index) if isinstance(config.source, CsvSpec) else None
     if bounds is not None:  # the node's front-end: its channel's public bounds
+        channel = index % config.source.channels
+        tally = clip_tally(readings, bounds, f"source.column_bounds[{channel}]")
         readings = normalise(readings, *bounds)
-    return readings, period, float(np.mean(np.clip(readings, lo, hi)))
+    else:
+        tally = clip_tally(readings, (lo, hi), "source.bounds")
+    return readings, period, float(np.mean(np.clip(readings, lo, hi))), tally
 
 
 class Fleet:
@@ -160,6 +195,7 @@ class Fleet:
         self.true_means: dict[str, float] = {}
         self.true_periods: dict[str, int | None] = {}
         self.clean: dict[str, np.ndarray] = {}
+        self.clipping: dict[str, ClipTally] = {}  # simulator-only: what the bounds clipped
         # fault injection ([faults]): the crash plan, and the devices' storage (only then:
         # saving the machine before every publish costs a pickle per step)
         self.crashes = config.crash_plan()
@@ -189,7 +225,7 @@ class Fleet:
         """Device ``index``'s agent, with its truth recorded."""
         config = self.fleet_config
         lo, hi = config.stream.lo, config.stream.hi
-        readings, period, self.true_means[device] = device_truth(
+        readings, period, self.true_means[device], self.clipping[device] = device_truth(
             config.source, self.seed, index, lo, hi
         )
         self.true_periods[device] = period

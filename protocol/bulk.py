@@ -585,6 +585,8 @@ class BulkGateway:
         self.tamper = tamper
         self.counters = GatewayCounters()
         self.truth_sum = np.zeros(plan.steps)  # clipped clean readings, summed per step
+        # raw readings built, how many [lo, hi] clipped, their range (simulator-only truth)
+        self.truth_clip = [0, 0, math.inf, -math.inf]
 
     # -- sans-I/O surface --------------------------------------------------------------
 
@@ -719,7 +721,13 @@ class BulkGateway:
         )
         B = plan.batch_steps
         t0 = batch * B
-        x = np.clip(synthetic_values(plan, self.keys[rows], t0, B), plan.lo, plan.hi)
+        raw = synthetic_values(plan, self.keys[rows], t0, B)
+        x = np.clip(raw, plan.lo, plan.hi)
+        if raw.size:
+            clip = self.truth_clip
+            clip[0] += raw.size
+            clip[1] += int(np.count_nonzero(x != raw))
+            clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
         self.truth_sum[t0 : t0 + B] += x.sum(axis=0)
         granted = self.ledger.charge_run(rows, t0, B, plan.eps0)
         self.counters.ledger_refusals += int((~granted).sum())

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import sys
@@ -48,11 +49,13 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.bulk import run_bulk_collector
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
+from ldpfleet.devices.fleet import ClipTally
 from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.scenarios.clipping import clipping_entry
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
 
@@ -357,6 +360,7 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
     if truth is not None and np.all(est_count > 0):
         mae = float(np.mean(np.abs(est_sum / est_count - truth)))
     rss_fleet = [f["peak_rss_mb"] if f else None for f in fleets]
+    clipping, warnings = _clipping(plan, present)
     rss_coll = [s["peak_rss_mb"] for s in summaries]
     return {
         "kind": "bulk-stream",
@@ -376,6 +380,10 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             "eps": plan.eps,
         },
         "fleet_mean_mae": mae,
+        # simulator-only: the share of raw readings [lo, hi] clipped (scenarios.clipping)
+        "clipped_share": clipping["clipped_share"],
+        "clipping": clipping,
+        "warnings": warnings,
         "seconds": round(seconds, 3),
         "stream_seconds": round(stream_seconds, 3),
         "peak_rss_mb": {
@@ -385,6 +393,20 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
         },
         "partitions": summaries,
     }
+
+
+def _clipping(plan: BulkPlan, fleets: list[dict]) -> tuple[dict, list[str]]:
+    """``scenarios.clipping``'s entry and warnings from the gateways' ``truth_clip``."""
+    clips = [f["truth_clip"] for f in fleets if f["truth_clip"][0]]
+    tally = ClipTally(
+        (plan.lo, plan.hi),
+        "source.bounds",
+        sum(c[0] for c in clips),
+        sum(c[1] for c in clips),
+        min((c[2] for c in clips), default=math.nan),
+        max((c[3] for c in clips), default=math.nan),
+    )
+    return clipping_entry([tally])
 
 
 def bulk_plan(scenario, run: str, seed: int | None = None) -> BulkPlan:

@@ -43,6 +43,7 @@ from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
+from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -839,6 +840,8 @@ async def run_scenario(
         "trace_incomplete_reason": trace_note,
         "seconds": time.perf_counter() - wall,
     }
+    if fleet is not None:  # simulator-only: what the public bounds clipped (scenarios.clipping)
+        add_clipping(results, fleet.clipping)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     central = None
     if collector is not None and collector.gcdp is not None and gcdp_entry is not None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
-from ldpfleet.devices.fleet import DeviceOutcome, device_truth
+from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, device_truth
 from ldpfleet.scenarios.plans import fleet_config
 from ldpfleet.scenarios.schema import LoadedScenario
 
@@ -102,11 +102,12 @@ class ShardedFleet:
         self.true_means: dict[str, float] = {}
         self.true_periods: dict[str, int | None] = {}
         self.clean: dict[str, np.ndarray] = {}
+        self.clipping: dict[str, ClipTally] = {}  # simulator-only: what the bounds clipped
         lo, hi = config.stream.lo, config.stream.hi
         for index, device in enumerate(config.device_ids):
-            self.clean[device], self.true_periods[device], self.true_means[device] = device_truth(
-                config.source, seed, index, lo, hi
-            )
+            clean, period, mean, tally = device_truth(config.source, seed, index, lo, hi)
+            self.clean[device], self.true_periods[device] = clean, period
+            self.true_means[device], self.clipping[device] = mean, tally
         self.crashes = config.crash_plan()
         self.crashed: dict[str, dict] = {}
         self.connect_seconds: float | None = None

@@ -50,7 +50,7 @@ from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.service import CollectorService, announce_run_closed
-from ldpfleet.devices.fleet import DeviceOutcome, Fleet, device_truth
+from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
@@ -62,6 +62,7 @@ from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.cadr_run import scenario_header
+from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
@@ -796,16 +797,17 @@ class _Truth:
     true_periods: dict[str, int | None]
     crashed: dict
     crashes: dict
+    clipping: dict[str, ClipTally]
 
 
 def _truth(scenario: LoadedScenario, run: str, seed: int, crashed: dict) -> _Truth:
     config = fleet_config(scenario, run, seed)
-    clean, periods = {}, {}
+    clean, periods, clipping = {}, {}, {}
     for index, device in enumerate(config.device_ids):
-        clean[device], periods[device], _ = device_truth(
+        clean[device], periods[device], _, clipping[device] = device_truth(
             config.source, seed, index, config.stream.lo, config.stream.hi
         )
-    return _Truth(clean, periods, crashed, config.crash_plan())
+    return _Truth(clean, periods, crashed, config.crash_plan(), clipping)
 
 
 def _scenario_of(document: dict) -> LoadedScenario:
@@ -915,7 +917,7 @@ def merge_stream_outputs(
     results["faults"] = fault_report(
         scenario.spec.faults, truth, outcomes, merged_results, attacker
     )
-    return results
+    return add_clipping(results, truth.clipping)
 
 
 def _merged_reconstruction(scenario, c: dict, side, truth: _Truth, config) -> dict | None:

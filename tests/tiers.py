@@ -31,6 +31,7 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_bulk_gateways.py::test_a_bulk_run_with_credentials_on_the_embedded_broker_loses_nothing": 6.9,
     "tests/e2e/test_bulk_gateways.py::test_the_embedded_broker_refuses_a_gateway_publishing_as_another": 1.1,
     "tests/e2e/test_bulk_scenario.py::test_a_bulk_scenario_runs_from_ldpfleet_run_on_the_embedded_broker": 6.7,
+    "tests/e2e/test_clipped_share.py::test_bounds_in_the_wrong_unit_clip_every_reading_and_the_run_says_so": 0.8,
     "tests/e2e/test_bulk_scenario.py::test_a_second_run_into_the_same_directory_starts_the_store_afresh": 1.9,
     "tests/e2e/test_bulk_trace.py::test_a_bulk_scenario_records_and_verifies_from_the_cli": 1.9,
     "tests/e2e/test_run_folder_clean.py::test_a_run_into_a_used_folder_leaves_no_arrays_of_the_earlier_run": 1.1,

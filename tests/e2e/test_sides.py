@@ -191,6 +191,9 @@ def test_separate_sides_give_the_results_of_ldpfleet_run(
     )
     assert merged["per_device"] == reference["per_device"]
     assert merged["accuracy"] == reference["accuracy"]
+    # simulator-only truth recomputed by the merge (scenarios.clipping)
+    assert merged["clipping"] == reference["clipping"]
+    assert merged["warnings"] == reference["warnings"]
     for key in ("devices_complete", "reports_received", "reports_rejected", "missing_batches"):
         assert merged[key] == reference[key], key
     assert set(merged) == set(reference)
