@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 import numpy as np
 from ldpfleet.app.bench_cpr import (
@@ -68,19 +69,32 @@ def cells() -> list[tuple[str, int, int, float]]:
 
 def run_cell(index: int, kind: str, period: int, cycles: int, eps0: float, trials: int) -> dict:
     """Exact matches of the three detectors and the paired sign test on one cell."""
+
+    def reports(trial: int) -> np.ndarray:
+        rng = np.random.default_rng([SEED, index, trial])
+        clean = grid_stream(held_out_shape(kind, period, rng), period * cycles, rng, JITTER, 0.0)
+        return SquareWave(eps0).perturb(clean, rng)
+
+    return {"shape": kind, **score_detectors(reports, period, cycles, eps0, trials)}
+
+
+def score_detectors(
+    reports: Callable[[int], np.ndarray], period: int, cycles: int, eps0: float, trials: int
+) -> dict:
+    """One cell's row: ``reports(trial)`` is the trial's stream; exact matches of
+    ``detect_period`` and the two baselines, its wrong answers near (within ``T²/n``) and
+    far, and the paired one-sided sign test against each baseline."""
     n = period * cycles
     hits = {"detect_period": 0, "folded_variance": 0, "autocorrelation": 0}
     ours_only = {"folded_variance": 0, "autocorrelation": 0}
     base_only = {"folded_variance": 0, "autocorrelation": 0}
     near = far = 0
     for trial in range(trials):
-        rng = np.random.default_rng([SEED, index, trial])
-        clean = grid_stream(held_out_shape(kind, period, rng), n, rng, JITTER, 0.0)
-        reports = SquareWave(eps0).perturb(clean, rng)
+        stream = reports(trial)
         found = {
-            "detect_period": detect_period(reports).period,
-            "folded_variance": folded_variance_period(reports),
-            "autocorrelation": autocorrelation_period(reports),
+            "detect_period": detect_period(stream).period,
+            "folded_variance": folded_variance_period(stream),
+            "autocorrelation": autocorrelation_period(stream),
         }
         for name, value in found.items():
             hits[name] += value == period
@@ -92,7 +106,6 @@ def run_cell(index: int, kind: str, period: int, cycles: int, eps0: float, trial
             ours_only[name] += ours == period and found[name] != period
             base_only[name] += found[name] == period and ours != period
     return {
-        "shape": kind,
         "period": period,
         "cycles": cycles,
         "eps0": eps0,

@@ -22,14 +22,8 @@ import json
 import sys
 
 import numpy as np
-from ldpfleet.app.bench_cpr import (
-    autocorrelation_period,
-    folded_variance_period,
-    grid_template,
-    sign_test_p,
-)
-from ldpfleet.app.cpr_held_out_periodic import markdown
-from ldpfleet.collector.period import detect_period
+from ldpfleet.app.bench_cpr import grid_template
+from ldpfleet.app.cpr_held_out_periodic import markdown, score_detectors
 from ldpfleet.protocol.sw import SquareWave
 
 SEED = 779
@@ -71,47 +65,14 @@ def run_cell(
     index: int, kind: str, period: int, cycles: int, eps0: float, jumps: int, trials: int
 ) -> dict:
     """Exact matches of the three detectors on one cell (the held-out check's row)."""
-    n = period * cycles
-    names = ("detect_period", "folded_variance", "autocorrelation")
-    hits = dict.fromkeys(names, 0)
-    ours_only = {"folded_variance": 0, "autocorrelation": 0}
-    base_only = dict(ours_only)
-    near = far = 0
-    for trial in range(trials):
+
+    def reports(trial: int) -> np.ndarray:
         rng = np.random.default_rng([SEED, index, trial])
-        clean = jump_stream(grid_template(kind, period, rng), n, jumps, rng)
-        reports = SquareWave(eps0).perturb(clean, rng)
-        found = dict(
-            zip(
-                names,
-                (
-                    detect_period(reports).period,
-                    folded_variance_period(reports),
-                    autocorrelation_period(reports),
-                ),
-                strict=True,
-            )
-        )
-        for name, value in found.items():
-            hits[name] += value == period
-        ours = found["detect_period"]
-        if ours is not None and ours != period:
-            near += abs(ours - period) <= period * period / n
-            far += abs(ours - period) > period * period / n
-        for name in ours_only:
-            ours_only[name] += ours == period and found[name] != period
-            base_only[name] += found[name] == period and ours != period
-    return {
-        "shape": f"{kind}, {jumps} jump{'s' if jumps > 1 else ''}",
-        "period": period,
-        "cycles": cycles,
-        "eps0": eps0,
-        "trials": trials,
-        "hits": hits,
-        "wrong_near": near,
-        "wrong_far": far,
-        "below_p": {b: sign_test_p(base_only[b], ours_only[b]) for b in ours_only},
-    }
+        clean = jump_stream(grid_template(kind, period, rng), period * cycles, jumps, rng)
+        return SquareWave(eps0).perturb(clean, rng)
+
+    shape = f"{kind}, {jumps} jump{'s' if jumps > 1 else ''}"
+    return {"shape": shape, **score_detectors(reports, period, cycles, eps0, trials)}
 
 
 def run(trials: int) -> list[dict]:
