@@ -78,21 +78,10 @@ def _variances(variance: Callable, x: np.ndarray, name: str) -> np.ndarray:
     """``variance(x)``, one finite value >= 0 per input; a scalar stands for every input (a
     constant-variance mechanism's natural answer: summed as one value, it made the analytic
     MSE n times too small). Another shape or a bad value: one sentence."""
-    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.mechanism_contract import nonnegative_values
 
-    try:
-        values = np.asarray(variance(x), dtype=float)
-    except Exception as error:  # a plugin may raise anything
-        raise ParameterError(f"{name!r} variance failed: {error}", field="mechanism") from None
-    if values.shape == ():
-        values = np.full(x.shape, float(values))
-    if values.shape != x.shape or not np.all(np.isfinite(values) & (values >= 0.0)):
-        raise ParameterError(
-            f"{name!r} variance must answer one finite value >= 0 per input (or one for "
-            f"all), got shape {values.shape} for {x.size} inputs",
-            field="mechanism",
-        )
-    return values
+    call = lambda: variance(x)  # noqa: E731
+    return nonnegative_values(call, x.shape, name, "variance", "input", one_for_all=True)
 
 
 def measure(

@@ -67,6 +67,7 @@ __all__ = [
     "contract_reports",
     "domain_mask",
     "mean_problem",
+    "nonnegative_values",
     "probe_inputs",
     "unit_inputs",
 ]
@@ -290,6 +291,38 @@ def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.
             name, f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb"
         )
     return out
+
+
+def nonnegative_values(
+    call: Callable[[], object],
+    shape: tuple[int, ...],
+    name: str,
+    what: str,
+    per: str,
+    *,
+    one_for_all: bool = False,
+) -> np.ndarray:
+    """An optional method's answer (``variance``, ``density``: ``call()``) as finite floats
+    >= 0 of ``shape``, or one sentence (``ParameterError``, field ``mechanism``) naming
+    ``what`` was called; with ``one_for_all`` a 0-d answer stands for every entry (a
+    constant variance's natural answer). A plugin's method raising ended a bench or an
+    audit with a traceback."""
+    try:
+        values = np.asarray(call(), dtype=float)
+    except Exception as error:  # a plugin may raise anything
+        raise ParameterError(
+            f"{name!r} {what} failed: {type(error).__name__}: {error}", field=FIELD
+        ) from None
+    if one_for_all and values.shape == ():
+        values = np.full(shape, float(values))
+    if values.shape != shape or not np.all(np.isfinite(values) & (values >= 0.0)):
+        either = " (or one for all)" if one_for_all else ""
+        raise ParameterError(
+            f"{name!r} {what} must answer one finite value >= 0 per {per}{either}, "
+            f"got shape {values.shape} for {math.prod(shape)} {per}s",
+            field=FIELD,
+        )
+    return values
 
 
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:

@@ -373,20 +373,11 @@ def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
     """``mech.density(y, v)`` as finite values >= 0, one per report, or one sentence
     (``ParameterError``, field ``mechanism``): a plugin's density raising ended the audit
     with a traceback and exit status 1, which reads as "violation"."""
-    try:
-        values = np.asarray(mech.density(y, v), dtype=float)
-    except Exception as error:  # a plugin may raise anything
-        raise ParameterError(
-            f"{name!r} density(y, {v:g}) failed: {type(error).__name__}: {error}",
-            field="mechanism",
-        ) from None
-    if values.shape != y.shape or not np.all(np.isfinite(values) & (values >= 0.0)):
-        raise ParameterError(
-            f"{name!r} density(y, v) must answer one finite density >= 0 per report, got "
-            f"shape {values.shape} for {y.size} reports",
-            field="mechanism",
-        )
-    return values
+    from ldpfleet.protocol.mechanism_contract import nonnegative_values
+
+    return nonnegative_values(
+        lambda: mech.density(y, v), y.shape, name, f"density(y, {v:g})", "report"
+    )
 
 
 def _log_likelihood_ratio(mech, name: str = "") -> Callable[[np.ndarray], np.ndarray]:

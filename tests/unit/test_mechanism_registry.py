@@ -494,7 +494,7 @@ def test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json():
     ("name", "message"),
     [
         ("DensityRaises", "density(y, 1) failed: NotImplementedError: density not written yet"),
-        ("DensityScalar", "must answer one finite density >= 0 per report, got shape ()"),
+        ("DensityScalar", "must answer one finite value >= 0 per report, got shape ()"),
     ],
 )
 def test_a_bad_density_gives_one_sentence_not_a_traceback(name, message):
