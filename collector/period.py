@@ -778,13 +778,20 @@ def _local_period(xw: np.ndarray, period: int, min_period: int, passes) -> int:
         return period
     rho = ac / (n - np.arange(period + 1)) / (ac[0] / n)
     lag = min_period + int(np.argmax(rho[min_period:top]))
-    # noise share f of the whitened stream, from above under a global period T (E rho(L) <=
-    # 1 - f for every L): f = 1 - rho(L). The sd of one rho is sqrt(f^2 + 4 f (1 - f)) /
-    # sqrt(n - L) (noise x noise, and signal x noise with both neighbours), increasing in f up
-    # to f = 2/3 (then 4/3 at most): a clean stream needs no noise margin
+    # margin: write xw = s + e (signal share 1 - f, noise share f of rho(0)). Under a
+    # global period T, rho(L) - rho(T) = -D + noise, D = (1 - f)(1 - r_s(L)) >= 0 (r_s the
+    # signal's autocorrelation). Its variance (iid e, times n - T): noise x noise 2 f^2;
+    # signal x noise sum_u e_u (s_{u-L} + s_{u+L} - 2 s_u), whose variance is at most
+    # 8 f D (s_{u+-T} = s_u cancel; (a + b)^2 <= 2 a^2 + 2 b^2). The z-score of a rename,
+    # (D + m) / sqrt((2 f^2 + 8 f D) / (n - T)), is smallest at D = 0 whenever m < f / 2
+    # (it rises with D there), so m = z f sqrt(2 / (n - T)) holds the rename rate of one
+    # lag below the N(0, 1) tail at z; z = 4 + sqrt(2 ln T) covers the maximum over the
+    # ~T lags (iid maxima stay below sqrt(2 ln T)) with a tail of ~3e-5 left. f: 1 -
+    # rho(L) >= f - noise under a global period (rho(L) <= rho(T) ~ 1 - f), so never
+    # smaller than it by more than the noise
     share = min(1.0, max(0.0, 1.0 - float(rho[lag])))
-    spread = 4.0 / 3.0 if share >= 2.0 / 3.0 else 4.0 * share - 3.0 * share * share
-    margin = (4.0 + np.sqrt(2.0 * np.log(period))) * np.sqrt(2.0 * spread / (n - period))
+    # (+ 1e-9: a clean stream has f ~ 0 and must not move on rounding)
+    margin = (4.0 + np.sqrt(2.0 * np.log(period))) * share * np.sqrt(2.0 / (n - period)) + 1e-9
     if rho[lag] - rho[period] <= margin or not passes(lag):
         return period
     moved = True
