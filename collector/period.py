@@ -469,7 +469,8 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
 def _screen_sums(xw: np.ndarray, periods: np.ndarray):
     """The screening statistics: harmonic sums of every period at every level (partial sums
     from an oversampled periodogram, nearest bin), the full sums (autocorrelation comb) and
-    their Gamma shapes, and which levels lie below ``(T - 1) // 2``."""
+    their Gamma shapes, and which levels lie below ``(T - 1) // 2``; beside them the
+    autocorrelation ``c_L = sum_t xw_t xw_{t+L}``, ``L < n`` (step 7 reads it)."""
     n = xw.size
     nfft = sp_fft.next_fast_len(PAD * n, real=True)
     spec = sp_fft.rfft(xw, nfft)
@@ -489,7 +490,7 @@ def _screen_sums(xw: np.ndarray, periods: np.ndarray):
     partial = np.cumsum(pad_power[idx], axis=1)
     levels = np.array(HARMONIC_LEVELS)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
-    return partial[:, levels - 1], full_total, full_shape, valid
+    return (partial[:, levels - 1], full_total, full_shape, valid), ac
 
 
 def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -642,7 +643,7 @@ def detect_period(
     dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted
     xs = (xd - xd.mean()) / np.sqrt(level)  # flat-normalised: the refinement input
     periods = np.arange(min_period, max_period + 1)
-    stats = _screen_sums(xw, periods)
+    stats, autocorr = _screen_sums(xw, periods)
     valid = stats[3]
     logp, exact = _screen_lazy(stats, dfd)
     tests = int(valid.sum() + periods.size)
@@ -733,7 +734,7 @@ def detect_period(
         value, _ = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
         return value - few_cycles_penalty(n / q) < threshold
 
-    period = _local_period(xw, period, min_period, passes)
+    period = _local_period(autocorr, period, min_period, passes)
     return PeriodEstimate(
         int(period),
         1.0 - adjusted,
@@ -748,11 +749,13 @@ def detect_period(
     )
 
 
-def _local_period(xw: np.ndarray, period: int, min_period: int, passes) -> int:
+def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
     """Step 7 (phase jumps): RENAME a claimed ``period`` to a shorter lag that repeats the
     whitened stream markedly better in the time domain; never creates or drops a claim.
 
-    ``rho(L) = sum_t xw_t xw_{t+L} / (n - L)`` divided by ``rho(0)``. Under a global period
+    ``ac``: the autocorrelation ``c_L = sum_t xw_t xw_{t+L}`` of the whitened stream for
+    ``L = 0 .. n - 1`` (``_screen_sums`` has it: no extra transform);
+    ``rho(L) = c_L / (n - L)`` divided by ``c_0 / n``. Under a global period
     ``T`` the lag ``T`` pairs equal signal values everywhere, so ``E rho(T) >= E rho(L)``
     for every ``L``. Under a stream with local period ``L`` whose cycle restarts with a phase
     shift, only the ``L`` pairs straddling each jump mismatch, while the fold at ``T`` (a
@@ -766,17 +769,12 @@ def _local_period(xw: np.ndarray, period: int, min_period: int, passes) -> int:
     one-sided tail of ~3e-5 for the signal-dependent part of the variance. Then the
     fundamental of ``L``: an exact divisor ``L / p`` (``p`` prime) whose ``rho`` is within
     that margin of ``rho(L)`` and which passes the gate (module docstring, step 7)."""
-    n = xw.size
+    n = ac.size
     near = max(1, int(np.ceil(period * period / n)))
     top = period - near  # lags [min_period, top) are candidates
-    if top <= min_period:
+    if top <= min_period or ac[0] <= 0.0:
         return period
-    nfft = sp_fft.next_fast_len(n + period, real=True)
-    spec = sp_fft.rfft(xw, nfft)
-    ac = sp_fft.irfft(spec.real**2 + spec.imag**2, nfft)[: period + 1]
-    if ac[0] <= 0.0:
-        return period
-    rho = ac / (n - np.arange(period + 1)) / (ac[0] / n)
+    rho = ac[: period + 1] / (n - np.arange(period + 1)) / (ac[0] / n)
     lag = min_period + int(np.argmax(rho[min_period:top]))
     # margin: write xw = s + e (signal share 1 - f, noise share f of rho(0)). Under a
     # global period T, rho(L) - rho(T) = -D + noise, D = (1 - f)(1 - r_s(L)) >= 0 (r_s the

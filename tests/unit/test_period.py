@@ -706,9 +706,10 @@ def test_the_local_period_step_only_renames():
     base = np.sin(2 * np.pi * np.arange(200) / 12)
     x = np.concatenate([base, base])
     xw = (x - x.mean()) / x.std()
-    assert _local_period(xw, 71, 3, lambda q: False) == 71
-    assert _local_period(xw, 71, 3, lambda q: True) == 12
-    assert _local_period(xw, 4, 3, lambda q: True) == 4  # no lag outside the near window
+    ac = np.correlate(xw, xw, "full")[xw.size - 1 :]  # c_L, L = 0 .. n - 1
+    assert _local_period(ac, 71, 3, lambda q: False) == 71
+    assert _local_period(ac, 71, 3, lambda q: True) == 12
+    assert _local_period(ac, 4, 3, lambda q: True) == 4  # no lag outside the near window
 
 
 # -- scale invariance (finite samples of any magnitude) ----------------------------------------
