@@ -467,6 +467,11 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
 
 
 def _screen_sums(xw: np.ndarray, periods: np.ndarray):
+    """The screening statistics of ``_screen`` without the autocorrelation."""
+    return _screen(xw, periods)[0]
+
+
+def _screen(xw: np.ndarray, periods: np.ndarray):
     """The screening statistics: harmonic sums of every period at every level (partial sums
     from an oversampled periodogram, nearest bin), the full sums (autocorrelation comb) and
     their Gamma shapes, and which levels lie below ``(T - 1) // 2``; beside them the
@@ -643,7 +648,7 @@ def detect_period(
     dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted
     xs = (xd - xd.mean()) / np.sqrt(level)  # flat-normalised: the refinement input
     periods = np.arange(min_period, max_period + 1)
-    stats, autocorr = _screen_sums(xw, periods)
+    stats, autocorr = _screen(xw, periods)
     valid = stats[3]
     logp, exact = _screen_lazy(stats, dfd)
     tests = int(valid.sum() + periods.size)
