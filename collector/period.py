@@ -123,6 +123,29 @@ Search, refinement, fundamental
        false claims (11 against 6 of the 2,250 red streams above; 45 against 19 of 10,800
        SW streams of AR(1) phi 0.9-0.99, random walks and white noise at n = 150 and 300,
        eps0 = 1, 2, 5, seed 408, where the rule without step 6 claimed 37): rejected.
+    7. Local period (issue 19, phase jumps; ``_local_period``): a stream whose cycle restarts
+       1-2 times with a random phase shift (a clock reset, a wrapping replay) has local
+       period ``L`` but no global period, and steps 1-3 fold the WHOLE stream: a near
+       multiple or a long period whose harmonics land on the side lobes of the jump won
+       (``L = 12`` claimed as 35, 37, 47, 71, or 622). After step 3, a CLAIMED period ``T``
+       is renamed to the lag ``L`` in ``[min_period, T - T^2 / n)`` with the largest
+       autocorrelation of the whitened stream (normalised by the overlap count; under a
+       jump only the ``L`` pairs straddling it mismatch), if ``rho(L) - rho(T)`` exceeds
+       ``(4 + sqrt(2 ln T)) f sqrt(2 / (n - T))`` (``f = 1 - rho(L)`` the noise share;
+       derivation in the code: under a global period ``T`` the difference is ``-D`` plus
+       noise of variance at most ``(2 f^2 + 8 f D) / (n - T)``) AND ``L`` passes the claim
+       gate of step 4 on its own (exact F test at ``L``, penalty); then to a prime divisor
+       ``L / p`` whose ``rho`` is within that margin and which passes the gate. The step
+       only RENAMES a claim: it never creates or drops one, so the false-claim rates on
+       aperiodic streams (steps 4-6, "Long memory") are unchanged by construction. It
+       reads the screening's autocorrelation (no extra transform; CPU +0.2 % at n =
+       10,000). Measured (``python -m ldpfleet.app.cpr_phase_jumps 20``, docs/cpr.md):
+       cells below a baseline 55 -> 37 of 240 (clearly 5 -> 3), exact answers 1,008 ->
+       1,280 of 4,800, far wrong answers 1,343 -> 1,068; the held-out periodic check
+       (``cpr_held_out_periodic 40``) unchanged (2,871 exact, 365 near / 46 far, the same
+       118 of 120 cells). What it cannot fix: at a few hundred samples the margin (~7
+       standard errors) hides a ``rho`` gap of 0.2-0.3, and a jump that cancels the fold at
+       ``L`` (a shift near ``L / 2``) fails ``L``'s own gate.
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
