@@ -49,11 +49,13 @@ from ldpfleet.app.bench_cpr import (
     single_period_oracle,
     trial_rng,
 )
+from ldpfleet.app.cpr_phase_jumps import jump_stream
 from ldpfleet.collector.period import (
     DEFAULT_MIN_CYCLES,
     HARMONIC_LEVELS,
     PeriodEstimate,
     _detrend,
+    _local_period,
     detect_period,
     few_cycles_penalty,
     masked_logp,
@@ -675,6 +677,39 @@ def test_a_short_integer_period_is_not_reported_as_a_multiple(period):
         x = np.tile(rng.random(period), 600 // period)
         found = detect_period(x + 0.01 * rng.standard_normal(x.size)).period
         assert found == period, (seed, found)
+
+
+def test_a_stream_whose_cycle_restarts_gets_its_local_period():
+    """Phase jumps (module docstring, step 7): a sine of period 12 replayed from 200 rows
+    twice (one restart, 8 samples of shift) was claimed as 71; a period-12 sine with one
+    5-sample jump in 2,000 samples plus N(0, 0.3) noise as 622 (645 on this seed); SW
+    reports (eps0 = 5) of a sawtooth and a square of period 12, 40 cycles, one jump of
+    U(0.2, 0.8) T (``app/cpr_phase_jumps.jump_stream``) as 85 and 146. Fixed seeds:
+    deterministic answers, each must be 12 (all four were wrong before step 7)."""
+    base = np.sin(2 * np.pi * np.arange(200) / 12)
+    assert detect_period(np.concatenate([base, base])).period == 12
+    t = np.arange(2000)
+    rng = np.random.default_rng(1)
+    z = np.sin(2 * np.pi * (t + 5 * (t > 1000)) / 12) + rng.normal(0.0, 0.3, t.size)
+    assert detect_period(z).period == 12
+    for shape in ("sawtooth", "square"):
+        rng = np.random.default_rng([2026, 1])
+        x = jump_stream(grid_template(shape, 12, rng), 480, 1, rng)
+        found = detect_period(SquareWave(5.0).perturb(x, rng)).period
+        assert found == 12, (shape, found)
+
+
+def test_the_local_period_step_only_renames():
+    """Step 7 returns the claimed period unless a shorter lag passes the claim gate on its
+    own (``passes``): with a gate that refuses everything the claim keeps its name, so the
+    step can neither create nor drop a claim (the caller runs it only on a claim)."""
+    base = np.sin(2 * np.pi * np.arange(200) / 12)
+    x = np.concatenate([base, base])
+    xw = (x - x.mean()) / x.std()
+    ac = np.correlate(xw, xw, "full")[xw.size - 1 :]  # c_L, L = 0 .. n - 1
+    assert _local_period(ac, 71, 3, lambda q: False) == 71
+    assert _local_period(ac, 71, 3, lambda q: True) == 12
+    assert _local_period(ac, 4, 3, lambda q: True) == 4  # no lag outside the near window
 
 
 # -- scale invariance (finite samples of any magnitude) ----------------------------------------
