@@ -87,9 +87,12 @@ def test_the_report_leads_with_a_headline(tmp_path):
     page = run_and_read_report(ROOT / "scenarios" / "quickstart.toml", out)
     items = headline(page)
     assert list(items) == [
-        "outcome", "ran", "broker", "devices complete", "reports lost", "accuracy", "privacy",
-        "time",
+        "outcome", "ran", "broker", "devices complete", "reports lost", "accuracy", "clipped",
+        "privacy", "time",
     ]  # fmt: skip
+    # the quickstart's bounds fit its data: a share, no wrong-unit warning
+    assert "of the readings were outside the public bounds" in items["clipped"]
+    assert "data's unit" not in items["clipped"]
     assert items["outcome"] == "complete"
     assert items["ran"].startswith("quickstart: 50 devices × 200 steps, sw, ε = 2 over any 5")
     assert items["broker"] == "memory (in-process, no MQTT broker)"
