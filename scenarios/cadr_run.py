@@ -518,6 +518,7 @@ def collector_results(
         settings.eps, settings.alpha, settings.pipeline, searched, len(names)
     )
     begin = collected.started if started is None else started
+    bound = settings.bound_and_source(graph)  # (D, its source): read once
     return {
         "broker": broker,
         "run": run,
@@ -529,15 +530,15 @@ def collector_results(
         "eps": settings.eps,
         "alpha": settings.alpha,
         "seed": settings.seed,
-        "degree_bound": settings.bound_and_source(graph)[0],
-        "degree_bound_source": settings.bound_and_source(graph)[1],
+        "degree_bound": bound[0],
+        "degree_bound_source": bound[1],
         "theta": outcome.theta,
         "theta_rule": str(settings.theta),
         "theta_fanout": settings.fanout,
         "theta_spacing": settings.spacing,
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
-        "theta_search": _theta_search(degrees, outcome, budget, settings.bound_for(graph)),
+        "theta_search": _theta_search(degrees, outcome, budget, bound[0]),
         "budget": budget.as_dict(),
         "privacy_claim": privacy_claim(
             budget,
@@ -545,7 +546,7 @@ def collector_results(
             deadline=settings.peer_deadline,
             overrun=_overrun(outcome),
             theta_searched=searched,
-            degree_bound=settings.bound_and_source(graph),
+            degree_bound=bound,
         ),
         "mae": final["mae"],
         "mse": final["mse"],
