@@ -54,7 +54,7 @@ from ldpfleet.collector.gcdp.windows import (
     WindowAssembler,
     WindowReleased,
 )
-from ldpfleet.devices.sources import CsvSpec, csv_stream, load_table
+from ldpfleet.devices.sources import CsvSpec, csv_stream, table_columns
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import LocalProtocolError, RemoteProtocolError
 from ldpfleet.protocol.ledger import PrivacyLedger
@@ -96,8 +96,8 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
     """The public calibration matrix (time x M nodes, [0, 1] units, laid out like the
     fleet) and, with ``utility_column``, each node's room labels (time x M, 0/1)."""
     spec = config.calibration
-    _, matrix = load_table(spec.path)
-    length = config.calibration_steps or matrix.shape[0]
+    _, rows = table_columns(spec.path)
+    length = config.calibration_steps or rows
     m = config.nodes
     data = np.empty((length, m))
     for i in range(m):

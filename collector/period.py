@@ -322,11 +322,17 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
         return np.zeros(lags.shape)
     if lags.min() < 0 or lags.max() >= n:
         raise ParameterError(f"periods must lie in [0, {n - 1}] for n = {n}", field="periods")
-    xc = arr - arr.mean()
+    # computed on the stream brought into [0.5, 1) by a power of two (exact) and scaled
+    # back at the end: samples near +-1e300 overflowed the mean (a NaN for every lag) and
+    # the squares; a true discrepancy beyond the float range is inf, not NaN
+    exponent = math.frexp(float(np.max(np.abs(arr))))[1]
+    scaled = np.ldexp(arr, -exponent)
+    xc = scaled - scaled.mean()
     ac, cs = _lag_sums(xc, int(lags.max()))
     m = n - lags
     total = cs[m] + (cs[n] - cs[lags]) - 2.0 * ac[lags]
-    return np.maximum(total, 0.0) / m
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.maximum(total, 0.0) / m, 2 * exponent)
 
 
 def _detrend(x: np.ndarray) -> np.ndarray:

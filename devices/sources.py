@@ -50,7 +50,9 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     field than the header, the first field (a row id) is dropped, unless every row's last field
     is empty (a delimiter ending each row). Columns whose *first* data value is not numeric
     (like ``date``) are dropped together with their names; any later non-numeric or non-finite
-    value in a kept column is an error. Parsed tables are cached per path (and file size /
+    value in a kept column is an error when that column is read (a source naming it, or the
+    ``"rows"`` layout, or :func:`load_table`); a bad cell in a column no source reads does not
+    refuse the file. Parsed tables are cached per path (and file size /
     mtime), since a fleet of 1,000 devices reads the same file; the returned matrix is read-only
     and shared. Streams longer than the data wrap around (the series is cycled). The truth of a
     data set stream is unknown: ``StreamTruth(period=None, phase=None)``.
@@ -92,6 +94,7 @@ __all__ = [
     "device_rng",
     "load_table",
     "synthetic_stream",
+    "table_columns",
 ]
 
 SHAPES = ("sine", "square", "sawtooth", "composite")
@@ -345,9 +348,10 @@ def _delimiter(text: str) -> str:
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int]
-) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]]]:
+) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]], dict[int, tuple[str, int]]]:
     """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
-    Also returns the dropped columns: name -> (first data value, its line number)."""
+    Also returns the dropped columns (name -> first data value, its line number) and the
+    broken ones (``_table``)."""
     field = "source.path"
     try:
         with open(path, "rb") as fh:
@@ -422,31 +426,41 @@ def _parse_table(
     }
 
     cells = [[row[skip + j] for j in keep] for _, row in data]
+    broken: dict[int, tuple[str, int]] = {}
     try:
         matrix = np.array(cells, dtype=np.float64)
     except ValueError:
-        matrix = None
-    if matrix is None or not np.isfinite(matrix).all():
-        for lineno, row in data:
-            for j in keep:
-                cell = row[skip + j]
-                if not _is_number(cell.strip()) or not math.isfinite(float(cell)):
-                    raise SourceError(
-                        f"non-numeric value {cell!r} in column {header[j]!r} "
-                        f"at line {lineno} of {path} (need finite numbers)",
-                        field=field,
-                    )
-        raise AssertionError("unreachable: bad cell not found")  # pragma: no cover
+        matrix = np.array([[_cell_value(cell) for cell in row] for row in cells])
+    if not np.isfinite(matrix).all():
+        for k in np.flatnonzero(~np.isfinite(matrix).all(axis=0)):
+            first = int(np.flatnonzero(~np.isfinite(matrix[:, k]))[0])
+            broken[int(k)] = (cells[first][k], data[first][0])
     matrix.flags.writeable = False
-    return names, matrix, dropped
+    return names, matrix, dropped, broken
 
 
-def load_table(path: str) -> tuple[list[str], np.ndarray]:
-    """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
+def _cell_value(cell: str) -> float:
+    """A cell as a float, NaN where it is not a number (``_parse_table`` records it)."""
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
 
-    See the module docstring for header / row-id / non-numeric column handling. The
-    matrix is cached and shared, hence read-only (copy it before modifying).
-    """
+
+def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+    return SourceError(
+        f"non-numeric value {cell!r} in column {name!r} at line {lineno} of {path} "
+        "(need finite numbers in every column a source reads)",
+        field=field,
+    )
+
+
+def _table(path: str):
+    """``(names, matrix, dropped, broken)`` of ``path``, parsed once per version of the file
+    (cached). ``broken`` maps a matrix column whose later cells are not all finite numbers
+    to its first bad cell and line; that column's bad cells are NaN, and only a source that
+    reads it is refused (``_column_index``), so a bad cell in a column nobody uses does not
+    refuse the file."""
     path = os.fspath(path)
     try:
         st = os.stat(path)
@@ -454,15 +468,36 @@ def load_table(path: str) -> tuple[list[str], np.ndarray]:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    names, matrix, _ = _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+
+
+def load_table(path: str) -> tuple[list[str], np.ndarray]:
+    """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
+
+    See the module docstring for header / row-id / non-numeric column handling. The
+    matrix is cached and shared, hence read-only (copy it before modifying). Every value
+    of every numeric column must be a finite number here (a :class:`SourceError` names
+    the first that is not); a :class:`CsvSpec` needs that only of the columns it reads.
+    """
+    path = os.fspath(path)
+    names, matrix, _, broken = _table(path)
+    if broken:
+        k = min(broken, key=lambda j: (broken[j][1], j))
+        raise _broken_error(path, names[k], *broken[k], field="source.path")
     return list(names), matrix
+
+
+def table_columns(path: str) -> tuple[list[str], int]:
+    """The numeric column names of ``path`` and its number of data rows, without checking
+    every value (the sources that read a column check it: :class:`CsvSpec`)."""
+    names, matrix, _, _ = _table(path)
+    return list(names), matrix.shape[0]
 
 
 def _dropped_columns(path: str) -> dict[str, tuple[str, int]]:
     """The header names :func:`load_table` dropped as non-numeric (their first data value
     was not a number), with that value and its line number."""
-    st = os.stat(path)
-    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))[2]
+    return _table(path)[2]
 
 
 def clear_table_cache() -> None:
@@ -552,9 +587,11 @@ class CsvSpec:
                 f"{self.column!r} must be a column name or a 0-based index",
                 field="source.column",
             )
-        names, _ = load_table(self.path)
+        names = list(_table(self.path)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
+        if self.layout == "rows":  # every device replays whole rows: every column is read
+            load_table(self.path)
         self._check_columns(names)
 
 
@@ -587,7 +624,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        return names.index(column)
+        return _readable(spec.path, names, names.index(column), field)
     if not _is_int(column) or int(column) < 0:
         raise SourceError(f"{column!r} must be a column name or a 0-based index", field=field)
     if column >= len(names):
@@ -596,7 +633,15 @@ def _column_index(
             f"columns, indices 0..{len(names) - 1} (columns: {available})",
             field=field,
         )
-    return int(column)
+    return _readable(spec.path, names, int(column), field)
+
+
+def _readable(path: str, names: list[str], index: int, field: str) -> int:
+    """``index``, after checking that every value of that column is a finite number."""
+    broken = _table(path)[3]
+    if index in broken:
+        raise _broken_error(path, names[index], *broken[index], field=field)
+    return index
 
 
 def channel_bounds(spec: CsvSpec, device_index: int) -> tuple[float, float] | None:
@@ -627,8 +672,10 @@ def csv_stream(
             field="device_index",
         )
     i, n = int(device_index), int(n_devices)
-    names, matrix = load_table(spec.path)
+    table_names, matrix, _, _ = _table(spec.path)
+    names = list(table_names)
     if spec.layout == "rows":
+        load_table(spec.path)  # every column is read: refuses any bad cell
         series = matrix[i % matrix.shape[0]]
         start = 0
     elif spec.columns is not None:

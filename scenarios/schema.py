@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import msgspec
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.reconstruct import compatible
-from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, load_table
+from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
@@ -884,8 +884,8 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}gcdp.calibration_path: {error.reason} ({error.field} of the fleet)"
         ) from None
-    names, matrix = load_table(calibration.path)
-    length = section.calibration_steps or matrix.shape[0]
+    names, rows = table_columns(calibration.path)
+    length = section.calibration_steps or rows
     if length < max(section.window, 8):
         raise ScenarioError(
             f"{where}gcdp.calibration_steps: need at least max(window, 8) = "
@@ -896,6 +896,11 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             f"{where}gcdp.utility_column: {section.utility_column!r} is not a column of "
             f"{calibration.path} (columns: {', '.join(names)})"
         )
+    if section.utility_column is not None:
+        try:  # every value of the label column must be a number (the others' are checked)
+            CsvSpec(path=calibration.path, column=section.utility_column)
+        except SourceError as error:
+            raise ScenarioError(f"{where}gcdp.utility_column: {error.reason}") from None
 
 
 def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:

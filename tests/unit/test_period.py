@@ -22,6 +22,8 @@ threshold is derived so that a detector with the stated true rate fails it with 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -159,6 +161,23 @@ def test_shift_discrepancy_keeps_shape_and_is_zero_at_the_period():
     assert out[1, 1] > 1e-3
     assert shift_discrepancy(x, np.array([], dtype=int)).shape == (0,)
     assert shift_discrepancy(x, np.array([0]))[0] == 0.0
+
+
+def test_shift_discrepancy_is_scale_free_and_never_nan():
+    """A held-out user's stream near 1e300 made the mean overflow: NaN at every lag (and
+    numpy warnings). The discrepancy is computed on the stream rescaled by a power of two,
+    so power-of-two multiples scale it by exactly c**2, and a value beyond the float range
+    is inf, never NaN."""
+    x = np.random.default_rng(5).normal(size=300)
+    lags = np.array([1, 7, 50])
+    base = shift_discrepancy(x, lags)
+    for power in (-600, -40, 0, 40, 500):
+        scaled = shift_discrepancy(np.ldexp(x, power), lags)
+        assert np.array_equal(scaled, np.ldexp(base, 2 * power)), power
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = shift_discrepancy(1e300 * np.tile([1.0, -1.0, 0.5], 20), np.array([1, 3]))
+    assert huge[0] == np.inf and huge[1] == 0.0
 
 
 @pytest.mark.parametrize("periods", [[-1], [600], [1.5], [np.nan]])

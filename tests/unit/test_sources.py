@@ -386,6 +386,42 @@ def test_non_finite_value_error(tmp_path):
         load_table(str(bad))
 
 
+def test_bad_cell_in_an_unused_column_does_not_refuse_the_file(tmp_path):
+    """A held-out user's export had one "ERR" deep in a column the scenario never reads;
+    the whole file was refused. Now only a source that reads that column is refused, with
+    the cell, the column and the line; the other columns replay exactly."""
+    path = tmp_path / "station.csv"
+    rows = [f"{k},{20 + k % 7},{k % 3}" for k in range(50)]
+    rows[31] = "31,ERR,1"
+    path.write_text("t,temp,flag\n" + "\n".join(rows) + "\n")
+    x, _ = csv_stream(CsvSpec(str(path), "flag"), 0, 1, 50)
+    assert x.tolist() == [float(k % 3) for k in range(50)]
+    by_index, _ = csv_stream(CsvSpec(str(path), 2), 0, 1, 50)  # indices do not shift
+    assert by_index.tolist() == x.tolist()
+    for column in ("temp", 1):
+        with pytest.raises(SourceError) as err:
+            CsvSpec(str(path), column)
+        assert err.value.field == "source.column"
+        assert "'ERR'" in str(err.value) and "'temp'" in str(err.value)
+        assert "line 33" in str(err.value)
+    with pytest.raises(SourceError, match="'ERR'"):
+        CsvSpec(str(path), "flag", layout="rows")  # a row replays every column
+    with pytest.raises(SourceError, match="line 33"):
+        load_table(str(path))  # the public whole-table reader stays strict
+
+
+def test_bad_cell_in_one_of_several_columns_names_that_column(tmp_path):
+    path = tmp_path / "rooms.csv"
+    rows = [f"{k % 5},{k % 4},{k % 3}" for k in range(40)]
+    rows[9] = "4,inf,0"
+    path.write_text("a,b,c\n" + "\n".join(rows) + "\n")
+    ok = CsvSpec(str(path), "a", columns=("a", "c"), column_bounds=((0, 4), (0, 2)))
+    assert csv_stream(ok, 1, 2, 40)[0].tolist() == [float(k % 3) for k in range(40)]
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), "a", columns=("a", "b"), column_bounds=((0, 4), (0, 3)))
+    assert err.value.field == "source.columns" and "'inf'" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
