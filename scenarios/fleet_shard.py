@@ -54,30 +54,42 @@ def run_fleet_shard(
     credentials: Credentials | None = None,
 ) -> tuple[list[DeviceOutcome], Path]:
     """Run shard ``shard`` of ``scenario``'s fleet on ``broker`` and write its ledger and
-    outcomes; returns the outcomes and the directory. Raises ``asyncio.CancelledError``
-    when stopped before its devices were built (nothing to write)."""
-    built: list[Fleet] = []
+    outcomes (before its event loop closes); returns the outcomes and the directory.
+    Raises ``asyncio.CancelledError`` when stopped before its devices were built (nothing
+    to write)."""
+    written: list[list[DeviceOutcome]] = []
+    target = out or Path("runs") / run / f"fleet-{shard[0]}-of-{shard[1]}"
+
+    def write(fleet: Fleet, outcomes: list[DeviceOutcome]) -> None:
+        write_shard_outputs(target, scenario, run, shard, broker, fleet, outcomes)
+        written.append(outcomes)
 
     async def go() -> list[DeviceOutcome]:
         # SIGTERM (a runner stopping its shards) ends the devices; the outcomes so far
-        # are still written
+        # are still written. They are written INSIDE the loop: closing the loop restores
+        # SIGTERM's default action, so a SIGTERM arriving after it (a runner whose
+        # finish_grace ran out on a loaded machine) killed the shard before it wrote
+        # anything, and its devices' ledgers were lost.
         task = asyncio.current_task()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         state_file = fleet_state_file(scenario, run, shard, target)
         config = fleet_config(scenario, run, seed, state_file=state_file)
         async with open_broker(broker, credentials=credentials) as (transport, _):
-            built.append(Fleet(config, transport, shard=shard))
-            return await built[0].run()
+            fleet = Fleet(config, transport, shard=shard)
+            try:
+                outcomes = await fleet.run()
+            except asyncio.CancelledError:
+                write(fleet, fleet.outcomes())  # no await: a second SIGTERM cannot cut it
+                raise
+            write(fleet, outcomes)
+            return outcomes
 
-    target = out or Path("runs") / run / f"fleet-{shard[0]}-of-{shard[1]}"
     try:
-        outcomes = run_loop(go())
+        return run_loop(go()), target
     except asyncio.CancelledError:
-        if not built:
+        if not written:
             raise
-        outcomes = built[0].outcomes()
-    write_shard_outputs(target, scenario, run, shard, broker, built[0] if built else None, outcomes)
-    return outcomes, target
+        return written[0], target
 
 
 def write_shard_outputs(
