@@ -96,7 +96,7 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
     """The public calibration matrix (time x M nodes, [0, 1] units, laid out like the
     fleet) and, with ``utility_column``, each node's room labels (time x M, 0/1)."""
     spec = config.calibration
-    _, rows = table_columns(spec.path)
+    _, rows = table_columns(spec.path, spec.header)
     length = config.calibration_steps or rows
     m = config.nodes
     data = np.empty((length, m))
@@ -107,7 +107,9 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
         return data, None
     channels = spec.channels
     rooms = -(-m // channels)
-    label_spec = CsvSpec(path=spec.path, column=config.utility_column, stride=spec.stride)
+    label_spec = CsvSpec(
+        path=spec.path, column=config.utility_column, stride=spec.stride, header=spec.header
+    )
     room_labels = [
         (csv_stream(label_spec, r, rooms, length)[0] >= 0.5).astype(float) for r in range(rooms)
     ]

@@ -46,13 +46,14 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     separates fields by comma, semicolon or tab (``_delimiter``: the one the first two lines
     hold equally often, else the first line's most frequent; numbers need a decimal point). It
     detects the header: a first line whose fields all parse as numbers is data (columns are then
-    named ``"0" .. "k-1"``); otherwise it is a header. When data rows have exactly one more
-    field than the header, the first field (a row id) is dropped, unless every row's last field
-    is empty (a delimiter ending each row). Columns whose *first* data value is not numeric
-    (like ``date``) are dropped together with their names; any later non-numeric or non-finite
-    value in a kept column is an error when that column is read (a source naming it, or the
-    ``"rows"`` layout, or :func:`load_table`); a bad cell in a column no source reads does not
-    refuse the file. Parsed tables are cached per path (and file size /
+    named ``"0" .. "k-1"``); otherwise it is a header (``header=True`` / ``False`` says so
+    instead: a header of numbers, such as years or sensor ids, would be read as data). When data
+    rows have exactly one more field than the header, the first field (a row id) is dropped,
+    unless every row's last field is empty (a delimiter ending each row). Columns whose *first*
+    data value is not numeric (like ``date``) are dropped together with their names; any later
+    non-numeric or non-finite value in a kept column is an error when that column is read (a
+    source naming it, or the ``"rows"`` layout, or :func:`load_table`); a bad cell in a column
+    no source reads does not refuse the file. Parsed tables are cached per path (and file size /
     mtime), since a fleet of 1,000 devices reads the same file; the returned matrix is read-only
     and shared. Streams longer than the data wrap around (the series is cycled). The truth of a
     data set stream is unknown: ``StreamTruth(period=None, phase=None)``.
@@ -347,11 +348,12 @@ def _delimiter(text: str) -> str:
 
 @functools.lru_cache(maxsize=32)
 def _parse_table(
-    path: str, _key: tuple[str, int, int]
+    path: str, _key: tuple[str, int, int], has_header: bool | None = None
 ) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]], dict[int, tuple[str, int]]]:
     """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
     Also returns the dropped columns (name -> first data value, its line number) and the
-    broken ones (``_table``)."""
+    broken ones (``_table``). ``has_header``: None to detect the header (module docstring),
+    True / False to say whether the first line is one."""
     field = "source.path"
     try:
         with open(path, "rb") as fh:
@@ -376,12 +378,14 @@ def _parse_table(
         raise SourceError(f"{path} is empty (no header, no data)", field=field)
 
     first = [cell.strip() for cell in lines[0][1]]
-    if all(_is_number(cell) for cell in first):
-        header = [str(i) for i in range(len(first))]
-        data = lines
-    else:
+    if has_header is None:
+        has_header = not all(_is_number(cell) for cell in first)
+    if has_header:
         header = first
         data = lines[1:]
+    else:
+        header = [str(i) for i in range(len(first))]
+        data = lines
     if not data:
         raise SourceError(f"{path} has a header but no data rows", field=field)
 
@@ -455,7 +459,7 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
     )
 
 
-def _table(path: str):
+def _table(path: str, header: bool | None = None):
     """``(names, matrix, dropped, broken)`` of ``path``, parsed once per version of the file
     (cached). ``broken`` maps a matrix column whose later cells are not all finite numbers
     to its first bad cell and line; that column's bad cells are NaN, and only a source that
@@ -468,36 +472,39 @@ def _table(path: str):
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size))
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header)
 
 
-def load_table(path: str) -> tuple[list[str], np.ndarray]:
+def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.ndarray]:
     """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
 
     See the module docstring for header / row-id / non-numeric column handling. The
     matrix is cached and shared, hence read-only (copy it before modifying). Every value
     of every numeric column must be a finite number here (a :class:`SourceError` names
     the first that is not); a :class:`CsvSpec` needs that only of the columns it reads.
+    ``header``: None detects the header line (module docstring); True says the first line
+    is one (a header of numbers, such as years or sensor ids, is otherwise read as data);
+    False says it is data.
     """
     path = os.fspath(path)
-    names, matrix, _, broken = _table(path)
+    names, matrix, _, broken = _table(path, header)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(path, names[k], *broken[k], field="source.path")
     return list(names), matrix
 
 
-def table_columns(path: str) -> tuple[list[str], int]:
+def table_columns(path: str, header: bool | None = None) -> tuple[list[str], int]:
     """The numeric column names of ``path`` and its number of data rows, without checking
     every value (the sources that read a column check it: :class:`CsvSpec`)."""
-    names, matrix, _, _ = _table(path)
+    names, matrix, _, _ = _table(path, header)
     return list(names), matrix.shape[0]
 
 
-def _dropped_columns(path: str) -> dict[str, tuple[str, int]]:
+def _dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int]]:
     """The header names :func:`load_table` dropped as non-numeric (their first data value
     was not a number), with that value and its line number."""
-    return _table(path)[2]
+    return _table(path, header)[2]
 
 
 def clear_table_cache() -> None:
@@ -514,6 +521,8 @@ class CsvSpec:
     by :func:`load_table` (row id and non-numeric columns such as ``date`` excluded); it is
     not used by the ``"rows"`` layout. ``stride`` (``"column"`` layout only): device ``i``
     starts at ``(i * stride) % length``; ``0`` spreads the devices evenly over the data.
+    ``header``: None detects the header line (a first line of numbers is data), True /
+    False say whether the first line is a header (:func:`load_table`).
     Construction validates the fields and loads the file (cached), so a missing file,
     unknown column or bad data raises :class:`SourceError` here.
     """
@@ -524,6 +533,7 @@ class CsvSpec:
     stride: int = 0
     columns: tuple[str | int, ...] | None = None
     column_bounds: tuple[tuple[float, float], ...] | None = None
+    header: bool | None = None
 
     @property
     def channels(self) -> int:
@@ -575,6 +585,10 @@ class CsvSpec:
             raise SourceError(
                 f"{self.layout!r} is not one of {', '.join(LAYOUTS)}", field="source.layout"
             )
+        if self.header is not None and not isinstance(self.header, bool):
+            raise SourceError(
+                f"{self.header!r} must be true, false or unset (detect)", field="source.header"
+            )
         if not _is_int(self.stride) or int(self.stride) < 0:
             raise SourceError(f"{self.stride!r} must be an integer >= 0", field="source.stride")
         object.__setattr__(self, "stride", int(self.stride))
@@ -587,11 +601,11 @@ class CsvSpec:
                 f"{self.column!r} must be a column name or a 0-based index",
                 field="source.column",
             )
-        names = list(_table(self.path)[0])
+        names = list(_table(self.path, self.header)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
-            load_table(self.path)
+            load_table(self.path, self.header)
         self._check_columns(names)
 
 
@@ -604,7 +618,7 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
-        dropped = _dropped_columns(spec.path) if column not in names else {}
+        dropped = _dropped_columns(spec.path, spec.header) if column not in names else {}
         if column in dropped:
             value, lineno = dropped[column]
             raise SourceError(
@@ -624,7 +638,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        return _readable(spec.path, names, names.index(column), field)
+        return _readable(spec, names, names.index(column), field)
     if not _is_int(column) or int(column) < 0:
         raise SourceError(f"{column!r} must be a column name or a 0-based index", field=field)
     if column >= len(names):
@@ -633,14 +647,14 @@ def _column_index(
             f"columns, indices 0..{len(names) - 1} (columns: {available})",
             field=field,
         )
-    return _readable(spec.path, names, int(column), field)
+    return _readable(spec, names, int(column), field)
 
 
-def _readable(path: str, names: list[str], index: int, field: str) -> int:
+def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken = _table(path)[3]
+    broken = _table(spec.path, spec.header)[3]
     if index in broken:
-        raise _broken_error(path, names[index], *broken[index], field=field)
+        raise _broken_error(spec.path, names[index], *broken[index], field=field)
     return index
 
 
@@ -672,10 +686,10 @@ def csv_stream(
             field="device_index",
         )
     i, n = int(device_index), int(n_devices)
-    table_names, matrix, _, _ = _table(spec.path)
+    table_names, matrix, _, _ = _table(spec.path, spec.header)
     names = list(table_names)
     if spec.layout == "rows":
-        load_table(spec.path)  # every column is read: refuses any bad cell
+        load_table(spec.path, spec.header)  # every column is read: refuses any bad cell
         series = matrix[i % matrix.shape[0]]
         start = 0
     elif spec.columns is not None:

@@ -128,6 +128,9 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     layout: Literal["column", "rows"] = "column"
     stride: Annotated[int, Meta(ge=0)] = 0
     true_period: Annotated[int, Meta(ge=2)] | None = None
+    # is the first line a header? "auto": yes unless every field is a number (a header
+    # of numbers, such as years or sensor ids, needs true)
+    header: Literal["auto"] | bool = "auto"
 
 
 class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
@@ -572,6 +575,7 @@ class LoadedScenario:
             column_bounds=tuple(tuple(pair) for pair in src.column_bounds)
             if src.column_bounds is not None
             else None,
+            header=None if src.header == "auto" else src.header,
         )
 
     def calibration_spec(self) -> CsvSpec:
@@ -884,7 +888,7 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}gcdp.calibration_path: {error.reason} ({error.field} of the fleet)"
         ) from None
-    names, rows = table_columns(calibration.path)
+    names, rows = table_columns(calibration.path, calibration.header)
     length = section.calibration_steps or rows
     if length < max(section.window, 8):
         raise ScenarioError(
@@ -898,7 +902,7 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         )
     if section.utility_column is not None:
         try:  # every value of the label column must be a number (the others' are checked)
-            CsvSpec(path=calibration.path, column=section.utility_column)
+            CsvSpec(calibration.path, section.utility_column, header=calibration.header)
         except SourceError as error:
             raise ScenarioError(f"{where}gcdp.utility_column: {error.reason}") from None
 

@@ -410,6 +410,56 @@ def test_bad_cell_in_an_unused_column_does_not_refuse_the_file(tmp_path):
         load_table(str(path))  # the public whole-table reader stays strict
 
 
+def test_a_header_of_numbers_is_read_as_a_header_when_told(tmp_path):
+    """A held-out user's file had sensor ids as its header ("101,102,103"): detection read
+    the header as a first data row (a reading of 101 at step 0). ``header=True`` says the
+    first line is a header, ``header=False`` that it is data; detection is unchanged."""
+    path = tmp_path / "ids.csv"
+    path.write_text("101,102,103\n" + "".join(f"{k},{k + 1},{k + 2}\n" for k in range(10)))
+    detected, matrix = load_table(str(path))
+    assert detected == ["0", "1", "2"] and matrix[0].tolist() == [101.0, 102.0, 103.0]
+    names, matrix = load_table(str(path), header=True)
+    assert names == ["101", "102", "103"] and matrix[0].tolist() == [0.0, 1.0, 2.0]
+    x, _ = csv_stream(CsvSpec(str(path), "102", header=True), 0, 1, 10)
+    assert x.tolist() == [float(k + 1) for k in range(10)]
+    with pytest.raises(SourceError, match="not in header"):
+        CsvSpec(str(path), "102", header=False)
+    text = tmp_path / "named.csv"
+    text.write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(SourceError, match="no numeric columns"):
+        load_table(str(text), header=False)
+    with pytest.raises(SourceError) as err:
+        CsvSpec(str(path), 0, header="yes")
+    assert err.value.field == "source.header"
+
+
+def test_a_scenario_says_its_header(tmp_path):
+    from ldpfleet.scenarios.schema import parse_scenario
+
+    path = tmp_path / "ids.csv"
+    path.write_text("7,8\n" + "".join(f"{k % 4},{k % 3}\n" for k in range(40)))
+    text = f"""
+[scenario]
+name = "ids"
+[fleet]
+devices = 2
+[stream]
+steps = 12
+eps = 1.0
+w = 4
+[source]
+kind = "csv"
+path = "{path}"
+column = "8"
+bounds = [0.0, 3.0]
+header = true
+"""
+    spec = parse_scenario(text).source_spec()
+    assert spec.header is True
+    x, _ = csv_stream(spec, 0, 1, 6)
+    assert x.tolist() == [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+
+
 def test_bad_cell_in_one_of_several_columns_names_that_column(tmp_path):
     path = tmp_path / "rooms.csv"
     rows = [f"{k % 5},{k % 4},{k % 3}" for k in range(40)]
