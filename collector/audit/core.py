@@ -80,10 +80,17 @@ class AuditResult:
     verdict: str  # "violation" | "inconclusive"
     seed: int | None = None
     selection: list[WitnessResult] = field(default_factory=list)
+    canary_pair: tuple[float, float] | None = None  # the inputs chosen by a pair search
+    inputs_searched: int | None = None  # how many grid inputs that search compared
 
     def to_dict(self) -> dict:
-        """JSON-ready (``-inf`` bounds become None)."""
+        """JSON-ready (``-inf`` bounds become None; the pair-search fields only when set)."""
         out = asdict(self)
+        for key in ("canary_pair", "inputs_searched"):
+            if out[key] is None:
+                del out[key]
+        if "canary_pair" in out:
+            out["canary_pair"] = list(out["canary_pair"])
         for key in ("eps_lb", "threshold"):
             if not math.isfinite(out[key]):
                 out[key] = None if key == "eps_lb" else str(out[key])

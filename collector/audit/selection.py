@@ -15,6 +15,7 @@ Sorting makes the search O(N log N) instead of the O(N^2) scan the seed describe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -74,14 +75,27 @@ def _candidates(pooled: np.ndarray) -> np.ndarray:
     return np.concatenate([[-np.inf], values, [np.inf]])
 
 
-def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:
-    """Vectorised ``stats.eps_lower_bound`` over candidate counts (the same formulas)."""
-    level = gamma / 2.0
+@functools.lru_cache(maxsize=64)
+def _cp_tables(n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson lower and upper bounds at ``level`` for k = 0..n hits of n (the
+    formulas of ``stats``), computed once per (n, level): a selection scores many
+    candidate events on samples of one size, and the input-pair search (``input_pairs``)
+    scores hundreds of pairs, so a table lookup replaces a ``beta.ppf`` per candidate."""
+    k = np.arange(n + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.where(k_num > 0, beta_dist.ppf(level, np.maximum(k_num, 1), n_num - k_num + 1), 0.0)
-        hi = np.where(
-            k_den < n_den, beta_dist.ppf(1.0 - level, k_den + 1, np.maximum(n_den - k_den, 1)), 1.0
-        )
+        lower = np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
+        upper = np.where(k < n, beta_dist.ppf(1.0 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+    lower.flags.writeable = upper.flags.writeable = False
+    return lower, upper
+
+
+def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:
+    """Vectorised ``stats.eps_lower_bound`` over candidate counts (the same formulas, read
+    from ``_cp_tables``)."""
+    level = gamma / 2.0
+    lo = _cp_tables(int(n_num), level)[0][k_num]
+    hi = _cp_tables(int(n_den), level)[1][k_den]
+    with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(lo > delta, np.log((lo - delta) / hi), -np.inf)
 
 
