@@ -37,6 +37,7 @@ from ldpfleet.collector.audit.selection import select_test
 
 __all__ = ["UNIT_GRID", "InputPairSearch", "audit_input_pairs", "best_pair"]
 
+SCREEN_CANDIDATES = 256  # thresholds per witness when pairs are screened (by rank)
 UNIT_GRID: tuple[float, ...] = tuple(float(v) for v in np.linspace(0.0, 1.0, 21))
 
 
@@ -56,7 +57,9 @@ def _pair_bound(search: InputPairSearch, a: float, b: float, runs_a, runs_b, gam
     for witness in search.witnesses_for(a, b).values():
         scores_a = np.asarray(witness(runs_a), dtype=float).ravel()
         scores_b = np.asarray(witness(runs_b), dtype=float).ravel()
-        test = select_test(scores_a, scores_b, gamma=gamma, delta=delta)
+        test = select_test(
+            scores_a, scores_b, gamma=gamma, delta=delta, max_candidates=SCREEN_CANDIDATES
+        )
         best = max(best, test.selection_eps)
     return best
 

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from ldpfleet.collector.audit.stats import check_gamma, eps_lower_bound
+from ldpfleet.collector.audit.stats import check_delta, check_gamma
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
@@ -63,14 +63,17 @@ def _counts_at(sorted_scores: np.ndarray, thresholds: np.ndarray, tail: int) -> 
 MAX_CANDIDATES = 2048
 
 
-def _candidates(pooled: np.ndarray) -> np.ndarray:
-    """+-inf and the observed values; above ``MAX_CANDIDATES`` distinct values, every k-th
-    by rank (always keeping the smallest and largest), which keeps the search O(N log N) in
-    the sample and bounded in Clopper-Pearson evaluations. Any selection rule that reads
-    only the selection samples keeps the certified coverage; this one is just coarser."""
-    values = np.unique(pooled)
-    if values.size > MAX_CANDIDATES:
-        keep = np.unique(np.linspace(0, values.size - 1, MAX_CANDIDATES).round().astype(int))
+def _candidates(sorted_pooled: np.ndarray, max_candidates: int = MAX_CANDIDATES) -> np.ndarray:
+    """+-inf and the observed values (``sorted_pooled``: both samples, sorted); above
+    ``max_candidates`` distinct values, every k-th by rank (always keeping the smallest and
+    largest), which keeps the search O(N log N) in the sample and bounded in
+    Clopper-Pearson evaluations. Any selection rule that reads only the selection samples
+    keeps the certified coverage; this one is just coarser."""
+    distinct = np.ones(sorted_pooled.size, dtype=bool)
+    distinct[1:] = sorted_pooled[1:] != sorted_pooled[:-1]
+    values = sorted_pooled[distinct]
+    if values.size > max_candidates:
+        keep = np.unique(np.linspace(0, values.size - 1, max_candidates).round().astype(int))
         values = values[keep]
     return np.concatenate([[-np.inf], values, [np.inf]])
 
@@ -100,15 +103,22 @@ def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarra
 
 
 def select_test(
-    scores_d: object, scores_dprime: object, *, gamma: float, delta: float = 0.0
+    scores_d: object,
+    scores_dprime: object,
+    *,
+    gamma: float,
+    delta: float = 0.0,
+    max_candidates: int = MAX_CANDIDATES,
 ) -> DistinguishingTest:
     """The (threshold, tail, privacy direction) with the largest selection-set eps bound
-    (ties: the first in the order tail +1, -1; direction +1, -1; ascending threshold)."""
+    (ties: the first in the order tail +1, -1; direction +1, -1; ascending threshold);
+    at most ``max_candidates`` thresholds by rank (the input-pair search screens pairs
+    with fewer)."""
     a = np.sort(_as_scores(scores_d, "scores_d"))
     b = np.sort(_as_scores(scores_dprime, "scores_dprime"))
     check_gamma(gamma)
-    eps_lower_bound(0, 1, 0, 1, gamma=gamma, delta=delta)  # validates delta
-    thresholds = _candidates(np.concatenate([a, b]))
+    check_delta(delta)
+    thresholds = _candidates(np.sort(np.concatenate([a, b])), max_candidates)
     best = DistinguishingTest(math.inf, 1, 1, -math.inf)
     for tail in (1, -1):
         in_a, in_b = _counts_at(a, thresholds, tail), _counts_at(b, thresholds, tail)
