@@ -38,7 +38,8 @@ from ldpfleet.collector.audit.selection import select_test
 __all__ = ["UNIT_GRID", "InputPairSearch", "audit_input_pairs", "best_pair"]
 
 SCREEN_CANDIDATES = 256  # thresholds per witness when pairs are screened (by rank)
-UNIT_GRID: tuple[float, ...] = tuple(float(v) for v in np.linspace(0.0, 1.0, 21))
+# k / 20, not linspace: the row names 0.3, not 0.30000000000000004
+UNIT_GRID: tuple[float, ...] = tuple(k / 20 for k in range(21))
 
 
 @dataclass(frozen=True)
