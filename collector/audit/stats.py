@@ -22,7 +22,13 @@ import math
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
-__all__ = ["check_delta", "check_gamma", "clopper_pearson_lower", "clopper_pearson_upper", "eps_lower_bound"]
+__all__ = [
+    "check_delta",
+    "check_gamma",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "eps_lower_bound",
+]
 
 
 def check_gamma(gamma: float) -> float:

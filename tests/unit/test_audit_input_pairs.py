@@ -22,7 +22,7 @@ import pytest
 from ldpfleet.app.audit_cli import audit_command
 from ldpfleet.collector.audit.battery import build_spec, contract_spec, run_audit
 from ldpfleet.collector.audit.core import audit
-from ldpfleet.collector.audit.input_pairs import UNIT_GRID, best_pair
+from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, best_pair
 from typer.testing import CliRunner
 
 GAMMA = 1e-6
@@ -75,14 +75,15 @@ def test_the_example_plugin_stays_inconclusive(examples_path):
 
 
 def test_the_pair_is_chosen_on_selection_runs_only():
-    """best_pair sees only the selection runs: a planted difference between two interior
-    inputs there decides the pair, whatever the evaluation runs would say."""
-    spec = contract_spec(f"{LEAKY}:HonestGridLaplace", 1.0)
+    """best_pair sees only the selection runs it is given: a planted difference between
+    two interior inputs there decides the pair."""
+    search = InputPairSearch(
+        (0.0, 0.25, 0.5, 0.75, 1.0), lambda x: None, lambda a, b: {"report": lambda y: y}
+    )
     rng = np.random.default_rng(0)
-    selection = [np.full(500, 0.0) + rng.normal(0, 1, 500) for _ in UNIT_GRID]
-    selection[7] = np.full(500, 40.0)  # input 0.35 "reports" far away
-    i, j = best_pair(spec.pair_search, selection, gamma=0.05, delta=0.0)
-    assert 7 in (i, j)
+    selection = [rng.normal(0.0, 1.0, 300) for _ in search.inputs]
+    selection[1], selection[3] = selection[1] - 3.0, selection[3] + 3.0  # 0.25 vs 0.75
+    assert best_pair(search, selection, gamma=0.05, delta=0.0) == (1, 3)
 
 
 def test_the_row_names_the_chosen_pair():
