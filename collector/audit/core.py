@@ -133,12 +133,16 @@ def audit_samples(
     mechanism: str = "",
     canary: str = "",
     seed: int | None = None,
+    selection_gamma: float | None = None,
 ) -> AuditResult:
     """Audit already-collected outputs: ``selection = (outputs under D, under D')`` picks the
     test, ``evaluation`` (independent runs) certifies it. Used by ``audit`` and by the
-    end-to-end audit, whose outputs come from fleet traces."""
+    end-to-end audit, whose outputs come from fleet traces. ``selection_gamma`` (default
+    ``gamma``) is the level the candidate events are scored at on the selection runs; the
+    certified bound is at ``gamma`` whatever it is."""
     eps = _check_eps(eps)
     check_gamma(gamma)
+    choose_at = gamma if selection_gamma is None else check_gamma(selection_gamma)
     if not witnesses:
         raise ParameterError("needs at least one witness", field="witnesses")
     sel_d, sel_dp = selection
@@ -149,7 +153,7 @@ def audit_samples(
         test = select_test(
             _scores(witness, sel_d, n_sel, name),
             _scores(witness, sel_dp, n_sel_p, name),
-            gamma=gamma,
+            gamma=choose_at,
             delta=delta,
         )
         rows.append(

@@ -14,7 +14,8 @@ split and so its guarantee:
 2. evaluation: ``n_eval`` fresh runs at the two chosen inputs only (generators independent
    of every selection generator, one per grid input, spawned before anything is drawn),
    and ``core.audit_samples`` picks the witness and event on the chosen pair's selection
-   runs and certifies that ONE test on the evaluation runs.
+   runs (scored at the same stricter level as the pairs, ``screen_gamma``) and certifies
+   that ONE test on the evaluation runs at gamma.
 
 Every choice (pair, witness, threshold, tail, direction) reads only selection runs, so
 exactly one test meets the evaluation runs and a correct mechanism is reported as a
@@ -65,6 +66,11 @@ def _pair_bound(search: InputPairSearch, a: float, b: float, runs_a, runs_b, gam
     return best
 
 
+def screen_gamma(gamma: float, inputs: int) -> float:
+    """The level the choices are scored at: gamma over the number of pairs."""
+    return gamma / max(1, inputs * (inputs - 1) // 2)
+
+
 def best_pair(
     search: InputPairSearch, selection: list, *, gamma: float, delta: float
 ) -> tuple[int, int]:
@@ -76,12 +82,12 @@ def best_pair(
     example plugin's chosen pair certified eps_LB -0.16 at eps = 1, 0.78 for 0 vs 1),
     the stricter level prefers events with many runs, which hold up on evaluation. Any
     rule reading selection runs only keeps the certified coverage."""
-    pairs = list(itertools.combinations(range(len(search.inputs)), 2))
-    screen_gamma = gamma / max(1, len(pairs))
+    pairs = itertools.combinations(range(len(search.inputs)), 2)
+    choose_at = screen_gamma(gamma, len(search.inputs))
     best, chosen = -np.inf, (0, len(search.inputs) - 1)
     for i, j in pairs:
         a, b = search.inputs[i], search.inputs[j]
-        bound = _pair_bound(search, a, b, selection[i], selection[j], screen_gamma, delta)
+        bound = _pair_bound(search, a, b, selection[i], selection[j], choose_at, delta)
         if bound > best:
             best, chosen = bound, (i, j)
     return chosen
@@ -124,5 +130,6 @@ def audit_input_pairs(
         mechanism=mechanism,
         canary=f"input {a:g} vs {b:g} (best of {len(inputs)} inputs)",
         seed=seed,
+        selection_gamma=screen_gamma(gamma, len(inputs)),
     )
     return replace(result, canary_pair=(a, b), inputs_searched=len(inputs))
