@@ -124,6 +124,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_bench_gcdp_scaling.py::test_commands": 0.7,
     "tests/unit/test_bench_gcdp_scaling.py::test_scaling_plot_written": 1.4,
     "tests/unit/test_bench_mechanisms.py::test_cells_and_agreement_with_the_analytic_mse": 4.3,
+    "tests/unit/test_bench_mechanisms.py::test_a_biased_estimate_mean_is_flagged_and_honest_ones_are_not": 0.9,
     "tests/unit/test_cadr_grid.py::test_the_held_out_graphs_are_new_simple_and_reachable_by_name": 1.0,
     "tests/unit/test_cadr_mechanisms.py::test_exponential_sampling_frequencies_match_probabilities": 4.5,
     "tests/unit/test_cadr_mechanisms.py::test_theta_by_sum_is_the_brute_force_argmin": 2.7,

@@ -88,3 +88,11 @@ class SineDuchi:
 
     def estimate_mean(self, y):
         return float((np.mean(y) + 1.0) / 2.0)
+
+
+class BiasedMean(HonestGridLaplace):
+    """An honest report with a biased ``estimate_mean`` (+0.05 on every estimate), for
+    ``ldpfleet bench mechanisms``'s bias flag."""
+
+    def estimate_mean(self, y):
+        return float(np.mean(y)) + 0.05
