@@ -145,9 +145,16 @@ def markdown_table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['mechanism']} | {r['canary']} | {r['eps_claimed']:g} | {r['delta']:g} | "
             f"{r['gamma']:.2g} | "
-            f"{r['n_sel']} + {r['n_eval']} | {r['witness']} | {lb} | {r['verdict']} |"
+            f"{_runs(r)} | {r['witness']} | {lb} | {r['verdict']} |"
         )
     return "\n".join(lines)
+
+
+def _runs(row: dict) -> str:
+    """Runs per world: a pair search selects on every grid input, evaluates the pair."""
+    searched = row.get("inputs_searched")
+    at_each = f" at each of {searched} inputs" if searched else ""
+    return f"{row['n_sel']}{at_each} + {row['n_eval']}"
 
 
 def stderr_progress(index: int, total: int, label: str) -> None:

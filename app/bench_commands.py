@@ -277,4 +277,6 @@ def bench_mechanisms_command(
     except (ParameterError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
+    for line in bench_mechanisms.bias_warnings(result):  # stderr: stdout stays the result
+        print(line, file=sys.stderr)
     print(bench_mechanisms.markdown(result) if markdown_out else json.dumps(result))

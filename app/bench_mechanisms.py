@@ -4,10 +4,13 @@ For every mechanism (``sw``, ``sw01``, ``laplace``, ``duchi``, ``piecewise``, ``
 any ``package.module:Class`` too), budget eps per report, input distribution and
 population size n: a fixed population x_1..x_n in [0, 1] is drawn once (seeded), each of
 ``trials`` repetitions privatises every x_i once, and the MSE of ``estimate_mean`` against
-the true mean is measured. Beside it, the analytic MSE where the mechanism states its
-per-report variance (``variance(x)``): ``sum_i Var(x_i) / n^2`` plus the squared bias of
-``sw01``, whose estimate is ``clip(x, b, 1 - b)`` in expectation (``protocol.sw``). The
-empirical MSE has relative standard error about ``sqrt(2 / trials)``.
+the true mean is measured; a t-test of the mean error flags a biased ``estimate_mean``
+(``bias_test``: JSON ``mean_error``, ``bias_z``, ``biased``; one warning line on stderr per
+flagged row; false-flag rate 1e-6 per row). Beside it, the analytic MSE where the
+mechanism states its per-report variance (``variance(x)``): ``sum_i Var(x_i) / n^2`` plus
+the squared bias of ``sw01``, whose estimate is ``clip(x, b, 1 - b)`` in expectation
+(``protocol.sw``). The empirical MSE has relative standard error about
+``sqrt(2 / trials)``.
 
 Distributions: ``uniform`` U(0, 1); ``skewed`` Beta(0.5, 3); ``constant`` all 0.9;
 ``bimodal`` half Beta(20, 80), half Beta(80, 20); ``occupancy-light`` the UCI Occupancy
@@ -17,6 +20,7 @@ normalised by the public bounds [0, 800] lux of scenarios/occupancy-cpr.toml (cl
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +32,15 @@ from ldpfleet.app.bench_commands import (
     bench_mechanisms_command,
 )
 
-__all__ = ["DISTRIBUTIONS", "bench_mechanisms", "bench_mechanisms_command", "markdown"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "bench_mechanisms",
+    "bench_mechanisms_command",
+    "bias_test",
+    "bias_warnings",
+    "estimate_errors",
+    "markdown",
+]
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 SIZES = (100, 1000, 10000)
@@ -87,7 +99,15 @@ def _variances(variance: Callable, x: np.ndarray, name: str) -> np.ndarray:
 def measure(
     mechanism, x: np.ndarray, trials: int, rng: np.random.Generator, name: str = "mechanism"
 ) -> float:
-    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x.
+    """Empirical MSE of ``estimate_mean`` over ``trials`` privatisations of population x
+    (``estimate_errors`` squared and averaged)."""
+    return float(np.mean(estimate_errors(mechanism, x, trials, rng, name) ** 2))
+
+
+def estimate_errors(
+    mechanism, x: np.ndarray, trials: int, rng: np.random.Generator, name: str = "mechanism"
+) -> np.ndarray:
+    """``estimate_mean - mean(x)`` for each of ``trials`` privatisations of population x.
 
     Each batch of privatisations is ONE ``perturb`` call on a 1-D array (the populations
     one after another, as a device's stream is 1-D) through the contract's check
@@ -105,7 +125,48 @@ def measure(
         reports = contract_reports(mechanism, np.tile(x, rows), rng, name).reshape(rows, x.size)
         for i in range(rows):
             errors[start + i] = checked_mean(mechanism, reports[i], name) - truth
-    return float(np.mean(errors**2))
+    return errors
+
+
+BIAS_FALSE_FLAG_RATE = 1e-6  # per row, for an unbiased estimate_mean
+
+
+def bias_test(errors: np.ndarray) -> dict:
+    """Is ``estimate_mean`` biased? A two-sided t-test of the mean error against 0 with the
+    empirical standard error ``sd(errors) / sqrt(trials)``: the errors of one row are
+    independent (fresh noise per trial on a fixed population), and each is an average of n
+    independent reports, so their mean is close to normal and t with trials - 1 degrees of
+    freedom holds. The threshold is the t quantile for a two-sided false-flag rate of
+    ``BIAS_FALSE_FLAG_RATE`` = 1e-6 per row (5.05 at 200 trials, 4.92 at 1,000; 4.89 for many).
+    A zero standard error (a deterministic estimate) flags any nonzero mean error."""
+    from scipy.stats import t as student_t
+
+    trials = errors.size
+    mean_error = float(np.mean(errors))
+    if trials < 2:
+        return {"mean_error": mean_error, "bias_z": None, "biased": False}
+    standard_error = float(np.std(errors, ddof=1)) / math.sqrt(trials)
+    threshold = float(student_t.isf(BIAS_FALSE_FLAG_RATE / 2.0, trials - 1))
+    if standard_error > 0.0:
+        z = mean_error / standard_error
+    else:
+        z = 0.0 if mean_error == 0.0 else math.copysign(math.inf, mean_error)
+    return {
+        "mean_error": mean_error,
+        "bias_z": z if math.isfinite(z) else str(z),
+        "biased": bool(abs(z) > threshold),
+    }
+
+
+def bias_warnings(result: dict) -> list[str]:
+    """One line per row whose ``estimate_mean`` the bias test flags (for stderr)."""
+    return [
+        f"warning: {r['mechanism']} at eps {r['eps']:g}, {r['distribution']}, n = {r['n']}: "
+        f"estimate_mean looks biased (mean error {r['mean_error']:.3g}, t = {r['bias_z']}, "
+        f"false-flag rate 1e-6 per row)"
+        for r in result["rows"]
+        if r["biased"]
+    ]
 
 
 def bench_mechanisms(
@@ -132,11 +193,13 @@ def bench_mechanisms(
                 for eps in eps_list:
                     mech = stream_mechanism(mech_name, eps)
                     rng = np.random.default_rng([seed, d_index, n, m_index, int(eps * 1000)])
+                    errors = estimate_errors(mech, x, trials, rng, mech_name)
                     rows.append({
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
                         "true_mean": float(np.mean(x)),
-                        "mse": measure(mech, x, trials, rng, mech_name),
+                        "mse": float(np.mean(errors**2)),
                         "analytic_mse": analytic_mse(mech, x, mech_name),
+                        **bias_test(errors),
                     })  # fmt: skip
                     if progress is not None:
                         progress(len(rows), cells)

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, audit
+from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "contract_spec", "run_audit"]
@@ -63,6 +64,9 @@ class AuditSpec:
     trials: int = 4000  # per world, split evenly into selection and evaluation
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    # when set, the canary is the best pair of its grid inputs (``input_pairs``), not
+    # ``canary``'s fixed pair
+    pair_search: InputPairSearch | None = None
 
 
 def _value(outputs) -> np.ndarray:
@@ -347,9 +351,12 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
 # One generic entry for every per-report mechanism on inputs in [0, 1]: the built-in
 # comparison mechanisms below, and any user mechanism ("package.module:Class" or an
 # entry-point name, through ``build_spec``), built by ``protocol.mechanisms.stream_mechanism``
-# exactly as a device builds it. Canary: input 0 vs 1 through ``perturb`` (the extremes of
-# the input range: for Duchi, PM and HM the pair with the largest log-ratio, e^eps exactly);
-# witnesses: the report (every threshold of it is a candidate event) and its distance to 0.
+# exactly as a device builds it. Canary: the best pair of the 21 inputs 0, 1/20, ..., 1
+# (``input_pairs``: every pair is searched on selection runs, the chosen one certified on
+# independent evaluation runs), through ``perturb``. For Duchi, PM and HM the pair with
+# the largest log-ratio is 0 vs 1 (e^eps exactly); a plugin may leak elsewhere (an input
+# band it reports in the clear, an interior pair). Witnesses of a pair (a, b): the report
+# (every threshold of it is a candidate event) and its distance to a and to b.
 
 
 def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
@@ -358,15 +365,25 @@ def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
     mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
-    canary = Canary(  # every canary report through the same check (in_domain included)
-        "input 0 vs 1",
-        lambda rng, n: contract_reports(mech, np.zeros(n), rng, name),
-        lambda rng, n: contract_reports(mech, np.ones(n), rng, name),
+
+    def sample_at(x: float):  # every canary report through the same check (in_domain too)
+        return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
+
+    def witnesses_for(a: float, b: float) -> dict[str, Witness]:
+        witnesses = {
+            "report": _value,
+            f"distance to {a:g}": lambda y: np.abs(_value(y) - a),
+            f"distance to {b:g}": lambda y: np.abs(_value(y) - b),
+        }
+        if callable(getattr(mech, "density", None)):  # optional: the optimal test
+            witnesses["likelihood ratio"] = _log_likelihood_ratio(mech, name, a, b)
+        return witnesses
+
+    search = InputPairSearch(UNIT_GRID, sample_at, witnesses_for)
+    canary = Canary("input 0 vs 1", sample_at(0.0), sample_at(1.0))
+    return AuditSpec(
+        name, canary, witnesses_for(0.0, 1.0), eps, delta=delta, trials=6000, pair_search=search
     )
-    witnesses = {"report": _value, "distance to 0": lambda y: np.abs(_value(y))}
-    if callable(getattr(mech, "density", None)):  # optional: the optimal (Neyman-Pearson) test
-        witnesses["likelihood ratio"] = _log_likelihood_ratio(mech, name)
-    return AuditSpec(name, canary, witnesses, eps, delta=delta, trials=6000)
 
 
 def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
@@ -380,16 +397,18 @@ def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
     )
 
 
-def _log_likelihood_ratio(mech, name: str = "") -> Callable[[np.ndarray], np.ndarray]:
-    """log p(y | 1) - log p(y | 0) from the mechanism's own ``density``: thresholding it is
-    the most powerful test between the two canary worlds, so a mechanism that states its
+def _log_likelihood_ratio(
+    mech, name: str = "", a: float = 0.0, b: float = 1.0
+) -> Callable[[np.ndarray], np.ndarray]:
+    """log p(y | b) - log p(y | a) from the mechanism's own ``density``: thresholding it is
+    the most powerful test between the canary worlds a and b, so a mechanism that states its
     density is audited with the best witness. Clipped to +-60: a zero density (an output
     one world cannot produce) becomes a finite extreme that the threshold search can use."""
 
     def ratio(outputs) -> np.ndarray:
         y = _value(outputs)
         with np.errstate(divide="ignore", invalid="ignore"):
-            llr = np.log(_density(mech, y, 1.0, name)) - np.log(_density(mech, y, 0.0, name))
+            llr = np.log(_density(mech, y, b, name)) - np.log(_density(mech, y, a, name))
         return np.clip(np.nan_to_num(llr, nan=0.0, posinf=60.0, neginf=-60.0), -60.0, 60.0)
 
     return ratio
@@ -442,6 +461,17 @@ def audit_spec(
     total = spec.trials if trials is None else trials
     if isinstance(total, bool) or not isinstance(total, int) or total < 2:
         raise ParameterError(f"must be an integer >= 2, got {total!r}", field="trials")
+    if spec.pair_search is not None:  # n_sel runs at every grid input, n_eval at the pair
+        return audit_input_pairs(
+            spec.pair_search,
+            eps=spec.eps,
+            delta=spec.delta,
+            n_sel=total // 2,
+            n_eval=total - total // 2,
+            gamma=gamma,
+            seed=seed,
+            mechanism=spec.mechanism if mechanism is None else mechanism,
+        )
     return audit(
         spec.canary,
         spec.witnesses,

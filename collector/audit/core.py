@@ -80,10 +80,17 @@ class AuditResult:
     verdict: str  # "violation" | "inconclusive"
     seed: int | None = None
     selection: list[WitnessResult] = field(default_factory=list)
+    canary_pair: tuple[float, float] | None = None  # the inputs chosen by a pair search
+    inputs_searched: int | None = None  # how many grid inputs that search compared
 
     def to_dict(self) -> dict:
-        """JSON-ready (``-inf`` bounds become None)."""
+        """JSON-ready (``-inf`` bounds become None; the pair-search fields only when set)."""
         out = asdict(self)
+        for key in ("canary_pair", "inputs_searched"):
+            if out[key] is None:
+                del out[key]
+        if "canary_pair" in out:
+            out["canary_pair"] = list(out["canary_pair"])
         for key in ("eps_lb", "threshold"):
             if not math.isfinite(out[key]):
                 out[key] = None if key == "eps_lb" else str(out[key])
@@ -126,12 +133,16 @@ def audit_samples(
     mechanism: str = "",
     canary: str = "",
     seed: int | None = None,
+    selection_gamma: float | None = None,
 ) -> AuditResult:
     """Audit already-collected outputs: ``selection = (outputs under D, under D')`` picks the
     test, ``evaluation`` (independent runs) certifies it. Used by ``audit`` and by the
-    end-to-end audit, whose outputs come from fleet traces."""
+    end-to-end audit, whose outputs come from fleet traces. ``selection_gamma`` (default
+    ``gamma``) is the level the candidate events are scored at on the selection runs; the
+    certified bound is at ``gamma`` whatever it is."""
     eps = _check_eps(eps)
     check_gamma(gamma)
+    choose_at = gamma if selection_gamma is None else check_gamma(selection_gamma)
     if not witnesses:
         raise ParameterError("needs at least one witness", field="witnesses")
     sel_d, sel_dp = selection
@@ -142,7 +153,7 @@ def audit_samples(
         test = select_test(
             _scores(witness, sel_d, n_sel, name),
             _scores(witness, sel_dp, n_sel_p, name),
-            gamma=gamma,
+            gamma=choose_at,
             delta=delta,
         )
         rows.append(

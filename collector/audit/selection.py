@@ -15,11 +15,12 @@ Sorting makes the search O(N log N) instead of the O(N^2) scan the seed describe
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from ldpfleet.collector.audit.stats import check_gamma, eps_lower_bound
+from ldpfleet.collector.audit.stats import check_delta, check_gamma
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
@@ -62,39 +63,62 @@ def _counts_at(sorted_scores: np.ndarray, thresholds: np.ndarray, tail: int) -> 
 MAX_CANDIDATES = 2048
 
 
-def _candidates(pooled: np.ndarray) -> np.ndarray:
-    """+-inf and the observed values; above ``MAX_CANDIDATES`` distinct values, every k-th
-    by rank (always keeping the smallest and largest), which keeps the search O(N log N) in
-    the sample and bounded in Clopper-Pearson evaluations. Any selection rule that reads
-    only the selection samples keeps the certified coverage; this one is just coarser."""
-    values = np.unique(pooled)
-    if values.size > MAX_CANDIDATES:
-        keep = np.unique(np.linspace(0, values.size - 1, MAX_CANDIDATES).round().astype(int))
+def _candidates(sorted_pooled: np.ndarray, max_candidates: int = MAX_CANDIDATES) -> np.ndarray:
+    """+-inf and the observed values (``sorted_pooled``: both samples, sorted); above
+    ``max_candidates`` distinct values, every k-th by rank (always keeping the smallest and
+    largest), which keeps the search O(N log N) in the sample and bounded in
+    Clopper-Pearson evaluations. Any selection rule that reads only the selection samples
+    keeps the certified coverage; this one is just coarser."""
+    distinct = np.ones(sorted_pooled.size, dtype=bool)
+    distinct[1:] = sorted_pooled[1:] != sorted_pooled[:-1]
+    values = sorted_pooled[distinct]
+    if values.size > max_candidates:
+        keep = np.unique(np.linspace(0, values.size - 1, max_candidates).round().astype(int))
         values = values[keep]
     return np.concatenate([[-np.inf], values, [np.inf]])
 
 
-def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:
-    """Vectorised ``stats.eps_lower_bound`` over candidate counts (the same formulas)."""
-    level = gamma / 2.0
+@functools.lru_cache(maxsize=64)
+def _cp_tables(n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson lower and upper bounds at ``level`` for k = 0..n hits of n (the
+    formulas of ``stats``), computed once per (n, level): a selection scores many
+    candidate events on samples of one size, and the input-pair search (``input_pairs``)
+    scores hundreds of pairs, so a table lookup replaces a ``beta.ppf`` per candidate."""
+    k = np.arange(n + 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.where(k_num > 0, beta_dist.ppf(level, np.maximum(k_num, 1), n_num - k_num + 1), 0.0)
-        hi = np.where(
-            k_den < n_den, beta_dist.ppf(1.0 - level, k_den + 1, np.maximum(n_den - k_den, 1)), 1.0
-        )
+        lower = np.where(k > 0, beta_dist.ppf(level, np.maximum(k, 1), n - k + 1), 0.0)
+        upper = np.where(k < n, beta_dist.ppf(1.0 - level, k + 1, np.maximum(n - k, 1)), 1.0)
+    lower.flags.writeable = upper.flags.writeable = False
+    return lower, upper
+
+
+def _bounds(k_num, n_num, k_den, n_den, gamma: float, delta: float) -> np.ndarray:
+    """Vectorised ``stats.eps_lower_bound`` over candidate counts (the same formulas, read
+    from ``_cp_tables``)."""
+    level = gamma / 2.0
+    lo = _cp_tables(int(n_num), level)[0][k_num]
+    hi = _cp_tables(int(n_den), level)[1][k_den]
+    with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(lo > delta, np.log((lo - delta) / hi), -np.inf)
 
 
 def select_test(
-    scores_d: object, scores_dprime: object, *, gamma: float, delta: float = 0.0
+    scores_d: object,
+    scores_dprime: object,
+    *,
+    gamma: float,
+    delta: float = 0.0,
+    max_candidates: int = MAX_CANDIDATES,
 ) -> DistinguishingTest:
     """The (threshold, tail, privacy direction) with the largest selection-set eps bound
-    (ties: the first in the order tail +1, -1; direction +1, -1; ascending threshold)."""
+    (ties: the first in the order tail +1, -1; direction +1, -1; ascending threshold);
+    at most ``max_candidates`` thresholds by rank (the input-pair search screens pairs
+    with fewer)."""
     a = np.sort(_as_scores(scores_d, "scores_d"))
     b = np.sort(_as_scores(scores_dprime, "scores_dprime"))
     check_gamma(gamma)
-    eps_lower_bound(0, 1, 0, 1, gamma=gamma, delta=delta)  # validates delta
-    thresholds = _candidates(np.concatenate([a, b]))
+    check_delta(delta)
+    thresholds = _candidates(np.sort(np.concatenate([a, b])), max_candidates)
     best = DistinguishingTest(math.inf, 1, 1, -math.inf)
     for tail in (1, -1):
         in_a, in_b = _counts_at(a, thresholds, tail), _counts_at(b, thresholds, tail)

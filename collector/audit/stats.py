@@ -22,7 +22,13 @@ import math
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
-__all__ = ["check_gamma", "clopper_pearson_lower", "clopper_pearson_upper", "eps_lower_bound"]
+__all__ = [
+    "check_delta",
+    "check_gamma",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "eps_lower_bound",
+]
 
 
 def check_gamma(gamma: float) -> float:
@@ -30,6 +36,13 @@ def check_gamma(gamma: float) -> float:
     if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 < gamma < 1.0:
         raise ParameterError(f"must be in (0, 1), got {gamma!r}", field="gamma")
     return float(gamma)
+
+
+def check_delta(delta: float) -> float:
+    """A delta in [0, 1)."""
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0.0 <= delta < 1.0:
+        raise ParameterError(f"must be in [0, 1), got {delta!r}", field="delta")
+    return float(delta)
 
 
 def _check_counts(k: int, n: int, field: str) -> None:
@@ -57,8 +70,7 @@ def eps_lower_bound(
     """``(eps_LB, alpha_lo, beta_hi)`` for an event hit ``k_d`` of ``n_d`` times under D and
     ``k_dprime`` of ``n_dprime`` times under D', each bound at level ``gamma / 2``."""
     level = check_gamma(gamma) / 2.0
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0.0 <= delta < 1.0:
-        raise ParameterError(f"must be in [0, 1), got {delta!r}", field="delta")
+    check_delta(delta)
     alpha_lo = clopper_pearson_lower(k_d, n_d, level)
     beta_hi = clopper_pearson_upper(k_dprime, n_dprime, level)
     if alpha_lo <= delta:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import typer
 from ldpfleet.app.bench_mechanisms import (
@@ -42,6 +43,7 @@ def test_the_command_prints_json_and_refuses_bad_options():
 
 
 BAD = "tests.unit.bad_mechanisms"
+LEAKY = "tests.unit.leaky_mechanisms"
 
 
 def test_a_plugin_goes_through_the_contract_check_of_a_scenario_load():
@@ -89,3 +91,48 @@ def test_a_scalar_variance_stands_for_every_input():
     with pytest.raises(ParameterError, match="variance must answer one finite value >= 0"):
         bench_mechanisms(mechanisms=(f"{BAD}:VarianceWrongShape",), eps_list=(1.0,),
                          sizes=(10,), distributions=("uniform",), trials=2)  # fmt: skip
+
+
+def test_a_biased_estimate_mean_is_flagged_and_honest_ones_are_not():
+    """The bench showed the MSE of a plugin whose ``estimate_mean`` is off by 0.05 but did
+    not say it is biased. The t-test's threshold is the t quantile for a false-flag rate of
+    1e-6 per row (``bias_test``), so each honest row below is flagged with probability
+    <= ~1e-6 (fixed seed: a fixed outcome). The biased plugin's mean error 0.05 is ~15
+    standard errors at n = 1000, eps = 1, 200 trials (sd of one estimate
+    sqrt(2 / eps^2 / n) = 0.045, over sqrt(200)) against a threshold of 5.05."""
+    honest = bench_mechanisms(
+        mechanisms=("duchi", "piecewise", "hybrid", "laplace", "sw", f"{LEAKY}:HonestGridLaplace"),
+        eps_list=(1.0,), sizes=(1000,), distributions=("uniform", "skewed"), trials=200,
+    )  # fmt: skip
+    assert [r for r in honest["rows"] if r["biased"]] == []
+    assert all(abs(r["bias_z"]) < 5.0 for r in honest["rows"])
+    biased = bench_mechanisms(
+        mechanisms=(f"{LEAKY}:BiasedMean",), eps_list=(1.0,), sizes=(1000,),
+        distributions=("uniform",), trials=200,
+    )  # fmt: skip
+    row = biased["rows"][0]
+    assert (
+        row["biased"] and row["bias_z"] > 10 and row["mean_error"] == pytest.approx(0.05, abs=0.02)
+    )
+
+
+def test_the_command_warns_on_stderr_and_keeps_stdout_json():
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    out = CliRunner().invoke(
+        app, ["--mechanisms", f"duchi,{LEAKY}:BiasedMean", "--eps", "1", "--sizes", "1000",
+              "--distributions", "uniform", "--trials", "100"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)["rows"]
+    assert [r["biased"] for r in rows] == [False, True]
+    assert "BiasedMean at eps 1, uniform, n = 1000: estimate_mean looks biased" in out.stderr
+    assert "duchi" not in out.stderr
+
+
+def test_a_deterministic_estimate_is_flagged_only_when_off():
+    from ldpfleet.app.bench_mechanisms import bias_test
+
+    assert bias_test(np.zeros(10)) == {"mean_error": 0.0, "bias_z": 0.0, "biased": False}
+    off = bias_test(np.full(10, 0.1))
+    assert off["biased"] and off["bias_z"] == "inf"

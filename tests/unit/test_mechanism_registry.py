@@ -493,7 +493,7 @@ def test_cli_audit_of_a_plugin_that_prints_keeps_stdout_json():
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("DensityRaises", "density(y, 1) failed: NotImplementedError: density not written yet"),
+        ("DensityRaises", "failed: NotImplementedError: density not written yet"),
         ("DensityScalar", "must answer one finite value >= 0 per report, got shape ()"),
     ],
 )
