@@ -201,13 +201,14 @@ def summarise(paths: list[str], variants: tuple[str, ...] = ("old", "new", "max"
     ]
     change: dict = {v: [] for v in variants}
     totals: dict = {v: {"mae": [], "hist_l1": [], "hist_emd": []} for v in variants}
-    for (graph, eps), by in cells.items():
+    graphs = list(dict.fromkeys(graph for graph, _ in cells))
+    for (graph, eps), by in sorted(cells.items(), key=lambda c: (graphs.index(c[0][0]), c[0][1])):
         if not all(v in by for v in variants):
             continue
         mean = {v: {k: float(np.mean([r[k] for r in by[v]])) for k in totals[v]} for v in variants}
         first = by[variants[0]][0]
         for v in variants:
-            change[v].append(mean[v]["mae"] / max(mean["old"]["mae"], 1e-12) - 1)
+            change[v].append(_relative(mean[v]["mae"], mean["old"]["mae"]))
             for k in totals[v]:
                 totals[v][k].append(mean[v][k])
         out.append(
@@ -223,6 +224,13 @@ def summarise(paths: list[str], variants: tuple[str, ...] = ("old", "new", "max"
     for v in variants:
         out.append(_aggregate(v, change[v], totals[v]))
     return "\n".join(out)
+
+
+def _relative(value: float, base: float) -> float:
+    """``value / base - 1``; 0 when both are 0 (a tie), +inf when only ``base`` is."""
+    if base > 0:
+        return value / base - 1
+    return 0.0 if value == 0 else float("inf")
 
 
 def _aggregate(variant: str, change: list[float], totals: dict) -> str:
