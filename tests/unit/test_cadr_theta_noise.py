@@ -9,6 +9,9 @@ probability ~1e-6 (fixed seeds: the outcome is in fact deterministic)."""
 
 from __future__ import annotations
 
+import inspect
+import itertools
+
 import numpy as np
 import pytest
 from ldpfleet.protocol import topics
@@ -94,6 +97,36 @@ def test_bucket_helpers():
     with pytest.raises(ParameterError) as err:
         noise_parties(10, 1.5)
     assert err.value.field == "survival"
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3, 17, 18, 49, 50, 153, 1045, 1999, 4038, 10**6])
+@pytest.mark.parametrize("buckets", [1, 2, 16, 17, 30, 48])
+def test_bucket_grid_is_ascending_distinct_and_in_range(bound, buckets):
+    grid = bucket_grid(bound, buckets)
+    assert grid == sorted(set(grid)) and grid[0] == 0
+    assert all(isinstance(t, int) for t in grid)
+    assert grid[-1] == max(bound - 1, 1)  # the bound D has a bucket of its own
+    assert len(grid) <= buckets + 2
+
+
+def test_bucket_grid_is_a_function_of_the_public_bound_and_bucket_count_only():
+    # no graph argument, deterministic: every device and the collector compute the same
+    assert list(inspect.signature(bucket_grid).parameters) == ["degree_bound", "buckets"]
+    assert bucket_grid(1999, 48) == bucket_grid(1999, 48)
+
+
+def test_bucket_grid_keeps_every_small_degree_and_uses_all_its_buckets_at_d_n_minus_1():
+    # D = n - 1 (the public bound): degrees 0..16 each get a bucket (the grid of before,
+    # floor(D^(j/48)), lacked 8, 11, 13, 15, 16 at D = 1999 and had 43 distinct thresholds:
+    # a Watts-Strogatz graph of degrees 4-10 had its histogram L1 at 0.033, 0.023 now)
+    for bound in (1999, 4038, 10_000):
+        grid = bucket_grid(bound, 48)
+        assert grid[:17] == list(range(17)) and len(grid) == 48
+        # above 16: one constant ratio r = ((D - 1) / 16)^(1/31), up to rounding down
+        r = ((bound - 1) / 16) ** (1 / 31)
+        ratios = [b / a for a, b in itertools.pairwise(grid[16:])]
+        assert max(ratios) <= r * (1 + 1 / 16) and min(ratios) >= r * (1 - 1 / 16)
+    assert bucket_grid(40, 48) == list(range(40))  # D - 1 <= B: every integer
 
 
 def test_the_budget_split_names_the_theta_part_and_sums_to_eps():

@@ -21,6 +21,7 @@ from ldpfleet.collector.degree_postprocess import (
     trivial_baselines,
 )
 from ldpfleet.collector.theta_search import deviation_target, theta_by_deviation
+from ldpfleet.protocol.cadr_theta_noise import bucket_grid
 from ldpfleet.protocol.errors import ParameterError
 
 
@@ -193,6 +194,23 @@ def test_degree_prior_spreads_consistent_counts_over_each_bucket():
     # threshold 0 gives degree 0 a bucket of its own
     prior = degree_prior([0, 4, 4], [0, 3], 5, 8, shaped=False)  # buckets {0}, {1..3}, {4, 5}
     assert prior == pytest.approx([0, 1 / 6, 1 / 6, 1 / 6, 1 / 4, 1 / 4])
+
+
+@pytest.mark.parametrize("degree", range(17))
+def test_a_regular_graph_s_prior_sits_on_its_degree_with_the_public_bound_n_minus_1(degree):
+    # D = n - 1 = 1999: noise-free bucket counts of 2,000 nodes of one degree. The grid of
+    # before (floor(1999^(j/48))) put 8 in the bucket {8, 9} (also 11, 13, 15, 16 shared
+    # one): the prior split 8-regular graphs evenly over 8 and 9, and the dp release of a
+    # random 8-regular graph (n = 2,000) had MAE 1.000 at ε = 0.5-2 (scripts/
+    # cadr_bucket_grid_compare.py, rr-2000-d8); every degree up to 16 has its own bucket now
+    n, bound = 2000, 1999
+    thresholds = bucket_grid(bound, 48)
+    degrees = np.full(n, degree)
+    exact = np.bincount(
+        np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
+    )
+    prior = degree_prior(exact, thresholds, bound, n)
+    assert prior[degree] == pytest.approx(1.0)
 
 
 def test_the_simplex_projection_is_the_least_squares_point_with_the_public_total():
