@@ -387,6 +387,9 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     merged["budget_refusals"] = dict(
         sorted(kv for p in parts for kv in (p.get("budget_refusals") or {}).items())
     )
+    merged["device_rejections"] = dict(
+        sorted(kv for p in parts for kv in (p.get("device_rejections") or {}).items())
+    )
     merged["missing_batches"] = {
         d: s for p in parts for d, s in (p.get("missing_batches") or {}).items()
     }

@@ -409,6 +409,9 @@ def _collector_document(
         "rejections_by_reason",
         "reports_refused",
         "budget_refusals",
+        "devices_rejected",
+        "device_rejections",
+        "reports_withdrawn",
         "missing_batches",
     )
     session = service.session if service is not None else None
