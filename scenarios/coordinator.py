@@ -432,7 +432,9 @@ def _merged_stages(coordinator: dict, parts: list[dict], merged: dict) -> dict:
     seconds = [p["stages"]["stream"]["seconds"] for p in parts if p["partition"]["devices"]]
     stages["stream"] = {
         **stages["stream"],
-        "status": "complete" if merged["reports_lost"] == 0 else "incomplete",
+        "status": "complete"
+        if merged["reports_lost"] == 0 and not merged.get("devices_rejected")
+        else "incomplete",
         "seconds": max((s for s in seconds if s is not None), default=None),
         "close_reason": coordinator.get("close_reason"),
     }

@@ -383,7 +383,9 @@ def _collector_document(
     reconstruction = c.get("reconstruction")
     stages = {
         "stream": {
-            "status": "complete" if c.get("reports_lost") == 0 else "incomplete",
+            "status": "complete"
+            if c.get("reports_lost") == 0 and not c.get("devices_rejected")
+            else "incomplete",
             "seconds": c.get("stream_seconds"),
             "fleet_seconds": None,
             "close_reason": c.get("close_reason"),
