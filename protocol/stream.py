@@ -35,6 +35,19 @@ Error policy: the collector (a server facing many peers) refuses a bad message, 
 publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
 analytics. A device treats a malformed instruction from the collector as terminal
 (``RemoteProtocolError``, state ``error``); messages from anyone else are refused.
+
+Rejections: a rejection no retransmission of the same message can change
+(``FINAL_REASONS``) of a message on a known device's own topic also goes to the device's
+inbox, naming the message by ``message_seq`` and ``digest`` (``codec.message_digest``). The
+device rebuilds the message it sent under that kind and seq; only if the digests agree does
+it stop (state ``rejected``: nothing more is sent or retransmitted), record the rejection
+and send one ``Withdraw``. Any other notice (another device's, a message it never sent —
+an impostor's changed copy on its topic —, a transient reason) is counted in
+``rejects_ignored``. The notice is trusted like an ``Ack`` (only the collector publishes on
+``in/collector``); the ``Withdraw`` like a ``BudgetRefused`` (only the device publishes on
+its ``up`` topics). The collector counts a withdrawn device as finished (failed): it frees
+its credit slot, stores nothing more of it, and closes the stage once every device is
+complete or withdrawn.
 """
 
 from __future__ import annotations

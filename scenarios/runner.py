@@ -772,6 +772,8 @@ async def run_scenario(
             "device_errors": {o.device: o.error for o in outcomes if o.error},
             "retransmissions": sum(o.retransmissions for o in outcomes),
             "refused_messages": sum(o.refused_messages for o in outcomes),
+            # final-rejection notices naming no message the device sent (ignored)
+            "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
             # end to end: a batch's first transmission to its ack (after the collector's
             # commit), over the batches sent once
             "ack_latency": latency_summary(outcomes),

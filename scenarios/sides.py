@@ -971,6 +971,8 @@ def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) ->
         "device_errors": {o.device: o.error for o in outcomes if o.error},
         "retransmissions": sum(o.retransmissions for o in outcomes),
         "refused_messages": sum(o.refused_messages for o in outcomes),
+        # final-rejection notices naming no message the device sent (ignored)
+        "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
         "ack_latency": latency_summary(outcomes),
         "shards": {
             "count": len(shards),

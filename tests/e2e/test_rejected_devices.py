@@ -83,3 +83,33 @@ async def test_a_rejected_device_stops_the_split_run_on_the_embedded_broker(
     results = await run_split(scenario, broker="embedded", out_dir=tmp_path, run_id="rj2")
     assert not results.get("aborted"), results.get("aborted")
     _check_rejected_run(results, tmp_path)
+
+
+def test_the_cli_sentence_names_the_device_its_message_the_field_and_the_reason():
+    from ldpfleet.app.cli import _rejection_sentence
+
+    reason = "9.5 is outside the sw output domain [-0.2, 1.2] at eps0=0.5"
+    rejection = {"kind": "sw_report", "seq": 3, "field": "values[1]", "code": "out_of_range",
+                 "reason": reason}  # fmt: skip
+    hello = {"kind": "hello", "seq": 0, "field": "eps", "code": "parameter_mismatch",
+             "reason": "declared 2.0, this run uses 1.0"}  # fmt: skip
+    sentence = _rejection_sentence({"device_rejections": {"d0007": hello, "d0002": rejection}})
+    assert sentence.startswith(
+        "device d0002 stopped: the collector rejected its sw_report #3, field values[1]: 9.5 is "
+        "outside the sw output domain [-0.2, 1.2] at eps0=0.5 (out_of_range); 1 more: d0007"
+    ), sentence
+
+
+@pytest.mark.slow
+def test_ldpfleet_run_exits_1_with_one_sentence_at_once(tmp_path):
+    """``ldpfleet run`` of the mismatch with the default 600 s stage timeout: exit 1 and
+    the sentence; the subprocess timeout (120 s) is far below the stage timeout."""
+    from tests.unit.test_mechanism_registry import _cli
+
+    path = tmp_path / "mismatch.toml"
+    path.write_text(SCENARIO)
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "out"))
+    said = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 1 and "Traceback" not in said, said
+    assert "rejected: device d0" in said and "stopped: the collector rejected its sw_report" in said
+    assert "outside the tests.unit.bad_mechanisms:StricterOnCollector output domain" in said
