@@ -186,7 +186,7 @@ class PeerFacingMachine(Machine):
             field=field_name[:100],
             reason=error.reason[:500],
             code=code[:32],
-            message_seq=-1 if message is None else message.seq,
+            message_seq=-1 if message is None else max(-1, min(message.seq, MAX_STEPS)),
             digest="" if inbox is None else _digest(message),
         )
         self._send(topics.svc(self._reject_run, self._reject_service, "reject"), notice)
