@@ -376,6 +376,13 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(1)
+    if results.get("device_rejections"):
+        console.print(
+            f"[bold red]rejected:[/] {escape(_rejection_sentence(results))} (exit code 1).",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
     if results["reports_lost"]:
         missing = results["missing_batches"]
         failed = (results.get("fleet") or {}).get("device_errors") or {}
@@ -394,6 +401,22 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(1)
+
+
+def _rejection_sentence(results: dict) -> str:
+    """One sentence on the devices the collector finally rejected (results.json
+    ``device_rejections``): the first by name, with its message, field, limit and value."""
+    rejections = results["device_rejections"]
+    device, first = min(rejections.items())
+    seq = f" #{first['seq']}" if first["kind"] == "sw_report" else ""
+    others = sorted(rejections)[1:]
+    more = f"; {len(others)} more: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''}"
+    return (
+        f"device {device} stopped: the collector rejected its {first['kind']}{seq}, field "
+        f"{first['field'] or '?'}: {first['reason']} ({first['code']})"
+        + (more if others else "")
+        + "; results.json device_rejections lists them"
+    )
 
 
 def _run_cadr(
@@ -911,7 +934,20 @@ def _collector_summary(results: dict, target: Path) -> None:
         console.print(
             f"[bold red]secure sum aborted:[/] {secure['aborted']}", highlight=False, soft_wrap=True
         )
-    if aborted or secure.get("aborted") or results.get("reports_lost"):
+    if results.get("device_rejections"):
+        from rich.markup import escape
+
+        console.print(
+            f"[bold red]rejected:[/] {escape(_rejection_sentence(results))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if (
+        aborted
+        or secure.get("aborted")
+        or results.get("reports_lost")
+        or results.get("device_rejections")
+    ):
         raise typer.Exit(1)
 
 

@@ -627,6 +627,7 @@ def _accuracy_section(results: dict) -> str:
          f"{_num(results.get('reports_expected'))}"),
         ("reports lost", results.get("reports_lost")),
         ("reports rejected", results.get("reports_rejected")),
+        ("devices stopped by a rejection", results.get("devices_rejected")),
     ]  # fmt: skip
     return (
         "<h2>Stream accuracy</h2>"

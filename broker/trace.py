@@ -446,6 +446,7 @@ ROUNDS: dict[str, str] = {
     "sw_report": "stream",
     "ack": "stream",
     "budget_refused": "stream",
+    "withdraw": "stream",
     "bulk_hello": "bulk stream",
     "bulk_admit": "bulk stream",
     "bulk_report": "bulk stream",

@@ -63,6 +63,10 @@ class DeviceOutcome:
     republished: int = 0  # messages its session published again after a connection loss
     # report -> ack seconds of its batches sent once (docs/scaling.md, latency)
     ack_latencies: list[float] = field(default_factory=list)
+    # the collector's final rejection it stopped for (kind, seq, field, code, reason), and
+    # the rejection notices it ignored (naming another device or a message it never sent)
+    rejection: dict | None = None
+    rejects_ignored: int = 0
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -331,6 +335,8 @@ class Fleet:
                 crashed=agent.device in self.crashed,
                 republished=agent.session.republished if agent.session else 0,
                 ack_latencies=[round(x, 6) for x in agent.reporter.ack_latencies],
+                rejection=agent.reporter.rejection,
+                rejects_ignored=agent.reporter.rejects_ignored,
                 error=agent.error,
                 true_mean=self.true_means[agent.device],
                 ledger=agent.reporter.ledger.to_dict(),

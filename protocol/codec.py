@@ -14,6 +14,8 @@ wrong JSON type, identifier pattern), ``unsupported_version``.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import math
 import re
 from typing import Union
@@ -85,6 +87,19 @@ WIRE_TYPES: tuple[type[Message], ...] = tuple(dict.fromkeys(_members(WireMessage
 def encode(message: Message) -> bytes:
     """Serialise a message to JSON bytes."""
     return _encoder.encode(message)
+
+
+def message_digest(message: Message) -> str:
+    """Hex SHA-256 of ``message``'s canonical encoding (encoded after one decode, so a
+    message as built by its sender and as decoded by its receiver digest alike: an int
+    given for a float field is encoded as that float). A final ``Reject`` carries the
+    digest of the message it refused; the sender compares it with what it sent."""
+    encoded = _encoder.encode(message)
+    # a message that is not valid on the wire (built in memory, e.g. with inf) cannot have
+    # been sent by anyone: its plain encoding names it
+    with contextlib.suppress(msgspec.MsgspecError):
+        encoded = _encoder.encode(_decoder.decode(encoded))
+    return hashlib.sha256(encoded).hexdigest()
 
 
 def _field_of(error_text: str) -> str:

@@ -145,10 +145,24 @@ class PeerFacingMachine(Machine):
         try:
             self._receive(topic, message, now)
         except RemoteProtocolError as error:
-            self.reject(topic, message.type_name(), error)
+            self.reject(topic, message.type_name(), error, message)
 
-    def reject(self, topic: topics.Topic | str, kind: str, error: ProtocolError) -> None:
-        """Count a refused message and publish the reason (also for undecodable payloads)."""
+    def _final_notice(self, topic: topics.Topic, message: Message, code: str) -> str | None:
+        """The inbox topic that must also get the ``Reject`` of ``message`` (refused for
+        ``code``): set by machines whose peers act on a final rejection (the stream
+        collector); None (the default): the notice goes to the service topic only."""
+        return None
+
+    def reject(
+        self,
+        topic: topics.Topic | str,
+        kind: str,
+        error: ProtocolError,
+        message: Message | None = None,
+    ) -> None:
+        """Count a refused message and publish the reason (also for undecodable payloads);
+        a final rejection of a device's own decoded ``message`` also goes to its inbox
+        (``_final_notice``), naming the message by seq and digest."""
         self.rejected += 1
         field_name = error.field or ""
         code = reason_key(error)
@@ -159,17 +173,29 @@ class PeerFacingMachine(Machine):
         else:
             device, topic_text = "", topic
         self._emit(Rejected(device, topic_text, kind, field_name, error.reason, code))
-        self._send(
-            topics.svc(self._reject_run, self._reject_service, "reject"),
-            Reject(
-                run=self._reject_run,
-                sender=self._reject_service,
-                seq=min(self.rejected, MAX_STEPS),
-                device=device[:64],
-                topic=topic_text[:300],
-                kind=kind[:64],
-                field=field_name[:100],
-                reason=error.reason[:500],
-                code=code[:32],
-            ),
+        inbox = None
+        if message is not None and isinstance(topic, topics.Topic):
+            inbox = self._final_notice(topic, message, code)
+        notice = Reject(
+            run=self._reject_run,
+            sender=self._reject_service,
+            seq=min(self.rejected, MAX_STEPS),
+            device=device[:64],
+            topic=topic_text[:300],
+            kind=kind[:64],
+            field=field_name[:100],
+            reason=error.reason[:500],
+            code=code[:32],
+            message_seq=-1 if message is None else max(-1, min(message.seq, MAX_STEPS)),
+            digest="" if inbox is None else _digest(message),
         )
+        self._send(topics.svc(self._reject_run, self._reject_service, "reject"), notice)
+        if inbox is not None:
+            self._send(inbox, notice)
+
+
+def _digest(message: Message | None) -> str:
+    # imported here: the codec imports the machines' message modules, which import this one
+    from ldpfleet.protocol.codec import message_digest
+
+    return "" if message is None else message_digest(message)

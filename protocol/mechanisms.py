@@ -25,6 +25,7 @@ one sentence naming what is wrong (``ParameterError``, field ``mechanism``).
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 from collections.abc import Callable
 from functools import lru_cache, partial
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "ldpfleet.mechanisms"
+log = logging.getLogger(__name__)
 _NAME = re.compile(MECHANISM_NAME_PATTERN)
 
 BUILTIN_MECHANISMS: dict[str, Callable[[float], object]] = {
@@ -151,8 +153,34 @@ def mechanism_factory(name: str) -> Callable[[float], object]:
     """The constructor ``Cls(eps)`` for ``name`` (built-in, import path, or entry point)."""
     check_mechanism_name(name)
     if name in BUILTIN_MECHANISMS:
+        _warn_if_shadowed(name)
         return BUILTIN_MECHANISMS[name]
     return _plugin_class(name)
+
+
+@lru_cache(maxsize=len(BUILTIN_MECHANISMS))
+def _warn_if_shadowed(name: str) -> str | None:
+    """A built-in name wins over an installed entry point of the same name: say so once
+    per name and process (a logging warning, on stderr unless logging is configured),
+    naming the distribution, its target and the import path that reaches the plugin.
+    Returns the warning (None: nothing is shadowed)."""
+    try:
+        found = list(entry_points(group=ENTRY_POINT_GROUP).select(name=name))
+    except Exception:  # a broken installed distribution must not stop a built-in
+        return None
+    if not found:
+        return None
+    shadowed = "; ".join(
+        f"{_distribution(entry)} -> {entry.value.replace(' ', '')!r}" for entry in found
+    )
+    target = found[0].value.replace(" ", "")
+    warning = (
+        f"mechanism {name!r} is the built-in; the entry point {name!r} of group "
+        f"{ENTRY_POINT_GROUP!r} ({shadowed}) is shadowed by it and not used: name the "
+        f"plugin by its import path, mechanism = {target!r}"
+    )
+    log.warning("%s", warning)
+    return warning
 
 
 @lru_cache(maxsize=64)

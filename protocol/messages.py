@@ -35,6 +35,8 @@ MAX_MECHANISM_NAME = 120
 Mechanism = Annotated[str, Meta(pattern=MECHANISM_NAME_PATTERN, max_length=MAX_MECHANISM_NAME)]
 MAX_RELEASE = 4096  # coordinates of one central release
 Reason = Annotated[str, Meta(max_length=500)]
+# ``codec.message_digest``: hex SHA-256 of a message's canonical encoding, or "" (none)
+Digest = Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?\Z")]
 
 
 class Message(
@@ -107,7 +109,13 @@ class Ack(Message, tag="ack", kw_only=True):
 
 
 class Reject(Message, tag="reject", kw_only=True):
-    """Collector -> service topic: a message was refused, with the field and the reason."""
+    """Collector -> service topic: a message was refused, with the field and the reason.
+
+    ``seq`` numbers the collector's rejections. A rejection that no retransmission can
+    change (``protocol.events.FINAL_REASONS``) of a message on a device's own topic also
+    goes to that device's inbox, naming the message: its ``message_seq`` and ``digest``
+    (``codec.message_digest`` of the message as the collector decoded it). The device acts
+    on it only when both name a message it sent (``protocol.stream``, "Rejections")."""
 
     device: str
     topic: Annotated[str, Meta(max_length=300)]
@@ -116,6 +124,9 @@ class Reject(Message, tag="reject", kw_only=True):
     reason: Reason
     # the stable reason key (``rejections_by_reason``); absent in traces before it existed
     code: Annotated[str, Meta(max_length=32)] = ""
+    # the refused message's own seq and digest (-1 / "" when it could not be decoded)
+    message_seq: Annotated[int, Meta(ge=-1, le=MAX_STEPS)] = -1
+    digest: Digest = ""
 
 
 class Stage(Message, tag="stage", kw_only=True):
@@ -149,6 +160,22 @@ class BudgetRefused(Message, tag="budget_refused", kw_only=True):
     round: Seq = 0
     requested: StreamEpsilon
     remaining: Annotated[float, Meta(ge=0.0, le=1e6)]
+    reason: Reason = ""
+
+
+class Withdraw(Message, tag="withdraw", kw_only=True):
+    """Device -> collector (``up/withdraw``): the collector's final ``Reject`` of my message
+    ``kind`` number ``message_seq`` (``digest``) named a message I sent, so no
+    retransmission can succeed: I stop reporting; expect nothing more from me. ``field``,
+    ``code`` and ``reason`` repeat the rejection. The collector counts the device as finished
+    (rejected), so the stage closes without waiting for its deadline. Authenticated like a
+    ``BudgetRefused``: the broker's ACL lets only the device publish on its ``up`` topics."""
+
+    kind: Annotated[str, Meta(max_length=64)]
+    message_seq: Annotated[int, Meta(ge=-1, le=MAX_STEPS)] = -1
+    digest: Digest
+    field: Annotated[str, Meta(max_length=100)] = ""
+    code: Annotated[str, Meta(max_length=32)] = ""
     reason: Reason = ""
 
 
@@ -194,4 +221,6 @@ class GcdpRelease(Message, tag="gcdp_release", kw_only=True):
             raise ValueError("field `budgets` sums to more than eps_rel")
 
 
-AnyMessage = Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease | BudgetRefused
+AnyMessage = (
+    Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease | BudgetRefused | Withdraw
+)

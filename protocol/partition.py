@@ -64,6 +64,8 @@ COUNTERS = (
     "reports_rejected",
     "reports_refused",
     "reports_lost",
+    "devices_rejected",
+    "reports_withdrawn",
 )
 Count = Annotated[int, Meta(ge=0, le=2**53)]
 

@@ -35,6 +35,19 @@ Error policy: the collector (a server facing many peers) refuses a bad message, 
 publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
 analytics. A device treats a malformed instruction from the collector as terminal
 (``RemoteProtocolError``, state ``error``); messages from anyone else are refused.
+
+Rejections: a rejection no retransmission of the same message can change
+(``FINAL_REASONS``) of a message on a known device's own topic also goes to the device's
+inbox, naming the message by ``message_seq`` and ``digest`` (``codec.message_digest``). The
+device rebuilds the message it sent under that kind and seq; only if the digests agree does
+it stop (state ``rejected``: nothing more is sent or retransmitted), record the rejection
+and send one ``Withdraw``. Any other notice (another device's, a message it never sent —
+an impostor's changed copy on its topic —, a transient reason) is counted in
+``rejects_ignored``. The notice is trusted like an ``Ack`` (only the collector publishes on
+``in/collector``); the ``Withdraw`` like a ``BudgetRefused`` (only the device publishes on
+its ``up`` topics). The collector counts a withdrawn device as finished (failed): it frees
+its credit slot, stores nothing more of it, and closes the stage once every device is
+complete or withdrawn.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol import topics
+from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import (
     LocalProtocolError,
     ParameterError,
@@ -62,8 +75,10 @@ from ldpfleet.protocol.messages import (
     BudgetRefused,
     Hello,
     Message,
+    Reject,
     Stage,
     SwReport,
+    Withdraw,
 )
 from ldpfleet.protocol.sw import normalise
 
@@ -74,6 +89,14 @@ RAW = "raw"
 CENTRAL_ACCOUNT = "gcdp_release"
 WAITING_HELLO_FACTOR = 6  # a device waiting for credit repeats its hello this much slower
 _REL_TOL = 1e-12
+# Rejections no retransmission of the same message can change (the message itself is out of
+# the run's parameters or domain): the collector sends them to the device's inbox too, and
+# the device stops. Not here: ``no_credit`` and ``out_of_order`` (a restarted collector
+# refuses a retransmission until the device's fresh hello), nor anything about a topic or a
+# sender the device does not own (``wrong_sender``, ``unknown_sender``: only impostors).
+FINAL_REASONS = frozenset({"parameter_mismatch", "out_of_range", "replay"})
+# messages a device sends on its own ``up`` topics, which a final rejection may name
+_OWN_KINDS = ("hello", "sw_report", "budget_refused")
 
 
 def _is_int(value: object) -> bool:
@@ -161,6 +184,11 @@ class StreamConfig:
         return stream_mechanism(self.mechanism, self.eps0)
 
 
+def _opens_the_stage(message: Message) -> bool:
+    """A (re)announcement of the stream stage: a collector that may not know us yet."""
+    return isinstance(message, Stage) and message.stage == STAGE and message.state == "open"
+
+
 # Events ---------------------------------------------------------------------------------
 
 
@@ -183,6 +211,18 @@ class StreamClosed(Event):
 
     complete: bool
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRejected(Event):
+    """The collector finally rejected this device's message ``kind`` number ``seq``
+    (``field``, ``code``, ``reason``: the limit and the value): the device stopped."""
+
+    kind: str
+    seq: int
+    field: str
+    code: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +283,13 @@ class StreamReporter(Machine):
         self._next_seq = 0
         self._sent_at: dict[int, float] = {}
         self._hello_sent_at: float | None = None
-        # idle -> hello -> waiting|streaming -> done | refused | closed | error
+        # idle -> hello -> waiting|streaming -> done | refused | rejected | closed | error
         self.state = "idle"
+        # the collector's final rejection of one of my messages (kind, seq, field, code,
+        # reason), and the withdrawal sent for it; notices naming no message I sent
+        self.rejection: dict | None = None
+        self.withdrawal: Withdraw | None = None
+        self.rejects_ignored = 0
         self.retransmissions = 0
         # seconds from a batch's first transmission to its acknowledgement (the collector
         # acks after its commit), for batches sent once: the fleet's end-to-end latency
@@ -254,7 +299,7 @@ class StreamReporter(Machine):
     @property
     def finished(self) -> bool:
         """No further input will change anything."""
-        return self.state in ("done", "refused", "closed", "error")
+        return self.state in ("done", "refused", "rejected", "closed", "error")
 
     @property
     def last_batch(self) -> int:
@@ -275,8 +320,12 @@ class StreamReporter(Machine):
         self._send_hello(now)
 
     def _send_hello(self, now: float) -> None:
+        self._send(self._topic("hello"), self._hello())
+        self._hello_sent_at = now
+
+    def _hello(self) -> Hello:
         c = self.config
-        hello = Hello(
+        return Hello(
             run=c.run,
             sender=self.device,
             mechanism=c.mechanism,  # type: ignore[arg-type]
@@ -288,8 +337,6 @@ class StreamReporter(Machine):
             lo=c.lo,
             hi=c.hi,
         )
-        self._send(self._topic("hello"), hello)
-        self._hello_sent_at = now
 
     def add_readings(self, readings: np.ndarray | Iterable[float], now: float) -> None:
         """Privatise the next readings (physical units, in step order) and send what credit
@@ -373,9 +420,17 @@ class StreamReporter(Machine):
         return self.privatised >= t1
 
     def _send_batch(self, seq: int, now: float) -> None:
+        self._send(self._topic("sw_report"), self._report(seq))
+        if seq in self._sent_at:
+            self._first_sent.pop(seq, None)  # retransmitted: its latency is not measured
+        else:
+            self._first_sent[seq] = now
+        self._sent_at[seq] = now
+
+    def _report(self, seq: int) -> SwReport:
         c = self.config
         t0, t1 = c.batch_span(seq)
-        report = SwReport(
+        return SwReport(
             run=c.run,
             sender=self.device,
             seq=seq,
@@ -385,12 +440,6 @@ class StreamReporter(Machine):
             w=c.w,
             values=self.values[t0:t1].tolist(),
         )
-        self._send(self._topic("sw_report"), report)
-        if seq in self._sent_at:
-            self._first_sent.pop(seq, None)  # retransmitted: its latency is not measured
-        else:
-            self._first_sent[seq] = now
-        self._sent_at[seq] = now
 
     def _send_ready(self, now: float) -> None:
         if self.state != "streaming":
@@ -410,6 +459,8 @@ class StreamReporter(Machine):
                 field="sender",
             )
         if self.finished:
+            if self.withdrawal is not None and _opens_the_stage(message):
+                self._send(self._topic("withdraw"), self.withdrawal)  # a restarted collector
             return
         try:
             self._receive_from_collector(message, now)
@@ -453,10 +504,60 @@ class StreamReporter(Machine):
                 self._send_hello(now)  # the collector (re)started: announce at once
                 if self.refusal is not None:
                     self._send(self._topic("budget_refused"), self.refusal)
+        elif isinstance(message, Reject):
+            self._on_reject(message)
         else:
             raise RemoteProtocolError(
                 f"unexpected {message.type_name()} in the stream stage", field="type"
             )
+
+    def _sent_message(self, kind: str, seq: int) -> Message | None:
+        """The message ``kind`` number ``seq`` as this device sent it (None: never sent)."""
+        if kind == "hello" and seq == 0 and self._hello_sent_at is not None:
+            return self._hello()
+        if kind == "sw_report" and 0 <= seq < self._next_seq:
+            return self._report(seq)
+        if kind == "budget_refused" and self.refusal is not None and seq == self.refusal.seq:
+            return self.refusal
+        return None
+
+    def _on_reject(self, notice: Reject) -> None:
+        """A final rejection naming a message this device sent (its kind, seq and digest:
+        the collector refused exactly what we sent, so every retransmission would be
+        refused too) stops the device: it records the rejection and withdraws (one
+        ``Withdraw``), and nothing more is sent. Any other notice — another device's, an
+        unknown message, a digest of something we never sent (an impostor's message on our
+        topic), a reason a retransmission could fix — is counted and ignored."""
+        sent = self._sent_message(notice.kind, notice.message_seq)
+        if (
+            notice.device != self.device
+            or notice.code not in FINAL_REASONS
+            or sent is None
+            or codec.message_digest(sent) != notice.digest
+        ):
+            self.rejects_ignored += 1
+            return
+        self.state = "rejected"
+        self._sent_at.clear()
+        self.rejection = {
+            "kind": notice.kind,
+            "seq": notice.message_seq,
+            "field": notice.field,
+            "code": notice.code,
+            "reason": notice.reason,
+        }
+        self.withdrawal = Withdraw(
+            run=self.config.run,
+            sender=self.device,
+            kind=notice.kind,
+            message_seq=notice.message_seq,
+            digest=notice.digest,
+            field=notice.field,
+            code=notice.code,
+            reason=notice.reason,
+        )
+        self._send(self._topic("withdraw"), self.withdrawal)
+        self._emit(StreamRejected(**self.rejection))
 
     def next_timer(self) -> float | None:
         """The retransmission deadline, if anything is unacknowledged."""
@@ -499,6 +600,17 @@ class BudgetRefusal(Event):
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceWithdrawn(Event):
+    """``device`` stopped after the collector finally rejected its ``kind`` number ``seq``
+    (``field``); it counts as finished (failed)."""
+
+    device: str
+    kind: str
+    seq: int
+    field: str
+
+
 @dataclass
 class _DeviceState:
     n_batches: int
@@ -515,6 +627,7 @@ class _DeviceState:
     complete: bool = False
     last_heard: float = 0.0
     partition: int | None = None  # the p{p} level of its topics (None: unpartitioned)
+    withdrawn: dict | None = None  # the final rejection it withdrew after (finished, failed)
 
 
 class StreamCollector(PeerFacingMachine):
@@ -562,6 +675,7 @@ class StreamCollector(PeerFacingMachine):
         self.complete_devices = 0
         self.close_reason = ""
         self.budget_refusals: dict[str, dict] = {}
+        self.withdrawn_devices = 0  # devices that withdrew after a final rejection
         # named holds that keep a complete stage open (e.g. an injected attack that must be
         # handled before the stage closes, whatever the machine's load): ``hold_open``
         self._holds: set[str] = set()
@@ -607,6 +721,8 @@ class StreamCollector(PeerFacingMachine):
             self._on_report(message, state, now)
         elif isinstance(message, BudgetRefused):
             self._on_refusal(message, state, now)
+        elif isinstance(message, Withdraw):
+            self._on_withdraw(message, state)
         else:
             raise RemoteProtocolError(
                 f"unexpected {message.type_name()} from a device", field="type"
@@ -645,8 +761,63 @@ class StreamCollector(PeerFacingMachine):
         else:
             self._ack(hello.sender, state)  # still queued: the "please wait" was lost
 
+    def _final_notice(self, topic: topics.Topic, message: Message, code: str) -> str | None:
+        """The device's inbox when ``message`` on its own topic was refused for a reason no
+        retransmission can change (``FINAL_REASONS``) and the device is still expected."""
+        if code not in FINAL_REASONS or message.type_name() not in _OWN_KINDS:
+            return None
+        state = self.devices.get(topic.sender)
+        if (
+            state is None
+            or message.sender != topic.sender
+            or topic.run != self.config.run
+            or message.run != self.config.run
+            or topic.family != "up"
+            or topic.partition != state.partition
+            or state.complete
+            or state.withdrawn is not None
+        ):
+            return None
+        return topics.inbox(self.config.run, topic.sender, topics.COLLECTOR_ID, state.partition)
+
+    def _on_withdraw(self, withdraw: Withdraw, state: _DeviceState) -> None:
+        """The device stopped after a final rejection: it is finished (failed), its credit
+        slot is freed, and the stage no longer waits for it."""
+        if state.withdrawn is not None:
+            return  # the same withdrawal again (resent after a collector restart)
+        if state.complete:
+            raise RemoteProtocolError(
+                "withdrawal after every batch was persisted", field="type", code="out_of_order"
+            )
+        if withdraw.code not in FINAL_REASONS or withdraw.kind not in _OWN_KINDS:
+            raise RemoteProtocolError(
+                f"a withdrawal follows a final rejection of the device's own message, not "
+                f"{withdraw.code!r} of {withdraw.kind!r}",
+                field="code",
+                code="parameter_mismatch",
+            )
+        device = withdraw.sender
+        state.withdrawn = {
+            "kind": withdraw.kind,
+            "seq": withdraw.message_seq,
+            "field": withdraw.field,
+            "code": withdraw.code,
+            "reason": withdraw.reason,
+        }
+        self.withdrawn_devices += 1
+        state.active = False
+        self._active.discard(device)
+        self._waiting.pop(device, None)
+        self._emit(DeviceWithdrawn(device, withdraw.kind, withdraw.message_seq, withdraw.field))
+        self._admit()
+        self._close_if_complete()
+
     def _on_report(self, report: SwReport, state: _DeviceState, now: float) -> None:
         c = self.config
+        if state.withdrawn is not None:
+            raise RemoteProtocolError(
+                "sw_report after the device withdrew", field="type", code="out_of_order"
+            )
         if not state.hello:
             raise RemoteProtocolError("sw_report before hello", field="type", code="out_of_order")
         self._expect("mechanism", report.mechanism, c.mechanism)
@@ -834,6 +1005,8 @@ class StreamCollector(PeerFacingMachine):
                 state.persisted_upto += 1
             touched[device] = state
         for device, state in touched.items():
+            if state.withdrawn is not None:
+                continue  # accepted before it withdrew: stored, but the device failed
             if not state.complete and state.persisted_upto == state.expected - 1:
                 state.complete = True
                 self.complete_devices += 1
@@ -929,8 +1102,16 @@ class StreamCollector(PeerFacingMachine):
         self._close_if_complete()
 
     def _close_if_complete(self) -> None:
-        if self.complete_devices == len(self.devices) and self.state == "open" and not self._holds:
-            self._close(complete=True, reason="every device delivered every report")
+        finished = self.complete_devices + self.withdrawn_devices
+        if finished == len(self.devices) and self.state == "open" and not self._holds:
+            if self.withdrawn_devices:
+                self._close(
+                    complete=False,
+                    reason=f"every device finished; {self.withdrawn_devices} withdrew after "
+                    "the collector rejected its report",
+                )
+            else:
+                self._close(complete=True, reason="every device delivered every report")
 
     def close(self, reason: str) -> None:
         """End the stage now (operator request); missing reports count as lost."""
@@ -967,6 +1148,8 @@ class StreamCollector(PeerFacingMachine):
         expected = len(self.devices) * self.config.n_batches
         persisted = sum(len(s.persisted) for s in self.devices.values())
         refused = sum(s.n_batches - s.expected for s in self.devices.values())
+        withdrawn = {d: s for d, s in self.devices.items() if s.withdrawn is not None}
+        unsent = sum(s.expected - len(s.persisted) for s in withdrawn.values())
         return {
             "devices": len(self.devices),
             "devices_complete": self.complete_devices,
@@ -980,7 +1163,12 @@ class StreamCollector(PeerFacingMachine):
             "rejections_by_reason": dict(sorted(self.rejections_by_reason.items())),
             "reports_refused": refused,
             "budget_refusals": dict(sorted(self.budget_refusals.items())),
-            "reports_lost": expected - persisted - refused,
+            # devices that stopped after a final rejection, what it said, and the batches
+            # they will never send (not lost: the collector refused them)
+            "devices_rejected": len(withdrawn),
+            "device_rejections": {d: dict(s.withdrawn) for d, s in sorted(withdrawn.items())},
+            "reports_withdrawn": unsent,
+            "reports_lost": expected - persisted - refused - unsent,
             "stage_state": self.state,
             "close_reason": self.close_reason,
         }

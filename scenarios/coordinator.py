@@ -387,6 +387,9 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     merged["budget_refusals"] = dict(
         sorted(kv for p in parts for kv in (p.get("budget_refusals") or {}).items())
     )
+    merged["device_rejections"] = dict(
+        sorted(kv for p in parts for kv in (p.get("device_rejections") or {}).items())
+    )
     merged["missing_batches"] = {
         d: s for p in parts for d, s in (p.get("missing_batches") or {}).items()
     }
@@ -429,7 +432,9 @@ def _merged_stages(coordinator: dict, parts: list[dict], merged: dict) -> dict:
     seconds = [p["stages"]["stream"]["seconds"] for p in parts if p["partition"]["devices"]]
     stages["stream"] = {
         **stages["stream"],
-        "status": "complete" if merged["reports_lost"] == 0 else "incomplete",
+        "status": "complete"
+        if merged["reports_lost"] == 0 and not merged.get("devices_rejected")
+        else "incomplete",
         "seconds": max((s for s in seconds if s is not None), default=None),
         "close_reason": coordinator.get("close_reason"),
     }

@@ -368,6 +368,9 @@ def partial_collector_results(collector: CollectorService | None, config, reason
             "rejections_by_reason": {},
             "reports_refused": 0,
             "budget_refusals": {},
+            "devices_rejected": 0,
+            "device_rejections": {},
+            "reports_withdrawn": 0,
             "reports_lost": expected,
         }
         missing: dict = {}
@@ -690,7 +693,7 @@ async def run_scenario(
         "status": "aborted"
         if aborted and collector_results.get("stage_state") == "aborted"
         else "complete"
-        if collector_results["reports_lost"] == 0
+        if collector_results["reports_lost"] == 0 and not collector_results["devices_rejected"]
         else "incomplete",
         "seconds": collector_results["stream_seconds"],
         "fleet_seconds": fleet_seconds,
@@ -740,6 +743,12 @@ async def run_scenario(
         # budget_refused message (docs/reliability.md, "Budget safety"); not lost
         "reports_refused": collector_results["reports_refused"],
         "budget_refusals": collector_results["budget_refusals"],
+        # devices that stopped because the collector finally rejected one of their messages
+        # (a parameter or domain disagreement no retransmission fixes), with the rejection;
+        # their batches from it on are withdrawn, not lost (docs/reliability.md)
+        "devices_rejected": collector_results["devices_rejected"],
+        "device_rejections": collector_results["device_rejections"],
+        "reports_withdrawn": collector_results["reports_withdrawn"],
         "missing_batches": collector_results["missing_batches"],
         "stream": {
             "mechanism": config.mechanism,
@@ -763,6 +772,8 @@ async def run_scenario(
             "device_errors": {o.device: o.error for o in outcomes if o.error},
             "retransmissions": sum(o.retransmissions for o in outcomes),
             "refused_messages": sum(o.refused_messages for o in outcomes),
+            # final-rejection notices naming no message the device sent (ignored)
+            "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
             # end to end: a batch's first transmission to its ack (after the collector's
             # commit), over the batches sent once
             "ack_latency": latency_summary(outcomes),

@@ -383,7 +383,9 @@ def _collector_document(
     reconstruction = c.get("reconstruction")
     stages = {
         "stream": {
-            "status": "complete" if c.get("reports_lost") == 0 else "incomplete",
+            "status": "complete"
+            if c.get("reports_lost") == 0 and not c.get("devices_rejected")
+            else "incomplete",
             "seconds": c.get("stream_seconds"),
             "fleet_seconds": None,
             "close_reason": c.get("close_reason"),
@@ -409,6 +411,9 @@ def _collector_document(
         "rejections_by_reason",
         "reports_refused",
         "budget_refusals",
+        "devices_rejected",
+        "device_rejections",
+        "reports_withdrawn",
         "missing_batches",
     )
     session = service.session if service is not None else None
@@ -966,6 +971,8 @@ def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) ->
         "device_errors": {o.device: o.error for o in outcomes if o.error},
         "retransmissions": sum(o.retransmissions for o in outcomes),
         "refused_messages": sum(o.refused_messages for o in outcomes),
+        # final-rejection notices naming no message the device sent (ignored)
+        "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
         "ack_latency": latency_summary(outcomes),
         "shards": {
             "count": len(shards),

@@ -70,7 +70,10 @@ def rejects(out: Path, run: str) -> Counter:
     notices: dict = {}
     for path in trace_files(out):
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            for (payload,) in db.execute("SELECT payload FROM messages WHERE kind = 'reject'"):
+            # the notices on svc/: a final rejection's copy in the device's inbox
+            # (protocol.stream, "Rejections") is recorded by the partition's recorder too
+            query = "SELECT payload FROM messages WHERE kind = 'reject' AND family = 'svc'"
+            for (payload,) in db.execute(query):
                 reject = codec.decode(payload)
                 topic = re.sub(r"/p\d+/dev/", "/dev/", reject.topic.replace(run, "RUN"))
                 key = (reject.device, topic, reject.kind, reject.field, reject.code)

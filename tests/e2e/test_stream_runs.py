@@ -165,6 +165,9 @@ async def test_hostile_input_is_rejected_counted_traced_and_never_aggregated(bro
     expected = attacker.expected
     assert attacked["reports_lost"] == 0
     assert attacked["devices_complete"] == 4
+    # the flood's final rejections of changed copies reach d0000's inbox, whose digests name
+    # no message it sent: no device stopped (protocol.stream, "Rejections")
+    assert attacked["devices_rejected"] == 0 and attacked["device_rejections"] == {}
     # every rejection counted, by reason, exactly
     assert attacked["rejections_by_reason"] == expected
     assert attacked["reports_rejected"] == sum(expected.values())

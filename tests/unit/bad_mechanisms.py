@@ -5,6 +5,8 @@ fail with one sentence naming ``stream.mechanism`` and what is wrong."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 
@@ -330,3 +332,34 @@ class DensityScalar(_Base):
 
     def density(self, y, v):
         return 0.5
+
+
+STRICT_BOUND = 8.0  # |report| the collector's copy of ``StricterOnCollector`` accepts
+
+
+def _called_by_the_collector() -> bool:
+    """Whether the stream collector's report check is on the call stack."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_name == "_on_report" and code.co_filename.endswith("stream.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class StricterOnCollector(_Base):
+    """A device/collector disagreement in one process: the devices run a version whose
+    ``in_domain`` accepts every finite report, the collector a newer one that narrowed the
+    domain to ``|y| < STRICT_BOUND`` (its copy is told apart by the call stack: the stream
+    collector's ``_on_report``). Laplace reports at eps0 = 0.5 (scale 2) of inputs in [0, 1]
+    leave that domain about once in fifty, so most batches pass and some are finally
+    rejected."""
+
+    def in_domain(self, y):
+        inside = super().in_domain(y)
+        if _called_by_the_collector():
+            inside &= np.abs(np.asarray(y, dtype=float)) < STRICT_BOUND
+        return inside

@@ -503,3 +503,32 @@ def test_a_bad_density_gives_one_sentence_not_a_traceback(name, message):
     with pytest.raises(ParameterError) as info:
         run_audit(f"{BAD}:{name}", 1.0, trials=200, seed=0)
     assert info.value.field == "mechanism" and message in str(info.value), str(info.value)
+
+
+def test_an_entry_point_named_like_a_builtin_is_shadowed_and_a_warning_says_so(monkeypatch, caplog):
+    """An installed entry point ``sw`` was silently shadowed by the built-in ``sw``: now one
+    warning (once per name) names the distribution, the target and the import path to use."""
+    from importlib.metadata import EntryPoint, EntryPoints
+
+    class _Dist:
+        name = "sw-plugins"
+
+    entry = EntryPoint("sw", "sw_plugins.mech : Better", ENTRY_POINT_GROUP)
+    entry = entry._for(_Dist())  # as importlib.metadata binds an installed one
+    fake = EntryPoints([entry])
+    monkeypatch.setattr(
+        mechanisms, "entry_points", lambda group: fake if group == ENTRY_POINT_GROUP else None
+    )
+    mechanisms._warn_if_shadowed.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="ldpfleet.protocol.mechanisms"):
+            assert mechanisms.mechanism_factory("sw") is mechanisms.BUILTIN_MECHANISMS["sw"]
+            mechanisms.mechanism_factory("sw")
+            mechanisms.mechanism_factory("laplace")  # no entry point of that name: silent
+        [record] = caplog.records
+        message = record.getMessage()
+        assert "mechanism 'sw' is the built-in" in message
+        assert "'sw-plugins' -> 'sw_plugins.mech:Better'" in message
+        assert "mechanism = 'sw_plugins.mech:Better'" in message
+    finally:
+        mechanisms._warn_if_shadowed.cache_clear()

@@ -29,6 +29,7 @@ from ldpfleet.protocol.messages import (
     SwReport,
 )
 from ldpfleet.protocol.stream import (
+    FINAL_REASONS,
     LEDGER_ACCOUNT,
     DeviceComplete,
     ReadingsRefused,
@@ -584,9 +585,19 @@ def test_rejections_name_the_field_and_the_collector_keeps_working(topic, messag
     assert events[0].device == topic.sender
     assert events[0].kind == message.type_name()
     out = collector.pop_outbound()
-    assert [o.topic for o in out] == [REJECT_TOPIC]
+    assert out[0].topic == REJECT_TOPIC
     reject = wire(out[0].message)  # the Reject itself is a valid wire message
     assert isinstance(reject, Reject)
+    # a final rejection of the device's own message also goes to its inbox, naming the
+    # message by seq and digest (test_stream_rejections); others only to svc/
+    own = reject.field not in ("sender", "run", "topic", "type")
+    if reject.code in FINAL_REASONS and own:
+        assert [o.topic for o in out[1:]] == [topics.inbox(RUN, topic.sender, COLLECTOR)]
+        assert out[1].message == out[0].message
+        assert reject.digest == codec.message_digest(message)
+        assert reject.message_seq == message.seq
+    else:
+        assert len(out) == 1 and reject.digest == ""
     assert (reject.field, reject.device, reject.sender) == (field, topic.sender, COLLECTOR)
     assert reject.reason == events[0].reason
     assert collector.rejected == 1
