@@ -116,6 +116,7 @@ __all__ = [
     "THETA_FRACTION",
     "THETA_LABEL",
     "CadrBudget",
+    "check_theta_within_bound",
     "privacy_claim",
     "resolve_degree_bound",
     "theta_extra",
@@ -157,6 +158,22 @@ def resolve_degree_bound(
     if rule == "devices":
         return max(int(devices) - 1, 1), "devices"
     return max(int(graph_max), 1), "graph-max"
+
+
+def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> None:
+    """Refuse a given θ above the public degree bound ``bound = (D, source)``
+    (``resolve_degree_bound``): every device refuses such a θ (θ ≤ D, the plan's largest
+    θ), so the fleet would wait for releases that never come; the in-process reference
+    refuses it too. A θ rule (``"auto-dev"``, ``"auto-sum"``) picks θ ≤ D itself."""
+    if isinstance(theta_rule, bool) or not isinstance(theta_rule, int):
+        return
+    limit, source = bound
+    if theta_rule > limit:
+        raise ParameterError(
+            f"must be <= the degree bound D = {limit} ({source}), got {theta_rule}; "
+            "raise degree_bound or lower theta",
+            field="theta",
+        )
 
 
 def theta_extra(eps: float, alpha: float, devices: int) -> float:

@@ -3,8 +3,10 @@ table in the run report (app.cadr_report)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
+import numpy as np
 import pytest
 from ldpfleet.app.cadr_report import release_vs_baselines
 from ldpfleet.protocol.cadr_budget import (
@@ -198,3 +200,30 @@ degree_bound = {value}
         with pytest.raises(ScenarioError) as invalid:
             parse_scenario(toml(bad))
         assert "cadr.degree_bound" in str(invalid.value)
+
+
+def test_a_given_theta_above_the_degree_bound_is_refused_before_any_device_starts():
+    """Every device refuses θ > D (protocol.cadr_device), so a fleet run with ``theta = 10,
+    degree_bound = 5`` waited for releases that never came (``ldpfleet run`` hung past 60 s)
+    while the in-process reference ran it. Now both refuse it at once, naming theta, D
+    and the value; θ = D and the θ rules still run."""
+    from ldpfleet.collector.cadr_reference import private_run
+    from ldpfleet.devices.graphs import Graph
+    from ldpfleet.protocol.cadr_budget import check_theta_within_bound
+    from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+
+    with pytest.raises(ParameterError) as refused:
+        check_theta_within_bound(10, (5, "configured"))
+    assert refused.value.field == "theta"
+    assert "D = 5 (configured)" in str(refused.value) and "got 10" in str(refused.value)
+    check_theta_within_bound(5, (5, "configured"))
+    check_theta_within_bound("auto-dev", (5, "configured"))
+    leaves = np.arange(1, 8)
+    star = Graph.from_edges(8, np.zeros(7, dtype=np.int64), leaves)  # D = n - 1 = 7
+    with pytest.raises(ParameterError, match="theta"):
+        CadrSettings(theta=8).bound_for(star)
+    with pytest.raises(ParameterError, match="theta"):
+        private_run(star, "ll", 10, 3.0, 0.1, 0, pipeline="dp", degree_bound=5)
+    with pytest.raises(ParameterError, match="theta"):
+        asyncio.run(run_cadr_fleet(star, broker="memory", theta=6, degree_bound=5))
+    assert CadrSettings(theta=7).bound_for(star) == 7
