@@ -79,7 +79,6 @@ from ldpfleet.protocol.cadr_budget import (
     ACCOUNT,
     THETA_LABEL,
     CadrBudget,
-    check_theta_within_bound,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_theta_noise import (
@@ -294,7 +293,6 @@ def private_run(
     bound, bound_source = resolve_degree_bound(
         degree_bound, pipeline, len(degrees), int(degrees.max()) if degrees.size else 0
     )
-    check_theta_within_bound(theta_rule, (bound, bound_source))  # as the fleet's devices
     eps_dsr = budget.dsr
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
     search: dict = {}
