@@ -164,7 +164,8 @@ def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> N
     """Refuse a given θ above the public degree bound ``bound = (D, source)``
     (``resolve_degree_bound``): every device refuses such a θ (θ ≤ D, the plan's largest
     θ), so the fleet would wait for releases that never come (the in-process reference,
-    where no device refuses, still runs it). A θ rule (``"auto-dev"``, ``"auto-sum"``) picks θ ≤ D itself."""
+    where no device refuses, still runs it). A θ rule (``"auto-dev"``, ``"auto-sum"``)
+    picks θ ≤ D itself."""
     if isinstance(theta_rule, bool) or not isinstance(theta_rule, int):
         return
     limit, source = bound
