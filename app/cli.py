@@ -1469,6 +1469,18 @@ def bench_cpr_command(
         print(markdown(result, "ldpfleet " + " ".join(sys.argv[1:])))
 
 
+def _secagg_degree(neighbors: str) -> int:
+    """``--neighbors K``: an integer, else a ``ParameterError`` naming the option."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        return int(neighbors)
+    except ValueError:
+        raise ParameterError(
+            f"must be an integer K >= 1, 'auto' or 'full', got {neighbors!r}", field="neighbors"
+        ) from None
+
+
 @bench_app.command("secagg")
 def bench_secagg_command(
     devices: Annotated[int, typer.Option(help="Number of devices.")] = 200,
@@ -1510,7 +1522,7 @@ def bench_secagg_command(
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
         full = neighbors == "full"
-        degree = None if neighbors in ("full", "auto") else int(neighbors)
+        degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
         result = run_loop(
             bench_secagg(
                 devices,

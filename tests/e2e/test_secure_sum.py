@@ -87,6 +87,22 @@ def test_bench_secagg_command_prints_the_figures():
     assert bad.exit_code == 2 and "not one of" in bad.output
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--dim", "-1"], "dim: must be an integer in [1, 100000], got -1"),
+        (["--dim", "0"], "dim: must be an integer in [1, 100000], got 0"),
+        (["--neighbors", "abc"], "neighbors: must be an integer K >= 1, 'auto' or 'full'"),
+    ],
+)
+def test_bench_secagg_refuses_a_bad_length_or_degree_in_one_sentence(option, expected):
+    """``--dim -1`` was numpy's traceback ("negative dimensions are not allowed"), ``--dim
+    0`` named an internal ``x``, ``--neighbors abc`` was int()'s traceback."""
+    bad = CliRunner().invoke(app, ["bench", "secagg", "--devices", "4", *option])
+    assert bad.exit_code == 2, bad.output
+    assert expected in " ".join(bad.output.split()) and "Traceback" not in bad.output
+
+
 SCENARIO = """
 [scenario]
 name = "ss-e2e"
