@@ -1608,6 +1608,8 @@ def bench_cadr_command(
             raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er")
         if pipeline not in ("dp", "paper"):
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
+        if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
+            raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
