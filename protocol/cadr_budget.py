@@ -307,6 +307,11 @@ class CadrBudget:
             ledger.charge(ACCOUNT, eps, mechanism=label)
 
 
+def _listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def privacy_claim(
     budget: CadrBudget,
     method: str = "ll",
@@ -445,11 +450,15 @@ def privacy_claim(
         parts.append(_timing_part(deadline, dict(overrun or {})))
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
+    dp_parts = (["the θ search"] if budget.theta > 0 else []) + (
+        ["the NDOE codes"] if method in ("ll", "lh") else []
+    )  # ra runs no NDOE: its claim must not name one
+    dp_parts.append("each device's own DSR value")
     statement = (
         f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
-        + ("the θ search, " if budget.theta > 0 else "")
-        + "the NDOE codes and each device's own DSR value are ε-DP parts of it; NOT "
-        "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
+        + _listed(dp_parts)
+        + (" are ε-DP parts of it; NOT " if len(dp_parts) > 1 else " is an ε-DP part of it; NOT ")
+        + "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
         f"and {len(not_covered)} uncovered part(s): {'; '.join(not_covered) or 'none'}"
         if negotiated
         else f"every device's ledger is charged {charged:.6g}; uncovered: "

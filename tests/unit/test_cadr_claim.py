@@ -225,3 +225,13 @@ def test_a_given_theta_above_the_degree_bound_is_refused_before_any_device_start
     with pytest.raises(ParameterError, match="theta"):
         asyncio.run(run_cadr_fleet(star, broker="memory", theta=6, degree_bound=5))
     assert CadrSettings(theta=7).bound_for(star) == 7
+
+
+def test_the_claim_sentence_names_only_parts_the_method_runs():
+    """``ra`` runs no NDOE, yet its statement said "the NDOE codes and each device's own
+    DSR value are ε-DP parts of it" (``ldpfleet run`` with ``method = "ra"``)."""
+    ra = privacy_claim(CadrBudget(3.0, 0.1), "ra")["statement"]
+    assert "NDOE" not in ra
+    assert "each device's own DSR value is an ε-DP part of it" in ra
+    ll = privacy_claim(CadrBudget(3.0, 0.1, THETA_FRACTION), "ll")["statement"]
+    assert "the θ search, the NDOE codes and each device's own DSR value are ε-DP" in ll
