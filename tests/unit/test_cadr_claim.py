@@ -231,7 +231,7 @@ def test_the_claim_sentence_names_only_parts_the_method_runs():
     """``ra`` runs no NDOE, yet its statement said "the NDOE codes and each device's own
     DSR value are ε-DP parts of it" (``ldpfleet run`` with ``method = "ra"``)."""
     ra = privacy_claim(CadrBudget(3.0, 0.1), "ra")["statement"]
-    assert "NDOE" not in ra
+    assert "NDOE codes" not in ra
     assert "each device's own DSR value is an ε-DP part of it" in ra
     ll = privacy_claim(CadrBudget(3.0, 0.1, THETA_FRACTION), "ll")["statement"]
     assert "the θ search, the NDOE codes and each device's own DSR value are ε-DP" in ll
