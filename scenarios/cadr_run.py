@@ -546,7 +546,7 @@ def collector_results(
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
         "theta_search": _theta_search(degrees, outcome, budget, bound[0]),
-        "budget": budget.as_dict(),
+        "budget": _charged_split(budget, settings.method),
         "privacy_claim": privacy_claim(
             budget,
             settings.method,
@@ -584,6 +584,15 @@ def collector_results(
             for name, d in zip(names, degrees, strict=True)
         },
     }
+
+
+def _charged_split(budget: CadrBudget, method: str) -> dict[str, float]:
+    """results.json's ``budget``: the parts a device of ``method`` charges (``ra`` runs no
+    NDOE, so its split has no ``ndoe``: it summed to ε while each ledger holds (1 - α/2)ε)."""
+    split = budget.as_dict()
+    if method == "ra":
+        split.pop("ndoe")
+    return split
 
 
 def _overrun(outcome) -> dict[str, float]:
