@@ -22,6 +22,7 @@ from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.crypto import signing_keypair
 from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod
+from ldpfleet.protocol.secagg.server import check_dim
 
 
 async def bench_secagg(
@@ -43,6 +44,7 @@ async def bench_secagg(
 ) -> dict:
     """Run one session and measure it; ``progress(connected, devices)`` during the
     connect phase."""
+    check_dim(dim)  # before drawing the inputs: --dim -1 was numpy's traceback
     rng = np.random.default_rng(seed)
     run = f"bench-sa-{secrets.token_hex(3)}"
     session = "s0"

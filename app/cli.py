@@ -1505,6 +1505,18 @@ def bench_cpr_command(
         print(markdown(result, "ldpfleet " + " ".join(sys.argv[1:])))
 
 
+def _secagg_degree(neighbors: str) -> int:
+    """``--neighbors K``: an integer, else a ``ParameterError`` naming the option."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        return int(neighbors)
+    except ValueError:
+        raise ParameterError(
+            f"must be an integer K >= 1, 'auto' or 'full', got {neighbors!r}", field="neighbors"
+        ) from None
+
+
 @bench_app.command("secagg")
 def bench_secagg_command(
     devices: Annotated[int, typer.Option(help="Number of devices.")] = 200,
@@ -1546,7 +1558,7 @@ def bench_secagg_command(
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
         full = neighbors == "full"
-        degree = None if neighbors in ("full", "auto") else int(neighbors)
+        degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
         result = run_loop(
             bench_secagg(
                 devices,
@@ -1632,6 +1644,8 @@ def bench_cadr_command(
             raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er")
         if pipeline not in ("dp", "paper"):
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
+        if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
+            raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")

@@ -116,6 +116,7 @@ __all__ = [
     "THETA_FRACTION",
     "THETA_LABEL",
     "CadrBudget",
+    "check_theta_within_bound",
     "privacy_claim",
     "resolve_degree_bound",
     "theta_extra",
@@ -157,6 +158,23 @@ def resolve_degree_bound(
     if rule == "devices":
         return max(int(devices) - 1, 1), "devices"
     return max(int(graph_max), 1), "graph-max"
+
+
+def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> None:
+    """Refuse a given θ above the public degree bound ``bound = (D, source)``
+    (``resolve_degree_bound``): every device refuses such a θ (θ ≤ D, the plan's largest
+    θ), so the fleet would wait for releases that never come (the in-process reference,
+    where no device refuses, still runs it). A θ rule (``"auto-dev"``, ``"auto-sum"``)
+    picks θ ≤ D itself."""
+    if isinstance(theta_rule, bool) or not isinstance(theta_rule, int):
+        return
+    limit, source = bound
+    if theta_rule > limit:
+        raise ParameterError(
+            f"must be <= the degree bound D = {limit} ({source}), got {theta_rule}; "
+            "raise degree_bound or lower theta",
+            field="theta",
+        )
 
 
 def theta_extra(eps: float, alpha: float, devices: int) -> float:
@@ -287,6 +305,11 @@ class CadrBudget:
             )
         for label, eps in self.parts():
             ledger.charge(ACCOUNT, eps, mechanism=label)
+
+
+def _listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def privacy_claim(
@@ -427,11 +450,15 @@ def privacy_claim(
         parts.append(_timing_part(deadline, dict(overrun or {})))
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
+    dp_parts = (["the θ search"] if budget.theta > 0 else []) + (
+        ["the NDOE codes"] if method in ("ll", "lh") else []
+    )  # ra runs no NDOE: its claim must not name one
+    dp_parts.append("each device's own DSR value")
     statement = (
         f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
-        + ("the θ search, " if budget.theta > 0 else "")
-        + "the NDOE codes and each device's own DSR value are ε-DP parts of it; NOT "
-        "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
+        + _listed(dp_parts)
+        + (" are ε-DP parts of it; NOT " if len(dp_parts) > 1 else " is an ε-DP part of it; NOT ")
+        + "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
         f"and {len(not_covered)} uncovered part(s): {'; '.join(not_covered) or 'none'}"
         if negotiated
         else f"every device's ledger is charged {charged:.6g}; uncovered: "

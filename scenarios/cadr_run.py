@@ -48,7 +48,12 @@ from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_budget import CadrBudget, privacy_claim, resolve_degree_bound
+from ldpfleet.protocol.cadr_budget import (
+    CadrBudget,
+    check_theta_within_bound,
+    privacy_claim,
+    resolve_degree_bound,
+)
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
 from ldpfleet.protocol.errors import ParameterError
@@ -183,7 +188,9 @@ class CadrSettings:
         """The public degree bound D and its source (``protocol.cadr_budget.
         resolve_degree_bound``: configured, ``n - 1``, or the graph's maximum degree)."""
         graph_max = int(graph.degrees().max()) if graph.n else 0
-        return resolve_degree_bound(self.degree_bound, self.pipeline, graph.n, graph_max)
+        bound = resolve_degree_bound(self.degree_bound, self.pipeline, graph.n, graph_max)
+        check_theta_within_bound(self.theta, bound)  # the devices would refuse θ > D
+        return bound
 
 
 def load_scenario_graph(scenario) -> tuple[Graph, str]:
@@ -539,7 +546,7 @@ def collector_results(
         "theta_rounds": outcome.theta_rounds,
         "theta_queries": outcome.theta_queries,
         "theta_search": _theta_search(degrees, outcome, budget, bound[0]),
-        "budget": budget.as_dict(),
+        "budget": _charged_split(budget, settings.method),
         "privacy_claim": privacy_claim(
             budget,
             settings.method,
@@ -577,6 +584,15 @@ def collector_results(
             for name, d in zip(names, degrees, strict=True)
         },
     }
+
+
+def _charged_split(budget: CadrBudget, method: str) -> dict[str, float]:
+    """results.json's ``budget``: the parts a device of ``method`` charges (``ra`` runs no
+    NDOE, so its split has no ``ndoe``: it summed to ε while each ledger holds (1 - α/2)ε)."""
+    split = budget.as_dict()
+    if method == "ra":
+        split.pop("ndoe")
+    return split
 
 
 def _overrun(outcome) -> dict[str, float]:
@@ -694,6 +710,7 @@ async def run_cadr_fleet(
         connect_concurrency=connect_concurrency, trace=trace, pipeline=pipeline,
         peer_deadline=peer_deadline,
     )  # fmt: skip
+    settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):

@@ -27,6 +27,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.server import SecAggServer
 from ldpfleet.protocol.stream import RAW, StreamConfig
 from ldpfleet.protocol.topics import MAX_PARTITIONS
 from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
@@ -629,6 +630,49 @@ def _inside_data(path: Path) -> Path | None:
     return Path(*parts[1:]) if len(parts) > 1 and parts[0] == "data" else None
 
 
+# the session's ParameterError fields, as [secure_sum] names them
+SECAGG_FIELDS = {"k": "neighbors", "degree": "neighbors"}
+
+
+def _check_secagg_session(loaded: LoadedScenario, devices: int) -> None:
+    """Build the ``[secure_sum]`` session's server once, as the stage will (its graph,
+    neighbours and threshold for ``devices`` devices): a bad ``neighbors`` or
+    ``threshold`` is refused when the scenario loads, not as a traceback after the
+    stream stage. The SecAgg+ graph's degrees, hence the threshold's limits, depend on n
+    and k only, not on the random labelling."""
+    section = loaded.spec.secure_sum
+    assert section is not None
+    # the full graph's server is O(n^2): check its two settings on a 2-node graph's terms
+    if section.graph == "full":
+        _check_full_graph(section.neighbors, section.threshold, devices)
+        return
+    SecAggServer(
+        "check",
+        "s0",
+        [f"d{i}" for i in range(devices)],
+        section.dim,
+        loaded.fixed_point(),
+        graph=section.graph,
+        degree=section.neighbors,
+        threshold=section.threshold,
+    )
+
+
+def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int) -> None:
+    """``SecAggServer``'s refusals for the full graph on ``devices`` nodes (every device
+    holds n shares: its n - 1 neighbours' and its own), without building the graph."""
+    if neighbors is not None and neighbors != devices - 1:
+        raise ParameterError(
+            f"the full graph has degree n - 1 = {devices - 1}, got {neighbors}", field="degree"
+        )
+    if threshold is not None and not devices < 2 * threshold <= 2 * devices:
+        raise ParameterError(
+            f"must be an integer with {devices} < 2t and t <= {devices} (share holders "
+            f"per device: neighbours + itself), got {threshold!r}",
+            field="threshold",
+        )
+
+
 def _check_faults(spec: Scenario, where: str) -> None:
     faults = spec.faults
     assert faults is not None and spec.fleet is not None and spec.stream is not None
@@ -693,8 +737,10 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             )
         try:
             loaded.fixed_point().check_capacity(spec.fleet.devices)
+            _check_secagg_session(loaded, spec.fleet.devices)
         except ParameterError as error:
-            raise ScenarioError(f"{where}secure_sum.{error.field}: {error.reason}") from None
+            field = SECAGG_FIELDS.get(error.field, error.field)
+            raise ScenarioError(f"{where}secure_sum.{field}: {error.reason}") from None
     if spec.fleet.connection == "bulk":
         _check_bulk(loaded, where)
     elif spec.collector.trace == "none":

@@ -197,6 +197,14 @@ class _Stage:
     waiting: set[int] = field(default_factory=set)
 
 
+def check_dim(dim: int) -> int:
+    """The vector length of a session: an integer in ``[1, MAX_DIM]``, else a
+    ``ParameterError`` naming ``dim``, the limits and the value."""
+    if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
+        raise ParameterError(f"must be an integer in [1, {MAX_DIM}], got {dim!r}", field="dim")
+    return dim
+
+
 class SecAggServer(PeerFacingMachine):
     """Collector side of one secure-aggregation session (see the module docstring)."""
 
@@ -282,9 +290,7 @@ class SecAggServer(PeerFacingMachine):
 
     @staticmethod
     def _check_dim(dim: int) -> int:
-        if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
-            raise ParameterError(f"must be an integer in [1, {MAX_DIM}], got {dim!r}", field="dim")
-        return dim
+        return check_dim(dim)
 
     def _check_fixed_point(self, fixed_point: FixedPoint, bits: int | None) -> FixedPoint:
         if not isinstance(fixed_point, FixedPoint):

@@ -52,6 +52,16 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
 
 
+async def test_an_ra_run_states_the_budget_its_ledgers_charge():
+    """RA runs no NDOE: results.json's ``budget`` (``bench cadr``'s fleet ``spent``) listed
+    ``ndoe`` = αε/2 all the same, summing to ε while every ledger holds (1 - α/2)ε."""
+    graph = generate("barabasi_albert", 12, seed=1, m=2)
+    result = await run_cadr_fleet(graph, method="ra", theta=2, seed=1)
+    assert "ndoe" not in result["budget"] and set(result["budget"]) == {"lpea", "dsr"}
+    charged = sum(result["budget"].values())
+    assert charged == pytest.approx(result["ledger_max"]) == pytest.approx(0.95 * 3.0)
+
+
 async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_processed_sequence():
     result = await run_cadr_fleet(GRAPH, theta="auto-dev", seed=3)  # pipeline "dp"
     degrees = GRAPH.degrees()

@@ -87,6 +87,22 @@ def test_bench_secagg_command_prints_the_figures():
     assert bad.exit_code == 2 and "not one of" in bad.output
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--dim", "-1"], "dim: must be an integer in [1, 100000], got -1"),
+        (["--dim", "0"], "dim: must be an integer in [1, 100000], got 0"),
+        (["--neighbors", "abc"], "neighbors: must be an integer K >= 1, 'auto' or 'full'"),
+    ],
+)
+def test_bench_secagg_refuses_a_bad_length_or_degree_in_one_sentence(option, expected):
+    """``--dim -1`` was numpy's traceback ("negative dimensions are not allowed"), ``--dim
+    0`` named an internal ``x``, ``--neighbors abc`` was int()'s traceback."""
+    bad = CliRunner().invoke(app, ["bench", "secagg", "--devices", "4", *option])
+    assert bad.exit_code == 2, bad.output
+    assert expected in " ".join(bad.output.split()) and "Traceback" not in bad.output
+
+
 SCENARIO = """
 [scenario]
 name = "ss-e2e"
@@ -131,6 +147,29 @@ def test_secure_sum_capacity_is_checked_when_the_scenario_loads():
         parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nbits = 32\nscale = 1e9"))
     with pytest.raises(ScenarioError, match=r"secure_sum\.dim"):
         parse_scenario(SCENARIO.replace("dim = 8", "dim = 41"))
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("threshold = 1", "secure_sum.threshold: must be an integer with"),
+        ("threshold = 40", "secure_sum.threshold: must be an integer with"),
+        ("neighbors = 31", "secure_sum.neighbors: must be an integer in [1, n - 1] with n = 30"),
+        ('graph = "full"\nneighbors = 3', "secure_sum.neighbors: the full graph has degree"),
+        ('graph = "full"\nthreshold = 15', "30 < 2t and t <= 30 (share holders"),
+        ('graph = "full"\nthreshold = 31', "30 < 2t and t <= 30 (share holders"),
+    ],
+)
+def test_secure_sum_graph_and_threshold_are_checked_when_the_scenario_loads(setting, expected):
+    """A threshold or a neighbour count the session refuses was a TaskGroup traceback
+    after the whole stream stage had run (``ldpfleet run`` with ``threshold = 1``)."""
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(SCENARIO.replace("dim = 8", f"dim = 8\n{setting}"))
+    assert expected in str(refused.value)
+    parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nneighbors = 5\nthreshold = 4"))
+    parse_scenario(SCENARIO.replace("dim = 8", 'dim = 8\ngraph = "full"\nthreshold = 16'))
 
 
 async def test_active_mode_over_the_transport_gives_the_exact_sum():

@@ -3,8 +3,10 @@ table in the run report (app.cadr_report)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
+import numpy as np
 import pytest
 from ldpfleet.app.cadr_report import release_vs_baselines
 from ldpfleet.protocol.cadr_budget import (
@@ -198,3 +200,38 @@ degree_bound = {value}
         with pytest.raises(ScenarioError) as invalid:
             parse_scenario(toml(bad))
         assert "cadr.degree_bound" in str(invalid.value)
+
+
+def test_a_given_theta_above_the_degree_bound_is_refused_before_any_device_starts():
+    """Every device refuses θ > D (protocol.cadr_device), so a fleet run with ``theta = 10,
+    degree_bound = 5`` waited for releases that never came (``ldpfleet run`` hung past 60 s)
+    (the in-process reference still runs it: ``bench cadr-sweep`` grids go past D). Now the
+    fleet refuses it before any device starts, naming theta, D and the value; θ = D and
+    the θ rules still run."""
+    from ldpfleet.devices.graphs import Graph
+    from ldpfleet.protocol.cadr_budget import check_theta_within_bound
+    from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+
+    with pytest.raises(ParameterError) as refused:
+        check_theta_within_bound(10, (5, "configured"))
+    assert refused.value.field == "theta"
+    assert "D = 5 (configured)" in str(refused.value) and "got 10" in str(refused.value)
+    check_theta_within_bound(5, (5, "configured"))
+    check_theta_within_bound("auto-dev", (5, "configured"))
+    leaves = np.arange(1, 8)
+    star = Graph.from_edges(8, np.zeros(7, dtype=np.int64), leaves)  # D = n - 1 = 7
+    with pytest.raises(ParameterError, match="theta"):
+        CadrSettings(theta=8).bound_for(star)
+    with pytest.raises(ParameterError, match="theta"):
+        asyncio.run(run_cadr_fleet(star, broker="memory", theta=6, degree_bound=5))
+    assert CadrSettings(theta=7).bound_for(star) == 7
+
+
+def test_the_claim_sentence_names_only_parts_the_method_runs():
+    """``ra`` runs no NDOE, yet its statement said "the NDOE codes and each device's own
+    DSR value are ε-DP parts of it" (``ldpfleet run`` with ``method = "ra"``)."""
+    ra = privacy_claim(CadrBudget(3.0, 0.1), "ra")["statement"]
+    assert "NDOE codes" not in ra
+    assert "each device's own DSR value is an ε-DP part of it" in ra
+    ll = privacy_claim(CadrBudget(3.0, 0.1, THETA_FRACTION), "ll")["statement"]
+    assert "the θ search, the NDOE codes and each device's own DSR value are ε-DP" in ll

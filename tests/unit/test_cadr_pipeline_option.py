@@ -48,3 +48,11 @@ def test_bench_cadr_runs_either_pipeline_and_prints_the_baselines():
     assert set(dp["baselines"]) == {"constant_median_oracle", "all_zero"}
     bad = CliRunner().invoke(app, [*args, "--pipeline", "fast"])
     assert bad.exit_code != 0 and "--pipeline" in bad.output
+
+
+def test_bench_cadr_refuses_zero_runs_instead_of_printing_nan():
+    """``--runs 0`` averaged nothing and printed ``"mae": NaN`` (not JSON)."""
+    args = ["bench", "cadr", "--graph", "barabasi_albert:n=30,m=2,seed=1", "--runs", "0"]
+    bad = CliRunner().invoke(app, args)
+    assert bad.exit_code == 2, bad.output
+    assert "--runs must be an integer >= 1, got 0" in bad.output and "NaN" not in bad.output
