@@ -89,6 +89,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.collector.bucket_denoise import denoise_counts
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -195,6 +196,8 @@ def degree_prior(
     devices: int,
     *,
     shaped: bool = True,
+    eps_theta: float | None = None,
+    parties: int | None = None,
 ) -> np.ndarray:
     """The distribution over ``0..D`` of the TRUE degrees from the DP θ search's noisy
     bucket sums (module docstring: projected onto ``{x >= 0, Σ x = devices}``, then each
@@ -204,8 +207,10 @@ def degree_prior(
     width at each bucket's centre) — the bucket keeps exactly its mass, but a bucket on a
     slope puts more of it on the side of its denser neighbour (a median inside a wide
     bucket was off by one in 25% of draws on an Erdős–Rényi graph of mean degree 40 at ε =
-    0.5, 15% shaped); ``shaped=False``: evenly. Post-processing of the θ search's release:
-    no budget."""
+    0.5, 15% shaped); ``shaped=False``: evenly. With ``eps_theta`` and ``parties`` (the θ
+    search's ε_θ and noise parties): the counts are first denoised by empirical Bayes
+    (``collector.bucket_denoise.denoise_counts``) instead of the least-squares projection.
+    Post-processing of the θ search's release: no budget."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     n = integer_at_least(devices, "devices", 1)
     ts = [int(t) for t in thresholds]
@@ -220,7 +225,10 @@ def degree_prior(
         raise ParameterError(
             f"must hold {len(edges) - 1} finite sums, got {sums.size}", field="bucket_sums"
         )
-    consistent = simplex_projection(sums, n)
+    if eps_theta is not None and parties is not None:
+        consistent = denoise_counts(sums, n, eps_theta, parties)
+    else:
+        consistent = simplex_projection(sums, n)
     los = np.array([e + 1 for e in edges[:-1]], dtype=float)
     his = np.array(edges[1:], dtype=float)
     width = np.maximum(his - los + 1, 1.0)
