@@ -7,8 +7,9 @@ and DSR releases are post-processed by every variant (paired: the same draws):
 
 - ``old``: the least-squares projection onto ``{x >= 0, Σ x = n}``
   (``degree_postprocess.simplex_projection``);
-- ``tK``: ``collector.bucket_denoise.denoise_counts`` with ``threshold_sds = K`` (buckets
-  below K noise sds read as empty, the rest projected).
+- ``tK`` / ``tKzZ``: ``collector.bucket_denoise.denoise_counts`` with ``threshold_sds =
+  K`` (buckets below K noise sds read as empty, the rest projected) and ``fit_sds = Z``
+  (default: infinite, no goodness-of-fit test).
 
 Prints one JSON line per (run, variant) in the format of
 ``scripts/cadr_bucket_grid_compare.py`` (whose ``--summarise`` makes the table).
@@ -93,10 +94,14 @@ def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
         if v == "old":
             p = real_prior(captured["sums"], captured["thresholds"], captured["bound"], captured["n"])
         else:
-            k = float(v[1:])
+            k, _, z = v[1:].partition("z")
             counts = denoise_counts(
-                captured["sums"], captured["n"], captured["eps_theta"], captured["parties"],
-                threshold_sds=k,
+                captured["sums"],
+                captured["n"],
+                captured["eps_theta"],
+                captured["parties"],
+                threshold_sds=float(k),
+                fit_sds=float(z or "inf"),
             )
             p = _prior_from_counts(counts, captured)
         pp = real_post(captured["released"], captured["theta"], captured["eps_dsr"], p)
