@@ -42,10 +42,29 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
-__all__ = ["FIT_SDS", "THRESHOLD_SDS", "denoise_counts", "noise_sd"]
+__all__ = ["FIT_SDS", "THRESHOLD_SDS", "denoise_counts", "noise_sd", "simplex_projection"]
 
 THRESHOLD_SDS = 3.0  # a bucket below this many noise sds may be empty
 FIT_SDS = 2.0  # ... and the buckets below are read as empty if their sum is within this
+
+
+def simplex_projection(values: object, total: float) -> np.ndarray:
+    """The Euclidean (least-squares) projection of ``values`` onto ``{x >= 0, Σ x =
+    total}`` (``total > 0``): ``max(0, v - λ)`` with the one ``λ`` that makes the sum
+    ``total`` (sort-based, Held, Wolfe & Crowder 1974; Duchi et al., ICML 2008). Buckets
+    whose noisy count is below ``λ`` become 0: when the noise's positive parts would add
+    up to more than the public ``n``, they are cut off instead of spread over the
+    distribution (module docstring)."""
+    v = np.asarray(values, dtype=float).reshape(-1)
+    t = positive_real(total, "total")
+    if v.size == 0 or not np.all(np.isfinite(v)):
+        raise ParameterError("must be a non-empty array of finite numbers", field="values")
+    u = np.sort(v)[::-1]
+    cssv = np.cumsum(u) - t
+    ind = np.arange(1, v.size + 1)
+    rho = int(np.flatnonzero(u - cssv / ind > 0)[-1])
+    lam = cssv[rho] / (rho + 1)
+    return np.maximum(v - lam, 0.0)
 
 
 def noise_sd(eps_theta: float, survivors: int, parties: int) -> float:
@@ -74,8 +93,6 @@ def denoise_counts(
     passes. Non-negative floats summing to ``devices``, a function of the noisy
     ``bucket_sums``, ``devices`` (the survivors whose shares are in the sums),
     ``eps_theta`` and ``parties`` only."""
-    from ldpfleet.collector.degree_postprocess import simplex_projection
-
     n = integer_at_least(devices, "devices", 1)
     k = positive_real(threshold_sds, "threshold_sds")
     y = np.asarray(bucket_sums, dtype=float).reshape(-1)

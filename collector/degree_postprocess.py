@@ -33,7 +33,9 @@ leave the estimate near its uniform start (the release was then above the consta
 baseline: wiki-Vote at ε = 0.5, 27.4 against 26.75). ``degree_prior`` turns the bucket
 counts into a distribution over ``0..D`` (noisy counts first made consistent with the
 public number of devices — the least-squares projection onto ``Σ = n``, which removes the
-noise's common part — then clipped at 0 and spread evenly over each bucket's degrees) and
+noise's common part; with the θ search's ε_θ and noise parties, buckets below 3 noise sds
+are first read as empty when together they hold no more than the noise's mass,
+``collector.bucket_denoise`` — then clipped at 0 and spread over each bucket's degrees) and
 ``posterior_degree_medians`` releases per node the median of ``P(d | y_i) ∝ prior(d) ·
 exp(-|y_i - r · min(d, θ)| / b)``: the model says a node of degree ``d`` keeps about ``r ·
 min(d, θ)`` edges, with ``r = mean(y) / E_prior[min(d, θ)]`` (``kept_ratio``: ``mean(y)``
@@ -89,7 +91,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from ldpfleet.collector.bucket_denoise import denoise_counts
+from ldpfleet.collector.bucket_denoise import denoise_counts, simplex_projection
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -249,25 +251,6 @@ def degree_prior(
         # (it was 0 / 0, and the run stopped with "prior: must be a distribution")
         return np.full(d + 1, 1.0 / (d + 1))
     return prior / prior.sum()
-
-
-def simplex_projection(values: object, total: float) -> np.ndarray:
-    """The Euclidean (least-squares) projection of ``values`` onto ``{x >= 0, Σ x =
-    total}`` (``total > 0``): ``max(0, v - λ)`` with the one ``λ`` that makes the sum
-    ``total`` (sort-based, Held, Wolfe & Crowder 1974; Duchi et al., ICML 2008). Buckets
-    whose noisy count is below ``λ`` become 0: when the noise's positive parts would add
-    up to more than the public ``n``, they are cut off instead of spread over the
-    distribution (module docstring)."""
-    v = np.asarray(values, dtype=float).reshape(-1)
-    t = positive_real(total, "total")
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ParameterError("must be a non-empty array of finite numbers", field="values")
-    u = np.sort(v)[::-1]
-    cssv = np.cumsum(u) - t
-    ind = np.arange(1, v.size + 1)
-    rho = int(np.flatnonzero(u - cssv / ind > 0)[-1])
-    lam = cssv[rho] / (rho + 1)
-    return np.maximum(v - lam, 0.0)
 
 
 def kept_ratio(released: object, prior: np.ndarray, theta: int) -> float:

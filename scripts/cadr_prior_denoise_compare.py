@@ -24,14 +24,14 @@ import time
 
 import networkx as nx
 import numpy as np
-from ldpfleet.app.cadr_grid import _nx_graph, grid_graph
+from ldpfleet.app.cadr_grid import _nx_graph
 from ldpfleet.collector import cadr_reference, degree_postprocess
 from ldpfleet.collector.bucket_denoise import denoise_counts
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from cadr_bucket_grid_compare import HELD as GRID_HELD  # noqa: E402
-from cadr_bucket_grid_compare import TUNE as GRID_TUNE  # noqa: E402
-from cadr_bucket_grid_compare import _bimodal, summarise  # noqa: E402
+from cadr_bucket_grid_compare import HELD as GRID_HELD
+from cadr_bucket_grid_compare import TUNE as GRID_TUNE
+from cadr_bucket_grid_compare import _bimodal, summarise
 
 
 def _nx(name: str, build):
@@ -92,7 +92,8 @@ def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
     for v in variants:
         started = time.process_time()
         if v == "old":
-            p = real_prior(captured["sums"], captured["thresholds"], captured["bound"], captured["n"])
+            c = captured
+            p = real_prior(c["sums"], c["thresholds"], c["bound"], c["n"])
         else:
             k, _, z = v[1:].partition("z")
             counts = denoise_counts(
@@ -148,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         for eps in [float(e) for e in a.eps.split(",")]:
             for seed in [int(s) for s in a.seeds.split(",")]:
                 for row in run_all(graph, a.variants.split(","), eps, seed):
-                    row.update(graph=name, n=graph.n, gmax=int(d.max()), gmedian=float(np.median(d)))
+                    row.update(graph=name, n=graph.n, gmax=int(d.max()))
+                    row.update(gmedian=float(np.median(d)))
                     print(json.dumps(row), flush=True)
     return 0
 
