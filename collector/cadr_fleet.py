@@ -358,12 +358,7 @@ def _theta_prior(outcome: CadrOutcome, degree_bound: int) -> np.ndarray | None:
     for query in outcome.theta_queries:
         if "bucket_sums" in query:
             return degree_prior(
-                query["bucket_sums"],
-                query["thresholds"],
-                degree_bound,
-                query["survivors"],
-                eps_theta=query["eps_theta"],
-                parties=query["noise_parties"],
+                query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"]
             )
     return None
 
@@ -430,7 +425,6 @@ async def _search_theta(
         above = counts_above(sums)
         target = deviation_target(query["survivors"], eps_dsr, weight)
         query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
-        query.update(eps_theta=eps_theta, noise_parties=parties)  # the noise law, for the prior
         query["counts"] = above.tolist()
         outcome.theta_rounds = 1
         return theta_from_counts(thresholds, above, target, degree_bound)

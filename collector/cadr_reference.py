@@ -338,8 +338,6 @@ def private_run(
             search["thresholds"],
             bound,
             len(degrees),
-            eps_theta=search["eps"],
-            parties=search["noise_parties"],
         )
     post = post_process(released, theta, eps_dsr, prior)
     pp = score(degrees, post.estimates, post.histogram)

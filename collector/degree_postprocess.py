@@ -33,9 +33,11 @@ leave the estimate near its uniform start (the release was then above the consta
 baseline: wiki-Vote at ε = 0.5, 27.4 against 26.75). ``degree_prior`` turns the bucket
 counts into a distribution over ``0..D`` (noisy counts first made consistent with the
 public number of devices — the least-squares projection onto ``Σ = n``, which removes the
-noise's common part; with the θ search's ε_θ and noise parties, buckets below 3 noise sds
-are first read as empty when together they hold no more than the noise's mass,
-``collector.bucket_denoise`` — then clipped at 0 and spread over each bucket's degrees) and
+noise's common part (opt-in, NOT used by the pipelines: with ``eps_theta=`` and
+``parties=``, buckets below 3 noise sds are first read as empty when together they hold
+no more than the noise's mass, ``collector.bucket_denoise``; it failed its acceptance
+test, docs/cadr-private.md "Denoising the bucket counts") — then clipped at 0 and spread
+over each bucket's degrees) and
 ``posterior_degree_medians`` releases per node the median of ``P(d | y_i) ∝ prior(d) ·
 exp(-|y_i - r · min(d, θ)| / b)``: the model says a node of degree ``d`` keeps about ``r ·
 min(d, θ)`` edges, with ``r = mean(y) / E_prior[min(d, θ)]`` (``kept_ratio``: ``mean(y)``

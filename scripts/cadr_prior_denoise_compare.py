@@ -87,6 +87,7 @@ def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
         run = cadr_reference.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
     finally:
         cadr_reference.degree_prior, cadr_reference.post_process = real_prior, real_post
+    captured.update(eps_theta=run.theta_search["eps"], parties=run.theta_search["noise_parties"])
     degrees = graph.degrees()
     rows = []
     for v in variants:
