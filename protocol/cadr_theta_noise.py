@@ -126,7 +126,7 @@ def bucket_count(devices: int, eps: float) -> int:
 
 def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
     """Ascending distinct thresholds in ``[0, D - 1]`` (``[0, 1]`` for ``D <= 2``): every
-    integer ``0 .. c`` with ``c = min(INTEGER_CUT, D - 1)``, then ``m = B - c - 1``
+    integer ``0 .. c`` with ``c = min(INTEGER_CUT, D - 1, B // 3)``, then ``m = B - c - 1``
     thresholds geometric from ``c`` to ``D - 1`` (``floor(c · ((D - 1) / c)^(j / m))``,
     ``j = 1 .. m``), ``D - 1`` last; every integer ``0 .. D - 1`` when ``D - 1 <= B``. A
     function of the public ``D`` and ``B`` only, never of the graph: the thresholds are
@@ -141,6 +141,13 @@ def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
     0.009 (``D`` = its maximum, 12) to 0.033. Every integer up to 16, then one constant
     ratio over the rest, uses all ``B`` thresholds (the ratio above 16 is about the old
     one's: 1.17 at ``D = 1999``); measured in docs/cadr-private.md ("The bucket grid").
+    The cut is at most a third of the buckets: with ``c = min(16, B - 1)`` the smallest
+    bucket count (``MIN_BUCKETS`` = 16, every graph of n <= 128 at eps <= 1) left the grid
+    0..15 and ``D - 1``, one bucket for every degree from 16 to ``D - 1``: five cliques of
+    20 (n = 100, every degree 19) had their prior spread over 16..98 and a release MAE of
+    35.7 against the constant median's 0 (found by the prior-denoising measurement,
+    docs/cadr-private.md). With ``B // 3``, ``B = 16`` gives 0..5 and ten geometric steps
+    to ``D - 1`` (ratio ≈ 1.35 at ``D = 99``); ``B = 48`` keeps the measured 0..16.
     The threshold 0 gives degree 0 a bucket of its own (without it, degrees 0 and 1 shared
     one and the prior split it evenly: on a graph of stars, where most nodes are leaves of
     degree 1, half the leaves' prior mass sat at 0); ``D - 1`` gives the bound ``D`` one
@@ -152,7 +159,7 @@ def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
         return [0, 1]
     if d - 1 <= b:
         return list(range(d))
-    cut = min(INTEGER_CUT, d - 1, b - 1)
+    cut = max(1, min(INTEGER_CUT, d - 1, b // 3))  # 2/3 of the buckets stay geometric
     grid = set(range(cut + 1)) | {d - 1}
     steps = b - cut - 1
     top = d - 1

@@ -129,6 +129,22 @@ def test_bucket_grid_keeps_every_small_degree_and_uses_all_its_buckets_at_d_n_mi
     assert bucket_grid(40, 48) == list(range(40))  # D - 1 <= B: every integer
 
 
+def test_bucket_grid_has_no_wide_bucket_at_the_smallest_bucket_count():
+    # Small graphs get the smallest bucket count (bucket_count's floor, 16, for n <= 128 at
+    # any eps: eps_theta <= 0.5). The integer part was min(16, B - 1) = 15 thresholds, so
+    # the grid was 0..15 and D - 1: five cliques of 20 (n = 100, every degree 19) had one
+    # bucket 16..98 and a release MAE of 35.7 (constant median: 0). Now the integer part
+    # is at most B // 3 and every bucket above it spans a ratio of at most ~2.
+    grid = bucket_grid(99, 16)
+    assert grid[:6] == list(range(6)) and len(grid) == 16
+    assert 16 in grid and 22 in grid  # degree 19 in the bucket 17..22, not 16..98
+    for bound in range(20, 6000, 7):
+        for buckets in (16, 20, 25, 32, 40, 48):
+            grid = bucket_grid(bound, buckets)
+            if bound - 1 > buckets:
+                assert max(b / max(a, 1) for a, b in itertools.pairwise(grid)) <= 2.2
+
+
 def test_the_budget_split_names_the_theta_part_and_sums_to_eps():
     paper = CadrBudget(3.0, 0.1)
     assert paper.theta == 0 and paper.parts()[0][0] == "exponential"
