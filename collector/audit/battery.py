@@ -461,28 +461,18 @@ def audit_spec(
     total = spec.trials if trials is None else trials
     if isinstance(total, bool) or not isinstance(total, int) or total < 2:
         raise ParameterError(f"must be an integer >= 2, got {total!r}", field="trials")
+    settings = {
+        "eps": spec.eps,
+        "delta": spec.delta,
+        "n_sel": total // 2,
+        "n_eval": total - total // 2,
+        "gamma": gamma,
+        "seed": seed,
+        "mechanism": spec.mechanism if mechanism is None else mechanism,
+    }
     if spec.pair_search is not None:  # n_sel runs at every grid input, n_eval at the pair
-        return audit_input_pairs(
-            spec.pair_search,
-            eps=spec.eps,
-            delta=spec.delta,
-            n_sel=total // 2,
-            n_eval=total - total // 2,
-            gamma=gamma,
-            seed=seed,
-            mechanism=spec.mechanism if mechanism is None else mechanism,
-        )
-    return audit(
-        spec.canary,
-        spec.witnesses,
-        eps=spec.eps,
-        delta=spec.delta,
-        n_sel=total // 2,
-        n_eval=total - total // 2,
-        gamma=gamma,
-        seed=seed,
-        mechanism=spec.mechanism if mechanism is None else mechanism,
-    )
+        return audit_input_pairs(spec.pair_search, **settings)
+    return audit(spec.canary, spec.witnesses, **settings)
 
 
 def run_audit(
