@@ -9,6 +9,19 @@ from __future__ import annotations
 
 import math
 
+# Import every patched submodule explicitly: `protocol.stream` is an attribute of the package
+# only once something imported it, so a test run alone failed on the attribute lookup.
+import ldpfleet.devices.fleet
+import ldpfleet.protocol.dsr
+import ldpfleet.protocol.duchi
+import ldpfleet.protocol.exponential
+import ldpfleet.protocol.hybrid
+import ldpfleet.protocol.laplace
+import ldpfleet.protocol.ledger
+import ldpfleet.protocol.piecewise
+import ldpfleet.protocol.rr
+import ldpfleet.protocol.stream
+import ldpfleet.protocol.sw  # noqa: F401
 import numpy as np
 
 from ldpfleet import devices, protocol
