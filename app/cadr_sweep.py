@@ -52,6 +52,7 @@ from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baseline
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.schema import CADR_EPS_MAX
 
 __all__ = [
     "DEFAULT_EPS_LIST",
@@ -112,8 +113,11 @@ def parse_eps(spec: str) -> list[float]:
         raise ParameterError(
             f"must be comma-separated numbers, got {spec!r}", field="eps"
         ) from None
-    if any(not math.isfinite(e) or e <= 0 for e in values):
-        raise ParameterError(f"budgets must be finite and > 0, got {spec!r}", field="eps")
+    if any(not math.isfinite(e) or not 0 < e <= CADR_EPS_MAX for e in values):
+        raise ParameterError(
+            f"budgets must be in (0, {CADR_EPS_MAX:g}] (the [cadr] eps limit), got {spec!r}",
+            field="eps",
+        )
     return values
 
 

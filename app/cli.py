@@ -1637,7 +1637,7 @@ def bench_cadr_command(
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.protocol.cadr_budget import resolve_degree_bound
-    from ldpfleet.scenarios.schema import ScenarioError
+    from ldpfleet.scenarios.schema import CADR_EPS_MAX, ScenarioError
 
     with user_errors():
         if method not in ("ll", "lh", "ra", "er"):
@@ -1646,6 +1646,10 @@ def bench_cadr_command(
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
         if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
             raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
+        if not 0 < eps <= CADR_EPS_MAX:  # the limits a scenario's [cadr] section has
+            raise ScenarioError(f"--eps must be in (0, {CADR_EPS_MAX:g}], got {eps}")
+        if not 0 < alpha < 1:
+            raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
         rule: str | int = int(theta) if theta.isdigit() else theta
         if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")

@@ -43,6 +43,7 @@ SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device proces
 # Mosquitto, docs/scaling.md; beyond, file-descriptor limits of the device processes and
 # of the broker decide)
 DEVICE_CONNECTIONS_AUTO_MAX = 10_000
+CADR_EPS_MAX = 50.0  # [cadr] eps; `bench cadr` and `bench cadr-sweep` take the same range
 
 
 class ScenarioError(ValueError):
@@ -216,7 +217,7 @@ class CadrSection(_Section):
     """``[cadr]``: the CADR-LDP degree-release stage over the fleet."""
 
     method: Literal["ll", "lh", "ra"] = "ll"
-    eps: Annotated[float, Meta(gt=0, le=50)] = 3.0
+    eps: Annotated[float, Meta(gt=0, le=CADR_EPS_MAX)] = 3.0
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
     theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1
