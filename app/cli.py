@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from ldpfleet.app.audit_cli import audit_command
@@ -362,33 +362,18 @@ def run(
     for sentence in results.get("warnings", []):  # e.g. scenarios.clipping's
         console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
     if results.get("aborted"):
-        console.print(
-            f"[bold red]aborted:[/] {results['aborted']['detail']}.",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
+        _fail(f"{results['aborted']['detail']}.", "aborted")
     secure_aborted = (results.get("secure_sum") or {}).get("aborted")
     if secure_aborted:
-        console.print(
-            f"[bold red]secure sum aborted:[/] {secure_aborted} (exit code 1).",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
+        _fail(f"{secure_aborted} (exit code 1).", "secure sum aborted")
     if results.get("device_rejections"):
-        console.print(
-            f"[bold red]rejected:[/] {escape(_rejection_sentence(results))} (exit code 1).",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
+        _fail(f"{_rejection_sentence(results)} (exit code 1).", "rejected")
     if results["reports_lost"]:
         missing = results["missing_batches"]
         failed = (results.get("fleet") or {}).get("device_errors") or {}
         why = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
-        console.print(
-            f"[bold yellow]incomplete:[/] {results['reports_lost']} reports lost from "
+        _fail(
+            f"{results['reports_lost']} reports lost from "
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
             f"{', ...' if len(missing) > 5 else ''})"
             + (
@@ -397,10 +382,9 @@ def run(
                 else ""
             )
             + "; results.json missing_batches lists them (exit code 1).",
-            highlight=False,
-            soft_wrap=True,
+            "incomplete",
+            "bold yellow",
         )
-        raise typer.Exit(1)
 
 
 def _rejection_sentence(results: dict) -> str:
@@ -509,8 +493,7 @@ def _run_any(loaded, *, progress=None, stage_done=None, **options) -> dict:
             split_run.run_split(loaded, progress=progress, stage_done=stage_done, **options)
         )
     except split_run.SplitRunFailed as error:
-        console.print(f"[bold red]error:[/] {error.sentence}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        _fail(error.sentence, "error")
 
 
 def _print_trace_key(results: dict) -> None:
@@ -778,8 +761,7 @@ def _run_side(name, *args, **kwargs) -> dict:
             stops += (cadr.CadrSideStopped,)
         if not isinstance(error, stops):
             raise
-        console.print(f"[bold red]error:[/] {error.sentence}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        _fail(error.sentence, "error")
     except asyncio.CancelledError:
         console.print("stopped")
         raise typer.Exit(1) from None
@@ -1581,13 +1563,15 @@ def bench_secagg_command(
         _fail(f"secure sum not exact ({why}); the JSON above has the details")
 
 
-def _fail(sentence: str) -> None:
-    """One sentence on stderr and exit status 1: a command that ran, but whose result is
-    not what it should be (a bench that is not exact, a run that lost reports)."""
+def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoReturn:
+    """``label: sentence`` (the label in ``style``, the sentence printed verbatim) and exit
+    status 1: a command that ran but whose result is not what it should be (a bench that is
+    not exact, a run that lost reports, was aborted or rejected) or that stopped on an
+    error its one sentence explains."""
     from rich.markup import escape
 
-    console.print(f"[bold red]failed:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
+    console.print(f"[{style}]{label}:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1) from None
 
 
 @bench_app.command("cadr")
