@@ -38,14 +38,60 @@ from ldpfleet.devices.periodic import (
     dataset_records,
     make_trial,
 )
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.stream import StreamConfig
-from ldpfleet.protocol.sw import SquareWave
+from ldpfleet.protocol.sw import EPS_MAX, SquareWave
 from scipy import signal, stats
 
 METHODS = ("cpr", "sw", "sw_moving", "sw_filter", "laplace", "lbd")
 DETECTION_EPS = (1.0, 2.0, 3.0, 4.0, 5.0)
 DETECTION_W = (5, 10, 15, 20, 25)
 COSINE_EPS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0)
+MIN_LENGTH = 3 * 48  # 3 cycles of the longest period a data set draws (synthetic: 12 .. 48)
+
+
+def _check_count(value: object, field: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=field)
+
+
+def _check_budgets(values: tuple, field: str) -> None:
+    if not values:
+        raise ParameterError("must name at least one budget", field=field)
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise ParameterError(f"must be a number, got {value!r}", field=field)
+        if not (np.isfinite(value) and value > 0):
+            raise ParameterError(f"must be finite and > 0, got {value!r}", field=field)
+
+
+def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,), cosine_w=1,
+                     trials=1, n=MIN_LENGTH, seed=0, fleet_streams=0) -> None:  # fmt: skip
+    """Refuse what ``bench_cpr`` cannot evaluate, naming the field, the limit and the value
+    (held-out, u5: ``--trials 0``, ``--w 0``, ``--n 0`` and ``--seed -1`` ended in
+    tracebacks; ``--trials -3`` printed NaN means, ``--cosine-w -2`` was reported as a bad
+    ``eps``)."""
+    _check_count(trials, "trials", 1)
+    _check_count(n, "n", MIN_LENGTH)
+    _check_count(seed, "seed", 0)
+    _check_count(fleet_streams, "fleet_streams", 0)
+    _check_count(cosine_w, "cosine_w", 1)
+    if not detection_w:
+        raise ParameterError("must name at least one window", field="w")
+    for w in detection_w:
+        _check_count(w, "w", 1)
+    _check_budgets(detection_eps, "eps")
+    _check_budgets(cosine_eps, "cosine_eps")
+    # each report spends eps / w (w-event LDP); the mechanisms take at most EPS_MAX
+    for field, budgets, windows in (("eps", detection_eps, detection_w),
+                                    ("cosine_eps", cosine_eps, (cosine_w,))):  # fmt: skip
+        eps, w = max(budgets), min(windows)
+        if eps / w > EPS_MAX:
+            raise ParameterError(
+                f"must be <= {EPS_MAX:g} x the window ({w}): each report spends eps / w, "
+                f"got {eps!r}",
+                field=field,
+            )
 
 
 def trial_rng(seed: int, dataset: str, trial: int, purpose: str) -> np.random.Generator:
@@ -181,6 +227,9 @@ def bench_cpr(
 ) -> dict:
     """Run the evaluation; returns a JSON-ready dict. ``progress(done, total)`` is called
     as each (data set, ε, w) cell finishes (the speed measurement counts as one)."""
+    check_bench_args(detection_eps=detection_eps, detection_w=detection_w, cosine_eps=cosine_eps,
+                     cosine_w=cosine_w, trials=trials, n=n, seed=seed,
+                     fleet_streams=fleet_streams)  # fmt: skip
     workers = workers or os.cpu_count() or 1
     detection_jobs = [
         (d, eps, w, trials, n, seed) for d in datasets for w in detection_w for eps in detection_eps
@@ -709,6 +758,9 @@ def bench_period_grid(
     """The detection grid (exact match, ``trials`` per cell) and the false-claim rates on
     aperiodic streams, for ``detect_period`` and both baselines (``shapes``: only the cells
     of these (period, cycles); the aperiodic cells always)."""
+    _check_count(trials, "grid_trials", 1)
+    _check_count(aperiodic_trials, "aperiodic_trials", 1)
+    _check_count(seed, "seed", 0)
     workers = workers or os.cpu_count() or 1
     cells = [(*c, trials, seed) for c in grid_cells(shapes)]
     # longest streams first (an even load at the end), results back in grid order

@@ -1431,7 +1431,9 @@ def bench_cpr_command(
     ] = None,
     cosine_w: Annotated[int, typer.Option(help="Window for the cosine-distance sweep.")] = 5,
     trials: Annotated[int, typer.Option(help="Trials per cell.")] = 100,
-    length: Annotated[int, typer.Option("--n", help="Samples per stream.")] = 3000,
+    length: Annotated[
+        int, typer.Option("--n", help="Samples per stream (at least 144: 3 cycles of period 48).")
+    ] = 3000,
     seed: Annotated[int, typer.Option(help="Seed of every trial.")] = 0,
     fleet_streams: Annotated[
         int, typer.Option(help="Streams of 10,000 reports for the fleet timing (0: skip).")
@@ -1458,7 +1460,10 @@ def bench_cpr_command(
     if grid:
         from ldpfleet.app.bench_cpr import bench_period_grid, grid_markdown
 
-        found = bench_period_grid(trials=grid_trials, aperiodic_trials=aperiodic_trials, seed=seed)
+        with user_errors():
+            found = bench_period_grid(
+                trials=grid_trials, aperiodic_trials=aperiodic_trials, seed=seed
+            )
         command = "ldpfleet " + " ".join(sys.argv[1:])
         print(json.dumps(found) if as_json else grid_markdown(found, command))
         return

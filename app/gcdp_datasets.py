@@ -450,6 +450,14 @@ def occupancy_windows(
     if data is None:
         train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
         test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
+        for x, path, name in ((train_x, train_file or OCC_TRAIN_FILE, "train_file"),
+                              (test_x, test_file or OCC_TEST_FILE, "test_file")):  # fmt: skip
+            if x.shape[0] < window:
+                raise ParameterError(
+                    f"{path} has {x.shape[0]} records, fewer than one window of {window} "
+                    "(--window)",
+                    field=name,
+                )
     else:
         train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
     if readings.split == "holdout":

@@ -176,6 +176,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_memory_transport.py::test_trie_remove_client_keeps_exactly_the_others_subscriptions": 3.0,
     "tests/unit/test_mqtt_wire.py::test_reader_decodes_the_same_whatever_the_split": 0.5,
     "tests/unit/test_period.py::test_clean_periodic_streams_are_recovered_exactly": 0.5,
+    "tests/unit/test_bench_cpr_args.py::test_the_command_prints_one_line_and_exits_2": 0.7,
     "tests/unit/test_period.py::test_gaussian_noise_is_not_a_period": 1.7,
     "tests/unit/test_period.py::test_masked_background_test_is_calibrated_on_white_noise": 0.6,
     "tests/unit/test_period.py::test_shift_discrepancy_matches_naive_loop": 1.2,

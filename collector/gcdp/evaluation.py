@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -81,7 +82,9 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     carry other columns. Raises ``ValueError`` in one sentence naming the line and column of
     a bad value: a missing channel, a row of another width, a value that is not a finite
     number, an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a
-    label of 2 read as occupied; a file without the row id read the wrong columns)."""
+    label of 2 read as occupied; a file without the row id read the wrong columns), and a
+    ``date`` column of ISO date-times that goes back in time (the windows are consecutive
+    records; a date in any other format stops the check)."""
     rows: list[list[float]] = []
     labels: list[int] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
@@ -94,6 +97,11 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 f"{', '.join(map(repr, header)) or 'nothing'})"
             )
         offset = None
+        # a "date" column, while every value is an ISO date-time, must not go back in time:
+        # the windows are consecutive records (a shuffled file gave windows of unrelated
+        # minutes, silently)
+        date = header.index("date") if "date" in header else None
+        last = None  # (datetime, line, text) of the previous record
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
@@ -123,6 +131,20 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 values.append(value)
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
+            if date is not None:
+                text = row[date + offset].strip()
+                try:
+                    when = datetime.fromisoformat(text)
+                except ValueError:
+                    date = None  # not ISO date-times: the order is the file's
+                else:
+                    if last is not None and when < last[0]:
+                        raise ValueError(
+                            f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line "
+                            f"{last[1]} (the records must be in time order: windows are "
+                            "consecutive records)"
+                        )
+                    last = (when, lineno, text)
             rows.append(values[:-1])
             labels.append(int(values[-1]))
     x = np.asarray(rows, dtype=float).reshape(-1, len(CHANNELS))

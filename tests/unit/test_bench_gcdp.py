@@ -220,6 +220,41 @@ def test_loader_refuses_bad_rows_naming_the_line(tmp_path, row, needle):
         load_occupancy(path)
 
 
+def test_loader_refuses_records_out_of_time_order(tmp_path):
+    """Held-out (u5): a shuffled file was read as is, its windows averaging unrelated
+    minutes. Equal dates pass, and a date column in another format is not checked."""
+    first = '"1","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,1\n'
+    same = '"2","2015-02-04 17:51:00",23.15,27.2,429.5,714,0.0048,0\n'
+    back = '"3","2015-02-04 17:50:59",23.15,27.2,429.5,714,0.0048,0\n'
+    path = tmp_path / "d.txt"
+    path.write_text(OCC_HEADER + first + same + back)
+    with pytest.raises(ValueError, match="line 4: date '2015-02-04 17:50:59' is earlier than "
+                       "'2015-02-04 17:51:00' on line 3"):  # fmt: skip
+        load_occupancy(path)
+    path.write_text(OCC_HEADER + first + same)
+    assert load_occupancy(path)[1].tolist() == [1, 0]
+    path.write_text(OCC_HEADER + first.replace("2015-02-04", "04/02/2015") + back)
+    assert load_occupancy(path)[1].tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("name", ["train_file", "test_file"])
+def test_a_file_shorter_than_one_window_is_named(tmp_path, name):
+    """Held-out (u5): the error named neither the file nor the window length."""
+    path = tmp_path / "tiny.txt"
+    rows = "".join(
+        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{i % 2}\n'
+        for i in range(10)
+    )
+    path.write_text(OCC_HEADER + rows)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(
+            "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
+            **{name: str(path)},
+        )  # fmt: skip
+    assert info.value.field == name
+    assert f"{path} has 10 records, fewer than one window of 30" in str(info.value)
+
+
 def test_loader_names_a_missing_column(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text('"date","Temperature","Humidity","Light","HumidityRatio","Occupancy"\n')

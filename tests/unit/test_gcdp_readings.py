@@ -135,7 +135,8 @@ def test_gau_dp_uses_the_given_certificate_statistically():
 def _write(path, rows):
     lines = [HEADER]
     for i, (t, h, light, co2, hr, occ) in enumerate(rows, 1):
-        lines.append(f'"{i}","2015-02-04 17:{i % 60:02d}:00",{t},{h},{light},{co2},{hr},{occ}\n')
+        when = f"2015-02-{4 + i // 1440:02d} {i // 60 % 24:02d}:{i % 60:02d}:00"  # in time order
+        lines.append(f'"{i}","{when}",{t},{h},{light},{co2},{hr},{occ}\n')
     path.write_text("".join(lines))
 
 
