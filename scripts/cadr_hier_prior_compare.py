@@ -22,7 +22,10 @@ brief "hier", 2026-12-03).
   combined mass exceeds ``G · sd_f · sqrt(s)`` (``sd_f`` the fine level's noise sd, ``s``
   its children); elsewhere its children are merged back (their summed estimate) — the
   fine noise stays out of the prior where there is little mass (a function of the DP
-  outputs and public n, ε only).
+  outputs and public n, ε only);
+- ``aS fF gG``: two secure sums (``adaptive_theta``): round 1 the committed one-hot at
+  ``(1 - F/100) ε_θ``, round 2 the grid whose round-1 buckets above ``G`` noise sds are
+  cut into ``S`` parts, at ``F/100 ε_θ``; combined as above.
 
 The variants' noise is drawn from a second generator (seeded from the run's seed), after
 the committed draw from the run's own generator, so the DSR draws are the same in every
@@ -187,13 +190,58 @@ def hier_theta(split: int, fine_share: float, gate: float | None = None):
     return dp_theta
 
 
+def adaptive_theta(split: int, fine_share: float, gate: float):
+    """Candidate (c), two secure sums: round 1 the committed one-hot at ``(1 - F) ε_θ``;
+    round 2 a one-hot over the grid whose buckets with a round-1 count above ``G`` noise
+    sds (and width > 1) are cut into ``min(S, width)`` parts, at ``F ε_θ``; the rounds
+    combined by the same weighted least squares (an unsplit bucket: the inverse-variance
+    mean of its two estimates). Round 2's grid is a function of round 1's DP output."""
+
+    def dp_theta(degrees, budget, weight, rng, degree_bound=None):
+        theta_old, search_old = REAL_DP_THETA(degrees, budget, weight, rng, degree_bound)
+        n, bound = len(degrees), cadr_reference.public_bound(degrees, degree_bound)
+        coarse_t = bucket_grid(bound, bucket_count(n, budget.theta))
+        rng2 = np.random.default_rng([SEED[0], 7919])
+        parties = noise_parties(n)
+        eps_c, eps_f = (1 - fine_share) * budget.theta, fine_share * budget.theta
+        vc, vf = geometric_variance(eps_c, n, parties), geometric_variance(eps_f, n, parties)
+        exact_c = np.bincount(np.searchsorted(coarse_t, degrees), minlength=len(coarse_t) + 1)
+        noisy_c = exact_c + noise_sum(rng2, n, parties, eps_c, exact_c.size)
+        all_t, all_parent = fine_grid(coarse_t, bound, split)
+        heavy = noisy_c > gate * np.sqrt(vc)
+        keep = set(coarse_t) | {
+            t for t, j in zip(all_t, all_parent, strict=False) if heavy[j] and t not in coarse_t
+        }
+        fine_t = sorted(keep)
+        edges = [-1, *coarse_t, bound]
+        parent = [int(np.searchsorted(edges, lo + 1, side="left")) - 1 for lo in [-1, *fine_t]]
+        exact_f = np.bincount(np.searchsorted(fine_t, degrees), minlength=len(fine_t) + 1)
+        noisy_f = exact_f + noise_sum(rng2, n, parties, eps_f, exact_f.size)
+        x = combine(noisy_c, noisy_f, parent, vc, vf)
+        target = deviation_target(n, budget.dsr, weight)
+        theta = theta_from_counts(fine_t, counts_above(x), target, bound)
+        return theta, {
+            **search_old,
+            "theta": theta,
+            "thresholds": list(fine_t),
+            "bucket_sums": x.tolist(),
+            "theta_old": theta_old,
+        }
+
+    return dp_theta
+
+
 REAL_DP_THETA = cadr_reference.dp_theta
 SEED = [0]
 
 
 def run_one(graph, variant: str, eps: float, seed: int) -> dict:
     SEED[0] = seed
-    if variant != "old":
+    if variant.startswith("a"):
+        s, _, f = variant[1:].partition("f")
+        f, _, g = f.partition("g")
+        cadr_reference.dp_theta = adaptive_theta(int(s), float(f) / 100, float(g))
+    elif variant != "old":
         s, _, f = variant[1:].partition("f")
         f, _, g = f.partition("g")
         cadr_reference.dp_theta = hier_theta(int(s), float(f) / 100, float(g) if g else None)
