@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 
 from ldpfleet.broker.transport import Delivery, Transport
@@ -41,7 +42,18 @@ async def fan_in(
         [topic for device in topics_by_device[i : i + per_connection] for topic in device]
         for i in range(0, len(topics_by_device), per_connection)
     ]
-    merged: asyncio.Queue[Delivery | BaseException] = asyncio.Queue()
+    # a deque and one waiter instead of an asyncio.Queue (its put and get cost several
+    # Python calls each, and the relay takes ~220,000 batches through here per
+    # ego-Facebook run): the same order, the consumer woken once per burst
+    merged: deque[Delivery | BaseException] = deque()
+    waiter: asyncio.Future | None = None
+    loop = asyncio.get_running_loop()
+
+    def put(item: Delivery | BaseException) -> None:
+        merged.append(item)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async with contextlib.AsyncExitStack() as stack:
         connections = []
         for index, chunk in enumerate(chunks or [()]):
@@ -54,20 +66,27 @@ async def fan_in(
             try:
                 async with contextlib.aclosing(conn.messages()) as deliveries:
                     async for delivery in deliveries:
-                        merged.put_nowait(delivery)
+                        put(delivery)
             except asyncio.CancelledError:
                 raise
             except BaseException as error:  # a lost connection ends the merged stream
-                merged.put_nowait(error)
+                put(error)
 
         pullers = [asyncio.create_task(pull(conn)) for conn in connections]
 
         async def merged_deliveries() -> AsyncIterator[Delivery]:
+            nonlocal waiter
             while True:
-                item = await merged.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+                while merged:
+                    item = merged.popleft()
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+                waiter = loop.create_future()
+                try:
+                    await waiter
+                finally:
+                    waiter = None
 
         try:
             yield merged_deliveries()

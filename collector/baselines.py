@@ -62,7 +62,6 @@ from ldpfleet.protocol.ledger import WindowAccount
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import SquareWave
 from ldpfleet.protocol.validate import integer_at_least, positive_real
-from scipy import signal
 
 __all__ = [
     "LbdResult",
@@ -157,6 +156,10 @@ def sw_filter(
         raise ParameterError(
             f"must lie in (0, 1) (fraction of Nyquist), got {cutoff!r}", field="cutoff"
         )
+    # imported here: scipy.signal (with scipy.stats) costs ~1.4 s of CPU to import, paid by
+    # every process that loads the scenario schema (each CADR fleet shard) and never filters
+    from scipy import signal
+
     sos = signal.butter(integer_at_least(order, "order", 1), wn, btype="lowpass", output="sos")
     if est.size < 2:
         return np.clip(est, 0.0, 1.0)

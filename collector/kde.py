@@ -70,7 +70,6 @@ import threading
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from scipy.special import ndtr
 
 __all__ = ["H_FLOOR", "kde_density", "kde_mode", "silverman_bandwidth", "weighted_quantile"]
 
@@ -357,6 +356,8 @@ def kde_density(
         hs = h[sl]
         sums = _kernel_sums(flat, c, cw, hs) * (_INV_SQRT_2PI / hs)[:, None]
         if mirror:
+            from scipy.special import ndtr  # here: a ~0.5 s import the fleet shards skip
+
             mass = np.sum(cw * (ndtr((1.0 - c) / hs[:, None]) - ndtr(-c / hs[:, None])), axis=-1)
         else:
             mass = total[sl]

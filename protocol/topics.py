@@ -22,6 +22,7 @@ Identifiers (run, device, kind, service) are 1..64 characters of ``[A-Za-z0-9_.-
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -161,8 +162,13 @@ class Topic:
         return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def parse(topic: str) -> Topic:
-    """Parse any ldpfleet topic; ``RemoteProtocolError(field="topic")`` if it is not one."""
+    """Parse any ldpfleet topic; ``RemoteProtocolError(field="topic")`` if it is not one.
+
+    Memoized (a ``Topic`` is immutable and depends on the string only; a refusal is not
+    cached): a pump parses the same few topics per device hundreds of thousands of times
+    (~5 us each, ~0.1 us from the cache)."""
     parts = topic.split("/")
     if len(parts) < 4 or parts[0] != PREFIX:
         raise RemoteProtocolError(f"not an ldpfleet topic: {topic[:120]!r}", field="topic")

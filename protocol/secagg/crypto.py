@@ -31,18 +31,17 @@ module-level RNG exists.
 
 from __future__ import annotations
 
+import hmac
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature, InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 
 RandomBytes = Callable[[int], bytes]
@@ -53,6 +52,7 @@ TAG_BYTES = 16
 SIGNATURE_BYTES = 64
 INFO_PREFIX = b"ldpfleet/secagg/v1/"
 PURPOSES = frozenset({"mask", "enc"})
+_HKDF_NO_SALT = bytes(32)  # RFC 5869: no salt = HashLen (SHA-256: 32) zero bytes
 # One immutable mode object for every mask (it only holds the zero IV): building it per
 # call was ~2.5 of the ~13 µs a one-word mask costs (a device expands one mask per
 # neighbour plus its self mask every round).
@@ -172,7 +172,12 @@ def derive_key(
     _check_nonneg_int(b, "b")
     lo, hi = min(a, b), max(a, b)
     info = INFO_PREFIX + f"{purpose}/{run}/{session}/{round}/{lo}/{hi}".encode()
-    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(shared)
+    # RFC 5869 written out with the standard library's one-shot HMAC: no salt means a salt
+    # of HashLen zero bytes; 32 bytes of output are the first block, T(1) = HMAC(PRK, info
+    # || 0x01). Bit for bit ``cryptography``'s HKDF (tested), at a third of its cost (the
+    # ego-Facebook fleet derives ~200,000 keys in its θ search).
+    prk = hmac.digest(_HKDF_NO_SALT, shared, "sha256")
+    return hmac.digest(prk, info + b"\x01", "sha256")
 
 
 def encrypt(

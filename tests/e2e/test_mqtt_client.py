@@ -15,7 +15,14 @@ import contextlib
 import pytest
 from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.mqtt_client import ConnectRefused, open_connection
-from ldpfleet.broker.mqtt_wire import PUBACK, Ack, PacketReader, Publish, encode_publish
+from ldpfleet.broker.mqtt_wire import (
+    PUBACK,
+    Ack,
+    PacketReader,
+    Publish,
+    encode_ack,
+    encode_publish,
+)
 from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, TransportError
 
 from tests.conftest import MOSQUITTO, broker_for, free_port
@@ -304,3 +311,38 @@ async def test_a_freed_window_slot_goes_to_the_first_waiting_publisher(monkeypat
         assert seen == [b"a1", b"a2", b"a3", b"b1"]
         assert conn._in_flight == 0
         await conn.close()
+
+
+async def test_the_puback_and_the_readers_answer_leave_in_one_write():
+    """A QoS 1 delivery's PUBACK is queued after the reader is woken, so what the reader
+    publishes in answer in its step goes out in the same ``transport.write`` (one send()
+    per delivery answered, not two), PUBACK first."""
+    go = asyncio.Event()
+
+    async def deliver(reader, writer):
+        await go.wait()
+        writer.write(encode_publish("in", b"question", 1, 7))
+        await writer.drain()
+
+    async with FakeBroker(script=deliver) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-coalesce")
+        writes: list[bytes] = []
+        write = conn._transport.write
+        conn._transport.write = lambda data: (writes.append(bytes(data)), write(data))[1]
+
+        async def answer() -> None:
+            async for delivery in conn.messages():
+                assert delivery.payload == b"question"
+                await conn.publish("out", b"answer", qos=0)
+                return
+
+        reader = asyncio.create_task(answer())
+        while conn._inbox_waiter is None:  # the reader waits before the delivery comes
+            await asyncio.sleep(0)
+        go.set()
+        await asyncio.wait_for(reader, 10)
+        await asyncio.sleep(0)  # the scheduled flush
+        await conn.close()
+    puback = encode_ack(PUBACK, 7)
+    answered = encode_publish("out", b"answer", 0)
+    assert [w for w in writes if puback in w] == [puback + answered]

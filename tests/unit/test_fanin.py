@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.transport import MemoryTransport
@@ -31,3 +33,28 @@ async def test_per_connection_must_be_positive():
     with pytest.raises(ValueError, match="per_connection"):
         async with fan_in(MemoryTransport(), "svc", [["t"]], per_connection=0):
             pass
+
+
+async def test_a_burst_keeps_each_connections_order_and_a_waiting_consumer_wakes():
+    """Deliveries that pile up while the consumer is away come out in each connection's
+    order; a consumer waiting on an empty stream is woken by the next one."""
+    transport = MemoryTransport()
+    topics_by_device = [[f"ldp/r/dev/d{i}/up/a"] for i in range(4)]
+    async with (
+        fan_in(transport, "svc", topics_by_device, per_connection=2) as inbound,
+        transport.connect("pub") as pub,
+    ):
+        for n in range(50):
+            for (topic,) in topics_by_device:
+                await pub.publish(topic, str(n).encode())
+        received: dict[str, list[int]] = {}
+        async for delivery in inbound:
+            received.setdefault(delivery.topic, []).append(int(delivery.payload))
+            if sum(map(len, received.values())) == 200:
+                break
+        assert all(values == list(range(50)) for values in received.values())
+        assert len(received) == 4
+        consumer = asyncio.ensure_future(anext(inbound))
+        await asyncio.sleep(0)  # now waiting on an empty stream
+        await pub.publish(topics_by_device[3][0], b"late")
+        assert (await asyncio.wait_for(consumer, 5)).payload == b"late"

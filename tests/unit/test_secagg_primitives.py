@@ -132,6 +132,26 @@ def test_derive_key_is_hkdf_sha256_with_the_documented_info_string():
     assert got == expected
 
 
+def test_derive_key_equals_the_cryptography_hkdf_on_many_inputs():
+    """``derive_key`` writes HKDF out with ``hmac.digest``: bit for bit ``cryptography``'s
+    HKDF-SHA256 (no salt, 32 bytes) over random secrets and contexts (fixed seed)."""
+    rng = np.random.default_rng(20)
+    for _ in range(300):
+        shared = rng.bytes(32)
+        run = "r" * int(rng.integers(1, 65))
+        session = f"theta-{int(rng.integers(0, 10**6))}"
+        round_, a, b = (int(v) for v in rng.integers(0, 2**31, size=3))
+        purpose = ("mask", "enc")[int(rng.integers(0, 2))]
+        info = f"{purpose}/{run}/{session}/{round_}/{min(a, b)}/{max(a, b)}".encode()
+        expected = HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=None, info=crypto.INFO_PREFIX + info
+        ).derive(shared)
+        got = crypto.derive_key(
+            shared, purpose=purpose, run=run, session=session, round=round_, a=a, b=b
+        )
+        assert got == expected
+
+
 @pytest.mark.parametrize(
     ("override", "field"),
     [

@@ -57,6 +57,20 @@ def test_broadcast_topics_build_and_parse(family):
     assert parsed.device is None
 
 
+def test_parse_is_memoized_and_refusals_are_not():
+    """``parse`` caches: the same string gives the same (immutable) ``Topic``, equal to a
+    fresh parse; a refused topic raises every time (nothing cached for it)."""
+    text = topics.inbox("run-memo", "a", "relay")
+    first = topics.parse(text)
+    assert topics.parse(text) is first
+    assert first == topics.parse.__wrapped__(text) and first.text == text
+    with pytest.raises(AttributeError):
+        first.sender = "b"  # frozen: a cached Topic cannot be changed by one caller
+    for _ in range(2):
+        with pytest.raises(RemoteProtocolError):
+            topics.parse("ldp/run-memo/dev/a/in/re lay")
+
+
 def test_svc_topic_builds_and_parses():
     text = topics.svc("run1", "recorder", "progress")
     assert text == "ldp/run1/svc/recorder/progress"
