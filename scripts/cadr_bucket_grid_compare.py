@@ -114,6 +114,27 @@ def _nx(name: str, build):
     return lambda: _nx_graph(build(), name)
 
 
+def _cliques(sizes: list[int]):
+    """Disjoint cliques of the given sizes (every degree size - 1)."""
+    g = nx.disjoint_union_all([nx.complete_graph(s) for s in sizes])
+    return nx.convert_node_labels_to_integers(g)
+
+
+def print_rows(graphs: dict, names, eps_list: str, seeds: str, rows_of) -> None:
+    """One JSON line per row of ``rows_of(graph, eps, seed)`` for every named graph,
+    budget and seed, tagged with the graph's name, size, maximum and median degree (the
+    loop of the three comparison scripts)."""
+    for name in names:
+        graph = graphs[name]()
+        d = graph.degrees()
+        for eps in [float(e) for e in eps_list.split(",")]:
+            for seed in [int(x) for x in seeds.split(",")]:
+                for row in rows_of(graph, eps, seed):
+                    row.update(graph=name, n=graph.n, gmax=int(d.max()))
+                    row.update(gmedian=float(np.median(d)))
+                    print(json.dumps(row), flush=True)
+
+
 # tuned on: the brief's families, generator seeds of before
 TUNE = {
     "facebook": lambda: grid_graph("facebook"),
@@ -259,16 +280,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = {"tune": TUNE, "held": HELD, "all": {**TUNE, **HELD}}[a.half]
     names = a.graphs.split(",") if a.graphs else list(table)
-    for name in names:
-        graph = {**TUNE, **HELD}[name]()
-        d = graph.degrees()
-        for eps in [float(e) for e in a.eps.split(",")]:
-            for seed in [int(s) for s in a.seeds.split(",")]:
-                for v in a.variants.split(","):
-                    row = run_one(graph, v, eps, seed)
-                    row.update(graph=name, n=graph.n, gmax=int(d.max()))
-                    row.update(gmedian=float(np.median(d)))
-                    print(json.dumps(row), flush=True)
+    variants = a.variants.split(",")
+    print_rows(
+        {**TUNE, **HELD},
+        names,
+        a.eps,
+        a.seeds,
+        lambda graph, eps, seed: [run_one(graph, v, eps, seed) for v in variants],
+    )
     return 0
 
 

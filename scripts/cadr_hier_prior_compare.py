@@ -51,7 +51,6 @@ import time
 
 import networkx as nx
 import numpy as np
-from ldpfleet.app.cadr_grid import _nx_graph
 from ldpfleet.collector import cadr_reference
 from ldpfleet.collector.theta_search import deviation_target
 from ldpfleet.protocol.cadr_theta_noise import (
@@ -67,17 +66,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cadr_bucket_grid_compare import HELD as GRID_HELD
 from cadr_bucket_grid_compare import TUNE as GRID_TUNE
-from cadr_bucket_grid_compare import summarise
-
-
-def _nx(name: str, build):
-    return lambda: _nx_graph(build(), name)
-
-
-def _cliques(sizes: list[int]):
-    g = nx.disjoint_union_all([nx.complete_graph(s) for s in sizes])
-    return nx.convert_node_labels_to_integers(g)
-
+from cadr_bucket_grid_compare import _cliques, _nx, print_rows, summarise
 
 ACCEPT = {"facebook": GRID_TUNE["facebook"], **GRID_HELD}
 DEGENERATE = {
@@ -177,17 +166,23 @@ def hier_theta(split: int, fine_share: float, gate: float | None = None):
         x = combine(noisy_c, noisy_f, parent, vc, vf)
         if gate is not None:
             fine_t, x = gated(coarse_t, fine_t, parent, x, gate * np.sqrt(vf))
-        target = deviation_target(n, budget.dsr, weight)
-        theta = theta_from_counts(fine_t, counts_above(x), target, bound)
-        return theta, {
-            **search_old,
-            "theta": theta,
-            "thresholds": list(fine_t),
-            "bucket_sums": x.tolist(),
-            "theta_old": theta_old,
-        }
+        return _theta_and_search(x, fine_t, n, bound, budget, weight, search_old, theta_old)
 
     return dp_theta
+
+
+def _theta_and_search(x, fine_t, n, bound, budget, weight, search_old, theta_old):
+    """θ from the combined counts ``x`` over ``fine_t`` and the search record (both
+    candidates end alike)."""
+    target = deviation_target(n, budget.dsr, weight)
+    theta = theta_from_counts(fine_t, counts_above(x), target, bound)
+    return theta, {
+        **search_old,
+        "theta": theta,
+        "thresholds": list(fine_t),
+        "bucket_sums": x.tolist(),
+        "theta_old": theta_old,
+    }
 
 
 def adaptive_theta(split: int, fine_share: float, gate: float):
@@ -218,15 +213,7 @@ def adaptive_theta(split: int, fine_share: float, gate: float):
         exact_f = np.bincount(np.searchsorted(fine_t, degrees), minlength=len(fine_t) + 1)
         noisy_f = exact_f + noise_sum(rng2, n, parties, eps_f, exact_f.size)
         x = combine(noisy_c, noisy_f, parent, vc, vf)
-        target = deviation_target(n, budget.dsr, weight)
-        theta = theta_from_counts(fine_t, counts_above(x), target, bound)
-        return theta, {
-            **search_old,
-            "theta": theta,
-            "thresholds": list(fine_t),
-            "bucket_sums": x.tolist(),
-            "theta_old": theta_old,
-        }
+        return _theta_and_search(x, fine_t, n, bound, budget, weight, search_old, theta_old)
 
     return dp_theta
 
@@ -335,16 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         "degenerate-held": DEGENERATE_HELD,
     }[a.set]
     names = a.graphs.split(",") if a.graphs else list(table)
-    for name in names:
-        graph = table[name]()
-        d = graph.degrees()
-        for eps in [float(e) for e in a.eps.split(",")]:
-            for seed in [int(s) for s in a.seeds.split(",")]:
-                for v in variants:
-                    row = run_one(graph, v, eps, seed)
-                    row.update(graph=name, n=graph.n, gmax=int(d.max()))
-                    row.update(gmedian=float(np.median(d)))
-                    print(json.dumps(row), flush=True)
+    print_rows(
+        table,
+        names,
+        a.eps,
+        a.seeds,
+        lambda graph, eps, seed: [run_one(graph, v, eps, seed) for v in variants],
+    )
     return 0
 
 

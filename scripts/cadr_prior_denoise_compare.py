@@ -18,30 +18,18 @@ Prints one JSON line per (run, variant) in the format of
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import networkx as nx
 import numpy as np
-from ldpfleet.app.cadr_grid import _nx_graph
 from ldpfleet.collector import cadr_reference, degree_postprocess
 from ldpfleet.collector.bucket_denoise import denoise_counts
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cadr_bucket_grid_compare import HELD as GRID_HELD
 from cadr_bucket_grid_compare import TUNE as GRID_TUNE
-from cadr_bucket_grid_compare import _bimodal, summarise
-
-
-def _nx(name: str, build):
-    return lambda: _nx_graph(build(), name)
-
-
-def _cliques(sizes: list[int]):
-    g = nx.disjoint_union_all([nx.complete_graph(s) for s in sizes])
-    return nx.convert_node_labels_to_integers(g)
-
+from cadr_bucket_grid_compare import _bimodal, _cliques, _nx, print_rows, summarise
 
 TUNE = {
     "k50": _nx("k50", lambda: nx.complete_graph(50)),
@@ -144,15 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = {"tune": TUNE, "held": HELD, "all": {**TUNE, **HELD}}[a.half]
     names = a.graphs.split(",") if a.graphs else list(table)
-    for name in names:
-        graph = {**TUNE, **HELD}[name]()
-        d = graph.degrees()
-        for eps in [float(e) for e in a.eps.split(",")]:
-            for seed in [int(s) for s in a.seeds.split(",")]:
-                for row in run_all(graph, a.variants.split(","), eps, seed):
-                    row.update(graph=name, n=graph.n, gmax=int(d.max()))
-                    row.update(gmedian=float(np.median(d)))
-                    print(json.dumps(row), flush=True)
+    variants = a.variants.split(",")
+    print_rows(
+        {**TUNE, **HELD},
+        names,
+        a.eps,
+        a.seeds,
+        lambda graph, eps, seed: run_all(graph, variants, eps, seed),
+    )
     return 0
 
 
