@@ -359,6 +359,7 @@ GRID_SHAPES = (  # (period, cycles): n = period x cycles; periods 8 .. n / 3, cy
     (400, 5),
 )
 GRID_EPS0 = (0.2, 0.5, 1.0, 2.0, 5.0)
+GRID_MAX_LENGTH = 1_000_000  # samples of one grid stream (a user's own --grid-shape)
 GRID_DRIFT = ((0.02, 0.0), (0.05, 0.0), (0.02, 0.02))  # (amplitude jitter, phase drift)
 APERIODIC_KINDS = ("white", "random_walk", "ar1", "ar1_slow", "trend")
 APERIODIC_LENGTHS = (150, 300, 1000, 3000)
@@ -711,23 +712,67 @@ def _aperiodic_cell(args: tuple) -> dict:
     }
 
 
-def grid_cells(shapes=None) -> list[tuple]:
+def grid_cells(shapes=None, sources=None, eps0=None) -> list[tuple]:
     """Every (source, period, cycles, eps0, jitter, drift) of the grid: all sources x shapes
     x eps0 at jitter 0.02, plus the stronger jitter and the phase drift on every source at
-    (25, 12) and (144, 12). ``shapes``: only the cells of these (period, cycles)."""
-    cells = [
-        (s, p, k, e, 0.02, 0.0) for s in GRID_SOURCES for (p, k) in GRID_SHAPES for e in GRID_EPS0
-    ]
+    (25, 12) and (144, 12) (the drift cells only where their shape is asked for).
+
+    ``shapes`` (period, cycles) pairs, ``sources`` (of ``GRID_SOURCES``) and ``eps0``
+    (per-report budgets) replace the grid's own lists when given: any period >= 2 with at
+    least 3 cycles, any finite budget > 0; a smaller grid for a user's own cells."""
+    shapes = _grid_shapes(shapes)
+    sources = _grid_sources(sources)
+    budgets = GRID_EPS0 if eps0 is None else _grid_budgets(eps0)
+    cells = [(s, p, k, e, 0.02, 0.0) for s in sources for (p, k) in shapes for e in budgets]
     cells += [
         (s, p, k, e, j, d)
-        for s in GRID_SOURCES
+        for s in sources
         for (p, k) in ((25, 12), (144, 12))
-        for e in GRID_EPS0
+        if (p, k) in shapes
+        for e in budgets
         for (j, d) in GRID_DRIFT[1:]
     ]
-    if shapes is not None:
-        cells = [c for c in cells if (c[1], c[2]) in set(shapes)]
     return cells
+
+
+def _grid_shapes(shapes) -> tuple:
+    if shapes is None:
+        return GRID_SHAPES
+    chosen = tuple(tuple(shape) for shape in shapes)
+    if not chosen:
+        raise ParameterError("must name at least one (period, cycles) pair", field="grid_shape")
+    for shape in chosen:
+        if len(shape) != 2:
+            raise ParameterError(f"must be (period, cycles), got {shape!r}", field="grid_shape")
+        _check_count(shape[0], "grid_shape period", 2)
+        _check_count(shape[1], "grid_shape cycles", 3)
+        if shape[0] * shape[1] > GRID_MAX_LENGTH:
+            raise ParameterError(
+                f"period x cycles must be at most {GRID_MAX_LENGTH:,} samples, got "
+                f"{shape[0]} x {shape[1]}",
+                field="grid_shape",
+            )
+    return chosen
+
+
+def _grid_sources(sources) -> tuple:
+    if sources is None:
+        return GRID_SOURCES
+    chosen = tuple(sources)
+    if not chosen:
+        raise ParameterError("must name at least one template", field="grid_source")
+    for source in chosen:
+        if source not in GRID_SOURCES:
+            raise ParameterError(
+                f"{source!r} is not one of {', '.join(GRID_SOURCES)}", field="grid_source"
+            )
+    return chosen
+
+
+def _grid_budgets(eps0) -> tuple:
+    budgets = tuple(eps0)
+    _check_budgets(budgets, "grid_eps0")
+    return tuple(float(e) for e in budgets)
 
 
 def _detector_speed(seed: int) -> dict:
@@ -754,22 +799,25 @@ def bench_period_grid(
     seed: int = 0,
     workers: int | None = None,
     shapes=None,
+    sources=None,
+    eps0=None,
 ) -> dict:
     """The detection grid (exact match, ``trials`` per cell) and the false-claim rates on
-    aperiodic streams, for ``detect_period`` and both baselines (``shapes``: only the cells
-    of these (period, cycles); the aperiodic cells always)."""
+    aperiodic streams, for ``detect_period`` and both baselines. ``shapes``, ``sources``,
+    ``eps0``: only these cells (``grid_cells``); the aperiodic cells are always run, at
+    ``eps0`` when it is given (else the grid's 0.2, 1, 5)."""
     _check_count(trials, "grid_trials", 1)
     _check_count(aperiodic_trials, "aperiodic_trials", 1)
     _check_count(seed, "seed", 0)
     workers = workers or os.cpu_count() or 1
-    cells = [(*c, trials, seed) for c in grid_cells(shapes)]
+    cells = [(*c, trials, seed) for c in grid_cells(shapes, sources, eps0)]
     # longest streams first (an even load at the end), results back in grid order
     order = sorted(range(len(cells)), key=lambda i: -cells[i][1] * cells[i][2])
     aperiodic = [
-        (kind, n, eps0, aperiodic_trials, seed)
+        (kind, n, e, aperiodic_trials, seed)
         for kind in APERIODIC_KINDS
         for n in APERIODIC_LENGTHS
-        for eps0 in APERIODIC_EPS0
+        for e in (APERIODIC_EPS0 if eps0 is None else _grid_budgets(eps0))
     ]
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:

@@ -1451,6 +1451,24 @@ def bench_cpr_command(
     ] = False,
     grid_trials: Annotated[int, typer.Option(help="Trials per grid cell.")] = 40,
     aperiodic_trials: Annotated[int, typer.Option(help="Trials per aperiodic cell.")] = 200,
+    grid_source: Annotated[
+        list[str] | None,
+        typer.Option(help="--grid: only this template (repeatable; default all 11)."),
+    ] = None,
+    grid_shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="--grid: only this PERIOD,CYCLES (repeatable, e.g. 50,3; any period >= 2, "
+            "cycles >= 3; default the grid's 8)."
+        ),
+    ] = None,
+    grid_eps0: Annotated[
+        list[float] | None,
+        typer.Option(
+            help="--grid: these per-report budgets (repeatable; default 0.2 0.5 1 2 5; the "
+            "aperiodic cells run at them too)."
+        ),
+    ] = None,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
     from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
@@ -1462,7 +1480,12 @@ def bench_cpr_command(
 
         with user_errors():
             found = bench_period_grid(
-                trials=grid_trials, aperiodic_trials=aperiodic_trials, seed=seed
+                trials=grid_trials,
+                aperiodic_trials=aperiodic_trials,
+                seed=seed,
+                shapes=None if grid_shape is None else _grid_shapes(grid_shape),
+                sources=grid_source,
+                eps0=grid_eps0,
             )
         command = "ldpfleet " + " ".join(sys.argv[1:])
         print(json.dumps(found) if as_json else grid_markdown(found, command))
@@ -1566,6 +1589,19 @@ def bench_secagg_command(
     if result["aborted"] or result["exact"] is not True:
         why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
         _fail(f"secure sum not exact ({why}); the JSON above has the details")
+
+
+def _grid_shapes(specs: list[str]) -> list[tuple[int, int]]:
+    """``--grid-shape PERIOD,CYCLES`` values as integer pairs (ranges checked by the bench)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    shapes = []
+    for spec in specs:
+        parts = spec.split(",")
+        if len(parts) != 2 or not all(p.strip().lstrip("-").isdigit() for p in parts):
+            raise ParameterError(f"must be PERIOD,CYCLES, got {spec!r}", field="grid_shape")
+        shapes.append((int(parts[0]), int(parts[1])))
+    return shapes
 
 
 def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoReturn:

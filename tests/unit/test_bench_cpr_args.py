@@ -6,7 +6,15 @@ reported as a bad ``eps``, and the ``--grid`` path was outside the error handler
 from __future__ import annotations
 
 import pytest
-from ldpfleet.app.bench_cpr import MIN_LENGTH, bench_cpr, bench_period_grid
+from ldpfleet.app.bench_cpr import (
+    GRID_EPS0,
+    GRID_SHAPES,
+    GRID_SOURCES,
+    MIN_LENGTH,
+    bench_cpr,
+    bench_period_grid,
+    grid_cells,
+)
 from ldpfleet.app.cli import app
 from ldpfleet.protocol.errors import ParameterError
 from typer.testing import CliRunner
@@ -61,3 +69,37 @@ def test_the_command_prints_one_line_and_exits_2(args):
     assert out.exit_code == 2, out.output
     assert "Traceback" not in out.output
     assert "must be an integer >= " in out.output
+
+
+def test_the_grid_runs_only_the_cells_asked_for():
+    """``--grid-source``, ``--grid-shape`` and ``--grid-eps0`` restrict the hour-long grid to
+    a user's own cells (a drift cell only where its shape is asked for)."""
+    cells = grid_cells([(24, 10), (144, 12)], ["square"], [2.0])
+    assert {(c[0], c[1], c[2], c[3]) for c in cells} == {
+        ("square", 24, 10, 2.0),
+        ("square", 144, 12, 2.0),
+    }
+    assert len(cells) == 2 + 2  # (144, 12) has its two drift variants too
+    assert grid_cells() == grid_cells(GRID_SHAPES, GRID_SOURCES, GRID_EPS0)
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "text"),
+    [
+        ({"shapes": [(1, 10)]}, "grid_shape period", ">= 2, got 1"),
+        ({"shapes": [(24, 2)]}, "grid_shape cycles", ">= 3, got 2"),
+        ({"shapes": [(10**6, 3)]}, "grid_shape", "at most 1,000,000 samples"),
+        ({"shapes": []}, "grid_shape", "at least one"),
+        ({"sources": ["sine"]}, "grid_source", "'sine' is not one of darwin"),
+        ({"eps0": [0.0]}, "grid_eps0", "> 0, got 0.0"),
+    ],
+)
+def test_the_grid_refuses_bad_cells_naming_the_option(change, field, text):
+    with pytest.raises(ParameterError) as info:
+        bench_period_grid(**change)
+    assert info.value.field == field and text in str(info.value)
+
+
+def test_a_bad_grid_shape_on_the_command_line_is_one_line():
+    out = CliRunner().invoke(app, ["bench", "cpr", "--grid", "--grid-shape", "24x10"])
+    assert out.exit_code == 2 and "must be PERIOD,CYCLES, got '24x10'" in out.output, out.output
