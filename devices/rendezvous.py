@@ -113,8 +113,9 @@ async def wait_for_run(
                     continue  # not ours, or a cleared retained message
                 try:
                     message = codec.decode(delivery.payload)
-                except RemoteProtocolError:
-                    continue  # not an announcement: the waiter never sees it
+                except RemoteProtocolError as error:
+                    waiter.receive_undecodable(error, loop.time())  # another release's?
+                    continue
                 waiter.receive(message, loop.time())
         finally:
             if reading is not None:

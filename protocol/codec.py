@@ -111,6 +111,35 @@ def _field_of(error_text: str) -> str:
     return "payload"
 
 
+class _VersionOnly(msgspec.Struct):
+    """Any JSON object's ``v`` (other fields ignored): read only when a payload failed."""
+
+    v: int = SCHEMA_VERSION
+
+
+_version_decoder = msgspec.json.Decoder(_VersionOnly)
+
+
+def _refuse_version(version: int) -> None:
+    raise RemoteProtocolError(
+        f"schema version {version} is not supported (expected {SCHEMA_VERSION}): the sender "
+        f"runs another ldpfleet release",
+        field="v",
+        code="unsupported_version",
+    )
+
+
+def _refuse_other_version(payload: bytes | str) -> None:
+    """A payload that failed validation but says another schema version is refused as
+    ``unsupported_version`` (the reason) rather than by whichever field differs."""
+    try:
+        version = _version_decoder.decode(payload).v
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return
+    if version != SCHEMA_VERSION:
+        _refuse_version(version)
+
+
 def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
     """Decode and validate one message; ``RemoteProtocolError`` on any problem."""
     if len(payload) > max_size:
@@ -122,6 +151,7 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
     try:
         message = _decoder.decode(payload)
     except msgspec.ValidationError as error:
+        _refuse_other_version(payload)  # another version's message fails for that reason
         text = str(error)
         if text.startswith("Number out of range"):
             code = "non_finite"  # overflows float64: would be infinity
@@ -142,11 +172,7 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
             "JSON nested too deeply", field="payload", code="undecodable"
         ) from None
     if message.v != SCHEMA_VERSION:
-        raise RemoteProtocolError(
-            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})",
-            field="v",
-            code="unsupported_version",
-        )
+        _refuse_version(message.v)
     for name in ("eps", "eps0", "eps_rel", "eps_cal", "lo", "hi", "value"):
         value = getattr(message, name, None)
         if isinstance(value, float) and not math.isfinite(value):

@@ -36,6 +36,13 @@ that ended while this fleet was waiting for it): a retained ``RunClosed`` left b
 may still announce (its ``RunOpen`` replaces it); past the deadline the timeout says the
 run was closed.
 
+Another release. A fleet and a collector of different ldpfleet releases cannot talk (the
+codec refuses another message schema version, ``unsupported_version``). The pump hands
+the waiter what the codec refused on the run's announcement topic
+(``receive_undecodable``): only the collector publishes there, so another version refuses
+the run at once, with a sentence saying to install the same release on both sides, instead
+of a wait for the whole timeout.
+
 The machines do no I/O: the pump publishes ``Outbound`` items (``retain=True`` for both
 announcements), subscribes on ``Resubscribe``, and calls ``receive`` / ``handle_timer``
 with the time.
@@ -49,9 +56,9 @@ from dataclasses import astuple, dataclass, fields
 from typing import Annotated
 
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.errors import LocalProtocolError, ParameterError
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.events import Event, Machine
-from ldpfleet.protocol.messages import Ident, Message, Reason
+from ldpfleet.protocol.messages import SCHEMA_VERSION, Ident, Message, Reason
 from msgspec import Meta
 
 __all__ = [
@@ -292,6 +299,21 @@ class RunWaiter(Machine):
             self._on_open(message)
         elif isinstance(message, RunClosed):
             self._on_closed(message)
+
+    def receive_undecodable(self, error: RemoteProtocolError, now: float) -> None:
+        """A payload on the run's announcement topic that the codec refused. Only the
+        collector publishes there, so ``unsupported_version`` means the collector runs
+        another ldpfleet release: refuse the run at once (before: the fleet waited for the
+        whole rendezvous timeout, then said no collector had announced). Anything else is
+        ignored, as before (a later valid announcement may still come)."""
+        if error.code != "unsupported_version" or self.state != "waiting":
+            return
+        self.state = "refused"
+        sentence = (
+            f"the collector of run {self.run} speaks another message schema ({error}); "
+            f"install the same ldpfleet release on both sides"
+        )
+        self._emit(RunRefused("schema_version", SCHEMA_VERSION, str(error), sentence))
 
     def _on_open(self, message: RunOpen) -> None:
         if message.epoch < self._newest:

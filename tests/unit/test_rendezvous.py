@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import itertools
 
+import msgspec
 import pytest
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import LocalProtocolError, ParameterError
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.rendezvous import (
     Resubscribe,
     RunClosed,
@@ -248,3 +249,31 @@ def test_a_bad_repeat_interval_is_refused_by_name(bad):
     with pytest.raises(ParameterError) as error:
         RunHost(RUN, TERMS, epoch=1, repeat_every=bad)
     assert error.value.field == "repeat_every" and repr(bad) in str(error.value)
+
+
+def test_only_another_schema_version_refuses_the_run_when_undecodable():
+    fleet = waiter()
+    fleet.receive_undecodable(RemoteProtocolError("bad", field="payload", code="schema"), 1.0)
+    assert fleet.pop_events() == [] and fleet.state == "waiting"
+    other = RemoteProtocolError("schema version 2 is not supported", field="v",
+                                code="unsupported_version")  # fmt: skip
+    fleet.receive_undecodable(other, 2.0)
+    (event,) = fleet.pop_events()
+    assert isinstance(event, RunRefused) and event.field == "schema_version"
+    assert fleet.state == "refused" and fleet.next_timer() is None
+    fleet.receive_undecodable(other, 3.0)  # decided: nothing more
+    assert fleet.pop_events() == []
+
+
+def test_the_codec_names_another_version_even_when_its_fields_differ():
+    host = RunHost(RUN, TERMS, epoch=1)
+    host.open()
+    payload = codec.encode(host.pop_outbound()[0].message)
+    future = {**msgspec.json.decode(payload), "v": 3, "new_field": 1}
+    with pytest.raises(RemoteProtocolError) as raised:
+        codec.decode(msgspec.json.encode(future))
+    assert raised.value.code == "unsupported_version" and raised.value.field == "v"
+    same = {**msgspec.json.decode(payload), "new_field": 1}  # same version: the field's error
+    with pytest.raises(RemoteProtocolError) as raised:
+        codec.decode(msgspec.json.encode(same))
+    assert raised.value.code == "schema"

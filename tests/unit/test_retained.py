@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import msgspec
 import pytest
 from ldpfleet.broker.auth import Credentials, mosquitto_acl_text
 from ldpfleet.broker.pump import publish_outbound
@@ -435,3 +436,23 @@ async def test_repeated_announcements_reach_a_fleet_the_retained_one_missed(repe
     assert isinstance(codec.decode(broker.retained[TOPIC]), RunClosed)
     await asyncio.sleep(0)
     assert announcer.host.repeats == repeats  # nothing after the close
+
+
+async def test_a_collector_of_another_release_refuses_the_run_at_once():
+    """Before: an announcement in another message schema version was dropped as undecodable
+    and the fleet waited the whole timeout, then said no collector had announced."""
+    opened = msgspec.json.decode(codec.encode(RunOpen(
+        run=RUN, sender=topics.COLLECTOR_ID, epoch=5, kind="stream", scenario="quickstart",
+        seed=7, devices=3, digest=TERMS.digest,
+    )))  # fmt: skip
+    broker = MemoryTransport()
+    async with broker.connect(f"{RUN}-collector") as conn:
+        future = {**opened, "v": 2, "a_field_of_release_2": True}
+        await conn.publish(TOPIC, msgspec.json.encode(future), retain=True)
+    with pytest.raises(RunTermsDiffer) as raised:  # refused at once, not at the 600 s timeout
+        await asyncio.wait_for(
+            wait_for_run(broker, RUN, TERMS, client_id=f"{RUN}-fleet", timeout=600.0), TIMEOUT
+        )
+    assert raised.value.field == "schema_version" and raised.value.ours == 1
+    assert "schema version 2 is not supported (expected 1)" in str(raised.value)
+    assert "install the same ldpfleet release on both sides" in str(raised.value)
