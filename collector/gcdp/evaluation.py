@@ -83,12 +83,19 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     number, an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a
     label of 2 read as occupied; a file without the row id read the wrong columns), and a
     ``date`` column of ISO date-times that goes back in time (the windows are consecutive
-    records; a date in any other format stops the check)."""
+    records; a date in any other format stops the check), and a column the reader needs
+    that the header names twice."""
     rows: list[list[float]] = []
     labels: list[int] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
         header = [cell.strip() for cell in next(reader, [])]
+        twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
+        if twice:  # the first was read silently
+            raise ValueError(
+                f"column {twice[0]!r} appears {header.count(twice[0])} times in the header: "
+                "which one to read is ambiguous"
+            )
         missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
         if missing:
             raise ValueError(

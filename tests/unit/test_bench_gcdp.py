@@ -237,6 +237,17 @@ def test_loader_refuses_records_out_of_time_order(tmp_path):
     assert load_occupancy(path)[1].tolist() == [1, 0]
 
 
+def test_loader_refuses_a_column_named_twice(tmp_path):
+    """Held-out (u5): a second ``Light`` column was ignored silently (the first was read)."""
+    path = tmp_path / "d.txt"
+    path.write_text(
+        "Temperature,Humidity,Light,CO2,HumidityRatio,Occupancy,Light\n"
+        "23.18,27.272,426,721.25,0.0047,1,0\n"
+    )
+    with pytest.raises(ValueError, match="column 'Light' appears 2 times in the header"):
+        load_occupancy(path)
+
+
 @pytest.mark.parametrize("name", ["train_file", "test_file"])
 def test_a_file_shorter_than_one_window_is_named(tmp_path, name):
     """Held-out (u5): the error named neither the file nor the window length."""
