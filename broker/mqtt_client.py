@@ -69,7 +69,7 @@ FLUSH_BYTES = 256 * 1024  # queued output written at once from this size (64 KiB
 # 40 ms delayed-ACK timer. Mosquitto's sockets run Nagle (``set_tcp_nodelay`` is false by
 # default), so a small packet it writes while an earlier one is unacknowledged waits for our
 # ACK: with delayed ACKs, ~40 ms on every LPEA relay superstep (a PUBACK burst to the relay,
-# or the next delivery to a device), ~44 ms median per step with 1-10 devices (docs/cadr.md,
+# or the next delivery to a device), ~44 ms median per step with 1-9 devices (docs/cadr.md,
 # "CPU of the dp fleet run"). ACK timing only: the bytes and their order are unchanged.
 # ``LDPFLEET_MQTT_QUICKACK=0`` turns it off (to compare); None where the OS has no such option.
 QUICKACK = (
