@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
 import pytest
 from ldpfleet.broker.mqtt import MqttTransport
-from ldpfleet.broker.mqtt_client import ConnectRefused, open_connection
+from ldpfleet.broker.mqtt_client import QUICKACK, ConnectRefused, open_connection
 from ldpfleet.broker.mqtt_wire import (
     PUBACK,
     Ack,
@@ -346,3 +347,32 @@ async def test_the_puback_and_the_readers_answer_leave_in_one_write():
     puback = encode_ack(PUBACK, 7)
     answered = encode_publish("out", b"answer", 0)
     assert [w for w in writes if puback in w] == [puback + answered]
+
+
+@pytest.mark.skipif(QUICKACK is None, reason="the OS has no TCP_QUICKACK")
+async def test_every_read_asks_the_kernel_to_acknowledge_at_once():
+    """``TCP_QUICKACK`` is set again after every read (the kernel clears it): Mosquitto's
+    Nagle otherwise holds its next small packet until our 40 ms delayed ACK
+    (``broker.mqtt_client.QUICKACK``; docs/cadr.md). The bytes received are unchanged."""
+    go = asyncio.Event()
+
+    async def deliver(reader, writer):
+        await go.wait()
+        writer.write(encode_publish("in", b"question", 1, 7))
+        await writer.drain()
+
+    async with FakeBroker(script=deliver) as fake:
+        conn = await open_connection("127.0.0.1", fake.port, "wire-quickack")
+        assert conn._quickack is not None  # set on the real socket at connect
+        calls: list[tuple] = []
+
+        class Recorder:
+            def setsockopt(self, *args) -> None:
+                calls.append(args)
+
+        conn._quickack = Recorder()
+        go.set()
+        delivery = await asyncio.wait_for(anext(conn.messages()), 10)
+        assert delivery.payload == b"question"
+        assert (socket.IPPROTO_TCP, QUICKACK, 1) in calls
+        await conn.close()
