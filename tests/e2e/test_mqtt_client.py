@@ -314,16 +314,23 @@ async def test_a_freed_window_slot_goes_to_the_first_waiting_publisher(monkeypat
         await conn.close()
 
 
-async def test_the_puback_and_the_readers_answer_leave_in_one_write():
-    """A QoS 1 delivery's PUBACK is queued after the reader is woken, so what the reader
-    publishes in answer in its step goes out in the same ``transport.write`` (one send()
-    per delivery answered, not two), PUBACK first."""
-    go = asyncio.Event()
+def _question_when(go: asyncio.Event):
+    """A FakeBroker script: once ``go`` is set, one QoS 1 PUBLISH ("in", b"question", id 7)."""
 
     async def deliver(reader, writer):
         await go.wait()
         writer.write(encode_publish("in", b"question", 1, 7))
         await writer.drain()
+
+    return deliver
+
+
+async def test_the_puback_and_the_readers_answer_leave_in_one_write():
+    """A QoS 1 delivery's PUBACK is queued after the reader is woken, so what the reader
+    publishes in answer in its step goes out in the same ``transport.write`` (one send()
+    per delivery answered, not two), PUBACK first."""
+    go = asyncio.Event()
+    deliver = _question_when(go)
 
     async with FakeBroker(script=deliver) as fake:
         conn = await open_connection("127.0.0.1", fake.port, "wire-coalesce")
@@ -355,11 +362,7 @@ async def test_every_read_asks_the_kernel_to_acknowledge_at_once():
     Nagle otherwise holds its next small packet until our 40 ms delayed ACK
     (``broker.mqtt_client.QUICKACK``; docs/cadr.md). The bytes received are unchanged."""
     go = asyncio.Event()
-
-    async def deliver(reader, writer):
-        await go.wait()
-        writer.write(encode_publish("in", b"question", 1, 7))
-        await writer.drain()
+    deliver = _question_when(go)
 
     async with FakeBroker(script=deliver) as fake:
         conn = await open_connection("127.0.0.1", fake.port, "wire-quickack")
