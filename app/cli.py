@@ -1742,6 +1742,7 @@ def _bench_cadr_fleet(
 ) -> dict:  # fmt: skip
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
     import numpy as np
+    from ldpfleet.protocol.cadr_budget import PART_NAMES
     from ldpfleet.scenarios.cadr_run import run_cadr_fleet
     from ldpfleet.scenarios.loop import run as run_loop
 
@@ -1778,7 +1779,12 @@ def _bench_cadr_fleet(
         **means,
         "baselines": last["baselines"],
         "spent": last["budget"],  # per device, by part: theta (the DP θ search), ndoe, lpea, dsr
-        "theta_search": [r["theta_search"] for r in per_run],
+        "spent_by_mechanism": {
+            label: last["budget"][part]
+            for label, part in PART_NAMES.items()
+            if part in last["budget"]
+        },
+        "theta_search": _fleet_theta_search([r["theta_search"] for r in per_run]),
         "theta": sorted({r["theta"] for r in per_run}),
         "theta_rounds": last["theta_rounds"],
         "processes": last["processes"],
@@ -1790,6 +1796,24 @@ def _bench_cadr_fleet(
             "lpea_round_cap": last["lpea_round_cap"],
         },
         "stage_seconds": last["stage_seconds"],
+    }
+
+
+def _fleet_theta_search(searches: list[dict | None]) -> dict | None:
+    """The runs' DP θ searches in the shape of the reference bench's ``theta_search``
+    (``collector.cadr_reference.summarise``), plus what only the fleet knows per run: the
+    survivors whose noise shares were summed and the noisy counts' largest error."""
+    if not searches or searches[0] is None:
+        return None  # the paper pipeline: no DP θ search
+    first = searches[0]
+    return {
+        "eps": first["eps"],
+        "mechanism": first["mechanism"],
+        "noise_parties": first["noise_parties"],
+        "theta_exact": first["theta_exact"],
+        "thetas": [s["theta"] for s in searches],
+        "survivors": [s["survivors"] for s in searches],
+        "counts_error_max": [s["counts_error_max"] for s in searches],
     }
 
 

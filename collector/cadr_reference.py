@@ -77,11 +77,13 @@ from ldpfleet.collector.theta_search import (
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import (
     ACCOUNT,
+    PART_NAMES,
     THETA_LABEL,
     CadrBudget,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_theta_noise import (
+    THETA_MECHANISM,
     bucket_count,
     bucket_grid,
     counts_above,
@@ -371,7 +373,9 @@ def summarise(runs: list[CadrRun]) -> dict:
     for name in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean", "seconds"):
         out[name] = float(np.mean([getattr(r, name) for r in runs]))
     out["theta_rounds"] = runs[0].theta_rounds if runs else 0
-    out["spent"] = dict(runs[0].spent) if runs else {}
+    # by budget part (theta, ndoe, lpea, dsr: the fleet's keys); by mechanism label beside it
+    out["spent"] = {PART_NAMES[k]: v for k, v in runs[0].spent.items()} if runs else {}
+    out["spent_by_mechanism"] = dict(runs[0].spent) if runs else {}
     if runs:
         out["pipeline"] = runs[0].pipeline
         out["degree_bound"] = runs[0].degree_bound
@@ -385,6 +389,7 @@ def summarise(runs: list[CadrRun]) -> dict:
             first = runs[0].theta_search
             out["theta_search"] = {
                 "eps": first["eps"],
+                "mechanism": THETA_MECHANISM,
                 "noise_parties": first["noise_parties"],
                 "theta_exact": first["theta_exact"],
                 "thetas": [r.theta_search["theta"] for r in runs],

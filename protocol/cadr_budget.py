@@ -113,6 +113,7 @@ __all__ = [
     "ALPHA_DEFAULT",
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
+    "PART_NAMES",
     "THETA_FRACTION",
     "THETA_LABEL",
     "CadrBudget",
@@ -126,6 +127,8 @@ ACCOUNT = "node"
 ALPHA_DEFAULT = 0.1
 MECHANISM_LABELS = ("exponential", "warner_rr", "laplace")
 THETA_LABEL = "geometric"  # the DP θ search's two-sided geometric mechanism
+# mechanism label -> the budget part it spends (results.json ``budget``, bench ``spent``)
+PART_NAMES = {THETA_LABEL: "theta", "exponential": "ndoe", "warner_rr": "lpea", "laplace": "dsr"}
 THETA_FRACTION = 0.6  # the dp pipeline's share of the alpha part for the θ search
 HISTOGRAM_TARGET = 1200.0  # n · ε_θ at which a 16-bucket count's noise sd is ~1% of n
 THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and at most 0.5
@@ -279,8 +282,7 @@ class CadrBudget:
     def as_dict(self) -> dict[str, float]:
         """The split by part name (``theta`` only when it is charged): results.json's
         ``budget``."""
-        names = {THETA_LABEL: "theta", "exponential": "ndoe", "warner_rr": "lpea"}
-        return {names.get(label, "dsr"): eps for label, eps in self.parts()}
+        return {PART_NAMES[label]: eps for label, eps in self.parts()}
 
     def open_ledger(self, owner: str) -> PrivacyLedger:
         """A fresh ledger for device ``owner`` with one ``BudgetAccount`` ``"node"`` of eps."""

@@ -75,6 +75,7 @@ __all__ = [
     "NOISE_SURVIVAL",
     "SENSITIVITY",
     "SHARE_BOUND",
+    "THETA_MECHANISM",
     "bucket_count",
     "bucket_grid",
     "bucket_vector",
@@ -91,6 +92,7 @@ BUCKETS = 48  # thresholds of the noisy θ search (at most; fewer distinct for s
 MIN_BUCKETS = 16  # bucket_count's floor
 INTEGER_CUT = 16  # bucket_grid: every degree 0..16 has a bucket of its own
 NOISE_SURVIVAL = 0.9  # the collector opens a noisy sum only with >= 90% of devices alive
+THETA_MECHANISM = "two-sided geometric by Pólya shares (protocol.cadr_theta_noise)"
 SENSITIVITY = 2  # L1 change of the summed one-hot vector when one device's degree changes
 SHARE_BOUND = 2**24  # fixed-point range of one device's noisy answer
 

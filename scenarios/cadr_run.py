@@ -55,7 +55,7 @@ from ldpfleet.protocol.cadr_budget import (
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_device import CadrDevice
-from ldpfleet.protocol.cadr_theta_noise import noise_parties, theta_from_counts
+from ldpfleet.protocol.cadr_theta_noise import THETA_MECHANISM, noise_parties, theta_from_counts
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
@@ -618,7 +618,7 @@ def _theta_search(degrees: np.ndarray, outcome, budget: CadrBudget, bound: int) 
     target = deviation_target(n, budget.dsr, noise_weight(budget.dsr))
     return {
         "eps": budget.theta,
-        "mechanism": "two-sided geometric by Pólya shares (protocol.cadr_theta_noise)",
+        "mechanism": THETA_MECHANISM,
         "noise_parties": noise_parties(n),
         "survivors": query["survivors"],
         "theta": outcome.theta,

@@ -21,6 +21,7 @@ import pytest
 
 SLOW: dict[str, float] = {
     "tests/unit/test_cadr_pipeline_option.py::test_bench_cadr_takes_the_scenario_budget_range": 0.9,
+    "tests/unit/test_cadr_pipeline_option.py::test_bench_cadr_prints_the_same_budget_and_theta_search_keys_on_every_transport": 0.9,
     "tests/unit/test_bucket_denoise.py::test_the_empty_buckets_of_a_complete_graph_get_no_mass": 0.7,
     "tests/unit/test_bucket_denoise.py::test_k50_posterior_medians_stay_on_the_true_degree_with_the_denoised_prior": 0.5,
     "tests/e2e/test_audit_fleet.py::test_a_wire_bug_the_function_level_audits_pass": 2.9,

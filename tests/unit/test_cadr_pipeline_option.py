@@ -44,10 +44,37 @@ def test_bench_cadr_runs_either_pipeline_and_prints_the_baselines():
     dp, paper = outputs["dp"], outputs["paper"]
     assert dp["pipeline"] == "dp" and dp["mae"] == dp["postprocessed"]["mae"]
     assert paper["pipeline"] == "paper" and paper["mae"] == paper["raw"]["mae"]
-    assert "geometric" in dp["spent"] and "geometric" not in paper["spent"]
+    # ``spent`` by budget part (the θ search named), the mechanism labels beside it
+    assert "theta" in dp["spent"] and "theta" not in paper["spent"]
+    assert (
+        "geometric" in dp["spent_by_mechanism"] and "geometric" not in paper["spent_by_mechanism"]
+    )
     assert set(dp["baselines"]) == {"constant_median_oracle", "all_zero"}
     bad = CliRunner().invoke(app, [*args, "--pipeline", "fast"])
     assert bad.exit_code != 0 and "--pipeline" in bad.output
+
+
+def test_bench_cadr_prints_the_same_budget_and_theta_search_keys_on_every_transport():
+    """The reference bench keyed ``spent`` by mechanism label (geometric, ...) and the fleet
+    bench by budget part (theta, ...); its ``theta_search`` was a dict here, a list of
+    per-run dicts there. Now both: ``spent`` by part, ``spent_by_mechanism``, and one
+    ``theta_search`` dict (the fleet adds its survivors and counts' error per run)."""
+    args = ["bench", "cadr", "--graph", "barabasi_albert:n=60,m=2,seed=3", "--runs", "2"]
+    outputs = {}
+    for transport in ("reference", "memory"):
+        result = CliRunner().invoke(app, [*args, "--transport", transport])
+        assert result.exit_code == 0, result.output
+        outputs[transport] = json.loads(result.output)
+    reference, fleet = outputs["reference"], outputs["memory"]
+    assert reference["spent"] == pytest.approx(fleet["spent"])
+    assert set(fleet["spent"]) == {"theta", "ndoe", "lpea", "dsr"}
+    assert reference["spent_by_mechanism"] == pytest.approx(fleet["spent_by_mechanism"])
+    shared = {"eps", "mechanism", "noise_parties", "theta_exact", "thetas"}
+    assert shared <= set(reference["theta_search"]) and shared <= set(fleet["theta_search"])
+    for bench in (reference, fleet):
+        assert len(bench["theta_search"]["thetas"]) == 2
+        assert sorted(set(bench["theta_search"]["thetas"])) == bench["theta"]
+    assert len(fleet["theta_search"]["survivors"]) == 2
 
 
 def test_bench_cadr_refuses_zero_runs_instead_of_printing_nan():
