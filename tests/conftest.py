@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 from pathlib import Path
@@ -56,6 +57,24 @@ def mosquitto_binary() -> str:
 
 # a parameter of a broker-parametrised fixture that runs on the local Mosquitto
 MOSQUITTO = pytest.param("mosquitto", marks=pytest.mark.mosquitto)
+
+# This pytest process's suffix for names on the shared Mosquitto. Two test sessions on one
+# machine (two clones' CI, a developer's run beside CI) share 127.0.0.1:1883; the same run
+# id there means the same client ids and topics, so the broker hands one session's
+# connections to the other ("connection lost", a sharded run with reports_lost 64 under
+# load). Observed 2026-12-04: two concurrent runs of tests/e2e/test_shards.py's Mosquitto
+# case, one failed; with this suffix both pass.
+SESSION_SUFFIX = secrets.token_hex(3)
+
+
+def shared_name(broker, name: str) -> str:
+    """``name`` (a run id, a client id, a topic level) as this test session uses it on
+    ``broker``: unchanged on a broker of its own (memory, an embedded broker, a transport
+    object, a broker this test started), with ``-<SESSION_SUFFIX>`` on the shared local
+    Mosquitto. Results do not depend on the run id, so a run compared with a memory run of
+    the plain id still matches."""
+    shared = isinstance(broker, str) and broker.endswith(f"{MOSQUITTO_HOST}:{MOSQUITTO_PORT}")
+    return f"{name}-{SESSION_SUFFIX}" if shared else name
 
 
 def broker_for(request) -> str:

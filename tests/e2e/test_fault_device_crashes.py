@@ -19,7 +19,7 @@ from ldpfleet.collector.store import ReportStore
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import MOSQUITTO, ROOT, broker_for
+from tests.conftest import MOSQUITTO, ROOT, broker_for, shared_name
 
 pytestmark = pytest.mark.faults
 
@@ -62,7 +62,10 @@ async def test_crashed_devices_complete_their_data_or_are_reported_missing(broke
     )
     assert clean["reports_lost"] == 0 and clean["faults"] is None
     results = await run_scenario(
-        parse_scenario(FAULTY), broker=broker, out_dir=tmp_path / "faulty", run_id="c1"
+        parse_scenario(FAULTY),
+        broker=broker,
+        out_dir=tmp_path / "faulty",
+        run_id=shared_name(broker, "c1"),
     )
     crashes = results["faults"]["injected"]["crashes"]
     returned = sorted(d for d, c in crashes.items() if c["returned"])

@@ -17,7 +17,7 @@ import pytest
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import MOSQUITTO, broker_for
+from tests.conftest import MOSQUITTO, broker_for, shared_name
 from tests.e2e.test_fault_device_crashes import store_rows
 
 pytestmark = pytest.mark.faults
@@ -64,7 +64,9 @@ async def test_slow_collector_bounded_buffer_no_loss(broker, tmp_path):
         delay = overload / OFFERED  # the collector takes 1/overload of the offered load
         scenario = parse_scenario(BASE + f"[faults]\ncollector_delay = {delay}\n")
         out = tmp_path / f"slow{overload}"
-        results = await run_scenario(scenario, broker=broker, out_dir=out, run_id="s1")
+        results = await run_scenario(
+            scenario, broker=broker, out_dir=out, run_id=shared_name(broker, "s1")
+        )
         assert results["reports_lost"] == 0 and results["missing_batches"] == {}
         assert results["devices_complete"] == DEVICES
         assert store_rows(out) == store_rows(tmp_path / "clean")

@@ -10,7 +10,7 @@ from ldpfleet.devices.gateway import Gateway
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import MOSQUITTO, broker_for
+from tests.conftest import MOSQUITTO, broker_for, shared_name
 from tests.e2e.test_fault_device_crashes import store_rows
 
 GATEWAYED = """
@@ -43,7 +43,10 @@ async def test_a_gateway_fleet_gives_the_per_device_results(broker, tmp_path):
     per_device = parse_scenario(GATEWAYED.replace('connection = "gateway"', ""))
     direct = await run_scenario(per_device, broker="memory", out_dir=tmp_path / "d", run_id="g1")
     gatewayed = await run_scenario(
-        parse_scenario(GATEWAYED), broker=broker, out_dir=tmp_path / "g", run_id="g1"
+        parse_scenario(GATEWAYED),
+        broker=broker,
+        out_dir=tmp_path / "g",
+        run_id=shared_name(broker, "g1"),
     )
     assert gatewayed["reports_lost"] == 0 and gatewayed["devices_complete"] == 25
     assert gatewayed["per_device"] == direct["per_device"]

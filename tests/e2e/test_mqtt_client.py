@@ -26,8 +26,11 @@ from ldpfleet.broker.mqtt_wire import (
 )
 from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, TransportError
 
-from tests.conftest import MOSQUITTO, broker_for, free_port
+from tests.conftest import MOSQUITTO, SESSION_SUFFIX, broker_for, free_port
 from tests.mosquitto_process import MosquittoProcess
+
+# client ids and topics of this test session on the shared Mosquitto (tests/conftest.py)
+WIRE, UV = f"wire-test-{SESSION_SUFFIX}", f"wire-uv-{SESSION_SUFFIX}"
 
 
 @pytest.fixture(params=["embedded", MOSQUITTO])
@@ -41,15 +44,15 @@ async def test_round_trip_in_order_at_qos_0_and_1(broker_url, client, monkeypatc
     monkeypatch.setenv("LDPFLEET_MQTT_CLIENT", client)
     transport = MqttTransport(broker_url)
     async with (
-        transport.connect("wire-test-sub") as sub,
-        transport.connect("wire-test-pub") as pub,
+        transport.connect(f"{WIRE}-sub") as sub,
+        transport.connect(f"{WIRE}-pub") as pub,
     ):
-        await sub.subscribe("wire-test/a/#", "wire-test/b")
-        sent = [(f"wire-test/a/{i % 3}", i.to_bytes(4, "big")) for i in range(500)]
+        await sub.subscribe(f"{WIRE}/a/#", f"{WIRE}/b")
+        sent = [(f"{WIRE}/a/{i % 3}", i.to_bytes(4, "big")) for i in range(500)]
         await pub.publish_many(sent[:250])
         for topic, payload in sent[250:]:
             await pub.publish(topic, payload, qos=0)
-        await pub.publish("wire-test/b", b"last")
+        await pub.publish(f"{WIRE}/b", b"last")
         received = []
         async with contextlib.aclosing(sub.messages()) as deliveries:
             async for delivery in deliveries:
@@ -58,7 +61,7 @@ async def test_round_trip_in_order_at_qos_0_and_1(broker_url, client, monkeypatc
                     break
         # MQTT orders messages per QoS level only: Mosquitto sends QoS 0 ahead of QoS 1
         # ones queued behind its in-flight limit
-        qos1 = [*sent[:250], ("wire-test/b", b"last")]
+        qos1 = [*sent[:250], (f"{WIRE}/b", b"last")]
         assert [m for m in received if m in qos1] == qos1
         assert [m for m in received if m not in qos1] == sent[250:]
         assert sub.pending() == 0
@@ -210,9 +213,9 @@ def test_round_trip_on_uvloop(mosquitto_url):
 
     async def round_trip() -> list[bytes]:
         transport = MqttTransport(mosquitto_url)
-        async with transport.connect("wire-uv-sub") as sub, transport.connect("wire-uv-pub") as pub:
-            await sub.subscribe("wire-uv/#")
-            await pub.publish_many([("wire-uv/x", bytes([i])) for i in range(100)])
+        async with transport.connect(f"{UV}-sub") as sub, transport.connect(f"{UV}-pub") as pub:
+            await sub.subscribe(f"{UV}/#")
+            await pub.publish_many([(f"{UV}/x", bytes([i])) for i in range(100)])
             stream = sub.messages()
             return [(await anext(stream)).payload for _ in range(100)]
 

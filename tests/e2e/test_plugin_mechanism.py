@@ -15,7 +15,7 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from ldpfleet.scenarios.split_run import run_split
 
-from tests.conftest import MOSQUITTO, broker_for
+from tests.conftest import MOSQUITTO, broker_for, shared_name
 from tests.unit.test_mechanism_registry import EXAMPLES, PLUGIN, ROOT
 
 SCENARIO = """
@@ -108,7 +108,10 @@ async def test_device_shard_processes_import_the_plugin(plugin_importable, broke
         _scenario(PLUGIN, devices=6), broker="memory", out_dir=tmp_path / "one", run_id="s1"
     )
     sharded = await run_scenario(
-        _scenario(PLUGIN, devices=6, shards=2), broker=broker, out_dir=tmp_path / "k", run_id="s1"
+        _scenario(PLUGIN, devices=6, shards=2),
+        broker=broker,
+        out_dir=tmp_path / "k",
+        run_id=shared_name(broker, "s1"),
     )
     assert sharded["stages"]["fleet_build"]["shards"] == 2
     _check(sharded, tmp_path / "k", PLUGIN, 6)

@@ -8,7 +8,7 @@ import pytest
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import MOSQUITTO, broker_for
+from tests.conftest import MOSQUITTO, broker_for, shared_name
 from tests.e2e.test_fault_device_crashes import store_rows
 
 SHARDED = """
@@ -41,7 +41,9 @@ async def test_a_sharded_run_equals_the_one_process_run(broker, tmp_path):
     scenario = parse_scenario(SHARDED)
     single = await run_scenario(scenario, broker="memory", out_dir=tmp_path / "one", run_id="s1")
     assert single["stages"]["fleet_build"]["shards"] == 1  # memory: always in-process
-    sharded = await run_scenario(scenario, broker=broker, out_dir=tmp_path / "many", run_id="s1")
+    sharded = await run_scenario(
+        scenario, broker=broker, out_dir=tmp_path / "many", run_id=shared_name(broker, "s1")
+    )
     assert sharded["stages"]["fleet_build"]["shards"] == 3
     assert sharded["reports_lost"] == 0 and sharded["devices_complete"] == 12
     assert sharded["per_device"] == single["per_device"]

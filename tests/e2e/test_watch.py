@@ -13,6 +13,8 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
 
+from tests.conftest import shared_name
+
 SMALL = """
 [scenario]
 name = "watched"
@@ -48,16 +50,17 @@ def test_the_board_counts_by_run_and_kind():
 @pytest.mark.mosquitto
 async def test_watch_sees_a_whole_run_on_mosquitto(mosquitto_url, tmp_path):
     board = FleetWatch()
+    run = shared_name(mosquitto_url, "w1")
     watching = asyncio.ensure_future(
-        watch(MqttTransport(mosquitto_url), board, run="w1", seconds=60, until_closed=True)
+        watch(MqttTransport(mosquitto_url), board, run=run, seconds=60, until_closed=True)
     )
     while not board.subscribed:  # nothing is retained: subscribe before the run starts
         await asyncio.sleep(0.01)
     results = await run_scenario(
-        parse_scenario(SMALL), broker=mosquitto_url, out_dir=tmp_path, run_id="w1"
+        parse_scenario(SMALL), broker=mosquitto_url, out_dir=tmp_path, run_id=run
     )
     await asyncio.wait_for(watching, 30)
-    seen = board.summary()["w1"]
+    seen = board.summary()[run]
     assert seen["devices"] == 6 and seen["stage"] == "run closed"
     sent = results["reports_received"] + results["reports_duplicate"]
     assert seen["messages"]["sw_report"] == sent
@@ -66,9 +69,9 @@ async def test_watch_sees_a_whole_run_on_mosquitto(mosquitto_url, tmp_path):
 
 @pytest.mark.mosquitto
 def test_watch_command_prints_json_after_its_time(mosquitto_url):
+    run = shared_name(mosquitto_url, "nothing-here")
     result = CliRunner().invoke(
-        app, ["watch", "--broker", mosquitto_url, "--run", "nothing-here", "--seconds", "0.5",
-              "--json"],
-    )  # fmt: skip
+        app, ["watch", "--broker", mosquitto_url, "--run", run, "--seconds", "0.5", "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1]) == {}
