@@ -34,14 +34,19 @@ def test_dp_refuses_the_search_by_sum():
         CadrSettings.of_scenario(dp_sum)
 
 
+def _bench_cadr_json(args: list[str], option: str, values: tuple[str, ...]) -> list[dict]:
+    """``ldpfleet bench cadr *args option value``'s JSON for each value."""
+    outputs = []
+    for value in values:
+        result = CliRunner().invoke(app, [*args, option, value])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.output))
+    return outputs
+
+
 def test_bench_cadr_runs_either_pipeline_and_prints_the_baselines():
     args = ["bench", "cadr", "--graph", "barabasi_albert:n=120,m=3,seed=2", "--runs", "1"]
-    outputs = {}
-    for pipeline in ("dp", "paper"):
-        result = CliRunner().invoke(app, [*args, "--pipeline", pipeline])
-        assert result.exit_code == 0, result.output
-        outputs[pipeline] = json.loads(result.output)
-    dp, paper = outputs["dp"], outputs["paper"]
+    dp, paper = _bench_cadr_json(args, "--pipeline", ("dp", "paper"))
     assert dp["pipeline"] == "dp" and dp["mae"] == dp["postprocessed"]["mae"]
     assert paper["pipeline"] == "paper" and paper["mae"] == paper["raw"]["mae"]
     # ``spent`` by budget part (the θ search named), the mechanism labels beside it
@@ -60,12 +65,7 @@ def test_bench_cadr_prints_the_same_budget_and_theta_search_keys_on_every_transp
     per-run dicts there. Now both: ``spent`` by part, ``spent_by_mechanism``, and one
     ``theta_search`` dict (the fleet adds its survivors and counts' error per run)."""
     args = ["bench", "cadr", "--graph", "barabasi_albert:n=60,m=2,seed=3", "--runs", "2"]
-    outputs = {}
-    for transport in ("reference", "memory"):
-        result = CliRunner().invoke(app, [*args, "--transport", transport])
-        assert result.exit_code == 0, result.output
-        outputs[transport] = json.loads(result.output)
-    reference, fleet = outputs["reference"], outputs["memory"]
+    reference, fleet = _bench_cadr_json(args, "--transport", ("reference", "memory"))
     assert reference["spent"] == pytest.approx(fleet["spent"])
     assert set(fleet["spent"]) == {"theta", "ndoe", "lpea", "dsr"}
     assert reference["spent_by_mechanism"] == pytest.approx(fleet["spent_by_mechanism"])
