@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.session import Session, end_persistent_session
-from ldpfleet.broker.transport import Connection, Transport
+from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.analytics import (
     PARALLEL_FROM,
     IncrementalReconstructor,
@@ -37,13 +37,13 @@ from ldpfleet.collector.analytics import (
     save_reconstructions,
     sw_mean_estimates,
 )
+from ldpfleet.collector.announce import announce_run_closed
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.reconstruct import Reconstruction
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Rejected
-from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.stream import (
     DeviceComplete,
     ReportAccepted,
@@ -57,14 +57,6 @@ if TYPE_CHECKING:
     from ldpfleet.collector.partition import PartitionLink
 
 PERSIST_BATCH = 512  # reports per transaction at most
-
-
-async def announce_run_closed(conn: Connection, run: str) -> None:
-    """The collector's last message of a run (the trace recorder stops after it)."""
-    await conn.publish(
-        topics.ctl(run, "stage"),
-        codec.encode(Stage(run=run, sender=topics.COLLECTOR_ID, stage="run", state="closed")),
-    )
 
 
 class CollectorService:

@@ -35,6 +35,7 @@ from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.recorder import stamp_public_key
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.announce import announce_run_closed
 from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.collector.cadr_partition import (
     ReleaseGatherer,
@@ -42,7 +43,6 @@ from ldpfleet.collector.cadr_partition import (
     serve_cadr_partition,
 )
 from ldpfleet.collector.readiness import DevicesMissing
-from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.partition import status_topic

@@ -34,6 +34,7 @@ from ldpfleet.broker.recorder import TraceRecorder, control_filters, remove_trac
 from ldpfleet.broker.relay import run_peer_relay
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.announce import announce_run_closed
 from ldpfleet.collector.cadr_fleet import CadrOutcome, ReleaseHook, run_cadr_collector
 from ldpfleet.collector.degree_postprocess import (
     noise_weight,
@@ -43,7 +44,6 @@ from ldpfleet.collector.degree_postprocess import (
 )
 from ldpfleet.collector.projection import kept_edge_ratio
 from ldpfleet.collector.readiness import await_devices
-from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.collector.theta_search import deviation_target, thm35_bound
 from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.devices.graphs import Graph

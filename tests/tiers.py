@@ -140,6 +140,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_cadr_sweep.py::test_sweep_does_not_depend_on_the_worker_count": 0.8,
     "tests/unit/test_cadr_sweep.py::test_sweep_structure": 2.9,
     "tests/unit/test_cli_imports.py::test_the_benches_run_the_registered_command_lines": 0.5,
+    "tests/unit/test_cli_imports.py::test_a_cadr_device_shard_does_not_load_the_stream_collector_or_scipy": 1.0,
     "tests/unit/test_codec_fuzz.py::test_arbitrary_bytes_and_json_raise_only_the_declared_error": 3.4,
     "tests/unit/test_codec_fuzz.py::test_round_trip_and_broken_payloads": 97.7,
     "tests/unit/test_cpr.py::test_parallel_fleet_reconstruction_equals_serial": 2.1,
