@@ -73,7 +73,6 @@ Random graphs (:func:`generate`)
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
