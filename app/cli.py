@@ -1613,7 +1613,11 @@ def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoRe
 @bench_app.command("cadr")
 def bench_cadr_command(
     graph: Annotated[
-        str, typer.Option(help="facebook, wiki-vote, or a SNAP edge-list path.")
+        str,
+        typer.Option(
+            help="facebook, wiki-vote, a generator (barabasi_albert:n=500,m=3) or an "
+            "edge-list path (SNAP/KONECT; plain, gzip, bzip2, xz; docs/cadr.md)."
+        ),
     ] = "facebook",
     method: Annotated[str, typer.Option(help="ll, lh, ra or er.")] = "ll",
     theta: Annotated[str, typer.Option(help="An integer, auto-sum or auto-dev.")] = "auto-dev",

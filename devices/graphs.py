@@ -221,7 +221,6 @@ _KONECT_WEIGHTED = (
     b"positive", b"posweighted", b"signed", b"multisigned", b"weighted", b"multiweighted",
     b"dynamic", b"multiposweighted",
 )  # fmt: skip
-_CUT_HINT = "keep the first two columns, e.g. awk '{print $1, $2}' FILE > edges.txt"
 
 
 def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
@@ -244,7 +243,7 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
         raise ParameterError(
             f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}"
-            f"{_shape_hint(raw, bad, lines)}",
+            f"{_shape_hint(raw, bad, lines, path.name)}",
             field=path.name,
         )
     try:
@@ -353,21 +352,24 @@ def _refuse_bipartite(raw: bytes, path: Path) -> None:
     if header is not None and header[1][0] == b"bip":
         raise ParameterError(
             f"line {header[0]}: a KONECT bipartite graph ('% bip'): its two sides both number "
-            "their nodes from 1, so the ids of the two sides collide (at most one node set is "
-            "read); give a one-mode graph, or shift the second side's ids past the first's, "
+            "their nodes from 1, so the ids of the two sides collide (node 1 of one side "
+            "would be node 1 of the other); give a one-mode graph, or shift the second side's "
+            "ids past the first's, "
             "e.g. awk '!/^%/ {print $1, $2 + N1}' with N1 the first side's node count",
             field=path.name,
         )
 
 
-def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes]) -> str:
-    """Why a line has not two fields, and how to fix the file."""
+def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> str:
+    """Why a line has not two fields, and how to fix the file (a command for ``file_name``)."""
     header = _header_hint(bad, lines)
     if header:
         return header
     fields = bad.split()
     if len(fields) == 1 and (b"," in bad or b";" in bad):
-        return " (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < FILE > edges.txt)"
+        return (
+            f" (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < {file_name} > edges.txt)"
+        )
     if len(fields) < 3:
         return ""
     konect = _konect_header(raw)
@@ -385,7 +387,8 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes]) -> str:
         what = "the 3rd column looks like a weight"
     else:
         what = f"{len(fields)} columns"
-    return f" ({what}: edges are unweighted here; {_CUT_HINT})"
+    cut = f"awk '{{print $1, $2}}' {file_name} > edges.txt"
+    return f" ({what}: edges are unweighted here; keep the first two columns, e.g. {cut})"
 
 
 def _header_hint(bad: bytes, lines: list[bytes]) -> str:

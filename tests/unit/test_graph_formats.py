@@ -136,7 +136,9 @@ def test_a_konect_bipartite_graph_is_refused_naming_its_header_line(tmp_path):
 def test_weighted_columns_are_refused_with_the_cut_hint(tmp_path, body, what):
     message = _refusal(tmp_path, body)
     assert message.startswith("g.txt: ") and what in message, message
-    assert "awk '{print $1, $2}' FILE > edges.txt" in message, message
+    assert "keep the first two columns, e.g. awk '{print $1, $2}' g.txt > edges.txt" in message, (
+        message
+    )
 
 
 @pytest.mark.parametrize(
