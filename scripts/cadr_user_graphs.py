@@ -2,6 +2,7 @@
 
     python scripts/cadr_user_graphs.py [--graphs LABEL,...] [--eps-list 0.5,1,2,3,5]
         [--runs 1] [--method ll] [--jobs 1] [--json]
+    python scripts/cadr_user_graphs.py --large [--eps-list ...]   # Enron-sized, in process
 
 Every graph of ``USER_GRAPHS`` is built on the fly (networkx generators of families, sizes
 and seeds that ``app.cadr_grid``'s GRID and HELD_OUT never used, and k-nearest-neighbour
@@ -206,6 +207,45 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def measure_large(eps: float, n: int = 36_692, m: int = 5, seed: int = 112) -> dict:
+    """An Enron-sized graph (SNAP email-Enron: 36,692 nodes, 183,831 edges; here Holme-Kim
+    powerlaw_cluster(n, m, 0.2)), written as gzip without a suffix, loaded through the
+    users' path and run once (seed 0) in this process: wall and CPU seconds of the load and
+    of the run, peak RSS of the process."""
+    import resource
+
+    import networkx as nx
+    from ldpfleet.collector.cadr_reference import private_run
+    from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.scenarios.cadr_run import scenario_graph_source
+
+    g = nx.powerlaw_cluster_graph(n, m, 0.2, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="cadr-large-") as folder:
+        path = Path(folder) / "enron-sized.edges"
+        path.write_bytes(gzip.compress("".join(f"{u}\t{v}\n" for u, v in g.edges()).encode()))
+        wall, cpu = time.perf_counter(), time.process_time()
+        graph = load_graph(scenario_graph_source(str(path), None))
+        load_wall, load_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    wall, cpu = time.perf_counter(), time.process_time()
+    run = private_run(graph, "ll", "auto-dev", eps, 0.1, 0, pipeline="dp")
+    return {
+        "n": graph.n,
+        "edges": graph.edges(),
+        "max_degree": int(graph.degrees().max()),
+        "eps": eps,
+        "load_wall": round(load_wall, 2),
+        "load_cpu": round(load_cpu, 2),
+        "run_wall": round(time.perf_counter() - wall, 2),
+        "run_cpu": round(time.process_time() - cpu, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "mae": run.mae,
+        "median": run.baselines["constant_median_oracle"]["mae"],
+        "zero": run.baselines["all_zero"]["mae"],
+        "theta": run.theta,
+        "load_average": os.getloadavg(),
+    }
+
+
 def _tied(a: float, b: float) -> bool:
     """Equal up to float rounding (a mean of equal MAEs may differ from them in the last bit)."""
     return abs(a - b) <= 1e-9 * max(1.0, abs(b))
@@ -219,7 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--method", default="ll")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--large", action="store_true", help="the Enron-sized measurement only")
     args = ap.parse_args(argv)
+    if args.large:
+        for eps in (float(e) for e in args.eps_list.split(",")):
+            print(json.dumps(measure_large(eps)), flush=True)
+        return 0
     graphs = [g for g in args.graphs.split(",") if g]
     unknown = [g for g in graphs if g not in USER_GRAPHS]
     if unknown:
