@@ -211,3 +211,22 @@ def test_is_generator_spec_needs_a_known_kind_before_the_colon():
     assert is_generator_spec("watts_strogatz:n=10,k=2,p=0.1")
     assert not is_generator_spec("graphs/run:1.txt") and not is_generator_spec("C:/g.txt")
     assert not is_generator_spec("barabasi_albert")
+
+
+def test_a_scenario_with_a_colon_path_loads_from_another_folder(tmp_path, monkeypatch):
+    """The scenario path end to end: ``load_scenario`` + ``load_scenario_graph`` (the run,
+    both sides, the partitions and mosquitto-config call it)."""
+    from ldpfleet.scenarios.cadr_run import load_scenario_graph
+    from ldpfleet.scenarios.schema import load_scenario
+
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "graphs" / "2026:12.txt").write_bytes(gzip.compress(EDGES))
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(
+        '[scenario]\nname = "mine"\nseed = 0\n\n[graph]\nsource = "graphs/2026:12.txt"\n\n'
+        '[cadr]\neps = 3.0\n\n[broker]\nurl = "memory"\n'
+    )
+    monkeypatch.chdir(Path("/"))
+    graph, source = load_scenario_graph(load_scenario(scenario))
+    _same_as_plain(graph)
+    assert source == str(tmp_path / "graphs" / "2026:12.txt")
