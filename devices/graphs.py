@@ -340,7 +340,7 @@ def _is_comment(line: bytes) -> bool:
 
 def _konect_header(raw: bytes) -> tuple[int, list[bytes]] | None:
     """The line number and words of KONECT's ``% <format> <weights>`` line, if any."""
-    for number, line in enumerate(raw.splitlines()[:5], 1):
+    for number, line in enumerate(raw[:4096].splitlines()[:5], 1):  # not the whole file
         words = line.lstrip().removeprefix(b"%").split()
         if line.lstrip().startswith(b"%") and words[:1] in ([b"sym"], [b"asym"], [b"bip"]):
             return number, words
