@@ -227,8 +227,7 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     """Load a SNAP- or KONECT-style edge list (see the module docstring for the format rules).
 
     ``name`` defaults to the file name without its compression suffix and ``.txt``,
-    ``.tsv`` or ``.edges``. A
-    leading ``~`` in ``path`` is the user's home folder.
+    ``.tsv`` or ``.edges``. A leading ``~`` in ``path`` is the user's home folder.
     """
     path = Path(path).expanduser()
     raw = _decoded(path, _read_raw(path))
