@@ -199,10 +199,11 @@ def bench_cadr_sweep(
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.cadr_run import scenario_graph_source
 
     with user_errors():
         try:
-            g = load_graph(graph)  # the loader of ``bench cadr``
+            g = load_graph(scenario_graph_source(graph, None))  # the loader of ``bench cadr``
         except OSError as error:
             raise ParameterError(
                 f"{graph!r}: {error.strerror or error}; use facebook, wiki-vote, a generator "

@@ -983,14 +983,9 @@ def mosquitto_config(
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
         if loaded.spec.cadr is not None:
-            from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
-            from ldpfleet.scenarios.cadr_run import device_names
-            from ldpfleet.scenarios.schema import resolve_data_path
+            from ldpfleet.scenarios.cadr_run import device_names, load_scenario_graph
 
-            source = loaded.spec.graph.source
-            if source not in NAMED_GRAPHS and ":" not in source:
-                source = str(resolve_data_path(source, loaded.path))
-            devices = device_names(load_graph(source))
+            devices = device_names(load_scenario_graph(loaded)[0])
         else:
             devices = loaded.device_ids()
         try:
@@ -1618,7 +1613,11 @@ def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoRe
 @bench_app.command("cadr")
 def bench_cadr_command(
     graph: Annotated[
-        str, typer.Option(help="facebook, wiki-vote, or a SNAP edge-list path.")
+        str,
+        typer.Option(
+            help="facebook, wiki-vote, a generator (barabasi_albert:n=500,m=3) or an "
+            "edge-list path (SNAP/KONECT; plain, gzip, bzip2, xz; docs/cadr.md)."
+        ),
     ] = "facebook",
     method: Annotated[str, typer.Option(help="ll, lh, ra or er.")] = "ll",
     theta: Annotated[str, typer.Option(help="An integer, auto-sum or auto-dev.")] = "auto-dev",
@@ -1662,6 +1661,7 @@ def bench_cadr_command(
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.protocol.cadr_budget import resolve_degree_bound
+    from ldpfleet.scenarios.cadr_run import scenario_graph_source
     from ldpfleet.scenarios.schema import CADR_EPS_MAX, ScenarioError
 
     with user_errors():
@@ -1680,6 +1680,7 @@ def bench_cadr_command(
             raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
         bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
         resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+        graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
         g = load_graph(graph)
         started = _time.perf_counter()
         bar = job_progress("bench cadr", None if non_private else runs, unit="runs")

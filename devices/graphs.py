@@ -16,12 +16,30 @@ Representation (:class:`Graph`)
     The optional ``ids`` holds the original node id of each node (from a file), so that
     ``ids[i]`` is the label node ``i`` had in the source.
 
-Loading SNAP edge lists (:func:`load_edge_list`)
-    Plain text, or gzip when the file name ends in ``.gz``. One edge per line: two integer
-    node ids separated by whitespace (spaces or TABs); lines whose first non-blank character
-    is ``#`` are comments and blank lines are skipped; CRLF line ends are tolerated (a
-    ``\\r`` is whitespace). Any other line shape (one id, three fields, a non-integer) is an
-    error naming the line. The list may be directed: an arc in either direction (or both)
+Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
+    Plain text, or compressed with gzip, bzip2 or xz — recognised by the magic bytes at
+    the start of the file, so the suffix is not needed (a file *named* ``.gz``/``.bz2``/
+    ``.xz`` that is not so compressed is refused as unreadable). UTF-8 (a BOM is skipped)
+    or UTF-16 with a BOM (Windows "Unicode", PowerShell's ``>``). A leading ``~`` in the
+    path is the home folder. One edge per line: two integer node ids separated by
+    whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
+    ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
+    (a ``\\r`` is whitespace). Every refusal is a :class:`ParameterError` naming the file
+    (``field``), the line and the value:
+
+    - any other line shape (one id, a non-integer) names the line; a comma or semicolon
+      separated line gets a hint to turn the separators into spaces;
+    - three or four columns (a weight, a timestamp: weighted SNAP lists, KONECT's
+      ``u v w t``) are refused with what the extra column looks like (KONECT's
+      ``% sym positive`` header says so) and the hint to cut the first two columns
+      (``awk '{print $1, $2}'``): the release is of an unweighted graph;
+    - a first line of column names (``source,target``) is named as a header row;
+    - a KONECT bipartite graph (``% bip`` header) is refused naming that line: both sides
+      number their nodes from 1, so their ids would collide into one node set;
+    - a zip, tar (also ``.tar.gz``/``.tar.bz2``, KONECT's downloads) or 7z archive is
+      refused (``field`` ``graph``) with the advice to extract the edge list from it.
+
+    The list may be directed: an arc in either direction (or both)
     becomes *one* undirected edge; self loops are dropped; duplicates are merged.
     Node set: every id that appears on an edge line, including an id whose only line is a
     self loop (it becomes an isolated node). Ids are relabelled to ``0 .. n-1`` in *sorted
@@ -55,7 +73,6 @@ Random graphs (:func:`generate`)
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,7 +85,9 @@ __all__ = [
     "Graph",
     "ego_facebook",
     "generate",
+    "is_generator_spec",
     "load_edge_list",
+    "load_graph",
     "wiki_vote",
 ]
 
@@ -190,36 +209,41 @@ class Graph:
 
 # --- loading ---------------------------------------------------------------------------------
 
+# compressed formats by their magic bytes (the file name's suffix is not needed)
+_COMPRESSED: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+_SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+# KONECT's first line: "% <format> <weights>"; these weights mean a third column
+_KONECT_WEIGHTED = (
+    b"positive", b"posweighted", b"signed", b"multisigned", b"weighted", b"multiweighted",
+    b"dynamic", b"multiposweighted",
+)  # fmt: skip
+
 
 def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
-    """Load a SNAP-style edge list (see the module docstring for the exact format rules).
+    """Load a SNAP- or KONECT-style edge list (see the module docstring for the format rules).
 
-    ``name`` defaults to the file name without ``.gz`` and ``.txt``.
+    ``name`` defaults to the file name without its compression suffix and ``.txt``,
+    ``.tsv`` or ``.edges``. A leading ``~`` in ``path`` is the user's home folder.
     """
-    path = Path(path)
-    opener: Callable[..., object] = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:  # type: ignore[operator]
-            raw: bytes = fh.read()  # type: ignore[attr-defined]
-    except (OSError, EOFError) as exc:  # missing, a directory, unreadable, a bad gzip
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ParameterError(
-            f"cannot read the edge list {str(path)!r} ({reason or type(exc).__name__}); a graph "
-            f"is {', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
-            f"({', '.join(GENERATORS)}) or the path of an edge list",
-            field="graph",
-        ) from None
-    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
+    path = Path(path).expanduser()
+    raw = _decoded(path, _read_raw(path))
     if name is None:
-        name = path.name.removesuffix(".gz").removesuffix(".txt")
-    lines = [ln for ln in raw.splitlines() if ln.strip() and not ln.lstrip().startswith(b"#")]
+        name = path.name
+        for suffix in (*_SUFFIXES, ".txt", ".tsv", ".edges"):
+            name = name.removesuffix(suffix)
+    lines = [ln for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    _refuse_bipartite(raw, path)
     tokens = b" ".join(lines).split()
     if len(tokens) != 2 * len(lines):
         counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
-        hint = " (ids are separated by spaces or a tab)" if b"," in bad or b";" in bad else ""
         raise ParameterError(
-            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}{hint}",
+            f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}"
+            f"{_shape_hint(raw, bad, lines, path.name)}",
             field=path.name,
         )
     try:
@@ -228,12 +252,151 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
-            f"'#' starts a comment), got {_shown(bad)}",
+            f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}",
             field=path.name,
         ) from None
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+def _cannot_read(path: Path, reason: str) -> ParameterError:
+    return ParameterError(
+        f"cannot read the edge list {str(path)!r} ({reason}); a graph is "
+        f"{', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
+        f"({', '.join(GENERATORS)}) or the path of an edge list",
+        field="graph",
+    )
+
+
+def _read_raw(path: Path) -> bytes:
+    """The file's bytes, decompressed (gzip, bzip2, xz by magic bytes or suffix)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:  # missing, a directory, unreadable
+        raise _cannot_read(path, exc.strerror or type(exc).__name__) from None
+    kind = _compression(raw)
+    if kind is None and path.suffix in _SUFFIXES:
+        raise _cannot_read(path, f"named {path.suffix} but not {_SUFFIXES[path.suffix]} data")
+    for _layer in range(2):  # a .tar.bz2 is bzip2 around tar; two layers are plenty
+        if kind is None:
+            break
+        raw = _decompress(path, raw, kind)
+        kind = _compression(raw)
+    _refuse_archive(path, raw)
+    return raw
+
+
+def _compression(raw: bytes) -> str | None:
+    """``gzip``, ``bzip2`` or ``xz`` by the magic bytes at the start of ``raw``; else None."""
+    return next((kind for magic, kind in _COMPRESSED if raw.startswith(magic)), None)
+
+
+def _decompress(path: Path, raw: bytes, kind: str) -> bytes:
+    import bz2
+    import lzma
+
+    try:
+        if kind == "gzip":
+            return gzip.decompress(raw)
+        if kind == "bzip2":
+            return bz2.decompress(raw)
+        return lzma.decompress(raw)
+    except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:  # cut or corrupt
+        raise _cannot_read(path, f"broken {kind} data: {exc or type(exc).__name__}") from None
+
+
+def _refuse_archive(path: Path, raw: bytes) -> None:
+    """A zip / tar / 7z archive holds files, not an edge list: say to extract it."""
+    if raw.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        kind, listing = "a zip archive", "unzip -l"
+    elif raw[257:262] == b"ustar":
+        kind, listing = "a tar archive", "tar -tf"
+    elif raw.startswith(b"7z\xbc\xaf\x27\x1c"):
+        kind, listing = "a 7z archive", "7z l"
+    else:
+        return
+    raise ParameterError(
+        f"{str(path)!r} is {kind}, not an edge list: extract the edge list from it (list its "
+        f"files with {listing} {path.name}; KONECT's is out.NAME) and give that file's path",
+        field="graph",
+    )
+
+
+def _decoded(path: Path, raw: bytes) -> bytes:
+    """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM) decoded."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows "Unicode" (PowerShell's >)
+        try:
+            return raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _cannot_read(path, f"broken UTF-16 text at byte {exc.start}") from None
+    return raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
+
+
+def _is_comment(line: bytes) -> bool:
+    """SNAP comments start with ``#``, KONECT's with ``%``."""
+    return line.lstrip()[:1] in (b"#", b"%")
+
+
+def _konect_header(raw: bytes) -> tuple[int, list[bytes]] | None:
+    """The line number and words of KONECT's ``% <format> <weights>`` line, if any."""
+    for number, line in enumerate(raw[:4096].splitlines()[:5], 1):  # not the whole file
+        words = line.lstrip().removeprefix(b"%").split()
+        if line.lstrip().startswith(b"%") and words[:1] in ([b"sym"], [b"asym"], [b"bip"]):
+            return number, words
+    return None
+
+
+def _refuse_bipartite(raw: bytes, path: Path) -> None:
+    header = _konect_header(raw)
+    if header is not None and header[1][0] == b"bip":
+        raise ParameterError(
+            f"line {header[0]}: a KONECT bipartite graph ('% bip'): its two sides both number "
+            "their nodes from 1, so the ids of the two sides collide (node 1 of one side "
+            "would be node 1 of the other); give a one-mode graph, or shift the second side's "
+            "ids past the first's, "
+            "e.g. awk '!/^%/ {print $1, $2 + N1}' with N1 the first side's node count",
+            field=path.name,
+        )
+
+
+def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> str:
+    """Why a line has not two fields, and how to fix the file (a command for ``file_name``)."""
+    header = _header_hint(bad, lines)
+    if header:
+        return header
+    fields = bad.split()
+    if len(fields) == 1 and (b"," in bad or b";" in bad):
+        return (
+            f" (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < {file_name} > edges.txt)"
+        )
+    if len(fields) < 3:
+        return ""
+    konect = _konect_header(raw)
+    if konect is not None and konect[1][1:2] and konect[1][1] in _KONECT_WEIGHTED:
+        what = (
+            f"the KONECT header on line {konect[0]} says the edges carry "
+            f"{konect[1][1].decode(errors='replace')!r} weights"
+            + (" and timestamps" if len(fields) >= 4 else "")
+        )
+    elif len(fields) == 4:
+        what = "the 3rd and 4th columns look like a weight and a timestamp (KONECT)"
+    elif _is_int64(fields[2]) and abs(int(fields[2])) >= 100_000_000:
+        what = "the 3rd column looks like a timestamp"
+    elif _is_int64(fields[2]) or _is_float(fields[2]):
+        what = "the 3rd column looks like a weight"
+    else:
+        what = f"{len(fields)} columns"
+    cut = f"awk '{{print $1, $2}}' {file_name} > edges.txt"
+    return f" ({what}: edges are unweighted here; keep the first two columns, e.g. {cut})"
+
+
+def _header_hint(bad: bytes, lines: list[bytes]) -> str:
+    """A hint when ``bad`` is a first line of column names (``source,target``)."""
+    words = bad.replace(b",", b" ").replace(b";", b" ").split()
+    if lines and bad is lines[0] and words and not any(_is_float(w) for w in words):
+        return " (a header row of column names? delete it or start it with '#')"
+    return ""
 
 
 def _line_number(raw: bytes, line: bytes) -> int:
@@ -252,6 +415,14 @@ def _is_int64(token: bytes) -> bool:
         return -(2**63) <= int(token) < 2**63
     except ValueError:
         return False
+
+
+def _is_float(token: bytes) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def ego_facebook() -> Graph:
@@ -317,14 +488,21 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
 NAMED_GRAPHS = {"facebook": ego_facebook, "wiki-vote": wiki_vote}
 
 
+def is_generator_spec(spec: str) -> bool:
+    """True when ``spec`` names a generator (``kind:n=...`` with ``kind`` in
+    :data:`GENERATORS`); any other text with a ``:`` is a path."""
+    kind, sep, _ = spec.partition(":")
+    return bool(sep) and kind in GENERATORS
+
+
 def load_graph(spec: str) -> Graph:
     """A graph by name (``facebook``, ``wiki-vote``), by generator
     (``barabasi_albert:n=200,m=3,seed=1``; parameters of :data:`GENERATORS`, ``seed``
     defaults to 0) or by the path of a SNAP edge list."""
     if spec in NAMED_GRAPHS:
         return NAMED_GRAPHS[spec]()
-    kind, sep, rest = spec.partition(":")
-    if sep and kind in GENERATORS:
+    kind, _, rest = spec.partition(":")
+    if is_generator_spec(spec):
         try:
             fields = dict(part.split("=", 1) for part in rest.split(",") if part)
             n = int(fields.pop("n"))
@@ -340,7 +518,7 @@ def load_graph(spec: str) -> Graph:
         graph = load_edge_list(spec)
     if graph.edges() == 0:  # a degree release needs D >= 1 (else "degree_bound: ... got 0")
         raise ParameterError(
-            f"{spec!r} has no edges ({graph.n} node(s); blank lines, '#' comments and self "
+            f"{spec!r} has no edges ({graph.n} node(s); blank lines, comments and self "
             "loops are not edges): a degree release needs at least one",
             field="graph",
         )

@@ -74,6 +74,7 @@ __all__ = [
     "run_cadr_fleet",
     "run_cadr_scenario",
     "run_device_shard",
+    "scenario_graph_source",
     "scenario_header",
     "write_cadr_results",
 ]
@@ -193,14 +194,29 @@ class CadrSettings:
         return bound
 
 
-def load_scenario_graph(scenario) -> tuple[Graph, str]:
-    """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
-    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+def scenario_graph_source(source: str, scenario_path: Path | None) -> str:
+    """The loader's spec (``devices.graphs.load_graph``) for a scenario's ``[graph] source``.
+
+    A built-in name (``facebook``) or a generator (``barabasi_albert:n=500,m=3``) is kept as
+    it is; anything else is a path: ``~`` expanded, then a relative path resolved like every
+    scenario data path (beside the scenario file, then the current folder, then the shipped
+    ``data/``; ``scenarios.schema.resolve_data_path``). A path containing ``:`` is a path
+    (it used to be taken for a generator and not resolved). Every caller (the run, both
+    sides, the partitions, ``mosquitto-config``) goes through this one function.
+    """
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, is_generator_spec
     from ldpfleet.scenarios.schema import resolve_data_path
 
-    source = scenario.spec.graph.source
-    if source not in NAMED_GRAPHS and ":" not in source:
-        source = str(resolve_data_path(source, scenario.path))
+    if source in NAMED_GRAPHS or is_generator_spec(source):
+        return source
+    return str(resolve_data_path(str(Path(source).expanduser()), scenario_path))
+
+
+def load_scenario_graph(scenario) -> tuple[Graph, str]:
+    """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
+    from ldpfleet.devices.graphs import load_graph
+
+    source = scenario_graph_source(scenario.spec.graph.source, scenario.path)
     return load_graph(source), source
 
 

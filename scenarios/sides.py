@@ -112,13 +112,9 @@ def _seed(scenario: LoadedScenario, seed: int | None) -> int:
 def _device_count(scenario: LoadedScenario) -> int:
     if scenario.spec.cadr is None:
         return scenario.spec.fleet.devices
-    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
-    from ldpfleet.scenarios.schema import resolve_data_path
+    from ldpfleet.scenarios.cadr_run import load_scenario_graph
 
-    source = scenario.spec.graph.source
-    if source not in NAMED_GRAPHS and ":" not in source:
-        source = str(resolve_data_path(source, scenario.path))
-    return load_graph(source).n
+    return load_scenario_graph(scenario)[0].n
 
 
 def run_announcer(scenario: LoadedScenario, run: str, terms: RunTerms) -> RunAnnouncer:
