@@ -36,7 +36,12 @@ from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
-from ldpfleet.protocol.mechanism_contract import build_mechanism, check_budget, check_mechanism
+from ldpfleet.protocol.mechanism_contract import (
+    a_or_an,
+    build_mechanism,
+    check_budget,
+    check_mechanism,
+)
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, MECHANISM_NAME_PATTERN
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 from ldpfleet.protocol.raw import RawMechanism
@@ -51,6 +56,7 @@ __all__ = [
     "STREAM_MECHANISMS",
     "SW_MECHANISMS",
     "check_mechanism_name",
+    "is_entry_point",
     "mechanism_factory",
     "mechanism_names",
     "stream_mechanism",
@@ -112,12 +118,13 @@ def _import_class(name: str) -> type:
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ParameterError(
-                f"{name!r}: {module_name!r} has no attribute {attribute!r}", field="mechanism"
+                f"{name!r}: module {module_name!r} has no attribute {attribute!r}",
+                field="mechanism",
             )
         target = getattr(target, part)
     if not isinstance(target, type):
         raise ParameterError(
-            f"{name!r} is not a class (got a {type(target).__name__}); the contract "
+            f"{name!r} is not a class (got {a_or_an(type(target).__name__)}); the contract "
             "constructs Cls(eps)",
             field="mechanism",
         )
@@ -137,10 +144,25 @@ def _entry_point_class(name: str) -> type:
     target = entry.value.replace(" ", "")
     try:
         return _import_class(target)
-    except ParameterError as error:  # name the entry point and its distribution too
-        where = f"{name!r} (entry point of {_distribution(entry)} -> {target!r})"
+    except ParameterError as error:  # name the entry point, its distribution and target
         rest = error.reason.removeprefix(repr(target))  # ": ..." or " is not a class ..."
-        raise ParameterError(where + rest, field="mechanism") from None
+        detail = rest if rest.startswith(":") else f", which{rest}"
+        raise ParameterError(
+            f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} (distribution "
+            f"{_distribution(entry)}) points to {target!r}{detail}; fix the target in that "
+            "package's entry points (pyproject.toml) and reinstall it",
+            field="mechanism",
+        ) from None
+
+
+def is_entry_point(name: str) -> bool:
+    """Whether an installed distribution registers ``name`` in the entry-point group
+    ``ldpfleet.mechanisms`` (whether or not its target imports): the audit and the CLI
+    then report the entry point's own failure rather than "unknown mechanism"."""
+    try:
+        return bool(entry_points(group=ENTRY_POINT_GROUP).select(name=name))
+    except Exception:  # a broken installed distribution: not resolvable as an entry point
+        return False
 
 
 def _distribution(entry) -> str:
