@@ -371,20 +371,31 @@ def run(
     if results["reports_lost"]:
         missing = results["missing_batches"]
         failed = (results.get("fleet") or {}).get("device_errors") or {}
-        why = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
         _fail(
             f"{results['reports_lost']} reports lost from "
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
             f"{', ...' if len(missing) > 5 else ''})"
-            + (
-                f"; {len(failed)} device(s) failed ({why}{'; ...' if len(failed) > 3 else ''})"
-                if failed
-                else ""
-            )
+            + _device_errors_clause(failed)
             + "; results.json missing_batches lists them (exit code 1).",
             "incomplete",
             "bold yellow",
         )
+
+
+def _device_errors_clause(failed: dict[str, str]) -> str:
+    """``; N device(s) failed (...)`` for results.json ``fleet.device_errors``: the first
+    device's error and the count (a plugin failing on every device repeated the same
+    sentence per device); every device's with ``--verbose``."""
+    if not failed:
+        return ""
+    ordered = sorted(failed.items())
+    if _state["verbose"] or len(ordered) == 1:
+        return f"; {len(failed)} device(s) failed ({'; '.join(f'{d}: {e}' for d, e in ordered)})"
+    device, error = ordered[0]
+    return (
+        f"; {len(failed)} device(s) failed (the first, {device}: {error}; the other "
+        f"{len(failed) - 1} with --verbose and in results.json fleet.device_errors)"
+    )
 
 
 def _rejection_sentence(results: dict) -> str:

@@ -274,7 +274,7 @@ def test_cli_run_of_a_plugin_failing_on_the_devices_says_why_and_exits_1(tmp_pat
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     said = " ".join((result.stdout + result.stderr).split())
     assert "incomplete: 16 reports lost from 4 device(s)" in said, said
-    assert "4 device(s) failed (d0000: ParameterError: mechanism:" in said, said
+    assert "4 device(s) failed (the first, d0000: ParameterError: mechanism:" in said, said
     assert "perturb failed on device d0000: RuntimeError: sensor library" in said, said
 
 
