@@ -102,8 +102,9 @@ class StreamMechanism(Protocol):
 
 def a_or_an(word: str) -> str:
     """``word`` with its indefinite article: "an int64", "an ndarray", "a str", "a list"
-    (by the first letter: a type name is read letter by letter, not sounded out)."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+    (a leading vowel, or "nd" spelt out as "en-dee", takes "an")."""
+    vowel = word[:1].lower() in "aeiou" or word.lower().startswith("nd")
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def check_budget(eps: object) -> float:
