@@ -208,6 +208,7 @@ SLOW: dict[str, float] = {
     "tests/unit/test_mechanism_registry.py::test_cli_run_of_a_plugin_whose_estimate_mean_fails_warns_in_results_and_console": 2.6,
     "tests/unit/test_mechanism_registry.py::test_device_failures_are_one_counted_warning_and_each_one_with_verbose": 2.5,
     "tests/e2e/test_plugin_mechanism.py::test_an_estimate_mean_failing_on_the_collector_is_a_results_warning": 0.8,
+    "tests/unit/test_mechanism_registry.py::test_the_package_of_the_docs_installs_audits_and_runs": 2.5,
 }
 
 

@@ -685,3 +685,54 @@ def test_device_failure_summary_counts():
     assert device_failure_summary({"d1": "E: x"}) == "device d1 failed: E: x"
     two = device_failure_summary({"d2": "E: y", "d1": "E: x"})
     assert two is not None and two.startswith("2 devices failed; the first, d1: E: x")
+
+
+def _package_section() -> dict[str, str]:
+    """The files of docs/mechanisms.md "Ship your mechanism as a package", by their path
+    (the line before each block names it)."""
+    text = (ROOT / "docs" / "mechanisms.md").read_text()
+    section = text.split("## Ship your mechanism as a package\n", 1)[1].split("\n## ", 1)[0]
+    import re
+
+    blocks = re.findall(r"^`([^`\n]+)`:\n\n```\w+\n(.*?)^```", section, flags=re.S | re.M)
+    return dict(blocks)
+
+
+def test_the_package_of_the_docs_installs_audits_and_runs(tmp_path):
+    """The section's pyproject.toml, module and scenario, copied as they are: installed as a
+    distribution (its entry points from the pyproject, as pip writes them), a fresh
+    interpreter audits both names (honest: inconclusive) and runs the scenario by name."""
+    import tomllib
+
+    files = _package_section()
+    pyproject = tomllib.loads(files["my-ldp-mechanisms/pyproject.toml"])
+    package = tmp_path / "my_ldp_mechanisms"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mechanisms.py").write_text(
+        files["my-ldp-mechanisms/my_ldp_mechanisms/mechanisms.py"]
+    )
+    (tmp_path / "bitflip.toml").write_text(files["bitflip.toml"])
+    info = tmp_path / "my_ldp_mechanisms-0.1.0.dist-info"
+    info.mkdir()
+    name = pyproject["project"]["name"]
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    entries = pyproject["project"]["entry-points"][ENTRY_POINT_GROUP]
+    lines = "".join(f"{k} = {v}\n" for k, v in entries.items())
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}")
+    code = """
+import ldpfleet
+assert {"bitflip", "bitflip-half"} <= set(ldpfleet.mechanism_names())
+for name in ("bitflip", "bitflip-half"):  # gamma 1e-6: an honest one fails w.p. <= 1e-6
+    audit = ldpfleet.run_audit(name, 1.0, trials=2000, seed=0, gamma=1e-6)
+    assert audit.verdict == "inconclusive", (name, audit)
+scenario = ldpfleet.parse_scenario(open("bitflip.toml").read())
+results = ldpfleet.run(scenario, broker="memory", out_dir="out")
+assert results["reports_lost"] == 0 and results["devices_complete"] == 20, results
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
