@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache, partial
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import numpy as np
 from ldpfleet.protocol.duchi import DuchiMechanism
@@ -108,7 +109,7 @@ def _import_class(name: str) -> type:
     except ModuleNotFoundError as error:
         raise ParameterError(
             f"{name!r}: module {error.name!r} not found (install it, or put its folder on "
-            "PYTHONPATH for the runner and its device processes)",
+            f"PYTHONPATH for the runner and its device processes){_here_hint(error.name)}",
             field="mechanism",
         ) from None
     except (Exception, SystemExit) as error:  # the plugin's own import failed
@@ -129,6 +130,24 @@ def _import_class(name: str) -> type:
             field="mechanism",
         )
     return target
+
+
+def _here_hint(module: str | None) -> str:
+    """A hint when the missing top-level module is a file or package in the current
+    directory: ``ldpfleet`` (a console script) does not import from there, which a user
+    who just wrote ``mymech.py`` beside the scenario does not expect."""
+    top = (module or "").partition(".")[0]
+    if not top:
+        return ""
+    here = Path.cwd()
+    found = here / f"{top}.py" if (here / f"{top}.py").is_file() else here / top / "__init__.py"
+    if not found.is_file():
+        return ""
+    shown = f"{top}.py" if found.name != "__init__.py" else f"{top}/"
+    return (
+        f"; {shown} is in the current directory, which is not on the import path: "
+        "run with PYTHONPATH=. (exported, so device shard processes see it too)"
+    )
 
 
 def _entry_point_class(name: str) -> type:

@@ -736,3 +736,20 @@ print("ok")
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_module_in_the_current_directory_but_not_importable_gets_a_hint(tmp_path, monkeypatch):
+    """``ldpfleet audit mymech:Cls`` beside ``mymech.py`` said only "module 'mymech' not
+    found": a console script does not import from the current directory. Now it says so."""
+    (tmp_path / "mymech_not_on_path.py").write_text("class Cls: ...\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    with pytest.raises(ParameterError) as info:
+        stream_mechanism("mymech_not_on_path:Cls", 1.0)
+    text = str(info.value)
+    assert "module 'mymech_not_on_path' not found" in text, text
+    assert "mymech_not_on_path.py is in the current directory" in text, text
+    assert "PYTHONPATH=." in text, text
+    with pytest.raises(ParameterError) as elsewhere:
+        stream_mechanism("no_such_module_xyz:Cls", 1.0)
+    assert "current directory" not in str(elsewhere.value)
