@@ -357,10 +357,7 @@ def run(
         + (f", {report}" if report else "")
     )
     _print_trace_key(results)
-    from rich.markup import escape
-
-    for sentence in results.get("warnings", []):  # e.g. scenarios.clipping's
-        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+    _print_warnings(results)
     if results.get("aborted"):
         _fail(f"{results['aborted']['detail']}.", "aborted")
     secure_aborted = (results.get("secure_sum") or {}).get("aborted")
@@ -639,6 +636,9 @@ def merge_command(
         target = merge_run(collector_dir, fleet_dirs, out or collector_dir / "merged")
         report = _write_report(target)
     console.print(f"merged run in {target}" + (f"; report {report}" if report else ""))
+    merged = target / "results.json"
+    if merged.is_file():
+        _print_warnings(json.loads(merged.read_text()))
 
 
 TlsFileOption = Annotated[Path | None, typer.Option(help="PEM file (see ldpfleet certs).")]
@@ -908,6 +908,15 @@ def _run_partitioned_side(
     )  # fmt: skip
 
 
+def _print_warnings(results: dict) -> None:
+    """results.json ``warnings``, one ``warning:`` line each (e.g. scenarios.clipping's, a
+    plugin's estimate_mean failing on the collector)."""
+    from rich.markup import escape
+
+    for sentence in results.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+
+
 def _collector_summary(results: dict, target: Path) -> None:
     """One line; exit 1 when the run was aborted, lost reports or its secure sum failed."""
     aborted = results.get("aborted")
@@ -920,6 +929,7 @@ def _collector_summary(results: dict, target: Path) -> None:
     else:
         console.print(f"collector: outputs in {target}")
     _print_trace_key(results)
+    _print_warnings(results)
     secure = results.get("secure_sum") or {}
     if aborted:
         console.print(f"[bold red]aborted:[/] {aborted['detail']}", highlight=False, soft_wrap=True)

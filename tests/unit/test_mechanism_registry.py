@@ -753,3 +753,18 @@ def test_a_module_in_the_current_directory_but_not_importable_gets_a_hint(tmp_pa
     with pytest.raises(ParameterError) as elsewhere:
         stream_mechanism("no_such_module_xyz:Cls", 1.0)
     assert "current directory" not in str(elsewhere.value)
+
+
+def test_a_separate_collector_prints_the_results_warnings(capsys, tmp_path):
+    """``ldpfleet collector`` (docs/separate-processes.md) printed its one line and kept the
+    estimate_mean warning to results.json (its log line is INFO now)."""
+    from ldpfleet.app.cli import _collector_summary
+
+    results = {
+        "devices_complete": 6, "devices": 6, "reports_lost": 0, "reports_rejected": 0,
+        "warnings": ["mechanism 'm:C' estimate_mean failed for 6 device(s) (d0000: E: x)"],
+    }  # fmt: skip
+    _collector_summary(results, tmp_path)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "collector: 6/6 devices complete" in said, said
+    assert "warning: mechanism 'm:C' estimate_mean failed for 6 device(s)" in said, said
