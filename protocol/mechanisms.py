@@ -156,7 +156,7 @@ def _entry_point_class(name: str) -> type:
         raise ParameterError(
             f"{name!r} is not a built-in ({', '.join(STREAM_MECHANISMS)}), not "
             f"'package.module:Class', and no installed package registers it in the entry-point "
-            f"group {ENTRY_POINT_GROUP!r}",
+            f"group {ENTRY_POINT_GROUP!r}{registered_clause()}",
             field="mechanism",
         )
     entry = next(iter(found))
@@ -172,6 +172,16 @@ def _entry_point_class(name: str) -> type:
             "package's entry points (pyproject.toml) and reinstall it",
             field="mechanism",
         ) from None
+
+
+def registered_clause() -> str:
+    """`` (registered: a, b)``: the names installed packages register in the group (what a
+    mistyped name was probably meant to be), or ``""`` when there are none."""
+    try:
+        names = sorted({entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)})
+    except Exception:  # a broken installed distribution: say nothing rather than fail
+        return ""
+    return f" (registered: {', '.join(names)})" if names else ""
 
 
 def is_entry_point(name: str) -> bool:

@@ -429,7 +429,12 @@ BATTERY.update({name: _contract_entry(name) for name in COMPARISON_MECHANISMS})
 
 def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpec:
     """Not a battery entry: a mechanism name (``pkg.mod:Class``, an entry point) or an error."""
-    from ldpfleet.protocol.mechanisms import ENTRY_POINT_GROUP, is_entry_point, mechanism_factory
+    from ldpfleet.protocol.mechanisms import (
+        ENTRY_POINT_GROUP,
+        is_entry_point,
+        mechanism_factory,
+        registered_clause,
+    )
 
     try:
         mechanism_factory(mechanism)
@@ -438,7 +443,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
             raise
         raise ParameterError(
             f"must be one of {', '.join(BATTERY)}, 'package.module:Class' or the name of an "
-            f"installed {ENTRY_POINT_GROUP!r} entry point, got "
+            f"installed {ENTRY_POINT_GROUP!r} entry point{registered_clause()}, got "
             f"{mechanism!r}",
             field="mechanism",
         ) from None

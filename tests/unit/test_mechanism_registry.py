@@ -768,3 +768,18 @@ def test_a_separate_collector_prints_the_results_warnings(capsys, tmp_path):
     said = " ".join(capsys.readouterr().err.split())
     assert "collector: 6/6 devices complete" in said, said
     assert "warning: mechanism 'm:C' estimate_mean failed for 6 device(s)" in said, said
+
+
+def test_an_unknown_name_lists_the_registered_entry_points(monkeypatch):
+    """A mistyped entry-point name ("bitflp") said only that nothing registers it: now the
+    names installed packages do register, in a scenario and in the audit."""
+    _bind_entry_points(monkeypatch, ("bitflip", PLUGIN), ("bitflip-half", PLUGIN))
+    try:
+        with pytest.raises(ParameterError) as info:
+            stream_mechanism("bitflp", 1.0)
+        assert "(registered: bitflip, bitflip-half)" in str(info.value), str(info.value)
+        with pytest.raises(ParameterError) as audit:
+            build_spec("bitflp", 1.0)
+        assert "entry point (registered: bitflip, bitflip-half), got 'bitflp'" in str(audit.value)
+    finally:
+        mechanisms._plugin_class.cache_clear()
