@@ -130,6 +130,8 @@ async def test_a_plugin_failing_on_every_device_ends_a_sharded_run_naming_them(
     assert aborted["reason"] == "device_errors", aborted
     assert sorted(aborted["device_errors"]) == ["d0000", "d0001", "d0002"]
     assert "perturb failed on device d0000: RuntimeError: sensor library" in aborted["detail"]
+    assert "3 device(s) failed (the first, d0000: " in aborted["detail"], aborted["detail"]
+    assert "the other 2 in results.json aborted.device_errors" in aborted["detail"]
     assert results["reports_received"] == 0 and results["reports_lost"] == 24
 
 
