@@ -31,7 +31,9 @@ Required (a class ``Cls`` with):
     scalar of either kind; a string, a bool, an array or a list is refused); the results'
     per-device means use it, mapped back to physical units with the public bounds.
 
-Optional, used where present: ``output_low`` / ``output_high`` (the range, for messages),
+Optional, used where present: ``eps`` (the budget it was built with: if stated, it must
+equal the constructor's ``eps`` within a relative 1e-6, ``check_stated_eps``),
+``output_low`` / ``output_high`` (the range, for messages),
 ``estimate(y)`` (per-report unbiased point estimates), ``density(y, v)`` (output density
 given input ``v``), ``variance(v)`` (the per-report variance of the estimate given ``v``,
 shown beside the measured one by ``ldpfleet bench mechanisms``).
