@@ -93,7 +93,9 @@ def _variances(variance: Callable, x: np.ndarray, name: str) -> np.ndarray:
     from ldpfleet.protocol.mechanism_contract import nonnegative_values
 
     call = lambda: variance(x)  # noqa: E731
-    return nonnegative_values(call, x.shape, name, "variance", "input", one_for_all=True)
+    return nonnegative_values(
+        call, x.shape, name, "variance", "input", one_for_all=True, where=("x", x)
+    )
 
 
 def measure(

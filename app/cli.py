@@ -357,10 +357,7 @@ def run(
         + (f", {report}" if report else "")
     )
     _print_trace_key(results)
-    from rich.markup import escape
-
-    for sentence in results.get("warnings", []):  # e.g. scenarios.clipping's
-        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+    _print_warnings(results)
     if results.get("aborted"):
         _fail(f"{results['aborted']['detail']}.", "aborted")
     secure_aborted = (results.get("secure_sum") or {}).get("aborted")
@@ -371,20 +368,31 @@ def run(
     if results["reports_lost"]:
         missing = results["missing_batches"]
         failed = (results.get("fleet") or {}).get("device_errors") or {}
-        why = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
         _fail(
             f"{results['reports_lost']} reports lost from "
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
             f"{', ...' if len(missing) > 5 else ''})"
-            + (
-                f"; {len(failed)} device(s) failed ({why}{'; ...' if len(failed) > 3 else ''})"
-                if failed
-                else ""
-            )
+            + _device_errors_clause(failed)
             + "; results.json missing_batches lists them (exit code 1).",
             "incomplete",
             "bold yellow",
         )
+
+
+def _device_errors_clause(failed: dict[str, str]) -> str:
+    """``; N device(s) failed (...)`` for results.json ``fleet.device_errors``: the first
+    device's error and the count (a plugin failing on every device repeated the same
+    sentence per device); every device's with ``--verbose``."""
+    if not failed:
+        return ""
+    ordered = sorted(failed.items())
+    if _state["verbose"] or len(ordered) == 1:
+        return f"; {len(failed)} device(s) failed ({'; '.join(f'{d}: {e}' for d, e in ordered)})"
+    device, error = ordered[0]
+    return (
+        f"; {len(failed)} device(s) failed (the first, {device}: {error}; the other "
+        f"{len(failed) - 1} with --verbose and in results.json fleet.device_errors)"
+    )
 
 
 def _rejection_sentence(results: dict) -> str:
@@ -628,6 +636,9 @@ def merge_command(
         target = merge_run(collector_dir, fleet_dirs, out or collector_dir / "merged")
         report = _write_report(target)
     console.print(f"merged run in {target}" + (f"; report {report}" if report else ""))
+    merged = target / "results.json"
+    if merged.is_file():
+        _print_warnings(json.loads(merged.read_text()))
 
 
 TlsFileOption = Annotated[Path | None, typer.Option(help="PEM file (see ldpfleet certs).")]
@@ -897,6 +908,15 @@ def _run_partitioned_side(
     )  # fmt: skip
 
 
+def _print_warnings(results: dict) -> None:
+    """results.json ``warnings``, one ``warning:`` line each (e.g. scenarios.clipping's, a
+    plugin's estimate_mean failing on the collector)."""
+    from rich.markup import escape
+
+    for sentence in results.get("warnings") or []:
+        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+
+
 def _collector_summary(results: dict, target: Path) -> None:
     """One line; exit 1 when the run was aborted, lost reports or its secure sum failed."""
     aborted = results.get("aborted")
@@ -909,6 +929,7 @@ def _collector_summary(results: dict, target: Path) -> None:
     else:
         console.print(f"collector: outputs in {target}")
     _print_trace_key(results)
+    _print_warnings(results)
     secure = results.get("secure_sum") or {}
     if aborted:
         console.print(f"[bold red]aborted:[/] {aborted['detail']}", highlight=False, soft_wrap=True)

@@ -49,7 +49,9 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers)
 
 
-def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict[str, float]:
+def mean_estimates(
+    config: StreamConfig, streams: dict[str, np.ndarray], warnings: list[str] | None = None
+) -> dict[str, float]:
     """Per device, the estimated mean of its clipped stream in physical units: the run's
     mechanism's ``estimate_mean`` (any mechanism of ``protocol.mechanism_contract``).
 
@@ -57,7 +59,9 @@ def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict
     device's reports (the load-time check saw only its 256-input probe) leaves that device
     out, so its ``mean_estimate`` is null and the accuracy figures skip it, with one warning
     naming the devices: never a traceback after the whole run, never an ``Infinity`` in
-    results.json."""
+    results.json. Given a ``warnings`` list, the sentence is appended to it (the collector
+    puts it in its results, the runner in results.json ``warnings`` and on the console) and
+    logged at INFO only; otherwise it is logged as a warning."""
     mechanism = config.mechanism_object()
     means: dict[str, float] = {}
     failed: dict[str, str] = {}
@@ -76,16 +80,24 @@ def mean_estimates(config: StreamConfig, streams: dict[str, np.ndarray]) -> dict
         else:  # not a real number, or one so large that physical units overflow
             failed[device] = problem or f"returned {value!r}, not finite in physical units"
     if failed:
-        shown = "; ".join(f"{d}: {why}" for d, why in sorted(failed.items())[:3])
-        log.warning(
-            "mechanism %r estimate_mean failed for %d device(s) (%s%s); their mean_estimate is "
-            "null",
-            config.mechanism,
-            len(failed),
-            shown,
-            "; ..." if len(failed) > 3 else "",
-        )
+        sentence = mean_failure_warning(config.mechanism, failed)
+        if warnings is None:
+            log.warning("%s", sentence)
+        else:
+            warnings.append(sentence)
+            log.info("%s", sentence)
     return means
+
+
+def mean_failure_warning(mechanism: str, failed: dict[str, str]) -> str:
+    """One sentence for every device whose ``estimate_mean`` failed: the count, the
+    first three devices with their reasons, and what it means for results.json."""
+    shown = "; ".join(f"{d}: {why}" for d, why in sorted(failed.items())[:3])
+    more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+    return (
+        f"mechanism {mechanism!r} estimate_mean failed for {len(failed)} device(s) "
+        f"({shown}{more}); their mean_estimate is null and the accuracy figures skip them"
+    )
 
 
 sw_mean_estimates = mean_estimates  # the name before mechanisms were pluggable

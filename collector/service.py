@@ -316,12 +316,14 @@ class CollectorService:
                 await self.link.closed(self, conn)
             self.stage_seconds = loop.time() - started
             streams = self.store.device_values()
+            mean_warnings: list[str] = []  # results.json ``warnings`` (scenarios.runner)
             results = {
                 **self.machine.summary(),
                 "missing_batches": {
                     device: seqs for device, seqs in self.machine.missing().items() if seqs
                 },
-                "mean_estimates": sw_mean_estimates(self.config, streams),
+                "mean_estimates": sw_mean_estimates(self.config, streams, mean_warnings),
+                "mean_estimate_warnings": mean_warnings,
                 "stream_seconds": self.stage_seconds,
                 "peak_pending": self.peak_pending,
             }

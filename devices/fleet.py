@@ -183,6 +183,21 @@ def device_truth(
     return readings, period, float(np.mean(np.clip(readings, lo, hi))), tally
 
 
+def device_failure_summary(errors: dict[str, str]) -> str | None:
+    """One line for every failed device (``errors``: device -> its error), or ``None``: the
+    count and the first device's error, the others' only with ``--verbose`` (one INFO line
+    each) and in results.json ``fleet.device_errors``."""
+    if not errors:
+        return None
+    first = min(errors)
+    if len(errors) == 1:
+        return f"device {first} failed: {errors[first]}"
+    return (
+        f"{len(errors)} devices failed; the first, {first}: {errors[first]} (each device's "
+        "error with --verbose and in results.json fleet.device_errors)"
+    )
+
+
 class Fleet:
     """The devices of one run (or one shard of them)."""
 
@@ -269,7 +284,9 @@ class Fleet:
             await agent.run()
         except Exception as error:  # one device failing must not stop the fleet
             agent.error = f"{type(error).__name__}: {error}"
-            log.warning("device %s failed: %s", agent.device, agent.error)
+            # one line per device only with --verbose (INFO): a plugin failing on every
+            # device printed one warning per device; Fleet.run ends with one line, counted
+            log.info("device %s failed: %s", agent.device, agent.error)
 
     async def _run_crashing(self, slot: int, crash: Crash) -> None:
         """Run an agent that crashes at its planned step: cancel it there (its RAM is lost),
@@ -320,6 +337,9 @@ class Fleet:
                 self.state_file.close(delete=all(a.reporter.finished for a in self.agents))
         connected = [a.connected_at for a in self.agents if a.connected_at is not None]
         self.connect_seconds = (max(connected) - started) if connected else None
+        summary = device_failure_summary({a.device: a.error for a in self.agents if a.error})
+        if summary is not None:
+            log.warning("%s", summary)
         return self.outcomes()
 
     def outcomes(self) -> list[DeviceOutcome]:

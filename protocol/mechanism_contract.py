@@ -31,7 +31,9 @@ Required (a class ``Cls`` with):
     scalar of either kind; a string, a bool, an array or a list is refused); the results'
     per-device means use it, mapped back to physical units with the public bounds.
 
-Optional, used where present: ``output_low`` / ``output_high`` (the range, for messages),
+Optional, used where present: ``eps`` (the budget it was built with: if stated, it must
+equal the constructor's ``eps`` within a relative 1e-6, ``check_stated_eps``),
+``output_low`` / ``output_high`` (the range, for messages),
 ``estimate(y)`` (per-report unbiased point estimates), ``density(y, v)`` (output density
 given input ``v``), ``variance(v)`` (the per-report variance of the estimate given ``v``,
 shown beside the measured one by ``ldpfleet bench mechanisms``).
@@ -58,10 +60,12 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "REQUIRED_METHODS",
     "StreamMechanism",
+    "a_or_an",
     "build_mechanism",
     "check_budget",
     "check_mechanism",
     "check_outputs",
+    "check_stated_eps",
     "checked_mean",
     "checked_reports",
     "contract_reports",
@@ -76,6 +80,7 @@ FIELD = "mechanism"
 REQUIRED_METHODS = ("perturb", "in_domain", "estimate_mean")
 PROBE_SIZE = 256  # inputs of the load-time sample (0, 1 and a grid in between)
 EPS_MAX = 50.0  # the wire's limit on a budget (``protocol.messages.Epsilon``)
+EPS_STATED_TOLERANCE = 1e-6  # relative: a stated self.eps must match the built eps
 
 
 @runtime_checkable
@@ -95,6 +100,13 @@ class StreamMechanism(Protocol):
     def estimate_mean(self, y: np.ndarray) -> float:
         """Unbiased estimate of the mean input behind the reports ``y``."""
         ...
+
+
+def a_or_an(word: str) -> str:
+    """``word`` with its indefinite article: "an int64", "an ndarray", "a str", "a list"
+    (a leading vowel, or "nd" spelt out as "en-dee", takes "an")."""
+    vowel = word[:1].lower() in "aeiou" or word.lower().startswith("nd")
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def check_budget(eps: object) -> float:
@@ -129,7 +141,7 @@ def _fail(name: str, what: str) -> ParameterError:
 def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
-        raise _fail(name, f"is not a class (got a {type(factory).__name__})")
+        raise _fail(name, f"is not a class (got {a_or_an(type(factory).__name__)})")
     try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
         inspect.signature(factory).bind(eps)
     except TypeError as error:
@@ -145,7 +157,33 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
     if missing:
         raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
+    check_stated_eps(mechanism, eps, name)
     return mechanism
+
+
+def check_stated_eps(mechanism: object, eps: float, name: str) -> None:
+    """A mechanism that states its budget (an ``eps`` attribute) must state the one it was
+    built with, within a relative ``EPS_STATED_TOLERANCE``: a plugin answering
+    ``self.eps = 2 * eps`` (or running at a budget of its own) would otherwise be labelled
+    and audited at a budget it does not spend. Not stating ``eps`` is allowed."""
+    stated = getattr(mechanism, "eps", None)
+    if stated is None:
+        return
+    real = isinstance(stated, int | float | np.integer | np.floating)
+    if not real or isinstance(stated, bool | np.bool_):
+        raise _fail(
+            name,
+            f"states eps = {_shown(stated)} ({a_or_an(type(stated).__name__)}), not a real "
+            f"number; it was built with eps = {eps!r} (store the constructor's argument: "
+            "self.eps = float(eps))",
+        )
+    if not math.isclose(float(stated), float(eps), rel_tol=EPS_STATED_TOLERANCE, abs_tol=0.0):
+        raise _fail(
+            name,
+            f"states eps = {float(stated)!r} but was built with eps = {float(eps)!r} (relative "
+            f"difference above {EPS_STATED_TOLERANCE:g}): self.eps must be the budget the "
+            "constructor was given; to run at another budget, change the scenario's eps",
+        )
 
 
 def probe_inputs(size: int = PROBE_SIZE) -> np.ndarray:
@@ -166,7 +204,7 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
     if not isinstance(y, np.ndarray):
         raise _fail(
             name,
-            f"perturb returned a {type(y).__name__}, not a numpy.ndarray (the mechanism "
+            f"perturb returned {a_or_an(type(y).__name__)}, not a numpy.ndarray (the mechanism "
             "contract: an array of the inputs' shape, e.g. np.asarray(reports, dtype=float))",
         )
     if y.shape != x.shape:
@@ -190,7 +228,7 @@ def mean_problem(value: object) -> str | None:
         kind = type(value).__name__
         if isinstance(value, np.ndarray):
             kind = f"numpy.ndarray of shape {value.shape}"
-        return f"returned {_shown(value)} (a {kind}), not a real number (int or float)"
+        return f"returned {_shown(value)} ({a_or_an(kind)}), not a real number (int or float)"
     try:
         shown = repr(float(value))
     except OverflowError:  # a Python int beyond the float range
@@ -265,8 +303,11 @@ def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
     if isinstance(accepted, bool | np.bool_):  # one bool for all: named by its shape below
         accepted = np.asarray(accepted)
     if not isinstance(accepted, np.ndarray) or accepted.dtype != np.bool_:
-        kind = f"dtype {accepted.dtype}" if isinstance(accepted, np.ndarray) else "a "
-        kind += "" if isinstance(accepted, np.ndarray) else type(accepted).__name__
+        kind = (
+            f"dtype {accepted.dtype}"
+            if isinstance(accepted, np.ndarray)
+            else a_or_an(type(accepted).__name__)
+        )
         raise _fail(
             name,
             f"in_domain returned {kind}, not a numpy bool array (one bool per report, "
@@ -301,12 +342,15 @@ def nonnegative_values(
     per: str,
     *,
     one_for_all: bool = False,
+    where: tuple[str, np.ndarray] | None = None,
 ) -> np.ndarray:
     """An optional method's answer (``variance``, ``density``: ``call()``) as finite floats
     >= 0 of ``shape``, or one sentence (``ParameterError``, field ``mechanism``) naming
     ``what`` was called; with ``one_for_all`` a 0-d answer stands for every entry (a
-    constant variance's natural answer). A plugin's method raising ended a bench or an
-    audit with a traceback."""
+    constant variance's natural answer). A negative or non-finite answer is named with its
+    index and, given ``where`` (a label and the reports or inputs it answered for), that
+    report's or input's value.
+    A plugin's method raising ended a bench or an audit with a traceback."""
     try:
         values = np.asarray(call(), dtype=float)
     except Exception as error:  # a plugin may raise anything
@@ -315,11 +359,22 @@ def nonnegative_values(
         ) from None
     if one_for_all and values.shape == ():
         values = np.full(shape, float(values))
-    if values.shape != shape or not np.all(np.isfinite(values) & (values >= 0.0)):
-        either = " (or one for all)" if one_for_all else ""
+    either = " (or one for all)" if one_for_all else ""
+    if values.shape != shape:
         raise ParameterError(
             f"{name!r} {what} must answer one finite value >= 0 per {per}{either}, "
             f"got shape {values.shape} for {math.prod(shape)} {per}s",
+            field=FIELD,
+        )
+    bad = np.flatnonzero(~(np.isfinite(values) & (values >= 0.0)).ravel())
+    if bad.size:
+        i = int(bad[0])
+        at = f" for {per} {i}"
+        if where is not None and where[1].size == values.size:
+            at += f" ({where[0]} = {float(where[1].ravel()[i])!r})"
+        raise ParameterError(
+            f"{name!r} {what} answered {float(values.ravel()[i])!r}{at}: it must be a finite "
+            f"value >= 0 ({bad.size} of {values.size} {per}s are not)",
             field=FIELD,
         )
     return values

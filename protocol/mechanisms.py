@@ -30,13 +30,19 @@ import re
 from collections.abc import Callable
 from functools import lru_cache, partial
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import numpy as np
 from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
-from ldpfleet.protocol.mechanism_contract import build_mechanism, check_budget, check_mechanism
+from ldpfleet.protocol.mechanism_contract import (
+    a_or_an,
+    build_mechanism,
+    check_budget,
+    check_mechanism,
+)
 from ldpfleet.protocol.messages import MAX_MECHANISM_NAME, MECHANISM_NAME_PATTERN
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 from ldpfleet.protocol.raw import RawMechanism
@@ -51,6 +57,7 @@ __all__ = [
     "STREAM_MECHANISMS",
     "SW_MECHANISMS",
     "check_mechanism_name",
+    "is_entry_point",
     "mechanism_factory",
     "mechanism_names",
     "stream_mechanism",
@@ -102,7 +109,7 @@ def _import_class(name: str) -> type:
     except ModuleNotFoundError as error:
         raise ParameterError(
             f"{name!r}: module {error.name!r} not found (install it, or put its folder on "
-            "PYTHONPATH for the runner and its device processes)",
+            f"PYTHONPATH for the runner and its device processes){_here_hint(error.name)}",
             field="mechanism",
         ) from None
     except (Exception, SystemExit) as error:  # the plugin's own import failed
@@ -112,16 +119,35 @@ def _import_class(name: str) -> type:
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ParameterError(
-                f"{name!r}: {module_name!r} has no attribute {attribute!r}", field="mechanism"
+                f"{name!r}: module {module_name!r} has no attribute {attribute!r}",
+                field="mechanism",
             )
         target = getattr(target, part)
     if not isinstance(target, type):
         raise ParameterError(
-            f"{name!r} is not a class (got a {type(target).__name__}); the contract "
+            f"{name!r} is not a class (got {a_or_an(type(target).__name__)}); the contract "
             "constructs Cls(eps)",
             field="mechanism",
         )
     return target
+
+
+def _here_hint(module: str | None) -> str:
+    """A hint when the missing top-level module is a file or package in the current
+    directory: ``ldpfleet`` (a console script) does not import from there, which a user
+    who just wrote ``mymech.py`` beside the scenario does not expect."""
+    top = (module or "").partition(".")[0]
+    if not top:
+        return ""
+    here = Path.cwd()
+    found = here / f"{top}.py" if (here / f"{top}.py").is_file() else here / top / "__init__.py"
+    if not found.is_file():
+        return ""
+    shown = f"{top}.py" if found.name != "__init__.py" else f"{top}/"
+    return (
+        f"; {shown} is in the current directory, which is not on the import path: "
+        "run with PYTHONPATH=. (exported, so device shard processes see it too)"
+    )
 
 
 def _entry_point_class(name: str) -> type:
@@ -130,17 +156,42 @@ def _entry_point_class(name: str) -> type:
         raise ParameterError(
             f"{name!r} is not a built-in ({', '.join(STREAM_MECHANISMS)}), not "
             f"'package.module:Class', and no installed package registers it in the entry-point "
-            f"group {ENTRY_POINT_GROUP!r}",
+            f"group {ENTRY_POINT_GROUP!r}{registered_clause()}",
             field="mechanism",
         )
     entry = next(iter(found))
     target = entry.value.replace(" ", "")
     try:
         return _import_class(target)
-    except ParameterError as error:  # name the entry point and its distribution too
-        where = f"{name!r} (entry point of {_distribution(entry)} -> {target!r})"
+    except ParameterError as error:  # name the entry point, its distribution and target
         rest = error.reason.removeprefix(repr(target))  # ": ..." or " is not a class ..."
-        raise ParameterError(where + rest, field="mechanism") from None
+        detail = rest if rest.startswith(":") else f", which{rest}"
+        raise ParameterError(
+            f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} (distribution "
+            f"{_distribution(entry)}) points to {target!r}{detail}; fix the target in that "
+            "package's entry points (pyproject.toml) and reinstall it",
+            field="mechanism",
+        ) from None
+
+
+def registered_clause() -> str:
+    """`` (registered: a, b)``: the names installed packages register in the group (what a
+    mistyped name was probably meant to be), or ``""`` when there are none."""
+    try:
+        names = sorted({entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)})
+    except Exception:  # a broken installed distribution: say nothing rather than fail
+        return ""
+    return f" (registered: {', '.join(names)})" if names else ""
+
+
+def is_entry_point(name: str) -> bool:
+    """Whether an installed distribution registers ``name`` in the entry-point group
+    ``ldpfleet.mechanisms`` (whether or not its target imports): the audit and the CLI
+    then report the entry point's own failure rather than "unknown mechanism"."""
+    try:
+        return bool(entry_points(group=ENTRY_POINT_GROUP).select(name=name))
+    except Exception:  # a broken installed distribution: not resolvable as an entry point
+        return False
 
 
 def _distribution(entry) -> str:

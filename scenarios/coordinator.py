@@ -380,6 +380,7 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     merged["aborted"] = coordinator.get("aborted") or next(
         (p["aborted"] for p in parts if p.get("aborted")), None
     )
+    merged["warnings"] = [w for p in parts for w in p.get("warnings") or []]  # each partition's
     merged["rejections_by_field"] = _summed(parts, "rejections_by_field")
     merged["rejections_by_reason"] = _summed(parts, "rejections_by_reason")
     handled = [p["hostile_handled"] for p in parts if p.get("hostile_handled") is not None]

@@ -355,6 +355,7 @@ def partial_collector_results(collector: CollectorService | None, config, reason
     """The collector's results.json counters from what it had persisted when the run was
     aborted (``run_timeout``): everything not persisted counts as lost."""
     machine = collector.machine if collector is not None else None
+    warnings: list[str] = []  # a failing estimate_mean's sentence (collector.analytics)
     if machine is None:
         expected = 0 if collector is None else len(collector.devices) * config.n_batches
         summary = {
@@ -384,7 +385,8 @@ def partial_collector_results(collector: CollectorService | None, config, reason
         "stage_state": "aborted",
         "close_reason": reason,
         "missing_batches": missing,
-        "mean_estimates": sw_mean_estimates(config, streams) if streams else {},
+        "mean_estimates": sw_mean_estimates(config, streams, warnings) if streams else {},
+        "mean_estimate_warnings": warnings,
         "stream_seconds": collector.stage_seconds if collector is not None else 0.0,
     }
 
@@ -851,6 +853,8 @@ async def run_scenario(
         "trace_incomplete_reason": trace_note,
         "seconds": time.perf_counter() - wall,
     }
+    # a plugin's estimate_mean failing on the collector (collector.analytics): console too
+    results["warnings"] = list(collector_results.get("mean_estimate_warnings", []))
     if fleet is not None:  # simulator-only: what the public bounds clipped (scenarios.clipping)
         add_clipping(results, fleet.clipping)
     (out / "results.json").write_text(json.dumps(results, indent=2))

@@ -458,6 +458,8 @@ def _collector_document(
         "seconds": seconds,
         "mean_estimates": estimates,
         "collector_ledger": _central_ledger(state, gcdp),
+        # a plugin's estimate_mean failing here (collector.analytics): results.json warnings
+        "warnings": list(c.get("mean_estimate_warnings") or []),
     }
 
 

@@ -402,10 +402,16 @@ def _device_errors(fleet_dirs: list[Path]) -> dict[str, str]:
 
 
 def _failed_sentence(failed: dict[str, str]) -> str:
-    """``2 device(s) failed (d0000: ValueError: ...; d0001: ...)``, at most 3 quoted."""
-    shown = "; ".join(f"{d}: {e}" for d, e in sorted(failed.items())[:3])
-    more = "; ..." if len(failed) > 3 else ""
-    return f"{len(failed)} device(s) failed ({shown}{more})"
+    """``3 device(s) failed (the first, d0000: ValueError: ...; the other 2 in results.json
+    aborted.device_errors)``: one error quoted (a plugin failing everywhere repeated the
+    same sentence per device), the rest counted."""
+    device, error = min(failed.items())
+    if len(failed) == 1:
+        return f"1 device(s) failed ({device}: {error})"
+    return (
+        f"{len(failed)} device(s) failed (the first, {device}: {error}; the other "
+        f"{len(failed) - 1} in results.json aborted.device_errors)"
+    )
 
 
 async def _collector_within(collector: asyncio.subprocess.Process, timeout: float | None) -> bool:

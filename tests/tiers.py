@@ -206,6 +206,11 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_partition_hostile.py::test_coordinator_workers_and_an_attacking_shard_over_memory_with_the_acl": 1.7,
     "tests/e2e/test_cli.py::test_bench_fleet_reconstructs_during_the_stage_and_says_what_it_added": 1.5,
     "tests/e2e/test_reconstruct_during_stage.py::test_reconstructing_during_the_stage_gives_the_reconstructions_of_after_it": 1.8,
+    # helper P: plugin rough edges (a run through the CLI each)
+    "tests/unit/test_mechanism_registry.py::test_cli_run_of_a_plugin_whose_estimate_mean_fails_warns_in_results_and_console": 2.6,
+    "tests/unit/test_mechanism_registry.py::test_device_failures_are_one_counted_warning_and_each_one_with_verbose": 2.5,
+    "tests/e2e/test_plugin_mechanism.py::test_an_estimate_mean_failing_on_the_collector_is_a_results_warning": 0.8,
+    "tests/unit/test_mechanism_registry.py::test_the_package_of_the_docs_installs_audits_and_runs": 2.5,
 }
 
 

@@ -393,7 +393,12 @@ def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
     from ldpfleet.protocol.mechanism_contract import nonnegative_values
 
     return nonnegative_values(
-        lambda: mech.density(y, v), y.shape, name, f"density(y, {v:g})", "report"
+        lambda: mech.density(y, v),
+        y.shape,
+        name,
+        f"density(y, {v:g})",
+        "report",
+        where=("y", y),
     )
 
 
@@ -424,16 +429,21 @@ BATTERY.update({name: _contract_entry(name) for name in COMPARISON_MECHANISMS})
 
 def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpec:
     """Not a battery entry: a mechanism name (``pkg.mod:Class``, an entry point) or an error."""
-    from ldpfleet.protocol.mechanisms import ENTRY_POINT_GROUP, mechanism_factory
+    from ldpfleet.protocol.mechanisms import (
+        ENTRY_POINT_GROUP,
+        is_entry_point,
+        mechanism_factory,
+        registered_clause,
+    )
 
     try:
         mechanism_factory(mechanism)
     except ParameterError:
-        if ":" in mechanism:
+        if ":" in mechanism or is_entry_point(mechanism):  # its own failure says more
             raise
         raise ParameterError(
             f"must be one of {', '.join(BATTERY)}, 'package.module:Class' or the name of an "
-            f"installed {ENTRY_POINT_GROUP!r} entry point, got "
+            f"installed {ENTRY_POINT_GROUP!r} entry point{registered_clause()}, got "
             f"{mechanism!r}",
             field="mechanism",
         ) from None

@@ -133,4 +133,29 @@ async def test_a_plugin_failing_on_every_device_ends_a_sharded_run_naming_them(
     assert aborted["reason"] == "device_errors", aborted
     assert sorted(aborted["device_errors"]) == ["d0000", "d0001", "d0002"]
     assert "perturb failed on device d0000: RuntimeError: sensor library" in aborted["detail"]
+    assert "3 device(s) failed (the first, d0000: " in aborted["detail"], aborted["detail"]
+    assert "the other 2 in results.json aborted.device_errors" in aborted["detail"]
     assert results["reports_received"] == 0 and results["reports_lost"] == 24
+
+
+@pytest.fixture(params=["memory", "embedded", MOSQUITTO])
+def any_broker(request):
+    return broker_for(request)
+
+
+async def test_an_estimate_mean_failing_on_the_collector_is_a_results_warning(
+    plugin_importable, any_broker, tmp_path
+):
+    """Every transport: a plugin whose ``estimate_mean`` raises on the collector leaves the
+    devices' means null and puts one sentence in results.json ``warnings`` (the CLI prints
+    them), not only a log line that a separate collector's log kept to itself."""
+    mechanism = "tests.unit.bad_mechanisms:MeanFailsLater"
+    results = await run_scenario(
+        _scenario(mechanism, devices=3), broker=any_broker, out_dir=tmp_path, run_id="w1"
+    )
+    assert results["reports_lost"] == 0
+    [warning] = [w for w in results["warnings"] if "estimate_mean failed" in w]
+    assert f"mechanism '{mechanism}' estimate_mean failed for 3 device(s) (d0000: " in warning
+    assert all(d["mean_estimate"] is None for d in results["per_device"].values())
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["warnings"] == results["warnings"]

@@ -363,3 +363,51 @@ class StricterOnCollector(_Base):
         if _called_by_the_collector():
             inside &= np.abs(np.asarray(y, dtype=float)) < STRICT_BOUND
         return inside
+
+
+class StatesDoubleEps(_Base):
+    """Built at eps, states ``self.eps = 2 eps``: labelled at a budget it was not built with."""
+
+    def __init__(self, eps: float) -> None:
+        super().__init__(eps)
+        self.eps = 2.0 * float(eps)
+
+
+class StatesEpsRounded(_Base):
+    """States its eps up to a rounding far inside the relative tolerance 1e-6: accepted."""
+
+    def __init__(self, eps: float) -> None:
+        super().__init__(eps)
+        self.eps = float(eps) * (1.0 + 1e-9)
+
+
+class StatesEpsText(_Base):
+    """States ``self.eps`` as text."""
+
+    def __init__(self, eps: float) -> None:
+        super().__init__(eps)
+        self.eps = str(eps)
+
+
+class NegativeDensity(_Base):
+    """A density that goes negative for reports above 0.5 (a sign slip)."""
+
+    def density(self, y, v):
+        y = np.asarray(y, dtype=float)
+        laplace = 0.5 * self.eps * np.exp(-self.eps * np.abs(y - v))
+        return np.where(y > 0.5, -laplace, laplace)
+
+
+class NanVariance(_Base):
+    """A variance that is NaN for inputs above 0.5."""
+
+    def variance(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.where(x > 0.5, np.nan, 2.0 / self.eps**2)
+
+
+class ReturnsInt64Scalar(_Base):
+    """``perturb`` returns one numpy int64 instead of an array."""
+
+    def perturb(self, x, rng):
+        return np.int64(0)

@@ -232,3 +232,25 @@ def _dsr(sender, value):
     from ldpfleet.protocol.cadr_messages import DsrReport
 
     return DsrReport(run=RUN, sender=sender, seq=5, value=value, theta=10, eps=2.7)
+
+
+# ---- user mechanisms: the stated budget ----------------------------------------------------
+
+
+def test_a_plugin_stating_another_eps_than_it_was_built_with_is_refused_at_load():
+    """The ledger charges eps / w per report and the audit tests the claimed eps: a plugin
+    whose ``self.eps`` says 2 eps0 (or that rescales its budget) ran and was labelled at a
+    budget it was not built with. Refused when the scenario loads, naming both values."""
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+    scenario = (
+        '[scenario]\nname = "plugin"\nseed = 1\n[fleet]\ndevices = 2\n[stream]\nsteps = 10\n'
+        'eps = 2.0\nw = 5\nmechanism = "tests.unit.bad_mechanisms:{}"\n[source]\n'
+        'kind = "synthetic"\nshape = "sine"\nperiod = 10\nbounds = [0.0, 10.0]\n'
+    )
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(scenario.format("StatesDoubleEps"))
+    text = str(info.value)
+    assert text.startswith("stream.mechanism: ") and "states eps = 0.8" in text, text
+    assert "built with eps = 0.4" in text and "relative difference above 1e-06" in text, text
+    assert parse_scenario(scenario.format("StatesEpsRounded")) is not None

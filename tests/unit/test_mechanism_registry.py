@@ -112,8 +112,9 @@ assert "clipped" in ldpfleet.mechanism_names(), ldpfleet.mechanism_names()
 try:  # a broken entry point is named with its distribution and target
     ldpfleet.get_mechanism("broken", 1.0)
 except Exception as error:
-    assert ("'broken' (entry point of 'ldpfleet-clipped' -> 'clipped_laplace:Nope'): "
-        "'clipped_laplace' has no attribute 'Nope'") in str(error), str(error)
+    assert ("entry point 'broken' of group 'ldpfleet.mechanisms' (distribution "
+        "'ldpfleet-clipped') points to 'clipped_laplace:Nope': module 'clipped_laplace' has "
+        "no attribute 'Nope'") in str(error), str(error)
 else:
     raise AssertionError("the broken entry point was built")
 assert type(ldpfleet.get_mechanism("clipped", 1.0)).__name__ == "ClippedLaplace"
@@ -187,6 +188,9 @@ BAD_PLUGINS = [
     (f"{BAD}:MeanZeroD", "(a numpy.ndarray of shape ()), not a real number"),
     (f"{BAD}:MeanOneElementList", "(a list), not a real number"),
     (f"{BAD}:MeanBool", "(a bool), not a real number"),
+    (f"{BAD}:StatesDoubleEps", "states eps = 0.8 but was built with eps = 0.4 (relative"),
+    (f"{BAD}:StatesEpsText", "states eps = '0.4' (a str), not a real number"),
+    (f"{BAD}:ReturnsInt64Scalar", "perturb returned an int64, not a numpy.ndarray"),
     ("nonesuch", "no installed package registers it"),
 ]
 
@@ -274,7 +278,7 @@ def test_cli_run_of_a_plugin_failing_on_the_devices_says_why_and_exits_1(tmp_pat
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     said = " ".join((result.stdout + result.stderr).split())
     assert "incomplete: 16 reports lost from 4 device(s)" in said, said
-    assert "4 device(s) failed (d0000: ParameterError: mechanism:" in said, said
+    assert "4 device(s) failed (the first, d0000: ParameterError: mechanism:" in said, said
     assert "perturb failed on device d0000: RuntimeError: sensor library" in said, said
 
 
@@ -532,3 +536,250 @@ def test_an_entry_point_named_like_a_builtin_is_shadowed_and_a_warning_says_so(m
         assert "mechanism = 'sw_plugins.mech:Better'" in message
     finally:
         mechanisms._warn_if_shadowed.cache_clear()
+
+
+def _bind_entry_points(monkeypatch, *entries: tuple[str, str]) -> None:
+    """Installed entry points of a fake distribution 'fleetmech' in ``ldpfleet.mechanisms``."""
+    from importlib.metadata import EntryPoint, EntryPoints
+
+    class _Dist:
+        name = "fleetmech"
+
+    fake = EntryPoints(
+        [EntryPoint(name, value, ENTRY_POINT_GROUP)._for(_Dist()) for name, value in entries]
+    )
+    monkeypatch.setattr(
+        mechanisms, "entry_points", lambda group: fake if group == ENTRY_POINT_GROUP else None
+    )
+    mechanisms._plugin_class.cache_clear()
+    monkeypatch.setattr(mechanisms, "_checked", set())
+
+
+@pytest.mark.parametrize(
+    ("target", "missing"),
+    [
+        (f"{BAD}:BitFlp", f"module '{BAD}' has no attribute 'BitFlp'"),
+        ("fleetmech_gone.bits:BitFlip", "module 'fleetmech_gone' not found"),
+        (f"{BAD}:not_a_class", ", which is not a class (got a function)"),
+    ],
+)
+def test_the_audit_of_a_broken_entry_point_names_it_its_target_and_the_missing_part(
+    monkeypatch, target, missing
+):
+    """An installed entry point whose target does not import: the audit said "must be one of
+    rr, laplace, ..." as if the name were unknown; now the entry point's own failure."""
+    _bind_entry_points(monkeypatch, ("bitflip", target))
+    try:
+        assert mechanisms.is_entry_point("bitflip") and not mechanisms.is_entry_point("other")
+        with pytest.raises(ParameterError) as info:
+            build_spec("bitflip", 1.0)
+        text = str(info.value)
+        assert "entry point 'bitflip' of group 'ldpfleet.mechanisms'" in text, text
+        assert f"(distribution 'fleetmech') points to '{target}'" in text, text
+        assert missing in text and "must be one of" not in text, text
+        with pytest.raises(ParameterError, match="must be one of rr, laplace"):
+            build_spec("other", 1.0)  # not registered: still the list of names
+    finally:
+        mechanisms._plugin_class.cache_clear()
+
+
+def test_a_stated_eps_is_the_built_one_within_a_relative_1e_6():
+    """A plugin stating ``self.eps = 2 eps`` was audited and labelled at a budget it was not
+    built with; a rounding far below 1e-6 relative is accepted."""
+    with pytest.raises(ParameterError, match=r"states eps = 2\.0 but was built with eps = 1\.0"):
+        stream_mechanism(f"{BAD}:StatesDoubleEps", 1.0)
+    with pytest.raises(ParameterError, match=r"states eps = 2\.0 but was built"):
+        build_spec(f"{BAD}:StatesDoubleEps", 1.0)
+    assert stream_mechanism(f"{BAD}:StatesEpsRounded", 1.0).eps == pytest.approx(1.0)
+    for name in STREAM_MECHANISMS:  # every built-in states the eps it was built with
+        if name != "raw":
+            assert stream_mechanism(name, 0.7).eps == pytest.approx(0.7, rel=1e-6)
+
+
+def test_a_negative_density_is_named_with_its_value_and_report():
+    """A density < 0 said only "must answer one finite value >= 0 per report, got shape
+    (n,) for n reports" (the right shape): now the value, the report index and its y."""
+    with pytest.raises(ParameterError) as info:
+        run_audit(f"{BAD}:NegativeDensity", 1.0, trials=200, seed=0)
+    text = str(info.value)
+    assert "density(y, " in text and ") answered -" in text and " for report " in text, text
+    assert "(y = " in text and "it must be a finite value >= 0" in text, text
+    assert "got shape" not in text, text
+
+
+def test_a_nan_variance_is_named_with_its_value_and_input():
+    from ldpfleet.app.bench_mechanisms import _variances
+
+    mech = stream_mechanism(f"{BAD}:NanVariance", 1.0)
+    x = np.linspace(0.0, 1.0, 11)
+    with pytest.raises(ParameterError) as info:
+        _variances(mech.variance, x, f"{BAD}:NanVariance")
+    text = str(info.value)
+    assert "variance answered nan for input 6 (x = 0.6000000000000001)" in text, text
+    assert "(5 of 11 inputs are not)" in text, text
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [("int64", "an int64"), ("str", "a str"), ("ndarray", "an ndarray"), ("list", "a list")],
+)
+def test_type_names_take_their_article(word, said):
+    from ldpfleet.protocol.mechanism_contract import a_or_an
+
+    assert a_or_an(word) == said
+
+
+def test_an_estimate_mean_failure_given_a_warnings_list_is_recorded_there(caplog):
+    """The collector passes a list: the sentence goes to results.json ``warnings`` (it was
+    only a log line, lost in a separate collector's log) and is logged at INFO only."""
+    config = StreamConfig(
+        run="r1", mechanism=f"{BAD}:MeanFailsLater", eps=2.0, w=4, steps=12, batch_steps=4,
+        lo=0.0, hi=10.0, retransmit_after=5.0,
+    )  # fmt: skip
+    streams = {f"d{i:04d}": np.full(12, 0.5) for i in range(5)}
+    warnings: list[str] = []
+    with caplog.at_level("INFO", logger="ldpfleet.collector.analytics"):
+        assert mean_estimates(config, streams, warnings) == {}
+    [sentence] = warnings
+    assert sentence.startswith(f"mechanism '{BAD}:MeanFailsLater' estimate_mean failed for 5")
+    assert "; and 2 more); their mean_estimate is null" in sentence, sentence
+    assert [r.levelname for r in caplog.records] == ["INFO"]
+
+
+def test_cli_run_of_a_plugin_whose_estimate_mean_fails_warns_in_results_and_console(tmp_path):
+    """Memory transport, the CLI: the collector's estimate_mean failure is a ``warning:``
+    line on the console and an entry of results.json ``warnings``."""
+    path = tmp_path / "mean.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:MeanFailsLater"))
+    out = tmp_path / "out"
+    result = _cli("run", str(path), "--broker", "memory", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stderr.split())  # the console is stderr
+    assert f"warning: mechanism '{BAD}:MeanFailsLater' estimate_mean failed for 4" in said, said
+    assert said.count("estimate_mean failed") == 1, said  # not also a log line
+    results = json.loads((out / "results.json").read_text())
+    assert any("estimate_mean failed for 4 device(s)" in w for w in results["warnings"])
+    assert all(d["mean_estimate"] is None for d in results["per_device"].values())
+
+
+def test_device_failures_are_one_counted_warning_and_each_one_with_verbose(tmp_path):
+    """A plugin failing on every device logged one warning per device (a screenful for a
+    large fleet): now one line with the count and the first; ``--verbose`` shows each."""
+    path = tmp_path / "late.toml"
+    path.write_text(SCENARIO.format(mechanism=f"{BAD}:RaisesLater"))
+    quiet = _cli("run", str(path), "--broker", "memory", "--out", str(tmp_path / "q"))
+    said = " ".join(quiet.stderr.split())
+    assert quiet.returncode == 1 and "4 devices failed; the first, d0000: " in said, said
+    assert "device d0001 failed" not in said and "device d0000 failed" not in said, said
+    assert "failed (the first, d0000: ParameterError" in said, said  # closing sentence
+    assert "the other 3 with --verbose" in said, said
+    verbose = _cli("-v", "run", str(path), "--broker", "memory", "--out", str(tmp_path / "v"))
+    said = " ".join((verbose.stdout + verbose.stderr).split())
+    assert all(f"device d000{i} failed: ParameterError" in said for i in range(4)), said
+
+
+def test_device_failure_summary_counts():
+    from ldpfleet.devices.fleet import device_failure_summary
+
+    assert device_failure_summary({}) is None
+    assert device_failure_summary({"d1": "E: x"}) == "device d1 failed: E: x"
+    two = device_failure_summary({"d2": "E: y", "d1": "E: x"})
+    assert two is not None and two.startswith("2 devices failed; the first, d1: E: x")
+
+
+def _package_section() -> dict[str, str]:
+    """The files of docs/mechanisms.md "Ship your mechanism as a package", by their path
+    (the line before each block names it)."""
+    text = (ROOT / "docs" / "mechanisms.md").read_text()
+    section = text.split("## Ship your mechanism as a package\n", 1)[1].split("\n## ", 1)[0]
+    import re
+
+    blocks = re.findall(r"^`([^`\n]+)`:\n\n```\w+\n(.*?)^```", section, flags=re.S | re.M)
+    return dict(blocks)
+
+
+def test_the_package_of_the_docs_installs_audits_and_runs(tmp_path):
+    """The section's pyproject.toml, module and scenario, copied as they are: installed as a
+    distribution (its entry points from the pyproject, as pip writes them), a fresh
+    interpreter audits both names (honest: inconclusive) and runs the scenario by name."""
+    import tomllib
+
+    files = _package_section()
+    pyproject = tomllib.loads(files["my-ldp-mechanisms/pyproject.toml"])
+    package = tmp_path / "my_ldp_mechanisms"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mechanisms.py").write_text(
+        files["my-ldp-mechanisms/my_ldp_mechanisms/mechanisms.py"]
+    )
+    (tmp_path / "bitflip.toml").write_text(files["bitflip.toml"])
+    info = tmp_path / "my_ldp_mechanisms-0.1.0.dist-info"
+    info.mkdir()
+    name = pyproject["project"]["name"]
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    entries = pyproject["project"]["entry-points"][ENTRY_POINT_GROUP]
+    lines = "".join(f"{k} = {v}\n" for k, v in entries.items())
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\n{lines}")
+    code = """
+import ldpfleet
+assert {"bitflip", "bitflip-half"} <= set(ldpfleet.mechanism_names())
+for name in ("bitflip", "bitflip-half"):  # gamma 1e-6: an honest one fails w.p. <= 1e-6
+    audit = ldpfleet.run_audit(name, 1.0, trials=2000, seed=0, gamma=1e-6)
+    assert audit.verdict == "inconclusive", (name, audit)
+scenario = ldpfleet.parse_scenario(open("bitflip.toml").read())
+results = ldpfleet.run(scenario, broker="memory", out_dir="out")
+assert results["reports_lost"] == 0 and results["devices_complete"] == 20, results
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_module_in_the_current_directory_but_not_importable_gets_a_hint(tmp_path, monkeypatch):
+    """``ldpfleet audit mymech:Cls`` beside ``mymech.py`` said only "module 'mymech' not
+    found": a console script does not import from the current directory. Now it says so."""
+    (tmp_path / "mymech_not_on_path.py").write_text("class Cls: ...\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    with pytest.raises(ParameterError) as info:
+        stream_mechanism("mymech_not_on_path:Cls", 1.0)
+    text = str(info.value)
+    assert "module 'mymech_not_on_path' not found" in text, text
+    assert "mymech_not_on_path.py is in the current directory" in text, text
+    assert "PYTHONPATH=." in text, text
+    with pytest.raises(ParameterError) as elsewhere:
+        stream_mechanism("no_such_module_xyz:Cls", 1.0)
+    assert "current directory" not in str(elsewhere.value)
+
+
+def test_a_separate_collector_prints_the_results_warnings(capsys, tmp_path):
+    """``ldpfleet collector`` (docs/separate-processes.md) printed its one line and kept the
+    estimate_mean warning to results.json (its log line is INFO now)."""
+    from ldpfleet.app.cli import _collector_summary
+
+    results = {
+        "devices_complete": 6, "devices": 6, "reports_lost": 0, "reports_rejected": 0,
+        "warnings": ["mechanism 'm:C' estimate_mean failed for 6 device(s) (d0000: E: x)"],
+    }  # fmt: skip
+    _collector_summary(results, tmp_path)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "collector: 6/6 devices complete" in said, said
+    assert "warning: mechanism 'm:C' estimate_mean failed for 6 device(s)" in said, said
+
+
+def test_an_unknown_name_lists_the_registered_entry_points(monkeypatch):
+    """A mistyped entry-point name ("bitflp") said only that nothing registers it: now the
+    names installed packages do register, in a scenario and in the audit."""
+    _bind_entry_points(monkeypatch, ("bitflip", PLUGIN), ("bitflip-half", PLUGIN))
+    try:
+        with pytest.raises(ParameterError) as info:
+            stream_mechanism("bitflp", 1.0)
+        assert "(registered: bitflip, bitflip-half)" in str(info.value), str(info.value)
+        with pytest.raises(ParameterError) as audit:
+            build_spec("bitflp", 1.0)
+        assert "entry point (registered: bitflip, bitflip-half), got 'bitflp'" in str(audit.value)
+    finally:
+        mechanisms._plugin_class.cache_clear()
