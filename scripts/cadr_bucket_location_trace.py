@@ -1,5 +1,6 @@
 """Why a regular graph inside one wide θ-search bucket is released off by the same amount at
-every node (issue 20; docs/cadr-private.md "A 12-regular graph released 2 degrees off").
+every node (issue 20; docs/cadr-private.md "rr-300-d12: a regular graph
+inside one wide bucket").
 
     python scripts/cadr_bucket_location_trace.py [--graph rr-300-d12] [--eps-list 0.5,1,2,3,5]
         [--seeds 0,1,2]
