@@ -26,7 +26,10 @@ relay or the collector would send, and read what the machine publishes:
   asked for more than its budget allows). A correct ledger grants step 0 and refuses step
   1, so the readings all 0 vs all 1 leak eps; a ledger that grants twice the window (or
   forgets the window's first edge, or does not charge) lets both reports out: 2 eps.
-  Readings arrive one step at a time (each charge is checked against the history).
+  The 2 readings arrive in ONE ``add_readings`` call, as the fleet delivers a batch (the
+  ledger's ``charge_run``: a run whose first step fits but whose second does not must be
+  cut after the first; refused runs fall back to one charge at a time, which checks each
+  step against the history).
   Output: the privatised values (a refused step shows as -1). Claim: the window budget.
 
 Each entry is registered in ``battery.BATTERY`` (``MACHINE_BATTERY``) so ``ldpfleet audit
@@ -161,8 +164,9 @@ def _cadr_dsr(eps: float, delta: float):
 
 def over_asked_stream(eps: float, reading: float, rng: np.random.Generator) -> np.ndarray:
     """A ``StreamReporter`` (w = 2, window budget ``eps``, its own ledger) asked to
-    privatise 2 equal readings at eps per step, one step at a time; the privatised values
-    (``REFUSED`` where the ledger refused)."""
+    privatise 2 equal readings at eps per step, both in one ``add_readings`` call (the
+    fleet's batch path, ``charge_run``); the privatised values (``REFUSED`` where the ledger
+    refused)."""
     from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 
     class OverAskingConfig(StreamConfig):
@@ -176,10 +180,7 @@ def over_asked_stream(eps: float, reading: float, rng: np.random.Generator) -> n
     )
     reporter = StreamReporter(config, "canary", rng)
     reporter.start(0.0)
-    for _ in range(w):
-        if reporter.finished or reporter.refused_from is not None:
-            break
-        reporter.add_readings([reading], 0.0)
+    reporter.add_readings([reading] * w, 0.0)
     return np.where(np.isnan(reporter.values), REFUSED, reporter.values)
 
 
