@@ -435,6 +435,37 @@ def _sw01_window_unshifted(p: Patcher) -> None:
     p.setattr(SquareWave, "_window_start", broken)
 
 
+def _sw_one_uniform_per_batch(p: Patcher) -> None:
+    from ldpfleet.protocol.sw import SquareWave
+
+    real = SquareWave.perturb
+
+    class _Shared:
+        """A generator whose ``random(shape)`` repeats one draw over the shape."""
+
+        def __init__(self, rng):
+            self._rng = rng
+
+        def random(self, shape=None):
+            return np.full(shape, self._rng.random()) if shape else self._rng.random()
+
+    p.setattr(SquareWave, "perturb", lambda self, v, rng: real(self, v, _Shared(rng)))
+
+
+def _laplace_one_draw_per_batch(p: Patcher) -> None:
+    from ldpfleet.protocol import laplace
+
+    real = laplace.laplace_on_grid
+
+    def broken(rng, value, scale, grid):
+        x = np.asarray(value, dtype=float)
+        noise = real(rng, 0.0, scale, grid)  # bug: one draw for the whole batch
+        out = np.rint(x / grid) * grid + noise
+        return float(out) if out.ndim == 0 else out
+
+    p.setattr(laplace, "laplace_on_grid", broken)
+
+
 _U = "tests/unit/"
 _LEDGER_TESTS = (
     _U + "test_ledger.py",
@@ -548,6 +579,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sw01 window not centred", "sw01 window starts at v instead of v - b",
            _sw01_window_unshifted, (("sw01", 1.0),), (_U + "test_sw.py",),
            missed=_MISSED_ACCURACY),
+    Mutant("sw one uniform per batch", "SquareWave.perturb draws one uniform for all inputs",
+           _sw_one_uniform_per_batch, (("stream", 1.0),),
+           (_U + "test_sw.py", _U + "test_stream_machines.py")),
+    Mutant("laplace one noise draw per batch",
+           "LaplaceMechanism adds the same noise to every value of a batch",
+           _laplace_one_draw_per_batch, (("laplace", 1.0),),
+           (_U + "test_laplace.py", _U + "test_stream_machines.py")),
 )  # fmt: skip
 
 
