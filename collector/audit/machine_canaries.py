@@ -31,7 +31,8 @@ relay or the collector would send, and read what the machine publishes:
   cut after the first; refused runs fall back to one charge at a time, which checks each
   step against the history).
   Output: the privatised values (a refused step shows as -1). Claim: the window budget.
-* ``stream-batch`` — a ``StreamReporter`` (SW, w = 2, window budget eps, eps/2 per step)
+* ``stream-batch`` (SW) and ``stream-batch-laplace`` (Laplace) — a ``StreamReporter`` (w =
+  2, window budget eps, eps/2 per step)
   privatises one batch of 2 readings in one ``add_readings`` call: D reads (0, 0), D'
   reads (0, 1) (w-event neighbours: readings inside one window change). The honest device
   draws its noise per value, so only the second report differs in law (eps/2 < eps: the
@@ -223,14 +224,16 @@ def _stream_ledger(eps: float, delta: float):
 STREAM_BATCH_W = 2
 
 
-def stream_batch(eps: float, second: float, rng: np.random.Generator) -> np.ndarray:
-    """The 2 reports of one ``StreamReporter`` (SW, w = 2, window budget ``eps``) given the
-    readings (0, ``second``) in one ``add_readings`` call (module docstring)."""
+def stream_batch(
+    eps: float, second: float, rng: np.random.Generator, mechanism: str = "sw"
+) -> np.ndarray:
+    """The 2 reports of one ``StreamReporter`` (``mechanism``, w = 2, window budget ``eps``)
+    given the readings (0, ``second``) in one ``add_readings`` call (module docstring)."""
     from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 
     w = STREAM_BATCH_W
     config = StreamConfig(
-        run=RUN, mechanism="sw", eps=eps, w=w, steps=w, batch_steps=w, lo=0.0, hi=1.0
+        run=RUN, mechanism=mechanism, eps=eps, w=w, steps=w, batch_steps=w, lo=0.0, hi=1.0
     )
     reporter = StreamReporter(config, "canary", rng)
     reporter.start(0.0)
@@ -238,25 +241,37 @@ def stream_batch(eps: float, second: float, rng: np.random.Generator) -> np.ndar
     return reporter.values.copy()
 
 
-def _stream_batch(eps: float, delta: float):
+def _stream_batch_of(mechanism: str, entry: str):
+    def build(eps: float, delta: float):
+        return _stream_batch(eps, mechanism, entry)
+
+    return build
+
+
+def _stream_batch(eps: float, mechanism: str, entry: str):
     from ldpfleet.collector.audit.battery import AuditSpec
 
     def sampler(second: float):
-        return lambda rng, n: np.array([stream_batch(eps, second, rng) for _ in range(n)])
+        return lambda rng, n: np.array(
+            [stream_batch(eps, second, rng, mechanism) for _ in range(n)]
+        )
 
     witnesses = {
         "reports equal": lambda y: (np.asarray(y)[:, 0] == np.asarray(y)[:, 1]).astype(float),
         "second report": lambda y: np.asarray(y)[:, 1],
     }
     canary = Canary(
-        f"w = {STREAM_BATCH_W}, one batch; readings (0, 0) vs (0, 1)", sampler(0.0), sampler(1.0)
+        f"{mechanism}, w = {STREAM_BATCH_W}, one batch; readings (0, 0) vs (0, 1)",
+        sampler(0.0),
+        sampler(1.0),
     )
-    return AuditSpec("stream-batch", canary, witnesses, eps, trials=2000)
+    return AuditSpec(entry, canary, witnesses, eps, trials=2000)
 
 
 MACHINE_BATTERY = {
     "lpea-answer": _lpea,
     "cadr-dsr": _cadr_dsr,
     "stream-ledger": _stream_ledger,
-    "stream-batch": _stream_batch,
+    "stream-batch": _stream_batch_of("sw", "stream-batch"),
+    "stream-batch-laplace": _stream_batch_of("laplace", "stream-batch-laplace"),
 }

@@ -584,9 +584,8 @@ MUTANTS: tuple[Mutant, ...] = (
            (_U + "test_sw.py", _U + "test_stream_machines.py")),
     Mutant("laplace one noise draw per batch",
            "LaplaceMechanism adds the same noise to every value of a batch",
-           _laplace_one_draw_per_batch, (("laplace", 1.0),),
-           (_U + "test_laplace.py", _U + "test_stream_machines.py"),
-           missed="stream-batch runs SW; a batch test checks Laplace through the device"),
+           _laplace_one_draw_per_batch, (("laplace", 1.0), ("stream-batch-laplace", 1.0)),
+           (_U + "test_laplace.py", _U + "test_stream_machines.py")),
 )  # fmt: skip
 
 
