@@ -46,7 +46,8 @@ BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
-    "lpea-answer", "cadr-dsr", "stream-ledger", "cadr-theta-count",
+    "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
+    "stream-batch-laplace", "cadr-theta-count",
 )  # fmt: skip
 
 

@@ -26,8 +26,21 @@ relay or the collector would send, and read what the machine publishes:
   asked for more than its budget allows). A correct ledger grants step 0 and refuses step
   1, so the readings all 0 vs all 1 leak eps; a ledger that grants twice the window (or
   forgets the window's first edge, or does not charge) lets both reports out: 2 eps.
-  Readings arrive one step at a time (each charge is checked against the history).
+  The 2 readings arrive in ONE ``add_readings`` call, as the fleet delivers a batch (the
+  ledger's ``charge_run``: a run whose first step fits but whose second does not must be
+  cut after the first; refused runs fall back to one charge at a time, which checks each
+  step against the history).
   Output: the privatised values (a refused step shows as -1). Claim: the window budget.
+* ``stream-batch`` (SW) and ``stream-batch-laplace`` (Laplace) — a ``StreamReporter`` (w =
+  2, window budget eps, eps/2 per step)
+  privatises one batch of 2 readings in one ``add_readings`` call: D reads (0, 0), D'
+  reads (0, 1) (w-event neighbours: readings inside one window change). The honest device
+  draws its noise per value, so only the second report differs in law (eps/2 < eps: the
+  audit stays inconclusive). Noise drawn once per BATCH makes the two reports of D equal
+  always and those of D' almost never (witness "reports equal"): the difference of two
+  reports then reveals the difference of two readings, which the ``stream`` canary (all 0
+  vs all 1) cannot see (a shared draw over equal readings is no worse than one report).
+  Output: the 2 privatised values.
 
 Each entry is registered in ``battery.BATTERY`` (``MACHINE_BATTERY``) so ``ldpfleet audit
 all`` runs it; the family-wise gamma of ``audit all`` covers them (Bonferroni over every
@@ -49,6 +62,7 @@ __all__ = [
     "cadr_dsr_release",
     "lpea_answer",
     "over_asked_stream",
+    "stream_batch",
 ]
 
 RUN = "audit"
@@ -161,8 +175,9 @@ def _cadr_dsr(eps: float, delta: float):
 
 def over_asked_stream(eps: float, reading: float, rng: np.random.Generator) -> np.ndarray:
     """A ``StreamReporter`` (w = 2, window budget ``eps``, its own ledger) asked to
-    privatise 2 equal readings at eps per step, one step at a time; the privatised values
-    (``REFUSED`` where the ledger refused)."""
+    privatise 2 equal readings at eps per step, both in one ``add_readings`` call (the
+    fleet's batch path, ``charge_run``); the privatised values (``REFUSED`` where the ledger
+    refused)."""
     from ldpfleet.protocol.stream import StreamConfig, StreamReporter
 
     class OverAskingConfig(StreamConfig):
@@ -176,10 +191,7 @@ def over_asked_stream(eps: float, reading: float, rng: np.random.Generator) -> n
     )
     reporter = StreamReporter(config, "canary", rng)
     reporter.start(0.0)
-    for _ in range(w):
-        if reporter.finished or reporter.refused_from is not None:
-            break
-        reporter.add_readings([reading], 0.0)
+    reporter.add_readings([reading] * w, 0.0)
     return np.where(np.isnan(reporter.values), REFUSED, reporter.values)
 
 
@@ -209,8 +221,57 @@ def _stream_ledger(eps: float, delta: float):
     return AuditSpec("stream-ledger", canary, witnesses, eps, trials=4000)
 
 
+STREAM_BATCH_W = 2
+
+
+def stream_batch(
+    eps: float, second: float, rng: np.random.Generator, mechanism: str = "sw"
+) -> np.ndarray:
+    """The 2 reports of one ``StreamReporter`` (``mechanism``, w = 2, window budget ``eps``)
+    given the readings (0, ``second``) in one ``add_readings`` call (module docstring)."""
+    from ldpfleet.protocol.stream import StreamConfig, StreamReporter
+
+    w = STREAM_BATCH_W
+    config = StreamConfig(
+        run=RUN, mechanism=mechanism, eps=eps, w=w, steps=w, batch_steps=w, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "canary", rng)
+    reporter.start(0.0)
+    reporter.add_readings([0.0, second], 0.0)
+    return reporter.values.copy()
+
+
+def _stream_batch_of(mechanism: str, entry: str):
+    def build(eps: float, delta: float):
+        return _stream_batch(eps, mechanism, entry)
+
+    return build
+
+
+def _stream_batch(eps: float, mechanism: str, entry: str):
+    from ldpfleet.collector.audit.battery import AuditSpec
+
+    def sampler(second: float):
+        return lambda rng, n: np.array(
+            [stream_batch(eps, second, rng, mechanism) for _ in range(n)]
+        )
+
+    witnesses = {
+        "reports equal": lambda y: (np.asarray(y)[:, 0] == np.asarray(y)[:, 1]).astype(float),
+        "second report": lambda y: np.asarray(y)[:, 1],
+    }
+    canary = Canary(
+        f"{mechanism}, w = {STREAM_BATCH_W}, one batch; readings (0, 0) vs (0, 1)",
+        sampler(0.0),
+        sampler(1.0),
+    )
+    return AuditSpec(entry, canary, witnesses, eps, trials=2000)
+
+
 MACHINE_BATTERY = {
     "lpea-answer": _lpea,
     "cadr-dsr": _cadr_dsr,
     "stream-ledger": _stream_ledger,
+    "stream-batch": _stream_batch_of("sw", "stream-batch"),
+    "stream-batch-laplace": _stream_batch_of("laplace", "stream-batch-laplace"),
 }

@@ -272,6 +272,200 @@ def _stream_eps0_is_eps(p: Patcher) -> None:
     p.setattr(StreamConfig, "eps0", property(lambda self: 0.0 if self.raw else self.eps))
 
 
+# ---- held-out mutants (written from the mechanisms before reading the list above) ----------
+
+
+def _theta_noise_sensitivity_one(p: Patcher) -> None:
+    from ldpfleet.protocol import cadr_theta_noise
+
+    real = cadr_theta_noise.share_ratio
+    p.setattr(cadr_theta_noise, "share_ratio", lambda eps, sensitivity=2: real(eps, 1))
+
+
+def _polya_share_with(combine: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+    """``polya_share`` whose two NB halves are combined by ``combine``, planted where the
+    device machine imported it too."""
+
+    def plant(p: Patcher) -> None:
+        from fractions import Fraction
+
+        from ldpfleet.protocol import cadr_device, cadr_theta_noise, samplers
+
+        def broken(rng, parties, eps, size):
+            a = cadr_theta_noise.share_ratio(eps)
+            both = samplers.negative_binomial(rng, Fraction(1, int(parties)), a, 2 * int(size))
+            return combine(both[: int(size)], both[int(size) :])
+
+        p.setattr(cadr_theta_noise, "polya_share", broken)
+        p.setattr(cadr_device, "polya_share", broken)
+
+    return plant
+
+
+def _noise_parties_all(p: Patcher) -> None:
+    from ldpfleet.collector import cadr_fleet, cadr_reference
+    from ldpfleet.protocol import cadr_theta_noise
+
+    def broken(n, survival=cadr_theta_noise.NOISE_SURVIVAL):
+        return int(n)  # bug: noise for every device, none for the dropouts
+
+    for module in (cadr_theta_noise, cadr_fleet, cadr_reference):
+        p.setattr(module, "noise_parties", broken)
+
+
+def _bucket_vector_inclusive(p: Patcher) -> None:
+    from ldpfleet.protocol import cadr_device, cadr_theta_noise
+
+    def broken(degree, thresholds):
+        t = np.asarray(thresholds)
+        out = np.zeros(len(t) + 1)
+        out[int(np.sum(t <= degree))] = 1.0  # bug: t_j <= d instead of t_j < d
+        return out
+
+    p.setattr(cadr_theta_noise, "bucket_vector", broken)
+    p.setattr(cadr_device, "bucket_vector", broken)
+
+
+def _ndoe_unclamped(p: Patcher) -> None:
+    from ldpfleet.protocol import cadr_device, exponential
+
+    def broken(degree, partitions):
+        parts = exponential._check_partitions(partitions)
+        medians = (parts[:, 0] + parts[:, 1]) / 2.0
+        return -np.abs(int(degree) - medians)  # bug: no clamp into [d_min, d_max]
+
+    p.setattr(exponential, "ndoe_scores", broken)
+    p.setattr(cadr_device, "ndoe_scores", broken)
+
+
+def _stream_mechanism_at_eps(p: Patcher) -> None:
+    from ldpfleet.protocol import stream
+
+    def broken(self):
+        return stream.stream_mechanism(self.mechanism, self.eps)  # bug: eps, not eps0
+
+    p.setattr(stream.StreamConfig, "mechanism_object", broken)
+
+
+def _charge_run_checks_first_step(p: Patcher) -> None:
+    from ldpfleet.protocol.ledger import BudgetExhausted, WindowAccount, _exceeds
+
+    def broken(self, t0, eps0, count):
+        tt, e0 = self._validate(t0, eps0)
+        n = int(count)
+        if n == 0:
+            return 0, None
+        s, spent = self._worst_window(tt, e0)  # bug: only the run's first step is checked
+        if _exceeds(spent, self.eps):
+            self.refusals += 1
+            return 0, BudgetExhausted(f"window [{s}, {s + self.w - 1}] full", field="eps0")
+        self._record(tt, e0, n)
+        return n, None
+
+    p.setattr(WindowAccount, "charge_run", broken)
+
+
+def _discrete_laplace_zero_twice(p: Patcher) -> None:
+    from ldpfleet.protocol import samplers
+
+    def broken(bits, t, s):
+        while True:
+            u = bits.below(t)
+            if not samplers._bern_exp_scalar(bits, u, t):
+                continue
+            v = 0
+            while samplers._bern_exp_scalar(bits, 1, 1):
+                v += 1
+            y = (u + t * v) // s
+            return -y if bits.take(1) else y  # bug: (-, 0) kept, so 0 counts twice
+
+    p.setattr(samplers, "_discrete_laplace_scalar", broken)
+
+
+def _rr_scalar_inverted(p: Patcher) -> None:
+    from ldpfleet.protocol.rr import WarnerRR
+
+    real = WarnerRR.respond
+
+    def broken(self, bit, rng):
+        if type(bit) is bool:
+            return bit != (rng.random() < self.p)  # bug: lies with probability p
+        return real(self, bit, rng)
+
+    p.setattr(WarnerRR, "respond", broken)
+
+
+def _piecewise_centre_slope(p: Patcher) -> None:
+    from ldpfleet.protocol.piecewise import PiecewiseMechanism
+
+    def broken(self, x):
+        t = 2.0 * np.asarray(x, dtype=float) - 1.0
+        left = (self.bound - 1.0) / 2.0 * t - (self.bound - 1.0) / 2.0  # bug: C - 1, not C + 1
+        return left, left + self.bound - 1.0
+
+    p.setattr(PiecewiseMechanism, "centre", broken)
+
+
+def _hybrid_alpha_reversed(p: Patcher) -> None:
+    from ldpfleet.protocol import hybrid
+
+    real = hybrid.HybridMechanism.__post_init__
+
+    def broken(self) -> None:
+        real(self)
+        alpha = -math.expm1(-self.eps / 2.0) if self.eps <= hybrid.EPS_STAR else 0.0
+        bound = self.piecewise.bound if alpha > 0.0 else self.duchi.bound
+        object.__setattr__(self, "alpha", alpha)  # bug: the eps* comparison reversed
+        object.__setattr__(self, "output_low", -bound)
+        object.__setattr__(self, "output_high", bound)
+
+    p.setattr(hybrid.HybridMechanism, "__post_init__", broken)
+
+
+def _sw01_window_unshifted(p: Patcher) -> None:
+    from ldpfleet.protocol.sw import SquareWave
+
+    real = SquareWave._window_start
+
+    def broken(self, v):
+        if self.variant == "sw":
+            return real(self, v)
+        return np.clip(v, 0.0, 1.0 - 2.0 * self.b)  # bug: not centred on v (v - b)
+
+    p.setattr(SquareWave, "_window_start", broken)
+
+
+def _sw_one_uniform_per_batch(p: Patcher) -> None:
+    from ldpfleet.protocol.sw import SquareWave
+
+    real = SquareWave.perturb
+
+    class _Shared:
+        """A generator whose ``random(shape)`` repeats one draw over the shape."""
+
+        def __init__(self, rng):
+            self._rng = rng
+
+        def random(self, shape=None):
+            return np.full(shape, self._rng.random()) if shape else self._rng.random()
+
+    p.setattr(SquareWave, "perturb", lambda self, v, rng: real(self, v, _Shared(rng)))
+
+
+def _laplace_one_draw_per_batch(p: Patcher) -> None:
+    from ldpfleet.protocol import laplace
+
+    real = laplace.laplace_on_grid
+
+    def broken(rng, value, scale, grid):
+        x = np.asarray(value, dtype=float)
+        noise = real(rng, 0.0, scale, grid)  # bug: one draw for the whole batch
+        out = np.rint(x / grid) * grid + noise
+        return float(out) if out.ndim == 0 else out
+
+    p.setattr(laplace, "laplace_on_grid", broken)
+
+
 _U = "tests/unit/"
 _LEDGER_TESTS = (
     _U + "test_ledger.py",
@@ -284,6 +478,9 @@ _CADR_TESTS = (
     _U + "test_lpea_machine.py",
 )
 _MISSED_PRIVATE = "post-processing: privacy is unchanged, only the estimate is wrong"
+_MISSED_ACCURACY = (
+    "still eps-DP (the output law changes, not its privacy): only the estimate is wrong"
+)
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("lpea builds WarnerRR(2 eps)", "protocol/lpea.py answers at 2 eps while claiming eps",
@@ -338,6 +535,57 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("stream per-step eps instead of eps / w", "StreamConfig.eps0 = eps",
            _stream_eps0_is_eps, (("stream", 1.0),), (_U + "test_stream_machines.py",),
            missed="the device ledger refuses steps 2..w: only one report at eps leaves"),
+    Mutant("theta noise for sensitivity 1",
+           "share_ratio uses a = exp(-eps), not exp(-eps / 2): the one-hot vector moves 2",
+           _theta_noise_sensitivity_one, (("cadr-theta-count", 1.0),),
+           (_U + "test_cadr_theta_noise.py",)),
+    Mutant("theta noise shares added, not subtracted",
+           "polya_share returns NB + NB (one-sided noise) instead of NB - NB",
+           _polya_share_with(lambda a, b: a + b), (("cadr-theta-count", 1.0),),
+           (_U + "test_cadr_theta_noise.py",)),
+    Mutant("theta noise without the dropout margin",
+           "noise_parties(n) = n: every survivor adds noise for n, too little after a dropout",
+           _noise_parties_all, (("cadr-theta-count", 1.0),), (_U + "test_cadr_theta_noise.py",),
+           missed="the canary's plan fixes noise_parties; the margin only matters on dropouts"),
+    Mutant("theta bucket off by one", "bucket_vector puts degree d in the bucket of t_j <= d",
+           _bucket_vector_inclusive, (("cadr-theta-count", 1.0),),
+           (_U + "test_cadr_theta_noise.py",), missed=_MISSED_PRIVATE),
+    Mutant("ndoe degree not clamped", "ndoe_scores skips the clamp into [d_min, d_max]",
+           _ndoe_unclamped, (("ndoe", 1.0),), (_U + "test_cadr_mechanisms.py",),
+           missed="beyond d_max every score moves by the same amount (m_j - d): the "
+           "exponential mechanism's law is unchanged, so it is no privacy bug"),
+    Mutant("stream mechanism built at eps, ledger charges eps / w",
+           "StreamConfig.mechanism_object builds the randomizer at eps instead of eps0",
+           _stream_mechanism_at_eps, (("stream", 1.0),), (_U + "test_stream_machines.py",)),
+    Mutant("ledger checks only a run's first step",
+           "WindowAccount.charge_run checks the first step's windows, then records the run",
+           _charge_run_checks_first_step, (("stream-ledger", 1.0),), _LEDGER_TESTS),
+    Mutant("discrete laplace counts zero twice",
+           "the small-request sampler keeps (sign -, 0): P[0] doubled",
+           _discrete_laplace_zero_twice, (("dsr", 1.0),), (_U + "test_samplers.py",),
+           missed="one grid point's mass doubles: no histogram witness isolates it"),
+    Mutant("dsr sensitivity theta - 1", "dsr_scale (theta - 1) / eps",
+           _dsr_scale(lambda theta, eps: (theta - 1) / eps), (("dsr", 1.0), ("cadr-dsr", 1.0)),
+           _CADR_TESTS),
+    Mutant("rr machine path lies with probability p",
+           "WarnerRR.respond(bool) tells the truth with 1 - p", _rr_scalar_inverted,
+           (("lpea-answer", 1.0),), _CADR_TESTS, missed=_MISSED_ACCURACY),
+    Mutant("piecewise centre slope (C - 1) / 2", "PM's centre piece moves too slowly with t",
+           _piecewise_centre_slope, (("piecewise", 1.0),),
+           (_U + "test_comparison_mechanisms.py",), missed=_MISSED_ACCURACY),
+    Mutant("hybrid alpha condition reversed", "HM mixes PM in below eps*, not above",
+           _hybrid_alpha_reversed, (("hybrid", 1.0),), (_U + "test_comparison_mechanisms.py",),
+           missed=_MISSED_ACCURACY),
+    Mutant("sw01 window not centred", "sw01 window starts at v instead of v - b",
+           _sw01_window_unshifted, (("sw01", 1.0),), (_U + "test_sw.py",),
+           missed=_MISSED_ACCURACY),
+    Mutant("sw one uniform per batch", "SquareWave.perturb draws one uniform for all inputs",
+           _sw_one_uniform_per_batch, (("stream", 1.0), ("stream-batch", 1.0)),
+           (_U + "test_sw.py", _U + "test_stream_machines.py")),
+    Mutant("laplace one noise draw per batch",
+           "LaplaceMechanism adds the same noise to every value of a batch",
+           _laplace_one_draw_per_batch, (("laplace", 1.0), ("stream-batch-laplace", 1.0)),
+           (_U + "test_laplace.py", _U + "test_stream_machines.py")),
 )  # fmt: skip
 
 

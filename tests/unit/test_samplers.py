@@ -80,6 +80,18 @@ def test_the_small_request_path_matches_the_pmf_too(scale):
     assert stat < chi2.ppf(1 - FALSE_FAILURE, support.size - 1), stat
 
 
+def test_the_small_request_path_counts_zero_once():
+    # Quick-tier guard of the pure-Python path (the pmf test above is in the slow tier): a
+    # sampler that keeps the draw (sign -, 0) puts P[0] = 1 - a instead of (1 - a) / (1 + a)
+    # (a = e^-1: 0.632 instead of 0.462), an eps-DP break at the outputs next to the input.
+    # Hoeffding over n = 2520 draws: P[|freq - P0| >= 0.085] <= 2 exp(-2 n 0.085^2) = 3e-16,
+    # far below FALSE_FAILURE; the planted bug is 0.17 away, so it fails as surely.
+    rng = np.random.default_rng(13)
+    sample = np.concatenate([discrete_laplace(rng, 1, VECTOR_MIN - 1) for _ in range(40)])
+    a = math.exp(-1.0)
+    assert abs(np.mean(sample == 0) - (1 - a) / (1 + a)) < 0.085
+
+
 def test_discrete_laplace_agrees_with_opendp():
     # Two-sample chi-square test of homogeneity between our sampler (seeded generator) and
     # OpenDP's (OS randomness; its outcome is random, the false-failure rate ~1e-6 as above).

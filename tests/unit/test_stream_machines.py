@@ -970,3 +970,21 @@ def test_idle_device_frees_its_slot_and_is_readmitted_when_heard_from():
     fleet.finish()
     assert all(r.state == "done" for r in fleet.reporters.values())
     assert fleet.events(StageClosed)[0].complete
+
+
+@pytest.mark.parametrize("mechanism", ["sw", "sw01", "laplace", "piecewise"])
+def test_a_batch_of_equal_readings_gets_independent_noise_per_step(mechanism):
+    # Noise drawn once per batch instead of once per value would make the reports of
+    # equal readings equal, and the difference of two reports would reveal the difference
+    # of two readings exactly (no eps at all) — a bug the all-0-vs-all-1 stream audit cannot
+    # see. The device path (StreamReporter, one add_readings call) must give pairwise
+    # distinct reports. False failure: continuous mechanisms collide with probability of
+    # order 2**-50 per pair; the Laplace grid law (grid 2**-20, scale 1 / eps0, eps0 =
+    # 1/16) collides with probability sum_z P(z)^2 ~ 2**-20 eps0 / 2 = 3e-8 per pair, so
+    # 28 pairs give 8.3e-7 < 1e-6.
+    config = make_config(mechanism=mechanism, eps=0.5, w=8, steps=8, batch_steps=8)
+    reporter = StreamReporter(config, "dev00", np.random.default_rng(5))
+    reporter.start(0.0)
+    reporter.add_readings(np.full(8, 5.0), 0.0)
+    assert reporter.privatised == 8
+    assert len(set(reporter.values.tolist())) == 8, reporter.values
