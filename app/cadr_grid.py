@@ -163,6 +163,20 @@ def run_cell(label: str, eps: float, seed: int, method: str, alpha: float = 0.1)
     }
 
 
+def mae_spread(runs: list[dict]) -> dict:
+    """The runs of one (graph, ε) cell summarised: the mean, min and max of their ``mae``,
+    and the baselines (the same in every run) ``median`` and ``zero``."""
+    maes = [r["mae"] for r in runs]
+    return {
+        "runs": len(runs),
+        "mae_mean": float(np.mean(maes)),
+        "mae_min": min(maes),
+        "mae_max": max(maes),
+        "median": runs[0]["median"],
+        "zero": runs[0]["zero"],
+    }
+
+
 def _cells(rows: list[dict]) -> list[dict]:
     out = []
     keys = sorted(
@@ -171,21 +185,16 @@ def _cells(rows: list[dict]) -> list[dict]:
     )
     for g, e in keys:
         rs = [r for r in rows if r["graph"] == g and r["eps"] == e]
-        maes = [r["mae"] for r in rs]
+        spread = mae_spread(rs)
         out.append(
             {
                 "graph": g,
                 "n": rs[0]["n"],
                 "eps": e,
                 "eps_theta": rs[0]["eps_theta"],
-                "runs": len(rs),
-                "mae_mean": float(np.mean(maes)),
-                "mae_min": min(maes),
-                "mae_max": max(maes),
-                "median": rs[0]["median"],
-                "zero": rs[0]["zero"],
-                "worst_minus_median": max(maes) - rs[0]["median"],
-                "mean_minus_median": float(np.mean(maes)) - rs[0]["median"],
+                **spread,
+                "worst_minus_median": spread["mae_max"] - spread["median"],
+                "mean_minus_median": spread["mae_mean"] - spread["median"],
             }
         )
     return out

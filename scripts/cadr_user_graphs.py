@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.app.cadr_grid import mae_spread
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -176,17 +177,11 @@ def cells(rows: list[dict]) -> list[dict]:
     for label in USER_GRAPHS:
         for eps in sorted({r["eps"] for r in rows if r["graph"] == label}):
             rs = [r for r in rows if r["graph"] == label and r["eps"] == eps]
-            maes = [r["mae"] for r in rs]
             out.append(
                 {
                     **{k: rs[0][k] for k in ("graph", "format", "n", "edges", "max_degree")},
                     "eps": eps,
-                    "runs": len(rs),
-                    "mae_mean": float(np.mean(maes)),
-                    "mae_min": min(maes),
-                    "mae_max": max(maes),
-                    "median": rs[0]["median"],
-                    "zero": rs[0]["zero"],
+                    **mae_spread(rs),
                 }
             )
     return out
