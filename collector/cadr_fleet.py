@@ -387,7 +387,9 @@ async def _search_theta(
     if not isinstance(rule, str):
         return int(rule)
 
-    async def ask(session: str, measure: str, thresholds: list[int], fp: FixedPoint) -> np.ndarray:
+    async def ask(
+        session: str, measure: str, thresholds: list[int], fp: FixedPoint, min_inputs: int = 0
+    ) -> np.ndarray:
         await broadcast(
             "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
         )
@@ -401,6 +403,7 @@ async def _search_theta(
             fp,
             degree=secagg_degree,
             stage_timeout=stage_timeout,
+            min_inputs=min_inputs,
         )
         if result.aborted or result.total is None:
             raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
@@ -417,10 +420,9 @@ async def _search_theta(
     if rule == "auto-dev" and parties > 0:
         thresholds = bucket_grid(degree_bound, bucket_count(len(members), eps_theta))
         fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
-        totals = await ask("theta-buckets", "bucket", thresholds, fp)
+        # the noise needs >= parties shares: the secure sum aborts before unmasking fewer
+        totals = await ask("theta-buckets", "bucket", thresholds, fp, min_inputs=parties)
         query = outcome.theta_queries[-1]
-        if query["survivors"] < parties:  # the noise needs >= parties shares
-            raise CadrFailed(f"θ search: {query['survivors']} survivors, the noise needs {parties}")
         sums = np.rint(totals).astype(np.int64)
         above = counts_above(sums)
         target = deviation_target(query["survivors"], eps_dsr, weight)

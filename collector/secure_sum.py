@@ -69,12 +69,15 @@ async def secure_sum(
     raise_on_abort: bool = False,
     active: bool = False,
     identity_keys: Mapping[str, bytes] | None = None,
+    min_inputs: int = 0,
 ) -> SecureSumResult:
     """Run one secure-aggregation session as the collector. ``ready`` is set once it
     listens; the session starts after ``devices_ready`` completes (e.g. when every device
     has subscribed to its inbox: a device that is not listening misses its setup).
     ``active`` turns on the active-adversary mode (signed keys and the consistency round);
-    ``identity_keys`` maps every device to its Ed25519 public identity key."""
+    ``identity_keys`` maps every device to its Ed25519 public identity key;
+    ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
+    aborts before unmasking fewer)."""
     loop = asyncio.get_running_loop()
     started = time.perf_counter()
     stage_started: dict[str, float] = {}
@@ -94,6 +97,7 @@ async def secure_sum(
             dim,
             fixed_point,
             threshold=threshold,
+            min_inputs=min_inputs,
             graph=graph,
             degree=degree,
             stage_timeout=stage_timeout,

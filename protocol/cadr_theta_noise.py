@@ -31,8 +31,8 @@ distributed geometric mechanism of Goryczka & Xiong, "A comprehensive comparison
 multiparty secure additions with differential privacy", IEEE TDSC 2017).
 
 Dropouts: ``m`` is the plan's ``noise_parties``, the fewest survivors the collector opens a
-sum with (``ceil(NOISE_SURVIVAL · n)``; the collector refuses a sum with fewer
-survivors, ``collector.cadr_fleet``). A sum over ``s >= m`` survivors carries
+sum with (``ceil(NOISE_SURVIVAL · n)``; ``collector.cadr_fleet`` runs the secure sum with
+``min_inputs = m``, so it aborts before unmasking fewer). A sum over ``s >= m`` survivors carries
 ``NB(s/m) - NB(s/m)`` = the mechanism's noise plus independent, data-independent extra
 noise, so it is at least as private (post-processing); a dropped device's share is
 missing, but so is its bucket. Each survivor adds noise for ``m``, not ``n``: the noise

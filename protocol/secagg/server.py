@@ -47,12 +47,17 @@ replies keep trickling in are waited for, while a device that is really gone cos
 ``patience`` x ``stage_timeout`` between two messages of the server (``silence_limit``).
 Closing checks that at least t devices replied; otherwise the session is aborted with a
 reason naming the stage and the counts (``Aborted`` event, ``SaAbort`` to every
-participant). SecAgg+ adds per-device checks (Bell et al. §3): a device whose share
-holders that are still present number fewer than t could never be unmasked, so after
-``advertise`` and ``share`` such devices are excluded (repeatedly, until every remaining
-device has t holders; Flower's survivors crash on exactly this case), and after ``masked``
-the session aborts if a survivor's self-mask seed or a dropped device's mask key could not
-be reconstructed. A device that misses a deadline or is excluded gets
+participant). ``min_inputs`` (default 0: off) adds a floor on the inputs a sum may cover,
+for a caller whose privacy needs many of them (the DP θ search of CADR-LDP: each device's
+noise share is sized for at least that many sharers, ``protocol.cadr_theta_noise``):
+through ``masked``, a stage closing with fewer devices present aborts the session, so
+nothing is unmasked over too few inputs. The rule is the server's: in SecAgg+ a device sees
+only its neighbourhood and cannot check it. SecAgg+ adds per-device checks (Bell et al. §3):
+a device whose share holders that are still present number fewer than t could never be
+unmasked, so after ``advertise`` and ``share`` such devices are excluded (repeatedly, until
+every remaining device has t holders; Flower's survivors crash on exactly this case), and
+after ``masked`` the session aborts if a survivor's self-mask seed or a dropped device's
+mask key could not be reconstructed. A device that misses a deadline or is excluded gets
 ``SaAbort(excluded=True)`` so its pump can stop.
 
 Validation: every message must come on its sender's own ``up`` topic, from a participant,
@@ -228,6 +233,7 @@ class SecAggServer(PeerFacingMachine):
         random_bytes: RandomBytes = os.urandom,
         active: bool = False,
         identity_keys: Mapping[str, bytes] | None = None,
+        min_inputs: int = 0,
     ) -> None:
         self.run = topics.check_ident(run, "run")
         super().__init__(self.run)
@@ -258,6 +264,7 @@ class SecAggServer(PeerFacingMachine):
         self.graph_kind = graph
         self.neighbours = self._build_graph(graph, degree, random_bytes)
         self.threshold = self._check_threshold(threshold)
+        self.min_inputs = self._check_min_inputs(min_inputs)
         self._previous_keys = frozenset(previous_public_keys)
         # to test advertised points; the parsed key object is kept (2 agreements a device)
         self._probe_key = crypto.generate_keypair(random_bytes).agreement_key()
@@ -340,6 +347,15 @@ class SecAggServer(PeerFacingMachine):
                 field="threshold",
             )
         return threshold
+
+    def _check_min_inputs(self, min_inputs: int) -> int:
+        """The fewest inputs a sum may cover (0: the threshold alone decides)."""
+        if not _is_int(min_inputs) or not 0 <= min_inputs <= self.n:
+            raise ParameterError(
+                f"must be an integer in [0, {self.n}] (the participants), got {min_inputs!r}",
+                field="min_inputs",
+            )
+        return int(min_inputs)
 
     # ---- properties ---------------------------------------------------------------------
 
@@ -662,11 +678,26 @@ class SecAggServer(PeerFacingMachine):
 
     def _enough(self, stage: str, members: Collection[int], out_of: int) -> bool:
         if len(members) >= self.threshold:
-            return True
+            return self._enough_inputs(stage, members, out_of)
         self._abort(
             stage,
             f"{stage} stage: only {len(members)} of {out_of} devices "
             f"{_REPLY_VERB[stage]} (threshold {self.threshold})",
+        )
+        return False
+
+    def _enough_inputs(self, stage: str, members: Collection[int], out_of: int) -> bool:
+        """``min_inputs``: until the masked inputs are in, the devices still present bound
+        the inputs the sum could cover; a session that can no longer reach
+        ``min_inputs`` aborts before anything is unmasked (the consistency and unmask
+        stages answer for inputs already fixed: the threshold alone applies there)."""
+        if stage in ("consistency", "unmask") or len(members) >= self.min_inputs:
+            return True
+        self._abort(
+            stage,
+            f"{stage} stage: only {len(members)} of {out_of} devices "
+            f"{_REPLY_VERB[stage]}; the sum needs at least {self.min_inputs} inputs "
+            "(min_inputs)",
         )
         return False
 
@@ -693,6 +724,8 @@ class SecAggServer(PeerFacingMachine):
                 f"{stage} stage: only {len(core)} of {len(members)} devices keep at least "
                 f"{self.threshold} share holders (threshold {self.threshold}, SecAgg+ graph)",
             )
+            return None
+        if not self._enough_inputs(stage, core, len(members)):
             return None
         return frozenset(core)
 
@@ -968,6 +1001,7 @@ class SecAggServer(PeerFacingMachine):
             "graph": self.graph_kind,
             "degree": max(len(vs) for vs in self.neighbours.values()),
             "threshold": self.threshold,
+            "min_inputs": self.min_inputs,
             "devices": self.n,
             "advertised": len(self.u1),
             "shared": len(self.u2),

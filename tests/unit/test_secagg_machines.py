@@ -449,6 +449,55 @@ def test_abort_below_threshold_names_the_stage_and_counts(stage: str) -> None:
             assert client.state == "aborted" and client.abort_reason == aborted.reason
 
 
+# ---- min_inputs: the fewest inputs a sum may cover (the DP θ search's noise floor) ----
+
+
+@pytest.mark.parametrize("stage", ("before_keys", "after_keys", "after_shares"))
+@pytest.mark.parametrize("graph", ("full", "harary"))
+def test_min_inputs_aborts_before_anything_is_unmasked(stage: str, graph: str) -> None:
+    n, floor = 10, 9
+    session = make_session(n=n, graph=graph, seed=310, min_inputs=floor)
+    dropped = pick(sorted(session.inputs), n - floor + 1, seed=11)  # 8 left: one too few
+    session.net.drops = dict.fromkeys(dropped, stage)
+    session.net.run()
+    assert not session.net.only(SumReady)
+    (aborted,) = session.net.only(Aborted)
+    assert aborted.stage == _ABORT_STAGE[stage]
+    assert f"only {floor - 1} of" in aborted.reason
+    assert f"needs at least {floor} inputs (min_inputs)" in aborted.reason
+    # no device was asked for a share of anything: nothing was unmasked
+    asked = [m for ms in session.net.received.values() for m in ms]
+    assert not any(isinstance(m, SaUnmaskRequest) for m in asked)
+    assert session.server.summary()["min_inputs"] == floor
+
+
+@pytest.mark.parametrize("stage", DROP_STAGES)
+def test_min_inputs_met_sums_exactly(stage: str) -> None:
+    n, floor = 10, 9
+    session = make_session(n=n, seed=320, min_inputs=floor)
+    devices = sorted(session.inputs)
+    dropped = pick(devices, n - floor, seed=12)
+    session.net.drops = dict.fromkeys(dropped, stage)
+    session.net.run()
+    (result,) = session.net.only(SumReady)
+    assert result.survivors == expected_survivors(devices, dropped, stage)
+    assert len(result.survivors) >= floor
+    assert_exact(session, result)
+
+
+def test_min_inputs_does_not_apply_to_unmask_answers() -> None:
+    """Every input is in (U3 = 10); two devices then drop while unmasking: the sum still
+    covers 10 inputs, so the floor of 10 is met and the threshold alone decides."""
+    n = 10
+    session = make_session(n=n, seed=330, min_inputs=n)
+    devices = sorted(session.inputs)
+    session.net.drops = dict.fromkeys(pick(devices, 2, seed=13), "during_unmask")
+    session.net.run()
+    (result,) = session.net.only(SumReady)
+    assert len(result.survivors) == n
+    assert_exact(session, result)
+
+
 def test_device_abort_counts_as_a_dropout() -> None:
     session = make_session(n=6, seed=4)
     refuser = "dev03"
@@ -827,6 +876,9 @@ def test_client_refuses_a_setup_whose_sum_could_wrap() -> None:
         ({"graph": "full", "degree": 3}, "degree"),
         ({"bits": 32}, "bits"),
         ({"stage_timeout": 0.0}, "stage_timeout"),
+        ({"min_inputs": 9}, "min_inputs"),  # more than the 8 participants
+        ({"min_inputs": -1}, "min_inputs"),
+        ({"min_inputs": 2.5}, "min_inputs"),
     ],
 )
 def test_invalid_parameters_are_refused(options: dict, field_name: str) -> None:
