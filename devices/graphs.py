@@ -20,7 +20,8 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     Plain text, or compressed with gzip, bzip2 or xz — recognised by the magic bytes at
     the start of the file, so the suffix is not needed (a file *named* ``.gz``/``.bz2``/
     ``.xz`` that is not so compressed is refused as unreadable). UTF-8 (a BOM is skipped)
-    or UTF-16 with a BOM (Windows "Unicode", PowerShell's ``>``). A leading ``~`` in the
+    or UTF-16 with a BOM (Windows "Unicode", PowerShell's ``>``) or without one (told by
+    its zero bytes). A leading ``~`` in the
     path is the home folder. One edge per line: two integer node ids separated by
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
@@ -324,13 +325,34 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
 
 
 def _decoded(path: Path, raw: bytes) -> bytes:
-    """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM) decoded."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # Windows "Unicode" (PowerShell's >)
+    """UTF-8 bytes of the text: a UTF-8 BOM dropped, UTF-16 (with a BOM, or without one
+    when the zero bytes say so: ``_bomless_utf16``) decoded."""
+    bom = raw.startswith((b"\xff\xfe", b"\xfe\xff"))  # Windows "Unicode" (PowerShell's >)
+    encoding = "utf-16" if bom else _bomless_utf16(raw)
+    if encoding is not None:
         try:
-            return raw.decode("utf-16").encode("utf-8")
+            return raw.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as exc:
             raise _cannot_read(path, f"broken UTF-16 text at byte {exc.start}") from None
     return raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM (Notepad) is not part of an id
+
+
+UTF16_SAMPLE = 65536  # bytes looked at to recognise UTF-16 without a BOM
+
+
+def _bomless_utf16(raw: bytes) -> str | None:
+    """``utf-16-le``/``utf-16-be`` for UTF-16 text without a BOM, else None. An edge list
+    is ASCII (digits, whitespace, ``#``/``%`` comments), so in UTF-16 every character's high
+    byte is zero: zero bytes at 90 % or more of the odd (LE) or even (BE) positions of the
+    first ``UTF16_SAMPLE`` bytes, and none at the others. UTF-8 text has no zero byte."""
+    sample = raw[: UTF16_SAMPLE - UTF16_SAMPLE % 2]
+    if len(sample) < 2 or len(raw) % 2 or b"\x00" not in sample:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    for zeros, others, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if b"\x00" not in others and zeros.count(0) >= 0.9 * len(zeros):
+            return encoding
+    return None
 
 
 def _is_comment(line: bytes) -> bool:

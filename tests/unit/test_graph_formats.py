@@ -66,6 +66,21 @@ def test_utf16_text_with_a_bom_is_decoded(tmp_path, encoding):
     _same_as_plain(load_edge_list(path))
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_text_without_a_bom_is_recognised_by_its_zero_bytes(tmp_path, encoding):
+    path = tmp_path / "nobom.txt"  # e.g. .NET's Encoding.Unicode.GetBytes, iconv -t UTF-16LE
+    path.write_bytes("% KONECT\n1 2\n2 3\r\n3 1\n3 4\n".encode(encoding))
+    _same_as_plain(load_edge_list(path))
+
+
+def test_a_file_with_stray_zero_bytes_is_not_taken_for_utf16(tmp_path):
+    path = tmp_path / "nul.txt"  # zero bytes at both parities: not UTF-16, so refused
+    path.write_bytes(b"1 2\n\x00\x002 3\n")
+    with pytest.raises(ParameterError) as info:
+        load_edge_list(path)
+    assert info.value.field == "nul.txt" and "line 2: node ids must be integers" in str(info.value)
+
+
 def test_a_tilde_path_is_the_home_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "mine.txt").write_bytes(EDGES)
