@@ -27,12 +27,13 @@ survives); the other devices list one neighbour each in both worlds. Claim: the 
 the plan's budget (``CadrBudget.theta``, the plan's eps chosen so that it is the audited
 eps). Witnesses: the first bucket, the last bucket, and first minus last (the two entries
 that move: the L1 sensitivity is 2, split over them); the dropout entry adds
-``min(first, -last)``, whose event ``>= t`` is the quadrant {first >= t + 1 and last <= -t}
-in D. For the correct noise (two-sided geometric of ratio ``a = exp(-eps / 2)`` on each
-entry, memoryless tails) its log-ratio is exactly eps at every ``t >= 0``; with the
-mutant's ``NB(0.9) - NB(0.9)`` per entry it is eps + 0.16 at eps = 2 (exact sums, issue 20
-notes in docs/audit.md). First minus last cannot see that mutant: its noise is
-``NB(1.8) - NB(1.8)``, whose tail ratios stay below e^eps.
+``min(first, 1 - last)``, whose event ``>= t`` is the quadrant {first >= t, last <= 1 - t}.
+With the correct noise (two-sided geometric of ratio ``a = exp(-eps / 2)`` on each entry,
+memoryless tails) the event's log-ratio between the worlds is exactly eps at every
+``t >= 1``; with the mutant's ``NB(0.9) - NB(0.9)`` per entry it is eps + 0.16 at
+eps = 2, t = 1 (exact sums; docs/audit.md, "cadr-theta-count-dropout"). First minus last
+cannot see that mutant: its noise is ``NB(1.8) - NB(1.8)``, whose tail ratios stay below
+e^eps at every threshold (1.95 at eps = 2), and one entry alone leaks eps / 2 + 0.1.
 """
 
 from __future__ import annotations

@@ -141,9 +141,9 @@ def test_the_dropout_canary_holds_its_claim():
 
 
 def test_the_dropout_canary_catches_noise_for_every_device():
-    # the mutant's exact log-ratio of the chosen event is 2.16 at claim 2 (docs/audit.md);
-    # at 30,000 runs per world and gamma = 0.05 a simulation of the same law catches it
-    # at 20 of 20 seeds (eps_LB 2.01-2.13); for this fixed seed the outcome is fixed
+    # the mutant's exact log-ratio of the quadrant event is 2.16 at claim 2 (docs/audit.md);
+    # at 30,000 runs per world and gamma = 0.05 a simulation of the same law catches it for
+    # 20 of 20 seeds (smallest eps_LB 2.01); this fixed seed gives 2.07
     with planted(mutant_named(NO_MARGIN)):
         report = run_audit(DROPOUT, eps=2.0, trials=30_000, gamma=0.05, seed=0)
     assert report.verdict == "violation" and report.eps_lb > 2.0, report
