@@ -57,7 +57,7 @@ COUNT_DEVICES = 4
 DROPOUT_DEVICES = 10
 # the fewest survivors the collector accepts of 10: the correct noise_parties(10) = ceil(0.9 ·
 # 10). A constant, not a call: under the planted bug the function says 10 (no dropout at
-# all); tests/unit/test_audit_machines.py checks it against the real function.
+# all); tests/e2e/test_cadr_theta_noise.py checks it against the real function.
 DROPOUT_SURVIVORS = 9
 CADR_COUNT_BOUND = 8  # the plan's public degree bound D
 ALPHA = 0.1
