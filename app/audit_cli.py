@@ -47,7 +47,7 @@ BATTERY_NAMES = (
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
     "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
-    "stream-batch-laplace", "cadr-theta-count",
+    "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
 )  # fmt: skip
 
 
@@ -102,7 +102,8 @@ def audit_all(
     return _audit_in_pool(args, jobs, progress)
 
 
-HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg")  # whole paths: submitted first
+# whole paths (and the 40,000-run dropout canary): submitted first
+HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg", "cadr-theta-count-dropout")
 
 
 def _one_audit(task: tuple) -> dict:

@@ -52,6 +52,8 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_cadr_sides.py::test_both_sides_in_one_process_over_a_memory_transport": 1.0,
     "tests/e2e/test_cadr_sides.py::test_announce_every_reaches_fleets_that_never_get_the_retained_announcement": 1.1,
     "tests/e2e/test_cadr_theta_noise.py::test_the_count_release_canary_is_in_the_battery_and_holds_its_claim": 0.6,
+    "tests/e2e/test_cadr_theta_noise.py::test_the_dropout_canary_holds_its_claim": 18.9,
+    "tests/e2e/test_cadr_theta_noise.py::test_the_dropout_canary_catches_noise_for_every_device": 68.6,
     "tests/e2e/test_cli.py::test_bench_cadr_over_the_fleet_prints_the_figures": 0.6,
     "tests/e2e/test_cli.py::test_bench_cadr_reference_and_its_errors": 1.9,
     "tests/e2e/test_cli.py::test_collector_and_two_fleet_shards_as_separate_processes": 8.8,

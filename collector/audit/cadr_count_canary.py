@@ -1,20 +1,39 @@
-"""Canary of the DP θ search's count release, through the device machines (issue 20).
+"""Canaries of the DP θ search's count release, through the device machines (issue 20).
 
 What the collector sees of the θ search of the "dp" pipeline is ONE secure sum: the sum of
-every device's answer to the bucket query, each answer the one-hot vector of the device's
-degree bucket plus its Pólya noise share (``protocol.cadr_theta_noise``). This canary
-drives ``COUNT_DEVICES`` real ``protocol.cadr_device.CadrDevice`` machines with the plan
-(``theta_fraction > 0``, ``noise_parties = COUNT_DEVICES``) and the bucket ``CadrQuery``
-the collector broadcasts, takes the answer each machine hands to its secure-aggregation
-client (``CadrDevice.theta_answer``) and outputs their sum — exactly the vector the secure
-sum opens (tests/e2e/test_cadr_theta_noise.py checks the secure sum equals it).
+the surviving devices' answers to the bucket query, each answer the one-hot vector of the
+device's degree bucket plus its Pólya noise share (``protocol.cadr_theta_noise``). These
+canaries drive real ``protocol.cadr_device.CadrDevice`` machines with the plan
+(``theta_fraction > 0``) and the bucket ``CadrQuery`` the collector broadcasts, take the
+answer each machine hands to its secure-aggregation client (``CadrDevice.theta_answer``)
+and output the survivors' sum — exactly the vector the secure sum opens
+(tests/e2e/test_cadr_theta_noise.py checks the secure sum equals it).
+
+* ``cadr-theta-count`` — ``COUNT_DEVICES`` devices, all survive, the plan's
+  ``noise_parties = COUNT_DEVICES``: the noise of the mechanism itself.
+* ``cadr-theta-count-dropout`` — ``DROPOUT_DEVICES`` = 10 devices, the plan's
+  ``noise_parties`` from the real ``protocol.cadr_theta_noise.noise_parties(10)``, looked
+  up through the module when the plan is built (so a bug planted in that function is in
+  the plan the devices get), and only the first ``DROPOUT_SURVIVORS`` = 9 answers summed:
+  the fewest survivors the collector's rule accepts (the correct ``noise_parties(10)``,
+  ``ceil(0.9 · 10)``; device 9 drops out, and its machine is not run since none of its
+  answer reaches the sum). Correct, 9 shares of ``NB(1/9)`` make the whole two-sided
+  geometric noise; with ``noise_parties(n) = n`` they are 9 of ``NB(1/10)``, less than the
+  claim (the ``theta noise without the dropout margin`` mutant, ``collector.audit.mutants``).
 
 D: device 0 lists no neighbour (bucket 0); D': it lists ``CADR_COUNT_BOUND`` neighbours
-(the last bucket) — node-LDP neighbours, only device 0's list changes; the other devices
-list one neighbour each in both worlds. Claim: the θ part of the plan's budget
-(``CadrBudget.theta``, the plan's eps chosen so that it is the audited eps). Witnesses:
-the first bucket, the last bucket, and first minus last (the two entries that move: the
-L1 sensitivity is 2, split over them).
+(the last bucket) — node-LDP neighbours, only device 0's list changes (device 0 always
+survives); the other devices list one neighbour each in both worlds. Claim: the θ part of
+the plan's budget (``CadrBudget.theta``, the plan's eps chosen so that it is the audited
+eps). Witnesses: the first bucket, the last bucket, and first minus last (the two entries
+that move: the L1 sensitivity is 2, split over them); the dropout entry adds
+``min(first, 1 - last)``, whose event ``>= t`` is the quadrant {first >= t, last <= 1 - t}.
+With the correct noise (two-sided geometric of ratio ``a = exp(-eps / 2)`` on each entry,
+memoryless tails) the event's log-ratio between the worlds is exactly eps at every
+``t >= 1``; with the mutant's ``NB(0.9) - NB(0.9)`` per entry it is eps + 0.16 at
+eps = 2, t = 1 (exact sums; docs/audit.md, "cadr-theta-count-dropout"). First minus last
+cannot see that mutant: its noise is ``NB(1.8) - NB(1.8)``, whose tail ratios stay below
+e^eps at every threshold (1.95 at eps = 2), and one entry alone leaks eps / 2 + 0.1.
 """
 
 from __future__ import annotations
@@ -24,35 +43,45 @@ import math
 import numpy as np
 from ldpfleet.collector.audit.core import Canary
 
-__all__ = ["COUNT_BATTERY", "COUNT_DEVICES", "cadr_count_release"]
+__all__ = [
+    "COUNT_BATTERY",
+    "COUNT_DEVICES",
+    "DROPOUT_DEVICES",
+    "DROPOUT_SURVIVORS",
+    "cadr_count_release",
+    "dropout_count_release",
+]
 
 RUN = "audit"
 COUNT_DEVICES = 4
+DROPOUT_DEVICES = 10
+# the fewest survivors the collector accepts of 10: the correct noise_parties(10) = ceil(0.9 ·
+# 10). A constant, not a call: under the planted bug the function says 10 (no dropout at
+# all); tests/e2e/test_cadr_theta_noise.py checks it against the real function.
+DROPOUT_SURVIVORS = 9
 CADR_COUNT_BOUND = 8  # the plan's public degree bound D
 ALPHA = 0.1
 
 
-def cadr_count_release(eps_theta: float, listed: int, rng: np.random.Generator) -> np.ndarray:
-    """The opened sum of one DP θ search over ``COUNT_DEVICES`` machines (module
-    docstring); device 0 lists ``listed`` neighbours."""
+def _count_messages(eps_theta: float, parties: int) -> tuple:
+    """The plan (θ budget ``eps_theta``, ``noise_parties = parties``) and the bucket query
+    the collector broadcasts, with the topics they arrive on."""
     from ldpfleet.protocol import topics
     from ldpfleet.protocol.cadr_budget import THETA_FRACTION
-    from ldpfleet.protocol.cadr_device import CadrDevice
     from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery
     from ldpfleet.protocol.cadr_theta_noise import bucket_grid
 
-    plan_eps = eps_theta / (THETA_FRACTION * ALPHA)
     collector = {"run": RUN, "sender": topics.COLLECTOR_ID}
     plan = CadrPlan(
         **collector,
         seq=1,
-        eps=plan_eps,
+        eps=eps_theta / (THETA_FRACTION * ALPHA),
         alpha=ALPHA,
         method="ll",
         degree_bound=CADR_COUNT_BOUND,
         ndoe_parts=4,
         theta_fraction=THETA_FRACTION,
-        noise_parties=COUNT_DEVICES,
+        noise_parties=parties,
     )
     query = CadrQuery(
         **collector,
@@ -63,13 +92,30 @@ def cadr_count_release(eps_theta: float, listed: int, rng: np.random.Generator) 
     )
     plan_topic = topics.parse(topics.ctl(RUN, "cadr_plan"))
     query_topic = topics.parse(topics.ctl(RUN, "cadr_query"))
+    return (plan_topic, plan), (query_topic, query)
+
+
+def cadr_count_release(
+    eps_theta: float,
+    listed: int,
+    rng: np.random.Generator,
+    *,
+    parties: int = COUNT_DEVICES,
+    survivors: int = COUNT_DEVICES,
+) -> np.ndarray:
+    """The opened sum of one DP θ search (module docstring): devices ``0 .. survivors - 1``
+    get the plan with ``noise_parties = parties`` and the bucket query, and their answers
+    are summed; device 0 lists ``listed`` neighbours, the others one each."""
+    from ldpfleet.protocol.cadr_device import CadrDevice
+
+    messages = _count_messages(eps_theta, parties)
     total = None
-    for i in range(COUNT_DEVICES):
+    for i in range(survivors):
         k = listed if i == 0 else 1
         neighbours = [f"m{i}x{j:03d}" for j in range(k)]
         device = CadrDevice(RUN, f"d{i:03d}", neighbours, rng)
-        device.receive(plan_topic, plan, 0.0)
-        device.receive(query_topic, query, 0.0)
+        for topic, message in messages:
+            device.receive(topic, message, 0.0)
         assert device.budget is not None and device.theta_answer is not None
         if i == 0 and not math.isclose(device.budget.theta, eps_theta, rel_tol=1e-9):
             raise AssertionError(
@@ -79,23 +125,63 @@ def cadr_count_release(eps_theta: float, listed: int, rng: np.random.Generator) 
     return np.asarray(total)
 
 
-def _cadr_theta_count(eps: float, delta: float):
-    from ldpfleet.collector.audit.battery import AuditSpec
+def dropout_count_release(eps_theta: float, listed: int, rng: np.random.Generator) -> np.ndarray:
+    """The opened sum of the dropout canary (module docstring): ``DROPOUT_SURVIVORS`` of
+    ``DROPOUT_DEVICES`` answers, the plan's ``noise_parties`` from the real function."""
+    from ldpfleet.protocol import cadr_theta_noise
 
-    def sampler(listed: int):
-        return lambda rng, n: np.array([cadr_count_release(eps, listed, rng) for _ in range(n)])
-
-    witnesses = {
-        "first minus last bucket": lambda y: np.asarray(y)[:, 0] - np.asarray(y)[:, -1],
-        "first bucket": lambda y: np.asarray(y)[:, 0],
-        "last bucket": lambda y: np.asarray(y)[:, -1],
-    }
-    canary = Canary(
-        f"device 0 lists 0 vs {CADR_COUNT_BOUND} neighbours, {COUNT_DEVICES} devices summed",
-        sampler(0),
-        sampler(CADR_COUNT_BOUND),
-    )
-    return AuditSpec("cadr-theta-count", canary, witnesses, eps, trials=4000)
+    parties = cadr_theta_noise.noise_parties(DROPOUT_DEVICES)  # at call time: a planted bug
+    return cadr_count_release(eps_theta, listed, rng, parties=parties, survivors=DROPOUT_SURVIVORS)
 
 
-COUNT_BATTERY = {"cadr-theta-count": _cadr_theta_count}
+def _first(y) -> np.ndarray:
+    return np.asarray(y)[:, 0]
+
+
+def _last(y) -> np.ndarray:
+    return np.asarray(y)[:, -1]
+
+
+WITNESSES = {
+    "first minus last bucket": lambda y: _first(y) - _last(y),
+    "first bucket": _first,
+    "last bucket": _last,
+}
+DROPOUT_WITNESSES = {
+    **WITNESSES,
+    "min(first, 1 - last bucket)": lambda y: np.minimum(_first(y), 1 - _last(y)),
+}
+
+
+def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
+    """The battery builder of one count canary: ``release(eps, listed, rng)`` is one
+    opened sum with device 0 listing ``listed`` neighbours."""
+
+    def build(eps: float, delta: float):
+        from ldpfleet.collector.audit.battery import AuditSpec
+
+        def sampler(listed: int):
+            return lambda rng, n: np.array([release(eps, listed, rng) for _ in range(n)])
+
+        canary = Canary(
+            f"device 0 lists 0 vs {CADR_COUNT_BOUND} neighbours, {label}",
+            sampler(0),
+            sampler(CADR_COUNT_BOUND),
+        )
+        return AuditSpec(name, canary, witnesses, eps, trials=trials)
+
+    return build
+
+
+COUNT_BATTERY = {
+    "cadr-theta-count": _count_spec(
+        "cadr-theta-count", cadr_count_release, f"{COUNT_DEVICES} devices summed", WITNESSES, 4000
+    ),
+    "cadr-theta-count-dropout": _count_spec(
+        "cadr-theta-count-dropout",
+        dropout_count_release,
+        f"{DROPOUT_SURVIVORS} of {DROPOUT_DEVICES} devices summed (one dropped)",
+        DROPOUT_WITNESSES,
+        40_000,
+    ),
+}
