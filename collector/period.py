@@ -225,6 +225,7 @@ PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-va
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
+SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -798,8 +799,10 @@ def detect_period(
     period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
 
     def passes(q: int) -> bool:
-        """The claim gate of step 4 for ``q`` on its own (exact F test, penalty)."""
+        """The claim gate of step 4 for ``q`` on its own (exact F test, penalty), on the
+        whole-stream fold or on the segment-wise (Bartlett) fold (``segment_logp``)."""
         value, _ = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
+        value = min(value, segment_logp(xw, q))
         return value - few_cycles_penalty(n / q) < threshold
 
     period = _local_period(autocorr, period, min_period, passes)
@@ -869,6 +872,36 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
                 lag, moved = small, True
                 break
     return lag
+
+
+def segment_logp(xw: np.ndarray, period: int, cycles: int = SEGMENT_CYCLES) -> float:
+    """Log p-value of the harmonic sums of ``period`` folded segment by segment (Bartlett):
+    the stream cut into ``B = n // (cycles T)`` segments of ``k = (n // B) // T`` whole
+    cycles (the remainder dropped), each folded at ``T`` on its own; the power of harmonic
+    ``j`` (``|Y_bj|^2 / (k T)``, segment ``b``) summed over the segments. Under iid noise
+    of unit variance each segment's harmonic powers are iid Exp(1) (whole cycles put the
+    harmonics on Fourier bins) and the segments are disjoint, so the sum over ``h``
+    harmonics is Gamma(``B h``); divided by the within-phase mean square of the segments
+    (``B (k - 1) T`` degrees of freedom) it is F(``2 B h``, ``2 B (k - 1) T / 2``). The
+    smallest tail over the harmonic levels (``_level_logp``'s levels; the caller adds the
+    Bonferroni count). A phase shift between segments does not cancel the sum (powers
+    ignore phase): only a segment holding a jump loses its share. 0 when ``B < 2``."""
+    n = xw.size
+    segments = n // (cycles * period)
+    if segments < 2 or period < 3:
+        return 0.0
+    k = (n // segments) // period
+    block = xw[: segments * k * period].reshape(segments, k, period)
+    sums = block.sum(axis=1)
+    spec = sp_fft.rfft(sums, axis=1)[:, 1 : (period - 1) // 2 + 1]
+    power = np.sum(spec.real**2 + spec.imag**2, axis=0) / (k * period)
+    within = float(np.sum(block * block)) - float(np.sum(sums * sums)) / k
+    dof = segments * (k - 1) * period
+    scale = max(within, 1e-300) / dof
+    total = np.cumsum(power / scale)
+    _, index, shape = _levels(power.size)
+    logp = _log_sf(total[index], segments * shape, dof / 2.0)
+    return float(np.min(logp))
 
 
 def neighbour_logp(x: np.ndarray, period: int) -> float:
