@@ -796,7 +796,7 @@ def detect_period(
             None, 0.0, {}, (n,), adjusted, 0, tests, max_period, best_logp, period
         )
     period = walk(period, settled)
-    period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
+    base, period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
 
     def passes(q: int) -> bool:
         """The claim gate of step 4 for ``q`` on its own (exact F test, penalty), on the
@@ -805,7 +805,10 @@ def detect_period(
         value = min(value, segment_logp(xw, q))
         return value - few_cycles_penalty(n / q) < threshold
 
-    period = _local_period(autocorr, period, min_period, passes)
+    local = _local_period(autocorr, period, min_period, passes)
+    if local == period and _undo_multiple(autocorr, base, period) == base:
+        local = _local_period(autocorr, base, min_period, passes)
+    period = local
     return PeriodEstimate(
         int(period),
         1.0 - adjusted,
@@ -818,6 +821,28 @@ def detect_period(
         best_logp,
         int(period),
     )
+
+
+def _undo_multiple(ac: np.ndarray, base: int, period: int) -> int:
+    """Step 7a (phase jumps): undo step 3's move from ``base`` to the multiple ``period``
+    when the lag ``base`` repeats the whitened stream markedly better than the lag
+    ``period``. The move claims a cycle ``m T`` whose harmonics off the multiples of ``m``
+    are significant; under that global period ``rho(T) - rho(m T) = -D + noise`` with ``D``
+    the share of those harmonics (``_local_period``'s derivation, the same variance bound
+    ``(2 f^2 + 8 f D) / (n - m T)``). A phase jump imitates those harmonics in the whole-
+    stream fold (the phases before the jump's position in the fold hold one sample more of
+    the old phase than the others) while ``rho(T)`` stays at least ``rho(m T)``. One lag
+    fixed in advance, not a maximum over lags: the margin is ``4 f sqrt(2 / (n - m T))``
+    (a one-sided N(0, 1) tail of 3e-5), ``f = 1 - rho(T)``. ``base`` passed the claim gate
+    before the move; this only renames."""
+    n = ac.size
+    if period <= base or ac[0] <= 0.0:
+        return period
+    rho_base = ac[base] / (n - base) / (ac[0] / n)
+    rho_period = ac[period] / (n - period) / (ac[0] / n)
+    share = min(1.0, max(0.0, 1.0 - float(rho_base)))
+    margin = 4.0 * share * np.sqrt(2.0 / (n - period)) + 1e-9
+    return base if rho_base - rho_period > margin else period
 
 
 def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
@@ -1088,7 +1113,8 @@ def _limit(harmonics: int, period: int) -> int:
 def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> int:
     """Divisors first (prefer the fundamental: move to ``T / p``, ``p`` prime, while its own
     exact statistic is at least as significant), then multiples (a line on a harmonic: move to
-    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant)."""
+    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant). Returns the period
+    after the divisors and the final one (step 7 may undo the multiple move)."""
     moved = True
     while moved:
         moved = False
@@ -1122,5 +1148,5 @@ def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) ->
         if extra > MIN_EXTRA_SHARE * float(np.sum(pw)) and _extra_logp(pw, m, limit) < np.log(
             ALPHA_SHAPE / len(multiples)
         ):
-            return big
-    return period
+            return period, big
+    return period, period
