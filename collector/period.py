@@ -134,8 +134,20 @@ Search, refinement, fundamental
        ``(4 + sqrt(2 ln T)) f sqrt(2 / (n - T))`` (``f = 1 - rho(L)`` the noise share;
        derivation in the code: under a global period ``T`` the difference is ``-D`` plus
        noise of variance at most ``(2 f^2 + 8 f D) / (n - T)``) AND ``L`` passes the claim
-       gate of step 4 on its own (exact F test at ``L``, penalty); then to a prime divisor
-       ``L / p`` whose ``rho`` is within that margin and which passes the gate. The step
+       gate of step 4 on its own (exact F test at ``L``, penalty) on the whole-stream fold
+       OR on the segment-wise (Bartlett) fold (``segment_logp``: segments of 4 whole
+       cycles of ``L``, each folded on its own, harmonic powers summed over the segments,
+       Gamma(``B h``) / F under iid noise; a jump that cancels the whole-stream fold at
+       ``L``, a shift near ``L / 2``, spoils only the segment that holds it); then to a
+       prime divisor ``L / p`` whose ``rho`` is within that margin and which passes the
+       gate. 7a: if that renamed nothing and step 3 had moved to a multiple ``m T``, the
+       move is undone (back to ``T``, then the rename above from ``T``) when
+       ``rho(T) - rho(m T) > 4 f sqrt(2 / (n - m T))`` (``_undo_multiple``; ``f = 1 -
+       rho(T)``; one lag fixed in advance, so no maximum over lags in the margin): under
+       the global period ``m T`` the difference is ``-D`` plus noise as above, while a
+       jump imitates the harmonics of ``m T`` off the multiples of ``m`` in the whole-
+       stream fold (the fold's phases before the jump's position hold one sample more of
+       the old phase), which is how 144 became 288, 431 or 433. The step
        only RENAMES a claim: it never creates or drops one, so the false-claim rates on
        aperiodic streams (steps 4-6, "Long memory") are unchanged by construction. It
        reads the screening's autocorrelation (no extra transform; CPU +0.2 % at n =
@@ -143,9 +155,13 @@ Search, refinement, fundamental
        cells below a baseline 55 -> 37 of 240 (clearly 5 -> 3), exact answers 1,008 ->
        1,280 of 4,800, far wrong answers 1,343 -> 1,068; the held-out periodic check
        (``cpr_held_out_periodic 40``) unchanged (2,871 exact, 365 near / 46 far, the same
-       118 of 120 cells). What it cannot fix: at a few hundred samples the margin (~7
-       standard errors) hides a ``rho`` gap of 0.2-0.3, and a jump that cancels the fold at
-       ``L`` (a shift near ``L / 2``) fails ``L``'s own gate.
+       118 of 120 cells). The segment-wise gate and 7a (2026-12-04), same command and
+       seeds: below 37 -> 31 (clearly 3, the same three), exact 1,279 -> 1,361 (the gate
+       alone 1,292), far wrong 1,070 -> 979; the held-out periodic check identical; no
+       answer changed on 1,980 + 4,400 of the grid's periodic streams (docs/cpr.md). What
+       it cannot fix: a stream on which the claim gate abstains (the three cells still
+       clearly below, T = 12 at 8 cycles: 10-16 abstentions of 20), and at a few hundred
+       samples the margin (~7 standard errors) still hides a ``rho`` gap of 0.2-0.3.
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
