@@ -822,7 +822,7 @@ def detect_period(
         return value - few_cycles_penalty(n / q) < threshold
 
     local = _local_period(autocorr, period, min_period, passes)
-    if local == period and _undo_multiple(autocorr, base, period) == base:
+    if local == period and base < period and _undo_multiple(autocorr, base, period) == base:
         local = _local_period(autocorr, base, min_period, passes)
     period = local
     return PeriodEstimate(
@@ -923,7 +923,7 @@ def segment_logp(xw: np.ndarray, period: int, cycles: int = SEGMENT_CYCLES) -> f
     of unit variance each segment's harmonic powers are iid Exp(1) (whole cycles put the
     harmonics on Fourier bins) and the segments are disjoint, so the sum over ``h``
     harmonics is Gamma(``B h``); divided by the within-phase mean square of the segments
-    (``B (k - 1) T`` degrees of freedom) it is F(``2 B h``, ``2 B (k - 1) T / 2``). The
+    (``B (k - 1) T`` degrees of freedom) it is F(``2 B h``, ``B (k - 1) T``). The
     smallest tail over the harmonic levels (``_level_logp``'s levels; the caller adds the
     Bonferroni count). A phase shift between segments does not cancel the sum (powers
     ignore phase): only a segment holding a jump loses its share. 0 when ``B < 2``."""
@@ -1126,7 +1126,7 @@ def _limit(harmonics: int, period: int) -> int:
     return value if value > 1 else 1
 
 
-def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> int:
+def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> tuple[int, int]:
     """Divisors first (prefer the fundamental: move to ``T / p``, ``p`` prime, while its own
     exact statistic is at least as significant), then multiples (a line on a harmonic: move to
     ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant). Returns the period
