@@ -134,8 +134,20 @@ Search, refinement, fundamental
        ``(4 + sqrt(2 ln T)) f sqrt(2 / (n - T))`` (``f = 1 - rho(L)`` the noise share;
        derivation in the code: under a global period ``T`` the difference is ``-D`` plus
        noise of variance at most ``(2 f^2 + 8 f D) / (n - T)``) AND ``L`` passes the claim
-       gate of step 4 on its own (exact F test at ``L``, penalty); then to a prime divisor
-       ``L / p`` whose ``rho`` is within that margin and which passes the gate. The step
+       gate of step 4 on its own (exact F test at ``L``, penalty) on the whole-stream fold
+       OR on the segment-wise (Bartlett) fold (``segment_logp``: segments of 4 whole
+       cycles of ``L``, each folded on its own, harmonic powers summed over the segments,
+       Gamma(``B h``) / F under iid noise; a jump that cancels the whole-stream fold at
+       ``L``, a shift near ``L / 2``, spoils only the segment that holds it); then to a
+       prime divisor ``L / p`` whose ``rho`` is within that margin and which passes the
+       gate. 7a: if that renamed nothing and step 3 had moved to a multiple ``m T``, the
+       move is undone (back to ``T``, then the rename above from ``T``) when
+       ``rho(T) - rho(m T) > 4 f sqrt(2 / (n - m T))`` (``_undo_multiple``; ``f = 1 -
+       rho(T)``; one lag fixed in advance, so no maximum over lags in the margin): under
+       the global period ``m T`` the difference is ``-D`` plus noise as above, while a
+       jump imitates the harmonics of ``m T`` off the multiples of ``m`` in the whole-
+       stream fold (the fold's phases before the jump's position hold one sample more of
+       the old phase), which is how 144 became 288, 431 or 433. The step
        only RENAMES a claim: it never creates or drops one, so the false-claim rates on
        aperiodic streams (steps 4-6, "Long memory") are unchanged by construction. It
        reads the screening's autocorrelation (no extra transform; CPU +0.2 % at n =
@@ -143,9 +155,13 @@ Search, refinement, fundamental
        cells below a baseline 55 -> 37 of 240 (clearly 5 -> 3), exact answers 1,008 ->
        1,280 of 4,800, far wrong answers 1,343 -> 1,068; the held-out periodic check
        (``cpr_held_out_periodic 40``) unchanged (2,871 exact, 365 near / 46 far, the same
-       118 of 120 cells). What it cannot fix: at a few hundred samples the margin (~7
-       standard errors) hides a ``rho`` gap of 0.2-0.3, and a jump that cancels the fold at
-       ``L`` (a shift near ``L / 2``) fails ``L``'s own gate.
+       118 of 120 cells). The segment-wise gate and 7a (2026-12-04), same command and
+       seeds: below 37 -> 31 (clearly 3, the same three), exact 1,279 -> 1,361 (the gate
+       alone 1,292), far wrong 1,070 -> 979; the held-out periodic check identical; no
+       answer changed on 1,980 + 4,400 of the grid's periodic streams (docs/cpr.md). What
+       it cannot fix: a stream on which the claim gate abstains (the three cells still
+       clearly below, T = 12 at 8 cycles: 10-16 abstentions of 20), and at a few hundred
+       samples the margin (~7 standard errors) still hides a ``rho`` gap of 0.2-0.3.
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -225,6 +241,7 @@ PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-va
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
+SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -795,14 +812,19 @@ def detect_period(
             None, 0.0, {}, (n,), adjusted, 0, tests, max_period, best_logp, period
         )
     period = walk(period, settled)
-    period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
+    base, period = _fundamental(period, harmonics, power, whole, xs, min_period, max_period)
 
     def passes(q: int) -> bool:
-        """The claim gate of step 4 for ``q`` on its own (exact F test, penalty)."""
+        """The claim gate of step 4 for ``q`` on its own (exact F test, penalty), on the
+        whole-stream fold or on the segment-wise (Bartlett) fold (``segment_logp``)."""
         value, _ = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
+        value = min(value, segment_logp(xw, q))
         return value - few_cycles_penalty(n / q) < threshold
 
-    period = _local_period(autocorr, period, min_period, passes)
+    local = _local_period(autocorr, period, min_period, passes)
+    if local == period and base < period and _undo_multiple(autocorr, base, period) == base:
+        local = _local_period(autocorr, base, min_period, passes)
+    period = local
     return PeriodEstimate(
         int(period),
         1.0 - adjusted,
@@ -815,6 +837,28 @@ def detect_period(
         best_logp,
         int(period),
     )
+
+
+def _undo_multiple(ac: np.ndarray, base: int, period: int) -> int:
+    """Step 7a (phase jumps): undo step 3's move from ``base`` to the multiple ``period``
+    when the lag ``base`` repeats the whitened stream markedly better than the lag
+    ``period``. The move claims a cycle ``m T`` whose harmonics off the multiples of ``m``
+    are significant; under that global period ``rho(T) - rho(m T) = -D + noise`` with ``D``
+    the share of those harmonics (``_local_period``'s derivation, the same variance bound
+    ``(2 f^2 + 8 f D) / (n - m T)``). A phase jump imitates those harmonics in the whole-
+    stream fold (the phases before the jump's position in the fold hold one sample more of
+    the old phase than the others) while ``rho(T)`` stays at least ``rho(m T)``. One lag
+    fixed in advance, not a maximum over lags: the margin is ``4 f sqrt(2 / (n - m T))``
+    (a one-sided N(0, 1) tail of 3e-5), ``f = 1 - rho(T)``. ``base`` passed the claim gate
+    before the move; this only renames."""
+    n = ac.size
+    if period <= base or ac[0] <= 0.0:
+        return period
+    rho_base = ac[base] / (n - base) / (ac[0] / n)
+    rho_period = ac[period] / (n - period) / (ac[0] / n)
+    share = min(1.0, max(0.0, 1.0 - float(rho_base)))
+    margin = 4.0 * share * np.sqrt(2.0 / (n - period)) + 1e-9
+    return base if rho_base - rho_period > margin else period
 
 
 def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
@@ -869,6 +913,36 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
                 lag, moved = small, True
                 break
     return lag
+
+
+def segment_logp(xw: np.ndarray, period: int, cycles: int = SEGMENT_CYCLES) -> float:
+    """Log p-value of the harmonic sums of ``period`` folded segment by segment (Bartlett):
+    the stream cut into ``B = n // (cycles T)`` segments of ``k = (n // B) // T`` whole
+    cycles (the remainder dropped), each folded at ``T`` on its own; the power of harmonic
+    ``j`` (``|Y_bj|^2 / (k T)``, segment ``b``) summed over the segments. Under iid noise
+    of unit variance each segment's harmonic powers are iid Exp(1) (whole cycles put the
+    harmonics on Fourier bins) and the segments are disjoint, so the sum over ``h``
+    harmonics is Gamma(``B h``); divided by the within-phase mean square of the segments
+    (``B (k - 1) T`` degrees of freedom) it is F(``2 B h``, ``B (k - 1) T``). The
+    smallest tail over the harmonic levels (``_level_logp``'s levels; the caller adds the
+    Bonferroni count). A phase shift between segments does not cancel the sum (powers
+    ignore phase): only a segment holding a jump loses its share. 0 when ``B < 2``."""
+    n = xw.size
+    segments = n // (cycles * period)
+    if segments < 2 or period < 3:
+        return 0.0
+    k = (n // segments) // period
+    block = xw[: segments * k * period].reshape(segments, k, period)
+    sums = block.sum(axis=1)
+    spec = sp_fft.rfft(sums, axis=1)[:, 1 : (period - 1) // 2 + 1]
+    power = np.sum(spec.real**2 + spec.imag**2, axis=0) / (k * period)
+    within = float(np.sum(block * block)) - float(np.sum(sums * sums)) / k
+    dof = segments * (k - 1) * period
+    scale = max(within, 1e-300) / dof
+    total = np.cumsum(power / scale)
+    _, index, shape = _levels(power.size)
+    logp = _log_sf(total[index], segments * shape, dof / 2.0)
+    return float(np.min(logp))
 
 
 def neighbour_logp(x: np.ndarray, period: int) -> float:
@@ -1052,10 +1126,11 @@ def _limit(harmonics: int, period: int) -> int:
     return value if value > 1 else 1
 
 
-def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> int:
+def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) -> tuple[int, int]:
     """Divisors first (prefer the fundamental: move to ``T / p``, ``p`` prime, while its own
     exact statistic is at least as significant), then multiples (a line on a harmonic: move to
-    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant)."""
+    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant). Returns the period
+    after the divisors and the final one (step 7 may undo the multiple move)."""
     moved = True
     while moved:
         moved = False
@@ -1089,5 +1164,5 @@ def _fundamental(period, harmonics, power, whole, xs, min_period, max_period) ->
         if extra > MIN_EXTRA_SHARE * float(np.sum(pw)) and _extra_logp(pw, m, limit) < np.log(
             ALPHA_SHAPE / len(multiples)
         ):
-            return big
-    return period
+            return period, big
+    return period, period
