@@ -242,6 +242,8 @@ PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstr
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
+LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
+LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -903,7 +905,9 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
     # (+ 1e-9: a clean stream has f ~ 0 and must not move on rounding)
     margin = (4.0 + np.sqrt(2.0 * np.log(period))) * share * np.sqrt(2.0 / (n - period)) + 1e-9
     if rho[lag] - rho[period] <= margin or not passes(lag):
-        return period
+        lag = _related_lag(rho, period, min_period, top, n, passes)
+        if lag is None:
+            return period
     moved = True
     while moved:
         moved = False
@@ -913,6 +917,59 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
                 lag, moved = small, True
                 break
     return lag
+
+
+def _related_lags(period: int, min_period: int, top: int) -> np.ndarray:
+    """Step 7b's lags, fixed by ``period`` alone before the data are looked at: the
+    integers within 1 of ``period / m`` for ``m = 2 .. LOCAL_MULTIPLES``, in
+    ``[min_period, top)``."""
+    lags = set()
+    for m in range(2, LOCAL_MULTIPLES + 1):
+        centre = period / m
+        lags.update(range(math.ceil(centre - 1.0), math.floor(centre + 1.0) + 1))
+    return np.array(sorted(q for q in lags if min_period <= q < top), dtype=int)
+
+
+def _rename_margin(z: float, pairs: int, share: float) -> float:
+    """Smallest margin ``m`` with ``(D + m) / sqrt((2 f^2 + 8 f D) / N) >= z`` for every
+    signal share ``D >= 0`` (``_local_period``'s variance bound; ``f = share``,
+    ``N = pairs``). The left side is smallest at ``D = max(0, m - f / 2)``: at ``D = 0``
+    ``m = z f sqrt(2 / N)``, valid while that is at most ``f / 2``; beyond, the minimum
+    ``sqrt(2 m / f - 1 / 2) sqrt(N) / 2 = z`` gives ``m = f (2 z^2 / N + 1 / 4)`` (the two
+    agree at ``z sqrt(2 / N) = 1 / 2``)."""
+    u = z * math.sqrt(2.0 / pairs)
+    return share * (u if u <= 0.5 else 2.0 * z * z / pairs + 0.25) + 1e-9
+
+
+def _related_lag(rho: np.ndarray, period: int, min_period: int, top: int, n: int, passes):
+    """Step 7b (phase jumps, the margin-held renames): the local period ``L`` of a claim
+    ``T`` that is a near multiple ``m L + d`` lies within 1 of ``T / m`` whenever
+    ``|d| <= m``; those few lags (``_related_lags``, at most ``3 (LOCAL_MULTIPLES - 1)``,
+    fixed by ``T`` alone) need no maximum over all ~``T`` lags in the margin. The lag of
+    the set with the largest ``rho`` that beats ``rho(T)`` by its own margin and passes the
+    claim gate on its own, or None.
+
+    False-rename probability under a true global period ``T``: for each lag ``L`` of the
+    set, ``rho(L) - rho(T) = -D_L + noise``, the noise ~normal with variance at most
+    ``(2 f^2 + 8 f D_L) / N`` (``N = n - T`` pairs; ``_local_period``'s derivation). The
+    margin ``_rename_margin(z, N, f)`` makes the z-score of an exceedance at least ``z``
+    for EVERY ``D_L >= 0`` (not only at ``D_L = 0``), so each lag exceeds its margin with
+    probability at most ``1 - Phi(z)``; with ``z = Phi^-1(1 - LOCAL_TAIL / K)``, ``K`` the
+    size of the set, the union over the set is at most ``LOCAL_TAIL = 3e-5`` (Bonferroni;
+    no independence needed), before the claim gate that ``L`` must also pass. Together with
+    step 7's own test (its ~3e-5) a true period is renamed with probability at most
+    ~6e-5. ``f = 1 - rho(L)``: under a true period ``rho(L) <= rho(T) ~ 1 - f``."""
+    lags = _related_lags(period, min_period, top)
+    if lags.size == 0:
+        return None
+    z = float(-special.ndtri(LOCAL_TAIL / lags.size))
+    for q in lags[np.argsort(-rho[lags], kind="stable")]:
+        share = min(1.0, max(0.0, 1.0 - float(rho[q])))
+        if rho[q] - rho[period] <= _rename_margin(z, n - period, share):
+            continue
+        if passes(int(q)):
+            return int(q)
+    return None
 
 
 def segment_logp(xw: np.ndarray, period: int, cycles: int = SEGMENT_CYCLES) -> float:
