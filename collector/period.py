@@ -901,9 +901,10 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
     # ~T lags (iid maxima stay below sqrt(2 ln T)) with a tail of ~3e-5 left. f: 1 -
     # rho(L) >= f - noise under a global period (rho(L) <= rho(T) ~ 1 - f), so never
     # smaller than it by more than the noise
-    share = min(1.0, max(0.0, 1.0 - float(rho[lag])))
-    # (+ 1e-9: a clean stream has f ~ 0 and must not move on rounding)
-    margin = (4.0 + np.sqrt(2.0 * np.log(period))) * share * np.sqrt(2.0 / (n - period)) + 1e-9
+    share = min(1.0, max(0.0, 1.0 - 0.5 * float(rho[lag] + rho[period])))
+    margin = _rename_margin(
+        float(-special.ndtri(LOCAL_TAIL / (top - min_period))), n - period, share
+    )
     if rho[lag] - rho[period] <= margin or not passes(lag):
         lag = _related_lag(rho, period, min_period, top, n, passes)
         if lag is None:
@@ -964,7 +965,7 @@ def _related_lag(rho: np.ndarray, period: int, min_period: int, top: int, n: int
         return None
     z = float(-special.ndtri(LOCAL_TAIL / lags.size))
     for q in lags[np.argsort(-rho[lags], kind="stable")]:
-        share = min(1.0, max(0.0, 1.0 - float(rho[q])))
+        share = min(1.0, max(0.0, 1.0 - 0.5 * float(rho[q] + rho[period])))
         if rho[q] - rho[period] <= _rename_margin(z, n - period, share):
             continue
         if passes(int(q)):
