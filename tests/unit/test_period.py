@@ -846,6 +846,7 @@ def test_the_related_lags_are_those_near_the_period_over_m():
     assert _related_lags(5, 3, 3).size == 0
 
 
+@pytest.mark.slow  # 1.6 s
 def test_the_rename_steps_are_calibrated_on_white_noise():
     """Under a true global period T, steps 7 and 7b together rename with probability at
     most 2 LOCAL_TAIL = 6e-5 (``_local_period``, ``_related_lag``); white Gaussian noise is
