@@ -735,6 +735,16 @@ def test_the_local_period_step_only_renames():
     assert _local_period(ac, 4, 3, lambda q: True) == 4  # no lag outside the near window
 
 
+def _assert_jump_streams_found(*cases: tuple[str, int, int]) -> None:
+    """SW reports (eps0 = 5) of ``shape`` with period ``period``, 20 cycles, one jump
+    (``jump_stream``), seeds [2026, seed]: ``detect_period`` must answer the period."""
+    for shape, period, seed in cases:
+        rng = np.random.default_rng([2026, seed])
+        x = jump_stream(grid_template(shape, period, rng), 20 * period, 1, rng)
+        found = detect_period(SquareWave(5.0).perturb(x, rng)).period
+        assert found == period, (shape, period, seed, found)
+
+
 def test_the_segment_gate_and_the_multiple_undo_fix_jump_streams():
     """Step 7 with the segment-wise (Bartlett) gate and step 7a: SW reports (eps0 = 5) of a
     square of period 12, 20 cycles, one jump (``jump_stream``) were claimed as 23 and 75
@@ -744,17 +754,10 @@ def test_the_segment_gate_and_the_multiple_undo_fix_jump_streams():
     multiple move, undone because the lag 144 repeats the stream better than 431). Fixed
     seeds, deterministic answers: each must be the true period (all five were wrong before;
     seeds [2026, k] were never used by the grid, the phase-jump check or a calibration)."""
-    for shape, period, seed in (
-        ("square", 12, 17),
-        ("square", 12, 27),
-        ("square", 12, 0),
-        ("square", 144, 19),
-        ("sawtooth", 144, 1),
-    ):
-        rng = np.random.default_rng([2026, seed])
-        x = jump_stream(grid_template(shape, period, rng), 20 * period, 1, rng)
-        found = detect_period(SquareWave(5.0).perturb(x, rng)).period
-        assert found == period, (shape, period, seed, found)
+    _assert_jump_streams_found(
+        ("square", 12, 17), ("square", 12, 27), ("square", 12, 0),
+        ("square", 144, 19), ("sawtooth", 144, 1),
+    )  # fmt: skip
 
 
 def test_the_segment_statistic_ignores_a_phase_shift_between_segments():
@@ -811,17 +814,10 @@ def test_the_derived_rename_margin_fixes_margin_held_jump_streams():
     errors) held them. Seeds [2026, k], k >= 100, never used by the grid, the phase-jump
     check or a calibration; fixed seeds, deterministic answers, each must be T (seeds
     106, 116: step 7; 137, 107, 111: step 7b)."""
-    for shape, period, seed in (
-        ("square", 12, 106),
-        ("square", 12, 137),
-        ("square", 24, 116),
-        ("square", 24, 107),
-        ("sawtooth", 12, 111),
-    ):
-        rng = np.random.default_rng([2026, seed])
-        x = jump_stream(grid_template(shape, period, rng), 20 * period, 1, rng)
-        found = detect_period(SquareWave(5.0).perturb(x, rng)).period
-        assert found == period, (shape, period, seed, found)
+    _assert_jump_streams_found(
+        ("square", 12, 106), ("square", 12, 137), ("square", 24, 116),
+        ("square", 24, 107), ("sawtooth", 12, 111),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("z", [3.0, 4.7, 6.0])
