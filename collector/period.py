@@ -874,8 +874,7 @@ def _undo_multiple(ac: np.ndarray, base: int, period: int) -> int:
     n = ac.size
     if period <= base or ac[0] <= 0.0:
         return period
-    rho_base = ac[base] / (n - base) / (ac[0] / n)
-    rho_period = ac[period] / (n - period) / (ac[0] / n)
+    rho_base, rho_period = _overlap_rho(ac, np.array([base, period]))
     share = min(1.0, max(0.0, 1.0 - float(rho_base)))
     margin = 4.0 * share * np.sqrt(2.0 / (n - period)) + 1e-9
     return base if rho_base - rho_period > margin else period
@@ -905,7 +904,7 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
     top = period - near  # lags [min_period, top) are candidates
     if top <= min_period or ac[0] <= 0.0:
         return period
-    rho = ac[: period + 1] / (n - np.arange(period + 1)) / (ac[0] / n)
+    rho = _overlap_rho(ac, np.arange(period + 1))
     lag = min_period + int(np.argmax(rho[min_period:top]))
     # False-rename probability. Write xw = s + e (signal share 1 - f, noise share f of
     # rho(0)). Under a global period T, rho(L) - rho(T) = -D + noise, D = (1 - f)(1 -
@@ -922,9 +921,8 @@ def _local_period(ac: np.ndarray, period: int, min_period: int, passes) -> int:
     # rho(L) shrinks exactly when the difference is large: on white noise at n = 240 the
     # z-scores it gave had a one-sided tail of 3.4e-4 at z = 4 instead of 3.2e-5. It was
     # paired with z = 4 + sqrt(2 ln T), 6.5-7.5, far above the Bonferroni 4.6-5.3.)
-    share = min(1.0, max(0.0, 1.0 - 0.5 * float(rho[lag] + rho[period])))
     z = float(-special.ndtri(LOCAL_TAIL / (top - min_period)))
-    margin = _rename_margin(z, n - period, share)
+    margin = _lag_margin(rho, lag, period, z, n)
     if rho[lag] - rho[period] <= margin or not passes(lag):
         lag = _related_lag(rho, period, min_period, top, n, passes)
         if lag is None:
@@ -949,6 +947,20 @@ def _related_lags(period: int, min_period: int, top: int) -> np.ndarray:
         centre = period / m
         lags.update(range(math.ceil(centre - 1.0), math.floor(centre + 1.0) + 1))
     return np.array(sorted(q for q in lags if min_period <= q < top), dtype=int)
+
+
+def _overlap_rho(ac: np.ndarray, lags: np.ndarray) -> np.ndarray:
+    """The whitened stream's autocorrelation at ``lags`` (``ac = c_L``, ``L = 0 .. n - 1``)
+    normalised by the overlap count ``n - L`` and by ``c_0 / n``."""
+    n = ac.size
+    return ac[lags] / (n - lags) / (ac[0] / n)
+
+
+def _lag_margin(rho: np.ndarray, lag: int, period: int, z: float, n: int) -> float:
+    """Steps 7 and 7b: the margin ``rho(lag) - rho(period)`` must exceed, at ``z``, with
+    the noise share ``f = 1 - (rho(lag) + rho(period)) / 2`` (``_local_period``)."""
+    share = min(1.0, max(0.0, 1.0 - 0.5 * float(rho[lag] + rho[period])))
+    return _rename_margin(z, n - period, share)
 
 
 def _rename_margin(z: float, pairs: int, share: float) -> float:
@@ -986,8 +998,7 @@ def _related_lag(rho: np.ndarray, period: int, min_period: int, top: int, n: int
         return None
     z = float(-special.ndtri(LOCAL_TAIL / lags.size))
     for q in lags[np.argsort(-rho[lags], kind="stable")]:
-        share = min(1.0, max(0.0, 1.0 - 0.5 * float(rho[q] + rho[period])))
-        if rho[q] - rho[period] <= _rename_margin(z, n - period, share):
+        if rho[q] - rho[period] <= _lag_margin(rho, q, period, z, n):
             continue
         if passes(int(q)):
             return int(q)
