@@ -6,47 +6,26 @@ unmasked (the collector never learns it), and the CADR fleet asks for it with
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
-from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.collector import cadr_fleet
-from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.devices.graphs import generate
-from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol.cadr_theta_noise import noise_parties
-from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
-RUN = "mini"
+from tests.e2e.test_cadr_theta_noise import secure_sum_over_agents
+
 FIXED = FixedPoint(-8.0, 8.0, 1.0, 32)
 
 
 async def _sum_with_dropouts(dropping: int, min_inputs: int):
     names = [f"d{i:02d}" for i in range(10)]
     inputs = {name: np.full(3, float(i % 4)) for i, name in enumerate(names)}
-    transport = MemoryTransport()
-    agents = [
-        SecAggAgent(
-            transport,
-            SecAggClient(RUN, "floor", name, inputs[name]),
-            dropout="after_keys" if i < dropping else None,
-            announce_dropout=True,  # no deadline to wait for: the outcome is event-driven
-        )
-        for i, name in enumerate(names)
-    ]
-    tasks = [asyncio.create_task(agent.run()) for agent in agents]
-    try:
-        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
-        result = await secure_sum(
-            transport, RUN, "floor", names, 3, FIXED, stage_timeout=30.0, min_inputs=min_inputs
-        )
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    dropouts = dict.fromkeys(names[:dropping], "after_keys")
+    result = await secure_sum_over_agents(
+        "floor", inputs, dropouts, FIXED, stage_timeout=30.0, min_inputs=min_inputs
+    )
     return result, inputs
 
 

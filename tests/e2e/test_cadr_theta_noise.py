@@ -36,6 +36,34 @@ from ldpfleet.protocol.secagg.encoding import FixedPoint
 RUN = "dpt"
 
 
+async def secure_sum_over_agents(
+    session: str, inputs: dict[str, np.ndarray], dropouts: dict[str, str], fp, **options
+):
+    """``collector.secure_sum`` over one ``SecAggAgent`` per device of ``inputs`` on the
+    in-memory transport; ``dropouts`` maps a device to the stage it drops at (announced,
+    so no deadline is waited for); ``options`` go to ``secure_sum``."""
+    names = list(inputs)
+    transport = MemoryTransport()
+    agents = [
+        SecAggAgent(
+            transport,
+            SecAggClient(RUN, session, name, inputs[name]),
+            dropout=dropouts.get(name),
+            announce_dropout=True,
+        )
+        for name in names
+    ]
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    try:
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        dim = len(next(iter(inputs.values())))
+        return await secure_sum(transport, RUN, session, names, dim, fp, **options)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def test_noisy_bucket_sum_with_dropouts_is_exact_up_to_the_drawn_shares():
     graph = generate("barabasi_albert", 30, seed=2, m=3)
     names = [f"n{i:04d}" for i in range(graph.n)]
@@ -59,26 +87,9 @@ async def test_noisy_bucket_sum_with_dropouts_is_exact_up_to_the_drawn_shares():
         buckets[name] = bucket_vector(len(graph.neighbours(i)), thresholds)
     dropping = set(names[::10])  # 3 devices drop after sharing their keys
     fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
-    transport = MemoryTransport()
-    agents = [
-        SecAggAgent(
-            transport,
-            SecAggClient(RUN, "theta-buckets", name, answers[name]),
-            dropout="after_shares" if name in dropping else None,
-            announce_dropout=True,
-        )
-        for name in names
-    ]
-    tasks = [asyncio.create_task(agent.run()) for agent in agents]
-    try:
-        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
-        result = await secure_sum(
-            transport, RUN, "theta-buckets", names, len(thresholds) + 1, fp, stage_timeout=10.0
-        )
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    result = await secure_sum_over_agents(
+        "theta-buckets", answers, dict.fromkeys(dropping, "after_shares"), fp, stage_timeout=10.0
+    )
     assert result.aborted is None and set(result.survivors) == set(names) - dropping
     assert len(result.survivors) >= parties  # what the collector requires of a noisy sum
     total = np.rint(result.total).astype(np.int64)
