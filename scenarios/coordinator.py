@@ -65,13 +65,11 @@ from ldpfleet.scenarios.sides import (
     _first,
     _save_side_arrays,
     _stopped,
-    _stream_entry,
-    gcdp_ledger,
-    gcdp_stage_entry,
     hold_for_hostile,
     run_announcer,
     run_terms,
 )
+from ldpfleet.scenarios.stream_document import gcdp_ledger, gcdp_stage_entry, stream_entry
 
 __all__ = ["coordinator_side", "merge_partitions", "partition_devices", "partition_side"]
 
@@ -399,7 +397,7 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
     merged["per_device"] = {d: per_device[d] for d in order if d in per_device}
     merged["mean_estimates"] = {d: estimates[d] for d in order if d in estimates}
     config = scenario.stream_config(coordinator["run"])
-    merged["stream"] = _stream_entry(config, merged)
+    merged["stream"] = stream_entry(config, merged)
     merged["stages"] = _merged_stages(coordinator, parts, merged)
     merged["reconstruction"] = _merged_recon(parts)
     merged["delivery"] = _merged_delivery(parts, merged)

@@ -20,6 +20,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,6 @@ from ldpfleet.broker.recorder import (
     stamp_public_key,
 )
 from ldpfleet.broker.select import open_broker
-from ldpfleet.broker.trace import reports_missing_from_trace
 from ldpfleet.broker.transport import AsUser, Transport
 from ldpfleet.collector.analytics import sw_mean_estimates
 from ldpfleet.collector.metrics import cosine_distance, period_correct
@@ -41,6 +41,7 @@ from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
@@ -48,6 +49,18 @@ from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import ShardedFleet
+from ldpfleet.scenarios.stream_document import (
+    accuracy_entry,
+    collector_counts,
+    collector_delivery,
+    delivery_entry,
+    gcdp_ledger,
+    gcdp_stage_entry,
+    reconstruction_summary,
+    stream_entry,
+    stream_stage_entry,
+    trace_entry,
+)
 
 SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
@@ -512,369 +525,364 @@ async def run_scenario(
             progress=progress, credentials=credentials, shard_brokers=shard_brokers,
         )  # fmt: skip
     if scenario.spec.cadr is not None:
-        from ldpfleet.scenarios.cadr_run import run_cadr_scenario
-
-        run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
-        # CADR-LDP opens its broker and device shards itself: the credentials reach them as
-        # the ambient ones (and, for the shard processes, a 0600 file named in the env)
-        creds = run_credentials(scenario, broker_spec, run, credentials)
-        with (
-            tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private,
-            use_credentials(creds, export_dir=Path(private) if creds else None),
-        ):
-            results = await run_cadr_scenario(
-                scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run
-            )
-        return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
+        return await _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials)
     out = fresh_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())
-    config = scenario.stream_config(run)
-    stages: dict[str, dict] = {}
-    secure: dict | None = None
-    wall = time.perf_counter()
-
+    state = _StreamRun(scenario, out, run, seed, creds, scenario.stream_config(run))
     run_timeout = scenario.run_timeout()
-    grace = scenario.spec.collector.finish_grace
-    aborted: dict | None = None
-    trace_note: str | None = None
-    broker_info = None
+    deadline = asyncio.timeout(run_timeout)
+    try:
+        # a run never hangs: past ``run_timeout`` every task is cancelled (docs/reliability.md)
+        async with deadline:
+            await _pump_stream_run(state, broker_spec, progress, side_task, shard_brokers)
+    except TimeoutError:
+        if not deadline.expired():
+            raise  # some other timeout, not the run's
+        state.stopped_by_deadline(run_timeout)
+    if progress and state.collector_results is not None:
+        c = state.collector_results
+        progress(c["reports_received"], c["reports_expected"])
+    results = stream_results(state, shard_brokers)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_json(out / "ledger.json", stream_ledger(state, results["gcdp"]), indent=2)
+    return results
+
+
+async def _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials) -> dict:
+    """A ``[cadr]`` scenario: CADR-LDP opens its broker and device shards itself; the
+    credentials reach them as the ambient ones (and, for the shard processes, a 0600 file
+    named in the env)."""
+    from ldpfleet.scenarios.cadr_run import run_cadr_scenario
+
+    run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
+    creds = run_credentials(scenario, broker_spec, run, credentials)
+    with (
+        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private,
+        use_credentials(creds, export_dir=Path(private) if creds else None),
+    ):
+        results = await run_cadr_scenario(
+            scenario, broker=broker_spec, out_dir=out_dir, seed=seed, run_id=run
+        )
+    return stamp_public_key(out_dir, results)  # trace.public_key: verify's anchor
+
+
+@dataclass
+class _StreamRun:
+    """What one stream run's pumps leave behind for its results (``stream_results``): set
+    as the run goes, so a run stopped by its deadline still reports what had arrived."""
+
+    scenario: LoadedScenario
+    out: Path
+    run: str
+    seed: int
+    creds: Credentials | None
+    config: StreamConfig
+    wall: float = field(default_factory=time.perf_counter)
+    stages: dict[str, dict] = field(default_factory=dict)
+    broker_info: object | None = None
     collector: CollectorService | None = None
     recorder: TraceRecorder | None = None
     fleet: Fleet | ShardedFleet | None = None
     outcomes: list[DeviceOutcome] | None = None
     collector_results: dict | None = None
     fleet_seconds: float | None = None
+    secure: dict | None = None
+    aborted: dict | None = None
+    trace_note: str | None = None
+    attacker: HostileClient | None = None
 
-    faults = scenario.spec.faults
-    attacker = (
-        HostileClient(config, faults.hostile_messages)
-        if faults is not None and faults.hostile_messages
-        else None
-    )
-    deadline = asyncio.timeout(run_timeout)
-    t = time.perf_counter()
-    try:
-        # a run never hangs: past ``run_timeout`` every task is cancelled (docs/reliability.md)
-        async with (
-            deadline,
-            open_broker(broker_spec, credentials=creds) as (transport, broker_info),
-            contextlib.AsyncExitStack() as stack,
-        ):
-            stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
-            recorder = recorder_for(scenario, transport, run, out / "trace.sqlite")
-            collector = collector_for(scenario, transport, run, out / "collector.sqlite", seed=seed)
-            t = time.perf_counter()
-            shards = scenario.fleet_shards(broker_info.kind)
-            if shards > 1:
-                # device processes against this broker (docs/scaling.md); they log in with
-                # the run's credentials from a 0600 file that lives as long as the run
-                secrets_dir = stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix="ldpfleet-auth-")
-                )
-                fleet = ShardedFleet(
-                    scenario,
-                    broker_info.url,
-                    run,
-                    seed=seed,
-                    shards=shards,
-                    out_dir=out,
-                    credentials_path=creds.save(Path(secrets_dir) / "credentials.json")
-                    if creds
-                    else None,
-                    shard_brokers=shard_brokers,
-                )
-            else:
-                fleet = Fleet(fleet_config(scenario, run, seed), transport)
-            stages["fleet_build"] = {
-                "status": "ok",
-                "seconds": time.perf_counter() - t,
-                "shards": shards,
-            }
-            async with asyncio.TaskGroup() as group:
-                recorder_task = group.create_task(recorder.run_until_closed())
-                await recorder.subscribed.wait()
-                collector_task = group.create_task(collector.run())
-                await collector.subscribed.wait()
-                watcher = (
-                    group.create_task(watch_progress(collector, progress)) if progress else None
-                )
-                side = None
-                side_tasks = [task for task in (side_task, attacker) if task is not None]
-                if side_tasks:
-                    view = (
-                        transport
-                        if creds is None
-                        else AsUser(transport, ADMIN, creds.password(ADMIN))
-                    )
-                    side = group.create_task(
-                        _all_of([task(view, run, collector) for task in side_tasks])
-                    )
-                    await _until_ready(side_tasks, side)
-                t = time.perf_counter()
-                fleet_task = group.create_task(fleet.run())
-                await asyncio.wait(
-                    {fleet_task, collector_task}, return_when=asyncio.FIRST_COMPLETED
-                )
-                if not fleet_task.done():
-                    # the collector has finished: devices still waiting (its final
-                    # message lost, their acks lost) get ``finish_grace``, then stop
-                    await asyncio.wait({fleet_task}, timeout=grace)
-                    if not fleet_task.done():
-                        fleet_task.cancel()
-                        await asyncio.gather(fleet_task, return_exceptions=True)
-                outcomes = fleet.outcomes()
-                fleet_seconds = time.perf_counter() - t
-                if not collector_task.done():
-                    # Every agent has ended: nothing more can arrive. Devices that failed
-                    # leave their batches missing, which the collector reports as lost.
-                    await asyncio.sleep(0)
-                    if any(o.error or o.unfinished for o in outcomes):
-                        collector.request_close("the fleet ended with failed or crashed devices")
-                collector_results = await collector_task
-                if scenario.spec.secure_sum is not None:
-                    secure = await run_secure_sum_stage(scenario, transport, run, fleet, seed)
-                    stages["secure_sum"] = {
-                        "status": "aborted" if secure["aborted"] else "ok",
-                        "seconds": secure["seconds"],
-                    }
-                    async with transport.connect(f"{run}-collector") as conn:
-                        await announce_run_closed(conn, run)
-                # the final "run closed" may be lost: the recorder gets ``finish_grace``
-                await asyncio.wait({recorder_task}, timeout=grace)
-                if not recorder_task.done():
-                    recorder_task.cancel()
-                    trace_note = (
-                        f"the collector's final 'run closed' message did not reach the "
-                        f"recorder within finish_grace ({grace:g} s)"
-                    )
-                await asyncio.gather(recorder_task, return_exceptions=True)
-                for helper in (watcher, side):
-                    if helper is not None:
-                        helper.cancel()
-    except TimeoutError:
-        if not deadline.expired():
-            raise  # some other timeout, not the run's
-        aborted = {
+    def __post_init__(self) -> None:
+        faults = self.scenario.spec.faults
+        if faults is not None and faults.hostile_messages:
+            self.attacker = HostileClient(self.config, faults.hostile_messages)
+
+    def stopped_by_deadline(self, run_timeout: float) -> None:
+        """The run's deadline cancelled every task: keep what had arrived."""
+        self.aborted = {
             "reason": "run_timeout",
             "run_timeout": run_timeout,
             "detail": f"the run did not finish within run_timeout ({run_timeout:g} s); every "
             "task was cancelled and the outputs hold what had arrived",
         }
-        if fleet is not None and outcomes is None:
-            outcomes = fleet.outcomes()
-        if collector_results is None:
-            collector_results = partial_collector_results(collector, config, aborted["detail"])
-        if collector is not None:
-            collector.store.close()
-        if recorder is not None and not recorder.complete:
-            trace_note = "the run was aborted (run_timeout) before the collector closed it"
-    if progress and collector_results is not None:
-        progress(collector_results["reports_received"], collector_results["reports_expected"])
-    outcomes = outcomes or []
+        if self.fleet is not None and self.outcomes is None:
+            self.outcomes = self.fleet.outcomes()
+        if self.collector_results is None:
+            self.collector_results = partial_collector_results(
+                self.collector, self.config, self.aborted["detail"]
+            )
+        if self.collector is not None:
+            self.collector.store.close()
+        if self.recorder is not None and not self.recorder.complete:
+            self.trace_note = "the run was aborted (run_timeout) before the collector closed it"
 
-    reconstruction = collector_results.get("reconstruction")
-    if reconstruction is not None:
-        stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
-        reconstruction = score_reconstructions(
-            reconstruction,
-            collector.reconstructions,
-            fleet,
-            config,
-            tolerance=scenario.spec.cpr.period_tolerance,
+
+async def _pump_stream_run(
+    state: _StreamRun,
+    broker_spec: str | Transport,
+    progress: ProgressCallback | None,
+    side_task: SideTask | None,
+    shard_brokers: list[str] | None,
+) -> None:
+    """Broker, recorder, collector and fleet of a stream run, until the recorder is done."""
+    scenario, out, run = state.scenario, state.out, state.run
+    t = time.perf_counter()
+    async with (
+        open_broker(broker_spec, credentials=state.creds) as (transport, state.broker_info),
+        contextlib.AsyncExitStack() as stack,
+    ):
+        state.stages["broker"] = {"status": "ok", "seconds": time.perf_counter() - t}
+        state.recorder = recorder_for(scenario, transport, run, out / "trace.sqlite")
+        state.collector = collector_for(
+            scenario, transport, run, out / "collector.sqlite", seed=state.seed
         )
-        # the simulator's truth for a few devices, next to their reconstructions, so the
-        # report can draw one against the other (never available to the collector)
-        sample = sorted(collector.reconstructions)[:TRUTH_SAMPLE]
-        np.savez_compressed(
-            out / "truth_sample.npz",
-            **{d: np.clip(fleet.clean[d], config.lo, config.hi) for d in sample},
-        )
-    stages["stream"] = {
-        "status": "aborted"
-        if aborted and collector_results.get("stage_state") == "aborted"
-        else "complete"
-        if collector_results["reports_lost"] == 0 and not collector_results["devices_rejected"]
-        else "incomplete",
-        "seconds": collector_results["stream_seconds"],
-        "fleet_seconds": fleet_seconds,
-        "close_reason": collector_results["close_reason"],
-    }
-    gcdp_entry = None
-    if collector is not None and collector.gcdp is not None and "gcdp" in collector_results:
-        gcdp_entry = score_gcdp(
-            collector_results["gcdp"], collector.gcdp, fleet, config_window(scenario)
-        )
-        stages["gcdp"] = {
-            "status": "complete"
-            if gcdp_entry["windows_released"] == gcdp_entry["windows_expected"]
-            else "incomplete",
-            "calibration_seconds": gcdp_entry["calibration_seconds"],
+        t = time.perf_counter()
+        shards = scenario.fleet_shards(state.broker_info.kind)
+        state.fleet = _build_fleet(state, transport, stack, shards, shard_brokers)
+        state.stages["fleet_build"] = {
+            "status": "ok",
+            "seconds": time.perf_counter() - t,
+            "shards": shards,
         }
+        await _run_agents(state, transport, progress, side_task)
+
+
+def _build_fleet(
+    state: _StreamRun,
+    transport: Transport,
+    stack: contextlib.AsyncExitStack,
+    shards: int,
+    shard_brokers: list[str] | None,
+) -> Fleet | ShardedFleet:
+    """The devices: in this event loop, or ``shards`` processes against the broker
+    (docs/scaling.md) that log in with the run's credentials from a 0600 file that lives
+    as long as the run."""
+    scenario = state.scenario
+    if shards <= 1:
+        return Fleet(fleet_config(scenario, state.run, state.seed), transport)
+    secrets_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="ldpfleet-auth-"))
+    creds = state.creds
+    return ShardedFleet(
+        scenario,
+        state.broker_info.url,
+        state.run,
+        seed=state.seed,
+        shards=shards,
+        out_dir=state.out,
+        credentials_path=creds.save(Path(secrets_dir) / "credentials.json") if creds else None,
+        shard_brokers=shard_brokers,
+    )
+
+
+async def _run_agents(
+    state: _StreamRun,
+    transport: Transport,
+    progress: ProgressCallback | None,
+    side_task: SideTask | None,
+) -> None:
+    """Recorder, collector, side tasks and fleet in one task group: the fleet starts once
+    the others listen; the stream stage, then the secure-sum stage, then the recorder end."""
+    recorder, collector, fleet = state.recorder, state.collector, state.fleet
+    grace = state.scenario.spec.collector.finish_grace
+    async with asyncio.TaskGroup() as group:
+        recorder_task = group.create_task(recorder.run_until_closed())
+        await recorder.subscribed.wait()
+        collector_task = group.create_task(collector.run())
+        await collector.subscribed.wait()
+        watcher = group.create_task(watch_progress(collector, progress)) if progress else None
+        side = await _start_side_tasks(state, transport, group, side_task)
+        t = time.perf_counter()
+        fleet_task = group.create_task(fleet.run())
+        await asyncio.wait({fleet_task, collector_task}, return_when=asyncio.FIRST_COMPLETED)
+        if not fleet_task.done():
+            # the collector has finished: devices still waiting (its final message lost,
+            # their acks lost) get ``finish_grace``, then stop
+            await asyncio.wait({fleet_task}, timeout=grace)
+            if not fleet_task.done():
+                fleet_task.cancel()
+                await asyncio.gather(fleet_task, return_exceptions=True)
+        state.outcomes = fleet.outcomes()
+        state.fleet_seconds = time.perf_counter() - t
+        if not collector_task.done():
+            # Every agent has ended: nothing more can arrive. Devices that failed leave
+            # their batches missing, which the collector reports as lost.
+            await asyncio.sleep(0)
+            if any(o.error or o.unfinished for o in state.outcomes):
+                collector.request_close("the fleet ended with failed or crashed devices")
+        state.collector_results = await collector_task
+        if state.scenario.spec.secure_sum is not None:
+            await _secure_sum_stage(state, transport)
+        # the final "run closed" may be lost: the recorder gets ``finish_grace``
+        await asyncio.wait({recorder_task}, timeout=grace)
+        if not recorder_task.done():
+            recorder_task.cancel()
+            state.trace_note = (
+                f"the collector's final 'run closed' message did not reach the recorder "
+                f"within finish_grace ({grace:g} s)"
+            )
+        await asyncio.gather(recorder_task, return_exceptions=True)
+        for helper in (watcher, side):
+            if helper is not None:
+                helper.cancel()
+
+
+async def _start_side_tasks(
+    state: _StreamRun, transport: Transport, group: asyncio.TaskGroup, side_task
+) -> asyncio.Task | None:
+    """The caller's side task and the ``[faults]`` attacker, started and (those with a
+    ``ready`` event) listening before the fleet starts; None when there are none."""
+    side_tasks = [task for task in (side_task, state.attacker) if task is not None]
+    if not side_tasks:
+        return None
+    creds = state.creds
+    view = transport if creds is None else AsUser(transport, ADMIN, creds.password(ADMIN))
+    running = group.create_task(
+        _all_of([task(view, state.run, state.collector) for task in side_tasks])
+    )
+    await _until_ready(side_tasks, running)
+    return running
+
+
+async def _secure_sum_stage(state: _StreamRun, transport: Transport) -> None:
+    """The ``[secure_sum]`` stage after the stream, then the run's "closed" announcement."""
+    secure = await run_secure_sum_stage(
+        state.scenario, transport, state.run, state.fleet, state.seed
+    )
+    state.secure = secure
+    state.stages["secure_sum"] = {
+        "status": "aborted" if secure["aborted"] else "ok",
+        "seconds": secure["seconds"],
+    }
+    async with transport.connect(f"{state.run}-collector") as conn:
+        await announce_run_closed(conn, state.run)
+
+
+def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
+    """results.json of a one-process stream run (the layout in docs/scenarios.md)."""
+    scenario, config, c = state.scenario, state.config, state.collector_results
+    collector, recorder, fleet = state.collector, state.recorder, state.fleet
+    outcomes = state.outcomes or []
+    stages = state.stages
+    reconstruction = _scored_reconstruction(state)
+    stages["stream"] = stream_stage_entry(
+        c,
+        aborted=bool(state.aborted) and c.get("stage_state") == "aborted",
+        fleet_seconds=state.fleet_seconds,
+    )
+    gcdp_entry = None
+    if collector is not None and collector.gcdp is not None and "gcdp" in c:
+        gcdp_entry = score_gcdp(c["gcdp"], collector.gcdp, fleet, config_window(scenario))
+        stages["gcdp"] = gcdp_stage_entry(gcdp_entry)
     unfinished = {o.device: o.unfinished for o in outcomes if o.unfinished}
-    estimates = collector_results["mean_estimates"]
-    errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
+    info = state.broker_info
     results = {
-        "run": run,
+        "run": state.run,
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
-        "scenario": scenario_header(scenario, seed),
+        "scenario": scenario_header(scenario, state.seed),
         "broker": {
-            "kind": broker_info.kind if broker_info else None,
-            "url": broker_info.url if broker_info else None,
-            "auth": creds is not None,
+            "kind": info.kind if info else None,
+            "url": info.url if info else None,
+            "auth": state.creds is not None,
             "shard_brokers": shard_brokers if isinstance(fleet, ShardedFleet) else None,
         },
         # set when the run was stopped by its global deadline (docs/reliability.md)
-        "aborted": aborted,
-        "devices": collector_results["devices"],
-        "devices_complete": collector_results["devices_complete"],
-        # devices whose stream did not finish: they gave up on a silent collector, failed,
-        # or were stopped after the finish grace (fleet.unfinished_devices says which)
-        "devices_unfinished": len(unfinished),
-        "reports_expected": collector_results["reports_expected"],
-        "reports_received": collector_results["reports_received"],
-        "reports_rejected": collector_results["reports_rejected"],
-        "reports_duplicate": collector_results["reports_duplicate"],
-        "reports_lost": collector_results["reports_lost"],
-        "rejections_by_field": collector_results["rejections_by_field"],
-        # stable reason keys (docs/reliability.md, "Bad input"); an identical replay of a
-        # received batch is a duplicate (reports_duplicate), not a rejection
-        "rejections_by_reason": collector_results["rejections_by_reason"],
-        # batches devices refused to privatise (their ledger), each announced by a
-        # budget_refused message (docs/reliability.md, "Budget safety"); not lost
-        "reports_refused": collector_results["reports_refused"],
-        "budget_refusals": collector_results["budget_refusals"],
-        # devices that stopped because the collector finally rejected one of their messages
-        # (a parameter or domain disagreement no retransmission fixes), with the rejection;
-        # their batches from it on are withdrawn, not lost (docs/reliability.md)
-        "devices_rejected": collector_results["devices_rejected"],
-        "device_rejections": collector_results["device_rejections"],
-        "reports_withdrawn": collector_results["reports_withdrawn"],
-        "missing_batches": collector_results["missing_batches"],
-        "stream": {
-            "mechanism": config.mechanism,
-            "eps": config.eps,
-            "w": config.w,
-            "eps0": config.eps0,
-            "steps": config.steps,
-            "batch_steps": config.batch_steps,
-            "bounds": [config.lo, config.hi],
-            "values_received": collector_results["reports_received"] * config.batch_steps
-            if config.steps % config.batch_steps == 0
-            else None,
-        },
+        "aborted": state.aborted,
+        # devices whose stream did not finish (``devices_unfinished``): they gave up on a
+        # silent collector, failed, or were stopped after the finish grace
+        # (fleet.unfinished_devices says which)
+        **collector_counts(c, devices_unfinished=len(unfinished)),
+        "stream": stream_entry(config, c),
         "stages": stages,
-        "fleet": {
-            "devices_run": len(outcomes),
-            # "device" (an MQTT connection each) or "gateway" ([fleet] connection)
-            "connection": scenario.fleet_connection(),
-            "connect_seconds": fleet.connect_seconds if fleet else None,
-            "unfinished_devices": unfinished,
-            "device_errors": {o.device: o.error for o in outcomes if o.error},
-            "retransmissions": sum(o.retransmissions for o in outcomes),
-            "refused_messages": sum(o.refused_messages for o in outcomes),
-            # final-rejection notices naming no message the device sent (ignored)
-            "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
-            # end to end: a batch's first transmission to its ack (after the collector's
-            # commit), over the batches sent once
-            "ack_latency": latency_summary(outcomes),
-            "shards": fleet_process_stats(fleet),
-        },
+        "fleet": _fleet_entry(state, unfinished),
         # peak resident memory of this process (collector, recorder, and the devices when
         # they are not sharded; the embedded broker too)
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "accuracy": {
-            "metric": "per-device mean of the clipped stream ("
-            + (
-                "[0, 1] units: each channel normalised by its bounds"
-                if scenario.multi_column
-                else "physical units"
-            )
-            + ")",
-            # every device mean is the stream mechanism's own unbiased estimate_mean
-            "estimator": f"{config.mechanism} estimate_mean",
-            "mean_abs_error": float(np.mean(errors)) if errors else None,
-            "max_abs_error": float(np.max(errors)) if errors else None,
-        },
+        "accuracy": accuracy_entry(scenario, config, c["mean_estimates"], outcomes),
         "per_device": {
             o.device: {
                 "state": o.state,
                 "batches_acked": o.batches_acked,
-                "mean_estimate": estimates.get(o.device),
+                "mean_estimate": c["mean_estimates"].get(o.device),
                 "true_mean": o.true_mean,
                 **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
             }
             for o in outcomes
         },
-        "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
-        or None,
-        "secure_sum": secure,
+        "reconstruction": reconstruction_summary(reconstruction),
+        "secure_sum": state.secure,
         "gcdp": gcdp_entry,
-        "trace": {
-            "path": "trace.sqlite",
-            # the recorder's Ed25519 key: what ``ldpfleet trace verify`` checks against
-            "public_key": recorder.public_key if recorder else None,
-            "messages": recorder.recorded if recorder else 0,
-            "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
-            # stored reports the recorder never saw (a broker restart without persistence);
-            # None when the trace keeps the control plane only (it records no report)
-            "missing_reports": reports_missing_from_trace(
-                out / "trace.sqlite", out / "collector.sqlite"
-            )
-            if scenario.spec.collector.trace == "all"
-            else None,
-        },
-        # what the connections went through and what was sent again (docs/reliability.md,
-        # "Delivery"): every loss on the wire is repaired by a resend or shows up here
-        "delivery": {
-            "device_reconnects": sum(o.reconnects for o in outcomes),
-            "devices_reconnected": sum(1 for o in outcomes if o.reconnects),
-            "collector_reconnects": collector.session.reconnects
-            if collector and collector.session
-            else 0,
-            "recorder_reconnects": recorder.session.reconnects
-            if recorder and recorder.session
-            else 0,
-            "republished": sum(o.republished for o in outcomes)
-            + (collector.session.republished if collector and collector.session else 0),
-            "retransmissions": sum(o.retransmissions for o in outcomes),
-            "reports_duplicate": collector_results["reports_duplicate"],
-            "reports_lost": collector_results["reports_lost"],
-            # most deliveries the collector ever had buffered unconsumed: bounded by the
-            # credit flow control (max_in_flight), whatever the offered load
-            "collector_peak_pending": collector_results.get("peak_pending"),
-            "max_in_flight": scenario.spec.collector.max_in_flight,
-        },
+        "trace": trace_entry(scenario, recorder, state.out),
+        "delivery": delivery_entry(collector_delivery(scenario, c, collector, recorder), outcomes),
         # what [faults] injected and how the run recovered (docs/reliability.md)
-        "faults": fault_report(faults, fleet, outcomes, collector_results, attacker),
+        "faults": fault_report(scenario.spec.faults, fleet, outcomes, c, state.attacker),
         # False when the recorder stopped before the collector's final message
         "trace_complete": bool(recorder and recorder.complete),
-        "trace_incomplete_reason": trace_note,
-        "seconds": time.perf_counter() - wall,
+        "trace_incomplete_reason": state.trace_note,
+        "seconds": time.perf_counter() - state.wall,
     }
     # a plugin's estimate_mean failing on the collector (collector.analytics): console too
-    results["warnings"] = list(collector_results.get("mean_estimate_warnings", []))
+    results["warnings"] = list(c.get("mean_estimate_warnings", []))
     if fleet is not None:  # simulator-only: what the public bounds clipped (scenarios.clipping)
         add_clipping(results, fleet.clipping)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    central = None
-    if collector is not None and collector.gcdp is not None and gcdp_entry is not None:
-        central = {
-            **collector.gcdp.ledger.to_dict(),
-            "eps_cal": gcdp_entry["eps_cal"],
-            "eps_rel": gcdp_entry["eps_rel"],
-            "per_record_loss": gcdp_entry["eps_cal"] + gcdp_entry["ledger_per_record_loss"],
-            "accounting": "windows are disjoint: each clipped channel value at one timestamp "
-            "is in one window, so its loss is eps_cal + eps_rel (parallel composition); "
-            "total_spent sums disjoint windows",
-        }
-    write_json(
-        out / "ledger.json",
-        ledger_document(run, config.eps, config.w, outcomes, collector=central),
-        indent=2,
-    )
     return results
+
+
+def _scored_reconstruction(state: _StreamRun) -> dict | None:
+    """The collector's reconstruction summary scored against the simulator's truth, with
+    the truth of a few devices saved beside it (OUT/truth_sample.npz) so the report can draw
+    one against the other (never available to the collector)."""
+    reconstruction = state.collector_results.get("reconstruction")
+    if reconstruction is None:
+        return None
+    collector, fleet, config = state.collector, state.fleet, state.config
+    state.stages["reconstruct"] = {"status": "ok", "seconds": reconstruction["seconds"]}
+    scored = score_reconstructions(
+        reconstruction,
+        collector.reconstructions,
+        fleet,
+        config,
+        tolerance=state.scenario.spec.cpr.period_tolerance,
+    )
+    sample = sorted(collector.reconstructions)[:TRUTH_SAMPLE]
+    np.savez_compressed(
+        state.out / "truth_sample.npz",
+        **{d: np.clip(fleet.clean[d], config.lo, config.hi) for d in sample},
+    )
+    return scored
+
+
+def _fleet_entry(state: _StreamRun, unfinished: dict) -> dict:
+    """results.json ``fleet``: how the devices ran and what they sent again."""
+    fleet, outcomes = state.fleet, state.outcomes or []
+    return {
+        "devices_run": len(outcomes),
+        # "device" (an MQTT connection each) or "gateway" ([fleet] connection)
+        "connection": state.scenario.fleet_connection(),
+        "connect_seconds": fleet.connect_seconds if fleet else None,
+        "unfinished_devices": unfinished,
+        "device_errors": {o.device: o.error for o in outcomes if o.error},
+        "retransmissions": sum(o.retransmissions for o in outcomes),
+        "refused_messages": sum(o.refused_messages for o in outcomes),
+        # final-rejection notices naming no message the device sent (ignored)
+        "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
+        # end to end: a batch's first transmission to its ack (after the collector's
+        # commit), over the batches sent once
+        "ack_latency": latency_summary(outcomes),
+        "shards": fleet_process_stats(fleet),
+    }
+
+
+def stream_ledger(state: _StreamRun, gcdp_entry: dict | None) -> dict:
+    """ledger.json of a stream run: every device's ledger and (GC-DP) the collector's."""
+    stage = state.collector.gcdp if state.collector is not None else None
+    return ledger_document(
+        state.run,
+        state.config.eps,
+        state.config.w,
+        state.outcomes or [],
+        collector=gcdp_ledger(stage, gcdp_entry),
+    )
 
 
 def config_window(scenario: LoadedScenario) -> int:

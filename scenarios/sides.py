@@ -84,6 +84,18 @@ from ldpfleet.scenarios.runner import (
     watch_progress,
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+from ldpfleet.scenarios.stream_document import (
+    accuracy_entry,
+    collector_counts,
+    collector_delivery,
+    delivery_entry,
+    gcdp_ledger,
+    gcdp_stage_entry,
+    reconstruction_summary,
+    stream_entry,
+    stream_stage_entry,
+    trace_entry,
+)
 
 __all__ = [
     "collector_side",
@@ -378,14 +390,7 @@ def _collector_document(
     service, recorder = state.service, state.recorder
     reconstruction = c.get("reconstruction")
     stages = {
-        "stream": {
-            "status": "complete"
-            if c.get("reports_lost") == 0 and not c.get("devices_rejected")
-            else "incomplete",
-            "seconds": c.get("stream_seconds"),
-            "fleet_seconds": None,
-            "close_reason": c.get("close_reason"),
-        },
+        "stream": stream_stage_entry(c, aborted=False, fleet_seconds=None),
         **state.stages,
     }
     if reconstruction is not None:
@@ -395,25 +400,6 @@ def _collector_document(
         stages["gcdp"] = gcdp_stage_entry(gcdp)
     estimates = c.get("mean_estimates", {})
     recon_devices = (reconstruction or {}).get("per_device", {})
-    keys = (
-        "devices",
-        "devices_complete",
-        "reports_expected",
-        "reports_received",
-        "reports_rejected",
-        "reports_duplicate",
-        "reports_lost",
-        "rejections_by_field",
-        "rejections_by_reason",
-        "reports_refused",
-        "budget_refusals",
-        "devices_rejected",
-        "device_rejections",
-        "reports_withdrawn",
-        "missing_batches",
-    )
-    session = service.session if service is not None else None
-    rec_session = getattr(recorder, "session", None)
     return {
         "run": run,
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
@@ -425,10 +411,8 @@ def _collector_document(
             "shard_brokers": None,
         },
         "aborted": state.aborted,
-        **{key: c.get(key) for key in keys[:2]},
-        "devices_unfinished": None,  # the fleet knows
-        **{key: c.get(key) for key in keys[2:]},
-        "stream": _stream_entry(config, c),
+        **collector_counts(c, devices_unfinished=None),  # the fleet knows which are unfinished
+        "stream": stream_entry(config, c),
         "stages": stages,
         "fleet": None,  # the fleet shards' outcomes.json
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -437,20 +421,11 @@ def _collector_document(
             d: {"mean_estimate": estimates.get(d), **recon_devices.get(d, {})}
             for d in scenario.device_ids()
         },
-        "reconstruction": {k: v for k, v in (reconstruction or {}).items() if k != "per_device"}
-        or None,
+        "reconstruction": reconstruction_summary(reconstruction),
         "secure_sum": state.secure,
         "gcdp": gcdp,
-        "trace": _trace_entry(scenario, state),
-        "delivery": {
-            "collector_reconnects": session.reconnects if session else 0,
-            "recorder_reconnects": rec_session.reconnects if rec_session else 0,
-            "collector_republished": session.republished if session else 0,
-            "reports_duplicate": c.get("reports_duplicate"),
-            "reports_lost": c.get("reports_lost"),
-            "collector_peak_pending": c.get("peak_pending"),
-            "max_in_flight": scenario.spec.collector.max_in_flight,
-        },
+        "trace": trace_entry(scenario, state.recorder, _out_dir(state)),
+        "delivery": collector_delivery(scenario, c, service, recorder),
         "faults": None,
         "hostile_handled": state.hostile_handled,
         "trace_complete": bool(recorder and recorder.complete),
@@ -463,67 +438,14 @@ def _collector_document(
     }
 
 
-def gcdp_stage_entry(gcdp: dict) -> dict:
-    """results.json ``stages.gcdp`` from the release's entry."""
-    complete = gcdp["windows_released"] == gcdp["windows_expected"]
-    return {
-        "status": "complete" if complete else "incomplete",
-        "calibration_seconds": gcdp["calibration_seconds"],
-    }
-
-
-def _stream_entry(config, c: dict) -> dict:
-    received = c.get("reports_received") or 0
-    return {
-        "mechanism": config.mechanism,
-        "eps": config.eps,
-        "w": config.w,
-        "eps0": config.eps0,
-        "steps": config.steps,
-        "batch_steps": config.batch_steps,
-        "bounds": [config.lo, config.hi],
-        "values_received": received * config.batch_steps
-        if config.steps % config.batch_steps == 0
-        else None,
-    }
-
-
-def _trace_entry(scenario: LoadedScenario, state: _CollectorRun) -> dict:
-    from ldpfleet.broker.trace import reports_missing_from_trace
-
-    recorder, service = state.recorder, state.service
-    out = service.store.path.parent if service is not None else None
-    return {
-        "path": "trace.sqlite",
-        "public_key": getattr(recorder, "public_key", None),  # verify's anchor
-        "messages": recorder.recorded if recorder else 0,
-        "by_kind": dict(sorted(recorder.by_kind.items())) if recorder else {},
-        "missing_reports": reports_missing_from_trace(
-            out / "trace.sqlite", out / "collector.sqlite"
-        )
-        if out is not None and scenario.spec.collector.trace == "all"
-        else None,
-    }
+def _out_dir(state: _CollectorRun) -> Path | None:
+    """The collector's output directory (where its store lives), None before it started."""
+    return state.service.store.path.parent if state.service is not None else None
 
 
 def _central_ledger(state: _CollectorRun, gcdp: dict | None) -> dict | None:
     """The collector's own ledger (GC-DP central releases), as ``ldpfleet run`` writes it."""
     return gcdp_ledger(state.service.gcdp if state.service is not None else None, gcdp)
-
-
-def gcdp_ledger(stage, gcdp: dict | None) -> dict | None:
-    """A GC-DP stage's ledger with its accounting (None without a release)."""
-    if stage is None or gcdp is None:
-        return None
-    return {
-        **stage.ledger.to_dict(),
-        "eps_cal": gcdp["eps_cal"],
-        "eps_rel": gcdp["eps_rel"],
-        "per_record_loss": gcdp["eps_cal"] + gcdp["ledger_per_record_loss"],
-        "accounting": "windows are disjoint: each clipped channel value at one timestamp "
-        "is in one window, so its loss is eps_cal + eps_rel (parallel composition); "
-        "total_spent sums disjoint windows",
-    }
 
 
 def _save_side_arrays(out: Path, state: _CollectorRun) -> None:
@@ -886,7 +808,7 @@ def merge_stream_outputs(
     results["devices_unfinished"] = sum(1 for o in outcomes if o.unfinished)
     results["stages"]["stream"]["fleet_seconds"] = _fleet_seconds(shards)
     results["fleet"] = _fleet_entry(scenario, outcomes, shards)
-    results["accuracy"] = _accuracy_entry(scenario, config, c["mean_estimates"], outcomes)
+    results["accuracy"] = accuracy_entry(scenario, config, c["mean_estimates"], outcomes)
     results["per_device"] = {
         o.device: {
             "state": o.state,
@@ -909,7 +831,7 @@ def merge_stream_outputs(
         results["gcdp"] = score_gcdp(
             c["gcdp"], _Released(released), truth, scenario.spec.gcdp.window
         )
-    results["delivery"] = _delivery_entry(c["delivery"], outcomes)
+    results["delivery"] = delivery_entry(c["delivery"], outcomes)
     merged_results = {
         "missing_batches": c["missing_batches"],
         "reports_rejected": c["reports_rejected"],
@@ -980,36 +902,6 @@ def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) ->
                 s["shard"]: (s.get("secure_sum") or {}).get("stopped") for s in shards
             },
         },
-    }
-
-
-def _accuracy_entry(scenario, config, estimates: dict, outcomes: list[DeviceOutcome]) -> dict:
-    errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
-    units = (
-        "[0, 1] units: each channel normalised by its bounds"
-        if scenario.multi_column
-        else "physical units"
-    )
-    return {
-        "metric": f"per-device mean of the clipped stream ({units})",
-        "estimator": f"{config.mechanism} estimate_mean",
-        "mean_abs_error": float(np.mean(errors)) if errors else None,
-        "max_abs_error": float(np.max(errors)) if errors else None,
-    }
-
-
-def _delivery_entry(collector: dict, outcomes: list[DeviceOutcome]) -> dict:
-    return {
-        "device_reconnects": sum(o.reconnects for o in outcomes),
-        "devices_reconnected": sum(1 for o in outcomes if o.reconnects),
-        "collector_reconnects": collector["collector_reconnects"],
-        "recorder_reconnects": collector["recorder_reconnects"],
-        "republished": sum(o.republished for o in outcomes) + collector["collector_republished"],
-        "retransmissions": sum(o.retransmissions for o in outcomes),
-        "reports_duplicate": collector["reports_duplicate"],
-        "reports_lost": collector["reports_lost"],
-        "collector_peak_pending": collector["collector_peak_pending"],
-        "max_in_flight": collector["max_in_flight"],
     }
 
 

@@ -17,6 +17,8 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
 
+from tests.virtual_time import VirtualTimeLoop
+
 BASE = """
 [scenario]
 name = "hang"
@@ -99,11 +101,17 @@ async def test_silent_collector_ends_the_run_at_the_global_timeout(tmp_path):
     )
 
 
-async def test_device_whose_acks_are_all_dropped_ends_unfinished(tmp_path):
+def test_device_whose_acks_are_all_dropped_ends_unfinished(tmp_path):
+    # The three healthy devices must finish before the stage deadline (0.5 s after the
+    # collector opens): on the real clock a busy machine could let it pass first. On
+    # virtual time (the run is wholly in the loop: in-memory transport, no CPR thread) the
+    # clock moves only when nothing is left to handle, so only d0000 is cut off.
     transport = MemoryTransport(drop=lambda topic, payload, to: to == "h3-d0000")
     loaded = scenario(collector_keys="stage_timeout = 0.5\nfinish_grace = 0.2")
     started = time.perf_counter()
-    results = await run_scenario(loaded, broker=transport, out_dir=tmp_path, run_id="h3")
+    results = VirtualTimeLoop.run(
+        run_scenario(loaded, broker=transport, out_dir=tmp_path, run_id="h3")
+    )
     assert time.perf_counter() - started < 30
     assert results["aborted"] is None
     assert results["devices_unfinished"] == 1
