@@ -438,6 +438,21 @@ def nonnegative_values(
     return values
 
 
+def _check_inputs_kept(x: np.ndarray, before: np.ndarray, name: str) -> None:
+    """One sentence if ``perturb`` wrote into its input array (``x += noise``): the second
+    call of the reproducibility check then saw other inputs and the plugin was named "not a
+    function of its inputs and rng", sending its author after a global RNG."""
+    changed = np.flatnonzero(x.ravel() != before.ravel())
+    if changed.size:
+        i = int(changed[0])
+        raise _fail(
+            name,
+            f"perturb changed its input array in place (input {i} was {float(before[i])!r}, "
+            f"is now {float(x.ravel()[i])!r}): leave x as given and work on a copy, e.g. "
+            "x = np.array(x, dtype=float)",
+        )
+
+
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
     """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed,
     and ``perturb`` a function of its inputs and ``rng`` (twice on generators seeded alike:
@@ -445,6 +460,7 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
     x = probe_inputs()
     seed = int(rng.integers(2**63))
     out = check_outputs(mechanism, x, _perturb(mechanism, x, seed, name), name)
+    _check_inputs_kept(x, probe_inputs(), name)
     again = checked_reports(x, _perturb(mechanism, x, seed, name), name)
     if not np.array_equal(out, again):
         i = int(np.flatnonzero(out.ravel() != again.ravel())[0])

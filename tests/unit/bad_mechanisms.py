@@ -463,3 +463,13 @@ class ReturnsMasked(_Base):
         y = super().perturb(x, rng)
         y[::7] = np.nan
         return np.ma.masked_invalid(y)
+
+
+class AddsInPlace(_Base):
+    """Adds its noise to the input array in place and returns it (``x += noise``): the
+    load-time check named it "not a function of its inputs and rng", which sent its author
+    hunting for a global RNG."""
+
+    def perturb(self, x, rng):
+        x += rng.laplace(0.0, 1.0 / self.eps, size=np.shape(x))
+        return x

@@ -203,6 +203,10 @@ BAD_PLUGINS = [
     ),
     (f"{BAD}:StatesRangeText", "states output_low = 0.0 and output_high = '1': the report"),
     (
+        f"{BAD}:AddsInPlace",
+        "perturb changed its input array in place (input 0 was 0.0, is now ",
+    ),
+    (
         f"{BAD}:ReturnsMasked",
         "perturb returned a MaskedArray, not a numpy.ndarray (the wire cannot carry a mask:",
     ),
