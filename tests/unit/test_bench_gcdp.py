@@ -288,6 +288,25 @@ def test_a_file_shorter_than_one_window_is_named(tmp_path, name):
     assert f"{path} has 10 records, fewer than one window of 30" in str(info.value)
 
 
+def test_a_training_file_too_short_for_the_validation_cut_is_named(tmp_path):
+    """A training file of 40 records holds a window of 30 but not a training and a
+    validation window (the default split, refit, cuts one): the error named the window and
+    the 40 records, not the file they came from."""
+    path = tmp_path / "short.txt"
+    rows = "".join(
+        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{(i // 10) % 2}\n'
+        for i in range(40)
+    )
+    path.write_text(OCC_HEADER + rows)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(
+            "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
+            train_file=str(path),
+        )  # fmt: skip
+    assert info.value.field == "window"
+    assert f"in the 40 training records of {path} (train_file), got 30" in str(info.value)
+
+
 def test_loader_names_a_missing_column(tmp_path):
     path = tmp_path / "d.txt"
     path.write_text('"date","Temperature","Humidity","Light","HumidityRatio","Occupancy"\n')
