@@ -422,17 +422,18 @@ class OccupancyWindows(NamedTuple):
     val_l: np.ndarray
 
 
-def validation_cut(records: int, window: int) -> int:
+def validation_cut(records: int, window: int, source: str = "") -> int:
     """Records of the training part under ``split="holdout"``: the largest multiple of
     ``window`` not above ``(1 - VALIDATION_SHARE) records`` (so no window crosses the cut);
-    refused unless both parts hold at least one whole window."""
+    refused unless both parts hold at least one whole window (``source``, e.g. `` of F
+    (train_file)``, says where the records came from)."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
     cut = (int(records * (1.0 - VALIDATION_SHARE)) // window) * window
     if cut < window or records - cut < window:
         raise ParameterError(
             f"must leave a training and a validation window in the {records} training "
-            f"records, got {window}",
+            f"records{source}, got {window}",
             field="window",
         )
     return cut
@@ -461,7 +462,8 @@ def occupancy_windows(
     else:
         train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
     if readings.split == "holdout":
-        cut = validation_cut(train_x.shape[0], window)
+        source = "" if data is not None else f" of {train_file or OCC_TRAIN_FILE} (train_file)"
+        cut = validation_cut(train_x.shape[0], window, source)
         val_x, val_y = train_x[cut:], train_y[cut:]
         train_x, train_y = train_x[:cut], train_y[:cut]
     low, high = _clip_fit(train_x, readings)

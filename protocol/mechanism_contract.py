@@ -33,7 +33,9 @@ Required (a class ``Cls`` with):
 
 Optional, used where present: ``eps`` (the budget it was built with: if stated, it must
 equal the constructor's ``eps`` within a relative 1e-6, ``check_stated_eps``),
-``output_low`` / ``output_high`` (the range, for messages),
+``output_low`` / ``output_high`` (the report range: if either is stated, both must be
+finite real numbers with ``output_low <= output_high``, ``stated_range``; every report must
+lie in it, on the device and on the collector alike, whatever ``in_domain`` says),
 ``estimate(y)`` (per-report unbiased point estimates), ``density(y, v)`` (output density
 given input ``v``), ``variance(v)`` (the per-report variance of the estimate given ``v``,
 shown beside the measured one by ``ldpfleet bench mechanisms``).
@@ -73,6 +75,7 @@ __all__ = [
     "mean_problem",
     "nonnegative_values",
     "probe_inputs",
+    "stated_range",
     "unit_inputs",
 ]
 
@@ -158,7 +161,35 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
     if missing:
         raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
     check_stated_eps(mechanism, eps, name)
+    stated_range(mechanism, name)
     return mechanism
+
+
+def stated_range(mechanism: object, name: str) -> tuple[float, float] | None:
+    """``(output_low, output_high)`` when the mechanism states its report range, ``None``
+    when it states neither; one sentence (``ParameterError``, field ``mechanism``) when only
+    one is stated, either is not a finite real number, or ``output_low > output_high``.
+    Reports outside a stated range are refused on the device and on the collector (before,
+    the range was only quoted in messages: a plugin stating [0, 1] with a permissive
+    ``in_domain`` had its 1.5 accepted and aggregated)."""
+    low = getattr(mechanism, "output_low", None)
+    high = getattr(mechanism, "output_high", None)
+    if low is None and high is None:
+        return None
+    ok = all(
+        isinstance(v, int | float | np.integer | np.floating)
+        and not isinstance(v, bool | np.bool_)
+        and math.isfinite(float(v))
+        for v in (low, high)
+    )
+    if not ok or float(low) > float(high):  # type: ignore[arg-type]
+        raise _fail(
+            name,
+            f"states output_low = {_shown(low)} and output_high = {_shown(high)}: the report "
+            "range must be two finite real numbers with output_low <= output_high (or "
+            "neither stated)",
+        )
+    return float(low), float(high)  # type: ignore[arg-type]
 
 
 def check_stated_eps(mechanism: object, eps: float, name: str) -> None:
@@ -201,6 +232,12 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
     floating dtype, converted to float64); a list, a tuple, a scalar, booleans, complex
     numbers or objects are refused rather than converted, so what the collector receives
     is what the plugin's author wrote."""
+    if isinstance(y, np.ma.MaskedArray):  # isfinite skips masked entries: NaN passed
+        raise _fail(
+            name,
+            "perturb returned a MaskedArray, not a numpy.ndarray (the wire cannot carry a "
+            "mask: return every report, e.g. np.asarray(reports, dtype=float))",
+        )
     if not isinstance(y, np.ndarray):
         raise _fail(
             name,
@@ -300,6 +337,15 @@ def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
         accepted = mechanism.in_domain(y)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
         raise _fail(name, f"in_domain failed: {_why(error)}") from None
+    accepted = _bool_mask(accepted, y, name)
+    span = stated_range(mechanism, name)
+    if span is not None:  # a stated range bounds the domain, whatever in_domain says
+        accepted = accepted & (y >= span[0]) & (y <= span[1])
+    return accepted
+
+
+def _bool_mask(accepted: object, y: np.ndarray, name: str) -> np.ndarray:
+    """``in_domain``'s answer as a numpy bool array of y's shape, or one sentence."""
     if isinstance(accepted, bool | np.bool_):  # one bool for all: named by its shape below
         accepted = np.asarray(accepted)
     if not isinstance(accepted, np.ndarray) or accepted.dtype != np.bool_:
@@ -323,8 +369,20 @@ def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
 
 
 def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.ndarray:
-    """``y = perturb(x)`` has x's shape, is finite and is accepted by ``in_domain``."""
+    """``y = perturb(x)`` has x's shape, is finite, lies in the stated range (if any) and is
+    accepted by ``in_domain``."""
     out = checked_reports(x, y, name)
+    span = stated_range(mechanism, name)
+    if span is not None:
+        outside = np.flatnonzero(~((out >= span[0]) & (out <= span[1])).ravel())
+        if outside.size:
+            i = int(outside[0])
+            raise _fail(
+                name,
+                "perturb returned reports outside its stated range [output_low, output_high] "
+                f"= [{span[0]:.6g}, {span[1]:.6g}] (report {i} is {float(out.ravel()[i])!r}, "
+                f"{outside.size} of {out.size} are outside)",
+            )
     accepted = domain_mask(mechanism, out, name)
     if not np.all(accepted):
         bad = int(np.flatnonzero(~accepted.ravel())[0])
@@ -380,6 +438,21 @@ def nonnegative_values(
     return values
 
 
+def _check_inputs_kept(x: np.ndarray, before: np.ndarray, name: str) -> None:
+    """One sentence if ``perturb`` wrote into its input array (``x += noise``): the second
+    call of the reproducibility check then saw other inputs and the plugin was named "not a
+    function of its inputs and rng", sending its author after a global RNG."""
+    changed = np.flatnonzero(x.ravel() != before.ravel())
+    if changed.size:
+        i = int(changed[0])
+        raise _fail(
+            name,
+            f"perturb changed its input array in place (input {i} was {float(before[i])!r}, "
+            f"is now {float(x.ravel()[i])!r}): leave x as given and work on a copy, e.g. "
+            "x = np.array(x, dtype=float)",
+        )
+
+
 def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
     """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed,
     and ``perturb`` a function of its inputs and ``rng`` (twice on generators seeded alike:
@@ -387,6 +460,7 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
     x = probe_inputs()
     seed = int(rng.integers(2**63))
     out = check_outputs(mechanism, x, _perturb(mechanism, x, seed, name), name)
+    _check_inputs_kept(x, probe_inputs(), name)
     again = checked_reports(x, _perturb(mechanism, x, seed, name), name)
     if not np.array_equal(out, again):
         i = int(np.flatnonzero(out.ravel() != again.ravel())[0])

@@ -75,16 +75,16 @@ CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
 
 
 def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The shipped files have
-    a quoted header without the row-id column, and every data row starts with a row id;
-    written files may omit the row id (``to_csv(index=False)``), order the columns freely and
-    carry other columns. Raises ``ValueError`` in one sentence naming the line and column of
-    a bad value: a missing channel, a row of another width, a value that is not a finite
-    number, an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a
-    label of 2 read as occupied; a file without the row id read the wrong columns), and a
-    ``date`` column of ISO date-times that goes back in time (the windows are consecutive
-    records; a date in any other format stops the check), and a column the reader needs
-    that the header names twice."""
+    """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The shipped files have a
+    quoted header without the row-id column, and every data row starts with a row id; written
+    files may omit the row id (``to_csv(index=False)``), order the columns freely, carry other
+    columns and end every row with a delimiter (an empty last field after a first field that is
+    not an integer row id). Raises ``ValueError`` in one sentence naming the line and column of
+    a bad value: a missing channel, a row of another width, a value that is not a finite number,
+    an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a label of 2
+    read as occupied; a file without the row id read the wrong columns), and a ``date`` column
+    of ISO date-times that goes back in time (the windows are consecutive records; a date in any
+    other format stops the check), and a column the reader needs that the header names twice."""
     rows: list[list[float]] = []
     labels: list[int] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
@@ -118,8 +118,14 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                         f"line {lineno} has {len(row)} fields, the header {len(header)} "
                         "(a data row may carry one extra leading row id)"
                     )
-                cols = [header.index(c) + offset for c in CHANNELS]
-                occ = header.index("Occupancy") + offset
+                # the extra field is a leading row id, or (an empty last field after a
+                # non-numeric first one) a delimiter ending the row: read as a row id, it put
+                # every column one to the right, silently
+                lead = offset
+                if offset == 1 and not row[-1].strip() and not row[0].strip().isdigit():
+                    lead = 0
+                cols = [header.index(c) + lead for c in CHANNELS]
+                occ = header.index("Occupancy") + lead
             if len(row) != len(header) + offset:
                 raise ValueError(
                     f"line {lineno} has {len(row)} fields, expected {len(header) + offset}"
@@ -138,7 +144,7 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
             if date is not None:
-                text = row[date + offset].strip()
+                text = row[date + lead].strip()
                 try:
                     when = datetime.fromisoformat(text)
                 except ValueError:

@@ -411,3 +411,65 @@ class ReturnsInt64Scalar(_Base):
 
     def perturb(self, x, rng):
         return np.int64(0)
+
+
+class OutsideStatedRange(_Base):
+    """States the report range [0, 1] (``output_low``/``output_high``) while its Laplace
+    reports leave it; its ``in_domain`` accepts every finite report, so only the stated range
+    could tell (before the fix the reports were accepted, aggregated and audited)."""
+
+    output_low, output_high = 0.0, 1.0
+
+
+class OutsideStatedRangeLater(_Base):
+    """Passes the load-time probe (256 inputs, reports clipped to its stated [-30, 31]),
+    then sends 1e4 on a device's stream, which its permissive ``in_domain`` accepts."""
+
+    output_low, output_high = -30.0, 31.0
+
+    def perturb(self, x, rng):
+        y = np.clip(super().perturb(x, rng), self.output_low, self.output_high)
+        return y if np.size(x) == 256 else y + 1e4
+
+
+class StatesRangeReversed(_Base):
+    """States ``output_low`` above ``output_high``."""
+
+    output_low, output_high = 1.0, 0.0
+
+
+class StatesRangeText(_Base):
+    """States ``output_high`` as text."""
+
+    output_low, output_high = 0.0, "1"
+
+
+class PermissiveStatedRange(_Base):
+    """States the report range [-30, 31] with an ``in_domain`` that accepts any finite value
+    (a collector must still refuse a report outside the stated range)."""
+
+    output_low, output_high = -30.0, 31.0
+
+    def perturb(self, x, rng):
+        return np.clip(super().perturb(x, rng), self.output_low, self.output_high)
+
+
+class ReturnsMasked(_Base):
+    """Returns a ``numpy.ma.MaskedArray`` hiding NaN reports under its mask: ``np.isfinite``
+    of a masked array skips the masked entries (a traceback before the fix, an IndexError of
+    the reproducibility check)."""
+
+    def perturb(self, x, rng):
+        y = super().perturb(x, rng)
+        y[::7] = np.nan
+        return np.ma.masked_invalid(y)
+
+
+class AddsInPlace(_Base):
+    """Adds its noise to the input array in place and returns it (``x += noise``): the
+    load-time check named it "not a function of its inputs and rng", which sent its author
+    hunting for a global RNG."""
+
+    def perturb(self, x, rng):
+        x += rng.laplace(0.0, 1.0 / self.eps, size=np.shape(x))
+        return x

@@ -201,6 +201,28 @@ def test_loader_reads_files_without_the_row_id_or_with_other_columns(tmp_path):
         assert x.tolist() == [[23.18, 27.272, 426.0, 721.25, 0.0047]] and y.tolist() == [1]
 
 
+def test_loader_reads_rows_ending_in_a_delimiter(tmp_path):
+    """Rows ending in a delimiter (``...,1,``; some exporters write one) are one field wider
+    than the header, like rows with a leading row id: the empty last field was read as a
+    row id, every column one to the right, so the channels were read from their right-hand
+    neighbours and Occupancy from an extra ``Zone`` column, silently. A leading row id is
+    still read as one (the shipped layout), and a missing last value of a file with row ids
+    is still named."""
+    header = "date,Temperature,Humidity,Light,CO2,HumidityRatio,Occupancy,Zone\n"
+    path = tmp_path / "trailing.txt"
+    path.write_text(
+        header + "2015-02-04 17:51:00,23.18,27.272,426,721.25,0.0047,1,0,\n"
+        "2015-02-04 17:52:00,23.15,27.2,429.5,714,0.0048,0,1,\n"
+    )
+    x, y = load_occupancy(path)
+    assert x[0].tolist() == [23.18, 27.272, 426.0, 721.25, 0.0047] and y.tolist() == [1, 0]
+    path.write_text(OCC_HEADER + "2015-02-04 17:51:00,23.18,27.272,426,721.25,0.0047,1,\n")
+    assert load_occupancy(path)[1].tolist() == [1]
+    path.write_text(OCC_HEADER + '"1","2015-02-04 17:51:00",23.18,27.272,426,721.25,0.0047,\n')
+    with pytest.raises(ValueError, match="line 2: Occupancy must be a finite number, got ''"):
+        load_occupancy(path)
+
+
 @pytest.mark.parametrize(
     ("row", "needle"),
     [
@@ -264,6 +286,25 @@ def test_a_file_shorter_than_one_window_is_named(tmp_path, name):
         )  # fmt: skip
     assert info.value.field == name
     assert f"{path} has 10 records, fewer than one window of 30" in str(info.value)
+
+
+def test_a_training_file_too_short_for_the_validation_cut_is_named(tmp_path):
+    """A training file of 40 records holds a window of 30 but not a training and a
+    validation window (the default split, refit, cuts one): the error named the window and
+    the 40 records, not the file they came from."""
+    path = tmp_path / "short.txt"
+    rows = "".join(
+        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{(i // 10) % 2}\n'
+        for i in range(40)
+    )
+    path.write_text(OCC_HEADER + rows)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(
+            "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
+            train_file=str(path),
+        )  # fmt: skip
+    assert info.value.field == "window"
+    assert f"in the 40 training records of {path} (train_file), got 30" in str(info.value)
 
 
 def test_loader_names_a_missing_column(tmp_path):

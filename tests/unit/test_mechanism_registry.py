@@ -191,6 +191,25 @@ BAD_PLUGINS = [
     (f"{BAD}:StatesDoubleEps", "states eps = 0.8 but was built with eps = 0.4 (relative"),
     (f"{BAD}:StatesEpsText", "states eps = '0.4' (a str), not a real number"),
     (f"{BAD}:ReturnsInt64Scalar", "perturb returned an int64, not a numpy.ndarray"),
+    (
+        f"{BAD}:OutsideStatedRange",
+        "perturb returned reports outside its stated range [output_low, output_high] = "
+        "[0, 1] (report ",
+    ),
+    (
+        f"{BAD}:StatesRangeReversed",
+        "states output_low = 1.0 and output_high = 0.0: the report range must be two finite "
+        "real numbers with output_low <= output_high",
+    ),
+    (f"{BAD}:StatesRangeText", "states output_low = 0.0 and output_high = '1': the report"),
+    (
+        f"{BAD}:AddsInPlace",
+        "perturb changed its input array in place (input 0 was 0.0, is now ",
+    ),
+    (
+        f"{BAD}:ReturnsMasked",
+        "perturb returned a MaskedArray, not a numpy.ndarray (the wire cannot carry a mask:",
+    ),
     ("nonesuch", "no installed package registers it"),
 ]
 
@@ -334,6 +353,11 @@ def test_an_optional_density_adds_the_likelihood_ratio_witness(examples_path):
         ("ReturnsListLater", "perturb returned a list, not a numpy.ndarray"),
         ("OutOfDomainLater", "in_domain rejects its own output"),
         ("RaisesLater", "perturb failed on device d0: RuntimeError: sensor library"),
+        (
+            "OutsideStatedRangeLater",
+            "perturb returned reports outside its stated range [output_low, output_high] = "
+            "[-30, 31] (report 0 is 1",
+        ),
     ],
 )
 def test_a_plugin_failing_on_a_device_stops_it_with_one_sentence(name, message):
@@ -471,6 +495,35 @@ def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentenc
     rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
     assert collector.accepted == 0 and [e.field for e in rejected] == ["values"]
     assert "in_domain failed: in_domain broke on the collector" in rejected[0].reason
+
+
+def test_the_collector_refuses_a_report_outside_the_stated_range():
+    """A plugin stating ``output_low``/``output_high`` and an ``in_domain`` that accepts any
+    finite value: a report outside the stated range (a hostile or newer device) is refused
+    as ``out_of_range``, naming the value and the range, and never aggregated (before the
+    fix only ``in_domain`` was asked, so the collector accepted 1e4)."""
+    from ldpfleet.protocol import topics
+    from ldpfleet.protocol.events import Rejected
+    from ldpfleet.protocol.messages import Hello
+    from ldpfleet.protocol.stream import StreamCollector
+
+    mechanism = f"{BAD}:PermissiveStatedRange"
+    config = StreamConfig(
+        run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
+    )
+    reporter = StreamReporter(config, "d0", np.random.default_rng(0))
+    reporter.start(0.0)
+    hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
+    collector = StreamCollector(config, ["d0"])
+    collector.receive(topics.parse(hello.topic), hello.message, 0.0)
+    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
+                      values=[0.5, 0.5, 1e4, 0.5, 0.5])  # fmt: skip
+    collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
+    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    assert collector.accepted == 0 and [e.field for e in rejected] == ["values[2]"]
+    assert "10000.0 is outside the" in rejected[0].reason, rejected[0].reason
+    assert "output domain [-30, 31]" in rejected[0].reason, rejected[0].reason
+    assert collector.summary()["rejections_by_reason"] == {"out_of_range": 1}
 
 
 def test_cli_run_of_a_plugin_whose_reports_leave_its_domain_ends_naming_it(tmp_path):
