@@ -36,6 +36,8 @@ import numpy as np
 from ldpfleet.collector.kde import kde_mode
 from ldpfleet.collector.period import detect_period
 from ldpfleet.collector.sw_em import (
+    _check_mechanism,
+    _first_bad,
     bucket_counts,
     default_buckets,
     em,
@@ -43,6 +45,7 @@ from ldpfleet.collector.sw_em import (
     posterior_means,
     transition_matrix,
 )
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.sw import SquareWave
 
 MIN_PHASE_BUCKETS = 16
@@ -96,17 +99,31 @@ def phase_templates(
 def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
     """Reconstruct one device's stream from its SW reports ``y`` (in report order)."""
     config = config or CprConfig()
-    y = _reports(y)
+    y = _reports(y, mechanism)
     estimate = detect_period(y, min_period=config.min_period, max_period=config.max_period)
     template = phase_templates(y, mechanism, estimate.period or 1, config)
     return _result(len(y), estimate, template)
 
 
-def _reports(y: object) -> np.ndarray:
-    """One stream's reports as a float array (a non-empty 1-D one, else ValueError)."""
-    arr = np.asarray(y, dtype=float)
+def _reports(y: object, mechanism: SquareWave) -> np.ndarray:
+    """One stream's reports as a float array: a non-empty 1-D array of finite reports in the
+    mechanism's output range, else a ``ParameterError`` (a ``ValueError``) naming ``y`` or
+    the first bad ``y[k]`` (checked here, before the period detector would name it ``x``)."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("need a 1-D array of real numbers (reports)", field="y") from None
     if arr.ndim != 1 or len(arr) == 0:
-        raise ValueError("y: need a non-empty 1-D array of reports")
+        raise ParameterError(
+            f"need a non-empty 1-D array of reports, got shape {arr.shape}", field="y"
+        )
+    mech = _check_mechanism(mechanism)
+    _first_bad(
+        ~mech.in_domain(arr),
+        "y",
+        arr,
+        f"report must be finite and in [{mech.output_low!r}, {mech.output_high!r}]",
+    )
     return arr
 
 
@@ -128,7 +145,7 @@ def cpr_many(
     short streams, is paid once per group instead of once per stream. Period detection
     stays per stream."""
     config = config or CprConfig()
-    ys = [_reports(y) for y in streams]
+    ys = [_reports(y, mechanism) for y in streams]
     estimates = [
         detect_period(y, min_period=config.min_period, max_period=config.max_period) for y in ys
     ]

@@ -312,6 +312,10 @@ def device_rng(seed: int, device_index: int, purpose: str) -> np.random.Generato
 
 
 def _is_number(text: str) -> bool:
+    """``text`` is a number as a CSV cell: what ``float`` reads, except digit grouping with
+    underscores ("1_000" is 1000 to Python, text to every CSV reader)."""
+    if "_" in text:
+        return False
     try:
         float(text)
     except ValueError:
@@ -432,6 +436,8 @@ def _parse_table(
     cells = [[row[skip + j] for j in keep] for _, row in data]
     broken: dict[int, tuple[str, int]] = {}
     try:
+        if any("_" in cell for row in cells for cell in row):  # numpy reads "1_000" as 1000
+            raise ValueError("underscore")
         matrix = np.array(cells, dtype=np.float64)
     except ValueError:
         matrix = np.array([[_cell_value(cell) for cell in row] for row in cells])
@@ -445,6 +451,8 @@ def _parse_table(
 
 def _cell_value(cell: str) -> float:
     """A cell as a float, NaN where it is not a number (``_parse_table`` records it)."""
+    if "_" in cell:
+        return math.nan
     try:
         return float(cell)
     except ValueError:

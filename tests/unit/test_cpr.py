@@ -107,3 +107,27 @@ def test_parallel_fleet_reconstruction_equals_serial():
     for device in streams:
         assert serial[device].period == parallel[device].period
         np.testing.assert_array_equal(serial[device].values, parallel[device].values)
+
+
+@pytest.mark.parametrize(
+    ("reports", "field", "text"),
+    [
+        ([0.5] * 100 + [float("nan")], "y[100]", "report must be finite and in"),
+        ([0.5] * 100 + [float("inf")], "y[100]", "report must be finite and in"),
+        (["0.5"] * 50 + ["n/a"], "y", "real numbers"),
+        ([], "y", "non-empty 1-D"),
+        (np.full((60, 1), 0.5), "y", "shape (60, 1)"),
+    ],
+)
+def test_cpr_names_a_bad_report_as_y(reports, field, text):
+    """Held-out (2026-12, helper A): a NaN report was refused by the period detector under
+    its own argument name (``x[100]: sample must be finite``), a text cell or an empty or 2-D
+    array escaped as a plain ``ValueError`` (numpy's, or one without a field); every bad
+    input is now a ``ParameterError`` naming ``y``, checked against the mechanism's output
+    range before anything runs."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    with pytest.raises(ParameterError) as info:
+        cpr(reports, SquareWave(1.0))
+    assert info.value.field == field
+    assert text in str(info.value)

@@ -1008,3 +1008,19 @@ def test_numeric_strings_and_an_unmasked_masked_array_are_read_as_numbers():
     x = 0.5 + 0.4 * np.sin(2 * np.pi * t / 12)
     assert detect_period([f"{v:.6f}" for v in x]).period == 12
     assert detect_period(np.ma.masked_array(x)).period == 12
+
+
+@pytest.mark.parametrize(
+    ("period", "cycles", "phase"),
+    [(365, 4, np.pi / 3), (365, 4, np.pi / 2), (365, 6, 0.0), (97, 6, 0.0), (97, 6, np.pi)],
+)
+def test_a_noise_free_sine_with_few_cycles_is_not_moved_by_the_detrend(period, cycles, phase):
+    """Held-out (2026-12, helper A): the least-squares quadratic of a sine over a few whole
+    cycles is not zero (sin over 6 cycles from phase 0 leans on ``t``), and the refinement
+    and the multiple test read the detrended stream, so a NOISE-FREE sine was moved by that
+    artefact: period 365 in 4 cycles settled at 366 (pi / 3, pi / 2), and 6 cycles of 97
+    and 365 went to the multiples 194 and 729 (the removed quadratic is low-frequency energy
+    on the first harmonic of 2 T). Both now fit the trend jointly with the fold."""
+    t = np.arange(period * cycles)
+    x = np.sin(2.0 * np.pi * t / period + phase)
+    assert detect_period(x).period == period

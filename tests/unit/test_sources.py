@@ -379,6 +379,17 @@ def test_non_numeric_value_error(tmp_path):
     assert "'oops'" in msg and "'b'" in msg and "line 3" in msg
 
 
+def test_a_cell_with_an_underscore_is_not_a_number(tmp_path):
+    """Held-out (2026-12, helper A): Python's ``float`` reads "1_000" as 1000 (digit
+    grouping in source code), so a cell "1_000" or "2_5" was replayed as 1000 or 25; no CSV
+    reader takes it for a number. It is now a bad cell named with its line."""
+    bad = tmp_path / "underscore.csv"
+    bad.write_text("a,b\n1.5,2\n1_000,3\n")
+    with pytest.raises(SourceError) as err:
+        load_table(str(bad))
+    assert "'1_000'" in str(err.value) and "line 3" in str(err.value)
+
+
 def test_non_finite_value_error(tmp_path):
     bad = tmp_path / "nan.csv"
     bad.write_text("1,2\n3,nan\n")
