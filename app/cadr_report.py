@@ -14,8 +14,11 @@ figures (older runs).
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
-__all__ = ["release_vs_baselines"]
+import numpy as np
+
+__all__ = ["DegreeFigure", "degree_figure_inputs", "release_vs_baselines"]
 
 METRICS = ("mae", "mse", "histogram_l1", "histogram_emd")
 HEADER = ("release", "per-node MAE", "per-node MSE", "histogram L1", "histogram EMD")
@@ -26,6 +29,50 @@ def _cell(value: object) -> str:
         text = f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
         return f'<td class="num">{text}</td>'
     return f"<td>{html.escape(str(value))}</td>"
+
+
+@dataclass(frozen=True)
+class DegreeFigure:
+    """What the report's CADR figures draw: the true degrees, the pipeline's released
+    per-node sequence (``label`` names it), the DSR budget the θ error model uses and the
+    MAE of the raw DSR release, which is what that model describes."""
+
+    degrees: np.ndarray
+    released: np.ndarray
+    label: str
+    eps_dsr: float | None
+    model_mae: float | None
+
+
+def degree_figure_inputs(results: dict) -> DegreeFigure | None:
+    """``DegreeFigure`` of a CADR-LDP ``results.json`` (None without per-device degrees).
+    Under pipeline "dp" the release is the post-processed ``estimate`` and DSR's ε is the
+    ``budget``'s ``dsr`` part (the θ search takes its share from DSR); results without a
+    ``budget`` (older runs) use the paper's (1 - α) ε."""
+    dp = results.get("pipeline") == "dp"
+    key = "estimate" if dp else "released"
+    per_device = results.get("per_device") or {}
+    pairs = [
+        (d["degree"], d[key])
+        for d in per_device.values()
+        if isinstance(d, dict) and "degree" in d and key in d
+    ]
+    if not pairs:
+        return None
+    degrees, released = np.array(pairs, dtype=float).T
+    budget = results.get("budget") if isinstance(results.get("budget"), dict) else {}
+    eps, alpha = results.get("eps"), results.get("alpha")
+    eps_dsr = budget.get("dsr")
+    if eps_dsr is None and isinstance(eps, int | float) and isinstance(alpha, int | float):
+        eps_dsr = (1 - alpha) * eps
+    raw = results.get("raw") if isinstance(results.get("raw"), dict) else {}
+    return DegreeFigure(
+        degrees=degrees,
+        released=released,
+        label="released degree (post-processed)" if dp else "released degree",
+        eps_dsr=eps_dsr,
+        model_mae=raw.get("mae", results.get("mae")),
+    )
 
 
 def release_vs_baselines(results: dict) -> str:

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from ldpfleet.app.cadr_report import release_vs_baselines
+from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
@@ -805,24 +805,19 @@ def _secagg_section(results: dict) -> str:
 
 
 def _cadr_section(results: dict) -> str:
-    per_device = results.get("per_device") or {}
-    pairs = [
-        (d["degree"], d["released"])
-        for d in per_device.values()
-        if isinstance(d, dict) and "degree" in d and "released" in d
-    ]
-    if not pairs:
+    figure = degree_figure_inputs(results)
+    if figure is None:
         return ""
     import numpy as np
 
-    degrees, released = np.array(pairs, dtype=float).T
+    degrees, released = figure.degrees, figure.released
 
     def draw(fig, axes):
         ax = axes[0, 0]
         top = float(np.percentile(np.concatenate([degrees, released]), 99)) + 1
         bins = np.linspace(min(0.0, released.min()), top, 40)
         ax.hist(degrees, bins=bins, alpha=0.6, label="true degree")
-        ax.hist(released, bins=bins, alpha=0.6, label="released degree")
+        ax.hist(released, bins=bins, alpha=0.6, label=figure.label)
         ax.set_xlabel("degree (edges per device)")
         ax.set_ylabel("devices")
         ax.legend()
@@ -840,25 +835,24 @@ def _cadr_section(results: dict) -> str:
             draw,
             (7, 3),
             "histograms of true and released degrees",
-            f"True against released degrees over {len(pairs):,} devices (up to the 99th "
+            f"True against released degrees over {len(degrees):,} devices (up to the 99th "
             "percentile).",
         )
     )
-    eps, alpha, theta = results.get("eps"), results.get("alpha"), results.get("theta")
-    if isinstance(eps, int | float) and isinstance(alpha, int | float):
+    theta, eps_dsr, mae = results.get("theta"), figure.eps_dsr, figure.model_mae
+    if isinstance(eps_dsr, int | float) and eps_dsr > 0:
         # the error model θ is chosen by (collector.theta_search.local_error): projection
-        # loss max(d - θ, 0) plus the DSR noise scale θ / ((1 - α) ε), averaged over the
-        # true degrees, against the MAE the run measured at its θ
-        eps_dsr = (1 - alpha) * eps
+        # loss max(d - θ, 0) plus the DSR noise scale θ / ε_dsr, averaged over the true
+        # degrees, against the MAE of the run's raw DSR release at its θ
         thetas = np.arange(1, int(degrees.max()) + 2)
         model = [float(np.mean(np.maximum(degrees - t, 0) + t / eps_dsr)) for t in thetas]
 
         def draw_theta(fig, axes):
             ax = axes[0, 0]
             ax.plot(thetas, model, label="expected error (model the θ search minimises)")
-            if isinstance(theta, int) and "mae" in results:
-                ax.scatter([theta], [results["mae"]], color="#a11", zorder=3,
-                           label=f"this run: θ = {theta}, MAE {results['mae']:.2f}")  # fmt: skip
+            if isinstance(theta, int) and isinstance(mae, int | float):
+                ax.scatter([theta], [mae], color="#a11", zorder=3,
+                           label=f"this run: θ = {theta}, raw DSR MAE {mae:.2f}")  # fmt: skip
             ax.set_xlabel("θ (degree threshold, edges)")
             ax.set_ylabel("mean absolute error (edges)")
             ax.set_yscale("log")
@@ -868,7 +862,8 @@ def _cadr_section(results: dict) -> str:
             draw_theta,
             (7, 2.8),
             "expected error against the threshold theta",
-            "The error model the θ search minimises, against θ; the red point is this run.",
+            "The error model the θ search minimises, against θ; the red point is this run's "
+            "raw DSR release.",
         )
     return out
 

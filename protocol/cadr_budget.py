@@ -114,6 +114,7 @@ __all__ = [
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
     "PART_NAMES",
+    "THETA_EPS_MIN",
     "THETA_FRACTION",
     "THETA_LABEL",
     "CadrBudget",
@@ -135,6 +136,9 @@ THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
+# the least ε_θ the dp θ search runs at: a device's exact Pólya share costs O(1/ε_θ²) coins
+# (17 entries, m = 3,636: 1.1 ms at ε_θ = 0.3, 10 ms at 0.005, 155 ms at 0.001, 2.4 s at 3e-4)
+THETA_EPS_MIN = 0.005
 # [cadr] degree_bound: "auto" (dp: "devices", paper: "graph-max"), "devices" (n - 1), the
 # graph's maximum degree (not private), or a configured integer
 DEGREE_BOUND_RULES = ("auto", "devices", "graph-max")
@@ -178,6 +182,22 @@ def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> N
             "raise degree_bound or lower theta",
             field="theta",
         )
+
+
+def _check_theta_eps(budget: CadrBudget) -> None:
+    """Refuse a dp θ search below ``THETA_EPS_MIN``: its exact Pólya noise would take each
+    device seconds to minutes (the run hangs in the θ stage). Names the smallest eps that
+    works at this alpha (ε_θ is proportional to ε at ε <= ``SMALL_EPS_LOW``)."""
+    if budget.theta >= THETA_EPS_MIN:
+        return
+    lowest = math.ceil(THETA_EPS_MIN * budget.eps / budget.theta * 1e6) / 1e6
+    raise ParameterError(
+        f"must give the dp pipeline's θ search ε_θ >= {THETA_EPS_MIN} (its exact Pólya "
+        f"noise costs each device O(1/ε_θ²) coin flips), got eps = {budget.eps!r} "
+        f"(ε_θ = {budget.theta:.3g} at alpha = {budget.alpha!r}): use eps >= {lowest}, a "
+        'given theta (no θ search) or pipeline = "paper"',
+        field="eps",
+    )
 
 
 def theta_extra(eps: float, alpha: float, devices: int) -> float:
@@ -270,7 +290,9 @@ class CadrBudget:
         if pipeline not in ("dp", "paper"):
             raise ParameterError(f"must be 'dp' or 'paper', got {pipeline!r}", field="pipeline")
         if pipeline == "dp" and searched:
-            return cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
+            budget = cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
+            _check_theta_eps(budget)
+            return budget
         return cls(eps, alpha, 0.0)
 
     def parts(self) -> tuple[tuple[str, float], ...]:

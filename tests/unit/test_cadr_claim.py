@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from ldpfleet.app.cadr_report import release_vs_baselines
+from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 from ldpfleet.protocol.cadr_budget import (
     THETA_FRACTION,
     CadrBudget,
@@ -235,3 +235,29 @@ def test_the_claim_sentence_names_only_parts_the_method_runs():
     assert "each device's own DSR value is an ε-DP part of it" in ra
     ll = privacy_claim(CadrBudget(3.0, 0.1, THETA_FRACTION), "ll")["statement"]
     assert "the θ search, the NDOE codes and each device's own DSR value are ε-DP" in ll
+
+
+def _dp_results() -> dict:
+    """A dp run's results.json figures: raw DSR values far off, the estimates exact."""
+    per_device = {
+        f"n{i}": {"degree": 19, "released": 19.0 + (-1) ** i * 9.0, "estimate": 19}
+        for i in range(4)
+    }
+    return {"pipeline": "dp", "eps": 3.0, "alpha": 0.1, "theta": 19, "mae": 0.0,
+            "raw": {"mae": 9.0}, "budget": {"theta": 0.5, "ndoe": 0.06, "lpea": 0.06,
+            "dsr": 2.38}, "per_device": per_device}  # fmt: skip
+
+
+def test_the_report_plots_the_pipelines_release_and_the_theta_model_at_its_dsr_budget():
+    # before: under "dp" the report's histogram showed the raw DSR values as the
+    # "released degree", and its θ figure drew the raw-release error model at
+    # ε_dsr = (1 - α) ε = 2.7 (dp's is 2.38) with the post-processed MAE (0) as "this run"
+    figure = degree_figure_inputs(_dp_results())
+    assert figure.released.tolist() == [19.0] * 4 and "post-processed" in figure.label
+    assert figure.eps_dsr == 2.38 and figure.model_mae == 9.0
+    paper = {**_dp_results(), "pipeline": "paper", "budget": {"dsr": 2.7}, "mae": 9.0}
+    figure = degree_figure_inputs(paper)
+    assert figure.released.tolist() == [28.0, 10.0, 28.0, 10.0] and figure.eps_dsr == 2.7
+    assert figure.model_mae == 9.0
+    older = {k: v for k, v in paper.items() if k not in ("budget", "raw", "pipeline")}
+    assert degree_figure_inputs(older).eps_dsr == pytest.approx(2.7)  # (1 - α) ε

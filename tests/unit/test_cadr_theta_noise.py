@@ -15,7 +15,12 @@ import itertools
 import numpy as np
 import pytest
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_budget import THETA_FRACTION, THETA_LABEL, CadrBudget
+from ldpfleet.protocol.cadr_budget import (
+    THETA_EPS_MIN,
+    THETA_FRACTION,
+    THETA_LABEL,
+    CadrBudget,
+)
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery
 from ldpfleet.protocol.cadr_theta_noise import (
@@ -159,6 +164,22 @@ def test_the_budget_split_names_the_theta_part_and_sums_to_eps():
     with pytest.raises(ParameterError) as err:
         CadrBudget(3.0, 0.1, 1.0)
     assert err.value.field == "theta_fraction"
+
+
+def test_the_dp_theta_search_refuses_an_eps_too_small_for_its_exact_noise():
+    # eps = 1e-4 (ε_θ = 8.6e-5): each device's exact Pólya share costs O(1/ε_θ²) coins;
+    # `ldpfleet run` on a 31-node path did not finish in 5 minutes. Refused up front,
+    # naming the field, the limit and the value (and the smallest eps that works).
+    with pytest.raises(ParameterError) as err:
+        CadrBudget.for_pipeline(1e-4, 0.1, "dp", searched=True, devices=31)
+    assert err.value.field == "eps"
+    assert "0.0001" in str(err.value) and f"{THETA_EPS_MIN}" in str(err.value)
+    assert "0.005814" in str(err.value)  # THETA_EPS_MIN / 0.86, rounded up
+    lowest = CadrBudget.for_pipeline(0.005814, 0.1, "dp", searched=True, devices=31)
+    assert lowest.theta >= THETA_EPS_MIN
+    # no θ search, or the paper's exact one: no Pólya noise, nothing to refuse
+    assert CadrBudget.for_pipeline(1e-4, 0.1, "dp", searched=False, devices=31).theta == 0
+    assert CadrBudget.for_pipeline(1e-4, 0.1, "paper", searched=True, devices=31).theta == 0
 
 
 RUN = "r1"

@@ -147,6 +147,16 @@ def test_noise_weight_at_a_tiny_eps_needs_no_table_of_the_noise_range():
     assert 0.0 < noise_weight.__wrapped__(0.01) < noise_weight(0.05) < 0.02
 
 
+@pytest.mark.parametrize("eps_dsr", [1e-7, 1e-300])
+def test_noise_weight_at_an_extreme_eps_holds_no_array_of_the_noise_range(eps_dsr):
+    # eps = 1e-6 (eps_dsr = 1e-7: b = 2 x 10^9) made `ldpfleet run` die with MemoryError
+    # (a 1.46 TiB array of y values), eps = 1e-300 with "Maximum allowed size exceeded";
+    # at such b the posterior is nearly uniform, its median m/2, the error ~ m/4: c ~ m/(4b)
+    weight = noise_weight.__wrapped__(eps_dsr)
+    assert weight == pytest.approx(eps_dsr / 4, rel=0.02)
+    assert 0.0 < weight < noise_weight(0.01)
+
+
 def test_the_noise_weight_moves_theta_up_and_keeps_the_clamp():
     degrees = np.arange(1, 101)
     count = lambda t: int(np.sum(degrees > t))  # noqa: E731
