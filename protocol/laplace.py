@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import unit_inputs
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import EPS_MAX
 
@@ -59,10 +60,7 @@ class LaplaceMechanism:
     def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
         """Add exact Laplace(1/eps) noise on the grid (module docstring); ``v`` must lie in
         [0, 1]."""
-        arr = np.asarray(v, dtype=float)
-        if np.any(~((arr >= 0.0) & (arr <= 1.0))):
-            raise ParameterError("input must lie in [0, 1]", field="v")
-        return laplace_on_grid(rng, arr, self.scale, GRID)
+        return laplace_on_grid(rng, unit_inputs(v), self.scale, GRID)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:
         """The report itself is an unbiased estimate of v."""

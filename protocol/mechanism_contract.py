@@ -121,12 +121,47 @@ def check_budget(eps: object) -> float:
     return float(eps)
 
 
-def unit_inputs(x: object) -> np.ndarray:
-    """``x`` as a float array, every value in [0, 1] (``ParameterError`` otherwise)."""
-    arr = np.asarray(x, dtype=float)
-    if np.any(~((arr >= 0.0) & (arr <= 1.0))):  # also catches NaN
-        raise ParameterError("input must lie in [0, 1]", field="v")
+# dtype kinds a privatised input may have: bool, signed and unsigned integers, floats
+_REAL_KINDS = frozenset("biuf")
+
+
+def unit_inputs(x: object, field: str = "v") -> np.ndarray:
+    """``x`` as a float array, every value in [0, 1]; otherwise a ``ParameterError`` naming
+    ``field`` (with the first bad index for an array) and the value. Refused as well: a
+    masked array (its masked values would be privatised all the same), complex, date,
+    text and other non-real inputs (numpy would read "0.5" as 0.5 and a datetime as a
+    count of ticks)."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise ParameterError(
+            "a masked array is not an input: fill or drop its masked values first", field=field
+        )
+    raw = x if isinstance(x, np.ndarray) else _as_array(x, field)
+    if raw.dtype.kind not in _REAL_KINDS and raw.dtype != object:
+        raise _not_real(f"got dtype {raw.dtype}", field)
+    try:
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError) as error:  # an object array holding text or None
+        raise _not_real(str(error), field) from None
+    bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
+    if np.any(bad):
+        index = int(np.flatnonzero(bad)[0])
+        where = field if arr.ndim == 0 else f"{field}[{index}]"
+        raise ParameterError(
+            f"input must lie in [0, 1], got {float(arr.reshape(-1)[index])!r}", field=where
+        )
     return arr
+
+
+def _as_array(x: object, field: str) -> np.ndarray:
+    """``np.asarray(x)``, a ragged or otherwise unreadable input named as such."""
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as error:
+        raise _not_real(str(error), field) from None
+
+
+def _not_real(detail: str, field: str) -> ParameterError:
+    return ParameterError(f"inputs must be real numbers in [0, 1]: {detail}", field=field)
 
 
 def _why(error: BaseException) -> str:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import unit_inputs
 
 __all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
 
@@ -121,17 +122,6 @@ class SquareWave:
 
     # -- helpers -------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_v(v: float | np.ndarray) -> np.ndarray:
-        arr = np.asarray(v, dtype=float)
-        bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
-        if np.any(bad):
-            idx = np.flatnonzero(bad)[0]
-            value = arr.reshape(-1)[idx]
-            where = "v" if arr.ndim == 0 else f"v[{idx}]"
-            raise ParameterError(f"input must lie in [0, 1], got {value!r}", field=where)
-        return arr
-
     def _window_start(self, v: np.ndarray) -> np.ndarray:
         """Offset of the high-density window from ``output_low`` (the window has width 2b)."""
         if self.variant == "sw":
@@ -140,7 +130,7 @@ class SquareWave:
 
     def window(self, v: float) -> tuple[float, float]:
         """The high-density window ``[lo, hi]`` for input ``v``."""
-        a = float(self._window_start(self._check_v(v))) + self.output_low
+        a = float(self._window_start(unit_inputs(v))) + self.output_low
         return a, a + 2.0 * self.b
 
     # -- public API ----------------------------------------------------------------------
@@ -154,7 +144,7 @@ class SquareWave:
         else ``a + 2b + (r - q a - 2bp)/q`` (all relative to ``output_low``).
         Returns a float for scalar input, an array of the same shape otherwise.
         """
-        arr = self._check_v(v)
+        arr = unit_inputs(v)
         a = self._window_start(arr)
         r = rng.random(arr.shape)
         b, p, q = self.b, self.p, self.q
@@ -201,7 +191,7 @@ class SquareWave:
         """Variance of one report's point estimate given input ``v``: the output law is
         ``q`` on ``[output_low, output_high]`` plus ``p - q`` on the window ``[w0, w1]``, so
         ``E[y^k] = (q (H^(k+1) - L^(k+1)) + (p - q)(w1^(k+1) - w0^(k+1))) / (k + 1)``."""
-        w0 = self._window_start(self._check_v(v)) + self.output_low
+        w0 = self._window_start(unit_inputs(v)) + self.output_low
         w1 = w0 + 2.0 * self.b
         low, high, extra = self.output_low, self.output_high, self.p - self.q
 
