@@ -359,141 +359,142 @@ def privacy_claim(
     (covered unless it is the graph's maximum degree)."""
     negotiated = method in ("ll", "lh", "ra")
     parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
-    if not theta_searched:
-        parts.append(
-            {
-                "part": "θ: given in the configuration, no θ search",
-                "seen_by": "collector",
-                "mechanism": None,
-                "eps": 0.0,
-                "charged": False,
-                "covered": "yes",
-                "note": "a public constant; the collector opens no secure sum for θ",
-            }
-        )
-    elif budget.theta > 0:
-        parts.append(
-            {
-                "part": "θ search: one secure sum of one-hot bucket counts + Pólya shares",
-                "seen_by": "collector",
-                "mechanism": THETA_LABEL,
-                "eps": budget.theta,
-                "charged": True,
-                "covered": "yes",
-                "note": "exact two-sided geometric of ratio <= exp(-ε/2) (protocol.samplers); "
-                "the noise of the honest devices, >= noise_parties survivors",
-            }
-        )
-    else:
-        parts.append(
-            {
-                "part": "θ search: exact secure sums (counts above each probed θ)",
-                "seen_by": "collector",
-                "mechanism": None,
-                "eps": None,
-                "charged": False,
-                "covered": "no",
-                "note": "pipeline 'paper': exact aggregates, not DP (the paper's choice)",
-            }
-        )
+    parts.append(_theta_part(budget, theta_searched))
     if method in ("ll", "lh"):
-        parts.append({
-            "part": "NDOE codes", "seen_by": "neighbours (relay)", "mechanism": "exponential",
-            "eps": budget.ndoe, "charged": True, "covered": "yes", "note": "",
-        })  # fmt: skip
+        parts.append(_part("NDOE codes", "neighbours (relay)", "exponential", budget.ndoe))
     if negotiated:
-        parts.append(
-            {
-                "part": "LPEA: RR answers and establish/refuse decisions",
-                "seen_by": "neighbours (relay)",
-                "mechanism": "warner_rr",
-                "eps": budget.lpea,
-                "charged": True,
-                "covered": "caveat",
-                "note": "RR charged once per node though a node answers every request; a node "
-                "at θ refuses an establish exactly (the hard cap), so kept degrees depend on "
-                "neighbours' lists (audited: the released sequence is 2(1-α)ε-node-LDP on a "
-                "star, not ε; docs/audit-graph.md)",
-            }
-        )
-    parts.append(
-        {
-            "part": "DSR release: clip(kept, 0, θ) + Laplace(θ/ε_dsr)",
-            "seen_by": "collector, public",
-            "mechanism": "laplace",
-            "eps": budget.dsr,
-            "charged": True,
-            "covered": "caveat" if negotiated else "yes",
-            "note": "ε_dsr for the device's own kept degree (exact sampler on a 2^-20 grid); "
-            "the kept degree itself depends on the negotiation (LPEA caveat)"
-            if negotiated
-            else "ER's deletion is not randomised: the kept degree depends on neighbours",
-        }
-    )
-    parts.append(
-        {
-            "part": "post-processed release and histogram",
-            "seen_by": "collector, public",
-            "mechanism": "post-processing",
-            "eps": 0.0,
-            "charged": False,
-            "covered": "yes",
-            "note": "reads only the θ-search sum and the DSR releases",
-        }
-    )
+        parts.append(_lpea_part(budget))
+    parts.append(_dsr_part(budget, negotiated))
+    post = _part(
+        "post-processed release and histogram", "collector, public", "post-processing", 0.0,
+        charged=False, note="reads only the θ-search sum and the DSR releases",
+    )  # fmt: skip
+    parts.append(post)
     if negotiated:
-        parts.append(
-            {
-                "part": "relay phase report: the phase, ok, the public round count (no count "
-                "of the negotiation)",
-                "seen_by": "collector",
-                "mechanism": None,
-                "eps": 0.0,
-                "charged": False,
-                "covered": "yes",
-                "note": "data-independent: the LPEA phase is padded to a public number of "
-                "rounds (protocol.lpea.padded_rounds), so the report is the same message "
-                "whatever the lists; the relay keeps its rounds, supersteps, items and edges "
-                "added per round (protocol.peer_relay, Padding), and its round broadcasts "
-                "are closed to the collector's login (broker.auth.DENIED)",
-            }
-        )
-        parts.append(
-            {
-                "part": "peer graph and negotiation items (who talks to whom)",
-                "seen_by": "relay and broker (message layer)",
-                "mechanism": None,
-                "eps": None,
-                "charged": False,
-                "covered": "trust",
-                "note": "a communication role with the broker's trust, never the collector's "
-                "operator: it sees what an MQTT broker sees of per-neighbour topics; outside "
-                "the LDP model, which assumes private peer channels",
-            }
-        )
+        parts.extend(_relay_parts())
         parts.append(_timing_part(deadline, dict(overrun or {})))
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
-    dp_parts = (["the θ search"] if budget.theta > 0 else []) + (
-        ["the NDOE codes"] if method in ("ll", "lh") else []
-    )  # ra runs no NDOE: its claim must not name one
-    dp_parts.append("each device's own DSR value")
-    statement = (
-        f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
-        + _listed(dp_parts)
-        + (" are ε-DP parts of it; NOT " if len(dp_parts) > 1 else " is an ε-DP part of it; NOT ")
-        + "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
-        f"and {len(not_covered)} uncovered part(s): {'; '.join(not_covered) or 'none'}"
-        if negotiated
-        else f"every device's ledger is charged {charged:.6g}; uncovered: "
-        f"{'; '.join(not_covered) or 'none'}"
-    )
     return {
         "parts": parts,
         "charged_total": charged,
         "not_covered": not_covered,
-        "statement": statement,
+        "statement": _claim_statement(budget, method, charged, not_covered),
     }
+
+
+def _part(
+    part: str,
+    seen_by: str,
+    mechanism: str | None,
+    eps: float | None,
+    *,
+    charged: bool = True,
+    covered: str = "yes",
+    note: str = "",
+) -> dict:
+    """One row of the claim (``privacy_claim``'s ``parts``)."""
+    return {
+        "part": part,
+        "seen_by": seen_by,
+        "mechanism": mechanism,
+        "eps": eps,
+        "charged": charged,
+        "covered": covered,
+        "note": note,
+    }
+
+
+def _theta_part(budget: CadrBudget, theta_searched: bool) -> dict:
+    """The θ row: given in the configuration (no search), the dp search's one noisy secure
+    sum, or the paper's exact secure sums (covered by no ε)."""
+    if not theta_searched:
+        return _part(
+            "θ: given in the configuration, no θ search", "collector", None, 0.0,
+            charged=False, note="a public constant; the collector opens no secure sum for θ",
+        )  # fmt: skip
+    if budget.theta > 0:
+        return _part(
+            "θ search: one secure sum of one-hot bucket counts + Pólya shares", "collector",
+            THETA_LABEL, budget.theta,
+            note="exact two-sided geometric of ratio <= exp(-ε/2) (protocol.samplers); "
+            "the noise of the honest devices, >= noise_parties survivors",
+        )  # fmt: skip
+    return _part(
+        "θ search: exact secure sums (counts above each probed θ)", "collector", None, None,
+        charged=False, covered="no",
+        note="pipeline 'paper': exact aggregates, not DP (the paper's choice)",
+    )  # fmt: skip
+
+
+def _lpea_part(budget: CadrBudget) -> dict:
+    """LPEA's row: charged once per node, with the caveat the audit measured."""
+    return _part(
+        "LPEA: RR answers and establish/refuse decisions", "neighbours (relay)", "warner_rr",
+        budget.lpea, covered="caveat",
+        note="RR charged once per node though a node answers every request; a node "
+        "at θ refuses an establish exactly (the hard cap), so kept degrees depend on "
+        "neighbours' lists (audited: the released sequence is 2(1-α)ε-node-LDP on a "
+        "star, not ε; docs/audit-graph.md)",
+    )  # fmt: skip
+
+
+def _dsr_part(budget: CadrBudget, negotiated: bool) -> dict:
+    """The DSR release's row: ε_dsr for the device's own kept degree."""
+    note = (
+        "ε_dsr for the device's own kept degree (exact sampler on a 2^-20 grid); "
+        "the kept degree itself depends on the negotiation (LPEA caveat)"
+        if negotiated
+        else "ER's deletion is not randomised: the kept degree depends on neighbours"
+    )
+    return _part(
+        "DSR release: clip(kept, 0, θ) + Laplace(θ/ε_dsr)", "collector, public", "laplace",
+        budget.dsr, covered="caveat" if negotiated else "yes", note=note,
+    )  # fmt: skip
+
+
+def _relay_parts() -> list[dict]:
+    """The relay's rows (negotiated methods): its phase report, data-independent, and the
+    peer graph it and the broker see (trusted like the broker)."""
+    report = _part(
+        "relay phase report: the phase, ok, the public round count (no count of the "
+        "negotiation)", "collector", None, 0.0, charged=False,
+        note="data-independent: the LPEA phase is padded to a public number of "
+        "rounds (protocol.lpea.padded_rounds), so the report is the same message "
+        "whatever the lists; the relay keeps its rounds, supersteps, items and edges "
+        "added per round (protocol.peer_relay, Padding), and its round broadcasts "
+        "are closed to the collector's login (broker.auth.DENIED)",
+    )  # fmt: skip
+    peers = _part(
+        "peer graph and negotiation items (who talks to whom)",
+        "relay and broker (message layer)", None, None, charged=False, covered="trust",
+        note="a communication role with the broker's trust, never the collector's "
+        "operator: it sees what an MQTT broker sees of per-neighbour topics; outside "
+        "the LDP model, which assumes private peer channels",
+    )  # fmt: skip
+    return [report, peers]
+
+
+def _claim_statement(
+    budget: CadrBudget, method: str, charged: float, not_covered: list[str]
+) -> str:
+    """The claim in one sentence: what the ledger charges, which parts are ε-DP, and
+    (negotiated methods) that node-LDP of the whole view is not established."""
+    uncovered = "; ".join(not_covered) or "none"
+    if method not in ("ll", "lh", "ra"):
+        return f"every device's ledger is charged {charged:.6g}; uncovered: {uncovered}"
+    dp_parts = (["the θ search"] if budget.theta > 0 else []) + (
+        ["the NDOE codes"] if method in ("ll", "lh") else []
+    )  # ra runs no NDOE: its claim must not name one
+    dp_parts.append("each device's own DSR value")
+    verb = " are ε-DP parts of it; NOT " if len(dp_parts) > 1 else " is an ε-DP part of it; NOT "
+    return (
+        f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
+        + _listed(dp_parts)
+        + verb
+        + "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
+        f"and {len(not_covered)} uncovered part(s): {uncovered}"
+    )
 
 
 def _degree_bound_part(bound: int, source: str) -> dict:
