@@ -50,9 +50,8 @@ from ldpfleet.collector.cadr_reference import (
 )
 from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, CadrBudget, check_run_eps
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.scenarios.schema import CADR_EPS_MAX
 
 __all__ = [
     "DEFAULT_EPS_LIST",
@@ -113,9 +112,10 @@ def parse_eps(spec: str) -> list[float]:
         raise ParameterError(
             f"must be comma-separated numbers, got {spec!r}", field="eps"
         ) from None
-    if any(not math.isfinite(e) or not 0 < e <= CADR_EPS_MAX for e in values):
+    if any(not math.isfinite(e) or not CADR_EPS_MIN <= e <= CADR_EPS_MAX for e in values):
         raise ParameterError(
-            f"budgets must be in (0, {CADR_EPS_MAX:g}] (the [cadr] eps limit), got {spec!r}",
+            f"budgets must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}] (the [cadr] eps range), "
+            f"got {spec!r}",
             field="eps",
         )
     return values
@@ -440,7 +440,7 @@ def theta_accuracy(
             budget = (
                 CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
                 if f is None
-                else CadrBudget(e, alpha, f)
+                else CadrBudget.with_fraction(e, alpha, f)
             )
             weight = noise_weight(budget.dsr)
             found = [
@@ -541,7 +541,7 @@ def _cadr_sweep(
 ) -> dict:
     if runs < 1:
         raise ParameterError(f"must be >= 1, got {runs}", field="runs")
-    CadrBudget(eps, alpha)  # refuses a bad eps / alpha before any work
+    CadrBudget(check_run_eps(eps), alpha)  # refuses a bad eps / alpha before any work
     started = time.perf_counter()
     result: dict = {
         "bench": "cadr-sweep",
