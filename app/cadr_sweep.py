@@ -428,7 +428,9 @@ def theta_accuracy(
 ) -> dict:
     """The DP θ search alone (``cadr_reference.dp_theta``), ``draws`` noise draws per
     (ε, θ fraction): the chosen θ against ``theta_exact`` (the same rule on the true
-    counts: the non-private optimum of the search), as ratios."""
+    counts: the non-private optimum of the search), as ratios. A (ε, fraction) whose budget
+    a run refuses (``CadrBudget.with_fraction``: ε_θ below ``THETA_EPS_MIN``, ε out of
+    range) is a row with ``refused`` (the sentence) and no figures."""
     started = time.perf_counter()
     degrees = graph.degrees()
     rows = []
@@ -437,11 +439,15 @@ def theta_accuracy(
     for e in eps_list:
         for f in fractions:
             counts.tick()
-            budget = (
-                CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
-                if f is None
-                else CadrBudget.with_fraction(e, alpha, f)
-            )
+            try:  # the checks of a real run: eps in range, ε_θ >= THETA_EPS_MIN
+                budget = (
+                    CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
+                    if f is None
+                    else CadrBudget.with_fraction(e, alpha, f)
+                )
+            except ParameterError as err:  # a budget no fleet would run: no figures
+                rows.append({"eps": e, "fraction": f, "refused": str(err)})
+                continue
             weight = noise_weight(budget.dsr)
             found = [
                 dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
@@ -860,6 +866,11 @@ def _theta_accuracy_lines(acc: dict) -> list[str]:
         "|---" * 8 + "|",
     ]
     for r in acc["rows"]:
+        if "refused" in r:
+            fraction = "rule" if r["fraction"] is None else format(r["fraction"], ".2f")
+            cells = f"| {r['eps']:g} | {fraction} | refused: {r['refused']} |"
+            lines.append(cells + " |" * 5)
+            continue
         lines.append(
             f"| {r['eps']:g} | {'rule' if r['fraction'] is None else format(r['fraction'], '.2f')} "
             f"| {r['eps_theta']:.3f} | {r['theta_exact']} "
