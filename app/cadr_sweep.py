@@ -50,9 +50,8 @@ from ldpfleet.collector.cadr_reference import (
 )
 from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, CadrBudget, check_run_eps
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.scenarios.schema import CADR_EPS_MAX
 
 __all__ = [
     "DEFAULT_EPS_LIST",
@@ -113,9 +112,10 @@ def parse_eps(spec: str) -> list[float]:
         raise ParameterError(
             f"must be comma-separated numbers, got {spec!r}", field="eps"
         ) from None
-    if any(not math.isfinite(e) or not 0 < e <= CADR_EPS_MAX for e in values):
+    if any(not math.isfinite(e) or not CADR_EPS_MIN <= e <= CADR_EPS_MAX for e in values):
         raise ParameterError(
-            f"budgets must be in (0, {CADR_EPS_MAX:g}] (the [cadr] eps limit), got {spec!r}",
+            f"budgets must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}] (the [cadr] eps range), "
+            f"got {spec!r}",
             field="eps",
         )
     return values
@@ -428,7 +428,9 @@ def theta_accuracy(
 ) -> dict:
     """The DP θ search alone (``cadr_reference.dp_theta``), ``draws`` noise draws per
     (ε, θ fraction): the chosen θ against ``theta_exact`` (the same rule on the true
-    counts: the non-private optimum of the search), as ratios."""
+    counts: the non-private optimum of the search), as ratios. A (ε, fraction) whose budget
+    a run refuses (``CadrBudget.with_fraction``: ε_θ below ``THETA_EPS_MIN``, ε out of
+    range) is a row with ``refused`` (the sentence) and no figures."""
     started = time.perf_counter()
     degrees = graph.degrees()
     rows = []
@@ -437,11 +439,15 @@ def theta_accuracy(
     for e in eps_list:
         for f in fractions:
             counts.tick()
-            budget = (
-                CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
-                if f is None
-                else CadrBudget(e, alpha, f)
-            )
+            try:  # the checks of a real run: eps in range, ε_θ >= THETA_EPS_MIN
+                budget = (
+                    CadrBudget.for_pipeline(e, alpha, "dp", True, graph.n)
+                    if f is None
+                    else CadrBudget.with_fraction(e, alpha, f)
+                )
+            except ParameterError as err:  # a budget no fleet would run: no figures
+                rows.append({"eps": e, "fraction": f, "refused": str(err)})
+                continue
             weight = noise_weight(budget.dsr)
             found = [
                 dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
@@ -541,7 +547,7 @@ def _cadr_sweep(
 ) -> dict:
     if runs < 1:
         raise ParameterError(f"must be >= 1, got {runs}", field="runs")
-    CadrBudget(eps, alpha)  # refuses a bad eps / alpha before any work
+    CadrBudget(check_run_eps(eps), alpha)  # refuses a bad eps / alpha before any work
     started = time.perf_counter()
     result: dict = {
         "bench": "cadr-sweep",
@@ -860,6 +866,11 @@ def _theta_accuracy_lines(acc: dict) -> list[str]:
         "|---" * 8 + "|",
     ]
     for r in acc["rows"]:
+        if "refused" in r:
+            fraction = "rule" if r["fraction"] is None else format(r["fraction"], ".2f")
+            cells = f"| {r['eps']:g} | {fraction} | refused: {r['refused']} |"
+            lines.append(cells + " |" * 5)
+            continue
         lines.append(
             f"| {r['eps']:g} | {'rule' if r['fraction'] is None else format(r['fraction'], '.2f')} "
             f"| {r['eps_theta']:.3f} | {r['theta_exact']} "

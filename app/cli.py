@@ -1681,9 +1681,9 @@ def bench_cadr_command(
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
     from ldpfleet.devices.graphs import load_graph
-    from ldpfleet.protocol.cadr_budget import resolve_degree_bound
+    from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, resolve_degree_bound
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
-    from ldpfleet.scenarios.schema import CADR_EPS_MAX, ScenarioError
+    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
         if method not in ("ll", "lh", "ra", "er"):
@@ -1692,8 +1692,11 @@ def bench_cadr_command(
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
         if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
             raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
-        if not 0 < eps <= CADR_EPS_MAX:  # the limits a scenario's [cadr] section has
-            raise ScenarioError(f"--eps must be in (0, {CADR_EPS_MAX:g}], got {eps}")
+        if not CADR_EPS_MIN <= eps <= CADR_EPS_MAX:  # the limits of a scenario's [cadr] eps
+            raise ScenarioError(
+                f"--eps must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps} (below "
+                f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")'
+            )
         if not 0 < alpha < 1:
             raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
         rule: str | int = int(theta) if theta.isdigit() else theta

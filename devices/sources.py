@@ -81,6 +81,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.protocol.delimiters import sniff_delimiter
 
 __all__ = [
     "LAYOUTS",
@@ -323,31 +324,8 @@ def _is_number(text: str) -> bool:
     return True
 
 
-DELIMITERS = (",", ";", "\t")  # which one separates the fields: ``_delimiter``
-
-
-def _delimiter(text: str) -> str:
-    """The field separator of a table, from its first two non-blank lines: of comma,
-    semicolon and tab, the one both lines hold equally often (the most often, if several),
-    else the one the first line holds most often, else the second line; comma on a tie or
-    when none is held. (A header "time<TAB>Temp, C" holds a comma and a tab, its data lines
-    only the tab; a leading row id or a delimiter ending the data lines only makes the
-    counts differ, so the header decides.)"""
-    lines = []
-    for line in text.splitlines():
-        if line.strip():
-            lines.append(line)
-            if len(lines) == 2:
-                break
-    if not lines:
-        return ","
-    first = [lines[0].count(d) for d in DELIMITERS]
-    second = [lines[-1].count(d) for d in DELIMITERS]
-    equal = [a if a == b else 0 for a, b in zip(first, second, strict=True)]
-    for counts in (equal, first, second):
-        if max(counts) > 0:
-            return DELIMITERS[counts.index(max(counts))]
-    return ","
+# which one separates the fields (``_delimiter``): shared with the GC-DP Occupancy loader
+_delimiter = sniff_delimiter
 
 
 @functools.lru_cache(maxsize=32)

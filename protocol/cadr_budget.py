@@ -57,6 +57,16 @@ cells of 22 (was 5), at 0.75 in 2 (was 5) — but at 0.75 ego-Facebook and wiki-
 the DSR gain they had (31.87 → 32.02, 26.69 → 26.75): the linear part is a trade-off, an
 n-dependent transition not yet measured. Public: ε, α, n only.
 
+Range of eps (``check_run_eps``). A run's total ε must lie in ``[CADR_EPS_MIN,
+CADR_EPS_MAX] = [0.001, 50]``: the scenario schema, ``bench cadr``, ``bench cadr-sweep``
+and the in-process reference all refuse a value outside it, naming ``eps``, the range and
+the value. Below 0.001 no CADR release carries information (DSR's Laplace scale is
+``θ / ε_dsr`` >= 1,100 θ) and the floating arithmetic fails further down (found by QA: with
+a given θ, ``thm35_bound`` divided by zero at ε = 1e-300, ``noise_weight`` raised a bare
+ValueError at 1e-308, the paper pipeline overflowed at 1e-310 and a fleet run waited out
+the 120 s relay timeout). A dp θ search needs more: ``ε_θ >= THETA_EPS_MIN``, about ε >=
+0.0058 at α = 0.1.
+
 The public degree bound D (``resolve_degree_bound``). Every part above reads D: the θ
 search's thresholds (``bucket_grid(D)``), NDOE's partitions and the exponential
 mechanism's sensitivity, the largest θ, the post-processing's support ``0..D``; the plan
@@ -111,6 +121,8 @@ from ldpfleet.protocol.validate import positive_real
 __all__ = [
     "ACCOUNT",
     "ALPHA_DEFAULT",
+    "CADR_EPS_MAX",
+    "CADR_EPS_MIN",
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
     "PART_NAMES",
@@ -118,6 +130,7 @@ __all__ = [
     "THETA_FRACTION",
     "THETA_LABEL",
     "CadrBudget",
+    "check_run_eps",
     "check_theta_within_bound",
     "privacy_claim",
     "resolve_degree_bound",
@@ -139,6 +152,13 @@ DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
 # the least ε_θ the dp θ search runs at: a device's exact Pólya share costs O(1/ε_θ²) coins
 # (17 entries, m = 3,636: 1.1 ms at ε_θ = 0.3, 10 ms at 0.005, 155 ms at 0.001, 2.4 s at 3e-4)
 THETA_EPS_MIN = 0.005
+# the range of a run's total budget eps ([cadr] eps, `bench cadr`, `bench cadr-sweep`, the
+# in-process reference): below CADR_EPS_MIN every release is noise (DSR's Laplace scale is
+# θ / (0.9 ε) >= 1,100 θ at alpha = 0.1) and the arithmetic gives out further down (Thm
+# 3.5's bound divided by zero at 1e-300, the post-processing's noise weight at 1e-308, the
+# paper pipeline's θ at 1e-310); module docstring, "Range of eps"
+CADR_EPS_MIN = 0.001
+CADR_EPS_MAX = 50.0
 # [cadr] degree_bound: "auto" (dp: "devices", paper: "graph-max"), "devices" (n - 1), the
 # graph's maximum degree (not private), or a configured integer
 DEGREE_BOUND_RULES = ("auto", "devices", "graph-max")
@@ -198,6 +218,21 @@ def _check_theta_eps(budget: CadrBudget) -> None:
         'given theta (no θ search) or pipeline = "paper"',
         field="eps",
     )
+
+
+def check_run_eps(eps: float) -> float:
+    """A run's total budget ``eps`` as a float, refused (``ParameterError`` naming
+    ``eps``, the range and the value) outside ``[CADR_EPS_MIN, CADR_EPS_MAX]``, NaN, inf
+    and bools included. Every CADR run path calls it (``CadrBudget.for_pipeline``,
+    ``CadrBudget.with_fraction``, the scenario schema and the bench commands' options)."""
+    e = positive_real(eps, "eps")
+    if not CADR_EPS_MIN <= e <= CADR_EPS_MAX:
+        raise ParameterError(
+            f"must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps!r} (below "
+            f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")',
+            field="eps",
+        )
+    return e
 
 
 def theta_extra(eps: float, alpha: float, devices: int) -> float:
@@ -289,11 +324,23 @@ class CadrBudget:
         not a given θ), the paper's split otherwise."""
         if pipeline not in ("dp", "paper"):
             raise ParameterError(f"must be 'dp' or 'paper', got {pipeline!r}", field="pipeline")
+        check_run_eps(eps)
         if pipeline == "dp" and searched:
             budget = cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
             _check_theta_eps(budget)
             return budget
         return cls(eps, alpha, 0.0)
+
+    @classmethod
+    def with_fraction(cls, eps: float, alpha: float, theta_fraction: float) -> CadrBudget:
+        """A run's split with a fixed θ-search share ``theta_fraction`` of the alpha part
+        (no ``theta_extra``; ``bench cadr-sweep``'s θ-search rows), under the same checks
+        as ``for_pipeline``: eps in range (``check_run_eps``) and, when it searches θ,
+        ``ε_θ >= THETA_EPS_MIN``."""
+        budget = cls(check_run_eps(eps), alpha, theta_fraction)
+        if budget.theta > 0:
+            _check_theta_eps(budget)
+        return budget
 
     def parts(self) -> tuple[tuple[str, float], ...]:
         """``(mechanism label, budget)`` in release order: the θ search (only when

@@ -536,6 +536,7 @@ def collector_results(
         estimates, histogram = post.estimates, post.histogram
     postprocessed = score(degrees, estimates, histogram)
     final = postprocessed if outcome.estimates else raw
+    final_values = outcome.estimates or outcome.released  # the release "mae" scores
     searched = isinstance(settings.theta, str)
     budget = CadrBudget.for_pipeline(
         settings.eps, settings.alpha, settings.pipeline, searched, len(names)
@@ -593,9 +594,13 @@ def collector_results(
         "per_device": {
             name: {
                 "degree": int(d),
+                # "released": the raw DSR value; "estimate" (dp): the post-processed release.
+                # abs_error: the error of the pipeline's release (what "mae" averages);
+                # raw_abs_error: the raw DSR value's (what raw.mae averages; docs/cadr.md)
                 "released": outcome.released[name],
-                "abs_error": float(abs(d - outcome.released[name])),
                 **({"estimate": outcome.estimates[name]} if outcome.estimates else {}),
+                "abs_error": float(abs(d - final_values[name])),
+                "raw_abs_error": float(abs(d - outcome.released[name])),
             }
             for name, d in zip(names, degrees, strict=True)
         },

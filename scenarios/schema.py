@@ -23,6 +23,7 @@ from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
+from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
@@ -43,7 +44,8 @@ SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device proces
 # Mosquitto, docs/scaling.md; beyond, file-descriptor limits of the device processes and
 # of the broker decide)
 DEVICE_CONNECTIONS_AUTO_MAX = 10_000
-CADR_EPS_MAX = 50.0  # [cadr] eps; `bench cadr` and `bench cadr-sweep` take the same range
+# [cadr] eps: [CADR_EPS_MIN, CADR_EPS_MAX] (protocol.cadr_budget.check_run_eps, "Range of eps");
+# `bench cadr`, `bench cadr-sweep` and the in-process reference take the same range
 
 
 class ScenarioError(ValueError):
@@ -217,7 +219,8 @@ class CadrSection(_Section):
     """``[cadr]``: the CADR-LDP degree-release stage over the fleet."""
 
     method: Literal["ll", "lh", "ra"] = "ll"
-    eps: Annotated[float, Meta(gt=0, le=CADR_EPS_MAX)] = 3.0
+    # below 0.001 every CADR release is noise (docs/cadr.md, "Range of eps")
+    eps: Annotated[float, Meta(ge=CADR_EPS_MIN, le=CADR_EPS_MAX)] = 3.0
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
     theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -77,18 +78,24 @@ CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
 def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The shipped files have a
     quoted header without the row-id column, and every data row starts with a row id; written
-    files may omit the row id (``to_csv(index=False)``), order the columns freely, carry other
-    columns and end every row with a delimiter (an empty last field after a first field that is
-    not an integer row id). Raises ``ValueError`` in one sentence naming the line and column of
-    a bad value: a missing channel, a row of another width, a value that is not a finite number,
-    an Occupancy label other than 0 or 1 (a row with NaN was dropped silently and a label of 2
-    read as occupied; a file without the row id read the wrong columns), and a ``date`` column
-    of ISO date-times that goes back in time (the windows are consecutive records; a date in any
-    other format stops the check), and a column the reader needs that the header names twice."""
+    files may separate fields by comma, semicolon or tab (sniffed from the first two lines,
+    ``protocol.delimiters``, as the scenarios' CSV sources do), omit the row id
+    (``to_csv(index=False)``), order the columns freely, carry other columns and end every row
+    with a delimiter (an empty last field after a first field that is not an integer row id).
+    Raises ``ValueError`` in one sentence naming the line and column of a bad value: a missing
+    channel, a row of another width, a value that is not a finite number, an Occupancy label
+    other than 0 or 1 (a row with NaN was dropped silently and a label of 2 read as occupied; a
+    file without the row id read the wrong columns), and a ``date`` column of ISO date-times
+    that goes back in time (the windows are consecutive records; a date in any other format
+    stops the check), and a column the reader needs that the header names twice."""
     rows: list[list[float]] = []
     labels: list[int] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+        # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
+        # sources do (protocol.delimiters; a ';' export read as one field a line)
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
         header = [cell.strip() for cell in next(reader, [])]
         twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
         if twice:  # the first was read silently

@@ -50,6 +50,9 @@ async def test_fleet_run_on_memory_matches_the_exact_searches_and_keeps_every_pr
     device = result["per_device"]["n0000"]
     assert device["degree"] == degrees[0] and device["thm35_bound"] > 0
     assert 0.9 <= result["bound_holds"] <= 1.0  # the bound's V_i term is a variance: loose
+    # "paper": the raw DSR value is the release, so both per-device errors are its error
+    assert device["abs_error"] == device["raw_abs_error"] == abs(degrees[0] - device["released"])
+    assert "estimate" not in device
 
 
 async def test_an_ra_run_states_the_budget_its_ledgers_charge():
@@ -97,6 +100,13 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     assert result["mae"] == score(degrees, post.estimates, post.histogram)["mae"]
     assert result["raw"]["mae"] == pytest.approx(np.mean(np.abs(degrees - released)))
     assert set(result["baselines"]) == {"constant_median_oracle", "all_zero"}
+    # per device: abs_error is the released estimate's error (what mae averages),
+    # raw_abs_error the raw DSR value's (what raw.mae averages); abs_error was the raw one
+    rows = [result["per_device"][name] for name in names]
+    assert [r["abs_error"] for r in rows] == [abs(r["degree"] - r["estimate"]) for r in rows]
+    assert [r["raw_abs_error"] for r in rows] == [abs(r["degree"] - r["released"]) for r in rows]
+    assert np.mean([r["abs_error"] for r in rows]) == pytest.approx(result["mae"])
+    assert np.mean([r["raw_abs_error"] for r in rows]) == pytest.approx(result["raw"]["mae"])
 
 
 async def test_search_by_sum_picks_the_minimum_of_the_summed_local_errors():

@@ -89,11 +89,22 @@ def test_bench_cadr_takes_the_scenario_budget_range():
     """``--eps 60`` ran where a scenario's ``[cadr] eps`` stops at 50; the sweep too."""
     base = ["bench", "cadr", "--graph", "barabasi_albert:n=30,m=2,seed=1", "--runs", "1"]
     for option, value, sentence in (
-        ("--eps", "60", "--eps must be in (0, 50], got 60.0"),
-        ("--eps", "0", "--eps must be in (0, 50], got 0.0"),
+        ("--eps", "60", "--eps must be in [0.001, 50], got 60.0"),
+        ("--eps", "0", "--eps must be in [0.001, 50], got 0.0"),
         ("--alpha", "1", "--alpha must be in (0, 1), got 1.0"),
     ):
         bad = CliRunner().invoke(app, [*base, option, value])
         assert bad.exit_code == 2 and sentence in bad.output, bad.output
     sweep = CliRunner().invoke(app, ["bench", "cadr-sweep", "--eps-list", "1,60"])
-    assert sweep.exit_code != 0 and "(0, 50]" in sweep.output, sweep.output
+    assert sweep.exit_code != 0 and "[0.001, 50]" in sweep.output, sweep.output
+
+
+def test_bench_cadr_and_the_sweep_refuse_a_budget_below_the_run_range():
+    """``--eps 1e-300`` with a given θ died in thm35_bound (an untyped ZeroDivisionError)."""
+    base = ["bench", "cadr", "--graph", "barabasi_albert:n=30,m=2,seed=1", "--runs", "1"]
+    bad = CliRunner().invoke(app, [*base, "--theta", "5", "--eps", "1e-300"])
+    assert bad.exit_code == 2 and "--eps must be in [0.001, 50], got 1e-300" in bad.output, (
+        bad.output
+    )
+    sweep = CliRunner().invoke(app, ["bench", "cadr-sweep", "--eps-list", "1,1e-300"])
+    assert sweep.exit_code != 0 and "[0.001, 50]" in sweep.output, sweep.output

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from ldpfleet.collector.cadr_reference import METHODS, choose_theta, private_run, summarise
 from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol.errors import ParameterError
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +85,13 @@ def test_the_dp_run_publishes_the_same_public_parameters_whatever_the_degrees():
     )
     assert a.degree_bound == b.degree_bound == 399
     assert a.theta_search["thresholds"] == b.theta_search["thresholds"]
+
+
+def test_the_in_process_reference_refuses_a_tiny_eps_with_a_typed_error():
+    # the in-process reference with a given θ: ZeroDivisionError in thm35_bound (1e-300),
+    # ValueError "math domain error" in noise_weight (1e-308), OverflowError (paper, 1e-310)
+    graph = generate("barabasi_albert", 40, seed=1, m=2)
+    for eps, pipeline in ((1e-300, "dp"), (1e-308, "dp"), (1e-310, "paper")):
+        with pytest.raises(ParameterError) as err:
+            private_run(graph, "ll", 5, eps, 0.1, seed=1, pipeline=pipeline)
+        assert err.value.field == "eps"

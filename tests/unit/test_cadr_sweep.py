@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import typer
 from ldpfleet.app.cadr_sweep import (
+    _theta_accuracy_lines,
     bench_cadr_sweep,
     cadr_sweep,
     markdown,
@@ -17,6 +18,7 @@ from ldpfleet.app.cadr_sweep import (
     parse_methods,
     parse_thetas,
     shape_check,
+    theta_accuracy,
 )
 from ldpfleet.collector.cadr_reference import (
     METHODS,
@@ -293,3 +295,16 @@ def test_pipeline_tables_show_paper_dp_and_the_trivial_baselines():
     text = markdown(result, "cmd")
     assert "Trivial baselines" in text and "non-private oracle" in text
     assert "| 3 | LL |" in text and "DP θ search: chosen θ vs the non-private optimum" in text
+
+
+def test_theta_accuracy_refuses_a_fixed_fraction_below_the_theta_search_floor(graph):
+    """The fixed-fraction rows built ``CadrBudget(eps, alpha, f)`` directly: at ε = 0.1 the
+    1/3 row's ε_θ = 0.0033 is below THETA_EPS_MIN = 0.005, a budget every real run
+    refuses, yet it was measured as if it ran. Now the row says so; the others still run."""
+    result = theta_accuracy(graph, [0.1], 0.1, draws=2)
+    third, *others = result["rows"]
+    assert third["fraction"] == 1 / 3 and "ε_θ >= 0.005" in third["refused"]
+    assert "median_ratio" not in third
+    assert all("refused" not in r and r["theta_exact"] >= 1 for r in others)
+    text = "\n".join(_theta_accuracy_lines(result))
+    assert "| 0.1 | 0.33 | refused: eps: must give the dp pipeline's θ search" in text

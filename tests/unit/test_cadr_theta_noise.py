@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import (
+    CADR_EPS_MAX,
+    CADR_EPS_MIN,
     THETA_EPS_MIN,
     THETA_FRACTION,
     THETA_LABEL,
     CadrBudget,
+    check_run_eps,
 )
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery
@@ -169,17 +172,19 @@ def test_the_budget_split_names_the_theta_part_and_sums_to_eps():
 def test_the_dp_theta_search_refuses_an_eps_too_small_for_its_exact_noise():
     # eps = 1e-4 (ε_θ = 8.6e-5): each device's exact Pólya share costs O(1/ε_θ²) coins;
     # `ldpfleet run` on a 31-node path did not finish in 5 minutes. Refused up front,
-    # naming the field, the limit and the value (and the smallest eps that works).
+    # naming the field, the limit and the value (and the smallest eps that works). Since
+    # the run range (eps >= CADR_EPS_MIN = 0.001) 1e-4 is refused by that; 0.005 (ε_θ =
+    # 0.0043) by this floor.
     with pytest.raises(ParameterError) as err:
-        CadrBudget.for_pipeline(1e-4, 0.1, "dp", searched=True, devices=31)
+        CadrBudget.for_pipeline(0.005, 0.1, "dp", searched=True, devices=31)
     assert err.value.field == "eps"
-    assert "0.0001" in str(err.value) and f"{THETA_EPS_MIN}" in str(err.value)
+    assert "0.005" in str(err.value) and f"{THETA_EPS_MIN}" in str(err.value)
     assert "0.005814" in str(err.value)  # THETA_EPS_MIN / 0.86, rounded up
     lowest = CadrBudget.for_pipeline(0.005814, 0.1, "dp", searched=True, devices=31)
     assert lowest.theta >= THETA_EPS_MIN
     # no θ search, or the paper's exact one: no Pólya noise, nothing to refuse
-    assert CadrBudget.for_pipeline(1e-4, 0.1, "dp", searched=False, devices=31).theta == 0
-    assert CadrBudget.for_pipeline(1e-4, 0.1, "paper", searched=True, devices=31).theta == 0
+    assert CadrBudget.for_pipeline(0.005, 0.1, "dp", searched=False, devices=31).theta == 0
+    assert CadrBudget.for_pipeline(0.005, 0.1, "paper", searched=True, devices=31).theta == 0
 
 
 RUN = "r1"
@@ -258,3 +263,35 @@ def test_bucket_count_is_coarser_when_the_noise_is_large_for_n():
     with pytest.raises(ParameterError) as info:
         bucket_count(0, 0.1)
     assert info.value.field == "devices"
+
+
+# --- the range of a run's eps (QA: 1e-300 died in thm35_bound, 1e-308 in noise_weight) -----
+
+
+@pytest.mark.parametrize("eps", [1e-310, 1e-308, 1e-300, 1e-4, 0.000999, 50.5])
+@pytest.mark.parametrize(
+    ("pipeline", "searched"), [("dp", False), ("dp", True), ("paper", False), ("paper", True)]
+)
+def test_every_pipeline_refuses_an_eps_outside_the_run_range(eps, pipeline, searched):
+    with pytest.raises(ParameterError) as err:
+        CadrBudget.for_pipeline(eps, 0.1, pipeline, searched=searched, devices=31)
+    assert err.value.field == "eps"
+    assert f"[{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}]" in str(err.value) and repr(eps) in str(err.value)
+
+
+def test_the_run_range_keeps_ordinary_budgets():
+    assert (CADR_EPS_MIN, CADR_EPS_MAX) == (0.001, 50.0)
+    for eps in (CADR_EPS_MIN, 0.1, 3.0, 10.0, CADR_EPS_MAX):
+        assert check_run_eps(eps) == eps
+        assert CadrBudget.for_pipeline(eps, 0.1, "paper", True, 31) == CadrBudget(eps, 0.1)
+
+
+def test_a_fixed_theta_fraction_takes_the_same_checks():
+    # bench cadr-sweep's θ-search rows built CadrBudget(eps, alpha, f) directly: no floor
+    with pytest.raises(ParameterError) as err:
+        CadrBudget.with_fraction(0.01, 0.1, 1.0 / 3.0)  # ε_θ = 3.3e-4 < THETA_EPS_MIN
+    assert err.value.field == "eps" and f"{THETA_EPS_MIN}" in str(err.value)
+    with pytest.raises(ParameterError) as err:
+        CadrBudget.with_fraction(1e-300, 0.1, 0.0)
+    assert err.value.field == "eps"
+    assert CadrBudget.with_fraction(3.0, 0.1, 0.6) == CadrBudget(3.0, 0.1, 0.6)

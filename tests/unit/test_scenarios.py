@@ -143,6 +143,16 @@ def test_cadr_scenarios_parse_and_refuse_stream_sections():
         parse_scenario('[scenario]\nname = "x"\n')
 
 
+def test_cadr_eps_below_the_run_range_is_refused_by_the_schema():
+    """``[cadr] eps = 1e-300`` with a given θ was accepted and died in the run (an
+    untyped ZeroDivisionError in thm35_bound; 1e-310 under "paper": the relay timeout)."""
+    for value in ("1e-300", "1e-310", "0.0009"):
+        with pytest.raises(ScenarioError, match=r"cadr\.eps") as err:
+            parse_scenario(CADR.replace('theta = "auto-sum"', "theta = 5") + f"eps = {value}\n")
+        assert ">= 0.001" in str(err.value) and value in str(err.value), err.value
+    assert parse_scenario(CADR + "eps = 0.001\n").spec.cadr.eps == 0.001
+
+
 @pytest.mark.parametrize(
     ("devices", "connection", "expected"),
     [

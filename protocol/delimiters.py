@@ -1,0 +1,37 @@
+"""The field separator of a delimited text table (CSV and its semicolon / tab variants).
+
+Shared by the scenarios' CSV sources (``devices.sources``) and the GC-DP evaluation's
+Occupancy loader (``collector.gcdp.evaluation``), which may not import each other: a pure
+function of the text, so it sits in the lowest layer.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DELIMITERS", "sniff_delimiter"]
+
+DELIMITERS = (",", ";", "\t")  # the separators a table may use
+
+
+def sniff_delimiter(text: str) -> str:
+    """The field separator of a table, from its first two non-blank lines: of comma,
+    semicolon and tab, the one both lines hold equally often (the most often, if several),
+    else the one the first line holds most often, else the second line; comma on a tie or
+    when none is held. (A header "time<TAB>Temp, C" holds a comma and a tab, its data lines
+    only the tab; a leading row id or a delimiter ending the data lines only makes the
+    counts differ, so the header decides.) ``text`` may be the whole table or only its
+    first lines."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            lines.append(line)
+            if len(lines) == 2:
+                break
+    if not lines:
+        return ","
+    first = [lines[0].count(d) for d in DELIMITERS]
+    second = [lines[-1].count(d) for d in DELIMITERS]
+    equal = [a if a == b else 0 for a, b in zip(first, second, strict=True)]
+    for counts in (equal, first, second):
+        if max(counts) > 0:
+            return DELIMITERS[counts.index(max(counts))]
+    return ","
