@@ -101,6 +101,7 @@ from ldpfleet.protocol.secagg.messages import (
     MAX_DIM,
     MAX_PARTICIPANTS,
     MAX_ROUND,
+    MAX_STAGE_TIMEOUT,
     PeerKeys,
     SaAbort,
     SaAdvertise,
@@ -210,6 +211,19 @@ def check_dim(dim: int) -> int:
     return dim
 
 
+def check_stage_timeout(stage_timeout: float) -> float:
+    """A session's stage timeout in seconds: a real number in ``(0, MAX_STAGE_TIMEOUT]``
+    (what every device accepts in ``SaSetup``; a longer one was sent anyway, refused by
+    every device, and the session hung until its deadline), else a ``ParameterError``
+    naming ``stage_timeout``, the limits and the value."""
+    if not (_is_real(stage_timeout) and 0 < stage_timeout <= MAX_STAGE_TIMEOUT):
+        raise ParameterError(
+            f"must be > 0 and <= {MAX_STAGE_TIMEOUT:.0f} seconds, got {stage_timeout!r}",
+            field="stage_timeout",
+        )
+    return float(stage_timeout)
+
+
 class SecAggServer(PeerFacingMachine):
     """Collector side of one secure-aggregation session (see the module docstring)."""
 
@@ -252,11 +266,7 @@ class SecAggServer(PeerFacingMachine):
         self.fixed_point = self._check_fixed_point(fixed_point, bits)
         self.bits = self.fixed_point.bits
         self.round = self._check_round(round)
-        if not (_is_real(stage_timeout) and math.isfinite(stage_timeout) and stage_timeout > 0):
-            raise ParameterError(
-                f"must be > 0 seconds, got {stage_timeout!r}", field="stage_timeout"
-            )
-        self.stage_timeout = float(stage_timeout)
+        self.stage_timeout = check_stage_timeout(stage_timeout)
         if not (_is_real(patience) and math.isfinite(patience) and patience >= 1):
             raise ParameterError(f"must be >= 1, got {patience!r}", field="patience")
         self.patience = float(patience)

@@ -181,6 +181,58 @@ def test_secure_sum_graph_and_threshold_are_checked_when_the_scenario_loads(sett
     parse_scenario(SCENARIO.replace("dim = 8", 'dim = 8\ngraph = "full"\nthreshold = 16'))
 
 
+@pytest.mark.parametrize(
+    ("devices", "setting", "expected"),
+    [
+        # the full graph's load-time check skipped the session's device count: both ran
+        # the whole stream stage, then died in a ParameterError traceback
+        (1, 'graph = "full"', "fleet.devices: [secure_sum] needs 2..10000 devices, got 1"),
+        (10_001, 'graph = "full"', "fleet.devices: [secure_sum] needs 2..10000 devices"),
+        (1, "", "fleet.devices: [secure_sum] needs 2..10000 devices, got 1"),
+        # more than a day: every device refused the setup and the run hung (1e300), or a
+        # traceback after the stream stage (inf)
+        (30, "stage_timeout = 86401.0", "secure_sum.stage_timeout: Expected `float` <= 86400"),
+        (30, "stage_timeout = inf", "secure_sum.stage_timeout: Expected `float` <= 86400"),
+        # named the session's internal clip_high instead of the scenario's key
+        (30, "clip = [1.0, -1.0]", "secure_sum.clip: clip_high must exceed clip_low=1.0"),
+        (30, "clip = [1.0, 1.0]", "secure_sum.clip: clip_high must exceed clip_low=1.0"),
+    ],
+)
+def test_secure_sum_limits_are_checked_when_the_scenario_loads(devices, setting, expected):
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+    text = SCENARIO.replace("devices = 30", f"devices = {devices}")
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(text.replace("dim = 8", f"dim = 8\n{setting}"))
+    assert expected in str(refused.value)
+    parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nstage_timeout = 86400.0"))
+
+
+@pytest.mark.parametrize(
+    ("options", "field_name", "expected"),
+    [
+        ({"dropout": 1.5}, "dropout", "must be in [0, 1), got 1.5"),
+        ({"dropout": -0.5}, "dropout", "must be in [0, 1), got -0.5"),
+        ({"dropout": float("nan")}, "dropout", "must be in [0, 1), got nan"),
+        ({"dropout_stage": "never"}, "dropout_stage", "'never' is not one of before_keys"),
+        ({"devices": 1}, "devices", "need 2..10000 devices, got 1"),
+        ({"stage_timeout": 86_401.0}, "stage_timeout", "86400"),
+    ],
+)
+def test_bench_secagg_refuses_bad_options_before_starting(options, field_name, expected):
+    """``bench_secagg(dropout=1.5)`` was numpy's traceback ("Cannot take a larger sample
+    than population"), ``dropout_stage="never"`` ran without a word, ``stage_timeout``
+    beyond a day hung (the devices refused the setup; on virtual time the old code got to
+    the deadline and returned an aborted session instead of raising)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    kwargs = {"devices": 4, "dim": 2, "broker": "memory"} | options
+    devices, dim = kwargs.pop("devices"), kwargs.pop("dim")
+    with pytest.raises(ParameterError) as refused:
+        VirtualTimeLoop.run(bench_secagg(devices, dim, **kwargs))
+    assert refused.value.field == field_name and expected in refused.value.reason
+
+
 async def test_active_mode_over_the_transport_gives_the_exact_sum():
     result = await bench_secagg(
         12, 20, neighbors=7, dropout=0.25, dropout_stage="after_shares", broker="memory",
