@@ -128,6 +128,10 @@ async def bench_secagg(
                 active=active,
                 identity_keys=identity_keys or None,
             )
+        except ParameterError as error:  # the session's "degree" is this bench's --neighbors
+            if error.field != "degree":
+                raise
+            raise ParameterError(error.reason, field="neighbors") from None
         finally:  # a refused setting (a degree, a capacity) must not leave the agents running
             wall = time.perf_counter() - started
             for task in agent_tasks:

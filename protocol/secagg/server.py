@@ -337,7 +337,12 @@ class SecAggServer(PeerFacingMachine):
             adjacency = graphs.full_graph(labels)
         elif kind == "harary":
             k = graphs.default_degree(self.n) if degree is None else degree
-            adjacency = graphs.harary_graph(labels, k, random_bytes)
+            try:
+                adjacency = graphs.harary_graph(labels, k, random_bytes)
+            except ParameterError as error:  # the graph calls it k; our callers, degree
+                if error.field != "k":
+                    raise
+                raise ParameterError(error.reason, field="degree") from None
         else:
             raise ParameterError(f"must be 'full' or 'harary', got {kind!r}", field="graph")
         return {u: frozenset(vs) for u, vs in adjacency.items()}

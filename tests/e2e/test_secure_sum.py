@@ -102,6 +102,9 @@ def test_bench_secagg_command_prints_the_figures():
         (["--dim", "-1"], "dim: must be an integer in [1, 100000], got -1"),
         (["--dim", "0"], "dim: must be an integer in [1, 100000], got 0"),
         (["--neighbors", "abc"], "neighbors: must be an integer K >= 1, 'auto' or 'full'"),
+        # was "k: ...", a name the command does not have
+        (["--neighbors", "0"], "neighbors: must be an integer in [1, n - 1] with n = 4, got 0"),
+        (["--neighbors", "4"], "neighbors: must be an integer in [1, n - 1] with n = 4, got 4"),
     ],
 )
 def test_bench_secagg_refuses_a_bad_length_or_degree_in_one_sentence(option, expected):

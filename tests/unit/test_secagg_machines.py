@@ -874,6 +874,9 @@ def test_client_refuses_a_setup_whose_sum_could_wrap() -> None:
         ({"threshold": 9}, "threshold"),  # more than the holders
         ({"graph": "star"}, "graph"),
         ({"graph": "full", "degree": 3}, "degree"),
+        # the graph's own name for it was "k", which no caller passes
+        ({"graph": "harary", "degree": 0}, "degree"),
+        ({"graph": "harary", "degree": 8}, "degree"),
         ({"bits": 32}, "bits"),
         ({"stage_timeout": 0.0}, "stage_timeout"),
         ({"min_inputs": 9}, "min_inputs"),  # more than the 8 participants
