@@ -27,17 +27,20 @@ from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.protocol.secagg.server import check_dim, check_stage_timeout
 
 
-def check_options(devices: int, dim: int, dropout: float, dropout_stage: str, stage_timeout: float):
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_options(
+    devices: int, dim: int, *, dropout: float, dropout_stage: str, stage_timeout: float, seed: int
+) -> None:
     """Refuse a bad option before anything starts, in a ``ParameterError`` naming it, its
-    limits and its value (``dropout=1.5`` was numpy's traceback, ``dropout_stage="never"``
-    ran without a word, a ``stage_timeout`` the devices refuse hung)."""
+    limits and its value (``dropout=1.5`` and ``seed=-1`` were numpy's tracebacks,
+    ``dropout_stage="never"`` ran without a word, a ``stage_timeout`` the devices refuse
+    hung)."""
     check_dim(dim)  # before drawing the inputs: --dim -1 was numpy's traceback
     check_stage_timeout(stage_timeout)
-    if (
-        isinstance(devices, bool)
-        or not isinstance(devices, int)
-        or not 2 <= devices <= MAX_PARTICIPANTS
-    ):
+    if not (_is_int(devices) and 2 <= devices <= MAX_PARTICIPANTS):
         raise ParameterError(
             f"need 2..{MAX_PARTICIPANTS} devices, got {devices!r}", field="devices"
         )
@@ -47,6 +50,8 @@ def check_options(devices: int, dim: int, dropout: float, dropout_stage: str, st
         raise ParameterError(
             f"{dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}", field="dropout_stage"
         )
+    if not (_is_int(seed) and seed >= 0):
+        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
 
 
 async def bench_secagg(
@@ -68,7 +73,14 @@ async def bench_secagg(
 ) -> dict:
     """Run one session and measure it; ``progress(connected, devices)`` during the
     connect phase."""
-    check_options(devices, dim, dropout, dropout_stage, stage_timeout)
+    check_options(
+        devices,
+        dim,
+        dropout=dropout,
+        dropout_stage=dropout_stage,
+        stage_timeout=stage_timeout,
+        seed=seed,
+    )
     rng = np.random.default_rng(seed)
     run = f"bench-sa-{secrets.token_hex(3)}"
     session = "s0"

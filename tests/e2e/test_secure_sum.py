@@ -220,6 +220,8 @@ def test_secure_sum_limits_are_checked_when_the_scenario_loads(devices, setting,
         ({"dropout_stage": "never"}, "dropout_stage", "'never' is not one of before_keys"),
         ({"devices": 1}, "devices", "need 2..10000 devices, got 1"),
         ({"stage_timeout": 86_401.0}, "stage_timeout", "86400"),
+        # numpy's "ValueError: expected non-negative integer" traceback (--seed -1)
+        ({"seed": -1}, "seed", "must be an integer >= 0, got -1"),
     ],
 )
 def test_bench_secagg_refuses_bad_options_before_starting(options, field_name, expected):
