@@ -245,3 +245,32 @@ async def test_active_mode_over_the_transport_gives_the_exact_sum():
     )  # fmt: skip
     assert result["active"] is True and result["exact"] is True and result["survivors"] == 9
     assert "consistency" in result["seconds_per_stage"]
+
+
+def test_secure_sum_refuses_identity_keys_without_active_mode():
+    """``secure_sum(identity_keys=...)`` without ``active=True`` dropped the keys and ran a
+    session that was not hardened, without a word; ``SecAggServer`` refuses exactly this
+    (``active.check_mode``: an operator must not believe the session is hardened)."""
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.secure_sum import secure_sum
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.secagg.crypto import signing_keypair
+    from ldpfleet.protocol.secagg.encoding import FixedPoint
+
+    devices = ["d0", "d1", "d2"]
+    keys = {d: signing_keypair().public for d in devices}
+    with pytest.raises(ParameterError) as refused:
+        # no device answers: on the old code the session ran to its first deadline
+        VirtualTimeLoop.run(
+            secure_sum(
+                MemoryTransport(),
+                "r1",
+                "s0",
+                devices,
+                2,
+                FixedPoint(-1.0, 1.0, 2.0**16),
+                stage_timeout=1.0,
+                identity_keys=keys,
+            )
+        )
+    assert refused.value.field == "identity_keys" and "active=True" in refused.value.reason
