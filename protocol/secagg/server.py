@@ -697,9 +697,21 @@ class SecAggServer(PeerFacingMachine):
         self._abort(
             stage,
             f"{stage} stage: only {len(members)} of {out_of} devices "
-            f"{_REPLY_VERB[stage]} (threshold {self.threshold})",
+            f"{_REPLY_VERB[stage]} (threshold {self.threshold}){self._aborts_note()}",
         )
         return False
+
+    def _aborts_note(self) -> str:
+        """ "; 4 devices aborted (d0: <its reason>)" when devices sent ``SaAbort``: why they
+        left (a refused setup, a last will) was only in ``summary()["device_aborts"]``."""
+        if not self._gone:
+            return ""
+        first = min(self._gone)
+        return (
+            f"; {len(self._gone)} device{'s' if len(self._gone) > 1 else ''} aborted "
+            f"({self.device_of[first]}: "
+            f"{self._gone[first][:200]})"
+        )
 
     def _enough_inputs(self, stage: str, members: Collection[int], out_of: int) -> bool:
         """``min_inputs``: until the masked inputs are in, the devices still present bound

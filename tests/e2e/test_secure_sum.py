@@ -274,3 +274,37 @@ def test_secure_sum_refuses_identity_keys_without_active_mode():
             )
         )
     assert refused.value.field == "identity_keys" and "active=True" in refused.value.reason
+
+
+def test_an_abort_names_why_the_devices_refused():
+    """Devices whose vectors do not have ``dim`` entries refuse the setup (``SaAbort``
+    with the reason); the session's reason said only "only 0 of 4 devices advertised
+    keys", hiding the cause in ``summary["device_aborts"]``."""
+    import asyncio
+
+    import numpy as np
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.secure_sum import secure_sum
+    from ldpfleet.devices.secagg_agent import SecAggAgent
+    from ldpfleet.protocol.secagg.client import SecAggClient
+    from ldpfleet.protocol.secagg.encoding import FixedPoint
+
+    async def session():
+        transport = MemoryTransport()
+        devices = [f"d{i}" for i in range(4)]
+        agents = [SecAggAgent(transport, SecAggClient("r1", "s0", d, np.zeros(3))) for d in devices]
+        tasks = [asyncio.create_task(agent.run()) for agent in agents]
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        try:
+            return await secure_sum(
+                transport, "r1", "s0", devices, 4, FixedPoint(-1.0, 1.0, 2.0**16), stage_timeout=1
+            )
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    result = VirtualTimeLoop.run(session())
+    assert result.aborted.startswith("advertise: advertise stage: only 0 of 4 devices")
+    assert "4 devices aborted" in result.aborted
+    assert "d0: dim: dim 4, this device's vector has 3 entries" in result.aborted
