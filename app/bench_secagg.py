@@ -18,11 +18,40 @@ from collections.abc import Callable
 import numpy as np
 from ldpfleet.broker.select import open_broker
 from ldpfleet.collector.secure_sum import secure_sum
-from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.devices.secagg_agent import DROPOUT_STAGES, SecAggAgent
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.crypto import signing_keypair
 from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod
-from ldpfleet.protocol.secagg.server import check_dim
+from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
+from ldpfleet.protocol.secagg.server import check_dim, check_stage_timeout
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_options(
+    devices: int, dim: int, *, dropout: float, dropout_stage: str, stage_timeout: float, seed: int
+) -> None:
+    """Refuse a bad option before anything starts, in a ``ParameterError`` naming it, its
+    limits and its value (``dropout=1.5`` and ``seed=-1`` were numpy's tracebacks,
+    ``dropout_stage="never"`` ran without a word, a ``stage_timeout`` the devices refuse
+    hung)."""
+    check_dim(dim)  # before drawing the inputs: --dim -1 was numpy's traceback
+    check_stage_timeout(stage_timeout)
+    if not (_is_int(devices) and 2 <= devices <= MAX_PARTICIPANTS):
+        raise ParameterError(
+            f"need 2..{MAX_PARTICIPANTS} devices, got {devices!r}", field="devices"
+        )
+    if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
+        raise ParameterError(f"must be in [0, 1), got {dropout!r}", field="dropout")
+    if dropout_stage not in DROPOUT_STAGES:
+        raise ParameterError(
+            f"{dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}", field="dropout_stage"
+        )
+    if not (_is_int(seed) and seed >= 0):
+        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
 
 
 async def bench_secagg(
@@ -44,7 +73,14 @@ async def bench_secagg(
 ) -> dict:
     """Run one session and measure it; ``progress(connected, devices)`` during the
     connect phase."""
-    check_dim(dim)  # before drawing the inputs: --dim -1 was numpy's traceback
+    check_options(
+        devices,
+        dim,
+        dropout=dropout,
+        dropout_stage=dropout_stage,
+        stage_timeout=stage_timeout,
+        seed=seed,
+    )
     rng = np.random.default_rng(seed)
     run = f"bench-sa-{secrets.token_hex(3)}"
     session = "s0"
@@ -90,23 +126,29 @@ async def bench_secagg(
                 progress(connected, devices)
         connect_seconds = time.perf_counter() - connect_started
         started = time.perf_counter()
-        result = await secure_sum(
-            transport,
-            run,
-            session,
-            names,
-            dim,
-            fixed_point,
-            graph="full" if full else "harary",
-            degree=None if full else neighbors,
-            stage_timeout=stage_timeout,
-            active=active,
-            identity_keys=identity_keys or None,
-        )
-        wall = time.perf_counter() - started
-        for task in agent_tasks:
-            task.cancel()
-        await asyncio.gather(*agent_tasks, return_exceptions=True)
+        try:
+            result = await secure_sum(
+                transport,
+                run,
+                session,
+                names,
+                dim,
+                fixed_point,
+                graph="full" if full else "harary",
+                degree=None if full else neighbors,
+                stage_timeout=stage_timeout,
+                active=active,
+                identity_keys=identity_keys or None,
+            )
+        except ParameterError as error:  # the session's "degree" is this bench's --neighbors
+            if error.field != "degree":
+                raise
+            raise ParameterError(error.reason, field="neighbors") from None
+        finally:  # a refused setting (a degree, a capacity) must not leave the agents running
+            wall = time.perf_counter() - started
+            for task in agent_tasks:
+                task.cancel()
+            await asyncio.gather(*agent_tasks, return_exceptions=True)
     exact = None
     if result.encoded_total is not None:
         expected = np.zeros(dim, dtype=np.uint64)

@@ -247,7 +247,7 @@ def _summary_table(results: dict):
         outcome = (
             f"aborted: {secure['aborted']}"
             if secure["aborted"]
-            else f"{secure['survivors']}/{secure['devices']} survivors, exact={secure['exact']}"
+            else f"{secure['survivors']}/{secure['devices']} survivors, exact={secure.get('exact')}"
         )
         rows_.append((f"secure sum ({secure['graph']}, dim {secure['dim']})",
                       f"{outcome}, {secure['seconds']:.2f} s"))  # fmt: skip

@@ -83,7 +83,9 @@ def reference_markdown() -> str:
         definition = definitions[name]
         required = set(definition.get("required", []))
         lines += [f"## `{table}`", ""]
-        description = (definition.get("description") or "").split("\n")[0]
+        # the docstring's first paragraph (its first line cut [secure_sum]'s mid-sentence)
+        paragraph = (definition.get("description") or "").split("\n\n")[0]
+        description = " ".join(paragraph.split())
         if description:
             lines += [description.replace("``", "`"), ""]
         lines += ["| key | type | default | limits |", "|---|---|---|---|"]

@@ -103,7 +103,10 @@ async def secure_sum(
             stage_timeout=stage_timeout,
             now=loop.time(),
             round=round,
-            **({"active": True, "identity_keys": identity_keys} if active else {}),
+            # always both: the server refuses identity keys without active mode, never
+            # drops them (an operator must not believe the session is hardened)
+            active=active,
+            identity_keys=identity_keys,
         )
         done = asyncio.Event()
 

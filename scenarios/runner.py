@@ -63,6 +63,7 @@ from ldpfleet.scenarios.stream_document import (
 )
 
 SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
+SECURE_SUM_TOTAL_MAX = 1000  # results.json lists the decoded total up to this many entries
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
 # (reports persisted, reports expected[, devices joined, devices]): the stream stage
 ProgressCallback = Callable[..., None]
@@ -210,7 +211,7 @@ def secure_sum_entry(scenario: LoadedScenario, devices: list[str], result) -> di
         "collector": result.summary,
     }
     if result.total is not None:
-        entry["total"] = result.total.tolist() if section.dim <= 1000 else None
+        entry["total"] = result.total.tolist() if section.dim <= SECURE_SUM_TOTAL_MAX else None
     return entry
 
 

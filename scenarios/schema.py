@@ -28,6 +28,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS, MAX_STAGE_TIMEOUT
 from ldpfleet.protocol.secagg.server import SecAggServer
 from ldpfleet.protocol.stream import RAW, StreamConfig
 from ldpfleet.protocol.topics import MAX_PARTITIONS
@@ -202,7 +203,8 @@ class SecureSumSection(_Section):
     clip: tuple[float, float] | None = None
     scale: Annotated[float, Meta(gt=0)] = 65536.0
     bits: Literal[32, 64] = 64
-    stage_timeout: Annotated[float, Meta(gt=0)] = 30.0
+    # at most what the devices accept in the session's setup (SaSetup)
+    stage_timeout: Annotated[float, Meta(gt=0, le=MAX_STAGE_TIMEOUT)] = 30.0
     dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0
     dropout_stage: Literal[
         "before_keys", "after_keys", "after_shares", "after_masked", "during_unmask"
@@ -231,7 +233,8 @@ class CadrSection(_Section):
     # degree above D is clipped to D (docs/cadr.md, "The degree bound")
     degree_bound: Annotated[int, Meta(ge=1)] | Literal["auto", "devices", "graph-max"] = "auto"
     max_rounds: Annotated[int, Meta(ge=1, le=10_000)] = 100
-    stage_timeout: Annotated[float, Meta(gt=0)] = 120.0
+    # the θ search's secure sums use it too: at most what their devices accept (SaSetup)
+    stage_timeout: Annotated[float, Meta(gt=0, le=MAX_STAGE_TIMEOUT)] = 120.0
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
     processes: Annotated[int, Meta(ge=1, le=64)] = 2
     trace: Literal["control", "all", "none"] = "control"
@@ -636,6 +639,8 @@ def _inside_data(path: Path) -> Path | None:
 
 # the session's ParameterError fields, as [secure_sum] names them
 SECAGG_FIELDS = {"k": "neighbors", "degree": "neighbors"}
+# the fixed point's fields that are one item of [secure_sum] clip
+CLIP_FIELDS = ("clip_low", "clip_high")
 
 
 def _check_secagg_session(loaded: LoadedScenario, devices: int) -> None:
@@ -734,6 +739,11 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     if spec.faults is not None:
         _check_faults(spec, where)
     if spec.secure_sum is not None:
+        if not 2 <= spec.fleet.devices <= MAX_PARTICIPANTS:
+            raise ScenarioError(
+                f"{where}fleet.devices: [secure_sum] needs 2..{MAX_PARTICIPANTS} devices, "
+                f"got {spec.fleet.devices}"
+            )
         if spec.secure_sum.dim > spec.stream.steps:
             raise ScenarioError(
                 f"{where}secure_sum.dim: {spec.secure_sum.dim} exceeds stream.steps "
@@ -743,6 +753,10 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             loaded.fixed_point().check_capacity(spec.fleet.devices)
             _check_secagg_session(loaded, spec.fleet.devices)
         except ParameterError as error:
+            if error.field in CLIP_FIELDS:  # "secure_sum.clip: clip_high must exceed ..."
+                raise ScenarioError(
+                    f"{where}secure_sum.clip: {error.field} {error.reason}"
+                ) from None
             field = SECAGG_FIELDS.get(error.field, error.field)
             raise ScenarioError(f"{where}secure_sum.{field}: {error.reason}") from None
     if spec.fleet.connection == "bulk":

@@ -68,6 +68,7 @@ from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
 from ldpfleet.scenarios.runner import (
     SECURE_SUM_SESSION,
+    SECURE_SUM_TOTAL_MAX,
     TRUTH_SAMPLE,
     collector_for,
     fault_report,
@@ -377,6 +378,8 @@ async def _collector_secure_sum(
     )
     entry = secure_sum_entry(scenario, devices, result)
     entry["survivor_ids"] = sorted(result.survivors)
+    if result.total is not None:  # whole, however long: the merge scores it against the truth
+        entry["total"] = result.total.tolist()
     return entry
 
 
@@ -873,7 +876,10 @@ def _merged_secure_sum(scenario, entry: dict | None, truth: _Truth) -> dict | No
     entry = dict(entry)
     survivors = entry.pop("survivor_ids")
     vectors = secure_sum_vectors(scenario, {d: truth.clean[d] for d in survivors})
-    return score_secure_sum(scenario, entry, entry.get("total"), survivors, vectors)
+    scored = score_secure_sum(scenario, entry, entry.get("total"), survivors, vectors)
+    if scored.get("total") is not None and len(scored["total"]) > SECURE_SUM_TOTAL_MAX:
+        scored["total"] = None  # results.json's rule (``secure_sum_entry``)
+    return scored
 
 
 def _fleet_seconds(shards: list[dict]) -> float | None:

@@ -47,6 +47,8 @@ from msgspec import Meta
 MAX_PARTICIPANTS = 10_000  # devices per session (full pairwise graphs stop well before)
 MAX_DIM = 100_000  # vector entries per aggregation
 MAX_ROUND = 1_000_000
+# a stage deadline hint devices accept in SaSetup (the server refuses longer ones)
+MAX_STAGE_TIMEOUT = 86_400.0
 KEY_BYTES = 32
 SHARE_BYTES = 66  # a Shamir share over GF(2^521 - 1), big-endian
 MAX_CIPHERTEXT = 512  # nonce 12 + plaintext 140 + tag 16 = 168 bytes in practice
@@ -117,7 +119,9 @@ class SaSetup(_SecAggMessage, tag="sa_setup", kw_only=True):
     clip_low: float
     clip_high: float
     scale: Annotated[float, Meta(gt=0.0)]
-    stage_timeout: Annotated[float, Meta(gt=0.0, le=86_400.0)]  # a hint: the server enforces
+    stage_timeout: Annotated[
+        float, Meta(gt=0.0, le=MAX_STAGE_TIMEOUT)
+    ]  # a hint: the server enforces
 
 
 class SaAdvertise(_SecAggMessage, tag="sa_advertise", kw_only=True):

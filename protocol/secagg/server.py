@@ -101,6 +101,7 @@ from ldpfleet.protocol.secagg.messages import (
     MAX_DIM,
     MAX_PARTICIPANTS,
     MAX_ROUND,
+    MAX_STAGE_TIMEOUT,
     PeerKeys,
     SaAbort,
     SaAdvertise,
@@ -210,6 +211,19 @@ def check_dim(dim: int) -> int:
     return dim
 
 
+def check_stage_timeout(stage_timeout: float) -> float:
+    """A session's stage timeout in seconds: a real number in ``(0, MAX_STAGE_TIMEOUT]``
+    (what every device accepts in ``SaSetup``; a longer one was sent anyway, refused by
+    every device, and the session hung until its deadline), else a ``ParameterError``
+    naming ``stage_timeout``, the limits and the value."""
+    if not (_is_real(stage_timeout) and 0 < stage_timeout <= MAX_STAGE_TIMEOUT):
+        raise ParameterError(
+            f"must be > 0 and <= {MAX_STAGE_TIMEOUT:.0f} seconds, got {stage_timeout!r}",
+            field="stage_timeout",
+        )
+    return float(stage_timeout)
+
+
 class SecAggServer(PeerFacingMachine):
     """Collector side of one secure-aggregation session (see the module docstring)."""
 
@@ -252,11 +266,7 @@ class SecAggServer(PeerFacingMachine):
         self.fixed_point = self._check_fixed_point(fixed_point, bits)
         self.bits = self.fixed_point.bits
         self.round = self._check_round(round)
-        if not (_is_real(stage_timeout) and math.isfinite(stage_timeout) and stage_timeout > 0):
-            raise ParameterError(
-                f"must be > 0 seconds, got {stage_timeout!r}", field="stage_timeout"
-            )
-        self.stage_timeout = float(stage_timeout)
+        self.stage_timeout = check_stage_timeout(stage_timeout)
         if not (_is_real(patience) and math.isfinite(patience) and patience >= 1):
             raise ParameterError(f"must be >= 1, got {patience!r}", field="patience")
         self.patience = float(patience)
@@ -327,7 +337,12 @@ class SecAggServer(PeerFacingMachine):
             adjacency = graphs.full_graph(labels)
         elif kind == "harary":
             k = graphs.default_degree(self.n) if degree is None else degree
-            adjacency = graphs.harary_graph(labels, k, random_bytes)
+            try:
+                adjacency = graphs.harary_graph(labels, k, random_bytes)
+            except ParameterError as error:  # the graph calls it k; our callers, degree
+                if error.field != "k":
+                    raise
+                raise ParameterError(error.reason, field="degree") from None
         else:
             raise ParameterError(f"must be 'full' or 'harary', got {kind!r}", field="graph")
         return {u: frozenset(vs) for u, vs in adjacency.items()}
@@ -682,9 +697,21 @@ class SecAggServer(PeerFacingMachine):
         self._abort(
             stage,
             f"{stage} stage: only {len(members)} of {out_of} devices "
-            f"{_REPLY_VERB[stage]} (threshold {self.threshold})",
+            f"{_REPLY_VERB[stage]} (threshold {self.threshold}){self._aborts_note()}",
         )
         return False
+
+    def _aborts_note(self) -> str:
+        """ "; 4 devices aborted (d0: <its reason>)" when devices sent ``SaAbort``: why they
+        left (a refused setup, a last will) was only in ``summary()["device_aborts"]``."""
+        if not self._gone:
+            return ""
+        first = min(self._gone)
+        return (
+            f"; {len(self._gone)} device{'s' if len(self._gone) > 1 else ''} aborted "
+            f"({self.device_of[first]}: "
+            f"{self._gone[first][:200]})"
+        )
 
     def _enough_inputs(self, stage: str, members: Collection[int], out_of: int) -> bool:
         """``min_inputs``: until the masked inputs are in, the devices still present bound

@@ -102,6 +102,9 @@ def test_bench_secagg_command_prints_the_figures():
         (["--dim", "-1"], "dim: must be an integer in [1, 100000], got -1"),
         (["--dim", "0"], "dim: must be an integer in [1, 100000], got 0"),
         (["--neighbors", "abc"], "neighbors: must be an integer K >= 1, 'auto' or 'full'"),
+        # was "k: ...", a name the command does not have
+        (["--neighbors", "0"], "neighbors: must be an integer in [1, n - 1] with n = 4, got 0"),
+        (["--neighbors", "4"], "neighbors: must be an integer in [1, n - 1] with n = 4, got 4"),
     ],
 )
 def test_bench_secagg_refuses_a_bad_length_or_degree_in_one_sentence(option, expected):
@@ -181,6 +184,60 @@ def test_secure_sum_graph_and_threshold_are_checked_when_the_scenario_loads(sett
     parse_scenario(SCENARIO.replace("dim = 8", 'dim = 8\ngraph = "full"\nthreshold = 16'))
 
 
+@pytest.mark.parametrize(
+    ("devices", "setting", "expected"),
+    [
+        # the full graph's load-time check skipped the session's device count: both ran
+        # the whole stream stage, then died in a ParameterError traceback
+        (1, 'graph = "full"', "fleet.devices: [secure_sum] needs 2..10000 devices, got 1"),
+        (10_001, 'graph = "full"', "fleet.devices: [secure_sum] needs 2..10000 devices"),
+        (1, "", "fleet.devices: [secure_sum] needs 2..10000 devices, got 1"),
+        # more than a day: every device refused the setup and the run hung (1e300), or a
+        # traceback after the stream stage (inf)
+        (30, "stage_timeout = 86401.0", "secure_sum.stage_timeout: Expected `float` <= 86400"),
+        (30, "stage_timeout = inf", "secure_sum.stage_timeout: Expected `float` <= 86400"),
+        # named the session's internal clip_high instead of the scenario's key
+        (30, "clip = [1.0, -1.0]", "secure_sum.clip: clip_high must exceed clip_low=1.0"),
+        (30, "clip = [1.0, 1.0]", "secure_sum.clip: clip_high must exceed clip_low=1.0"),
+    ],
+)
+def test_secure_sum_limits_are_checked_when_the_scenario_loads(devices, setting, expected):
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+    text = SCENARIO.replace("devices = 30", f"devices = {devices}")
+    with pytest.raises(ScenarioError) as refused:
+        parse_scenario(text.replace("dim = 8", f"dim = 8\n{setting}"))
+    assert expected in str(refused.value)
+    parse_scenario(SCENARIO.replace("dim = 8", "dim = 8\nstage_timeout = 86400.0"))
+
+
+@pytest.mark.parametrize(
+    ("options", "field_name", "expected"),
+    [
+        ({"dropout": 1.5}, "dropout", "must be in [0, 1), got 1.5"),
+        ({"dropout": -0.5}, "dropout", "must be in [0, 1), got -0.5"),
+        ({"dropout": float("nan")}, "dropout", "must be in [0, 1), got nan"),
+        ({"dropout_stage": "never"}, "dropout_stage", "'never' is not one of before_keys"),
+        ({"devices": 1}, "devices", "need 2..10000 devices, got 1"),
+        ({"stage_timeout": 86_401.0}, "stage_timeout", "86400"),
+        # numpy's "ValueError: expected non-negative integer" traceback (--seed -1)
+        ({"seed": -1}, "seed", "must be an integer >= 0, got -1"),
+    ],
+)
+def test_bench_secagg_refuses_bad_options_before_starting(options, field_name, expected):
+    """``bench_secagg(dropout=1.5)`` was numpy's traceback ("Cannot take a larger sample
+    than population"), ``dropout_stage="never"`` ran without a word, ``stage_timeout``
+    beyond a day hung (the devices refused the setup; on virtual time the old code got to
+    the deadline and returned an aborted session instead of raising)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    kwargs = {"devices": 4, "dim": 2, "broker": "memory"} | options
+    devices, dim = kwargs.pop("devices"), kwargs.pop("dim")
+    with pytest.raises(ParameterError) as refused:
+        VirtualTimeLoop.run(bench_secagg(devices, dim, **kwargs))
+    assert refused.value.field == field_name and expected in refused.value.reason
+
+
 async def test_active_mode_over_the_transport_gives_the_exact_sum():
     result = await bench_secagg(
         12, 20, neighbors=7, dropout=0.25, dropout_stage="after_shares", broker="memory",
@@ -188,3 +245,66 @@ async def test_active_mode_over_the_transport_gives_the_exact_sum():
     )  # fmt: skip
     assert result["active"] is True and result["exact"] is True and result["survivors"] == 9
     assert "consistency" in result["seconds_per_stage"]
+
+
+def test_secure_sum_refuses_identity_keys_without_active_mode():
+    """``secure_sum(identity_keys=...)`` without ``active=True`` dropped the keys and ran a
+    session that was not hardened, without a word; ``SecAggServer`` refuses exactly this
+    (``active.check_mode``: an operator must not believe the session is hardened)."""
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.secure_sum import secure_sum
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.secagg.crypto import signing_keypair
+    from ldpfleet.protocol.secagg.encoding import FixedPoint
+
+    devices = ["d0", "d1", "d2"]
+    keys = {d: signing_keypair().public for d in devices}
+    with pytest.raises(ParameterError) as refused:
+        # no device answers: on the old code the session ran to its first deadline
+        VirtualTimeLoop.run(
+            secure_sum(
+                MemoryTransport(),
+                "r1",
+                "s0",
+                devices,
+                2,
+                FixedPoint(-1.0, 1.0, 2.0**16),
+                stage_timeout=1.0,
+                identity_keys=keys,
+            )
+        )
+    assert refused.value.field == "identity_keys" and "active=True" in refused.value.reason
+
+
+def test_an_abort_names_why_the_devices_refused():
+    """Devices whose vectors do not have ``dim`` entries refuse the setup (``SaAbort``
+    with the reason); the session's reason said only "only 0 of 4 devices advertised
+    keys", hiding the cause in ``summary["device_aborts"]``."""
+    import asyncio
+
+    import numpy as np
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.secure_sum import secure_sum
+    from ldpfleet.devices.secagg_agent import SecAggAgent
+    from ldpfleet.protocol.secagg.client import SecAggClient
+    from ldpfleet.protocol.secagg.encoding import FixedPoint
+
+    async def session():
+        transport = MemoryTransport()
+        devices = [f"d{i}" for i in range(4)]
+        agents = [SecAggAgent(transport, SecAggClient("r1", "s0", d, np.zeros(3))) for d in devices]
+        tasks = [asyncio.create_task(agent.run()) for agent in agents]
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        try:
+            return await secure_sum(
+                transport, "r1", "s0", devices, 4, FixedPoint(-1.0, 1.0, 2.0**16), stage_timeout=1
+            )
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    result = VirtualTimeLoop.run(session())
+    assert result.aborted.startswith("advertise: advertise stage: only 0 of 4 devices")
+    assert "4 devices aborted" in result.aborted
+    assert "d0: dim: dim 4, this device's vector has 3 entries" in result.aborted

@@ -123,6 +123,26 @@ def test_ldpfleet_run_on_the_embedded_broker_runs_the_collector_as_its_own_proce
     assert follow.returncode == 0 and "sw_report" in follow.stdout, follow.stderr
 
 
+@pytest.mark.embedded
+def test_a_split_secure_sum_longer_than_1000_entries_is_scored(tmp_path):
+    """results.json keeps no ``total`` beyond 1,000 entries; the collector process left it
+    out of its own piece too, so the merge could not score the sum: no ``exact``, a
+    ``KeyError: 'exact'`` traceback from ``ldpfleet run`` and "NOT exact" in the report
+    (4 devices, ``dim = 1001`` on the embedded broker)."""
+    text = STREAM.replace("devices = 8", "devices = 4").replace(
+        "steps = 40", "steps = 1005"
+    ) + SECURE.split(STREAM, 1)[1].replace("dim = 4", "dim = 1001")
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    out = tmp_path / "run"
+    done = run_cli(path, "embedded", out)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr
+    secure = json.loads((out / "results.json").read_text())["secure_sum"]
+    assert secure["aborted"] is None and secure["exact"] is True
+    assert secure["total"] is None and secure["survivors"] == 3  # a quarter drop out
+    assert "secure sum exact over 3 survivors" in (out / "report.html").read_text()
+
+
 @pytest.mark.slow
 @pytest.mark.embedded
 @pytest.mark.parametrize("kind", ["gcdp", "secure_sum", "cadr"])

@@ -874,6 +874,9 @@ def test_client_refuses_a_setup_whose_sum_could_wrap() -> None:
         ({"threshold": 9}, "threshold"),  # more than the holders
         ({"graph": "star"}, "graph"),
         ({"graph": "full", "degree": 3}, "degree"),
+        # the graph's own name for it was "k", which no caller passes
+        ({"graph": "harary", "degree": 0}, "degree"),
+        ({"graph": "harary", "degree": 8}, "degree"),
         ({"bits": 32}, "bits"),
         ({"stage_timeout": 0.0}, "stage_timeout"),
         ({"min_inputs": 9}, "min_inputs"),  # more than the 8 participants
@@ -887,6 +890,20 @@ def test_invalid_parameters_are_refused(options: dict, field_name: str) -> None:
     with pytest.raises(ParameterError) as info:
         SecAggServer(RUN, SESSION, devices, 3, FIXED, **params)
     assert info.value.field == field_name
+
+
+@pytest.mark.parametrize("timeout", [86_400.5, 1e300, float("inf")])
+def test_a_stage_timeout_the_devices_would_refuse_is_refused_at_construction(timeout) -> None:
+    """``SaSetup.stage_timeout`` is at most a day: a server built with more sent a setup
+    every device refused to decode, then waited for the deadline (``ldpfleet bench secagg
+    --stage-timeout 86401`` hung; ``stage_timeout = 1e300`` in ``[secure_sum]`` hung the
+    run after its stream stage)."""
+    devices = [f"d{i}" for i in range(8)]
+    with pytest.raises(ParameterError) as info:
+        SecAggServer(RUN, SESSION, devices, 3, FIXED, stage_timeout=timeout)
+    assert info.value.field == "stage_timeout"
+    assert "86400" in info.value.reason and repr(timeout) in info.value.reason
+    SecAggServer(RUN, SESSION, devices, 3, FIXED, stage_timeout=86_400.0)  # the limit itself
 
 
 def test_client_events_trace_the_stages() -> None:
