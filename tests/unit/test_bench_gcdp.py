@@ -270,15 +270,21 @@ def test_loader_refuses_a_column_named_twice(tmp_path):
         load_occupancy(path)
 
 
+def _occupancy_file(path, records: int, label) -> object:
+    """An Occupancy-format file of ``records`` identical readings, the label of record i
+    ``label(i)``."""
+    rows = "".join(
+        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{label(i)}\n'
+        for i in range(records)
+    )
+    path.write_text(OCC_HEADER + rows)
+    return path
+
+
 @pytest.mark.parametrize("name", ["train_file", "test_file"])
 def test_a_file_shorter_than_one_window_is_named(tmp_path, name):
     """Held-out (u5): the error named neither the file nor the window length."""
-    path = tmp_path / "tiny.txt"
-    rows = "".join(
-        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{i % 2}\n'
-        for i in range(10)
-    )
-    path.write_text(OCC_HEADER + rows)
+    path = _occupancy_file(tmp_path / "tiny.txt", 10, lambda i: i % 2)
     with pytest.raises(ParameterError) as info:
         bench.bench_gcdp(
             "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,
@@ -292,12 +298,7 @@ def test_a_training_file_too_short_for_the_validation_cut_is_named(tmp_path):
     """A training file of 40 records holds a window of 30 but not a training and a
     validation window (the default split, refit, cuts one): the error named the window and
     the 40 records, not the file they came from."""
-    path = tmp_path / "short.txt"
-    rows = "".join(
-        f'"{i}","2015-02-04 17:{i:02d}:00",23.18,27.272,426,721.25,0.0047,{(i // 10) % 2}\n'
-        for i in range(40)
-    )
-    path.write_text(OCC_HEADER + rows)
+    path = _occupancy_file(tmp_path / "short.txt", 40, lambda i: (i // 10) % 2)
     with pytest.raises(ParameterError) as info:
         bench.bench_gcdp(
             "occupancy", methods=("GC-DP",), eps_list=(1.0,), draws=1, timing=False,

@@ -472,15 +472,16 @@ def test_the_example_stays_private_under_the_likelihood_ratio_witness(examples_p
     assert result.verdict == "inconclusive" and result.eps_lb <= 1.0, result
 
 
-def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentence():
-    """The collector reads ``in_domain`` as the load-time check does: a plugin raising on a
-    report's values gets that report refused (``values``), not a traceback of the run."""
+def _collector_rejections(plugin: str, values: list[float]) -> tuple[object, list]:
+    """One device's hello then one report of ``values`` under the mechanism ``plugin`` (of
+    tests/unit/bad_mechanisms.py), received by a ``StreamCollector``: the collector and its
+    ``Rejected`` events."""
     from ldpfleet.protocol import topics
     from ldpfleet.protocol.events import Rejected
     from ldpfleet.protocol.messages import Hello
     from ldpfleet.protocol.stream import StreamCollector
 
-    mechanism = f"{BAD}:InDomainFailsLater"
+    mechanism = f"{BAD}:{plugin}"
     config = StreamConfig(
         run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
     )
@@ -489,10 +490,15 @@ def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentenc
     hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
     collector = StreamCollector(config, ["d0"])
     collector.receive(topics.parse(hello.topic), hello.message, 0.0)
-    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
-                      values=[0.5] * 5)  # fmt: skip
+    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5, values=values)
     collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
-    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    return collector, [e for e in collector.pop_events() if isinstance(e, Rejected)]
+
+
+def test_an_in_domain_failing_on_the_collector_refuses_the_report_in_one_sentence():
+    """The collector reads ``in_domain`` as the load-time check does: a plugin raising on a
+    report's values gets that report refused (``values``), not a traceback of the run."""
+    collector, rejected = _collector_rejections("InDomainFailsLater", [0.5] * 5)
     assert collector.accepted == 0 and [e.field for e in rejected] == ["values"]
     assert "in_domain failed: in_domain broke on the collector" in rejected[0].reason
 
@@ -502,24 +508,7 @@ def test_the_collector_refuses_a_report_outside_the_stated_range():
     finite value: a report outside the stated range (a hostile or newer device) is refused
     as ``out_of_range``, naming the value and the range, and never aggregated (before the
     fix only ``in_domain`` was asked, so the collector accepted 1e4)."""
-    from ldpfleet.protocol import topics
-    from ldpfleet.protocol.events import Rejected
-    from ldpfleet.protocol.messages import Hello
-    from ldpfleet.protocol.stream import StreamCollector
-
-    mechanism = f"{BAD}:PermissiveStatedRange"
-    config = StreamConfig(
-        run="r", mechanism=mechanism, eps=2.0, w=5, steps=10, batch_steps=5, lo=0.0, hi=1.0
-    )
-    reporter = StreamReporter(config, "d0", np.random.default_rng(0))
-    reporter.start(0.0)
-    hello = next(o for o in reporter.pop_outbound() if isinstance(o.message, Hello))
-    collector = StreamCollector(config, ["d0"])
-    collector.receive(topics.parse(hello.topic), hello.message, 0.0)
-    report = SwReport(run="r", sender="d0", t0=0, mechanism=mechanism, eps0=0.4, w=5,
-                      values=[0.5, 0.5, 1e4, 0.5, 0.5])  # fmt: skip
-    collector.receive(topics.parse(topics.up("r", "d0", "sw_report")), report, 1.0)
-    rejected = [e for e in collector.pop_events() if isinstance(e, Rejected)]
+    collector, rejected = _collector_rejections("PermissiveStatedRange", [0.5, 0.5, 1e4, 0.5, 0.5])
     assert collector.accepted == 0 and [e.field for e in rejected] == ["values[2]"]
     assert "10000.0 is outside the" in rejected[0].reason, rejected[0].reason
     assert "output domain [-30, 31]" in rejected[0].reason, rejected[0].reason
