@@ -146,6 +146,33 @@ ShardBrokerOption = Annotated[
 ]
 
 
+SEED_MAX = 2**63 - 1  # [scenario] seed's limit (scenarios/schema.py), kept by --seed too
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        max=SEED_MAX,
+        help="Override the scenario's seed (0 .. 2^63-1, as [scenario] seed).",
+    ),
+]
+
+
+def _out_dir(path: Path | None) -> Path | None:
+    """``--out``: refused when it, or a folder on the way to it, is an existing file
+    (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
+    if path is None:
+        return None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise typer.BadParameter(
+                    f"{folder} is a file, not a directory: give an output directory "
+                    f"(an existing folder or a new path) for {path}"
+                )
+            break
+    return path
+
+
 CredentialsOption = Annotated[
     Path | None,
     typer.Option(
@@ -288,10 +315,10 @@ def run(
         ),
     ],
     broker: BrokerOption = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
-        "runs/latest"
-    ),
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+    ] = Path("runs/latest"),
+    seed: SeedOption = None,
     run_id: Annotated[
         str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
     ] = None,
@@ -624,7 +651,12 @@ def merge_command(
     fleet_dirs: Annotated[list[Path], typer.Argument(help="Every fleet shard's --out directory.")],
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write the merged run (default: DIR/merged)."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write the merged run (default: DIR/merged).",
+            callback=_out_dir,
+        ),
     ] = None,
 ) -> None:
     """Merge the pieces of a run made of separate processes (``ldpfleet collector`` +
@@ -701,10 +733,15 @@ def fleet(
     shard: Annotated[
         str, typer.Option(help="Run slice i of k (devices whose index % k == i).")
     ] = "0/1",
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    seed: SeedOption = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write this shard's ledger and outcomes."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write this shard's ledger and outcomes.",
+            callback=_out_dir,
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
@@ -809,9 +846,11 @@ def collector(
     scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
     run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+    ] = None,
     credentials_path: CredentialsOption = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    seed: SeedOption = None,
     fleet_timeout: Annotated[
         float,
         typer.Option(help="Seconds to wait for the fleet's devices to join the run."),
