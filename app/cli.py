@@ -1250,7 +1250,7 @@ def trace_show(
     topic: TopicOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
-    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 200,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many messages (0: all).")] = 200,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
@@ -1271,7 +1271,7 @@ def trace_show(
 def trace_follow(
     path: TracePath,
     device: Annotated[str, typer.Argument(help="The device whose conversation to show.")],
-    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 0,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many messages (0: all).")] = 0,
 ) -> None:
     """One device's protocol conversation in order, decoded: who sent what to whom, with a
     header per protocol round (stream, secure-aggregation rounds)."""

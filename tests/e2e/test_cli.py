@@ -127,9 +127,11 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["fleet", "QUICK", "-b", "memory", "--run", "x", "--seed", str(2**63)], "--seed"),
         (["run", "BADGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: p must"),
         (["run", "NOGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: cannot read"),
+        (["trace", "follow", "RUNDIR", "d0001", "--limit", "-1"], "--limit"),
+        (["trace", "show", "RUNDIR", "--limit", "-1"], "--limit"),
     ],
 )
-def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path):
+def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path, quickstart_run):
     quick = ROOT / "scenarios" / "quickstart.toml"
     text = quick.read_text()
     bad_key = tmp_path / "bad.toml"
@@ -151,6 +153,7 @@ def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path):
         "AFILE": str(a_file),
         "AFILE/sub": str(a_file / "sub"),
         "OUT": str(tmp_path / "out"),
+        "RUNDIR": str(quickstart_run),
         "BADGRAPH": str(tmp_path / "badgraph.toml"),
         "NOGRAPH": str(tmp_path / "nograph.toml"),
     }
