@@ -12,6 +12,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -171,6 +172,13 @@ def _out_dir(path: Path | None) -> Path | None:
                 )
             break
     return path
+
+
+def _positive_seconds(value: float, option: str) -> float:
+    """A duration option: a finite number of seconds > 0."""
+    if not (value > 0 and math.isfinite(value)):
+        raise typer.BadParameter(f"{option} must be a finite number of seconds > 0, got {value}")
+    return value
 
 
 CredentialsOption = Annotated[
@@ -578,6 +586,13 @@ def watch_command(
     from rich.live import Live
 
     with user_errors():
+        if broker in ("memory", "embedded"):
+            from ldpfleet.broker.mqtt import BrokerUrlError
+
+            raise BrokerUrlError(
+                f"watch reads a broker other processes use: give its mqtt://host:port, not "
+                f"{broker!r} (a new, empty broker inside the watch itself)"
+            )
         credentials = _credentials(credentials_path, run_id)
         run_id = run_id or (credentials.run if credentials else None)
         board = FleetWatch()
@@ -679,7 +694,9 @@ TlsFileOption = Annotated[Path | None, typer.Option(help="PEM file (see ldpfleet
 @app.command("broker")
 def broker_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (not 1883; 0 picks a free one).")] = 1884,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port (not 1883; 0 picks a free one).")
+    ] = 1884,
     credentials_path: CredentialsOption = None,
     tls_cert: Annotated[
         Path | None, typer.Option(help="Listen with TLS (mqtts://): the server certificate.")
@@ -853,7 +870,10 @@ def collector(
     seed: SeedOption = None,
     fleet_timeout: Annotated[
         float,
-        typer.Option(help="Seconds to wait for the fleet's devices to join the run."),
+        typer.Option(
+            help="Seconds to wait for the fleet's devices to join the run.",
+            callback=lambda value: _positive_seconds(value, "--fleet-timeout"),
+        ),
     ] = 60.0,
     coordinator: Annotated[
         bool,
@@ -996,8 +1016,10 @@ def _collector_summary(results: dict, target: Path) -> None:
 @app.command("mosquitto-config")
 def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
-    port: Annotated[int, typer.Option(help="Port Mosquitto listens on.")] = 1884,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+    ],
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port Mosquitto listens on.")] = 1884,
     host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
     run_id: Annotated[
         str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
@@ -1009,7 +1031,10 @@ def mosquitto_config(
         ),
     ] = None,
     tls_port: Annotated[
-        int | None, typer.Option(help="Add a TLS listener on this port (needs --tls-cert ...).")
+        int | None,
+        typer.Option(
+            min=1, max=65535, help="Add a TLS listener on this port (needs --tls-cert ...)."
+        ),
     ] = None,
     tls_host: Annotated[
         str | None, typer.Option(help="Address of the TLS listener (default: --host).")
@@ -1084,7 +1109,9 @@ def mosquitto_config(
 
 @app.command("certs")
 def certs_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+    ],
     host: Annotated[
         list[str] | None,
         typer.Option(

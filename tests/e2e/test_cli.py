@@ -129,6 +129,12 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["run", "NOGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: cannot read"),
         (["trace", "follow", "RUNDIR", "d0001", "--limit", "-1"], "--limit"),
         (["trace", "show", "RUNDIR", "--limit", "-1"], "--limit"),
+        (["mosquitto-config", "QUICK", "--out", "AFILE"], "not a directory"),
+        (["certs", "--out", "AFILE"], "not a directory"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--port", "70000"], "--port"),
+        (["broker", "--port", "-1"], "--port"),
+        (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
+        (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
     ],
 )
 def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path, quickstart_run):
