@@ -174,6 +174,16 @@ def _out_dir(path: Path | None) -> Path | None:
     return path
 
 
+def _run_id_option(value: str | None) -> str | None:
+    """``--run``: an empty id was taken for "none given" (a random one was made)."""
+    if value is not None and not value:
+        raise typer.BadParameter(
+            "--run must not be empty (1-64 characters of A-Z a-z 0-9 _ . -; leave the option "
+            "out for a random id)"
+        )
+    return value
+
+
 def _positive_seconds(value: float, option: str) -> float:
     """A duration option: a finite number of seconds > 0."""
     if not (value > 0 and math.isfinite(value)):
@@ -328,7 +338,10 @@ def run(
     ] = Path("runs/latest"),
     seed: SeedOption = None,
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+        str | None,
+        typer.Option(
+            "--run", help="Run id (default: name + random suffix).", callback=_run_id_option
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     shard_broker: ShardBrokerOption = None,
@@ -564,7 +577,8 @@ def _write_report(out: Path) -> Path | None:
 def watch_command(
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port to watch.")],
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Only this run (default: every run).")
+        str | None,
+        typer.Option("--run", help="Only this run (default: every run).", callback=_run_id_option),
     ] = None,
     seconds: Annotated[
         float | None, typer.Option(help="Stop after this many seconds (default: Ctrl-C).")
@@ -746,7 +760,10 @@ ScenarioArgument = Annotated[
 def fleet(
     scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
-    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the collector.")],
+    run_id: Annotated[
+        str,
+        typer.Option("--run", help="Run id shared with the collector.", callback=_run_id_option),
+    ],
     shard: Annotated[
         str, typer.Option(help="Run slice i of k (devices whose index % k == i).")
     ] = "0/1",
@@ -862,7 +879,9 @@ def _fleet_summary(shard: str, target: Path, result: dict) -> None:
 def collector(
     scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
-    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
+    run_id: Annotated[
+        str, typer.Option("--run", help="Run id shared with the fleet.", callback=_run_id_option)
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
     ] = None,
@@ -1022,7 +1041,10 @@ def mosquitto_config(
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port Mosquitto listens on.")] = 1884,
     host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+        str | None,
+        typer.Option(
+            "--run", help="Run id (default: name + random suffix).", callback=_run_id_option
+        ),
     ] = None,
     run_as: Annotated[
         str | None,

@@ -135,6 +135,7 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["broker", "--port", "-1"], "--port"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
         (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
+        (["run", "QUICK", "--broker", "memory", "--run", "", "--out", "OUT"], "--run must not"),
     ],
 )
 def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path, quickstart_run):
