@@ -380,11 +380,12 @@ def _headline(results: dict, ledger: dict | None) -> str:
         ))  # fmt: skip
     if results.get("reports_expected") is not None:
         lost = results.get("reports_lost") or 0
+        withdrawn = results.get("reports_withdrawn") or 0  # devices stopped by a rejection
         rows.append((
             "reports lost",
             f'<span class="{"bad" if lost else "ok"}">{_num(lost)}</span> of '
             f"{_num(results['reports_expected'])} ({_num(results.get('reports_rejected', 0))} "
-            "rejected)",
+            "rejected" + (f", {_num(withdrawn)} withdrawn" if withdrawn else "") + ")",
         ))  # fmt: skip
     figures = _accuracy_figures(results)
     if figures:
