@@ -963,10 +963,9 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         )
     try:
         calibration = loaded.calibration_spec()
-    except SourceError as error:
-        raise ScenarioError(
-            f"{where}gcdp.calibration_path: {error.reason} ({error.field} of the fleet)"
-        ) from None
+    except SourceError as error:  # the file itself, or a setting of the fleet's source
+        whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
+        raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
     names, rows = table_columns(calibration.path, calibration.header)
     length = section.calibration_steps or rows
     if length < max(section.window, 8):

@@ -112,3 +112,20 @@ def test_a_utf8_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "bom.toml"
     path.write_bytes(b"\xef\xbb\xbf" + STREAM.encode())
     assert load_scenario(path).spec.fleet.devices == 4
+
+
+def test_a_missing_calibration_file_is_not_blamed_on_source_path():
+    """``calibration_path = "nope.csv"`` said "... file not found: nope.csv (source.path of
+    the fleet)", as if the fleet's own data file were missing."""
+    from tests.conftest import ROOT
+
+    path = ROOT / "scenarios" / "occupancy-release.toml"
+    text = path.read_text().replace(
+        'calibration_path = "data/uci-occupancy/datatraining.txt"', 'calibration_path = "nope.csv"'
+    )
+    assert "nope.csv" in text
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, path)
+    message = str(caught.value)
+    assert "gcdp.calibration_path" in message and "nope.csv" in message, message
+    assert "source.path" not in message, message
