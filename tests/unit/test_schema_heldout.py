@@ -129,3 +129,16 @@ def test_a_missing_calibration_file_is_not_blamed_on_source_path():
     message = str(caught.value)
     assert "gcdp.calibration_path" in message and "nope.csv" in message, message
     assert "source.path" not in message, message
+
+
+def test_columns_without_column_bounds_says_they_are_required(tmp_path):
+    """``columns`` without ``column_bounds`` said "need one [lo, hi] per column (2), got
+    None"."""
+    (tmp_path / "s.csv").write_text("a,b\n1,2\n3,4\n")
+    text = STREAM.replace('kind = "synthetic"\nbounds = [0.0, 1.0]\nperiod = 12\n', "")
+    text += 'kind = "csv"\npath = "s.csv"\ncolumns = ["a", "b"]\n'
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, tmp_path / "x.toml")
+    message = str(caught.value)
+    assert "source.column_bounds" in message and "None" not in message, message
+    assert "required with source.columns" in message, message
