@@ -929,15 +929,28 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
 def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
     contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
-    is told where that number comes from (the user wrote eps, not eps0)."""
+    is told where that number comes from (the user wrote eps, not eps0), and so is a
+    mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
+    import warnings
+
     eps0 = eps / w
     try:
         check_mechanism_name(name)
-        stream_mechanism(name, eps0)
+    except ParameterError as error:
+        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+    try:
+        with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
+            warnings.simplefilter("ignore", RuntimeWarning)
+            stream_mechanism(name, eps0)
     except ParameterError as error:
         reason = error.reason
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
+        else:
+            reason += (
+                f" (checked at the budget of one report, stream.eps / stream.w = {eps:g} / {w}"
+                f" = {eps0:g})"
+            )
         raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
 
 
