@@ -12,6 +12,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -144,6 +145,50 @@ ShardBrokerOption = Annotated[
         "e.g. the nodes of a cluster); the collector uses --broker.",
     ),
 ]
+
+
+SEED_MAX = 2**63 - 1  # [scenario] seed's limit (scenarios/schema.py), kept by --seed too
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        max=SEED_MAX,
+        help="Override the scenario's seed (0 .. 2^63-1, as [scenario] seed).",
+    ),
+]
+
+
+def _out_dir(path: Path | None) -> Path | None:
+    """``--out``: refused when it, or a folder on the way to it, is an existing file
+    (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
+    if path is None:
+        return None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise typer.BadParameter(
+                    f"{folder} is a file, not a directory: give an output directory "
+                    f"(an existing folder or a new path) for {path}"
+                )
+            break
+    return path
+
+
+def _run_id_option(value: str | None) -> str | None:
+    """``--run``: an empty id was taken for "none given" (a random one was made)."""
+    if value is not None and not value:
+        raise typer.BadParameter(
+            "--run must not be empty (1-64 characters of A-Z a-z 0-9 _ . -; leave the option "
+            "out for a random id)"
+        )
+    return value
+
+
+def _positive_seconds(value: float, option: str) -> float:
+    """A duration option: a finite number of seconds > 0."""
+    if not (value > 0 and math.isfinite(value)):
+        raise typer.BadParameter(f"{option} must be a finite number of seconds > 0, got {value}")
+    return value
 
 
 CredentialsOption = Annotated[
@@ -288,12 +333,15 @@ def run(
         ),
     ],
     broker: BrokerOption = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path(
-        "runs/latest"
-    ),
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+    ] = Path("runs/latest"),
+    seed: SeedOption = None,
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+        str | None,
+        typer.Option(
+            "--run", help="Run id (default: name + random suffix).", callback=_run_id_option
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     shard_broker: ShardBrokerOption = None,
@@ -529,7 +577,8 @@ def _write_report(out: Path) -> Path | None:
 def watch_command(
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port to watch.")],
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Only this run (default: every run).")
+        str | None,
+        typer.Option("--run", help="Only this run (default: every run).", callback=_run_id_option),
     ] = None,
     seconds: Annotated[
         float | None, typer.Option(help="Stop after this many seconds (default: Ctrl-C).")
@@ -551,6 +600,13 @@ def watch_command(
     from rich.live import Live
 
     with user_errors():
+        if broker in ("memory", "embedded"):
+            from ldpfleet.broker.mqtt import BrokerUrlError
+
+            raise BrokerUrlError(
+                f"watch reads a broker other processes use: give its mqtt://host:port, not "
+                f"{broker!r} (a new, empty broker inside the watch itself)"
+            )
         credentials = _credentials(credentials_path, run_id)
         run_id = run_id or (credentials.run if credentials else None)
         board = FleetWatch()
@@ -624,7 +680,12 @@ def merge_command(
     fleet_dirs: Annotated[list[Path], typer.Argument(help="Every fleet shard's --out directory.")],
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write the merged run (default: DIR/merged)."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write the merged run (default: DIR/merged).",
+            callback=_out_dir,
+        ),
     ] = None,
 ) -> None:
     """Merge the pieces of a run made of separate processes (``ldpfleet collector`` +
@@ -647,7 +708,9 @@ TlsFileOption = Annotated[Path | None, typer.Option(help="PEM file (see ldpfleet
 @app.command("broker")
 def broker_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (not 1883; 0 picks a free one).")] = 1884,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port (not 1883; 0 picks a free one).")
+    ] = 1884,
     credentials_path: CredentialsOption = None,
     tls_cert: Annotated[
         Path | None, typer.Option(help="Listen with TLS (mqtts://): the server certificate.")
@@ -697,14 +760,22 @@ ScenarioArgument = Annotated[
 def fleet(
     scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
-    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the collector.")],
+    run_id: Annotated[
+        str,
+        typer.Option("--run", help="Run id shared with the collector.", callback=_run_id_option),
+    ],
     shard: Annotated[
         str, typer.Option(help="Run slice i of k (devices whose index % k == i).")
     ] = "0/1",
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    seed: SeedOption = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write this shard's ledger and outcomes."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write this shard's ledger and outcomes.",
+            callback=_out_dir,
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
@@ -808,13 +879,20 @@ def _fleet_summary(shard: str, target: Path, result: dict) -> None:
 def collector(
     scenario: ScenarioArgument,
     broker: Annotated[str, typer.Option("--broker", "-b", help="mqtt://host:port of the broker.")],
-    run_id: Annotated[str, typer.Option("--run", help="Run id shared with the fleet.")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.")] = None,
+    run_id: Annotated[
+        str, typer.Option("--run", help="Run id shared with the fleet.", callback=_run_id_option)
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+    ] = None,
     credentials_path: CredentialsOption = None,
-    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    seed: SeedOption = None,
     fleet_timeout: Annotated[
         float,
-        typer.Option(help="Seconds to wait for the fleet's devices to join the run."),
+        typer.Option(
+            help="Seconds to wait for the fleet's devices to join the run.",
+            callback=lambda value: _positive_seconds(value, "--fleet-timeout"),
+        ),
     ] = 60.0,
     coordinator: Annotated[
         bool,
@@ -957,11 +1035,16 @@ def _collector_summary(results: dict, target: Path) -> None:
 @app.command("mosquitto-config")
 def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
-    port: Annotated[int, typer.Option(help="Port Mosquitto listens on.")] = 1884,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+    ],
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port Mosquitto listens on.")] = 1884,
     host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
     run_id: Annotated[
-        str | None, typer.Option("--run", help="Run id (default: name + random suffix).")
+        str | None,
+        typer.Option(
+            "--run", help="Run id (default: name + random suffix).", callback=_run_id_option
+        ),
     ] = None,
     run_as: Annotated[
         str | None,
@@ -970,7 +1053,10 @@ def mosquitto_config(
         ),
     ] = None,
     tls_port: Annotated[
-        int | None, typer.Option(help="Add a TLS listener on this port (needs --tls-cert ...).")
+        int | None,
+        typer.Option(
+            min=1, max=65535, help="Add a TLS listener on this port (needs --tls-cert ...)."
+        ),
     ] = None,
     tls_host: Annotated[
         str | None, typer.Option(help="Address of the TLS listener (default: --host).")
@@ -1045,7 +1131,9 @@ def mosquitto_config(
 
 @app.command("certs")
 def certs_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write into.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+    ],
     host: Annotated[
         list[str] | None,
         typer.Option(
@@ -1211,7 +1299,7 @@ def trace_show(
     topic: TopicOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
-    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 200,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many messages (0: all).")] = 200,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
@@ -1232,7 +1320,7 @@ def trace_show(
 def trace_follow(
     path: TracePath,
     device: Annotated[str, typer.Argument(help="The device whose conversation to show.")],
-    limit: Annotated[int, typer.Option(help="At most this many messages (0: all).")] = 0,
+    limit: Annotated[int, typer.Option(min=0, help="At most this many messages (0: all).")] = 0,
 ) -> None:
     """One device's protocol conversation in order, decoded: who sent what to whom, with a
     header per protocol round (stream, secure-aggregation rounds)."""

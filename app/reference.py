@@ -76,7 +76,8 @@ def reference_markdown() -> str:
         "# Scenario file reference (generated)",
         "",
         "Generated from `scenarios/schema.py` by `ldpfleet scenario-reference`; do not edit.",
-        "What each key means: docs/scenarios.md.",
+        "What each key means: docs/scenarios.md. Every number must be finite (`inf` and `nan`",
+        "are refused).",
         "",
     ]
     for name, table in SECTION_OF.items():

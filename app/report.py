@@ -156,7 +156,28 @@ def _table(rows: list[tuple], header: tuple) -> str:
 
 
 def _read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.exists() else None
+    """A run's JSON output (results.json, ledger.json, audit.json) as an object, None when
+    absent; ``TraceError`` (one sentence, exit 2) when it cannot be read, is not JSON (a
+    run killed while writing it) or is not an object."""
+    from ldpfleet.broker.trace import TraceError
+
+    if not path.exists():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except IsADirectoryError:
+        raise TraceError(f"{path} is a directory, not a run's JSON output") from None
+    except OSError as error:
+        raise TraceError(f"{path} cannot be read ({error.strerror or error})") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise TraceError(
+            f"{path} is not JSON ({error}); was the run stopped while writing it? run it again"
+        ) from None
+    if not isinstance(document, dict):
+        raise TraceError(
+            f"{path} is not a run's results (a JSON object), got a {type(document).__name__}"
+        )
+    return document
 
 
 def _is_cadr(results: dict) -> bool:
@@ -359,11 +380,12 @@ def _headline(results: dict, ledger: dict | None) -> str:
         ))  # fmt: skip
     if results.get("reports_expected") is not None:
         lost = results.get("reports_lost") or 0
+        withdrawn = results.get("reports_withdrawn") or 0  # devices stopped by a rejection
         rows.append((
             "reports lost",
             f'<span class="{"bad" if lost else "ok"}">{_num(lost)}</span> of '
             f"{_num(results['reports_expected'])} ({_num(results.get('reports_rejected', 0))} "
-            "rejected)",
+            "rejected" + (f", {_num(withdrawn)} withdrawn" if withdrawn else "") + ")",
         ))  # fmt: skip
     figures = _accuracy_figures(results)
     if figures:

@@ -95,7 +95,14 @@ def parse_broker_url(url: str) -> BrokerAddress:
     """Parse ``mqtt://[user:pass@]host[:port]`` or ``mqtts://...[?ca=&cert=&key=]`` (module
     docstring); ``BrokerUrlError`` names what is wrong (a TLS file that does not exist
     too)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.hostname  # noqa: B018 - a bad [IPv6] host raises here or in urlsplit
+    except ValueError as error:  # 'mqtt://[::1' (urllib: "Invalid IPv6 URL")
+        raise BrokerUrlError(
+            f"broker URL {url!r} cannot be parsed ({error}; an IPv6 host is written "
+            "mqtt://[::1]:1883)"
+        ) from None
     if parts.scheme not in ("mqtt", "mqtts"):
         raise BrokerUrlError(
             f"broker URL {url!r} must start with mqtt:// (e.g. mqtt://127.0.0.1:1883) or "

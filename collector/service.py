@@ -105,7 +105,8 @@ class CollectorService:
         self._completed: list[str] = []  # complete devices not yet handed to ``_early``
         self.machine: StreamCollector | None = None
         self.subscribed = asyncio.Event()
-        self.stage_seconds = 0.0
+        self.stage_seconds = 0.0  # set when the stage closes (``seconds_so_far`` before)
+        self._stage_started: float | None = None  # time.monotonic() when the stage opened
         self._accepted: list[tuple[str, int, int, list[float], float]] = []
         self._rejections: list[tuple[float, str, str, str, str, str]] = []
         self._closed = False
@@ -115,6 +116,13 @@ class CollectorService:
         self.peak_pending = 0  # most deliveries ever buffered unconsumed (memory bound)
         self.partition: int | None = None  # a partition worker's partition
         self.link: PartitionLink | None = None  # a partition worker's coordinator link
+
+    def seconds_so_far(self) -> float:
+        """The stream stage's duration: ``stage_seconds`` once it closed, the time since it
+        opened while it is still open (a run aborted by run_timeout), 0 before it opened."""
+        if self.stage_seconds or self._stage_started is None:
+            return self.stage_seconds
+        return time.monotonic() - self._stage_started
 
     def _filters(self) -> tuple[str, ...]:
         run, partitions = self.config.run, self.config.partitions
@@ -285,6 +293,7 @@ class CollectorService:
         ) as conn:
             self.session = conn
             started = loop.time()
+            self._stage_started = time.monotonic()
             self.machine = StreamCollector(
                 self.config,
                 self.devices,

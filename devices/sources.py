@@ -541,10 +541,15 @@ class CsvSpec:
             raise SourceError(f"{list(columns)!r} names a column twice", field="source.columns")
         object.__setattr__(self, "columns", columns)
         bounds = self.column_bounds
-        if bounds is None or len(bounds) != len(columns):
+        if bounds is None:
             raise SourceError(
-                f"need one [lo, hi] per column ({len(columns)}), got "
-                f"{None if bounds is None else len(bounds)}",
+                f"required with source.columns: one [lo, hi] per column ({len(columns)}), "
+                "the fixed public bounds of each channel",
+                field="source.column_bounds",
+            )
+        if len(bounds) != len(columns):
+            raise SourceError(
+                f"need one [lo, hi] per column ({len(columns)}), got {len(bounds)}",
                 field="source.column_bounds",
             )
         checked = []

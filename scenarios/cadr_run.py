@@ -215,9 +215,17 @@ def scenario_graph_source(source: str, scenario_path: Path | None) -> str:
 def load_scenario_graph(scenario) -> tuple[Graph, str]:
     """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
     from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.scenarios.schema import ScenarioError
 
     source = scenario_graph_source(scenario.spec.graph.source, scenario.path)
-    return load_graph(source), source
+    try:
+        return load_graph(source), source
+    except ParameterError as error:  # named the generator's parameter ("p:"), not the key
+        what = error.reason if error.field == "graph" else f"{error.field} {error.reason}"
+        where = f"{scenario.path}: " if scenario.path else ""
+        raise ScenarioError(
+            f"{where}graph.source: {what} (in {scenario.spec.graph.source!r})"
+        ) from None
 
 
 class ShardStopped(RuntimeError):

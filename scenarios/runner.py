@@ -401,7 +401,7 @@ def partial_collector_results(collector: CollectorService | None, config, reason
         "missing_batches": missing,
         "mean_estimates": sw_mean_estimates(config, streams, warnings) if streams else {},
         "mean_estimate_warnings": warnings,
-        "stream_seconds": collector.stage_seconds if collector is not None else 0.0,
+        "stream_seconds": collector.seconds_so_far() if collector is not None else 0.0,
     }
 
 

@@ -332,7 +332,7 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
             f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "
             "(docs/scenarios.md lists every key)"
         )
-    value = _raw_value(parts, raw)
+    value = _raw_value(_key_parts(key), raw)
     if message.startswith("Invalid") and "value" in message:
         allowed, numeric = _allowed_values(parts, raw)
         if allowed:
@@ -359,11 +359,18 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
 _MISSING = object()
 
 
+def _key_parts(key: str) -> list[str | int]:
+    """``source.bounds[0]`` -> ``["source", "bounds", 0]``."""
+    return [int(index) if index else name for name, index in re.findall(r"(\w+)|\[(\d+)\]", key)]
+
+
 def _raw_value(parts: list[str], raw: dict):
-    """The value at ``key`` in the parsed TOML (list indices dropped), or ``_MISSING``."""
+    """The value at ``key`` in the parsed TOML, or ``_MISSING``; ``parts`` may hold list
+    indices (``["source", "bounds", 0]``: the bad item, not the whole list)."""
     node = raw
     for part in parts:
-        if not isinstance(node, dict) or part not in node:
+        index = isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node)
+        if not (index or (isinstance(part, str) and isinstance(node, dict) and part in node)):
             return _MISSING
         node = node[part]
     return node
@@ -418,6 +425,8 @@ def _allowed_values(parts: list[str], raw: dict) -> tuple[list, bool]:
         base = typing.get_args(option)[0] if typing.get_origin(option) is Annotated else option
         if typing.get_origin(base) is Literal:
             allowed += list(typing.get_args(base))
+        elif base is bool:
+            allowed += [True, False]
         elif base in (int, float):
             numeric = True
     return allowed, numeric
@@ -701,6 +710,23 @@ def _check_faults(spec: Scenario, where: str) -> None:
         )
 
 
+def _check_finite(spec: Scenario, where: str) -> None:
+    """Every number of a scenario is finite: TOML's ``inf`` passed the one-sided limits
+    (``run_timeout > 0``) and results.json, which records the scenario, then held
+    ``Infinity``, which is not JSON. Lists (bounds, clip) have their own checks."""
+    for section in Scenario.__struct_fields__:
+        value = getattr(spec, section)
+        if not isinstance(value, _Section):
+            continue
+        for name in value.__struct_fields__:
+            number = getattr(value, name)
+            if isinstance(number, float) and not math.isfinite(number):
+                raise ScenarioError(
+                    f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
+                    f"are refused; a long deadline is a large number such as 1e6), got {number}"
+                )
+
+
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
@@ -712,6 +738,7 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         raise ScenarioError(f"{where}{key}: {explained}") from None
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
+    _check_finite(spec, where)
     loaded = LoadedScenario(spec, path, text)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
@@ -728,6 +755,11 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
     cpr = spec.cpr
+    if cpr.min_period > max(2, spec.stream.steps // 3):  # 2: the default, always allowed
+        raise ScenarioError(
+            f"{where}cpr.min_period: need min_period <= steps / 3 = {spec.stream.steps // 3} "
+            f"(CPR claims a period only with at least 3 cycles), got {cpr.min_period}"
+        )
     if (
         cpr.max_period is not None
         and not cpr.min_period <= cpr.max_period <= spec.stream.steps // 3
@@ -914,15 +946,28 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
 def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
     contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
-    is told where that number comes from (the user wrote eps, not eps0)."""
+    is told where that number comes from (the user wrote eps, not eps0), and so is a
+    mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
+    import warnings
+
     eps0 = eps / w
     try:
         check_mechanism_name(name)
-        stream_mechanism(name, eps0)
+    except ParameterError as error:
+        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+    try:
+        with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
+            warnings.simplefilter("ignore", RuntimeWarning)
+            stream_mechanism(name, eps0)
     except ParameterError as error:
         reason = error.reason
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
+        else:
+            reason += (
+                f" (checked at the budget of one report, stream.eps / stream.w = {eps:g} / {w}"
+                f" = {eps0:g})"
+            )
         raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
 
 
@@ -948,10 +993,9 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         )
     try:
         calibration = loaded.calibration_spec()
-    except SourceError as error:
-        raise ScenarioError(
-            f"{where}gcdp.calibration_path: {error.reason} ({error.field} of the fleet)"
-        ) from None
+    except SourceError as error:  # the file itself, or a setting of the fleet's source
+        whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
+        raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
     names, rows = table_columns(calibration.path, calibration.header)
     length = section.calibration_steps or rows
     if length < max(section.window, 8):
@@ -976,10 +1020,14 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
     spec = loaded.spec
     if spec.graph is None or spec.cadr is None:
         raise ScenarioError(f"{where}a CADR-LDP scenario needs both [graph] and [cadr]")
-    extra = [name for name in ("fleet", "stream", "source", "secure_sum") if getattr(spec, name)]
+    stream_only = ("fleet", "stream", "source", "secure_sum", "faults", "gcdp")
+    extra = [name for name in stream_only if getattr(spec, name)]
+    if spec.cpr != CprSection():  # [cpr] has defaults: set keys are what a user wrote
+        extra.append("cpr")
     if extra:
         raise ScenarioError(
-            f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph; remove [{extra[0]}]"
+            f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph and it runs no "
+            f"stream stage; remove [{extra[0]}] (it would be ignored)"
         )
     return loaded
 
@@ -996,7 +1044,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     if not path.is_file():
         raise ScenarioError(f"{path} is a directory, not a scenario file (a .toml file)")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows) dropped
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"scenario file {path} cannot be read: {exc}") from None
     return parse_scenario(text, path)

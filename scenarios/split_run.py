@@ -305,6 +305,13 @@ async def run_split(
             "log": str(fleet_dirs[i] / "fleet.log")} if i in children else {})
         for i in range(shards)
     }  # fmt: skip
+    if not (collector_dir / "results.json").exists() and timed_out:
+        raise SplitRunFailed(
+            f"the run did not finish within run_timeout ({_run_timeout(scenario):g} s), which "
+            f"stopped the collector process of run {run} before it had written anything (a "
+            "process takes a few seconds to start and connect; give run_timeout more): "
+            f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
+        )
     if not (collector_dir / "results.json").exists():
         raise SplitRunFailed(
             f"the collector process of run {run} ended (exit code "

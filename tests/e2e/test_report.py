@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import re
 
+import pytest
 from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
@@ -141,6 +142,30 @@ def test_report_of_a_directory_without_a_run_is_a_clear_error(tmp_path):
     result = runner.invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2
     assert "no results.json" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "not JSON"),  # a run killed while writing it
+        ('{"run": "x", "sce', "not JSON"),
+        ("[]", "not a run's results"),
+        ("\udcff", "not JSON"),
+        (None, "is a directory"),
+    ],
+)
+def test_report_of_an_unreadable_results_json_is_a_clear_error(tmp_path, content, needle):
+    """An empty, truncated or non-object results.json (or a directory of that name) ended
+    in a JSONDecodeError / AttributeError / IsADirectoryError traceback, exit 1."""
+    path = tmp_path / "results.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "results.json" in result.output, result.output
+    assert "Traceback" not in result.output
 
 
 CPR = """

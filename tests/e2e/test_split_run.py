@@ -196,3 +196,21 @@ def test_a_split_run_past_its_run_timeout_stops_the_collector_and_says_so(tmp_pa
     assert results["reports_lost"] > 0
     collector = json.loads((tmp_path / "run" / "collector" / "results.json").read_text())
     assert collector["aborted"]["reason"] == "stopped"
+
+
+@pytest.mark.embedded
+def test_a_run_timeout_shorter_than_the_collector_start_up_says_so(tmp_path):
+    """run_timeout = 0.01 s stops the collector process before it has imported anything
+    (a Python process with ldpfleet's imports takes hundreds of milliseconds to start; no
+    machine starts it in 10 ms): the command said "the collector process ... ended (exit
+    code -15) without writing its results: its log is empty"; it names run_timeout and
+    what to do, exit 1, no traceback."""
+    quick = STREAM.replace('description = "', 'run_timeout = 0.01\ndescription = "', 1)
+    assert "run_timeout = 0.01" in quick
+    path = tmp_path / "scenario.toml"
+    path.write_text(quick)
+    done = run_cli(path, "embedded", tmp_path / "run")
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "run_timeout (0.01 s)" in said and "give run_timeout more" in said, said
+    assert "Traceback" not in said

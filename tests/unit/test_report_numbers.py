@@ -28,3 +28,15 @@ def test_a_spend_equal_to_the_budget_falls_in_the_last_bin_left_of_the_line():
 def test_a_real_overspend_extends_past_the_budget():
     edges, drawn = spend_bins([2.5, 1.0], 2.0)
     assert edges[-1] == 2.5 and max(drawn) == 2.5
+
+
+def test_the_headline_counts_withdrawn_reports():
+    """A run where devices stopped at a rejection: 42 of 64 reports arrived, 22 were
+    withdrawn, none lost; the headline said "0 of 64 (4 rejected)" and nothing of the 22."""
+    from ldpfleet.app.report import _headline
+
+    results = {"reports_expected": 64, "reports_lost": 0, "reports_rejected": 4,
+               "reports_withdrawn": 22, "reports_received": 42}  # fmt: skip
+    text = _headline(results, None)
+    assert "(4 rejected, 22 withdrawn)" in text, text
+    assert "(4 rejected)" in _headline({**results, "reports_withdrawn": 0}, None)
