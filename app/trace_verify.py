@@ -61,6 +61,7 @@ from ldpfleet.broker.trace import (
     TraceError,
     chain_next,
     chained_rows,
+    connect_readonly,
     genesis,
     open_readonly,
     read_meta,
@@ -315,6 +316,7 @@ def _load_trace(
         first_problem: tuple[int, str, str] | None = None
         breaks = missing = 0
         last_stored = previous
+        last_id = 0
         counted = report.checked["rows"]  # rows of the traces read before this one
         for row, stored in chained_rows(db):
             report.checked["rows"] += 1
@@ -330,7 +332,9 @@ def _load_trace(
                     first_problem = (row.id, "no_chain", "the row has no chain value")
                 breaks += 1
             elif encoded is None or stored != chain_next(last_stored, encoded):
-                breaks += 1
+                # the row right after a deletion cannot chain to the row before the gap:
+                # that break is the deletion, already counted, not one more problem
+                breaks += 0 if gap else 1
                 if first_problem is None:
                     first_problem = (
                         row.id,
@@ -341,6 +345,7 @@ def _load_trace(
             if isinstance(stored, bytes):
                 last_stored = stored
             expected = (row.id if isinstance(row.id, int) else expected) + 1
+            last_id = max(last_id, row.id if isinstance(row.id, int) else 0)
             if keep is not None:
                 keep(row)
             elif row.kind in WANTED or row.kind == "invalid":
@@ -350,7 +355,7 @@ def _load_trace(
             at, reason, detail = first_problem
             more = breaks + missing - 1
             report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
-        _check_signature(run, report, anchor, meta, rows, last_stored)
+        _check_signature(run, report, anchor, meta, (rows, last_id), last_stored)
     except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
         where = path or run.directory / "trace.sqlite"
         raise TraceError(f"{where} cannot be read ({error})") from None
@@ -375,9 +380,17 @@ def _decode_row(row, messages: list, report: VerifyReport) -> None:
 
 
 def _check_signature(
-    run: _Run, report: VerifyReport, anchor: str | None, meta: dict, rows: int, head: bytes
+    run: _Run,
+    report: VerifyReport,
+    anchor: str | None,
+    meta: dict,
+    extent: tuple[int, int],
+    head: bytes,
 ) -> None:
-    """The signature under the anchored key, and the signed rows, head and scenario."""
+    """The signature under the anchored key, and the signed rows, head and scenario.
+    ``extent`` is (rows read, the last row's id): rows missing before the last row are
+    ``row_missing`` (reported by the chain check), rows missing after it ``truncated``."""
+    rows, last_id = extent
     stored_key = meta.get("public_key")
     key_hex = anchor or stored_key
     if anchor is None:
@@ -425,16 +438,21 @@ def _check_signature(
         )
         return
     report.checked["signature"] += 1
-    if rows < signed_rows:
+    if last_id < signed_rows:
+        dropped = (
+            f"row {signed_rows} was"
+            if last_id + 1 == signed_rows
+            else (f"rows {last_id + 1}-{signed_rows} were")
+        )
         report.fail(
             "trace",
             None,
             "truncated",
-            f"the recorder signed {signed_rows} rows, the trace holds {rows}: rows "
-            f"{rows + 1}-{signed_rows} were dropped",
-            rows + 1,
+            f"the recorder signed {signed_rows} rows, the trace holds {rows}: {dropped} "
+            "dropped from the end",
+            last_id + 1,
         )
-    elif rows > signed_rows:
+    elif rows > signed_rows or last_id > signed_rows:
         report.fail(
             "trace",
             None,
@@ -444,7 +462,7 @@ def _check_signature(
         )
     elif head != signed_head:
         report.fail(
-            "trace", None, "chain_head", "the last row's chain is not the signed head", rows
+            "trace", None, "chain_head", "the last row's chain is not the signed head", last_id
         )
     if digest:
         if digest != scenario_digest(run.results["scenario"]["spec"]):
@@ -764,7 +782,7 @@ def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
 
 
 def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = connect_readonly(path)
     try:
         stored = list(db.execute("SELECT device, seq, t0, vals FROM reports ORDER BY device, seq"))
     except sqlite3.DatabaseError as error:

@@ -171,10 +171,24 @@ def partition_traces(directory: str | Path) -> list[Path]:
     )
 
 
+def readonly_uri(path: str | Path) -> str:
+    """The SQLite URI that opens ``path`` read-only. The path is percent-encoded: a raw
+    ``f"file:{path}?mode=ro"`` cuts a path at '#' or '?' (and decodes '%'), so a run
+    directory named ``run#1`` opened ``run`` instead, creating it, read-write."""
+    return f"{Path(path).absolute().as_uri()}?mode=ro"
+
+
+def connect_readonly(path: str | Path) -> sqlite3.Connection:
+    """``sqlite3.connect`` on ``readonly_uri(path)``."""
+    return sqlite3.connect(readonly_uri(path), uri=True)
+
+
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open a trace for reading; ``TraceError`` if it is not one. A run directory with
     partition traces opens as their union (module docstring)."""
     path = Path(path)
+    if path.suffix == ".sqlite" and path.exists() and not path.is_file():
+        raise TraceError(f"{path} is not a file (a trace is one SQLite file)")
     parts = partition_traces(path) if path.is_dir() else []
     if path.is_dir():
         path = path / "trace.sqlite"
@@ -182,7 +196,12 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         raise TraceError(
             f"no trace at {path} (run `ldpfleet run` first; traces are OUT/trace.sqlite)"
         )
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    if not path.is_file():
+        raise TraceError(f"{path} is not a file (a trace is one SQLite file)")
+    try:
+        db = connect_readonly(path)
+    except sqlite3.Error as error:
+        raise TraceError(f"{path} cannot be opened ({error})") from None
     try:
         db.execute("SELECT 1 FROM messages LIMIT 1")
     except sqlite3.DatabaseError as error:
@@ -225,7 +244,7 @@ def _union(db: sqlite3.Connection, parts: list[Path]) -> None:
 
 def _attach(db: sqlite3.Connection, path: Path, name: str) -> None:
     try:
-        db.execute(f"ATTACH DATABASE ? AS {name}", (f"file:{path}?mode=ro",))
+        db.execute(f"ATTACH DATABASE ? AS {name}", (readonly_uri(path),))
         db.execute(f"SELECT 1 FROM {name}.messages LIMIT 1")
     except sqlite3.DatabaseError as error:
         raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
@@ -428,9 +447,9 @@ def reports_missing_from_trace(trace_path: str | Path, store_path: str | Path) -
     trace, store = Path(trace_path), Path(store_path)
     if not (trace.exists() and store.exists()):
         return 0
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+    with connect_readonly(store) as db:
         stored = set(db.execute("SELECT device, seq FROM reports"))
-    with sqlite3.connect(f"file:{trace}?mode=ro", uri=True) as db:
+    with connect_readonly(trace) as db:
         traced = set(
             db.execute("SELECT DISTINCT sender, seq FROM messages WHERE kind = 'sw_report'")
         )

@@ -342,6 +342,19 @@ def test_raising_eps_in_the_trace_and_the_ledger_together_is_caught(runs, tmp_pa
     caught(d, "signature")
 
 
+def test_deleting_an_inner_row_is_not_reported_as_truncation(runs, tmp_path):
+    """One row deleted from the middle: the last row is still there, so the trace is not
+    truncated (it was reported as "rows N-N were dropped", N the last row, present)."""
+    d = copy(runs, "stream", tmp_path)
+    row_id, _ = row_of(d, "sw_report", 3)
+    with connect(d) as db:
+        db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
+    report = caught(d, "row_missing", row_id)
+    assert not [m for m in report.mismatches if m.reason == "truncated"], report.mismatches
+    (missing,) = [m for m in report.mismatches if m.reason == "row_missing"]
+    assert missing.detail == f"row(s) {row_id} deleted"  # not "; 1 more": the same deletion
+
+
 def test_dropping_the_last_rows_is_caught(runs, tmp_path):
     d = copy(runs, "stream", tmp_path)
     with connect(d) as db:
@@ -523,6 +536,31 @@ def test_unreadable_input_exits_2(runs, tmp_path, damage):
         (directory / "trace.sqlite").write_bytes(b"this is not sqlite" * 100)
     result = cli(directory)
     assert result.exit_code == 2, result.output
+
+
+@pytest.mark.parametrize("name", ["run#1", "a?b", "p%41"])
+def test_a_run_directory_with_uri_characters_verifies_and_reads(runs, tmp_path, name):
+    """'#', '?' and '%' in the path: the read-only SQLite URI cut the path there, so a clean
+    trace was "not an ldpfleet trace" (or a traceback for '%') and an empty database file
+    was created beside the run directory by the read-only open."""
+    target = tmp_path / name
+    shutil.copytree(runs / "stream", target)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli(target)
+    assert result.exit_code == 0, result.output
+    stats = CliRunner().invoke(app, ["trace", "stats", str(target)])
+    assert stats.exit_code == 0, stats.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
+
+
+@pytest.mark.parametrize("command", ["verify", "stats", "show", "export"])
+def test_a_trace_that_is_a_directory_exits_2(runs, tmp_path, command):
+    directory = copy(runs, "stream", tmp_path)
+    (directory / "trace.sqlite").unlink()
+    (directory / "trace.sqlite").mkdir()
+    result = CliRunner().invoke(app, ["trace", command, str(directory)])
+    assert result.exit_code == 2, result.output
+    assert "trace.sqlite is not a file" in result.output, result.output
 
 
 def test_ldpfleet_merge_makes_one_run_that_reports_and_verifies(runs, tmp_path):
