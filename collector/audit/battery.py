@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, _check_eps, audit
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
-from ldpfleet.collector.audit.stats import check_delta, check_gamma, check_seed
+from ldpfleet.collector.audit.stats import check_delta, check_gamma, check_seed, is_integer
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "contract_spec", "run_audit"]
@@ -475,13 +475,12 @@ def audit_spec(
     """Run a built ``spec``: ``trials`` runs per world (half selection, half evaluation;
     default the spec's own), reported under ``mechanism`` (default the spec's)."""
     total = spec.trials if trials is None else trials
-    if isinstance(total, bool) or not isinstance(total, int) or not 2 <= total <= MAX_TRIALS:
+    if not is_integer(total) or not 2 <= total <= MAX_TRIALS:
         raise ParameterError(
             f"must be an integer in [2, {MAX_TRIALS:,}] (runs per world), got {total!r}",
             field="trials",
         )
-    check_gamma(gamma)
-    check_seed(seed)
+    total, gamma, seed = int(total), check_gamma(gamma), check_seed(seed)
     settings = {
         "eps": spec.eps,
         "delta": spec.delta,
@@ -510,8 +509,7 @@ def run_audit(
     entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
     the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
     claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0."""
-    _check_eps(eps)
-    delta = check_delta(delta)
+    eps, delta = _check_eps(eps), check_delta(delta)
     spec = build_spec(mechanism, eps, delta)
     if spec.delta != delta:
         spec = replace(spec, delta=delta)

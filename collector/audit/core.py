@@ -29,6 +29,7 @@ from ldpfleet.collector.audit.stats import (
     check_gamma,
     check_seed,
     eps_lower_bound,
+    is_real,
     largest_eps_lb,
 )
 from ldpfleet.protocol.errors import ParameterError
@@ -119,7 +120,7 @@ def _check_sizes(n_sel: int, n_eval: int) -> None:
 
 
 def _check_eps(eps: float) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 <= eps < math.inf:
+    if not is_real(eps) or not 0.0 <= eps < math.inf:
         raise ParameterError(f"must be a finite number >= 0, got {eps!r}", field="eps")
     return float(eps)
 
@@ -229,7 +230,7 @@ def audit(
     """Run the canary's mechanism ``n_sel + n_eval`` times per world (four independent
     generators), choose the test on the selection runs, certify it on the evaluation runs."""
     _check_sizes(n_sel, n_eval)
-    check_seed(seed)
+    seed = check_seed(seed)
     sel_d_seed, sel_dp_seed, ev_d_seed, ev_dp_seed = np.random.SeedSequence(seed).spawn(4)
 
     def run(sampler: Sampler, seq: np.random.SeedSequence, n: int) -> Any:

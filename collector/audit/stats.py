@@ -18,7 +18,9 @@ gamma = 0.01 gives ln(0.005^(1/500) / (1 - 0.005^(1/500))) = 4.5419.
 from __future__ import annotations
 
 import math
+import numbers
 
+import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
@@ -34,25 +36,35 @@ __all__ = [
 ]
 
 
+def is_integer(value) -> bool:
+    """An integer, numpy's included (``numbers.Integral``), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def is_real(value) -> bool:
+    """A real number, numpy's included (``numbers.Real``), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def check_gamma(gamma: float) -> float:
     """A confidence parameter in (0, 1)."""
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 < gamma < 1.0:
+    if not is_real(gamma) or not 0.0 < gamma < 1.0:
         raise ParameterError(f"must be in (0, 1), got {gamma!r}", field="gamma")
     return float(gamma)
 
 
 def check_delta(delta: float) -> float:
     """A delta in [0, 1)."""
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0.0 <= delta < 1.0:
+    if not is_real(delta) or not 0.0 <= delta < 1.0:
         raise ParameterError(f"must be in [0, 1), got {delta!r}", field="delta")
     return float(delta)
 
 
 def check_seed(seed: int) -> int:
     """A seed for ``numpy.random.SeedSequence``: an integer >= 0."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if not is_integer(seed) or seed < 0:
         raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
-    return seed
+    return int(seed)
 
 
 def largest_eps_lb(n_d: int, n_dprime: int, *, gamma: float, delta: float = 0.0) -> float:

@@ -305,3 +305,11 @@ def test_audit_all_only_runs_the_named_entries():
     rows = json.loads(result.stdout)
     assert [r["mechanism"] for r in rows] == ["rr", "sw"]
     assert all(r["gamma"] == pytest.approx(0.05 / 2) for r in rows)
+
+
+def test_numpy_numbers_are_numbers():
+    """A trials, seed or eps from numpy (np.int64, np.float32) was refused as "must be an
+    integer ..., got np.int64(100)"; the same audit as with Python numbers."""
+    plain = run_audit("rr", 1.0, trials=100, seed=3)
+    numpy_ = run_audit("rr", np.float32(1.0), trials=np.int64(100), seed=np.int64(3))
+    assert numpy_.to_dict() == plain.to_dict()
