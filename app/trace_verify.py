@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import struct
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,7 +284,7 @@ def _encoded(row) -> bytes | None:
             row.size,
             payload,
         )
-    except (TypeError, ValueError, AttributeError, OverflowError):
+    except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return None
 
 

@@ -30,6 +30,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import sqlite3
 import struct
 from collections.abc import Iterable, Iterator
@@ -272,9 +273,59 @@ def rows(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> Iter
         f"FROM messages {where} ORDER BY id"
     )
     for row in db.execute(query, params):
-        if selection.topic and not topics.matches(selection.topic, row[2]):
+        if selection.topic and not topics.matches(selection.topic, str(row[2])):
             continue
-        yield TraceRow(row[0], row[1], row[1] - start, *row[2:])
+        yield _typed_row(row, start)
+
+
+def _typed_row(row: tuple, start: object) -> TraceRow:
+    """A stored row with every column of its declared type. SQLite keeps whatever type a
+    row was given, so an edited trace can hold TEXT or a number where the recorder wrote a
+    BLOB payload, TEXT in ``bytes``, a BLOB sender: the tools show such a row (its payload
+    undecodable) instead of a traceback; ``trace verify`` reads the stored values
+    (``chained_rows``) and reports the row's broken chain."""
+    row_id, time, topic, family, sender, recipient, kind, seq, size, payload = row
+    payload = _as_bytes(payload)
+    return TraceRow(
+        row_id,
+        time if isinstance(time, int | float) else math.nan,
+        _offset(time, start),
+        _as_text(topic),
+        _as_text(family),
+        _as_text(sender),
+        None if recipient is None else _as_text(recipient),
+        _as_text(kind),
+        seq if isinstance(seq, int) or seq is None else None,
+        size if isinstance(size, int) else len(payload),
+        payload,
+    )
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _as_bytes(payload: object) -> bytes:
+    """A payload as the bytes the tools decode. SQLite keeps whatever type a row was given,
+    so an edited trace can hold TEXT (or NULL, a number) where the recorder wrote a BLOB:
+    the tools then show it as an undecodable payload instead of a traceback."""
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, str):
+        return payload.encode("utf-8", "surrogateescape")
+    return b"" if payload is None else str(payload).encode()
+
+
+def _offset(time: object, start: object) -> float:
+    """Seconds since the first message; NaN when an edited row's time is not a number."""
+    try:
+        return float(time) - float(start)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def stats(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> dict:

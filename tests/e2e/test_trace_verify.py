@@ -563,6 +563,26 @@ def test_a_trace_that_is_a_directory_exits_2(runs, tmp_path, command):
     assert "trace.sqlite is not a file" in result.output, result.output
 
 
+@pytest.mark.parametrize(
+    "edit",
+    ["payload = 'abc'", "payload = 42", "bytes = 'big'", "sender = x'ff00'", "topic = x'00ff'",
+     "time = 'abc'", "seq = 'x'"],
+)  # fmt: skip
+def test_a_row_edited_to_another_column_type_is_shown_and_caught(runs, tmp_path, edit):
+    """SQLite keeps any type in any column: a TEXT payload, a TEXT size, a BLOB sender or
+    topic ended `trace show`, `stats`, `export` and `follow` in a traceback, and `verify`
+    in "error: required argument is not an integer" (exit 1, the chain not checked)."""
+    d = copy(runs, "stream", tmp_path)
+    row_id, body = row_of(d, "hello")
+    with connect(d) as db:
+        db.execute(f"UPDATE messages SET {edit} WHERE id = ?", (row_id,))
+    for args in (["show", d], ["stats", d], ["export", d], ["export", "--format", "csv", d],
+                 ["follow", d, body["sender"]]):  # fmt: skip
+        result = CliRunner().invoke(app, ["trace", *map(str, args)])
+        assert result.exit_code == 0, (args, result.output, result.exception)
+    caught(d, "chain_broken", row_id)
+
+
 def test_ldpfleet_merge_makes_one_run_that_reports_and_verifies(runs, tmp_path):
     """`ldpfleet merge C F0 F1 --out M`: M holds what `ldpfleet run` writes (results,
     ledger, trace, store, report.html) and verifies by itself."""
