@@ -290,7 +290,7 @@ def _encoded(row) -> bytes | None:
 
 def _partition_traces(run: _Run) -> list[tuple[Path, str | None]]:
     """A partitioned run's worker traces (results.json ``trace.partitions``): (path, key)."""
-    entries = (run.results.get("trace") or {}).get("partitions") or []
+    entries = results_trace(run.results, run.directory).get("partitions") or []
     traces = []
     for entry in entries:
         path = run.directory / str(entry.get("path"))
@@ -783,7 +783,10 @@ def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
 
 
 def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
-    db = connect_readonly(path)
+    try:
+        db = connect_readonly(path)
+    except sqlite3.Error as error:  # a directory, a file that cannot be opened
+        raise TraceError(f"{path} cannot be read ({error})") from None
     try:
         stored = list(db.execute("SELECT device, seq, t0, vals FROM reports ORDER BY device, seq"))
     except sqlite3.DatabaseError as error:
@@ -991,18 +994,42 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
         )
 
 
+def _check_public_key(key: str) -> None:
+    """``--public-key``: an Ed25519 public key, 64 hex digits (``TraceError``: exit 2)."""
+    try:
+        ok = len(bytes.fromhex(key)) == 32
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise TraceError(
+            f"--public-key must be 64 hex digits (an Ed25519 public key, as the run printed "
+            f"it), got {key!r}"
+        )
+
+
+def results_trace(results: dict, directory: Path) -> dict:
+    """results.json's ``trace`` section ({} when absent); ``TraceError`` if it is not an
+    object (an edited results.json: an AttributeError traceback before)."""
+    trace = results.get("trace") or {}
+    if not isinstance(trace, dict):
+        raise TraceError(f"{directory}/results.json's trace is not an object: {trace!r:.40}")
+    return trace
+
+
 def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     """Check a run (module docstring): ``paths`` is its directory, or the collector side's
     directory and its fleet directories; ``public_key`` (hex) overrides results.json's
     ``trace.public_key``. ``TraceError`` if something needed cannot be read."""
     report = VerifyReport()
+    if public_key is not None:
+        _check_public_key(public_key)
     bulk = _bulk_run(paths)
     if bulk is not None:  # a bulk-gateway run: app.trace_verify_bulk
         from ldpfleet.app.trace_verify_bulk import verify_bulk
 
         return verify_bulk(bulk, report, public_key)
     run = _inputs(paths, report)
-    anchor = public_key or (run.results.get("trace") or {}).get("public_key")
+    anchor = public_key or results_trace(run.results, run.directory).get("public_key")
     messages = _load_trace(run, report, anchor)
     main_key = report.public_key
     for path, key in _partition_traces(run):  # each worker's recorder signed its own

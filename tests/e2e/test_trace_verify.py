@@ -521,7 +521,8 @@ def test_a_control_trace_is_chained_and_signed(runs, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["no_ledger", "bad_ledger", "no_trace", "bad_trace",
-                                    "no_results"])  # fmt: skip
+                                    "no_results", "store_is_a_directory",
+                                    "results_trace_not_an_object"])  # fmt: skip
 def test_unreadable_input_exits_2(runs, tmp_path, damage):
     directory = copy(runs, "stream", tmp_path)
     if damage == "no_ledger":
@@ -532,10 +533,25 @@ def test_unreadable_input_exits_2(runs, tmp_path, damage):
         (directory / "trace.sqlite").unlink()
     elif damage == "no_results":
         (directory / "results.json").unlink()
+    elif damage == "store_is_a_directory":  # was a traceback (sqlite3.connect raised)
+        (directory / "collector.sqlite").unlink()
+        (directory / "collector.sqlite").mkdir()
+    elif damage == "results_trace_not_an_object":  # was an AttributeError traceback
+        edit_results(directory, lambda r: r.update(trace="x"))
     else:
         (directory / "trace.sqlite").write_bytes(b"this is not sqlite" * 100)
     result = cli(directory)
     assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: "), result.output
+
+
+@pytest.mark.parametrize("key", ["zz", "00", "87" * 33])
+def test_a_public_key_that_is_not_one_exits_2(runs, key):
+    """--public-key zz was two mismatches (exit 1, "... under key zz... (ValueError)"): a
+    malformed option, not a forged trace."""
+    result = cli(runs / "stream", "--public-key", key)
+    assert result.exit_code == 2, result.output
+    assert "public-key" in result.output and "64 hex digits" in result.output, result.output
 
 
 @pytest.mark.parametrize("name", ["run#1", "a?b", "p%41"])
