@@ -10,6 +10,11 @@ with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each o
 audits at gamma / m). The exit status is 0 when no claim is
 falsified, 1 when some audit finds a violation, 2 on bad parameters.
 
+``audit all --only NAME`` (repeat) runs only those battery entries (gamma family-wise
+over the audits that run). Every row carries ``eps_lb_max``, the largest bound its
+evaluation runs could certify; when that is not above the claim the command says on stderr
+that the trials cannot find a violation, and how many would.
+
 ``audit all --jobs N`` runs the audits in N worker processes (default: the CPUs, at most
 2); the rows are identical to a sequential run (each audit seeds its own generators).
 
