@@ -245,7 +245,7 @@ def audit_command(
         str | None,
         typer.Option(help="Claimed eps (default 1); 'all': a comma list (default 0.5,1,2)."),
     ] = None,
-    delta: Annotated[float, typer.Option(help="Claimed delta.")] = 0.0,
+    delta: Annotated[float | None, typer.Option(help="Claimed delta (default 0).")] = None,
     trials: Annotated[
         int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
     ] = None,
@@ -280,6 +280,7 @@ def audit_command(
     report = stderr_progress if show else None
     try:
         if mechanism == "mutants":
+            _refuse_for_mutants(eps=eps, delta=delta, trials=trials, jobs=jobs)
             rows = audit_mutants(
                 tuple(only or ()), tests=tests, gamma=gamma, seed=seed, progress=report
             )
@@ -288,7 +289,9 @@ def audit_command(
         # a user mechanism's print() goes to stderr: stdout carries only the JSON
         with contextlib.redirect_stdout(sys.stderr):
             entries = _only_entries(mechanism, only)
-            rows = _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report, entries)
+            rows = _audit_rows(
+                mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries
+            )
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -299,6 +302,20 @@ def audit_command(
         print(json.dumps(rows if mechanism == "all" else rows[0]))
     if any(r["verdict"] == "violation" for r in rows):
         raise typer.Exit(1)
+
+
+def _refuse_for_mutants(**given) -> None:
+    """``audit mutants`` runs each mutant's audits at their own budgets and sizes: an
+    ``--eps``, ``--delta``, ``--trials`` or ``--jobs`` given with it was silently ignored."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    for name, value in given.items():
+        if value is not None:
+            raise ParameterError(
+                f"'audit mutants' runs each mutant at its own budgets and trials; --{name} "
+                f"applies to a mechanism or 'all', got {value!r}",
+                field=name,
+            )
 
 
 def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | None:

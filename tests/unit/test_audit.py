@@ -313,3 +313,14 @@ def test_numpy_numbers_are_numbers():
     plain = run_audit("rr", 1.0, trials=100, seed=3)
     numpy_ = run_audit("rr", np.float32(1.0), trials=np.int64(100), seed=np.int64(3))
     assert numpy_.to_dict() == plain.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--eps", "5"), ("--delta", "0.1"), ("--trials", "100"), ("--jobs", "2")]
+)
+def test_options_audit_mutants_does_not_use_are_refused(option, value):
+    """`audit mutants --eps 5` ran the mutation run at its own budgets and said nothing."""
+    result = CliRunner().invoke(_app(), ["mutants", "--no-tests", "--only", "rr eps off by 2x",
+                                         option, value])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {option[2:]}: 'audit mutants' runs"), result.output
