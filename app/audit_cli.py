@@ -10,6 +10,11 @@ with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each o
 audits at gamma / m). The exit status is 0 when no claim is
 falsified, 1 when some audit finds a violation, 2 on bad parameters.
 
+``audit all --only NAME`` (repeat) runs only those battery entries (gamma family-wise
+over the audits that run). Every row carries ``eps_lb_max``, the largest bound its
+evaluation runs could certify; when that is not above the claim the command says on stderr
+that the trials cannot find a violation, and how many would.
+
 ``audit all --jobs N`` runs the audits in N worker processes (default: the CPUs, at most
 2); the rows are identical to a sequential run (each audit seeds its own generators).
 
@@ -236,8 +241,11 @@ def audit_command(
             + "; or a stream mechanism 'package.module:Class' (importable) or entry-point name"
         ),
     ],
-    eps: Annotated[str, typer.Option(help="Claimed eps (a comma list for 'all').")] = "1",
-    delta: Annotated[float, typer.Option(help="Claimed delta.")] = 0.0,
+    eps: Annotated[
+        str | None,
+        typer.Option(help="Claimed eps (default 1); 'all': a comma list (default 0.5,1,2)."),
+    ] = None,
+    delta: Annotated[float | None, typer.Option(help="Claimed delta (default 0).")] = None,
     trials: Annotated[
         int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
     ] = None,
@@ -255,7 +263,10 @@ def audit_command(
         bool, typer.Option("--tests/--no-tests", help="'mutants': run the unit tests too.")
     ] = True,
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="'mutants': only this mutant (repeat).")
+        list[str] | None,
+        typer.Option(
+            "--only", help="'mutants': only this mutant; 'all': only this entry (repeat)."
+        ),
     ] = None,
     jobs: Annotated[
         int | None,
@@ -269,6 +280,7 @@ def audit_command(
     report = stderr_progress if show else None
     try:
         if mechanism == "mutants":
+            _refuse_for_mutants(eps=eps, delta=delta, trials=trials, jobs=jobs)
             rows = audit_mutants(
                 tuple(only or ()), tests=tests, gamma=gamma, seed=seed, progress=report
             )
@@ -276,10 +288,14 @@ def audit_command(
             return
         # a user mechanism's print() goes to stderr: stdout carries only the JSON
         with contextlib.redirect_stdout(sys.stderr):
-            rows = _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report)
+            entries = _only_entries(mechanism, only)
+            rows = _audit_rows(
+                mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries
+            )
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(2) from None
+    _warn_underpowered(rows)
     if markdown:
         print(markdown_table(rows))
     else:
@@ -288,11 +304,84 @@ def audit_command(
         raise typer.Exit(1)
 
 
-def _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report) -> list[dict]:
-    """The rows of ``ldpfleet audit MECHANISM`` (``all``: every battery entry)."""
+def _refuse_for_mutants(**given) -> None:
+    """``audit mutants`` runs each mutant's audits at their own budgets and sizes: an
+    ``--eps``, ``--delta``, ``--trials`` or ``--jobs`` given with it was silently ignored."""
     from ldpfleet.protocol.errors import ParameterError
 
-    eps_list = _parse_eps("0.5,1,2" if mechanism == "all" and eps == "1" else eps)
+    for name, value in given.items():
+        if value is not None:
+            raise ParameterError(
+                f"'audit mutants' runs each mutant at its own budgets and trials; --{name} "
+                f"applies to a mechanism or 'all', got {value!r}",
+                field=name,
+            )
+
+
+def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | None:
+    """``--only`` of ``audit all``: the battery entries to run (None: all of them)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    if not only:
+        return None
+    if mechanism != "all":
+        raise ParameterError(
+            f"applies to 'all' and 'mutants' only, got --only with {mechanism!r}", field="only"
+        )
+    known = tuple(_battery().BATTERY)
+    unknown = [name for name in only if name not in known]
+    if unknown:
+        raise ParameterError(
+            f"must be battery entries ({', '.join(known)}), got {unknown[0]!r}", field="only"
+        )
+    return tuple(dict.fromkeys(only))
+
+
+def _warn_underpowered(rows: list[dict]) -> None:
+    """One stderr line when some audit's evaluation runs could not certify its claim at all
+    (``eps_lb_max`` <= ``eps_claimed``): its "inconclusive" says nothing about the
+    mechanism. Names the runs per world that would be enough."""
+    from ldpfleet.collector.audit.stats import runs_to_certify
+
+    weak = [r for r in rows if _underpowered(r)]
+    if not weak:
+        return
+    needed = []
+    for r in weak:
+        n = runs_to_certify(r["eps_claimed"], gamma=r["gamma"], delta=r["delta"])
+        needed.append(None if n is None else 2 * n)
+    first, most = weak[0], max((n for n in needed if n is not None), default=None)
+    bound = "−∞" if first["eps_lb_max"] is None else f"{first['eps_lb_max']:.3g}"
+    which = (
+        f"{first['mechanism']} (eps {first['eps_claimed']:g})"
+        if len(rows) == 1
+        else f"{len(weak)} of {len(rows)} audits, e.g. {first['mechanism']} "
+        f"(eps {first['eps_claimed']:g})"
+    )
+    advice = f" (use --trials >= {most})" if most is not None else ""
+    print(
+        f"warning: trials: {which} cannot find a violation: {first['n_eval']} evaluation "
+        f"runs per world certify at most eps_LB = {bound} at gamma {first['gamma']:.2g}, "
+        f"not above the claim{advice}",
+        file=sys.stderr,
+    )
+
+
+def _underpowered(row: dict) -> bool:
+    top = row.get("eps_lb_max", "inf")
+    return top is None or (not isinstance(top, str) and top <= row["eps_claimed"])
+
+
+def _audit_rows(
+    mechanism, eps, trials, gamma, seed, delta, jobs, report, entries=None
+) -> list[dict]:
+    """The rows of ``ldpfleet audit MECHANISM`` (``all``: every battery entry, or
+    ``entries``)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    if eps is None:  # an explicit --eps 1 for 'all' is one budget, not the default three
+        eps = "0.5,1,2" if mechanism == "all" else "1"
+    eps_list = _parse_eps(eps)
     if mechanism == "all":
         import os
 
@@ -303,6 +392,7 @@ def _audit_rows(mechanism, eps, trials, gamma, seed, delta, jobs, report) -> lis
             gamma=gamma,
             seed=seed,
             delta=delta,
+            mechanisms=entries,
             progress=report,
             jobs=workers,
         )

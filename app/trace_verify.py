@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import struct
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,7 @@ from ldpfleet.broker.trace import (
     TraceError,
     chain_next,
     chained_rows,
+    connect_readonly,
     genesis,
     open_readonly,
     read_meta,
@@ -282,13 +284,13 @@ def _encoded(row) -> bytes | None:
             row.size,
             payload,
         )
-    except (TypeError, ValueError, AttributeError, OverflowError):
+    except (TypeError, ValueError, AttributeError, OverflowError, struct.error):
         return None
 
 
 def _partition_traces(run: _Run) -> list[tuple[Path, str | None]]:
     """A partitioned run's worker traces (results.json ``trace.partitions``): (path, key)."""
-    entries = (run.results.get("trace") or {}).get("partitions") or []
+    entries = results_trace(run.results, run.directory).get("partitions") or []
     traces = []
     for entry in entries:
         path = run.directory / str(entry.get("path"))
@@ -315,6 +317,7 @@ def _load_trace(
         first_problem: tuple[int, str, str] | None = None
         breaks = missing = 0
         last_stored = previous
+        last_id = 0
         counted = report.checked["rows"]  # rows of the traces read before this one
         for row, stored in chained_rows(db):
             report.checked["rows"] += 1
@@ -330,7 +333,9 @@ def _load_trace(
                     first_problem = (row.id, "no_chain", "the row has no chain value")
                 breaks += 1
             elif encoded is None or stored != chain_next(last_stored, encoded):
-                breaks += 1
+                # the row right after a deletion cannot chain to the row before the gap:
+                # that break is the deletion, already counted, not one more problem
+                breaks += 0 if gap else 1
                 if first_problem is None:
                     first_problem = (
                         row.id,
@@ -341,6 +346,7 @@ def _load_trace(
             if isinstance(stored, bytes):
                 last_stored = stored
             expected = (row.id if isinstance(row.id, int) else expected) + 1
+            last_id = max(last_id, row.id if isinstance(row.id, int) else 0)
             if keep is not None:
                 keep(row)
             elif row.kind in WANTED or row.kind == "invalid":
@@ -350,7 +356,7 @@ def _load_trace(
             at, reason, detail = first_problem
             more = breaks + missing - 1
             report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
-        _check_signature(run, report, anchor, meta, rows, last_stored)
+        _check_signature(run, report, anchor, meta, (rows, last_id), last_stored)
     except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
         where = path or run.directory / "trace.sqlite"
         raise TraceError(f"{where} cannot be read ({error})") from None
@@ -375,9 +381,17 @@ def _decode_row(row, messages: list, report: VerifyReport) -> None:
 
 
 def _check_signature(
-    run: _Run, report: VerifyReport, anchor: str | None, meta: dict, rows: int, head: bytes
+    run: _Run,
+    report: VerifyReport,
+    anchor: str | None,
+    meta: dict,
+    extent: tuple[int, int],
+    head: bytes,
 ) -> None:
-    """The signature under the anchored key, and the signed rows, head and scenario."""
+    """The signature under the anchored key, and the signed rows, head and scenario.
+    ``extent`` is (rows read, the last row's id): rows missing before the last row are
+    ``row_missing`` (reported by the chain check), rows missing after it ``truncated``."""
+    rows, last_id = extent
     stored_key = meta.get("public_key")
     key_hex = anchor or stored_key
     if anchor is None:
@@ -425,16 +439,21 @@ def _check_signature(
         )
         return
     report.checked["signature"] += 1
-    if rows < signed_rows:
+    if last_id < signed_rows:
+        dropped = (
+            f"row {signed_rows} was"
+            if last_id + 1 == signed_rows
+            else (f"rows {last_id + 1}-{signed_rows} were")
+        )
         report.fail(
             "trace",
             None,
             "truncated",
-            f"the recorder signed {signed_rows} rows, the trace holds {rows}: rows "
-            f"{rows + 1}-{signed_rows} were dropped",
-            rows + 1,
+            f"the recorder signed {signed_rows} rows, the trace holds {rows}: {dropped} "
+            "dropped from the end",
+            last_id + 1,
         )
-    elif rows > signed_rows:
+    elif rows > signed_rows or last_id > signed_rows:
         report.fail(
             "trace",
             None,
@@ -444,7 +463,7 @@ def _check_signature(
         )
     elif head != signed_head:
         report.fail(
-            "trace", None, "chain_head", "the last row's chain is not the signed head", rows
+            "trace", None, "chain_head", "the last row's chain is not the signed head", last_id
         )
     if digest:
         if digest != scenario_digest(run.results["scenario"]["spec"]):
@@ -764,7 +783,10 @@ def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
 
 
 def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        db = connect_readonly(path)
+    except sqlite3.Error as error:  # a directory, a file that cannot be opened
+        raise TraceError(f"{path} cannot be read ({error})") from None
     try:
         stored = list(db.execute("SELECT device, seq, t0, vals FROM reports ORDER BY device, seq"))
     except sqlite3.DatabaseError as error:
@@ -972,18 +994,42 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
         )
 
 
+def _check_public_key(key: str) -> None:
+    """``--public-key``: an Ed25519 public key, 64 hex digits (``TraceError``: exit 2)."""
+    try:
+        ok = len(bytes.fromhex(key)) == 32
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise TraceError(
+            f"--public-key must be 64 hex digits (an Ed25519 public key, as the run printed "
+            f"it), got {key!r}"
+        )
+
+
+def results_trace(results: dict, directory: Path) -> dict:
+    """results.json's ``trace`` section ({} when absent); ``TraceError`` if it is not an
+    object (an edited results.json: an AttributeError traceback before)."""
+    trace = results.get("trace") or {}
+    if not isinstance(trace, dict):
+        raise TraceError(f"{directory}/results.json's trace is not an object: {trace!r:.40}")
+    return trace
+
+
 def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     """Check a run (module docstring): ``paths`` is its directory, or the collector side's
     directory and its fleet directories; ``public_key`` (hex) overrides results.json's
     ``trace.public_key``. ``TraceError`` if something needed cannot be read."""
     report = VerifyReport()
+    if public_key is not None:
+        _check_public_key(public_key)
     bulk = _bulk_run(paths)
     if bulk is not None:  # a bulk-gateway run: app.trace_verify_bulk
         from ldpfleet.app.trace_verify_bulk import verify_bulk
 
         return verify_bulk(bulk, report, public_key)
     run = _inputs(paths, report)
-    anchor = public_key or (run.results.get("trace") or {}).get("public_key")
+    anchor = public_key or results_trace(run.results, run.directory).get("public_key")
     messages = _load_trace(run, report, anchor)
     main_key = report.public_key
     for path, key in _partition_traces(run):  # each worker's recorder signed its own

@@ -96,7 +96,9 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
         plan = BulkPlan.from_dict(results["plan"])
     except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"{directory}/results.json has no readable bulk plan ({error})") from None
-    trace = results.get("trace") or {}
+    from ldpfleet.app.trace_verify import results_trace
+
+    trace = results_trace(results, directory)
     if trace.get("recorder") != "bulk" or not (directory / "trace.sqlite").exists():
         raise TraceError(
             f'{directory} holds no trace: the bulk run was recorded with trace = "none"'

@@ -30,6 +30,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import sqlite3
 import struct
 from collections.abc import Iterable, Iterator
@@ -171,10 +172,24 @@ def partition_traces(directory: str | Path) -> list[Path]:
     )
 
 
+def readonly_uri(path: str | Path) -> str:
+    """The SQLite URI that opens ``path`` read-only. The path is percent-encoded: a raw
+    ``f"file:{path}?mode=ro"`` cuts a path at '#' or '?' (and decodes '%'), so a run
+    directory named ``run#1`` opened ``run`` instead, creating it, read-write."""
+    return f"{Path(path).absolute().as_uri()}?mode=ro"
+
+
+def connect_readonly(path: str | Path) -> sqlite3.Connection:
+    """``sqlite3.connect`` on ``readonly_uri(path)``."""
+    return sqlite3.connect(readonly_uri(path), uri=True)
+
+
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open a trace for reading; ``TraceError`` if it is not one. A run directory with
     partition traces opens as their union (module docstring)."""
     path = Path(path)
+    if path.suffix == ".sqlite" and path.exists() and not path.is_file():
+        raise TraceError(f"{path} is not a file (a trace is one SQLite file)")
     parts = partition_traces(path) if path.is_dir() else []
     if path.is_dir():
         path = path / "trace.sqlite"
@@ -182,7 +197,12 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         raise TraceError(
             f"no trace at {path} (run `ldpfleet run` first; traces are OUT/trace.sqlite)"
         )
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    if not path.is_file():
+        raise TraceError(f"{path} is not a file (a trace is one SQLite file)")
+    try:
+        db = connect_readonly(path)
+    except sqlite3.Error as error:
+        raise TraceError(f"{path} cannot be opened ({error})") from None
     try:
         db.execute("SELECT 1 FROM messages LIMIT 1")
     except sqlite3.DatabaseError as error:
@@ -225,7 +245,7 @@ def _union(db: sqlite3.Connection, parts: list[Path]) -> None:
 
 def _attach(db: sqlite3.Connection, path: Path, name: str) -> None:
     try:
-        db.execute(f"ATTACH DATABASE ? AS {name}", (f"file:{path}?mode=ro",))
+        db.execute(f"ATTACH DATABASE ? AS {name}", (readonly_uri(path),))
         db.execute(f"SELECT 1 FROM {name}.messages LIMIT 1")
     except sqlite3.DatabaseError as error:
         raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
@@ -253,9 +273,59 @@ def rows(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> Iter
         f"FROM messages {where} ORDER BY id"
     )
     for row in db.execute(query, params):
-        if selection.topic and not topics.matches(selection.topic, row[2]):
+        if selection.topic and not topics.matches(selection.topic, str(row[2])):
             continue
-        yield TraceRow(row[0], row[1], row[1] - start, *row[2:])
+        yield _typed_row(row, start)
+
+
+def _typed_row(row: tuple, start: object) -> TraceRow:
+    """A stored row with every column of its declared type. SQLite keeps whatever type a
+    row was given, so an edited trace can hold TEXT or a number where the recorder wrote a
+    BLOB payload, TEXT in ``bytes``, a BLOB sender: the tools show such a row (its payload
+    undecodable) instead of a traceback; ``trace verify`` reads the stored values
+    (``chained_rows``) and reports the row's broken chain."""
+    row_id, time, topic, family, sender, recipient, kind, seq, size, payload = row
+    payload = _as_bytes(payload)
+    return TraceRow(
+        row_id,
+        time if isinstance(time, int | float) else math.nan,
+        _offset(time, start),
+        _as_text(topic),
+        _as_text(family),
+        _as_text(sender),
+        None if recipient is None else _as_text(recipient),
+        _as_text(kind),
+        seq if isinstance(seq, int) or seq is None else None,
+        size if isinstance(size, int) else len(payload),
+        payload,
+    )
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _as_bytes(payload: object) -> bytes:
+    """A payload as the bytes the tools decode. SQLite keeps whatever type a row was given,
+    so an edited trace can hold TEXT (or NULL, a number) where the recorder wrote a BLOB:
+    the tools then show it as an undecodable payload instead of a traceback."""
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, str):
+        return payload.encode("utf-8", "surrogateescape")
+    return b"" if payload is None else str(payload).encode()
+
+
+def _offset(time: object, start: object) -> float:
+    """Seconds since the first message; NaN when an edited row's time is not a number."""
+    try:
+        return float(time) - float(start)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def stats(db: sqlite3.Connection, selection: TraceFilter = TraceFilter()) -> dict:
@@ -428,9 +498,9 @@ def reports_missing_from_trace(trace_path: str | Path, store_path: str | Path) -
     trace, store = Path(trace_path), Path(store_path)
     if not (trace.exists() and store.exists()):
         return 0
-    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
+    with connect_readonly(store) as db:
         stored = set(db.execute("SELECT device, seq FROM reports"))
-    with sqlite3.connect(f"file:{trace}?mode=ro", uri=True) as db:
+    with connect_readonly(trace) as db:
         traced = set(
             db.execute("SELECT DISTINCT sender, seq FROM messages WHERE kind = 'sw_report'")
         )

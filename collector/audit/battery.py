@@ -42,11 +42,12 @@ a median eps_LB >= 0.9 eps):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, audit
+from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, _check_eps, audit
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
+from ldpfleet.collector.audit.stats import check_delta, check_gamma, check_seed, is_integer
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "contract_spec", "run_audit"]
@@ -458,6 +459,11 @@ def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
     return BATTERY[mechanism](eps, delta)
 
 
+# Runs per world at most: the samples of a world are held in memory (10^7 floats, 80 MB;
+# a pair search holds 21 selection sets), and 10^14 ended in a MemoryError traceback.
+MAX_TRIALS = 10_000_000
+
+
 def audit_spec(
     spec: AuditSpec,
     *,
@@ -469,8 +475,12 @@ def audit_spec(
     """Run a built ``spec``: ``trials`` runs per world (half selection, half evaluation;
     default the spec's own), reported under ``mechanism`` (default the spec's)."""
     total = spec.trials if trials is None else trials
-    if isinstance(total, bool) or not isinstance(total, int) or total < 2:
-        raise ParameterError(f"must be an integer >= 2, got {total!r}", field="trials")
+    if not is_integer(total) or not 2 <= total <= MAX_TRIALS:
+        raise ParameterError(
+            f"must be an integer in [2, {MAX_TRIALS:,}] (runs per world), got {total!r}",
+            field="trials",
+        )
+    total, gamma, seed = int(total), check_gamma(gamma), check_seed(seed)
     settings = {
         "eps": spec.eps,
         "delta": spec.delta,
@@ -495,8 +505,14 @@ def run_audit(
     seed: int = 0,
 ) -> AuditResult:
     """Audit ``mechanism`` at its claim: ``trials`` runs per world (half selection, half
-    evaluation; default the entry's own)."""
+    evaluation; default the entry's own). The claim is (eps, delta) for every entry: an
+    entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
+    the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
+    claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0."""
+    eps, delta = _check_eps(eps), check_delta(delta)
     spec = build_spec(mechanism, eps, delta)
+    if spec.delta != delta:
+        spec = replace(spec, delta=delta)
     return audit_spec(spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism)
 
 

@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 from ldpfleet.collector.audit.selection import DistinguishingTest, event_counts, select_test
-from ldpfleet.collector.audit.stats import check_gamma, eps_lower_bound
+from ldpfleet.collector.audit.stats import (
+    check_gamma,
+    check_seed,
+    eps_lower_bound,
+    is_real,
+    largest_eps_lb,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["AuditResult", "Canary", "Witness", "WitnessResult", "audit", "audit_samples"]
@@ -82,6 +88,10 @@ class AuditResult:
     selection: list[WitnessResult] = field(default_factory=list)
     canary_pair: tuple[float, float] | None = None  # the inputs chosen by a pair search
     inputs_searched: int | None = None  # how many grid inputs that search compared
+    # the largest eps_LB these evaluation runs could certify at all (every run of the
+    # numerator world in the event, none of the other): at or below eps_claimed, the audit
+    # could not have found a violation (too few trials)
+    eps_lb_max: float = math.inf
 
     def to_dict(self) -> dict:
         """JSON-ready (``-inf`` bounds become None; the pair-search fields only when set)."""
@@ -91,6 +101,8 @@ class AuditResult:
                 del out[key]
         if "canary_pair" in out:
             out["canary_pair"] = list(out["canary_pair"])
+        if not math.isfinite(out["eps_lb_max"]):
+            out["eps_lb_max"] = None if out["eps_lb_max"] < 0 else str(out["eps_lb_max"])
         for key in ("eps_lb", "threshold"):
             if not math.isfinite(out[key]):
                 out[key] = None if key == "eps_lb" else str(out[key])
@@ -108,7 +120,7 @@ def _check_sizes(n_sel: int, n_eval: int) -> None:
 
 
 def _check_eps(eps: float) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 <= eps < math.inf:
+    if not is_real(eps) or not 0.0 <= eps < math.inf:
         raise ParameterError(f"must be a finite number >= 0, got {eps!r}", field="eps")
     return float(eps)
 
@@ -199,6 +211,7 @@ def audit_samples(
         verdict="violation" if eps_lb > eps else "inconclusive",
         seed=seed,
         selection=rows,
+        eps_lb_max=largest_eps_lb(n_num, n_den, gamma=gamma, delta=delta),
     )
 
 
@@ -217,6 +230,7 @@ def audit(
     """Run the canary's mechanism ``n_sel + n_eval`` times per world (four independent
     generators), choose the test on the selection runs, certify it on the evaluation runs."""
     _check_sizes(n_sel, n_eval)
+    seed = check_seed(seed)
     sel_d_seed, sel_dp_seed, ev_d_seed, ev_dp_seed = np.random.SeedSequence(seed).spawn(4)
 
     def run(sampler: Sampler, seq: np.random.SeedSequence, n: int) -> Any:

@@ -18,31 +18,76 @@ gamma = 0.01 gives ln(0.005^(1/500) / (1 - 0.005^(1/500))) = 4.5419.
 from __future__ import annotations
 
 import math
+import numbers
 
+import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
 __all__ = [
     "check_delta",
     "check_gamma",
+    "check_seed",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "eps_lower_bound",
+    "largest_eps_lb",
+    "runs_to_certify",
 ]
+
+
+def is_integer(value) -> bool:
+    """An integer, numpy's included (``numbers.Integral``), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def is_real(value) -> bool:
+    """A real number, numpy's included (``numbers.Real``), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def check_gamma(gamma: float) -> float:
     """A confidence parameter in (0, 1)."""
-    if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not 0.0 < gamma < 1.0:
+    if not is_real(gamma) or not 0.0 < gamma < 1.0:
         raise ParameterError(f"must be in (0, 1), got {gamma!r}", field="gamma")
     return float(gamma)
 
 
 def check_delta(delta: float) -> float:
     """A delta in [0, 1)."""
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0.0 <= delta < 1.0:
+    if not is_real(delta) or not 0.0 <= delta < 1.0:
         raise ParameterError(f"must be in [0, 1), got {delta!r}", field="delta")
     return float(delta)
+
+
+def check_seed(seed: int) -> int:
+    """A seed for ``numpy.random.SeedSequence``: an integer >= 0."""
+    if not is_integer(seed) or seed < 0:
+        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
+    return int(seed)
+
+
+def largest_eps_lb(n_d: int, n_dprime: int, *, gamma: float, delta: float = 0.0) -> float:
+    """The largest ``eps_LB`` that ``n_d`` and ``n_dprime`` evaluation runs can certify at
+    all (every run of D in the event, none of D'): an audit whose claim is at or above it
+    cannot find a violation, whatever the mechanism does."""
+    return eps_lower_bound(n_d, n_d, 0, n_dprime, gamma=gamma, delta=delta)[0]
+
+
+def runs_to_certify(eps: float, *, gamma: float, delta: float = 0.0) -> int | None:
+    """The fewest evaluation runs per world n with ``largest_eps_lb(n, n) > eps``: with
+    a = (gamma/2)^(1/n), ((a - delta) / (1 - a) > e^eps) iff a > p = (e^eps + delta) /
+    (1 + e^eps), i.e. n > ln(gamma/2) / ln(p). None if no n is enough (p >= 1)."""
+    level = check_gamma(gamma) / 2.0
+    p = (math.exp(eps) + check_delta(delta)) / (1.0 + math.exp(eps))
+    if p >= 1.0:
+        return None
+    n = max(1, math.floor(math.log(level) / math.log(p)) + 1)
+    while largest_eps_lb(n, n, gamma=gamma, delta=delta) <= eps:  # float rounding at the edge
+        n += 1
+    while n > 1 and largest_eps_lb(n - 1, n - 1, gamma=gamma, delta=delta) > eps:
+        n -= 1
+    return n
 
 
 def _check_counts(k: int, n: int, field: str) -> None:

@@ -342,6 +342,19 @@ def test_raising_eps_in_the_trace_and_the_ledger_together_is_caught(runs, tmp_pa
     caught(d, "signature")
 
 
+def test_deleting_an_inner_row_is_not_reported_as_truncation(runs, tmp_path):
+    """One row deleted from the middle: the last row is still there, so the trace is not
+    truncated (it was reported as "rows N-N were dropped", N the last row, present)."""
+    d = copy(runs, "stream", tmp_path)
+    row_id, _ = row_of(d, "sw_report", 3)
+    with connect(d) as db:
+        db.execute("DELETE FROM messages WHERE id = ?", (row_id,))
+    report = caught(d, "row_missing", row_id)
+    assert not [m for m in report.mismatches if m.reason == "truncated"], report.mismatches
+    (missing,) = [m for m in report.mismatches if m.reason == "row_missing"]
+    assert missing.detail == f"row(s) {row_id} deleted"  # not "; 1 more": the same deletion
+
+
 def test_dropping_the_last_rows_is_caught(runs, tmp_path):
     d = copy(runs, "stream", tmp_path)
     with connect(d) as db:
@@ -508,7 +521,8 @@ def test_a_control_trace_is_chained_and_signed(runs, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["no_ledger", "bad_ledger", "no_trace", "bad_trace",
-                                    "no_results"])  # fmt: skip
+                                    "no_results", "store_is_a_directory",
+                                    "results_trace_not_an_object"])  # fmt: skip
 def test_unreadable_input_exits_2(runs, tmp_path, damage):
     directory = copy(runs, "stream", tmp_path)
     if damage == "no_ledger":
@@ -519,10 +533,70 @@ def test_unreadable_input_exits_2(runs, tmp_path, damage):
         (directory / "trace.sqlite").unlink()
     elif damage == "no_results":
         (directory / "results.json").unlink()
+    elif damage == "store_is_a_directory":  # was a traceback (sqlite3.connect raised)
+        (directory / "collector.sqlite").unlink()
+        (directory / "collector.sqlite").mkdir()
+    elif damage == "results_trace_not_an_object":  # was an AttributeError traceback
+        edit_results(directory, lambda r: r.update(trace="x"))
     else:
         (directory / "trace.sqlite").write_bytes(b"this is not sqlite" * 100)
     result = cli(directory)
     assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: "), result.output
+
+
+@pytest.mark.parametrize("key", ["zz", "00", "87" * 33])
+def test_a_public_key_that_is_not_one_exits_2(runs, key):
+    """--public-key zz was two mismatches (exit 1, "... under key zz... (ValueError)"): a
+    malformed option, not a forged trace."""
+    result = cli(runs / "stream", "--public-key", key)
+    assert result.exit_code == 2, result.output
+    assert "public-key" in result.output and "64 hex digits" in result.output, result.output
+
+
+@pytest.mark.parametrize("name", ["run#1", "a?b", "p%41"])
+def test_a_run_directory_with_uri_characters_verifies_and_reads(runs, tmp_path, name):
+    """'#', '?' and '%' in the path: the read-only SQLite URI cut the path there, so a clean
+    trace was "not an ldpfleet trace" (or a traceback for '%') and an empty database file
+    was created beside the run directory by the read-only open."""
+    target = tmp_path / name
+    shutil.copytree(runs / "stream", target)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli(target)
+    assert result.exit_code == 0, result.output
+    stats = CliRunner().invoke(app, ["trace", "stats", str(target)])
+    assert stats.exit_code == 0, stats.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created
+
+
+@pytest.mark.parametrize("command", ["verify", "stats", "show", "export"])
+def test_a_trace_that_is_a_directory_exits_2(runs, tmp_path, command):
+    directory = copy(runs, "stream", tmp_path)
+    (directory / "trace.sqlite").unlink()
+    (directory / "trace.sqlite").mkdir()
+    result = CliRunner().invoke(app, ["trace", command, str(directory)])
+    assert result.exit_code == 2, result.output
+    assert "trace.sqlite is not a file" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    "edit",
+    ["payload = 'abc'", "payload = 42", "bytes = 'big'", "sender = x'ff00'", "topic = x'00ff'",
+     "time = 'abc'", "seq = 'x'"],
+)  # fmt: skip
+def test_a_row_edited_to_another_column_type_is_shown_and_caught(runs, tmp_path, edit):
+    """SQLite keeps any type in any column: a TEXT payload, a TEXT size, a BLOB sender or
+    topic ended `trace show`, `stats`, `export` and `follow` in a traceback, and `verify`
+    in "error: required argument is not an integer" (exit 1, the chain not checked)."""
+    d = copy(runs, "stream", tmp_path)
+    row_id, body = row_of(d, "hello")
+    with connect(d) as db:
+        db.execute(f"UPDATE messages SET {edit} WHERE id = ?", (row_id,))
+    for args in (["show", d], ["stats", d], ["export", d], ["export", "--format", "csv", d],
+                 ["follow", d, body["sender"]]):  # fmt: skip
+        result = CliRunner().invoke(app, ["trace", *map(str, args)])
+        assert result.exit_code == 0, (args, result.output, result.exception)
+    caught(d, "chain_broken", row_id)
 
 
 def test_ldpfleet_merge_makes_one_run_that_reports_and_verifies(runs, tmp_path):

@@ -233,3 +233,94 @@ def test_command_exits_1_on_a_violation(monkeypatch):
     result = CliRunner().invoke(_app(), ["laplace", "--eps", "1", "--trials", "2000"])
     assert result.exit_code == 1
     assert json.loads(result.stdout)["verdict"] == "violation"
+
+
+# ---- options at and beyond their limits (held-out user review, helper G) -------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["rr", "--seed", "-1"], "seed"),  # was a numpy traceback, exit 1
+        (["rr", "--trials", "100000000000000"], "trials"),  # was a MemoryError traceback
+        (["rr", "--delta", "-0.1"], "delta"),  # was ignored: the JSON said delta 0
+        (["rr", "--delta", "nan"], "delta"),
+        (["rr", "--delta", "1"], "delta"),
+        (["secagg", "--eps", "nan"], "eps"),  # secagg claims 0 whatever --eps: unchecked
+        (["secagg", "--eps", "-1"], "eps"),
+        (["rr", "--only", "rr"], "only"),  # --only applies to 'all' and 'mutants'
+        (["all", "--only", "nope"], "only"),
+    ],
+)
+def test_options_beyond_their_limits_are_one_sentence_and_exit_2(args, field):
+    extra = [] if "--trials" in args else ["--trials", "20"]  # cheap if it ever ran
+    result = CliRunner().invoke(_app(), [*args, *extra])
+    assert result.exit_code == 2, (args, result.output)
+    assert result.output.startswith(f"error: {field}: "), result.output
+    assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
+
+
+def test_the_python_api_checks_the_seed_and_the_trials():
+    with pytest.raises(ParameterError, match="seed"):
+        run_audit("rr", 1.0, trials=20, seed=-1)
+    with pytest.raises(ParameterError, match="trials"):
+        run_audit("rr", 1.0, trials=10**14)
+
+
+def test_the_claimed_delta_is_the_one_audited_and_reported():
+    """--delta was dropped for every entry but gau-dp (the JSON said delta 0): the bound is
+    now ln((alpha_lo - delta) / beta_hi) with the claimed delta, whatever the entry."""
+    plain = run_audit("rr", 1.0, trials=400)
+    claimed = run_audit("rr", 1.0, delta=0.1, trials=400)
+    assert claimed.delta == 0.1
+    assert claimed.eps_lb < plain.eps_lb
+    assert claimed.eps_lb == pytest.approx(math.log((claimed.alpha_lo - 0.1) / claimed.beta_hi))
+
+
+def test_too_few_trials_to_find_a_violation_are_said():
+    """2 runs per world (1 + 1) can certify at most ln(0.025 / 0.975) < 0: the audit could
+    never reach a violation, and the command says so on stderr, with the runs it needs; the
+    JSON carries the largest bound the evaluation runs could certify (eps_lb_max)."""
+    result = CliRunner().invoke(_app(), ["rr", "--eps", "1", "--trials", "2"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["eps_lb_max"] == pytest.approx(math.log(0.025 / 0.975))
+    assert "cannot find a violation" in result.stderr and "--trials >= " in result.stderr
+    needed = int(result.stderr.split("--trials >= ")[1].split()[0].rstrip(")"))
+    # the smallest n with ln((gamma/2)^(1/n) / (1 - (gamma/2)^(1/n))) > 1, twice (sel + eval)
+    p = math.e / (1 + math.e)
+    assert needed == 2 * (math.floor(math.log(0.025) / math.log(p)) + 1)
+    enough = CliRunner().invoke(_app(), ["rr", "--eps", "1", "--trials", str(needed)])
+    assert "cannot find a violation" not in enough.stderr
+    assert json.loads(enough.stdout)["eps_lb_max"] > 1.0
+
+
+def test_audit_all_only_runs_the_named_entries():
+    """`audit all --only NAME` was accepted and ignored: the whole battery ran; and an
+    explicit `--eps 1` was taken for the default (0.5,1,2): three budgets ran."""
+    result = CliRunner().invoke(
+        _app(), ["all", "--only", "rr", "--only", "sw", "--eps", "1", "--trials", "200"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [r["mechanism"] for r in rows] == ["rr", "sw"]
+    assert all(r["gamma"] == pytest.approx(0.05 / 2) for r in rows)
+
+
+def test_numpy_numbers_are_numbers():
+    """A trials, seed or eps from numpy (np.int64, np.float32) was refused as "must be an
+    integer ..., got np.int64(100)"; the same audit as with Python numbers."""
+    plain = run_audit("rr", 1.0, trials=100, seed=3)
+    numpy_ = run_audit("rr", np.float32(1.0), trials=np.int64(100), seed=np.int64(3))
+    assert numpy_.to_dict() == plain.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--eps", "5"), ("--delta", "0.1"), ("--trials", "100"), ("--jobs", "2")]
+)
+def test_options_audit_mutants_does_not_use_are_refused(option, value):
+    """`audit mutants --eps 5` ran the mutation run at its own budgets and said nothing."""
+    result = CliRunner().invoke(_app(), ["mutants", "--no-tests", "--only", "rr eps off by 2x",
+                                         option, value])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {option[2:]}: 'audit mutants' runs"), result.output
