@@ -42,6 +42,8 @@ import math
 
 import numpy as np
 from ldpfleet.collector.audit.core import Canary
+from ldpfleet.protocol.cadr_budget import THETA_EPS_MIN
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
     "COUNT_BATTERY",
@@ -159,6 +161,14 @@ def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
 
     def build(eps: float, delta: float):
         from ldpfleet.collector.audit.battery import AuditSpec
+
+        if eps < THETA_EPS_MIN:  # the θ budget a real dp run refuses (CadrBudget)
+            raise ParameterError(
+                f"{name} audits the θ search's budget ε_θ, which a dp run refuses below "
+                f"{THETA_EPS_MIN} (its exact Pólya shares cost O(1/ε_θ²) per device), "
+                f"got {eps:g}",
+                field="eps",
+            )
 
         def sampler(listed: int):
             return lambda rng, n: np.array([release(eps, listed, rng) for _ in range(n)])

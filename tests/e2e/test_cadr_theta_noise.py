@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.collector.audit import cadr_count_canary
 from ldpfleet.collector.audit.battery import BATTERY, run_audit
@@ -30,6 +31,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
     bucket_vector,
     noise_parties,
 )
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 
@@ -159,3 +161,12 @@ def test_the_dropout_canary_catches_noise_for_every_device():
         report = run_audit(DROPOUT, eps=2.0, trials=30_000, gamma=0.05, seed=0)
     assert report.verdict == "violation" and report.eps_lb > 2.0, report
     assert report.witness == "min(first, 1 - last bucket)"
+
+
+@pytest.mark.parametrize("name", ["cadr-theta-count", "cadr-theta-count-dropout"])
+def test_a_count_canary_below_the_theta_floor_is_refused_not_run(name):
+    # eps = 1e-8 ran for minutes in the exact Pólya sampler (O(1/eps^2) coin rounds per
+    # device; held-out QA): the θ budget a real dp run refuses is refused here too
+    with pytest.raises(ParameterError) as refused:
+        run_audit(name, 1e-8, trials=20)
+    assert refused.value.field == "eps" and "0.005" in str(refused.value)
