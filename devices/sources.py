@@ -43,20 +43,21 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
-    separates fields by comma, semicolon or tab (``_delimiter``: the one the first two lines
-    hold equally often, else the first line's most frequent; numbers need a decimal point). It
-    detects the header: a first line whose fields all parse as numbers is data (columns are then
-    named ``"0" .. "k-1"``); otherwise it is a header (``header=True`` / ``False`` says so
-    instead: a header of numbers, such as years or sensor ids, would be read as data). When data
-    rows have exactly one more field than the header, the first field (a row id) is dropped,
-    unless every row's last field is empty (a delimiter ending each row). Columns whose *first*
-    data value is not numeric (like ``date``) are dropped together with their names; any later
-    non-numeric or non-finite value in a kept column is an error when that column is read (a
-    source naming it, or the ``"rows"`` layout, or :func:`load_table`); a bad cell in a column
-    no source reads does not refuse the file. Parsed tables are cached per path (and file size /
-    mtime), since a fleet of 1,000 devices reads the same file; the returned matrix is read-only
-    and shared. Streams longer than the data wrap around (the series is cycled). The truth of a
-    data set stream is unknown: ``StreamTruth(period=None, phase=None)``.
+    separates fields by comma, semicolon or tab (``protocol.delimiters.sniff_delimiter``: the
+    one the first two lines hold equally often, else the first line's most frequent; numbers
+    need a decimal point). It detects the header: a first line whose fields all parse as numbers
+    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header (``header=True``
+    / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
+    as data). When data rows have exactly one more field than the header, the first field (a row
+    id) is dropped, unless every row's last field is empty (a delimiter ending each row).
+    Columns whose *first* data value is not numeric (like ``date``) are dropped together with
+    their names; any later non-numeric or non-finite value in a kept column is an error when
+    that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
+    bad cell in a column no source reads does not refuse the file. Parsed tables are cached per
+    path (and file size / mtime), since a fleet of 1,000 devices reads the same file; the
+    returned matrix is read-only and shared. Streams longer than the data wrap around (the
+    series is cycled). The truth of a data set stream is unknown: ``StreamTruth(period=None,
+    phase=None)``.
 
     Several columns (``columns``, ``"column"`` layout): the fleet is ``R`` simulated rooms
     of ``C = len(columns)`` sensor nodes each. Device ``i`` is channel ``i % C`` (column
@@ -324,10 +325,6 @@ def _is_number(text: str) -> bool:
     return True
 
 
-# which one separates the fields (``_delimiter``): shared with the GC-DP Occupancy loader
-_delimiter = sniff_delimiter
-
-
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -343,7 +340,7 @@ def _parse_table(
         lines = [
             (lineno, row)
             for lineno, row in enumerate(
-                csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text)), start=1
+                csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text)), start=1
             )
             if row and any(cell.strip() for cell in row)
         ]
