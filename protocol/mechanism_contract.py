@@ -488,13 +488,42 @@ def _check_inputs_kept(x: np.ndarray, before: np.ndarray, name: str) -> None:
         )
 
 
-def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
+def _rng_mark(rng: np.random.Generator) -> tuple[object, int]:
+    """What drawing from ``rng`` changes: its bit generator's state, and the children its
+    seed sequence has spawned (``rng.spawn``)."""
+    spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", 0)
+    return rng.bit_generator.state, spawned
+
+
+def _check_rng_used(rng: np.random.Generator, before: tuple[object, int], name: str) -> None:
+    """One sentence if ``perturb`` drew nothing from ``rng`` on the probe sample. An eps-LDP
+    mechanism whose reports are not one constant is random at EVERY input (pure LDP gives
+    each input's report law the same support), so on 256 inputs it must draw. A plugin
+    that builds a fixed-seed generator inside ``perturb`` passed the "seeded alike" check
+    (both calls agree), yet every device drew the same noise, public to anyone who reads
+    the plugin, and the audit (one call per world, i.i.d. across its runs) saw nothing."""
+    if _rng_mark(rng) == before:
+        raise _fail(
+            name,
+            "perturb drew no random number from its rng on 256 inputs in [0, 1]: it is "
+            "deterministic (not differentially private) or draws its randomness elsewhere (a "
+            "generator seeded inside perturb gives every device the same, public, noise); "
+            "draw every random number from the rng argument (the mechanism contract)",
+        )
+
+
+def check_mechanism(
+    mechanism: object, name: str, rng: np.random.Generator, *, randomised: bool = True
+) -> None:
     """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed,
-    and ``perturb`` a function of its inputs and ``rng`` (twice on generators seeded alike:
-    the same reports; a global RNG, a clock or ``os.urandom`` breaks that)."""
+    ``perturb`` drawing from ``rng`` (``randomised``; every mechanism but the central
+    model's identity ``raw``) and a function of its inputs and ``rng`` (twice on generators
+    seeded alike: the same reports; a global RNG, a clock or ``os.urandom`` breaks that)."""
     x = probe_inputs()
     seed = int(rng.integers(2**63))
-    out = check_outputs(mechanism, x, _perturb(mechanism, x, seed, name), name)
+    first = np.random.default_rng(seed)
+    before = _rng_mark(first)
+    out = check_outputs(mechanism, x, _call_perturb(mechanism, x, first, name), name)
     _check_inputs_kept(x, probe_inputs(), name)
     again = checked_reports(x, _perturb(mechanism, x, seed, name), name)
     if not np.array_equal(out, again):
@@ -507,4 +536,6 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
             "number from the rng argument (the mechanism contract), or a run cannot be "
             "reproduced from its seed",
         )
+    if randomised:  # after the check above: a global RNG is named as such there
+        _check_rng_used(first, before, name)
     checked_mean(mechanism, out, name)
