@@ -292,9 +292,12 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
 
 def mean_problem(value: object) -> str | None:
     """Why ``value`` (what ``estimate_mean`` returned) is not a finite real number, or
-    ``None``: a Python ``int``/``float`` or a numpy integer/floating scalar, finite. A string,
-    a bool, a 0-d or 1-element array, a list or a complex number is refused, not converted
-    (``float("0.5")`` would have hidden a plugin returning text)."""
+    ``None``: a Python ``int``/``float``, a numpy integer/floating scalar or a 0-d array of
+    such a dtype (``np.where(n > 0, m, 0.5)`` answers one), finite. A string, a bool, a
+    1-element array, a list or a complex number is refused, not converted (``float("0.5")``
+    would have hidden a plugin returning text)."""
+    if _zero_d_real(value):  # np.where(n > 0, m, 0.5) answers one: it is one number
+        value = value.item()  # type: ignore[union-attr]
     real = isinstance(value, int | float | np.integer | np.floating)
     if not real or isinstance(value, bool | np.bool_):
         kind = type(value).__name__
@@ -306,6 +309,16 @@ def mean_problem(value: object) -> str | None:
     except OverflowError:  # a Python int beyond the float range
         return f"returned {_shown(value)}, not a finite number"
     return None if math.isfinite(float(value)) else f"returned {shown}, not a finite number"
+
+
+def _zero_d_real(value: object) -> bool:
+    """A 0-d numpy array of integer or floating dtype (not bool, not a masked array): one
+    real number, read without loss by ``.item()``."""
+    return (
+        type(value) is np.ndarray
+        and value.shape == ()
+        and (np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating))
+    )
 
 
 def _shown(value: object) -> str:

@@ -211,8 +211,8 @@ class MeanString(_MeanReturns):
     value = staticmethod(lambda m: str(m))
 
 
-class MeanZeroD(_MeanReturns):
-    value = staticmethod(lambda m: np.array(m))
+class MeanOneElementArray(_MeanReturns):
+    value = staticmethod(lambda m: np.array([m]))  # a 0-d array is one number: accepted
 
 
 class MeanOneElementList(_MeanReturns):

@@ -38,6 +38,7 @@ GOOD = [
     "CachedTables",
     "ScalarLoop",
     "GeneratorMethods",
+    "ZeroDimMean",
 ]
 
 
