@@ -27,8 +27,9 @@ Required (a class ``Cls`` with):
     named), so it must accept every output of ``perturb``.
 ``estimate_mean(y) -> float``
     an estimate of the mean of the inputs behind the reports ``y``, unbiased for every
-    input distribution on [0, 1], a finite real number (``int``, ``float`` or a numpy
-    scalar of either kind; a string, a bool, an array or a list is refused); the results'
+    input distribution on [0, 1], a finite real number (``int``, ``float``, a numpy
+    scalar of either kind or a 0-d array of one; a string, a bool, a 1-element array or a
+    list is refused); the results'
     per-device means use it, mapped back to physical units with the public bounds.
 
 Optional, used where present: ``eps`` (the budget it was built with: if stated, it must
@@ -44,7 +45,8 @@ shown beside the measured one by ``ldpfleet bench mechanisms``).
 audit or a device builds the mechanism): a missing method, a constructor that refuses the
 budget, wrong shapes, non-finite reports or ``in_domain`` refusing the mechanism's own
 outputs, or a ``perturb`` that draws randomness elsewhere than ``rng`` (two calls with
-generators seeded alike give different reports) each give ONE sentence naming what is
+generators seeded alike give different reports, or it draws nothing from ``rng``) each
+give ONE sentence naming what is
 wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proof:
 ``ldpfleet audit NAME --eps E`` audits the mechanism black-box.
 """
