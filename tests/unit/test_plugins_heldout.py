@@ -58,3 +58,17 @@ def test_a_perturb_that_ignores_its_rng_is_refused_at_load():
 def test_a_report_that_hides_its_input_in_the_low_bits_is_a_violation():
     result = run_audit("heldout_bad:LowBitsLeak", 1.0, gamma=GAMMA, seed=0)
     assert result.verdict == "violation" and result.eps_lb > 3.0, result
+
+
+@pytest.mark.parametrize(
+    ("cls", "sentence"),
+    [
+        ("GlobalSeededAtImport", "perturb is not a function of its inputs and rng"),
+        ("ClipsInputRangeRounded", "perturb returned reports outside its stated range"),
+        ("MutatesInput", "perturb changed its input array in place"),
+        ("ReseededEachCall", "perturb drew no random number from its rng"),
+    ],
+)
+def test_a_contract_bug_is_one_sentence_at_load(cls, sentence):
+    with pytest.raises(ParameterError, match=sentence):
+        stream_mechanism(f"heldout_bad:{cls}", 1.0)
