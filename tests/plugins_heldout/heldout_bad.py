@@ -196,3 +196,21 @@ class SleepsPerCall(_RR):
     def perturb(self, x, rng):
         time.sleep(0.2)
         return super().perturb(x, rng)
+
+
+class ChunkedForgetsTail(_RR):
+    """Privatises in chunks of 256 (to bound memory) but forgets the last partial chunk,
+    left NaN: the load-time sample (exactly 256 inputs) cannot see it, a device with more
+    than 256 readings in one batch can."""
+
+    CHUNK = 256
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        out = np.full(x.shape, np.nan)
+        for start in range(0, len(x) - self.CHUNK + 1, self.CHUNK):
+            out[start : start + self.CHUNK] = super().perturb(x[start : start + self.CHUNK], rng)
+        return out
+
+    def in_domain(self, y):
+        return np.ones(np.shape(y), dtype=bool)
