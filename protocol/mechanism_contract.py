@@ -62,6 +62,7 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
+    "LOAD_BATCH_SIZES",
     "REQUIRED_METHODS",
     "StreamMechanism",
     "a_or_an",
@@ -84,6 +85,9 @@ __all__ = [
 FIELD = "mechanism"
 REQUIRED_METHODS = ("perturb", "in_domain", "estimate_mean")
 PROBE_SIZE = 256  # inputs of the load-time sample (0, 1 and a grid in between)
+# the batch sizes the load-time check runs perturb on: the sample, one reading (a device
+# streaming live) and a backlog longer than the sample
+LOAD_BATCH_SIZES = (PROBE_SIZE, 1, PROBE_SIZE + 44)
 EPS_MAX = 50.0  # the wire's limit on a budget (``protocol.messages.Epsilon``)
 EPS_STATED_TOLERANCE = 1e-6  # relative: a stated self.eps must match the built eps
 
@@ -553,4 +557,24 @@ def check_mechanism(
         )
     if randomised:  # after the check above: a global RNG is named as such there
         _check_rng_used(first, before, name)
+    for size in LOAD_BATCH_SIZES[1:]:
+        _check_batch(mechanism, name, size, np.random.default_rng(seed + size))
     checked_mean(mechanism, out, name)
+
+
+def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generator) -> None:
+    """``perturb`` on a batch of ``size`` inputs through ``check_outputs``; a failure is the
+    same sentence with the batch named. A device passes batches of any size (one reading
+    when it streams live, a backlog after a pause): a plugin that squeezes its reports to
+    shape () for one input, or privatises in chunks of 256 and leaves the rest NaN, passed
+    the sample of 256 and failed on every device of the fleet."""
+    x = np.array([0.5]) if size == 1 else np.linspace(0.0, 1.0, size)
+    try:
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+    except ParameterError as error:
+        inputs = "input" if size == 1 else "inputs"
+        raise ParameterError(
+            f"{error.reason} (on a batch of {size} {inputs}: a device passes batches of any "
+            f"size; the sample of {PROBE_SIZE} passed)",
+            field=error.field,
+        ) from None

@@ -214,3 +214,11 @@ class ChunkedForgetsTail(_RR):
 
     def in_domain(self, y):
         return np.ones(np.shape(y), dtype=bool)
+
+
+class SqueezesOutput(_RR):
+    """``np.squeeze`` on its reports ("in case x came as a column"): one reading, the batch
+    of a live device, gives a 0-d array instead of shape (1,)."""
+
+    def perturb(self, x, rng):
+        return np.squeeze(super().perturb(x, rng))

@@ -72,6 +72,13 @@ def test_a_report_that_hides_its_input_in_the_low_bits_is_a_violation():
         ("ClipsInputRangeRounded", "perturb returned reports outside its stated range"),
         ("MutatesInput", "perturb changed its input array in place"),
         ("ReseededEachCall", "perturb drew no random number from its rng"),
+        # the batch sizes a device sends (one live reading, a long backlog): the sample of
+        # 256 inputs passed both, and the fleet's devices failed at run time
+        (
+            "SqueezesOutput",
+            r"perturb returned shape \(\) for inputs of shape \(1,\) \(on a batch of 1 input",
+        ),
+        ("ChunkedForgetsTail", r"\(report 0 is nan\) \(on a batch of 1 input: a device"),
     ],
 )
 def test_a_contract_bug_is_one_sentence_at_load(cls, sentence):
