@@ -10,6 +10,7 @@ must be refused with one sentence, counted, and never aggregated. Data for
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -222,3 +223,14 @@ class SqueezesOutput(_RR):
 
     def perturb(self, x, rng):
         return np.squeeze(super().perturb(x, rng))
+
+
+RELEASE = threading.Event()  # a test sets it to let a blocked call return
+
+
+class BlocksForever(_RR):
+    """Waits for a "noise service" that never answers: perturb does not return."""
+
+    def perturb(self, x, rng):
+        RELEASE.wait()
+        return super().perturb(x, rng)

@@ -105,3 +105,19 @@ def test_a_correct_plugin_passes_the_audit(cls):
 def test_a_privacy_bug_is_a_violation(cls):
     result = run_audit(f"heldout_bad:{cls}", 1.0, gamma=GAMMA, seed=0)
     assert result.verdict == "violation" and result.eps_lb > 1.2, result
+
+
+def test_a_plugin_that_blocks_is_refused_at_load(monkeypatch):
+    """The load-time check runs in a worker thread joined with a time limit: a perturb that
+    never returned hung ``ldpfleet run`` and ``ldpfleet audit`` at load, forever. The plugin
+    blocks on an event, so the limit (shortened here) always expires; the event is set
+    afterwards to let the worker thread end."""
+    import heldout_bad
+    from ldpfleet.protocol import mechanisms
+
+    monkeypatch.setattr(mechanisms, "LOAD_CHECK_SECONDS", 0.2)
+    try:
+        with pytest.raises(ParameterError, match=r"did not finish the load-time check within"):
+            stream_mechanism("heldout_bad:BlocksForever", 0.4)
+    finally:
+        heldout_bad.RELEASE.set()
