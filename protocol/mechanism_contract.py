@@ -27,8 +27,9 @@ Required (a class ``Cls`` with):
     named), so it must accept every output of ``perturb``.
 ``estimate_mean(y) -> float``
     an estimate of the mean of the inputs behind the reports ``y``, unbiased for every
-    input distribution on [0, 1], a finite real number (``int``, ``float`` or a numpy
-    scalar of either kind; a string, a bool, an array or a list is refused); the results'
+    input distribution on [0, 1], a finite real number (``int``, ``float``, a numpy
+    scalar of either kind or a 0-d array of one; a string, a bool, a 1-element array or a
+    list is refused); the results'
     per-device means use it, mapped back to physical units with the public bounds.
 
 Optional, used where present: ``eps`` (the budget it was built with: if stated, it must
@@ -44,7 +45,8 @@ shown beside the measured one by ``ldpfleet bench mechanisms``).
 audit or a device builds the mechanism): a missing method, a constructor that refuses the
 budget, wrong shapes, non-finite reports or ``in_domain`` refusing the mechanism's own
 outputs, or a ``perturb`` that draws randomness elsewhere than ``rng`` (two calls with
-generators seeded alike give different reports) each give ONE sentence naming what is
+generators seeded alike give different reports, or it draws nothing from ``rng``) each
+give ONE sentence naming what is
 wrong (``ParameterError``, field ``mechanism``). The check is not a privacy proof:
 ``ldpfleet audit NAME --eps E`` audits the mechanism black-box.
 """
@@ -60,6 +62,7 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
+    "LOAD_BATCH_SIZES",
     "REQUIRED_METHODS",
     "StreamMechanism",
     "a_or_an",
@@ -82,6 +85,9 @@ __all__ = [
 FIELD = "mechanism"
 REQUIRED_METHODS = ("perturb", "in_domain", "estimate_mean")
 PROBE_SIZE = 256  # inputs of the load-time sample (0, 1 and a grid in between)
+# the batch sizes the load-time check runs perturb on: the sample, one reading (a device
+# streaming live) and a backlog longer than the sample
+LOAD_BATCH_SIZES = (PROBE_SIZE, 1, PROBE_SIZE + 44)
 EPS_MAX = 50.0  # the wire's limit on a budget (``protocol.messages.Epsilon``)
 EPS_STATED_TOLERANCE = 1e-6  # relative: a stated self.eps must match the built eps
 
@@ -292,9 +298,12 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
 
 def mean_problem(value: object) -> str | None:
     """Why ``value`` (what ``estimate_mean`` returned) is not a finite real number, or
-    ``None``: a Python ``int``/``float`` or a numpy integer/floating scalar, finite. A string,
-    a bool, a 0-d or 1-element array, a list or a complex number is refused, not converted
-    (``float("0.5")`` would have hidden a plugin returning text)."""
+    ``None``: a Python ``int``/``float``, a numpy integer/floating scalar or a 0-d array of
+    such a dtype (``np.where(n > 0, m, 0.5)`` answers one), finite. A string, a bool, a
+    1-element array, a list or a complex number is refused, not converted (``float("0.5")``
+    would have hidden a plugin returning text)."""
+    if _zero_d_real(value):  # np.where(n > 0, m, 0.5) answers one: it is one number
+        value = value.item()  # type: ignore[union-attr]
     real = isinstance(value, int | float | np.integer | np.floating)
     if not real or isinstance(value, bool | np.bool_):
         kind = type(value).__name__
@@ -306,6 +315,16 @@ def mean_problem(value: object) -> str | None:
     except OverflowError:  # a Python int beyond the float range
         return f"returned {_shown(value)}, not a finite number"
     return None if math.isfinite(float(value)) else f"returned {shown}, not a finite number"
+
+
+def _zero_d_real(value: object) -> bool:
+    """A 0-d numpy array of integer or floating dtype (not bool, not a masked array): one
+    real number, read without loss by ``.item()``."""
+    return (
+        type(value) is np.ndarray
+        and value.shape == ()
+        and (np.issubdtype(value.dtype, np.integer) or np.issubdtype(value.dtype, np.floating))
+    )
 
 
 def _shown(value: object) -> str:
@@ -488,13 +507,42 @@ def _check_inputs_kept(x: np.ndarray, before: np.ndarray, name: str) -> None:
         )
 
 
-def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> None:
+def _rng_mark(rng: np.random.Generator) -> tuple[object, int]:
+    """What drawing from ``rng`` changes: its bit generator's state, and the children its
+    seed sequence has spawned (``rng.spawn``)."""
+    spawned = getattr(rng.bit_generator.seed_seq, "n_children_spawned", 0)
+    return rng.bit_generator.state, spawned
+
+
+def _check_rng_used(rng: np.random.Generator, before: tuple[object, int], name: str) -> None:
+    """One sentence if ``perturb`` drew nothing from ``rng`` on the probe sample. An eps-LDP
+    mechanism whose reports are not one constant is random at EVERY input (pure LDP gives
+    each input's report law the same support), so on 256 inputs it must draw. A plugin
+    that builds a fixed-seed generator inside ``perturb`` passed the "seeded alike" check
+    (both calls agree), yet every device drew the same noise, public to anyone who reads
+    the plugin, and the audit (one call per world, i.i.d. across its runs) saw nothing."""
+    if _rng_mark(rng) == before:
+        raise _fail(
+            name,
+            "perturb drew no random number from its rng on 256 inputs in [0, 1]: it is "
+            "deterministic (not differentially private) or draws its randomness elsewhere (a "
+            "generator seeded inside perturb gives every device the same, public, noise); "
+            "draw every random number from the rng argument (the mechanism contract)",
+        )
+
+
+def check_mechanism(
+    mechanism: object, name: str, rng: np.random.Generator, *, randomised: bool = True
+) -> None:
     """Run the mechanism on the probe sample: outputs and ``estimate_mean`` well formed,
-    and ``perturb`` a function of its inputs and ``rng`` (twice on generators seeded alike:
-    the same reports; a global RNG, a clock or ``os.urandom`` breaks that)."""
+    ``perturb`` drawing from ``rng`` (``randomised``; every mechanism but the central
+    model's identity ``raw``) and a function of its inputs and ``rng`` (twice on generators
+    seeded alike: the same reports; a global RNG, a clock or ``os.urandom`` breaks that)."""
     x = probe_inputs()
     seed = int(rng.integers(2**63))
-    out = check_outputs(mechanism, x, _perturb(mechanism, x, seed, name), name)
+    first = np.random.default_rng(seed)
+    before = _rng_mark(first)
+    out = check_outputs(mechanism, x, _call_perturb(mechanism, x, first, name), name)
     _check_inputs_kept(x, probe_inputs(), name)
     again = checked_reports(x, _perturb(mechanism, x, seed, name), name)
     if not np.array_equal(out, again):
@@ -507,4 +555,26 @@ def check_mechanism(mechanism: object, name: str, rng: np.random.Generator) -> N
             "number from the rng argument (the mechanism contract), or a run cannot be "
             "reproduced from its seed",
         )
+    if randomised:  # after the check above: a global RNG is named as such there
+        _check_rng_used(first, before, name)
+    for size in LOAD_BATCH_SIZES[1:]:
+        _check_batch(mechanism, name, size, np.random.default_rng(seed + size))
     checked_mean(mechanism, out, name)
+
+
+def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generator) -> None:
+    """``perturb`` on a batch of ``size`` inputs through ``check_outputs``; a failure is the
+    same sentence with the batch named. A device passes batches of any size (one reading
+    when it streams live, a backlog after a pause): a plugin that squeezes its reports to
+    shape () for one input, or privatises in chunks of 256 and leaves the rest NaN, passed
+    the sample of 256 and failed on every device of the fleet."""
+    x = np.array([0.5]) if size == 1 else np.linspace(0.0, 1.0, size)
+    try:
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+    except ParameterError as error:
+        inputs = "input" if size == 1 else "inputs"
+        raise ParameterError(
+            f"{error.reason} (on a batch of {size} {inputs}: a device passes batches of any "
+            f"size; the sample of {PROBE_SIZE} passed)",
+            field=error.field,
+        ) from None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import threading
 from collections.abc import Callable
 from functools import lru_cache, partial
 from importlib.metadata import entry_points
@@ -255,9 +256,42 @@ def stream_mechanism(name: str, eps: float):
     mechanism = build_mechanism(mechanism_factory(name), eps, name)
     key = (name, float(eps))
     if key not in _checked:
-        check_mechanism(mechanism, name, np.random.default_rng(0))
+        _check_in_time(mechanism, name)
         _checked.add(key)
     return mechanism
+
+
+# Seconds the load-time check may take (the built-ins need milliseconds, a pure-Python
+# plugin on its 557 inputs well under one second): a plugin past it is refused.
+LOAD_CHECK_SECONDS = 60.0
+
+
+def _check_in_time(mechanism: object, name: str) -> None:
+    """``check_mechanism`` in a worker thread joined with ``LOAD_CHECK_SECONDS``: a plugin
+    whose ``perturb`` (or ``in_domain``, ``estimate_mean``) never returns hung ``ldpfleet
+    run`` and ``ldpfleet audit`` at load, forever, without a word. Past the limit, one
+    sentence (``ParameterError``, field ``mechanism``); the blocked call is left to its
+    daemon thread (Python cannot stop it), which the exiting command does not wait for."""
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            check_mechanism(mechanism, name, np.random.default_rng(0), randomised=name != "raw")
+        except BaseException as error:  # handed to the caller's thread as it is
+            outcome.append(error)
+
+    worker = threading.Thread(target=work, name=f"ldpfleet-check {name}", daemon=True)
+    worker.start()
+    worker.join(LOAD_CHECK_SECONDS)
+    if worker.is_alive():
+        raise ParameterError(
+            f"{name!r} did not finish the load-time check within {LOAD_CHECK_SECONDS:g} s "
+            "(perturb, in_domain or estimate_mean on a few hundred inputs): a plugin that "
+            "blocks (a network call, a lock, input()) or is that slow cannot serve a device",
+            field="mechanism",
+        )
+    if outcome:
+        raise outcome[0]
 
 
 def mechanism_names() -> tuple[str, ...]:

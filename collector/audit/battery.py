@@ -357,7 +357,18 @@ BATTERY: dict[str, Callable[[float, float], AuditSpec]] = {
 # independent evaluation runs), through ``perturb``. For Duchi, PM and HM the pair with
 # the largest log-ratio is 0 vs 1 (e^eps exactly); a plugin may leak elsewhere (an input
 # band it reports in the clear, an interior pair). Witnesses of a pair (a, b): the report
-# (every threshold of it is a candidate event) and its distance to a and to b.
+# (every threshold of it is a candidate event), its distance to a and to b, and the low
+# byte of its float64 bits (``_low_byte``).
+
+
+def _low_byte(outputs) -> np.ndarray:
+    """The lowest 8 bits of each report's float64 encoding, as a number 0..255: a plugin
+    that hides its input there (a "debug tag", x + noise computed so that the rounding
+    reveals x) moves this byte with x while every threshold of the report, at any
+    practical resolution, sees the same law; exact grid mechanisms leave it 0 in every
+    world, continuous ones spread it alike, so a correct mechanism gives it no signal."""
+    bits = np.ascontiguousarray(_value(outputs)).view(np.uint64)
+    return (bits & np.uint64(0xFF)).astype(float)
 
 
 def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
@@ -375,6 +386,7 @@ def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
             "report": _value,
             f"distance to {a:g}": lambda y: np.abs(_value(y) - a),
             f"distance to {b:g}": lambda y: np.abs(_value(y) - b),
+            "low byte of the report": _low_byte,
         }
         if callable(getattr(mech, "density", None)):  # optional: the optimal test
             witnesses["likelihood ratio"] = _log_likelihood_ratio(mech, name, a, b)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from ldpfleet.protocol.mechanism_contract import LOAD_BATCH_SIZES  # what loading runs
 
 
 class _Base:
@@ -103,14 +104,14 @@ class NonFiniteLater(_Base):
 
     def perturb(self, x, rng):
         y = super().perturb(x, rng)
-        return y if np.size(x) == 256 else np.full(np.shape(x), np.nan)
+        return y if np.size(x) in LOAD_BATCH_SIZES else np.full(np.shape(x), np.nan)
 
 
 class RaisesLater(_Base):
     """Passes the load-time probe (256 inputs), then raises on a device's stream."""
 
     def perturb(self, x, rng):
-        if np.size(x) != 256:
+        if np.size(x) not in LOAD_BATCH_SIZES:
             raise RuntimeError("sensor library not initialised")
         return super().perturb(x, rng)
 
@@ -177,7 +178,7 @@ class ReturnsListLater(_Base):
 
     def perturb(self, x, rng):
         y = super().perturb(x, rng)
-        return y if np.size(x) == 256 else y.tolist()
+        return y if np.size(x) in LOAD_BATCH_SIZES else y.tolist()
 
 
 class ReturnsComplex(_Base):
@@ -211,8 +212,8 @@ class MeanString(_MeanReturns):
     value = staticmethod(lambda m: str(m))
 
 
-class MeanZeroD(_MeanReturns):
-    value = staticmethod(lambda m: np.array(m))
+class MeanOneElementArray(_MeanReturns):
+    value = staticmethod(lambda m: np.array([m]))  # a 0-d array is one number: accepted
 
 
 class MeanOneElementList(_MeanReturns):
@@ -235,7 +236,7 @@ class OutOfDomainLater(_Base):
 
     def perturb(self, x, rng):
         y = super().perturb(x, rng)
-        return y if np.size(x) == 256 else y + 1e4
+        return y if np.size(x) in LOAD_BATCH_SIZES else y + 1e4
 
     def in_domain(self, y):
         return np.abs(np.asarray(y, dtype=float)) < 1e3
@@ -290,7 +291,7 @@ class InDomainFailsLater(_Base):
     """``in_domain`` passes the probe (256 reports), then raises on the collector."""
 
     def in_domain(self, y):
-        if np.size(y) != 256:
+        if np.size(y) not in LOAD_BATCH_SIZES:
             raise RuntimeError("in_domain broke on the collector")
         return super().in_domain(y)
 
@@ -429,7 +430,7 @@ class OutsideStatedRangeLater(_Base):
 
     def perturb(self, x, rng):
         y = np.clip(super().perturb(x, rng), self.output_low, self.output_high)
-        return y if np.size(x) == 256 else y + 1e4
+        return y if np.size(x) in LOAD_BATCH_SIZES else y + 1e4
 
 
 class StatesRangeReversed(_Base):

@@ -185,7 +185,7 @@ BAD_PLUGINS = [
     ),
     (f"{BAD}:ReturnsComplex", "perturb returned reports of dtype complex128, not real numbers"),
     (f"{BAD}:MeanString", "estimate_mean returned '0."),
-    (f"{BAD}:MeanZeroD", "(a numpy.ndarray of shape ()), not a real number"),
+    (f"{BAD}:MeanOneElementArray", "(a numpy.ndarray of shape (1,)), not a real number"),
     (f"{BAD}:MeanOneElementList", "(a list), not a real number"),
     (f"{BAD}:MeanBool", "(a bool), not a real number"),
     (f"{BAD}:StatesDoubleEps", "states eps = 0.8 but was built with eps = 0.4 (relative"),
