@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.duchi import DuchiMechanism
-from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    check_budget,
+    checked_report_values,
+    unit_inputs,
+)
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 
 __all__ = ["EPS_STAR", "HybridMechanism"]
@@ -82,8 +86,9 @@ class HybridMechanism:
         return (np.asarray(y, dtype=float) + 1.0) / 2.0
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """Unbiased estimate of the mean input."""
-        return float(np.mean(self.estimate(y)))
+        """Unbiased estimate of the mean input. ``y``: at least one report, each an output
+        of the mechanism (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, x: np.ndarray) -> np.ndarray:
         """Variance of one report's estimate of ``x``: the branches' mixed by alpha."""

@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min, unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    EPS_MIN,
+    below_eps_min,
+    checked_report_values,
+    unit_inputs,
+)
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import EPS_MAX
 
@@ -69,8 +74,9 @@ class LaplaceMechanism:
         return np.asarray(y, dtype=float)
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """The mean report: unbiased for the mean input."""
-        return float(np.mean(np.asarray(y, dtype=float)))
+        """The mean report: unbiased for the mean input. ``y``: at least one report, each
+        within the accepted tail bound (else ``ParameterError`` naming it)."""
+        return float(np.mean(checked_report_values(self, y)))
 
     def variance(self, v: float | np.ndarray) -> np.ndarray:
         """Variance of one report given any input: the grid law's ``GRID**2 * 2p / (1 -

@@ -71,6 +71,7 @@ __all__ = [
     "check_outputs",
     "check_stated_eps",
     "checked_mean",
+    "checked_report_values",
     "checked_reports",
     "contract_reports",
     "domain_mask",
@@ -131,6 +132,32 @@ def check_budget(eps: object) -> float:
     if eps < EPS_MIN:
         raise ParameterError(below_eps_min(eps), field="eps")
     return float(eps)
+
+
+def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.ndarray:
+    """Reports ``y`` a built-in mechanism's ``estimate_mean`` reads, as a float array: at
+    least one, each one an output the mechanism can produce (``in_domain``); otherwise a
+    ``ParameterError`` naming ``y`` or the first bad ``y[k]``, the range and the value
+    (no reports gave NaN with a numpy warning, a NaN report NaN, and one outside the range
+    a number, silently)."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("reports must be real numbers", field=field) from None
+    if arr.size == 0:
+        raise ParameterError("need at least one report, got none", field=field)
+    bad = ~mechanism.in_domain(arr)  # type: ignore[attr-defined]
+    if np.any(bad):
+        idx = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape)
+        where = field if arr.ndim == 0 else f"{field}[{', '.join(str(int(k)) for k in idx)}]"
+        low = getattr(mechanism, "output_low", None)
+        high = getattr(mechanism, "output_high", None)
+        span = f" in [{low!r}, {high!r}]" if low is not None and high is not None else ""
+        raise ParameterError(
+            f"report must be a finite output of the mechanism{span}, got {float(arr[idx])!r}",
+            field=where,
+        )
+    return arr
 
 
 def below_eps_min(eps: object) -> str:

@@ -43,7 +43,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min, unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    EPS_MIN,
+    below_eps_min,
+    checked_report_values,
+    unit_inputs,
+)
 
 __all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
 
@@ -194,8 +199,9 @@ class SquareWave:
 
     def estimate_mean(self, y: np.ndarray) -> float:
         """The mean of the point estimates (``estimate``): unbiased for the mean input with
-        ``sw``; with ``sw01`` only when every input lies in ``[b, 1 - b]``."""
-        return float(np.mean(self.estimate(y)))
+        ``sw``; with ``sw01`` only when every input lies in ``[b, 1 - b]``. ``y``: at least
+        one report, each in the output range (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, v: float | np.ndarray) -> np.ndarray:
         """Variance of one report's point estimate given input ``v``: the output law is

@@ -167,3 +167,35 @@ def test_bench_cpr_refuses_a_budget_below_the_floor():
         check_bench_args(detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1e-11,), cosine_w=20)
     assert caught.value.field == "cosine_eps"
     assert f"{EPS_MIN:g}" in str(caught.value) and "1e-11" in str(caught.value)
+
+
+# --- estimate_mean on reports no device could send (held-out QA, helper S) -----------------
+# Every built-in returned NaN (with a RuntimeWarning) for no reports, NaN for a NaN report,
+# and a number for a report outside its output range (SW: 1e9 gave 2.7e9): a mis-read,
+# not a refusal.
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize(
+    ("reports", "field"),
+    [([], "y"), ([0.5, float("nan")], "y[1]"), ([1e9], "y[0]"), ([[0.5], [1e9]], "y[1, 0]")],
+)
+def test_estimate_mean_refuses_what_no_device_sends(name, reports, field):
+    mech = BUILDERS[name](1.0)
+    good = mech.perturb(np.full(np.shape(reports), 0.5), np.random.default_rng(0))
+    mask = np.isnan(np.asarray(reports, dtype=float)) | (np.asarray(reports, dtype=float) > 1e8)
+    y = np.where(mask, reports, good) if np.size(reports) else reports
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ParameterError) as caught:
+            mech.estimate_mean(y)
+    assert caught.value.field == field, caught.value
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_estimate_mean_reads_lists_and_2d_reports(name):
+    mech = BUILDERS[name](1.0)
+    y = mech.perturb(np.full(6, 0.5), np.random.default_rng(0))
+    expected = mech.estimate_mean(y)
+    assert mech.estimate_mean(list(y)) == expected
+    assert mech.estimate_mean(y.reshape(2, 3)) == pytest.approx(expected, rel=1e-12)
