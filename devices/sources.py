@@ -49,7 +49,11 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header (``header=True``
     / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
     as data). When data rows have exactly one more field than the header, the first field (a row
-    id) is dropped, unless every row's last field is empty (a delimiter ending each row).
+    id) is dropped, unless every row's last field is empty (a delimiter ending each row); a
+    row id is consecutive integers or a text label on every row, anything else is refused
+    (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
+    A column whose first value is a number with a decimal comma ("20,5") is refused, not
+    skipped as text.
     Columns whose *first* data value is not numeric (like ``date``) are dropped together with
     their names; any later non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
@@ -78,6 +82,7 @@ import io
 import math
 import numbers
 import os
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -325,6 +330,56 @@ def _is_number(text: str) -> bool:
     return True
 
 
+# a number with a decimal comma (or digit grouping): "20,038", "-1,5"
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _row_id_problem(data: list, path: str, width: int, delimiter: str) -> str | None:
+    """Why the extra leading field of every data row is not a row id, or ``None``. A row id
+    is a text label on every row (a date, a name) or consecutive integers (UCI Occupancy:
+    "1", "2", ...; its test file starts at "140"). Under a one-name header with a comma
+    between integers, a row id and a decimal comma ("20,038") look the same: refused."""
+    ids = [row[0].strip() for _, row in data]
+    if not any(_is_number(i) for i in ids):
+        return None
+    hint = " (a decimal comma? numbers need a decimal point)" if delimiter == "," else ""
+    for k, value in enumerate(ids):
+        if not _INTEGER.fullmatch(value) or (k and int(value) != int(ids[k - 1]) + 1):
+            after = f" after {ids[k - 1]!r}" if k else ""
+            return (
+                f"line {data[k][0]} of {path} has one field more than its header of {width}, "
+                f"read as a leading row id, but its first field {value!r}{after} is not one "
+                f"(row ids are consecutive integers or text labels){hint}"
+            )
+    values = [cell.strip() for _, row in data for cell in row[1:]]
+    if width == 1 and delimiter == "," and all(_INTEGER.fullmatch(v) for v in values):
+        return (
+            f"line {data[0][0]} of {path} has one field more than its one-name header: a row "
+            f"id and an integer, or a number with a decimal comma ({data[0][1][0].strip()},"
+            f"{data[0][1][1].strip()})? Numbers need a decimal point; name a row-id column "
+            "in the header"
+        )
+    return None
+
+
+def _decimal_comma_column(
+    header: list[str], first_row: list[str], keep: list[int], path: str, lineno: int
+) -> SourceError | None:
+    """A column skipped as text whose first value is a number with a decimal comma: it
+    would be skipped silently and a numeric ``column`` index would then name the next one."""
+    for j, cell in enumerate(first_row):
+        if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
+            return SourceError(
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) is a number with a decimal comma (or digit grouping); numbers "
+                "need a decimal point: convert the file rather than have the column skipped "
+                "as text",
+                field="source.path",
+            )
+    return None
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -337,10 +392,11 @@ def _parse_table(
     try:
         with open(path, "rb") as fh:
             text = fh.read().decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+        delimiter = sniff_delimiter(text)
         lines = [
             (lineno, row)
             for lineno, row in enumerate(
-                csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text)), start=1
+                csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
             )
             if row and any(cell.strip() for cell in row)
         ]
@@ -376,6 +432,9 @@ def _parse_table(
         # left, silently) or a leading row id (UCI Occupancy)
         trailing = all(not row[-1].strip() for _, row in data if len(row) == n_fields)
         skip = 0 if trailing else 1
+        problem = None if trailing else _row_id_problem(data, path, width, delimiter)
+        if problem:
+            raise SourceError(problem, field=field)
     elif n_fields == width:
         skip = 0
     else:
@@ -392,6 +451,9 @@ def _parse_table(
 
     first_row = data[0][1][skip : skip + width]
     keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
+    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0])
+    if comma is not None:
+        raise comma
     if not keep:
         shown = ", ".join(repr(cell.strip()) for cell in first_row[:6])
         comma = any(_is_number(cell.strip().replace(",", ".")) for cell in first_row)
