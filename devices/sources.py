@@ -70,6 +70,10 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     aligned in time, exactly as one multi-sensor node would see them. Each channel has its
     own FIXED public bounds (``column_bounds[i % C]``, :func:`channel_bounds`).
 
+NumPy files (recognised by their first bytes, whatever the name): an ``.npz``'s members
+are the columns by key, an ``.npy`` one column (1-D) or rows x columns (2-D); loaded without
+unpickling (``_numpy_table`` lists what is refused).
+
 Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
 (``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
 """
@@ -391,7 +395,10 @@ def _parse_table(
     field = "source.path"
     try:
         with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+            raw = fh.read()
+        if raw.startswith(_NUMPY_MAGIC):
+            return _numpy_table(path, raw)
+        text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
         delimiter = sniff_delimiter(text)
         lines = [
             (lineno, row)
@@ -484,6 +491,115 @@ def _parse_table(
             broken[int(k)] = (cells[first][k], data[first][0])
     matrix.flags.writeable = False
     return names, matrix, dropped, broken
+
+
+# .npy files start with b"\x93NUMPY", .npz files (zip archives) with b"PK\x03\x04"
+_NUMPY_MAGIC = (b"\x93NUMPY", b"PK\x03\x04")
+_EXACT_INT = 2**53  # integers beyond it have no exact float64
+
+
+def _numpy_table(path: str, raw: bytes) -> tuple:
+    """A NumPy file as ``_parse_table``'s table: an ``.npz``'s members are the columns (by
+    key, each a 1-D array of one common length), an ``.npy`` is one column (1-D, named
+    "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
+    that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
+    finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
+    try:
+        loaded = np.load(io.BytesIO(raw), allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            members = {"": loaded}
+        else:
+            with loaded:
+                members = {key: _npz_member(path, loaded, key) for key in loaded.files}
+    except SourceError:
+        raise
+    except Exception as exc:  # a broken archive or header: numpy's own words
+        raise SourceError(
+            f"cannot read {path} as a NumPy file: {exc}", field="source.path"
+        ) from None
+    if "" in members:  # .npy
+        arr = members[""]
+        if arr.ndim not in (1, 2):
+            raise SourceError(
+                f"{path} holds an array of shape {arr.shape}: need 1-D (one column) or 2-D "
+                "(rows are time steps, columns the series)",
+                field="source.path",
+            )
+        table = arr.reshape(len(arr), -1)
+        names = tuple(str(k) for k in range(table.shape[1]))
+        columns = {name: table[:, k] for k, name in enumerate(names)}
+    else:
+        columns = members
+    if not columns:
+        raise SourceError(f"{path} holds no arrays", field="source.path")
+    return _numpy_columns(path, columns)
+
+
+def _npz_member(path: str, archive, key: str) -> np.ndarray:
+    try:
+        return archive[key]
+    except ValueError as exc:  # object arrays need pickle: never unpickle a data file
+        raise SourceError(
+            f"member {key!r} of {path} is an object array ({exc}): save real numbers "
+            "(float or int dtype)",
+            field="source.path",
+        ) from None
+
+
+def _numpy_columns(path: str, columns: dict[str, np.ndarray]) -> tuple:
+    """Check each column (module docstring of ``_numpy_table``) and stack them."""
+    length = None
+    for key, arr in columns.items():
+        label = f"member {key!r} of {path}" if not key.isdigit() else f"column {key} of {path}"
+        if arr.ndim != 1:
+            raise SourceError(
+                f"{label} has shape {arr.shape}: each member is one column, a 1-D array "
+                "(save a table's columns under their own keys)",
+                field="source.path",
+            )
+        if arr.dtype.kind not in "iuf":
+            raise SourceError(
+                f"{label} has dtype {arr.dtype} ({_KIND_NAMES.get(arr.dtype.kind, 'not real')}"
+                "): need real numbers (a float or int dtype)",
+                field="source.path",
+            )
+        if arr.size == 0:
+            raise SourceError(f"{label} has no values", field="source.path")
+        if length is None:
+            length = arr.size
+        elif arr.size != length:
+            first = next(iter(columns))
+            raise SourceError(
+                f"{label} has {arr.size} values, member {first!r} {length}: every column "
+                "needs one value per time step",
+                field="source.path",
+            )
+        if arr.dtype.kind in "iu":
+            big = (
+                np.flatnonzero(np.abs(arr.astype(object)) > _EXACT_INT) if arr.itemsize > 6 else []
+            )
+            if len(big):
+                k = int(big[0])
+                raise SourceError(
+                    f"{label} at index {k} holds {int(arr[k])}, beyond 2**53: not exact as a "
+                    "float64",
+                    field="source.path",
+                )
+        else:
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                k = int(bad[0])
+                raise SourceError(
+                    f"{label} at index {k} holds {arr[k].item()!r}: need finite numbers",
+                    field="source.path",
+                )
+    matrix = np.column_stack([arr.astype(np.float64) for arr in columns.values()])
+    matrix.flags.writeable = False
+    return tuple(columns), matrix, {}, {}
+
+
+_KIND_NAMES = {"b": "bool", "c": "complex", "U": "text", "S": "bytes", "O": "object",
+               "M": "dates", "m": "time spans", "V": "records"}  # fmt: skip
 
 
 def _cell_value(cell: str) -> float:

@@ -113,3 +113,89 @@ def test_good_files_read_as_numpy_reads_them(tmp_path, text):
         else np.array([[20.5, 50.0], [21.25, 51.0]])
     )
     assert np.array_equal(table, expected)
+
+
+# --- NumPy files (held-out QA, helper S) ----------------------------------------------------
+# A .npz or .npy path was read as CSV text and refused as "not UTF-8 text (byte 0x8c on
+# line 1): save it as UTF-8", which no re-encoding fixes. Now read: an .npz's 1-D members
+# are the columns (by key), a .npy is one column (1-D) or rows x columns (2-D); anything
+# else is refused naming the file, the key, the index and the value.
+
+
+def _npz(tmp_path, name="d.npz", **arrays):
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def test_an_npz_reads_its_members_as_columns(tmp_path):
+    temp = np.linspace(15.0, 25.0, 50)
+    path = _npz(tmp_path, temp=temp, hum=np.arange(50))  # an int member reads exactly
+    names, table = load_table(path)
+    assert names == ["temp", "hum"]
+    assert np.array_equal(table, np.column_stack([temp, np.arange(50.0)]))
+    scenario = parse_scenario(SCENARIO.format(path=path).replace("column = 0", 'column = "hum"'))
+    assert scenario.spec.source.path == path
+
+
+def test_an_npy_reads_as_one_column_or_a_table(tmp_path):
+    one, two = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(one, np.arange(5.0))
+    np.save(two, np.arange(6.0).reshape(3, 2))
+    assert load_table(str(one)) == (["0"], load_table(str(one))[1])
+    assert load_table(str(one))[1].tolist() == [[0.0], [1.0], [2.0], [3.0], [4.0]]
+    assert load_table(str(two))[1].tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+
+
+@pytest.mark.parametrize(
+    ("arrays", "words"),
+    [
+        ({"temp": np.zeros((2, 50))}, ["'temp'", "shape (2, 50)", "1-D"]),
+        ({"temp": np.array([1.0, np.nan, 2.0])}, ["'temp'", "index 1", "nan"]),
+        ({"temp": np.array(["1.5", "2"])}, ["'temp'", "<U3"]),
+        ({"temp": np.array([1 + 2j])}, ["'temp'", "complex"]),
+        ({"temp": np.array([True, False])}, ["'temp'", "bool"]),
+        ({"temp": np.arange(3.0), "hum": np.arange(4.0)}, ["'hum'", "4", "3"]),
+        ({"temp": np.array([], dtype=float)}, ["'temp'", "no values"]),
+        ({"temp": np.array([2**53 + 1, 0])}, ["'temp'", "index 0", "9007199254740993"]),
+    ],
+)
+def test_bad_npz_files_are_refused_naming_the_member(tmp_path, arrays, words):
+    path = _npz(tmp_path, **arrays)
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    message = str(caught.value)
+    assert path in message and all(w in message for w in words), message
+
+
+def test_an_object_npz_is_refused_without_unpickling(tmp_path):
+    path = tmp_path / "o.npz"
+    np.savez(path, temp=np.array([1.0, "a"], dtype=object))
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert "'temp'" in str(caught.value) and "object" in str(caught.value), caught.value
+
+
+def test_a_wrong_npz_key_is_named_before_the_fleet_starts(tmp_path):
+    path = _npz(tmp_path, foo=np.arange(50.0))
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(SCENARIO.format(path=path).replace("column = 0", 'column = "temp"'))
+    assert "'temp'" in str(caught.value) and "foo" in str(caught.value), caught.value
+
+
+def test_a_broken_zip_is_refused(tmp_path):
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 20)
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert str(path) in str(caught.value), caught.value
+
+
+def test_devices_replay_an_npz_column_exactly(tmp_path):
+    from ldpfleet.devices.sources import CsvSpec, csv_stream
+
+    temp = np.random.default_rng(3).normal(20.0, 2.0, 40)
+    path = _npz(tmp_path, temp=temp, hum=np.arange(40))
+    stream, truth = csv_stream(CsvSpec(path=path, column="temp", stride=7), 1, 2, 50)
+    assert np.array_equal(stream, np.roll(temp, -7)[np.arange(50) % 40])
+    assert truth.period is None
