@@ -334,8 +334,8 @@ def _is_number(text: str) -> bool:
     return True
 
 
-# a number with a decimal comma (or digit grouping): "20,038", "-1,5"
-_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
+# a number with a decimal comma or digit grouping: "20,038", "-1,5", "1,200.5"
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+(,\d+)+(\.\d*)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 
 

@@ -75,6 +75,13 @@ def test_a_decimal_comma_column_is_not_skipped_as_text(tmp_path):
     assert "decimal comma" in str(refused.value), refused.value
 
 
+def test_a_digit_grouped_column_is_not_skipped_as_text(tmp_path):
+    path = _write(tmp_path, "t.csv", 'light,temp\n"1,200.5",20.5\n"1,300.25",21.5\n')
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    assert "'light'" in str(caught.value) and "'1,200.5'" in str(caught.value), caught.value
+
+
 def test_a_text_column_is_still_skipped(tmp_path):
     names, table = load_table(_write(tmp_path, "t.csv", "day,temp\nmon,20.5\ntue,21.5\n"))
     assert names == ["temp"] and table.tolist() == [[20.5], [21.5]]
