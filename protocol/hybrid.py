@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol.duchi import DuchiMechanism
+from ldpfleet.protocol.duchi import DuchiMechanism, check_coin_budget
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
@@ -53,7 +53,7 @@ class HybridMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_budget(self.eps)
+        eps = check_coin_budget(check_budget(self.eps))  # its Duchi branch: DUCHI_EPS_MAX
         alpha = -math.expm1(-eps / 2.0) if eps > EPS_STAR else 0.0
         piecewise, duchi = PiecewiseMechanism(eps), DuchiMechanism(eps)
         bound = piecewise.bound if alpha > 0.0 else duchi.bound

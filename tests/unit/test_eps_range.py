@@ -13,6 +13,7 @@ their scale exact (``p - q`` from ``expm1``, not from two rounded densities).
 
 from __future__ import annotations
 
+import math
 import warnings
 from decimal import Decimal, getcontext
 
@@ -64,8 +65,10 @@ def test_warner_rr_refuses_a_budget_below_the_floor(eps):
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
-@pytest.mark.parametrize("eps", [EPS_MIN, 1e-8, 49.99, EPS_MAX])
+@pytest.mark.parametrize("eps", [EPS_MIN, 1e-8, 32.0, 49.99, EPS_MAX])
 def test_every_method_is_finite_at_the_ends_of_the_range(name, eps):
+    if name in ("duchi", "hybrid"):
+        eps = min(eps, 32.0)  # DUCHI_EPS_MAX: see the tests at the end
     mech = BUILDERS[name](eps)
     x = np.linspace(0.0, 1.0, 257)
     with warnings.catch_warnings():
@@ -199,3 +202,36 @@ def test_estimate_mean_reads_lists_and_2d_reports(name):
     expected = mech.estimate_mean(y)
     assert mech.estimate_mean(list(y)) == expected
     assert mech.estimate_mean(y.reshape(2, 3)) == pytest.approx(expected, rel=1e-12)
+
+
+# --- Duchi's coin at huge budgets (held-out QA, helper S) -----------------------------------
+# Duchi's report is +C iff a 53-bit uniform r < 1/2 + t/(2C); the rare answer's probability
+# 1/(e^eps + 1) falls below the uniform's resolution 2**-53 above eps ~36.7 and rounds to 0:
+# at eps = 40, 10**6 inputs x = 0 gave 0 reports +C and inputs x = 1 only +C, an infinite
+# privacy loss under a claim of 40 (HM's Duchi branch likewise up to 50).
+
+
+@pytest.mark.parametrize("cls", [DuchiMechanism, HybridMechanism])
+@pytest.mark.parametrize("eps", [32.5, 40.0, 49.99, EPS_MAX])
+def test_duchi_and_hybrid_refuse_budgets_their_coin_cannot_realise(cls, eps):
+    from ldpfleet.protocol.duchi import DUCHI_EPS_MAX
+
+    with pytest.raises(ParameterError) as caught:
+        cls(eps)
+    message = str(caught.value)
+    assert caught.value.field == "eps" and f"{DUCHI_EPS_MAX:g}" in message, message
+    assert repr(eps) in message and "2**-53" in message, message
+
+
+def test_duchi_at_its_largest_budget_still_answers_both_ways():
+    """At DUCHI_EPS_MAX the rare answer has probability 1/(e^32 + 1) = 1.27e-14, about 114
+    uniform steps of 2**-53: realised within 1 % of the claim. Checked on the probability
+    itself (a sample cannot see 1e-14)."""
+    from ldpfleet.protocol.duchi import DUCHI_EPS_MAX
+
+    assert DUCHI_EPS_MAX == 32.0
+    mech = DuchiMechanism(DUCHI_EPS_MAX)
+    rare = float(mech.prob_high(np.array(0.0)))
+    exact = 1.0 / (math.exp(DUCHI_EPS_MAX) + 1.0)
+    realised = math.floor(rare * 2.0**53) / 2.0**53  # P(r < rare) for r in 2**-53 Z
+    assert realised > 0 and abs(realised / exact - 1.0) < 0.01
