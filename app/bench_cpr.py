@@ -39,6 +39,7 @@ from ldpfleet.devices.periodic import (
     make_trial,
 )
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import EPS_MAX, SquareWave
 from scipy import signal, stats
@@ -82,7 +83,7 @@ def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,
         _check_count(w, "w", 1)
     _check_budgets(detection_eps, "eps")
     _check_budgets(cosine_eps, "cosine_eps")
-    # each report spends eps / w (w-event LDP); the mechanisms take at most EPS_MAX
+    # each report spends eps / w (w-event LDP); the mechanisms take [EPS_MIN, EPS_MAX]
     for field, budgets, windows in (("eps", detection_eps, detection_w),
                                     ("cosine_eps", cosine_eps, (cosine_w,))):  # fmt: skip
         eps, w = max(budgets), min(windows)
@@ -90,6 +91,14 @@ def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,
             raise ParameterError(
                 f"must be <= {EPS_MAX:g} x the window ({w}): each report spends eps / w, "
                 f"got {eps!r}",
+                field=field,
+            )
+        eps, w = min(budgets), max(windows)
+        if eps / w < EPS_MIN:
+            raise ParameterError(
+                f"must be >= {EPS_MIN:g} x the window ({w}) = {EPS_MIN * w:g}: each report "
+                f"spends eps / w, and below {EPS_MIN:g} per report Square Wave degenerates "
+                f"(p == q), got {eps!r}",
                 field=field,
             )
 
@@ -772,6 +781,9 @@ def _grid_sources(sources) -> tuple:
 def _grid_budgets(eps0) -> tuple:
     budgets = tuple(eps0)
     _check_budgets(budgets, "grid_eps0")
+    for eps0 in budgets:
+        if eps0 < EPS_MIN:
+            raise ParameterError(below_eps_min(eps0), field="grid_eps0")
     return tuple(float(e) for e in budgets)
 
 

@@ -30,6 +30,8 @@ reports is itself noisy.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +64,43 @@ class CprConfig:
     tol: float = 1e-3
     max_iter: int = 300
     kde_grid: int = 256
+
+    def __post_init__(self) -> None:
+        """Refuse what the pipeline cannot use (``ParameterError`` naming the option, the
+        limit and the value): ``max_iter = 0`` ran no EM at all, ``smoothing = "no"`` was
+        truthy."""
+        _config_int(self.min_period, "min_period", 2)
+        if self.max_period is not None:
+            _config_int(self.max_period, "max_period", self.min_period)
+        if not isinstance(self.smoothing, bool | np.bool_):
+            raise ParameterError(
+                f"must be True or False, got {self.smoothing!r}", field="smoothing"
+            )
+        tol = self.tol
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0.0:
+            raise ParameterError(f"must be a real number >= 0, got {tol!r}", field="tol")
+        if not math.isfinite(tol):
+            raise ParameterError(f"must be finite, got {tol!r}", field="tol")
+        _config_int(self.max_iter, "max_iter", 1)
+        _config_int(self.kde_grid, "kde_grid", 2)
+
+
+def _config_int(value: object, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"must be an integer, got {value!r}", field=name)
+    if value < minimum:
+        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
+
+
+def _check_config(config: object) -> CprConfig:
+    """``config`` itself, or the defaults for ``None``; anything else is refused."""
+    if config is None:
+        return CprConfig()
+    if not isinstance(config, CprConfig):
+        raise ParameterError(
+            f"must be a CprConfig (or None), got {type(config).__name__}", field="config"
+        )
+    return config
 
 
 @dataclass(frozen=True)
@@ -97,30 +136,33 @@ def phase_templates(
 
 
 def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
-    """Reconstruct one device's stream from its SW reports ``y`` (in report order)."""
-    config = config or CprConfig()
+    """Reconstruct one device's stream from its SW reports ``y`` (in report order): a
+    non-empty 1-D array-like of reports in ``mechanism``'s output range. ``config``: a
+    ``CprConfig`` or ``None`` (the defaults)."""
+    config = _check_config(config)
     y = _reports(y, mechanism)
     estimate = detect_period(y, min_period=config.min_period, max_period=config.max_period)
     template = phase_templates(y, mechanism, estimate.period or 1, config)
     return _result(len(y), estimate, template)
 
 
-def _reports(y: object, mechanism: SquareWave) -> np.ndarray:
+def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
     """One stream's reports as a float array: a non-empty 1-D array of finite reports in the
-    mechanism's output range, else a ``ParameterError`` (a ``ValueError``) naming ``y`` or
-    the first bad ``y[k]`` (checked here, before the period detector would name it ``x``)."""
+    mechanism's output range, else a ``ParameterError`` (a ``ValueError``) naming ``name``
+    (``y``; ``streams[i]`` in ``cpr_many``) or its first bad sample ``y[k]`` (checked here,
+    before the period detector would name it ``x``)."""
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError("need a 1-D array of real numbers (reports)", field="y") from None
+        raise ParameterError("need a 1-D array of real numbers (reports)", field=name) from None
     if arr.ndim != 1 or len(arr) == 0:
         raise ParameterError(
-            f"need a non-empty 1-D array of reports, got shape {arr.shape}", field="y"
+            f"need a non-empty 1-D array of reports, got shape {arr.shape}", field=name
         )
     mech = _check_mechanism(mechanism)
     _first_bad(
         ~mech.in_domain(arr),
-        "y",
+        name,
         arr,
         f"report must be finite and in [{mech.output_low!r}, {mech.output_high!r}]",
     )
@@ -136,6 +178,26 @@ def _result(n: int, estimate, template: np.ndarray) -> CprResult:
     return CprResult(estimate.period, estimate.confidence, template, reconstruction)
 
 
+def _streams(streams: object) -> object:
+    """``streams`` unless it is one stream of numbers (a 1-D array or a list of numbers),
+    which would be read as many streams of one number each."""
+    if isinstance(streams, np.ndarray):
+        one = streams.ndim < 2
+    else:
+        one = (
+            isinstance(streams, list | tuple)
+            and len(streams) > 0
+            and isinstance(streams[0], numbers.Real | str)
+        )
+    if one:
+        raise ParameterError(
+            "need a list of streams (one 1-D array of reports each), got one stream of "
+            "numbers: use cpr(y, mechanism) for one stream, or cpr_many([y], mechanism)",
+            field="streams",
+        )
+    return streams
+
+
 def cpr_many(
     streams: list[np.ndarray], mechanism: SquareWave, config: CprConfig | None = None
 ) -> list[CprResult]:
@@ -143,9 +205,10 @@ def cpr_many(
     the per-phase EM and the KDE modes of all streams that share a bucket count run together
     (``sw_em.em_owners``, one ``kde_mode`` call): their per-call overhead, which dominates
     short streams, is paid once per group instead of once per stream. Period detection
-    stays per stream."""
-    config = config or CprConfig()
-    ys = [_reports(y, mechanism) for y in streams]
+    stays per stream. ``streams``: an iterable of streams (a 2-D array: one per row); a bad
+    one is named ``streams[i]`` (its sample ``streams[i][k]``)."""
+    config = _check_config(config)
+    ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
     estimates = [
         detect_period(y, min_period=config.min_period, max_period=config.max_period) for y in ys
     ]

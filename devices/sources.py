@@ -49,7 +49,11 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header (``header=True``
     / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
     as data). When data rows have exactly one more field than the header, the first field (a row
-    id) is dropped, unless every row's last field is empty (a delimiter ending each row).
+    id) is dropped, unless every row's last field is empty (a delimiter ending each row); a
+    row id is consecutive integers or a text label on every row, anything else is refused
+    (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
+    A column whose first value is a number with a decimal comma ("20,5") is refused, not
+    skipped as text.
     Columns whose *first* data value is not numeric (like ``date``) are dropped together with
     their names; any later non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
@@ -66,6 +70,10 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     aligned in time, exactly as one multi-sensor node would see them. Each channel has its
     own FIXED public bounds (``column_bounds[i % C]``, :func:`channel_bounds`).
 
+NumPy files (recognised by their first bytes, whatever the name): an ``.npz``'s members
+are the columns by key, an ``.npy`` one column (1-D) or rows x columns (2-D); loaded without
+unpickling (``_numpy_table`` lists what is refused).
+
 Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
 (``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
 """
@@ -78,6 +86,7 @@ import io
 import math
 import numbers
 import os
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -325,6 +334,56 @@ def _is_number(text: str) -> bool:
     return True
 
 
+# a number with a decimal comma or digit grouping: "20,038", "-1,5", "1,200.5"
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+(,\d+)+(\.\d*)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _row_id_problem(data: list, path: str, width: int, delimiter: str) -> str | None:
+    """Why the extra leading field of every data row is not a row id, or ``None``. A row id
+    is a text label on every row (a date, a name) or consecutive integers (UCI Occupancy:
+    "1", "2", ...; its test file starts at "140"). Under a one-name header with a comma
+    between integers, a row id and a decimal comma ("20,038") look the same: refused."""
+    ids = [row[0].strip() for _, row in data]
+    if not any(_is_number(i) for i in ids):
+        return None
+    hint = " (a decimal comma? numbers need a decimal point)" if delimiter == "," else ""
+    for k, value in enumerate(ids):
+        if not _INTEGER.fullmatch(value) or (k and int(value) != int(ids[k - 1]) + 1):
+            after = f" after {ids[k - 1]!r}" if k else ""
+            return (
+                f"line {data[k][0]} of {path} has one field more than its header of {width}, "
+                f"read as a leading row id, but its first field {value!r}{after} is not one "
+                f"(row ids are consecutive integers or text labels){hint}"
+            )
+    values = [cell.strip() for _, row in data for cell in row[1:]]
+    if width == 1 and delimiter == "," and all(_INTEGER.fullmatch(v) for v in values):
+        return (
+            f"line {data[0][0]} of {path} has one field more than its one-name header: a row "
+            f"id and an integer, or a number with a decimal comma ({data[0][1][0].strip()},"
+            f"{data[0][1][1].strip()})? Numbers need a decimal point; name a row-id column "
+            "in the header"
+        )
+    return None
+
+
+def _decimal_comma_column(
+    header: list[str], first_row: list[str], keep: list[int], path: str, lineno: int
+) -> SourceError | None:
+    """A column skipped as text whose first value is a number with a decimal comma: it
+    would be skipped silently and a numeric ``column`` index would then name the next one."""
+    for j, cell in enumerate(first_row):
+        if j not in keep and _DECIMAL_COMMA.fullmatch(cell.strip()):
+            return SourceError(
+                f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
+                f"{lineno}) is a number with a decimal comma (or digit grouping); numbers "
+                "need a decimal point: convert the file rather than have the column skipped "
+                "as text",
+                field="source.path",
+            )
+    return None
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -336,11 +395,15 @@ def _parse_table(
     field = "source.path"
     try:
         with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+            raw = fh.read()
+        if raw.startswith(_NUMPY_MAGIC):
+            return _numpy_table(path, raw)
+        text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+        delimiter = sniff_delimiter(text)
         lines = [
             (lineno, row)
             for lineno, row in enumerate(
-                csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text)), start=1
+                csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
             )
             if row and any(cell.strip() for cell in row)
         ]
@@ -376,6 +439,9 @@ def _parse_table(
         # left, silently) or a leading row id (UCI Occupancy)
         trailing = all(not row[-1].strip() for _, row in data if len(row) == n_fields)
         skip = 0 if trailing else 1
+        problem = None if trailing else _row_id_problem(data, path, width, delimiter)
+        if problem:
+            raise SourceError(problem, field=field)
     elif n_fields == width:
         skip = 0
     else:
@@ -392,6 +458,9 @@ def _parse_table(
 
     first_row = data[0][1][skip : skip + width]
     keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
+    comma = _decimal_comma_column(header, first_row, keep, path, data[0][0])
+    if comma is not None:
+        raise comma
     if not keep:
         shown = ", ".join(repr(cell.strip()) for cell in first_row[:6])
         comma = any(_is_number(cell.strip().replace(",", ".")) for cell in first_row)
@@ -422,6 +491,115 @@ def _parse_table(
             broken[int(k)] = (cells[first][k], data[first][0])
     matrix.flags.writeable = False
     return names, matrix, dropped, broken
+
+
+# .npy files start with b"\x93NUMPY", .npz files (zip archives) with b"PK\x03\x04"
+_NUMPY_MAGIC = (b"\x93NUMPY", b"PK\x03\x04")
+_EXACT_INT = 2**53  # integers beyond it have no exact float64
+
+
+def _numpy_table(path: str, raw: bytes) -> tuple:
+    """A NumPy file as ``_parse_table``'s table: an ``.npz``'s members are the columns (by
+    key, each a 1-D array of one common length), an ``.npy`` is one column (1-D, named
+    "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
+    that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
+    finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
+    try:
+        loaded = np.load(io.BytesIO(raw), allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            members = {"": loaded}
+        else:
+            with loaded:
+                members = {key: _npz_member(path, loaded, key) for key in loaded.files}
+    except SourceError:
+        raise
+    except Exception as exc:  # a broken archive or header: numpy's own words
+        raise SourceError(
+            f"cannot read {path} as a NumPy file: {exc}", field="source.path"
+        ) from None
+    if "" in members:  # .npy
+        arr = members[""]
+        if arr.ndim not in (1, 2):
+            raise SourceError(
+                f"{path} holds an array of shape {arr.shape}: need 1-D (one column) or 2-D "
+                "(rows are time steps, columns the series)",
+                field="source.path",
+            )
+        table = arr.reshape(len(arr), -1)
+        names = tuple(str(k) for k in range(table.shape[1]))
+        columns = {name: table[:, k] for k, name in enumerate(names)}
+    else:
+        columns = members
+    if not columns:
+        raise SourceError(f"{path} holds no arrays", field="source.path")
+    return _numpy_columns(path, columns)
+
+
+def _npz_member(path: str, archive, key: str) -> np.ndarray:
+    try:
+        return archive[key]
+    except ValueError as exc:  # object arrays need pickle: never unpickle a data file
+        raise SourceError(
+            f"member {key!r} of {path} is an object array ({exc}): save real numbers "
+            "(float or int dtype)",
+            field="source.path",
+        ) from None
+
+
+def _numpy_columns(path: str, columns: dict[str, np.ndarray]) -> tuple:
+    """Check each column (module docstring of ``_numpy_table``) and stack them."""
+    length = None
+    for key, arr in columns.items():
+        label = f"member {key!r} of {path}" if not key.isdigit() else f"column {key} of {path}"
+        if arr.ndim != 1:
+            raise SourceError(
+                f"{label} has shape {arr.shape}: each member is one column, a 1-D array "
+                "(save a table's columns under their own keys)",
+                field="source.path",
+            )
+        if arr.dtype.kind not in "iuf":
+            raise SourceError(
+                f"{label} has dtype {arr.dtype} ({_KIND_NAMES.get(arr.dtype.kind, 'not real')}"
+                "): need real numbers (a float or int dtype)",
+                field="source.path",
+            )
+        if arr.size == 0:
+            raise SourceError(f"{label} has no values", field="source.path")
+        if length is None:
+            length = arr.size
+        elif arr.size != length:
+            first = next(iter(columns))
+            raise SourceError(
+                f"{label} has {arr.size} values, member {first!r} {length}: every column "
+                "needs one value per time step",
+                field="source.path",
+            )
+        if arr.dtype.kind in "iu":
+            big = (
+                np.flatnonzero(np.abs(arr.astype(object)) > _EXACT_INT) if arr.itemsize > 6 else []
+            )
+            if len(big):
+                k = int(big[0])
+                raise SourceError(
+                    f"{label} at index {k} holds {int(arr[k])}, beyond 2**53: not exact as a "
+                    "float64",
+                    field="source.path",
+                )
+        else:
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                k = int(bad[0])
+                raise SourceError(
+                    f"{label} at index {k} holds {arr[k].item()!r}: need finite numbers",
+                    field="source.path",
+                )
+    matrix = np.column_stack([arr.astype(np.float64) for arr in columns.values()])
+    matrix.flags.writeable = False
+    return tuple(columns), matrix, {}, {}
+
+
+_KIND_NAMES = {"b": "bool", "c": "complex", "U": "text", "S": "bytes", "O": "object",
+               "M": "dates", "m": "time spans", "V": "records"}  # fmt: skip
 
 
 def _cell_value(cell: str) -> float:

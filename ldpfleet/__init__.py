@@ -13,7 +13,9 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
   ``"package.module:Class"`` or an entry point of the group ``ldpfleet.mechanisms``),
   ``mechanism_names``, and the built-in classes;
 - audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
-  bound with a certified confidence), ``AuditResult``.
+  bound with a certified confidence), ``AuditResult``;
+- stream analytics: ``detect_period``, ``cpr`` and ``cpr_many`` (CPR's reconstruction,
+  docs/cpr.md) with ``CprConfig`` and ``CprResult``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ _EXPORTS: dict[str, str] = {
     "AuditResult": "ldpfleet.collector.audit.core:AuditResult",
     # stream analytics
     "detect_period": "ldpfleet.collector.period:detect_period",
+    "cpr": "ldpfleet.collector.cpr:cpr",
+    "cpr_many": "ldpfleet.collector.cpr:cpr_many",
+    "CprConfig": "ldpfleet.collector.cpr:CprConfig",
+    "CprResult": "ldpfleet.collector.cpr:CprResult",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -14,6 +14,11 @@ the report is unbiased for ``t``, and ``(y + 1) / 2`` for ``x``, with variance
 
 Sampling: one uniform ``r = rng.random()`` per input and ``y = +C`` iff ``r < P(+C)``
 (exact up to the generator's 53-bit resolution; the same generator SW uses).
+``P(+C) = 1/(e^eps + 1) + x tanh(eps/2)``: the rare answer's probability ``1/(e^eps + 1)``
+is computed without cancellation (``1/2 + t/(2C)`` lost it against 1/2). It must stay
+well above the uniform's step ``2**-53``: at ``eps`` above ~36.7 it rounds to 0 (at 40,
+10**6 inputs 0 gave no ``+C`` and inputs 1 only ``+C``: an infinite privacy loss).
+``DUCHI_EPS_MAX = 32``: there it is ~114 steps, realised within 1 %.
 """
 
 from __future__ import annotations
@@ -22,11 +27,30 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import (
+    check_budget,
+    checked_report_values,
+    unit_inputs,
+)
 
-__all__ = ["DuchiMechanism"]
+__all__ = ["DUCHI_EPS_MAX", "DuchiMechanism", "check_coin_budget"]
 
 _TOLERANCE = 1e-12  # relative: a report must be +-C up to float rounding
+DUCHI_EPS_MAX = 32.0  # the largest budget the 53-bit coin realises (module docstring)
+
+
+def check_coin_budget(eps: float) -> float:
+    """``eps`` if Duchi's coin can realise it (``<= DUCHI_EPS_MAX``), else a
+    ``ParameterError`` naming ``eps``, the limit and the value."""
+    if eps > DUCHI_EPS_MAX:
+        raise ParameterError(
+            f"must be <= {DUCHI_EPS_MAX:g} for Duchi's one-bit coin: above it the rare "
+            f"answer's probability 1/(e^eps + 1) nears the uniform's step 2**-53 (it is 0 "
+            f"above ~36.7: no privacy at all), got {eps!r}",
+            field="eps",
+        )
+    return eps
 
 
 @dataclass(frozen=True)
@@ -35,20 +59,23 @@ class DuchiMechanism:
 
     eps: float
     bound: float = field(init=False, repr=False, compare=False)  # C
+    rare: float = field(init=False, repr=False, compare=False)  # 1 / (e^eps + 1)
     output_low: float = field(init=False, repr=False, compare=False)
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_budget(self.eps)
+        eps = check_coin_budget(check_budget(self.eps))
         bound = 1.0 / math.tanh(eps / 2.0)
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "bound", bound)
+        object.__setattr__(self, "rare", 1.0 / (math.exp(eps) + 1.0))
         object.__setattr__(self, "output_low", -bound)
         object.__setattr__(self, "output_high", bound)
 
     def prob_high(self, x: np.ndarray) -> np.ndarray:
-        """P(report = +C) for inputs ``x`` in [0, 1]."""
-        return 0.5 + (2.0 * np.asarray(x, dtype=float) - 1.0) / (2.0 * self.bound)
+        """P(report = +C) for inputs ``x`` in [0, 1]: ``1/(e^eps + 1) + x / C`` (``1/C =
+        tanh(eps/2)``; ``= 1/2 + t/(2C)``, the rare answer without cancellation)."""
+        return self.rare + np.asarray(x, dtype=float) / self.bound
 
     def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Reports +-C, one uniform draw per input."""
@@ -66,8 +93,9 @@ class DuchiMechanism:
         return (np.asarray(y, dtype=float) + 1.0) / 2.0
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """Unbiased estimate of the mean input."""
-        return float(np.mean(self.estimate(y)))
+        """Unbiased estimate of the mean input. ``y``: at least one report, each an output
+        of the mechanism (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, x: np.ndarray) -> np.ndarray:
         """Variance of one report's estimate given input ``x``: ``(C^2 - t^2) / 4``."""

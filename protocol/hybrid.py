@@ -24,8 +24,12 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol.duchi import DuchiMechanism
-from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+from ldpfleet.protocol.duchi import DuchiMechanism, check_coin_budget
+from ldpfleet.protocol.mechanism_contract import (
+    check_budget,
+    checked_report_values,
+    unit_inputs,
+)
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
 
 __all__ = ["EPS_STAR", "HybridMechanism"]
@@ -49,7 +53,7 @@ class HybridMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_budget(self.eps)
+        eps = check_coin_budget(check_budget(self.eps))  # its Duchi branch: DUCHI_EPS_MAX
         alpha = -math.expm1(-eps / 2.0) if eps > EPS_STAR else 0.0
         piecewise, duchi = PiecewiseMechanism(eps), DuchiMechanism(eps)
         bound = piecewise.bound if alpha > 0.0 else duchi.bound
@@ -82,8 +86,9 @@ class HybridMechanism:
         return (np.asarray(y, dtype=float) + 1.0) / 2.0
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """Unbiased estimate of the mean input."""
-        return float(np.mean(self.estimate(y)))
+        """Unbiased estimate of the mean input. ``y``: at least one report, each an output
+        of the mechanism (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, x: np.ndarray) -> np.ndarray:
         """Variance of one report's estimate of ``x``: the branches' mixed by alpha."""

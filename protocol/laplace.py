@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.mechanism_contract import unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    EPS_MIN,
+    below_eps_min,
+    checked_report_values,
+    unit_inputs,
+)
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
 from ldpfleet.protocol.sw import EPS_MAX
 
@@ -48,6 +53,8 @@ class LaplaceMechanism:
             raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
         if not 0 < eps <= EPS_MAX:
             raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
+        if eps < EPS_MIN:
+            raise ParameterError(below_eps_min(eps), field="eps")
         object.__setattr__(self, "eps", float(eps))
         object.__setattr__(self, "output_low", -TAIL / eps)
         object.__setattr__(self, "output_high", 1.0 + TAIL / eps)
@@ -67,14 +74,17 @@ class LaplaceMechanism:
         return np.asarray(y, dtype=float)
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """The mean report: unbiased for the mean input."""
-        return float(np.mean(np.asarray(y, dtype=float)))
+        """The mean report: unbiased for the mean input. ``y``: at least one report, each
+        within the accepted tail bound (else ``ParameterError`` naming it)."""
+        return float(np.mean(checked_report_values(self, y)))
 
     def variance(self, v: float | np.ndarray) -> np.ndarray:
         """Variance of one report given any input: the grid law's ``GRID**2 * 2p / (1 -
-        p)**2`` with ``p = exp(-GRID / scale)`` (``2 / eps^2`` up to GRID^2 / 6)."""
-        p = np.exp(-GRID / self.scale)
-        return np.full(np.shape(v), GRID**2 * 2.0 * p / (1.0 - p) ** 2)
+        p)**2`` with ``p = exp(-GRID / scale)`` (``2 / eps^2`` up to GRID^2 / 6); ``1 - p``
+        from ``expm1`` (from ``exp`` it rounded to 0 below eps ~1.1e-10)."""
+        x = GRID / self.scale
+        one_minus_p = -math.expm1(-x)
+        return np.full(np.shape(v), GRID**2 * 2.0 * math.exp(-x) / one_minus_p**2)
 
     def density(self, y: np.ndarray, v: float) -> np.ndarray:
         """Output density at ``y`` for input ``v``."""

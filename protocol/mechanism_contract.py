@@ -62,16 +62,19 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
+    "EPS_MIN",
     "LOAD_BATCH_SIZES",
     "REQUIRED_METHODS",
     "StreamMechanism",
     "a_or_an",
+    "below_eps_min",
     "build_mechanism",
     "check_budget",
     "check_mechanism",
     "check_outputs",
     "check_stated_eps",
     "checked_mean",
+    "checked_report_values",
     "checked_reports",
     "contract_reports",
     "domain_mask",
@@ -89,6 +92,13 @@ PROBE_SIZE = 256  # inputs of the load-time sample (0, 1 and a grid in between)
 # streaming live) and a backlog longer than the sample
 LOAD_BATCH_SIZES = (PROBE_SIZE, 1, PROBE_SIZE + 44)
 EPS_MAX = 50.0  # the wire's limit on a budget (``protocol.messages.Epsilon``)
+# The smallest budget per report (``check_budget``). Below it the built-in mechanisms
+# degenerate in float64: Square Wave's and PM's densities p and q = p e^-eps are ~1/2 apart
+# by eps/2, which rounds to p == q below ~1.1e-16 (every estimate NaN) and keeps fewer than
+# 4,500 ulps of the ratio at 1e-12; Duchi's and PM's range ~2/eps and variance ~1/eps^2
+# overflow below ~1e-154 (the range and sums of n reports long before). At 1e-12 one report's
+# estimate already has a standard deviation above 1e11 (all of them).
+EPS_MIN = 1e-12
 EPS_STATED_TOLERANCE = 1e-6  # relative: a stated self.eps must match the built eps
 
 
@@ -119,12 +129,49 @@ def a_or_an(word: str) -> str:
 
 
 def check_budget(eps: object) -> float:
-    """A budget per report: a finite real number in (0, EPS_MAX] (``ParameterError``)."""
+    """A budget per report: a finite real number in [EPS_MIN, EPS_MAX] (``ParameterError``
+    naming ``eps``, the limit and the value; ``EPS_MIN`` says why the floor)."""
     if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
         raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
     if not 0.0 < eps <= EPS_MAX:
         raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
+    if eps < EPS_MIN:
+        raise ParameterError(below_eps_min(eps), field="eps")
     return float(eps)
+
+
+def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.ndarray:
+    """Reports ``y`` a built-in mechanism's ``estimate_mean`` reads, as a float array: at
+    least one, each one an output the mechanism can produce (``in_domain``); otherwise a
+    ``ParameterError`` naming ``y`` or the first bad ``y[k]``, the range and the value
+    (no reports gave NaN with a numpy warning, a NaN report NaN, and one outside the range
+    a number, silently)."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("reports must be real numbers", field=field) from None
+    if arr.size == 0:
+        raise ParameterError("need at least one report, got none", field=field)
+    bad = ~mechanism.in_domain(arr)  # type: ignore[attr-defined]
+    if np.any(bad):
+        idx = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape)
+        where = field if arr.ndim == 0 else f"{field}[{', '.join(str(int(k)) for k in idx)}]"
+        low = getattr(mechanism, "output_low", None)
+        high = getattr(mechanism, "output_high", None)
+        span = f" in [{low!r}, {high!r}]" if low is not None and high is not None else ""
+        raise ParameterError(
+            f"report must be a finite output of the mechanism{span}, got {float(arr[idx])!r}",
+            field=where,
+        )
+    return arr
+
+
+def below_eps_min(eps: object) -> str:
+    """The reason a budget per report below ``EPS_MIN`` is refused (the floor, the value)."""
+    return (
+        f"must be >= {EPS_MIN:g}, the smallest budget per report the mechanisms compute "
+        f"without degenerating (p == q or an overflowing estimate below it), got {eps!r}"
+    )
 
 
 # dtype kinds a privatised input may have: bool, signed and unsigned integers, floats

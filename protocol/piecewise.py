@@ -28,7 +28,11 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol.mechanism_contract import check_budget, unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    check_budget,
+    checked_report_values,
+    unit_inputs,
+)
 
 __all__ = ["PiecewiseMechanism", "pm_variance"]
 
@@ -104,8 +108,9 @@ class PiecewiseMechanism:
         return (np.asarray(y, dtype=float) + 1.0) / 2.0
 
     def estimate_mean(self, y: np.ndarray) -> float:
-        """Unbiased estimate of the mean input."""
-        return float(np.mean(self.estimate(y)))
+        """Unbiased estimate of the mean input. ``y``: at least one report, each an output
+        of the mechanism (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, x: np.ndarray) -> np.ndarray:
         """Variance of one report's estimate of ``x`` (a quarter of Lemma 1's)."""

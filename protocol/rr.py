@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
 from ldpfleet.protocol.sw import EPS_MAX
 from ldpfleet.protocol.validate import positive_real
 
@@ -82,6 +83,8 @@ class WarnerRR:
         eps = positive_real(self.eps, "eps")
         if eps > EPS_MAX:
             raise ParameterError(f"must be <= {EPS_MAX:g}, got {self.eps!r}", field="eps")
+        if eps < EPS_MIN:  # the variance bound ~1/eps^2 overflows below ~1e-154
+            raise ParameterError(below_eps_min(self.eps), field="eps")
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-eps)))
 

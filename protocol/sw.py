@@ -43,7 +43,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.mechanism_contract import unit_inputs
+from ldpfleet.protocol.mechanism_contract import (
+    EPS_MIN,
+    below_eps_min,
+    checked_report_values,
+    unit_inputs,
+)
 
 __all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
 
@@ -52,7 +57,8 @@ EPS_MAX = 50.0
 _SERIES_BELOW = 1e-3
 
 
-def _check_eps(eps: object) -> float:
+def _check_eps(eps: object, *, floor: bool = True) -> float:
+    """``eps`` as a float in [EPS_MIN, EPS_MAX] (``floor=False``: in (0, EPS_MAX])."""
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise ParameterError(f"must be a real number, got {eps!r}", field="eps")
     value = float(eps)
@@ -60,6 +66,8 @@ def _check_eps(eps: object) -> float:
         raise ParameterError(
             f"must be finite with 0 < eps <= {EPS_MAX:g}, got {eps!r}", field="eps"
         )
+    if floor and value < EPS_MIN:  # p == q below ~1.1e-16: every estimate would be NaN
+        raise ParameterError(below_eps_min(eps), field="eps")
     return value
 
 
@@ -70,7 +78,7 @@ def sw_b(eps: float) -> float:
     their Taylor series ``sum_{n>=2} eps^(n-2) (n-1)/n!`` and ``sum_{n>=2} eps^(n-2)/n!``
     (truncation error below ``1e-24``); otherwise the closed form is used with ``expm1``.
     """
-    x = _check_eps(eps)
+    x = _check_eps(eps, floor=False)  # b itself is exact down to the smallest double
     if x < _SERIES_BELOW:
         num = 0.0
         den = 0.0
@@ -121,6 +129,13 @@ class SquareWave:
         object.__setattr__(self, "output_high", high)
 
     # -- helpers -------------------------------------------------------------------------
+
+    @property
+    def gap(self) -> float:
+        """``p - q`` computed as ``q (e^eps - 1)`` with ``expm1``: exact to rounding, where
+        the difference of the two stored densities (both near 1/2 at small ``eps``) keeps
+        only ~1.1e-16 / eps of its relative precision."""
+        return self.q * math.expm1(self.eps)
 
     def _window_start(self, v: np.ndarray) -> np.ndarray:
         """Offset of the high-density window from ``output_low`` (the window has width 2b)."""
@@ -177,15 +192,16 @@ class SquareWave:
         of ``v = 1 - b``. Estimates may fall outside ``[0, 1]``; do not clip before averaging.
         """
         yy = np.asarray(y, dtype=float)
-        scale = 2.0 * self.b * (self.p - self.q)
+        scale = 2.0 * self.b * self.gap
         if self.variant == "sw":
             return (yy - self.q * (1.0 + 2.0 * self.b) / 2.0) / scale
         return (yy - self.q / 2.0) / scale
 
     def estimate_mean(self, y: np.ndarray) -> float:
         """The mean of the point estimates (``estimate``): unbiased for the mean input with
-        ``sw``; with ``sw01`` only when every input lies in ``[b, 1 - b]``."""
-        return float(np.mean(self.estimate(y)))
+        ``sw``; with ``sw01`` only when every input lies in ``[b, 1 - b]``. ``y``: at least
+        one report, each in the output range (else ``ParameterError`` naming it)."""
+        return float(np.mean(self.estimate(checked_report_values(self, y))))
 
     def variance(self, v: float | np.ndarray) -> np.ndarray:
         """Variance of one report's point estimate given input ``v``: the output law is
@@ -193,7 +209,7 @@ class SquareWave:
         ``E[y^k] = (q (H^(k+1) - L^(k+1)) + (p - q)(w1^(k+1) - w0^(k+1))) / (k + 1)``."""
         w0 = self._window_start(unit_inputs(v)) + self.output_low
         w1 = w0 + 2.0 * self.b
-        low, high, extra = self.output_low, self.output_high, self.p - self.q
+        low, high, extra = self.output_low, self.output_high, self.gap
 
         def moment(k: int) -> np.ndarray:
             return (

@@ -25,6 +25,7 @@ from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import EPS_MIN
 from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
@@ -955,6 +956,13 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
         check_mechanism_name(name)
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+    if eps0 < EPS_MIN:  # every mechanism refuses it: name the key the user wrote
+        raise ScenarioError(
+            f"{where}stream.eps: each report spends stream.eps / stream.w = {eps:g} / {w} = "
+            f"{eps0:g}, below {EPS_MIN:g}, the smallest budget per report the mechanisms "
+            f"compute without degenerating (p == q or an overflowing estimate); need "
+            f"stream.eps >= {EPS_MIN * w:g} at w = {w}, got {eps!r}"
+        )
     try:
         with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
             warnings.simplefilter("ignore", RuntimeWarning)

@@ -128,7 +128,9 @@ def test_wrr_validation():
             WarnerRR(bad)
         assert info.value.field == "eps"
     assert WarnerRR(EPS_MAX).eps == EPS_MAX
-    assert WarnerRR(5e-324).p == pytest.approx(0.5)
+    assert WarnerRR(1e-12).p == pytest.approx(0.5)
+    with pytest.raises(ParameterError, match="must be >= 1e-12"):
+        WarnerRR(5e-324)  # debias_count overflowed, variance_bound divided by 0
     rr = WarnerRR(1.0)
     for yes, asked, field in ((6, 5, "yes"), (-1, 5, "yes"), (1, -1, "asked"), (1.0, 5, "yes")):
         with pytest.raises(ParameterError) as info:

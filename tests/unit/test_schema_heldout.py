@@ -147,11 +147,13 @@ def test_columns_without_column_bounds_says_they_are_required(tmp_path):
 def test_a_tiny_eps_says_which_budget_the_mechanism_failed_at():
     """``eps = 1e-20`` (inside the documented (0, 50]) said only "stream.mechanism: 'sw'
     estimate_mean returned nan, not a finite number" after two numpy RuntimeWarnings: the
-    message now names the per-report budget it was checked at, and nothing is printed."""
+    message now names stream.eps, the per-report budget and the floor (EPS_MIN), and
+    nothing is printed."""
     import warnings
 
     with warnings.catch_warnings(record=True) as caught_warnings:
         warnings.simplefilter("always")
         message = _refused(STREAM.replace("eps = 2.0", "eps = 1e-20"))
-    assert "stream.mechanism" in message and "stream.eps / stream.w = 1e-20 / 5" in message
+    assert message.startswith("stream.eps:"), message
+    assert "stream.eps / stream.w = 1e-20 / 5" in message and "1e-12" in message, message
     assert not [w for w in caught_warnings if issubclass(w.category, RuntimeWarning)]

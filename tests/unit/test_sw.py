@@ -309,7 +309,9 @@ def test_eps_boundary_accepted():
         y = sw.perturb(np.linspace(0, 1, 11), np.random.default_rng(0))
         assert np.all(sw.in_domain(y))
     assert SquareWave(5).eps == 5.0
-    assert SquareWave(1e-300).b == pytest.approx(0.5)
+    assert sw_b(1e-300) == pytest.approx(0.5)  # b itself is fine; p == q is not
+    with pytest.raises(ParameterError, match="must be >= 1e-12"):
+        SquareWave(1e-300)  # tests/unit/test_eps_range.py
     with pytest.raises(ParameterError):
         sw_b(0.0)
     with pytest.raises(ParameterError):

@@ -1,0 +1,208 @@
+"""CSV files the way users have them (held-out QA, helper S): every one is either read as
+numpy reads it or refused before the fleet starts, naming the file, the line, the column
+and the value — never silently mis-read.
+
+Found: a one-column file with a decimal comma under a header ("temp" / "20,038") was read
+as a leading row id 20 and the value 38 (every reading wrong, the run completed); a
+semicolon file with decimal commas skipped its decimal-comma column as "text", so
+``column = 0`` read the next column; a header-less semicolon file with decimal commas was
+split at the comma (the sniffer's tie went to the comma) and read the integer parts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ldpfleet.devices.sources import SourceError, load_table
+from ldpfleet.protocol.delimiters import sniff_delimiter
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+SCENARIO = """
+[scenario]
+name = "user-csv"
+seed = 1
+[fleet]
+devices = 2
+[stream]
+steps = 30
+eps = 2.0
+w = 5
+[source]
+kind = "csv"
+path = "{path}"
+column = 0
+bounds = [0.0, 60.0]
+"""
+
+
+def _write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_decimal_comma_under_a_one_name_header_is_not_a_row_id(tmp_path):
+    path = _write(tmp_path, "t.csv", "temp\n20,038\n21,254\n19,5\n")
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    message = str(caught.value)
+    assert path in message and "line 4" in message and "decimal comma" in message, message
+    assert "'19'" in message, message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"a","b"\n"1",7,8\n"2",9,10\n',  # UCI Occupancy: consecutive integer ids
+        '"a","b"\n"140",7,8\n"141",9,10\n',  # datatest.txt starts at 140
+        "temp\n2024-01-01 00:00,7\n2024-01-01 00:01,9\n",  # a text row label
+    ],
+)
+def test_row_ids_and_row_labels_are_still_dropped(tmp_path, text):
+    names, table = load_table(_write(tmp_path, "t.csv", text))
+    assert table[:, -1].tolist() in ([8, 10], [7, 9]), (names, table)
+
+
+def test_a_decimal_comma_column_is_not_skipped_as_text(tmp_path):
+    """``column = 0`` counts numeric columns; skipping temp as text made it read hum."""
+    path = _write(tmp_path, "t.csv", "temp;hum\n20,5;50\n21,5;51\n")
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    message = str(caught.value)
+    assert all(s in message for s in (path, "'temp'", "line 2", "'20,5'", "decimal comma"))
+    with pytest.raises(ScenarioError) as refused:  # before any device starts
+        parse_scenario(SCENARIO.format(path=path))
+    assert "decimal comma" in str(refused.value), refused.value
+
+
+def test_a_digit_grouped_column_is_not_skipped_as_text(tmp_path):
+    path = _write(tmp_path, "t.csv", 'light,temp\n"1,200.5",20.5\n"1,300.25",21.5\n')
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    assert "'light'" in str(caught.value) and "'1,200.5'" in str(caught.value), caught.value
+
+
+def test_a_text_column_is_still_skipped(tmp_path):
+    names, table = load_table(_write(tmp_path, "t.csv", "day,temp\nmon,20.5\ntue,21.5\n"))
+    assert names == ["temp"] and table.tolist() == [[20.5], [21.5]]
+
+
+def test_semicolons_and_decimal_commas_without_a_header_are_not_split_at_the_comma(tmp_path):
+    assert sniff_delimiter("20,038;0\n21,254;1\n") == ";"
+    assert sniff_delimiter("a,b\n1,2\n") == ","
+    with pytest.raises(SourceError) as caught:
+        load_table(_write(tmp_path, "t.csv", "20,038;0\n21,254;1\n19,5;2\n"))
+    assert "decimal comma" in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "temp,hum\n20.5,50\n21.25,51\n",
+        "temp;hum\n20.5;50\n21.25;51\n",
+        "temp\thum\n20.5\t50\n21.25\t51\n",
+        '"temp","hum"\n"20.5","50"\n"21.25","51"\n',
+        "20.5,50\n21.25,51\n",
+        "temp,hum\r\n20.5,50\r\n21.25,51\r\n",
+        "temp, hum\n 20.5, 50\n 21.25, 51\n",
+        "temp,hum\n2.05e1,5e1\n+21.25,51\n",
+    ],
+)
+def test_good_files_read_as_numpy_reads_them(tmp_path, text):
+    path = _write(tmp_path, "t.csv", text)
+    names, table = load_table(path)
+    assert table.tolist() == [[20.5, 50.0], [21.25, 51.0]], (names, table)
+    delimiter = sniff_delimiter(text)
+    skip = 0 if text[0].isdigit() else 1
+    expected = (
+        np.genfromtxt(path, delimiter=delimiter, skip_header=skip, dtype=float, converters=None)
+        if '"' not in text
+        else np.array([[20.5, 50.0], [21.25, 51.0]])
+    )
+    assert np.array_equal(table, expected)
+
+
+# --- NumPy files (held-out QA, helper S) ----------------------------------------------------
+# A .npz or .npy path was read as CSV text and refused as "not UTF-8 text (byte 0x8c on
+# line 1): save it as UTF-8", which no re-encoding fixes. Now read: an .npz's 1-D members
+# are the columns (by key), a .npy is one column (1-D) or rows x columns (2-D); anything
+# else is refused naming the file, the key, the index and the value.
+
+
+def _npz(tmp_path, name="d.npz", **arrays):
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def test_an_npz_reads_its_members_as_columns(tmp_path):
+    temp = np.linspace(15.0, 25.0, 50)
+    path = _npz(tmp_path, temp=temp, hum=np.arange(50))  # an int member reads exactly
+    names, table = load_table(path)
+    assert names == ["temp", "hum"]
+    assert np.array_equal(table, np.column_stack([temp, np.arange(50.0)]))
+    scenario = parse_scenario(SCENARIO.format(path=path).replace("column = 0", 'column = "hum"'))
+    assert scenario.spec.source.path == path
+
+
+def test_an_npy_reads_as_one_column_or_a_table(tmp_path):
+    one, two = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(one, np.arange(5.0))
+    np.save(two, np.arange(6.0).reshape(3, 2))
+    assert load_table(str(one)) == (["0"], load_table(str(one))[1])
+    assert load_table(str(one))[1].tolist() == [[0.0], [1.0], [2.0], [3.0], [4.0]]
+    assert load_table(str(two))[1].tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+
+
+@pytest.mark.parametrize(
+    ("arrays", "words"),
+    [
+        ({"temp": np.zeros((2, 50))}, ["'temp'", "shape (2, 50)", "1-D"]),
+        ({"temp": np.array([1.0, np.nan, 2.0])}, ["'temp'", "index 1", "nan"]),
+        ({"temp": np.array(["1.5", "2"])}, ["'temp'", "<U3"]),
+        ({"temp": np.array([1 + 2j])}, ["'temp'", "complex"]),
+        ({"temp": np.array([True, False])}, ["'temp'", "bool"]),
+        ({"temp": np.arange(3.0), "hum": np.arange(4.0)}, ["'hum'", "4", "3"]),
+        ({"temp": np.array([], dtype=float)}, ["'temp'", "no values"]),
+        ({"temp": np.array([2**53 + 1, 0])}, ["'temp'", "index 0", "9007199254740993"]),
+    ],
+)
+def test_bad_npz_files_are_refused_naming_the_member(tmp_path, arrays, words):
+    path = _npz(tmp_path, **arrays)
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    message = str(caught.value)
+    assert path in message and all(w in message for w in words), message
+
+
+def test_an_object_npz_is_refused_without_unpickling(tmp_path):
+    path = tmp_path / "o.npz"
+    np.savez(path, temp=np.array([1.0, "a"], dtype=object))
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert "'temp'" in str(caught.value) and "object" in str(caught.value), caught.value
+
+
+def test_a_wrong_npz_key_is_named_before_the_fleet_starts(tmp_path):
+    path = _npz(tmp_path, foo=np.arange(50.0))
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(SCENARIO.format(path=path).replace("column = 0", 'column = "temp"'))
+    assert "'temp'" in str(caught.value) and "foo" in str(caught.value), caught.value
+
+
+def test_a_broken_zip_is_refused(tmp_path):
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 20)
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert str(path) in str(caught.value), caught.value
+
+
+def test_devices_replay_an_npz_column_exactly(tmp_path):
+    from ldpfleet.devices.sources import CsvSpec, csv_stream
+
+    temp = np.random.default_rng(3).normal(20.0, 2.0, 40)
+    path = _npz(tmp_path, temp=temp, hum=np.arange(40))
+    stream, truth = csv_stream(CsvSpec(path=path, column="temp", stride=7), 1, 2, 50)
+    assert np.array_equal(stream, np.roll(temp, -7)[np.arange(50) % 40])
+    assert truth.period is None
