@@ -301,19 +301,21 @@ class PeriodEstimate:
 # -- validation ---------------------------------------------------------------------------
 
 
-def _check_stream(x: object) -> np.ndarray:
+def _check_stream(x: object, name: str = "x") -> np.ndarray:
     # held-out (u5): a ragged list escaped as numpy's own ValueError (from iscomplexobj), a
     # CSV column with an empty or text cell was refused without naming the cell, and a
     # masked array's masked samples were read as numbers
     if np.ma.isMaskedArray(x) and np.ma.count_masked(x):
         idx = int(np.flatnonzero(np.ma.getmaskarray(x))[0])
-        raise ParameterError("sample is masked (fill or drop masked samples)", field=f"x[{idx}]")
+        raise ParameterError(
+            "sample is masked (fill or drop masked samples)", field=f"{name}[{idx}]"
+        )
     try:
         complex_ = np.iscomplexobj(x)
     except (TypeError, ValueError):
         complex_ = False  # ragged: refused below
     if complex_:  # float() of a complex array drops the imaginary part (a warning)
-        raise ParameterError("must be a 1-D array of real numbers, got complex", field="x")
+        raise ParameterError("must be a 1-D array of real numbers, got complex", field=name)
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -323,20 +325,20 @@ def _check_stream(x: object) -> np.ndarray:
                     float(value)
                 except (TypeError, ValueError):
                     raise ParameterError(
-                        f"sample must be a real number, got {value!r}", field=f"x[{idx}]"
+                        f"sample must be a real number, got {value!r}", field=f"{name}[{idx}]"
                     ) from None
-        raise ParameterError("must be a 1-D array of real numbers", field="x") from None
+        raise ParameterError("must be a 1-D array of real numbers", field=name) from None
     except OverflowError:  # a Python int beyond the float range
         raise ParameterError(
             "must be a 1-D array of real numbers within the float range (|x| < 1.8e308)",
-            field="x",
+            field=name,
         ) from None
     if arr.ndim != 1:
-        raise ParameterError(f"must be 1-D, got shape {arr.shape}", field="x")
+        raise ParameterError(f"must be 1-D, got shape {arr.shape}", field=name)
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"sample must be finite, got {arr[idx]!r}", field=f"x[{idx}]")
+        raise ParameterError(f"sample must be finite, got {arr[idx]!r}", field=f"{name}[{idx}]")
     return arr
 
 
@@ -715,7 +717,7 @@ def _extra_logp(power: np.ndarray, m: int, limit: int) -> float:
 
 
 def detect_period(
-    x: np.ndarray,
+    reports: np.ndarray,
     *,
     min_period: int = 2,
     max_period: int | None = None,
@@ -728,7 +730,7 @@ def detect_period(
     refine the best to the exact integer, prefer the fundamental, and claim it only if it
     passes a Bonferroni-corrected test at ``alpha`` tightened for periods with few cycles
     (module docstring). ``period`` is ``None`` when it abstains."""
-    arr = _check_stream(x)
+    arr = _check_stream(reports, "reports")
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
     min_cycles = _check_int(min_cycles, "min_cycles", 2)

@@ -537,10 +537,10 @@ def test_max_period_is_clipped_to_the_stream():
 def test_non_finite_sample_is_refused_naming_the_field(bad):
     x = np.sin(np.arange(500.0))
     x[3] = bad
-    with pytest.raises(ValueError, match=r"x\[3\]") as info:
+    with pytest.raises(ValueError, match=r"reports\[3\]") as info:
         detect_period(x)
     assert isinstance(info.value, ParameterError)
-    assert info.value.field == "x[3]"
+    assert info.value.field == "reports[3]"
 
 
 @pytest.mark.parametrize(
@@ -565,7 +565,7 @@ def test_bad_parameters_are_refused_naming_the_field(kwargs, field):
 def test_two_dimensional_input_is_refused():
     with pytest.raises(ParameterError) as info:
         detect_period(np.zeros((10, 10)))
-    assert info.value.field == "x"
+    assert info.value.field == "reports"
 
 
 @settings(max_examples=60, deadline=None)
@@ -969,7 +969,7 @@ def test_complex_or_out_of_float_range_streams_are_refused_naming_the_field(bad)
     the float range raised a bare OverflowError."""
     with pytest.raises(ParameterError) as info:
         _quiet_detect(bad)
-    assert info.value.field == "x"
+    assert info.value.field == "reports"
 
 
 @pytest.mark.parametrize("period", [999, 1000])
@@ -986,11 +986,11 @@ def test_three_cycles_of_a_clean_sine_get_their_exact_period(period):
 @pytest.mark.parametrize(
     ("x", "field", "text"),
     [
-        (["0.5", ""] * 20, "x[1]", "must be a real number, got ''"),
-        (["0.5", "n/a"] * 20, "x[1]", "got 'n/a'"),
-        ([[0.1, 0.2], [0.3]], "x[0]", "got [0.1, 0.2]"),
-        ([0.1, [0.2, 0.3]], "x[1]", "got [0.2, 0.3]"),
-        (np.ma.masked_array([0.1, 0.9] * 20, mask=[0, 0, 0, 1] * 10), "x[3]", "masked"),
+        (["0.5", ""] * 20, "reports[1]", "must be a real number, got ''"),
+        (["0.5", "n/a"] * 20, "reports[1]", "got 'n/a'"),
+        ([[0.1, 0.2], [0.3]], "reports[0]", "got [0.1, 0.2]"),
+        ([0.1, [0.2, 0.3]], "reports[1]", "got [0.2, 0.3]"),
+        (np.ma.masked_array([0.1, 0.9] * 20, mask=[0, 0, 0, 1] * 10), "reports[3]", "masked"),
     ],
 )
 def test_a_bad_sample_is_named(x, field, text):
@@ -1024,3 +1024,16 @@ def test_a_noise_free_sine_with_few_cycles_is_not_moved_by_the_detrend(period, c
     t = np.arange(period * cycles)
     x = np.sin(2.0 * np.pi * t / period + phase)
     assert detect_period(x).period == period
+
+
+def test_the_stream_is_passed_by_the_documented_keyword_and_named_in_errors():
+    """docs/api.md and docs/cpr.md document ``detect_period(reports, ...)``; the parameter was
+    named ``x``, so ``detect_period(reports=...)`` was a TypeError, and a bad sample was named
+    ``x[k]``, a name the caller never wrote (held-out QA)."""
+    rng = np.random.default_rng(7)
+    stream = np.sin(2 * np.pi * np.arange(960) / 48) + 0.3 * rng.standard_normal(960)
+    assert detect_period(reports=stream).period == detect_period(stream).period == 48
+    stream[5] = np.nan
+    with pytest.raises(ParameterError) as info:
+        detect_period(reports=stream)
+    assert info.value.field == "reports[5]"
