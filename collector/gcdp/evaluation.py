@@ -86,8 +86,9 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     channel, a row of another width, a value that is not a finite number, an Occupancy label
     other than 0 or 1 (a row with NaN was dropped silently and a label of 2 read as occupied; a
     file without the row id read the wrong columns), and a ``date`` column of ISO date-times
-    that goes back in time (the windows are consecutive records; a date in any other format
-    stops the check), and a column the reader needs that the header names twice."""
+    that goes back in time or mixes dates with and without a UTC offset (the windows are
+    consecutive records; a date in any other format stops the check), and a column the reader
+    needs that the header names twice."""
     rows: list[list[float]] = []
     labels: list[int] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
@@ -151,24 +152,40 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
             if date is not None:
-                text = row[date + lead].strip()
-                try:
-                    when = datetime.fromisoformat(text)
-                except ValueError:
+                last = _in_time_order(row[date + lead].strip(), lineno, last)
+                if last is None:
                     date = None  # not ISO date-times: the order is the file's
-                else:
-                    if last is not None and when < last[0]:
-                        raise ValueError(
-                            f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line "
-                            f"{last[1]} (the records must be in time order: windows are "
-                            "consecutive records)"
-                        )
-                    last = (when, lineno, text)
             rows.append(values[:-1])
             labels.append(int(values[-1]))
     x = np.asarray(rows, dtype=float).reshape(-1, len(CHANNELS))
     y = np.asarray(labels, dtype=int)
     return x, y
+
+
+def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
+    """The order check of ``load_occupancy``'s date column: ``(datetime, line, text)`` of
+    this record, or None if ``text`` is not an ISO date-time (the check stops). Raises
+    ``ValueError`` naming both lines for a date earlier than the previous one, or for a date
+    with a UTC offset after one without (or the reverse): their order is undefined (it
+    raised a bare TypeError)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if last is None:
+        return (when, lineno, text)
+    if (when.utcoffset() is None) != (last[0].utcoffset() is None):
+        has, other = ("has no", "has one") if when.utcoffset() is None else ("has a", "has none")
+        raise ValueError(
+            f"line {lineno}: date {text!r} {has} UTC offset, the date on line {last[1]} "
+            f"{last[2]!r} {other} (their order is undefined: give every date an offset or none)"
+        )
+    if when < last[0]:
+        raise ValueError(
+            f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line {last[1]} (the "
+            "records must be in time order: windows are consecutive records)"
+        )
+    return (when, lineno, text)
 
 
 def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,29 @@
+"""Held-out Occupancy-format files (helper G's QA of ``load_occupancy``): layouts nobody
+tuned the loader to must be refused with the line, column and value named, or read right."""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.collector.gcdp.evaluation import load_occupancy
+
+HEADER = '"date","Temperature","Humidity","Light","CO2","HumidityRatio","Occupancy"\n'
+
+
+def _row(date: str, occupancy: int = 1) -> str:
+    return f"{date},23.18,27.272,426,721.25,0.0047,{occupancy}\n"
+
+
+def test_dates_with_and_without_a_utc_offset_are_refused_naming_the_line(tmp_path):
+    """Held-out: a file whose date column mixes '2015-02-04 17:51:00+00:00' and naive
+    '2015-02-04 17:52:00' raised a bare TypeError (can't compare offset-naive and
+    offset-aware datetimes) out of the order check, a traceback from bench gcdp."""
+    path = tmp_path / "d.csv"
+    path.write_text(HEADER + _row("2015-02-04 17:51:00+00:00") + _row("2015-02-04 17:52:00"))
+    naive = r"line 3: date '2015-02-04 17:52:00' has no UTC offset, the date on line 2 "
+    with pytest.raises(ValueError, match=naive + r"'2015-02-04 17:51:00\+00:00' has one"):
+        load_occupancy(path)
+    path.write_text(HEADER + _row("2015-02-04 17:51:00") + _row("2015-02-04 17:52:00+01:00"))
+    with pytest.raises(ValueError, match=r"line 3: date '2015-02-04 17:52:00\+01:00' has a UTC"):
+        load_occupancy(path)
+    path.write_text(HEADER + _row("2015-02-04 17:51:00+01:00") + _row("2015-02-04 17:00:00Z"))
+    assert load_occupancy(path)[1].tolist() == [1, 1]  # both aware: 16:51 UTC < 17:00 UTC
