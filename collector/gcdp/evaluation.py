@@ -189,11 +189,28 @@ def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
 
 
 def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Training-only per-channel (low, high); constant channels get a unit range."""
+    """Training-only per-channel (low, high); constant channels get a unit range. A range
+    wider than the largest float is refused (``ParameterError``, field ``train[:, k]``)."""
     low = train.min(axis=0)
     high = train.max(axis=0)
+    _check_width(low, high)
     high = np.where(high > low, high, low + 1.0)
     return low, high
+
+
+def _check_width(low: np.ndarray, high: np.ndarray) -> None:
+    """Refuse a training interval whose width ``high - low`` overflows to inf: every value
+    of that column would normalise to 0 or NaN (a downstream "must be finite" error that
+    named neither the column nor the values)."""
+    with np.errstate(over="ignore"):
+        wide = np.flatnonzero(~np.isfinite(np.asarray(high) - np.asarray(low)))
+    if wide.size:
+        k = int(wide[0])
+        raise ParameterError(
+            f"column {k}: the training interval [{float(low[k])!r}, {float(high[k])!r}] is wider "
+            "than the largest float (its width overflows): rescale or remove the extreme values",
+            field=f"train[:, {k}]",
+        )
 
 
 IQR_FENCE = 1.5  # Tukey's conventional fence constant (not searched)
@@ -206,12 +223,15 @@ def fit_iqr_clip(train: np.ndarray, fence: float = IQR_FENCE) -> tuple[np.ndarra
     training range (a fence beyond the observed range clips nothing, so the range is kept).
     A channel whose interval is empty or a point gets a unit range, as in ``fit_normalizer``.
     The interval is public (training-only), so the certified bound of a clipped value is
-    still ``U - L`` in raw units, 1 after ``normalize``."""
+    still ``U - L`` in raw units, 1 after ``normalize``. An interval wider than the largest
+    float is refused (``ParameterError``, field ``train[:, k]``)."""
     train = np.asarray(train, dtype=float)
     q1, q3 = np.percentile(train, [25.0, 75.0], axis=0)
-    iqr = q3 - q1
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing width is refused
+        iqr = q3 - q1
     low = np.maximum(train.min(axis=0), q1 - fence * iqr)
     high = np.minimum(train.max(axis=0), q3 + fence * iqr)
+    _check_width(low, high)
     high = np.where(high > low, high, low + 1.0)
     return low, high
 

@@ -3,8 +3,10 @@ tuned the loader to must be refused with the line, column and value named, or re
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from ldpfleet.collector.gcdp.evaluation import load_occupancy
+from ldpfleet.collector.gcdp.evaluation import fit_iqr_clip, fit_normalizer, load_occupancy
+from ldpfleet.protocol.errors import ParameterError
 
 HEADER = '"date","Temperature","Humidity","Light","CO2","HumidityRatio","Occupancy"\n'
 
@@ -27,3 +29,17 @@ def test_dates_with_and_without_a_utc_offset_are_refused_naming_the_line(tmp_pat
         load_occupancy(path)
     path.write_text(HEADER + _row("2015-02-04 17:51:00+01:00") + _row("2015-02-04 17:00:00Z"))
     assert load_occupancy(path)[1].tolist() == [1, 1]  # both aware: 16:51 UTC < 17:00 UTC
+
+
+@pytest.mark.parametrize("fit", [fit_normalizer, fit_iqr_clip])
+def test_a_training_range_wider_than_the_largest_float_is_refused_naming_the_column(fit):
+    """Held-out: a training file with CO2 values -1.5e308 and 1.5e308 (finite, so the loader
+    keeps them) under ``--clip minmax`` gave an interval of width inf, every normalised CO2
+    value 0 or NaN, and bench gcdp stopped on "data: must be finite (remove or interpolate
+    gaps first)", naming neither the file nor the column."""
+    train = np.tile([[20.0, 30.0, 400.0, 600.0, 0.004]], (8, 1))
+    train[:, 1] += np.arange(8)
+    train[:, 3] = [-1.5e308, 1.5e308] * 4  # the quartiles are extreme too (IQR overflows)
+    with pytest.raises(ParameterError, match=r"column 3: .*-1\.5e\+308.*1\.5e\+308") as err:
+        fit(train)
+    assert err.value.field == "train[:, 3]"
