@@ -70,6 +70,7 @@ __all__ = [
     "masking_utility",
     "noise_variance",
     "oriented_auc",
+    "prediction_collapse",
     "temporal_smooth",
     "window_means",
 ]
@@ -393,6 +394,25 @@ def f1_percent(truth: np.ndarray, pred: np.ndarray) -> float:
     if tp == 0:
         return 0.0
     return 100.0 * 2 * tp / (2 * tp + fp + fn)
+
+
+def prediction_collapse(truth: np.ndarray, pred: np.ndarray) -> dict:
+    """Whether the 0/1 predictions ``pred`` of windows labelled ``truth`` are all of one
+    class: the share predicted occupied, the F1 (percent) of predicting every window
+    occupied (the score a collapsed classifier prints), and ``collapsed``, a sentence for
+    "always occupied" / "never occupied" or None when both classes are predicted."""
+    pred = np.asarray(pred).astype(int)
+    share = float(pred.mean()) if pred.size else 0.0
+    collapsed = None
+    if pred.size and share == 1.0:
+        collapsed = "always occupied: the F1 is that of predicting every window occupied"
+    elif pred.size and share == 0.0:
+        collapsed = "never occupied: no window predicted occupied, F1 0"
+    return {
+        "predicted_occupied_share": round(share, 4),
+        "always_occupied_f1": round(f1_percent(np.asarray(truth), np.ones_like(pred)), 4),
+        "collapsed": collapsed,
+    }
 
 
 def oriented_auc(labels: np.ndarray, scores: np.ndarray) -> float:
