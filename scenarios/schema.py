@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 
 import msgspec
 from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
@@ -996,6 +997,12 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     except SourceError as error:  # the file itself, or a setting of the fleet's source
         whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
         raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
+    for field, path in (("source.path", spec.source.path), ("gcdp.calibration_path",
+                                                          calibration.path)):  # fmt: skip
+        try:  # windows are consecutive records: a shuffled file averaged unrelated minutes
+            check_date_order(path)
+        except ValueError as error:
+            raise ScenarioError(f"{where}{field}: {error}") from None
     names, rows = table_columns(calibration.path, calibration.header)
     length = section.calibration_steps or rows
     if length < max(section.window, 8):

@@ -57,6 +57,7 @@ __all__ = [
     "LogisticModel",
     "NoiseLaw",
     "OneVsRestModel",
+    "check_date_order",
     "f1_percent",
     "fit_iqr_clip",
     "fit_logistic",
@@ -163,6 +164,37 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     x = np.frombuffer(rows, dtype=float).reshape(-1, len(CHANNELS)).copy()
     y = np.frombuffer(labels, dtype=np.int8).astype(int)
     return x, y
+
+
+def check_date_order(path: str | Path) -> None:
+    """Refuse (``ValueError`` naming the file, both lines and dates) a CSV file whose
+    ``date`` column of ISO date-times goes back in time, the order check of
+    ``load_occupancy`` for files read by other readers (the fleet's ``[gcdp]`` source and
+    calibration files, replayed as consecutive records). No ``date`` column, or a date in
+    another format, stops the check; a leading integer row id (the shipped layout) is
+    skipped."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+        header = [cell.strip() for cell in next(reader, [])]
+        if "date" not in header:
+            return
+        last, column = None, None
+        for lineno, row in enumerate(reader, start=2):
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if column is None:  # a leading row id: one field more than the header
+                lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
+                column = header.index("date") + int(lead)
+            if column >= len(row):
+                return  # a short row: the file's reader names it
+            try:
+                last = _in_time_order(row[column].strip(), lineno, last)
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from None
+            if last is None:
+                return
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:

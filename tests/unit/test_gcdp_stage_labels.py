@@ -8,7 +8,7 @@ import pytest
 from ldpfleet.collector.gcdp_stage import load_calibration
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.plans import gcdp_stage_config
-from ldpfleet.scenarios.schema import load_scenario
+from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 
 from tests.conftest import ROOT
 
@@ -54,3 +54,27 @@ def test_a_two_class_calibration_file_is_read(tmp_path):
     config, _ = _config(tmp_path, lambda i: (i // 300) % 2)
     data, labels = load_calibration(config)
     assert labels.shape == data.shape and set(labels.ravel().tolist()) == {0.0, 1.0}
+
+
+def _scenario(tmp_path, calibration: str, source: str = str(SHIPPED.parent / "datatest.txt")):
+    text = RELEASE.replace('"data/uci-occupancy/datatraining.txt"', repr(calibration))
+    text = text.replace('"data/uci-occupancy/datatest.txt"', repr(source))
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(text)
+    return scenario
+
+
+def test_a_calibration_or_source_file_out_of_time_order_is_refused(tmp_path):
+    """Held-out: a shuffled calibration file (ISO dates out of order) was laid out as
+    consecutive records, its windows averaging unrelated minutes; it was refused only by
+    luck ("every calibration window ... has Occupancy 0"), and a shuffled source streamed
+    to the devices as is. bench gcdp's loader refuses such a file; the fleet now does too."""
+    lines = SHIPPED.read_text().splitlines()
+    shuffled = tmp_path / "shuffled.csv"
+    shuffled.write_text("\n".join([lines[0], lines[1], lines[3], lines[2], *lines[4:]]) + "\n")
+    back = r"line 4: date '2015-02-04 17:51:59' is earlier than '2015-02-04 17:53:00' on line 3"
+    with pytest.raises(ScenarioError, match=r"gcdp\.calibration_path: .*" + back):
+        load_scenario(_scenario(tmp_path, str(shuffled)))
+    with pytest.raises(ScenarioError, match=r"source\.path: .*shuffled\.csv.*line 4: date"):
+        load_scenario(_scenario(tmp_path, str(SHIPPED), str(shuffled)))
+    load_scenario(_scenario(tmp_path, str(SHIPPED)))
