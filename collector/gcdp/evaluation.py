@@ -199,14 +199,21 @@ def check_date_order(path: str | Path) -> None:
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
     """The order check of ``load_occupancy``'s date column: ``(datetime, line, text)`` of
-    this record, or None if ``text`` is not an ISO date-time (the check stops). Raises
+    this record, or None if the FIRST date ``text`` is not an ISO date-time (the check
+    stops; a later one that is not is refused: it stopped the check silently). Raises
     ``ValueError`` naming both lines for a date earlier than the previous one, or for a date
     with a UTC offset after one without (or the reverse): their order is undefined (it
     raised a bare TypeError)."""
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        return None
+        if last is None:
+            return None
+        raise ValueError(
+            f"line {lineno}: date {text!r} is not an ISO date-time (line {last[1]}'s "
+            f"{last[2]!r} is): a date column of ISO date-times is checked for time order "
+            "throughout"
+        ) from None
     if last is None:
         return (when, lineno, text)
     if (when.utcoffset() is None) != (last[0].utcoffset() is None):

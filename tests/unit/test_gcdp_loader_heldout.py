@@ -43,3 +43,16 @@ def test_a_training_range_wider_than_the_largest_float_is_refused_naming_the_col
     with pytest.raises(ParameterError, match=r"column 3: .*-1\.5e\+308.*1\.5e\+308") as err:
         fit(train)
     assert err.value.field == "train[:, 3]"
+
+
+def test_a_date_that_is_not_iso_after_iso_dates_is_refused(tmp_path):
+    """Held-out: one unreadable date ('garbage', or an empty cell) after ISO dates stopped the
+    order check silently, and the reversed records after it were read as consecutive."""
+    path = tmp_path / "d.csv"
+    path.write_text(HEADER + _row("2015-02-04 17:51:00") + _row("garbage")
+                    + _row("2015-02-04 17:58:00") + _row("2015-02-04 17:52:00"))  # fmt: skip
+    with pytest.raises(ValueError, match=r"line 3: date 'garbage' is not an ISO date-time "
+                       r"\(line 2's '2015-02-04 17:51:00' is\)"):  # fmt: skip
+        load_occupancy(path)
+    path.write_text(HEADER + _row("04/02/2015 17:51") + _row("garbage"))
+    assert load_occupancy(path)[1].tolist() == [1, 1]  # not ISO from the start: unchecked
