@@ -90,8 +90,9 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     channel, a row of another width, a value that is not a finite number, an Occupancy label
     other than 0 or 1 (a row with NaN was dropped silently and a label of 2 read as occupied; a
     file without the row id read the wrong columns), and a ``date`` column of ISO date-times
-    that goes back in time or mixes dates with and without a UTC offset (the windows are
-    consecutive records; a date in any other format stops the check), and a column the reader
+    that goes back in time or mixes dates with and without a UTC offset, or of dates in one
+    of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
+    date in any other format stops the check), and a column the reader
     needs that the header names twice."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
@@ -119,7 +120,7 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
         # minutes, silently)
         date = header.index("date") if "date" in header else None
-        last = None  # (datetime, line, text) of the previous record
+        order = DateOrder()
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
@@ -155,10 +156,8 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                 values.append(value)
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
-            if date is not None:
-                last = _in_time_order(row[date + lead].strip(), lineno, last)
-                if last is None:
-                    date = None  # not ISO date-times: the order is the file's
+            if date is not None and not order.feed(row[date + lead].strip(), lineno):
+                date = None  # dates in no format known here: the order is the file's
             rows.extend(values[:-1])
             labels.append(int(values[-1]))
     x = np.frombuffer(rows, dtype=float).reshape(-1, len(CHANNELS)).copy()
@@ -170,9 +169,9 @@ def check_date_order(path: str | Path) -> None:
     """Refuse (``ValueError`` naming the file, both lines and dates) a CSV file whose
     ``date`` column of ISO date-times goes back in time, the order check of
     ``load_occupancy`` for files read by other readers (the fleet's ``[gcdp]`` source and
-    calibration files, replayed as consecutive records). No ``date`` column, or a date in
-    another format, stops the check; a leading integer row id (the shipped layout) is
-    skipped."""
+    calibration files, replayed as consecutive records; ``DateOrder``). No ``date``
+    column, or a first date in no known format, stops the check; a leading integer row id
+    (the shipped layout) is skipped."""
     with open(path, newline="", encoding="utf-8-sig") as handle:
         head = "".join(line for line, _ in zip(handle, range(64), strict=False))
         handle.seek(0)
@@ -180,7 +179,7 @@ def check_date_order(path: str | Path) -> None:
         header = [cell.strip() for cell in next(reader, [])]
         if "date" not in header:
             return
-        last, column = None, None
+        order, column = DateOrder(), None
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
@@ -190,11 +189,10 @@ def check_date_order(path: str | Path) -> None:
             if column >= len(row):
                 return  # a short row: the file's reader names it
             try:
-                last = _in_time_order(row[column].strip(), lineno, last)
+                if not order.feed(row[column].strip(), lineno):
+                    return
             except ValueError as error:
                 raise ValueError(f"{path}: {error}") from None
-            if last is None:
-                return
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
@@ -228,6 +226,65 @@ def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
             "records must be in time order: windows are consecutive records)"
         )
     return (when, lineno, text)
+
+
+# common non-ISO date-time formats checked for time order (day/month ambiguity: a file
+# passes if one reading is in order); strptime, so only files not in ISO pay for it
+DATE_FORMATS = (
+    "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
+    "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M",
+    "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+)  # fmt: skip
+
+
+class DateOrder:
+    """The time-order check of a ``date`` column, fed one record at a time (``feed``).
+    ISO date-times (``_in_time_order``), else every format of ``DATE_FORMATS`` that reads
+    the first date, dropped when a later date does not parse or goes back in time; the
+    check raises when no reading is left. ``feed`` returns False when the first date is in
+    no known format (the check stops and the file's order is used)."""
+
+    def __init__(self) -> None:
+        self.iso: tuple | None = None
+        self.readings: dict[str, tuple] | None = None  # format -> (datetime, line, text)
+
+    def feed(self, text: str, lineno: int) -> bool:
+        """Check one record's date (``ValueError`` naming both lines when out of order)."""
+        if self.iso is not None or self.readings is None:
+            first = self.iso is None
+            self.iso = _in_time_order(text, lineno, self.iso)
+            if self.iso is not None or not first:
+                return True
+            self.readings = {f: e for f in DATE_FORMATS if (e := _parse(text, f, lineno))}
+            return bool(self.readings)
+        kept, refusal = {}, None
+        for fmt, last in self.readings.items():
+            entry = _parse(text, fmt, lineno)
+            if entry is not None and entry[0] >= last[0]:
+                kept[fmt] = entry
+            elif entry is not None and refusal is None:
+                refusal = (
+                    f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line "
+                    f"{last[1]} (read as {fmt}; the records must be in time order: windows "
+                    "are consecutive records)"
+                )
+        if not kept:
+            last = next(iter(self.readings.values()))
+            raise ValueError(
+                refusal
+                or f"line {lineno}: date {text!r} is not in the format of the dates "
+                f"before it (line {last[1]}'s {last[2]!r})"
+            )
+        self.readings = kept
+        return True
+
+
+def _parse(text: str, fmt: str, lineno: int) -> tuple | None:
+    """``(datetime, line, text)`` of ``text`` read with ``fmt``, None if it does not fit."""
+    try:
+        return (datetime.strptime(text, fmt), lineno, text)
+    except ValueError:
+        return None
 
 
 def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
