@@ -83,6 +83,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     macro_f1_percent,
     masking_utility,
     normalize,
+    one_class_note,
     prediction_collapse,
     temporal_smooth,
     window_means,
@@ -608,6 +609,8 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
             ),
             "threshold_normalised": None if threshold is None else round(threshold, 6),
             "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
+            # one class of the protected attribute: oriented_auc prints 0.5 ("at chance")
+            "auc_undefined": one_class_note(attribute(test_f, test_l), "test"),
         },
     )
 

@@ -70,6 +70,7 @@ __all__ = [
     "macro_f1_percent",
     "masking_utility",
     "noise_variance",
+    "one_class_note",
     "oriented_auc",
     "prediction_collapse",
     "temporal_smooth",
@@ -509,6 +510,19 @@ def prediction_collapse(truth: np.ndarray, pred: np.ndarray) -> dict:
         "always_occupied_f1": round(f1_percent(np.asarray(truth), np.ones_like(pred)), 4),
         "collapsed": collapsed,
     }
+
+
+def one_class_note(protected: np.ndarray, windows: str) -> str | None:
+    """A sentence when every one of the ``windows`` windows has the same protected-attribute
+    class (``oriented_auc`` then returns 0.5, which reads as an attack at chance), else
+    None."""
+    protected = np.asarray(protected).astype(int)
+    if protected.size and np.all(protected == protected[0]):
+        return (
+            f"every {windows} window has protected attribute {int(protected[0])}: the attack "
+            "AUC is undefined (printed as 0.5)"
+        )
+    return None
 
 
 def oriented_auc(labels: np.ndarray, scores: np.ndarray) -> float:

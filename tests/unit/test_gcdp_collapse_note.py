@@ -36,3 +36,19 @@ def test_bench_says_when_nonprivate_predicts_one_class_on_the_test_file():
     clean = bench.bench_gcdp("occupancy", ["NonPrivate"], (1.0,), 1, 0, window=WINDOW,
                              data=(tx, ty, *synthetic_frame(300, 2)), timing=False)  # fmt: skip
     assert clean["protocol"]["nonprivate_test"]["collapsed"] is None
+
+
+def test_bench_says_when_the_attack_auc_is_undefined_on_the_test_file():
+    """Held-out: a test file whose HumidityRatio sits above the training median on every
+    window (the protected attribute of one class) printed attack AUC 0.5 for every method
+    and budget, which reads as "the attack is at chance"; the AUC is undefined there."""
+    tx, ty = synthetic_frame(600, 1)
+    sx, sy = synthetic_frame(300, 2)
+    sx[:, 4] += 0.01  # every test window's HumidityRatio above the training median
+    result = bench.bench_gcdp("occupancy", ["NonPrivate"], (1.0,), 1, 0, window=WINDOW,
+                              data=(tx, ty, sx, sy), timing=False)  # fmt: skip
+    assert result["attack_auc"]["NonPrivate"]["1.0"] == 0.5
+    assert result["attack"]["auc_undefined"].startswith("every test window has protected")
+    clean = bench.bench_gcdp("occupancy", ["NonPrivate"], (1.0,), 1, 0, window=WINDOW,
+                             data=(tx, ty, *synthetic_frame(300, 2)), timing=False)  # fmt: skip
+    assert clean["attack"]["auc_undefined"] is None
