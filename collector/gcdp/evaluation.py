@@ -94,7 +94,28 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     that goes back in time or mixes dates with and without a UTC offset, or of dates in one
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
-    needs that the header names twice."""
+    needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    try:
+        return _read_occupancy(path)
+    except UnicodeDecodeError as error:
+        raise ValueError(_not_utf8(path, error)) from None
+
+
+def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
+    """The first line of ``path`` that is not UTF-8 (the decoder's position is in a read
+    buffer, not in the file)."""
+    with open(path, "rb") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as bad:
+                byte = line[bad.start : bad.start + 1].hex()
+                return f"line {lineno} is not UTF-8 text (byte 0x{byte}): save the file as UTF-8"
+    return f"not UTF-8 text ({error.reason}): save the file as UTF-8"
+
+
+def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """``load_occupancy``'s reading pass (UTF-8 errors raise ``UnicodeDecodeError``)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
     with open(path, newline="", encoding="utf-8-sig") as handle:

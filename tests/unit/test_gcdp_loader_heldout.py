@@ -81,3 +81,15 @@ def test_common_non_iso_date_formats_are_checked_for_time_order(tmp_path):
     with pytest.raises(ValueError, match=r"line 3: date '2015-02-09 11:06' is not in the "
                        r"format of the dates before it"):  # fmt: skip
         load_occupancy(path)
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
+    """Held-out: a Latin-1 export (an extra column 'Pièce') failed with "'utf-8' codec can't
+    decode byte 0xe8 in position 62", a position in a read buffer, not in the file."""
+    path = tmp_path / "d.csv"
+    text = HEADER.rstrip("\n") + ',"Note"\n' + _row("2015-02-04 17:51:00").rstrip("\n") + ",x\n"
+    path.write_bytes(
+        (text + _row("2015-02-04 17:52:00").rstrip("\n") + ",pièce\n").encode("latin-1")
+    )
+    with pytest.raises(ValueError, match=r"line 3 is not UTF-8 text \(byte 0xe8\)"):
+        load_occupancy(path)
