@@ -997,8 +997,8 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     except SourceError as error:  # the file itself, or a setting of the fleet's source
         whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
         raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
-    for field, path in (("source.path", spec.source.path), ("gcdp.calibration_path",
-                                                          calibration.path)):  # fmt: skip
+    source_path = resolve_data_path(spec.source.path, loaded.path)  # as the devices read it
+    for field, path in (("source.path", source_path), ("gcdp.calibration_path", calibration.path)):
         try:  # windows are consecutive records: a shuffled file averaged unrelated minutes
             check_date_order(path)
         except ValueError as error:
