@@ -56,7 +56,7 @@ from ldpfleet.collector.gcdp.windows import (
 )
 from ldpfleet.devices.sources import CsvSpec, csv_stream, table_columns
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import LocalProtocolError, RemoteProtocolError
+from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.partition import MEANS_CHUNK, GcdpWindowMeans, status_topic
 from ldpfleet.protocol.sw import normalise
@@ -111,10 +111,35 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
         path=spec.path, column=config.utility_column, stride=spec.stride, header=spec.header
     )
     room_labels = [
-        (csv_stream(label_spec, r, rooms, length)[0] >= 0.5).astype(float) for r in range(rooms)
+        _room_labels(config, csv_stream(label_spec, r, rooms, length)[0], r) for r in range(rooms)
     ]
     labels = np.column_stack([room_labels[i // channels] for i in range(m)])
     return data, labels
+
+
+def _room_labels(config: GcdpStageConfig, values: np.ndarray, room: int) -> np.ndarray:
+    """Room ``room``'s calibration labels, checked: 0/1 values (``>= 0.5`` binarised labels
+    0/2 or a sensor column silently), and window majorities of both classes (one class gave
+    mu_k = 0 for the room's nodes, an allocation on exposure alone, silently)."""
+    column, path = config.utility_column, config.calibration.path
+    bad = np.flatnonzero((values != 0.0) & (values != 1.0))
+    if bad.size:
+        raise ParameterError(
+            f"{column!r} of {path} must hold 0/1 labels, got {float(values[bad[0]])!r} "
+            f"(room {room}'s calibration record {int(bad[0])})",
+            field="gcdp.utility_column",
+        )
+    window = config.window
+    whole = values[: values.size // window * window].reshape(-1, window)
+    majority = whole.mean(axis=1) >= 0.5  # window_means' rule (ties -> occupied)
+    if majority.size and (majority.all() or not majority.any()):
+        raise ParameterError(
+            f"every calibration window of room {room} ({majority.size} windows of {window} "
+            f"records of {path}) has {column} {int(majority[0])} (the majority of each "
+            "window): mu_k = |corr(window mean, label)| needs both classes",
+            field="gcdp.utility_column",
+        )
+    return values.astype(float)
 
 
 class GcdpStage:

@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 
 import msgspec
 from ldpfleet.collector.cpr import CprConfig
+from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
@@ -1004,6 +1005,12 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     except SourceError as error:  # the file itself, or a setting of the fleet's source
         whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
         raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
+    source_path = resolve_data_path(spec.source.path, loaded.path)  # as the devices read it
+    for field, path in (("source.path", source_path), ("gcdp.calibration_path", calibration.path)):
+        try:  # windows are consecutive records: a shuffled file averaged unrelated minutes
+            check_date_order(path)
+        except ValueError as error:
+            raise ScenarioError(f"{where}{field}: {error}") from None
     names, rows = table_columns(calibration.path, calibration.header)
     length = section.calibration_steps or rows
     if length < max(section.window, 8):

@@ -40,6 +40,8 @@ Pure numpy, no global RNG.
 from __future__ import annotations
 
 import csv
+import math
+from array import array
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -55,6 +57,7 @@ __all__ = [
     "LogisticModel",
     "NoiseLaw",
     "OneVsRestModel",
+    "check_date_order",
     "f1_percent",
     "fit_iqr_clip",
     "fit_logistic",
@@ -67,7 +70,9 @@ __all__ = [
     "macro_f1_percent",
     "masking_utility",
     "noise_variance",
+    "one_class_note",
     "oriented_auc",
+    "prediction_collapse",
     "temporal_smooth",
     "window_means",
 ]
@@ -86,10 +91,33 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     channel, a row of another width, a value that is not a finite number, an Occupancy label
     other than 0 or 1 (a row with NaN was dropped silently and a label of 2 read as occupied; a
     file without the row id read the wrong columns), and a ``date`` column of ISO date-times
-    that goes back in time (the windows are consecutive records; a date in any other format
-    stops the check), and a column the reader needs that the header names twice."""
-    rows: list[list[float]] = []
-    labels: list[int] = []
+    that goes back in time or mixes dates with and without a UTC offset, or of dates in one
+    of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
+    date in any other format stops the check), and a column the reader
+    needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    try:
+        return _read_occupancy(path)
+    except UnicodeDecodeError as error:
+        raise ValueError(_not_utf8(path, error)) from None
+
+
+def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
+    """The first line of ``path`` that is not UTF-8 (the decoder's position is in a read
+    buffer, not in the file)."""
+    with open(path, "rb") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as bad:
+                byte = line[bad.start : bad.start + 1].hex()
+                return f"line {lineno} is not UTF-8 text (byte 0x{byte}): save the file as UTF-8"
+    return f"not UTF-8 text ({error.reason}): save the file as UTF-8"
+
+
+def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """``load_occupancy``'s reading pass (UTF-8 errors raise ``UnicodeDecodeError``)."""
+    rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
+    labels = array("b")
     with open(path, newline="", encoding="utf-8-sig") as handle:
         # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
         # sources do (protocol.delimiters; a ';' export read as one field a line)
@@ -114,7 +142,7 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
         # minutes, silently)
         date = header.index("date") if "date" in header else None
-        last = None  # (datetime, line, text) of the previous record
+        order = DateOrder()
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
@@ -143,40 +171,167 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
                     value = float(row[c])
                 except ValueError:
                     value = float("nan")
-                if not np.isfinite(value):
+                if not math.isfinite(value):
                     raise ValueError(
                         f"line {lineno}: {name} must be a finite number, got {row[c]!r}"
                     )
                 values.append(value)
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
-            if date is not None:
-                text = row[date + lead].strip()
-                try:
-                    when = datetime.fromisoformat(text)
-                except ValueError:
-                    date = None  # not ISO date-times: the order is the file's
-                else:
-                    if last is not None and when < last[0]:
-                        raise ValueError(
-                            f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line "
-                            f"{last[1]} (the records must be in time order: windows are "
-                            "consecutive records)"
-                        )
-                    last = (when, lineno, text)
-            rows.append(values[:-1])
+            if date is not None and not order.feed(row[date + lead].strip(), lineno):
+                date = None  # dates in no format known here: the order is the file's
+            rows.extend(values[:-1])
             labels.append(int(values[-1]))
-    x = np.asarray(rows, dtype=float).reshape(-1, len(CHANNELS))
-    y = np.asarray(labels, dtype=int)
+    x = np.frombuffer(rows, dtype=float).reshape(-1, len(CHANNELS)).copy()
+    y = np.frombuffer(labels, dtype=np.int8).astype(int)
     return x, y
 
 
+def check_date_order(path: str | Path) -> None:
+    """Refuse (``ValueError`` naming the file, both lines and dates) a CSV file whose
+    ``date`` column of ISO date-times goes back in time, the order check of
+    ``load_occupancy`` for files read by other readers (the fleet's ``[gcdp]`` source and
+    calibration files, replayed as consecutive records; ``DateOrder``). No ``date``
+    column, or a first date in no known format, stops the check; a leading integer row id
+    (the shipped layout) is skipped."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+        header = [cell.strip() for cell in next(reader, [])]
+        if "date" not in header:
+            return
+        order, column = DateOrder(), None
+        for lineno, row in enumerate(reader, start=2):
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if column is None:  # a leading row id: one field more than the header
+                lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
+                column = header.index("date") + int(lead)
+            if column >= len(row):
+                return  # a short row: the file's reader names it
+            try:
+                if not order.feed(row[column].strip(), lineno):
+                    return
+            except ValueError as error:
+                raise ValueError(f"{path}: {error}") from None
+
+
+def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
+    """The order check of ``load_occupancy``'s date column: ``(datetime, line, text)`` of
+    this record, or None if the FIRST date ``text`` is not an ISO date-time (the check
+    stops; a later one that is not is refused: it stopped the check silently). Raises
+    ``ValueError`` naming both lines for a date earlier than the previous one, or for a date
+    with a UTC offset after one without (or the reverse): their order is undefined (it
+    raised a bare TypeError)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        if last is None:
+            return None
+        raise ValueError(
+            f"line {lineno}: date {text!r} is not an ISO date-time (line {last[1]}'s "
+            f"{last[2]!r} is): a date column of ISO date-times is checked for time order "
+            "throughout"
+        ) from None
+    if last is None:
+        return (when, lineno, text)
+    if (when.utcoffset() is None) != (last[0].utcoffset() is None):
+        has, other = ("has no", "has one") if when.utcoffset() is None else ("has a", "has none")
+        raise ValueError(
+            f"line {lineno}: date {text!r} {has} UTC offset, the date on line {last[1]} "
+            f"{last[2]!r} {other} (their order is undefined: give every date an offset or none)"
+        )
+    if when < last[0]:
+        raise ValueError(
+            f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line {last[1]} (the "
+            "records must be in time order: windows are consecutive records)"
+        )
+    return (when, lineno, text)
+
+
+# common non-ISO date-time formats checked for time order (day/month ambiguity: a file
+# passes if one reading is in order); strptime, so only files not in ISO pay for it
+DATE_FORMATS = (
+    "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
+    "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M",
+    "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+)  # fmt: skip
+
+
+class DateOrder:
+    """The time-order check of a ``date`` column, fed one record at a time (``feed``).
+    ISO date-times (``_in_time_order``), else every format of ``DATE_FORMATS`` that reads
+    the first date, dropped when a later date does not parse or goes back in time; the
+    check raises when no reading is left. ``feed`` returns False when the first date is in
+    no known format (the check stops and the file's order is used)."""
+
+    def __init__(self) -> None:
+        self.iso: tuple | None = None
+        self.readings: dict[str, tuple] | None = None  # format -> (datetime, line, text)
+
+    def feed(self, text: str, lineno: int) -> bool:
+        """Check one record's date (``ValueError`` naming both lines when out of order)."""
+        if self.iso is not None or self.readings is None:
+            first = self.iso is None
+            self.iso = _in_time_order(text, lineno, self.iso)
+            if self.iso is not None or not first:
+                return True
+            self.readings = {f: e for f in DATE_FORMATS if (e := _parse(text, f, lineno))}
+            return bool(self.readings)
+        kept, refusal = {}, None
+        for fmt, last in self.readings.items():
+            entry = _parse(text, fmt, lineno)
+            if entry is not None and entry[0] >= last[0]:
+                kept[fmt] = entry
+            elif entry is not None and refusal is None:
+                refusal = (
+                    f"line {lineno}: date {text!r} is earlier than {last[2]!r} on line "
+                    f"{last[1]} (read as {fmt}; the records must be in time order: windows "
+                    "are consecutive records)"
+                )
+        if not kept:
+            last = next(iter(self.readings.values()))
+            raise ValueError(
+                refusal
+                or f"line {lineno}: date {text!r} is not in the format of the dates "
+                f"before it (line {last[1]}'s {last[2]!r})"
+            )
+        self.readings = kept
+        return True
+
+
+def _parse(text: str, fmt: str, lineno: int) -> tuple | None:
+    """``(datetime, line, text)`` of ``text`` read with ``fmt``, None if it does not fit."""
+    try:
+        return (datetime.strptime(text, fmt), lineno, text)
+    except ValueError:
+        return None
+
+
 def fit_normalizer(train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Training-only per-channel (low, high); constant channels get a unit range."""
+    """Training-only per-channel (low, high); constant channels get a unit range. A range
+    wider than the largest float is refused (``ParameterError``, field ``train[:, k]``)."""
     low = train.min(axis=0)
     high = train.max(axis=0)
+    _check_width(low, high)
     high = np.where(high > low, high, low + 1.0)
     return low, high
+
+
+def _check_width(low: np.ndarray, high: np.ndarray) -> None:
+    """Refuse a training interval whose width ``high - low`` overflows to inf: every value
+    of that column would normalise to 0 or NaN (a downstream "must be finite" error that
+    named neither the column nor the values)."""
+    with np.errstate(over="ignore"):
+        wide = np.flatnonzero(~np.isfinite(np.asarray(high) - np.asarray(low)))
+    if wide.size:
+        k = int(wide[0])
+        raise ParameterError(
+            f"column {k}: the training interval [{float(low[k])!r}, {float(high[k])!r}] is wider "
+            "than the largest float (its width overflows): rescale or remove the extreme values",
+            field=f"train[:, {k}]",
+        )
 
 
 IQR_FENCE = 1.5  # Tukey's conventional fence constant (not searched)
@@ -189,12 +344,15 @@ def fit_iqr_clip(train: np.ndarray, fence: float = IQR_FENCE) -> tuple[np.ndarra
     training range (a fence beyond the observed range clips nothing, so the range is kept).
     A channel whose interval is empty or a point gets a unit range, as in ``fit_normalizer``.
     The interval is public (training-only), so the certified bound of a clipped value is
-    still ``U - L`` in raw units, 1 after ``normalize``."""
+    still ``U - L`` in raw units, 1 after ``normalize``. An interval wider than the largest
+    float is refused (``ParameterError``, field ``train[:, k]``)."""
     train = np.asarray(train, dtype=float)
     q1, q3 = np.percentile(train, [25.0, 75.0], axis=0)
-    iqr = q3 - q1
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing width is refused
+        iqr = q3 - q1
     low = np.maximum(train.min(axis=0), q1 - fence * iqr)
     high = np.minimum(train.max(axis=0), q3 + fence * iqr)
+    _check_width(low, high)
     high = np.where(high > low, high, low + 1.0)
     return low, high
 
@@ -354,6 +512,38 @@ def f1_percent(truth: np.ndarray, pred: np.ndarray) -> float:
     if tp == 0:
         return 0.0
     return 100.0 * 2 * tp / (2 * tp + fp + fn)
+
+
+def prediction_collapse(truth: np.ndarray, pred: np.ndarray) -> dict:
+    """Whether the 0/1 predictions ``pred`` of windows labelled ``truth`` are all of one
+    class: the share predicted occupied, the F1 (percent) of predicting every window
+    occupied (the score a collapsed classifier prints), and ``collapsed``, a sentence for
+    "always occupied" / "never occupied" or None when both classes are predicted."""
+    pred = np.asarray(pred).astype(int)
+    share = float(pred.mean()) if pred.size else 0.0
+    collapsed = None
+    if pred.size and share == 1.0:
+        collapsed = "always occupied: the F1 is that of predicting every window occupied"
+    elif pred.size and share == 0.0:
+        collapsed = "never occupied: no window predicted occupied, F1 0"
+    return {
+        "predicted_occupied_share": round(share, 4),
+        "always_occupied_f1": round(f1_percent(np.asarray(truth), np.ones_like(pred)), 4),
+        "collapsed": collapsed,
+    }
+
+
+def one_class_note(protected: np.ndarray, windows: str) -> str | None:
+    """A sentence when every one of the ``windows`` windows has the same protected-attribute
+    class (``oriented_auc`` then returns 0.5, which reads as an attack at chance), else
+    None."""
+    protected = np.asarray(protected).astype(int)
+    if protected.size and np.all(protected == protected[0]):
+        return (
+            f"every {windows} window has protected attribute {int(protected[0])}: the attack "
+            "AUC is undefined (printed as 0.5)"
+        )
+    return None
 
 
 def oriented_auc(labels: np.ndarray, scores: np.ndarray) -> float:

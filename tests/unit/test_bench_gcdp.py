@@ -255,7 +255,7 @@ def test_loader_refuses_records_out_of_time_order(tmp_path):
         load_occupancy(path)
     path.write_text(OCC_HEADER + first + same)
     assert load_occupancy(path)[1].tolist() == [1, 0]
-    path.write_text(OCC_HEADER + first.replace("2015-02-04", "04/02/2015") + back)
+    path.write_text(OCC_HEADER + first.replace("2015-02-04", "Feb 04 2015") + back)
     assert load_occupancy(path)[1].tolist() == [1, 0]
 
 
