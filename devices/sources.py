@@ -50,7 +50,7 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
     as data). When data rows have exactly one more field than the header, the first field (a row
     id) is dropped, unless every row's last field is empty (a delimiter ending each row); a
-    row id is consecutive integers or a text label on every row, anything else is refused
+    row id is distinct integers or a text label on every row, anything else is refused
     (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
     skipped as text.
@@ -341,20 +341,25 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 def _row_id_problem(data: list, path: str, width: int, delimiter: str) -> str | None:
     """Why the extra leading field of every data row is not a row id, or ``None``. A row id
-    is a text label on every row (a date, a name) or consecutive integers (UCI Occupancy:
-    "1", "2", ...; its test file starts at "140"). Under a one-name header with a comma
-    between integers, a row id and a decimal comma ("20,038") look the same: refused."""
+    is a text label on every row (a date, a name) or distinct integers (UCI Occupancy:
+    "1", "2", ...; its test file starts at "140"; a file with rows dropped or out of order
+    keeps distinct ids — the order of time is the date column's business). Under a
+    one-name header with a comma between integers, a row id and a decimal comma
+    ("20,038") look the same: refused; a repeated id (the integer part of a decimal comma
+    repeating, "20,5" then "20,7") is refused too."""
     ids = [row[0].strip() for _, row in data]
     if not any(_is_number(i) for i in ids):
         return None
     hint = " (a decimal comma? numbers need a decimal point)" if delimiter == "," else ""
+    seen: dict[int, int] = {}
     for k, value in enumerate(ids):
-        if not _INTEGER.fullmatch(value) or (k and int(value) != int(ids[k - 1]) + 1):
-            after = f" after {ids[k - 1]!r}" if k else ""
+        first = seen.setdefault(int(value), k) if _INTEGER.fullmatch(value) else None
+        if first is None or first != k:
+            again = f" (also on line {data[first][0]})" if first is not None else ""
             return (
                 f"line {data[k][0]} of {path} has one field more than its header of {width}, "
-                f"read as a leading row id, but its first field {value!r}{after} is not one "
-                f"(row ids are consecutive integers or text labels){hint}"
+                f"read as a leading row id, but its first field {value!r}{again} is not one "
+                f"(row ids are distinct integers or text labels){hint}"
             )
     values = [cell.strip() for _, row in data for cell in row[1:]]
     if width == 1 and delimiter == "," and all(_INTEGER.fullmatch(v) for v in values):

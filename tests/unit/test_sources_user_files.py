@@ -46,8 +46,25 @@ def test_a_decimal_comma_under_a_one_name_header_is_not_a_row_id(tmp_path):
     with pytest.raises(SourceError) as caught:
         load_table(path)
     message = str(caught.value)
-    assert path in message and "line 4" in message and "decimal comma" in message, message
-    assert "'19'" in message, message
+    assert path in message and "line 2" in message and "decimal comma" in message, message
+    assert "(20,038)" in message, message
+
+
+def test_row_ids_may_skip_or_go_back_but_not_repeat(tmp_path):
+    """Row ids were required to be consecutive: a UCI file with rows dropped ("1", "2", "5")
+    was refused as a decimal-comma file, and a shuffled one never reached the date-order
+    check that names its problem. Distinct integer ids are ids; a repeated one (the integer
+    part of a decimal comma repeating) is refused."""
+    dropped = _write(tmp_path, "d.csv", '"a","b"\n"1",7,8\n"2",9,10\n"5",11,12\n')
+    assert load_table(dropped)[1].tolist() == [[7, 8], [9, 10], [11, 12]]
+    shuffled = _write(tmp_path, "s.csv", '"a","b"\n"2",7,8\n"1",9,10\n')
+    assert load_table(shuffled)[1].tolist() == [[7, 8], [9, 10]]
+    repeated = _write(tmp_path, "r.csv", "temp,hum\n20,5,30\n21,0,31\n20,7,29\n")
+    with pytest.raises(SourceError) as caught:
+        load_table(repeated)
+    message = str(caught.value)
+    assert "line 4" in message and "'20' (also on line 2)" in message, message
+    assert "decimal comma" in message, message
 
 
 @pytest.mark.parametrize(
