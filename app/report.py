@@ -420,9 +420,9 @@ def _scenario_section(results: dict) -> str:
         if not isinstance(section, dict):
             continue
         for key, value in section.items():
-            if value is None:
-                continue
-            if name == "broker" and key == "url" and used_kind and value != used_kind:
+            if value is None:  # shown: the table is the scenario as run
+                value = "none"
+            elif name == "broker" and key == "url" and used_kind and value != used_kind:
                 value = f"{value} (this run: {used_kind}, from --broker)"
             spec_rows.append((f"[{name}] {key}", value))
     keys = (
@@ -535,9 +535,44 @@ def _volume_section(trace: Path, results: dict) -> str:
     )
 
 
+def _central_rows(ledger: dict) -> list[tuple]:
+    """The ledger rows of a run whose devices stream raw readings (``mechanism = "raw"``,
+    a GC-DP central release): the devices spend nothing, the collector's release account
+    is charged ε_rel per window (docs/gcdp-fleet.md "Accounting")."""
+    collector = ledger.get("collector") or {}
+    account = (collector.get("accounts") or {}).get("gcdp_release") or {}
+    eps_rel = collector.get("eps_rel", account.get("eps"))
+    refusals = account.get("refusals", 0) + sum(
+        a.get("refusals", 0)
+        for entry in _ledger_devices(ledger).values()
+        for a in entry.get("accounts", {}).values()
+    )
+    return [
+        ("device budget ε", "0 (raw readings: nothing privatised on the devices)"),
+        ("devices' worst spend", max(_spending(ledger)[0], default=None)),
+        ("central release ε_rel per window", eps_rel),
+        ("release window (steps)", ledger.get("w")),
+        ("calibration ε_cal", collector.get("eps_cal")),
+        ("per-record loss (ε_cal + ε_rel)", collector.get("per_record_loss")),
+        ("worst spent per window (collector)", account.get("max_window_spent")),
+        ("windows released (charges)", account.get("charges")),
+        ("within budget", ledger.get("within_budget")),
+        ("refusals", refusals),
+        ("devices", len(_ledger_devices(ledger))),
+    ]
+
+
 def _ledger_section(results: dict, ledger: dict | None) -> str:
     if not ledger:
         return ""
+    if (results.get("stream") or {}).get("mechanism") == "raw":
+        note = (
+            "<p class='note'>The devices streamed clipped readings in the clear to the trusted "
+            "collector and spent nothing; the collector's GC-DP release was charged ε_rel per "
+            "window. Windows are disjoint, so a reading's loss is ε_cal + ε_rel; the total "
+            "charged sums disjoint windows and is not a per-reading loss.</p>"
+        )
+        return "<h2>Privacy ledger</h2>" + _table(_central_rows(ledger), ("item", "value")) + note
     devices = _ledger_devices(ledger)
     worst, total, eps, refusals = _spending(ledger)
     cadr = _is_cadr(results)

@@ -1,0 +1,78 @@
+"""The report's ledger and scenario sections on runs nobody looked at closely: a GC-DP run
+whose devices stream raw readings (they spend nothing; the collector's release spends
+ε_rel per window), and scenario keys whose value is null."""
+
+from __future__ import annotations
+
+import re
+
+from ldpfleet.app.report import _ledger_section, _scenario_section
+
+
+def _raw_account() -> dict:
+    return {"kind": "raw", "eps": 0.0, "spent": 0.0, "total_spent": 0.0,
+            "max_window_spent": 0.0, "charges": 0, "refusals": 0,
+            "curator_account": "gcdp_release"}  # fmt: skip
+
+
+def _gcdp_run() -> tuple[dict, dict]:
+    """results.json / ledger.json of scenarios/occupancy-release.toml, trimmed: the
+    ledger's top-level eps/w are the central release's (gcdp.eps_rel, gcdp.window)."""
+    results = {
+        "stream": {"mechanism": "raw", "eps": 1.0, "w": 30, "eps0": 0.0},
+        "gcdp": {"method": "gcdp", "window": 30, "eps_rel": 1.0, "eps_cal": 0.0},
+    }
+    ledger = {
+        "eps": 1.0, "w": 30, "max_window_spent": 0.0, "within_budget": True, "refusals": 0,
+        "devices": {f"d{i:04d}": {"owner": f"d{i:04d}", "accounts": {"stream": _raw_account()}}
+                    for i in range(3)},
+        "collector": {"owner": "collector", "accounts": {"gcdp_release": {
+            "kind": "w-event", "eps": 1.0, "w": 1, "charges": 60, "total_spent": 60.0,
+            "max_window_spent": 1.0, "refusals": 0}},
+            "eps_cal": 0.0, "eps_rel": 1.0, "per_record_loss": 1.0},
+    }  # fmt: skip
+    return results, ledger
+
+
+def _rows(page: str) -> dict[str, str]:
+    return dict(re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td></tr>", page))
+
+
+def test_a_raw_gcdp_ledger_states_the_devices_spent_nothing_and_the_central_release():
+    """The ledger section of a GC-DP run said "budget ε 1" and "every device spent ε = 0
+    in its worst window (budget ε = 1)": the devices had no budget (a raw account, 0);
+    the 1 is the collector's ε_rel per window."""
+    results, ledger = _gcdp_run()
+    page = _ledger_section(results, ledger)
+    rows = _rows(page)
+    assert "budget ε" not in rows, rows
+    assert rows["device budget ε"] == "0 (raw readings: nothing privatised on the devices)"
+    assert rows["central release ε_rel per window"] == "1"
+    assert rows["release window (steps)"] == "30"
+    assert rows["calibration ε_cal"] == "0"
+    assert rows["per-record loss (ε_cal + ε_rel)"] == "1"
+    assert rows["windows released (charges)"] == "60"
+    assert "budget ε = 1" not in page, page
+
+
+def test_an_ldp_ledger_keeps_its_budget_row():
+    results, ledger = _gcdp_run()
+    results = {"stream": {"mechanism": "sw", "eps": 2.0, "w": 10}}
+    account = {"kind": "w-event", "eps": 2.0, "w": 10, "max_window_spent": 2.0,
+               "total_spent": 8.0, "refusals": 0}  # fmt: skip
+    ledger = {"eps": 2.0, "w": 10, "devices": {"d0": {"accounts": {"stream": account}}}}
+    rows = _rows(_ledger_section(results, ledger))
+    assert rows["budget ε"] == "2" and rows["window w"] == "10"
+
+
+def test_scenario_keys_with_a_null_value_are_shown():
+    """A key whose value is None (e.g. [stream] eps of a raw run, [source] path unset) was
+    dropped from the scenario-keys table, so the table was not the scenario as run."""
+    results = {"scenario": {"name": "x", "spec": {
+        "stream": {"mechanism": "raw", "eps": None, "w": None},
+        "broker": {"url": "embedded"},
+    }}}  # fmt: skip
+    page = _scenario_section(results)
+    rows = _rows(page)
+    assert rows["[stream] eps"] == "none" and rows["[stream] w"] == "none", rows
+    assert "Scenario keys (4," in page
