@@ -1142,7 +1142,7 @@ def certs_command(
             "127.0.0.1 and localhost).",
         ),
     ] = None,
-    days: Annotated[int, typer.Option(help="Validity in days.")] = 365,
+    days: Annotated[int, typer.Option(help="Validity in days (1 .. 36,500).")] = 365,
 ) -> None:
     """Write a test deployment's TLS certificates (a CA, a broker certificate for every
     --host, a client certificate; keys 0600) and print how to use them (docs/brokers.md

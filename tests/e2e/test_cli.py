@@ -131,6 +131,9 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["trace", "show", "RUNDIR", "--limit", "-1"], "--limit"),
         (["mosquitto-config", "QUICK", "--out", "AFILE"], "not a directory"),
         (["certs", "--out", "AFILE"], "not a directory"),
+        (["certs", "--out", "OUT", "--host", ""], "host: not a host name"),  # was accepted
+        (["certs", "--out", "OUT", "--days", "10000000"], "days: must be 1 .."),  # traceback
+        (["certs", "--out", "/proc/no/such"], "out: cannot create"),  # was a traceback
         (["mosquitto-config", "QUICK", "--out", "OUT", "--port", "70000"], "--port"),
         (["broker", "--port", "-1"], "--port"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
