@@ -1256,6 +1256,34 @@ def check_device(db, device: str | None, path: Path) -> None:
         raise TraceError(f"device {device!r} sent and received nothing in {path}")
 
 
+def trace_filter(device, kind, topic, since, until):
+    """The ``TraceFilter`` of ``trace stats/show/export``, its options checked: an empty
+    ``--device``/``--kind``/``--topic`` was taken for "no constraint", a NaN, infinite or
+    negative ``--since``/``--until`` and a malformed MQTT filter (``ldp/#/up``) selected
+    nothing, both silently (``TraceError``, one sentence)."""
+    import math
+
+    from ldpfleet.broker.auth import valid_filter
+    from ldpfleet.broker.trace import TraceError, TraceFilter
+
+    for name, value in (("--device", device), ("--kind", kind)):
+        if value is not None and not value:
+            raise TraceError(f"{name} must not be empty (leave the option out for every one)")
+    if topic is not None and not valid_filter(topic):
+        raise TraceError(
+            f"--topic must be an MQTT filter ('+' a whole level, '#' only the whole last "
+            f"level, e.g. ldp/+/dev/d0001/#), got {topic!r}"
+        )
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise TraceError(
+                f"{name} must be a number of seconds >= 0 after the first message, got {value}"
+            )
+    if since is not None and until is not None and since > until:
+        raise TraceError(f"--since {since:g} is after --until {until:g}: nothing lies between")
+    return TraceFilter(device, kind, topic, since, until)
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -1267,14 +1295,15 @@ def trace_stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Counts, bytes and rates per kind and topic family."""
-    from ldpfleet.broker.trace import TraceFilter, open_readonly, stats
+    from ldpfleet.broker.trace import open_readonly, stats
     from rich.table import Table
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        result = stats(db, TraceFilter(device, kind, topic, since, until))
+        result = stats(db, selection)
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -1303,13 +1332,14 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
-    from ldpfleet.broker.trace import TraceFilter, as_record, format_line, open_readonly, rows
+    from ldpfleet.broker.trace import as_record, format_line, open_readonly, rows
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
+        for index, row in enumerate(rows(db, selection)):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
                 break
@@ -1357,20 +1387,34 @@ def trace_export(
     until: UntilOpt = None,
 ) -> None:
     """Export messages as JSON lines or CSV."""
-    from ldpfleet.broker.trace import TraceFilter, export, open_readonly, rows
+    from ldpfleet.broker.trace import export, open_readonly, rows
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
+        lines = export(rows(db, selection), fmt)
         if output is None:
             for line in lines:
                 print(line)
         else:
-            with output.open("w") as handle:
+            with _export_file(output) as handle:
                 for line in lines:
                     handle.write(line + "\n")
+
+
+def _export_file(output: Path):
+    """``trace export -o FILE`` opened for writing; ``TraceError`` (one sentence) for a
+    directory or a path that cannot be written (were tracebacks)."""
+    from ldpfleet.broker.trace import TraceError
+
+    if output.is_dir():
+        raise TraceError(f"--output {output} is a directory; give a file to write the export to")
+    try:
+        return output.open("w")
+    except OSError as error:
+        raise TraceError(f"--output: cannot write {output} ({error.strerror or error})") from None
 
 
 @trace_app.command("verify")

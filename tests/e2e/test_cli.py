@@ -129,6 +129,19 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["run", "NOGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: cannot read"),
         (["trace", "follow", "RUNDIR", "d0001", "--limit", "-1"], "--limit"),
         (["trace", "show", "RUNDIR", "--limit", "-1"], "--limit"),
+        # held-out QA (helper C): each selected nothing, or everything, silently
+        (["trace", "show", "RUNDIR", "--since", "nan"], "--since must be a number of seconds"),
+        (["trace", "stats", "RUNDIR", "--until", "inf"], "--until must be a number of seconds"),
+        (["trace", "show", "RUNDIR", "--since", "-1"], "--since must be a number of seconds"),
+        (["trace", "export", "RUNDIR", "--since", "5", "--until", "1"], "--since 5 is after"),
+        (["trace", "show", "RUNDIR", "--device", ""], "--device must not be empty"),
+        (["trace", "show", "RUNDIR", "--kind", ""], "--kind must not be empty"),
+        (["trace", "stats", "RUNDIR", "--topic", ""], "--topic must be an MQTT filter"),
+        (["trace", "show", "RUNDIR", "--topic", "ldp/#/up"], "--topic must be an MQTT filter"),
+        (["trace", "show", "RUNDIR", "--topic", "ldp/a+"], "--topic must be an MQTT filter"),
+        # were IsADirectoryError / FileNotFoundError tracebacks
+        (["trace", "export", "RUNDIR", "-o", "RUNDIR"], "is a directory"),
+        (["trace", "export", "RUNDIR", "-o", "AFILE/sub"], "cannot write"),
         (["mosquitto-config", "QUICK", "--out", "AFILE"], "not a directory"),
         (["certs", "--out", "AFILE"], "not a directory"),
         (["certs", "--out", "OUT", "--host", ""], "host: not a host name"),  # was accepted
