@@ -660,6 +660,8 @@ def report_command(
     from ldpfleet.broker.trace import TraceError
 
     with user_errors():
+        if out.is_file():
+            raise TraceError(f"{out} is a file; give the run's output directory ({out.parent})")
         if not (out / "results.json").exists():
             raise TraceError(f"no results.json in {out} (run `ldpfleet run ... --out {out}`)")
         if fleet_dirs:

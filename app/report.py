@@ -180,6 +180,107 @@ def _read_json(path: Path) -> dict | None:
     return document
 
 
+# the top-level entries of results.json the page reads, by the type they must have
+# (None and absent: the section is left out); anything else was an AttributeError or
+# TypeError traceback from deep inside a section
+_OBJECTS = (
+    "scenario", "stream", "stages", "accuracy", "per_device", "reconstruction", "secure_sum",
+    "gcdp", "delivery", "faults", "rejections_by_reason", "missing_batches", "stage_seconds",
+    "trace", "raw", "postprocessed", "baselines", "budget", "privacy_claim",
+)  # fmt: skip
+_NUMBERS = (
+    "devices", "devices_complete", "devices_rejected", "reports_expected", "reports_received",
+    "reports_lost", "reports_rejected", "reports_withdrawn", "clipped_share", "seconds",
+    "eps", "alpha", "edges", "mae", "mse", "distribution_l1", "device_messages_up",
+    "device_messages_down",
+)  # fmt: skip
+_LISTS = ("warnings",)
+# entries inside those objects that the page reads, by type
+_NESTED = {
+    ("scenario", "spec"): dict, ("stages", "stream"): dict, ("gcdp", "accuracy"): dict,
+    ("secure_sum", "seconds_per_stage"): dict, ("secure_sum", "collector"): dict,
+    ("secure_sum", "dropped_devices"): list,
+}  # fmt: skip
+
+
+def _checked_results(results: dict, path: Path) -> dict:
+    """``results`` with its None entries among ``_OBJECTS`` and ``_LISTS`` dropped;
+    ``TraceError`` naming the entry, the type it must have and the one it has when an
+    entry the page reads is of another type (a hand-edited or foreign results.json)."""
+    from ldpfleet.broker.trace import TraceError
+
+    def refuse(key: str, wanted: str, value=None) -> TraceError:
+        value = results[key] if value is None else value
+        return TraceError(
+            f"{path}: {key!r} must be {wanted}, got a {type(value).__name__} "
+            f"({json.dumps(value)[:60]}); is it a run's results.json?"
+        )
+
+    checked = dict(results)
+    for key, kind, wanted in (
+        *((k, dict, "an object") for k in _OBJECTS),
+        *((k, list, "a list") for k in _LISTS),
+    ):
+        if key in results and results[key] is None:
+            del checked[key]
+        elif key in results and not isinstance(results[key], kind):
+            raise refuse(key, wanted)
+    for key in _NUMBERS:
+        value = results.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise refuse(key, "a number")
+    for (key, sub), kind in _NESTED.items():
+        section = checked.get(key)
+        if not isinstance(section, dict) or section.get(sub) is None:
+            if isinstance(section, dict) and sub in section:
+                checked[key] = {k: v for k, v in section.items() if k != sub}
+            continue
+        if not isinstance(section[sub], kind):
+            wanted = "an object" if kind is dict else "a list"
+            raise refuse(f"{key}.{sub}", wanted, section[sub])
+    return checked
+
+
+def _checked_ledger(ledger: dict | None, path: Path) -> dict | None:
+    """``TraceError`` naming the entry when ledger.json does not have the shape the page
+    reads (numbers where numbers are summed and compared, objects of accounts); a
+    hand-edited one was an AttributeError or TypeError traceback."""
+    from ldpfleet.broker.trace import TraceError
+
+    if ledger is None:
+        return None
+
+    def check(value, kind, wanted: str, where: str, optional: bool = True) -> None:
+        if value is None and optional:
+            return
+        bad = isinstance(value, bool) if kind == (int, float) else False
+        if bad or not isinstance(value, kind):
+            raise TraceError(
+                f"{path}: {where!r} must be {wanted}, got a {type(value).__name__} "
+                f"({json.dumps(value)[:60]}); is it a run's ledger.json?"
+            )
+
+    for key in ("eps", "w", "max_window_spent", "refusals"):
+        check(ledger.get(key), (int, float), "a number", key)
+    for key in ("devices", "collector"):
+        check(ledger.get(key), dict, "an object", key)
+    owners = [(f"devices.{d}", e) for d, e in (ledger.get("devices") or {}).items()]
+    if "devices" not in ledger:  # a CADR-LDP run's ledger.json is device -> ledger
+        owners = [(d, e) for d, e in ledger.items() if isinstance(e, dict) and "accounts" in e]
+    if ledger.get("collector") is not None:
+        owners.append(("collector", ledger["collector"]))
+    for owner, entry in owners:
+        check(entry, dict, "an object", owner, optional=False)
+        accounts = entry.get("accounts")
+        check(accounts, dict, "an object", f"{owner}.accounts")
+        for name, account in (accounts or {}).items():
+            where = f"{owner}.accounts.{name}"
+            check(account, dict, "an object", where, optional=False)
+            for key in ("eps", "spent", "total_spent", "max_window_spent", "refusals"):
+                check(account.get(key), (int, float), "a number", f"{where}.{key}")
+    return ledger
+
+
 def _is_cadr(results: dict) -> bool:
     return "stage_seconds" in results and "released" in results
 
@@ -1018,7 +1119,8 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
     results = _read_json(out / "results.json")
     if results is None:
         raise FileNotFoundError(f"no results.json in {out} (run `ldpfleet run` first)")
-    ledger = _read_json(out / "ledger.json")
+    results = _checked_results(results, out / "results.json")
+    ledger = _checked_ledger(_read_json(out / "ledger.json"), out / "ledger.json")
     name = (results.get("scenario") or {}).get("name") or "run"
     title = f"{name} — run {results.get('run', '')}"
     sections = [  # in SECTIONS order
@@ -1055,6 +1157,12 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
 
 def write_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> Path:
     """Write ``OUT/report.html``; returns its path."""
+    from ldpfleet.broker.trace import TraceError
+
     path = Path(out_dir) / "report.html"
-    path.write_text(build_report(out_dir, progress))
+    page = build_report(out_dir, progress)
+    try:
+        path.write_text(page)
+    except OSError as error:
+        raise TraceError(f"cannot write {path} ({error.strerror or error})") from None
     return path

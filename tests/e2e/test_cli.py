@@ -144,6 +144,7 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["trace", "export", "RUNDIR", "-o", "AFILE/sub"], "cannot write"),
         (["mosquitto-config", "QUICK", "--out", "AFILE"], "not a directory"),
         (["certs", "--out", "AFILE"], "not a directory"),
+        (["report", "AFILE"], "is a file; give the run's output directory"),  # "no results.json in"
         (["certs", "--out", "OUT", "--host", ""], "host: not a host name"),  # was accepted
         (["certs", "--out", "OUT", "--days", "10000000"], "days: must be 1 .."),  # traceback
         (["certs", "--out", "/proc/no/such"], "out: cannot create"),  # was a traceback

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from ldpfleet.app.report import _ledger_section, _scenario_section
 
 
@@ -76,3 +77,79 @@ def test_scenario_keys_with_a_null_value_are_shown():
     rows = _rows(page)
     assert rows["[stream] eps"] == "none" and rows["[stream] w"] == "none", rows
     assert "Scenario keys (4," in page
+
+
+# ---- results.json / ledger.json of a shape the page cannot read: one sentence -----------
+
+
+def _run_dir(tmp_path, results: dict, ledger: dict | None = None):
+    import json
+
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    if ledger is not None:
+        (tmp_path / "ledger.json").write_text(json.dumps(ledger))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("results", "needle"),
+    [
+        ({"scenario": "x"}, "'scenario' must be an object, got a str"),
+        ({"stream": 5}, "'stream' must be an object, got a int"),
+        ({"per_device": [1]}, "'per_device' must be an object, got a list"),
+        ({"devices": "x", "devices_complete": 1}, "'devices' must be a number, got a str"),
+        ({"clipped_share": {}}, "'clipped_share' must be a number"),
+        ({"scenario": {"spec": None, "name": "n"}, "stages": {"stream": "x"}},
+         "'stages.stream' must be an object"),
+        ({"secure_sum": {"dim": 2, "dropped_devices": -1}},
+         "'secure_sum.dropped_devices' must be a list"),
+    ],
+)  # fmt: skip
+def test_a_results_json_of_another_shape_is_one_sentence(tmp_path, results, needle):
+    """Each was an AttributeError or TypeError traceback from deep inside a section."""
+    from ldpfleet.app.report import build_report
+    from ldpfleet.broker.trace import TraceError
+
+    with pytest.raises(TraceError, match=re.escape(needle)):
+        build_report(_run_dir(tmp_path, results))
+
+
+def test_null_sections_are_absent_sections(tmp_path):
+    """``"scenario": null`` (and any other null section) was a traceback; it is now read as
+    an absent section."""
+    from ldpfleet.app.report import build_report
+
+    nulls = dict.fromkeys(("scenario", "stream", "stages", "accuracy", "warnings"))
+    page = build_report(_run_dir(tmp_path, {**nulls, "run": "r1", "clipped_share": 0.0}))
+    assert "run r1" in page
+
+
+@pytest.mark.parametrize(
+    ("ledger", "needle"),
+    [
+        ({"eps": "x"}, "'eps' must be a number, got a str"),
+        ({"devices": "x"}, "'devices' must be an object"),
+        ({"devices": {"d0": None}}, "'devices.d0' must be an object, got a NoneType"),
+        ({"devices": {"d0": {"accounts": {"stream": {"max_window_spent": "1"}}}}},
+         "'devices.d0.accounts.stream.max_window_spent' must be a number"),
+        ({"collector": {"accounts": "x"}}, "'collector.accounts' must be an object"),
+    ],
+)  # fmt: skip
+def test_a_ledger_json_of_another_shape_is_one_sentence(tmp_path, ledger, needle):
+    from ldpfleet.app.report import build_report
+    from ldpfleet.broker.trace import TraceError
+
+    results, _ = _gcdp_run()
+    with pytest.raises(TraceError, match=re.escape(needle)):
+        build_report(_run_dir(tmp_path, results, ledger))
+
+
+def test_a_report_html_that_cannot_be_written_is_one_sentence(tmp_path):
+    """A folder named report.html in the run directory was an IsADirectoryError traceback."""
+    from ldpfleet.app.report import write_report
+    from ldpfleet.broker.trace import TraceError
+
+    run = _run_dir(tmp_path, {"run": "r1"})
+    (run / "report.html").mkdir()
+    with pytest.raises(TraceError, match=r"cannot write .*report\.html"):
+        write_report(run)
