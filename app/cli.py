@@ -175,11 +175,32 @@ def _out_dir(path: Path | None) -> Path | None:
 
 
 def _run_id_option(value: str | None) -> str | None:
-    """``--run``: an empty id was taken for "none given" (a random one was made)."""
+    """``--run``: an empty id was taken for "none given" (a random one was made); an id no
+    run can have (``a/b``, ``#``: a topic level) made ``watch`` watch nothing."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.topics import check_ident
+
     if value is not None and not value:
         raise typer.BadParameter(
             "--run must not be empty (1-64 characters of A-Z a-z 0-9 _ . -; leave the option "
             "out for a random id)"
+        )
+    if value is not None:
+        try:
+            check_ident(value, "run")
+        except ParameterError:
+            raise typer.BadParameter(
+                f"--run {value!r} is not a run id (1-64 characters of A-Z a-z 0-9 _ . -)"
+            ) from None
+    return value
+
+
+def _watch_seconds(value: float | None) -> float | None:
+    """``watch --seconds``: NaN was a ValueError traceback, 0 or less stopped at once."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(
+            f"--seconds must be a number of seconds > 0 (leave it out to stop with Ctrl-C), "
+            f"got {value}"
         )
     return value
 
@@ -581,7 +602,10 @@ def watch_command(
         typer.Option("--run", help="Only this run (default: every run).", callback=_run_id_option),
     ] = None,
     seconds: Annotated[
-        float | None, typer.Option(help="Stop after this many seconds (default: Ctrl-C).")
+        float | None,
+        typer.Option(
+            help="Stop after this many seconds (> 0; default: Ctrl-C).", callback=_watch_seconds
+        ),
     ] = None,
     until_closed: Annotated[
         bool, typer.Option("--until-closed", help="Stop when the watched run closes.")

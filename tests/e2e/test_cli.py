@@ -152,6 +152,14 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["broker", "--port", "-1"], "--port"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
         (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
+        # held-out QA (helper C): a ValueError traceback; the next two silently stopped at once
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "nan"], "--seconds must be"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "-1"], "--seconds must be"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "0"], "--seconds must be"),
+        # no run can have this id: watched nothing ("#": "connection lost")
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "a/b"], "--run 'a/b' is not a run id"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "#"], "--run '#' is not a run id"),
+        (["run", "QUICK", "-b", "memory", "--run", "a b", "--out", "OUT"], "is not a run id"),
         (["run", "QUICK", "--broker", "memory", "--run", "", "--out", "OUT"], "--run must not"),
     ],
 )
