@@ -195,6 +195,17 @@ def _run_id_option(value: str | None) -> str | None:
     return value
 
 
+def _at_least_one(name: str):
+    """A callback refusing an integer option below 1 (0 was read as "not given")."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise typer.BadParameter(f"--{name} must be at least 1, got {value}")
+        return value
+
+    return check
+
+
 def _watch_seconds(value: float | None) -> float | None:
     """``watch --seconds``: NaN was a ValueError traceback, 0 or less stopped at once."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -1502,7 +1513,10 @@ def bench_fleet_command(
         str, typer.Option("--broker", "-b", help="embedded, memory or mqtt://host:port")
     ] = "embedded",
     batch_steps: Annotated[
-        int | None, typer.Option(help="Steps per report message (default w).")
+        int | None,
+        typer.Option(
+            help="Steps per report message (default w).", callback=_at_least_one("batch-steps")
+        ),
     ] = None,
     eps: Annotated[float, typer.Option(help="Window budget.")] = 2.0,
     w: Annotated[int, typer.Option(help="Window length.")] = 5,
@@ -1521,7 +1535,12 @@ def bench_fleet_command(
         ),
     ] = "device",
     gateway_devices: Annotated[
-        int | None, typer.Option(help="Devices per gateway (bulk default 10,000).")
+        int | None,
+        typer.Option(
+            help="Devices per gateway (bulk default 10,000); with --connection gateway, bulk "
+            "or auto.",
+            callback=_at_least_one("gateway-devices"),
+        ),
     ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
@@ -1537,7 +1556,8 @@ def bench_fleet_command(
         typer.Option(help="Retransmission delay (waiting hellos: 6x); default 5, bulk 30."),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
+        Path | None,
+        typer.Option("--out", "-o", help="Keep the run's outputs here.", callback=_out_dir),
     ] = None,
     partitions: Annotated[
         int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
@@ -1550,7 +1570,10 @@ def bench_fleet_command(
         float,
         typer.Option(help="Paced devices: seconds between readings ([stream] step_seconds)."),
     ] = 0.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json/--pretty", help="One-line JSON (default) or indented JSON."),
+    ] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, CPU per report, lost reports."""
@@ -1558,6 +1581,11 @@ def bench_fleet_command(
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.loop import run as run_loop
 
+    if gateway_devices is not None and connection == "device":
+        raise typer.BadParameter(
+            f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
+            "auto; with --connection device every device has its own connection"
+        )
     with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
             bench_fleet(

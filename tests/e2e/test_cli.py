@@ -160,6 +160,11 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "a/b"], "--run 'a/b' is not a run id"),
         (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "#"], "--run '#' is not a run id"),
         (["run", "QUICK", "-b", "memory", "--run", "a b", "--out", "OUT"], "is not a run id"),
+        # bench fleet: a FileExistsError traceback; 0 silently became w; ignored
+        (["bench", "fleet", "-b", "memory", "--devices", "3", "--out", "AFILE"], "not a directory"),
+        (["bench", "fleet", "-b", "memory", "--batch-steps", "0"], "--batch-steps must be"),
+        (["bench", "fleet", "-b", "memory", "--gateway-devices", "0"], "--gateway-devices must"),
+        (["bench", "fleet", "-b", "memory", "--gateway-devices", "50"], "applies to --connection"),
         (["run", "QUICK", "--broker", "memory", "--run", "", "--out", "OUT"], "--run must not"),
     ],
 )
