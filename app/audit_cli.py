@@ -221,14 +221,26 @@ def mutants_markdown(rows: list[dict]) -> str:
 
 
 def _parse_eps(text: str) -> tuple[float, ...]:
+    """``--eps``: a comma list of budgets. An empty entry (``1,,2``) or a budget listed
+    twice is refused: a duplicate ran the same audits again, each at a smaller share of
+    the family-wise gamma."""
     from ldpfleet.protocol.errors import ParameterError
 
+    entries = [e.strip() for e in text.split(",")]
+    if entries == [""]:
+        raise ParameterError("needs at least one budget", field="eps")
+    if "" in entries:
+        raise ParameterError(f"an empty entry in {text!r}", field="eps")
     try:
-        values = tuple(float(e) for e in text.split(",") if e.strip())
+        values = tuple(float(e) for e in entries)
     except ValueError:
         raise ParameterError(f"not a comma list of numbers: {text!r}", field="eps") from None
-    if not values:
-        raise ParameterError("needs at least one budget", field="eps")
+    for index, value in enumerate(values):
+        if value in values[:index]:
+            raise ParameterError(
+                f"{entries[index]!r} is listed twice in {text!r} (each budget is audited once)",
+                field="eps",
+            )
     return values
 
 
