@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -1069,6 +1070,35 @@ def _collector_summary(results: dict, target: Path) -> None:
         raise typer.Exit(1)
 
 
+# a Unix account name ('user' line of mosquitto.conf)
+_ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
+
+
+def _check_listener_options(host: str, tls_host: str | None, run_as: str | None) -> None:
+    """``mosquitto-config --host/--tls-host/--run-as``: an empty value or one with spaces
+    was written into mosquitto.conf (which Mosquitto then refuses) and into the printed
+    broker URL (``mqtt://a b:1884``): now one sentence (``AuthError``)."""
+    from ldpfleet.app.certs import broker_host
+    from ldpfleet.broker.auth import AuthError
+    from ldpfleet.protocol.errors import ParameterError
+
+    for name, value in (("--host", host), ("--tls-host", tls_host)):
+        if value is None:
+            continue
+        try:
+            broker_host(value)
+            ok = not value.startswith("*")
+        except ParameterError:
+            ok = False
+        if not ok:
+            raise AuthError(f"{name} must be an IP address or a host name, got {value!r}")
+    if run_as is not None and not _ACCOUNT.fullmatch(run_as):
+        raise AuthError(
+            f"--run-as must be a Unix account name (a letter or _, then letters, digits, "
+            f"_ . -; at most 32), got {run_as!r}"
+        )
+
+
 @app.command("mosquitto-config")
 def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
@@ -1124,6 +1154,7 @@ def mosquitto_config(
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
+        _check_listener_options(host, tls_host, run_as)
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
         if loaded.spec.cadr is not None:
@@ -1142,12 +1173,24 @@ def mosquitto_config(
         if tls_port is not None:
             if not (tls_cert and tls_key and tls_ca):
                 raise TlsError("TLS: --tls-port needs --tls-cert, --tls-key and --tls-ca")
+            if tls_port == port and (tls_host or host) == host and not tls_only:
+                raise TlsError(
+                    f"TLS: --tls-port {tls_port} is the plain listener's --port on the same "
+                    "host: Mosquitto cannot open both on the same port (pick another, or "
+                    "--tls-only)"
+                )
             tls = TlsListener(
                 tls_port, str(tls_cert), str(tls_key), str(tls_ca), tls_host or host,
                 require_certificate,
             )  # fmt: skip
-        elif tls_only or require_certificate:
-            raise TlsError("TLS: --tls-only and --require-certificate need --tls-port")
+        else:
+            given = [name for name, value in (
+                ("--tls-only", tls_only), ("--require-certificate", require_certificate),
+                ("--tls-host", tls_host), ("--tls-cert", tls_cert), ("--tls-key", tls_key),
+                ("--tls-ca", tls_ca),
+            ) if value]  # fmt: skip
+            if given:  # were ignored: a config without the TLS listener asked for
+                raise TlsError(f"TLS: {', '.join(given)} need --tls-port (the TLS listener)")
         paths = write_mosquitto_files(
             out, credentials, port=port, host=host, user=run_as, tls=tls, plain=not tls_only
         )

@@ -149,6 +149,34 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["certs", "--out", "OUT", "--days", "10000000"], "days: must be 1 .."),  # traceback
         (["certs", "--out", "/proc/no/such"], "out: cannot create"),  # was a traceback
         (["mosquitto-config", "QUICK", "--out", "OUT", "--port", "70000"], "--port"),
+        # held-out QA (helper C): each wrote a config Mosquitto refuses or an unusable URL
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--host", ""], "--host must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--host", "a b"], "--host must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--run-as", ""], "--run-as must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--run-as", "a b"], "--run-as must be"),
+        # ignored without a TLS listener
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--tls-host", "::1"], "need --tls-port"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--tls-cert", "QUICK"], "need --tls-port"),
+        # both listeners on one port: Mosquitto fails to start
+        (
+            [
+                "mosquitto-config",
+                "QUICK",
+                "--out",
+                "OUT",
+                "--port",
+                "1884",
+                "--tls-port",
+                "1884",
+                "--tls-cert",
+                "QUICK",
+                "--tls-key",
+                "QUICK",
+                "--tls-ca",
+                "QUICK",
+            ],
+            "same port",
+        ),
         (["broker", "--port", "-1"], "--port"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
         (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
