@@ -785,6 +785,7 @@ def broker_command(
             await asyncio.Event().wait()
 
     with user_errors():
+        _check_listener_options(host, None, None)
         run_loop(serve())
 
 

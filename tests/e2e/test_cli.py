@@ -178,6 +178,8 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
             "same port",
         ),
         (["broker", "--port", "-1"], "--port"),
+        # listened on every interface and printed mqtt://:PORT (held-out QA, helper C)
+        (["broker", "--port", "0", "--host", ""], "--host must be an IP address or a host"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
         (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
         # held-out QA (helper C): a ValueError traceback; the next two silently stopped at once
