@@ -186,7 +186,7 @@ def _read_json(path: Path) -> dict | None:
 _OBJECTS = (
     "scenario", "stream", "stages", "accuracy", "per_device", "reconstruction", "secure_sum",
     "gcdp", "delivery", "faults", "rejections_by_reason", "missing_batches", "stage_seconds",
-    "trace", "raw", "postprocessed", "baselines", "budget", "privacy_claim",
+    "trace", "raw", "postprocessed", "baselines", "budget", "privacy_claim", "counters",
 )  # fmt: skip
 _NUMBERS = (
     "devices", "devices_complete", "devices_rejected", "reports_expected", "reports_received",
@@ -335,9 +335,22 @@ def _at_budget(value: float, eps: float) -> bool:
 # the headline --------------------------------------------------------------------------
 
 
+def _with_counters(results: dict) -> dict:
+    """A partitioned collector's coordinator keeps the fleet's counts under ``counters``
+    (no stream section): read them as the top-level counts of the run."""
+    counters = results.get("counters")
+    return {**counters, **results} if isinstance(counters, dict) else results
+
+
 def _what_ran(results: dict) -> str:
     scenario = results.get("scenario") or {}
     name = scenario.get("name") or results.get("run", "run")
+    if results.get("partitions") and not results.get("stream") and not _is_cadr(results):
+        return (
+            f"{name}: the coordinator of {_num(results['partitions'])} collector partitions "
+            f"over {_num(results.get('devices'))} devices (each partition's results are in "
+            "its own directory)"
+        )
     if _is_cadr(results):
         return (
             f"{name}: CADR-LDP degree release ({results.get('method')}, ε = "
@@ -403,10 +416,16 @@ def _accuracy_figures(results: dict) -> list[str]:
         figures.append(f"mean cosine distance {_num(reconstruction['mean_cosine_distance'], 3)}")
     secure = results.get("secure_sum") or {}
     if secure and not secure.get("aborted"):
-        figures.append(
-            f"secure sum {'exact' if secure.get('exact') else 'NOT exact'} over "
-            f"{_num(secure.get('survivors'))} survivors"
-        )
+        if secure.get("exact") is None:  # a collector side: the vectors are the fleet's
+            figures.append(
+                f"secure sum over {_num(secure.get('survivors'))} survivors (exactness not "
+                "known here: the devices' vectors are on the fleet side; see the merged run)"
+            )
+        else:
+            figures.append(
+                f"secure sum {'exact' if secure['exact'] else 'NOT exact'} over "
+                f"{_num(secure.get('survivors'))} survivors"
+            )
     gcdp = (results.get("gcdp") or {}).get("accuracy") or {}
     if gcdp.get("mae") is not None:
         figures.append(
@@ -470,6 +489,7 @@ def _clipped_text(results: dict) -> str:
 
 
 def _headline(results: dict, ledger: dict | None) -> str:
+    results = _with_counters(results)
     klass, status = _status(results)
     rows = [("outcome", f'<span class="{klass}">{html.escape(status)}</span>')]
     rows.append(("ran", html.escape(_what_ran(results))))

@@ -153,3 +153,33 @@ def test_a_report_html_that_cannot_be_written_is_one_sentence(tmp_path):
     (run / "report.html").mkdir()
     with pytest.raises(TraceError, match=r"cannot write .*report\.html"):
         write_report(run)
+
+
+def test_a_collector_side_secure_sum_is_not_called_inexact():
+    """The collector side of a split run does not know the devices' vectors: its
+    ``exact`` is null, and the headline said "secure sum NOT exact over 6 survivors"."""
+    from ldpfleet.app.report import _accuracy_figures
+
+    secure = {"dim": 4, "graph": "harary", "devices": 8, "survivors": 6, "aborted": None}
+    (figure,) = _accuracy_figures({"secure_sum": {**secure, "exact": None}})
+    assert "NOT exact" not in figure and "exactness" in figure, figure
+    assert _accuracy_figures({"secure_sum": {**secure, "exact": False}}) == [
+        "secure sum NOT exact over 6 survivors"
+    ]
+
+
+def test_a_partition_coordinator_says_what_it_ran():
+    """A partitioned collector's coordinator writes counters, not a stream section: the
+    headline read "aclrun: — devices × — steps, ?, ε = — over any — steps"."""
+    from ldpfleet.app.report import _headline
+
+    counters = {"devices": 12, "devices_complete": 12, "reports_expected": 120,
+                "reports_received": 120, "reports_lost": 0, "reports_rejected": 0}  # fmt: skip
+    results = {"run": "r1", "partitions": 2, "counters": counters, "complete": True,
+               "close_reason": "every device delivered every report",
+               "scenario": {"name": "aclrun"}, "seconds": 1.79,
+               "broker": {"kind": "mqtt", "url": "mqtt://127.0.0.1:42003"}}  # fmt: skip
+    page = _headline(results, None)
+    assert "—" not in page and "?" not in page, page
+    assert "coordinator of 2 collector partitions" in page
+    assert "12 / 12" in page and "0</span> of 120" in page
