@@ -133,7 +133,7 @@ BrokerOption = Annotated[
         "--broker",
         "-b",
         help="embedded (default: in-process amqtt), memory (no broker), "
-        "mqtt://[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
+        "mqtt://\\[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
     ),
 ]
 
@@ -154,7 +154,7 @@ SeedOption = Annotated[
     typer.Option(
         min=0,
         max=SEED_MAX,
-        help="Override the scenario's seed (0 .. 2^63-1, as [scenario] seed).",
+        help="Override the scenario's seed (0 .. 2^63-1, as \\[scenario] seed).",
     ),
 ]
 
@@ -935,16 +935,16 @@ def collector(
     ] = 60.0,
     coordinator: Annotated[
         bool,
-        typer.Option("--coordinator", help="[collector] partitions > 1: run the coordinator."),
+        typer.Option("--coordinator", help="\\[collector] partitions > 1: run the coordinator."),
     ] = False,
     partition: Annotated[
         str | None,
-        typer.Option(help="[collector] partitions > 1: run worker p/P (e.g. 0/2)."),
+        typer.Option(help="\\[collector] partitions > 1: run worker p/P (e.g. 0/2)."),
     ] = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker; announce the
     run so that fleets started before or after it join (docs/separate-processes.md). With
-    ``[collector] partitions = P > 1`` the collector side is one ``--coordinator`` and one
+    ``\\[collector] partitions = P > 1`` the collector side is one ``--coordinator`` and one
     ``--partition p/P`` per partition, on any hosts."""
     from ldpfleet.scenarios.schema import load_scenario
 
@@ -1612,7 +1612,7 @@ def bench_fleet_command(
     ] = "none",
     step_seconds: Annotated[
         float,
-        typer.Option(help="Paced devices: seconds between readings ([stream] step_seconds)."),
+        typer.Option(help="Paced devices: seconds between readings (\\[stream] step_seconds)."),
     ] = 0.0,
     as_json: Annotated[
         bool,
