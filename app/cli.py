@@ -819,7 +819,10 @@ def fleet(
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
         float,
-        typer.Option(help="Seconds to wait for the collector to announce the run."),
+        typer.Option(
+            help="Seconds to wait for the collector to announce the run.",
+            callback=lambda value: _positive_seconds(value, "--wait-timeout"),
+        ),
     ] = 60.0,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) once its collector (`ldpfleet
@@ -832,6 +835,7 @@ def fleet(
             shard_index, shard_count = parse_shard(shard)
         except ValueError as error:
             raise ScenarioError(str(error)) from None
+        _refuse_in_process_broker(broker, "fleet", "collector")
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
@@ -853,6 +857,19 @@ def fleet(
             **extra,
         )
     _fleet_summary(shard, target, result)
+
+
+def _refuse_in_process_broker(broker: str, side: str, other: str) -> None:
+    """``ldpfleet fleet/collector -b memory``: the in-process broker lives inside this one
+    process, so the other side could never join (the side waited out its timeout)."""
+    from ldpfleet.broker.mqtt import BrokerUrlError
+
+    if broker == "memory":
+        raise BrokerUrlError(
+            f"'memory' is a broker inside this process: no other process can reach it, so "
+            f"the {other} would never join this {side}; give the mqtt://host:port both use "
+            "(or `ldpfleet run` for one process)"
+        )
 
 
 def _run_side(name, *args, **kwargs) -> dict:
@@ -949,6 +966,7 @@ def collector(
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
+        _refuse_in_process_broker(broker, "collector", "fleet")
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id

@@ -125,6 +125,18 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["run", "QUICK", "--broker", "memory", "--seed", "-1", "--out", "OUT"], "--seed"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--seed", str(2**63)], "--seed"),
         (["fleet", "QUICK", "-b", "memory", "--run", "x", "--seed", str(2**63)], "--seed"),
+        # held-out QA (helper C): --wait-timeout was unchecked (collector's --fleet-timeout
+        # is), and a fleet or collector on 'memory' waited for a side that cannot exist
+        (
+            ["fleet", "QUICK", "-b", "mqtt://127.0.0.1:1", "--run", "x", "--wait-timeout", "nan"],
+            "--wait-timeout must be",
+        ),
+        (
+            ["fleet", "QUICK", "-b", "mqtt://127.0.0.1:1", "--run", "x", "--wait-timeout", "-1"],
+            "--wait-timeout must be",
+        ),
+        (["fleet", "QUICK", "-b", "memory", "--run", "x"], "no other process can reach"),
+        (["collector", "QUICK", "-b", "memory", "--run", "x"], "no other process can reach"),
         (["run", "BADGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: p must"),
         (["run", "NOGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: cannot read"),
         (["trace", "follow", "RUNDIR", "d0001", "--limit", "-1"], "--limit"),
