@@ -309,4 +309,5 @@ def test_an_abort_names_why_the_devices_refused():
     assert result.aborted.startswith("advertise stage: only 0 of 4 devices"), result.aborted
     assert result.aborted.count("advertise stage") == 1, result.aborted
     assert "4 devices aborted" in result.aborted
-    assert "d0: dim: dim 4, this device's vector has 3 entries" in result.aborted
+    # the field named once (it read "d0: dim: dim 4, this device's vector ...")
+    assert "d0: dim: the session sums 4 entries, this device's vector has 3" in result.aborted
