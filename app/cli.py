@@ -631,20 +631,23 @@ def watch_command(
     import asyncio
 
     from ldpfleet.app.watch import FleetWatch, watch
+    from ldpfleet.broker.mqtt import BrokerUrlError
     from ldpfleet.broker.select import open_broker
     from ldpfleet.scenarios.loop import run as run_loop
     from rich.live import Live
 
     with user_errors():
         if broker in ("memory", "embedded"):
-            from ldpfleet.broker.mqtt import BrokerUrlError
-
             raise BrokerUrlError(
                 f"watch reads a broker other processes use: give its mqtt://host:port, not "
                 f"{broker!r} (a new, empty broker inside the watch itself)"
             )
         credentials = _credentials(credentials_path, run_id)
         run_id = run_id or (credentials.run if credentials else None)
+        if until_closed and run_id is None:  # it stopped when any run on the broker closed
+            raise BrokerUrlError(
+                "--until-closed needs --run (or --credentials): which run's close to stop at"
+            )
         board = FleetWatch()
 
         async def go() -> None:

@@ -201,6 +201,8 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         # no run can have this id: watched nothing ("#": "connection lost")
         (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "a/b"], "--run 'a/b' is not a run id"),
         (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "#"], "--run '#' is not a run id"),
+        # stopped when ANY run on the broker closed
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--until-closed"], "--until-closed needs --run"),
         (["run", "QUICK", "-b", "memory", "--run", "a b", "--out", "OUT"], "is not a run id"),
         # bench fleet: a FileExistsError traceback; 0 silently became w; ignored
         (["bench", "fleet", "-b", "memory", "--devices", "3", "--out", "AFILE"], "not a directory"),
