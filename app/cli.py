@@ -1363,8 +1363,6 @@ def trace_filter(device, kind, topic, since, until):
     ``--device``/``--kind``/``--topic`` was taken for "no constraint", a NaN, infinite or
     negative ``--since``/``--until`` and a malformed MQTT filter (``ldp/#/up``) selected
     nothing, both silently (``TraceError``, one sentence)."""
-    import math
-
     from ldpfleet.broker.auth import valid_filter
     from ldpfleet.broker.trace import TraceError, TraceFilter
 
