@@ -1487,10 +1487,12 @@ def trace_export(
     until: UntilOpt = None,
 ) -> None:
     """Export messages as JSON lines or CSV."""
-    from ldpfleet.broker.trace import export, open_readonly, rows
+    from ldpfleet.broker.trace import TraceError, export, open_readonly, rows
 
     with user_errors():
         selection = trace_filter(device, kind, topic, since, until)
+        if fmt not in ("jsonl", "csv"):  # before -o FILE is opened (it was truncated)
+            raise TraceError(f"export format {fmt!r} must be jsonl or csv")
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)

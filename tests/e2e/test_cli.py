@@ -249,6 +249,18 @@ def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path, quickst
     assert "Traceback" not in result.output
 
 
+def test_an_unknown_export_format_leaves_the_output_file_alone(quickstart_run, tmp_path):
+    """``trace export -f xml -o FILE`` opened (truncated) FILE before refusing the format:
+    an existing file was emptied (held-out QA, helper C)."""
+    target = tmp_path / "kept.csv"
+    target.write_text("precious\n")
+    result = runner.invoke(
+        app, ["trace", "export", str(quickstart_run), "-f", "xml", "-o", str(target)]
+    )
+    assert result.exit_code == 2 and "must be jsonl or csv" in result.output, result.output
+    assert target.read_text() == "precious\n"
+
+
 def test_bench_fleet_prints_json():
     result = invoke("bench", "fleet", "--devices", "5", "--steps", "20", "--broker", "memory")
     assert result.exit_code == 0
