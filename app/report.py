@@ -856,14 +856,36 @@ def _cpr_section(results: dict, out: Path) -> str:
     return html_out
 
 
+def _load_npz(path: Path):
+    """An .npz output of the run; ``TraceError`` (one sentence) when it is not one (a run
+    stopped while writing it, a stray file): numpy's ValueError or BadZipFile traceback
+    before."""
+    import zipfile
+
+    import numpy as np
+    from ldpfleet.broker.trace import TraceError
+
+    try:  # from bytes: numpy leaves its file open when the zip cannot be read
+        data = np.load(io.BytesIO(path.read_bytes()), allow_pickle=False)
+        names = data.files
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise TraceError(
+            f"{path} cannot be read as a NumPy .npz file ({type(error).__name__}); was the "
+            "run stopped while writing it? run it again"
+        ) from None
+    if not isinstance(names, list):
+        raise TraceError(f"{path} cannot be read as a NumPy .npz file")
+    return data
+
+
 def _cpr_series(path: Path, truth_path: Path) -> str:
     """Sample reconstructions against the truth: the first ``CPR_WINDOW`` steps drawn at a
     readable scale, and an overview of the whole stream (block means) with the window
     marked."""
     import numpy as np
 
-    data = np.load(path, allow_pickle=False)
-    truth = np.load(truth_path, allow_pickle=False) if truth_path.exists() else None
+    data = _load_npz(path)
+    truth = _load_npz(truth_path) if truth_path.exists() else None
     names = [n for n in data.files if "." not in n]
     if truth is not None:
         names = [n for n in names if n in truth.files] or names

@@ -183,3 +183,16 @@ def test_a_partition_coordinator_says_what_it_ran():
     assert "—" not in page and "?" not in page, page
     assert "coordinator of 2 collector partitions" in page
     assert "12 / 12" in page and "0</span> of 120" in page
+
+
+@pytest.mark.parametrize("content", [b"x\n", b"PK\x03\x04 truncated zip"])
+def test_an_unreadable_reconstructions_npz_is_one_sentence(tmp_path, content):
+    """A reconstructions.npz that is not one (a run stopped while writing it, a stray
+    file) was a numpy ValueError/BadZipFile traceback ("contains pickled data")."""
+    from ldpfleet.app.report import build_report
+    from ldpfleet.broker.trace import TraceError
+
+    run = _run_dir(tmp_path, {"run": "r1", "reconstruction": {"method": "cpr"}})
+    (run / "reconstructions.npz").write_bytes(content)
+    with pytest.raises(TraceError, match=r"reconstructions\.npz cannot be read"):
+        build_report(run)
