@@ -261,6 +261,18 @@ def test_an_unknown_export_format_leaves_the_output_file_alone(quickstart_run, t
     assert target.read_text() == "precious\n"
 
 
+@pytest.mark.embedded
+def test_a_bulk_bench_with_an_idle_shard_reports_its_accuracy():
+    """50 devices = one bulk gateway, on 2 device processes (``--shards auto`` on the
+    embedded broker): the idle shard's empty truth made the results a numpy ValueError
+    traceback ("inhomogeneous shape") after the run had completed (held-out QA, helper C)."""
+    result = invoke("bench", "fleet", "--connection", "bulk", "--devices", "50", "--steps",
+                    "10", "--broker", "embedded", "--shards", "2")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["devices"] == 50 and figures["lost"] == 0
+
+
 def test_bench_fleet_prints_json():
     result = invoke("bench", "fleet", "--devices", "5", "--steps", "20", "--broker", "memory")
     assert result.exit_code == 0
