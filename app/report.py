@@ -337,15 +337,35 @@ def _at_budget(value: float, eps: float) -> bool:
 
 def _with_counters(results: dict) -> dict:
     """A partitioned collector's coordinator keeps the fleet's counts under ``counters``
-    (no stream section): read them as the top-level counts of the run."""
+    (no stream section): read them as the top-level counts of the run. A bulk-gateway
+    run (``kind = "bulk-stream"``) keeps its run, size and stream under ``plan``."""
     counters = results.get("counters")
-    return {**counters, **results} if isinstance(counters, dict) else results
+    if isinstance(counters, dict):
+        results = {**counters, **results}
+    plan = results.get("plan")
+    if results.get("kind") == "bulk-stream" and isinstance(plan, dict):
+        stream = {k: plan.get(k) for k in ("mechanism", "eps", "w", "steps")}
+        results = {"run": plan.get("run"), "devices": plan.get("devices"), "stream": stream,
+                   **results}  # fmt: skip
+    return results
+
+
+def _bulk_ledger(results: dict) -> dict | None:
+    """The ledger figures of a bulk run's gateways (``fleet``: eps, worst window spend,
+    refusals), in ledger.json's shape; None for any other run."""
+    fleet = results.get("fleet")
+    if results.get("kind") != "bulk-stream" or not isinstance(fleet, dict):
+        return None
+    return {"eps": fleet.get("eps"), "w": (results.get("plan") or {}).get("w"),
+            "max_window_spent": fleet.get("max_window_spent"),
+            "refusals": fleet.get("ledger_refusals", 0)}  # fmt: skip
 
 
 def _what_ran(results: dict) -> str:
     scenario = results.get("scenario") or {}
     name = scenario.get("name") or results.get("run", "run")
-    if results.get("partitions") and not results.get("stream") and not _is_cadr(results):
+    partitions = results.get("partitions")
+    if isinstance(partitions, int) and not results.get("stream") and not _is_cadr(results):
         return (
             f"{name}: the coordinator of {_num(results['partitions'])} collector partitions "
             f"over {_num(results.get('devices'))} devices (each partition's results are in "
@@ -380,6 +400,9 @@ def _what_ran(results: dict) -> str:
         )
     if results.get("faults"):
         parts.append("injected faults")
+    gateways = results.get("gateways")
+    if results.get("kind") == "bulk-stream" and isinstance(gateways, int):
+        parts.append(f"{gateways:,} bulk gateway{'s' if gateways != 1 else ''}")
     return ", ".join(parts)
 
 
@@ -490,6 +513,7 @@ def _clipped_text(results: dict) -> str:
 
 def _headline(results: dict, ledger: dict | None) -> str:
     results = _with_counters(results)
+    ledger = ledger if ledger is not None else _bulk_ledger(results)
     klass, status = _status(results)
     rows = [("outcome", f'<span class="{klass}">{html.escape(status)}</span>')]
     rows.append(("ran", html.escape(_what_ran(results))))
@@ -1161,7 +1185,7 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
     results = _read_json(out / "results.json")
     if results is None:
         raise FileNotFoundError(f"no results.json in {out} (run `ldpfleet run` first)")
-    results = _checked_results(results, out / "results.json")
+    results = _with_counters(_checked_results(results, out / "results.json"))
     ledger = _checked_ledger(_read_json(out / "ledger.json"), out / "ledger.json")
     name = (results.get("scenario") or {}).get("name") or "run"
     title = f"{name} — run {results.get('run', '')}"

@@ -196,3 +196,22 @@ def test_an_unreadable_reconstructions_npz_is_one_sentence(tmp_path, content):
     (run / "reconstructions.npz").write_bytes(content)
     with pytest.raises(TraceError, match=r"reconstructions\.npz cannot be read"):
         build_report(run)
+
+
+def test_a_bulk_run_says_what_ran():
+    """A bulk-gateway run's results.json (kind "bulk-stream") keeps its plan apart: the
+    headline read "run: — devices × — steps, ?, ε = — over any — steps", and once the
+    coordinator headline came, it took the list of partition summaries for a count."""
+    from ldpfleet.app.report import _headline
+
+    plan = {"run": "bench-bulk-1", "devices": 50, "steps": 10, "eps": 2.0, "w": 5,
+            "mechanism": "sw", "partitions": 1}  # fmt: skip
+    fleet = {"ledger_charges": 500, "ledger_refusals": 0, "max_window_spent": 2.0, "eps": 2.0}
+    results = {"kind": "bulk-stream", "plan": plan, "fleet": fleet, "gateways": 1,
+               "broker": "embedded", "reports_expected": 100, "reports_lost": 0,
+               "reports_rejected": 0, "partitions": [{"partition": 0, "devices": 50}],
+               "seconds": 6.0}  # fmt: skip
+    page = _headline(results, None)
+    assert "bench-bulk-1: 50 devices × 10 steps, sw, ε = 2 over any 5 steps" in page, page
+    assert "1 bulk gateway" in page and "coordinator" not in page
+    assert "ε = 2 per 5-step window; worst spend 2 (= the budget); 0 refusals" in page
