@@ -1147,15 +1147,37 @@ def _reliability_section(results: dict) -> str:
     return "<h2>Delivery and faults</h2>" + "".join(parts) if parts else ""
 
 
+def _audit_entries(path: Path) -> list[dict]:
+    """The audits in ``OUT/audit.json``: what ``ldpfleet audit ... > OUT/audit.json``
+    printed (one audit, ``audit all``'s list of them, or a document with ``audits``);
+    ``TraceError`` (one sentence) for anything else. A list was refused as "not a run's
+    results" and an ``audits`` that is not a list gave an empty table."""
+    from ldpfleet.broker.trace import TraceError
+
+    if not path.exists():
+        return []
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise TraceError(f"{path} cannot be read as JSON ({error})") from None
+    if isinstance(document, dict) and "audits" in document:
+        document = document["audits"]
+        if not isinstance(document, list):
+            raise TraceError(f"{path}: 'audits' must be a list of audits, got {document!r:.40}")
+    entries = [document] if isinstance(document, dict) else document
+    if not isinstance(entries, list) or not all(isinstance(a, dict) for a in entries):
+        raise TraceError(
+            f"{path} must hold what `ldpfleet audit` printed: an audit or a list of audits "
+            f"(JSON objects), got {json.dumps(document)[:40]}"
+        )
+    return entries
+
+
 def _audit_section(out: Path) -> str:
-    """``OUT/audit.json`` if present: what ``ldpfleet audit ... > OUT/audit.json`` printed
-    (one audit, a list of them, or ``all``'s document with ``audits``)."""
-    audit = _read_json(out / "audit.json")
-    if not audit:
+    """``OUT/audit.json`` if present (``_audit_entries``): its audits as a table."""
+    entries = _audit_entries(out / "audit.json")
+    if not entries:
         return ""
-    if isinstance(audit, dict) and "audits" not in audit:
-        audit = [audit]
-    entries = audit if isinstance(audit, list) else audit.get("audits", [])
     rows = [
         (
             a.get("mechanism"),

@@ -215,3 +215,25 @@ def test_a_bulk_run_says_what_ran():
     assert "bench-bulk-1: 50 devices × 10 steps, sw, ε = 2 over any 5 steps" in page, page
     assert "1 bulk gateway" in page and "coordinator" not in page
     assert "ε = 2 per 5-step window; worst spend 2 (= the budget); 0 refusals" in page
+
+
+def test_the_audit_table_reads_what_audit_all_prints(tmp_path):
+    """``ldpfleet audit all > OUT/audit.json`` (README) prints a JSON list: the report
+    refused it ("audit.json is not a run's results (a JSON object), got a list"); an
+    ``audits`` entry that is not a list gave an empty table."""
+    import json
+
+    from ldpfleet.app.report import build_report
+    from ldpfleet.broker.trace import TraceError
+
+    row = {"mechanism": "rr", "eps_claimed": 1.0, "eps_lb": 0.8, "verdict": "inconclusive"}
+    run = _run_dir(tmp_path, {"run": "r1"})
+    (run / "audit.json").write_text(json.dumps([row, {**row, "mechanism": "laplace"}]))
+    page = build_report(run)
+    assert "Privacy audit" in page and "<td>laplace</td>" in page
+    (run / "audit.json").write_text(json.dumps({"audits": "x"}))
+    with pytest.raises(TraceError, match=r"audit\.json.*'audits' must be a list"):
+        build_report(run)
+    (run / "audit.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(TraceError, match=r"audit\.json.*audits \(JSON objects\)"):
+        build_report(run)
