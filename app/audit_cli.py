@@ -221,14 +221,26 @@ def mutants_markdown(rows: list[dict]) -> str:
 
 
 def _parse_eps(text: str) -> tuple[float, ...]:
+    """``--eps``: a comma list of budgets. An empty entry (``1,,2``) or a budget listed
+    twice is refused: a duplicate ran the same audits again, each at a smaller share of
+    the family-wise gamma."""
     from ldpfleet.protocol.errors import ParameterError
 
+    entries = [e.strip() for e in text.split(",")]
+    if entries == [""]:
+        raise ParameterError("needs at least one budget", field="eps")
+    if "" in entries:
+        raise ParameterError(f"an empty entry in {text!r}", field="eps")
     try:
-        values = tuple(float(e) for e in text.split(",") if e.strip())
+        values = tuple(float(e) for e in entries)
     except ValueError:
         raise ParameterError(f"not a comma list of numbers: {text!r}", field="eps") from None
-    if not values:
-        raise ParameterError("needs at least one budget", field="eps")
+    for index, value in enumerate(values):
+        if value in values[:index]:
+            raise ParameterError(
+                f"{entries[index]!r} is listed twice in {text!r} (each budget is audited once)",
+                field="eps",
+            )
     return values
 
 
@@ -260,8 +272,11 @@ def audit_command(
         ),
     ] = None,
     tests: Annotated[
-        bool, typer.Option("--tests/--no-tests", help="'mutants': run the unit tests too.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--tests/--no-tests", help="'mutants': run the unit tests too (default: yes)."
+        ),
+    ] = None,
     only: Annotated[
         list[str] | None,
         typer.Option(
@@ -270,7 +285,10 @@ def audit_command(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option(help="'all': worker processes (default: the CPUs, at most 2)."),
+        typer.Option(
+            help="'all': worker processes (default: the CPUs, at most 2); one mechanism's "
+            "audit runs in one process."
+        ),
     ] = None,
 ) -> None:
     """Black-box audit: an eps lower bound for MECHANISM (seed 001); exit 1 on a violation."""
@@ -282,10 +300,11 @@ def audit_command(
         if mechanism == "mutants":
             _refuse_for_mutants(eps=eps, delta=delta, trials=trials, jobs=jobs)
             rows = audit_mutants(
-                tuple(only or ()), tests=tests, gamma=gamma, seed=seed, progress=report
+                tuple(only or ()), tests=tests is not False, gamma=gamma, seed=seed, progress=report
             )
             print(mutants_markdown(rows) if markdown else json.dumps(rows))
             return
+        _refuse_outside_their_command(mechanism, tests=tests, jobs=jobs)
         # a user mechanism's print() goes to stderr: stdout carries only the JSON
         with contextlib.redirect_stdout(sys.stderr):
             entries = _only_entries(mechanism, only)
@@ -316,6 +335,25 @@ def _refuse_for_mutants(**given) -> None:
                 f"applies to a mechanism or 'all', got {value!r}",
                 field=name,
             )
+
+
+def _refuse_outside_their_command(mechanism: str, *, tests: bool | None, jobs) -> None:
+    """``--tests/--no-tests`` outside ``audit mutants`` and ``--jobs`` with one mechanism
+    were silently ignored: refused, naming the option and what it applies to."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    if tests is not None:
+        flag = "--tests" if tests else "--no-tests"
+        raise ParameterError(
+            f"{flag} applies to 'audit mutants' only (its unit tests), got it with {mechanism!r}",
+            field="tests",
+        )
+    if jobs is not None and mechanism != "all":
+        raise ParameterError(
+            f"applies to 'all' only (one mechanism's audit runs in one process), got "
+            f"--jobs {jobs!r} with {mechanism!r}",
+            field="jobs",
+        )
 
 
 def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | None:

@@ -230,8 +230,68 @@ def bench_cadr_sweep(
         print(cadr_sweep.markdown(result, " ".join([CADR_SWEEP_PROG, *sys.argv[1:]])))
 
 
-def _floats(text: str) -> tuple[float, ...]:
-    return tuple(float(v) for v in text.split(",") if v.strip())
+MAX_BENCH_SIZE = 10_000_000  # one population as float64: 80 MB (1e12 was a MemoryError)
+SEED_LIMIT = 2**63 - 1
+
+
+def _comma_list(text: str, field: str) -> tuple[str, ...]:
+    """The entries of a comma-list option: ``ParameterError`` (naming ``field``) for no
+    entry (an empty bench, exit 0), an empty entry (``1,,2``) or an entry listed twice
+    (duplicate rows)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    entries = tuple(v.strip() for v in text.split(","))
+    if entries == ("",):
+        raise ParameterError("needs at least one value", field=field)
+    if "" in entries:
+        raise ParameterError(f"an empty entry in {text!r}", field=field)
+    for index, entry in enumerate(entries):
+        if entry in entries[:index]:
+            raise ParameterError(f"{entry!r} is listed twice in {text!r}", field=field)
+    return entries
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """``--sizes``: whole numbers 1 .. ``MAX_BENCH_SIZE`` (0 was a ZeroDivisionError, 1.5
+    was measured at n = 1, -3 an unnamed "expected non-negative integer")."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    sizes = []
+    for entry in _comma_list(text, "sizes"):
+        try:
+            value = int(entry)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= MAX_BENCH_SIZE:
+            raise ParameterError(
+                f"must be whole numbers 1 .. {MAX_BENCH_SIZE:,}, got {entry!r}", field="sizes"
+            )
+        sizes.append(value)
+    return tuple(sizes)
+
+
+def _eps_list(text: str) -> tuple[float, ...]:
+    """``--eps``: numbers (the range is the mechanisms' check); "x" said only "could not
+    convert string to float"."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    values = []
+    for entry in _comma_list(text, "eps"):
+        try:
+            values.append(float(entry))
+        except ValueError:
+            raise ParameterError(f"not a number: {entry!r}", field="eps") from None
+    return tuple(values)
+
+
+def _check_mechanism_bench(trials: int, seed: int) -> None:
+    from ldpfleet.protocol.errors import ParameterError
+
+    if trials < 2:  # one trial has no spread: NaN rows (0) or a numpy message (-1)
+        raise ParameterError(f"must be at least 2 (the bias test needs a spread), got {trials}",
+                             field="trials")  # fmt: skip
+    if not 0 <= seed <= SEED_LIMIT:
+        raise ParameterError(f"must be 0 .. 2^63-1, got {seed}", field="seed")
 
 
 def bench_mechanisms_command(
@@ -258,7 +318,12 @@ def bench_mechanisms_command(
     from ldpfleet.protocol.errors import ParameterError
 
     try:
-        unknown = [d for d in distributions.split(",") if d not in MECHANISM_DISTRIBUTIONS]
+        _check_mechanism_bench(trials, seed)
+        mechanism_names = _comma_list(mechanisms, "mechanisms")
+        eps_list = _eps_list(eps)
+        size_list = _sizes(sizes)
+        distribution_names = _comma_list(distributions, "distributions")
+        unknown = [d for d in distribution_names if d not in MECHANISM_DISTRIBUTIONS]
         if unknown:
             raise ParameterError(
                 f"must be among {', '.join(MECHANISM_DISTRIBUTIONS)}, got {unknown[0]!r}",
@@ -267,10 +332,10 @@ def bench_mechanisms_command(
         # a user mechanism's print() goes to stderr: stdout carries only the result
         with job_progress("bench mechanisms", unit="cells") as advance, redirect_stdout(sys.stderr):
             result = bench_mechanisms.bench_mechanisms(
-                mechanisms=tuple(m for m in mechanisms.split(",") if m),
-                eps_list=_floats(eps),
-                sizes=tuple(int(v) for v in _floats(sizes)),
-                distributions=tuple(distributions.split(",")),
+                mechanisms=mechanism_names,
+                eps_list=eps_list,
+                sizes=size_list,
+                distributions=distribution_names,
                 trials=trials,
                 seed=seed,
                 progress=as_callback(advance),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +29,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from ldpfleet.protocol.errors import ParameterError
 
 DEFAULT_HOSTS = ("127.0.0.1", "localhost")
 DEFAULT_DAYS = 365
+MAX_DAYS = 36_500  # 100 years; far beyond it the dates overflowed (OverflowError)
+# an LDH label (RFC 1123): letters, digits, hyphens inside, 1-63 characters
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -91,14 +96,42 @@ def make_ca(
     return Issued(certificate, key)
 
 
+def _refuse_host(host: str, why: str) -> ParameterError:
+    return ParameterError(
+        f"{why}; give a DNS name (letters, digits, inner hyphens, dot-separated labels of "
+        f"1-63 characters, at most 253 in all, optionally '*.' first) or an IP address, "
+        f"got {host!r}",
+        field="host",
+    )
+
+
+def broker_host(host: str) -> x509.GeneralName:
+    """The subject alternative name for one ``--host``: an IP entry for an address, a DNS
+    entry for a name (an internationalised name as its A-label, ``xn--``). ``ParameterError``
+    (field ``host``) for anything else: an empty string, spaces, a URL, a port, an
+    all-numeric name that is no IP address — a certificate for it matches no client."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    try:
+        name = host.encode("idna").decode("ascii") if not host.isascii() else host
+    except UnicodeError:
+        raise _refuse_host(host, "not a valid internationalised name") from None
+    labels = name.removesuffix(".").split(".")
+    if labels[0] == "*" and len(labels) > 2:
+        labels = labels[1:]  # a wildcard, leftmost only, over at least two labels
+    if not host.strip() or len(name) > 253:
+        raise _refuse_host(host, "not a host name")
+    if not all(_LABEL.fullmatch(label) for label in labels):
+        raise _refuse_host(host, "not a host name")
+    if labels[-1].isdigit():
+        raise _refuse_host(host, "an all-numeric name that is no IP address")
+    return x509.DNSName(name)
+
+
 def _alt_names(hosts: tuple[str, ...] | list[str]) -> list[x509.GeneralName]:
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    return names
+    return [broker_host(host) for host in hosts]
 
 
 def make_certificate(
@@ -159,11 +192,17 @@ def write_test_certificates(
     docstring); returns their paths by name (``ca``, ``ca_key``, ``server``,
     ``server_key``, ``client``, ``client_key``)."""
     if not hosts:
-        raise ValueError("certs: at least one --host is needed (the broker's address)")
-    if days < 1:
-        raise ValueError(f"certs: --days must be at least 1, got {days}")
+        raise ParameterError("at least one is needed (the broker's address)", field="host")
+    _alt_names(hosts)  # a bad host is refused before anything is written
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise ParameterError(f"must be 1 .. {MAX_DAYS:,} (100 years), got {days!r}", field="days")
     directory = Path(out).resolve()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ParameterError(
+            f"cannot create {directory} ({error.strerror or error})", field="out"
+        ) from None
     ca = make_ca(days=days)
     server = make_certificate(ca, "ldpfleet broker", hosts=list(hosts), days=days)
     client = make_certificate(ca, "ldpfleet client", client=True, days=days)

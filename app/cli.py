@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -132,7 +133,7 @@ BrokerOption = Annotated[
         "--broker",
         "-b",
         help="embedded (default: in-process amqtt), memory (no broker), "
-        "mqtt://[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
+        "mqtt://\\[user:pass@]host:port or mqtts://host:port?ca=PATH (TLS, docs/brokers.md)",
     ),
 ]
 
@@ -153,7 +154,7 @@ SeedOption = Annotated[
     typer.Option(
         min=0,
         max=SEED_MAX,
-        help="Override the scenario's seed (0 .. 2^63-1, as [scenario] seed).",
+        help="Override the scenario's seed (0 .. 2^63-1, as \\[scenario] seed).",
     ),
 ]
 
@@ -175,11 +176,43 @@ def _out_dir(path: Path | None) -> Path | None:
 
 
 def _run_id_option(value: str | None) -> str | None:
-    """``--run``: an empty id was taken for "none given" (a random one was made)."""
+    """``--run``: an empty id was taken for "none given" (a random one was made); an id no
+    run can have (``a/b``, ``#``: a topic level) made ``watch`` watch nothing."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.topics import check_ident
+
     if value is not None and not value:
         raise typer.BadParameter(
             "--run must not be empty (1-64 characters of A-Z a-z 0-9 _ . -; leave the option "
             "out for a random id)"
+        )
+    if value is not None:
+        try:
+            check_ident(value, "run")
+        except ParameterError:
+            raise typer.BadParameter(
+                f"--run {value!r} is not a run id (1-64 characters of A-Z a-z 0-9 _ . -)"
+            ) from None
+    return value
+
+
+def _at_least_one(name: str):
+    """A callback refusing an integer option below 1 (0 was read as "not given")."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise typer.BadParameter(f"--{name} must be at least 1, got {value}")
+        return value
+
+    return check
+
+
+def _watch_seconds(value: float | None) -> float | None:
+    """``watch --seconds``: NaN was a ValueError traceback, 0 or less stopped at once."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(
+            f"--seconds must be a number of seconds > 0 (leave it out to stop with Ctrl-C), "
+            f"got {value}"
         )
     return value
 
@@ -581,7 +614,10 @@ def watch_command(
         typer.Option("--run", help="Only this run (default: every run).", callback=_run_id_option),
     ] = None,
     seconds: Annotated[
-        float | None, typer.Option(help="Stop after this many seconds (default: Ctrl-C).")
+        float | None,
+        typer.Option(
+            help="Stop after this many seconds (> 0; default: Ctrl-C).", callback=_watch_seconds
+        ),
     ] = None,
     until_closed: Annotated[
         bool, typer.Option("--until-closed", help="Stop when the watched run closes.")
@@ -595,20 +631,23 @@ def watch_command(
     import asyncio
 
     from ldpfleet.app.watch import FleetWatch, watch
+    from ldpfleet.broker.mqtt import BrokerUrlError
     from ldpfleet.broker.select import open_broker
     from ldpfleet.scenarios.loop import run as run_loop
     from rich.live import Live
 
     with user_errors():
         if broker in ("memory", "embedded"):
-            from ldpfleet.broker.mqtt import BrokerUrlError
-
             raise BrokerUrlError(
                 f"watch reads a broker other processes use: give its mqtt://host:port, not "
                 f"{broker!r} (a new, empty broker inside the watch itself)"
             )
         credentials = _credentials(credentials_path, run_id)
         run_id = run_id or (credentials.run if credentials else None)
+        if until_closed and run_id is None:  # it stopped when any run on the broker closed
+            raise BrokerUrlError(
+                "--until-closed needs --run (or --credentials): which run's close to stop at"
+            )
         board = FleetWatch()
 
         async def go() -> None:
@@ -660,6 +699,8 @@ def report_command(
     from ldpfleet.broker.trace import TraceError
 
     with user_errors():
+        if out.is_file():
+            raise TraceError(f"{out} is a file; give the run's output directory ({out.parent})")
         if not (out / "results.json").exists():
             raise TraceError(f"no results.json in {out} (run `ldpfleet run ... --out {out}`)")
         if fleet_dirs:
@@ -747,6 +788,7 @@ def broker_command(
             await asyncio.Event().wait()
 
     with user_errors():
+        _check_listener_options(host, None, None)
         run_loop(serve())
 
 
@@ -780,7 +822,10 @@ def fleet(
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
         float,
-        typer.Option(help="Seconds to wait for the collector to announce the run."),
+        typer.Option(
+            help="Seconds to wait for the collector to announce the run.",
+            callback=lambda value: _positive_seconds(value, "--wait-timeout"),
+        ),
     ] = 60.0,
 ) -> None:
     """Run the devices of a scenario (or one shard of them) once its collector (`ldpfleet
@@ -793,6 +838,7 @@ def fleet(
             shard_index, shard_count = parse_shard(shard)
         except ValueError as error:
             raise ScenarioError(str(error)) from None
+        _refuse_in_process_broker(broker, "fleet", "collector")
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id / f"fleet-{shard_index}-of-{shard_count}"
@@ -814,6 +860,19 @@ def fleet(
             **extra,
         )
     _fleet_summary(shard, target, result)
+
+
+def _refuse_in_process_broker(broker: str, side: str, other: str) -> None:
+    """``ldpfleet fleet/collector -b memory``: the in-process broker lives inside this one
+    process, so the other side could never join (the side waited out its timeout)."""
+    from ldpfleet.broker.mqtt import BrokerUrlError
+
+    if broker == "memory":
+        raise BrokerUrlError(
+            f"'memory' is a broker inside this process: no other process can reach it, so "
+            f"the {other} would never join this {side}; give the mqtt://host:port both use "
+            "(or `ldpfleet run` for one process)"
+        )
 
 
 def _run_side(name, *args, **kwargs) -> dict:
@@ -896,20 +955,21 @@ def collector(
     ] = 60.0,
     coordinator: Annotated[
         bool,
-        typer.Option("--coordinator", help="[collector] partitions > 1: run the coordinator."),
+        typer.Option("--coordinator", help="\\[collector] partitions > 1: run the coordinator."),
     ] = False,
     partition: Annotated[
         str | None,
-        typer.Option(help="[collector] partitions > 1: run worker p/P (e.g. 0/2)."),
+        typer.Option(help="\\[collector] partitions > 1: run worker p/P (e.g. 0/2)."),
     ] = None,
 ) -> None:
     """Run the collector (and trace recorder) of a scenario against a broker; announce the
     run so that fleets started before or after it join (docs/separate-processes.md). With
-    ``[collector] partitions = P > 1`` the collector side is one ``--coordinator`` and one
+    ``\\[collector] partitions = P > 1`` the collector side is one ``--coordinator`` and one
     ``--partition p/P`` per partition, on any hosts."""
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
+        _refuse_in_process_broker(broker, "collector", "fleet")
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         target = out or Path("runs") / run_id
@@ -1032,6 +1092,35 @@ def _collector_summary(results: dict, target: Path) -> None:
         raise typer.Exit(1)
 
 
+# a Unix account name ('user' line of mosquitto.conf)
+_ACCOUNT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
+
+
+def _check_listener_options(host: str, tls_host: str | None, run_as: str | None) -> None:
+    """``mosquitto-config --host/--tls-host/--run-as``: an empty value or one with spaces
+    was written into mosquitto.conf (which Mosquitto then refuses) and into the printed
+    broker URL (``mqtt://a b:1884``): now one sentence (``AuthError``)."""
+    from ldpfleet.app.certs import broker_host
+    from ldpfleet.broker.auth import AuthError
+    from ldpfleet.protocol.errors import ParameterError
+
+    for name, value in (("--host", host), ("--tls-host", tls_host)):
+        if value is None:
+            continue
+        try:
+            broker_host(value)
+            ok = not value.startswith("*")
+        except ParameterError:
+            ok = False
+        if not ok:
+            raise AuthError(f"{name} must be an IP address or a host name, got {value!r}")
+    if run_as is not None and not _ACCOUNT.fullmatch(run_as):
+        raise AuthError(
+            f"--run-as must be a Unix account name (a letter or _, then letters, digits, "
+            f"_ . -; at most 32), got {run_as!r}"
+        )
+
+
 @app.command("mosquitto-config")
 def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
@@ -1087,6 +1176,7 @@ def mosquitto_config(
     from ldpfleet.scenarios.schema import load_scenario
 
     with user_errors():
+        _check_listener_options(host, tls_host, run_as)
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
         if loaded.spec.cadr is not None:
@@ -1105,12 +1195,24 @@ def mosquitto_config(
         if tls_port is not None:
             if not (tls_cert and tls_key and tls_ca):
                 raise TlsError("TLS: --tls-port needs --tls-cert, --tls-key and --tls-ca")
+            if tls_port == port and (tls_host or host) == host and not tls_only:
+                raise TlsError(
+                    f"TLS: --tls-port {tls_port} is the plain listener's --port on the same "
+                    "host: Mosquitto cannot open both on the same port (pick another, or "
+                    "--tls-only)"
+                )
             tls = TlsListener(
                 tls_port, str(tls_cert), str(tls_key), str(tls_ca), tls_host or host,
                 require_certificate,
             )  # fmt: skip
-        elif tls_only or require_certificate:
-            raise TlsError("TLS: --tls-only and --require-certificate need --tls-port")
+        else:
+            given = [name for name, value in (
+                ("--tls-only", tls_only), ("--require-certificate", require_certificate),
+                ("--tls-host", tls_host), ("--tls-cert", tls_cert), ("--tls-key", tls_key),
+                ("--tls-ca", tls_ca),
+            ) if value]  # fmt: skip
+            if given:  # were ignored: a config without the TLS listener asked for
+                raise TlsError(f"TLS: {', '.join(given)} need --tls-port (the TLS listener)")
         paths = write_mosquitto_files(
             out, credentials, port=port, host=host, user=run_as, tls=tls, plain=not tls_only
         )
@@ -1142,7 +1244,7 @@ def certs_command(
             "127.0.0.1 and localhost).",
         ),
     ] = None,
-    days: Annotated[int, typer.Option(help="Validity in days.")] = 365,
+    days: Annotated[int, typer.Option(help="Validity in days (1 .. 36,500).")] = 365,
 ) -> None:
     """Write a test deployment's TLS certificates (a CA, a broker certificate for every
     --host, a client certificate; keys 0600) and print how to use them (docs/brokers.md
@@ -1256,6 +1358,32 @@ def check_device(db, device: str | None, path: Path) -> None:
         raise TraceError(f"device {device!r} sent and received nothing in {path}")
 
 
+def trace_filter(device, kind, topic, since, until):
+    """The ``TraceFilter`` of ``trace stats/show/export``, its options checked: an empty
+    ``--device``/``--kind``/``--topic`` was taken for "no constraint", a NaN, infinite or
+    negative ``--since``/``--until`` and a malformed MQTT filter (``ldp/#/up``) selected
+    nothing, both silently (``TraceError``, one sentence)."""
+    from ldpfleet.broker.auth import valid_filter
+    from ldpfleet.broker.trace import TraceError, TraceFilter
+
+    for name, value in (("--device", device), ("--kind", kind)):
+        if value is not None and not value:
+            raise TraceError(f"{name} must not be empty (leave the option out for every one)")
+    if topic is not None and not valid_filter(topic):
+        raise TraceError(
+            f"--topic must be an MQTT filter ('+' a whole level, '#' only the whole last "
+            f"level, e.g. ldp/+/dev/d0001/#), got {topic!r}"
+        )
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise TraceError(
+                f"{name} must be a number of seconds >= 0 after the first message, got {value}"
+            )
+    if since is not None and until is not None and since > until:
+        raise TraceError(f"--since {since:g} is after --until {until:g}: nothing lies between")
+    return TraceFilter(device, kind, topic, since, until)
+
+
 @trace_app.command("stats")
 def trace_stats(
     path: TracePath,
@@ -1267,14 +1395,15 @@ def trace_stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Counts, bytes and rates per kind and topic family."""
-    from ldpfleet.broker.trace import TraceFilter, open_readonly, stats
+    from ldpfleet.broker.trace import open_readonly, stats
     from rich.table import Table
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        result = stats(db, TraceFilter(device, kind, topic, since, until))
+        result = stats(db, selection)
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -1303,13 +1432,14 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
-    from ldpfleet.broker.trace import TraceFilter, as_record, format_line, open_readonly, rows
+    from ldpfleet.broker.trace import as_record, format_line, open_readonly, rows
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        for index, row in enumerate(rows(db, TraceFilter(device, kind, topic, since, until))):
+        for index, row in enumerate(rows(db, selection)):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
                 break
@@ -1357,20 +1487,36 @@ def trace_export(
     until: UntilOpt = None,
 ) -> None:
     """Export messages as JSON lines or CSV."""
-    from ldpfleet.broker.trace import TraceFilter, export, open_readonly, rows
+    from ldpfleet.broker.trace import TraceError, export, open_readonly, rows
 
     with user_errors():
+        selection = trace_filter(device, kind, topic, since, until)
+        if fmt not in ("jsonl", "csv"):  # before -o FILE is opened (it was truncated)
+            raise TraceError(f"export format {fmt!r} must be jsonl or csv")
         db = open_readonly(path)
         check_kind(db, kind, path)
         check_device(db, device, path)
-        lines = export(rows(db, TraceFilter(device, kind, topic, since, until)), fmt)
+        lines = export(rows(db, selection), fmt)
         if output is None:
             for line in lines:
                 print(line)
         else:
-            with output.open("w") as handle:
+            with _export_file(output) as handle:
                 for line in lines:
                     handle.write(line + "\n")
+
+
+def _export_file(output: Path):
+    """``trace export -o FILE`` opened for writing; ``TraceError`` (one sentence) for a
+    directory or a path that cannot be written (were tracebacks)."""
+    from ldpfleet.broker.trace import TraceError
+
+    if output.is_dir():
+        raise TraceError(f"--output {output} is a directory; give a file to write the export to")
+    try:
+        return output.open("w")
+    except OSError as error:
+        raise TraceError(f"--output: cannot write {output} ({error.strerror or error})") from None
 
 
 @trace_app.command("verify")
@@ -1432,7 +1578,10 @@ def bench_fleet_command(
         str, typer.Option("--broker", "-b", help="embedded, memory or mqtt://host:port")
     ] = "embedded",
     batch_steps: Annotated[
-        int | None, typer.Option(help="Steps per report message (default w).")
+        int | None,
+        typer.Option(
+            help="Steps per report message (default w).", callback=_at_least_one("batch-steps")
+        ),
     ] = None,
     eps: Annotated[float, typer.Option(help="Window budget.")] = 2.0,
     w: Annotated[int, typer.Option(help="Window length.")] = 5,
@@ -1451,7 +1600,12 @@ def bench_fleet_command(
         ),
     ] = "device",
     gateway_devices: Annotated[
-        int | None, typer.Option(help="Devices per gateway (bulk default 10,000).")
+        int | None,
+        typer.Option(
+            help="Devices per gateway (bulk default 10,000); with --connection gateway, bulk "
+            "or auto.",
+            callback=_at_least_one("gateway-devices"),
+        ),
     ] = None,
     connect_concurrency: Annotated[int, typer.Option(help="Connections opened at once.")] = 64,
     trace: Annotated[
@@ -1467,7 +1621,8 @@ def bench_fleet_command(
         typer.Option(help="Retransmission delay (waiting hellos: 6x); default 5, bulk 30."),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Keep the run's outputs here.")
+        Path | None,
+        typer.Option("--out", "-o", help="Keep the run's outputs here.", callback=_out_dir),
     ] = None,
     partitions: Annotated[
         int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
@@ -1478,9 +1633,12 @@ def bench_fleet_command(
     ] = "none",
     step_seconds: Annotated[
         float,
-        typer.Option(help="Paced devices: seconds between readings ([stream] step_seconds)."),
+        typer.Option(help="Paced devices: seconds between readings (\\[stream] step_seconds)."),
     ] = 0.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json/--pretty", help="One-line JSON (default) or indented JSON."),
+    ] = True,
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, CPU per report, lost reports."""
@@ -1488,6 +1646,11 @@ def bench_fleet_command(
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.loop import run as run_loop
 
+    if gateway_devices is not None and connection == "device":
+        raise typer.BadParameter(
+            f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
+            "auto; with --connection device every device has its own connection"
+        )
     with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
             bench_fleet(

@@ -180,6 +180,107 @@ def _read_json(path: Path) -> dict | None:
     return document
 
 
+# the top-level entries of results.json the page reads, by the type they must have
+# (None and absent: the section is left out); anything else was an AttributeError or
+# TypeError traceback from deep inside a section
+_OBJECTS = (
+    "scenario", "stream", "stages", "accuracy", "per_device", "reconstruction", "secure_sum",
+    "gcdp", "delivery", "faults", "rejections_by_reason", "missing_batches", "stage_seconds",
+    "trace", "raw", "postprocessed", "baselines", "budget", "privacy_claim", "counters",
+)  # fmt: skip
+_NUMBERS = (
+    "devices", "devices_complete", "devices_rejected", "reports_expected", "reports_received",
+    "reports_lost", "reports_rejected", "reports_withdrawn", "clipped_share", "seconds",
+    "eps", "alpha", "edges", "mae", "mse", "distribution_l1", "device_messages_up",
+    "device_messages_down",
+)  # fmt: skip
+_LISTS = ("warnings",)
+# entries inside those objects that the page reads, by type
+_NESTED = {
+    ("scenario", "spec"): dict, ("stages", "stream"): dict, ("gcdp", "accuracy"): dict,
+    ("secure_sum", "seconds_per_stage"): dict, ("secure_sum", "collector"): dict,
+    ("secure_sum", "dropped_devices"): list,
+}  # fmt: skip
+
+
+def _checked_results(results: dict, path: Path) -> dict:
+    """``results`` with its None entries among ``_OBJECTS`` and ``_LISTS`` dropped;
+    ``TraceError`` naming the entry, the type it must have and the one it has when an
+    entry the page reads is of another type (a hand-edited or foreign results.json)."""
+    from ldpfleet.broker.trace import TraceError
+
+    def refuse(key: str, wanted: str, value=None) -> TraceError:
+        value = results[key] if value is None else value
+        return TraceError(
+            f"{path}: {key!r} must be {wanted}, got a {type(value).__name__} "
+            f"({json.dumps(value)[:60]}); is it a run's results.json?"
+        )
+
+    checked = dict(results)
+    for key, kind, wanted in (
+        *((k, dict, "an object") for k in _OBJECTS),
+        *((k, list, "a list") for k in _LISTS),
+    ):
+        if key in results and results[key] is None:
+            del checked[key]
+        elif key in results and not isinstance(results[key], kind):
+            raise refuse(key, wanted)
+    for key in _NUMBERS:
+        value = results.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise refuse(key, "a number")
+    for (key, sub), kind in _NESTED.items():
+        section = checked.get(key)
+        if not isinstance(section, dict) or section.get(sub) is None:
+            if isinstance(section, dict) and sub in section:
+                checked[key] = {k: v for k, v in section.items() if k != sub}
+            continue
+        if not isinstance(section[sub], kind):
+            wanted = "an object" if kind is dict else "a list"
+            raise refuse(f"{key}.{sub}", wanted, section[sub])
+    return checked
+
+
+def _checked_ledger(ledger: dict | None, path: Path) -> dict | None:
+    """``TraceError`` naming the entry when ledger.json does not have the shape the page
+    reads (numbers where numbers are summed and compared, objects of accounts); a
+    hand-edited one was an AttributeError or TypeError traceback."""
+    from ldpfleet.broker.trace import TraceError
+
+    if ledger is None:
+        return None
+
+    def check(value, kind, wanted: str, where: str, optional: bool = True) -> None:
+        if value is None and optional:
+            return
+        bad = isinstance(value, bool) if kind == (int, float) else False
+        if bad or not isinstance(value, kind):
+            raise TraceError(
+                f"{path}: {where!r} must be {wanted}, got a {type(value).__name__} "
+                f"({json.dumps(value)[:60]}); is it a run's ledger.json?"
+            )
+
+    for key in ("eps", "w", "max_window_spent", "refusals"):
+        check(ledger.get(key), (int, float), "a number", key)
+    for key in ("devices", "collector"):
+        check(ledger.get(key), dict, "an object", key)
+    owners = [(f"devices.{d}", e) for d, e in (ledger.get("devices") or {}).items()]
+    if "devices" not in ledger:  # a CADR-LDP run's ledger.json is device -> ledger
+        owners = [(d, e) for d, e in ledger.items() if isinstance(e, dict) and "accounts" in e]
+    if ledger.get("collector") is not None:
+        owners.append(("collector", ledger["collector"]))
+    for owner, entry in owners:
+        check(entry, dict, "an object", owner, optional=False)
+        accounts = entry.get("accounts")
+        check(accounts, dict, "an object", f"{owner}.accounts")
+        for name, account in (accounts or {}).items():
+            where = f"{owner}.accounts.{name}"
+            check(account, dict, "an object", where, optional=False)
+            for key in ("eps", "spent", "total_spent", "max_window_spent", "refusals"):
+                check(account.get(key), (int, float), "a number", f"{where}.{key}")
+    return ledger
+
+
 def _is_cadr(results: dict) -> bool:
     return "stage_seconds" in results and "released" in results
 
@@ -234,9 +335,42 @@ def _at_budget(value: float, eps: float) -> bool:
 # the headline --------------------------------------------------------------------------
 
 
+def _with_counters(results: dict) -> dict:
+    """A partitioned collector's coordinator keeps the fleet's counts under ``counters``
+    (no stream section): read them as the top-level counts of the run. A bulk-gateway
+    run (``kind = "bulk-stream"``) keeps its run, size and stream under ``plan``."""
+    counters = results.get("counters")
+    if isinstance(counters, dict):
+        results = {**counters, **results}
+    plan = results.get("plan")
+    if results.get("kind") == "bulk-stream" and isinstance(plan, dict):
+        stream = {k: plan.get(k) for k in ("mechanism", "eps", "w", "steps")}
+        results = {"run": plan.get("run"), "devices": plan.get("devices"), "stream": stream,
+                   **results}  # fmt: skip
+    return results
+
+
+def _bulk_ledger(results: dict) -> dict | None:
+    """The ledger figures of a bulk run's gateways (``fleet``: eps, worst window spend,
+    refusals), in ledger.json's shape; None for any other run."""
+    fleet = results.get("fleet")
+    if results.get("kind") != "bulk-stream" or not isinstance(fleet, dict):
+        return None
+    return {"eps": fleet.get("eps"), "w": (results.get("plan") or {}).get("w"),
+            "max_window_spent": fleet.get("max_window_spent"),
+            "refusals": fleet.get("ledger_refusals", 0)}  # fmt: skip
+
+
 def _what_ran(results: dict) -> str:
     scenario = results.get("scenario") or {}
     name = scenario.get("name") or results.get("run", "run")
+    partitions = results.get("partitions")
+    if isinstance(partitions, int) and not results.get("stream") and not _is_cadr(results):
+        return (
+            f"{name}: the coordinator of {_num(results['partitions'])} collector partitions "
+            f"over {_num(results.get('devices'))} devices (each partition's results are in "
+            "its own directory)"
+        )
     if _is_cadr(results):
         return (
             f"{name}: CADR-LDP degree release ({results.get('method')}, ε = "
@@ -266,6 +400,9 @@ def _what_ran(results: dict) -> str:
         )
     if results.get("faults"):
         parts.append("injected faults")
+    gateways = results.get("gateways")
+    if results.get("kind") == "bulk-stream" and isinstance(gateways, int):
+        parts.append(f"{gateways:,} bulk gateway{'s' if gateways != 1 else ''}")
     return ", ".join(parts)
 
 
@@ -302,10 +439,16 @@ def _accuracy_figures(results: dict) -> list[str]:
         figures.append(f"mean cosine distance {_num(reconstruction['mean_cosine_distance'], 3)}")
     secure = results.get("secure_sum") or {}
     if secure and not secure.get("aborted"):
-        figures.append(
-            f"secure sum {'exact' if secure.get('exact') else 'NOT exact'} over "
-            f"{_num(secure.get('survivors'))} survivors"
-        )
+        if secure.get("exact") is None:  # a collector side: the vectors are the fleet's
+            figures.append(
+                f"secure sum over {_num(secure.get('survivors'))} survivors (exactness not "
+                "known here: the devices' vectors are on the fleet side; see the merged run)"
+            )
+        else:
+            figures.append(
+                f"secure sum {'exact' if secure['exact'] else 'NOT exact'} over "
+                f"{_num(secure.get('survivors'))} survivors"
+            )
     gcdp = (results.get("gcdp") or {}).get("accuracy") or {}
     if gcdp.get("mae") is not None:
         figures.append(
@@ -369,6 +512,8 @@ def _clipped_text(results: dict) -> str:
 
 
 def _headline(results: dict, ledger: dict | None) -> str:
+    results = _with_counters(results)
+    ledger = ledger if ledger is not None else _bulk_ledger(results)
     klass, status = _status(results)
     rows = [("outcome", f'<span class="{klass}">{html.escape(status)}</span>')]
     rows.append(("ran", html.escape(_what_ran(results))))
@@ -420,9 +565,9 @@ def _scenario_section(results: dict) -> str:
         if not isinstance(section, dict):
             continue
         for key, value in section.items():
-            if value is None:
-                continue
-            if name == "broker" and key == "url" and used_kind and value != used_kind:
+            if value is None:  # shown: the table is the scenario as run
+                value = "none"
+            elif name == "broker" and key == "url" and used_kind and value != used_kind:
                 value = f"{value} (this run: {used_kind}, from --broker)"
             spec_rows.append((f"[{name}] {key}", value))
     keys = (
@@ -535,9 +680,44 @@ def _volume_section(trace: Path, results: dict) -> str:
     )
 
 
+def _central_rows(ledger: dict) -> list[tuple]:
+    """The ledger rows of a run whose devices stream raw readings (``mechanism = "raw"``,
+    a GC-DP central release): the devices spend nothing, the collector's release account
+    is charged ε_rel per window (docs/gcdp-fleet.md "Accounting")."""
+    collector = ledger.get("collector") or {}
+    account = (collector.get("accounts") or {}).get("gcdp_release") or {}
+    eps_rel = collector.get("eps_rel", account.get("eps"))
+    refusals = account.get("refusals", 0) + sum(
+        a.get("refusals", 0)
+        for entry in _ledger_devices(ledger).values()
+        for a in entry.get("accounts", {}).values()
+    )
+    return [
+        ("device budget ε", "0 (raw readings: nothing privatised on the devices)"),
+        ("devices' worst spend", max(_spending(ledger)[0], default=None)),
+        ("central release ε_rel per window", eps_rel),
+        ("release window (steps)", ledger.get("w")),
+        ("calibration ε_cal", collector.get("eps_cal")),
+        ("per-record loss (ε_cal + ε_rel)", collector.get("per_record_loss")),
+        ("worst spent per window (collector)", account.get("max_window_spent")),
+        ("windows released (charges)", account.get("charges")),
+        ("within budget", ledger.get("within_budget")),
+        ("refusals", refusals),
+        ("devices", len(_ledger_devices(ledger))),
+    ]
+
+
 def _ledger_section(results: dict, ledger: dict | None) -> str:
     if not ledger:
         return ""
+    if (results.get("stream") or {}).get("mechanism") == "raw":
+        note = (
+            "<p class='note'>The devices streamed clipped readings in the clear to the trusted "
+            "collector and spent nothing; the collector's GC-DP release was charged ε_rel per "
+            "window. Windows are disjoint, so a reading's loss is ε_cal + ε_rel; the total "
+            "charged sums disjoint windows and is not a per-reading loss.</p>"
+        )
+        return "<h2>Privacy ledger</h2>" + _table(_central_rows(ledger), ("item", "value")) + note
     devices = _ledger_devices(ledger)
     worst, total, eps, refusals = _spending(ledger)
     cadr = _is_cadr(results)
@@ -700,14 +880,36 @@ def _cpr_section(results: dict, out: Path) -> str:
     return html_out
 
 
+def _load_npz(path: Path):
+    """An .npz output of the run; ``TraceError`` (one sentence) when it is not one (a run
+    stopped while writing it, a stray file): numpy's ValueError or BadZipFile traceback
+    before."""
+    import zipfile
+
+    import numpy as np
+    from ldpfleet.broker.trace import TraceError
+
+    try:  # from bytes: numpy leaves its file open when the zip cannot be read
+        data = np.load(io.BytesIO(path.read_bytes()), allow_pickle=False)
+        names = data.files
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        raise TraceError(
+            f"{path} cannot be read as a NumPy .npz file ({type(error).__name__}); was the "
+            "run stopped while writing it? run it again"
+        ) from None
+    if not isinstance(names, list):
+        raise TraceError(f"{path} cannot be read as a NumPy .npz file")
+    return data
+
+
 def _cpr_series(path: Path, truth_path: Path) -> str:
     """Sample reconstructions against the truth: the first ``CPR_WINDOW`` steps drawn at a
     readable scale, and an overview of the whole stream (block means) with the window
     marked."""
     import numpy as np
 
-    data = np.load(path, allow_pickle=False)
-    truth = np.load(truth_path, allow_pickle=False) if truth_path.exists() else None
+    data = _load_npz(path)
+    truth = _load_npz(truth_path) if truth_path.exists() else None
     names = [n for n in data.files if "." not in n]
     if truth is not None:
         names = [n for n in names if n in truth.files] or names
@@ -945,15 +1147,37 @@ def _reliability_section(results: dict) -> str:
     return "<h2>Delivery and faults</h2>" + "".join(parts) if parts else ""
 
 
+def _audit_entries(path: Path) -> list[dict]:
+    """The audits in ``OUT/audit.json``: what ``ldpfleet audit ... > OUT/audit.json``
+    printed (one audit, ``audit all``'s list of them, or a document with ``audits``);
+    ``TraceError`` (one sentence) for anything else. A list was refused as "not a run's
+    results" and an ``audits`` that is not a list gave an empty table."""
+    from ldpfleet.broker.trace import TraceError
+
+    if not path.exists():
+        return []
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise TraceError(f"{path} cannot be read as JSON ({error})") from None
+    if isinstance(document, dict) and "audits" in document:
+        document = document["audits"]
+        if not isinstance(document, list):
+            raise TraceError(f"{path}: 'audits' must be a list of audits, got {document!r:.40}")
+    entries = [document] if isinstance(document, dict) else document
+    if not isinstance(entries, list) or not all(isinstance(a, dict) for a in entries):
+        raise TraceError(
+            f"{path} must hold what `ldpfleet audit` printed: an audit or a list of audits "
+            f"(JSON objects), got {json.dumps(document)[:40]}"
+        )
+    return entries
+
+
 def _audit_section(out: Path) -> str:
-    """``OUT/audit.json`` if present: what ``ldpfleet audit ... > OUT/audit.json`` printed
-    (one audit, a list of them, or ``all``'s document with ``audits``)."""
-    audit = _read_json(out / "audit.json")
-    if not audit:
+    """``OUT/audit.json`` if present (``_audit_entries``): its audits as a table."""
+    entries = _audit_entries(out / "audit.json")
+    if not entries:
         return ""
-    if isinstance(audit, dict) and "audits" not in audit:
-        audit = [audit]
-    entries = audit if isinstance(audit, list) else audit.get("audits", [])
     rows = [
         (
             a.get("mechanism"),
@@ -983,7 +1207,8 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
     results = _read_json(out / "results.json")
     if results is None:
         raise FileNotFoundError(f"no results.json in {out} (run `ldpfleet run` first)")
-    ledger = _read_json(out / "ledger.json")
+    results = _with_counters(_checked_results(results, out / "results.json"))
+    ledger = _checked_ledger(_read_json(out / "ledger.json"), out / "ledger.json")
     name = (results.get("scenario") or {}).get("name") or "run"
     title = f"{name} — run {results.get('run', '')}"
     sections = [  # in SECTIONS order
@@ -1020,6 +1245,12 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
 
 def write_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> Path:
     """Write ``OUT/report.html``; returns its path."""
+    from ldpfleet.broker.trace import TraceError
+
     path = Path(out_dir) / "report.html"
-    path.write_text(build_report(out_dir, progress))
+    page = build_report(out_dir, progress)
+    try:
+        path.write_text(page)
+    except OSError as error:
+        raise TraceError(f"cannot write {path} ({error.strerror or error})") from None
     return path

@@ -1013,6 +1013,11 @@ def results_trace(results: dict, directory: Path) -> dict:
     trace = results.get("trace") or {}
     if not isinstance(trace, dict):
         raise TraceError(f"{directory}/results.json's trace is not an object: {trace!r:.40}")
+    key = trace.get("public_key")
+    if key is not None and not isinstance(key, str):  # an AttributeError traceback before
+        raise TraceError(
+            f"{directory}/results.json's trace.public_key is not a hex string: {key!r:.40}"
+        )
     return trace
 
 

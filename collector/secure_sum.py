@@ -121,7 +121,9 @@ async def secure_sum(
                     result.dropped = event.dropped
                     done.set()
                 elif isinstance(event, Aborted):
-                    result.aborted = f"{event.stage}: {event.reason}"
+                    # one sentence: every abort reason names its stage ("masked stage:
+                    # cannot unmask: ..."); it read "masked: masked stage: ..."
+                    result.aborted = event.reason
                     done.set()
 
         async def flush() -> None:

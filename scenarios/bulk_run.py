@@ -355,7 +355,9 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             est_sum += data["sum"]
             est_count += data["count"]
     present = [f for f in fleets if f is not None]
-    truth = np.sum([f["truth_sum"] for f in present], axis=0) / plan.devices if present else None
+    # a shard without a gateway (more device processes than gateways) has no truth: []
+    sums = [f["truth_sum"] for f in present if len(f["truth_sum"])]
+    truth = np.sum(sums, axis=0) / plan.devices if sums else None
     mae = None
     if truth is not None and np.all(est_count > 0):
         mae = float(np.mean(np.abs(est_sum / est_count - truth)))

@@ -40,6 +40,7 @@ def merge_run(
     results = collector / "results.json"
     if not results.exists():
         raise TraceError(f"no results.json in {collector}: is it a collector side's --out?")
+    _check_pieces(collector, fleets, Path(out_dir))
     partitions = [d for d in fleets if _partition_index(d) is not None]
     fleets = [d for d in fleets if d not in partitions]
     if partitions or isinstance(json.loads(results.read_text()).get("partitions"), int):
@@ -64,6 +65,35 @@ def merge_run(
             _link_or_copy(source, out / name)
     _keep_trace_key(collector / "results.json", out / "results.json")
     return out
+
+
+def _check_pieces(collector: Path, fleets: list[Path], out: Path) -> None:
+    """``TraceError`` for pieces that cannot be merged: a directory given twice (its
+    shard was counted twice), an output directory that is one of the pieces (the merge
+    overwrote that side's results.json), a whole run given as the collector side (a
+    KeyError traceback)."""
+    seen: dict[Path, Path] = {}
+    for directory in (collector, *fleets):
+        key = directory.resolve()
+        if key in seen:
+            raise TraceError(f"{directory} is given twice: give each piece of the run once")
+        seen[key] = directory
+    if out.resolve() in seen:
+        raise TraceError(
+            f"--out {out} is one of the pieces: the merge would overwrite its results.json; "
+            "give another directory (default: COLLECTOR_DIR/merged)"
+        )
+    document = json.loads((collector / "results.json").read_text())
+    whole = "side_processes" in document or (
+        "mean_estimates" not in document and "partitions" not in document
+        and "partition" not in document and "stage_seconds" not in document
+        and "collector_ledger" not in document
+    )  # fmt: skip
+    if whole and "outcomes.json" not in {p.name for p in collector.iterdir()}:
+        raise TraceError(
+            f"{collector}/results.json is a whole run's results (`ldpfleet run` or a merge), "
+            "not a collector side's: give the collector side's --out (e.g. RUN/collector)"
+        )
 
 
 def _partition_index(directory: Path) -> int | None:

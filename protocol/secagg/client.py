@@ -343,7 +343,8 @@ class SecAggClient(Machine):
             )
         if setup.dim != self._x.size:
             raise RemoteProtocolError(
-                f"dim {setup.dim}, this device's vector has {self._x.size} entries", field="dim"
+                f"the session sums {setup.dim} entries, this device's vector has {self._x.size}",
+                field="dim",
             )
         try:
             fixed_point = FixedPoint(setup.clip_low, setup.clip_high, setup.scale, setup.bits)

@@ -418,9 +418,10 @@ class SecAggServer(PeerFacingMachine):
             self._close_stage(now)
 
     def abort(self, reason: str) -> None:
-        """End the session now (operator request)."""
+        """End the session now (operator request); the reason, like every abort's, reads
+        "<stage> stage: <reason>"."""
         if not self.finished:
-            self._abort(self.state, reason)
+            self._abort(self.state, f"{self.state} stage: {reason}")
 
     # ---- input --------------------------------------------------------------------------
 

@@ -125,16 +125,90 @@ def test_trace_export_jsonl_and_csv(quickstart_run, tmp_path):
         (["run", "QUICK", "--broker", "memory", "--seed", "-1", "--out", "OUT"], "--seed"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--seed", str(2**63)], "--seed"),
         (["fleet", "QUICK", "-b", "memory", "--run", "x", "--seed", str(2**63)], "--seed"),
+        # held-out QA (helper C): --wait-timeout was unchecked (collector's --fleet-timeout
+        # is), and a fleet or collector on 'memory' waited for a side that cannot exist
+        (
+            ["fleet", "QUICK", "-b", "mqtt://127.0.0.1:1", "--run", "x", "--wait-timeout", "nan"],
+            "--wait-timeout must be",
+        ),
+        (
+            ["fleet", "QUICK", "-b", "mqtt://127.0.0.1:1", "--run", "x", "--wait-timeout", "-1"],
+            "--wait-timeout must be",
+        ),
+        (["fleet", "QUICK", "-b", "memory", "--run", "x"], "no other process can reach"),
+        (["collector", "QUICK", "-b", "memory", "--run", "x"], "no other process can reach"),
         (["run", "BADGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: p must"),
         (["run", "NOGRAPH", "--broker", "memory", "--out", "OUT"], "graph.source: cannot read"),
         (["trace", "follow", "RUNDIR", "d0001", "--limit", "-1"], "--limit"),
         (["trace", "show", "RUNDIR", "--limit", "-1"], "--limit"),
+        # held-out QA (helper C): each selected nothing, or everything, silently
+        (["trace", "show", "RUNDIR", "--since", "nan"], "--since must be a number of seconds"),
+        (["trace", "stats", "RUNDIR", "--until", "inf"], "--until must be a number of seconds"),
+        (["trace", "show", "RUNDIR", "--since", "-1"], "--since must be a number of seconds"),
+        (["trace", "export", "RUNDIR", "--since", "5", "--until", "1"], "--since 5 is after"),
+        (["trace", "show", "RUNDIR", "--device", ""], "--device must not be empty"),
+        (["trace", "show", "RUNDIR", "--kind", ""], "--kind must not be empty"),
+        (["trace", "stats", "RUNDIR", "--topic", ""], "--topic must be an MQTT filter"),
+        (["trace", "show", "RUNDIR", "--topic", "ldp/#/up"], "--topic must be an MQTT filter"),
+        (["trace", "show", "RUNDIR", "--topic", "ldp/a+"], "--topic must be an MQTT filter"),
+        # were IsADirectoryError / FileNotFoundError tracebacks
+        (["trace", "export", "RUNDIR", "-o", "RUNDIR"], "is a directory"),
+        (["trace", "export", "RUNDIR", "-o", "AFILE/sub"], "cannot write"),
         (["mosquitto-config", "QUICK", "--out", "AFILE"], "not a directory"),
         (["certs", "--out", "AFILE"], "not a directory"),
+        (["report", "AFILE"], "is a file; give the run's output directory"),  # "no results.json in"
+        (["certs", "--out", "OUT", "--host", ""], "host: not a host name"),  # was accepted
+        (["certs", "--out", "OUT", "--days", "10000000"], "days: must be 1 .."),  # traceback
+        (["certs", "--out", "/proc/no/such"], "out: cannot create"),  # was a traceback
         (["mosquitto-config", "QUICK", "--out", "OUT", "--port", "70000"], "--port"),
+        # held-out QA (helper C): each wrote a config Mosquitto refuses or an unusable URL
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--host", ""], "--host must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--host", "a b"], "--host must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--run-as", ""], "--run-as must be"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--run-as", "a b"], "--run-as must be"),
+        # ignored without a TLS listener
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--tls-host", "::1"], "need --tls-port"),
+        (["mosquitto-config", "QUICK", "--out", "OUT", "--tls-cert", "QUICK"], "need --tls-port"),
+        # both listeners on one port: Mosquitto fails to start
+        (
+            [
+                "mosquitto-config",
+                "QUICK",
+                "--out",
+                "OUT",
+                "--port",
+                "1884",
+                "--tls-port",
+                "1884",
+                "--tls-cert",
+                "QUICK",
+                "--tls-key",
+                "QUICK",
+                "--tls-ca",
+                "QUICK",
+            ],
+            "same port",
+        ),
         (["broker", "--port", "-1"], "--port"),
+        # listened on every interface and printed mqtt://:PORT (held-out QA, helper C)
+        (["broker", "--port", "0", "--host", ""], "--host must be an IP address or a host"),
         (["collector", "QUICK", "-b", "memory", "--run", "x", "--fleet-timeout", "-1"], "> 0"),
         (["watch", "-b", "memory", "--seconds", "0.2"], "watch reads a broker"),
+        # held-out QA (helper C): a ValueError traceback; the next two silently stopped at once
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "nan"], "--seconds must be"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "-1"], "--seconds must be"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--seconds", "0"], "--seconds must be"),
+        # no run can have this id: watched nothing ("#": "connection lost")
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "a/b"], "--run 'a/b' is not a run id"),
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--run", "#"], "--run '#' is not a run id"),
+        # stopped when ANY run on the broker closed
+        (["watch", "-b", "mqtt://127.0.0.1:1", "--until-closed"], "--until-closed needs --run"),
+        (["run", "QUICK", "-b", "memory", "--run", "a b", "--out", "OUT"], "is not a run id"),
+        # bench fleet: a FileExistsError traceback; 0 silently became w; ignored
+        (["bench", "fleet", "-b", "memory", "--devices", "3", "--out", "AFILE"], "not a directory"),
+        (["bench", "fleet", "-b", "memory", "--batch-steps", "0"], "--batch-steps must be"),
+        (["bench", "fleet", "-b", "memory", "--gateway-devices", "0"], "--gateway-devices must"),
+        (["bench", "fleet", "-b", "memory", "--gateway-devices", "50"], "applies to --connection"),
         (["run", "QUICK", "--broker", "memory", "--run", "", "--out", "OUT"], "--run must not"),
     ],
 )
@@ -173,6 +247,30 @@ def test_user_errors_are_one_sentence_and_exit_2(args, needle, tmp_path, quickst
     flat = " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())  # typer's box unwrapped
     assert needle in flat, flat
     assert "Traceback" not in result.output
+
+
+def test_an_unknown_export_format_leaves_the_output_file_alone(quickstart_run, tmp_path):
+    """``trace export -f xml -o FILE`` opened (truncated) FILE before refusing the format:
+    an existing file was emptied (held-out QA, helper C)."""
+    target = tmp_path / "kept.csv"
+    target.write_text("precious\n")
+    result = runner.invoke(
+        app, ["trace", "export", str(quickstart_run), "-f", "xml", "-o", str(target)]
+    )
+    assert result.exit_code == 2 and "must be jsonl or csv" in result.output, result.output
+    assert target.read_text() == "precious\n"
+
+
+@pytest.mark.embedded
+def test_a_bulk_bench_with_an_idle_shard_reports_its_accuracy():
+    """50 devices = one bulk gateway, on 2 device processes (``--shards auto`` on the
+    embedded broker): the idle shard's empty truth made the results a numpy ValueError
+    traceback ("inhomogeneous shape") after the run had completed (held-out QA, helper C)."""
+    result = invoke("bench", "fleet", "--connection", "bulk", "--devices", "50", "--steps",
+                    "10", "--broker", "embedded", "--shards", "2")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["devices"] == 50 and figures["lost"] == 0
 
 
 def test_bench_fleet_prints_json():

@@ -305,6 +305,9 @@ def test_an_abort_names_why_the_devices_refused():
             await asyncio.gather(*tasks, return_exceptions=True)
 
     result = VirtualTimeLoop.run(session())
-    assert result.aborted.startswith("advertise: advertise stage: only 0 of 4 devices")
+    # one sentence, the stage named once (it read "advertise: advertise stage: only ...")
+    assert result.aborted.startswith("advertise stage: only 0 of 4 devices"), result.aborted
+    assert result.aborted.count("advertise stage") == 1, result.aborted
     assert "4 devices aborted" in result.aborted
-    assert "d0: dim: dim 4, this device's vector has 3 entries" in result.aborted
+    # the field named once (it read "d0: dim: dim 4, this device's vector ...")
+    assert "d0: dim: the session sums 4 entries, this device's vector has 3" in result.aborted

@@ -121,6 +121,26 @@ def test_ldpfleet_run_on_the_embedded_broker_runs_the_collector_as_its_own_proce
         timeout=SAFETY,
     )
     assert follow.returncode == 0 and "sw_report" in follow.stdout, follow.stderr
+    check_merge_refusals(out, tmp_path)
+
+
+def check_merge_refusals(out: Path, tmp_path: Path) -> None:
+    """Held-out QA (helper C): a shard directory given twice was merged twice (fleet count
+    2, peak memory doubled); --out the collector's own directory overwrote its results.json
+    with the merged one; a whole run's directory given as the collector side was a
+    KeyError ('mean_estimates') traceback."""
+    from ldpfleet.broker.trace import TraceError
+    from ldpfleet.scenarios.merge import merge_run
+
+    collector, shard = out / "collector", out / "fleet-0-of-1"
+    before = (collector / "results.json").read_text()
+    with pytest.raises(TraceError, match="is given twice"):
+        merge_run(collector, [shard, shard], tmp_path / "twice")
+    with pytest.raises(TraceError, match="would overwrite"):
+        merge_run(collector, [shard], collector)
+    assert (collector / "results.json").read_text() == before
+    with pytest.raises(TraceError, match="a whole run's results"):
+        merge_run(out, [shard], tmp_path / "whole")
 
 
 @pytest.mark.embedded

@@ -522,7 +522,8 @@ def test_a_control_trace_is_chained_and_signed(runs, tmp_path):
 
 @pytest.mark.parametrize("damage", ["no_ledger", "bad_ledger", "no_trace", "bad_trace",
                                     "no_results", "store_is_a_directory",
-                                    "results_trace_not_an_object"])  # fmt: skip
+                                    "results_trace_not_an_object",
+                                    "results_public_key_not_a_string"])  # fmt: skip
 def test_unreadable_input_exits_2(runs, tmp_path, damage):
     directory = copy(runs, "stream", tmp_path)
     if damage == "no_ledger":
@@ -538,6 +539,8 @@ def test_unreadable_input_exits_2(runs, tmp_path, damage):
         (directory / "collector.sqlite").mkdir()
     elif damage == "results_trace_not_an_object":  # was an AttributeError traceback
         edit_results(directory, lambda r: r.update(trace="x"))
+    elif damage == "results_public_key_not_a_string":  # was an AttributeError traceback
+        edit_results(directory, lambda r: r["trace"].update(public_key={"k": 1}))
     else:
         (directory / "trace.sqlite").write_bytes(b"this is not sqlite" * 100)
     result = cli(directory)

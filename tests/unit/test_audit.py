@@ -250,6 +250,15 @@ def test_command_exits_1_on_a_violation(monkeypatch):
         (["secagg", "--eps", "-1"], "eps"),
         (["rr", "--only", "rr"], "only"),  # --only applies to 'all' and 'mutants'
         (["all", "--only", "nope"], "only"),
+        # held-out QA (helper C): silently ignored before
+        (["rr", "--jobs", "2"], "jobs"),  # one audit runs in one process
+        (["rr", "--no-tests"], "tests"),  # --tests/--no-tests: 'mutants' only
+        (["all", "--only", "rr", "--tests"], "tests"),
+        (["all", "--only", "rr", "--jobs", "0"], "jobs"),
+        # a budget listed twice ran the same audit twice at half the confidence each
+        # (gamma is split family-wise over the audits); an empty entry was skipped
+        (["all", "--only", "rr", "--eps", "1,1"], "eps"),
+        (["all", "--only", "rr", "--eps", "1,,2"], "eps"),
     ],
 )
 def test_options_beyond_their_limits_are_one_sentence_and_exit_2(args, field):

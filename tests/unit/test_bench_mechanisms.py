@@ -136,3 +136,35 @@ def test_a_deterministic_estimate_is_flagged_only_when_off():
     assert bias_test(np.zeros(10)) == {"mean_error": 0.0, "bias_z": 0.0, "biased": False}
     off = bias_test(np.full(10, 0.1))
     assert off["biased"] and off["bias_z"] == "inf"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--sizes", "0"], "error: sizes: must be whole numbers 1 .. 10,000,000, got '0'"),
+        (["--sizes", "1.5"], "got '1.5'"),  # was measured at n = 1
+        (["--sizes", "-3"], "error: sizes: "),  # "expected non-negative integer"
+        (["--sizes", "1e12"], "error: sizes: "),  # a MemoryError traceback
+        (["--eps", ""], "error: eps: needs at least one value"),  # an empty result, exit 0
+        (["--mechanisms", ""], "error: mechanisms: needs at least one value"),
+        (["--eps", "1,,2"], "error: eps: an empty entry"),
+        (["--mechanisms", "sw,sw"], "error: mechanisms: 'sw' is listed twice"),
+        (["--distributions", "uniform,uniform"], "error: distributions: 'uniform' is listed"),
+        (["--trials", "0"], "error: trials: must be at least 2"),  # NaN rows, exit 0
+        (["--trials", "-1"], "error: trials: must be at least 2"),  # "negative dimensions"
+        (["--seed", "-1"], "error: seed: must be 0 .. 2^63-1, got -1"),  # no field named
+        (["--eps", "x"], "error: eps: not a number: 'x'"),
+    ],
+)
+def test_options_nobody_tried_are_one_sentence_and_exit_2(args, needle):
+    """Held-out QA (helper C): each was a traceback, an unnamed numpy message, or a result
+    (exit 0) of a meaningless request."""
+    app = typer.Typer()
+    app.command()(bench_mechanisms_command)
+    base = {"--sizes": "10", "--trials": "5", "--eps": "1", "--mechanisms": "sw",
+            "--distributions": "uniform"}  # fmt: skip
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    result = CliRunner().invoke(app, [part for pair in base.items() for part in pair])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output, result.output
+    assert "Traceback" not in result.output and len(result.output.splitlines()) == 1

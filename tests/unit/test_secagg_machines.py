@@ -944,3 +944,14 @@ def test_client_refuses_a_threshold_without_an_honest_majority_of_holders() -> N
     with pytest.raises(RemoteProtocolError, match="not above half"):
         _deliver_to(client, SaNeighbours(**envelope, threshold=3, neighbours=neighbours))
     assert [o.message.type_name() for o in client.pop_outbound()] == ["sa_abort"]
+
+
+def test_an_operator_abort_names_its_stage_once() -> None:
+    """``SecAggServer.abort(reason)`` (an operator stop) sent devices the bare reason while
+    every other abort reads "<stage> stage: ..."; now it names the open stage, once."""
+    session = make_session(n=8, seed=301)
+    session.server.start(0.0)
+    session.server.abort("stopped by the operator")
+    (aborted,) = [e for e in session.server.pop_events() if isinstance(e, Aborted)]
+    assert aborted.stage == "advertise"
+    assert aborted.reason == "advertise stage: stopped by the operator"
