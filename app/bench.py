@@ -7,6 +7,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ldpfleet.app.procstat import PeakRss, listening_pid
 from ldpfleet.broker.mqtt import parse_broker_url
@@ -169,32 +170,54 @@ async def bench_fleet(
         )  # fmt: skip
     if retransmit_after is None:
         retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
-    scenario = parse_scenario(
-        fleet_scenario_text(
-            devices,
-            steps,
-            eps=eps,
-            w=w,
-            batch_steps=batch_steps,
-            max_in_flight=max_in_flight,
-            credit_window=credit_window,
-            shards=shards,
-            connection=connection,
-            connect_concurrency=connect_concurrency,
-            trace=trace,
-            retransmit_after=retransmit_after,
-            partitions=partitions,
-            reconstruct=reconstruct,
-            step_seconds=step_seconds,
-        )
-    )
+    options = {
+        "eps": eps, "w": w, "batch_steps": batch_steps, "max_in_flight": max_in_flight,
+        "credit_window": credit_window, "shards": shards, "connection": connection,
+        "connect_concurrency": connect_concurrency, "trace": trace,
+        "retransmit_after": retransmit_after, "partitions": partitions,
+        "reconstruct": reconstruct, "step_seconds": step_seconds,
+    }  # fmt: skip
+    scenario = parse_scenario(fleet_scenario_text(devices, steps, **options))
     scenario.check_shard_brokers(broker, shard_brokers)
+    _check_partitions(partitions, broker)
+    run = await _measured_run(scenario, broker, partitions, out_dir, shard_brokers, progress)
+    return {
+        "bench": "fleet",
+        "devices": devices,
+        "steps": steps,
+        **_fleet_figures(run.results, shard_brokers, connection, trace, max_in_flight,
+                         credit_window, retransmit_after, step_seconds),
+        **_fleet_costs(run, partitions),
+    }  # fmt: skip
+
+
+def _check_partitions(partitions: int, broker: str) -> None:
+    """Partition workers are processes of their own: they need a broker they can reach."""
     if partitions > 1 and broker == "memory":
         raise ParameterError(
             f"{partitions} partitions need a broker the worker processes can reach "
             "(embedded or mqtt://), not memory; the limit there is 1",
             field="partitions",
         )
+
+
+@dataclass
+class _MeasuredRun:
+    """A bench run's results with what it cost: wall seconds, CPU seconds (this process and
+    its waited-for children) and the external broker's memory sampler (if any)."""
+
+    results: dict
+    total: float
+    cpu: float
+    sampler: PeakRss | None
+
+
+async def _measured_run(
+    scenario, broker: str, partitions: int, out_dir: str | None,
+    shard_brokers: list[str] | None, progress: Callable[[int, int], None] | None,
+) -> _MeasuredRun:  # fmt: skip
+    """Run ``scenario`` (the split runner when partitioned) in a scratch directory unless
+    ``out_dir``; an ``mqtt://`` broker's process is sampled for its peak memory."""
     broker_pid = None
     if broker.startswith(("mqtt://", "mqtts://")):
         broker_pid = listening_pid(parse_broker_url(broker).port)
@@ -217,15 +240,18 @@ async def bench_fleet(
                 task.cancel()
         total = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
-    stream = results["stages"]["stream"]
+    return _MeasuredRun(results, total, cpu, sampler)
+
+
+def _fleet_figures(
+    results: dict, shard_brokers, connection: str, trace: str, max_in_flight: int,
+    credit_window: int, retransmit_after: float, step_seconds: float,
+) -> dict:  # fmt: skip
+    """The run's settings and throughput figures (``bench_fleet``'s JSON, its first part)."""
     messages = results["reports_received"]
-    seconds = stream["seconds"]
+    seconds = results["stages"]["stream"]["seconds"]
     values = messages * results["stream"]["batch_steps"]
-    sharded = results["fleet"]["shards"]
     return {
-        "bench": "fleet",
-        "devices": devices,
-        "steps": steps,
         "batch_steps": results["stream"]["batch_steps"],
         "broker": results["broker"]["kind"],
         "broker_url": results["broker"]["url"],
@@ -251,9 +277,18 @@ async def bench_fleet(
         "duplicates": results["reports_duplicate"],
         "retransmissions": results["fleet"]["retransmissions"],
         "trace_messages": results["trace"]["messages"],
-        "total_seconds": round(total, 3),
+    }
+
+
+def _fleet_costs(run: _MeasuredRun, partitions: int) -> dict:
+    """Wall time, reconstruction, CPU and peak memory (``bench_fleet``'s JSON, its end)."""
+    results, cpu, sampler = run.results, run.cpu, run.sampler
+    messages = results["reports_received"]
+    sharded = results["fleet"]["shards"]
+    return {
+        "total_seconds": round(run.total, 3),
         "partitions": partitions,
-        "reconstruct": _reconstruct_summary(results, seconds),
+        "reconstruct": _reconstruct_summary(results, results["stages"]["stream"]["seconds"]),
         # this process and every child it waited for (shards, workers, an embedded broker
         # child); not an external broker
         "cpu_seconds": round(cpu, 2),
