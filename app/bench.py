@@ -6,7 +6,7 @@ import asyncio
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ldpfleet.app.procstat import PeakRss, listening_pid
@@ -180,7 +180,17 @@ async def bench_fleet(
     scenario = parse_scenario(fleet_scenario_text(devices, steps, **options))
     scenario.check_shard_brokers(broker, shard_brokers)
     _check_partitions(partitions, broker)
-    run = await _measured_run(scenario, broker, partitions, out_dir, shard_brokers, progress)
+    runner = run_split if partitions > 1 else run_scenario
+    run = await _measured(
+        broker,
+        lambda scratch: runner(
+            scenario,
+            broker=broker,
+            out_dir=out_dir or scratch,
+            shard_brokers=shard_brokers,
+            progress=progress,
+        ),
+    )
     return {
         "bench": "fleet",
         "devices": devices,
@@ -204,43 +214,40 @@ def _check_partitions(partitions: int, broker: str) -> None:
 @dataclass
 class _MeasuredRun:
     """A bench run's results with what it cost: wall seconds, CPU seconds (this process and
-    its waited-for children) and the external broker's memory sampler (if any)."""
+    its waited-for children), the external broker's memory sampler and CPU (if visible)."""
 
     results: dict
     total: float
     cpu: float
     sampler: PeakRss | None
+    broker_cpu: float | None = None  # seconds, when the broker's pid is visible
 
 
-async def _measured_run(
-    scenario, broker: str, partitions: int, out_dir: str | None,
-    shard_brokers: list[str] | None, progress: Callable[[int, int], None] | None,
-) -> _MeasuredRun:  # fmt: skip
-    """Run ``scenario`` (the split runner when partitioned) in a scratch directory unless
-    ``out_dir``; an ``mqtt://`` broker's process is sampled for its peak memory."""
+async def _measured(broker: str, run: Callable[[str], Awaitable[dict]]) -> _MeasuredRun:
+    """Run ``run(scratch)`` (``scratch``: a temporary directory for its outputs), measuring
+    its wall time, the CPU of this process and its waited-for children, and on an
+    ``mqtt://`` broker whose pid is visible the broker's peak memory and CPU."""
     broker_pid = None
     if broker.startswith(("mqtt://", "mqtts://")):
         broker_pid = listening_pid(parse_broker_url(broker).port)
     sampler = PeakRss(broker_pid) if broker_pid else None
+    broker_cpu_before = _proc_cpu_seconds(broker_pid) if broker_pid else None
     with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
         started = time.perf_counter()
         cpu_before = _cpu_seconds()
         task = asyncio.ensure_future(sampler.run()) if sampler else None
-        runner = run_split if partitions > 1 else run_scenario
         try:
-            results = await runner(
-                scenario,
-                broker=broker,
-                out_dir=out_dir or scratch,
-                shard_brokers=shard_brokers,
-                progress=progress,
-            )
+            results = await run(scratch)
         finally:
             if task is not None:
                 task.cancel()
         total = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
-    return _MeasuredRun(results, total, cpu, sampler)
+    broker_cpu = None
+    if broker_pid and broker_cpu_before is not None:
+        after = _proc_cpu_seconds(broker_pid)
+        broker_cpu = None if after is None else after - broker_cpu_before
+    return _MeasuredRun(results, total, cpu, sampler, broker_cpu)
 
 
 def _fleet_figures(
@@ -361,33 +368,13 @@ async def bench_bulk_fleet(
         reconstruct=reconstruct, step_seconds=step_seconds,
     )  # fmt: skip
     k = (os.cpu_count() or 1) if shards == "auto" else int(shards)
-    broker_pid = None
-    if broker.startswith(("mqtt://", "mqtts://")):
-        broker_pid = listening_pid(parse_broker_url(broker).port)
-    sampler = PeakRss(broker_pid) if broker_pid else None
-    broker_cpu_before = _proc_cpu_seconds(broker_pid) if broker_pid else None
-    with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
-        started = time.perf_counter()
-        cpu_before = _cpu_seconds()
-        task = asyncio.ensure_future(sampler.run()) if sampler else None
-        try:
-            # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
-            results = await run_bulk(
-                plan, broker=broker, out_dir=out_dir or scratch, shards=k, trace=trace
-            )
-        finally:
-            if task is not None:
-                task.cancel()
-        total = time.perf_counter() - started
-        cpu = _cpu_seconds() - cpu_before
-    broker_cpu = None
-    if broker_pid and broker_cpu_before is not None:
-        after = _proc_cpu_seconds(broker_pid)
-        broker_cpu = None if after is None else after - broker_cpu_before
-    received = results["reports_received"]
-    seconds = results["stream_seconds"]
-    rss = results["peak_rss_mb"]
-    own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, MiB
+    # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
+    run = await _measured(
+        broker,
+        lambda scratch: run_bulk(
+            plan, broker=broker, out_dir=out_dir or scratch, shards=k, trace=trace
+        ),
+    )
     return {
         "bench": "fleet",
         "devices": devices,
@@ -403,6 +390,16 @@ async def bench_bulk_fleet(
         "admit_window": plan.admit_window,
         "shards": None if broker == "memory" else k,  # memory: all in this process
         "partitions": partitions,
+        **_bulk_figures(run.results, batch_steps, trace),
+        **_bulk_costs(run, broker),
+    }
+
+
+def _bulk_figures(results: dict, batch_steps: int, trace: str) -> dict:
+    """A bulk run's throughput, counters and trace (``bench_bulk_fleet``'s JSON, its middle)."""
+    received = results["reports_received"]
+    seconds = results["stream_seconds"]
+    return {
         "messages": received,
         "values": received * batch_steps,
         "bulk_messages": results["messages"],
@@ -420,7 +417,15 @@ async def bench_bulk_fleet(
         "trace": trace,
         "trace_messages": results["trace"]["messages"],
         "trace_bytes": results["trace"].get("bytes", 0),  # every trace file
-        "total_seconds": round(total, 3),
+    }
+
+
+def _bulk_costs(run: _MeasuredRun, broker: str) -> dict:
+    """A bulk run's wall time, CPU (ours and the broker's) and peak memory per process."""
+    received = run.results["reports_received"]
+    cpu, broker_cpu = run.cpu, run.broker_cpu
+    return {
+        "total_seconds": round(run.total, 3),
         # this process and every child it waited for (collectors, gateway shards)
         "cpu_seconds": round(cpu, 2),
         "cpu_us_per_report": round(cpu / received * 1e6, 2) if received else None,
@@ -428,19 +433,25 @@ async def bench_bulk_fleet(
         "broker_cpu_us_per_report": round(broker_cpu / received * 1e6, 2)
         if broker_cpu is not None and received
         else None,
-        "peak_rss_mb": {
-            "runner_process": round(own_rss, 1),
-            "collectors": rss["collectors"],
-            "fleet_processes": rss["fleet_processes"],
-            "fleet_total": round(sum(r or 0 for r in rss["fleet_processes"]), 1),
-            "broker": round(sampler.peak_mb, 1) if sampler else None,
-            "broker_before": round(sampler.start_mb, 1) if sampler else None,
-            # every process of the run: runner + collectors + gateway shards (+ broker)
-            "total": round(
-                (rss["total"] if broker != "memory" else 0.0)
-                + own_rss
-                + (sampler.peak_mb if sampler else 0.0),
-                1,
-            ),
-        },
+        "peak_rss_mb": _bulk_rss(run.results["peak_rss_mb"], run.sampler, broker),
+    }
+
+
+def _bulk_rss(rss: dict, sampler: PeakRss | None, broker: str) -> dict:
+    """Peak RSS (MiB) of the runner, the collectors, the gateway shards, the broker, in all."""
+    own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, MiB
+    return {
+        "runner_process": round(own_rss, 1),
+        "collectors": rss["collectors"],
+        "fleet_processes": rss["fleet_processes"],
+        "fleet_total": round(sum(r or 0 for r in rss["fleet_processes"]), 1),
+        "broker": round(sampler.peak_mb, 1) if sampler else None,
+        "broker_before": round(sampler.start_mb, 1) if sampler else None,
+        # every process of the run: runner + collectors + gateway shards (+ broker)
+        "total": round(
+            (rss["total"] if broker != "memory" else 0.0)
+            + own_rss
+            + (sampler.peak_mb if sampler else 0.0),
+            1,
+        ),
     }
