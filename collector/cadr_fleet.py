@@ -468,50 +468,9 @@ async def _search_theta(
     ``parties > 0``: the DP search (one secure sum of noisy bucket counts)."""
     if not isinstance(rule, str):
         return int(rule)
-
-    async def ask(
-        session: str, measure: str, thresholds: list[int], fp: FixedPoint, min_inputs: int = 0
-    ) -> np.ndarray:
-        await broadcast(
-            "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
-        )
-        started = time.perf_counter()
-        result = await secure_sum(
-            transport,
-            run,
-            session,
-            members,
-            len(thresholds) + (measure == "bucket"),  # k thresholds: k + 1 buckets
-            fp,
-            degree=secagg_degree,
-            stage_timeout=stage_timeout,
-            min_inputs=min_inputs,
-        )
-        if result.aborted or result.total is None:
-            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
-        outcome.theta_queries.append(
-            {
-                "session": session,
-                "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
-                "survivors": len(result.survivors),
-                "seconds": round(time.perf_counter() - started, 3),
-            }
-        )
-        return result.total
-
+    ask = _ThetaQueries(transport, run, members, broadcast, outcome, stage_timeout, secagg_degree)
     if rule == "auto-dev" and parties > 0:
-        thresholds = bucket_grid(degree_bound, bucket_count(len(members), eps_theta))
-        fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
-        # the noise needs >= parties shares: the secure sum aborts before unmasking fewer
-        totals = await ask("theta-buckets", "bucket", thresholds, fp, min_inputs=parties)
-        query = outcome.theta_queries[-1]
-        sums = np.rint(totals).astype(np.int64)
-        above = counts_above(sums)
-        target = deviation_target(query["survivors"], eps_dsr, weight)
-        query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
-        query["counts"] = above.tolist()
-        outcome.theta_rounds = 1
-        return theta_from_counts(thresholds, above, target, degree_bound)
+        return await _theta_by_buckets(ask, degree_bound, eps_theta, eps_dsr, weight, parties)
     if rule == "auto-dev":
         search = DeviationSearch(
             1,
@@ -522,20 +481,95 @@ async def _search_theta(
             spacing=spacing,
             noise_weight=weight,
         )
-        while (thresholds := search.query()) is not None:
-            totals = await ask(
-                f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)
-            )
-            counts = [int(np.rint(x)) for x in totals]
-            outcome.theta_queries[-1]["counts"] = counts
-            search.observe(counts)
-        outcome.theta_rounds = search.rounds
-        assert search.theta is not None
-        return search.theta
+        return await _theta_by_deviation(ask, search)
     if rule == "auto-sum":
-        candidates = list(range(1, degree_bound + 1))
-        top = degree_bound + degree_bound / eps_dsr
-        totals = await ask("theta-sum", "error", candidates, FixedPoint(0.0, top, ERROR_SCALE))
-        outcome.theta_rounds = 1
-        return theta_by_sum(candidates, lambda t: float(totals[t - 1]))
+        return await _theta_by_sum(ask, degree_bound, eps_dsr)
     raise CadrFailed(f"theta: {rule!r} is not an integer, auto-sum or auto-dev")
+
+
+@dataclass
+class _ThetaQueries:
+    """One θ-search query at a time: a ``CadrQuery`` broadcast and the secure sum of the
+    devices' answers; each is recorded in ``outcome.theta_queries``."""
+
+    transport: Transport
+    run: str
+    members: list[str]
+    broadcast: Callable[..., Awaitable[None]]
+    outcome: CadrOutcome
+    stage_timeout: float
+    secagg_degree: int | None
+
+    async def __call__(
+        self, session: str, measure: str, thresholds: list[int], fp: FixedPoint, min_inputs: int = 0
+    ) -> np.ndarray:
+        """The opened sum of the answers to ``measure`` at ``thresholds``."""
+        await self.broadcast(
+            "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
+        )
+        started = time.perf_counter()
+        result = await secure_sum(
+            self.transport,
+            self.run,
+            session,
+            self.members,
+            len(thresholds) + (measure == "bucket"),  # k thresholds: k + 1 buckets
+            fp,
+            degree=self.secagg_degree,
+            stage_timeout=self.stage_timeout,
+            min_inputs=min_inputs,
+        )
+        if result.aborted or result.total is None:
+            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
+        self.outcome.theta_queries.append(
+            {
+                "session": session,
+                "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
+                "survivors": len(result.survivors),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
+        return result.total
+
+
+async def _theta_by_buckets(
+    ask: _ThetaQueries, degree_bound: int, eps_theta: float, eps_dsr: float, weight: float,
+    parties: int,
+) -> int:  # fmt: skip
+    """The DP search: one secure sum of the devices' noisy bucket counts."""
+    outcome = ask.outcome
+    thresholds = bucket_grid(degree_bound, bucket_count(len(ask.members), eps_theta))
+    fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
+    # the noise needs >= parties shares: the secure sum aborts before unmasking fewer
+    totals = await ask("theta-buckets", "bucket", thresholds, fp, min_inputs=parties)
+    query = outcome.theta_queries[-1]
+    sums = np.rint(totals).astype(np.int64)
+    above = counts_above(sums)
+    target = deviation_target(query["survivors"], eps_dsr, weight)
+    query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
+    query["counts"] = above.tolist()
+    outcome.theta_rounds = 1
+    return theta_from_counts(thresholds, above, target, degree_bound)
+
+
+async def _theta_by_deviation(ask: _ThetaQueries, search: DeviationSearch) -> int:
+    """The exact search by Deviation: one secure sum of the bits ``[d > t]`` per round."""
+    while (thresholds := search.query()) is not None:
+        totals = await ask(
+            f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)
+        )
+        counts = [int(np.rint(x)) for x in totals]
+        ask.outcome.theta_queries[-1]["counts"] = counts
+        search.observe(counts)
+    ask.outcome.theta_rounds = search.rounds
+    assert search.theta is not None
+    return search.theta
+
+
+async def _theta_by_sum(ask: _ThetaQueries, degree_bound: int, eps_dsr: float) -> int:
+    """The search by Sum: one secure sum of every device's vector of local errors."""
+    candidates = list(range(1, degree_bound + 1))
+    top = degree_bound + degree_bound / eps_dsr
+    totals = await ask("theta-sum", "error", candidates, FixedPoint(0.0, top, ERROR_SCALE))
+    ask.outcome.theta_rounds = 1
+    return theta_by_sum(candidates, lambda t: float(totals[t - 1]))
