@@ -534,17 +534,8 @@ def collector_results(
     outcome = collected.outcome
     names = device_names(graph)
     degrees = graph.degrees()
-    released = np.array([outcome.released[name] for name in names])
-    raw = score(degrees, released, outcome.histogram)
-    if outcome.estimates:  # the dp pipeline's release
-        estimates = np.array([outcome.estimates[name] for name in names])
-        histogram = np.array(outcome.estimate_histogram)
-    else:  # the paper's release; its post-processing scored for comparison
-        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
-        estimates, histogram = post.estimates, post.histogram
-    postprocessed = score(degrees, estimates, histogram)
+    raw, postprocessed = _release_scores(degrees, names, outcome, settings)
     final = postprocessed if outcome.estimates else raw
-    final_values = outcome.estimates or outcome.released  # the release "mae" scores
     searched = isinstance(settings.theta, str)
     budget = CadrBudget.for_pipeline(
         settings.eps, settings.alpha, settings.pipeline, searched, len(names)
@@ -557,13 +548,7 @@ def collector_results(
         "processes": processes,
         "devices": graph.n,
         "edges": graph.edges(),
-        "method": settings.method,
-        "pipeline": settings.pipeline,
-        "eps": settings.eps,
-        "alpha": settings.alpha,
-        "seed": settings.seed,
-        "degree_bound": bound[0],
-        "degree_bound_source": bound[1],
+        **_settings_fields(settings, bound),
         "theta": outcome.theta,
         "theta_rule": str(settings.theta),
         "theta_fanout": settings.fanout,
@@ -596,6 +581,43 @@ def collector_results(
         "connect_seconds": round(collected.joined - begin, 3),
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
+        **_release_fields(names, degrees, outcome),
+    }
+
+
+def _settings_fields(settings: CadrSettings, bound: tuple) -> dict:
+    """The run's public settings and its degree bound D with D's source."""
+    return {
+        "method": settings.method,
+        "pipeline": settings.pipeline,
+        "eps": settings.eps,
+        "alpha": settings.alpha,
+        "seed": settings.seed,
+        "degree_bound": bound[0],
+        "degree_bound_source": bound[1],
+    }
+
+
+def _release_scores(
+    degrees: np.ndarray, names: list[str], outcome: CadrOutcome, settings: CadrSettings
+) -> tuple[dict, dict]:
+    """Scores of the raw DSR release and of the post-processed one (the dp pipeline's
+    release; for the paper's, its post-processing computed here for comparison)."""
+    released = np.array([outcome.released[name] for name in names])
+    raw = score(degrees, released, outcome.histogram)
+    if outcome.estimates:  # the dp pipeline's release
+        estimates = np.array([outcome.estimates[name] for name in names])
+        histogram = np.array(outcome.estimate_histogram)
+    else:  # the paper's release; its post-processing scored for comparison
+        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
+        estimates, histogram = post.estimates, post.histogram
+    return raw, score(degrees, estimates, histogram)
+
+
+def _release_fields(names: list[str], degrees: np.ndarray, outcome: CadrOutcome) -> dict:
+    """The release (values, histograms) and each device's degree, release and errors."""
+    final_values = outcome.estimates or outcome.released  # the release "mae" scores
+    return {
         "released": outcome.released,
         "histogram": outcome.histogram,
         **({"estimate_histogram": outcome.estimate_histogram} if outcome.estimates else {}),
