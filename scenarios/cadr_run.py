@@ -25,9 +25,10 @@ import math
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ldpfleet.broker.recorder import TraceRecorder, control_filters, remove_trace
@@ -417,12 +418,9 @@ async def collect_cadr(
     names = device_names(graph)
     started = time.perf_counter()
     joined = [started]
-    recorder = None
     helpers: list[asyncio.Task] = []
-    if trace_path is not None and settings.trace != "none":
-        filters = cadr_trace_filters(run) if settings.trace == "control" else None
-        filters = trace_filters if trace_filters is not None else filters
-        recorder = TraceRecorder(transport, run, trace_path, filters=filters)
+    recorder = await _start_recorder(transport, run, settings, trace_path, trace_filters)
+    if recorder is not None:
         helpers.append(asyncio.create_task(recorder.run_until_closed()))
         await recorder.subscribed.wait()
     relay_ready, barrier_ready, collector_ready = (asyncio.Event() for _ in range(3))
@@ -440,44 +438,14 @@ async def collect_cadr(
 
     barrier = asyncio.create_task(devices_joined())
     collector = asyncio.create_task(
-        run_cadr_collector(
-            transport,
-            run,
-            names,
-            eps=settings.eps,
-            alpha=settings.alpha,
-            method=settings.method,
-            degree_bound=settings.bound_for(graph),
-            theta_rule=settings.theta,
-            fanout=settings.fanout,
-            spacing=settings.spacing,
-            ndoe_parts=settings.ndoe_parts,
-            max_rounds=settings.max_rounds,
-            stage_timeout=settings.stage_timeout,
-            store_path=store_path,
-            ready=collector_ready,
-            devices_ready=barrier,
-            pipeline=settings.pipeline,
-            releases=releases,
-            peer_deadline=settings.peer_deadline,
-        )
-    )
+        _collector(transport, graph, settings, run, names, store_path, collector_ready,
+                   barrier, releases)
+    )  # fmt: skip
     try:
         for event in (relay_ready, barrier_ready, collector_ready):
             await _until(event, collector)
         await listening()
-        try:
-            outcome = await collector
-        except Exception as error:
-            if closing is not None:
-                await closing(str(error))
-            raise
-        if closing is not None:
-            await closing("released")
-        async with transport.connect(f"{run}-collector-close") as conn:
-            await announce_run_closed(conn, run)
-        for task in helpers:
-            await asyncio.wait_for(task, settings.stage_timeout)
+        outcome = await _close(transport, run, settings, collector, helpers, closing)
     finally:
         for task in (*helpers, barrier, collector):
             task.cancel()
@@ -485,6 +453,69 @@ async def collect_cadr(
     return CollectedRun(
         outcome, recorder.recorded if recorder else 0, started, joined[0], time.perf_counter()
     )
+
+
+async def _start_recorder(
+    transport: Transport, run: str, settings: CadrSettings, trace_path: str | Path | None,
+    trace_filters: tuple[str, ...] | None,
+) -> TraceRecorder | None:  # fmt: skip
+    """The run's trace recorder (None without a trace): the control messages only with
+    ``trace = "control"``, or the coordinator's ``trace_filters``."""
+    if trace_path is None or settings.trace == "none":
+        return None
+    filters = cadr_trace_filters(run) if settings.trace == "control" else None
+    filters = trace_filters if trace_filters is not None else filters
+    return TraceRecorder(transport, run, trace_path, filters=filters)
+
+
+def _collector(
+    transport: Transport, graph: Graph, settings: CadrSettings, run: str, names: list[str],
+    store_path: str | Path | None, ready: asyncio.Event, devices_ready: asyncio.Task,
+    releases: ReleaseHook | None,
+) -> Coroutine[Any, Any, CadrOutcome]:  # fmt: skip
+    """``run_cadr_collector`` with the run's settings."""
+    return run_cadr_collector(
+        transport,
+        run,
+        names,
+        eps=settings.eps,
+        alpha=settings.alpha,
+        method=settings.method,
+        degree_bound=settings.bound_for(graph),
+        theta_rule=settings.theta,
+        fanout=settings.fanout,
+        spacing=settings.spacing,
+        ndoe_parts=settings.ndoe_parts,
+        max_rounds=settings.max_rounds,
+        stage_timeout=settings.stage_timeout,
+        store_path=store_path,
+        ready=ready,
+        devices_ready=devices_ready,
+        pipeline=settings.pipeline,
+        releases=releases,
+        peer_deadline=settings.peer_deadline,
+    )
+
+
+async def _close(
+    transport: Transport, run: str, settings: CadrSettings, collector: asyncio.Task,
+    helpers: list[asyncio.Task], closing: Callable[[str], Awaitable[None]] | None,
+) -> CadrOutcome:  # fmt: skip
+    """The collector's outcome; ``closing(reason)`` (the failure's sentence, or
+    "released"), then the run's close, then the recorder and relay end."""
+    try:
+        outcome = await collector
+    except Exception as error:
+        if closing is not None:
+            await closing(str(error))
+        raise
+    if closing is not None:
+        await closing("released")
+    async with transport.connect(f"{run}-collector-close") as conn:
+        await announce_run_closed(conn, run)
+    for task in helpers:
+        await asyncio.wait_for(task, settings.stage_timeout)
+    return outcome
 
 
 # the collector's broadcasts a CADR-LDP run's control trace records: not the relay's
