@@ -6,7 +6,8 @@ import asyncio
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from ldpfleet.app.procstat import PeakRss, listening_pid
 from ldpfleet.broker.mqtt import parse_broker_url
@@ -169,63 +170,95 @@ async def bench_fleet(
         )  # fmt: skip
     if retransmit_after is None:
         retransmit_after = 5.0  # the stream's default (devices and per-device gateways)
-    scenario = parse_scenario(
-        fleet_scenario_text(
-            devices,
-            steps,
-            eps=eps,
-            w=w,
-            batch_steps=batch_steps,
-            max_in_flight=max_in_flight,
-            credit_window=credit_window,
-            shards=shards,
-            connection=connection,
-            connect_concurrency=connect_concurrency,
-            trace=trace,
-            retransmit_after=retransmit_after,
-            partitions=partitions,
-            reconstruct=reconstruct,
-            step_seconds=step_seconds,
-        )
-    )
+    options = {
+        "eps": eps, "w": w, "batch_steps": batch_steps, "max_in_flight": max_in_flight,
+        "credit_window": credit_window, "shards": shards, "connection": connection,
+        "connect_concurrency": connect_concurrency, "trace": trace,
+        "retransmit_after": retransmit_after, "partitions": partitions,
+        "reconstruct": reconstruct, "step_seconds": step_seconds,
+    }  # fmt: skip
+    scenario = parse_scenario(fleet_scenario_text(devices, steps, **options))
     scenario.check_shard_brokers(broker, shard_brokers)
+    _check_partitions(partitions, broker)
+    runner = run_split if partitions > 1 else run_scenario
+    run = await _measured(
+        broker,
+        lambda scratch: runner(
+            scenario,
+            broker=broker,
+            out_dir=out_dir or scratch,
+            shard_brokers=shard_brokers,
+            progress=progress,
+        ),
+    )
+    return {
+        "bench": "fleet",
+        "devices": devices,
+        "steps": steps,
+        **_fleet_figures(run.results, shard_brokers, connection, trace, max_in_flight,
+                         credit_window, retransmit_after, step_seconds),
+        **_fleet_costs(run, partitions),
+    }  # fmt: skip
+
+
+def _check_partitions(partitions: int, broker: str) -> None:
+    """Partition workers are processes of their own: they need a broker they can reach."""
     if partitions > 1 and broker == "memory":
         raise ParameterError(
             f"{partitions} partitions need a broker the worker processes can reach "
             "(embedded or mqtt://), not memory; the limit there is 1",
             field="partitions",
         )
+
+
+@dataclass
+class _MeasuredRun:
+    """A bench run's results with what it cost: wall seconds, CPU seconds (this process and
+    its waited-for children), the external broker's memory sampler and CPU (if visible)."""
+
+    results: dict
+    total: float
+    cpu: float
+    sampler: PeakRss | None
+    broker_cpu: float | None = None  # seconds, when the broker's pid is visible
+
+
+async def _measured(broker: str, run: Callable[[str], Awaitable[dict]]) -> _MeasuredRun:
+    """Run ``run(scratch)`` (``scratch``: a temporary directory for its outputs), measuring
+    its wall time, the CPU of this process and its waited-for children, and on an
+    ``mqtt://`` broker whose pid is visible the broker's peak memory and CPU."""
     broker_pid = None
     if broker.startswith(("mqtt://", "mqtts://")):
         broker_pid = listening_pid(parse_broker_url(broker).port)
     sampler = PeakRss(broker_pid) if broker_pid else None
+    broker_cpu_before = _proc_cpu_seconds(broker_pid) if broker_pid else None
     with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
         started = time.perf_counter()
         cpu_before = _cpu_seconds()
         task = asyncio.ensure_future(sampler.run()) if sampler else None
-        runner = run_split if partitions > 1 else run_scenario
         try:
-            results = await runner(
-                scenario,
-                broker=broker,
-                out_dir=out_dir or scratch,
-                shard_brokers=shard_brokers,
-                progress=progress,
-            )
+            results = await run(scratch)
         finally:
             if task is not None:
                 task.cancel()
         total = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
-    stream = results["stages"]["stream"]
+    broker_cpu = None
+    if broker_pid and broker_cpu_before is not None:
+        after = _proc_cpu_seconds(broker_pid)
+        broker_cpu = None if after is None else after - broker_cpu_before
+    return _MeasuredRun(results, total, cpu, sampler, broker_cpu)
+
+
+def _fleet_figures(
+    results: dict, shard_brokers, connection: str, trace: str, max_in_flight: int,
+    credit_window: int, retransmit_after: float, step_seconds: float,
+) -> dict:  # fmt: skip
+    """The run's settings and throughput figures (``bench_fleet``'s JSON, its first part)."""
     messages = results["reports_received"]
-    seconds = stream["seconds"]
+    seconds = results["stages"]["stream"]["seconds"]
     values = messages * results["stream"]["batch_steps"]
-    sharded = results["fleet"]["shards"]
     return {
-        "bench": "fleet",
-        "devices": devices,
-        "steps": steps,
         "batch_steps": results["stream"]["batch_steps"],
         "broker": results["broker"]["kind"],
         "broker_url": results["broker"]["url"],
@@ -251,9 +284,18 @@ async def bench_fleet(
         "duplicates": results["reports_duplicate"],
         "retransmissions": results["fleet"]["retransmissions"],
         "trace_messages": results["trace"]["messages"],
-        "total_seconds": round(total, 3),
+    }
+
+
+def _fleet_costs(run: _MeasuredRun, partitions: int) -> dict:
+    """Wall time, reconstruction, CPU and peak memory (``bench_fleet``'s JSON, its end)."""
+    results, cpu, sampler = run.results, run.cpu, run.sampler
+    messages = results["reports_received"]
+    sharded = results["fleet"]["shards"]
+    return {
+        "total_seconds": round(run.total, 3),
         "partitions": partitions,
-        "reconstruct": _reconstruct_summary(results, seconds),
+        "reconstruct": _reconstruct_summary(results, results["stages"]["stream"]["seconds"]),
         # this process and every child it waited for (shards, workers, an embedded broker
         # child); not an external broker
         "cpu_seconds": round(cpu, 2),
@@ -326,33 +368,13 @@ async def bench_bulk_fleet(
         reconstruct=reconstruct, step_seconds=step_seconds,
     )  # fmt: skip
     k = (os.cpu_count() or 1) if shards == "auto" else int(shards)
-    broker_pid = None
-    if broker.startswith(("mqtt://", "mqtts://")):
-        broker_pid = listening_pid(parse_broker_url(broker).port)
-    sampler = PeakRss(broker_pid) if broker_pid else None
-    broker_cpu_before = _proc_cpu_seconds(broker_pid) if broker_pid else None
-    with tempfile.TemporaryDirectory(prefix="ldpfleet-bench-") as scratch:
-        started = time.perf_counter()
-        cpu_before = _cpu_seconds()
-        task = asyncio.ensure_future(sampler.run()) if sampler else None
-        try:
-            # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
-            results = await run_bulk(
-                plan, broker=broker, out_dir=out_dir or scratch, shards=k, trace=trace
-            )
-        finally:
-            if task is not None:
-                task.cancel()
-        total = time.perf_counter() - started
-        cpu = _cpu_seconds() - cpu_before
-    broker_cpu = None
-    if broker_pid and broker_cpu_before is not None:
-        after = _proc_cpu_seconds(broker_pid)
-        broker_cpu = None if after is None else after - broker_cpu_before
-    received = results["reports_received"]
-    seconds = results["stream_seconds"]
-    rss = results["peak_rss_mb"]
-    own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, MiB
+    # "embedded": run_bulk starts the broker with per-run credentials (the ACL on)
+    run = await _measured(
+        broker,
+        lambda scratch: run_bulk(
+            plan, broker=broker, out_dir=out_dir or scratch, shards=k, trace=trace
+        ),
+    )
     return {
         "bench": "fleet",
         "devices": devices,
@@ -368,6 +390,16 @@ async def bench_bulk_fleet(
         "admit_window": plan.admit_window,
         "shards": None if broker == "memory" else k,  # memory: all in this process
         "partitions": partitions,
+        **_bulk_figures(run.results, batch_steps, trace),
+        **_bulk_costs(run, broker),
+    }
+
+
+def _bulk_figures(results: dict, batch_steps: int, trace: str) -> dict:
+    """A bulk run's throughput, counters and trace (``bench_bulk_fleet``'s JSON, its middle)."""
+    received = results["reports_received"]
+    seconds = results["stream_seconds"]
+    return {
         "messages": received,
         "values": received * batch_steps,
         "bulk_messages": results["messages"],
@@ -385,7 +417,15 @@ async def bench_bulk_fleet(
         "trace": trace,
         "trace_messages": results["trace"]["messages"],
         "trace_bytes": results["trace"].get("bytes", 0),  # every trace file
-        "total_seconds": round(total, 3),
+    }
+
+
+def _bulk_costs(run: _MeasuredRun, broker: str) -> dict:
+    """A bulk run's wall time, CPU (ours and the broker's) and peak memory per process."""
+    received = run.results["reports_received"]
+    cpu, broker_cpu = run.cpu, run.broker_cpu
+    return {
+        "total_seconds": round(run.total, 3),
         # this process and every child it waited for (collectors, gateway shards)
         "cpu_seconds": round(cpu, 2),
         "cpu_us_per_report": round(cpu / received * 1e6, 2) if received else None,
@@ -393,19 +433,25 @@ async def bench_bulk_fleet(
         "broker_cpu_us_per_report": round(broker_cpu / received * 1e6, 2)
         if broker_cpu is not None and received
         else None,
-        "peak_rss_mb": {
-            "runner_process": round(own_rss, 1),
-            "collectors": rss["collectors"],
-            "fleet_processes": rss["fleet_processes"],
-            "fleet_total": round(sum(r or 0 for r in rss["fleet_processes"]), 1),
-            "broker": round(sampler.peak_mb, 1) if sampler else None,
-            "broker_before": round(sampler.start_mb, 1) if sampler else None,
-            # every process of the run: runner + collectors + gateway shards (+ broker)
-            "total": round(
-                (rss["total"] if broker != "memory" else 0.0)
-                + own_rss
-                + (sampler.peak_mb if sampler else 0.0),
-                1,
-            ),
-        },
+        "peak_rss_mb": _bulk_rss(run.results["peak_rss_mb"], run.sampler, broker),
+    }
+
+
+def _bulk_rss(rss: dict, sampler: PeakRss | None, broker: str) -> dict:
+    """Peak RSS (MiB) of the runner, the collectors, the gateway shards, the broker, in all."""
+    own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # peak, MiB
+    return {
+        "runner_process": round(own_rss, 1),
+        "collectors": rss["collectors"],
+        "fleet_processes": rss["fleet_processes"],
+        "fleet_total": round(sum(r or 0 for r in rss["fleet_processes"]), 1),
+        "broker": round(sampler.peak_mb, 1) if sampler else None,
+        "broker_before": round(sampler.start_mb, 1) if sampler else None,
+        # every process of the run: runner + collectors + gateway shards (+ broker)
+        "total": round(
+            (rss["total"] if broker != "memory" else 0.0)
+            + own_rss
+            + (sampler.peak_mb if sampler else 0.0),
+            1,
+        ),
     }

@@ -51,6 +51,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
@@ -527,118 +528,172 @@ def bench_gcdp(
     evaluated cell (tau candidates, method x budget on the test and validation windows,
     ablations)."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
-    for name, value in (("window", window), ("train_file", train_file), ("test_file", test_file)):
-        if value is not None and dataset != "occupancy":
-            raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
-    if not isinstance(readings, Readings):
-        raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
+    _check_options(dataset, window, train_file, test_file, readings)
     held_out = readings.split != "train"
     cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if held_out else 1)
     tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
                    train_file=train_file, test_file=test_file)  # fmt: skip
-    sel = prep.selection or prep
     tau, tau_f1 = select_tau(prep, draws, seed, tick)
+    run = _Evaluation(prep, tau, draws, seed, tick)
+    tables, validation = run.method_tables(methods, eps_t)
     seed_tables = SEED_TABLES[dataset]
-    attack = (prep.protected, prep.attack_rows)
-    val_f, val_l = sel.validation_windows
-    val_attack = (sel.val_protected, sel.val_attack_rows)
-
-    def evaluate(method, cal, eps, feats=prep.test_f, labels=prep.test_l, attack=attack,
-                 stream=0, prep=prep):  # fmt: skip
-        out = _mean_f1(method, prep, feats, labels, cal, eps, draws, seed, attack, stream)
-        tick()
-        return out
-
-    cal = _calibrate_prepared(prep, tau)
-    sel_cal = cal if sel is prep else _calibrate_prepared(sel, tau)
-
-    f1, f1_std, auc, attack_f1 = {}, {}, {}, {}
-    validation = {"f1": {}, "attack_auc": {}}
-    for method in methods:
-        f1[method], f1_std[method], auc[method], attack_f1[method] = {}, {}, {}, {}
-        for eps in eps_t:
-            mean, std, attack_auc, att_f1 = evaluate(method, cal, eps)
-            f1[method][str(eps)] = round(mean, 4)
-            f1_std[method][str(eps)] = round(std, 4)
-            auc[method][str(eps)] = round(attack_auc, 4)
-            attack_f1[method][str(eps)] = round(att_f1, 4)
-        if sel.has_validation:  # the readings are chosen on this table, never on the test
-            rows = {str(e): evaluate(method, sel_cal, e, val_f, val_l, val_attack, 2, sel)
-                    for e in eps_t}  # fmt: skip
-            validation["f1"][method] = {e: round(r[0], 4) for e, r in rows.items()}
-            validation["attack_auc"][method] = {e: round(r[2], 4) for e, r in rows.items()}
-
-    ablation = {}
-    seed_ablation = seed_tables["ablation"]
-    for name, (switches, overrides) in ABLATIONS.items():
-        variant = _calibrate_prepared(prep, tau, **switches, allocation=overrides)
-        mean, std, attack_auc, att_f1 = evaluate("GC-DP", variant, 1.0)
-        ablation[name] = {
-            "f1": round(mean, 4),
-            "f1_std": round(std, 4),
-            "attack_auc": round(attack_auc, 4),
-            "attack_f1": round(att_f1, 4),
-            "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
-            "edges": variant["edges"],
-            "seed_f1": seed_ablation.get(name, (None, None))[0],
-            "seed_attack_auc": seed_ablation.get(name, (None, None))[1],
-        }
-
+    ablation = run.ablations(seed_tables["ablation"])
     seed_f1, seed_auc = seed_tables["f1"], seed_tables["auc"]
     result = {
         "dataset": dataset,
-        "protocol": {
-            **prep.protocol_head,
-            "draws": draws,
-            "seed": seed,
-            **prep.protocol_tail,
-            "eps_cal": 0.0,
-            "gau_delta": float(readings.gau_delta),
-            "gau_sampler": "exact discrete Gaussian on a 2^-k grid, zCDP accounting",
-            "gau_l2": prep.gau_l2,
-            "readings": readings.as_dict(),
-        },
-        "calibration": {
-            "tau": tau,
-            "tau_validation_f1": {str(t): round(v, 4) for t, v in tau_f1.items()},
-            "edges": cal["edges"],
-            "bounds": [float(v) for v in cal["bounds"]],
-            "scales": [float(v) for v in cal["scales"]],
-            "utility": [round(float(v), 4) for v in cal["utility"]],
-            "exposure_norm": [round(float(v), 4) for v in cal["exposure"]],
-            "gcdp_budgets_eps1": [round(float(v), 6) for v in _budgets(cal, 1.0)],
-        },
+        "protocol": _protocol(prep, draws, seed, readings),
+        "calibration": _calibration_table(run.cal, tau, tau_f1),
         "ablation_eps1": ablation,
-        "f1": f1,
-        "f1_std": f1_std,
+        "f1": tables["f1"],
+        "f1_std": tables["f1_std"],
         "seed_f1": {m: {str(e): v for e, v in seed_f1[m].items()} for m in methods if m in seed_f1},
         "attack": prep.attack_info,
-        "attack_auc": auc,
-        "attack_f1": attack_f1,
+        "attack_auc": tables["attack_auc"],
+        "attack_f1": tables["attack_f1"],
         "seed_attack_auc": {
             m: {str(e): v for e, v in seed_auc[m].items()} for m in methods if m in seed_auc
         },
     }
-    if sel.has_validation:
+    if run.sel.has_validation:
         result["validation"] = validation
     if dataset == "occupancy":
-        result["lap_dp_bayes_bound_f1"] = {
-            str(e): round(bayes_bound_f1(prep, e, draws, seed), 4) for e in eps_t
-        }
-        result["bayes_bound_f1"] = {
-            m: {str(e): round(bayes_bound_f1(prep, e, draws, seed, m, cal), 4) for e in eps_t}
-            for m in methods
-            if m != "NonPrivate"
-        }
-        result["best_allocation_bound_f1"] = {
-            str(e): best_allocation_bound_f1(prep, e, draws, seed) for e in eps_t
-        }
+        result.update(_bayes_bounds(prep, methods, eps_t, draws, seed, run.cal))
     if timing:
         result["runtime_s"], result["peak_mem_mb"] = _timings(methods, prep, tau, seed)
         result["seed_runtime_s"] = seed_tables["runtime_s"]
         result["seed_peak_mem_mb"] = seed_tables["peak_mem_mb"]
     return result
+
+
+def _check_options(dataset, window, train_file, test_file, readings) -> None:
+    """The Occupancy-only options given for another data set, or readings of a wrong type."""
+    for name, value in (("window", window), ("train_file", train_file), ("test_file", test_file)):
+        if value is not None and dataset != "occupancy":
+            raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
+    if not isinstance(readings, Readings):
+        raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
+
+
+@dataclass
+class _Evaluation:
+    """What ``bench_gcdp``'s stages share: the prepared data and the table the readings are
+    chosen on (``sel``), τ and their calibrations, the draws and the progress tick."""
+
+    prep: Prepared
+    tau: float
+    draws: int
+    seed: int
+    tick: Callable[[], None]
+    sel: Prepared = field(init=False)
+    cal: dict = field(init=False)
+    sel_cal: dict = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sel = self.prep.selection or self.prep
+        self.cal = _calibrate_prepared(self.prep, self.tau)
+        self.sel_cal = (
+            self.cal if self.sel is self.prep else _calibrate_prepared(self.sel, self.tau)
+        )
+
+    def on_test(self, method: str, cal: dict, eps: float) -> tuple[float, float, float, float]:
+        """(F1 mean, F1 std, attack AUC, attack F1) of one method and budget on the test
+        windows (noise stream 0)."""
+        prep = self.prep
+        attack = (prep.protected, prep.attack_rows)
+        out = _mean_f1(method, prep, prep.test_f, prep.test_l, cal, eps, self.draws, self.seed,
+                       attack, 0)  # fmt: skip
+        self.tick()
+        return out
+
+    def on_validation(self, method: str, eps: float) -> tuple[float, float, float, float]:
+        """The same on the windows the readings are chosen on (noise stream 2)."""
+        sel = self.sel
+        val_f, val_l = sel.validation_windows
+        attack = (sel.val_protected, sel.val_attack_rows)
+        out = _mean_f1(method, sel, val_f, val_l, self.sel_cal, eps, self.draws, self.seed,
+                       attack, 2)  # fmt: skip
+        self.tick()
+        return out
+
+    def method_tables(self, methods, eps_t) -> tuple[dict[str, dict], dict[str, dict]]:
+        """Method x budget: the test tables (``f1``, ``f1_std``, ``attack_auc``,
+        ``attack_f1``) and, with held-out validation windows, the validation tables."""
+        tables: dict[str, dict] = {"f1": {}, "f1_std": {}, "attack_auc": {}, "attack_f1": {}}
+        validation: dict[str, dict] = {"f1": {}, "attack_auc": {}}
+        for method in methods:
+            rows = {str(eps): self.on_test(method, self.cal, eps) for eps in eps_t}
+            for i, table in enumerate(tables.values()):
+                table[method] = {e: round(r[i], 4) for e, r in rows.items()}
+            if self.sel.has_validation:  # the readings are chosen on this table, never on the test
+                rows = {str(e): self.on_validation(method, e) for e in eps_t}
+                validation["f1"][method] = {e: round(r[0], 4) for e, r in rows.items()}
+                validation["attack_auc"][method] = {e: round(r[2], 4) for e, r in rows.items()}
+        return tables, validation
+
+    def ablations(self, seed_ablation: dict) -> dict:
+        """GC-DP at eps = 1 with each of ``ABLATIONS``' parts switched off or replaced."""
+        ablation = {}
+        for name, (switches, overrides) in ABLATIONS.items():
+            variant = _calibrate_prepared(self.prep, self.tau, **switches, allocation=overrides)
+            mean, std, attack_auc, att_f1 = self.on_test("GC-DP", variant, 1.0)
+            ablation[name] = {
+                "f1": round(mean, 4),
+                "f1_std": round(std, 4),
+                "attack_auc": round(attack_auc, 4),
+                "attack_f1": round(att_f1, 4),
+                "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
+                "edges": variant["edges"],
+                "seed_f1": seed_ablation.get(name, (None, None))[0],
+                "seed_attack_auc": seed_ablation.get(name, (None, None))[1],
+            }
+        return ablation
+
+
+def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict:
+    """The evaluation's protocol (results ``protocol``)."""
+    return {
+        **prep.protocol_head,
+        "draws": draws,
+        "seed": seed,
+        **prep.protocol_tail,
+        "eps_cal": 0.0,
+        "gau_delta": float(readings.gau_delta),
+        "gau_sampler": "exact discrete Gaussian on a 2^-k grid, zCDP accounting",
+        "gau_l2": prep.gau_l2,
+        "readings": readings.as_dict(),
+    }
+
+
+def _calibration_table(cal: dict, tau, tau_f1: dict) -> dict:
+    """τ, its validation F1s and the GC-DP calibration (results ``calibration``)."""
+    return {
+        "tau": tau,
+        "tau_validation_f1": {str(t): round(v, 4) for t, v in tau_f1.items()},
+        "edges": cal["edges"],
+        "bounds": [float(v) for v in cal["bounds"]],
+        "scales": [float(v) for v in cal["scales"]],
+        "utility": [round(float(v), 4) for v in cal["utility"]],
+        "exposure_norm": [round(float(v), 4) for v in cal["exposure"]],
+        "gcdp_budgets_eps1": [round(float(v), 6) for v in _budgets(cal, 1.0)],
+    }
+
+
+def _bayes_bounds(prep: Prepared, methods, eps_t, draws: int, seed: int, cal: dict) -> dict:
+    """Occupancy's diagnostics: the Bayes-oracle F1 bounds by budget (and method)."""
+    return {
+        "lap_dp_bayes_bound_f1": {
+            str(e): round(bayes_bound_f1(prep, e, draws, seed), 4) for e in eps_t
+        },
+        "bayes_bound_f1": {
+            m: {str(e): round(bayes_bound_f1(prep, e, draws, seed, m, cal), 4) for e in eps_t}
+            for m in methods
+            if m != "NonPrivate"
+        },
+        "best_allocation_bound_f1": {
+            str(e): best_allocation_bound_f1(prep, e, draws, seed) for e in eps_t
+        },
+    }
 
 
 def _one_pass(method, prep: Prepared, tau, seed) -> None:

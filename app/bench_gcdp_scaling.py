@@ -193,15 +193,7 @@ def bench_gcdp_timing(
     ``data`` = (train_x, train_y, test_x, test_y) replaces the files; ``tau`` skips the
     selection (which otherwise uses ``tau_draws`` draws, as ``bench gcdp --draws``).
     ``progress(done, total)`` is called after every pass (warm-up, timed, traced)."""
-    methods = tuple(methods) if not isinstance(methods, str) else (methods,)
-    if (
-        not methods
-        or any(m not in TIMED_METHODS for m in methods)
-        or len(set(methods)) != len(methods)
-    ):
-        raise ParameterError(
-            f"must be distinct names from {', '.join(TIMED_METHODS)}", field="methods"
-        )
+    methods = _timed_methods(methods)
     repeats = _int_at_least(repeats, "repeats", 1)
     seed = _int_at_least(seed, "seed", 0)
     tau_draws = _int_at_least(tau_draws, "tau_draws", 1)
@@ -218,57 +210,16 @@ def bench_gcdp_timing(
     for run in passes.values():  # warm-up (imports, caches), untimed
         run()
         tick()
-    times: dict[str, list[float]] = {method: [] for method in methods}
-    cpu: dict[str, list[float]] = {method: [] for method in methods}
-    for _ in range(repeats):
-        for method in methods:
-            start, start_cpu = time.perf_counter(), time.process_time()
-            passes[method]()
-            times[method].append(time.perf_counter() - start)
-            cpu[method].append(time.process_time() - start_cpu)
-            tick()
-    memory = {}
-    for method in methods:
-        tracemalloc.start()
-        try:
-            passes[method]()
-            memory[method] = round(tracemalloc.get_traced_memory()[1] / 2**20, 3)
-        finally:
-            tracemalloc.stop()
-        tick()
-
+    times, cpu = _timed(passes, methods, repeats, tick)
+    memory = _peak_memory(passes, methods, tick)
     runtime = {method: _seconds(values) for method, values in times.items()}
     speedup = {
         method: round(SEED_TABLE12_S[method] / runtime[method]["median"], 2) for method in methods
     }
-    reasons = [d.reason for d in decisions]
     return {
         "dataset": "occupancy",
-        "protocol": {
-            "window": window,
-            "split": prep.readings.split,
-            "train_records": int(prep.train_nodes.shape[0]),
-            "train_windows": int(prep.train_f.shape[0]),
-            "validation_windows": int((prep.selection or prep).validation_windows[0].shape[0]),
-            "test_windows": int(prep.test_f.shape[0]),
-            "utility": "masking utility on the validation windows (bench gcdp's), every pass",
-            "eps_rel": 1.0,
-            "tau": tau,
-            "tau_selected": tau_selected,
-            "repeats": repeats,
-            "warmup_passes": 1,
-            "order": "round-robin over methods in every repeat",
-            "seed": seed,
-            "memory": "tracemalloc peak of one separate pass (Python allocations only)",
-        },
-        "cache": {
-            "drift_summary": "lag-0 |Pearson| of the calibration records, upper triangle",
-            "drift_threshold": DRIFT_THRESHOLD,
-            "calibrations": cache.refreshes,
-            "cached_passes": max(len(decisions) - 1, 0),
-            "reasons": {r: reasons.count(r) for r in dict.fromkeys(reasons)},
-            "max_distance": round(max((d.distance for d in decisions), default=0.0), 6),
-        },
+        "protocol": _timing_protocol(prep, window, tau, tau_selected, repeats, seed),
+        "cache": _cache_summary(cache, decisions),
         "runtime_s": runtime,
         "runtime_samples_s": {m: [round(v, 6) for v in times[m]] for m in methods},
         # CPU seconds of this process per pass (all its threads): robust to other jobs'
@@ -280,6 +231,88 @@ def bench_gcdp_timing(
         "speedup_vs_seed": speedup,
         "target_speedup": TARGET_SPEEDUP,
         "meets_target": {m: speedup[m] >= TARGET_SPEEDUP for m in methods},
+    }
+
+
+def _timed_methods(methods: Sequence[str]) -> tuple[str, ...]:
+    """``methods`` as a tuple of distinct names from ``TIMED_METHODS`` (or refused)."""
+    methods = tuple(methods) if not isinstance(methods, str) else (methods,)
+    if (
+        not methods
+        or any(m not in TIMED_METHODS for m in methods)
+        or len(set(methods)) != len(methods)
+    ):
+        raise ParameterError(
+            f"must be distinct names from {', '.join(TIMED_METHODS)}", field="methods"
+        )
+    return methods
+
+
+def _timed(
+    passes: dict[str, Callable[[], object]], methods: tuple[str, ...], repeats: int,
+    tick: Callable[[], None],
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:  # fmt: skip
+    """Wall and CPU seconds of each pass, round-robin over the methods in every repeat."""
+    times: dict[str, list[float]] = {method: [] for method in methods}
+    cpu: dict[str, list[float]] = {method: [] for method in methods}
+    for _ in range(repeats):
+        for method in methods:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            passes[method]()
+            times[method].append(time.perf_counter() - start)
+            cpu[method].append(time.process_time() - start_cpu)
+            tick()
+    return times, cpu
+
+
+def _peak_memory(
+    passes: dict[str, Callable[[], object]], methods: tuple[str, ...], tick: Callable[[], None]
+) -> dict[str, float]:
+    """The tracemalloc peak (MiB) of one separate pass per method."""
+    memory = {}
+    for method in methods:
+        tracemalloc.start()
+        try:
+            passes[method]()
+            memory[method] = round(tracemalloc.get_traced_memory()[1] / 2**20, 3)
+        finally:
+            tracemalloc.stop()
+        tick()
+    return memory
+
+
+def _timing_protocol(prep, window: int, tau: float, tau_selected: bool, repeats: int,
+                     seed: int) -> dict:  # fmt: skip
+    """What was timed and how (results ``protocol``)."""
+    return {
+        "window": window,
+        "split": prep.readings.split,
+        "train_records": int(prep.train_nodes.shape[0]),
+        "train_windows": int(prep.train_f.shape[0]),
+        "validation_windows": int((prep.selection or prep).validation_windows[0].shape[0]),
+        "test_windows": int(prep.test_f.shape[0]),
+        "utility": "masking utility on the validation windows (bench gcdp's), every pass",
+        "eps_rel": 1.0,
+        "tau": tau,
+        "tau_selected": tau_selected,
+        "repeats": repeats,
+        "warmup_passes": 1,
+        "order": "round-robin over methods in every repeat",
+        "seed": seed,
+        "memory": "tracemalloc peak of one separate pass (Python allocations only)",
+    }
+
+
+def _cache_summary(cache, decisions) -> dict:
+    """The GC-DP-Cache passes: calibrations, cached passes and why each one refreshed."""
+    reasons = [d.reason for d in decisions]
+    return {
+        "drift_summary": "lag-0 |Pearson| of the calibration records, upper triangle",
+        "drift_threshold": DRIFT_THRESHOLD,
+        "calibrations": cache.refreshes,
+        "cached_passes": max(len(decisions) - 1, 0),
+        "reasons": {r: reasons.count(r) for r in dict.fromkeys(reasons)},
+        "max_distance": round(max((d.distance for d in decisions), default=0.0), 6),
     }
 
 

@@ -14,6 +14,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.broker.select import open_broker
@@ -81,64 +82,28 @@ async def bench_secagg(
         stage_timeout=stage_timeout,
         seed=seed,
     )
-    rng = np.random.default_rng(seed)
-    run = f"bench-sa-{secrets.token_hex(3)}"
-    session = "s0"
-    names = [f"d{i:05d}" for i in range(devices)]
-    inputs = {name: rng.uniform(-1.0, 1.0, dim) for name in names}
-    n_drop = round(dropout * devices)
-    dropping = set(rng.choice(names, size=n_drop, replace=False)) if n_drop else set()
     fixed_point = FixedPoint(-1.0, 1.0, scale, bits)
-    identities = {name: signing_keypair() for name in names} if active else {}
-    identity_keys = {name: pair.public for name, pair in identities.items()}
-
-    def client_for(name: str) -> SecAggClient:
-        if not active:
-            return SecAggClient(run, session, name, inputs[name])
-        return SecAggClient(
-            run,
-            session,
-            name,
-            inputs[name],
-            active=True,
-            signing_key=identities[name].private,
-            identity_keys=identity_keys,
-        )
-
+    bench = _SecAggBench.draw(devices, dim, dropout, seed, fixed_point, active)
     async with open_broker(broker) as (transport, info):
-        gate = asyncio.Semaphore(64)
-        agents = [
-            SecAggAgent(
-                transport,
-                client_for(name),
-                dropout=dropout_stage if name in dropping else None,
-                announce_dropout=not silent_dropouts,
-                connect_gate=gate,
-            )
-            for name in names
-        ]
+        agents = bench.agents(transport, dropout_stage, silent_dropouts)
         connect_started = time.perf_counter()
         agent_tasks = [asyncio.create_task(agent.run()) for agent in agents]
-        waits = [asyncio.ensure_future(agent.subscribed.wait()) for agent in agents]
-        for connected, wait in enumerate(asyncio.as_completed(waits), 1):
-            await wait
-            if progress is not None:
-                progress(connected, devices)
+        await _connected(agents, progress)
         connect_seconds = time.perf_counter() - connect_started
         started = time.perf_counter()
         try:
             result = await secure_sum(
                 transport,
-                run,
-                session,
-                names,
+                bench.run,
+                bench.session,
+                bench.names,
                 dim,
-                fixed_point,
+                bench.fixed_point,
                 graph="full" if full else "harary",
                 degree=None if full else neighbors,
                 stage_timeout=stage_timeout,
                 active=active,
-                identity_keys=identity_keys or None,
+                identity_keys=bench.identity_keys or None,
             )
         except ParameterError as error:  # the session's "degree" is this bench's --neighbors
             if error.field != "degree":
@@ -149,16 +114,9 @@ async def bench_secagg(
             for task in agent_tasks:
                 task.cancel()
             await asyncio.gather(*agent_tasks, return_exceptions=True)
-    exact = None
-    if result.encoded_total is not None:
-        expected = np.zeros(dim, dtype=np.uint64)
-        for name in result.survivors:
-            expected = add_mod(expected, fixed_point.encode(inputs[name]), bits)
-        exact = bool(np.array_equal(expected, result.encoded_total))
-        float_error = float(
-            np.max(np.abs(result.total - sum(np.clip(inputs[n], -1, 1) for n in result.survivors)))
-        )
+    exact, float_error = bench.exactness(result)
     summary = result.summary
+    n_drop = len(bench.dropping)
     return {
         "bench": "secagg",
         "broker": info.kind,
@@ -179,6 +137,103 @@ async def bench_secagg(
         "seconds_per_stage": {k: round(v, 3) for k, v in result.stage_seconds.items()},
         "seconds": round(wall, 3),
         "connect_seconds": round(connect_seconds, 3),
+        **_traffic(agents, result),
+    }
+
+
+@dataclass
+class _SecAggBench:
+    """One bench session's devices: their names, inputs (drawn with the seed), which of
+    them drop out, and (active mode) their signing identities."""
+
+    run: str
+    session: str
+    dim: int
+    names: list[str]
+    inputs: dict[str, np.ndarray]
+    dropping: set[str]
+    fixed_point: FixedPoint
+    active: bool = False
+    identities: dict = field(default_factory=dict)
+    identity_keys: dict = field(default_factory=dict)
+
+    @classmethod
+    def draw(
+        cls, devices: int, dim: int, dropout: float, seed: int, fixed_point: FixedPoint,
+        active: bool,
+    ) -> _SecAggBench:  # fmt: skip
+        """The inputs in [-1, 1]^dim and round(dropout * devices) dropping devices, drawn
+        with ``seed``; in active mode a signing key pair per device, every public key known
+        to all."""
+        rng = np.random.default_rng(seed)
+        run = f"bench-sa-{secrets.token_hex(3)}"
+        names = [f"d{i:05d}" for i in range(devices)]
+        inputs = {name: rng.uniform(-1.0, 1.0, dim) for name in names}
+        n_drop = round(dropout * devices)
+        dropping = set(rng.choice(names, size=n_drop, replace=False)) if n_drop else set()
+        identities = {name: signing_keypair() for name in names} if active else {}
+        identity_keys = {name: pair.public for name, pair in identities.items()}
+        return cls(run, "s0", dim, names, inputs, dropping, fixed_point, active, identities,
+                   identity_keys)  # fmt: skip
+
+    def client_for(self, name: str) -> SecAggClient:
+        """Device ``name``'s protocol client (signing in active mode)."""
+        if not self.active:
+            return SecAggClient(self.run, self.session, name, self.inputs[name])
+        return SecAggClient(
+            self.run,
+            self.session,
+            name,
+            self.inputs[name],
+            active=True,
+            signing_key=self.identities[name].private,
+            identity_keys=self.identity_keys,
+        )
+
+    def agents(self, transport, dropout_stage: str, silent: bool) -> list[SecAggAgent]:
+        """One agent per device, 64 connecting at a time."""
+        gate = asyncio.Semaphore(64)
+        return [
+            SecAggAgent(
+                transport,
+                self.client_for(name),
+                dropout=dropout_stage if name in self.dropping else None,
+                announce_dropout=not silent,
+                connect_gate=gate,
+            )
+            for name in self.names
+        ]
+
+    def exactness(self, result) -> tuple[bool | None, float | None]:
+        """Whether the unmasked total is the survivors' encoded sum mod 2^bits, and the
+        largest error of the decoded total (None, None when nothing was unmasked)."""
+        if result.encoded_total is None:
+            return None, None
+        fixed_point, inputs = self.fixed_point, self.inputs
+        expected = np.zeros(self.dim, dtype=np.uint64)
+        for name in result.survivors:
+            expected = add_mod(expected, fixed_point.encode(inputs[name]), fixed_point.bits)
+        exact = bool(np.array_equal(expected, result.encoded_total))
+        float_error = float(
+            np.max(np.abs(result.total - sum(np.clip(inputs[n], -1, 1) for n in result.survivors)))
+        )
+        return exact, float_error
+
+
+async def _connected(
+    agents: list[SecAggAgent], progress: Callable[[int, int], None] | None
+) -> None:
+    """Wait until every agent subscribed (``progress(connected, devices)`` on the way)."""
+    waits = [asyncio.ensure_future(agent.subscribed.wait()) for agent in agents]
+    for connected, wait in enumerate(asyncio.as_completed(waits), 1):
+        await wait
+        if progress is not None:
+            progress(connected, len(agents))
+
+
+def _traffic(agents: list[SecAggAgent], result) -> dict:
+    """Bytes and messages per device (means) and the collector's bytes."""
+    return {
         "bytes_up_per_device": round(float(np.mean([a.bytes_up for a in agents])), 1),
         "bytes_down_per_device": round(float(np.mean([a.bytes_down for a in agents])), 1),
         "messages_up_per_device": round(float(np.mean([a.messages_up for a in agents])), 2),

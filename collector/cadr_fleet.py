@@ -40,14 +40,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
-from ldpfleet.broker.transport import Transport
+from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import degree_prior, noise_weight, post_process
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
@@ -149,10 +149,7 @@ async def run_cadr_collector(
     ``releases``: partition workers run the DSR intake (``collector.cadr_partition``);
     awaited after the relay phases instead of the local intake. ``peer_deadline`` > 0:
     the public wall-clock deadline of every relay phase, in seconds (module docstring)."""
-    if pipeline not in ("dp", "paper"):
-        raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
-    if pipeline == "dp" and theta_rule == "auto-sum":
-        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
+    _check_pipeline(pipeline, theta_rule)
     members = sorted(devices)
     # the dp pipeline's θ search is DP and charged (protocol.cadr_theta_noise); a given θ
     # costs nothing, so its plan keeps the paper's split
@@ -161,128 +158,28 @@ async def run_cadr_collector(
     parties = noise_parties(len(members)) if private_search else 0
     # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
     ndoe_parts = min(ndoe_parts, degree_bound + 1)
-    seq = 0
-    stage_started = time.perf_counter()
     outcome = CadrOutcome(theta=0, theta_rule=str(theta_rule), theta_rounds=0, pipeline=pipeline)
-    phase_reports: asyncio.Queue[PhaseReport] = asyncio.Queue()
-    intake: DsrIntake | None = None
-    all_released = asyncio.Event()
     store = ReportStore(store_path) if store_path is not None else None
-
-    def lap(name: str) -> None:
-        nonlocal stage_started
-        now = time.perf_counter()
-        outcome.stage_seconds[name] = round(now - stage_started, 3)
-        stage_started = now
-        listener = stage_listener.get()
-        if listener is not None:
-            listener(name, outcome.stage_seconds[name])
-
     local = members if releases is None else []  # else the partition workers listen
-    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in local]
-    early_refusals: list[tuple[topics.Topic, BudgetRefused]] = []  # before θ exists
-    upstream.append([topics.svc(run, RELAY_ID, "phase")])
     async with (
         transport.connect(f"{run}-collector-cadr") as conn,
         # one release per device at a time: fan_in keeps every broker queue below 500
-        fan_in(transport, f"{run}-collector-cadr-in", upstream) as inbound,
+        fan_in(transport, f"{run}-collector-cadr-in", _upstream(run, local)) as inbound,
     ):
-
-        async def broadcast(kind: str, message_type: type, **fields: object) -> None:
-            nonlocal seq
-            seq += 1
-            message = message_type(run=run, sender=topics.COLLECTOR_ID, seq=seq, **fields)
-            await conn.publish(topics.ctl(run, kind), codec.encode(message))
-
-        async def consume() -> None:
-            loop = asyncio.get_running_loop()
-            async for delivery in inbound:
-                try:
-                    topic = topics.parse(delivery.topic)
-                    message = codec.decode(delivery.payload)
-                except RemoteProtocolError:
-                    outcome.rejected += 1
-                    continue
-                if isinstance(message, PhaseReport):
-                    if message.sender == RELAY_ID and topic.sender == RELAY_ID:
-                        phase_reports.put_nowait(message)
-                    continue
-                if intake is None:
-                    if isinstance(message, BudgetRefused) and len(early_refusals) < len(members):
-                        early_refusals.append((topic, message))  # e.g. the plan refused
-                        continue
-                    outcome.rejected += 1  # a release before θ exists cannot be valid
-                    continue
-                await handle(topic, message, loop.time())
-
-        async def handle(topic: topics.Topic, message: object, now: float) -> None:
-            """One DSR release or budget refusal: persist accepted releases, then ack."""
-            assert intake is not None
-            intake.receive(topic, message, now)  # type: ignore[arg-type]
-            accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
-            if store is not None and accepted:
-                store.persist(
-                    (e.device, e.seq, 0, [e.value], time.time())
-                    for e in accepted
-                    if not e.duplicate
-                )
-            for event in accepted:  # persisted: now acknowledge
-                outcome.duplicates += event.duplicate
-                intake.ack(event.device, event.seq)
-            await publish_outbound(conn, intake)
-            if intake.complete:
-                all_released.set()
-
-        async def run_phase(phase: str, **options: object) -> dict:
-            if peer_deadline > 0:
-                options["deadline"] = float(peer_deadline)
-            await broadcast("relay_phase", RelayPhase, phase=phase, **options)
-            try:
-                report = await asyncio.wait_for(
-                    phase_reports.get(), stage_timeout * 10 + peer_deadline
-                )
-            except TimeoutError:
-                raise CadrFailed(f"relay: no report of phase {phase}") from None
-            if report.phase != phase or not report.ok:
-                raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
-            lap(phase)
-            # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
-            figures: dict = {"max_rounds": report.max_rounds}
-            if peer_deadline > 0:
-                # held only if the relay says so (a relay that ignored the deadline: UNSET)
-                overran = report.overran is not False
-                late = outcome.stage_seconds[phase] - peer_deadline
-                figures.update(
-                    deadline_seconds=float(peer_deadline),
-                    overran=overran,
-                    overrun_seconds=round(max(late, 0.0), 3) if overran else 0.0,
-                )
-            return figures
-
+        state = _CadrRun(run, members, conn, outcome, store, stage_timeout, peer_deadline)
         if ready is not None:
             ready.set()
         if devices_ready is not None:
             await devices_ready
         try:
-            async with background(consume()):
-                stage_started = time.perf_counter()
-                await broadcast(
-                    "cadr_plan",
-                    CadrPlan,
-                    eps=budget.eps,
-                    alpha=budget.alpha,
-                    method=method,
-                    degree_bound=degree_bound,
-                    ndoe_parts=ndoe_parts,
-                    theta_fraction=budget.theta_fraction,
-                    theta_extra=budget.theta_extra,
-                    noise_parties=parties,
-                )
+            async with background(state.consume(inbound)):
+                state.stage_started = time.perf_counter()
+                await state.broadcast_plan(budget, method, degree_bound, ndoe_parts, parties)
                 theta = await _search_theta(
                     transport,
                     run,
                     members,
-                    broadcast,
+                    state.broadcast,
                     outcome,
                     rule=theta_rule,
                     degree_bound=degree_bound,
@@ -295,61 +192,246 @@ async def run_cadr_collector(
                     stage_timeout=stage_timeout,
                     secagg_degree=secagg_degree,
                 )
-                lap("theta")
-                outcome.theta = theta
-                if releases is None:
-                    intake = DsrIntake(run, members, theta, budget.dsr)
-                held, early_refusals[:] = list(early_refusals), []
-                for topic, message in held:
-                    await handle(topic, message, time.monotonic())
-                await broadcast("cadr_theta", CadrTheta, theta=theta)
-                outcome.phases["ndoe"] = await run_phase("ndoe")
-                outcome.phases["lpea"] = await run_phase(
-                    "lpea", until_quiet=True, max_rounds=padded_rounds(max_rounds), padded=True
-                )
-                if releases is not None:
-                    gathered = await releases(theta, budget.dsr, stage_timeout)
-                try:
-                    if releases is None:
-                        await asyncio.wait_for(all_released.wait(), stage_timeout)
-                except TimeoutError:
-                    missing = intake.missing()
-                    raise CadrFailed(
-                        f"{len(missing)} release(s) missing after {stage_timeout:g} s: "
-                        f"{missing[:10]}"
-                    ) from None
-                lap("dsr")
+                await state.announce_theta(theta, budget.dsr, local=releases is None)
+                await state.relay_phases(max_rounds)
+                gathered = await state.await_releases(theta, budget.dsr, releases)
         finally:
             if store is not None:
                 store.close()
-        if releases is None:
-            assert intake is not None
-            gathered = GatheredReleases(intake.values, intake.refusals, intake.rejected)
+        state.keep_releases(gathered if gathered is not None else state.local_releases())
+        _post_process(outcome, budget.dsr, degree_bound)
+        await state.publish_release()
+    return outcome
+
+
+def _check_pipeline(pipeline: str, theta_rule: str | int) -> None:
+    """Refuse an unknown pipeline and the dp pipeline with the (non-private) Sum search."""
+    if pipeline not in ("dp", "paper"):
+        raise ValueError(f"pipeline: {pipeline!r} is not dp or paper")
+    if pipeline == "dp" and theta_rule == "auto-sum":
+        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
+
+
+def _upstream(run: str, local: Sequence[str]) -> list[list[str]]:
+    """The collector's subscriptions, one group per device it listens to (its DSR
+    releases and budget refusals) and the relay's phase reports."""
+    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in local]
+    upstream.append([topics.svc(run, RELAY_ID, "phase")])
+    return upstream
+
+
+@dataclass
+class _CadrRun:
+    """What the stages of one ``run_cadr_collector`` share: the connection, the outcome
+    being filled, the DSR intake once θ exists, and the relay's phase reports."""
+
+    run: str
+    members: list[str]
+    conn: Connection
+    outcome: CadrOutcome
+    store: ReportStore | None
+    stage_timeout: float
+    peer_deadline: float
+    seq: int = 0
+    stage_started: float = field(default_factory=time.perf_counter)
+    phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
+    intake: DsrIntake | None = None
+    all_released: asyncio.Event = field(default_factory=asyncio.Event)
+    # budget refusals that arrive before θ exists (e.g. the plan refused)
+    early_refusals: list[tuple[topics.Topic, BudgetRefused]] = field(default_factory=list)
+
+    def lap(self, name: str) -> None:
+        """Close stage ``name``: record its seconds and tell the stage listener."""
+        now = time.perf_counter()
+        self.outcome.stage_seconds[name] = round(now - self.stage_started, 3)
+        self.stage_started = now
+        listener = stage_listener.get()
+        if listener is not None:
+            listener(name, self.outcome.stage_seconds[name])
+
+    async def broadcast(self, kind: str, message_type: type, **fields: object) -> None:
+        """Publish one collector message on ``ctl/<kind>`` with the next sequence number."""
+        self.seq += 1
+        message = message_type(run=self.run, sender=topics.COLLECTOR_ID, seq=self.seq, **fields)
+        await self.conn.publish(topics.ctl(self.run, kind), codec.encode(message))
+
+    async def broadcast_plan(
+        self, budget: CadrBudget, method: str, degree_bound: int, ndoe_parts: int, parties: int
+    ) -> None:
+        """Broadcast the ``CadrPlan`` (stage 1)."""
+        await self.broadcast(
+            "cadr_plan",
+            CadrPlan,
+            eps=budget.eps,
+            alpha=budget.alpha,
+            method=method,
+            degree_bound=degree_bound,
+            ndoe_parts=ndoe_parts,
+            theta_fraction=budget.theta_fraction,
+            theta_extra=budget.theta_extra,
+            noise_parties=parties,
+        )
+
+    async def consume(self, inbound: AsyncIterator[Delivery]) -> None:
+        """Route every inbound delivery: phase reports to their queue, releases and
+        refusals to the intake (held or rejected while θ does not exist)."""
+        loop = asyncio.get_running_loop()
+        async for delivery in inbound:
+            try:
+                topic = topics.parse(delivery.topic)
+                message = codec.decode(delivery.payload)
+            except RemoteProtocolError:
+                self.outcome.rejected += 1
+                continue
+            if isinstance(message, PhaseReport):
+                if message.sender == RELAY_ID and topic.sender == RELAY_ID:
+                    self.phase_reports.put_nowait(message)
+                continue
+            if self.intake is None:
+                self._before_theta(topic, message)
+                continue
+            await self.handle(topic, message, loop.time())
+
+    def _before_theta(self, topic: topics.Topic, message: object) -> None:
+        """A device message before θ exists: a budget refusal is held, the rest rejected."""
+        if isinstance(message, BudgetRefused) and len(self.early_refusals) < len(self.members):
+            self.early_refusals.append((topic, message))
+        else:
+            self.outcome.rejected += 1  # a release before θ exists cannot be valid
+
+    async def handle(self, topic: topics.Topic, message: object, now: float) -> None:
+        """One DSR release or budget refusal: persist accepted releases, then ack."""
+        intake = self.intake
+        assert intake is not None
+        intake.receive(topic, message, now)  # type: ignore[arg-type]
+        accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
+        if self.store is not None and accepted:
+            self.store.persist(
+                (e.device, e.seq, 0, [e.value], time.time()) for e in accepted if not e.duplicate
+            )
+        for event in accepted:  # persisted: now acknowledge
+            self.outcome.duplicates += event.duplicate
+            intake.ack(event.device, event.seq)
+        await publish_outbound(self.conn, intake)
+        if intake.complete:
+            self.all_released.set()
+
+    async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
+        """Close the θ stage, open the local DSR intake (``local``), hand it the refusals
+        held so far, and broadcast ``CadrTheta``."""
+        self.lap("theta")
+        self.outcome.theta = theta
+        if local:
+            self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
+        held, self.early_refusals[:] = list(self.early_refusals), []
+        for topic, message in held:
+            await self.handle(topic, message, time.monotonic())
+        await self.broadcast("cadr_theta", CadrTheta, theta=theta)
+
+    async def relay_phases(self, max_rounds: int) -> None:
+        """NDOE (one round), then LPEA padded to the public round count."""
+        self.outcome.phases["ndoe"] = await self.run_phase("ndoe")
+        self.outcome.phases["lpea"] = await self.run_phase(
+            "lpea", until_quiet=True, max_rounds=padded_rounds(max_rounds), padded=True
+        )
+
+    async def run_phase(self, phase: str, **options: object) -> dict:
+        """Ask the relay for one phase and wait for its report; the phase's public figures."""
+        if self.peer_deadline > 0:
+            options["deadline"] = float(self.peer_deadline)
+        await self.broadcast("relay_phase", RelayPhase, phase=phase, **options)
+        try:
+            report = await asyncio.wait_for(
+                self.phase_reports.get(), self.stage_timeout * 10 + self.peer_deadline
+            )
+        except TimeoutError:
+            raise CadrFailed(f"relay: no report of phase {phase}") from None
+        if report.phase != phase or not report.ok:
+            raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
+        self.lap(phase)
+        # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
+        figures: dict = {"max_rounds": report.max_rounds}
+        if self.peer_deadline > 0:
+            figures.update(self._deadline_figures(phase, report))
+        return figures
+
+    def _deadline_figures(self, phase: str, report: PhaseReport) -> dict:
+        """Whether ``phase`` held the public deadline, and by how much it overran."""
+        # held only if the relay says so (a relay that ignored the deadline: UNSET)
+        overran = report.overran is not False
+        late = self.outcome.stage_seconds[phase] - self.peer_deadline
+        return {
+            "deadline_seconds": float(self.peer_deadline),
+            "overran": overran,
+            "overrun_seconds": round(max(late, 0.0), 3) if overran else 0.0,
+        }
+
+    async def await_releases(
+        self, theta: int, eps_dsr: float, releases: ReleaseHook | None
+    ) -> GatheredReleases | None:
+        """The DSR stage: the partition workers' releases (``releases``), or None once
+        the local intake holds every release; ``CadrFailed`` past the stage timeout."""
+        gathered = None
+        if releases is not None:
+            gathered = await releases(theta, eps_dsr, self.stage_timeout)
+        else:
+            await self._all_released()
+        self.lap("dsr")
+        return gathered
+
+    async def _all_released(self) -> None:
+        """Wait for the local intake's last release; name the missing ones on timeout."""
+        try:
+            await asyncio.wait_for(self.all_released.wait(), self.stage_timeout)
+        except TimeoutError:
+            assert self.intake is not None
+            missing = self.intake.missing()
+            raise CadrFailed(
+                f"{len(missing)} release(s) missing after {self.stage_timeout:g} s: {missing[:10]}"
+            ) from None
+
+    def local_releases(self) -> GatheredReleases:
+        """What the local intake gathered."""
+        assert self.intake is not None
+        return GatheredReleases(self.intake.values, self.intake.refusals, self.intake.rejected)
+
+    def keep_releases(self, gathered: GatheredReleases) -> None:
+        """Record the releases, refusals and counts in the outcome, with the histogram."""
+        outcome = self.outcome
         outcome.rejected += gathered.rejected
         outcome.duplicates += gathered.duplicates
         outcome.budget_refusals = dict(sorted(gathered.refusals.items()))
         outcome.released = dict(sorted(gathered.values.items()))
         values = np.array(list(outcome.released.values()))
-        outcome.histogram = post_process_distribution(values, theta).tolist()
-        if pipeline == "dp":
-            post = post_process(values, theta, budget.dsr, _theta_prior(outcome, degree_bound))
-            outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
-            outcome.estimate_histogram = post.histogram.tolist()
-        seq += 1
+        outcome.histogram = post_process_distribution(values, outcome.theta).tolist()
+
+    async def publish_release(self) -> None:
+        """Publish the ``DegreeRelease`` on ``rel/degrees``."""
+        outcome = self.outcome
+        self.seq += 1
         release = DegreeRelease(
-            run=run,
+            run=self.run,
             sender=topics.COLLECTOR_ID,
-            seq=seq,
-            theta=theta,
+            seq=self.seq,
+            theta=outcome.theta,
             devices=list(outcome.released),
-            values=values.tolist(),
+            values=np.array(list(outcome.released.values())).tolist(),
             histogram=outcome.histogram,
-            pipeline=pipeline,
+            pipeline=outcome.pipeline,
             estimates=list(outcome.estimates.values()),
             estimate_histogram=outcome.estimate_histogram,
         )
-        await conn.publish(topics.rel(run, "degrees"), codec.encode(release))
-    return outcome
+        await self.conn.publish(topics.rel(self.run, "degrees"), codec.encode(release))
+
+
+def _post_process(outcome: CadrOutcome, eps_dsr: float, degree_bound: int) -> None:
+    """The dp pipeline's post-processed sequence and histogram (module docstring)."""
+    if outcome.pipeline != "dp":
+        return
+    values = np.array(list(outcome.released.values()))
+    post = post_process(values, outcome.theta, eps_dsr, _theta_prior(outcome, degree_bound))
+    outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
+    outcome.estimate_histogram = post.histogram.tolist()
 
 
 def _theta_prior(outcome: CadrOutcome, degree_bound: int) -> np.ndarray | None:
@@ -386,50 +468,9 @@ async def _search_theta(
     ``parties > 0``: the DP search (one secure sum of noisy bucket counts)."""
     if not isinstance(rule, str):
         return int(rule)
-
-    async def ask(
-        session: str, measure: str, thresholds: list[int], fp: FixedPoint, min_inputs: int = 0
-    ) -> np.ndarray:
-        await broadcast(
-            "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
-        )
-        started = time.perf_counter()
-        result = await secure_sum(
-            transport,
-            run,
-            session,
-            members,
-            len(thresholds) + (measure == "bucket"),  # k thresholds: k + 1 buckets
-            fp,
-            degree=secagg_degree,
-            stage_timeout=stage_timeout,
-            min_inputs=min_inputs,
-        )
-        if result.aborted or result.total is None:
-            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
-        outcome.theta_queries.append(
-            {
-                "session": session,
-                "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
-                "survivors": len(result.survivors),
-                "seconds": round(time.perf_counter() - started, 3),
-            }
-        )
-        return result.total
-
+    ask = _ThetaQueries(transport, run, members, broadcast, outcome, stage_timeout, secagg_degree)
     if rule == "auto-dev" and parties > 0:
-        thresholds = bucket_grid(degree_bound, bucket_count(len(members), eps_theta))
-        fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
-        # the noise needs >= parties shares: the secure sum aborts before unmasking fewer
-        totals = await ask("theta-buckets", "bucket", thresholds, fp, min_inputs=parties)
-        query = outcome.theta_queries[-1]
-        sums = np.rint(totals).astype(np.int64)
-        above = counts_above(sums)
-        target = deviation_target(query["survivors"], eps_dsr, weight)
-        query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
-        query["counts"] = above.tolist()
-        outcome.theta_rounds = 1
-        return theta_from_counts(thresholds, above, target, degree_bound)
+        return await _theta_by_buckets(ask, degree_bound, eps_theta, eps_dsr, weight, parties)
     if rule == "auto-dev":
         search = DeviationSearch(
             1,
@@ -440,20 +481,95 @@ async def _search_theta(
             spacing=spacing,
             noise_weight=weight,
         )
-        while (thresholds := search.query()) is not None:
-            totals = await ask(
-                f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)
-            )
-            counts = [int(np.rint(x)) for x in totals]
-            outcome.theta_queries[-1]["counts"] = counts
-            search.observe(counts)
-        outcome.theta_rounds = search.rounds
-        assert search.theta is not None
-        return search.theta
+        return await _theta_by_deviation(ask, search)
     if rule == "auto-sum":
-        candidates = list(range(1, degree_bound + 1))
-        top = degree_bound + degree_bound / eps_dsr
-        totals = await ask("theta-sum", "error", candidates, FixedPoint(0.0, top, ERROR_SCALE))
-        outcome.theta_rounds = 1
-        return theta_by_sum(candidates, lambda t: float(totals[t - 1]))
+        return await _theta_by_sum(ask, degree_bound, eps_dsr)
     raise CadrFailed(f"theta: {rule!r} is not an integer, auto-sum or auto-dev")
+
+
+@dataclass
+class _ThetaQueries:
+    """One θ-search query at a time: a ``CadrQuery`` broadcast and the secure sum of the
+    devices' answers; each is recorded in ``outcome.theta_queries``."""
+
+    transport: Transport
+    run: str
+    members: list[str]
+    broadcast: Callable[..., Awaitable[None]]
+    outcome: CadrOutcome
+    stage_timeout: float
+    secagg_degree: int | None
+
+    async def __call__(
+        self, session: str, measure: str, thresholds: list[int], fp: FixedPoint, min_inputs: int = 0
+    ) -> np.ndarray:
+        """The opened sum of the answers to ``measure`` at ``thresholds``."""
+        await self.broadcast(
+            "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
+        )
+        started = time.perf_counter()
+        result = await secure_sum(
+            self.transport,
+            self.run,
+            session,
+            self.members,
+            len(thresholds) + (measure == "bucket"),  # k thresholds: k + 1 buckets
+            fp,
+            degree=self.secagg_degree,
+            stage_timeout=self.stage_timeout,
+            min_inputs=min_inputs,
+        )
+        if result.aborted or result.total is None:
+            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
+        self.outcome.theta_queries.append(
+            {
+                "session": session,
+                "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
+                "survivors": len(result.survivors),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
+        return result.total
+
+
+async def _theta_by_buckets(
+    ask: _ThetaQueries, degree_bound: int, eps_theta: float, eps_dsr: float, weight: float,
+    parties: int,
+) -> int:  # fmt: skip
+    """The DP search: one secure sum of the devices' noisy bucket counts."""
+    outcome = ask.outcome
+    thresholds = bucket_grid(degree_bound, bucket_count(len(ask.members), eps_theta))
+    fp = FixedPoint(-float(SHARE_BOUND), float(SHARE_BOUND + 1), 1.0, 64)
+    # the noise needs >= parties shares: the secure sum aborts before unmasking fewer
+    totals = await ask("theta-buckets", "bucket", thresholds, fp, min_inputs=parties)
+    query = outcome.theta_queries[-1]
+    sums = np.rint(totals).astype(np.int64)
+    above = counts_above(sums)
+    target = deviation_target(query["survivors"], eps_dsr, weight)
+    query.update(thresholds=thresholds, bucket_sums=sums.tolist(), target=target)
+    query["counts"] = above.tolist()
+    outcome.theta_rounds = 1
+    return theta_from_counts(thresholds, above, target, degree_bound)
+
+
+async def _theta_by_deviation(ask: _ThetaQueries, search: DeviationSearch) -> int:
+    """The exact search by Deviation: one secure sum of the bits ``[d > t]`` per round."""
+    while (thresholds := search.query()) is not None:
+        totals = await ask(
+            f"theta-{search.rounds}", "above", thresholds, FixedPoint(0.0, 1.0, 1.0, 32)
+        )
+        counts = [int(np.rint(x)) for x in totals]
+        ask.outcome.theta_queries[-1]["counts"] = counts
+        search.observe(counts)
+    ask.outcome.theta_rounds = search.rounds
+    assert search.theta is not None
+    return search.theta
+
+
+async def _theta_by_sum(ask: _ThetaQueries, degree_bound: int, eps_dsr: float) -> int:
+    """The search by Sum: one secure sum of every device's vector of local errors."""
+    candidates = list(range(1, degree_bound + 1))
+    top = degree_bound + degree_bound / eps_dsr
+    totals = await ask("theta-sum", "error", candidates, FixedPoint(0.0, top, ERROR_SCALE))
+    ask.outcome.theta_rounds = 1
+    return theta_by_sum(candidates, lambda t: float(totals[t - 1]))

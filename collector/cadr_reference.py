@@ -93,6 +93,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
 )
 from ldpfleet.protocol.dsr import dsr_release, post_process_distribution
 from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.rr import WarnerRR
 
 NDOE_PARTS = 16
@@ -275,22 +276,11 @@ def private_run(
     ``degree_bound``: ``[cadr] degree_bound`` (``protocol.cadr_budget.
     resolve_degree_bound``; "auto": ``n - 1`` under "dp", the graph's maximum under
     "paper")."""
-    if method not in METHODS:
-        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
-    if pipeline not in PIPELINES:
-        raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
-    if pipeline == "dp" and theta_rule == "auto-sum":
-        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
+    _check_run(method, theta_rule, pipeline)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     budget = CadrBudget.for_pipeline(eps, alpha, pipeline, isinstance(theta_rule, str), graph.n)
-    ledger = budget.open_ledger("node")
-    spent: dict[str, float] = {}
-
-    def charge(label: str, eps_used: float) -> None:
-        ledger.charge(ACCOUNT, eps_used, mechanism=label)
-        spent[label] = spent.get(label, 0.0) + eps_used
-
+    charges = _Charges(budget.open_ledger("node"))
     degrees = graph.degrees()
     bound, bound_source = resolve_degree_bound(
         degree_bound, pipeline, len(degrees), int(degrees.max()) if degrees.size else 0
@@ -299,50 +289,16 @@ def private_run(
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
     search: dict = {}
     if budget.theta > 0:  # the DP θ search, its noise from its own generator
-        charge(THETA_LABEL, budget.theta)
+        charges.charge(THETA_LABEL, budget.theta)
         theta, search = dp_theta(degrees, budget, weight, np.random.default_rng([seed, 1]), bound)
         rounds = 1
     else:
         theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight, bound)
-    codes = None  # ra: no NDOE codes, candidates in uniformly random order
-    if method in ("ll", "lh"):
-        codes = ndoe_codes(degrees, budget.ndoe, rng, bound)
-        charge("exponential", budget.ndoe)
-    if method in ("ll", "lh", "ra"):
-        rr = WarnerRR(budget.lpea)
-        charge("warner_rr", rr.eps)
-        kept, asked = negotiate(
-            graph,
-            theta,
-            rng,
-            rr,
-            order="high" if method == "lh" else "low",
-            codes=codes,
-        )
-        bound_terms = np.array(
-            [
-                thm35_bound(int(d), theta, int(a), rr.eps, eps_dsr)
-                for d, a in zip(degrees, asked, strict=True)
-            ]
-        )
-    else:
-        kept = edge_remove(graph, theta, rng)
-        bound_terms = np.abs(degrees - np.minimum(degrees, theta)) + theta / eps_dsr
+    kept, bound_terms = _projected(graph, degrees, method, theta, budget, rng, bound, charges)
     kept_deg = kept.degrees()
-    charge("laplace", eps_dsr)
+    charges.charge("laplace", eps_dsr)
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
-    histogram = post_process_distribution(released, theta)
-    raw = score(degrees, released, histogram)
-    prior = None
-    if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
-        prior = degree_prior(
-            search["bucket_sums"],
-            search["thresholds"],
-            bound,
-            len(degrees),
-        )
-    post = post_process(released, theta, eps_dsr, prior)
-    pp = score(degrees, post.estimates, post.histogram)
+    raw, pp = _release_scores(degrees, released, theta, eps_dsr, search, bound)
     final = pp if pipeline == "dp" else raw
     return CadrRun(
         method=method,
@@ -354,7 +310,7 @@ def private_run(
         kept_edge_ratio=kept_edge_ratio(degrees, kept_deg),
         bound_mean=float(np.mean(bound_terms)),
         seconds=time.perf_counter() - started,
-        spent=spent,
+        spent=charges.spent,
         pipeline=pipeline,
         histogram_l1=final["histogram_l1"],
         histogram_emd=final["histogram_emd"],
@@ -365,6 +321,74 @@ def private_run(
         degree_bound=bound,
         degree_bound_source=bound_source,
     )
+
+
+def _check_run(method: str, theta_rule: str | int, pipeline: str) -> None:
+    """Refuse an unknown method or pipeline, and the dp pipeline with the Sum search."""
+    if method not in METHODS:
+        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    if pipeline not in PIPELINES:
+        raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
+    if pipeline == "dp" and theta_rule == "auto-sum":
+        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
+
+
+@dataclass
+class _Charges:
+    """A run's node ledger and what it charged per mechanism label (``CadrRun.spent``)."""
+
+    ledger: PrivacyLedger
+    spent: dict[str, float] = field(default_factory=dict)
+
+    def charge(self, label: str, eps_used: float) -> None:
+        """Charge ``eps_used`` to the node account under ``label``."""
+        self.ledger.charge(ACCOUNT, eps_used, mechanism=label)
+        self.spent[label] = self.spent.get(label, 0.0) + eps_used
+
+
+def _projected(
+    graph: Graph, degrees: np.ndarray, method: str, theta: int, budget: CadrBudget,
+    rng: np.random.Generator, bound: int, charges: _Charges,
+) -> tuple[Graph, np.ndarray]:  # fmt: skip
+    """The graph projected to degree ≤ θ (NDOE codes and the LPEA negotiation for ll, lh
+    and ra; EDGE-REMOVE for er) and each node's Thm 3.5 bound term."""
+    eps_dsr = budget.dsr
+    if method == "er":
+        kept = edge_remove(graph, theta, rng)
+        return kept, np.abs(degrees - np.minimum(degrees, theta)) + theta / eps_dsr
+    codes = None  # ra: no NDOE codes, candidates in uniformly random order
+    if method in ("ll", "lh"):
+        codes = ndoe_codes(degrees, budget.ndoe, rng, bound)
+        charges.charge("exponential", budget.ndoe)
+    rr = WarnerRR(budget.lpea)
+    charges.charge("warner_rr", rr.eps)
+    order = "high" if method == "lh" else "low"
+    kept, asked = negotiate(graph, theta, rng, rr, order=order, codes=codes)
+    terms = [
+        thm35_bound(int(d), theta, int(a), rr.eps, eps_dsr)
+        for d, a in zip(degrees, asked, strict=True)
+    ]
+    return kept, np.array(terms)
+
+
+def _release_scores(
+    degrees: np.ndarray, released: np.ndarray, theta: int, eps_dsr: float, search: dict,
+    bound: int,
+) -> tuple[dict, dict]:  # fmt: skip
+    """Scores of the raw release (its values and clipped histogram) and of the
+    post-processed one (prior: the dp θ search's noisy counts, when there was one)."""
+    histogram = post_process_distribution(released, theta)
+    raw = score(degrees, released, histogram)
+    prior = None
+    if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
+        prior = degree_prior(
+            search["bucket_sums"],
+            search["thresholds"],
+            bound,
+            len(degrees),
+        )
+    post = post_process(released, theta, eps_dsr, prior)
+    return raw, score(degrees, post.estimates, post.histogram)
 
 
 def summarise(runs: list[CadrRun]) -> dict:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, drive_timers, publish_outbound
-from ldpfleet.broker.transport import Transport
+from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.secagg.encoding import FixedPoint
@@ -80,8 +80,6 @@ async def secure_sum(
     aborts before unmasking fewer)."""
     loop = asyncio.get_running_loop()
     started = time.perf_counter()
-    stage_started: dict[str, float] = {}
-    result = SecureSumResult(None, None, (), (), None)
     members = list(devices)
     upstream = [[topics.up(run, d, kind) for kind in UPSTREAM_KINDS] for d in members]
     async with (
@@ -108,66 +106,93 @@ async def secure_sum(
             active=active,
             identity_keys=identity_keys,
         )
-        done = asyncio.Event()
-
-        def take_events() -> None:
-            for event in server.pop_events():
-                if isinstance(event, StageOpened):
-                    stage_started[event.stage] = time.perf_counter()
-                elif isinstance(event, SumReady):
-                    result.total = event.total
-                    result.encoded_total = event.encoded_total
-                    result.survivors = event.survivors
-                    result.dropped = event.dropped
-                    done.set()
-                elif isinstance(event, Aborted):
-                    # one sentence: every abort reason names its stage ("masked stage:
-                    # cannot unmask: ..."); it read "masked: masked stage: ..."
-                    result.aborted = event.reason
-                    done.set()
-
-        async def flush() -> None:
-            for item in server.pop_outbound():
-                payload = codec.encode(item.message)
-                result.bytes_out += len(payload)
-                await conn.publish(item.topic, payload)
-
-        async def after_timer() -> None:
-            take_events()
-            await flush()
-
-        async def consume() -> None:
-            async for delivery in inbound:
-                result.bytes_in += len(delivery.payload)
-                try:
-                    topic = topics.parse(delivery.topic)
-                    message = codec.decode(delivery.payload)
-                except RemoteProtocolError as error:
-                    server.reject(delivery.topic[:300], "invalid", error)
-                else:
-                    server.receive(topic, message, loop.time())
-                take_events()
-                await flush()
-                if done.is_set():
-                    return
-
+        pump = _SessionPump(server, conn)
         if ready is not None:
             ready.set()
         if devices_ready is not None:
             await devices_ready
         server.start(loop.time())
-        take_events()
-        await flush()
-        async with background(drive_timers(server, after_timer)), background(consume()):
-            await done.wait()
+        await pump.after_timer()
+        async with (
+            background(drive_timers(server, pump.after_timer)),
+            background(pump.consume(inbound)),
+        ):
+            await pump.done.wait()
         await publish_outbound(conn, server)
+        result = pump.finish(started)
+    if result.aborted and raise_on_abort:
+        raise SecureSumAborted(result.aborted)
+    return result
+
+
+@dataclass
+class _SessionPump:
+    """Feeds one ``SecAggServer`` its deliveries and timers, publishes its relays, and
+    gathers its events into the ``SecureSumResult``."""
+
+    server: SecAggServer
+    conn: Connection
+    result: SecureSumResult = field(
+        default_factory=lambda: SecureSumResult(None, None, (), (), None)
+    )
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    stage_started: dict[str, float] = field(default_factory=dict)
+
+    def take_events(self) -> None:
+        """Note each stage's start; on the sum or an abort, record it and set ``done``."""
+        result = self.result
+        for event in self.server.pop_events():
+            if isinstance(event, StageOpened):
+                self.stage_started[event.stage] = time.perf_counter()
+            elif isinstance(event, SumReady):
+                result.total = event.total
+                result.encoded_total = event.encoded_total
+                result.survivors = event.survivors
+                result.dropped = event.dropped
+                self.done.set()
+            elif isinstance(event, Aborted):
+                # one sentence: every abort reason names its stage ("masked stage:
+                # cannot unmask: ..."); it read "masked: masked stage: ..."
+                result.aborted = event.reason
+                self.done.set()
+
+    async def flush(self) -> None:
+        """Publish what the server has to send, counting the bytes."""
+        for item in self.server.pop_outbound():
+            payload = codec.encode(item.message)
+            self.result.bytes_out += len(payload)
+            await self.conn.publish(item.topic, payload)
+
+    async def after_timer(self) -> None:
+        """After the server moved (a timer, the start): its events, then its relays."""
+        self.take_events()
+        await self.flush()
+
+    async def consume(self, inbound: AsyncIterator[Delivery]) -> None:
+        """Decode and feed every delivery (refusing the malformed) until the session ends."""
+        loop = asyncio.get_running_loop()
+        async for delivery in inbound:
+            self.result.bytes_in += len(delivery.payload)
+            try:
+                topic = topics.parse(delivery.topic)
+                message = codec.decode(delivery.payload)
+            except RemoteProtocolError as error:
+                self.server.reject(delivery.topic[:300], "invalid", error)
+            else:
+                self.server.receive(topic, message, loop.time())
+            await self.after_timer()
+            if self.done.is_set():
+                return
+
+    def finish(self, started: float) -> SecureSumResult:
+        """The result with each stage's seconds (until the next stage opened, the last
+        until now), the session's seconds and the server's summary."""
+        result, stage_started = self.result, self.stage_started
         finished = time.perf_counter()
         order = list(stage_started)
         for index, stage in enumerate(order):
             end = stage_started[order[index + 1]] if index + 1 < len(order) else finished
             result.stage_seconds[stage] = end - stage_started[stage]
         result.seconds = finished - started
-        result.summary = server.summary()
-    if result.aborted and raise_on_abort:
-        raise SecureSumAborted(result.aborted)
-    return result
+        result.summary = self.server.summary()
+        return result

@@ -25,9 +25,10 @@ import math
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ldpfleet.broker.recorder import TraceRecorder, control_filters, remove_trace
@@ -417,12 +418,9 @@ async def collect_cadr(
     names = device_names(graph)
     started = time.perf_counter()
     joined = [started]
-    recorder = None
     helpers: list[asyncio.Task] = []
-    if trace_path is not None and settings.trace != "none":
-        filters = cadr_trace_filters(run) if settings.trace == "control" else None
-        filters = trace_filters if trace_filters is not None else filters
-        recorder = TraceRecorder(transport, run, trace_path, filters=filters)
+    recorder = await _start_recorder(transport, run, settings, trace_path, trace_filters)
+    if recorder is not None:
         helpers.append(asyncio.create_task(recorder.run_until_closed()))
         await recorder.subscribed.wait()
     relay_ready, barrier_ready, collector_ready = (asyncio.Event() for _ in range(3))
@@ -440,44 +438,14 @@ async def collect_cadr(
 
     barrier = asyncio.create_task(devices_joined())
     collector = asyncio.create_task(
-        run_cadr_collector(
-            transport,
-            run,
-            names,
-            eps=settings.eps,
-            alpha=settings.alpha,
-            method=settings.method,
-            degree_bound=settings.bound_for(graph),
-            theta_rule=settings.theta,
-            fanout=settings.fanout,
-            spacing=settings.spacing,
-            ndoe_parts=settings.ndoe_parts,
-            max_rounds=settings.max_rounds,
-            stage_timeout=settings.stage_timeout,
-            store_path=store_path,
-            ready=collector_ready,
-            devices_ready=barrier,
-            pipeline=settings.pipeline,
-            releases=releases,
-            peer_deadline=settings.peer_deadline,
-        )
-    )
+        _collector(transport, graph, settings, run, names, store_path, collector_ready,
+                   barrier, releases)
+    )  # fmt: skip
     try:
         for event in (relay_ready, barrier_ready, collector_ready):
             await _until(event, collector)
         await listening()
-        try:
-            outcome = await collector
-        except Exception as error:
-            if closing is not None:
-                await closing(str(error))
-            raise
-        if closing is not None:
-            await closing("released")
-        async with transport.connect(f"{run}-collector-close") as conn:
-            await announce_run_closed(conn, run)
-        for task in helpers:
-            await asyncio.wait_for(task, settings.stage_timeout)
+        outcome = await _close(transport, run, settings, collector, helpers, closing)
     finally:
         for task in (*helpers, barrier, collector):
             task.cancel()
@@ -485,6 +453,69 @@ async def collect_cadr(
     return CollectedRun(
         outcome, recorder.recorded if recorder else 0, started, joined[0], time.perf_counter()
     )
+
+
+async def _start_recorder(
+    transport: Transport, run: str, settings: CadrSettings, trace_path: str | Path | None,
+    trace_filters: tuple[str, ...] | None,
+) -> TraceRecorder | None:  # fmt: skip
+    """The run's trace recorder (None without a trace): the control messages only with
+    ``trace = "control"``, or the coordinator's ``trace_filters``."""
+    if trace_path is None or settings.trace == "none":
+        return None
+    filters = cadr_trace_filters(run) if settings.trace == "control" else None
+    filters = trace_filters if trace_filters is not None else filters
+    return TraceRecorder(transport, run, trace_path, filters=filters)
+
+
+def _collector(
+    transport: Transport, graph: Graph, settings: CadrSettings, run: str, names: list[str],
+    store_path: str | Path | None, ready: asyncio.Event, devices_ready: asyncio.Task,
+    releases: ReleaseHook | None,
+) -> Coroutine[Any, Any, CadrOutcome]:  # fmt: skip
+    """``run_cadr_collector`` with the run's settings."""
+    return run_cadr_collector(
+        transport,
+        run,
+        names,
+        eps=settings.eps,
+        alpha=settings.alpha,
+        method=settings.method,
+        degree_bound=settings.bound_for(graph),
+        theta_rule=settings.theta,
+        fanout=settings.fanout,
+        spacing=settings.spacing,
+        ndoe_parts=settings.ndoe_parts,
+        max_rounds=settings.max_rounds,
+        stage_timeout=settings.stage_timeout,
+        store_path=store_path,
+        ready=ready,
+        devices_ready=devices_ready,
+        pipeline=settings.pipeline,
+        releases=releases,
+        peer_deadline=settings.peer_deadline,
+    )
+
+
+async def _close(
+    transport: Transport, run: str, settings: CadrSettings, collector: asyncio.Task,
+    helpers: list[asyncio.Task], closing: Callable[[str], Awaitable[None]] | None,
+) -> CadrOutcome:  # fmt: skip
+    """The collector's outcome; ``closing(reason)`` (the failure's sentence, or
+    "released"), then the run's close, then the recorder and relay end."""
+    try:
+        outcome = await collector
+    except Exception as error:
+        if closing is not None:
+            await closing(str(error))
+        raise
+    if closing is not None:
+        await closing("released")
+    async with transport.connect(f"{run}-collector-close") as conn:
+        await announce_run_closed(conn, run)
+    for task in helpers:
+        await asyncio.wait_for(task, settings.stage_timeout)
+    return outcome
 
 
 # the collector's broadcasts a CADR-LDP run's control trace records: not the relay's
@@ -534,17 +565,8 @@ def collector_results(
     outcome = collected.outcome
     names = device_names(graph)
     degrees = graph.degrees()
-    released = np.array([outcome.released[name] for name in names])
-    raw = score(degrees, released, outcome.histogram)
-    if outcome.estimates:  # the dp pipeline's release
-        estimates = np.array([outcome.estimates[name] for name in names])
-        histogram = np.array(outcome.estimate_histogram)
-    else:  # the paper's release; its post-processing scored for comparison
-        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
-        estimates, histogram = post.estimates, post.histogram
-    postprocessed = score(degrees, estimates, histogram)
+    raw, postprocessed = _release_scores(degrees, names, outcome, settings)
     final = postprocessed if outcome.estimates else raw
-    final_values = outcome.estimates or outcome.released  # the release "mae" scores
     searched = isinstance(settings.theta, str)
     budget = CadrBudget.for_pipeline(
         settings.eps, settings.alpha, settings.pipeline, searched, len(names)
@@ -557,13 +579,7 @@ def collector_results(
         "processes": processes,
         "devices": graph.n,
         "edges": graph.edges(),
-        "method": settings.method,
-        "pipeline": settings.pipeline,
-        "eps": settings.eps,
-        "alpha": settings.alpha,
-        "seed": settings.seed,
-        "degree_bound": bound[0],
-        "degree_bound_source": bound[1],
+        **_settings_fields(settings, bound),
         "theta": outcome.theta,
         "theta_rule": str(settings.theta),
         "theta_fanout": settings.fanout,
@@ -596,6 +612,43 @@ def collector_results(
         "connect_seconds": round(collected.joined - begin, 3),
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
+        **_release_fields(names, degrees, outcome),
+    }
+
+
+def _settings_fields(settings: CadrSettings, bound: tuple) -> dict:
+    """The run's public settings and its degree bound D with D's source."""
+    return {
+        "method": settings.method,
+        "pipeline": settings.pipeline,
+        "eps": settings.eps,
+        "alpha": settings.alpha,
+        "seed": settings.seed,
+        "degree_bound": bound[0],
+        "degree_bound_source": bound[1],
+    }
+
+
+def _release_scores(
+    degrees: np.ndarray, names: list[str], outcome: CadrOutcome, settings: CadrSettings
+) -> tuple[dict, dict]:
+    """Scores of the raw DSR release and of the post-processed one (the dp pipeline's
+    release; for the paper's, its post-processing computed here for comparison)."""
+    released = np.array([outcome.released[name] for name in names])
+    raw = score(degrees, released, outcome.histogram)
+    if outcome.estimates:  # the dp pipeline's release
+        estimates = np.array([outcome.estimates[name] for name in names])
+        histogram = np.array(outcome.estimate_histogram)
+    else:  # the paper's release; its post-processing scored for comparison
+        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
+        estimates, histogram = post.estimates, post.histogram
+    return raw, score(degrees, estimates, histogram)
+
+
+def _release_fields(names: list[str], degrees: np.ndarray, outcome: CadrOutcome) -> dict:
+    """The release (values, histograms) and each device's degree, release and errors."""
+    final_values = outcome.estimates or outcome.released  # the release "mae" scores
+    return {
         "released": outcome.released,
         "histogram": outcome.histogram,
         **({"estimate_histogram": outcome.estimate_histogram} if outcome.estimates else {}),

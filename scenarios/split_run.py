@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ldpfleet.broker.auth import Credentials
-from ldpfleet.broker.select import open_broker
+from ldpfleet.broker.select import BrokerInfo, open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
@@ -217,127 +217,215 @@ async def run_split(
     kind = scenario_kind(scenario)
     devices = scenario.device_ids() if kind != "cadr" else None
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=devices)
-    scenario_file = _scenario_file(scenario, out)
-    processes = _Processes()
-    wall = time.perf_counter()
-    async with open_broker(broker_spec, credentials=creds) as (_, info):
-        shards = _shard_count(scenario, info.kind)
-        urls = shard_brokers or [info.url]
+    split = _SplitRun(scenario, out, run, seed, creds, _scenario_file(scenario, out), wait_timeout)
+    async with open_broker(broker_spec, credentials=creds) as (_, split.info):
         with tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as private:
-            secret = creds.save(Path(private) / "credentials.json") if creds else None
-            partitions = scenario.spec.collector.partitions
-            collector_dir = out / (COLLECTOR_DIR if partitions == 1 else COORDINATOR_DIR)
-            collector_log = collector_dir / "collector.log"
-            collector = await _spawn(
-                _side_command("collector" if partitions == 1 else "coordinator",
-                              scenario_file, info.url, run, collector_dir, seed,
-                              secret, "--progress", "--fleet-timeout", str(wait_timeout)),
-                collector_log,
-                pipe=True,
+            split.secret = creds.save(Path(private) / "credentials.json") if creds else None
+            await split.start(shard_brokers or [split.info.url], progress, stage_done)
+            await split.wait()
+    split.record_fleet_shards()
+    split.check_collector_wrote()
+    return split.results(shard_brokers)
+
+
+@dataclass
+class _SplitRun:
+    """One split run's processes and what they left (``run_split``'s stages share it):
+    the collector process (or coordinator) and its partition workers, the fleet shards
+    (0 in this process, the others as processes), and how the run ended."""
+
+    scenario: LoadedScenario
+    out: Path
+    run: str
+    seed: int
+    creds: Credentials | None
+    scenario_file: Path
+    wait_timeout: float
+    wall: float = field(default_factory=time.perf_counter)
+    info: BrokerInfo | None = None  # once the broker is open
+    secret: Path | None = None  # the credentials file the child processes read
+    shards: int = 1
+    processes: _Processes = field(default_factory=lambda: _Processes())
+    collector: asyncio.subprocess.Process | None = None
+    workers: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)
+    children: dict[int, asyncio.subprocess.Process] = field(default_factory=dict)
+    fleet_dirs: list[Path] = field(default_factory=list)
+    local: asyncio.Task | None = None
+    reading: asyncio.Task | None = None
+    failed: dict[str, str] | None = None
+    timed_out: bool = False
+    ended: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        return self.scenario.spec.collector.partitions
+
+    @property
+    def collector_dir(self) -> Path:
+        return self.out / (COLLECTOR_DIR if self.partitions == 1 else COORDINATOR_DIR)
+
+    @property
+    def collector_log(self) -> Path:
+        return self.collector_dir / "collector.log"
+
+    @property
+    def partition_dirs(self) -> list[Path]:
+        return [self.out / f"partition-{p}-of-{self.partitions}" for p in range(self.partitions)]
+
+    def _command(self, side: str, url: str, out: Path, *extra: str) -> list[str]:
+        return _side_command(side, self.scenario_file, url, self.run, out, self.seed,
+                             self.secret, *extra)  # fmt: skip
+
+    async def start(
+        self,
+        urls: list[str],
+        progress: Callable[[int, int], None] | None,
+        stage_done: Callable[[str, float], None] | None,
+    ) -> None:
+        """Spawn the collector side (the collector, or the coordinator and its partition
+        workers) and fleet shards 1..k-1; run shard 0 in this process."""
+        self.shards = _shard_count(self.scenario, self.info.kind)
+        side = "collector" if self.partitions == 1 else "coordinator"
+        self.collector = await _spawn(
+            self._command(side, self.info.url, self.collector_dir, "--progress",
+                          "--fleet-timeout", str(self.wait_timeout)),
+            self.collector_log,
+            pipe=True,
+        )  # fmt: skip
+        dirs = self.partition_dirs
+        for p in range(self.partitions) if self.partitions > 1 else ():
+            self.workers[p] = await _spawn(
+                self._command("partition", urls[p % len(urls)], dirs[p], "--partition",
+                              f"{p}/{self.partitions}"),
+                dirs[p] / "partition.log",
+                pipe=False,
             )  # fmt: skip
-            partition_dirs = [out / f"partition-{p}-of-{partitions}" for p in range(partitions)]
-            workers = {
-                p: await _spawn(
-                    _side_command("partition", scenario_file, urls[p % len(urls)], run,
-                                  partition_dirs[p], seed, secret, "--partition",
-                                  f"{p}/{partitions}"),
-                    partition_dirs[p] / "partition.log",
-                    pipe=False,
+        self.reading = asyncio.create_task(
+            _read_collector(self.collector, self.collector_log, progress, stage_done)
+        )
+        await self._start_fleet(urls)
+
+    async def _start_fleet(self, urls: list[str]) -> None:
+        """Fleet shards 1..k-1 as processes, shard 0 as a task of this process."""
+        shards = self.shards
+        self.fleet_dirs = [self.out / f"fleet-{i}-of-{shards}" for i in range(shards)]
+        for i in range(1, shards):
+            self.children[i] = await _spawn(
+                self._command("fleet", urls[i % len(urls)], self.fleet_dirs[i], "--shard",
+                              f"{i}/{shards}", "--wait-timeout", str(self.wait_timeout)),
+                self.fleet_dirs[i] / "fleet.log",
+                pipe=False,
+            )  # fmt: skip
+        self.local = asyncio.create_task(
+            _local_shard(self.scenario, urls[0], self.run, (0, shards), self.fleet_dirs[0],
+                         self.seed, self.creds, self.wait_timeout)
+        )  # fmt: skip
+
+    async def wait(self) -> None:
+        """Wait for the collector side (or a failed fleet, or the run's deadline), then
+        the fleet; every process is stopped on the way out."""
+        assert self.collector is not None and self.local is not None
+        try:
+            await self._wait_collector()
+            self._record_collector_side()
+            await self.reading
+            self.ended = await _finish_fleet(self.scenario, self.local, self.children)
+        finally:
+            for child in [*self.children.values(), *self.workers.values()]:
+                await stop_process(child)
+            await stop_process(self.collector)
+            self.local.cancel()
+            await asyncio.gather(self.local, self.reading, return_exceptions=True)
+
+    async def _wait_collector(self) -> None:
+        """Until the collector ends, the fleet failed (``failed``) or ``run_timeout``
+        passed (``timed_out``: the collector, or a partition worker, was stopped)."""
+        limit = _run_timeout(self.scenario)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(limit):
+                self.failed = await _collector_or_failed_fleet(
+                    self.scenario, self.collector, self.local, self.children, self.fleet_dirs
                 )
-                for p in range(partitions) if partitions > 1
-            }  # fmt: skip
-            reading = asyncio.create_task(
-                _read_collector(collector, collector_log, progress, stage_done)
+        except TimeoutError:
+            self.failed = None
+        left = None if limit is None else max(0.0, limit - (time.monotonic() - started))
+        self.timed_out = self.failed is None and not await _collector_within(self.collector, left)
+        for worker in self.workers.values():
+            if self.failed:  # the coordinator was stopped: its partitions too
+                await stop_process(worker)
+            else:
+                self.timed_out |= not await _collector_within(worker, _run_timeout(self.scenario))
+
+    def _record_collector_side(self) -> None:
+        """results.json ``side_processes``: the collector's and the workers' exits."""
+        self.processes.collector = {
+            "pid": self.collector.pid,
+            "exit_code": self.collector.returncode,
+            "log": str(self.collector_log),
+        }
+        dirs = self.partition_dirs
+        self.processes.partitions = {
+            str(p): {"pid": w.pid, "exit_code": w.returncode,
+                     "log": str(dirs[p] / "partition.log")}
+            for p, w in self.workers.items()
+        }  # fmt: skip
+
+    def record_fleet_shards(self) -> None:
+        """results.json ``side_processes.fleet_shards``: how each shard ended."""
+        children, ended = self.children, self.ended
+        self.processes.fleet_shards = {
+            str(i): {"in_process": i == 0, "ended": ended.get(i)}
+            | ({"pid": children[i].pid, "exit_code": children[i].returncode,
+                "log": str(self.fleet_dirs[i] / "fleet.log")} if i in children else {})
+            for i in range(self.shards)
+        }  # fmt: skip
+
+    def check_collector_wrote(self) -> None:
+        """``SplitRunFailed`` when the collector process wrote no results (why: its log)."""
+        if (self.collector_dir / "results.json").exists():
+            return
+        log = self.collector_log
+        if self.timed_out:
+            raise SplitRunFailed(
+                f"the run did not finish within run_timeout ({_run_timeout(self.scenario):g} "
+                f"s), which stopped the collector process of run {self.run} before it had "
+                "written anything (a process takes a few seconds to start and connect; give "
+                f"run_timeout more): {_tail(log) or 'its log is empty'} ({log})"
             )
-            fleet_dirs = [out / f"fleet-{i}-of-{shards}" for i in range(shards)]
-            children = {
-                i: await _spawn(
-                    _side_command("fleet", scenario_file, urls[i % len(urls)], run,
-                                  fleet_dirs[i], seed, secret, "--shard", f"{i}/{shards}",
-                                  "--wait-timeout", str(wait_timeout)),
-                    fleet_dirs[i] / "fleet.log",
-                    pipe=False,
-                )
-                for i in range(1, shards)
-            }  # fmt: skip
-            local = asyncio.create_task(
-                _local_shard(scenario, urls[0], run, (0, shards), fleet_dirs[0], seed, creds,
-                             wait_timeout)
-            )  # fmt: skip
-            try:
-                limit = _run_timeout(scenario)
-                started = time.monotonic()
-                try:
-                    async with asyncio.timeout(limit):
-                        failed = await _collector_or_failed_fleet(
-                            scenario, collector, local, children, fleet_dirs
-                        )
-                except TimeoutError:
-                    failed = None
-                left = None if limit is None else max(0.0, limit - (time.monotonic() - started))
-                timed_out = failed is None and not await _collector_within(collector, left)
-                for worker in workers.values():
-                    if failed:  # the coordinator was stopped: its partitions too
-                        await stop_process(worker)
-                    else:
-                        timed_out |= not await _collector_within(worker, _run_timeout(scenario))
-                processes.collector = {
-                    "pid": collector.pid,
-                    "exit_code": collector.returncode,
-                    "log": str(collector_log),
-                }
-                processes.partitions = {
-                    str(p): {"pid": w.pid, "exit_code": w.returncode,
-                             "log": str(partition_dirs[p] / "partition.log")}
-                    for p, w in workers.items()
-                }  # fmt: skip
-                await reading
-                ended = await _finish_fleet(scenario, local, children)
-            finally:
-                for child in [*children.values(), *workers.values()]:
-                    await stop_process(child)
-                await stop_process(collector)
-                local.cancel()
-                await asyncio.gather(local, reading, return_exceptions=True)
-    processes.fleet_shards = {
-        str(i): {"in_process": i == 0, "ended": ended.get(i)}
-        | ({"pid": children[i].pid, "exit_code": children[i].returncode,
-            "log": str(fleet_dirs[i] / "fleet.log")} if i in children else {})
-        for i in range(shards)
-    }  # fmt: skip
-    if not (collector_dir / "results.json").exists() and timed_out:
         raise SplitRunFailed(
-            f"the run did not finish within run_timeout ({_run_timeout(scenario):g} s), which "
-            f"stopped the collector process of run {run} before it had written anything (a "
-            "process takes a few seconds to start and connect; give run_timeout more): "
-            f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
+            f"the collector process of run {self.run} ended (exit code "
+            f"{self.processes.collector['exit_code']}) without writing its results: "
+            f"{_tail(log) or 'its log is empty'} ({log})"
         )
-    if not (collector_dir / "results.json").exists():
-        raise SplitRunFailed(
-            f"the collector process of run {run} ended (exit code "
-            f"{processes.collector['exit_code']}) without writing its results: "
-            f"{_tail(collector_log) or 'its log is empty'} ({collector_log})"
-        )
-    if workers:
-        collector_dir = _merge_partitions(scenario, out, collector_dir, partition_dirs, run)
-    results = _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processes, wall)
-    if failed:
-        results["aborted"] = {
-            "reason": "device_errors",
-            "device_errors": failed,
-            "detail": f"{_failed_sentence(failed)}; the collector could hear nothing more "
-            "and was stopped after finish_grace, the outputs hold what had arrived",
-        }
-        (out / "results.json").write_text(json.dumps(results, indent=2))
-    if timed_out:
-        results["aborted"] = {
-            "reason": "run_timeout",
-            "run_timeout": _run_timeout(scenario),
-            "detail": f"the run did not finish within run_timeout ({_run_timeout(scenario):g} "
-            "s); the collector process was stopped and the outputs hold what had arrived",
-        }
-        (out / "results.json").write_text(json.dumps(results, indent=2))
-    return results
+
+    def results(self, shard_brokers: list[str] | None) -> dict:
+        """Merge the pieces into OUT (the partitions first); say why the run was cut short."""
+        out, collector_dir = self.out, self.collector_dir
+        if self.workers:
+            collector_dir = _merge_partitions(
+                self.scenario, out, collector_dir, self.partition_dirs, self.run
+            )
+        results = _merged(out, collector_dir, self.fleet_dirs, self.info, self.creds,
+                          shard_brokers, self.processes, self.wall)  # fmt: skip
+        if self.failed:
+            results["aborted"] = {
+                "reason": "device_errors",
+                "device_errors": self.failed,
+                "detail": f"{_failed_sentence(self.failed)}; the collector could hear nothing "
+                "more and was stopped after finish_grace, the outputs hold what had arrived",
+            }
+            (out / "results.json").write_text(json.dumps(results, indent=2))
+        if self.timed_out:
+            limit = _run_timeout(self.scenario)
+            results["aborted"] = {
+                "reason": "run_timeout",
+                "run_timeout": limit,
+                "detail": f"the run did not finish within run_timeout ({limit:g} s); the "
+                "collector process was stopped and the outputs hold what had arrived",
+            }
+            (out / "results.json").write_text(json.dumps(results, indent=2))
+        return results
 
 
 def _merge_partitions(scenario, out: Path, coordinator_dir: Path, partition_dirs, run) -> Path:
