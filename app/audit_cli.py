@@ -268,7 +268,7 @@ def audit_command(
         bool | None,
         typer.Option(
             "--progress/--quiet",
-            help="'all'/'mutants': progress lines on stderr (default: when it is a terminal).",
+            help="Progress lines on stderr, one per audit (default: when it is a terminal).",
         ),
     ] = None,
     tests: Annotated[
@@ -437,6 +437,8 @@ def _audit_rows(
     else:
         if len(eps_list) != 1:
             raise ParameterError("one budget per mechanism (a list only for 'all')", field="eps")
+        if report is not None:
+            report(1, 1, f"{mechanism} (eps {eps_list[0]:g})")
         result = _battery().run_audit(
             mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
         )

@@ -333,3 +333,13 @@ def test_options_audit_mutants_does_not_use_are_refused(option, value):
                                          option, value])  # fmt: skip
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: {option[2:]}: 'audit mutants' runs"), result.output
+
+
+def test_progress_is_honoured_for_one_mechanism():
+    """`audit rr --progress` was silently ignored (no line on stderr, helper Q): it now prints
+    the one `audit 1 of 1: rr (eps 1)` line, as 'all' does for each audit; --quiet none."""
+    shown = CliRunner().invoke(_app(), ["rr", "--eps", "1", "--trials", "200", "--progress"])
+    assert shown.exit_code == 0, shown.output
+    assert "audit 1 of 1: rr (eps 1)" in shown.stderr
+    quiet = CliRunner().invoke(_app(), ["rr", "--eps", "1", "--trials", "200", "--quiet"])
+    assert quiet.exit_code == 0 and "audit 1 of 1" not in quiet.stderr
