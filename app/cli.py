@@ -1651,6 +1651,7 @@ def bench_fleet_command(
             f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
             "auto; with --connection device every device has its own connection"
         )
+    _check_within_steps(steps, batch_steps=batch_steps, w=w)
     with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
             bench_fleet(
@@ -1679,6 +1680,18 @@ def bench_fleet_command(
     print(json.dumps(result, indent=None if as_json else 2))
     if result["lost"]:
         _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
+
+
+def _check_within_steps(steps: int, **lengths: int | None) -> None:
+    """``bench fleet``: a ``--w`` or ``--batch-steps`` longer than ``--steps`` ran (a batch
+    of 5 over 3 steps counted 5 values per message); refused, naming both options."""
+    for name, value in lengths.items():
+        if value is not None and value > steps:
+            option = "--" + name.replace("_", "-")
+            raise typer.BadParameter(
+                f"{option} {value} is longer than --steps {steps}: give {option} <= --steps"
+                + (" (--w defaults to 5)" if name == "w" else "")
+            )
 
 
 @bench_app.command("cpr")

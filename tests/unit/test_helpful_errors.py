@@ -110,3 +110,22 @@ def test_bench_fleet_refuses_shard_broker_with_one_shard():
     )  # fmt: skip
     assert result.exit_code == 2
     assert "--shard-broker" in result.output and "[fleet] shards" in result.output
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--w", "5"], "--w 5"), (["--batch-steps", "5", "--w", "2"], "--batch-steps 5"),
+     ([], "--w 5")],
+)  # fmt: skip
+def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, named):
+    """`bench fleet --steps 3 --batch-steps 5` ran and counted 10 values for 2 devices x 3
+    steps (values = messages x batch_steps); `--w 5` ran too (helper Q): refused, both named."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app, ["bench", "fleet", "--devices", "2", "--steps", "3", "--broker", "memory",
+              *options],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert named in result.output and "--steps 3" in result.output
