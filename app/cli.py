@@ -159,6 +159,17 @@ SeedOption = Annotated[
 ]
 
 
+def _out_path(value: str | Path) -> Path:
+    """The parser of every ``--out`` / ``--output`` option: an empty path was read as the
+    current directory (``Path("")`` is ``Path(".")``) and the outputs landed there."""
+    if isinstance(value, str) and not value:
+        raise typer.BadParameter(
+            "must not be empty (an empty path was read as the current directory): give a "
+            "path, or . for the current directory"
+        )
+    return Path(value)
+
+
 def _out_dir(path: Path | None) -> Path | None:
     """``--out``: refused when it, or a folder on the way to it, is an existing file
     (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
@@ -367,7 +378,15 @@ def run(
     ],
     broker: BrokerOption = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output directory.",
+            parser=_out_path,
+            metavar="PATH",
+            callback=_out_dir,
+        ),
     ] = Path("runs/latest"),
     seed: SeedOption = None,
     run_id: Annotated[
@@ -725,6 +744,8 @@ def merge_command(
             "--out",
             "-o",
             help="Where to write the merged run (default: DIR/merged).",
+            parser=_out_path,
+            metavar="PATH",
             callback=_out_dir,
         ),
     ] = None,
@@ -816,6 +837,8 @@ def fleet(
             "--out",
             "-o",
             help="Where to write this shard's ledger and outcomes.",
+            parser=_out_path,
+            metavar="PATH",
             callback=_out_dir,
         ),
     ] = None,
@@ -942,7 +965,15 @@ def collector(
         str, typer.Option("--run", help="Run id shared with the fleet.", callback=_run_id_option)
     ],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Output directory.", callback=_out_dir)
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Output directory.",
+            parser=_out_path,
+            metavar="PATH",
+            callback=_out_dir,
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     seed: SeedOption = None,
@@ -1125,7 +1156,15 @@ def _check_listener_options(host: str, tls_host: str | None, run_as: str | None)
 def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory to write into.",
+            parser=_out_path,
+            metavar="PATH",
+            callback=_out_dir,
+        ),
     ],
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port Mosquitto listens on.")] = 1884,
     host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
@@ -1234,7 +1273,15 @@ def mosquitto_config(
 @app.command("certs")
 def certs_command(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory to write into.", callback=_out_dir)
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Directory to write into.",
+            parser=_out_path,
+            metavar="PATH",
+            callback=_out_dir,
+        ),
     ],
     host: Annotated[
         list[str] | None,
@@ -1478,7 +1525,10 @@ def trace_export(
     path: TracePath,
     fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File (default: stdout).")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="File (default: stdout).", parser=_out_path, metavar="PATH"
+        ),
     ] = None,
     device: DeviceOpt = None,
     kind: KindOpt = None,
@@ -1622,7 +1672,14 @@ def bench_fleet_command(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Keep the run's outputs here.", callback=_out_dir),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Keep the run's outputs here.",
+            parser=_out_path,
+            metavar="PATH",
+            callback=_out_dir,
+        ),
     ] = None,
     partitions: Annotated[
         int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
