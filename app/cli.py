@@ -886,8 +886,9 @@ def fleet(
 
 
 def _refuse_in_process_broker(broker: str, side: str, other: str) -> None:
-    """``ldpfleet fleet/collector -b memory``: the in-process broker lives inside this one
-    process, so the other side could never join (the side waited out its timeout)."""
+    """``ldpfleet fleet/collector -b memory`` or ``-b embedded``: the in-process broker
+    lives inside this one process (embedded: on a free port it does not print), so the
+    other side could never join (the side waited out its timeout)."""
     from ldpfleet.broker.mqtt import BrokerUrlError
 
     if broker == "memory":
@@ -895,6 +896,13 @@ def _refuse_in_process_broker(broker: str, side: str, other: str) -> None:
             f"'memory' is a broker inside this process: no other process can reach it, so "
             f"the {other} would never join this {side}; give the mqtt://host:port both use "
             "(or `ldpfleet run` for one process)"
+        )
+    if broker == "embedded":
+        raise BrokerUrlError(
+            f"'embedded' would start a new broker inside this {side} on a free port no "
+            f"{other} can find: start one with `ldpfleet broker` and pass the mqtt://host:port "
+            f"it prints to both sides (docs/separate-processes.md; or `ldpfleet run` for one "
+            "process)"
         )
 
 

@@ -129,3 +129,18 @@ def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, na
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert named in result.output and "--steps 3" in result.output
+
+
+@pytest.mark.parametrize("side", ["fleet", "collector"])
+def test_fleet_or_collector_on_an_embedded_broker_is_refused(side):
+    """`ldpfleet fleet -b embedded` started an amqtt broker inside the process, on a free
+    port no collector could find, and waited out its timeout (helper Q): refused with a
+    sentence saying to start `ldpfleet broker` and pass its URL."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    quick = str(ROOT / "scenarios" / "quickstart.toml")
+    result = CliRunner().invoke(app, [side, quick, "-b", "embedded", "--run", "q-embedded"])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "ldpfleet broker" in text and "separate-processes.md" in text, text
