@@ -72,7 +72,8 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
 
 NumPy files (recognised by their first bytes, whatever the name): an ``.npz``'s members
 are the columns by key, an ``.npy`` one column (1-D) or rows x columns (2-D); loaded without
-unpickling (``_numpy_table`` lists what is refused).
+unpickling (``_numpy_table`` lists what is refused). They have no header line: ``header``
+true or false with one is refused (``source.header``).
 
 Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
 (``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
@@ -402,6 +403,7 @@ def _parse_table(
         with open(path, "rb") as fh:
             raw = fh.read()
         if raw.startswith(_NUMPY_MAGIC):
+            _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
         text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
         delimiter = sniff_delimiter(text)
@@ -501,6 +503,17 @@ def _parse_table(
 # .npy files start with b"\x93NUMPY", .npz files (zip archives) with b"PK\x03\x04"
 _NUMPY_MAGIC = (b"\x93NUMPY", b"PK\x03\x04")
 _EXACT_INT = 2**53  # integers beyond it have no exact float64
+
+
+def _no_header_in_numpy(path: str, has_header: bool | None) -> None:
+    """A NumPy file has no header line (its columns are named by key or index): a
+    ``header`` set to true or false with one was silently ignored; refused."""
+    if has_header is not None:
+        raise SourceError(
+            f"{path} is a NumPy file, which has no header line (its columns are named by "
+            f'key or index): leave header out ("auto"), got {str(has_header).lower()}',
+            field="source.header",
+        )
 
 
 def _numpy_table(path: str, raw: bytes) -> tuple:

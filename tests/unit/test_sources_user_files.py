@@ -223,3 +223,24 @@ def test_devices_replay_an_npz_column_exactly(tmp_path):
     stream, truth = csv_stream(CsvSpec(path=path, column="temp", stride=7), 1, 2, 50)
     assert np.array_equal(stream, np.roll(temp, -7)[np.arange(50) % 40])
     assert truth.period is None
+
+
+@pytest.mark.parametrize("header", ["true", "false"])
+@pytest.mark.parametrize("name", ["d.npz", "d.npy"])
+def test_a_header_with_a_numpy_file_is_refused_naming_source_header(tmp_path, name, header):
+    """`header = true` with an .npz or .npy path was silently ignored (a NumPy file has no
+    header line: its columns are named by key or index; helper Q): refused naming
+    source.header; "auto" (the default) still reads the file."""
+    path = tmp_path / name
+    if name.endswith(".npz"):
+        np.savez(path, temp=np.arange(50.0))
+    else:
+        np.save(path, np.arange(50.0))
+    text = SCENARIO.format(path=str(path)).replace("column = 0", f"column = 0\nheader = {header}")
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text)
+    message = str(caught.value)
+    assert "source.header" in message and str(path) in message, message
+    with pytest.raises(SourceError, match=r"source\.header"):
+        load_table(str(path), header=header == "true")
+    assert parse_scenario(SCENARIO.format(path=str(path))).spec.source.header == "auto"
