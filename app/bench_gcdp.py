@@ -283,6 +283,20 @@ def _budgets(cal: dict, eps: float) -> np.ndarray:
                            cal.get("coordinate_map"), **cal.get("allocation", {}))  # fmt: skip
 
 
+def printed_budgets(budgets: np.ndarray, digits: int = 6) -> list[float]:
+    """``budgets`` rounded to ``digits`` decimals so that the printed parts add up, as
+    decimals, to their total rounded the same way (largest remainders take the last units):
+    rounded one by one, six budgets of 1/6 printed 0.166667 each, summing to 1.000002,
+    which read as overspending the window budget."""
+    scale = 10**digits
+    exact = np.asarray(budgets, dtype=float) * scale
+    units = np.floor(exact).astype(np.int64)
+    short = round(float(exact.sum())) - int(units.sum())
+    if short > 0:
+        units[np.argsort(-(exact - units), kind="stable")[:short]] += 1
+    return [round(int(u) / scale, digits) for u in units]
+
+
 def noise_law(method: str, cal: dict, eps: float) -> NoiseLaw:
     """The noise law of ``method``'s release at ``eps`` under ``cal`` (what ``_release``
     draws, computed from the public theta alone): Laplace b_k = s_k / eps_k for the pure-eps
@@ -365,18 +379,48 @@ def _draw(method, prep: Prepared, feats, labels, cal, eps, rng_key, attack) -> t
     model = prep.model
     if readings.task_fit == "private":
         model = prep.fit_task(train_rel, prep.train_l)
-    score = prep.metric(labels, model.predict(released))
+    pred = np.asarray(model.predict(released))
+    score, one = prep.metric(labels, pred), _one_class(pred)
     if attack is None:
-        return score, None, None
+        return score, None, None, one
     protected, rows = attack
     decision, predicted = _attack_scores(method, prep, cal, eps, released, train_rel, rows)
-    return score, oriented_auc(protected, decision), f1_percent(protected, predicted) / 100.0
+    auc = oriented_auc(protected, decision)
+    return score, auc, f1_percent(protected, predicted) / 100.0, one
+
+
+def _one_class(pred: np.ndarray) -> int | None:
+    """The class every window was predicted, or None when the predictions differ."""
+    classes = np.unique(pred)
+    return int(classes[0]) if classes.size == 1 else None
+
+
+# how a one-class prediction reads, by data set (default: "always class c")
+CLASS_NAMES = {
+    "occupancy": {1: "always occupied", 0: "never occupied"},
+    "intel": {1: "always anomalous", 0: "never anomalous"},
+}
+
+
+def collapse_note(one_class: list[int | None], names: dict[int, str]) -> str | None:
+    """Says when draws of a method predicted one class for every window (``one_class``:
+    each draw's class, or None), whose score is then that of a constant prediction (the F1
+    of "always occupied", or 0) rather than of the release; None when no draw did."""
+    hits = [c for c in one_class if c is not None]
+    if not hits:
+        return None
+    which = ", ".join(names.get(c, f"always class {c}") for c in sorted(set(hits)))
+    return (
+        f"{len(hits)} of {len(one_class)} draws predict one class for every window "
+        f"({which}): such a draw's score is that of a constant prediction"
+    )
 
 
 def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attack=None,
              stream: int = 0) -> tuple:  # fmt: skip
-    """Mean and std of the task metric over ``draws`` releases, and (with ``attack``) the
-    mean oriented attack AUC and attack F1 on the SAME releases (None without). Draw k's
+    """Mean and std of the task metric over ``draws`` releases, (with ``attack``) the
+    mean oriented attack AUC and attack F1 on the SAME releases (None without), and each
+    draw's one predicted class (None: both classes predicted; ``collapse_note``). Draw k's
     generator is keyed (seed, eps, k) for the test windows (``stream`` 0, as ``_rng``) and
     (seed, eps, k, stream) otherwise (2: validation), so validation noise is independent."""
     rows = [_draw(method, prep, feats, labels, cal, eps, (seed, k, stream), attack)
@@ -384,7 +428,8 @@ def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attac
     scores = [r[0] for r in rows]
     auc = float(np.mean([r[1] for r in rows])) if attack is not None else None
     attack_f1 = float(np.mean([r[2] for r in rows])) if attack is not None else None
-    return float(np.mean(scores)), float(np.std(scores)), auc, attack_f1
+    one_class = [r[3] for r in rows]
+    return float(np.mean(scores)), float(np.std(scores)), auc, attack_f1, one_class
 
 
 def bayes_bound_f1(prep: Prepared, eps: float, draws: int, seed: int, method: str = "Lap-DP",
@@ -465,7 +510,7 @@ def best_allocation_bound_f1(prep: Prepared, eps: float, draws: int, seed: int) 
                                        eps_rel=eps, low=0.0, high=1.0, rng=rng)  # fmt: skip
             scores.append(_oracle_f1(prep.test_f, prep.test_l, law, released))
         best = max(best, (float(np.mean(scores)), split), key=lambda t: t[0])
-    return {"f1": round(best[0], 4), "budgets": [round(float(v), 6) for v in best[1]]}
+    return {"f1": round(best[0], 4), "budgets": printed_budgets(best[1])}
 
 
 def _log_mean_exp(a: np.ndarray) -> np.ndarray:
@@ -535,7 +580,7 @@ def bench_gcdp(
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
                    train_file=train_file, test_file=test_file)  # fmt: skip
     tau, tau_f1 = select_tau(prep, draws, seed, tick)
-    run = _Evaluation(prep, tau, draws, seed, tick)
+    run = _Evaluation(prep, tau, draws, seed, tick, CLASS_NAMES.get(dataset, {}))
     tables, validation = run.method_tables(methods, eps_t)
     seed_tables = SEED_TABLES[dataset]
     ablation = run.ablations(seed_tables["ablation"])
@@ -547,6 +592,10 @@ def bench_gcdp(
         "ablation_eps1": ablation,
         "f1": tables["f1"],
         "f1_std": tables["f1_std"],
+        # per method and budget: draws whose classifier predicted one class for every window
+        # (their F1 is that of "always occupied" or 0; protocol.nonprivate_test for the clean
+        # windows), None when no draw did
+        "collapsed": tables["collapsed"],
         "seed_f1": {m: {str(e): v for e, v in seed_f1[m].items()} for m in methods if m in seed_f1},
         "attack": prep.attack_info,
         "attack_auc": tables["attack_auc"],
@@ -585,6 +634,7 @@ class _Evaluation:
     draws: int
     seed: int
     tick: Callable[[], None]
+    class_names: dict[int, str] = field(default_factory=dict)
     sel: Prepared = field(init=False)
     cal: dict = field(init=False)
     sel_cal: dict = field(init=False)
@@ -596,9 +646,9 @@ class _Evaluation:
             self.cal if self.sel is self.prep else _calibrate_prepared(self.sel, self.tau)
         )
 
-    def on_test(self, method: str, cal: dict, eps: float) -> tuple[float, float, float, float]:
-        """(F1 mean, F1 std, attack AUC, attack F1) of one method and budget on the test
-        windows (noise stream 0)."""
+    def on_test(self, method: str, cal: dict, eps: float) -> tuple:
+        """(F1 mean, F1 std, attack AUC, attack F1, each draw's one class) of one method and
+        budget on the test windows (noise stream 0)."""
         prep = self.prep
         attack = (prep.protected, prep.attack_rows)
         out = _mean_f1(method, prep, prep.test_f, prep.test_l, cal, eps, self.draws, self.seed,
@@ -606,7 +656,7 @@ class _Evaluation:
         self.tick()
         return out
 
-    def on_validation(self, method: str, eps: float) -> tuple[float, float, float, float]:
+    def on_validation(self, method: str, eps: float) -> tuple:
         """The same on the windows the readings are chosen on (noise stream 2)."""
         sel = self.sel
         val_f, val_l = sel.validation_windows
@@ -618,31 +668,35 @@ class _Evaluation:
 
     def method_tables(self, methods, eps_t) -> tuple[dict[str, dict], dict[str, dict]]:
         """Method x budget: the test tables (``f1``, ``f1_std``, ``attack_auc``,
-        ``attack_f1``) and, with held-out validation windows, the validation tables."""
+        ``attack_f1``, ``collapsed``) and, with held-out validation windows, the validation
+        tables."""
         tables: dict[str, dict] = {"f1": {}, "f1_std": {}, "attack_auc": {}, "attack_f1": {}}
         validation: dict[str, dict] = {"f1": {}, "attack_auc": {}}
+        collapsed: dict[str, dict] = {}
         for method in methods:
             rows = {str(eps): self.on_test(method, self.cal, eps) for eps in eps_t}
             for i, table in enumerate(tables.values()):
                 table[method] = {e: round(r[i], 4) for e, r in rows.items()}
+            collapsed[method] = {e: collapse_note(r[4], self.class_names) for e, r in rows.items()}
             if self.sel.has_validation:  # the readings are chosen on this table, never on the test
                 rows = {str(e): self.on_validation(method, e) for e in eps_t}
                 validation["f1"][method] = {e: round(r[0], 4) for e, r in rows.items()}
                 validation["attack_auc"][method] = {e: round(r[2], 4) for e, r in rows.items()}
-        return tables, validation
+        return {**tables, "collapsed": collapsed}, validation
 
     def ablations(self, seed_ablation: dict) -> dict:
         """GC-DP at eps = 1 with each of ``ABLATIONS``' parts switched off or replaced."""
         ablation = {}
         for name, (switches, overrides) in ABLATIONS.items():
             variant = _calibrate_prepared(self.prep, self.tau, **switches, allocation=overrides)
-            mean, std, attack_auc, att_f1 = self.on_test("GC-DP", variant, 1.0)
+            mean, std, attack_auc, att_f1, one_class = self.on_test("GC-DP", variant, 1.0)
             ablation[name] = {
                 "f1": round(mean, 4),
                 "f1_std": round(std, 4),
                 "attack_auc": round(attack_auc, 4),
                 "attack_f1": round(att_f1, 4),
-                "budgets_eps1": [round(float(v), 6) for v in _budgets(variant, 1.0)],
+                "collapsed": collapse_note(one_class, self.class_names),
+                "budgets_eps1": printed_budgets(_budgets(variant, 1.0)),
                 "edges": variant["edges"],
                 "seed_f1": seed_ablation.get(name, (None, None))[0],
                 "seed_attack_auc": seed_ablation.get(name, (None, None))[1],
@@ -675,7 +729,7 @@ def _calibration_table(cal: dict, tau, tau_f1: dict) -> dict:
         "scales": [float(v) for v in cal["scales"]],
         "utility": [round(float(v), 4) for v in cal["utility"]],
         "exposure_norm": [round(float(v), 4) for v in cal["exposure"]],
-        "gcdp_budgets_eps1": [round(float(v), 6) for v in _budgets(cal, 1.0)],
+        "gcdp_budgets_eps1": printed_budgets(_budgets(cal, 1.0)),
     }
 
 

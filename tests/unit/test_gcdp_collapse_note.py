@@ -52,3 +52,38 @@ def test_bench_says_when_the_attack_auc_is_undefined_on_the_test_file():
     clean = bench.bench_gcdp("occupancy", ["NonPrivate"], (1.0,), 1, 0, window=WINDOW,
                              data=(tx, ty, *synthetic_frame(300, 2)), timing=False)  # fmt: skip
     assert clean["attack"]["auc_undefined"] is None
+
+
+def test_bench_flags_a_private_method_whose_draws_predict_one_class():
+    """A private method whose every draw predicts one class printed that F1 (the F1 of
+    "always occupied", or 0) like any score, while NonPrivate's collapse was named (helper
+    Q): ``collapsed`` now says so per method and budget, and per ablation row."""
+    tx, ty = synthetic_frame(600, 1)
+    sx, sy = synthetic_frame(300, 2)
+    sx[:] = [22.0, 27.0, 490.0, 850.0, 0.0047]  # stuck at occupied levels: all look occupied
+    result = bench.bench_gcdp("occupancy", ["Lap-DP", "GC-DP"], (1000.0,), 3, 0,
+                              window=WINDOW, data=(tx, ty, sx, sy), timing=False)  # fmt: skip
+    for method in ("Lap-DP", "GC-DP"):
+        note = result["collapsed"][method]["1000.0"]
+        assert note is not None and note.startswith("3 of 3 draws predict one class"), note
+        assert "always occupied" in note
+        assert (
+            result["f1"][method]["1000.0"]
+            == result["protocol"]["nonprivate_test"]["always_occupied_f1"]
+        )
+    assert "collapsed" in result["ablation_eps1"]["GC-DP"]
+    clean = bench.bench_gcdp("occupancy", ["Lap-DP"], (1000.0,), 2, 0, window=WINDOW,
+                             data=(tx, ty, *synthetic_frame(300, 2)), timing=False)  # fmt: skip
+    assert clean["collapsed"]["Lap-DP"]["1000.0"] is None
+
+
+def test_printed_budgets_sum_to_the_rounded_total():
+    """Budgets printed to 6 decimals one by one could sum to 1.000001 (six parts of 1/6:
+    0.166667 x 6 = 1.000002), which read as overspending the window budget (helper Q): the
+    printed parts now add up, as decimals, to the total rounded to 6 decimals."""
+    from decimal import Decimal
+
+    for parts in ([1 / 6] * 6, [1 / 3] * 3, [0.1234565, 0.8765435], [0.25, 0.75], [0.0, 1.0]):
+        printed = bench.printed_budgets(np.array(parts))
+        assert sum(Decimal(repr(v)) for v in printed) == Decimal(repr(round(sum(parts), 6)))
+        assert all(abs(p - v) < 1e-6 for p, v in zip(printed, parts, strict=True))
