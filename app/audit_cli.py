@@ -375,6 +375,25 @@ def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | N
     return tuple(dict.fromkeys(only))
 
 
+def _load_plugin_in_time(mechanism: str, eps: float) -> None:
+    """A user mechanism's load-time check under ``scenarios.plugin_load``'s time limit
+    (a ``perturb`` that never returned hung the audit forever); the audit's own build then
+    finds it done. A battery entry, an unknown name or a budget the audit refuses are left
+    to ``run_audit``, which names them."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.mechanism_contract import check_budget
+    from ldpfleet.protocol.mechanisms import is_entry_point
+    from ldpfleet.scenarios.plugin_load import mechanism_in_time
+
+    if mechanism in _battery().BATTERY or not (":" in mechanism or is_entry_point(mechanism)):
+        return
+    try:
+        check_budget(eps)
+    except ParameterError:
+        return
+    mechanism_in_time(mechanism, eps)
+
+
 def _warn_underpowered(rows: list[dict]) -> None:
     """One stderr line when some audit's evaluation runs could not certify its claim at all
     (``eps_lb_max`` <= ``eps_claimed``): its "inconclusive" says nothing about the
@@ -439,6 +458,7 @@ def _audit_rows(
             raise ParameterError("one budget per mechanism (a list only for 'all')", field="eps")
         if report is not None:
             report(1, 1, f"{mechanism} (eps {eps_list[0]:g})")
+        _load_plugin_in_time(mechanism, eps_list[0])
         result = _battery().run_audit(
             mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
         )

@@ -27,7 +27,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import threading
 from collections.abc import Callable
 from functools import lru_cache, partial
 from importlib.metadata import entry_points
@@ -247,51 +246,21 @@ def stream_mechanism(name: str, eps: float):
     """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
 
     The first build of each (name, eps) runs the contract's sample check on a fixed-seed
-    generator of its own (the caller's generator is never touched). A budget outside
-    (0, 50] (``check_budget``) is refused for every mechanism but ``raw`` before any plugin
-    sees it: a plugin built at eps = 0, NaN or inf answered with a misleading failure of
-    its own (``ldpfleet audit pkg.mod:Cls --eps nan``: "estimate_mean returned nan")."""
+    generator of its own (the caller's generator is never touched), with no time limit
+    (this layer has no threads or clocks: ``scenarios.plugin_load.mechanism_in_time``
+    makes that first build under one, where scenarios and audited plugins are loaded).
+    A budget outside (0, 50] (``check_budget``) is refused for every mechanism but ``raw``
+    before any plugin sees it: a plugin built at eps = 0, NaN or inf answered with a
+    misleading failure of its own (``ldpfleet audit pkg.mod:Cls --eps nan``:
+    "estimate_mean returned nan")."""
     if name != "raw":
         check_budget(eps)
     mechanism = build_mechanism(mechanism_factory(name), eps, name)
     key = (name, float(eps))
-    if key not in _checked:
-        _check_in_time(mechanism, name)
+    if key not in _checked:  # a time limit on it: scenarios.plugin_load (no threads here)
+        check_mechanism(mechanism, name, np.random.default_rng(0), randomised=name != "raw")
         _checked.add(key)
     return mechanism
-
-
-# Seconds the load-time check may take (the built-ins need milliseconds, a pure-Python
-# plugin on its 557 inputs well under one second): a plugin past it is refused.
-LOAD_CHECK_SECONDS = 60.0
-
-
-def _check_in_time(mechanism: object, name: str) -> None:
-    """``check_mechanism`` in a worker thread joined with ``LOAD_CHECK_SECONDS``: a plugin
-    whose ``perturb`` (or ``in_domain``, ``estimate_mean``) never returns hung ``ldpfleet
-    run`` and ``ldpfleet audit`` at load, forever, without a word. Past the limit, one
-    sentence (``ParameterError``, field ``mechanism``); the blocked call is left to its
-    daemon thread (Python cannot stop it), which the exiting command does not wait for."""
-    outcome: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            check_mechanism(mechanism, name, np.random.default_rng(0), randomised=name != "raw")
-        except BaseException as error:  # handed to the caller's thread as it is
-            outcome.append(error)
-
-    worker = threading.Thread(target=work, name=f"ldpfleet-check {name}", daemon=True)
-    worker.start()
-    worker.join(LOAD_CHECK_SECONDS)
-    if worker.is_alive():
-        raise ParameterError(
-            f"{name!r} did not finish the load-time check within {LOAD_CHECK_SECONDS:g} s "
-            "(perturb, in_domain or estimate_mean on a few hundred inputs): a plugin that "
-            "blocks (a network call, a lock, input()) or is that slow cannot serve a device",
-            field="mechanism",
-        )
-    if outcome:
-        raise outcome[0]
 
 
 def mechanism_names() -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN
-from ldpfleet.protocol.mechanisms import check_mechanism_name, stream_mechanism
+from ldpfleet.protocol.mechanisms import check_mechanism_name
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS, MAX_STAGE_TIMEOUT
@@ -35,6 +35,7 @@ from ldpfleet.protocol.secagg.server import SecAggServer
 from ldpfleet.protocol.stream import RAW, StreamConfig
 from ldpfleet.protocol.topics import MAX_PARTITIONS
 from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
+from ldpfleet.scenarios.plugin_load import mechanism_in_time
 from msgspec import Meta
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
@@ -967,7 +968,7 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     try:
         with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
             warnings.simplefilter("ignore", RuntimeWarning)
-            stream_mechanism(name, eps0)
+            mechanism_in_time(name, eps0)  # a plugin that blocks: refused past a limit
     except ParameterError as error:
         reason = error.reason
         if f"refused eps = {eps0:g}" in reason:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import typer
 from ldpfleet.collector.audit.battery import run_audit
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanisms import stream_mechanism
@@ -108,16 +109,39 @@ def test_a_privacy_bug_is_a_violation(cls):
 
 
 def test_a_plugin_that_blocks_is_refused_at_load(monkeypatch):
-    """The load-time check runs in a worker thread joined with a time limit: a perturb that
-    never returned hung ``ldpfleet run`` and ``ldpfleet audit`` at load, forever. The plugin
+    """A perturb that never returned hung ``ldpfleet run`` and ``ldpfleet audit`` at load,
+    forever. The time limit is applied above the protocol layer (which stays pure: no
+    threads, no clocks), where a scenario is loaded and where the audit command loads a
+    plugin: the load-time check runs in a worker thread joined with the limit. The plugin
     blocks on an event, so the limit (shortened here) always expires; the event is set
-    afterwards to let the worker thread end."""
+    afterwards to let the worker threads end."""
     import heldout_bad
-    from ldpfleet.protocol import mechanisms
+    from ldpfleet.app.audit_cli import audit_command
+    from ldpfleet.scenarios import plugin_load
+    from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+    from typer.testing import CliRunner
 
-    monkeypatch.setattr(mechanisms, "LOAD_CHECK_SECONDS", 0.2)
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(plugin_load, "LOAD_CHECK_SECONDS", 0.2)
+    text = (ROOT / "scenarios" / "quickstart.toml").read_text()
+    text = text.replace('mechanism = "sw"', 'mechanism = "heldout_bad:BlocksForever"')
+    app = typer.Typer()
+    app.command()(audit_command)
     try:
-        with pytest.raises(ParameterError, match=r"did not finish the load-time check within"):
-            stream_mechanism("heldout_bad:BlocksForever", 0.4)
+        with pytest.raises(ScenarioError, match=r"did not finish the load-time check within"):
+            parse_scenario(text)
+        result = CliRunner().invoke(app, ["heldout_bad:BlocksForever", "--eps", "0.7"])
+        assert result.exit_code == 2, result.output
+        assert "did not finish the load-time check within 0.2 s" in result.output
     finally:
         heldout_bad.RELEASE.set()
+
+
+def test_the_protocol_layer_starts_no_thread():
+    """protocol/ is pure (sans-I/O state machines): the load-time check's time limit, a
+    worker thread and a clock, lives in scenarios/plugin_load.py (helper Q)."""
+    from tests.conftest import ROOT
+
+    for path in (ROOT / "protocol").glob("*.py"):
+        assert "threading" not in path.read_text(), path.name
