@@ -32,6 +32,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,7 @@ def _rr_p_double(p: Patcher) -> None:
     def broken(self) -> None:
         real(self)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-2.0 * self.eps)))
+        object.__setattr__(self, "coin_eps", Fraction(2.0 * self.eps))  # the exact coin's
 
     p.setattr(WarnerRR, "__post_init__", broken)
 
