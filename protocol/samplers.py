@@ -358,16 +358,22 @@ def rr_lie(rng: np.random.Generator, eps: float | Fraction, size: int) -> np.nda
 
 @lru_cache(maxsize=256)
 def exp_lower_bound(eps: float, bits: int = 60) -> Fraction:
-    """A rational ``R <= e^eps`` with ``R >= e^eps (1 - 2**-(bits - 2))`` (``eps >= 0``, a
-    float taken exactly): ``1 / _exp_neg_upper(eps)`` (a rigorous bound, not libm) rounded
-    DOWN to ``bits`` significant bits. A mechanism whose probability ratio is ``R`` has
-    privacy loss ``ln R <= eps``."""
-    upper = _exp_neg_upper(Fraction(eps))  # >= e^-eps
-    inverse = 1 / upper  # <= e^eps
-    shift = bits - inverse.numerator.bit_length() + inverse.denominator.bit_length()
+    """A rational ``R <= e^eps`` (``eps >= 0``, a float taken exactly): ``1 /
+    _exp_neg_upper(eps)`` (a rigorous bound, not libm) rounded DOWN to ``bits`` significant
+    bits of ``R - 1`` (so ``R - 1``, what a small ``eps`` leaves of the ratio, keeps a
+    relative precision of ``2**-(bits - 2)``). A mechanism whose probability ratio is ``R``
+    has privacy loss ``ln R <= eps``."""
+    if isinstance(eps, bool) or not isinstance(eps, int | float | Fraction):
+        raise ParameterError(f"must be a real number >= 0, got {eps!r}", field="eps")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ParameterError(f"must be finite and >= 0, got {eps!r}", field="eps")
+    excess = 1 / _exp_neg_upper(Fraction(eps)) - 1  # <= e^eps - 1
+    if excess <= 0:
+        return Fraction(1)
+    shift = bits - excess.numerator.bit_length() + excess.denominator.bit_length()
     if shift >= 0:
-        return Fraction((inverse.numerator << shift) // inverse.denominator, 1 << shift)
-    return Fraction(inverse.numerator // (inverse.denominator << -shift) << -shift)
+        return 1 + Fraction((excess.numerator << shift) // excess.denominator, 1 << shift)
+    return 1 + Fraction(excess.numerator // (excess.denominator << -shift) << -shift)
 
 
 def discrete_laplace(

@@ -58,6 +58,7 @@ def sw_wrong_p(mp) -> None:
         q = 1.0 / (2.0 * self.b * e2 + 1.0)
         object.__setattr__(self, "q", q)
         object.__setattr__(self, "p", e2 * q)
+        object.__setattr__(self, "ratio", Fraction(e2))  # the exact sampler's p / q
 
     mp.setattr(protocol.sw.SquareWave, "__post_init__", broken)
 
