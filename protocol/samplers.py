@@ -55,6 +55,15 @@ generator's 63-bit words (``_Bits``: uniform integers below n by rejection on
 over the array (every draw loops until accepted, a small constant number of rounds), below
 a microsecond per value. Both are exact; which one runs depends only on the size, so a
 seed still determines every value.
+Coins for the one-bit and cell mechanisms. ``bernoulli_rational(rng, prob, n)`` is an
+exact ``Bernoulli(prob)`` for a rational of any denominator (one bounded integer below
+``2**62``; above, the uniform is compared with ``prob``'s binary expansion 62 bits at a
+time). ``bernoulli_float(rng, x)`` is exact for doubles ``x`` (the leading zero bits, then
+the 53-bit mantissa). ``rr_lie(rng, eps, n)`` is randomized response's lie coin
+``Bernoulli(1 / (1 + e^eps))``, exactly, by rejection with ``bernoulli_exp`` (which takes
+any rational ``gamma``, a float as its exact rational). ``exp_lower_bound(eps)`` is a
+rational ``R <= e^eps`` (Square Wave's density ratio, protocol/sw.py).
+
 Negative binomial (Pólya) shares, for distributed-noise secure sums
 (``negative_binomial``, ``geometric_ratio_bound``). ``NB(r, 1 - a)`` (failures before the
 r-th success, ``P[X = x] = (r)_x / x! · (1 - a)^r a^x``, ``(r)_x`` the rising factorial)
