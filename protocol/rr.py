@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
-from ldpfleet.protocol.samplers import rr_lie
+from ldpfleet.protocol.samplers import VECTOR_MIN, rr_lie, rr_lie_one
 from ldpfleet.protocol.sw import EPS_MAX
 from ldpfleet.protocol.validate import positive_real
 
@@ -106,12 +106,18 @@ class WarnerRR:
 
     def respond(self, bit: bool | np.ndarray, rng: np.random.Generator) -> bool | np.ndarray:
         """Answer ``bit`` truthfully with probability ``p``, exactly: the lie coins are
-        ``samplers.rr_lie(rng, coin_eps, n)`` (module docstring). Returns a bool for scalar
+        ``samplers.rr_lie(rng, coin_eps, n)`` (module docstring), or for a ``bool`` and
+        arrays of fewer than ``VECTOR_MIN`` bits ``rr_lie_one`` per bit (the same law; an
+        array of n < 64 bits draws as n ``bool`` calls do). Returns a bool for scalar
         input, a bool array of the same shape otherwise."""
-        if type(bit) is bool:  # the machines' one bit: no array round trip (same draw)
-            return bit != bool(rr_lie(rng, self.coin_eps, 1)[0])
+        if type(bit) is bool:  # the machines' one bit: the pure-Python coin (same law)
+            return bit != rr_lie_one(rng, self.coin_eps)
         bits = _as_bits(bit, "bit")
-        lie = rr_lie(rng, self.coin_eps, bits.size).reshape(bits.shape)
+        if bits.size < VECTOR_MIN:  # one bool's coin per bit: the same draws as bool calls
+            lie = np.array([rr_lie_one(rng, self.coin_eps) for _ in range(bits.size)], dtype=bool)
+        else:
+            lie = rr_lie(rng, self.coin_eps, bits.size)
+        lie = lie.reshape(bits.shape)
         out = np.logical_xor(bits, lie)
         return bool(out) if out.ndim == 0 else out
 

@@ -3,7 +3,7 @@ Warner RR / Duchi mechanisms built on them.
 
 Statistical thresholds: a count ``X ~ Binomial(n, p)`` with ``n = 10**6`` is compared with
 ``n p`` in units of ``sqrt(n p (1 - p))``; the normal approximation is accurate there
-(``n p (1 - p) >= 9e4`` in every case: the skewness correction at 5 sigma is < 1e-2 of the
+(``n p (1 - p) >= 2.6e4`` in every case: the skewness correction at 5 sigma is < 1e-2 of the
 tail). Each test makes ``m`` comparisons at ``|z| <= 5.1``:
 ``2 Phi(-5.1) = 3.4e-7`` each, so ``m <= 3`` keeps a test's false-failure rate near 1e-6.
 """
@@ -22,6 +22,7 @@ from ldpfleet.protocol.samplers import (
     bernoulli_float,
     bernoulli_rational,
     rr_lie,
+    rr_lie_one,
 )
 
 Z = 5.1  # two-sided 3.4e-7 per comparison (module docstring)
@@ -58,8 +59,44 @@ def test_rr_lie_branch_reachable_at_eps_40():
     lied (infinite privacy loss). The exact coin lies on the draws that realise
     Bernoulli(exp(-40))."""
     mech = WarnerRR(40.0)
-    assert mech.respond(True, _ScriptedGenerator()) is False
-    assert mech.respond(np.array([False]), _ScriptedGenerator()).tolist() == [True]
+    assert mech.p == 1.0  # what the old coin compared with
+    assert rr_lie(_ScriptedGenerator(), mech.coin_eps, 1).tolist() == [True]  # arrays >= 64
+    assert mech.respond(True, _PoolGenerator(_lie_bits(40))) is False  # the bool path
+    assert mech.respond(np.array([False]), _PoolGenerator(_lie_bits(40))).tolist() == [True]
+
+
+def _lie_bits(whole: int) -> int:
+    """The bit pool (least significant first) on which ``rr_lie_one`` lies at an integer
+    eps: 1 (propose "lie"), then per Bernoulli(exp(-1)) of CKS Alg. 1: k = 1 needs no bit,
+    k = 2 the bit 0 (success), k = 3 two bits worth 1 (failure at K = 3, odd: accept)."""
+    pool, at = 1, 1
+    for _ in range(whole):
+        pool |= 0b010 << at  # LSB first: 0, then the two bits 1, 0 (value 1)
+        at += 3
+    return pool
+
+
+class _PoolGenerator:
+    """A stub for ``samplers._Bits``: ``integers(0, 2**63, size, dtype)`` hands out the
+    given bit string as 63-bit words, then zeros."""
+
+    def __init__(self, pool: int) -> None:
+        self.pool = pool
+
+    def integers(self, low, high, size=None, dtype=np.int64):
+        words = [(self.pool >> (63 * i)) & (2**63 - 1) for i in range(size)]
+        self.pool >>= 63 * size
+        return np.array(words, dtype=np.int64)
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.7])
+def test_rr_lie_one_law(eps):
+    """The bool path's pure-Python coin, 2 * 10**5 coins (m = 1 per case; n p (1 - p) >=
+    2.6e4, still deep in the normal regime)."""
+    rng = np.random.default_rng(2026)
+    n = 200_000
+    lies = sum(rr_lie_one(rng, eps) for _ in range(n))
+    assert abs(_z(lies, n, 1.0 / (1.0 + math.exp(eps)))) <= Z
 
 
 def test_bernoulli_exp_40_true_on_scripted_draws():
