@@ -47,14 +47,16 @@ per-device one (docs/streaming.md; the w-event stream of the SW paper, Li et al.
   collector never holds more than ``window`` x gateways messages).
 
 Randomness: device ``d``'s key is the first 8 bytes of SHA-256(``"{seed}:{device id}"``);
-its SW uniform for step ``t`` is output ``t`` of SplitMix64 seeded with the key
-(Steele, Lea, Flood, OOPSLA 2014: state ``key + (t+1) * 0x9E3779B97F4A7C15``, then the
-murmur3-style finaliser), as a 53-bit float ``(z >> 11) * 2^-53`` — the same resolution as
-``numpy.random.Generator.random``, fed to ``SquareWave.perturb``'s inverse-CDF sampler
-(one uniform per value, protocol/sw.py). So a device's noise does not depend on which
-gateway, process or message carries it. SplitMix64 is a documented statistical generator,
-not a cryptographic one: it is right for a simulation whose keys the adversary does not
-model, not for deployed devices (which use ``os.urandom``-seeded generators).
+its SW words for step ``t`` are outputs ``2t`` and ``2t + 1`` of SplitMix64 seeded with
+the key (Steele, Lea, Flood, OOPSLA 2014: state ``key + (i+1) * 0x9E3779B97F4A7C15``, then
+the murmur3-style finaliser), each as a 62-bit integer ``z >> 2``, fed to
+``SquareWave.perturb``'s exact sampler (two 62-bit words per value, protocol/sw.py; the
+rare extra draws it makes — a tie at probability 2^-62, a rejected cell below 2^-40 — come
+from a generator seeded with the batch's words). So a device's noise does not depend on
+which gateway, process or message carries it (but for those rare extra draws).
+SplitMix64 is a documented statistical generator, not a cryptographic one: it is right
+for a simulation whose keys the adversary does not model, not for deployed devices
+(which use ``os.urandom``-seeded generators).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ __all__ = [
     "encode_bulk",
     "entry_dtype",
     "splitmix_uniform",
+    "splitmix_words",
     "stored_dtype",
 ]
 
@@ -454,14 +457,32 @@ def splitmix_uniform(keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return (_mix(state) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-class _Uniforms:
-    """Hands precomputed uniforms to ``SquareWave.perturb`` (its ``rng.random(shape)``)."""
+def splitmix_words(keys: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """SW's words (module docstring, "Randomness"): SplitMix64 outputs ``2t`` and ``2t + 1``
+    of each key for the steps ``t``, as 62-bit integers; ``keys`` (n,) u8, ``steps`` (k,);
+    the result is (n, k, 2) int64."""
+    t = np.asarray(steps, dtype=np.uint64)
+    index = np.stack([2 * t, 2 * t + np.uint64(1)], axis=-1)  # (k, 2)
+    state = keys[:, None, None] + (index[None] + np.uint64(1)) * _GAMMA
+    return (_mix(state) >> np.uint64(2)).astype(np.int64)
 
-    def __init__(self, r: np.ndarray) -> None:
-        self._r = r
 
-    def random(self, shape: tuple[int, ...]) -> np.ndarray:
-        return self._r.reshape(shape)
+class _Words:
+    """Hands precomputed words to ``SquareWave.perturb`` (its ``rng.integers(0, 2**62,
+    (n, 2))``); its rare further draws come from a generator seeded with the words."""
+
+    def __init__(self, words: np.ndarray) -> None:
+        self._words = words.reshape(-1, 2)
+        self._given = False
+        self._extra: np.random.Generator | None = None
+
+    def integers(self, low, high, size=None):
+        if not self._given and low == 0 and high == 2**62 and size == self._words.shape:
+            self._given = True
+            return self._words
+        if self._extra is None:
+            self._extra = np.random.default_rng(self._words[:64].ravel().tolist())
+        return self._extra.integers(low, high, size=size)
 
 
 # -- the w-event ledger of many devices ------------------------------------------------------
@@ -733,12 +754,12 @@ class BulkGateway:
         self.counters.ledger_refusals += int((~granted).sum())
         rows = rows[granted]
         v = normalise(x[granted], plan.lo, plan.hi)
-        r = splitmix_uniform(self.keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
+        words = splitmix_words(self.keys[rows], np.arange(t0, t0 + B, dtype=np.uint64))
         entries = np.empty(len(rows), dtype=self.dtype)
         entries["device"] = rows + self.first
         entries["seq"] = batch
         entries["eps0"] = plan.eps0
-        entries["values"] = self.mechanism.perturb(v, _Uniforms(r)) if len(rows) else v
+        entries["values"] = self.mechanism.perturb(v, _Words(words)) if len(rows) else v
         self.counters.entries_built += len(rows)
         return entries
 

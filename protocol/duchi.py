@@ -12,19 +12,21 @@ inputs ``t = 1`` and ``t = -1`` give the extreme odds ``e^eps / (e^eps + 1)`` ag
 the report is unbiased for ``t``, and ``(y + 1) / 2`` for ``x``, with variance
 ``(C^2 - t^2) / 4`` per report on the [0, 1] scale.
 
-Sampling: one uniform ``r = rng.random()`` per input and ``y = +C`` iff ``r < P(+C)``
-(exact up to the generator's 53-bit resolution; the same generator SW uses).
-``P(+C) = 1/(e^eps + 1) + x tanh(eps/2)``: the rare answer's probability ``1/(e^eps + 1)``
-is computed without cancellation (``1/2 + t/(2C)`` lost it against 1/2). It must stay
-well above the uniform's step ``2**-53``: at ``eps`` above ~36.7 it rounds to 0 (at 40,
-10**6 inputs 0 gave no ``+C`` and inputs 1 only ``+C``: an infinite privacy loss).
-``DUCHI_EPS_MAX = 32``: there it is ~114 steps, realised within 1 %.
+Sampling is exact: ``P(+C) = x e^eps / (e^eps + 1) + (1 - x) / (e^eps + 1)``, i.e. draw the
+bit ``Bernoulli(x)`` (``samplers.bernoulli_float``: exact for the double ``x``) and answer it
+through Warner randomized response (``samplers.rr_lie``: the lie coin
+``Bernoulli(1 / (e^eps + 1))`` exactly, for the rational of the float ``eps``). The former
+``rng.random() < P(+C)`` rounded the rare answer's probability to a multiple of ``2**-53``:
+0 above ``eps ~ 36.7`` (an infinite privacy loss), hence ``DUCHI_EPS_MAX = 32``; the exact
+coin has no such limit, the cap is kept only because Hybrid and the ε-range tests rely on
+it (lifting it is a separate change). ``rare`` and ``prob_high`` remain for the analysis.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -33,11 +35,12 @@ from ldpfleet.protocol.mechanism_contract import (
     checked_report_values,
     unit_inputs,
 )
+from ldpfleet.protocol.samplers import bernoulli_float, rr_lie
 
 __all__ = ["DUCHI_EPS_MAX", "DuchiMechanism", "check_coin_budget"]
 
 _TOLERANCE = 1e-12  # relative: a report must be +-C up to float rounding
-DUCHI_EPS_MAX = 32.0  # the largest budget the 53-bit coin realises (module docstring)
+DUCHI_EPS_MAX = 32.0  # the former 53-bit coin's limit, kept for Hybrid (module docstring)
 
 
 def check_coin_budget(eps: float) -> float:
@@ -60,6 +63,7 @@ class DuchiMechanism:
     eps: float
     bound: float = field(init=False, repr=False, compare=False)  # C
     rare: float = field(init=False, repr=False, compare=False)  # 1 / (e^eps + 1)
+    coin_eps: Fraction = field(init=False, repr=False, compare=False)  # the lie coin's eps
     output_low: float = field(init=False, repr=False, compare=False)
     output_high: float = field(init=False, repr=False, compare=False)
 
@@ -69,6 +73,7 @@ class DuchiMechanism:
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "bound", bound)
         object.__setattr__(self, "rare", 1.0 / (math.exp(eps) + 1.0))
+        object.__setattr__(self, "coin_eps", Fraction(eps))
         object.__setattr__(self, "output_low", -bound)
         object.__setattr__(self, "output_high", bound)
 
@@ -78,9 +83,12 @@ class DuchiMechanism:
         return self.rare + np.asarray(x, dtype=float) / self.bound
 
     def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Reports +-C, one uniform draw per input."""
+        """Reports +-C: the exact coin ``Bernoulli(x)`` answered through exact randomized
+        response (module docstring)."""
         arr = unit_inputs(x)
-        return np.where(rng.random(arr.shape) < self.prob_high(arr), self.bound, -self.bound)
+        bit = bernoulli_float(rng, arr)
+        lie = rr_lie(rng, self.coin_eps, bit.size).reshape(bit.shape)
+        return np.where(bit != lie, self.bound, -self.bound)
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and equal to +C or -C (up to float rounding)."""

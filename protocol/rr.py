@@ -26,18 +26,25 @@ count; ``variance_bound`` returns it (the ``V_i`` of the spec's Thm 3.5).
 Numerics: ``p`` is computed as ``1 / (1 + e^-eps)`` and ``e^eps - 1`` with ``expm1``, so
 small ``eps`` loses no precision; ``eps`` is capped at ``EPS_MAX = 50`` as for every other
 mechanism of the package (beyond it ``1 - p < 2e-22``: no privacy left to speak of).
-Sampling uses exactly one uniform per bit from an injected ``numpy.random.Generator``; the
-module is pure (no global RNG, no I/O).
+Sampling is exact (``samplers.rr_lie``): the "lie" coin is ``Bernoulli(1 / (1 + e^eps))``
+for the exact rational of the float ``eps``, by rejection on the injected
+``numpy.random.Generator``'s bounded integers (propose "truth" with probability 1/2, else
+"lie" accepted with an exact ``Bernoulli(exp(-eps))``), so the answer ratio is ``e^eps``
+exactly at every ``eps <= 50`` (the former ``rng.random() >= p`` lost ``1 - p`` entirely
+above ``eps ~ 36.8``: ``p`` rounded to 1.0 and the answer was always the truth). ``p`` is
+kept for the estimators. The module is pure (no global RNG, no I/O).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
+from ldpfleet.protocol.samplers import VECTOR_MIN, rr_lie, rr_lie_one
 from ldpfleet.protocol.sw import EPS_MAX
 from ldpfleet.protocol.validate import positive_real
 
@@ -78,6 +85,7 @@ class WarnerRR:
 
     eps: float
     p: float = field(init=False, repr=False, compare=False)
+    coin_eps: Fraction = field(init=False, repr=False, compare=False)  # the sampler's eps
 
     def __post_init__(self) -> None:
         eps = positive_real(self.eps, "eps")
@@ -87,6 +95,7 @@ class WarnerRR:
             raise ParameterError(below_eps_min(self.eps), field="eps")
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-eps)))
+        object.__setattr__(self, "coin_eps", Fraction(eps))
 
     def probability(self, answer: bool, truth: bool) -> float:
         """``P(answer | truth)``: ``p`` if they agree, ``1 - p`` otherwise."""
@@ -96,13 +105,19 @@ class WarnerRR:
         return self.p if a == t else 1.0 / (1.0 + math.exp(self.eps))
 
     def respond(self, bit: bool | np.ndarray, rng: np.random.Generator) -> bool | np.ndarray:
-        """Answer ``bit`` truthfully with probability ``p`` (one uniform ``u`` per bit, drawn
-        as ``rng.random(shape)``; truthful iff ``u < p``). Returns a bool for scalar input,
-        a bool array of the same shape otherwise."""
-        if type(bit) is bool:  # the machines' one bit: no array round trip (same draw)
-            return bit != (rng.random() >= self.p)
+        """Answer ``bit`` truthfully with probability ``p``, exactly: the lie coins are
+        ``samplers.rr_lie(rng, coin_eps, n)`` (module docstring), or for a ``bool`` and
+        arrays of fewer than ``VECTOR_MIN`` bits ``rr_lie_one`` per bit (the same law; an
+        array of n < 64 bits draws as n ``bool`` calls do). Returns a bool for scalar
+        input, a bool array of the same shape otherwise."""
+        if type(bit) is bool:  # the machines' one bit: the pure-Python coin (same law)
+            return bit != rr_lie_one(rng, self.coin_eps)
         bits = _as_bits(bit, "bit")
-        lie = rng.random(bits.shape) >= self.p
+        if bits.size < VECTOR_MIN:  # one bool's coin per bit: the same draws as bool calls
+            lie = np.array([rr_lie_one(rng, self.coin_eps) for _ in range(bits.size)], dtype=bool)
+        else:
+            lie = rr_lie(rng, self.coin_eps, bits.size)
+        lie = lie.reshape(bits.shape)
         out = np.logical_xor(bits, lie)
         return bool(out) if out.ndim == 0 else out
 

@@ -55,6 +55,15 @@ generator's 63-bit words (``_Bits``: uniform integers below n by rejection on
 over the array (every draw loops until accepted, a small constant number of rounds), below
 a microsecond per value. Both are exact; which one runs depends only on the size, so a
 seed still determines every value.
+Coins for the one-bit and cell mechanisms. ``bernoulli_rational(rng, prob, n)`` is an
+exact ``Bernoulli(prob)`` for a rational of any denominator (one bounded integer below
+``2**62``; above, the uniform is compared with ``prob``'s binary expansion 62 bits at a
+time). ``bernoulli_float(rng, x)`` is exact for doubles ``x`` (the leading zero bits, then
+the 53-bit mantissa). ``rr_lie(rng, eps, n)`` is randomized response's lie coin
+``Bernoulli(1 / (1 + e^eps))``, exactly, by rejection with ``bernoulli_exp`` (which takes
+any rational ``gamma``, a float as its exact rational). ``exp_lower_bound(eps)`` is a
+rational ``R <= e^eps`` (Square Wave's density ratio, protocol/sw.py).
+
 Negative binomial (Pólya) shares, for distributed-noise secure sums
 (``negative_binomial``, ``geometric_ratio_bound``). ``NB(r, 1 - a)`` (failures before the
 r-th success, ``P[X = x] = (r)_x / x! · (1 - a)^r a^x``, ``(r)_x`` the rising factorial)
@@ -97,13 +106,18 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "SCALE_BITS",
     "bernoulli_exp",
+    "bernoulli_float",
+    "bernoulli_rational",
     "discrete_laplace",
     "exact_scale",
+    "exp_lower_bound",
     "geometric",
     "geometric_ratio_bound",
     "grid_laplace_scale",
     "laplace_on_grid",
     "negative_binomial",
+    "rr_lie",
+    "rr_lie_one",
 ]
 
 SCALE_BITS = 20  # a float scale is rounded up to a multiple of 2**-SCALE_BITS
@@ -242,11 +256,79 @@ def _bernoulli_exp_le1(rng: np.random.Generator, num: np.ndarray, den: int) -> n
     return out
 
 
+_CHUNK_BITS = 62  # bernoulli_rational compares the expansion 62 bits at a time
+
+
+def bernoulli_rational(rng: np.random.Generator, prob: Fraction, size: int) -> np.ndarray:
+    """``size`` exact ``Bernoulli(prob)`` coins for a rational ``0 <= prob <= 1`` of ANY
+    denominator (bool array). Below ``2**62`` one bounded integer per coin; above, the
+    uniform ``U`` is drawn 62 bits at a time and compared with ``prob``'s binary expansion
+    (computed exactly with Python ints): heads iff ``U < prob``, decided at the first chunk
+    that differs (another chunk with probability ``2**-62``)."""
+    num, den = prob.numerator, prob.denominator
+    if num <= 0 or num >= den:
+        return np.full(size, num > 0, dtype=bool)
+    if den < _MAX_DEN:
+        return rng.integers(0, den, size=size) < num
+    out = np.zeros(size, dtype=bool)
+    active = np.arange(size)
+    rem = num  # prob = rem / den, shifted 62 bits per round
+    while active.size:
+        chunk, rem = divmod(rem << _CHUNK_BITS, den)
+        u = rng.integers(0, 2**_CHUNK_BITS, size=active.size)
+        out[active[u < chunk]] = True
+        active = active[u == chunk]
+    return out
+
+
+def bernoulli_float(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
+    """Exact ``Bernoulli(x)`` element-wise for doubles ``x`` in ``[0, 1]`` (bool array of
+    ``x``'s shape). A double ``0 < x < 1`` is ``M 2**-(z + 53)`` (``M < 2**53``, ``z >= 0``
+    from ``frexp``): ``U < x`` iff the uniform's first ``z`` bits are 0 (probability
+    ``2**-z``) and its next 53 bits, as an integer, are below ``M``."""
+    xx = np.asarray(x, dtype=float)
+    if not np.all((xx >= 0.0) & (xx <= 1.0)):
+        raise ParameterError("must be probabilities in [0, 1]", field="x")
+    flat = xx.ravel()
+    out = flat >= 1.0
+    idx = np.flatnonzero((flat > 0.0) & (flat < 1.0))
+    frac, expo = np.frexp(flat[idx])  # x = frac 2**expo, 0.5 <= frac < 1, expo <= 0
+    mant = np.ldexp(frac, 53).astype(np.int64)  # exact: a double has <= 53 bits
+    zeros_left = -expo.astype(np.int64)
+    ok = np.ones(idx.size, dtype=bool)
+    todo = np.flatnonzero(zeros_left > 0)
+    while todo.size:  # the first z bits, 62 at a time: all must be 0
+        take = np.minimum(zeros_left[todo], _CHUNK_BITS)
+        ok[todo] = rng.integers(0, np.left_shift(1, take)) == 0
+        zeros_left[todo] -= take
+        todo = todo[ok[todo] & (zeros_left[todo] > 0)]
+    out[idx] = ok & (rng.integers(0, 2**53, size=idx.size) < mant)
+    return out.reshape(xx.shape)
+
+
+def _bernoulli_exp_frac(rng: np.random.Generator, frac: Fraction, n: int) -> np.ndarray:
+    """``Bernoulli(exp(-frac))`` for a rational ``0 <= frac < 1`` of any denominator (CKS
+    Alg. 1 with the coins ``Bernoulli(frac / k)`` drawn by ``bernoulli_rational``)."""
+    if frac.denominator * 512 < _MAX_DEN:  # the int64 path: P[K > 512] = frac^512 / 512!
+        num = np.full(n, frac.numerator, dtype=np.int64)
+        return _bernoulli_exp_le1(rng, num, frac.denominator)
+    out = np.empty(n, dtype=bool)
+    active = np.arange(n)
+    k = 1
+    while active.size:
+        success = bernoulli_rational(rng, frac / k, active.size)
+        out[active[~success]] = k % 2 == 1
+        active = active[success]
+        k += 1
+    return out
+
+
 def bernoulli_exp(
-    rng: np.random.Generator, gamma: int | Fraction, size: int | None = None
+    rng: np.random.Generator, gamma: int | float | Fraction, size: int | None = None
 ) -> bool | np.ndarray:
-    """Exact ``Bernoulli(exp(-gamma))`` for a rational ``gamma >= 0`` (CKS Alg. 1): one
-    ``Bernoulli(exp(-1))`` per unit of ``gamma``, then one for the fractional part."""
+    """Exact ``Bernoulli(exp(-gamma))`` for a rational ``gamma >= 0`` (a float is taken as
+    its exact rational; CKS Alg. 1): one ``Bernoulli(exp(-1))`` per unit of ``gamma``, then
+    one for the fractional part (any denominator)."""
     g = Fraction(gamma)
     if g < 0:
         raise ParameterError(f"must be >= 0, got {gamma!r}", field="gamma")
@@ -261,9 +343,72 @@ def bernoulli_exp(
     frac = g - whole
     idx = np.flatnonzero(out)
     if frac and idx.size:
-        num = np.full(idx.size, frac.numerator, dtype=np.int64)
-        out[idx] = _bernoulli_exp_le1(rng, num, frac.denominator)
+        out[idx] = _bernoulli_exp_frac(rng, frac, idx.size)
     return bool(out[0]) if size is None else out
+
+
+def rr_lie(rng: np.random.Generator, eps: float | Fraction, size: int) -> np.ndarray:
+    """``size`` exact ``Bernoulli(1 / (1 + e^eps))`` coins (randomized response's "lie"),
+    for the exact rational of ``eps >= 0``. Rejection: each round proposes "truth" with
+    probability 1/2 (accepted) or "lie" (accepted with an exact ``Bernoulli(exp(-eps))``,
+    else a new round), so ``P(lie) = (e^-eps / 2) / (1/2 + e^-eps / 2) = 1 / (1 + e^eps)``
+    exactly, in at most 2 rounds on average."""
+    g = Fraction(eps)
+    if g < 0:
+        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps")
+    out = np.zeros(size, dtype=bool)
+    pending = np.arange(size)
+    while pending.size:
+        lie_side = pending[rng.integers(0, 2, size=pending.size) == 1]
+        accepted = bernoulli_exp(rng, g, lie_side.size)
+        out[lie_side[accepted]] = True
+        pending = lie_side[~accepted]
+    return out
+
+
+def _bernoulli_exp_bits(bits: _Bits, gamma: Fraction) -> bool:
+    """One exact ``Bernoulli(exp(-gamma))`` on the bit pool (``bernoulli_exp``'s steps)."""
+    whole = math.floor(gamma)
+    for _ in range(whole):
+        if not _bern_exp_scalar(bits, 1, 1):
+            return False
+    frac = gamma - whole
+    return _bern_exp_scalar(bits, frac.numerator, frac.denominator) if frac else True
+
+
+def rr_lie_one(rng: np.random.Generator, eps: float | Fraction) -> bool:
+    """One ``rr_lie`` coin (the same rejection, the same law) in pure Python on the bit pool
+    of the generator's 63-bit words (``_Bits``): a few microseconds, where the array path
+    costs tens for one value. Its draws differ from ``rr_lie(rng, eps, 1)``'s."""
+    g = Fraction(eps)
+    if g < 0:
+        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps")
+    bits = _Bits(rng)
+    while True:
+        if not bits.take(1):
+            return False  # proposed truth: accepted
+        if _bernoulli_exp_bits(bits, g):
+            return True  # proposed lie: accepted with Bernoulli(exp(-eps))
+
+
+@lru_cache(maxsize=256)
+def exp_lower_bound(eps: float, bits: int = 60) -> Fraction:
+    """A rational ``R <= e^eps`` (``eps >= 0``, a float taken exactly): ``1 /
+    _exp_neg_upper(eps)`` (a rigorous bound, not libm) rounded DOWN to ``bits`` significant
+    bits of ``R - 1`` (so ``R - 1``, what a small ``eps`` leaves of the ratio, keeps a
+    relative precision of ``2**-(bits - 2)``). A mechanism whose probability ratio is ``R``
+    has privacy loss ``ln R <= eps``."""
+    if isinstance(eps, bool) or not isinstance(eps, int | float | Fraction):
+        raise ParameterError(f"must be a real number >= 0, got {eps!r}", field="eps")
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ParameterError(f"must be finite and >= 0, got {eps!r}", field="eps")
+    excess = 1 / _exp_neg_upper(Fraction(eps)) - 1  # <= e^eps - 1
+    if excess <= 0:
+        return Fraction(1)
+    shift = bits - excess.numerator.bit_length() + excess.denominator.bit_length()
+    if shift >= 0:
+        return 1 + Fraction((excess.numerator << shift) // excess.denominator, 1 << shift)
+    return 1 + Fraction(excess.numerator // (excess.denominator << -shift) << -shift)
 
 
 def discrete_laplace(

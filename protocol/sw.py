@@ -27,9 +27,24 @@ Two variants are provided (``MECHANISMS``):
     ``(y - q/2) / (2b(p - q))`` is unbiased only for ``v`` in ``[b, 1 - b]``; below ``b`` its
     expectation is ``b`` and above ``1 - b`` it is ``1 - b``.
 
-Sampling is by inverse CDF with exactly one uniform draw per input from an injected
-``numpy.random.Generator``, so the output sequence is a deterministic function of the
-generator state. The module is pure: no global RNG, no I/O.
+Sampling is exact, on a grid (``GRID = 2**-20``), so that no output's low bits depend on
+the input (Mironov, CCS 2012; the former inverse CDF on one double ``rng.random()`` computed
+``a + (r - q a)/p`` in doubles, whose reachable set depends on ``v``). The output range is
+cut into cells of width ``GRID`` starting at ``output_low``; ``b`` is rounded to a whole
+number ``B`` of cells (``1 <= B < 2**19``: ``b`` is the grid value, what every estimator
+reads), the input is rounded to the grid (``v_g``: a deterministic pre-processing, privacy
+holds for every ``v``), and the window is ``K = 2B`` whole cells (from ``v_g - b`` for
+``sw``, from ``clip(v_g - b, 0, 1 - 2b)`` for ``sw01``) out of ``N``; ``M = N - K`` far cells.
+The density ratio is a rational ``ratio = R <= e^eps`` (``samplers.exp_lower_bound``: a
+rigorous bound rounded down to 60 bits, so the privacy loss is ``ln R``, in
+``[eps - 2**-58, eps]``); ``p = R q`` with ``q`` from ``R`` and ``b``. One report: "far"
+with the exact ``Bernoulli(M / (M + K R))`` (``samplers.bernoulli_rational``), then a
+uniform cell among the far (or the window) cells (``rng.integers``), reported as the cell's
+midpoint ``output_low + (i + 1/2) GRID`` (an exact double). Every output is such a midpoint
+whatever the input; a cell's probability is ``R / (K R + M)`` or ``1 / (K R + M)``, so the
+ratio between two inputs is at most ``R <= e^eps``, exactly. The cell law is the
+piecewise-constant density's mass per cell, so ``E[y]`` is unchanged and ``Var[y]`` is the
+continuous one minus ``GRID**2 / 12``. No global RNG, no I/O.
 
 Inputs are physical readings mapped to ``[0, 1]`` with *fixed public* bounds (``normalise``);
 data-dependent bounds would leak information outside the privacy accounting.
@@ -40,6 +55,8 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -49,12 +66,16 @@ from ldpfleet.protocol.mechanism_contract import (
     checked_report_values,
     unit_inputs,
 )
+from ldpfleet.protocol.samplers import bernoulli_rational, exp_lower_bound
 
-__all__ = ["EPS_MAX", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
+__all__ = ["EPS_MAX", "GRID", "MECHANISMS", "SquareWave", "denormalise", "normalise", "sw_b"]
 
 MECHANISMS = ("sw", "sw01")
 EPS_MAX = 50.0
 _SERIES_BELOW = 1e-3
+GRID_BITS = 20
+GRID = 2.0**-GRID_BITS  # the output cells' width (module docstring)
+_MAX_CELLS = 2 ** (GRID_BITS - 1) - 1  # B < 2**19: sw01 keeps at least two far cells
 
 
 def _check_eps(eps: object, *, floor: bool = True) -> float:
@@ -100,6 +121,7 @@ class SquareWave:
     eps: float
     variant: str = "sw"
     b: float = field(init=False, repr=False, compare=False)
+    ratio: Fraction = field(init=False, repr=False, compare=False)  # p / q, <= e^eps
     p: float = field(init=False, repr=False, compare=False)
     q: float = field(init=False, repr=False, compare=False)
     output_low: float = field(init=False, repr=False, compare=False)
@@ -111,17 +133,19 @@ class SquareWave:
             raise ParameterError(
                 f"must be one of {MECHANISMS}, got {self.variant!r}", field="variant"
             )
-        b = sw_b(eps)
-        e = math.exp(eps)
+        cells = min(max(1, round(sw_b(eps) / GRID)), _MAX_CELLS)
+        b = cells * GRID
+        ratio = exp_lower_bound(eps)
+        r = float(ratio)
         if self.variant == "sw":
-            q = 1.0 / (2.0 * b * e + 1.0)
-            p = e * q
+            q = 1.0 / (2.0 * b * r + 1.0)
             low, high = -b, 1.0 + b
         else:
-            q = 1.0 / (1.0 + 2.0 * b * math.expm1(eps))
-            p = e * q
+            q = 1.0 / (1.0 + 2.0 * b * float(ratio - 1))
             low, high = 0.0, 1.0
+        p = r * q
         object.__setattr__(self, "eps", eps)
+        object.__setattr__(self, "ratio", ratio)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "q", q)
@@ -132,10 +156,10 @@ class SquareWave:
 
     @property
     def gap(self) -> float:
-        """``p - q`` computed as ``q (e^eps - 1)`` with ``expm1``: exact to rounding, where
-        the difference of the two stored densities (both near 1/2 at small ``eps``) keeps
-        only ~1.1e-16 / eps of its relative precision."""
-        return self.q * math.expm1(self.eps)
+        """``p - q`` computed as ``q (R - 1)`` with ``R - 1`` exact (``ratio``, a Fraction):
+        exact to rounding, where the difference of the two stored densities (both near 1/2
+        at small ``eps``) keeps only ~1.1e-16 / eps of its relative precision."""
+        return self.q * float(self.ratio - 1)
 
     def _window_start(self, v: np.ndarray) -> np.ndarray:
         """Offset of the high-density window from ``output_low`` (the window has width 2b)."""
@@ -144,36 +168,55 @@ class SquareWave:
         return np.clip(v - self.b, 0.0, 1.0 - 2.0 * self.b)
 
     def window(self, v: float) -> tuple[float, float]:
-        """The high-density window ``[lo, hi]`` for input ``v``."""
-        a = float(self._window_start(unit_inputs(v))) + self.output_low
+        """The high-density window ``[lo, hi]`` for input ``v`` (rounded to the grid)."""
+        a = float(self._window_start(_on_grid(unit_inputs(v)))) + self.output_low
         return a, a + 2.0 * self.b
 
     # -- public API ----------------------------------------------------------------------
 
     def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
-        """Randomize ``v`` (scalar or array, values in ``[0, 1]``).
-
-        Inverse-CDF sampling with one uniform ``r`` per input (drawn as ``rng.random(shape)``);
-        with ``a`` the window offset from ``output_low``:
-        ``r <= q a -> r/q``; ``r <= q a + 2bp -> a + (r - q a)/p``;
-        else ``a + 2b + (r - q a - 2bp)/q`` (all relative to ``output_low``).
-        Returns a float for scalar input, an array of the same shape otherwise.
-        """
+        """Randomize ``v`` (scalar or array, values in ``[0, 1]``), exactly (module
+        docstring): ``v`` rounded to the grid, "far" with the exact ``Bernoulli(M / (M +
+        K R))``, a uniform cell index, its midpoint. Two 62-bit words per input, drawn as
+        ``rng.integers(0, 2**62, size=(n, 2))`` (so value-by-value calls give the same
+        outputs as one call): the first against the probability's first 62 bits (a tie, at
+        ``2**-62``, draws more), the second modulo the cell count (redrawn with
+        ``rng.integers`` in the ``< 2**-40`` case above the largest multiple). Returns a
+        float for scalar input, an array of the same shape otherwise; every output is
+        ``output_low + (i + 1/2) GRID``."""
         arr = unit_inputs(v)
-        a = self._window_start(arr)
-        r = rng.random(arr.shape)
-        b, p, q = self.b, self.p, self.q
-        below = q * a
-        inside = below + 2.0 * b * p
-        y = np.where(
-            r <= below,
-            r / q,
-            np.where(r <= inside, a + (r - below) / p, a + 2.0 * b + (r - inside) / q),
-        )
-        y = np.clip(y + self.output_low, self.output_low, self.output_high)
+        start = np.rint(self._window_start(_on_grid(arr)) / GRID).astype(np.int64).ravel()
+        near_cells = 2 * round(self.b / GRID)
+        far_cells = round((self.output_high - self.output_low) / GRID) - near_cells
+        if arr.ndim == 0:  # one value: the same draws and arithmetic in Python ints
+            return self._perturb_one(int(start[0]), near_cells, far_cells, rng)
+        words = rng.integers(0, _WORD, size=(start.size, 2))
+        far = _far_coins(rng, words[:, 0], near_cells, far_cells, self.ratio)
+        span = np.where(far, far_cells, near_cells)
+        offset = words[:, 1] % span
+        redraw = np.flatnonzero(words[:, 1] >= (_WORD // span) * span)
+        if redraw.size:  # keep the cell exactly uniform (rejection)
+            offset[redraw] = rng.integers(0, span[redraw])
+        far_cell = offset + near_cells * (offset >= start)  # skip the window's cells
+        cell = np.where(far, far_cell, start + offset)
+        y = (self.output_low + (cell + 0.5) * GRID).reshape(arr.shape)
         if arr.ndim == 0:
             return float(y)
         return y
+
+    def _perturb_one(
+        self, start: int, near_cells: int, far_cells: int, rng: np.random.Generator
+    ) -> float:
+        """``perturb`` for one value (its draws and law, without array overhead)."""
+        coin, pick = rng.integers(0, _WORD, size=2).tolist()
+        chunk, rest = _far_expansion(near_cells, far_cells, self.ratio)
+        far = coin < chunk or (coin == chunk and bool(bernoulli_rational(rng, rest, 1)[0]))
+        span = far_cells if far else near_cells
+        offset = pick % span
+        if pick >= (_WORD // span) * span:  # keep the cell exactly uniform (rejection)
+            offset = int(rng.integers(0, span))
+        cell = offset + near_cells * (offset >= start) if far else start + offset
+        return self.output_low + (cell + 0.5) * GRID
 
     def density(self, y: np.ndarray, v: float) -> np.ndarray:
         """Output density at ``y`` given input ``v``: ``p`` on the window, ``q`` elsewhere in
@@ -207,7 +250,7 @@ class SquareWave:
         """Variance of one report's point estimate given input ``v``: the output law is
         ``q`` on ``[output_low, output_high]`` plus ``p - q`` on the window ``[w0, w1]``, so
         ``E[y^k] = (q (H^(k+1) - L^(k+1)) + (p - q)(w1^(k+1) - w0^(k+1))) / (k + 1)``."""
-        w0 = self._window_start(unit_inputs(v)) + self.output_low
+        w0 = self._window_start(_on_grid(unit_inputs(v))) + self.output_low
         w1 = w0 + 2.0 * self.b
         low, high, extra = self.output_low, self.output_high, self.gap
 
@@ -217,12 +260,44 @@ class SquareWave:
                 + extra * (w1 ** (k + 1) - w0 ** (k + 1))
             ) / (k + 1)
 
-        return (moment(2) - moment(1) ** 2) / (2.0 * self.b * extra) ** 2
+        # cell midpoints: the continuous law minus a uniform(-GRID/2, GRID/2) within the cell
+        spread = moment(2) - moment(1) ** 2 - GRID**2 / 12.0
+        return spread / (2.0 * self.b * extra) ** 2
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Boolean mask: ``y`` finite and within ``[output_low, output_high]``."""
         yy = np.asarray(y, dtype=float)
         return np.isfinite(yy) & (yy >= self.output_low) & (yy <= self.output_high)
+
+
+def _on_grid(v: np.ndarray) -> np.ndarray:
+    """``v`` rounded to the nearest multiple of ``GRID`` (exact: a power of two)."""
+    return np.rint(v / GRID) * GRID
+
+
+_WORD = 2**62  # perturb's words: uniform in [0, 2**62), one 64-bit draw each
+
+
+@lru_cache(maxsize=256)
+def _far_expansion(near_cells: int, far_cells: int, ratio: Fraction) -> tuple[int, Fraction]:
+    """``P(far) = M / (M + K R)`` for ``K`` window cells, ``M`` far cells, ratio ``R``, as
+    its first 62 bits (an integer ``c``) and the rest: ``P = (c + rest) / 2**62``."""
+    prob = Fraction(far_cells) / (far_cells + near_cells * ratio)
+    chunk, rem = divmod(prob.numerator << 62, prob.denominator)
+    return chunk, Fraction(rem, prob.denominator)
+
+
+def _far_coins(
+    rng: np.random.Generator, words: np.ndarray, near_cells: int, far_cells: int, ratio: Fraction
+) -> np.ndarray:
+    """Exact ``Bernoulli(P(far))`` from uniform 62-bit ``words`` (``U = (word + U') / 2**62``
+    with ``U'`` uniform: ``U < P`` iff ``word < c``, or ``word == c`` and ``U' < rest``)."""
+    chunk, rest = _far_expansion(near_cells, far_cells, ratio)
+    far = words < chunk
+    tie = np.flatnonzero(words == chunk)
+    if tie.size:
+        far[tie] = bernoulli_rational(rng, rest, tie.size)
+    return far
 
 
 def _check_bounds(lo: float, hi: float) -> tuple[float, float]:

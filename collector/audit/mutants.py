@@ -32,6 +32,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,7 @@ def _rr_p_double(p: Patcher) -> None:
     def broken(self) -> None:
         real(self)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-2.0 * self.eps)))
+        object.__setattr__(self, "coin_eps", Fraction(2.0 * self.eps))  # the exact coin's
 
     p.setattr(WarnerRR, "__post_init__", broken)
 
@@ -177,6 +179,7 @@ def _sw_p_double(p: Patcher) -> None:
         q = 1.0 / (2.0 * self.b * e2 + 1.0)
         object.__setattr__(self, "q", q)
         object.__setattr__(self, "p", e2 * q)
+        object.__setattr__(self, "ratio", Fraction(e2))  # the exact sampler's p / q
 
     p.setattr(SquareWave, "__post_init__", broken)
 
@@ -441,13 +444,17 @@ def _sw_one_uniform_per_batch(p: Patcher) -> None:
     real = SquareWave.perturb
 
     class _Shared:
-        """A generator whose ``random(shape)`` repeats one draw over the shape."""
+        """A generator whose ``integers(low, high, (n, k))`` repeats one row of draws for
+        all n inputs (the exact sampler's per-input words; module docstring of sw.py)."""
 
         def __init__(self, rng):
             self._rng = rng
 
-        def random(self, shape=None):
-            return np.full(shape, self._rng.random()) if shape else self._rng.random()
+        def integers(self, low, high, size=None):
+            if isinstance(size, tuple) and len(size) == 2:
+                row = self._rng.integers(low, high, size=(1, size[1]))
+                return np.repeat(row, size[0], axis=0)
+            return self._rng.integers(low, high, size=size)
 
     p.setattr(SquareWave, "perturb", lambda self, v, rng: real(self, v, _Shared(rng)))
 
@@ -579,7 +586,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sw01 window not centred", "sw01 window starts at v instead of v - b",
            _sw01_window_unshifted, (("sw01", 1.0),), (_U + "test_sw.py",),
            missed=_MISSED_ACCURACY),
-    Mutant("sw one uniform per batch", "SquareWave.perturb draws one uniform for all inputs",
+    Mutant("sw one uniform per batch", "SquareWave.perturb draws one set of words for all inputs",
            _sw_one_uniform_per_batch, (("stream", 1.0), ("stream-batch", 1.0)),
            (_U + "test_sw.py", _U + "test_stream_machines.py")),
     Mutant("laplace one noise draw per batch",

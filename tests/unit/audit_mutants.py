@@ -8,6 +8,7 @@ it runs). ``MUTANTS`` maps a name to (apply, battery entry, eps, trials per worl
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 # Import every patched submodule explicitly: `protocol.stream` is an attribute of the package
 # only once something imported it, so a test run alone failed on the attribute lookup.
@@ -42,6 +43,7 @@ def rr_p_for_double_eps(mp) -> None:
     def broken(self) -> None:
         real_post_init(self)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-2.0 * self.eps)))
+        object.__setattr__(self, "coin_eps", Fraction(2.0 * self.eps))  # the exact coin's
 
     mp.setattr(protocol.rr.WarnerRR, "__post_init__", broken)
 
@@ -56,6 +58,7 @@ def sw_wrong_p(mp) -> None:
         q = 1.0 / (2.0 * self.b * e2 + 1.0)
         object.__setattr__(self, "q", q)
         object.__setattr__(self, "p", e2 * q)
+        object.__setattr__(self, "ratio", Fraction(e2))  # the exact sampler's p / q
 
     mp.setattr(protocol.sw.SquareWave, "__post_init__", broken)
 

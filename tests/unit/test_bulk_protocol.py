@@ -21,7 +21,7 @@ from ldpfleet.protocol.bulk import (
     decode_bulk,
     encode_bulk,
     gateway_of_topic,
-    splitmix_uniform,
+    splitmix_words,
 )
 from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.ledger import WindowAccount
@@ -312,14 +312,15 @@ def test_sw_through_splitmix_is_unbiased():
     n, v, eps0 = 200_000, 0.3, 0.4
     sw = SquareWave(eps0)
     keys = np.arange(n, dtype=np.uint64) * np.uint64(2654435761)
-    r = splitmix_uniform(keys, np.arange(1, dtype=np.uint64))
-    assert np.all((r >= 0) & (r < 1))
+    words = splitmix_words(keys, np.arange(1, dtype=np.uint64))
+    assert np.all((words >= 0) & (words < 2**62))
 
-    class U:
-        def random(self, shape):
-            return r.reshape(shape)
+    class W:
+        def integers(self, low, high, size):
+            assert (low, high, size) == (0, 2**62, (n, 2))  # no rare extra draw here
+            return words.reshape(size)
 
-    y = sw.perturb(np.full(n, v), U())
+    y = sw.perturb(np.full(n, v), W())
     sigma = math.sqrt(float(sw.variance(v)) / n)
     assert abs(sw.estimate_mean(y) - v) < 4.9 * sigma
 

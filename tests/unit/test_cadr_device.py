@@ -317,7 +317,9 @@ def test_padded_lpea_keeps_the_release_and_hides_how_long_the_negotiation_took()
     # Issue 20, the LPEA timing channel: with padding (protocol.peer_relay, "Padding")
     # the release is the unpadded one, and two graphs whose negotiations take different
     # numbers of rounds show the collector the same messages, byte for byte.
-    other = generate("erdos_renyi", 40, seed=5, p=0.2)
+    # seed 8: a graph whose negotiation takes 5 rounds against GRAPH's 4 with the exact RR
+    # coin's draws (seed 5 did with the former float coin; the law is unchanged)
+    other = generate("erdos_renyi", 40, seed=8, p=0.2)
     plain, plain_seen, plain_counts = _padded_lpea(GRAPH, 1, padded=False)
     padded, padded_seen, padded_counts = _padded_lpea(GRAPH, 1, padded=True)
     assert padded == plain and padded_counts.padding > 0

@@ -85,11 +85,13 @@ def test_every_method_is_finite_at_the_ends_of_the_range(name, eps):
 
 
 def _exact_gap(eps: float, variant: str) -> float:
-    """p - q of Square Wave with 60-digit decimals (b from the reference formula)."""
+    """p - q of Square Wave with 60-digit decimals (b from the reference formula, rounded to
+    the mechanism's grid of 2**-20 cells as protocol/sw.py does)."""
     getcontext().prec = 60
     x = Decimal(repr(eps))
     e = x.exp()
     b = (x * e - e + 1) / (2 * e * (e - 1 - x))
+    b = Decimal(min(max(1, round(float(b) * 2**20)), 2**19 - 1)) / 2**20  # on SW's grid
     q = 1 / (2 * b * e + 1) if variant == "sw" else 1 / (1 + 2 * b * (e - 1))
     return float(q * (e - 1)), float(b)
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, getcontext
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.sw import MECHANISMS, SquareWave, denormalise, normalise, sw_b
+from ldpfleet.protocol.sw import GRID, MECHANISMS, SquareWave, denormalise, normalise, sw_b
 from scipy import integrate, stats
 
 EPS_GRID = (1e-4, 0.1, 1.0, 5.0, 20.0)
@@ -33,10 +34,19 @@ def reference_b(eps: float) -> float:
     return float((x * e - e + 1) / (2 * e * (e - 1 - x)))
 
 
+def reference_b_grid(eps: float) -> float:
+    """b(eps) rounded to a whole number of 2**-20 cells, at least one, below 2**19 (the
+    exact sampler's grid, protocol/sw.py)."""
+    return min(max(1, round(reference_b(eps) * 2**20)), 2**19 - 1) / 2**20
+
+
 def reference_pieces(eps: float, variant: str, v: float) -> list[tuple[float, float, float]]:
     """The output density for input v as (lo, hi, density) pieces, built from the reference
-    formulas (independently of SquareWave's p, q and window)."""
-    b = reference_b(eps)
+    formulas (independently of SquareWave's p, q and window) with b on the 2**-20 grid and
+    v rounded to it: the exact sampler reports cell midpoints whose law is this density's
+    mass per cell."""
+    b = reference_b_grid(eps)
+    v = round(v * 2**20) / 2**20
     e = math.exp(eps)
     if variant == "sw":
         q = 1.0 / (2 * b * e + 1)
@@ -94,7 +104,8 @@ def test_b_tends_to_half_and_decreases():
 def test_p_over_q_is_exactly_e_eps(eps, variant):
     sw = SquareWave(eps, variant)
     assert sw.p / sw.q == pytest.approx(math.exp(eps), rel=1e-12)
-    assert sw.b == pytest.approx(reference_b(eps), rel=1e-12)
+    assert sw.ratio <= Fraction(math.exp(eps)) * (1 + Fraction(1, 2**50))
+    assert sw.b == reference_b_grid(eps)
 
 
 @pytest.mark.parametrize("variant", MECHANISMS)
@@ -124,6 +135,7 @@ def test_density_takes_only_p_and_q_and_window_matches_reference(eps, variant):
     sw = SquareWave(eps, variant)
     ys = np.linspace(sw.output_low, sw.output_high, 2001)
     for v in V_GRID:
+        ys = np.append(np.linspace(sw.output_low, sw.output_high, 2001), sum(sw.window(v)) / 2)
         d = sw.density(ys, v)
         assert set(np.unique(d)) <= {sw.p, sw.q}
         assert np.any(d == sw.p)
@@ -175,7 +187,7 @@ def test_region_masses(eps, variant):
             (((y >= lo) & (y <= hi)), 2 * sw.b * sw.p),
             ((y > hi), pieces[2][2] * (pieces[2][1] - pieces[2][0])),
         ]
-        assert regions[1][1] == pytest.approx(pieces[1][2] * 2 * reference_b(eps), rel=1e-12)
+        assert regions[1][1] == pytest.approx(pieces[1][2] * 2 * reference_b_grid(eps), rel=1e-12)
         for mask, m in regions:
             frac = mask.mean()
             if m == 0.0:
@@ -188,11 +200,14 @@ def test_region_masses(eps, variant):
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0, 10.0])
 def test_ks_goodness_of_fit_against_exact_cdf(eps, variant):
     """KS test of samples against the exact piecewise-linear CDF built from the reference
-    formulas; reject only if p < 1e-6 (false-failure rate 1e-6 per check, fixed seed)."""
+    formulas; reject only if p < 1e-6 (false-failure rate 1e-6 per check, fixed seed). The
+    reports are cell midpoints; plus an independent uniform(-GRID/2, GRID/2) they have
+    exactly the piecewise-constant density (its mass per cell is the cell's probability)."""
     sw = SquareWave(eps, variant)
     rng = np.random.default_rng(7)
+    jitter = np.random.default_rng(8)
     for v in (0.0, 0.2, 0.5, 1.0):
-        y = sw.perturb(np.full(20_000, v), rng)
+        y = sw.perturb(np.full(20_000, v), rng) + jitter.uniform(-GRID / 2, GRID / 2, 20_000)
         cdf = reference_cdf(reference_pieces(eps, variant, v))
         assert cdf(np.array(sw.output_high)) == pytest.approx(1.0, abs=1e-12)
         result = stats.kstest(y, cdf)
@@ -200,7 +215,7 @@ def test_ks_goodness_of_fit_against_exact_cdf(eps, variant):
 
 
 @pytest.mark.parametrize("variant", MECHANISMS)
-def test_perturb_is_deterministic_and_one_uniform_per_input(variant):
+def test_perturb_is_deterministic_and_two_words_per_input(variant):
     sw = SquareWave(1.5, variant)
     v = np.linspace(0, 1, 257)
     a = sw.perturb(v, np.random.default_rng(42))
@@ -212,10 +227,10 @@ def test_perturb_is_deterministic_and_one_uniform_per_input(variant):
     scalars = [sw.perturb(float(x), rng) for x in v]
     assert all(isinstance(s, float) for s in scalars)
     np.testing.assert_array_equal(np.array(scalars), a)
-    # exactly one uniform per input: the generator is left where random(n) would leave it
+    # two 62-bit words per input (module docstring; more only at probability < 2**-40)
     rng1, rng2 = np.random.default_rng(9), np.random.default_rng(9)
     sw.perturb(v.reshape(257, 1), rng1)
-    rng2.random(257)
+    rng2.integers(0, 2**62, size=(257, 2))
     assert rng1.random() == rng2.random()
     assert sw.perturb(v.reshape(257, 1), rng1).shape == (257, 1)
 
@@ -232,7 +247,8 @@ def test_estimate_exactly_unbiased_in_expectation(eps, variant):
     vs = np.linspace(0, 1, 41) if variant == "sw" else np.linspace(b, 1 - b, 41)
     for v in vs:
         m1, _ = moments(reference_pieces(eps, variant, float(v)))
-        assert float(sw.estimate(m1)) == pytest.approx(v, abs=1e-9)
+        v_grid = round(float(v) * 2**20) / 2**20  # the sampler's pre-processing
+        assert float(sw.estimate(m1)) == pytest.approx(v_grid, abs=1e-9)
 
 
 N_EST = 200_000
@@ -305,7 +321,7 @@ def test_eps_boundary_accepted():
         sw = SquareWave(50.0, variant)
         assert sw.eps == 50.0
         assert sw.p / sw.q == pytest.approx(math.exp(50.0), rel=1e-12)
-        assert 0 < sw.b < 1e-18
+        assert sw.b == GRID  # b(50) ~ 4.7e-21: the window is one cell each side
         y = sw.perturb(np.linspace(0, 1, 11), np.random.default_rng(0))
         assert np.all(sw.in_domain(y))
     assert SquareWave(5).eps == 5.0
@@ -418,3 +434,44 @@ def test_normalise_refuses_nan_reading():
     with pytest.raises(ParameterError) as info:
         normalise(np.array([0.0, np.nan]), 0.0, 1.0)
     assert info.value.field == "x"
+
+
+# --- exact sampling on the grid (Mironov's attack) ------------------------------------------
+
+
+@pytest.mark.parametrize("variant", MECHANISMS)
+@pytest.mark.parametrize("eps", [0.5, 4.0, 50.0])
+def test_every_output_is_a_cell_midpoint_whatever_the_input(eps, variant):
+    """The former inverse CDF computed ``a + (r - q a)/p`` in doubles: the low bits of the
+    output depended on the input's (0.1 and its neighbouring double reached different sets
+    of doubles). Now every report is ``output_low + (i + 1/2) GRID`` for an integer cell
+    ``i`` in ``[0, N)``, for any input bits."""
+    sw = SquareWave(eps, variant)
+    rng = np.random.default_rng(5)
+    inputs = np.concatenate(
+        [[0.1, np.nextafter(0.1, 1.0), 1 / 3, math.pi / 4, 5e-324, 1.0], rng.random(2000)]
+    )
+    y = sw.perturb(np.repeat(inputs, 50), rng)
+    cell = (y - sw.output_low) / GRID - 0.5
+    n_cells = round((sw.output_high - sw.output_low) / GRID)
+    assert np.all(cell == np.rint(cell)) and np.all((cell >= 0) & (cell < n_cells))
+    assert np.all(y - sw.output_low == (cell + 0.5) * GRID)  # exact doubles
+
+
+def test_far_coin_ties_are_resolved_by_the_remaining_bits():
+    """A word equal to P(far)'s first 62 bits defers to the exact remainder; below it is far,
+    above it is near."""
+    from ldpfleet.protocol.sw import _far_coins, _far_expansion
+
+    sw = SquareWave(1.0)
+    k = 2 * round(sw.b / GRID)
+    m = round((sw.output_high - sw.output_low) / GRID) - k
+    chunk, rest = _far_expansion(k, m, sw.ratio)
+    assert 0 < rest < 1
+    words = np.array([chunk - 1, chunk + 1] + [chunk] * 100_000, dtype=np.int64)
+    far = _far_coins(np.random.default_rng(3), words, k, m, sw.ratio)
+    assert far[0] and not far[1]
+    # the ties follow Bernoulli(rest): |z| <= 4.9 (module docstring's 1e-6 rule)
+    ties = int(far[2:].sum())
+    r = float(rest)
+    assert abs(ties - 100_000 * r) <= Z * math.sqrt(100_000 * r * (1 - r))

@@ -168,10 +168,14 @@ def quadrature_matrix(mech: SquareWave, d_in: int, d_out: int) -> np.ndarray:
         a1, a2 = edges[j], edges[j + 1]
 
         def inner(v, a1=a1, a2=a2):
-            lo, hi = mech.window(v)
+            # the EM models the input as continuous; the exact sampler rounds it to the
+            # 2**-20 grid first (protocol/sw.py), a step function quad cannot integrate: the
+            # window here is the unrounded one (it moves by at most 2**-21)
+            lo = mech.output_low + float(mech._window_start(np.asarray(v)))
+            hi = lo + 2.0 * b
             pts = [t for t in (lo, hi) if a1 < t < a2] or None
             val, _ = integrate.quad(
-                lambda x: float(mech.density(np.array(x), v)),
+                lambda x: mech.p if lo <= x <= hi else mech.q,
                 a1,
                 a2,
                 points=pts,
