@@ -186,6 +186,14 @@ def _out_dir(path: Path | None) -> Path | None:
     return path
 
 
+def _out_dir_option(help_text: str):
+    """The ``--out/-o`` option of a command that writes a directory: refused when empty
+    (``_out_path``) or an existing file (``_out_dir``); one declaration for every command."""
+    return typer.Option(
+        "--out", "-o", help=help_text, parser=_out_path, metavar="PATH", callback=_out_dir
+    )
+
+
 def _run_id_option(value: str | None) -> str | None:
     """``--run``: an empty id was taken for "none given" (a random one was made); an id no
     run can have (``a/b``, ``#``: a topic level) made ``watch`` watch nothing."""
@@ -379,14 +387,7 @@ def run(
     broker: BrokerOption = None,
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Output directory.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Output directory."),
     ] = Path("runs/latest"),
     seed: SeedOption = None,
     run_id: Annotated[
@@ -740,14 +741,7 @@ def merge_command(
     fleet_dirs: Annotated[list[Path], typer.Argument(help="Every fleet shard's --out directory.")],
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Where to write the merged run (default: DIR/merged).",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Where to write the merged run (default: DIR/merged)."),
     ] = None,
 ) -> None:
     """Merge the pieces of a run made of separate processes (``ldpfleet collector`` +
@@ -833,14 +827,7 @@ def fleet(
     seed: SeedOption = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Where to write this shard's ledger and outcomes.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Where to write this shard's ledger and outcomes."),
     ] = None,
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
@@ -974,14 +961,7 @@ def collector(
     ],
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Output directory.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Output directory."),
     ] = None,
     credentials_path: CredentialsOption = None,
     seed: SeedOption = None,
@@ -1165,14 +1145,7 @@ def mosquitto_config(
     scenario: Annotated[Path, typer.Argument(help="Scenario file (its devices get accounts).")],
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Directory to write into.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Directory to write into."),
     ],
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port Mosquitto listens on.")] = 1884,
     host: Annotated[str, typer.Option(help="Address Mosquitto listens on.")] = "127.0.0.1",
@@ -1282,14 +1255,7 @@ def mosquitto_config(
 def certs_command(
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Directory to write into.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Directory to write into."),
     ],
     host: Annotated[
         list[str] | None,
@@ -1680,14 +1646,7 @@ def bench_fleet_command(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Keep the run's outputs here.",
-            parser=_out_path,
-            metavar="PATH",
-            callback=_out_dir,
-        ),
+        _out_dir_option("Keep the run's outputs here."),
     ] = None,
     partitions: Annotated[
         int, typer.Option(help="Collector partitions: a coordinator + P worker processes.")
