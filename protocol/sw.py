@@ -199,10 +199,7 @@ class SquareWave:
             offset[redraw] = rng.integers(0, span[redraw])
         far_cell = offset + near_cells * (offset >= start)  # skip the window's cells
         cell = np.where(far, far_cell, start + offset)
-        y = (self.output_low + (cell + 0.5) * GRID).reshape(arr.shape)
-        if arr.ndim == 0:
-            return float(y)
-        return y
+        return (self.output_low + (cell + 0.5) * GRID).reshape(arr.shape)
 
     def _perturb_one(
         self, start: int, near_cells: int, far_cells: int, rng: np.random.Generator
