@@ -12,9 +12,20 @@ the sense of Dwork et al. ("Calibrating Noise to Sensitivity in Private Data Ana
 TCC 2006), here applied locally (each device randomizes its own input). Probabilities are
 computed stably by subtracting ``max_o u(x, o)`` from every score before exponentiating (the
 shift cancels in the ratio), so no score range can overflow; entries far below the maximum
-may underflow to 0, which only affects outcomes of negligible probability. Sampling uses
-exactly one uniform from an injected ``numpy.random.Generator`` (inverse CDF); the module is
-pure (no global RNG, no I/O).
+may underflow to 0 in ``probabilities`` (the float view, for analysis and tests).
+
+Sampling is exact (``samplers.exponential_choice``), not the inverse CDF of one double: the
+budget and scores are taken as exact rationals (``rate = eps / (2 Du)``, a ``Fraction``),
+a candidate ``k`` is proposed uniformly from the generator's bits and accepted with an exact
+``Bernoulli(exp(-rate (max_o u(x, o) - u(x, k))))`` (Canonne, Kamath and Steinke's
+Algorithm 1 on that rational), else proposed again. The output law is exactly the one
+above, every candidate keeps a positive probability however small, and the ratio bound
+``e^eps`` holds exactly. The former sampler compared ``rng.random()`` (a multiple of
+``2**-53``) with a float CDF: a candidate whose weight fell below the CDF's rounding (e.g.
+``exp(-250)`` next to 1) was never output, so for two inputs that swap such scores the
+ratio of its probabilities was unbounded. Cost: expected ``n / sum_o exp(-gap_o) <= n``
+rounds for ``n`` candidates, a few microseconds each (module ``protocol.samplers``). The
+module is pure (no global RNG, no I/O).
 
 NDOE (Neighbour Degree Order Encoding, Alg. 4 of the CADR-LDP spec,
 ``/work/shared/reference/cadr-ldp.md``; Zhang et al., arXiv 2507.10627). The collector
@@ -37,10 +48,12 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.samplers import exponential_choice
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
@@ -74,10 +87,13 @@ class ExponentialMechanism:
 
     eps: float
     sensitivity: float
+    rate: Fraction = field(init=False, repr=False, compare=False)  # eps / (2 Du), exactly
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eps", positive_real(self.eps, "eps"))
         object.__setattr__(self, "sensitivity", positive_real(self.sensitivity, "sensitivity"))
+        rate = Fraction(self.eps) / (2 * Fraction(self.sensitivity))
+        object.__setattr__(self, "rate", rate)
 
     def probabilities(self, scores: Sequence[float] | np.ndarray) -> np.ndarray:
         """``exp(eps s_k / (2 Du))`` normalised over the last axis (max-shifted first).
@@ -90,16 +106,13 @@ class ExponentialMechanism:
         return weights / weights.sum(axis=-1, keepdims=True)
 
     def sample(self, scores: Sequence[float] | np.ndarray, rng: np.random.Generator) -> int:
-        """Index of the sampled candidate: one uniform ``u = rng.random()``, the first ``k``
-        with ``cdf[k] > u cdf[-1]`` (a candidate of probability 0 is never returned)."""
+        """Index of the sampled candidate, drawn exactly with probability ``exp(rate s_k) /
+        sum_j exp(rate s_j)`` (``rate = eps / (2 Du)``; the scores and the budget as exact
+        rationals: module docstring, ``samplers.exponential_choice``)."""
         s = _check_scores(scores)
         if s.ndim != 1:
             raise ParameterError(f"must be one-dimensional, got shape {s.shape}", field="scores")
-        cdf = np.cumsum(self.probabilities(s))
-        k = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
-        if k >= len(cdf):  # u * total rounded up to total: take the last positive candidate
-            k = int(np.flatnonzero(np.diff(np.concatenate(([0.0], cdf))) > 0)[-1])
-        return k
+        return exponential_choice(rng, s, self.rate)
 
 
 def ndoe_partitions(d_min: int, d_max: int, parts: int) -> list[tuple[int, int]]:

@@ -63,6 +63,9 @@ the 53-bit mantissa). ``rr_lie(rng, eps, n)`` is randomized response's lie coin
 ``Bernoulli(1 / (1 + e^eps))``, exactly, by rejection with ``bernoulli_exp`` (which takes
 any rational ``gamma``, a float as its exact rational). ``exp_lower_bound(eps)`` is a
 rational ``R <= e^eps`` (Square Wave's density ratio, protocol/sw.py).
+``exponential_choice(rng, scores, rate)`` is the exponential mechanism's draw, ``P(k) ∝
+exp(rate (s_k - max s))`` exactly (rejection: a uniform proposal accepted with the exact
+``Bernoulli(exp(-gap))`` of its rational gap; protocol/exponential.py).
 
 Negative binomial (Pólya) shares, for distributed-noise secure sums
 (``negative_binomial``, ``geometric_ratio_bound``). ``NB(r, 1 - a)`` (failures before the
@@ -111,6 +114,7 @@ __all__ = [
     "discrete_laplace",
     "exact_scale",
     "exp_lower_bound",
+    "exponential_choice",
     "geometric",
     "geometric_ratio_bound",
     "grid_laplace_scale",
@@ -389,6 +393,35 @@ def rr_lie_one(rng: np.random.Generator, eps: float | Fraction) -> bool:
             return False  # proposed truth: accepted
         if _bernoulli_exp_bits(bits, g):
             return True  # proposed lie: accepted with Bernoulli(exp(-eps))
+
+
+def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fraction) -> int:
+    """An index ``k`` with ``P(k) ∝ exp(rate (scores[k] - max(scores)))``, exactly, for a
+    rational ``rate >= 0`` and finite double scores (each taken as its exact rational).
+
+    Rejection on the bit pool (``_Bits``): propose ``k`` uniformly, accept it with the exact
+    ``Bernoulli(exp(-gap_k))``, ``gap_k = rate (max - scores[k]) >= 0`` (CKS Alg. 1 on the
+    rational, ``_bernoulli_exp_bits``), else propose again. A round accepts ``k`` with
+    probability ``exp(-gap_k) / n``, so the output law is ``exp(-gap_k) / sum_j exp(-gap_j)``
+    whatever the number of rounds; the best candidate (gap 0) is always accepted, so a
+    round succeeds with probability at least ``1 / n`` (expected rounds ``n / sum_j
+    exp(-gap_j) <= n``). Every candidate has a positive probability, however small (no
+    underflow: the gaps are exact rationals)."""
+    array = np.asarray(scores, dtype=float).ravel()
+    if array.size == 0 or not np.all(np.isfinite(array)):
+        raise ParameterError("must be a non-empty array of finite numbers", field="scores")
+    r = Fraction(rate)
+    if r < 0:
+        raise ParameterError(f"must be >= 0, got {rate!r}", field="rate")
+    values = array.tolist()
+    n = len(values)
+    top = Fraction(max(values))
+    bits = _Bits(rng)
+    while True:
+        k = bits.below(n)
+        gap = r * (top - Fraction(values[k]))
+        if not gap or _bernoulli_exp_bits(bits, gap):
+            return k
 
 
 @lru_cache(maxsize=256)
