@@ -14,14 +14,19 @@ and both branches are pure ``eps``-LDP, so for every output set S
 ``eps``-LDP. Both branches are unbiased for ``t = 2x - 1``, so HM is, with
 ``Var = alpha Var_PM(t) + (1 - alpha) Var_D(t)``.
 
-Sampling: per input one uniform for the coin, then one for each branch (both drawn for
-every input, so the number of draws does not depend on the data).
+Sampling is exact: the coin is "Duchi" with the exact ``Bernoulli(exp(-eps / 2))``
+(``samplers.bernoulli_exp`` on the float ``eps``'s rational), so ``P(PM) = alpha`` exactly
+(the former ``rng.random() < alpha`` rounded it to a multiple of ``2**-53``); both branches
+are exact samplers (``protocol.piecewise``: grid midpoints; ``protocol.duchi``: +-C). Per
+input the coin, then both branches are drawn for every input (so the number of draws does
+not depend on the data or the coin). ``alpha`` is the float of the coin's probability.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from ldpfleet.protocol.duchi import DuchiMechanism, check_coin_budget
@@ -31,6 +36,7 @@ from ldpfleet.protocol.mechanism_contract import (
     unit_inputs,
 )
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
+from ldpfleet.protocol.samplers import bernoulli_exp
 
 __all__ = ["EPS_STAR", "HybridMechanism"]
 
@@ -68,9 +74,14 @@ class HybridMechanism:
             object.__setattr__(self, name, value)
 
     def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """PM's report where the coin says so, Duchi's elsewhere."""
+        """PM's report where the coin says so (exactly ``alpha = 1 - exp(-eps / 2)``, or
+        never when ``alpha`` is 0), Duchi's elsewhere."""
         arr = unit_inputs(x)
-        use_piecewise = rng.random(arr.shape) < self.alpha
+        if self.alpha > 0.0:
+            use_duchi = bernoulli_exp(rng, Fraction(self.eps) / 2, arr.size)
+            use_piecewise = ~np.asarray(use_duchi).reshape(arr.shape)
+        else:
+            use_piecewise = np.zeros(arr.shape, dtype=bool)
         from_piecewise = self.piecewise.perturb(arr, rng)
         from_duchi = self.duchi.perturb(arr, rng)
         return np.where(use_piecewise, from_piecewise, from_duchi)
