@@ -17,9 +17,11 @@ bit ``Bernoulli(x)`` (``samplers.bernoulli_float``: exact for the double ``x``) 
 through Warner randomized response (``samplers.rr_lie``: the lie coin
 ``Bernoulli(1 / (e^eps + 1))`` exactly, for the rational of the float ``eps``). The former
 ``rng.random() < P(+C)`` rounded the rare answer's probability to a multiple of ``2**-53``:
-0 above ``eps ~ 36.7`` (an infinite privacy loss), hence ``DUCHI_EPS_MAX = 32``; the exact
-coin has no such limit, the cap is kept only because Hybrid and the ε-range tests rely on
-it (lifting it is a separate change). ``rare`` and ``prob_high`` remain for the analysis.
+0 above ``eps ~ 36.7`` (an infinite privacy loss), hence ``DUCHI_EPS_MAX = 32``. The exact
+coin has no such limit and nothing else in the code needs one (above ``eps ~ 38.1`` the
+double ``C`` rounds to 1.0: reports +-1, an estimate off by under 1e-16): the cap is only
+kept, for Duchi and Hybrid alike (``check_coin_budget``), and its error says so; lifting
+it is a separate change. ``rare`` and ``prob_high`` remain for the analysis.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ldpfleet.protocol.samplers import bernoulli_float, rr_lie
 __all__ = ["DUCHI_EPS_MAX", "DuchiMechanism", "check_coin_budget"]
 
 _TOLERANCE = 1e-12  # relative: a report must be +-C up to float rounding
-DUCHI_EPS_MAX = 32.0  # the former 53-bit coin's limit, kept for Hybrid (module docstring)
+DUCHI_EPS_MAX = 32.0  # the former float coin's limit, kept as a cap (module docstring)
 
 
 def check_coin_budget(eps: float) -> float:
@@ -48,9 +50,9 @@ def check_coin_budget(eps: float) -> float:
     ``ParameterError`` naming ``eps``, the limit and the value."""
     if eps > DUCHI_EPS_MAX:
         raise ParameterError(
-            f"must be <= {DUCHI_EPS_MAX:g} for Duchi's one-bit coin: above it the rare "
-            f"answer's probability 1/(e^eps + 1) nears the uniform's step 2**-53 (it is 0 "
-            f"above ~36.7: no privacy at all), got {eps!r}",
+            f"must be <= {DUCHI_EPS_MAX:g} for Duchi's one-bit mechanism (and Hybrid, which "
+            f"uses it), got {eps!r}: a cap kept from the former float coin; the coin is "
+            f"exact now (it would realise any eps), lifting the cap is a separate change",
             field="eps",
         )
     return eps

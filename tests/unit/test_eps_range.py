@@ -207,10 +207,12 @@ def test_estimate_mean_reads_lists_and_2d_reports(name):
 
 
 # --- Duchi's coin at huge budgets (held-out QA, helper S) -----------------------------------
-# Duchi's report is +C iff a 53-bit uniform r < 1/2 + t/(2C); the rare answer's probability
-# 1/(e^eps + 1) falls below the uniform's resolution 2**-53 above eps ~36.7 and rounds to 0:
+# Duchi's report WAS +C iff a 53-bit uniform r < 1/2 + t/(2C); the rare answer's probability
+# 1/(e^eps + 1) fell below the uniform's resolution 2**-53 above eps ~36.7 and rounded to 0:
 # at eps = 40, 10**6 inputs x = 0 gave 0 reports +C and inputs x = 1 only +C, an infinite
-# privacy loss under a claim of 40 (HM's Duchi branch likewise up to 50).
+# privacy loss under a claim of 40 (HM's Duchi branch likewise up to 50), hence the cap
+# DUCHI_EPS_MAX = 32. The coin is exact now (samplers.rr_lie); the cap is kept, and its
+# message says that, not the 2**-53 step that no longer exists (helper E).
 
 
 @pytest.mark.parametrize("cls", [DuchiMechanism, HybridMechanism])
@@ -222,18 +224,23 @@ def test_duchi_and_hybrid_refuse_budgets_their_coin_cannot_realise(cls, eps):
         cls(eps)
     message = str(caught.value)
     assert caught.value.field == "eps" and f"{DUCHI_EPS_MAX:g}" in message, message
-    assert repr(eps) in message and "2**-53" in message, message
+    assert repr(eps) in message and "exact" in message and "2**-53" not in message, message
 
 
 def test_duchi_at_its_largest_budget_still_answers_both_ways():
-    """At DUCHI_EPS_MAX the rare answer has probability 1/(e^32 + 1) = 1.27e-14, about 114
-    uniform steps of 2**-53: realised within 1 % of the claim. Checked on the probability
-    itself (a sample cannot see 1e-14)."""
+    """At DUCHI_EPS_MAX the rare answer has probability 1/(e^32 + 1) = 1.27e-14 exactly:
+    the lie coin runs on the rational 32 (no 2**-53 step), and the rare answer is reached
+    on the draws that realise Bernoulli(exp(-32)). (A sample cannot see 1e-14.)"""
+    from fractions import Fraction
+
     from ldpfleet.protocol.duchi import DUCHI_EPS_MAX
+    from ldpfleet.protocol.samplers import rr_lie
+
+    from tests.unit.test_exact_coins import _ScriptedGenerator
 
     assert DUCHI_EPS_MAX == 32.0
     mech = DuchiMechanism(DUCHI_EPS_MAX)
-    rare = float(mech.prob_high(np.array(0.0)))
+    assert mech.coin_eps == Fraction(32)
+    assert rr_lie(_ScriptedGenerator(), mech.coin_eps, 1).tolist() == [True]
     exact = 1.0 / (math.exp(DUCHI_EPS_MAX) + 1.0)
-    realised = math.floor(rare * 2.0**53) / 2.0**53  # P(r < rare) for r in 2**-53 Z
-    assert realised > 0 and abs(realised / exact - 1.0) < 0.01
+    assert float(mech.prob_high(np.array(0.0))) == pytest.approx(exact, rel=1e-12)
