@@ -12,7 +12,13 @@ the choice that minimises the worst-case variance. The coin does not depend on t
 and both branches are pure ``eps``-LDP, so for every output set S
 ``P(S | t) = alpha P_PM(S | t) + (1 - alpha) P_D(S | t) <= e^eps P(S | t')``: HM is pure
 ``eps``-LDP. Both branches are unbiased for ``t = 2x - 1``, so HM is, with
-``Var = alpha Var_PM(t) + (1 - alpha) Var_D(t)``.
+``Var = alpha Var_PM(t) + (1 - alpha) Var_D(t)``. A report tells its branch (Duchi's are
+exactly ``+-C_D``; PM's are grid midpoints, a different set: a PM midpoint equal to the
+double ``C_D`` would need its 31 low mantissa bits zero, and would cost an error ~1e-7), so
+``estimate`` applies each branch's own estimator: PM's grid law has the slope ``gain``
+(``E[y] = gain t``, within 5e-7 of 1), which ``(y + 1) / 2`` alone would miss by
+``alpha (gain - 1) t / 2``. The estimate is unbiased for ``alpha x_PM + (1 - alpha) x``,
+``x_PM`` being PM's rounding of ``x`` to ``1 / M`` (``|x_PM - x| <= 2.4e-7``).
 
 Sampling is exact: the coin is "Duchi" with the exact ``Bernoulli(exp(-eps / 2))``
 (``samplers.bernoulli_exp`` on the float ``eps``'s rational), so ``P(PM) = alpha`` exactly
@@ -93,8 +99,13 @@ class HybridMechanism:
         return self.piecewise.in_domain(y)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:
-        """Per-report unbiased estimates of x: ``(y + 1) / 2``."""
-        return (np.asarray(y, dtype=float) + 1.0) / 2.0
+        """Per-report unbiased estimates of x, by branch: ``(y + 1) / 2`` for Duchi's +-C,
+        PM's own estimate (``(y / gain + 1) / 2``, its grid's slope) for the rest."""
+        yy = np.asarray(y, dtype=float)
+        duchi = (yy + 1.0) / 2.0
+        if self.alpha == 0.0:
+            return duchi
+        return np.where(np.abs(yy) == self.duchi.bound, duchi, self.piecewise.estimate(yy))
 
     def estimate_mean(self, y: np.ndarray) -> float:
         """Unbiased estimate of the mean input. ``y``: at least one report, each an output

@@ -64,3 +64,14 @@ def test_scalar_and_empty_inputs_keep_their_shapes():
     assert np.shape(mech.perturb(0.25, np.random.default_rng(0))) == ()
     assert mech.perturb(np.zeros(0), np.random.default_rng(0)).shape == (0,)
     assert mech.perturb(np.zeros((2, 3)), np.random.default_rng(0)).shape == (2, 3)
+
+
+def test_each_report_is_estimated_by_its_branch():
+    """Duchi's +-C by (y + 1) / 2, PM's midpoints by PM's grid estimate (slope gain)."""
+    mech = HybridMechanism(2.0)
+    y = mech.perturb(np.full(2000, 0.8), np.random.default_rng(2))
+    pm = _branches(mech, y)
+    est = mech.estimate(y)
+    np.testing.assert_array_equal(est[~pm], (y[~pm] + 1.0) / 2.0)
+    np.testing.assert_array_equal(est[pm], mech.piecewise.estimate(y[pm]))
+    assert mech.piecewise.gain != 1.0  # so the two differ
