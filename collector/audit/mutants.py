@@ -194,6 +194,13 @@ def _exponential_double(p: Patcher) -> None:
         return weights / weights.sum(axis=-1, keepdims=True)
 
     p.setattr(exponential.ExponentialMechanism, "probabilities", broken)
+    real = exponential.ExponentialMechanism.__post_init__
+
+    def broken_rate(self) -> None:  # the exact sampler reads rate, not probabilities
+        real(self)
+        object.__setattr__(self, "rate", 2 * self.rate)
+
+    p.setattr(exponential.ExponentialMechanism, "__post_init__", broken_rate)
 
 
 def _built_with_double_eps(module: str, cls: str) -> Callable[[Patcher], None]:

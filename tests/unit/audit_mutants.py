@@ -85,6 +85,13 @@ def exponential_without_factor_2(mp) -> None:
         return weights / weights.sum(axis=-1, keepdims=True)
 
     mp.setattr(protocol.exponential.ExponentialMechanism, "probabilities", broken)
+    real = protocol.exponential.ExponentialMechanism.__post_init__
+
+    def broken_rate(self) -> None:  # the exact sampler reads rate, not probabilities
+        real(self)
+        object.__setattr__(self, "rate", 2 * self.rate)
+
+    mp.setattr(protocol.exponential.ExponentialMechanism, "__post_init__", broken_rate)
 
 
 def dsr_clipping_removed(mp) -> None:
