@@ -57,10 +57,10 @@ from ldpfleet.protocol.bulk import (
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
-from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.messages import SCHEMA_VERSION, Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.stream import StreamConfig
-from ldpfleet.protocol.topics import svc
+from ldpfleet.protocol.topics import COLLECTOR_ID, svc
 
 __all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
 
@@ -316,8 +316,9 @@ def _handle(
         message = decode_bulk(delivery.payload)
         if talk is not None:
             talk.record(delivery.topic, delivery.payload, message)
+        _check_version(message)
         if isinstance(message, Stage):
-            return message.state == "closed"
+            return _stage_closed(machine.plan.run, delivery.topic, message)
         gateway = gateway_of_topic(delivery.topic)
         if isinstance(message, BulkHello) and delivery.topic.endswith("/up/hello"):
             send(machine.hello(gateway, message, now))
@@ -339,6 +340,37 @@ def _handle(
         kind = message.type_name() if message is not None else "invalid"
         send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
+
+
+def _check_version(message: Message) -> None:
+    """A message of another schema version is refused (``unsupported_version``), as
+    ``protocol.codec.decode`` refuses one: the bulk decoder reads ``v`` without checking it."""
+    if message.v != SCHEMA_VERSION:
+        raise RemoteProtocolError(
+            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})",
+            field="v",
+            code="unsupported_version",
+        )
+
+
+def _stage_closed(run: str, topic: str, message: Stage) -> bool:
+    """Whether ``message`` closes the stage: only this run's collector (the runner) may,
+    on ``ctl/stage``. A ``Stage`` on a gateway uplink (which a gateway may publish on), or
+    of another run or sender, is refused: one gateway must not end every gateway's run."""
+    if topic != stage_topic(run):
+        raise RemoteProtocolError(
+            f"a stage message on {topic[:120]!r}, not on {stage_topic(run)!r}",
+            field="topic",
+            code="schema",
+        )
+    if message.run != run or message.sender != COLLECTOR_ID:
+        raise RemoteProtocolError(
+            f"a stage message from {message.sender!r} of run {message.run!r}: only run "
+            f"{run!r}'s collector closes its stage",
+            field="sender",
+            code="schema",
+        )
+    return message.state == "closed"
 
 
 class _Conversation:
