@@ -203,3 +203,35 @@ def test_an_item_the_relay_cannot_judge_does_not_stop_an_honest_device(item):
 
 def _fields(batch: PeerBatch) -> dict:
     return {f: getattr(batch, f) for f in batch.__struct_fields__}
+
+
+def test_a_refused_second_added_count_is_neither_used_nor_waited_on():
+    """A device that reported ``done`` with edges added and then, later in the round,
+    reports ``added`` again is refused ("added reported twice") — but the relay stored the
+    batch before it refused it: the refused batch's items were forwarded at the step's close,
+    and when it was the step's last expected batch the step never closed (the phase aborted
+    at the step timeout). Found by this sweep; now nothing changes before the refusal."""
+    relay = PeerRelay(RUN, ["a", "b", "c"], step_timeout=STEP_TIMEOUT)
+    relay.start_phase("lpea", 0.0, until_quiet=True, max_rounds=3)
+
+    def send(sender: str, step: int, items=(), *, done=False, added=0) -> None:
+        message = PeerBatch(
+            run=RUN, sender=sender, phase="lpea", round=0, step=step,
+            items=[PeerItem(*i) for i in items], done=done, added=added,
+        )  # fmt: skip
+        relay.receive(topics.parse(topics.up(RUN, sender, "peer_batch")), message, 0.0)
+
+    send("a", 0, [("b", "req", 0)], done=True, added=1)
+    send("b", 0, [("a", "req", 0)])
+    send("c", 0, [("a", "req", 0)], done=True)
+    relay.pop_outbound()
+    assert relay.step == 1 and relay.rejected == 0  # a and b get deliveries at step 1
+    send("a", 1, [("c", "est", 1)], done=True, added=1)  # added again: refused
+    assert relay.rejected == 1
+    send("b", 1, [], done=True)
+    assert relay.step == 1  # a's step-1 batch is still awaited
+    send("a", 1, [], done=True)  # its valid batch is taken: the step closes
+    out = relay.pop_outbound()
+    assert not any(o.topic.endswith("/in/relay") and "c" in o.topic for o in out)
+    events = [e for e in relay.pop_events() if isinstance(e, PhaseFinished | PhaseAborted)]
+    assert relay.rejected == 1 and not any(isinstance(e, PhaseAborted) for e in events)
