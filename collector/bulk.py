@@ -52,6 +52,7 @@ from ldpfleet.protocol.bulk import (
     decode_bulk,
     encode_bulk,
     gateway_of_topic,
+    gateway_up,
     gateway_up_filter,
     stage_topic,
 )
@@ -319,7 +320,7 @@ def _handle(
         _check_version(message)
         if isinstance(message, Stage):
             return _stage_closed(machine.plan.run, delivery.topic, message)
-        gateway = gateway_of_topic(delivery.topic)
+        gateway = _gateway_of(machine, delivery.topic, message)
         if isinstance(message, BulkHello) and delivery.topic.endswith("/up/hello"):
             send(machine.hello(gateway, message, now))
         elif isinstance(message, BulkReport) and delivery.topic.endswith("/up/bulk"):
@@ -340,6 +341,22 @@ def _handle(
         kind = message.type_name() if message is not None else "invalid"
         send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
+
+
+def _gateway_of(machine: BulkCollector, topic: str, message: Message) -> int:
+    """The gateway whose uplink ``topic`` is, spelled as that gateway's own topic
+    (``gw/g{n}/up/{kind}`` of this partition): ``g01``, ``g+1`` or ``g١`` also parse to 1,
+    but no ACL rule names them as gateway 1's."""
+    gateway = gateway_of_topic(topic)
+    kind = "hello" if isinstance(message, BulkHello) else "bulk"
+    level = machine.plan.partition_level_of(machine.partition)
+    if gateway < 0 or topic != gateway_up(machine.plan.run, gateway, kind, level):
+        raise RemoteProtocolError(
+            f"{topic[:120]!r} is not gateway {gateway}'s {kind} uplink in this partition",
+            field="topic",
+            code="schema",
+        )
+    return gateway
 
 
 def _check_version(message: Message) -> None:

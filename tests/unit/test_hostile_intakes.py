@@ -12,6 +12,7 @@ from ldpfleet.collector.cadr_fleet import CadrOutcome, _CadrRun
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.bulk import (
     BulkCollector,
+    BulkHello,
     BulkPlan,
     encode_bulk,
     gateway_up,
@@ -208,3 +209,22 @@ async def test_honest_releases_still_complete_after_the_hostile_ones():
     assert state.outcome.rejected + state.intake.rejected == len(hostile)
     assert state.outcome.duplicates == len(replay)
     assert len(conn.rejects()) == len(hostile)
+
+
+def test_a_gateway_number_spelled_otherwise_is_not_that_gateways_uplink(tmp_path):
+    """``g01``, ``g+1`` and ``g١`` (an Arabic-Indic one) all parse to gateway 1, but only
+    ``g1`` is gateway 1's uplink (the topic its ACL grants): the others admitted gateway 1
+    from a topic no ACL rule names. Now refused (field ``topic``) before the hello is read;
+    the canonical topic still admits it."""
+    plan = bulk_plan()
+    hello = BulkHello(run="t", sender="g1", gateway=1, first=10, count=10, mechanism="sw",
+                      eps=plan.eps, w=plan.w, eps0=plan.eps0, steps=plan.steps,
+                      batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi)  # fmt: skip
+    for level in ("g01", "g+1", "g\u0661", "g-1"):
+        topic = f"ldp/t/gw/{level}/up/hello"
+        closed, refusals, sent = bulk_handle(tmp_path, topic, encode_bulk(hello))
+        assert closed is False and refusals == {"schema": 1}, level
+        assert sent[0].message.field == "topic", level
+    closed, refusals, sent = bulk_handle(tmp_path, gateway_up("t", 1, "hello", None),
+                                         encode_bulk(hello))  # fmt: skip
+    assert refusals == {} and sent[0].message.type_name() == "bulk_admit"
