@@ -52,15 +52,16 @@ from ldpfleet.protocol.bulk import (
     decode_bulk,
     encode_bulk,
     gateway_of_topic,
+    gateway_up,
     gateway_up_filter,
     stage_topic,
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
-from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.messages import SCHEMA_VERSION, Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.stream import StreamConfig
-from ldpfleet.protocol.topics import svc
+from ldpfleet.protocol.topics import COLLECTOR_ID, svc
 
 __all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
 
@@ -316,9 +317,10 @@ def _handle(
         message = decode_bulk(delivery.payload)
         if talk is not None:
             talk.record(delivery.topic, delivery.payload, message)
+        _check_version(message)
         if isinstance(message, Stage):
-            return message.state == "closed"
-        gateway = gateway_of_topic(delivery.topic)
+            return _stage_closed(machine.plan.run, delivery.topic, message)
+        gateway = _gateway_of(machine, delivery.topic, message)
         if isinstance(message, BulkHello) and delivery.topic.endswith("/up/hello"):
             send(machine.hello(gateway, message, now))
         elif isinstance(message, BulkReport) and delivery.topic.endswith("/up/bulk"):
@@ -339,6 +341,53 @@ def _handle(
         kind = message.type_name() if message is not None else "invalid"
         send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
+
+
+def _gateway_of(machine: BulkCollector, topic: str, message: Message) -> int:
+    """The gateway whose uplink ``topic`` is, spelled as that gateway's own topic
+    (``gw/g{n}/up/{kind}`` of this partition): ``g01``, ``g+1`` or ``g١`` also parse to 1,
+    but no ACL rule names them as gateway 1's."""
+    gateway = gateway_of_topic(topic)
+    kind = "hello" if isinstance(message, BulkHello) else "bulk"
+    level = machine.plan.partition_level_of(machine.partition)
+    if gateway < 0 or topic != gateway_up(machine.plan.run, gateway, kind, level):
+        raise RemoteProtocolError(
+            f"{topic[:120]!r} is not gateway {gateway}'s {kind} uplink in this partition",
+            field="topic",
+            code="schema",
+        )
+    return gateway
+
+
+def _check_version(message: Message) -> None:
+    """A message of another schema version is refused (``unsupported_version``), as
+    ``protocol.codec.decode`` refuses one: the bulk decoder reads ``v`` without checking it."""
+    if message.v != SCHEMA_VERSION:
+        raise RemoteProtocolError(
+            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})",
+            field="v",
+            code="unsupported_version",
+        )
+
+
+def _stage_closed(run: str, topic: str, message: Stage) -> bool:
+    """Whether ``message`` closes the stage: only this run's collector (the runner) may,
+    on ``ctl/stage``. A ``Stage`` on a gateway uplink (which a gateway may publish on), or
+    of another run or sender, is refused: one gateway must not end every gateway's run."""
+    if topic != stage_topic(run):
+        raise RemoteProtocolError(
+            f"a stage message on {topic[:120]!r}, not on {stage_topic(run)!r}",
+            field="topic",
+            code="schema",
+        )
+    if message.run != run or message.sender != COLLECTOR_ID:
+        raise RemoteProtocolError(
+            f"a stage message from {message.sender!r} of run {message.run!r}: only run "
+            f"{run!r}'s collector closes its stage",
+            field="sender",
+            code="schema",
+        )
+    return message.state == "closed"
 
 
 class _Conversation:

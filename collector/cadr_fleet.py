@@ -55,7 +55,13 @@ from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, t
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
-from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DegreeRelease
+from ldpfleet.protocol.cadr_messages import (
+    CadrPlan,
+    CadrQuery,
+    CadrTheta,
+    DegreeRelease,
+    DsrReport,
+)
 from ldpfleet.protocol.cadr_theta_noise import (
     SHARE_BOUND,
     bucket_count,
@@ -66,8 +72,9 @@ from ldpfleet.protocol.cadr_theta_noise import (
 )
 from ldpfleet.protocol.dsr import post_process_distribution
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import PeerFacingMachine
 from ldpfleet.protocol.lpea import padded_rounds
-from ldpfleet.protocol.messages import BudgetRefused
+from ldpfleet.protocol.messages import BudgetRefused, Message
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 
@@ -237,8 +244,16 @@ class _CadrRun:
     phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
     intake: DsrIntake | None = None
     all_released: asyncio.Event = field(default_factory=asyncio.Event)
-    # budget refusals that arrive before θ exists (e.g. the plan refused)
-    early_refusals: list[tuple[topics.Topic, BudgetRefused]] = field(default_factory=list)
+    # budget refusals that arrive before θ exists (e.g. the plan refused): the first one
+    # of each device (the intake keeps one a device anyway), so that no device's repeats
+    # can crowd out another's
+    early_refusals: dict[str, tuple[topics.Topic, BudgetRefused]] = field(default_factory=dict)
+    # what the pump itself refuses (undecodable, before θ, on the wrong topic): counted in
+    # ``outcome.rejected`` and published on ``svc/collector/reject`` like the intake's
+    gate: PeerFacingMachine = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gate = PeerFacingMachine(self.run)
 
     def lap(self, name: str) -> None:
         """Close stage ``name``: record its seconds and tell the stage listener."""
@@ -280,24 +295,66 @@ class _CadrRun:
             try:
                 topic = topics.parse(delivery.topic)
                 message = codec.decode(delivery.payload)
-            except RemoteProtocolError:
-                self.outcome.rejected += 1
+            except RemoteProtocolError as error:
+                await self.refuse(delivery.topic[:300], "invalid", error)
                 continue
-            if isinstance(message, PhaseReport):
-                if message.sender == RELAY_ID and topic.sender == RELAY_ID:
-                    self.phase_reports.put_nowait(message)
-                continue
-            if self.intake is None:
-                self._before_theta(topic, message)
+            try:
+                if isinstance(message, PhaseReport) or topic.family == "svc":
+                    self._phase_report(topic, message)
+                    continue
+                _check_kind(topic, message)
+                if self.intake is None:
+                    self._before_theta(topic, message)
+                    continue
+            except RemoteProtocolError as error:
+                await self.refuse(topic, message.type_name(), error, message)
                 continue
             await self.handle(topic, message, loop.time())
 
-    def _before_theta(self, topic: topics.Topic, message: object) -> None:
-        """A device message before θ exists: a budget refusal is held, the rest rejected."""
-        if isinstance(message, BudgetRefused) and len(self.early_refusals) < len(self.members):
-            self.early_refusals.append((topic, message))
-        else:
-            self.outcome.rejected += 1  # a release before θ exists cannot be valid
+    async def refuse(
+        self,
+        topic: topics.Topic | str,
+        kind: str,
+        error: RemoteProtocolError,
+        message: Message | None = None,
+    ) -> None:
+        """Count a message the pump refuses and publish the ``Reject`` notice."""
+        self.outcome.rejected += 1
+        self.gate.reject(topic, kind, error, message)
+        await publish_outbound(self.conn, self.gate)
+
+    def _phase_report(self, topic: topics.Topic, message: Message) -> None:
+        """The relay's report of a phase, on ``svc/relay/phase`` only (a report on a
+        device's topic was dropped without a count)."""
+        if (
+            not isinstance(message, PhaseReport)
+            or topic.family != "svc"
+            or topic.sender != RELAY_ID
+            or message.sender != RELAY_ID
+            or message.run != self.run
+        ):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} from {message.sender!r} on {topic.text[:120]!r}: "
+                f"phase reports come from the relay on {topics.svc(self.run, RELAY_ID, 'phase')!r}",
+                field="topic",
+            )
+        self.phase_reports.put_nowait(message)
+
+    def _before_theta(self, topic: topics.Topic, message: Message) -> None:
+        """A device message before θ exists: the first budget refusal of each device is
+        held (the intake judges it once θ exists), the rest refused."""
+        if not isinstance(message, BudgetRefused):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} before θ exists cannot be valid",
+                field="type",
+                code="out_of_order",
+            )
+        if topic.sender not in self.members:
+            raise RemoteProtocolError(
+                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
+            )
+        # a device's later refusals: the intake, too, keeps only its first
+        self.early_refusals.setdefault(topic.sender, (topic, message))
 
     async def handle(self, topic: topics.Topic, message: object, now: float) -> None:
         """One DSR release or budget refusal: persist accepted releases, then ack."""
@@ -323,7 +380,8 @@ class _CadrRun:
         self.outcome.theta = theta
         if local:
             self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
-        held, self.early_refusals[:] = list(self.early_refusals), []
+        held = list(self.early_refusals.values())
+        self.early_refusals.clear()
         for topic, message in held:
             await self.handle(topic, message, time.monotonic())
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
@@ -422,6 +480,21 @@ class _CadrRun:
             estimate_histogram=outcome.estimate_histogram,
         )
         await self.conn.publish(topics.rel(self.run, "degrees"), codec.encode(release))
+
+
+# the message type each of a device's upstream topics carries (``_upstream``)
+_KIND_OF = {DsrReport: "dsr", BudgetRefused: "budget_refused"}
+
+
+def _check_kind(topic: topics.Topic, message: Message) -> None:
+    """A device's message must travel on its own kind of topic: a release on
+    ``up/dsr``, a refusal on ``up/budget_refused`` (the intake reads the type only)."""
+    kind = _KIND_OF.get(type(message))
+    if topic.family == "up" and kind is not None and topic.kind != kind:
+        raise RemoteProtocolError(
+            f"a {message.type_name()} on a {topic.kind!r} topic (it goes on {kind!r})",
+            field="topic",
+        )
 
 
 def _post_process(outcome: CadrOutcome, eps_dsr: float, degree_bound: int) -> None:

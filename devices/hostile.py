@@ -31,7 +31,6 @@ from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import Ack
 from ldpfleet.protocol.stream import StreamConfig
-from ldpfleet.protocol.sw import SquareWave
 
 # reason key -> share of the flood (the identical replays come on top: duplicates)
 DEFAULT_PLAN = {
@@ -118,9 +117,7 @@ def flood(
 
     values = report["values"]
     bad_values = [*values[:-1], 99.0]
-    changed = [values[1], values[0], *values[2:]] if values[0] != values[1] else None
-    if changed is None:  # equal first two values: change one within the output domain
-        changed = [SquareWave(config.eps0, "sw").output_low, *values[1:]]
+    changed = _changed_values(config, values)
     makers = {
         "undecodable": (lambda i: b"\xff" + bytes(rng.integers(128, 256, 40).tolist()), up),
         "oversize": (lambda i: b"{" + b" " * codec.MAX_PAYLOAD + b"}", up),
@@ -131,7 +128,7 @@ def flood(
             lambda i: [variant(values=bad_values), variant(seq=999), variant(t0=1)][i % 3],
             up,
         ),
-        "parameter_mismatch": (lambda i: variant(eps0=config.eps0 * 2), up),
+        "parameter_mismatch": (lambda i: variant(**_mismatch(config)), up),
         "unknown_sender": (
             lambda i: variant(sender=INTRUDER),
             topics.up(run, INTRUDER, "sw_report", config.partition(INTRUDER)),
@@ -153,6 +150,31 @@ def flood(
     out += [(up, genuine)] * replays
     order = rng.permutation(len(out))
     return [out[i] for i in order], counts, replays
+
+
+def _changed_values(config: StreamConfig, values: list[float]) -> list[float]:
+    """The batch with one value changed inside the mechanism's output domain (a replay of
+    the batch with other values, refused as ``replay``, not as ``out_of_range``): the first
+    two swapped, or, when they are equal, the first replaced by the first in-domain
+    candidate that differs from it (the domain's low end, its high end, 0, 1)."""
+    if values[0] != values[1]:
+        return [values[1], values[0], *values[2:]]
+    mechanism = config.mechanism_object()  # raw: eps0 = 0, no Square Wave can be built
+    low, high = getattr(mechanism, "output_low", 0.0), getattr(mechanism, "output_high", 1.0)
+    for candidate in (low, high, 0.0, 1.0):
+        inside = np.asarray(mechanism.in_domain(np.array([candidate]))).all()
+        if candidate != values[0] and inside:
+            return [float(candidate), *values[1:]]
+    raise ValueError(f"no in-domain value other than {values[0]!r} for {config.mechanism}")
+
+
+def _mismatch(config: StreamConfig) -> dict:
+    """A field change the collector refuses as ``parameter_mismatch``: ``eps0`` doubled,
+    or — for a raw stream, whose ``eps0`` is 0 (doubled: the same report, a duplicate) —
+    another window ``w``."""
+    if 0.0 < config.eps0 * 2 <= 50.0:
+        return {"eps0": config.eps0 * 2}
+    return {"w": config.w + 1 if config.w < 100_000 else config.w - 1}
 
 
 class HostileClient:

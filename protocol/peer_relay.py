@@ -364,11 +364,13 @@ class PeerRelay(PeerFacingMachine):
                 raise RemoteProtocolError(
                     f"{item.peer!r} is not another device of this run", field=f"items[{index}]"
                 )
+        if message.done and sender in self._done and message.added:
+            # checked before anything changes: a refused batch is neither forwarded nor
+            # counted as the step's answer
+            raise RemoteProtocolError("added reported twice in a round", field="added")
         self._received[sender] = message
         self.batches += 1
         if message.done:
-            if sender in self._done and message.added:
-                raise RemoteProtocolError("added reported twice in a round", field="added")
             self._done.add(sender)
             self._added += message.added
         if len(self._received) == len(self._expected):
