@@ -522,6 +522,42 @@ def _refit(build: Callable[[Readings], Prepared], readings: Readings) -> Prepare
     )  # fmt: skip
 
 
+@dataclass
+class _OccupancyAttack:
+    """Occupancy's protected attribute and its fixed attackers (``Readings.attribute``,
+    ``attacker``, ``weights``)."""
+
+    protected: int | None  # the attribute's channel column (None: occupancy itself)
+    threshold: float | None  # its training-window median (None: occupancy itself)
+    inputs: list[int]  # the attacker's released channels
+    attacker: object
+    temporal: object  # the attacker fitted on time-smoothed windows
+
+    def attribute(self, feats: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The protected attribute of windows (features, occupancy labels)."""
+        if self.protected is None:  # attribute = occupancy itself
+            return np.asarray(labels).astype(int)
+        return (feats[:, self.protected] > self.threshold).astype(int)
+
+
+def _occupancy_attack(readings: Readings, train_f, train_l) -> _OccupancyAttack:
+    """The protected channel (or occupancy), its threshold and the attackers fitted on the
+    clean training windows."""
+    weights = readings.weights
+    protected = READING_CHOICES["attribute"].index(readings.attribute)
+    protected = (OCC_PROTECTED, 0, 1, 2, 3, None)[protected]  # the choices' channel columns
+    threshold = float(np.median(train_f[:, protected])) if protected is not None else None
+    others = [k for k in range(train_f.shape[1]) if k != protected]
+    inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
+    attack = _OccupancyAttack(protected, threshold, inputs, None, None)
+    attribute = attack.attribute
+    attack.attacker = fit_logistic(train_f[:, inputs], attribute(train_f, train_l),
+                                   class_weight=weights)  # fmt: skip
+    attack.temporal = fit_logistic(temporal_smooth(train_f, ATTACK_LAG)[:, inputs],
+                                   attribute(train_f, train_l), class_weight=weights)  # fmt: skip
+    return attack
+
+
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
         return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
@@ -532,20 +568,8 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     task_l2 = float(readings.task_l2)
     model = fit_logistic(train_f, train_l, l2=task_l2, class_weight=weights)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
-    protected = READING_CHOICES["attribute"].index(readings.attribute)
-    protected = (OCC_PROTECTED, 0, 1, 2, 3, None)[protected]  # the choices' channel columns
-    threshold = float(np.median(train_f[:, protected])) if protected is not None else None
-    others = [k for k in range(train_f.shape[1]) if k != protected]
-    inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
-
-    def attribute(feats: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        if protected is None:  # attribute = occupancy itself
-            return np.asarray(labels).astype(int)
-        return (feats[:, protected] > threshold).astype(int)
-
-    attacker = fit_logistic(train_f[:, inputs], attribute(train_f, train_l), class_weight=weights)
-    temporal = fit_logistic(temporal_smooth(train_f, ATTACK_LAG)[:, inputs],
-                            attribute(train_f, train_l), class_weight=weights)  # fmt: skip
+    attack = _occupancy_attack(readings, train_f, train_l)
+    attribute = attack.attribute
 
     def utility() -> np.ndarray:
         return _utility(readings, model, val_f, val_l, f1_percent,
@@ -566,53 +590,70 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         metric=f1_percent,
         gau_l2=_gau_l2(readings, bounds, None, bounds.size),
         gau_changed=_gau_changed(readings, bounds.size, None, bounds.size),
-        attacker=attacker,
-        attack_inputs=inputs,
+        attacker=attack.attacker,
+        attack_inputs=attack.inputs,
         protected=attribute(test_f, test_l),
         attack_rows=None,
         val_f=val_f,
         val_l=val_l,
         val_protected=attribute(val_f, val_l),
         train_protected=attribute(train_f, train_l),
-        temporal_attacker=temporal,
+        temporal_attacker=attack.temporal,
         fit_task=lambda f, lab: fit_logistic(f, lab, l2=task_l2, class_weight=weights),
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
-        protocol_head={
-            "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
-            "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
-            "window": window,
-            "split": readings.split,
-            "train_windows": int(train_f.shape[0]),
-            "validation_windows": int(val_f.shape[0]) if readings.split == "holdout" else 0,
-            "test_windows": int(test_f.shape[0]),
-            "test_positive_share": round(float(test_l.mean()), 4),
-            # the fixed classifier on the clean test windows: says when its F1 is that of a
-            # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
-            # F1 of "always occupied", like any score)
-            "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
-        },
+        protocol_head=_occupancy_head(
+            data, window, readings, (train_file, test_file), model, (train_f, test_f, test_l, val_f)
+        ),
         protocol_tail={
             "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
             "train windows",
             "metric": "positive-class F1 (%)",
         },
-        attack_info={
-            "protected_attribute": "window occupancy (majority label)"
-            if protected is None
-            else f"window {CHANNELS[protected]} mean > training-window median",
-            "attacker": ATTACK_NAMES[readings.attack]
-            + (
-                " on the other four released channels"
-                if len(inputs) < train_f.shape[1]
-                else " on all five released channels"
-            ),
-            "threshold_normalised": None if threshold is None else round(threshold, 6),
-            "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
-            # one class of the protected attribute: oriented_auc prints 0.5 ("at chance")
-            "auc_undefined": one_class_note(attribute(test_f, test_l), "test"),
-        },
+        attack_info=_occupancy_attack_info(readings, attack, train_f, (test_f, test_l)),
     )
+
+
+def _occupancy_head(data, window, readings, files, model, windows) -> dict:
+    """Occupancy's ``protocol_head``: the files, the split, the window counts and the fixed
+    classifier on the clean test windows."""
+    train_file, test_file = files
+    train_f, test_f, test_l, val_f = windows
+    return {
+        "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
+        "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
+        "window": window,
+        "split": readings.split,
+        "train_windows": int(train_f.shape[0]),
+        "validation_windows": int(val_f.shape[0]) if readings.split == "holdout" else 0,
+        "test_windows": int(test_f.shape[0]),
+        "test_positive_share": round(float(test_l.mean()), 4),
+        # the fixed classifier on the clean test windows: says when its F1 is that of a
+        # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
+        # F1 of "always occupied", like any score)
+        "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+    }
+
+
+def _occupancy_attack_info(readings: Readings, attack: _OccupancyAttack, train_f, test) -> dict:
+    """Occupancy's ``attack_info``: the attribute, the attacker and the test shares."""
+    protected, attribute = attack.protected, attack.attribute
+    test_f, test_l = test
+    return {
+        "protected_attribute": "window occupancy (majority label)"
+        if protected is None
+        else f"window {CHANNELS[protected]} mean > training-window median",
+        "attacker": ATTACK_NAMES[readings.attack]
+        + (
+            " on the other four released channels"
+            if len(attack.inputs) < train_f.shape[1]
+            else " on all five released channels"
+        ),
+        "threshold_normalised": None if attack.threshold is None else round(attack.threshold, 6),
+        "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
+        # one class of the protected attribute: oriented_auc prints 0.5 ("at chance")
+        "auc_undefined": one_class_note(attribute(test_f, test_l), "test"),
+    }
 
 
 def _channel_norm(train: np.ndarray, test: np.ndarray, readings: Readings,
