@@ -92,23 +92,9 @@ async def bench_secagg(
         connect_seconds = time.perf_counter() - connect_started
         started = time.perf_counter()
         try:
-            result = await secure_sum(
-                transport,
-                bench.run,
-                bench.session,
-                bench.names,
-                dim,
-                bench.fixed_point,
-                graph="full" if full else "harary",
-                degree=None if full else neighbors,
-                stage_timeout=stage_timeout,
-                active=active,
-                identity_keys=bench.identity_keys or None,
+            result = await _session(
+                transport, bench, dim, full, neighbors, stage_timeout=stage_timeout, active=active
             )
-        except ParameterError as error:  # the session's "degree" is this bench's --neighbors
-            if error.field != "degree":
-                raise
-            raise ParameterError(error.reason, field="neighbors") from None
         finally:  # a refused setting (a degree, a capacity) must not leave the agents running
             wall = time.perf_counter() - started
             for task in agent_tasks:
@@ -139,6 +125,30 @@ async def bench_secagg(
         "connect_seconds": round(connect_seconds, 3),
         **_traffic(agents, result),
     }
+
+
+async def _session(transport, bench, dim: int, full: bool, neighbors, *, stage_timeout, active):
+    """The server's secure sum over the bench's devices (a Harary graph of degree
+    ``neighbors`` unless ``full``); the session's refused ``degree`` is this bench's
+    ``--neighbors``."""
+    try:
+        return await secure_sum(
+            transport,
+            bench.run,
+            bench.session,
+            bench.names,
+            dim,
+            bench.fixed_point,
+            graph="full" if full else "harary",
+            degree=None if full else neighbors,
+            stage_timeout=stage_timeout,
+            active=active,
+            identity_keys=bench.identity_keys or None,
+        )
+    except ParameterError as error:
+        if error.field != "degree":
+            raise
+        raise ParameterError(error.reason, field="neighbors") from None
 
 
 @dataclass

@@ -522,6 +522,42 @@ def _refit(build: Callable[[Readings], Prepared], readings: Readings) -> Prepare
     )  # fmt: skip
 
 
+@dataclass
+class _OccupancyAttack:
+    """Occupancy's protected attribute and its fixed attackers (``Readings.attribute``,
+    ``attacker``, ``weights``)."""
+
+    protected: int | None  # the attribute's channel column (None: occupancy itself)
+    threshold: float | None  # its training-window median (None: occupancy itself)
+    inputs: list[int]  # the attacker's released channels
+    attacker: object
+    temporal: object  # the attacker fitted on time-smoothed windows
+
+    def attribute(self, feats: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The protected attribute of windows (features, occupancy labels)."""
+        if self.protected is None:  # attribute = occupancy itself
+            return np.asarray(labels).astype(int)
+        return (feats[:, self.protected] > self.threshold).astype(int)
+
+
+def _occupancy_attack(readings: Readings, train_f, train_l) -> _OccupancyAttack:
+    """The protected channel (or occupancy), its threshold and the attackers fitted on the
+    clean training windows."""
+    weights = readings.weights
+    protected = READING_CHOICES["attribute"].index(readings.attribute)
+    protected = (OCC_PROTECTED, 0, 1, 2, 3, None)[protected]  # the choices' channel columns
+    threshold = float(np.median(train_f[:, protected])) if protected is not None else None
+    others = [k for k in range(train_f.shape[1]) if k != protected]
+    inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
+    attack = _OccupancyAttack(protected, threshold, inputs, None, None)
+    attribute = attack.attribute
+    attack.attacker = fit_logistic(train_f[:, inputs], attribute(train_f, train_l),
+                                   class_weight=weights)  # fmt: skip
+    attack.temporal = fit_logistic(temporal_smooth(train_f, ATTACK_LAG)[:, inputs],
+                                   attribute(train_f, train_l), class_weight=weights)  # fmt: skip
+    return attack
+
+
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
         return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
@@ -532,20 +568,8 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     task_l2 = float(readings.task_l2)
     model = fit_logistic(train_f, train_l, l2=task_l2, class_weight=weights)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
-    protected = READING_CHOICES["attribute"].index(readings.attribute)
-    protected = (OCC_PROTECTED, 0, 1, 2, 3, None)[protected]  # the choices' channel columns
-    threshold = float(np.median(train_f[:, protected])) if protected is not None else None
-    others = [k for k in range(train_f.shape[1]) if k != protected]
-    inputs = others if readings.attacker == "others" else list(range(train_f.shape[1]))
-
-    def attribute(feats: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        if protected is None:  # attribute = occupancy itself
-            return np.asarray(labels).astype(int)
-        return (feats[:, protected] > threshold).astype(int)
-
-    attacker = fit_logistic(train_f[:, inputs], attribute(train_f, train_l), class_weight=weights)
-    temporal = fit_logistic(temporal_smooth(train_f, ATTACK_LAG)[:, inputs],
-                            attribute(train_f, train_l), class_weight=weights)  # fmt: skip
+    attack = _occupancy_attack(readings, train_f, train_l)
+    attribute = attack.attribute
 
     def utility() -> np.ndarray:
         return _utility(readings, model, val_f, val_l, f1_percent,
@@ -566,53 +590,70 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         metric=f1_percent,
         gau_l2=_gau_l2(readings, bounds, None, bounds.size),
         gau_changed=_gau_changed(readings, bounds.size, None, bounds.size),
-        attacker=attacker,
-        attack_inputs=inputs,
+        attacker=attack.attacker,
+        attack_inputs=attack.inputs,
         protected=attribute(test_f, test_l),
         attack_rows=None,
         val_f=val_f,
         val_l=val_l,
         val_protected=attribute(val_f, val_l),
         train_protected=attribute(train_f, train_l),
-        temporal_attacker=temporal,
+        temporal_attacker=attack.temporal,
         fit_task=lambda f, lab: fit_logistic(f, lab, l2=task_l2, class_weight=weights),
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
-        protocol_head={
-            "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
-            "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
-            "window": window,
-            "split": readings.split,
-            "train_windows": int(train_f.shape[0]),
-            "validation_windows": int(val_f.shape[0]) if readings.split == "holdout" else 0,
-            "test_windows": int(test_f.shape[0]),
-            "test_positive_share": round(float(test_l.mean()), 4),
-            # the fixed classifier on the clean test windows: says when its F1 is that of a
-            # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
-            # F1 of "always occupied", like any score)
-            "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
-        },
+        protocol_head=_occupancy_head(
+            data, window, readings, (train_file, test_file), model, (train_f, test_f, test_l, val_f)
+        ),
         protocol_tail={
             "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
             "train windows",
             "metric": "positive-class F1 (%)",
         },
-        attack_info={
-            "protected_attribute": "window occupancy (majority label)"
-            if protected is None
-            else f"window {CHANNELS[protected]} mean > training-window median",
-            "attacker": ATTACK_NAMES[readings.attack]
-            + (
-                " on the other four released channels"
-                if len(inputs) < train_f.shape[1]
-                else " on all five released channels"
-            ),
-            "threshold_normalised": None if threshold is None else round(threshold, 6),
-            "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
-            # one class of the protected attribute: oriented_auc prints 0.5 ("at chance")
-            "auc_undefined": one_class_note(attribute(test_f, test_l), "test"),
-        },
+        attack_info=_occupancy_attack_info(readings, attack, train_f, (test_f, test_l)),
     )
+
+
+def _occupancy_head(data, window, readings, files, model, windows) -> dict:
+    """Occupancy's ``protocol_head``: the files, the split, the window counts and the fixed
+    classifier on the clean test windows."""
+    train_file, test_file = files
+    train_f, test_f, test_l, val_f = windows
+    return {
+        "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
+        "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
+        "window": window,
+        "split": readings.split,
+        "train_windows": int(train_f.shape[0]),
+        "validation_windows": int(val_f.shape[0]) if readings.split == "holdout" else 0,
+        "test_windows": int(test_f.shape[0]),
+        "test_positive_share": round(float(test_l.mean()), 4),
+        # the fixed classifier on the clean test windows: says when its F1 is that of a
+        # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
+        # F1 of "always occupied", like any score)
+        "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+    }
+
+
+def _occupancy_attack_info(readings: Readings, attack: _OccupancyAttack, train_f, test) -> dict:
+    """Occupancy's ``attack_info``: the attribute, the attacker and the test shares."""
+    protected, attribute = attack.protected, attack.attribute
+    test_f, test_l = test
+    return {
+        "protected_attribute": "window occupancy (majority label)"
+        if protected is None
+        else f"window {CHANNELS[protected]} mean > training-window median",
+        "attacker": ATTACK_NAMES[readings.attack]
+        + (
+            " on the other four released channels"
+            if len(attack.inputs) < train_f.shape[1]
+            else " on all five released channels"
+        ),
+        "threshold_normalised": None if attack.threshold is None else round(attack.threshold, 6),
+        "test_positive_share": round(float(attribute(test_f, test_l).mean()), 4),
+        # one class of the protected attribute: oriented_auc prints 0.5 ("at chance")
+        "auc_undefined": one_class_note(attribute(test_f, test_l), "test"),
+    }
 
 
 def _channel_norm(train: np.ndarray, test: np.ndarray, readings: Readings,
@@ -623,9 +664,45 @@ def _channel_norm(train: np.ndarray, test: np.ndarray, readings: Readings,
     return tuple(normalize(a.T, low, high) for a in (train, test, *more))
 
 
-def _intel(data, readings: Readings) -> Prepared:
-    if readings.split == "refit":  # choose on the held-out steps, then refit on all
-        return _refit(lambda r: _intel(data, r), readings)
+@dataclass
+class _IntelSteps:
+    """Intel Lab's readings after the split, motes x steps: temperature (``t_``) and
+    humidity (``h_``); without ``split = "holdout"`` the validation steps are the training
+    steps."""
+
+    t_train: np.ndarray
+    t_test: np.ndarray
+    t_val: np.ndarray
+    h_train: np.ndarray
+    h_test: np.ndarray
+    h_val: np.ndarray
+    holdout: bool
+
+    @property
+    def motes(self) -> int:
+        return self.t_train.shape[0]
+
+
+@dataclass
+class _IntelNodes:
+    """Intel Lab's normalised nodes (steps x motes per channel), the group map and the
+    group means (steps x groups) of each part."""
+
+    hn_train: np.ndarray
+    hn_test: np.ndarray
+    hn_val: np.ndarray
+    train_nodes: np.ndarray  # steps x 2 motes (temperature, then humidity)
+    cmap: tuple[tuple[int, ...], ...]
+    avg: np.ndarray  # nodes x groups: the group means' weights
+    size: int  # motes per group
+    train_f: np.ndarray
+    test_f: np.ndarray
+    val_f: np.ndarray
+
+
+def _intel_steps(data, readings: Readings) -> _IntelSteps:
+    """The shipped files (or ``data``) checked and split: with ``split = "holdout"`` the
+    last fifth of the training steps validates (time order, one cut)."""
     t_train, t_test, h_train, h_test = (
         load_intel(DATA_ROOT / "intel-lab")
         if data is None
@@ -643,24 +720,39 @@ def _intel(data, readings: Readings) -> Prepared:
             field="data",
         )
     holdout = readings.split == "holdout"
-    if holdout:  # the last fifth of the training steps validates (time order, one cut)
+    if holdout:
         cut = validation_cut(t_train.shape[1], 1)
         t_val, h_val = t_train[:, cut:], h_train[:, cut:]
         t_train, h_train = t_train[:, :cut], h_train[:, :cut]
     else:
         t_val, h_val = t_train, h_train
-    size = motes // INTEL_GROUPS
-    tn_train, tn_test, tn_val = _channel_norm(t_train, t_test, readings, t_val)
-    hn_train, hn_test, hn_val = _channel_norm(h_train, h_test, readings, h_val)
+    return _IntelSteps(t_train, t_test, t_val, h_train, h_test, h_val, holdout)
+
+
+def _intel_nodes(steps: _IntelSteps, readings: Readings) -> _IntelNodes:
+    """Each channel normalised on its pooled training interval; the released features are
+    the means of ``INTEL_GROUPS`` fixed blocks of consecutive motes per channel."""
+    s = steps
+    size = s.motes // INTEL_GROUPS
+    tn_train, tn_test, tn_val = _channel_norm(s.t_train, s.t_test, readings, s.t_val)
+    hn_train, hn_test, hn_val = _channel_norm(s.h_train, s.h_test, readings, s.h_val)
     train_nodes = np.hstack([tn_train, hn_train])  # steps x 2 motes
     test_nodes = np.hstack([tn_test, hn_test])
     cmap = tuple(tuple(range(k * size, (k + 1) * size)) for k in range(2 * INTEL_GROUPS))
-    avg = np.zeros((2 * motes, len(cmap)))
+    avg = np.zeros((2 * s.motes, len(cmap)))
     for k, nodes in enumerate(cmap):
         avg[list(nodes), k] = 1.0 / size
     train_f, test_f = train_nodes @ avg, test_nodes @ avg
     val_f = np.hstack([tn_val, hn_val]) @ avg
-    # robust deviation labels, thresholds fitted once on the training(-part) steps
+    return _IntelNodes(
+        hn_train, hn_test, hn_val, train_nodes, cmap, avg, size, train_f, test_f, val_f
+    )
+
+
+def _intel_labels(steps: _IntelSteps) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Robust deviation labels, thresholds fitted once on the training(-part) steps:
+    (threshold, training, test and validation labels)."""
+    t_train = steps.t_train
     med = np.median(t_train, axis=1, keepdims=True)
     mad = MAD_SCALE * np.median(np.abs(t_train - med), axis=1, keepdims=True)
     mad = np.where(mad > 0, mad, 1.0)
@@ -671,15 +763,26 @@ def _intel(data, readings: Readings) -> Prepared:
     train_score = score(t_train)
     theta = float(np.percentile(train_score, INTEL_QUANTILE))
     train_l = (train_score > theta).astype(int)
-    test_l = (score(t_test) > theta).astype(int)
-    val_l = (score(t_val) > theta).astype(int)
-    hum_train = hn_train.mean(axis=1)
+    test_l = (score(steps.t_test) > theta).astype(int)
+    val_l = (score(steps.t_val) > theta).astype(int)
+    return theta, train_l, test_l, val_l
+
+
+def _intel(data, readings: Readings) -> Prepared:
+    if readings.split == "refit":  # choose on the held-out steps, then refit on all
+        return _refit(lambda r: _intel(data, r), readings)
+    steps = _intel_steps(data, readings)
+    nodes = _intel_nodes(steps, readings)
+    theta, train_l, test_l, val_l = _intel_labels(steps)
+    train_f, val_f, holdout = nodes.train_f, nodes.val_f, steps.holdout
+    hum_train = nodes.hn_train.mean(axis=1)
     h_threshold = float(np.median(hum_train))
     inputs = list(range(INTEL_GROUPS))
     attacker = fit_logistic(train_f[:, inputs], (hum_train > h_threshold).astype(int))
-    protected = (hn_test.mean(axis=1) > h_threshold).astype(int)
+    protected = (nodes.hn_test.mean(axis=1) > h_threshold).astype(int)
     model = fit_logistic(train_f, train_l)
-    bounds = np.full(len(cmap), mean_bound(0.0, 1.0, size))
+    bounds = np.full(len(nodes.cmap), mean_bound(0.0, 1.0, nodes.size))
+    cmap, avg, train_nodes, motes = nodes.cmap, nodes.avg, nodes.train_nodes, steps.motes
 
     def utility() -> np.ndarray:
         return _utility(readings, model, val_f, val_l, f1_percent,
@@ -694,7 +797,7 @@ def _intel(data, readings: Readings) -> Prepared:
         compute_utility=utility,
         train_f=train_f,
         train_l=train_l,
-        test_f=test_f,
+        test_f=nodes.test_f,
         test_l=test_l,
         model=model,
         metric=f1_percent,
@@ -706,22 +809,9 @@ def _intel(data, readings: Readings) -> Prepared:
         attack_rows=None,
         val_f=val_f if holdout else None,
         val_l=val_l if holdout else None,
-        val_protected=(hn_val.mean(axis=1) > h_threshold).astype(int) if holdout else None,
+        val_protected=(nodes.hn_val.mean(axis=1) > h_threshold).astype(int) if holdout else None,
         readings=readings,
-        protocol_head={
-            "motes": motes,
-            "nodes": 2 * motes,
-            "groups_per_channel": INTEL_GROUPS,
-            "motes_per_group": size,
-            "split": readings.split,
-            "train_steps": int(train_f.shape[0]),
-            "validation_windows": int(val_f.shape[0]) if holdout else 0,
-            "test_steps": int(test_f.shape[0]),
-            "anomaly_threshold_z": round(theta, 6),
-            "train_positive_share": round(float(train_l.mean()), 4),
-            "validation_positive_share": round(float(val_l.mean()), 4) if holdout else None,
-            "test_positive_share": round(float(test_l.mean()), 4),
-        },
+        protocol_head=_intel_head(readings, nodes, theta, (train_l, test_l, val_l), holdout),
         protocol_tail={
             "classifier": "logistic regression (Newton, l2=1e-2), non-private train steps",
             "metric": "anomaly (positive-class) F1 (%)",
@@ -733,6 +823,26 @@ def _intel(data, readings: Readings) -> Prepared:
             "test_positive_share": round(float(protected.mean()), 4),
         },
     )
+
+
+def _intel_head(readings: Readings, nodes: _IntelNodes, theta: float, labels, holdout) -> dict:
+    """Intel Lab's ``protocol_head``: the layout, the split and the label shares."""
+    train_l, test_l, val_l = labels
+    motes = nodes.avg.shape[0] // 2
+    return {
+        "motes": motes,
+        "nodes": 2 * motes,
+        "groups_per_channel": INTEL_GROUPS,
+        "motes_per_group": nodes.size,
+        "split": readings.split,
+        "train_steps": int(nodes.train_f.shape[0]),
+        "validation_windows": int(nodes.val_f.shape[0]) if holdout else 0,
+        "test_steps": int(nodes.test_f.shape[0]),
+        "anomaly_threshold_z": round(theta, 6),
+        "train_positive_share": round(float(train_l.mean()), 4),
+        "validation_positive_share": round(float(val_l.mean()), 4) if holdout else None,
+        "test_positive_share": round(float(test_l.mean()), 4),
+    }
 
 
 def wisdm_validation_users(users: np.ndarray) -> list[int]:
@@ -753,12 +863,32 @@ def wisdm_validation_users(users: np.ndarray) -> list[int]:
     return sorted(chosen)
 
 
-def _wisdm(data, readings: Readings) -> Prepared:
-    if readings.split == "refit":  # choose on the held-out users, then refit on all
-        return _refit(lambda r: _wisdm(data, r), readings)
-    if data is None:
-        data = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
+_WISDM_NODES = 3  # the accelerometer axes X, Y, Z: the nodes of WISDM_AXES
+
+
+@dataclass
+class _WisdmRows:
+    """WISDM's windows with every released feature present, and the parts they fall in
+    (boolean masks over those windows)."""
+
+    raw: np.ndarray  # windows x WISDM_FEATURES
+    users: np.ndarray
+    activity: np.ndarray
+    peak: np.ndarray  # the protected attribute (not released), NaN where absent
+    dropped: int  # windows dropped for a missing released feature
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    val_users: list[int]
+    holdout: bool
+
+
+def _wisdm_rows(data, readings: Readings) -> _WisdmRows:
+    """The shipped file (or ``data``, a ``WisdmTable``): training users <= 28, test users
+    above; with ``split = "holdout"`` the highest-id training users validate."""
     table = data
+    if table is None:
+        table = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
     raw = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
     keep = np.all(np.isfinite(raw), axis=1)  # released features must be present
     raw, users, activity = raw[keep], table.user[keep], table.activity[keep]
@@ -775,27 +905,88 @@ def _wisdm(data, readings: Readings) -> Prepared:
         val_users = wisdm_validation_users(users[train])
         val = train & np.isin(users, val_users)
         train = train & ~val
-    classes = sorted(set(activity[train].tolist()))
+    test = users > WISDM_TRAIN_MAX_USER
+    dropped = int((~keep).sum())
+    return _WisdmRows(raw, users, activity, peak, dropped, train, val, test, val_users, holdout)
+
+
+def _wisdm_classes(rows: _WisdmRows) -> tuple[list, np.ndarray]:
+    """The training parts' activities (sorted) and every window's label (-1: an activity
+    no training user shows); fewer than two classes are refused."""
+    classes = sorted(set(rows.activity[rows.train].tolist()))
     if len(classes) < 2:
         raise ParameterError(
             "needs training users <= 28, test users > 28 and 2+ classes", field="data"
         )
-    label = np.array([classes.index(a) if a in classes else -1 for a in activity])
-    low, high = _clip_fit(raw[train], readings)
-    feats = normalize(raw, low, high)
-    test = users > WISDM_TRAIN_MAX_USER
+    label = np.array([classes.index(a) if a in classes else -1 for a in rows.activity])
+    return classes, label
+
+
+def _wisdm(data, readings: Readings) -> Prepared:
+    if readings.split == "refit":  # choose on the held-out users, then refit on all
+        return _refit(lambda r: _wisdm(data, r), readings)
+    rows = _wisdm_rows(data, readings)
+    train, val, test, holdout = rows.train, rows.val, rows.test, rows.holdout
+    classes, label = _wisdm_classes(rows)
+    low, high = _clip_fit(rows.raw[train], readings)
+    feats = normalize(rows.raw, low, high)
     train_f, test_f = feats[train], feats[test]
     train_l, test_l = label[train], label[test]
     val_f, val_l = (feats[val], label[val]) if holdout else (train_f, train_l)
-    n_axes = 3
+    train_nodes, member = _wisdm_nodes(train_f)
+    mean_feats = train_f.mean(axis=0)
+    model = fit_one_vs_rest(train_f, train_l, len(classes))
+    metric, utility = _wisdm_scores(readings, model, val_f, val_l, len(classes))
+    bounds = np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0))
+    attack = _wisdm_attack(rows, feats)
+    return Prepared(
+        train_nodes=train_nodes,
+        masking=lambda: member * mean_feats[None, :],
+        coordinate_map=WISDM_AXES,
+        bounds=bounds,
+        utility=utility(),
+        compute_utility=utility,
+        val_f=val_f if holdout else None,
+        val_l=val_l if holdout else None,
+        val_protected=attack.val_protected,
+        val_attack_rows=attack.val_rows,
+        readings=readings,
+        train_f=train_f,
+        train_l=train_l,
+        test_f=test_f,
+        test_l=test_l,
+        model=model,
+        metric=metric,
+        gau_l2=_gau_l2(readings, bounds, WISDM_AXES, _WISDM_NODES),
+        gau_changed=_gau_changed(readings, bounds.size, WISDM_AXES, _WISDM_NODES),
+        attacker=attack.attacker,
+        attack_inputs=list(range(len(WISDM_FEATURES))),
+        protected=attack.protected,
+        attack_rows=attack.rows,
+        protocol_head=_wisdm_head(readings, rows, classes, train_f, val_f, test_f),
+        protocol_tail={
+            "classifier": "one-vs-rest logistic regression (Newton, l2=1e-2), "
+            "non-private train windows",
+            "metric": "macro-F1 over the training classes (%)",
+        },
+        attack_info=attack.info,
+    )
+
+
+def _wisdm_nodes(train_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each axis node's training reading (the mean of the features of that axis alone)
+    and the node x feature membership of ``WISDM_AXES``."""
+    n_axes = _WISDM_NODES
     own = [[k for k, a in enumerate(WISDM_AXES) if a == (i,)] for i in range(n_axes)]
     train_nodes = np.column_stack([train_f[:, cols].mean(axis=1) for cols in own])
     member = np.zeros((n_axes, len(WISDM_FEATURES)))
     for k, nodes in enumerate(WISDM_AXES):
         member[list(nodes), k] = 1.0
-    mean_feats = train_f.mean(axis=0)
-    model = fit_one_vs_rest(train_f, train_l, len(classes))
-    n_classes = len(classes)
+    return train_nodes, member
+
+
+def _wisdm_scores(readings: Readings, model, val_f, val_l, n_classes: int):
+    """(macro-F1 metric, mu_k on the validation windows) over ``n_classes`` activities."""
 
     def metric(truth, pred):
         return macro_f1_percent(truth, pred, n_classes)
@@ -807,64 +998,56 @@ def _wisdm(data, readings: Readings) -> Prepared:
     def utility() -> np.ndarray:
         return _utility(readings, model, val_f, val_l, metric, corr_utility)
 
-    bounds = np.full(len(WISDM_FEATURES), clipped_range_bound(0.0, 1.0))
+    return metric, utility
+
+
+@dataclass
+class _WisdmAttack:
+    """The fixed attacker on WISDM's protected YPEAK, and what it is scored on."""
+
+    attacker: object
+    protected: np.ndarray  # the test rows' attribute
+    rows: np.ndarray  # test rows with a YPEAK
+    val_protected: np.ndarray | None  # None: no validation users (split = "train")
+    val_rows: np.ndarray | None
+    info: dict
+
+
+def _wisdm_attack(rows: _WisdmRows, feats: np.ndarray) -> _WisdmAttack:
+    """Logistic regression on the released features for YPEAK > its training median."""
+    peak, train, val, test = rows.peak, rows.train, rows.val, rows.test
     p_threshold = float(np.nanmedian(peak[train]))
     has_peak = np.isfinite(peak)
     tr_rows = train & has_peak
     attacker = fit_logistic(feats[tr_rows], (peak[tr_rows] > p_threshold).astype(int))
-    rows = np.flatnonzero(has_peak[test])
-    protected = (peak[test][rows] > p_threshold).astype(int)
-    val_rows = np.flatnonzero(has_peak[val])
-    inputs = list(range(len(WISDM_FEATURES)))
-    return Prepared(
-        train_nodes=train_nodes,
-        masking=lambda: member * mean_feats[None, :],
-        coordinate_map=WISDM_AXES,
-        bounds=bounds,
-        utility=utility(),
-        compute_utility=utility,
-        val_f=val_f if holdout else None,
-        val_l=val_l if holdout else None,
-        val_protected=(peak[val][val_rows] > p_threshold).astype(int) if holdout else None,
-        val_attack_rows=val_rows if holdout else None,
-        readings=readings,
-        train_f=train_f,
-        train_l=train_l,
-        test_f=test_f,
-        test_l=test_l,
-        model=model,
-        metric=metric,
-        gau_l2=_gau_l2(readings, bounds, WISDM_AXES, n_axes),
-        gau_changed=_gau_changed(readings, bounds.size, WISDM_AXES, n_axes),
-        attacker=attacker,
-        attack_inputs=inputs,
-        protected=protected,
-        attack_rows=rows,
-        protocol_head={
-            "features": list(WISDM_FEATURES),
-            "coordinate_map": [list(a) for a in WISDM_AXES],
-            "train_users": f"<= {WISDM_TRAIN_MAX_USER}",
-            "split": readings.split,
-            "validation_users": val_users,
-            "train_windows": int(train_f.shape[0]),
-            "validation_windows": int(val_f.shape[0]) if holdout else 0,
-            "test_windows": int(test_f.shape[0]),
-            "dropped_windows": int((~keep).sum()),
-            "classes": classes,
-        },
-        protocol_tail={
-            "classifier": "one-vs-rest logistic regression (Newton, l2=1e-2), "
-            "non-private train windows",
-            "metric": "macro-F1 over the training classes (%)",
-        },
-        attack_info={
-            "protected_attribute": "window YPEAK (not released) > training-window median",
-            "attacker": "logistic regression on the 6 released features",
-            "threshold_raw": round(p_threshold, 6),
-            "test_windows_evaluated": int(rows.size),
-            "test_positive_share": round(float(protected.mean()), 4) if rows.size else None,
-        },
-    )
+    test_rows = np.flatnonzero(has_peak[test])
+    protected = (peak[test][test_rows] > p_threshold).astype(int)
+    val_rows = np.flatnonzero(has_peak[val]) if rows.holdout else None
+    val_protected = (peak[val][val_rows] > p_threshold).astype(int) if rows.holdout else None
+    info = {
+        "protected_attribute": "window YPEAK (not released) > training-window median",
+        "attacker": "logistic regression on the 6 released features",
+        "threshold_raw": round(p_threshold, 6),
+        "test_windows_evaluated": int(test_rows.size),
+        "test_positive_share": round(float(protected.mean()), 4) if test_rows.size else None,
+    }
+    return _WisdmAttack(attacker, protected, test_rows, val_protected, val_rows, info)
+
+
+def _wisdm_head(readings: Readings, rows: _WisdmRows, classes, train_f, val_f, test_f) -> dict:
+    """WISDM's ``protocol_head``: the features, the split and the window counts."""
+    return {
+        "features": list(WISDM_FEATURES),
+        "coordinate_map": [list(a) for a in WISDM_AXES],
+        "train_users": f"<= {WISDM_TRAIN_MAX_USER}",
+        "split": readings.split,
+        "validation_users": rows.val_users,
+        "train_windows": int(train_f.shape[0]),
+        "validation_windows": int(val_f.shape[0]) if rows.holdout else 0,
+        "test_windows": int(test_f.shape[0]),
+        "dropped_windows": rows.dropped,
+        "classes": classes,
+    }
 
 
 def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READINGS, *,

@@ -391,8 +391,19 @@ def _check_signature(
     """The signature under the anchored key, and the signed rows, head and scenario.
     ``extent`` is (rows read, the last row's id): rows missing before the last row are
     ``row_missing`` (reported by the chain check), rows missing after it ``truncated``."""
-    rows, last_id = extent
-    stored_key = meta.get("public_key")
+    key_hex = _check_anchor(report, anchor, meta.get("public_key"))
+    signed = _verified_signature(run, report, meta, key_hex)
+    if signed is None:
+        return
+    signed_rows, signed_head, digest = signed
+    report.checked["signature"] += 1
+    _check_extent(report, extent, head, signed_rows, signed_head)
+    _check_digest(run, report, digest)
+
+
+def _check_anchor(report: VerifyReport, anchor: str | None, stored_key: str | None) -> str | None:
+    """The key the signature is checked under: the anchor, else (``no_public_key``) the
+    trace's own; a trace signed with another key than the anchor is ``public_key``."""
     key_hex = anchor or stored_key
     if anchor is None:
         report.fail(
@@ -411,6 +422,14 @@ def _check_signature(
             f"--public-key) names {anchor[:16]}...",
         )
     report.public_key = key_hex
+    return key_hex
+
+
+def _verified_signature(
+    run: _Run, report: VerifyReport, meta: dict, key_hex: str | None
+) -> tuple[int, bytes, str] | None:
+    """The signed (rows, head, scenario digest) when the signature verifies under
+    ``key_hex``; None after reporting ``unsigned`` or ``signature``."""
     signature = meta.get("signature")
     if meta.get("format") != TRACE_FORMAT or signature is None:
         report.fail(
@@ -420,7 +439,7 @@ def _check_signature(
             "the trace carries no signature (the recorder was killed before the end of the "
             f"run, or the trace predates {TRACE_FORMAT})",
         )
-        return
+        return None
     try:
         signed_rows = int(meta.get("rows", "-1"))
         signed_head = bytes.fromhex(meta.get("head", ""))
@@ -437,8 +456,20 @@ def _check_signature(
             f"the signature over (run {run.run}, rows, head, scenario) does not verify under "
             f"key {(key_hex or '?')[:16]}... ({type(error).__name__})",
         )
-        return
-    report.checked["signature"] += 1
+        return None
+    return signed_rows, signed_head, digest
+
+
+def _check_extent(
+    report: VerifyReport,
+    extent: tuple[int, int],
+    head: bytes,
+    signed_rows: int,
+    signed_head: bytes,
+) -> None:
+    """The trace holds the signed rows (``truncated``, ``unsigned_rows``) and ends at the
+    signed head (``chain_head``)."""
+    rows, last_id = extent
     if last_id < signed_rows:
         dropped = (
             f"row {signed_rows} was"
@@ -465,6 +496,11 @@ def _check_signature(
         report.fail(
             "trace", None, "chain_head", "the last row's chain is not the signed head", last_id
         )
+
+
+def _check_digest(run: _Run, report: VerifyReport, digest: str) -> None:
+    """The signed scenario digest is results.json's scenario's (``scenario_digest``); no
+    digest signed: a note."""
     if digest:
         if digest != scenario_digest(run.results["scenario"]["spec"]):
             report.fail(
@@ -534,131 +570,180 @@ def _hello_differs(hello: Hello, config) -> bool:
     )
 
 
+@dataclass
+class _Streams:
+    """What ``_verify_streams`` gathers from the trace, device by device."""
+
+    config: object  # the scenario's StreamConfig
+    known: set[str]  # the scenario's device ids
+    in_domain: object = None  # the mechanism's in_domain (None: not built yet, False: cannot)
+    hellos: dict[str, Hello] = field(default_factory=dict)
+    steps: dict[str, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    eps0_of: dict[str, float] = field(default_factory=dict)
+    refusals: dict[str, BudgetRefused] = field(default_factory=dict)
+    # the attributable reports by (device, seq): (row, t0, values), for the store check
+    traced: dict[tuple[str, int], list[tuple[int, int, list[float]]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+
 def _verify_streams(run: _Run, messages, report: VerifyReport) -> dict:
     """Stream checks; returns the attributable reports by (device, seq) for the store."""
-    scenario, ledgers = run.scenario, run.ledgers
     try:
-        config = scenario.stream_config(run.run)
+        config = run.scenario.stream_config(run.run)
     except Exception as error:  # e.g. a "package.module:Class" mechanism not importable here
         raise TraceError(f"the scenario's stream cannot be built here ({error})") from None
-    known = set(scenario.device_ids())
-    in_domain = None
-    hellos: dict[str, Hello] = {}
-    steps: dict[str, dict[int, float]] = defaultdict(dict)
-    eps0_of: dict[str, float] = {}
-    refusals: dict[str, BudgetRefused] = {}
-    traced: dict[tuple[str, int], list[tuple[int, int, list[float]]]] = defaultdict(list)
+    state = _Streams(config, set(run.scenario.device_ids()))
     for row, _, message in messages:
-        device = message.sender
         if isinstance(message, Hello):
-            first = hellos.setdefault(device, message)
-            if _hello_differs(message, config):
-                report.fail(
-                    device,
-                    None,
-                    "hello_scenario",
-                    f"hello declares {message.mechanism} eps={message.eps!r} w={message.w} "
-                    f"eps0={message.eps0!r} steps={message.steps} batch={message.batch_steps} "
-                    f"bounds=[{message.lo!r}, {message.hi!r}], the scenario {config.mechanism} "
-                    f"eps={config.eps!r} w={config.w} eps0={config.eps0!r} steps={config.steps} "
-                    f"batch={config.batch_steps} bounds=[{config.lo!r}, {config.hi!r}]",
-                    row,
-                )
-            if (first.mechanism, first.eps, first.w, first.eps0) != (
-                message.mechanism,
-                message.eps,
-                message.w,
-                message.eps0,
-            ):
-                report.fail(
-                    device, None, "hello_changed", "two hellos declare different streams", row
-                )
+            _check_hello(row, message, state, report)
         elif isinstance(message, BudgetRefused) and message.account == STREAM_ACCOUNT:
-            refusals[device] = message
+            state.refusals[message.sender] = message
     for row, _, message in messages:
-        if not isinstance(message, SwReport):
-            continue
-        device = message.sender
-        report.checked["sw_reports"] += 1
-        traced[(device, message.seq)].append((row, message.t0, message.values))
-        if device not in known:
-            report.fail(device, message.t0, "unknown_device", "not a device of the scenario", row)
-        if in_domain is None and report.checked["sw_reports"] == 1:
-            in_domain = _domain(config, report) or False
-        if in_domain:
-            inside = np.asarray(in_domain(np.asarray(message.values, dtype=float)), dtype=bool)
-            report.checked["values_in_domain"] += int(inside.sum())
-            if not inside.all():
-                offset = int(np.argmin(inside))
-                report.fail(
-                    device,
-                    message.t0 + offset,
-                    "out_of_domain",
-                    f"value {message.values[offset]!r} is not an output of {config.mechanism} "
-                    f"at eps0={config.eps0:g}",
-                    row,
-                )
-        if message.t0 + len(message.values) > config.steps:
-            report.fail(
-                device,
-                message.t0,
-                "beyond_steps",
-                f"steps {message.t0}..{message.t0 + len(message.values) - 1}, the scenario has "
-                f"{config.steps}",
-                row,
-            )
-        hello = hellos.get(device)
-        if hello is None:
-            report.fail(device, message.t0, "no_hello", "reports without a hello", row)
-            continue
-        if message.mechanism != hello.mechanism or message.w != hello.w:
-            report.fail(
-                device,
-                message.t0,
-                "mechanism",
-                f"report says {message.mechanism}/w={message.w}, hello "
-                f"{hello.mechanism}/w={hello.w}",
-                row,
-            )
-            continue
-        want_eps0 = 0.0 if hello.mechanism == "raw" else hello.eps / hello.w
-        if not _close(message.eps0, want_eps0) or not _close(message.eps0, hello.eps0):
-            report.fail(
-                device,
-                message.t0,
-                "eps0",
-                f"report spends eps0={message.eps0!r}, hello says "
-                f"eps/w = {want_eps0!r} (eps0 {hello.eps0!r})",
-                row,
-            )
-            continue
-        eps0_of[device] = message.eps0
-        reported = steps[device]
-        for offset, value in enumerate(message.values):
-            t = message.t0 + offset
-            report.checked["values"] += 1
-            previous = reported.setdefault(t, value)
-            if previous != value:
-                report.fail(
-                    device,
-                    t,
-                    "conflicting_values",
-                    f"step {t} reported as {previous!r} and {value!r}",
-                    row,
-                )
+        if isinstance(message, SwReport):
+            _check_report(row, message, state, report)
     _ledger_scenario(run, config, report)
-    for device in sorted(steps):
-        _stream_ledger(device, hellos[device], steps[device], eps0_of[device], ledgers, report)
-        refusal = refusals.get(device)
-        if refusal is not None and any(t >= refusal.round for t in steps[device]):
-            first = min(t for t in steps[device] if t >= refusal.round)
+    for device in sorted(state.steps):
+        _stream_ledger(
+            device, state.hellos[device], state.steps[device], state.eps0_of[device],
+            run.ledgers, report,
+        )  # fmt: skip
+        _check_refusal(device, state, report)
+    return state.traced
+
+
+def _check_hello(row: int, message: Hello, state: _Streams, report: VerifyReport) -> None:
+    """A hello declares the scenario's stream (``hello_scenario``) and, when it is not the
+    device's first, the same stream as the first (``hello_changed``)."""
+    device, config = message.sender, state.config
+    first = state.hellos.setdefault(device, message)
+    if _hello_differs(message, config):
+        report.fail(
+            device,
+            None,
+            "hello_scenario",
+            f"hello declares {message.mechanism} eps={message.eps!r} w={message.w} "
+            f"eps0={message.eps0!r} steps={message.steps} batch={message.batch_steps} "
+            f"bounds=[{message.lo!r}, {message.hi!r}], the scenario {config.mechanism} "
+            f"eps={config.eps!r} w={config.w} eps0={config.eps0!r} steps={config.steps} "
+            f"batch={config.batch_steps} bounds=[{config.lo!r}, {config.hi!r}]",
+            row,
+        )
+    if (first.mechanism, first.eps, first.w, first.eps0) != (
+        message.mechanism,
+        message.eps,
+        message.w,
+        message.eps0,
+    ):
+        report.fail(device, None, "hello_changed", "two hellos declare different streams", row)
+
+
+def _check_report(row: int, message: SwReport, state: _Streams, report: VerifyReport) -> None:
+    """One stream report: against the scenario, against its device's hello, and its values
+    against the values the device reported before."""
+    report.checked["sw_reports"] += 1
+    state.traced[(message.sender, message.seq)].append((row, message.t0, message.values))
+    _check_report_scenario(row, message, state, report)
+    if _agrees_with_hello(row, message, state, report):
+        state.eps0_of[message.sender] = message.eps0
+        _record_values(row, message, state.steps[message.sender], report)
+
+
+def _check_report_scenario(
+    row: int, message: SwReport, state: _Streams, report: VerifyReport
+) -> None:
+    """The sender is a device of the scenario, the values are outputs of its mechanism
+    and within its steps."""
+    device, config = message.sender, state.config
+    if device not in state.known:
+        report.fail(device, message.t0, "unknown_device", "not a device of the scenario", row)
+    if state.in_domain is None and report.checked["sw_reports"] == 1:
+        state.in_domain = _domain(config, report) or False
+    if state.in_domain:
+        values = np.asarray(message.values, dtype=float)
+        inside = np.asarray(state.in_domain(values), dtype=bool)
+        report.checked["values_in_domain"] += int(inside.sum())
+        if not inside.all():
+            offset = int(np.argmin(inside))
             report.fail(
                 device,
-                first,
-                "released_after_refusal",
-                f"step {first} reported after refusing from step {refusal.round}",
+                message.t0 + offset,
+                "out_of_domain",
+                f"value {message.values[offset]!r} is not an output of {config.mechanism} "
+                f"at eps0={config.eps0:g}",
+                row,
             )
-    return traced
+    if message.t0 + len(message.values) > config.steps:
+        report.fail(
+            device,
+            message.t0,
+            "beyond_steps",
+            f"steps {message.t0}..{message.t0 + len(message.values) - 1}, the scenario has "
+            f"{config.steps}",
+            row,
+        )
+
+
+def _agrees_with_hello(row: int, message: SwReport, state: _Streams, report) -> bool:
+    """The report's mechanism, w and eps0 are its device's hello's (``no_hello``,
+    ``mechanism``, ``eps0``); False: its values are not counted."""
+    device = message.sender
+    hello = state.hellos.get(device)
+    if hello is None:
+        report.fail(device, message.t0, "no_hello", "reports without a hello", row)
+        return False
+    if message.mechanism != hello.mechanism or message.w != hello.w:
+        report.fail(
+            device,
+            message.t0,
+            "mechanism",
+            f"report says {message.mechanism}/w={message.w}, hello {hello.mechanism}/w={hello.w}",
+            row,
+        )
+        return False
+    want_eps0 = 0.0 if hello.mechanism == "raw" else hello.eps / hello.w
+    if not _close(message.eps0, want_eps0) or not _close(message.eps0, hello.eps0):
+        report.fail(
+            device,
+            message.t0,
+            "eps0",
+            f"report spends eps0={message.eps0!r}, hello says "
+            f"eps/w = {want_eps0!r} (eps0 {hello.eps0!r})",
+            row,
+        )
+        return False
+    return True
+
+
+def _record_values(row: int, message: SwReport, reported: dict, report) -> None:
+    """Each step's value into ``reported`` (step -> value); a step reported again with
+    another value is ``conflicting_values``."""
+    for offset, value in enumerate(message.values):
+        t = message.t0 + offset
+        report.checked["values"] += 1
+        previous = reported.setdefault(t, value)
+        if previous != value:
+            report.fail(
+                message.sender,
+                t,
+                "conflicting_values",
+                f"step {t} reported as {previous!r} and {value!r}",
+                row,
+            )
+
+
+def _check_refusal(device: str, state: _Streams, report: VerifyReport) -> None:
+    """No step at or after the round the device refused from (``released_after_refusal``)."""
+    refusal = state.refusals.get(device)
+    steps = state.steps[device]
+    if refusal is not None and any(t >= refusal.round for t in steps):
+        first = min(t for t in steps if t >= refusal.round)
+        report.fail(
+            device,
+            first,
+            "released_after_refusal",
+            f"step {first} reported after refusing from step {refusal.round}",
+        )
 
 
 def _ledger_scenario(run: _Run, config, report: VerifyReport) -> None:
@@ -823,10 +908,26 @@ def _dsr_share(plan: CadrPlan) -> float:
 
 
 def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
-    ledgers = run.ledgers
+    """CADR-LDP checks: the plan against the scenario, the node accounts against the
+    scenario's eps, every DSR report and every degree-release value against the plan and
+    the ledgers."""
     section = run.scenario.spec.cadr
+    plan = _check_plans(messages, section, report)
+    if section is not None:
+        _cadr_ledger_scenario(run.ledgers, section, report)
+    released: dict[str, DsrReport] = {}
+    for row, _, message in messages:
+        if isinstance(message, DsrReport):
+            _check_dsr(row, message, plan, released, run.ledgers, report)
+    for row, topic, message in messages:
+        if isinstance(message, DegreeRelease) and topic.family == "rel":
+            _check_degree_release(row, message, plan, released, run.ledgers, report)
+
+
+def _check_plans(messages, section, report: VerifyReport) -> CadrPlan | None:
+    """Every plan has the scenario's eps, alpha and method (``plan_scenario``); returns the
+    first plan (None: no plan recorded)."""
     plans = [(row, m) for row, _, m in messages if isinstance(m, CadrPlan)]
-    plan = plans[0][1] if plans else None
     for row, message in plans:
         report.checked["cadr_plans"] += 1
         if section is not None and (
@@ -842,94 +943,104 @@ def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
                 f"the scenario eps={section.eps!r} alpha={section.alpha!r} {section.method}",
                 row,
             )
-    if section is not None:
-        for device in sorted(ledgers):
-            account = _account(ledgers, device, CADR_ACCOUNT)
-            if account is None:
-                continue
-            report.checked["ledger_accounts"] += 1
-            eps, spent = _number(account.get("eps")), _number(account.get("spent"), 0.0)
-            if eps > section.eps * (1 + REL_TOL) or spent > section.eps * (1 + REL_TOL):
-                report.fail(
-                    device,
-                    None,
-                    "ledger_scenario",
-                    f"the node account has eps={account.get('eps')!r} spent="
-                    f"{account.get('spent')!r}, the scenario's eps is {section.eps!r}",
-                )
-    released: dict[str, DsrReport] = {}
-    for row, _, message in messages:
-        if not isinstance(message, DsrReport):
+    return plans[0][1] if plans else None
+
+
+def _cadr_ledger_scenario(ledgers: dict[str, dict], section, report: VerifyReport) -> None:
+    """No node account has a larger eps, or spent more, than the scenario's eps."""
+    for device in sorted(ledgers):
+        account = _account(ledgers, device, CADR_ACCOUNT)
+        if account is None:
             continue
-        device = message.sender
-        report.checked["dsr_reports"] += 1
-        first = released.setdefault(device, message)
-        if first.value != message.value or first.eps != message.eps:
+        report.checked["ledger_accounts"] += 1
+        eps, spent = _number(account.get("eps")), _number(account.get("spent"), 0.0)
+        if eps > section.eps * (1 + REL_TOL) or spent > section.eps * (1 + REL_TOL):
+            report.fail(
+                device,
+                None,
+                "ledger_scenario",
+                f"the node account has eps={account.get('eps')!r} spent="
+                f"{account.get('spent')!r}, the scenario's eps is {section.eps!r}",
+            )
+
+
+def _check_dsr(row, message: DsrReport, plan, released: dict, ledgers, report) -> None:
+    """One DSR report: the same as the device's first (``conflicting_values``); a first
+    release at the plan's DSR share (``eps``), charged in the node account
+    (``no_ledger``, ``ledger_undercharged``, ``ledger_overspent``). ``released`` collects
+    each device's first report."""
+    device = message.sender
+    report.checked["dsr_reports"] += 1
+    first = released.setdefault(device, message)
+    if first.value != message.value or first.eps != message.eps:
+        report.fail(
+            device,
+            None,
+            "conflicting_values",
+            f"two DSR releases: {first.value!r} and {message.value!r}",
+            row,
+        )
+        return
+    if first is not message:
+        return  # a retransmission of the same release
+    if plan is not None and not _close(message.eps, _dsr_share(plan)):
+        report.fail(
+            device,
+            None,
+            "eps",
+            f"DSR at eps={message.eps!r}, the plan's share is {_dsr_share(plan)!r}",
+            row,
+        )
+    account = _account(ledgers, device, CADR_ACCOUNT)
+    if account is None:
+        report.fail(device, None, "no_ledger", "no node account in the ledgers", row)
+        return
+    spent, eps = _number(account.get("spent"), 0.0), _number(account.get("eps"), 0.0)
+    if spent < message.eps * (1 - REL_TOL):
+        report.fail(
+            device,
+            None,
+            "ledger_undercharged",
+            f"DSR at eps={message.eps!r}, the node account spent {spent!r}",
+            row,
+        )
+    if spent > eps * (1 + REL_TOL) or (plan is not None and eps > plan.eps * (1 + REL_TOL)):
+        report.fail(
+            device, None, "ledger_overspent", f"the node account spent {spent!r} of eps {eps!r}"
+        )
+
+
+def _check_degree_release(row, message: DegreeRelease, plan, released, ledgers, report) -> None:
+    """Each released value is its device's DSR report (``conflicting_values``) and the
+    device's node account spent at least the DSR share (``no_ledger``,
+    ``ledger_undercharged``)."""
+    share = None if plan is None else (1 - plan.alpha) * plan.eps
+    for device, value in zip(message.devices, message.values, strict=False):
+        report.checked["degree_release_values"] += 1
+        own = released.get(device)
+        if own is not None and own.value != value:
             report.fail(
                 device,
                 None,
                 "conflicting_values",
-                f"two DSR releases: {first.value!r} and {message.value!r}",
+                f"released {value!r}, the device reported {own.value!r}",
                 row,
             )
             continue
-        if first is not message:
-            continue  # a retransmission of the same release
-        if plan is not None and not _close(message.eps, _dsr_share(plan)):
-            report.fail(
-                device,
-                None,
-                "eps",
-                f"DSR at eps={message.eps!r}, the plan's share is {_dsr_share(plan)!r}",
-                row,
-            )
         account = _account(ledgers, device, CADR_ACCOUNT)
         if account is None:
             report.fail(device, None, "no_ledger", "no node account in the ledgers", row)
             continue
-        spent, eps = _number(account.get("spent"), 0.0), _number(account.get("eps"), 0.0)
-        if spent < message.eps * (1 - REL_TOL):
+        spent = _number(account.get("spent"), 0.0)
+        if share is not None and spent < share * (1 - REL_TOL):
             report.fail(
                 device,
                 None,
                 "ledger_undercharged",
-                f"DSR at eps={message.eps!r}, the node account spent {spent!r}",
+                f"released in degree_release, the node account spent {spent!r} "
+                f"< the DSR share {share!r}",
                 row,
             )
-        if spent > eps * (1 + REL_TOL) or (plan is not None and eps > plan.eps * (1 + REL_TOL)):
-            report.fail(
-                device, None, "ledger_overspent", f"the node account spent {spent!r} of eps {eps!r}"
-            )
-    for row, topic, message in messages:
-        if not isinstance(message, DegreeRelease) or topic.family != "rel":
-            continue
-        share = None if plan is None else (1 - plan.alpha) * plan.eps
-        for device, value in zip(message.devices, message.values, strict=False):
-            report.checked["degree_release_values"] += 1
-            own = released.get(device)
-            if own is not None and own.value != value:
-                report.fail(
-                    device,
-                    None,
-                    "conflicting_values",
-                    f"released {value!r}, the device reported {own.value!r}",
-                    row,
-                )
-                continue
-            account = _account(ledgers, device, CADR_ACCOUNT)
-            if account is None:
-                report.fail(device, None, "no_ledger", "no node account in the ledgers", row)
-                continue
-            spent = _number(account.get("spent"), 0.0)
-            if share is not None and spent < share * (1 - REL_TOL):
-                report.fail(
-                    device,
-                    None,
-                    "ledger_undercharged",
-                    f"released in degree_release, the node account spent {spent!r} "
-                    f"< the DSR share {share!r}",
-                    row,
-                )
 
 
 def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:

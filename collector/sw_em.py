@@ -363,21 +363,7 @@ def em(
     rows = n.shape[0]
 
     uniform = np.full((rows, d_in), 1.0 / d_in)
-    if init is None:
-        theta = uniform.copy()
-    else:
-        start = np.asarray(init, dtype=float)
-        if start.ndim == 1:
-            start = start[None, :]
-        if start.ndim != 2 or start.shape[1] != d_in or start.shape[0] not in (1, rows):
-            raise ParameterError(
-                f"must have shape ({d_in},) or ({rows}, {d_in}), got {np.shape(init)}",
-                field="init",
-            )
-        _first_bad(~(np.isfinite(start) & (start >= 0)), "init", start, "must be finite, >= 0")
-        _first_bad(start.sum(axis=1) <= 0, "init", start.sum(axis=1), "rows must sum to > 0")
-        theta = _normalise_rows(np.broadcast_to(start, (rows, d_in)).copy())
-
+    theta = uniform.copy() if init is None else _em_start(init, rows, d_in)
     total = n.sum(axis=1)
     empty = total <= 0
     theta[empty] = uniform[empty]
@@ -385,18 +371,59 @@ def em(
     converged = empty.copy()
     mat_t = np.ascontiguousarray(mat.T)  # (d_in, d_out)
     log_lik = _log_likelihood(n, rows_matmul(theta, mat_t))
+    run = _EmRun(theta, log_lik, iterations, converged, n, total, mat, mat_t)
+    _em_iterate(run, np.flatnonzero(~empty), smoothing, tol, iters_max)
+    return EMResult(
+        theta=run.theta, iterations=iterations, log_likelihood=run.log_lik, converged=converged
+    )
 
-    # The loop below does per row exactly the float operations of the plain update (every
-    # matrix product through ``rows_matmul``: a row's bits do not depend on the others), with
-    # less Python and numpy overhead: while every row runs, whole arrays instead of
-    # fancy-indexed copies; ``pred`` of the next iteration is this iteration's product
-    # ``new @ mat_t`` (the same product of the same array) as long as no row stopped.
-    running = np.flatnonzero(~empty)
-    everyone = running.size == rows
-    th = theta if everyone else theta[running]
-    nn = n if everyone else n[running]
-    tot = total[running, None]
-    ll = log_lik[running]
+
+def _em_start(init, rows: int, d_in: int) -> np.ndarray:
+    """The starting pmfs ``init`` (``(d_in,)`` or ``(rows, d_in)``), checked and
+    normalised, one row per counts row."""
+    start = np.asarray(init, dtype=float)
+    if start.ndim == 1:
+        start = start[None, :]
+    if start.ndim != 2 or start.shape[1] != d_in or start.shape[0] not in (1, rows):
+        raise ParameterError(
+            f"must have shape ({d_in},) or ({rows}, {d_in}), got {np.shape(init)}",
+            field="init",
+        )
+    _first_bad(~(np.isfinite(start) & (start >= 0)), "init", start, "must be finite, >= 0")
+    _first_bad(start.sum(axis=1) <= 0, "init", start.sum(axis=1), "rows must sum to > 0")
+    return _normalise_rows(np.broadcast_to(start, (rows, d_in)).copy())
+
+
+@dataclass
+class _EmRun:
+    """The state ``_em_iterate`` updates: every row's pmf, log-likelihood, iterations and
+    convergence (``theta`` and ``log_lik`` may be replaced by new arrays), and the fixed
+    inputs."""
+
+    theta: np.ndarray  # (G, d_in)
+    log_lik: np.ndarray  # (G,)
+    iterations: np.ndarray  # (G,) int64
+    converged: np.ndarray  # (G,) bool
+    n: np.ndarray  # (G, d_out) counts
+    total: np.ndarray  # (G,) their sums
+    mat: np.ndarray  # (d_out, d_in)
+    mat_t: np.ndarray  # (d_in, d_out), contiguous
+
+
+def _em_iterate(run: _EmRun, running: np.ndarray, smoothing: bool, tol: float, iters_max: int):
+    """EM iterations of the rows ``running`` until each stops (see ``em``).
+
+    The loop does per row exactly the float operations of the plain update (every matrix
+    product through ``rows_matmul``: a row's bits do not depend on the others), with less
+    Python and numpy overhead: while every row runs, whole arrays instead of fancy-indexed
+    copies; ``pred`` of the next iteration is this iteration's product ``new @ mat_t`` (the
+    same product of the same array) as long as no row stopped."""
+    mat, mat_t = run.mat, run.mat_t
+    everyone = running.size == run.n.shape[0]
+    th = run.theta if everyone else run.theta[running]
+    nn = run.n if everyone else run.n[running]
+    tot = run.total[running, None]
+    ll = run.log_lik[running]
     pred = None
     last = 0
     for it in range(1, iters_max + 1):
@@ -417,27 +444,27 @@ def em(
             th, ll, pred = new, new_ll, new_pred
             continue
         # some rows stop: write the running rows back, continue with the rest
-        if everyone:
-            theta, log_lik = new, new_ll
-            everyone = False
-        else:
-            theta[running] = new
-            log_lik[running] = new_ll
-        iterations[running] = it
-        converged[running[stop]] = True
+        everyone = _em_write_back(run, running, everyone, new, new_ll)
+        run.iterations[running] = it
+        run.converged[running[stop]] = True
         keep = ~stop
         running = running[keep]
         th, nn, tot, ll = new[keep], nn[keep], tot[keep], new_ll[keep]
         pred = None
     if running.size:  # rows that ran to max_iter
-        if everyone:
-            theta, log_lik = th, ll
-        else:
-            theta[running] = th
-            log_lik[running] = ll
-        iterations[running] = last
+        _em_write_back(run, running, everyone, th, ll)
+        run.iterations[running] = last
 
-    return EMResult(theta=theta, iterations=iterations, log_likelihood=log_lik, converged=converged)
+
+def _em_write_back(run: _EmRun, running, everyone: bool, theta, log_lik) -> bool:
+    """The running rows' pmfs and log-likelihoods into ``run`` (while every row runs,
+    the arrays themselves); returns False (no longer every row)."""
+    if everyone:
+        run.theta, run.log_lik = theta, log_lik
+    else:
+        run.theta[running] = theta
+        run.log_lik[running] = log_lik
+    return False
 
 
 def posterior_means(theta: np.ndarray, M: np.ndarray) -> np.ndarray:

@@ -813,6 +813,38 @@ class StreamCollector(PeerFacingMachine):
         self._close_if_complete()
 
     def _on_report(self, report: SwReport, state: _DeviceState, now: float) -> None:
+        """A device's report: checked (``_check_report_order``, ``_check_report_span``,
+        ``_check_report_values``), then accepted once (a duplicate is acknowledged again
+        once persisted)."""
+        self._check_report_order(report, state)
+        t0 = self._check_report_span(report)
+        self._check_report_values(report)
+        digest = hash(tuple(report.values))
+        if report.seq in state.received and state.digests.get(report.seq, digest) != digest:
+            raise RemoteProtocolError(
+                f"batch {report.seq} was already received with different values",
+                field="values",
+                code="replay",
+            )
+        self._heard(report.sender, state, now)
+        if state.stalled:
+            state.stalled = False
+            if not (state.active or state.complete) and report.sender not in self._waiting:
+                self._waiting[report.sender] = None  # heard from again: queue for credit
+                self._admit()
+        if report.seq in state.received:
+            self.duplicates += 1
+            if report.seq in state.persisted:
+                self._ack(report.sender, state)
+            return
+        state.received.add(report.seq)
+        state.digests[report.seq] = digest
+        self.accepted += 1
+        self._emit(ReportAccepted(report.sender, report.seq, t0, report.values))
+
+    def _check_report_order(self, report: SwReport, state: _DeviceState) -> None:
+        """After the hello and before a withdrawal, with the run's parameters, within the
+        run's batches, before the device's budget refusal and within its credit."""
         c = self.config
         if state.withdrawn is not None:
             raise RemoteProtocolError(
@@ -842,7 +874,11 @@ class StreamCollector(PeerFacingMachine):
                 field="seq",
                 code="no_credit",
             )
-        t0, t1 = c.batch_span(report.seq)
+
+    def _check_report_span(self, report: SwReport) -> int:
+        """The batch starts at its step and holds its steps' values; returns its first
+        step."""
+        t0, t1 = self.config.batch_span(report.seq)
         if report.t0 != t0:
             raise RemoteProtocolError(
                 f"batch {report.seq} starts at step {t0}", field="t0", code="out_of_range"
@@ -853,6 +889,11 @@ class StreamCollector(PeerFacingMachine):
                 field="values",
                 code="out_of_range",
             )
+        return t0
+
+    def _check_report_values(self, report: SwReport) -> None:
+        """Every value is an output of the run's mechanism (its ``in_domain``)."""
+        c = self.config
         values = np.asarray(report.values, dtype=float)
         try:  # the load-time check's reading of in_domain (a bool mask of the values' shape)
             inside = domain_mask(self._mechanism, values, c.mechanism)
@@ -871,28 +912,6 @@ class StreamCollector(PeerFacingMachine):
                 field=f"values[{index}]",
                 code="out_of_range",
             )
-        digest = hash(tuple(report.values))
-        if report.seq in state.received and state.digests.get(report.seq, digest) != digest:
-            raise RemoteProtocolError(
-                f"batch {report.seq} was already received with different values",
-                field="values",
-                code="replay",
-            )
-        self._heard(report.sender, state, now)
-        if state.stalled:
-            state.stalled = False
-            if not (state.active or state.complete) and report.sender not in self._waiting:
-                self._waiting[report.sender] = None  # heard from again: queue for credit
-                self._admit()
-        if report.seq in state.received:
-            self.duplicates += 1
-            if report.seq in state.persisted:
-                self._ack(report.sender, state)
-            return
-        state.received.add(report.seq)
-        state.digests[report.seq] = digest
-        self.accepted += 1
-        self._emit(ReportAccepted(report.sender, report.seq, t0, report.values))
 
     def _domain_text(self) -> str:
         """`` [low, high]`` when the mechanism states its range (optional in the contract)."""

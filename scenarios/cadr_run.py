@@ -26,7 +26,7 @@ import secrets
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -798,53 +798,81 @@ async def run_cadr_fleet(
     async with open_broker(broker) as (transport, info):
         if processes > 1 and (info.kind == "memory" or graph_spec is None):
             raise ValueError("processes > 1 needs a real broker and graph_spec")
-        local: list[asyncio.Task] = []
-        children: list[asyncio.subprocess.Process] = []
-
-        async def start_devices() -> None:
-            local.append(
-                asyncio.create_task(
-                    run_device_shard(
-                        graph, transport, run, seed, 0, processes,
-                        connect_concurrency=connect_concurrency,
-                    )
-                )
-            )  # fmt: skip
-            for shard in range(1, processes):
-                children.append(
-                    await _spawn_shard(
-                        graph_spec, info.url, run, seed, shard, processes, connect_concurrency
-                    )
-                )
-
+        shards = _DeviceShards(graph, transport, info.url, run, seed, processes,
+                               connect_concurrency, graph_spec)  # fmt: skip
         try:
             collected = await collect_cadr(
                 transport,
                 graph,
                 settings,
                 run,
-                listening=start_devices,
+                listening=shards.start,
                 join_timeout=stage_timeout,
                 store_path=store_path,
                 trace_path=trace_path,
             )
-            stats = await asyncio.wait_for(local[0], stage_timeout)
-            for child in children:
-                stats.update(await asyncio.wait_for(_shard_stats(child), stage_timeout))
+            stats = await shards.stats(stage_timeout)
         finally:
-            for task in local:
-                task.cancel()
-            await asyncio.gather(*local, return_exceptions=True)
-            for child in children:
-                if child.returncode is None:
-                    child.kill()
-                    await child.wait()
+            await shards.stop()
     partial = collector_results(
         graph, settings, collected, broker=info.kind, run=run, processes=processes,
         started=started,
     )  # fmt: skip
     partial["seconds"] = round(time.perf_counter() - started, 3)
     return complete_results(partial, stats)
+
+
+@dataclass
+class _DeviceShards:
+    """``run_cadr_fleet``'s device shards: shard 0 a task of this process, shards
+    1 .. processes - 1 child processes (``_spawn_shard``), started once the collector
+    listens."""
+
+    graph: Graph
+    transport: Transport
+    url: str
+    run: str
+    seed: int
+    processes: int
+    connect_concurrency: int
+    graph_spec: str | None
+    local: list[asyncio.Task] = field(default_factory=list)
+    children: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+    async def start(self) -> None:
+        """Shard 0 here, the others as processes (``listening`` of ``collect_cadr``)."""
+        self.local.append(
+            asyncio.create_task(
+                run_device_shard(
+                    self.graph, self.transport, self.run, self.seed, 0, self.processes,
+                    connect_concurrency=self.connect_concurrency,
+                )
+            )
+        )  # fmt: skip
+        for shard in range(1, self.processes):
+            self.children.append(
+                await _spawn_shard(
+                    self.graph_spec, self.url, self.run, self.seed, shard, self.processes,
+                    self.connect_concurrency,
+                )
+            )  # fmt: skip
+
+    async def stats(self, timeout: float) -> dict:
+        """Every shard's device statistics (each waited for at most ``timeout``)."""
+        stats = await asyncio.wait_for(self.local[0], timeout)
+        for child in self.children:
+            stats.update(await asyncio.wait_for(_shard_stats(child), timeout))
+        return stats
+
+    async def stop(self) -> None:
+        """Cancel the local shard, kill the children still running."""
+        for task in self.local:
+            task.cancel()
+        await asyncio.gather(*self.local, return_exceptions=True)
+        for child in self.children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
 
 
 async def run_cadr_scenario(

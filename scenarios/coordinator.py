@@ -33,6 +33,7 @@ import resource
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -218,6 +219,21 @@ def _write_partition(scenario, run, seed, state, out: Path, wall, p, count, devi
 # ---- the coordinator ----------------------------------------------------------------------
 
 
+@dataclass
+class _Coordination:
+    """What the coordinator's steps share (``coordinator_side``)."""
+
+    scenario: LoadedScenario
+    run: str
+    count: int  # partitions
+    announcer: object  # scenarios.sides.run_announcer
+    release: GcdpStage | None  # the central GC-DP release, with [gcdp]
+    document: dict  # results.json, filled in as the run goes
+    progress: Callable[..., None] | None
+    fleet_timeout: float
+    workers_timeout: float
+
+
 async def coordinator_side(
     scenario: LoadedScenario,
     broker: str | Transport,
@@ -243,7 +259,10 @@ async def coordinator_side(
     wall = time.perf_counter()
     announcer = run_announcer(scenario, run, run_terms(scenario, run, seed))
     document: dict = {"run": run, "aborted": None, "partitions": count}
-    release = _central_release(scenario, run, seed)
+    job = _Coordination(
+        scenario, run, count, announcer, _central_release(scenario, run, seed), document,
+        progress, fleet_timeout, workers_timeout,
+    )  # fmt: skip
     async with open_broker(broker, credentials=credentials) as (transport, info):
         recorder = TraceRecorder(
             transport,
@@ -252,66 +271,110 @@ async def coordinator_side(
             filters=_coordinator_filters(scenario, run),
             scenario_digest=scenario_digest(scenario.to_dict()),
         )
-        async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
-            recording = g.create_task(recorder.run_until_closed())
-            await _first(recorder.subscribed, recording)
-
-            async def on_message(message: object) -> None:  # a worker's window means
-                if release is not None and isinstance(message, GcdpWindowMeans):
-                    release.receive_means(message)
-                    await release.flush(conn)
-
-            try:
-                tally = await coordinate_stream(
-                    transport,
-                    run,
-                    count,
-                    on_ready=lambda: announcer.open(conn),
-                    progress=progress,
-                    workers_timeout=workers_timeout,
-                    fleet_timeout=fleet_timeout,
-                    aborted=lambda s: document.update(
-                        aborted={"reason": "no_fleet", "fleet_timeout": fleet_timeout,
-                                 "detail": s}
-                    ),
-                    on_message=on_message,
-                )  # fmt: skip
-                if release is not None:  # every worker's means are in: the rest is due
-                    release.finish()
-                    await release.flush(conn)
-                if scenario.spec.secure_sum is not None and document["aborted"] is None:
-                    # every secure sum is the coordinator's (the workers keep the streams)
-                    secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
-                    document["secure_sum"] = secure
-                    document["secure_sum_stage"] = {
-                        "status": "aborted" if secure["aborted"] else "ok",
-                        "seconds": secure["seconds"],
-                    }
-            except WorkersMissing as error:
-                document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
-                tally = None
-            finally:
-                reason = (document["aborted"] or {}).get("detail", "")
-                with contextlib.suppress(Exception):
-                    await announcer.close(conn, reason)
-            await announce_run_closed(conn, run)
-            await asyncio.wait({recording}, timeout=scenario.spec.collector.finish_grace)
-            if not recording.done():
-                recording.cancel()
-            await asyncio.gather(recording, return_exceptions=True)
-    if release is not None:
-        gcdp = release.summary()
-        arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
-        np.savez_compressed(out / SIDE_FILE, **arrays)
-        document |= {
-            "gcdp": gcdp,
-            "gcdp_stage": gcdp_stage_entry(gcdp),
-            "collector_ledger": gcdp_ledger(release, gcdp),
-            "gcdp_means_refused": release.means_refused,
-        }
+        tally = await _record_and_coordinate(job, transport, recorder)
+    if job.release is not None:
+        document |= _release_outputs(job.release, out)
     document |= {
         "scenario": scenario_header(scenario, seed),
         "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
+        **_coordinator_outcome(tally, recorder),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "seconds": time.perf_counter() - wall,
+    }
+    (out / "results.json").write_text(json.dumps(document, indent=2))
+    return document
+
+
+async def _record_and_coordinate(job: _Coordination, transport, recorder: TraceRecorder):
+    """Record while the run is coordinated, close the run, then let the recorder finish
+    (``finish_grace``); returns the stream tally (None: workers missing)."""
+    async with transport.connect(f"{job.run}-collector-run") as conn, asyncio.TaskGroup() as g:
+        recording = g.create_task(recorder.run_until_closed())
+        await _first(recorder.subscribed, recording)
+        tally = await _coordinate(job, transport, conn)
+        await announce_run_closed(conn, job.run)
+        await asyncio.wait({recording}, timeout=job.scenario.spec.collector.finish_grace)
+        if not recording.done():
+            recording.cancel()
+        await asyncio.gather(recording, return_exceptions=True)
+    return tally
+
+
+async def _coordinate(job: _Coordination, transport, conn):
+    """The stream stage over the workers (``coordinate_stream``), then the central release's
+    rest and the secure sum; the announcement is closed whatever happens. Returns the
+    tally, None when workers were missing (``aborted``: ``workers_missing``)."""
+    document = job.document
+    try:
+        tally = await coordinate_stream(
+            transport,
+            job.run,
+            job.count,
+            on_ready=lambda: job.announcer.open(conn),
+            progress=job.progress,
+            workers_timeout=job.workers_timeout,
+            fleet_timeout=job.fleet_timeout,
+            aborted=lambda s: document.update(
+                aborted={"reason": "no_fleet", "fleet_timeout": job.fleet_timeout, "detail": s}
+            ),
+            on_message=_means_receiver(job.release, conn),
+        )
+        await _after_stream(job, transport, conn)
+    except WorkersMissing as error:
+        document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
+        tally = None
+    finally:
+        reason = (document["aborted"] or {}).get("detail", "")
+        with contextlib.suppress(Exception):
+            await job.announcer.close(conn, reason)
+    return tally
+
+
+def _means_receiver(release: GcdpStage | None, conn) -> Callable:
+    """``on_message`` of ``coordinate_stream``: a worker's window means go to the central
+    release, which publishes what is due."""
+
+    async def on_message(message: object) -> None:
+        if release is not None and isinstance(message, GcdpWindowMeans):
+            release.receive_means(message)
+            await release.flush(conn)
+
+    return on_message
+
+
+async def _after_stream(job: _Coordination, transport, conn) -> None:
+    """Every worker's means are in: the central release's remaining windows; with
+    ``[secure_sum]`` and no abort, the secure sum (the coordinator's; the workers keep
+    the streams)."""
+    if job.release is not None:
+        job.release.finish()
+        await job.release.flush(conn)
+    scenario, document = job.scenario, job.document
+    if scenario.spec.secure_sum is not None and document["aborted"] is None:
+        secure = await _collector_secure_sum(scenario, transport, job.run, job.fleet_timeout)
+        document["secure_sum"] = secure
+        document["secure_sum_stage"] = {
+            "status": "aborted" if secure["aborted"] else "ok",
+            "seconds": secure["seconds"],
+        }
+
+
+def _release_outputs(release: GcdpStage, out: Path) -> dict:
+    """The central release's arrays (``collector-side.npz``) and results.json entries."""
+    gcdp = release.summary()
+    arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
+    np.savez_compressed(out / SIDE_FILE, **arrays)
+    return {
+        "gcdp": gcdp,
+        "gcdp_stage": gcdp_stage_entry(gcdp),
+        "collector_ledger": gcdp_ledger(release, gcdp),
+        "gcdp_means_refused": release.means_refused,
+    }
+
+
+def _coordinator_outcome(tally, recorder: TraceRecorder) -> dict:
+    """results.json's counters, close reason, completeness and trace entries."""
+    return {
         "counters": tally.counters() if tally else None,
         "close_reason": tally.close_reason() if tally else None,
         "complete": bool(tally and tally.complete),
@@ -321,11 +384,7 @@ async def coordinator_side(
             "messages": recorder.recorded,
             "complete": recorder.complete,
         },
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "seconds": time.perf_counter() - wall,
     }
-    (out / "results.json").write_text(json.dumps(document, indent=2))
-    return document
 
 
 # ---- merging ------------------------------------------------------------------------------

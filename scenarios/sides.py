@@ -522,15 +522,9 @@ async def fleet_side(
         from ldpfleet.scenarios.cadr_sides import cadr_fleet_side
 
         return await cadr_fleet_side(
-            scenario,
-            broker,
-            run,
-            shard,
-            out_dir,
-            seed=seed,
-            credentials=credentials,
+            scenario, broker, run, shard, out_dir, seed=seed, credentials=credentials,
             wait_timeout=wait_timeout,
-        )
+        )  # fmt: skip
     seed = _seed(scenario, seed)
     terms = run_terms(scenario, run, seed)
     async with open_broker(broker, credentials=credentials) as (transport, info):
@@ -548,42 +542,68 @@ async def fleet_side(
         fleet = Fleet(config, transport, shard=shard)
         fleet.seconds = None
         attacker = await _start_attacker(scenario, transport, run, shard, credentials)
-        started = time.perf_counter()
-        secure: dict | None = None
+        job = _ShardRun(scenario, transport, run, shard, seed, fleet, attacker, wait_timeout)
         try:
-            if scenario.spec.secure_sum is None:
-                outcomes = await fleet.run()
-                fleet.seconds = time.perf_counter() - started
-                await _finish_attacker(scenario, attacker)
-            else:
-                watch = _StageWatch(transport, run, fleet_client_id(run, shard, "stage"))
-                async with watch.watching():
-                    outcomes = await fleet.run()
-                    fleet.seconds = time.perf_counter() - started
-                    await _finish_attacker(scenario, attacker)
-                    secure = await _fleet_secure_sum(
-                        scenario, transport, run, fleet, seed, watch, wait_timeout
-                    )
+            outcomes = await _run_shard(job)
         except asyncio.CancelledError:
             outcomes = fleet.outcomes()
-            _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure,
-                         attacker)  # fmt: skip
+            _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch,
+                         job.secure, attacker)  # fmt: skip
             raise
         finally:
             if attacker is not None:
                 attacker[1].cancel()
                 await asyncio.gather(attacker[1], return_exceptions=True)
-    _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, secure, attacker)
+    _write_fleet(out_dir, scenario, run, shard, info.url, fleet, outcomes, epoch, job.secure,
+                 attacker)  # fmt: skip
     return {
         "shard": shard,
         "epoch": epoch,
         "outcomes": outcomes,
-        "secure_sum": secure,
+        "secure_sum": job.secure,
         "out": str(out_dir),
         # devices restored from the shard's state file (a killed shard started again)
         "resumed": fleet.resumed,
         "state_file": state_file,
     }
+
+
+@dataclass
+class _ShardRun:
+    """One fleet shard's run (``fleet_side``); ``secure`` is set as soon as the secure sum
+    returns (a cancellation after it still writes it)."""
+
+    scenario: LoadedScenario
+    transport: Transport
+    run: str
+    shard: tuple[int, int]
+    seed: int
+    fleet: Fleet
+    attacker: tuple | None  # (HostileClient, task) of ``_start_attacker``
+    wait_timeout: float
+    secure: dict | None = None
+
+
+async def _run_shard(job: _ShardRun) -> list[DeviceOutcome]:
+    """The shard's devices (timed: ``fleet.seconds``), the attacker's end and, with
+    ``[secure_sum]``, the secure sum while the stage messages are watched; returns the
+    devices' outcomes."""
+    scenario, fleet = job.scenario, job.fleet
+    started = time.perf_counter()
+    if scenario.spec.secure_sum is None:
+        outcomes = await fleet.run()
+        fleet.seconds = time.perf_counter() - started
+        await _finish_attacker(scenario, job.attacker)
+        return outcomes
+    watch = _StageWatch(job.transport, job.run, fleet_client_id(job.run, job.shard, "stage"))
+    async with watch.watching():
+        outcomes = await fleet.run()
+        fleet.seconds = time.perf_counter() - started
+        await _finish_attacker(scenario, job.attacker)
+        job.secure = await _fleet_secure_sum(
+            scenario, job.transport, job.run, fleet, job.seed, watch, job.wait_timeout
+        )
+    return outcomes
 
 
 async def _start_attacker(scenario, transport, run, shard, credentials):
