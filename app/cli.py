@@ -1597,7 +1597,9 @@ def trace_verify(
 @bench_app.command("fleet")
 def bench_fleet_command(
     devices: Annotated[int, typer.Option(help="Number of devices.")] = 1000,
-    steps: Annotated[int, typer.Option(help="Time steps per device.")] = 100,
+    steps: Annotated[
+        int, typer.Option(help="Time steps per device.", callback=_at_least_one("steps"))
+    ] = 100,
     broker: Annotated[
         str, typer.Option("--broker", "-b", help="embedded, memory or mqtt://host:port")
     ] = "embedded",
@@ -1608,7 +1610,13 @@ def bench_fleet_command(
         ),
     ] = None,
     eps: Annotated[float, typer.Option(help="Window budget.")] = 2.0,
-    w: Annotated[int, typer.Option(help="Window length.")] = 5,
+    w: Annotated[
+        int | None,
+        typer.Option(
+            help="Window length (default 5, or --steps when shorter).",
+            callback=_at_least_one("w"),
+        ),
+    ] = None,
     max_in_flight: Annotated[
         int, typer.Option(help="Collector credit: reports in flight at most.")
     ] = 256,
@@ -1675,6 +1683,8 @@ def bench_fleet_command(
             f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
             "auto; with --connection device every device has its own connection"
         )
+    if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
+        w = min(FLEET_DEFAULT_W, steps)
     _check_within_steps(steps, batch_steps=batch_steps, w=w)
     with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
@@ -1706,6 +1716,9 @@ def bench_fleet_command(
         _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
 
 
+FLEET_DEFAULT_W = 5  # bench fleet's window when --w is not given (at most --steps)
+
+
 def _check_within_steps(steps: int, **lengths: int | None) -> None:
     """``bench fleet``: a ``--w`` or ``--batch-steps`` longer than ``--steps`` ran (a batch
     of 5 over 3 steps counted 5 values per message); refused, naming both options."""
@@ -1714,7 +1727,6 @@ def _check_within_steps(steps: int, **lengths: int | None) -> None:
             option = "--" + name.replace("_", "-")
             raise typer.BadParameter(
                 f"{option} {value} is longer than --steps {steps}: give {option} <= --steps"
-                + (" (--w defaults to 5)" if name == "w" else "")
             )
 
 

@@ -115,7 +115,7 @@ def test_bench_fleet_refuses_shard_broker_with_one_shard():
 @pytest.mark.parametrize(
     ("options", "named"),
     [(["--w", "5"], "--w 5"), (["--batch-steps", "5", "--w", "2"], "--batch-steps 5"),
-     ([], "--w 5")],
+     (["--batch-steps", "5"], "--batch-steps 5")],
 )  # fmt: skip
 def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, named):
     """`bench fleet --steps 3 --batch-steps 5` ran and counted 10 values for 2 devices x 3
@@ -129,6 +129,42 @@ def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, na
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert named in result.output and "--steps 3" in result.output
+
+
+@pytest.mark.parametrize(("steps", "w"), [(3, 3), (1, 1), (5, 5), (100, 5)])
+def test_bench_fleet_default_window_follows_short_steps(monkeypatch, steps, w):
+    """`bench fleet --steps 3` was refused for a `--w 5` the user never set ("--w 5 is
+    longer than --steps 3"): the default window is now min(5, --steps) (helper Q)."""
+    import ldpfleet.app.bench as bench
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    seen = {}
+
+    async def fake(devices, steps, **options):
+        seen.update(options)
+        return {"lost": 0, "w": options["w"]}
+
+    monkeypatch.setattr(bench, "bench_fleet", fake)
+    result = CliRunner().invoke(
+        app, ["bench", "fleet", "--devices", "2", "--steps", str(steps), "--broker", "memory"]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["w"] == w
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--steps", "3", "--w", "0"], "--w must be at least 1, got 0"),
+     (["--steps", "0"], "--steps must be at least 1, got 0")],
+)  # fmt: skip
+def test_bench_fleet_refuses_a_window_or_steps_of_zero(options, named):
+    """`--steps 0` was refused as "--w 5 is longer than --steps 0" (an option not given)."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["bench", "fleet", "--broker", "memory", *options])
+    assert result.exit_code == 2 and named in " ".join(result.output.split()), result.output
 
 
 @pytest.mark.parametrize("side", ["fleet", "collector"])
