@@ -84,16 +84,51 @@ def _check_pieces(collector: Path, fleets: list[Path], out: Path) -> None:
             "give another directory (default: COLLECTOR_DIR/merged)"
         )
     document = json.loads((collector / "results.json").read_text())
-    whole = "side_processes" in document or (
-        "mean_estimates" not in document and "partitions" not in document
-        and "partition" not in document and "stage_seconds" not in document
-        and "collector_ledger" not in document
-    )  # fmt: skip
+    whole = not is_collector_side(document)
     if whole and "outcomes.json" not in {p.name for p in collector.iterdir()}:
         raise TraceError(
             f"{collector}/results.json is a whole run's results (`ldpfleet run` or a merge), "
             "not a collector side's: give the collector side's --out (e.g. RUN/collector)"
         )
+
+
+def is_collector_side(document: dict) -> bool:
+    """``document`` (a results.json) is a collector side's (``ldpfleet collector``, a
+    coordinator or a partition worker), not a whole run's (``ldpfleet run`` or a merge):
+    its devices' ledgers are in the fleet shards' directories, not beside it."""
+    if "side_processes" in document:
+        return False
+    side_keys = ("mean_estimates", "partitions", "partition", "stage_seconds", "collector_ledger")
+    return any(key in document for key in side_keys)
+
+
+SHARD_SEARCH_LIMIT = 1_000  # entries of the parent folder looked at for shard directories
+
+
+def shard_dirs_near(collector: str | Path, run: str | None) -> list[Path]:
+    """The fleet shards' directories of run ``run`` beside ``collector`` (its parent's
+    folders holding an outcomes.json and a ledger.json of that run: the layout of
+    ``ldpfleet run`` and of docs/separate-processes.md), sorted; at most
+    ``SHARD_SEARCH_LIMIT`` entries of the parent are looked at."""
+    collector = Path(collector)
+    found: list[Path] = []
+    if not run:
+        return found
+    try:
+        entries = sorted(collector.resolve().parent.iterdir())[:SHARD_SEARCH_LIMIT]
+    except OSError:
+        return found
+    for entry in entries:
+        ledger = entry / "ledger.json"
+        if entry == collector.resolve() or not (entry / "outcomes.json").is_file():
+            continue
+        try:
+            document = json.loads(ledger.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and document.get("run") == run:
+            found.append(collector.parent / entry.name)
+    return found
 
 
 def _partition_index(directory: Path) -> int | None:
