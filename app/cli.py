@@ -732,7 +732,12 @@ def report_command(
 
         with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
             path = write_report(out, progress=lambda _section: step())
+        from ldpfleet.app.report import collector_side_note
+
+        note = collector_side_note(out)
     console.print(f"wrote {path}")
+    if note:  # a collector side alone: its devices' ledgers are the fleet shards'
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 
 @app.command("merge")

@@ -1245,6 +1245,16 @@ def collector_side_shards(out: Path, results: dict) -> SideLedgers | None:
     return SideLedgers(out, shard_dirs_near(out, results.get("run")))
 
 
+def collector_side_note(out_dir: str | Path) -> str | None:
+    """The page's sentence on where a collector side's ledgers are (None for a run with a
+    ledger.json, or a whole run), for ``ldpfleet report`` to print too."""
+    out = Path(out_dir)
+    results = _read_json(out / "results.json")
+    if results is None or (out / "ledger.json").exists():
+        return None
+    return _side_ledger_text(results, collector_side_shards(out, results))
+
+
 def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> str:
     """The report page of a run directory, as HTML text; ``progress(section)`` is called
     before each section is drawn."""

@@ -287,3 +287,14 @@ def test_a_whole_run_without_a_ledger_still_says_no_ledger(tmp_path):
 
     page = build_report(_run_dir(tmp_path, {"run": "r1"}))
     assert "no ledger" in page and "live with the devices" not in page
+
+
+def test_the_report_command_prints_the_collector_side_note(tmp_path):
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    _side(tmp_path / "c", "r7")
+    _shard(tmp_path / "f0", "r7")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert "note: no ledger here" in result.output and "found 1 shard directory" in result.output
