@@ -336,12 +336,27 @@ def _eps_list(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def _check_mechanism_bench(trials: int, seed: int) -> None:
+# bench mechanisms --trials: at most this many (--trials 1e11 was a MemoryError traceback
+# for its 745 GiB error array), and trials x largest n privatisations per cell at most
+# MAX_PRIVATISATIONS (1e9: about 500 times the default cell's 200 x 10,000)
+MAX_TRIALS = 1_000_000
+MAX_PRIVATISATIONS = 1_000_000_000
+
+
+def _check_mechanism_bench(trials: int, seed: int, sizes: tuple[int, ...] = (1,)) -> None:
     from ldpfleet.protocol.errors import ParameterError
 
     if trials < 2:  # one trial has no spread: NaN rows (0) or a numpy message (-1)
         raise ParameterError(f"must be at least 2 (the bias test needs a spread), got {trials}",
                              field="trials")  # fmt: skip
+    if trials > MAX_TRIALS:
+        raise ParameterError(f"must be at most {MAX_TRIALS:,}, got {trials}", field="trials")
+    if trials * max(sizes) > MAX_PRIVATISATIONS:
+        raise ParameterError(
+            f"trials x largest size = {trials:,} x {max(sizes):,} privatisations per cell is "
+            f"over {MAX_PRIVATISATIONS:,}: lower --trials or --sizes, got {trials}",
+            field="trials",
+        )
     if not 0 <= seed <= SEED_LIMIT:
         raise ParameterError(f"must be 0 .. 2^63-1, got {seed}", field="seed")
 
@@ -357,7 +372,12 @@ def bench_mechanisms_command(
     distributions: Annotated[
         str, typer.Option(help="Comma list: " + ", ".join(MECHANISM_DISTRIBUTIONS) + ".")
     ] = ",".join(MECHANISM_DISTRIBUTIONS),
-    trials: Annotated[int, typer.Option(help="Privatisations of each population.")] = 200,
+    trials: Annotated[
+        int,
+        typer.Option(
+            help="Privatisations of each population (2 .. 1,000,000; x largest n <= 1e9)."
+        ),
+    ] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the populations and the noise.")] = 0,
     markdown_out: Annotated[
         bool, typer.Option("--markdown", help="Print the tables of docs/mechanisms.md.")
@@ -370,10 +390,10 @@ def bench_mechanisms_command(
     from ldpfleet.protocol.errors import ParameterError
 
     try:
-        _check_mechanism_bench(trials, seed)
         mechanism_names = _comma_list(mechanisms, "mechanisms")
         eps_list = _eps_list(eps)
         size_list = _sizes(sizes)
+        _check_mechanism_bench(trials, seed, size_list)
         distribution_names = _comma_list(distributions, "distributions")
         unknown = [d for d in distribution_names if d not in MECHANISM_DISTRIBUTIONS]
         if unknown:
