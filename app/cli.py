@@ -1530,18 +1530,42 @@ def trace_export(
             for line in lines:
                 print(line)
         else:
-            with _export_file(output) as handle:
+            with _export_file(output, path) as handle:
                 for line in lines:
                     handle.write(line + "\n")
 
 
-def _export_file(output: Path):
+# the first bytes of an SQLite database and of its write-ahead log (big- and little-endian)
+_SQLITE_MAGIC = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def _export_file(output: Path, source: Path | None = None):
     """``trace export -o FILE`` opened for writing; ``TraceError`` (one sentence) for a
-    directory or a path that cannot be written (were tracebacks)."""
+    directory or a path that cannot be written (were tracebacks), and for an existing
+    SQLite database or log: ``-o RUN/trace.sqlite`` truncated the signed trace being
+    exported to 0 bytes before reading it (an OperationalError traceback, the run's trace
+    lost), and a store or another trace would be overwritten the same way."""
     from ldpfleet.broker.trace import TraceError
 
     if output.is_dir():
         raise TraceError(f"--output {output} is a directory; give a file to write the export to")
+    if output.is_file():
+        trace = source / "trace.sqlite" if source is not None and source.is_dir() else source
+        if trace is not None and trace.exists() and output.samefile(trace):
+            raise TraceError(
+                f"--output {output} is the trace being exported: writing it would erase it "
+                "before it is read; give another file"
+            )
+        try:
+            with output.open("rb") as handle:
+                head = handle.read(16)
+        except OSError:
+            head = b""
+        if head.startswith(_SQLITE_MAGIC):
+            raise TraceError(
+                f"--output {output} is an SQLite database or log (a trace or a store?): an "
+                "export does not overwrite it; give another file"
+            )
     try:
         return output.open("w")
     except OSError as error:
