@@ -1913,27 +1913,47 @@ def bench_secagg_command(
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
         full = neighbors == "full"
-        degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
-        result = run_loop(
-            bench_secagg(
-                devices,
-                dim,
-                neighbors=degree,
-                full=full,
-                dropout=dropout,
-                dropout_stage=dropout_stage,
-                broker=broker,
-                stage_timeout=stage_timeout,
-                silent_dropouts=silent_dropouts,
-                seed=seed,
-                active=active,
-                progress=as_callback(step),
+        with _secagg_options():
+            degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
+            result = run_loop(
+                bench_secagg(
+                    devices,
+                    dim,
+                    neighbors=degree,
+                    full=full,
+                    dropout=dropout,
+                    dropout_stage=dropout_stage,
+                    broker=broker,
+                    stage_timeout=stage_timeout,
+                    silent_dropouts=silent_dropouts,
+                    seed=seed,
+                    active=active,
+                    progress=as_callback(step),
+                )
             )
-        )
     print(json.dumps(result))
     if result["aborted"] or result["exact"] is not True:
         why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
         _fail(f"secure sum not exact ({why}); the JSON above has the details")
+
+
+_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "stage_timeout", "seed")
+
+
+@contextlib.contextmanager
+def _secagg_options():
+    """``bench secagg``: a ``ParameterError`` of one of its options names the option
+    (``--stage-timeout: ...``; it said ``stage_timeout: ...``, a name the command line has
+    not)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as error:
+        if error.field not in _SECAGG_OPTIONS:
+            raise
+        option = "--" + error.field.replace("_", "-")
+        raise ParameterError(error.reason, field=option) from None
 
 
 def _grid_shapes(specs: list[str]) -> list[tuple[int, int]]:

@@ -180,3 +180,24 @@ def test_fleet_or_collector_on_an_embedded_broker_is_refused(side):
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
     assert "ldpfleet broker" in text and "separate-processes.md" in text, text
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--devices", "1"], "--devices: need 2..10000 devices, got 1"),
+     (["--dim", "0"], "--dim: must be an integer in [1, 100000], got 0"),
+     (["--stage-timeout", "nan"], "--stage-timeout: must be > 0"),
+     (["--neighbors", "x"], "--neighbors: must be an integer K >= 1"),
+     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1")],
+)  # fmt: skip
+def test_bench_secagg_names_its_options(options, named):
+    """`bench secagg --stage-timeout nan` said "stage_timeout: ..." (helper Q): a field
+    name the command line has not; the option is named now."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app, ["bench", "secagg", "--broker", "memory", "--devices", "4", "--dim", "4", *options]
+    )
+    assert result.exit_code == 2, result.output
+    assert named in " ".join(result.output.split()), result.output
