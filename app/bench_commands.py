@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import redirect_stdout
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -22,7 +22,12 @@ __all__ = [
     "CADR_SWEEP_DEFAULT_EPS_LIST",
     "CADR_SWEEP_DEFAULT_THETAS",
     "GCDP_DATASETS",
+    "GCDP_DRAWS_MAX",
+    "GCDP_EPS_MAX",
+    "GCDP_EPS_MIN",
     "GCDP_METHODS",
+    "GCDP_REPEATS_MAX",
+    "GCDP_SEED_MAX",
     "MECHANISMS",
     "MECHANISM_DISTRIBUTIONS",
     "SCALING_DEFAULT_PLOT",
@@ -37,6 +42,16 @@ __all__ = [
 # bench gcdp (app/bench_gcdp.py: METHODS, DATASETS)
 GCDP_METHODS = ("NonPrivate", "Lap-DP", "Gau-DP", "Ada-DP", "Risk-DP", "GC-DP")
 GCDP_DATASETS = ("occupancy", "intel", "wisdm")
+# bench gcdp's limits (docs/gcdp.md "Evaluation"): a release budget in [0.001, 50], the
+# range of bench cadr and of the wire (50; protocol.mechanism_contract.EPS_MAX). Below
+# 0.001 a window mean's noise scale (1/30)/(0.001/5) = 167 is already over a hundred times
+# the [0, 1] range, and the draws' generators key a budget to 6 decimals (1e-300 was
+# accepted and keyed as 0); 1e300 ran with a cast overflow in the printed budgets.
+GCDP_EPS_MIN = 1e-3
+GCDP_EPS_MAX = 50.0
+GCDP_DRAWS_MAX = 10_000  # draws (and gcdp-timing repeats below): 1e11 ran for ever
+GCDP_REPEATS_MAX = 1_000
+GCDP_SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
 # bench gcdp-scaling (app/bench_gcdp_scaling.py: DEFAULT_RECORDS, DEFAULT_PLOT)
 SCALING_DEFAULT_RECORDS = 2000
 SCALING_DEFAULT_PLOT = "docs/img/gcdp-scaling.png"
@@ -58,16 +73,20 @@ def bench_gcdp_command(
     method: Annotated[
         str, typer.Option(help="'all' or a comma list of " + ", ".join(GCDP_METHODS) + ".")
     ] = "all",
-    eps: Annotated[str, typer.Option(help="Comma list of release budgets.")] = "0.2,0.5,1,2,4",
-    draws: Annotated[int, typer.Option(help="Noise draws per budget.")] = 10,
-    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    eps: Annotated[
+        str, typer.Option(help="Comma list of distinct release budgets in [0.001, 50].")
+    ] = "0.2,0.5,1,2,4",
+    draws: Annotated[int, typer.Option(help="Noise draws per budget (1 .. 10,000).")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of every draw (0 .. 2^63-1).")] = 0,
     train_file: Annotated[
         str, typer.Option(help="Occupancy only: calibration + training file ('' = shipped).")
     ] = "",
     test_file: Annotated[
         str, typer.Option(help="Occupancy only: protected release file ('' = datatest.txt).")
     ] = "",
-    window: Annotated[int, typer.Option(help="Occupancy only: records per window.")] = 30,
+    window: Annotated[
+        int | None, typer.Option(help="Occupancy only: records per window (default 30).")
+    ] = None,
     clip: Annotated[str, typer.Option(help="Reading: clipping interval, iqr or minmax.")] = "iqr",
     utility: Annotated[str, typer.Option(help="Reading: mu_k, mask or corr.")] = "mask",
     gau_l2: Annotated[
@@ -103,25 +122,56 @@ def bench_gcdp_command(
         try:
             eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
         except ValueError:
-            raise ParameterError(f"not a comma list of numbers: {eps!r}", field="eps") from None
+            raise ParameterError(
+                f"not a comma list of numbers: {eps!r}", field="eps_list"
+            ) from None
         chosen = parse_readings(readings, bench_gcdp.Readings(
             clip=clip, utility=utility, gau_l2=gau_l2, attacker=attacker))  # fmt: skip
         with job_progress(f"bench gcdp {dataset}", unit="cells") as advance:
             result = bench_gcdp.bench_gcdp(
                 dataset, methods, eps_list, draws, seed, train_file=train_file or None,
                 test_file=test_file or None, readings=chosen,
-                window=window if dataset == "occupancy" else None,
-                progress=as_callback(advance),
+                window=window, progress=as_callback(advance),
             )  # fmt: skip
     except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        _refuse(error)
     print(json.dumps(result, indent=None if as_json else 2))
 
 
+# the bench gcdp* options by the field their ParameterError names (the error printed
+# "eps_list: ..." for --eps, "methods: ..." for --method)
+_GCDP_OPTIONS = {
+    "dataset": "--dataset", "methods": "--method", "eps_list": "--eps", "draws": "--draws",
+    "seed": "--seed", "window": "--window", "train_file": "--train-file",
+    "test_file": "--test-file", "repeats": "--repeats", "ms": "--ms", "records": "--records",
+    "plot": "--plot", "readings": "--readings",
+}  # fmt: skip
+_READING_FLAGS = ("clip", "utility", "gau_l2", "attacker")  # readings with a flag of their own
+
+
+def gcdp_option(field: str | None) -> str | None:
+    """The command-line option of a bench gcdp* ``ParameterError`` field (None: no option,
+    e.g. a data column ``train[:, 2]``)."""
+    if field in _GCDP_OPTIONS:
+        return _GCDP_OPTIONS[field]
+    if field and field.startswith("readings."):
+        name = field.split(".", 1)[1]
+        return "--" + name.replace("_", "-") if name in _READING_FLAGS else f"--readings {name}"
+    return None
+
+
+def _refuse(error) -> NoReturn:
+    """Print a bench gcdp* ``ParameterError`` naming the option (exit status 2)."""
+    option = gcdp_option(error.field)
+    print(f"error: {f'{option}: {error.reason}' if option else error}", file=sys.stderr)
+    raise typer.Exit(2) from None
+
+
 def bench_gcdp_timing_command(
-    repeats: Annotated[int, typer.Option(help="Timed passes per method (median).")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of every draw.")] = 0,
+    repeats: Annotated[
+        int, typer.Option(help="Timed passes per method (median; 1 .. 1,000).")
+    ] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of every draw (0 .. 2^63-1).")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """Occupancy: median wall time of one calibration-and-release pass per method
@@ -136,17 +186,20 @@ def bench_gcdp_timing_command(
                 repeats, seed, progress=as_callback(advance)
             )
     except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        _refuse(error)
     print(json.dumps(result, indent=None if as_json else 2))
 
 
 def bench_gcdp_scaling_command(
-    ms: Annotated[str, typer.Option(help="Comma list of node counts M.")] = "10,30,100,300,1000",
-    records: Annotated[int, typer.Option(help="Synthetic records N.")] = SCALING_DEFAULT_RECORDS,
-    repeats: Annotated[int, typer.Option(help="Timed runs per M (median).")] = 3,
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 0,
-    plot: Annotated[str, typer.Option(help="PNG path ('' = no plot).")] = SCALING_DEFAULT_PLOT,
+    ms: Annotated[
+        str, typer.Option(help="Comma list of distinct node counts M (2 .. 3,000).")
+    ] = "10,30,100,300,1000",
+    records: Annotated[
+        int, typer.Option(help="Synthetic records N (>= 40; N x largest M <= 2e7).")
+    ] = SCALING_DEFAULT_RECORDS,
+    repeats: Annotated[int, typer.Option(help="Timed runs per M (median; 1 .. 1,000).")] = 3,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data (0 .. 2^63-1).")] = 0,
+    plot: Annotated[str, typer.Option(help="A .png path ('' = no plot).")] = SCALING_DEFAULT_PLOT,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,
 ) -> None:
     """Calibration time per step against the number of nodes M (synthetic correlated
@@ -165,8 +218,7 @@ def bench_gcdp_scaling_command(
                 ms_list, records, repeats, seed, plot=plot or None, progress=as_callback(advance)
             )
     except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        _refuse(error)
     print(json.dumps(result, indent=None if as_json else 2))
 
 
@@ -284,12 +336,27 @@ def _eps_list(text: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def _check_mechanism_bench(trials: int, seed: int) -> None:
+# bench mechanisms --trials: at most this many (--trials 1e11 was a MemoryError traceback
+# for its 745 GiB error array), and trials x largest n privatisations per cell at most
+# MAX_PRIVATISATIONS (1e9: about 500 times the default cell's 200 x 10,000)
+MAX_TRIALS = 1_000_000
+MAX_PRIVATISATIONS = 1_000_000_000
+
+
+def _check_mechanism_bench(trials: int, seed: int, sizes: tuple[int, ...] = (1,)) -> None:
     from ldpfleet.protocol.errors import ParameterError
 
     if trials < 2:  # one trial has no spread: NaN rows (0) or a numpy message (-1)
         raise ParameterError(f"must be at least 2 (the bias test needs a spread), got {trials}",
                              field="trials")  # fmt: skip
+    if trials > MAX_TRIALS:
+        raise ParameterError(f"must be at most {MAX_TRIALS:,}, got {trials}", field="trials")
+    if trials * max(sizes) > MAX_PRIVATISATIONS:
+        raise ParameterError(
+            f"trials x largest size = {trials:,} x {max(sizes):,} privatisations per cell is "
+            f"over {MAX_PRIVATISATIONS:,}: lower --trials or --sizes, got {trials}",
+            field="trials",
+        )
     if not 0 <= seed <= SEED_LIMIT:
         raise ParameterError(f"must be 0 .. 2^63-1, got {seed}", field="seed")
 
@@ -305,7 +372,12 @@ def bench_mechanisms_command(
     distributions: Annotated[
         str, typer.Option(help="Comma list: " + ", ".join(MECHANISM_DISTRIBUTIONS) + ".")
     ] = ",".join(MECHANISM_DISTRIBUTIONS),
-    trials: Annotated[int, typer.Option(help="Privatisations of each population.")] = 200,
+    trials: Annotated[
+        int,
+        typer.Option(
+            help="Privatisations of each population (2 .. 1,000,000; x largest n <= 1e9)."
+        ),
+    ] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the populations and the noise.")] = 0,
     markdown_out: Annotated[
         bool, typer.Option("--markdown", help="Print the tables of docs/mechanisms.md.")
@@ -318,10 +390,10 @@ def bench_mechanisms_command(
     from ldpfleet.protocol.errors import ParameterError
 
     try:
-        _check_mechanism_bench(trials, seed)
         mechanism_names = _comma_list(mechanisms, "mechanisms")
         eps_list = _eps_list(eps)
         size_list = _sizes(sizes)
+        _check_mechanism_bench(trials, seed, size_list)
         distribution_names = _comma_list(distributions, "distributions")
         unknown = [d for d in distribution_names if d not in MECHANISM_DISTRIBUTIONS]
         if unknown:

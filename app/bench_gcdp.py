@@ -55,8 +55,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from ldpfleet.app.bench_commands import GCDP_DATASETS as DATASETS
+from ldpfleet.app.bench_commands import (
+    GCDP_DRAWS_MAX,
+    GCDP_EPS_MAX,
+    GCDP_EPS_MIN,
+    GCDP_SEED_MAX,
+    bench_gcdp_command,
+)
 from ldpfleet.app.bench_commands import GCDP_METHODS as METHODS
-from ldpfleet.app.bench_commands import bench_gcdp_command
 from ldpfleet.app.gcdp_datasets import (
     ATTACK_LAG,
     DATA_ROOT,
@@ -83,6 +89,7 @@ from ldpfleet.collector.gcdp import (
 )
 from ldpfleet.collector.gcdp.constants import EPS_REL_GRID, TAU_GRID
 from ldpfleet.collector.gcdp.evaluation import (
+    CHANNELS,
     NoiseLaw,
     f1_percent,
     informed_attack_scores,
@@ -536,14 +543,41 @@ def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tu
     methods = tuple(methods)
     if not methods or any(m not in METHODS for m in methods) or len(set(methods)) != len(methods):
         raise ParameterError(f"must be distinct names from {', '.join(METHODS)}", field="methods")
-    eps_t = tuple(float(e) for e in eps_list)
-    if not eps_t or any(not np.isfinite(e) or e <= 0 for e in eps_t):
-        raise ParameterError("must be a non-empty list of finite budgets > 0", field="eps_list")
-    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
-        raise ParameterError(f"must be an integer >= 1, got {draws!r}", field="draws")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
+    eps_t = _check_budgets(eps_list)
+    _check_int(draws, "draws", 1, GCDP_DRAWS_MAX)
+    _check_int(seed, "seed", 0, GCDP_SEED_MAX)
     return methods, eps_t
+
+
+def _check_int(value: object, field: str, low: int, high: int) -> None:
+    """``value`` an integer in [low, high], else a ``ParameterError`` naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ParameterError(f"must be an integer in [{low}, {high:,}], got {value!r}",
+                             field=field)  # fmt: skip
+
+
+def _check_budgets(eps_list) -> tuple[float, ...]:
+    """The release budgets: a non-empty list of finite numbers in [GCDP_EPS_MIN,
+    GCDP_EPS_MAX], distinct to 6 decimals (a draw's generator keys its budget to 6
+    decimals, and the tables key it by value: a repeated budget was one column, silently)."""
+    eps_t = tuple(float(e) for e in eps_list)
+    if not eps_t:
+        raise ParameterError("must be a non-empty list of budgets, got none", field="eps_list")
+    keys: dict[int, float] = {}
+    for e in eps_t:
+        if not (np.isfinite(e) and GCDP_EPS_MIN <= e <= GCDP_EPS_MAX):
+            raise ParameterError(
+                f"must be budgets in [{GCDP_EPS_MIN:g}, {GCDP_EPS_MAX:g}], got {e!r}",
+                field="eps_list",
+            )
+        key = round(e * 1e6)
+        if key in keys:
+            raise ParameterError(
+                f"must be distinct budgets (to 6 decimals), got {keys[key]!r} and {e!r}",
+                field="eps_list",
+            )
+        keys[key] = e
+    return eps_t
 
 
 def bench_gcdp(
@@ -579,6 +613,7 @@ def bench_gcdp(
     tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
                    train_file=train_file, test_file=test_file)  # fmt: skip
+    check_spread(prep, dataset)
     tau, tau_f1 = select_tau(prep, draws, seed, tick)
     run = _Evaluation(prep, tau, draws, seed, tick, CLASS_NAMES.get(dataset, {}))
     tables, validation = run.method_tables(methods, eps_t)
@@ -613,6 +648,40 @@ def bench_gcdp(
         result["seed_runtime_s"] = seed_tables["runtime_s"]
         result["seed_peak_mem_mb"] = seed_tables["peak_mem_mb"]
     return result
+
+
+# the central 98% of a feature's training windows spanning less than this share of [0, 1]
+# while the feature is not constant: the clipping interval is set by an extreme value
+SQUEEZE = 1e-6
+
+
+def check_spread(prep: Prepared, dataset: str) -> None:
+    """Refuse training windows whose feature was squeezed by its clipping interval: under
+    ``clip = minmax`` one extreme training value (1e300 in a Light column) stretches the
+    interval so far that every other value scales to ~0, and F1 dropped with no word
+    (Lap-DP 78 -> 59 at eps 1 on the shipped files). Refused when the central windows of a
+    feature (without the 1%, at least one, lowest and highest) span more than 0 and less
+    than ``SQUEEZE`` of [0, 1]; a sparse feature (all central windows at one value) and
+    ``clip = iqr`` (Tukey's fences ignore the extreme value) pass."""
+    for part in (prep, prep.selection):
+        if part is None:
+            continue
+        ranked = np.sort(np.asarray(part.train_f, dtype=float), axis=0)
+        cut = max(1, ranked.shape[0] // 100)  # at least the one most extreme window each side
+        if ranked.shape[0] <= 2 * cut:
+            continue
+        low, high = ranked[cut], ranked[-1 - cut]
+        squeezed = np.flatnonzero((high > low) & (high - low < SQUEEZE))
+        if squeezed.size:
+            k = int(squeezed[0])
+            name = f"{CHANNELS[k]} (feature {k})" if dataset == "occupancy" else f"feature {k}"
+            raise ParameterError(
+                f"{name}: the central training windows lie within {float(high[k] - low[k]):.3g}"
+                f" of the clipping interval [0, 1] (limit {SQUEEZE:g}): an extreme training "
+                f"value sets the interval under clip = {prep.readings.clip}; remove it from "
+                "the file or use --clip iqr",
+                field=f"train_f[:, {k}]",
+            )
 
 
 def _check_options(dataset, window, train_file, test_file, readings) -> None:

@@ -46,9 +46,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.app.bench_commands import (
+    GCDP_REPEATS_MAX,
+    GCDP_SEED_MAX,
+    bench_gcdp_scaling_command,
+    bench_gcdp_timing_command,
+)
 from ldpfleet.app.bench_commands import SCALING_DEFAULT_PLOT as DEFAULT_PLOT
 from ldpfleet.app.bench_commands import SCALING_DEFAULT_RECORDS as DEFAULT_RECORDS
-from ldpfleet.app.bench_commands import bench_gcdp_scaling_command, bench_gcdp_timing_command
 from ldpfleet.app.bench_gcdp import (
     WINDOW,
     _calibrate_prepared,
@@ -114,10 +119,36 @@ CALIBRATION_STEPS = SCALING_STEPS[:4]
 # --- parameter checks -------------------------------------------------------------------
 
 
-def _int_at_least(value: object, field: str, low: int) -> int:
+# limits of the commands' integers (--repeats 1e10 and --records 1e11 ran for ever or died
+# in a MemoryError traceback; docs/gcdp.md "Evaluation")
+REPEATS_MAX = GCDP_REPEATS_MAX
+SEED_MAX = GCDP_SEED_MAX
+MS_MAX = 3_000  # the scores step holds M x M matrices: 3,000 -> 72 MB each
+VALUES_MAX = 20_000_000  # records x largest M synthetic values: 160 MB of float64
+
+
+def _int_at_least(value: object, field: str, low: int, high: int | None = None) -> int:
+    """``value`` as an integer in [low, high] (``high`` None: no upper limit), else a
+    ``ParameterError`` naming ``field``, the limits and the value."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=field)
+    if high is not None and value > high:
+        raise ParameterError(f"must be an integer <= {high:,}, got {value!r}", field=field)
     return value
+
+
+def _check_plot(plot: str | Path | None) -> None:
+    """``plot``: a ``.png`` path that is not a folder, checked before the timed passes
+    (a .txt path failed after them in a matplotlib ValueError traceback; a folder such as
+    /tmp was written as /tmp.png)."""
+    if plot is None or not str(plot):
+        return
+    path = Path(plot)
+    if path.suffix.lower() != ".png":
+        raise ParameterError(f"must be a .png path ('' for no plot), got {str(plot)!r}",
+                             field="plot")  # fmt: skip
+    if path.is_dir():
+        raise ParameterError(f"{str(plot)!r} is a folder: give a .png file path", field="plot")
 
 
 def _seconds(values: list[float]) -> dict[str, float]:
@@ -194,8 +225,8 @@ def bench_gcdp_timing(
     selection (which otherwise uses ``tau_draws`` draws, as ``bench gcdp --draws``).
     ``progress(done, total)`` is called after every pass (warm-up, timed, traced)."""
     methods = _timed_methods(methods)
-    repeats = _int_at_least(repeats, "repeats", 1)
-    seed = _int_at_least(seed, "seed", 0)
+    repeats = _int_at_least(repeats, "repeats", 1, REPEATS_MAX)
+    seed = _int_at_least(seed, "seed", 0, SEED_MAX)
     tau_draws = _int_at_least(tau_draws, "tau_draws", 1)
     window = _int_at_least(window, "window", 1)
     if tau is not None and tau not in TAU_GRID:
@@ -388,9 +419,17 @@ def _check_scaling(ms, records, repeats, seed) -> tuple[int, ...]:
         or len(set(ms_t)) != len(ms_t)
     ):
         raise ParameterError(f"must be distinct integers >= 2, got {list(ms_t)!r}", field="ms")
+    if max(ms_t) > MS_MAX:
+        raise ParameterError(f"must be node counts <= {MS_MAX:,}, got {max(ms_t)!r}", field="ms")
     _int_at_least(records, "records", 2 * SCALING_WINDOW)
-    _int_at_least(repeats, "repeats", 1)
-    _int_at_least(seed, "seed", 0)
+    if records * max(ms_t) > VALUES_MAX:
+        raise ParameterError(
+            f"records x largest M = {records:,} x {max(ms_t):,} synthetic values is over "
+            f"{VALUES_MAX:,} (160 MB): lower --records or --ms, got {records!r}",
+            field="records",
+        )
+    _int_at_least(repeats, "repeats", 1, REPEATS_MAX)
+    _int_at_least(seed, "seed", 0, SEED_MAX)
     return tuple(sorted(ms_t))
 
 
@@ -407,6 +446,7 @@ def bench_gcdp_scaling(
     and a log-log plot written to ``plot`` (``None``: no plot). ``progress(done, total)``
     is called after every pass (one warm-up and ``repeats`` timed passes per M)."""
     ms_t = _check_scaling(ms, records, repeats, seed)
+    _check_plot(plot)
     tick = _counter(progress, len(ms_t) * (repeats + 1))
     rows = []
     for m in ms_t:

@@ -732,7 +732,12 @@ def report_command(
 
         with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
             path = write_report(out, progress=lambda _section: step())
+        from ldpfleet.app.report import collector_side_note
+
+        note = collector_side_note(out)
     console.print(f"wrote {path}")
+    if note:  # a collector side alone: its devices' ledgers are the fleet shards'
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 
 @app.command("merge")
@@ -1525,18 +1530,42 @@ def trace_export(
             for line in lines:
                 print(line)
         else:
-            with _export_file(output) as handle:
+            with _export_file(output, path) as handle:
                 for line in lines:
                     handle.write(line + "\n")
 
 
-def _export_file(output: Path):
+# the first bytes of an SQLite database and of its write-ahead log (big- and little-endian)
+_SQLITE_MAGIC = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def _export_file(output: Path, source: Path | None = None):
     """``trace export -o FILE`` opened for writing; ``TraceError`` (one sentence) for a
-    directory or a path that cannot be written (were tracebacks)."""
+    directory or a path that cannot be written (were tracebacks), and for an existing
+    SQLite database or log: ``-o RUN/trace.sqlite`` truncated the signed trace being
+    exported to 0 bytes before reading it (an OperationalError traceback, the run's trace
+    lost), and a store or another trace would be overwritten the same way."""
     from ldpfleet.broker.trace import TraceError
 
     if output.is_dir():
         raise TraceError(f"--output {output} is a directory; give a file to write the export to")
+    if output.is_file():
+        trace = source / "trace.sqlite" if source is not None and source.is_dir() else source
+        if trace is not None and trace.exists() and output.samefile(trace):
+            raise TraceError(
+                f"--output {output} is the trace being exported: writing it would erase it "
+                "before it is read; give another file"
+            )
+        try:
+            with output.open("rb") as handle:
+                head = handle.read(16)
+        except OSError:
+            head = b""
+        if head.startswith(_SQLITE_MAGIC):
+            raise TraceError(
+                f"--output {output} is an SQLite database or log (a trace or a store?): an "
+                "export does not overwrite it; give another file"
+            )
     try:
         return output.open("w")
     except OSError as error:
@@ -1597,7 +1626,9 @@ def trace_verify(
 @bench_app.command("fleet")
 def bench_fleet_command(
     devices: Annotated[int, typer.Option(help="Number of devices.")] = 1000,
-    steps: Annotated[int, typer.Option(help="Time steps per device.")] = 100,
+    steps: Annotated[
+        int, typer.Option(help="Time steps per device.", callback=_at_least_one("steps"))
+    ] = 100,
     broker: Annotated[
         str, typer.Option("--broker", "-b", help="embedded, memory or mqtt://host:port")
     ] = "embedded",
@@ -1608,7 +1639,13 @@ def bench_fleet_command(
         ),
     ] = None,
     eps: Annotated[float, typer.Option(help="Window budget.")] = 2.0,
-    w: Annotated[int, typer.Option(help="Window length.")] = 5,
+    w: Annotated[
+        int | None,
+        typer.Option(
+            help="Window length (default 5, or --steps when shorter).",
+            callback=_at_least_one("w"),
+        ),
+    ] = None,
     max_in_flight: Annotated[
         int, typer.Option(help="Collector credit: reports in flight at most.")
     ] = 256,
@@ -1675,6 +1712,8 @@ def bench_fleet_command(
             f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
             "auto; with --connection device every device has its own connection"
         )
+    if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
+        w = min(FLEET_DEFAULT_W, steps)
     _check_within_steps(steps, batch_steps=batch_steps, w=w)
     with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
         result = run_loop(
@@ -1706,6 +1745,9 @@ def bench_fleet_command(
         _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
 
 
+FLEET_DEFAULT_W = 5  # bench fleet's window when --w is not given (at most --steps)
+
+
 def _check_within_steps(steps: int, **lengths: int | None) -> None:
     """``bench fleet``: a ``--w`` or ``--batch-steps`` longer than ``--steps`` ran (a batch
     of 5 over 3 steps counted 5 values per message); refused, naming both options."""
@@ -1714,7 +1756,6 @@ def _check_within_steps(steps: int, **lengths: int | None) -> None:
             option = "--" + name.replace("_", "-")
             raise typer.BadParameter(
                 f"{option} {value} is longer than --steps {steps}: give {option} <= --steps"
-                + (" (--w defaults to 5)" if name == "w" else "")
             )
 
 
@@ -1872,27 +1913,47 @@ def bench_secagg_command(
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
         full = neighbors == "full"
-        degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
-        result = run_loop(
-            bench_secagg(
-                devices,
-                dim,
-                neighbors=degree,
-                full=full,
-                dropout=dropout,
-                dropout_stage=dropout_stage,
-                broker=broker,
-                stage_timeout=stage_timeout,
-                silent_dropouts=silent_dropouts,
-                seed=seed,
-                active=active,
-                progress=as_callback(step),
+        with _secagg_options():
+            degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
+            result = run_loop(
+                bench_secagg(
+                    devices,
+                    dim,
+                    neighbors=degree,
+                    full=full,
+                    dropout=dropout,
+                    dropout_stage=dropout_stage,
+                    broker=broker,
+                    stage_timeout=stage_timeout,
+                    silent_dropouts=silent_dropouts,
+                    seed=seed,
+                    active=active,
+                    progress=as_callback(step),
+                )
             )
-        )
     print(json.dumps(result))
     if result["aborted"] or result["exact"] is not True:
         why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
         _fail(f"secure sum not exact ({why}); the JSON above has the details")
+
+
+_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "stage_timeout", "seed")
+
+
+@contextlib.contextmanager
+def _secagg_options():
+    """``bench secagg``: a ``ParameterError`` of one of its options names the option
+    (``--stage-timeout: ...``; it said ``stage_timeout: ...``, a name the command line has
+    not)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as error:
+        if error.field not in _SECAGG_OPTIONS:
+            raise
+        option = "--" + error.field.replace("_", "-")
+        raise ParameterError(error.reason, field=option) from None
 
 
 def _grid_shapes(specs: list[str]) -> list[tuple[int, int]]:

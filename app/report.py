@@ -21,8 +21,10 @@ import html
 import io
 import json
 import math
+import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 
@@ -463,10 +465,40 @@ def _accuracy_figures(results: dict) -> list[str]:
     return figures
 
 
-def _privacy_text(results: dict, ledger: dict | None) -> str:
+class SideLedgers(NamedTuple):
+    """A collector side's directory without a ledger and the fleet shards' directories of
+    its run found beside it (maybe none): where its devices' ledgers are."""
+
+    out: Path
+    shards: list[Path]
+
+
+def _side_ledger_text(results: dict, side: SideLedgers | None) -> str | None:
+    """What a collector side has instead of a ledger (None: not a collector side): it
+    said "no ledger", as if nothing had been accounted, while every device's ledger is in
+    its fleet shard's directory."""
+    if side is None:
+        return None
+    shards, run_dir = side.shards, shlex.quote(str(side.out))
+    text = (
+        "no ledger here: this is the collector side of a run of separate processes, and the "
+        "privacy ledgers live with the devices (each fleet shard's --out holds its "
+        "ledger.json); "
+    )
+    if shards:
+        listed = " ".join(shlex.quote(str(d)) for d in shards)
+        return text + (
+            f"found {len(shards)} shard director{'y' if len(shards) == 1 else 'ies'} of run "
+            f"{results.get('run')} beside it: `ldpfleet report {run_dir} {listed}` merges "
+            "their ledgers into the report"
+        )
+    return text + f"`ldpfleet report {run_dir} FLEET_DIR...` merges them into the report"
+
+
+def _privacy_text(results: dict, ledger: dict | None, side: SideLedgers | None = None) -> str:
     worst, _, eps, refusals = _spending(ledger)
     if eps is None and not worst:
-        return "no ledger"
+        return _side_ledger_text(results, side) or "no ledger"
     top = (ledger or {}).get("max_window_spent", max(worst, default=None))
     if _is_cadr(results):
         budget = f"ε = {_num(eps)} per device (total)"
@@ -511,7 +543,7 @@ def _clipped_text(results: dict) -> str:
     return text
 
 
-def _headline(results: dict, ledger: dict | None) -> str:
+def _headline(results: dict, ledger: dict | None, side: SideLedgers | None = None) -> str:
     results = _with_counters(results)
     ledger = ledger if ledger is not None else _bulk_ledger(results)
     klass, status = _status(results)
@@ -537,7 +569,7 @@ def _headline(results: dict, ledger: dict | None) -> str:
         rows.append(("accuracy", html.escape("; ".join(figures))))
     if results.get("clipped_share") is not None:
         rows.append(("clipped", _clipped_text(results)))
-    rows.append(("privacy", html.escape(_privacy_text(results, ledger))))
+    rows.append(("privacy", html.escape(_privacy_text(results, ledger, side))))
     rows.append(("time", html.escape(_time_text(results))))
     items = "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in rows)
     return f'<dl class="headline" aria-label="result">{items}</dl>'
@@ -707,9 +739,12 @@ def _central_rows(ledger: dict) -> list[tuple]:
     ]
 
 
-def _ledger_section(results: dict, ledger: dict | None) -> str:
+def _ledger_section(results: dict, ledger: dict | None, side: SideLedgers | None = None) -> str:
     if not ledger:
-        return ""
+        side = _side_ledger_text(results, side)
+        if side is None:
+            return ""
+        return f"<h2>Privacy ledger</h2><p class='note'>{html.escape(side)}</p>"
     if (results.get("stream") or {}).get("mechanism") == "raw":
         note = (
             "<p class='note'>The devices streamed clipped readings in the clear to the trusted "
@@ -1200,6 +1235,26 @@ SECTIONS = (
 )  # fmt: skip
 
 
+def collector_side_shards(out: Path, results: dict) -> SideLedgers | None:
+    """None unless ``out`` is a collector side's directory without a ledger (then the
+    fleet shards' directories of its run found beside it, maybe none)."""
+    from ldpfleet.scenarios.merge import is_collector_side, shard_dirs_near
+
+    if not is_collector_side(results) or _bulk_ledger(results) is not None:
+        return None
+    return SideLedgers(out, shard_dirs_near(out, results.get("run")))
+
+
+def collector_side_note(out_dir: str | Path) -> str | None:
+    """The page's sentence on where a collector side's ledgers are (None for a run with a
+    ledger.json, or a whole run), for ``ldpfleet report`` to print too."""
+    out = Path(out_dir)
+    results = _read_json(out / "results.json")
+    if results is None or (out / "ledger.json").exists():
+        return None
+    return _side_ledger_text(results, collector_side_shards(out, results))
+
+
 def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = None) -> str:
     """The report page of a run directory, as HTML text; ``progress(section)`` is called
     before each section is drawn."""
@@ -1209,13 +1264,14 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
         raise FileNotFoundError(f"no results.json in {out} (run `ldpfleet run` first)")
     results = _with_counters(_checked_results(results, out / "results.json"))
     ledger = _checked_ledger(_read_json(out / "ledger.json"), out / "ledger.json")
+    side = collector_side_shards(out, results) if ledger is None else None
     name = (results.get("scenario") or {}).get("name") or "run"
     title = f"{name} — run {results.get('run', '')}"
     sections = [  # in SECTIONS order
         ("scenario", lambda: _scenario_section(results)),
         ("timing", lambda: _timing_section(results)),
         ("messages", lambda: _volume_section(out / "trace.sqlite", results)),
-        ("ledger", lambda: _ledger_section(results, ledger)),
+        ("ledger", lambda: _ledger_section(results, ledger, side)),
         ("accuracy", lambda: _accuracy_section(results)),
         ("cpr", lambda: _cpr_section(results, out)),
         ("secure sum", lambda: _secagg_section(results)),
@@ -1227,7 +1283,7 @@ def build_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
     body = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p class='sub'>ldpfleet report of {html.escape(str(out))}</p>",
-        _headline(results, ledger),
+        _headline(results, ledger, side),
     ]
     assert tuple(label for label, _ in sections) == SECTIONS
     for label, make in sections:

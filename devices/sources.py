@@ -53,7 +53,9 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     row id is distinct integers or a text label on every row, anything else is refused
     (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
-    skipped as text.
+    skipped as text. A data line repeating the header (two exports joined) is refused, and
+    so is a text column (or row id) of ISO date-times that goes back in time (rows are
+    replayed as consecutive steps; ``_check_time_order``).
     Columns whose *first* data value is not numeric (like ``date``) are dropped together with
     their names; any later non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
@@ -90,6 +92,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from ldpfleet.protocol.delimiters import sniff_delimiter
@@ -390,6 +393,54 @@ def _decimal_comma_column(
     return None
 
 
+def _refuse_repeated_header(header: list[str], data: list, path: str) -> None:
+    """A data line equal to the header (two exports concatenated, or the header written
+    twice): a repeat on the first data line read as "no numeric columns", one further down
+    as a non-numeric value in every column; refused naming both lines."""
+    first_name = header[0]
+    for lineno, row in data:
+        if row[0].strip() == first_name and [cell.strip() for cell in row] == header:
+            raise SourceError(
+                f"line {lineno} of {path} repeats the header line: two files joined, or the "
+                "header written twice? Remove the repeated header line",
+                field="source.path",
+            )
+
+
+def _iso_time(text: str) -> datetime | None:
+    """``text`` as an ISO 8601 date-time with a date part (``2015-02-04 17:51:00``), or
+    None (a number, a label, another date format)."""
+    if len(text) < 10 or text[4:5] != "-":
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _check_time_order(data: list, j: int, path: str, what: str) -> None:
+    """A text column (or the row ids) whose first value is an ISO date-time must not go
+    back in time: the rows are replayed as consecutive steps, and a shuffled or
+    mis-sorted export gave streams of unrelated minutes with no word (the Occupancy loader
+    and ``[gcdp]`` already refuse it; ``collector.gcdp.evaluation.check_date_order`` also
+    reads other date formats). Equal times pass; the check stops at the first value that
+    is not an ISO date-time, or whose time zone differs from the first's (not ordered)."""
+    before = None
+    for lineno, row in data:
+        now = _iso_time(row[j].strip())
+        if now is None or (before is not None and (now.tzinfo is None) != (before[0].tzinfo
+                                                                            is None)):  # fmt: skip
+            return
+        if before is not None and now < before[0]:
+            raise SourceError(
+                f"{what} of {path} goes back in time: line {lineno} has {row[j].strip()!r}, "
+                f"after {before[2]!r} on line {before[1]}; the rows are replayed in file order "
+                "as consecutive steps: sort the file by time",
+                field="source.path",
+            )
+        before = (now, lineno, row[j].strip())
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -437,6 +488,8 @@ def _parse_table(
         data = lines
     if not data:
         raise SourceError(f"{path} has a header but no data rows", field=field)
+    if has_header:
+        _refuse_repeated_header(header, data, path)
 
     width = len(header)
     n_fields = len(data[0][1])
@@ -483,6 +536,11 @@ def _parse_table(
         for j, cell in enumerate(first_row)
         if j not in keep and header[j] not in names
     }
+
+    for j in range(-skip, width):  # the row id (j = -1) and the text columns
+        if j not in keep:
+            what = "the row-id column" if j < 0 else f"column {header[j]!r}"
+            _check_time_order(data, skip + j, path, what)
 
     cells = [[row[skip + j] for j in keep] for _, row in data]
     broken: dict[int, tuple[str, int]] = {}

@@ -40,14 +40,19 @@ def merge_run(
     results = collector / "results.json"
     if not results.exists():
         raise TraceError(f"no results.json in {collector}: is it a collector side's --out?")
+    read_object(results)
     _check_pieces(collector, fleets, Path(out_dir))
     partitions = [d for d in fleets if _partition_index(d) is not None]
     fleets = [d for d in fleets if d not in partitions]
-    if partitions or isinstance(json.loads(results.read_text()).get("partitions"), int):
+    if partitions or isinstance(read_object(results).get("partitions"), int):
         collector = merge_partition_dirs(collector, partitions, out_dir)
     for directory in fleets:
         if not (directory / "outcomes.json").exists():
             raise TraceError(f"no outcomes.json in {directory}: is it a fleet shard's --out?")
+        read_object(directory / "outcomes.json")
+        if (directory / "ledger.json").exists():
+            read_object(directory / "ledger.json")
+    missing = missing_shards(fleets)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     spec = json.loads(results.read_text()).get("scenario", {}).get("spec", {})
@@ -64,7 +69,57 @@ def merge_run(
         if source.exists() and source.resolve() != (out / name).resolve():
             _link_or_copy(source, out / name)
     _keep_trace_key(collector / "results.json", out / "results.json")
+    if missing:
+        _add_warning(out / "results.json", missing)
     return out
+
+
+def read_object(path: Path) -> dict:
+    """A piece's JSON file as an object; ``TraceError`` naming the file when it is not
+    JSON (a side stopped while writing it: a JSONDecodeError traceback) or not an object
+    (a list was read as a whole run's results)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise TraceError(
+            f"{path} is not a run's JSON ({error}); was its side stopped while writing it?"
+        ) from None
+    if not isinstance(document, dict):
+        raise TraceError(f"{path} is not a run's JSON object, got a {type(document).__name__}")
+    return document
+
+
+def missing_shards(fleets: list[Path]) -> str | None:
+    """A warning when the fleet directories do not hold every shard ``i/k`` of the run
+    (their outcomes.json say which): a merge of shard 0/2 alone had the ledger of half the
+    devices and said nothing. None when they do, or when a shard is not named ``i/k``."""
+    seen: dict[int, int] = {}
+    for directory in fleets:
+        shard = read_object(directory / "outcomes.json").get("shard")
+        try:
+            index, count = (int(part) for part in str(shard).split("/"))
+        except ValueError:
+            return None
+        seen[index] = count
+    counts = set(seen.values())
+    if len(counts) != 1:
+        return None
+    absent = sorted(set(range(counts.pop())) - set(seen))
+    if not absent:
+        return None
+    total = len(absent) + len(seen)
+    names = ", ".join(f"{i}/{total}" for i in absent[:10])
+    return (
+        f"merged {len(seen)} of {total} fleet shards (missing {names}): the ledger and the "
+        "per-device figures cover only the given shards' devices; give every shard's --out "
+        "directory"
+    )
+
+
+def _add_warning(results_path: Path, warning: str) -> None:
+    document = json.loads(results_path.read_text())
+    document["warnings"] = [*(document.get("warnings") or []), warning]
+    results_path.write_text(json.dumps(document, indent=2))
 
 
 def _check_pieces(collector: Path, fleets: list[Path], out: Path) -> None:
@@ -83,17 +138,52 @@ def _check_pieces(collector: Path, fleets: list[Path], out: Path) -> None:
             f"--out {out} is one of the pieces: the merge would overwrite its results.json; "
             "give another directory (default: COLLECTOR_DIR/merged)"
         )
-    document = json.loads((collector / "results.json").read_text())
-    whole = "side_processes" in document or (
-        "mean_estimates" not in document and "partitions" not in document
-        and "partition" not in document and "stage_seconds" not in document
-        and "collector_ledger" not in document
-    )  # fmt: skip
+    document = read_object(collector / "results.json")
+    whole = not is_collector_side(document)
     if whole and "outcomes.json" not in {p.name for p in collector.iterdir()}:
         raise TraceError(
             f"{collector}/results.json is a whole run's results (`ldpfleet run` or a merge), "
             "not a collector side's: give the collector side's --out (e.g. RUN/collector)"
         )
+
+
+def is_collector_side(document: dict) -> bool:
+    """``document`` (a results.json) is a collector side's (``ldpfleet collector``, a
+    coordinator or a partition worker), not a whole run's (``ldpfleet run`` or a merge):
+    its devices' ledgers are in the fleet shards' directories, not beside it."""
+    if "side_processes" in document:
+        return False
+    side_keys = ("mean_estimates", "partitions", "partition", "stage_seconds", "collector_ledger")
+    return any(key in document for key in side_keys)
+
+
+SHARD_SEARCH_LIMIT = 1_000  # entries of the parent folder looked at for shard directories
+
+
+def shard_dirs_near(collector: str | Path, run: str | None) -> list[Path]:
+    """The fleet shards' directories of run ``run`` beside ``collector`` (its parent's
+    folders holding an outcomes.json and a ledger.json of that run: the layout of
+    ``ldpfleet run`` and of docs/separate-processes.md), sorted; at most
+    ``SHARD_SEARCH_LIMIT`` entries of the parent are looked at."""
+    collector = Path(collector)
+    found: list[Path] = []
+    if not run:
+        return found
+    try:
+        entries = sorted(collector.resolve().parent.iterdir())[:SHARD_SEARCH_LIMIT]
+    except OSError:
+        return found
+    for entry in entries:
+        ledger = entry / "ledger.json"
+        if entry == collector.resolve() or not (entry / "outcomes.json").is_file():
+            continue
+        try:
+            document = json.loads(ledger.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, dict) and document.get("run") == run:
+            found.append(collector.parent / entry.name)
+    return found
 
 
 def _partition_index(directory: Path) -> int | None:

@@ -353,3 +353,106 @@ def test_loader_reads_semicolon_and_tab_separated_files_like_the_comma_file(tmp_
     x, y = load_occupancy(shipped)
     x2, y2 = load_occupancy(other)
     assert x.shape == (2665, 5) and np.array_equal(x, x2) and np.array_equal(y, y2)
+
+
+# --- odd option values (helper Q; each failed on the old code: accepted, or a traceback) ---
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"eps_list": (1e300,)}, "eps_list"),  # ran; printed budgets overflowed a cast
+        ({"eps_list": (1e-300,)}, "eps_list"),  # ran, keyed as budget 0
+        ({"eps_list": (50.5,)}, "eps_list"),
+        ({"eps_list": (float("inf"),)}, "eps_list"),
+        ({"eps_list": (1.0, 1.0)}, "eps_list"),  # one table column, silently
+        ({"eps_list": (1.0, 1.0000001)}, "eps_list"),  # same generator key
+        ({"draws": 10_001}, "draws"),  # 1e11 ran for ever
+        ({"seed": 2**63}, "seed"),
+    ],
+)
+def test_refusal_of_impossible_values(frame, kwargs, field):
+    args = {"dataset": "occupancy", "eps_list": (1.0,), "draws": 1, "window": WINDOW}
+    args.update(kwargs)
+    with pytest.raises(ParameterError) as info:
+        bench.bench_gcdp(data=frame, timing=False, **args)
+    assert info.value.field == field
+
+
+def test_budget_limits_are_accepted(frame):
+    out = run(frame, eps_list=(0.001, 50.0), draws=1, methods=("Lap-DP",), timing=False)
+    assert set(out["f1"]["Lap-DP"]) == {"0.001", "50.0"}
+
+
+def test_an_extreme_training_value_under_minmax_is_refused(frame):
+    """One Light value of 1e300 in the training records: under clip = minmax every other
+    value scaled to ~0 and F1 dropped silently (old code: ran). Refused naming the
+    channel; under clip = iqr (Tukey's fences) it runs."""
+    tx, ty, sx, sy = frame
+    tx = tx.copy()
+    tx[5, 2] = 1e300
+    minmax = bench.Readings(clip="minmax", split="train")
+    with pytest.raises(ParameterError) as info:
+        run((tx, ty, sx, sy), readings=minmax, methods=("Lap-DP",), timing=False)
+    assert info.value.field == "train_f[:, 2]" and "Light" in str(info.value)
+    assert "--clip iqr" in str(info.value)
+    iqr = bench.Readings(clip="iqr", split="train")
+    run((tx, ty, sx, sy), readings=iqr, methods=("Lap-DP",), draws=1, timing=False)
+
+
+def test_a_sparse_feature_passes_the_spread_check(frame):
+    """98% of the windows at one value (a sparse feature) is not a squeeze."""
+    tx, ty, sx, sy = frame
+    tx = tx.copy()
+    tx[:, 1] = 0.0
+    tx[:WINDOW, 1] = 5.0  # one window of 60 away from the rest
+    run((tx, ty, sx, sy), readings=bench.Readings(clip="minmax", split="train"),
+        methods=("Lap-DP",), draws=1, timing=False)  # fmt: skip
+
+
+def _command_app(frame, monkeypatch):
+    real = bench.bench_gcdp
+    monkeypatch.setattr(
+        bench, "bench_gcdp", lambda *a, **k: real(*a, **{**k, "data": frame, "timing": False})
+    )
+    app = typer.Typer()
+    app.command()(bench.bench_gcdp_command)
+    return app
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--eps", "1e300"], "--eps: must be budgets in [0.001, 50], got 1e+300"),
+        (["--eps", "nan"], "--eps: must be budgets in [0.001, 50], got nan"),
+        (["--eps", "1,1"], "--eps: must be distinct budgets"),
+        (["--eps", ""], "--eps: must be a non-empty list"),
+        (["--eps", "one"], "--eps: not a comma list of numbers"),
+        (["--method", "GC-DP,GC-DP"], "--method: must be distinct names"),
+        (["--draws", "0"], "--draws: must be an integer in [1, 10,000], got 0"),
+        (["--draws", "100000000000"], "--draws: must be an integer in [1, 10,000]"),
+        (["--seed", "-1"], "--seed: must be an integer in [0,"),
+        (["--window", "0"], "--window: must be an integer >= 1, got 0"),
+        (["--dataset", "intel", "--window", "5"], "--window: applies to occupancy only"),
+        (["--clip", "0:1"], "--clip: must be one of iqr, minmax"),
+        (["--readings", "split=x"], "--readings split: must be one of"),
+    ],
+)
+def test_command_names_the_option_the_limit_and_the_value(frame, monkeypatch, args, needle):
+    """Old code: "eps_list: must be a non-empty list of finite budgets > 0" (no value, a
+    field that is no option), 1e300 and 1e11 draws accepted, and --window silently
+    ignored for intel (its default 30 was passed for every data set)."""
+    bad = CliRunner().invoke(_command_app(frame, monkeypatch), ["--draws", "1", *args])
+    assert bad.exit_code == 2, bad.output
+    assert needle in bad.stderr, bad.stderr
+
+
+def test_command_window_default_is_thirty_for_occupancy(frame, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(bench, "bench_gcdp", lambda *a, **k: seen.update(k) or {})
+    app = typer.Typer()
+    app.command()(bench.bench_gcdp_command)
+    ok = CliRunner().invoke(app, ["--draws", "1"])
+    assert ok.exit_code == 0, ok.output
+    assert seen["window"] is None  # bench_gcdp's default: WINDOW = 30
+    assert bench.WINDOW == 30

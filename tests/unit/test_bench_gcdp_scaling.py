@@ -114,7 +114,9 @@ def test_drift_summary():
     [
         ({"repeats": 0}, "repeats"),
         ({"repeats": True}, "repeats"),
+        ({"repeats": 1_001}, "repeats"),  # helper Q: 1e10 ran for ever
         ({"seed": -1}, "seed"),
+        ({"seed": 2**63}, "seed"),
         ({"tau": 0.33}, "tau"),
         ({"tau_draws": 0}, "tau_draws"),
         ({"window": 0}, "window"),
@@ -140,6 +142,15 @@ def test_timing_refusals(data, kw, field):
         ({"records": 39}, "records"),
         ({"repeats": 0}, "repeats"),
         ({"seed": -2}, "seed"),
+        # helper Q, each accepted by the old code: a MemoryError traceback (M = 1e8,
+        # records = 1e11), a run without end (repeats = 1e10), a matplotlib ValueError
+        # after every timed pass (.txt), /tmp written as /tmp.png (a folder)
+        ({"ms": (4, 3_001)}, "ms"),
+        ({"records": 20_000_000 // 4 + 1}, "records"),
+        ({"repeats": 1_001}, "repeats"),
+        ({"seed": 2**63}, "seed"),
+        ({"plot": "scaling.txt"}, "plot"),
+        ({"plot": "."}, "plot"),
     ],
 )
 def test_scaling_refusals(kw, field):
@@ -205,6 +216,8 @@ def test_commands(data, monkeypatch, tmp_path):
         (["--ms", "1"], "ms"),
         (["--records", "5"], "records"),
         (["--repeats", "0"], "repeats"),
+        (["--ms", "100000000"], "--ms: must be node counts <= 3,000, got 100000000"),
+        (["--records", "100000000000"], "--records: records x largest M"),
     ):
         bad = runner.invoke(app, [*args, "--plot", ""])
         assert bad.exit_code == 2 and field in bad.output, (args, bad.output)

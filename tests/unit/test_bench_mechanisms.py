@@ -154,6 +154,10 @@ def test_a_deterministic_estimate_is_flagged_only_when_off():
         (["--trials", "-1"], "error: trials: must be at least 2"),  # "negative dimensions"
         (["--seed", "-1"], "error: seed: must be 0 .. 2^63-1, got -1"),  # no field named
         (["--eps", "x"], "error: eps: not a number: 'x'"),
+        # helper Q: a MemoryError traceback (a 745 GiB error array), and a cell of 1e10
+        # privatisations that runs for hours
+        (["--trials", "100000000000"], "error: trials: must be at most 1,000,000"),
+        (["--trials", "1000000", "--sizes", "10000"], "error: trials: trials x largest size"),
     ],
 )
 def test_options_nobody_tried_are_one_sentence_and_exit_2(args, needle):

@@ -61,20 +61,20 @@ def test_bench_flags_a_private_method_whose_draws_predict_one_class():
     tx, ty = synthetic_frame(600, 1)
     sx, sy = synthetic_frame(300, 2)
     sx[:] = [22.0, 27.0, 490.0, 850.0, 0.0047]  # stuck at occupied levels: all look occupied
-    result = bench.bench_gcdp("occupancy", ["Lap-DP", "GC-DP"], (1000.0,), 3, 0,
+    result = bench.bench_gcdp("occupancy", ["Lap-DP", "GC-DP"], (50.0,), 3, 0,
                               window=WINDOW, data=(tx, ty, sx, sy), timing=False)  # fmt: skip
     for method in ("Lap-DP", "GC-DP"):
-        note = result["collapsed"][method]["1000.0"]
+        note = result["collapsed"][method]["50.0"]
         assert note is not None and note.startswith("3 of 3 draws predict one class"), note
         assert "always occupied" in note
         assert (
-            result["f1"][method]["1000.0"]
+            result["f1"][method]["50.0"]
             == result["protocol"]["nonprivate_test"]["always_occupied_f1"]
         )
     assert "collapsed" in result["ablation_eps1"]["GC-DP"]
-    clean = bench.bench_gcdp("occupancy", ["Lap-DP"], (1000.0,), 2, 0, window=WINDOW,
+    clean = bench.bench_gcdp("occupancy", ["Lap-DP"], (50.0,), 2, 0, window=WINDOW,
                              data=(tx, ty, *synthetic_frame(300, 2)), timing=False)  # fmt: skip
-    assert clean["collapsed"]["Lap-DP"]["1000.0"] is None
+    assert clean["collapsed"]["Lap-DP"]["50.0"] is None
 
 
 def test_printed_budgets_sum_to_the_rounded_total():

@@ -172,7 +172,7 @@ def test_command_reads_any_occupancy_file(files):
     assert out["protocol"]["test_windows"] == 10
     assert out["protocol"]["readings"] == Readings().as_dict()
     missing = runner.invoke(app, ["--test-file", str(test) + ".nope", "--eps", "1"])
-    assert missing.exit_code == 2 and "test_file" in missing.output
+    assert missing.exit_code == 2 and "--test-file" in missing.output
     bad = runner.invoke(app, ["--clip", "zscore", "--eps", "1"])
     assert bad.exit_code == 2
 

@@ -115,7 +115,7 @@ def test_bench_fleet_refuses_shard_broker_with_one_shard():
 @pytest.mark.parametrize(
     ("options", "named"),
     [(["--w", "5"], "--w 5"), (["--batch-steps", "5", "--w", "2"], "--batch-steps 5"),
-     ([], "--w 5")],
+     (["--batch-steps", "5"], "--batch-steps 5")],
 )  # fmt: skip
 def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, named):
     """`bench fleet --steps 3 --batch-steps 5` ran and counted 10 values for 2 devices x 3
@@ -131,6 +131,42 @@ def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, na
     assert named in result.output and "--steps 3" in result.output
 
 
+@pytest.mark.parametrize(("steps", "w"), [(3, 3), (1, 1), (5, 5), (100, 5)])
+def test_bench_fleet_default_window_follows_short_steps(monkeypatch, steps, w):
+    """`bench fleet --steps 3` was refused for a `--w 5` the user never set ("--w 5 is
+    longer than --steps 3"): the default window is now min(5, --steps) (helper Q)."""
+    import ldpfleet.app.bench as bench
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    seen = {}
+
+    async def fake(devices, steps, **options):
+        seen.update(options)
+        return {"lost": 0, "w": options["w"]}
+
+    monkeypatch.setattr(bench, "bench_fleet", fake)
+    result = CliRunner().invoke(
+        app, ["bench", "fleet", "--devices", "2", "--steps", str(steps), "--broker", "memory"]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["w"] == w
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--steps", "3", "--w", "0"], "--w must be at least 1, got 0"),
+     (["--steps", "0"], "--steps must be at least 1, got 0")],
+)  # fmt: skip
+def test_bench_fleet_refuses_a_window_or_steps_of_zero(options, named):
+    """`--steps 0` was refused as "--w 5 is longer than --steps 0" (an option not given)."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["bench", "fleet", "--broker", "memory", *options])
+    assert result.exit_code == 2 and named in " ".join(result.output.split()), result.output
+
+
 @pytest.mark.parametrize("side", ["fleet", "collector"])
 def test_fleet_or_collector_on_an_embedded_broker_is_refused(side):
     """`ldpfleet fleet -b embedded` started an amqtt broker inside the process, on a free
@@ -144,3 +180,24 @@ def test_fleet_or_collector_on_an_embedded_broker_is_refused(side):
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
     assert "ldpfleet broker" in text and "separate-processes.md" in text, text
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(["--devices", "1"], "--devices: need 2..10000 devices, got 1"),
+     (["--dim", "0"], "--dim: must be an integer in [1, 100000], got 0"),
+     (["--stage-timeout", "nan"], "--stage-timeout: must be > 0"),
+     (["--neighbors", "x"], "--neighbors: must be an integer K >= 1"),
+     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1")],
+)  # fmt: skip
+def test_bench_secagg_names_its_options(options, named):
+    """`bench secagg --stage-timeout nan` said "stage_timeout: ..." (helper Q): a field
+    name the command line has not; the option is named now."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(
+        app, ["bench", "secagg", "--broker", "memory", "--devices", "4", "--dim", "4", *options]
+    )
+    assert result.exit_code == 2, result.output
+    assert named in " ".join(result.output.split()), result.output

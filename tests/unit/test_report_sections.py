@@ -237,3 +237,64 @@ def test_the_audit_table_reads_what_audit_all_prints(tmp_path):
     (run / "audit.json").write_text(json.dumps([1, 2]))
     with pytest.raises(TraceError, match=r"audit\.json.*audits \(JSON objects\)"):
         build_report(run)
+
+
+def _side(path, run: str, **extra) -> None:
+    import json
+
+    path.mkdir(parents=True)
+    document = {"run": run, "mean_estimates": {}, "collector_ledger": None, **extra}
+    (path / "results.json").write_text(json.dumps(document))
+
+
+def _shard(path, run: str) -> None:
+    import json
+
+    path.mkdir(parents=True)
+    (path / "outcomes.json").write_text("{}")
+    (path / "ledger.json").write_text(json.dumps({"run": run, "eps": 2.0, "w": 5}))
+
+
+def test_a_collector_side_says_where_the_ledgers_are(tmp_path):
+    """`ldpfleet report C` of a collector side (docs/separate-processes.md) said "no
+    ledger", as if nothing had been accounted; the ledgers are the fleet shards' (helper
+    Q, reproduced on a quickstart split run over Mosquitto). It now says so, and names the
+    shard directories of its run found beside it and the command merging them."""
+    from ldpfleet.app.report import build_report
+
+    _side(tmp_path / "c", "r7")
+    _shard(tmp_path / "f0", "r7")
+    _shard(tmp_path / "f1", "r7")
+    _shard(tmp_path / "other", "r8")  # another run's shard is not named
+    page = build_report(tmp_path / "c")
+    assert "privacy</dt><dd>no ledger</dd>" not in page
+    assert "the privacy ledgers live with the devices" in page
+    assert f"ldpfleet report {tmp_path / 'c'} {tmp_path / 'f0'} {tmp_path / 'f1'}`" in page
+    assert "other" not in page.split("found 2 shard directories")[1].split("</")[0]
+    assert "<h2>Privacy ledger</h2>" in page
+
+
+def test_a_collector_side_alone_names_the_command(tmp_path):
+    from ldpfleet.app.report import build_report
+
+    _side(tmp_path / "c", "r7")
+    page = build_report(tmp_path / "c")
+    assert "live with the devices" in page and "FLEET_DIR..." in page
+
+
+def test_a_whole_run_without_a_ledger_still_says_no_ledger(tmp_path):
+    from ldpfleet.app.report import build_report
+
+    page = build_report(_run_dir(tmp_path, {"run": "r1"}))
+    assert "no ledger" in page and "live with the devices" not in page
+
+
+def test_the_report_command_prints_the_collector_side_note(tmp_path):
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    _side(tmp_path / "c", "r7")
+    _shard(tmp_path / "f0", "r7")
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert "note: no ledger here" in result.output and "found 1 shard directory" in result.output

@@ -244,3 +244,82 @@ def test_a_header_with_a_numpy_file_is_refused_naming_source_header(tmp_path, na
     with pytest.raises(SourceError, match=r"source\.header"):
         load_table(str(path), header=header == "true")
     assert parse_scenario(SCENARIO.format(path=str(path))).spec.source.header == "auto"
+
+
+# --- helper Q: time order, repeated headers, and the documented acceptances -------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "date,temp\n2015-02-04 17:51:00,20.0\n2015-02-04 17:50:00,21.0\n",
+        '"date","temp"\n"1","2015-02-04T17:51:00",20.0\n"2","2015-02-04T17:50:00",21.0\n',
+        "temp\n2015-02-04 17:51,20.0\n2015-02-04 17:50,21.0\n",  # dates as row labels
+    ],
+)
+def test_iso_times_going_back_are_refused_naming_both_lines(tmp_path, text):
+    """A shuffled export was replayed as consecutive steps with no word (old code: read;
+    only [gcdp] checked the order)."""
+    path = _write(tmp_path, "t.csv", text)
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    message = str(caught.value)
+    assert "goes back in time" in message and "line 3" in message and "line 2" in message
+
+
+def test_equal_times_and_non_iso_dates_pass(tmp_path):
+    equal = _write(tmp_path, "e.csv", "date,temp\n2015-02-04 17:51,20.0\n2015-02-04 17:51,21\n")
+    assert load_table(equal)[1].tolist() == [[20.0], [21.0]]
+    other = _write(tmp_path, "o.csv", "date,temp\n04/02/2015 17:51,20.0\n03/02/2015 17:50,21\n")
+    assert load_table(other)[1].tolist() == [[20.0], [21.0]]  # [gcdp] reads these formats
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "temp,hum\ntemp,hum\n20.0,30.0\n",  # read as "no numeric columns"
+        "temp,hum\n20.0,30.0\ntemp,hum\n21.0,31.0\n",  # two exports joined: broken cells
+        '"date","temp"\n"1","2015-02-04 17:51:00",20.0\n"date","temp"\n"2","x",21.0\n',
+    ],
+)
+def test_a_repeated_header_line_is_refused_naming_it(tmp_path, text):
+    path = _write(tmp_path, "h.csv", text)
+    with pytest.raises(SourceError) as caught:
+        load_table(path)
+    assert "repeats the header line" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "names", "rows"),
+    [
+        # a row-id column the header names is a column like any other (a source reads the
+        # column it names; ids with gaps or repeats there are not checked)
+        ("id,temp\n1,20.0\n1,21.0\n", ["id", "temp"], [[1, 20], [1, 21]]),
+        # trailing empty columns and an all-empty column are dropped as non-numeric (a
+        # source naming one is refused, test below)
+        ("temp,hum,,\n20.0,30.0,,\n21.0,31.0,,\n", ["temp", "hum"], [[20, 30], [21, 31]]),
+        ("temp,hum\n20.0,\n21.0,\n", ["temp"], [[20], [21]]),
+        # one data row: a stream of one value, cycled (streams longer than the data wrap)
+        ("temp,hum\n20.0,30.0\n", ["temp", "hum"], [[20, 30]]),
+    ],
+)
+def test_documented_acceptances(tmp_path, text, names, rows):
+    got_names, matrix = load_table(_write(tmp_path, "a.csv", text))
+    assert got_names == names and matrix.tolist() == rows
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "words"),
+    [
+        ("temp,hum\n20.0,\n21.0,\n", "hum", "is not a numeric column"),
+        ("temp,hum\n20.0,nan\n21.0,nan\n", "hum", "non-numeric value 'nan'"),
+        ("temp,temp\n20.0,30.0\n21.0,31.0\n", "temp", "names 2 columns"),
+        ("temp,hum\n", "temp", "has a header but no data rows"),
+        ("temp,hum\n20.0,30.0\n21.0\n", "temp", "line 3"),
+    ],
+)
+def test_a_source_reading_a_bad_column_is_refused(tmp_path, text, column, words):
+    path = _write(tmp_path, "b.csv", text)
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(SCENARIO.replace("column = 0", f'column = "{column}"').format(path=path))
+    assert words in str(caught.value), str(caught.value)
