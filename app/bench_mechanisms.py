@@ -194,7 +194,9 @@ def bench_mechanisms(
             for m_index, mech_name in enumerate(mechanisms):
                 for eps in eps_list:
                     mech = stream_mechanism(mech_name, eps)
-                    rng = np.random.default_rng([seed, d_index, n, m_index, int(eps * 1000)])
+                    # keyed by eps's exact bits (int(eps * 1000) gave budgets within 0.001 the same noise)
+                    eps_key = int(np.float64(eps).view(np.uint64))
+                    rng = np.random.default_rng([seed, d_index, n, m_index, eps_key])
                     errors = estimate_errors(mech, x, trials, rng, mech_name)
                     rows.append({
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,

@@ -172,3 +172,18 @@ def test_options_nobody_tried_are_one_sentence_and_exit_2(args, needle):
     assert result.exit_code == 2, result.output
     assert needle in result.output, result.output
     assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
+
+
+def test_close_budgets_draw_independent_noise():
+    """Budgets within 0.001 of each other were keyed to the same generator
+    (int(eps * 1000)) and so drew identical noise: their errors were equal, not independent."""
+    result = bench_mechanisms(
+        mechanisms=("laplace",),
+        eps_list=(1.0001, 1.0002),
+        sizes=(50,),
+        trials=20,
+        seed=1,
+        distributions=("uniform",),
+    )
+    first, second = (row["mse"] for row in result["rows"])
+    assert first != second
