@@ -171,6 +171,13 @@ def bias_warnings(result: dict) -> list[str]:
     ]
 
 
+def cell_generator(seed: int, d_index: int, n: int, m_index: int, eps: float):
+    """The generator of one bench cell, keyed by eps's exact bits: ``int(eps * 1000)`` gave
+    budgets within 0.001 of each other the same generator (identical uniforms)."""
+    eps_key = int(np.float64(eps).view(np.uint64))
+    return np.random.default_rng([seed, d_index, n, m_index, eps_key])
+
+
 def bench_mechanisms(
     *,
     mechanisms: tuple[str, ...] = MECHANISMS,
@@ -194,9 +201,7 @@ def bench_mechanisms(
             for m_index, mech_name in enumerate(mechanisms):
                 for eps in eps_list:
                     mech = stream_mechanism(mech_name, eps)
-                    # keyed by eps's exact bits (int(eps * 1000) gave budgets within 0.001 the same noise)
-                    eps_key = int(np.float64(eps).view(np.uint64))
-                    rng = np.random.default_rng([seed, d_index, n, m_index, eps_key])
+                    rng = cell_generator(seed, d_index, n, m_index, eps)
                     errors = estimate_errors(mech, x, trials, rng, mech_name)
                     rows.append({
                         "mechanism": mech_name, "eps": eps, "distribution": name, "n": n,
