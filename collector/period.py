@@ -730,6 +730,28 @@ def detect_period(
     refine the best to the exact integer, prefer the fundamental, and claim it only if it
     passes a Bonferroni-corrected test at ``alpha`` tightened for periods with few cycles
     (module docstring). ``period`` is ``None`` when it abstains."""
+    arr, min_period, max_period, top_peaks, alpha = _checked_arguments(
+        reports, min_period, max_period, top_peaks, min_cycles, alpha
+    )
+    n = arr.size
+    if max_period < max(min_period, 3):
+        return PeriodEstimate(None, 0.0, {}, (), max_period=max(max_period, 0))
+    min_period = max(min_period, 3)  # T = 2 has no harmonic below the fold's Nyquist
+    arr = _scale_free(arr)
+    if arr is None:
+        return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
+    xd = _detrend(arr)
+    if float(np.std(xd)) <= 1e-12 * float(np.max(np.abs(arr))):
+        return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
+    search = _Search(arr, xd, min_period, max_period, alpha)
+    best = search.screen(top_peaks)
+    return search.decide(*best)
+
+
+def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, alpha):
+    """The validated arguments of ``detect_period``: the stream as floats, ``min_period``,
+    the admissible ``max_period`` (``n // min_cycles`` by default and at most that),
+    ``top_peaks`` and ``alpha``; a ``ParameterError`` naming the field otherwise."""
     arr = _check_stream(reports, "reports")
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
@@ -742,72 +764,101 @@ def detect_period(
     else:
         max_period = _check_int(max_period, "max_period", min_period)
     max_period = min(max_period, n // min_cycles)
-    if max_period < max(min_period, 3):
-        return PeriodEstimate(None, 0.0, {}, (), max_period=max(max_period, 0))
-    min_period = max(min_period, 3)  # T = 2 has no harmonic below the fold's Nyquist
+    return arr, min_period, max_period, top_peaks, alpha
+
+
+def _scale_free(arr: np.ndarray) -> np.ndarray | None:
+    """The stream with its largest ``|x|`` brought into ``[0.5, 1)`` by a power of two, or
+    None for an all-zero stream. Exact, so a stream and its power-of-two multiples give the
+    same estimate bit for bit. Finite samples near +-1e300 overflowed the squares of the
+    spectrum and ones near 1e-150 underflowed them (numpy warnings and a wrong abstention);
+    the fits' 1e-300 floors assume powers of order 1."""
     scale_ref = float(np.max(np.abs(arr)))
     if scale_ref == 0.0:
-        return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
-    # scale-free from here: the largest |x| brought into [0.5, 1) by a power of two (exact,
-    # so a stream and its power-of-two multiples give the same estimate bit for bit). Finite
-    # samples near +-1e300 overflowed the squares of the spectrum and ones near 1e-150
-    # underflowed them (numpy warnings and a wrong abstention); the fits' 1e-300 floors
-    # assume powers of order 1.
-    arr = np.ldexp(arr, -math.frexp(scale_ref)[1])
-    xd = _detrend(arr)
-    if float(np.std(xd)) <= 1e-12 * float(np.max(np.abs(arr))):
-        return PeriodEstimate(None, 0.0, {}, (n,), max_period=max_period)
-    xw, level = _whiten(xd)
-    dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the background fit: ~n/6 independent bins, 3 fitted
-    flat: dict[int, np.ndarray] = {}
+        return None
+    return np.ldexp(arr, -math.frexp(scale_ref)[1])
 
-    def xs_at(period: int) -> np.ndarray:
+
+class _Search:
+    """One ``detect_period`` call after validation: the whitened stream, the screening
+    statistics and the memoised folds that the steps share (module docstring, steps 1-7).
+
+    ``screen`` ranks and refines the candidates (steps 1-2); ``decide`` applies the claim
+    gates (steps 4-6) and renames a claim (step 3's fundamental, step 7's local period)."""
+
+    def __init__(
+        self, arr: np.ndarray, xd: np.ndarray, min_period: int, max_period: int, alpha: float
+    ) -> None:
+        n = arr.size
+        self.arr, self.xd, self.n = arr, xd, n
+        self.min_period, self.max_period, self.alpha = min_period, max_period, alpha
+        self.xw, self.level = _whiten(xd)
+        self.dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the fit: ~n/6 independent bins, 3 fitted
+        self.periods = np.arange(min_period, max_period + 1)
+        self.stats, self.autocorr = _screen(self.xw, self.periods)
+        self.tests = int(self.stats[3].sum() + self.periods.size)
+        self.threshold = float(np.log(alpha) - np.log(self.tests))
+        self.t = np.arange(n)
+        self.flat: dict[int, np.ndarray] = {}
+        self.cache: dict[int, np.ndarray] = {}
+        self.energies: dict[tuple[int, int, int], float] = {}
+
+    # -- memoised folds --------------------------------------------------------------------
+
+    def xs_at(self, period: int) -> np.ndarray:
         """The refinement input for ``period``: the stream detrended jointly with its fold
         at ``period`` (``_detrend_at``), centred and flat-normalised."""
-        if period not in flat:
-            xj = _detrend_at(arr, period)
-            flat[period] = (xj - xj.mean()) / np.sqrt(level)
-        return flat[period]
+        if period not in self.flat:
+            xj = _detrend_at(self.arr, period)
+            self.flat[period] = (xj - xj.mean()) / np.sqrt(self.level)
+        return self.flat[period]
 
-    periods = np.arange(min_period, max_period + 1)
-    stats, autocorr = _screen(xw, periods)
-    valid = stats[3]
-    logp, exact = _screen_lazy(stats, dfd)
-    tests = int(valid.sum() + periods.size)
-    threshold = float(np.log(alpha) - np.log(tests))
-    t = np.arange(n)
-    cache: dict[int, np.ndarray] = {}
-    energies: dict[tuple[int, int, int], float] = {}
+    def power(self, period: int) -> np.ndarray:
+        """Exact harmonic powers of the whitened stream at ``period`` (memoised)."""
+        if period not in self.cache:
+            self.cache[period] = _harmonic_power(self.xw, self.t, period)
+        return self.cache[period]
 
-    def power(period: int) -> np.ndarray:
-        if period not in cache:
-            cache[period] = _harmonic_power(xw, t, period)
-        return cache[period]
-
-    def whole(period: int, base: int, cycles: int | None = None) -> np.ndarray:
+    def whole(self, period: int, base: int, cycles: int | None = None) -> np.ndarray:
         """Harmonic powers over whole cycles only: a (T / m)-periodic signal leaks nothing
         into the harmonics of T that are not multiples of m. Of the stream detrended jointly
         with the fold at ``base`` (the null of the multiple test: periodic at ``base``)."""
-        cycles = n // period if cycles is None else cycles
-        return _harmonic_power(xs_at(base)[: cycles * period], t[: cycles * period], period)
+        cycles = self.n // period if cycles is None else cycles
+        return _harmonic_power(
+            self.xs_at(base)[: cycles * period], self.t[: cycles * period], period
+        )
 
-    def settle(center: int, harmonics: int) -> int:
+    def exact_logp(self, q: int) -> tuple[float, int]:
+        """Step 2's exact test of ``q``: harmonic sums over the within-phase mean square,
+        F(2 H, n - q); the smallest log p-value over the levels and its level."""
+        n = self.n
+        return _level_logp(self.power(q) / _within_scale(self.xw, self.t, q), (n - q) / 2.0)
+
+    # -- refinement (step 2) -----------------------------------------------------------------
+
+    def span(self, center: int, harmonics: int) -> int:
+        """Refinement half-width ``T^2 / (n H)``, between 2 and ``MAX_SPAN`` samples."""
+        return int(min(MAX_SPAN, max(2, np.ceil(center * center / (self.n * max(harmonics, 1))))))
+
+    def settle(self, center: int, harmonics: int) -> int:
         """The integer near ``center`` whose fold of the whole stream captures the most
         energy in its first ``SETTLE_FACTOR * harmonics`` harmonics. Every neighbour folds
         the same input: the stream detrended jointly with the fold at ``center``
         (``_detrend_at``; the plain quadratic moved a noise-free sine of period 365 in 4
         cycles to 366, and a trend fitted per neighbour favours the shorter ones)."""
-        span = int(min(MAX_SPAN, max(2, np.ceil(center * center / (n * max(harmonics, 1))))))
-        span_q = range(max(min_period, center - span), min(max_period, center + span) + 1)
+        span = self.span(center, harmonics)
+        span_q = range(max(self.min_period, center - span), min(self.max_period, center + span) + 1)
         scores = []
         for q in span_q:  # neighbourhoods overlap (and the winner is settled twice): memo
             key = (center, q, harmonics)
-            if key not in energies:
-                energies[key] = _fold_energy(xs_at(center), t, q, SETTLE_FACTOR * harmonics)
-            scores.append(energies[key])
+            if key not in self.energies:
+                self.energies[key] = _fold_energy(
+                    self.xs_at(center), self.t, q, SETTLE_FACTOR * harmonics
+                )
+            scores.append(self.energies[key])
         return span_q[int(np.argmax(scores))]
 
-    def walk(period: int, harmonics: int) -> int:
+    def walk(self, period: int, harmonics: int) -> int:
         """Step 4b: settle repeatedly while the winner moves to a strictly higher fold energy
         (a hill climb on the same statistic). ``settle`` looks at most ``MAX_SPAN`` samples
         either way, but the spread of a smooth cycle seen over few cycles is
@@ -816,8 +867,9 @@ def detect_period(
         never creates or drops one). Each settle detrends at its own centre, so a period
         already visited stops the climb (no cycling between two neighbours)."""
         visited = {period}
-        for _ in range(max_period - min_period + 1):
-            q = settle(period, harmonics)
+        energies = self.energies
+        for _ in range(self.max_period - self.min_period + 1):
+            q = self.settle(period, harmonics)
             if (
                 q in visited
                 or energies[(period, q, harmonics)] <= energies[(period, period, harmonics)]
@@ -827,7 +879,17 @@ def detect_period(
             period = q
         return period
 
-    def refine(logp: np.ndarray, exact: np.ndarray | None):
+    def screen(self, top_peaks: int) -> tuple[float, int, int]:
+        """Steps 1-2: the lazy screening's ranking refined (every period's screening values
+        when the ranking reached a period the lazy screening left out). Returns
+        ``(log p, period, harmonics)`` of the best refined candidate."""
+        logp, exact = _screen_lazy(self.stats, self.dfd)
+        best = self.refine(logp, exact, top_peaks)
+        if best is None:  # every period's screening values after all
+            best = self.refine(_screen_logp(self.stats, self.dfd), None, top_peaks)
+        return best
+
+    def refine(self, logp: np.ndarray, exact: np.ndarray | None, top_peaks: int):
         """Screening winners, then exact refinement and an exact test of each; None if the
         ranking reached a period the lazy screening left out (``_screen_lazy``)."""
         score = logp.min(axis=1)
@@ -840,71 +902,93 @@ def detect_period(
                 break
             if exact is not None and not exact[i]:
                 return None
-            p0 = int(periods[i])
+            p0 = int(self.periods[i])
             h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
-            span = int(min(MAX_SPAN, max(2, np.ceil(p0 * p0 / (n * max(h0, 1))))))
-            if any(abs(p0 - c) <= span for c in chosen):
+            if any(abs(p0 - c) <= self.span(p0, h0) for c in chosen):
                 continue
             chosen.append(p0)
-            q = settle(p0, _resolving_level(power(p0)))
-            value, hq = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
+            q = self.settle(p0, _resolving_level(self.power(p0)))
+            value, hq = self.exact_logp(q)
             if value < best[0]:
                 best = (value, q, hq)
         return best
 
-    best = refine(logp, exact)
-    if best is None:  # every period's screening values after all
-        best = refine(_screen_logp(stats, dfd), None)
-    best_logp, period, harmonics = best
-    if not np.isfinite(best_logp):
-        return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, max_period)
-    margin = best_logp - few_cycles_penalty(n / period)
-    # the neighbourhoods of several candidates can overlap a stretch of integers: settle
-    # the winner's neighbourhood once more
-    settled = _resolving_level(power(period))
-    period = settle(period, settled)
-    adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
-    # few cycles: the penalty, or (Bonferroni passed and) the harmonics stand out from their
-    # neighbouring bins in the raw periodogram (module docstring, "Neighbour test")
-    claim = margin < threshold or (
-        n / period < PENALTY_CYCLES
-        and best_logp < threshold
-        and neighbour_logp(xw, period) + np.log(tests) < np.log(alpha)
-    )
-    if claim and n / period < PENALTY_CYCLES:
-        # few cycles: the same test once more against a background fitted to the raw
-        # periodogram without the candidate's harmonic bins (module docstring, step 6)
-        claim = masked_logp(xd, period) - few_cycles_penalty(n / period) < threshold
-    if not claim:
-        return PeriodEstimate(
-            None, 0.0, {}, (n,), adjusted, 0, tests, max_period, best_logp, period
-        )
-    period = walk(period, settled)
-    base, period = _fundamental(period, harmonics, power, whole, xs_at, min_period, max_period)
+    # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
-    def passes(q: int) -> bool:
+    def decide(self, best_logp: float, period: int, harmonics: int) -> PeriodEstimate:
+        """Steps 4-6 on the best refined candidate, then its renames (steps 3 and 7)."""
+        n, tests = self.n, self.tests
+        if not np.isfinite(best_logp):
+            return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, self.max_period)
+        # the penalty of the candidate as refined, before its neighbourhood is settled again
+        margin = best_logp - few_cycles_penalty(n / period)
+        # the neighbourhoods of several candidates can overlap a stretch of integers: settle
+        # the winner's neighbourhood once more
+        settled = _resolving_level(self.power(period))
+        period = self.settle(period, settled)
+        adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
+        if not self.claims(margin, best_logp, period):
+            return PeriodEstimate(
+                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
+            )
+        period = self.renamed(period, settled, harmonics)
+        return PeriodEstimate(
+            int(period),
+            1.0 - adjusted,
+            {int(period): 1},
+            (n,),
+            adjusted,
+            harmonics,
+            tests,
+            self.max_period,
+            best_logp,
+            int(period),
+        )
+
+    def claims(self, margin: float, best_logp: float, period: int) -> bool:
+        """Steps 4-6: the penalised Bonferroni gate, or (few cycles, Bonferroni passed) the
+        neighbour test; a few-cycles claim must also pass the masked-background check."""
+        n, threshold = self.n, self.threshold
+        few = n / period < PENALTY_CYCLES
+        claim = margin < threshold or (
+            few
+            and best_logp < threshold
+            and neighbour_logp(self.xw, period) + np.log(self.tests) < np.log(self.alpha)
+        )
+        if claim and few:
+            # the same test once more against a background fitted to the raw periodogram
+            # without the candidate's harmonic bins (module docstring, step 6)
+            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period) < threshold
+        return claim
+
+    def renamed(self, period: int, settled: int, harmonics: int) -> int:
+        """A claimed ``period`` after the hill climb (step 4b), the fundamental (step 3) and
+        the local period of a stream with phase jumps (steps 7, 7a, 7b)."""
+        period = self.walk(period, settled)
+        base, period = _fundamental(
+            period,
+            harmonics,
+            self.power,
+            self.whole,
+            self.xs_at,
+            self.min_period,
+            self.max_period,
+        )
+        local = _local_period(self.autocorr, period, self.min_period, self.passes)
+        if (
+            local == period
+            and base < period
+            and _undo_multiple(self.autocorr, base, period) == base
+        ):
+            local = _local_period(self.autocorr, base, self.min_period, self.passes)
+        return local
+
+    def passes(self, q: int) -> bool:
         """The claim gate of step 4 for ``q`` on its own (exact F test, penalty), on the
         whole-stream fold or on the segment-wise (Bartlett) fold (``segment_logp``)."""
-        value, _ = _level_logp(power(q) / _within_scale(xw, t, q), (n - q) / 2.0)
-        value = min(value, segment_logp(xw, q))
-        return value - few_cycles_penalty(n / q) < threshold
-
-    local = _local_period(autocorr, period, min_period, passes)
-    if local == period and base < period and _undo_multiple(autocorr, base, period) == base:
-        local = _local_period(autocorr, base, min_period, passes)
-    period = local
-    return PeriodEstimate(
-        int(period),
-        1.0 - adjusted,
-        {int(period): 1},
-        (n,),
-        adjusted,
-        harmonics,
-        tests,
-        max_period,
-        best_logp,
-        int(period),
-    )
+        value, _ = self.exact_logp(q)
+        value = min(value, segment_logp(self.xw, q))
+        return value - few_cycles_penalty(self.n / q) < self.threshold
 
 
 def _undo_multiple(ac: np.ndarray, base: int, period: int) -> int:
