@@ -205,7 +205,10 @@ Long memory (issue 19, held-out families)
 Defaults: ``max_period = n // min_cycles``, ``min_cycles = DEFAULT_MIN_CYCLES = 3`` (every
 period with at least 3 whole cycles), ``min_period = 2`` (``T = 2`` has no harmonic below the
 fold's Nyquist frequency, so 3 is the smallest period tested). Runtime for ``n = 10_000``:
-``ldpfleet bench cpr --grid`` reports it (``speed``; target < 50 ms).
+``ldpfleet bench cpr --grid`` reports it (``speed``; target < 50 ms). Long streams
+(docs/cpr.md, "Long streams"): no BLAS thread in the dot products (``_dot``), the comb by
+loops (``_comb_sums``), the Whittle fits in cache-sized blocks (``_whittle_sums_blocked``);
+10^6 reports in ~2.4 s CPU.
 
 The shift discrepancy ``Delta_T`` (``shift_discrepancy``) is kept as a public helper (seed
 003's periodicity proxy; ``(n - T) Delta_T = S(0, n - T) + S(T, n) - 2 c_T``, all lags from
@@ -268,6 +271,10 @@ LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
 LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
+COMB_VECTOR = 1 << 20  # _comb_sums: index arrays up to this many terms, loops beyond
+WHITTLE_BLOCK = 4096  # columns per block of the long Whittle fits (_whittle_sums_blocked)
+RANK_HEAD = 64  # _ranked: screening scores sorted in full only past this many
+BLAS_SERIAL = 10_000  # _dot: OpenBLAS dot products of more elements run on its threads
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -450,21 +457,12 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     the smallest deviance ``sum log S + p / S``."""
     c = np.full(g.shape[0], start)
     a = np.zeros(g.shape[0])
-    wt = np.empty_like(g)
-    wg = np.empty_like(g)
-    tmp = np.empty_like(g)
+    if _blocked(g):
+        sums = _whittle_sums_blocked
+    else:  # the temporaries once for the 4 steps (fresh pages fault in: +4 ms at n = 10^4)
+        sums = functools.partial(_whittle_sums, work=[np.empty_like(g) for _ in range(3)])
     for _ in range(4):
-        # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
-        np.multiply(a[:, None], g, out=wt)
-        wt += c[:, None]
-        np.multiply(wt, wt, out=wt)
-        np.divide(1.0, wt, out=wt)
-        np.multiply(wt, g, out=wg)
-        s11 = wt.sum(axis=1)
-        s12 = wg.sum(axis=1)
-        s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
-        r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
-        r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+        s11, s12, s22, r1, r2 = sums(c, a, g, p)
         det = s11 * s22 - s12 * s12
         ok = det > 1e-12 * s11 * s22
         c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
@@ -476,9 +474,83 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
         c_new = np.where(neg_c, 1e-12 * start, c_new)
         a_new = np.where(neg_c, np.maximum(r2 / s22, 0.0), a_new)
         c, a = c_new, a_new
-    s = c[:, None] + a[:, None] * g
-    best = int(np.argmin(np.sum(np.log(s) + p / s, axis=1)))
+    if _blocked(g):
+        deviance = _deviance_blocked(c, a, g, p)
+    else:
+        s = c[:, None] + a[:, None] * g
+        deviance = np.sum(np.log(s) + p / s, axis=1)
+    best = int(np.argmin(deviance))
     return float(c[best]), float(a[best]), best
+
+
+def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, work: list):
+    """One IRLS step's sums over the bins, per row of ``g``: ``sum w``, ``sum w g``,
+    ``sum w g^2``, ``sum w p``, ``sum w g p`` with ``w = 1 / (c + a g)^2``; ``work``: three
+    arrays like ``g`` (overwritten)."""
+    wt, wg, tmp = work
+    # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
+    np.multiply(a[:, None], g, out=wt)
+    wt += c[:, None]
+    np.multiply(wt, wt, out=wt)
+    np.divide(1.0, wt, out=wt)
+    np.multiply(wt, g, out=wg)
+    s11 = wt.sum(axis=1)
+    s12 = wg.sum(axis=1)
+    s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
+    r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
+    r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+    return s11, s12, s22, r1, r2
+
+
+def _blocked(g: np.ndarray) -> bool:
+    """Whether the Whittle sums go block by block (``_whittle_sums_blocked``): a
+    Fortran-ordered ``g`` of more than ``8 WHITTLE_BLOCK`` columns (below, the blocks'
+    overhead outweighs the cache). The fits pass ``g[:, keep]``, which numpy lays out
+    column by column and whose rows it reduces in sequence."""
+    return g.shape[1] > 8 * WHITTLE_BLOCK and g.flags.f_contiguous and not g.flags.c_contiguous
+
+
+def _column_blocks(size: int):
+    """``(start, stop)`` of the consecutive column blocks of ``WHITTLE_BLOCK`` columns."""
+    return ((s, min(s + WHITTLE_BLOCK, size)) for s in range(0, size, WHITTLE_BLOCK))
+
+
+def _whittle_sums_blocked(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray):
+    """``_whittle_sums`` of a Fortran-ordered ``g`` (``_blocked``), ``WHITTLE_BLOCK``
+    columns at a time so that the five ``g``-sized temporaries stay in cache (at n = 10^6
+    each was 76 MB and the fit ran at memory speed: 1.2 of 4.3 s). The same values: numpy
+    sums the rows of a Fortran-ordered array in sequence, column by column, and each
+    block's sums continue that sequence (the running sum sits in column 0 of the block's
+    buffer, 0 before the first block)."""
+    rows = g.shape[0]
+    buf = [np.zeros((rows, WHITTLE_BLOCK + 1), order="F") for _ in range(5)]
+    for start, stop in _column_blocks(g.shape[1]):
+        width = stop - start + 1
+        gb, pb = g[:, start:stop], p[start:stop]
+        wt, wg = buf[0][:, 1:width], buf[1][:, 1:width]
+        np.multiply(a[:, None], gb, out=wt)
+        wt += c[:, None]
+        np.multiply(wt, wt, out=wt)
+        np.divide(1.0, wt, out=wt)
+        np.multiply(wt, gb, out=wg)
+        np.multiply(wg, gb, out=buf[2][:, 1:width])
+        np.multiply(wt, pb, out=buf[3][:, 1:width])
+        np.multiply(wg, pb, out=buf[4][:, 1:width])
+        for b in buf:
+            b[:, 0] = b[:, :width].sum(axis=1)
+    return tuple(b[:, 0].copy() for b in buf)
+
+
+def _deviance_blocked(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray):
+    """``sum log S + p / S`` per row, ``S = c + a g``, block by block as in
+    ``_whittle_sums_blocked`` (the same values as the one-shot sum)."""
+    buf = np.zeros((g.shape[0], WHITTLE_BLOCK + 1), order="F")
+    for start, stop in _column_blocks(g.shape[1]):
+        width = stop - start + 1
+        s = c[:, None] + a[:, None] * g[:, start:stop]
+        buf[:, 1:width] = np.log(s) + p[start:stop] / s
+        buf[:, 0] = buf[:, :width].sum(axis=1)
+    return buf[:, 0].copy()
 
 
 def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -595,10 +667,7 @@ def _screen(xw: np.ndarray, periods: np.ndarray):
     pad_power = (spec.real**2 + spec.imag**2) / n
     ac = sp_fft.irfft(spec.real**2 + spec.imag**2, nfft)[:n]
     # full harmonic sum: sum_p S_p^2 = c_0 + 2 sum_j c_{jT}
-    count = (n - 1) // periods
-    rows = np.repeat(np.arange(periods.size), count)
-    j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
-    comb = ac[0] + 2.0 * np.bincount(rows, weights=ac[periods[rows] * j], minlength=periods.size)
+    comb = ac[0] + 2.0 * _comb_sums(ac, periods)
     full_total = periods * comb / (2.0 * n)
     full_shape = (periods - 1) / 2.0
     top = HARMONIC_LEVELS[-1]
@@ -609,6 +678,33 @@ def _screen(xw: np.ndarray, periods: np.ndarray):
     levels = np.array(HARMONIC_LEVELS)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
     return (partial[:, levels - 1], full_total, full_shape, valid), ac
+
+
+def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
+    """``sum_{j >= 1, j T < n} c_{jT}`` for every (ascending) ``T`` of ``periods``, each
+    accumulated in order of ``j`` from 0 (the order of ``np.bincount``, so both routes give
+    the same bits). ``sum_T n / T`` terms, ~``n ln n``: at ``n = 10^6`` 11.6 million, whose
+    index arrays (row, ``j``, ``j T``; ~90 MB each) cost more than the FFTs. Beyond
+    ``COMB_VECTOR`` terms the short periods (``T^2 < n``) are summed one period at a time
+    (a cumulative sum over the strided lags) and the others one ``j`` at a time over the
+    prefix of periods with ``j T < n``: ~``2 sqrt(n)`` vector operations, no index array."""
+    n = ac.size
+    count = (n - 1) // periods
+    if int(count.sum()) <= COMB_VECTOR:
+        rows = np.repeat(np.arange(periods.size), count)
+        j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
+        return np.bincount(rows, weights=ac[periods[rows] * j], minlength=periods.size)
+    out = np.zeros(periods.size)
+    short = int(np.searchsorted(periods, math.isqrt(n - 1), side="right"))
+    for r in range(short):
+        lag = int(periods[r])
+        out[r] = np.cumsum(ac[lag : lag * int(count[r]) + 1 : lag])[-1] if count[r] else 0.0
+    if short < periods.size:
+        rest, lags = out[short:], periods[short:]
+        for j in range(1, int(count[short]) + 1):
+            k = int(np.searchsorted(lags, (n - 1) // j, side="right"))  # j T < n: a prefix
+            rest[:k] += ac[lags[:k] * j]
+    return out
 
 
 def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -894,7 +990,7 @@ class _Search:
         ranking reached a period the lazy screening left out (``_screen_lazy``)."""
         score = logp.min(axis=1)
         level_of = np.argmin(logp, axis=1)
-        order = np.argsort(score, kind="stable")
+        order = _ranked(score)
         chosen: list[int] = []
         best = (np.inf, 0, 0)  # (log p, period, harmonics)
         for i in order:
@@ -989,6 +1085,21 @@ class _Search:
         value, _ = self.exact_logp(q)
         value = min(value, segment_logp(self.xw, q))
         return value - few_cycles_penalty(self.n / q) < self.threshold
+
+
+def _ranked(score: np.ndarray):
+    """The indices of ``score`` in the order of ``np.argsort(score, kind="stable")``, lazily:
+    the refinement reads only the first few. The head (every score below the
+    ``RANK_HEAD``-th smallest, ascending, ties in index order) is exactly the prefix of that
+    order; the full sort (``n log n``; 60 ms of 333,331 scores at n = 10^6) only if the
+    caller reads past it."""
+    if score.size <= 4 * RANK_HEAD:
+        yield from np.argsort(score, kind="stable")
+        return
+    kth = np.partition(score, RANK_HEAD)[RANK_HEAD]
+    head = np.flatnonzero(score < kth)
+    yield from head[np.argsort(score[head], kind="stable")]
+    yield from np.argsort(score, kind="stable")[head.size :]
 
 
 def _undo_multiple(ac: np.ndarray, base: int, period: int) -> int:
@@ -1191,7 +1302,7 @@ def neighbour_logp(x: np.ndarray, period: int) -> float:
         return 0.0
     seg = arr[:m]
     u = np.arange(m) - (m - 1) / 2.0
-    seg = seg - seg.mean() - u * float(u @ seg) / float(u @ u)
+    seg = seg - seg.mean() - u * _dot(u, seg) / _dot(u, u)
     spec = sp_fft.rfft(seg)
     pw = spec.real**2 + spec.imag**2
     centre = cycles * np.arange(1, harmonics + 1)
@@ -1294,7 +1405,7 @@ def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
     noise level with every harmonic of ``1 / T`` removed."""
     sums, counts = _fold(xw, t, period)
     between = float(np.sum(sums * sums / counts))
-    return max(float(xw @ xw) - between, 1e-300) / (xw.size - period)
+    return max(_dot(xw, xw) - between, 1e-300) / (xw.size - period)
 
 
 def _fold(x: np.ndarray, t: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1331,7 +1442,23 @@ def _captured(power: np.ndarray, harmonics: int, window: np.ndarray) -> float:
     content (a neighbour's fold covers a few more samples) compare fairly."""
     h = _limit(harmonics, 2 * power.size + 1)
     centred = window - window.mean()
-    return float(np.sum(power[:h]) - h) / max(float(centred @ centred), 1e-300)
+    return float(np.sum(power[:h]) - h) / max(_dot(centred, centred), 1e-300)
+
+
+def _dot(u: np.ndarray, v: np.ndarray) -> float:
+    """``float(u @ v)`` of two 1-D float arrays without BLAS threads: OpenBLAS splits a
+    dot product of more than ``BLAS_SERIAL`` elements over its threads, which on a loaded
+    machine cost ~20 ms a call at n = 10^5 instead of 0.02 ms (the threads wait for cores;
+    30-65 calls per stream) and made the last bits depend on the thread count. Up to
+    ``BLAS_SERIAL`` elements the plain product (BLAS's serial kernel, the same bits as
+    before); beyond, the serial products of consecutive ``BLAS_SERIAL``-element chunks
+    summed in order (deterministic whatever the thread count)."""
+    if u.size <= BLAS_SERIAL:
+        return float(u @ v)
+    total = 0.0
+    for start in range(0, u.size, BLAS_SERIAL):
+        total += float(u[start : start + BLAS_SERIAL] @ v[start : start + BLAS_SERIAL])
+    return total
 
 
 def _prime_factors(value: int) -> list[int]:
