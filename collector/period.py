@@ -217,6 +217,7 @@ one FFT).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import numbers
@@ -290,7 +291,12 @@ class PeriodEstimate:
     ``harmonics``: the number of harmonics of the winning statistic; ``tests``: the number of
     (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum;
     ``log_p``: the natural log of the best candidate's unadjusted p-value; ``candidate``: that
-    candidate's period (set also when abstaining: the best guess that did not pass the gate).
+    candidate's period (set also when abstaining: the best guess that did not pass the gate);
+    ``searched``: the range of periods actually screened, ``(max(min_period, 3),
+    max_period)``, or None when it is empty (too short a stream for ``min_cycles`` cycles of
+    the smallest period); ``clamped``: True when the caller's ``max_period`` was above
+    ``n // min_cycles`` and was lowered to it (the search was narrower than asked; pass a
+    smaller ``min_cycles`` to reach longer periods).
     """
 
     period: int | None
@@ -303,6 +309,8 @@ class PeriodEstimate:
     max_period: int = 0
     log_p: float = 0.0
     candidate: int | None = None
+    searched: tuple[int, int] | None = None
+    clamped: bool = False
 
 
 # -- validation ---------------------------------------------------------------------------
@@ -826,9 +834,22 @@ def detect_period(
     refine the best to the exact integer, prefer the fundamental, and claim it only if it
     passes a Bonferroni-corrected test at ``alpha`` tightened for periods with few cycles
     (module docstring). ``period`` is ``None`` when it abstains."""
-    arr, min_period, max_period, top_peaks, alpha = _checked_arguments(
+    arr, min_period, max_period, top_peaks, alpha, clamped = _checked_arguments(
         reports, min_period, max_period, top_peaks, min_cycles, alpha
     )
+    lowest = max(min_period, 3)  # T = 2 has no harmonic below the fold's Nyquist
+    estimate = _estimate(arr, min_period, max_period, top_peaks, alpha)
+    return dataclasses.replace(
+        estimate,
+        searched=(lowest, max_period) if max_period >= lowest else None,
+        clamped=clamped,
+    )
+
+
+def _estimate(
+    arr: np.ndarray, min_period: int, max_period: int, top_peaks: int, alpha: float
+) -> PeriodEstimate:
+    """``detect_period`` on validated arguments (``searched`` and ``clamped`` unset)."""
     n = arr.size
     if max_period < max(min_period, 3):
         return PeriodEstimate(None, 0.0, {}, (), max_period=max(max_period, 0))
@@ -847,7 +868,10 @@ def detect_period(
 def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, alpha):
     """The validated arguments of ``detect_period``: the stream as floats, ``min_period``,
     the admissible ``max_period`` (``n // min_cycles`` by default and at most that),
-    ``top_peaks`` and ``alpha``; a ``ParameterError`` naming the field otherwise."""
+    ``top_peaks``, ``alpha`` and whether a given ``max_period`` was lowered (``clamped``);
+    a ``ParameterError`` naming the field otherwise. The clamp is kept, not refused: CPR
+    passes one ``max_period`` to every stream of a fleet, whose lengths differ; the
+    result says it (``PeriodEstimate.clamped``, ``searched``)."""
     arr = _check_stream(reports, "reports")
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
@@ -859,8 +883,9 @@ def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, a
         max_period = n // min_cycles
     else:
         max_period = _check_int(max_period, "max_period", min_period)
+    clamped = max_period > n // min_cycles
     max_period = min(max_period, n // min_cycles)
-    return arr, min_period, max_period, top_peaks, alpha
+    return arr, min_period, max_period, top_peaks, alpha, clamped
 
 
 def _scale_free(arr: np.ndarray) -> np.ndarray | None:

@@ -533,6 +533,25 @@ def test_max_period_is_clipped_to_the_stream():
     assert est.period == 24
 
 
+def test_a_lowered_max_period_is_reported_in_the_result():
+    """Issue 19 (helper K): max_period=500 on 600 reports searched 3..200 without a word.
+    The clamp stays (CPR passes one max_period to streams of different lengths) but the
+    result says it: ``clamped`` and the range ``searched`` (fails on the old code: the
+    estimate had neither field)."""
+    x = periodic_stream("sine", 24, 600, np.random.default_rng(0))
+    asked = detect_period(x, max_period=500)
+    assert asked.clamped is True and asked.searched == (3, 200) and asked.max_period == 200
+    assert asked.period == 24
+    for kwargs in ({}, {"max_period": 200}, {"max_period": 150, "min_period": 10}):
+        est = detect_period(x, **kwargs)
+        assert est.clamped is False
+        assert est.searched == (max(kwargs.get("min_period", 2), 3), kwargs.get("max_period", 200))
+    longer = detect_period(x, max_period=250, min_cycles=2)  # the way to longer periods
+    assert longer.clamped is False and longer.searched == (3, 250)
+    short = detect_period(np.arange(8.0) % 2, max_period=5)
+    assert short.searched is None and short.clamped is True and short.period is None
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_sample_is_refused_naming_the_field(bad):
     x = np.sin(np.arange(500.0))
