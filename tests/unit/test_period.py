@@ -784,6 +784,20 @@ def test_the_segment_gate_and_the_multiple_undo_fix_jump_streams():
     )  # fmt: skip
 
 
+def test_the_local_claim_route_finds_jump_streams_where_the_gates_abstained():
+    """Step 8 (helper K, issue 19's three cells clearly below a baseline: T = 12, 8
+    cycles, eps0 = 5): SW reports of one-jump streams (``jump_stream``, 96 samples, seeds
+    [2027, k], never used by the grid, the phase-jump check or a calibration) on which the
+    gates of steps 4-6 abstained (fails on the old code: period None); the lag with the
+    largest autocorrelation of the whitened stream passes the exact or segment-wise gate."""
+    for shape, seed in (("square", 17), ("square", 22), ("two_harmonics", 1), ("darwin", 14)):
+        rng = np.random.default_rng([2027, seed])
+        x = jump_stream(grid_template(shape, 12, rng), 8 * 12, 1, rng)
+        est = detect_period(SquareWave(5.0).perturb(x, rng))
+        assert est.period == 12, (shape, seed, est)
+        assert 0.0 < est.confidence <= 1.0 and est.candidate == 12
+
+
 def test_the_segment_statistic_ignores_a_phase_shift_between_segments():
     """A sine of period 12 whose second half is shifted by half a period: the whole-stream
     fold at 12 cancels (harmonic 1 holds almost nothing), each segment's fold does not."""
