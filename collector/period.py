@@ -308,8 +308,10 @@ class PeriodEstimate:
     ``scales``: ``(n,)`` (the one window, the whole stream); ``p_value``: the adjusted p-value;
     ``harmonics``: the number of harmonics of the winning statistic; ``tests``: the number of
     (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum;
-    ``log_p``: the natural log of the best candidate's unadjusted p-value; ``candidate``: that
-    candidate's period (set also when abstaining: the best guess that did not pass the gate);
+    ``log_p``: the natural log of the best candidate's unadjusted p-value (for a claim of
+    step 8, the local claim route, that of its lag, times 2 for its two statistics);
+    ``candidate``: that candidate's period (set also when abstaining: the best guess that
+    did not pass the gate);
     ``searched``: the range of periods actually screened, ``(max(min_period, 3),
     max_period)``, or None when it is empty (too short a stream for ``min_cycles`` cycles of
     the smallest period); ``clamped``: True when the caller's ``max_period`` was above
