@@ -533,6 +533,25 @@ def test_max_period_is_clipped_to_the_stream():
     assert est.period == 24
 
 
+def test_a_lowered_max_period_is_reported_in_the_result():
+    """Issue 19 (helper K): max_period=500 on 600 reports searched 3..200 without a word.
+    The clamp stays (CPR passes one max_period to streams of different lengths) but the
+    result says it: ``clamped`` and the range ``searched`` (fails on the old code: the
+    estimate had neither field)."""
+    x = periodic_stream("sine", 24, 600, np.random.default_rng(0))
+    asked = detect_period(x, max_period=500)
+    assert asked.clamped is True and asked.searched == (3, 200) and asked.max_period == 200
+    assert asked.period == 24
+    for kwargs in ({}, {"max_period": 200}, {"max_period": 150, "min_period": 10}):
+        est = detect_period(x, **kwargs)
+        assert est.clamped is False
+        assert est.searched == (max(kwargs.get("min_period", 2), 3), kwargs.get("max_period", 200))
+    longer = detect_period(x, max_period=250, min_cycles=2)  # the way to longer periods
+    assert longer.clamped is False and longer.searched == (3, 250)
+    short = detect_period(np.arange(8.0) % 2, max_period=5)
+    assert short.searched is None and short.clamped is True and short.period is None
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_sample_is_refused_naming_the_field(bad):
     x = np.sin(np.arange(500.0))
@@ -763,6 +782,20 @@ def test_the_segment_gate_and_the_multiple_undo_fix_jump_streams():
         ("square", 12, 17), ("square", 12, 27), ("square", 12, 0),
         ("square", 144, 20), ("sawtooth", 144, 14),
     )  # fmt: skip
+
+
+def test_the_local_claim_route_finds_jump_streams_where_the_gates_abstained():
+    """Step 8 (helper K, issue 19's three cells clearly below a baseline: T = 12, 8
+    cycles, eps0 = 5): SW reports of one-jump streams (``jump_stream``, 96 samples, seeds
+    [2027, k], never used by the grid, the phase-jump check or a calibration) on which the
+    gates of steps 4-6 abstained (fails on the old code: period None); the lag with the
+    largest autocorrelation of the whitened stream passes the exact or segment-wise gate."""
+    for shape, seed in (("square", 17), ("square", 22), ("two_harmonics", 1), ("darwin", 14)):
+        rng = np.random.default_rng([2027, seed])
+        x = jump_stream(grid_template(shape, 12, rng), 8 * 12, 1, rng)
+        est = detect_period(SquareWave(5.0).perturb(x, rng))
+        assert est.period == 12, (shape, seed, est)
+        assert 0.0 < est.confidence <= 1.0 and est.candidate == 12
 
 
 def test_the_segment_statistic_ignores_a_phase_shift_between_segments():
