@@ -36,6 +36,14 @@ noise parties — post-processing):
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
+
+Status: NOT used by the pipelines (issue 20, docs/cadr-private.md "Less biased bucket
+counts from the θ search"). ``bootstrap_counts`` won the paired comparison's tune half
+(as many cells above the constant true median as the projection, lower EMD) but had one
+cell more on the held half; ``isotonic_counts`` is unbiased but noisier (the clipped
+buckets' noise no longer drops out of the ``Σ = n`` correction); the tail test lacks
+power, so real sparse top buckets are read as empty and their mass moves below the
+median (+38 to +87 devices).
 """
 
 from __future__ import annotations

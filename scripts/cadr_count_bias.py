@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from ldpfleet.app.cadr_grid import grid_graph
-from ldpfleet.collector.bucket_isotonic import isotonic_counts, tail_counts
+from ldpfleet.collector.bucket_isotonic import bootstrap_counts, isotonic_counts, tail_counts
 from ldpfleet.collector.degree_postprocess import degree_prior, simplex_projection
 from ldpfleet.protocol import cadr_theta_noise as tn
 from ldpfleet.protocol.cadr_budget import CadrBudget
@@ -31,6 +31,7 @@ def _estimators(n: int, eps_theta: float) -> dict:
     return {
         "old": lambda y: simplex_projection(y, n),
         "iso": lambda y: isotonic_counts(y, n),
+        "boot": lambda y: bootstrap_counts(y, n, eps_theta, parties),
         "tail": lambda y: tail_counts(y, n, eps_theta, parties),
         "tailiso": lambda y: tail_counts(y, n, eps_theta, parties, isotonic=True),
     }
