@@ -7,6 +7,12 @@ and DSR releases are post-processed by every variant (paired: the same draws):
 
 - ``old``: the least-squares projection onto ``{x >= 0, Σ x = n}``
   (``degree_postprocess.simplex_projection``);
+- ``iso`` / ``isoraw``: ``collector.bucket_isotonic.isotonic_counts`` (the bounded
+  isotonic fit of the cumulative counts, centred on ``Σ = n`` / raw);
+- ``boot``: ``collector.bucket_isotonic.bootstrap_counts`` (the projection with its
+  bootstrap bias removed from the cumulative counts);
+- ``tail`` / ``tailiso``: ``collector.bucket_isotonic.tail_counts`` (the top stretch not
+  significantly above 0 read as empty, the rest projected / isotonic);
 - ``tK`` / ``tKzZ``: ``collector.bucket_denoise.denoise_counts`` with ``threshold_sds =
   K`` (buckets below K noise sds read as empty, the rest projected) and ``fit_sds = Z``
   (default: infinite, no goodness-of-fit test).
@@ -25,6 +31,7 @@ import networkx as nx
 import numpy as np
 from ldpfleet.collector import cadr_reference, degree_postprocess
 from ldpfleet.collector.bucket_denoise import denoise_counts
+from ldpfleet.collector.bucket_isotonic import bootstrap_counts, isotonic_counts, tail_counts
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cadr_bucket_grid_compare import HELD as GRID_HELD
@@ -80,9 +87,11 @@ def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
     rows = []
     for v in variants:
         started = time.process_time()
+        c = captured
         if v == "old":
-            c = captured
             p = real_prior(c["sums"], c["thresholds"], c["bound"], c["n"])
+        elif v in COUNTS:
+            p = _prior_from_counts(COUNTS[v](c), c)
         else:
             k, _, z = v[1:].partition("z")
             counts = denoise_counts(
@@ -111,6 +120,17 @@ def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
             }
         )
     return rows
+
+
+COUNTS = {  # the cumulative-count estimators of collector.bucket_isotonic
+    "iso": lambda c: isotonic_counts(c["sums"], c["n"]),
+    "isoraw": lambda c: isotonic_counts(c["sums"], c["n"], centre=False),
+    "boot": lambda c: bootstrap_counts(c["sums"], c["n"], c["eps_theta"], c["parties"]),
+    "tail": lambda c: tail_counts(c["sums"], c["n"], c["eps_theta"], c["parties"]),
+    "tailiso": lambda c: tail_counts(
+        c["sums"], c["n"], c["eps_theta"], c["parties"], isotonic=True
+    ),
+}
 
 
 def _prior_from_counts(counts: np.ndarray, c: dict) -> np.ndarray:
