@@ -73,9 +73,13 @@ def test_a_calibration_or_source_file_out_of_time_order_is_refused(tmp_path):
     shuffled = tmp_path / "shuffled.csv"
     shuffled.write_text("\n".join([lines[0], lines[1], lines[3], lines[2], *lines[4:]]) + "\n")
     # the sources' own time-order check (devices/sources.py) speaks first since 2026-12-04
-    back = r"goes back in time: line 4 has '2015-02-04 17:51:59', after '2015-02-04 17:53:00' on line 3"
+    back = (
+        r"goes back in time: line 4 has '2015-02-04 17:51:59', "
+        r"after '2015-02-04 17:53:00' on line 3"
+    )
     with pytest.raises(ScenarioError, match=r"gcdp\.calibration_path: .*" + back):
         load_scenario(_scenario(tmp_path, str(shuffled)))
-    with pytest.raises(ScenarioError, match=r"source\.path: .*shuffled\.csv.*goes back in time: line 4"):
+    source_back = r"source\.path: .*shuffled\.csv.*goes back in time: line 4"
+    with pytest.raises(ScenarioError, match=source_back):
         load_scenario(_scenario(tmp_path, str(SHIPPED), str(shuffled)))
     load_scenario(_scenario(tmp_path, str(SHIPPED)))
