@@ -228,3 +228,55 @@ def test_a_gateway_number_spelled_otherwise_is_not_that_gateways_uplink(tmp_path
     closed, refusals, sent = bulk_handle(tmp_path, gateway_up("t", 1, "hello", None),
                                          encode_bulk(hello))  # fmt: skip
     assert refusals == {} and sent[0].message.type_name() == "bulk_admit"
+
+
+# ---- a CADR-LDP partition worker's DSR intake (collector/cadr_partition.py) ---------------
+
+
+async def test_one_devices_flood_before_theta_does_not_evict_anothers_at_a_partition():
+    """A partition worker holds what reaches it before θ (module docstring of
+    ``collector/cadr_partition.py``) and judges it once θ is heard. It held at most
+    2 × devices messages in all, first come: one device repeating its refusal or its
+    release filled the list and another device's refusal or release after it was dropped,
+    so the partition never completed (helper W's sweep; the bug fixed in
+    ``collector/cadr_fleet.py`` by 1665b90). Now the first refusal and the first release
+    of each device are held; later ones are counted (a repeated refusal is ignored, as the
+    intake does; an identical release is a duplicate; a changed one rejected)."""
+    from ldpfleet.collector.cadr_partition import _Worker
+
+    worker, conn = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None), FakeConn()
+    flood = [(topics.up(RUN, "n0001", "budget_refused"), refusal("n0001"))] * 20
+    flood += [(topics.up(RUN, "n0001", "dsr"), release("n0001", 1.0 + i / 8)) for i in range(20)]
+    honest = [
+        (topics.up(RUN, "n0002", "budget_refused"), refusal("n0002", "ndoe")),
+        (topics.up(RUN, "n0000", "dsr"), release("n0000", 1.5)),
+        (topics.up(RUN, "n0000", "dsr"), release("n0000", 1.5)),  # a retransmission
+    ]
+    for topic, payload in [*flood, *honest]:
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    await worker.start(conn, THETA)
+    assert set(worker.intake.refusals) == {"n0001", "n0002"}
+    assert worker.intake.values == {"n0000": 1.5} and worker.intake.complete
+    assert worker.duplicates == 1  # n0000's retransmission
+    # 19 changed releases of n0001 at the worker, its first one by the intake (it refused)
+    assert (worker.rejected, worker.intake.rejected) == (19, 1)
+
+
+async def test_a_message_on_the_wrong_topic_kind_is_refused_at_a_partition():
+    """A release on ``up/budget_refused`` or a refusal on ``up/dsr``: the intake reads the
+    type only, so the worker accepted them (the check ``collector/cadr_fleet.py`` got in
+    1665b90 was missing here). Refused and counted, before and after θ."""
+    from ldpfleet.collector.cadr_partition import _Worker
+
+    worker, conn = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None), FakeConn()
+    wrong = [
+        (topics.up(RUN, "n0000", "budget_refused"), release("n0000")),
+        (topics.up(RUN, "n0001", "dsr"), refusal("n0001")),
+    ]
+    for topic, payload in wrong:  # before θ: held, then judged
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    await worker.start(conn, THETA)
+    for topic, payload in wrong:  # after θ
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    assert worker.intake.values == {} and worker.intake.refusals == {}
+    assert worker.rejected == 2 * len(wrong)
