@@ -150,8 +150,13 @@ async def _until(changed: asyncio.Event, done, timeout: float) -> None:
 async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
     """Feed the status topic's messages to ``gatherer`` (subscribe ``conn`` first)."""
     async for delivery in conn.messages():
-        with contextlib.suppress(RemoteProtocolError):
-            gatherer.receive(codec.decode(delivery.payload))
+        try:
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError:
+            gatherer.refused += 1  # undecodable: counted like a malformed message
+            continue
+        with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
+            gatherer.receive(message)
 
 
 class _Worker:

@@ -45,7 +45,8 @@ from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.messages import Message
 from ldpfleet.protocol.partition import COUNTERS, GcdpWindowMeans
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.scenarios.cadr_partition import (
@@ -256,10 +257,13 @@ async def coordinator_side(
             recording = g.create_task(recorder.run_until_closed())
             await _first(recorder.subscribed, recording)
 
-            async def on_message(message: object) -> None:  # a worker's window means
-                if release is not None and isinstance(message, GcdpWindowMeans):
-                    release.receive_means(message)
-                    await release.flush(conn)
+            async def on_message(message: Message) -> None:  # a worker's window means
+                if release is None or not isinstance(message, GcdpWindowMeans):
+                    raise RemoteProtocolError(  # counted by coordinate_stream
+                        f"a {message.type_name()} on the status topic", field="type"
+                    )
+                release.receive_means(message)  # RemoteProtocolError: counted there too
+                await release.flush(conn)
 
             try:
                 tally = await coordinate_stream(
@@ -313,6 +317,7 @@ async def coordinator_side(
         "scenario": scenario_header(scenario, seed),
         "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
         "counters": tally.counters() if tally else None,
+        "partition_messages_refused": tally.refused if tally else None,
         "close_reason": tally.close_reason() if tally else None,
         "complete": bool(tally and tally.complete),
         "trace": {
@@ -420,6 +425,7 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
         "count": len(parts),
         "devices": [p["partition"]["devices"] for p in parts],
         "close_reason": coordinator.get("close_reason"),
+        "messages_refused": coordinator.get("partition_messages_refused"),
         "coordinator_peak_rss_mb": coordinator["peak_rss_mb"],
         "peak_rss_mb": [p.get("peak_rss_mb") for p in parts],
     }
