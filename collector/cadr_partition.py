@@ -16,7 +16,8 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   coordinator's ``run closed``. What reaches it before θ (refusals, and releases: its
   control connection and its device subscriptions are separate sessions, so a worker
   that the machine's load stalled may read a device's release before the θ broadcast the
-  device acted on) is held, at most two messages a device, and judged once θ is heard;
+  device acted on) is held, the first refusal and the first release of each device (so
+  no device's repeats crowd out another's), and judged once θ is heard;
   one collector creates its intake before it broadcasts θ, so nothing of an honest
   device reaches it early. A release sent before the broadcast with a guessed θ is thus
   judged (and refused unless the θ is right) rather than refused outright.
@@ -39,7 +40,7 @@ from pathlib import Path
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
-from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
+from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases, _check_kind
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
@@ -149,8 +150,13 @@ async def _until(changed: asyncio.Event, done, timeout: float) -> None:
 async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
     """Feed the status topic's messages to ``gatherer`` (subscribe ``conn`` first)."""
     async for delivery in conn.messages():
-        with contextlib.suppress(RemoteProtocolError):
-            gatherer.receive(codec.decode(delivery.payload))
+        try:
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError:
+            gatherer.refused += 1  # undecodable: counted like a malformed message
+            continue
+        with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
+            gatherer.receive(message)
 
 
 class _Worker:
@@ -161,7 +167,9 @@ class _Worker:
         self.partition, self.partitions = partition
         self.eps_dsr, self.store = eps_dsr, store
         self.intake: DsrIntake | None = None
-        self.early: list[tuple[topics.Topic, BudgetRefused | DsrReport]] = []
+        self.members = frozenset(self.devices)
+        # before θ: the first refusal and the first release of each device (``_hold``)
+        self.early: dict[tuple[str, str], tuple[topics.Topic, BudgetRefused | DsrReport]] = {}
         self.rejected = self.duplicates = self.sent = 0
         self.theta_heard = asyncio.Event()
         self.closed = asyncio.Event()
@@ -171,11 +179,12 @@ class _Worker:
         """A DSR release or refusal: persist accepted releases, then ack (as one collector)."""
         intake = self.intake
         if intake is None:
-            held = isinstance(message, BudgetRefused | DsrReport)
-            if held and len(self.early) < 2 * len(self.devices):
-                self.early.append((topic, message))  # judged once θ is heard
-            else:
-                self.rejected += 1
+            self._hold(topic, message)
+            return
+        try:
+            _check_kind(topic, message)  # type: ignore[arg-type]
+        except RemoteProtocolError:
+            self.rejected += 1
             return
         intake.receive(topic, message, time.monotonic())  # type: ignore[arg-type]
         accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
@@ -188,10 +197,28 @@ class _Worker:
             intake.ack(event.device, event.seq)
         await publish_outbound(conn, intake)
 
+    def _hold(self, topic: topics.Topic, message: object) -> None:
+        """Before θ: hold the first refusal and the first release of each device, judged
+        once θ is heard (a global first-come cap let one device's repeats crowd out
+        another's). Later ones are counted: a repeated refusal is ignored (the intake keeps
+        one), an identical release is a duplicate, any other message is rejected."""
+        if isinstance(message, BudgetRefused | DsrReport) and topic.sender in self.members:
+            key = (topic.sender, type(message).__name__)
+            held = self.early.get(key)
+            if held is None:
+                self.early[key] = (topic, message)
+                return
+            if isinstance(message, BudgetRefused):
+                return
+            if held == (topic, message):
+                self.duplicates += 1
+                return
+        self.rejected += 1
+
     async def start(self, conn: Connection, theta: int) -> None:
-        """θ heard: the intake, the held refusals."""
+        """θ heard: the intake, the held refusals and releases."""
         self.intake = DsrIntake(self.run, self.devices, theta, self.eps_dsr)
-        held, self.early = self.early, []
+        held, self.early = list(self.early.values()), {}
         for topic, message in held:
             await self.handle(conn, topic, message)
         self.theta_heard.set()

@@ -164,7 +164,9 @@ async def coordinate_stream(
     worker is ready within ``workers_timeout``; ``aborted(sentence)`` hears a stage closed
     because no device joined within ``fleet_timeout`` of the opening. ``on_message`` gets
     every other message of the status topic (a ``[gcdp]`` run's window means), in order:
-    those of a worker before its ``closed``, so all of them before this returns."""
+    those of a worker before its ``closed``, so all of them before this returns; it raises
+    ``RemoteProtocolError`` for a message it does not take. What is refused (undecodable,
+    not taken, not a status of this run) is counted in the tally's ``refused``."""
     tally = PartitionTally(run, partitions)
     changed = asyncio.Event()
     reopen = asyncio.Event()  # a (restarted) worker said ready after the opening
@@ -174,11 +176,15 @@ async def coordinate_stream(
 
         async def listen() -> None:
             async for delivery in conn.messages():
-                with contextlib.suppress(RemoteProtocolError):
+                try:
                     status = codec.decode(delivery.payload)
                     if on_message is not None and not isinstance(status, PartitionStatus):
                         await on_message(status)
                         continue
+                except RemoteProtocolError:
+                    tally.refused += 1  # undecodable, or not taken by ``on_message``
+                    continue
+                with contextlib.suppress(RemoteProtocolError):  # counted by the tally
                     tally.receive(status)
                     changed.set()
                     if opened_at and status.state == "ready":

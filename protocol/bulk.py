@@ -74,6 +74,7 @@ from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteP
 from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import (
     MAX_STEPS,
+    SCHEMA_VERSION,
     Epsilon,
     Mechanism,
     Message,
@@ -192,21 +193,31 @@ def encode_bulk(message: Message) -> bytes:
 
 
 def decode_bulk(payload: bytes) -> Message:
-    """Decode one bulk-protocol message; ``RemoteProtocolError`` naming the field."""
+    """Decode one bulk-protocol message; ``RemoteProtocolError`` naming the field (``seq``,
+    ``w``, ``type``...; ``payload`` when none can be named) as ``protocol.codec.decode``
+    does, and refusing another schema version (field ``v``, ``unsupported_version``)."""
     if len(payload) > MAX_BULK_PAYLOAD:
         raise RemoteProtocolError(
             f"{len(payload)} bytes exceeds the limit of {MAX_BULK_PAYLOAD}",
             field="payload",
             code="oversize",
         )
+    # the wire decoder's field and version rules (imported here: codec imports this module)
+    from ldpfleet.protocol.codec import _field_of, _refuse_other_version, _refuse_version
+
     try:
-        return _decoder.decode(payload)
+        message = _decoder.decode(payload)
     except msgspec.ValidationError as error:
-        raise RemoteProtocolError(str(error), field="payload", code="schema") from None
+        _refuse_other_version(payload)  # another version's message fails for that reason
+        text = str(error)
+        raise RemoteProtocolError(text, field=_field_of(text), code="schema") from None
     except msgspec.DecodeError as error:
         raise RemoteProtocolError(
             f"not valid JSON: {error}", field="payload", code="undecodable"
         ) from None
+    if message.v != SCHEMA_VERSION:
+        _refuse_version(message.v)
+    return message
 
 
 # -- topics -------------------------------------------------------------------------------

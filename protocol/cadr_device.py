@@ -54,7 +54,13 @@ device whose θ charge is refused answers a zero vector plus its noise share
 
 Deterministic: all randomness comes from the injected generator, drawn in the order of the
 inputs, and the relay fixes that order — so a seed gives the same release on every
-transport. Invalid input raises ``RemoteProtocolError`` naming the field, changes nothing.
+transport. Invalid input raises ``RemoteProtocolError`` naming the field, changes nothing —
+except a relay delivery's peer items, judged one by one: the relay cannot judge them (is a
+code in range, is the sender a neighbour, is an answer in turn), so a bad item is refused
+alone and counted (``refused_items``), the rest is used and the step answered, then ONE
+``RemoteProtocolError`` names the first bad item (``items[i]``) for the pump to count. One
+misbehaving peer thus cannot stop an honest device (helper V). A neighbour left without a
+valid NDOE code is tried last by LPEA (code ``ndoe_parts``; ``-1`` for ``lh``).
 """
 
 from __future__ import annotations
@@ -126,7 +132,9 @@ class CadrDevice(Machine):
         self.refusal: BudgetRefused | None = None  # set once a spend was refused
         self.theta: int | None = None
         self.code: int | None = None
-        self.codes: dict[str, int] = {}
+        self.codes: dict[str, int] = {}  # the neighbours' valid NDOE codes
+        self._codes_taken = False  # the NDOE delivery came
+        self.refused_items = 0  # delivered peer items refused one by one (a peer misbehaved)
         self.node: LpeaNode | None = None
         self.sessions = 0
         self._theta_answered = False
@@ -429,10 +437,9 @@ class CadrDevice(Machine):
             if plan.method == "ra":
                 codes = dict.fromkeys(self.neighbours, 0)
             else:
-                missing = [n for n in self.neighbours if n not in self.codes]
-                if missing:
-                    raise LocalProtocolError(f"{self.device}: no NDOE code from {missing[:5]}")
-                codes = self.codes
+                # a neighbour whose code was refused or never came is tried last
+                last = -1 if plan.method == "lh" else plan.ndoe_parts
+                codes = {n: self.codes.get(n, last) for n in self.neighbours}
             capacity = self.theta
             if not self._charge(self.budget.lpea, "warner_rr", "lpea", r):
                 # refused: capacity 0 makes every answer RR of a constant "no" and every
@@ -466,8 +473,9 @@ class CadrDevice(Machine):
 
     def _on_delivery(self, delivery: PeerDelivery, now: float) -> None:
         if delivery.phase == "ndoe":
-            self._take_codes(delivery)
+            refused = self._take_codes(delivery)
             self._batch("ndoe", delivery.round, delivery.step, [], done=True)
+            self._refuse_items(refused, len(delivery.items))
             return
         node = self.node
         if delivery.phase != "lpea" or node is None or delivery.round != node.round:
@@ -482,25 +490,49 @@ class CadrDevice(Machine):
             self._padding = True
             self._batch("lpea", r, delivery.step, [], done=True, added=0)
             return
-        for item in delivery.items:  # RemoteProtocolError: that peer misbehaved
-            node.receive_item(item.peer, item.kind, item.value, r, now)
+        refused: list[tuple[int, RemoteProtocolError]] = []
+        for index, item in enumerate(delivery.items):
+            try:  # the node checks every item before it changes anything
+                node.receive_item(item.peer, item.kind, item.value, r, now)
+            except RemoteProtocolError as error:  # that peer misbehaved: skip its item
+                refused.append((index, error))
         self._flush_node(r, delivery.step)
+        self._refuse_items(refused, len(delivery.items))
 
-    def _take_codes(self, delivery: PeerDelivery) -> None:
+    def _refuse_items(self, refused: list[tuple[int, RemoteProtocolError]], total: int) -> None:
+        """Count the items of a delivery that were refused one by one (the rest was used and
+        the step answered) and raise one ``RemoteProtocolError`` naming the first: one
+        peer's bad item must not stop this device (the relay cannot judge items)."""
+        if not refused:
+            return
+        self.refused_items += len(refused)
+        index, first = refused[0]
+        raise RemoteProtocolError(
+            f"{len(refused)} of {total} items refused (the rest used); first: {first.reason}",
+            field=f"items[{index}]",
+            code=first.code,
+        )
+
+    def _take_codes(self, delivery: PeerDelivery) -> list[tuple[int, RemoteProtocolError]]:
+        """Keep each neighbour's first valid code; return the items refused (by index)."""
         plan = self.plan
-        if plan is None or self.code is None or self.codes:
+        if plan is None or self.code is None or self._codes_taken:
             raise RemoteProtocolError("NDOE codes are not expected now", field="phase")
+        self._codes_taken = True
         codes: dict[str, int] = {}
+        refused: list[tuple[int, RemoteProtocolError]] = []
         neighbours = set(self.neighbours)
         for index, item in enumerate(delivery.items):
             if item.kind != "code" or not 0 <= item.value < plan.ndoe_parts:
-                raise RemoteProtocolError(f"bad NDOE item {item!r}", field=f"items[{index}]")
-            if item.peer not in neighbours or item.peer in codes:
-                raise RemoteProtocolError(
-                    f"code from {item.peer}, not a neighbour (or twice)", field=f"items[{index}]"
-                )
-            codes[item.peer] = item.value
+                reason = f"bad NDOE item {item!r} (a code in [0, {plan.ndoe_parts}))"
+            elif item.peer not in neighbours or item.peer in codes:
+                reason = f"code from {item.peer}, not a neighbour (or twice)"
+            else:
+                codes[item.peer] = item.value
+                continue
+            refused.append((index, RemoteProtocolError(reason, field=f"items[{index}]")))
         self.codes = codes
+        return refused
 
     # ---- DSR ---------------------------------------------------------------------------------
 

@@ -46,7 +46,8 @@ from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
 from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
+from ldpfleet.protocol.messages import Message
 from ldpfleet.protocol.partition import COUNTERS, GcdpWindowMeans
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.scenarios.cadr_partition import (
@@ -271,9 +272,72 @@ async def coordinator_side(
             filters=_coordinator_filters(scenario, run),
             scenario_digest=scenario_digest(scenario.to_dict()),
         )
+<<<<<<< HEAD
         tally = await _record_and_coordinate(job, transport, recorder)
     if job.release is not None:
         document |= _release_outputs(job.release, out)
+=======
+        async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
+            recording = g.create_task(recorder.run_until_closed())
+            await _first(recorder.subscribed, recording)
+
+            async def on_message(message: Message) -> None:  # a worker's window means
+                if release is None or not isinstance(message, GcdpWindowMeans):
+                    raise RemoteProtocolError(  # counted by coordinate_stream
+                        f"a {message.type_name()} on the status topic", field="type"
+                    )
+                release.receive_means(message)  # RemoteProtocolError: counted there too
+                await release.flush(conn)
+
+            try:
+                tally = await coordinate_stream(
+                    transport,
+                    run,
+                    count,
+                    on_ready=lambda: announcer.open(conn),
+                    progress=progress,
+                    workers_timeout=workers_timeout,
+                    fleet_timeout=fleet_timeout,
+                    aborted=lambda s: document.update(
+                        aborted={"reason": "no_fleet", "fleet_timeout": fleet_timeout,
+                                 "detail": s}
+                    ),
+                    on_message=on_message,
+                )  # fmt: skip
+                if release is not None:  # every worker's means are in: the rest is due
+                    release.finish()
+                    await release.flush(conn)
+                if scenario.spec.secure_sum is not None and document["aborted"] is None:
+                    # every secure sum is the coordinator's (the workers keep the streams)
+                    secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
+                    document["secure_sum"] = secure
+                    document["secure_sum_stage"] = {
+                        "status": "aborted" if secure["aborted"] else "ok",
+                        "seconds": secure["seconds"],
+                    }
+            except WorkersMissing as error:
+                document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
+                tally = None
+            finally:
+                reason = (document["aborted"] or {}).get("detail", "")
+                with contextlib.suppress(Exception):
+                    await announcer.close(conn, reason)
+            await announce_run_closed(conn, run)
+            await asyncio.wait({recording}, timeout=scenario.spec.collector.finish_grace)
+            if not recording.done():
+                recording.cancel()
+            await asyncio.gather(recording, return_exceptions=True)
+    if release is not None:
+        gcdp = release.summary()
+        arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
+        np.savez_compressed(out / SIDE_FILE, **arrays)
+        document |= {
+            "gcdp": gcdp,
+            "gcdp_stage": gcdp_stage_entry(gcdp),
+            "collector_ledger": gcdp_ledger(release, gcdp),
+            "gcdp_means_refused": release.means_refused,
+        }
+>>>>>>> wt-V
     document |= {
         "scenario": scenario_header(scenario, seed),
         "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
@@ -376,6 +440,7 @@ def _coordinator_outcome(tally, recorder: TraceRecorder) -> dict:
     """results.json's counters, close reason, completeness and trace entries."""
     return {
         "counters": tally.counters() if tally else None,
+        "partition_messages_refused": tally.refused if tally else None,
         "close_reason": tally.close_reason() if tally else None,
         "complete": bool(tally and tally.complete),
         "trace": {
@@ -479,6 +544,7 @@ def _merged_document(scenario: LoadedScenario, coordinator: dict, parts: list[di
         "count": len(parts),
         "devices": [p["partition"]["devices"] for p in parts],
         "close_reason": coordinator.get("close_reason"),
+        "messages_refused": coordinator.get("partition_messages_refused"),
         "coordinator_peak_rss_mb": coordinator["peak_rss_mb"],
         "peak_rss_mb": [p.get("peak_rss_mb") for p in parts],
     }

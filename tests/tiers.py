@@ -213,6 +213,10 @@ SLOW: dict[str, float] = {
     "tests/unit/test_mechanism_registry.py::test_device_failures_are_one_counted_warning_and_each_one_with_verbose": 2.5,
     "tests/e2e/test_plugin_mechanism.py::test_an_estimate_mean_failing_on_the_collector_is_a_results_warning": 0.8,
     "tests/unit/test_mechanism_registry.py::test_the_package_of_the_docs_installs_audits_and_runs": 2.5,
+    # helper V: helper W's hostile-input tests, CPU s (self + children) of 3 runs, max; the
+    # rest of tests/unit/test_hostile_*.py and tests/e2e/test_hostile_*.py costs < 0.15 s
+    "tests/e2e/test_hostile_gcdp.py::test_a_hostile_flood_against_a_raw_stream_is_refused_as_planned": 1.0,
+    "tests/unit/test_hostile_relay.py::test_a_hostile_batch_is_refused_counted_and_the_run_releases_the_same": 0.5,
 }
 
 

@@ -380,3 +380,40 @@ def test_the_admit_window_keeps_the_fleet_within_max_in_flight():
     net.route = watching
     net.run()
     assert most == 1 and all(c.complete for c in net.collectors)
+
+
+# ---- decode_bulk names the field (helper V, after helper W's hostile-input sweep) --------
+
+_REPORT = (
+    b'{"type": "bulk_report", "run": "t", "sender": "g0", "seq": 3, "mechanism": "sw", '
+    b'"w": 5, "batch_steps": 5, "entries": ""}'
+)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field", "code"),
+    [
+        (_REPORT.replace(b'"seq": 3', b'"seq": "three"'), "seq", "schema"),
+        (_REPORT.replace(b'"w": 5', b'"w": -1'), "w", "schema"),
+        (_REPORT.replace(b'"batch_steps": 5, ', b""), "batch_steps", "schema"),
+        (_REPORT.replace(b'"run": "t"', b'"run": "../x"'), "run", "schema"),
+        (_REPORT.replace(b'"bulk_report"', b'"teleport"'), "type", "schema"),
+        (_REPORT.replace(b'"seq": 3', b'"v": 2, "seq": 3'), "v", "unsupported_version"),
+        # another version whose other fields differ too: refused for the version
+        (_REPORT.replace(b'"seq": 3', b'"v": 2, "seq": "x"'), "v", "unsupported_version"),
+        (b"[" * 100_000, "payload", "schema"),
+        (b'{"type": "bulk_report"', "payload", "undecodable"),
+    ],
+)
+def test_decode_bulk_names_the_field_and_checks_the_version(payload, field, code):
+    """``decode_bulk`` named ``payload`` for every schema error instead of the field (as
+    ``protocol.codec.decode`` does) and read ``v`` without checking it (the bulk pump
+    checked it after); both fixed in the decoder itself."""
+    with pytest.raises(RemoteProtocolError) as caught:
+        decode_bulk(payload)
+    assert (caught.value.field, caught.value.code) == (field, code)
+
+
+def test_decode_bulk_still_takes_an_honest_report():
+    message = decode_bulk(_REPORT)
+    assert isinstance(message, BulkReport) and message.seq == 3 and message.v == 1

@@ -165,7 +165,19 @@ def test_bad_broadcasts_are_refused_with_the_field(topic_kind, message, field):
     assert caught.value.field == field
 
 
-def test_codes_from_strangers_and_out_of_range_codes_are_refused():
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (PeerItem("z", "code", 1), "not a neighbour"),
+        (PeerItem("b", "code", 4), r"a code in \[0, 4\)"),
+        (PeerItem("b", "req", 0), "bad NDOE item"),
+        (PeerItem("c", "code", 2), "twice"),
+    ],
+)
+def test_a_bad_code_is_refused_alone_and_the_step_still_answered(bad, reason):
+    """One bad item is refused and counted (the error names it); the rest of the delivery
+    is used and the device answers the step (before helper V, the whole delivery was
+    refused and the step never answered: one peer could stop an honest device)."""
     device = CadrDevice(RUN, "a", ["b", "c"], np.random.default_rng(0))
     device.receive(ctl("cadr_plan"), plan(parts=4), 0.0)
     device.receive(ctl("cadr_theta"), theta_msg(2), 0.0)
@@ -173,19 +185,24 @@ def test_codes_from_strangers_and_out_of_range_codes_are_refused():
         b'{"type":"peer_step","run":"cadr-unit","sender":"relay","phase":"ndoe","round":0}'
     )
     device.receive(ctl("peer_step"), step, 0.0)
+    device.pop_outbound()
     inbox = topics.parse(topics.inbox(RUN, "a", RELAY_ID))
-    for items, field in (
-        ([PeerItem("z", "code", 1)], "items[0]"),
-        ([PeerItem("b", "code", 4)], "items[0]"),
-        ([PeerItem("b", "req", 0)], "items[0]"),
-    ):
-        delivery = PeerDelivery(
-            run=RUN, sender=RELAY_ID, phase="ndoe", round=0, step=1, items=items
-        )
-        with pytest.raises(RemoteProtocolError) as caught:
-            device.receive(inbox, delivery, 0.0)
-        assert caught.value.field == field
-        assert device.codes == {}
+    items = [PeerItem("c", "code", 3), bad]
+    delivery = PeerDelivery(run=RUN, sender=RELAY_ID, phase="ndoe", round=0, step=1, items=items)
+    with pytest.raises(RemoteProtocolError, match=reason) as caught:
+        device.receive(inbox, delivery, 0.0)
+    assert caught.value.field == "items[1]" and device.refused_items == 1
+    assert device.codes == {"c": 3}
+    (answer,) = device.pop_outbound()
+    assert answer.message.phase == "ndoe" and answer.message.step == 1 and answer.message.done
+    with pytest.raises(RemoteProtocolError) as caught:  # one NDOE delivery, not two
+        device.receive(inbox, delivery, 0.0)
+    assert caught.value.field == "phase" and device.codes == {"c": 3}
+    lpea = codec.decode(
+        b'{"type":"peer_step","run":"cadr-unit","sender":"relay","phase":"lpea","round":0}'
+    )
+    device.receive(ctl("peer_step"), lpea, 0.0)  # "b" without a code is tried last
+    assert device.node is not None and device.node.codes == {"b": 4.0, "c": 3.0}
 
 
 def test_relay_steps_before_theta_are_held_then_served():

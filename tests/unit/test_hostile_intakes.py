@@ -228,3 +228,146 @@ def test_a_gateway_number_spelled_otherwise_is_not_that_gateways_uplink(tmp_path
     closed, refusals, sent = bulk_handle(tmp_path, gateway_up("t", 1, "hello", None),
                                          encode_bulk(hello))  # fmt: skip
     assert refusals == {} and sent[0].message.type_name() == "bulk_admit"
+
+
+# ---- a CADR-LDP partition worker's DSR intake (collector/cadr_partition.py) ---------------
+
+
+async def test_one_devices_flood_before_theta_does_not_evict_anothers_at_a_partition():
+    """A partition worker holds what reaches it before θ (module docstring of
+    ``collector/cadr_partition.py``) and judges it once θ is heard. It held at most
+    2 × devices messages in all, first come: one device repeating its refusal or its
+    release filled the list and another device's refusal or release after it was dropped,
+    so the partition never completed (helper W's sweep; the bug fixed in
+    ``collector/cadr_fleet.py`` by 1665b90). Now the first refusal and the first release
+    of each device are held; later ones are counted (a repeated refusal is ignored, as the
+    intake does; an identical release is a duplicate; a changed one rejected)."""
+    from ldpfleet.collector.cadr_partition import _Worker
+
+    worker, conn = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None), FakeConn()
+    flood = [(topics.up(RUN, "n0001", "budget_refused"), refusal("n0001"))] * 20
+    flood += [(topics.up(RUN, "n0001", "dsr"), release("n0001", 1.0 + i / 8)) for i in range(20)]
+    honest = [
+        (topics.up(RUN, "n0002", "budget_refused"), refusal("n0002", "ndoe")),
+        (topics.up(RUN, "n0000", "dsr"), release("n0000", 1.5)),
+        (topics.up(RUN, "n0000", "dsr"), release("n0000", 1.5)),  # a retransmission
+    ]
+    for topic, payload in [*flood, *honest]:
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    await worker.start(conn, THETA)
+    assert set(worker.intake.refusals) == {"n0001", "n0002"}
+    assert worker.intake.values == {"n0000": 1.5} and worker.intake.complete
+    assert worker.duplicates == 1  # n0000's retransmission
+    # 19 changed releases of n0001 at the worker, its first one by the intake (it refused)
+    assert (worker.rejected, worker.intake.rejected) == (19, 1)
+
+
+async def test_a_message_on_the_wrong_topic_kind_is_refused_at_a_partition():
+    """A release on ``up/budget_refused`` or a refusal on ``up/dsr``: the intake reads the
+    type only, so the worker accepted them (the check ``collector/cadr_fleet.py`` got in
+    1665b90 was missing here). Refused and counted, before and after θ."""
+    from ldpfleet.collector.cadr_partition import _Worker
+
+    worker, conn = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None), FakeConn()
+    wrong = [
+        (topics.up(RUN, "n0000", "budget_refused"), release("n0000")),
+        (topics.up(RUN, "n0001", "dsr"), refusal("n0001")),
+    ]
+    for topic, payload in wrong:  # before θ: held, then judged
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    await worker.start(conn, THETA)
+    for topic, payload in wrong:  # after θ
+        await worker.handle(conn, topics.parse(topic), codec.decode(payload))
+    assert worker.intake.values == {} and worker.intake.refusals == {}
+    assert worker.rejected == 2 * len(wrong)
+
+
+# ---- the partition status topic (collector/partition.py, collector/cadr_partition.py) -----
+
+
+def _status(state: str, **fields) -> bytes:
+    from ldpfleet.protocol.partition import PartitionStatus
+
+    return codec.encode(PartitionStatus(run=RUN, sender=topics.COLLECTOR_ID, partition=0,
+                                        partitions=1, state=state, **fields))  # fmt: skip
+
+
+STATUS_GARBAGE = [
+    b"\xff not json",
+    b'{"type": "partition_status"',
+    codec.encode(Stage(run=RUN, sender=topics.COLLECTOR_ID, stage="stream", state="open")),
+]
+
+
+async def _coordinate_against_a_worker(on_message=None):
+    """``coordinate_stream`` with one worker that, once the stage is open (so the
+    coordinator listens), sends the garbage of ``STATUS_GARBAGE`` then its ``closed``."""
+    import asyncio
+
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.partition import coordinate_stream
+    from ldpfleet.protocol.partition import COUNTERS, status_topic
+
+    transport = MemoryTransport()
+
+    async def worker() -> None:
+        async with transport.connect(f"{RUN}-w0") as conn:
+            await conn.subscribe(topics.ctl(RUN, "stage"))
+            opened = False
+            while not opened:
+                await conn.publish(status_topic(RUN), _status("ready"))
+                try:
+                    async with asyncio.timeout(0.2):
+                        async for delivery in conn.messages():
+                            opened = codec.decode(delivery.payload).state == "open"
+                            break
+                except TimeoutError:
+                    continue
+            for payload in STATUS_GARBAGE:
+                await conn.publish(status_topic(RUN), payload)
+            closed = _status("closed", complete=True, counters=[0] * len(COUNTERS))
+            await conn.publish(status_topic(RUN), closed)
+
+    task = asyncio.create_task(worker())
+    tally = await coordinate_stream(transport, RUN, 1, workers_timeout=60, fleet_timeout=60,
+                                    on_message=on_message)  # fmt: skip
+    await task
+    return tally
+
+
+async def test_undecodable_messages_on_the_status_topic_are_counted():
+    """The coordinator dropped an undecodable message on the status topic without a count
+    (``contextlib.suppress``), and, with an ``on_message`` hook (every stream coordinator
+    passes one), a decodable message that is not a status nor taken by the hook too. Now
+    each counts in the tally's ``refused`` (``partition_messages_refused``)."""
+    tally = await _coordinate_against_a_worker()
+    assert tally.complete and tally.refused == len(STATUS_GARBAGE)
+
+    async def hook(message):
+        from ldpfleet.protocol.errors import RemoteProtocolError
+
+        raise RemoteProtocolError(f"not taken: {message.type_name()}", field="type")
+
+    tally = await _coordinate_against_a_worker(on_message=hook)
+    assert tally.complete and tally.refused == len(STATUS_GARBAGE)
+
+
+async def test_undecodable_messages_to_the_cadr_release_gatherer_are_counted():
+    """``listen_to_workers`` (CADR partitions) dropped undecodable payloads without a
+    count; the gatherer counts them now, as it counts the malformed ones."""
+    import asyncio
+
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.collector.cadr_partition import ReleaseGatherer, listen_to_workers
+    from ldpfleet.protocol.partition import status_topic
+
+    transport = MemoryTransport()
+    gatherer = ReleaseGatherer(RUN, 1)
+    async with transport.connect("coord") as conn, transport.connect("w0") as worker:
+        await conn.subscribe(status_topic(RUN))
+        listening = asyncio.create_task(listen_to_workers(conn, gatherer))
+        for payload in [*STATUS_GARBAGE, _status("ready")]:
+            await worker.publish(status_topic(RUN), payload)
+        await gatherer.wait_ready(60)
+        listening.cancel()
+    assert gatherer.all_ready and gatherer.refused == len(STATUS_GARBAGE)
