@@ -272,72 +272,9 @@ async def coordinator_side(
             filters=_coordinator_filters(scenario, run),
             scenario_digest=scenario_digest(scenario.to_dict()),
         )
-<<<<<<< HEAD
         tally = await _record_and_coordinate(job, transport, recorder)
     if job.release is not None:
         document |= _release_outputs(job.release, out)
-=======
-        async with transport.connect(f"{run}-collector-run") as conn, asyncio.TaskGroup() as g:
-            recording = g.create_task(recorder.run_until_closed())
-            await _first(recorder.subscribed, recording)
-
-            async def on_message(message: Message) -> None:  # a worker's window means
-                if release is None or not isinstance(message, GcdpWindowMeans):
-                    raise RemoteProtocolError(  # counted by coordinate_stream
-                        f"a {message.type_name()} on the status topic", field="type"
-                    )
-                release.receive_means(message)  # RemoteProtocolError: counted there too
-                await release.flush(conn)
-
-            try:
-                tally = await coordinate_stream(
-                    transport,
-                    run,
-                    count,
-                    on_ready=lambda: announcer.open(conn),
-                    progress=progress,
-                    workers_timeout=workers_timeout,
-                    fleet_timeout=fleet_timeout,
-                    aborted=lambda s: document.update(
-                        aborted={"reason": "no_fleet", "fleet_timeout": fleet_timeout,
-                                 "detail": s}
-                    ),
-                    on_message=on_message,
-                )  # fmt: skip
-                if release is not None:  # every worker's means are in: the rest is due
-                    release.finish()
-                    await release.flush(conn)
-                if scenario.spec.secure_sum is not None and document["aborted"] is None:
-                    # every secure sum is the coordinator's (the workers keep the streams)
-                    secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
-                    document["secure_sum"] = secure
-                    document["secure_sum_stage"] = {
-                        "status": "aborted" if secure["aborted"] else "ok",
-                        "seconds": secure["seconds"],
-                    }
-            except WorkersMissing as error:
-                document["aborted"] = {"reason": "workers_missing", "detail": error.sentence}
-                tally = None
-            finally:
-                reason = (document["aborted"] or {}).get("detail", "")
-                with contextlib.suppress(Exception):
-                    await announcer.close(conn, reason)
-            await announce_run_closed(conn, run)
-            await asyncio.wait({recording}, timeout=scenario.spec.collector.finish_grace)
-            if not recording.done():
-                recording.cancel()
-            await asyncio.gather(recording, return_exceptions=True)
-    if release is not None:
-        gcdp = release.summary()
-        arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
-        np.savez_compressed(out / SIDE_FILE, **arrays)
-        document |= {
-            "gcdp": gcdp,
-            "gcdp_stage": gcdp_stage_entry(gcdp),
-            "collector_ledger": gcdp_ledger(release, gcdp),
-            "gcdp_means_refused": release.means_refused,
-        }
->>>>>>> wt-V
     document |= {
         "scenario": scenario_header(scenario, seed),
         "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
@@ -398,10 +335,13 @@ def _means_receiver(release: GcdpStage | None, conn) -> Callable:
     """``on_message`` of ``coordinate_stream``: a worker's window means go to the central
     release, which publishes what is due."""
 
-    async def on_message(message: object) -> None:
-        if release is not None and isinstance(message, GcdpWindowMeans):
-            release.receive_means(message)
-            await release.flush(conn)
+    async def on_message(message: Message) -> None:
+        if release is None or not isinstance(message, GcdpWindowMeans):
+            raise RemoteProtocolError(  # counted by coordinate_stream
+                f"a {message.type_name()} on the status topic", field="type"
+            )
+        release.receive_means(message)  # RemoteProtocolError: counted there too
+        await release.flush(conn)
 
     return on_message
 
