@@ -36,6 +36,13 @@ from ldpfleet.protocol.stream import RAW, StreamConfig
 from ldpfleet.protocol.topics import MAX_PARTITIONS
 from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
 from ldpfleet.scenarios.plugin_load import mechanism_in_time
+from ldpfleet.scenarios.schema_graph import (
+    broker_url_problem,
+    cadr_budget_problem,
+    generator_problem,
+    graph_nodes,
+    missing_source_problem,
+)
 from msgspec import Meta
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
@@ -742,6 +749,9 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     _check_finite(spec, where)
+    url_problem = broker_url_problem(spec.broker.url)
+    if url_problem is not None:
+        raise ScenarioError(f"{where}broker.url: {url_problem}")
     loaded = LoadedScenario(spec, path, text)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
@@ -758,6 +768,12 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
     cpr = spec.cpr
+    if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
+        raise ScenarioError(
+            f'{where}cpr: [cpr] configures reconstruct = "cpr" only; stream.reconstruct is '
+            f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "
+            'reconstruct = "cpr")'
+        )
     if cpr.min_period > max(2, spec.stream.steps // 3):  # 2: the default, always allowed
         raise ScenarioError(
             f"{where}cpr.min_period: need min_period <= steps / 3 = {spec.stream.steps // 3} "
@@ -971,6 +987,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
             mechanism_in_time(name, eps0)  # a plugin that blocks: refused past a limit
     except ParameterError as error:
         reason = error.reason
+        if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
+            raise ScenarioError(f"{where}stream.mechanism: {reason}{_near_miss(name)}") from None
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
         else:
@@ -979,6 +997,18 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
                 f" = {eps0:g})"
             )
         raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
+
+
+def _near_miss(name: str) -> str:
+    """`` (did you mean "laplace"?)`` for a mechanism name close to a built-in's (case
+    ignored: "SW"), else ""."""
+    from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+
+    builtins = list(STREAM_MECHANISMS)
+    close = [b for b in builtins if b == name.lower()] or difflib.get_close_matches(
+        name.lower(), builtins, n=1, cutoff=0.6
+    )
+    return f" (did you mean {json.dumps(close[0])}?)" if close else ""
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
@@ -1045,7 +1075,30 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
             f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph and it runs no "
             f"stream stage; remove [{extra[0]}] (it would be ignored)"
         )
+    _check_graph_source(loaded, where)
     return loaded
+
+
+def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
+    """``[graph] source`` names a graph that exists and is not too large to generate, and
+    ``[cadr]``'s budget clears the dp θ search's floor at its node count
+    (``scenarios.schema_graph``): refused on load, before the run's folder is made."""
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, is_generator_spec
+
+    source = loaded.spec.graph.source
+    resolved = Path(source)
+    if is_generator_spec(source):
+        problem = generator_problem(source)
+    elif source not in NAMED_GRAPHS:
+        resolved = resolve_data_path(str(Path(source).expanduser()), loaded.path)
+        problem = missing_source_problem(source, resolved)
+    else:
+        problem = None
+    if problem is not None:
+        raise ScenarioError(f"{where}graph.source: {problem}")
+    problem = cadr_budget_problem(loaded.spec.cadr, lambda: graph_nodes(source, resolved))
+    if problem is not None:
+        raise ScenarioError(f"{where}{problem}")
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:
