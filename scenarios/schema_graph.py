@@ -1,19 +1,15 @@
-"""Load-time checks of a CADR-LDP scenario's ``[graph] source`` and ``[cadr]`` budget, and
-of ``[broker] url``: each returns the sentence ``scenarios.schema`` refuses the file with
-(``graph.source: ...``), or None.
+"""Load-time checks of a CADR-LDP scenario's ``[graph] source`` and of ``[broker] url``:
+each returns the sentence ``scenarios.schema`` refuses the file with, or None.
 
 They run before the run's output folder exists and before any graph is generated: a
 generator spec is checked from its text (``erdos_renyi:n=100000000,p=0.1`` was generated
-until the kernel killed the run at 23 GB), a path must exist, and the dp pipeline's θ
-search floor (``protocol.cadr_budget``) is checked at the graph's node count.
+until the kernel killed the run at 23 GB), and a path must exist.
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-
-from ldpfleet.protocol.errors import ParameterError
 
 # one device per node: the same limit as [fleet] devices
 GRAPH_MAX_NODES = 1_000_000
@@ -79,46 +75,11 @@ def missing_source_problem(source: str, resolved: Path) -> str | None:
     close = difflib.get_close_matches(kind if sep else source, names, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return (
-        f"{source!r} is not a built-in graph ({', '.join(NAMED_GRAPHS)}), not a generator "
-        f"({', '.join(GENERATORS)}: kind:n=N,...) and no such file (looked beside the "
-        f"scenario file, one folder up, in the current folder and in the shipped data/)"
-        f"{hint}"
+        f"cannot read the edge list {source!r} (no such file: looked beside the scenario "
+        f"file, one folder up, in the current folder and in the shipped data/); a graph is "
+        f"{', '.join(NAMED_GRAPHS)}, a generator ({', '.join(GENERATORS)}: kind:n=N,...) or "
+        f"the path of an edge list{hint}"
     )
-
-
-def graph_nodes(source: str, resolved: Path) -> int:
-    """The node count of a graph that exists: read from a generator spec, else loaded."""
-    from ldpfleet.devices.graphs import is_generator_spec, load_graph
-
-    if is_generator_spec(source):
-        _, _, rest = source.partition(":")
-        fields = dict(part.split("=", 1) for part in rest.split(",") if part)
-        return int(fields["n"])
-    return load_graph(str(resolved) if resolved.exists() else source).n
-
-
-def cadr_budget_problem(cadr, nodes) -> str | None:
-    """The dp pipeline's θ-search floor (``CadrBudget.for_pipeline``) as ``cadr.eps: ...``,
-    or None. ``nodes()`` gives the graph's node count; ε_θ does not grow with n, so it is
-    called only when the answer depends on it (a named graph or a file is then loaded)."""
-    from ldpfleet.protocol.cadr_budget import CadrBudget
-
-    searched = isinstance(cadr.theta, str)
-
-    def problem(n: int) -> str | None:
-        try:
-            CadrBudget.for_pipeline(cadr.eps, cadr.alpha, cadr.pipeline, searched, n)
-        except ParameterError as error:
-            return f"cadr.{error.field}: {error.reason}"
-        return None
-
-    fewest = problem(1)
-    if fewest is not None or problem(GRAPH_MAX_NODES) is None:
-        return fewest
-    try:
-        return problem(nodes())
-    except ParameterError:
-        return None  # an unreadable graph: its loader says why, naming graph.source
 
 
 def broker_url_problem(url: str) -> str | None:
