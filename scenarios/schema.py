@@ -648,6 +648,22 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
     return found or candidate
 
 
+def _looked_in(path: str, scenario_path: Path | None) -> str:
+    """`` (looked in A, B, C)``: where ``resolve_data_path`` looked for a relative ``path``
+    it did not find, in its order; "" for an absolute one."""
+    candidate = Path(path)
+    if candidate.is_absolute():
+        return ""
+    inside = _inside_data(candidate)
+    if inside is not None and os.environ.get(DATA_ENV):
+        return f" (looked in {data_root() / inside}, as {DATA_ENV} is set)"
+    bases = [scenario_path.parent, scenario_path.parent.parent] if scenario_path else []
+    places = [base / candidate for base in (*bases, Path.cwd())]
+    if inside is not None:
+        places.append(data_root() / inside)
+    return f" (looked in {', '.join(str(place) for place in places)})"
+
+
 def _inside_data(path: Path) -> Path | None:
     """``uci-occupancy/x.txt`` for ``data/uci-occupancy/x.txt``; None outside ``data/``."""
     parts = path.parts
@@ -824,7 +840,8 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     try:
         loaded.source_spec()
     except SourceError as error:
-        raise ScenarioError(f"{where}{error}") from None
+        looked = _looked_in(spec.source.path, loaded.path) if "not found" in str(error) else ""
+        raise ScenarioError(f"{where}{error}{looked}") from None
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
     return loaded

@@ -147,3 +147,25 @@ def test_the_docs_scenarios_path_runs_the_builtin_from_any_folder(tmp_path, monk
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "quickstart.toml").write_text("# mine\n")
     assert find_scenario("scenarios/quickstart.toml") == Path("scenarios/quickstart.toml")
+
+
+def test_a_relative_data_path_not_found_says_where_it_looked(tmp_path, monkeypatch):
+    """Old: "source.path: file not found: temps.csv (No such file or directory)" for a
+    file that sat in another folder: nothing said the path is looked up beside the
+    scenario file, one folder up and in the current folder."""
+    from ldpfleet.scenarios.schema import load_scenario
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "temps.csv").write_text("temp\n1\n2\n3\n")
+    scenario = tmp_path / "a" / "b" / "s.toml"
+    scenario.parent.mkdir(parents=True)
+    source = '[source]\nkind = "csv"\npath = "temps.csv"\nbounds = [0.0, 5.0]\n'
+    scenario.write_text(STREAM.format(stream="", more="").split("[source]")[0] + source)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(scenario)
+    message = str(info.value)
+    assert "source.path" in message and "temps.csv" in message, message
+    looked = message.split("looked in ", 1)[1]  # the file's own path names tmp_path too
+    for place in (scenario.parent, scenario.parent.parent, tmp_path):
+        assert str(place / "temps.csv") in looked, message
