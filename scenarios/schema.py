@@ -1112,14 +1112,26 @@ def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(f"{where}graph.source: {problem}")
 
 
+def _builtin_near_miss(path: Path) -> str:
+    """``; did you mean the built-in `quickstart`?`` for a missing ``quickstrat`` (bare or
+    under ``scenarios/``), else ""."""
+    from ldpfleet.scenarios.builtin import builtin_scenarios
+
+    if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != "scenarios"):
+        return ""
+    names = [scenario.name for scenario in builtin_scenarios()]
+    close = difflib.get_close_matches(path.stem.replace("_", "-"), names, n=1, cutoff=0.75)
+    return f"; did you mean the built-in `{close[0]}`?" if close else ""
+
+
 def load_scenario(path: str | Path) -> LoadedScenario:
     """Read and validate a scenario file, or the built-in scenario of that name
     (``quickstart``; ``ldpfleet scenarios`` lists them)."""
     path = find_scenario(path)
     if not path.exists():
         raise ScenarioError(
-            f"scenario file {path} does not exist (`ldpfleet scenarios` lists the built-in "
-            "ones, which run by name: `ldpfleet run quickstart`)"
+            f"scenario file {path} does not exist{_builtin_near_miss(path)} (`ldpfleet "
+            "scenarios` lists the built-in ones, which run by name: `ldpfleet run quickstart`)"
         )
     if not path.is_file():
         raise ScenarioError(f"{path} is a directory, not a scenario file (a .toml file)")

@@ -169,3 +169,17 @@ def test_a_relative_data_path_not_found_says_where_it_looked(tmp_path, monkeypat
     looked = message.split("looked in ", 1)[1]  # the file's own path names tmp_path too
     for place in (scenario.parent, scenario.parent.parent, tmp_path):
         assert str(place / "temps.csv") in looked, message
+
+
+def test_a_misspelt_builtin_name_gets_a_did_you_mean(tmp_path, monkeypatch):
+    """Old: "scenario file quickstrat does not exist (`ldpfleet scenarios` lists ...)"."""
+    from ldpfleet.scenarios.schema import load_scenario
+
+    monkeypatch.chdir(tmp_path)
+    for typo in ("quickstrat", "scenarios/quickstrat.toml", "secure_sum"):
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(typo)
+        assert "did you mean" in str(info.value), info.value
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("my-own-file.toml")
+    assert "did you mean" not in str(info.value), info.value
