@@ -183,3 +183,28 @@ def test_a_misspelt_builtin_name_gets_a_did_you_mean(tmp_path, monkeypatch):
     with pytest.raises(ScenarioError) as info:
         load_scenario("my-own-file.toml")
     assert "did you mean" not in str(info.value), info.value
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "shown"),
+    [  # the held-out files the loader already refused well: keep them refused, by key
+        ("eps = 2.0", "epss = 2.0", "stream.epss:", "did you mean `eps`"),
+        ("devices = 4", 'devices = "4"', "fleet.devices:", "'4'"),
+        ("eps = 2.0", "eps = nan", "stream.eps:", "nan"),
+        ("eps = 2.0", "eps = inf", "stream.eps:", "inf"),
+        ("eps = 2.0", "eps = 1e400", "stream.eps:", "inf"),
+        ("eps = 2.0", 'eps = "inf"', "stream.eps:", "'inf'"),
+        ("w = 5", "w = 0", "stream.w:", ">= 1"),
+        ("devices = 4", "devices = 1000000000", "fleet.devices:", "1000000"),
+        ("steps = 60", "steps = 1000000000000", "stream.steps:", "10000000"),
+        ("eps = 2.0\nw = 5", "eps = 1e-9\nw = 100000", "stream.eps:", "1e-12"),
+        ("[source]", "[sorce]", "sorce:", "did you mean `source`"),
+        ("period = 12", "period = [24, 12]", "source.period:", "min > max"),
+        ('kind = "synthetic"', 'kind = "synthetc"', "source.kind:", 'did you mean "synthetic"'),
+    ],
+)
+def test_held_out_mistakes_stay_refused_by_key(old, new, key, shown):
+    text = STREAM.format(stream="", more="")
+    assert old in text
+    message = _refused(text.replace(old, new, 1))
+    assert message.startswith(key) and shown in message, message
