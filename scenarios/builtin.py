@@ -60,11 +60,17 @@ def builtin_scenarios() -> list[BuiltinScenario]:
 
 
 def find_scenario(spec: str | Path) -> Path:
-    """``spec`` if that file exists, else the built-in scenario it names (``quickstart`` or
-    ``quickstart.toml``; a directory of that name, e.g. an earlier run's output folder,
-    does not hide it). Anything else comes back unchanged, and the loader reports it."""
+    """``spec`` if that file exists, else the built-in scenario it names (``quickstart``,
+    ``quickstart.toml``, or ``scenarios/quickstart.toml``, the repository path the docs
+    use, from a folder that has no such file; a directory of that name, e.g. an earlier
+    run's output folder, does not hide it). Anything else comes back unchanged, and the
+    loader reports it."""
     path = Path(spec)
-    if path.is_file() or len(path.parts) != 1 or path.suffix not in ("", ".toml"):
+    if path.is_file() or path.suffix not in ("", ".toml"):
+        return path
+    bare = len(path.parts) == 1
+    in_docs_folder = len(path.parts) == 2 and path.parts[0] == "scenarios"
+    if not (bare or (in_docs_folder and path.suffix == ".toml")):
         return path
     builtin = scenario_root() / f"{path.stem}.toml"
     return builtin if builtin.is_file() else path

@@ -36,6 +36,11 @@ from ldpfleet.protocol.stream import RAW, StreamConfig
 from ldpfleet.protocol.topics import MAX_PARTITIONS
 from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
 from ldpfleet.scenarios.plugin_load import mechanism_in_time
+from ldpfleet.scenarios.schema_graph import (
+    broker_url_problem,
+    generator_problem,
+    missing_source_problem,
+)
 from msgspec import Meta
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
@@ -643,6 +648,22 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
     return found or candidate
 
 
+def _looked_in(path: str, scenario_path: Path | None) -> str:
+    """`` (looked in A, B, C)``: where ``resolve_data_path`` looked for a relative ``path``
+    it did not find, in its order; "" for an absolute one."""
+    candidate = Path(path)
+    if candidate.is_absolute():
+        return ""
+    inside = _inside_data(candidate)
+    if inside is not None and os.environ.get(DATA_ENV):
+        return f" (looked in {data_root() / inside}, as {DATA_ENV} is set)"
+    bases = [scenario_path.parent, scenario_path.parent.parent] if scenario_path else []
+    places = [base / candidate for base in (*bases, Path.cwd())]
+    if inside is not None:
+        places.append(data_root() / inside)
+    return f" (looked in {', '.join(str(place) for place in places)})"
+
+
 def _inside_data(path: Path) -> Path | None:
     """``uci-occupancy/x.txt`` for ``data/uci-occupancy/x.txt``; None outside ``data/``."""
     parts = path.parts
@@ -742,6 +763,9 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}") from None
     _check_finite(spec, where)
+    url_problem = broker_url_problem(spec.broker.url)
+    if url_problem is not None:
+        raise ScenarioError(f"{where}broker.url: {url_problem}")
     loaded = LoadedScenario(spec, path, text)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
@@ -758,6 +782,12 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
     cpr = spec.cpr
+    if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
+        raise ScenarioError(
+            f'{where}cpr: [cpr] configures reconstruct = "cpr" only; stream.reconstruct is '
+            f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "
+            'reconstruct = "cpr")'
+        )
     if cpr.min_period > max(2, spec.stream.steps // 3):  # 2: the default, always allowed
         raise ScenarioError(
             f"{where}cpr.min_period: need min_period <= steps / 3 = {spec.stream.steps // 3} "
@@ -810,7 +840,8 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     try:
         loaded.source_spec()
     except SourceError as error:
-        raise ScenarioError(f"{where}{error}") from None
+        looked = _looked_in(spec.source.path, loaded.path) if "not found" in str(error) else ""
+        raise ScenarioError(f"{where}{error}{looked}") from None
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
     return loaded
@@ -971,6 +1002,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
             mechanism_in_time(name, eps0)  # a plugin that blocks: refused past a limit
     except ParameterError as error:
         reason = error.reason
+        if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
+            raise ScenarioError(f"{where}stream.mechanism: {reason}{_near_miss(name)}") from None
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
         else:
@@ -979,6 +1012,18 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
                 f" = {eps0:g})"
             )
         raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
+
+
+def _near_miss(name: str) -> str:
+    """`` (did you mean "laplace"?)`` for a mechanism name close to a built-in's (case
+    ignored: "SW"), else ""."""
+    from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+
+    builtins = list(STREAM_MECHANISMS)
+    close = [b for b in builtins if b == name.lower()] or difflib.get_close_matches(
+        name.lower(), builtins, n=1, cutoff=0.6
+    )
+    return f" (did you mean {json.dumps(close[0])}?)" if close else ""
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
@@ -1045,7 +1090,38 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
             f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph and it runs no "
             f"stream stage; remove [{extra[0]}] (it would be ignored)"
         )
+    _check_graph_source(loaded, where)
     return loaded
+
+
+def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
+    """``[graph] source`` names a graph that exists and is not too large to generate
+    (``scenarios.schema_graph``): refused on load, before the run's folder is made."""
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, is_generator_spec
+
+    source = loaded.spec.graph.source
+    resolved = Path(source)
+    if is_generator_spec(source):
+        problem = generator_problem(source)
+    elif source not in NAMED_GRAPHS:
+        resolved = resolve_data_path(str(Path(source).expanduser()), loaded.path)
+        problem = missing_source_problem(source, resolved)
+    else:
+        problem = None
+    if problem is not None:
+        raise ScenarioError(f"{where}graph.source: {problem}")
+
+
+def _builtin_near_miss(path: Path) -> str:
+    """``; did you mean the built-in `quickstart`?`` for a missing ``quickstrat`` (bare or
+    under ``scenarios/``), else ""."""
+    from ldpfleet.scenarios.builtin import builtin_scenarios
+
+    if len(path.parts) > 2 or (len(path.parts) == 2 and path.parts[0] != "scenarios"):
+        return ""
+    names = [scenario.name for scenario in builtin_scenarios()]
+    close = difflib.get_close_matches(path.stem.replace("_", "-"), names, n=1, cutoff=0.75)
+    return f"; did you mean the built-in `{close[0]}`?" if close else ""
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:
@@ -1054,8 +1130,8 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     path = find_scenario(path)
     if not path.exists():
         raise ScenarioError(
-            f"scenario file {path} does not exist (`ldpfleet scenarios` lists the built-in "
-            "ones, which run by name: `ldpfleet run quickstart`)"
+            f"scenario file {path} does not exist{_builtin_near_miss(path)} (`ldpfleet "
+            "scenarios` lists the built-in ones, which run by name: `ldpfleet run quickstart`)"
         )
     if not path.is_file():
         raise ScenarioError(f"{path} is a directory, not a scenario file (a .toml file)")
