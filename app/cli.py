@@ -1945,7 +1945,13 @@ def bench_secagg_command(
     neighbors: Annotated[
         str, typer.Option(help="K (SecAgg+ degree), 'auto' (~2 log2 n) or 'full'.")
     ] = "auto",
-    dropout: Annotated[float, typer.Option(help="Fraction of devices that drop out.")] = 0.0,
+    dropout: Annotated[
+        float,
+        typer.Option(
+            help="Fraction of devices that drop out, in [0, 1); at least the threshold "
+            "((K + 1) // 2 + 1) must remain."
+        ),
+    ] = 0.0,
     dropout_stage: Annotated[
         str, typer.Option(help="before_keys, after_keys, after_shares, after_masked, during_unmask")
     ] = "after_shares",
@@ -1998,12 +2004,20 @@ def bench_secagg_command(
                 )
             )
     print(json.dumps(result))
-    if result["aborted"] or result["exact"] is not True:
-        why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
-        _fail(f"secure sum not exact ({why}); the JSON above has the details")
+    if result["aborted"]:
+        _fail(
+            f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "
+            "requires when too few devices remain; lower --dropout or raise --neighbors. "
+            "The JSON above has the details"
+        )
+    if result["exact"] is not True:
+        _fail(
+            "secure sum not exact (the unmasked sum differs from the survivors' inputs); "
+            "the JSON above has the details"
+        )
 
 
-_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "stage_timeout", "seed")
+_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "dropout", "stage_timeout", "seed")
 
 
 @contextlib.contextmanager
