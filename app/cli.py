@@ -1577,8 +1577,9 @@ def trace_verify(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="The run's output directory (trace.sqlite, results.json, ledger.json), or "
-            "the collector side's directory and the fleet shards' directories."
+            help="The run's output directory (trace.sqlite, results.json, ledger.json) or "
+            "its trace.sqlite, or the collector side's directory and the fleet shards' "
+            "directories; another file is refused (verify reads the files beside the trace)."
         ),
     ],
     public_key: Annotated[
