@@ -44,6 +44,10 @@ import typer
 __all__ = ["BATTERY_NAMES", "audit_all", "audit_command", "markdown_table"]
 
 GAU_DELTA = 1e-5
+SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
+# --jobs: worker processes, each forked up front by ProcessPoolExecutor (the fork start
+# method launches max_workers at once): --jobs 100000 tried to fork 100,000 processes
+JOBS_MAX = 64
 # The entries of ``collector.audit.battery.BATTERY`` once ``app.audit_fleet`` has added
 # ``fleet-stream``, in order, for the help of ``audit`` without importing the battery
 # (scipy): tests/unit/test_cli_imports.py keeps them equal.
@@ -93,10 +97,8 @@ def audit_all(
         (m, e, max(delta, GAU_DELTA) if m == "gau-dp" else delta, trials, per_audit, seed)
         for m, e in tasks
     ]
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        from ldpfleet.protocol.errors import ParameterError
-
-        raise ParameterError(f"must be an integer >= 1, got {jobs!r}", field="jobs")
+    check_jobs(jobs)
+    jobs = min(jobs, len(tasks))  # a worker per audit at most
     if jobs == 1 or len(tasks) == 1:
         rows = []
         for index, task in enumerate(args, start=1):
@@ -105,6 +107,23 @@ def audit_all(
             rows.append(_one_audit(task))
         return rows
     return _audit_in_pool(args, jobs, progress)
+
+
+def check_jobs(jobs: object) -> None:
+    """``--jobs``: an integer in 1 .. ``JOBS_MAX``."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= JOBS_MAX:
+        raise ParameterError(f"must be an integer in 1 .. {JOBS_MAX}, got {jobs!r}", field="jobs")
+
+
+def check_seed(seed: object) -> None:
+    """``--seed``: an integer in 0 .. 2^63-1 (10^23 was accepted; ``ldpfleet run`` refuses
+    it)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise ParameterError(f"must be an integer in 0 .. 2^63-1, got {seed!r}", field="seed")
 
 
 # whole paths (and the 40,000-run dropout canary): submitted first
@@ -261,8 +280,8 @@ def audit_command(
     trials: Annotated[
         int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
     ] = None,
-    gamma: Annotated[float, typer.Option(help="1 - confidence of the bound.")] = 0.05,
-    seed: Annotated[int, typer.Option(help="Seed of the four sample sets.")] = 0,
+    gamma: Annotated[float, typer.Option(help="1 - confidence of the bound, in (0, 1).")] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the four sample sets (0 .. 2^63-1).")] = 0,
     markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
     progress: Annotated[
         bool | None,
@@ -286,8 +305,8 @@ def audit_command(
     jobs: Annotated[
         int | None,
         typer.Option(
-            help="'all': worker processes (default: the CPUs, at most 2); one mechanism's "
-            "audit runs in one process."
+            help="'all': worker processes, 1 .. 64 (default: the CPUs, at most 2); one "
+            "mechanism's audit runs in one process."
         ),
     ] = None,
 ) -> None:
@@ -297,6 +316,9 @@ def audit_command(
     show = sys.stderr.isatty() if progress is None else progress
     report = stderr_progress if show else None
     try:
+        check_seed(seed)
+        if jobs is not None:
+            check_jobs(jobs)
         if mechanism == "mutants":
             _refuse_for_mutants(eps=eps, delta=delta, trials=trials, jobs=jobs)
             rows = audit_mutants(
@@ -312,7 +334,7 @@ def audit_command(
                 mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries
             )
     except ParameterError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {option_error(error, mechanism, only)}", file=sys.stderr)
         raise typer.Exit(2) from None
     _warn_underpowered(rows)
     if markdown:
@@ -321,6 +343,41 @@ def audit_command(
         print(json.dumps(rows if mechanism == "all" else rows[0]))
     if any(r["verdict"] == "violation" for r in rows):
         raise typer.Exit(1)
+
+
+def option_error(error, mechanism: str, only: list[str] | None) -> str:
+    """The one line of a refused option (``field: reason``, the form tests/unit/test_audit.py
+    pins), and for a misspelt name the nearest known one (``audit laplce`` listed 28 names
+    and left the user to spot ``laplace``)."""
+    line = str(error)
+    if error.field == "mechanism":
+        return line + _near_miss(mechanism, ("all", "mutants", *BATTERY_NAMES))
+    if error.field in ("only", "mutant"):
+        return line + _near_misses(only or (), _known_only(mechanism))
+    return line
+
+
+def _known_only(mechanism: str) -> tuple[str, ...]:
+    """The names ``--only`` takes with ``mechanism``: mutants, else battery entries."""
+    if mechanism != "mutants":
+        return BATTERY_NAMES
+    from ldpfleet.collector.audit.mutants import MUTANTS
+
+    return tuple(m.name for m in MUTANTS)
+
+
+def _near_misses(names, known: tuple[str, ...]) -> str:
+    """``_near_miss`` of the first unknown name."""
+    unknown = [name for name in names if name not in known]
+    return _near_miss(unknown[0], known) if unknown else ""
+
+
+def _near_miss(name: str, known: tuple[str, ...]) -> str:
+    """`` (did you mean 'laplace'?)`` for a name close to a known one, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close and close[0] != name else ""
 
 
 def _refuse_for_mutants(**given) -> None:

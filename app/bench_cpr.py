@@ -49,11 +49,20 @@ DETECTION_EPS = (1.0, 2.0, 3.0, 4.0, 5.0)
 DETECTION_W = (5, 10, 15, 20, 25)
 COSINE_EPS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0)
 MIN_LENGTH = 3 * 48  # 3 cycles of the longest period a data set draws (synthetic: 12 .. 48)
+# bench cpr's upper limits (docs/cpr.md "Options"; helper Q's held-out QA: --trials and
+# --fleet-streams 1e11 ran without end, --n 1e12 was numpy's MemoryError traceback)
+MAX_LENGTH = 1_000_000  # samples per stream (8 MB a stream), as GRID_MAX_LENGTH below
+MAX_TRIALS = 10_000  # trials per cell (and --grid-trials, --aperiodic-trials)
+MAX_FLEET_STREAMS = 10_000  # streams of 10,000 reports: 10,000 x 80 kB = 0.8 GB in memory
+SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
 
 
-def _check_count(value: object, field: str, minimum: int) -> None:
+def _check_count(value: object, field: str, minimum: int, maximum: int | None = None) -> None:
+    """An integer in [minimum, maximum] (no upper limit when ``maximum`` is None)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=field)
+    if maximum is not None and value > maximum:
+        raise ParameterError(f"must be an integer <= {maximum:,}, got {value!r}", field=field)
 
 
 def _check_budgets(values: tuple, field: str) -> None:
@@ -64,6 +73,52 @@ def _check_budgets(values: tuple, field: str) -> None:
             raise ParameterError(f"must be a number, got {value!r}", field=field)
         if not (np.isfinite(value) and value > 0):
             raise ParameterError(f"must be finite and > 0, got {value!r}", field=field)
+    _check_distinct(values, field, label=lambda value: f"{value:g}")
+
+
+def _check_distinct(values, field: str, label=repr) -> None:
+    """Refuse a value given twice (``label``: how the results name it; budgets by ``:g``,
+    6 significant digits, the key of ``cpr_lowest_cosine`` and the tables' column heads):
+    ``--eps 1 --eps 1`` ran every cell twice and printed two identical columns."""
+    seen: dict[str, object] = {}
+    for value in values:
+        key = label(value)
+        if key in seen:
+            raise ParameterError(
+                f"each value once (distinct to 6 significant digits for a budget), got "
+                f"{seen[key]!r} and {value!r}",
+                field=field,
+            )
+        seen[key] = value
+
+
+def check_datasets(datasets) -> None:
+    """Data sets of ``devices.periodic.DATASETS``, each once."""
+    if not datasets:
+        raise ParameterError("must name at least one data set", field="datasets")
+    for dataset in datasets:
+        if dataset not in DATASETS:
+            raise ParameterError(
+                f"{dataset!r} is not one of {', '.join(DATASETS)}", field="datasets"
+            )
+    _check_distinct(datasets, "datasets")
+
+
+def _check_windows(detection_w, cosine_w, n) -> None:
+    """Windows of 1 .. n reports each, listed once: a window longer than the stream spends
+    eps / w per report on reports that do not exist (``--w 100000 --n 200`` printed
+    accuracy 0.0 for every cell, silently)."""
+    if not detection_w:
+        raise ParameterError("must name at least one window", field="w")
+    for field, w in [("cosine_w", cosine_w)] + [("w", w) for w in detection_w]:
+        _check_count(w, field, 1)
+        if w > n:
+            raise ParameterError(
+                f"must be <= --n ({n}), the samples per stream: a window longer than the "
+                f"stream is not a window of it, got {w!r}",
+                field=field,
+            )
+    _check_distinct(detection_w, "w")
 
 
 def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,), cosine_w=1,
@@ -72,15 +127,11 @@ def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,
     (held-out, u5: ``--trials 0``, ``--w 0``, ``--n 0`` and ``--seed -1`` ended in
     tracebacks; ``--trials -3`` printed NaN means, ``--cosine-w -2`` was reported as a bad
     ``eps``)."""
-    _check_count(trials, "trials", 1)
-    _check_count(n, "n", MIN_LENGTH)
-    _check_count(seed, "seed", 0)
-    _check_count(fleet_streams, "fleet_streams", 0)
-    _check_count(cosine_w, "cosine_w", 1)
-    if not detection_w:
-        raise ParameterError("must name at least one window", field="w")
-    for w in detection_w:
-        _check_count(w, "w", 1)
+    _check_count(trials, "trials", 1, MAX_TRIALS)
+    _check_count(n, "n", MIN_LENGTH, MAX_LENGTH)
+    _check_count(seed, "seed", 0, SEED_MAX)
+    _check_count(fleet_streams, "fleet_streams", 0, MAX_FLEET_STREAMS)
+    _check_windows(detection_w, cosine_w, n)
     _check_budgets(detection_eps, "eps")
     _check_budgets(cosine_eps, "cosine_eps")
     # each report spends eps / w (w-event LDP); the mechanisms take [EPS_MIN, EPS_MAX]
@@ -236,6 +287,7 @@ def bench_cpr(
 ) -> dict:
     """Run the evaluation; returns a JSON-ready dict. ``progress(done, total)`` is called
     as each (data set, ε, w) cell finishes (the speed measurement counts as one)."""
+    check_datasets(datasets)
     check_bench_args(detection_eps=detection_eps, detection_w=detection_w, cosine_eps=cosine_eps,
                      cosine_w=cosine_w, trials=trials, n=n, seed=seed,
                      fleet_streams=fleet_streams)  # fmt: skip
@@ -761,6 +813,7 @@ def _grid_shapes(shapes) -> tuple:
                 f"{shape[0]} x {shape[1]}",
                 field="grid_shape",
             )
+    _check_distinct(chosen, "grid_shape")
     return chosen
 
 
@@ -775,6 +828,7 @@ def _grid_sources(sources) -> tuple:
             raise ParameterError(
                 f"{source!r} is not one of {', '.join(GRID_SOURCES)}", field="grid_source"
             )
+    _check_distinct(chosen, "grid_source")
     return chosen
 
 
@@ -784,6 +838,11 @@ def _grid_budgets(eps0) -> tuple:
     for eps0 in budgets:
         if eps0 < EPS_MIN:
             raise ParameterError(below_eps_min(eps0), field="grid_eps0")
+        if eps0 > EPS_MAX:
+            raise ParameterError(
+                f"must be <= {EPS_MAX:g}, the largest budget per report, got {eps0!r}",
+                field="grid_eps0",
+            )
     return tuple(float(e) for e in budgets)
 
 
@@ -818,9 +877,9 @@ def bench_period_grid(
     aperiodic streams, for ``detect_period`` and both baselines. ``shapes``, ``sources``,
     ``eps0``: only these cells (``grid_cells``); the aperiodic cells are always run, at
     ``eps0`` when it is given (else the grid's 0.2, 1, 5)."""
-    _check_count(trials, "grid_trials", 1)
-    _check_count(aperiodic_trials, "aperiodic_trials", 1)
-    _check_count(seed, "seed", 0)
+    _check_count(trials, "grid_trials", 1, MAX_TRIALS)
+    _check_count(aperiodic_trials, "aperiodic_trials", 1, MAX_TRIALS)
+    _check_count(seed, "seed", 0, SEED_MAX)
     workers = workers or os.cpu_count() or 1
     cells = [(*c, trials, seed) for c in grid_cells(shapes, sources, eps0)]
     # longest streams first (an even load at the end), results back in grid order

@@ -1577,8 +1577,9 @@ def trace_verify(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="The run's output directory (trace.sqlite, results.json, ledger.json), or "
-            "the collector side's directory and the fleet shards' directories."
+            help="The run's output directory (trace.sqlite, results.json, ledger.json) or "
+            "its trace.sqlite, or the collector side's directory and the fleet shards' "
+            "directories; another file is refused (verify reads the files beside the trace)."
         ),
     ],
     public_key: Annotated[
@@ -1766,23 +1767,36 @@ def bench_cpr_command(
         typer.Option(help="synthetic, darwin, music, raisin (repeatable; default all)."),
     ] = None,
     eps: Annotated[
-        list[float] | None, typer.Option(help="Detection budgets (default 1 2 3 4 5).")
+        list[float] | None,
+        typer.Option(help="Detection budgets, each once (default 1 2 3 4 5; eps / w <= 50)."),
     ] = None,
     w: Annotated[
-        list[int] | None, typer.Option(help="Detection windows (default 5 10 15 20 25).")
+        list[int] | None,
+        typer.Option(help="Detection windows, each once, 1 .. --n (default 5 10 15 20 25)."),
     ] = None,
     cosine_eps: Annotated[
-        list[float] | None, typer.Option(help="Cosine-distance budgets (default 0.5 .. 5).")
+        list[float] | None,
+        typer.Option(help="Cosine-distance budgets, each once (default 0.5 .. 5)."),
     ] = None,
-    cosine_w: Annotated[int, typer.Option(help="Window for the cosine-distance sweep.")] = 5,
-    trials: Annotated[int, typer.Option(help="Trials per cell.")] = 100,
+    cosine_w: Annotated[
+        int | None, typer.Option(help="Window for the cosine-distance sweep (1 .. --n; 5).")
+    ] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials per cell (1 .. 10,000; 100).")] = None,
     length: Annotated[
-        int, typer.Option("--n", help="Samples per stream (at least 144: 3 cycles of period 48).")
-    ] = 3000,
-    seed: Annotated[int, typer.Option(help="Seed of every trial.")] = 0,
+        int | None,
+        typer.Option(
+            "--n",
+            help="Samples per stream (144 .. 1,000,000; 144: 3 cycles of period 48; 3000).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every trial (0 .. 2^63-1).")] = 0,
     fleet_streams: Annotated[
-        int, typer.Option(help="Streams of 10,000 reports for the fleet timing (0: skip).")
-    ] = 1000,
+        int | None,
+        typer.Option(
+            help="Streams of 10,000 reports for the fleet timing (0 .. 10,000; 1000; 0: skip "
+            "it, the one-stream timings of 'speed' still run)."
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json/--markdown", help="JSON (default) or the docs tables.")
     ] = True,
@@ -1794,8 +1808,12 @@ def bench_cpr_command(
             "autocorrelation baselines, false-claim rates on aperiodic streams).",
         ),
     ] = False,
-    grid_trials: Annotated[int, typer.Option(help="Trials per grid cell.")] = 40,
-    aperiodic_trials: Annotated[int, typer.Option(help="Trials per aperiodic cell.")] = 200,
+    grid_trials: Annotated[
+        int | None, typer.Option(help="--grid: trials per grid cell (1 .. 10,000; 40).")
+    ] = None,
+    aperiodic_trials: Annotated[
+        int | None, typer.Option(help="--grid: trials per aperiodic cell (1 .. 10,000; 200).")
+    ] = None,
     grid_source: Annotated[
         list[str] | None,
         typer.Option(help="--grid: only this template (repeatable; default all 11)."),
@@ -1810,23 +1828,30 @@ def bench_cpr_command(
     grid_eps0: Annotated[
         list[float] | None,
         typer.Option(
-            help="--grid: these per-report budgets (repeatable; default 0.2 0.5 1 2 5; the "
-            "aperiodic cells run at them too)."
+            help="--grid: these per-report budgets (repeatable, each once, <= 50; default "
+            "0.2 0.5 1 2 5; the aperiodic cells run at them too)."
         ),
     ] = None,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
     from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
     from ldpfleet.devices.periodic import DATASETS
-    from ldpfleet.scenarios.schema import ScenarioError
 
+    with user_errors():
+        _cpr_mode_options(grid, {
+            "--dataset": dataset, "--eps": eps, "--w": w, "--cosine-eps": cosine_eps,
+            "--cosine-w": cosine_w, "--trials": trials, "--n": length,
+            "--fleet-streams": fleet_streams, "--grid-trials": grid_trials,
+            "--aperiodic-trials": aperiodic_trials, "--grid-source": grid_source,
+            "--grid-shape": grid_shape, "--grid-eps0": grid_eps0,
+        })  # fmt: skip
     if grid:
         from ldpfleet.app.bench_cpr import bench_period_grid, grid_markdown
 
-        with user_errors():
+        with user_errors(), _cpr_options():
             found = bench_period_grid(
-                trials=grid_trials,
-                aperiodic_trials=aperiodic_trials,
+                trials=40 if grid_trials is None else grid_trials,
+                aperiodic_trials=200 if aperiodic_trials is None else aperiodic_trials,
                 seed=seed,
                 shapes=None if grid_shape is None else _grid_shapes(grid_shape),
                 sources=grid_source,
@@ -1837,27 +1862,69 @@ def bench_cpr_command(
         return
     from ldpfleet.app.progress import as_callback, job_progress
 
-    with user_errors(), job_progress("bench cpr", unit="cells") as step:
-        chosen = tuple(dataset or DATASETS)
-        unknown = [d for d in chosen if d not in DATASETS]
-        if unknown:
-            raise ScenarioError(f"--dataset {unknown[0]!r} is not one of {', '.join(DATASETS)}")
+    with user_errors(), _cpr_options(), job_progress("bench cpr", unit="cells") as step:
         result = bench_cpr(
-            chosen,
+            tuple(dataset or DATASETS),
             detection_eps=tuple(eps or DETECTION_EPS),
             detection_w=tuple(w or DETECTION_W),
             cosine_eps=tuple(cosine_eps or COSINE_EPS),
-            cosine_w=cosine_w,
-            trials=trials,
-            n=length,
+            cosine_w=5 if cosine_w is None else cosine_w,
+            trials=100 if trials is None else trials,
+            n=3000 if length is None else length,
             seed=seed,
-            fleet_streams=fleet_streams,
+            fleet_streams=1000 if fleet_streams is None else fleet_streams,
             progress=as_callback(step),
         )
     if as_json:
         print(json.dumps(result))
     else:
         print(markdown(result, "ldpfleet " + " ".join(sys.argv[1:])))
+
+
+_CPR_GRID_ONLY = ("--grid-trials", "--aperiodic-trials", "--grid-source", "--grid-shape",
+                  "--grid-eps0")  # fmt: skip
+
+
+def _cpr_mode_options(grid: bool, given: dict) -> None:
+    """Refuse an option the chosen mode ignores: ``--grid`` runs only the grid (``--eps``,
+    ``--n``, ``--trials`` ... were silently ignored with it), and the ``--grid-*`` and
+    ``--aperiodic-trials`` options apply to ``--grid`` only (silently ignored without)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    for option, value in given.items():
+        if value is None or (option in _CPR_GRID_ONLY) == grid:
+            continue
+        shown = " ".join(str(v) for v in value) if isinstance(value, list) else value
+        if grid:
+            reason = f"--grid runs only the period grid (its options: {', '.join(_CPR_GRID_ONLY)})"
+        else:
+            reason = "applies to --grid only"
+        raise ParameterError(f"{reason}, got {option} {shown}", field=option)
+
+
+# bench cpr's ParameterError fields (app/bench_cpr.py) by the option that sets them
+_CPR_OPTIONS = {
+    "datasets": "--dataset", "eps": "--eps", "w": "--w", "cosine_eps": "--cosine-eps",
+    "cosine_w": "--cosine-w", "trials": "--trials", "n": "--n", "seed": "--seed",
+    "fleet_streams": "--fleet-streams", "grid_trials": "--grid-trials",
+    "aperiodic_trials": "--aperiodic-trials", "grid_shape": "--grid-shape",
+    "grid_shape period": "--grid-shape", "grid_shape cycles": "--grid-shape",
+    "grid_source": "--grid-source", "grid_eps0": "--grid-eps0",
+}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _cpr_options():
+    """``bench cpr``: a ``ParameterError`` names the option (``--fleet-streams: ...``; it
+    said ``fleet_streams: ...``, a name the command line has not), as ``bench gcdp`` does."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as error:
+        if error.field not in _CPR_OPTIONS:
+            raise
+        raise ParameterError(error.reason, field=_CPR_OPTIONS[error.field]) from None
 
 
 def _secagg_degree(neighbors: str) -> int:
@@ -1879,7 +1946,13 @@ def bench_secagg_command(
     neighbors: Annotated[
         str, typer.Option(help="K (SecAgg+ degree), 'auto' (~2 log2 n) or 'full'.")
     ] = "auto",
-    dropout: Annotated[float, typer.Option(help="Fraction of devices that drop out.")] = 0.0,
+    dropout: Annotated[
+        float,
+        typer.Option(
+            help="Fraction of devices that drop out, in [0, 1); at least the threshold "
+            "((K + 1) // 2 + 1) must remain."
+        ),
+    ] = 0.0,
     dropout_stage: Annotated[
         str, typer.Option(help="before_keys, after_keys, after_shares, after_masked, during_unmask")
     ] = "after_shares",
@@ -1932,12 +2005,20 @@ def bench_secagg_command(
                 )
             )
     print(json.dumps(result))
-    if result["aborted"] or result["exact"] is not True:
-        why = result["aborted"] or "the unmasked sum differs from the survivors' inputs"
-        _fail(f"secure sum not exact ({why}); the JSON above has the details")
+    if result["aborted"]:
+        _fail(
+            f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "
+            "requires when too few devices remain; lower --dropout or raise --neighbors. "
+            "The JSON above has the details"
+        )
+    if result["exact"] is not True:
+        _fail(
+            "secure sum not exact (the unmasked sum differs from the survivors' inputs); "
+            "the JSON above has the details"
+        )
 
 
-_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "stage_timeout", "seed")
+_SECAGG_OPTIONS = ("devices", "dim", "neighbors", "dropout", "stage_timeout", "seed")
 
 
 @contextlib.contextmanager

@@ -172,12 +172,28 @@ def _read_json(path: Path, what: str) -> dict:
     return document
 
 
+# files that stand for their directory: the run's trace, results and ledger
+RUN_FILES = ("trace.sqlite", "results.json", "ledger.json")
+
+
 def _directories(paths) -> list[Path]:
+    """The run directories ``paths`` name: a directory, or its ``trace.sqlite``,
+    ``results.json`` or ``ledger.json``. Any other file is refused naming what to give (held-out QA:
+    ``trace verify FILE.sqlite`` said "no trace.sqlite in <parent>", and a file next to a
+    run's trace.sqlite verified that trace instead of the file given)."""
     if isinstance(paths, str | Path):
         paths = [paths]
     out = []
     for path in paths:
         path = Path(path)
+        if not path.exists():
+            raise TraceError(f"{path} does not exist (give the run's output directory)")
+        if path.is_file() and path.name not in RUN_FILES:
+            raise TraceError(
+                f"{path} is not a run's trace.sqlite: verify reads trace.sqlite with the "
+                "results.json and ledger.json beside it, so give the run's output directory "
+                f"(or its trace.sqlite), not {path.name}"
+            )
         out.append(path.parent if path.is_file() else path)
     return out
 
