@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -453,6 +454,9 @@ class EmbeddedBroker:
         await self.stop()
 
 
+STDERR_TAIL_LINES = 200  # the child's last stderr lines kept (EmbeddedBrokerProcess)
+
+
 class EmbeddedBrokerProcess:
     """The embedded broker in a child process, so it gets a core of its own.
 
@@ -479,6 +483,30 @@ class EmbeddedBrokerProcess:
         self.credentials = credentials
         self.address: BrokerAddress | None = None
         self._process: asyncio.subprocess.Process | None = None
+        self._stderr_drain: asyncio.Task | None = None
+        # the child's last stderr lines (amqtt's errors), kept for diagnostics
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    def _command(self) -> list[str]:
+        """The child's argv: ``python -m ldpfleet.broker.embedded ...``."""
+        return [
+            sys.executable,
+            "-m",
+            "ldpfleet.broker.embedded",
+            "--host",
+            self.host,
+            "--port",
+            str(self.requested_port),
+            *(["--credentials-stdin"] if self.credentials is not None else []),
+        ]
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Read the child's stderr for as long as it serves. Undrained, the pipe filled up
+        under load (amqtt logs every PUBACK timeout with a traceback at ERROR level) and
+        the broker blocked in a write to it, serving no one: ``bench fleet --devices 1000``
+        hung with 1.5 MB queued and 1,002 clients stuck connecting."""
+        while line := await stream.readline():
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
 
     @property
     def url(self) -> str:
@@ -489,14 +517,7 @@ class EmbeddedBrokerProcess:
 
     async def __aenter__(self) -> EmbeddedBrokerProcess:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "ldpfleet.broker.embedded",
-            "--host",
-            self.host,
-            "--port",
-            str(self.requested_port),
-            *(["--credentials-stdin"] if self.credentials is not None else []),
+            *self._command(),
             stdin=asyncio.subprocess.PIPE if self.credentials is not None else None,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -520,18 +541,25 @@ class EmbeddedBrokerProcess:
             )
         port = int(text.rsplit(":", 1)[1])
         self.address = BrokerAddress(self.host, port)
+        self._stderr_drain = asyncio.create_task(self._drain_stderr(self._process.stderr))
         return self
 
     async def _stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.returncode is not None:
-            return
-        process.terminate()
+        drain, self._stderr_drain = self._stderr_drain, None
         try:
-            await asyncio.wait_for(process.wait(), 10)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+            if process is None or process.returncode is not None:
+                return
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        finally:
+            if drain is not None:
+                drain.cancel()
+                await asyncio.gather(drain, return_exceptions=True)
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._stop()
@@ -544,8 +572,8 @@ async def _serve(host: str, port: int, credentials: Credentials | None = None) -
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with EmbeddedBroker(host, port, credentials=credentials) as broker:
-        # refused clients are logged as amqtt warnings; nobody drains this process's
-        # stderr while it serves, so keep it to errors
+        # refused clients are logged as amqtt warnings: keep stderr to errors (the parent
+        # drains it, EmbeddedBrokerProcess._drain_stderr, and keeps only its tail)
         logging.getLogger("amqtt").setLevel(logging.ERROR)
         print(broker.url, flush=True)
         await stop.wait()

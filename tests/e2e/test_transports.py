@@ -65,6 +65,33 @@ async def test_embedded_broker_free_port_tcp_nodelay_and_clean_stop():
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+class _ChattyChild(EmbeddedBrokerProcess):
+    """A stand-in child: prints a URL, then writes 4 MB to stderr (amqtt's PUBACK-timeout
+    tracebacks under load), then says so on stdout and waits to be stopped."""
+
+    def _command(self) -> list[str]:
+        script = (
+            "import sys, time\n"
+            "print('mqtt://127.0.0.1:9', flush=True)\n"
+            "for _ in range(4096): sys.stderr.write('E' * 1023 + '\\n')\n"
+            "sys.stderr.flush()\n"
+            "print('wrote', flush=True)\n"
+            "time.sleep(600)\n"
+        )
+        return [sys.executable, "-c", script]
+
+
+async def test_the_embedded_broker_childs_stderr_is_drained_while_it_serves():
+    """The child's stderr was a pipe nobody read while it served: under load amqtt's
+    error tracebacks filled it and the broker blocked in a write, serving no one
+    (`bench fleet --devices 1000` hung 20 min). The parent now drains it. The wait below
+    is only a guard: with the old code the child blocks forever after 64 KB."""
+    async with _ChattyChild() as child:
+        line = await asyncio.wait_for(child._process.stdout.readline(), 120)
+        assert line.strip() == b"wrote"
+        assert len(child.stderr_tail) > 0 and child.stderr_tail[-1] == "E" * 1023
+
+
 @pytest.mark.embedded
 async def test_embedded_broker_in_a_child_process_and_the_broker_command():
     async with EmbeddedBrokerProcess() as broker:
