@@ -467,6 +467,47 @@ GENERATORS: dict[str, tuple[str, ...]] = {
 }
 
 
+# one device per node: the same limit as a scenario's [fleet] devices
+GRAPH_MAX_NODES = 1_000_000
+# expected edges of a generated graph: 50 x wiki-vote's 100,762; networkx holds about
+# 0.5 kB per edge while generating (barabasi_albert:n=100000,m=3: 300k edges, 173 MB
+# peak), so the limit is about 2.5 GB
+GRAPH_MAX_EDGES = 5_000_000
+# networkx's gnp_random_graph draws one coin per node pair: n (n - 1) / 2 = 2e8 pairs at
+# n = 20,000, about 80 s at the 2.4 M pairs/s measured (n = 5,000: 5.3 s)
+ERDOS_RENYI_MAX_NODES = 20_000
+
+
+def expected_edges(kind: str, n: int, params: dict[str, float]) -> float:
+    """A generator's edge count (expected for erdos_renyi; at most for the others)."""
+    if kind == "erdos_renyi":
+        return params["p"] * n * (n - 1) / 2
+    if kind == "watts_strogatz":
+        return n * params["k"] / 2
+    return params["m"] * n  # barabasi_albert, powerlaw_cluster: m edges per new node
+
+
+def generator_size_problem(kind: str, n: int, params: dict[str, float]) -> str | None:
+    """Why generating ``kind`` on ``n`` nodes would exhaust time or memory, or None
+    (``erdos_renyi:n=100000000,p=0.1`` ran until the kernel killed it at 23 GB)."""
+    limit = ERDOS_RENYI_MAX_NODES if kind == "erdos_renyi" else GRAPH_MAX_NODES
+    if n > limit:
+        why = (
+            "erdos_renyi draws a coin per node pair; use barabasi_albert or an edge list "
+            "for larger graphs"
+            if kind == "erdos_renyi"
+            else "one device per node, as [fleet] devices"
+        )
+        return f"n must be <= {limit:,} ({why}), got n = {n:,}"
+    edges = expected_edges(kind, n, params)
+    if edges > GRAPH_MAX_EDGES:
+        return (
+            f"the generated graph would have about {edges:,.0f} edges, more than "
+            f"{GRAPH_MAX_EDGES:,} (memory while generating); lower n or the degree"
+        )
+    return None
+
+
 def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
     """A random graph of the given ``kind`` on ``n`` nodes, deterministic per ``seed``.
 
@@ -490,6 +531,9 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
         raise ParameterError(f"must be < n={n}, got {params['m']}", field="m")
     if "k" in params and params["k"] >= n:
         raise ParameterError(f"must be < n={n}, got {params['k']}", field="k")
+    too_large = generator_size_problem(kind, int(n), {k: float(v) for k, v in params.items()})
+    if too_large is not None:
+        raise ParameterError(too_large, field="n")
 
     import networkx as nx
 

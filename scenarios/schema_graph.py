@@ -11,30 +11,11 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-# one device per node: the same limit as [fleet] devices
-GRAPH_MAX_NODES = 1_000_000
-# expected edges of a generated graph: 50 x wiki-vote's 100,762; networkx holds about
-# 0.5 kB per edge while generating (barabasi_albert:n=100000,m=3: 300k edges, 173 MB
-# peak), so the limit is about 2.5 GB
-GRAPH_MAX_EDGES = 5_000_000
-# networkx's gnp_random_graph draws one coin per node pair: n (n - 1) / 2 = 2e8 pairs at
-# n = 20,000, about 80 s at the 2.4 M pairs/s measured (n = 5,000: 5.3 s)
-ERDOS_RENYI_MAX_NODES = 20_000
-
-
-def _expected_edges(kind: str, n: int, params: dict[str, float]) -> float:
-    """The generator's edge count (expected for erdos_renyi; at most for the others)."""
-    if kind == "erdos_renyi":
-        return params["p"] * n * (n - 1) / 2
-    if kind == "watts_strogatz":
-        return n * params["k"] / 2
-    return params["m"] * n  # barabasi_albert, powerlaw_cluster: m edges per new node
-
 
 def generator_problem(source: str) -> str | None:
     """Why the generator spec ``source`` (``kind:n=...``) is too large to generate, or
     None (its other mistakes are the loader's, ``devices.graphs.load_graph``)."""
-    from ldpfleet.devices.graphs import GENERATORS
+    from ldpfleet.devices.graphs import GENERATORS, generator_size_problem
 
     kind, _, rest = source.partition(":")
     try:
@@ -43,23 +24,8 @@ def generator_problem(source: str) -> str | None:
         params = {key: float(fields[key]) for key in GENERATORS[kind]}
     except (KeyError, ValueError):
         return None  # malformed: the loader names the missing or bad parameter
-    limit = ERDOS_RENYI_MAX_NODES if kind == "erdos_renyi" else GRAPH_MAX_NODES
-    if n > limit:
-        why = (
-            "erdos_renyi draws a coin per node pair; use barabasi_albert or an edge list "
-            "for larger graphs"
-            if kind == "erdos_renyi"
-            else "one device per node, as [fleet] devices"
-        )
-        return f"n must be <= {limit:,} ({why}), got n = {n:,} (in {source!r})"
-    edges = _expected_edges(kind, n, params)
-    if edges > GRAPH_MAX_EDGES:
-        return (
-            f"the generated graph would have about {edges:,.0f} edges, more than "
-            f"{GRAPH_MAX_EDGES:,} (memory while generating); lower n or the degree "
-            f"(in {source!r})"
-        )
-    return None
+    problem = generator_size_problem(kind, n, params)
+    return None if problem is None else f"{problem} (in {source!r})"
 
 
 def missing_source_problem(source: str, resolved: Path) -> str | None:

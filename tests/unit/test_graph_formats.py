@@ -245,3 +245,20 @@ def test_a_scenario_with_a_colon_path_loads_from_another_folder(tmp_path, monkey
     graph, source = load_scenario_graph(load_scenario(scenario))
     _same_as_plain(graph)
     assert source == str(tmp_path / "graphs" / "2026:12.txt")
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("erdos_renyi:n=100000000,p=0.1,seed=1", "n must be <= 20,000"),
+        ("barabasi_albert:n=2000000,m=2,seed=1", "n must be <= 1,000,000"),
+        ("watts_strogatz:n=900000,k=20,p=0.1,seed=1", "about 9,000,000 edges"),
+    ],
+)
+def test_a_generator_too_large_to_build_is_refused_before_it_runs(spec, needle):
+    """Held-out: only a scenario file's [graph] source was size-checked; `bench cadr
+    --graph erdos_renyi:n=100000000,p=0.1` went through devices.graphs.generate and ran
+    until the kernel killed it (23 GB). The limit now sits in generate itself."""
+    with pytest.raises(ParameterError, match=needle) as caught:
+        load_graph(spec)
+    assert caught.value.field == "n"
