@@ -114,7 +114,6 @@ async def bench_secagg(
         stage_timeout=stage_timeout,
         seed=seed,
     )
-    check_survivors(devices, dropout, neighbors, full)
     fixed_point = FixedPoint(-1.0, 1.0, scale, bits)
     bench = _SecAggBench.draw(devices, dim, dropout, seed, fixed_point, active)
     async with open_broker(broker) as (transport, info):

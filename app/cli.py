@@ -1972,7 +1972,7 @@ def bench_secagg_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
-    from ldpfleet.app.bench_secagg import bench_secagg
+    from ldpfleet.app.bench_secagg import bench_secagg, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
     from ldpfleet.scenarios.loop import run as run_loop
@@ -1988,6 +1988,9 @@ def bench_secagg_command(
         full = neighbors == "full"
         with _secagg_options():
             degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
+            # the command refuses a run that must abort; bench_secagg itself still runs
+            # one (the protocol's abort path is tested through it)
+            check_survivors(devices, dropout, degree, full)
             result = run_loop(
                 bench_secagg(
                     devices,

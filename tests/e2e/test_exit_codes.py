@@ -17,16 +17,27 @@ runner = CliRunner()
 
 
 def test_an_aborted_bench_secure_sum_exits_1_with_one_sentence():
-    # 7 of 12 devices leave after sharing: 5 masked inputs < threshold 6, so the collector
-    # cannot unmask (deterministic: who drops out is drawn from the seed)
+    # 14 of 20 devices leave after sharing: 6 survivors reach the threshold 6 in number (so
+    # the command runs), but a dropped device's self-mask seed has only 4 live holders among
+    # its 9 neighbours, so the collector cannot unmask (deterministic: who drops out is
+    # drawn from the seed)
     result = runner.invoke(
-        app, ["bench", "secagg", "--devices", "12", "--dim", "4", "--dropout", "0.6"]
+        app, ["bench", "secagg", "--devices", "20", "--dim", "4", "--dropout", "0.7"]
     )
     assert result.exit_code == 1, result.output
     document = json.loads(result.stdout.splitlines()[0])
     assert document["exact"] is None and document["aborted"]
     failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
-    assert len(failed) == 1 and "secure sum not exact" in failed[0], result.output
+    assert len(failed) == 1 and "session aborted" in failed[0], result.output
+
+
+def test_a_bench_secure_sum_that_must_abort_is_refused_up_front():
+    # 7 of 12 devices would leave: 5 < the threshold 6, the session could only abort
+    result = runner.invoke(
+        app, ["bench", "secagg", "--devices", "12", "--dim", "4", "--dropout", "0.6"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--dropout: must leave at least the threshold t = 6" in result.output
 
 
 def test_an_exact_bench_secure_sum_exits_0():
