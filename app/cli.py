@@ -1972,7 +1972,7 @@ def bench_secagg_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
-    from ldpfleet.app.bench_secagg import bench_secagg, check_survivors
+    from ldpfleet.app.bench_secagg import bench_secagg, check_options, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
     from ldpfleet.scenarios.loop import run as run_loop
@@ -1990,6 +1990,10 @@ def bench_secagg_command(
             degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
             # the command refuses a run that must abort; bench_secagg itself still runs
             # one (the protocol's abort path is tested through it)
+            check_options(
+                devices, dim, dropout=dropout, dropout_stage=dropout_stage,
+                stage_timeout=stage_timeout, seed=seed,
+            )  # fmt: skip
             check_survivors(devices, dropout, degree, full)
             result = run_loop(
                 bench_secagg(
