@@ -92,16 +92,19 @@ def _check_distinct(values, field: str, label=repr) -> None:
         seen[key] = value
 
 
+def _check_names(names, allowed, field: str, noun: str) -> None:
+    """At least one name, each one of ``allowed``, each once."""
+    if not names:
+        raise ParameterError(f"must name at least one {noun}", field=field)
+    for name in names:
+        if name not in allowed:
+            raise ParameterError(f"{name!r} is not one of {', '.join(allowed)}", field=field)
+    _check_distinct(names, field)
+
+
 def check_datasets(datasets) -> None:
     """Data sets of ``devices.periodic.DATASETS``, each once."""
-    if not datasets:
-        raise ParameterError("must name at least one data set", field="datasets")
-    for dataset in datasets:
-        if dataset not in DATASETS:
-            raise ParameterError(
-                f"{dataset!r} is not one of {', '.join(DATASETS)}", field="datasets"
-            )
-    _check_distinct(datasets, "datasets")
+    _check_names(datasets, DATASETS, "datasets", "data set")
 
 
 def _check_windows(detection_w, cosine_w, n) -> None:
@@ -821,14 +824,7 @@ def _grid_sources(sources) -> tuple:
     if sources is None:
         return GRID_SOURCES
     chosen = tuple(sources)
-    if not chosen:
-        raise ParameterError("must name at least one template", field="grid_source")
-    for source in chosen:
-        if source not in GRID_SOURCES:
-            raise ParameterError(
-                f"{source!r} is not one of {', '.join(GRID_SOURCES)}", field="grid_source"
-            )
-    _check_distinct(chosen, "grid_source")
+    _check_names(chosen, GRID_SOURCES, "grid_source", "template")
     return chosen
 
 
