@@ -21,7 +21,6 @@ Run: ``python scripts/cpr_period_same.py record /tmp/period_old.py /tmp/same.jso
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import sys
 
@@ -29,6 +28,9 @@ import numpy as np
 from ldpfleet.app import bench_cpr as b
 from ldpfleet.app import cpr_phase_jumps as pj
 from ldpfleet.protocol.sw import SquareWave
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from cpr_period_ab import load_old  # the scripts share one loader of an old period.py
 
 ADDED = ("searched", "clamped")  # fields the old module may not have
 
@@ -100,15 +102,6 @@ def as_dict(estimate) -> dict:
 def run(detect) -> dict:
     """``as_dict(detect(reports))`` for every stream of the set."""
     return {key: as_dict(detect(x)) for key, x in streams()}
-
-
-def load_old(path: str):
-    """The module at ``path`` (a copy of an earlier collector/period.py)."""
-    spec = importlib.util.spec_from_file_location("period_old", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["period_old"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def main(argv: list[str]) -> int:
