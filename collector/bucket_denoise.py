@@ -45,7 +45,14 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
-__all__ = ["FIT_SDS", "THRESHOLD_SDS", "denoise_counts", "noise_sd", "simplex_projection"]
+__all__ = [
+    "FIT_SDS",
+    "THRESHOLD_SDS",
+    "bucket_sums_array",
+    "denoise_counts",
+    "noise_sd",
+    "simplex_projection",
+]
 
 THRESHOLD_SDS = 3.0  # a bucket below this many noise sds may be empty
 FIT_SDS = 2.0  # ... and the buckets below are read as empty if their sum is within this
@@ -81,6 +88,23 @@ def noise_sd(eps_theta: float, survivors: int, parties: int) -> float:
     return math.sqrt(2 * (s / m) * a) / (1 - a)
 
 
+def bucket_sums_array(bucket_sums: object) -> np.ndarray:
+    """The θ search's noisy bucket sums as a non-empty 1-d float array of finite values
+    (every reading of them checks its input here)."""
+    try:
+        y = np.asarray(bucket_sums, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be an array of real numbers, got {bucket_sums!r}", field="bucket_sums"
+        ) from None
+    if y.size == 0 or not np.all(np.isfinite(y)):
+        raise ParameterError(
+            f"must be a non-empty array of finite numbers, got {y.size} values",
+            field="bucket_sums",
+        )
+    return y
+
+
 def denoise_counts(
     bucket_sums: object,
     devices: int,
@@ -98,12 +122,7 @@ def denoise_counts(
     ``eps_theta`` and ``parties`` only."""
     n = integer_at_least(devices, "devices", 1)
     k = positive_real(threshold_sds, "threshold_sds")
-    y = np.asarray(bucket_sums, dtype=float).reshape(-1)
-    if y.size == 0 or not np.all(np.isfinite(y)):
-        raise ParameterError(
-            f"must be a non-empty array of finite numbers, got {y.size} values",
-            field="bucket_sums",
-        )
+    y = bucket_sums_array(bucket_sums)
     sd = noise_sd(eps_theta, n, parties)
     keep = y >= k * sd
     if not np.any(keep) or _rest_mass_z(y, keep, n) > fit_sds * sd:

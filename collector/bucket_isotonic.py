@@ -51,10 +51,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ldpfleet.collector.bucket_denoise import simplex_projection
+from ldpfleet.collector.bucket_denoise import bucket_sums_array, simplex_projection
 from ldpfleet.protocol.cadr_theta_noise import noise_sum
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
+from scipy.optimize import isotonic_regression as scipy_isotonic
 
 __all__ = [
     "BOOTSTRAP_DRAWS",
@@ -71,37 +72,18 @@ BOOTSTRAP_DRAWS = 200  # the bias's Monte Carlo error: sd(count below) / sqrt(20
 TAIL_LEVEL = 0.05  # P(a truly empty top stretch is read as occupied) <= this, familywise
 
 
-def _sums(bucket_sums: object) -> np.ndarray:
-    try:
-        y = np.asarray(bucket_sums, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {bucket_sums!r}", field="bucket_sums"
-        ) from None
-    if y.size == 0 or not np.all(np.isfinite(y)):
-        raise ParameterError(
-            f"must be a non-empty array of finite numbers, got {y.size} values",
-            field="bucket_sums",
-        )
-    return y
-
-
 def isotonic_regression(values: object) -> np.ndarray:
-    """The least-squares non-decreasing fit of ``values`` (equal weights): pool adjacent
-    violators, each pooled block at its mean. Exact and deterministic, O(K)."""
-    v = np.asarray(values, dtype=float).reshape(-1)
-    means: list[float] = []
-    sizes: list[int] = []
-    for x in v:
-        means.append(float(x))
-        sizes.append(1)
-        while len(means) > 1 and means[-2] > means[-1]:
-            size = sizes[-2] + sizes[-1]
-            means[-2] = (means[-2] * sizes[-2] + means[-1] * sizes[-1]) / size
-            sizes[-2] = size
-            means.pop()
-            sizes.pop()
-    return np.repeat(np.array(means), np.array(sizes, dtype=np.int64))
+    """The least-squares non-decreasing fit of ``values`` (equal weights; pool adjacent
+    violators, ``scipy.optimize.isotonic_regression``)."""
+    return scipy_isotonic(np.asarray(values, dtype=float).reshape(-1)).x
+
+
+def _counts_from_cumulative(below: np.ndarray, devices: int) -> np.ndarray:
+    """Bucket counts from estimates of the cumulative counts below each bucket boundary:
+    their isotonic fit, clipped to ``[0, devices]``, differenced with 0 and ``devices`` at
+    the ends (non-negative, summing to ``devices``)."""
+    inner = np.clip(isotonic_regression(below), 0.0, float(devices))
+    return np.diff(np.concatenate(([0.0], inner, [float(devices)])))
 
 
 def isotonic_counts(bucket_sums: object, devices: int, *, centre: bool = True) -> np.ndarray:
@@ -109,11 +91,10 @@ def isotonic_counts(bucket_sums: object, devices: int, *, centre: bool = True) -
     through the bounded isotonic fit of their cumulative counts (module docstring).
     Noise-free sums of non-negative counts summing to ``devices`` come back exactly."""
     n = integer_at_least(devices, "devices", 1)
-    y = _sums(bucket_sums)
+    y = bucket_sums_array(bucket_sums)
     if centre:
         y = y - (y.sum() - n) / y.size
-    inner = np.clip(isotonic_regression(np.cumsum(y)[:-1]), 0.0, float(n))
-    return np.diff(np.concatenate(([0.0], inner, [float(n)])))
+    return _counts_from_cumulative(np.cumsum(y)[:-1], n)
 
 
 def bootstrap_counts(
@@ -130,7 +111,7 @@ def bootstrap_counts(
     of the secure sum's law (``noise_sum`` with ``devices`` survivors, ``parties``,
     ``eps_theta``) from ``default_rng(seed)``."""
     n = integer_at_least(devices, "devices", 1)
-    y = _sums(bucket_sums)
+    y = bucket_sums_array(bucket_sums)
     b = integer_at_least(draws, "draws", 1)
     m = integer_at_least(parties, "parties", 1)
     x = simplex_projection(y, n)
@@ -140,8 +121,7 @@ def bootstrap_counts(
         again += np.cumsum(simplex_projection(x + z, n))[:-1]
     below = np.cumsum(x)[:-1]
     corrected = below - (again / b - below)
-    inner = np.clip(isotonic_regression(corrected), 0.0, float(n))
-    return np.diff(np.concatenate(([0.0], inner, [float(n)])))
+    return _counts_from_cumulative(corrected, n)
 
 
 def _log_mgf(t: np.ndarray, ratio: float, shape: float) -> np.ndarray:
@@ -192,7 +172,7 @@ def empty_tail_start(
     (Bonferroni over the ``K`` stretches: a truly empty top is read as occupied with
     probability at most ``level``); ``K`` when the last bucket's own sum is significant,
     0 when no stretch is."""
-    y = _sums(bucket_sums)
+    y = bucket_sums_array(bucket_sums)
     n = integer_at_least(devices, "devices", 1)
     m = integer_at_least(parties, "parties", 1)
     k = y.size
@@ -215,7 +195,7 @@ def tail_counts(
     """The buckets from ``empty_tail_start`` up set to 0, the others read by
     ``simplex_projection`` (or ``isotonic_counts``); all buckets so read when no stretch
     is significant. Non-negative, summing to ``devices``."""
-    y = _sums(bucket_sums)
+    y = bucket_sums_array(bucket_sums)
     n = integer_at_least(devices, "devices", 1)
     start = empty_tail_start(y, n, eps_theta, parties, level=level)
     if start == 0:
