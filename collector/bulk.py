@@ -58,7 +58,7 @@ from ldpfleet.protocol.bulk import (
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
-from ldpfleet.protocol.messages import SCHEMA_VERSION, Message, Stage
+from ldpfleet.protocol.messages import Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.topics import COLLECTOR_ID, svc
@@ -317,7 +317,6 @@ def _handle(
         message = decode_bulk(delivery.payload)
         if talk is not None:
             talk.record(delivery.topic, delivery.payload, message)
-        _check_version(message)
         if isinstance(message, Stage):
             return _stage_closed(machine.plan.run, delivery.topic, message)
         gateway = _gateway_of(machine, delivery.topic, message)
@@ -357,17 +356,6 @@ def _gateway_of(machine: BulkCollector, topic: str, message: Message) -> int:
             code="schema",
         )
     return gateway
-
-
-def _check_version(message: Message) -> None:
-    """A message of another schema version is refused (``unsupported_version``), as
-    ``protocol.codec.decode`` refuses one: the bulk decoder reads ``v`` without checking it."""
-    if message.v != SCHEMA_VERSION:
-        raise RemoteProtocolError(
-            f"schema version {message.v} is not supported (expected {SCHEMA_VERSION})",
-            field="v",
-            code="unsupported_version",
-        )
 
 
 def _stage_closed(run: str, topic: str, message: Stage) -> bool:
