@@ -25,21 +25,15 @@ from ldpfleet.protocol.exponential import (
 from ldpfleet.protocol.samplers import exponential_choice
 from scipy import stats
 
+from tests.unit.test_exact_coins import _PoolGenerator as _BitPool
+
 P_MIN = 1e-6  # the chi-square p-value below which a test fails (module docstring)
 
 
-class _PoolGenerator:
-    """A stub for ``samplers._Bits``: ``integers(0, 2**63, size, dtype)`` hands out the
-    given bit string (least significant bit first) as 63-bit words, then zeros; ``random``
-    returns the largest double below 1 (the former inverse-CDF sampler's last chance)."""
-
-    def __init__(self, pool: int) -> None:
-        self.pool = pool
-
-    def integers(self, low, high, size=None, dtype=np.int64):
-        words = [(self.pool >> (63 * i)) & (2**63 - 1) for i in range(size)]
-        self.pool >>= 63 * size
-        return np.array(words, dtype=np.int64)
+class _PoolGenerator(_BitPool):
+    """``test_exact_coins``'s stub for ``samplers._Bits`` (the given bit string, least
+    significant bit first, as 63-bit words, then zeros); ``random`` returns the largest
+    double below 1 (the former inverse-CDF sampler's last chance)."""
 
     def random(self, size=None):
         return np.full(() if size is None else size, np.nextafter(1.0, 0.0))[()]
