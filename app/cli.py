@@ -403,7 +403,7 @@ def run(
     from ldpfleet.scenarios.schema import load_scenario
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with user_errors():
+    with _no_folder_left_on_refusal(out), user_errors():
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)
@@ -478,6 +478,28 @@ def run(
             "incomplete",
             "bold yellow",
         )
+
+
+@contextlib.contextmanager
+def _no_folder_left_on_refusal(out: Path):
+    """``ldpfleet run``: a run refused (exit 2: a scenario, graph or option the run cannot
+    take) leaves no output folder behind. The folder is made when the run starts, and a
+    few refusals come only then (a random graph that drew no edge); the topmost folder of
+    ``out`` that did not exist before the command is removed. An existing folder, and the
+    outputs of a run that started and failed (exit 1), are kept."""
+    created = None
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        created = folder
+    try:
+        yield
+    except typer.Exit as stop:
+        if stop.exit_code == 2 and created is not None and created.is_dir():
+            import shutil
+
+            shutil.rmtree(created, ignore_errors=True)
+        raise
 
 
 def _device_errors_clause(failed: dict[str, str]) -> str:

@@ -74,6 +74,7 @@ Random graphs (:func:`generate`)
 from __future__ import annotations
 
 import gzip
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,12 +84,15 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "DATA_DIR",
     "GENERATORS",
+    "GeneratorSpec",
     "Graph",
     "ego_facebook",
     "generate",
+    "generate_checks",
     "is_generator_spec",
     "load_edge_list",
     "load_graph",
+    "parse_generator_spec",
     "wiki_vote",
 ]
 
@@ -508,12 +512,10 @@ def generator_size_problem(kind: str, n: int, params: dict[str, float]) -> str |
     return None
 
 
-def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
-    """A random graph of the given ``kind`` on ``n`` nodes, deterministic per ``seed``.
-
-    ``params`` must be exactly the parameters listed for ``kind`` in :data:`GENERATORS`
-    (see the module docstring for their meaning).
-    """
+def generate_checks(kind: str, n: int, params: dict[str, float]) -> None:
+    """:func:`generate`'s refusals of ``kind``, ``n`` and ``params`` (a
+    :class:`ParameterError` naming the parameter, the limit and the value), without
+    generating anything."""
     if kind not in GENERATORS:
         raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
     need = GENERATORS[kind]
@@ -524,9 +526,10 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
     for key in ("p",):
         if key in params and not 0.0 <= params[key] <= 1.0:
             raise ParameterError(f"must lie in [0, 1], got {params[key]}", field=key)
-    for key in ("m", "k"):
-        if key in params and (int(params[key]) != params[key] or params[key] < 1):
-            raise ParameterError(f"must be a positive integer, got {params[key]}", field=key)
+    for key in ("m", "k"):  # nan and inf: int() raised a bare ValueError / OverflowError
+        value = params.get(key, 1)
+        if not (math.isfinite(value) and int(value) == value and value >= 1):
+            raise ParameterError(f"must be a positive integer, got {value}", field=key)
     if "m" in params and params["m"] >= n:
         raise ParameterError(f"must be < n={n}, got {params['m']}", field="m")
     if "k" in params and params["k"] >= n:
@@ -534,6 +537,16 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
     too_large = generator_size_problem(kind, int(n), {k: float(v) for k, v in params.items()})
     if too_large is not None:
         raise ParameterError(too_large, field="n")
+
+
+def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
+    """A random graph of the given ``kind`` on ``n`` nodes, deterministic per ``seed``.
+
+    ``params`` must be exactly the parameters listed for ``kind`` in :data:`GENERATORS`
+    (see the module docstring for their meaning).
+    """
+    generate_checks(kind, n, params)
+    need = GENERATORS[kind]
 
     import networkx as nx
 
@@ -561,25 +574,102 @@ def is_generator_spec(spec: str) -> bool:
     return bool(sep) and kind in GENERATORS
 
 
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """A generator spec ``kind:n=N,<params>,seed=S`` taken apart (``parse_generator_spec``)."""
+
+    kind: str
+    n: int
+    seed: int
+    params: dict[str, int | float]
+
+
+def parse_generator_spec(spec: str) -> GeneratorSpec:
+    """``kind:n=N,<parameters of GENERATORS[kind]>[,seed=S]`` (seed defaults to 0),
+    checked without generating anything: every refusal of :func:`generate` and of
+    :func:`load_graph` that the text decides is a :class:`ParameterError` naming the
+    parameter (``field``), the limit and the value. A scenario's ``[graph] source`` is
+    checked with it when the file loads (``scenarios.schema_graph``)."""
+    kind, _, rest = spec.partition(":")
+    if kind not in GENERATORS:
+        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+    need = GENERATORS[kind]
+    usage = f"write {kind}:n=N,{','.join(p + '=…' for p in need)}[,seed=S]"
+    fields: dict[str, str] = {}
+    for part in (part.strip() for part in rest.split(",") if part.strip()):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ParameterError(f"{part!r} is not name=value ({usage})", field="graph")
+        if key in fields:
+            raise ParameterError(f"given twice ({fields[key]!r} and {value!r})", field=key)
+        if key not in ("n", "seed", *need):
+            raise ParameterError(
+                f"is not a parameter of {kind}, which takes n, {', '.join(need)} and seed "
+                f"({usage})",
+                field=key,
+            )
+        fields[key] = value.strip()
+    for key in ("n", *need):
+        if key not in fields:
+            raise ParameterError(f"missing ({usage})", field=key)
+    n = _spec_integer(fields.pop("n"), "n")
+    seed = _spec_integer(fields.pop("seed", "0"), "seed")
+    params = {key: _spec_number(value, key) for key, value in fields.items()}
+    generate_checks(kind, n, params)
+    _refuse_edgeless(spec, kind, n, params)
+    return GeneratorSpec(kind, n, seed, params)
+
+
+def _spec_integer(text: str, key: str) -> int:
+    """An integer parameter of a generator spec (``n``, ``seed``), or a refusal naming it."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ParameterError(f"must be an integer, got {text!r}", field=key) from None
+
+
+def _spec_number(text: str, key: str) -> int | float:
+    """A numeric parameter of a generator spec: an int when written as digits (``m=3``),
+    else a finite float (``p=0.1``); refused naming it otherwise."""
+    if text.isdigit():
+        return int(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise ParameterError(f"must be a number, got {text!r}", field=key) from None
+    if not math.isfinite(value):
+        raise ParameterError(f"must be a finite number, got {text!r}", field=key)
+    return value
+
+
+def _refuse_edgeless(spec: str, kind: str, n: int, params: dict[str, int | float]) -> None:
+    """Refuse a spec whose graph has no edge whatever the seed (``load_graph`` refuses it
+    after generating it): one node, ``erdos_renyi`` with p = 0, ``watts_strogatz`` with
+    k < 2 (``k // 2`` neighbours on each side)."""
+    if n == 1:
+        why = "n must be >= 2, got n = 1"
+    elif kind == "erdos_renyi" and params.get("p") == 0:
+        why = "p must be > 0 for erdos_renyi, got p = 0"
+    elif kind == "watts_strogatz" and 1 <= params.get("k", 2) < 2:
+        why = f"k must be >= 2 (k // 2 neighbours on each side), got k = {params['k']}"
+    else:
+        return
+    raise ParameterError(
+        f"{spec!r} has no edges whatever the seed ({why}): a degree release needs at least one",
+        field="graph",
+    )
+
+
 def load_graph(spec: str) -> Graph:
     """A graph by name (``facebook``, ``wiki-vote``), by generator
     (``barabasi_albert:n=200,m=3,seed=1``; parameters of :data:`GENERATORS`, ``seed``
     defaults to 0) or by the path of a SNAP edge list."""
     if spec in NAMED_GRAPHS:
         return NAMED_GRAPHS[spec]()
-    kind, _, rest = spec.partition(":")
     if is_generator_spec(spec):
-        try:
-            fields = dict(part.split("=", 1) for part in rest.split(",") if part)
-            n = int(fields.pop("n"))
-            seed = int(fields.pop("seed", 0))
-            params = {k: int(v) if v.isdigit() else float(v) for k, v in fields.items()}
-        except (KeyError, ValueError):
-            raise ParameterError(
-                f"{spec!r}: write {kind}:n=N,{','.join(p + '=…' for p in GENERATORS[kind])}",
-                field="graph",
-            ) from None
-        graph = generate(kind, n, seed=seed, **params)
+        parsed = parse_generator_spec(spec)
+        graph = generate(parsed.kind, parsed.n, seed=parsed.seed, **parsed.params)
     else:
         graph = load_edge_list(spec)
     if graph.edges() == 0:  # a degree release needs D >= 1 (else "degree_bound: ... got 0")

@@ -217,12 +217,13 @@ def load_scenario_graph(scenario) -> tuple[Graph, str]:
     """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.scenarios.schema import ScenarioError
+    from ldpfleet.scenarios.schema_graph import generator_refusal
 
     source = scenario_graph_source(scenario.spec.graph.source, scenario.path)
     try:
         return load_graph(source), source
     except ParameterError as error:  # named the generator's parameter ("p:"), not the key
-        what = error.reason if error.field == "graph" else f"{error.field} {error.reason}"
+        what = generator_refusal(error)
         where = f"{scenario.path}: " if scenario.path else ""
         raise ScenarioError(
             f"{where}graph.source: {what} (in {scenario.spec.graph.source!r})"
@@ -888,8 +889,8 @@ async def run_cadr_scenario(
     ``ledger.json``, ``collector.sqlite`` (the persisted releases) and ``trace.sqlite``."""
     spec = scenario.spec
     cadr = spec.cadr
+    graph, source = load_scenario_graph(scenario)  # a refusal leaves no output folder
     out = fresh_outputs(out_dir)
-    graph, source = load_scenario_graph(scenario)
     broker = broker or spec.broker.url
     if processes is None:  # the devices use both cores where a real broker allows it
         processes = cadr.processes if broker != "memory" else 1

@@ -13,19 +13,28 @@ from pathlib import Path
 
 
 def generator_problem(source: str) -> str | None:
-    """Why the generator spec ``source`` (``kind:n=...``) is too large to generate, or
-    None (its other mistakes are the loader's, ``devices.graphs.load_graph``)."""
-    from ldpfleet.devices.graphs import GENERATORS, generator_size_problem
+    """Why the generator spec ``source`` (``kind:n=...``) cannot be generated, or None:
+    every refusal the text decides (``devices.graphs.parse_generator_spec``: a malformed
+    or unknown parameter, a value out of its range, a graph too large to generate or
+    without edges whatever the seed), naming the parameter, the limit and the value."""
+    from ldpfleet.devices.graphs import parse_generator_spec
+    from ldpfleet.protocol.errors import ParameterError
 
-    kind, _, rest = source.partition(":")
     try:
-        fields = dict(part.split("=", 1) for part in rest.split(",") if part)
-        n = int(fields["n"])
-        params = {key: float(fields[key]) for key in GENERATORS[kind]}
-    except (KeyError, ValueError):
-        return None  # malformed: the loader names the missing or bad parameter
-    problem = generator_size_problem(kind, n, params)
-    return None if problem is None else f"{problem} (in {source!r})"
+        parse_generator_spec(source)
+    except ParameterError as error:
+        return f"{generator_refusal(error)} (in {source!r})"
+    return None
+
+
+def generator_refusal(error) -> str:
+    """A generator's ``ParameterError`` as a sentence naming its parameter (``p must lie
+    in [0, 1], got 2``): the reason alone when it names the graph or starts with the
+    parameter already."""
+    reason = error.reason
+    if error.field in (None, "graph") or reason.startswith(f"{error.field} "):
+        return reason
+    return f"{error.field} {reason}"
 
 
 def missing_source_problem(source: str, resolved: Path) -> str | None:

@@ -1,0 +1,99 @@
+"""Scenario refusals come on load and leave nothing behind (brief A).
+
+- A generator spec's parameter errors (``erdos_renyi:n=30,p=2``, ``barabasi_albert:n=10,
+  m=20``, a negative or non-integer n, an unknown parameter name...) were refused only
+  when the run generated the graph, after ``ldpfleet run`` had made the output folder:
+  each left an empty folder behind. ``m = nan`` ended in a bare ValueError traceback and
+  ``n=30,...,n=40`` silently used the last n.
+- A refusal the text cannot decide (a random graph that drew no edge) still comes in the
+  run: ``ldpfleet run`` removes the folder it made for a refused run (exit 2).
+"""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+from typer.testing import CliRunner
+
+CADR = """\
+[scenario]
+name = "c"
+[graph]
+source = "{source}"
+[cadr]
+processes = 1
+{cadr}"""
+
+# (graph.source, what the refusal must show: the limit and the value)
+BAD_SOURCES = [
+    ("erdos_renyi:n=30,p=2", ("p must lie in [0, 1]", "got 2")),
+    ("barabasi_albert:n=10,m=20", ("m must be < n=10", "got 20")),
+    ("erdos_renyi:n=-5,p=0.1", ("n must be a positive integer", "got -5")),
+    ("erdos_renyi:n=0,p=0.1", ("n must be a positive integer", "got 0")),
+    ("erdos_renyi:n=3.5,p=0.1", ("n must be an integer", "'3.5'")),
+    ("erdos_renyi:n=1e3,p=0.1", ("n must be an integer", "'1e3'")),
+    ("erdos_renyi:n=30,q=0.1", ("q is not a parameter of erdos_renyi", "takes n, p and seed")),
+    ("erdos_renyi:n=30", ("p missing", "erdos_renyi:n=N,p=")),
+    ("erdos_renyi:n=30,p=0.1,n=40", ("n given twice", "'40'")),
+    ("erdos_renyi:n=30,p=0.1,seed=x", ("seed must be an integer", "'x'")),
+    ("erdos_renyi:n=30,p=0.1,oops", ("'oops' is not name=value", "erdos_renyi:n=N")),
+    ("erdos_renyi:n=30,p=zero", ("p must be a number", "'zero'")),
+    ("barabasi_albert:n=30,m=nan", ("m must be a finite number", "'nan'")),
+    ("barabasi_albert:n=30,m=inf", ("m must be a finite number", "'inf'")),
+    ("barabasi_albert:n=30,m=2.5", ("m must be a positive integer", "got 2.5")),
+    ("barabasi_albert:n=30,m=0", ("m must be a positive integer", "got 0")),
+    ("watts_strogatz:n=30,k=40,p=0.1", ("k must be < n=30", "got 40")),
+    ("powerlaw_cluster:n=30,m=2,p=1.5", ("p must lie in [0, 1]", "got 1.5")),
+    ("erdos_renyi:n=30,p=0", ("has no edges", "p must be > 0", "got p = 0")),
+    ("erdos_renyi:n=1,p=0.5", ("has no edges", "n must be >= 2", "got n = 1")),
+    ("watts_strogatz:n=30,k=1,p=0.1", ("has no edges", "k must be >= 2", "got k = 1")),
+    ("erdos_renyi:n=50000,p=0.0001", ("n must be <= 20,000", "got n = 50,000")),
+]
+
+
+@pytest.mark.parametrize(("source", "shown"), BAD_SOURCES, ids=[s for s, _ in BAD_SOURCES])
+def test_a_bad_generator_parameter_is_refused_on_load(source, shown):
+    """Old: each loaded (the run refused it later, or crashed: nan, inf; or ran: n twice)."""
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(CADR.format(source=source, cadr=""))
+    message = str(info.value)
+    assert message.startswith("graph.source:") and repr(source) in message, message
+    for needle in shown:
+        assert needle in message, message
+
+
+# files refused on load: every bad source above
+REFUSED_FILES = [CADR.format(source=source, cadr="") for source, _ in BAD_SOURCES]
+
+
+@pytest.mark.parametrize("text", REFUSED_FILES, ids=[s for s, _ in BAD_SOURCES])
+def test_run_of_a_refused_file_exits_2_and_makes_no_folder(text, tmp_path):
+    """Old: ``ldpfleet run FILE -o DIR`` made DIR, then refused (the graph's parameters
+    were checked only in the run)."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(text)
+    out = tmp_path / "runs" / "out"
+    result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "-b", "memory"])
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output, result.output
+    assert not (tmp_path / "runs").exists(), result.output
+
+
+def test_a_refusal_in_the_run_removes_the_folder_it_made(tmp_path):
+    """A random graph without an edge is known only once generated (seed 1 draws none of
+    the 3 pairs at p = 0.01): the run refuses it (exit 2) and leaves no folder; an
+    existing output folder and what was in it are kept."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(CADR.format(source="erdos_renyi:n=3,p=0.01,seed=1", cadr=""))
+    parse_scenario(scenario.read_text())  # loads: only the generated graph is refused
+    out = tmp_path / "new" / "out"
+    result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "-b", "memory"])
+    assert result.exit_code == 2 and "has no edges" in result.output, result.output
+    assert not (tmp_path / "new").exists(), result.output
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "mine.txt").write_text("x")
+    result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(kept), "-b", "memory"])
+    assert result.exit_code == 2, result.output
+    assert (kept / "mine.txt").read_text() == "x"
