@@ -64,8 +64,9 @@ the value. Below 0.001 no CADR release carries information (DSR's Laplace scale 
 ``θ / ε_dsr`` >= 1,100 θ) and the floating arithmetic fails further down (found by QA: with
 a given θ, ``thm35_bound`` divided by zero at ε = 1e-300, ``noise_weight`` raised a bare
 ValueError at 1e-308, the paper pipeline overflowed at 1e-310 and a fleet run waited out
-the 120 s relay timeout). A dp θ search needs more: ``ε_θ >= THETA_EPS_MIN``, about ε >=
-0.0058 at α = 0.1.
+the 120 s relay timeout). A dp θ search needs more: ``ε_θ >= THETA_EPS_MIN``, ε >=
+``theta_search_min_eps(alpha)`` (0.005814 at α = 0.1), which a scenario file is checked
+against when it loads.
 
 The public degree bound D (``resolve_degree_bound``). Every part above reads D: the θ
 search's thresholds (``bucket_grid(D)``), NDOE's partitions and the exponential
@@ -135,6 +136,7 @@ __all__ = [
     "privacy_claim",
     "resolve_degree_bound",
     "theta_extra",
+    "theta_search_min_eps",
 ]
 
 ACCOUNT = "node"
@@ -207,17 +209,41 @@ def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> N
 def _check_theta_eps(budget: CadrBudget) -> None:
     """Refuse a dp θ search below ``THETA_EPS_MIN``: its exact Pólya noise would take each
     device seconds to minutes (the run hangs in the θ stage). Names the smallest eps that
-    works at this alpha (ε_θ is proportional to ε at ε <= ``SMALL_EPS_LOW``)."""
+    works at this alpha (``theta_search_min_eps``) or, for an eps above it refused at a
+    large fleet (ε_θ = max(f α ε, 1,200 / n) from ε = 1 up), the alpha x eps that works."""
     if budget.theta >= THETA_EPS_MIN:
         return
-    lowest = math.ceil(THETA_EPS_MIN * budget.eps / budget.theta * 1e6) / 1e6
+    floor = theta_search_min_eps(budget.alpha)
+    if budget.eps < floor:
+        fix = f"use eps >= {floor}"
+    else:  # only f α ε is left to raise: the fleet's share 1,200 / n is below the floor
+        product = THETA_EPS_MIN / THETA_FRACTION
+        need = math.ceil(product / budget.alpha * 1e6) / 1e6
+        fix = f"raise alpha x eps to >= {product:.6g} (eps >= {need} at this alpha)"
     raise ParameterError(
         f"must give the dp pipeline's θ search ε_θ >= {THETA_EPS_MIN} (its exact Pólya "
         f"noise costs each device O(1/ε_θ²) coin flips), got eps = {budget.eps!r} "
-        f"(ε_θ = {budget.theta:.3g} at alpha = {budget.alpha!r}): use eps >= {lowest}, a "
-        'given theta (no θ search) or pipeline = "paper"',
+        f"(ε_θ = {budget.theta:.3g} at alpha = {budget.alpha!r}): {fix}, a given theta "
+        '(no θ search) or pipeline = "paper"',
         field="eps",
     )
+
+
+def theta_search_min_eps(alpha: float) -> float:
+    """The smallest total ``eps`` (rounded up to 1e-6) at which the dp pipeline's θ search
+    runs at this ``alpha``: ``ε_θ >= THETA_EPS_MIN`` (0.005814 at alpha = 0.1).
+
+    Computed from the split ``CadrBudget.for_pipeline`` uses: at ``ε <= SMALL_EPS_LOW`` its
+    ε_θ is proportional to ε and does not depend on the fleet size n, so the floor is the
+    same for every n. A run refuses every eps below it (``_check_theta_eps``); above it,
+    only a fleet of more than 240,000 devices with alpha x eps < THETA_EPS_MIN /
+    THETA_FRACTION can still be refused (from ε = 1 up ε_θ = max(f α ε, 1,200 / n))."""
+    a = positive_real(alpha, "alpha")
+    if a >= 1.0:
+        raise ParameterError(f"must satisfy 0 < alpha < 1, got {alpha!r}", field="alpha")
+    eps = SMALL_EPS_LOW  # any ε up to it gives the same ε_θ / ε, whatever n
+    per_eps = CadrBudget(eps, a, THETA_FRACTION, theta_extra(eps, a, 1)).theta / eps
+    return math.ceil(THETA_EPS_MIN / per_eps * 1e6) / 1e6
 
 
 def check_run_eps(eps: float) -> float:

@@ -38,7 +38,9 @@ from ldpfleet.scenarios.builtin import DATA_ENV, data_root, find_scenario
 from ldpfleet.scenarios.plugin_load import mechanism_in_time
 from ldpfleet.scenarios.schema_graph import (
     broker_url_problem,
+    cadr_budget_problem,
     generator_problem,
+    graph_nodes,
     missing_source_problem,
 )
 from msgspec import Meta
@@ -1095,8 +1097,10 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
 
 
 def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
-    """``[graph] source`` names a graph that exists and is not too large to generate
-    (``scenarios.schema_graph``): refused on load, before the run's folder is made."""
+    """``[graph] source`` names a graph that exists and that its generator can build, and
+    ``[cadr]``'s budget passes the run's own check at the graph's node count (the dp θ
+    search's floor; ``scenarios.schema_graph``): refused on load, before the run's folder
+    is made."""
     from ldpfleet.devices.graphs import NAMED_GRAPHS, is_generator_spec
 
     source = loaded.spec.graph.source
@@ -1110,6 +1114,9 @@ def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
         problem = None
     if problem is not None:
         raise ScenarioError(f"{where}graph.source: {problem}")
+    problem = cadr_budget_problem(loaded.spec.cadr, lambda: graph_nodes(source, resolved))
+    if problem is not None:
+        raise ScenarioError(f"{where}{problem}")
 
 
 def _builtin_near_miss(path: Path) -> str:

@@ -1,14 +1,17 @@
-"""Load-time checks of a CADR-LDP scenario's ``[graph] source`` and of ``[broker] url``:
-each returns the sentence ``scenarios.schema`` refuses the file with, or None.
+"""Load-time checks of a CADR-LDP scenario's ``[graph] source`` and ``[cadr]`` budget,
+and of ``[broker] url``: each returns the sentence ``scenarios.schema`` refuses the file
+with, or None.
 
 They run before the run's output folder exists and before any graph is generated: a
 generator spec is checked from its text (``erdos_renyi:n=100000000,p=0.1`` was generated
-until the kernel killed the run at 23 GB), and a path must exist.
+until the kernel killed the run at 23 GB), a path must exist, and the dp pipeline's θ
+search floor (``protocol.cadr_budget``) is checked with the function the run uses.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -55,6 +58,48 @@ def missing_source_problem(source: str, resolved: Path) -> str | None:
         f"{', '.join(NAMED_GRAPHS)}, a generator ({', '.join(GENERATORS)}: kind:n=N,...) or "
         f"the path of an edge list{hint}"
     )
+
+
+def graph_nodes(source: str, resolved: Path) -> int:
+    """The node count of a graph that exists (checked before): read from a generator spec
+    (``devices.graphs.parse_generator_spec``), else the graph loaded (``resolved`` is the
+    path of an edge list)."""
+    from ldpfleet.devices.graphs import is_generator_spec, load_graph, parse_generator_spec
+
+    if is_generator_spec(source):
+        return parse_generator_spec(source).n
+    return load_graph(str(resolved) if resolved.exists() else source).n
+
+
+# more devices than any run can have: the θ search's ε_θ only falls as n grows
+# (``protocol.cadr_budget.theta_extra``), so a budget accepted here is accepted at every n
+_ANY_FLEET = 2**62
+
+
+def cadr_budget_problem(cadr, nodes: Callable[[], int]) -> str | None:
+    """The run's budget check (``CadrBudget.for_pipeline``: the dp θ search's floor,
+    ``theta_search_min_eps``) as ``cadr.eps: ...``, or None. ``nodes()`` gives the graph's
+    node count; it is called only when the answer depends on it (a fleet of more than
+    240,000 devices at a small alpha x eps), since a named graph or a file is then loaded."""
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.errors import ParameterError
+
+    searched = isinstance(cadr.theta, str)  # a rule ("auto-dev", "auto-sum"), not a given θ
+
+    def problem(devices: int) -> str | None:
+        try:
+            CadrBudget.for_pipeline(cadr.eps, cadr.alpha, cadr.pipeline, searched, devices)
+        except ParameterError as error:
+            return f"cadr.{error.field}: {error.reason}"
+        return None
+
+    smallest_fleet = problem(1)
+    if smallest_fleet is not None or problem(_ANY_FLEET) is None:
+        return smallest_fleet
+    try:
+        return problem(nodes())
+    except ParameterError:
+        return None  # an unreadable graph: the run's loader says why, naming graph.source
 
 
 def broker_url_problem(url: str) -> str | None:

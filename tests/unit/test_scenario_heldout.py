@@ -10,8 +10,8 @@ late, too vaguely or not at all.
 - ``[cpr]`` without ``reconstruct = "cpr"`` was silently ignored;
 - ``broker.url = "mqtt:/localhost"`` was refused only when the run connected, without
   naming ``broker.url``;
-- ``[cadr] eps = 0.002`` (the dp θ search's floor) is refused after the output folder was
-  created, as ``eps: ...`` without the file or the table (xfail: not fixed here).
+- ``[cadr] eps = 0.002`` (below the dp θ search's floor) was refused after the output
+  folder was created, as ``eps: ...`` without the file or the table.
 """
 
 from __future__ import annotations
@@ -116,14 +116,8 @@ def test_a_well_formed_broker_url_loads(url):
     parse_scenario(STREAM.format(stream="", more=f'[broker]\nurl = "{url}"\n'))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed: refusing it on load breaks tests/unit/test_scenarios.py::"
-    "test_cadr_eps_below_the_run_range_is_refused_by_the_schema, which loads eps = 0.001 "
-    "with a θ search (a file no run accepts) and is outside helper S's files",
-)
 def test_a_cadr_eps_below_the_theta_search_floor_is_refused_on_load():
-    """Still: refused after the output folder was made, as ``eps: ...`` (no file, no table)."""
+    """Old: refused after the output folder was made, as ``eps: ...`` (no file, no table)."""
     source = "erdos_renyi:n=30,p=0.2,seed=1"
     message = _refused(CADR.format(source=source, cadr="eps = 0.002\n"))
     assert message.startswith("cadr.eps:") and "0.002" in message, message

@@ -5,6 +5,9 @@
   when the run generated the graph, after ``ldpfleet run`` had made the output folder:
   each left an empty folder behind. ``m = nan`` ended in a bare ValueError traceback and
   ``n=30,...,n=40`` silently used the last n.
+- ``[cadr] eps`` below the dp θ search's floor was refused only in the run (after the
+  folder), as ``eps: ...``; the floor comes from ``protocol.cadr_budget``, the function
+  the run uses (``theta_search_min_eps``, ``CadrBudget.for_pipeline``).
 - A refusal the text cannot decide (a random graph that drew no edge) still comes in the
   run: ``ldpfleet run`` removes the folder it made for a refused run (exit 2).
 """
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import pytest
 from ldpfleet.app.cli import app
+from ldpfleet.protocol.cadr_budget import CadrBudget, theta_search_min_eps
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 from typer.testing import CliRunner
 
@@ -63,14 +68,16 @@ def test_a_bad_generator_parameter_is_refused_on_load(source, shown):
         assert needle in message, message
 
 
-# files refused on load: every bad source above
-REFUSED_FILES = [CADR.format(source=source, cadr="") for source, _ in BAD_SOURCES]
+# files refused on load: every bad source above, and a cadr eps below the θ search's floor
+REFUSED_FILES = [CADR.format(source=source, cadr="") for source, _ in BAD_SOURCES] + [
+    CADR.format(source="erdos_renyi:n=30,p=0.2,seed=1", cadr="eps = 0.002\n"),
+]
 
 
-@pytest.mark.parametrize("text", REFUSED_FILES, ids=[s for s, _ in BAD_SOURCES])
+@pytest.mark.parametrize("text", REFUSED_FILES, ids=[*(s for s, _ in BAD_SOURCES), "eps"])
 def test_run_of_a_refused_file_exits_2_and_makes_no_folder(text, tmp_path):
-    """Old: ``ldpfleet run FILE -o DIR`` made DIR, then refused (the graph's parameters
-    were checked only in the run)."""
+    """Old: ``ldpfleet run FILE -o DIR`` made DIR, then refused (the graph's parameters and
+    the θ floor were checked only in the run)."""
     scenario = tmp_path / "s.toml"
     scenario.write_text(text)
     out = tmp_path / "runs" / "out"
@@ -97,3 +104,39 @@ def test_a_refusal_in_the_run_removes_the_folder_it_made(tmp_path):
     result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(kept), "-b", "memory"])
     assert result.exit_code == 2, result.output
     assert (kept / "mine.txt").read_text() == "x"
+
+
+def test_a_cadr_eps_is_refused_on_load_exactly_where_the_run_refuses_it():
+    """The load check is the run's own (``CadrBudget.for_pipeline``): at the floor
+    ``theta_search_min_eps(alpha)`` the file loads and the run's budget is accepted; 1e-6
+    below, both refuse, naming cadr.eps, the floor and the value."""
+    source = "erdos_renyi:n=30,p=0.2,seed=1"
+    for alpha in (0.01, 0.1, 0.5, 0.9, 0.95):
+        floor = theta_search_min_eps(alpha)
+        below = round(floor - 1e-6, 6)
+        cadr = f"alpha = {alpha}\neps = {{eps}}\n"
+        parse_scenario(CADR.format(source=source, cadr=cadr.format(eps=floor)))
+        CadrBudget.for_pipeline(floor, alpha, "dp", True, 30)
+        with pytest.raises(ScenarioError) as info:
+            parse_scenario(CADR.format(source=source, cadr=cadr.format(eps=below)))
+        message = str(info.value)
+        assert message.startswith("cadr.eps:") and f"eps = {below!r}" in message, message
+        assert f"use eps >= {floor}" in message, message
+        with pytest.raises(ParameterError):
+            CadrBudget.for_pipeline(below, alpha, "dp", True, 30)
+    assert theta_search_min_eps(0.1) == 0.005814  # 0.005 / 0.86, rounded up
+
+
+def test_a_cadr_eps_refused_only_for_a_large_fleet_is_refused_on_load():
+    """From eps = 1 up ε_θ = max(f α ε, 1,200 / n): above 240,000 devices a small alpha x
+    eps is refused by the run; the node count comes from the generator spec (nothing is
+    generated) and the refusal says which alpha x eps works."""
+    cadr = "alpha = 0.001\neps = 3.0\n"
+    large = CADR.format(source="barabasi_albert:n=300000,m=1,seed=1", cadr=cadr)
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(large)
+    message = str(info.value)
+    assert message.startswith("cadr.eps:") and "alpha x eps to >= 0.00833333" in message
+    assert "eps >= 8.333334" in message, message
+    parse_scenario(CADR.format(source="barabasi_albert:n=200000,m=1,seed=1", cadr=cadr))
+    parse_scenario(large.replace("eps = 3.0", "eps = 8.333334"))
