@@ -550,7 +550,8 @@ class LoadedScenario:
 
     def stream_config(self, run: str) -> StreamConfig:
         """The stream-stage parameters for run ``run`` (``raw``: eps and w are the GC-DP
-        release's eps_rel and window, eps0 = 0; batches of one window by default)."""
+        release's eps_rel and window, eps0 = 0; batches of one window, at most ``MAX_BATCH``
+        steps, by default)."""
         s = self.spec.stream
         lo, hi = self.stream_bounds()
         if s.mechanism == RAW and self.spec.gcdp is not None:
@@ -560,7 +561,8 @@ class LoadedScenario:
             default_batch = min(w, s.steps, MAX_BATCH)
         else:
             eps, w = s.eps, s.w
-            default_batch = min(s.w, s.steps)
+            # at most MAX_BATCH: w = 5,000 without batch_steps was refused as batch_steps
+            default_batch = min(s.w, s.steps, MAX_BATCH)
         return StreamConfig(
             run=run,
             mechanism=s.mechanism,
