@@ -1,7 +1,8 @@
 """docs/scenario-reference.md, generated from the schema (``scenarios/schema.py``).
 
 Every section and key of a scenario file with its type, default and limits, exactly as
-the validator enforces them (msgspec's JSON schema of ``Scenario``). ``ldpfleet
+the validator enforces them (msgspec's JSON schema of ``Scenario``: each field's ranges,
+its items' ranges, and the limits it shares with other keys, ``schema._on_load``). ``ldpfleet
 scenario-reference`` prints it; a test keeps the committed file equal to the output, so
 the reference cannot drift from the code. docs/scenarios.md explains what each key means.
 """
@@ -40,6 +41,9 @@ def _type(spec: dict) -> str:
     if kind == "array":
         items = spec.get("prefixItems") or ([spec["items"]] if "items" in spec else [])
         inner = ", ".join(_type(item) for item in items)
+        count = spec.get("minItems")
+        if "prefixItems" not in spec and items and count and count == spec.get("maxItems"):
+            return f"[{', '.join([inner] * count)}]"  # a pair as a list: [integer, integer]
         return f"[{inner}]" if spec.get("prefixItems") else f"list of {inner or 'any'}"
     if isinstance(kind, list):
         return " or ".join(kind)
@@ -54,19 +58,46 @@ def _number(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
+_BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
+           ("exclusiveMaximum", "<"), ("minLength", "length >="),
+           ("maxLength", "length <="))  # fmt: skip
+
+
 def _limits(spec: dict) -> str:
+    """Every limit of a field: its numbers' and strings' bounds, a list's length and its
+    items' limits (a union: each option's), its pattern, and the rules checked on load
+    beyond them (the field's ``Meta(description=...)``, "on load: ...")."""
     if "anyOf" in spec:
-        return "; ".join(filter(None, (_limits(option) for option in spec["anyOf"])))
+        parts = [limits for limits in map(_limits, spec["anyOf"]) if limits]
+    else:
+        parts = [f"{sign} {_number(spec[key])}" for key, sign in _BOUNDS if key in spec]
+        if spec.get("type") == "array":
+            parts += _array_limits(spec)
+        if "pattern" in spec:
+            parts.append(f"matches `{spec['pattern']}`")
+    text = "; ".join(parts) if "anyOf" in spec else ", ".join(parts)
+    rule = " ".join(spec.get("description", "").split())
+    return "; ".join(filter(None, (text, rule)))
+
+
+def _items(count: int) -> str:
+    return f"{_number(count)} item{'' if count == 1 else 's'}"
+
+
+def _array_limits(spec: dict) -> list[str]:
+    """A list's length (a fixed pair ``[a, b]`` has none to show) and its items' limits."""
+    items = spec.get("prefixItems") or ([spec["items"]] if "items" in spec else [])
+    low, high = spec.get("minItems"), spec.get("maxItems")
     parts = []
-    for key, sign in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="),
-                      ("exclusiveMaximum", "<"), ("minLength", "length >="),
-                      ("maxLength", "length <="), ("minItems", "items >="),
-                      ("maxItems", "items <=")):  # fmt: skip
-        if key in spec:
-            parts.append(f"{sign} {_number(spec[key])}")
-    if "pattern" in spec:
-        parts.append(f"matches `{spec['pattern']}`")
-    return ", ".join(parts)
+    if "prefixItems" not in spec and (low is None or low != high):  # n == n: [a, b]
+        parts += [f"at least {_items(low)}"] if low is not None else []
+        parts += [f"at most {_items(high)}"] if high is not None else []
+    item_limits = {_limits(item) for item in items} - {""}
+    if len(item_limits) == 1:
+        parts.append(f"each item {item_limits.pop()}")
+    elif item_limits:
+        parts += [f"item {i}: {_limits(item)}" for i, item in enumerate(items) if _limits(item)]
+    return parts
 
 
 def reference_markdown() -> str:
@@ -77,7 +108,9 @@ def reference_markdown() -> str:
         "",
         "Generated from `scenarios/schema.py` by `ldpfleet scenario-reference`; do not edit.",
         "What each key means: docs/scenarios.md. Every number must be finite (`inf` and `nan`",
-        "are refused).",
+        "are refused). The limits column gives a key's own range, then (`on load:`) the limits",
+        "checked when the file loads that involve other keys; a file outside any is refused",
+        "before anything starts, naming the key, the limit and the value.",
         "",
     ]
     for name, table in SECTION_OF.items():

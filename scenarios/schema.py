@@ -24,7 +24,14 @@ from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
-from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN
+from ldpfleet.protocol.cadr_budget import (
+    ALPHA_DEFAULT,
+    CADR_EPS_MAX,
+    CADR_EPS_MIN,
+    THETA_EPS_MIN,
+    THETA_FRACTION,
+    theta_search_min_eps,
+)
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN
 from ldpfleet.protocol.mechanisms import check_mechanism_name
@@ -47,6 +54,17 @@ from msgspec import Meta
 
 Ident = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.-]{1,40}$")]
 Positive = Annotated[float, Meta(gt=0)]
+Period = Annotated[int, Meta(ge=2)]  # a synthetic period in steps (devices.sources.SyntheticSpec)
+
+
+def _on_load(rule: str) -> Meta:
+    """A field's limits checked when the file loads beyond its own type and range (they
+    involve other fields): docs/scenario-reference.md shows them in the field's row."""
+    return Meta(description=f"on load: {rule}")
+
+
+# [source] bounds, every kind; [secure_sum] clip (``_check_source_bounds``, FixedPoint)
+BOUNDS_RULE = "finite lo < hi, and hi - lo finite"
 
 
 SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
@@ -80,7 +98,14 @@ class ScenarioMeta(_Section):
 class FleetSection(_Section):
     """``[fleet]``: how many devices and how they connect."""
 
-    devices: Annotated[int, Meta(ge=1, le=1_000_000)]
+    devices: Annotated[
+        int,
+        Meta(ge=1, le=1_000_000),
+        _on_load(
+            f"with [secure_sum] 2 .. {MAX_PARTICIPANTS:,}; with [gcdp] <= {MAX_RELEASE:,}; "
+            "with source.columns a multiple of the number of columns"
+        ),
+    ]
     id_prefix: Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,20}$")] = "d"
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
     # device processes (docs/scaling.md): "auto" = one per core for fleets of at least
@@ -106,13 +131,30 @@ class StreamSection(_Section):
     """``[stream]``: the SW stream-reporting stage."""
 
     steps: Annotated[int, Meta(ge=1, le=10_000_000)]
-    eps: Annotated[float, Meta(gt=0, le=50)] | None = None  # required unless mechanism raw
-    w: Annotated[int, Meta(ge=1, le=100_000)] | None = None  # required unless mechanism raw
+    eps: Annotated[  # required unless mechanism raw
+        Annotated[float, Meta(gt=0, le=50)] | None,
+        _on_load(
+            f'eps / w >= {EPS_MIN:g}; required, except with mechanism "raw", which refuses it'
+        ),
+    ] = None
+    w: Annotated[  # required unless mechanism raw
+        Annotated[int, Meta(ge=1, le=100_000)] | None,
+        _on_load(
+            f'required, except with mechanism "raw", which refuses it; with fleet.connection '
+            f'= "bulk" <= {MAX_BULK_W:,}'
+        ),
+    ] = None
     # a built-in (sw, sw01, laplace, duchi, piecewise, hybrid, raw), "package.module:Class"
     # or an entry point of the group ldpfleet.mechanisms (docs/mechanisms.md); checked on load
     mechanism: Annotated[str, Meta(min_length=1, max_length=MAX_MECHANISM_NAME)] = "sw"
     reconstruct: Literal["none", "cpr", "sw", "sw_moving", "sw_filter", "laplace"] = "none"
-    batch_steps: Annotated[int, Meta(ge=1, le=4096)] | None = None
+    batch_steps: Annotated[
+        Annotated[int, Meta(ge=1, le=MAX_BATCH)] | None,
+        _on_load(
+            f'default min(w, steps, {MAX_BATCH:,}); with fleet.connection = "bulk" steps must '
+            "be a multiple of it"
+        ),
+    ] = None
     step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
     retransmit_after: Annotated[float, Meta(gt=0, le=3600)] = 5.0
 
@@ -120,14 +162,20 @@ class StreamSection(_Section):
 class SyntheticSource(_Section, tag="synthetic", tag_field="kind"):
     """``[source] kind = "synthetic"``: periodic waveforms."""
 
-    bounds: tuple[float, float]
+    bounds: Annotated[tuple[float, float], _on_load(BOUNDS_RULE)]
     shape: Literal["sine", "square", "sawtooth", "composite"] = "sine"
-    period: int | tuple[int, int] = 24
-    amplitude: float = 1.0
+    # a period in steps, or a [min, max] range drawn per device (min <= max). A list, not
+    # tuple[Period, Period]: msgspec 0.23 garbles a union of a constrained int and a tuple
+    # ("Expected `array` of length 140022809579728", then a segfault)
+    period: Annotated[
+        Period | Annotated[list[Period], Meta(min_length=2, max_length=2)],
+        _on_load("a [min, max] range needs min <= max"),
+    ] = 24
+    amplitude: Annotated[float, Meta(gt=0)] = 1.0
     offset: float = 0.0
-    noise: float = 0.0
-    jitter: float = 0.0
-    phase: float | Literal["random"] = "random"
+    noise: Annotated[float, Meta(ge=0)] = 0.0  # standard deviation of Gaussian noise
+    jitter: Annotated[float, Meta(ge=0)] = 0.0  # standard deviation, in steps
+    phase: Annotated[float, Meta(ge=0, lt=1)] | Literal["random"] = "random"  # of a period
 
 
 class CsvSource(_Section, tag="csv", tag_field="kind"):
@@ -136,10 +184,15 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     ``column_bounds``; ``bounds`` is then not used)."""
 
     path: str
-    bounds: tuple[float, float] | None = None  # required unless columns
+    bounds: Annotated[  # required unless columns
+        tuple[float, float] | None, _on_load(f"{BOUNDS_RULE}; required unless columns")
+    ] = None
     column: str | int | None = None  # default 0
     columns: Annotated[list[str | int], Meta(min_length=1, max_length=64)] | None = None
-    column_bounds: list[tuple[float, float]] | None = None
+    column_bounds: Annotated[
+        list[tuple[float, float]] | None,
+        _on_load(f"one [lo, hi] per column (only with columns), each {BOUNDS_RULE}"),
+    ] = None
     layout: Literal["column", "rows"] = "column"
     stride: Annotated[int, Meta(ge=0)] = 0
     true_period: Annotated[int, Meta(ge=2)] | None = None
@@ -152,7 +205,7 @@ class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
     """``[source] kind = "periodic"``: seed 003's data-set cycles repeated with jitter."""
 
     dataset: Literal["darwin", "music", "raisin", "synthetic"]
-    bounds: tuple[float, float] = (0.0, 1.0)
+    bounds: Annotated[tuple[float, float], _on_load(BOUNDS_RULE)] = (0.0, 1.0)
     jitter: Annotated[float, Meta(ge=0, le=1)] = 0.02
 
 
@@ -184,9 +237,14 @@ class FaultsSection(_Section):
     # keeps its storage (privatised values, ledger, generator) and comes back
     crash_fraction: Annotated[float, Meta(ge=0, le=1)] = 0.0
     # of the crashed devices, how many never come back (their data is reported missing)
-    never_return: Annotated[int, Meta(ge=0)] = 0
+    never_return: Annotated[
+        int, Meta(ge=0), _on_load("<= round(crash_fraction x fleet.devices)")
+    ] = 0
     # each crash happens after a step drawn uniformly in this fraction of the stream
-    crash_between: tuple[float, float] = (0.2, 0.6)
+    crash_between: Annotated[tuple[float, float], _on_load("0 <= low <= high <= 1")] = (
+        0.2,
+        0.6,
+    )
     down_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.5
     # a hostile client floods the collector with about this many bad messages
     hostile_messages: Annotated[int, Meta(ge=0, le=1_000_000)] = 0
@@ -197,8 +255,13 @@ class FaultsSection(_Section):
 class CprSection(_Section):
     """``[cpr]``: the admissible period range of CPR's cycle recovery."""
 
-    min_period: Annotated[int, Meta(ge=2)] = 2
-    max_period: Annotated[int, Meta(ge=2)] | None = None
+    min_period: Annotated[
+        int, Meta(ge=2), _on_load("<= stream.steps // 3 unless 2 (at least 3 cycles)")
+    ] = 2
+    max_period: Annotated[
+        Annotated[int, Meta(ge=2)] | None,
+        _on_load("min_period <= max_period <= stream.steps // 3"),
+    ] = None
     period_tolerance: Annotated[int, Meta(ge=0)] = 0
 
 
@@ -206,12 +269,24 @@ class SecureSumSection(_Section):
     """``[secure_sum]``: a secure-aggregation stage after the stream stage. Each device's
     vector is the first ``dim`` readings of its clean stream, clipped to ``clip``."""
 
-    dim: Annotated[int, Meta(ge=1, le=100_000)] = 10
+    dim: Annotated[int, Meta(ge=1, le=100_000), _on_load("<= stream.steps")] = 10
     graph: Literal["harary", "full"] = "harary"
-    neighbors: Annotated[int, Meta(ge=1)] | None = None
-    threshold: Annotated[int, Meta(ge=1)] | None = None
-    clip: tuple[float, float] | None = None
-    scale: Annotated[float, Meta(gt=0)] = 65536.0
+    neighbors: Annotated[
+        Annotated[int, Meta(ge=1)] | None,
+        _on_load('graph "harary": 1 .. fleet.devices - 1; "full": fleet.devices - 1'),
+    ] = None
+    threshold: Annotated[
+        Annotated[int, Meta(ge=1)] | None,
+        _on_load("s < 2 threshold <= 2 s, s = share holders per device (neighbors + 1)"),
+    ] = None
+    clip: Annotated[
+        tuple[float, float] | None, _on_load(f"{BOUNDS_RULE}; default source.bounds")
+    ] = None
+    scale: Annotated[
+        float,
+        Meta(gt=0),
+        _on_load("fleet.devices x round(clip width x scale) < 2^bits (the sum never wraps)"),
+    ] = 65536.0
     bits: Literal[32, 64] = 64
     # at most what the devices accept in the session's setup (SaSetup)
     stage_timeout: Annotated[float, Meta(gt=0, le=MAX_STAGE_TIMEOUT)] = 30.0
@@ -232,7 +307,16 @@ class CadrSection(_Section):
 
     method: Literal["ll", "lh", "ra"] = "ll"
     # below 0.001 every CADR release is noise (docs/cadr.md, "Range of eps")
-    eps: Annotated[float, Meta(ge=CADR_EPS_MIN, le=CADR_EPS_MAX)] = 3.0
+    eps: Annotated[
+        float,
+        Meta(ge=CADR_EPS_MIN, le=CADR_EPS_MAX),
+        _on_load(
+            'with pipeline = "dp" and a θ rule (theta "auto-dev" / "auto-sum"): eps >= '
+            f"theta_search_min_eps(alpha) ({theta_search_min_eps(ALPHA_DEFAULT)} at alpha = "
+            f"{ALPHA_DEFAULT}); above 240,000 devices an eps > 0.5 with alpha x eps < "
+            f"{THETA_EPS_MIN / THETA_FRACTION:.6g} may be refused too"
+        ),
+    ] = 3.0
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
     theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1
@@ -267,11 +351,14 @@ class GcdpSection(_Section):
 
     eps_rel: Annotated[float, Meta(gt=0, le=50)]
     calibration_path: str
-    window: Annotated[int, Meta(ge=1, le=100_000)] = 30
+    window: Annotated[int, Meta(ge=1, le=100_000), _on_load("<= stream.steps")] = 30
     method: Literal["gcdp", "lap"] = "gcdp"
     tau: Annotated[float, Meta(ge=0, le=1)] = 0.15
     calibration_stride: Annotated[int, Meta(ge=0)] = 0
-    calibration_steps: Annotated[int, Meta(ge=2, le=10_000_000)] | None = None
+    calibration_steps: Annotated[
+        Annotated[int, Meta(ge=2, le=10_000_000)] | None,
+        _on_load("at least max(window, 8) records (default: the file's)"),
+    ] = None
     utility_column: str | None = None
 
 
