@@ -154,10 +154,12 @@ class CadrSettings:
                 f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "
                 "(er is a centralised baseline: use the reference pipeline)"
             )
-        if self.pipeline == "dp" and self.theta == "auto-sum":
-            raise ValueError(
-                "theta auto-sum: the dp pipeline searches θ by Deviation (auto-dev, the DP "
-                'search) or takes a given θ; auto-sum is the paper\'s (pipeline = "paper")'
+        if self.pipeline == "dp" and self.theta == "auto-sum":  # a ValueError: a traceback
+            raise ParameterError(
+                '"auto-sum" is the paper pipeline\'s θ rule (exact secure sums); the dp '
+                'pipeline searches θ by Deviation ("auto-dev", the DP search) or takes a given '
+                'θ: use one of those, or pipeline = "paper"',
+                field="theta",
             )
 
     @classmethod

@@ -8,6 +8,7 @@ value and the limit. ``docs/scenarios.md`` documents every key.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import os
@@ -46,6 +47,7 @@ from ldpfleet.scenarios.plugin_load import mechanism_in_time
 from ldpfleet.scenarios.schema_graph import (
     broker_url_problem,
     cadr_budget_problem,
+    cadr_theta_problem,
     generator_problem,
     graph_nodes,
     missing_source_problem,
@@ -212,8 +214,8 @@ class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
 class CollectorSection(_Section):
     """``[collector]``: flow control and deadlines."""
 
-    max_in_flight: Annotated[int, Meta(ge=1, le=100_000)] = 256
-    credit_window: Annotated[int, Meta(ge=1, le=4096)] = 2
+    max_in_flight: Annotated[int, Meta(ge=1, le=100_000), _on_load(">= credit_window")] = 256
+    credit_window: Annotated[int, Meta(ge=1, le=4096), _on_load("<= max_in_flight")] = 2
     stage_timeout: Annotated[float, Meta(gt=0)] = 600.0
     idle_timeout: Annotated[float, Meta(gt=0)] = 30.0
     # after the collector finishes: how long the recorder and the fleet may take to end
@@ -235,7 +237,14 @@ class FaultsSection(_Section):
 
     # devices that crash mid-stream (chosen from the seed); a crashed device loses its RAM,
     # keeps its storage (privatised values, ledger, generator) and comes back
-    crash_fraction: Annotated[float, Meta(ge=0, le=1)] = 0.0
+    crash_fraction: Annotated[
+        float,
+        Meta(ge=0, le=1),
+        _on_load(
+            "crashing devices (round(crash_fraction x fleet.devices) > 0) need "
+            "stream.step_seconds > 0"
+        ),
+    ] = 0.0
     # of the crashed devices, how many never come back (their data is reported missing)
     never_return: Annotated[
         int, Meta(ge=0), _on_load("<= round(crash_fraction x fleet.devices)")
@@ -285,7 +294,10 @@ class SecureSumSection(_Section):
     scale: Annotated[
         float,
         Meta(gt=0),
-        _on_load("fleet.devices x round(clip width x scale) < 2^bits (the sum never wraps)"),
+        _on_load(
+            "round(clip width x scale) in [1, 2^53], and fleet.devices x it < 2^bits (the "
+            "sum never wraps)"
+        ),
     ] = 65536.0
     bits: Literal[32, 64] = 64
     # at most what the devices accept in the session's setup (SaSetup)
@@ -318,7 +330,14 @@ class CadrSection(_Section):
         ),
     ] = 3.0
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1
-    theta: Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"] = "auto-dev"
+    theta: Annotated[
+        Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"],
+        _on_load(
+            'a given θ <= the degree bound D (with degree_bound "graph-max", or "auto" under '
+            'pipeline "paper", checked by the run); "auto-sum" needs pipeline "paper" (checked '
+            "when the run starts)"
+        ),
+    ] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1
     spacing: Literal["linear", "geometric"] = "linear"
     ndoe_parts: Annotated[int, Meta(ge=1, le=1000)] = 16
@@ -476,6 +495,8 @@ def _raw_value(parts: list[str], raw: dict):
 def _field_type(owner: type, name: str):
     """A struct field's type without ``Annotated`` and ``None``."""
     hint = typing.get_type_hints(owner, include_extras=True).get(name)
+    if typing.get_origin(hint) is Annotated:  # a union with its on-load rule (_on_load)
+        hint = typing.get_args(hint)[0]
     union = typing.get_origin(hint) in (typing.Union, UnionType)
     return [o for o in (typing.get_args(hint) if union else (hint,)) if o is not type(None)]
 
@@ -806,6 +827,18 @@ def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int
         )
 
 
+def _check_collector(collector: CollectorSection, where: str) -> None:
+    """``credit_window <= max_in_flight``: the stream collector refused it when the run
+    started, with a traceback (found by the boundary sweep: credit_window = 4096, the
+    reference's limit, against the default max_in_flight = 256)."""
+    if collector.credit_window > collector.max_in_flight:
+        raise ScenarioError(
+            f"{where}collector.credit_window: must be <= collector.max_in_flight "
+            f"({collector.max_in_flight}: a device's credits are reports in flight at the "
+            f"collector), got {collector.credit_window}"
+        )
+
+
 def _check_faults(spec: Scenario, where: str) -> None:
     faults = spec.faults
     assert faults is not None and spec.fleet is not None and spec.stream is not None
@@ -872,6 +905,7 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         loaded.stream_config("check")
     except ParameterError as error:
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
+    _check_collector(spec.collector, where)
     cpr = spec.cpr
     if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
         raise ScenarioError(
@@ -1203,9 +1237,11 @@ def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
         problem = None
     if problem is not None:
         raise ScenarioError(f"{where}graph.source: {problem}")
-    problem = cadr_budget_problem(loaded.spec.cadr, lambda: graph_nodes(source, resolved))
-    if problem is not None:
-        raise ScenarioError(f"{where}{problem}")
+    nodes = functools.cache(lambda: graph_nodes(source, resolved))  # loaded at most once
+    for check in (cadr_budget_problem, cadr_theta_problem):
+        problem = check(loaded.spec.cadr, nodes)
+        if problem is not None:
+            raise ScenarioError(f"{where}{problem}")
 
 
 def _builtin_near_miss(path: Path) -> str:

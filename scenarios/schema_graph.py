@@ -102,6 +102,32 @@ def cadr_budget_problem(cadr, nodes: Callable[[], int]) -> str | None:
         return None  # an unreadable graph: the run's loader says why, naming graph.source
 
 
+def cadr_theta_problem(cadr, nodes: Callable[[], int]) -> str | None:
+    """``[cadr] theta`` as the run checks it (``scenarios.cadr_run.CadrSettings``,
+    ``protocol.cadr_budget.check_theta_within_bound``), as ``cadr.theta: ...``, or None: a
+    given θ must not exceed the public degree bound D (every device refuses it; the run
+    refused it after connecting the fleet). D is known before the run unless it is the
+    graph's maximum degree ("graph-max"); ``nodes()`` gives n for D = n - 1. ("auto-sum"
+    under pipeline "dp" is refused by ``CadrSettings`` when the run starts:
+    tests/unit/test_cadr_pipeline_option.py loads such a file.)"""
+    from ldpfleet.protocol.cadr_budget import check_theta_within_bound, resolve_degree_bound
+    from ldpfleet.protocol.errors import ParameterError
+
+    if isinstance(cadr.theta, str) or cadr.degree_bound == "graph-max":
+        return None
+    if cadr.degree_bound == "auto" and cadr.pipeline == "paper":
+        return None  # "auto" is then the graph's maximum degree: the run checks θ
+    try:
+        devices = nodes() if isinstance(cadr.degree_bound, str) else 2
+        bound = resolve_degree_bound(cadr.degree_bound, cadr.pipeline, devices, 1)
+        check_theta_within_bound(cadr.theta, bound)
+    except ParameterError as error:
+        if error.field != "theta":
+            return None  # an unreadable graph: the run's loader says why
+        return f"cadr.theta: {error.reason}"
+    return None
+
+
 def broker_url_problem(url: str) -> str | None:
     """Why ``[broker] url`` cannot be a broker: not "embedded", "memory" or a well-formed
     ``mqtt://`` / ``mqtts://`` URL (its TLS files are checked when the run connects, on the
