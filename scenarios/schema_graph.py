@@ -19,15 +19,35 @@ def generator_problem(source: str) -> str | None:
     """Why the generator spec ``source`` (``kind:n=...``) cannot be generated, or None:
     every refusal the text decides (``devices.graphs.parse_generator_spec``: a malformed
     or unknown parameter, a value out of its range, a graph too large to generate or
-    without edges whatever the seed), naming the parameter, the limit and the value."""
-    from ldpfleet.devices.graphs import parse_generator_spec
+    without edges whatever the seed), naming the parameter, the limit and the value; and
+    a small erdos_renyi graph that may draw no edge is built, as the run would."""
+    from ldpfleet.devices.graphs import load_graph, parse_generator_spec
     from ldpfleet.protocol.errors import ParameterError
 
     try:
-        parse_generator_spec(source)
+        spec = parse_generator_spec(source)
+        if _may_draw_no_edge(spec):  # cheap to build: build it, as the run will
+            load_graph(source)
     except ParameterError as error:
         return f"{generator_refusal(error)} (in {source!r})"
     return None
+
+
+# an erdos_renyi graph is built on load when it may draw no edge at all (the run refuses
+# it, after its collector process started): expected edges below this (P(no edge) =
+# e^-30 ~ 1e-13 at it) and pairs to draw below SMALL_GRAPH_PAIRS (2e6 coins, ~1 s)
+FEW_EDGES = 30
+SMALL_GRAPH_PAIRS = 2_000_000
+
+
+def _may_draw_no_edge(spec) -> bool:
+    """An erdos_renyi spec small enough to build and likely enough to have no edge."""
+    from ldpfleet.devices.graphs import expected_edges
+
+    if spec.kind != "erdos_renyi":
+        return False  # the others always have an edge once their parameters are valid
+    pairs = spec.n * (spec.n - 1) / 2
+    return expected_edges(spec.kind, spec.n, spec.params) < FEW_EDGES and pairs <= SMALL_GRAPH_PAIRS
 
 
 def generator_refusal(error) -> str:

@@ -8,8 +8,8 @@
 - ``[cadr] eps`` below the dp θ search's floor was refused only in the run (after the
   folder), as ``eps: ...``; the floor comes from ``protocol.cadr_budget``, the function
   the run uses (``theta_search_min_eps``, ``CadrBudget.for_pipeline``).
-- A refusal the text cannot decide (a random graph that drew no edge) still comes in the
-  run: ``ldpfleet run`` removes the folder it made for a refused run (exit 2).
+- A refusal the file cannot decide (θ above the generated graph's maximum degree) still
+  comes in the run: ``ldpfleet run`` removes the folder it made for a refused run (exit 2).
 """
 
 from __future__ import annotations
@@ -88,15 +88,16 @@ def test_run_of_a_refused_file_exits_2_and_makes_no_folder(text, tmp_path):
 
 
 def test_a_refusal_in_the_run_removes_the_folder_it_made(tmp_path):
-    """A random graph without an edge is known only once generated (seed 1 draws none of
-    the 3 pairs at p = 0.01): the run refuses it (exit 2) and leaves no folder; an
-    existing output folder and what was in it are kept."""
+    """A given θ above the graph's maximum degree (degree_bound = "graph-max") is known
+    only once the graph is generated: the run refuses it (exit 2) and leaves no folder;
+    an existing output folder and what was in it are kept."""
     scenario = tmp_path / "s.toml"
-    scenario.write_text(CADR.format(source="erdos_renyi:n=3,p=0.01,seed=1", cadr=""))
-    parse_scenario(scenario.read_text())  # loads: only the generated graph is refused
+    cadr = 'theta = 1000\ndegree_bound = "graph-max"\n'
+    scenario.write_text(CADR.format(source="barabasi_albert:n=30,m=2,seed=1", cadr=cadr))
+    parse_scenario(scenario.read_text())  # loads: D is the generated graph's maximum
     out = tmp_path / "new" / "out"
     result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "-b", "memory"])
-    assert result.exit_code == 2 and "has no edges" in result.output, result.output
+    assert result.exit_code == 2 and "degree bound" in result.output, result.output
     assert not (tmp_path / "new").exists(), result.output
     kept = tmp_path / "kept"
     kept.mkdir()
@@ -104,6 +105,21 @@ def test_a_refusal_in_the_run_removes_the_folder_it_made(tmp_path):
     result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(kept), "-b", "memory"])
     assert result.exit_code == 2, result.output
     assert (kept / "mine.txt").read_text() == "x"
+
+
+def test_a_small_random_graph_without_an_edge_is_refused_on_load():
+    """Old: loaded; the run refused it once generated, and on the embedded broker (a
+    collector process) exited 1 leaving its folder. A small erdos_renyi graph likely to
+    draw no edge is now built on load (seed 1 draws none of the 3 pairs at p = 0.01)."""
+    message = str(_refused_text(CADR.format(source="erdos_renyi:n=3,p=0.01,seed=1", cadr="")))
+    assert message.startswith("graph.source:") and "has no edges" in message, message
+    parse_scenario(CADR.format(source="erdos_renyi:n=3,p=0.9,seed=1", cadr=""))
+
+
+def _refused_text(text: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text)
+    return str(info.value)
 
 
 def test_a_cadr_eps_is_refused_on_load_exactly_where_the_run_refuses_it():
