@@ -334,8 +334,7 @@ class CadrSection(_Section):
         Annotated[int, Meta(ge=1)] | Literal["auto-dev", "auto-sum"],
         _on_load(
             'a given θ <= the degree bound D (with degree_bound "graph-max", or "auto" under '
-            'pipeline "paper", checked by the run); "auto-sum" needs pipeline "paper" (checked '
-            "when the run starts)"
+            'pipeline "paper", checked by the run); "auto-sum" needs pipeline "paper"'
         ),
     ] = "auto-dev"
     fanout: Annotated[int, Meta(ge=1, le=64)] = 1

@@ -127,12 +127,18 @@ def cadr_theta_problem(cadr, nodes: Callable[[], int]) -> str | None:
     ``protocol.cadr_budget.check_theta_within_bound``), as ``cadr.theta: ...``, or None: a
     given θ must not exceed the public degree bound D (every device refuses it; the run
     refused it after connecting the fleet). D is known before the run unless it is the
-    graph's maximum degree ("graph-max"); ``nodes()`` gives n for D = n - 1. ("auto-sum"
-    under pipeline "dp" is refused by ``CadrSettings`` when the run starts:
-    tests/unit/test_cadr_pipeline_option.py loads such a file.)"""
+    graph's maximum degree ("graph-max"); ``nodes()`` gives n for D = n - 1. "auto-sum"
+    (the paper's exact secure sums) under pipeline "dp" is refused as ``CadrSettings``
+    refuses it for a library caller."""
     from ldpfleet.protocol.cadr_budget import check_theta_within_bound, resolve_degree_bound
     from ldpfleet.protocol.errors import ParameterError
 
+    if cadr.theta == "auto-sum" and cadr.pipeline == "dp":
+        return (
+            'cadr.theta: "auto-sum" is the paper pipeline\'s θ rule (exact secure sums, not '
+            'differentially private); with pipeline = "dp" use theta = "auto-dev" or a given '
+            'integer, or set pipeline = "paper"'
+        )
     if isinstance(cadr.theta, str) or cadr.degree_bound == "graph-max":
         return None
     if cadr.degree_bound == "auto" and cadr.pipeline == "paper":

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import msgspec
 import pytest
 from ldpfleet.app.cli import app
 from ldpfleet.scenarios.cadr_run import CadrSettings
@@ -29,7 +31,14 @@ def test_the_scenario_key_defaults_to_dp_and_reaches_the_settings():
 
 
 def test_dp_refuses_the_search_by_sum():
-    dp_sum = parse_scenario(CADR + 'theta = "auto-sum"\n')
+    """On load (the file), and by ``CadrSettings`` for a scenario built in code."""
+    with pytest.raises(ScenarioError, match=r'cadr\.theta: "auto-sum"'):
+        parse_scenario(CADR + 'theta = "auto-sum"\n')
+    paper_sum = parse_scenario(CADR + 'theta = "auto-sum"\npipeline = "paper"\n')
+    spec = msgspec.structs.replace(
+        paper_sum.spec, cadr=msgspec.structs.replace(paper_sum.spec.cadr, pipeline="dp")
+    )
+    dp_sum = dataclasses.replace(paper_sum, spec=spec)
     with pytest.raises(ValueError, match="auto-sum"):
         CadrSettings.of_scenario(dp_sum)
 

@@ -54,7 +54,7 @@ def _refused(text: str) -> str:
 def test_auto_sum_under_the_dp_pipeline_is_refused_with_exit_2_and_no_folder(tmp_path):
     """Old: `ldpfleet run` died with a bare ValueError traceback (exit 1) and left its
     output folder. "auto-sum" is the paper pipeline's θ rule: now a typed refusal naming
-    theta when the run starts (exit 2), and the folder is removed."""
+    theta on load (exit 2), and no folder is made."""
     scenario = tmp_path / "s.toml"
     scenario.write_text(CADR.format(cadr='theta = "auto-sum"\n'))
     out = tmp_path / "out"
@@ -64,12 +64,6 @@ def test_auto_sum_under_the_dp_pipeline_is_refused_with_exit_2_and_no_folder(tmp
     assert not out.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not refused on load: tests/unit/test_cadr_pipeline_option.py::"
-    "test_dp_refuses_the_search_by_sum loads this file and expects CadrSettings to refuse "
-    "it (outside brief A's files)",
-)
 def test_auto_sum_under_the_dp_pipeline_is_refused_on_load():
     message = _refused(CADR.format(cadr='theta = "auto-sum"\n'))
     assert message.startswith("cadr.theta:") and '"auto-sum"' in message, message

@@ -126,13 +126,13 @@ name = "g"
 [graph]
 source = "barabasi_albert:n=30,m=2,seed=1"
 [cadr]
-theta = "auto-sum"
+theta = "auto-dev"
 """
 
 
 def test_cadr_scenarios_parse_and_refuse_stream_sections():
     spec = parse_scenario(CADR).spec
-    assert spec.cadr.theta == "auto-sum" and spec.cadr.eps == 3.0 and spec.fleet is None
+    assert spec.cadr.theta == "auto-dev" and spec.cadr.eps == 3.0 and spec.fleet is None
     with pytest.raises(ScenarioError, match="fleet is its graph"):
         parse_scenario(CADR + "[fleet]\ndevices = 3\n")
     with pytest.raises(ScenarioError, match="needs both"):
@@ -148,11 +148,11 @@ def test_cadr_eps_below_the_run_range_is_refused_by_the_schema():
     untyped ZeroDivisionError in thm35_bound; 1e-310 under "paper": the relay timeout)."""
     for value in ("1e-300", "1e-310", "0.0009"):
         with pytest.raises(ScenarioError, match=r"cadr\.eps") as err:
-            parse_scenario(CADR.replace('theta = "auto-sum"', "theta = 5") + f"eps = {value}\n")
+            parse_scenario(CADR.replace('theta = "auto-dev"', "theta = 5") + f"eps = {value}\n")
         assert ">= 0.001" in str(err.value) and value in str(err.value), err.value
     # 0.001 is the run range's floor; with a given θ (no dp θ search, whose own floor is
     # ~0.0058: test_scenario_heldout) nothing else refuses it
-    given_theta = CADR.replace('theta = "auto-sum"', "theta = 5")
+    given_theta = CADR.replace('theta = "auto-dev"', "theta = 5")
     assert parse_scenario(given_theta + "eps = 0.001\n").spec.cadr.eps == 0.001
 
 
