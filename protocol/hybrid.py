@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from ldpfleet.protocol.duchi import DuchiMechanism, check_coin_budget
+from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
@@ -65,7 +65,7 @@ class HybridMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_coin_budget(check_budget(self.eps))  # its Duchi branch: DUCHI_EPS_MAX
+        eps = check_budget(self.eps)
         alpha = -math.expm1(-eps / 2.0) if eps > EPS_STAR else 0.0
         piecewise, duchi = PiecewiseMechanism(eps), DuchiMechanism(eps)
         # PM's range holds Duchi's +-C except above eps ~ 31.9, where PM's grid bound is
