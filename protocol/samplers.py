@@ -141,31 +141,31 @@ _HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 
 # bit generators whose raw output (``random_raw``) is the 64-bit word ``integers`` reads
 # (MT19937's raw output is a 32-bit word: not listed)
 _RAW_IS_UINT64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
-_ONE = np.uint64(1)
 
 
 def _word_source(rng: np.random.Generator):
-    """What ``_Bits`` refills from: ``_WORDS`` uniform 63-bit words as Python ints.
+    """What ``_Bits`` refills from: ``(draw, shift)``, ``draw()`` giving ``_WORDS`` words as
+    Python ints whose uniform 63-bit values are ``word >> shift``.
 
     ``rng.integers(0, 2**63, size, dtype=int64)`` takes, per value, one raw 64-bit word
     ``r`` of the bit generator and returns ``(r * 2**63) >> 64 = r >> 1`` (Lemire's bounded
     integers; a range of ``2**63`` never rejects), so for a ``numpy.random.Generator`` on
-    one of ``_RAW_IS_UINT64`` the same words are ``random_raw(size) >> 1``, with the same
-    generator state after: identical draws at a tenth of the cost (~2 us instead of ~20
-    for 8 words; tests/unit/test_samplers_words.py pins the identity). Anything else (another
-    bit generator, a stub) is asked through ``integers``."""
+    one of ``_RAW_IS_UINT64`` the same values are ``random_raw(size) >> 1``, with the same
+    generator state after: identical draws at a fraction of the cost (~2 us instead of
+    ~20 for 8 words; tests/unit/test_samplers_words.py pins the identity). Anything else
+    (another bit generator, a stub) is asked through ``integers``."""
     bit_generator = getattr(rng, "bit_generator", None)
     if type(rng) is np.random.Generator and type(bit_generator) in _RAW_IS_UINT64:
         raw = bit_generator.random_raw
-        return lambda: (raw(_WORDS) >> _ONE).tolist()
-    return lambda: rng.integers(0, 2**63, size=_WORDS, dtype=np.int64).tolist()
+        return (lambda: raw(_WORDS).tolist()), 1
+    return (lambda: rng.integers(0, 2**63, size=_WORDS, dtype=np.int64).tolist()), 0
 
 
 class _Bits:
     """Uniform random bits from the generator, consumed exactly (pure Python ints)."""
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self._words = _word_source(rng)
+        self._words, self._shift = _word_source(rng)
         self._pool = 0
         self._count = 0
 
@@ -173,8 +173,9 @@ class _Bits:
         """``k`` fresh uniform bits as an integer in ``[0, 2**k)``."""
         pool, count = self._pool, self._count
         while count < k:
+            shift = self._shift
             for word in self._words():
-                pool |= word << count
+                pool |= (word >> shift) << count
                 count += 63
         self._pool, self._count = pool >> k, count - k
         return pool & ((1 << k) - 1)
