@@ -72,12 +72,18 @@ class PartitionLink:
 
     def control(self, service: CollectorService, payload: bytes) -> None:
         """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready),
-        ``stream closed`` or ``run closed`` (close this partition's stage now)."""
+        ``stream closed`` or ``run closed`` (close this partition's stage now). Anything
+        else (undecodable, not a ``Stage``, a stage of another run or sender) is refused as
+        the worker's other intake refuses: counted by reason in ``reports_rejected`` (so in
+        the ``closed`` status), noticed on ``svc/collector/reject`` and stored."""
+        topic = topics.ctl(self.run, "stage")
+        message = None
         try:
             message = codec.decode(payload)
-        except RemoteProtocolError:
-            return
-        if not isinstance(message, Stage) or message.sender != topics.COLLECTOR_ID:
+            self._check_control(message)
+        except RemoteProtocolError as error:
+            kind = message.type_name() if message is not None else "stage"
+            service.machine.reject(topic, kind, error)
             return
         if message.stage == STAGE and message.state == "open":
             self.opened.set()
@@ -87,6 +93,28 @@ class PartitionLink:
         elif message.stage == "run" and message.state == "closed":  # it gave up (no workers)
             self.close_detail = message.detail or "the coordinator closed the run"
             service.request_close(self.close_detail)
+
+    def _check_control(self, message: object) -> None:
+        """Only this run's coordinator speaks on ``ctl/stage``, and only in ``Stage``s."""
+        if not isinstance(message, Stage):
+            raise RemoteProtocolError(
+                f"{message.type_name()!r} on the stage topic, not a stage message",
+                field="type",
+                code="schema",
+            )
+        if message.sender != topics.COLLECTOR_ID:
+            raise RemoteProtocolError(
+                f"a stage message from {message.sender!r}: only the coordinator "
+                f"({topics.COLLECTOR_ID!r}) speaks on the stage topic",
+                field="sender",
+                code="schema",
+            )
+        if message.run != self.run:
+            raise RemoteProtocolError(
+                f"a stage message of run {message.run!r} on run {self.run!r}'s stage topic",
+                field="run",
+                code="schema",
+            )
 
     async def report(self, service: CollectorService, conn: Connection) -> None:
         """Ready until the stage opens, then progress (runs in the background)."""

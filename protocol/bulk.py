@@ -74,7 +74,6 @@ from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteP
 from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import (
     MAX_STEPS,
-    SCHEMA_VERSION,
     Epsilon,
     Mechanism,
     Message,
@@ -203,20 +202,19 @@ def decode_bulk(payload: bytes) -> Message:
             code="oversize",
         )
     # the wire decoder's field and version rules (imported here: codec imports this module)
-    from ldpfleet.protocol.codec import _field_of, _refuse_other_version, _refuse_version
+    from ldpfleet.protocol.codec import check_version, refused_field
 
     try:
         message = _decoder.decode(payload)
     except msgspec.ValidationError as error:
-        _refuse_other_version(payload)  # another version's message fails for that reason
         text = str(error)
-        raise RemoteProtocolError(text, field=_field_of(text), code="schema") from None
+        # another version's message is refused for that reason (field v)
+        raise RemoteProtocolError(text, field=refused_field(payload, text), code="schema") from None
     except msgspec.DecodeError as error:
         raise RemoteProtocolError(
             f"not valid JSON: {error}", field="payload", code="undecodable"
         ) from None
-    if message.v != SCHEMA_VERSION:
-        _refuse_version(message.v)
+    check_version(message.v)
     return message
 
 

@@ -102,15 +102,6 @@ def message_digest(message: Message) -> str:
     return hashlib.sha256(encoded).hexdigest()
 
 
-def _field_of(error_text: str) -> str:
-    match = _AT_PATH.search(error_text) or _NAMED_FIELD.search(error_text)
-    if match and match.group(1):
-        return match.group(1)
-    if "tag" in error_text.lower() or "`type`" in error_text:
-        return "type"
-    return "payload"
-
-
 class _VersionOnly(msgspec.Struct):
     """Any JSON object's ``v`` (other fields ignored): read only when a payload failed."""
 
@@ -120,24 +111,36 @@ class _VersionOnly(msgspec.Struct):
 _version_decoder = msgspec.json.Decoder(_VersionOnly)
 
 
-def _refuse_version(version: int) -> None:
-    raise RemoteProtocolError(
-        f"schema version {version} is not supported (expected {SCHEMA_VERSION}): the sender "
-        f"runs another ldpfleet release",
-        field="v",
-        code="unsupported_version",
-    )
+def check_version(version: int) -> None:
+    """``RemoteProtocolError`` (field ``v``, code ``unsupported_version``) unless
+    ``version`` is ``SCHEMA_VERSION``: a decoded message's ``v`` (``decode`` and
+    ``protocol.bulk.decode_bulk`` check every message)."""
+    if version != SCHEMA_VERSION:
+        raise RemoteProtocolError(
+            f"schema version {version} is not supported (expected {SCHEMA_VERSION}): the "
+            f"sender runs another ldpfleet release",
+            field="v",
+            code="unsupported_version",
+        )
 
 
-def _refuse_other_version(payload: bytes | str) -> None:
-    """A payload that failed validation but says another schema version is refused as
-    ``unsupported_version`` (the reason) rather than by whichever field differs."""
+def refused_field(payload: bytes | str, error_text: str) -> str:
+    """The field to name in the refusal of ``payload``, which msgspec's validation refused
+    with ``error_text``: the one msgspec names (``seq``, ``w``...), ``type`` for an
+    unknown tag, else ``payload``. A payload that says another schema version is refused
+    for that reason instead (``check_version`` raises), whichever field differs. The one
+    rule of ``decode`` and ``protocol.bulk.decode_bulk``."""
     try:
         version = _version_decoder.decode(payload).v
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
-        return
-    if version != SCHEMA_VERSION:
-        _refuse_version(version)
+        version = SCHEMA_VERSION  # no readable ``v``: the fields speak
+    check_version(version)
+    match = _AT_PATH.search(error_text) or _NAMED_FIELD.search(error_text)
+    if match and match.group(1):
+        return match.group(1)
+    if "tag" in error_text.lower() or "`type`" in error_text:
+        return "type"
+    return "payload"
 
 
 def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
@@ -151,15 +154,14 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
     try:
         message = _decoder.decode(payload)
     except msgspec.ValidationError as error:
-        _refuse_other_version(payload)  # another version's message fails for that reason
         text = str(error)
+        field = refused_field(payload, text)  # another version's message: for that reason
         if text.startswith("Number out of range"):
             code = "non_finite"  # overflows float64: would be infinity
         elif _RANGE.search(text):
             code = "out_of_range"
         else:
             code = "schema"
-        field = _field_of(text)
         if field in _PATTERN_HINTS and "matching regex" in text:
             text = f"{_PATTERN_HINTS[field]} ({text})"
         raise RemoteProtocolError(text, field=field, code=code) from None
@@ -171,8 +173,7 @@ def decode(payload: bytes, *, max_size: int = MAX_PAYLOAD) -> Message:
         raise RemoteProtocolError(
             "JSON nested too deeply", field="payload", code="undecodable"
         ) from None
-    if message.v != SCHEMA_VERSION:
-        _refuse_version(message.v)
+    check_version(message.v)
     for name in ("eps", "eps0", "eps_rel", "eps_cal", "lo", "hi", "value"):
         value = getattr(message, name, None)
         if isinstance(value, float) and not math.isfinite(value):

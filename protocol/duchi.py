@@ -17,11 +17,20 @@ bit ``Bernoulli(x)`` (``samplers.bernoulli_float``: exact for the double ``x``) 
 through Warner randomized response (``samplers.rr_lie``: the lie coin
 ``Bernoulli(1 / (e^eps + 1))`` exactly, for the rational of the float ``eps``). The former
 ``rng.random() < P(+C)`` rounded the rare answer's probability to a multiple of ``2**-53``:
-0 above ``eps ~ 36.7`` (an infinite privacy loss), hence ``DUCHI_EPS_MAX = 32``. The exact
-coin has no such limit and nothing else in the code needs one (above ``eps ~ 38.1`` the
-double ``C`` rounds to 1.0: reports +-1, an estimate off by under 1e-16): the cap is only
-kept, for Duchi and Hybrid alike (``check_coin_budget``), and its error says so; lifting
-it is a separate change. ``rare`` and ``prob_high`` remain for the analysis.
+0 above ``eps ~ 36.7`` (an infinite privacy loss), hence a cap of 32 until the coin was exact.
+
+Every ``eps`` up to the package's ``EPS_MAX = 50`` is served. The lie coin never forms the
+probability ``1 / (e^50 + 1) ~ 1.9e-22`` as a number: it takes ``eps`` as its exact rational
+(a double in (32, 50] is ``k / 2**47`` at worst) and draws ``Bernoulli(exp(-eps))`` as
+``floor(eps)`` coins ``Bernoulli(exp(-1))`` and one ``Bernoulli(exp(-frac))`` (CKS Alg. 1),
+each from bounded uniform integers (``rng.integers(0, den * k) < num``, ``den <= 2**47``:
+the int64 path, ``den * k`` below ``2**62`` until ``k ~ 2**15``, probability ``1 / k!``):
+``P(lie) = e^-eps / (1 + e^-eps)`` exactly, and the answer ratio of inputs 1 and 0 is
+``(1 - L) / L = e^eps`` exactly. Above ``eps ~ 38.1`` the double ``C`` rounds to 1.0: the
+reports are +-1, still two distinct outputs; the estimate ``(y + 1) / 2`` is then off by
+at most ``(C - 1) / 2 < 1e-16`` (an ``e^-eps`` bias, below the double's resolution of x).
+``rare`` and ``prob_high`` remain for the analysis (doubles: ``rare`` is ``1.9e-22`` at 50,
+no underflow).
 """
 
 from __future__ import annotations
@@ -31,7 +40,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
@@ -39,23 +47,9 @@ from ldpfleet.protocol.mechanism_contract import (
 )
 from ldpfleet.protocol.samplers import bernoulli_float, rr_lie
 
-__all__ = ["DUCHI_EPS_MAX", "DuchiMechanism", "check_coin_budget"]
+__all__ = ["DuchiMechanism"]
 
 _TOLERANCE = 1e-12  # relative: a report must be +-C up to float rounding
-DUCHI_EPS_MAX = 32.0  # the former float coin's limit, kept as a cap (module docstring)
-
-
-def check_coin_budget(eps: float) -> float:
-    """``eps`` if Duchi's coin can realise it (``<= DUCHI_EPS_MAX``), else a
-    ``ParameterError`` naming ``eps``, the limit and the value."""
-    if eps > DUCHI_EPS_MAX:
-        raise ParameterError(
-            f"must be <= {DUCHI_EPS_MAX:g} for Duchi's one-bit mechanism (and Hybrid, which "
-            f"uses it), got {eps!r}: a cap kept from the former float coin; the coin is "
-            f"exact now (it would realise any eps), lifting the cap is a separate change",
-            field="eps",
-        )
-    return eps
 
 
 @dataclass(frozen=True)
@@ -70,7 +64,7 @@ class DuchiMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_coin_budget(check_budget(self.eps))
+        eps = check_budget(self.eps)  # every eps <= EPS_MAX (module docstring)
         bound = 1.0 / math.tanh(eps / 2.0)
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "bound", bound)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from ldpfleet.protocol.duchi import DuchiMechanism, check_coin_budget
+from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
@@ -65,10 +65,12 @@ class HybridMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = check_coin_budget(check_budget(self.eps))  # its Duchi branch: DUCHI_EPS_MAX
+        eps = check_budget(self.eps)
         alpha = -math.expm1(-eps / 2.0) if eps > EPS_STAR else 0.0
         piecewise, duchi = PiecewiseMechanism(eps), DuchiMechanism(eps)
-        bound = piecewise.bound if alpha > 0.0 else duchi.bound
+        # PM's range holds Duchi's +-C except above eps ~ 31.9, where PM's grid bound is
+        # 1.0 and the double C_Duchi still above it (up to eps ~ 38.1)
+        bound = max(piecewise.bound, duchi.bound) if alpha > 0.0 else duchi.bound
         for name, value in (
             ("eps", eps),
             ("alpha", alpha),
@@ -93,10 +95,11 @@ class HybridMechanism:
         return np.where(use_piecewise, from_piecewise, from_duchi)
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
-        """Within PM's range [-C, C] (C_PM > C_Duchi); only +-C_Duchi when alpha = 0."""
+        """Within PM's range [-C_PM, C_PM] or +-C_Duchi (C_PM > C_Duchi below eps ~ 31.9,
+        where PM's grid bound becomes 1.0); only +-C_Duchi when alpha = 0."""
         if self.alpha == 0.0:
             return self.duchi.in_domain(y)
-        return self.piecewise.in_domain(y)
+        return self.piecewise.in_domain(y) | self.duchi.in_domain(y)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:
         """Per-report unbiased estimates of x, by branch: ``(y + 1) / 2`` for Duchi's +-C,

@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
-from ldpfleet.protocol.samplers import VECTOR_MIN, rr_lie, rr_lie_one
+from ldpfleet.protocol.samplers import VECTOR_MIN, rr_lie, rr_lie_drawn, rr_lie_parts
 from ldpfleet.protocol.sw import EPS_MAX
 from ldpfleet.protocol.validate import positive_real
 
@@ -86,6 +86,8 @@ class WarnerRR:
     eps: float
     p: float = field(init=False, repr=False, compare=False)
     coin_eps: Fraction = field(init=False, repr=False, compare=False)  # the sampler's eps
+    # coin_eps prepared once for the one-bit coin (samplers.rr_lie_parts)
+    coin_parts: tuple[int, int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         eps = positive_real(self.eps, "eps")
@@ -96,6 +98,7 @@ class WarnerRR:
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-eps)))
         object.__setattr__(self, "coin_eps", Fraction(eps))
+        object.__setattr__(self, "coin_parts", rr_lie_parts(self.coin_eps))
 
     def probability(self, answer: bool, truth: bool) -> float:
         """``P(answer | truth)``: ``p`` if they agree, ``1 - p`` otherwise."""
@@ -107,14 +110,16 @@ class WarnerRR:
     def respond(self, bit: bool | np.ndarray, rng: np.random.Generator) -> bool | np.ndarray:
         """Answer ``bit`` truthfully with probability ``p``, exactly: the lie coins are
         ``samplers.rr_lie(rng, coin_eps, n)`` (module docstring), or for a ``bool`` and
-        arrays of fewer than ``VECTOR_MIN`` bits ``rr_lie_one`` per bit (the same law; an
-        array of n < 64 bits draws as n ``bool`` calls do). Returns a bool for scalar
-        input, a bool array of the same shape otherwise."""
+        arrays of fewer than ``VECTOR_MIN`` bits one coin per bit on the bit pool
+        (``samplers.rr_lie_drawn`` with ``coin_parts``: ``rr_lie_one``'s draws, ``eps``
+        prepared once; the same law; an array of n < 64 bits draws as n ``bool`` calls
+        do). Returns a bool for scalar input, a bool array of the same shape otherwise."""
         if type(bit) is bool:  # the machines' one bit: the pure-Python coin (same law)
-            return bit != rr_lie_one(rng, self.coin_eps)
+            return bit != rr_lie_drawn(rng, self.coin_parts)
         bits = _as_bits(bit, "bit")
         if bits.size < VECTOR_MIN:  # one bool's coin per bit: the same draws as bool calls
-            lie = np.array([rr_lie_one(rng, self.coin_eps) for _ in range(bits.size)], dtype=bool)
+            parts = self.coin_parts
+            lie = np.array([rr_lie_drawn(rng, parts) for _ in range(bits.size)], dtype=bool)
         else:
             lie = rr_lie(rng, self.coin_eps, bits.size)
         lie = lie.reshape(bits.shape)

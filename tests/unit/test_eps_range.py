@@ -13,7 +13,6 @@ their scale exact (``p - q`` from ``expm1``, not from two rounded densities).
 
 from __future__ import annotations
 
-import math
 import warnings
 from decimal import Decimal, getcontext
 
@@ -67,8 +66,6 @@ def test_warner_rr_refuses_a_budget_below_the_floor(eps):
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 @pytest.mark.parametrize("eps", [EPS_MIN, 1e-8, 32.0, 49.99, EPS_MAX])
 def test_every_method_is_finite_at_the_ends_of_the_range(name, eps):
-    if name in ("duchi", "hybrid"):
-        eps = min(eps, 32.0)  # DUCHI_EPS_MAX: see the tests at the end
     mech = BUILDERS[name](eps)
     x = np.linspace(0.0, 1.0, 257)
     with warnings.catch_warnings():
@@ -210,37 +207,6 @@ def test_estimate_mean_reads_lists_and_2d_reports(name):
 # Duchi's report WAS +C iff a 53-bit uniform r < 1/2 + t/(2C); the rare answer's probability
 # 1/(e^eps + 1) fell below the uniform's resolution 2**-53 above eps ~36.7 and rounded to 0:
 # at eps = 40, 10**6 inputs x = 0 gave 0 reports +C and inputs x = 1 only +C, an infinite
-# privacy loss under a claim of 40 (HM's Duchi branch likewise up to 50), hence the cap
-# DUCHI_EPS_MAX = 32. The coin is exact now (samplers.rr_lie); the cap is kept, and its
-# message says that, not the 2**-53 step that no longer exists (helper E).
-
-
-@pytest.mark.parametrize("cls", [DuchiMechanism, HybridMechanism])
-@pytest.mark.parametrize("eps", [32.5, 40.0, 49.99, EPS_MAX])
-def test_duchi_and_hybrid_refuse_budgets_their_coin_cannot_realise(cls, eps):
-    from ldpfleet.protocol.duchi import DUCHI_EPS_MAX
-
-    with pytest.raises(ParameterError) as caught:
-        cls(eps)
-    message = str(caught.value)
-    assert caught.value.field == "eps" and f"{DUCHI_EPS_MAX:g}" in message, message
-    assert repr(eps) in message and "exact" in message and "2**-53" not in message, message
-
-
-def test_duchi_at_its_largest_budget_still_answers_both_ways():
-    """At DUCHI_EPS_MAX the rare answer has probability 1/(e^32 + 1) = 1.27e-14 exactly:
-    the lie coin runs on the rational 32 (no 2**-53 step), and the rare answer is reached
-    on the draws that realise Bernoulli(exp(-32)). (A sample cannot see 1e-14.)"""
-    from fractions import Fraction
-
-    from ldpfleet.protocol.duchi import DUCHI_EPS_MAX
-    from ldpfleet.protocol.samplers import rr_lie
-
-    from tests.unit.test_exact_coins import _ScriptedGenerator
-
-    assert DUCHI_EPS_MAX == 32.0
-    mech = DuchiMechanism(DUCHI_EPS_MAX)
-    assert mech.coin_eps == Fraction(32)
-    assert rr_lie(_ScriptedGenerator(), mech.coin_eps, 1).tolist() == [True]
-    exact = 1.0 / (math.exp(DUCHI_EPS_MAX) + 1.0)
-    assert float(mech.prob_high(np.array(0.0))) == pytest.approx(exact, rel=1e-12)
+# privacy loss under a claim of 40 (HM's Duchi branch likewise up to 50), hence a cap of 32.
+# The coin is exact now (samplers.rr_lie) and the cap is gone (helper B): Duchi's law at
+# eps = 40 and 50 is tested in tests/unit/test_duchi_huge_eps.py.

@@ -75,3 +75,18 @@ def test_each_report_is_estimated_by_its_branch():
     np.testing.assert_array_equal(est[~pm], (y[~pm] + 1.0) / 2.0)
     np.testing.assert_array_equal(est[pm], mech.piecewise.estimate(y[pm]))
     assert mech.piecewise.gain != 1.0  # so the two differ
+
+
+@pytest.mark.parametrize("eps", [31.9, 32.0])
+def test_duchis_reports_are_in_the_hybrids_domain_where_pm_rounds_to_one(eps):
+    """Above eps ~ 31.9 PM's grid bound rounds to 1.0 (C_PM - 1 < half a cell) while the
+    double C_Duchi is still above 1 (up to eps ~ 38.1): ``in_domain`` and ``output_high``,
+    PM's range only, refused the Duchi branch's honest reports (``estimate_mean`` raised
+    on them). Deterministic: Duchi's branch drawn directly."""
+    mech = HybridMechanism(eps)
+    assert mech.piecewise.bound == 1.0 < mech.duchi.bound
+    y = mech.duchi.perturb(np.linspace(0.0, 1.0, 101), np.random.default_rng(3))
+    assert mech.in_domain(y).all()
+    assert mech.output_low <= y.min() and y.max() <= mech.output_high
+    assert math.isfinite(mech.estimate_mean(y))  # raised: "not an output of the mechanism"
+    assert not mech.in_domain(np.array([mech.duchi.bound * (1 + 1e-9)]))[0]
