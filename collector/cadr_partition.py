@@ -294,20 +294,35 @@ async def _say_ready(worker: _Worker, conn: Connection) -> None:
 
 
 async def _control(worker: _Worker, conn: Connection) -> None:
-    """θ (start the intake) and ``run closed`` (stop), from the coordinator only."""
+    """θ (start the intake) and ``run closed`` (stop), from this run's coordinator only.
+    Anything else on the control topics (undecodable, another sender or run, another
+    message type) is counted in ``worker.rejected`` (the worker's status and the run's
+    ``rejected_by_collector``) and never acted on; a repeated θ is the coordinator's
+    retransmission and is ignored."""
     async for delivery in conn.messages():
-        try:
-            message = codec.decode(delivery.payload)
-        except RemoteProtocolError:
-            continue
-        if getattr(message, "sender", None) != topics.COLLECTOR_ID:
-            continue
-        if isinstance(message, CadrTheta) and worker.intake is None:
-            await worker.start(conn, message.theta)
-            await _send_if_complete(worker, conn)
-        elif isinstance(message, Stage) and message.stage == "run" and message.state == "closed":
+        message = _control_message(worker, delivery.payload)
+        if message is None:
+            worker.rejected += 1
+        elif isinstance(message, CadrTheta):
+            if worker.intake is None:
+                await worker.start(conn, message.theta)
+                await _send_if_complete(worker, conn)
+        elif message.stage == "run" and message.state == "closed":
             worker.closed.set()
             return
+
+
+def _control_message(worker: _Worker, payload: bytes) -> CadrTheta | Stage | None:
+    """The coordinator's θ or stage message on a control topic, or None if it is not one."""
+    try:
+        message = codec.decode(payload)
+    except RemoteProtocolError:
+        return None
+    if not isinstance(message, (CadrTheta, Stage)):
+        return None
+    if message.sender != topics.COLLECTOR_ID or message.run != worker.run:
+        return None
+    return message
 
 
 async def _intake(worker: _Worker, conn: Connection, inbound) -> None:

@@ -371,3 +371,40 @@ async def test_undecodable_messages_to_the_cadr_release_gatherer_are_counted():
         await gatherer.wait_ready(60)
         listening.cancel()
     assert gatherer.all_ready and gatherer.refused == len(STATUS_GARBAGE)
+
+
+class _ControlConn(FakeConn):
+    """A connection whose control subscription delivers ``payloads`` in order."""
+
+    def __init__(self, payloads: list[bytes]) -> None:
+        super().__init__()
+        self.payloads = payloads
+
+    async def messages(self):
+        for payload in self.payloads:
+            yield Delivery(topics.ctl(RUN, "cadr_theta"), payload)
+
+
+async def test_garbage_on_a_cadr_partitions_control_topics_is_counted_and_ignored():
+    """A CADR partition worker's control pump (``collector/cadr_partition._control``)
+    dropped undecodable messages and messages of another sender without a count (helper
+    B's report), and obeyed a θ or a ``run closed`` of another run. Each is now counted in
+    ``worker.rejected`` and ignored; the coordinator's own θ and close still act."""
+    from ldpfleet.collector.cadr_partition import _control, _Worker
+    from ldpfleet.protocol.cadr_messages import CadrTheta
+
+    def theta(sender: str = topics.COLLECTOR_ID, run: str = RUN) -> bytes:
+        return codec.encode(CadrTheta(run=run, sender=sender, theta=THETA))
+
+    def close(sender: str = topics.COLLECTOR_ID, run: str = RUN) -> bytes:
+        return codec.encode(Stage(run=run, sender=sender, stage="run", state="closed"))
+
+    hostile = [b"\xff", b'{"type": "cadr_theta"', theta(sender="n0001"), theta(run="other"),
+               close(sender="n0002"), close(run="other"), release("n0000")]  # fmt: skip
+    worker = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None)
+    await _control(worker, _ControlConn([*hostile, theta(), theta(), close()]))
+    assert worker.rejected == len(hostile)
+    assert worker.intake is not None and worker.closed.is_set()
+    worker = _Worker(RUN, (0, 1), MEMBERS, EPS_DSR, None)
+    await _control(worker, _ControlConn(hostile))
+    assert worker.intake is None and not worker.closed.is_set()
