@@ -22,10 +22,12 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cpr_period_same import load_old
 
 
-def cell_claims(old, seed: int, trials: int, cell: str) -> tuple[int, int]:
-    """(old claims, new claims) on one cell's ``trials`` streams."""
+def cell_claims(old, seed: int, trials: int, cell: str) -> tuple[int, int, list]:
+    """(old claims, new claims, [(trial, period) of each claim only the new one makes]) on
+    one cell's ``trials`` streams."""
     kind, n, eps0 = cell.split("/")
     claims_old = claims_new = 0
+    added = []
     for trial in range(trials):
         rng = trial_rng(seed, "aperiodic", trial, f"{kind}/{int(n)}/{float(eps0)}")
         y = SquareWave(float(eps0)).perturb(aperiodic_stream(kind, int(n), rng), rng)
@@ -34,17 +36,20 @@ def cell_claims(old, seed: int, trials: int, cell: str) -> tuple[int, int]:
         assert before is None or before == new, (cell, trial, before, new)
         claims_old += before is not None
         claims_new += new is not None
-    return claims_old, claims_new
+        if before is None and new is not None:
+            added.append((trial, new))
+    return claims_old, claims_new, added
 
 
 if __name__ == "__main__":
     old_module = load_old(sys.argv[1])
     seed, trials = int(sys.argv[2]), int(sys.argv[3])
     for cell in sys.argv[4:]:
-        before, after = cell_claims(old_module, seed, trials, cell)
+        before, after, added = cell_claims(old_module, seed, trials, cell)
         upper = float(stats.beta.ppf(0.95, after + 1, trials - after))
         print(
             f"seed {seed} {cell}: old {before} ({100 * before / trials:.2f} %), new {after} "
-            f"({100 * after / trials:.2f} %, 95 % upper {100 * upper:.2f} %) of {trials}",
+            f"({100 * after / trials:.2f} %, 95 % upper {100 * upper:.2f} %) of {trials}; "
+            f"added (trial, period): {added}",
             flush=True,
         )

@@ -789,7 +789,8 @@ def test_the_local_claim_route_finds_jump_streams_where_the_gates_abstained():
     cycles, eps0 = 5): SW reports of one-jump streams (``jump_stream``, 96 samples, seeds
     [2027, k], never used by the grid, the phase-jump check or a calibration) on which the
     gates of steps 4-6 abstained (fails on the old code: period None); the lag with the
-    largest autocorrelation of the whitened stream passes the exact or segment-wise gate."""
+    largest autocorrelation of the whitened stream passes the segment-wise gate (the exact
+    one too until helper C's stricter step 8; tests/unit/test_period_local_claim.py)."""
     for shape, seed in (("square", 17), ("square", 22), ("two_harmonics", 1), ("darwin", 14)):
         rng = np.random.default_rng([2027, seed])
         x = jump_stream(grid_template(shape, 12, rng), 8 * 12, 1, rng)
