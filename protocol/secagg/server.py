@@ -698,9 +698,24 @@ class SecAggServer(PeerFacingMachine):
         self._abort(
             stage,
             f"{stage} stage: only {len(members)} of {out_of} devices "
-            f"{_REPLY_VERB[stage]} (threshold {self.threshold}){self._aborts_note()}",
+            f"{_REPLY_VERB[stage]} (threshold {self.threshold}){self._aborts_note()}"
+            f"{self._deadline_note()}",
         )
         return False
+
+    def _deadline_note(self) -> str:
+        """Why the stage closed short, when devices sent no accepted reply and did not
+        abort: its deadline passed. Live devices on a machine too busy for the deadlines look the
+        same as dropouts; the note says which setting gives them more time."""
+        stage = self._stage
+        if stage is None or not stage.waiting:
+            return ""
+        return (
+            f"; {len(stage.waiting)} sent no accepted reply before the deadline "
+            f"(stage_timeout {self.stage_timeout:g} s after the latest reply, at most "
+            f"{self.silence_limit():g} s after the stage opened): if the devices are alive "
+            "but the machine is busy, raise stage_timeout"
+        )
 
     def _aborts_note(self) -> str:
         """ "; 4 devices aborted (d0: <its reason>)" when devices sent ``SaAbort``: why they
@@ -725,7 +740,7 @@ class SecAggServer(PeerFacingMachine):
             stage,
             f"{stage} stage: only {len(members)} of {out_of} devices "
             f"{_REPLY_VERB[stage]}; the sum needs at least {self.min_inputs} inputs "
-            "(min_inputs)",
+            f"(min_inputs){self._deadline_note()}",
         )
         return False
 

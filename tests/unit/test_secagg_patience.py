@@ -83,3 +83,17 @@ def test_patience_below_1_or_not_a_finite_number_is_refused(patience):
     with pytest.raises(ParameterError) as error:
         make_session(4, patience=patience)
     assert error.value.field == "patience"
+
+
+def test_a_stage_closed_short_by_its_deadline_says_which_setting_gives_more_time():
+    """A fleet too slow for its deadlines (a busy machine) aborted with "advertise stage:
+    only 1 of 6 devices ..." and nothing saying that the others were not gone, only late
+    (helper S saw four ego-Facebook runs fail so at load 12-26). The reason now counts the
+    devices that sent no accepted reply and did not abort and names ``stage_timeout``."""
+    from ldpfleet.protocol.secagg.server import Aborted
+
+    session, _ = advertise_with_spacing(6, 0.5, patience=1.0)
+    (aborted,) = [e for e in session.server.pop_events() if isinstance(e, Aborted)]
+    assert aborted.reason.startswith("advertise stage: only 1 of 6 devices"), aborted.reason
+    assert "5 sent no accepted reply before the deadline" in aborted.reason
+    assert "raise stage_timeout" in aborted.reason
