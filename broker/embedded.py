@@ -528,14 +528,15 @@ class EmbeddedBrokerProcess:
             self._process.stdin.write(json.dumps(self.credentials.to_dict()).encode() + b"\n")
             await self._process.stdin.drain()
             self._process.stdin.close()
+        process = self._process
         try:
-            line = await asyncio.wait_for(self._process.stdout.readline(), self.start_timeout)
+            line = await asyncio.wait_for(process.stdout.readline(), self.start_timeout)
         except TimeoutError:
             line = b""
         text = line.decode().strip()
         if not text.startswith("mqtt://"):
-            await self._stop()
-            detail = (await self._process.stderr.read()).decode().strip().splitlines()
+            await self._stop()  # forgets the child: read its stderr through ``process``
+            detail = (await process.stderr.read()).decode().strip().splitlines()
             raise EmbeddedBrokerError(
                 f"the embedded broker did not start: {detail[-1] if detail else 'no output'}"
             )

@@ -92,6 +92,25 @@ async def test_the_embedded_broker_childs_stderr_is_drained_while_it_serves():
         assert len(child.stderr_tail) > 0 and child.stderr_tail[-1] == "E" * 1023
 
 
+class _FailingChild(EmbeddedBrokerProcess):
+    """A stand-in child that fails at its start, saying why on stderr."""
+
+    def _command(self) -> list[str]:
+        script = "import sys\nsys.exit('cannot bind 127.0.0.1:9: address in use')\n"
+        return [sys.executable, "-c", script]
+
+
+async def test_a_broker_child_that_fails_to_start_says_why():
+    """The failed start read the child's stderr after forgetting the child: an
+    AttributeError ('NoneType' object has no attribute 'stderr') instead of the sentence."""
+    with pytest.raises(EmbeddedBrokerError) as refused:
+        async with _FailingChild():
+            pass
+    assert str(refused.value) == (
+        "the embedded broker did not start: cannot bind 127.0.0.1:9: address in use"
+    )
+
+
 @pytest.mark.embedded
 async def test_embedded_broker_in_a_child_process_and_the_broker_command():
     async with EmbeddedBrokerProcess() as broker:
