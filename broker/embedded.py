@@ -455,6 +455,9 @@ class EmbeddedBroker:
 
 
 STDERR_TAIL_LINES = 200  # the child's last stderr lines kept (EmbeddedBrokerProcess)
+# the longest wait for the child's URL: only a hang guard. The child imports amqtt (about
+# 1 s of CPU); a fixed 20 s failed runs on a starved machine before they began
+START_GUARD_SECONDS = 300.0
 
 
 class EmbeddedBrokerProcess:
@@ -469,7 +472,7 @@ class EmbeddedBrokerProcess:
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        start_timeout: float = 20.0,
+        start_timeout: float = START_GUARD_SECONDS,
         *,
         credentials: Credentials | None = None,
     ):

@@ -92,6 +92,17 @@ async def test_the_embedded_broker_childs_stderr_is_drained_while_it_serves():
         assert len(child.stderr_tail) > 0 and child.stderr_tail[-1] == "E" * 1023
 
 
+class _SlowStartingChild(EmbeddedBrokerProcess):
+    """A stand-in child that says its URL only after 25 s, as a child importing amqtt does
+    on a starved machine (about 1 s of CPU: 2 s of wall time at load 20 at normal priority,
+    tens of seconds with a small share of the CPU)."""
+
+    def _command(self) -> list[str]:
+        script = "import time\ntime.sleep(25)\nprint('mqtt://127.0.0.1:9', flush=True)\n"
+        script += "time.sleep(600)\n"
+        return [sys.executable, "-c", script]
+
+
 class _FailingChild(EmbeddedBrokerProcess):
     """A stand-in child that fails at its start, saying why on stderr."""
 
@@ -109,6 +120,15 @@ async def test_a_broker_child_that_fails_to_start_says_why():
     assert str(refused.value) == (
         "the embedded broker did not start: cannot bind 127.0.0.1:9: address in use"
     )
+
+
+@pytest.mark.slow
+async def test_a_slowly_starting_broker_child_is_waited_for():
+    """The start waited at most 20 s for the child's URL, then said "the embedded broker
+    did not start": a run on a starved machine failed before it began. The default bound
+    is now a hang guard, far above any start-up."""
+    async with _SlowStartingChild() as child:
+        assert child.url == "mqtt://127.0.0.1:9"
 
 
 @pytest.mark.embedded
