@@ -9,7 +9,12 @@ import socket
 import sys
 
 import pytest
-from ldpfleet.broker.embedded import EmbeddedBroker, EmbeddedBrokerError, EmbeddedBrokerProcess
+from ldpfleet.broker.embedded import (
+    START_GUARD_SECONDS,
+    EmbeddedBroker,
+    EmbeddedBrokerError,
+    EmbeddedBrokerProcess,
+)
 from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, parse_broker_url
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.scenarios.runner import run_scenario
@@ -142,7 +147,7 @@ async def test_embedded_broker_in_a_child_process_and_the_broker_command():
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), 20)
+        line = await asyncio.wait_for(process.stdout.readline(), START_GUARD_SECONDS)
         url = line.decode().strip()
         assert url.startswith("mqtt://127.0.0.1:")
         async with MqttTransport(url).connect("probe") as conn:
