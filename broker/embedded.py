@@ -455,6 +455,9 @@ class EmbeddedBroker:
 
 
 STDERR_TAIL_LINES = 200  # the child's last stderr lines kept (EmbeddedBrokerProcess)
+# the longest wait for the child's URL: only a hang guard. The child imports amqtt (about
+# 1 s of CPU); a fixed 20 s failed runs on a starved machine before they began
+START_GUARD_SECONDS = 300.0
 
 
 class EmbeddedBrokerProcess:
@@ -469,7 +472,7 @@ class EmbeddedBrokerProcess:
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        start_timeout: float = 20.0,
+        start_timeout: float = START_GUARD_SECONDS,
         *,
         credentials: Credentials | None = None,
     ):
@@ -528,14 +531,15 @@ class EmbeddedBrokerProcess:
             self._process.stdin.write(json.dumps(self.credentials.to_dict()).encode() + b"\n")
             await self._process.stdin.drain()
             self._process.stdin.close()
+        process = self._process
         try:
-            line = await asyncio.wait_for(self._process.stdout.readline(), self.start_timeout)
+            line = await asyncio.wait_for(process.stdout.readline(), self.start_timeout)
         except TimeoutError:
             line = b""
         text = line.decode().strip()
         if not text.startswith("mqtt://"):
-            await self._stop()
-            detail = (await self._process.stderr.read()).decode().strip().splitlines()
+            await self._stop()  # forgets the child: read its stderr through ``process``
+            detail = (await process.stderr.read()).decode().strip().splitlines()
             raise EmbeddedBrokerError(
                 f"the embedded broker did not start: {detail[-1] if detail else 'no output'}"
             )

@@ -10,11 +10,21 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import HealthCheck, settings
 from ldpfleet.broker.embedded import EmbeddedBroker
 
 from tests.tiers import pytest_collection_modifyitems  # noqa: F401  (the slow tier)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis's defaults judge the machine's speed: a 200 ms deadline per example and a
+# health check failing a test whose first examples took more than 1 s to draw (30 s with
+# no deadline), both in wall time. On a busy CI machine either fails a correct test, so no
+# test here inherits them (a test's own @settings still overrides the rest).
+settings.register_profile(
+    "load-independent", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("load-independent")
 MOSQUITTO_HOST, MOSQUITTO_PORT = "127.0.0.1", 1883
 
 

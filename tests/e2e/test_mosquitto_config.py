@@ -25,6 +25,7 @@ w = 4
 kind = "synthetic"
 bounds = [-1.5, 1.5]
 """
+START_GUARD = 60.0  # seconds
 
 
 @pytest.mark.mosquitto
@@ -47,11 +48,14 @@ async def test_large_fleet_config_runs_a_fleet(tmp_path):
     )
     try:
         address = BrokerAddress("127.0.0.1", port)
-        for _ in range(100):
-            if await broker_reachable(address, timeout=0.5):
-                break
-            await asyncio.sleep(0.05)
-        else:
+        try:
+            # a hang guard, generous: a starved machine starts a process slowly (the old
+            # bound, 100 probes, could end after 5 s)
+            async with asyncio.timeout(START_GUARD):
+                while not await broker_reachable(address, timeout=0.5):
+                    assert process.returncode is None, "mosquitto exited at its start"
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
             pytest.fail("mosquitto with docs/mosquitto/large-fleet.conf did not start")
         results = await run_scenario(
             parse_scenario(SCENARIO), broker=address.url, out_dir=tmp_path / "out"

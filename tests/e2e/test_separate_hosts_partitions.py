@@ -47,7 +47,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.netns]
 WORKERS = ("part0", "part1")
 FLEETS = ("fleet0", "fleet1")
 HOSTS = ("broker", "coordinator", *WORKERS, *FLEETS)
-PARTITIONED = SCENARIO.replace("[fleet]\n", "[collector]\npartitions = 2\n\n[fleet]\n", 1)
+# nothing is lost between the hosts, so a retransmission (5 s by default) is only a late
+# ack on a busy machine, and reports_duplicate is compared with the memory run's (SAME)
+PARTITIONED = SCENARIO.replace("[fleet]\n", "[collector]\npartitions = 2\n\n[fleet]\n", 1).replace(
+    "[stream]\n", "[stream]\nretransmit_after = 600\n", 1
+)
 assert PARTITIONED != SCENARIO  # the quickstart's [fleet] table is where the count goes
 SAME = ("per_device", "accuracy", "devices_complete", "reports_received", "reports_lost",
         "reports_rejected", "reports_duplicate", "missing_batches", "budget_refusals")  # fmt: skip

@@ -276,7 +276,7 @@ async def test_a_run_over_tls_on_the_embedded_broker_equals_the_plain_run(pki, t
     )  # fmt: skip
     try:
         assert broker.stdout is not None
-        url = (await asyncio.wait_for(broker.stdout.readline(), 30)).decode().strip()
+        url = (await asyncio.wait_for(broker.stdout.readline(), SAFETY)).decode().strip()
         assert url.startswith("mqtts://127.0.0.1:"), url
         code, output = await cli(
             "run", "scenario.toml", "--broker", f"{url}?ca={pki['ca']}", "--out", "out",

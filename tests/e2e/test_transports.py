@@ -9,7 +9,12 @@ import socket
 import sys
 
 import pytest
-from ldpfleet.broker.embedded import EmbeddedBroker, EmbeddedBrokerError, EmbeddedBrokerProcess
+from ldpfleet.broker.embedded import (
+    START_GUARD_SECONDS,
+    EmbeddedBroker,
+    EmbeddedBrokerError,
+    EmbeddedBrokerProcess,
+)
 from ldpfleet.broker.mqtt import BrokerUrlError, MqttTransport, parse_broker_url
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.scenarios.runner import run_scenario
@@ -92,6 +97,45 @@ async def test_the_embedded_broker_childs_stderr_is_drained_while_it_serves():
         assert len(child.stderr_tail) > 0 and child.stderr_tail[-1] == "E" * 1023
 
 
+class _SlowStartingChild(EmbeddedBrokerProcess):
+    """A stand-in child that says its URL only after 25 s, as a child importing amqtt does
+    on a starved machine (about 1 s of CPU: 2 s of wall time at load 20 at normal priority,
+    tens of seconds with a small share of the CPU)."""
+
+    def _command(self) -> list[str]:
+        script = "import time\ntime.sleep(25)\nprint('mqtt://127.0.0.1:9', flush=True)\n"
+        script += "time.sleep(600)\n"
+        return [sys.executable, "-c", script]
+
+
+class _FailingChild(EmbeddedBrokerProcess):
+    """A stand-in child that fails at its start, saying why on stderr."""
+
+    def _command(self) -> list[str]:
+        script = "import sys\nsys.exit('cannot bind 127.0.0.1:9: address in use')\n"
+        return [sys.executable, "-c", script]
+
+
+async def test_a_broker_child_that_fails_to_start_says_why():
+    """The failed start read the child's stderr after forgetting the child: an
+    AttributeError ('NoneType' object has no attribute 'stderr') instead of the sentence."""
+    with pytest.raises(EmbeddedBrokerError) as refused:
+        async with _FailingChild():
+            pass
+    assert str(refused.value) == (
+        "the embedded broker did not start: cannot bind 127.0.0.1:9: address in use"
+    )
+
+
+@pytest.mark.slow
+async def test_a_slowly_starting_broker_child_is_waited_for():
+    """The start waited at most 20 s for the child's URL, then said "the embedded broker
+    did not start": a run on a starved machine failed before it began. The default bound
+    is now a hang guard, far above any start-up."""
+    async with _SlowStartingChild() as child:
+        assert child.url == "mqtt://127.0.0.1:9"
+
+
 @pytest.mark.embedded
 async def test_embedded_broker_in_a_child_process_and_the_broker_command():
     async with EmbeddedBrokerProcess() as broker:
@@ -103,7 +147,7 @@ async def test_embedded_broker_in_a_child_process_and_the_broker_command():
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), 20)
+        line = await asyncio.wait_for(process.stdout.readline(), START_GUARD_SECONDS)
         url = line.decode().strip()
         assert url.startswith("mqtt://127.0.0.1:")
         async with MqttTransport(url).connect("probe") as conn:

@@ -54,14 +54,17 @@ def test_ego_facebook_counts_and_invariants(facebook):
 
 
 def test_ego_facebook_loads_fast():
-    best = min(_timed_load() for _ in range(2))
+    """Loading the 88,234 edges costs well under a second of CPU. Measured in CPU seconds
+    of this process, not wall time: beside other work (load 12 on 2 cores) one load took
+    1.49 s of wall time for 0.14 s of CPU (0.12-0.18 s CPU on 9 loads, quiet or busy)."""
+    best = min(_cpu_seconds_of_a_load() for _ in range(2))
     assert best < 1.0
 
 
-def _timed_load() -> float:
-    t = time.perf_counter()
+def _cpu_seconds_of_a_load() -> float:
+    started = time.process_time()
     load_edge_list(EGO_FACEBOOK)
-    return time.perf_counter() - t
+    return time.process_time() - started
 
 
 def test_wiki_vote_counts_directed_to_undirected():
