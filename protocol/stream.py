@@ -14,8 +14,12 @@ queued for a slow subscriber, so the collector grants *credit*. A device first s
 and answers each persisted batch with an ``Ack(seq=highest contiguous persisted,
 credit=batches the device may have sent)``. Upstream messages in flight therefore never
 exceed ``max_in_flight``, whatever the fleet size. A device retransmits unacknowledged
-batches (and its hello) after ``retransmit_after`` seconds; the collector deduplicates by
-(device, seq), and acknowledges only what it has persisted (``confirm_persisted``).
+batches (and its hello) after ``retransmit_after`` seconds, backing off: each further
+retransmission of the same message waits twice as long, up to ``2 ** BACKOFF_DOUBLINGS`` x
+``retransmit_after`` (a collector that fell behind is not buried under retransmissions: a
+1,000-device fleet starved of CPU sent ~140 hellos/s at a fixed interval and never recovered);
+the collector deduplicates by (device, seq), and acknowledges only what it has persisted
+(``confirm_persisted``).
 
 Central model (``mechanism = "raw"``, ``protocol.raw``): the same machines carry clipped,
 normalised readings in the clear to a trusted collector that performs the one private
@@ -88,6 +92,7 @@ RAW = "raw"
 # The collector ledger account that pays for the central release of raw readings.
 CENTRAL_ACCOUNT = "gcdp_release"
 WAITING_HELLO_FACTOR = 6  # a device waiting for credit repeats its hello this much slower
+BACKOFF_DOUBLINGS = 3  # a message retransmitted k times waits 2**min(k, 3) x retransmit_after
 _REL_TOL = 1e-12
 # Rejections no retransmission of the same message can change (the message itself is out of
 # the run's parameters or domain): the collector sends them to the device's inbox too, and
@@ -283,6 +288,9 @@ class StreamReporter(Machine):
         self._next_seq = 0
         self._sent_at: dict[int, float] = {}
         self._hello_sent_at: float | None = None
+        # retransmissions so far of each unacknowledged batch, and of the unanswered hello
+        self._tries: dict[int, int] = {}
+        self._hello_tries = 0
         # idle -> hello -> waiting|streaming -> done | refused | rejected | closed | error
         self.state = "idle"
         # the collector's final rejection of one of my messages (kind, seq, field, code,
@@ -483,10 +491,12 @@ class StreamReporter(Machine):
                 )
             if self.state in ("hello", "waiting"):
                 self.state = "streaming" if message.credit > 0 else "waiting"
+            self._hello_tries = 0
             self.acked = max(self.acked, message.seq)
             self.credit = max(self.credit, message.credit)
             for seq in [s for s in self._sent_at if s <= self.acked]:
                 del self._sent_at[seq]
+                self._tries.pop(seq, None)
                 first = self._first_sent.pop(seq, None)
                 if first is not None:
                     self.ack_latencies.append(now - first)
@@ -501,6 +511,7 @@ class StreamReporter(Machine):
                 self.state = "closed"
                 self._emit(StreamClosed(complete, message.detail))
             elif self.state in ("hello", "waiting", "streaming"):
+                self._hello_tries = 0
                 self._send_hello(now)  # the collector (re)started: announce at once
                 if self.refusal is not None:
                     self._send(self._topic("budget_refused"), self.refusal)
@@ -539,6 +550,7 @@ class StreamReporter(Machine):
             return
         self.state = "rejected"
         self._sent_at.clear()
+        self._tries.clear()
         self.rejection = {
             "kind": notice.kind,
             "seq": notice.message_seq,
@@ -559,16 +571,23 @@ class StreamReporter(Machine):
         self._send(self._topic("withdraw"), self.withdrawal)
         self._emit(StreamRejected(**self.rejection))
 
+    def _wait(self, tries: int) -> float:
+        """Seconds before retransmitting a message already retransmitted ``tries`` times."""
+        return self.config.retransmit_after * 2 ** min(tries, BACKOFF_DOUBLINGS)
+
     def next_timer(self) -> float | None:
         """The retransmission deadline, if anything is unacknowledged."""
         if self.state == "hello" and self._hello_sent_at is not None:
-            return self._hello_sent_at + self.config.retransmit_after
+            return self._hello_sent_at + self._wait(self._hello_tries)
         if self.state == "waiting" and self._hello_sent_at is not None:
             # Waiting for credit: a slow keep-alive hello, in case the admitting ack was lost.
             return self._hello_sent_at + WAITING_HELLO_FACTOR * self.config.retransmit_after
         if self.state == "streaming" and self._sent_at:
-            return min(self._sent_at.values()) + self.config.retransmit_after
+            return min(self._batch_deadline(seq) for seq in self._sent_at)
         return None
+
+    def _batch_deadline(self, seq: int) -> float:
+        return self._sent_at[seq] + self._wait(self._tries.get(seq, 0))
 
     def handle_timer(self, now: float) -> None:
         """Retransmit the hello or every overdue batch."""
@@ -577,11 +596,14 @@ class StreamReporter(Machine):
             return
         if self.state in ("hello", "waiting"):
             self.retransmissions += 1
+            if self.state == "hello":
+                self._hello_tries += 1
             self._send_hello(now)
             return
-        for seq, sent_at in sorted(self._sent_at.items()):
-            if sent_at + self.config.retransmit_after <= now:
+        for seq in sorted(self._sent_at):
+            if self._batch_deadline(seq) <= now:
                 self.retransmissions += 1
+                self._tries[seq] = self._tries.get(seq, 0) + 1
                 self._send_batch(seq, now)
 
 

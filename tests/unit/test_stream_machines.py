@@ -376,6 +376,29 @@ def test_credit_bounds_reports_in_flight():
     assert fleet.events(StageClosed)[0].complete
 
 
+def test_a_batch_that_is_never_acknowledged_is_retransmitted_backing_off():
+    """Each retransmission of the same batch waits twice as long as the one before, up to
+    2**BACKOFF_DOUBLINGS x retransmit_after; acknowledged batches leave the schedule."""
+    fleet = Fleet(1)
+    fleet.drop = lambda out: isinstance(out.message, SwReport) and out.message.seq == 0
+    fleet.start()
+    fleet.run()
+    d0, step = fleet.reporters["d0"], fleet.config.retransmit_after
+    assert d0.state == "streaming" and d0.acked == -1 and d0.retransmissions == 0
+    sent, waits = 0.0, []
+    for _ in range(6):
+        deadline = d0.next_timer()
+        waits.append(deadline - sent)
+        fleet.tick(deadline - fleet.now)
+        sent = fleet.now
+        fleet.run()
+    assert waits == [step, 2 * step, 4 * step, 8 * step, 8 * step, 8 * step]
+    fleet.drop = lambda out: False
+    fleet.tick(d0.next_timer() - fleet.now)
+    fleet.run()
+    assert d0.state == "done" and d0.next_timer() is None
+
+
 def test_lost_report_is_retransmitted_and_duplicates_are_counted_not_reemitted():
     fleet = Fleet(3)
     dropped: list[Outbound] = []
@@ -694,7 +717,16 @@ def test_reporter_retransmits_its_hello():
     [again] = reporter.pop_outbound()
     assert isinstance(again.message, Hello)
     assert reporter.retransmissions == 1
-    assert reporter.next_timer() == 20.0
+    # backing off (protocol/stream.py, BACKOFF_DOUBLINGS): 10, 20, then 40 s at most (2**3
+    # x retransmit_after 5 s); at a fixed 5 s a fleet starved of CPU buried its collector
+    # under ~140 hellos/s and never recovered (helper E, `bench fleet --devices 1000`)
+    for due, following in ((25.0, 45.0), (45.0, 85.0), (85.0, 125.0), (125.0, 165.0)):
+        assert reporter.next_timer() == due
+        reporter.handle_timer(due)
+        [again] = reporter.pop_outbound()
+        assert isinstance(again.message, Hello)
+        assert reporter.next_timer() == following
+    assert reporter.retransmissions == 5
 
 
 def test_stage_open_makes_a_started_reporter_announce_itself_again():
