@@ -135,6 +135,16 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
 
 
+FLAG_TAIL = 0.02  # 5 of 20 at gamma = 0.05: P = 0.016 (the brief's flag rule)
+
+
+def verdict(violations: int, seeds: int, gamma: float) -> str:
+    """``flag`` when so many violations are unlikely (< ``FLAG_TAIL``) at rate gamma."""
+    if binomial_tail(violations, seeds, gamma) < FLAG_TAIL:
+        return "flag: investigate"
+    return "chance (within gamma)" if violations else "no violation"
+
+
 def table(path: Path) -> str:
     """The calibration table of the rows in ``path`` (battery order, then eps)."""
     rows = _rows(path)
@@ -144,8 +154,8 @@ def table(path: Path) -> str:
     order = {name: i for i, name in enumerate(_entries())}
     lines = [
         "| entry | ε | claim | seeds | violations | P(≥ that many) at γ | median ε_LB "
-        "| max ε_LB | CPU s per audit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| max ε_LB | CPU s per audit | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (entry, eps), group in sorted(groups.items(), key=lambda g: (order.get(g[0][0]), g[0][1])):
         bounds = sorted(r["eps_lb"] if r["eps_lb"] is not None else -math.inf for r in group)
@@ -155,7 +165,7 @@ def table(path: Path) -> str:
         lines.append(
             f"| {entry} | {eps:g} | {group[0]['eps_claimed']:g} | {len(group)} | {hits} | "
             f"{binomial_tail(hits, len(group), gamma):.3g} | {bounds[len(bounds) // 2]:.3f} | "
-            f"{bounds[-1]:.3f} | {cpu:.1f} |"
+            f"{bounds[-1]:.3f} | {cpu:.1f} | {verdict(hits, len(group), gamma)} |"
         )
     return "\n".join(lines)
 
