@@ -83,7 +83,8 @@ def audit_all(
 
     Family-wise control: each of the m audits runs at gamma / m (Bonferroni), so the chance
     that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
-    m = 33 tight audits would raise a false alarm most of the time.) ``mechanisms`` limits the
+    42 near-tight audits would raise one in about 22-65 % of runs, each alone alarming in
+    0.3-2.5 % of seeds: docs/audit.md, "Calibration on fresh seeds".) ``mechanisms`` limits the
     run to those entries (default: the whole battery). ``progress(i, m, label)`` is called
     before audit i of m (with ``jobs > 1``: when audit i of m has finished).
 
@@ -280,7 +281,14 @@ def audit_command(
     trials: Annotated[
         int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
     ] = None,
-    gamma: Annotated[float, typer.Option(help="1 - confidence of the bound, in (0, 1).")] = 0.05,
+    gamma: Annotated[
+        float,
+        typer.Option(
+            help="1 - confidence of the bound, in (0, 1): a correct mechanism is reported as "
+            "a violation with probability <= gamma; 'all' and 'mutants': family-wise "
+            "(gamma / m per audit)."
+        ),
+    ] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the four sample sets (0 .. 2^63-1).")] = 0,
     markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
     progress: Annotated[
