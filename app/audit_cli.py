@@ -83,7 +83,8 @@ def audit_all(
 
     Family-wise control: each of the m audits runs at gamma / m (Bonferroni), so the chance
     that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
-    m = 33 tight audits would raise a false alarm most of the time.) ``mechanisms`` limits the
+    42 near-tight audits would raise one in about 22-65 % of runs, each alone alarming in
+    0.3-2.5 % of seeds: docs/audit.md, "Calibration on fresh seeds".) ``mechanisms`` limits the
     run to those entries (default: the whole battery). ``progress(i, m, label)`` is called
     before audit i of m (with ``jobs > 1``: when audit i of m has finished).
 
@@ -280,7 +281,14 @@ def audit_command(
     trials: Annotated[
         int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
     ] = None,
-    gamma: Annotated[float, typer.Option(help="1 - confidence of the bound, in (0, 1).")] = 0.05,
+    gamma: Annotated[
+        float,
+        typer.Option(
+            help="1 - confidence of the bound, in (0, 1): a correct mechanism is reported as "
+            "a violation with probability <= gamma; 'all' and 'mutants': family-wise "
+            "(gamma / m per audit)."
+        ),
+    ] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the four sample sets (0 .. 2^63-1).")] = 0,
     markdown: Annotated[bool, typer.Option("--markdown", help="'all': print the table.")] = False,
     progress: Annotated[
@@ -334,7 +342,7 @@ def audit_command(
                 mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries
             )
     except ParameterError as error:
-        print(f"error: {option_error(error, mechanism, only)}", file=sys.stderr)
+        print(f"error: {option_error(error, mechanism, only, tests)}", file=sys.stderr)
         raise typer.Exit(2) from None
     _warn_underpowered(rows)
     if markdown:
@@ -345,11 +353,31 @@ def audit_command(
         raise typer.Exit(1)
 
 
-def option_error(error, mechanism: str, only: list[str] | None) -> str:
-    """The one line of a refused option (``field: reason``, the form tests/unit/test_audit.py
-    pins), and for a misspelt name the nearest known one (``audit laplce`` listed 28 names
-    and left the user to spot ``laplace``)."""
-    line = str(error)
+# audit's options by the field their ParameterError names (the error printed "eps: ..."
+# where every other command prints the option, "--eps: ..."); ``mutant`` is the field of an
+# unknown ``audit mutants --only`` name
+_AUDIT_OPTIONS = {
+    "eps": "--eps", "delta": "--delta", "trials": "--trials", "gamma": "--gamma",
+    "seed": "--seed", "jobs": "--jobs", "only": "--only", "mutant": "--only",
+}  # fmt: skip
+
+
+def audit_option(field: str | None, tests: bool | None = None) -> str | None:
+    """The command-line option of an audit ``ParameterError`` field (None: no option, e.g.
+    the ``mechanism`` argument or a field a user mechanism names). ``tests``: the
+    ``--tests/--no-tests`` value given, which names that flag."""
+    if field == "tests":
+        return "--no-tests" if tests is False else "--tests"
+    return _AUDIT_OPTIONS.get(field or "")
+
+
+def option_error(error, mechanism: str, only: list[str] | None, tests: bool | None = None) -> str:
+    """The one line of a refused option, naming it as typed (``--eps: reason``, the form
+    tests/unit/test_audit.py pins; a field without an option keeps ``field: reason``), and
+    for a misspelt name the nearest known one (``audit laplce`` listed 28 names and left
+    the user to spot ``laplace``)."""
+    option = audit_option(error.field, tests)
+    line = f"{option}: {error.reason}" if option else str(error)
     if error.field == "mechanism":
         return line + _near_miss(mechanism, ("all", "mutants", *BATTERY_NAMES))
     if error.field in ("only", "mutant"):
@@ -474,7 +502,7 @@ def _warn_underpowered(rows: list[dict]) -> None:
     )
     advice = f" (use --trials >= {most})" if most is not None else ""
     print(
-        f"warning: trials: {which} cannot find a violation: {first['n_eval']} evaluation "
+        f"warning: --trials: {which} cannot find a violation: {first['n_eval']} evaluation "
         f"runs per world certify at most eps_LB = {bound} at gamma {first['gamma']:.2g}, "
         f"not above the claim{advice}",
         file=sys.stderr,

@@ -239,33 +239,35 @@ def test_command_exits_1_on_a_violation(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("args", "field"),
+    ("args", "option"),
     [
-        (["rr", "--seed", "-1"], "seed"),  # was a numpy traceback, exit 1
-        (["rr", "--trials", "100000000000000"], "trials"),  # was a MemoryError traceback
-        (["rr", "--delta", "-0.1"], "delta"),  # was ignored: the JSON said delta 0
-        (["rr", "--delta", "nan"], "delta"),
-        (["rr", "--delta", "1"], "delta"),
-        (["secagg", "--eps", "nan"], "eps"),  # secagg claims 0 whatever --eps: unchecked
-        (["secagg", "--eps", "-1"], "eps"),
-        (["rr", "--only", "rr"], "only"),  # --only applies to 'all' and 'mutants'
-        (["all", "--only", "nope"], "only"),
+        (["rr", "--seed", "-1"], "--seed"),  # was a numpy traceback, exit 1
+        (["rr", "--trials", "100000000000000"], "--trials"),  # was a MemoryError traceback
+        (["rr", "--delta", "-0.1"], "--delta"),  # was ignored: the JSON said delta 0
+        (["rr", "--delta", "nan"], "--delta"),
+        (["rr", "--delta", "1"], "--delta"),
+        (["secagg", "--eps", "nan"], "--eps"),  # secagg claims 0 whatever --eps: unchecked
+        (["secagg", "--eps", "-1"], "--eps"),
+        (["rr", "--only", "rr"], "--only"),  # --only applies to 'all' and 'mutants'
+        (["all", "--only", "nope"], "--only"),
         # held-out QA (helper C): silently ignored before
-        (["rr", "--jobs", "2"], "jobs"),  # one audit runs in one process
-        (["rr", "--no-tests"], "tests"),  # --tests/--no-tests: 'mutants' only
-        (["all", "--only", "rr", "--tests"], "tests"),
-        (["all", "--only", "rr", "--jobs", "0"], "jobs"),
+        (["rr", "--jobs", "2"], "--jobs"),  # one audit runs in one process
+        (["rr", "--no-tests"], "--no-tests"),  # --tests/--no-tests: 'mutants' only
+        (["all", "--only", "rr", "--tests"], "--tests"),
+        (["all", "--only", "rr", "--jobs", "0"], "--jobs"),
         # a budget listed twice ran the same audit twice at half the confidence each
         # (gamma is split family-wise over the audits); an empty entry was skipped
-        (["all", "--only", "rr", "--eps", "1,1"], "eps"),
-        (["all", "--only", "rr", "--eps", "1,,2"], "eps"),
+        (["all", "--only", "rr", "--eps", "1,1"], "--eps"),
+        (["all", "--only", "rr", "--eps", "1,,2"], "--eps"),
     ],
 )
-def test_options_beyond_their_limits_are_one_sentence_and_exit_2(args, field):
+def test_options_beyond_their_limits_are_one_sentence_and_exit_2(args, option):
     extra = [] if "--trials" in args else ["--trials", "20"]  # cheap if it ever ran
     result = CliRunner().invoke(_app(), [*args, *extra])
     assert result.exit_code == 2, (args, result.output)
-    assert result.output.startswith(f"error: {field}: "), result.output
+    # the option as typed (``--eps: ...``), as every other command words a refusal; it
+    # said the field (``eps: ...``)
+    assert result.output.startswith(f"error: {option}: "), result.output
     assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
 
 
@@ -295,6 +297,7 @@ def test_too_few_trials_to_find_a_violation_are_said():
     out = json.loads(result.stdout)
     assert out["eps_lb_max"] == pytest.approx(math.log(0.025 / 0.975))
     assert "cannot find a violation" in result.stderr and "--trials >= " in result.stderr
+    assert result.stderr.startswith("warning: --trials: "), result.stderr
     needed = int(result.stderr.split("--trials >= ")[1].split()[0].rstrip(")"))
     # the smallest n with ln((gamma/2)^(1/n) / (1 - (gamma/2)^(1/n))) > 1, twice (sel + eval)
     p = math.e / (1 + math.e)
@@ -332,7 +335,7 @@ def test_options_audit_mutants_does_not_use_are_refused(option, value):
     result = CliRunner().invoke(_app(), ["mutants", "--no-tests", "--only", "rr eps off by 2x",
                                          option, value])  # fmt: skip
     assert result.exit_code == 2, result.output
-    assert result.output.startswith(f"error: {option[2:]}: 'audit mutants' runs"), result.output
+    assert result.output.startswith(f"error: {option}: 'audit mutants' runs"), result.output
 
 
 def test_progress_is_honoured_for_one_mechanism():
