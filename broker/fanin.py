@@ -16,13 +16,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from ldpfleet.broker.transport import Delivery, Transport
 
 __all__ = ["PER_CONNECTION", "fan_in"]
 
 PER_CONNECTION = 500
+
+
+class MergedDeliveries:
+    """``fan_in``'s stream: every delivery of its connections in arrival order, and how
+    many are received and not yet consumed (``pending``, as a connection's)."""
+
+    def __init__(self, deliveries: AsyncIterator[Delivery], pending: Callable[[], int]):
+        self._deliveries = deliveries
+        self.pending = pending
+
+    def __aiter__(self) -> MergedDeliveries:
+        return self
+
+    async def __anext__(self) -> Delivery:
+        return await self._deliveries.__anext__()
+
+    async def aclose(self) -> None:
+        await self._deliveries.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -32,10 +50,10 @@ async def fan_in(
     topics_by_device: Sequence[Sequence[str]],
     *,
     per_connection: int = PER_CONNECTION,
-) -> AsyncIterator[AsyncIterator[Delivery]]:
+) -> AsyncIterator[MergedDeliveries]:
     """Subscribe every device's exact topics, at most ``per_connection`` devices per
-    connection; yield one iterator of everything they receive. The connections close when
-    the block ends."""
+    connection; yield one iterator of everything they receive (``MergedDeliveries``). The
+    connections close when the block ends."""
     if per_connection < 1:
         raise ValueError(f"per_connection must be >= 1, got {per_connection}")
     chunks = [
@@ -88,8 +106,11 @@ async def fan_in(
                 finally:
                     waiter = None
 
+        def pending() -> int:
+            return len(merged) + sum(conn.pending() for conn in connections)
+
         try:
-            yield merged_deliveries()
+            yield MergedDeliveries(merged_deliveries(), pending)
         finally:
             for task in pullers:
                 task.cancel()

@@ -59,6 +59,7 @@ async def drive_timers(
     *,
     max_sleep: float = 1.0,
     wake: asyncio.Event | None = None,
+    inputs_queued: Callable[[], int] | None = None,
 ) -> None:
     """Call ``machine.handle_timer`` at its deadlines until cancelled.
 
@@ -66,13 +67,20 @@ async def drive_timers(
     deadlines, or, with ``wake``, whenever the pump sets it after an input (then
     ``max_sleep`` can be long: 50,000 device agents polling every second spent half of a
     process's CPU waking up, measured with py-spy). Machine calls are synchronous, so they
-    never interleave with the pump's.
+    never interleave with the pump's. With ``inputs_queued`` (a connection's ``pending``),
+    a deadline that passed while inputs wait in the connection's buffer fires only once
+    the pump has fed them: a reply that arrived in time is not judged late because the
+    process was too busy to read it (a starved collector's secure sum counted devices
+    whose replies sat in its buffer as dropouts).
     """
     loop = asyncio.get_running_loop()
     while True:
         deadline = machine.next_timer()
         now = loop.time()
         if deadline is not None and deadline <= now:
+            if inputs_queued is not None and inputs_queued() > 0:
+                await asyncio.sleep(0.01)  # the pump reads them first (and may move it)
+                continue
             machine.handle_timer(now)
             await after_timer()
             continue

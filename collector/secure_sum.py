@@ -114,7 +114,7 @@ async def secure_sum(
         server.start(loop.time())
         await pump.after_timer()
         async with (
-            background(drive_timers(server, pump.after_timer)),
+            background(drive_timers(server, pump.after_timer, inputs_queued=inbound.pending)),
             background(pump.consume(inbound)),
         ):
             await pump.done.wait()

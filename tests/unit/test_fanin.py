@@ -58,3 +58,21 @@ async def test_a_burst_keeps_each_connections_order_and_a_waiting_consumer_wakes
         await asyncio.sleep(0)  # now waiting on an empty stream
         await pub.publish(topics_by_device[3][0], b"late")
         assert (await asyncio.wait_for(consumer, 5)).payload == b"late"
+
+
+async def test_pending_counts_what_is_received_and_not_yet_consumed():
+    """``pending`` (the secure-sum pump holds a passed deadline while it is > 0) counts the
+    deliveries in the connections' buffers and in the merged queue alike."""
+    transport = MemoryTransport()
+    topics_by_device = [[f"ldp/r/dev/d{i}/up/a"] for i in range(4)]
+    async with fan_in(transport, "svc", topics_by_device, per_connection=2) as inbound:
+        assert inbound.pending() == 0
+        async with transport.connect("pub") as pub:
+            for (topic,) in topics_by_device:
+                await pub.publish(topic, b"x")
+        assert inbound.pending() == 4  # whether or not a puller has moved them yet
+        for _ in range(10):
+            await asyncio.sleep(0)  # the pullers move them to the merged queue
+        assert inbound.pending() == 4
+        await anext(inbound)
+        assert inbound.pending() == 3
