@@ -16,9 +16,10 @@ credit=batches the device may have sent)``. Upstream messages in flight therefor
 exceed ``max_in_flight``, whatever the fleet size. A device retransmits unacknowledged
 batches (and its hello) after ``retransmit_after`` seconds, backing off: each further
 retransmission of the same message waits twice as long, up to ``2 ** BACKOFF_DOUBLINGS`` x
-``retransmit_after`` (a collector that fell behind is not buried under retransmissions: a
-1,000-device fleet starved of CPU sent ~140 hellos/s at a fixed interval and never recovered);
-the collector deduplicates by (device, seq), and acknowledges only what it has persisted
+``retransmit_after``, from the start again once the collector re-announces the stage (a
+collector that fell behind is not buried under retransmissions: a 1,000-device fleet
+starved of CPU sent ~140 hellos/s at a fixed interval and never recovered); the collector
+deduplicates by (device, seq), and acknowledges only what it has persisted
 (``confirm_persisted``).
 
 Central model (``mechanism = "raw"``, ``protocol.raw``): the same machines carry clipped,
@@ -512,6 +513,7 @@ class StreamReporter(Machine):
                 self._emit(StreamClosed(complete, message.detail))
             elif self.state in ("hello", "waiting", "streaming"):
                 self._hello_tries = 0
+                self._tries.clear()  # a fresh collector: no backoff owed to the old one
                 self._send_hello(now)  # the collector (re)started: announce at once
                 if self.refusal is not None:
                     self._send(self._topic("budget_refused"), self.refusal)

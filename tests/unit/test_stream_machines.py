@@ -393,6 +393,12 @@ def test_a_batch_that_is_never_acknowledged_is_retransmitted_backing_off():
         sent = fleet.now
         fleet.run()
     assert waits == [step, 2 * step, 4 * step, 8 * step, 8 * step, 8 * step]
+    # a collector that (re)announces the stage is owed no backoff: the next wait is one step
+    run = fleet.config.run
+    reopen = Stage(run=run, sender=COLLECTOR, stage="stream", state="open")
+    d0.receive(topics.parse(topics.ctl(run, "stage")), reopen, fleet.now)
+    d0.pop_outbound()
+    assert d0.next_timer() == pytest.approx(sent + step)
     fleet.drop = lambda out: False
     fleet.tick(d0.next_timer() - fleet.now)
     fleet.run()
