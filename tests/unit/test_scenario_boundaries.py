@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 from ldpfleet.app.cli import app
-from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
+
+from tests.unit.test_scenario_heldout import _refused
 
 STREAM = """\
 [scenario]
@@ -43,12 +45,6 @@ source = "barabasi_albert:n=30,m=2,seed=1"
 [cadr]
 processes = 1
 {cadr}"""
-
-
-def _refused(text: str) -> str:
-    with pytest.raises(ScenarioError) as info:
-        parse_scenario(text)
-    return str(info.value)
 
 
 def test_auto_sum_under_the_dp_pipeline_is_refused_with_exit_2_and_no_folder(tmp_path):

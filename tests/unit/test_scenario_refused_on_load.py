@@ -21,14 +21,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 from typer.testing import CliRunner
 
-CADR = """\
-[scenario]
-name = "c"
-[graph]
-source = "{source}"
-[cadr]
-processes = 1
-{cadr}"""
+from tests.unit.test_scenario_heldout import CADR, _refused
 
 # (graph.source, what the refusal must show: the limit and the value)
 BAD_SOURCES = [
@@ -111,15 +104,9 @@ def test_a_small_random_graph_without_an_edge_is_refused_on_load():
     """Old: loaded; the run refused it once generated, and on the embedded broker (a
     collector process) exited 1 leaving its folder. A small erdos_renyi graph likely to
     draw no edge is now built on load (seed 1 draws none of the 3 pairs at p = 0.01)."""
-    message = str(_refused_text(CADR.format(source="erdos_renyi:n=3,p=0.01,seed=1", cadr="")))
+    message = str(_refused(CADR.format(source="erdos_renyi:n=3,p=0.01,seed=1", cadr="")))
     assert message.startswith("graph.source:") and "has no edges" in message, message
     parse_scenario(CADR.format(source="erdos_renyi:n=3,p=0.9,seed=1", cadr=""))
-
-
-def _refused_text(text: str) -> str:
-    with pytest.raises(ScenarioError) as info:
-        parse_scenario(text)
-    return str(info.value)
 
 
 def test_a_cadr_eps_is_refused_on_load_exactly_where_the_run_refuses_it():
