@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -230,7 +229,8 @@ async def coordinate_stream(
             if on_ready is not None:
                 await on_ready()
             await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
-            opened = time.monotonic()
+            clock = asyncio.get_running_loop().time  # asyncio's timers' clock (virtual in tests)
+            opened = clock()
             opened_at.append(opened)
             closing = False
             while not tally.all_closed:
@@ -241,7 +241,7 @@ async def coordinate_stream(
                 if progress is not None:
                     progress(*tally.progress())
                 silent = tally.progress()[2] == 0
-                if not closing and silent and time.monotonic() - opened > fleet_timeout:
+                if not closing and silent and clock() - opened > fleet_timeout:
                     sentence = f"no fleet joined run {run} within {fleet_timeout:g} s"
                     closing = True
                     if aborted is not None:

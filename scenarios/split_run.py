@@ -341,7 +341,8 @@ class _SplitRun:
         """Until the collector ends, the fleet failed (``failed``) or ``run_timeout``
         passed (``timed_out``: the collector, or a partition worker, was stopped)."""
         limit = _run_timeout(self.scenario)
-        started = time.monotonic()
+        clock = asyncio.get_running_loop().time  # the clock asyncio.timeout reads
+        started = clock()
         try:
             async with asyncio.timeout(limit):
                 self.failed = await _collector_or_failed_fleet(
@@ -349,7 +350,7 @@ class _SplitRun:
                 )
         except TimeoutError:
             self.failed = None
-        left = None if limit is None else max(0.0, limit - (time.monotonic() - started))
+        left = None if limit is None else max(0.0, limit - (clock() - started))
         self.timed_out = self.failed is None and not await _collector_within(self.collector, left)
         for worker in self.workers.values():
             if self.failed:  # the coordinator was stopped: its partitions too
