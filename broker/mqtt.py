@@ -3,10 +3,10 @@
 Connections use the lean asyncio client ``broker.mqtt_client`` (MQTT 3.1.1 over the
 sans-I/O codec ``broker.mqtt_wire``) by default: paho + aiomqtt measured 2.8× slower end
 to end on a 10,000-device gateway run (docs/scaling.md). ``LDPFLEET_MQTT_CLIENT=aiomqtt``
-selects aiomqtt instead (``MqttConnection`` here), e.g. to compare; ``broker_reachable``
-always uses aiomqtt. Either way TCP_NODELAY is set (a delayed-ACK stall otherwise slows
-request/acknowledge exchanges several-fold), publishing at QoS 1 waits for the broker's
-PUBACK, and ``publish_many`` overlaps those waits.
+selects aiomqtt instead (``MqttConnection`` here), e.g. to compare; ``probe_broker`` and
+``broker_reachable`` send their one CONNECT themselves. Either way TCP_NODELAY is set (a
+delayed-ACK stall otherwise slows request/acknowledge exchanges several-fold), publishing
+at QoS 1 waits for the broker's PUBACK, and ``publish_many`` overlaps those waits.
 
 ``mqtts://[user:pass@]host[:port][?ca=PATH&cert=PATH&key=PATH]`` speaks TLS (default port
 8883; ``broker.tls``): ``ca`` is the CA file that signed the broker's certificate (default:
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import random
 import socket
@@ -37,7 +36,14 @@ from ldpfleet.broker.mqtt_client import (
     check_suback,
     open_connection,
 )
-from ldpfleet.broker.mqtt_wire import CREDENTIAL_REFUSALS
+from ldpfleet.broker.mqtt_wire import (
+    CREDENTIAL_REFUSALS,
+    DISCONNECT_PACKET,
+    Connack,
+    MqttProtocolError,
+    PacketReader,
+    encode_connect,
+)
 from ldpfleet.broker.tls import TlsError, TlsSettings, client_context, tls_failure, tls_settings
 from ldpfleet.broker.transport import ConnectionLost, ConnectionRefused, Delivery, TransportError
 
@@ -151,41 +157,44 @@ def ssl_context(address: BrokerAddress) -> ssl.SSLContext | None:
         raise BrokerUrlError(f"broker {address.url}: {error}") from None
 
 
-async def broker_reachable(address: BrokerAddress, timeout: float = 3.0) -> bool:
+PROBE_PATIENCE = 30.0  # seconds a probe waits for the CONNACK once TCP connected
+
+
+async def broker_reachable(
+    address: BrokerAddress, timeout: float = 3.0, *, patience: float = PROBE_PATIENCE
+) -> bool:
     """True if an MQTT broker answers a CONNECT at ``address`` (over TLS for ``mqtts://``).
 
     A real MQTT handshake rather than a bare TCP probe (amqtt logs a bare connection as an
     error and leaks its transport). A broker that answers but refuses the credentials
-    counts as reachable: the real connection then reports the refusal."""
-    return await probe_broker(address, timeout, explain=False) is None
+    counts as reachable: the real connection then reports the refusal. ``timeout`` and
+    ``patience`` as for ``probe_broker``."""
+    return await probe_broker(address, timeout, explain=False, patience=patience) is None
 
 
 async def probe_broker(
-    address: BrokerAddress, timeout: float = 3.0, *, explain: bool = True
+    address: BrokerAddress,
+    timeout: float = 3.0,
+    *,
+    explain: bool = True,
+    patience: float = PROBE_PATIENCE,
 ) -> str | None:
     """None if an MQTT broker answers a CONNECT at ``address``, else one sentence saying
     why not: a TLS failure (``broker.tls.tls_failure``), a plain ``mqtt://`` URL for a TLS
-    listener (with ``explain``: a second, TLS-only probe tells), or nothing listening."""
+    listener (with ``explain``: a second, TLS-only probe tells), or nothing listening.
+
+    ``timeout`` bounds the TCP connect: a refused connect is reported at once, a host that
+    does not answer after ``timeout``. Once the connection is accepted something listens,
+    and a plain probe waits up to ``patience`` seconds for the CONNACK, so a starved
+    machine's broker (or probe) that answers late is not reported absent; a listener that
+    hangs up without a CONNACK is reported at once."""
     context = ssl_context(address)
     if context is not None:
         return await _probe_tls(address, context, timeout)
-    client = aiomqtt.Client(
-        address.host,
-        address.port,
-        identifier=f"ldpfleet-probe-{random.getrandbits(48):012x}",
-        username=address.username,
-        password=address.password,
-        timeout=timeout,
-        logger=_PROBE_LOG,
-    )
-    try:
-        async with client:
-            return None
-    except aiomqtt.MqttCodeError:
-        return None  # it answered (e.g. not authorised)
-    except (aiomqtt.MqttError, OSError, TimeoutError):
-        pass
-    if explain and await _speaks_tls(address, timeout):
+    answered = await _connack(address, timeout, patience)
+    if answered:
+        return None
+    if answered is False and explain and await _speaks_tls(address, timeout):
         return (
             f"the broker at {address.where} expects TLS on that port: use "
             f"mqtts://{address.host}:{address.port}?ca=PATH (the CA that signed its "
@@ -194,9 +203,46 @@ async def probe_broker(
     return _not_answering(address)
 
 
-# a failed probe is reported in one sentence; paho's own error lines would only repeat it
-_PROBE_LOG = logging.getLogger(f"{__name__}.probe")
-_PROBE_LOG.setLevel(logging.CRITICAL)
+async def _connack(address: BrokerAddress, timeout: float, patience: float) -> bool | None:
+    """Whether a plain MQTT CONNECT at ``address`` is answered with a CONNACK (any return
+    code: a refusal of the credentials is an answer): None when the TCP connect fails or
+    takes over ``timeout`` seconds, False when the connection is accepted but closed
+    without a CONNACK, or none arrives within ``patience`` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(address.host, address.port)
+    except (OSError, TimeoutError):
+        return None
+    answered = False
+    try:
+        writer.write(
+            encode_connect(
+                f"ldpfleet-probe-{random.getrandbits(48):012x}",
+                keepalive=60,
+                username=address.username,
+                password=address.password,
+            )
+        )
+        packets = PacketReader()
+        async with asyncio.timeout(patience):
+            while True:
+                data = await reader.read(4096)
+                if not data:
+                    break  # hung up without a CONNACK: not an MQTT broker
+                received = packets.feed(data)
+                if received:
+                    answered = isinstance(received[0], Connack)
+                    break
+        if answered:
+            writer.write(DISCONNECT_PACKET)
+    except (OSError, TimeoutError, MqttProtocolError):
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(timeout):
+                await writer.wait_closed()
+    return answered
 
 
 def _closed_after_handshake(address: BrokerAddress) -> str:

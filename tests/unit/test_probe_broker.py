@@ -1,0 +1,90 @@
+"""``broker.mqtt.probe_broker`` on a busy machine (tiny asyncio servers, no broker).
+
+The probe gave a broker ``timeout`` (3 s) for the whole CONNECT/CONNACK exchange, so a
+starved client (or broker) that answered late was reported as "no MQTT broker answers".
+Now ``timeout`` bounds only the TCP connect: once the connection is accepted something
+listens, and the probe waits up to ``patience`` (``PROBE_PATIENCE``) for the CONNACK. A
+refused TCP connect is still reported at once (no wait at all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from ldpfleet.broker.mqtt import PROBE_PATIENCE, BrokerAddress, broker_reachable, probe_broker
+from ldpfleet.broker.mqtt_wire import CONNACK
+
+CONNACK_OK = bytes((CONNACK << 4, 2, 0, 0))
+CONNACK_NOT_AUTHORISED = bytes((CONNACK << 4, 2, 0, 5))
+
+
+def _free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def _server(answer, delay: float = 0.0):
+    """A listener that reads the CONNECT, waits ``delay`` seconds, then writes ``answer``
+    (None: says nothing and keeps the connection open; b"": closes it). The address and
+    the list of CONNECT packets it received."""
+    connects: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connects.append(await reader.read(4096))
+        await asyncio.sleep(delay)
+        if answer is None:
+            await reader.read()  # until the probe hangs up
+        elif answer:
+            writer.write(answer)
+            await writer.drain()
+            await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, BrokerAddress("127.0.0.1", port), connects
+
+
+async def test_a_refused_connect_is_reported_at_once():
+    address = BrokerAddress("127.0.0.1", _free_port())
+    # timeout and patience of ten minutes: a probe that waited on a refused connect would
+    # meet the guard (60 s; a refused loopback connect answers in microseconds)
+    async with asyncio.timeout(60):
+        problem = await probe_broker(address, timeout=600, patience=600)
+        reachable = await broker_reachable(address, timeout=600)
+    assert problem is not None and problem.startswith("no MQTT broker answers at 127.0.0.1:")
+    assert not reachable
+
+
+async def test_a_connack_later_than_the_connect_timeout_is_still_an_answer():
+    """The old probe gave up after ``timeout`` (0.2 s here) without a CONNACK; the server
+    answers 1 s after the CONNECT, well within ``PROBE_PATIENCE``."""
+    assert PROBE_PATIENCE >= 30
+    server, address, connects = await _server(CONNACK_OK, delay=1.0)
+    async with server:
+        assert await probe_broker(address, timeout=0.2) is None
+        assert await broker_reachable(address, timeout=0.2)
+    assert connects and all(c[:1] == b"\x10" for c in connects)  # real CONNECT packets
+
+
+async def test_a_connack_refusing_the_credentials_is_an_answer():
+    server, address, _ = await _server(CONNACK_NOT_AUTHORISED)
+    async with server:
+        assert await probe_broker(address) is None
+
+
+async def test_a_listener_that_never_answers_is_not_a_broker_after_patience():
+    server, address, _ = await _server(None)
+    async with server:
+        problem = await probe_broker(address, timeout=0.2, patience=0.3, explain=False)
+    assert problem is not None and problem.startswith("no MQTT broker answers")
+
+
+async def test_a_listener_that_hangs_up_is_not_a_broker():
+    server, address, _ = await _server(b"")
+    async with server, asyncio.timeout(60):  # hung up: no wait for patience
+        problem = await probe_broker(address, timeout=600, patience=600, explain=False)
+    assert problem is not None and problem.startswith("no MQTT broker answers")
