@@ -361,6 +361,19 @@ def _check_mechanism_bench(trials: int, seed: int, sizes: tuple[int, ...] = (1,)
         raise ParameterError(f"must be 0 .. 2^63-1, got {seed}", field="seed")
 
 
+# a ``bench mechanisms`` ParameterError's field -> the option it names ("mechanism": one
+# entry of --mechanisms that does not load)
+_MECHANISM_OPTIONS = {
+    "mechanisms": "--mechanisms",
+    "mechanism": "--mechanisms",
+    "eps": "--eps",
+    "sizes": "--sizes",
+    "distributions": "--distributions",
+    "trials": "--trials",
+    "seed": "--seed",
+}
+
+
 def bench_mechanisms_command(
     mechanisms: Annotated[
         str, typer.Option(help="Comma list: built-ins or package.module:Class.")
@@ -413,7 +426,9 @@ def bench_mechanisms_command(
                 progress=as_callback(advance),
             )
     except (ParameterError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        option = _MECHANISM_OPTIONS.get(getattr(error, "field", None) or "")
+        reason = getattr(error, "reason", None)
+        print(f"error: {f'{option}: {reason}' if option and reason else error}", file=sys.stderr)
         raise typer.Exit(2) from None
     for line in bench_mechanisms.bias_warnings(result):  # stderr: stdout stays the result
         print(line, file=sys.stderr)

@@ -141,23 +141,23 @@ def test_a_deterministic_estimate_is_flagged_only_when_off():
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--sizes", "0"], "error: sizes: must be whole numbers 1 .. 10,000,000, got '0'"),
+        (["--sizes", "0"], "error: --sizes: must be whole numbers 1 .. 10,000,000, got '0'"),
         (["--sizes", "1.5"], "got '1.5'"),  # was measured at n = 1
-        (["--sizes", "-3"], "error: sizes: "),  # "expected non-negative integer"
-        (["--sizes", "1e12"], "error: sizes: "),  # a MemoryError traceback
-        (["--eps", ""], "error: eps: needs at least one value"),  # an empty result, exit 0
-        (["--mechanisms", ""], "error: mechanisms: needs at least one value"),
-        (["--eps", "1,,2"], "error: eps: an empty entry"),
-        (["--mechanisms", "sw,sw"], "error: mechanisms: 'sw' is listed twice"),
-        (["--distributions", "uniform,uniform"], "error: distributions: 'uniform' is listed"),
-        (["--trials", "0"], "error: trials: must be at least 2"),  # NaN rows, exit 0
-        (["--trials", "-1"], "error: trials: must be at least 2"),  # "negative dimensions"
-        (["--seed", "-1"], "error: seed: must be 0 .. 2^63-1, got -1"),  # no field named
-        (["--eps", "x"], "error: eps: not a number: 'x'"),
+        (["--sizes", "-3"], "error: --sizes: "),  # "expected non-negative integer"
+        (["--sizes", "1e12"], "error: --sizes: "),  # a MemoryError traceback
+        (["--eps", ""], "error: --eps: needs at least one value"),  # an empty result, exit 0
+        (["--mechanisms", ""], "error: --mechanisms: needs at least one value"),
+        (["--eps", "1,,2"], "error: --eps: an empty entry"),
+        (["--mechanisms", "sw,sw"], "error: --mechanisms: 'sw' is listed twice"),
+        (["--distributions", "uniform,uniform"], "error: --distributions: 'uniform' is listed"),
+        (["--trials", "0"], "error: --trials: must be at least 2"),  # NaN rows, exit 0
+        (["--trials", "-1"], "error: --trials: must be at least 2"),  # "negative dimensions"
+        (["--seed", "-1"], "error: --seed: must be 0 .. 2^63-1, got -1"),  # no field named
+        (["--eps", "x"], "error: --eps: not a number: 'x'"),
         # helper Q: a MemoryError traceback (a 745 GiB error array), and a cell of 1e10
         # privatisations that runs for hours
-        (["--trials", "100000000000"], "error: trials: must be at most 1,000,000"),
-        (["--trials", "1000000", "--sizes", "10000"], "error: trials: trials x largest size"),
+        (["--trials", "100000000000"], "error: --trials: must be at most 1,000,000"),
+        (["--trials", "1000000", "--sizes", "10000"], "error: --trials: trials x largest size"),
     ],
 )
 def test_options_nobody_tried_are_one_sentence_and_exit_2(args, needle):
