@@ -353,12 +353,17 @@ def _summary_table(results: dict):
         rows_.append((
             f"central release ({gcdp['method']}, eps_rel {gcdp['eps_rel']:g} per window)",
             f"{gcdp['windows_released']}/{gcdp['windows_expected']} windows, "
-            f"eps_cal {gcdp['eps_cal']:g}, MAE {gcdp['accuracy']['mae']:.3g} "
-            f"({gcdp['accuracy']['mae_clipped']:.3g} clipped)",
+            f"eps_cal {gcdp['eps_cal']:g}, MAE {_maybe(gcdp['accuracy']['mae'])} "
+            f"({_maybe(gcdp['accuracy']['mae_clipped'])} clipped)",
         ))  # fmt: skip
     for key, value in rows_:
         table.add_row(key, value)
     return table
+
+
+def _maybe(value: float | None) -> str:
+    """A figure to 3 digits, or "n/a" (a GC-DP run that released no window has no MAE)."""
+    return "n/a" if value is None else f"{value:.3g}"
 
 
 @app.command("scenarios")
@@ -474,10 +479,37 @@ def run(
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
             f"{', ...' if len(missing) > 5 else ''})"
             + _device_errors_clause(failed)
+            + _deadline_clause(results, loaded.spec.collector.stage_timeout)
             + "; results.json missing_batches lists them (exit code 1).",
             "incomplete",
             "bold yellow",
         )
+
+
+# protocol/stream.py's close reason of a stream stage its deadline closed
+STAGE_DEADLINE_REASON = "stage deadline passed"
+
+
+def _deadline_clause(results: dict, stage_timeout: float) -> str:
+    """``; the stage closed at its deadline, [collector] stage_timeout = N s (raise it ...)``
+    when ``stage_timeout`` closed the stream stage (a run said only "N reports lost")."""
+    stream = (results.get("stages") or {}).get("stream") or {}
+    if STAGE_DEADLINE_REASON not in str(stream.get("close_reason") or ""):
+        return ""
+    return (
+        f"; the stage closed at its deadline, [collector] stage_timeout = {stage_timeout:g} s "
+        "(raise it if the fleet needs longer)"
+    )
+
+
+def _stage_deadline_failed(error: BaseException, stage_timeout: float) -> NoReturn:
+    """A CADR-LDP run whose devices did not join, or a stage that did not complete, within
+    ``[cadr] stage_timeout``: one line naming the setting (was a traceback), exit 1."""
+    _fail(
+        f"{error}; each stage waits at most [cadr] stage_timeout = {stage_timeout:g} s "
+        "(raise it if the fleet needs longer)",
+        "error",
+    )
 
 
 @contextlib.contextmanager
@@ -560,6 +592,9 @@ def _run_cadr(
                 f"{joined:,} / {expected:,} joined"
             )
 
+        from ldpfleet.collector.cadr_fleet import CadrFailed
+        from ldpfleet.collector.readiness import DevicesMissing
+
         token = stage_listener.set(stage_done)
         joins = join_listener.set(devices_joined)
         try:
@@ -573,6 +608,8 @@ def _run_cadr(
                 stage_done=stage_done,
                 **({"shard_brokers": shard_brokers} if shard_brokers else {}),
             )
+        except (DevicesMissing, CadrFailed) as error:
+            _stage_deadline_failed(error, loaded.spec.cadr.stage_timeout)
         finally:
             stage_listener.reset(token)
             join_listener.reset(joins)
