@@ -58,6 +58,9 @@ USER_ERRORS = (
     ("ldpfleet.broker.trace", "TraceError"),
     ("ldpfleet.broker.auth", "AuthError"),
     ("ldpfleet.broker.tls", "TlsError"),
+    # the collector process refused the run (a refusal only the run can make): the line
+    # the in-process runner prints for the same scenario, exit 2, no output folder
+    ("ldpfleet.scenarios.split_run", "SplitRunRefused"),
 )
 _state = {"verbose": False}
 

@@ -60,8 +60,22 @@ COORDINATOR_DIR = "coordinator"
 LOG_TAIL = 6  # lines of a failed process's log quoted in the sentence
 
 
+REFUSED = 2  # a side process's exit status for bad input (scenarios.side_process)
+
+
 class SplitRunFailed(RuntimeError):
     """The collector process ended without its outputs; ``sentence`` says why."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+class SplitRunRefused(RuntimeError):
+    """The collector side refused the run (exit status ``REFUSED``, no results): a refusal
+    only the run can make, e.g. a given θ above the generated graph's maximum degree.
+    ``sentence`` is its own ``error:`` line without the label, the one the in-process
+    runner raises for the same scenario; the run's pieces are removed from OUT."""
 
     def __init__(self, sentence: str) -> None:
         super().__init__(sentence)
@@ -224,6 +238,7 @@ async def run_split(
             await split.start(shard_brokers or [split.info.url], progress, stage_done)
             await split.wait()
     split.record_fleet_shards()
+    split.check_refused()
     split.check_collector_wrote()
     return split.results(shard_brokers)
 
@@ -329,7 +344,8 @@ class _SplitRun:
             await self._wait_collector()
             self._record_collector_side()
             await self.reading
-            self.ended = await _finish_fleet(self.scenario, self.local, self.children)
+            grace = 0.0 if self._refusal() else None  # no run to finish: stop the fleet
+            self.ended = await _finish_fleet(self.scenario, self.local, self.children, grace)
         finally:
             for child in [*self.children.values(), *self.workers.values()]:
                 await stop_process(child)
@@ -352,8 +368,9 @@ class _SplitRun:
             self.failed = None
         left = None if limit is None else max(0.0, limit - (clock() - started))
         self.timed_out = self.failed is None and not await _collector_within(self.collector, left)
+        refused = self.collector.returncode == REFUSED and not self.timed_out
         for worker in self.workers.values():
-            if self.failed:  # the coordinator was stopped: its partitions too
+            if self.failed or refused:  # the coordinator stopped: its partitions too
                 await stop_process(worker)
             else:
                 self.timed_out |= not await _collector_within(worker, _run_timeout(self.scenario))
@@ -381,6 +398,34 @@ class _SplitRun:
                 "log": str(self.fleet_dirs[i] / "fleet.log")} if i in children else {})
             for i in range(self.shards)
         }  # fmt: skip
+
+    def _refusal(self) -> str | None:
+        """The collector side's refusal (its ``error:`` line without the label) when the
+        collector process, or a partition worker, ended with ``REFUSED`` and wrote no
+        results; else None."""
+        sides = [(self.collector, self.collector_dir, self.collector_log)]
+        sides += [(self.workers[p], d, d / "partition.log")
+                  for p, d in enumerate(self.partition_dirs) if p in self.workers]  # fmt: skip
+        for process, directory, log in sides:
+            if process is None or process.returncode != REFUSED:
+                continue
+            if (directory / "results.json").exists():
+                continue
+            said = [line for line in log_tail(log, LOG_TAIL) if line.startswith("error: ")]
+            if said:
+                return said[-1].removeprefix("error: ").strip()
+        return None
+
+    def check_refused(self) -> None:
+        """``SplitRunRefused`` when the collector side refused the run; OUT then keeps
+        nothing of it (as the in-process runner, which refuses before writing)."""
+        sentence = None if self.timed_out else self._refusal()
+        if sentence is None:
+            return
+        _clear(self.out)
+        if self.scenario.path is None and self.scenario_file.parent == self.out:
+            self.scenario_file.unlink(missing_ok=True)  # the copy for the child processes
+        raise SplitRunRefused(sentence)
 
     def check_collector_wrote(self) -> None:
         """``SplitRunFailed`` when the collector process wrote no results (why: its log)."""
@@ -522,10 +567,13 @@ async def _collector_within(collector: asyncio.subprocess.Process, timeout: floa
         return False
 
 
-async def _finish_fleet(scenario, local: asyncio.Task, children: dict) -> dict[int, str]:
-    """The collector has ended: the shards get ``finish_grace`` to hear its last messages,
-    then they are stopped (each writes what it did). Returns how each shard ended."""
-    grace = scenario.spec.collector.finish_grace
+async def _finish_fleet(
+    scenario, local: asyncio.Task, children: dict, grace: float | None = None
+) -> dict[int, str]:
+    """The collector has ended: the shards get ``grace`` (default ``finish_grace``) to hear
+    its last messages, then they are stopped (each writes what it did). Returns how each
+    shard ended."""
+    grace = scenario.spec.collector.finish_grace if grace is None else grace
     waiting = [local, *(asyncio.ensure_future(c.wait()) for c in children.values())]
     await asyncio.wait(waiting, timeout=grace)
     ended: dict[int, str] = {}
