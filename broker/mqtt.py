@@ -185,12 +185,13 @@ async def probe_broker(
 
     ``timeout`` bounds the TCP connect: a refused connect is reported at once, a host that
     does not answer after ``timeout``. Once the connection is accepted something listens,
-    and a plain probe waits up to ``patience`` seconds for the CONNACK, so a starved
-    machine's broker (or probe) that answers late is not reported absent; a listener that
-    hangs up without a CONNACK is reported at once."""
+    and the probe waits up to ``patience`` seconds for the CONNACK (over TLS after a
+    handshake of at most ``timeout``), so a starved machine's broker (or probe) that
+    answers late is not reported absent; a listener that hangs up without a CONNACK is
+    reported at once."""
     context = ssl_context(address)
     if context is not None:
-        return await _probe_tls(address, context, timeout)
+        return await _probe_tls(address, context, timeout, patience)
     answered = await _connack(address, timeout, patience)
     if answered:
         return None
@@ -203,28 +204,41 @@ async def probe_broker(
     return _not_answering(address)
 
 
-async def _connack(address: BrokerAddress, timeout: float, patience: float) -> bool | None:
-    """Whether a plain MQTT CONNECT at ``address`` is answered with a CONNACK (any return
-    code: a refusal of the credentials is an answer): None when the TCP connect fails or
-    takes over ``timeout`` seconds, False when the connection is accepted but closed
-    without a CONNACK, or none arrives within ``patience`` seconds."""
+async def _connack(
+    address: BrokerAddress,
+    timeout: float,
+    patience: float,
+    context: ssl.SSLContext | None = None,
+) -> bool | None:
+    """Whether an MQTT CONNECT at ``address`` (over TLS with ``context``) is answered with a
+    CONNACK (any return code: a refusal of the credentials is an answer): None when the
+    TCP connect fails or takes over ``timeout`` seconds, False when the connection is
+    accepted but closed without a CONNACK, or none arrives within ``patience`` seconds
+    (over TLS: after a handshake of at most ``timeout`` seconds; a TLS client on a plain
+    port never completes one). Over TLS, a failed handshake or the broker's alert after
+    it raises ``ssl.SSLError``."""
     try:
         async with asyncio.timeout(timeout):
-            reader, writer = await asyncio.open_connection(address.host, address.port)
+            sock = await _tcp_connect(address.host, address.port)
     except (OSError, TimeoutError):
         return None
     answered = False
+    writer = None
     try:
-        writer.write(
-            encode_connect(
-                f"ldpfleet-probe-{random.getrandbits(48):012x}",
-                keepalive=60,
-                username=address.username,
-                password=address.password,
-            )
-        )
-        packets = PacketReader()
+        tls = {"ssl": context, "server_hostname": address.host} if context else {}
+        # the TLS handshake: ``timeout`` (a TLS client on a plain port never completes one)
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(sock=sock, **tls)
         async with asyncio.timeout(patience):
+            writer.write(
+                encode_connect(
+                    f"ldpfleet-probe-{random.getrandbits(48):012x}",
+                    keepalive=60,
+                    username=address.username,
+                    password=address.password,
+                )
+            )
+            packets = PacketReader()
             while True:
                 data = await reader.read(4096)
                 if not data:
@@ -235,14 +249,42 @@ async def _connack(address: BrokerAddress, timeout: float, patience: float) -> b
                     break
         if answered:
             writer.write(DISCONNECT_PACKET)
+    except ssl.SSLError:
+        raise
     except (OSError, TimeoutError, MqttProtocolError):
         pass
     finally:
-        writer.close()
-        with contextlib.suppress(OSError, TimeoutError):
-            async with asyncio.timeout(timeout):
-                await writer.wait_closed()
+        if writer is None:
+            sock.close()
+        else:
+            writer.close()
+            with contextlib.suppress(OSError, TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await writer.wait_closed()
     return answered
+
+
+async def _tcp_connect(host: str, port: int) -> socket.socket:
+    """A connected non-blocking TCP socket to ``host:port`` (each address in turn); the
+    last ``OSError`` if none accepts."""
+    loop = asyncio.get_running_loop()
+    error: OSError = OSError(f"no address for {host}")
+    for family, kind, proto, _, where in await loop.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM
+    ):
+        sock = socket.socket(family, kind, proto)
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, where)
+        except OSError as failed:
+            sock.close()
+            error = failed
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    raise error
 
 
 def _closed_after_handshake(address: BrokerAddress) -> str:
@@ -266,35 +308,27 @@ def _not_answering(address: BrokerAddress) -> str:
     )
 
 
-async def _probe_tls(address: BrokerAddress, context: ssl.SSLContext, timeout: float) -> str | None:
+async def _probe_tls(
+    address: BrokerAddress, context: ssl.SSLContext, timeout: float, patience: float
+) -> str | None:
     assert address.tls is not None
     try:
-        connection = await open_connection(
-            address.host,
-            address.port,
-            f"ldpfleet-probe-{random.getrandbits(48):012x}",
-            keepalive=0,
-            username=address.username,
-            password=address.password,
-            timeout=timeout,
-            ssl_context=context,
-        )
-    except ConnectRefused:
-        return None
+        answered = await _connack(address, timeout, patience, context)
     except ssl.SSLError as error:
         return tls_failure(error, address.where, address.tls)
-    except (OSError, TimeoutError, TransportError):
-        plain = BrokerAddress(address.host, address.port, address.username, address.password)
-        if await probe_broker(plain, timeout, explain=False) is None:
-            return (
-                f"the broker at {address.where} does not speak TLS on that port: use "
-                f"mqtt://{address.where}, or the port of its TLS listener"
-            )
-        if await _speaks_tls(address, timeout):
-            return _closed_after_handshake(address)
+    if answered:
+        return None
+    if answered is None:  # nothing accepted the TCP connection
         return _not_answering(address)
-    await connection.close()
-    return None
+    plain = BrokerAddress(address.host, address.port, address.username, address.password)
+    if await probe_broker(plain, timeout, explain=False, patience=patience) is None:
+        return (
+            f"the broker at {address.where} does not speak TLS on that port: use "
+            f"mqtt://{address.where}, or the port of its TLS listener"
+        )
+    if await _speaks_tls(address, timeout):
+        return _closed_after_handshake(address)
+    return _not_answering(address)
 
 
 async def _speaks_tls(address: BrokerAddress, timeout: float) -> bool:

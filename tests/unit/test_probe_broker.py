@@ -26,7 +26,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def _server(answer, delay: float = 0.0):
+async def _server(answer, delay: float = 0.0, ssl_context=None):
     """A listener that reads the CONNECT, waits ``delay`` seconds, then writes ``answer``
     (None: says nothing and keeps the connection open; b"": closes it). The address and
     the list of CONNECT packets it received."""
@@ -43,7 +43,7 @@ async def _server(answer, delay: float = 0.0):
             await reader.read()
         writer.close()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=ssl_context)
     port = server.sockets[0].getsockname()[1]
     return server, BrokerAddress("127.0.0.1", port), connects
 
@@ -88,3 +88,21 @@ async def test_a_listener_that_hangs_up_is_not_a_broker():
     async with server, asyncio.timeout(60):  # hung up: no wait for patience
         problem = await probe_broker(address, timeout=600, patience=600, explain=False)
     assert problem is not None and problem.startswith("no MQTT broker answers")
+
+
+async def test_over_tls_a_late_connack_is_an_answer_too(tmp_path):
+    """The TLS probe gave the handshake and the CONNACK ``timeout`` together; now the
+    CONNACK after the handshake gets ``patience``, as on a plain port."""
+    import ssl
+
+    from ldpfleet.app.certs import write_test_certificates
+    from ldpfleet.broker.tls import TlsSettings
+
+    paths = write_test_certificates(tmp_path, ["127.0.0.1"])
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(paths["server"], paths["server_key"])
+    server, plain, connects = await _server(CONNACK_OK, delay=1.0, ssl_context=context)
+    address = BrokerAddress(plain.host, plain.port, tls=TlsSettings(ca=str(paths["ca"])))
+    async with server:
+        assert await probe_broker(address, timeout=0.2) is None
+    assert connects and connects[0][:1] == b"\x10"
