@@ -505,14 +505,24 @@ def _deadline_clause(results: dict, stage_timeout: float) -> str:
     )
 
 
+# the CadrFailed sentences of a stage that ran out of time (collector/cadr_fleet.py,
+# collector/cadr_partition.py); a secure sum's abort names its stage_timeout itself
+_CADR_DEADLINE_WORDS = ("relay: no report of phase", "missing after", "sent no releases within")
+
+
 def _stage_deadline_failed(error: BaseException, stage_timeout: float) -> NoReturn:
-    """A CADR-LDP run whose devices did not join, or a stage that did not complete, within
-    ``[cadr] stage_timeout``: one line naming the setting (was a traceback), exit 1."""
-    _fail(
-        f"{error}; each stage waits at most [cadr] stage_timeout = {stage_timeout:g} s "
-        "(raise it if the fleet needs longer)",
-        "error",
-    )
+    """A CADR-LDP run whose devices did not join, or whose stage did not complete, within
+    ``[cadr] stage_timeout``: one line naming the setting (was a traceback), exit 1. Other
+    stage failures: their one sentence."""
+    from ldpfleet.collector.readiness import DevicesMissing
+
+    sentence = str(error)
+    if isinstance(error, DevicesMissing) or any(w in sentence for w in _CADR_DEADLINE_WORDS):
+        sentence += (
+            f"; each stage waits at most [cadr] stage_timeout = {stage_timeout:g} s "
+            "(raise it if the fleet needs longer)"
+        )
+    _fail(sentence, "error")
 
 
 @contextlib.contextmanager

@@ -99,3 +99,25 @@ def test_a_gcdp_stage_closed_at_its_deadline_names_the_setting(tmp_path):
     line = _last_line(_run(tmp_path, GCDP))
     assert line.startswith("incomplete: ") and "reports lost" in line, line
     assert "[collector] stage_timeout = 1e-06 s" in line and "raise it" in line, line
+
+
+def test_only_a_cadr_deadline_gets_the_stage_timeout_hint(capsys):
+    """A stage that ran out of time names ``[cadr] stage_timeout``; another failure of a
+    stage (a partition's other θ) is its sentence alone."""
+    import pytest
+    import typer
+    from ldpfleet.app.cli import _stage_deadline_failed
+    from ldpfleet.collector.cadr_fleet import CadrFailed
+
+    for sentence, hinted in [
+        ("3 release(s) missing after 2 s: ['n0001']", True),
+        ("relay: no report of phase ndoe", True),
+        ("1 partition(s) sent no releases within 2 s: [1]", True),
+        ("a partition used θ [4], not 3", False),
+    ]:
+        with pytest.raises(typer.Exit) as stop:
+            _stage_deadline_failed(CadrFailed(sentence), 2.0)
+        assert stop.value.exit_code == 1
+        said = " ".join(capsys.readouterr().err.split())
+        assert said.startswith(f"error: {sentence}"), said
+        assert ("[cadr] stage_timeout = 2 s" in said) == hinted, said
