@@ -8,8 +8,7 @@ ceiling of a run (docs/scaling.md, "Where the bottleneck is"). This client is an
 ``asyncio.Protocol`` over the sans-I/O codec ``broker.mqtt_wire``: a received PUBLISH is
 decoded, queued and acknowledged in a few microseconds, and everything written in one
 event-loop iteration leaves in one ``write`` (one system call for a burst of
-acknowledgements). aiomqtt stays available (``LDPFLEET_MQTT_CLIENT=aiomqtt``) and serves
-``broker_reachable``.
+acknowledgements). aiomqtt stays available (``LDPFLEET_MQTT_CLIENT=aiomqtt``).
 
 Semantics, as aiomqtt's: QoS 1 publishes return once the broker's PUBACK arrives;
 received QoS 1 messages are acknowledged on arrival and buffered for ``messages()``; when

@@ -48,6 +48,7 @@ class PartitionLink:
         self.run, self.partition, self.partitions = run, partition, partitions
         self.opened = asyncio.Event()
         self.close_detail: str | None = None  # the coordinator closed the stage
+        self.closed_status: bytes | None = None  # the ``closed`` summary, once sent
 
     def _status(self, service: CollectorService | None, state: str, **extra) -> bytes:
         machine = service.machine if service is not None else None
@@ -132,30 +133,37 @@ class PartitionLink:
             await asyncio.sleep(PROGRESS_EVERY)
 
     async def closed(self, service: CollectorService, conn: Connection) -> None:
-        """The summary, after the worker's last acknowledgements (same session)."""
+        """The summary, after the worker's last acknowledgements (same session); kept in
+        ``closed_status`` for ``repeat_closed``."""
         summary = service.machine.summary()
         complete = summary["stage_state"] == "closed" and summary["reports_lost"] == 0
-        await conn.publish(
-            status_topic(self.run),
-            self._status(
-                service,
-                "closed",
-                complete=complete,
-                detail=summary["close_reason"][:500],
-                counters=[int(summary[name]) for name in COUNTERS],
-            ),
+        self.closed_status = self._status(
+            service,
+            "closed",
+            complete=complete,
+            detail=summary["close_reason"][:500],
+            counters=[int(summary[name]) for name in COUNTERS],
         )
+        await conn.publish(status_topic(self.run), self.closed_status)
 
     async def serve_empty(self, conn: Connection, until: asyncio.Event) -> None:
-        """A partition without devices: a complete ``closed`` status, repeated every
-        ``READY_EVERY`` seconds until ``until`` (the run closed; the coordinator may not
-        listen yet when the first one goes out)."""
+        """A partition without devices: a complete ``closed`` status, repeated until
+        ``until`` (``repeat_closed``)."""
         counters = [0] * len(COUNTERS)
-        status = self._status(
+        self.closed_status = self._status(
             None, "closed", complete=True, detail=COMPLETE_REASON, counters=counters
         )
+        await self.repeat_closed(conn, until)
+
+    async def repeat_closed(self, conn: Connection, until: asyncio.Event) -> None:
+        """Say the ``closed`` status again every ``READY_EVERY`` seconds until ``until``
+        (the run closed). The coordinator may not listen yet when the first one goes out:
+        a stage whose deadline passed at once (a worker's deadline counts from its own
+        start) closes before the coordinator subscribed, and the status is not retained;
+        the coordinator's tally takes each partition's first ``closed`` only."""
+        assert self.closed_status is not None, "repeat_closed before closed"
         while not until.is_set():
-            await conn.publish(status_topic(self.run), status)
+            await conn.publish(status_topic(self.run), self.closed_status)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(READY_EVERY):
                     await until.wait()

@@ -160,6 +160,8 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
             holding = group.create_task(hold_for_hostile(scenario, service, state, (p, count)))
             state.results = await service.run()
             await holding  # ends with the stage
+            # the stage may have closed before the coordinator listened: say it again
+            repeating = group.create_task(_repeat_closed(transport, run, p, link, recorder))
         else:
             async with transport.connect(f"{run}-collector-p{p}") as conn:
                 await link.serve_empty(conn, recorder.finished)
@@ -171,6 +173,20 @@ async def _serve_partition(scenario, transport, run, p, count, devices, out, see
             recording.cancel()
             state.trace_note = "the coordinator's 'run closed' did not reach this partition"
         await asyncio.gather(recording, return_exceptions=True)
+        if devices:
+            repeating.cancel()
+
+
+async def _repeat_closed(transport, run, p, link: PartitionLink, recorder) -> None:
+    """A worker's ``closed`` status again until the run closes (``PartitionLink.
+    repeat_closed``), on a connection of its own: the service's session has ended."""
+    if link.closed_status is None:  # the service failed before its summary
+        return
+    try:
+        async with transport.connect(f"{run}-collector-p{p}-closed") as conn:
+            await link.repeat_closed(conn, recorder.finished)
+    except Exception:  # best effort: the first ``closed`` went out on the session
+        return
 
 
 def _central_release(scenario: LoadedScenario, run: str, seed: int) -> GcdpStage | None:
