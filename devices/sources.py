@@ -45,13 +45,15 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
     separates fields by comma, semicolon or tab (``protocol.delimiters.sniff_delimiter``: the
     one the first two lines hold equally often, else the first line's most frequent; numbers
-    need a decimal point). It detects the header: a first line whose fields all parse as numbers
-    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header (``header=True``
-    / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
-    as data). When data rows have exactly one more field than the header, the first field (a row
-    id) is dropped, unless every row's last field is empty (a delimiter ending each row); a
-    row id is distinct integers or a text label on every row, anything else is refused
-    (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
+    need a decimal point). It detects the header: a first line whose fields all parse as
+    numbers, or that holds an ISO date-time and has a number or a date-time wherever the
+    second line has one, is data (columns are then named ``"0" .. "k-1"``); otherwise it is
+    a header (``header=True`` / ``False`` says so instead: a header of numbers, such as
+    years or sensor ids, would be read as data). When data rows have exactly one more field
+    than the header, the first field (a row id) is dropped, unless every row's last field is
+    empty (a delimiter ending each row); a row id is distinct integers or a text label on
+    every row, anything else is refused (under a header "temp", "20,038" is a decimal
+    comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
     skipped as text. A data line repeating the header (two exports joined) is refused, and
     so is a text column (or row id) of ISO date-times that goes back in time (rows are
@@ -441,6 +443,23 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
+def _cell_kind(text: str) -> str:
+    if _is_number(text):
+        return "number"
+    return "time" if _iso_time(text) is not None else "text"
+
+
+def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
+    """A first line holding an ISO date-time and laid out like the second line (a date-time
+    where it has one, a number where it has one) is a data line, not a header: a header-less
+    export with a timestamp column lost its first reading to "auto" (no column name is an
+    ISO date-time)."""
+    if second is None or len(first) != len(second):
+        return False
+    kinds = [_cell_kind(cell) for cell in first]
+    return "time" in kinds and kinds == [_cell_kind(cell.strip()) for cell in second]
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -479,7 +498,9 @@ def _parse_table(
 
     first = [cell.strip() for cell in lines[0][1]]
     if has_header is None:
-        has_header = not all(_is_number(cell) for cell in first)
+        has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
+            first, lines[1][1] if len(lines) > 1 else None
+        )
     if has_header:
         header = first
         data = lines[1:]
