@@ -443,6 +443,24 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
+def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
+    """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
+    "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
+    returned; ``(text, None)`` without one."""
+    first, newline, rest = text.partition("\n")
+    line = first.strip()
+    if not line.lower().startswith("sep=") or (len(line) > 5 and line[5:].strip()):
+        return text, None
+    delimiter = first.lstrip()[4:5]  # a tab is whitespace: take it before stripping
+    if delimiter not in (",", ";", "\t"):
+        raise SourceError(
+            f"line 1 of {path} is an Excel delimiter line {line!r}: fields are separated by "
+            "comma, semicolon or tab here",
+            field="source.path",
+        )
+    return newline + rest, delimiter
+
+
 def _cell_kind(text: str) -> str:
     if _is_number(text):
         return "number"
@@ -476,7 +494,8 @@ def _parse_table(
             _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
         text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
-        delimiter = sniff_delimiter(text)
+        text, delimiter = _excel_sep_line(text, path)
+        delimiter = delimiter or sniff_delimiter(text)
         lines = [
             (lineno, row)
             for lineno, row in enumerate(

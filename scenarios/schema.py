@@ -743,7 +743,7 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
     scenario file (or one folder up), then in the current directory, then, for ``data/...``,
     in the shipped data sets (``ldpfleet.data``). The first that exists wins; if none
     does, the path comes back unchanged and its reader reports it missing."""
-    candidate = Path(path)
+    candidate = Path(path).expanduser()  # "~/data/x.csv", as a [graph] source may be
     if candidate.is_absolute():
         return candidate
     inside = _inside_data(candidate)
@@ -762,7 +762,7 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
 def _looked_in(path: str, scenario_path: Path | None) -> str:
     """`` (looked in A, B, C)``: where ``resolve_data_path`` looked for a relative ``path``
     it did not find, in its order; "" for an absolute one."""
-    candidate = Path(path)
+    candidate = Path(path).expanduser()
     if candidate.is_absolute():
         return ""
     inside = _inside_data(candidate)

@@ -1,0 +1,55 @@
+"""A researcher's own CSV (helper Q): ``source.path = "~/data/x.csv"`` was looked up as a
+folder named ``~`` ("file not found: ~/gh.csv ... looked in /cwd/~/gh.csv"), while a
+``[graph] source`` path may start with ``~``; and an Excel export's first line ``sep=;``
+was read as a header ("line 2 has 4 fields, header has 2")."""
+
+from __future__ import annotations
+
+import numpy as np
+from ldpfleet.devices.sources import load_table
+from ldpfleet.scenarios.schema import parse_scenario
+
+SCENARIO = """
+[scenario]
+name = "user-csv"
+[fleet]
+devices = 2
+[stream]
+steps = 10
+eps = 2.0
+w = 5
+[source]
+kind = "csv"
+path = "{path}"
+column = "temp"
+bounds = [0.0, 60.0]
+"""
+
+ROWS = "time;temp;hum\n2024-01-01 00:00;20.5;40\n2024-01-01 00:10;21.0;41\n"
+
+
+def test_a_source_path_may_start_with_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data-home").mkdir()
+    (tmp_path / "data-home" / "gh.csv").write_text(ROWS)
+    monkeypatch.chdir(tmp_path / "data-home")  # not where the file is named from
+    loaded = parse_scenario(SCENARIO.format(path="~/data-home/gh.csv"))
+    assert loaded.source_spec().path == str(tmp_path / "data-home" / "gh.csv")
+
+
+def test_an_excel_sep_line_names_the_delimiter(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_text("sep=;\n" + ROWS.replace(";", ";"))
+    names, matrix = load_table(str(path))
+    assert list(names) == ["temp", "hum"]
+    np.testing.assert_allclose(matrix[:, 0], [20.5, 21.0])
+
+
+def test_an_excel_sep_line_with_commas(tmp_path):
+    path = tmp_path / "excel-comma.csv"
+    path.write_text(
+        'sep=,\r\n"time","temp","hum"\r\n"2024-01-01",20.5,40\r\n"2024-01-02",21,41\r\n'
+    )
+    names, matrix = load_table(str(path))
+    assert list(names) == ["temp", "hum"]
+    np.testing.assert_allclose(matrix[:, 1], [40, 41])
