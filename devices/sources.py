@@ -443,6 +443,18 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
+def _closest_name(column: str, names) -> str:
+    """`` (did you mean 'Temp (°C)'?)`` for a column named in another case or nearly so."""
+    import difflib
+
+    folded = {name.casefold(): name for name in names}
+    if column.casefold() in folded:
+        return f" (did you mean {folded[column.casefold()]!r}?)"
+    prefix = [name for name in names if name.casefold().startswith(column.casefold())]
+    close = prefix[:1] or difflib.get_close_matches(column, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
     """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
     "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
@@ -911,7 +923,9 @@ def _column_index(
             )
         if column not in names:
             raise SourceError(
-                f"{column!r} not in header of {spec.path} (columns: {available})", field=field
+                f"{column!r} not in header of {spec.path}{_closest_name(column, names)} "
+                f"(columns: {available})",
+                field=field,
             )
         if names.count(column) > 1:  # the first was taken silently
             where = [k for k, name in enumerate(names) if name == column]

@@ -53,3 +53,14 @@ def test_an_excel_sep_line_with_commas(tmp_path):
     names, matrix = load_table(str(path))
     assert list(names) == ["temp", "hum"]
     np.testing.assert_allclose(matrix[:, 1], [40, 41])
+
+
+def test_a_column_named_in_another_case_gets_a_did_you_mean(tmp_path):
+    import pytest
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    path = tmp_path / "gh.csv"
+    path.write_text(ROWS.replace("temp", "Temp (°C)"))
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(SCENARIO.format(path=path))
+    assert "did you mean 'Temp (°C)'?" in str(info.value), str(info.value)
