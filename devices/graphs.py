@@ -244,7 +244,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         name = path.name
         for suffix in (*_SUFFIXES, ".txt", ".tsv", ".edges"):
             name = name.removesuffix(suffix)
-    lines = [ln for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    lines = [_uncommented(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
     tokens = b" ".join(lines).split()
     if len(tokens) != 2 * len(lines):
@@ -405,6 +406,13 @@ def _bomless_utf16(raw: bytes) -> str | None:
     return None
 
 
+def _uncommented(line: bytes) -> bytes:
+    """``line`` without a ``#`` comment at its end (``1 2  # friends``, as networkx's
+    ``write_edgelist`` / ``read_edgelist`` allow)."""
+    cut = line.find(b"#")
+    return line if cut < 0 else line[:cut]
+
+
 def _is_comment(line: bytes) -> bool:
     """SNAP comments start with ``#``, KONECT's with ``%``."""
     return line.lstrip()[:1] in (b"#", b"%")
@@ -473,7 +481,7 @@ def _header_hint(bad: bytes, lines: list[bytes]) -> str:
 
 def _line_number(raw: bytes, line: bytes) -> int:
     """The 1-based number of the first line of ``raw`` equal to ``line`` (for messages)."""
-    return next(k for k, ln in enumerate(raw.splitlines(), 1) if ln == line)
+    return next(k for k, ln in enumerate(raw.splitlines(), 1) if _uncommented(ln) == line)
 
 
 def _shown(line: bytes) -> str:

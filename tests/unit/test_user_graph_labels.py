@@ -60,3 +60,19 @@ def test_mixing_integer_ids_and_labels_is_refused(tmp_path, body):
     with pytest.raises(ParameterError) as info:
         _load(tmp_path, body)
     assert "node ids must be integers" in str(info.value)
+
+
+def test_a_comment_at_the_end_of_a_line_is_a_comment(tmp_path):
+    """``1 2  # friends`` was refused as "the 3rd and 4th columns look like a weight and a
+    timestamp (KONECT)"; networkx's read_edgelist, which writes and reads such files,
+    treats ``#`` anywhere as the start of a comment."""
+    graph = _load(tmp_path, b"# header\n1 2  # friends\n2\t3# colleagues\n")
+    assert graph.n == 3 and graph.edges() == 2
+    labelled = _load(tmp_path, b"alice bob # met 2019\nbob carol\n", "l.txt")
+    assert list(labelled.ids) == ["alice", "bob", "carol"]
+
+
+def test_a_bad_line_with_a_comment_is_still_named(tmp_path):
+    with pytest.raises(ParameterError) as info:
+        _load(tmp_path, b"1 2\n1 2 0.5 # weighted\n")
+    assert "line 2: expected two node ids" in str(info.value), str(info.value)
