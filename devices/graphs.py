@@ -25,7 +25,8 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     path is the home folder. One edge per line: two integer node ids separated by
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
-    (a ``\\r`` is whitespace). Every refusal is a :class:`ParameterError` naming the file
+    (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
+    networkx writes). Every refusal is a :class:`ParameterError` naming the file
     (``field``), the line and the value:
 
     - any other line shape (one id, a non-integer) names the line; a comma or semicolon
