@@ -921,6 +921,14 @@ def _column_index(
                 f"first value is (numeric columns: {available})",
                 field=field,
             )
+        if column not in names and spec.header is not True and all(n.isdigit() for n in names):
+            raise SourceError(
+                f"{column!r} not in header: {spec.path} has no header line (its first line is "
+                "data), so name "
+                f"the column by its 0-based index among the numeric columns, 0..{len(names) - 1} "
+                "(or add a header line; header = true if its names are numbers)",
+                field=field,
+            )
         if column not in names:
             raise SourceError(
                 f"{column!r} not in header of {spec.path}{_closest_name(column, names)} "

@@ -64,3 +64,15 @@ def test_a_column_named_in_another_case_gets_a_did_you_mean(tmp_path):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(SCENARIO.format(path=path))
     assert "did you mean 'Temp (°C)'?" in str(info.value), str(info.value)
+
+
+def test_a_column_name_in_a_headerless_file_says_there_is_no_header(tmp_path):
+    import pytest
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    path = tmp_path / "nohdr.csv"
+    path.write_text(ROWS.split("\n", 1)[1])  # the data lines only
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(SCENARIO.format(path=path))
+    message = str(info.value)
+    assert "has no header line" in message and "0..1" in message, message
