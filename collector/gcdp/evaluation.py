@@ -114,6 +114,31 @@ def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
     return f"not UTF-8 text ({error.reason}): save the file as UTF-8"
 
 
+def _missing_columns(missing: list[str], header: list[str]) -> str:
+    """The sentence for a header without ``missing``: a first line of numbers is data (the
+    header line is missing), a name in another case is named (names are case-sensitive)."""
+    wanted = ", ".join(map(repr, missing))
+    if header and all(_is_number(cell) for cell in header if cell):
+        return (
+            f"no header line: the first line is data ({', '.join(map(repr, header[:4]))}, ...); "
+            f"an Occupancy-format file starts with a header line naming {wanted} (any order)"
+        )
+    folded = {cell.casefold(): cell for cell in header}
+    cases = [f"{folded[m.casefold()]!r} for {m!r}" for m in missing if m.casefold() in folded]
+    return (
+        f"no column {wanted} in the header (it has {', '.join(map(repr, header)) or 'nothing'})"
+        + (f"; names are case-sensitive: {', '.join(cases)}" if cases else "")
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """``load_occupancy``'s reading pass (UTF-8 errors raise ``UnicodeDecodeError``)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
@@ -133,10 +158,7 @@ def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             )
         missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
         if missing:
-            raise ValueError(
-                f"no column {', '.join(map(repr, missing))} in the header (it has "
-                f"{', '.join(map(repr, header)) or 'nothing'})"
-            )
+            raise ValueError(_missing_columns(missing, header))
         offset = None
         # a "date" column, while every value is an ISO date-time, must not go back in time:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
