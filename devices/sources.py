@@ -501,7 +501,7 @@ def _parse_table(
     field = "source.path"
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = _decompressed(path, fh.read())
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
@@ -632,6 +632,8 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
     that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
     finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
+    if raw.startswith(b"PK"):
+        _refuse_other_zip(path, raw)
     try:
         loaded = np.load(io.BytesIO(raw), allow_pickle=False)
         if isinstance(loaded, np.ndarray):
@@ -661,6 +663,54 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     if not columns:
         raise SourceError(f"{path} holds no arrays", field="source.path")
     return _numpy_columns(path, columns)
+
+
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+
+
+def _decompressed(path: str, raw: bytes) -> bytes:
+    """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
+    source's edge list): a ``.csv.gz`` was "not UTF-8 text (byte 0x8b on line 1)"."""
+    import bz2
+    import gzip
+    import lzma
+
+    for magic, kind in _COMPRESSED:
+        if raw.startswith(magic):
+            unpack = {"gzip": gzip.decompress, "bzip2": bz2.decompress, "xz": lzma.decompress}
+            try:
+                return unpack[kind](raw)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+                raise SourceError(
+                    f"cannot read {path}: broken {kind} data ({exc})", field="source.path"
+                ) from None
+    return raw
+
+
+def _refuse_other_zip(path: str, raw: bytes) -> None:
+    """A zip that is not an ``.npz`` (an Excel workbook, a zipped CSV): numpy hands its
+    members back as bytes, which ended ``ldpfleet run`` in a traceback."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return  # numpy says what is wrong with it
+    others = [name for name in names if not name.endswith(".npy")]
+    if not others:
+        return
+    if any(name.startswith("xl/") for name in names):
+        what = "an Excel workbook: save the sheet as CSV (UTF-8) and give that file"
+    elif "mimetype" in names and "content.xml" in names:
+        what = "an OpenDocument spreadsheet: save the sheet as CSV (UTF-8) and give that file"
+    else:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        what = f"a zip archive holding {shown}: extract the data file and give its path"
+    raise SourceError(
+        f"{path} is not a CSV or NumPy file but {what} (a NumPy .npz holds only .npy members)",
+        field="source.path",
+    )
 
 
 def _npz_member(path: str, archive, key: str) -> np.ndarray:

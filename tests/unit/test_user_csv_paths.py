@@ -6,6 +6,7 @@ was read as a header ("line 2 has 4 fields, header has 2")."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from ldpfleet.devices.sources import load_table
 from ldpfleet.scenarios.schema import parse_scenario
 
@@ -76,3 +77,55 @@ def test_a_column_name_in_a_headerless_file_says_there_is_no_header(tmp_path):
         parse_scenario(SCENARIO.format(path=path))
     message = str(info.value)
     assert "has no header line" in message and "0..1" in message, message
+
+
+def test_an_excel_workbook_is_refused_in_one_sentence(tmp_path):
+    """A zip is tried as a NumPy .npz (same magic bytes): a workbook's XML member came back
+    as bytes and ``ldpfleet run`` ended in a traceback (AttributeError: 'bytes' object has
+    no attribute 'ndim')."""
+    import zipfile
+
+    import pytest
+    from ldpfleet.devices.sources import SourceError
+
+    book = tmp_path / "readings.xlsx"
+    with zipfile.ZipFile(book, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/workbook.xml", "<workbook/>")
+    with pytest.raises(SourceError) as info:
+        load_table(str(book))
+    message = str(info.value)
+    assert "Excel workbook" in message and "CSV" in message, message
+    other = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("data/readings.csv", "t,temp\n1,2\n")
+    with pytest.raises(SourceError) as info:
+        load_table(str(other))
+    message = str(info.value)
+    assert "zip archive" in message and "data/readings.csv" in message, message
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_a_compressed_csv_is_read_as_an_edge_list_is(tmp_path, suffix):
+    """``greenhouse.csv.gz`` was "not UTF-8 text (byte 0x8b on line 1): save it as UTF-8";
+    a [graph] source reads gzip, bzip2 and xz, so a CSV source does too."""
+    import bz2
+    import gzip
+    import lzma
+
+    pack = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+    path = tmp_path / f"gh.csv{suffix}"
+    path.write_bytes(pack(ROWS.encode()))
+    names, matrix = load_table(str(path))
+    assert list(names) == ["temp", "hum"]
+    np.testing.assert_allclose(matrix[:, 0], [20.5, 21.0])
+
+
+def test_a_broken_compressed_csv_is_one_sentence(tmp_path):
+    from ldpfleet.devices.sources import SourceError
+
+    path = tmp_path / "gh.csv.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00broken")
+    with pytest.raises(SourceError) as info:
+        load_table(str(path))
+    assert "gzip" in str(info.value) and info.value.field == "source.path", str(info.value)
