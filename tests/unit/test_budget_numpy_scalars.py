@@ -29,6 +29,6 @@ def test_other_things_are_still_refused(eps):
 def test_get_mechanism_takes_a_float32_budget():
     import ldpfleet
 
-    for name in ("piecewise", "duchi", "sw"):
+    for name in ("piecewise", "duchi", "sw", "laplace"):
         mechanism = ldpfleet.get_mechanism(name, np.float32(0.5))
         assert mechanism.eps == 0.5
