@@ -877,6 +877,12 @@ def _check_finite(spec: Scenario, where: str) -> None:
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
+    if not isinstance(text, str):  # a Path was "'PosixPath' object has no attribute 'encode'"
+        raise ScenarioError(
+            f"{where}parse_scenario takes the scenario's TOML text (a str), got "
+            f"{type(text).__name__} {text!r:.60}; for a file or a built-in name use "
+            "load_scenario(path_or_name)"
+        )
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:
