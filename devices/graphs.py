@@ -265,7 +265,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
-            f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}",
+            f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
+            "labels (alice bob) are node ids only when no id of the file is an integer",
             field=path.name,
         ) from None
     ids, idx = np.unique(flat, return_inverse=True)

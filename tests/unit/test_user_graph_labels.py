@@ -60,6 +60,9 @@ def test_mixing_integer_ids_and_labels_is_refused(tmp_path, body):
     with pytest.raises(ParameterError) as info:
         _load(tmp_path, body)
     assert "node ids must be integers" in str(info.value)
+    assert "labels (alice bob) are node ids only when no id of the file is an integer" in str(
+        info.value
+    )
 
 
 def test_a_comment_at_the_end_of_a_line_is_a_comment(tmp_path):
