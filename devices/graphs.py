@@ -260,8 +260,9 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     try:
         flat = np.array(tokens).astype(np.int64)
     except (ValueError, OverflowError):
-        if not any(_is_int64(t) for t in tokens):
-            return _labelled_graph(raw, lines, tokens, name, path.name)
+        unique, inverse = np.unique(np.array(tokens), return_inverse=True)  # bytes order
+        if not any(_is_int64(t) for t in unique.tolist()):
+            return _labelled_graph(raw, lines, unique.tolist(), inverse, name, path.name)
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
@@ -281,11 +282,17 @@ _HEADER_WORDS = frozenset(
 
 
 def _labelled_graph(
-    raw: bytes, lines: list[bytes], tokens: list[bytes], name: str, file_name: str
+    raw: bytes,
+    lines: list[bytes],
+    unique: list[bytes],
+    inverse: np.ndarray,
+    name: str,
+    file_name: str,
 ) -> Graph:
     """Node ids that are all labels (``alice bob``, ``user_17 user_3``: no id an integer):
-    relabelled to ``0 .. n-1`` in sorted order of the labels, ``ids`` the labels. A first
-    line of column names (``source target``) would be an edge here: refused as a header."""
+    relabelled to ``0 .. n-1`` in sorted order of the labels (``unique``, sorted as bytes:
+    UTF-8 sorts as its code points), ``ids`` the labels. A first line of column names
+    (``source target``) would be an edge here: refused as a header."""
     first = lines[0].split()
     if all(w.lower() in _HEADER_WORDS for w in first):
         raise ParameterError(
@@ -294,15 +301,14 @@ def _labelled_graph(
             field=file_name,
         )
     try:
-        labels = np.array([t.decode("utf-8") for t in tokens])
+        ids = np.array([t.decode("utf-8") for t in unique])
     except UnicodeDecodeError:
         bad = next(ln for ln in lines if not _utf8(ln))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node labels must be UTF-8 text, got {_shown(bad)}",
             field=file_name,
         ) from None
-    ids, idx = np.unique(labels, return_inverse=True)
-    idx = idx.reshape(-1, 2)
+    idx = inverse.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
 
 
