@@ -95,10 +95,31 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    _refuse_packed(path)
     try:
         return _read_occupancy(path)
     except UnicodeDecodeError as error:
         raise ValueError(_not_utf8(path, error)) from None
+
+
+_PACKED = (
+    (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
+    (b"BZh", "bzip2-compressed: decompress it first (bunzip2)"),
+    (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz)"),
+    (b"PK\x03\x04", "a zip archive (an Excel workbook?): save the sheet as CSV or extract it"),
+)
+
+
+def _refuse_packed(path: str | Path) -> None:
+    """A compressed file or a zip (an .xlsx) was "line 1 is not UTF-8 text (byte 0x8b)"."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return  # the reader says what is wrong with it
+    for magic, what in _PACKED:
+        if head.startswith(magic):
+            raise ValueError(f"{path} is {what}; an Occupancy-format file is a text table")
 
 
 def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:

@@ -28,3 +28,18 @@ def test_a_file_without_its_header_line_says_so(tmp_path):
 def test_names_in_another_case_are_named(tmp_path):
     message = _refusal(tmp_path, HEADER.lower() + ROW * 40)
     assert "'temperature'" in message and "case" in message, message
+
+
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [(b"\x1f\x8b\x08\x00", "gzip"), (b"BZh91AY", "bzip2"), (b"PK\x03\x04", "zip")],
+)
+def test_a_compressed_or_zipped_file_says_what_it_is(tmp_path, head, kind):
+    """``--train-file train.tsv.gz`` or an .xlsx said "line 1 is not UTF-8 text (byte
+    0x8b): save the file as UTF-8"."""
+    path = tmp_path / "occ.bin"
+    path.write_bytes(head + b"\x00" * 64)
+    with pytest.raises(ValueError) as info:
+        load_occupancy(path)
+    message = str(info.value)
+    assert kind in message and "UTF-8" not in message, message
