@@ -376,6 +376,12 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
         kind, listing = "a 7z archive", "7z l"
     else:
         return
+    if kind == "a zip archive" and b"xl/" in raw[:65536]:  # an .xlsx names its xl/ parts
+        raise ParameterError(
+            f"{str(path)!r} is an Excel workbook, not an edge list: save the sheet's two id "
+            "columns as text, one edge a line, ids separated by a space or a tab",
+            field="graph",
+        )
     raise ParameterError(
         f"{str(path)!r} is {kind}, not an edge list: extract the edge list from it (list its "
         f"files with {listing} {path.name}; KONECT's is out.NAME) and give that file's path",

@@ -79,3 +79,18 @@ def test_a_bad_line_with_a_comment_is_still_named(tmp_path):
     with pytest.raises(ParameterError) as info:
         _load(tmp_path, b"1 2\n1 2 0.5 # weighted\n")
     assert "line 2: expected two node ids" in str(info.value), str(info.value)
+
+
+def test_an_excel_workbook_is_named_as_one(tmp_path):
+    """An .xlsx was "a zip archive ... extract the edge list from it (... KONECT's is
+    out.NAME)"."""
+    import zipfile
+
+    book = tmp_path / "edges.xlsx"
+    with zipfile.ZipFile(book, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/worksheets/sheet1.xml", "<sheet/>")
+    with pytest.raises(ParameterError) as info:
+        load_edge_list(book)
+    message = str(info.value)
+    assert "Excel workbook" in message and "KONECT" not in message, message
