@@ -78,7 +78,6 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     import difflib
     import math
 
-    from ldpfleet.app.cli import protocol_kinds
     from ldpfleet.broker.auth import valid_filter
 
     for name in ("device", "kind", "topic"):
@@ -104,8 +103,12 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     if since is not None and until is not None and since > until:
         raise _refused("since", f"{since:g} is after until = {until:g}: nothing lies between")
     kind = selection.get("kind")
+    recorded = set()
     if kind is not None:
         recorded = {row[0] for row in db.execute("SELECT DISTINCT kind FROM messages")}
+    if kind is not None and kind not in recorded:
+        from ldpfleet.app.cli import protocol_kinds  # the CLI's list (imports typer: only here)
+
         known = recorded | protocol_kinds()
         if kind not in known:
             close = difflib.get_close_matches(kind, sorted(known), n=1)
