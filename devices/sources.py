@@ -665,7 +665,12 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     return _numpy_columns(path, columns)
 
 
-_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+# bzip2's magic is "BZh" and a block size digit: a text file starting "BZh" stays text
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip"),
+    *((b"BZh" + digit.encode(), "bzip2") for digit in "123456789"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
 
 
 def _decompressed(path: str, raw: bytes) -> bytes:

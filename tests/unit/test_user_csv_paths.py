@@ -129,3 +129,10 @@ def test_a_broken_compressed_csv_is_one_sentence(tmp_path):
     with pytest.raises(SourceError) as info:
         load_table(str(path))
     assert "gzip" in str(info.value) and info.value.field == "source.path", str(info.value)
+
+
+def test_a_text_file_starting_with_bzh_is_text(tmp_path):
+    path = tmp_path / "bzh.csv"
+    path.write_text("BZh_level;temp\n1.5;20.5\n2.5;21.0\n")
+    names, matrix = load_table(str(path))
+    assert list(names) == ["BZh_level", "temp"] and matrix.shape == (2, 2)
