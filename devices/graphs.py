@@ -25,7 +25,8 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     path is the home folder. One edge per line: two integer node ids separated by
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
-    (a ``\\r`` is whitespace). Every refusal is a :class:`ParameterError` naming the file
+    (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
+    networkx writes). Every refusal is a :class:`ParameterError` naming the file
     (``field``), the line and the value:
 
     - any other line shape (one id, a non-integer) names the line; a comma or semicolon
@@ -45,6 +46,10 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     Node set: every id that appears on an edge line, including an id whose only line is a
     self loop (it becomes an isolated node). Ids are relabelled to ``0 .. n-1`` in *sorted
     order of the original integer ids* (so relabelling is monotone: ``ids`` is increasing).
+    A file whose ids are all labels (no id an integer: ``alice bob``, ``user_17 user_3``) is
+    relabelled in sorted order of the labels (``ids`` the labels); a first line of header
+    words (``source target``) is refused there, and a file mixing integers and labels is
+    refused naming the first line with a label (a typo, or a header row).
     Parsing splits the bytes once and converts the tokens with numpy, so ego-Facebook
     (88,234 lines) loads in well under a second.
 
@@ -240,7 +245,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         name = path.name
         for suffix in (*_SUFFIXES, ".txt", ".tsv", ".edges"):
             name = name.removesuffix(suffix)
-    lines = [ln for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    lines = [_uncommented(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
     tokens = b" ".join(lines).split()
     if len(tokens) != 2 * len(lines):
@@ -254,15 +260,64 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     try:
         flat = np.array(tokens).astype(np.int64)
     except (ValueError, OverflowError):
+        unique, inverse = np.unique(np.array(tokens), return_inverse=True)  # bytes order
+        if not any(_is_int64(t) for t in unique.tolist()):
+            return _labelled_graph(raw, lines, unique.tolist(), inverse, name, path.name)
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
-            f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}",
+            f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
+            "labels (alice bob) are node ids only when no id of the file is an integer",
             field=path.name,
         ) from None
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+_HEADER_WORDS = frozenset(
+    b"source target from to src dst node node1 node2 node_1 node_2 u v id1 id2 head tail "
+    b"start end sender receiver user1 user2 in out".split()
+)
+
+
+def _labelled_graph(
+    raw: bytes,
+    lines: list[bytes],
+    unique: list[bytes],
+    inverse: np.ndarray,
+    name: str,
+    file_name: str,
+) -> Graph:
+    """Node ids that are all labels (``alice bob``, ``user_17 user_3``: no id an integer):
+    relabelled to ``0 .. n-1`` in sorted order of the labels (``unique``, sorted as bytes:
+    UTF-8 sorts as its code points), ``ids`` the labels. A first line of column names
+    (``source target``) would be an edge here: refused as a header."""
+    first = lines[0].split()
+    if all(w.lower() in _HEADER_WORDS for w in first):
+        raise ParameterError(
+            f"line {_line_number(raw, lines[0])}: {_shown(lines[0])} looks like a header row "
+            "of column names, not an edge: delete it or start it with '#'",
+            field=file_name,
+        )
+    try:
+        ids = np.array([t.decode("utf-8") for t in unique])
+    except UnicodeDecodeError:
+        bad = next(ln for ln in lines if not _utf8(ln))
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: node labels must be UTF-8 text, got {_shown(bad)}",
+            field=file_name,
+        ) from None
+    idx = inverse.reshape(-1, 2)
+    return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _cannot_read(path: Path, reason: str) -> ParameterError:
@@ -321,6 +376,12 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
         kind, listing = "a 7z archive", "7z l"
     else:
         return
+    if kind == "a zip archive" and b"xl/" in raw[:65536]:  # an .xlsx names its xl/ parts
+        raise ParameterError(
+            f"{str(path)!r} is an Excel workbook, not an edge list: save the sheet's two id "
+            "columns as text, one edge a line, ids separated by a space or a tab",
+            field="graph",
+        )
     raise ParameterError(
         f"{str(path)!r} is {kind}, not an edge list: extract the edge list from it (list its "
         f"files with {listing} {path.name}; KONECT's is out.NAME) and give that file's path",
@@ -357,6 +418,13 @@ def _bomless_utf16(raw: bytes) -> str | None:
         if b"\x00" not in others and zeros.count(0) >= 0.9 * len(zeros):
             return encoding
     return None
+
+
+def _uncommented(line: bytes) -> bytes:
+    """``line`` without a ``#`` comment at its end (``1 2  # friends``, as networkx's
+    ``write_edgelist`` / ``read_edgelist`` allow)."""
+    cut = line.find(b"#")
+    return line if cut < 0 else line[:cut]
 
 
 def _is_comment(line: bytes) -> bool:
@@ -427,7 +495,7 @@ def _header_hint(bad: bytes, lines: list[bytes]) -> str:
 
 def _line_number(raw: bytes, line: bytes) -> int:
     """The 1-based number of the first line of ``raw`` equal to ``line`` (for messages)."""
-    return next(k for k, ln in enumerate(raw.splitlines(), 1) if ln == line)
+    return next(k for k, ln in enumerate(raw.splitlines(), 1) if _uncommented(ln) == line)
 
 
 def _shown(line: bytes) -> str:

@@ -45,13 +45,15 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
     separates fields by comma, semicolon or tab (``protocol.delimiters.sniff_delimiter``: the
     one the first two lines hold equally often, else the first line's most frequent; numbers
-    need a decimal point). It detects the header: a first line whose fields all parse as numbers
-    is data (columns are then named ``"0" .. "k-1"``); otherwise it is a header (``header=True``
-    / ``False`` says so instead: a header of numbers, such as years or sensor ids, would be read
-    as data). When data rows have exactly one more field than the header, the first field (a row
-    id) is dropped, unless every row's last field is empty (a delimiter ending each row); a
-    row id is distinct integers or a text label on every row, anything else is refused
-    (under a header "temp", "20,038" is a decimal comma, not the row id 20 and the value 38).
+    need a decimal point). It detects the header: a first line whose fields all parse as
+    numbers, or that holds an ISO date-time and has a number or a date-time wherever the
+    second line has one, is data (columns are then named ``"0" .. "k-1"``); otherwise it is
+    a header (``header=True`` / ``False`` says so instead: a header of numbers, such as
+    years or sensor ids, would be read as data). When data rows have exactly one more field
+    than the header, the first field (a row id) is dropped, unless every row's last field is
+    empty (a delimiter ending each row); a row id is distinct integers or a text label on
+    every row, anything else is refused (under a header "temp", "20,038" is a decimal
+    comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
     skipped as text. A data line repeating the header (two exports joined) is refused, and
     so is a text column (or row id) of ISO date-times that goes back in time (rows are
@@ -441,6 +443,53 @@ def _check_time_order(data: list, j: int, path: str, what: str) -> None:
         before = (now, lineno, row[j].strip())
 
 
+def _closest_name(column: str, names) -> str:
+    """`` (did you mean 'Temp (°C)'?)`` for a column named in another case or nearly so."""
+    import difflib
+
+    folded = {name.casefold(): name for name in names}
+    if column.casefold() in folded:
+        return f" (did you mean {folded[column.casefold()]!r}?)"
+    prefix = [name for name in names if name.casefold().startswith(column.casefold())]
+    close = prefix[:1] or difflib.get_close_matches(column, list(names), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _excel_sep_line(text: str, path: str) -> tuple[str, str | None]:
+    """Excel's ``sep=;`` first line names the delimiter (it was read as a one-field header:
+    "line 2 has 4 fields, header has 2"): blanked (line numbers stay) and its delimiter
+    returned; ``(text, None)`` without one."""
+    first, newline, rest = text.partition("\n")
+    line = first.strip()
+    if not line.lower().startswith("sep=") or (len(line) > 5 and line[5:].strip()):
+        return text, None
+    delimiter = first.lstrip()[4:5]  # a tab is whitespace: take it before stripping
+    if delimiter not in (",", ";", "\t"):
+        raise SourceError(
+            f"line 1 of {path} is an Excel delimiter line {line!r}: fields are separated by "
+            "comma, semicolon or tab here",
+            field="source.path",
+        )
+    return newline + rest, delimiter
+
+
+def _cell_kind(text: str) -> str:
+    if _is_number(text):
+        return "number"
+    return "time" if _iso_time(text) is not None else "text"
+
+
+def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
+    """A first line holding an ISO date-time and laid out like the second line (a date-time
+    where it has one, a number where it has one) is a data line, not a header: a header-less
+    export with a timestamp column lost its first reading to "auto" (no column name is an
+    ISO date-time)."""
+    if second is None or len(first) != len(second):
+        return False
+    kinds = [_cell_kind(cell) for cell in first]
+    return "time" in kinds and kinds == [_cell_kind(cell.strip()) for cell in second]
+
+
 @functools.lru_cache(maxsize=32)
 def _parse_table(
     path: str, _key: tuple[str, int, int], has_header: bool | None = None
@@ -452,12 +501,13 @@ def _parse_table(
     field = "source.path"
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = _decompressed(path, fh.read())
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
         text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
-        delimiter = sniff_delimiter(text)
+        text, delimiter = _excel_sep_line(text, path)
+        delimiter = delimiter or sniff_delimiter(text)
         lines = [
             (lineno, row)
             for lineno, row in enumerate(
@@ -479,7 +529,9 @@ def _parse_table(
 
     first = [cell.strip() for cell in lines[0][1]]
     if has_header is None:
-        has_header = not all(_is_number(cell) for cell in first)
+        has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
+            first, lines[1][1] if len(lines) > 1 else None
+        )
     if has_header:
         header = first
         data = lines[1:]
@@ -580,6 +632,8 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
     that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
     finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
+    if raw.startswith(b"PK"):
+        _refuse_other_zip(path, raw)
     try:
         loaded = np.load(io.BytesIO(raw), allow_pickle=False)
         if isinstance(loaded, np.ndarray):
@@ -609,6 +663,59 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     if not columns:
         raise SourceError(f"{path} holds no arrays", field="source.path")
     return _numpy_columns(path, columns)
+
+
+# bzip2's magic is "BZh" and a block size digit: a text file starting "BZh" stays text
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip"),
+    *((b"BZh" + digit.encode(), "bzip2") for digit in "123456789"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+
+
+def _decompressed(path: str, raw: bytes) -> bytes:
+    """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
+    source's edge list): a ``.csv.gz`` was "not UTF-8 text (byte 0x8b on line 1)"."""
+    import bz2
+    import gzip
+    import lzma
+
+    for magic, kind in _COMPRESSED:
+        if raw.startswith(magic):
+            unpack = {"gzip": gzip.decompress, "bzip2": bz2.decompress, "xz": lzma.decompress}
+            try:
+                return unpack[kind](raw)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+                raise SourceError(
+                    f"cannot read {path}: broken {kind} data ({exc})", field="source.path"
+                ) from None
+    return raw
+
+
+def _refuse_other_zip(path: str, raw: bytes) -> None:
+    """A zip that is not an ``.npz`` (an Excel workbook, a zipped CSV): numpy hands its
+    members back as bytes, which ended ``ldpfleet run`` in a traceback."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            names = archive.namelist()
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return  # numpy says what is wrong with it
+    others = [name for name in names if not name.endswith(".npy")]
+    if not others:
+        return
+    if any(name.startswith("xl/") for name in names):
+        what = "an Excel workbook: save the sheet as CSV (UTF-8) and give that file"
+    elif "mimetype" in names and "content.xml" in names:
+        what = "an OpenDocument spreadsheet: save the sheet as CSV (UTF-8) and give that file"
+    else:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        what = f"a zip archive holding {shown}: extract the data file and give its path"
+    raise SourceError(
+        f"{path} is not a CSV or NumPy file but {what} (a NumPy .npz holds only .npy members)",
+        field="source.path",
+    )
 
 
 def _npz_member(path: str, archive, key: str) -> np.ndarray:
@@ -869,9 +976,19 @@ def _column_index(
                 f"first value is (numeric columns: {available})",
                 field=field,
             )
+        if column not in names and spec.header is not True and all(n.isdigit() for n in names):
+            raise SourceError(
+                f"{column!r} not in header: {spec.path} has no header line (its first line is "
+                "data), so name "
+                f"the column by its 0-based index among the numeric columns, 0..{len(names) - 1} "
+                "(or add a header line; header = true if its names are numbers)",
+                field=field,
+            )
         if column not in names:
             raise SourceError(
-                f"{column!r} not in header of {spec.path} (columns: {available})", field=field
+                f"{column!r} not in header of {spec.path}{_closest_name(column, names)} "
+                f"(columns: {available})",
+                field=field,
             )
         if names.count(column) > 1:  # the first was taken silently
             where = [k for k, name in enumerate(names) if name == column]

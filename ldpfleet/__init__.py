@@ -15,7 +15,9 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
 - audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
   bound with a certified confidence), ``AuditResult``;
 - stream analytics: ``detect_period``, ``cpr`` and ``cpr_many`` (CPR's reconstruction,
-  docs/cpr.md) with ``CprConfig`` and ``CprResult``.
+  docs/cpr.md) with ``CprConfig`` and ``CprResult``;
+- errors: ``ParameterError`` (a bad argument, naming it: ``.field``), besides
+  ``ScenarioError``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ _EXPORTS: dict[str, str] = {
     "cpr_many": "ldpfleet.collector.cpr:cpr_many",
     "CprConfig": "ldpfleet.collector.cpr:CprConfig",
     "CprResult": "ldpfleet.collector.cpr:CprResult",
+    # errors
+    "ParameterError": "ldpfleet.protocol.errors:ParameterError",
 }
 
 __all__ = ["__version__", *_EXPORTS]

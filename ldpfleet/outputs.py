@@ -38,6 +38,9 @@ def read_results(run_dir: str | Path) -> dict:
     return json.loads(path.read_text())
 
 
+_FILTERS = ("device", "kind", "topic", "since", "until")
+
+
 def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, str, Any]]:
     """Every recorded message of the run in ``run_dir`` as ``(time, topic, message)``, in
     the order the recorder saw them; ``message`` is the decoded wire message (a
@@ -45,14 +48,92 @@ def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, s
 
     ``selection`` filters like ``ldpfleet trace show``: ``device``, ``kind`` (e.g.
     ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until`` (seconds from the
-    first message)."""
-    from ldpfleet.broker.trace import TraceFilter, open_readonly, rows
+    first message). Checked when called, as the command checks them: an unknown filter,
+    an empty one, a kind the protocol does not have, a device that sent and received
+    nothing, a malformed MQTT filter, a NaN or negative time raise ``ParameterError``
+    naming the filter (they selected nothing, silently)."""
+    from ldpfleet.broker.trace import TraceFilter, open_readonly
+
+    unknown = sorted(set(selection) - set(_FILTERS))
+    if unknown:
+        raise _refused(unknown[0], f"is not a filter; the filters: {', '.join(_FILTERS)}")
+    db = open_readonly(run_dir)
+    try:
+        _check_selection(db, selection, run_dir)
+    except BaseException:
+        db.close()
+        raise
+    return _messages(db, TraceFilter(**selection))
+
+
+def _refused(field: str, sentence: str):
+    from ldpfleet.protocol.errors import ParameterError
+
+    return ParameterError(f"{field} {sentence}", field=field)
+
+
+def _check_selection(db, selection: dict, run_dir) -> None:
+    """The checks of ``ldpfleet trace show`` (app/cli.py ``trace_filter``, ``check_kind``,
+    ``check_device``), worded for the keyword arguments."""
+    import difflib
+    import math
+
+    from ldpfleet.broker.auth import valid_filter
+
+    for name in ("device", "kind", "topic"):
+        value = selection.get(name)
+        if value is not None and not (isinstance(value, str) and value):
+            raise _refused(name, f"must not be empty (leave it out for every one), got {value!r}")
+    topic = selection.get("topic")
+    if topic is not None and not valid_filter(topic):
+        raise _refused(
+            "topic",
+            "must be an MQTT filter ('+' a whole level, '#' only the whole last level, "
+            f"e.g. ldp/+/dev/d0001/#), got {topic!r}",
+        )
+    for name in ("since", "until"):
+        value = selection.get(name)
+        if value is not None and not (
+            isinstance(value, int | float) and math.isfinite(value) and value >= 0
+        ):
+            raise _refused(
+                name, f"must be a number of seconds >= 0 after the first message, got {value!r}"
+            )
+    since, until = selection.get("since"), selection.get("until")
+    if since is not None and until is not None and since > until:
+        raise _refused("since", f"{since:g} is after until = {until:g}: nothing lies between")
+    kind = selection.get("kind")
+    recorded = set()
+    if kind is not None:
+        recorded = {row[0] for row in db.execute("SELECT DISTINCT kind FROM messages")}
+    if kind is not None and kind not in recorded:
+        from ldpfleet.app.cli import protocol_kinds  # the CLI's list (imports typer: only here)
+
+        known = recorded | protocol_kinds()
+        if kind not in known:
+            close = difflib.get_close_matches(kind, sorted(known), n=1)
+            raise _refused(
+                "kind",
+                f"{kind!r} is not a message kind"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; recorded in {run_dir}: {', '.join(sorted(recorded)) or 'nothing'}",
+            )
+    device = selection.get("device")
+    if device is not None:
+        found = db.execute(
+            "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
+        ).fetchone()
+        if found is None:
+            raise _refused("device", f"{device!r} sent and received nothing in {run_dir}")
+
+
+def _messages(db, selection) -> Iterator[tuple[float, str, Any]]:
+    from ldpfleet.broker.trace import rows
     from ldpfleet.protocol import codec
     from ldpfleet.protocol.errors import RemoteProtocolError
 
-    db = open_readonly(run_dir)
     try:
-        for row in rows(db, TraceFilter(**selection)):
+        for row in rows(db, selection):
             try:
                 message: Any = codec.decode(row.payload)
             except RemoteProtocolError:

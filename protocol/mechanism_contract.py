@@ -131,13 +131,15 @@ def a_or_an(word: str) -> str:
 def check_budget(eps: object) -> float:
     """A budget per report: a finite real number in [EPS_MIN, EPS_MAX] (``ParameterError``
     naming ``eps``, the limit and the value; ``EPS_MIN`` says why the floor)."""
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
+    real = int | float | np.integer | np.floating  # numpy's real scalars too (a float32)
+    if isinstance(eps, bool | np.bool_) or not isinstance(eps, real) or not math.isfinite(eps):
         raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
-    if not 0.0 < eps <= EPS_MAX:
+    value = float(eps)
+    if not 0.0 < value <= EPS_MAX:
         raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
-    if eps < EPS_MIN:
-        raise ParameterError(below_eps_min(eps), field="eps")
-    return float(eps)
+    if value < EPS_MIN:
+        raise ParameterError(below_eps_min(value), field="eps")
+    return value
 
 
 def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.ndarray:

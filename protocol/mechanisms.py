@@ -254,7 +254,7 @@ def stream_mechanism(name: str, eps: float):
     misleading failure of its own (``ldpfleet audit pkg.mod:Cls --eps nan``:
     "estimate_mean returned nan")."""
     if name != "raw":
-        check_budget(eps)
+        eps = check_budget(eps)  # a float: a np.float32 budget reaches no class as such
     mechanism = build_mechanism(mechanism_factory(name), eps, name)
     key = (name, float(eps))
     if key not in _checked:  # a time limit on it: scenarios.plugin_load (no threads here)

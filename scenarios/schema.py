@@ -743,7 +743,7 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
     scenario file (or one folder up), then in the current directory, then, for ``data/...``,
     in the shipped data sets (``ldpfleet.data``). The first that exists wins; if none
     does, the path comes back unchanged and its reader reports it missing."""
-    candidate = Path(path)
+    candidate = Path(path).expanduser()  # "~/data/x.csv", as a [graph] source may be
     if candidate.is_absolute():
         return candidate
     inside = _inside_data(candidate)
@@ -762,7 +762,7 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
 def _looked_in(path: str, scenario_path: Path | None) -> str:
     """`` (looked in A, B, C)``: where ``resolve_data_path`` looked for a relative ``path``
     it did not find, in its order; "" for an absolute one."""
-    candidate = Path(path)
+    candidate = Path(path).expanduser()
     if candidate.is_absolute():
         return ""
     inside = _inside_data(candidate)
@@ -877,6 +877,12 @@ def _check_finite(spec: Scenario, where: str) -> None:
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
     """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
     where = f"{path}: " if path else ""
+    if not isinstance(text, str):  # a Path was "'PosixPath' object has no attribute 'encode'"
+        raise ScenarioError(
+            f"{where}parse_scenario takes the scenario's TOML text (a str), got "
+            f"{type(text).__name__} {text!r:.60}; for a file or a built-in name use "
+            "load_scenario(path_or_name)"
+        )
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:

@@ -95,10 +95,31 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    _refuse_packed(path)
     try:
         return _read_occupancy(path)
     except UnicodeDecodeError as error:
         raise ValueError(_not_utf8(path, error)) from None
+
+
+_PACKED = (
+    (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
+    (b"BZh", "bzip2-compressed: decompress it first (bunzip2)"),
+    (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz)"),
+    (b"PK\x03\x04", "a zip archive (an Excel workbook?): save the sheet as CSV or extract it"),
+)
+
+
+def _refuse_packed(path: str | Path) -> None:
+    """A compressed file or a zip (an .xlsx) was "line 1 is not UTF-8 text (byte 0x8b)"."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return  # the reader says what is wrong with it
+    for magic, what in _PACKED:
+        if head.startswith(magic):
+            raise ValueError(f"{path} is {what}; an Occupancy-format file is a text table")
 
 
 def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
@@ -112,6 +133,31 @@ def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
                 byte = line[bad.start : bad.start + 1].hex()
                 return f"line {lineno} is not UTF-8 text (byte 0x{byte}): save the file as UTF-8"
     return f"not UTF-8 text ({error.reason}): save the file as UTF-8"
+
+
+def _missing_columns(missing: list[str], header: list[str]) -> str:
+    """The sentence for a header without ``missing``: a first line of numbers is data (the
+    header line is missing), a name in another case is named (names are case-sensitive)."""
+    wanted = ", ".join(map(repr, missing))
+    if header and all(_is_number(cell) for cell in header if cell):
+        return (
+            f"no header line: the first line is data ({', '.join(map(repr, header[:4]))}, ...); "
+            f"an Occupancy-format file starts with a header line naming {wanted} (any order)"
+        )
+    folded = {cell.casefold(): cell for cell in header}
+    cases = [f"{folded[m.casefold()]!r} for {m!r}" for m in missing if m.casefold() in folded]
+    return (
+        f"no column {wanted} in the header (it has {', '.join(map(repr, header)) or 'nothing'})"
+        + (f"; names are case-sensitive: {', '.join(cases)}" if cases else "")
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -133,10 +179,7 @@ def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             )
         missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
         if missing:
-            raise ValueError(
-                f"no column {', '.join(map(repr, missing))} in the header (it has "
-                f"{', '.join(map(repr, header)) or 'nothing'})"
-            )
+            raise ValueError(_missing_columns(missing, header))
         offset = None
         # a "date" column, while every value is an ISO date-time, must not go back in time:
         # the windows are consecutive records (a shuffled file gave windows of unrelated

@@ -136,6 +136,22 @@ COMMANDS: dict[str, Spec] = {
     "ldpfleet audit clipped_laplace:ClippedLaplace --eps 1": Spec("slow"),
     "ldpfleet bench mechanisms --mechanisms sw,laplace,clipped_laplace:ClippedLaplace "
     "--markdown": Spec("slow"),
+    # docs/tutorial.md "Bring your own": its files and commands, run together as written
+    **dict.fromkeys(
+        (
+            "python -m venv ~/ldp && . ~/ldp/bin/activate && python -m pip install "
+            "ldpfleet-0.1.0-py3-none-any.whl",
+            "mkdir -p krr-ldp/krr_ldp && touch krr-ldp/krr_ldp/__init__.py",
+            "python -m pip install ./krr-ldp",
+            "python make_data.py",
+            "ldpfleet run greenhouse.toml --broker memory --out runs/greenhouse",
+            "ldpfleet audit krr --eps 1",
+            "ldpfleet audit krr-greedy --eps 1",
+            "ldpfleet run contacts.toml --broker memory --out runs/contacts",
+            "ldpfleet bench gcdp --train-file train.tsv --test-file test.tsv --draws 2 --eps 1",
+        ),
+        Spec("skip", why="tests/e2e/test_tutorial_bring_your_own.py runs the section"),
+    ),
 }
 
 # an output folder that later commands read, and the documented command that makes it
