@@ -335,7 +335,7 @@ def audit_command(
             print(mutants_markdown(rows) if markdown else json.dumps(rows))
             return
         _refuse_outside_their_command(mechanism, tests=tests, jobs=jobs)
-        _refuse_a_plugin_named_like_an_entry(mechanism)
+        _battery().refuse_a_plugin_named_like_an_entry(mechanism)
         # a user mechanism's print() goes to stderr: stdout carries only the JSON
         with contextlib.redirect_stdout(sys.stderr):
             entries = _only_entries(mechanism, only)
@@ -459,36 +459,6 @@ def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | N
             f"must be battery entries ({', '.join(known)}), got {unknown[0]!r}", field="only"
         )
     return tuple(dict.fromkeys(only))
-
-
-def _refuse_a_plugin_named_like_an_entry(mechanism: str) -> None:
-    """A name that is both a battery entry and an installed plugin's entry point (and not
-    a built-in stream mechanism, which wins everywhere): a scenario's ``mechanism = NAME``
-    runs the plugin, so auditing the entry under that name reported on something else."""
-    from ldpfleet.protocol.errors import ParameterError
-    from ldpfleet.protocol.mechanisms import BUILTIN_MECHANISMS, ENTRY_POINT_GROUP
-
-    if mechanism not in _battery().BATTERY or mechanism in BUILTIN_MECHANISMS:
-        return
-    try:
-        from importlib.metadata import entry_points
-
-        found = list(entry_points(group=ENTRY_POINT_GROUP).select(name=mechanism))
-    except Exception:  # a broken installed distribution: the battery entry as before
-        return
-    if not found:
-        return
-    entry = found[0]
-    dist = getattr(entry, "dist", None)
-    owner = repr(dist.name) if dist is not None else "an installed package"
-    target = entry.value.replace(" ", "")
-    raise ParameterError(
-        f"{mechanism!r} is both an audit battery entry and the entry point {mechanism!r} of "
-        f"group {ENTRY_POINT_GROUP!r} ({owner} -> {target!r}), which a scenario's "
-        f"mechanism = {mechanism!r} runs: audit the plugin by its import path, ldpfleet "
-        f"audit {target}, or the battery entry with ldpfleet audit all --only {mechanism}",
-        field="mechanism",
-    )
 
 
 def _load_plugin_in_time(mechanism: str, eps: float) -> None:

@@ -13,6 +13,12 @@ def run_audit(mechanism: str, eps: float, **options: Any):
     ``options``: ``delta``, ``trials`` (runs per world, default the entry's own), ``gamma``
     (the confidence level's complement), ``seed``. Returns an ``AuditResult``."""
     from ldpfleet.app import audit_fleet  # noqa: F401  (registers the end-to-end entry)
-    from ldpfleet.collector.audit.battery import run_audit as run_battery_entry
+    from ldpfleet.collector.audit.battery import (
+        refuse_a_plugin_named_like_an_entry,
+    )
+    from ldpfleet.collector.audit.battery import (
+        run_audit as run_battery_entry,
+    )
 
+    refuse_a_plugin_named_like_an_entry(mechanism)  # the plugin, not the entry, would run
     return run_battery_entry(mechanism, eps, **options)

@@ -528,6 +528,37 @@ def run_audit(
     return audit_spec(spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism)
 
 
+def refuse_a_plugin_named_like_an_entry(mechanism: str) -> None:
+    """A name that is both a battery entry and an installed plugin's entry point (and not
+    a built-in stream mechanism, which wins everywhere): a scenario's ``mechanism = NAME``
+    runs the plugin, so auditing the entry under that name reported on something else
+    (``ParameterError`` naming the plugin's import path; ``ldpfleet.run_audit(NAME)`` and
+    ``ldpfleet audit NAME`` refuse it, ``audit all --only NAME`` audits the entry)."""
+    from ldpfleet.protocol.mechanisms import BUILTIN_MECHANISMS, ENTRY_POINT_GROUP
+
+    if mechanism not in BATTERY or mechanism in BUILTIN_MECHANISMS:
+        return
+    try:
+        from importlib.metadata import entry_points
+
+        found = list(entry_points(group=ENTRY_POINT_GROUP).select(name=mechanism))
+    except Exception:  # a broken installed distribution: the battery entry as before
+        return
+    if not found:
+        return
+    entry = found[0]
+    dist = getattr(entry, "dist", None)
+    owner = repr(dist.name) if dist is not None else "an installed package"
+    target = entry.value.replace(" ", "")
+    raise ParameterError(
+        f"{mechanism!r} is both an audit battery entry and the entry point {mechanism!r} of "
+        f"group {ENTRY_POINT_GROUP!r} ({owner} -> {target!r}), which a scenario's "
+        f"mechanism = {mechanism!r} runs: audit the plugin by its import path, ldpfleet "
+        f"audit {target}, or the battery entry with ldpfleet audit all --only {mechanism}",
+        field="mechanism",
+    )
+
+
 # The entries above audit one mechanism (function level); the ones below run whole paths.
 FUNCTION_LEVEL: tuple[str, ...] = tuple(BATTERY)
 

@@ -81,3 +81,23 @@ def test_a_builtin_stream_mechanism_name_keeps_the_builtin(tmp_path):
     env = _installed(tmp_path, "duchi")
     done = _cli(env, "audit", "duchi", "--eps", "1", "--trials", "2000")
     assert done.returncode == 0 and json.loads(done.stdout)["mechanism"] == "duchi", done.stderr
+
+
+@pytest.mark.slow  # an audit refused in a subprocess, ~2 s
+def test_the_python_api_refuses_the_ambiguous_name_too(tmp_path):
+    """``ldpfleet.run_audit("rr", 1)`` went to the battery entry (Warner RR) while a
+    scenario's ``mechanism = "rr"`` runs the plugin: the same refusal as the command."""
+    env = _installed(tmp_path, "rr")
+    code = (
+        "import ldpfleet\n"
+        "try:\n"
+        "    ldpfleet.run_audit('rr', 1.0, trials=2000)\n"
+        "except ldpfleet.ParameterError as error:\n"
+        "    print('refused', error.field, error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    said = " ".join(done.stdout.split())
+    assert said.startswith("refused mechanism"), (said, done.stderr[-500:])
+    assert "collide_mech:Greedy" in said, said
