@@ -25,15 +25,12 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import (
-    EPS_MIN,
-    below_eps_min,
+    check_budget,
     checked_report_values,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
-from ldpfleet.protocol.sw import EPS_MAX
 
 TAIL = 50.0
 
@@ -48,14 +45,8 @@ class LaplaceMechanism:
     output_high: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        eps = self.eps
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
-            raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
-        if not 0 < eps <= EPS_MAX:
-            raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
-        if eps < EPS_MIN:
-            raise ParameterError(below_eps_min(eps), field="eps")
-        object.__setattr__(self, "eps", float(eps))
+        eps = check_budget(self.eps)  # numpy's real scalars too (np.float32(1))
+        object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "output_low", -TAIL / eps)
         object.__setattr__(self, "output_high", 1.0 + TAIL / eps)
 

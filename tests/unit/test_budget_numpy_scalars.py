@@ -32,3 +32,15 @@ def test_get_mechanism_takes_a_float32_budget():
     for name in ("piecewise", "duchi", "sw", "laplace"):
         mechanism = ldpfleet.get_mechanism(name, np.float32(0.5))
         assert mechanism.eps == 0.5
+
+
+def test_the_laplace_mechanism_built_directly_takes_a_numpy_budget():
+    """``LaplaceMechanism(np.float32(1))`` was refused ("must be a finite real number")
+    though ``get_mechanism("laplace", np.float32(1))`` was taken: it checks with
+    ``check_budget`` now, as the registry does."""
+    from ldpfleet.protocol.laplace import LaplaceMechanism
+
+    assert LaplaceMechanism(np.float32(1.0)).eps == 1.0
+    assert type(LaplaceMechanism(np.int64(2)).eps) is float
+    with pytest.raises(ParameterError, match=r"must be in \(0, 50\], got"):
+        LaplaceMechanism(np.float64(51.0))
