@@ -113,6 +113,7 @@ __all__ = [
     "csv_stream",
     "device_rng",
     "load_table",
+    "missing_entry",
     "missing_summary",
     "read_data_file",
     "synthetic_stream",
@@ -1203,6 +1204,30 @@ def _filled_table(
     series = np.ascontiguousarray(series, dtype=np.float64)
     series.flags.writeable = False
     return series, summary
+
+
+def missing_entry(spec: object) -> tuple[dict | None, list[str]]:
+    """results.json's ``missing_values`` entry for a run's source (None unless a CSV
+    source) and its sentence for ``warnings`` when values were filled or steps dropped, as
+    ``scenarios.clipping`` records what the bounds clipped (simulator-side bookkeeping of
+    the devices' local step: nothing of it is reported by a device)."""
+    if not isinstance(spec, CsvSpec):
+        return None, []
+    entry = missing_summary(spec)
+    filled, dropped, steps = entry["values_filled"], entry["steps_dropped"], entry["steps"]
+    if filled:
+        where = ", ".join(f"{n} in {name!r}" for name, n in entry["by_column"].items())
+        how = "carried forward" if entry["missing"] == "previous" else "interpolated"
+        return entry, [
+            f"source.missing = {entry['missing']!r}: {filled} missing values of {spec.path} "
+            f"were {how} ({where or f'over {steps} steps'}) before privatisation"
+        ]
+    if dropped:
+        return entry, [
+            f'source.missing = "drop": {dropped} of {steps} time steps of {spec.path} had a '
+            "missing value and were dropped for every device"
+        ]
+    return entry, []
 
 
 def missing_summary(spec: CsvSpec) -> dict:

@@ -1181,6 +1181,12 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             f"{where}gcdp.window: {section.window} exceeds stream.steps ({spec.stream.steps}); "
             "no window would be released"
         )
+    if section.utility_column is not None and spec.source.missing == "drop":
+        raise ScenarioError(
+            f'{where}source.missing: "drop" removes the calibration file\'s time steps with a '
+            "gap from the channels but not from gcdp.utility_column's labels, which would no "
+            'longer line up; use "previous" or "interpolate"'
+        )
     try:
         calibration = loaded.calibration_spec()
     except SourceError as error:  # the file itself, or a setting of the fleet's source

@@ -230,3 +230,37 @@ def test_gzip_data_broken_past_its_header_is_one_sentence(tmp_path):
     with pytest.raises(ValueError) as info:
         load_occupancy(path)
     assert "broken gzip data" in str(info.value) and "source.path" not in str(info.value)
+
+
+def test_missing_entry_says_how_many_values_were_filled_or_steps_dropped(tmp_path):
+    from ldpfleet.devices.sources import SyntheticSpec, missing_entry
+
+    path = _write(tmp_path, GAPPY)
+    entry, warnings = missing_entry(CsvSpec(path, "a", missing="interpolate"))
+    assert entry["values_filled"] == 4 and len(warnings) == 1
+    assert "4 missing values" in warnings[0] and "4 in 'a'" in warnings[0], warnings
+    assert "interpolated" in warnings[0]
+    entry, warnings = missing_entry(CsvSpec(path, "b", missing="drop"))
+    assert entry["steps_dropped"] == 2 and "2 of 7 time steps" in warnings[0], warnings
+    assert missing_entry(CsvSpec(_write(tmp_path, "t,a\n1,1.0\n", "ok.csv"), "a")) == (
+        {"missing": "refuse", "values_filled": 0, "steps_dropped": 0, "steps": 1,
+         "by_column": {}},
+        [],
+    )  # fmt: skip
+    assert missing_entry(SyntheticSpec()) == (None, [])
+
+
+def test_drop_with_gcdp_utility_labels_is_refused(tmp_path):
+    """The calibration channels would lose the dropped steps and the utility labels not:
+    the two would no longer line up (collector/gcdp_stage.load_calibration)."""
+    from pathlib import Path
+
+    import ldpfleet.scenarios as package
+
+    text = (Path(package.__file__).parent / "occupancy-release.toml").read_text()
+    text = text.replace("stride = 200 ", 'missing = "drop"\nstride = 200 ')
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, path=Path(package.__file__).parent / "x.toml")
+    assert "source.missing" in str(info.value) and "utility_column" in str(info.value)
+    ok = text.replace('missing = "drop"', 'missing = "interpolate"')
+    assert parse_scenario(ok, path=Path(package.__file__).parent / "x.toml").spec.source
