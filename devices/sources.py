@@ -58,8 +58,13 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     skipped as text. A data line repeating the header (two exports joined) is refused, and
     so is a text column (or row id) of ISO date-times that goes back in time (rows are
     replayed as consecutive steps; ``_check_time_order``).
-    Columns whose *first* data value is not numeric (like ``date``) are dropped together with
-    their names; any later non-numeric or non-finite value in a kept column is an error when
+    Columns whose *first* present data value is not numeric (like ``date``) are dropped
+    together with their names (a missing first value, ``MISSING_TOKENS``, does not decide;
+    a column of only missing values is dropped and refused by name when a source reads it).
+    A missing value ("", NA, NaN, null, None, -, any case) in a column a source reads is
+    refused, or filled / its time step dropped, as ``CsvSpec.missing`` says (the device's
+    own local step, before clipping and privatisation; :func:`missing_summary` counts them);
+    any other non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
     bad cell in a column no source reads does not refuse the file. Parsed tables are cached per
     path (and file size / mtime), since a fleet of 1,000 devices reads the same file; the
@@ -892,7 +897,8 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     See the module docstring for header / row-id / non-numeric column handling. The
     matrix is cached and shared, hence read-only (copy it before modifying). Every value
     of every numeric column must be a finite number here (a :class:`SourceError` names
-    the first that is not); a :class:`CsvSpec` needs that only of the columns it reads.
+    the first that is not, a missing value too); a :class:`CsvSpec` needs that only of the
+    columns it reads, and may fill their missing values (``missing``).
     ``header``: None detects the header line (module docstring); True says the first line
     is one (a header of numbers, such as years or sensor ids, is otherwise read as data);
     False says it is data.
