@@ -58,8 +58,13 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     skipped as text. A data line repeating the header (two exports joined) is refused, and
     so is a text column (or row id) of ISO date-times that goes back in time (rows are
     replayed as consecutive steps; ``_check_time_order``).
-    Columns whose *first* data value is not numeric (like ``date``) are dropped together with
-    their names; any later non-numeric or non-finite value in a kept column is an error when
+    Columns whose *first* present data value is not numeric (like ``date``) are dropped
+    together with their names (a missing first value, ``MISSING_TOKENS``, does not decide;
+    a column of only missing values is dropped and refused by name when a source reads it).
+    A missing value ("", NA, NaN, null, None, -, any case) in a column a source reads is
+    refused, or filled / its time step dropped, as ``CsvSpec.missing`` says (the device's
+    own local step, before clipping and privatisation; :func:`missing_summary` counts them);
+    any other non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
     bad cell in a column no source reads does not refuse the file. Parsed tables are cached per
     path (and file size / mtime), since a fleet of 1,000 devices reads the same file; the
@@ -101,6 +106,8 @@ from ldpfleet.protocol.delimiters import sniff_delimiter
 
 __all__ = [
     "LAYOUTS",
+    "MISSING_MODES",
+    "MISSING_TOKENS",
     "SHAPES",
     "CsvSpec",
     "SourceError",
@@ -111,6 +118,9 @@ __all__ = [
     "csv_stream",
     "device_rng",
     "load_table",
+    "missing_entry",
+    "missing_summary",
+    "read_data_file",
     "synthetic_stream",
     "table_columns",
 ]
@@ -491,17 +501,16 @@ def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_table(
-    path: str, _key: tuple[str, int, int], has_header: bool | None = None
-) -> tuple[tuple[str, ...], np.ndarray, dict[str, tuple[str, int]], dict[int, tuple[str, int]]]:
+def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None = None) -> tuple:
     """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
-    Also returns the dropped columns (name -> first data value, its line number) and the
-    broken ones (``_table``). ``has_header``: None to detect the header (module docstring),
+    Also returns the dropped columns (name -> first data value, its line number, whether
+    every value is missing), the broken ones (``_table``), the columns with missing values
+    (matrix column -> first missing cell, its line) and the mask of missing cells (None
+    without any). ``has_header``: None to detect the header (module docstring),
     True / False to say whether the first line is one."""
     field = "source.path"
     try:
-        with open(path, "rb") as fh:
-            raw = _decompressed(path, fh.read())
+        raw = read_data_file(path)
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
@@ -569,7 +578,21 @@ def _parse_table(
             )
 
     first_row = data[0][1][skip : skip + width]
-    keep = [j for j, cell in enumerate(first_row) if _is_number(cell.strip())]
+    # a column's first value that is missing ("", "NA", ...: MISSING_TOKENS) does not make it
+    # text: its first present value decides (an all-missing column is dropped, and refused
+    # when a source names it)
+    leading = {
+        j: _first_present(data, skip + j) for j, cell in enumerate(first_row) if _is_missing(cell)
+    }
+    keep = [
+        j
+        for j, cell in enumerate(first_row)
+        if (
+            (leading[j] is not None and _is_number(leading[j][0]))
+            if j in leading
+            else _is_number(cell.strip())
+        )
+    ]
     comma = _decimal_comma_column(header, first_row, keep, path, data[0][0])
     if comma is not None:
         raise comma
@@ -584,7 +607,10 @@ def _parse_table(
         )
     names = tuple(header[j] for j in keep)
     dropped = {
-        header[j]: (cell.strip(), data[0][0])
+        header[j]: (
+            *(leading[j] if leading.get(j) is not None else (cell.strip(), data[0][0])),
+            j in leading and leading[j] is None,  # every value missing
+        )
         for j, cell in enumerate(first_row)
         if j not in keep and header[j] not in names
     }
@@ -596,6 +622,8 @@ def _parse_table(
 
     cells = [[row[skip + j] for j in keep] for _, row in data]
     broken: dict[int, tuple[str, int]] = {}
+    gaps: dict[int, tuple[str, int]] = {}
+    mask = None
     try:
         if any("_" in cell for row in cells for cell in row):  # numpy reads "1_000" as 1000
             raise ValueError("underscore")
@@ -603,11 +631,17 @@ def _parse_table(
     except ValueError:
         matrix = np.array([[_cell_value(cell) for cell in row] for row in cells])
     if not np.isfinite(matrix).all():
-        for k in np.flatnonzero(~np.isfinite(matrix).all(axis=0)):
-            first = int(np.flatnonzero(~np.isfinite(matrix[:, k]))[0])
-            broken[int(k)] = (cells[first][k], data[first][0])
+        mask = np.zeros(matrix.shape, dtype=bool)  # the missing cells (MISSING_TOKENS)
+        for r, k in zip(*np.nonzero(~np.isfinite(matrix)), strict=True):
+            cell = cells[r][k]
+            if _is_missing(cell):
+                mask[r, k] = True
+                gaps.setdefault(int(k), (cell, data[r][0]))
+            else:
+                broken.setdefault(int(k), (cell, data[r][0]))
+        mask.flags.writeable = False
     matrix.flags.writeable = False
-    return names, matrix, dropped, broken
+    return names, matrix, dropped, broken, gaps, mask
 
 
 # .npy files start with b"\x93NUMPY", .npz files (zip archives) with b"PK\x03\x04"
@@ -673,6 +707,15 @@ _COMPRESSED = (
 )
 
 
+def read_data_file(path: str | os.PathLike) -> bytes:
+    """The bytes of ``path``, unpacked when they are gzip, bzip2 or xz data (by their first
+    bytes, whatever the name): the one opener of the CSV source and of ``bench gcdp``'s
+    Occupancy files (``collector.gcdp.evaluation``). An unreadable file raises its
+    ``OSError``; broken compressed data a :class:`SourceError` (``source.path``)."""
+    with open(path, "rb") as fh:
+        return _decompressed(os.fspath(path), fh.read())
+
+
 def _decompressed(path: str, raw: bytes) -> bytes:
     """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
     source's edge list): a ``.csv.gz`` was "not UTF-8 text (byte 0x8b on line 1)"."""
@@ -685,7 +728,7 @@ def _decompressed(path: str, raw: bytes) -> bytes:
             unpack = {"gzip": gzip.decompress, "bzip2": bz2.decompress, "xz": lzma.decompress}
             try:
                 return unpack[kind](raw)
-            except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
                 raise SourceError(
                     f"cannot read {path}: broken {kind} data ({exc})", field="source.path"
                 ) from None
@@ -778,11 +821,30 @@ def _numpy_columns(path: str, columns: dict[str, np.ndarray]) -> tuple:
                 )
     matrix = np.column_stack([arr.astype(np.float64) for arr in columns.values()])
     matrix.flags.writeable = False
-    return tuple(columns), matrix, {}, {}
+    return tuple(columns), matrix, {}, {}, {}, None
 
 
 _KIND_NAMES = {"b": "bool", "c": "complex", "U": "text", "S": "bytes", "O": "object",
                "M": "dates", "m": "time spans", "V": "records"}  # fmt: skip
+
+
+# the cells that are a missing value, not a bad one (compared stripped and case-folded):
+# ``source.missing`` says what to do with them (docs/scenarios.md, "Gaps")
+MISSING_TOKENS = frozenset({"", "na", "nan", "null", "none", "-"})
+MISSING_MODES = ("refuse", "previous", "interpolate", "drop")
+
+
+def _is_missing(cell: str) -> bool:
+    return cell.strip().casefold() in MISSING_TOKENS
+
+
+def _first_present(data: list, j: int) -> tuple[str, int] | None:
+    """The first cell of field ``j`` that is not a missing value, and its line; None when
+    every one is missing."""
+    for lineno, row in data:
+        if not _is_missing(row[j]):
+            return row[j].strip(), lineno
+    return None
 
 
 def _cell_value(cell: str) -> float:
@@ -793,6 +855,16 @@ def _cell_value(cell: str) -> float:
         return float(cell)
     except ValueError:
         return math.nan
+
+
+def _gap_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+    return SourceError(
+        f"missing value {cell!r} in column {name!r} at line {lineno} of {path}: set "
+        'source.missing = "previous" (carry the last reading forward), "interpolate" '
+        '(linear between neighbours) or "drop" (remove the row) to replay a file with gaps '
+        '(default "refuse")',
+        field=field,
+    )
 
 
 def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
@@ -825,35 +897,41 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     See the module docstring for header / row-id / non-numeric column handling. The
     matrix is cached and shared, hence read-only (copy it before modifying). Every value
     of every numeric column must be a finite number here (a :class:`SourceError` names
-    the first that is not); a :class:`CsvSpec` needs that only of the columns it reads.
+    the first that is not, a missing value too); a :class:`CsvSpec` needs that only of the
+    columns it reads, and may fill their missing values (``missing``).
     ``header``: None detects the header line (module docstring); True says the first line
     is one (a header of numbers, such as years or sensor ids, is otherwise read as data);
     False says it is data.
     """
     path = os.fspath(path)
-    names, matrix, _, broken = _table(path, header)
+    names, matrix, _, broken, gaps, _ = _table(path, header)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(path, names[k], *broken[k], field="source.path")
+    if gaps:
+        k = min(gaps, key=lambda j: (gaps[j][1], j))
+        raise _gap_error(path, names[k], *gaps[k], field="source.path")
     return list(names), matrix
 
 
 def table_columns(path: str, header: bool | None = None) -> tuple[list[str], int]:
     """The numeric column names of ``path`` and its number of data rows, without checking
     every value (the sources that read a column check it: :class:`CsvSpec`)."""
-    names, matrix, _, _ = _table(path, header)
+    names, matrix = _table(path, header)[:2]
     return list(names), matrix.shape[0]
 
 
-def _dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int]]:
-    """The header names :func:`load_table` dropped as non-numeric (their first data value
-    was not a number), with that value and its line number."""
+def _dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int, bool]]:
+    """The header names :func:`load_table` dropped as non-numeric (their first present data
+    value was not a number), with that value, its line number and whether every value of
+    the column is missing (``MISSING_TOKENS``)."""
     return _table(path, header)[2]
 
 
 def clear_table_cache() -> None:
     """Forget every table parsed by :func:`load_table`."""
     _parse_table.cache_clear()
+    _filled_table.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -867,6 +945,12 @@ class CsvSpec:
     starts at ``(i * stride) % length``; ``0`` spreads the devices evenly over the data.
     ``header``: None detects the header line (a first line of numbers is data), True /
     False say whether the first line is a header (:func:`load_table`).
+    ``missing``: what to do with the missing values (``MISSING_TOKENS``) of the columns it
+    reads: ``"refuse"`` them (naming file, line, column, value), fill each from the
+    ``"previous"`` reading of its own series (a leading gap takes the first reading), fill
+    by linear ``"interpolate"``-ion between its neighbours (flat before the first and after
+    the last reading), or ``"drop"`` the time step for every device (the row in the
+    ``"column"`` layout, the column in ``"rows"``); :func:`missing_summary` counts them.
     Construction validates the fields and loads the file (cached), so a missing file,
     unknown column or bad data raises :class:`SourceError` here.
     """
@@ -878,6 +962,7 @@ class CsvSpec:
     columns: tuple[str | int, ...] | None = None
     column_bounds: tuple[tuple[float, float], ...] | None = None
     header: bool | None = None
+    missing: str = "refuse"
 
     @property
     def channels(self) -> int:
@@ -950,12 +1035,18 @@ class CsvSpec:
                 f"{self.column!r} must be a column name or a 0-based index",
                 field="source.column",
             )
+        if not isinstance(self.missing, str) or self.missing not in MISSING_MODES:
+            raise SourceError(
+                f"{self.missing!r} is not one of {', '.join(MISSING_MODES)}",
+                field="source.missing",
+            )
         names = list(_table(self.path, self.header)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
-            load_table(self.path, self.header)
+            _check_rows(self, names)
         self._check_columns(names)
+        _filled_series(self)  # a "drop" that leaves nothing, a row with no reading
 
 
 def _column_index(
@@ -968,8 +1059,15 @@ def _column_index(
     available = ", ".join(names)
     if isinstance(column, str):
         dropped = _dropped_columns(spec.path, spec.header) if column not in names else {}
+        if column in dropped and dropped[column][2]:
+            raise SourceError(
+                f"{column!r} of {spec.path} is entirely missing: every value is a missing "
+                f"value ({', '.join(repr(t) for t in sorted(MISSING_TOKENS))}, any case), "
+                f"so there is nothing to fill it from (numeric columns: {available})",
+                field=field,
+            )
         if column in dropped:
-            value, lineno = dropped[column]
+            value, lineno, _ = dropped[column]
             raise SourceError(
                 f"{column!r} of {spec.path} is not a numeric column: its first value "
                 f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
@@ -1011,10 +1109,140 @@ def _column_index(
 
 def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken = _table(spec.path, spec.header)[3]
+    broken, gaps = _table(spec.path, spec.header)[3:5]
     if index in broken:
         raise _broken_error(spec.path, names[index], *broken[index], field=field)
+    if index in gaps and spec.missing == "refuse":
+        raise _gap_error(spec.path, names[index], *gaps[index], field=field)
     return index
+
+
+def _check_rows(spec: CsvSpec, names: list[str]) -> None:
+    """The ``"rows"`` layout reads every column: any bad cell is refused, and a missing one
+    under ``missing = "refuse"`` (the first in the file)."""
+    broken, gaps = _table(spec.path, spec.header)[3:5]
+    if broken:
+        k = min(broken, key=lambda j: (broken[j][1], j))
+        raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
+    if gaps and spec.missing == "refuse":
+        k = min(gaps, key=lambda j: (gaps[j][1], j))
+        raise _gap_error(spec.path, names[k], *gaps[k], field="source.path")
+
+
+def _read_columns(spec: CsvSpec, names: list[str]) -> tuple[int, ...]:
+    """The matrix columns ``spec`` replays (every one in the ``"rows"`` layout)."""
+    if spec.layout == "rows":
+        return tuple(range(len(names)))
+    if spec.columns is not None:
+        return tuple(_column_index(spec, names, c, "source.columns") for c in spec.columns)
+    return (_column_index(spec, names),)
+
+
+def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
+    """The series ``spec`` replays with its gaps handled (``spec.missing``): the matrix of
+    its read columns (``_read_columns`` order; time along axis 0 in the ``"column"``
+    layout, axis 1 in ``"rows"``), read-only and shared, and :func:`missing_summary`."""
+    path = os.fspath(spec.path)
+    st = os.stat(path)
+    names = list(_table(path, spec.header)[0])
+    return _filled_table(
+        path,
+        (os.path.realpath(path), st.st_mtime_ns, st.st_size),
+        spec.header,
+        spec.missing,
+        spec.layout,
+        _read_columns(spec, names),
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _filled_table(
+    path: str, key: tuple, header: bool | None, missing: str, layout: str, read: tuple[int, ...]
+) -> tuple[np.ndarray, dict]:
+    names, matrix, _, _, _, mask = _parse_table(path, key, header)
+    rows_layout = layout == "rows"
+    series = matrix[:, list(read)]
+    gaps = mask[:, list(read)] if mask is not None else np.zeros(series.shape, dtype=bool)
+    if rows_layout:  # time along axis 0 below; transposed back at the end
+        series, gaps = series.T, gaps.T
+    summary = {
+        "missing": missing,
+        "values_filled": 0,
+        "steps_dropped": 0,
+        "steps": int(series.shape[0]),
+        "by_column": {},
+    }
+    if gaps.any():
+        if missing == "drop":
+            keep = ~gaps.any(axis=1)
+            if not keep.any():
+                raise SourceError(
+                    f"every time step of {path} misses a value in a column this source reads "
+                    '(missing = "drop" removes it): nothing is left to replay; use "previous" '
+                    'or "interpolate"',
+                    field="source.missing",
+                )
+            series = series[keep]
+            summary["steps_dropped"] = int((~keep).sum())
+        elif missing in ("previous", "interpolate"):
+            series = np.array(series)
+            t = np.arange(series.shape[0])
+            for k in np.flatnonzero(gaps.any(axis=0)):
+                hole, have = gaps[:, k], ~gaps[:, k]
+                if not have.any():  # only in the "rows" layout: a kept column has a value
+                    raise SourceError(
+                        f"row {int(k)} (0-based) of {path} is entirely missing: every value is "
+                        "a missing value, so there is nothing to fill it from",
+                        field="source.missing",
+                    )
+                if missing == "interpolate":
+                    series[hole, k] = np.interp(t[hole], t[have], series[have, k])
+                else:
+                    last = np.maximum.accumulate(np.where(have, t, -1))
+                    last[last < 0] = int(np.argmax(have))  # a leading gap: the first reading
+                    series[:, k] = series[last, k]
+            summary["values_filled"] = int(gaps.sum())
+        counts = gaps.sum(axis=0)
+        if not rows_layout:
+            summary["by_column"] = {names[read[k]]: int(n) for k, n in enumerate(counts) if n}
+    if rows_layout:
+        series = series.T
+    series = np.ascontiguousarray(series, dtype=np.float64)
+    series.flags.writeable = False
+    return series, summary
+
+
+def missing_entry(spec: object) -> tuple[dict | None, list[str]]:
+    """results.json's ``missing_values`` entry for a run's source (None unless a CSV
+    source) and its sentence for ``warnings`` when values were filled or steps dropped, as
+    ``scenarios.clipping`` records what the bounds clipped (simulator-side bookkeeping of
+    the devices' local step: nothing of it is reported by a device)."""
+    if not isinstance(spec, CsvSpec):
+        return None, []
+    entry = missing_summary(spec)
+    filled, dropped, steps = entry["values_filled"], entry["steps_dropped"], entry["steps"]
+    if filled:
+        where = ", ".join(f"{n} in {name!r}" for name, n in entry["by_column"].items())
+        how = "carried forward" if entry["missing"] == "previous" else "interpolated"
+        return entry, [
+            f"source.missing = {entry['missing']!r}: {filled} missing values of {spec.path} "
+            f"were {how} ({where or f'over {steps} steps'}) before privatisation"
+        ]
+    if dropped:
+        return entry, [
+            f'source.missing = "drop": {dropped} of {steps} time steps of {spec.path} had a '
+            "missing value and were dropped for every device"
+        ]
+    return entry, []
+
+
+def missing_summary(spec: CsvSpec) -> dict:
+    """How ``spec``'s gaps were handled: ``missing`` (the mode), ``values_filled`` (by
+    "previous" / "interpolate"), ``steps_dropped`` (by "drop": rows of the file in the
+    ``"column"`` layout, columns in ``"rows"``), ``steps`` (the file's time steps before
+    dropping) and ``by_column`` (missing values per read column, ``"column"`` layout)."""
+    summary = _filled_series(spec)[1]
+    return {**summary, "by_column": dict(summary["by_column"])}
 
 
 def channel_bounds(spec: CsvSpec, device_index: int) -> tuple[float, float] | None:
@@ -1045,20 +1273,19 @@ def csv_stream(
             field="device_index",
         )
     i, n = int(device_index), int(n_devices)
-    table_names, matrix, _, _ = _table(spec.path, spec.header)
-    names = list(table_names)
+    filled, _ = _filled_series(spec)  # the read columns, gaps handled (spec.missing)
     if spec.layout == "rows":
-        load_table(spec.path, spec.header)  # every column is read: refuses any bad cell
-        series = matrix[i % matrix.shape[0]]
+        _check_rows(spec, list(_table(spec.path, spec.header)[0]))
+        series = filled[i % filled.shape[0]]
         start = 0
     elif spec.columns is not None:
         c = spec.channels
         room, rooms = i // c, -(-n // c)
-        series = matrix[:, _column_index(spec, names, spec.columns[i % c], "source.columns")]
+        series = filled[:, i % c]
         length = series.shape[0]
         start = (room * spec.stride) % length if spec.stride else (room * length) // rooms
     else:
-        series = matrix[:, _column_index(spec, names)]
+        series = filled[:, 0]
         length = series.shape[0]
         start = (i * spec.stride) % length if spec.stride else (i * length) // n
     idx = (start + np.arange(steps)) % series.shape[0]

@@ -201,6 +201,10 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     # is the first line a header? "auto": yes unless every field is a number (a header
     # of numbers, such as years or sensor ids, needs true)
     header: Literal["auto"] | bool = "auto"
+    # a missing value ("", NA, NaN, null, None or -, any case) in a column the source reads:
+    # refuse it, carry the previous reading forward, interpolate linearly, or drop the time
+    # step for every device (devices.sources.CsvSpec; docs/scenarios.md, "Gaps")
+    missing: Literal["refuse", "previous", "interpolate", "drop"] = "refuse"
 
 
 class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
@@ -712,6 +716,7 @@ class LoadedScenario:
             if src.column_bounds is not None
             else None,
             header=None if src.header == "auto" else src.header,
+            missing=src.missing,
         )
 
     def calibration_spec(self) -> CsvSpec:
@@ -1175,6 +1180,12 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}gcdp.window: {section.window} exceeds stream.steps ({spec.stream.steps}); "
             "no window would be released"
+        )
+    if section.utility_column is not None and spec.source.missing == "drop":
+        raise ScenarioError(
+            f'{where}source.missing: "drop" removes the calibration file\'s time steps with a '
+            "gap from the channels but not from gcdp.utility_column's labels, which would no "
+            'longer line up; use "previous" or "interpolate"'
         )
     try:
         calibration = loaded.calibration_spec()

@@ -40,6 +40,7 @@ Pure numpy, no global RNG.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from array import array
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from ldpfleet.devices.sources import SourceError, read_data_file
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -96,22 +98,32 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     date in any other format stops the check), and a column the reader
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
     _refuse_packed(path)
+    return _read_occupancy(_open_text(path))
+
+
+def _open_text(path: str | Path) -> io.StringIO:
+    """``path`` as text, unpacked when it is gzip, bzip2 or xz data: the CSV source's opener
+    (``devices.sources.read_data_file``), so ``--train-file train.txt.gz`` reads as a
+    ``[source] path`` does. ``ValueError`` naming the first line that is not UTF-8, or the
+    broken compressed data."""
     try:
-        return _read_occupancy(path)
+        raw = read_data_file(path)
+    except SourceError as error:
+        raise ValueError(error.reason) from None
+    try:
+        return io.StringIO(raw.decode("utf-8-sig"), newline="")
     except UnicodeDecodeError as error:
-        raise ValueError(_not_utf8(path, error)) from None
+        raise ValueError(_not_utf8(raw, error)) from None
 
 
+# a zip (an Excel workbook) is not read: the compressed kinds are (``_open_text``)
 _PACKED = (
-    (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip)"),
-    (b"BZh", "bzip2-compressed: decompress it first (bunzip2)"),
-    (b"\xfd7zXZ\x00", "xz-compressed: decompress it first (unxz)"),
     (b"PK\x03\x04", "a zip archive (an Excel workbook?): save the sheet as CSV or extract it"),
 )
 
 
 def _refuse_packed(path: str | Path) -> None:
-    """A compressed file or a zip (an .xlsx) was "line 1 is not UTF-8 text (byte 0x8b)"."""
+    """A zip (an .xlsx) was "line 1 is not UTF-8 text (byte 0x50)"."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(8)
@@ -122,16 +134,15 @@ def _refuse_packed(path: str | Path) -> None:
             raise ValueError(f"{path} is {what}; an Occupancy-format file is a text table")
 
 
-def _not_utf8(path: str | Path, error: UnicodeDecodeError) -> str:
-    """The first line of ``path`` that is not UTF-8 (the decoder's position is in a read
-    buffer, not in the file)."""
-    with open(path, "rb") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            try:
-                line.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as bad:
-                byte = line[bad.start : bad.start + 1].hex()
-                return f"line {lineno} is not UTF-8 text (byte 0x{byte}): save the file as UTF-8"
+def _not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """The first line of ``raw`` (the file's bytes, unpacked) that is not UTF-8 (the
+    decoder's position counts from the start; the line is named)."""
+    for lineno, line in enumerate(raw.splitlines(keepends=True), start=1):
+        try:
+            line.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as bad:
+            byte = line[bad.start : bad.start + 1].hex()
+            return f"line {lineno} is not UTF-8 text (byte 0x{byte}): save the file as UTF-8"
     return f"not UTF-8 text ({error.reason}): save the file as UTF-8"
 
 
@@ -160,11 +171,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _read_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """``load_occupancy``'s reading pass (UTF-8 errors raise ``UnicodeDecodeError``)."""
+def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
+    """``load_occupancy``'s reading pass over the file's text (``_open_text``)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
-    with open(path, newline="", encoding="utf-8-sig") as handle:
+    with text as handle:
         # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
         # sources do (protocol.delimiters; a ';' export read as one field a line)
         head = "".join(line for line, _ in zip(handle, range(64), strict=False))
@@ -237,7 +248,7 @@ def check_date_order(path: str | Path) -> None:
     calibration files, replayed as consecutive records; ``DateOrder``). No ``date``
     column, or a first date in no known format, stops the check; a leading integer row id
     (the shipped layout) is skipped."""
-    with open(path, newline="", encoding="utf-8-sig") as handle:
+    with _open_text(path) as handle:
         head = "".join(line for line, _ in zip(handle, range(64), strict=False))
         handle.seek(0)
         reader = csv.reader(handle, delimiter=sniff_delimiter(head))

@@ -553,16 +553,19 @@ def test_a_decimal_comma_table_says_why_no_column_is_numeric(tmp_path):
     assert "'8,50'" in msg and "line 2" in msg and "decimal comma" in msg
 
 
-def test_a_column_whose_first_value_is_missing_is_named_as_not_numeric(tmp_path):
+def test_a_column_whose_first_value_is_missing_is_named_with_its_gap(tmp_path):
     """The column was dropped (non-numeric first value) and a column = "temp" scenario said
-    'temp' not in header, listing a header without it."""
+    'temp' not in header, listing a header without it. Then it was named "not a numeric
+    column"; since helper M's ``source.missing`` an empty first value is a gap of a numeric
+    column, refused by default naming the setting (tests/unit/test_csv_missing_values.py)."""
     path = tmp_path / "t.csv"
     path.write_text("time,temp,hum\n2024-03-01T00:00,,80\n2024-03-01T01:00,7.25,81\n")
     with pytest.raises(SourceError) as err:
         CsvSpec(str(path), "temp")
     msg = str(err.value)
     assert err.value.field == "source.column"
-    assert "'temp'" in msg and "not a numeric column" in msg and "''" in msg and "line 2" in msg
+    assert "'temp'" in msg and "missing value" in msg and "''" in msg and "line 2" in msg
+    assert "source.missing" in msg
 
 
 def test_a_header_name_of_two_columns_is_refused_naming_their_indices(tmp_path):

@@ -311,8 +311,11 @@ def test_documented_acceptances(tmp_path, text, names, rows):
 @pytest.mark.parametrize(
     ("text", "column", "words"),
     [
-        ("temp,hum\n20.0,\n21.0,\n", "hum", "is not a numeric column"),
-        ("temp,hum\n20.0,nan\n21.0,nan\n", "hum", "non-numeric value 'nan'"),
+        # every value missing (helper M: "", NA, NaN, ... are missing values, not text)
+        ("temp,hum\n20.0,\n21.0,\n", "hum", "is entirely missing"),
+        ("temp,hum\n20.0,nan\n21.0,nan\n", "hum", "is entirely missing"),
+        ("temp,hum\n20.0,30.0\n21.0,nan\n", "hum", "missing value 'nan'"),
+        ("temp,hum\n20.0,30.0\n21.0,abc\n", "hum", "non-numeric value 'abc'"),
         ("temp,temp\n20.0,30.0\n21.0,31.0\n", "temp", "names 2 columns"),
         ("temp,hum\n", "temp", "has a header but no data rows"),
         ("temp,hum\n20.0,30.0\n21.0\n", "temp", "line 3"),
