@@ -39,6 +39,7 @@ from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.devices.sources import missing_entry
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
@@ -826,6 +827,11 @@ def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
     results["warnings"] = list(c.get("mean_estimate_warnings", []))
     if fleet is not None:  # simulator-only: what the public bounds clipped (scenarios.clipping)
         add_clipping(results, fleet.clipping)
+        # simulator-only: the gaps the devices filled before privatising (source.missing)
+        entry, warnings = missing_entry(scenario.source_spec())
+        if entry is not None:
+            results["missing_values"] = entry
+            results["warnings"] += warnings
     return results
 
 

@@ -54,6 +54,7 @@ from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.devices.sources import missing_entry
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
@@ -865,7 +866,12 @@ def merge_stream_outputs(
     results["faults"] = fault_report(
         scenario.spec.faults, truth, outcomes, merged_results, attacker
     )
-    return add_clipping(results, truth.clipping)
+    add_clipping(results, truth.clipping)
+    entry, warnings = missing_entry(scenario.source_spec())  # source.missing's local fill
+    if entry is not None:
+        results["missing_values"] = entry
+        results["warnings"] += warnings
+    return results
 
 
 def _merged_reconstruction(scenario, c: dict, side, truth: _Truth, config) -> dict | None:

@@ -11,6 +11,7 @@ import lzma
 from pathlib import Path
 
 import numpy as np
+import pytest
 from ldpfleet.app.cli import app
 from typer.testing import CliRunner
 
@@ -45,12 +46,23 @@ def _gappy(tmp_path) -> Path:
     return path
 
 
-def _run(tmp_path, extra: str, name: str):
+def _run(tmp_path, extra: str, name: str, broker: str = "memory"):
     scenario = tmp_path / f"{name}.toml"
     scenario.write_text(SCENARIO.format(path=_gappy(tmp_path), extra=extra))
     out = tmp_path / name
-    result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "-b", "memory"])
+    result = CliRunner().invoke(app, ["run", str(scenario), "-o", str(out), "-b", broker])
     return result, out
+
+
+# what results.json says of the devices' local fill: 3 gaps in temp (lines 2, 7, 8) and the
+# NA of the last line, 24 steps, none dropped
+FILLED = {
+    "missing": "interpolate",
+    "values_filled": 4,
+    "steps_dropped": 0,
+    "steps": 24,
+    "by_column": {"temp": 4},
+}
 
 
 def test_a_gappy_csv_is_refused_by_default_naming_the_setting(tmp_path):
@@ -68,6 +80,8 @@ def test_a_gappy_csv_runs_with_missing_interpolate(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["scenario"]["spec"]["source"]["missing"] == "interpolate"
     assert results["devices_unfinished"] == 0
+    assert results["missing_values"] == FILLED
+    assert any("4 missing values" in w for w in results["warnings"]), results["warnings"]
     # the true means are those of the filled series: 10 + k everywhere (a leading gap takes
     # the first reading 11, the gaps at 5, 6 are linear, the last gap takes 32)
     filled = np.array([10.0 + k for k in range(24)])
@@ -76,6 +90,15 @@ def test_a_gappy_csv_runs_with_missing_interpolate(tmp_path):
         start = index * 24 // 2
         expected = filled[(start + np.arange(12)) % 24].mean()
         assert abs(results["per_device"][device]["true_mean"] - expected) < 1e-9, device
+
+
+@pytest.mark.slow  # the collector and the fleet as processes of the embedded broker: ~5 s
+def test_the_fill_is_reported_on_the_embedded_broker_too(tmp_path):
+    """The split run (scenarios/sides.py) writes the same ``missing_values`` entry."""
+    result, out = _run(tmp_path, 'missing = "interpolate"', "embedded", "embedded")
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["missing_values"] == FILLED
 
 
 def test_bench_gcdp_reads_compressed_occupancy_files(tmp_path):
