@@ -1114,18 +1114,20 @@ class _Search:
             )
         gated = period
         period = self.renamed(period, settled, harmonics)
-        if period > gated and n / period < PENALTY_CYCLES:
+        if (
+            period > gated
+            and n / period < PENALTY_CYCLES
+            and masked_logp(self.xd, period) - few_cycles_penalty(n / period) >= self.threshold
+        ):
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
-            # gate saw: the claimed period must pass steps 4-6 at its own cycles (step 3b)
-            final_logp, _ = self.exact_logp(period)
-            final_margin = final_logp - few_cycles_penalty(n / period)
-            if not self.claims(final_margin, final_logp, period):
-                local = self.local_claim()
-                if local is not None:
-                    return local
-                return PeriodEstimate(
-                    None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
-                )
+            # gates saw: the claimed period must pass step 6's masked check at its own
+            # cycles, as every claim with fewer than PENALTY_CYCLES cycles does (step 3b)
+            local = self.local_claim()
+            if local is not None:
+                return local
+            return PeriodEstimate(
+                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
+            )
         return PeriodEstimate(
             int(period),
             1.0 - adjusted,
