@@ -75,6 +75,23 @@ Search, refinement, fundamental
        removed trend is low-frequency energy on harmonic 1 of ``2 T``, and noise-free or
        lightly noised sines with 6 whole cycles went to the multiple (7 -> 14, 97 -> 194,
        365 -> 729; same check).
+    3b. Masked check at the claimed cycles (issue 19, helper F, 2026-12-05): a claim that
+       step 3 moved to a LONGER period with fewer than ``PENALTY_CYCLES`` cycles must pass
+       step 6's masked-background check at that period itself (``masked_logp`` with its
+       own few-cycles penalty, as every claim with fewer than 12 cycles does); if it does
+       not, the gates count as abstaining (step 8, else no period). Why: the gates saw the
+       candidate before the move; a candidate with 12-45 cycles passed the unpenalised gate
+       near its threshold and the multiple test, which reads the stream detrended but NOT
+       whitened, took the raw red power of the lowest bins for the multiple's extra
+       harmonics, so a red stream ended with a claim at 3-8 cycles that neither the penalty
+       nor step 6 had looked at. AR(1) phi = 0.95, n = 1,000, eps0 = 5, seed 2031: 13 of
+       the 18 false claims in 2,000 trials were such moves (79 -> 158, 59 -> 118, 72 ->
+       289, ...), all failing the masked check at the claimed period (by 1.5-10 in log p),
+       12 of them removed. The first version required all of steps 4-6 at the claimed
+       period and lost a true move (held-out twospikes T = 97, 4 cycles: candidate 32, the
+       whitened exact test at 97 with the 4-cycle penalty failed, the masked check
+       passed). It only turns claims into abstentions (or step 8's claims); measured on
+       fresh seeds and the grids in docs/cpr.md, "False claims on red streams".
     4. Claim: the best p-value ``p`` must pass Bonferroni over all screened tests and a
        few-cycles penalty: ``p * tests < alpha * min(1, k / 12) ** 6`` with ``k = n / T``
        the cycles in the stream (``few_cycles_penalty``; ``alpha = 0.01``). Why the
@@ -1077,7 +1094,9 @@ class _Search:
     # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
     def decide(self, best_logp: float, period: int, harmonics: int) -> PeriodEstimate:
-        """Steps 4-6 on the best refined candidate, then its renames (steps 3 and 7)."""
+        """Steps 4-6 on the best refined candidate, then its renames (steps 3 and 7); a
+        rename to a longer period with fewer than ``PENALTY_CYCLES`` cycles must pass step
+        6's masked check at that period (step 3b) or the gates abstain."""
         n, tests = self.n, self.tests
         if not np.isfinite(best_logp):
             return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, self.max_period)
@@ -1095,7 +1114,22 @@ class _Search:
             return PeriodEstimate(
                 None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
             )
+        gated = period
         period = self.renamed(period, settled, harmonics)
+        if (
+            period > gated
+            and n / period < PENALTY_CYCLES
+            and masked_logp(self.xd, period) - few_cycles_penalty(n / period) >= self.threshold
+        ):
+            # a rename to a longer period (step 3's multiple) claims fewer cycles than the
+            # gates saw: the claimed period must pass step 6's masked check at its own
+            # cycles, as every claim with fewer than PENALTY_CYCLES cycles does (step 3b)
+            local = self.local_claim()
+            if local is not None:
+                return local
+            return PeriodEstimate(
+                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
+            )
         return PeriodEstimate(
             int(period),
             1.0 - adjusted,
