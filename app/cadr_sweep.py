@@ -34,13 +34,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import typer
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_EPS_LIST as DEFAULT_EPS_LIST
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_THETAS as DEFAULT_THETAS
 from ldpfleet.app.bench_commands import bench_cadr_sweep
+from ldpfleet.app.pools import interruptible_pool
 from ldpfleet.collector.cadr_reference import (
     METHODS,
     as_dict,
@@ -198,7 +198,7 @@ def _run_cells(graph: Graph, jobs: list[tuple], workers: int) -> list[dict]:
             out.append(_run_cell(job))
             counts.tick()
         return out
-    with ProcessPoolExecutor(
+    with interruptible_pool(
         max_workers=workers, initializer=_init_worker, initargs=(graph,)
     ) as pool:
         out = []
