@@ -306,7 +306,7 @@ def _summary_table(results: dict):
         ("reports lost", str(results["reports_lost"])),
         ("reports rejected", str(results["reports_rejected"])),
         ("stream stage", f"{stream['status']} in {stream['seconds']:.2f} s"),
-        ("trace messages", str(results["trace"]["messages"])),
+        ("trace messages", str(results["trace"]["messages"]) + _trace_incomplete_mark(results)),
     ]
     delivery = results.get("delivery") or {}
     if delivery.get("device_reconnects") or delivery.get("collector_reconnects"):
@@ -362,6 +362,18 @@ def _summary_table(results: dict):
     for key, value in rows_:
         table.add_row(key, value)
     return table
+
+
+def trace_incomplete_reason(results: dict) -> str | None:
+    """Why the run's trace is incomplete (results.json ``trace_incomplete_reason``), or
+    None: complete, or no recorder (``[collector] trace = "none"``: no reason given)."""
+    if results.get("trace_complete") is False:
+        return results.get("trace_incomplete_reason") or None
+    return None
+
+
+def _trace_incomplete_mark(results: dict) -> str:
+    return " (incomplete)" if trace_incomplete_reason(results) else ""
 
 
 def _maybe(value: float | None) -> str:
@@ -1147,7 +1159,14 @@ def _print_warnings(results: dict) -> None:
     plugin's estimate_mean failing on the collector)."""
     from rich.markup import escape
 
-    for sentence in results.get("warnings") or []:
+    sentences = list(results.get("warnings") or [])
+    reason = trace_incomplete_reason(results)
+    if reason:
+        sentences.append(
+            f"the trace is incomplete: {reason}; `ldpfleet trace verify` cannot vouch for "
+            "what the recorder did not see (results.json trace_complete)"
+        )
+    for sentence in sentences:
         console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
 
 

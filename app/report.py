@@ -423,6 +423,8 @@ def _status(results: dict) -> tuple[str, str]:
     complete, devices = results.get("devices_complete"), results.get("devices")
     if complete is not None and devices is not None and complete != devices:
         return "warn", f"{_num(devices - complete)} devices did not finish"
+    if results.get("trace_complete") is False and results.get("trace_incomplete_reason"):
+        return "warn", f"the trace is incomplete: {results['trace_incomplete_reason']}"
     return "ok", "complete"
 
 
