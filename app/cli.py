@@ -1807,7 +1807,11 @@ def bench_fleet_command(
     if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
         w = min(FLEET_DEFAULT_W, steps)
     _check_within_steps(steps, batch_steps=batch_steps, w=w)
-    with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
+    with (
+        user_errors(),
+        _bench_fleet_options(),
+        job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step,
+    ):
         result = run_loop(
             bench_fleet(
                 devices,
@@ -1838,6 +1842,22 @@ def bench_fleet_command(
 
 
 FLEET_DEFAULT_W = 5  # bench fleet's window when --w is not given (at most --steps)
+
+
+@contextlib.contextmanager
+def _bench_fleet_options():
+    """A refusal of the scenario ``bench fleet`` builds names the option (``--devices``)
+    beside the scenario key (``fleet.devices``), which the user never wrote."""
+    from ldpfleet.app.bench import name_the_option
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        yield
+    except ScenarioError as error:
+        renamed = name_the_option(str(error))
+        if renamed == str(error):
+            raise
+        raise ScenarioError(renamed) from error
 
 
 def _check_within_steps(steps: int, **lengths: int | None) -> None:
