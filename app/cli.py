@@ -708,6 +708,14 @@ def _write_report(out: Path) -> Path | None:
     except Exception as error:  # the run's outputs are written; the page is extra
         console.print(f"[yellow]warning:[/] report.html not written: {error}")
         return None
+    except KeyboardInterrupt:  # was typer's silent exit 130, the page missing unsaid
+        console.print(
+            f"interrupted while writing report.html; the run's outputs are complete in {out} "
+            f"(`ldpfleet report {out}` writes the page)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(130) from None
 
 
 @app.command("watch")
