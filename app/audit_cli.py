@@ -281,7 +281,12 @@ def audit_command(
     ] = None,
     delta: Annotated[float | None, typer.Option(help="Claimed delta (default 0).")] = None,
     trials: Annotated[
-        int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
+        int | None,
+        typer.Option(
+            help="Runs per world, half selection, half evaluation (default: the mechanism's "
+            "own, e.g. 4,000 for rr, 7,600 for laplace, 6,000 for a plugin; docs/audit.md's "
+            "table lists them)."
+        ),
     ] = None,
     gamma: Annotated[
         float,

@@ -924,7 +924,9 @@ def fleet(
     seed: SeedOption = None,
     out: Annotated[
         Path | None,
-        _out_dir_option("Where to write this shard's ledger and outcomes."),
+        _out_dir_option(
+            "Where to write this shard's ledger and outcomes (default: runs/RUN/fleet-i-of-k)."
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
@@ -1058,7 +1060,7 @@ def collector(
     ],
     out: Annotated[
         Path | None,
-        _out_dir_option("Output directory."),
+        _out_dir_option("Output directory (default: runs/RUN)."),
     ] = None,
     credentials_path: CredentialsOption = None,
     seed: SeedOption = None,
