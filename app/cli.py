@@ -126,8 +126,15 @@ def user_errors():
         console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        console.print("interrupted")
+        _say_interrupted("interrupted")
         raise typer.Exit(130) from None
+
+
+def _say_interrupted(sentence: str) -> None:
+    """The one line a Ctrl-C prints (``main`` prints "interrupted" for the commands that
+    did not say it themselves)."""
+    console.print(sentence, highlight=False, soft_wrap=True)
+    _state["interrupted_said"] = True
 
 
 BrokerOption = Annotated[
@@ -709,11 +716,9 @@ def _write_report(out: Path) -> Path | None:
         console.print(f"[yellow]warning:[/] report.html not written: {error}")
         return None
     except KeyboardInterrupt:  # was typer's silent exit 130, the page missing unsaid
-        console.print(
+        _say_interrupted(
             f"interrupted while writing report.html; the run's outputs are complete in {out} "
-            f"(`ldpfleet report {out}` writes the page)",
-            highlight=False,
-            soft_wrap=True,
+            f"(`ldpfleet report {out}` writes the page)"
         )
         raise typer.Exit(130) from None
 
@@ -2401,8 +2406,14 @@ def _fleet_theta_search(searches: list[dict | None]) -> dict | None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Typer ends a command that Ctrl-C stopped with exit status
+    130 and no word; "interrupted" says it stopped (once: ``user_errors`` says it itself)."""
+    try:
+        app()
+    except SystemExit as stopped:
+        if stopped.code == 130 and not _state.get("interrupted_said"):
+            _say_interrupted("interrupted")
+        raise
 
 
 if __name__ == "__main__":
