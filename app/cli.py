@@ -2405,6 +2405,21 @@ def _fleet_theta_search(searches: list[dict | None]) -> dict | None:
     }
 
 
+def _one_line_listings() -> None:
+    """Every command's line in its group's listing is its docstring's first paragraph
+    joined into one line (as ``_one_line_command`` does): a docstring's hard line breaks
+    put "the name `ldpfleet run NAME` takes and" and "the scenario's description." on two
+    lines of ``ldpfleet --help`` at any terminal width."""
+    for group in (app, trace_app, bench_app):
+        for info in group.registered_commands:
+            doc = info.help or (info.callback.__doc__ if info.callback else None)
+            if info.short_help is None and doc:
+                info.short_help = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+
+
+_one_line_listings()
+
+
 def main() -> None:
     """Console-script entry point. Typer ends a command that Ctrl-C stopped with exit status
     130 and no word; "interrupted" says it stopped (once: ``user_errors`` says it itself)."""
