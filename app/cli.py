@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -1354,6 +1355,14 @@ def mosquitto_config(
         f"{paths['credentials']} (0600: what ldpfleet logs in with), "
         f"{paths['plugin']} (client-id binding plugin)"
     )
+    if run_as is None and hasattr(os, "geteuid") and os.geteuid() == 0:
+        console.print(
+            "[yellow]warning:[/] started by root, Mosquitto drops to the 'mosquitto' account, "
+            f'which cannot read the 0600 {paths["passwords"]} ("Unable to open pwfile"): '
+            "write the files again with --run-as root, or start it as the files' owner",
+            highlight=False,
+            soft_wrap=True,
+        )
     print(f"mosquitto -c {paths['conf'].resolve()}")
     url = f"mqtt://{host}:{port}"
     if tls is not None:  # the client's own certificate: CLIENT_CERT / CLIENT_KEY
