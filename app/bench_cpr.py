@@ -26,6 +26,7 @@ from concurrent.futures import as_completed
 
 import numpy as np
 from ldpfleet.app.pools import interruptible_pool
+from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
 from ldpfleet.collector.cpr import cpr, cpr_many, phase_templates
@@ -99,7 +100,10 @@ def _check_names(names, allowed, field: str, noun: str) -> None:
         raise ParameterError(f"must name at least one {noun}", field=field)
     for name in names:
         if name not in allowed:
-            raise ParameterError(f"{name!r} is not one of {', '.join(allowed)}", field=field)
+            raise ParameterError(
+                f"{name!r} is not one of {', '.join(allowed)}{near_miss(name, allowed)}",
+                field=field,
+            )
     _check_distinct(names, field)
 
 

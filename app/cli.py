@@ -2109,6 +2109,7 @@ def bench_secagg_command(
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
     from ldpfleet.app.bench_secagg import bench_secagg, check_options, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
+    from ldpfleet.app.suggest import near_miss
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.schema import ScenarioError
@@ -2117,6 +2118,7 @@ def bench_secagg_command(
         if dropout_stage not in DROPOUT_STAGES:
             raise ScenarioError(
                 f"--dropout-stage {dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
+                + near_miss(dropout_stage, DROPOUT_STAGES)
             )
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
