@@ -2434,6 +2434,7 @@ _one_line_listings()
 def main() -> None:
     """Console-script entry point. Typer ends a command that Ctrl-C stopped with exit status
     130 and no word; "interrupted" says it stopped (once: ``user_errors`` says it itself)."""
+    _state["interrupted_said"] = False  # per invocation (tests call main() repeatedly)
     try:
         app()
     except SystemExit as stopped:
