@@ -2,10 +2,9 @@
 document listed them: ``stages.stream.fleet_seconds``, ``close_reason``,
 ``stream.values_received`` were in none, the others scattered over five documents).
 
-The run is the quickstart on the in-memory transport with a hostile client and crashes
-(``[faults]``), so that the fault-only keys (``fleet.unfinished_devices``,
-``fleet.device_errors`` stay absent: a crash is not an error) appear too; a split run adds
-``side_processes``.
+The run is ``faults`` (the quickstart with crashes and a hostile client) on the in-memory
+transport, so that the sections a clean run leaves empty (``faults``, rejections, missing
+batches) are filled; a run on a real broker adds ``side_processes``.
 """
 
 import re
