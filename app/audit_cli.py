@@ -144,13 +144,15 @@ def _one_audit(task: tuple) -> dict:
 def _audit_in_pool(
     args: list[tuple], jobs: int, progress: Callable[[int, int, str], None] | None
 ) -> list[dict]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
+
+    from ldpfleet.app.pools import interruptible_pool
 
     order = sorted(
         range(len(args)), key=lambda i: not args[i][0].startswith(HEAVY_ENTRIES)
     )  # stable: heavy entries first, otherwise battery order
     rows: list[dict | None] = [None] * len(args)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with interruptible_pool(max_workers=jobs) as pool:
         futures = {pool.submit(_one_audit, args[i]): i for i in order}
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
@@ -279,7 +281,12 @@ def audit_command(
     ] = None,
     delta: Annotated[float | None, typer.Option(help="Claimed delta (default 0).")] = None,
     trials: Annotated[
-        int | None, typer.Option(help="Runs per world, half selection, half evaluation.")
+        int | None,
+        typer.Option(
+            help="Runs per world, half selection, half evaluation (default: the mechanism's "
+            "own, e.g. 4,000 for rr, 7,600 for laplace, 6,000 for a plugin; docs/audit.md's "
+            "table lists them)."
+        ),
     ] = None,
     gamma: Annotated[
         float,

@@ -28,6 +28,37 @@ BULK_GATEWAY_DEVICES = 10_000
 BULK_RETRANSMIT_AFTER = 30.0
 
 
+# bench fleet's options and the keys of the scenario it builds (fleet_scenario_text): a
+# refusal of the scenario names the option the user typed (was only the key)
+FLEET_OPTION_KEYS = {
+    "fleet.devices": "--devices",
+    "fleet.shards": "--shards",
+    "fleet.connection": "--connection",
+    "fleet.connect_concurrency": "--connect-concurrency",
+    "fleet.gateway_devices": "--gateway-devices",
+    "stream.steps": "--steps",
+    "stream.eps": "--eps",
+    "stream.w": "--w",
+    "stream.batch_steps": "--batch-steps",
+    "stream.retransmit_after": "--retransmit-after",
+    "stream.reconstruct": "--reconstruct",
+    "stream.step_seconds": "--step-seconds",
+    "collector.max_in_flight": "--max-in-flight",
+    "collector.credit_window": "--credit-window",
+    "collector.trace": "--trace",
+    "collector.partitions": "--partitions",
+}
+
+
+def name_the_option(sentence: str) -> str:
+    """``fleet.devices: Expected ...`` -> ``--devices (fleet.devices): Expected ...``; a
+    sentence that starts with no bench option's key is returned as it is."""
+    for key, option in FLEET_OPTION_KEYS.items():
+        if sentence.startswith(key + ":") or sentence.startswith(key + " "):
+            return f"{option} ({key}){sentence[len(key) :]}"
+    return sentence
+
+
 def fleet_scenario_text(
     devices: int,
     steps: int,

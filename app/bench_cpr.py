@@ -22,9 +22,11 @@ import os
 import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 
 import numpy as np
+from ldpfleet.app.pools import interruptible_pool
+from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
 from ldpfleet.collector.cpr import cpr, cpr_many, phase_templates
@@ -98,7 +100,10 @@ def _check_names(names, allowed, field: str, noun: str) -> None:
         raise ParameterError(f"must name at least one {noun}", field=field)
     for name in names:
         if name not in allowed:
-            raise ParameterError(f"{name!r} is not one of {', '.join(allowed)}", field=field)
+            raise ParameterError(
+                f"{name!r} is not one of {', '.join(allowed)}{near_miss(name, allowed)}",
+                field=field,
+            )
     _check_distinct(names, field)
 
 
@@ -303,7 +308,7 @@ def bench_cpr(
     ]
     started = time.perf_counter()
     total = len(detection_jobs) + len(cosine_jobs) + 1
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with interruptible_pool(max_workers=workers) as pool:
         futures = [pool.submit(_detection_cell, job) for job in detection_jobs]
         futures += [pool.submit(_cosine_cell, job) for job in cosine_jobs]
         if progress is not None:
@@ -887,7 +892,7 @@ def bench_period_grid(
         for e in (APERIODIC_EPS0 if eps0 is None else _grid_budgets(eps0))
     ]
     started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with interruptible_pool(max_workers=workers) as pool:
         done = list(pool.map(_grid_cell, [cells[i] for i in order], chunksize=2))
         grid = [row for _, row in sorted(zip(order, done, strict=True))]
         null = list(pool.map(_aperiodic_cell, aperiodic))
@@ -1109,7 +1114,7 @@ def false_claim_check(
         for eps0 in APERIODIC_EPS0
     ]
     jobs = [(kind, n, eps0, trials, seed) for kind, n, eps0 in cells]
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+    with interruptible_pool(max_workers=workers or os.cpu_count() or 1) as pool:
         return list(pool.map(_claims_only, jobs))
 
 

@@ -71,6 +71,7 @@ from ldpfleet.app.gcdp_datasets import (
     Readings,
     prepare,
 )
+from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.gcdp import (
     ada_dp,
     allocate_budget,
@@ -539,7 +540,10 @@ def _counter(progress, total: int) -> Callable[[], None]:
 
 def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tuple[float, ...]]:
     if dataset not in DATASETS:
-        raise ParameterError(f"{dataset!r} is not one of {', '.join(DATASETS)}", field="dataset")
+        raise ParameterError(
+            f"{dataset!r} is not one of {', '.join(DATASETS)}{near_miss(dataset, DATASETS)}",
+            field="dataset",
+        )
     methods = tuple(methods)
     if not methods or any(m not in METHODS for m in methods) or len(set(methods)) != len(methods):
         raise ParameterError(f"must be distinct names from {', '.join(METHODS)}", field="methods")

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from ldpfleet.app.suggest import near_miss
 from ldpfleet.broker.select import open_broker
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.devices.secagg_agent import DROPOUT_STAGES, SecAggAgent
@@ -50,7 +51,9 @@ def check_options(
         raise ParameterError(f"must be in [0, 1), got {dropout!r}", field="dropout")
     if dropout_stage not in DROPOUT_STAGES:
         raise ParameterError(
-            f"{dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}", field="dropout_stage"
+            f"{dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
+            f"{near_miss(dropout_stage, DROPOUT_STAGES)}",
+            field="dropout_stage",
         )
     if not (_is_int(seed) and seed >= 0):
         raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")

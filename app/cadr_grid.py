@@ -22,9 +22,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+from ldpfleet.app.pools import interruptible_pool
 
 __all__ = ["ALL_GRAPHS", "GRID", "HELD_OUT", "grid_graph", "main", "run_cell"]
 
@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = [(g, e, s, args.method) for g in graphs for e in eps_list for s in range(args.runs)]
     started = time.perf_counter()
     rows = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    with interruptible_pool(max_workers=args.jobs) as pool:
         for row in pool.map(run_cell, *zip(*tasks, strict=True)):
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)  # progress, one run a line

@@ -34,13 +34,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import typer
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_EPS_LIST as DEFAULT_EPS_LIST
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_THETAS as DEFAULT_THETAS
 from ldpfleet.app.bench_commands import bench_cadr_sweep
+from ldpfleet.app.pools import interruptible_pool
+from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.cadr_reference import (
     METHODS,
     as_dict,
@@ -127,7 +128,9 @@ def parse_methods(spec: str) -> tuple[str, ...]:
     bad = [m for m in chosen if m not in METHODS]
     if bad or not chosen:
         raise ParameterError(
-            f"{bad[0] if bad else spec!r} is not one of {', '.join(METHODS)}", field="methods"
+            f"{bad[0] if bad else spec!r} is not one of {', '.join(METHODS)}"
+            f"{near_miss(bad[0], METHODS) if bad else ''}",
+            field="methods",
         )
     return chosen
 
@@ -198,7 +201,7 @@ def _run_cells(graph: Graph, jobs: list[tuple], workers: int) -> list[dict]:
             out.append(_run_cell(job))
             counts.tick()
         return out
-    with ProcessPoolExecutor(
+    with interruptible_pool(
         max_workers=workers, initializer=_init_worker, initargs=(graph,)
     ) as pool:
         out = []

@@ -13,6 +13,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -126,8 +127,15 @@ def user_errors():
         console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        console.print("interrupted")
+        _say_interrupted("interrupted")
         raise typer.Exit(130) from None
+
+
+def _say_interrupted(sentence: str) -> None:
+    """The one line a Ctrl-C prints (``main`` prints "interrupted" for the commands that
+    did not say it themselves)."""
+    console.print(sentence, highlight=False, soft_wrap=True)
+    _state["interrupted_said"] = True
 
 
 BrokerOption = Annotated[
@@ -306,7 +314,7 @@ def _summary_table(results: dict):
         ("reports lost", str(results["reports_lost"])),
         ("reports rejected", str(results["reports_rejected"])),
         ("stream stage", f"{stream['status']} in {stream['seconds']:.2f} s"),
-        ("trace messages", str(results["trace"]["messages"])),
+        ("trace messages", str(results["trace"]["messages"]) + _trace_incomplete_mark(results)),
     ]
     delivery = results.get("delivery") or {}
     if delivery.get("device_reconnects") or delivery.get("collector_reconnects"):
@@ -362,6 +370,18 @@ def _summary_table(results: dict):
     for key, value in rows_:
         table.add_row(key, value)
     return table
+
+
+def trace_incomplete_reason(results: dict) -> str | None:
+    """Why the run's trace is incomplete (results.json ``trace_incomplete_reason``), or
+    None: complete, or no recorder (``[collector] trace = "none"``: no reason given)."""
+    if results.get("trace_complete") is False:
+        return results.get("trace_incomplete_reason") or None
+    return None
+
+
+def _trace_incomplete_mark(results: dict) -> str:
+    return " (incomplete)" if trace_incomplete_reason(results) else ""
 
 
 def _maybe(value: float | None) -> str:
@@ -696,6 +716,12 @@ def _write_report(out: Path) -> Path | None:
     except Exception as error:  # the run's outputs are written; the page is extra
         console.print(f"[yellow]warning:[/] report.html not written: {error}")
         return None
+    except KeyboardInterrupt:  # was typer's silent exit 130, the page missing unsaid
+        _say_interrupted(
+            f"interrupted while writing report.html; the run's outputs are complete in {out} "
+            f"(`ldpfleet report {out}` writes the page)"
+        )
+        raise typer.Exit(130) from None
 
 
 @app.command("watch")
@@ -904,7 +930,9 @@ def fleet(
     seed: SeedOption = None,
     out: Annotated[
         Path | None,
-        _out_dir_option("Where to write this shard's ledger and outcomes."),
+        _out_dir_option(
+            "Where to write this shard's ledger and outcomes (default: runs/RUN/fleet-i-of-k)."
+        ),
     ] = None,
     credentials_path: CredentialsOption = None,
     wait_timeout: Annotated[
@@ -1038,7 +1066,7 @@ def collector(
     ],
     out: Annotated[
         Path | None,
-        _out_dir_option("Output directory."),
+        _out_dir_option("Output directory (default: runs/RUN)."),
     ] = None,
     credentials_path: CredentialsOption = None,
     seed: SeedOption = None,
@@ -1147,7 +1175,14 @@ def _print_warnings(results: dict) -> None:
     plugin's estimate_mean failing on the collector)."""
     from rich.markup import escape
 
-    for sentence in results.get("warnings") or []:
+    sentences = list(results.get("warnings") or [])
+    reason = trace_incomplete_reason(results)
+    if reason:
+        sentences.append(
+            f"the trace is incomplete: {reason}; `ldpfleet trace verify` cannot vouch for "
+            "what the recorder did not see (results.json trace_complete)"
+        )
+    for sentence in sentences:
         console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
 
 
@@ -1320,6 +1355,14 @@ def mosquitto_config(
         f"{paths['credentials']} (0600: what ldpfleet logs in with), "
         f"{paths['plugin']} (client-id binding plugin)"
     )
+    if run_as is None and hasattr(os, "geteuid") and os.geteuid() == 0:
+        console.print(
+            "[yellow]warning:[/] started by root, Mosquitto drops to the 'mosquitto' account, "
+            f'which cannot read the 0600 {paths["passwords"]} ("Unable to open pwfile"): '
+            "write the files again with --run-as root, or start it as the files' owner",
+            highlight=False,
+            soft_wrap=True,
+        )
     print(f"mosquitto -c {paths['conf'].resolve()}")
     url = f"mqtt://{host}:{port}"
     if tls is not None:  # the client's own certificate: CLIENT_CERT / CLIENT_KEY
@@ -1788,7 +1831,11 @@ def bench_fleet_command(
     if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
         w = min(FLEET_DEFAULT_W, steps)
     _check_within_steps(steps, batch_steps=batch_steps, w=w)
-    with user_errors(), job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step:
+    with (
+        user_errors(),
+        _bench_fleet_options(),
+        job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step,
+    ):
         result = run_loop(
             bench_fleet(
                 devices,
@@ -1819,6 +1866,22 @@ def bench_fleet_command(
 
 
 FLEET_DEFAULT_W = 5  # bench fleet's window when --w is not given (at most --steps)
+
+
+@contextlib.contextmanager
+def _bench_fleet_options():
+    """A refusal of the scenario ``bench fleet`` builds names the option (``--devices``)
+    beside the scenario key (``fleet.devices``), which the user never wrote."""
+    from ldpfleet.app.bench import name_the_option
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        yield
+    except ScenarioError as error:
+        renamed = name_the_option(str(error))
+        if renamed == str(error):
+            raise
+        raise ScenarioError(renamed) from error
 
 
 def _check_within_steps(steps: int, **lengths: int | None) -> None:
@@ -2046,6 +2109,7 @@ def bench_secagg_command(
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
     from ldpfleet.app.bench_secagg import bench_secagg, check_options, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
+    from ldpfleet.app.suggest import near_miss
     from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.schema import ScenarioError
@@ -2054,6 +2118,7 @@ def bench_secagg_command(
         if dropout_stage not in DROPOUT_STAGES:
             raise ScenarioError(
                 f"--dropout-stage {dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
+                + near_miss(dropout_stage, DROPOUT_STAGES)
             )
         if not 0 <= dropout < 1:
             raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
@@ -2351,9 +2416,31 @@ def _fleet_theta_search(searches: list[dict | None]) -> dict | None:
     }
 
 
+def _one_line_listings() -> None:
+    """Every command's line in its group's listing is its docstring's first paragraph
+    joined into one line (as ``_one_line_command`` does): a docstring's hard line breaks
+    put "the name `ldpfleet run NAME` takes and" and "the scenario's description." on two
+    lines of ``ldpfleet --help`` at any terminal width."""
+    for group in (app, trace_app, bench_app):
+        for info in group.registered_commands:
+            doc = info.help or (info.callback.__doc__ if info.callback else None)
+            if info.short_help is None and doc:
+                info.short_help = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+
+
+_one_line_listings()
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. Typer ends a command that Ctrl-C stopped with exit status
+    130 and no word; "interrupted" says it stopped (once: ``user_errors`` says it itself)."""
+    _state["interrupted_said"] = False  # per invocation (tests call main() repeatedly)
+    try:
+        app()
+    except SystemExit as stopped:
+        if stopped.code == 130 and not _state.get("interrupted_said"):
+            _say_interrupted("interrupted")
+        raise
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import html
 import io
 import json
 import math
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -423,6 +424,8 @@ def _status(results: dict) -> tuple[str, str]:
     complete, devices = results.get("devices_complete"), results.get("devices")
     if complete is not None and devices is not None and complete != devices:
         return "warn", f"{_num(devices - complete)} devices did not finish"
+    if results.get("trace_complete") is False and results.get("trace_incomplete_reason"):
+        return "warn", f"the trace is incomplete: {results['trace_incomplete_reason']}"
     return "ok", "complete"
 
 
@@ -1305,8 +1308,16 @@ def write_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
 
     path = Path(out_dir) / "report.html"
     page = build_report(out_dir, progress)
+    # written beside and renamed: an interrupted write (Ctrl-C, a full disk) leaves the
+    # previous page or none, never a truncated one that looks like the run's page
+    partial = path.with_name(f".report.html.{os.getpid()}.partial")
     try:
-        path.write_text(page)
+        partial.write_text(page)
+        os.replace(partial, path)
     except OSError as error:
+        partial.unlink(missing_ok=True)
         raise TraceError(f"cannot write {path} ({error.strerror or error})") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
