@@ -146,7 +146,7 @@ def _audit_in_pool(
 ) -> list[dict]:
     from concurrent.futures import as_completed
 
-    from ldpfleet.app.pools import interruptible_pool
+    from ldpfleet.collector.pools import interruptible_pool
 
     order = sorted(
         range(len(args)), key=lambda i: not args[i][0].startswith(HEAVY_ENTRIES)

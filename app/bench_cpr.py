@@ -25,13 +25,13 @@ from collections.abc import Callable
 from concurrent.futures import as_completed
 
 import numpy as np
-from ldpfleet.app.pools import interruptible_pool
 from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.analytics import reconstruct_streams
 from ldpfleet.collector.baselines import laplace_perturb, laplace_smoothed, lbd
 from ldpfleet.collector.cpr import cpr, cpr_many, phase_templates
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.period import detect_period
+from ldpfleet.collector.pools import interruptible_pool
 from ldpfleet.collector.reconstruct import SMOOTHING_WINDOW, reconstruct
 from ldpfleet.devices.periodic import (
     DATA_ROOT,

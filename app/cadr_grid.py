@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from ldpfleet.app.pools import interruptible_pool
+from ldpfleet.collector.pools import interruptible_pool
 
 __all__ = ["ALL_GRAPHS", "GRID", "HELD_OUT", "grid_graph", "main", "run_cell"]
 

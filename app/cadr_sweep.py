@@ -40,7 +40,6 @@ import typer
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_EPS_LIST as DEFAULT_EPS_LIST
 from ldpfleet.app.bench_commands import CADR_SWEEP_DEFAULT_THETAS as DEFAULT_THETAS
 from ldpfleet.app.bench_commands import bench_cadr_sweep
-from ldpfleet.app.pools import interruptible_pool
 from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.cadr_reference import (
     METHODS,
@@ -50,6 +49,7 @@ from ldpfleet.collector.cadr_reference import (
     private_run,
 )
 from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
+from ldpfleet.collector.pools import interruptible_pool
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, CadrBudget, check_run_eps
 from ldpfleet.protocol.errors import ParameterError

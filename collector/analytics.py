@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.npz_files import NpzWriter
+from ldpfleet.collector.pools import quiet_pool, stop_pool
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
 from ldpfleet.protocol.mechanism_contract import mean_problem
 from ldpfleet.protocol.stream import StreamConfig
@@ -45,8 +46,9 @@ def _process_pool(workers: int) -> ProcessPoolExecutor:
     re-import the user's ``__main__`` in every worker, which re-runs an unguarded script
     that called the runner. A forked worker holds copies of the collector's sockets until
     the pool shuts down (at the end of the reconstruction, before the collector closes its
-    connections), which is harmless there."""
-    return ProcessPoolExecutor(max_workers=workers)
+    connections), which is harmless there. Its workers ignore SIGINT (``collector.pools``):
+    Ctrl-C during a reconstruction stops the pool from the parent, without a traceback."""
+    return quiet_pool(workers)
 
 
 def mean_estimates(
@@ -167,13 +169,18 @@ def reconstruct_streams(
     if workers == 1 or len(devices) < PARALLEL_FROM:
         return _reconstruct_inline(job, devices, streams)
     chunks = [devices[i :: workers * 4] for i in range(workers * 4)]
-    with _process_pool(workers) as pool:
+    pool = _process_pool(workers)
+    try:
         futures = [
             pool.submit(_reconstruct_chunk, job, [streams[d] for d in chunk]) for chunk in chunks
         ]
         out: dict[str, Reconstruction] = {}
         for chunk, future in zip(chunks, futures, strict=True):
             out.update(zip(chunk, future.result(), strict=True))
+    except BaseException:  # Ctrl-C or an error: the queued chunks are dropped at once
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return {d: out[d] for d in devices}
 
 
@@ -279,6 +286,9 @@ class IncrementalReconstructor:
             while self._futures:
                 devices, future = self._futures.popleft()
                 yield devices, future.result()
+        except BaseException:  # Ctrl-C, an error, or the generator closed early
+            self.close(stop=True)
+            raise
         finally:
             self.close()
 
@@ -294,8 +304,12 @@ class IncrementalReconstructor:
             self._futures.append((devices, self._pool.submit(_reconstruct_chunk, self.job, chunk)))
         return count
 
-    def close(self) -> None:
-        """Stop the pool (pending work is dropped)."""
+    def close(self, *, stop: bool = False) -> None:
+        """Stop the pool (pending work is dropped); ``stop``: without waiting for the
+        chunks under way (their workers are ended, ``collector.pools.stop_pool``)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            if stop:
+                stop_pool(pool)
+            else:
+                pool.shutdown(wait=True, cancel_futures=True)

@@ -4,7 +4,7 @@ Before: ``ldpfleet bench cpr --trials 100`` took SIGINT (the terminal sends it t
 process group), printed nothing and kept running for minutes: ``ProcessPoolExecutor``'s
 ``__exit__`` waits for every queued cell, and a worker that gets KeyboardInterrupt inside a
 cell only hands it back as that cell's result and takes the next one. Now the app's pools
-(``ldpfleet.app.pools.interruptible_pool``) cancel what is queued and end their workers,
+(``ldpfleet.collector.pools.interruptible_pool``) cancel what is queued and end their workers,
 and the workers ignore SIGINT (the parent alone decides, no traceback per worker).
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[2] / "app"
+COLLECTOR = APP.parent / "collector"
 
 # a real call site (bench_cpr.false_claim_check) whose cell is replaced, in the parent before
 # the fork, by one that marks its start and then sleeps 600 s: without the fix the process
@@ -95,12 +96,46 @@ def test_sigint_ends_a_pool_run_and_its_workers(tmp_path):
 
 
 def test_the_app_makes_its_process_pools_through_interruptible_pool():
-    """A new ``ProcessPoolExecutor(`` in app/ would bring the hang back."""
+    """A new ``ProcessPoolExecutor(`` in app/ or collector/ would bring the hang back (the
+    collector's CPR reconstruction had one: Ctrl-C during ``ldpfleet run periodic-sensing
+    -b memory`` killed its workers and the pool's shutdown ended in an ``OSError: [Errno
+    9] Bad file descriptor`` traceback)."""
     found = [
         f"{path.name}:{number}"
-        for path in sorted(APP.glob("*.py"))
+        for path in sorted([*APP.glob("*.py"), *COLLECTOR.glob("*.py")])
         if path.name != "pools.py"
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"\bProcessPoolExecutor\(", line)
     ]
     assert found == []
+
+
+def _sigint_disposition(_: int) -> bool:
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_the_reconstruction_pool_workers_ignore_sigint():
+    """The collector's reconstruction pool (``collector.analytics._process_pool``): its
+    workers leave Ctrl-C to the parent."""
+    from ldpfleet.collector.analytics import _process_pool
+
+    pool = _process_pool(2)
+    try:
+        assert list(pool.map(_sigint_disposition, range(4))) == [True] * 4
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_an_interrupted_reconstruction_ends_its_workers_without_waiting():
+    """``IncrementalReconstructor.close(stop=True)`` (what an exception in
+    ``finish_chunks`` calls) ends the workers of a chunk under way instead of waiting for
+    it: a worker asleep for 600 s is gone within the 30 s guard."""
+    from ldpfleet.collector.analytics import IncrementalReconstructor, _process_pool
+
+    reconstructor = IncrementalReconstructor.__new__(IncrementalReconstructor)
+    reconstructor._pool = _process_pool(1)
+    reconstructor._pool.submit(time.sleep, 600)
+    workers = list(reconstructor._pool._processes)
+    reconstructor.close(stop=True)
+    _wait_for(lambda: not any(_alive(w) for w in workers), "end of the workers", 30)
+    assert reconstructor._pool is None

@@ -1,4 +1,5 @@
-"""Worker-process pools for the benches and audits that Ctrl-C stops at once.
+"""Worker-process pools that Ctrl-C stops at once (the benches, the audits, the
+collector's CPR reconstruction).
 
 ``concurrent.futures.ProcessPoolExecutor`` used as ``with ProcessPoolExecutor() as pool``
 does not stop on Ctrl-C: its ``__exit__`` waits for every queued task, and a worker that
@@ -23,6 +24,22 @@ def _ignore_sigint_then(initializer: Callable | None, initargs: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if initializer is not None:
         initializer(*initargs)
+
+
+def quiet_pool(
+    max_workers: int | None = None,
+    *,
+    initializer: Callable | None = None,
+    initargs: tuple = (),
+) -> ProcessPoolExecutor:
+    """A ``ProcessPoolExecutor`` (the platform's default start method) whose workers ignore
+    SIGINT: the parent alone decides what Ctrl-C stops (a worker that died of the
+    terminal's SIGINT broke the pool, and its shutdown raised ``OSError``)."""
+    return ProcessPoolExecutor(
+        max_workers=max_workers,
+        initializer=_ignore_sigint_then,
+        initargs=(initializer, initargs),
+    )
 
 
 def stop_pool(pool: ProcessPoolExecutor) -> None:
@@ -50,11 +67,7 @@ def interruptible_pool(
     """A ``ProcessPoolExecutor`` (the platform's default start method) for a ``with``
     block: shut down normally when the block ends; stopped at once (:func:`stop_pool`) when
     it raises, KeyboardInterrupt included."""
-    pool = ProcessPoolExecutor(
-        max_workers=max_workers,
-        initializer=_ignore_sigint_then,
-        initargs=(initializer, initargs),
-    )
+    pool = quiet_pool(max_workers, initializer=initializer, initargs=initargs)
     try:
         yield pool
     except BaseException:
