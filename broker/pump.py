@@ -53,6 +53,10 @@ async def _publish_in_order(conn: Connection, outbound: list[Outbound]) -> None:
         await conn.publish_many(plain)
 
 
+# how often ``drive_timers`` re-checks a held deadline when the buffer has no ``drained``
+HOLD_POLL = 0.01
+
+
 async def drive_timers(
     machine: Machine,
     after_timer: Callable[[], Awaitable[None]],
@@ -60,6 +64,7 @@ async def drive_timers(
     max_sleep: float = 1.0,
     wake: asyncio.Event | None = None,
     inputs_queued: Callable[[], int] | None = None,
+    inputs_drained: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Call ``machine.handle_timer`` at its deadlines until cancelled.
 
@@ -71,7 +76,10 @@ async def drive_timers(
     a deadline that passed while inputs wait in the connection's buffer fires only once
     the pump has fed them: a reply that arrived in time is not judged late because the
     process was too busy to read it (a starved collector's secure sum counted devices
-    whose replies sat in its buffer as dropouts).
+    whose replies sat in its buffer as dropouts). ``inputs_drained`` (the fan-in's
+    ``MergedDeliveries.drained``) is then awaited: it returns once the pump has taken every
+    queued input, and the deadline is judged again; without it the hold re-checks every
+    ``HOLD_POLL`` seconds (a buffer that cannot say when it is drained).
     """
     loop = asyncio.get_running_loop()
     while True:
@@ -79,7 +87,11 @@ async def drive_timers(
         now = loop.time()
         if deadline is not None and deadline <= now:
             if inputs_queued is not None and inputs_queued() > 0:
-                await asyncio.sleep(0.01)  # the pump reads them first (and may move it)
+                # the pump reads them first (and may move the deadline)
+                if inputs_drained is not None:
+                    await inputs_drained()
+                else:
+                    await asyncio.sleep(HOLD_POLL)
                 continue
             machine.handle_timer(now)
             await after_timer()

@@ -114,7 +114,14 @@ async def secure_sum(
         server.start(loop.time())
         await pump.after_timer()
         async with (
-            background(drive_timers(server, pump.after_timer, inputs_queued=inbound.pending)),
+            background(
+                drive_timers(
+                    server,
+                    pump.after_timer,
+                    inputs_queued=inbound.pending,
+                    inputs_drained=inbound.drained,
+                )
+            ),
             background(pump.consume(inbound)),
         ):
             await pump.done.wait()
