@@ -10,8 +10,7 @@ stages call ``await secure_sum(...)`` whenever they need a sum (CADR-LDP's θ se
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,7 +78,7 @@ async def secure_sum(
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
     aborts before unmasking fewer)."""
     loop = asyncio.get_running_loop()
-    started = time.perf_counter()
+    started = loop.time()  # the loop's clock, as the server's deadlines (virtual in tests)
     members = list(devices)
     upstream = [[topics.up(run, d, kind) for kind in UPSTREAM_KINDS] for d in members]
     async with (
@@ -106,7 +105,7 @@ async def secure_sum(
             active=active,
             identity_keys=identity_keys,
         )
-        pump = _SessionPump(server, conn)
+        pump = _SessionPump(server, conn, loop.time)
         if ready is not None:
             ready.set()
         if devices_ready is not None:
@@ -139,6 +138,7 @@ class _SessionPump:
 
     server: SecAggServer
     conn: Connection
+    clock: Callable[[], float]  # the loop's clock: stage seconds on the deadlines' clock
     result: SecureSumResult = field(
         default_factory=lambda: SecureSumResult(None, None, (), (), None)
     )
@@ -150,7 +150,7 @@ class _SessionPump:
         result = self.result
         for event in self.server.pop_events():
             if isinstance(event, StageOpened):
-                self.stage_started[event.stage] = time.perf_counter()
+                self.stage_started[event.stage] = self.clock()
             elif isinstance(event, SumReady):
                 result.total = event.total
                 result.encoded_total = event.encoded_total
@@ -193,9 +193,9 @@ class _SessionPump:
 
     def finish(self, started: float) -> SecureSumResult:
         """The result with each stage's seconds (until the next stage opened, the last
-        until now), the session's seconds and the server's summary."""
+        until now), the session's seconds and the server's summary, on the loop's clock."""
         result, stage_started = self.result, self.stage_started
-        finished = time.perf_counter()
+        finished = self.clock()
         order = list(stage_started)
         for index, stage in enumerate(order):
             end = stage_started[order[index + 1]] if index + 1 < len(order) else finished

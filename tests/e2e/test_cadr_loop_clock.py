@@ -1,0 +1,66 @@
+"""The durations a CADR-LDP run reports are on the loop's clock, the one its deadlines
+read (issue 20, brief T item 4): ``collector.secure_sum``'s stage seconds, the θ search's
+query seconds and ``CadrOutcome.stage_seconds``. They were ``time.perf_counter()`` while
+the deadlines used ``loop.time()``, so a run on virtual time reported the machine's real
+durations beside virtual deadlines. Here, on ``tests/virtual_time.py``, a reply delayed by
+30 virtual seconds shows as 30 s (the real run takes a fraction of a second: the old
+code reported that)."""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.app.bench_secagg import bench_secagg
+from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.devices.graphs import generate
+from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+
+from tests.virtual_time import VirtualTimeLoop
+
+DELAY = 30.0  # virtual seconds; far above any real duration of these small runs
+
+
+def test_a_secure_sums_stage_seconds_are_the_deadlines_seconds():
+    """One device drops before advertising, silently: the advertise stage lasts exactly
+    its deadline, ``stage_timeout`` after the last reply (all at virtual time 0)."""
+    result = VirtualTimeLoop.run(
+        bench_secagg(
+            12,
+            5,
+            neighbors=7,
+            dropout=1 / 12,
+            dropout_stage="before_keys",
+            broker="memory",
+            stage_timeout=DELAY,
+            silent_dropouts=True,
+            seed=3,
+        )
+    )
+    assert result["aborted"] is None and result["dropped_devices"] == 1
+    stages = result["seconds_per_stage"]
+    assert stages["advertise"] == pytest.approx(DELAY, abs=1e-3)
+    # nothing else waits on a timer: the other stages take no virtual time
+    assert all(stages[s] == pytest.approx(0.0, abs=1e-3) for s in stages if s != "advertise")
+
+
+def test_a_cadr_runs_theta_stage_reports_virtual_seconds():
+    """n0001's ``SaAdvertise`` reaches the collector 30 virtual seconds late: the θ
+    search's secure sum, its advertise stage and the run's θ stage each show 30 s; the
+    later stages wait on no timer and show ~0 s."""
+    graph = generate("barabasi_albert", 40, seed=5, m=3)
+
+    def late_advertise(topic: str, payload: bytes, client: str) -> float:
+        return DELAY if topic.endswith("/n0001/up/sa_advertise") else 0.0
+
+    result = VirtualTimeLoop.run(
+        run_cadr_fleet(
+            graph, broker=MemoryTransport(delay=late_advertise), theta="auto-dev", seed=3
+        )
+    )
+    (query,) = result["theta_queries"]
+    assert query["survivors"] == graph.n  # late, not dropped: the stage waited for it
+    assert query["stage_seconds"]["advertise"] == pytest.approx(DELAY, abs=1e-3)
+    assert query["seconds"] == pytest.approx(DELAY, abs=1e-3)
+    stages = result["stage_seconds"]
+    assert stages["theta"] == pytest.approx(DELAY, abs=1e-3)
+    # NDOE, LPEA and DSR: their deadlines never pass, so no virtual time goes by
+    assert stages["ndoe"] + stages["lpea"] + stages["dsr"] < 1.0
