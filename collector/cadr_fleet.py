@@ -598,7 +598,10 @@ class _ThetaQueries:
             min_inputs=min_inputs,
         )
         if result.aborted or result.total is None:
-            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
+            raise CadrFailed(
+                f"θ search: secure sum {session} aborted: {result.aborted} "
+                f"(stages, seconds after each opened: {_timeline_text(result.timeline)})"
+            )
         self.outcome.theta_queries.append(
             {
                 "session": session,
@@ -608,9 +611,24 @@ class _ThetaQueries:
                 # each stage of the secure sum (advertise, share, masked, unmask), the same
                 # clock: where a slow θ search spends its time
                 "stage_seconds": {k: round(v, 3) for k, v in result.stage_seconds.items()},
+                "timeline": result.timeline,
             }
         )
         return result.total
+
+
+def _timeline_text(timeline: dict[str, dict[str, float]]) -> str:
+    """``SecureSumResult.timeline`` in one line: "masked: requests out 3.1, 0 deliveries;
+    ..." (when the collector had sent a stage's requests, when replies came)."""
+    parts = []
+    for stage, entry in timeline.items():
+        out = entry.get("requests_out")
+        text = f"{stage}: requests out {'?' if out is None else format(out, 'g')}"
+        text += f", {entry['deliveries']:g} deliveries"
+        if "first" in entry:
+            text += f" from {entry['first']:g} to {entry['last']:g}"
+        parts.append(text)
+    return "; ".join(parts) or "none opened"
 
 
 async def _theta_by_buckets(

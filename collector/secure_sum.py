@@ -44,6 +44,10 @@ class SecureSumResult:
     dropped: tuple[str, ...]
     aborted: str | None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # per stage, seconds after it opened (the loop's clock): when the pump had published
+    # its requests (``requests_out``), the first and last delivery while it was open, how
+    # many: a slow stage's time is the collector's sending or the devices' answering
+    timeline: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: float = 0.0
     summary: dict = field(default_factory=dict)
     bytes_in: int = 0
@@ -151,6 +155,7 @@ class _SessionPump:
         for event in self.server.pop_events():
             if isinstance(event, StageOpened):
                 self.stage_started[event.stage] = self.clock()
+                result.timeline[event.stage] = {"deliveries": 0}
             elif isinstance(event, SumReady):
                 result.total = event.total
                 result.encoded_total = event.encoded_total
@@ -169,6 +174,9 @@ class _SessionPump:
             payload = codec.encode(item.message)
             self.result.bytes_out += len(payload)
             await self.conn.publish(item.topic, payload)
+        for stage, entry in self.result.timeline.items():
+            if "requests_out" not in entry:  # the flush after the stage opened
+                entry["requests_out"] = round(self.clock() - self.stage_started[stage], 3)
 
     async def after_timer(self) -> None:
         """After the server moved (a timer, the start): its events, then its relays."""
@@ -180,6 +188,7 @@ class _SessionPump:
         loop = asyncio.get_running_loop()
         async for delivery in inbound:
             self.result.bytes_in += len(delivery.payload)
+            self._note_delivery()
             try:
                 topic = topics.parse(delivery.topic)
                 message = codec.decode(delivery.payload)
@@ -190,6 +199,16 @@ class _SessionPump:
             await self.after_timer()
             if self.done.is_set():
                 return
+
+    def _note_delivery(self) -> None:
+        """A delivery while the server's stage is open: its time after the stage opened."""
+        entry = self.result.timeline.get(self.server.state)
+        if entry is None:
+            return
+        at = round(self.clock() - self.stage_started[self.server.state], 3)
+        entry.setdefault("first", at)
+        entry["last"] = at
+        entry["deliveries"] += 1
 
     def finish(self, started: float) -> SecureSumResult:
         """The result with each stage's seconds (until the next stage opened, the last

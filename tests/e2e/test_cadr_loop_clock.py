@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from ldpfleet.app.bench_secagg import bench_secagg
 from ldpfleet.broker.transport import MemoryTransport
+from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.devices.graphs import generate
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
@@ -60,7 +61,31 @@ def test_a_cadr_runs_theta_stage_reports_virtual_seconds():
     assert query["survivors"] == graph.n  # late, not dropped: the stage waited for it
     assert query["stage_seconds"]["advertise"] == pytest.approx(DELAY, abs=1e-3)
     assert query["seconds"] == pytest.approx(DELAY, abs=1e-3)
+    # the timeline: the requests left at once, the replies came from 0 to 30 s
+    advertise = query["timeline"]["advertise"]
+    assert advertise["requests_out"] == pytest.approx(0.0, abs=1e-3)
+    assert advertise["deliveries"] == graph.n and advertise["first"] == pytest.approx(0.0)
+    assert advertise["last"] == pytest.approx(DELAY, abs=1e-3)
     stages = result["stage_seconds"]
     assert stages["theta"] == pytest.approx(DELAY, abs=1e-3)
     # NDOE, LPEA and DSR: their deadlines never pass, so no virtual time goes by
     assert stages["ndoe"] + stages["lpea"] + stages["dsr"] < 1.0
+
+
+def test_an_aborted_theta_search_says_when_the_requests_left_and_the_replies_came():
+    """Every ``SaMasked`` is lost: the masked stage closes at its deadline with none, and
+    ``CadrFailed`` says so with the stages' timeline (sent at once, no delivery), which
+    tells a collector slow to send from devices slow (or unable) to answer."""
+    graph = generate("barabasi_albert", 40, seed=5, m=3)
+
+    def lose_masked(topic: str, payload: bytes, client: str) -> bool:
+        return topic.endswith("/up/sa_masked")
+
+    with pytest.raises(CadrFailed) as failed:
+        VirtualTimeLoop.run(
+            run_cadr_fleet(graph, broker=MemoryTransport(drop=lose_masked), theta="auto-dev")
+        )
+    reason = str(failed.value)
+    assert "masked stage: only 0 of 40 devices" in reason, reason
+    assert "advertise: requests out 0, 40 deliveries from 0 to 0" in reason, reason
+    assert "masked: requests out 0, 0 deliveries)" in reason, reason

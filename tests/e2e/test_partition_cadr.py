@@ -48,7 +48,7 @@ SAME = ("theta", "theta_rule", "theta_rounds", "budget", "privacy_claim", "mae",
 # rows whose payload or count depends on timing: the run announcement (its epoch) and the
 # rendezvous/readiness chatter
 TIMED_KINDS = {"run_open", "run_closed", "ready_probe", "ready"}
-TIMINGS = {"seconds", "stage_seconds"}  # a theta query's timings (the loop's clock)
+TIMINGS = {"seconds", "stage_seconds", "timeline"}  # a theta query's timings
 
 
 def text(trace: str = "control", partitions: int = 1) -> str:
