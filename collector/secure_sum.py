@@ -169,11 +169,17 @@ class _SessionPump:
                 self.done.set()
 
     async def flush(self) -> None:
-        """Publish what the server has to send, counting the bytes."""
-        for item in self.server.pop_outbound():
-            payload = codec.encode(item.message)
-            self.result.bytes_out += len(payload)
-            await self.conn.publish(item.topic, payload)
+        """Publish what the server has to send, counting the bytes: a stage's requests to
+        every device in one ``publish_many`` (pipelined: their acknowledgements awaited
+        together), not one round trip to the broker each, during which the pump reads
+        nothing (4,039 sequential round trips per stage on ego-Facebook)."""
+        encoded = [(item.topic, codec.encode(item.message)) for item in self.server.pop_outbound()]
+        if encoded:
+            self.result.bytes_out += sum(len(payload) for _, payload in encoded)
+            if len(encoded) == 1:
+                await self.conn.publish(*encoded[0])
+            else:
+                await self.conn.publish_many(encoded)
         for stage, entry in self.result.timeline.items():
             if "requests_out" not in entry:  # the flush after the stage opened
                 entry["requests_out"] = round(self.clock() - self.stage_started[stage], 3)

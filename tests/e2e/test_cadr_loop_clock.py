@@ -8,11 +8,19 @@ code reported that)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
+import numpy as np
 import pytest
 from ldpfleet.app.bench_secagg import bench_secagg
 from ldpfleet.broker.transport import MemoryTransport
 from ldpfleet.collector.cadr_fleet import CadrFailed
+from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.devices.graphs import generate
+from ldpfleet.devices.secagg_agent import SecAggAgent
+from ldpfleet.protocol.secagg.client import SecAggClient
+from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
 from tests.virtual_time import VirtualTimeLoop
@@ -89,3 +97,67 @@ def test_an_aborted_theta_search_says_when_the_requests_left_and_the_replies_cam
     assert "masked stage: only 0 of 40 devices" in reason, reason
     assert "advertise: requests out 0, 40 deliveries from 0 to 0" in reason, reason
     assert "masked: requests out 0, 0 deliveries)" in reason, reason
+
+
+class _SlowCollectorTransport(MemoryTransport):
+    """The memory broker, but the secure-sum collector's own connection waits ``rtt``
+    virtual seconds for its acknowledgements, like QoS 1 over a busy broker: once per
+    ``publish``, once per ``publish_many`` (acknowledgements awaited together)."""
+
+    def __init__(self, collector_id: str, rtt: float) -> None:
+        super().__init__()
+        self.collector_id, self.rtt = collector_id, rtt
+
+    @contextlib.asynccontextmanager
+    async def connect(self, client_id: str, **options):
+        async with super().connect(client_id, **options) as conn:
+            if client_id == self.collector_id:
+                conn = _Acknowledged(conn, self.rtt)
+            yield conn
+
+
+class _Acknowledged:
+    def __init__(self, conn, rtt: float) -> None:
+        self._conn, self._rtt = conn, rtt
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    async def publish(self, topic: str, payload: bytes, **options) -> None:
+        await self._conn.publish(topic, payload, **options)
+        await asyncio.sleep(self._rtt)
+
+    async def publish_many(self, items, qos: int = 1) -> None:
+        await self._conn.publish_many(items, qos)
+        await asyncio.sleep(self._rtt)
+
+
+def test_a_stages_requests_leave_in_one_round_trip():
+    """The collector's requests of a stage (one per device) go out pipelined: one
+    acknowledgement wait per stage, not one per device, during which the pump reads
+    nothing (the old flush: ``requests_out`` = 20 devices x 1 s here)."""
+    devices = [f"d{i:02d}" for i in range(20)]
+    rtt = 1.0
+
+    async def session():
+        transport = _SlowCollectorTransport("r1-collector-sa-s0", rtt)
+        rng = np.random.default_rng(4)
+        inputs = {d: rng.uniform(-1, 1, 3) for d in devices}
+        agents = [SecAggAgent(transport, SecAggClient("r1", "s0", d, inputs[d])) for d in devices]
+        tasks = [asyncio.create_task(agent.run()) for agent in agents]
+        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+        try:
+            fp = FixedPoint(-1.0, 1.0, 2.0**16)
+            result = await secure_sum(transport, "r1", "s0", devices, 3, fp, stage_timeout=5.0)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return result, sum(inputs.values())
+
+    result, expected = VirtualTimeLoop.run(session())
+    assert result.aborted is None and len(result.survivors) == len(devices)
+    assert np.allclose(result.total, expected, atol=1e-3)
+    for stage in ("advertise", "share", "masked", "unmask"):
+        assert result.timeline[stage]["requests_out"] == pytest.approx(rtt), stage
+    assert result.seconds == pytest.approx(4 * rtt)
