@@ -26,6 +26,7 @@ from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 from tests.virtual_time import VirtualTimeLoop
 
 DELAY = 30.0  # virtual seconds; far above any real duration of these small runs
+SLOW_DEVICES = [f"d{i:02d}" for i in range(20)]
 
 
 def test_a_secure_sums_stage_seconds_are_the_deadlines_seconds():
@@ -161,3 +162,53 @@ def test_a_stages_requests_leave_in_one_round_trip():
     for stage in ("advertise", "share", "masked", "unmask"):
         assert result.timeline[stage]["requests_out"] == pytest.approx(rtt), stage
     assert result.seconds == pytest.approx(4 * rtt)
+
+
+def test_replies_that_arrive_while_the_collector_sends_are_not_judged_late():
+    """Liveness, not speed: the collector's connection takes 1 s to get its requests
+    acknowledged, longer than the 0.5 s stage timeout; the devices answer at once, their
+    replies wait in the collector's buffer while its pump is still sending, and the passed
+    deadline is held until they are fed (``drive_timers(inputs_queued=…)``): every device
+    survives every stage. Without the hold the advertise stage closed at 0.5 s with
+    nothing read ("only 0 of 20 devices advertised keys")."""
+    result = VirtualTimeLoop.run(_slow_collector_session(dropout=None))
+    assert result.aborted is None and result.dropped == ()
+    assert len(result.survivors) == len(SLOW_DEVICES)
+    assert np.allclose(result.total, [len(SLOW_DEVICES)] * 2, atol=1e-3)
+    for stage in ("advertise", "share", "masked", "unmask"):
+        # every stage outlived its 0.5 s deadline by the collector's own sending
+        assert result.stage_seconds[stage] >= 1.0, stage
+
+
+def test_a_device_that_really_dropped_is_still_excluded_by_a_held_deadline():
+    """The same slow collector; d07 sends its shares and then nothing (no last will):
+    the masked stage closes at its deadline once the queued replies are fed, without
+    d07, whose input is left out of the sum."""
+    result = VirtualTimeLoop.run(_slow_collector_session(dropout="d07"))
+    assert result.aborted is None and result.dropped == ("d07",)
+    assert "d07" not in result.survivors and len(result.survivors) == len(SLOW_DEVICES) - 1
+    assert np.allclose(result.total, [len(SLOW_DEVICES) - 1] * 2, atol=1e-3)
+
+
+async def _slow_collector_session(dropout: str | None):
+    """20 devices with input (1, 1), a collector whose acknowledgement waits take 1 s,
+    stage timeout 0.5 s; ``dropout`` drops silently after its shares."""
+    devices = SLOW_DEVICES
+    transport = _SlowCollectorTransport("r1-collector-sa-s0", 1.0)
+    agents = [
+        SecAggAgent(
+            transport,
+            SecAggClient("r1", "s0", d, np.ones(2)),
+            dropout="after_shares" if d == dropout else None,
+        )
+        for d in devices
+    ]
+    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
+    try:
+        fp = FixedPoint(-1.0, 1.0, 2.0**16)
+        return await secure_sum(transport, "r1", "s0", devices, 2, fp, stage_timeout=0.5)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
