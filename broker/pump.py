@@ -79,9 +79,15 @@ async def drive_timers(
     whose replies sat in its buffer as dropouts). ``inputs_drained`` (the fan-in's
     ``MergedDeliveries.drained``) is then awaited: it returns once the pump has taken every
     queued input, and the deadline is judged again; without it the hold re-checks every
-    ``HOLD_POLL`` seconds (a buffer that cannot say when it is drained).
+    ``HOLD_POLL`` seconds (a buffer that cannot say when it is drained). Before a passed
+    deadline fires with nothing queued, the loop first reads its sockets
+    (``_sockets_read``): a process stopped or starved while this check was already due
+    resumes with the check before any read, and judged the replies that reached its
+    sockets meanwhile as missing (ego-Facebook with the collector stopped 60 s: "share
+    stage: only 1929 of 4039 devices sent their shares", nothing queued at the check).
     """
     loop = asyncio.get_running_loop()
+    sockets_read = False  # since the deadline was found passed
     while True:
         deadline = machine.next_timer()
         now = loop.time()
@@ -93,9 +99,15 @@ async def drive_timers(
                 else:
                     await asyncio.sleep(HOLD_POLL)
                 continue
+            if inputs_queued is not None and not sockets_read:
+                await _sockets_read()
+                sockets_read = True
+                continue
             machine.handle_timer(now)
+            sockets_read = False
             await after_timer()
             continue
+        sockets_read = False
         pause = max_sleep if deadline is None else min(max_sleep, deadline - now)
         if wake is None:
             await asyncio.sleep(pause)
@@ -106,6 +118,14 @@ async def drive_timers(
                 await wake.wait()
         except TimeoutError:
             pass
+
+
+async def _sockets_read() -> None:
+    """Return after the loop has polled its sockets and run their read callbacks: two loop
+    turns (a task resumed by ``sleep(0)`` runs before the callbacks of the ``select`` of
+    that turn, and after them in the next)."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 @contextlib.asynccontextmanager

@@ -80,7 +80,7 @@ def test_the_held_deadline_waits_for_the_drained_event_not_a_poll():
     assert machine.fired_with == [[]]  # fed first, as with the poll
     assert machine.fired_at == [1.5]  # the moment the pump drained, not a poll tick
     # before the deadline, at it (held), after the drain: no wake-up in between
-    assert machine.asked <= 4
+    assert machine.asked <= 6  # (+2: the sockets are read before a passed deadline fires)
 
 
 def test_the_control_without_the_event_polls():
@@ -135,7 +135,7 @@ def test_fan_in_drained_holds_the_deadline_until_its_consumer_fed_everything():
     fed_when_fired, asked, fired_at = VirtualTimeLoop.run(_fan_in_hold())
     assert len(fed_when_fired) == 4
     assert fired_at == 2.0
-    assert asked <= 4
+    assert asked <= 6
 
 
 async def test_drained_returns_at_once_when_nothing_is_pending_and_on_the_streams_end():
