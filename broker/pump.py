@@ -98,6 +98,7 @@ async def drive_timers(
                     await inputs_drained()
                 else:
                     await asyncio.sleep(HOLD_POLL)
+                sockets_read = False  # read again after the hold, before judging
                 continue
             if inputs_queued is not None and not sockets_read:
                 await _sockets_read()
