@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from ldpfleet.broker.transport import Delivery, Transport
 
@@ -26,12 +26,19 @@ PER_CONNECTION = 500
 
 
 class MergedDeliveries:
-    """``fan_in``'s stream: every delivery of its connections in arrival order, and how
-    many are received and not yet consumed (``pending``, as a connection's)."""
+    """``fan_in``'s stream: every delivery of its connections in arrival order, how many
+    are received and not yet consumed (``pending``, as a connection's), and ``drained``:
+    wait until the consumer has taken them all."""
 
-    def __init__(self, deliveries: AsyncIterator[Delivery], pending: Callable[[], int]):
+    def __init__(
+        self,
+        deliveries: AsyncIterator[Delivery],
+        pending: Callable[[], int],
+        drained: Callable[[], Awaitable[None]],
+    ):
         self._deliveries = deliveries
         self.pending = pending
+        self.drained = drained
 
     def __aiter__(self) -> MergedDeliveries:
         return self
@@ -65,6 +72,9 @@ async def fan_in(
     # ego-Facebook run): the same order, the consumer woken once per burst
     merged: deque[Delivery | BaseException] = deque()
     waiter: asyncio.Future | None = None
+    # who waits for the consumer to have taken everything received (``drained``): woken
+    # when the consumer comes back for more and nothing is buffered anywhere
+    drain_waiters: list[asyncio.Future] = []
     loop = asyncio.get_running_loop()
 
     def put(item: Delivery | BaseException) -> None:
@@ -92,26 +102,51 @@ async def fan_in(
 
         pullers = [asyncio.create_task(pull(conn)) for conn in connections]
 
-        async def merged_deliveries() -> AsyncIterator[Delivery]:
-            nonlocal waiter
-            while True:
-                while merged:
-                    item = merged.popleft()
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-                waiter = loop.create_future()
-                try:
-                    await waiter
-                finally:
-                    waiter = None
-
         def pending() -> int:
             return len(merged) + sum(conn.pending() for conn in connections)
 
+        def wake_drained() -> None:
+            while drain_waiters:
+                future = drain_waiters.pop()
+                if not future.done():
+                    future.set_result(None)
+
+        async def merged_deliveries() -> AsyncIterator[Delivery]:
+            nonlocal waiter
+            try:
+                while True:
+                    while merged:
+                        item = merged.popleft()
+                        if isinstance(item, BaseException):
+                            raise item
+                        yield item
+                    # the consumer is back for more and has fed everything it took; a
+                    # connection's buffer that is not empty reaches ``merged`` through
+                    # its puller, and the consumer comes back here after it
+                    if drain_waiters and pending() == 0:
+                        wake_drained()
+                    waiter = loop.create_future()
+                    try:
+                        await waiter
+                    finally:
+                        waiter = None
+            finally:
+                wake_drained()  # the stream ended: nobody waits for a consumer that left
+
+        async def drained() -> None:
+            """Return once nothing received is left unconsumed and the consumer asked for
+            the next delivery (it has handled every earlier one); at once if nothing is
+            pending."""
+            if pending() == 0:
+                return
+            future = loop.create_future()
+            drain_waiters.append(future)
+            await future
+
         try:
-            yield MergedDeliveries(merged_deliveries(), pending)
+            yield MergedDeliveries(merged_deliveries(), pending, drained)
         finally:
+            wake_drained()
             for task in pullers:
                 task.cancel()
             await asyncio.gather(*pullers, return_exceptions=True)

@@ -180,7 +180,7 @@ async def run_cadr_collector(
             await devices_ready
         try:
             async with background(state.consume(inbound)):
-                state.stage_started = time.perf_counter()
+                state.stage_started = state.clock()
                 await state.broadcast_plan(budget, method, degree_bound, ndoe_parts, parties)
                 theta = await _search_theta(
                     transport,
@@ -240,7 +240,10 @@ class _CadrRun:
     stage_timeout: float
     peer_deadline: float
     seq: int = 0
-    stage_started: float = field(default_factory=time.perf_counter)
+    # stage seconds on the loop's clock, the one every deadline of the run reads (the
+    # secure sums', the relay's): a run on virtual time reports virtual durations
+    clock: Callable[[], float] = field(default_factory=lambda: asyncio.get_running_loop().time)
+    stage_started: float = field(init=False)
     phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
     intake: DsrIntake | None = None
     all_released: asyncio.Event = field(default_factory=asyncio.Event)
@@ -254,10 +257,11 @@ class _CadrRun:
 
     def __post_init__(self) -> None:
         self.gate = PeerFacingMachine(self.run)
+        self.stage_started = self.clock()
 
     def lap(self, name: str) -> None:
         """Close stage ``name``: record its seconds and tell the stage listener."""
-        now = time.perf_counter()
+        now = self.clock()
         self.outcome.stage_seconds[name] = round(now - self.stage_started, 3)
         self.stage_started = now
         listener = stage_listener.get()
@@ -383,7 +387,7 @@ class _CadrRun:
         held = list(self.early_refusals.values())
         self.early_refusals.clear()
         for topic, message in held:
-            await self.handle(topic, message, time.monotonic())
+            await self.handle(topic, message, self.clock())
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
 
     async def relay_phases(self, max_rounds: int) -> None:
@@ -580,7 +584,8 @@ class _ThetaQueries:
         await self.broadcast(
             "cadr_query", CadrQuery, session=session, measure=measure, thresholds=thresholds
         )
-        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        started = loop.time()  # the clock of the secure sum's deadlines
         result = await secure_sum(
             self.transport,
             self.run,
@@ -593,16 +598,37 @@ class _ThetaQueries:
             min_inputs=min_inputs,
         )
         if result.aborted or result.total is None:
-            raise CadrFailed(f"θ search: secure sum {session} aborted: {result.aborted}")
+            raise CadrFailed(
+                f"θ search: secure sum {session} aborted: {result.aborted} "
+                f"(stages, seconds after each opened: {_timeline_text(result.timeline)})"
+            )
         self.outcome.theta_queries.append(
             {
                 "session": session,
                 "thresholds": len(thresholds) if len(thresholds) > 8 else thresholds,
                 "survivors": len(result.survivors),
-                "seconds": round(time.perf_counter() - started, 3),
+                "seconds": round(loop.time() - started, 3),
+                # each stage of the secure sum (advertise, share, masked, unmask), the same
+                # clock: where a slow θ search spends its time
+                "stage_seconds": {k: round(v, 3) for k, v in result.stage_seconds.items()},
+                "timeline": result.timeline,
             }
         )
         return result.total
+
+
+def _timeline_text(timeline: dict[str, dict[str, float]]) -> str:
+    """``SecureSumResult.timeline`` in one line: "masked: requests out 3.1, 0 deliveries;
+    ..." (when the collector had sent a stage's requests, when replies came)."""
+    parts = []
+    for stage, entry in timeline.items():
+        out = entry.get("requests_out")
+        text = f"{stage}: requests out {'?' if out is None else format(out, 'g')}"
+        text += f", {entry['deliveries']:g} deliveries"
+        if "first" in entry:
+            text += f" from {entry['first']:g} to {entry['last']:g}"
+        parts.append(text)
+    return "; ".join(parts) or "none opened"
 
 
 async def _theta_by_buckets(

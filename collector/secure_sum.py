@@ -10,8 +10,7 @@ stages call ``await secure_sum(...)`` whenever they need a sum (CADR-LDP's θ se
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +44,10 @@ class SecureSumResult:
     dropped: tuple[str, ...]
     aborted: str | None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # per stage, seconds after it opened (the loop's clock): when the pump had published
+    # its requests (``requests_out``), the first and last delivery while it was open, how
+    # many: a slow stage's time is the collector's sending or the devices' answering
+    timeline: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: float = 0.0
     summary: dict = field(default_factory=dict)
     bytes_in: int = 0
@@ -79,7 +82,7 @@ async def secure_sum(
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
     aborts before unmasking fewer)."""
     loop = asyncio.get_running_loop()
-    started = time.perf_counter()
+    started = loop.time()  # the loop's clock, as the server's deadlines (virtual in tests)
     members = list(devices)
     upstream = [[topics.up(run, d, kind) for kind in UPSTREAM_KINDS] for d in members]
     async with (
@@ -106,7 +109,7 @@ async def secure_sum(
             active=active,
             identity_keys=identity_keys,
         )
-        pump = _SessionPump(server, conn)
+        pump = _SessionPump(server, conn, loop.time)
         if ready is not None:
             ready.set()
         if devices_ready is not None:
@@ -114,7 +117,14 @@ async def secure_sum(
         server.start(loop.time())
         await pump.after_timer()
         async with (
-            background(drive_timers(server, pump.after_timer, inputs_queued=inbound.pending)),
+            background(
+                drive_timers(
+                    server,
+                    pump.after_timer,
+                    inputs_queued=inbound.pending,
+                    inputs_drained=inbound.drained,
+                )
+            ),
             background(pump.consume(inbound)),
         ):
             await pump.done.wait()
@@ -132,6 +142,7 @@ class _SessionPump:
 
     server: SecAggServer
     conn: Connection
+    clock: Callable[[], float]  # the loop's clock: stage seconds on the deadlines' clock
     result: SecureSumResult = field(
         default_factory=lambda: SecureSumResult(None, None, (), (), None)
     )
@@ -143,7 +154,8 @@ class _SessionPump:
         result = self.result
         for event in self.server.pop_events():
             if isinstance(event, StageOpened):
-                self.stage_started[event.stage] = time.perf_counter()
+                self.stage_started[event.stage] = self.clock()
+                result.timeline[event.stage] = {"deliveries": 0}
             elif isinstance(event, SumReady):
                 result.total = event.total
                 result.encoded_total = event.encoded_total
@@ -157,11 +169,20 @@ class _SessionPump:
                 self.done.set()
 
     async def flush(self) -> None:
-        """Publish what the server has to send, counting the bytes."""
-        for item in self.server.pop_outbound():
-            payload = codec.encode(item.message)
-            self.result.bytes_out += len(payload)
-            await self.conn.publish(item.topic, payload)
+        """Publish what the server has to send, counting the bytes: a stage's requests to
+        every device in one ``publish_many`` (pipelined: their acknowledgements awaited
+        together), not one round trip to the broker each, during which the pump reads
+        nothing (4,039 sequential round trips per stage on ego-Facebook)."""
+        encoded = [(item.topic, codec.encode(item.message)) for item in self.server.pop_outbound()]
+        if encoded:
+            self.result.bytes_out += sum(len(payload) for _, payload in encoded)
+            if len(encoded) == 1:
+                await self.conn.publish(*encoded[0])
+            else:
+                await self.conn.publish_many(encoded)
+        for stage, entry in self.result.timeline.items():
+            if "requests_out" not in entry:  # the flush after the stage opened
+                entry["requests_out"] = round(self.clock() - self.stage_started[stage], 3)
 
     async def after_timer(self) -> None:
         """After the server moved (a timer, the start): its events, then its relays."""
@@ -173,6 +194,7 @@ class _SessionPump:
         loop = asyncio.get_running_loop()
         async for delivery in inbound:
             self.result.bytes_in += len(delivery.payload)
+            self._note_delivery()
             try:
                 topic = topics.parse(delivery.topic)
                 message = codec.decode(delivery.payload)
@@ -184,11 +206,21 @@ class _SessionPump:
             if self.done.is_set():
                 return
 
+    def _note_delivery(self) -> None:
+        """A delivery while the server's stage is open: its time after the stage opened."""
+        entry = self.result.timeline.get(self.server.state)
+        if entry is None:
+            return
+        at = round(self.clock() - self.stage_started[self.server.state], 3)
+        entry.setdefault("first", at)
+        entry["last"] = at
+        entry["deliveries"] += 1
+
     def finish(self, started: float) -> SecureSumResult:
         """The result with each stage's seconds (until the next stage opened, the last
-        until now), the session's seconds and the server's summary."""
+        until now), the session's seconds and the server's summary, on the loop's clock."""
         result, stage_started = self.result, self.stage_started
-        finished = time.perf_counter()
+        finished = self.clock()
         order = list(stage_started)
         for index, stage in enumerate(order):
             end = stage_started[order[index + 1]] if index + 1 < len(order) else finished

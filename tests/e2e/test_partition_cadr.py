@@ -48,6 +48,7 @@ SAME = ("theta", "theta_rule", "theta_rounds", "budget", "privacy_claim", "mae",
 # rows whose payload or count depends on timing: the run announcement (its epoch) and the
 # rendezvous/readiness chatter
 TIMED_KINDS = {"run_open", "run_closed", "ready_probe", "ready"}
+TIMINGS = {"seconds", "stage_seconds", "timeline"}  # a theta query's timings
 
 
 def text(trace: str = "control", partitions: int = 1) -> str:
@@ -58,7 +59,7 @@ def text(trace: str = "control", partitions: int = 1) -> str:
 
 
 def queries(results: dict) -> list[dict]:
-    return [{k: v for k, v in q.items() if k != "seconds"} for q in results["theta_queries"]]
+    return [{k: v for k, v in q.items() if k not in TIMINGS} for q in results["theta_queries"]]
 
 
 def trace_rows(out: Path, run: str) -> set[tuple]:
