@@ -56,6 +56,7 @@ from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.clipping import clipping_entry
+from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
 
@@ -307,7 +308,7 @@ async def run_bulk(
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_results(out / "results.json", results, indent=1)
     return results
 
 
@@ -503,7 +504,7 @@ async def run_bulk_scenario(
         missing_batches=dict(sorted(missing.items())),
         stages=stages,
     )
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_results(out / "results.json", results, indent=1)
     return results
 
 

@@ -58,6 +58,7 @@ from ldpfleet.scenarios.cadr_run import (
     write_cadr_results,
 )
 from ldpfleet.scenarios.cadr_sides import CadrSideStopped, _joinable, cadr_terms
+from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.sides import run_announcer
 
 __all__ = [
@@ -204,7 +205,7 @@ async def cadr_partition_side(
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "seconds": round(time.perf_counter() - wall, 3),
     }
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     return results
 
 
@@ -224,7 +225,7 @@ def merge_cadr_partitions(coordinator_dir: str | Path, partition_dirs, out_dir: 
         "messages_refused": document.pop("partition_messages_refused", 0),
         "peak_rss_mb": [part.get("peak_rss_mb") for part in parts],
     }
-    (out / "results.json").write_text(json.dumps(document, indent=2))
+    write_results(out / "results.json", document, indent=2)
     if (coordinator_dir / "trace.sqlite").exists():
         shutil.copy2(coordinator_dir / "trace.sqlite", out / "trace.sqlite")
     return out

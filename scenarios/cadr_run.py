@@ -60,6 +60,7 @@ from ldpfleet.protocol.cadr_theta_noise import THETA_MECHANISM, noise_parties, t
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
+from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = [
     "CadrSettings",
@@ -953,7 +954,7 @@ def write_cadr_results(out: Path, results: dict) -> dict:
     ``ledger.json``; returns the results without the ledgers."""
     results = dict(results)
     ledgers = results.pop("ledgers", None)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     if ledgers is not None:
         (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
     return results

@@ -56,6 +56,7 @@ from ldpfleet.scenarios.cadr_partition import (
     merge_cadr_partitions,
 )
 from ldpfleet.scenarios.cadr_run import scenario_header
+from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.plans import gcdp_stage_config
 from ldpfleet.scenarios.runner import collector_for
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -228,7 +229,7 @@ def _write_partition(scenario, run, seed, state, out: Path, wall, p, count, devi
     if not devices:
         results.update({name: 0 for name in COUNTERS})
         results["stages"]["stream"]["status"] = "complete"
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     _save_side_arrays(out, state)
     return results
 
@@ -298,7 +299,7 @@ async def coordinator_side(
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "seconds": time.perf_counter() - wall,
     }
-    (out / "results.json").write_text(json.dumps(document, indent=2))
+    write_results(out / "results.json", document, indent=2)
     return document
 
 
@@ -436,7 +437,7 @@ def merge_partitions(
     recon = [Path(d) / "reconstructions.npz" for d in partition_dirs]
     if any(path.exists() for path in recon):
         merge_npz([p for p in recon if p.exists()], out / "reconstructions.npz")
-    (out / "results.json").write_text(json.dumps(merged, indent=2))
+    write_results(out / "results.json", merged, indent=2)
     shutil.copy2(coordinator_dir / "trace.sqlite", out / "trace.sqlite")
     return out
 

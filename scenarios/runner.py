@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import resource
 import secrets
 import tempfile
@@ -46,7 +45,7 @@ from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
-from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import ShardedFleet
@@ -547,7 +546,7 @@ async def run_scenario(
         c = state.collector_results
         progress(c["reports_received"], c["reports_expected"])
     results = stream_results(state, shard_brokers)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     write_json(out / "ledger.json", stream_ledger(state, results["gcdp"]), indent=2)
     return results
 

@@ -65,7 +65,7 @@ from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
-from ldpfleet.scenarios.jsonout import write_json
+from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
 from ldpfleet.scenarios.runner import (
     SECURE_SUM_SESSION,
@@ -271,7 +271,7 @@ def _stopped(scenario: LoadedScenario, run: str, state: _CollectorRun) -> None:
 
 def _write_collector(scenario, run, seed, state: _CollectorRun, out: Path, wall: float) -> dict:
     results = _collector_document(scenario, run, seed, state, time.perf_counter() - wall)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     _save_side_arrays(out, state)
     return results
 
@@ -948,7 +948,7 @@ def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> 
     scenario = _scenario_of(collector)
     config = scenario.stream_config(results["run"])
     outcomes, crashed, _ = _load_fleet_dirs(fleet_dirs)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     write_json(
         out / "ledger.json",
         ledger_document(

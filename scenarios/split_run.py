@@ -46,6 +46,7 @@ from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
@@ -461,7 +462,7 @@ class _SplitRun:
                 "detail": f"{_failed_sentence(self.failed)}; the collector could hear nothing "
                 "more and was stopped after finish_grace, the outputs hold what had arrived",
             }
-            (out / "results.json").write_text(json.dumps(results, indent=2))
+            write_results(out / "results.json", results, indent=2)
         if self.timed_out:
             limit = _run_timeout(self.scenario)
             results["aborted"] = {
@@ -470,7 +471,7 @@ class _SplitRun:
                 "detail": f"the run did not finish within run_timeout ({limit:g} s); the "
                 "collector process was stopped and the outputs hold what had arrived",
             }
-            (out / "results.json").write_text(json.dumps(results, indent=2))
+            write_results(out / "results.json", results, indent=2)
         return results
 
 
@@ -613,5 +614,5 @@ def _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processe
     if processes.partitions:
         results["side_processes"]["partitions"] = processes.partitions
     results["seconds"] = time.perf_counter() - wall
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_results(out / "results.json", results, indent=2)
     return results
