@@ -11,6 +11,7 @@ import these constants from here and re-export their command.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from contextlib import redirect_stdout
@@ -247,39 +248,57 @@ def bench_cadr_sweep(
 ) -> None:
     """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
     from ldpfleet.app import cadr_sweep
-    from ldpfleet.app.cli import user_errors
+    from ldpfleet.app.audit_cli import check_seed
+    from ldpfleet.app.cli import _bench_graph, user_errors
     from ldpfleet.app.progress import as_callback, job_progress
-    from ldpfleet.devices.graphs import load_graph
-    from ldpfleet.protocol.errors import ParameterError
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
 
     with user_errors():
-        try:
-            g = load_graph(scenario_graph_source(graph, None))  # the loader of ``bench cadr``
-        except OSError as error:
-            raise ParameterError(
-                f"{graph!r}: {error.strerror or error}; use facebook, wiki-vote, a generator "
-                "such as barabasi_albert:n=200,m=3 or the path of a SNAP edge list",
-                field="graph",
-            ) from None
-        with job_progress("bench cadr-sweep", unit="cells") as advance:
-            result = cadr_sweep.cadr_sweep(
-                g,
-                methods=cadr_sweep.parse_methods(methods),
-                thetas=cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,
-                eps=eps,
-                eps_list=cadr_sweep.parse_eps(eps_list),
-                alpha=alpha,
-                runs=runs,
-                seed=seed,
-                workers=max(1, workers),
-                pipelines=pipelines,
-                progress=as_callback(advance),
-            )
+        g = _bench_graph(scenario_graph_source(graph, None))  # as ``bench cadr``: --graph: ...
+        with _sweep_options():
+            check_seed(seed)  # --seed -1 ended in a numpy ValueError traceback
+            parsed = {
+                "--methods": lambda: cadr_sweep.parse_methods(methods),
+                "--thetas": lambda: cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,
+                "--eps-list": lambda: cadr_sweep.parse_eps(eps_list),
+            }
+            values = {}
+            for option, parse in parsed.items():
+                with _sweep_options(option):
+                    values[option] = parse()
+            with job_progress("bench cadr-sweep", unit="cells") as advance:
+                result = cadr_sweep.cadr_sweep(
+                    g,
+                    methods=values["--methods"],
+                    thetas=values["--thetas"],
+                    eps=eps,
+                    eps_list=values["--eps-list"],
+                    alpha=alpha,
+                    runs=runs,
+                    seed=seed,
+                    workers=max(1, workers),
+                    pipelines=pipelines,
+                    progress=as_callback(advance),
+                )
     if as_json:
         print(json.dumps(result))
     else:
         print(cadr_sweep.markdown(result, " ".join([CADR_SWEEP_PROG, *sys.argv[1:]])))
+
+
+@contextlib.contextmanager
+def _sweep_options(option: str | None = None):
+    """A ``bench cadr-sweep`` ``ParameterError`` as a one-line ``ScenarioError`` naming the
+    option as typed (``--methods: ...``; it said ``methods: ...``, the parameter's field):
+    ``option`` when the caller knows it, else the field's option."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        yield
+    except ParameterError as error:
+        name = option or ("--" + error.field.replace("_", "-") if error.field else None)
+        raise ScenarioError(f"{name}: {error.reason}" if name else str(error)) from None
 
 
 MAX_BENCH_SIZE = 10_000_000  # one population as float64: 80 MB (1e12 was a MemoryError)

@@ -2254,7 +2254,6 @@ def bench_cadr_command(
     from ldpfleet.app.progress import job_progress
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
-    from ldpfleet.devices.graphs import load_graph
     from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, resolve_degree_bound
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
     from ldpfleet.scenarios.schema import ScenarioError
@@ -2279,7 +2278,7 @@ def bench_cadr_command(
         bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
         resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
         graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
-        g = load_graph(graph)
+        g = _bench_graph(graph)
         started = _time.perf_counter()
         bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
     with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
@@ -2316,6 +2315,21 @@ def bench_cadr_command(
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
         **result, "seconds": round(_time.perf_counter() - started, 2),
     }))  # fmt: skip
+
+
+def _bench_graph(graph: str):
+    """``bench cadr``'s graph: a refusal names the option (``--graph: ...``, it said
+    ``graph: ...``) and the nearest named graph (``facebok``: did you mean 'facebook'?)."""
+    from ldpfleet.app.suggest import near_miss
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        return load_graph(graph)
+    except ParameterError as error:
+        reason = error.reason if error.field == "graph" else str(error)
+        raise ScenarioError(f"--graph: {reason}{near_miss(graph, NAMED_GRAPHS)}") from None
 
 
 def _one_line_command(group: typer.Typer, name: str, function) -> None:

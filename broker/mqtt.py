@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import os
 import random
 import socket
@@ -110,9 +111,11 @@ def parse_broker_url(url: str) -> BrokerAddress:
             "mqtt://[::1]:1883)"
         ) from None
     if parts.scheme not in ("mqtt", "mqtts"):
+        close = difflib.get_close_matches(url, ("embedded", "memory", "mqtt://", "mqtts://"), 1)
         raise BrokerUrlError(
             f"broker URL {url!r} must start with mqtt:// (e.g. mqtt://127.0.0.1:1883) or "
             "mqtts:// (TLS), or be 'embedded' or 'memory'"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
         )
     if not parts.hostname:
         raise BrokerUrlError(f"broker URL {url!r} has no host (e.g. mqtt://127.0.0.1:1883)")
