@@ -571,10 +571,14 @@ class EmbeddedBrokerProcess:
 
 
 async def _serve(host: str, port: int, credentials: Credentials | None = None) -> None:
+    """The child of ``EmbeddedBrokerProcess``: serve until SIGTERM, which its parent sends
+    when the run ends. SIGINT is ignored: a terminal's Ctrl-C reaches the whole process
+    group, and a broker that stopped at once left the run's devices to log a "connection
+    lost; reconnecting" warning each while the parent was still stopping them."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     async with EmbeddedBroker(host, port, credentials=credentials) as broker:
         # refused clients are logged as amqtt warnings: keep stderr to errors (the parent
         # drains it, EmbeddedBrokerProcess._drain_stderr, and keeps only its tail)
@@ -585,7 +589,8 @@ async def _serve(host: str, port: int, credentials: Credentials | None = None) -
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ldpfleet.broker.embedded [--host H] [--port P] [--credentials-stdin |
-    --credentials FILE]``: serve until SIGTERM (with a run's credentials: auth and ACLs)."""
+    --credentials FILE]``: serve until SIGTERM, not Ctrl-C (with a run's credentials: auth
+    and ACLs). ``ldpfleet broker`` is the standalone broker that Ctrl-C stops."""
     parser = argparse.ArgumentParser(description="ldpfleet embedded amqtt broker")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)

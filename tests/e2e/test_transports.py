@@ -223,3 +223,23 @@ async def test_embedded_broker_routes_a_closed_connection_before_a_clean_reconne
             got = [(await asyncio.wait_for(anext(stream), 5)).payload for _ in range(300)]
             await stream.aclose()
     assert got == [i.to_bytes(2, "big") for i in range(300)]
+
+
+async def test_the_runs_broker_child_outlives_a_sigint_and_stops_on_sigterm():
+    """Ctrl-C reaches the whole process group: the run's broker child stopped at once, and
+    every device logged "connection lost; reconnecting" while the run was stopping them
+    (helper R). The child now ignores SIGINT; its parent stops it (SIGTERM) at the end."""
+    import os
+    import signal
+
+    from ldpfleet.broker.mqtt import probe_broker
+
+    async with EmbeddedBrokerProcess() as broker:
+        child = broker._process
+        os.kill(child.pid, signal.SIGINT)
+        # the probe's CONNECT is answered after the SIGINT was delivered (one connection at
+        # a time: the signal is handled before the next read of the socket)
+        assert await probe_broker(broker.address) is None
+        assert await probe_broker(broker.address) is None
+        assert child.returncode is None
+    assert child.returncode is not None  # stopped by the parent's SIGTERM
