@@ -216,7 +216,10 @@ class Session:
                 async for delivery in conn.messages():
                     yield delivery
             except ConnectionLost as error:
-                log.warning("%s: %s; reconnecting", self.client_id, error)
+                said = str(error)  # the transports' own sentence may name the client already
+                if not said.startswith(f"{self.client_id}:"):
+                    said = f"{self.client_id}: {said}"
+                log.warning("%s; reconnecting", said)
                 self._lost(conn)
                 continue
             if self._conn is conn or self._closed:

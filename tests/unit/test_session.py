@@ -72,3 +72,20 @@ async def test_a_refused_login_is_not_retried():
     with pytest.raises(ConnectionRefused):
         async with Session(broker, "r1-d0001-x", ()) as session:  # no identity: refused
             del session
+
+
+async def test_the_reconnect_warning_names_the_client_once(caplog):
+    """The transports' ``ConnectionLost`` sentence starts with the client id already: the
+    warning read "sub: sub: connection lost (severed); reconnecting" (helper R)."""
+    broker = MemoryTransport()
+    async with Session(broker, "sub", ("t/#",)) as subscriber:
+        reader = asyncio.create_task(collect(subscriber, 1))
+        await asyncio.sleep(0)
+        with caplog.at_level("WARNING", logger="ldpfleet.broker.session"):
+            assert broker.sever(["sub"]) == 1
+            while subscriber.reconnects == 0:
+                await asyncio.sleep(0.01)
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+    lines = [r.getMessage() for r in caplog.records if "reconnecting" in r.getMessage()]
+    assert lines == ["sub: connection lost (severed); reconnecting"], lines
