@@ -7,12 +7,12 @@ transport, so that the sections a clean run leaves empty (``faults``, rejections
 batches) are filled; a run on a real broker adds ``side_processes``.
 """
 
-import re
 from pathlib import Path
 
 import pytest
 
 import ldpfleet
+from tests.doc_keys import documented_keys, json_keys
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
@@ -26,19 +26,12 @@ OPAQUE = {
 }  # fmt: skip
 
 
-def _keys(d: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key, value in d.items():
-        name = prefix + key
-        out.append(name)
-        if isinstance(value, dict) and name not in OPAQUE:
-            out += _keys(value, name + ".")
-    return out
+def _keys(d: dict) -> list[str]:
+    return json_keys(d, opaque=OPAQUE)
 
 
 def _documented() -> set[str]:
-    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| `")]
-    return {k for row in rows for k in re.findall(r"`([a-z0-9_.]+)`", row.split("|")[1])}
+    return documented_keys(DOC)
 
 
 @pytest.mark.slow
