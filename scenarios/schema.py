@@ -1214,7 +1214,16 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         try:  # every value of the label column must be a number (the others' are checked)
             CsvSpec(calibration.path, section.utility_column, header=calibration.header)
         except SourceError as error:
-            raise ScenarioError(f"{where}gcdp.utility_column: {error.reason}") from None
+            reason = error.reason
+            if reason.startswith("missing value ") and ": set source.missing" in reason:
+                # source.missing fills the channels, never the labels (the refusal's hint
+                # named a setting that does not apply to this column)
+                reason = (
+                    reason.split(": set source.missing", 1)[0] + ": the labels are never "
+                    "filled (source.missing applies to the channels): give every "
+                    "calibration row its label, or remove the row from the file"
+                )
+            raise ScenarioError(f"{where}gcdp.utility_column: {reason}") from None
 
 
 def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:

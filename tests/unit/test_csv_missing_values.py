@@ -264,3 +264,27 @@ def test_drop_with_gcdp_utility_labels_is_refused(tmp_path):
     assert "source.missing" in str(info.value) and "utility_column" in str(info.value)
     ok = text.replace('missing = "drop"', 'missing = "interpolate"')
     assert parse_scenario(ok, path=Path(package.__file__).parent / "x.toml").spec.source
+
+
+def test_a_gap_in_the_utility_labels_is_refused_without_the_channels_hint(tmp_path):
+    """``source.missing`` fills the channels, never ``gcdp.utility_column``'s labels: a gap
+    there was refused with the channels' hint ("set source.missing = ..."), a setting that
+    does not apply to the labels."""
+    from pathlib import Path
+
+    import ldpfleet.scenarios as package
+
+    folder = Path(package.__file__).parent
+    training = folder.parent / "data" / "uci-occupancy" / "datatraining.txt"
+    lines = training.read_text().splitlines()
+    lines[5] = lines[5].rsplit(",", 1)[0] + ",NA"  # line 6: Occupancy missing
+    calibration = tmp_path / "training-with-a-gap.txt"
+    calibration.write_text("\n".join(lines) + "\n")
+    text = (folder / "occupancy-release.toml").read_text()
+    text = text.replace('"data/uci-occupancy/datatraining.txt"', f'"{calibration}"')
+    text = text.replace("stride = 200 ", 'missing = "interpolate"\nstride = 200 ')
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, path=folder / "x.toml")
+    said = str(info.value)
+    assert "gcdp.utility_column: missing value 'NA' in column 'Occupancy' at line 6" in said
+    assert "the labels are never filled" in said and "set source.missing" not in said
