@@ -1078,6 +1078,12 @@ def _cell_row(r: dict, strict: float) -> str:
 # -- the false-claim bound with more trials (issue 19) ----------------------------------------
 
 
+def claims_upper95(claims: int, trials: int) -> float:
+    """One-sided 95 % Clopper-Pearson upper bound of a claim rate seen as ``claims`` of
+    ``trials`` (1.0 when every trial claimed)."""
+    return float(stats.beta.ppf(0.95, claims + 1, trials - claims)) if claims < trials else 1.0
+
+
 def _claims_only(args: tuple) -> dict:
     """``detect_period`` alone on an aperiodic cell: the streams of ``_aperiodic_cell`` (same
     trial seeds, so the first trials are the grid's), claims counted."""
@@ -1087,7 +1093,7 @@ def _claims_only(args: tuple) -> dict:
         rng = trial_rng(seed, "aperiodic", trial, f"{kind}/{n}/{eps0}")
         reports = SquareWave(eps0).perturb(aperiodic_stream(kind, n, rng), rng)
         claims += detect_period(reports).period is not None
-    upper = float(stats.beta.ppf(0.95, claims + 1, trials - claims)) if claims < trials else 1.0
+    upper = claims_upper95(claims, trials)
     return {
         "kind": kind,
         "n": n,
@@ -1149,7 +1155,7 @@ def held_out_markdown(rows: list[dict], command: str) -> str:
                 + " |"
             )
         claims, trials = sum(r["claims"] for r in mine), sum(r["trials"] for r in mine)
-        upper = float(stats.beta.ppf(0.95, claims + 1, trials - claims))
+        upper = claims_upper95(claims, trials)
         worst = max(mine, key=lambda r: r["rate"])
         pooled.append(
             f"| {kind} | {claims} / {trials} | {100 * claims / trials:.2f} | {100 * upper:.2f} "

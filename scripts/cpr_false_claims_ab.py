@@ -16,10 +16,10 @@ import sys
 from ldpfleet.app.bench_cpr import aperiodic_stream, trial_rng
 from ldpfleet.collector.period import detect_period
 from ldpfleet.protocol.sw import SquareWave
-from scipy import stats
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from cpr_period_same import load_old
+from ldpfleet.app.bench_cpr import claims_upper95
 
 
 def cell_claims(old, seed: int, trials: int, cell: str) -> tuple[int, int, list]:
@@ -46,7 +46,7 @@ if __name__ == "__main__":
     seed, trials = int(sys.argv[2]), int(sys.argv[3])
     for cell in sys.argv[4:]:
         before, after, added = cell_claims(old_module, seed, trials, cell)
-        upper = float(stats.beta.ppf(0.95, after + 1, trials - after))
+        upper = claims_upper95(after, trials)
         print(
             f"seed {seed} {cell}: old {before} ({100 * before / trials:.2f} %), new {after} "
             f"({100 * after / trials:.2f} %, 95 % upper {100 * upper:.2f} %) of {trials}; "

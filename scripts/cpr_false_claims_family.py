@@ -28,9 +28,9 @@ import multiprocessing
 import sys
 
 import numpy as np
-from ldpfleet.app.bench_cpr import _normalise01, aperiodic_stream, trial_rng
+from ldpfleet.app.bench_cpr import _normalise01, aperiodic_stream, claims_upper95, trial_rng
 from ldpfleet.protocol.sw import SquareWave
-from scipy import signal, stats
+from scipy import signal
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
@@ -104,7 +104,7 @@ def run_cell(args: tuple) -> dict:
         if period is not None:
             claims.append((trial, int(period)))
     k = len(claims)
-    upper = float(stats.beta.ppf(0.95, k + 1, trials - k)) if k < trials else 1.0
+    upper = claims_upper95(k, trials)
     return {
         "kind": kind,
         "n": n,

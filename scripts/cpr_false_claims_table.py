@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from scipy import stats
+from ldpfleet.app.bench_cpr import claims_upper95
 
 
 def load(path: str) -> dict[tuple, dict]:
@@ -41,7 +41,7 @@ def main() -> None:
         claims = sum(r["claims"] for r in d.values())
         trials = sum(r["trials"] for r in d.values())
         worst = max(d.values(), key=lambda r: r["claims"])
-        upper = float(stats.beta.ppf(0.95, claims + 1, trials - claims))
+        upper = claims_upper95(claims, trials)
         print(
             f"\n{label}: {claims} claims of {trials:,} streams ({100 * claims / trials:.3f} %, "
             f"95 % upper {100 * upper:.3f} %); worst cell {worst['kind']}/{worst['n']}/"
