@@ -341,9 +341,17 @@ async def run_device_shard(
     return {agent.machine.device: _stats(agent) for agent in agents}
 
 
+async def every_set(events: list[asyncio.Event]) -> None:
+    """Until every event is set. One task, not a gather of waits: a gather whose waits the
+    loop cancels at shutdown (Ctrl-C) logged "_GatheringFuture exception was never
+    retrieved"; a cancelled task logs nothing."""
+    for event in events:
+        await event.wait()
+
+
 async def _all_subscribed(agents: list[CadrAgent], tasks: list[asyncio.Task]) -> None:
     """Wait until every agent has subscribed; raise the error of one that failed first."""
-    listening = asyncio.ensure_future(asyncio.gather(*(a.subscribed.wait() for a in agents)))
+    listening = asyncio.ensure_future(every_set([a.subscribed for a in agents]))
     try:
         pending = {listening, *tasks}
         while not listening.done():

@@ -43,7 +43,7 @@ from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
-from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
+from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
@@ -443,7 +443,7 @@ async def _until_ready(side_tasks: list, running: asyncio.Task) -> None:
     ]
     if not events:
         return
-    ready = asyncio.ensure_future(asyncio.gather(*(event.wait() for event in events)))
+    ready = asyncio.ensure_future(every_set(events))
     try:
         await asyncio.wait({ready, running}, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -39,6 +39,17 @@ STOP_GRACE = 60.0  # seconds a shard gets after SIGTERM to write its outcomes (5
 # devices take tens of seconds to tear down)
 
 
+def child_of_the_run() -> None:
+    """In every side and shard process a run starts, before exec: die with the runner
+    (``die_with_parent``) and ignore SIGINT. Ctrl-C reaches the whole foreground process
+    group; the runner stops its children itself (``stop_process``: SIGTERM, each writes
+    what it did), so no child ends on the SIGINT before the runner has seen it (a CADR-LDP
+    run answered Ctrl-C with "the collector process ... ended (exit code 130) without
+    writing its results" instead of "interrupted")."""
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def die_with_parent() -> None:
     """In the child before exec: get SIGTERM when the runner dies, however it dies
     (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere a no-op), so no shard outlives its run."""
@@ -159,7 +170,7 @@ class ShardedFleet:
                     stdout=handle,
                     stderr=asyncio.subprocess.STDOUT,
                     env=env,
-                    preexec_fn=die_with_parent,
+                    preexec_fn=child_of_the_run,
                 )
 
             async def wait(index: int) -> None:

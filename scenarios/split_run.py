@@ -50,7 +50,7 @@ from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
 from ldpfleet.scenarios.runner import new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
-from ldpfleet.scenarios.shards import die_with_parent, log_tail, stop_process
+from ldpfleet.scenarios.shards import child_of_the_run, log_tail, stop_process
 from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
 from ldpfleet.scenarios.sides import fleet_side, scenario_kind
 
@@ -157,7 +157,7 @@ async def _spawn(command: list[str], log: Path, *, pipe: bool) -> asyncio.subpro
             stdout=asyncio.subprocess.PIPE if pipe else handle,
             stderr=handle,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=die_with_parent,
+            preexec_fn=child_of_the_run,
         )
 
 

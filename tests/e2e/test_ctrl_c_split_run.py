@@ -1,0 +1,87 @@
+"""Ctrl-C on ``ldpfleet run`` over a real broker (the run as separate processes).
+
+The terminal's SIGINT reaches the whole foreground process group: the runner, its
+collector process, its fleet shards. A child that ended on it first left the runner to
+report "the collector process ... ended (exit code 130) without writing its results"
+(seen on a CADR-LDP run); now every child ignores SIGINT and the runner stops them itself
+(SIGTERM: each writes what it did), prints "interrupted" once and exits 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ldpfleet.scenarios.shards import child_of_the_run
+from ldpfleet.scenarios.split_run import _spawn
+
+HANG_GUARD = 120.0  # seconds: never the thing tested, only a bound on a hung run
+
+_SIGINT_IGNORED = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+
+
+async def test_a_side_process_ignores_sigint(tmp_path):
+    """Fails on the old code (``die_with_parent`` only): the side took SIGINT's default."""
+    process = await _spawn([sys.executable, "-c", _SIGINT_IGNORED], tmp_path / "log", pipe=True)
+    out, _ = await process.communicate()
+    assert out.strip() == b"True"
+
+
+def test_a_fleet_shard_process_ignores_sigint():
+    out = subprocess.run(
+        [sys.executable, "-c", _SIGINT_IGNORED],
+        preexec_fn=child_of_the_run,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert out.strip() == b"True"
+
+
+def _slow_scenario(tmp_path: Path) -> Path:
+    """The quickstart, paced so that the run is still streaming when Ctrl-C comes."""
+    text = (Path(__file__).parents[2] / "scenarios" / "quickstart.toml").read_text()
+    text = text.replace("steps = 200", "steps = 100000\nstep_seconds = 0.05")
+    path = tmp_path / "slow.toml"
+    path.write_text(text)
+    return path
+
+
+def _wait_for(path: Path, process: subprocess.Popen) -> None:
+    """Until ``path`` exists (the collector process opened its store): an event, polled."""
+    guard = time.monotonic() + HANG_GUARD
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < guard, "hang guard: the collector never opened its store"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_split_run_says_interrupted_and_leaves_no_process(tmp_path):
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ldpfleet.app.cli", "run", str(_slow_scenario(tmp_path)),
+         "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    try:
+        _wait_for(out / "collector" / "collector.sqlite", process)
+        time.sleep(1.0)  # not a wait for anything: let the fleet stream a little
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=HANG_GUARD)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    text = output.decode()
+    assert process.returncode == 130, text
+    assert text.count("interrupted") == 1, text
+    assert "without writing its results" not in text, text
+    assert "Traceback" not in text, text
+    with pytest.raises(ProcessLookupError):  # every child of the run has ended
+        os.killpg(process.pid, 0)
