@@ -300,10 +300,21 @@ def sweep_theta(
     workers: int = 1,
     reference: str = "ll",
 ) -> dict:
-    """MAE/MSE vs θ per method at ``eps``; searches vs measured argmin; shape; lowest."""
+    """MAE/MSE vs θ per method at ``eps``; searches vs measured argmin; shape; lowest.
+    θ above the degree bound D of these runs (pipeline "paper": the graph's maximum
+    degree) are not run — the devices refuse them — and are listed in
+    ``dropped_above_bound``; a grid with no θ <= D is refused (field ``thetas``)."""
     started = time.perf_counter()
     choices = theta_choices(graph.degrees(), eps, alpha)
-    grid = sorted(set(thetas))
+    bound = max(int(graph.degrees().max()), 1) if graph.n else 1
+    dropped = sorted(t for t in set(thetas) if t > bound)
+    grid = sorted(t for t in set(thetas) if t <= bound)
+    if not grid:
+        raise ParameterError(
+            f"must hold a θ <= the degree bound D = {bound} (the graph's maximum degree; "
+            f"the devices refuse a larger θ), got {dropped[:8]}",
+            field="thetas",
+        )
     evaluated = sorted(set(grid) | {choices["by_sum"], choices["by_deviation"]})
     seeds = list(range(seed, seed + runs))
     cells, cpu = _cells(graph, [(m, t, eps) for m in methods for t in evaluated], alpha, seeds,
@@ -358,6 +369,8 @@ def sweep_theta(
         "runs": runs,
         "seeds": [seeds[0], seeds[-1]],
         "grid": grid,
+        "degree_bound": bound,
+        "dropped_above_bound": dropped,
         "thetas": evaluated,
         "choices": choices,
         "rows": rows,
@@ -682,6 +695,18 @@ def _metric_cells(cells: dict[str, dict], methods: Sequence[str]) -> list[str]:
     return out + [_f(cells[m]["mse"], 0) for m in methods]
 
 
+def _dropped_note(sweep: dict) -> str:
+    """The sentence naming the θ of the grid above the degree bound ("" when none)."""
+    dropped = sweep.get("dropped_above_bound") or []
+    if not dropped:
+        return ""
+    shown = f"{dropped[0]}–{dropped[-1]}" if len(dropped) > 1 else str(dropped[0])
+    return (
+        f" θ above the degree bound D = {sweep['degree_bound']} not run ({len(dropped)} of "
+        f"the grid: {shown}; the devices refuse them)."
+    )
+
+
 def _theta_table(sweep: dict, methods: Sequence[str]) -> list[str]:
     """The θ sweep: MAE and MSE per method at each displayed θ."""
     c = sweep["choices"]
@@ -691,7 +716,7 @@ def _theta_table(sweep: dict, methods: Sequence[str]) -> list[str]:
         f"{sweep['seconds']:.0f} s wall, {sweep['cpu_seconds']:.0f} s of runs). "
         f"θ by Sum = {c['by_sum']} ({c['by_sum_rounds']} secure sums), θ by Deviation = "
         f"{c['by_deviation']} ({c['by_deviation_rounds']} secure counts). Bold: lowest "
-        "mean MAE of the row.",
+        "mean MAE of the row." + _dropped_note(sweep),
         "",
         *_metric_header("θ", methods),
     ]
