@@ -42,6 +42,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from array import array
 from dataclasses import dataclass
 from datetime import datetime
@@ -171,6 +172,27 @@ def _is_number(text: str) -> bool:
     return True
 
 
+# a number written with a decimal comma ("23,18", "-0,5"): a European export
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
+def _bad_value(lineno: int, name: str, cell: str) -> str:
+    """The refusal of a cell that is not a finite number, with what to do about it: a label
+    word ('yes') is told the labels' limit, an empty cell (a gap) and a decimal comma are
+    named as such (the bench fills no gaps and reads decimal points only)."""
+    text = cell.strip()
+    if name == "Occupancy" and text and not _is_number(text):
+        return f"line {lineno}: Occupancy must be 0 or 1, got {cell!r} (write labels as 0 and 1)"
+    reason = f"line {lineno}: {name} must be a finite number, got {cell!r}"
+    if not text:
+        return reason + (
+            " (an empty cell: the bench fills no gaps; fill the value or remove the row)"
+        )
+    if _DECIMAL_COMMA.fullmatch(text):
+        return reason + " (a decimal comma? numbers need a decimal point)"
+    return reason
+
+
 def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     """``load_occupancy``'s reading pass over the file's text (``_open_text``)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
@@ -226,9 +248,7 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
                 except ValueError:
                     value = float("nan")
                 if not math.isfinite(value):
-                    raise ValueError(
-                        f"line {lineno}: {name} must be a finite number, got {row[c]!r}"
-                    )
+                    raise ValueError(_bad_value(lineno, name, row[c]))
                 values.append(value)
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
