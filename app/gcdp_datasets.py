@@ -603,7 +603,13 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
         protocol_head=_occupancy_head(
-            data, window, readings, (train_file, test_file), model, (train_f, test_f, test_l, val_f)
+            data,
+            window,
+            readings,
+            (train_file, test_file),
+            model,
+            (train_f, test_f, test_l, val_f),
+            train_l,
         ),
         protocol_tail={
             "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
@@ -614,7 +620,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     )
 
 
-def _occupancy_head(data, window, readings, files, model, windows) -> dict:
+def _occupancy_head(data, window, readings, files, model, windows, train_l) -> dict:
     """Occupancy's ``protocol_head``: the files, the split, the window counts and the fixed
     classifier on the clean test windows."""
     train_file, test_file = files
@@ -632,6 +638,38 @@ def _occupancy_head(data, window, readings, files, model, windows) -> dict:
         # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
         # F1 of "always occupied", like any score)
         "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+        "baselines": _occupancy_baselines(model, windows, train_l),
+        "privacy": OCCUPANCY_PRIVACY,
+    }
+
+
+# what an Occupancy release protects (results protocol.privacy; docs/gcdp.md "Adjacency")
+OCCUPANCY_PRIVACY = {
+    "unit": "one clipped channel value at one timestamp (Gamma(u) = {u}); the certificate "
+    "of a window mean is B_k = 1/window",
+    "per_window": "each test window's release is one eps_rel-DP invocation (pure eps; "
+    "Gau-DP (eps, delta)-DP), its budget split over the d coordinates with sum eps_k <= eps_rel",
+    "composition": "windows are disjoint, so each record is in one release: eps_rel per "
+    "occurrence over the whole file (parallel composition)",
+    "eps_cal": 0.0,
+    "calibration": "public: the training file only (clipping, graph, tau, mu, classifier); "
+    "the test file chooses nothing",
+    "not_covered": "k records changed together (one person's stay) cost up to k x eps_rel "
+    "(group privacy); records outside the clipping interval are released clipped",
+}
+
+
+def _occupancy_baselines(model, windows, train_l) -> dict:
+    """Floors beside the F1 (results protocol.baselines): the training windows' majority
+    class predicted for every test window, always "occupied", and the clipping-only release
+    (the fixed classifier on the clean clipped windows: NonPrivate)."""
+    _, test_f, test_l, _ = windows
+    label = int(np.mean(train_l) > 0.5)
+    constant = np.full(test_l.shape, label)
+    return {
+        "majority_class": {"label": label, "f1": round(f1_percent(test_l, constant), 4)},
+        "always_occupied_f1": round(f1_percent(test_l, np.ones_like(test_l)), 4),
+        "clipping_only_f1": round(f1_percent(test_l, model.predict(np.clip(test_f, 0.0, 1.0))), 4),
     }
 
 

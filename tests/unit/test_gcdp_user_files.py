@@ -90,3 +90,25 @@ def test_loader_refusals_name_the_fix(tmp_path, text, needles):
         load_occupancy(path)
     for needle in needles:
         assert needle in str(info.value), str(info.value)
+
+
+# --- the baselines and the privacy claim beside the F1 ---------------------------------------
+
+
+def test_protocol_states_baselines_and_the_privacy_claim():
+    # A user reading F1 on a file of their own needs the floor beside it: the majority
+    # class of the training windows predicted for every test window, "always occupied",
+    # and the clipping-only release (the fixed classifier on the clean clipped windows,
+    # = NonPrivate); and what the eps_rel protects. None of it was in the JSON.
+    frame = (*synthetic_frame(900, 1), *synthetic_frame(300, 2))
+    out = bench.bench_gcdp(data=frame, methods=("NonPrivate", "Lap-DP"), eps_list=(1.0,),
+                           draws=1, window=WINDOW, timing=False)  # fmt: skip
+    base = out["protocol"]["baselines"]
+    assert base["majority_class"]["label"] in (0, 1)
+    expected = 0.0 if base["majority_class"]["label"] == 0 else base["always_occupied_f1"]
+    assert base["majority_class"]["f1"] == expected
+    assert base["clipping_only_f1"] == out["f1"]["NonPrivate"]["1.0"]
+    claim = out["protocol"]["privacy"]
+    assert claim["eps_cal"] == 0.0
+    assert "one clipped channel value at one timestamp" in claim["unit"]
+    assert "parallel" in claim["composition"] and "group" in claim["not_covered"]
