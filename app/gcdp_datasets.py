@@ -477,6 +477,8 @@ def occupancy_windows(
         val_f, val_l = window_means(normalize(val_x, low, high), val_y, window)
     if data is None:
         part = "training" if readings.split != "holdout" else "training (before the validation cut)"
+        _in_time_order(train_y, train_file or OCC_TRAIN_FILE, "train_file")
+        _in_time_order(test_y, test_file or OCC_TEST_FILE, "test_file")
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
@@ -503,6 +505,32 @@ def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -
             f"the {len(labels)} {part} windows of {window} records of {path} all have "
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
             "the bench needs both classes (0 and 1)",
+            field=name,
+        )
+
+
+# labels changing between consecutive records at least this share of as often as in a random
+# order of the file: its rows are not in time order (docs/gcdp.md, "Held-out files")
+SHUFFLED_SHARE = 0.5
+
+
+def _in_time_order(labels: np.ndarray, path, name: str) -> None:
+    """Refuse a file whose Occupancy labels change between consecutive records at least
+    ``SHUFFLED_SHARE`` of as often as a random order of its records would (2 p (1 - p)
+    (n - 1) changes expected): its rows are out of time order, and its windows average
+    unrelated minutes (a shuffled file without a ``date`` column ran silently, NonPrivate
+    F1 28.6). Time-ordered files change far less often: the shipped files 1.0-1.5 % of
+    the random-order count, the test file resampled every 5 minutes 10 %."""
+    y = np.asarray(labels).astype(int)
+    p = float(y.mean()) if y.size else 0.0
+    expected = 2 * p * (1 - p) * (y.size - 1)
+    changes = int(np.count_nonzero(y[1:] != y[:-1]))
+    if expected >= 10 and changes >= SHUFFLED_SHARE * expected:  # >= 10: enough changes
+        raise ParameterError(
+            f"the Occupancy label of {path} changes on {changes} of {y.size - 1} consecutive "
+            f"records, {changes / expected:.0%} of the {expected:.0f} expected in a random "
+            f"order (limit {SHUFFLED_SHARE:.0%}): the rows are not in time order, and windows "
+            "are consecutive records; sort the file by time",
             field=name,
         )
 
