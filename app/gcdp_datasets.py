@@ -85,6 +85,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     normalize,
     one_class_note,
     prediction_collapse,
+    record_steps,
     temporal_smooth,
     window_means,
 )
@@ -667,6 +668,9 @@ def _occupancy_head(data, window, readings, files, model, windows, train_l) -> d
         # F1 of "always occupied", like any score)
         "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
         "baselines": _occupancy_baselines(model, windows, train_l),
+        "sampling": None
+        if data is not None
+        else sampling(train_file or OCC_TRAIN_FILE, test_file or OCC_TEST_FILE, window),
         "privacy": OCCUPANCY_PRIVACY,
     }
 
@@ -685,6 +689,50 @@ OCCUPANCY_PRIVACY = {
     "not_covered": "k records changed together (one person's stay) cost up to k x eps_rel "
     "(group privacy); records outside the clipping interval are released clipped",
 }
+
+
+# the training and test files' median steps differing by more than this factor: a window of
+# ``window`` records spans a different time in each (a note, not a refusal)
+STEP_RATIO = 1.5
+# a step longer than this many median steps is a gap in time (a window across it mixes
+# records from both sides)
+GAP_STEPS = 5
+
+
+def sampling(train_file, test_file, window: int) -> dict:
+    """Results ``protocol.sampling``: the median seconds between records of each file (from
+    their ``date`` columns; None without one), the test windows that contain a step longer
+    than ``GAP_STEPS`` median steps, and a note when the two medians differ by more than
+    ``STEP_RATIO``: the classifier, clipping and calibration were fitted on windows of
+    another duration."""
+    steps = {name: record_steps(path) for name, path in (("train", train_file),
+                                                         ("test", test_file))}  # fmt: skip
+    median = {k: (None if v is None or not v.size else float(np.median(v)))
+              for k, v in steps.items()}  # fmt: skip
+    across = None
+    test = steps["test"]
+    if test is not None and median["test"]:
+        gaps = np.flatnonzero(test > GAP_STEPS * median["test"])  # between record j and j+1
+        inside = gaps[(gaps % window) != window - 1]  # not between two windows
+        n_windows = (test.size + 1) // window
+        across = int(np.unique(inside[inside // window < n_windows] // window).size)
+    note = None
+    a, b = median["train"], median["test"]
+    if a and b and max(a, b) > STEP_RATIO * min(a, b):
+        note = (
+            f"the training file's records are {a:g} s apart, the test file's {b:g} s: a window "
+            f"of {window} records spans {a * window / 60:g} min in the training file and "
+            f"{b * window / 60:g} min in the test file, so the classifier and the calibration "
+            "were fitted on windows of another duration (resample one file to the other's rate: "
+            "--window applies to both files)"
+        )
+    return {
+        "train_step_s": median["train"],
+        "test_step_s": median["test"],
+        "test_windows_across_gaps": across,
+        "gap_rule": f"a step longer than {GAP_STEPS} median steps",
+        "note": note,
+    }
 
 
 def _occupancy_baselines(model, windows, train_l) -> dict:

@@ -46,6 +46,7 @@ import re
 from array import array
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -289,6 +290,49 @@ def check_date_order(path: str | Path) -> None:
                     return
             except ValueError as error:
                 raise ValueError(f"{path}: {error}") from None
+
+
+def record_steps(path: str | Path) -> np.ndarray | None:
+    """The seconds between consecutive records of a CSV file's ``date`` column (length
+    records - 1), or None without a ``date`` column or when a date is in no known format
+    (ISO, else the first of ``DATE_FORMATS`` that reads the first date). A file
+    ``load_occupancy`` read: its order and formats are already checked."""
+    with _open_text(path) as handle:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+        header = [cell.strip() for cell in next(reader, [])]
+        if "date" not in header:
+            return None
+        texts, column = [], None
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if column is None:  # a leading row id: one field more than the header
+                lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
+                column = header.index("date") + int(lead)
+            texts.append(row[column].strip())
+    return _steps(texts)
+
+
+def _steps(texts: list[str]) -> np.ndarray | None:
+    """``record_steps`` of the date strings ``texts``."""
+    if len(texts) < 2:
+        return None
+    try:
+        when = [datetime.fromisoformat(t) for t in texts]
+    except ValueError:
+        fmt = next((f for f in DATE_FORMATS if _parse(texts[0], f, 0)), None)
+        if fmt is None:
+            return None
+        try:
+            when = [datetime.strptime(t, fmt) for t in texts]
+        except ValueError:
+            return None
+    try:
+        return np.array([(b - a).total_seconds() for a, b in pairwise(when)])
+    except TypeError:  # offsets mixed (load_occupancy refuses such a file)
+        return None
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
