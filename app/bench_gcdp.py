@@ -818,10 +818,26 @@ class _Evaluation:
         return ablation
 
 
+def majority_baseline(prep: Prepared) -> dict:
+    """Results ``protocol.baselines`` of a data set without its own (Intel Lab, WISDM): the
+    training windows' majority class predicted for every test window, scored by the data
+    set's metric, and the clipping-only release (the fixed classifier on the clean
+    windows: NonPrivate)."""
+    label = int(np.bincount(np.asarray(prep.train_l).astype(int)).argmax())
+    constant = np.full(np.asarray(prep.test_l).shape, label)
+    clean = np.asarray(prep.model.predict(np.clip(prep.test_f, 0.0, 1.0)))
+    return {
+        "majority_class": {"label": label, "f1": round(prep.metric(prep.test_l, constant), 4)},
+        "clipping_only_f1": round(prep.metric(prep.test_l, clean), 4),
+    }
+
+
 def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict:
     """The evaluation's protocol (results ``protocol``)."""
+    head = dict(prep.protocol_head)
+    head.setdefault("baselines", majority_baseline(prep))
     return {
-        **prep.protocol_head,
+        **head,
         "draws": draws,
         "seed": seed,
         **prep.protocol_tail,

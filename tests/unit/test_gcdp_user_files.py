@@ -181,3 +181,17 @@ def test_protocol_states_sampling_and_gaps(tmp_path):
     same = bench.bench_gcdp(methods=("NonPrivate",), eps_list=(1.0,), draws=1, window=WINDOW,
                             timing=False, train_file=test, test_file=test)  # fmt: skip
     assert same["protocol"]["sampling"]["note"] is None
+
+
+def test_every_dataset_states_the_majority_class_baseline():
+    # Intel Lab (anomaly F1) and WISDM (macro-F1) printed their F1 with no floor beside it.
+    for dataset in ("intel", "wisdm"):
+        out = bench.bench_gcdp(dataset, methods=("NonPrivate",), eps_list=(1.0,), draws=1,
+                               timing=False)  # fmt: skip
+        base = out["protocol"]["baselines"]
+        prep = prepare(dataset)
+        label = int(np.bincount(np.asarray(prep.train_l).astype(int)).argmax())
+        constant = np.full(np.asarray(prep.test_l).shape, label)
+        assert base["majority_class"]["label"] == label
+        assert base["majority_class"]["f1"] == round(prep.metric(prep.test_l, constant), 4)
+        assert base["clipping_only_f1"] == out["f1"]["NonPrivate"]["1.0"]
