@@ -826,10 +826,14 @@ def majority_baseline(prep: Prepared) -> dict:
     label = int(np.bincount(np.asarray(prep.train_l).astype(int)).argmax())
     constant = np.full(np.asarray(prep.test_l).shape, label)
     clean = np.asarray(prep.model.predict(np.clip(prep.test_f, 0.0, 1.0)))
-    return {
+    out = {
         "majority_class": {"label": label, "f1": round(prep.metric(prep.test_l, constant), 4)},
         "clipping_only_f1": round(prep.metric(prep.test_l, clean), 4),
     }
+    if set(np.unique(prep.test_l).tolist()) <= {0, 1}:  # a positive-class F1 (Intel Lab)
+        ones = np.ones_like(np.asarray(prep.test_l))
+        out["always_positive_f1"] = round(prep.metric(prep.test_l, ones), 4)
+    return out
 
 
 def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict:
