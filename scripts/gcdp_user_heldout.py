@@ -184,6 +184,11 @@ def tau_transfer(test_file: Path, eps: float, draws: int) -> dict:
             released = bench._release_all("GC-DP", prep.test_f, cal, eps, rng)
             f1.append(f1_percent(y, np.asarray(prep.model.predict(released))))
         out[tau] = round(float(np.mean(f1)), 1)
+    from ldpfleet.collector.gcdp.evaluation import masking_utility
+
+    # mu_k as the bench computes it (training validation windows) and on the test windows
+    out["mu_training"] = [round(float(v), 3) for v in prep.utility]
+    out["mu_test"] = [round(float(v), 3) for v in masking_utility(prep.model, prep.test_f, y)]
     return out
 
 
