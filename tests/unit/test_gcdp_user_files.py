@@ -200,3 +200,25 @@ def test_every_dataset_states_the_majority_class_baseline():
     # Intel Lab's anomalies are 17.7 % of the test steps: "always anomalous" scores 30.1,
     # which Lap-DP and GC-DP do not beat at eps <= 1
     assert abs(base_intel["always_positive_f1"] - 30.0885) < 1e-3
+
+
+def test_command_refuses_user_files_in_one_line_with_status_2(tmp_path):
+    # The command turns each refusal into one line naming the option, exit status 2.
+    import typer
+    from typer.testing import CliRunner
+
+    train = _write_rows(tmp_path / "train.csv", *synthetic_frame(900, 1))
+    x, y = synthetic_frame(600, 2)
+    rows = np.random.default_rng(3).permutation(y.size)
+    shuffled = _write_rows(tmp_path / "shuffled.csv", x[rows], y[rows])
+    words = tmp_path / "words.csv"
+    words.write_text(OCC_HEADER + GOOD.replace(",1\n", ",yes\n"))
+    app = typer.Typer()
+    app.command()(bench.bench_gcdp_command)
+    for path, needle in ((shuffled, "random order"), (words, "must be 0 or 1, got 'yes'")):
+        out = CliRunner().invoke(app, ["--train-file", str(train), "--test-file", str(path),
+                                       "--eps", "1", "--draws", "1"])  # fmt: skip
+        assert out.exit_code == 2, out.output
+        lines = [line for line in out.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: --test-file: "), out.output
+        assert needle in lines[0] and "Traceback" not in out.output
