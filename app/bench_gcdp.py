@@ -39,7 +39,8 @@ helpers):
   informed attackers (and the oracles) each method's noise from the public theta.
 * Oracles (diagnostics, Occupancy): ``bayes_bound_f1`` per method and
   ``best_allocation_bound_f1`` bound what a classifier of a release can reach (they know
-  the test windows and labels).
+  the test windows and labels); above ``ORACLE_WINDOWS`` test windows they score a seeded
+  stratified subset (``oracle_windows``).
 
 Draw generators derive from (seed, eps, draw) only: common random numbers across methods
 (paired comparisons), and a cell does not depend on which other methods or budgets were
