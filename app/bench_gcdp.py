@@ -39,7 +39,8 @@ helpers):
   informed attackers (and the oracles) each method's noise from the public theta.
 * Oracles (diagnostics, Occupancy): ``bayes_bound_f1`` per method and
   ``best_allocation_bound_f1`` bound what a classifier of a release can reach (they know
-  the test windows and labels).
+  the test windows and labels); above ``ORACLE_WINDOWS`` test windows they score a seeded
+  stratified subset (``oracle_windows``).
 
 Draw generators derive from (seed, eps, draw) only: common random numbers across methods
 (paired comparisons), and a cell does not depend on which other methods or budgets were
@@ -454,12 +455,52 @@ def bayes_bound_f1(prep: Prepared, eps: float, draws: int, seed: int, method: st
     cal = {"bounds": prep.bounds, "gau_l2": prep.gau_l2, "gau_changed": prep.gau_changed,
            "readings": prep.readings, **(cal or {})}  # fmt: skip
     law = noise_law(method, cal, eps)
+    x, y = oracle_windows(prep, seed)
     scores = []
     for k in range(draws):
         rng = np.random.default_rng([seed, round(eps * 1e6), k, 3])
-        released = _release(method, prep.test_f, cal, eps, rng)
-        scores.append(_oracle_f1(prep.test_f, prep.test_l, law, released))
+        released = _release(method, x, cal, eps, rng)
+        scores.append(_oracle_f1(x, y, law, released))
     return float(np.mean(scores))
+
+
+# the oracles compare every release with every clean window (n x n x d per release, ~200
+# releases a run): above this many test windows they score a seeded stratified subset (a
+# 200,000-record file, 6,666 windows, ran > 5 CPU minutes in 3.9 GB)
+ORACLE_WINDOWS = 500
+
+
+def oracle_windows(prep: Prepared, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The test windows and labels the oracles score: all of them when there are at most
+    ``ORACLE_WINDOWS``, else ``ORACLE_WINDOWS`` of them drawn without replacement by the
+    generator keyed (seed, 4), each class in proportion to its share (at least one window
+    of each), kept in time order. The same for every method, budget and draw."""
+    x, y = prep.test_f, np.asarray(prep.test_l)
+    n = y.size
+    if n <= ORACLE_WINDOWS:
+        return x, y
+    rng = np.random.default_rng([seed, 4])
+    classes = np.unique(y)
+    counts = {c: max(1, round(ORACLE_WINDOWS * float(np.mean(y == c)))) for c in classes}
+    counts[classes[-1]] = ORACLE_WINDOWS - sum(counts[c] for c in classes[:-1])
+    picked = [rng.choice(np.flatnonzero(y == c), size=counts[c], replace=False) for c in classes]
+    rows = np.sort(np.concatenate(picked))
+    return x[rows], y[rows]
+
+
+def oracle_windows_note(prep: Prepared) -> dict:
+    """Results ``oracle_windows``: how many test windows the oracles scored, of how many."""
+    n = int(np.asarray(prep.test_l).size)
+    return {
+        "windows": min(n, ORACLE_WINDOWS),
+        "of": n,
+        "subset": None
+        if n <= ORACLE_WINDOWS
+        else (
+            f"a seeded stratified subset of {ORACLE_WINDOWS} windows (generator (seed, 4)): "
+            "the oracles cost n x n x d per release"
+        ),
+    }
 
 
 def _oracle_f1(x: np.ndarray, y: np.ndarray, law: NoiseLaw, released: np.ndarray) -> float:
@@ -508,15 +549,16 @@ def best_allocation_bound_f1(prep: Prepared, eps: float, draws: int, seed: int) 
     what any pure-eps method that only moves budget between coordinates in that family
     (Lap-DP, and near Ada-DP / Risk-DP / GC-DP's shapes) can reach on these windows."""
     bounds = np.asarray(prep.bounds, dtype=float)
+    x, y = oracle_windows(prep, seed)
     best = (-1.0, None)
     for split in oracle_allocations(eps, bounds.size):
         law = NoiseLaw("laplace", bounds / split)
         scores = []
         for k in range(draws):
             rng = np.random.default_rng([seed, round(eps * 1e6), k, 3])
-            released = laplace_release(prep.test_f, bounds=bounds, scales=bounds, budgets=split,
+            released = laplace_release(x, bounds=bounds, scales=bounds, budgets=split,
                                        eps_rel=eps, low=0.0, high=1.0, rng=rng)  # fmt: skip
-            scores.append(_oracle_f1(prep.test_f, prep.test_l, law, released))
+            scores.append(_oracle_f1(x, y, law, released))
         best = max(best, (float(np.mean(scores)), split), key=lambda t: t[0])
     return {"f1": round(best[0], 4), "budgets": printed_budgets(best[1])}
 
@@ -777,10 +819,30 @@ class _Evaluation:
         return ablation
 
 
+def majority_baseline(prep: Prepared) -> dict:
+    """Results ``protocol.baselines`` of a data set without its own (Intel Lab, WISDM): the
+    training windows' majority class predicted for every test window, scored by the data
+    set's metric, and the clipping-only release (the fixed classifier on the clean
+    windows: NonPrivate)."""
+    label = int(np.bincount(np.asarray(prep.train_l).astype(int)).argmax())
+    constant = np.full(np.asarray(prep.test_l).shape, label)
+    clean = np.asarray(prep.model.predict(np.clip(prep.test_f, 0.0, 1.0)))
+    out = {
+        "majority_class": {"label": label, "f1": round(prep.metric(prep.test_l, constant), 4)},
+        "clipping_only_f1": round(prep.metric(prep.test_l, clean), 4),
+    }
+    if set(np.unique(prep.test_l).tolist()) <= {0, 1}:  # a positive-class F1 (Intel Lab)
+        ones = np.ones_like(np.asarray(prep.test_l))
+        out["always_positive_f1"] = round(prep.metric(prep.test_l, ones), 4)
+    return out
+
+
 def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict:
     """The evaluation's protocol (results ``protocol``)."""
+    head = dict(prep.protocol_head)
+    head.setdefault("baselines", majority_baseline(prep))
     return {
-        **prep.protocol_head,
+        **head,
         "draws": draws,
         "seed": seed,
         **prep.protocol_tail,
@@ -820,6 +882,7 @@ def _bayes_bounds(prep: Prepared, methods, eps_t, draws: int, seed: int, cal: di
         "best_allocation_bound_f1": {
             str(e): best_allocation_bound_f1(prep, e, draws, seed) for e in eps_t
         },
+        "oracle_windows": oracle_windows_note(prep),
     }
 
 

@@ -85,6 +85,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     normalize,
     one_class_note,
     prediction_collapse,
+    record_steps,
     temporal_smooth,
     window_means,
 )
@@ -477,6 +478,8 @@ def occupancy_windows(
         val_f, val_l = window_means(normalize(val_x, low, high), val_y, window)
     if data is None:
         part = "training" if readings.split != "holdout" else "training (before the validation cut)"
+        _in_time_order(train_y, train_file or OCC_TRAIN_FILE, "train_file")
+        _in_time_order(test_y, test_file or OCC_TEST_FILE, "test_file")
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
@@ -503,6 +506,32 @@ def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -
             f"the {len(labels)} {part} windows of {window} records of {path} all have "
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
             "the bench needs both classes (0 and 1)",
+            field=name,
+        )
+
+
+# labels changing between consecutive records at least this share of as often as in a random
+# order of the file: its rows are not in time order (docs/gcdp.md, "Held-out files")
+SHUFFLED_SHARE = 0.5
+
+
+def _in_time_order(labels: np.ndarray, path, name: str) -> None:
+    """Refuse a file whose Occupancy labels change between consecutive records at least
+    ``SHUFFLED_SHARE`` of as often as a random order of its records would (2 p (1 - p)
+    (n - 1) changes expected): its rows are out of time order, and its windows average
+    unrelated minutes (a shuffled file without a ``date`` column ran silently, NonPrivate
+    F1 28.6). Time-ordered files change far less often: the shipped files 1.0-1.5 % of
+    the random-order count, the test file resampled every 5 minutes 10 %."""
+    y = np.asarray(labels).astype(int)
+    p = float(y.mean()) if y.size else 0.0
+    expected = 2 * p * (1 - p) * (y.size - 1)
+    changes = int(np.count_nonzero(y[1:] != y[:-1]))
+    if expected >= 10 and changes >= SHUFFLED_SHARE * expected:  # >= 10: enough changes
+        raise ParameterError(
+            f"the Occupancy label of {path} changes on {changes} of {y.size - 1} consecutive "
+            f"records, {changes / expected:.0%} of the {expected:.0f} expected in a random "
+            f"order (limit {SHUFFLED_SHARE:.0%}): the rows are not in time order, and windows "
+            "are consecutive records; sort the file by time",
             field=name,
         )
 
@@ -603,7 +632,13 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
         protocol_head=_occupancy_head(
-            data, window, readings, (train_file, test_file), model, (train_f, test_f, test_l, val_f)
+            data,
+            window,
+            readings,
+            (train_file, test_file),
+            model,
+            (train_f, test_f, test_l, val_f),
+            train_l,
         ),
         protocol_tail={
             "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
@@ -614,7 +649,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     )
 
 
-def _occupancy_head(data, window, readings, files, model, windows) -> dict:
+def _occupancy_head(data, window, readings, files, model, windows, train_l) -> dict:
     """Occupancy's ``protocol_head``: the files, the split, the window counts and the fixed
     classifier on the clean test windows."""
     train_file, test_file = files
@@ -632,6 +667,85 @@ def _occupancy_head(data, window, readings, files, model, windows) -> dict:
         # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
         # F1 of "always occupied", like any score)
         "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+        "baselines": _occupancy_baselines(model, windows, train_l),
+        "sampling": None
+        if data is not None
+        else sampling(train_file or OCC_TRAIN_FILE, test_file or OCC_TEST_FILE, window),
+        "privacy": OCCUPANCY_PRIVACY,
+    }
+
+
+# what an Occupancy release protects (results protocol.privacy; docs/gcdp.md "Adjacency")
+OCCUPANCY_PRIVACY = {
+    "unit": "one clipped channel value at one timestamp (Gamma(u) = {u}); the certificate "
+    "of a window mean is B_k = 1/window",
+    "per_window": "each test window's release is one eps_rel-DP invocation (pure eps; "
+    "Gau-DP (eps, delta)-DP), its budget split over the d coordinates with sum eps_k <= eps_rel",
+    "composition": "windows are disjoint, so each record is in one release: eps_rel per "
+    "occurrence over the whole file (parallel composition)",
+    "eps_cal": 0.0,
+    "calibration": "public: the training file only (clipping, graph, tau, mu, classifier); "
+    "the test file chooses nothing",
+    "not_covered": "k records changed together (one person's stay) cost up to k x eps_rel "
+    "(group privacy); records outside the clipping interval are released clipped",
+}
+
+
+# the training and test files' median steps differing by more than this factor: a window of
+# ``window`` records spans a different time in each (a note, not a refusal)
+STEP_RATIO = 1.5
+# a step longer than this many median steps is a gap in time (a window across it mixes
+# records from both sides)
+GAP_STEPS = 5
+
+
+def sampling(train_file, test_file, window: int) -> dict:
+    """Results ``protocol.sampling``: the median seconds between records of each file (from
+    their ``date`` columns; None without one), the test windows that contain a step longer
+    than ``GAP_STEPS`` median steps, and a note when the two medians differ by more than
+    ``STEP_RATIO``: the classifier, clipping and calibration were fitted on windows of
+    another duration."""
+    steps = {name: record_steps(path) for name, path in (("train", train_file),
+                                                         ("test", test_file))}  # fmt: skip
+    median = {k: (None if v is None or not v.size else float(np.median(v)))
+              for k, v in steps.items()}  # fmt: skip
+    across = None
+    test = steps["test"]
+    if test is not None and median["test"]:
+        gaps = np.flatnonzero(test > GAP_STEPS * median["test"])  # between record j and j+1
+        inside = gaps[(gaps % window) != window - 1]  # not between two windows
+        n_windows = (test.size + 1) // window
+        across = int(np.unique(inside[inside // window < n_windows] // window).size)
+    note = None
+    a, b = median["train"], median["test"]
+    if a and b and max(a, b) > STEP_RATIO * min(a, b):
+        note = (
+            f"the training file's records are {a:g} s apart, the test file's {b:g} s: a window "
+            f"of {window} records spans {a * window / 60:g} min in the training file and "
+            f"{b * window / 60:g} min in the test file, so the classifier and the calibration "
+            "were fitted on windows of another duration (resample one file to the other's rate: "
+            "--window applies to both files)"
+        )
+    return {
+        "train_step_s": median["train"],
+        "test_step_s": median["test"],
+        "test_windows_across_gaps": across,
+        "gap_rule": f"a step longer than {GAP_STEPS} median steps",
+        "note": note,
+    }
+
+
+def _occupancy_baselines(model, windows, train_l) -> dict:
+    """Floors beside the F1 (results protocol.baselines): the training windows' majority
+    class predicted for every test window, always "occupied", and the clipping-only release
+    (the fixed classifier on the clean clipped windows: NonPrivate)."""
+    _, test_f, test_l, _ = windows
+    label = int(np.mean(train_l) > 0.5)
+    constant = np.full(test_l.shape, label)
+    return {
+        "majority_class": {"label": label, "f1": round(f1_percent(test_l, constant), 4)},
+        "always_occupied_f1": round(f1_percent(test_l, np.ones_like(test_l)), 4),
+        "clipping_only_f1": round(f1_percent(test_l, model.predict(np.clip(test_f, 0.0, 1.0))), 4),
     }
 
 

@@ -42,9 +42,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from array import array
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -171,6 +173,27 @@ def _is_number(text: str) -> bool:
     return True
 
 
+# a number written with a decimal comma ("23,18", "-0,5"): a European export
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
+
+
+def _bad_value(lineno: int, name: str, cell: str) -> str:
+    """The refusal of a cell that is not a finite number, with what to do about it: a label
+    word ('yes') is told the labels' limit, an empty cell (a gap) and a decimal comma are
+    named as such (the bench fills no gaps and reads decimal points only)."""
+    text = cell.strip()
+    if name == "Occupancy" and text and not _is_number(text):
+        return f"line {lineno}: Occupancy must be 0 or 1, got {cell!r} (write labels as 0 and 1)"
+    reason = f"line {lineno}: {name} must be a finite number, got {cell!r}"
+    if not text:
+        return reason + (
+            " (an empty cell: the bench fills no gaps; fill the value or remove the row)"
+        )
+    if _DECIMAL_COMMA.fullmatch(text):
+        return reason + " (a decimal comma? numbers need a decimal point)"
+    return reason
+
+
 def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     """``load_occupancy``'s reading pass over the file's text (``_open_text``)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
@@ -226,9 +249,7 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
                 except ValueError:
                     value = float("nan")
                 if not math.isfinite(value):
-                    raise ValueError(
-                        f"line {lineno}: {name} must be a finite number, got {row[c]!r}"
-                    )
+                    raise ValueError(_bad_value(lineno, name, row[c]))
                 values.append(value)
             if values[-1] not in (0.0, 1.0):
                 raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
@@ -269,6 +290,49 @@ def check_date_order(path: str | Path) -> None:
                     return
             except ValueError as error:
                 raise ValueError(f"{path}: {error}") from None
+
+
+def record_steps(path: str | Path) -> np.ndarray | None:
+    """The seconds between consecutive records of a CSV file's ``date`` column (length
+    records - 1), or None without a ``date`` column or when a date is in no known format
+    (ISO, else the first of ``DATE_FORMATS`` that reads the first date). A file
+    ``load_occupancy`` read: its order and formats are already checked."""
+    with _open_text(path) as handle:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+        header = [cell.strip() for cell in next(reader, [])]
+        if "date" not in header:
+            return None
+        texts, column = [], None
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if column is None:  # a leading row id: one field more than the header
+                lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
+                column = header.index("date") + int(lead)
+            texts.append(row[column].strip())
+    return _steps(texts)
+
+
+def _steps(texts: list[str]) -> np.ndarray | None:
+    """``record_steps`` of the date strings ``texts``."""
+    if len(texts) < 2:
+        return None
+    try:
+        when = [datetime.fromisoformat(t) for t in texts]
+    except ValueError:
+        fmt = next((f for f in DATE_FORMATS if _parse(texts[0], f, 0)), None)
+        if fmt is None:
+            return None
+        try:
+            when = [datetime.strptime(t, fmt) for t in texts]
+        except ValueError:
+            return None
+    try:
+        return np.array([(b - a).total_seconds() for a, b in pairwise(when)])
+    except TypeError:  # offsets mixed (load_occupancy refuses such a file)
+        return None
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
