@@ -272,6 +272,8 @@ async def _watch_silence(agents: list[CadrAgent], watch: SilenceWatch) -> str:
     loop = asyncio.get_running_loop()
     heard = sum(agent.messages_down for agent in agents)
     watch.start(loop.time())
+    if heard:  # a starved shard's devices took the plan before the watch began: started
+        watch.heard(loop.time())
     while True:
         deadline = watch.next_timer()
         pause = 1.0 if deadline is None else min(1.0, max(0.0, deadline - loop.time()))
