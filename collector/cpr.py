@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.kde import kde_mode
-from ldpfleet.collector.period import detect_period
+from ldpfleet.collector.period import detect_period, is_time_column
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -151,6 +151,12 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
     mechanism's output range, else a ``ParameterError`` (a ``ValueError``) naming ``name``
     (``y``; ``streams[i]`` in ``cpr_many``) or its first bad sample ``y[k]`` (checked here,
     before the period detector would name it ``x``)."""
+    if is_time_column(y):
+        raise ParameterError(
+            "need a 1-D array of real numbers (reports), got a time column (datetime64 / "
+            "timedelta64)",
+            field=name,
+        )
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):

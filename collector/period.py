@@ -372,10 +372,35 @@ class PeriodEstimate:
 # -- validation ---------------------------------------------------------------------------
 
 
-def _check_stream(x: object, name: str = "x") -> np.ndarray:
+def is_time_column(x: object) -> bool:
+    """Whether ``x`` is a column of timestamps or durations (numpy ``datetime64`` /
+    ``timedelta64``, as an array or a list of them): numpy casts those to float (epoch
+    units) without a word, so a timestamp column passed by mistake would be read as
+    numbers. Only the first element of a list is looked at (a column is one type)."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "mM"
+    return (
+        isinstance(x, list | tuple)
+        and len(x) > 0
+        and isinstance(x[0], np.datetime64 | np.timedelta64)
+    )
+
+
+def check_stream(x: object, name: str = "x") -> np.ndarray:
+    """``x`` as a 1-D float64 array of finite real numbers (lists, ints, float32, numeric
+    strings accepted), else a ``ParameterError`` naming ``name`` or its first bad sample
+    ``name[k]``. Shared by ``detect_period`` and the baselines of ``ldpfleet bench cpr``."""
     # held-out (u5): a ragged list escaped as numpy's own ValueError (from iscomplexobj), a
     # CSV column with an empty or text cell was refused without naming the cell, and a
-    # masked array's masked samples were read as numbers
+    # masked array's masked samples were read as numbers; held-out (helper A, 2026-12-05):
+    # a datetime64 / timedelta64 column was read as epoch numbers
+    if is_time_column(x):
+        raise ParameterError(
+            "must be a 1-D array of real numbers, got a time column (datetime64 / "
+            "timedelta64): pass the values, not the timestamps",
+            field=name,
+        )
     if np.ma.isMaskedArray(x) and np.ma.count_masked(x):
         idx = int(np.flatnonzero(np.ma.getmaskarray(x))[0])
         raise ParameterError(
@@ -444,7 +469,7 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
     integers with ``0 <= T < n``; the result has their shape. Rounding can make an exact zero
     come out as a tiny number; negative rounding results are clipped to 0.
     """
-    arr = _check_stream(x)
+    arr = check_stream(x)
     lags = np.asarray(periods)
     if lags.dtype.kind not in "iu":
         flt = np.asarray(lags, dtype=float)
@@ -929,7 +954,7 @@ def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, a
     a ``ParameterError`` naming the field otherwise. The clamp is kept, not refused: CPR
     passes one ``max_period`` to every stream of a fleet, whose lengths differ; the
     result says it (``PeriodEstimate.clamped``, ``searched``)."""
-    arr = _check_stream(reports, "reports")
+    arr = check_stream(reports, "reports")
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
     min_cycles = _check_int(min_cycles, "min_cycles", 2)

@@ -1,0 +1,98 @@
+"""Odd input to the period detectors as a new user passes it (issue 19, helper A,
+2026-12-05).
+
+Found: ``detect_period`` read a ``datetime64`` / ``timedelta64`` column (a timestamp column
+passed by mistake) as numbers, silently (an abstention on epoch seconds), and ``cpr`` then
+refused it naming a sample ``y[2]`` with the value ``2.0``, not the type; the two baselines
+of ``ldpfleet bench cpr`` (``folded_variance_period``, ``autocorrelation_period``), which
+docs/cpr.md offers for comparison on one's own cells, died with numpy's own errors on a
+stream too short for any period (``zero-size array to reduction operation maximum``), a NaN
+(``IndexError``), a scalar (``AxisError``), a 2-D array (a broadcast error) and warned
+(division by zero) on a constant stream.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from ldpfleet.protocol.errors import ParameterError
+
+
+@pytest.mark.parametrize(
+    "column",
+    [np.arange(200).astype("datetime64[s]"), np.arange(200).astype("timedelta64[ms]")],
+    ids=["datetime64", "timedelta64"],
+)
+def test_a_time_column_is_refused_naming_the_argument(column):
+    import ldpfleet
+
+    with pytest.raises(ParameterError) as caught:
+        ldpfleet.detect_period(column)
+    assert caught.value.field == "reports" and "time" in str(caught.value), caught.value
+    with pytest.raises(ParameterError) as caught:
+        ldpfleet.cpr(column, ldpfleet.SquareWave(1.0))
+    assert caught.value.field == "y" and "time" in str(caught.value), caught.value
+
+
+BASELINES = ("folded_variance_period", "autocorrelation_period")
+
+
+@pytest.mark.parametrize("name", BASELINES)
+@pytest.mark.parametrize("stream", [[], [0.5], [0.1, 0.9], [1, 2, 3, 4, 5]])
+def test_a_baseline_answers_none_where_no_period_fits(name, stream):
+    from ldpfleet.app import bench_cpr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert getattr(bench_cpr, name)(stream) is None
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_a_baseline_answers_none_on_a_constant_stream(name):
+    from ldpfleet.app import bench_cpr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert getattr(bench_cpr, name)(np.full(300, 0.25)) is None
+
+
+@pytest.mark.parametrize("name", BASELINES)
+@pytest.mark.parametrize(
+    ("stream", "field"),
+    [
+        ([0.1, float("nan")] + [0.5] * 30, "x[1]"),
+        ([0.5] * 30 + [float("inf")], "x[30]"),
+        (3.0, "x"),
+        (np.zeros((30, 20)), "x"),
+        (["0.1", "x"] + ["0.5"] * 30, "x[1]"),
+    ],
+    ids=["nan", "inf", "scalar", "2-D", "text"],
+)
+def test_a_baseline_refuses_bad_input_naming_it(name, stream, field):
+    from ldpfleet.app import bench_cpr
+
+    with pytest.raises(ParameterError) as caught:
+        getattr(bench_cpr, name)(stream)
+    assert caught.value.field == field, caught.value
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_a_baseline_reads_lists_ints_and_huge_values(name):
+    """The answer does not depend on the container or a power-of-two unit, and samples near
+    the float range do not overflow (a warning and a NaN score before)."""
+    from ldpfleet.app import bench_cpr
+
+    base = np.tile([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], 40)
+    detector = getattr(bench_cpr, name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        answers = {
+            detector(base),
+            detector(list(base)),
+            detector([int(v) for v in base]),
+            detector(base * 2.0**1000),
+            detector(base * 2.0**-1000),
+        }
+    assert answers == {7}
