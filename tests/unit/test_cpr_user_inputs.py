@@ -145,3 +145,28 @@ def test_student_t2_streams_rarely_get_a_period():
         reports = ldpfleet.SquareWave(5.0).perturb(grid.aperiodic("student_t2", 1000, rng), rng)
         claims += ldpfleet.detect_period(reports).period is not None
     assert claims <= 14, claims
+
+
+def test_cpr_reaches_periods_with_fewer_than_three_cycles_through_min_cycles():
+    """``detect_period``'s documented ``min_cycles`` was out of reach through CPR:
+    ``CprConfig`` had no such option and a ``max_period`` above ``n // 3`` is clamped, so
+    2.5 cycles of a period-400 pulse train (1,000 reports) could never be found by ``cpr``.
+    ``CprConfig(min_cycles=2)`` passes it on (``cpr`` and ``cpr_many`` alike); the default
+    stays 3 (the same answers as before). Deterministic stream: seed 55118, the detector
+    answers 400 with ``min_cycles=2`` and abstains with the default."""
+    from ldpfleet.collector.cpr import CprConfig
+
+    import ldpfleet
+
+    mechanism = ldpfleet.SquareWave(5.0)
+    rng = np.random.default_rng(55118)
+    clean = (np.arange(1000) % 400 < 60).astype(float)
+    reports = mechanism.perturb(np.clip(clean + 0.02 * rng.standard_normal(1000), 0, 1), rng)
+    assert ldpfleet.detect_period(reports, min_cycles=2).period == 400
+    assert ldpfleet.cpr(reports, mechanism).period is None
+    config = CprConfig(min_cycles=2)
+    assert ldpfleet.cpr(reports, mechanism, config).period == 400
+    assert [r.period for r in ldpfleet.cpr_many([reports], mechanism, config)] == [400]
+    with pytest.raises(ParameterError) as caught:
+        CprConfig(min_cycles=1)
+    assert caught.value.field == "min_cycles" and ">= 2" in str(caught.value), caught.value
