@@ -30,7 +30,7 @@ shift at a uniform position + N(0, 0.05^2), iid Student t2 (min-max scaled); n =
 Trial seeds ``[SEED, cell index, trial]``, SEED = 94117 (grep finds it nowhere else).
 Nothing here was tuned on: the detector is main's, run once on these streams.
 
-Run: ``nice -n 5 python scripts/cpr_user_heldout.py periodic TRIALS OUT.jsonl``,
+Run: ``nice -n 5 python scripts/cpr_user_heldout.py periodic TRIALS OUT.jsonl [T,n]``,
 ``... aperiodic TRIALS OUT.jsonl``, ``... long OUT.jsonl``, then
 ``... oracle PERIODIC.jsonl ORACLE.jsonl`` (the told-T reference on the cells below a
 baseline), then ``python scripts/cpr_user_heldout.py table PERIODIC.jsonl APERIODIC.jsonl
@@ -306,9 +306,12 @@ def main_oracle(periodic: str, out: str) -> None:
             handle.write(json.dumps({"cell": cell, "oracle": hits, **r}) + "\n")
 
 
-def main_periodic(trials: int, out: str) -> None:
+def main_periodic(trials: int, out: str, only: str = "") -> None:
+    """Every periodic cell, or with ``only = "T,n"`` the cells of that shape (same seeds)."""
     with open(out, "w") as handle:
         for index, cell in enumerate(periodic_cells()):
+            if only and tuple(map(int, only.split(","))) != cell[1:3]:
+                continue
             handle.write(json.dumps(run_periodic_cell(index, cell, trials)) + "\n")
             handle.flush()
 
@@ -440,7 +443,7 @@ def table(periodic: str, aperiodic_path: str, long: str = "", oracle_path: str =
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "periodic":
-        main_periodic(int(sys.argv[2]), sys.argv[3])
+        main_periodic(int(sys.argv[2]), sys.argv[3], *sys.argv[4:5])
     elif mode == "aperiodic":
         main_aperiodic(int(sys.argv[2]), sys.argv[3])
     elif mode == "oracle":
