@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.kde import kde_mode
-from ldpfleet.collector.period import detect_period
+from ldpfleet.collector.period import DEFAULT_MIN_CYCLES, detect_period, is_time_column
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -64,6 +64,9 @@ class CprConfig:
     tol: float = 1e-3
     max_iter: int = 300
     kde_grid: int = 256
+    # detect_period's min_cycles: admissible periods up to n // min_cycles (a max_period
+    # above that is clamped); 2 reaches periods seen 2-3 times (docs/cpr.md)
+    min_cycles: int = DEFAULT_MIN_CYCLES
 
     def __post_init__(self) -> None:
         """Refuse what the pipeline cannot use (``ParameterError`` naming the option, the
@@ -83,6 +86,7 @@ class CprConfig:
             raise ParameterError(f"must be finite, got {tol!r}", field="tol")
         _config_int(self.max_iter, "max_iter", 1)
         _config_int(self.kde_grid, "kde_grid", 2)
+        _config_int(self.min_cycles, "min_cycles", 2)
 
 
 def _config_int(value: object, name: str, minimum: int) -> None:
@@ -141,9 +145,19 @@ def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -
     ``CprConfig`` or ``None`` (the defaults)."""
     config = _check_config(config)
     y = _reports(y, mechanism)
-    estimate = detect_period(y, min_period=config.min_period, max_period=config.max_period)
+    estimate = _detect(y, config)
     template = phase_templates(y, mechanism, estimate.period or 1, config)
     return _result(len(y), estimate, template)
+
+
+def _detect(y: np.ndarray, config: CprConfig):
+    """``detect_period`` with the config's search range."""
+    return detect_period(
+        y,
+        min_period=config.min_period,
+        max_period=config.max_period,
+        min_cycles=config.min_cycles,
+    )
 
 
 def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
@@ -151,6 +165,12 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
     mechanism's output range, else a ``ParameterError`` (a ``ValueError``) naming ``name``
     (``y``; ``streams[i]`` in ``cpr_many``) or its first bad sample ``y[k]`` (checked here,
     before the period detector would name it ``x``)."""
+    if is_time_column(y):
+        raise ParameterError(
+            "need a 1-D array of real numbers (reports), got a time column (datetime64 / "
+            "timedelta64)",
+            field=name,
+        )
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
@@ -209,9 +229,7 @@ def cpr_many(
     one is named ``streams[i]`` (its sample ``streams[i][k]``)."""
     config = _check_config(config)
     ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
-    estimates = [
-        detect_period(y, min_period=config.min_period, max_period=config.max_period) for y in ys
-    ]
+    estimates = [_detect(y, config) for y in ys]
     folds = [e.period if e.period is not None else 1 for e in estimates]
     groups: dict[int, list[int]] = {}
     for i, (y, period) in enumerate(zip(ys, folds, strict=True)):
