@@ -7,7 +7,9 @@ timer only when nothing is ready to run and no I/O is pending. So a deadline of 
 fires after every message that could arrive before it has been handled, however slow or
 busy the machine is: the test's outcome is the protocol's, not the scheduler's.
 
-Only for code that runs inside the loop (the in-memory transport, no subprocesses). A
+Only for code that runs inside the loop: the in-memory transport, or loopback sockets
+whose both ends this loop serves (what one end writes is readable by the other at once;
+``tests/unit/test_probe_broker.py``), no subprocesses and no outside broker. A
 thread started through the loop (``asyncio.to_thread``, ``loop.run_in_executor``: a
 collector's reconstruction at the end of its stage) counts as work: while one runs the
 clock stands still and the loop waits for its result (it arrives through the loop's
