@@ -293,12 +293,12 @@ def stall_worker_start(monkeypatch, seconds: float) -> None:
 def test_a_missing_worker_stops_the_coordinator_naming_the_partition(tmp_path, monkeypatch):
     """Worker 1 of 2 never starts: the coordinator names it, and only it. The worker that
     came must count as ready however long its start took in wall time: its start stalls
-    2 s here (a starved machine), longer than the 1.5 s workers_timeout. On the
+    1 s here (a starved machine), longer than the 0.5 s workers_timeout. On the
     real clock the coordinator then said "2 of 2 partition workers ... [0, 1]"; the sides
     run on virtual time (``sides_over_memory``), where the deadline passes only when
     nothing is left to do."""
-    stall_worker_start(monkeypatch, 2.0)
-    coordinator, _ = sides_over_memory(tmp_path, fleet=False, workers=1, workers_timeout=1.5)
+    stall_worker_start(monkeypatch, 1.0)
+    coordinator, _ = sides_over_memory(tmp_path, fleet=False, workers=1, workers_timeout=0.5)
     assert coordinator["aborted"]["reason"] == "workers_missing"
     assert "1 of 2 partition workers" in coordinator["aborted"]["detail"]
     assert "[1]" in coordinator["aborted"]["detail"]

@@ -10,9 +10,9 @@ The tests of a late CONNACK give the probe a 0.2 s ``timeout`` for what comes be
 the address lookup (``loop.getaddrinfo``, in a thread), the TCP connect and, over TLS,
 the handshake with the test's server in the same process. On the real clock a starved
 machine could spend more than 0.2 s there, and the probe said "no MQTT broker answers"
-(a resolver thread made 0.5 s slow reproduces it); they run on virtual time
+(a resolver thread made 0.3 s slow reproduces it); they run on virtual time
 (``tests/virtual_time.py``: the clock stands still while the loop has work or a thread
-runs), with the resolver made 0.5 s slow to show it.
+runs), with the resolver made 0.3 s slow to show it.
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ async def test_a_refused_connect_is_reported_at_once():
 
 @pytest.fixture
 def slow_resolver(monkeypatch):
-    """``socket.getaddrinfo`` (run in the loop's executor thread) takes 0.5 s, more than
+    """``socket.getaddrinfo`` (run in the loop's executor thread) takes 0.3 s, more than
     the probes' 0.2 s ``timeout``: a starved machine's thread."""
     lookup = socket.getaddrinfo
 
     def slow(*args, **kwargs):
-        time.sleep(0.5)
+        time.sleep(0.3)
         return lookup(*args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", slow)
