@@ -129,7 +129,7 @@ class Processes:
     def logs(self) -> str:
         return "\n".join(f"--- {name}\n{self.log(name)[-3000:]}" for name in self.procs)
 
-    def wait_for_line(self, name: str, needle: str, timeout: float = 60.0) -> None:
+    def wait_for_line(self, name: str, needle: str, timeout: float = HANG_GUARD) -> None:
         deadline = time.monotonic() + timeout
         while needle not in self.log(name):
             assert self.procs[name].poll() is None, self.logs()
@@ -194,7 +194,7 @@ def test_separate_sides_give_the_results_of_ldpfleet_run(
     run = f"sides-{secrets.token_hex(3)}"
     start_sides(processes, scenario_file, broker_url, run, order)
     for proc in processes.procs.values():
-        assert proc.wait(timeout=60) == 0, processes.logs()
+        assert proc.wait(timeout=HANG_GUARD) == 0, processes.logs()
     assert "Traceback" not in processes.logs()
 
     merged = merge_stream_outputs(tmp_path / "col", [tmp_path / "f0", tmp_path / "f1"])
@@ -231,7 +231,7 @@ def test_a_fleet_without_collector_says_so_and_exits_1(broker_process, tmp_path)
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     output = " ".join((result.stdout + result.stderr).split())
@@ -259,7 +259,7 @@ def test_a_collector_without_fleet_says_so_and_exits_1(broker_process, tmp_path)
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     output = " ".join((result.stdout + result.stderr).split())
