@@ -200,8 +200,8 @@ async def test_killing_the_collector_mid_run_stops_the_fleet_within_the_stage_de
         # running 26 s after the kill (5 December 2026): a starved shard whose devices
         # took the plan and the first query before its silence watch began judged the run
         # never started and waited the rendezvous allowance (64 s, "did not start the
-        # run"), reproduced under load by helper E; scenarios/cadr_run.py _watch_silence,
-        # tests/unit/test_cadr_silence_pump.py (a strict xfail until it is fixed)
+        # run"), reproduced under load by helper E; fixed in scenarios/cadr_run.py
+        # _watch_silence (tests/unit/test_cadr_silence_pump.py)
         silence = DEFAULT_PATIENCE * KILL_STAGE_TIMEOUT
         bound = silence + SAFETY
         ended = [await asyncio.wait_for(f.communicate(), bound) for f in fleets]

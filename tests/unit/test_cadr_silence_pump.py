@@ -8,7 +8,9 @@ devices heard ("sent nothing for 16 s"), not wait the rendezvous allowance
 ``first_timeout`` as if the run had never started. The killed-collector test of
 tests/e2e/test_cadr_sides.py failed this way in CI (a shard still running 26 s after the
 kill, 5 December 2026); reproduced by starting the watch 1 s late on Mosquitto: both
-shards stopped after 65.6 s with "did not start the run within 64 s of this shard joining".
+shards stopped after 65.6 s with "did not start the run within 64 s of this shard joining"
+(17.7 s and the 16 s sentence with the fix: deliveries before the watch began mark the
+run started, main 18faa33). The first test fails on the code before that fix.
 """
 
 from __future__ import annotations
@@ -35,12 +37,6 @@ def _stopped_after(agents: list, watch: SilenceWatch) -> tuple[str, float]:
     return VirtualTimeLoop.run(pump())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scenarios/cadr_run.py _watch_silence takes the deliveries before the watch began "
-    "as its baseline, so a shard that heard the plan before it is judged never started "
-    "(reported by helper E; fix: watch.heard(now) after watch.start when the count is > 0)",
-)
 def test_deliveries_before_the_watch_began_count_as_a_started_run():
     agents = [SimpleNamespace(messages_down=2) for _ in range(3)]  # plan + query each
     watch = SilenceWatch(RUN, 16.0, first_timeout=64.0)
