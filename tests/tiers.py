@@ -204,6 +204,7 @@ SLOW: dict[str, float] = {
     "tests/e2e/test_partitions.py::test_the_coordinator_keeps_the_secure_sum_over_memory_with_the_acl": 2.2,
     "tests/e2e/test_partition_cadr.py::test_a_missing_worker_stops_the_coordinator_and_the_other_workers": 1.3,
     "tests/e2e/test_partition_cadr.py::test_workers_and_a_coordinator_release_what_one_collector_releases": 6.0,
+    "tests/e2e/test_partition_cadr.py::test_the_dsr_stage_ends_once_every_release_is_in_not_at_its_deadline": 2.0,
     "tests/e2e/test_partition_gcdp.py::test_coordinator_releases_from_the_workers_means_over_memory_with_the_acl": 3.9,
     "tests/e2e/test_partition_hostile.py::test_coordinator_workers_and_an_attacking_shard_over_memory_with_the_acl": 1.7,
     "tests/e2e/test_cli.py::test_bench_fleet_reconstructs_during_the_stage_and_says_what_it_added": 1.5,

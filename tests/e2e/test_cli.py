@@ -328,8 +328,10 @@ async def test_collector_and_two_fleet_shards_as_separate_processes(mosquitto_ur
         )
         for i in range(2)
     ]
+    # a hang guard over a whole run of three processes (5.7 s of CPU with pytest's own,
+    # 8.5 s of wall time at load 6.5): 120 s was a 3x margin on a starved machine
     outputs = await asyncio.wait_for(
-        asyncio.gather(*(p.communicate() for p in (collector, *shards))), timeout=120
+        asyncio.gather(*(p.communicate() for p in (collector, *shards))), timeout=300
     )
     codes = [p.returncode for p in (collector, *shards)]
     assert codes == [0, 0, 0], outputs

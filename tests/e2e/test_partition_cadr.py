@@ -21,6 +21,7 @@ from ldpfleet.scenarios.merge import merge_run
 from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.e2e.test_partitions import run_partition_counts
+from tests.virtual_time import VirtualTimeLoop
 
 SCENARIO = """
 [scenario]
@@ -226,3 +227,29 @@ def test_a_missing_worker_stops_the_coordinator_and_the_other_workers(tmp_path):
 
     counts = asyncio.run(main())
     assert counts["theta"] is None and counts["released"] == 0 and not counts["complete"]
+
+
+@pytest.mark.parametrize("partitions", [1, 2])
+def test_the_dsr_stage_ends_once_every_release_is_in_not_at_its_deadline(tmp_path, partitions):
+    """The DSR stage waits at most ``[cadr] stage_timeout`` (a fixed bound from θ, not
+    renewed by progress), but it ends as soon as every device released or refused: one
+    collector's intake (``_CadrRun.all_released``), or the workers' intakes and the
+    coordinator's gathering of their final chunks (``ReleaseGatherer.gathered``). On
+    virtual time with a 600 s stage deadline no deadline passes at all: the stage and the
+    whole run take no virtual time (a stage held to its deadline would show 600 s)."""
+    stage_timeout = 600
+    scenario = parse_scenario(
+        text("control", partitions).replace(
+            "stage_timeout = 20", f"stage_timeout = {stage_timeout}"
+        )
+    )
+
+    async def run() -> tuple[list, float]:
+        done, _ = await _sides(tmp_path, scenario, f"dsrend{partitions}", partitions)
+        return done, asyncio.get_running_loop().time()
+
+    done, took = VirtualTimeLoop.run(run())
+    collector = done[0]
+    assert len(collector["released"]) + len(collector["budget_refusals"]) == 60
+    assert collector["stage_seconds"]["dsr"] < 1.0
+    assert took < stage_timeout / 10

@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from ldpfleet.scenarios.schema import parse_scenario
 
 from tests.conftest import ROOT
 from tests.e2e.test_sides import SECURE_SUM_SECTION
+from tests.virtual_time import VirtualTimeLoop
 
 CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
 SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
@@ -212,7 +214,10 @@ def sides_over_memory(
     tmp_path: Path, *, fleet: bool = True, workers: int = 2, text: str = STREAM, **timeouts
 ):
     """The coordinator, ``workers`` partition workers of 2 and (``fleet``) one fleet shard as
-    tasks of one process over a memory transport that enforces the run's ACL."""
+    tasks of one process over a memory transport that enforces the run's ACL, on virtual
+    time (``tests/virtual_time.py``): every deadline (``workers_timeout``,
+    ``fleet_timeout``, the stage's) passes only once nothing is left to do, so how busy
+    the machine is decides nothing."""
     from ldpfleet.broker.auth import Credentials
     from ldpfleet.broker.transport import MemoryTransport
     from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
@@ -240,10 +245,10 @@ def sides_over_memory(
             await fleet_side(scenario, transport, run, (0, 1), tmp_path / "f", credentials=creds)
         done = await coordinator
         # the workers end on the coordinator's 'run closed' (also after an abort)
-        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)  # virtual seconds: a hang guard
         return done
 
-    return asyncio.run(main()), transport
+    return VirtualTimeLoop.run(main()), transport
 
 
 def test_coordinator_workers_and_a_shard_over_memory_with_the_acl(tmp_path):
@@ -270,8 +275,30 @@ def test_without_a_fleet_the_coordinator_closes_the_stage_in_one_sentence(tmp_pa
     assert worker["stages"]["stream"]["close_reason"] == coordinator["aborted"]["detail"]
 
 
-def test_a_missing_worker_stops_the_coordinator_naming_the_partition(tmp_path):
-    coordinator, _ = sides_over_memory(tmp_path, fleet=False, workers=1, workers_timeout=1.5)
+def stall_worker_start(monkeypatch, seconds: float) -> None:
+    """A partition worker's collector, built once its trace recorder listens (the
+    coordinator already waits for the workers' ready by then), blocks the process for
+    ``seconds`` of wall time first, as a worker descheduled on a busy machine is."""
+    from ldpfleet.scenarios import coordinator
+
+    build = coordinator.collector_for
+
+    def late(*args, **kwargs):
+        time.sleep(seconds)
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(coordinator, "collector_for", late)
+
+
+def test_a_missing_worker_stops_the_coordinator_naming_the_partition(tmp_path, monkeypatch):
+    """Worker 1 of 2 never starts: the coordinator names it, and only it. The worker that
+    came must count as ready however long its start took in wall time: its start stalls
+    1 s here (a starved machine), longer than the 0.5 s workers_timeout. On the
+    real clock the coordinator then said "2 of 2 partition workers ... [0, 1]"; the sides
+    run on virtual time (``sides_over_memory``), where the deadline passes only when
+    nothing is left to do."""
+    stall_worker_start(monkeypatch, 1.0)
+    coordinator, _ = sides_over_memory(tmp_path, fleet=False, workers=1, workers_timeout=0.5)
     assert coordinator["aborted"]["reason"] == "workers_missing"
     assert "1 of 2 partition workers" in coordinator["aborted"]["detail"]
     assert "[1]" in coordinator["aborted"]["detail"]

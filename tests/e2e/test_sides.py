@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from ldpfleet.scenarios.sides import merge_stream_outputs
@@ -49,7 +50,12 @@ stage_timeout = 60.0
 SECURE = STREAM + SECURE_SUM_SECTION
 # for the kill test, whose shards stop after their silence deadline (patience x stage
 # deadline + finish grace): a short stage deadline keeps that wait short
-SECURE_SHORT_DEADLINE = SECURE.replace("stage_timeout = 60.0", "stage_timeout = 3.0")
+SHORT_STAGE_TIMEOUT = 3.0
+SECURE_SHORT_DEADLINE = SECURE.replace(
+    "stage_timeout = 60.0", f"stage_timeout = {SHORT_STAGE_TIMEOUT}"
+)
+DEFAULT_FINISH_GRACE = 5.0  # [collector] finish_grace; the quickstart leaves the default
+HANG_GUARD = 180.0  # seconds: a wait that must not pass unless something hangs
 GCDP = (
     (ROOT / "scenarios" / "occupancy-release.toml")
     .read_text()
@@ -123,7 +129,7 @@ class Processes:
     def logs(self) -> str:
         return "\n".join(f"--- {name}\n{self.log(name)[-3000:]}" for name in self.procs)
 
-    def wait_for_line(self, name: str, needle: str, timeout: float = 60.0) -> None:
+    def wait_for_line(self, name: str, needle: str, timeout: float = HANG_GUARD) -> None:
         deadline = time.monotonic() + timeout
         while needle not in self.log(name):
             assert self.procs[name].poll() is None, self.logs()
@@ -188,7 +194,7 @@ def test_separate_sides_give_the_results_of_ldpfleet_run(
     run = f"sides-{secrets.token_hex(3)}"
     start_sides(processes, scenario_file, broker_url, run, order)
     for proc in processes.procs.values():
-        assert proc.wait(timeout=60) == 0, processes.logs()
+        assert proc.wait(timeout=HANG_GUARD) == 0, processes.logs()
     assert "Traceback" not in processes.logs()
 
     merged = merge_stream_outputs(tmp_path / "col", [tmp_path / "f0", tmp_path / "f1"])
@@ -225,7 +231,7 @@ def test_a_fleet_without_collector_says_so_and_exits_1(broker_process, tmp_path)
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     output = " ".join((result.stdout + result.stderr).split())
@@ -253,7 +259,7 @@ def test_a_collector_without_fleet_says_so_and_exits_1(broker_process, tmp_path)
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_GUARD,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     output = " ".join((result.stdout + result.stderr).split())
@@ -282,10 +288,11 @@ def test_collector_killed_during_the_secure_sum_stops_the_devices(
         transport = MqttTransport(parse_broker_url(mosquitto_url))
         async with transport.connect(f"{run}-observer") as conn:
             await conn.subscribe(f"ldp/{run}/ctl/stage", f"ldp/{run}/dev/+/up/ready")
+            # --fleet-timeout must not pass before both shards joined: a hang guard
             start_sides(processes, path, mosquitto_url, run, "collector-first",
-                        ["--fleet-timeout", "30"], ["--wait-timeout", "3"])  # fmt: skip
+                        ["--fleet-timeout", str(HANG_GUARD)], ["--wait-timeout", "3"])  # fmt: skip
             frozen = False
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(HANG_GUARD):
                 async for delivery in conn.messages():
                     message = codec.decode(delivery.payload)
                     if getattr(message, "stage", None) == "secure_sum" and not frozen:
@@ -303,8 +310,14 @@ def test_collector_killed_during_the_secure_sum_stops_the_devices(
     os.kill(collector.pid, signal.SIGKILL)
     assert collector.wait(timeout=10) == -signal.SIGKILL
     os.kill(processes.procs["fleet1"].pid, signal.SIGCONT)
+    # each shard stops after its silence deadline (the secure sum's patience x its stage
+    # deadline + finish_grace, 17 s) or, frozen through it, as soon as it runs again; its
+    # sentence below says which. The wait is a hang guard, not the measure: the same
+    # bound on test_cadr_sides.py's killed collector (silence + 10 s) failed on a busy CI
+    silence = DEFAULT_PATIENCE * SHORT_STAGE_TIMEOUT + DEFAULT_FINISH_GRACE
     for i in range(2):
-        assert processes.procs[f"fleet{i}"].wait(timeout=40) == 1, processes.logs()
+        status = processes.procs[f"fleet{i}"].wait(timeout=silence + HANG_GUARD)
+        assert status == 1, processes.logs()
         text = " ".join(processes.log(f"fleet{i}").split())
         assert "secure sum stopped: the collector of run" in text, text
         assert "Traceback" not in text

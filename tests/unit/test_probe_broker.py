@@ -5,15 +5,27 @@ starved client (or broker) that answered late was reported as "no MQTT broker an
 Now ``timeout`` bounds only the TCP connect: once the connection is accepted something
 listens, and the probe waits up to ``patience`` (``PROBE_PATIENCE``) for the CONNACK. A
 refused TCP connect is still reported at once (no wait at all).
+
+The tests of a late CONNACK give the probe a 0.2 s ``timeout`` for what comes before it:
+the address lookup (``loop.getaddrinfo``, in a thread), the TCP connect and, over TLS,
+the handshake with the test's server in the same process. On the real clock a starved
+machine could spend more than 0.2 s there, and the probe said "no MQTT broker answers"
+(a resolver thread made 0.3 s slow reproduces it); they run on virtual time
+(``tests/virtual_time.py``: the clock stands still while the loop has work or a thread
+runs), with the resolver made 0.3 s slow to show it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import time
 
+import pytest
 from ldpfleet.broker.mqtt import PROBE_PATIENCE, BrokerAddress, broker_reachable, probe_broker
 from ldpfleet.broker.mqtt_wire import CONNACK
+
+from tests.virtual_time import VirtualTimeLoop
 
 CONNACK_OK = bytes((CONNACK << 4, 2, 0, 0))
 CONNACK_NOT_AUTHORISED = bytes((CONNACK << 4, 2, 0, 5))
@@ -59,14 +71,35 @@ async def test_a_refused_connect_is_reported_at_once():
     assert not reachable
 
 
-async def test_a_connack_later_than_the_connect_timeout_is_still_an_answer():
+@pytest.fixture
+def slow_resolver(monkeypatch):
+    """``socket.getaddrinfo`` (run in the loop's executor thread) takes 0.3 s, more than
+    the probes' 0.2 s ``timeout``: a starved machine's thread."""
+    lookup = socket.getaddrinfo
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return lookup(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+
+
+def test_a_connack_later_than_the_connect_timeout_is_still_an_answer(slow_resolver):
     """The old probe gave up after ``timeout`` (0.2 s here) without a CONNACK; the server
     answers 1 s after the CONNECT, well within ``PROBE_PATIENCE``."""
     assert PROBE_PATIENCE >= 30
-    server, address, connects = await _server(CONNACK_OK, delay=1.0)
-    async with server:
-        assert await probe_broker(address, timeout=0.2) is None
-        assert await broker_reachable(address, timeout=0.2)
+
+    async def probes():
+        server, address, connects = await _server(CONNACK_OK, delay=1.0)
+        async with server:
+            answers = (
+                await probe_broker(address, timeout=0.2),
+                await broker_reachable(address, timeout=0.2),
+            )
+        return answers, connects
+
+    (problem, reachable), connects = VirtualTimeLoop.run(probes())
+    assert problem is None and reachable
     assert connects and all(c[:1] == b"\x10" for c in connects)  # real CONNECT packets
 
 
@@ -90,7 +123,7 @@ async def test_a_listener_that_hangs_up_is_not_a_broker():
     assert problem is not None and problem.startswith("no MQTT broker answers")
 
 
-async def test_over_tls_a_late_connack_is_an_answer_too(tmp_path):
+def test_over_tls_a_late_connack_is_an_answer_too(tmp_path, slow_resolver):
     """The TLS probe gave the handshake and the CONNACK ``timeout`` together; now the
     CONNACK after the handshake gets ``patience``, as on a plain port."""
     import ssl
@@ -101,8 +134,13 @@ async def test_over_tls_a_late_connack_is_an_answer_too(tmp_path):
     paths = write_test_certificates(tmp_path, ["127.0.0.1"])
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(paths["server"], paths["server_key"])
-    server, plain, connects = await _server(CONNACK_OK, delay=1.0, ssl_context=context)
-    address = BrokerAddress(plain.host, plain.port, tls=TlsSettings(ca=str(paths["ca"])))
-    async with server:
-        assert await probe_broker(address, timeout=0.2) is None
+
+    async def probe():
+        server, plain, connects = await _server(CONNACK_OK, delay=1.0, ssl_context=context)
+        address = BrokerAddress(plain.host, plain.port, tls=TlsSettings(ca=str(paths["ca"])))
+        async with server:
+            return await probe_broker(address, timeout=0.2), connects
+
+    problem, connects = VirtualTimeLoop.run(probe())
+    assert problem is None
     assert connects and connects[0][:1] == b"\x10"
