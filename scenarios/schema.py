@@ -425,6 +425,31 @@ def _path_of(text: str) -> str:
     return ".".join(parts) or "(top level)"
 
 
+# names a key is often written as (no near miss finds them): key -> the scenario's name
+_ALIASES = {"window": "w", "epsilon": "eps", "num_devices": "devices", "n_devices": "devices"}
+# a [stream] key or a section that looks like a plugin's parameters
+_PARAMETER_WORDS = ("param", "option", "arg", "kwarg")
+
+
+def _parameter_hint(parts: list[str]) -> str:
+    """``; a mechanism takes no parameters from the scenario ...`` for an unknown key of
+    [stream] or an unknown section that looks like a mechanism's parameters
+    (``mechanism_params``, ``[mechanism]``), else ''. Every side builds ``Cls(eps)`` from
+    the name alone (docs/mechanisms.md, "Parameters: a subclass per setting")."""
+    name = parts[-1].lower()
+    in_stream = len(parts) == 2 and parts[0] == "stream"
+    looks = any(word in name for word in _PARAMETER_WORDS) or name.startswith("mechanism_")
+    section = len(parts) == 1 and (looks or name.startswith("mechanism"))
+    if not ((in_stream and looks) or section):
+        return ""
+    return (
+        "; a mechanism takes no parameters from the scenario (the device and the collector "
+        "each build Cls(eps) from stream.mechanism alone): fix them in a subclass whose "
+        "constructor takes eps alone and name that class, a subclass per setting "
+        '(docs/mechanisms.md, "Parameters: a subclass per setting")'
+    )
+
+
 def explain_invalid(message: str, key: str, toml_text: str) -> str:
     """msgspec's validation ``message`` about ``key`` made helpful: an unknown key or
     section gets "did you mean" and the valid names, an enum its allowed values, a range
@@ -445,11 +470,15 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
             names.insert(0, owner.__struct_config__.tag_field)
         where = f"[{'.'.join(parts[:-1])}]" if len(parts) > 1 else "the scenario file"
         what = "key" if len(parts) > 1 else "section"
-        close = difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
+        close = (
+            [_ALIASES[parts[-1]]]
+            if parts[-1] in _ALIASES and _ALIASES[parts[-1]] in names
+            else difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
+        )
         guess = f"did you mean `{close[0]}`? " if close else ""
         return (
             f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "
-            "(docs/scenarios.md lists every key)"
+            f"(docs/scenarios.md lists every key){_parameter_hint(parts)}"
         )
     value = _raw_value(_key_parts(key), raw)
     if message.startswith("Invalid") and "value" in message:
@@ -854,11 +883,16 @@ def _check_faults(spec: Scenario, where: str) -> None:
         )
     low, high = faults.crash_between
     if not 0 <= low <= high <= 1:
-        raise ScenarioError(f"{where}faults.crash_between: need 0 <= low <= high <= 1")
+        raise ScenarioError(
+            f"{where}faults.crash_between: need 0 <= low <= high <= 1 (fractions of the "
+            f"stream), got [{low:g}, {high:g}]"
+        )
     if crashing and spec.stream.step_seconds <= 0:
         raise ScenarioError(
             f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
-            "> 0): an unpaced device reports its whole stream at once"
+            "> 0): an unpaced device reports its whole stream at once; got crash_fraction = "
+            f"{faults.crash_fraction:g} ({crashing} of {spec.fleet.devices} devices) with "
+            f"stream.step_seconds = {spec.stream.step_seconds:g}"
         )
 
 
@@ -1119,6 +1153,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
     import warnings
 
+    from ldpfleet.protocol.mechanisms import UnresolvedMechanism
+
     eps0 = eps / w
     try:
         check_mechanism_name(name)
@@ -1139,6 +1175,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
         reason = error.reason
         if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
             raise ScenarioError(f"{where}stream.mechanism: {reason}{_near_miss(name)}") from None
+        if isinstance(error, UnresolvedMechanism):  # no class yet: no budget involved
+            raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
         else:
