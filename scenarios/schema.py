@@ -475,10 +475,11 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
             if parts[-1] in _ALIASES and _ALIASES[parts[-1]] in names
             else difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
         )
-        guess = f"did you mean `{close[0]}`? " if close else ""
+        hint = _parameter_hint(parts)  # then `mechanism_params` is not a typo of `mechanism`
+        guess = f"did you mean `{close[0]}`? " if close and not hint else ""
         return (
             f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "
-            f"(docs/scenarios.md lists every key){_parameter_hint(parts)}"
+            f"(docs/scenarios.md lists every key){hint}"
         )
     value = _raw_value(_key_parts(key), raw)
     if message.startswith("Invalid") and "value" in message:
