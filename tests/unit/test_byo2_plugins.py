@@ -171,3 +171,57 @@ def test_an_import_error_of_a_plugin_is_not_labelled_with_the_budget(monkeypatch
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(BASE.replace("w = 4\n", 'w = 4\nmechanism = "needs-dep"\n'))
     assert "budget of one report" not in str(caught.value), str(caught.value)
+
+
+SILENT_FAILURES = """
+import math
+import numpy as np
+
+class AssertsBudget:
+    def __init__(self, eps):
+        assert 0 < eps <= 0.1
+        self.eps = eps
+
+    def perturb(self, x, rng):
+        return rng.random(np.shape(x))
+
+    def in_domain(self, y):
+        return np.ones(np.shape(y), dtype=bool)
+
+    def estimate_mean(self, y):
+        return 0.5
+
+
+class LooksUpAKey(AssertsBudget):
+    def __init__(self, eps):
+        self.eps = eps
+        self.settings = {}
+
+    def perturb(self, x, rng):
+        return rng.random(np.shape(x)) * self.settings["clip"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [
+        (
+            "AssertsBudget",
+            "refused eps = 1: AssertionError (raised at byo2_silent.py:7: assert 0 < eps <= 0.1)",
+        ),
+        (
+            "LooksUpAKey",
+            "perturb failed on inputs in [0, 1]: KeyError: 'clip' (raised at byo2_silent.py:26:",
+        ),
+    ],
+)
+def test_a_plugin_exception_without_a_message_is_named_with_its_type_and_line(
+    monkeypatch, tmp_path, cls, expected
+):
+    """A bare ``assert`` in a plugin's constructor said "refused eps = 1: " and nothing
+    more, a missing dict key only "'clip'" (fails on the old code)."""
+    _bind(monkeypatch, tmp_path, {"byo2_silent": SILENT_FAILURES})
+    sys.modules.pop("byo2_silent", None)
+    with pytest.raises(ParameterError) as caught:
+        stream_mechanism(f"byo2_silent:{cls}", 1.0)
+    assert expected in str(caught.value), str(caught.value)
