@@ -225,3 +225,26 @@ def test_a_plugin_exception_without_a_message_is_named_with_its_type_and_line(
     with pytest.raises(ParameterError) as caught:
         stream_mechanism(f"byo2_silent:{cls}", 1.0)
     assert expected in str(caught.value), str(caught.value)
+
+
+def test_a_misspelt_plugin_name_in_audit_gets_the_registered_near_miss(monkeypatch, tmp_path):
+    """``ldpfleet audit c-p`` listed 28 battery entries and the registered names, with no
+    "did you mean" for the plugin ``c-pm`` (fails on the old code)."""
+    from ldpfleet.app.audit_cli import option_error
+
+    _bind(monkeypatch, tmp_path, {}, ("c-pm", "byo2_mech:Mech"), ("krr-greedy", "m:K"))
+    error = ParameterError("must be one of ...", field="mechanism")
+    assert option_error(error, "krr-gredy", None).endswith("(did you mean 'krr-greedy'?)")
+
+
+def test_a_plugin_in_audit_all_only_is_pointed_to_its_own_audit(monkeypatch, tmp_path):
+    """``ldpfleet audit all --only c-pm`` said only that c-pm is not a battery entry
+    (fails on the old code): a plugin is audited by its own name."""
+    from ldpfleet.app.audit_cli import option_error
+
+    _bind(monkeypatch, tmp_path, {}, ("c-pm", "byo2_mech:Mech"))
+    error = ParameterError("must be battery entries (rr, ...), got 'c-pm'", field="only")
+    line = option_error(error, "all", ["c-pm"])
+    assert "'c-pm' is a mechanism, not a battery entry: audit it with ldpfleet audit c-pm" in line
+    line = option_error(error, "all", ["pkg.mod:Cls"])
+    assert "audit it with ldpfleet audit pkg.mod:Cls" in line
