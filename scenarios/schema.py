@@ -1190,12 +1190,17 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
 
 def _near_miss(name: str) -> str:
     """`` (did you mean "laplace"?)`` for a mechanism name close to a built-in's (case
-    ignored: "SW"), else ""."""
-    from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+    ignored: "SW") or to a name an installed package registers ("krr-gredy"), else ""."""
+    from ldpfleet.protocol.mechanisms import mechanism_names
 
-    builtins = list(STREAM_MECHANISMS)
-    close = [b for b in builtins if b == name.lower()] or difflib.get_close_matches(
-        name.lower(), builtins, n=1, cutoff=0.6
+    try:
+        known = list(mechanism_names())  # the built-ins first, then the entry points
+    except Exception:  # a broken installed distribution: the built-ins only
+        from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+
+        known = list(STREAM_MECHANISMS)
+    close = [b for b in known if b == name.lower()] or difflib.get_close_matches(
+        name.lower(), known, n=1, cutoff=0.6
     )
     return f" (did you mean {json.dumps(close[0])}?)" if close else ""
 

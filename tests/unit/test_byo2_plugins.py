@@ -248,3 +248,12 @@ def test_a_plugin_in_audit_all_only_is_pointed_to_its_own_audit(monkeypatch, tmp
     assert "'c-pm' is a mechanism, not a battery entry: audit it with ldpfleet audit c-pm" in line
     line = option_error(error, "all", ["pkg.mod:Cls"])
     assert "audit it with ldpfleet audit pkg.mod:Cls" in line
+
+
+def test_a_misspelt_plugin_name_in_a_scenario_gets_the_registered_near_miss(monkeypatch, tmp_path):
+    """``mechanism = "krr-gredy"`` listed the registered names but guessed only among the
+    built-ins (fails on the old code)."""
+    _bind(monkeypatch, tmp_path, {}, ("krr-greedy", "m:K"), ("c-pm", "m:P"))
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(BASE.replace("w = 4\n", 'w = 4\nmechanism = "krr-gredy"\n'))
+    assert str(caught.value).endswith('(did you mean "krr-greedy"?)'), str(caught.value)
