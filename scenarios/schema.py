@@ -185,7 +185,7 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     (``columns``: device i = channel i % C of room i // C, each channel with its own
     ``column_bounds``; ``bounds`` is then not used)."""
 
-    path: str
+    path: Annotated[str, Meta(min_length=1)]  # "" was the scenario's own folder
     bounds: Annotated[  # required unless columns
         tuple[float, float] | None, _on_load(f"{BOUNDS_RULE}; required unless columns")
     ] = None
@@ -315,7 +315,8 @@ class SecureSumSection(_Section):
 class GraphSection(_Section):
     """``[graph]``: the graph whose nodes are the devices (CADR-LDP scenarios)."""
 
-    source: str  # facebook | wiki-vote | a SNAP edge-list path | kind:n=..,..,seed=..
+    # facebook | wiki-vote | a SNAP edge-list path | kind:n=..,..,seed=.. ("" was a folder)
+    source: Annotated[str, Meta(min_length=1)]
 
 
 class CadrSection(_Section):
@@ -372,7 +373,7 @@ class GcdpSection(_Section):
     eps_rel-DP under "one clipped channel value at one timestamp" adjacency."""
 
     eps_rel: Annotated[float, Meta(gt=0, le=50)]
-    calibration_path: str
+    calibration_path: Annotated[str, Meta(min_length=1)]
     window: Annotated[int, Meta(ge=1, le=100_000), _on_load("<= stream.steps")] = 30
     method: Literal["gcdp", "lap"] = "gcdp"
     tau: Annotated[float, Meta(ge=0, le=1)] = 0.15

@@ -257,3 +257,21 @@ def test_a_misspelt_plugin_name_in_a_scenario_gets_the_registered_near_miss(monk
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(BASE.replace("w = 4\n", 'w = 4\nmechanism = "krr-gredy"\n'))
     assert str(caught.value).endswith('(did you mean "krr-greedy"?)'), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (BASE.replace('kind = "synthetic"', 'kind = "csv"\npath = ""'), "source.path"),
+        (
+            '[scenario]\nname = "g"\n[graph]\nsource = ""\n[cadr]\neps = 2.0\n',
+            "graph.source",
+        ),
+    ],
+)
+def test_an_empty_path_is_refused_as_empty(text, key):
+    """``path = ""`` resolved to the scenario's folder: "source.path: /tmp is not a regular
+    file" named neither the value nor the limit (fails on the old code)."""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text)
+    assert f"{key}: Expected `str` of length >= 1, got ''" in str(caught.value), str(caught.value)
