@@ -466,6 +466,8 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
         owner = _struct_at(parts[:-1], raw)
         if owner is None:
             return message
+        if len(parts) == 1 and not isinstance(raw.get(parts[0]), dict):
+            return _top_level_key(parts[0], raw.get(parts[0]))
         names = list(owner.__struct_fields__)
         if owner.__struct_config__.tag_field:  # [source]: its kind
             names.insert(0, owner.__struct_config__.tag_field)
@@ -533,6 +535,29 @@ def _field_type(owner: type, name: str):
         hint = typing.get_args(hint)[0]
     union = typing.get_origin(hint) in (typing.Union, UnionType)
     return [o for o in (typing.get_args(hint) if union else (hint,)) if o is not type(None)]
+
+
+def _top_level_key(key: str, value: object) -> str:
+    """A ``key = value`` above every section header (TOML's top level), which msgspec
+    calls an unknown field of the file: name it as a key and the sections that have it
+    (``seed = 3`` above ``[scenario]`` was an "unknown section `seed`")."""
+    shown = json.dumps(value) if isinstance(value, str | int | float | bool) else repr(value)
+    owners = []
+    for section in Scenario.__struct_fields__:
+        for struct in _field_type(Scenario, section):
+            if isinstance(struct, type) and issubclass(struct, _Section):
+                fields = (*struct.__struct_fields__, struct.__struct_config__.tag_field)
+                if key in fields and f"[{section}]" not in owners:
+                    owners.append(f"[{section}]")
+    where = (
+        f"it belongs under {' or '.join(owners)}: move it below that header"
+        if owners
+        else "no section has that key (docs/scenarios.md lists every key)"
+    )
+    return (
+        f"`{key} = {shown}` is a key outside any section (above the first [section] "
+        f"header); {where}"
+    )
 
 
 def _struct_at(parts: list[str], raw: dict) -> type | None:

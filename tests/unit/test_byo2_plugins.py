@@ -275,3 +275,15 @@ def test_an_empty_path_is_refused_as_empty(text, key):
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(text)
     assert f"{key}: Expected `str` of length >= 1, got ''" in str(caught.value), str(caught.value)
+
+
+def test_a_key_above_every_section_is_named_as_a_key_with_its_section():
+    """``seed = 3`` above ``[scenario]`` was called an "unknown section `seed`" (fails on
+    the old code): TOML puts it at the top level, and the sentence now says which section
+    has that key."""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario("seed = 3\n" + BASE)
+    text = str(caught.value)
+    assert "seed: `seed = 3` is a key outside any section" in text, text
+    assert "it belongs under [scenario]" in text, text
+    assert "unknown section" not in text, text
