@@ -387,10 +387,43 @@ def option_error(error, mechanism: str, only: list[str] | None, tests: bool | No
     option = audit_option(error.field, tests)
     line = f"{option}: {error.reason}" if option else str(error)
     if error.field == "mechanism":
-        return line + _near_miss(mechanism, ("all", "mutants", *BATTERY_NAMES))
+        known = ("all", "mutants", *BATTERY_NAMES, *_registered_plugins())
+        return line + _near_miss(mechanism, known)
     if error.field in ("only", "mutant"):
-        return line + _near_misses(only or (), _known_only(mechanism))
+        return line + (
+            _plugin_in_only(only or (), mechanism)
+            or _near_misses(only or (), _known_only(mechanism))
+        )
     return line
+
+
+def _registered_plugins() -> tuple[str, ...]:
+    """The names installed packages register in ``ldpfleet.mechanisms`` (a misspelt plugin
+    name is matched against them too), or () when the metadata cannot be read."""
+    from ldpfleet.protocol import mechanisms
+
+    try:
+        return tuple(
+            sorted({e.name for e in mechanisms.entry_points(group=mechanisms.ENTRY_POINT_GROUP)})
+        )
+    except Exception:  # a broken installed distribution: no suggestion rather than a crash
+        return ()
+
+
+def _plugin_in_only(names, mechanism: str) -> str:
+    """``; 'c-pm' is a mechanism, not a battery entry: ...`` for the first ``--only`` name
+    of ``audit all`` that is a plugin (an import path or a registered entry point), else
+    ''. ``--only`` picks battery entries; a plugin is audited by its own name."""
+    if mechanism != "all":
+        return ""
+    plugins = _registered_plugins()
+    for name in names:
+        if name not in BATTERY_NAMES and (":" in name or name in plugins):
+            return (
+                f"; {name!r} is a mechanism, not a battery entry: audit it with ldpfleet "
+                f"audit {name} --eps E"
+            )
+    return ""
 
 
 def _known_only(mechanism: str) -> tuple[str, ...]:

@@ -55,7 +55,9 @@ from __future__ import annotations
 
 import inspect
 import math
+import traceback
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -224,7 +226,25 @@ def _why(error: BaseException) -> str:
     ended ``ldpfleet audit`` with exit status 0 and no output)."""
     if isinstance(error, SystemExit):
         return f"it called sys.exit({error.code!r})"
-    return str(error)
+    text = str(error)
+    if text and not isinstance(error, LookupError):
+        return text
+    # a bare ``assert`` said nothing at all, a missing key only "'clip'": name the
+    # exception and the plugin line that raised it
+    said = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    where = _raised_at(error)
+    return f"{said} ({where})" if where else said
+
+
+def _raised_at(error: BaseException) -> str:
+    """``raised at mech.py:12: assert 0 < eps``: the innermost frame of ``error``'s
+    traceback (the plugin's own line), or ``""`` without one."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return ""
+    frame = frames[-1]
+    line = f": {frame.line.strip()}" if frame.line and frame.line.strip() else ""
+    return f"raised at {PurePath(frame.filename).name}:{frame.lineno}{line}"
 
 
 def _fail(name: str, what: str) -> ParameterError:

@@ -56,6 +56,8 @@ __all__ = [
     "MECHANISM_NAME_PATTERN",
     "STREAM_MECHANISMS",
     "SW_MECHANISMS",
+    "PluginImportFailed",
+    "UnresolvedMechanism",
     "check_mechanism_name",
     "is_entry_point",
     "mechanism_factory",
@@ -102,29 +104,53 @@ def check_mechanism_name(name: object) -> str:
     return name
 
 
+class UnresolvedMechanism(ParameterError):
+    """A mechanism name that does not lead to a class (not found, not importable, not a
+    class): raised before any budget is involved, so a scenario does not quote one."""
+
+
+class PluginImportFailed(UnresolvedMechanism):
+    """The plugin's module was found but its import failed: a dependency it imports is not
+    installed, or its own code raised. Its entry point (if any) is right: the fix is in
+    the environment or in the plugin, not in the entry points."""
+
+
+def _own_module(missing: str | None, module_name: str) -> bool:
+    """Whether the module not found is the one named (or a package above it), rather
+    than something that module imports."""
+    return missing is None or module_name == missing or module_name.startswith(f"{missing}.")
+
+
 def _import_class(name: str) -> type:
     module_name, _, attribute = name.partition(":")
     try:
         target: object = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
-        raise ParameterError(
+        if not _own_module(error.name, module_name):  # the plugin's dependency is missing
+            raise PluginImportFailed(
+                f"{name!r}: {module_name!r} imports {error.name!r}, which is not installed "
+                "(install it wherever the mechanism runs: the runner and its device "
+                "processes)",
+                field="mechanism",
+            ) from None
+        raise UnresolvedMechanism(
             f"{name!r}: module {error.name!r} not found (install it, or put its folder on "
             f"PYTHONPATH for the runner and its device processes){_here_hint(error.name)}",
             field="mechanism",
         ) from None
     except (Exception, SystemExit) as error:  # the plugin's own import failed
-        raise ParameterError(
+        raise PluginImportFailed(
             f"{name!r}: importing {module_name!r} failed: {error}", field="mechanism"
         ) from None
     for part in attribute.split("."):
         if not hasattr(target, part):
-            raise ParameterError(
+            raise UnresolvedMechanism(
                 f"{name!r}: module {module_name!r} has no attribute {attribute!r}",
                 field="mechanism",
             )
         target = getattr(target, part)
     if not isinstance(target, type):
-        raise ParameterError(
+        raise UnresolvedMechanism(
             f"{name!r} is not a class (got {a_or_an(type(target).__name__)}); the contract "
             "constructs Cls(eps)",
             field="mechanism",
@@ -153,7 +179,7 @@ def _here_hint(module: str | None) -> str:
 def _entry_point_class(name: str) -> type:
     found = entry_points(group=ENTRY_POINT_GROUP).select(name=name)
     if not found:
-        raise ParameterError(
+        raise UnresolvedMechanism(
             f"{name!r} is not a built-in ({', '.join(STREAM_MECHANISMS)}), not "
             f"'package.module:Class', and no installed package registers it in the entry-point "
             f"group {ENTRY_POINT_GROUP!r}{registered_clause()}",
@@ -161,17 +187,25 @@ def _entry_point_class(name: str) -> type:
         )
     entry = next(iter(found))
     target = entry.value.replace(" ", "")
+    where = (
+        f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} (distribution "
+        f"{_distribution(entry)}) points to {target!r}"
+    )
+    fix_target = "fix the target in that package's entry points (pyproject.toml) and reinstall it"
+    if ":" not in target:  # "pkg.mod": a module, no class (it said "has no attribute ''")
+        raise UnresolvedMechanism(
+            f"{where}: {target!r} names a module, not a class (write it "
+            f"{target + ':Class'!r}); {fix_target}",
+            field="mechanism",
+        )
     try:
         return _import_class(target)
     except ParameterError as error:  # name the entry point, its distribution and target
         rest = error.reason.removeprefix(repr(target))  # ": ..." or " is not a class ..."
         detail = rest if rest.startswith(":") else f", which{rest}"
-        raise ParameterError(
-            f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} (distribution "
-            f"{_distribution(entry)}) points to {target!r}{detail}; fix the target in that "
-            "package's entry points (pyproject.toml) and reinstall it",
-            field="mechanism",
-        ) from None
+        # the target imports but fails: its dependency or its code, not the entry point
+        fix = "then retry" if isinstance(error, PluginImportFailed) else fix_target
+        raise type(error)(f"{where}{detail}; {fix}", field="mechanism") from None
 
 
 def registered_clause() -> str:

@@ -185,7 +185,7 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     (``columns``: device i = channel i % C of room i // C, each channel with its own
     ``column_bounds``; ``bounds`` is then not used)."""
 
-    path: str
+    path: Annotated[str, Meta(min_length=1)]  # "" was the scenario's own folder
     bounds: Annotated[  # required unless columns
         tuple[float, float] | None, _on_load(f"{BOUNDS_RULE}; required unless columns")
     ] = None
@@ -315,7 +315,8 @@ class SecureSumSection(_Section):
 class GraphSection(_Section):
     """``[graph]``: the graph whose nodes are the devices (CADR-LDP scenarios)."""
 
-    source: str  # facebook | wiki-vote | a SNAP edge-list path | kind:n=..,..,seed=..
+    # facebook | wiki-vote | a SNAP edge-list path | kind:n=..,..,seed=.. ("" was a folder)
+    source: Annotated[str, Meta(min_length=1)]
 
 
 class CadrSection(_Section):
@@ -372,7 +373,7 @@ class GcdpSection(_Section):
     eps_rel-DP under "one clipped channel value at one timestamp" adjacency."""
 
     eps_rel: Annotated[float, Meta(gt=0, le=50)]
-    calibration_path: str
+    calibration_path: Annotated[str, Meta(min_length=1)]
     window: Annotated[int, Meta(ge=1, le=100_000), _on_load("<= stream.steps")] = 30
     method: Literal["gcdp", "lap"] = "gcdp"
     tau: Annotated[float, Meta(ge=0, le=1)] = 0.15
@@ -425,6 +426,31 @@ def _path_of(text: str) -> str:
     return ".".join(parts) or "(top level)"
 
 
+# names a key is often written as (no near miss finds them): key -> the scenario's name
+_ALIASES = {"window": "w", "epsilon": "eps", "num_devices": "devices", "n_devices": "devices"}
+# a [stream] key or a section that looks like a plugin's parameters
+_PARAMETER_WORDS = ("param", "option", "arg", "kwarg")
+
+
+def _parameter_hint(parts: list[str]) -> str:
+    """``; a mechanism takes no parameters from the scenario ...`` for an unknown key of
+    [stream] or an unknown section that looks like a mechanism's parameters
+    (``mechanism_params``, ``[mechanism]``), else ''. Every side builds ``Cls(eps)`` from
+    the name alone (docs/mechanisms.md, "Parameters: a subclass per setting")."""
+    name = parts[-1].lower()
+    in_stream = len(parts) == 2 and parts[0] == "stream"
+    looks = any(word in name for word in _PARAMETER_WORDS) or name.startswith("mechanism_")
+    section = len(parts) == 1 and (looks or name.startswith("mechanism"))
+    if not ((in_stream and looks) or section):
+        return ""
+    return (
+        "; a mechanism takes no parameters from the scenario (the device and the collector "
+        "each build Cls(eps) from stream.mechanism alone): fix them in a subclass whose "
+        "constructor takes eps alone and name that class, a subclass per setting "
+        '(docs/mechanisms.md, "Parameters: a subclass per setting")'
+    )
+
+
 def explain_invalid(message: str, key: str, toml_text: str) -> str:
     """msgspec's validation ``message`` about ``key`` made helpful: an unknown key or
     section gets "did you mean" and the valid names, an enum its allowed values, a range
@@ -440,16 +466,23 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
         owner = _struct_at(parts[:-1], raw)
         if owner is None:
             return message
+        if len(parts) == 1 and not isinstance(raw.get(parts[0]), dict):
+            return _top_level_key(parts[0], raw.get(parts[0]))
         names = list(owner.__struct_fields__)
         if owner.__struct_config__.tag_field:  # [source]: its kind
             names.insert(0, owner.__struct_config__.tag_field)
         where = f"[{'.'.join(parts[:-1])}]" if len(parts) > 1 else "the scenario file"
         what = "key" if len(parts) > 1 else "section"
-        close = difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
-        guess = f"did you mean `{close[0]}`? " if close else ""
+        close = (
+            [_ALIASES[parts[-1]]]
+            if parts[-1] in _ALIASES and _ALIASES[parts[-1]] in names
+            else difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
+        )
+        hint = _parameter_hint(parts)  # then `mechanism_params` is not a typo of `mechanism`
+        guess = f"did you mean `{close[0]}`? " if close and not hint else ""
         return (
             f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "
-            "(docs/scenarios.md lists every key)"
+            f"(docs/scenarios.md lists every key){hint}"
         )
     value = _raw_value(_key_parts(key), raw)
     if message.startswith("Invalid") and "value" in message:
@@ -502,6 +535,29 @@ def _field_type(owner: type, name: str):
         hint = typing.get_args(hint)[0]
     union = typing.get_origin(hint) in (typing.Union, UnionType)
     return [o for o in (typing.get_args(hint) if union else (hint,)) if o is not type(None)]
+
+
+def _top_level_key(key: str, value: object) -> str:
+    """A ``key = value`` above every section header (TOML's top level), which msgspec
+    calls an unknown field of the file: name it as a key and the sections that have it
+    (``seed = 3`` above ``[scenario]`` was an "unknown section `seed`")."""
+    shown = json.dumps(value) if isinstance(value, str | int | float | bool) else repr(value)
+    owners = []
+    for section in Scenario.__struct_fields__:
+        for struct in _field_type(Scenario, section):
+            if isinstance(struct, type) and issubclass(struct, _Section):
+                fields = (*struct.__struct_fields__, struct.__struct_config__.tag_field)
+                if key in fields and f"[{section}]" not in owners:
+                    owners.append(f"[{section}]")
+    where = (
+        f"it belongs under {' or '.join(owners)}: move it below that header"
+        if owners
+        else "no section has that key (docs/scenarios.md lists every key)"
+    )
+    return (
+        f"`{key} = {shown}` is a key outside any section (above the first [section] "
+        f"header); {where}"
+    )
 
 
 def _struct_at(parts: list[str], raw: dict) -> type | None:
@@ -854,11 +910,16 @@ def _check_faults(spec: Scenario, where: str) -> None:
         )
     low, high = faults.crash_between
     if not 0 <= low <= high <= 1:
-        raise ScenarioError(f"{where}faults.crash_between: need 0 <= low <= high <= 1")
+        raise ScenarioError(
+            f"{where}faults.crash_between: need 0 <= low <= high <= 1 (fractions of the "
+            f"stream), got [{low:g}, {high:g}]"
+        )
     if crashing and spec.stream.step_seconds <= 0:
         raise ScenarioError(
             f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
-            "> 0): an unpaced device reports its whole stream at once"
+            "> 0): an unpaced device reports its whole stream at once; got crash_fraction = "
+            f"{faults.crash_fraction:g} ({crashing} of {spec.fleet.devices} devices) with "
+            f"stream.step_seconds = {spec.stream.step_seconds:g}"
         )
 
 
@@ -1119,6 +1180,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
     import warnings
 
+    from ldpfleet.protocol.mechanisms import UnresolvedMechanism
+
     eps0 = eps / w
     try:
         check_mechanism_name(name)
@@ -1139,6 +1202,8 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
         reason = error.reason
         if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
             raise ScenarioError(f"{where}stream.mechanism: {reason}{_near_miss(name)}") from None
+        if isinstance(error, UnresolvedMechanism):  # no class yet: no budget involved
+            raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
         else:
@@ -1151,12 +1216,17 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
 
 def _near_miss(name: str) -> str:
     """`` (did you mean "laplace"?)`` for a mechanism name close to a built-in's (case
-    ignored: "SW"), else ""."""
-    from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+    ignored: "SW") or to a name an installed package registers ("krr-gredy"), else ""."""
+    from ldpfleet.protocol.mechanisms import mechanism_names
 
-    builtins = list(STREAM_MECHANISMS)
-    close = [b for b in builtins if b == name.lower()] or difflib.get_close_matches(
-        name.lower(), builtins, n=1, cutoff=0.6
+    try:
+        known = list(mechanism_names())  # the built-ins first, then the entry points
+    except Exception:  # a broken installed distribution: the built-ins only
+        from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+
+        known = list(STREAM_MECHANISMS)
+    close = [b for b in known if b == name.lower()] or difflib.get_close_matches(
+        name.lower(), known, n=1, cutoff=0.6
     )
     return f" (did you mean {json.dumps(close[0])}?)" if close else ""
 
