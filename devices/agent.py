@@ -170,9 +170,10 @@ class DeviceAgent:
                         self.reporter, self._publish, max_sleep=TIMER_CHECK, wake=self._inputs
                     )
                 ),
-                background(feeder),
+                background(feeder) as feeding,
                 contextlib.aclosing(session.messages()) as deliveries,
             ):
+                _end_when_failed(feeding)
                 silence = self.silence_timeout
                 try:
                     async with asyncio.timeout_at(
@@ -207,3 +208,18 @@ class DeviceAgent:
                 log.warning("%s: collector violated the protocol: %s", self.device, error)
             else:
                 log.debug("%s: refused %s: %s", self.device, topic_text, error)
+
+
+def _end_when_failed(feeding: asyncio.Future) -> None:
+    """A paced device whose feeder fails (a plugin's ``perturb`` raising mid-stream) ends at
+    once: the device's task is cancelled out of its message loop and ``background`` raises
+    the feeder's error, as an unpaced device's failure does. Before, the error surfaced only
+    when the message loop ended, and it never did: the collector waited for this device's
+    reports until ``collector.stage_timeout`` (600 s by default; found by helper C)."""
+    device_task = asyncio.current_task()
+
+    def feeder_done(task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is not None and device_task is not None:
+            device_task.cancel()  # ``background`` then raises the feeder's error instead
+
+    feeding.add_done_callback(feeder_done)

@@ -83,11 +83,6 @@ def plugin(tmp_path, monkeypatch):
     sys.modules.pop("byo2_paced_plugin", None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="devices/agent.py: a paced device's failing feeder is noticed only when its "
-    "message loop ends, so the run waits for collector.stage_timeout (reported by helper C)",
-)
 def test_a_paced_device_whose_plugin_fails_ends_the_run_without_waiting_for_the_deadline(
     plugin, tmp_path
 ):
