@@ -114,6 +114,26 @@ def release_vs_baselines(results: dict) -> str:
 
 
 def _verdict(released: object, median: object, zero: object) -> str:
+    """``verdict``'s sentence as an HTML paragraph ("" without the three figures)."""
+    text = verdict(released, median, zero)
+    return f"<p>{html.escape(text)}</p>" if text else ""
+
+
+def released_verdict(results: dict) -> str:
+    """``verdict`` of a CADR-LDP results.json: the released sequence (post-processed under
+    pipeline "dp", the raw DSR values under "paper") against its baselines ("" when the
+    results do not hold them). ``ldpfleet run`` prints it under its summary."""
+    baselines = results.get("baselines")
+    if not isinstance(baselines, dict):
+        return ""
+    key = "postprocessed" if results.get("pipeline", "paper") == "dp" else "raw"
+    released = results.get(key) if isinstance(results.get(key), dict) else {}
+    median = baselines.get("constant_median_oracle") or {}
+    zero = baselines.get("all_zero") or {}
+    return verdict(released.get("mae"), median.get("mae"), zero.get("mae"))
+
+
+def verdict(released: object, median: object, zero: object) -> str:
     """One sentence: where the released sequence's per-node MAE stands against the constant
     true median and all zeros ("" without the three figures). Worse than all zeros is
     named as such: on graphs of fewer than about 100 nodes the θ search's noise swamps
@@ -141,7 +161,7 @@ def _verdict(released: object, median: object, zero: object) -> str:
             f"The released sequence (MAE {a:,.3f}) is at or below the constant true median "
             f"(a non-private oracle, MAE {m:,.3f}; difference {gap:+,.3f})."
         )
-    return f"<p>{html.escape(text)}</p>"
+    return text
 
 
 def _claim_table(claim: object) -> str:
