@@ -163,7 +163,11 @@ class _Reconstruction:
             batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
         )  # fmt: skip
         self.config = config
-        cpr = CprConfig(min_period=plan.cpr_min_period, max_period=plan.cpr_max_period)
+        cpr = CprConfig(
+            min_period=plan.cpr_min_period,
+            max_period=plan.cpr_max_period,
+            min_cycles=plan.cpr_min_cycles,
+        )
         self.early = IncrementalReconstructor(config, plan.reconstruct, cpr=cpr)
         store.index(plan.devices, plan.batches)
         self._complete: list[np.ndarray] = []  # complete devices not read back yet

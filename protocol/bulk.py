@@ -323,6 +323,7 @@ class BulkPlan:
     reconstruct: str = "none"
     cpr_min_period: int = 2
     cpr_max_period: int | None = None
+    cpr_min_cycles: int = 3  # collector.period.DEFAULT_MIN_CYCLES (protocol imports no collector)
 
     def __post_init__(self) -> None:
         check_ident(self.run, "run")

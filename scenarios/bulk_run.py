@@ -432,6 +432,7 @@ def bulk_plan(scenario, run: str, seed: int | None = None) -> BulkPlan:
         id_prefix=spec.fleet.id_prefix, mechanism=config.mechanism,
         step_seconds=spec.stream.step_seconds, reconstruct=spec.stream.reconstruct,
         cpr_min_period=spec.cpr.min_period, cpr_max_period=spec.cpr.max_period,
+        cpr_min_cycles=spec.cpr.min_cycles,
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from typing import Annotated, Literal
 import msgspec
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.gcdp.evaluation import check_date_order
+from ldpfleet.collector.period import DEFAULT_MIN_CYCLES
 from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
@@ -197,7 +198,10 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     ] = None
     layout: Literal["column", "rows"] = "column"
     stride: Annotated[int, Meta(ge=0)] = 0
-    true_period: Annotated[int, Meta(ge=2)] | None = None
+    true_period: Annotated[
+        Annotated[int, Meta(ge=2)] | None,
+        _on_load('with stream.reconstruct = "cpr": <= stream.steps // cpr.min_cycles'),
+    ] = None
     # is the first line a header? "auto": yes unless every field is a number (a header
     # of numbers, such as years or sensor ids, needs true)
     header: Literal["auto"] | bool = "auto"
@@ -269,13 +273,18 @@ class CprSection(_Section):
     """``[cpr]``: the admissible period range of CPR's cycle recovery."""
 
     min_period: Annotated[
-        int, Meta(ge=2), _on_load("<= stream.steps // 3 unless 2 (at least 3 cycles)")
+        int,
+        Meta(ge=2),
+        _on_load("<= stream.steps // min_cycles unless 2 (at least min_cycles cycles)"),
     ] = 2
     max_period: Annotated[
         Annotated[int, Meta(ge=2)] | None,
-        _on_load("min_period <= max_period <= stream.steps // 3"),
+        _on_load("min_period <= max_period <= stream.steps // min_cycles"),
     ] = None
     period_tolerance: Annotated[int, Meta(ge=0)] = 0
+    # detect_period's fewest whole cycles of a claimed period (docs/cpr.md): the default
+    # range is periods up to stream.steps // min_cycles; 2 reaches periods seen 2-3 times
+    min_cycles: Annotated[int, Meta(ge=2, le=1_000)] = DEFAULT_MIN_CYCLES
 
 
 class SecureSumSection(_Section):
@@ -784,7 +793,10 @@ class LoadedScenario:
 
     def cpr_config(self) -> CprConfig:
         """CPR's settings from ``[cpr]``."""
-        return CprConfig(min_period=self.spec.cpr.min_period, max_period=self.spec.cpr.max_period)
+        cpr = self.spec.cpr
+        return CprConfig(
+            min_period=cpr.min_period, max_period=cpr.max_period, min_cycles=cpr.min_cycles
+        )
 
     def fixed_point(self) -> FixedPoint:
         """The secure-sum stage's fixed-point encoding (clip defaults to the source bounds)."""
@@ -984,18 +996,25 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "
             'reconstruct = "cpr")'
         )
-    if cpr.min_period > max(2, spec.stream.steps // 3):  # 2: the default, always allowed
+    longest = spec.stream.steps // cpr.min_cycles
+    if cpr.min_period > max(2, longest):  # 2: the default, always allowed
         raise ScenarioError(
-            f"{where}cpr.min_period: need min_period <= steps / 3 = {spec.stream.steps // 3} "
-            f"(CPR claims a period only with at least 3 cycles), got {cpr.min_period}"
+            f"{where}cpr.min_period: need min_period <= steps / min_cycles = {longest} "
+            f"(CPR claims a period only with at least {cpr.min_cycles} cycles), "
+            f"got {cpr.min_period}"
         )
-    if (
-        cpr.max_period is not None
-        and not cpr.min_period <= cpr.max_period <= spec.stream.steps // 3
-    ):
+    if cpr.max_period is not None and not cpr.min_period <= cpr.max_period <= longest:
         raise ScenarioError(
-            f"{where}cpr.max_period: need min_period <= max_period <= steps / 3 "
-            f"(at least 3 cycles), got {cpr.max_period}"
+            f"{where}cpr.max_period: need min_period <= max_period <= steps / min_cycles = "
+            f"{longest} (at least {cpr.min_cycles} cycles), got {cpr.max_period}"
+        )
+    true_period = getattr(spec.source, "true_period", None)
+    if spec.stream.reconstruct == "cpr" and true_period is not None and true_period > longest:
+        raise ScenarioError(
+            f"{where}source.true_period: CPR claims periods of at most steps / "
+            f"cpr.min_cycles = {longest} ({cpr.min_cycles} whole cycles in "
+            f"{spec.stream.steps} steps), so every device would score as wrong; run more "
+            f"steps or lower cpr.min_cycles (>= 2), got {true_period}"
         )
     if spec.faults is not None:
         _check_faults(spec, where)
