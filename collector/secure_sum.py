@@ -40,8 +40,8 @@ class SecureSumResult:
 
     total: np.ndarray | None  # the decoded sum of the survivors' clipped inputs
     encoded_total: np.ndarray | None  # the same, in the integer domain mod 2^bits
-    survivors: tuple[str, ...]
-    dropped: tuple[str, ...]
+    survivors: tuple[str, ...]  # empty when the session aborted: nothing was summed
+    dropped: tuple[str, ...]  # the others; on an abort, those that had left by then
     aborted: str | None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     # per stage, seconds after it opened (the loop's clock): when the pump had published
@@ -166,6 +166,7 @@ class _SessionPump:
                 # one sentence: every abort reason names its stage ("masked stage:
                 # cannot unmask: ..."); it read "masked: masked stage: ..."
                 result.aborted = event.reason
+                result.dropped = event.dropped  # who had left: results.json, the report
                 self.done.set()
 
     async def flush(self) -> None:

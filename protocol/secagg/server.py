@@ -179,10 +179,13 @@ class SumReady(Event):
 
 @dataclass(frozen=True, slots=True)
 class Aborted(Event):
-    """The session failed in ``stage``; nothing was released."""
+    """The session failed in ``stage``; nothing was released. ``dropped``: the
+    participants that had left by then (every one without an accepted reply in the open
+    stage, those that aborted included; empty when no stage was open)."""
 
     stage: str
     reason: str
+    dropped: tuple[str, ...] = ()
 
 
 # The machine --------------------------------------------------------------------------
@@ -1006,13 +1009,19 @@ class SecAggServer(PeerFacingMachine):
     # ---- abort and exclusion ------------------------------------------------------------
 
     def _abort(self, stage: str, reason: str) -> None:
+        open_stage = self._stage
+        if open_stage is None:
+            dropped: tuple[str, ...] = ()
+        else:
+            present = set(open_stage.replies) - set(self._gone)
+            dropped = self._names(set(self.device_of) - present)
         self.state = "aborted"
         self.abort_reason = reason
         self._stage = None
         self._revealed = {}
         for label in sorted(self.device_of):
             self._to_device(label, SaAbort(**self._envelope(), stage=stage, reason=reason[:500]))
-        self._emit(Aborted(stage, reason))
+        self._emit(Aborted(stage, reason, dropped))
 
     def _exclude(self, label: int, stage: str, reason: str) -> None:
         self._to_device(
