@@ -18,7 +18,7 @@ from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 from ldpfleet.protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
@@ -81,6 +81,11 @@ async def secure_sum(
     ``identity_keys`` maps every device to its Ed25519 public identity key;
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
     aborts before unmasking fewer)."""
+    if isinstance(devices, str | bytes):  # list("abc") is three devices 'a', 'b', 'c'
+        raise ParameterError(
+            f"must be an iterable of device ids, not one string, got {devices!r}",
+            field="devices",
+        )
     loop = asyncio.get_running_loop()
     started = loop.time()  # the loop's clock, as the server's deadlines (virtual in tests)
     members = list(devices)
