@@ -93,3 +93,31 @@ def test_bench_refuses_neighbors_one_naming_the_option() -> None:
     with pytest.raises(ParameterError) as error:
         asyncio.run(bench_secagg(20, 3, neighbors=1))
     assert error.value.field == "neighbors" and "pairs the devices off" in str(error.value)
+
+
+def test_every_sum_of_a_sparse_graph_covers_one_connected_survivors_graph() -> None:
+    """The invariant over random dropouts on sparse graphs (degree 2 and 3, 12 devices, 1
+    to 4 dropping after their shares, 40 seeded sessions): a sum is released only when the
+    survivors' graph is in one part; some sessions are refused for a split (on the old
+    code those summed)."""
+    from ldpfleet.protocol.secagg.graph import components
+
+    from tests.unit.test_secagg_machines import pick
+
+    outcomes = {"sum": 0, "split": 0, "other abort": 0}
+    for seed in range(40):
+        degree, count = 2 + seed % 2, 1 + seed % 4
+        session = make_session(n=12, graph="harary", degree=degree, seed=300 + seed)
+        server = session.server
+        dropped = pick(sorted(session.inputs), count, seed=seed)
+        session.net.drops = dict.fromkeys(dropped, "after_shares")
+        session.net.run()
+        results = session.net.only(SumReady)
+        if results:
+            survivors = {server.label_of[d] for d in results[0].survivors}
+            assert len(components(server.neighbours, survivors)) == 1, seed
+            outcomes["sum"] += 1
+        else:
+            (aborted,) = session.net.only(Aborted)
+            outcomes["split" if "splits into" in aborted.reason else "other abort"] += 1
+    assert outcomes["sum"] and outcomes["split"], outcomes
