@@ -18,7 +18,7 @@ from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 from ldpfleet.protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
@@ -40,8 +40,8 @@ class SecureSumResult:
 
     total: np.ndarray | None  # the decoded sum of the survivors' clipped inputs
     encoded_total: np.ndarray | None  # the same, in the integer domain mod 2^bits
-    survivors: tuple[str, ...]
-    dropped: tuple[str, ...]
+    survivors: tuple[str, ...]  # empty when the session aborted: nothing was summed
+    dropped: tuple[str, ...]  # the others; on an abort, those that had left by then
     aborted: str | None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     # per stage, seconds after it opened (the loop's clock): when the pump had published
@@ -81,6 +81,11 @@ async def secure_sum(
     ``identity_keys`` maps every device to its Ed25519 public identity key;
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
     aborts before unmasking fewer)."""
+    if isinstance(devices, str | bytes):  # list("abc") is three devices 'a', 'b', 'c'
+        raise ParameterError(
+            f"must be an iterable of device ids, not one string, got {devices!r}",
+            field="devices",
+        )
     loop = asyncio.get_running_loop()
     started = loop.time()  # the loop's clock, as the server's deadlines (virtual in tests)
     members = list(devices)
@@ -166,6 +171,7 @@ class _SessionPump:
                 # one sentence: every abort reason names its stage ("masked stage:
                 # cannot unmask: ..."); it read "masked: masked stage: ..."
                 result.aborted = event.reason
+                result.dropped = event.dropped  # who had left: results.json, the report
                 self.done.set()
 
     async def flush(self) -> None:

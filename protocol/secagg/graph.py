@@ -21,7 +21,10 @@ Theory of operation:
   Even k always gives degree exactly k. The long edges have circular distance n/2 or
   (n - 1)/2, longer than any ring edge (at most k // 2 < those for k < n), so no edge is
   doubled; the graph is symmetric and has no self-loops. k = 1 on an odd number of nodes is
-  refused: it would leave one node with no neighbour, whose input nothing would mask.
+  refused: it would leave one node with no neighbour, whose input nothing would mask. (The
+  server also refuses k = 1 on more than 2 nodes, a perfect matching whose pairs' sums
+  unmasking would reveal, and checks that the survivors' graph is in one part before it
+  unmasks: ``components``.)
 - ``default_degree(n)``: k = ceil(2 log2 n) (computed exactly as the bit length of n^2 - 1),
   rounded up to an odd number, at least 3, and capped at n - 1 (the complete graph, whose
   degree may then be even); n <= 3 gives n - 1.
@@ -40,7 +43,7 @@ Theory of operation:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.crypto import uniform_below
@@ -119,6 +122,31 @@ def harary_graph(
                 join(i, i + (n + 1) // 2)
     graph = {perm[i]: tuple(sorted(perm[j] for j in adjacent[i])) for i in range(n)}
     return {u: graph[u] for u in nodes}
+
+
+def components(
+    adjacency: dict[int, frozenset[int]] | dict[int, tuple[int, ...]], members: Collection[int]
+) -> list[frozenset[int]]:
+    """The connected parts of the graph induced on ``members`` (largest first, then by
+    smallest id). Why it matters: once the self masks of the survivors and the masks shared
+    with dropped devices are removed, the pairwise masks left cancel within each part of
+    the survivors' graph, so unmasking a graph of several parts reveals each part's sum."""
+    inside = set(members)
+    parts: list[frozenset[int]] = []
+    seen: set[int] = set()
+    for start in sorted(inside):
+        if start in seen:
+            continue
+        part, frontier = {start}, [start]
+        while frontier:
+            u = frontier.pop()
+            for v in adjacency[u]:
+                if v in inside and v not in part:
+                    part.add(v)
+                    frontier.append(v)
+        seen |= part
+        parts.append(frozenset(part))
+    return sorted(parts, key=lambda part: (-len(part), min(part)))
 
 
 def default_threshold(degree: int) -> int:

@@ -179,10 +179,13 @@ class SumReady(Event):
 
 @dataclass(frozen=True, slots=True)
 class Aborted(Event):
-    """The session failed in ``stage``; nothing was released."""
+    """The session failed in ``stage``; nothing was released. ``dropped``: the
+    participants that had left by then (every one without an accepted reply in the open
+    stage, those that aborted included; empty when no stage was open)."""
 
     stage: str
     reason: str
+    dropped: tuple[str, ...] = ()
 
 
 # The machine --------------------------------------------------------------------------
@@ -345,6 +348,12 @@ class SecAggServer(PeerFacingMachine):
                 raise ParameterError(error.reason, field="degree") from None
         else:
             raise ParameterError(f"must be 'full' or 'harary', got {kind!r}", field="graph")
+        if len(graphs.components(adjacency, labels)) > 1:  # only k = 1 on n > 2 devices
+            raise ParameterError(
+                f"must be >= 2 with n = {self.n} devices: degree 1 pairs the devices off, and "
+                f"unmasking would reveal each pair's sum (not only the total), got {degree}",
+                field="degree",
+            )
         return {u: frozenset(vs) for u, vs in adjacency.items()}
 
     def _check_threshold(self, threshold: int | None) -> int:
@@ -814,7 +823,7 @@ class SecAggServer(PeerFacingMachine):
 
     def _close_masked(self, replied: frozenset[int], now: float) -> None:
         survivors, dropped = replied, self.u2 - replied
-        problem = self._unmask_infeasible(survivors, dropped, survivors)
+        problem = self._unmask_infeasible(survivors, dropped, survivors) or self._split(survivors)
         if problem:
             self._abort("masked", f"masked stage: cannot unmask: {problem}")
             return
@@ -894,6 +903,22 @@ class SecAggServer(PeerFacingMachine):
                     f"{self.device_of[v]} are available (threshold {t})"
                 )
         return ""
+
+    def _split(self, survivors: frozenset[int]) -> str:
+        """Why the survivors' graph cannot be unmasked because it is in several parts (""
+        when it is one): the masks left after unmasking cancel within each part, so each
+        part's own sum would be revealed, not only the total (SecAgg+ with a small degree
+        and dropouts that cut the graph; the full graph never splits)."""
+        parts = graphs.components(self.neighbours, survivors)
+        if len(parts) <= 1:
+            return ""
+        sizes = ", ".join(str(len(part)) for part in parts[:5])
+        sizes += ", ..." if len(parts) > 5 else ""
+        return (
+            f"the survivors' graph splits into {len(parts)} parts (sizes {sizes}): unmasking "
+            "would reveal each part's own sum, not only the total (raise the degree, "
+            "neighbors, or use the full graph)"
+        )
 
     def _close_unmask(self, responders: frozenset[int]) -> None:
         self.u4 = responders
@@ -984,13 +1009,19 @@ class SecAggServer(PeerFacingMachine):
     # ---- abort and exclusion ------------------------------------------------------------
 
     def _abort(self, stage: str, reason: str) -> None:
+        open_stage = self._stage
+        if open_stage is None:
+            dropped: tuple[str, ...] = ()
+        else:
+            present = set(open_stage.replies) - set(self._gone)
+            dropped = self._names(set(self.device_of) - present)
         self.state = "aborted"
         self.abort_reason = reason
         self._stage = None
         self._revealed = {}
         for label in sorted(self.device_of):
             self._to_device(label, SaAbort(**self._envelope(), stage=stage, reason=reason[:500]))
-        self._emit(Aborted(stage, reason))
+        self._emit(Aborted(stage, reason, dropped))
 
     def _exclude(self, label: int, stage: str, reason: str) -> None:
         self._to_device(
