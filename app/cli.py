@@ -2133,7 +2133,7 @@ def bench_secagg_command(
                 + near_miss(dropout_stage, DROPOUT_STAGES)
             )
         if not 0 <= dropout < 1:
-            raise ScenarioError(f"--dropout {dropout} must be in [0, 1)")
+            raise ScenarioError(f"--dropout: must be in [0, 1), got {dropout}")
         full = neighbors == "full"
         with _secagg_options():
             degree = None if neighbors in ("full", "auto") else _secagg_degree(neighbors)
@@ -2164,7 +2164,8 @@ def bench_secagg_command(
     if result["aborted"]:
         _fail(
             f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "
-            "requires when too few devices remain; lower --dropout or raise --neighbors. "
+            "requires when too few devices remain or the survivors' graph splits (each "
+            "part's sum would show); lower --dropout or raise --neighbors. "
             "The JSON above has the details"
         )
     if result["exact"] is not True:

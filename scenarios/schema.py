@@ -295,7 +295,10 @@ class SecureSumSection(_Section):
     graph: Literal["harary", "full"] = "harary"
     neighbors: Annotated[
         Annotated[int, Meta(ge=1)] | None,
-        _on_load('graph "harary": 1 .. fleet.devices - 1; "full": fleet.devices - 1'),
+        _on_load(
+            'graph "harary": 2 .. fleet.devices - 1 (1 only with 2 devices); '
+            '"full": fleet.devices - 1'
+        ),
     ] = None
     threshold: Annotated[
         Annotated[int, Meta(ge=1)] | None,
