@@ -38,6 +38,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN
 from ldpfleet.protocol.mechanisms import check_mechanism_name
 from ldpfleet.protocol.messages import MAX_BATCH, MAX_MECHANISM_NAME, MAX_RELEASE
+from ldpfleet.protocol.secagg import graph as graphs
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS, MAX_STAGE_TIMEOUT
 from ldpfleet.protocol.secagg.server import SecAggServer
@@ -318,7 +319,11 @@ class SecureSumSection(_Section):
     bits: Literal[32, 64] = 64
     # at most what the devices accept in the session's setup (SaSetup)
     stage_timeout: Annotated[float, Meta(gt=0, le=MAX_STAGE_TIMEOUT)] = 30.0
-    dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0
+    dropout: Annotated[
+        float,
+        Meta(ge=0, lt=1),
+        _on_load("leaves at least the session's threshold t of the fleet.devices"),
+    ] = 0.0
     dropout_stage: Literal[
         "before_keys", "after_keys", "after_shares", "after_masked", "during_unmask"
     ] = "after_shares"
@@ -874,17 +879,34 @@ def _check_secagg_session(loaded: LoadedScenario, devices: int) -> None:
     # the full graph's server is O(n^2): check its two settings on a 2-node graph's terms
     if section.graph == "full":
         _check_full_graph(section.neighbors, section.threshold, devices)
-        return
-    SecAggServer(
-        "check",
-        "s0",
-        [f"d{i}" for i in range(devices)],
-        section.dim,
-        loaded.fixed_point(),
-        graph=section.graph,
-        degree=section.neighbors,
-        threshold=section.threshold,
-    )
+        threshold = section.threshold or graphs.default_threshold(devices)
+    else:
+        threshold = SecAggServer(
+            "check",
+            "s0",
+            [f"d{i}" for i in range(devices)],
+            section.dim,
+            loaded.fixed_point(),
+            graph=section.graph,
+            degree=section.neighbors,
+            threshold=section.threshold,
+        ).threshold
+    _check_survivors(section.dropout, devices, threshold)
+
+
+def _check_survivors(dropout: float, devices: int, threshold: int) -> None:
+    """A ``dropout`` leaving fewer devices than the threshold t: every stage would close
+    short and the session abort whatever happens (the run exited 1 after the stream
+    stage: ``devices = 2``, ``dropout = 0.5``; helper F). ``bench secagg`` refuses the same
+    up front (``app.bench_secagg.check_survivors``)."""
+    dropping = round(dropout * devices)  # as the stage drops them (scenarios.runner)
+    if devices - dropping < threshold:
+        raise ParameterError(
+            f"must leave at least the threshold t = {threshold} of the {devices} devices "
+            f"or the session aborts, so at most {(devices - threshold) / devices:.4g} here, "
+            f"got {dropout!r} ({dropping} dropping, {devices - dropping} left)",
+            field="dropout",
+        )
 
 
 def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int) -> None:

@@ -85,12 +85,15 @@ def test_a_protocol_kind_absent_from_the_trace_selects_nothing(quickstart_run):
 
 
 def test_a_run_whose_secure_sum_aborted_exits_1_with_one_sentence(tmp_path):
-    """``ldpfleet run``: the stream completes, then 7 of 12 devices leave the secure sum
-    after sharing (dropout 0.6 of the seeded draw): fewer than the threshold remain."""
+    """``ldpfleet run``: the stream completes, then 3 of 12 devices on a ring (neighbors =
+    2) leave the secure sum after sharing (dropout 0.25 of the seeded draw): enough remain
+    for the threshold, but the ring is cut and unmasking would reveal each arc's sum, so
+    the session aborts (a dropout leaving fewer than the threshold, 0.6 before, is now
+    refused when the scenario loads)."""
     text = (ROOT / "scenarios" / "quickstart.toml").read_text()
     text = text.replace("devices = 50", "devices = 12").replace("steps = 200", "steps = 20")
     text += (
-        "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\ndropout = 0.6\n"
+        "\n[secure_sum]\ndim = 4\nclip = [5.0, 35.0]\nneighbors = 2\ndropout = 0.25\n"
         'dropout_stage = "after_shares"\nstage_timeout = 3.0\n[broker]\nurl = "memory"\n'
     )
     path = tmp_path / "aborting.toml"
