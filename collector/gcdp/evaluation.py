@@ -44,6 +44,7 @@ import io
 import math
 import re
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
@@ -269,6 +270,19 @@ def check_date_order(path: str | Path) -> None:
     calibration files, replayed as consecutive records; ``DateOrder``). No ``date``
     column, or a first date in no known format, stops the check; a leading integer row id
     (the shipped layout) is skipped."""
+    order = DateOrder()
+    for lineno, text in _date_cells(path):
+        try:
+            if not order.feed(text, lineno):
+                return
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+
+def _date_cells(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each record's ``date`` cell of a CSV file, in file order
+    (nothing without a ``date`` column; blank lines skipped; a leading integer row id, the
+    shipped layout, skipped; the cells end at a short row: the file's reader names it)."""
     with _open_text(path) as handle:
         head = "".join(line for line, _ in zip(handle, range(64), strict=False))
         handle.seek(0)
@@ -276,7 +290,7 @@ def check_date_order(path: str | Path) -> None:
         header = [cell.strip() for cell in next(reader, [])]
         if "date" not in header:
             return
-        order, column = DateOrder(), None
+        column = None
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
@@ -284,12 +298,8 @@ def check_date_order(path: str | Path) -> None:
                 lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
                 column = header.index("date") + int(lead)
             if column >= len(row):
-                return  # a short row: the file's reader names it
-            try:
-                if not order.feed(row[column].strip(), lineno):
-                    return
-            except ValueError as error:
-                raise ValueError(f"{path}: {error}") from None
+                return
+            yield lineno, row[column].strip()
 
 
 def record_steps(path: str | Path) -> np.ndarray | None:
@@ -297,22 +307,7 @@ def record_steps(path: str | Path) -> np.ndarray | None:
     records - 1), or None without a ``date`` column or when a date is in no known format
     (ISO, else the first of ``DATE_FORMATS`` that reads the first date). A file
     ``load_occupancy`` read: its order and formats are already checked."""
-    with _open_text(path) as handle:
-        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-        handle.seek(0)
-        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
-        header = [cell.strip() for cell in next(reader, [])]
-        if "date" not in header:
-            return None
-        texts, column = [], None
-        for row in reader:
-            if not row or not any(cell.strip() for cell in row):
-                continue
-            if column is None:  # a leading row id: one field more than the header
-                lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
-                column = header.index("date") + int(lead)
-            texts.append(row[column].strip())
-    return _steps(texts)
+    return _steps([text for _, text in _date_cells(path)])
 
 
 def _steps(texts: list[str]) -> np.ndarray | None:
