@@ -54,7 +54,7 @@ from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.sources import missing_entry
+from ldpfleet.devices.sources import missing_entry, source_cycles_entry
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
@@ -867,10 +867,15 @@ def merge_stream_outputs(
         scenario.spec.faults, truth, outcomes, merged_results, attacker
     )
     add_clipping(results, truth.clipping)
-    entry, warnings = missing_entry(scenario.source_spec())  # source.missing's local fill
+    source = scenario.source_spec()
+    entry, warnings = missing_entry(source)  # source.missing's local fill
     if entry is not None:
         results["missing_values"] = entry
         results["warnings"] += warnings
+    # how many times a CSV file shorter than the stream is replayed (devices.sources)
+    cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
+    results["source_cycles"] = cycles
+    results["warnings"] += warnings
     return results
 
 
