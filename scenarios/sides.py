@@ -46,6 +46,7 @@ from ldpfleet.broker.auth import ADMIN, Credentials
 from ldpfleet.broker.pump import background, drive_timers
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
+from ldpfleet.collector.analytics import privacy_entry
 from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
@@ -953,18 +954,12 @@ def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> 
     scenario = _scenario_of(collector)
     config = scenario.stream_config(results["run"])
     outcomes, crashed, _ = _load_fleet_dirs(fleet_dirs)
-    write_results(out / "results.json", results, indent=2)
-    write_json(
-        out / "ledger.json",
-        ledger_document(
-            results["run"],
-            config.eps,
-            config.w,
-            outcomes,
-            collector=collector.get("collector_ledger"),
-        ),
-        indent=2,
+    ledger = ledger_document(
+        results["run"], config.eps, config.w, outcomes, collector=collector.get("collector_ledger")
     )
+    results["privacy"] = privacy_entry(ledger, config)  # the claim and what was spent
+    write_results(out / "results.json", results, indent=2)
+    write_json(out / "ledger.json", ledger, indent=2)
     if results.get("reconstruction"):
         truth = _truth(scenario, results["run"], results["scenario"]["seed"], crashed)
         sample = sorted(d for d, e in results["per_device"].items() if "period_hat" in e)
