@@ -877,7 +877,17 @@ def merge_stream_outputs(
     cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
+    # the claim and what the devices' ledgers spent (ledger.json, write_merged)
+    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
     return results
+
+
+def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
+    """ledger.json of a merged run: the shards' device ledgers and the collector side's
+    own (``c``: the collector side's results.json)."""
+    return ledger_document(
+        c["run"], config.eps, config.w, outcomes, collector=c.get("collector_ledger")
+    )
 
 
 def _merged_reconstruction(scenario, c: dict, side, truth: _Truth, config) -> dict | None:
@@ -954,12 +964,8 @@ def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> 
     scenario = _scenario_of(collector)
     config = scenario.stream_config(results["run"])
     outcomes, crashed, _ = _load_fleet_dirs(fleet_dirs)
-    ledger = ledger_document(
-        results["run"], config.eps, config.w, outcomes, collector=collector.get("collector_ledger")
-    )
-    results["privacy"] = privacy_entry(ledger, config)  # the claim and what was spent
     write_results(out / "results.json", results, indent=2)
-    write_json(out / "ledger.json", ledger, indent=2)
+    write_json(out / "ledger.json", _merged_ledger(collector, outcomes, config), indent=2)
     if results.get("reconstruction"):
         truth = _truth(scenario, results["run"], results["scenario"]["seed"], crashed)
         sample = sorted(d for d, e in results["per_device"].items() if "period_hat" in e)
