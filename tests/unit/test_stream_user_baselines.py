@@ -62,3 +62,21 @@ def test_the_claim_states_what_the_ledgers_spent():
 def test_a_ledger_above_eps_is_not_within_budget():
     ledger = {"max_window_spent": 2.0 * (1 + 10 * BUDGET_RTOL), "devices": {"d0": {}}}
     assert privacy_entry(ledger, _config())["within_budget"] is False
+
+
+def test_a_central_release_is_checked_against_its_own_ledger():
+    """mechanism = "raw": the devices spend nothing; the collector's release account is
+    what the claim rests on (ledger.json ``collector``)."""
+    config = _config(mechanism="raw", eps=1.0, w=30)
+    account = {"kind": "w-event", "eps": 1.0, "w": 1, "max_window_spent": 1.0}
+    ledger = {
+        "max_window_spent": 0.0,
+        "devices": {"d0": {}},
+        "collector": {"accounts": {"gcdp_release": account}},
+    }
+    entry = privacy_entry(ledger, config)
+    assert (entry["max_window_spent"], entry["within_budget"]) == (1.0, True)
+    assert "central release" in entry["claim"]
+    over = {**account, "max_window_spent": 1.5}
+    ledger["collector"]["accounts"]["gcdp_release"] = over
+    assert privacy_entry(ledger, config)["within_budget"] is False
