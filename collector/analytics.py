@@ -105,6 +105,96 @@ def mean_failure_warning(mechanism: str, failed: dict[str, str]) -> str:
 sw_mean_estimates = mean_estimates  # the name before mechanisms were pluggable
 
 
+# within_budget's tolerance: w charges of eps / w summed in float64 round to a few ulps
+# above eps (2.0000000000000284 at eps = 2, w = 5); scenarios.runner.ledger_document's rule
+BUDGET_RTOL = 1e-9
+
+
+def accuracy_baselines(
+    estimates: dict[str, float],
+    truths: dict[str, float],
+    lo: float,
+    hi: float,
+    groups: dict[str, object] | None = None,
+) -> dict:
+    """results.json ``accuracy.baselines``: what a private per-device mean is worth.
+
+    ``truths`` are the simulator's clipped non-private means (the target every estimate is
+    scored against), ``[lo, hi]`` the public bounds the estimates live in. Two references,
+    on the devices that have both an estimate and a truth: ``constant`` guesses the
+    midpoint of the public bounds for every device (no data at all), ``fleet_mean`` the
+    average of the private estimates of the device's group for every device (post-processing,
+    no privacy cost; ``groups`` maps a device to its group, e.g. its channel of a
+    multi-column source, whose units differ: ``value`` is then per group; one group by
+    default). ``beats_constant`` says whether the per-device estimates' mean absolute
+    error is below the constant's: at a small eps0 over few readings it is not, and the
+    per-device figures are noise. None entries when no device has both."""
+    devices = [d for d in truths if d in estimates and truths[d] is not None]
+    if not devices:
+        return {"devices": 0, "constant": None, "fleet_mean": None, "beats_constant": None}
+    est = np.array([estimates[d] for d in devices], dtype=float)
+    true = np.array([truths[d] for d in devices], dtype=float)
+    middle = (float(lo) + float(hi)) / 2
+    group = [(groups or {}).get(d) for d in devices]
+    fleet = {
+        g: float(est[[k for k, h in enumerate(group) if h == g]].mean())
+        for g in dict.fromkeys(group)
+    }
+    guess = np.array([fleet[g] for g in group])
+    value = fleet[group[0]] if len(fleet) == 1 else {str(g): v for g, v in fleet.items()}
+    constant_error = float(np.mean(np.abs(true - middle)))
+    return {
+        "devices": len(devices),
+        "constant": {"value": middle, "mean_abs_error": constant_error},
+        "fleet_mean": {"value": value, "mean_abs_error": float(np.mean(np.abs(true - guess)))},
+        "beats_constant": bool(np.mean(np.abs(est - true)) < constant_error),
+    }
+
+
+def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
+    """results.json ``privacy``: the claim the run states and what the devices' ledgers
+    spent (``ledger``: ledger.json's document, ``scenarios.runner.ledger_document``).
+
+    ``claim`` in words; ``eps``, ``w``, ``eps0``, ``mechanism``; ``max_window_spent``: the
+    largest spend of any device in any window of ``w`` consecutive steps;
+    ``within_budget``: it is at most ``eps`` (relative ``BUDGET_RTOL`` for float64 sums);
+    ``devices``: the ledgers read. With ``mechanism = "raw"`` the devices spend nothing: the
+    claim is the central release's (results.json ``gcdp``), and ``max_window_spent`` /
+    ``within_budget`` are its ledger's (ledger.json ``collector``, each account against
+    its own eps)."""
+    worst = float(ledger.get("max_window_spent") or 0.0)
+    eps, w = float(config.eps), int(config.w)
+    within = worst <= eps * (1 + BUDGET_RTOL)
+    if config.mechanism == "raw":
+        claim = (
+            "none on the devices: readings are sent unprivatised; the [gcdp] central release "
+            f"spends eps = {eps:g} per window of {w} steps (results.json gcdp); "
+            "max_window_spent is its ledger's (ledger.json collector)"
+        )
+        accounts = ((ledger.get("collector") or {}).get("accounts") or {}).values()
+        if accounts:
+            worst = max(float(a["max_window_spent"]) for a in accounts)
+            within = all(
+                float(a["max_window_spent"]) <= float(a["eps"]) * (1 + BUDGET_RTOL)
+                for a in accounts
+            )
+    else:
+        claim = (
+            f"{eps:g}-LDP over any {w} consecutive steps of each device (w-event LDP, "
+            f"{config.mechanism} at eps0 = {config.eps0:g} per step), per simulated reading"
+        )
+    return {
+        "claim": claim,
+        "mechanism": config.mechanism,
+        "eps": eps,
+        "w": w,
+        "eps0": float(config.eps0),
+        "devices": len(ledger.get("devices") or {}),
+        "max_window_spent": worst,
+        "within_budget": within,
+    }
+
+
 @dataclass(frozen=True)
 class _Job:
     method: str

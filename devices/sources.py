@@ -69,8 +69,9 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     bad cell in a column no source reads does not refuse the file. Parsed tables are cached per
     path (and file size / mtime), since a fleet of 1,000 devices reads the same file; the
     returned matrix is read-only and shared. Streams longer than the data wrap around (the
-    series is cycled). The truth of a data set stream is unknown: ``StreamTruth(period=None,
-    phase=None)``.
+    series is cycled; :func:`replay_cycles` says how many times, and a run records it in
+    results.json ``source_cycles`` with a warning). The truth of a data set stream is
+    unknown: ``StreamTruth(period=None, phase=None)``.
 
     Several columns (``columns``, ``"column"`` layout): the fleet is ``R`` simulated rooms
     of ``C = len(columns)`` sensor nodes each. Device ``i`` is channel ``i % C`` (column
@@ -121,6 +122,8 @@ __all__ = [
     "missing_entry",
     "missing_summary",
     "read_data_file",
+    "replay_cycles",
+    "source_cycles_entry",
     "synthetic_stream",
     "table_columns",
 ]
@@ -1243,6 +1246,46 @@ def missing_summary(spec: CsvSpec) -> dict:
     dropping) and ``by_column`` (missing values per read column, ``"column"`` layout)."""
     summary = _filled_series(spec)[1]
     return {**summary, "by_column": dict(summary["by_column"])}
+
+
+def replay_cycles(spec: CsvSpec, steps: int) -> dict:
+    """How often a device running ``steps`` steps replays the records of ``spec``'s file.
+
+    ``records``: the time steps one device's series holds (rows of the file in the
+    ``"column"`` layout, columns in ``"rows"``, after ``missing = "drop"``); ``steps``;
+    ``cycles``: ``steps / records`` (1.0 or less: no record is replayed); ``max_replays``:
+    how many times one record feeds one device's stream at most (``ceil(steps /
+    records)``: a device starts at an offset, so its records are replayed ``floor`` or
+    ``ceil`` times). A record replayed R times is privatised R times: the w-event
+    guarantee holds per simulated reading, not per record of the file.
+    """
+    steps = _check_steps(steps)
+    filled, _ = _filled_series(spec)
+    records = int(filled.shape[1] if spec.layout == "rows" else filled.shape[0])
+    return {
+        "records": records,
+        "steps": steps,
+        "cycles": round(steps / records, 6),
+        "max_replays": -(-steps // records),
+    }
+
+
+def source_cycles_entry(spec: object, steps: int) -> tuple[dict | None, list[str]]:
+    """results.json's ``source_cycles`` entry for a run's source (None unless a CSV
+    source) and, when the file is shorter than the stream (``max_replays`` > 1), the one
+    sentence for ``warnings`` saying it is replayed and what that means for the claim."""
+    if not isinstance(spec, CsvSpec):
+        return None, []
+    entry = replay_cycles(spec, steps)
+    if entry["max_replays"] <= 1:
+        return entry, []
+    unit = "columns (time steps)" if spec.layout == "rows" else "rows (time steps)"
+    return entry, [
+        f"source: {spec.path} has {entry['records']} {unit} but each device runs "
+        f"{entry['steps']} steps, so it is replayed {entry['cycles']:g} times (each record "
+        f"feeds a device's stream up to {entry['max_replays']} times): the w-event guarantee "
+        "holds per simulated reading, not per record of the file (results.json source_cycles)"
+    ]
 
 
 def channel_bounds(spec: CsvSpec, device_index: int) -> tuple[float, float] | None:

@@ -46,6 +46,7 @@ from ldpfleet.broker.auth import ADMIN, Credentials
 from ldpfleet.broker.pump import background, drive_timers
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
+from ldpfleet.collector.analytics import privacy_entry
 from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
@@ -54,7 +55,7 @@ from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.sources import missing_entry
+from ldpfleet.devices.sources import missing_entry, source_cycles_entry
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
@@ -867,11 +868,26 @@ def merge_stream_outputs(
         scenario.spec.faults, truth, outcomes, merged_results, attacker
     )
     add_clipping(results, truth.clipping)
-    entry, warnings = missing_entry(scenario.source_spec())  # source.missing's local fill
+    source = scenario.source_spec()
+    entry, warnings = missing_entry(source)  # source.missing's local fill
     if entry is not None:
         results["missing_values"] = entry
         results["warnings"] += warnings
+    # how many times a CSV file shorter than the stream is replayed (devices.sources)
+    cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
+    results["source_cycles"] = cycles
+    results["warnings"] += warnings
+    # the claim and what the devices' ledgers spent (ledger.json, write_merged)
+    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
     return results
+
+
+def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
+    """ledger.json of a merged run: the shards' device ledgers and the collector side's
+    own (``c``: the collector side's results.json)."""
+    return ledger_document(
+        c["run"], config.eps, config.w, outcomes, collector=c.get("collector_ledger")
+    )
 
 
 def _merged_reconstruction(scenario, c: dict, side, truth: _Truth, config) -> dict | None:
@@ -949,17 +965,7 @@ def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> 
     config = scenario.stream_config(results["run"])
     outcomes, crashed, _ = _load_fleet_dirs(fleet_dirs)
     write_results(out / "results.json", results, indent=2)
-    write_json(
-        out / "ledger.json",
-        ledger_document(
-            results["run"],
-            config.eps,
-            config.w,
-            outcomes,
-            collector=collector.get("collector_ledger"),
-        ),
-        indent=2,
-    )
+    write_json(out / "ledger.json", _merged_ledger(collector, outcomes, config), indent=2)
     if results.get("reconstruction"):
         truth = _truth(scenario, results["run"], results["scenario"]["seed"], crashed)
         sample = sorted(d for d, e in results["per_device"].items() if "period_hat" in e)
