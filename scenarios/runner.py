@@ -31,14 +31,14 @@ from ldpfleet.broker.recorder import (
 )
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
-from ldpfleet.collector.analytics import sw_mean_estimates
+from ldpfleet.collector.analytics import privacy_entry, sw_mean_estimates
 from ldpfleet.collector.metrics import cosine_distance, period_correct
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.sources import missing_entry
+from ldpfleet.devices.sources import missing_entry, source_cycles_entry
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
@@ -297,8 +297,11 @@ def score_reconstructions(
         )
         clean = normalise(fleet.clean[device], config.lo, config.hi)
         entry["cosine_distance"] = cosine_distance(result.values, clean)
+        # a flat line (CPR's answer when it finds no period), scored the same way
+        entry["constant_cosine_distance"] = cosine_distance(np.full(clean.shape, 0.5), clean)
     scored = [e for e in per_device.values() if e.get("period_correct") is not None]
     distances = [e["cosine_distance"] for e in per_device.values() if "cosine_distance" in e]
+    flat = [e["constant_cosine_distance"] for e in per_device.values() if "cosine_distance" in e]
     return {
         **summary,
         "period_tolerance": tolerance,
@@ -307,6 +310,7 @@ def score_reconstructions(
         if scored
         else None,
         "mean_cosine_distance": float(np.mean(distances)) if distances else None,
+        "constant_cosine_distance": float(np.mean(flat)) if flat else None,
     }
 
 
@@ -546,8 +550,10 @@ async def run_scenario(
         c = state.collector_results
         progress(c["reports_received"], c["reports_expected"])
     results = stream_results(state, shard_brokers)
+    ledger = stream_ledger(state, results["gcdp"])
+    results["privacy"] = privacy_entry(ledger, state.config)  # the claim and what was spent
     write_results(out / "results.json", results, indent=2)
-    write_json(out / "ledger.json", stream_ledger(state, results["gcdp"]), indent=2)
+    write_json(out / "ledger.json", ledger, indent=2)
     return results
 
 
@@ -831,6 +837,10 @@ def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
         if entry is not None:
             results["missing_values"] = entry
             results["warnings"] += warnings
+    # how many times a CSV file shorter than the stream is replayed (devices.sources)
+    cycles, warnings = source_cycles_entry(scenario.source_spec(), scenario.spec.stream.steps)
+    results["source_cycles"] = cycles
+    results["warnings"] += warnings
     return results
 
 

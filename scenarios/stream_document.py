@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.trace import reports_missing_from_trace
+from ldpfleet.collector.analytics import accuracy_baselines
 from ldpfleet.scenarios.schema import LoadedScenario
 
 # The collector's counters results.json copies as they are, in this order ("devices_unfinished",
@@ -138,6 +139,8 @@ def accuracy_entry(scenario: LoadedScenario, config, estimates: dict, outcomes: 
     """results.json ``accuracy``: the device means' error against the simulator's truth
     (``outcomes``: the fleet's ``DeviceOutcome``, with each device's true mean)."""
     errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
+    channels = len(scenario.spec.source.columns) if scenario.multi_column else 1
+    groups = {d: i % channels for i, d in enumerate(scenario.device_ids())}  # channel
     units = (
         "[0, 1] units: each channel normalised by its bounds"
         if scenario.multi_column
@@ -149,6 +152,10 @@ def accuracy_entry(scenario: LoadedScenario, config, estimates: dict, outcomes: 
         "estimator": f"{config.mechanism} estimate_mean",
         "mean_abs_error": float(np.mean(errors)) if errors else None,
         "max_abs_error": float(np.max(errors)) if errors else None,
+        # a constant guess and the fleet's average estimate, scored the same way
+        "baselines": accuracy_baselines(
+            estimates, {o.device: o.true_mean for o in outcomes}, config.lo, config.hi, groups
+        ),
     }
 
 
