@@ -924,7 +924,7 @@ def table_columns(path: str, header: bool | None = None) -> tuple[list[str], int
     return list(names), matrix.shape[0]
 
 
-def _dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int, bool]]:
+def dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int, bool]]:
     """The header names :func:`load_table` dropped as non-numeric (their first present data
     value was not a number), with that value, its line number and whether every value of
     the column is missing (``MISSING_TOKENS``)."""
@@ -1061,7 +1061,7 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
-        dropped = _dropped_columns(spec.path, spec.header) if column not in names else {}
+        dropped = dropped_columns(spec.path, spec.header) if column not in names else {}
         if column in dropped and dropped[column][2]:
             raise SourceError(
                 f"{column!r} of {spec.path} is entirely missing: every value is a missing "

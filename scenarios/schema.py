@@ -24,7 +24,13 @@ from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.collector.period import DEFAULT_MIN_CYCLES
 from ldpfleet.collector.reconstruct import compatible
-from ldpfleet.devices.sources import CsvSpec, SourceError, SyntheticSpec, table_columns
+from ldpfleet.devices.sources import (
+    CsvSpec,
+    SourceError,
+    SyntheticSpec,
+    dropped_columns,
+    table_columns,
+)
 from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
 from ldpfleet.protocol.cadr_budget import (
     ALPHA_DEFAULT,
@@ -1320,6 +1326,14 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             f"{max(section.window, 8)} calibration records, got {length}"
         )
     if section.utility_column is not None and section.utility_column not in names:
+        dropped = dropped_columns(calibration.path, calibration.header)
+        if section.utility_column in dropped:  # there, but not numbers ("yes" / "no")
+            value, line, _ = dropped[section.utility_column]
+            raise ScenarioError(
+                f"{where}gcdp.utility_column: {section.utility_column!r} of "
+                f"{calibration.path} holds {value!r} on line {line}: the labels must be the "
+                "numbers 0 and 1 (recode the column)"
+            )
         raise ScenarioError(
             f"{where}gcdp.utility_column: {section.utility_column!r} is not a column of "
             f"{calibration.path} (columns: {', '.join(names)})"
