@@ -51,7 +51,11 @@ the prior, and every node gets the PRIVATE median of the θ search — the relea
 onto the best constant the collector knows instead of a middle of an under-fitted EM
 estimate. The prior's error is the θ search's noise: fewer, wider buckets when ``n · ε_θ``
 is small (``protocol.cadr_theta_noise.bucket_count``). The released histogram is then the
-consistent histogram of the prior (true degrees over ``0..D``, beyond θ too). Measured in
+consistent histogram of the prior (true degrees over ``0..D``, beyond θ too) — in the
+pipelines, of ``histogram_prior``: the same counts read by ``boot``
+(``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), the
+per-node release unchanged (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)"). Measured in
 docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
 The margin (``MARGIN = 0.05``, ``posterior_degree_medians(margin=)``): a node is released
