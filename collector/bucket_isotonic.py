@@ -37,8 +37,12 @@ noise parties — post-processing):
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
-Status: NOT used by the pipelines (issue 20, docs/cadr-private.md "Less biased bucket
-counts from the θ search"). ``bootstrap_counts`` won the paired comparison's tune half
+Status: ``bootstrap_counts`` reads the dp pipelines' released HISTOGRAM only
+(``degree_postprocess.histogram_prior``; the per-node prior stays the projection's),
+adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)"); the others are NOT used by the pipelines (issue 20,
+docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
+``bootstrap_counts`` won the paired comparison's tune half
 (as many cells above the constant true median as the projection, lower EMD) but had one
 cell more on the held half; ``isotonic_counts`` is unbiased but noisier (the clipped
 buckets' noise no longer drops out of the ``Σ = n`` correction); the tail test lacks

@@ -48,7 +48,12 @@ import numpy as np
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
-from ldpfleet.collector.degree_postprocess import degree_prior, noise_weight, post_process
+from ldpfleet.collector.degree_postprocess import (
+    degree_prior,
+    histogram_prior,
+    noise_weight,
+    post_process,
+)
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
@@ -206,7 +211,7 @@ async def run_cadr_collector(
             if store is not None:
                 store.close()
         state.keep_releases(gathered if gathered is not None else state.local_releases())
-        _post_process(outcome, budget.dsr, degree_bound)
+        _post_process(outcome, budget.dsr, degree_bound, budget.theta, parties)
         await state.publish_release()
     return outcome
 
@@ -501,25 +506,32 @@ def _check_kind(topic: topics.Topic, message: Message) -> None:
         )
 
 
-def _post_process(outcome: CadrOutcome, eps_dsr: float, degree_bound: int) -> None:
-    """The dp pipeline's post-processed sequence and histogram (module docstring)."""
+def _post_process(
+    outcome: CadrOutcome, eps_dsr: float, degree_bound: int, eps_theta: float, parties: int
+) -> None:
+    """The dp pipeline's post-processed sequence and histogram (module docstring); the
+    histogram from the θ search's counts read by ``boot`` (``eps_theta``, ``parties``: the
+    search's noise law; ``degree_postprocess.histogram_prior``)."""
     if outcome.pipeline != "dp":
         return
     values = np.array(list(outcome.released.values()))
-    post = post_process(values, outcome.theta, eps_dsr, _theta_prior(outcome, degree_bound))
+    prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties)
+    post = post_process(values, outcome.theta, eps_dsr, prior, hist)
     outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
     outcome.estimate_histogram = post.histogram.tolist()
 
 
-def _theta_prior(outcome: CadrOutcome, degree_bound: int) -> np.ndarray | None:
-    """The degree prior from the DP θ search's opened bucket sums
-    (``degree_postprocess.degree_prior``; None when θ was given or searched exactly)."""
+def _theta_prior(
+    outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The degree prior from the DP θ search's opened bucket sums and the released
+    histogram's (``degree_postprocess.degree_prior`` / ``histogram_prior``; None, None
+    when θ was given or searched exactly)."""
     for query in outcome.theta_queries:
         if "bucket_sums" in query:
-            return degree_prior(
-                query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"]
-            )
-    return None
+            args = (query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"])
+            return degree_prior(*args), histogram_prior(*args, eps_theta, parties)
+    return None, None
 
 
 async def _search_theta(

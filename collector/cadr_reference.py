@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from ldpfleet.collector.degree_postprocess import (
     degree_prior,
+    histogram_prior,
     noise_weight,
     post_process,
     score,
@@ -379,15 +380,14 @@ def _release_scores(
     post-processed one (prior: the dp θ search's noisy counts, when there was one)."""
     histogram = post_process_distribution(released, theta)
     raw = score(degrees, released, histogram)
-    prior = None
+    prior = hist = None
     if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
-        prior = degree_prior(
-            search["bucket_sums"],
-            search["thresholds"],
-            bound,
-            len(degrees),
-        )
-    post = post_process(released, theta, eps_dsr, prior)
+        args = (search["bucket_sums"], search["thresholds"], bound, len(degrees))
+        prior = degree_prior(*args)
+        # the released histogram: the same counts read by boot (docs/cadr-private.md,
+        # "Released histogram: boot reading, pre-registered (2026-12-05)")
+        hist = histogram_prior(*args, search["eps"], search["noise_parties"])
+    post = post_process(released, theta, eps_dsr, prior, hist)
     return raw, score(degrees, post.estimates, post.histogram)
 
 

@@ -51,7 +51,11 @@ the prior, and every node gets the PRIVATE median of the θ search — the relea
 onto the best constant the collector knows instead of a middle of an under-fitted EM
 estimate. The prior's error is the θ search's noise: fewer, wider buckets when ``n · ε_θ``
 is small (``protocol.cadr_theta_noise.bucket_count``). The released histogram is then the
-consistent histogram of the prior (true degrees over ``0..D``, beyond θ too). Measured in
+consistent histogram of the prior (true degrees over ``0..D``, beyond θ too) — in the
+pipelines, of ``histogram_prior``: the same counts read by ``boot``
+(``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), the
+per-node release unchanged (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)"). Measured in
 docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
 The margin (``MARGIN = 0.05``, ``posterior_degree_medians(margin=)``): a node is released
@@ -95,6 +99,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, simplex_projection
+from ldpfleet.collector.bucket_isotonic import bootstrap_counts
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -105,6 +110,7 @@ __all__ = [
     "degree_prior",
     "histogram_emd",
     "histogram_l1",
+    "histogram_prior",
     "kept_ratio",
     "noise_weight",
     "post_process",
@@ -216,6 +222,39 @@ def degree_prior(
     search's ε_θ and noise parties): the counts are first denoised by empirical Bayes
     (``collector.bucket_denoise.denoise_counts``) instead of the least-squares projection.
     Post-processing of the θ search's release: no budget."""
+    d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
+    if eps_theta is not None and parties is not None:
+        consistent = denoise_counts(sums, n, eps_theta, parties)
+    else:
+        consistent = simplex_projection(sums, n)
+    return _spread(consistent, ts, d, shaped)
+
+
+def histogram_prior(
+    bucket_sums: object,
+    thresholds: list[int],
+    degree_bound: int,
+    devices: int,
+    eps_theta: float,
+    parties: int,
+) -> np.ndarray:
+    """The distribution over ``0..D`` the dp pipeline's released HISTOGRAM is rounded
+    from: ``degree_prior``'s spreading of the θ search's counts read by ``boot``
+    (``collector.bucket_isotonic.bootstrap_counts``: the projection with its bootstrap
+    bias removed, fixed draws and seed) instead of the projection. ``eps_theta`` and
+    ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
+    release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
+    reading, pre-registered (2026-12-05)"). Post-processing: no budget."""
+    d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
+    eps = positive_real(eps_theta, "eps_theta")
+    m = integer_at_least(parties, "parties", 1)
+    return _spread(bootstrap_counts(sums, n, eps, m), ts, d, True)
+
+
+def _bucket_input(
+    bucket_sums: object, thresholds: list[int], degree_bound: int, devices: int
+) -> tuple[int, int, list[int], np.ndarray]:
+    """``degree_bound``, ``devices``, the thresholds and the sums, checked."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     n = integer_at_least(devices, "devices", 1)
     ts = [int(t) for t in thresholds]
@@ -224,16 +263,17 @@ def degree_prior(
             f"must be ascending, distinct and within [0, {d}], got {ts[:5]}...",
             field="thresholds",
         )
-    edges = [-1, *ts, d]
     sums = np.asarray(bucket_sums, dtype=float).reshape(-1)
-    if sums.size != len(edges) - 1 or not np.all(np.isfinite(sums)):
+    if sums.size != len(ts) + 1 or not np.all(np.isfinite(sums)):
         raise ParameterError(
-            f"must hold {len(edges) - 1} finite sums, got {sums.size}", field="bucket_sums"
+            f"must hold {len(ts) + 1} finite sums, got {sums.size}", field="bucket_sums"
         )
-    if eps_theta is not None and parties is not None:
-        consistent = denoise_counts(sums, n, eps_theta, parties)
-    else:
-        consistent = simplex_projection(sums, n)
+    return d, n, ts, sums
+
+
+def _spread(consistent: np.ndarray, ts: list[int], d: int, shaped: bool) -> np.ndarray:
+    """Consistent bucket counts spread over ``0..D`` (``degree_prior``), normalised."""
+    edges = [-1, *ts, d]
     los = np.array([e + 1 for e in edges[:-1]], dtype=float)
     his = np.array(edges[1:], dtype=float)
     width = np.maximum(his - los + 1, 1.0)
@@ -344,25 +384,34 @@ class PostProcessed:
 
 
 def post_process(
-    released: object, theta: int, eps_dsr: float, prior: object | None = None
+    released: object,
+    theta: int,
+    eps_dsr: float,
+    prior: object | None = None,
+    histogram_prior: object | None = None,
 ) -> PostProcessed:
     """Without ``prior``: deconvolve the releases (Laplace scale ``θ / eps_dsr``), then the
     posterior medians and the consistent histogram (module docstring, 1-3). With the
     ``degree_prior`` of the DP θ search: the posterior medians of the TRUE degrees under it
-    and its consistent histogram (module docstring, "With the DP θ search's counts")."""
+    and its consistent histogram (module docstring, "With the DP θ search's counts"); with
+    ``histogram_prior`` too (``histogram_prior()``, the dp pipelines' release), the
+    histogram is rounded from that one instead — the estimates do not change."""
     y = _released(released)
     t = integer_at_least(theta, "theta", 1)
     scale = t / positive_real(eps_dsr, "eps_dsr")
     if prior is not None:
         p = _distribution_over_degrees(prior)
+        h = p if histogram_prior is None else _distribution_over_degrees(histogram_prior)
         r = kept_ratio(y, p, t)
         return PostProcessed(
             theta=t,
             distribution=p,
             estimates=posterior_degree_medians(y, p, t, scale, r, MARGIN),
-            histogram=consistent_histogram(p, y.size),
+            histogram=consistent_histogram(h, y.size),
             kept_ratio=r,
         )
+    if histogram_prior is not None:
+        raise ParameterError("needs a prior for the estimates as well", field="histogram_prior")
     k_prior = deconvolve(y, t, scale)
     return PostProcessed(
         theta=t,
