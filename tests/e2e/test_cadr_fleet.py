@@ -13,7 +13,13 @@ import sqlite3
 import numpy as np
 import pytest
 from ldpfleet.broker.transport import MemoryTransport
-from ldpfleet.collector.degree_postprocess import degree_prior, noise_weight, post_process, score
+from ldpfleet.collector.degree_postprocess import (
+    degree_prior,
+    histogram_prior,
+    noise_weight,
+    post_process,
+    score,
+)
 from ldpfleet.collector.theta_search import deviation_target, local_error, theta_by_deviation
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
@@ -96,7 +102,9 @@ async def test_dp_pipeline_searches_theta_privately_and_releases_the_post_proces
     names = list(result["per_device"])
     released = [result["released"][name] for name in names]
     prior = degree_prior(query["bucket_sums"], thresholds, bound, GRAPH.n)
-    post = post_process(released, result["theta"], eps_dsr, prior)  # the collector's computation
+    # the released histogram reads the same counts by boot (docs/cadr.md)
+    hist = histogram_prior(query["bucket_sums"], thresholds, bound, GRAPH.n, budget.theta, 36)
+    post = post_process(released, result["theta"], eps_dsr, prior, hist)  # the collector's
     assert [result["per_device"][name]["estimate"] for name in names] == post.estimates.tolist()
     assert result["estimate_histogram"] == post.histogram.tolist()
     assert result["mae"] == score(degrees, post.estimates, post.histogram)["mae"]
