@@ -54,7 +54,7 @@ from ldpfleet.collector.gcdp.windows import (
     WindowAssembler,
     WindowReleased,
 )
-from ldpfleet.devices.sources import CsvSpec, csv_stream, table_columns
+from ldpfleet.devices.sources import CsvSpec, csv_stream, replay_cycles
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
 from ldpfleet.protocol.ledger import PrivacyLedger
@@ -96,8 +96,9 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
     """The public calibration matrix (time x M nodes, [0, 1] units, laid out like the
     fleet) and, with ``utility_column``, each node's room labels (time x M, 0/1)."""
     spec = config.calibration
-    _, rows = table_columns(spec.path, spec.header)
-    length = config.calibration_steps or rows
+    # default: every record once (rows of the file in the "column" layout, columns in
+    # "rows", after missing = "drop"; the file's row count cut a "rows" series short)
+    length = config.calibration_steps or replay_cycles(spec, 1)["records"]
     m = config.nodes
     data = np.empty((length, m))
     for i in range(m):

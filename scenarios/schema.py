@@ -1282,14 +1282,18 @@ def _near_miss(name: str) -> str:
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
-    """``[gcdp]``: a csv source in the "column" layout, at least one window, a readable
-    calibration file with the fleet's columns (and the utility column)."""
+    """``[gcdp]``: a csv source (layout "column", or "rows": one node per row), at least one
+    window, a readable calibration file laid out like the fleet (the fleet's columns and the
+    utility column; in the "rows" layout a row per node)."""
+    from ldpfleet.devices.sources import replay_cycles
+
     spec = loaded.spec
     section = spec.gcdp
-    if not isinstance(spec.source, CsvSource) or spec.source.layout != "column":
+    if not isinstance(spec.source, CsvSource):
         raise ScenarioError(
             f"{where}source.kind: [gcdp] calibrates on a data file laid out like the fleet: "
-            'needs kind = "csv" with layout = "column"'
+            'needs kind = "csv" (layout = "column": a column per channel, or "rows": a row '
+            "per node)"
         )
     if spec.fleet.devices > MAX_RELEASE:
         raise ScenarioError(
@@ -1318,8 +1322,10 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             check_date_order(path)
         except ValueError as error:
             raise ScenarioError(f"{where}{field}: {error}") from None
-    names, rows = table_columns(calibration.path, calibration.header)
-    length = section.calibration_steps or rows
+    if spec.source.layout == "rows":
+        _check_gcdp_rows(loaded, calibration, where)
+    names, _ = table_columns(calibration.path, calibration.header)
+    length = section.calibration_steps or replay_cycles(calibration, 1)["records"]
     if length < max(section.window, 8):
         raise ScenarioError(
             f"{where}gcdp.calibration_steps: need at least max(window, 8) = "
@@ -1352,6 +1358,38 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
                     "calibration row its label, or remove the row from the file"
                 )
             raise ScenarioError(f"{where}gcdp.utility_column: {reason}") from None
+
+
+def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -> None:
+    """``[gcdp]`` over a "rows" source: node i is row i of ``source.path`` and is
+    calibrated on row i of ``gcdp.calibration_path`` (the same sensor in the same order), so
+    each file needs a row per device; the rows hold no time-aligned label column and are
+    replayed from their first value (no calibration stride)."""
+    spec, section = loaded.spec, loaded.spec.gcdp
+    devices = spec.fleet.devices
+    if section.utility_column is not None:
+        raise ScenarioError(
+            f'{where}gcdp.utility_column: a "rows" file (a row per node) has no label column '
+            f"lined up with its time steps; got {section.utility_column!r}: leave it unset "
+            '(mu = 1) or use layout = "column" with the labels as a column'
+        )
+    if section.calibration_stride:
+        raise ScenarioError(
+            f'{where}gcdp.calibration_stride: the "rows" layout replays each row from its '
+            f"first value, so a stride would be ignored; need 0, got {section.calibration_stride}"
+        )
+    source = loaded.source_spec()
+    for field, path, header in (
+        ("fleet.devices", source.path, source.header),
+        ("gcdp.calibration_path", calibration.path, calibration.header),
+    ):
+        rows = table_columns(path, header)[1]
+        if rows < devices:
+            raise ScenarioError(
+                f'{where}{field}: {path} has {rows} rows and the "rows" layout makes row i '
+                f"node i, so at most {rows} devices (a device past the last row would replay "
+                f"another node's row); got fleet.devices = {devices}"
+            )
 
 
 def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:

@@ -1,0 +1,95 @@
+"""Tier 1: ``[gcdp]`` on a user's own sensor layouts (helper N, 2026-12-05).
+
+The "rows" layout (each row of the file one node's series, Intel Lab's motes x half-hours)
+fits the stage's model: device i = node i = row i, one channel per node, the source's
+``bounds`` for every node, the calibration file's row i calibrating node i. Before this
+change ``[gcdp]`` refused it (``source.kind: ... needs layout = "column"``) and the user
+had to transpose the file by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ldpfleet.collector.gcdp import calibrate_fleet
+from ldpfleet.collector.gcdp_stage import load_calibration
+from ldpfleet.devices.sources import csv_stream
+from ldpfleet.scenarios.plans import gcdp_stage_config
+from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
+
+from tests.conftest import ROOT
+
+INTEL = ROOT / "data" / "intel-lab"
+TEST, TRAIN = INTEL / "intelTemperatureTest.csv", INTEL / "intelTemperatureTrain.csv"
+BOUNDS = (10.0, 40.0)  # a public indoor range, not derived from the data
+
+ROWS = f"""
+[scenario]
+name = "intel-rows"
+seed = 6
+
+[fleet]
+devices = 20
+
+[stream]
+steps = 96
+mechanism = "raw"
+
+[source]
+kind = "csv"
+layout = "rows"
+path = "{TEST}"
+bounds = [{BOUNDS[0]}, {BOUNDS[1]}]
+
+[gcdp]
+eps_rel = 1.0
+window = 12
+calibration_path = "{TRAIN}"
+"""
+
+
+def matrix(path) -> np.ndarray:
+    """The file as numbers: rows = motes, columns = half-hour steps."""
+    return np.loadtxt(path, delimiter=",", ndmin=2)
+
+
+def test_gcdp_accepts_the_rows_layout_one_node_per_row(tmp_path):
+    loaded = parse_scenario(ROWS, tmp_path / "s.toml")  # refused before: needs "column"
+    config = gcdp_stage_config(loaded)
+    assert config.nodes == 20 and set(config.node_bounds) == {BOUNDS}
+    data, labels = load_calibration(config)
+    train = matrix(TRAIN)
+    # node i calibrates on row i of the calibration file, every one of its 144 steps (the
+    # old length, the file's 50 rows, cut the series and mixed in nothing of the others)
+    assert labels is None and data.shape == (train.shape[1], 20)
+    expected = np.clip((train[:20].T - BOUNDS[0]) / (BOUNDS[1] - BOUNDS[0]), 0.0, 1.0)
+    np.testing.assert_allclose(data, expected)
+    # device i streams row i of the source: the node the calibration's row i describes
+    source = loaded.source_spec()
+    for i in (0, 7, 19):
+        series, _ = csv_stream(source, i, 20, 96)
+        np.testing.assert_allclose(series, matrix(TEST)[i])
+    theta = calibrate_fleet(data, window=12, eps_rel=1.0)
+    assert len(theta.budgets) == 20
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "needle"),
+    [
+        # 60 devices over 50 rows: device 50 would replay row 0, one mote in two coordinates
+        ("devices = 20", "devices = 60", "fleet.devices", "50 rows"),
+        # a calibration file with fewer rows than nodes: node i must calibrate on its own row
+        (f'"{TRAIN}"', '"{tmp}/ten-motes.csv"', "gcdp.calibration_path", "10 rows"),
+        # no label column in a rows file: the utility needs a time-aligned 0/1 column
+        ("window = 12", 'window = 12\nutility_column = "Occupancy"', "gcdp.utility_column", ""),
+        # rows are replayed from their first value: a calibration stride would be ignored
+        ("window = 12", "window = 12\ncalibration_stride = 5", "gcdp.calibration_stride", ""),
+    ],
+)
+def test_rows_layout_refusals_name_the_field(tmp_path, old, new, field, needle):
+    assert old in ROWS
+    np.savetxt(tmp_path / "ten-motes.csv", matrix(TRAIN)[:10], delimiter=",", fmt="%.2f")
+    text = ROWS.replace(old, new.replace("{tmp}", str(tmp_path)), 1)
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, tmp_path / "s.toml")
+    message = str(caught.value)
+    assert field in message and needle in message and "\n" not in message
