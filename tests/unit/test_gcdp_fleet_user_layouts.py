@@ -93,3 +93,13 @@ def test_rows_layout_refusals_name_the_field(tmp_path, old, new, field, needle):
         parse_scenario(text, tmp_path / "s.toml")
     message = str(caught.value)
     assert field in message and needle in message and "\n" not in message
+
+
+def test_the_documented_rows_snippet_loads(tmp_path):
+    """docs/gcdp-fleet.md's "rows" example is a valid [source] and [gcdp] pair."""
+    text = (ROOT / "docs" / "gcdp-fleet.md").read_text()
+    after = text.split("**Row-per-sensor files", 1)[1]
+    snippet = after.split("```toml\n", 1)[1].split("```", 1)[0]
+    head = ROWS.split("[source]", 1)[0]
+    loaded = parse_scenario(head + snippet, ROOT / "scenarios" / "doc.toml")
+    assert loaded.spec.source.layout == "rows" and gcdp_stage_config(loaded).nodes == 20
