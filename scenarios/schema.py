@@ -1379,17 +1379,49 @@ def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -
             f"first value, so a stride would be ignored; need 0, got {section.calibration_stride}"
         )
     source = loaded.source_spec()
-    for field, path, header in (
-        ("fleet.devices", source.path, source.header),
-        ("gcdp.calibration_path", calibration.path, calibration.header),
-    ):
-        rows = table_columns(path, header)[1]
+    for field, spec in (("source.path", source), ("gcdp.calibration_path", calibration)):
+        rows = table_columns(spec.path, spec.header)[1]
         if rows < devices:
+            field = "fleet.devices" if field == "source.path" else field
             raise ScenarioError(
-                f'{where}{field}: {path} has {rows} rows and the "rows" layout makes row i '
-                f"node i, so at most {rows} devices (a device past the last row would replay "
-                f"another node's row); got fleet.devices = {devices}"
+                f'{where}{field}: {spec.path} has {rows} rows and the "rows" layout makes '
+                f"row i node i, so at most {rows} devices (a device past the last row would "
+                f"replay another node's row); got fleet.devices = {devices}"
             )
+        _refuse_sensor_ids(spec, min(rows, devices), f"{where}{field}")
+
+
+def _refuse_sensor_ids(spec: CsvSpec, rows: int, where: str) -> None:
+    """A "rows" file whose first column numbers its first ``rows`` rows (the nodes':
+    0..n-1 or 1..n) holds sensor ids, and one whose first row numbers its columns a header
+    of time steps detected as data: the layout would replay them as readings. Refused."""
+    from ldpfleet.devices.sources import csv_stream, replay_cycles
+
+    def numbered(values: list[float]) -> int | None:
+        if len(values) >= 3:  # two values 0, 1 could be readings
+            for start in (0, 1):
+                if values == [float(start + i) for i in range(len(values))]:
+                    return start
+        return None
+
+    first = [float(csv_stream(spec, i, rows, 1)[0][0]) for i in range(rows)]
+    start = numbered(first)
+    if start is not None:
+        raise ScenarioError(
+            f"{where}: the first column of {spec.path} holds {start}, {start + 1}, ..., "
+            f'{start + rows - 1} down its first {rows} rows: a sensor id, which the "rows" '
+            "layout would replay as each node's first reading; remove it (for a "
+            "comma-separated file: cut -d, -f2- FILE > NEW)"
+        )
+    records = replay_cycles(spec, 1)["records"]
+    start = numbered([float(v) for v in csv_stream(spec, 0, rows, records)[0]])
+    if start is not None:
+        raise ScenarioError(
+            f"{where}: the first line of {spec.path} holds {start}, {start + 1}, ..., "
+            f"{start + records - 1}: a header of time-step numbers, read as data (node 0's "
+            "readings); remove the line, or set source.header = true, which applies to "
+            "gcdp.calibration_path too (both files then need the header line)"
+        )
 
 
 def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:

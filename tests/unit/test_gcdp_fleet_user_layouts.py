@@ -103,3 +103,45 @@ def test_the_documented_rows_snippet_loads(tmp_path):
     head = ROWS.split("[source]", 1)[0]
     loaded = parse_scenario(head + snippet, ROOT / "scenarios" / "doc.toml")
     assert loaded.spec.source.layout == "rows" and gcdp_stage_config(loaded).nodes == 20
+
+
+@pytest.mark.parametrize("start", [0, 1])
+@pytest.mark.parametrize("which", ["source.path", "gcdp.calibration_path"])
+def test_a_sensor_id_column_in_a_rows_file_is_refused(tmp_path, start, which):
+    """A rows file whose first column numbers the sensors (0..n-1 or 1..n, under a header
+    "sensor" or none) was replayed as every node's first reading (records 97, not 96), with
+    no word: refused, naming the file and how to cut the column."""
+    base = TEST if which == "source.path" else TRAIN
+    values = matrix(base)
+    ids = np.arange(start, start + values.shape[0], dtype=float)[:, None]
+    path = tmp_path / "with-ids.csv"
+    np.savetxt(path, np.hstack([ids, values]), delimiter=",", fmt="%.2f")
+    text = ROWS.replace(f'"{base}"', f'"{path}"', 1)
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, tmp_path / "s.toml")
+    message = str(caught.value)
+    assert which in message and "sensor id" in message and "cut -d, -f2-" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_header_of_step_numbers_in_a_rows_file_is_refused(tmp_path, start):
+    """A header "0,1,...,95" (the time steps, all numbers) is detected as data: node 0 would
+    replay the step numbers. Refused, saying ``source.header = true``; with it, it runs."""
+    text = ROWS
+    for base, name in ((TEST, "numbered.csv"), (TRAIN, "numbered-train.csv")):
+        values = matrix(base)
+        steps = np.arange(start, start + values.shape[1], dtype=float)[None, :]
+        np.savetxt(tmp_path / name, np.vstack([steps, values]), delimiter=",", fmt="%.2f")
+        text = text.replace(f'"{base}"', f'"{tmp_path / name}"', 1)
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, tmp_path / "s.toml")
+    message = str(caught.value)
+    assert "source.path" in message and "source.header = true" in message
+    fixed = text.replace("bounds = [", "header = true\nbounds = [", 1)
+    loaded = parse_scenario(fixed, tmp_path / "s.toml")
+    series, _ = csv_stream(loaded.source_spec(), 0, 20, 96)
+    np.testing.assert_allclose(series, matrix(TEST)[0])  # header = true: both files
+    data, _ = load_calibration(gcdp_stage_config(loaded))
+    assert data.shape == (144, 20)
+    np.testing.assert_allclose(data[:, 0], np.clip((matrix(TRAIN)[0] - 10.0) / 30.0, 0, 1))
