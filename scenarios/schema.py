@@ -1325,7 +1325,14 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     if spec.source.layout == "rows":
         _check_gcdp_rows(loaded, calibration, where)
     names, _ = table_columns(calibration.path, calibration.header)
-    length = section.calibration_steps or replay_cycles(calibration, 1)["records"]
+    records = replay_cycles(calibration, 1)["records"]
+    length = section.calibration_steps or records
+    if length > records:  # a cycled public file adds no information, only M x length floats
+        raise ScenarioError(
+            f"{where}gcdp.calibration_steps: {calibration.path} holds {records} records "
+            f"(time steps) per node; more would replay them again, adding nothing but memory "
+            f"(devices x steps values): need at most {records}, got {length}"
+        )
     if length < max(section.window, 8):
         raise ScenarioError(
             f"{where}gcdp.calibration_steps: need at least max(window, 8) = "

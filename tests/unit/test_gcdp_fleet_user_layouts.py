@@ -145,3 +145,23 @@ def test_a_header_of_step_numbers_in_a_rows_file_is_refused(tmp_path, start):
     data, _ = load_calibration(gcdp_stage_config(loaded))
     assert data.shape == (144, 20)
     np.testing.assert_allclose(data[:, 0], np.clip((matrix(TRAIN)[0] - 10.0) / 30.0, 0, 1))
+
+
+@pytest.mark.parametrize("layout", ["rows", "column"])
+def test_calibration_steps_past_the_files_records_are_refused(tmp_path, layout):
+    """``calibration_steps`` above the calibration file's records only cycled the public
+    file (no information) into an M x steps matrix: 10,000,000 steps of 20 Intel Lab nodes
+    took 88 s and 9.5 GB before the refusal. At the records it is accepted."""
+    if layout == "rows":
+        text, records, old = ROWS, 144, "window = 12"
+    else:
+        text = (ROOT / "scenarios" / "occupancy-release.toml").read_text()
+        records, old = 8143, "window = 30"
+    path = tmp_path / "s.toml" if layout == "rows" else ROOT / "scenarios" / "x.toml"
+    at = text.replace(old, f"{old}\ncalibration_steps = {records}", 1)
+    assert parse_scenario(at, path).spec.gcdp.calibration_steps == records
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text.replace(old, f"{old}\ncalibration_steps = 10000000", 1), path)
+    message = str(caught.value)
+    assert "gcdp.calibration_steps" in message and str(records) in message
+    assert "10000000" in message and "\n" not in message
