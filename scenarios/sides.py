@@ -854,7 +854,11 @@ def merge_stream_outputs(
             if k.startswith("gcdp/")
         }
         results["gcdp"] = score_gcdp(
-            c["gcdp"], _Released(released), truth, scenario.spec.gcdp.window
+            c["gcdp"],
+            _Released(released),
+            truth,
+            scenario.spec.gcdp.window,
+            scenario.stream_bounds(),
         )
     results["delivery"] = delivery_entry(c["delivery"], outcomes)
     merged_results = {

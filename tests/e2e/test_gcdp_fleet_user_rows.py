@@ -84,12 +84,6 @@ async def test_intel_rows_on_mosquitto(mosquitto_url, tmp_path):
     assert mosquitto["gcdp"]["released"] == memory["gcdp"]["released"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scenarios/runner.py score_gcdp compares the [0, 1] releases with fleet.clean in "
-    "physical units when the source has one `bounds` (not column_bounds): outside helper N's "
-    "files, reported",
-)
 async def test_accuracy_is_in_normalised_units_for_a_one_bounds_source(tmp_path):
     results = await run_scenario(scenario(tmp_path), broker="memory", out_dir=tmp_path / "m")
     accuracy = results["gcdp"]["accuracy"]
