@@ -1130,6 +1130,23 @@ def _cadr_section(results: dict) -> str:
     return out
 
 
+def _public_baseline_rows(baseline: object) -> list[tuple[str, object]]:
+    """results.json ``gcdp.public_baseline`` as rows (per-node lists as their mean): the
+    free baseline beside the release (the section skipped every dict, so report.html never
+    showed it; helper N)."""
+    if not isinstance(baseline, dict):
+        return []
+    return [
+        (
+            f"public baseline: {key}",
+            f"mean {math.fsum(value) / len(value):.4g} over {len(value)} nodes"
+            if isinstance(value, list) and value
+            else value,
+        )
+        for key, value in baseline.items()
+    ]
+
+
 def _gcdp_section(results: dict) -> str:
     gcdp = results.get("gcdp")
     if not gcdp:
@@ -1137,6 +1154,7 @@ def _gcdp_section(results: dict) -> str:
     rows = [(k, v) for k, v in gcdp.items() if v is not None and not isinstance(v, dict)]
     rows = [(k, v) for k, v in rows if not (isinstance(v, list) and k in ("released",))]
     rows += [(f"accuracy: {k}", v) for k, v in (gcdp.get("accuracy") or {}).items()]
+    rows += _public_baseline_rows(gcdp.get("public_baseline"))
     out = "<h2>GC-DP central release</h2>" + _table(rows, ("item", "value"))
     budgets, utility = gcdp.get("budgets"), gcdp.get("utility")
     if isinstance(budgets, list) and budgets:

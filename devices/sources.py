@@ -1283,8 +1283,9 @@ def source_cycles_entry(spec: object, steps: int) -> tuple[dict | None, list[str
     return entry, [
         f"source: {spec.path} has {entry['records']} {unit} but each device runs "
         f"{entry['steps']} steps, so it is replayed {entry['cycles']:g} times (each record "
-        f"feeds a device's stream up to {entry['max_replays']} times): the w-event guarantee "
-        "holds per simulated reading, not per record of the file (results.json source_cycles)"
+        f"feeds a device's stream up to {entry['max_replays']} times): the privacy claim "
+        "(w-event LDP, or [gcdp]'s per value per window) holds per simulated reading, not "
+        "per record of the file (results.json source_cycles)"
     ]
 
 

@@ -403,7 +403,10 @@ class GcdpSection(_Section):
     calibration_stride: Annotated[int, Meta(ge=0)] = 0
     calibration_steps: Annotated[
         Annotated[int, Meta(ge=2, le=10_000_000)] | None,
-        _on_load("at least max(window, 8) records (default: the file's)"),
+        _on_load(
+            "at least max(window, 8) records and at most the calibration file's (default: "
+            "the file's)"
+        ),
     ] = None
     utility_column: str | None = None
 
