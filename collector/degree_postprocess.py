@@ -99,7 +99,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, simplex_projection
-from ldpfleet.collector.bucket_isotonic import bootstrap_counts
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -245,6 +244,11 @@ def histogram_prior(
     ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
     release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
     reading, pre-registered (2026-12-05)"). Post-processing: no budget."""
+    # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
+    # import this module through collector.cadr_fleet) must not pay for at start-up
+    # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
+    from ldpfleet.collector.bucket_isotonic import bootstrap_counts
+
     d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
     eps = positive_real(eps_theta, "eps_theta")
     m = integer_at_least(parties, "parties", 1)
