@@ -50,13 +50,25 @@ from ldpfleet.collector.bulk import run_bulk_collector
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.devices.fleet import ClipTally
-from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
+from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
+from ldpfleet.collector.metrics import cosine_distance
+from ldpfleet.protocol.bulk import (
+    BulkPlan,
+    device_keys,
+    encode_bulk,
+    stage_topic,
+    stored_dtype,
+    synthetic_values,
+)
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import SquareWave, normalise
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
+from ldpfleet.scenarios.stream_document import stream_entry
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
 
@@ -308,6 +320,7 @@ async def run_bulk(
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
+    await asyncio.to_thread(_add_stream_figures, results, plan, out)
     write_results(out / "results.json", results, indent=1)
     return results
 
@@ -339,6 +352,99 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
         "merge_seconds": round(time.perf_counter() - started, 3),
         "partitions": entries,
     }
+
+
+def _stream_config(plan: BulkPlan) -> StreamConfig:
+    """The per-device path's ``StreamConfig`` of ``plan`` (its mechanism, budget, bounds)."""
+    return StreamConfig(
+        run=plan.run, mechanism=plan.mechanism, eps=plan.eps, w=plan.w, steps=plan.steps,
+        batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
+    )  # fmt: skip
+
+
+def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
+    """The figures every other stream run's results.json has (docs/results.md), added to a
+    bulk run's: ``stream``, ``privacy`` (the claim, and what the gateways' ledgers spent),
+    ``source_cycles`` (null: bulk gateways generate their readings, no file is replayed),
+    ``accuracy`` (per-device means from the stored rows against the simulator's truth, and
+    its ``baselines``) and, when reconstructing, ``mean_cosine_distance`` and
+    ``constant_cosine_distance`` in ``reconstruction``. The truth is recomputed here from the
+    plan (``protocol.bulk.synthetic_values``, what the gateways privatised), a gateway's
+    devices at a time."""
+    config = _stream_config(plan)
+    fleet = results["fleet"]
+    results["stream"] = stream_entry(config, results)
+    # the gateways keep their devices' ledgers in memory: their largest window spend
+    spent = privacy_entry({"max_window_spent": fleet["max_window_spent"]}, config)
+    results["privacy"] = spent | {"devices": fleet["ledger_devices"]}
+    results["source_cycles"] = None
+    estimates = _device_means(plan, out)
+    truths: dict[str, float] = {}
+    recon = results.get("reconstruction")
+    scores: list[tuple[float, float]] = []
+    members = None
+    if recon is not None and (out / recon["path"]).exists():
+        members = np.load(out / recon["path"])
+    try:
+        for g in range(plan.gateways):
+            first, count = plan.gateway_range(g)
+            keys = device_keys(plan, first, count)
+            clean = np.clip(synthetic_values(plan, keys, 0, plan.steps), plan.lo, plan.hi)
+            for i, device in enumerate(plan.device_ids(first, count)):
+                truths[device] = float(clean[i].mean())
+                if members is not None and device in members.files:
+                    scores.append(_cosines(members[device], clean[i], plan))
+    finally:
+        if members is not None:
+            members.close()
+    errors = [abs(estimates[d] - truths[d]) for d in truths if d in estimates]
+    results["accuracy"] = {
+        "metric": "per-device mean of the clipped stream (physical units)",
+        "estimator": f"{plan.mechanism} estimate_mean",
+        "mean_abs_error": float(np.mean(errors)) if errors else None,
+        "max_abs_error": float(np.max(errors)) if errors else None,
+        "baselines": accuracy_baselines(estimates, truths, plan.lo, plan.hi),
+    }
+    if recon is not None:
+        recon["mean_cosine_distance"] = float(np.mean([s[0] for s in scores])) if scores else None
+        recon["constant_cosine_distance"] = (
+            float(np.mean([s[1] for s in scores])) if scores else None
+        )
+
+
+def _cosines(values: np.ndarray, clean: np.ndarray, plan: BulkPlan) -> tuple[float, float]:
+    """A reconstruction's cosine distance to the clean clipped stream, and a flat line's
+    (``scenarios.runner.score_reconstructions``' rule, in [0, 1] units)."""
+    truth = normalise(clean, plan.lo, plan.hi)
+    return (
+        cosine_distance(normalise(values, plan.lo, plan.hi), truth),
+        cosine_distance(np.full(truth.shape, 0.5), truth),
+    )
+
+
+def _device_means(plan: BulkPlan, out: Path, chunk: int = 1 << 20) -> dict[str, float]:
+    """Each device's mean estimate (physical units) from every partition's stored rows:
+    the mechanism's ``estimate_mean`` (the mean of its per-value estimates), a chunk of
+    rows at a time; devices with no stored row have none."""
+    mechanism = SquareWave(plan.eps0, plan.mechanism)
+    sums = np.zeros(plan.devices)
+    counts = np.zeros(plan.devices, dtype=np.int64)
+    dtype = stored_dtype(plan.batch_steps)
+    for p in range(plan.partitions):
+        path = out / f"p{p}" / "reports.bin"
+        if not path.exists() or path.stat().st_size == 0:
+            continue
+        rows = np.memmap(path, dtype=dtype, mode="r")
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            device = part["device"].astype(np.int64)
+            est = mechanism.estimate(np.asarray(part["values"]))
+            sums += np.bincount(device, est.sum(axis=1), minlength=plan.devices)
+            counts += np.bincount(device, minlength=plan.devices) * plan.batch_steps
+        del rows
+    seen = np.flatnonzero(counts)
+    means = plan.lo + sums[seen] / counts[seen] * (plan.hi - plan.lo)
+    return {plan.device_id(int(i)): float(m) for i, m in zip(seen, means, strict=True)}
 
 
 def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds) -> dict:
@@ -380,6 +486,8 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             "ledger_charges": sum(f["ledger_charges"] for f in present),
             "ledger_refusals": sum(f["ledger_refusals"] for f in present),
             "max_window_spent": max((f["max_window_spent"] for f in present), default=0.0),
+            # devices whose ledgers the gateways that reported kept
+            "ledger_devices": sum(f["devices"] for f in present),
             "eps": plan.eps,
         },
         "fleet_mean_mae": mae,
