@@ -46,12 +46,12 @@ from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
 from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.devices.fleet import ClipTally
-from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
-from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.protocol.bulk import (
     BulkPlan,
     device_keys,
@@ -62,9 +62,9 @@ from ldpfleet.protocol.bulk import (
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave, normalise
-from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
