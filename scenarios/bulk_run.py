@@ -65,7 +65,7 @@ from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave, normalise
-from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.stream_document import stream_entry
@@ -606,7 +606,7 @@ async def run_bulk_scenario(
         stages["reconstruct"] = {"status": "ok", "seconds": results["reconstruction"]["seconds"]}
     results.update(
         run=run,
-        scenario=scenario.to_dict(),
+        scenario=scenario_header(scenario, plan.seed),
         broker={"kind": kind, "url": broker_spec if isinstance(broker_spec, str) else None},
         devices=plan.devices,
         devices_complete=sum(p.get("devices_complete", 0) for p in results["partitions"]),

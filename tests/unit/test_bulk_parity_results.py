@@ -124,3 +124,25 @@ def test_a_bulk_run_scores_its_reconstructions_against_a_flat_line(tmp_path):
         flat.append(cosine_distance(np.full(clean.shape, 0.5), clean))
     assert reconstruction["mean_cosine_distance"] == pytest.approx(np.mean(distances), rel=1e-6)
     assert reconstruction["constant_cosine_distance"] == pytest.approx(np.mean(flat), rel=1e-9)
+
+
+def test_a_bulk_run_records_its_scenario_as_every_other_run(tmp_path):
+    """results.json ``scenario`` is ``{name, path, seed, spec}`` (``scenario_header``): the
+    report's title and its scenario table read it so (a bulk run wrote the bare spec: the
+    report was titled "run" and listed 0 scenario keys), and ``--seed`` is recorded."""
+    path = tmp_path / "bulk.toml"
+    path.write_text(BULK.replace("MECH", "sw").replace('reconstruct = "cpr"', ""))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["run", str(path), "-b", "memory", "--out", str(out), "--seed", "5"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    scenario = results["scenario"]
+    assert sorted(scenario) == ["name", "path", "seed", "spec"]
+    assert (scenario["name"], scenario["path"], scenario["seed"]) == ("bulk-parity", str(path), 5)
+    assert scenario["spec"]["fleet"]["connection"] == "bulk"
+    assert results["plan"]["seed"] == 5
+    html = (out / "report.html").read_text()
+    assert "<title>bulk-parity — run" in html
