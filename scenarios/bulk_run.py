@@ -68,6 +68,7 @@ from ldpfleet.protocol.sw import SquareWave, normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
+from ldpfleet.scenarios.shards import die_with_parent, stop_process
 from ldpfleet.scenarios.stream_document import stream_entry
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
@@ -183,20 +184,47 @@ async def _in_process(
     return list(summaries), [fleet], connected, streamed
 
 
-async def _spawn(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+async def _spawn(children: list, *args: str) -> asyncio.subprocess.Process:
+    """A collector or gateway-shard process of the run, appended to ``children``: it dies
+    with the runner (``scenarios.shards.die_with_parent``) and runs in a session of its
+    own, out of the terminal's process group, so Ctrl-C reaches the runner alone, which
+    stops it (``_stop_children``): no child prints its own ``KeyboardInterrupt``. (Ignoring
+    SIGINT before exec, ``child_of_the_run``, does not hold under uvloop: libuv resets
+    every signal's disposition in the child after ``preexec_fn``.)"""
+    process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ldpfleet.scenarios.bulk_run", *args,
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, preexec_fn=die_with_parent, start_new_session=True,
     )  # fmt: skip
+    children.append(process)
+    return process
+
+
+async def _stop_children(children: list) -> None:
+    """Stop every child still running (SIGTERM, then SIGKILL after ``STOP_GRACE``) and wait
+    for them all: a run that failed or was interrupted leaves no process behind."""
+    await asyncio.gather(*(stop_process(p) for p in children), return_exceptions=True)
 
 
 async def _processes(
     url: str, plan: BulkPlan, out: Path, shards: int, timeout: float, trace, digest, line
 ) -> tuple:
+    children: list[asyncio.subprocess.Process] = []
+    try:
+        return await _run_processes(children, url, plan, out, shards, timeout, trace, digest, line)
+    except BaseException:  # an error, or Ctrl-C (the task cancelled): stop the children
+        await asyncio.shield(_stop_children(children))
+        raise
+
+
+async def _run_processes(
+    children: list, url: str, plan: BulkPlan, out: Path, shards: int, timeout: float,
+    trace, digest, line,
+) -> tuple:  # fmt: skip
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
     collectors = [
         await _spawn(
+            children,
             "collector",
             str(plan_file),
             "--partition",
@@ -222,6 +250,7 @@ async def _processes(
     connected = time.perf_counter()
     shard_procs = [
         await _spawn(
+            children,
             "gateways",
             str(plan_file),
             "--shard",
@@ -233,12 +262,18 @@ async def _processes(
         )
         for i in range(shards)
     ]
+    # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged as
+    # "_GatheringFuture exception was never retrieved"
+    waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
     try:
-        await asyncio.wait_for(asyncio.gather(*(p.wait() for p in shard_procs)), timeout)
-    except TimeoutError:
-        for proc in shard_procs:
-            if proc.returncode is None:
-                proc.kill()
+        await asyncio.wait(waits, timeout=timeout)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    for proc in shard_procs:  # still running after the stage deadline
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     streamed = time.perf_counter()
     await line.say("stream", "closed")
     await asyncio.gather(*(p.wait() for p in collectors))
