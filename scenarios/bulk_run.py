@@ -35,6 +35,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -675,24 +676,42 @@ def _main(argv: list[str] | None = None) -> int:
         def ready() -> None:
             print("ready", flush=True)
 
-        loop.run(
-            run_bulk_collector(
-                transport,
-                plan,
-                args.partition,
-                out,
-                on_ready=ready,
-                trace=args.trace,
-                trace_path=args.trace_path,
-                scenario_digest=args.scenario_digest or None,
-            )
+        served = run_bulk_collector(
+            transport,
+            plan,
+            args.partition,
+            out,
+            on_ready=ready,
+            trace=args.trace,
+            trace_path=args.trace_path,
+            scenario_digest=args.scenario_digest or None,
         )
+        try:
+            loop.run(_until_terminated(served))
+        except asyncio.CancelledError:
+            return TERMINATED
         return 0
     index, count = (int(x) for x in args.shard.split("/"))
     gateways = range(index, plan.gateways, count)
-    outcome = loop.run(run_bulk_gateways(transport, plan, gateways))
+    try:
+        outcome = loop.run(_until_terminated(run_bulk_gateways(transport, plan, gateways)))
+    except asyncio.CancelledError:
+        return TERMINATED
     (out / "outcome.json").write_text(json.dumps(outcome))
     return 0
+
+
+TERMINATED = 128 + signal.SIGTERM  # a child's exit code when the runner stopped it
+
+
+async def _until_terminated(coroutine):
+    """``coroutine``, cancelled by SIGTERM (the runner stopping its children,
+    ``_stop_children``): its ``finally`` blocks run, so a collector stops its
+    reconstruction pool's workers (SIGTERM's default action killed the collector alone and
+    left them running, orphaned, holding the run's output open)."""
+    task = asyncio.current_task()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await coroutine
 
 
 if __name__ == "__main__":
