@@ -63,12 +63,14 @@ from ldpfleet.protocol.bulk import (
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.partition import COMPLETE_REASON
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave, normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
+from ldpfleet.scenarios.loop import loop_name
 from ldpfleet.scenarios.shards import die_with_parent, stop_process
 from ldpfleet.scenarios.stream_document import stream_entry
 
@@ -354,6 +356,7 @@ async def run_bulk(
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
+    results["auth"] = creds is not None  # per-identity logins and the run's ACL
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
     await asyncio.to_thread(_add_stream_figures, results, plan, out)
@@ -632,22 +635,41 @@ async def run_bulk_scenario(
     missing: dict[str, list[int]] = {}
     for part in results["partitions"]:
         missing |= part.get("missing_batches") or {}
+    complete = results["reports_lost"] == 0
     stages = {
         "stream": {
-            "status": "complete" if results["reports_lost"] == 0 else "incomplete",
+            "status": "complete" if complete else "incomplete",
             "seconds": results["stream_seconds"],
+            "close_reason": COMPLETE_REASON
+            if complete
+            else f"the gateways ended with {results['reports_lost']:,} reports never stored",
         }
     }
     if results.get("reconstruction"):
         stages["reconstruct"] = {"status": "ok", "seconds": results["reconstruction"]["seconds"]}
+    devices_complete = sum(p.get("devices_complete", 0) for p in results["partitions"])
+    url = broker_spec if isinstance(broker_spec, str) else None
+    results["fleet"] |= {"connection": "bulk", "devices_run": plan.devices}
     results.update(
         run=run,
+        event_loop=loop_name(),
         scenario=scenario_header(scenario, plan.seed),
-        broker={"kind": kind, "url": broker_spec if isinstance(broker_spec, str) else None},
+        broker={"kind": kind, "url": url, "auth": results.pop("auth"), "shard_brokers": None},
+        aborted=None,  # a bulk run has no run deadline of its own: [collector] stage_timeout
         devices=plan.devices,
-        devices_complete=sum(p.get("devices_complete", 0) for p in results["partitions"]),
+        devices_complete=devices_complete,
+        devices_unfinished=plan.devices - devices_complete,
         missing_batches=dict(sorted(missing.items())),
+        # batches a gateway's ledger refused to privatise (never sent, not lost)
+        reports_refused=results["fleet"]["ledger_refusals"],
         stages=stages,
+        # the capabilities a bulk run refuses on load (docs/results.md, "A bulk run")
+        secure_sum=None,
+        gcdp=None,
+        faults=None,
+        # the runner's trace closed on "run closed" (a failed run writes no results.json)
+        trace_complete=(results["trace"] or {}).get("recorder") == "bulk",
+        trace_incomplete_reason=None,
     )
     write_results(out / "results.json", results, indent=1)
     return results

@@ -146,3 +146,22 @@ def test_a_bulk_run_records_its_scenario_as_every_other_run(tmp_path):
     assert results["plan"]["seed"] == 5
     html = (out / "report.html").read_text()
     assert "<title>bulk-parity — run" in html
+
+
+def test_a_bulk_run_has_the_run_level_keys_of_every_stream_run(tmp_path):
+    """The keys the run summary, the report and scripts read of every stream run, with
+    what they are in a bulk run (docs/results.md, "A bulk run")."""
+    results, _ = _run(tmp_path, "sw")
+    assert results["event_loop"] in ("uvloop", "asyncio")
+    assert results["aborted"] is None
+    assert (results["secure_sum"], results["gcdp"], results["faults"]) == (None, None, None)
+    assert results["broker"] == {
+        "kind": "memory", "url": "memory", "auth": True, "shard_brokers": None,
+    }  # fmt: skip
+    assert results["devices_unfinished"] == 0 and results["reports_refused"] == 0
+    fleet = results["fleet"]
+    assert (fleet["connection"], fleet["devices_run"]) == ("bulk", 90)
+    stream = results["stages"]["stream"]
+    assert stream["close_reason"] == "every device delivered every report"
+    # trace = "none": no recorder, so no complete trace (as a per-device run says it)
+    assert (results["trace_complete"], results["trace_incomplete_reason"]) == (False, None)
