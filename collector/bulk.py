@@ -260,10 +260,10 @@ async def run_bulk_collector(
     client = f"{plan.run}-collector" + ("" if level is None else f"-p{partition}")
     refusals: dict[str, int] = {}
     out = Path(out_dir)
+    pending: set[asyncio.Task] = set()
     try:
         async with transport.connect(client) as conn:
             await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
-            pending: set[asyncio.Task] = set()
 
             def send(items) -> None:
                 for item in items:
@@ -301,6 +301,11 @@ async def run_bulk_collector(
             summary["reconstruction"] = await asyncio.to_thread(recon.finish, out)
             summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
         summary["trace"] = talk.entry()
+    except BaseException:  # an error, or the runner stopping this process (cancelled)
+        if recon is not None:
+            recon.early.close(stop=True)  # the chunks under way too: their workers end
+        await asyncio.shield(_abandon(pending))
+        raise
     finally:
         if recon is not None:
             recon.early.close()  # a failed run leaves no pool behind
@@ -310,6 +315,15 @@ async def run_bulk_collector(
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     np.savez(out / "estimates.npz", sum=machine.estimate_sum, count=machine.estimate_count)
     return summary
+
+
+async def _abandon(tasks: set[asyncio.Task]) -> None:
+    """Cancel the publishes still under way and collect every outcome: one failing as the
+    connection closed was logged as "Task exception was never retrieved"."""
+    tasks = set(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _handle(

@@ -53,6 +53,15 @@ class _Publisher:
         if self.tasks:
             await asyncio.gather(*list(self.tasks))
 
+    async def abandon(self) -> None:
+        """Cancel what is still being published and collect every outcome (the pump is
+        ending on an error or a cancellation: a publish failing as the connection closes
+        was logged as "Task exception was never retrieved")."""
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
 
 async def _read(conn: Connection, queue: asyncio.Queue[Delivery | None]) -> None:
     try:
@@ -99,6 +108,9 @@ async def run_bulk_gateway(
                 except RemoteProtocolError as error:
                     log.warning("gateway g%d refused a message: %s", gateway, error)
             await out.drain()
+        except BaseException:
+            await asyncio.shield(out.abandon())
+            raise
         finally:
             reader.cancel()
     return machine

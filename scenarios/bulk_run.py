@@ -35,6 +35,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -46,17 +47,32 @@ from ldpfleet.broker.mqtt import MqttTransport
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
 from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.devices.fleet import ClipTally
-from ldpfleet.protocol.bulk import BulkPlan, encode_bulk, stage_topic
+from ldpfleet.protocol.bulk import (
+    BulkPlan,
+    device_keys,
+    encode_bulk,
+    stage_topic,
+    stored_dtype,
+    synthetic_values,
+)
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
+from ldpfleet.protocol.partition import COMPLETE_REASON
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
-from ldpfleet.scenarios.cadr_run import fresh_outputs
+from ldpfleet.protocol.stream import StreamConfig
+from ldpfleet.protocol.sw import SquareWave, normalise
+from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
+from ldpfleet.scenarios.loop import loop_name
+from ldpfleet.scenarios.shards import die_with_parent, stop_process
+from ldpfleet.scenarios.stream_document import stream_entry
 
 __all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
 
@@ -171,20 +187,47 @@ async def _in_process(
     return list(summaries), [fleet], connected, streamed
 
 
-async def _spawn(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+async def _spawn(children: list, *args: str) -> asyncio.subprocess.Process:
+    """A collector or gateway-shard process of the run, appended to ``children``: it dies
+    with the runner (``scenarios.shards.die_with_parent``) and runs in a session of its
+    own, out of the terminal's process group, so Ctrl-C reaches the runner alone, which
+    stops it (``_stop_children``): no child prints its own ``KeyboardInterrupt``. (Ignoring
+    SIGINT before exec, ``child_of_the_run``, does not hold under uvloop: libuv resets
+    every signal's disposition in the child after ``preexec_fn``.)"""
+    process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ldpfleet.scenarios.bulk_run", *args,
-        stdout=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, preexec_fn=die_with_parent, start_new_session=True,
     )  # fmt: skip
+    children.append(process)
+    return process
+
+
+async def _stop_children(children: list) -> None:
+    """Stop every child still running (SIGTERM, then SIGKILL after ``STOP_GRACE``) and wait
+    for them all: a run that failed or was interrupted leaves no process behind."""
+    await asyncio.gather(*(stop_process(p) for p in children), return_exceptions=True)
 
 
 async def _processes(
     url: str, plan: BulkPlan, out: Path, shards: int, timeout: float, trace, digest, line
 ) -> tuple:
+    children: list[asyncio.subprocess.Process] = []
+    try:
+        return await _run_processes(children, url, plan, out, shards, timeout, trace, digest, line)
+    except BaseException:  # an error, or Ctrl-C (the task cancelled): stop the children
+        await asyncio.shield(_stop_children(children))
+        raise
+
+
+async def _run_processes(
+    children: list, url: str, plan: BulkPlan, out: Path, shards: int, timeout: float,
+    trace, digest, line,
+) -> tuple:  # fmt: skip
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
     collectors = [
         await _spawn(
+            children,
             "collector",
             str(plan_file),
             "--partition",
@@ -210,6 +253,7 @@ async def _processes(
     connected = time.perf_counter()
     shard_procs = [
         await _spawn(
+            children,
             "gateways",
             str(plan_file),
             "--shard",
@@ -221,12 +265,18 @@ async def _processes(
         )
         for i in range(shards)
     ]
+    # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged as
+    # "_GatheringFuture exception was never retrieved"
+    waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
     try:
-        await asyncio.wait_for(asyncio.gather(*(p.wait() for p in shard_procs)), timeout)
-    except TimeoutError:
-        for proc in shard_procs:
-            if proc.returncode is None:
-                proc.kill()
+        await asyncio.wait(waits, timeout=timeout)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+    for proc in shard_procs:  # still running after the stage deadline
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     streamed = time.perf_counter()
     await line.say("stream", "closed")
     await asyncio.gather(*(p.wait() for p in collectors))
@@ -306,6 +356,7 @@ async def run_bulk(
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
+    results["auth"] = creds is not None  # per-identity logins and the run's ACL
     if plan.reconstruct != "none":
         results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
     write_results(out / "results.json", results, indent=1)
@@ -339,6 +390,99 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
         "merge_seconds": round(time.perf_counter() - started, 3),
         "partitions": entries,
     }
+
+
+def _stream_config(plan: BulkPlan) -> StreamConfig:
+    """The per-device path's ``StreamConfig`` of ``plan`` (its mechanism, budget, bounds)."""
+    return StreamConfig(
+        run=plan.run, mechanism=plan.mechanism, eps=plan.eps, w=plan.w, steps=plan.steps,
+        batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
+    )  # fmt: skip
+
+
+def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
+    """The figures every other stream run's results.json has (docs/results.md), added to a
+    bulk run's: ``stream``, ``privacy`` (the claim, and what the gateways' ledgers spent),
+    ``source_cycles`` (null: bulk gateways generate their readings, no file is replayed),
+    ``accuracy`` (per-device means from the stored rows against the simulator's truth, and
+    its ``baselines``) and, when reconstructing, ``mean_cosine_distance`` and
+    ``constant_cosine_distance`` in ``reconstruction``. The truth is recomputed here from the
+    plan (``protocol.bulk.synthetic_values``, what the gateways privatised), a gateway's
+    devices at a time."""
+    config = _stream_config(plan)
+    fleet = results["fleet"]
+    results["stream"] = stream_entry(config, results)
+    # the gateways keep their devices' ledgers in memory: their largest window spend
+    spent = privacy_entry({"max_window_spent": fleet["max_window_spent"]}, config)
+    results["privacy"] = spent | {"devices": fleet["ledger_devices"]}
+    results["source_cycles"] = None
+    estimates = _device_means(plan, out)
+    truths: dict[str, float] = {}
+    recon = results.get("reconstruction")
+    scores: list[tuple[float, float]] = []
+    members = None
+    if recon is not None and (out / recon["path"]).exists():
+        members = np.load(out / recon["path"])
+    try:
+        for g in range(plan.gateways):
+            first, count = plan.gateway_range(g)
+            keys = device_keys(plan, first, count)
+            clean = np.clip(synthetic_values(plan, keys, 0, plan.steps), plan.lo, plan.hi)
+            for i, device in enumerate(plan.device_ids(first, count)):
+                truths[device] = float(clean[i].mean())
+                if members is not None and device in members.files:
+                    scores.append(_cosines(members[device], clean[i], plan))
+    finally:
+        if members is not None:
+            members.close()
+    errors = [abs(estimates[d] - truths[d]) for d in truths if d in estimates]
+    results["accuracy"] = {
+        "metric": "per-device mean of the clipped stream (physical units)",
+        "estimator": f"{plan.mechanism} estimate_mean",
+        "mean_abs_error": float(np.mean(errors)) if errors else None,
+        "max_abs_error": float(np.max(errors)) if errors else None,
+        "baselines": accuracy_baselines(estimates, truths, plan.lo, plan.hi),
+    }
+    if recon is not None:
+        recon["mean_cosine_distance"] = float(np.mean([s[0] for s in scores])) if scores else None
+        recon["constant_cosine_distance"] = (
+            float(np.mean([s[1] for s in scores])) if scores else None
+        )
+
+
+def _cosines(values: np.ndarray, clean: np.ndarray, plan: BulkPlan) -> tuple[float, float]:
+    """A reconstruction's cosine distance to the clean clipped stream, and a flat line's
+    (``scenarios.runner.score_reconstructions``' rule, in [0, 1] units)."""
+    truth = normalise(clean, plan.lo, plan.hi)
+    return (
+        cosine_distance(normalise(values, plan.lo, plan.hi), truth),
+        cosine_distance(np.full(truth.shape, 0.5), truth),
+    )
+
+
+def _device_means(plan: BulkPlan, out: Path, chunk: int = 1 << 20) -> dict[str, float]:
+    """Each device's mean estimate (physical units) from every partition's stored rows:
+    the mechanism's ``estimate_mean`` (the mean of its per-value estimates), a chunk of
+    rows at a time; devices with no stored row have none."""
+    mechanism = SquareWave(plan.eps0, plan.mechanism)
+    sums = np.zeros(plan.devices)
+    counts = np.zeros(plan.devices, dtype=np.int64)
+    dtype = stored_dtype(plan.batch_steps)
+    for p in range(plan.partitions):
+        path = out / f"p{p}" / "reports.bin"
+        if not path.exists() or path.stat().st_size == 0:
+            continue
+        rows = np.memmap(path, dtype=dtype, mode="r")
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            device = part["device"].astype(np.int64)
+            est = mechanism.estimate(np.asarray(part["values"]))
+            sums += np.bincount(device, est.sum(axis=1), minlength=plan.devices)
+            counts += np.bincount(device, minlength=plan.devices) * plan.batch_steps
+        del rows
+    seen = np.flatnonzero(counts)
+    means = plan.lo + sums[seen] / counts[seen] * (plan.hi - plan.lo)
+    return {plan.device_id(int(i)): float(m) for i, m in zip(seen, means, strict=True)}
 
 
 def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds) -> dict:
@@ -380,6 +524,8 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             "ledger_charges": sum(f["ledger_charges"] for f in present),
             "ledger_refusals": sum(f["ledger_refusals"] for f in present),
             "max_window_spent": max((f["max_window_spent"] for f in present), default=0.0),
+            # devices whose ledgers the gateways that reported kept
+            "ledger_devices": sum(f["devices"] for f in present),
             "eps": plan.eps,
         },
         "fleet_mean_mae": mae,
@@ -480,6 +626,8 @@ async def run_bulk_scenario(
         trace=spec.collector.trace,
         scenario_digest=digest_of(scenario.to_dict()),
     )
+    # after the run, off the loop, and not in the bench's (run_bulk's) timings and CPU
+    await asyncio.to_thread(_add_stream_figures, results, plan, out)
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
     kind = broker_spec if broker_spec in ("memory", "embedded") else "mqtt"
@@ -488,22 +636,41 @@ async def run_bulk_scenario(
     missing: dict[str, list[int]] = {}
     for part in results["partitions"]:
         missing |= part.get("missing_batches") or {}
+    complete = results["reports_lost"] == 0
     stages = {
         "stream": {
-            "status": "complete" if results["reports_lost"] == 0 else "incomplete",
+            "status": "complete" if complete else "incomplete",
             "seconds": results["stream_seconds"],
+            "close_reason": COMPLETE_REASON
+            if complete
+            else f"the gateways ended with {results['reports_lost']:,} reports never stored",
         }
     }
     if results.get("reconstruction"):
         stages["reconstruct"] = {"status": "ok", "seconds": results["reconstruction"]["seconds"]}
+    devices_complete = sum(p.get("devices_complete", 0) for p in results["partitions"])
+    url = broker_spec if isinstance(broker_spec, str) else None
+    results["fleet"] |= {"connection": "bulk", "devices_run": plan.devices}
     results.update(
         run=run,
-        scenario=scenario.to_dict(),
-        broker={"kind": kind, "url": broker_spec if isinstance(broker_spec, str) else None},
+        event_loop=loop_name(),
+        scenario=scenario_header(scenario, plan.seed),
+        broker={"kind": kind, "url": url, "auth": results.pop("auth"), "shard_brokers": None},
+        aborted=None,  # a bulk run has no run deadline of its own: [collector] stage_timeout
         devices=plan.devices,
-        devices_complete=sum(p.get("devices_complete", 0) for p in results["partitions"]),
+        devices_complete=devices_complete,
+        devices_unfinished=plan.devices - devices_complete,
         missing_batches=dict(sorted(missing.items())),
+        # batches a gateway's ledger refused to privatise (never sent, not lost)
+        reports_refused=results["fleet"]["ledger_refusals"],
         stages=stages,
+        # the capabilities a bulk run refuses on load (docs/results.md, "A bulk run")
+        secure_sum=None,
+        gcdp=None,
+        faults=None,
+        # the runner's trace closed on "run closed" (a failed run writes no results.json)
+        trace_complete=(results["trace"] or {}).get("recorder") == "bulk",
+        trace_incomplete_reason=None,
     )
     write_results(out / "results.json", results, indent=1)
     return results
@@ -532,24 +699,42 @@ def _main(argv: list[str] | None = None) -> int:
         def ready() -> None:
             print("ready", flush=True)
 
-        loop.run(
-            run_bulk_collector(
-                transport,
-                plan,
-                args.partition,
-                out,
-                on_ready=ready,
-                trace=args.trace,
-                trace_path=args.trace_path,
-                scenario_digest=args.scenario_digest or None,
-            )
+        served = run_bulk_collector(
+            transport,
+            plan,
+            args.partition,
+            out,
+            on_ready=ready,
+            trace=args.trace,
+            trace_path=args.trace_path,
+            scenario_digest=args.scenario_digest or None,
         )
+        try:
+            loop.run(_until_terminated(served))
+        except asyncio.CancelledError:
+            return TERMINATED
         return 0
     index, count = (int(x) for x in args.shard.split("/"))
     gateways = range(index, plan.gateways, count)
-    outcome = loop.run(run_bulk_gateways(transport, plan, gateways))
+    try:
+        outcome = loop.run(_until_terminated(run_bulk_gateways(transport, plan, gateways)))
+    except asyncio.CancelledError:
+        return TERMINATED
     (out / "outcome.json").write_text(json.dumps(outcome))
     return 0
+
+
+TERMINATED = 128 + signal.SIGTERM  # a child's exit code when the runner stopped it
+
+
+async def _until_terminated(coroutine):
+    """``coroutine``, cancelled by SIGTERM (the runner stopping its children,
+    ``_stop_children``): its ``finally`` blocks run, so a collector stops its
+    reconstruction pool's workers (SIGTERM's default action killed the collector alone and
+    left them running, orphaned, holding the run's output open)."""
+    task = asyncio.current_task()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await coroutine
 
 
 if __name__ == "__main__":
