@@ -43,9 +43,12 @@ def child_of_the_run() -> None:
     """In every side and shard process a run starts, before exec: die with the runner
     (``die_with_parent``) and ignore SIGINT. Ctrl-C reaches the whole foreground process
     group; the runner stops its children itself (``stop_process``: SIGTERM, each writes
-    what it did), so no child ends on the SIGINT before the runner has seen it (a CADR-LDP
-    run answered Ctrl-C with "the collector process ... ended (exit code 130) without
-    writing its results" instead of "interrupted")."""
+    what it did), so no child may end on the SIGINT before the runner has seen it (a
+    CADR-LDP run answered Ctrl-C with "the collector process ... ended (exit code 130)
+    without writing its results" instead of "interrupted"). Under uvloop the ignored
+    SIGINT does not survive the spawn (libuv resets every signal in the child: helper M),
+    so the runner also starts its children in sessions of their own
+    (``start_new_session``): the terminal's Ctrl-C reaches the runner only."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -171,6 +174,7 @@ class ShardedFleet:
                     stderr=asyncio.subprocess.STDOUT,
                     env=env,
                     preexec_fn=child_of_the_run,
+                    start_new_session=True,  # Ctrl-C reaches the runner only
                 )
 
             async def wait(index: int) -> None:

@@ -158,6 +158,7 @@ async def _spawn(command: list[str], log: Path, *, pipe: bool) -> asyncio.subpro
             stderr=handle,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=child_of_the_run,
+            start_new_session=True,  # Ctrl-C reaches the runner only (shards.child_of_the_run)
         )
 
 

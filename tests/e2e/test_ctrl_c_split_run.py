@@ -8,6 +8,7 @@ report "the collector process ... ended (exit code 130) without writing its resu
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -24,11 +25,29 @@ HANG_GUARD = 120.0  # seconds: never the thing tested, only a bound on a hung ru
 _SIGINT_IGNORED = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
 
 
-async def test_a_side_process_ignores_sigint(tmp_path):
-    """Fails on the old code (``die_with_parent`` only): the side took SIGINT's default."""
-    process = await _spawn([sys.executable, "-c", _SIGINT_IGNORED], tmp_path / "log", pipe=True)
-    out, _ = await process.communicate()
-    assert out.strip() == b"True"
+_OWN_SESSION = "import os; print(os.getsid(0))"
+
+
+def _side_session(tmp_path: Path, loop_factory) -> int:
+    """The session id of a side process ``_spawn`` starts on a loop of ``loop_factory``."""
+
+    async def spawn() -> int:
+        process = await _spawn([sys.executable, "-c", _OWN_SESSION], tmp_path / "log", pipe=True)
+        out, _ = await process.communicate()
+        return int(out)
+
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(spawn())
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_side_process_is_out_of_reach_of_the_terminals_ctrl_c(tmp_path, loop):
+    """A side process runs in a session of its own, so the terminal's SIGINT (sent to the
+    runner's process group) does not reach it. Ignoring SIGINT before exec was not enough:
+    under uvloop (the CLI's loop when installed) libuv resets every signal in the child
+    (helper M). Fails on the code before (the side shared the runner's session)."""
+    factory = None if loop == "asyncio" else pytest.importorskip("uvloop").new_event_loop
+    assert _side_session(tmp_path, factory) != os.getsid(0)
 
 
 def test_a_fleet_shard_process_ignores_sigint():
@@ -83,5 +102,8 @@ def test_ctrl_c_on_a_split_run_says_interrupted_and_leaves_no_process(tmp_path):
     assert text.count("interrupted") == 1, text
     assert "without writing its results" not in text, text
     assert "Traceback" not in text, text
-    with pytest.raises(ProcessLookupError):  # every child of the run has ended
+    with pytest.raises(ProcessLookupError):  # the runner's group is gone
         os.killpg(process.pid, 0)
+    # and so is every child (each in a session of its own): none names this run's folder
+    left = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout
+    assert left.strip() == "", left
