@@ -79,15 +79,8 @@ def check_survivors(devices: int, dropout: float, neighbors: int | None, full: b
     if degree is None:
         return
     threshold = graphs.default_threshold(degree + 1)
-    survivors = devices - round(dropout * devices)
-    if survivors < threshold:
-        raise ParameterError(
-            f"must leave at least the threshold t = {threshold} of the {devices} devices "
-            f"(degree {degree}: t = (degree + 1) // 2 + 1) or the session aborts, so at most "
-            f"{(devices - threshold) / devices:.4g} here, got {dropout!r} "
-            f"({devices - survivors} dropping, {survivors} left)",
-            field="dropout",
-        )
+    why = f" (degree {degree}: t = (degree + 1) // 2 + 1)"
+    graphs.check_dropout_survivors(dropout, devices, threshold, why)
 
 
 async def bench_secagg(

@@ -31,6 +31,7 @@ from ldpfleet.collector.cpr import CprConfig, cpr_many
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.collector.pools import quiet_pool, stop_pool
 from ldpfleet.collector.reconstruct import Reconstruction, reconstruct
+from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.mechanism_contract import mean_problem
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import denormalise
@@ -105,11 +106,6 @@ def mean_failure_warning(mechanism: str, failed: dict[str, str]) -> str:
 sw_mean_estimates = mean_estimates  # the name before mechanisms were pluggable
 
 
-# within_budget's tolerance: w charges of eps / w summed in float64 round to a few ulps
-# above eps (2.0000000000000284 at eps = 2, w = 5); scenarios.runner.ledger_document's rule
-BUDGET_RTOL = 1e-9
-
-
 def accuracy_baselines(
     estimates: dict[str, float],
     truths: dict[str, float],
@@ -157,14 +153,14 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
 
     ``claim`` in words; ``eps``, ``w``, ``eps0``, ``mechanism``; ``max_window_spent``: the
     largest spend of any device in any window of ``w`` consecutive steps;
-    ``within_budget``: it is at most ``eps`` (relative ``BUDGET_RTOL`` for float64 sums);
+    ``within_budget``: it is at most ``eps`` (``protocol.ledger.within_budget``'s rule);
     ``devices``: the ledgers read. With ``mechanism = "raw"`` the devices spend nothing: the
     claim is the central release's (results.json ``gcdp``), and ``max_window_spent`` /
     ``within_budget`` are its ledger's (ledger.json ``collector``, each account against
     its own eps)."""
     worst = float(ledger.get("max_window_spent") or 0.0)
     eps, w = float(config.eps), int(config.w)
-    within = worst <= eps * (1 + BUDGET_RTOL)
+    within = within_budget(worst, eps)
     if config.mechanism == "raw":
         claim = (
             "none on the devices: readings are sent unprivatised; the [gcdp] central release "
@@ -175,8 +171,7 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
         if accounts:
             worst = max(float(a["max_window_spent"]) for a in accounts)
             within = all(
-                float(a["max_window_spent"]) <= float(a["eps"]) * (1 + BUDGET_RTOL)
-                for a in accounts
+                within_budget(float(a["max_window_spent"]), float(a["eps"])) for a in accounts
             )
     else:
         claim = (

@@ -33,13 +33,26 @@ import numpy as np
 from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
-__all__ = ["REL_TOL", "BudgetAccount", "PrivacyLedger", "RawAccount", "WindowAccount"]
+__all__ = [
+    "REL_TOL",
+    "BudgetAccount",
+    "PrivacyLedger",
+    "RawAccount",
+    "WindowAccount",
+    "within_budget",
+]
 
 REL_TOL = 1e-9
 
 
 def _exceeds(spent: float, limit: float) -> bool:
     return spent > limit * (1.0 + REL_TOL)
+
+
+def within_budget(spent: float, limit: float) -> bool:
+    """Whether ``spent`` is at most ``limit`` by the ledgers' own rule (``REL_TOL``): what
+    results.json and ledger.json call ``within_budget``."""
+    return not _exceeds(spent, limit)
 
 
 @dataclass

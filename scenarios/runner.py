@@ -39,6 +39,7 @@ from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.devices.sources import missing_entry, source_cycles_entry
+from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
@@ -138,7 +139,7 @@ def ledger_document(
         "eps": eps,
         "w": w,
         "max_window_spent": worst,
-        "within_budget": worst <= eps * (1 + 1e-9),
+        "within_budget": within_budget(worst, eps),
         "refusals": sum(o.ledger["accounts"]["stream"]["refusals"] for o in outcomes),
         "devices": {o.device: o.ledger for o in outcomes},
     }

@@ -900,22 +900,7 @@ def _check_secagg_session(loaded: LoadedScenario, devices: int) -> None:
             degree=section.neighbors,
             threshold=section.threshold,
         ).threshold
-    _check_survivors(section.dropout, devices, threshold)
-
-
-def _check_survivors(dropout: float, devices: int, threshold: int) -> None:
-    """A ``dropout`` leaving fewer devices than the threshold t: every stage would close
-    short and the session abort whatever happens (the run exited 1 after the stream
-    stage: ``devices = 2``, ``dropout = 0.5``; helper F). ``bench secagg`` refuses the same
-    up front (``app.bench_secagg.check_survivors``)."""
-    dropping = round(dropout * devices)  # as the stage drops them (scenarios.runner)
-    if devices - dropping < threshold:
-        raise ParameterError(
-            f"must leave at least the threshold t = {threshold} of the {devices} devices "
-            f"or the session aborts, so at most {(devices - threshold) / devices:.4g} here, "
-            f"got {dropout!r} ({dropping} dropping, {devices - dropping} left)",
-            field="dropout",
-        )
+    graphs.check_dropout_survivors(section.dropout, devices, threshold)
 
 
 def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int) -> None:

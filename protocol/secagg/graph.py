@@ -157,3 +157,19 @@ def default_threshold(degree: int) -> int:
     """
     degree = _check_int(degree, "degree", 1)
     return degree // 2 + 1
+
+
+def check_dropout_survivors(dropout: float, devices: int, threshold: int, why: str = "") -> None:
+    """Refuse (``ParameterError`` on ``dropout``) a dropout share of ``devices`` that leaves
+    fewer than the session's ``threshold`` t: every stage would close with fewer than t
+    replies and the session abort, whatever happens. The dropping devices are
+    ``round(dropout * devices)``, as a scenario's secure-sum stage and ``bench secagg``
+    drop them; ``why`` (e.g. " (degree 3: t = ...)") follows t in the sentence."""
+    dropping = round(dropout * devices)
+    if devices - dropping < threshold:
+        raise ParameterError(
+            f"must leave at least the threshold t = {threshold} of the {devices} devices"
+            f"{why} or the session aborts, so at most {(devices - threshold) / devices:.4g} "
+            f"here, got {dropout!r} ({dropping} dropping, {devices - dropping} left)",
+            field="dropout",
+        )

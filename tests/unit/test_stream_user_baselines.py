@@ -5,7 +5,8 @@ w-event claim (collector/analytics.py ``accuracy_baselines``, ``privacy_entry``)
 from __future__ import annotations
 
 import pytest
-from ldpfleet.collector.analytics import BUDGET_RTOL, accuracy_baselines, privacy_entry
+from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
+from ldpfleet.protocol.ledger import REL_TOL as BUDGET_RTOL
 from ldpfleet.protocol.stream import StreamConfig
 
 
