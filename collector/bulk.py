@@ -60,7 +60,6 @@ from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
-from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.topics import COLLECTOR_ID, svc
 
 __all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
@@ -158,10 +157,7 @@ class _Reconstruction:
         self.plan = plan
         self.machine = machine
         self.store = store
-        config = StreamConfig(
-            run=plan.run, mechanism=plan.mechanism, eps=plan.eps, w=plan.w, steps=plan.steps,
-            batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
-        )  # fmt: skip
+        config = plan.stream_config()
         self.config = config
         cpr = CprConfig(
             min_period=plan.cpr_min_period,

@@ -427,6 +427,16 @@ class BulkPlan:
             count=count,
         )  # fmt: skip
 
+    def stream_config(self):  # -> protocol.stream.StreamConfig
+        """The per-device path's ``StreamConfig`` of this plan (its mechanism, budget and
+        bounds): what the collectors reconstruct with and the results are stated in."""
+        from ldpfleet.protocol.stream import StreamConfig  # stream imports this module
+
+        return StreamConfig(
+            run=self.run, mechanism=self.mechanism, eps=self.eps, w=self.w, steps=self.steps,
+            batch_steps=self.batch_steps, lo=self.lo, hi=self.hi,
+        )  # fmt: skip
+
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -65,7 +65,6 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.partition import COMPLETE_REASON
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
-from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import SquareWave, normalise
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
@@ -392,14 +391,6 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
     }
 
 
-def _stream_config(plan: BulkPlan) -> StreamConfig:
-    """The per-device path's ``StreamConfig`` of ``plan`` (its mechanism, budget, bounds)."""
-    return StreamConfig(
-        run=plan.run, mechanism=plan.mechanism, eps=plan.eps, w=plan.w, steps=plan.steps,
-        batch_steps=plan.batch_steps, lo=plan.lo, hi=plan.hi,
-    )  # fmt: skip
-
-
 def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
     """The figures every other stream run's results.json has (docs/results.md), added to a
     bulk run's: ``stream``, ``privacy`` (the claim, and what the gateways' ledgers spent),
@@ -409,7 +400,7 @@ def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
     ``constant_cosine_distance`` in ``reconstruction``. The truth is recomputed here from the
     plan (``protocol.bulk.synthetic_values``, what the gateways privatised), a gateway's
     devices at a time."""
-    config = _stream_config(plan)
+    config = plan.stream_config()
     fleet = results["fleet"]
     results["stream"] = stream_entry(config, results)
     # the gateways keep their devices' ledgers in memory: their largest window spend
