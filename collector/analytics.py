@@ -124,10 +124,18 @@ def accuracy_baselines(
     multi-column source, whose units differ: ``value`` is then per group; one group by
     default). ``beats_constant`` says whether the per-device estimates' mean absolute
     error is below the constant's: at a small eps0 over few readings it is not, and the
-    per-device figures are noise. None entries when no device has both."""
+    per-device figures are noise. ``clipped_to_bounds`` scores the same estimates clipped to
+    ``[lo, hi]`` (post-processing: every truth lies there, so no error grows; the unbiased
+    estimates stay in ``per_device`` for averaging). None entries when no device has both."""
     devices = [d for d in truths if d in estimates and truths[d] is not None]
     if not devices:
-        return {"devices": 0, "constant": None, "fleet_mean": None, "beats_constant": None}
+        return {
+            "devices": 0,
+            "constant": None,
+            "fleet_mean": None,
+            "beats_constant": None,
+            "clipped_to_bounds": None,
+        }
     est = np.array([estimates[d] for d in devices], dtype=float)
     true = np.array([truths[d] for d in devices], dtype=float)
     middle = (float(lo) + float(hi)) / 2
@@ -139,11 +147,17 @@ def accuracy_baselines(
     guess = np.array([fleet[g] for g in group])
     value = fleet[group[0]] if len(fleet) == 1 else {str(g): v for g, v in fleet.items()}
     constant_error = float(np.mean(np.abs(true - middle)))
+    clipped_errors = np.abs(np.clip(est, min(lo, hi), max(lo, hi)) - true)
     return {
         "devices": len(devices),
         "constant": {"value": middle, "mean_abs_error": constant_error},
         "fleet_mean": {"value": value, "mean_abs_error": float(np.mean(np.abs(true - guess)))},
         "beats_constant": bool(np.mean(np.abs(est - true)) < constant_error),
+        "clipped_to_bounds": {
+            "mean_abs_error": float(np.mean(clipped_errors)),
+            "max_abs_error": float(np.max(clipped_errors)),
+            "beats_constant": bool(np.mean(clipped_errors) < constant_error),
+        },
     }
 
 
