@@ -394,18 +394,22 @@ def _posterior_cdf(cdf: np.ndarray, post: np.ndarray, p: np.ndarray, t: int, j: 
 @dataclass(frozen=True)
 class ThetaNoise:
     """The public noise law of the DP θ search's counts (``protocol.cadr_theta_noise``):
-    its ``eps_theta``, its noise ``parties`` and the number of ``buckets`` it opened (the
-    thresholds plus one). ``post_process``'s small-fleet guard reads it (module docstring,
-    "The small-fleet guard")."""
+    its ``eps_theta``, its noise ``parties``, the number of ``buckets`` it opened (the
+    thresholds plus one) and the ``survivors`` whose answers and shares are in its sums
+    (None: as many as the DSR releases). ``post_process``'s small-fleet guard reads it
+    (module docstring, "The small-fleet guard")."""
 
     eps_theta: float
     parties: int
     buckets: int
+    survivors: int | None = None
 
     def __post_init__(self) -> None:
         positive_real(self.eps_theta, "eps_theta")
         integer_at_least(self.parties, "parties", 1)
         integer_at_least(self.buckets, "buckets", 2)
+        if self.survivors is not None:
+            integer_at_least(self.survivors, "survivors", 1)
 
 
 def count_signal_ratio(devices: int, buckets: int, eps_theta: float, parties: int) -> float:
@@ -483,8 +487,9 @@ def post_process(
     )
 
 
-def _counts_trusted(devices: int, noise: ThetaNoise) -> bool:
+def _counts_trusted(releases: int, noise: ThetaNoise) -> bool:
     """The small-fleet guard's test (module docstring): ``count_signal_ratio >= 1``."""
+    devices = releases if noise.survivors is None else noise.survivors
     ratio = count_signal_ratio(devices, noise.buckets, noise.eps_theta, noise.parties)
     return ratio >= SIGNAL_RATIO_MIN
 

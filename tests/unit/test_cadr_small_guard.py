@@ -68,6 +68,7 @@ def test_a_fleet_whose_counts_carry_signal_is_released_as_before():
         ({"eps_theta": 0.0, "parties": 3, "buckets": 16}, "eps_theta"),
         ({"eps_theta": 0.5, "parties": 0, "buckets": 16}, "parties"),
         ({"eps_theta": 0.5, "parties": 3, "buckets": 1}, "buckets"),
+        ({"eps_theta": 0.5, "parties": 3, "buckets": 16, "survivors": 0}, "survivors"),
     ],
 )
 def test_bad_noise_law_is_a_typed_error_naming_the_field(kwargs, field):
@@ -80,3 +81,12 @@ def test_theta_noise_needs_a_prior():
     with pytest.raises(ParameterError) as err:
         dpp.post_process([1.0, 2.0], 2, 1.0, theta_noise=dpp.ThetaNoise(0.5, 2, 3))
     assert err.value.field == "theta_noise"
+
+
+def test_the_survivors_of_the_search_not_the_releases_decide():
+    """A fleet's θ search may have had other survivors than the DSR round: the guard
+    reads the search's own (the noise and the signal are theirs)."""
+    degrees, released, sums, thresholds, bound, noise = _florentine_like_run()
+    prior = dpp.degree_prior(sums, thresholds, bound, degrees.size)
+    many = dpp.ThetaNoise(noise.eps_theta, 14, noise.buckets, survivors=4000)
+    assert dpp.post_process(released, 14, 2.0, prior, theta_noise=many).prior_trusted
