@@ -84,6 +84,13 @@ as without a prior); the released histogram is unchanged. With the true degree
 distribution as the prior (an oracle) the release was at or below the constant true
 median in 64 of 65 small cells: the prior, not the releases, is what fails there. A
 function of the releases and of public quantities (n, K, ε_θ, parties): no budget.
+Status: opt-in, NOT used by the pipelines. Pre-registered, it beat the projection's
+prior on its evaluation half (20 fresh graphs: summed MAE 203.8 → 189.4, cells above all
+zeros 10 → 4) but not on a second fresh set of 23 tiny graphs (191.9 → 240.9, five cells
+newly above all zeros): the gate ignores where the counts' mass lies (a regular graph's
+one bucket of n devices is 3-4 σ), and the DSR values' own deconvolution estimates the
+KEPT degrees below a θ drawn from noise. What held on both sets is a budget change (no θ
+search there, θ = ⌈√D⌉): docs/cadr-private.md.
 
 Choosing θ for the post-processed error (``noise_weight``). The paper's θ search minimises
 ``Σ_i max(0, d_i - θ) + n θ / eps_dsr`` (projection loss + the raw Laplace error ``b``).

@@ -17,6 +17,7 @@ guard".
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import defaultdict
 
@@ -27,6 +28,24 @@ from ldpfleet.collector import degree_postprocess as dpp
 
 sys.path.insert(0, "scripts")
 import cadr_small_capture as cap
+
+
+def small_fleet_theta(eps: float, alpha: float, devices: int, degree_bound: int) -> int | None:
+    """⌈√D⌉ when the dp θ search's counts would carry less than one fleet of signal
+    (``n < √K σ`` at its ε_θ, K and noise parties: the small-fleet guard's test, computed
+    before the search from public quantities), else None. The body of the proposed
+    ``protocol.cadr_budget.small_fleet_theta`` (report patch)."""
+    from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget, theta_extra
+    from ldpfleet.protocol.cadr_theta_noise import bucket_count, bucket_grid, noise_parties
+
+    eps_theta = CadrBudget(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices)).theta
+    buckets = len(bucket_grid(degree_bound, bucket_count(devices, eps_theta))) + 1
+    a = math.exp(-eps_theta / 2)
+    sd = math.sqrt(2 * (devices / noise_parties(devices)) * a) / (1 - a)
+    if devices >= math.sqrt(buckets) * sd:
+        return None
+    return max(1, math.ceil(math.sqrt(degree_bound)))
+
 
 RULES = {"D": lambda d: d, "half": lambda d: max(1, d // 2), "sqrt": lambda d: math_sqrt(d)}
 
@@ -90,6 +109,8 @@ def main() -> None:
                 post = dpp.post_process(
                     c["released"], c["theta"], c["eps_dsr"], prior, theta_noise=noise
                 )
+                fires = small_fleet_theta(eps, 0.1, graph.n, c["bound"]) is not None
+                assert fires == (not post.prior_trusted), (name, eps, seed)
                 if post.prior_trusted:
                     continue
                 row = {"ours": run.mae, "median": median_mae, "zero": float(degrees.mean())}
