@@ -680,7 +680,7 @@ class SecAggServer(PeerFacingMachine):
     def _close_stage(self, now: float) -> None:
         assert self._stage is not None
         name = self._stage.name
-        replied = frozenset(self._stage.replies) - set(self._gone)
+        replied = self._counted_replies()
         missing = self._stage.expected - replied
         if not self._enough(name, replied, len(self._stage.expected)):
             return
@@ -700,6 +700,21 @@ class SecAggServer(PeerFacingMachine):
             self._close_consistency(replied, now)
         else:
             self._close_unmask(replied)
+
+    def _counted_replies(self) -> frozenset[int]:
+        """The open stage's accepted replies that count when it closes. A masked input or
+        an unmask answer, once accepted, counts whatever its device does next: the input
+        is in U3 (Bonawitz et al.: U3 is who sent a masked input; a survivor's self-mask
+        seed is rebuilt from its holders' shares), the shares are revealed. Before, a
+        device that sent its masked input and then its last will (a ``[secure_sum]``
+        dropout at ``after_masked``) was summed or not depending on whether the will came
+        before the stage closed, i.e. on message order. In the other stages a device that
+        replied and then aborted cannot go on, so it does not count."""
+        stage = self._stage
+        assert stage is not None
+        if stage.name in ("masked", "unmask"):
+            return frozenset(stage.replies)
+        return frozenset(stage.replies) - set(self._gone)
 
     def _enough(self, stage: str, members: Collection[int], out_of: int) -> bool:
         if len(members) >= self.threshold:
@@ -823,7 +838,10 @@ class SecAggServer(PeerFacingMachine):
 
     def _close_masked(self, replied: frozenset[int], now: float) -> None:
         survivors, dropped = replied, self.u2 - replied
-        problem = self._unmask_infeasible(survivors, dropped, survivors) or self._split(survivors)
+        # the survivors that already left (their last will came after their masked input)
+        # answer no unmask request: checked now, before any holder reveals a share
+        responders = survivors - set(self._gone)
+        problem = self._unmask_infeasible(survivors, dropped, responders) or self._split(survivors)
         if problem:
             self._abort("masked", f"masked stage: cannot unmask: {problem}")
             return
