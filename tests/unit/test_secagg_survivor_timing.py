@@ -148,3 +148,34 @@ def test_a_departed_survivor_that_cannot_be_unmasked_aborts_the_session_either_w
         m.type_name() == "sa_unmask_request" for msgs in net.received.values() for m in msgs
     )
     assert (aborted.stage, asked) == (("unmask", True) if leaver_last else ("masked", False))
+
+
+def test_an_unmask_answer_counts_when_its_device_leaves_before_the_stage_closes():
+    """Fails on the old code ("unmask stage: only 2 of 4 devices answered"): dev00
+    answers the unmask request and then its last will arrives while the stage waits for
+    the silent dev01; its accepted shares still count, so the 3 answers reach t = 3."""
+    session = make_session(n=4, seed=9)
+    server, net = session.server, session.net
+    assert server.threshold == 3
+    held: dict[str, object] = {}
+
+    def hold(sender, message):
+        if message.type_name() == "sa_unmask":
+            held[sender] = message
+            return None
+        return message
+
+    net.tamper = hold
+    net.drops["dev01"] = "during_unmask"  # receives the request, never answers
+    net.start()
+    net.pump()
+    assert server.state == "unmask" and sorted(held) == ["dev00", "dev02", "dev03"]
+    net.tamper = None
+    server.receive(_up("dev00", "sa_unmask"), wire(held["dev00"]), net.now)
+    server.receive(_up("dev00", "sa_abort"), wire(_last_will("dev00")), net.now)
+    for device in ("dev02", "dev03"):
+        server.receive(_up(device, "sa_unmask"), wire(held[device]), net.now)
+    net.finish()
+    (result,) = net.only(SumReady)
+    assert result.survivors == tuple(sorted(session.inputs))
+    assert_exact(session, result)
