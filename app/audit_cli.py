@@ -214,9 +214,10 @@ def audit_mutants(
     family-wise over every audit of the run (Bonferroni)."""
     _battery()
     from ldpfleet.collector.audit.mutants import MUTANTS, mutant_named, run_mutant
-    from ldpfleet.collector.audit.stats import check_gamma
+    from ldpfleet.collector.audit.stats import check_gamma, check_seed
 
     check_gamma(gamma)
+    check_seed(seed)  # before the first mutant is planted (its audit checked it only then)
     chosen = [mutant_named(n) for n in names] if names else list(MUTANTS)
     per_audit = gamma / max(1, sum(len(m.audits) for m in chosen))
     rows = []

@@ -130,3 +130,16 @@ def test_the_seed_limit_is_the_one_of_ldpfleet_run():
     audit_cli.check_seed(SEED_MAX)  # the command's (and bench cadr-sweep's) name for it
     with pytest.raises(ParameterError):
         audit_cli.check_seed(SEED_MAX + 1)
+
+
+def test_audit_mutants_checks_its_seed_before_planting_anything(monkeypatch):
+    """Fails on the old code: the first mutant was planted and its audit started."""
+    from ldpfleet.collector.audit import mutants
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a mutant ran before the seed was checked")
+
+    monkeypatch.setattr(mutants, "run_mutant", refuse)
+    with pytest.raises(ParameterError) as error:
+        audit_cli.audit_mutants(("rr eps off by 2x",), tests=False, seed=2**63)
+    assert error.value.field == "seed" and "2^63-1" in error.value.reason
