@@ -13,7 +13,9 @@ Stages (each is one message per device each way):
 ``share``      ``SaNeighbours`` (N(u) ∩ U1 and their keys) to each u in U1; replies
                ``SaShares`` form U2. The server only relays ciphertexts it cannot read.
 ``masked``     ``SaDeliver`` (the ciphertexts for u, and N(u) ∩ U2) to each u in U2;
-               replies ``SaMasked`` form U3.
+               replies ``SaMasked`` form U3 (an accepted one stays in U3 if its
+               device aborts afterwards, e.g. its last will: message order never
+               decides who is summed).
 ``unmask``     ``SaUnmaskRequest`` to each u in U3 (survivors U3 and dropped U2 \\ U3 in
                N(u) ∪ {u}); replies ``SaUnmask`` form U4. The server reconstructs b_u for
                every u in U3 and s_v for every v in U2 \\ U3, removes the self masks and
