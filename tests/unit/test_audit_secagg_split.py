@@ -133,12 +133,14 @@ def test_audit_all_only_the_entry_reads_like_every_row():
     app = typer.Typer()
     app.command()(audit_command)
     result = CliRunner().invoke(
-        app, ["all", "--only", "secagg-split", "--eps", "1", "--markdown", "--quiet"]
+        app,
+        ["all", "--only", "secagg-split", "--eps", "1", "--trials", "40", "--markdown", "--quiet"],
     )
     assert result.exit_code == 0, result.output
     (row,) = [line for line in result.output.splitlines() if line.startswith("| secagg-split")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert len(cells) == 9 and cells[2:4] == ["0", "0"] and cells[-1] == "inconclusive"
-    json_run = CliRunner().invoke(app, ["secagg-split", "--quiet"])
+    assert cells[5] == "20 + 20"
+    json_run = CliRunner().invoke(app, ["secagg-split", "--trials", "40", "--quiet"])
     assert json_run.exit_code == 0, json_run.output
     assert json.loads(json_run.stdout)["eps_claimed"] == 0.0
