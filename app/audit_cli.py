@@ -44,7 +44,7 @@ import typer
 __all__ = ["BATTERY_NAMES", "audit_all", "audit_command", "markdown_table"]
 
 GAU_DELTA = 1e-5
-SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
+SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run; the rule: collector.audit.stats.check_seed
 # --jobs: worker processes, each forked up front by ProcessPoolExecutor (the fork start
 # method launches max_workers at once): --jobs 100000 tried to fork 100,000 processes
 JOBS_MAX = 64
@@ -55,7 +55,7 @@ BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
     "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
-    "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
+    "secagg-split", "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
     "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
 )  # fmt: skip
 
@@ -92,6 +92,18 @@ def audit_all(
     entries submitted first). Every audit has its own seeded generators, so the rows are
     the same as with ``jobs = 1``, in the same order."""
     battery = _battery()
+    # every argument by the library's one rule, before any audit runs (the family's gamma
+    # before it is divided: 1.5 over 3 audits ran each at 0.5; delta before the Gau-DP
+    # floor replaces it: -1 ran Gau-DP at 1e-5; every budget before the first audit)
+    eps_list = tuple(eps_list)
+    if not eps_list:
+        from ldpfleet.protocol.errors import ParameterError
+
+        raise ParameterError("needs at least one budget", field="eps")
+    for eps in eps_list:
+        battery.check_audit_arguments(eps, delta=delta, trials=trials, gamma=gamma, seed=seed)
+    for mechanism in mechanisms or ():
+        battery.check_mechanism(mechanism)
     tasks = [(m, e) for m in (mechanisms or tuple(battery.BATTERY)) for e in eps_list]
     per_audit = gamma / len(tasks)
     args = [
@@ -120,11 +132,10 @@ def check_jobs(jobs: object) -> None:
 
 def check_seed(seed: object) -> None:
     """``--seed``: an integer in 0 .. 2^63-1 (10^23 was accepted; ``ldpfleet run`` refuses
-    it)."""
-    from ldpfleet.protocol.errors import ParameterError
+    it). The audit library's rule, ``collector.audit.stats.check_seed``."""
+    from ldpfleet.collector.audit.stats import check_seed as audit_seed
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
-        raise ParameterError(f"must be an integer in 0 .. 2^63-1, got {seed!r}", field="seed")
+    audit_seed(seed)
 
 
 # whole paths (and the 40,000-run dropout canary): submitted first
@@ -203,9 +214,10 @@ def audit_mutants(
     family-wise over every audit of the run (Bonferroni)."""
     _battery()
     from ldpfleet.collector.audit.mutants import MUTANTS, mutant_named, run_mutant
-    from ldpfleet.collector.audit.stats import check_gamma
+    from ldpfleet.collector.audit.stats import check_gamma, check_seed
 
     check_gamma(gamma)
+    check_seed(seed)  # before the first mutant is planted (its audit checked it only then)
     chosen = [mutant_named(n) for n in names] if names else list(MUTANTS)
     per_audit = gamma / max(1, sum(len(m.audits) for m in chosen))
     rows = []

@@ -47,10 +47,25 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, _check_eps, audit
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
-from ldpfleet.collector.audit.stats import check_delta, check_gamma, check_seed, is_integer
+from ldpfleet.collector.audit.stats import (
+    MAX_TRIALS,
+    check_delta,
+    check_gamma,
+    check_seed,
+    check_trials,
+)
 from ldpfleet.protocol.errors import ParameterError
 
-__all__ = ["BATTERY", "AuditSpec", "audit_spec", "build_spec", "contract_spec", "run_audit"]
+__all__ = [
+    "BATTERY",
+    "MAX_TRIALS",
+    "AuditSpec",
+    "audit_spec",
+    "build_spec",
+    "check_audit_arguments",
+    "contract_spec",
+    "run_audit",
+]
 
 
 @dataclass(frozen=True)
@@ -463,17 +478,25 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
     return contract_spec(mechanism, eps, delta)
 
 
+def check_mechanism(mechanism: object) -> str:
+    """A mechanism to audit is a non-empty name (a battery entry, ``package.module:Class``
+    or an entry point): ``ParameterError`` naming ``mechanism`` otherwise (``run_audit(123,
+    1.0)`` was a ``TypeError`` from deep inside the name lookup)."""
+    if not isinstance(mechanism, str) or not mechanism:
+        raise ParameterError(
+            "must be a battery entry name ('ldpfleet audit all' lists them), "
+            f"'package.module:Class' or an entry-point name, got {mechanism!r}",
+            field="mechanism",
+        )
+    return mechanism
+
+
 def build_spec(mechanism: str, eps: float, delta: float = 0.0) -> AuditSpec:
     """The battery entry for ``mechanism`` at the claimed (eps, delta), or the contract
     audit of a user mechanism (``package.module:Class`` or an entry-point name)."""
-    if mechanism not in BATTERY:
+    if check_mechanism(mechanism) not in BATTERY:
         return _stream_mechanism_spec(mechanism, eps, delta)
     return BATTERY[mechanism](eps, delta)
-
-
-# Runs per world at most: the samples of a world are held in memory (10^7 floats, 80 MB;
-# a pair search holds 21 selection sets), and 10^14 ended in a MemoryError traceback.
-MAX_TRIALS = 10_000_000
 
 
 def audit_spec(
@@ -486,13 +509,8 @@ def audit_spec(
 ) -> AuditResult:
     """Run a built ``spec``: ``trials`` runs per world (half selection, half evaluation;
     default the spec's own), reported under ``mechanism`` (default the spec's)."""
-    total = spec.trials if trials is None else trials
-    if not is_integer(total) or not 2 <= total <= MAX_TRIALS:
-        raise ParameterError(
-            f"must be an integer in [2, {MAX_TRIALS:,}] (runs per world), got {total!r}",
-            field="trials",
-        )
-    total, gamma, seed = int(total), check_gamma(gamma), check_seed(seed)
+    total = check_trials(spec.trials if trials is None else trials)
+    gamma, seed = check_gamma(gamma), check_seed(seed)
     settings = {
         "eps": spec.eps,
         "delta": spec.delta,
@@ -520,12 +538,39 @@ def run_audit(
     evaluation; default the entry's own). The claim is (eps, delta) for every entry: an
     entry whose mechanism has no delta (pure eps-DP) is audited against the weaker claim
     the caller states, ``eps_LB = ln((alpha_lo - delta) / beta_hi)``. Entries with a fixed
-    claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0."""
-    eps, delta = _check_eps(eps), check_delta(delta)
+    claim (``secagg``: eps = 0) still check that ``eps`` is a number >= 0. Every argument
+    is checked (``check_audit_arguments``) before anything is built or run."""
+    check_mechanism(mechanism)
+    eps, delta, trials, gamma, seed = check_audit_arguments(
+        eps, delta=delta, trials=trials, gamma=gamma, seed=seed
+    )
     spec = build_spec(mechanism, eps, delta)
     if spec.delta != delta:
         spec = replace(spec, delta=delta)
     return audit_spec(spec, trials=trials, gamma=gamma, seed=seed, mechanism=mechanism)
+
+
+def check_audit_arguments(
+    eps: float,
+    *,
+    delta: float = 0.0,
+    trials: int | None = None,
+    gamma: float = 0.05,
+    seed: int = 0,
+) -> tuple[float, float, int | None, float, int]:
+    """The one rule of an audit's arguments, for ``run_audit`` (and so
+    ``ldpfleet.run_audit``), ``audit_all`` and ``ldpfleet audit``: ``eps`` a finite number
+    >= 0, ``delta`` in [0, 1), ``trials`` None (the entry's own) or an integer in [2,
+    ``MAX_TRIALS``], ``gamma`` in (0, 1), ``seed`` an integer in 0 .. 2^63-1. Returns them
+    normalised (floats and ints); ``ParameterError`` naming the field, its limits and the
+    value otherwise."""
+    return (
+        _check_eps(eps),
+        check_delta(delta),
+        None if trials is None else check_trials(trials),
+        check_gamma(gamma),
+        check_seed(seed),
+    )
 
 
 def refuse_a_plugin_named_like_an_entry(mechanism: str) -> None:
@@ -536,7 +581,7 @@ def refuse_a_plugin_named_like_an_entry(mechanism: str) -> None:
     ``ldpfleet audit NAME`` refuse it, ``audit all --only NAME`` audits the entry)."""
     from ldpfleet.protocol.mechanisms import BUILTIN_MECHANISMS, ENTRY_POINT_GROUP
 
-    if mechanism not in BATTERY or mechanism in BUILTIN_MECHANISMS:
+    if check_mechanism(mechanism) not in BATTERY or mechanism in BUILTIN_MECHANISMS:
         return
     try:
         from importlib.metadata import entry_points
@@ -581,10 +626,12 @@ def register(
 # (collector/audit/graph_canaries.py, collector/audit/secagg_view.py; docs/audit-graph.md).
 from ldpfleet.collector.audit.graph_canaries import GRAPH_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.machine_canaries import MACHINE_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.secagg_split_canary import SPLIT_BATTERY  # noqa: E402
 from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 
-# ... and the canaries through the running machines (collector/audit/machine_canaries.py)
-BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | MACHINE_BATTERY)
+# ... the SecAgg+ split-graph canary (collector/audit/secagg_split_canary.py), and the
+# canaries through the running machines (collector/audit/machine_canaries.py)
+BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | SPLIT_BATTERY | MACHINE_BATTERY)
 from ldpfleet.collector.audit.cadr_count_canary import COUNT_BATTERY  # noqa: E402
 
 BATTERY.update(COUNT_BATTERY)  # the DP θ search's count release (issue 20)

@@ -258,6 +258,15 @@ def secagg_skips_pairwise(p: Patcher) -> None:
     p.setattr(client_module.SecAggClient, "_masked_input", broken)
 
 
+def secagg_unmasks_a_split_graph(p: Patcher) -> None:
+    """Planted bug: the server's split check is disabled (``SecAggServer._split`` says the
+    survivors' graph is always in one part), so a SecAgg+ ring cut by dropouts is unmasked
+    and each part's own sum is the server's."""
+    from ldpfleet.protocol.secagg import server as server_module
+
+    p.setattr(server_module.SecAggServer, "_split", lambda self, survivors: "")
+
+
 def _dsr_no_clip(p: Patcher) -> None:
     from ldpfleet.protocol import dsr
 
@@ -544,6 +553,10 @@ MUTANTS: tuple[Mutant, ...] = (
            (("gau-dp", 1.0),), (_U + "test_gcdp_gaussian.py", _U + "test_gcdp_release.py")),
     Mutant("secagg device leaks its input", "dev00 sends encode(x) + PRG(b_u), no pairwise masks",
            secagg_skips_pairwise, (("secagg", 0.0),), (_U + "test_secagg_machines.py",)),
+    Mutant("secagg unmasks a split survivors' graph",
+           "SecAggServer._split disabled: a ring cut by dropouts is unmasked part by part",
+           secagg_unmasks_a_split_graph, (("secagg-split", 0.0),),
+           (_U + "test_secagg_user_partial_sums.py",)),
     Mutant("reused device seeds", "every device of a fleet gets device 0's generator",
            _reused_seeds, (("devices", 1.0),), (_U + "test_sources.py",), trials=600),
     Mutant("stream per-step eps instead of eps / w", "StreamConfig.eps0 = eps",

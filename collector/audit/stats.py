@@ -25,9 +25,12 @@ from ldpfleet.protocol.errors import ParameterError
 from scipy.stats import beta as beta_dist
 
 __all__ = [
+    "MAX_TRIALS",
+    "SEED_MAX",
     "check_delta",
     "check_gamma",
     "check_seed",
+    "check_trials",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "eps_lower_bound",
@@ -60,11 +63,30 @@ def check_delta(delta: float) -> float:
     return float(delta)
 
 
+# an audit's seed: as ``ldpfleet run``'s ([scenario] seed) and ``ldpfleet audit --seed``
+SEED_MAX = 2**63 - 1
+# Runs per world at most: the samples of a world are held in memory (10^7 floats, 80 MB;
+# a pair search holds 21 selection sets), and 10^14 ended in a MemoryError traceback.
+MAX_TRIALS = 10_000_000
+
+
 def check_seed(seed: int) -> int:
-    """A seed for ``numpy.random.SeedSequence``: an integer >= 0."""
-    if not is_integer(seed) or seed < 0:
-        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
+    """An audit's seed (``numpy.random.SeedSequence``): an integer in 0 .. 2^63-1, the
+    limit of ``ldpfleet run``'s seed; the command and the library share this rule (the
+    library took 10**23, which the command refused)."""
+    if not is_integer(seed) or not 0 <= seed <= SEED_MAX:
+        raise ParameterError(f"must be an integer in 0 .. 2^63-1, got {seed!r}", field="seed")
     return int(seed)
+
+
+def check_trials(trials: int) -> int:
+    """Runs per world of an audit: an integer in [2, ``MAX_TRIALS``]."""
+    if not is_integer(trials) or not 2 <= trials <= MAX_TRIALS:
+        raise ParameterError(
+            f"must be an integer in [2, {MAX_TRIALS:,}] (runs per world), got {trials!r}",
+            field="trials",
+        )
+    return int(trials)
 
 
 def largest_eps_lb(n_d: int, n_dprime: int, *, gamma: float, delta: float = 0.0) -> float:

@@ -13,7 +13,9 @@ Stages (each is one message per device each way):
 ``share``      ``SaNeighbours`` (N(u) ∩ U1 and their keys) to each u in U1; replies
                ``SaShares`` form U2. The server only relays ciphertexts it cannot read.
 ``masked``     ``SaDeliver`` (the ciphertexts for u, and N(u) ∩ U2) to each u in U2;
-               replies ``SaMasked`` form U3.
+               replies ``SaMasked`` form U3 (an accepted one stays in U3 if its
+               device aborts afterwards, e.g. its last will: message order never
+               decides who is summed).
 ``unmask``     ``SaUnmaskRequest`` to each u in U3 (survivors U3 and dropped U2 \\ U3 in
                N(u) ∪ {u}); replies ``SaUnmask`` form U4. The server reconstructs b_u for
                every u in U3 and s_v for every v in U2 \\ U3, removes the self masks and
@@ -680,7 +682,7 @@ class SecAggServer(PeerFacingMachine):
     def _close_stage(self, now: float) -> None:
         assert self._stage is not None
         name = self._stage.name
-        replied = frozenset(self._stage.replies) - set(self._gone)
+        replied = self._counted_replies()
         missing = self._stage.expected - replied
         if not self._enough(name, replied, len(self._stage.expected)):
             return
@@ -700,6 +702,21 @@ class SecAggServer(PeerFacingMachine):
             self._close_consistency(replied, now)
         else:
             self._close_unmask(replied)
+
+    def _counted_replies(self) -> frozenset[int]:
+        """The open stage's accepted replies that count when it closes. A masked input or
+        an unmask answer, once accepted, counts whatever its device does next: the input
+        is in U3 (Bonawitz et al.: U3 is who sent a masked input; a survivor's self-mask
+        seed is rebuilt from its holders' shares), the shares are revealed. Before, a
+        device that sent its masked input and then its last will (a ``[secure_sum]``
+        dropout at ``after_masked``) was summed or not depending on whether the will came
+        before the stage closed, i.e. on message order. In the other stages a device that
+        replied and then aborted cannot go on, so it does not count."""
+        stage = self._stage
+        assert stage is not None
+        if stage.name in ("masked", "unmask"):
+            return frozenset(stage.replies)
+        return frozenset(stage.replies) - set(self._gone)
 
     def _enough(self, stage: str, members: Collection[int], out_of: int) -> bool:
         if len(members) >= self.threshold:
@@ -823,7 +840,10 @@ class SecAggServer(PeerFacingMachine):
 
     def _close_masked(self, replied: frozenset[int], now: float) -> None:
         survivors, dropped = replied, self.u2 - replied
-        problem = self._unmask_infeasible(survivors, dropped, survivors) or self._split(survivors)
+        # the survivors that already left (their last will came after their masked input)
+        # answer no unmask request: checked now, before any holder reveals a share
+        responders = survivors - set(self._gone)
+        problem = self._unmask_infeasible(survivors, dropped, responders) or self._split(survivors)
         if problem:
             self._abort("masked", f"masked stage: cannot unmask: {problem}")
             return
