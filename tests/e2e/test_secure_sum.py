@@ -39,12 +39,11 @@ def test_exact_sum_with_dropouts_at_every_stage(stage, announced):
     assert result["exact"] is True
     assert result["dropped_devices"] == 3
     # devices that dropped before masking are never in the sum. One that masked and then
-    # vanished silently is (its neighbours reveal its self-mask); one whose last will
-    # reaches the collector while the masked stage is still open counts as dropped there.
+    # left is, silently or announced: its accepted masked input is in U3 whenever its
+    # last will arrives (its neighbours reveal its self-mask); before 2026-12-05 a will
+    # that reached the collector while the masked stage was still open dropped it.
     if stage in ("before_keys", "after_keys", "after_shares"):
         assert result["survivors"] == 9
-    elif announced:
-        assert 9 <= result["survivors"] <= 12
     else:
         assert result["survivors"] == 12
 
