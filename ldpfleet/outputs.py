@@ -8,26 +8,68 @@ the broker, decoded to the typed wire messages of ``ldpfleet.protocol.messages``
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ldpfleet.broker.transport import Transport
+    from ldpfleet.scenarios.schema import LoadedScenario
 
 
-def run(scenario, **options: Any) -> dict:
-    """Run ``scenario`` (a ``LoadedScenario``, a path or a built-in scenario's name) to the
-    end and return its results (the dict written to ``OUT/results.json``).
+def run(
+    scenario: LoadedScenario | str | os.PathLike,
+    *,
+    broker: str | Transport | None = None,
+    out_dir: str | os.PathLike = "runs/latest",
+    seed: int | None = None,
+    run_id: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` to the end, synchronously, and return its results.
 
-    ``options`` are ``run_scenario``'s: ``broker`` ("memory", "embedded" or an
-    ``mqtt://`` URL; default the scenario's ``[broker] url``), ``out_dir`` (default
-    ``runs/latest``), ``seed``, ``run_id``. Call it from synchronous code; inside a running
-    event loop, ``await ldpfleet.run_scenario(...)`` instead."""
+    ``scenario``: a ``LoadedScenario`` (``parse_scenario`` / ``load_scenario``), a path to
+    a scenario file or a built-in scenario's name. ``broker``: ``"memory"`` (in-process,
+    the fast way to run many trials), ``"embedded"`` (an amqtt broker on a free port), an
+    ``mqtt://``/``mqtts://`` URL or a ``Transport``; default the scenario's ``[broker]
+    url``. ``out_dir``: the folder of the outputs (``results.json``, ``trace.sqlite``,
+    ``ledger.json``, ``report.html``; created, a previous run's files replaced). ``seed``:
+    an integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``; the
+    same seed gives the same privatised values. ``run_id``: 1-64 characters of A-Z a-z 0-9
+    _ . - (default the scenario's name and a random suffix). ``progress``: called as
+    ``progress(received, expected)``.
+
+    Returns the results dict also written to ``out_dir/results.json`` (docs/results.md).
+
+    Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
+    ``seed``, ``run_id``) before anything starts, ``ScenarioError`` for a scenario file
+    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
+    cannot be reached, and ``RuntimeError`` when called inside a running event loop (a
+    Jupyter cell, an ``async def``): there, ``await ldpfleet.run_scenario(...)`` with the
+    same arguments. Ctrl-C stops the run and raises ``KeyboardInterrupt``."""
+    if _running_loop() is not None:
+        raise RuntimeError(
+            "ldpfleet.run() cannot run inside a running event loop (a Jupyter cell, an "
+            "async function): use `results = await ldpfleet.run_scenario(scenario, ...)` "
+            "with the same arguments"
+        )
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import run_scenario
-    from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 
-    loaded = scenario if isinstance(scenario, LoadedScenario) else load_scenario(scenario)
-    return run_loop(run_scenario(loaded, **options))
+    coroutine = run_scenario(
+        scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id, progress=progress
+    )
+    return run_loop(coroutine)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def read_results(run_dir: str | Path) -> dict:
