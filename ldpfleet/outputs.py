@@ -72,34 +72,69 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def read_results(run_dir: str | Path) -> dict:
-    """The results of the run in ``run_dir`` (its ``results.json``)."""
-    path = Path(run_dir) / "results.json"
+def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The results of the run in ``run_dir``: its ``results.json`` as a dict
+    (docs/results.md); ``run_dir`` may also be the ``results.json`` file itself.
+
+    Raises ``FileNotFoundError`` when there is no ``results.json``, ``ParameterError``
+    (field ``run_dir``, a ``ValueError``) for a ``run_dir`` that is not a path or a
+    ``results.json`` that is not JSON (a run stopped while writing it, an edited file)."""
+    path = _run_path(run_dir)
+    if path.name != "results.json" or path.is_dir():
+        path = path / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: is {run_dir} a run's output folder?")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _refused("run_dir", f"{path} is not a results file (not JSON: {error})") from None
+
+
+def _run_path(run_dir: object) -> Path:
+    if not isinstance(run_dir, str | os.PathLike) or str(run_dir) == "":
+        raise _refused("run_dir", f"must be a run's output folder (str or Path), got {run_dir!r}")
+    return Path(run_dir)
 
 
 _FILTERS = ("device", "kind", "topic", "since", "until")
 
 
-def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, str, Any]]:
-    """Every recorded message of the run in ``run_dir`` as ``(time, topic, message)``, in
-    the order the recorder saw them; ``message`` is the decoded wire message (a
-    ``msgspec.Struct``; undecodable payloads come as raw ``bytes``).
+def read_trace(
+    run_dir: str | os.PathLike,
+    *,
+    device: str | None = None,
+    kind: str | None = None,
+    topic: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    **unknown: Any,
+) -> Iterator[tuple[float, str, Any]]:
+    """Every recorded message of the run in ``run_dir`` (its folder, or its
+    ``trace.sqlite``) as ``(time, topic, message)``, in the order the recorder saw them:
+    ``time`` the recorder's clock (seconds since the epoch), ``topic`` the MQTT topic,
+    ``message`` the decoded wire message (a ``msgspec.Struct`` of
+    ``ldpfleet.protocol.messages``, e.g. ``SwReport`` with ``.sender``, ``.seq``,
+    ``.values``; an undecodable payload comes as raw ``bytes``).
 
-    ``selection`` filters like ``ldpfleet trace show``: ``device``, ``kind`` (e.g.
-    ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until`` (seconds from the
-    first message). Checked when called, as the command checks them: an unknown filter,
-    an empty one, a kind the protocol does not have, a device that sent and received
-    nothing, a malformed MQTT filter, a NaN or negative time raise ``ParameterError``
-    naming the filter (they selected nothing, silently)."""
+    The filters are those of ``ldpfleet trace show``: ``device`` (sent or received by
+    it), ``kind`` (e.g. ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until``
+    (seconds after the first message). Checked when called, as the command checks them:
+    an unknown filter, an empty one, a kind the protocol does not have, a device that
+    sent and received nothing, a malformed MQTT filter, a time that is not a number >= 0
+    raise ``ParameterError`` naming the filter (a real kind with no message in this run
+    yields nothing). A missing or damaged trace raises ``TraceError`` (a ``ValueError``);
+    a ``run_dir`` that is not a path, ``ParameterError`` naming ``run_dir``."""
     from ldpfleet.broker.trace import TraceFilter, open_readonly
 
-    unknown = sorted(set(selection) - set(_FILTERS))
     if unknown:
-        raise _refused(unknown[0], f"is not a filter; the filters: {', '.join(_FILTERS)}")
-    db = open_readonly(run_dir)
+        name = sorted(unknown)[0]
+        raise _refused(name, f"not a filter; the filters: {', '.join(_FILTERS)}")
+    selection = {
+        name: value
+        for name, value in zip(_FILTERS, (device, kind, topic, since, until), strict=True)
+        if value is not None
+    }
+    db = open_readonly(_run_path(run_dir))
     try:
         _check_selection(db, selection, run_dir)
     except BaseException:
@@ -111,7 +146,7 @@ def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, s
 def _refused(field: str, sentence: str):
     from ldpfleet.protocol.errors import ParameterError
 
-    return ParameterError(f"{field} {sentence}", field=field)
+    return ParameterError(sentence, field=field)
 
 
 def _check_selection(db, selection: dict, run_dir) -> None:
@@ -136,7 +171,10 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     for name in ("since", "until"):
         value = selection.get(name)
         if value is not None and not (
-            isinstance(value, int | float) and math.isfinite(value) and value >= 0
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value >= 0
         ):
             raise _refused(
                 name, f"must be a number of seconds >= 0 after the first message, got {value!r}"
