@@ -23,7 +23,7 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -61,7 +61,61 @@ _EXPORTS: dict[str, str] = {
     "ParameterError": "ldpfleet.protocol.errors:ParameterError",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# a literal list (type checkers read no other form); the same names as _EXPORTS
+# (tests/unit/test_library_user_typing.py)
+__all__ = [
+    "AuditResult",
+    "CprConfig",
+    "CprResult",
+    "DuchiMechanism",
+    "HybridMechanism",
+    "LaplaceMechanism",
+    "LoadedScenario",
+    "Mechanism",
+    "ParameterError",
+    "PiecewiseMechanism",
+    "ScenarioError",
+    "SquareWave",
+    "__version__",
+    "cpr",
+    "cpr_many",
+    "detect_period",
+    "get_mechanism",
+    "load_scenario",
+    "mechanism_names",
+    "parse_scenario",
+    "read_results",
+    "read_trace",
+    "run",
+    "run_audit",
+    "run_scenario",
+]
+
+if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
+    from ldpfleet.audits import run_audit as run_audit
+    from ldpfleet.collector.audit.core import AuditResult as AuditResult
+    from ldpfleet.collector.cpr import CprConfig as CprConfig
+    from ldpfleet.collector.cpr import CprResult as CprResult
+    from ldpfleet.collector.cpr import cpr as cpr
+    from ldpfleet.collector.cpr import cpr_many as cpr_many
+    from ldpfleet.collector.period import detect_period as detect_period
+    from ldpfleet.outputs import read_results as read_results
+    from ldpfleet.outputs import read_trace as read_trace
+    from ldpfleet.outputs import run as run
+    from ldpfleet.protocol.duchi import DuchiMechanism as DuchiMechanism
+    from ldpfleet.protocol.errors import ParameterError as ParameterError
+    from ldpfleet.protocol.hybrid import HybridMechanism as HybridMechanism
+    from ldpfleet.protocol.laplace import LaplaceMechanism as LaplaceMechanism
+    from ldpfleet.protocol.mechanism_contract import StreamMechanism as Mechanism
+    from ldpfleet.protocol.mechanisms import mechanism_names as mechanism_names
+    from ldpfleet.protocol.mechanisms import stream_mechanism as get_mechanism
+    from ldpfleet.protocol.piecewise import PiecewiseMechanism as PiecewiseMechanism
+    from ldpfleet.protocol.sw import SquareWave as SquareWave
+    from ldpfleet.scenarios.runner import run_scenario as run_scenario
+    from ldpfleet.scenarios.schema import LoadedScenario as LoadedScenario
+    from ldpfleet.scenarios.schema import ScenarioError as ScenarioError
+    from ldpfleet.scenarios.schema import load_scenario as load_scenario
+    from ldpfleet.scenarios.schema import parse_scenario as parse_scenario
 
 
 def __getattr__(name: str) -> Any:
