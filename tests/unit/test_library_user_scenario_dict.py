@@ -1,0 +1,91 @@
+"""A scenario built in code as a dict (held-out library-user QA, helper D, 2026-12-05).
+
+Found (fails on the code before the fix): ``parse_scenario`` took TOML text only, and
+Python writes no TOML (``tomllib`` reads it; ``tomli_w`` is not a dependency), so a
+researcher sweeping ``eps`` edited the text with ``str.replace`` (a silent no-op when the
+spacing differs) or wrote a TOML emitter of their own. ``parse_scenario`` now takes a dict
+of sections too (``LoadedScenario.to_dict()`` round-trips), numpy numbers and arrays
+included, and names a key whose value TOML cannot hold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ldpfleet
+
+BASE = {
+    "scenario": {"name": "from-a-dict", "seed": 4},
+    "fleet": {"devices": 3},
+    "stream": {"steps": 12, "eps": 2.0, "w": 4},
+    "source": {"kind": "synthetic", "shape": "sine", "period": 6, "bounds": [-1.0, 1.0]},
+}
+
+
+def test_a_dict_is_a_scenario_and_runs(tmp_path):
+    loaded = ldpfleet.parse_scenario(BASE)
+    assert loaded.name == "from-a-dict" and loaded.spec.stream.eps == 2.0
+    results = ldpfleet.run(loaded, broker="memory", out_dir=tmp_path)
+    assert results["devices_complete"] == 3 and results["reports_lost"] == 0
+
+
+def test_numpy_values_are_values():
+    data = {
+        **BASE,
+        "stream": {"steps": np.int64(12), "eps": np.float32(0.5), "w": np.int8(4)},
+        "source": {**BASE["source"], "bounds": np.array([-2.0, 2.0])},
+    }
+    spec = ldpfleet.parse_scenario(data).spec
+    assert (spec.stream.steps, spec.stream.eps, spec.stream.w) == (12, 0.5, 4)
+    assert tuple(spec.source.bounds) == (-2.0, 2.0)
+
+
+@pytest.mark.parametrize("name", ["quickstart", "faults", "periodic-sensing", "secure-sum"])
+def test_to_dict_round_trips(name):
+    loaded = ldpfleet.load_scenario(name)
+    again = ldpfleet.parse_scenario(loaded.to_dict(), path=loaded.path)
+    assert again.spec == loaded.spec
+
+
+def test_a_sweep_over_eps_builds_each_scenario():
+    for eps in np.linspace(0.5, 2.0, 4):
+        data = {**BASE, "stream": {**BASE["stream"], "eps": eps}}
+        assert math.isclose(ldpfleet.parse_scenario(data).spec.stream.eps, eps)
+
+
+@pytest.mark.parametrize(
+    ("section", "value", "key"),
+    [
+        ("stream", {"steps": 12, "eps": 1 + 2j, "w": 4}, "stream.eps"),
+        ("stream", {"steps": 12, "eps": 2.0, "w": {1, 2}}, "stream.w"),
+        ("source", {**BASE["source"], "bounds": [-1.0, object()]}, "source.bounds[1]"),
+    ],
+)
+def test_a_value_toml_cannot_hold_is_named(section, value, key):
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.parse_scenario({**BASE, section: value})
+    assert str(info.value).startswith(f"{key}: "), str(info.value)
+
+
+def test_the_schema_still_names_a_bad_key():
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.parse_scenario({**BASE, "stream": {**BASE["stream"], "eps": -1.0}})
+    assert "stream.eps" in str(info.value)
+
+
+def test_a_section_that_is_not_a_table_is_named():
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.parse_scenario({**BASE, "fleet": 3})
+    assert "fleet" in str(info.value)
+
+
+def test_text_still_parses_and_other_types_are_still_refused():
+    text = '[scenario]\nname = "t"\n[fleet]\ndevices = 2\n[stream]\nsteps = 8\neps = 1.0\nw = 4\n'
+    text += '[source]\nkind = "synthetic"\nbounds = [-1.0, 1.0]\n'
+    assert ldpfleet.parse_scenario(text).name == "t"
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.parse_scenario(3)
+    assert "load_scenario" in str(info.value) and "dict" in str(info.value)
