@@ -109,7 +109,7 @@ def read_trace(
     until: float | None = None,
     **unknown: Any,
 ) -> Iterator[tuple[float, str, Any]]:
-    """Every recorded message of the run in ``run_dir`` (its folder, or its
+    """Yields every recorded message of the run in ``run_dir`` (its folder, or its
     ``trace.sqlite``) as ``(time, topic, message)``, in the order the recorder saw them:
     ``time`` the recorder's clock (seconds since the epoch), ``topic`` the MQTT topic,
     ``message`` the decoded wire message (a ``msgspec.Struct`` of
