@@ -27,8 +27,9 @@ def parse_scenario(
     ``scenario``: the TOML text of a scenario file, or a dict such as ``{"scenario":
     {"name": "x", "seed": 1}, "fleet": {"devices": 8}, "stream": {...}, "source": {...}}``
     (docs/scenario-reference.md lists every section and key; values may be numpy numbers
-    and arrays; ``None`` leaves a key out). ``path``: the file relative data paths (a CSV
-    source, a graph) resolve against, if any.
+    and arrays, ``stream.mechanism`` a module-level mechanism class, taken as its
+    ``"module:Class"`` name; ``None`` leaves a key out). ``path``: the file relative data
+    paths (a CSV source, a graph) resolve against, if any.
 
     Returns a ``LoadedScenario`` (``.spec`` the typed sections, ``.name``, ``.to_dict()``).
 
@@ -109,11 +110,31 @@ def _value(value: Any, where: str) -> str:
         return json.dumps(os.fspath(value))
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
+    if isinstance(value, type) or _is_mechanism(value):  # stream.mechanism = MyClass
+        return json.dumps(_mechanism_name(value, where))
     if isinstance(value, Mapping):  # inside an array: an inline table
         items = [f"{_bare_or_quoted(k)} = {_value(v, f'{where}.{k}')}" for k, v in value.items()]
         return "{" + ", ".join(items) + "}"
     _refuse(where, value, "TOML holds str, int, float, bool, lists and tables only")
     raise AssertionError  # unreachable: _refuse raises
+
+
+def _is_mechanism(value: object) -> bool:
+    from ldpfleet.protocol.mechanism_contract import REQUIRED_METHODS
+
+    return all(hasattr(value, method) for method in REQUIRED_METHODS)
+
+
+def _mechanism_name(value: object, where: str) -> str:
+    """A mechanism class as its ``"module:Class"`` name (``class_import_path``)."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.mechanisms import class_import_path
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        return class_import_path(value)
+    except ParameterError as error:
+        raise ScenarioError(f"{where}: {error.reason}") from None
 
 
 def _refuse(where: str, value: object, why: str) -> None:

@@ -89,3 +89,34 @@ def test_text_still_parses_and_other_types_are_still_refused():
     with pytest.raises(ldpfleet.ScenarioError) as info:
         ldpfleet.parse_scenario(3)
     assert "load_scenario" in str(info.value) and "dict" in str(info.value)
+
+
+class HalfLaplace:
+    """A module-level mechanism class (inputs in [0, 1], Laplace noise of scale 1/eps)."""
+
+    def __init__(self, eps):
+        self.eps = eps
+
+    def perturb(self, x, rng):
+        return np.asarray(x, float) + rng.laplace(0.0, 1.0 / self.eps, np.shape(x))
+
+    def in_domain(self, y):
+        return np.isfinite(np.asarray(y, float))
+
+    def estimate_mean(self, y):
+        return float(np.mean(y))
+
+
+def test_a_mechanism_class_is_a_value_of_stream_mechanism(tmp_path):
+    data = {**BASE, "stream": {**BASE["stream"], "mechanism": HalfLaplace}}
+    loaded = ldpfleet.parse_scenario(data)
+    assert loaded.spec.stream.mechanism == f"{HalfLaplace.__module__}:HalfLaplace"
+    results = ldpfleet.run(loaded, broker="memory", out_dir=tmp_path)
+    assert results["reports_lost"] == 0 and results["reports_rejected"] == 0
+
+
+def test_a_mechanism_instance_is_named_with_its_key():
+    data = {**BASE, "stream": {**BASE["stream"], "mechanism": HalfLaplace(1.0)}}
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.parse_scenario(data)
+    assert str(info.value).startswith("stream.mechanism: ") and "the class" in str(info.value)
