@@ -8,7 +8,7 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
   ``run`` (synchronous) and ``run_scenario`` (a coroutine), ``LoadedScenario``,
   ``ScenarioError``;
 - outputs: ``read_results`` (results.json), ``read_trace`` (every recorded message,
-  decoded);
+  decoded), ``read_reports`` (each device's accepted reports, in step order);
 - mechanisms: the per-report contract ``Mechanism``, ``get_mechanism`` (a built-in name,
   ``"package.module:Class"`` or an entry point of the group ``ldpfleet.mechanisms``),
   ``mechanism_names``, and the built-in classes;
@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     # outputs
     "read_results": "ldpfleet.outputs:read_results",
     "read_trace": "ldpfleet.outputs:read_trace",
+    "read_reports": "ldpfleet.outputs:read_reports",
     # mechanisms
     "Mechanism": "ldpfleet.protocol.mechanism_contract:StreamMechanism",
     "get_mechanism": "ldpfleet.protocol.mechanisms:stream_mechanism",
@@ -84,6 +85,7 @@ __all__ = [
     "load_scenario",
     "mechanism_names",
     "parse_scenario",
+    "read_reports",
     "read_results",
     "read_trace",
     "run",
@@ -99,6 +101,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.collector.cpr import cpr as cpr
     from ldpfleet.collector.cpr import cpr_many as cpr_many
     from ldpfleet.collector.period import detect_period as detect_period
+    from ldpfleet.outputs import read_reports as read_reports
     from ldpfleet.outputs import read_results as read_results
     from ldpfleet.outputs import read_trace as read_trace
     from ldpfleet.outputs import run as run

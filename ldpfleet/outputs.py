@@ -13,9 +13,11 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ldpfleet.broker.transport import Transport
     from ldpfleet.scenarios.schema import LoadedScenario
 
@@ -88,6 +90,64 @@ def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:
         return json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise _refused("run_dir", f"{path} is not a results file (not JSON: {error})") from None
+
+
+@overload
+def read_reports(run_dir: str | os.PathLike, *, device: None = None) -> dict[str, np.ndarray]: ...
+
+
+@overload
+def read_reports(run_dir: str | os.PathLike, *, device: str) -> np.ndarray: ...
+
+
+def read_reports(
+    run_dir: str | os.PathLike, *, device: str | None = None
+) -> dict[str, np.ndarray] | np.ndarray:
+    """The privatised reports the collector accepted in the run in ``run_dir``, each
+    device's in step order: what ``detect_period`` and ``cpr`` take.
+
+    ``device``: one device's id (``"d0001"``); default every device. Returns a dict
+    ``{device: 1-D float64 array}`` (only devices with a report), or with ``device`` that
+    device's array. The values are the mechanism's reports (``SwReport.values``: for
+    ``sw``, in its output range around [0, 1], not physical units), each (device, batch)
+    once, as the collector stored it (``collector.sqlite``; a partitioned run's
+    ``collector-p*.sqlite`` too). Rebuilding a stream from ``read_trace`` counts a
+    retransmitted batch twice: the trace keeps every message that crossed the broker.
+
+    Raises ``FileNotFoundError`` when ``run_dir`` holds no collector store,
+    ``ParameterError`` naming ``run_dir`` (not a path) or ``device`` (no report from
+    it: the devices that have one are listed)."""
+    import numpy as np
+
+    from ldpfleet.broker.trace import connect_readonly
+
+    folder = _run_path(run_dir)
+    stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
+    stores = [store for store in stores if store.is_file()]
+    if not stores:
+        raise FileNotFoundError(
+            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
+        )
+    batches: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for store in stores:
+        db = connect_readonly(store)
+        try:
+            for sender, t0, blob in db.execute("SELECT device, t0, vals FROM reports"):
+                batches.setdefault(sender, []).append((t0, np.frombuffer(blob, dtype="<f8")))
+        finally:
+            db.close()
+    streams = {
+        sender: np.concatenate([values for _, values in sorted(parts, key=lambda p: p[0])])
+        for sender, parts in sorted(batches.items())
+    }
+    if device is None:
+        return streams
+    if device not in streams:
+        shown = ", ".join(list(streams)[:5]) + (", ..." if len(streams) > 5 else "")
+        raise _refused(
+            "device", f"{device!r} has no report in {run_dir} (devices with one: {shown})"
+        )
+    return streams[device]
 
 
 def _run_path(run_dir: object) -> Path:
