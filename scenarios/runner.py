@@ -19,8 +19,9 @@ import os
 import resource
 import secrets
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -566,6 +567,32 @@ def checked_run_options(
     return operator.index(seed)
 
 
+_RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process now running
+_RUNNING_LOCK = threading.Lock()  # runs in threads claim folders too
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: str | os.PathLike) -> Iterator[None]:
+    """Hold ``out_dir`` for one run of this process: a second run into the same folder
+    while the first runs (``asyncio.gather``, threads) raises ``ParameterError`` naming
+    ``out_dir`` before it touches anything (both runs died in "disk I/O error" from their
+    shared SQLite files). Released when the run ends, however it ends."""
+    folder = Path(out_dir).resolve()
+    with _RUNNING_LOCK:
+        if folder in _RUNNING_OUT_DIRS:
+            raise _refused(
+                "out_dir",
+                f"{out_dir} is the folder of another run of this process, still running: "
+                "give each concurrent run its own out_dir",
+            )
+        _RUNNING_OUT_DIRS.add(folder)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING_OUT_DIRS.discard(folder)
+
+
 async def run_scenario(
     scenario: LoadedScenario | str | os.PathLike,
     *,
@@ -603,6 +630,25 @@ async def run_scenario(
     and the recorder use ``broker``."""
     scenario = checked_scenario(scenario)
     seed = checked_run_options(broker, out_dir, seed, run_id)
+    with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
+        return await _run_checked(
+            scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
+            shard_brokers,
+        )  # fmt: skip
+
+
+async def _run_checked(
+    scenario: LoadedScenario,
+    broker: str | Transport | None,
+    out_dir: str | Path,
+    seed: int | None,
+    run_id: str | None,
+    progress: ProgressCallback | None,
+    side_task: SideTask | None,
+    credentials: Credentials | None,
+    shard_brokers: list[str] | None,
+) -> dict:
+    """``run_scenario`` once its arguments are checked and ``out_dir`` is claimed."""
     broker_spec = broker or scenario.spec.broker.url
     if scenario.bulk:  # [fleet] connection = "bulk": bulk gateways (scenarios/bulk_run.py)
         from ldpfleet.scenarios.bulk_run import run_bulk_scenario

@@ -168,3 +168,39 @@ def test_run_states_its_options_to_help_and_type_checkers():
     assert all(p.kind is p.KEYWORD_ONLY for name, p in parameters.items() if name != "scenario")
     for word in ("broker", "out_dir", "seed", "run_id", "Returns", "Raises", "ParameterError"):
         assert word in ldpfleet.run.__doc__ and word in ldpfleet.run_scenario.__doc__, word
+
+
+def test_concurrent_runs_into_one_folder_refuse_the_second_and_finish_the_first(scenario, tmp_path):
+    """Fails before the fix: both runs died ("disk I/O error", an ExceptionGroup)."""
+
+    async def both():
+        return await asyncio.gather(
+            ldpfleet.run_scenario(scenario, broker="memory", out_dir=tmp_path),
+            ldpfleet.run_scenario(scenario, broker="memory", out_dir=tmp_path / "."),
+            return_exceptions=True,
+        )
+
+    first, second = asyncio.run(both())
+    assert isinstance(first, dict) and first["reports_lost"] == 0, first
+    assert isinstance(second, ldpfleet.ParameterError) and second.field == "out_dir"
+    assert "another run" in str(second)
+    assert ldpfleet.read_results(tmp_path)["run"] == first["run"]
+
+
+def test_concurrent_runs_into_their_own_folders_all_finish(scenario, tmp_path):
+    async def three():
+        return await asyncio.gather(
+            *(
+                ldpfleet.run_scenario(scenario, broker="memory", out_dir=tmp_path / str(i))
+                for i in range(3)
+            )
+        )
+
+    runs = asyncio.run(three())
+    assert [r["per_device"] for r in runs] == [runs[0]["per_device"]] * 3
+
+
+def test_a_folder_is_free_again_after_a_run_that_failed(scenario, tmp_path):
+    with pytest.raises(ConnectionError):  # refused inside the run, its folder claimed
+        ldpfleet.run(scenario, broker="mqtt://127.0.0.1:1", out_dir=tmp_path)
+    assert ldpfleet.run(scenario, broker="memory", out_dir=tmp_path)["reports_lost"] == 0
