@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -49,22 +50,25 @@ def run(
     Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
     ``seed``, ``run_id``) before anything starts, ``ScenarioError`` for a scenario file
     that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached, and ``RuntimeError`` when called inside a running event loop (a
-    Jupyter cell, an ``async def``): there, ``await ldpfleet.run_scenario(...)`` with the
-    same arguments. Ctrl-C stops the run and raises ``KeyboardInterrupt``."""
-    if _running_loop() is not None:
-        raise RuntimeError(
-            "ldpfleet.run() cannot run inside a running event loop (a Jupyter cell, an "
-            "async function): use `results = await ldpfleet.run_scenario(scenario, ...)` "
-            "with the same arguments"
-        )
+    cannot be reached.
+
+    Inside a running event loop (a Jupyter cell, an ``async def``), where
+    ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
+    call waits for it, the caller's loop blocked meanwhile; ``await
+    ldpfleet.run_scenario(...)`` (same arguments) keeps that loop free instead. Ctrl-C
+    (interrupting the kernel) stops the run, either way, and raises
+    ``KeyboardInterrupt``."""
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import run_scenario
 
-    coroutine = run_scenario(
-        scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id, progress=progress
-    )
-    return run_loop(coroutine)
+    def coroutine() -> Coroutine[Any, Any, dict[str, Any]]:
+        return run_scenario(
+            scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id, progress=progress
+        )
+
+    if _running_loop() is None:
+        return run_loop(coroutine())
+    return _run_in_a_worker_thread(coroutine)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -72,6 +76,53 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _run_in_a_worker_thread(
+    coroutine: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
+) -> dict[str, Any]:
+    """``coroutine()`` run to the end on a loop of its own in a worker thread (this
+    thread's loop is busy running the caller), this thread waiting. A
+    ``KeyboardInterrupt`` here (Ctrl-C reaches the main thread only) cancels the run and
+    waits for it to wind down (its devices, broker and files closed) before it is
+    raised; so does a cancellation of the caller's task (``asyncio.run``'s own Ctrl-C
+    handler cancels it), raised as ``CancelledError`` there."""
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> dict[str, Any]:
+        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await coroutine()
+
+    def work() -> None:
+        try:
+            box["result"] = run_loop(main())
+        except BaseException as error:  # handed to the waiting thread
+            box["error"] = error
+        finally:
+            started.set()
+
+    caller = asyncio.current_task()  # asyncio.run's Ctrl-C handler cancels it
+    cancelled_before = caller.cancelling() if caller is not None else 0
+    worker = threading.Thread(target=work, name="ldpfleet-run", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)  # short waits: a KeyboardInterrupt lands between them
+            if caller is not None and caller.cancelling() > cancelled_before:
+                raise asyncio.CancelledError  # the caller's task was cancelled meanwhile
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        started.wait()
+        if "task" in box:
+            box["loop"].call_soon_threadsafe(box["task"].cancel)
+        worker.join()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 
 def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:

@@ -20,9 +20,11 @@ Found (each test below fails on the code before the fix):
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import gc
 import inspect
+import threading
 import warnings
 
 import numpy as np
@@ -54,20 +56,84 @@ def scenario():
     return ldpfleet.parse_scenario(TEXT)
 
 
-def test_run_inside_a_running_event_loop_says_to_await_run_scenario(scenario, tmp_path):
+def test_run_works_inside_a_running_event_loop(scenario, tmp_path):
+    """A Jupyter cell runs inside the kernel's loop: ``run`` gets a loop of its own in a
+    worker thread there (it raised asyncio's "Cannot run the event loop while another
+    loop is running" and two "never awaited" warnings)."""
+
     async def notebook_cell():
-        return ldpfleet.run(scenario, broker="memory", out_dir=tmp_path / "run")
+        return ldpfleet.run(scenario, broker="memory", out_dir=tmp_path / "cell", seed=5)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(RuntimeError) as info:
-            asyncio.run(notebook_cell())
+        inside = asyncio.run(notebook_cell())
         gc.collect()  # an abandoned coroutine warns when it is collected
-    message = str(info.value)
-    assert "running event loop" in message and "await ldpfleet.run_scenario(" in message
+    outside = ldpfleet.run(scenario, broker="memory", out_dir=tmp_path / "script", seed=5)
+    assert inside["per_device"] == outside["per_device"] and inside["reports_lost"] == 0
     never_awaited = [w for w in caught if "never awaited" in str(w.message)]
     assert never_awaited == [], [str(w.message) for w in never_awaited]
-    assert not (tmp_path / "run").exists()  # refused before anything started
+    assert not [t for t in threading.enumerate() if t.name == "ldpfleet-run" and t.is_alive()]
+
+
+def test_errors_inside_a_running_event_loop_are_the_same(scenario, tmp_path):
+    async def notebook_cell():
+        return ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, seed=-1)
+
+    with pytest.raises(ldpfleet.ParameterError) as info:
+        asyncio.run(notebook_cell())
+    assert info.value.field == "seed"
+
+
+class InterruptsOnce:
+    """Laplace noise; its first ``perturb`` on a device interrupts the main thread, as
+    Ctrl-C (a kernel interrupt) does: deterministic, whatever the machine's speed."""
+
+    armed = False
+
+    def __init__(self, eps):
+        self.eps = eps
+
+    def perturb(self, x, rng):
+        if InterruptsOnce.armed:
+            InterruptsOnce.armed = False
+            _thread.interrupt_main()
+        return np.asarray(x, float) + rng.laplace(0.0, 1.0 / self.eps, np.shape(x))
+
+    def in_domain(self, y):
+        return np.isfinite(np.asarray(y, float))
+
+    def estimate_mean(self, y):
+        return float(np.mean(y))
+
+
+def _jupyter_like(coroutine):
+    """A loop that leaves SIGINT to Python (as ipykernel does): Ctrl-C raises
+    ``KeyboardInterrupt`` wherever the main thread is."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("outer", [_jupyter_like, asyncio.run])  # asyncio.run: its handler
+def test_ctrl_c_inside_a_running_event_loop_stops_the_run(outer, tmp_path):
+    # paced: 2,000 steps of 0.05 s, 100 s of wall clock whatever the machine, against the
+    # interrupt's 0.1 s; a run that was not stopped fails the results.json check below
+    mechanism = f'mechanism = "{__name__}:InterruptsOnce"'
+    long_run = TEXT.replace("steps = 12", f"steps = 2000\nstep_seconds = 0.05\n{mechanism}")
+    loaded = ldpfleet.parse_scenario(long_run)
+    InterruptsOnce.armed = True
+
+    async def notebook_cell():
+        return ldpfleet.run(loaded, broker="memory", out_dir=tmp_path / "stopped")
+
+    with pytest.raises(KeyboardInterrupt):
+        outer(notebook_cell())
+    assert not [t for t in threading.enumerate() if t.name == "ldpfleet-run" and t.is_alive()]
+    assert not (tmp_path / "stopped" / "results.json").exists()  # stopped, not finished
+    again = ldpfleet.run(ldpfleet.parse_scenario(TEXT), broker="memory", out_dir=tmp_path / "b")
+    assert again["reports_lost"] == 0
 
 
 def test_the_coroutine_runs_inside_a_running_event_loop(scenario, tmp_path):
