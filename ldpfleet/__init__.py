@@ -14,8 +14,8 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
   ``mechanism_names``, and the built-in classes;
 - audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
   bound with a certified confidence), ``AuditResult``;
-- stream analytics: ``detect_period``, ``cpr`` and ``cpr_many`` (CPR's reconstruction,
-  docs/cpr.md) with ``CprConfig`` and ``CprResult``;
+- stream analytics: ``detect_period`` (a ``PeriodEstimate``), ``cpr`` and ``cpr_many``
+  (CPR's reconstruction, docs/cpr.md) with ``CprConfig`` and ``CprResult``;
 - errors: ``ParameterError`` (a bad argument, naming it: ``.field``), besides
   ``ScenarioError``.
 """
@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "AuditResult": "ldpfleet.collector.audit.core:AuditResult",
     # stream analytics
     "detect_period": "ldpfleet.collector.period:detect_period",
+    "PeriodEstimate": "ldpfleet.collector.period:PeriodEstimate",
     "cpr": "ldpfleet.collector.cpr:cpr",
     "cpr_many": "ldpfleet.collector.cpr:cpr_many",
     "CprConfig": "ldpfleet.collector.cpr:CprConfig",
@@ -74,6 +75,7 @@ __all__ = [
     "LoadedScenario",
     "Mechanism",
     "ParameterError",
+    "PeriodEstimate",
     "PiecewiseMechanism",
     "ScenarioError",
     "SquareWave",
@@ -100,6 +102,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.collector.cpr import CprResult as CprResult
     from ldpfleet.collector.cpr import cpr as cpr
     from ldpfleet.collector.cpr import cpr_many as cpr_many
+    from ldpfleet.collector.period import PeriodEstimate as PeriodEstimate
     from ldpfleet.collector.period import detect_period as detect_period
     from ldpfleet.outputs import read_reports as read_reports
     from ldpfleet.outputs import read_results as read_results
