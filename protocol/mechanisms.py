@@ -293,6 +293,13 @@ def class_import_path(mechanism: object) -> str:
                 f"builds Cls(eps) itself; got {mechanism!r:.80}",
                 field="mechanism",
             )
+        if callable(mechanism):  # functools.partial(Cls, width=2), a lambda, a function
+            raise ParameterError(
+                f"{mechanism!r:.80} is not a class: every side builds Cls(eps) from a name, so "
+                "fix other parameters in a subclass at module level (class Wide(Cls): def "
+                "__init__(self, eps): super().__init__(eps, width=2))",
+                field="mechanism",
+            )
         check_mechanism_name(mechanism)  # None, a number, bytes: the usual sentence
     module, qualname = mechanism.__module__, mechanism.__qualname__
     if "<locals>" in qualname:

@@ -16,6 +16,8 @@ Found (each test below fails on the code before the fix):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -124,3 +126,15 @@ def test_run_audit_names_a_mechanism_of_the_wrong_type(value):
     with pytest.raises(ldpfleet.ParameterError) as info:
         ldpfleet.run_audit(value, 1.0, trials=2000)
     assert info.value.field == "mechanism"
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [functools.partial(ClippedLaplace), lambda eps: ClippedLaplace(eps)],
+    ids=["partial", "lambda"],
+)
+def test_a_factory_that_is_not_a_class_says_to_subclass(factory):
+    """A parameter bound with ``functools.partial`` was refused as a malformed name."""
+    with pytest.raises(ldpfleet.ParameterError) as info:
+        ldpfleet.get_mechanism(factory, 1.0)
+    assert info.value.field == "mechanism" and "subclass" in str(info.value)
