@@ -204,7 +204,7 @@ def read_reports(
 def _run_path(run_dir: object) -> Path:
     if not isinstance(run_dir, str | os.PathLike) or str(run_dir) == "":
         raise _refused("run_dir", f"must be a run's output folder (str or Path), got {run_dir!r}")
-    return Path(run_dir)
+    return Path(run_dir).expanduser()
 
 
 _FILTERS = ("device", "kind", "topic", "since", "until")

@@ -535,7 +535,7 @@ def checked_scenario(scenario: object) -> LoadedScenario:
             "must be a LoadedScenario (ldpfleet.parse_scenario / load_scenario), a path to a "
             f"scenario file or a built-in scenario's name, got {scenario!r:.80}",
         )
-    return load_scenario(scenario)
+    return load_scenario(Path(scenario).expanduser() if str(scenario)[:1] == "~" else scenario)
 
 
 def checked_run_options(
@@ -554,7 +554,7 @@ def checked_run_options(
         )
     if not isinstance(out_dir, str | os.PathLike) or str(out_dir) == "":
         raise _refused("out_dir", f"must be a folder's path (str or Path), got {out_dir!r}")
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+    if Path(out_dir).expanduser().exists() and not Path(out_dir).expanduser().is_dir():
         raise _refused("out_dir", f"{out_dir} is a file, not a folder for the run's outputs")
     if run_id is not None:
         check_ident(run_id, "run_id")
@@ -630,6 +630,7 @@ async def run_scenario(
     and the recorder use ``broker``."""
     scenario = checked_scenario(scenario)
     seed = checked_run_options(broker, out_dir, seed, run_id)
+    out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
         return await _run_checked(
             scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,

@@ -270,3 +270,19 @@ def test_a_folder_is_free_again_after_a_run_that_failed(scenario, tmp_path):
     with pytest.raises(ConnectionError):  # refused inside the run, its folder claimed
         ldpfleet.run(scenario, broker="mqtt://127.0.0.1:1", out_dir=tmp_path)
     assert ldpfleet.run(scenario, broker="memory", out_dir=tmp_path)["reports_lost"] == 0
+
+
+def test_a_tilde_is_the_home_folder(scenario, tmp_path, monkeypatch):
+    """``out_dir="~/runs/x"`` made a folder named "~" in the current one (pathlib does not
+    expand it; the shell does, for the CLI). Fails on the code before the fix."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    (home / "scenarios").mkdir(parents=True)
+    (home / "scenarios" / "mine.toml").write_text(TEXT)
+    results = ldpfleet.run("~/scenarios/mine.toml", broker="memory", out_dir="~/runs/x")
+    assert (home / "runs" / "x" / "results.json").is_file() and not (here / "~").exists()
+    assert ldpfleet.read_results("~/runs/x")["run"] == results["run"]
+    assert len(ldpfleet.read_reports("~/runs/x")) == 3
+    assert list(ldpfleet.read_trace("~/runs/x", kind="sw_report"))
