@@ -54,7 +54,8 @@ def run(
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
-    call waits for it, the caller's loop blocked meanwhile; ``await
+    call waits for it, the caller's loop blocked meanwhile (``progress`` is then called
+    from that thread); ``await
     ldpfleet.run_scenario(...)`` (same arguments) keeps that loop free instead. Ctrl-C
     (interrupting the kernel) stops the run, either way, and raises
     ``KeyboardInterrupt``."""
