@@ -4,13 +4,14 @@ over a real MQTT broker.
 The public API (docs/api.md). Everything below is imported on first use (PEP 562), so
 ``import ldpfleet`` and the ``ldpfleet`` command start in milliseconds:
 
-- scenarios: ``load_scenario`` (a path or a built-in name), ``parse_scenario`` (TOML text),
-  ``run`` (synchronous) and ``run_scenario`` (a coroutine), ``LoadedScenario``,
-  ``ScenarioError``;
+- scenarios: ``load_scenario`` (a path or a built-in name), ``parse_scenario`` (TOML text
+  or a dict of sections), ``run`` (synchronous, in a notebook too) and ``run_scenario`` (a
+  coroutine), ``LoadedScenario``, ``ScenarioError``;
 - outputs: ``read_results`` (results.json), ``read_trace`` (every recorded message,
   decoded), ``read_reports`` (each device's accepted reports, in step order);
 - mechanisms: the per-report contract ``Mechanism``, ``get_mechanism`` (a built-in name,
-  ``"package.module:Class"`` or an entry point of the group ``ldpfleet.mechanisms``),
+  ``"package.module:Class"``, an entry point of the group ``ldpfleet.mechanisms`` or the
+  class itself),
   ``mechanism_names``, and the built-in classes;
 - audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
   bound with a certified confidence), ``AuditResult``;
