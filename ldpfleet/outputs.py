@@ -48,9 +48,10 @@ def run(
     Returns the results dict also written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
-    ``seed``, ``run_id``) before anything starts, ``ScenarioError`` for a scenario file
-    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached.
+    ``seed``, ``run_id``; ``out_dir`` also when another run of this process is still
+    writing there) before anything starts, ``ScenarioError`` for a scenario file that does
+    not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be
+    reached. ``~`` in a path is the home folder.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this

@@ -619,9 +619,10 @@ async def run_scenario(
     Returns the results dict written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
-    ``out_dir``, ``seed``, ``run_id``) before anything starts, ``ScenarioError`` for a
-    scenario file that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a
-    broker that cannot be reached.
+    ``out_dir``, ``seed``, ``run_id``; ``out_dir`` also when another run of this process
+    is still writing there) before anything starts, ``ScenarioError`` for a scenario file
+    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
+    cannot be reached. ``~`` in a path is the home folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
