@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 # public name -> "module:attribute" (imported on first access)
 _EXPORTS: dict[str, str] = {
     # scenarios
-    "load_scenario": "ldpfleet.scenarios.schema:load_scenario",
+    "load_scenario": "ldpfleet.scenario_dict:load_scenario",
     "parse_scenario": "ldpfleet.scenario_dict:parse_scenario",
     "LoadedScenario": "ldpfleet.scenarios.schema:LoadedScenario",
     "ScenarioError": "ldpfleet.scenarios.schema:ScenarioError",
@@ -118,11 +118,11 @@ if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.protocol.mechanisms import stream_mechanism as get_mechanism
     from ldpfleet.protocol.piecewise import PiecewiseMechanism as PiecewiseMechanism
     from ldpfleet.protocol.sw import SquareWave as SquareWave
+    from ldpfleet.scenario_dict import load_scenario as load_scenario
     from ldpfleet.scenario_dict import parse_scenario as parse_scenario
     from ldpfleet.scenarios.runner import run_scenario as run_scenario
     from ldpfleet.scenarios.schema import LoadedScenario as LoadedScenario
     from ldpfleet.scenarios.schema import ScenarioError as ScenarioError
-    from ldpfleet.scenarios.schema import load_scenario as load_scenario
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""A scenario built in code: ``parse_scenario`` takes a dict of sections as well as TOML text.
+"""Loading scenarios as the public API does: ``load_scenario`` (a path or a built-in name,
+checked), and ``parse_scenario``, which takes a dict of sections as well as TOML text.
 
 Python reads TOML (``tomllib``) but does not write it, and the runner needs the text (device
 shard processes re-read it), so a dict is written as TOML here and parsed as any file is:
@@ -50,6 +51,34 @@ def parse_scenario(
             "built-in name use load_scenario(path_or_name)"
         )
     return parse_text(scenario, anchor)
+
+
+def load_scenario(path: str | os.PathLike) -> LoadedScenario:
+    """Read and validate a scenario file, or the built-in scenario of that name.
+
+    ``path``: a ``.toml`` file's path (str or Path; ``~`` is the home folder; relative
+    data paths in the file resolve against its folder) or a built-in scenario's name
+    (``"quickstart"``; ``ldpfleet scenarios`` lists them).
+
+    Returns a ``LoadedScenario``.
+
+    Raises ``ScenarioError`` naming the file or the key at fault: no such file or name, a
+    folder, an unreadable file, invalid TOML, a value out of range, and a ``path`` that is
+    not one (a dict: ``parse_scenario`` takes it)."""
+    from ldpfleet.scenarios.schema import ScenarioError
+    from ldpfleet.scenarios.schema import load_scenario as load_file
+
+    if isinstance(path, Mapping):
+        raise ScenarioError(
+            "load_scenario takes a path or a built-in scenario's name; a dict of sections "
+            "goes to parse_scenario(sections)"
+        )
+    if not isinstance(path, str | os.PathLike) or str(path) == "":
+        raise ScenarioError(
+            "load_scenario takes a path to a scenario file (str or Path) or a built-in "
+            f"scenario's name, got {type(path).__name__} {path!r:.60}"
+        )
+    return load_file(Path(path).expanduser() if str(path)[:1] == "~" else path)
 
 
 def scenario_toml(sections: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import ldpfleet
+from ldpfleet.scenario_dict import scenario_toml
 
 BASE = {
     "scenario": {"name": "from-a-dict", "seed": 4},
@@ -120,3 +121,24 @@ def test_a_mechanism_instance_is_named_with_its_key():
     with pytest.raises(ldpfleet.ScenarioError) as info:
         ldpfleet.parse_scenario(data)
     assert str(info.value).startswith("stream.mechanism: ") and "the class" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(None, "a path"), (3, "a path"), ("", "a path"), (BASE, "parse_scenario")],
+    ids=["None", "int", "empty", "dict"],
+)
+def test_load_scenario_names_what_is_not_a_path(value, words):
+    """``load_scenario(None)`` / ``(3)`` / ``({...})`` died in pathlib's ``TypeError``,
+    ``load_scenario("")`` said ". is a directory". Fails on the code before the fix."""
+    with pytest.raises(ldpfleet.ScenarioError) as info:
+        ldpfleet.load_scenario(value)
+    assert words in str(info.value), str(info.value)
+
+
+def test_load_scenario_still_loads_paths_and_names(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(scenario_toml(BASE))
+    assert ldpfleet.load_scenario(path).name == "from-a-dict"
+    assert ldpfleet.load_scenario(str(path)).path == path
+    assert ldpfleet.load_scenario("quickstart").name == "quickstart"
