@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +50,7 @@ from ldpfleet.collector.sw_em import (
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.sw import SquareWave
+from numpy.typing import ArrayLike
 
 MIN_PHASE_BUCKETS = 16
 MAX_PHASE_BUCKETS = 64
@@ -139,10 +141,19 @@ def phase_templates(
     return kde_mode(pseudo, counts, grid=config.kde_grid)
 
 
-def cpr(y: np.ndarray, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
+def cpr(y: ArrayLike, mechanism: SquareWave, config: CprConfig | None = None) -> CprResult:
     """Reconstruct one device's stream from its SW reports ``y`` (in report order): a
-    non-empty 1-D array-like of reports in ``mechanism``'s output range. ``config``: a
-    ``CprConfig`` or ``None`` (the defaults)."""
+    non-empty 1-D array-like of reports in ``mechanism``'s output range. ``mechanism``:
+    the ``SquareWave`` that privatised them (its ``eps`` and variant). ``config``: a
+    ``CprConfig`` or ``None`` (the defaults).
+
+    Returns a ``CprResult``: ``period`` (an int, or ``None`` when detection abstains; then
+    the reconstruction is a constant), ``confidence``, ``template`` (one cycle, in [0,
+    1]) and ``reconstruction`` (one value per report, in [0, 1]).
+
+    Raises ``ParameterError`` (a ``ValueError``) naming ``y`` or its first bad report
+    ``y[k]`` (not 1-D, empty, not finite, outside the output range), ``mechanism`` (not a
+    ``SquareWave``) or ``config`` (not a ``CprConfig``)."""
     config = _check_config(config)
     y = _reports(y, mechanism)
     estimate = _detect(y, config)
@@ -219,14 +230,17 @@ def _streams(streams: object) -> object:
 
 
 def cpr_many(
-    streams: list[np.ndarray], mechanism: SquareWave, config: CprConfig | None = None
+    streams: Iterable[ArrayLike], mechanism: SquareWave, config: CprConfig | None = None
 ) -> list[CprResult]:
     """``[cpr(y, mechanism, config) for y in streams]``, the same results bit for bit, with
     the per-phase EM and the KDE modes of all streams that share a bucket count run together
     (``sw_em.em_owners``, one ``kde_mode`` call): their per-call overhead, which dominates
     short streams, is paid once per group instead of once per stream. Period detection
-    stays per stream. ``streams``: an iterable of streams (a 2-D array: one per row); a bad
-    one is named ``streams[i]`` (its sample ``streams[i][k]``)."""
+    stays per stream. ``streams``: an iterable of streams (a 2-D array: one per row; they
+    may differ in length); ``mechanism`` and ``config`` as ``cpr``'s. Returns one
+    ``CprResult`` per stream, in order. Raises ``ParameterError`` as ``cpr`` does, a bad
+    stream named ``streams[i]`` (its sample ``streams[i][k]``), one stream given as
+    numbers named as such."""
     config = _check_config(config)
     ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
     estimates = [_detect(y, config) for y in ys]

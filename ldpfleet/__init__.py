@@ -4,18 +4,19 @@ over a real MQTT broker.
 The public API (docs/api.md). Everything below is imported on first use (PEP 562), so
 ``import ldpfleet`` and the ``ldpfleet`` command start in milliseconds:
 
-- scenarios: ``load_scenario`` (a path or a built-in name), ``parse_scenario`` (TOML text),
-  ``run`` (synchronous) and ``run_scenario`` (a coroutine), ``LoadedScenario``,
-  ``ScenarioError``;
+- scenarios: ``load_scenario`` (a path or a built-in name), ``parse_scenario`` (TOML text
+  or a dict of sections), ``run`` (synchronous, in a notebook too) and ``run_scenario`` (a
+  coroutine), ``LoadedScenario``, ``ScenarioError``;
 - outputs: ``read_results`` (results.json), ``read_trace`` (every recorded message,
-  decoded);
+  decoded), ``read_reports`` (each device's accepted reports, in step order);
 - mechanisms: the per-report contract ``Mechanism``, ``get_mechanism`` (a built-in name,
-  ``"package.module:Class"`` or an entry point of the group ``ldpfleet.mechanisms``),
+  ``"package.module:Class"``, an entry point of the group ``ldpfleet.mechanisms`` or the
+  class itself),
   ``mechanism_names``, and the built-in classes;
 - audit: ``run_audit`` (a battery entry or any contract mechanism, black-box: an ε lower
   bound with a certified confidence), ``AuditResult``;
-- stream analytics: ``detect_period``, ``cpr`` and ``cpr_many`` (CPR's reconstruction,
-  docs/cpr.md) with ``CprConfig`` and ``CprResult``;
+- stream analytics: ``detect_period`` (a ``PeriodEstimate``), ``cpr`` and ``cpr_many``
+  (CPR's reconstruction, docs/cpr.md) with ``CprConfig`` and ``CprResult``;
 - errors: ``ParameterError`` (a bad argument, naming it: ``.field``), besides
   ``ScenarioError``.
 """
@@ -23,15 +24,15 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 # public name -> "module:attribute" (imported on first access)
 _EXPORTS: dict[str, str] = {
     # scenarios
-    "load_scenario": "ldpfleet.scenarios.schema:load_scenario",
-    "parse_scenario": "ldpfleet.scenarios.schema:parse_scenario",
+    "load_scenario": "ldpfleet.scenario_dict:load_scenario",
+    "parse_scenario": "ldpfleet.scenario_dict:parse_scenario",
     "LoadedScenario": "ldpfleet.scenarios.schema:LoadedScenario",
     "ScenarioError": "ldpfleet.scenarios.schema:ScenarioError",
     "run_scenario": "ldpfleet.scenarios.runner:run_scenario",
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     # outputs
     "read_results": "ldpfleet.outputs:read_results",
     "read_trace": "ldpfleet.outputs:read_trace",
+    "read_reports": "ldpfleet.outputs:read_reports",
     # mechanisms
     "Mechanism": "ldpfleet.protocol.mechanism_contract:StreamMechanism",
     "get_mechanism": "ldpfleet.protocol.mechanisms:stream_mechanism",
@@ -53,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "AuditResult": "ldpfleet.collector.audit.core:AuditResult",
     # stream analytics
     "detect_period": "ldpfleet.collector.period:detect_period",
+    "PeriodEstimate": "ldpfleet.collector.period:PeriodEstimate",
     "cpr": "ldpfleet.collector.cpr:cpr",
     "cpr_many": "ldpfleet.collector.cpr:cpr_many",
     "CprConfig": "ldpfleet.collector.cpr:CprConfig",
@@ -61,7 +64,65 @@ _EXPORTS: dict[str, str] = {
     "ParameterError": "ldpfleet.protocol.errors:ParameterError",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# a literal list (type checkers read no other form); the same names as _EXPORTS
+# (tests/unit/test_library_user_typing.py)
+__all__ = [
+    "AuditResult",
+    "CprConfig",
+    "CprResult",
+    "DuchiMechanism",
+    "HybridMechanism",
+    "LaplaceMechanism",
+    "LoadedScenario",
+    "Mechanism",
+    "ParameterError",
+    "PeriodEstimate",
+    "PiecewiseMechanism",
+    "ScenarioError",
+    "SquareWave",
+    "__version__",
+    "cpr",
+    "cpr_many",
+    "detect_period",
+    "get_mechanism",
+    "load_scenario",
+    "mechanism_names",
+    "parse_scenario",
+    "read_reports",
+    "read_results",
+    "read_trace",
+    "run",
+    "run_audit",
+    "run_scenario",
+]
+
+if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
+    from ldpfleet.audits import run_audit as run_audit
+    from ldpfleet.collector.audit.core import AuditResult as AuditResult
+    from ldpfleet.collector.cpr import CprConfig as CprConfig
+    from ldpfleet.collector.cpr import CprResult as CprResult
+    from ldpfleet.collector.cpr import cpr as cpr
+    from ldpfleet.collector.cpr import cpr_many as cpr_many
+    from ldpfleet.collector.period import PeriodEstimate as PeriodEstimate
+    from ldpfleet.collector.period import detect_period as detect_period
+    from ldpfleet.outputs import read_reports as read_reports
+    from ldpfleet.outputs import read_results as read_results
+    from ldpfleet.outputs import read_trace as read_trace
+    from ldpfleet.outputs import run as run
+    from ldpfleet.protocol.duchi import DuchiMechanism as DuchiMechanism
+    from ldpfleet.protocol.errors import ParameterError as ParameterError
+    from ldpfleet.protocol.hybrid import HybridMechanism as HybridMechanism
+    from ldpfleet.protocol.laplace import LaplaceMechanism as LaplaceMechanism
+    from ldpfleet.protocol.mechanism_contract import StreamMechanism as Mechanism
+    from ldpfleet.protocol.mechanisms import mechanism_names as mechanism_names
+    from ldpfleet.protocol.mechanisms import stream_mechanism as get_mechanism
+    from ldpfleet.protocol.piecewise import PiecewiseMechanism as PiecewiseMechanism
+    from ldpfleet.protocol.sw import SquareWave as SquareWave
+    from ldpfleet.scenario_dict import load_scenario as load_scenario
+    from ldpfleet.scenario_dict import parse_scenario as parse_scenario
+    from ldpfleet.scenarios.runner import run_scenario as run_scenario
+    from ldpfleet.scenarios.schema import LoadedScenario as LoadedScenario
+    from ldpfleet.scenarios.schema import ScenarioError as ScenarioError
 
 
 def __getattr__(name: str) -> Any:

@@ -8,56 +8,246 @@ the broker, decoded to the typed wire messages of ``ldpfleet.protocol.messages``
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ldpfleet.broker.transport import Transport
+    from ldpfleet.scenarios.schema import LoadedScenario
 
 
-def run(scenario, **options: Any) -> dict:
-    """Run ``scenario`` (a ``LoadedScenario``, a path or a built-in scenario's name) to the
-    end and return its results (the dict written to ``OUT/results.json``).
+def run(
+    scenario: LoadedScenario | str | os.PathLike,
+    *,
+    broker: str | Transport | None = None,
+    out_dir: str | os.PathLike = "runs/latest",
+    seed: int | None = None,
+    run_id: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` to the end, synchronously, and return its results.
 
-    ``options`` are ``run_scenario``'s: ``broker`` ("memory", "embedded" or an
-    ``mqtt://`` URL; default the scenario's ``[broker] url``), ``out_dir`` (default
-    ``runs/latest``), ``seed``, ``run_id``. Call it from synchronous code; inside a running
-    event loop, ``await ldpfleet.run_scenario(...)`` instead."""
+    ``scenario``: a ``LoadedScenario`` (``parse_scenario`` / ``load_scenario``), a path to
+    a scenario file or a built-in scenario's name. ``broker``: ``"memory"`` (in-process,
+    the fast way to run many trials), ``"embedded"`` (an amqtt broker on a free port), an
+    ``mqtt://``/``mqtts://`` URL or a ``Transport``; default the scenario's ``[broker]
+    url``. ``out_dir``: the folder of the outputs (``results.json``, ``trace.sqlite``,
+    ``ledger.json``, ``report.html``; created, a previous run's files replaced). ``seed``:
+    an integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``; the
+    same seed gives the same privatised values. ``run_id``: 1-64 characters of A-Z a-z 0-9
+    _ . - (default the scenario's name and a random suffix). ``progress``: called as
+    ``progress(received, expected)``.
+
+    Returns the results dict also written to ``out_dir/results.json`` (docs/results.md).
+
+    Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
+    ``seed``, ``run_id``; ``out_dir`` also when another run of this process is still
+    writing there) before anything starts, ``ScenarioError`` for a scenario file that does
+    not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be
+    reached. ``~`` in a path is the home folder.
+
+    Inside a running event loop (a Jupyter cell, an ``async def``), where
+    ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
+    call waits for it, the caller's loop blocked meanwhile (``progress`` is then called
+    from that thread); ``await
+    ldpfleet.run_scenario(...)`` (same arguments) keeps that loop free instead. Ctrl-C
+    (interrupting the kernel) stops the run, either way, and raises
+    ``KeyboardInterrupt``."""
     from ldpfleet.scenarios.loop import run as run_loop
     from ldpfleet.scenarios.runner import run_scenario
-    from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 
-    loaded = scenario if isinstance(scenario, LoadedScenario) else load_scenario(scenario)
-    return run_loop(run_scenario(loaded, **options))
+    def coroutine() -> Coroutine[Any, Any, dict[str, Any]]:
+        return run_scenario(
+            scenario, broker=broker, out_dir=out_dir, seed=seed, run_id=run_id, progress=progress
+        )
+
+    if _running_loop() is None:
+        return run_loop(coroutine())
+    return _run_in_a_worker_thread(coroutine)
 
 
-def read_results(run_dir: str | Path) -> dict:
-    """The results of the run in ``run_dir`` (its ``results.json``)."""
-    path = Path(run_dir) / "results.json"
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _run_in_a_worker_thread(
+    coroutine: Callable[[], Coroutine[Any, Any, dict[str, Any]]],
+) -> dict[str, Any]:
+    """``coroutine()`` run to the end on a loop of its own in a worker thread (this
+    thread's loop is busy running the caller), this thread waiting. A
+    ``KeyboardInterrupt`` here (Ctrl-C reaches the main thread only) cancels the run and
+    waits for it to wind down (its devices, broker and files closed) before it is
+    raised; so does a cancellation of the caller's task (``asyncio.run``'s own Ctrl-C
+    handler cancels it), raised as ``CancelledError`` there."""
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    started = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> dict[str, Any]:
+        box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await coroutine()
+
+    def work() -> None:
+        try:
+            box["result"] = run_loop(main())
+        except BaseException as error:  # handed to the waiting thread
+            box["error"] = error
+        finally:
+            started.set()
+
+    caller = asyncio.current_task()  # asyncio.run's Ctrl-C handler cancels it
+    cancelled_before = caller.cancelling() if caller is not None else 0
+    worker = threading.Thread(target=work, name="ldpfleet-run", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)  # short waits: a KeyboardInterrupt lands between them
+            if caller is not None and caller.cancelling() > cancelled_before:
+                raise asyncio.CancelledError  # the caller's task was cancelled meanwhile
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        started.wait()
+        if "task" in box:
+            box["loop"].call_soon_threadsafe(box["task"].cancel)
+        worker.join()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """The results of the run in ``run_dir``: its ``results.json`` as a dict
+    (docs/results.md); ``run_dir`` may also be the ``results.json`` file itself.
+
+    Raises ``FileNotFoundError`` when there is no ``results.json``, ``ParameterError``
+    (field ``run_dir``, a ``ValueError``) for a ``run_dir`` that is not a path or a
+    ``results.json`` that is not JSON (a run stopped while writing it, an edited file)."""
+    path = _run_path(run_dir)
+    if path.name != "results.json" or path.is_dir():
+        path = path / "results.json"
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: is {run_dir} a run's output folder?")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _refused("run_dir", f"{path} is not a results file (not JSON: {error})") from None
+
+
+@overload
+def read_reports(run_dir: str | os.PathLike, *, device: None = None) -> dict[str, np.ndarray]: ...
+
+
+@overload
+def read_reports(run_dir: str | os.PathLike, *, device: str) -> np.ndarray: ...
+
+
+def read_reports(
+    run_dir: str | os.PathLike, *, device: str | None = None
+) -> dict[str, np.ndarray] | np.ndarray:
+    """The privatised reports the collector accepted in the run in ``run_dir``, each
+    device's in step order: what ``detect_period`` and ``cpr`` take.
+
+    ``device``: one device's id (``"d0001"``); default every device. Returns a dict
+    ``{device: 1-D float64 array}`` (only devices with a report), or with ``device`` that
+    device's array. The values are the mechanism's reports (``SwReport.values``: for
+    ``sw``, in its output range around [0, 1], not physical units), each (device, batch)
+    once, as the collector stored it (``collector.sqlite``; a partitioned run's
+    ``collector-p*.sqlite`` too). Rebuilding a stream from ``read_trace`` counts a
+    retransmitted batch twice: the trace keeps every message that crossed the broker.
+
+    Raises ``FileNotFoundError`` when ``run_dir`` holds no collector store,
+    ``ParameterError`` naming ``run_dir`` (not a path) or ``device`` (no report from
+    it: the devices that have one are listed)."""
+    import numpy as np
+
+    from ldpfleet.broker.trace import connect_readonly
+
+    folder = _run_path(run_dir)
+    stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
+    stores = [store for store in stores if store.is_file()]
+    if not stores:
+        raise FileNotFoundError(
+            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
+        )
+    batches: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for store in stores:
+        db = connect_readonly(store)
+        try:
+            for sender, t0, blob in db.execute("SELECT device, t0, vals FROM reports"):
+                batches.setdefault(sender, []).append((t0, np.frombuffer(blob, dtype="<f8")))
+        finally:
+            db.close()
+    streams = {
+        sender: np.concatenate([values for _, values in sorted(parts, key=lambda p: p[0])])
+        for sender, parts in sorted(batches.items())
+    }
+    if device is None:
+        return streams
+    if device not in streams:
+        shown = ", ".join(list(streams)[:5]) + (", ..." if len(streams) > 5 else "")
+        raise _refused(
+            "device", f"{device!r} has no report in {run_dir} (devices with one: {shown})"
+        )
+    return streams[device]
+
+
+def _run_path(run_dir: object) -> Path:
+    if not isinstance(run_dir, str | os.PathLike) or str(run_dir) == "":
+        raise _refused("run_dir", f"must be a run's output folder (str or Path), got {run_dir!r}")
+    return Path(run_dir).expanduser()
 
 
 _FILTERS = ("device", "kind", "topic", "since", "until")
 
 
-def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, str, Any]]:
-    """Every recorded message of the run in ``run_dir`` as ``(time, topic, message)``, in
-    the order the recorder saw them; ``message`` is the decoded wire message (a
-    ``msgspec.Struct``; undecodable payloads come as raw ``bytes``).
+def read_trace(
+    run_dir: str | os.PathLike,
+    *,
+    device: str | None = None,
+    kind: str | None = None,
+    topic: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    **unknown: Any,
+) -> Iterator[tuple[float, str, Any]]:
+    """Yields every recorded message of the run in ``run_dir`` (its folder, or its
+    ``trace.sqlite``) as ``(time, topic, message)``, in the order the recorder saw them:
+    ``time`` the recorder's clock (seconds since the epoch), ``topic`` the MQTT topic,
+    ``message`` the decoded wire message (a ``msgspec.Struct`` of
+    ``ldpfleet.protocol.messages``, e.g. ``SwReport`` with ``.sender``, ``.seq``,
+    ``.values``; an undecodable payload comes as raw ``bytes``).
 
-    ``selection`` filters like ``ldpfleet trace show``: ``device``, ``kind`` (e.g.
-    ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until`` (seconds from the
-    first message). Checked when called, as the command checks them: an unknown filter,
-    an empty one, a kind the protocol does not have, a device that sent and received
-    nothing, a malformed MQTT filter, a NaN or negative time raise ``ParameterError``
-    naming the filter (they selected nothing, silently)."""
+    The filters are those of ``ldpfleet trace show``: ``device`` (sent or received by
+    it), ``kind`` (e.g. ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until``
+    (seconds after the first message). Checked when called, as the command checks them:
+    an unknown filter, an empty one, a kind the protocol does not have, a device that
+    sent and received nothing, a malformed MQTT filter, a time that is not a number >= 0
+    raise ``ParameterError`` naming the filter (a real kind with no message in this run
+    yields nothing). A missing or damaged trace raises ``TraceError`` (a ``ValueError``);
+    a ``run_dir`` that is not a path, ``ParameterError`` naming ``run_dir``."""
     from ldpfleet.broker.trace import TraceFilter, open_readonly
 
-    unknown = sorted(set(selection) - set(_FILTERS))
     if unknown:
-        raise _refused(unknown[0], f"is not a filter; the filters: {', '.join(_FILTERS)}")
-    db = open_readonly(run_dir)
+        name = sorted(unknown)[0]
+        raise _refused(name, f"not a filter; the filters: {', '.join(_FILTERS)}")
+    selection = {
+        name: value
+        for name, value in zip(_FILTERS, (device, kind, topic, since, until), strict=True)
+        if value is not None
+    }
+    db = open_readonly(_run_path(run_dir))
     try:
         _check_selection(db, selection, run_dir)
     except BaseException:
@@ -69,7 +259,7 @@ def read_trace(run_dir: str | Path, **selection: Any) -> Iterator[tuple[float, s
 def _refused(field: str, sentence: str):
     from ldpfleet.protocol.errors import ParameterError
 
-    return ParameterError(f"{field} {sentence}", field=field)
+    return ParameterError(sentence, field=field)
 
 
 def _check_selection(db, selection: dict, run_dir) -> None:
@@ -94,7 +284,10 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     for name in ("since", "until"):
         value = selection.get(name)
         if value is not None and not (
-            isinstance(value, int | float) and math.isfinite(value) and value >= 0
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value >= 0
         ):
             raise _refused(
                 name, f"must be a number of seconds >= 0 after the first message, got {value!r}"

@@ -43,6 +43,7 @@ import numpy as np
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
+    checked_rng,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_float, rr_lie
@@ -81,6 +82,7 @@ class DuchiMechanism:
     def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Reports +-C: the exact coin ``Bernoulli(x)`` answered through exact randomized
         response (module docstring)."""
+        checked_rng(rng)
         arr = unit_inputs(x)
         bit = bernoulli_float(rng, arr)
         lie = rr_lie(rng, self.coin_eps, bit.size).reshape(bit.shape)

@@ -39,6 +39,7 @@ from ldpfleet.protocol.duchi import DuchiMechanism
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
+    checked_rng,
     unit_inputs,
 )
 from ldpfleet.protocol.piecewise import PiecewiseMechanism
@@ -84,6 +85,7 @@ class HybridMechanism:
     def perturb(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """PM's report where the coin says so (exactly ``alpha = 1 - exp(-eps / 2)``, or
         never when ``alpha`` is 0), Duchi's elsewhere."""
+        checked_rng(rng)
         arr = unit_inputs(x)
         if self.alpha > 0.0:
             use_duchi = bernoulli_exp(rng, Fraction(self.eps) / 2, arr.size)

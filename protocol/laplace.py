@@ -28,6 +28,7 @@ import numpy as np
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
+    checked_rng,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
@@ -58,6 +59,7 @@ class LaplaceMechanism:
     def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
         """Add exact Laplace(1/eps) noise on the grid (module docstring); ``v`` must lie in
         [0, 1]."""
+        checked_rng(rng)
         return laplace_on_grid(rng, unit_inputs(v), self.scale, GRID)
 
     def estimate(self, y: np.ndarray) -> np.ndarray:

@@ -78,6 +78,7 @@ __all__ = [
     "checked_mean",
     "checked_report_values",
     "checked_reports",
+    "checked_rng",
     "contract_reports",
     "domain_mask",
     "mean_problem",
@@ -207,6 +208,19 @@ def unit_inputs(x: object, field: str = "v") -> np.ndarray:
             f"input must lie in [0, 1], got {float(arr.reshape(-1)[index])!r}", field=where
         )
     return arr
+
+
+def checked_rng(rng: object, field: str = "rng") -> np.random.Generator:
+    """``rng`` if it draws as a ``numpy.random.Generator`` does (has ``integers``), else a
+    ``ParameterError`` naming ``field``: a seed, ``None`` or a legacy ``RandomState`` died in
+    an ``AttributeError`` deep in a sampler."""
+    if not hasattr(rng, "integers") or isinstance(rng, str | bytes | int | float):
+        raise ParameterError(
+            "must be a numpy.random.Generator, e.g. np.random.default_rng(seed) (the "
+            f"randomness of every report comes from it), got {rng!r:.80}",
+            field=field,
+        )
+    return rng  # type: ignore[return-value]
 
 
 def _as_array(x: object, field: str) -> np.ndarray:

@@ -38,6 +38,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
 from ldpfleet.protocol.mechanism_contract import (
+    REQUIRED_METHODS,
     a_or_an,
     build_mechanism,
     check_budget,
@@ -59,6 +60,7 @@ __all__ = [
     "PluginImportFailed",
     "UnresolvedMechanism",
     "check_mechanism_name",
+    "class_import_path",
     "is_entry_point",
     "mechanism_factory",
     "mechanism_names",
@@ -276,8 +278,59 @@ def _plugin_class(name: str) -> type:
     return _entry_point_class(name)
 
 
-def stream_mechanism(name: str, eps: float):
+def class_import_path(mechanism: object) -> str:
+    """The name ``"module:Class"`` of a mechanism class given as itself (one defined in a
+    notebook or a script is ``"__main__:Class"``), checked to lead back to that very
+    class: a class redefined since its name was first resolved (a notebook cell run
+    again) replaces the earlier one. Raises ``ParameterError`` (field ``mechanism``) for
+    an instance (every side builds ``Cls(eps)`` itself: pass the class), a class defined
+    inside a function (no import path reaches it) and anything else that is not a class
+    (``check_mechanism_name``'s sentence)."""
+    if not isinstance(mechanism, type):
+        if all(hasattr(mechanism, method) for method in REQUIRED_METHODS):
+            raise ParameterError(
+                f"pass the class (or its 'module:Class' name), not an instance: every side "
+                f"builds Cls(eps) itself; got {mechanism!r:.80}",
+                field="mechanism",
+            )
+        if callable(mechanism):  # functools.partial(Cls, width=2), a lambda, a function
+            raise ParameterError(
+                f"{mechanism!r:.80} is not a class: every side builds Cls(eps) from a name, so "
+                "fix other parameters in a subclass at module level (class Wide(Cls): def "
+                "__init__(self, eps): super().__init__(eps, width=2))",
+                field="mechanism",
+            )
+        check_mechanism_name(mechanism)  # None, a number, bytes: the usual sentence
+    module, qualname = mechanism.__module__, mechanism.__qualname__
+    if "<locals>" in qualname:
+        raise ParameterError(
+            f"class {mechanism.__name__} is defined inside a function ({qualname}), where no "
+            f"import path reaches it: define it at module level (then it is "
+            f"'{module}:{mechanism.__name__}')",
+            field="mechanism",
+        )
+    path = check_mechanism_name(f"{module}:{qualname}")
+    if _plugin_class(path) is not mechanism:  # redefined since it was first resolved
+        _plugin_class.cache_clear()
+        _checked.difference_update({key for key in _checked if key[0] == path})
+        if _plugin_class(path) is not mechanism:
+            raise ParameterError(
+                f"{path!r} names another class than the one given (is it a copy, or "
+                f"was {module}.{qualname} reassigned?): pass the class the module holds",
+                field="mechanism",
+            )
+    return path
+
+
+def stream_mechanism(name: str | type, eps: float):
     """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
+
+    ``name``: a built-in (``mechanism_names()``), ``"package.module:Class"``, an entry
+    point's name, or the class itself (``class_import_path``). ``eps``: a finite real
+    number in (0, 50] (``raw``: 0). Returns the mechanism, an instance of its class.
+    Raises ``ParameterError`` (``.field``: ``mechanism`` or ``eps``) for a name that does
+    not resolve (``UnresolvedMechanism``), a budget refused, or a class that breaks the
+    contract on the sample check below (the sentence says what is wrong).
 
     The first build of each (name, eps) runs the contract's sample check on a fixed-seed
     generator of its own (the caller's generator is never touched), with no time limit
@@ -287,6 +340,8 @@ def stream_mechanism(name: str, eps: float):
     before any plugin sees it: a plugin built at eps = 0, NaN or inf answered with a
     misleading failure of its own (``ldpfleet audit pkg.mod:Cls --eps nan``:
     "estimate_mean returned nan")."""
+    if not isinstance(name, str):
+        name = class_import_path(name)
     if name != "raw":
         eps = check_budget(eps)  # a float: a np.float32 budget reaches no class as such
     mechanism = build_mechanism(mechanism_factory(name), eps, name)

@@ -54,6 +54,7 @@ import numpy as np
 from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
+    checked_rng,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_rational, exp_lower_bound
@@ -128,6 +129,7 @@ class PiecewiseMechanism:
         """Reports in [-C, C], exactly (module docstring): the centre piece's first cell
         ``a``, "far" with the exact ``Bernoulli(M / (M + K R))``, a uniform cell among the
         far (or the centre) cells, its midpoint."""
+        checked_rng(rng)
         arr = unit_inputs(x)
         near, total = self.centre_cells, self.cells
         left, _ = self.centre(arr)

@@ -64,6 +64,7 @@ from ldpfleet.protocol.mechanism_contract import (
     EPS_MIN,
     below_eps_min,
     checked_report_values,
+    checked_rng,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_rational, exp_lower_bound
@@ -184,6 +185,7 @@ class SquareWave:
         ``rng.integers`` in the ``< 2**-40`` case above the largest multiple). Returns a
         float for scalar input, an array of the same shape otherwise; every output is
         ``output_low + (i + 1/2) GRID``."""
+        checked_rng(rng)
         arr = unit_inputs(v)
         start = np.rint(self._window_start(_on_grid(arr)) / GRID).astype(np.int64).ravel()
         near_cells = 2 * round(self.b / GRID)

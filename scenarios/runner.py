@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
+import os
 import resource
 import secrets
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,16 +42,18 @@ from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.devices.sources import missing_entry, source_cycles_entry
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.rendezvous import scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
+from ldpfleet.protocol.topics import check_ident
 from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
-from ldpfleet.scenarios.schema import LoadedScenario
+from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -505,8 +510,91 @@ async def watch_progress(service: CollectorService, callback: ProgressCallback) 
         await asyncio.sleep(0.2)
 
 
+SEED_MAX = 2**63 - 1  # [scenario] seed's limit (scenarios/schema.py), the CLI's --seed's too
+
+
+def _refused(field: str, reason: str) -> ParameterError:
+    return ParameterError(reason, field=field)
+
+
+def checked_scenario(scenario: object) -> LoadedScenario:
+    """``scenario`` as a ``LoadedScenario``: one already, or loaded from a path or a
+    built-in scenario's name (``load_scenario``); TOML text and other types raise
+    ``ParameterError`` naming ``scenario``."""
+    if isinstance(scenario, LoadedScenario):
+        return scenario
+    if isinstance(scenario, str) and ("\n" in scenario or scenario.lstrip().startswith("[")):
+        raise _refused(
+            "scenario",
+            "this is TOML text, not a path or a built-in scenario's name: pass "
+            "ldpfleet.parse_scenario(text) instead",
+        )
+    if not isinstance(scenario, str | os.PathLike) or scenario == "":
+        raise _refused(
+            "scenario",
+            "must be a LoadedScenario (ldpfleet.parse_scenario / load_scenario), a path to a "
+            f"scenario file or a built-in scenario's name, got {scenario!r:.80}",
+        )
+    return load_scenario(Path(scenario).expanduser() if str(scenario)[:1] == "~" else scenario)
+
+
+def checked_run_options(
+    broker: object, out_dir: object, seed: object, run_id: object
+) -> int | None:
+    """Refuse what ``run_scenario`` cannot use before anything starts, each option named
+    with its limit and value (``ParameterError``); returns ``seed`` as an ``int`` (a numpy
+    integer is one) or ``None``."""
+    if broker is not None and not (
+        (isinstance(broker, str) and broker) or hasattr(broker, "connect")
+    ):
+        raise _refused(
+            "broker",
+            "must be 'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport; "
+            f"got {broker!r}",
+        )
+    if not isinstance(out_dir, str | os.PathLike) or str(out_dir) == "":
+        raise _refused("out_dir", f"must be a folder's path (str or Path), got {out_dir!r}")
+    if Path(out_dir).expanduser().exists() and not Path(out_dir).expanduser().is_dir():
+        raise _refused("out_dir", f"{out_dir} is a file, not a folder for the run's outputs")
+    if run_id is not None:
+        check_ident(run_id, "run_id")
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+        raise _refused("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+    if not 0 <= operator.index(seed) <= SEED_MAX:
+        raise _refused("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+    return operator.index(seed)
+
+
+_RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process now running
+_RUNNING_LOCK = threading.Lock()  # runs in threads claim folders too
+
+
+@contextlib.contextmanager
+def claimed_out_dir(out_dir: str | os.PathLike) -> Iterator[None]:
+    """Hold ``out_dir`` for one run of this process: a second run into the same folder
+    while the first runs (``asyncio.gather``, threads) raises ``ParameterError`` naming
+    ``out_dir`` before it touches anything (both runs died in "disk I/O error" from their
+    shared SQLite files). Released when the run ends, however it ends."""
+    folder = Path(out_dir).resolve()
+    with _RUNNING_LOCK:
+        if folder in _RUNNING_OUT_DIRS:
+            raise _refused(
+                "out_dir",
+                f"{out_dir} is the folder of another run of this process, still running: "
+                "give each concurrent run its own out_dir",
+            )
+        _RUNNING_OUT_DIRS.add(folder)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING_OUT_DIRS.discard(folder)
+
+
 async def run_scenario(
-    scenario: LoadedScenario,
+    scenario: LoadedScenario | str | os.PathLike,
     *,
     broker: str | Transport | None = None,
     out_dir: str | Path = "runs/latest",
@@ -519,11 +607,50 @@ async def run_scenario(
 ) -> dict:
     """Run a whole scenario in this process and write its outputs; returns results.
 
+    ``scenario``: a ``LoadedScenario`` (``parse_scenario`` / ``load_scenario``), a path to
+    a scenario file or a built-in scenario's name. ``broker``: ``"memory"`` (in-process),
+    ``"embedded"`` (an amqtt broker on a free port), an ``mqtt://``/``mqtts://`` URL or a
+    ``Transport``; default the scenario's ``[broker] url``. ``out_dir``: the folder the
+    outputs go to (created; a previous run's files there are replaced). ``seed``: an
+    integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``.
+    ``run_id``: the run's id (1-64 characters of A-Z a-z 0-9 _ . -; default the scenario's
+    name and a random suffix). ``progress``: called as ``progress(received, expected)``.
+
+    Returns the results dict written to ``out_dir/results.json`` (docs/results.md).
+
+    Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
+    ``out_dir``, ``seed``, ``run_id``; ``out_dir`` also when another run of this process
+    is still writing there) before anything starts, ``ScenarioError`` for a scenario file
+    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
+    cannot be reached. ``~`` in a path is the home folder.
+
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
     ``[fleet] shards`` > 1 the devices run as processes; ``shard_brokers`` (nodes of a
     broker cluster) spreads them, shard i on ``shard_brokers[i % n]``, while the collector
     and the recorder use ``broker``."""
+    scenario = checked_scenario(scenario)
+    seed = checked_run_options(broker, out_dir, seed, run_id)
+    out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
+    with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
+        return await _run_checked(
+            scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
+            shard_brokers,
+        )  # fmt: skip
+
+
+async def _run_checked(
+    scenario: LoadedScenario,
+    broker: str | Transport | None,
+    out_dir: str | Path,
+    seed: int | None,
+    run_id: str | None,
+    progress: ProgressCallback | None,
+    side_task: SideTask | None,
+    credentials: Credentials | None,
+    shard_brokers: list[str] | None,
+) -> dict:
+    """``run_scenario`` once its arguments are checked and ``out_dir`` is claimed."""
     broker_spec = broker or scenario.spec.broker.url
     if scenario.bulk:  # [fleet] connection = "bulk": bulk gateways (scenarios/bulk_run.py)
         from ldpfleet.scenarios.bulk_run import run_bulk_scenario
