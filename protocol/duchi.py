@@ -86,7 +86,8 @@ class DuchiMechanism:
         arr = unit_inputs(x)
         bit = bernoulli_float(rng, arr)
         lie = rr_lie(rng, self.coin_eps, bit.size).reshape(bit.shape)
-        return np.where(bit != lie, self.bound, -self.bound)
+        out = np.where(bit != lie, self.bound, -self.bound)
+        return float(out) if out.ndim == 0 else out  # a scalar in, a float out (as sw)
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and equal to +C or -C (up to float rounding)."""

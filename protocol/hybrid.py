@@ -94,7 +94,8 @@ class HybridMechanism:
             use_piecewise = np.zeros(arr.shape, dtype=bool)
         from_piecewise = self.piecewise.perturb(arr, rng)
         from_duchi = self.duchi.perturb(arr, rng)
-        return np.where(use_piecewise, from_piecewise, from_duchi)
+        out = np.where(use_piecewise, from_piecewise, from_duchi)
+        return float(out) if out.ndim == 0 else out  # a scalar in, a float out (as sw)
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Within PM's range [-C_PM, C_PM] or +-C_Duchi (C_PM > C_Duchi below eps ~ 31.9,

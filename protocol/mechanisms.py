@@ -242,6 +242,8 @@ def mechanism_factory(name: str) -> Callable[[float], object]:
     if name in BUILTIN_MECHANISMS:
         _warn_if_shadowed(name)
         return BUILTIN_MECHANISMS[name]
+    if name.startswith("__main__:"):  # a script's or notebook's own class: re-read each
+        return _import_class(name)  # time (a cell run again redefines it; no import cost)
     return _plugin_class(name)
 
 
