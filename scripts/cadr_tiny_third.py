@@ -190,7 +190,8 @@ def report(rows: list[dict]) -> None:
         total["worse"] += rule > today + 1e-12
         by_family[family][0] += today
         by_family[family][1] += rule
-    print(f"\n{total['cells']:.0f} cells where the rule fires (means over seeds {SEEDS}):")
+    seeds = sorted({row["seed"] for row in rows})
+    print(f"\n{total['cells']:.0f} cells where the rule fires (means over seeds {seeds}):")
     for key in ("today", "rule"):
         print(
             f"- {key}: summed MAE {total[f'{key} sum']:.2f}, summed excess over the "
