@@ -12,7 +12,9 @@ Per run, for method ``ll``/``lh`` (LPEA-LOW/HIGH with privacy):
 
 1. θ: given, or by Deviation (binary search on the secure count of d_i > θ) or by Sum
    (argmin over θ of the secure sum of local errors), searching θ in [1, D] with ε_dsr,
-   D the public degree bound (the graph's maximum degree, assumed public).
+   D the public degree bound (the graph's maximum degree, assumed public). The dp
+   pipeline's search is DP (``dp_theta``), and a fleet too small for it takes θ = ⌈√D⌉
+   with no search (``protocol.cadr_budget.plan_theta``, "Tiny fleets").
 2. NDOE: the collector publishes ``NDOE_PARTS`` ordered partitions of [0, D]; each node
    samples its code with the exponential mechanism at ε_ndoe (score -|d - median(P_j)|,
    sensitivity D).
@@ -81,6 +83,7 @@ from ldpfleet.protocol.cadr_budget import (
     PART_NAMES,
     THETA_LABEL,
     CadrBudget,
+    plan_theta,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_theta_noise import (
@@ -125,6 +128,8 @@ class CadrRun:
     theta_search: dict = field(default_factory=dict)
     degree_bound: int = 0  # the public D (protocol.cadr_budget.resolve_degree_bound)
     degree_bound_source: str = ""
+    # who chose θ (protocol.cadr_budget.plan_theta): configured, search or small-fleet
+    theta_chosen_by: str = ""
 
 
 def public_bound(degrees: np.ndarray, degree_bound: int | None) -> int:
@@ -276,16 +281,21 @@ def private_run(
     histogram). Both report ``raw``, ``postprocessed`` and the trivial ``baselines``.
     ``degree_bound``: ``[cadr] degree_bound`` (``protocol.cadr_budget.
     resolve_degree_bound``; "auto": ``n - 1`` under "dp", the graph's maximum under
-    "paper")."""
+    "paper"). Under "dp", ``"auto-dev"`` on a fleet too small for the θ search's counts
+    (``protocol.cadr_budget.plan_theta``: ``n < √K σ``) searches nothing: θ = ⌈√D⌉, the
+    split of a given θ (``CadrRun.theta_chosen_by`` = ``"small-fleet"``)."""
     _check_run(method, theta_rule, pipeline)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
-    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, isinstance(theta_rule, str), graph.n)
-    charges = _Charges(budget.open_ledger("node"))
     degrees = graph.degrees()
     bound, bound_source = resolve_degree_bound(
         degree_bound, pipeline, len(degrees), int(degrees.max()) if degrees.size else 0
     )
+    # a fleet too small for its θ search's counts takes θ = ⌈√D⌉ and searches nothing
+    plan = plan_theta(theta_rule, pipeline, eps, alpha, graph.n, bound)
+    theta_rule = plan.rule
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, plan.searched, graph.n)
+    charges = _Charges(budget.open_ledger("node"))
     eps_dsr = budget.dsr
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
     search: dict = {}
@@ -321,6 +331,7 @@ def private_run(
         theta_search=search,
         degree_bound=bound,
         degree_bound_source=bound_source,
+        theta_chosen_by=plan.chosen_by,
     )
 
 
@@ -404,6 +415,7 @@ def summarise(runs: list[CadrRun]) -> dict:
         out["pipeline"] = runs[0].pipeline
         out["degree_bound"] = runs[0].degree_bound
         out["degree_bound_source"] = runs[0].degree_bound_source
+        out["theta_chosen_by"] = runs[0].theta_chosen_by
         for name in ("histogram_l1", "histogram_emd"):
             out[name] = float(np.mean([getattr(r, name) for r in runs]))
         for name in ("raw", "postprocessed"):

@@ -182,7 +182,7 @@ async def cadr_partition_side(
     settings = CadrSettings.of_scenario(scenario, seed)
     graph, _ = load_scenario_graph(scenario)
     devices = partition_devices(graph, p, count)
-    searched = isinstance(settings.theta, str)
+    searched = settings.theta_plan(graph).searched  # the small-fleet rule searches nothing
     budget = CadrBudget.for_pipeline(
         settings.eps, settings.alpha, settings.pipeline, searched, graph.n
     )

@@ -51,7 +51,9 @@ from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.cadr_budget import (
     CadrBudget,
+    ThetaPlan,
     check_theta_within_bound,
+    plan_theta,
     privacy_claim,
     resolve_degree_bound,
 )
@@ -86,7 +88,7 @@ FLEET_METHODS = ("ll", "lh", "ra")
 RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
     "alpha", "seed", "degree_bound", "degree_bound_source", "theta", "theta_rule",
-    "theta_fanout", "theta_spacing", "theta_rounds",
+    "theta_chosen_by", "theta_fanout", "theta_spacing", "theta_rounds",
     "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
     "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
@@ -196,6 +198,14 @@ class CadrSettings:
         bound = resolve_degree_bound(self.degree_bound, self.pipeline, graph.n, graph_max)
         check_theta_within_bound(self.theta, bound)  # the devices would refuse θ > D
         return bound
+
+    def theta_plan(self, graph: Graph) -> ThetaPlan:
+        """The θ the run uses and who chose it (``protocol.cadr_budget.plan_theta``): under
+        "dp", ``auto-dev`` on a fleet too small for the θ search's counts becomes θ =
+        ⌈√D⌉ with no search. The collector's plan, results.json's budget and claim and the
+        partition workers' DSR budget all read it, so they agree."""
+        bound = self.bound_for(graph)
+        return plan_theta(self.theta, self.pipeline, self.eps, self.alpha, graph.n, bound)
 
 
 def scenario_graph_source(source: str, scenario_path: Path | None) -> str:
@@ -496,7 +506,7 @@ def _collector(
         alpha=settings.alpha,
         method=settings.method,
         degree_bound=settings.bound_for(graph),
-        theta_rule=settings.theta,
+        theta_rule=settings.theta_plan(graph).rule,
         fanout=settings.fanout,
         spacing=settings.spacing,
         ndoe_parts=settings.ndoe_parts,
@@ -581,9 +591,9 @@ def collector_results(
     degrees = graph.degrees()
     raw, postprocessed = _release_scores(degrees, names, outcome, settings)
     final = postprocessed if outcome.estimates else raw
-    searched = isinstance(settings.theta, str)
+    plan = settings.theta_plan(graph)
     budget = CadrBudget.for_pipeline(
-        settings.eps, settings.alpha, settings.pipeline, searched, len(names)
+        settings.eps, settings.alpha, settings.pipeline, plan.searched, len(names)
     )
     begin = collected.started if started is None else started
     bound = settings.bound_and_source(graph)  # (D, its source): read once
@@ -596,6 +606,7 @@ def collector_results(
         **_settings_fields(settings, bound),
         "theta": outcome.theta,
         "theta_rule": str(settings.theta),
+        "theta_chosen_by": plan.chosen_by,
         "theta_fanout": settings.fanout,
         "theta_spacing": settings.spacing,
         "theta_rounds": outcome.theta_rounds,
@@ -607,8 +618,9 @@ def collector_results(
             settings.method,
             deadline=settings.peer_deadline,
             overrun=_overrun(outcome),
-            theta_searched=searched,
+            theta_searched=plan.searched,
             degree_bound=bound,
+            small_fleet=plan.small_fleet,
         ),
         "mae": final["mae"],
         "mse": final["mse"],
