@@ -312,6 +312,8 @@ class BulkPlan:
     period: tuple[int, int] = (12, 48)
     amplitude: float = 1.0
     noise: float = 0.1
+    # the readings' centre (``[source] offset``): ``offset + amplitude * sin(...) + noise``
+    offset: float = 0.0
     id_prefix: str = "d"
     mechanism: str = "sw"
     # pacing (``[stream] step_seconds``): reading t of a device exists ``t * step_seconds``
@@ -353,6 +355,9 @@ class BulkPlan:
             raise ParameterError(
                 f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
             )
+        for name in ("amplitude", "noise", "offset"):
+            if not math.isfinite(getattr(self, name)):
+                raise ParameterError(f"must be finite, got {getattr(self, name)!r}", field=name)
         if not (math.isfinite(self.step_seconds) and 0 <= self.step_seconds <= 3600):
             raise ParameterError(
                 f"must be in [0, 3600] seconds, got {self.step_seconds!r}", field="step_seconds"
@@ -554,15 +559,16 @@ class BulkLedger:
 
 def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
     """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
-    ``amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)`` (``devices.sources``'
-    sine), with the period an integer in ``plan.period`` and the phase in [0, 1) taken
-    from the key's bits, and the normal noise by Box-Muller from SplitMix64 outputs of the
-    key xor a constant (simulated data, not privacy noise)."""
+    ``offset + amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)``
+    (``devices.sources``' sine), with the period an integer in ``plan.period`` and the
+    phase in [0, 1) taken from the key's bits, and the normal noise by Box-Muller from
+    SplitMix64 outputs of the key xor a constant (simulated data, not privacy noise)."""
     low, high = plan.period
     period = (low + (keys % np.uint64(high - low + 1))).astype(np.float64)
     phase = ((keys >> np.uint64(40)) & np.uint64(0xFFFFFF)).astype(np.float64) / float(1 << 24)
     t = np.arange(t0, t0 + count, dtype=np.float64)
     x = plan.amplitude * np.sin(2.0 * np.pi * (t[None, :] / period[:, None] + phase[:, None]))
+    x += plan.offset  # before the noise, as devices.sources adds them
     if plan.noise > 0:
         data_keys = keys ^ np.uint64(0xD1B54A32D192ED03)
         steps = np.arange(2 * t0, 2 * (t0 + count), dtype=np.uint64)

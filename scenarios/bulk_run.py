@@ -565,7 +565,7 @@ def bulk_plan(scenario, run: str, seed: int | None = None) -> BulkPlan:
         seed=spec.scenario.seed if seed is None else seed,
         gateway_devices=spec.fleet.gateway_devices, partitions=spec.collector.partitions,
         retransmit_after=config.retransmit_after, lo=config.lo, hi=config.hi,
-        period=period, amplitude=source.amplitude, noise=source.noise,
+        period=period, amplitude=source.amplitude, noise=source.noise, offset=source.offset,
         id_prefix=spec.fleet.id_prefix, mechanism=config.mechanism,
         step_seconds=spec.stream.step_seconds, reconstruct=spec.stream.reconstruct,
         cpr_min_period=spec.cpr.min_period, cpr_max_period=spec.cpr.max_period,
