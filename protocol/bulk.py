@@ -278,6 +278,12 @@ def stage_topic(run: str) -> str:
     return f"{PREFIX}/{run}/ctl/stage"
 
 
+# the ``detail`` of the runner's ``Stage(stream, closed)`` when the run's deadline
+# (``[scenario] run_timeout``) closed it: the collectors store what arrived and skip the
+# reconstruction (scenarios/bulk_run.py, collector/bulk.py)
+RUN_TIMEOUT_DETAIL = "run_timeout"
+
+
 # -- the plan -----------------------------------------------------------------------------
 
 
