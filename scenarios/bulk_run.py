@@ -966,6 +966,7 @@ def _main(argv: list[str] | None = None) -> int:
 
         def ready() -> None:
             print("ready", flush=True)
+            _release_stdout()
 
         served = run_bulk_collector(
             transport,
@@ -993,6 +994,17 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 TERMINATED = 128 + signal.SIGTERM  # a child's exit code when the runner stopped it
+
+
+def _release_stdout() -> None:
+    """Point this collector's stdout at /dev/null once it said ``ready``: the runner's
+    pipe then closes when this process ends, whoever it forked. asyncio's
+    ``Process.wait()`` (3.11) returns only once the child's pipes are closed, and the
+    reconstruction pool's workers, forked later, held it: a collector killed with SIGKILL
+    while reconstructing was never seen to end."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 async def _until_terminated(coroutine):
