@@ -63,7 +63,19 @@ from ldpfleet.protocol.messages import Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.topics import COLLECTOR_ID, svc
 
-__all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
+__all__ = [
+    "NOT_RECONSTRUCTED",
+    "PERIODS_FILE",
+    "BulkStore",
+    "run_bulk_collector",
+    "stored_rows",
+    "stored_streams",
+]
+
+# ``periods.npy``: the period each device's reconstruction found, by device index (i4):
+# 0 when it found none, NOT_RECONSTRUCTED when the device had no stream to reconstruct
+PERIODS_FILE = "periods.npy"
+NOT_RECONSTRUCTED = -1
 
 log = logging.getLogger(__name__)
 
@@ -207,14 +219,20 @@ class _Reconstruction:
         streams = self._rest()
         read = time.perf_counter()
         writing, count = 0.0, 0
+        # each device's period found (0: none; NOT_RECONSTRUCTED: no stream), by index
+        periods = np.full(self.plan.devices, NOT_RECONSTRUCTED, dtype=np.int32)
+        prefix = len(self.plan.id_prefix)
         # each chunk written as it is done, while the pool works on the next: no
         # reconstruction is held until the end
         with NpzWriter(out / "reconstructions.npz") as writer:
             for devices, results in self.early.finish_chunks(streams):
                 mark = time.perf_counter()
                 write_reconstructions(writer, self.config, zip(devices, results, strict=True))
+                for device, result in zip(devices, results, strict=True):
+                    periods[int(device[prefix:])] = result.period or 0
                 writing += time.perf_counter() - mark
                 count += len(devices)
+        np.save(out / PERIODS_FILE, periods)
         saved = time.perf_counter()
         return {
             "method": self.plan.reconstruct,
@@ -222,6 +240,7 @@ class _Reconstruction:
             "during_stage": during,
             "seconds": saved - started,
             "path": "reconstructions.npz",
+            "periods_path": PERIODS_FILE,
             # where ``seconds`` went: reading the store back, waiting for the pool (and
             # reconstructing the rest), writing the file (as chunks finished)
             "read_seconds": round(read - started, 3),

@@ -563,14 +563,21 @@ class BulkLedger:
 # -- the gateway ----------------------------------------------------------------------------
 
 
+def true_periods(plan: BulkPlan, keys: np.ndarray) -> np.ndarray:
+    """Each device's sine period (i8), an integer in ``plan.period`` drawn from its key:
+    what ``synthetic_values`` generates, and what a reconstruction's period is scored
+    against."""
+    low, high = plan.period
+    return (low + (keys % np.uint64(high - low + 1))).astype(np.int64)
+
+
 def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
     """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
     ``offset + amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)``
     (``devices.sources``' sine), with the period an integer in ``plan.period`` and the
     phase in [0, 1) taken from the key's bits, and the normal noise by Box-Muller from
     SplitMix64 outputs of the key xor a constant (simulated data, not privacy noise)."""
-    low, high = plan.period
-    period = (low + (keys % np.uint64(high - low + 1))).astype(np.float64)
+    period = true_periods(plan, keys).astype(np.float64)
     phase = ((keys >> np.uint64(40)) & np.uint64(0xFFFFFF)).astype(np.float64) / float(1 << 24)
     t = np.arange(t0, t0 + count, dtype=np.float64)
     x = plan.amplitude * np.sin(2.0 * np.pi * (t[None, :] / period[:, None] + phase[:, None]))

@@ -50,7 +50,7 @@ from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
-from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.collector.bulk import NOT_RECONSTRUCTED, PERIODS_FILE, run_bulk_collector
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
@@ -63,6 +63,7 @@ from ldpfleet.protocol.bulk import (
     stage_topic,
     stored_dtype,
     synthetic_values,
+    true_periods,
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
@@ -657,13 +658,16 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
     }
 
 
-def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
+def _add_stream_figures(
+    results: dict, plan: BulkPlan, out: Path, period_tolerance: int = 0
+) -> None:
     """The figures every other stream run's results.json has (docs/results.md), added to a
     bulk run's: ``stream``, ``privacy`` (the claim, and what the gateways' ledgers spent),
     ``source_cycles`` (null: bulk gateways generate their readings, no file is replayed),
     ``accuracy`` (per-device means from the stored rows against the simulator's truth, and
     its ``baselines``) and, when reconstructing, ``mean_cosine_distance`` and
-    ``constant_cosine_distance`` in ``reconstruction``. The truth is recomputed here from the
+    ``constant_cosine_distance`` in ``reconstruction``, with CPR also ``period_tolerance``
+    and ``period_accuracy`` (``_period_accuracy``). The truth is recomputed here from the
     plan (``protocol.bulk.synthetic_values``, what the gateways privatised), a gateway's
     devices at a time."""
     config = plan.stream_config()
@@ -692,6 +696,8 @@ def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
     finally:
         if members is not None:
             members.close()
+    if recon is not None:
+        recon |= _period_accuracy(plan, out, period_tolerance)
     errors = [abs(estimates[d] - truths[d]) for d in truths if d in estimates]
     results["accuracy"] = {
         "metric": "per-device mean of the clipped stream (physical units)",
@@ -705,6 +711,28 @@ def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
         recon["constant_cosine_distance"] = (
             float(np.mean([s[1] for s in scores])) if scores else None
         )
+
+
+def _period_accuracy(plan: BulkPlan, out: Path, tolerance: int) -> dict:
+    """``period_tolerance`` and ``period_accuracy``: the share of reconstructed devices
+    whose period CPR found is within ``tolerance`` of the period their sine was generated
+    with (``protocol.bulk.true_periods``; none found counts as wrong), from each
+    partition's ``periods.npy`` (``collector.bulk``), as ``scenarios.runner.
+    score_reconstructions`` scores the per-device path. Only CPR looks for a period: other
+    methods get ``period_accuracy`` None."""
+    entry: dict = {"period_tolerance": tolerance, "period_accuracy": None}
+    paths = [out / f"p{p}" / PERIODS_FILE for p in range(plan.partitions)]
+    if plan.reconstruct != "cpr" or not all(path.exists() for path in paths):
+        return entry
+    found = np.full(plan.devices, NOT_RECONSTRUCTED, dtype=np.int64)
+    for path in paths:  # each device is reconstructed by its own partition only
+        found = np.maximum(found, np.load(path))
+    truth = true_periods(plan, device_keys(plan, 0, plan.devices))
+    scored = found != NOT_RECONSTRUCTED
+    correct = (found > 0) & (np.abs(found - truth) <= tolerance)
+    if scored.any():
+        entry["period_accuracy"] = float(correct[scored].sum() / scored.sum())
+    return entry
 
 
 def _cosines(values: np.ndarray, clean: np.ndarray, plan: BulkPlan) -> tuple[float, float]:
@@ -889,7 +917,7 @@ async def run_bulk_scenario(
         scenario_digest=digest_of(scenario.to_dict()),
     )
     # after the run, off the loop, and not in the bench's (run_bulk's) timings and CPU
-    await asyncio.to_thread(_add_stream_figures, results, plan, out)
+    await asyncio.to_thread(_add_stream_figures, results, plan, out, spec.cpr.period_tolerance)
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
     kind = broker_spec if broker_spec in ("memory", "embedded") else "mqtt"
