@@ -44,6 +44,7 @@ from ldpfleet.collector.analytics import IncrementalReconstructor, write_reconst
 from ldpfleet.collector.cpr import CprConfig
 from ldpfleet.collector.npz_files import NpzWriter
 from ldpfleet.protocol.bulk import (
+    RUN_TIMEOUT_DETAIL,
     BulkAck,
     BulkCollector,
     BulkHello,
@@ -62,7 +63,19 @@ from ldpfleet.protocol.messages import Message, Stage
 from ldpfleet.protocol.partition import PartitionStatus
 from ldpfleet.protocol.topics import COLLECTOR_ID, svc
 
-__all__ = ["BulkStore", "run_bulk_collector", "stored_rows", "stored_streams"]
+__all__ = [
+    "NOT_RECONSTRUCTED",
+    "PERIODS_FILE",
+    "BulkStore",
+    "run_bulk_collector",
+    "stored_rows",
+    "stored_streams",
+]
+
+# ``periods.npy``: the period each device's reconstruction found, by device index (i4):
+# 0 when it found none, NOT_RECONSTRUCTED when the device had no stream to reconstruct
+PERIODS_FILE = "periods.npy"
+NOT_RECONSTRUCTED = -1
 
 log = logging.getLogger(__name__)
 
@@ -206,14 +219,20 @@ class _Reconstruction:
         streams = self._rest()
         read = time.perf_counter()
         writing, count = 0.0, 0
+        # each device's period found (0: none; NOT_RECONSTRUCTED: no stream), by index
+        periods = np.full(self.plan.devices, NOT_RECONSTRUCTED, dtype=np.int32)
+        prefix = len(self.plan.id_prefix)
         # each chunk written as it is done, while the pool works on the next: no
         # reconstruction is held until the end
         with NpzWriter(out / "reconstructions.npz") as writer:
             for devices, results in self.early.finish_chunks(streams):
                 mark = time.perf_counter()
                 write_reconstructions(writer, self.config, zip(devices, results, strict=True))
+                for device, result in zip(devices, results, strict=True):
+                    periods[int(device[prefix:])] = result.period or 0
                 writing += time.perf_counter() - mark
                 count += len(devices)
+        np.save(out / PERIODS_FILE, periods)
         saved = time.perf_counter()
         return {
             "method": self.plan.reconstruct,
@@ -221,6 +240,7 @@ class _Reconstruction:
             "during_stage": during,
             "seconds": saved - started,
             "path": "reconstructions.npz",
+            "periods_path": PERIODS_FILE,
             # where ``seconds`` went: reading the store back, waiting for the pool (and
             # reconstructing the rest), writing the file (as chunks finished)
             "read_seconds": round(read - started, 3),
@@ -257,6 +277,7 @@ async def run_bulk_collector(
     refusals: dict[str, int] = {}
     out = Path(out_dir)
     pending: set[asyncio.Task] = set()
+    closing: list[Stage] = []  # the runner's Stage(closed), once it came
     try:
         async with transport.connect(client) as conn:
             await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
@@ -274,7 +295,10 @@ async def run_bulk_collector(
                 on_ready()
             if not machine.complete:
                 async for delivery in conn.messages():
-                    if _handle(machine, store, delivery, send, loop.time(), refusals, recon, talk):
+                    if _handle(
+                        machine, store, delivery, send, loop.time(), refusals, recon, talk,
+                        on_close=closing.append,
+                    ):  # fmt: skip
                         break
                     if machine.complete:
                         break
@@ -283,20 +307,17 @@ async def run_bulk_collector(
                 await asyncio.gather(*list(pending))
         stage_end = time.perf_counter()
         talk.close()
-        summary = machine.summary()
-        owned = machine.part == partition
-        summary["devices_complete"] = int((machine.next_seq[owned] >= plan.batches).sum())
-        short = np.flatnonzero(owned & (machine.next_seq < plan.batches))
-        summary["missing_batches"] = {  # what was never resolved (lost), per device
-            plan.device_id(int(d)): list(range(int(machine.next_seq[d]), plan.batches))
-            for d in short
-        }
-        summary["message_refusals"] = refusals
-        summary["stored_rows"] = store.rows
-        if recon is not None:
+        summary = _stream_summary(machine, partition, refusals, store, talk)
+        # what the stream stage stored, written before the reconstruction: a run whose
+        # deadline stops this collector while it reconstructs still has it
+        _write_outputs(out, summary, machine)
+        cut = bool(closing) and closing[0].detail == RUN_TIMEOUT_DETAIL
+        if recon is not None and cut:  # the run's deadline closed the stage: no more work
+            recon.early.close(stop=True)
+            summary["reconstruction"] = None
+        elif recon is not None:
             summary["reconstruction"] = await asyncio.to_thread(recon.finish, out)
             summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
-        summary["trace"] = talk.entry()
     except BaseException:  # an error, or the runner stopping this process (cancelled)
         if recon is not None:
             recon.early.close(stop=True)  # the chunks under way too: their workers end
@@ -307,10 +328,38 @@ async def run_bulk_collector(
             recon.early.close()  # a failed run leaves no pool behind
         store.close()
         talk.close(complete=False)  # signs what was recorded when the run failed
-    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    np.savez(out / "estimates.npz", sum=machine.estimate_sum, count=machine.estimate_count)
+    _write_outputs(out, summary, machine)
     return summary
+
+
+def _stream_summary(machine: BulkCollector, partition: int, refusals, store, talk) -> dict:
+    """The partition's ``summary.json`` after its stream stage: the machine's counters,
+    the devices complete, each short device's missing batches, refusals, stored rows and
+    the trace entry."""
+    plan = machine.plan
+    summary = machine.summary()
+    owned = machine.part == partition
+    summary["devices_complete"] = int((machine.next_seq[owned] >= plan.batches).sum())
+    short = np.flatnonzero(owned & (machine.next_seq < plan.batches))
+    summary["missing_batches"] = {  # what was never resolved (lost), per device
+        plan.device_id(int(d)): list(range(int(machine.next_seq[d]), plan.batches)) for d in short
+    }
+    summary["message_refusals"] = refusals
+    summary["stored_rows"] = store.rows
+    summary["trace"] = talk.entry()
+    return summary
+
+
+def _write_outputs(out: Path, summary: dict, machine: BulkCollector) -> None:
+    """``summary.json`` (with the peak RSS so far) and ``estimates.npz``, each replaced
+    whole (a reader never sees half a file)."""
+    summary["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    partial = out / "summary.json.partial"
+    partial.write_text(json.dumps(summary, indent=1))
+    os.replace(partial, out / "summary.json")
+    with open(out / "estimates.npz.partial", "wb") as file:
+        np.savez(file, sum=machine.estimate_sum, count=machine.estimate_count)
+    os.replace(out / "estimates.npz.partial", out / "estimates.npz")
 
 
 async def _abandon(tasks: set[asyncio.Task]) -> None:
@@ -323,16 +372,20 @@ async def _abandon(tasks: set[asyncio.Task]) -> None:
 
 
 def _handle(
-    machine, store, delivery: Delivery, send, now: float, refusals: dict, recon=None, talk=None
-) -> bool:
-    """One delivery; True when the stage closed."""
+    machine, store, delivery: Delivery, send, now: float, refusals: dict, recon=None, talk=None,
+    *, on_close: Callable[[Stage], None] | None = None,
+) -> bool:  # fmt: skip
+    """One delivery; True when the stage closed (``on_close`` gets the closing message)."""
     message = None
     try:
         message = decode_bulk(delivery.payload)
         if talk is not None:
             talk.record(delivery.topic, delivery.payload, message)
         if isinstance(message, Stage):
-            return _stage_closed(machine.plan.run, delivery.topic, message)
+            closed = _stage_closed(machine.plan.run, delivery.topic, message)
+            if closed and on_close is not None:
+                on_close(message)
+            return closed
         gateway = _gateway_of(machine, delivery.topic, message)
         if isinstance(message, BulkHello) and delivery.topic.endswith("/up/hello"):
             send(machine.hello(gateway, message, now))

@@ -278,6 +278,12 @@ def stage_topic(run: str) -> str:
     return f"{PREFIX}/{run}/ctl/stage"
 
 
+# the ``detail`` of the runner's ``Stage(stream, closed)`` when the run's deadline
+# (``[scenario] run_timeout``) closed it: the collectors store what arrived and skip the
+# reconstruction (scenarios/bulk_run.py, collector/bulk.py)
+RUN_TIMEOUT_DETAIL = "run_timeout"
+
+
 # -- the plan -----------------------------------------------------------------------------
 
 
@@ -312,6 +318,8 @@ class BulkPlan:
     period: tuple[int, int] = (12, 48)
     amplitude: float = 1.0
     noise: float = 0.1
+    # the readings' centre (``[source] offset``): ``offset + amplitude * sin(...) + noise``
+    offset: float = 0.0
     id_prefix: str = "d"
     mechanism: str = "sw"
     # pacing (``[stream] step_seconds``): reading t of a device exists ``t * step_seconds``
@@ -353,6 +361,9 @@ class BulkPlan:
             raise ParameterError(
                 f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
             )
+        for name in ("amplitude", "noise", "offset"):
+            if not math.isfinite(getattr(self, name)):
+                raise ParameterError(f"must be finite, got {getattr(self, name)!r}", field=name)
         if not (math.isfinite(self.step_seconds) and 0 <= self.step_seconds <= 3600):
             raise ParameterError(
                 f"must be in [0, 3600] seconds, got {self.step_seconds!r}", field="step_seconds"
@@ -552,17 +563,25 @@ class BulkLedger:
 # -- the gateway ----------------------------------------------------------------------------
 
 
+def true_periods(plan: BulkPlan, keys: np.ndarray) -> np.ndarray:
+    """Each device's sine period (i8), an integer in ``plan.period`` drawn from its key:
+    what ``synthetic_values`` generates, and what a reconstruction's period is scored
+    against."""
+    low, high = plan.period
+    return (low + (keys % np.uint64(high - low + 1))).astype(np.int64)
+
+
 def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
     """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
-    ``amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)`` (``devices.sources``'
-    sine), with the period an integer in ``plan.period`` and the phase in [0, 1) taken
-    from the key's bits, and the normal noise by Box-Muller from SplitMix64 outputs of the
-    key xor a constant (simulated data, not privacy noise)."""
-    low, high = plan.period
-    period = (low + (keys % np.uint64(high - low + 1))).astype(np.float64)
+    ``offset + amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)``
+    (``devices.sources``' sine), with the period an integer in ``plan.period`` and the
+    phase in [0, 1) taken from the key's bits, and the normal noise by Box-Muller from
+    SplitMix64 outputs of the key xor a constant (simulated data, not privacy noise)."""
+    period = true_periods(plan, keys).astype(np.float64)
     phase = ((keys >> np.uint64(40)) & np.uint64(0xFFFFFF)).astype(np.float64) / float(1 << 24)
     t = np.arange(t0, t0 + count, dtype=np.float64)
     x = plan.amplitude * np.sin(2.0 * np.pi * (t[None, :] / period[:, None] + phase[:, None]))
+    x += plan.offset  # before the noise, as devices.sources adds them
     if plan.noise > 0:
         data_keys = keys ^ np.uint64(0xD1B54A32D192ED03)
         steps = np.arange(2 * t0, 2 * (t0 + count), dtype=np.uint64)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -39,6 +40,7 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,18 +50,20 @@ from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
-from ldpfleet.collector.bulk import run_bulk_collector
+from ldpfleet.collector.bulk import NOT_RECONSTRUCTED, PERIODS_FILE, run_bulk_collector
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.devices.bulk_gateway import run_bulk_gateways
 from ldpfleet.devices.fleet import ClipTally
 from ldpfleet.protocol.bulk import (
+    RUN_TIMEOUT_DETAIL,
     BulkPlan,
     device_keys,
     encode_bulk,
     stage_topic,
     stored_dtype,
     synthetic_values,
+    true_periods,
 )
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.messages import Stage
@@ -73,7 +77,14 @@ from ldpfleet.scenarios.loop import loop_name
 from ldpfleet.scenarios.shards import die_with_parent, stop_process
 from ldpfleet.scenarios.stream_document import stream_entry
 
-__all__ = ["DEFAULT_TRACE", "bulk_credentials", "bulk_plan", "run_bulk", "run_bulk_scenario"]
+__all__ = [
+    "DEFAULT_TRACE",
+    "BulkRunFailed",
+    "bulk_credentials",
+    "bulk_plan",
+    "run_bulk",
+    "run_bulk_scenario",
+]
 
 # what a bulk run records when nothing says (the bench; docs/scaling.md "Bulk gateways":
 # chosen by measurement)
@@ -122,9 +133,11 @@ class _StageLine:
             )
             self.recorder.open(fresh=True)  # a bulk run never resumes an earlier one
 
-    async def say(self, stage: str, state: str) -> None:
-        """Publish (and record) ``Stage(stage, state)``."""
-        message = Stage(run=self.plan.run, sender="collector", stage=stage, state=state)
+    async def say(self, stage: str, state: str, detail: str = "") -> None:
+        """Publish (and record) ``Stage(stage, state, detail)``."""
+        message = Stage(
+            run=self.plan.run, sender="collector", stage=stage, state=state, detail=detail
+        )
         topic, payload = stage_topic(self.plan.run), encode_bulk(message)
         if self.recorder is not None:
             self.recorder.record(topic, payload)
@@ -156,9 +169,181 @@ class _StageLine:
         }
 
 
+class BulkRunFailed(RuntimeError):
+    """A bulk run stopped without its results: a collector (process or task) ended before
+    it wrote them, or the run's deadline passed before the collectors were ready.
+    ``sentence`` names the collector and how it ended (``ldpfleet run``: one line, exit 1);
+    every other process of the run has been stopped."""
+
+    def __init__(self, sentence: str) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+
+
+@dataclass
+class _Clock:
+    """The run's deadline on the loop's clock: ``run_timeout`` seconds after ``started``
+    (None: none; ``[collector] stage_timeout`` still bounds the gateways), whether it cut
+    the run (``expired``), and the ``finish_grace`` the run's sides get to end by
+    themselves once the stage closed early."""
+
+    run_timeout: float | None
+    finish_grace: float
+    started: float = field(default_factory=lambda: asyncio.get_running_loop().time())
+    expired: bool = False
+
+    def left(self) -> float | None:
+        """Seconds to the deadline (0 once past it; None without one)."""
+        if self.run_timeout is None:
+            return None
+        return max(0.0, self.started + self.run_timeout - asyncio.get_running_loop().time())
+
+    def stage_limit(self, stage_timeout: float | None) -> tuple[float | None, bool]:
+        """How long the gateways may stream, and whether the run's deadline (rather than
+        ``stage_timeout``) sets that limit."""
+        left = self.left()
+        if left is None:
+            return stage_timeout, False
+        if stage_timeout is None or left <= stage_timeout:
+            return left, True
+        return stage_timeout, False
+
+    def aborted(self) -> dict | None:
+        """results.json ``aborted`` (``scenarios.runner``'s shape) once the deadline cut
+        the run, else None."""
+        if not self.expired:
+            return None
+        return {
+            "reason": "run_timeout",
+            "run_timeout": self.run_timeout,
+            "detail": f"the run did not finish within run_timeout ({self.run_timeout:g} s); "
+            "the gateways and collectors were stopped and the outputs hold what had arrived",
+        }
+
+
+def _exit_words(code: int) -> str:
+    """``exit code -9 (SIGKILL)``, ``exit code 1``."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"exit code {code} ({signal.Signals(-code).name})"
+    return f"exit code {code}"
+
+
+async def _process_end(process: asyncio.subprocess.Process, name: str) -> str | None:
+    """Once ``process`` ended: None for exit code 0, else the sentence of how it ended."""
+    code = await process.wait()
+    return None if code == 0 else f"{name} (pid {process.pid}) ended with {_exit_words(code)}"
+
+
+async def _task_end(task: asyncio.Future, name: str) -> str | None:
+    """Once ``task`` ended: None when it returned, else the sentence of how it ended (the
+    task itself is never cancelled by this wait)."""
+    await asyncio.wait([task])
+    if task.cancelled():
+        return f"{name} was cancelled"
+    error = task.exception()
+    return None if error is None else f"{name} failed: {type(error).__name__}: {error}"
+
+
+async def _until_done(wanted: list, watched: list, timeout: float | None) -> bool:
+    """Wait until every future of ``wanted`` is done (True) or ``timeout`` passed (False).
+    ``watched`` are the collectors' ends (futures of None, a clean end: a collector ends
+    by itself once its partition is complete, or of a sentence): the first that ends with
+    a sentence raises ``BulkRunFailed`` at once, instead of the run waiting for its
+    stage deadline with nobody storing the reports."""
+    loop = asyncio.get_running_loop()
+    end = None if timeout is None else loop.time() + timeout
+    waiting, watching = set(wanted), set(watched)
+    while waiting:
+        left = None if end is None else max(0.0, end - loop.time())
+        done, _ = await asyncio.wait(
+            waiting | watching, timeout=left, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            return False
+        for future in done & watching:
+            if future.result() is not None:
+                raise BulkRunFailed(future.result())
+        watching -= done
+        waiting -= done
+    return True
+
+
+async def _collectors_end(ends: list, timeout: float | None) -> bool:
+    """Wait for every collector to end within ``timeout`` (False: some still run); one
+    that ended with a failure raises ``BulkRunFailed``."""
+    if not ends:
+        return True
+    done, pending = await asyncio.wait(ends, timeout=timeout)
+    for future in ends:
+        if future in done and future.result() is not None:
+            raise BulkRunFailed(future.result())
+    return not pending
+
+
+async def _stream_and_close(
+    line, clock: _Clock, stage_timeout, gateways: list, collector_ends: list,
+    stop_gateways, stop_collectors,
+) -> float:  # fmt: skip
+    """The stream stage and the end of the run's sides: the gateways stream until they
+    are done, ``stage_timeout`` or the run's deadline (a collector failing meanwhile ends
+    the run at once: ``_until_done``); then ``Stage(stream, closed)`` (with
+    ``RUN_TIMEOUT_DETAIL`` past the deadline: the collectors skip the reconstruction), the
+    gateways still running get ``finish_grace`` and are stopped, and the collectors store
+    what arrived and end (by the deadline; past it ``finish_grace``, then they are
+    stopped: each wrote its stream summary before reconstructing). Returns when the
+    stream ended (``perf_counter``)."""
+    limit, by_deadline = clock.stage_limit(stage_timeout)
+    finished = await _until_done(gateways, collector_ends, limit)
+    clock.expired |= not finished and by_deadline
+    await line.say("stream", "closed", RUN_TIMEOUT_DETAIL if clock.expired else "")
+    if not finished:  # the gateways end on the stage's close: give them finish_grace
+        await _until_done(gateways, collector_ends, clock.finish_grace)
+        await stop_gateways()
+    streamed = time.perf_counter()
+    timeout = clock.finish_grace if clock.expired else clock.left()
+    if not await _collectors_end(collector_ends, timeout):
+        clock.expired = True
+        await stop_collectors()
+    return streamed
+
+
+async def _cancel(tasks: list) -> None:
+    """Cancel ``tasks`` and wait for them all (their outcomes collected)."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _partition_name(plan: BulkPlan, p: int, *, process: bool) -> str:
+    where = f"partition {p}" if plan.partitions > 1 else "the run"
+    return f"the bulk collector {'process ' if process else ''}of {where}"
+
+
+def _summaries(plan: BulkPlan, out: Path, clock: _Clock, names: list[str]) -> list[dict]:
+    """Each partition's ``summary.json``; ``BulkRunFailed`` naming the first collector
+    that wrote none."""
+    summaries = []
+    for p in range(plan.partitions):
+        path = out / f"p{p}" / "summary.json"
+        if not path.exists():
+            why = (
+                f"the run did not finish within run_timeout ({clock.run_timeout:g} s), and "
+                if clock.expired
+                else ""
+            )
+            raise BulkRunFailed(
+                f"{why}{names[p]} ended without writing its summary ({path}); its stored "
+                f"reports are in {path.parent / 'reports.bin'}"
+            )
+        summaries.append(json.loads(path.read_text()))
+    return summaries
+
+
 async def _in_process(
-    transport: Transport, plan: BulkPlan, out: Path, tamper, trace: str, digest, line
-) -> tuple:
+    transport: Transport, plan: BulkPlan, out: Path, tamper, trace: str, digest, line,
+    clock: _Clock, stage_timeout: float | None,
+) -> tuple:  # fmt: skip
     ready = [asyncio.Event() for _ in range(plan.partitions)]
     collectors = [
         asyncio.ensure_future(
@@ -175,15 +360,40 @@ async def _in_process(
         )
         for p in range(plan.partitions)
     ]
-    for event in ready:
-        await event.wait()
-    await line.say("stream", "open")
-    connected = time.perf_counter()
-    fleet = await run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
-    streamed = time.perf_counter()
-    await line.say("stream", "closed")
-    summaries = await asyncio.gather(*collectors)
-    return list(summaries), [fleet], connected, streamed
+    names = [_partition_name(plan, p, process=False) for p in range(plan.partitions)]
+    ends = [asyncio.ensure_future(_task_end(t, n)) for t, n in zip(collectors, names, strict=True)]
+    gateways: list[asyncio.Future] = []
+    try:
+        waits = [asyncio.ensure_future(event.wait()) for event in ready]
+        try:
+            if not await _until_done(waits, ends, clock.left()):
+                clock.expired = True
+                raise BulkRunFailed(_not_ready(clock))
+        finally:
+            await _cancel(waits)
+        await line.say("stream", "open")
+        connected = time.perf_counter()
+        fleet_task = asyncio.ensure_future(
+            run_bulk_gateways(transport, plan, range(plan.gateways), tamper=tamper)
+        )
+        gateways.append(fleet_task)
+        streamed = await _stream_and_close(
+            line, clock, stage_timeout, gateways, ends,
+            lambda: _cancel(gateways), lambda: _cancel(collectors),
+        )  # fmt: skip
+        fleet = None if fleet_task.cancelled() else fleet_task.result()
+        summaries = _summaries(plan, out, clock, names)
+        return summaries, [fleet], connected, streamed
+    finally:
+        await _cancel([*gateways, *collectors, *ends])
+
+
+def _not_ready(clock: _Clock) -> str:
+    return (
+        f"the run did not finish within run_timeout ({clock.run_timeout:g} s): its "
+        "collectors were not listening yet (starting and connecting take a few seconds; give "
+        "run_timeout more)"
+    )
 
 
 async def _spawn(children: list, *args: str) -> asyncio.subprocess.Process:
@@ -203,24 +413,62 @@ async def _spawn(children: list, *args: str) -> asyncio.subprocess.Process:
 
 async def _stop_children(children: list) -> None:
     """Stop every child still running (SIGTERM, then SIGKILL after ``STOP_GRACE``) and wait
-    for them all: a run that failed or was interrupted leaves no process behind."""
+    for them all, then end what is left of each child's session (``_end_session``): a run
+    that failed or was interrupted leaves no process behind."""
     await asyncio.gather(*(stop_process(p) for p in children), return_exceptions=True)
+    for process in children:
+        _end_session(process)
+
+
+def _end_session(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL what is left of an ended child's process group (its session: the child led
+    it, ``start_new_session``): a collector killed with SIGKILL could not stop its
+    reconstruction pool, whose workers would run on, orphaned. A group id is not reused
+    while a member lives; an empty group is a ProcessLookupError."""
+    if process.returncode is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _processes(
-    url: str, plan: BulkPlan, out: Path, shards: int, timeout: float, trace, digest, line
-) -> tuple:
+    url: str, plan: BulkPlan, out: Path, shards: int, stage_timeout: float | None, trace,
+    digest, line, clock: _Clock,
+) -> tuple:  # fmt: skip
     children: list[asyncio.subprocess.Process] = []
     try:
-        return await _run_processes(children, url, plan, out, shards, timeout, trace, digest, line)
+        return await _run_processes(
+            children, url, plan, out, shards, stage_timeout, trace, digest, line, clock
+        )
     except BaseException:  # an error, or Ctrl-C (the task cancelled): stop the children
         await asyncio.shield(_stop_children(children))
         raise
+    finally:
+        for process in children:  # a killed collector's pool workers (``_end_session``)
+            _end_session(process)
+
+
+async def _collectors_ready(collectors: list, ends: list, clock: _Clock) -> None:
+    """Until every collector process said ``ready`` (``BulkRunFailed`` if one ended first
+    or the run's deadline passed)."""
+    reads = [asyncio.ensure_future(proc.stdout.readline()) for proc in collectors]
+    try:
+        if not await _until_done(reads, ends, clock.left()):
+            clock.expired = True
+            raise BulkRunFailed(_not_ready(clock))
+        for proc, read in zip(collectors, reads, strict=True):
+            if read.result().strip() != b"ready":
+                raise BulkRunFailed(
+                    f"a bulk collector process (pid {proc.pid}) did not start (it said "
+                    f"{read.result()!r})"
+                )
+    finally:
+        await _cancel(reads)
 
 
 async def _run_processes(
-    children: list, url: str, plan: BulkPlan, out: Path, shards: int, timeout: float,
-    trace, digest, line,
+    children: list, url: str, plan: BulkPlan, out: Path, shards: int,
+    stage_timeout: float | None, trace, digest, line, clock: _Clock,
 ) -> tuple:  # fmt: skip
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
@@ -244,44 +492,49 @@ async def _run_processes(
         )
         for p in range(plan.partitions)
     ]
-    for proc in collectors:
-        said = await proc.stdout.readline()
-        if said.strip() != b"ready":
-            raise RuntimeError(f"a bulk collector did not start (said {said!r})")
-    await line.say("stream", "open")
-    connected = time.perf_counter()
-    shard_procs = [
-        await _spawn(
-            children,
-            "gateways",
-            str(plan_file),
-            "--shard",
-            f"{i}/{shards}",
-            "--broker",
-            url,
-            "--out",
-            str(out / f"shard{i}"),
-        )
-        for i in range(shards)
+    names = [_partition_name(plan, p, process=True) for p in range(plan.partitions)]
+    ends = [
+        asyncio.ensure_future(_process_end(proc, name))
+        for proc, name in zip(collectors, names, strict=True)
     ]
-    # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged as
-    # "_GatheringFuture exception was never retrieved"
-    waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
+    waits: list[asyncio.Future] = []
     try:
-        await asyncio.wait(waits, timeout=timeout)
+        await _collectors_ready(collectors, ends, clock)
+        await line.say("stream", "open")
+        connected = time.perf_counter()
+        shard_procs = [
+            await _spawn(
+                children,
+                "gateways",
+                str(plan_file),
+                "--shard",
+                f"{i}/{shards}",
+                "--broker",
+                url,
+                "--out",
+                str(out / f"shard{i}"),
+            )
+            for i in range(shards)
+        ]
+        # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged
+        # as "_GatheringFuture exception was never retrieved"
+        waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
+
+        async def kill_shards() -> None:  # still running after the stage's close
+            for proc in shard_procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+
+        async def stop_collectors() -> None:  # SIGTERM: each wrote its stream summary
+            await asyncio.gather(*(stop_process(p) for p in collectors))
+
+        streamed = await _stream_and_close(
+            line, clock, stage_timeout, waits, ends, kill_shards, stop_collectors
+        )
     finally:
-        for waiting in waits:
-            waiting.cancel()
-    for proc in shard_procs:  # still running after the stage deadline
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    streamed = time.perf_counter()
-    await line.say("stream", "closed")
-    await asyncio.gather(*(p.wait() for p in collectors))
-    summaries = [
-        json.loads((out / f"p{p}" / "summary.json").read_text()) for p in range(plan.partitions)
-    ]
+        await _cancel([*waits, *ends])
+    summaries = _summaries(plan, out, clock, names)
     fleets = []
     for i in range(shards):
         path = out / f"shard{i}" / "outcome.json"
@@ -309,7 +562,9 @@ async def run_bulk(
     out_dir: str | os.PathLike,
     shards: int = 2,
     processes: bool | None = None,
-    stage_timeout: float = 3600.0,
+    stage_timeout: float | None = 3600.0,
+    run_timeout: float | None = None,
+    finish_grace: float = 5.0,
     tamper: dict | None = None,
     transport: Transport | None = None,
     credentials: Credentials | None = None,
@@ -318,7 +573,12 @@ async def run_bulk(
     scenario_digest: str | None = None,
 ) -> dict:
     """Run ``plan`` end to end and write ``out_dir/results.json`` (module docstring).
-    ``broker``: ``memory``, ``embedded`` or an ``mqtt://`` URL; ``tamper`` (in-process runs
+    ``broker``: ``memory``, ``embedded`` or an ``mqtt://`` URL; ``stage_timeout``: how
+    long the gateways may stream; ``run_timeout``: the whole run's deadline (None: none),
+    past which the stage closes, the collectors store what arrived without reconstructing
+    (``finish_grace`` each side gets to end by itself) and results.json says ``aborted``;
+    a collector that ends without its summary raises ``BulkRunFailed`` at once, every
+    other process stopped; ``tamper`` (in-process runs
     only): gateway -> a function rewriting its built entries (hostile-entry tests);
     ``transport``: a ready one (used as given, no credentials); ``credentials`` and
     ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
@@ -332,6 +592,7 @@ async def run_bulk(
         None if transport is not None else bulk_credentials(plan, broker, credentials, auth=auth)
     )
     started = time.perf_counter()
+    clock = _Clock(run_timeout, finish_grace)
     with (
         tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
         use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
@@ -341,12 +602,14 @@ async def run_bulk(
             try:
                 if in_process:
                     summaries, fleets, connected, streamed = await _in_process(
-                        conn, plan, out, tamper, trace, scenario_digest, line
-                    )
+                        conn, plan, out, tamper, trace, scenario_digest, line, clock,
+                        stage_timeout,
+                    )  # fmt: skip
                 else:
                     summaries, fleets, connected, streamed = await _processes(
-                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest, line
-                    )
+                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
+                        line, clock,
+                    )  # fmt: skip
                 await line.say("run", "closed")
                 line.close(complete=True)
             finally:
@@ -356,8 +619,12 @@ async def run_bulk(
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     results["auth"] = creds is not None  # per-identity logins and the run's ACL
+    results["aborted"] = clock.aborted()
     if plan.reconstruct != "none":
-        results["reconstruction"] = await asyncio.to_thread(_merge_reconstructions, plan, out)
+        reconstructed = all(s.get("reconstruction") for s in summaries)
+        results["reconstruction"] = (
+            await asyncio.to_thread(_merge_reconstructions, plan, out) if reconstructed else None
+        )
     write_results(out / "results.json", results, indent=1)
     return results
 
@@ -391,13 +658,16 @@ def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
     }
 
 
-def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
+def _add_stream_figures(
+    results: dict, plan: BulkPlan, out: Path, period_tolerance: int = 0
+) -> None:
     """The figures every other stream run's results.json has (docs/results.md), added to a
     bulk run's: ``stream``, ``privacy`` (the claim, and what the gateways' ledgers spent),
     ``source_cycles`` (null: bulk gateways generate their readings, no file is replayed),
     ``accuracy`` (per-device means from the stored rows against the simulator's truth, and
     its ``baselines``) and, when reconstructing, ``mean_cosine_distance`` and
-    ``constant_cosine_distance`` in ``reconstruction``. The truth is recomputed here from the
+    ``constant_cosine_distance`` in ``reconstruction``, with CPR also ``period_tolerance``
+    and ``period_accuracy`` (``_period_accuracy``). The truth is recomputed here from the
     plan (``protocol.bulk.synthetic_values``, what the gateways privatised), a gateway's
     devices at a time."""
     config = plan.stream_config()
@@ -426,6 +696,8 @@ def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
     finally:
         if members is not None:
             members.close()
+    if recon is not None:
+        recon |= _period_accuracy(plan, out, period_tolerance)
     errors = [abs(estimates[d] - truths[d]) for d in truths if d in estimates]
     results["accuracy"] = {
         "metric": "per-device mean of the clipped stream (physical units)",
@@ -439,6 +711,28 @@ def _add_stream_figures(results: dict, plan: BulkPlan, out: Path) -> None:
         recon["constant_cosine_distance"] = (
             float(np.mean([s[1] for s in scores])) if scores else None
         )
+
+
+def _period_accuracy(plan: BulkPlan, out: Path, tolerance: int) -> dict:
+    """``period_tolerance`` and ``period_accuracy``: the share of reconstructed devices
+    whose period CPR found is within ``tolerance`` of the period their sine was generated
+    with (``protocol.bulk.true_periods``; none found counts as wrong), from each
+    partition's ``periods.npy`` (``collector.bulk``), as ``scenarios.runner.
+    score_reconstructions`` scores the per-device path. Only CPR looks for a period: other
+    methods get ``period_accuracy`` None."""
+    entry: dict = {"period_tolerance": tolerance, "period_accuracy": None}
+    paths = [out / f"p{p}" / PERIODS_FILE for p in range(plan.partitions)]
+    if plan.reconstruct != "cpr" or not all(path.exists() for path in paths):
+        return entry
+    found = np.full(plan.devices, NOT_RECONSTRUCTED, dtype=np.int64)
+    for path in paths:  # each device is reconstructed by its own partition only
+        found = np.maximum(found, np.load(path))
+    truth = true_periods(plan, device_keys(plan, 0, plan.devices))
+    scored = found != NOT_RECONSTRUCTED
+    correct = (found > 0) & (np.abs(found - truth) <= tolerance)
+    if scored.any():
+        entry["period_accuracy"] = float(correct[scored].sum() / scored.sum())
+    return entry
 
 
 def _cosines(values: np.ndarray, clean: np.ndarray, plan: BulkPlan) -> tuple[float, float]:
@@ -565,7 +859,7 @@ def bulk_plan(scenario, run: str, seed: int | None = None) -> BulkPlan:
         seed=spec.scenario.seed if seed is None else seed,
         gateway_devices=spec.fleet.gateway_devices, partitions=spec.collector.partitions,
         retransmit_after=config.retransmit_after, lo=config.lo, hi=config.hi,
-        period=period, amplitude=source.amplitude, noise=source.noise,
+        period=period, amplitude=source.amplitude, noise=source.noise, offset=source.offset,
         id_prefix=spec.fleet.id_prefix, mechanism=config.mechanism,
         step_seconds=spec.stream.step_seconds, reconstruct=spec.stream.reconstruct,
         cpr_min_period=spec.cpr.min_period, cpr_max_period=spec.cpr.max_period,
@@ -611,6 +905,11 @@ async def run_bulk_scenario(
         out_dir=out,
         shards=shards,
         stage_timeout=spec.collector.stage_timeout,
+        # only a run_timeout the file sets: the derived default (1.5 x stage_timeout + ...)
+        # would cut a large bulk run's reconstruction, which the gateways' stage_timeout
+        # does not bound (docs/results.md, "A bulk run")
+        run_timeout=spec.scenario.run_timeout,
+        finish_grace=spec.collector.finish_grace,
         transport=transport,
         credentials=credentials,
         auth=spec.broker.auth is not False,
@@ -618,7 +917,7 @@ async def run_bulk_scenario(
         scenario_digest=digest_of(scenario.to_dict()),
     )
     # after the run, off the loop, and not in the bench's (run_bulk's) timings and CPU
-    await asyncio.to_thread(_add_stream_figures, results, plan, out)
+    await asyncio.to_thread(_add_stream_figures, results, plan, out, spec.cpr.period_tolerance)
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
     kind = broker_spec if broker_spec in ("memory", "embedded") else "mqtt"
@@ -627,18 +926,11 @@ async def run_bulk_scenario(
     missing: dict[str, list[int]] = {}
     for part in results["partitions"]:
         missing |= part.get("missing_batches") or {}
-    complete = results["reports_lost"] == 0
-    stages = {
-        "stream": {
-            "status": "complete" if complete else "incomplete",
-            "seconds": results["stream_seconds"],
-            "close_reason": COMPLETE_REASON
-            if complete
-            else f"the gateways ended with {results['reports_lost']:,} reports never stored",
-        }
-    }
+    stages = {"stream": _stream_stage(results)}
     if results.get("reconstruction"):
         stages["reconstruct"] = {"status": "ok", "seconds": results["reconstruction"]["seconds"]}
+    elif plan.reconstruct != "none":  # the run's deadline came first
+        stages["reconstruct"] = {"status": "aborted", "seconds": None}
     devices_complete = sum(p.get("devices_complete", 0) for p in results["partitions"])
     url = broker_spec if isinstance(broker_spec, str) else None
     results["fleet"] |= {"connection": "bulk", "devices_run": plan.devices}
@@ -647,7 +939,6 @@ async def run_bulk_scenario(
         event_loop=loop_name(),
         scenario=scenario_header(scenario, plan.seed),
         broker={"kind": kind, "url": url, "auth": results.pop("auth"), "shard_brokers": None},
-        aborted=None,  # a bulk run has no run deadline of its own: [collector] stage_timeout
         devices=plan.devices,
         devices_complete=devices_complete,
         devices_unfinished=plan.devices - devices_complete,
@@ -665,6 +956,20 @@ async def run_bulk_scenario(
     )
     write_results(out / "results.json", results, indent=1)
     return results
+
+
+def _stream_stage(results: dict) -> dict:
+    """results.json ``stages.stream``: ``complete`` when no report was lost, ``aborted``
+    (the close reason: ``aborted.detail``) when the run's deadline cut it, else
+    ``incomplete``."""
+    aborted, lost = results.get("aborted"), results["reports_lost"]
+    if aborted:
+        status, reason = "aborted", aborted["detail"]
+    elif lost == 0:
+        status, reason = "complete", COMPLETE_REASON
+    else:
+        status, reason = "incomplete", f"the gateways ended with {lost:,} reports never stored"
+    return {"status": status, "seconds": results["stream_seconds"], "close_reason": reason}
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -689,6 +994,7 @@ def _main(argv: list[str] | None = None) -> int:
 
         def ready() -> None:
             print("ready", flush=True)
+            _release_stdout()
 
         served = run_bulk_collector(
             transport,
@@ -716,6 +1022,17 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 TERMINATED = 128 + signal.SIGTERM  # a child's exit code when the runner stopped it
+
+
+def _release_stdout() -> None:
+    """Point this collector's stdout at /dev/null once it said ``ready``: the runner's
+    pipe then closes when this process ends, whoever it forked. asyncio's
+    ``Process.wait()`` (3.11) returns only once the child's pipes are closed, and the
+    reconstruction pool's workers, forked later, held it: a collector killed with SIGKILL
+    while reconstructing was never seen to end."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 async def _until_terminated(coroutine):

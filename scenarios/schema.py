@@ -150,8 +150,8 @@ class StreamSection(_Section):
     w: Annotated[  # required unless mechanism raw
         Annotated[int, Meta(ge=1, le=100_000)] | None,
         _on_load(
-            f'required, except with mechanism "raw", which refuses it; with fleet.connection '
-            f'= "bulk" <= {MAX_BULK_W:,}'
+            f'<= steps; required, except with mechanism "raw", which refuses it; with '
+            f'fleet.connection = "bulk" <= {MAX_BULK_W:,}'
         ),
     ] = None
     # a built-in (sw, sw01, laplace, duchi, piecewise, hybrid, raw), "package.module:Class"
@@ -161,8 +161,8 @@ class StreamSection(_Section):
     batch_steps: Annotated[
         Annotated[int, Meta(ge=1, le=MAX_BATCH)] | None,
         _on_load(
-            f'default min(w, steps, {MAX_BATCH:,}); with fleet.connection = "bulk" steps must '
-            "be a multiple of it"
+            f'<= steps; default min(w, steps, {MAX_BATCH:,}); with fleet.connection = "bulk" '
+            "steps must be a multiple of it"
         ),
     ] = None
     step_seconds: Annotated[float, Meta(ge=0, le=3600)] = 0.0
@@ -1078,7 +1078,35 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         raise ScenarioError(f"{where}{error}{looked}") from None
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
+    _check_stream_lengths(spec.stream, where)  # after [gcdp]'s own window rule
     return loaded
+
+
+def _check_stream_lengths(stream: StreamSection, where: str) -> None:
+    """``batch_steps`` and ``w`` at most ``steps`` (any run kind). A batch longer than the
+    stream cannot be filled (the one batch would hold fewer steps than it says); a w-event
+    window longer than the stream is legal DP but gives each report only eps / w where
+    w = steps gives eps / steps with the same guarantee (every window of a stream of
+    ``steps`` readings is the whole stream): a typo, refused with the value to use."""
+    steps = stream.steps
+    if stream.batch_steps is not None and stream.batch_steps > steps:
+        raise ScenarioError(
+            f"{where}stream.batch_steps: at most stream.steps ({steps}): a report carries "
+            f"at most the whole stream, got {stream.batch_steps}"
+        )
+    if stream.w is not None and stream.w > steps:
+        eps = stream.eps
+        spent = (
+            f" (each report would get eps / w = {eps:g} / {stream.w} = {eps / stream.w:g} "
+            f"instead of eps / steps = {eps / steps:g})"
+            if eps is not None
+            else ""
+        )
+        raise ScenarioError(
+            f"{where}stream.w: at most stream.steps ({steps}): a window longer than the "
+            f"stream protects no more than w = {steps}, the whole stream{spent}; set "
+            f"w = {steps} for one budget over the whole stream, got {stream.w}"
+        )
 
 
 def _check_bulk(loaded: LoadedScenario, where: str) -> None:
@@ -1097,6 +1125,7 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
             f"{where}stream.w: at most {MAX_BULK_W} {why} (the gateway's ledger keeps w "
             f"floats per device), got {stream.w}"
         )
+    _check_stream_lengths(stream, where)  # before "a multiple of batch_steps"
     batch = loaded.stream_config("check").batch_steps
     if stream.steps % batch:
         raise ScenarioError(
@@ -1129,7 +1158,7 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
             f'{where}source.kind: bulk gateways generate their readings (kind = "synthetic", '
             f'shape = "sine"), got {kind!r}'
         )
-    synthetic = (("shape", "sine"), ("offset", 0.0), ("jitter", 0.0), ("phase", "random"))
+    synthetic = (("shape", "sine"), ("jitter", 0.0), ("phase", "random"))
     for name, allowed in synthetic:
         value = getattr(source, name)
         if value != allowed:
