@@ -693,14 +693,22 @@ def _run_any(loaded, *, progress=None, stage_done=None, **options) -> dict:
     """``ldpfleet run``'s engine: on a real broker the collector runs as its own process
     and the fleet as shards (``scenarios.split_run``); on the in-memory broker, or with an
     in-process attacker (``[faults] hostile_messages``), everything runs in this process
-    (``scenarios.runner``). A collector process that wrote nothing: one sentence, exit 1."""
+    (``scenarios.runner``). A collector process that wrote nothing (or a bulk run's
+    collector that died, ``BulkRunFailed``): one sentence, exit 1."""
     from ldpfleet.scenarios import split_run
     from ldpfleet.scenarios.loop import run as run_loop
 
     if not split_run.runs_split(loaded, options.get("broker")):
         from ldpfleet.scenarios.runner import run_scenario
 
-        return run_loop(run_scenario(loaded, progress=progress, **options))
+        if not loaded.bulk:
+            return run_loop(run_scenario(loaded, progress=progress, **options))
+        from ldpfleet.scenarios.bulk_run import BulkRunFailed
+
+        try:  # a bulk collector that died: one sentence naming it, exit 1
+            return run_loop(run_scenario(loaded, progress=progress, **options))
+        except BulkRunFailed as error:
+            _fail(error.sentence, "error")
     try:
         return run_loop(
             split_run.run_split(loaded, progress=progress, stage_done=stage_done, **options)
