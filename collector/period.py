@@ -326,6 +326,8 @@ ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
+SHORT_STREAM = 128  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
+SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
@@ -1135,7 +1137,7 @@ class _Search:
         if not np.isfinite(best_logp):
             return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, self.max_period)
         # the penalty of the candidate as refined, before its neighbourhood is settled again
-        margin = best_logp - few_cycles_penalty(n / period)
+        margin = best_logp - few_cycles_penalty(n / period, n)
         # the neighbourhoods of several candidates can overlap a stretch of integers: settle
         # the winner's neighbourhood once more
         settled = _resolving_level(self.power(period))
@@ -1153,7 +1155,7 @@ class _Search:
         if (
             period > gated
             and n / period < PENALTY_CYCLES
-            and masked_logp(self.xd, period) - few_cycles_penalty(n / period) >= self.threshold
+            and masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) >= self.threshold
         ):
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
@@ -1190,7 +1192,7 @@ class _Search:
         if claim and few:
             # the same test once more against a background fitted to the raw periodogram
             # without the candidate's harmonic bins (module docstring, step 6)
-            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period) < threshold
+            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) < threshold
         return claim
 
     def renamed(self, period: int, settled: int, harmonics: int) -> int:
@@ -1230,7 +1232,7 @@ class _Search:
         value = segment_logp(self.xw, lag) + float(np.log(LOCAL_CLAIM_FACTOR))
         if n / lag >= PENALTY_CYCLES:
             value += float(np.log(LOCAL_CLAIM_MANY))
-        if value - few_cycles_penalty(n / lag) >= self.threshold:
+        if value - few_cycles_penalty(n / lag, n) >= self.threshold:
             return None
         lag = self.divisor_of(lag, rho)
         _, harmonics = self.exact_logp(lag)
@@ -1264,7 +1266,7 @@ class _Search:
             if (
                 lag % small == 0
                 and rho[lag] - rho[small] <= margin
-                and segment_logp(self.xw, small) - few_cycles_penalty(self.n / small)
+                and segment_logp(self.xw, small) - few_cycles_penalty(self.n / small, self.n)
                 < self.threshold
                 and _explained_by(self.xw, lag, lag // small)
             ):
@@ -1276,7 +1278,7 @@ class _Search:
         whole-stream fold or on the segment-wise (Bartlett) fold (``segment_logp``)."""
         value, _ = self.exact_logp(q)
         value = min(value, segment_logp(self.xw, q))
-        return value - few_cycles_penalty(self.n / q) < self.threshold
+        return value - few_cycles_penalty(self.n / q, self.n) < self.threshold
 
 
 def _ranked(score: np.ndarray):
@@ -1596,14 +1598,16 @@ def masked_logp(xd: np.ndarray, period: int) -> float:
     return _level_logp(power / np.maximum(c + a * at, 1e-300))[0]
 
 
-def few_cycles_penalty(cycles: float) -> float:
+def few_cycles_penalty(cycles: float, n: int | None = None) -> float:
     """How much further (in natural log of the p-value) a period with ``cycles`` cycles in
     the stream must pass the Bonferroni threshold: 0 from ``PENALTY_CYCLES`` cycles up,
-    ``-PENALTY_SLOPE * ln(PENALTY_CYCLES / cycles)`` below, i.e. the adjusted p-value must be
-    below ``alpha * (cycles / PENALTY_CYCLES) ** PENALTY_SLOPE`` (module docstring: the fitted
+    ``-slope * ln(PENALTY_CYCLES / cycles)`` below, i.e. the adjusted p-value must be
+    below ``alpha * (cycles / PENALTY_CYCLES) ** slope`` (module docstring: the fitted
     background is least reliable at the lowest frequencies, where red noise mimics a few
-    cycles)."""
-    return -PENALTY_SLOPE * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
+    cycles). ``slope`` is ``PENALTY_SLOPE``, or ``SHORT_PENALTY_SLOPE`` for a stream of
+    ``n < SHORT_STREAM`` samples (step 4, "Short streams"; ``n`` None: the long slope)."""
+    slope = PENALTY_SLOPE if n is None or n >= SHORT_STREAM else SHORT_PENALTY_SLOPE
+    return -slope * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
 
 
 def _rfft(x: np.ndarray) -> np.ndarray:
