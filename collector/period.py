@@ -107,6 +107,20 @@ Search, refinement, fundamental
        no penalty 2-5 % in the red cells. The price is power at 3-5 cycles (docs/
        cpr-grid.md). ``confidence = 1 - p * tests``; abstaining returns ``period = None``,
        confidence 0 (``candidate`` still names the best period and ``log_p`` its p-value).
+       Short streams (issue 19, helper A, 2026-12-05): below ``SHORT_STREAM = 96`` samples
+       the slope is ``SHORT_PENALTY_SLOPE = 3`` (``alpha (k / 12) ** 3``), at every place
+       the penalty is read (steps 3b, 4, 6, 7, 8). There the red families do not dominate
+       the false claims (12 Fourier bins at n = 24): on the calibration streams (seed
+       88001, ``scripts/cpr_short_sweep.py``: white, random walk, AR(1) 0.7 / 0.9 / 0.95,
+       trend, level shift, Student t2 x n 24-200 x eps0 0.2, 1, 5, 60 each) with no penalty
+       at n 24-50 white noise got a period in 14 and Student t2 in 16 of 720, AR(1) 0.95 in
+       7. Slope 3 is the smallest of 0 .. 6 whose worst family at n 24-50 stayed <= 0.75 %
+       (slope 2: 6 of 720, 0.83 %; 3: 5; 6: 3). Evaluation (seed 88011, ``scripts/
+       cpr_short_ab.py``, the same families and eps0, 100 each at n 24-200, old against
+       new on the same streams) and the no-loss checks: docs/cpr.md, "Short streams: the
+       limit". The first version reached n < 128 and lost on the phase-jump check's n = 96
+       cells (the relaxed gate claimed the smeared whole-stream candidate before step 8
+       could: 8 more wrong answers, one more cell below a baseline): limited to n < 96.
     5. Neighbour test (issue 19, the 3-cycle cells): a period with fewer than 12 cycles that
        fails the penalty is still claimed if it passes Bonferroni alone (``p * tests <
        alpha``) AND its harmonics stand out from their neighbouring Fourier bins in the
@@ -326,7 +340,7 @@ ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
-SHORT_STREAM = 128  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
+SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this

@@ -54,19 +54,27 @@ def main(old_path: str, seed: int, trials: int) -> None:
     total = sum(r[2] for r in cells.values())
     old = sum(r[0] for r in cells.values())
     new = sum(r[1] for r in cells.values())
-    print(f"aperiodic: {total} streams, claims old {old} ({100 * old / total:.2f} %) new {new} "
-          f"({100 * new / total:.2f} %)")
-    print(f"worst cell old {max(r[0] for r in cells.values())} new "
-          f"{max(r[1] for r in cells.values())} of {trials}")
+    print(
+        f"aperiodic: {total} streams, claims old {old} ({100 * old / total:.2f} %) new {new} "
+        f"({100 * new / total:.2f} %)"
+    )
+    print(
+        f"worst cell old {max(r[0] for r in cells.values())} new "
+        f"{max(r[1] for r in cells.values())} of {trials}"
+    )
     for family in FAMILIES:
         sub = [r for k, r in cells.items() if k[0] == family]
-        print(f"  {family}: old {sum(r[0] for r in sub)} new {sum(r[1] for r in sub)} "
-              f"of {sum(r[2] for r in sub)}")
+        print(
+            f"  {family}: old {sum(r[0] for r in sub)} new {sum(r[1] for r in sub)} "
+            f"of {sum(r[2] for r in sub)}"
+        )
     for n in LENGTHS:
         sub = [r for k, r in cells.items() if k[1] == n]
-        print(f"  n={n}: old {sum(r[0] for r in sub)} new {sum(r[1] for r in sub)} "
-              f"of {sum(r[2] for r in sub)}; worst cell new "
-              f"{max(r[1] for r in sub)} of {trials}")
+        print(
+            f"  n={n}: old {sum(r[0] for r in sub)} new {sum(r[1] for r in sub)} "
+            f"of {sum(r[2] for r in sub)}; worst cell new "
+            f"{max(r[1] for r in sub)} of {trials}"
+        )
     print(f"changed answers: {len(changed)}: {Counter((c[0], c[1]) for c in changed)}")
     per: dict[tuple, list[int]] = {}
     for si, source in enumerate(grid.SOURCES):

@@ -28,7 +28,17 @@ from cpr_short_limit import FAMILIES, null_stream
 
 SLOPES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 LENGTHS = (24, 30, 36, 50, 75, 100, 150, 200)
-SHAPES = ((8, 24), (10, 30), (12, 36), (8, 40), (16, 50), (23, 100), (30, 100), (50, 150), (40, 200))
+SHAPES = (
+    (8, 24),
+    (10, 30),
+    (12, 36),
+    (8, 40),
+    (16, 50),
+    (23, 100),
+    (30, 100),
+    (50, 150),
+    (40, 200),
+)
 
 
 def answers(x: np.ndarray) -> list:
@@ -79,9 +89,12 @@ def summary(path: str) -> str:
     for n in LENGTHS:
         sub = [r for r in null if r["n"] == n]
         total = sum(len(r["answers"]) for r in sub)
-        claims = [sum(a[i] is not None for r in sub for a in r["answers"]) for i in range(len(SLOPES))]
+        claims = [
+            sum(a[i] is not None for r in sub for a in r["answers"]) for i in range(len(SLOPES))
+        ]
         worst = [
-            max(sum(a[i] is not None for a in r["answers"]) for r in sub) for i in range(len(SLOPES))
+            max(sum(a[i] is not None for a in r["answers"]) for r in sub)
+            for i in range(len(SLOPES))
         ]
         lines.append(f"n={n}: of {total}: claims {claims}; worst cell {worst}")
     lines.append("periodic: exact / wrong per (T, n, eps0) summed over the sources")
@@ -91,7 +104,9 @@ def summary(path: str) -> str:
             sub = [r for r in per if (r["period"], r["n"], r["eps0"]) == (period, n, eps0)]
             if not sub:
                 continue
-            exact = [sum(a[i] == period for r in sub for a in r["answers"]) for i in range(len(SLOPES))]
+            exact = [
+                sum(a[i] == period for r in sub for a in r["answers"]) for i in range(len(SLOPES))
+            ]
             wrong = [
                 sum(a[i] is not None and a[i] != period for r in sub for a in r["answers"])
                 for i in range(len(SLOPES))
