@@ -263,7 +263,8 @@ Search, refinement, fundamental
        stream of fewer than ``SHORT_STREAM = 96`` samples where steps 4-8 abstain, the
        period with the smallest one-way ANOVA p-value of its phases over the whole cycles
        of the reports (``anova_logp``, F(T - 1, k T - T)) is claimed if that p-value times
-       the number of periods searched is below ``SHORT_ANOVA_ALPHA = 0.002``. Why: on 24
+       the number of periods searched (those with at least 3 whole cycles, whatever
+       ``min_cycles``) is below ``SHORT_ANOVA_ALPHA = 0.002``. Why: on 24
        samples (12 Fourier bins) the whitened statistic is weak (told the true period and
        calibrated at 1 % against the worst aperiodic family, it found 15-152 of 200 held-out
        (8, 24) streams at eps0 = 5 where the raw ANOVA found 23-163), and the ANOVA over 3-10
@@ -1261,8 +1262,13 @@ class _Search:
         """Step 9 (issue 19, short streams; module docstring): the period with the smallest
         one-way ANOVA p-value of the phases over the whole cycles of the reports
         (``anova_logp``), claimed if that p-value times the number of periods searched is
-        below ``SHORT_ANOVA_ALPHA``. None otherwise."""
-        periods = range(self.min_period, self.max_period + 1)
+        below ``SHORT_ANOVA_ALPHA``. Only periods with ``DEFAULT_MIN_CYCLES`` whole cycles or
+        more (its calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60
+        aperiodic samples got 5 claims of 720). None otherwise."""
+        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
+        if top < self.min_period:
+            return None
+        periods = range(self.min_period, top + 1)
         values = [anova_logp(self.arr, q) for q in periods]
         best = int(np.argmin(values))
         value, period = values[best], periods[best]
