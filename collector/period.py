@@ -389,7 +389,9 @@ class PeriodEstimate:
     (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum;
     ``log_p``: the natural log of the best candidate's unadjusted p-value (for a claim of
     step 8, the local claim route, the segment-wise p-value of its lag times the route's
-    factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``);
+    factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``; for a
+    claim of step 9, a short stream's phase ANOVA, that ANOVA's log p-value, and
+    ``p_value`` it times the number of periods step 9 searched);
     ``candidate``: that candidate's period (set also when abstaining: the best guess that
     did not pass the gate);
     ``searched``: the range of periods actually screened, ``(max(min_period, 3),
