@@ -107,6 +107,20 @@ Search, refinement, fundamental
        no penalty 2-5 % in the red cells. The price is power at 3-5 cycles (docs/
        cpr-grid.md). ``confidence = 1 - p * tests``; abstaining returns ``period = None``,
        confidence 0 (``candidate`` still names the best period and ``log_p`` its p-value).
+       Short streams (issue 19, helper A, 2026-12-05): below ``SHORT_STREAM = 96`` samples
+       the slope is ``SHORT_PENALTY_SLOPE = 3`` (``alpha (k / 12) ** 3``), at every place
+       the penalty is read (steps 3b, 4, 6, 7, 8). There the red families do not dominate
+       the false claims (12 Fourier bins at n = 24): on the calibration streams (seed
+       88001, ``scripts/cpr_short_sweep.py``: white, random walk, AR(1) 0.7 / 0.9 / 0.95,
+       trend, level shift, Student t2 x n 24-200 x eps0 0.2, 1, 5, 60 each) with no penalty
+       at n 24-50 white noise got a period in 14 and Student t2 in 16 of 720, AR(1) 0.95 in
+       7. Slope 3 is the smallest of 0 .. 6 whose worst family at n 24-50 stayed <= 0.75 %
+       (slope 2: 6 of 720, 0.83 %; 3: 5; 6: 3). Evaluation (seed 88011, ``scripts/
+       cpr_short_ab.py``, the same families and eps0, 100 each at n 24-200, old against
+       new on the same streams) and the no-loss checks: docs/cpr.md, "Short streams: the
+       limit". The first version reached n < 128 and lost on the phase-jump check's n = 96
+       cells (the relaxed gate claimed the smeared whole-stream candidate before step 8
+       could: 8 more wrong answers, one more cell below a baseline): limited to n < 96.
     5. Neighbour test (issue 19, the 3-cycle cells): a period with fewer than 12 cycles that
        fails the penalty is still claimed if it passes Bonferroni alone (``p * tests <
        alpha``) AND its harmonics stand out from their neighbouring Fourier bins in the
@@ -245,6 +259,24 @@ Search, refinement, fundamental
        beside the segment one (the smaller p-value, times 2) and 10: 3 / 50; both tests
        required: 0 / 10; the masked check of step 6 added (1 and 1): 9 / 27. Measured on
        the reported seeds: docs/cpr.md, "Step 8".
+    9. Short-stream ANOVA (issue 19, helper A, 2026-12-05; ``_Search.short_claim``): on a
+       stream of fewer than ``SHORT_STREAM = 96`` samples where steps 4-8 abstain, the
+       period with the smallest one-way ANOVA p-value of its phases over the whole cycles
+       of the reports (``anova_logp``, F(T - 1, k T - T)) is claimed if that p-value times
+       the number of periods searched (those with at least 3 whole cycles, whatever
+       ``min_cycles``) is below ``SHORT_ANOVA_ALPHA = 0.002``. Why: on 24
+       samples (12 Fourier bins) the whitened statistic is weak (told the true period and
+       calibrated at 1 % against the worst aperiodic family, it found 15-152 of 200 held-out
+       (8, 24) streams at eps0 = 5 where the raw ANOVA found 23-163), and the ANOVA over 3-10
+       whole cycles is nearly as calibrated on red and trending streams as on white noise
+       (its 1 % quantile at (8, 24) is F = 3.96-4.33 over eight aperiodic families, white
+       3.96-4.08: a red stream raises the within-phase mean square with the between-phase
+       one). It only turns abstentions into claims. Level: calibration seed 88001 (the
+       families and short shapes of step 4's "Short streams", n 24-75, 7,200 aperiodic and
+       990 periodic streams), the largest of 0.01, 0.005, 0.002, 0.001, 5e-4 whose worst
+       family stayed <= 0.75 %: 0.01 1.4 % (13 of 900), 0.005 1.0 %, 0.002 0.67 %; claims
+       19 -> 29 of 7,200, exact 121 -> 147, wrong 4 -> 7. Evaluation: docs/cpr.md, "Short
+       streams: the limit".
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -326,6 +358,9 @@ ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
+SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
+SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
+SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
@@ -354,7 +389,9 @@ class PeriodEstimate:
     (period, harmonics) tests the correction covers; ``max_period``: the admissible maximum;
     ``log_p``: the natural log of the best candidate's unadjusted p-value (for a claim of
     step 8, the local claim route, the segment-wise p-value of its lag times the route's
-    factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``);
+    factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``; for a
+    claim of step 9, a short stream's phase ANOVA, that ANOVA's log p-value, and
+    ``p_value`` it times the number of periods step 9 searched);
     ``candidate``: that candidate's period (set also when abstaining: the best guess that
     did not pass the gate);
     ``searched``: the range of periods actually screened, ``(max(min_period, 3),
@@ -1135,14 +1172,14 @@ class _Search:
         if not np.isfinite(best_logp):
             return PeriodEstimate(None, 0.0, {}, (n,), 1.0, 0, tests, self.max_period)
         # the penalty of the candidate as refined, before its neighbourhood is settled again
-        margin = best_logp - few_cycles_penalty(n / period)
+        margin = best_logp - few_cycles_penalty(n / period, n)
         # the neighbourhoods of several candidates can overlap a stretch of integers: settle
         # the winner's neighbourhood once more
         settled = _resolving_level(self.power(period))
         period = self.settle(period, settled)
         adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
         if not self.claims(margin, best_logp, period):
-            local = self.local_claim()
+            local = self.fallback_claim()
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1153,12 +1190,12 @@ class _Search:
         if (
             period > gated
             and n / period < PENALTY_CYCLES
-            and masked_logp(self.xd, period) - few_cycles_penalty(n / period) >= self.threshold
+            and masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) >= self.threshold
         ):
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
             # cycles, as every claim with fewer than PENALTY_CYCLES cycles does (step 3b)
-            local = self.local_claim()
+            local = self.fallback_claim()
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1190,7 +1227,7 @@ class _Search:
         if claim and few:
             # the same test once more against a background fitted to the raw periodogram
             # without the candidate's harmonic bins (module docstring, step 6)
-            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period) < threshold
+            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) < threshold
         return claim
 
     def renamed(self, period: int, settled: int, harmonics: int) -> int:
@@ -1215,6 +1252,45 @@ class _Search:
             local = _local_period(self.autocorr, base, self.min_period, self.passes)
         return local
 
+    def fallback_claim(self) -> PeriodEstimate | None:
+        """Where the gates abstain: step 8's local claim, else (streams shorter than
+        ``SHORT_STREAM``) step 9's phase ANOVA."""
+        local = self.local_claim()
+        if local is None and self.n < SHORT_STREAM:
+            local = self.short_claim()
+        return local
+
+    def short_claim(self) -> PeriodEstimate | None:
+        """Step 9 (issue 19, short streams; module docstring): the period with the smallest
+        one-way ANOVA p-value of the phases over the whole cycles of the reports
+        (``anova_logp``), claimed if that p-value times the number of periods searched is
+        below ``SHORT_ANOVA_ALPHA``. Only periods with ``DEFAULT_MIN_CYCLES`` whole cycles or
+        more (its calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60
+        aperiodic samples got 5 claims of 720). None otherwise."""
+        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
+        if top < self.min_period:
+            return None
+        periods = range(self.min_period, top + 1)
+        values = [anova_logp(self.arr, q) for q in periods]
+        best = int(np.argmin(values))
+        value, period = values[best], periods[best]
+        adjusted = float(min(1.0, np.exp(value) * len(periods)))
+        if adjusted >= SHORT_ANOVA_ALPHA:
+            return None
+        _, harmonics = self.exact_logp(period)
+        return PeriodEstimate(
+            int(period),
+            1.0 - adjusted,
+            {int(period): 1},
+            (self.n,),
+            adjusted,
+            harmonics,
+            self.tests,
+            self.max_period,
+            float(value),
+            int(period),
+        )
+
     def local_claim(self) -> PeriodEstimate | None:
         """Step 8 (issue 19, phase jumps; module docstring): where the gates of steps 4-6
         abstain, the lag ``L`` with the largest overlap autocorrelation of the whitened
@@ -1230,7 +1306,7 @@ class _Search:
         value = segment_logp(self.xw, lag) + float(np.log(LOCAL_CLAIM_FACTOR))
         if n / lag >= PENALTY_CYCLES:
             value += float(np.log(LOCAL_CLAIM_MANY))
-        if value - few_cycles_penalty(n / lag) >= self.threshold:
+        if value - few_cycles_penalty(n / lag, n) >= self.threshold:
             return None
         lag = self.divisor_of(lag, rho)
         _, harmonics = self.exact_logp(lag)
@@ -1264,7 +1340,7 @@ class _Search:
             if (
                 lag % small == 0
                 and rho[lag] - rho[small] <= margin
-                and segment_logp(self.xw, small) - few_cycles_penalty(self.n / small)
+                and segment_logp(self.xw, small) - few_cycles_penalty(self.n / small, self.n)
                 < self.threshold
                 and _explained_by(self.xw, lag, lag // small)
             ):
@@ -1276,7 +1352,7 @@ class _Search:
         whole-stream fold or on the segment-wise (Bartlett) fold (``segment_logp``)."""
         value, _ = self.exact_logp(q)
         value = min(value, segment_logp(self.xw, q))
-        return value - few_cycles_penalty(self.n / q) < self.threshold
+        return value - few_cycles_penalty(self.n / q, self.n) < self.threshold
 
 
 def _ranked(score: np.ndarray):
@@ -1507,6 +1583,21 @@ def _explained_by(xw: np.ndarray, lag: int, m: int) -> bool:
     return logp + float(np.log(2.0)) >= float(np.log(ALPHA_SHAPE))
 
 
+def anova_logp(x: np.ndarray, period: int) -> float:
+    """Log p-value of the one-way ANOVA of the phases of ``period`` over the ``k = n // T``
+    whole cycles of ``x`` (the partial last cycle dropped): between-phase over within-phase
+    mean square, F(``T - 1``, ``k T - T``) under iid noise (step 9). Not detrended: a trend
+    or a level shift raises the within-phase mean square more than the between-phase one
+    at few cycles (conservative; measured in docs/cpr.md, "Short streams: the limit")."""
+    cycles = x.size // period
+    seg = x[: cycles * period].reshape(cycles, period)
+    means = seg.mean(axis=0)
+    between = cycles * float(np.sum((means - means.mean()) ** 2)) / (period - 1)
+    within = float(np.sum((seg - means) ** 2)) / (cycles * period - period)
+    tail = special.fdtrc(period - 1, cycles * period - period, between / max(within, 1e-300))
+    return float(np.log(max(float(tail), 1e-300)))
+
+
 def neighbour_logp(x: np.ndarray, period: int) -> float:
     """Log p-value that the harmonics of ``period`` stand out from their neighbouring bins:
     the whole cycles ``k = n // T`` of the (linearly detrended) stream put the ``j``-th
@@ -1596,14 +1687,16 @@ def masked_logp(xd: np.ndarray, period: int) -> float:
     return _level_logp(power / np.maximum(c + a * at, 1e-300))[0]
 
 
-def few_cycles_penalty(cycles: float) -> float:
+def few_cycles_penalty(cycles: float, n: int | None = None) -> float:
     """How much further (in natural log of the p-value) a period with ``cycles`` cycles in
     the stream must pass the Bonferroni threshold: 0 from ``PENALTY_CYCLES`` cycles up,
-    ``-PENALTY_SLOPE * ln(PENALTY_CYCLES / cycles)`` below, i.e. the adjusted p-value must be
-    below ``alpha * (cycles / PENALTY_CYCLES) ** PENALTY_SLOPE`` (module docstring: the fitted
+    ``-slope * ln(PENALTY_CYCLES / cycles)`` below, i.e. the adjusted p-value must be
+    below ``alpha * (cycles / PENALTY_CYCLES) ** slope`` (module docstring: the fitted
     background is least reliable at the lowest frequencies, where red noise mimics a few
-    cycles)."""
-    return -PENALTY_SLOPE * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
+    cycles). ``slope`` is ``PENALTY_SLOPE``, or ``SHORT_PENALTY_SLOPE`` for a stream of
+    ``n < SHORT_STREAM`` samples (step 4, "Short streams"; ``n`` None: the long slope)."""
+    slope = PENALTY_SLOPE if n is None or n >= SHORT_STREAM else SHORT_PENALTY_SLOPE
+    return -slope * max(0.0, float(np.log(PENALTY_CYCLES / cycles)))
 
 
 def _rfft(x: np.ndarray) -> np.ndarray:
