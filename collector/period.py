@@ -961,7 +961,19 @@ def detect_period(
     background, score every admissible period by harmonic sums of the whitened spectrum,
     refine the best to the exact integer, prefer the fundamental, and claim it only if it
     passes a Bonferroni-corrected test at ``alpha`` tightened for periods with few cycles
-    (module docstring). ``period`` is ``None`` when it abstains."""
+    (module docstring). ``period`` is ``None`` when it abstains.
+
+    ``reports``: one stream, a 1-D array-like of finite real numbers (any scale: the
+    same answer for ``c * reports``, ``c > 0``). ``min_period`` / ``max_period``: the
+    admissible periods (integers >= 2; ``max_period`` at most ``n // min_cycles``, None:
+    that). ``top_peaks``: candidates refined. ``min_cycles``: fewest whole cycles of a
+    claimed period. ``alpha``: the false-claim rate, in (0, 1).
+
+    Returns a ``PeriodEstimate``: ``period`` (an int, or ``None``), ``confidence``,
+    ``p_value``, ``searched`` (the period range tried) and the test's details.
+
+    Raises ``ParameterError`` (a ``ValueError``) naming ``reports`` or its first bad
+    sample ``reports[k]``, or the option out of range."""
     arr, min_period, max_period, top_peaks, alpha, clamped = _checked_arguments(
         reports, min_period, max_period, top_peaks, min_cycles, alpha
     )

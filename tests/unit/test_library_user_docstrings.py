@@ -13,7 +13,7 @@ import pytest
 import ldpfleet
 
 # owned by other helpers: the docstring patches are in helper D's report
-NOT_YET = {"detect_period"}
+NOT_YET: set[str] = set()
 
 FUNCTIONS = sorted(
     name
