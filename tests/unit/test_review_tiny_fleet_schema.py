@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 from ldpfleet.collector import cadr_reference as ref
 from ldpfleet.devices.graphs import load_graph
-from ldpfleet.protocol.cadr_budget import plan_theta, theta_search_min_eps
+from ldpfleet.protocol.cadr_budget import plan_theta, small_fleet_theta, theta_search_min_eps
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 
 TINY = "erdos_renyi:n=15,p=0.3,seed=4"
@@ -60,3 +60,14 @@ def test_a_fleet_the_rule_does_not_cover_is_still_refused_below_the_floor():
     assert plan_theta("auto-dev", "dp", EPS, 0.1, 6000, 5999).searched
     with pytest.raises(ScenarioError, match=r"cadr\.eps: must give the dp pipeline's θ search"):
         parse_scenario(_scenario(source, EPS))
+
+
+@pytest.mark.parametrize(
+    ("eps", "last_fired"), [(0.25, 56), (0.1, 142), (0.01, 1428), (0.003, 4764)]
+)
+def test_below_eps_half_the_rule_fires_on_the_larger_fleets_the_docs_name(eps, last_fired):
+    # docs/cadr.md, docs/cadr-private.md and protocol.cadr_budget's "Tiny fleets" name
+    # these boundaries (D = n - 1): the rule is not only for n <= 27
+    assert small_fleet_theta(eps, 0.1, last_fired, last_fired - 1) is not None
+    assert small_fleet_theta(eps, 0.1, last_fired + 1, last_fired) is None
+    assert small_fleet_theta(eps, 0.1, 28, 27) is not None  # n >= 28 too
