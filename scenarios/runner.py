@@ -53,7 +53,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
-from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
+from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, load_scenario
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -508,9 +508,6 @@ async def watch_progress(service: CollectorService, callback: ProgressCallback) 
             persisted = sum(len(s.persisted) for s in states)
             callback(persisted, expected, sum(s.hello for s in states), len(machine.devices))
         await asyncio.sleep(0.2)
-
-
-SEED_MAX = 2**63 - 1  # [scenario] seed's limit (scenarios/schema.py), the CLI's --seed's too
 
 
 def _refused(field: str, reason: str) -> ParameterError:

@@ -75,6 +75,10 @@ def _on_load(rule: str) -> Meta:
 
 # [source] bounds, every kind; [secure_sum] clip (``_check_source_bounds``, FixedPoint)
 BOUNDS_RULE = "finite lo < hi, and hi - lo finite"
+# [scenario] seed, and the seed a library caller gives ldpfleet.run (scenarios.runner); the
+# CLI's --seed (app/cli.py) and the audits' (collector.audit.stats) keep the same number
+# without importing this module (the CLI starts without it; collector is a lower layer)
+SEED_MAX = 2**63 - 1
 
 
 SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
@@ -99,7 +103,7 @@ class ScenarioMeta(_Section):
     """``[scenario]``: name and seed."""
 
     name: Ident
-    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
+    seed: Annotated[int, Meta(ge=0, le=SEED_MAX)] = 0
     description: str = ""
     # the whole run's deadline (seconds); None: derived (``LoadedScenario.run_timeout``)
     run_timeout: Annotated[float, Meta(gt=0)] | None = None
