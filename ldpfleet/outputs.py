@@ -178,8 +178,15 @@ def read_reports(
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
     stores = [store for store in stores if store.is_file()]
     if not stores:
+        bulk = (folder / "p0" / "reports.bin").is_file()  # fleet.connection = "bulk"
         raise FileNotFoundError(
-            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
+            f"{folder / 'collector.sqlite'} does not exist: "
+            + (
+                f"{run_dir} is a bulk run's folder, whose partitions keep their reports in "
+                "p{p}/reports.bin (read them with ldpfleet.collector.bulk.stored_streams)"
+                if bulk
+                else f"is {run_dir} a run's output folder?"
+            )
         )
     batches: dict[str, list[tuple[int, np.ndarray]]] = {}
     for store in stores:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 
 import ldpfleet
@@ -60,3 +61,33 @@ def test_fresh_outputs_keeps_what_is_not_a_runs_store(tmp_path):
     assert all(path.read_text() == "mine" for path in keep)
     assert not (tmp_path / "collector-p3.sqlite").exists()
     assert not (tmp_path / "trace-p12.sqlite-wal").exists()
+
+
+BULK = """
+[scenario]
+name = "bulk-reports"
+seed = 1
+[fleet]
+devices = 4
+connection = "bulk"
+gateway_devices = 4
+[stream]
+steps = 8
+eps = 2.0
+w = 4
+batch_steps = 4
+[source]
+kind = "synthetic"
+shape = "sine"
+bounds = [-1.5, 1.5]
+"""
+
+
+def test_read_reports_on_a_bulk_run_says_where_its_reports_are(tmp_path):
+    # today's read_reports said "is DIR a run's output folder?" for a bulk run's folder
+    ldpfleet.run(ldpfleet.parse_scenario(BULK), broker="memory", out_dir=tmp_path)
+    assert (tmp_path / "p0" / "reports.bin").is_file()
+    with pytest.raises(FileNotFoundError) as missing:
+        ldpfleet.read_reports(tmp_path)
+    assert "bulk run's folder" in str(missing.value), missing.value
+    assert "stored_streams" in str(missing.value), missing.value
