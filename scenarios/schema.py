@@ -655,7 +655,10 @@ class LoadedScenario:
     def run_timeout(self) -> float:
         """``[scenario] run_timeout``, or by default 1.5 x ``[collector] stage_timeout`` +
         ``finish_grace`` + 60 s (+ 6 x ``[secure_sum] stage_timeout`` with that stage): the
-        stream stage, its analytics and the shutdown, with room to spare."""
+        stream stage, its analytics and the shutdown, with room to spare. A bulk run does
+        not read this default (``scenarios.bulk_run.run_bulk_scenario``: only a
+        ``run_timeout`` the file sets bounds it; the derived one would cut a large run's
+        reconstruction)."""
         if self.spec.scenario.run_timeout is not None:
             return self.spec.scenario.run_timeout
         collector = self.spec.collector
