@@ -599,6 +599,17 @@ def _rejection_sentence(results: dict) -> str:
     )
 
 
+def _theta_line(results: dict) -> str:
+    """The run table's θ row: the θ, the rule configured and the secure sums opened; a θ
+    the small-fleet rule chose (``theta_chosen_by``) says so: no search ran."""
+    if results.get("theta_chosen_by") == "small-fleet":
+        return (
+            f"{results['theta']} (small-fleet rule: ⌈√D⌉, no θ search; configured "
+            f"{results['theta_rule']})"
+        )
+    return f"{results['theta']} ({results['theta_rule']}, {results['theta_rounds']} secure sums)"
+
+
 def _run_cadr(
     loaded,
     broker,
@@ -651,8 +662,7 @@ def _run_cadr(
         ("broker", results["broker"]),
         ("devices / edges", f"{results['devices']:,} / {results['edges']:,}"),
         ("method, eps, alpha", f"{results['method']}, {results['eps']:g}, {results['alpha']:g}"),
-        ("theta", f"{results['theta']} ({results['theta_rule']}, "
-                  f"{results['theta_rounds']} secure sums)"),
+        ("theta", _theta_line(results)),
         ("degree-sequence MAE / MSE", f"{results['mae']:.2f} / {results['mse']:.1f}"),
         ("degree distribution L1", f"{results['distribution_l1']:.3f}"),
         ("kept-edge ratio", f"{results['kept_edge_ratio']:.3f} (max kept degree "

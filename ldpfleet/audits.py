@@ -25,7 +25,7 @@ def run_audit(
     notebook is audited as ``"__main__:Class"``). ``eps``: the claim, a finite number
     >= 0. ``delta``: in [0, 1). ``trials``: runs per world, an integer in [2, 10,000,000]
     (default the entry's own). ``gamma``: in (0, 1), the confidence level's complement.
-    ``seed``: an integer >= 0; the same seed gives the same result.
+    ``seed``: an integer in [0, 2^63 - 1]; the same seed gives the same result.
 
     Returns an ``AuditResult``: ``eps_lb`` (the certified lower bound), ``verdict``
     (``"violation"`` when ``eps_lb`` exceeds the claim, else ``"inconclusive"``),

@@ -51,7 +51,9 @@ def run(
     ``seed``, ``run_id``; ``out_dir`` also when another run of this process is still
     writing there) before anything starts, ``ScenarioError`` for a scenario file that does
     not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be
-    reached. ``~`` in a path is the home folder.
+    reached, ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when
+    a bulk run's collector ends before writing its summary (the sentence names it; the
+    run's other processes are stopped). ``~`` in a path is the home folder.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
@@ -178,8 +180,15 @@ def read_reports(
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
     stores = [store for store in stores if store.is_file()]
     if not stores:
+        bulk = (folder / "p0" / "reports.bin").is_file()  # fleet.connection = "bulk"
         raise FileNotFoundError(
-            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
+            f"{folder / 'collector.sqlite'} does not exist: "
+            + (
+                f"{run_dir} is a bulk run's folder, whose partitions keep their reports in "
+                "p{p}/reports.bin (read them with ldpfleet.collector.bulk.stored_streams)"
+                if bulk
+                else f"is {run_dir} a run's output folder?"
+            )
         )
     batches: dict[str, list[tuple[int, np.ndarray]]] = {}
     for store in stores:

@@ -116,7 +116,14 @@ def _check_key(key: object, where: str) -> None:
 
 def _bare_or_quoted(key: str) -> str:
     bare = all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
-    return key if bare else json.dumps(key)
+    return key if bare else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: JSON's escapes are TOML's, but not JSON's ASCII-only
+    surrogate pairs (``\\ud83c\\udf31``), which TOML refuses: other characters are
+    written as they are."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _value(value: Any, where: str) -> str:
@@ -134,13 +141,13 @@ def _value(value: Any, where: str) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a TOML basic string
+        return _toml_string(value)
     if isinstance(value, os.PathLike):
-        return json.dumps(os.fspath(value))
+        return _toml_string(os.fspath(value))
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
     if isinstance(value, type) or _is_mechanism(value):  # stream.mechanism = MyClass
-        return json.dumps(_mechanism_name(value, where))
+        return _toml_string(_mechanism_name(value, where))
     if isinstance(value, Mapping):  # inside an array: an inline table
         items = [f"{_bare_or_quoted(k)} = {_value(v, f'{where}.{k}')}" for k, v in value.items()]
         return "{" + ", ".join(items) + "}"

@@ -83,7 +83,9 @@ BUILTIN_MECHANISMS: dict[str, Callable[[float], object]] = {
 STREAM_MECHANISMS = tuple(BUILTIN_MECHANISMS)
 LDP_MECHANISMS = tuple(name for name in STREAM_MECHANISMS if name != "raw")
 SW_MECHANISMS = ("sw", "sw01")
-_checked: set[tuple[str, float]] = set()  # (name, eps) whose sample check passed
+# (name, eps, the class built) whose sample check passed: the class too, since a
+# "__main__:Class" is re-read on each build (a notebook cell run again redefines it)
+_checked: set[tuple[str, float, object]] = set()
 
 
 def check_mechanism_name(name: object) -> str:
@@ -346,8 +348,9 @@ def stream_mechanism(name: str | type, eps: float):
         name = class_import_path(name)
     if name != "raw":
         eps = check_budget(eps)  # a float: a np.float32 budget reaches no class as such
-    mechanism = build_mechanism(mechanism_factory(name), eps, name)
-    key = (name, float(eps))
+    factory = mechanism_factory(name)
+    mechanism = build_mechanism(factory, eps, name)
+    key = (name, float(eps), factory)
     if key not in _checked:  # a time limit on it: scenarios.plugin_load (no threads here)
         check_mechanism(mechanism, name, np.random.default_rng(0), randomised=name != "raw")
         _checked.add(key)

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import math
+import re
 import secrets
 import sys
 import time
@@ -949,14 +950,23 @@ async def run_cadr_scenario(
 STALE_ARRAYS = ("reconstructions.npz", "truth_sample.npz")  # written only by some runs
 
 
+# a partitioned run's per-partition trace and store (``scenarios.merge``), with side files
+PARTITION_FILES = re.compile(r"(trace|collector)-p\d+\.sqlite(-wal|-shm)?")
+
+
 def fresh_outputs(out_dir: str | Path) -> Path:
-    """Create ``out_dir`` and delete a previous run's SQLite files there, and the arrays
-    only some runs write (a run without reconstruction would leave the earlier run's
-    ``reconstructions.npz`` beside its own results)."""
+    """Create ``out_dir`` and delete a previous run's SQLite files there (a partitioned
+    run's ``trace-p{p}.sqlite`` and ``collector-p{p}.sqlite`` too: ``ldpfleet.read_reports``
+    and ``trace verify`` read them as the run's), and the arrays only some runs write (a
+    run without reconstruction would leave the earlier run's ``reconstructions.npz``
+    beside its own results)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("trace.sqlite", "collector.sqlite"):
         remove_trace(out / name)  # (the store is SQLite with the same side files)
+    for stale in out.glob("*-p*.sqlite*"):
+        if PARTITION_FILES.fullmatch(stale.name):
+            stale.unlink(missing_ok=True)
     for name in STALE_ARRAYS:
         (out / name).unlink(missing_ok=True)
     return out

@@ -53,7 +53,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
-from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
+from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, load_scenario
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -510,9 +510,6 @@ async def watch_progress(service: CollectorService, callback: ProgressCallback) 
         await asyncio.sleep(0.2)
 
 
-SEED_MAX = 2**63 - 1  # [scenario] seed's limit (scenarios/schema.py), the CLI's --seed's too
-
-
 def _refused(field: str, reason: str) -> ParameterError:
     return ParameterError(reason, field=field)
 
@@ -622,7 +619,9 @@ async def run_scenario(
     ``out_dir``, ``seed``, ``run_id``; ``out_dir`` also when another run of this process
     is still writing there) before anything starts, ``ScenarioError`` for a scenario file
     that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached. ``~`` in a path is the home folder.
+    cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
+    bulk run's collector ends before writing its summary. ``~`` in a path is the home
+    folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With

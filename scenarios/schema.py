@@ -75,6 +75,10 @@ def _on_load(rule: str) -> Meta:
 
 # [source] bounds, every kind; [secure_sum] clip (``_check_source_bounds``, FixedPoint)
 BOUNDS_RULE = "finite lo < hi, and hi - lo finite"
+# [scenario] seed, and the seed a library caller gives ldpfleet.run (scenarios.runner); the
+# CLI's --seed (app/cli.py) and the audits' (collector.audit.stats) keep the same number
+# without importing this module (the CLI starts without it; collector is a lower layer)
+SEED_MAX = 2**63 - 1
 
 
 SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
@@ -99,7 +103,7 @@ class ScenarioMeta(_Section):
     """``[scenario]``: name and seed."""
 
     name: Ident
-    seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
+    seed: Annotated[int, Meta(ge=0, le=SEED_MAX)] = 0
     description: str = ""
     # the whole run's deadline (seconds); None: derived (``LoadedScenario.run_timeout``)
     run_timeout: Annotated[float, Meta(gt=0)] | None = None
@@ -651,7 +655,10 @@ class LoadedScenario:
     def run_timeout(self) -> float:
         """``[scenario] run_timeout``, or by default 1.5 x ``[collector] stage_timeout`` +
         ``finish_grace`` + 60 s (+ 6 x ``[secure_sum] stage_timeout`` with that stage): the
-        stream stage, its analytics and the shutdown, with room to spare."""
+        stream stage, its analytics and the shutdown, with room to spare. A bulk run does
+        not read this default (``scenarios.bulk_run.run_bulk_scenario``: only a
+        ``run_timeout`` the file sets bounds it; the derived one would cut a large run's
+        reconstruction)."""
         if self.spec.scenario.run_timeout is not None:
             return self.spec.scenario.run_timeout
         collector = self.spec.collector

@@ -17,6 +17,7 @@ the guard"). Issue 20, helper B, 2026-12-05.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import sys
 import time
@@ -28,6 +29,26 @@ from ldpfleet.devices.graphs import Graph, load_graph
 
 EPS_LIST = (0.5, 1, 2, 3, 5)
 captured: dict = {}
+
+
+@contextlib.contextmanager
+def searching_always():
+    """``private_run`` as it was when these scripts measured "today" (before
+    ``protocol.cadr_budget``'s small-fleet rule landed, 2026-12-05): ``"auto-dev"`` always
+    runs the θ search. Without it a tiny fleet now takes the rule's θ and "today" would be
+    the rule itself (helper G's review)."""
+    from ldpfleet.protocol.cadr_budget import ThetaPlan
+
+    def search_plan(rule, *args):
+        return ThetaPlan(rule, "search" if isinstance(rule, str) else "configured")
+
+    original, ref.plan_theta = ref.plan_theta, search_plan
+    try:
+        yield
+    finally:
+        ref.plan_theta = original
+
+
 _original_scores = ref._release_scores
 _original_dp_theta = ref.dp_theta
 
@@ -127,7 +148,8 @@ def main() -> None:
         for eps in EPS_LIST:
             for seed in seeds:
                 started = time.process_time()
-                run = ref.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
+                with searching_always():  # the search's figures are what is captured
+                    run = ref.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
                 cpu = time.process_time() - started
                 row = {"graph": name, "n": graph.n, "eps": eps, "seed": seed, "mae": run.mae}
                 rows.append({**row, "cpu": cpu, **captured})

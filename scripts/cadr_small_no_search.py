@@ -17,7 +17,6 @@ guard".
 
 from __future__ import annotations
 
-import math
 import sys
 from collections import defaultdict
 
@@ -29,23 +28,8 @@ from ldpfleet.collector import degree_postprocess as dpp
 sys.path.insert(0, "scripts")
 import cadr_small_capture as cap
 
-
-def small_fleet_theta(eps: float, alpha: float, devices: int, degree_bound: int) -> int | None:
-    """⌈√D⌉ when the dp θ search's counts would carry less than one fleet of signal
-    (``n < √K σ`` at its ε_θ, K and noise parties: the small-fleet guard's test, computed
-    before the search from public quantities), else None. The body of the proposed
-    ``protocol.cadr_budget.small_fleet_theta`` (report patch)."""
-    from ldpfleet.protocol.cadr_budget import THETA_FRACTION, CadrBudget, theta_extra
-    from ldpfleet.protocol.cadr_theta_noise import bucket_count, bucket_grid, noise_parties
-
-    eps_theta = CadrBudget(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices)).theta
-    buckets = len(bucket_grid(degree_bound, bucket_count(devices, eps_theta))) + 1
-    a = math.exp(-eps_theta / 2)
-    sd = math.sqrt(2 * (devices / noise_parties(devices)) * a) / (1 - a)
-    if devices >= math.sqrt(buckets) * sd:
-        return None
-    return max(1, math.ceil(math.sqrt(degree_bound)))
-
+# the rule this script measured before it landed: one definition, protocol.cadr_budget's
+from ldpfleet.protocol.cadr_budget import small_fleet_theta
 
 RULES = {"D": lambda d: d, "half": lambda d: max(1, d // 2), "sqrt": lambda d: math_sqrt(d)}
 
@@ -102,7 +86,8 @@ def main() -> None:
         median_mae = float(np.mean(np.abs(degrees - np.floor(np.median(degrees)))))
         for eps in cap.EPS_LIST:
             for seed in seeds:
-                run = ref.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
+                with cap.searching_always():  # "today": the pipeline before the rule
+                    run = ref.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
                 c, s = cap.captured, cap.captured["search"]
                 noise = dpp.ThetaNoise(s["eps"], s["noise_parties"], len(s["bucket_sums"]))
                 prior = dpp.degree_prior(s["bucket_sums"], s["thresholds"], c["bound"], graph.n)
