@@ -357,8 +357,9 @@ class CadrSection(_Section):
         _on_load(
             'with pipeline = "dp" and a θ rule (theta "auto-dev" / "auto-sum"): eps >= '
             f"theta_search_min_eps(alpha) ({theta_search_min_eps(ALPHA_DEFAULT)} at alpha = "
-            f"{ALPHA_DEFAULT}); above 240,000 devices an eps > 0.5 with alpha x eps < "
-            f"{THETA_EPS_MIN / THETA_FRACTION:.6g} may be refused too"
+            f"{ALPHA_DEFAULT}), except on a fleet the small-fleet rule runs with no θ search "
+            '("auto-dev", degree_bound not "graph-max"); above 240,000 devices an eps > 0.5 '
+            f"with alpha x eps < {THETA_EPS_MIN / THETA_FRACTION:.6g} may be refused too"
         ),
     ] = 3.0
     alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.1

@@ -100,7 +100,9 @@ def cadr_budget_problem(cadr, nodes: Callable[[], int]) -> str | None:
     """The run's budget check (``CadrBudget.for_pipeline``: the dp θ search's floor,
     ``theta_search_min_eps``) as ``cadr.eps: ...``, or None. ``nodes()`` gives the graph's
     node count; it is called only when the answer depends on it (a fleet of more than
-    240,000 devices at a small alpha x eps), since a named graph or a file is then loaded."""
+    240,000 devices at a small alpha x eps, or a dp ``"auto-dev"`` run below the floor,
+    which a fleet small enough for the small-fleet rule runs with no θ search:
+    ``protocol.cadr_budget.plan_theta``), since a named graph or a file is then loaded."""
     from ldpfleet.protocol.cadr_budget import CadrBudget
     from ldpfleet.protocol.errors import ParameterError
 
@@ -114,12 +116,35 @@ def cadr_budget_problem(cadr, nodes: Callable[[], int]) -> str | None:
         return None
 
     smallest_fleet = problem(1)
-    if smallest_fleet is not None or problem(_ANY_FLEET) is None:
+    if smallest_fleet is None and problem(_ANY_FLEET) is None:
+        return None
+    if smallest_fleet is not None and not _small_fleet_rule_may_apply(cadr):
         return smallest_fleet
     try:
-        return problem(nodes())
+        devices = nodes()
+        refused = problem(devices)
+        if refused is not None and not _searches_theta(cadr, devices):
+            return None  # the small-fleet rule: no θ search, no floor
+        return refused
     except ParameterError:
         return None  # an unreadable graph: the run's loader says why, naming graph.source
+
+
+def _small_fleet_rule_may_apply(cadr) -> bool:
+    """Whether the run's θ plan (``plan_theta``) can drop the θ search: dp, "auto-dev",
+    and a degree bound known from n alone (n - 1 or configured). With "graph-max" (not
+    private) the graph's maximum is not read here: the check stays the search's."""
+    return cadr.pipeline == "dp" and cadr.theta == "auto-dev" and cadr.degree_bound != "graph-max"
+
+
+def _searches_theta(cadr, devices: int) -> bool:
+    """``plan_theta``'s answer for this ``[cadr]`` on ``devices`` devices (the run's own)."""
+    from ldpfleet.protocol.cadr_budget import plan_theta, resolve_degree_bound
+
+    if not _small_fleet_rule_may_apply(cadr):
+        return isinstance(cadr.theta, str)
+    bound, _ = resolve_degree_bound(cadr.degree_bound, cadr.pipeline, devices, 1)
+    return plan_theta(cadr.theta, cadr.pipeline, cadr.eps, cadr.alpha, devices, bound).searched
 
 
 def cadr_theta_problem(cadr, nodes: Callable[[], int]) -> str | None:

@@ -43,11 +43,6 @@ def test_the_run_takes_no_theta_search_on_this_tiny_fleet():
     assert (run.theta, run.theta_chosen_by) == (4, "small-fleet")  # it runs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scenarios/schema_graph.py: cadr_budget_problem ignores plan_theta (patch: "
-    "scripts/helper-G-patches/schema-small-fleet.patch)",
-)
 def test_a_scenario_file_loads_what_the_run_runs_without_a_theta_search():
     loaded = parse_scenario(_scenario(TINY, EPS))  # refused on the old code: cadr.eps
     assert loaded.spec.cadr.eps == EPS

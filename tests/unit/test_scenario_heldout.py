@@ -117,8 +117,10 @@ def test_a_well_formed_broker_url_loads(url):
 
 
 def test_a_cadr_eps_below_the_theta_search_floor_is_refused_on_load():
-    """Old: refused after the output folder was made, as ``eps: ...`` (no file, no table)."""
-    source = "erdos_renyi:n=30,p=0.2,seed=1"
+    """Old: refused after the output folder was made, as ``eps: ...`` (no file, no table).
+    On 20,000 devices: a fleet of 30 takes no θ search at eps 0.002 (the small-fleet rule,
+    protocol.cadr_budget.plan_theta), so no floor applies to it."""
+    source = "erdos_renyi:n=20000,p=0.0005,seed=1"
     message = _refused(CADR.format(source=source, cadr="eps = 0.002\n"))
     assert message.startswith("cadr.eps:") and "0.002" in message, message
     assert "0.005814" in message, message  # the smallest eps that works at alpha = 0.1

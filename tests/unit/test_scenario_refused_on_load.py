@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 from ldpfleet.app.cli import app
-from ldpfleet.protocol.cadr_budget import CadrBudget, theta_search_min_eps
+from ldpfleet.protocol.cadr_budget import CadrBudget, plan_theta, theta_search_min_eps
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 from typer.testing import CliRunner
@@ -62,8 +62,9 @@ def test_a_bad_generator_parameter_is_refused_on_load(source, shown):
 
 
 # files refused on load: every bad source above, and a cadr eps below the θ search's floor
+# (on 20,000 devices: a fleet of 30 takes no θ search there, protocol.cadr_budget.plan_theta)
 REFUSED_FILES = [CADR.format(source=source, cadr="") for source, _ in BAD_SOURCES] + [
-    CADR.format(source="erdos_renyi:n=30,p=0.2,seed=1", cadr="eps = 0.002\n"),
+    CADR.format(source="erdos_renyi:n=20000,p=0.0005,seed=1", cadr="eps = 0.002\n"),
 ]
 
 
@@ -112,21 +113,24 @@ def test_a_small_random_graph_without_an_edge_is_refused_on_load():
 def test_a_cadr_eps_is_refused_on_load_exactly_where_the_run_refuses_it():
     """The load check is the run's own (``CadrBudget.for_pipeline``): at the floor
     ``theta_search_min_eps(alpha)`` the file loads and the run's budget is accepted; 1e-6
-    below, both refuse, naming cadr.eps, the floor and the value."""
-    source = "erdos_renyi:n=30,p=0.2,seed=1"
+    below, both refuse, naming cadr.eps, the floor and the value. On 20,000 devices: a
+    fleet small enough for the small-fleet rule searches no θ and has no floor
+    (tests/unit/test_review_tiny_fleet_schema.py)."""
+    source = "erdos_renyi:n=20000,p=0.0005,seed=1"
     for alpha in (0.01, 0.1, 0.5, 0.9, 0.95):
         floor = theta_search_min_eps(alpha)
         below = round(floor - 1e-6, 6)
         cadr = f"alpha = {alpha}\neps = {{eps}}\n"
         parse_scenario(CADR.format(source=source, cadr=cadr.format(eps=floor)))
-        CadrBudget.for_pipeline(floor, alpha, "dp", True, 30)
+        CadrBudget.for_pipeline(floor, alpha, "dp", True, 20000)
+        assert plan_theta("auto-dev", "dp", below, alpha, 20000, 19999).searched
         with pytest.raises(ScenarioError) as info:
             parse_scenario(CADR.format(source=source, cadr=cadr.format(eps=below)))
         message = str(info.value)
         assert message.startswith("cadr.eps:") and f"eps = {below!r}" in message, message
         assert f"use eps >= {floor}" in message, message
         with pytest.raises(ParameterError):
-            CadrBudget.for_pipeline(below, alpha, "dp", True, 30)
+            CadrBudget.for_pipeline(below, alpha, "dp", True, 20000)
     assert theta_search_min_eps(0.1) == 0.005814  # 0.005 / 0.86, rounded up
 
 
