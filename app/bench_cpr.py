@@ -475,7 +475,9 @@ def _split_template_spec(spec: str) -> tuple[str, str | None]:
 
 
 def _template_error(spec: str, reason: str) -> ParameterError:
-    return ParameterError(f"{spec}: {reason}", field=TEMPLATE_FIELD)
+    # quoted: "FILE:COLUMN: ..." unquoted read ":COLUMN:" as an emoji code in the CLI's
+    # rich console (bad.csv:v: printed "bad.csv✌")
+    return ParameterError(f"{spec!r}: {reason}", field=TEMPLATE_FIELD)
 
 
 def load_grid_template(spec: str) -> GridTemplate:

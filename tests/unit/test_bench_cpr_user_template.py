@@ -98,7 +98,7 @@ def test_bad_templates_are_refused(tmp_path, text, column, expected):
         load_grid_template(spec)
     error = info.value
     assert error.field == "grid_template", error
-    assert str(error).startswith(f"grid_template: {spec}: "), error
+    assert str(error).startswith(f"grid_template: {spec!r}: "), error
     for part in expected:
         assert part in str(error), error
     assert "source.missing" not in str(error)  # the scenarios' option, not the grid's
@@ -170,7 +170,7 @@ def test_cli_refuses_a_bad_template_in_one_line(tmp_path):
     result = CliRunner().invoke(cli.app, ["bench", "cpr", "--grid", "--grid-template", f"{path}:v"])
     assert result.exit_code == 2, result.output
     (line,) = result.output.strip().splitlines()
-    assert line.startswith(f"error: --grid-template: {path}:v: non-numeric value 'abc'"), line
+    assert line.startswith(f"error: --grid-template: '{path}:v': non-numeric value 'abc'"), line
     assert "line 3" in line
 
 
