@@ -179,3 +179,11 @@ def test_cli_grid_template_needs_grid(tmp_path):
     path = _load_csv(tmp_path)
     result = CliRunner().invoke(cli.app, ["bench", "cpr", "--grid-template", str(path)])
     assert result.exit_code == 2 and "--grid-template" in result.output, result.output
+
+
+@needs_cli
+def test_cli_errors_print_colon_words_verbatim():
+    """A value such as 'nope:smile:' was read as rich emoji codes ('nope😄'); the same
+    app/cli.py patch prints errors with emoji=False."""
+    result = CliRunner().invoke(cli.app, ["bench", "cpr", "--grid", "--grid-source", "nope:smile:"])
+    assert result.exit_code == 2 and "'nope:smile:' is not one of" in result.output, result.output
