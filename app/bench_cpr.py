@@ -457,6 +457,13 @@ class GridTemplate:
     name: str
     cycle: np.ndarray
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError(
+                f"name must be a non-empty text, got {self.name!r}", field=TEMPLATE_FIELD
+            )
+        object.__setattr__(self, "cycle", _checked_cycle(self.name, self.cycle))
+
     @property
     def table(self) -> np.ndarray:
         """The template as a one-record table, as ``_table`` gives a built-in data set."""
@@ -519,8 +526,21 @@ def _file_stem(path: str) -> str:
     return Path(name).stem or name
 
 
-def _checked_cycle(spec: str, values: np.ndarray) -> np.ndarray:
-    """``values`` as a cycle: 2 .. GRID_MAX_LENGTH samples, not all equal."""
+def _checked_cycle(spec: str, values: object) -> np.ndarray:
+    """``values`` as a read-only float cycle: 1-D, 2 .. GRID_MAX_LENGTH finite numbers, not
+    all equal."""
+    try:
+        values = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise _template_error(spec, f"a cycle must be numbers, got {values!r:.80}") from None
+    if values.ndim != 1:
+        raise _template_error(spec, f"a cycle must be 1-D, got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise _template_error(
+            spec, f"value {k} (0-based) is {float(values[k])!r}: need finite numbers"
+        )
     if values.size < 2:
         raise _template_error(
             spec, f"a cycle needs at least 2 numbers, got {values.size} ({values.tolist()!r})"
@@ -535,9 +555,8 @@ def _checked_cycle(spec: str, values: np.ndarray) -> np.ndarray:
             f"every one of its {values.size} values is {values[0]:g}: a constant column has "
             "no cycle to detect",
         )
-    cycle = np.array(values, dtype=float)
-    cycle.flags.writeable = False
-    return cycle
+    values.flags.writeable = False
+    return values
 
 
 def _grid_templates(templates) -> tuple[GridTemplate, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -114,6 +115,22 @@ def test_missing_file_and_same_name_twice(tmp_path):
     with pytest.raises(ParameterError, match="both named 'load:load'") as info:
         grid_cells([(8, 3)], None, [5.0], [f"{path}:load", f"{twin}:load"])
     assert info.value.field == "grid_template"
+
+
+@pytest.mark.parametrize(
+    ("cycle", "text"),
+    [
+        ([1.0, float("nan"), 2.0], "value 1 (0-based) is nan: need finite numbers"),
+        ([[1.0, 2.0], [3.0, 4.0]], "must be 1-D, got shape (2, 2)"),
+        (["a", "b"], "must be numbers"),
+        ([3.0, 3.0], "every one of its 2 values is 3"),
+        ([1.0], "at least 2 numbers, got 1"),
+    ],
+)
+def test_a_template_built_in_python_is_checked_too(cycle, text):
+    with pytest.raises(ParameterError, match=re.escape(text)) as info:
+        GridTemplate("mine:v", cycle)
+    assert info.value.field == "grid_template" and "'mine:v'" in str(info.value)
 
 
 # -- used exactly as a built-in record: scaled, resampled, tiled ------------------------------
