@@ -24,6 +24,8 @@ import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import as_completed
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from ldpfleet.app.suggest import near_miss
@@ -438,6 +440,148 @@ DETECTORS = ("detect_period", "folded_variance", "autocorrelation")
 COSINE_TRIALS = 10  # grid cells: cosine distances on the first 10 trials (EM is the cost)
 
 
+# -- a user's own templates (--grid-template FILE[:COLUMN]): one cycle each, as a record -----
+
+TEMPLATE_FIELD = "grid_template"  # the CLI shows it as --grid-template
+
+
+@dataclass(frozen=True, eq=False)
+class GridTemplate:
+    """A user's own grid template: ``cycle`` (at least 2 finite numbers, not all equal) is
+    ONE cycle of the pattern, its length the native period. It is used exactly as a record
+    of a built-in data-set source (``grid_template``): scaled to [0, 1], resampled to each
+    grid period by periodic linear interpolation, tiled by ``grid_stream``. ``name``
+    (``stem:column``, e.g. ``datatest2:CO2``) is the ``source`` of its result rows; a colon
+    never occurs in a built-in source's name."""
+
+    name: str
+    cycle: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError(
+                f"name must be a non-empty text, got {self.name!r}", field=TEMPLATE_FIELD
+            )
+        object.__setattr__(self, "cycle", _checked_cycle(self.name, self.cycle))
+
+    @property
+    def table(self) -> np.ndarray:
+        """The template as a one-record table, as ``_table`` gives a built-in data set."""
+        return self.cycle[np.newaxis, :]
+
+
+def _split_template_spec(spec: str) -> tuple[str, str | None]:
+    """``FILE[:COLUMN]`` as (file, column or None): a spec naming an existing file is the
+    file (a path may hold a colon); else the text after the last colon is the column."""
+    if os.path.exists(spec) or ":" not in spec:
+        return spec, None
+    path, _, column = spec.rpartition(":")
+    if not path:
+        return spec, None
+    return path, column
+
+
+def _template_error(spec: str, reason: str) -> ParameterError:
+    # quoted: "FILE:COLUMN: ..." unquoted read ":COLUMN:" as an emoji code in the CLI's
+    # rich console (bad.csv:v: printed "bad.csv✌")
+    return ParameterError(f"{spec!r}: {reason}", field=TEMPLATE_FIELD)
+
+
+def load_grid_template(spec: str) -> GridTemplate:
+    """Read ``FILE[:COLUMN]`` (CSV, TSV or one number a line; a header line or none; gzip,
+    bzip2 and xz unpacked) with the scenarios' reader (``devices.sources.CsvSpec``): the
+    column by header name or 0-based index among the numeric columns, the first numeric
+    column without one. Its values are one cycle (``GridTemplate``). A missing file, an
+    unknown column, a non-numeric or missing cell (NaN, text: named by line and value),
+    fewer than 2 values, more than ``GRID_MAX_LENGTH`` or a constant column is a
+    ``ParameterError`` on ``grid_template`` naming the spec and the value."""
+    from ldpfleet.devices.sources import CsvSpec, SourceError, csv_stream, table_columns
+
+    if not isinstance(spec, str) or not spec:
+        raise ParameterError(f"must be FILE[:COLUMN], got {spec!r}", field=TEMPLATE_FIELD)
+    path, column = _split_template_spec(spec)
+    if column == "":
+        raise _template_error(spec, "the column after ':' is empty (a name or a 0-based index)")
+    try:
+        names, rows = table_columns(path)
+        if column is None:
+            column = 0
+        elif column not in names and column.isdigit():
+            column = int(column)  # a 0-based index among the numeric columns
+        source = CsvSpec(path, column)
+        values = csv_stream(source, 0, 1, rows)[0] if rows else np.empty(0)
+    except SourceError as error:
+        # the scenarios' advice on gaps (source.missing = ...) has no grid option
+        reason = error.reason.split(": set source.missing", 1)[0]
+        raise _template_error(spec, reason) from None
+    column_name = names[source.column] if isinstance(source.column, int) else source.column
+    return GridTemplate(f"{_file_stem(path)}:{column_name}", _checked_cycle(spec, values))
+
+
+def _file_stem(path: str) -> str:
+    """The file's name without its compression and table suffixes (``day.csv.gz``: day)."""
+    name = Path(path).name
+    for suffix in (".gz", ".bz2", ".xz"):
+        name = name.removesuffix(suffix)
+    return Path(name).stem or name
+
+
+def _checked_cycle(spec: str, values: object) -> np.ndarray:
+    """``values`` as a read-only float cycle: 1-D, 2 .. GRID_MAX_LENGTH finite numbers, not
+    all equal."""
+    try:
+        values = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise _template_error(spec, f"a cycle must be numbers, got {values!r:.80}") from None
+    if values.ndim != 1:
+        raise _template_error(spec, f"a cycle must be 1-D, got shape {values.shape}")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise _template_error(
+            spec, f"value {k} (0-based) is {float(values[k])!r}: need finite numbers"
+        )
+    if values.size < 2:
+        raise _template_error(
+            spec, f"a cycle needs at least 2 numbers, got {values.size} ({values.tolist()!r})"
+        )
+    if values.size > GRID_MAX_LENGTH:
+        raise _template_error(
+            spec, f"a cycle holds at most {GRID_MAX_LENGTH:,} numbers, got {values.size:,}"
+        )
+    if np.ptp(values) == 0:
+        raise _template_error(
+            spec,
+            f"every one of its {values.size} values is {values[0]:g}: a constant column has "
+            "no cycle to detect",
+        )
+    values.flags.writeable = False
+    return values
+
+
+def _grid_templates(templates) -> tuple[GridTemplate, ...]:
+    """``templates`` (specs or ``GridTemplate``s) loaded, each name once."""
+    if templates is None:
+        return ()
+    templates = (templates,) if isinstance(templates, str | GridTemplate) else tuple(templates)
+    loaded = tuple(t if isinstance(t, GridTemplate) else load_grid_template(t) for t in templates)
+    seen: dict[str, int] = {}
+    for k, template in enumerate(loaded):
+        if template.name in seen:
+            raise ParameterError(
+                f"each template once: {templates[seen[template.name]]!r} and "
+                f"{templates[k]!r} are both named {template.name!r} (file stem and column)",
+                field=TEMPLATE_FIELD,
+            )
+        seen[template.name] = k
+    return loaded
+
+
+def source_name(source: str | GridTemplate) -> str:
+    """The ``source`` a grid row carries: a built-in's name or a user template's."""
+    return source.name if isinstance(source, GridTemplate) else source
+
+
 def _baseline_input(x: object, min_period: int, max_period: int | None):
     """The centred stream and the periods a baseline scans, or None when there is nothing to
     scan (no period in ``min_period .. max_period``, ``n // 3`` by default, or a constant
@@ -551,9 +695,10 @@ def _table(source: str) -> np.ndarray:
     raise ValueError(source)
 
 
-def grid_template(source: str, period: int, rng: np.random.Generator) -> np.ndarray:
+def grid_template(source: str | GridTemplate, period: int, rng: np.random.Generator) -> np.ndarray:
     """One cycle of ``period`` samples in [0, 1]: a data-set record (resampled to ``period``
-    by periodic linear interpolation when its native length differs) or a synthetic shape."""
+    by periodic linear interpolation when its native length differs), a user's own
+    ``GridTemplate`` (the same way: a table of one record) or a synthetic shape."""
     u = (np.arange(period) / period + rng.random()) % 1.0
     if source == "square":
         return (u < 0.5).astype(float)
@@ -566,7 +711,7 @@ def grid_template(source: str, period: int, rng: np.random.Generator) -> np.ndar
         return u
     if source == "two_harmonics":
         return _normalise01(np.sin(2 * np.pi * u) + 0.8 * np.sin(4 * np.pi * u + rng.random() * 6))
-    table = _table(source)
+    table = source.table if isinstance(source, GridTemplate) else _table(source)
     cycle = _normalise01(table[int(rng.integers(len(table)))])
     while np.ptp(cycle) == 0:
         cycle = _normalise01(table[int(rng.integers(len(table)))])
@@ -733,7 +878,7 @@ def _grid_cell(args: tuple) -> dict:
     base_only = dict.fromkeys(DETECTORS[1:], 0)  # ... and the other way round
     abstain = 0
     cos_true, cos_hat, cos_fallback, cos_true_abstain = [], [], [], []
-    tag = f"{source}/{period}/{cycles}/{eps0}/{jitter}/{drift}"
+    tag = f"{source_name(source)}/{period}/{cycles}/{eps0}/{jitter}/{drift}"
     for trial in range(trials):
         rng = trial_rng(seed, "grid", trial, tag)
         clean = grid_stream(grid_template(source, period, rng), n, rng, jitter, drift)
@@ -759,7 +904,7 @@ def _grid_cell(args: tuple) -> dict:
             cos_fallback.append(cosine_distance(np.full(n, level), clean))
             cos_true_abstain.append(cos)
     return {
-        "source": source,
+        "source": source_name(source),
         "period": period,
         "cycles": cycles,
         "eps0": eps0,
@@ -808,16 +953,20 @@ def _aperiodic_cell(args: tuple) -> dict:
     }
 
 
-def grid_cells(shapes=None, sources=None, eps0=None) -> list[tuple]:
+def grid_cells(shapes=None, sources=None, eps0=None, templates=None) -> list[tuple]:
     """Every (source, period, cycles, eps0, jitter, drift) of the grid: all sources x shapes
     x eps0 at jitter 0.02, plus the stronger jitter and the phase drift on every source at
     (25, 12) and (144, 12) (the drift cells only where their shape is asked for).
 
     ``shapes`` (period, cycles) pairs, ``sources`` (of ``GRID_SOURCES``) and ``eps0``
     (per-report budgets) replace the grid's own lists when given: any period >= 2 with at
-    least 3 cycles, any finite budget > 0; a smaller grid for a user's own cells."""
+    least 3 cycles, any finite budget > 0; a smaller grid for a user's own cells.
+    ``templates``: a user's own (``FILE[:COLUMN]`` specs or ``GridTemplate``s), sources
+    after the built-in ones, in the same cells; with templates and no ``sources``, only the
+    templates run (name built-in sources to compare with them)."""
     shapes = _grid_shapes(shapes)
-    sources = _grid_sources(sources)
+    own = _grid_templates(templates)
+    sources = (*(() if own and sources is None else _grid_sources(sources)), *own)
     budgets = GRID_EPS0 if eps0 is None else _grid_budgets(eps0)
     cells = [(s, p, k, e, 0.02, 0.0) for s in sources for (p, k) in shapes for e in budgets]
     cells += [
@@ -900,16 +1049,18 @@ def bench_period_grid(
     shapes=None,
     sources=None,
     eps0=None,
+    templates=None,
 ) -> dict:
     """The detection grid (exact match, ``trials`` per cell) and the false-claim rates on
     aperiodic streams, for ``detect_period`` and both baselines. ``shapes``, ``sources``,
-    ``eps0``: only these cells (``grid_cells``); the aperiodic cells are always run, at
-    ``eps0`` when it is given (else the grid's 0.2, 1, 5)."""
+    ``eps0``, ``templates`` (a user's own, ``load_grid_template``): only these cells
+    (``grid_cells``); the aperiodic cells are always run, at ``eps0`` when it is given (else
+    the grid's 0.2, 1, 5)."""
     _check_count(trials, "grid_trials", 1, MAX_TRIALS)
     _check_count(aperiodic_trials, "aperiodic_trials", 1, MAX_TRIALS)
     _check_count(seed, "seed", 0, SEED_MAX)
     workers = workers or os.cpu_count() or 1
-    cells = [(*c, trials, seed) for c in grid_cells(shapes, sources, eps0)]
+    cells = [(*c, trials, seed) for c in grid_cells(shapes, sources, eps0, templates)]
     # longest streams first (an even load at the end), results back in grid order
     order = sorted(range(len(cells)), key=lambda i: -cells[i][1] * cells[i][2])
     aperiodic = [
