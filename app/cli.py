@@ -123,8 +123,14 @@ def user_errors():
             console.print_exception()
         from rich.markup import escape
 
-        # escaped: a message naming a section ([stream]) is not rich markup
-        console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        # escaped: a message naming a section ([stream]) is not rich markup; no emoji codes:
+        # a value such as 'data.csv:v:' or 'nope:smile:' printed as 'data.csv✌', 'nope😄'
+        console.print(
+            f"[bold red]error:[/] {escape(str(error))}",
+            highlight=False,
+            soft_wrap=True,
+            emoji=False,
+        )
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         _say_interrupted("interrupted")
@@ -1997,6 +2003,17 @@ def bench_cpr_command(
             "0.2 0.5 1 2 5; the aperiodic cells run at them too)."
         ),
     ] = None,
+    grid_template: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="FILE[:COLUMN]",
+            help="--grid: your own template (repeatable): the column's values (CSV, TSV or "
+            "one number a line, gzip ok; by header name or 0-based index, default the first "
+            "numeric column) are ONE cycle, resampled to every grid period as a built-in "
+            "record; rows are named STEM:COLUMN. Alone it runs only your templates (add "
+            "--grid-source to compare).",
+        ),
+    ] = None,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
     from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
@@ -2009,6 +2026,7 @@ def bench_cpr_command(
             "--fleet-streams": fleet_streams, "--grid-trials": grid_trials,
             "--aperiodic-trials": aperiodic_trials, "--grid-source": grid_source,
             "--grid-shape": grid_shape, "--grid-eps0": grid_eps0,
+            "--grid-template": grid_template,
         })  # fmt: skip
     if grid:
         from ldpfleet.app.bench_cpr import bench_period_grid, grid_markdown
@@ -2021,6 +2039,7 @@ def bench_cpr_command(
                 shapes=None if grid_shape is None else _grid_shapes(grid_shape),
                 sources=grid_source,
                 eps0=grid_eps0,
+                templates=grid_template,
             )
         command = "ldpfleet " + " ".join(sys.argv[1:])
         print(json.dumps(found) if as_json else grid_markdown(found, command))
@@ -2047,7 +2066,7 @@ def bench_cpr_command(
 
 
 _CPR_GRID_ONLY = ("--grid-trials", "--aperiodic-trials", "--grid-source", "--grid-shape",
-                  "--grid-eps0")  # fmt: skip
+                  "--grid-eps0", "--grid-template")  # fmt: skip
 
 
 def _cpr_mode_options(grid: bool, given: dict) -> None:
@@ -2075,6 +2094,7 @@ _CPR_OPTIONS = {
     "aperiodic_trials": "--aperiodic-trials", "grid_shape": "--grid-shape",
     "grid_shape period": "--grid-shape", "grid_shape cycles": "--grid-shape",
     "grid_source": "--grid-source", "grid_eps0": "--grid-eps0",
+    "grid_template": "--grid-template",
 }  # fmt: skip
 
 
