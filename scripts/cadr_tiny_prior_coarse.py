@@ -2,6 +2,7 @@
 
     python scripts/cadr_tiny_prior_coarse.py cal OUT.pkl     # F's fifth set (calibration)
     python scripts/cadr_tiny_prior_coarse.py fresh OUT.pkl   # the new set (evaluation)
+    python scripts/cadr_tiny_prior_coarse.py oracle-cal OUT.pkl   # diagnostic: no count noise
 
 Pre-registration 6 (docs/cadr-private.md, "Small graphs: the limit and the guard";
 committed before any run). Where the landed small-fleet rule fires (``plan_theta`` chose
@@ -98,10 +99,11 @@ def coarse_thresholds(theta: int) -> list[int]:
     return [0] if theta <= 1 else [0, theta - 1]
 
 
-def coarse3_run(graph, eps: float, seed: int) -> dict:
+def coarse3_run(graph, eps: float, seed: int, oracle: bool = False) -> dict:
     """The candidate: the landed run where the rule does not fire; where it fires, θ =
     ⌈√D⌉ with a searched run's split and the ε_θ spent on three coarse noisy counts, read
-    as the prior. Returns ``third.figures``-like figures."""
+    as the prior. ``oracle``: the three counts without their noise (a diagnostic, not a
+    private release). Returns ``third.figures``-like figures."""
     degrees = graph.degrees()
     bound = graph.n - 1
     plan = plan_theta("auto-dev", "dp", eps, ALPHA, graph.n, bound)
@@ -115,8 +117,8 @@ def coarse3_run(graph, eps: float, seed: int) -> dict:
         minlength=len(thresholds) + 1,
     )
     parties = noise_parties(graph.n)
-    noisy = exact + noise_sum(np.random.default_rng([seed, 1]), graph.n, parties,
-                              budget.theta, len(exact))  # fmt: skip
+    noise = noise_sum(np.random.default_rng([seed, 1]), graph.n, parties, budget.theta, len(exact))
+    noisy = exact + (0 * noise if oracle else noise)
     rng = np.random.default_rng(seed)
     charges = ref._Charges(budget.open_ledger("node"))
     charges.charge(ref.THETA_LABEL, budget.theta)
@@ -133,8 +135,10 @@ def coarse3_run(graph, eps: float, seed: int) -> dict:
 
 
 def run(which: str, out: str) -> None:
-    """Landed and candidate runs on one set; the table and the criteria."""
-    graphs, seeds, eps_list = SETS[which]
+    """Landed and candidate runs on one set; the table and the criteria. ``oracle-cal``,
+    ``oracle-fresh``: the candidate with its three counts' noise removed (diagnostic)."""
+    oracle = which.startswith("oracle-")
+    graphs, seeds, eps_list = SETS[which.removeprefix("oracle-")]
     rows = []
     for name, (family, make) in graphs.items():
         graph = third.graph_of(make())
@@ -146,7 +150,7 @@ def run(which: str, out: str) -> None:
                 landed = third.figures(
                     ref.private_run(graph, "ll", "auto-dev", eps, ALPHA, seed, "dp")
                 )
-                cand = coarse3_run(graph, eps, seed)
+                cand = coarse3_run(graph, eps, seed, oracle)
                 rows.append({"graph": name, "family": family, "n": graph.n, "eps": eps,
                              "seed": seed, "fires": fires, "median": median,
                              "zero": float(degrees.mean()), "landed": landed,
@@ -205,6 +209,6 @@ def report(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in SETS:
+    if len(sys.argv) != 3 or sys.argv[1].removeprefix("oracle-") not in SETS:
         raise SystemExit(__doc__)
     run(sys.argv[1], sys.argv[2])
