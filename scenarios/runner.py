@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import operator
 import os
 import resource
@@ -632,10 +633,12 @@ async def run_scenario(
     seed = checked_run_options(broker, out_dir, seed, run_id)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
-        return await _run_checked(
+        results = await _run_checked(
             scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
             shard_brokers,
         )  # fmt: skip
+    # as results.json reads back (tuples become lists): run(...) == read_results(out_dir)
+    return json.loads(json.dumps(results))
 
 
 async def _run_checked(
