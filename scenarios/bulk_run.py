@@ -633,7 +633,9 @@ async def run_bulk(
     past which the stage closes, the collectors store what arrived without reconstructing
     (``finish_grace`` each side gets to end by itself) and results.json says ``aborted``;
     a collector that ends without its summary raises ``BulkRunFailed`` at once, every
-    other process stopped; ``tamper`` (in-process runs
+    other process stopped; a gateway shard that ends without its outcome does not stop the
+    run: results.json ``fleet.shards_failed`` and ``warnings`` name it
+    (``_add_shard_failures``); ``tamper`` (in-process runs
     only): gateway -> a function rewriting its built entries (hostile-entry tests);
     ``transport``: a ready one (used as given, no credentials); ``credentials`` and
     ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
