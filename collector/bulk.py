@@ -29,10 +29,12 @@ in ``summary.json``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import resource
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -161,6 +163,10 @@ def stored_streams(
     return {name(int(d)): v.ravel() for d, v in zip(devices, values, strict=True)}
 
 
+class ReconstructionStopped(Exception):
+    """The run stopped a collector's reconstruction (``_Reconstruction.stop``)."""
+
+
 class _Reconstruction:
     """Hands complete devices' stored streams to an ``IncrementalReconstructor`` while the
     stage runs, ``chunk`` at a time, and reconstructs the rest after it (module
@@ -181,6 +187,16 @@ class _Reconstruction:
         store.index(plan.devices, plan.batches)
         self._complete: list[np.ndarray] = []  # complete devices not read back yet
         self._waiting = 0
+        # set from the event loop (``stop``): ``finish`` ends at its next chunk
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """From the event loop, while ``finish`` runs in its thread: ``finish`` stops at
+        its next chunk (raising ``ReconstructionStopped``, leaving no partial file), and
+        the pool's chunks under way are dropped, their workers ended, so a thread waiting
+        for one wakes now."""
+        self._stopping.set()
+        self.early.close(stop=True)
 
     def committed(self, resolved: np.ndarray) -> None:
         """``resolved`` devices' next seq just advanced: those now at the end are
@@ -213,7 +229,22 @@ class _Reconstruction:
 
     def finish(self, out: Path) -> dict:
         """After the stage (blocks: run it off the event loop): reconstruct what is left,
-        save ``reconstructions.npz``; the results block."""
+        save ``reconstructions.npz``; the results block. ``ReconstructionStopped`` once
+        ``stop`` was called (checked before each chunk is taken and after each is written:
+        no ``reconstructions.npz`` or ``periods.npy`` is left)."""
+        try:
+            return self._finish(out)
+        except BaseException:
+            for name in ("reconstructions.npz", PERIODS_FILE):  # not half a file
+                (out / name).unlink(missing_ok=True)
+            raise
+
+    def _check_stopping(self) -> None:
+        if self._stopping.is_set():
+            raise ReconstructionStopped("the run stopped this collector's reconstruction")
+
+    def _finish(self, out: Path) -> dict:
+        self._check_stopping()
         started = time.perf_counter()
         during = self.early.during_stage
         streams = self._rest()
@@ -232,6 +263,7 @@ class _Reconstruction:
                     periods[int(device[prefix:])] = result.period or 0
                 writing += time.perf_counter() - mark
                 count += len(devices)
+                self._check_stopping()  # the generator closed: its pool stops
         np.save(out / PERIODS_FILE, periods)
         saved = time.perf_counter()
         return {
@@ -316,7 +348,7 @@ async def run_bulk_collector(
             recon.early.close(stop=True)
             summary["reconstruction"] = None
         elif recon is not None:
-            summary["reconstruction"] = await asyncio.to_thread(recon.finish, out)
+            summary["reconstruction"] = await _finish_in_thread(recon, out)
             summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
     except BaseException:  # an error, or the runner stopping this process (cancelled)
         if recon is not None:
@@ -330,6 +362,25 @@ async def run_bulk_collector(
         talk.close(complete=False)  # signs what was recorded when the run failed
     _write_outputs(out, summary, machine)
     return summary
+
+
+async def _finish_in_thread(recon: _Reconstruction, out: Path) -> dict:
+    """``recon.finish(out)`` off the event loop. Cancelled (the runner stopping this
+    collector: its deadline, an error, Ctrl-C), it tells the thread to stop at its next
+    chunk and waits for it before the cancellation goes on: the thread must not outlive
+    the collector, still writing the run's files after the run returned (an in-process
+    run's ``asyncio.to_thread`` is not cancelled with the task that awaits it)."""
+    work = asyncio.ensure_future(asyncio.to_thread(recon.finish, out))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        recon.stop()
+        while not work.done():  # at most one chunk; a second cancellation waits too
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([work])
+        if not work.cancelled():
+            work.exception()  # retrieved: ReconstructionStopped, or what it ended with
+        raise
 
 
 def _stream_summary(machine: BulkCollector, partition: int, refusals, store, talk) -> dict:

@@ -381,11 +381,41 @@ async def _in_process(
             line, clock, stage_timeout, gateways, ends,
             lambda: _cancel(gateways), lambda: _cancel(collectors),
         )  # fmt: skip
-        fleet = None if fleet_task.cancelled() else fleet_task.result()
+        fleet, failures = _in_process_fleet(fleet_task, plan, streamed - connected)
         summaries = _summaries(plan, out, clock, names)
-        return summaries, [fleet], connected, streamed
+        return summaries, [fleet], failures, connected, streamed
     finally:
         await _cancel([*gateways, *collectors, *ends])
+
+
+def _in_process_fleet(task: asyncio.Future, plan: BulkPlan, seconds: float) -> tuple:
+    """The in-process gateways' outcome (None when they failed or were stopped) and, when
+    they failed, their ``shards_failed`` record (one shard: every gateway)."""
+    if task.cancelled():  # stopped by the runner after the stage closed
+        return None, []
+    error = task.exception()
+    if error is None:
+        return task.result(), []
+    ended = f"failed: {type(error).__name__}: {error}"
+    return None, [_shard_record(plan, 0, 1, None, None, ended, seconds)]
+
+
+def _shard_record(
+    plan: BulkPlan, shard: int, shards: int, pid: int | None, code: int | None, ended: str,
+    seconds: float | None,
+) -> dict:  # fmt: skip
+    """results.json ``fleet.shards_failed`` entry of a gateway shard that ended by itself
+    without its outcome (``_results`` adds its devices' losses and the sentence)."""
+    return {
+        "shard": shard,
+        "shards": shards,
+        "pid": pid,
+        "exit_code": code,
+        "ended": ended,
+        # after the stream opened (the runner's clock), None when not known
+        "seconds_into_stream": None if seconds is None else round(max(seconds, 0.0), 3),
+        "gateways": list(range(shard, plan.gateways, shards)),
+    }
 
 
 def _not_ready(clock: _Clock) -> str:
@@ -519,10 +549,14 @@ async def _run_processes(
         # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged
         # as "_GatheringFuture exception was never retrieved"
         waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
+        opened = asyncio.get_running_loop().time()
+        ended_at = _when_each_ends(waits)
+        stopped: set[int] = set()  # shards the runner killed (still running after the stage)
 
         async def kill_shards() -> None:  # still running after the stage's close
-            for proc in shard_procs:
+            for i, proc in enumerate(shard_procs):
                 if proc.returncode is None:
+                    stopped.add(i)
                     proc.kill()
                     await proc.wait()
 
@@ -539,7 +573,28 @@ async def _run_processes(
     for i in range(shards):
         path = out / f"shard{i}" / "outcome.json"
         fleets.append(json.loads(path.read_text()) if path.exists() else None)
-    return summaries, fleets, connected, streamed
+    failures = [
+        _shard_record(plan, i, shards, proc.pid, proc.returncode, _exit_words(proc.returncode),
+                      ended_at[i] - opened if i in ended_at else None)
+        for i, proc in enumerate(shard_procs)
+        if i not in stopped and proc.returncode not in (0, None)
+    ]  # fmt: skip
+    return summaries, fleets, failures, connected, streamed
+
+
+def _when_each_ends(futures: list[asyncio.Future]) -> dict[int, float]:
+    """Index -> the loop's time when that future ended (filled as they end; a future
+    cancelled by the runner's clean-up is not an end)."""
+    loop = asyncio.get_running_loop()
+    ended: dict[int, float] = {}
+
+    def note(index: int, future: asyncio.Future) -> None:
+        if not future.cancelled():
+            ended.setdefault(index, loop.time())
+
+    for index, future in enumerate(futures):
+        future.add_done_callback(lambda f, i=index: note(i, f))
+    return ended
 
 
 def _fresh_bulk_outputs(out_dir: str | os.PathLike) -> Path:
@@ -578,7 +633,9 @@ async def run_bulk(
     past which the stage closes, the collectors store what arrived without reconstructing
     (``finish_grace`` each side gets to end by itself) and results.json says ``aborted``;
     a collector that ends without its summary raises ``BulkRunFailed`` at once, every
-    other process stopped; ``tamper`` (in-process runs
+    other process stopped; a gateway shard that ends without its outcome does not stop the
+    run: results.json ``fleet.shards_failed`` and ``warnings`` name it
+    (``_add_shard_failures``); ``tamper`` (in-process runs
     only): gateway -> a function rewriting its built entries (hostile-entry tests);
     ``transport``: a ready one (used as given, no credentials); ``credentials`` and
     ``auth``: as ``bulk_credentials``; ``trace``: ``"all"``, ``"control"`` or ``"none"``
@@ -601,12 +658,12 @@ async def run_bulk(
             line = _StageLine(conn, plan, out, trace, scenario_digest)
             try:
                 if in_process:
-                    summaries, fleets, connected, streamed = await _in_process(
+                    summaries, fleets, failures, connected, streamed = await _in_process(
                         conn, plan, out, tamper, trace, scenario_digest, line, clock,
                         stage_timeout,
                     )  # fmt: skip
                 else:
-                    summaries, fleets, connected, streamed = await _processes(
+                    summaries, fleets, failures, connected, streamed = await _processes(
                         info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
                         line, clock,
                     )  # fmt: skip
@@ -616,6 +673,7 @@ async def run_bulk(
                 line.close(complete=False)  # signs what was recorded when the run failed
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
+    _add_shard_failures(results, plan, failures)
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     results["auth"] = creds is not None  # per-identity logins and the run's ACL
@@ -785,14 +843,19 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             est_sum += data["sum"]
             est_count += data["count"]
     present = [f for f in fleets if f is not None]
+    generated = []
+    if np.all(est_count > 0):  # a fleet mean to check: every shard's devices in its truth
+        # a shard without outcome (it died, or was stopped): its devices' truth from the plan
+        generated = [_generated_truth(plan, range(i, plan.gateways, len(fleets)))
+                     for i, f in enumerate(fleets) if f is None]  # fmt: skip
     # a shard without a gateway (more device processes than gateways) has no truth: []
-    sums = [f["truth_sum"] for f in present if len(f["truth_sum"])]
+    sums = [f["truth_sum"] for f in (*present, *generated) if len(f["truth_sum"])]
     truth = np.sum(sums, axis=0) / plan.devices if sums else None
     mae = None
     if truth is not None and np.all(est_count > 0):
         mae = float(np.mean(np.abs(est_sum / est_count - truth)))
     rss_fleet = [f["peak_rss_mb"] if f else None for f in fleets]
-    clipping, warnings = _clipping(plan, present)
+    clipping, warnings = _clipping(plan, [*present, *generated])
     rss_coll = [s["peak_rss_mb"] for s in summaries]
     return {
         "kind": "bulk-stream",
@@ -827,6 +890,76 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
         },
         "partitions": summaries,
     }
+
+
+def _generated_truth(plan: BulkPlan, gateways) -> dict:
+    """What ``gateways`` would have reported as truth had they streamed every batch
+    (``gateway_outcome``'s ``truth_sum`` and ``truth_clip``), recomputed from the plan
+    (``protocol.bulk.synthetic_values``, as the gateways generate): for a shard that left
+    no outcome, so the fleet-mean check's truth still covers the whole fleet."""
+    total = np.zeros(plan.steps)
+    clip = [0, 0, math.inf, -math.inf]
+    for g in gateways:
+        first, count = plan.gateway_range(g)
+        raw = synthetic_values(plan, device_keys(plan, first, count), 0, plan.steps)
+        clean = np.clip(raw, plan.lo, plan.hi)
+        total += clean.sum(axis=0)
+        if raw.size:
+            clip[0] += raw.size
+            clip[1] += int(np.count_nonzero(clean != raw))
+            clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
+    return {"truth_sum": total if clip[0] else [], "truth_clip": clip}
+
+
+def _add_shard_failures(results: dict, plan: BulkPlan, failures: list[dict]) -> None:
+    """results.json ``fleet.shards_failed``: each gateway shard that ended by itself
+    without its outcome (killed, crashed; not one the runner stopped), with what its
+    devices left unstored (``devices_unfinished``, ``reports_lost``: from the partitions'
+    ``missing_batches``), and one ``warnings`` sentence each. The run went on with the
+    other shards: the reports the collectors accepted are all stored, and those the dead
+    shard never delivered are counted in ``reports_lost`` (docs/scaling.md, "A gateway
+    shard that dies")."""
+    lost_of = {}
+    for part in results["partitions"]:
+        lost_of.update(part.get("missing_batches") or {})
+    prefix = len(plan.id_prefix)
+    for failure in failures:
+        shards = failure["shards"]
+        unfinished = lost = 0
+        for device, batches in lost_of.items():
+            if (int(device[prefix:]) // plan.gateway_devices) % shards == failure["shard"]:
+                unfinished += 1
+                lost += len(batches)
+        devices = sum(plan.gateway_range(g)[1] for g in failure["gateways"])
+        failure |= {"devices": devices, "devices_unfinished": unfinished, "reports_lost": lost}
+        failure["sentence"] = _shard_sentence(failure)
+        results["warnings"].append(failure["sentence"])
+    results["fleet"]["shards_failed"] = failures
+
+
+def _shard_sentence(failure: dict) -> str:
+    """``gateway shard 1 of 4 (pid 123, gateways g1, g5) ended with exit code -9
+    (SIGKILL) 0.2 s into the stream: 10 of its 10 devices unfinished, 40 reports never
+    stored (counted in reports_lost); the run went on with the other shards``."""
+    gateways = failure["gateways"]
+    named = ", ".join(f"g{g}" for g in gateways[:8]) + (
+        f" and {len(gateways) - 8:,} more" if len(gateways) > 8 else ""
+    )
+    who = f"pid {failure['pid']}, " if failure["pid"] is not None else ""
+    when = failure["seconds_into_stream"]
+    when = "" if when is None else f" {when:g} s into the stream"
+    others = "the other shards" if failure["shards"] > 1 else "nothing left to stream"
+    return (
+        f"gateway shard {failure['shard']} of {failure['shards']} ({who}gateways {named}) "
+        f"{_ended_words(failure['ended'])}{when}: {failure['devices_unfinished']:,} of its "
+        f"{failure['devices']:,} devices unfinished, {failure['reports_lost']:,} reports never "
+        f"stored (counted in reports_lost); the run went on with {others}"
+    )
+
+
+def _ended_words(ended: str) -> str:
+    """``ended with exit code -9 (SIGKILL)``, ``failed: RuntimeError: ...``."""
+    return ended if ended.startswith("failed") else f"ended with {ended}"
 
 
 def _clipping(plan: BulkPlan, fleets: list[dict]) -> tuple[dict, list[str]]:
@@ -969,6 +1102,9 @@ def _stream_stage(results: dict) -> dict:
         status, reason = "complete", COMPLETE_REASON
     else:
         status, reason = "incomplete", f"the gateways ended with {lost:,} reports never stored"
+    failed = [f["sentence"] for f in (results.get("fleet") or {}).get("shards_failed") or []]
+    if failed and not aborted:
+        reason = "; ".join([reason, *failed])
     return {"status": status, "seconds": results["stream_seconds"], "close_reason": reason}
 
 
