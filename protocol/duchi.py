@@ -44,6 +44,7 @@ from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
     checked_rng,
+    report_floats,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_float, rr_lie
@@ -91,7 +92,7 @@ class DuchiMechanism:
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and equal to +C or -C (up to float rounding)."""
-        yy = np.asarray(y, dtype=float)
+        yy = report_floats(y)
         close = np.abs(np.abs(yy) - self.bound) <= _TOLERANCE * self.bound
         return np.isfinite(yy) & close
 

@@ -29,6 +29,7 @@ from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
     checked_rng,
+    report_floats,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
@@ -85,5 +86,5 @@ class LaplaceMechanism:
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and within the accepted tail bound."""
-        yy = np.asarray(y, dtype=float)
+        yy = report_floats(y)
         return np.isfinite(yy) & (yy >= self.output_low) & (yy <= self.output_high)

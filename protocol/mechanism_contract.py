@@ -145,16 +145,23 @@ def check_budget(eps: object) -> float:
     return value
 
 
+def report_floats(y: object, field: str = "y") -> np.ndarray:
+    """``y`` as a float array (what ``in_domain`` and ``estimate_mean`` read), or a
+    ``ParameterError`` naming ``field`` and the value when it is not numbers (text gave
+    numpy's "could not convert string to float")."""
+    try:
+        return np.asarray(y, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"reports must be real numbers, got {y!r:.80}", field=field) from None
+
+
 def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.ndarray:
     """Reports ``y`` a built-in mechanism's ``estimate_mean`` reads, as a float array: at
     least one, each one an output the mechanism can produce (``in_domain``); otherwise a
     ``ParameterError`` naming ``y`` or the first bad ``y[k]``, the range and the value
     (no reports gave NaN with a numpy warning, a NaN report NaN, and one outside the range
     a number, silently)."""
-    try:
-        arr = np.asarray(y, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError("reports must be real numbers", field=field) from None
+    arr = report_floats(y, field)
     if arr.size == 0:
         raise ParameterError("need at least one report, got none", field=field)
     bad = ~mechanism.in_domain(arr)  # type: ignore[attr-defined]

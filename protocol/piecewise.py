@@ -55,6 +55,7 @@ from ldpfleet.protocol.mechanism_contract import (
     check_budget,
     checked_report_values,
     checked_rng,
+    report_floats,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_rational, exp_lower_bound
@@ -143,7 +144,7 @@ class PiecewiseMechanism:
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Finite and within [-C, C]."""
-        yy = np.asarray(y, dtype=float)
+        yy = report_floats(y)
         return np.isfinite(yy) & (np.abs(yy) <= self.bound)
 
     def density(self, y: np.ndarray, v: float) -> np.ndarray:

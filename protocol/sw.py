@@ -65,6 +65,7 @@ from ldpfleet.protocol.mechanism_contract import (
     below_eps_min,
     checked_report_values,
     checked_rng,
+    report_floats,
     unit_inputs,
 )
 from ldpfleet.protocol.samplers import bernoulli_rational, exp_lower_bound
@@ -265,7 +266,7 @@ class SquareWave:
 
     def in_domain(self, y: np.ndarray) -> np.ndarray:
         """Boolean mask: ``y`` finite and within ``[output_low, output_high]``."""
-        yy = np.asarray(y, dtype=float)
+        yy = report_floats(y)
         return np.isfinite(yy) & (yy >= self.output_low) & (yy <= self.output_high)
 
 
