@@ -129,6 +129,15 @@ async def _sockets_read() -> None:
     await asyncio.sleep(0)
 
 
+async def cancel_all(tasks) -> None:
+    """Cancel ``tasks`` and wait for them all, collecting every outcome (a task failing as
+    its connection closes is not logged as "Task exception was never retrieved")."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 @contextlib.asynccontextmanager
 async def background(coro: Awaitable[None]):
     """Run ``coro`` as a task for the duration of the block, then cancel it."""

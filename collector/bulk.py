@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.recorder import TraceRecorder
 from ldpfleet.broker.transport import Delivery, Transport
 from ldpfleet.collector.analytics import IncrementalReconstructor, write_reconstructions
@@ -353,7 +354,7 @@ async def run_bulk_collector(
     except BaseException:  # an error, or the runner stopping this process (cancelled)
         if recon is not None:
             recon.early.close(stop=True)  # the chunks under way too: their workers end
-        await asyncio.shield(_abandon(pending))
+        await asyncio.shield(cancel_all(pending))  # publishes under way
         raise
     finally:
         if recon is not None:
@@ -411,15 +412,6 @@ def _write_outputs(out: Path, summary: dict, machine: BulkCollector) -> None:
     with open(out / "estimates.npz.partial", "wb") as file:
         np.savez(file, sum=machine.estimate_sum, count=machine.estimate_count)
     os.replace(out / "estimates.npz.partial", out / "estimates.npz")
-
-
-async def _abandon(tasks: set[asyncio.Task]) -> None:
-    """Cancel the publishes still under way and collect every outcome: one failing as the
-    connection closed was logged as "Task exception was never retrieved"."""
-    tasks = set(tasks)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _handle(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 from ldpfleet.broker.auth import bulk_gateway_username
+from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.protocol.bulk import (
     BulkGateway,
@@ -57,10 +58,7 @@ class _Publisher:
         """Cancel what is still being published and collect every outcome (the pump is
         ending on an error or a cancellation: a publish failing as the connection closes
         was logged as "Task exception was never retrieved")."""
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(self.tasks)
 
 
 async def _read(conn: Connection, queue: asyncio.Queue[Delivery | None]) -> None:

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 from ldpfleet.broker.auth import AuthError, Credentials, use_credentials
 from ldpfleet.broker.mqtt import MqttTransport
+from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
@@ -74,7 +75,7 @@ from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.loop import loop_name
-from ldpfleet.scenarios.shards import die_with_parent, stop_process
+from ldpfleet.scenarios.shards import cancelled_on_sigterm, die_with_parent, stop_process
 from ldpfleet.scenarios.stream_document import stream_entry
 
 __all__ = [
@@ -308,13 +309,6 @@ async def _stream_and_close(
     return streamed
 
 
-async def _cancel(tasks: list) -> None:
-    """Cancel ``tasks`` and wait for them all (their outcomes collected)."""
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
 def _partition_name(plan: BulkPlan, p: int, *, process: bool) -> str:
     where = f"partition {p}" if plan.partitions > 1 else "the run"
     return f"the bulk collector {'process ' if process else ''}of {where}"
@@ -370,7 +364,7 @@ async def _in_process(
                 clock.expired = True
                 raise BulkRunFailed(_not_ready(clock))
         finally:
-            await _cancel(waits)
+            await cancel_all(waits)
         await line.say("stream", "open")
         connected = time.perf_counter()
         fleet_task = asyncio.ensure_future(
@@ -379,13 +373,13 @@ async def _in_process(
         gateways.append(fleet_task)
         streamed = await _stream_and_close(
             line, clock, stage_timeout, gateways, ends,
-            lambda: _cancel(gateways), lambda: _cancel(collectors),
+            lambda: cancel_all(gateways), lambda: cancel_all(collectors),
         )  # fmt: skip
         fleet, failures = _in_process_fleet(fleet_task, plan, streamed - connected)
         summaries = _summaries(plan, out, clock, names)
         return summaries, [fleet], failures, connected, streamed
     finally:
-        await _cancel([*gateways, *collectors, *ends])
+        await cancel_all([*gateways, *collectors, *ends])
 
 
 def _in_process_fleet(task: asyncio.Future, plan: BulkPlan, seconds: float) -> tuple:
@@ -493,7 +487,7 @@ async def _collectors_ready(collectors: list, ends: list, clock: _Clock) -> None
                     f"{read.result()!r})"
                 )
     finally:
-        await _cancel(reads)
+        await cancel_all(reads)
 
 
 async def _run_processes(
@@ -567,7 +561,7 @@ async def _run_processes(
             line, clock, stage_timeout, waits, ends, kill_shards, stop_collectors
         )
     finally:
-        await _cancel([*waits, *ends])
+        await cancel_all([*waits, *ends])
     summaries = _summaries(plan, out, clock, names)
     fleets = []
     for i in range(shards):
@@ -1143,14 +1137,14 @@ def _main(argv: list[str] | None = None) -> int:
             scenario_digest=args.scenario_digest or None,
         )
         try:
-            loop.run(_until_terminated(served))
+            loop.run(cancelled_on_sigterm(served))
         except asyncio.CancelledError:
             return TERMINATED
         return 0
     index, count = (int(x) for x in args.shard.split("/"))
     gateways = range(index, plan.gateways, count)
     try:
-        outcome = loop.run(_until_terminated(run_bulk_gateways(transport, plan, gateways)))
+        outcome = loop.run(cancelled_on_sigterm(run_bulk_gateways(transport, plan, gateways)))
     except asyncio.CancelledError:
         return TERMINATED
     (out / "outcome.json").write_text(json.dumps(outcome))
@@ -1169,16 +1163,6 @@ def _release_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-async def _until_terminated(coroutine):
-    """``coroutine``, cancelled by SIGTERM (the runner stopping its children,
-    ``_stop_children``): its ``finally`` blocks run, so a collector stops its
-    reconstruction pool's workers (SIGTERM's default action killed the collector alone and
-    left them running, orphaned, holding the run's output open)."""
-    task = asyncio.current_task()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    return await coroutine
 
 
 if __name__ == "__main__":

@@ -39,6 +39,16 @@ STOP_GRACE = 60.0  # seconds a shard gets after SIGTERM to write its outcomes (5
 # devices take tens of seconds to tear down)
 
 
+async def cancelled_on_sigterm(coroutine):
+    """Run ``coroutine`` in a child process of the run; SIGTERM (the runner stopping it,
+    ``stop_process``) cancels it, so its ``finally`` blocks run: a side writes what it did
+    so far, a bulk collector stops its reconstruction pool's workers (SIGTERM's default
+    action killed the process alone and left them running, orphaned)."""
+    task = asyncio.current_task()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await coroutine
+
+
 def child_of_the_run() -> None:
     """In every side and shard process a run starts, before exec: die with the runner
     (``die_with_parent``) and ignore SIGINT. Ctrl-C reaches the whole foreground process

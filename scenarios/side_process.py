@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
 import sys
 import time
 from pathlib import Path
@@ -41,6 +40,7 @@ from ldpfleet.devices.fleet import parse_shard
 from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.fleet_shard import load_run_credentials
 from ldpfleet.scenarios.loop import run as run_loop
+from ldpfleet.scenarios.shards import cancelled_on_sigterm
 
 MODULE = "ldpfleet.scenarios.side_process"
 PROGRESS_EVERY = 0.25  # seconds between two progress lines (only when the count moved)
@@ -185,13 +185,6 @@ async def _fleet(args: argparse.Namespace, scenario, credentials) -> dict:
     )
 
 
-async def _cancelled_on_sigterm(coroutine):
-    """Run ``coroutine``; SIGTERM cancels it, so the side writes what it did so far."""
-    task = asyncio.current_task()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    return await coroutine
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the side; return the exit status (module docstring)."""
     from ldpfleet.scenarios.schema import load_scenario
@@ -212,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             "coordinator": _coordinator,
             "partition": _partition,
         }[args.side]
-        result = run_loop(_cancelled_on_sigterm(side(args, scenario, credentials)))
+        result = run_loop(cancelled_on_sigterm(side(args, scenario, credentials)))
     except asyncio.CancelledError:
         print(f"{args.side}: stopped (SIGTERM)", file=sys.stderr, flush=True)
         return 1
