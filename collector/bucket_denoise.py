@@ -39,9 +39,8 @@ counts").
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+from ldpfleet.protocol.cadr_theta_noise import noise_sd
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -75,17 +74,6 @@ def simplex_projection(values: object, total: float) -> np.ndarray:
     rho = int(np.flatnonzero(u - cssv / ind > 0)[-1])
     lam = cssv[rho] / (rho + 1)
     return np.maximum(v - lam, 0.0)
-
-
-def noise_sd(eps_theta: float, survivors: int, parties: int) -> float:
-    """The standard deviation of ``NB(s/m, 1 - a) - NB(s/m, 1 - a)``, ``a = exp(-ε_θ /
-    2)``: ``sqrt(2 (s/m) a) / (1 - a)`` (a negative binomial ``NB(r, 1 - a)`` counting
-    failures has variance ``r a / (1 - a)^2``)."""
-    eps = positive_real(eps_theta, "eps_theta")
-    s = integer_at_least(survivors, "survivors", 1)
-    m = integer_at_least(parties, "parties", 1)
-    a = math.exp(-eps / 2)
-    return math.sqrt(2 * (s / m) * a) / (1 - a)
 
 
 def bucket_sums_array(bucket_sums: object) -> np.ndarray:

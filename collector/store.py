@@ -77,20 +77,7 @@ class ReportStore:
     def device_values(self, devices: Iterable[str] | None = None) -> dict[str, np.ndarray]:
         """Each device's reported values in step order (only what was received); only
         ``devices`` when given (those with no stored report are absent)."""
-        query = "SELECT device, t0, vals FROM reports"
-        params: tuple[str, ...] = ()
-        if devices is not None:
-            params = tuple(devices)
-            if not params:
-                return {}
-            query += f" WHERE device IN ({','.join('?' * len(params))})"
-        streams: dict[str, list[tuple[int, np.ndarray]]] = {}
-        for device, t0, blob in self._db.execute(query + " ORDER BY device, t0", params):
-            streams.setdefault(device, []).append((t0, np.frombuffer(blob, dtype="<f8")))
-        return {
-            device: np.concatenate([values for _, values in parts])
-            for device, parts in streams.items()
-        }
+        return device_values(self._db, devices)
 
     def close(self) -> None:
         """Checkpoint the WAL into the database, leave WAL mode and close: the run folder
@@ -104,3 +91,22 @@ class ReportStore:
             self._db.execute("PRAGMA journal_mode=DELETE")
         self._db.close()
         self._db = None
+
+
+def device_values(
+    db: sqlite3.Connection, devices: Iterable[str] | None = None
+) -> dict[str, np.ndarray]:
+    """Each device's reported values in step order from a store's ``db`` (open, or read
+    only: ``ldpfleet.read_reports``), in device order; only ``devices`` when given (those
+    with no stored report are absent)."""
+    query = "SELECT device, t0, vals FROM reports"
+    params: tuple[str, ...] = ()
+    if devices is not None:
+        params = tuple(devices)
+        if not params:
+            return {}
+        query += f" WHERE device IN ({','.join('?' * len(params))})"
+    streams: dict[str, list[np.ndarray]] = {}
+    for device, _t0, blob in db.execute(query + " ORDER BY device, t0", params):
+        streams.setdefault(device, []).append(np.frombuffer(blob, dtype="<f8"))
+    return {device: np.concatenate(parts) for device, parts in streams.items()}

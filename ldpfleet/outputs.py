@@ -172,9 +172,8 @@ def read_reports(
     Raises ``FileNotFoundError`` when ``run_dir`` holds no collector store,
     ``ParameterError`` naming ``run_dir`` (not a path) or ``device`` (no report from
     it: the devices that have one are listed)."""
-    import numpy as np
-
     from ldpfleet.broker.trace import connect_readonly
+    from ldpfleet.collector.store import device_values
 
     folder = _run_path(run_dir)
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
@@ -190,18 +189,14 @@ def read_reports(
                 else f"is {run_dir} a run's output folder?"
             )
         )
-    batches: dict[str, list[tuple[int, np.ndarray]]] = {}
-    for store in stores:
+    streams: dict[str, np.ndarray] = {}
+    for store in stores:  # each partition's store holds its own devices
         db = connect_readonly(store)
         try:
-            for sender, t0, blob in db.execute("SELECT device, t0, vals FROM reports"):
-                batches.setdefault(sender, []).append((t0, np.frombuffer(blob, dtype="<f8")))
+            streams.update(device_values(db))
         finally:
             db.close()
-    streams = {
-        sender: np.concatenate([values for _, values in sorted(parts, key=lambda p: p[0])])
-        for sender, parts in sorted(batches.items())
-    }
+    streams = dict(sorted(streams.items()))
     if device is None:
         return streams
     if device not in streams:

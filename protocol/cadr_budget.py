@@ -134,7 +134,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ldpfleet.protocol.cadr_theta_noise import bucket_count, bucket_grid, noise_parties
+from ldpfleet.protocol.cadr_theta_noise import (
+    bucket_count,
+    bucket_grid,
+    noise_parties,
+    noise_sd,
+)
 from ldpfleet.protocol.errors import BudgetExhausted, LocalProtocolError, ParameterError
 from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger
 from ldpfleet.protocol.validate import integer_at_least, positive_real
@@ -680,8 +685,7 @@ def small_fleet_theta(eps: float, alpha: float, devices: int, degree_bound: int)
     bound = integer_at_least(degree_bound, "degree_bound", 1)
     eps_theta = CadrBudget(e, alpha, THETA_FRACTION, theta_extra(e, alpha, n)).theta
     buckets = len(bucket_grid(bound, bucket_count(n, eps_theta))) + 1
-    a = math.exp(-eps_theta / 2)
-    sd = math.sqrt(2 * (n / noise_parties(n)) * a) / (1 - a)
+    sd = noise_sd(eps_theta, n, noise_parties(n))
     if n >= math.sqrt(buckets) * sd:
         return None
     return max(1, math.ceil(math.sqrt(bound)))

@@ -82,6 +82,7 @@ __all__ = [
     "counts_above",
     "geometric_ratio",
     "noise_parties",
+    "noise_sd",
     "noise_sum",
     "polya_share",
     "share_ratio",
@@ -110,6 +111,17 @@ def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:
 def geometric_ratio(eps: float, sensitivity: int = SENSITIVITY) -> float:
     """``a = exp(-eps / sensitivity)`` of the two-sided geometric mechanism."""
     return math.exp(-positive_real(eps, "eps") / integer_at_least(sensitivity, "sensitivity", 1))
+
+
+def noise_sd(eps_theta: float, survivors: int, parties: int) -> float:
+    """The standard deviation of ``NB(s/m, 1 - a) - NB(s/m, 1 - a)``, ``a = exp(-ε_θ /
+    2)``: ``sqrt(2 (s/m) a) / (1 - a)`` (a negative binomial ``NB(r, 1 - a)`` counting
+    failures has variance ``r a / (1 - a)^2``)."""
+    eps = positive_real(eps_theta, "eps_theta")
+    s = integer_at_least(survivors, "survivors", 1)
+    m = integer_at_least(parties, "parties", 1)
+    a = math.exp(-eps / 2)
+    return math.sqrt(2 * (s / m) * a) / (1 - a)
 
 
 def bucket_count(devices: int, eps: float) -> int:
