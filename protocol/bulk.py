@@ -571,6 +571,15 @@ def true_periods(plan: BulkPlan, keys: np.ndarray) -> np.ndarray:
     return (low + (keys % np.uint64(high - low + 1))).astype(np.int64)
 
 
+def tally_clipping(clip: list, raw: np.ndarray, clean: np.ndarray) -> None:
+    """Add readings ``raw`` (clipped to ``clean``) to a gateway's ``truth_clip`` tally
+    ``[readings, clipped, lowest raw, highest raw]`` (simulator-only ground truth)."""
+    if raw.size:
+        clip[0] += raw.size
+        clip[1] += int(np.count_nonzero(clean != raw))
+        clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
+
+
 def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
     """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
     ``offset + amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)``
@@ -783,11 +792,7 @@ class BulkGateway:
         t0 = batch * B
         raw = synthetic_values(plan, self.keys[rows], t0, B)
         x = np.clip(raw, plan.lo, plan.hi)
-        if raw.size:
-            clip = self.truth_clip
-            clip[0] += raw.size
-            clip[1] += int(np.count_nonzero(x != raw))
-            clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
+        tally_clipping(self.truth_clip, raw, x)
         self.truth_sum[t0 : t0 + B] += x.sum(axis=0)
         granted = self.ledger.charge_run(rows, t0, B, plan.eps0)
         self.counters.ledger_refusals += int((~granted).sum())

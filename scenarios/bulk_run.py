@@ -64,6 +64,7 @@ from ldpfleet.protocol.bulk import (
     stage_topic,
     stored_dtype,
     synthetic_values,
+    tally_clipping,
     true_periods,
 )
 from ldpfleet.protocol.errors import ParameterError
@@ -898,10 +899,7 @@ def _generated_truth(plan: BulkPlan, gateways) -> dict:
         raw = synthetic_values(plan, device_keys(plan, first, count), 0, plan.steps)
         clean = np.clip(raw, plan.lo, plan.hi)
         total += clean.sum(axis=0)
-        if raw.size:
-            clip[0] += raw.size
-            clip[1] += int(np.count_nonzero(clean != raw))
-            clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
+        tally_clipping(clip, raw, clean)
     return {"truth_sum": total if clip[0] else [], "truth_clip": clip}
 
 
