@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 from ldpfleet.collector.audit.core import Canary, Witness
+from ldpfleet.collector.audit.secagg_view import drive_session
 from ldpfleet.protocol import topics
 
 __all__ = [
@@ -112,17 +113,7 @@ class SplitSession:
         """Drive the session to its end (virtual time: a deadline fires when all is quiet)."""
         from ldpfleet.protocol.secagg.server import Aborted, SumReady
 
-        now = 0.0
-        self.server.start(now)
-        while True:
-            self._deliver_until_quiet(now)
-            if self.server.finished:
-                break
-            deadline = self.server.next_timer()
-            if deadline is None:
-                raise RuntimeError("secure aggregation stalled")
-            now = max(now, deadline)
-            self.server.handle_timer(now)
+        drive_session(self.server, self.clients, self._upstream)
         for event in self.server.pop_events():
             if isinstance(event, SumReady):
                 self.released = float(event.encoded_total[0])
@@ -131,23 +122,9 @@ class SplitSession:
                 self.aborted = event.reason
         return self
 
-    def _deliver_until_quiet(self, now: float) -> None:
-        while True:
-            batch = self.server.pop_outbound()
-            for client in self.clients.values():
-                batch += client.pop_outbound()
-            if not batch:
-                return
-            for out in batch:
-                topic = topics.parse(out.topic)
-                if topic.family == "in":
-                    self.clients[topic.recipient].receive(topic, out.message, now)
-                elif topic.family == "up":
-                    self._upstream(topic, out.message, now)
-
-    def _upstream(self, topic: topics.Topic, message, now: float) -> None:
-        """What a device sends: recorded as the server sees it, then fed to the server; a
-        dropping device's masked input is replaced by its last will."""
+    def _upstream(self, topic: topics.Topic, message) -> tuple[topics.Topic, object]:
+        """What a device sends: recorded as the server sees it, and what the server gets;
+        a dropping device's masked input is replaced by its last will."""
         from ldpfleet.protocol.secagg.client import unpack_vector
         from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaUnmask
         from ldpfleet.protocol.secagg.shamir import share_from_bytes
@@ -167,7 +144,7 @@ class SplitSession:
             for entry in message.shares:
                 shares = self.revealed.setdefault((entry.node, entry.kind), {})
                 shares[label] = share_from_bytes(entry.share)
-        self.server.receive(topic, message, now)
+        return topic, message
 
     def part_sum(self, position: int) -> float:
         """The sum of the survivors' part holding ring ``position``, as the server computes

@@ -52,6 +52,36 @@ def view_columns(n: int = SECAGG_CLIENTS) -> list[str]:
     return [f"masked {u}" for u in range(n)] + [f"unmasked {u}" for u in range(n)] + ["sum"]
 
 
+def drive_session(server, clients: dict, upstream) -> None:
+    """Run a SecAgg ``server`` and its ``clients`` (pure machines, by device id) to the
+    session's end on virtual time: deliver every message until all is quiet, then advance
+    to the server's next deadline. Each message a device sends passes ``upstream(topic,
+    message)``, which returns what the server receives (recorded, or replaced: a dropping
+    device's last will)."""
+    now = 0.0
+    server.start(now)
+    while True:
+        while True:  # deliver until quiet
+            batch = server.pop_outbound()
+            for client in clients.values():
+                batch += client.pop_outbound()
+            if not batch:
+                break
+            for out in batch:
+                topic = topics.parse(out.topic)
+                if topic.family == "in":
+                    clients[topic.recipient].receive(topic, out.message, now)
+                elif topic.family == "up":
+                    server.receive(*upstream(topic, out.message), now)
+        if server.finished:
+            return
+        deadline = server.next_timer()
+        if deadline is None:
+            raise RuntimeError("secure aggregation stalled")
+        now = max(now, deadline)
+        server.handle_timer(now)
+
+
 def secagg_session(inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One SecAgg session of ``len(inputs)`` clients with scalar inputs; returns the
     server's view row (module docstring)."""
@@ -73,37 +103,19 @@ def secagg_session(inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     }
     masked: dict[str, int] = {}
     revealed: dict[int, dict[int, int]] = {}  # node -> {responder: b-share}
-    now = 0.0
-    server.start(now)
-    while True:
-        while True:  # deliver until quiet
-            batch = server.pop_outbound()
-            for client in clients.values():
-                batch += client.pop_outbound()
-            if not batch:
-                break
-            for out in batch:
-                topic = topics.parse(out.topic)
-                if topic.family == "in":
-                    clients[topic.recipient].receive(topic, out.message, now)
-                elif topic.family == "up":
-                    if isinstance(out.message, SaMasked):
-                        value = unpack_vector(out.message.masked, 1, SECAGG_BITS)
-                        masked[topic.sender] = int(value[0])
-                    elif isinstance(out.message, SaUnmask):
-                        responder = server.label_of[topic.sender]
-                        for entry in out.message.shares:
-                            if entry.kind == "b":
-                                share = shamir.share_from_bytes(entry.share)
-                                revealed.setdefault(entry.node, {})[responder] = share
-                    server.receive(topic, out.message, now)
-        if server.finished:
-            break
-        deadline = server.next_timer()
-        if deadline is None:
-            raise RuntimeError("secure aggregation stalled")
-        now = max(now, deadline)
-        server.handle_timer(now)
+
+    def seen(topic: topics.Topic, message):  # the server's view, recorded as it arrives
+        if isinstance(message, SaMasked):
+            masked[topic.sender] = int(unpack_vector(message.masked, 1, SECAGG_BITS)[0])
+        elif isinstance(message, SaUnmask):
+            responder = server.label_of[topic.sender]
+            for entry in message.shares:
+                if entry.kind == "b":
+                    share = shamir.share_from_bytes(entry.share)
+                    revealed.setdefault(entry.node, {})[responder] = share
+        return topic, message
+
+    drive_session(server, clients, seen)
     ready = [e for e in server.pop_events() if isinstance(e, SumReady)]
     if not ready and len(revealed) < n:
         raise RuntimeError("secure aggregation aborted before the unmask stage")
