@@ -4,8 +4,9 @@ keep their boolean mask."""
 
 import numpy as np
 import pytest
-from ldpfleet import get_mechanism, mechanism_names
 from ldpfleet.protocol.errors import ParameterError
+
+from ldpfleet import get_mechanism, mechanism_names
 
 BUILT_IN = sorted(set(mechanism_names()) & {"sw", "laplace", "duchi", "piecewise", "hybrid"})
 
