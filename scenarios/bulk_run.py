@@ -72,6 +72,7 @@ from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.partition import COMPLETE_REASON
 from ldpfleet.protocol.rendezvous import scenario_digest as digest_of
 from ldpfleet.protocol.sw import SquareWave, normalise
+from ldpfleet.scenarios.bulk_accounts import reconstructed_accounts
 from ldpfleet.scenarios.cadr_run import fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import clipping_entry
 from ldpfleet.scenarios.jsonout import write_results
@@ -669,6 +670,10 @@ async def run_bulk(
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     _add_shard_failures(results, plan, failures)
+    missing = _shards_without_ledgers(plan, fleets, failures)
+    results["fleet"]["reconstructed_accounts"] = (
+        await asyncio.to_thread(reconstructed_accounts, plan, out, missing) if missing else None
+    )
     results["trace"] = line.entry(out, trace, summaries)
     results["setup_seconds"] = round(connected - started, 3)  # broker, collectors ready
     results["auth"] = creds is not None  # per-identity logins and the run's ACL
@@ -726,9 +731,7 @@ def _add_stream_figures(
     config = plan.stream_config()
     fleet = results["fleet"]
     results["stream"] = stream_entry(config, results)
-    # the gateways keep their devices' ledgers in memory: their largest window spend
-    spent = privacy_entry({"max_window_spent": fleet["max_window_spent"]}, config)
-    results["privacy"] = spent | {"devices": fleet["ledger_devices"]}
+    results["privacy"] = _privacy(fleet, config)
     results["source_cycles"] = None
     estimates = _device_means(plan, out)
     truths: dict[str, float] = {}
@@ -764,6 +767,27 @@ def _add_stream_figures(
         recon["constant_cosine_distance"] = (
             float(np.mean([s[1] for s in scores])) if scores else None
         )
+
+
+def _privacy(fleet: dict, config) -> dict:
+    """results.json ``privacy`` of a bulk run: the claim, and the spend of every device
+    whose reports the collectors hold. The gateways keep their devices' ledgers in memory
+    and report their largest window spend (``ledger_devices`` devices); the devices of a
+    shard that left no ledgers (it died, or was stopped) have their accounts rebuilt from
+    the store (``reconstructed``, ``scenarios.bulk_accounts``; None when every shard
+    reported). ``devices``, ``max_window_spent`` and ``within_budget`` cover both."""
+    rebuilt = fleet.get("reconstructed_accounts")
+    worst = fleet["max_window_spent"]
+    devices = fleet["ledger_devices"]
+    if rebuilt is not None:
+        worst = max(worst, rebuilt["max_window_spent"])
+        devices += rebuilt["devices"]
+    spent = privacy_entry({"max_window_spent": worst}, config)
+    return spent | {
+        "devices": devices,
+        "ledger_devices": fleet["ledger_devices"],
+        "reconstructed": rebuilt,
+    }
 
 
 def _period_accuracy(plan: BulkPlan, out: Path, tolerance: int) -> dict:
@@ -927,6 +951,20 @@ def _add_shard_failures(results: dict, plan: BulkPlan, failures: list[dict]) -> 
         failure["sentence"] = _shard_sentence(failure)
         results["warnings"].append(failure["sentence"])
     results["fleet"]["shards_failed"] = failures
+
+
+def _shards_without_ledgers(plan: BulkPlan, fleets: list, failures: list[dict]) -> list[dict]:
+    """The gateway shards that left no outcome, hence no ledgers (``shard``, ``shards``,
+    ``gateways``, ``ended``): those that died (``failures``) and those the runner stopped
+    after the stage closed (``fleet.shards_missing``), for ``reconstructed_accounts``."""
+    ended = {f["shard"]: f["ended"] for f in failures}
+    shards = len(fleets)
+    return [
+        {"shard": i, "shards": shards, "gateways": list(range(i, plan.gateways, shards)),
+         "ended": ended.get(i, "stopped by the runner after the stream stage closed")}
+        for i, fleet in enumerate(fleets)
+        if fleet is None
+    ]  # fmt: skip
 
 
 def _shard_sentence(failure: dict) -> str:

@@ -88,6 +88,16 @@ def test_a_killed_gateway_shard_is_named_and_its_devices_reported_lost(tmp_path,
     assert np.allclose(again["truth_sum"], outcome["truth_sum"], rtol=0, atol=1e-9)
     assert again["truth_clip"] == outcome["truth_clip"]
     assert written["clipping"]["readings"] == 20 * plan.steps  # the whole fleet's
+    # the dead shard's devices' accounts, rebuilt from the store (docs/scaling.md "A
+    # gateway shard that dies"): killed before it sent anything, they spent nothing the
+    # collectors hold
+    rebuilt = written["fleet"]["reconstructed_accounts"]
+    assert rebuilt["source"] == "store" and rebuilt["devices"] == 10
+    assert rebuilt["shards"] == [
+        {"shard": 1, "shards": 2, "gateways": [1, 3], "devices": 10, "ended": failed["ended"]}
+    ]
+    assert rebuilt["devices_with_stored_reports"] == 0 and rebuilt["stored_reports"] == 0
+    assert rebuilt["max_window_spent"] == 0.0 and rebuilt["within_budget"] is True
     assert _processes_naming(str(tmp_path)) == []
 
 
