@@ -92,7 +92,78 @@ DEVICE_CONNECTIONS_AUTO_MAX = 10_000
 
 
 class ScenarioError(ValueError):
-    """A scenario that cannot run; the message is one sentence with the fix."""
+    """A scenario that cannot run; the message is one sentence with the fix.
+
+    For programmatic handling (docs/api.md, "Errors"): ``field`` is the dotted path of the
+    key at fault (``"stream.eps"``, ``"source.period[1]"``, a section ``"source"``), None
+    when no key is (invalid TOML, a missing file); ``value`` what the scenario gave there
+    (None when the key is absent or is a whole section); ``limit`` the rule the value
+    broke, in words (``"> 0.0"``, ``'one of "all", "control", "none"'``,
+    ``"<= stream.steps (200)"``), None when the message states none separately. A scenario
+    refused while loading (``parse_scenario``, ``load_scenario``) always has ``field`` set
+    when its message starts with a key (``stream.eps: ...``)."""
+
+    def __init__(
+        self, message: str, *, field: str | None = None, limit: str | None = None,
+        value: object = None,
+    ) -> None:  # fmt: skip
+        super().__init__(message)
+        self.field_given = field is not None
+        self.field = field if field is not None else _section_key_of(message)
+        self.limit = limit
+        self.value = value
+
+
+# a message's leading key: ``stream.eps: ...``, ``source.period[1]: ...``, ``cpr: ...``
+_LEADING_KEY = re.compile(r"(\w+)((?:\.\w+|\[\d+\])*): ")
+
+
+def _section_key_of(message: str) -> str | None:
+    """The key a message starts with, when its first part is a section of the scenario
+    file (not a file name such as ``s.toml: ...``)."""
+    match = _LEADING_KEY.match(message)
+    if match is None or match.group(1) not in Scenario.__struct_fields__:
+        return None
+    return match.group(1) + match.group(2)
+
+
+def _stated_limit(reason: str) -> str | None:
+    """The limit msgspec's (or ``explain_invalid``'s) wording states: ``> 0.0``,
+    ``length 2``, ``matching regex '...'``, ``one of "a", "b"``; else None."""
+    bound = re.search(r"Expected `[^`]*` (of length )?((?:>=|<=|>|<) )?([^\s,]+)", reason)
+    if bound is not None and (bound.group(1) or bound.group(2)):
+        return ("length " if bound.group(1) else "") + (bound.group(2) or "") + bound.group(3)
+    regex = re.search(r"(matching regex '[^']*')", reason)
+    if regex is not None:
+        return regex.group(1)
+    allowed = re.search(r"; allowed: (.*?)(?: \(did you mean [^)]*\))?$", reason)
+    if allowed is not None:
+        return f"one of {allowed.group(1)}"
+    return None
+
+
+def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
+    """Fill ``error``'s ``field`` (the key its message names after ``where``, the file's
+    prefix), ``value`` (the scenario text's value there) and ``limit`` (``_stated_limit``)
+    when the raise did not give them; the message stays as it is."""
+    message = str(error)
+    body = message[len(where) :] if message.startswith(where) else message
+    match = _LEADING_KEY.match(body)
+    if not error.field_given:
+        error.field = None if match is None else match.group(1) + match.group(2)
+    if error.field is None:
+        return
+    if error.limit is None and match is not None:
+        error.limit = _stated_limit(body[match.end() :])
+    if error.value is None:
+        import tomllib
+
+        try:
+            value = _raw_value(_key_parts(error.field), tomllib.loads(text))
+        except (tomllib.TOMLDecodeError, TypeError):
+            return
+        if value is not _MISSING and not isinstance(value, dict):
+            error.value = value
 
 
 class _Section(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -934,7 +1005,8 @@ def _check_collector(collector: CollectorSection, where: str) -> None:
         raise ScenarioError(
             f"{where}collector.credit_window: must be <= collector.max_in_flight "
             f"({collector.max_in_flight}: a device's credits are reports in flight at the "
-            f"collector), got {collector.credit_window}"
+            f"collector), got {collector.credit_window}",
+            limit=f"<= collector.max_in_flight ({collector.max_in_flight})",
         )
 
 
@@ -945,13 +1017,15 @@ def _check_faults(spec: Scenario, where: str) -> None:
     if faults.never_return > crashing:
         raise ScenarioError(
             f"{where}faults.never_return: {faults.never_return} exceeds the {crashing} "
-            "crashing devices (crash_fraction x fleet.devices)"
+            "crashing devices (crash_fraction x fleet.devices)",
+            limit=f"<= {crashing} (crash_fraction x fleet.devices)",
         )
     low, high = faults.crash_between
     if not 0 <= low <= high <= 1:
         raise ScenarioError(
             f"{where}faults.crash_between: need 0 <= low <= high <= 1 (fractions of the "
-            f"stream), got [{low:g}, {high:g}]"
+            f"stream), got [{low:g}, {high:g}]",
+            limit="0 <= low <= high <= 1",
         )
     if crashing and spec.stream.step_seconds <= 0:
         raise ScenarioError(
@@ -975,13 +1049,24 @@ def _check_finite(spec: Scenario, where: str) -> None:
             if isinstance(number, float) and not math.isfinite(number):
                 raise ScenarioError(
                     f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
-                    f"are refused; a long deadline is a large number such as 1e6), got {number}"
+                    f"are refused; a long deadline is a large number such as 1e6), got {number}",
+                    limit="a finite number",
                 )
 
 
 def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
-    """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why."""
+    """Validate scenario TOML text; ``ScenarioError`` says which key is wrong and why (in
+    its message, and as ``field``, ``value`` and ``limit``: ``_name_the_field``)."""
     where = f"{path}: " if path else ""
+    try:
+        return _parse_scenario(text, path, where)
+    except ScenarioError as error:
+        _name_the_field(error, where, text if isinstance(text, str) else "")
+        raise
+
+
+def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
+    """``parse_scenario``'s checks, in order (the first refusal raises)."""
     if not isinstance(text, str):  # a Path was "'PosixPath' object has no attribute 'encode'"
         raise ScenarioError(
             f"{where}parse_scenario takes the scenario's TOML text (a str), got "
@@ -1028,12 +1113,14 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         raise ScenarioError(
             f"{where}cpr.min_period: need min_period <= steps / min_cycles = {longest} "
             f"(CPR claims a period only with at least {cpr.min_cycles} cycles), "
-            f"got {cpr.min_period}"
+            f"got {cpr.min_period}",
+            limit=f"<= steps / min_cycles = {longest}",
         )
     if cpr.max_period is not None and not cpr.min_period <= cpr.max_period <= longest:
         raise ScenarioError(
             f"{where}cpr.max_period: need min_period <= max_period <= steps / min_cycles = "
-            f"{longest} (at least {cpr.min_cycles} cycles), got {cpr.max_period}"
+            f"{longest} (at least {cpr.min_cycles} cycles), got {cpr.max_period}",
+            limit=f"min_period <= max_period <= steps / min_cycles = {longest}",
         )
     true_period = getattr(spec.source, "true_period", None)
     if spec.stream.reconstruct == "cpr" and true_period is not None and true_period > longest:
@@ -1041,7 +1128,8 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
             f"{where}source.true_period: CPR claims periods of at most steps / "
             f"cpr.min_cycles = {longest} ({cpr.min_cycles} whole cycles in "
             f"{spec.stream.steps} steps), so every device would score as wrong; run more "
-            f"steps or lower cpr.min_cycles (>= 2), got {true_period}"
+            f"steps or lower cpr.min_cycles (>= 2), got {true_period}",
+            limit=f"<= steps / cpr.min_cycles = {longest}",
         )
     if spec.faults is not None:
         _check_faults(spec, where)
@@ -1049,12 +1137,14 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
         if not 2 <= spec.fleet.devices <= MAX_PARTICIPANTS:
             raise ScenarioError(
                 f"{where}fleet.devices: [secure_sum] needs 2..{MAX_PARTICIPANTS} devices, "
-                f"got {spec.fleet.devices}"
+                f"got {spec.fleet.devices}",
+                limit=f"2 .. {MAX_PARTICIPANTS}",
             )
         if spec.secure_sum.dim > spec.stream.steps:
             raise ScenarioError(
                 f"{where}secure_sum.dim: {spec.secure_sum.dim} exceeds stream.steps "
-                f"({spec.stream.steps}); the vector is the first dim readings"
+                f"({spec.stream.steps}); the vector is the first dim readings",
+                limit=f"<= stream.steps ({spec.stream.steps})",
             )
         try:
             loaded.fixed_point().check_capacity(spec.fleet.devices)
@@ -1100,7 +1190,8 @@ def _check_stream_lengths(stream: StreamSection, where: str) -> None:
     if stream.batch_steps is not None and stream.batch_steps > steps:
         raise ScenarioError(
             f"{where}stream.batch_steps: at most stream.steps ({steps}): a report carries "
-            f"at most the whole stream, got {stream.batch_steps}"
+            f"at most the whole stream, got {stream.batch_steps}",
+            limit=f"<= stream.steps ({steps})",
         )
     if stream.w is not None and stream.w > steps:
         eps = stream.eps
@@ -1113,7 +1204,8 @@ def _check_stream_lengths(stream: StreamSection, where: str) -> None:
         raise ScenarioError(
             f"{where}stream.w: at most stream.steps ({steps}): a window longer than the "
             f"stream protects no more than w = {steps}, the whole stream{spent}; set "
-            f"w = {steps} for one budget over the whole stream, got {stream.w}"
+            f"w = {steps} for one budget over the whole stream, got {stream.w}",
+            limit=f"<= stream.steps ({steps})",
         )
 
 
