@@ -77,3 +77,21 @@ def test_a_shards_devices_and_its_accounts_from_the_partitions_stores(tmp_path):
          "ended": "exit code -9 (SIGKILL)"}
     ]  # fmt: skip
     assert "reconstructed from the reports the collectors stored" in entry["how"]
+
+
+def test_a_shard_the_runner_stopped_has_its_accounts_rebuilt_too():
+    """A shard still running after the stage closed, stopped by the runner, left no
+    ledgers either (``fleet.shards_missing``, not ``shards_failed``)."""
+    from ldpfleet.scenarios.bulk_run import _shards_without_ledgers
+
+    plan = BulkPlan(
+        run="accounts", devices=30, steps=20, batch_steps=5, eps=2.0, w=5,
+        gateway_devices=5, partitions=1,
+    )  # fmt: skip
+    failed = [{"shard": 1, "ended": "exit code -9 (SIGKILL)"}]
+    missing = _shards_without_ledgers(plan, [{"devices": 10}, None, None], failed)
+    assert missing == [
+        {"shard": 1, "shards": 3, "gateways": [1, 4], "ended": "exit code -9 (SIGKILL)"},
+        {"shard": 2, "shards": 3, "gateways": [2, 5],
+         "ended": "stopped by the runner after the stream stage closed"},
+    ]  # fmt: skip
