@@ -108,7 +108,7 @@ class ScenarioError(ValueError):
         value: object = None,
     ) -> None:  # fmt: skip
         super().__init__(message)
-        self.field_given = field is not None
+        self._field_given = field is not None
         self.field = field if field is not None else _section_key_of(message)
         self.limit = limit
         self.value = value
@@ -149,7 +149,7 @@ def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
     message = str(error)
     body = message[len(where) :] if message.startswith(where) else message
     match = _LEADING_KEY.match(body)
-    if not error.field_given:
+    if not error._field_given:  # this module sets it
         error.field = None if match is None else match.group(1) + match.group(2)
     if error.field is None:
         return
