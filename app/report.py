@@ -355,12 +355,18 @@ def _with_counters(results: dict) -> dict:
 
 def _bulk_ledger(results: dict) -> dict | None:
     """The ledger figures of a bulk run's gateways (``fleet``: eps, worst window spend,
-    refusals), in ledger.json's shape; None for any other run."""
+    refusals), in ledger.json's shape; None for any other run. The worst spend includes
+    the accounts rebuilt from the store for a shard that left no ledgers
+    (``fleet.reconstructed_accounts``, docs/scaling.md "A gateway shard that dies")."""
     fleet = results.get("fleet")
     if results.get("kind") != "bulk-stream" or not isinstance(fleet, dict):
         return None
+    worst = fleet.get("max_window_spent")
+    rebuilt = fleet.get("reconstructed_accounts")
+    if isinstance(rebuilt, dict) and isinstance(rebuilt.get("max_window_spent"), int | float):
+        worst = max(worst or 0.0, rebuilt["max_window_spent"])
     return {"eps": fleet.get("eps"), "w": (results.get("plan") or {}).get("w"),
-            "max_window_spent": fleet.get("max_window_spent"),
+            "max_window_spent": worst,
             "refusals": fleet.get("ledger_refusals", 0)}  # fmt: skip
 
 

@@ -170,10 +170,14 @@ def _mechanism_name(value: object, where: str) -> str:
     try:
         return class_import_path(value)
     except ParameterError as error:
-        raise ScenarioError(f"{where}: {error.reason}") from None
+        raise ScenarioError(f"{where}: {error.reason}", field=where or None, value=value) from None
 
 
 def _refuse(where: str, value: object, why: str) -> None:
     from ldpfleet.scenarios.schema import ScenarioError
 
-    raise ScenarioError(f"{where}: {value!r:.60} ({type(value).__name__}) is not a value: {why}")
+    raise ScenarioError(
+        f"{where}: {value!r:.60} ({type(value).__name__}) is not a value: {why}",
+        field=where or None,
+        value=value,
+    )
