@@ -6,12 +6,12 @@
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL, θ
 auto-dev, α = 0.1, D = n − 1; the pipeline as it is on main, small-fleet θ rule included),
 with the post-processing inputs spied on (``scripts/cadr_small_capture.py``); ``SET`` is
-``band`` (below, fixed 2026-12-05 before any run) or any set of that script (``cal``,
-``fresh``, ``large``, ``held``). ``table``: per run, the per-node MAE of ``main``
-(``post_process`` with ``degree_prior``, checked equal to the run's MAE) and ``unimodal``
-(``post_process`` with ``unimodal_degree_prior``: the same DSR releases, θ and counts),
-the constant TRUE median (a non-private oracle) and all zeros; per (graph, ε) cell the
-mean over the seeds; then the pre-registered criterion's figures (docs/cadr-private.md,
+``band`` or ``band2`` (below, each fixed 2026-12-05 before any run on it) or any set of that
+script (``cal``, ``fresh``, ``large``, ``held``). ``table``: per run, the per-node MAE of
+``main`` (``post_process`` with ``degree_prior``, checked equal to the run's MAE) and
+``unimodal`` (``post_process`` with ``unimodal_degree_prior``: the same DSR releases, θ and
+counts), the constant TRUE median (a non-private oracle) and all zeros; per (graph, ε) cell
+the mean over the seeds; then the pre-registered criterion's figures (docs/cadr-private.md,
 "Mid-size fleets: the unimodal tail"). Issue 20, helper C, 2026-12-05.
 """
 
@@ -61,10 +61,44 @@ BAND = {
     "barbell-12-10": lambda: nx.barbell_graph(12, 10),
 }
 
+# The second evaluation set (pre-registration 2): fixed 2026-12-05 (helper C) before any
+# run; networkx seeds 931-947, never used by an earlier set; n from 25 to 150.
+BAND2 = {
+    "sbm-80-2x40": lambda: nx.stochastic_block_model(
+        [40, 40], [[0.25, 0.05], [0.05, 0.25]], seed=931
+    ),
+    "sbm-150-3x50-mixed": lambda: nx.stochastic_block_model(
+        [50, 50, 50], [[0.1, 0.01, 0.01], [0.01, 0.2, 0.01], [0.01, 0.01, 0.3]], seed=932
+    ),
+    "sbm-45-15+30": lambda: nx.stochastic_block_model(
+        [15, 30], [[0.6, 0.05], [0.05, 0.1]], seed=933
+    ),
+    "rgg-70-0.18": lambda: nx.random_geometric_graph(70, 0.18, seed=934),
+    "rgg-100-0.12": lambda: nx.random_geometric_graph(100, 0.12, seed=935),
+    "plc-60-m2": lambda: nx.powerlaw_cluster_graph(60, 2, 0.6, seed=936),
+    "plc-150-m1": lambda: nx.powerlaw_cluster_graph(150, 1, 0.3, seed=937),
+    "rr-40-d4": lambda: nx.random_regular_graph(4, 40, seed=938),
+    "rr-144-d3": lambda: nx.random_regular_graph(3, 144, seed=939),
+    "tree-random-50": lambda: nx.random_labeled_tree(50, seed=940),
+    "tree-random-140": lambda: nx.random_labeled_tree(140, seed=941),
+    "tree-2-6": lambda: nx.balanced_tree(2, 6),
+    "ws-60-k6": lambda: nx.watts_strogatz_graph(60, 6, 0.05, seed=942),
+    "ws-90-k4": lambda: nx.watts_strogatz_graph(90, 4, 0.5, seed=943),
+    "ba-35-m3": lambda: nx.barabasi_albert_graph(35, 3, seed=944),
+    "ba-140-m2": lambda: nx.barabasi_albert_graph(140, 2, seed=945),
+    "gnp-50-0.15": lambda: nx.gnp_random_graph(50, 0.15, seed=946),
+    "gnm-120-240": lambda: nx.gnm_random_graph(120, 240, seed=947),
+    "grid-5x5": lambda: nx.grid_2d_graph(5, 5),
+    "hypercube-5": lambda: nx.hypercube_graph(5),
+    "circular-ladder-40": lambda: nx.circular_ladder_graph(40),
+    "lollipop-20-30": lambda: nx.lollipop_graph(20, 30),
+    "kbip-5-30": lambda: nx.complete_bipartite_graph(5, 30),
+}
+
 
 def _graphs(which: str):
-    if which == "band":
-        for name, make in BAND.items():
+    if which in ("band", "band2"):
+        for name, make in (BAND if which == "band" else BAND2).items():
             yield name, capture._graph_of(make())
     else:
         yield from capture._graphs(which)

@@ -127,3 +127,22 @@ def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ParameterError) as err:
         unimodal_tail_counts(**args)
     assert err.value.field == field
+
+
+def test_counts_with_signal_are_read_as_degree_prior_reads_them():
+    """At a count signal ratio of at least UNIMODAL_RATIO_MAX the prior is
+    ``degree_prior``'s, spikes included (500 devices: ratio 14.7 at ε_θ = 0.5)."""
+    from ldpfleet.collector.degree_postprocess import UNIMODAL_RATIO_MAX, count_signal_ratio
+
+    thresholds = [10, 50, 90, 120, 200, 300, 400]
+    sums = [0.0, 2.0, 300.0, 180.0, 3.0, 20.0, 1.0, -3.0]
+    assert count_signal_ratio(500, len(sums), 0.5, 100) >= UNIMODAL_RATIO_MAX
+    shaped = unimodal_degree_prior(sums, thresholds, 499, 500, 0.5, 100)
+    np.testing.assert_array_equal(shaped, degree_prior(sums, thresholds, 499, 500))
+    # a mid-size fleet's counts (ratio below 8) with a spike of 3 sds in (200, 300]:
+    # the spike is pooled with the empty bucket below it and mostly projected away
+    small = [0.0, 2.0, 30.0, 18.0, -1.0, 12.0, 0.0, -3.0]
+    assert count_signal_ratio(50, len(small), 0.5, 100) < UNIMODAL_RATIO_MAX
+    low = unimodal_degree_prior(small, thresholds, 499, 50, 0.5, 100)
+    plain = degree_prior(small, thresholds, 499, 50)
+    assert low[201:301].sum() < 0.5 * plain[201:301].sum()
