@@ -32,6 +32,18 @@ noise parties — post-processing):
   cumulative count is its bias at the plug-in counts. Then the bounded isotonic fit and
   the differences, as above. The draws come from a fixed seed: deterministic, and the
   noise is public randomness (no budget). Needs ``ε_θ`` and the noise parties.
+- ``unimodal_tail_counts`` (issue 20, helper C): the counts' per-degree levels made
+  non-increasing from the densest bucket upward (a degree distribution falls above its
+  mode), fitted by least squares on the counts (equal noise variance per bucket: pool
+  adjacent violators on the levels with weights ``width²``), kept only if the fit's
+  residual is within the noise (``Σ (y_j - fit_j)² / σ²`` at most the ``1 - TAIL_FIT_LEVEL``
+  quantile of a χ² with one degree of freedom per fitted bucket: when the true levels do
+  fall, the least-squares fit is at least as close to ``y`` as the truth is, whose
+  residual is ``σ²`` χ²-like), then projected onto ``{x >= 0, Σ x = n}``. What it
+  removes: an isolated positive noise spike in an empty high bucket, which the projection
+  keeps and the per-node posterior then places every capped node in (karate's fleet at ε
+  = 3: 14 of 34 nodes released at 27; docs/cadr-private.md, "Mid-size fleets: the
+  unimodal tail").
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
@@ -70,10 +82,12 @@ __all__ = [
     "isotonic_regression",
     "tail_counts",
     "tail_threshold",
+    "unimodal_tail_counts",
 ]
 
 BOOTSTRAP_DRAWS = 200  # the bias's Monte Carlo error: sd(count below) / sqrt(200), ~1.7
 TAIL_LEVEL = 0.05  # P(a truly empty top stretch is read as occupied) <= this, familywise
+TAIL_FIT_LEVEL = 1e-3  # P(a truly falling tail's fit is rejected as misfit) <= this (chi²)
 
 
 def isotonic_regression(values: object) -> np.ndarray:
@@ -99,6 +113,49 @@ def isotonic_counts(bucket_sums: object, devices: int, *, centre: bool = True) -
     if centre:
         y = y - (y.sum() - n) / y.size
     return _counts_from_cumulative(np.cumsum(y)[:-1], n)
+
+
+def unimodal_tail_counts(
+    bucket_sums: object,
+    widths: object,
+    devices: int,
+    noise_sd: float,
+    *,
+    level: float = TAIL_FIT_LEVEL,
+) -> tuple[np.ndarray, bool]:
+    """The bucket counts with a non-increasing tail (module docstring): non-negative,
+    summing to ``devices``, and whether the falling fit was kept (False: the plain
+    projection ``simplex_projection(bucket_sums, devices)``, the data contradict a falling
+    tail beyond the noise). ``widths``: the number of degrees in each bucket (0 for an
+    empty last bucket, left as it is); ``noise_sd``: the public sd of one count's noise
+    (``protocol.cadr_theta_noise.noise_sd``). The mode is the bucket of the highest
+    projected count per degree (the lowest such bucket on ties). A function of the noisy
+    sums and public quantities: post-processing, no budget."""
+    from scipy.special import chdtri  # beside scipy.optimize, already loaded here
+
+    n = integer_at_least(devices, "devices", 1)
+    y = bucket_sums_array(bucket_sums)
+    w = np.asarray(widths, dtype=float).reshape(-1)
+    if w.size != y.size or np.any(w < 0) or not np.all(np.isfinite(w)) or not np.any(w > 0):
+        raise ParameterError(
+            f"must be {y.size} non-negative bucket widths, not all 0, got {w.size}",
+            field="widths",
+        )
+    sd = positive_real(noise_sd, "noise_sd")
+    alpha = positive_real(level, "level")
+    if alpha >= 1:
+        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+    projected = simplex_projection(y, n)
+    live = w > 0
+    levels = np.where(live, projected / np.maximum(w, 1.0), -np.inf)
+    fitted = np.flatnonzero(live & (np.arange(y.size) >= int(np.argmax(levels))))
+    fit = y.copy()
+    falling = scipy_isotonic(y[fitted] / w[fitted], weights=w[fitted] ** 2, increasing=False)
+    fit[fitted] = falling.x * w[fitted]
+    misfit = float(np.sum((y[fitted] - fit[fitted]) ** 2)) / sd**2
+    if misfit > chdtri(fitted.size, alpha):
+        return projected, False
+    return simplex_projection(fit, n), True
 
 
 def bootstrap_counts(
