@@ -59,12 +59,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from ldpfleet.collector.degree_postprocess import (
-    degree_prior,
     histogram_prior,
     noise_weight,
     post_process,
     score,
     trivial_baselines,
+    unimodal_degree_prior,
 )
 from ldpfleet.collector.projection import (
     edge_remove,
@@ -394,7 +394,9 @@ def _release_scores(
     prior = hist = None
     if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
         args = (search["bucket_sums"], search["thresholds"], bound, len(degrees))
-        prior = degree_prior(*args)
+        # the per-node prior: the counts with a unimodal tail (docs/cadr-private.md,
+        # "Mid-size fleets: the unimodal tail")
+        prior = unimodal_degree_prior(*args, search["eps"], search["noise_parties"])
         # the released histogram: the same counts read by boot (docs/cadr-private.md,
         # "Released histogram: boot reading, pre-registered (2026-12-05)")
         hist = histogram_prior(*args, search["eps"], search["noise_parties"])
