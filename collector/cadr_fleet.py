@@ -31,6 +31,11 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    holds the post-processed sequence and histogram (``collector.degree_postprocess``:
    posterior medians under the deconvolved distribution; post-processing, no budget).
 
+What becomes of each inbound message — a phase report for the stage waiting on it, a
+release or refusal for the DSR intake, a refusal held until θ exists, or a rejection — is
+decided by the sans-I/O ``protocol.cadr_admission.CadrAdmission``; this pump parses,
+hands each message to it and acts on its answer (queue, persist, acknowledge, publish).
+
 A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
 aborted, releases missing at the deadline).
 """
@@ -58,6 +63,7 @@ from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported, check_kind
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import (
@@ -65,7 +71,6 @@ from ldpfleet.protocol.cadr_messages import (
     CadrQuery,
     CadrTheta,
     DegreeRelease,
-    DsrReport,
 )
 from ldpfleet.protocol.cadr_theta_noise import (
     SHARE_BOUND,
@@ -77,13 +82,16 @@ from ldpfleet.protocol.cadr_theta_noise import (
 )
 from ldpfleet.protocol.dsr import post_process_distribution
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.events import PeerFacingMachine
+from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.lpea import padded_rounds
-from ldpfleet.protocol.messages import BudgetRefused, Message
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 
 __all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
+
+# the admission machine's topic-kind check, under the name ``collector.cadr_partition``
+# imports from here
+_check_kind = check_kind
 
 ERROR_SCALE = 2.0**16  # fixed-point resolution of the local errors summed by the Sum search
 
@@ -252,16 +260,14 @@ class _CadrRun:
     phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
     intake: DsrIntake | None = None
     all_released: asyncio.Event = field(default_factory=asyncio.Event)
-    # budget refusals that arrive before θ exists (e.g. the plan refused): the first one
-    # of each device (the intake keeps one a device anyway), so that no device's repeats
-    # can crowd out another's
-    early_refusals: dict[str, tuple[topics.Topic, BudgetRefused]] = field(default_factory=dict)
-    # what the pump itself refuses (undecodable, before θ, on the wrong topic): counted in
+    # what becomes of each inbound message (phase report, for the intake, held before θ,
+    # refused: undecodable, before θ, on the wrong topic) is the admission machine's
+    # decision (``protocol.cadr_admission``); its refusals are counted in
     # ``outcome.rejected`` and published on ``svc/collector/reject`` like the intake's
-    gate: PeerFacingMachine = field(init=False)
+    gate: CadrAdmission = field(init=False)
 
     def __post_init__(self) -> None:
-        self.gate = PeerFacingMachine(self.run)
+        self.gate = CadrAdmission(self.run, self.members)
         self.stage_started = self.clock()
 
     def lap(self, name: str) -> None:
@@ -297,73 +303,30 @@ class _CadrRun:
         )
 
     async def consume(self, inbound: AsyncIterator[Delivery]) -> None:
-        """Route every inbound delivery: phase reports to their queue, releases and
-        refusals to the intake (held or rejected while θ does not exist)."""
+        """Parse every inbound delivery, hand it to the admission machine and act on its
+        answer (``act``)."""
         loop = asyncio.get_running_loop()
         async for delivery in inbound:
             try:
                 topic = topics.parse(delivery.topic)
                 message = codec.decode(delivery.payload)
             except RemoteProtocolError as error:
-                await self.refuse(delivery.topic[:300], "invalid", error)
-                continue
-            try:
-                if isinstance(message, PhaseReport) or topic.family == "svc":
-                    self._phase_report(topic, message)
-                    continue
-                _check_kind(topic, message)
-                if self.intake is None:
-                    self._before_theta(topic, message)
-                    continue
-            except RemoteProtocolError as error:
-                await self.refuse(topic, message.type_name(), error, message)
-                continue
-            await self.handle(topic, message, loop.time())
+                self.gate.reject(delivery.topic[:300], "invalid", error)
+            else:
+                self.gate.receive(topic, message, loop.time())
+            await self.act(loop.time())
 
-    async def refuse(
-        self,
-        topic: topics.Topic | str,
-        kind: str,
-        error: RemoteProtocolError,
-        message: Message | None = None,
-    ) -> None:
-        """Count a message the pump refuses and publish the ``Reject`` notice."""
-        self.outcome.rejected += 1
-        self.gate.reject(topic, kind, error, message)
+    async def act(self, now: float) -> None:
+        """Do what the admission machine decided: count its refusals, queue the relay's
+        phase reports, hand device messages to the DSR intake; publish its notices."""
+        for event in self.gate.pop_events():
+            if isinstance(event, Rejected):
+                self.outcome.rejected += 1
+            elif isinstance(event, PhaseReported):
+                self.phase_reports.put_nowait(event.report)
+            elif isinstance(event, ForIntake):
+                await self.handle(event.topic, event.message, now)
         await publish_outbound(self.conn, self.gate)
-
-    def _phase_report(self, topic: topics.Topic, message: Message) -> None:
-        """The relay's report of a phase, on ``svc/relay/phase`` only (a report on a
-        device's topic was dropped without a count)."""
-        if (
-            not isinstance(message, PhaseReport)
-            or topic.family != "svc"
-            or topic.sender != RELAY_ID
-            or message.sender != RELAY_ID
-            or message.run != self.run
-        ):
-            raise RemoteProtocolError(
-                f"a {message.type_name()} from {message.sender!r} on {topic.text[:120]!r}: "
-                f"phase reports come from the relay on {topics.svc(self.run, RELAY_ID, 'phase')!r}",
-                field="topic",
-            )
-        self.phase_reports.put_nowait(message)
-
-    def _before_theta(self, topic: topics.Topic, message: Message) -> None:
-        """A device message before θ exists: the first budget refusal of each device is
-        held (the intake judges it once θ exists), the rest refused."""
-        if not isinstance(message, BudgetRefused):
-            raise RemoteProtocolError(
-                f"a {message.type_name()} before θ exists cannot be valid",
-                field="type",
-                code="out_of_order",
-            )
-        if topic.sender not in self.members:
-            raise RemoteProtocolError(
-                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
-            )
-        # a device's later refusals: the intake, too, keeps only its first
-        self.early_refusals.setdefault(topic.sender, (topic, message))
 
     async def handle(self, topic: topics.Topic, message: object, now: float) -> None:
         """One DSR release or budget refusal: persist accepted releases, then ack."""
@@ -383,16 +346,14 @@ class _CadrRun:
             self.all_released.set()
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
-        """Close the θ stage, open the local DSR intake (``local``), hand it the refusals
-        held so far, and broadcast ``CadrTheta``."""
+        """Close the θ stage, open the local DSR intake (``local``; the admission machine
+        then hands it the refusals held so far), and broadcast ``CadrTheta``."""
         self.lap("theta")
         self.outcome.theta = theta
         if local:
             self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
-        held = list(self.early_refusals.values())
-        self.early_refusals.clear()
-        for topic, message in held:
-            await self.handle(topic, message, self.clock())
+            self.gate.open_intake()
+            await self.act(self.clock())
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
 
     async def relay_phases(self, max_rounds: int) -> None:
@@ -489,21 +450,6 @@ class _CadrRun:
             estimate_histogram=outcome.estimate_histogram,
         )
         await self.conn.publish(topics.rel(self.run, "degrees"), codec.encode(release))
-
-
-# the message type each of a device's upstream topics carries (``_upstream``)
-_KIND_OF = {DsrReport: "dsr", BudgetRefused: "budget_refused"}
-
-
-def _check_kind(topic: topics.Topic, message: Message) -> None:
-    """A device's message must travel on its own kind of topic: a release on
-    ``up/dsr``, a refusal on ``up/budget_refused`` (the intake reads the type only)."""
-    kind = _KIND_OF.get(type(message))
-    if topic.family == "up" and kind is not None and topic.kind != kind:
-        raise RemoteProtocolError(
-            f"a {message.type_name()} on a {topic.kind!r} topic (it goes on {kind!r})",
-            field="topic",
-        )
 
 
 def _post_process(

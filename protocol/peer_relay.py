@@ -72,9 +72,19 @@ phase (``ndoe`` and ``lpea``) lasts at least D, so D must exceed the slowest pha
 (on ego-Facebook LPEA takes 57-97 s: the deadline is off by default). Not held: an
 aborted phase (``ok=False``; the run then releases nothing).
 
+Control. Only this run's collector steers the relay: ``receive`` also takes the control
+topics ``ctl/relay_phase`` and ``ctl/stage``. A ``RelayPhase`` starts its phase
+(``start_phase``; asked while another runs, the relay keeps its phase and emits
+``PhaseRefused``: the collector's own slip, not a peer's bad input, so it is reported, not
+counted); a ``Stage`` closed ends the relay's service (``CollectorClosed``: the pump
+leaves); the collector's other stage messages are its ordinary traffic and are ignored.
+A control message whose sender is not the collector or whose run is not this run is
+refused like a bad batch (below; reason ``wrong_sender`` / ``wrong_run``).
+
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
-item addressed to an unknown device or to its sender, too many items. A step whose batches
+item addressed to an unknown device or to its sender, too many items; a control message
+not from this run's collector. A step whose batches
 do not all arrive within ``step_timeout`` aborts the phase (``PhaseAborted`` names the
 missing devices); dropout tolerance is the secure-sum stage's job, not this relay's.
 """
@@ -89,15 +99,21 @@ from typing import Annotated, Literal
 
 import msgspec
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.errors import (
+    LocalProtocolError,
+    ParameterError,
+    ProtocolError,
+    RemoteProtocolError,
+)
 from ldpfleet.protocol.events import Event, PeerFacingMachine
-from ldpfleet.protocol.messages import MAX_STEPS, Ident, Message
+from ldpfleet.protocol.messages import MAX_STEPS, Ident, Message, Stage
 from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
     "MAX_PEER_ITEMS",
     "PEER_MESSAGES",
     "RELAY_ID",
+    "CollectorClosed",
     "PeerBatch",
     "PeerDelivery",
     "PeerItem",
@@ -105,6 +121,7 @@ __all__ = [
     "PeerStep",
     "PhaseAborted",
     "PhaseFinished",
+    "PhaseRefused",
     "PhaseReport",
     "RelayPhase",
 ]
@@ -237,6 +254,23 @@ class PhaseAborted(Event):
     missing: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class PhaseRefused(Event):
+    """The collector asked for ``phase`` and the relay could not start it (``reason``:
+    e.g. another phase is still running); nothing changed (module docstring, "Control")."""
+
+    phase: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorClosed(Event):
+    """This run's collector closed ``stage`` (in a CADR-LDP run: ``run``): the relay's
+    service ends, the pump leaves (module docstring, "Control")."""
+
+    stage: str
+
+
 class PeerRelay(PeerFacingMachine):
     """The relay's sans-I/O machine (module docstring). One phase at a time."""
 
@@ -346,6 +380,9 @@ class PeerRelay(PeerFacingMachine):
     # ---- input -----------------------------------------------------------------------------
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        if topic.family == "ctl":
+            self._on_control(topic, message, now)
+            return
         self._check_upstream(topic, message)
         if not isinstance(message, PeerBatch):
             raise RemoteProtocolError(f"unexpected {message.type_name()} message", field="type")
@@ -386,6 +423,37 @@ class PeerRelay(PeerFacingMachine):
             self._added += message.added
         if len(self._received) == len(self._expected):
             self._close_step(now)
+
+    def _on_control(self, topic: topics.Topic, message: Message, now: float) -> None:
+        """A message on a control topic: only this run's collector steers the relay
+        (module docstring, "Control")."""
+        if message.sender != topics.COLLECTOR_ID:
+            raise RemoteProtocolError(
+                f"sender {message.sender!r} is not the collector: only this run's collector "
+                "steers the relay",
+                field="sender",
+                code="wrong_sender",
+            )
+        if message.run != self.run or topic.run != self.run:
+            raise RemoteProtocolError(f"run {message.run!r} is not {self.run!r}", field="run")
+        if isinstance(message, Stage) and message.state == "closed":
+            self._emit(CollectorClosed(message.stage))
+        elif isinstance(message, RelayPhase):
+            self._on_phase_request(message, now)
+
+    def _on_phase_request(self, request: RelayPhase, now: float) -> None:
+        """Start the phase the collector asks for, or report why not (``PhaseRefused``)."""
+        try:
+            self.start_phase(
+                request.phase,
+                now,
+                until_quiet=request.until_quiet,
+                max_rounds=request.max_rounds,
+                padded=request.padded,
+                deadline=0.0 if request.deadline is UNSET else request.deadline,
+            )
+        except ProtocolError as error:  # e.g. asked again while a phase runs
+            self._emit(PhaseRefused(request.phase, str(error)))
 
     def _close_step(self, now: float) -> None:
         by_recipient: dict[str, list[PeerItem]] = defaultdict(list)

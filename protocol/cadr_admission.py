@@ -1,0 +1,151 @@
+"""What the CADR-LDP collector admits, and where it goes — theory of operation.
+
+The collector's pump (``collector.cadr_fleet``) listens to every device's ``up/dsr`` and
+``up/budget_refused`` and to the relay's ``svc/relay/phase``. It parses and decodes each
+delivery and hands it to ``CadrAdmission.receive``, which decides, without I/O, what
+becomes of it; the pump only acts on the answer:
+
+- a ``PhaseReport`` (or anything on a ``svc`` topic) is admitted only as the relay's own:
+  a ``PhaseReport`` on a topic of the ``relay`` service whose payload names the relay as
+  sender and this run (``PhaseReported``: the pump queues it for the stage waiting on
+  it). Anything else there is refused (``topic``): a report on a device's topic, a report
+  signed by a device, another run's report;
+- a device's message must travel on its own kind of topic: a ``DsrReport`` on ``up/dsr``,
+  a ``BudgetRefused`` on ``up/budget_refused`` (``topic``; the DSR intake reads the type,
+  never the topic's kind);
+- before the DSR intake is open (θ is not known yet, ``open_intake`` not called), a
+  device message cannot be a valid release (``type``, reason ``out_of_order``), a
+  refusal's sender must be a member of the run (``sender``, ``unknown_sender``), and the
+  FIRST refusal of each member is held — one a device, so that no device's repeats can
+  crowd out another's; its later ones are ignored, as the intake ignores a device's
+  repeated refusal. ``open_intake`` hands the held refusals on, in arrival order;
+- once the intake is open, every other device message goes to it (``ForIntake``): the
+  intake (``protocol.cadr_collect.DsrIntake``) judges sender, membership, θ, ε and the
+  value itself, and the pump persists what it accepts before acknowledging.
+
+Every refusal is the ``PeerFacingMachine``'s: counted (``rejected``, by field and reason),
+emitted as ``Rejected`` and published on ``svc/collector/reject`` with its own sequence
+numbers (the intake's rejections keep theirs); the state is unchanged.
+
+With partition workers running the DSR intake (``collector.cadr_partition``) the
+collector listens to no device topic and never opens its intake: only phase reports
+reach this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ldpfleet.protocol import topics
+from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.protocol.errors import LocalProtocolError, RemoteProtocolError
+from ldpfleet.protocol.events import Event, PeerFacingMachine
+from ldpfleet.protocol.messages import BudgetRefused, Message
+from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport
+
+__all__ = ["KIND_OF", "CadrAdmission", "ForIntake", "PhaseReported", "check_kind"]
+
+# the kind of ``up`` topic each device message travels on (the collector's subscriptions)
+KIND_OF = {DsrReport: "dsr", BudgetRefused: "budget_refused"}
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseReported(Event):
+    """The relay's report of a phase, admitted: the stage waiting for it gets it."""
+
+    report: PhaseReport
+
+
+@dataclass(frozen=True, slots=True)
+class ForIntake(Event):
+    """A device message for the DSR intake to judge (the intake is open)."""
+
+    topic: topics.Topic
+    message: Message
+
+
+class CadrAdmission(PeerFacingMachine):
+    """The CADR-LDP collector's admission of its inbound messages (module docstring)."""
+
+    def __init__(self, run: str, devices: Iterable[str]) -> None:
+        super().__init__(run)
+        self.run = run
+        self.devices = frozenset(devices)
+        self._open = False
+        # the first budget refusal of each member before the intake opens, arrival order
+        self._held: dict[str, tuple[topics.Topic, BudgetRefused]] = {}
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the DSR intake is open (device messages go to it)."""
+        return self._open
+
+    @property
+    def held(self) -> int:
+        """How many refusals wait for the intake to open (at most one a device)."""
+        return len(self._held)
+
+    def open_intake(self) -> None:
+        """The DSR intake is open (θ is known): emit the held refusals as ``ForIntake``,
+        in arrival order, and from now on pass every device message to it."""
+        if self._open:
+            raise LocalProtocolError("the DSR intake is already open")
+        self._open = True
+        held, self._held = self._held, {}
+        for topic, message in held.values():
+            self._emit(ForIntake(topic, message))
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        if isinstance(message, PhaseReport) or topic.family == "svc":
+            self._admit_phase_report(topic, message)
+            return
+        check_kind(topic, message)
+        if not self._open:
+            self._hold(topic, message)
+            return
+        self._emit(ForIntake(topic, message))
+
+    def _admit_phase_report(self, topic: topics.Topic, message: Message) -> None:
+        """A phase report only from the relay, of this run, on its service topic."""
+        if (
+            not isinstance(message, PhaseReport)
+            or topic.family != "svc"
+            or topic.sender != RELAY_ID
+            or message.sender != RELAY_ID
+            or message.run != self.run
+        ):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} from {message.sender!r} on {topic.text[:120]!r}: "
+                f"phase reports come from the relay on {topics.svc(self.run, RELAY_ID, 'phase')!r}",
+                field="topic",
+            )
+        self._emit(PhaseReported(message))
+
+    def _hold(self, topic: topics.Topic, message: Message) -> None:
+        """Before the intake opens: hold a member's first refusal, refuse the rest."""
+        if not isinstance(message, BudgetRefused):
+            raise RemoteProtocolError(
+                f"a {message.type_name()} before θ exists cannot be valid",
+                field="type",
+                code="out_of_order",
+            )
+        if topic.sender not in self.devices:
+            raise RemoteProtocolError(
+                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
+            )
+        # a device's later refusals: the intake, too, keeps only its first
+        self._held.setdefault(topic.sender, (topic, message))
+
+
+def check_kind(topic: topics.Topic, message: Message) -> None:
+    """A device's message must travel on its own kind of topic: a release on
+    ``up/dsr``, a refusal on ``up/budget_refused`` (the intake reads the type only);
+    ``RemoteProtocolError`` (``topic``) if not. Also a partition worker's check
+    (``collector.cadr_partition``)."""
+    kind = KIND_OF.get(type(message))
+    if topic.family == "up" and kind is not None and topic.kind != kind:
+        raise RemoteProtocolError(
+            f"a {message.type_name()} on a {topic.kind!r} topic (it goes on {kind!r})",
+            field="topic",
+        )
