@@ -63,7 +63,7 @@ from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported, check_kind
+from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import (
@@ -88,10 +88,6 @@ from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 
 __all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
-
-# the admission machine's topic-kind check, under the name ``collector.cadr_partition``
-# imports from here
-_check_kind = check_kind
 
 ERROR_SCALE = 2.0**16  # fixed-point resolution of the local errors summed by the Sum search
 

@@ -40,9 +40,10 @@ from pathlib import Path
 from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
-from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases, _check_kind
+from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol.cadr_admission import check_kind
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import CadrTheta, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
@@ -182,7 +183,7 @@ class _Worker:
             self._hold(topic, message)
             return
         try:
-            _check_kind(topic, message)  # type: ignore[arg-type]
+            check_kind(topic, message)  # type: ignore[arg-type]
         except RemoteProtocolError:
             self.rejected += 1
             return
