@@ -5,8 +5,8 @@
     python scripts/cadr_small_eps_grid.py table OUT.json    # the markdown tables of a run
 
 ``protocol.cadr_budget.small_fleet_theta`` skips the θ search and runs θ = ⌈√D⌉ when
-``n < √K σ``. At small ε that fires on large fleets (n ≤ 142 at ε = 0.1, 1,420 at 0.01,
-2,850 at 0.005). For every graph and every ε in ``EPS_GRID`` where it fires (D = n - 1),
+``n < √K σ``. At small ε that fires on large fleets (n ≤ 142 at ε = 0.1, 1,428 at 0.01,
+2,858 at 0.005). For every graph and every ε in ``EPS_GRID`` where it fires (D = n - 1),
 and three seeds, in process (``collector.cadr_reference.private_run``, method ll,
 α = 0.1), the per-node MAE of:
 
@@ -37,7 +37,7 @@ import numpy as np
 from ldpfleet.protocol.cadr_budget import small_fleet_theta, theta_search_min_eps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import cadr_small_capture as cap  # noqa: E402
+import cadr_small_capture as cap
 
 ALPHA = 0.1
 EPS_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)
