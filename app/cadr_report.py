@@ -105,12 +105,21 @@ def release_vs_baselines(results: dict) -> str:
         f"<h3>Release against knowing nothing (pipeline {html.escape(str(pipeline))})</h3>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         + _verdict(released.get("mae"), median.get("mae"), zero.get("mae"))
+        + _warnings(results.get("warnings"))
     )
     budget = results.get("budget")
     if isinstance(budget, dict) and budget:
         parts = ", ".join(f"{html.escape(str(k))} {v:g}" for k, v in budget.items())
         out += f"<p>Budget per device (ε, every part charged in its ledger): {parts}.</p>"
     return out + _claim_table(results.get("privacy_claim"))
+
+
+def _warnings(sentences: object) -> str:
+    """results.json ``warnings`` of a CADR run (``protocol.cadr_budget.release_warnings``:
+    a release that cannot place the fleet), one paragraph each, marked bad."""
+    if not isinstance(sentences, list):
+        return ""
+    return "".join(f'<p class="bad">warning: {html.escape(str(text))}</p>' for text in sentences)
 
 
 def _verdict(released: object, median: object, zero: object) -> str:

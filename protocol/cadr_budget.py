@@ -162,8 +162,10 @@ __all__ = [
     "ThetaPlan",
     "check_run_eps",
     "check_theta_within_bound",
+    "fleet_signal",
     "plan_theta",
     "privacy_claim",
+    "release_warnings",
     "resolve_degree_bound",
     "small_fleet_theta",
     "theta_extra",
@@ -293,6 +295,35 @@ def check_run_eps(eps: float) -> float:
             field="eps",
         )
     return e
+
+
+def fleet_signal(eps_dsr: float, devices: int) -> float:
+    """``ε_DSR · √(n / 2)``: how far the DSR release can place the fleet as a whole. The mean
+    of the n released values ``k_i + Lap(θ / ε_DSR)`` has noise of standard deviation
+    ``√2 · θ / (ε_DSR · √n)``, and every kept degree lies in ``[0, θ]``: below 1 that noise
+    exceeds θ, the whole range of a kept degree, whatever θ is, so no post-processing can
+    tell one fleet from another and the per-node release is close to a guess that does not
+    depend on the data (docs/cadr.md "Small ε": 171 of 185 measured cells where the
+    small-fleet rule fires were below it, every one of them above the constant median).
+    Pure and public: the split's ε_DSR and the number of devices."""
+    e = positive_real(eps_dsr, "eps_dsr")
+    n = integer_at_least(devices, "devices", 1)
+    return e * math.sqrt(n / 2)
+
+
+def release_warnings(eps_dsr: float, devices: int) -> list[str]:
+    """results.json ``warnings`` of a CADR run, from public figures only: one sentence when
+    ``fleet_signal`` is below 1 (the release cannot place the fleet), else none."""
+    signal = fleet_signal(eps_dsr, devices)
+    if signal >= 1:
+        return []
+    return [
+        f"at eps_dsr = {eps_dsr:.4g} over {devices:,} devices the DSR release cannot place the "
+        f"fleet (eps_dsr * sqrt(n / 2) = {signal:.3g} < 1: the noise on the fleet's mean kept "
+        "degree exceeds theta, whatever theta is); the per-node release is close to a "
+        "data-independent guess: judge it against the constant baselines (results.json "
+        'baselines; docs/cadr.md "Small eps")'
+    ]
 
 
 def theta_extra(eps: float, alpha: float, devices: int) -> float:

@@ -56,6 +56,7 @@ from ldpfleet.protocol.cadr_budget import (
     check_theta_within_bound,
     plan_theta,
     privacy_claim,
+    release_warnings,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_device import CadrDevice
@@ -95,7 +96,8 @@ RESULT_KEYS = (
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
     "device_messages_up",
     "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
-    "stage_seconds", "connect_seconds", "seconds", "trace_messages", "ledgers", "released",
+    "stage_seconds", "connect_seconds", "seconds", "trace_messages", "warnings", "ledgers",
+    "released",
     "histogram", "estimate_histogram", "per_device",
 )  # fmt: skip
 
@@ -639,6 +641,7 @@ def collector_results(
         "connect_seconds": round(collected.joined - begin, 3),
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
+        "warnings": release_warnings(budget.dsr, len(names)),
         **_release_fields(names, degrees, outcome),
     }
 

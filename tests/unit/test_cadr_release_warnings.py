@@ -1,0 +1,53 @@
+"""A CADR run warns where its release cannot place the fleet (issue 20; helper E's
+measurement, docs/cadr.md "Small ε"): ``fleet_signal = ε_DSR · √(n / 2)`` below 1 means the
+noise on the mean of the n released values exceeds θ, whatever θ is."""
+
+import math
+
+import pytest
+from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol.cadr_budget import CadrBudget, fleet_signal, release_warnings
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+
+
+def test_fleet_signal_is_the_mean_noise_against_theta():
+    # sd of the mean of n Laplace(θ/ε) values is √2·θ/(ε·√n); signal 1 is sd = θ
+    for eps_dsr, n in ((0.01, 100), (0.3, 50), (2.0, 4039)):
+        sd_over_theta = math.sqrt(2) / (eps_dsr * math.sqrt(n))
+        assert fleet_signal(eps_dsr, n) == pytest.approx(1 / sd_over_theta)
+    assert release_warnings(0.1, 199) != [] and release_warnings(0.1, 201) == []
+    with pytest.raises(ParameterError, match="eps_dsr"):
+        fleet_signal(0.0, 10)
+    with pytest.raises(ParameterError, match="devices"):
+        fleet_signal(1.0, 0)
+
+
+def test_the_warning_names_the_figures():
+    (sentence,) = release_warnings(0.02, 1000)
+    assert "eps_dsr = 0.02" in sentence and "1,000 devices" in sentence
+    assert "0.447 < 1" in sentence and "baselines" in sentence
+
+
+@pytest.mark.parametrize(("eps", "warned"), [(0.02, True), (3.0, False)])
+async def test_a_fleet_run_carries_the_warning_in_results(eps, warned):
+    graph = generate("erdos_renyi", 15, seed=4, p=0.3)
+    result = await run_cadr_fleet(graph, theta="auto-dev", seed=5, eps=eps)
+    dsr = CadrBudget.for_pipeline(eps, 0.1, "dp", False, graph.n).dsr
+    assert result["budget"]["dsr"] == pytest.approx(dsr)
+    assert result["warnings"] == release_warnings(dsr, graph.n)
+    assert bool(result["warnings"]) is warned
+
+
+def test_the_report_shows_the_warning_beside_the_baselines():
+    from ldpfleet.app.cadr_report import release_vs_baselines
+
+    row = {"mae": 1.0, "mse": 2.0, "histogram_l1": 0.5, "histogram_emd": 0.5}
+    results = {
+        "pipeline": "dp", "raw": row, "postprocessed": row,
+        "baselines": {"constant_median_oracle": {**row, "value": 3}, "all_zero": row},
+        "warnings": release_warnings(0.02, 1000),
+    }  # fmt: skip
+    page = release_vs_baselines(results)
+    assert 'class="bad">warning: at eps_dsr = 0.02 over 1,000 devices' in page
+    assert "warning:" not in release_vs_baselines({**results, "warnings": []})
