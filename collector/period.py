@@ -362,7 +362,7 @@ SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE 
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
-LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
+LAZY_TINY = -600.0  # ... below this log p-value the bound allows for the 1e-300 switch
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
 LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
@@ -783,12 +783,21 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     out = np.log(np.where(tiny, 1.0, sf))
     a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
     if finite:
-        # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
-        z = dfd / (dfd + x)
-        out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
+        out[tiny] = _log_f_leading(x, a, dfd)
     else:
         out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
     return out
+
+
+def _log_f_leading(x: np.ndarray, a: np.ndarray, dfd: float) -> np.ndarray:
+    """The leading term of the F(2 a, 2 dfd) log tail at ``total = x`` that ``_log_sf`` uses
+    below 1e-300: the tail is ``I_z(dfd, a)``, ``z = dfd / (dfd + x)``, and its series
+    ``z^dfd (1 - z)^a / (dfd B(dfd, a)) * 2F1(a + dfd, 1; dfd + 1; z)`` has a
+    hypergeometric factor >= 1, so this term is a LOWER bound of the log tail. As a function
+    of ``x`` its derivative is ``dfd (a - x) / (x (dfd + x))``: decreasing for ``x > a``
+    (``_screen_lazy`` relies on both)."""
+    z = dfd / (dfd + x)
+    return dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
 
 
 def _screen_sums(xw: np.ndarray, periods: np.ndarray):
@@ -875,7 +884,10 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
     evaluated in full; the others, whose score is then at least that bound, get ``inf``
     and ``exact`` False. The ranked prefix of exact rows is the true one (the caller
     recomputes everything if it needs a row beyond it). Returns ``(logp, exact)``;
-    ``exact`` is None when everything was evaluated."""
+    ``exact`` is None when everything was evaluated. The bound of a column whose evaluated
+    tails reach below 1e-300 (``_column_bound``) holds across ``_log_sf``'s switch to its
+    asymptotic term (issue 19, helper A: before, such a column meant every F tail was
+    evaluated, a third of the screening's cost on strongly periodic streams)."""
     partial, full_total, full_shape, valid = stats
     size = partial.shape[0]
     if size <= 4 * LAZY_TOP:
@@ -892,16 +904,39 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
         values = _log_sf(partial[rows, col], np.full(rows.size, float(level)), dfd)
         known[rows] = np.minimum(known[rows], values)
         if rows.size < valid[:, col].sum():
-            bound = min(bound, float(values.max()))
+            bound = min(bound, _column_bound(partial[rows, col], values, float(level), dfd))
     if not np.isfinite(bound):
-        return _screen_logp(stats, dfd), None
-    if bound < LAZY_TINY:  # tails below 1e-300 use an asymptotic series: not monotone
         return _screen_logp(stats, dfd), None
     cut = bound - 1e-9 * (1.0 + abs(bound))
     exact = known < cut
     logp = np.full((size, levels.size + 1), np.inf)
     logp[exact] = _screen_logp(stats, dfd, np.flatnonzero(exact))
     return logp, exact
+
+
+def _column_bound(sums: np.ndarray, values: np.ndarray, level: float, dfd: float) -> float:
+    """A lower bound of ``_log_sf(s, level, dfd)`` for every sum ``s`` of a screening column
+    at most ``sums.min()`` (the column's entries left out of the ``LAZY_TOP`` largest
+    ``sums``, whose log tails are ``values``). While the tails stay above
+    ``exp(LAZY_TINY)`` (far above the 1e-300 switch), ``values.max()``: ``_log_sf`` is the
+    log of ``fdtrc``, decreasing in ``s`` (up to rounding, which the caller's margin
+    covers). Below, ``_log_sf`` switches to its leading term at 1e-300 and is not one
+    monotone function; the bound is then ``min(values.max(), f(m), lead(m))``, ``m =
+    sums.min()``, ``lead`` = ``_log_f_leading``. Proof, for ``s <= m``: if ``_log_sf(s)``
+    is the exact ``log fdtrc(s)``, it is at least ``log fdtrc(m)`` when ``m`` is exact too,
+    and at least ``log(1e-300) > log fdtrc(m) >= lead(m)`` when ``m`` is not (the leading
+    term is below the tail: ``_log_f_leading``); if it is ``lead(s)``, then ``s > level``
+    (an F ratio ``s / level <= 1`` has a tail above 0.3, never below 1e-300) and ``lead`` is
+    decreasing for ``x > level``, so ``lead(s) >= lead(m)``."""
+    top = float(values.max())
+    if top >= LAZY_TINY:
+        return top
+    if not math.isfinite(dfd):  # the Gamma series: no such bound (every tail is evaluated)
+        return -math.inf
+    i = int(np.argmin(sums))
+    lowest = np.maximum(sums[i : i + 1], 1e-300)
+    lead = float(_log_f_leading(lowest, np.array([level]), dfd)[0])
+    return min(top, float(values[i]), lead)
 
 
 def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
