@@ -472,9 +472,17 @@ class GridTemplate:
 
 def _split_template_spec(spec: str) -> tuple[str, str | None]:
     """``FILE[:COLUMN]`` as (file, column or None): a spec naming an existing file is the
-    file (a path may hold a colon); else the text after the last colon is the column."""
+    file (a path may hold a colon); else the longest part before a colon that names an
+    existing file is the file and everything after that colon the column, which may hold
+    colons itself (``meter.csv:load:kW``; issue 19, helper A: the split at the last colon
+    looked for a file ``meter.csv:load``); if no such part exists, the text after the last
+    colon is the column (the reader then names the missing file)."""
     if os.path.exists(spec) or ":" not in spec:
         return spec, None
+    cuts = [i for i, char in enumerate(spec) if char == ":" and i > 0]
+    for cut in reversed(cuts):  # the longest file first: "C:" or "a:b" folders stay whole
+        if os.path.isfile(spec[:cut]):
+            return spec[:cut], spec[cut + 1 :]
     path, _, column = spec.rpartition(":")
     if not path:
         return spec, None
