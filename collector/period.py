@@ -379,6 +379,9 @@ FAST_FOLD_HARMONICS = 32  # settle: a partial DFT for folds read on at most this
 FAST_FOLD_MIN_PERIOD = 1500  # ... of periods at least this long and not 5-smooth
 FAST_FOLD_DIRECT = 4  # ... or at most this many harmonics (twiddles by exponentials) ...
 FAST_FOLD_MIN_DIRECT = 600  # ... of periods at least this long and not 5-smooth
+FAST_FOLD_WIDE = 2  # ... or at most this x FAST_FOLD_HARMONICS harmonics (_partial_pays) ...
+FAST_FOLD_MIN_WIDE = 2500  # ... of periods at least this long ...
+FAST_FOLD_PRIME = 200  # ... whose largest prime factor exceeds this
 FAST_FOLD_TOLERANCE = 1e-9  # error bound: this x 2 L (sum |y|)^2 / T (_fold_energy_bounded)
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
@@ -1137,6 +1140,8 @@ class _Search:
         self.cache: dict[int, np.ndarray] = {}
         self.energies: dict[tuple[int, int, int], float] = {}
         self.bounds: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self.gaps: dict[tuple[int, int], float] = {}
+        self.norms: dict[int, float] = {}
 
     # -- memoised folds --------------------------------------------------------------------
 
@@ -1186,17 +1191,71 @@ class _Search:
         ``_fold_energy_bounded`` (a partial DFT on long awkward lengths, with an error
         bound); only the neighbours whose interval reaches the best one's get the exact
         ``_fold_energy``. The others' exact energies are provably below the winner's, so
-        the winner (the first maximum of the exact energies) is the same."""
+        the winner (the first maximum of the exact energies) is the same.
+
+        Speed (issue 19, helper A): a neighbour already folded for an earlier centre ``c``
+        (the winner is settled again at its own centre, the walk at the next) first gets
+        the interval ``borrowed_energy`` derives from that fold (``sqrt`` of the energy
+        moves by at most the distance of the two inputs); only the contenders among such
+        neighbours are folded again, then the exact energies decide as above."""
         span = self.span(center, harmonics)
         span_q = range(max(self.min_period, center - span), min(self.max_period, center + span) + 1)
-        bounded = [self.bounded_energy(center, q, harmonics) for q in span_q]
-        top = max(range(len(bounded)), key=lambda i: bounded[i][0])
-        floor = bounded[top][0] - bounded[top][1]
-        contenders = [i for i, (value, tol) in enumerate(bounded) if value + tol >= floor]
+        borrowed = [self.borrowed_energy(center, q, harmonics) for q in span_q]
+        bounded = [
+            b if b is not None else self.bounded_energy(center, q, harmonics)
+            for q, b in zip(span_q, borrowed, strict=True)
+        ]
+        contenders = _contenders(bounded)
+        if len(contenders) > 1 and any(borrowed[i] is not None for i in contenders):
+            for i in contenders:
+                bounded[i] = self.bounded_energy(center, span_q[i], harmonics)
+            contenders = _contenders(bounded)
         if len(contenders) == 1:
             return span_q[contenders[0]]
         exact = [self.exact_energy(center, span_q[i], harmonics) for i in contenders]
         return span_q[contenders[int(np.argmax(exact))]]
+
+    def borrowed_energy(self, center: int, q: int, harmonics: int) -> tuple[float, float] | None:
+        """``(value, tol)`` holding the exact energy of the fold at ``q`` of the input of
+        ``settle(center)``, derived without folding from an earlier centre ``c`` whose fold
+        at ``q`` is known (the nearest input), or None (none known; or this centre's own
+        value is). Why it holds: the energy is ``E(x) = 2 / q sum_{j <= L} |Y_j|^2`` of the
+        fold ``y_p = S_p / sqrt(count_p)``, and ``sqrt(E)`` is a seminorm of the input
+        ``x``, so ``|sqrt(E(a)) - sqrt(E(b))| <= sqrt(E(a - b))``; by Parseval (``L <= (q -
+        1) / 2``) ``E(d) <= sum_p y_p^2`` and by Cauchy-Schwarz ``y_p^2 <= sum`` of the
+        squares of phase ``p``'s samples, so ``sqrt(E(a - b)) <= ||a - b||``. The rounding
+        of both computed energies (``_fold_energy_bounded``'s budget, ``(sum |y|)^2 / q
+        <= ||x||^2``) is added twice over."""
+        key = (center, q, harmonics)
+        if key in self.bounds or key in self.energies:
+            return None
+        known = [c for c in self.flat if c != center and (c, q, harmonics) in self.bounds]
+        if not known:
+            return None
+        c = min(known, key=lambda other: self.distance(center, other))
+        value, tol = self.bounds[(c, q, harmonics)]
+        gap = self.distance(center, c)
+        low = max(0.0, math.sqrt(max(value - tol, 0.0)) - gap) ** 2
+        high = (math.sqrt(value + tol) + gap) ** 2
+        limit = _limit(SETTLE_FACTOR * harmonics, q)
+        scale = max(self.square_norm(center), self.square_norm(c))
+        slack = 2.0 * FAST_FOLD_TOLERANCE * 2.0 * limit * scale
+        return 0.5 * (low + high), (0.5 * (high - low) + slack) * (1.0 + 1e-12)
+
+    def distance(self, a: int, b: int) -> float:
+        """``||xs_at(a) - xs_at(b)||`` rounded up (memoised)."""
+        key = (min(a, b), max(a, b))
+        if key not in self.gaps:
+            diff = self.xs_at(a) - self.xs_at(b)
+            self.gaps[key] = math.sqrt(_dot(diff, diff)) * (1.0 + 1e-9)
+        return self.gaps[key]
+
+    def square_norm(self, center: int) -> float:
+        """``||xs_at(center)||^2`` (memoised)."""
+        if center not in self.norms:
+            xs = self.xs_at(center)
+            self.norms[center] = _dot(xs, xs)
+        return self.norms[center]
 
     def bounded_energy(self, center: int, q: int, harmonics: int) -> tuple[float, float]:
         """``_fold_energy_bounded`` of the fold at ``q`` of the input of ``settle(center)``
@@ -1465,6 +1524,14 @@ class _Search:
         value, _ = self.exact_logp(q)
         value = min(value, segment_logp(self.xw, q))
         return value - few_cycles_penalty(self.n / q, self.n) < self.threshold
+
+
+def _contenders(bounded: list[tuple[float, float]]) -> list[int]:
+    """The indices whose interval ``value +- tol`` reaches the lower end of the interval
+    with the largest value (``settle``): every other exact value lies below the winner's."""
+    top = max(range(len(bounded)), key=lambda i: bounded[i][0])
+    floor = bounded[top][0] - bounded[top][1]
+    return [i for i, (value, tol) in enumerate(bounded) if value + tol >= floor]
 
 
 def _ranked(score: np.ndarray):
@@ -1876,14 +1943,37 @@ def _fold_energy_bounded(xs: np.ndarray, period: int, harmonics: int) -> tuple[f
     ``FAST_FOLD_TOLERANCE = 1e-9`` for the sum of both routes' ``4 eps + 2 eps^2`` (a
     factor ~1e4 of slack over the measured errors)."""
     limit = _limit(harmonics, period)
-    shortest = FAST_FOLD_MIN_PERIOD if limit > FAST_FOLD_DIRECT else FAST_FOLD_MIN_DIRECT
-    if limit > FAST_FOLD_HARMONICS or period < shortest or _smooth(period):
+    if not _partial_pays(period, limit):
         return _fold_energy(xs, None, period, harmonics), 0.0
     folded = _phase_sums(xs, period) / _phase_counts(xs.size, period)[1]
     spec = _partial_dft(folded, limit)
     value = 2.0 * float(np.sum(spec.real**2 + spec.imag**2)) / period
     scale = float(np.sum(np.abs(folded)))
     return value, FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale / period
+
+
+def _partial_pays(period: int, limit: int) -> bool:
+    """Whether ``_fold_energy_bounded`` reads ``limit`` harmonics of a fold of ``period``
+    samples by the partial DFT (faster there than pocketfft's real FFT; measured, docs/
+    cpr.md "Speed"): never on 5-smooth lengths; up to ``FAST_FOLD_DIRECT`` harmonics from
+    ``FAST_FOLD_MIN_DIRECT`` samples, up to ``FAST_FOLD_HARMONICS`` from
+    ``FAST_FOLD_MIN_PERIOD`` (helper K); and (issue 19, helper A) up to ``FAST_FOLD_WIDE
+    * FAST_FOLD_HARMONICS`` from ``FAST_FOLD_MIN_WIDE`` samples when the length's largest
+    prime factor exceeds ``FAST_FOLD_PRIME`` (pocketfft's generic radix or Bluestein:
+    130-200 us a fold near 3,000 samples against ~70 us for 64 harmonics)."""
+    if limit > FAST_FOLD_WIDE * FAST_FOLD_HARMONICS or _smooth(period):
+        return False
+    if limit <= FAST_FOLD_DIRECT:
+        return period >= FAST_FOLD_MIN_DIRECT
+    if limit <= FAST_FOLD_HARMONICS:
+        return period >= FAST_FOLD_MIN_PERIOD
+    return period >= FAST_FOLD_MIN_WIDE and _largest_prime(period) > FAST_FOLD_PRIME
+
+
+@functools.lru_cache(maxsize=4096)
+def _largest_prime(size: int) -> int:
+    """The largest prime factor of ``size`` (cached)."""
+    return _prime_factors(size)[-1]
 
 
 @functools.lru_cache(maxsize=4096)
