@@ -364,7 +364,7 @@ SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE 
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
-LAZY_TINY = -600.0  # ... below this log p-value the bound allows for the 1e-300 switch
+LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
 LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
@@ -932,15 +932,9 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
     known = _log_sf(full_total, full_shape, dfd)  # the full sums: every row
     bound = np.inf
     for col, level in enumerate(levels):
-        rows = np.flatnonzero(valid[:, col])
-        if rows.size == 0:
-            continue
-        if rows.size > LAZY_TOP:
-            rows = rows[np.argpartition(-partial[rows, col], LAZY_TOP - 1)[:LAZY_TOP]]
-        values = _log_sf(partial[rows, col], np.full(rows.size, float(level)), dfd)
+        rows, values, column_bound = _column_head(partial[:, col], valid[:, col], level, dfd)
         known[rows] = np.minimum(known[rows], values)
-        if rows.size < valid[:, col].sum():
-            bound = min(bound, _column_bound(partial[rows, col], values, float(level), dfd))
+        bound = min(bound, column_bound)
     if not np.isfinite(bound):
         return _screen_logp(stats, dfd), None
     cut = bound - 1e-9 * (1.0 + abs(bound))
@@ -950,29 +944,59 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
     return logp, exact
 
 
+def _column_head(sums: np.ndarray, valid: np.ndarray, level: int, dfd: float):
+    """The evaluated head of one screening column (``_screen_lazy``): ``(rows, their log
+    tails, the bound of every other valid row)``; the bound is ``inf`` when every valid row
+    is in the head. The ``LAZY_TOP`` largest sums first; while ``_column_bound`` proves
+    nothing (the smallest head sum's tail in fdtrc's inaccurate band), 4 times as many
+    (issue 19, helper A: before, such a column meant every F tail of every column)."""
+    candidates = np.flatnonzero(valid)
+    count = LAZY_TOP
+    while True:
+        rows = candidates
+        if rows.size > count:
+            rows = rows[np.argpartition(-sums[rows], count - 1)[:count]]
+        values = _log_sf(sums[rows], np.full(rows.size, float(level)), dfd)
+        if rows.size == candidates.size:
+            return rows, values, np.inf
+        bound = _column_bound(sums[rows], values, float(level), dfd)
+        if np.isfinite(bound) or not math.isfinite(dfd):
+            return rows, values, bound
+        count *= 4
+
+
 def _column_bound(sums: np.ndarray, values: np.ndarray, level: float, dfd: float) -> float:
     """A lower bound of ``_log_sf(s, level, dfd)`` for every sum ``s`` of a screening column
     at most ``sums.min()`` (the column's entries left out of the ``LAZY_TOP`` largest
-    ``sums``, whose log tails are ``values``). While the tails stay above
-    ``exp(LAZY_TINY)`` (far above the 1e-300 switch), ``values.max()``: ``_log_sf`` is the
-    log of ``fdtrc``, decreasing in ``s`` (up to rounding, which the caller's margin
-    covers). Below, ``_log_sf`` switches to its leading term at 1e-300 and is not one
-    monotone function; the bound is then ``min(values.max(), f(m), lead(m))``, ``m =
-    sums.min()``, ``lead`` = ``_log_f_leading``. Proof, for ``s <= m``: if ``_log_sf(s)``
-    is the exact ``log fdtrc(s)``, it is at least ``log fdtrc(m)`` when ``m`` is exact too,
-    and at least ``log(1e-300) > log fdtrc(m) >= lead(m)`` when ``m`` is not (the leading
-    term is below the tail: ``_log_f_leading``); if it is ``lead(s)``, then ``s > level``
-    (an F ratio ``s / level <= 1`` has a tail above 0.3, never below 1e-300) and ``lead`` is
-    decreasing for ``x > level``, so ``lead(s) >= lead(m)``."""
+    ``sums``, whose log tails are ``values``), or ``-inf`` when none is proven (the caller
+    then evaluates every entry). While the tails stay above ``exp(LAZY_TINY)``,
+    ``values.max()``: ``_log_sf`` is there the log of ``fdtrc``, decreasing in ``s`` (up to
+    rounding, which the caller's margin covers). Below, ``scipy.special.fdtrc`` is not
+    accurate (not even monotone: a smaller sum's log tail below a larger one's by up to
+    0.05 between -690.8 and -600 and 0.002 between -600 and -575, none above -575 in
+    2 million sums per (level, dfd) for levels 1-32 and dfd 20-16,664 (issue 19, helper
+    A; main's ``LAZY_TINY`` of -600 let such a column through); it falls to ``exp(-0.39)``
+    times its own leading term near 1e-300 at 32 harmonics and dfd 100) and ``_log_sf``
+    switches to the leading term ``lead`` (``_log_f_leading``) where fdtrc falls below
+    1e-300. If the smallest evaluated sum ``m`` took that switch, the bound is
+    ``min(values.max(), f(m), lead(m), log(1e-300))``. Proof, for
+    ``s <= m``: if ``_log_sf(s)`` took the switch too, it is ``lead(s)``, and ``s > level``
+    (an F ratio ``s / level <= 1`` has a tail above 0.3, nowhere near 1e-300) where
+    ``lead`` decreases in ``s``, so ``lead(s) >= lead(m)``; otherwise it is the log of an
+    fdtrc value of at least 1e-300, so at least ``log(1e-300)``. No accuracy of fdtrc is
+    assumed. If ``m`` did not take the switch (its tail lies in fdtrc's inaccurate band
+    between 1e-300 and ``exp(LAZY_TINY)``), ``-inf``."""
     top = float(values.max())
     if top >= LAZY_TINY:
         return top
     if not math.isfinite(dfd):  # the Gamma series: no such bound (every tail is evaluated)
         return -math.inf
     i = int(np.argmin(sums))
-    lowest = np.maximum(sums[i : i + 1], 1e-300)
-    lead = float(_log_f_leading(lowest, np.array([level]), dfd)[0])
-    return min(top, float(values[i]), lead)
+    lowest = max(float(sums[i]), 0.0)
+    if special.fdtrc(2.0 * level, 2.0 * dfd, lowest / level) >= 1e-300:
+        return -math.inf
+    lead = float(_log_f_leading(np.array([max(lowest, 1e-300)]), np.array([level]), dfd)[0])
+    return min(top, float(values[i]), lead, math.log(1e-300))
 
 
 def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
