@@ -103,3 +103,27 @@ def test_detect_period_identical_without_borrowing_and_wide_partial_dft(monkeypa
     monkeypatch.setattr(P._Search, "borrowed_energy", lambda *args: None)
     monkeypatch.setattr(P, "FAST_FOLD_WIDE", 1)  # K's partial DFT only
     assert _estimates() == fast
+
+
+def test_powers_by_doubling_match_exact_twiddles():
+    # _partial_dft's twiddle rows first ** j, j = 1 .. count, against exponentials of the
+    # exactly reduced angles: within j ulps-ish, as the cumulative product it replaced
+    for size in (997, 2003, 2995):
+        steps = np.arange(2 * int(np.sqrt(size)) + 2)
+        first = np.exp(steps * (-2j * np.pi / size))
+        for count in (1, 2, 5, 32, 64, 128):
+            got = P._powers(first, count)
+            j = np.arange(1, count + 1)[:, None]
+            want = np.exp(((j * steps[None, :]) % size) * (-2j * np.pi / size))
+            assert np.max(np.abs(got - want)) <= 4e-16 * (count + 4)
+
+
+def test_partial_dft_matches_rfft_at_many_harmonics():
+    rng = np.random.default_rng(1923)
+    for size in (1511, 2003, 2551, 2995, 3019):
+        y = rng.standard_normal(size) * rng.exponential(1.0, size)
+        for count in (33, 64, 128):
+            got = P._partial_dft(y, count)
+            want = P._rfft(y)[1 : count + 1]
+            # the bound of _fold_energy_bounded assumes at most 1e-12 sum |y|
+            assert np.max(np.abs(got - want)) <= 1e-13 * np.sum(np.abs(y))
