@@ -248,6 +248,51 @@ def _cpu_speed(mechanism: SquareWave, reports: np.ndarray, rng: np.random.Genera
     return out
 
 
+SLOW_SPEED_STREAM = ("intel", 1000, 10, 5.0)  # (source, period, cycles, eps0); _slow_stream_speed
+SLOW_SPEED_CALLS = 10  # ... calls timed (CPU time; the median and the maximum reported)
+
+
+def slow_speed_stream(seed: int) -> np.ndarray:
+    """The issue-19 worst case of ``detect_period`` as a bench stream: 10,000 SW reports of
+    a grid template with period 1,000 (10 cycles, amplitude jitter 0.02), ``SLOW_SPEED_STREAM``
+    (intel at eps0 = 5: the slowest of the bench-grid sources x eps0 0.2 / 1 / 5 at
+    T = 1,000 on the code of 2026-12-05, 47.8 ms CPU there; long periods cost most: the
+    integer refinement folds ~250 neighbours of 1,000-3,000 samples, docs/cpr.md "Speed")."""
+    source, period, cycles, eps0 = SLOW_SPEED_STREAM
+    rng = np.random.default_rng([seed, period, int(10 * eps0)])
+    clean = grid_stream(grid_template(source, period, rng), period * cycles, rng, 0.02, 0.0)
+    return SquareWave(eps0).perturb(clean, rng)
+
+
+def _slow_stream_speed(seed: int, calls: int = SLOW_SPEED_CALLS) -> dict:
+    """``detect_period``'s CPU time on ``slow_speed_stream`` (after one warm-up call): the
+    median and the maximum of ``calls`` calls, and which stream it is (issue 19's budget:
+    one 10,000-report stream under 50 ms)."""
+    reports = slow_speed_stream(seed)
+    detect_period(reports)
+    timings = [_cpu_ms(functools.partial(detect_period, reports)) for _ in range(calls)]
+    source, period, cycles, eps0 = SLOW_SPEED_STREAM
+    return {
+        "detect_period_10k_t1000_stream": (
+            f"{source}, T = {period}, {cycles} cycles ({period * cycles:,} reports), "
+            f"eps0 = {eps0:g}"
+        ),
+        "detect_period_cpu_ms_10k_t1000_median": round(float(np.median(timings)), 2),
+        "detect_period_cpu_ms_10k_t1000_max": round(float(np.max(timings)), 2),
+    }
+
+
+def _slow_stream_line(speed: dict) -> list[str]:
+    """The report line of ``_slow_stream_speed`` (none for results without it)."""
+    if "detect_period_cpu_ms_10k_t1000_median" not in speed:
+        return []
+    return [
+        f"detect_period CPU time on the slow stream ({speed['detect_period_10k_t1000_stream']}): "
+        f"{speed['detect_period_cpu_ms_10k_t1000_median']} ms median, "
+        f"{speed['detect_period_cpu_ms_10k_t1000_max']} ms max of {SLOW_SPEED_CALLS}."
+    ]
+
+
 def _speed(fleet_streams: int, seed: int, workers: int) -> dict:
     rng = np.random.default_rng(seed)
     mechanism = SquareWave(1.0)
@@ -264,6 +309,7 @@ def _speed(fleet_streams: int, seed: int, workers: int) -> dict:
         "cpr_ms_per_stream_10k_max": round(1000 * float(np.max(timings)), 2),
     }
     result.update(_cpu_speed(mechanism, reports, np.random.default_rng([seed, 1])))
+    result.update(_slow_stream_speed(seed))
     if fleet_streams:
         streams = {
             f"d{i:05d}": mechanism.perturb(make_trial("synthetic", rng, n=10_000).stream, rng)
@@ -402,6 +448,7 @@ def markdown(result: dict, command: str) -> str:
             f"100 reports {speed['cpr_cpu_ms_100_median']} ms "
             f"({speed['cpr_many_cpu_ms_100_per_stream']} ms in a chunk of 64)."
         )
+    lines += _slow_stream_line(speed)
     return "\n".join(lines)
 
 
@@ -472,9 +519,17 @@ class GridTemplate:
 
 def _split_template_spec(spec: str) -> tuple[str, str | None]:
     """``FILE[:COLUMN]`` as (file, column or None): a spec naming an existing file is the
-    file (a path may hold a colon); else the text after the last colon is the column."""
+    file (a path may hold a colon); else the longest part before a colon that names an
+    existing file is the file and everything after that colon the column, which may hold
+    colons itself (``meter.csv:load:kW``; issue 19, helper A: the split at the last colon
+    looked for a file ``meter.csv:load``); if no such part exists, the text after the last
+    colon is the column (the reader then names the missing file)."""
     if os.path.exists(spec) or ":" not in spec:
         return spec, None
+    cuts = [i for i, char in enumerate(spec) if char == ":" and i > 0]
+    for cut in reversed(cuts):  # the longest file first: "C:" or "a:b" folders stay whole
+        if os.path.isfile(spec[:cut]):
+            return spec[:cut], spec[cut + 1 :]
     path, _, column = spec.rpartition(":")
     if not path:
         return spec, None
@@ -1037,6 +1092,7 @@ def _detector_speed(seed: int) -> dict:
     return {
         "detect_period_ms_10k_median": round(1000 * float(np.median(timings)), 2),
         "detect_period_ms_10k_max": round(1000 * float(np.max(timings)), 2),
+        **_slow_stream_speed(seed),
     }
 
 
@@ -1107,6 +1163,7 @@ def grid_markdown(result: dict, command: str) -> str:
         "",
         f"detect_period on one stream of 10,000 reports: {speed['detect_period_ms_10k_median']} "
         f"ms (median of 30; max {speed['detect_period_ms_10k_max']} ms).",
+        *_slow_stream_line(speed),
     ]
     return "\n".join(lines)
 

@@ -312,6 +312,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -336,6 +337,7 @@ def _private_r2c():
 
 
 _pocket_r2c = _private_r2c()
+_scratch_pool = threading.local()  # _scratch's buffers, one set per thread
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -362,7 +364,7 @@ SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE 
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
-LAZY_TINY = -600.0  # ... used only while the bound's log p-value is above this
+LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
 LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
@@ -377,7 +379,11 @@ FAST_FOLD_HARMONICS = 32  # settle: a partial DFT for folds read on at most this
 FAST_FOLD_MIN_PERIOD = 1500  # ... of periods at least this long and not 5-smooth
 FAST_FOLD_DIRECT = 4  # ... or at most this many harmonics (twiddles by exponentials) ...
 FAST_FOLD_MIN_DIRECT = 600  # ... of periods at least this long and not 5-smooth
+FAST_FOLD_WIDE = 4  # ... or at most this x FAST_FOLD_HARMONICS harmonics (_partial_pays) ...
+FAST_FOLD_MIN_WIDE = 1500  # ... of periods at least this long ...
+FAST_FOLD_PRIME = 200  # ... whose largest prime factor exceeds this
 FAST_FOLD_TOLERANCE = 1e-9  # error bound: this x 2 L (sum |y|)^2 / T (_fold_energy_bounded)
+SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 
 
@@ -597,10 +603,12 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     the smallest deviance ``sum log S + p / S``."""
     c = np.full(g.shape[0], start)
     a = np.zeros(g.shape[0])
-    if _blocked(g):
+    blocked = _blocked(g)
+    if blocked:
         sums = _whittle_sums_blocked
     else:  # the temporaries once for the 4 steps (fresh pages fault in: +4 ms at n = 10^4)
-        sums = functools.partial(_whittle_sums, work=[np.empty_like(g) for _ in range(3)])
+        work = [_scratch(role, *g.shape) for role in ("wt", "wg", "tmp")]
+        sums = functools.partial(_whittle_sums, work=work)
     for _ in range(4):
         s11, s12, s22, r1, r2 = sums(c, a, g, p)
         det = s11 * s22 - s12 * s12
@@ -614,13 +622,41 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
         c_new = np.where(neg_c, 1e-12 * start, c_new)
         a_new = np.where(neg_c, np.maximum(r2 / s22, 0.0), a_new)
         c, a = c_new, a_new
-    if _blocked(g):
+    if blocked:
         deviance = _deviance_blocked(c, a, g, p)
-    else:
-        s = c[:, None] + a[:, None] * g
-        deviance = np.sum(np.log(s) + p / s, axis=1)
+    else:  # sum(log(c + a g) + p / (c + a g)), each operation into the work arrays
+        spectrum, logs, ratio = work
+        np.multiply(a[:, None], g, out=spectrum)
+        spectrum += c[:, None]
+        np.log(spectrum, out=logs)
+        np.divide(p, spectrum, out=ratio)
+        deviance = np.add(logs, ratio, out=logs).sum(axis=1)
     best = int(np.argmin(deviance))
     return float(c[best]), float(a[best]), best
+
+
+def _scratch(role: str, rows: int, cols: int) -> np.ndarray:
+    """An uninitialised Fortran-ordered ``(rows, cols)`` float64 array for the temporaries
+    of the Whittle fits (``role`` names one; ``_columns``, ``_whittle``), a view of a
+    buffer this thread keeps between calls: fresh pages fault in one by one, and on this
+    project's machines that cost ~3.6 us a page, ~1,650 faults (~5 ms) per 10,000-report
+    stream in the fits' temporaries (issue 19, helper A). Fortran order as ``g[:, keep]``
+    has it: the fits' row sums then add the columns in sequence, the same bits. Above
+    ``SCRATCH_FLOATS`` elements a fresh array (the buffers kept stay under
+    ``4 * SCRATCH_FLOATS`` floats a thread, 8 MB)."""
+    size = rows * cols
+    if size > SCRATCH_FLOATS:
+        return np.empty((rows, cols), order="F")
+    pool = _scratch_pool.__dict__
+    buffer = pool.get(role)
+    if buffer is None or buffer.size < size:
+        buffer = pool[role] = np.empty(size)
+    return buffer[:size].reshape((rows, cols), order="F")
+
+
+def _columns(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``g[:, keep]`` (the same values and Fortran order) in the ``"g"`` scratch buffer."""
+    return np.compress(keep, g, axis=1, out=_scratch("g", g.shape[0], int(keep.sum())))
 
 
 def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, work: list):
@@ -711,7 +747,7 @@ def _background(power: np.ndarray, omega: np.ndarray) -> np.ndarray:
     for _ in range(2):
         # (always the copies: _whittle on the uncopied arrays, same values, rounded some
         # fits differently in the last bit -- measured, 5 of 2,400 reference streams)
-        c, a, best = _whittle(power[keep], g[:, keep], white)
+        c, a, best = _whittle(power[keep], _columns(g, keep), white)
         spectrum = c + a * g[best]
         keep_new = power <= TRIM * spectrum
         if keep_new.all() or keep_new.sum() < 8 or np.array_equal(keep_new, keep):
@@ -783,12 +819,21 @@ def _log_sf(total, shape, dfd: float = np.inf) -> np.ndarray:
     out = np.log(np.where(tiny, 1.0, sf))
     a, x = shape[tiny], np.maximum(total[tiny], 1e-300)
     if finite:
-        # F(2a, 2d) tail = I_z(d, a), z = d / (d + x): leading term z^d (1-z)^a / (d B)
-        z = dfd / (dfd + x)
-        out[tiny] = dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
+        out[tiny] = _log_f_leading(x, a, dfd)
     else:
         out[tiny] = (a - 1.0) * np.log(x) - x - special.gammaln(a) + np.log1p((a - 1.0) / x)
     return out
+
+
+def _log_f_leading(x: np.ndarray, a: np.ndarray, dfd: float) -> np.ndarray:
+    """The leading term of the F(2 a, 2 dfd) log tail at ``total = x`` that ``_log_sf`` uses
+    below 1e-300: the tail is ``I_z(dfd, a)``, ``z = dfd / (dfd + x)``, and its series
+    ``z^dfd (1 - z)^a / (dfd B(dfd, a)) * 2F1(a + dfd, 1; dfd + 1; z)`` has a
+    hypergeometric factor >= 1, so this term is a LOWER bound of the log tail. As a function
+    of ``x`` its derivative is ``dfd (a - x) / (x (dfd + x))``: decreasing for ``x > a``
+    (``_screen_lazy`` relies on both)."""
+    z = dfd / (dfd + x)
+    return dfd * np.log(z) + a * np.log1p(-z) - np.log(dfd) - special.betaln(dfd, a)
 
 
 def _screen_sums(xw: np.ndarray, periods: np.ndarray):
@@ -875,7 +920,10 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
     evaluated in full; the others, whose score is then at least that bound, get ``inf``
     and ``exact`` False. The ranked prefix of exact rows is the true one (the caller
     recomputes everything if it needs a row beyond it). Returns ``(logp, exact)``;
-    ``exact`` is None when everything was evaluated."""
+    ``exact`` is None when everything was evaluated. The bound of a column whose evaluated
+    tails reach below 1e-300 (``_column_bound``) holds across ``_log_sf``'s switch to its
+    asymptotic term (issue 19, helper A: before, such a column meant every F tail was
+    evaluated, a third of the screening's cost on strongly periodic streams)."""
     partial, full_total, full_shape, valid = stats
     size = partial.shape[0]
     if size <= 4 * LAZY_TOP:
@@ -884,24 +932,71 @@ def _screen_lazy(stats, dfd: float) -> tuple[np.ndarray, np.ndarray | None]:
     known = _log_sf(full_total, full_shape, dfd)  # the full sums: every row
     bound = np.inf
     for col, level in enumerate(levels):
-        rows = np.flatnonzero(valid[:, col])
-        if rows.size == 0:
-            continue
-        if rows.size > LAZY_TOP:
-            rows = rows[np.argpartition(-partial[rows, col], LAZY_TOP - 1)[:LAZY_TOP]]
-        values = _log_sf(partial[rows, col], np.full(rows.size, float(level)), dfd)
+        rows, values, column_bound = _column_head(partial[:, col], valid[:, col], level, dfd)
         known[rows] = np.minimum(known[rows], values)
-        if rows.size < valid[:, col].sum():
-            bound = min(bound, float(values.max()))
+        bound = min(bound, column_bound)
     if not np.isfinite(bound):
-        return _screen_logp(stats, dfd), None
-    if bound < LAZY_TINY:  # tails below 1e-300 use an asymptotic series: not monotone
         return _screen_logp(stats, dfd), None
     cut = bound - 1e-9 * (1.0 + abs(bound))
     exact = known < cut
     logp = np.full((size, levels.size + 1), np.inf)
     logp[exact] = _screen_logp(stats, dfd, np.flatnonzero(exact))
     return logp, exact
+
+
+def _column_head(sums: np.ndarray, valid: np.ndarray, level: int, dfd: float):
+    """The evaluated head of one screening column (``_screen_lazy``): ``(rows, their log
+    tails, the bound of every other valid row)``; the bound is ``inf`` when every valid row
+    is in the head. The ``LAZY_TOP`` largest sums first; while ``_column_bound`` proves
+    nothing (the smallest head sum's tail in fdtrc's inaccurate band), 4 times as many
+    (issue 19, helper A: before, such a column meant every F tail of every column)."""
+    candidates = np.flatnonzero(valid)
+    count = LAZY_TOP
+    while True:
+        rows = candidates
+        if rows.size > count:
+            rows = rows[np.argpartition(-sums[rows], count - 1)[:count]]
+        values = _log_sf(sums[rows], np.full(rows.size, float(level)), dfd)
+        if rows.size == candidates.size:
+            return rows, values, np.inf
+        bound = _column_bound(sums[rows], values, float(level), dfd)
+        if np.isfinite(bound) or not math.isfinite(dfd):
+            return rows, values, bound
+        count *= 4
+
+
+def _column_bound(sums: np.ndarray, values: np.ndarray, level: float, dfd: float) -> float:
+    """A lower bound of ``_log_sf(s, level, dfd)`` for every sum ``s`` of a screening column
+    at most ``sums.min()`` (the column's entries left out of the ``LAZY_TOP`` largest
+    ``sums``, whose log tails are ``values``), or ``-inf`` when none is proven (the caller
+    then evaluates every entry). While the tails stay above ``exp(LAZY_TINY)``,
+    ``values.max()``: ``_log_sf`` is there the log of ``fdtrc``, decreasing in ``s`` (up to
+    rounding, which the caller's margin covers). Below, ``scipy.special.fdtrc`` is not
+    accurate (not even monotone: a smaller sum's log tail below a larger one's by up to
+    0.05 between -690.8 and -600 and 0.002 between -600 and -575, none above -575 in
+    2 million sums per (level, dfd) for levels 1-32 and dfd 20-16,664 (issue 19, helper
+    A; main's ``LAZY_TINY`` of -600 let such a column through); it falls to ``exp(-0.39)``
+    times its own leading term near 1e-300 at 32 harmonics and dfd 100) and ``_log_sf``
+    switches to the leading term ``lead`` (``_log_f_leading``) where fdtrc falls below
+    1e-300. If the smallest evaluated sum ``m`` took that switch, the bound is
+    ``min(values.max(), f(m), lead(m), log(1e-300))``. Proof, for
+    ``s <= m``: if ``_log_sf(s)`` took the switch too, it is ``lead(s)``, and ``s > level``
+    (an F ratio ``s / level <= 1`` has a tail above 0.3, nowhere near 1e-300) where
+    ``lead`` decreases in ``s``, so ``lead(s) >= lead(m)``; otherwise it is the log of an
+    fdtrc value of at least 1e-300, so at least ``log(1e-300)``. No accuracy of fdtrc is
+    assumed. If ``m`` did not take the switch (its tail lies in fdtrc's inaccurate band
+    between 1e-300 and ``exp(LAZY_TINY)``), ``-inf``."""
+    top = float(values.max())
+    if top >= LAZY_TINY:
+        return top
+    if not math.isfinite(dfd):  # the Gamma series: no such bound (every tail is evaluated)
+        return -math.inf
+    i = int(np.argmin(sums))
+    lowest = max(float(sums[i]), 0.0)
+    if special.fdtrc(2.0 * level, 2.0 * dfd, lowest / level) >= 1e-300:
+        return -math.inf
+    lead = float(_log_f_leading(np.array([max(lowest, 1e-300)]), np.array([level]), dfd)[0])
+    return min(top, float(values[i]), lead, math.log(1e-300))
 
 
 def _harmonic_power(xw: np.ndarray, t: np.ndarray, period: int) -> np.ndarray:
@@ -1069,6 +1164,8 @@ class _Search:
         self.cache: dict[int, np.ndarray] = {}
         self.energies: dict[tuple[int, int, int], float] = {}
         self.bounds: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self.gaps: dict[tuple[int, int], float] = {}
+        self.norms: dict[int, float] = {}
 
     # -- memoised folds --------------------------------------------------------------------
 
@@ -1118,17 +1215,71 @@ class _Search:
         ``_fold_energy_bounded`` (a partial DFT on long awkward lengths, with an error
         bound); only the neighbours whose interval reaches the best one's get the exact
         ``_fold_energy``. The others' exact energies are provably below the winner's, so
-        the winner (the first maximum of the exact energies) is the same."""
+        the winner (the first maximum of the exact energies) is the same.
+
+        Speed (issue 19, helper A): a neighbour already folded for an earlier centre ``c``
+        (the winner is settled again at its own centre, the walk at the next) first gets
+        the interval ``borrowed_energy`` derives from that fold (``sqrt`` of the energy
+        moves by at most the distance of the two inputs); only the contenders among such
+        neighbours are folded again, then the exact energies decide as above."""
         span = self.span(center, harmonics)
         span_q = range(max(self.min_period, center - span), min(self.max_period, center + span) + 1)
-        bounded = [self.bounded_energy(center, q, harmonics) for q in span_q]
-        top = max(range(len(bounded)), key=lambda i: bounded[i][0])
-        floor = bounded[top][0] - bounded[top][1]
-        contenders = [i for i, (value, tol) in enumerate(bounded) if value + tol >= floor]
+        borrowed = [self.borrowed_energy(center, q, harmonics) for q in span_q]
+        bounded = [
+            b if b is not None else self.bounded_energy(center, q, harmonics)
+            for q, b in zip(span_q, borrowed, strict=True)
+        ]
+        contenders = _contenders(bounded)
+        if len(contenders) > 1 and any(borrowed[i] is not None for i in contenders):
+            for i in contenders:
+                bounded[i] = self.bounded_energy(center, span_q[i], harmonics)
+            contenders = _contenders(bounded)
         if len(contenders) == 1:
             return span_q[contenders[0]]
         exact = [self.exact_energy(center, span_q[i], harmonics) for i in contenders]
         return span_q[contenders[int(np.argmax(exact))]]
+
+    def borrowed_energy(self, center: int, q: int, harmonics: int) -> tuple[float, float] | None:
+        """``(value, tol)`` holding the exact energy of the fold at ``q`` of the input of
+        ``settle(center)``, derived without folding from an earlier centre ``c`` whose fold
+        at ``q`` is known (the nearest input), or None (none known; or this centre's own
+        value is). Why it holds: the energy is ``E(x) = 2 / q sum_{j <= L} |Y_j|^2`` of the
+        fold ``y_p = S_p / sqrt(count_p)``, and ``sqrt(E)`` is a seminorm of the input
+        ``x``, so ``|sqrt(E(a)) - sqrt(E(b))| <= sqrt(E(a - b))``; by Parseval (``L <= (q -
+        1) / 2``) ``E(d) <= sum_p y_p^2`` and by Cauchy-Schwarz ``y_p^2 <= sum`` of the
+        squares of phase ``p``'s samples, so ``sqrt(E(a - b)) <= ||a - b||``. The rounding
+        of both computed energies (``_fold_energy_bounded``'s budget, ``(sum |y|)^2 / q
+        <= ||x||^2``) is added twice over."""
+        key = (center, q, harmonics)
+        if key in self.bounds or key in self.energies:
+            return None
+        known = [c for c in self.flat if c != center and (c, q, harmonics) in self.bounds]
+        if not known:
+            return None
+        c = min(known, key=lambda other: self.distance(center, other))
+        value, tol = self.bounds[(c, q, harmonics)]
+        gap = self.distance(center, c)
+        low = max(0.0, math.sqrt(max(value - tol, 0.0)) - gap) ** 2
+        high = (math.sqrt(value + tol) + gap) ** 2
+        limit = _limit(SETTLE_FACTOR * harmonics, q)
+        scale = max(self.square_norm(center), self.square_norm(c))
+        slack = 2.0 * FAST_FOLD_TOLERANCE * 2.0 * limit * scale
+        return 0.5 * (low + high), (0.5 * (high - low) + slack) * (1.0 + 1e-12)
+
+    def distance(self, a: int, b: int) -> float:
+        """``||xs_at(a) - xs_at(b)||`` rounded up (memoised)."""
+        key = (min(a, b), max(a, b))
+        if key not in self.gaps:
+            diff = self.xs_at(a) - self.xs_at(b)
+            self.gaps[key] = math.sqrt(_dot(diff, diff)) * (1.0 + 1e-9)
+        return self.gaps[key]
+
+    def square_norm(self, center: int) -> float:
+        """``||xs_at(center)||^2`` (memoised)."""
+        if center not in self.norms:
+            xs = self.xs_at(center)
+            self.norms[center] = _dot(xs, xs)
+        return self.norms[center]
 
     def bounded_energy(self, center: int, q: int, harmonics: int) -> tuple[float, float]:
         """``_fold_energy_bounded`` of the fold at ``q`` of the input of ``settle(center)``
@@ -1397,6 +1548,14 @@ class _Search:
         value, _ = self.exact_logp(q)
         value = min(value, segment_logp(self.xw, q))
         return value - few_cycles_penalty(self.n / q, self.n) < self.threshold
+
+
+def _contenders(bounded: list[tuple[float, float]]) -> list[int]:
+    """The indices whose interval ``value +- tol`` reaches the lower end of the interval
+    with the largest value (``settle``): every other exact value lies below the winner's."""
+    top = max(range(len(bounded)), key=lambda i: bounded[i][0])
+    floor = bounded[top][0] - bounded[top][1]
+    return [i for i, (value, tol) in enumerate(bounded) if value + tol >= floor]
 
 
 def _ranked(score: np.ndarray):
@@ -1721,7 +1880,7 @@ def masked_logp(xd: np.ndarray, period: int) -> float:
     p = pw[keep]
     fit = np.ones(p.size, dtype=bool)
     for _ in range(2):
-        c, a, best = _whittle(p[fit], g[:, fit], float(np.mean(p[fit])))
+        c, a, best = _whittle(p[fit], _columns(g, fit), float(np.mean(p[fit])))
         refit = p <= TRIM * (c + a * g[best])
         if refit.sum() < 8 or np.array_equal(refit, fit):
             break
@@ -1808,14 +1967,38 @@ def _fold_energy_bounded(xs: np.ndarray, period: int, harmonics: int) -> tuple[f
     ``FAST_FOLD_TOLERANCE = 1e-9`` for the sum of both routes' ``4 eps + 2 eps^2`` (a
     factor ~1e4 of slack over the measured errors)."""
     limit = _limit(harmonics, period)
-    shortest = FAST_FOLD_MIN_PERIOD if limit > FAST_FOLD_DIRECT else FAST_FOLD_MIN_DIRECT
-    if limit > FAST_FOLD_HARMONICS or period < shortest or _smooth(period):
+    if not _partial_pays(period, limit):
         return _fold_energy(xs, None, period, harmonics), 0.0
     folded = _phase_sums(xs, period) / _phase_counts(xs.size, period)[1]
     spec = _partial_dft(folded, limit)
     value = 2.0 * float(np.sum(spec.real**2 + spec.imag**2)) / period
     scale = float(np.sum(np.abs(folded)))
     return value, FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale / period
+
+
+def _partial_pays(period: int, limit: int) -> bool:
+    """Whether ``_fold_energy_bounded`` reads ``limit`` harmonics of a fold of ``period``
+    samples by the partial DFT (faster there than pocketfft's real FFT; measured, docs/
+    cpr.md "Speed"): never on 5-smooth lengths; up to ``FAST_FOLD_DIRECT`` harmonics from
+    ``FAST_FOLD_MIN_DIRECT`` samples, up to ``FAST_FOLD_HARMONICS`` from
+    ``FAST_FOLD_MIN_PERIOD`` (helper K); and (issue 19, helper A) up to ``FAST_FOLD_WIDE
+    * FAST_FOLD_HARMONICS`` from ``FAST_FOLD_MIN_WIDE`` samples when the length's largest
+    prime factor exceeds ``FAST_FOLD_PRIME`` (pocketfft's generic radix or Bluestein; 49
+    cold folds of 64 harmonics near 2,000 samples: 4.95 ms by FFT, 2.47 ms so; of 128
+    harmonics near 3,000: 5.07 against 3.50 ms)."""
+    if limit > FAST_FOLD_WIDE * FAST_FOLD_HARMONICS or _smooth(period):
+        return False
+    if limit <= FAST_FOLD_DIRECT:
+        return period >= FAST_FOLD_MIN_DIRECT
+    if limit <= FAST_FOLD_HARMONICS:
+        return period >= FAST_FOLD_MIN_PERIOD
+    return period >= FAST_FOLD_MIN_WIDE and _largest_prime(period) > FAST_FOLD_PRIME
+
+
+@functools.lru_cache(maxsize=4096)
+def _largest_prime(size: int) -> int:
+    """The largest prime factor of ``size`` (cached)."""
+    return _prime_factors(size)[-1]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1831,7 +2014,7 @@ def _partial_dft(y: np.ndarray, count: int) -> np.ndarray:
     twiddles and a ``(count, a) x (a, b)`` matrix product. Up to ``FAST_FOLD_DIRECT``
     harmonics the twiddles are exponentials of exactly reduced angles (one call); beyond,
     the ``j``-th powers of those of harmonic 1 (a cumulative product: ``a + b``
-    exponentials, the rest multiplications)."""
+    exponentials, the rest multiplications: ``_powers``)."""
     size = y.size
     b = math.isqrt(size - 1) + 1
     a = -(-size // b)
@@ -1843,11 +2026,26 @@ def _partial_dft(y: np.ndarray, count: int) -> np.ndarray:
         angles = np.outer(np.arange(1, count + 1), steps) % size
         twiddles = np.exp(angles * (-2j * np.pi / size))
     else:
-        first = np.exp(steps * (-2j * np.pi / size))
-        twiddles = np.cumprod(np.broadcast_to(first, (count, a + b)), axis=0)
+        twiddles = _powers(np.exp(steps * (-2j * np.pi / size)), count)
     outer = twiddles[:, :a]
     partial = (outer.real @ matrix) + 1j * (outer.imag @ matrix)
     return np.einsum("js,js->j", partial, twiddles[:, a:])
+
+
+def _powers(first: np.ndarray, count: int) -> np.ndarray:
+    """Rows ``first ** 1 .. first ** count`` (complex), by doubling: row ``i + d`` is row
+    ``i`` times row ``d - 1`` for the ``d`` rows already made, ~log2(count) products of
+    whole blocks (issue 19, helper A: numpy's complex ``cumprod`` over the rows was 40 %
+    of a partial DFT). Each row is a product of at most ``count`` factors, as by the
+    cumulative product: the same error bound (``_partial_dft``)."""
+    out = np.empty((count, first.size), dtype=complex)
+    out[0] = first
+    done = 1
+    while done < count:
+        step = min(done, count - done)
+        np.multiply(out[:step], out[done - 1], out=out[done : done + step])
+        done += step
+    return out
 
 
 def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:

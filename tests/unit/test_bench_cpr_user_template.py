@@ -204,3 +204,54 @@ def test_cli_errors_print_colon_words_verbatim():
     app/cli.py patch prints errors with emoji=False."""
     result = CliRunner().invoke(cli.app, ["bench", "cpr", "--grid", "--grid-source", "nope:smile:"])
     assert result.exit_code == 2 and "'nope:smile:' is not one of" in result.output, result.output
+
+
+# -- a column name holding ':' (issue 19, helper A): FILE:COLUMN splits after the file ---------
+
+
+def _colon_csv(tmp_path, name: str = "meter.csv"):
+    rows = "\n".join(f"{h},{v}" for h, v in enumerate(CYCLE))
+    return _csv(tmp_path, f"time:s,load:kW\n{rows}\n", name)
+
+
+def test_a_column_name_with_colons_is_named(tmp_path):
+    # main split at the LAST ':' only, so "meter.csv:load:kW" looked for a file
+    # "meter.csv:load" (file not found)
+    path = _colon_csv(tmp_path)
+    template = load_grid_template(f"{path}:load:kW")
+    assert template.name == "meter:load:kW" and template.cycle.tolist() == CYCLE
+    assert load_grid_template(f"{path}:time:s").cycle.tolist() == list(range(6))
+    assert load_grid_template(f"{path}:1").name == "meter:load:kW"  # by index as before
+
+
+def test_a_path_with_colons_and_a_column_with_colons(tmp_path):
+    # a Windows-like drive prefix or a colon in a folder name: the longest prefix that is a
+    # file is the file, the rest the column
+    folder = tmp_path / "C:" / "data:2024"
+    folder.mkdir(parents=True)
+    path = _colon_csv(folder)
+    assert load_grid_template(f"{path}:load:kW").cycle.tolist() == CYCLE
+    assert load_grid_template(str(path)).name == "meter:time:s"  # the file alone
+
+
+def test_an_unknown_column_with_colons_names_the_column(tmp_path):
+    path = _colon_csv(tmp_path)
+    with pytest.raises(ParameterError, match="load:MW") as info:
+        load_grid_template(f"{path}:load:MW")
+    assert info.value.field == "grid_template"
+    assert "file not found" not in str(info.value)
+
+
+@needs_cli
+def test_cli_runs_a_column_with_colons(tmp_path):
+    path = _colon_csv(tmp_path)
+    result = CliRunner().invoke(
+        cli.app,
+        [
+            "bench", "cpr", "--grid", "--grid-template", f"{path}:load:kW",
+            "--grid-trials", "1", "--grid-shape", "8,3", "--grid-eps0", "5",
+            "--aperiodic-trials", "1", "--json",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert '"meter:load:kW"' in result.output
