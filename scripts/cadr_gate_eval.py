@@ -212,7 +212,7 @@ def table(rows: list[dict], gate: float | None) -> None:
             fam["SUM"][k] += m[k]
     print("\n| family | " + " | ".join(keys) + " |")
     print("|---|" + "---|" * len(keys))
-    for f, v in fam.items():
+    for f, v in sorted(fam.items(), key=lambda item: item[0] == "SUM"):  # SUM last
         print(f"| {f} | " + " | ".join(f"{v[k]:.3f}" for k in keys) + " |")
     print()
     for k in keys[: len(keys) - 2]:
