@@ -234,6 +234,23 @@ def table(rows: list[dict], gate: float | None) -> None:
         print(f"gate {gate:g}: cells worse than main by more than 0.5 %: {worse}")
 
 
+def paired(rows: list[dict]) -> None:
+    """Per run, everywhere and nowhere minus main: runs that differ, mean, its standard
+    error (runs taken as independent, although a graph's seeds share it), better, worse."""
+    for other in ("everywhere", "nowhere"):
+        diff = []
+        for r in rows:
+            x = r.get("_readings") or readings(r)
+            diff.append(x[other] - gated(x, ratio_of(r), GATE_MAIN))
+        d = np.array(diff)
+        moved = d[np.abs(d) > 1e-12]
+        se = d.std(ddof=1) / np.sqrt(d.size)
+        print(
+            f"{other} - main per run: {d.size} runs, {moved.size} differ, mean {d.mean():.4f}"
+            f" (se {se:.4f}), {int((moved < 0).sum())} better, {int((moved > 0).sum())} worse"
+        )
+
+
 def main() -> None:
     mode = sys.argv[1]
     if mode == "capture":
@@ -250,6 +267,7 @@ def main() -> None:
                 rows += pickle.load(fh)
         table(rows, gate)
         sweep(rows)
+        paired(rows)
     else:
         raise SystemExit(f"mode: {mode!r} is not capture or table")
 
