@@ -146,3 +146,21 @@ def test_counts_with_signal_are_read_as_degree_prior_reads_them():
     low = unimodal_degree_prior(small, thresholds, 499, 50, 0.5, 100)
     plain = degree_prior(small, thresholds, 499, 50)
     assert low[201:301].sum() < 0.5 * plain[201:301].sum()
+
+
+def test_the_gate_value_itself_reads_the_counts_plainly(monkeypatch):
+    """The gate is the first ratio that reads the counts as ``degree_prior`` does: a ratio
+    equal to ``UNIMODAL_RATIO_MAX`` is plain, one just below takes the unimodal tail
+    (docs/cadr-private.md, "The gate's neighbourhood": ratios 4-16 measured)."""
+    import ldpfleet.collector.degree_postprocess as dpp
+
+    thresholds = [10, 50, 90, 120, 200, 300, 400]
+    small = [0.0, 2.0, 30.0, 18.0, -1.0, 12.0, 0.0, -3.0]  # a spike of 3 sds in (200, 300]
+    ratio = dpp.count_signal_ratio(50, len(small), 0.5, 100)
+    plain = degree_prior(small, thresholds, 499, 50)
+    monkeypatch.setattr(dpp, "UNIMODAL_RATIO_MAX", ratio)
+    at_gate = unimodal_degree_prior(small, thresholds, 499, 50, 0.5, 100)
+    np.testing.assert_array_equal(at_gate, plain)
+    monkeypatch.setattr(dpp, "UNIMODAL_RATIO_MAX", float(np.nextafter(ratio, np.inf)))
+    below_gate = unimodal_degree_prior(small, thresholds, 499, 50, 0.5, 100)
+    assert below_gate[201:301].sum() < 0.5 * plain[201:301].sum()
