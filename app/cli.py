@@ -2379,6 +2379,10 @@ def bench_cadr_command(
                 done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
                 advance()
             result = {"mode": "private", **summarise(done)}
+        if "dsr" in (result.get("spent") or {}):  # a private release: can it place the fleet?
+            from ldpfleet.protocol.cadr_budget import release_warnings
+
+            result["warnings"] = release_warnings(result["spent"]["dsr"], g.n)
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,

@@ -2,6 +2,7 @@
 measurement, docs/cadr.md "Small ε"): ``fleet_signal = ε_DSR · √(n / 2)`` below 1 means the
 noise on the mean of the n released values exceeds θ, whatever θ is."""
 
+import json
 import math
 
 import pytest
@@ -51,3 +52,17 @@ def test_the_report_shows_the_warning_beside_the_baselines():
     page = release_vs_baselines(results)
     assert 'class="bad">warning: at eps_dsr = 0.02 over 1,000 devices' in page
     assert "warning:" not in release_vs_baselines({**results, "warnings": []})
+
+
+@pytest.mark.parametrize("transport", ["reference", "memory"])
+@pytest.mark.parametrize(("eps", "warned"), [(0.02, True), (3.0, False)])
+def test_bench_cadr_json_carries_the_warning(transport, eps, warned):
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    args = ["bench", "cadr", "--graph", "erdos_renyi:n=15,p=0.3,seed=4", "--runs", "1"]
+    out = CliRunner().invoke(app, [*args, "--eps", str(eps), "--transport", transport])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output.strip().splitlines()[-1])
+    assert result["warnings"] == release_warnings(result["spent"]["dsr"], 15)
+    assert bool(result["warnings"]) is warned
