@@ -307,9 +307,9 @@ def histogram_prior(
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
     from ldpfleet.collector.bucket_isotonic import bootstrap_counts
 
-    d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
-    eps = positive_real(eps_theta, "eps_theta")
-    m = integer_at_least(parties, "parties", 1)
+    d, n, ts, sums, eps, m = _noisy_bucket_input(
+        bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
+    )
     return _spread(bootstrap_counts(sums, n, eps, m), ts, d, True)
 
 
@@ -333,9 +333,9 @@ def unimodal_degree_prior(
     docs/cadr-private.md, "Mid-size fleets: the unimodal tail")."""
     from ldpfleet.collector.bucket_isotonic import unimodal_tail_counts  # scipy: see above
 
-    d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
-    eps = positive_real(eps_theta, "eps_theta")
-    m = integer_at_least(parties, "parties", 1)
+    d, n, ts, sums, eps, m = _noisy_bucket_input(
+        bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
+    )
     if count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX:
         return _spread(simplex_projection(sums, n), ts, d, True)
     sd = noise_sd(eps, n, m)
@@ -362,6 +362,27 @@ def _bucket_input(
             f"must hold {len(ts) + 1} finite sums, got {sums.size}", field="bucket_sums"
         )
     return d, n, ts, sums
+
+
+def _noisy_bucket_input(
+    bucket_sums: object,
+    thresholds: list[int],
+    degree_bound: int,
+    devices: int,
+    eps_theta: float,
+    parties: int,
+) -> tuple[int, int, list[int], np.ndarray, float, int]:
+    """``_bucket_input`` plus the θ search's noise law checked: ``eps_theta`` (ε_θ > 0) and
+    ``parties`` (the noise parties, at least 1), each refused naming itself."""
+    d, n, ts, sums = _bucket_input(bucket_sums, thresholds, degree_bound, devices)
+    return (
+        d,
+        n,
+        ts,
+        sums,
+        positive_real(eps_theta, "eps_theta"),
+        integer_at_least(parties, "parties", 1),
+    )
 
 
 def _spread(consistent: np.ndarray, ts: list[int], d: int, shaped: bool) -> np.ndarray:
