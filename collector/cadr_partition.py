@@ -17,16 +17,18 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   control connection and its device subscriptions are separate sessions, so a worker
   that the machine's load stalled may read a device's release before the θ broadcast the
   device acted on) is held, the first refusal and the first release of each device (so
-  no device's repeats crowd out another's), and judged once θ is heard;
+  no device's repeats crowd out another's), and judged once θ is heard (these decisions,
+  the topic kind and the control topics' are ``protocol.cadr_admission.CadrWorkerAdmission``'s;
+  the pump acts on its answers, counts its refusals and publishes their notices);
   one collector creates its intake before it broadcasts θ, so nothing of an honest
   device reaches it early. A release sent before the broadcast with a guessed θ is thus
   judged (and refused unless the θ is right) rather than refused outright.
-* ``ReleaseGatherer`` (the coordinator's; pure: messages in, answers out) counts the
-  workers' ``ready``, unites their chunks (a malformed one is refused with a typed error
-  and counted: another run, a partition outside ``0..P-1``, a device given twice, a chunk
-  after the partition's final one) and, as the ``releases`` hook of ``run_cadr_collector``,
-  waits for every partition's final chunk (``CadrFailed`` naming the partitions missing at
-  the deadline, or a θ that is not the run's).
+* ``ReleaseGatherer`` (the coordinator's) counts the workers' ``ready``, unites their
+  chunks (``protocol.partition_control.ReleaseGathering``: a malformed one is refused with
+  a typed error and counted: another run, a partition outside ``0..P-1``, a device given
+  twice, a chunk after the partition's final one) and, as the ``releases`` hook of
+  ``run_cadr_collector``, waits for every partition's final chunk (``CadrFailed`` naming
+  the partitions missing at the deadline, or a θ that is not the run's).
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ class PartitionLink:
 
     def control(self, service: CollectorService, payload: bytes) -> None:
         """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready),
-        ``stream closed`` or ``run closed`` (close this partition's stage now). Anything
+        ``stream closed`` or ``run closed`` (close this partition's stage now), as
+        ``protocol.partition_control.link_order`` reads it. Anything
         else (undecodable, not a ``Stage``, a stage of another run or sender) is refused as
         the worker's other intake refuses: counted by reason in ``reports_rejected`` (so in
         the ``closed`` status), noticed on ``svc/collector/reject`` and stored."""
