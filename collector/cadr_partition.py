@@ -17,16 +17,18 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   control connection and its device subscriptions are separate sessions, so a worker
   that the machine's load stalled may read a device's release before the θ broadcast the
   device acted on) is held, the first refusal and the first release of each device (so
-  no device's repeats crowd out another's), and judged once θ is heard;
+  no device's repeats crowd out another's), and judged once θ is heard (these decisions,
+  the topic kind and the control topics' are ``protocol.cadr_admission.CadrWorkerAdmission``'s;
+  the pump acts on its answers, counts its refusals and publishes their notices);
   one collector creates its intake before it broadcasts θ, so nothing of an honest
   device reaches it early. A release sent before the broadcast with a guessed θ is thus
   judged (and refused unless the θ is right) rather than refused outright.
-* ``ReleaseGatherer`` (the coordinator's; pure: messages in, answers out) counts the
-  workers' ``ready``, unites their chunks (a malformed one is refused with a typed error
-  and counted: another run, a partition outside ``0..P-1``, a device given twice, a chunk
-  after the partition's final one) and, as the ``releases`` hook of ``run_cadr_collector``,
-  waits for every partition's final chunk (``CadrFailed`` naming the partitions missing at
-  the deadline, or a θ that is not the run's).
+* ``ReleaseGatherer`` (the coordinator's) counts the workers' ``ready``, unites their
+  chunks (``protocol.partition_control.ReleaseGathering``: a malformed one is refused with
+  a typed error and counted: another run, a partition outside ``0..P-1``, a device given
+  twice, a chunk after the partition's final one) and, as the ``releases`` hook of
+  ``run_cadr_collector``, waits for every partition's final chunk (``CadrFailed`` naming
+  the partitions missing at the deadline, or a θ that is not the run's).
 """
 
 from __future__ import annotations
@@ -43,11 +45,16 @@ from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_admission import check_kind
+from ldpfleet.protocol.cadr_admission import (
+    CadrWorkerAdmission,
+    ForIntake,
+    HeldDuplicate,
+    RunClosed,
+    ThetaHeard,
+)
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
-from ldpfleet.protocol.cadr_messages import CadrTheta, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.messages import BudgetRefused, Stage
+from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.partition import (
     RELEASES_CHUNK,
     CadrRefusal,
@@ -55,66 +62,26 @@ from ldpfleet.protocol.partition import (
     PartitionStatus,
     status_topic,
 )
+from ldpfleet.protocol.partition_control import ReleaseGathering
 
 __all__ = ["ReleaseGatherer", "listen_to_workers", "serve_cadr_partition"]
 
 READY_EVERY = 1.0  # seconds between two ready statuses until θ is heard
 
 
-class ReleaseGatherer:
-    """The coordinator's view of its workers' DSR stage (module docstring)."""
+class ReleaseGatherer(ReleaseGathering):
+    """The coordinator's view of its workers' DSR stage (module docstring): what it
+    admits is ``protocol.partition_control.ReleaseGathering``'s decision; this adds the
+    waiting."""
 
     def __init__(self, run: str, partitions: int) -> None:
-        self.run, self.partitions = run, partitions
-        self.ready: set[int] = set()
-        self.final: set[int] = set()
-        self.values: dict[str, float] = {}
-        self.refusals: dict[str, dict] = {}
-        self.thetas: set[int] = set()
-        self.rejected = self.duplicates = 0
-        self.refused = 0  # malformed or misplaced worker messages
+        super().__init__(run, partitions)
         self.changed = asyncio.Event()
-
-    def _refuse(self, sentence: str, field: str) -> None:
-        self.refused += 1
-        raise RemoteProtocolError(sentence, field=field)
 
     def receive(self, message: object) -> None:
         """One message of the status topic; ``RemoteProtocolError`` (counted) if refused."""
-        if not isinstance(message, PartitionStatus | CadrReleases) or message.run != self.run:
-            self._refuse("not a CADR partition message of this run", "type")
-        if message.partitions != self.partitions or message.partition >= self.partitions:
-            self._refuse(
-                f"partition {message.partition} of {message.partitions}, this run has "
-                f"{self.partitions}",
-                "partition",
-            )
-        self.ready.add(message.partition)
-        if isinstance(message, CadrReleases):
-            self._receive_releases(message)
+        super().receive(message)
         self.changed.set()
-
-    def _receive_releases(self, message: CadrReleases) -> None:
-        if message.partition in self.final:
-            self._refuse(f"partition {message.partition} already sent its final chunk", "final")
-        names = [*message.devices, *(r.device for r in message.refusals)]
-        twice = [d for d in names if d in self.values or d in self.refusals]
-        if twice or len(set(names)) != len(names):
-            self._refuse(f"devices given twice: {(twice or names)[:5]}", "devices")
-        self.thetas.add(message.theta)
-        self.values.update(zip(message.devices, message.values, strict=True))
-        for refusal in message.refusals:
-            entry = {k: getattr(refusal, k) for k in REFUSAL_FIELDS}
-            self.refusals[refusal.device] = entry
-        if message.final:
-            self.final.add(message.partition)
-            self.rejected += message.rejected
-            self.duplicates += message.duplicates
-
-    @property
-    def all_ready(self) -> bool:
-        """Every worker listens."""
-        return len(self.ready) == self.partitions
 
     async def wait_ready(self, timeout: float) -> list[int]:
         """Wait for every worker's ready; the partitions still missing after ``timeout``."""
@@ -124,7 +91,7 @@ class ReleaseGatherer:
     async def gathered(self, theta: int, eps_dsr: float, timeout: float) -> GatheredReleases:
         """The ``releases`` hook of ``run_cadr_collector`` (module docstring)."""
         del eps_dsr  # the workers checked each release's ε against the scenario's
-        await _until(self.changed, lambda: len(self.final) == self.partitions, timeout)
+        await _until(self.changed, lambda: self.all_final, timeout)
         missing = sorted(set(range(self.partitions)) - self.final)
         if missing:
             raise CadrFailed(
@@ -135,9 +102,6 @@ class ReleaseGatherer:
         return GatheredReleases(
             dict(self.values), dict(self.refusals), self.rejected, self.duplicates
         )
-
-
-REFUSAL_FIELDS = ("request", "round", "requested", "remaining", "reason")  # DsrIntake's
 
 
 async def _until(changed: asyncio.Event, done, timeout: float) -> None:
@@ -154,40 +118,61 @@ async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None
         try:
             message = codec.decode(delivery.payload)
         except RemoteProtocolError:
-            gatherer.refused += 1  # undecodable: counted like a malformed message
+            gatherer.refuse_undecodable()
             continue
         with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
             gatherer.receive(message)
 
 
 class _Worker:
-    """One partition's DSR intake (``serve_cadr_partition``)."""
+    """One partition's DSR intake (``serve_cadr_partition``). What becomes of each inbound
+    message (held before θ, refused, for the intake; θ and the run's close on the control
+    topics) is ``protocol.cadr_admission.CadrWorkerAdmission``'s decision (``gate``); its
+    refusals are counted in ``rejected`` (the worker's counts, its final chunk and so the
+    run's ``rejected_by_collector``) and published on ``svc/collector/reject``."""
 
     def __init__(self, run, partition: tuple[int, int], devices, eps_dsr, store) -> None:
         self.run, self.devices = run, list(devices)
         self.partition, self.partitions = partition
         self.eps_dsr, self.store = eps_dsr, store
         self.intake: DsrIntake | None = None
-        self.members = frozenset(self.devices)
-        # before θ: the first refusal and the first release of each device (``_hold``)
-        self.early: dict[tuple[str, str], tuple[topics.Topic, BudgetRefused | DsrReport]] = {}
+        self.gate = CadrWorkerAdmission(run, self.devices)
         self.rejected = self.duplicates = self.sent = 0
         self.theta_heard = asyncio.Event()
         self.closed = asyncio.Event()
         self.done = False
 
     async def handle(self, conn: Connection, topic: topics.Topic, message: object) -> None:
+        """One decoded inbound message: to the admission machine, then act on its answer."""
+        self.gate.receive(topic, message, time.monotonic())  # type: ignore[arg-type]
+        await self.act(conn)
+
+    async def refuse(self, conn: Connection, topic: str, error: RemoteProtocolError) -> None:
+        """A delivery that did not parse or decode: refused by the admission machine."""
+        self.gate.reject(topic[:300], "invalid", error)
+        await self.act(conn)
+
+    async def act(self, conn: Connection) -> None:
+        """Do what the admission machine decided: count, start on θ, stop on the run's
+        close, hand device messages to the intake; publish its notices."""
+        for event in self.gate.pop_events():
+            if isinstance(event, Rejected):
+                self.rejected += 1
+            elif isinstance(event, HeldDuplicate):
+                self.duplicates += 1
+            elif isinstance(event, ThetaHeard):
+                await self.start(conn, event.theta)
+            elif isinstance(event, RunClosed):
+                self.closed.set()
+            elif isinstance(event, ForIntake):
+                await self._to_intake(conn, event.topic, event.message)
+        await publish_outbound(conn, self.gate)
+
+    async def _to_intake(self, conn: Connection, topic: topics.Topic, message) -> None:
         """A DSR release or refusal: persist accepted releases, then ack (as one collector)."""
         intake = self.intake
-        if intake is None:
-            self._hold(topic, message)
-            return
-        try:
-            check_kind(topic, message)  # type: ignore[arg-type]
-        except RemoteProtocolError:
-            self.rejected += 1
-            return
-        intake.receive(topic, message, time.monotonic())  # type: ignore[arg-type]
+        assert intake is not None
+        intake.receive(topic, message, time.monotonic())
         accepted = [e for e in intake.pop_events() if isinstance(e, DsrAccepted)]
         if self.store is not None and accepted:
             self.store.persist(
@@ -198,30 +183,11 @@ class _Worker:
             intake.ack(event.device, event.seq)
         await publish_outbound(conn, intake)
 
-    def _hold(self, topic: topics.Topic, message: object) -> None:
-        """Before θ: hold the first refusal and the first release of each device, judged
-        once θ is heard (a global first-come cap let one device's repeats crowd out
-        another's). Later ones are counted: a repeated refusal is ignored (the intake keeps
-        one), an identical release is a duplicate, any other message is rejected."""
-        if isinstance(message, BudgetRefused | DsrReport) and topic.sender in self.members:
-            key = (topic.sender, type(message).__name__)
-            held = self.early.get(key)
-            if held is None:
-                self.early[key] = (topic, message)
-                return
-            if isinstance(message, BudgetRefused):
-                return
-            if held == (topic, message):
-                self.duplicates += 1
-                return
-        self.rejected += 1
-
     async def start(self, conn: Connection, theta: int) -> None:
-        """θ heard: the intake, the held refusals and releases."""
+        """θ heard: the intake, then the held refusals and releases."""
         self.intake = DsrIntake(self.run, self.devices, theta, self.eps_dsr)
-        held, self.early = list(self.early.values()), {}
-        for topic, message in held:
-            await self.handle(conn, topic, message)
+        self.gate.open_intake()
+        await self.act(conn)
         self.theta_heard.set()
 
 
@@ -295,35 +261,21 @@ async def _say_ready(worker: _Worker, conn: Connection) -> None:
 
 
 async def _control(worker: _Worker, conn: Connection) -> None:
-    """θ (start the intake) and ``run closed`` (stop), from this run's coordinator only.
-    Anything else on the control topics (undecodable, another sender or run, another
-    message type) is counted in ``worker.rejected`` (the worker's status and the run's
-    ``rejected_by_collector``) and never acted on; a repeated θ is the coordinator's
-    retransmission and is ignored."""
+    """The control topics' deliveries to the worker's admission machine: θ starts the
+    intake, ``run closed`` stops the worker (``CadrWorkerAdmission``: anything else,
+    undecodable, of another sender or run, of another type, is refused, counted in
+    ``worker.rejected`` and never acted on; a repeated θ is ignored)."""
     async for delivery in conn.messages():
-        message = _control_message(worker, delivery.payload)
-        if message is None:
-            worker.rejected += 1
-        elif isinstance(message, CadrTheta):
-            if worker.intake is None:
-                await worker.start(conn, message.theta)
-                await _send_if_complete(worker, conn)
-        elif message.stage == "run" and message.state == "closed":
-            worker.closed.set()
+        try:
+            topic = topics.parse(delivery.topic)
+            message = codec.decode(delivery.payload)
+        except RemoteProtocolError as error:
+            await worker.refuse(conn, delivery.topic, error)
+        else:
+            await worker.handle(conn, topic, message)
+            await _send_if_complete(worker, conn)
+        if worker.closed.is_set():
             return
-
-
-def _control_message(worker: _Worker, payload: bytes) -> CadrTheta | Stage | None:
-    """The coordinator's θ or stage message on a control topic, or None if it is not one."""
-    try:
-        message = codec.decode(payload)
-    except RemoteProtocolError:
-        return None
-    if not isinstance(message, (CadrTheta, Stage)):
-        return None
-    if message.sender != topics.COLLECTOR_ID or message.run != worker.run:
-        return None
-    return message
 
 
 async def _intake(worker: _Worker, conn: Connection, inbound) -> None:
@@ -331,8 +283,8 @@ async def _intake(worker: _Worker, conn: Connection, inbound) -> None:
         try:
             topic = topics.parse(delivery.topic)
             message = codec.decode(delivery.payload)
-        except RemoteProtocolError:
-            worker.rejected += 1
+        except RemoteProtocolError as error:
+            await worker.refuse(conn, delivery.topic, error)
             continue
         await worker.handle(conn, topic, message)
         await _send_if_complete(worker, conn)

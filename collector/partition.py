@@ -32,6 +32,7 @@ from ldpfleet.protocol.partition import (
     PartitionTally,
     status_topic,
 )
+from ldpfleet.protocol.partition_control import OPEN, link_order
 from ldpfleet.protocol.stream import STAGE
 
 if TYPE_CHECKING:
@@ -72,7 +73,8 @@ class PartitionLink:
 
     def control(self, service: CollectorService, payload: bytes) -> None:
         """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready),
-        ``stream closed`` or ``run closed`` (close this partition's stage now). Anything
+        ``stream closed`` or ``run closed`` (close this partition's stage now), as
+        ``protocol.partition_control.link_order`` reads it. Anything
         else (undecodable, not a ``Stage``, a stage of another run or sender) is refused as
         the worker's other intake refuses: counted by reason in ``reports_rejected`` (so in
         the ``closed`` status), noticed on ``svc/collector/reject`` and stored."""
@@ -80,41 +82,18 @@ class PartitionLink:
         message = None
         try:
             message = codec.decode(payload)
-            self._check_control(message)
+            order = link_order(message, self.run)
         except RemoteProtocolError as error:
             kind = message.type_name() if message is not None else "stage"
             service.machine.reject(topic, kind, error)
             return
-        if message.stage == STAGE and message.state == "open":
+        if order is None:  # the coordinator's other stage messages
+            return
+        if order.action == OPEN:
             self.opened.set()
-        elif message.stage == STAGE and message.state == "closed":
-            self.close_detail = message.detail
-            service.request_close(message.detail or "the coordinator closed the stage")
-        elif message.stage == "run" and message.state == "closed":  # it gave up (no workers)
-            self.close_detail = message.detail or "the coordinator closed the run"
-            service.request_close(self.close_detail)
-
-    def _check_control(self, message: object) -> None:
-        """Only this run's coordinator speaks on ``ctl/stage``, and only in ``Stage``s."""
-        if not isinstance(message, Stage):
-            raise RemoteProtocolError(
-                f"{message.type_name()!r} on the stage topic, not a stage message",
-                field="type",
-                code="schema",
-            )
-        if message.sender != topics.COLLECTOR_ID:
-            raise RemoteProtocolError(
-                f"a stage message from {message.sender!r}: only the coordinator "
-                f"({topics.COLLECTOR_ID!r}) speaks on the stage topic",
-                field="sender",
-                code="schema",
-            )
-        if message.run != self.run:
-            raise RemoteProtocolError(
-                f"a stage message of run {message.run!r} on run {self.run!r}'s stage topic",
-                field="run",
-                code="schema",
-            )
+        else:
+            self.close_detail = order.detail
+            service.request_close(order.reason)
 
     async def report(self, service: CollectorService, conn: Connection) -> None:
         """Ready until the stage opens, then progress (runs in the background)."""

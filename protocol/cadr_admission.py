@@ -30,6 +30,24 @@ numbers (the intake's rejections keep theirs); the state is unchanged.
 With partition workers running the DSR intake (``collector.cadr_partition``) the
 collector listens to no device topic and never opens its intake: only phase reports
 reach this machine.
+
+A partition worker (``collector.cadr_partition``) runs ``CadrWorkerAdmission``, the same
+decisions with two differences. Its control topics (``ctl/cadr_theta``, ``ctl/stage``)
+come to it too: only this run's coordinator's ``CadrTheta`` and ``Stage`` are taken
+(``protocol.partition_control.check_from_coordinator``, reason ``schema``); the first θ
+emits ``ThetaHeard`` (the pump creates the DSR intake and calls ``open_intake``), a
+repeated θ is the coordinator's retransmission and is ignored, a ``run closed`` emits
+``RunClosed``, the coordinator's other stage messages are ignored. And it holds releases
+before θ as well: its control connection and its device subscriptions are separate
+sessions, so a worker that the machine's load stalled may read a device's release before
+the θ broadcast the device acted on. The first release of each member is held with its
+first refusal (arrival order, one of each a device, so no device's repeats crowd out
+another's); an identical release again is a duplicate (``HeldDuplicate``: counted, not
+refused, acknowledged once with the held one), a different one is refused (``seq``), a
+message that is neither a release nor a refusal is refused (``type``), and a message on
+any other family of topic (``topic``). A release sent before the broadcast with a guessed
+θ is thus judged by the intake (and refused unless the θ is right) rather than refused
+outright.
 """
 
 from __future__ import annotations
@@ -38,13 +56,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_messages import DsrReport
+from ldpfleet.protocol.cadr_messages import CadrTheta, DsrReport
 from ldpfleet.protocol.errors import LocalProtocolError, RemoteProtocolError
 from ldpfleet.protocol.events import Event, PeerFacingMachine
-from ldpfleet.protocol.messages import BudgetRefused, Message
+from ldpfleet.protocol.messages import BudgetRefused, Message, Stage
+from ldpfleet.protocol.partition_control import check_from_coordinator
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport
 
-__all__ = ["KIND_OF", "CadrAdmission", "ForIntake", "PhaseReported", "check_kind"]
+__all__ = [
+    "KIND_OF",
+    "CadrAdmission",
+    "CadrWorkerAdmission",
+    "ForIntake",
+    "HeldDuplicate",
+    "PhaseReported",
+    "RunClosed",
+    "ThetaHeard",
+    "check_kind",
+]
 
 # the kind of ``up`` topic each device message travels on (the collector's subscriptions)
 KIND_OF = {DsrReport: "dsr", BudgetRefused: "budget_refused"}
@@ -73,8 +102,9 @@ class CadrAdmission(PeerFacingMachine):
         self.run = run
         self.devices = frozenset(devices)
         self._open = False
-        # the first budget refusal of each member before the intake opens, arrival order
-        self._held: dict[str, tuple[topics.Topic, BudgetRefused]] = {}
+        # before the intake opens, arrival order: the first budget refusal of each member
+        # (and a worker's first release of each member), keyed by (device, message type)
+        self._held: dict[tuple[str, type], tuple[topics.Topic, Message]] = {}
 
     @property
     def is_open(self) -> bool:
@@ -83,11 +113,12 @@ class CadrAdmission(PeerFacingMachine):
 
     @property
     def held(self) -> int:
-        """How many refusals wait for the intake to open (at most one a device)."""
+        """How many messages wait for the intake to open (at most one refusal a device, and
+        for a worker one release)."""
         return len(self._held)
 
     def open_intake(self) -> None:
-        """The DSR intake is open (θ is known): emit the held refusals as ``ForIntake``,
+        """The DSR intake is open (θ is known): emit the held messages as ``ForIntake``,
         in arrival order, and from now on pass every device message to it."""
         if self._open:
             raise LocalProtocolError("the DSR intake is already open")
@@ -135,7 +166,89 @@ class CadrAdmission(PeerFacingMachine):
                 f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
             )
         # a device's later refusals: the intake, too, keeps only its first
-        self._held.setdefault(topic.sender, (topic, message))
+        self._held.setdefault((topic.sender, BudgetRefused), (topic, message))
+
+
+@dataclass(frozen=True, slots=True)
+class ThetaHeard(Event):
+    """A partition worker heard the coordinator's θ (the first time): create the DSR
+    intake, then ``open_intake``."""
+
+    theta: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunClosed(Event):
+    """The coordinator closed the run: the partition worker stops."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDuplicate(Event):
+    """Before θ, a member's release identical to its held one: counted as a duplicate."""
+
+    device: str
+
+
+class CadrWorkerAdmission(CadrAdmission):
+    """A CADR partition worker's admission: its control topics, and releases held before
+    θ too (module docstring)."""
+
+    def __init__(self, run: str, devices: Iterable[str]) -> None:
+        super().__init__(run, devices)
+        self.theta: int | None = None  # the coordinator's θ, once heard
+
+    def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
+        if topic.family == "ctl":
+            self._control(message)
+            return
+        if topic.family != "up":
+            raise RemoteProtocolError(
+                f"a {message.type_name()} on {topic.text[:120]!r}: a partition worker takes "
+                "its devices' up topics and the coordinator's control topics",
+                field="topic",
+            )
+        super()._receive(topic, message, now)
+
+    def _control(self, message: Message) -> None:
+        """Only this run's coordinator's θ and stage messages; the first θ, a run closed."""
+        check_from_coordinator(
+            message,
+            self.run,
+            (CadrTheta, Stage),
+            what="θ or stage message",
+            where="control topics",
+        )
+        if isinstance(message, CadrTheta):
+            if self.theta is None and not self.is_open:
+                self.theta = message.theta
+                self._emit(ThetaHeard(message.theta))
+        elif message.stage == "run" and message.state == "closed":
+            self._emit(RunClosed())
+
+    def _hold(self, topic: topics.Topic, message: Message) -> None:
+        """Before θ: a member's first refusal and first release (module docstring)."""
+        if not isinstance(message, DsrReport):
+            if not isinstance(message, BudgetRefused):
+                raise RemoteProtocolError(
+                    f"a {message.type_name()} is neither a DSR release nor a budget refusal",
+                    field="type",
+                )
+            super()._hold(topic, message)
+            return
+        if topic.sender not in self.devices:
+            raise RemoteProtocolError(
+                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
+            )
+        key = (topic.sender, DsrReport)
+        held = self._held.get(key)
+        if held is None:
+            self._held[key] = (topic, message)
+        elif held == (topic, message):
+            self._emit(HeldDuplicate(topic.sender))
+        else:
+            raise RemoteProtocolError(
+                f"{topic.sender} already sent a different release before θ", field="seq"
+            )
 
 
 def check_kind(topic: topics.Topic, message: Message) -> None:

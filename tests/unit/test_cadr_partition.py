@@ -139,7 +139,7 @@ def test_a_release_read_before_theta_is_held_and_judged_once_theta_is_heard():
         await worker.handle(conn, *release("n0001", 6))  # a θ that will not be the run's
         for _ in range(3):
             await worker.handle(conn, *release("n0000", 5))
-        assert len(worker.early) == 2 and worker.duplicates == 3 and worker.rejected == 0
+        assert worker.gate.held == 2 and worker.duplicates == 3 and worker.rejected == 0
         assert conn.sent == []
         await worker.start(conn, 5)
 
