@@ -1,11 +1,14 @@
 """The bulk collector pump and its append-only store (docs/scaling.md, "Bulk gateways").
 
 ``run_bulk_collector`` pumps one partition's ``protocol.bulk.BulkCollector``: it
-subscribes every gateway's uplink of its partition and ``ctl/stage``, answers hellos,
-and for each report: ``ingest`` (vectorised validation), ``BulkStore.append`` (the
-accepted rows reach the operating system: a later crash of this process loses nothing
-written), then ``commit`` and publish the per-device acknowledgement. It stops once
-every report of its devices is resolved, or when the stage closes.
+subscribes every gateway's uplink of its partition and ``ctl/stage``, decodes each
+delivery and acts on the machine's decision (``BulkCollector.route``: which gateway's
+hello or report it is, whether it closes the stage, or a refusal the pump counts by code
+and answers with the machine's ``Reject`` notice): it answers hellos, and for each report:
+``ingest`` (vectorised validation), ``BulkStore.append`` (the accepted rows reach the
+operating system: a later crash of this process loses nothing written), then ``commit``
+and publish the per-device acknowledgement. It stops once every report of its devices is
+resolved, or when the stage closes.
 
 With ``trace`` set, the pump records its own conversation in a signed trace
 (``_Conversation``: the per-device path's ``TraceRecorder``, one file per partition).
@@ -50,21 +53,18 @@ from ldpfleet.protocol.bulk import (
     RUN_TIMEOUT_DETAIL,
     BulkAck,
     BulkCollector,
-    BulkHello,
     BulkPlan,
     BulkReport,
     decode_bulk,
     encode_bulk,
-    gateway_of_topic,
-    gateway_up,
     gateway_up_filter,
     stage_topic,
 )
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
-from ldpfleet.protocol.messages import Message, Stage
+from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.partition import PartitionStatus
-from ldpfleet.protocol.topics import COLLECTOR_ID, svc
+from ldpfleet.protocol.topics import svc
 
 __all__ = [
     "NOT_RECONSTRUCTED",
@@ -424,23 +424,18 @@ def _handle(
         message = decode_bulk(delivery.payload)
         if talk is not None:
             talk.record(delivery.topic, delivery.payload, message)
-        if isinstance(message, Stage):
-            closed = _stage_closed(machine.plan.run, delivery.topic, message)
-            if closed and on_close is not None:
-                on_close(message)
-            return closed
-        gateway = _gateway_of(machine, delivery.topic, message)
-        if isinstance(message, BulkHello) and delivery.topic.endswith("/up/hello"):
-            send(machine.hello(gateway, message, now))
-        elif isinstance(message, BulkReport) and delivery.topic.endswith("/up/bulk"):
-            pending = machine.ingest(gateway, message)
+        route = machine.route(delivery.topic, message)
+        if route.action == "close":
+            if on_close is not None:
+                on_close(route.stage)
+            return True
+        if route.action == "hello":
+            send(machine.hello(route.gateway, message, now))
+        elif route.action == "report":
+            pending = machine.ingest(route.gateway, message)
             send(machine.commit(pending, store.append(pending.rows)))
             if recon is not None:
                 recon.committed(pending.resolve)
-        else:
-            raise RemoteProtocolError(
-                f"{message.type_name()!r} on {delivery.topic!r}", field="type", code="schema"
-            )
     except RemoteProtocolError as error:
         key = error.code or "schema"
         refusals[key] = refusals.get(key, 0) + 1
@@ -450,42 +445,6 @@ def _handle(
         kind = message.type_name() if message is not None else "invalid"
         send([machine.refusal_notice(delivery.topic, kind, error)])
     return False
-
-
-def _gateway_of(machine: BulkCollector, topic: str, message: Message) -> int:
-    """The gateway whose uplink ``topic`` is, spelled as that gateway's own topic
-    (``gw/g{n}/up/{kind}`` of this partition): ``g01``, ``g+1`` or ``g١`` also parse to 1,
-    but no ACL rule names them as gateway 1's."""
-    gateway = gateway_of_topic(topic)
-    kind = "hello" if isinstance(message, BulkHello) else "bulk"
-    level = machine.plan.partition_level_of(machine.partition)
-    if gateway < 0 or topic != gateway_up(machine.plan.run, gateway, kind, level):
-        raise RemoteProtocolError(
-            f"{topic[:120]!r} is not gateway {gateway}'s {kind} uplink in this partition",
-            field="topic",
-            code="schema",
-        )
-    return gateway
-
-
-def _stage_closed(run: str, topic: str, message: Stage) -> bool:
-    """Whether ``message`` closes the stage: only this run's collector (the runner) may,
-    on ``ctl/stage``. A ``Stage`` on a gateway uplink (which a gateway may publish on), or
-    of another run or sender, is refused: one gateway must not end every gateway's run."""
-    if topic != stage_topic(run):
-        raise RemoteProtocolError(
-            f"a stage message on {topic[:120]!r}, not on {stage_topic(run)!r}",
-            field="topic",
-            code="schema",
-        )
-    if message.run != run or message.sender != COLLECTOR_ID:
-        raise RemoteProtocolError(
-            f"a stage message from {message.sender!r} of run {message.run!r}: only run "
-            f"{run!r}'s collector closes its stage",
-            field="sender",
-            code="schema",
-        )
-    return message.state == "closed"
 
 
 class _Conversation:

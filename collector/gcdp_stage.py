@@ -24,7 +24,8 @@ runs a ``GcdpShare`` instead of the stage: it files its devices' persisted batch
 windows (the same ``WindowAssembler``) and sends each complete window's node means to the
 coordinator (``protocol.partition.GcdpWindowMeans``, on the status topic, so they arrive
 before the worker's ``closed``). The coordinator's ``GcdpStage`` (``given_means``) holds the
-calibration, the ledger and the releaser: ``receive_means`` files them and the releaser
+calibration, the ledger and the releaser: ``receive_means`` hands them to the releaser,
+which admits or refuses each message (run, window layout, nodes), files them and
 releases window k once every node's mean is in, in window order, with the same generator:
 the same means, charges and noise as one collector's. The means, not the readings, cross
 the broker: one value per node and window, what the release publishes anyway.
@@ -56,7 +57,7 @@ from ldpfleet.collector.gcdp.windows import (
 )
 from ldpfleet.devices.sources import CsvSpec, csv_stream, replay_cycles
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import LocalProtocolError, ParameterError, RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.partition import MEANS_CHUNK, GcdpWindowMeans, status_topic
 from ldpfleet.protocol.sw import normalise
@@ -181,7 +182,6 @@ class GcdpStage:
             given_means=given_means,
         )
         self.releases: dict[int, WindowReleased] = {}
-        self.means_refused = 0  # GcdpWindowMeans refused (wrong window, node given twice)
 
     def on_persisted(self, accepted: list[tuple[str, int, int, list[float], float]]) -> None:
         """Feed (device, seq, t0, values, received) rows that are committed to the store."""
@@ -189,22 +189,17 @@ class GcdpStage:
         self._take_events()
 
     def receive_means(self, message: GcdpWindowMeans) -> None:
-        """A partition worker's node means of one window (``given_means``); a message that
-        does not fit (another window layout, an unknown node, a mean given twice) is
-        refused (``RemoteProtocolError``) and counted in ``means_refused``."""
-        window = self.machine.theta.window
-        try:
-            if message.run != self.machine.run or message.steps != window:
-                raise LocalProtocolError(
-                    f"not a window of {window} steps of this run", field="steps"
-                )
-            if message.t0 != message.window * window:
-                raise LocalProtocolError(f"window {message.window} starts at its step", field="t0")
-            self.machine.add_means(message.window, message.nodes, message.means)
-        except LocalProtocolError as error:
-            self.means_refused += 1
-            raise RemoteProtocolError(error.reason, field=error.field) from None
+        """A partition worker's node means of one window (``given_means``): the machine
+        admits and files them (``GcdpReleaseMachine.receive_means``); a message that does
+        not fit (another window layout, an unknown node, a mean given twice) is refused
+        there (``RemoteProtocolError``) and counted in ``means_refused``."""
+        self.machine.receive_means(message)
         self._take_events()
+
+    @property
+    def means_refused(self) -> int:
+        """``GcdpWindowMeans`` the machine refused (wrong window, node given twice)."""
+        return self.machine.means_refused
 
     def _take_events(self) -> None:
         for event in self.machine.pop_events():

@@ -30,6 +30,16 @@ per-device one (docs/streaming.md; the w-event stream of the SW paper, Li et al.
   entry by entry with ``mismatch`` / ``acl``. Rejected entries are counted, never stored
   or aggregated; a rejection of one of the gateway's own devices resolves that seq (the
   device's authority sent it: it will not be sent again) and is acknowledged as such.
+- **Admission of a delivery** (``BulkCollector.route``, the pump acts on its answer). A
+  ``Stage`` is heeded only on ``ctl/stage`` from this run's collector (the runner): a
+  ``closed`` one ends the stage (``close``), any other is counted
+  (``stage_messages_ignored``) and has no effect (``ignore``). Anything else must come on
+  a gateway's uplink of this partition spelled exactly as that gateway's own topic
+  (``gw/g{n}/up/{kind}``: ``g01``, ``g+1`` or ``g١`` also parse to ``n``, but no ACL rule
+  names them) and be of that topic's kind: a ``BulkHello`` on ``up/hello`` (``hello``),
+  a ``BulkReport`` on ``up/bulk`` (``report``). What fails is refused whole
+  (``RemoteProtocolError`` naming ``topic``, ``sender`` or ``type``, code ``schema``): the
+  pump counts it by code and publishes the machine's ``refusal_notice``.
 - **Dedup and order.** The collector keeps ``next_seq[device]`` (every seq below it is
   resolved). ``seq < next`` is a duplicate (counted, acknowledged again, not stored);
   ``seq > next`` is early (a gap: neither stored nor acknowledged; the gateway
@@ -66,7 +76,7 @@ import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 import numpy as np
@@ -83,7 +93,7 @@ from ldpfleet.protocol.messages import (
     Window,
 )
 from ldpfleet.protocol.sw import SquareWave, normalise
-from ldpfleet.protocol.topics import PREFIX, check_ident, partition_level, svc
+from ldpfleet.protocol.topics import COLLECTOR_ID, PREFIX, check_ident, partition_level, svc
 from msgspec import Meta
 
 __all__ = [
@@ -98,6 +108,7 @@ __all__ = [
     "BulkLedger",
     "BulkPlan",
     "BulkReport",
+    "BulkRoute",
     "PendingBulk",
     "decode_bulk",
     "device_keys",
@@ -105,6 +116,7 @@ __all__ = [
     "entry_dtype",
     "splitmix_uniform",
     "splitmix_words",
+    "stage_closes",
     "stored_dtype",
 ]
 
@@ -842,6 +854,38 @@ class BulkGateway:
 # -- the collector --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class BulkRoute:
+    """What the pump does with one decoded delivery (``BulkCollector.route``): ``hello``
+    or ``report`` (of ``gateway``: hand it to ``hello`` / ``ingest``), ``close`` (the stage
+    closed: ``stage`` is the closing message) or ``ignore``."""
+
+    action: Literal["hello", "report", "close", "ignore"]
+    gateway: int = -1
+    stage: Stage | None = None
+
+
+def stage_closes(run: str, topic: str, message: Stage) -> bool:
+    """Whether ``message`` closes the stage: only this run's collector (the runner) may,
+    on ``ctl/stage``. A ``Stage`` on a gateway uplink (which a gateway may publish on), or
+    of another run or sender, is refused (``RemoteProtocolError``, field ``topic`` or
+    ``sender``, code ``schema``): one gateway must not end every gateway's run."""
+    if topic != stage_topic(run):
+        raise RemoteProtocolError(
+            f"a stage message on {topic[:120]!r}, not on {stage_topic(run)!r}",
+            field="topic",
+            code="schema",
+        )
+    if message.run != run or message.sender != COLLECTOR_ID:
+        raise RemoteProtocolError(
+            f"a stage message from {message.sender!r} of run {message.run!r}: only run "
+            f"{run!r}'s collector closes its stage",
+            field="sender",
+            code="schema",
+        )
+    return message.state == "closed"
+
+
 @dataclass
 class PendingBulk:
     """One ingested report awaiting ``BulkCollector.commit``: ``rows`` (device, seq,
@@ -877,6 +921,7 @@ class CollectorCounters:
     hello_refusals: int = 0
     refused_messages: int = 0
     notices: int = 0  # Reject notices published (refused messages, reports with rejections)
+    stage_messages_ignored: int = 0  # the runner's Stage messages that do not close the stage
 
 
 def stored_dtype(batch_steps: int) -> np.dtype:
@@ -924,6 +969,41 @@ class BulkCollector:
         """Every report of every owned device resolved (stored or rejected)."""
         c = self.counters
         return c.reports_received + c.rejected_resolved >= self.expected
+
+    def route(self, topic: str, message: Message) -> BulkRoute:
+        """What becomes of one decoded delivery on ``topic`` (module docstring,
+        "Admission of a delivery"): the pump acts on the answer; a message refused whole
+        raises ``RemoteProtocolError`` (the pump counts it and publishes
+        ``refusal_notice``). Changes nothing but ``stage_messages_ignored``."""
+        if isinstance(message, Stage):
+            if stage_closes(self.plan.run, topic, message):
+                return BulkRoute("close", stage=message)
+            self.counters.stage_messages_ignored += 1
+            return BulkRoute("ignore")
+        gateway = self.gateway_of(topic, message)
+        if isinstance(message, BulkHello) and topic.endswith("/up/hello"):
+            return BulkRoute("hello", gateway)
+        if isinstance(message, BulkReport) and topic.endswith("/up/bulk"):
+            return BulkRoute("report", gateway)
+        raise RemoteProtocolError(
+            f"{message.type_name()!r} on {topic!r}", field="type", code="schema"
+        )
+
+    def gateway_of(self, topic: str, message: Message) -> int:
+        """The gateway whose uplink ``topic`` is, spelled as that gateway's own topic
+        (``gw/g{n}/up/{kind}`` of this partition, ``kind`` the message's): ``g01``, ``g+1``
+        or ``g١`` also parse to 1, but no ACL rule names them as gateway 1's
+        (``RemoteProtocolError``, field ``topic``, code ``schema``)."""
+        gateway = gateway_of_topic(topic)
+        kind = "hello" if isinstance(message, BulkHello) else "bulk"
+        level = self.plan.partition_level_of(self.partition)
+        if gateway < 0 or topic != gateway_up(self.plan.run, gateway, kind, level):
+            raise RemoteProtocolError(
+                f"{topic[:120]!r} is not gateway {gateway}'s {kind} uplink in this partition",
+                field="topic",
+                code="schema",
+            )
+        return gateway
 
     def hello(self, gateway: int, message: BulkHello, now: float) -> list[Outbound]:
         """Admit ``gateway``'s device range if its hello matches the plan."""
@@ -1144,4 +1224,5 @@ class BulkCollector:
             "hellos": c.hellos,
             "hello_refusals": c.hello_refusals,
             "refused_messages": c.refused_messages,
+            "stage_messages_ignored": c.stage_messages_ignored,
         }
