@@ -66,9 +66,10 @@ Search, refinement, fundamental
     2b. Half of the winner (issue 19, helper K, 2026-12-05; ``_Search.half_of``): a refined
        candidate ``c`` with ``|q - 2 c| <= DOUBLE_WINDOW`` replaces the winner ``q`` if its
        whitened level p-value (the screening's statistic: one background fit divides both)
-       is at least as good; the exact tests' separate denominators let ~2T win on noise.
-       Step 3's multiple test from ``c`` then restores ~2T where its odd harmonics are
-       significant. Measured: docs/cpr.md, "Doubled periods: a common scale in step 2".
+       is at least as good and the winner's harmonics off the even ones are not
+       significant at ``ALPHA_SHAPE`` (``_extra_logp``, all harmonics): the exact tests'
+       separate denominators let ~2T win on noise. Measured: docs/cpr.md, "Doubled
+       periods: a common scale in step 2".
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
        freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within
@@ -1374,9 +1375,10 @@ class _Search:
         within-phase mean squares whose relative noise ``sqrt(2 / (n - q))`` (~5 % at n =
         1,152) moved log p by ~10: 287 won over 144 (8 cycles, eps0 2) although the
         whitened level statistic, whose denominator (the background fit) is common to both,
-        preferred 144. Whether ~2T is the period after all is step 3's multiple test from
-        ``c`` (the window is the one it searches for ``m = 2``): it moves back when the
-        harmonics of ~2T off the even ones are significant (a cycle whose halves differ)."""
+        preferred 144. Only if ~2T adds nothing: its harmonics off the even ones (all of
+        them, whitened, ``_extra_logp``) are not significant at ``ALPHA_SHAPE`` (a cycle
+        whose halves differ keeps ~2T; the first version without this condition lost 5 grid
+        cells, docs/cpr.md)."""
         q = best[1]
         halves = [r for r in refined if abs(q - 2 * r[1]) <= DOUBLE_WINDOW]
         if not halves:
@@ -1384,7 +1386,15 @@ class _Search:
         here = _level_logp(self.power(q), self.dfd)[0]
         levels = [_level_logp(self.power(r[1]), self.dfd)[0] for r in halves]
         i = int(np.argmin(levels))
-        return halves[i] if levels[i] <= here else best
+        if levels[i] > here:
+            return best
+        # ~2T must add nothing: its harmonics off the even ones (all of them, not step 3's
+        # first m H) are not significant at ALPHA_SHAPE (a true 2T whose odd harmonic 3
+        # carries the cycle, WISDM 50 in 3 cycles, stays)
+        power = self.power(q)
+        if _extra_logp(power, 2, power.size) < np.log(ALPHA_SHAPE):
+            return best
+        return halves[i]
 
     # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
