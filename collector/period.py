@@ -64,11 +64,11 @@ Search, refinement, fundamental
        2026-12, helper A; a trend fitted per neighbour instead favoured the shorter ones,
        365 -> 363 at 3 cycles).
     2b. Half of the winner (issue 19, helper K, 2026-12-05; ``_Search.half_of``): a refined
-       candidate ``c`` with ``|q - 2 c| <= DOUBLE_WINDOW`` replaces the winner ``q`` if its
-       whitened level p-value (the screening's statistic: one background fit divides both)
-       is at least as good and the winner's harmonics off the even ones are not
-       significant at ``ALPHA_SHAPE`` (``_extra_logp``, all harmonics): the exact tests'
-       separate denominators let ~2T win on noise. Measured: docs/cpr.md, "Doubled
+       candidate ``c`` with ``|q - 2 c| <= DOUBLE_WINDOW`` (or ``q / 2``) replaces the
+       winner ``q`` if its whitened level p-value (one background fit divides both; step
+       3's divisor comparison) is at least as good and the winner's harmonics off the
+       even ones are not significant at ``ALPHA_SHAPE`` (``_extra_logp``, all harmonics):
+       the exact tests' separate denominators let ~2T win on noise. Measured: docs/cpr.md, "Doubled
        periods: a common scale in step 2".
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
@@ -1368,29 +1368,35 @@ class _Search:
         return self.half_of(best, refined)
 
     def half_of(self, best: tuple[float, int, int], refined: list[tuple[float, int, int]]):
-        """Step 2b (issue 19, helper K, 2026-12-05): the refined candidate ``c`` with ``|q -
-        2 c| <= DOUBLE_WINDOW`` in place of the winner ``q`` when the whitened level p-value
-        of ``c`` is at least as good as ``q``'s. Why: a sine's line is harmonic 2 of ~2T, so
-        ~2T is a candidate beside T, and the exact tests of the two divide by different
-        within-phase mean squares whose relative noise ``sqrt(2 / (n - q))`` (~5 % at n =
-        1,152) moved log p by ~10: 287 won over 144 (8 cycles, eps0 2) although the
-        whitened level statistic, whose denominator (the background fit) is common to both,
-        preferred 144. Only if ~2T adds nothing: its harmonics off the even ones (all of
-        them, whitened, ``_extra_logp``) are not significant at ``ALPHA_SHAPE`` (a cycle
-        whose halves differ keeps ~2T; the first version without this condition lost 5 grid
-        cells, docs/cpr.md)."""
+        """Step 2b (issue 19, helper K, 2026-12-05): a half of the winner ``q`` in its place
+        when ~2T adds nothing. The halves: the refined candidates ``c`` with ``|q - 2 c| <=
+        DOUBLE_WINDOW``, and ``q / 2`` itself when ``q`` is even (step 3 would try it). The
+        one with the best whitened level p-value (``_level_logp``, the comparison step 3's
+        divisor move makes) replaces ``q`` if that value is at least as good as ``q``'s and
+        ``q``'s harmonics off the even ones (all of them, whitened, ``_extra_logp``) are
+        not significant at ``ALPHA_SHAPE`` (a cycle whose halves differ keeps ~2T).
+
+        Why: a sine's line is harmonic 2 of ~2T, so ~2T is a candidate beside T, and the
+        exact tests of the two divide by different within-phase mean squares whose relative
+        noise ``sqrt(2 / (n - q))`` (~5 % at n = 1,152) moved log p by ~10: 287 won over 144
+        (8 cycles, eps0 2) although the whitened level statistic, whose denominator (the
+        background fit) is common to both, preferred 144; and 287 has no divisor near 144
+        for step 3 to move to. Versions and measurements: docs/cpr.md, "Doubled periods: a
+        common scale in step 2"."""
         q = best[1]
         halves = [r for r in refined if abs(q - 2 * r[1]) <= DOUBLE_WINDOW]
         if not halves:
             return best
-        here = _level_logp(self.power(q), self.dfd)[0]
-        levels = [_level_logp(self.power(r[1]), self.dfd)[0] for r in halves]
+        if q % 2 == 0 and q // 2 >= self.min_period and all(r[1] != q // 2 for r in halves):
+            value, h = self.exact_logp(q // 2)
+            halves.append((value, q // 2, h))
+        here = _level_logp(self.power(q))[0]
+        levels = [_level_logp(self.power(r[1]))[0] for r in halves]
         i = int(np.argmin(levels))
         if levels[i] > here:
             return best
         # ~2T must add nothing: its harmonics off the even ones (all of them, not step 3's
-        # first m H) are not significant at ALPHA_SHAPE (a true 2T whose odd harmonic 3
-        # carries the cycle, WISDM 50 in 3 cycles, stays)
+        # first m H) are not significant at ALPHA_SHAPE
         power = self.power(q)
         if _extra_logp(power, 2, power.size) < np.log(ALPHA_SHAPE):
             return best
