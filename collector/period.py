@@ -63,13 +63,6 @@ Search, refinement, fundamental
        a NOISE-FREE sine of period 365 in 4 cycles settled at 366 (held-out check of
        2026-12, helper A; a trend fitted per neighbour instead favoured the shorter ones,
        365 -> 363 at 3 cycles).
-    2b. Half of the winner (issue 19, helper K, 2026-12-05; ``_Search.half_of``): a refined
-       candidate ``c`` with ``|q - 2 c| <= DOUBLE_WINDOW`` (or ``q / 2``) replaces the
-       winner ``q`` if its whitened level p-value (one background fit divides both; step
-       3's divisor comparison) is at least as good and the winner's harmonics off the
-       even ones are not significant at ``ALPHA_SHAPE`` (``_extra_logp``, all harmonics):
-       the exact tests' separate denominators let ~2T win on noise. Measured: docs/cpr.md, "Doubled
-       periods: a common scale in step 2".
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
        freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within
@@ -362,7 +355,6 @@ PAD = 4  # oversampling of the screening spectrum
 CANDIDATES = 4  # screening winners refined exactly (at least top_peaks)
 MAX_SPAN = 24  # largest refinement half-width, in samples
 MAX_MULTIPLE = 6  # multiples m T tested for a line on a harmonic
-DOUBLE_WINDOW = 2  # step 2b: a winner within this of 2 c yields to candidate c (half_of)
 MIN_EXTRA_SHARE = 1e-3  # ... and carry >= 0.1% of the power of the multiple's harmonics
 ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
@@ -1349,7 +1341,6 @@ class _Search:
         order = _ranked(score)
         chosen: list[int] = []
         best = (np.inf, 0, 0)  # (log p, period, harmonics)
-        refined: list[tuple[float, int, int]] = []
         for i in order:
             if len(chosen) >= max(CANDIDATES, top_peaks):
                 break
@@ -1362,45 +1353,9 @@ class _Search:
             chosen.append(p0)
             q = self.settle(p0, _resolving_level(self.power(p0)))
             value, hq = self.exact_logp(q)
-            refined.append((value, q, hq))
             if value < best[0]:
                 best = (value, q, hq)
-        return self.half_of(best, refined)
-
-    def half_of(self, best: tuple[float, int, int], refined: list[tuple[float, int, int]]):
-        """Step 2b (issue 19, helper K, 2026-12-05): a half of the winner ``q`` in its place
-        when ~2T adds nothing. The halves: the refined candidates ``c`` with ``|q - 2 c| <=
-        DOUBLE_WINDOW``, and ``q / 2`` itself when ``q`` is even (step 3 would try it). The
-        one with the best whitened level p-value (``_level_logp``, the comparison step 3's
-        divisor move makes) replaces ``q`` if that value is at least as good as ``q``'s and
-        ``q``'s harmonics off the even ones (all of them, whitened, ``_extra_logp``) are
-        not significant at ``ALPHA_SHAPE`` (a cycle whose halves differ keeps ~2T).
-
-        Why: a sine's line is harmonic 2 of ~2T, so ~2T is a candidate beside T, and the
-        exact tests of the two divide by different within-phase mean squares whose relative
-        noise ``sqrt(2 / (n - q))`` (~5 % at n = 1,152) moved log p by ~10: 287 won over 144
-        (8 cycles, eps0 2) although the whitened level statistic, whose denominator (the
-        background fit) is common to both, preferred 144; and 287 has no divisor near 144
-        for step 3 to move to. Versions and measurements: docs/cpr.md, "Doubled periods: a
-        common scale in step 2"."""
-        q = best[1]
-        halves = [r for r in refined if abs(q - 2 * r[1]) <= DOUBLE_WINDOW]
-        if not halves:
-            return best
-        if q % 2 == 0 and q // 2 >= self.min_period and all(r[1] != q // 2 for r in halves):
-            value, h = self.exact_logp(q // 2)
-            halves.append((value, q // 2, h))
-        here = _level_logp(self.power(q))[0]
-        levels = [_level_logp(self.power(r[1]))[0] for r in halves]
-        i = int(np.argmin(levels))
-        if levels[i] > here:
-            return best
-        # ~2T must add nothing: its harmonics off the even ones (all of them, not step 3's
-        # first m H) are not significant at ALPHA_SHAPE
-        power = self.power(q)
-        if _extra_logp(power, 2, power.size) < np.log(ALPHA_SHAPE):
-            return best
-        return halves[i]
+        return best
 
     # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
