@@ -64,9 +64,12 @@ Search, refinement, fundamental
        2026-12, helper A; a trend fitted per neighbour instead favoured the shorter ones,
        365 -> 363 at 3 cycles).
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
-       move to it (a true ``T / p`` gives the same signal with ``p`` times fewer degrees of
-       freedom). Then a multiple ``m T'`` (``m <= 6``, ``T'`` among the integers within
-       ``min(m, T - 1)`` of ``m T``: ``T`` may be a rounded ``T_true / m``, and the window
+       move to it (3a, issue 19, helper K: for an odd ``T``, also to the better of
+       ``(T -+ 1) / 2`` if ``T``'s harmonics off the even ones are not significant at
+       ``ALPHA_SHAPE``; docs/cpr.md, "Doubled periods") (a true ``T / p`` gives the same
+       signal with ``p`` times fewer degrees of freedom). Then a multiple ``m T'`` (``m <=
+       6``, ``T'`` among the integers within ``min(m, T - 1)`` of ``m T``: ``T`` may be a
+       rounded ``T_true / m``, and the window
        must not reach ``(m +- 1) T``, or periods 3-6 came out as 6-30) replaces ``T`` if
        the harmonics it adds (``j`` not divisible by ``m``, whole cycles) are significant at
        ``ALPHA_SHAPE = 1e-3`` / (number of ``m``) (a cycle whose odd harmonics are weak).
@@ -2145,6 +2148,18 @@ def _fundamental(period, harmonics, power, whole, xs_at, min_period, max_period)
             if value <= here:
                 period, harmonics, moved = small, h, True
                 break
+        if not moved and period % 2 == 1:
+            # step 3a: an odd period has no half among its divisors; ~2T that settled on an
+            # odd integer (287, 289 for T = 144) moves to the better of its two near halves
+            # if that is at least as significant and the period's harmonics off the even
+            # ones add nothing (not significant at ALPHA_SHAPE)
+            halves = [h for h in (period // 2, period // 2 + 1) if h >= min_period]
+            scored = [(_level_logp(power(h)), h) for h in halves]
+            if scored:
+                (value, h), small = min(scored)
+                full = power(period)
+                if value <= here and _extra_logp(full, 2, full.size) >= np.log(ALPHA_SHAPE):
+                    period, harmonics, moved = small, h, True
     multiples = range(2, min(MAX_MULTIPLE, (max_period + MAX_MULTIPLE) // period) + 1)
     for m in multiples:
         # T may be a rounded T_true / m: search the integers around m T, but never as far as
