@@ -28,7 +28,7 @@ from collections.abc import Awaitable
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.lpea import LpeaDone, LpeaRound
+from ldpfleet.protocol.lpea import LpeaRound, admit_round_report
 
 __all__ = ["run_lpea_rounds"]
 
@@ -79,18 +79,11 @@ async def run_lpea_rounds(
                         raise ConnectionError(f"{run}: collector connection closed") from None
                     try:
                         topic = topics.parse(delivery.topic)
-                        message = codec.decode(delivery.payload)
-                        if not isinstance(message, LpeaDone):
-                            raise RemoteProtocolError("expected lpea_done", field="type")
-                        if message.run != run or topic.run != run:
-                            raise RemoteProtocolError("wrong run", field="run")
-                        if message.sender != topic.sender:
-                            raise RemoteProtocolError("sender is not the topic's", field="sender")
+                        message = admit_round_report(
+                            topic, codec.decode(delivery.payload), run, r, waiting
+                        )
                     except RemoteProtocolError:
-                        refused += 1
-                        continue
-                    if message.round != r or message.sender not in waiting:
-                        refused += 1  # a stale or duplicate report
+                        refused += 1  # wrong type, run or sender, stale or duplicate
                         continue
                     waiting.discard(message.sender)
                     added += message.added

@@ -26,12 +26,12 @@ from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.lpea import (
-    LPEA_CONTROL,
     LPEA_MESSAGES,
     LpeaDone,
     LpeaNode,
     LpeaRound,
     RoundFinished,
+    admit_agent_delivery,
 )
 from ldpfleet.protocol.messages import Message
 
@@ -140,20 +140,7 @@ class LpeaAgent:
                     now = loop.time()
                     try:
                         topic = topics.parse(delivery.topic)
-                        if topic.family == "ctl":
-                            message = codec.decode(delivery.payload)
-                            if not isinstance(message, LpeaRound) or topic.text != control:
-                                raise RemoteProtocolError("expected lpea_round", field="type")
-                            if message.run != run or message.sender != topics.COLLECTOR_ID:
-                                raise RemoteProtocolError(
-                                    "not this run's collector", field="sender"
-                                )
-                        else:
-                            message = codec.decode(delivery.payload)
-                            if isinstance(message, LPEA_CONTROL):  # only the collector paces
-                                raise RemoteProtocolError(
-                                    "round control on a peer inbox", field="type"
-                                )
+                        message = admit_agent_delivery(topic, codec.decode(delivery.payload), run)
                     except RemoteProtocolError as error:
                         self._refuse(delivery.topic[:300], error)
                         continue

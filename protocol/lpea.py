@@ -126,6 +126,8 @@ __all__ = [
     "LpeaNode",
     "LpeaRequest",
     "RoundFinished",
+    "admit_agent_delivery",
+    "admit_round_report",
     "padded_rounds",
 ]
 
@@ -201,6 +203,51 @@ class LpeaDone(Message, tag="lpea_done", kw_only=True):
 
 
 LPEA_CONTROL = (LpeaRound, LpeaDone)  # round pacing between the collector and the devices
+
+
+# Admission of the pumps' deliveries (the pumps only act on the answer) -----------------
+
+
+def admit_agent_delivery(topic: topics.Topic, message: Message, run: str) -> Message:
+    """What a device's LPEA pump may do with ``message`` decoded from ``topic``: return it
+    (an ``LpeaRound`` from this run's collector on this run's ``ctl/lpea_round``, or a peer
+    message on an inbox) or refuse it with ``RemoteProtocolError`` naming the field:
+    ``type`` for anything but an ``LpeaRound`` on a control topic or round control on a
+    peer inbox (only the collector paces), ``sender`` for a round not from this run's
+    collector."""
+    if topic.family == "ctl":
+        if not isinstance(message, LpeaRound) or topic.text != topics.ctl(run, "lpea_round"):
+            raise RemoteProtocolError("expected lpea_round", field="type")
+        if message.run != run or message.sender != topics.COLLECTOR_ID:
+            raise RemoteProtocolError("not this run's collector", field="sender")
+    elif isinstance(message, LPEA_CONTROL):
+        raise RemoteProtocolError("round control on a peer inbox", field="type")
+    return message
+
+
+def admit_round_report(
+    topic: topics.Topic, message: Message, run: str, round: int, waiting: set[str]
+) -> LpeaDone:
+    """The LPEA pacer's admission of one delivery while it waits on round ``round``'s
+    reports from the devices in ``waiting``: return the ``LpeaDone`` to count, or refuse
+    with ``RemoteProtocolError`` naming the field: ``type`` (not an ``LpeaDone``), ``run``
+    (message or topic of another run), ``sender`` (not the topic's sender, or not a device
+    still awaited: a duplicate or unknown report), ``round`` (a stale report)."""
+    if not isinstance(message, LpeaDone):
+        raise RemoteProtocolError("expected lpea_done", field="type")
+    if message.run != run or topic.run != run:
+        raise RemoteProtocolError("wrong run", field="run")
+    if message.sender != topic.sender:
+        raise RemoteProtocolError("sender is not the topic's", field="sender")
+    if message.round != round:
+        raise RemoteProtocolError(
+            f"a report of round {message.round} while round {round} runs", field="round"
+        )
+    if message.sender not in waiting:
+        raise RemoteProtocolError(
+            f"{message.sender!r} is not awaited in round {round}", field="sender"
+        )
+    return message
 
 
 # Events ---------------------------------------------------------------------------------
