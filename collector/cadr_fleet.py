@@ -54,10 +54,9 @@ from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
-    histogram_prior,
     noise_weight,
     post_process,
-    unimodal_degree_prior,
+    search_priors,
 )
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
@@ -467,13 +466,14 @@ def _theta_prior(
     outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The degree prior from the DP θ search's opened bucket sums and the released
-    histogram's (``degree_postprocess.unimodal_degree_prior`` / ``histogram_prior``; None, None
-    when θ was given or searched exactly)."""
+    histogram's (``degree_postprocess.search_priors``; None, None when θ was given or
+    searched exactly)."""
     for query in outcome.theta_queries:
         if "bucket_sums" in query:
-            args = (query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"])
-            prior = unimodal_degree_prior(*args, eps_theta, parties)
-            return prior, histogram_prior(*args, eps_theta, parties)
+            return search_priors(
+                query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"],
+                eps_theta, parties,
+            )  # fmt: skip
     return None, None
 
 

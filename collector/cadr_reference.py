@@ -59,12 +59,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from ldpfleet.collector.degree_postprocess import (
-    histogram_prior,
     noise_weight,
     post_process,
     score,
+    search_priors,
     trivial_baselines,
-    unimodal_degree_prior,
 )
 from ldpfleet.collector.projection import (
     edge_remove,
@@ -393,13 +392,10 @@ def _release_scores(
     raw = score(degrees, released, histogram)
     prior = hist = None
     if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
-        args = (search["bucket_sums"], search["thresholds"], bound, len(degrees))
-        # the per-node prior: the counts with a unimodal tail (docs/cadr-private.md,
-        # "Mid-size fleets: the unimodal tail")
-        prior = unimodal_degree_prior(*args, search["eps"], search["noise_parties"])
-        # the released histogram: the same counts read by boot (docs/cadr-private.md,
-        # "Released histogram: boot reading, pre-registered (2026-12-05)")
-        hist = histogram_prior(*args, search["eps"], search["noise_parties"])
+        prior, hist = search_priors(
+            search["bucket_sums"], search["thresholds"], bound, len(degrees), search["eps"],
+            search["noise_parties"],
+        )  # fmt: skip
     post = post_process(released, theta, eps_dsr, prior, hist)
     return raw, score(degrees, post.estimates, post.histogram)
 

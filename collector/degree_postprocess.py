@@ -364,6 +364,24 @@ def _bucket_input(
     return d, n, ts, sums
 
 
+def search_priors(
+    bucket_sums: object,
+    thresholds: list[int],
+    degree_bound: int,
+    devices: int,
+    eps_theta: float,
+    parties: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dp pipeline's two readings of the DP θ search's noisy bucket sums, for
+    ``post_process(released, θ, eps_dsr, prior, histogram_prior)``: the per-node prior
+    (``unimodal_degree_prior``: docs/cadr-private.md, "Mid-size fleets: the unimodal tail")
+    and the released histogram's (``histogram_prior``: "Released histogram: boot reading,
+    pre-registered (2026-12-05)"). The fleet's collector and the in-process reference both
+    ask here, so they read the counts alike. Post-processing: no budget."""
+    args = (bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
+    return unimodal_degree_prior(*args), histogram_prior(*args)
+
+
 def _noisy_bucket_input(
     bucket_sums: object,
     thresholds: list[int],
