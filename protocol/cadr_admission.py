@@ -153,6 +153,13 @@ class CadrAdmission(PeerFacingMachine):
             )
         self._emit(PhaseReported(message))
 
+    def _check_member(self, topic: topics.Topic) -> None:
+        """Refuse (``unknown_sender``) a message whose topic names no device of this run."""
+        if topic.sender not in self.devices:
+            raise RemoteProtocolError(
+                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
+            )
+
     def _hold(self, topic: topics.Topic, message: Message) -> None:
         """Before the intake opens: hold a member's first refusal, refuse the rest."""
         if not isinstance(message, BudgetRefused):
@@ -161,10 +168,7 @@ class CadrAdmission(PeerFacingMachine):
                 field="type",
                 code="out_of_order",
             )
-        if topic.sender not in self.devices:
-            raise RemoteProtocolError(
-                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
-            )
+        self._check_member(topic)
         # a device's later refusals: the intake, too, keeps only its first
         self._held.setdefault((topic.sender, BudgetRefused), (topic, message))
 
@@ -235,10 +239,7 @@ class CadrWorkerAdmission(CadrAdmission):
                 )
             super()._hold(topic, message)
             return
-        if topic.sender not in self.devices:
-            raise RemoteProtocolError(
-                f"{topic.sender} is not a device of this run", field="sender", code="unknown_sender"
-            )
+        self._check_member(topic)
         key = (topic.sender, DsrReport)
         held = self._held.get(key)
         if held is None:
