@@ -70,18 +70,19 @@ broken (they cannot be, by construction; ``kept`` ⊆ neighbours holds because o
 neighbours are ever kept).
 
 Two ways in and out. ``receive``/the outbox carry one message per peer message on the
-peers' inbox topics (``devices.lpea_agent``). A *compact* node (``compact=True``) instead
-takes ``receive_item(sender, kind, value, round)`` and queues ``PeerItem``s
-(``pop_items``) for the batching relay (``protocol.peer_relay``, used by
-``protocol.cadr_device``); both paths run the same checks and the same transitions.
+peers' inbox topics (``protocol.lpea_device``, pumped by ``devices.lpea_agent``). A
+*compact* node (``compact=True``) instead takes ``receive_item(sender, kind, value,
+round)`` and queues ``PeerItem``s (``pop_items``) for the batching relay
+(``protocol.peer_relay``, used by ``protocol.cadr_device``); both paths run the same
+checks and the same transitions.
 
 Kept edges are symmetric at quiescence (every node ``round_done`` and no message in
 flight). The collector must start round ``r + 1``
 only after every node reported ``RoundFinished(r)`` *and* the traffic has drained (a node
 that finished its own part still answers requests and establishes of the same round);
-``start_round`` refuses while this node is not ``round_done``. The pump must deliver the
-round broadcast to a node before peer messages of that round (buffer early ones): a message
-of another round is refused.
+``start_round`` refuses while this node is not ``round_done``. The round broadcast must
+reach a node before peer messages of that round (``protocol.lpea_device`` buffers early
+ones): a message of another round is refused.
 
 Non-private limit. With truthful answers (``eps = 50``) a round that adds no edge leaves a
 maximal projection: let ``m`` be the smallest id that proposed; its refusals all come from
