@@ -233,7 +233,7 @@ def load_scenario_graph(scenario) -> tuple[Graph, str]:
     """The ``[graph]`` of a scenario and the spec a child process loads it from again."""
     from ldpfleet.devices.graphs import load_graph
     from ldpfleet.scenarios.schema import ScenarioError
-    from ldpfleet.scenarios.schema_graph import generator_refusal
+    from ldpfleet.scenarios.schema_graph import generator_refusal, graph_source_rule
 
     source = scenario_graph_source(scenario.spec.graph.source, scenario.path)
     try:
@@ -242,7 +242,8 @@ def load_scenario_graph(scenario) -> tuple[Graph, str]:
         what = generator_refusal(error)
         where = f"{scenario.path}: " if scenario.path else ""
         raise ScenarioError(
-            f"{where}graph.source: {what} (in {scenario.spec.graph.source!r})"
+            f"{where}graph.source: {what} (in {scenario.spec.graph.source!r})",
+            limit=graph_source_rule(),
         ) from None
 
 

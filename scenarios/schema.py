@@ -58,6 +58,7 @@ from ldpfleet.scenarios.schema_graph import (
     cadr_theta_problem,
     generator_problem,
     graph_nodes,
+    graph_source_rule,
     missing_source_problem,
 )
 from msgspec import Meta
@@ -79,6 +80,8 @@ BOUNDS_RULE = "finite lo < hi, and hi - lo finite"
 # CLI's --seed (app/cli.py) and the audits' (collector.audit.stats) keep the same number
 # without importing this module (the CLI starts without it; collector is a lower layer)
 SEED_MAX = 2**63 - 1
+# [broker] url (``scenarios.schema_graph.broker_url_problem``, ``broker.mqtt.parse_broker_url``)
+BROKER_URL_RULE = '"embedded", "memory", mqtt://host[:port] or mqtts://host[:port]'
 
 
 SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device process per core
@@ -98,10 +101,11 @@ class ScenarioError(ValueError):
     key at fault (``"stream.eps"``, ``"source.period[1]"``, a section ``"source"``), None
     when no key is (invalid TOML, a missing file); ``value`` what the scenario gave there
     (None when the key is absent or is a whole section); ``limit`` the rule the value
-    broke, in words (``"> 0.0"``, ``'one of "all", "control", "none"'``,
-    ``"<= stream.steps (200)"``), None when the message states none separately. A scenario
-    refused while loading (``parse_scenario``, ``load_scenario``) always has ``field`` set
-    when its message starts with a key (``stream.eps: ...``)."""
+    broke, in short machine-readable form (``"> 0.0"``, ``'one of "all", "control",
+    "none"'``, ``"<= stream.steps (200)"``, ``"finite lo < hi"``, ``"valid TOML"``). A
+    scenario refused while loading (``parse_scenario``, ``load_scenario``) always has
+    ``limit`` set, and ``field`` when its message starts with a key (``stream.eps: ...``);
+    other callers may leave ``limit`` None."""
 
     def __init__(
         self, message: str, *, field: str | None = None, limit: str | None = None,
@@ -140,6 +144,50 @@ def _stated_limit(reason: str) -> str | None:
     if allowed is not None:
         return f"one of {allowed.group(1)}"
     return None
+
+
+def _validation_limit(reason: str, explained: str) -> str:
+    """The limit of a msgspec refusal (``reason``, as ``explain_invalid`` put it:
+    ``explained``): a bound, a pattern or the allowed values (``_stated_limit``),
+    ``required``, the valid keys of a section, else the expected type."""
+    stated = _stated_limit(explained)
+    if stated is not None:
+        return stated
+    if "missing required field" in reason:
+        return "required"
+    if "unknown field" in reason:
+        valid = re.search(r"; (?:did you mean `[^`]*`\? )?valid: (.*?) \(docs/", explained)
+        return f"one of {valid.group(1)}" if valid else "a key inside its [section]"
+    expected = re.search(r"Expected `([^`]*)`", reason)
+    if expected is not None:
+        return f"type {expected.group(1)}"
+    return "the schema's type (docs/scenario-reference.md)"
+
+
+def _schema_rule(owner: type, name: str) -> str | None:
+    """The rule of field ``name`` of the schema struct ``owner`` as the schema states it:
+    its bounds (``> 0; <= 50``) and its on-load rule (``_on_load``); None if it has none."""
+    hint = typing.get_type_hints(owner, include_extras=True).get(name)
+    rules: list[str] = []
+
+    def walk(option) -> None:
+        if typing.get_origin(option) is Annotated:
+            base, *metas = typing.get_args(option)
+            walk(base)
+            for meta in metas:
+                if not isinstance(meta, Meta):
+                    continue
+                for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+                    if getattr(meta, attr) is not None:
+                        rules.append(f"{sign} {getattr(meta, attr)}")
+                if meta.description and meta.description.startswith("on load: "):
+                    rules.append(meta.description.removeprefix("on load: "))
+        elif typing.get_origin(option) in (typing.Union, UnionType):
+            for each in typing.get_args(option):
+                walk(each)
+
+    walk(hint)
+    return "; ".join(dict.fromkeys(rules)) or None
 
 
 def _name_the_field(error: ScenarioError, where: str, text: str) -> None:
@@ -766,7 +814,8 @@ class LoadedScenario:
                 f"--shard-broker: this run's devices run in one shard ([fleet] shards = "
                 f"{self.spec.fleet.shards if self.spec.fleet else 1!r} on the {kind} broker), "
                 "which uses --broker; set [fleet] shards to 2 or more (bench fleet: --shards) "
-                "or leave --shard-broker out"
+                "or leave --shard-broker out",
+                limit="[fleet] shards >= 2 (CADR-LDP: [cadr] processes >= 2)",
             )
 
     @property
@@ -780,7 +829,8 @@ class LoadedScenario:
         if self.bulk:
             raise ScenarioError(
                 f'fleet.connection: "bulk" runs with `ldpfleet run` (scenarios/bulk_run.py); '
-                f"{what} takes per-device fleets only (device, gateway or auto)"
+                f"{what} takes per-device fleets only (device, gateway or auto)",
+                limit='one of "auto", "device", "gateway"',
             )
 
     def fleet_connection(self) -> Literal["device", "gateway", "bulk"]:
@@ -1032,7 +1082,8 @@ def _check_faults(spec: Scenario, where: str) -> None:
             f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
             "> 0): an unpaced device reports its whole stream at once; got crash_fraction = "
             f"{faults.crash_fraction:g} ({crashing} of {spec.fleet.devices} devices) with "
-            f"stream.step_seconds = {spec.stream.step_seconds:g}"
+            f"stream.step_seconds = {spec.stream.step_seconds:g}",
+            limit="round(crash_fraction x fleet.devices) = 0 unless stream.step_seconds > 0",
         )
 
 
@@ -1071,20 +1122,23 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
         raise ScenarioError(
             f"{where}parse_scenario takes the scenario's TOML text (a str), got "
             f"{type(text).__name__} {text!r:.60}; for a file or a built-in name use "
-            "load_scenario(path_or_name)"
+            "load_scenario(path_or_name)",
+            limit="TOML text (a str)",
         )
     try:
         spec = msgspec.toml.decode(text.encode(), type=Scenario)
     except msgspec.ValidationError as error:
         key = _path_of(str(error))
-        explained = explain_invalid(str(error).split(" - at")[0], key, text)
-        raise ScenarioError(f"{where}{key}: {explained}") from None
+        reason = str(error).split(" - at")[0]
+        explained = explain_invalid(reason, key, text)
+        limit = _validation_limit(reason, explained)
+        raise ScenarioError(f"{where}{key}: {explained}", limit=limit) from None
     except msgspec.DecodeError as error:
-        raise ScenarioError(f"{where}not valid TOML: {error}") from None
+        raise ScenarioError(f"{where}not valid TOML: {error}", limit="valid TOML") from None
     _check_finite(spec, where)
     url_problem = broker_url_problem(spec.broker.url)
     if url_problem is not None:
-        raise ScenarioError(f"{where}broker.url: {url_problem}")
+        raise ScenarioError(f"{where}broker.url: {url_problem}", limit=BROKER_URL_RULE)
     loaded = LoadedScenario(spec, path, text)
     if spec.cadr is not None or spec.graph is not None:
         return _check_cadr(loaded, where)
@@ -1092,21 +1146,24 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
     if missing:
         raise ScenarioError(
             f"{where}{missing[0]}: a stream scenario needs [fleet], [stream] and [source] "
-            "(a CADR-LDP scenario needs [graph] and [cadr] instead)"
+            "(a CADR-LDP scenario needs [graph] and [cadr] instead)",
+            limit="required: [fleet], [stream] and [source]",
         )
     _check_source_bounds(spec, where)
     _check_mechanism(spec, where)
     try:
         loaded.stream_config("check")
     except ParameterError as error:
-        raise ScenarioError(f"{where}stream.{error.field}: {error.reason}") from None
+        limit = _schema_rule(StreamSection, error.field) or BOUNDS_RULE  # else: bounds
+        raise ScenarioError(f"{where}stream.{error.field}: {error.reason}", limit=limit) from None
     _check_collector(spec.collector, where)
     cpr = spec.cpr
     if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
         raise ScenarioError(
             f'{where}cpr: [cpr] configures reconstruct = "cpr" only; stream.reconstruct is '
             f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "
-            'reconstruct = "cpr")'
+            'reconstruct = "cpr")',
+            limit='stream.reconstruct = "cpr"',
         )
     longest = spec.stream.steps // cpr.min_cycles
     if cpr.min_period > max(2, longest):  # 2: the default, always allowed
@@ -1152,28 +1209,32 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
         except ParameterError as error:
             if error.field in CLIP_FIELDS:  # "secure_sum.clip: clip_high must exceed ..."
                 raise ScenarioError(
-                    f"{where}secure_sum.clip: {error.field} {error.reason}"
+                    f"{where}secure_sum.clip: {error.field} {error.reason}", limit=BOUNDS_RULE
                 ) from None
             field = SECAGG_FIELDS.get(error.field, error.field)
-            raise ScenarioError(f"{where}secure_sum.{field}: {error.reason}") from None
+            limit = _schema_rule(SecureSumSection, field) or "a session the stage can run"
+            raise ScenarioError(f"{where}secure_sum.{field}: {error.reason}", limit=limit) from None
     if spec.fleet.connection == "bulk":
         _check_bulk(loaded, where)
     elif spec.collector.trace == "none":
         raise ScenarioError(
             f'{where}collector.trace: "none" (no trace recorder) is only for fleet.connection '
-            f'= "bulk"; every other run records its trace ("all" or "control"), got "none"'
+            f'= "bulk"; every other run records its trace ("all" or "control"), got "none"',
+            limit='one of "all", "control" (unless fleet.connection = "bulk")',
         )
     if not compatible(spec.stream.reconstruct, spec.stream.mechanism):
         raise ScenarioError(
             f"{where}stream.reconstruct: {spec.stream.reconstruct!r} cannot reconstruct "
             f"{spec.stream.mechanism!r} reports (cpr/sw/sw_moving/sw_filter need sw or sw01; "
-            "laplace needs laplace)"
+            "laplace needs laplace)",
+            limit=_reconstruct_rule(spec.stream.mechanism),
         )
     try:
         loaded.source_spec()
     except SourceError as error:
         looked = _looked_in(spec.source.path, loaded.path) if "not found" in str(error) else ""
-        raise ScenarioError(f"{where}{error}{looked}") from None
+        limit = _source_rule(type(spec.source), error.field)
+        raise ScenarioError(f"{where}{error}{looked}", limit=limit) from None
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
     _check_stream_lengths(spec.stream, where)  # after [gcdp]'s own window rule
@@ -1218,24 +1279,28 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
     if stream.mechanism not in BULK_MECHANISMS:
         raise ScenarioError(
             f"{where}stream.mechanism: bulk gateways privatise with "
-            f"{' or '.join(BULK_MECHANISMS)} (vectorised), got {stream.mechanism!r}"
+            f"{' or '.join(BULK_MECHANISMS)} (vectorised), got {stream.mechanism!r}",
+            limit=f"one of {', '.join(json.dumps(m) for m in BULK_MECHANISMS)}",
         )
     if stream.w > MAX_BULK_W:
         raise ScenarioError(
             f"{where}stream.w: at most {MAX_BULK_W} {why} (the gateway's ledger keeps w "
-            f"floats per device), got {stream.w}"
+            f"floats per device), got {stream.w}",
+            limit=f"<= {MAX_BULK_W}",
         )
     _check_stream_lengths(stream, where)  # before "a multiple of batch_steps"
     batch = loaded.stream_config("check").batch_steps
     if stream.steps % batch:
         raise ScenarioError(
             f"{where}stream.batch_steps: {why} stream.steps ({stream.steps}) must be a "
-            f"multiple of batch_steps, got {batch}"
+            f"multiple of batch_steps, got {batch}",
+            limit=f"a divisor of stream.steps ({stream.steps})",
         )
     for section in ("secure_sum", "gcdp"):
         if getattr(spec, section) is not None:
             raise ScenarioError(
-                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] {why}"
+                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] {why}",
+                limit='absent with fleet.connection = "bulk"',
             )
     if spec.faults is not None:
         defaults = FaultsSection()
@@ -1245,18 +1310,21 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
                 raise ScenarioError(
                     f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
                     f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
-                    f"{why}, got {value!r}"
+                    f"{why}, got {value!r}",
+                    limit=f"== {json.dumps(getattr(defaults, name))}",
                 )
     if spec.fleet.state_dir != "auto":
         raise ScenarioError(
             f'{where}fleet.state_dir: bulk gateways keep no device state files; leave it "auto" '
-            f"{why}, got {spec.fleet.state_dir!r}"
+            f"{why}, got {spec.fleet.state_dir!r}",
+            limit='"auto"',
         )
     if not isinstance(source, SyntheticSource):
         kind = "csv" if isinstance(source, CsvSource) else "periodic"
         raise ScenarioError(
             f'{where}source.kind: bulk gateways generate their readings (kind = "synthetic", '
-            f'shape = "sine"), got {kind!r}'
+            f'shape = "sine"), got {kind!r}',
+            limit='"synthetic"',
         )
     synthetic = (("shape", "sine"), ("jitter", 0.0), ("phase", "random"))
     for name, allowed in synthetic:
@@ -1264,7 +1332,8 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
         if value != allowed:
             raise ScenarioError(
                 f"{where}source.{name}: bulk gateways' readings are sines with a random phase "
-                f"per device: only {allowed!r} {why}, got {value!r}"
+                f"per device: only {allowed!r} {why}, got {value!r}",
+                limit=f"== {json.dumps(allowed)}",
             )
 
 
@@ -1275,33 +1344,42 @@ def _check_source_bounds(spec: Scenario, where: str) -> None:
         if src.bounds is not None:
             raise ScenarioError(
                 f"{where}source.bounds: with source.columns each channel has its own "
-                "bounds; give source.column_bounds instead"
+                "bounds; give source.column_bounds instead",
+                limit="absent with source.columns",
             )
         if src.column is not None:
             raise ScenarioError(
-                f"{where}source.column: give either source.column or source.columns, not both"
+                f"{where}source.column: give either source.column or source.columns, not both",
+                limit="absent with source.columns",
             )
         channels = len(src.columns)
         if spec.fleet.devices % channels:
             raise ScenarioError(
                 f"{where}fleet.devices: {spec.fleet.devices} is not a whole number of rooms "
                 f"of {channels} channels (device i = channel i % {channels} of room "
-                f"i // {channels})"
+                f"i // {channels})",
+                limit=f"a multiple of {channels} (len(source.columns))",
             )
         return
     if isinstance(src, CsvSource) and src.column_bounds is not None:
-        raise ScenarioError(f"{where}source.column_bounds: only with source.columns")
+        raise ScenarioError(
+            f"{where}source.column_bounds: only with source.columns", limit="with source.columns"
+        )
     if src.bounds is None:
-        raise ScenarioError(f"{where}source.bounds: required (fixed public [lo, hi])")
+        raise ScenarioError(
+            f"{where}source.bounds: required (fixed public [lo, hi])", limit="required: [lo, hi]"
+        )
     lo, hi = src.bounds
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ScenarioError(
-            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]"
+            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]",
+            limit="finite lo < hi",
         )
     if not math.isfinite(hi - lo):
         raise ScenarioError(
             f"{where}source.bounds: hi - lo overflows to infinity (the width must be "
-            f"finite), got [{lo}, {hi}]"
+            f"finite), got [{lo}, {hi}]",
+            limit="hi - lo finite",
         )
 
 
@@ -1313,30 +1391,35 @@ def _check_mechanism(spec: Scenario, where: str) -> None:
         for name in ("eps", "w"):
             if getattr(stream, name) is None:
                 raise ScenarioError(
-                    f"{where}stream.{name}: required for mechanism {stream.mechanism!r}"
+                    f"{where}stream.{name}: required for mechanism {stream.mechanism!r}",
+                    limit=f"required for mechanism {json.dumps(stream.mechanism)}",
                 )
         _check_plugin(stream.mechanism, stream.eps, stream.w, where)
         if spec.gcdp is not None:
             raise ScenarioError(
                 f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
-                f'the clear; set mechanism = "raw" (got {stream.mechanism!r})'
+                f'the clear; set mechanism = "raw" (got {stream.mechanism!r})',
+                limit='"raw" with [gcdp]',
             )
         return
     if spec.gcdp is None:
         raise ScenarioError(
             f'{where}stream.mechanism: "raw" sends readings unprivatised to the collector; '
-            "it is only allowed with a [gcdp] section, whose central release is accounted"
+            "it is only allowed with a [gcdp] section, whose central release is accounted",
+            limit='not "raw" without [gcdp]',
         )
     for name in ("eps", "w"):
         if getattr(stream, name) is not None:
             raise ScenarioError(
                 f'{where}stream.{name}: mechanism "raw" spends no local budget and has no '
-                "w-event window; remove it (the budget is gcdp.eps_rel)"
+                "w-event window; remove it (the budget is gcdp.eps_rel)",
+                limit='absent with mechanism "raw"',
             )
     if stream.reconstruct != "none":
         raise ScenarioError(
             f"{where}stream.reconstruct: {stream.reconstruct!r} reconstructs LDP reports; "
-            'mechanism "raw" reports are not privatised (use reconstruct = "none")'
+            'mechanism "raw" reports are not privatised (use reconstruct = "none")',
+            limit='"none" with mechanism "raw"',
         )
 
 
@@ -1353,13 +1436,16 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
     try:
         check_mechanism_name(name)
     except ParameterError as error:
-        raise ScenarioError(f"{where}stream.mechanism: {error.reason}") from None
+        raise ScenarioError(
+            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
+        ) from None
     if eps0 < EPS_MIN:  # every mechanism refuses it: name the key the user wrote
         raise ScenarioError(
             f"{where}stream.eps: each report spends stream.eps / stream.w = {eps:g} / {w} = "
             f"{eps0:g}, below {EPS_MIN:g}, the smallest budget per report the mechanisms "
             f"compute without degenerating (p == q or an overflowing estimate); need "
-            f"stream.eps >= {EPS_MIN * w:g} at w = {w}, got {eps!r}"
+            f"stream.eps >= {EPS_MIN * w:g} at w = {w}, got {eps!r}",
+            limit=f">= {EPS_MIN * w:g} (stream.eps / stream.w >= {EPS_MIN:g})",
         )
     try:
         with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
@@ -1367,10 +1453,12 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
             mechanism_in_time(name, eps0)  # a plugin that blocks: refused past a limit
     except ParameterError as error:
         reason = error.reason
+        names = _mechanism_name_rule()
         if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
-            raise ScenarioError(f"{where}stream.mechanism: {reason}{_near_miss(name)}") from None
+            message = f"{where}stream.mechanism: {reason}{_near_miss(name)}"
+            raise ScenarioError(message, limit=names) from None
         if isinstance(error, UnresolvedMechanism):  # no class yet: no budget involved
-            raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
+            raise ScenarioError(f"{where}stream.mechanism: {reason}", limit=names) from None
         if f"refused eps = {eps0:g}" in reason:
             reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
         else:
@@ -1378,7 +1466,41 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
                 f" (checked at the budget of one report, stream.eps / stream.w = {eps:g} / {w}"
                 f" = {eps0:g})"
             )
-        raise ScenarioError(f"{where}stream.mechanism: {reason}") from None
+        limit = f"a mechanism that accepts eps0 = stream.eps / stream.w = {eps0:g}"
+        raise ScenarioError(f"{where}stream.mechanism: {reason}", limit=limit) from None
+
+
+def _mechanism_name_rule() -> str:
+    """The accepted mechanism names, as a limit."""
+    from ldpfleet.protocol.mechanisms import STREAM_MECHANISMS
+
+    return (
+        f"one of {', '.join(json.dumps(m) for m in STREAM_MECHANISMS)}, "
+        '"package.module:Class" or an ldpfleet.mechanisms entry point'
+    )
+
+
+def _reconstruct_rule(mechanism: str) -> str:
+    """The ``stream.reconstruct`` values that can read ``mechanism``'s reports, as a limit."""
+    options = typing.get_args(_field_type(StreamSection, "reconstruct")[0])
+    allowed = [option for option in options if compatible(option, mechanism)]
+    return f"one of {', '.join(json.dumps(option) for option in allowed)}"
+
+
+# what a source setting must be when the data refuses it (``SourceError.field``)
+_SOURCE_RULES = {
+    "source.path": "an existing, readable data file",
+    "source.column": "a numeric column of the file",
+    "source.columns": "numeric columns of the file",
+}
+
+
+def _source_rule(owner: type, field: str | None) -> str:
+    """The limit of a ``SourceError`` naming ``field`` (a source setting)."""
+    if field in _SOURCE_RULES:
+        return _SOURCE_RULES[field]
+    name = (field or "").removeprefix("source.")
+    return _schema_rule(owner, name) or "readable data matching the [source] settings"
 
 
 def _near_miss(name: str) -> str:
@@ -1410,35 +1532,42 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}source.kind: [gcdp] calibrates on a data file laid out like the fleet: "
             'needs kind = "csv" (layout = "column": a column per channel, or "rows": a row '
-            "per node)"
+            "per node)",
+            limit='"csv" with [gcdp]',
         )
     if spec.fleet.devices > MAX_RELEASE:
         raise ScenarioError(
             f"{where}fleet.devices: a GC-DP release has one coordinate per device, at most "
-            f"{MAX_RELEASE}; got {spec.fleet.devices}"
+            f"{MAX_RELEASE}; got {spec.fleet.devices}",
+            limit=f"<= {MAX_RELEASE} with [gcdp]",
         )
     if spec.stream.steps < section.window:
         raise ScenarioError(
             f"{where}gcdp.window: {section.window} exceeds stream.steps ({spec.stream.steps}); "
-            "no window would be released"
+            "no window would be released",
+            limit=f"<= stream.steps ({spec.stream.steps})",
         )
     if section.utility_column is not None and spec.source.missing == "drop":
         raise ScenarioError(
             f'{where}source.missing: "drop" removes the calibration file\'s time steps with a '
             "gap from the channels but not from gcdp.utility_column's labels, which would no "
-            'longer line up; use "previous" or "interpolate"'
+            'longer line up; use "previous" or "interpolate"',
+            limit='one of "refuse", "previous", "interpolate" with gcdp.utility_column',
         )
     try:
         calibration = loaded.calibration_spec()
     except SourceError as error:  # the file itself, or a setting of the fleet's source
         whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
-        raise ScenarioError(f"{where}gcdp.calibration_path: {error.reason}{whose}") from None
+        raise ScenarioError(
+            f"{where}gcdp.calibration_path: {error.reason}{whose}",
+            limit="a readable data file laid out like the fleet's source",
+        ) from None
     source_path = resolve_data_path(spec.source.path, loaded.path)  # as the devices read it
     for field, path in (("source.path", source_path), ("gcdp.calibration_path", calibration.path)):
         try:  # windows are consecutive records: a shuffled file averaged unrelated minutes
             check_date_order(path)
         except ValueError as error:
-            raise ScenarioError(f"{where}{field}: {error}") from None
+            raise ScenarioError(f"{where}{field}: {error}", limit="records in date order") from None
     if spec.source.layout == "rows":
         _check_gcdp_rows(loaded, calibration, where)
     names, _ = table_columns(calibration.path, calibration.header)
@@ -1448,12 +1577,14 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         raise ScenarioError(
             f"{where}gcdp.calibration_steps: {calibration.path} holds {records} records "
             f"(time steps) per node; more would replay them again, adding nothing but memory "
-            f"(devices x steps values): need at most {records}, got {length}"
+            f"(devices x steps values): need at most {records}, got {length}",
+            limit=f"<= {records} (the calibration file's records)",
         )
     if length < max(section.window, 8):
         raise ScenarioError(
             f"{where}gcdp.calibration_steps: need at least max(window, 8) = "
-            f"{max(section.window, 8)} calibration records, got {length}"
+            f"{max(section.window, 8)} calibration records, got {length}",
+            limit=f">= max(window, 8) = {max(section.window, 8)}",
         )
     if section.utility_column is not None and section.utility_column not in names:
         dropped = dropped_columns(calibration.path, calibration.header)
@@ -1462,11 +1593,13 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             raise ScenarioError(
                 f"{where}gcdp.utility_column: {section.utility_column!r} of "
                 f"{calibration.path} holds {value!r} on line {line}: the labels must be the "
-                "numbers 0 and 1 (recode the column)"
+                "numbers 0 and 1 (recode the column)",
+                limit="a column of the numbers 0 and 1",
             )
         raise ScenarioError(
             f"{where}gcdp.utility_column: {section.utility_column!r} is not a column of "
-            f"{calibration.path} (columns: {', '.join(names)})"
+            f"{calibration.path} (columns: {', '.join(names)})",
+            limit=f"one of {', '.join(json.dumps(n) for n in names)}",
         )
     if section.utility_column is not None:
         try:  # every value of the label column must be a number (the others' are checked)
@@ -1481,7 +1614,10 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
                     "filled (source.missing applies to the channels): give every "
                     "calibration row its label, or remove the row from the file"
                 )
-            raise ScenarioError(f"{where}gcdp.utility_column: {reason}") from None
+            raise ScenarioError(
+                f"{where}gcdp.utility_column: {reason}",
+                limit="a column of the numbers 0 and 1, on every row",
+            ) from None
 
 
 def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -> None:
@@ -1495,12 +1631,14 @@ def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -
         raise ScenarioError(
             f'{where}gcdp.utility_column: a "rows" file (a row per node) has no label column '
             f"lined up with its time steps; got {section.utility_column!r}: leave it unset "
-            '(mu = 1) or use layout = "column" with the labels as a column'
+            '(mu = 1) or use layout = "column" with the labels as a column',
+            limit='unset with source.layout = "rows"',
         )
     if section.calibration_stride:
         raise ScenarioError(
             f'{where}gcdp.calibration_stride: the "rows" layout replays each row from its '
-            f"first value, so a stride would be ignored; need 0, got {section.calibration_stride}"
+            f"first value, so a stride would be ignored; need 0, got {section.calibration_stride}",
+            limit='0 with source.layout = "rows"',
         )
     source = loaded.source_spec()
     for field, spec in (("source.path", source), ("gcdp.calibration_path", calibration)):
@@ -1510,7 +1648,8 @@ def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -
             raise ScenarioError(
                 f'{where}{field}: {spec.path} has {rows} rows and the "rows" layout makes '
                 f"row i node i, so at most {rows} devices (a device past the last row would "
-                f"replay another node's row); got fleet.devices = {devices}"
+                f"replay another node's row); got fleet.devices = {devices}",
+                limit=f"fleet.devices <= {rows} (the file's rows)",
             )
         _refuse_sensor_ids(spec, min(rows, devices), f"{where}{field}")
 
@@ -1535,7 +1674,8 @@ def _refuse_sensor_ids(spec: CsvSpec, rows: int, where: str) -> None:
             f"{where}: the first column of {spec.path} holds {start}, {start + 1}, ..., "
             f'{start + rows - 1} down its first {rows} rows: a sensor id, which the "rows" '
             "layout would replay as each node's first reading; remove it (for a "
-            "comma-separated file: cut -d, -f2- FILE > NEW)"
+            "comma-separated file: cut -d, -f2- FILE > NEW)",
+            limit="no sensor-id column",
         )
     records = replay_cycles(spec, 1)["records"]
     start = numbered([float(v) for v in csv_stream(spec, 0, rows, records)[0]])
@@ -1544,7 +1684,8 @@ def _refuse_sensor_ids(spec: CsvSpec, rows: int, where: str) -> None:
             f"{where}: the first line of {spec.path} holds {start}, {start + 1}, ..., "
             f"{start + records - 1}: a header of time-step numbers, read as data (node 0's "
             "readings); remove the line, or set source.header = true, which applies to "
-            "gcdp.calibration_path too (both files then need the header line)"
+            "gcdp.calibration_path too (both files then need the header line)",
+            limit="no line of time-step numbers read as data",
         )
 
 
@@ -1552,7 +1693,11 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
     """A CADR-LDP scenario: [graph] and [cadr], none of the stream sections."""
     spec = loaded.spec
     if spec.graph is None or spec.cadr is None:
-        raise ScenarioError(f"{where}a CADR-LDP scenario needs both [graph] and [cadr]")
+        raise ScenarioError(
+            f"{where}a CADR-LDP scenario needs both [graph] and [cadr]",
+            field="graph" if spec.graph is None else "cadr",
+            limit="required: [graph] and [cadr]",
+        )
     stream_only = ("fleet", "stream", "source", "secure_sum", "faults", "gcdp")
     extra = [name for name in stream_only if getattr(spec, name)]
     if spec.cpr != CprSection():  # [cpr] has defaults: set keys are what a user wrote
@@ -1560,7 +1705,8 @@ def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
     if extra:
         raise ScenarioError(
             f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph and it runs no "
-            f"stream stage; remove [{extra[0]}] (it would be ignored)"
+            f"stream stage; remove [{extra[0]}] (it would be ignored)",
+            limit="absent in a CADR-LDP scenario",
         )
     _check_graph_source(loaded, where)
     return loaded
@@ -1583,12 +1729,24 @@ def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
     else:
         problem = None
     if problem is not None:
-        raise ScenarioError(f"{where}graph.source: {problem}")
+        raise ScenarioError(f"{where}graph.source: {problem}", limit=graph_source_rule())
     nodes = functools.cache(lambda: graph_nodes(source, resolved))  # loaded at most once
     for check in (cadr_budget_problem, cadr_theta_problem):
         problem = check(loaded.spec.cadr, nodes)
         if problem is not None:
-            raise ScenarioError(f"{where}{problem}")
+            name = problem.split(":", 1)[0].removeprefix("cadr.")
+            limit = _schema_rule(CadrSection, name) or "the run's budget check"
+            cadr = loaded.spec.cadr
+            if name == "eps" and check is cadr_budget_problem:  # the θ search's floor
+                floor = theta_search_min_eps(cadr.alpha)
+                limit = f">= theta_search_min_eps(alpha) = {floor} (with a θ search)"
+            elif name == "theta":
+                limit = (
+                    '"auto-dev" or an integer with pipeline = "dp"'
+                    if cadr.theta == "auto-sum"
+                    else "<= the degree bound D"
+                )
+            raise ScenarioError(f"{where}{problem}", limit=limit)
 
 
 def _builtin_near_miss(path: Path) -> str:
@@ -1610,12 +1768,18 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     if not path.exists():
         raise ScenarioError(
             f"scenario file {path} does not exist{_builtin_near_miss(path)} (`ldpfleet "
-            "scenarios` lists the built-in ones, which run by name: `ldpfleet run quickstart`)"
+            "scenarios` lists the built-in ones, which run by name: `ldpfleet run quickstart`)",
+            limit="an existing file or a built-in scenario's name",
         )
     if not path.is_file():
-        raise ScenarioError(f"{path} is a directory, not a scenario file (a .toml file)")
+        raise ScenarioError(
+            f"{path} is a directory, not a scenario file (a .toml file)",
+            limit="a file, not a directory",
+        )
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows) dropped
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"scenario file {path} cannot be read: {exc}") from None
+        raise ScenarioError(
+            f"scenario file {path} cannot be read: {exc}", limit="a readable UTF-8 file"
+        ) from None
     return parse_scenario(text, path)

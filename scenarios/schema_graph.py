@@ -60,6 +60,19 @@ def generator_refusal(error) -> str:
     return f"{error.field} {reason}"
 
 
+def graph_source_rule() -> str:
+    """What ``[graph] source`` must be, as a ``ScenarioError.limit``: a built-in graph's
+    name, a generator spec within its limits, or an edge-list file."""
+    import json
+
+    from ldpfleet.devices.graphs import GENERATORS, NAMED_GRAPHS
+
+    return (
+        f"one of {', '.join(json.dumps(g) for g in NAMED_GRAPHS)}, a generator spec "
+        f"kind:n=N,... ({', '.join(GENERATORS)}) within its limits, or an edge-list file"
+    )
+
+
 def missing_source_problem(source: str, resolved: Path) -> str | None:
     """Why ``source`` (neither a built-in graph nor a generator) names no graph: the file
     ``resolved`` does not exist. A near miss of a generator kind or a built-in name (before

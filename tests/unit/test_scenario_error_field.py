@@ -125,7 +125,7 @@ def test_errors_without_a_key_or_with_a_missing_section(text):
 def test_a_missing_file_names_no_field(tmp_path):
     with pytest.raises(ScenarioError) as info:
         ldpfleet.load_scenario(tmp_path / "nothing.toml")
-    assert info.value.field is None and info.value.limit is None
+    assert info.value.field is None  # its limit: tests/unit/test_scenario_error_limit.py
 
 
 def test_the_attributes_can_be_given():
