@@ -159,8 +159,9 @@ def _validation_limit(reason: str, explained: str) -> str:
         valid = re.search(r"; (?:did you mean `[^`]*`\? )?valid: (.*?) \(docs/", explained)
         return f"one of {valid.group(1)}" if valid else "a key inside its [section]"
     expected = re.search(r"Expected `([^`]*)`", reason)
-    if expected is not None:
-        return f"type {expected.group(1)}"
+    if expected is not None:  # TOML's names for msgspec's object and array
+        kind = expected.group(1).removesuffix(" | null")  # an optional section or key
+        return {"object": "a table ([section])", "array": "an array"}.get(kind, f"type {kind}")
     return "the schema's type (docs/scenario-reference.md)"
 
 
@@ -1154,7 +1155,7 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
     try:
         loaded.stream_config("check")
     except ParameterError as error:
-        limit = _schema_rule(StreamSection, error.field) or BOUNDS_RULE  # else: bounds
+        limit = _stream_rule(error.field)
         raise ScenarioError(f"{where}stream.{error.field}: {error.reason}", limit=limit) from None
     _check_collector(spec.collector, where)
     cpr = spec.cpr
@@ -1478,6 +1479,16 @@ def _mechanism_name_rule() -> str:
         f"one of {', '.join(json.dumps(m) for m in STREAM_MECHANISMS)}, "
         '"package.module:Class" or an ldpfleet.mechanisms entry point'
     )
+
+
+def _stream_rule(field: str | None) -> str:
+    """The limit of a ``StreamConfig`` refusal naming ``field``."""
+    if field == "bounds":
+        return BOUNDS_RULE
+    if field == "mechanism":
+        return _mechanism_name_rule()
+    rule = _schema_rule(StreamSection, field) if field else None
+    return rule or "the stream stage's rule (protocol.stream.StreamConfig)"
 
 
 def _reconstruct_rule(mechanism: str) -> str:

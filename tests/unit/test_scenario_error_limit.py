@@ -341,3 +341,11 @@ def test_the_limit_of_named_rules():
         with pytest.raises(ScenarioError) as info:
             parse_scenario(_changed("quick", changes))
         assert part in info.value.limit, info.value.limit
+
+
+def test_the_limit_of_a_type_error_uses_tomls_words():
+    for prefix, limit in (("faults = 3\n", "a table ([section])"), ("", "type int")):
+        text = prefix + _changed("quick", {} if prefix else {"scenario.seed": "x"})
+        with pytest.raises(ScenarioError) as info:
+            parse_scenario(text)
+        assert info.value.limit == limit, str(info.value)
