@@ -48,7 +48,8 @@ def parse_scenario(
         raise ScenarioError(
             "parse_scenario takes the scenario's TOML text (a str) or a dict of its "
             f"sections, got {type(scenario).__name__} {scenario!r:.60}; for a file or a "
-            "built-in name use load_scenario(path_or_name)"
+            "built-in name use load_scenario(path_or_name)",
+            limit="TOML text (a str) or a dict of sections",
         )
     return parse_text(scenario, anchor)
 
@@ -71,12 +72,14 @@ def load_scenario(path: str | os.PathLike) -> LoadedScenario:
     if isinstance(path, Mapping):
         raise ScenarioError(
             "load_scenario takes a path or a built-in scenario's name; a dict of sections "
-            "goes to parse_scenario(sections)"
+            "goes to parse_scenario(sections)",
+            limit="a path (str or Path) or a built-in scenario's name",
         )
     if not isinstance(path, str | os.PathLike) or str(path) == "":
         raise ScenarioError(
             "load_scenario takes a path to a scenario file (str or Path) or a built-in "
-            f"scenario's name, got {type(path).__name__} {path!r:.60}"
+            f"scenario's name, got {type(path).__name__} {path!r:.60}",
+            limit="a path (str or Path) or a built-in scenario's name",
         )
     return load_file(Path(path).expanduser() if str(path)[:1] == "~" else path)
 
@@ -101,7 +104,12 @@ def _table(table: Mapping[str, Any], prefix: str, lines: list[str]) -> None:
             subtables.append((key, value))
             continue
         if not prefix:  # a top-level key that is not a section
-            _refuse(where, value, "must be a table of keys (a dict), as every section is")
+            _refuse(
+                where,
+                value,
+                "must be a table of keys (a dict), as every section is",
+                limit="a table of keys (a dict)",
+            )
         lines.append(f"{_bare_or_quoted(key)} = {_value(value, where)}")
     for key, value in subtables:
         lines.append("")
@@ -111,7 +119,7 @@ def _table(table: Mapping[str, Any], prefix: str, lines: list[str]) -> None:
 
 def _check_key(key: object, where: str) -> None:
     if not isinstance(key, str) or not key:
-        _refuse(where, key, "a key must be a non-empty str")
+        _refuse(where, key, "a key must be a non-empty str", limit="a non-empty str")
 
 
 def _bare_or_quoted(key: str) -> str:
@@ -151,7 +159,12 @@ def _value(value: Any, where: str) -> str:
     if isinstance(value, Mapping):  # inside an array: an inline table
         items = [f"{_bare_or_quoted(k)} = {_value(v, f'{where}.{k}')}" for k, v in value.items()]
         return "{" + ", ".join(items) + "}"
-    _refuse(where, value, "TOML holds str, int, float, bool, lists and tables only")
+    _refuse(
+        where,
+        value,
+        "TOML holds str, int, float, bool, lists and tables only",
+        limit="a str, int, float, bool, list or table",
+    )
     raise AssertionError  # unreachable: _refuse raises
 
 
@@ -170,14 +183,20 @@ def _mechanism_name(value: object, where: str) -> str:
     try:
         return class_import_path(value)
     except ParameterError as error:
-        raise ScenarioError(f"{where}: {error.reason}", field=where or None, value=value) from None
+        raise ScenarioError(
+            f"{where}: {error.reason}",
+            field=where or None,
+            value=value,
+            limit="a module-level mechanism class (module:Class)",
+        ) from None
 
 
-def _refuse(where: str, value: object, why: str) -> None:
+def _refuse(where: str, value: object, why: str, *, limit: str) -> None:
     from ldpfleet.scenarios.schema import ScenarioError
 
     raise ScenarioError(
         f"{where}: {value!r:.60} ({type(value).__name__}) is not a value: {why}",
         field=where or None,
         value=value,
+        limit=limit,
     )

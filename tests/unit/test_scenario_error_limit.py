@@ -19,6 +19,7 @@ from ldpfleet.scenarios import cadr_run, schema
 from ldpfleet.scenarios.schema import ScenarioError, load_scenario, parse_scenario
 
 import ldpfleet
+from ldpfleet import scenario_dict
 from ldpfleet.scenario_dict import scenario_toml
 
 
@@ -325,7 +326,7 @@ def _scenario_errors_without_limit(module) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize("module", [schema, cadr_run], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [schema, cadr_run, scenario_dict], ids=lambda m: m.__name__)
 def test_every_refusal_of_the_schema_passes_a_limit(module):
     assert _scenario_errors_without_limit(module) == []
 
@@ -349,3 +350,24 @@ def test_the_limit_of_a_type_error_uses_tomls_words():
         with pytest.raises(ScenarioError) as info:
             parse_scenario(text)
         assert info.value.limit == limit, str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument", "field"),
+    [
+        (ldpfleet.parse_scenario, 3, None),
+        (ldpfleet.parse_scenario, {"scenario": 3}, "scenario"),
+        (ldpfleet.parse_scenario, {"scenario": {"name": 1j}}, "scenario.name"),
+        (ldpfleet.parse_scenario, {"scenario": {"": 1}}, "scenario."),  # as it was
+        (ldpfleet.load_scenario, {"scenario": {}}, None),
+        (ldpfleet.load_scenario, 3, None),
+    ],
+    ids=["not-text", "section", "value", "key", "load-dict", "load-int"],
+)
+def test_the_dict_api_states_its_limit(call, argument, field):
+    """The public API's own refusals (``ldpfleet.scenario_dict``: a dict TOML cannot
+    hold, an argument of the wrong type)."""
+    with pytest.raises(ScenarioError) as info:
+        call(argument)
+    assert info.value.field == field, str(info.value)
+    assert isinstance(info.value.limit, str) and info.value.limit.strip(), str(info.value)
