@@ -62,6 +62,9 @@ _EXTRACT_OUTER = hashlib.sha256(bytes(b ^ 0x5C for b in _HKDF_NO_SALT.ljust(64, 
 # call was ~2.5 of the ~13 µs a one-word mask costs (a device expands one mask per
 # neighbour plus its self mask every round).
 _ZERO_IV_CTR = modes.CTR(bytes(16))
+# ``algorithms`` is a module wrapped for deprecation warnings: every attribute read runs a
+# Python ``__getattr__``; the class is read once here
+_AES = algorithms.AES
 
 
 @dataclass(frozen=True)
@@ -229,7 +232,7 @@ def prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
     _check_nonneg_int(length, "length")
     if isinstance(bits, bool) or bits not in (32, 64):
         raise ParameterError(f"must be 32 or 64, got {bits!r}", field="bits")
-    encryptor = Cipher(algorithms.AES(key), _ZERO_IV_CTR).encryptor()
+    encryptor = Cipher(_AES(key), _ZERO_IV_CTR).encryptor()
     width = bits // 8
     # The keystream is written straight into the array the caller gets (``update_into``
     # wants block_size - 1 spare bytes: one extra block of words), from a shared zero
