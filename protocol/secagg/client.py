@@ -116,6 +116,18 @@ def apply_pairwise(total: np.ndarray, mask: np.ndarray, *, u: int, v: int, bits:
     return add_mod(total, mask, bits) if u > v else sub_mod(total, mask, bits)
 
 
+def add_pairwise_into(total: np.ndarray, mask: np.ndarray, *, u: int, v: int) -> None:
+    """``total += sign(u, v) * mask`` mod 2^64 in place (``apply_pairwise`` without a new
+    array per mask): ``total`` is a uint64 array its caller owns; a 32-bit sum is reduced
+    once at the end (``low_bits``), which gives what reducing after every step gives."""
+    (np.add if u > v else np.subtract)(total, mask, out=total)
+
+
+def low_bits(total: np.ndarray, bits: int) -> np.ndarray:
+    """A uint64 sum accumulated mod 2^64, reduced mod 2^bits."""
+    return total if bits == 64 else total & np.uint64(0xFFFFFFFF)
+
+
 def pack_vector(values: np.ndarray, bits: int) -> bytes:
     """Words mod 2^bits as packed little-endian bytes (``bits / 8`` bytes each)."""
     return np.asarray(values, dtype=np.uint64).astype(_wire_dtype(bits)).tobytes()
@@ -589,7 +601,8 @@ class SecAggClient(Machine):
         setup = self._setup()
         assert self._fixed_point is not None and self._seed is not None
         u, bits = setup.label, setup.bits
-        y = add_mod(self._fixed_point.encode(self._x), self_mask(self._seed, setup.dim, bits), bits)
+        y = self._fixed_point.encode(self._x)  # a fresh uint64 array: summed into in place
+        np.add(y, self_mask(self._seed, setup.dim, bits), out=y)
         s_private = self._keys().s.agreement_key()
         for v in sorted(self._completed):
             shared = self._agree(s_private, self._neighbours[v].s_public, v)
@@ -603,8 +616,8 @@ class SecAggClient(Machine):
                 dim=setup.dim,
                 bits=bits,
             )
-            y = apply_pairwise(y, mask, u=u, v=v, bits=bits)
-        return y
+            add_pairwise_into(y, mask, u=u, v=v)
+        return low_bits(y, bits)
 
     # ---- stage 3: ConsistencyCheck (active mode) -------------------------------------------
 

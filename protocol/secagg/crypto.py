@@ -31,6 +31,7 @@ module-level RNG exists.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 from collections.abc import Callable
@@ -53,10 +54,17 @@ SIGNATURE_BYTES = 64
 INFO_PREFIX = b"ldpfleet/secagg/v1/"
 PURPOSES = frozenset({"mask", "enc"})
 _HKDF_NO_SALT = bytes(32)  # RFC 5869: no salt = HashLen (SHA-256: 32) zero bytes
+# HMAC-SHA256 keyed with that salt (a public constant), its ipad and opad blocks hashed
+# once: the key zero-padded to the 64-byte block, XORed with 0x36 / 0x5c (RFC 2104)
+_EXTRACT_INNER = hashlib.sha256(bytes(b ^ 0x36 for b in _HKDF_NO_SALT.ljust(64, b"\0")))
+_EXTRACT_OUTER = hashlib.sha256(bytes(b ^ 0x5C for b in _HKDF_NO_SALT.ljust(64, b"\0")))
 # One immutable mode object for every mask (it only holds the zero IV): building it per
 # call was ~2.5 of the ~13 µs a one-word mask costs (a device expands one mask per
 # neighbour plus its self mask every round).
 _ZERO_IV_CTR = modes.CTR(bytes(16))
+# ``algorithms`` is a module wrapped for deprecation warnings: every attribute read runs a
+# Python ``__getattr__``; the class is read once here
+_AES = algorithms.AES
 
 
 @dataclass(frozen=True)
@@ -172,12 +180,24 @@ def derive_key(
     _check_nonneg_int(b, "b")
     lo, hi = min(a, b), max(a, b)
     info = INFO_PREFIX + f"{purpose}/{run}/{session}/{round}/{lo}/{hi}".encode()
-    # RFC 5869 written out with the standard library's one-shot HMAC: no salt means a salt
-    # of HashLen zero bytes; 32 bytes of output are the first block, T(1) = HMAC(PRK, info
-    # || 0x01). Bit for bit ``cryptography``'s HKDF (tested), at a third of its cost (the
-    # ego-Facebook fleet derives ~200,000 keys in its θ search).
-    prk = hmac.digest(_HKDF_NO_SALT, shared, "sha256")
-    return hmac.digest(prk, info + b"\x01", "sha256")
+    # RFC 5869 written out with the standard library: no salt means a salt of HashLen zero
+    # bytes (``_hkdf_extract``: PRK = HMAC(salt, shared)); 32 bytes of output are the
+    # first block, T(1) = HMAC(PRK, info || 0x01). Bit for bit ``cryptography``'s HKDF
+    # (tested), and cheaper (the ego-Facebook fleet derives ~200,000 keys in its θ search;
+    # on 2026-12-05 here: this 6.8 us, two ``hmac.digest`` 9.2 us, ``cryptography`` 8.6 us).
+    return hmac.digest(_hkdf_extract(shared), info + b"\x01", "sha256")
+
+
+def _hkdf_extract(shared: bytes) -> bytes:
+    """HKDF-Extract with no salt: PRK = HMAC-SHA256(key = 32 zero bytes, ``shared``),
+    from the two SHA-256 states of that public key hashed once at import (RFC 2104:
+    H((K ^ opad) || H((K ^ ipad) || m))); bit for bit ``hmac.digest`` (tested), at about
+    a third of its cost (OpenSSL's one-shot HMAC sets up its key every call)."""
+    inner = _EXTRACT_INNER.copy()
+    inner.update(shared)
+    outer = _EXTRACT_OUTER.copy()
+    outer.update(inner.digest())
+    return outer.digest()
 
 
 def encrypt(
@@ -212,11 +232,28 @@ def prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
     _check_nonneg_int(length, "length")
     if isinstance(bits, bool) or bits not in (32, 64):
         raise ParameterError(f"must be 32 or 64, got {bits!r}", field="bits")
-    encryptor = Cipher(algorithms.AES(key), _ZERO_IV_CTR).encryptor()
-    stream = encryptor.update(bytes(length * (bits // 8)))  # CTR: finalize() adds nothing
-    dtype = np.dtype("<u8") if bits == 64 else np.dtype("<u4")
+    encryptor = Cipher(_AES(key), _ZERO_IV_CTR).encryptor()
+    width = bits // 8
+    # The keystream is written straight into the array the caller gets (``update_into``
+    # wants block_size - 1 spare bytes: one extra block of words), from a shared zero
+    # buffer: no zero ``bytes`` per call and no copy from the keystream's ``bytes`` into
+    # the array (~20 of ~77 us for 10,000 words). CTR: finalize() adds nothing.
+    words = np.empty(length + 16 // width, dtype=np.dtype("<u8") if bits == 64 else np.dtype("<u4"))
+    encryptor.update_into(_zeros(length * width), memoryview(words).cast("B"))
+    mask = words[:length]
     native = np.uint64 if bits == 64 else np.uint32
-    return np.frombuffer(stream, dtype=dtype).astype(native)
+    return mask if mask.dtype == native else mask.astype(native)
+
+
+_ZEROS = bytes(0)
+
+
+def _zeros(nbytes: int) -> memoryview:
+    """``nbytes`` zero bytes (a view of one shared, immutable buffer grown on demand)."""
+    global _ZEROS
+    if len(_ZEROS) < nbytes:
+        _ZEROS = bytes(nbytes)
+    return memoryview(_ZEROS)[:nbytes]
 
 
 def signing_keypair(random_bytes: RandomBytes = os.urandom) -> KeyPair:

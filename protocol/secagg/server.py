@@ -97,8 +97,14 @@ from ldpfleet.protocol.messages import Message
 from ldpfleet.protocol.secagg import active as signing
 from ldpfleet.protocol.secagg import crypto, shamir
 from ldpfleet.protocol.secagg import graph as graphs
-from ldpfleet.protocol.secagg.client import apply_pairwise, pairwise_mask, self_mask, unpack_vector
-from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from ldpfleet.protocol.secagg.client import (
+    add_pairwise_into,
+    low_bits,
+    pairwise_mask,
+    self_mask,
+    unpack_vector,
+)
+from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import (
     MAX_DIM,
     MAX_PARTICIPANTS,
@@ -1004,12 +1010,12 @@ class SecAggServer(PeerFacingMachine):
         """Σ_{u∈U3} y_u − PRG(b_u), minus every pairwise mask a survivor shares with a
         dropped device; the masks between two survivors cancel by themselves."""
         bits = self.bits
-        total = np.zeros(self.dim, dtype=np.uint64)
+        total = np.zeros(self.dim, dtype=np.uint64)  # summed into in place, mod 2^64
         for u, seed in seeds.items():
             masked = self._replies["masked"][u]
             assert isinstance(masked, SaMasked)
-            total = add_mod(total, unpack_vector(masked.masked, self.dim, bits), bits)
-            total = sub_mod(total, self_mask(seed, self.dim, bits), bits)
+            np.add(total, unpack_vector(masked.masked, self.dim, bits), out=total)
+            np.subtract(total, self_mask(seed, self.dim, bits), out=total)
         for v, private in mask_keys.items():
             for u in sorted(self.neighbours[v] & self.u3):
                 s_public = self._advertised(u).s_public
@@ -1023,8 +1029,8 @@ class SecAggServer(PeerFacingMachine):
                     dim=self.dim,
                     bits=bits,
                 )
-                total = apply_pairwise(total, mask, u=v, v=u, bits=bits)  # −sign(u, v)·mask
-        return total
+                add_pairwise_into(total, mask, u=v, v=u)  # −sign(u, v)·mask
+        return low_bits(total, bits)
 
     # ---- abort and exclusion ------------------------------------------------------------
 
