@@ -83,6 +83,41 @@ def check_survivors(devices: int, dropout: float, neighbors: int | None, full: b
     graphs.check_dropout_survivors(dropout, devices, threshold, why)
 
 
+ABORT_WARNING_ABOVE = 0.01  # a warning when more than 1 % of such sessions may abort
+
+
+def abort_risk(devices: int, dropout: float, neighbors: int | None, full: bool) -> dict:
+    """The share of sessions that may abort for want of live share holders when
+    ``round(dropout * devices)`` random devices drop after sharing
+    (``graphs.abort_probability_bound``), and a ``warnings`` sentence when it is above
+    ``ABORT_WARNING_ABOVE`` naming the smallest odd ``--neighbors`` that keeps it below
+    (else no sentence). Empty for a degree the session refuses itself."""
+    degree = session_degree(devices, neighbors, full)
+    if degree is None:
+        return {}
+    dropping = round(dropout * devices)
+    threshold = graphs.default_threshold(degree + 1)
+    bound = graphs.abort_probability_bound(devices, degree, threshold, dropping)
+    risk: dict = {"abort_probability_at_most": float(f"{bound:.3g}"), "warnings": []}
+    if bound > ABORT_WARNING_ABOVE:
+        advice = ""
+        for larger in range(degree + 1, devices):
+            if larger % 2 == 1 or larger == devices - 1:
+                t = graphs.default_threshold(larger + 1)
+                if (
+                    graphs.abort_probability_bound(devices, larger, t, dropping)
+                    <= ABORT_WARNING_ABOVE
+                ):
+                    advice = f"; --neighbors {larger} keeps it below {ABORT_WARNING_ABOVE:.0%}"
+                    break
+        risk["warnings"] = [
+            f"with {degree} neighbours (t = {threshold}) and {dropping} of {devices} devices "
+            f"dropping, up to {bound:.1%} of sessions abort before unmasking "
+            f"(a device left with fewer than t live share holders: the protocol's rule){advice}"
+        ]
+    return risk
+
+
 async def bench_secagg(
     devices: int,
     dim: int,
@@ -152,6 +187,7 @@ async def bench_secagg(
         "seconds": round(wall, 3),
         "connect_seconds": round(connect_seconds, 3),
         **_traffic(agents, result),
+        **abort_risk(devices, dropout, neighbors, full),
     }
 
 

@@ -2217,6 +2217,7 @@ def bench_secagg_command(
                 )
             )
     print(json.dumps(result))
+    _print_warnings(result)  # stderr: stdout stays the JSON
     if result["aborted"]:
         _fail(
             f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "

@@ -38,6 +38,16 @@ Theory of operation:
   holders to learn both, and 2t > holders makes that impossible. In the odd/odd Harary
   case compute t from the largest neighbourhood; the node of degree k - 1 then still has
   at least t holders for k >= 3. Dropout tolerance: holders - t holders of a device may drop.
+- ``abort_probability_bound(devices, degree, threshold, dropping)``: on the SecAgg+ graph
+  (random labels) the dropping devices sit at uniformly random positions, so the number of
+  dropped neighbours of one device is hypergeometric; a survivor is unmaskable while at most
+  ``degree + 1 - t`` of its neighbours dropped (it holds a share of its own), a dropped device
+  while at most ``degree - t`` did. The union bound over the devices is an upper bound on
+  the probability that the session aborts for want of holders (within a factor 2 where
+  measured: one cluster of dropped devices fails a dropped device and a survivor at once;
+  200 devices, K = 11, t = 7, 20 dropping: bound 5.9 %, sampled 3.5 %). It counts every
+  device at ``degree`` neighbours (the one node of degree k - 1 on an odd/odd Harary graph
+  is not counted apart).
 """
 
 from __future__ import annotations
@@ -157,6 +167,46 @@ def default_threshold(degree: int) -> int:
     """
     degree = _check_int(degree, "degree", 1)
     return degree // 2 + 1
+
+
+def abort_probability_bound(devices: int, degree: int, threshold: int, dropping: int) -> float:
+    """At most this share of sessions abort before unmasking because some device keeps
+    fewer than ``threshold`` live share holders, when ``dropping`` of ``devices`` devices
+    (uniformly random positions of the SecAgg+ graph of ``degree``; a full graph has
+    ``degree = devices - 1``) drop after sharing (module docstring: a union bound over the
+    devices of hypergeometric tails, exact integer arithmetic)."""
+    devices = _check_int(devices, "devices", 2)
+    degree = _check_int(degree, "degree", 1)
+    threshold = _check_int(threshold, "threshold", 1)
+    dropping = _check_int(dropping, "dropping", 0)
+    if degree > devices - 1 or dropping > devices:
+        raise ParameterError(
+            f"need degree <= devices - 1 = {devices - 1} and dropping <= devices = {devices}, "
+            f"got degree {degree}, dropping {dropping}",
+            field="degree" if degree > devices - 1 else "dropping",
+        )
+    others = devices - 1
+    survivors = devices - dropping
+    total = 0.0
+    if survivors:  # a survivor: `dropping` dropped among the `others`
+        total += survivors * _tail(others, dropping, degree, degree + 1 - threshold)
+    if dropping:  # a dropped device: the other `dropping - 1` among the `others`
+        total += dropping * _tail(others, dropping - 1, degree, degree - threshold)
+    return min(1.0, total)
+
+
+def _tail(population: int, marked: int, draws: int, allowed: int) -> float:
+    """P(more than ``allowed`` of ``draws`` drawn without replacement are marked)."""
+    from math import comb
+
+    if allowed < 0:
+        return 1.0
+    ways = comb(population, draws)
+    bad = sum(
+        comb(marked, j) * comb(population - marked, draws - j)
+        for j in range(allowed + 1, min(marked, draws) + 1)
+    )
+    return bad / ways
 
 
 def check_dropout_survivors(dropout: float, devices: int, threshold: int, why: str = "") -> None:
