@@ -149,6 +149,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
+    "MODE_Z",
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
     "PostProcessed",
@@ -180,6 +181,10 @@ SIGNAL_RATIO_MIN = 1.0  # the counts are read per node only if n >= 1 x their su
 # infinity moves a large fleet by more than 0.5 % (docs/cadr-private.md, "The gate's
 # neighbourhood")
 UNIMODAL_RATIO_MAX = 8.0
+# the unimodal tail's mode: only a bucket whose noisy sum is at least MODE_Z noise sds
+# (significantly occupied) may be it, so a spike in the width-1 last bucket (t_k, D] is not
+# (docs/cadr-private.md, "Mid-size fleets: error rising with ε"; not tuned: 3 sds)
+MODE_Z = 3.0
 
 
 def _released(values: object) -> np.ndarray:
@@ -340,7 +345,7 @@ def unimodal_degree_prior(
         return _spread(simplex_projection(sums, n), ts, d, True)
     sd = noise_sd(eps, n, m)
     edges = np.array([-1, *ts, d])
-    counts, _ = unimodal_tail_counts(sums, np.diff(edges), n, sd)
+    counts, _ = unimodal_tail_counts(sums, np.diff(edges), n, sd, mode_z=MODE_Z)
     return _spread(counts, ts, d, True)
 
 
