@@ -33,7 +33,8 @@ noise parties — post-processing):
   the differences, as above. The draws come from a fixed seed: deterministic, and the
   noise is public randomness (no budget). Needs ``ε_θ`` and the noise parties.
 - ``unimodal_tail_counts`` (issue 20, helper C): the counts' per-degree levels made
-  non-increasing from the densest bucket upward (a degree distribution falls above its
+  non-increasing from the densest bucket upward (with ``mode_z``: the densest among the
+  buckets whose noisy sum is at least ``mode_z`` noise sds) (a degree distribution falls above its
   mode), fitted by least squares on the counts (equal noise variance per bucket: pool
   adjacent violators on the levels with weights ``width²``), kept only if the fit's
   residual is within the noise (``Σ (y_j - fit_j)² / σ²`` at most the ``1 - TAIL_FIT_LEVEL``
