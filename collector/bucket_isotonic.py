@@ -33,7 +33,8 @@ noise parties — post-processing):
   the differences, as above. The draws come from a fixed seed: deterministic, and the
   noise is public randomness (no budget). Needs ``ε_θ`` and the noise parties.
 - ``unimodal_tail_counts`` (issue 20, helper C): the counts' per-degree levels made
-  non-increasing from the densest bucket upward (a degree distribution falls above its
+  non-increasing from the densest bucket upward (with ``mode_z``: the densest among the
+  buckets whose noisy sum is at least ``mode_z`` noise sds) (a degree distribution falls above its
   mode), fitted by least squares on the counts (equal noise variance per bucket: pool
   adjacent violators on the levels with weights ``width²``), kept only if the fit's
   residual is within the noise (``Σ (y_j - fit_j)² / σ²`` at most the ``1 - TAIL_FIT_LEVEL``
@@ -122,6 +123,7 @@ def unimodal_tail_counts(
     noise_sd: float,
     *,
     level: float = TAIL_FIT_LEVEL,
+    mode_z: float | None = None,
 ) -> tuple[np.ndarray, bool]:
     """The bucket counts with a non-increasing tail (module docstring): non-negative,
     summing to ``devices``, and whether the falling fit was kept (False: the plain
@@ -129,8 +131,11 @@ def unimodal_tail_counts(
     tail beyond the noise). ``widths``: the number of degrees in each bucket (0 for an
     empty last bucket, left as it is); ``noise_sd``: the public sd of one count's noise
     (``protocol.cadr_theta_noise.noise_sd``). The mode is the bucket of the highest
-    projected count per degree (the lowest such bucket on ties). A function of the noisy
-    sums and public quantities: post-processing, no budget."""
+    projected count per degree (the lowest such bucket on ties); with ``mode_z = z``, among
+    the buckets whose noisy sum is at least ``z · noise_sd`` (significantly occupied; all
+    live buckets when none is), so a noise spike in a narrow empty bucket cannot be the
+    mode (docs/cadr-private.md, "Mid-size fleets: error rising with ε"). A function of
+    the noisy sums and public quantities: post-processing, no budget."""
     from scipy.special import chdtri  # beside scipy.optimize, already loaded here
 
     n = integer_at_least(devices, "devices", 1)
@@ -148,6 +153,8 @@ def unimodal_tail_counts(
     projected = simplex_projection(y, n)
     live = w > 0
     levels = np.where(live, projected / np.maximum(w, 1.0), -np.inf)
+    if mode_z is not None and np.any(live & (y >= mode_z * sd)):
+        levels = np.where(y >= mode_z * sd, levels, -np.inf)
     fitted = np.flatnonzero(live & (np.arange(y.size) >= int(np.argmax(levels))))
     fit = y.copy()
     falling = scipy_isotonic(y[fitted] / w[fitted], weights=w[fitted] ** 2, increasing=False)

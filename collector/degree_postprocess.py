@@ -105,7 +105,14 @@ all zeros 4.59). ``unimodal_degree_prior`` reads the counts through
 non-increasing above the densest bucket (least squares, the noise having one variance per
 count), kept only when that fit is within the counts' public noise (a χ² test at level
 ``TAIL_FIT_LEVEL = 1e-3``; a real second mode — a block of isolated nodes beside a
-community — fails it and keeps the projection). A spike then pools with the empty
+community — fails it and keeps the projection). The mode is chosen only among buckets
+whose noisy sum is at least ``MODE_Z = 3`` noise sds (all live ones when none is): the
+argmax of count / width prefers narrow buckets, whose level is the noisiest, and a
+spike in the width-1 last bucket ``(t_k, D]`` had been taken as the mode, so the fit
+never reached it (sbm-80-2x40, ε = 5: five nodes released at degree 79, MAE 6.85 against
+a constant median of 2.275; pre-registered, docs/cadr-private.md "Mid-size fleets: error
+rising with ε": 120 fresh cells 259.5 → 247.2, cells above the constant median 58 → 56,
+large fleets identical). A spike then pools with the empty
 buckets below it and mostly projects away (karate's fleet run: MAE 2.94, no node above
 the largest true degree). Only where ``count_signal_ratio`` is below
 ``UNIMODAL_RATIO_MAX = 8`` (every fleet of 24-150 devices measured: 1.0-6.1; every large
@@ -149,6 +156,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
 __all__ = [
+    "MODE_Z",
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
     "PostProcessed",
@@ -180,6 +188,10 @@ SIGNAL_RATIO_MIN = 1.0  # the counts are read per node only if n >= 1 x their su
 # infinity moves a large fleet by more than 0.5 % (docs/cadr-private.md, "The gate's
 # neighbourhood")
 UNIMODAL_RATIO_MAX = 8.0
+# the unimodal tail's mode: only a bucket whose noisy sum is at least MODE_Z noise sds
+# (significantly occupied) may be it, so a spike in the width-1 last bucket (t_k, D] is not
+# (docs/cadr-private.md, "Mid-size fleets: error rising with ε"; not tuned: 3 sds)
+MODE_Z = 3.0
 
 
 def _released(values: object) -> np.ndarray:
@@ -340,7 +352,7 @@ def unimodal_degree_prior(
         return _spread(simplex_projection(sums, n), ts, d, True)
     sd = noise_sd(eps, n, m)
     edges = np.array([-1, *ts, d])
-    counts, _ = unimodal_tail_counts(sums, np.diff(edges), n, sd)
+    counts, _ = unimodal_tail_counts(sums, np.diff(edges), n, sd, mode_z=MODE_Z)
     return _spread(counts, ts, d, True)
 
 
