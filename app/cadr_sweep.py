@@ -669,7 +669,7 @@ def markdown(result: dict, command: str) -> str:
         lines += _shape_table(sweep, methods)
         lines += _winner_lines(sweep, methods)
     if result["eps_sweep"]:
-        lines += _eps_sweep_lines(result["eps_sweep"], methods)
+        lines += _eps_sweep_lines(result["eps_sweep"], methods, result.get("baselines"))
     if result.get("pipelines"):
         lines += _pipeline_lines(result["pipelines"], methods)
     if result.get("theta_accuracy"):
@@ -807,8 +807,12 @@ def _winner_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
     return lines
 
 
-def _eps_sweep_lines(eps_sweep: dict, methods: Sequence[str]) -> list[str]:
-    """One table per θ rule: MAE and MSE per method at each ε."""
+def _eps_sweep_lines(
+    eps_sweep: dict, methods: Sequence[str], baselines: dict | None = None
+) -> list[str]:
+    """One table per θ rule: MAE and MSE per method at each ε, then (given ``baselines``)
+    the constant-median and all-zero releases' MAE and MSE beside them."""
+    extra = _baseline_columns(baselines)
     lines: list[str] = []
     for rule in dict.fromkeys(r["rule"] for r in eps_sweep["rows"]):
         rows = [r for r in eps_sweep["rows"] if r["rule"] == rule]
@@ -823,16 +827,35 @@ def _eps_sweep_lines(eps_sweep: dict, methods: Sequence[str]) -> list[str]:
             f"**MAE / MSE vs ε, {title}** ({eps_sweep['runs']} runs per cell; the ε "
             f"sweep took {eps_sweep['seconds']:.0f} s wall)",
             "",
-            *_metric_header("ε | θ", methods),
+            *_with_columns(_metric_header("ε | θ", methods), [h for h, _ in extra]),
         ]
         for e in eps_sweep["eps"]:
             here = {r["method"]: r for r in rows if r["eps"] == e}
             thetas = sorted({here[m]["theta"] for m in methods})
             shown = str(thetas[0]) if len(thetas) == 1 else "per method"
             cells = _metric_cells(here, methods)
+            cells += [value for _, value in extra]
             lines.append(f"| {e:g} | {shown} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
+
+
+def _baseline_columns(baselines: dict | None) -> list[tuple[str, str]]:
+    """(header, cell) of the trivial releases' MAE and MSE, "median / zero" ([] if none)."""
+    if not baselines:
+        return []
+    median, zero = baselines["constant_median_oracle"], baselines["all_zero"]
+    return [
+        ("MAE median (oracle) / zero", f"{_f(median['mae'])} / {_f(zero['mae'])}"),
+        ("MSE median (oracle) / zero", f"{_f(median['mse'], 0)} / {_f(zero['mse'], 0)}"),
+    ]
+
+
+def _with_columns(header: list[str], names: list[str]) -> list[str]:
+    """A table's header and rule lines with ``names`` appended as columns."""
+    if not names:
+        return header
+    return [header[0] + " " + " | ".join(names) + " |", header[1] + "---|" * len(names)]
 
 
 def _baseline_lines(baselines: dict) -> list[str]:
@@ -870,8 +893,8 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
         "oracle) and all-zero releases. Bold: the lowest of the row's three MAEs.",
         "",
         "| ε | method | θ paper | MAE paper | MAE paper + pp | θ dp | MAE dp | MSE paper | "
-        "MSE dp | MAE median (oracle) | MAE zero |",
-        "|---" * 11 + "|",
+        "MSE paper + pp | MSE dp | MAE median (oracle) | MAE zero | MSE median (oracle) / zero |",
+        "|---" * 13 + "|",
     ]
     for e in sweep["eps"]:
         for m in methods:
@@ -890,8 +913,9 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
             lines.append(
                 f"| {e:g} | {m.upper()} | {_thetas(paper['theta'])} | {cell['paper']} | "
                 f"{cell['pp']} | {_thetas(dp['theta'])} | {cell['dp']} | "
-                f"{_f(paper['raw_mse'], 0)} | {_f(dp['postprocessed_mse'], 0)} | "
-                f"{_f(median['mae'])} | {_f(zero['mae'])} |"
+                f"{_f(paper['raw_mse'], 0)} | {_f(paper['postprocessed_mse'], 0)} | "
+                f"{_f(dp['postprocessed_mse'], 0)} | {_f(median['mae'])} | {_f(zero['mae'])} | "
+                f"{_f(median['mse'], 0)} / {_f(zero['mse'], 0)} |"
             )
     lines += [
         "",

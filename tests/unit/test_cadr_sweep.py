@@ -308,3 +308,41 @@ def test_theta_accuracy_refuses_a_fixed_fraction_below_the_theta_search_floor(gr
     assert all("refused" not in r and r["theta_exact"] >= 1 for r in others)
     text = "\n".join(_theta_accuracy_lines(result))
     assert "| 0.1 | 0.33 | refused: eps: must give the dp pipeline's θ search" in text
+
+
+def _table(text: str, header_start: str) -> tuple[list[str], list[list[str]]]:
+    """The header cells and body rows (cells) of the markdown table whose header begins so."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    body = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip("|").split("|")])
+    return header, body
+
+
+def test_tables_give_mse_with_and_without_post_processing_and_baselines_beside_each_row():
+    """Issue 20 asks for MAE and MSE with and without post-processing, the trivial
+    baselines beside every release: the pipeline table lacked the paper + pp MSE and the
+    baselines' MSE, the ε sweep table both baselines."""
+    small = generate("barabasi_albert", 150, seed=4, m=3)
+    result = cadr_sweep(
+        small, methods=("ll",), thetas=None, eps_list=(3.0,), runs=1, workers=1,
+        pipelines=True, theta_draws=2,
+    )  # fmt: skip
+    text = markdown(result, "cmd")
+    base = result["baselines"]
+    median, zero = base["constant_median_oracle"], base["all_zero"]
+    paper = next(r for r in result["pipelines"]["rows"] if r["pipeline"] == "paper")
+    header, rows = _table(text, "| ε | method | θ paper |")
+    (row,) = rows
+    cell = dict(zip(header, row, strict=True))
+    assert cell["MSE paper + pp"] == f"{paper['postprocessed_mse']:,.0f}"
+    assert cell["MSE median (oracle) / zero"] == f"{median['mse']:,.0f} / {zero['mse']:,.0f}"
+    header, rows = _table(text, "| ε | θ |")
+    (row,) = rows
+    cell = dict(zip(header, row, strict=True))
+    assert cell["MAE median (oracle) / zero"] == f"{median['mae']:,.2f} / {zero['mae']:,.2f}"
+    assert cell["MSE median (oracle) / zero"] == f"{median['mse']:,.0f} / {zero['mse']:,.0f}"
