@@ -920,8 +920,10 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
     lines += [
         "",
         "**Degree histogram vs the true one** (L1 = Σ_k |P(k) − Q(k)|, EMD = earth mover's "
-        "distance in degrees; 'paper': the rounded, clipped noisy releases; 'dp': the "
-        "consistent histogram of the deconvolved distribution)",
+        "distance in degrees; 'paper': the rounded, clipped noisy releases; 'paper + pp': "
+        "the consistent histogram of their deconvolved distribution; 'dp': the θ search's "
+        "noisy bucket counts read by `boot` and spread over the degrees, "
+        "`degree_postprocess.search_priors`)",
         "",
         "| ε | method | L1 paper | L1 paper + pp | L1 dp | EMD paper | EMD paper + pp | "
         "EMD dp | L1 / EMD median (oracle) | L1 / EMD zero |",

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import typer
 from ldpfleet.app.cadr_sweep import (
+    _pipeline_lines,
     _theta_accuracy_lines,
     bench_cadr_sweep,
     cadr_sweep,
@@ -346,3 +347,16 @@ def test_tables_give_mse_with_and_without_post_processing_and_baselines_beside_e
     cell = dict(zip(header, row, strict=True))
     assert cell["MAE median (oracle) / zero"] == f"{median['mae']:,.2f} / {zero['mae']:,.2f}"
     assert cell["MSE median (oracle) / zero"] == f"{median['mse']:,.0f} / {zero['mse']:,.0f}"
+
+
+def test_histogram_caption_names_the_dp_histogram_as_the_theta_search_counts_read_by_boot():
+    """The dp release's histogram is the θ search's noisy counts read by ``boot``
+    (``degree_postprocess.search_priors``), not the deconvolved distribution's (that is
+    'paper + pp'): the caption said otherwise."""
+    sweep = {
+        "eps": [], "rows": [], "runs": 1, "seconds": 0.0,
+        "baselines": {"constant_median_oracle": {"mae": 1.0}, "all_zero": {"mae": 2.0}},
+    }  # fmt: skip
+    text = "\n".join(_pipeline_lines(sweep, ("ll",)))
+    assert "'dp': the consistent histogram of the deconvolved distribution" not in text
+    assert "read by `boot`" in text and "'paper + pp': the consistent histogram" in text
