@@ -51,7 +51,13 @@ from ldpfleet.collector.cadr_reference import (
 from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
 from ldpfleet.collector.pools import interruptible_pool
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, CadrBudget, check_run_eps
+from ldpfleet.protocol.cadr_budget import (
+    CADR_EPS_MAX,
+    CADR_EPS_MIN,
+    CadrBudget,
+    check_run_eps,
+    resolve_degree_bound,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -446,9 +452,12 @@ def theta_accuracy(
     (ε, θ fraction): the chosen θ against ``theta_exact`` (the same rule on the true
     counts: the non-private optimum of the search), as ratios. A (ε, fraction) whose budget
     a run refuses (``CadrBudget.with_fraction``: ε_θ below ``THETA_EPS_MIN``, ε out of
-    range) is a row with ``refused`` (the sentence) and no figures."""
+    range) is a row with ``refused`` (the sentence) and no figures. The buckets span the
+    dp pipeline's public bound (``degree_bound``: D = n − 1, ``resolve_degree_bound``), as
+    in its runs, not the graph's maximum degree."""
     started = time.perf_counter()
     degrees = graph.degrees()
+    bound, _ = resolve_degree_bound("auto", "dp", graph.n, int(degrees.max()))
     rows = []
     counts = _COUNTS[0]
     counts.add(len(eps_list) * len(fractions))
@@ -466,7 +475,7 @@ def theta_accuracy(
                 continue
             weight = noise_weight(budget.dsr)
             found = [
-                dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
+                dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]), bound)
                 for s in range(draws)
             ]
             exact = found[0][1]["theta_exact"]
@@ -479,7 +488,12 @@ def theta_accuracy(
                 "within_25pct": float(np.mean(np.abs(ratio - 1) <= 0.25)),
                 "exact_share": float(np.mean(ratio == 1)),
             })  # fmt: skip
-    return {"draws": draws, "rows": rows, "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "draws": draws,
+        "degree_bound": bound,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def sweep_pipelines(
@@ -948,9 +962,11 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
 def _theta_accuracy_lines(acc: dict) -> list[str]:
     lines = [
         f"**DP θ search: chosen θ vs the non-private optimum, against its budget** "
-        f"({acc['draws']} noise draws per row; 'exact θ': the same rule on the true counts; "
-        "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's "
-        "ε_θ = max(0.6 α ε, min(ε/2, 0.5, 1200/n)))",
+        f"({acc['draws']} noise draws per row; buckets over the dp pipeline's public bound "
+        f"D = {acc.get('degree_bound', 'graph max')}; 'exact θ': the same rule on the true counts; "
+        "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's ε_θ, "
+        "`theta_extra`: max(0.6 α ε, min(ε/2, 0.5, 1200/n)) from ε = 1 up, "
+        "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between)",
         "",
         "| ε | fraction | ε_θ | exact θ | median ratio | ratio IQR | within ±25% | exactly |",
         "|---" * 8 + "|",

@@ -360,3 +360,24 @@ def test_histogram_caption_names_the_dp_histogram_as_the_theta_search_counts_rea
     text = "\n".join(_pipeline_lines(sweep, ("ll",)))
     assert "'dp': the consistent histogram of the deconvolved distribution" not in text
     assert "read by `boot`" in text and "'paper + pp': the consistent histogram" in text
+
+
+def test_theta_accuracy_searches_over_the_dp_pipelines_public_bound(graph):
+    """The dp pipeline's θ search buckets [0, D] with the PUBLIC bound D = n − 1
+    (``resolve_degree_bound("auto", "dp", ...)``); the accuracy table called ``dp_theta``
+    without a bound, i.e. over the graph's maximum degree (not private), another bucket
+    grid: its "exact θ" was not the pipeline's (on this graph 15 against 16)."""
+    acc = theta_accuracy(graph, [EPS], 0.1, draws=1)
+    rule = next(r for r in acc["rows"] if r["fraction"] is None)
+    run = private_run(graph, "ll", "auto-dev", EPS, 0.1, 0, "dp")
+    assert run.theta_chosen_by == "search"
+    assert rule["theta_exact"] == run.theta_search["theta_exact"]
+    assert acc["degree_bound"] == graph.n - 1
+
+
+def test_theta_accuracy_caption_gives_the_small_eps_branch_of_the_rule():
+    """At ε ≤ 0.5 the rule's ε_θ is (1 − 0.4 α − 0.1) ε (0.43 for ego-Facebook at 0.5),
+    not max(0.6 α ε, min(ε/2, 0.5, 1200/n)) (0.25) as the caption said."""
+    text = "\n".join(_theta_accuracy_lines({"draws": 1, "degree_bound": 9, "rows": []}))
+    assert "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between" in text
+    assert "from ε = 1 up" in text and "D = 9" in text
