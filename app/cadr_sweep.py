@@ -51,7 +51,13 @@ from ldpfleet.collector.cadr_reference import (
 from ldpfleet.collector.degree_postprocess import noise_weight, trivial_baselines
 from ldpfleet.collector.pools import interruptible_pool
 from ldpfleet.devices.graphs import Graph
-from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, CadrBudget, check_run_eps
+from ldpfleet.protocol.cadr_budget import (
+    CADR_EPS_MAX,
+    CADR_EPS_MIN,
+    CadrBudget,
+    check_run_eps,
+    resolve_degree_bound,
+)
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -446,9 +452,12 @@ def theta_accuracy(
     (ε, θ fraction): the chosen θ against ``theta_exact`` (the same rule on the true
     counts: the non-private optimum of the search), as ratios. A (ε, fraction) whose budget
     a run refuses (``CadrBudget.with_fraction``: ε_θ below ``THETA_EPS_MIN``, ε out of
-    range) is a row with ``refused`` (the sentence) and no figures."""
+    range) is a row with ``refused`` (the sentence) and no figures. The buckets span the
+    dp pipeline's public bound (``degree_bound``: D = n − 1, ``resolve_degree_bound``), as
+    in its runs, not the graph's maximum degree."""
     started = time.perf_counter()
     degrees = graph.degrees()
+    bound, _ = resolve_degree_bound("auto", "dp", graph.n, int(degrees.max()))
     rows = []
     counts = _COUNTS[0]
     counts.add(len(eps_list) * len(fractions))
@@ -466,7 +475,7 @@ def theta_accuracy(
                 continue
             weight = noise_weight(budget.dsr)
             found = [
-                dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]))
+                dp_theta(degrees, budget, weight, np.random.default_rng([seed + s, 1]), bound)
                 for s in range(draws)
             ]
             exact = found[0][1]["theta_exact"]
@@ -479,7 +488,12 @@ def theta_accuracy(
                 "within_25pct": float(np.mean(np.abs(ratio - 1) <= 0.25)),
                 "exact_share": float(np.mean(ratio == 1)),
             })  # fmt: skip
-    return {"draws": draws, "rows": rows, "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "draws": draws,
+        "degree_bound": bound,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def sweep_pipelines(
@@ -669,7 +683,7 @@ def markdown(result: dict, command: str) -> str:
         lines += _shape_table(sweep, methods)
         lines += _winner_lines(sweep, methods)
     if result["eps_sweep"]:
-        lines += _eps_sweep_lines(result["eps_sweep"], methods)
+        lines += _eps_sweep_lines(result["eps_sweep"], methods, result.get("baselines"))
     if result.get("pipelines"):
         lines += _pipeline_lines(result["pipelines"], methods)
     if result.get("theta_accuracy"):
@@ -807,8 +821,12 @@ def _winner_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
     return lines
 
 
-def _eps_sweep_lines(eps_sweep: dict, methods: Sequence[str]) -> list[str]:
-    """One table per θ rule: MAE and MSE per method at each ε."""
+def _eps_sweep_lines(
+    eps_sweep: dict, methods: Sequence[str], baselines: dict | None = None
+) -> list[str]:
+    """One table per θ rule: MAE and MSE per method at each ε, then (given ``baselines``)
+    the constant-median and all-zero releases' MAE and MSE beside them."""
+    extra = _baseline_columns(baselines)
     lines: list[str] = []
     for rule in dict.fromkeys(r["rule"] for r in eps_sweep["rows"]):
         rows = [r for r in eps_sweep["rows"] if r["rule"] == rule]
@@ -823,16 +841,35 @@ def _eps_sweep_lines(eps_sweep: dict, methods: Sequence[str]) -> list[str]:
             f"**MAE / MSE vs ε, {title}** ({eps_sweep['runs']} runs per cell; the ε "
             f"sweep took {eps_sweep['seconds']:.0f} s wall)",
             "",
-            *_metric_header("ε | θ", methods),
+            *_with_columns(_metric_header("ε | θ", methods), [h for h, _ in extra]),
         ]
         for e in eps_sweep["eps"]:
             here = {r["method"]: r for r in rows if r["eps"] == e}
             thetas = sorted({here[m]["theta"] for m in methods})
             shown = str(thetas[0]) if len(thetas) == 1 else "per method"
             cells = _metric_cells(here, methods)
+            cells += [value for _, value in extra]
             lines.append(f"| {e:g} | {shown} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
+
+
+def _baseline_columns(baselines: dict | None) -> list[tuple[str, str]]:
+    """(header, cell) of the trivial releases' MAE and MSE, "median / zero" ([] if none)."""
+    if not baselines:
+        return []
+    median, zero = baselines["constant_median_oracle"], baselines["all_zero"]
+    return [
+        ("MAE median (oracle) / zero", f"{_f(median['mae'])} / {_f(zero['mae'])}"),
+        ("MSE median (oracle) / zero", f"{_f(median['mse'], 0)} / {_f(zero['mse'], 0)}"),
+    ]
+
+
+def _with_columns(header: list[str], names: list[str]) -> list[str]:
+    """A table's header and rule lines with ``names`` appended as columns."""
+    if not names:
+        return header
+    return [header[0] + " " + " | ".join(names) + " |", header[1] + "---|" * len(names)]
 
 
 def _baseline_lines(baselines: dict) -> list[str]:
@@ -870,8 +907,8 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
         "oracle) and all-zero releases. Bold: the lowest of the row's three MAEs.",
         "",
         "| ε | method | θ paper | MAE paper | MAE paper + pp | θ dp | MAE dp | MSE paper | "
-        "MSE dp | MAE median (oracle) | MAE zero |",
-        "|---" * 11 + "|",
+        "MSE paper + pp | MSE dp | MAE median (oracle) | MAE zero | MSE median (oracle) / zero |",
+        "|---" * 13 + "|",
     ]
     for e in sweep["eps"]:
         for m in methods:
@@ -890,14 +927,17 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
             lines.append(
                 f"| {e:g} | {m.upper()} | {_thetas(paper['theta'])} | {cell['paper']} | "
                 f"{cell['pp']} | {_thetas(dp['theta'])} | {cell['dp']} | "
-                f"{_f(paper['raw_mse'], 0)} | {_f(dp['postprocessed_mse'], 0)} | "
-                f"{_f(median['mae'])} | {_f(zero['mae'])} |"
+                f"{_f(paper['raw_mse'], 0)} | {_f(paper['postprocessed_mse'], 0)} | "
+                f"{_f(dp['postprocessed_mse'], 0)} | {_f(median['mae'])} | {_f(zero['mae'])} | "
+                f"{_f(median['mse'], 0)} / {_f(zero['mse'], 0)} |"
             )
     lines += [
         "",
         "**Degree histogram vs the true one** (L1 = Σ_k |P(k) − Q(k)|, EMD = earth mover's "
-        "distance in degrees; 'paper': the rounded, clipped noisy releases; 'dp': the "
-        "consistent histogram of the deconvolved distribution)",
+        "distance in degrees; 'paper': the rounded, clipped noisy releases; 'paper + pp': "
+        "the consistent histogram of their deconvolved distribution; 'dp': the θ search's "
+        "noisy bucket counts read by `boot` and spread over the degrees, "
+        "`degree_postprocess.search_priors`)",
         "",
         "| ε | method | L1 paper | L1 paper + pp | L1 dp | EMD paper | EMD paper + pp | "
         "EMD dp | L1 / EMD median (oracle) | L1 / EMD zero |",
@@ -922,9 +962,11 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
 def _theta_accuracy_lines(acc: dict) -> list[str]:
     lines = [
         f"**DP θ search: chosen θ vs the non-private optimum, against its budget** "
-        f"({acc['draws']} noise draws per row; 'exact θ': the same rule on the true counts; "
-        "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's "
-        "ε_θ = max(0.6 α ε, min(ε/2, 0.5, 1200/n)))",
+        f"({acc['draws']} noise draws per row; buckets over the dp pipeline's public bound "
+        f"D = {acc.get('degree_bound', 'graph max')}; 'exact θ': the same rule on the true counts; "
+        "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's ε_θ, "
+        "`theta_extra`: max(0.6 α ε, min(ε/2, 0.5, 1200/n)) from ε = 1 up, "
+        "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between)",
         "",
         "| ε | fraction | ε_θ | exact θ | median ratio | ratio IQR | within ±25% | exactly |",
         "|---" * 8 + "|",

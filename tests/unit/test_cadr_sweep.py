@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import typer
 from ldpfleet.app.cadr_sweep import (
+    _pipeline_lines,
     _theta_accuracy_lines,
     bench_cadr_sweep,
     cadr_sweep,
@@ -308,3 +309,75 @@ def test_theta_accuracy_refuses_a_fixed_fraction_below_the_theta_search_floor(gr
     assert all("refused" not in r and r["theta_exact"] >= 1 for r in others)
     text = "\n".join(_theta_accuracy_lines(result))
     assert "| 0.1 | 0.33 | refused: eps: must give the dp pipeline's θ search" in text
+
+
+def _table(text: str, header_start: str) -> tuple[list[str], list[list[str]]]:
+    """The header cells and body rows (cells) of the markdown table whose header begins so."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    body = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        body.append([c.strip() for c in line.strip("|").split("|")])
+    return header, body
+
+
+def test_tables_give_mse_with_and_without_post_processing_and_baselines_beside_each_row():
+    """Issue 20 asks for MAE and MSE with and without post-processing, the trivial
+    baselines beside every release: the pipeline table lacked the paper + pp MSE and the
+    baselines' MSE, the ε sweep table both baselines."""
+    small = generate("barabasi_albert", 150, seed=4, m=3)
+    result = cadr_sweep(
+        small, methods=("ll",), thetas=None, eps_list=(3.0,), runs=1, workers=1,
+        pipelines=True, theta_draws=2,
+    )  # fmt: skip
+    text = markdown(result, "cmd")
+    base = result["baselines"]
+    median, zero = base["constant_median_oracle"], base["all_zero"]
+    paper = next(r for r in result["pipelines"]["rows"] if r["pipeline"] == "paper")
+    header, rows = _table(text, "| ε | method | θ paper |")
+    (row,) = rows
+    cell = dict(zip(header, row, strict=True))
+    assert cell["MSE paper + pp"] == f"{paper['postprocessed_mse']:,.0f}"
+    assert cell["MSE median (oracle) / zero"] == f"{median['mse']:,.0f} / {zero['mse']:,.0f}"
+    header, rows = _table(text, "| ε | θ |")
+    (row,) = rows
+    cell = dict(zip(header, row, strict=True))
+    assert cell["MAE median (oracle) / zero"] == f"{median['mae']:,.2f} / {zero['mae']:,.2f}"
+    assert cell["MSE median (oracle) / zero"] == f"{median['mse']:,.0f} / {zero['mse']:,.0f}"
+
+
+def test_histogram_caption_names_the_dp_histogram_as_the_theta_search_counts_read_by_boot():
+    """The dp release's histogram is the θ search's noisy counts read by ``boot``
+    (``degree_postprocess.search_priors``), not the deconvolved distribution's (that is
+    'paper + pp'): the caption said otherwise."""
+    sweep = {
+        "eps": [], "rows": [], "runs": 1, "seconds": 0.0,
+        "baselines": {"constant_median_oracle": {"mae": 1.0}, "all_zero": {"mae": 2.0}},
+    }  # fmt: skip
+    text = "\n".join(_pipeline_lines(sweep, ("ll",)))
+    assert "'dp': the consistent histogram of the deconvolved distribution" not in text
+    assert "read by `boot`" in text and "'paper + pp': the consistent histogram" in text
+
+
+def test_theta_accuracy_searches_over_the_dp_pipelines_public_bound(graph):
+    """The dp pipeline's θ search buckets [0, D] with the PUBLIC bound D = n − 1
+    (``resolve_degree_bound("auto", "dp", ...)``); the accuracy table called ``dp_theta``
+    without a bound, i.e. over the graph's maximum degree (not private), another bucket
+    grid: its "exact θ" was not the pipeline's (on this graph 15 against 16)."""
+    acc = theta_accuracy(graph, [EPS], 0.1, draws=1)
+    rule = next(r for r in acc["rows"] if r["fraction"] is None)
+    run = private_run(graph, "ll", "auto-dev", EPS, 0.1, 0, "dp")
+    assert run.theta_chosen_by == "search"
+    assert rule["theta_exact"] == run.theta_search["theta_exact"]
+    assert acc["degree_bound"] == graph.n - 1
+
+
+def test_theta_accuracy_caption_gives_the_small_eps_branch_of_the_rule():
+    """At ε ≤ 0.5 the rule's ε_θ is (1 − 0.4 α − 0.1) ε (0.43 for ego-Facebook at 0.5),
+    not max(0.6 α ε, min(ε/2, 0.5, 1200/n)) (0.25) as the caption said."""
+    text = "\n".join(_theta_accuracy_lines({"draws": 1, "degree_bound": 9, "rows": []}))
+    assert "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between" in text
+    assert "from ε = 1 up" in text and "D = 9" in text
