@@ -135,6 +135,7 @@ _NB_SCALAR_ROUNDS = 512  # negative_binomial: bit-pool path below n / (1 - a) ex
 _BLOCK = 16  # coin rounds drawn per generator call in the negative binomial sampler
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
+_GAPS_CACHED_MAX = 64  # exponential_choice: score vectors up to this size keep their gaps
 _HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 path would overflow)
 
 
@@ -464,14 +465,45 @@ def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fract
     if r < 0:
         raise ParameterError(f"must be >= 0, got {rate!r}", field="rate")
     values = array.tolist()
+    if len(values) <= _GAPS_CACHED_MAX:  # NDOE, GCDP's tau: few candidates, many draws
+        gap_of = _exponential_gaps(tuple(values), r).__getitem__
+    else:
+        top = Fraction(max(values))
+        gap_of = lambda k: _gap_parts(r * (top - Fraction(values[k])))  # noqa: E731
     n = len(values)
-    top = Fraction(max(values))
     bits = _Bits(rng)
     while True:
         k = bits.below(n)
-        gap = r * (top - Fraction(values[k]))
-        if not gap or _bernoulli_exp_bits(bits, gap):
+        if _bern_exp_parts(bits, *gap_of(k)):
             return k
+
+
+def _gap_parts(gap: Fraction) -> tuple[int, int, int]:
+    """A gap ``>= 0`` as ``(whole, num, den)``: its integer part and fractional part."""
+    whole = math.floor(gap)
+    frac = gap - whole
+    return whole, frac.numerator, frac.denominator
+
+
+@lru_cache(maxsize=1024)
+def _exponential_gaps(
+    values: tuple[float, ...], rate: Fraction
+) -> tuple[tuple[int, int, int], ...]:
+    """Each candidate's exact gap ``rate (max - value)`` as ``_gap_parts``, computed once
+    per score vector and rate: ``exponential_choice`` draws the same coins as with the gap
+    recomputed per proposal (tests/unit/test_exponential_choice_same_draws.py), without
+    the ``Fraction`` arithmetic on every round."""
+    top = Fraction(max(values))
+    return tuple(_gap_parts(rate * (top - Fraction(value))) for value in values)
+
+
+def _bern_exp_parts(bits: _Bits, whole: int, num: int, den: int) -> bool:
+    """``_bernoulli_exp_bits`` for a gap prepared as ``(whole, num, den)``; a zero gap is
+    accepted without a coin (as ``exponential_choice`` always did)."""
+    for _ in range(whole):
+        if not _bern_exp_scalar(bits, 1, 1):
+            return False
+    return _bern_exp_scalar(bits, num, den) if num else True
 
 
 @lru_cache(maxsize=256)
