@@ -109,9 +109,13 @@ def cadr_release(
     alpha: float = ALPHA,
     degree_bound: int | None = None,
     order: str = "low",
+    ndoe_cache: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> np.ndarray:
     """One CADR-LDP run on (possibly asymmetric) adjacency lists (module docstring):
-    the released noisy degree of every node, in node order."""
+    the released noisy degree of every node, in node order. ``ndoe_cache`` (optional, a
+    dict the caller keeps across runs) holds the NDOE score vector of each (degree,
+    degree bound), so the runs of one canary compute each once (the same vectors, the
+    same draws)."""
     import ldpfleet.protocol.dsr as dsr
     from ldpfleet.protocol.cadr_budget import CadrBudget
     from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
@@ -124,13 +128,13 @@ def cadr_release(
     mechanism = ExponentialMechanism(budget.ndoe, bound)
     listed = [set(a) for a in lists]
     # 1. NDOE: own degree -> code; kept by a recipient only from a node it lists
-    scores: dict[int, np.ndarray] = {}
+    scores = {} if ndoe_cache is None else ndoe_cache
     sent = np.empty(n, dtype=np.int64)
     for i, own in enumerate(lists):
         d = len(own)
-        if d not in scores:
-            scores[d] = ndoe_scores(d, parts)
-        sent[i] = mechanism.sample(scores[d], rng)
+        if (d, bound) not in scores:
+            scores[d, bound] = ndoe_scores(d, parts)
+        sent[i] = mechanism.sample(scores[d, bound], rng)
     ids = _ids(n)
     index = {name: i for i, name in enumerate(ids)}
     nodes = []
@@ -345,8 +349,12 @@ def graph_audit_canary(gc: GraphCanary, theta: int, eps: float) -> Canary:
 
     def sampler(lists: Lists) -> Callable[[np.random.Generator, int], np.ndarray]:
         def run(rng: np.random.Generator, n: int) -> np.ndarray:
+            cache: dict[tuple[int, int], np.ndarray] = {}  # NDOE scores, this sample set's
             return np.stack(
-                [cadr_release(lists, theta, eps, rng, degree_bound=bound) for _ in range(n)]
+                [
+                    cadr_release(lists, theta, eps, rng, degree_bound=bound, ndoe_cache=cache)
+                    for _ in range(n)
+                ]
             )
 
         return run
