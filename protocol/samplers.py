@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -145,8 +145,9 @@ _RAW_IS_UINT64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.ran
 
 
 def _word_source(rng: np.random.Generator):
-    """What ``_Bits`` refills from: ``(draw, shift)``, ``draw()`` giving ``_WORDS`` words as
-    Python ints whose uniform 63-bit values are ``word >> shift``.
+    """What ``_Bits`` refills from: ``(draw, shift)``, ``draw()`` giving ``_WORDS`` words (an
+    integer array; ``_Bits`` reads them as Python ints) whose uniform 63-bit values are
+    ``word >> shift``.
 
     ``rng.integers(0, 2**63, size, dtype=int64)`` takes, per value, one raw 64-bit word
     ``r`` of the bit generator and returns ``(r * 2**63) >> 64 = r >> 1`` (Lemire's bounded
@@ -155,11 +156,11 @@ def _word_source(rng: np.random.Generator):
     generator state after: identical draws at a fraction of the cost (~2 us instead of
     ~20 for 8 words; tests/unit/test_samplers_words.py pins the identity). Anything else
     (another bit generator, a stub) is asked through ``integers``."""
-    bit_generator = getattr(rng, "bit_generator", None)
-    if type(rng) is np.random.Generator and type(bit_generator) in _RAW_IS_UINT64:
-        raw = bit_generator.random_raw
-        return (lambda: raw(_WORDS).tolist()), 1
-    return (lambda: rng.integers(0, 2**63, size=_WORDS, dtype=np.int64).tolist()), 0
+    if type(rng) is np.random.Generator:
+        bit_generator = rng.bit_generator
+        if type(bit_generator) in _RAW_IS_UINT64:
+            return partial(bit_generator.random_raw, _WORDS), 1
+    return partial(rng.integers, 0, 2**63, size=_WORDS, dtype=np.int64), 0
 
 
 class _Bits:
@@ -169,15 +170,23 @@ class _Bits:
         self._words, self._shift = _word_source(rng)
         self._pool = 0
         self._count = 0
+        # words drawn but not yet in the pool, the next one last: the pool takes a word
+        # only when it runs short (the generator is asked for _WORDS more only when none
+        # is left), so the bits are those of all words appended at once, at the cost of
+        # the bits actually used
+        self._left: list[int] = []
 
     def take(self, k: int) -> int:
         """``k`` fresh uniform bits as an integer in ``[0, 2**k)``."""
         pool, count = self._pool, self._count
-        while count < k:
-            shift = self._shift
-            for word in self._words():
-                pool |= (word >> shift) << count
+        if count < k:
+            left, shift = self._left, self._shift
+            while count < k:
+                if not left:
+                    left = self._words().tolist()[::-1]
+                pool |= (left.pop() >> shift) << count
                 count += 63
+            self._left = left
         self._pool, self._count = pool >> k, count - k
         return pool & ((1 << k) - 1)
 
