@@ -140,6 +140,18 @@ def check_seed(seed: object) -> None:
 
 # whole paths (and the 40,000-run dropout canary): submitted first
 HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg", "cadr-theta-count-dropout")
+# Relative CPU of one audit of an entry (2026-12-05, helper B: cpu_seconds of the battery's
+# rows at load ~8; e.g. degree-connected ~45 s, one cadr-theta-count-dropout audit
+# ~300 s): ``--jobs`` submits the costliest first (longest processing time first), so
+# the audits that start last are short and the workers finish close together. Heavy
+# entries not listed weigh DEFAULT_HEAVY_COST, the others 1.
+AUDIT_COST = {
+    "cadr-theta-count-dropout": 300.0,
+    "fleet-stream": 25.0,
+    "degree-connected": 45.0,
+    "degree-er": 40.0,
+}
+DEFAULT_HEAVY_COST = 10.0
 
 
 def _one_audit(task: tuple) -> dict:
@@ -152,6 +164,19 @@ def _one_audit(task: tuple) -> dict:
     return {**result.to_dict(), "cpu_seconds": round(time.process_time() - started, 2)}
 
 
+def audit_cost(mechanism: str) -> float:
+    """The relative CPU of one audit of ``mechanism`` (``AUDIT_COST``)."""
+    if mechanism in AUDIT_COST:
+        return AUDIT_COST[mechanism]
+    return DEFAULT_HEAVY_COST if mechanism.startswith(HEAVY_ENTRIES) else 1.0
+
+
+def submission_order(mechanisms: list[str]) -> list[int]:
+    """Indices of the audits in the order ``--jobs`` submits them: costliest first
+    (``audit_cost``), battery order among equals (a stable sort)."""
+    return sorted(range(len(mechanisms)), key=lambda i: -audit_cost(mechanisms[i]))
+
+
 def _audit_in_pool(
     args: list[tuple], jobs: int, progress: Callable[[int, int, str], None] | None
 ) -> list[dict]:
@@ -159,9 +184,7 @@ def _audit_in_pool(
 
     from ldpfleet.collector.pools import interruptible_pool
 
-    order = sorted(
-        range(len(args)), key=lambda i: not args[i][0].startswith(HEAVY_ENTRIES)
-    )  # stable: heavy entries first, otherwise battery order
+    order = submission_order([task[0] for task in args])
     rows: list[dict | None] = [None] * len(args)
     with interruptible_pool(max_workers=jobs) as pool:
         futures = {pool.submit(_one_audit, args[i]): i for i in order}

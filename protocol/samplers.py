@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -135,6 +135,7 @@ _NB_SCALAR_ROUNDS = 512  # negative_binomial: bit-pool path below n / (1 - a) ex
 _BLOCK = 16  # coin rounds drawn per generator call in the negative binomial sampler
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
+_GAPS_CACHED_MAX = 64  # exponential_choice: score vectors up to this size keep their gaps
 _HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 path would overflow)
 
 
@@ -144,8 +145,9 @@ _RAW_IS_UINT64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.ran
 
 
 def _word_source(rng: np.random.Generator):
-    """What ``_Bits`` refills from: ``(draw, shift)``, ``draw()`` giving ``_WORDS`` words as
-    Python ints whose uniform 63-bit values are ``word >> shift``.
+    """What ``_Bits`` refills from: ``(draw, shift)``, ``draw()`` giving ``_WORDS`` words (an
+    integer array; ``_Bits`` reads them as Python ints) whose uniform 63-bit values are
+    ``word >> shift``.
 
     ``rng.integers(0, 2**63, size, dtype=int64)`` takes, per value, one raw 64-bit word
     ``r`` of the bit generator and returns ``(r * 2**63) >> 64 = r >> 1`` (Lemire's bounded
@@ -154,11 +156,11 @@ def _word_source(rng: np.random.Generator):
     generator state after: identical draws at a fraction of the cost (~2 us instead of
     ~20 for 8 words; tests/unit/test_samplers_words.py pins the identity). Anything else
     (another bit generator, a stub) is asked through ``integers``."""
-    bit_generator = getattr(rng, "bit_generator", None)
-    if type(rng) is np.random.Generator and type(bit_generator) in _RAW_IS_UINT64:
-        raw = bit_generator.random_raw
-        return (lambda: raw(_WORDS).tolist()), 1
-    return (lambda: rng.integers(0, 2**63, size=_WORDS, dtype=np.int64).tolist()), 0
+    if type(rng) is np.random.Generator:
+        bit_generator = rng.bit_generator
+        if type(bit_generator) in _RAW_IS_UINT64:
+            return partial(bit_generator.random_raw, _WORDS), 1
+    return partial(rng.integers, 0, 2**63, size=_WORDS, dtype=np.int64), 0
 
 
 class _Bits:
@@ -168,15 +170,23 @@ class _Bits:
         self._words, self._shift = _word_source(rng)
         self._pool = 0
         self._count = 0
+        # words drawn but not yet in the pool, the next one last: the pool takes a word
+        # only when it runs short (the generator is asked for _WORDS more only when none
+        # is left), so the bits are those of all words appended at once, at the cost of
+        # the bits actually used
+        self._left: list[int] = []
 
     def take(self, k: int) -> int:
         """``k`` fresh uniform bits as an integer in ``[0, 2**k)``."""
         pool, count = self._pool, self._count
-        while count < k:
-            shift = self._shift
-            for word in self._words():
-                pool |= (word >> shift) << count
+        if count < k:
+            left, shift = self._left, self._shift
+            while count < k:
+                if not left:
+                    left = self._words().tolist()[::-1]
+                pool |= (left.pop() >> shift) << count
                 count += 63
+            self._left = left
         self._pool, self._count = pool >> k, count - k
         return pool & ((1 << k) - 1)
 
@@ -464,14 +474,45 @@ def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fract
     if r < 0:
         raise ParameterError(f"must be >= 0, got {rate!r}", field="rate")
     values = array.tolist()
+    if len(values) <= _GAPS_CACHED_MAX:  # NDOE, GCDP's tau: few candidates, many draws
+        gap_of = _exponential_gaps(tuple(values), r).__getitem__
+    else:
+        top = Fraction(max(values))
+        gap_of = lambda k: _gap_parts(r * (top - Fraction(values[k])))  # noqa: E731
     n = len(values)
-    top = Fraction(max(values))
     bits = _Bits(rng)
     while True:
         k = bits.below(n)
-        gap = r * (top - Fraction(values[k]))
-        if not gap or _bernoulli_exp_bits(bits, gap):
+        if _bern_exp_parts(bits, *gap_of(k)):
             return k
+
+
+def _gap_parts(gap: Fraction) -> tuple[int, int, int]:
+    """A gap ``>= 0`` as ``(whole, num, den)``: its integer part and fractional part."""
+    whole = math.floor(gap)
+    frac = gap - whole
+    return whole, frac.numerator, frac.denominator
+
+
+@lru_cache(maxsize=1024)
+def _exponential_gaps(
+    values: tuple[float, ...], rate: Fraction
+) -> tuple[tuple[int, int, int], ...]:
+    """Each candidate's exact gap ``rate (max - value)`` as ``_gap_parts``, computed once
+    per score vector and rate: ``exponential_choice`` draws the same coins as with the gap
+    recomputed per proposal (tests/unit/test_exponential_choice_same_draws.py), without
+    the ``Fraction`` arithmetic on every round."""
+    top = Fraction(max(values))
+    return tuple(_gap_parts(rate * (top - Fraction(value))) for value in values)
+
+
+def _bern_exp_parts(bits: _Bits, whole: int, num: int, den: int) -> bool:
+    """``_bernoulli_exp_bits`` for a gap prepared as ``(whole, num, den)``; a zero gap is
+    accepted without a coin (as ``exponential_choice`` always did)."""
+    for _ in range(whole):
+        if not _bern_exp_scalar(bits, 1, 1):
+            return False
+    return _bern_exp_scalar(bits, num, den) if num else True
 
 
 @lru_cache(maxsize=256)

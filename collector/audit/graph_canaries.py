@@ -64,7 +64,6 @@ with an ER background; ``v`` keeps ``w`` in D', so the graph stays connected).
 
 from __future__ import annotations
 
-import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -110,13 +109,17 @@ def cadr_release(
     alpha: float = ALPHA,
     degree_bound: int | None = None,
     order: str = "low",
+    ndoe_cache: dict[tuple[int, int], np.ndarray] | None = None,
 ) -> np.ndarray:
     """One CADR-LDP run on (possibly asymmetric) adjacency lists (module docstring):
-    the released noisy degree of every node, in node order."""
+    the released noisy degree of every node, in node order. ``ndoe_cache`` (optional, a
+    dict the caller keeps across runs) holds the NDOE score vector of each (degree,
+    degree bound), so the runs of one canary compute each once (the same vectors, the
+    same draws)."""
     import ldpfleet.protocol.dsr as dsr
     from ldpfleet.protocol.cadr_budget import CadrBudget
     from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-    from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
+    from ldpfleet.protocol.lpea import LpeaNode
 
     n = len(lists)
     budget = CadrBudget(eps, alpha)
@@ -125,13 +128,13 @@ def cadr_release(
     mechanism = ExponentialMechanism(budget.ndoe, bound)
     listed = [set(a) for a in lists]
     # 1. NDOE: own degree -> code; kept by a recipient only from a node it lists
-    scores: dict[int, np.ndarray] = {}
+    scores = {} if ndoe_cache is None else ndoe_cache
     sent = np.empty(n, dtype=np.int64)
     for i, own in enumerate(lists):
         d = len(own)
-        if d not in scores:
-            scores[d] = ndoe_scores(d, parts)
-        sent[i] = mechanism.sample(scores[d], rng)
+        if (d, bound) not in scores:
+            scores[d, bound] = ndoe_scores(d, parts)
+        sent[i] = mechanism.sample(scores[d, bound], rng)
     ids = _ids(n)
     index = {name: i for i, name in enumerate(ids)}
     nodes = []
@@ -139,40 +142,68 @@ def cadr_release(
         codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
         nodes.append(LpeaNode(RUN, ids[i], codes, theta, budget.lpea, rng, order, compact=True))
     # 2. LPEA rounds in lock-step supersteps
+    _lpea_rounds(nodes, ids, index)
+    kept = np.array([len(node.kept) for node in nodes], dtype=np.int64)
+    # 3. DSR
+    return np.asarray(dsr.dsr_release(kept, theta, budget.dsr, rng), dtype=float)
+
+
+def _lpea_rounds(nodes: list, ids: list[str], index: dict[str, int]) -> None:
+    """LPEA rounds 0, 1, ... in lock-step supersteps until a round adds no edge (the
+    collector's stopping rule)."""
     r = 0
     while True:
         for node in nodes:
             node.start_round(r, 0.0)
-        added = 0
-        while True:
-            by_dst: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
-            for i, node in enumerate(nodes):
-                for event in node.pop_events():
-                    if isinstance(event, RoundFinished):
-                        added += event.added
-                for item in node.pop_items():
-                    by_dst[index[item.peer]].append((ids[i], item.kind, item.value))
-            if by_dst:
-                for dst in sorted(by_dst):
-                    node = nodes[dst]
-                    for sender, kind, value in by_dst[dst]:
-                        # refused by the recipient when the sender is not in its list
-                        with contextlib.suppress(RemoteProtocolError):
-                            node.receive_item(sender, kind, value, r, 0.0)
-                continue
-            stuck = [node for node in nodes if node._phase == "requesting"]
-            if not stuck:
-                break
-            for node in stuck:  # answers that never come: give up, count as not asked
-                node.finish_requests(0.0)
-        if any(not node.round_done for node in nodes):
-            raise RuntimeError("LPEA round did not finish")  # cannot happen: quiet, no stuck
-        if added == 0:
-            break
+        if _lpea_round(nodes, ids, index, r) == 0:
+            return
         r += 1
-    kept = np.array([len(node.kept) for node in nodes], dtype=np.int64)
-    # 3. DSR
-    return np.asarray(dsr.dsr_release(kept, theta, budget.dsr, rng), dtype=float)
+
+
+def _lpea_round(nodes: list, ids: list[str], index: dict[str, int], r: int) -> int:
+    """One round's supersteps; returns the edges it added. Each superstep collects the
+    items of the nodes in node order (then emission order) and delivers them to the
+    recipients in recipient order, each recipient's in sender order. Only a node that was
+    called since its last collection (started the round, received an item, gave up its
+    requests) can hold items or events: the others are skipped, which changes nothing
+    (their queues are empty), so the run is the same as collecting from every node."""
+    from ldpfleet.protocol.lpea import RoundFinished
+
+    added = 0
+    touched: list[int] = list(range(len(nodes)))  # every node started the round
+    while True:
+        by_dst: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
+        for i in touched:
+            node = nodes[i]
+            for event in node.pop_events():
+                if isinstance(event, RoundFinished):
+                    added += event.added
+            sender = ids[i]
+            for item in node.pop_items():
+                by_dst[index[item.peer]].append((sender, item.kind, item.value))
+        if by_dst:
+            touched = sorted(by_dst)
+            for dst in touched:
+                _deliver(nodes[dst], by_dst[dst], r)
+            continue
+        touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
+        if not touched:
+            break
+        for i in touched:  # answers that never come: give up, count as not asked
+            nodes[i].finish_requests(0.0)
+    if any(not node.round_done for node in nodes):
+        raise RuntimeError("LPEA round did not finish")  # cannot happen: quiet, no stuck
+    return added
+
+
+def _deliver(node, items: list[tuple[str, str, int]], r: int) -> None:
+    """A recipient's items of one superstep, in sender order; an item from a node it does
+    not list is refused by the machine (``RemoteProtocolError``, no state change)."""
+    for sender, kind, value in items:
+        try:
+            node.receive_item(sender, kind, value, r, 0.0)
+        except RemoteProtocolError:
+            continue  # refused: the sender is not in the recipient's list
 
 
 # ---- canary constructions ---------------------------------------------------------------
@@ -318,8 +349,12 @@ def graph_audit_canary(gc: GraphCanary, theta: int, eps: float) -> Canary:
 
     def sampler(lists: Lists) -> Callable[[np.random.Generator, int], np.ndarray]:
         def run(rng: np.random.Generator, n: int) -> np.ndarray:
+            cache: dict[tuple[int, int], np.ndarray] = {}  # NDOE scores, this sample set's
             return np.stack(
-                [cadr_release(lists, theta, eps, rng, degree_bound=bound) for _ in range(n)]
+                [
+                    cadr_release(lists, theta, eps, rng, degree_bound=bound, ndoe_cache=cache)
+                    for _ in range(n)
+                ]
             )
 
         return run
