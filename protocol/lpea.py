@@ -263,6 +263,12 @@ class RoundFinished(Event):
     added: int
 
 
+def _code_key(key: float) -> tuple[bool, float]:
+    """The pool's sort key: codes ascending (a stable sort, as ``numpy.argsort(kind=
+    "stable")``), a NaN code after every number (numpy's place for NaN)."""
+    return (True, 0.0) if key != key else (False, key)
+
+
 # Machine --------------------------------------------------------------------------------
 
 
@@ -498,13 +504,12 @@ class LpeaNode(Machine):
             yes = sum(self._answers.values())
             estimate = float(self.rr.debias_count(yes, asked))
             capacity = self.theta - len(self.kept) - self.reserved
-            self._target = min(max(int(np.rint(estimate)), 0), capacity)
+            self._target = min(max(round(estimate), 0), capacity)  # half to even, as rint
         if self._target > 0:
-            pool = np.array(sorted(j for j, said in self._answers.items() if said), dtype=object)
-            pool = pool[self._rng.permutation(pool.size)]
+            said_yes = sorted(j for j, said in self._answers.items() if said)
+            shuffled = [said_yes[i] for i in self._rng.permutation(len(said_yes)).tolist()]
             sign = 1.0 if self.order == "low" else -1.0
-            keys = np.array([sign * self.codes[j] for j in pool], dtype=float)
-            self._pool = deque(pool[np.argsort(keys, kind="stable")].tolist())
+            self._pool = deque(sorted(shuffled, key=lambda j: _code_key(sign * self.codes[j])))
         self._advance()
 
     def _on_establish(self, j: str) -> None:
