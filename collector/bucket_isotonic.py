@@ -78,7 +78,6 @@ __all__ = [
     "BOOTSTRAP_DRAWS",
     "TAIL_LEVEL",
     "bootstrap_counts",
-    "empty_above_significant",
     "empty_tail_start",
     "isotonic_counts",
     "isotonic_regression",
@@ -191,31 +190,6 @@ def bootstrap_counts(
     below = np.cumsum(x)[:-1]
     corrected = below - (again / b - below)
     return _counts_from_cumulative(corrected, n)
-
-
-def empty_above_significant(counts: object, bucket_sums: object, sd: float, z: float) -> np.ndarray:
-    """``counts`` with every bucket above the highest one whose noisy sum is at least
-    ``z · sd`` read as empty, their mass returned to the remaining buckets in proportion
-    to their counts (the total is kept). When no bucket is significant, or the remaining
-    buckets hold no mass, ``counts`` unchanged. Post-processing of the θ search's release
-    (issue 20, helper G: the released histogram's noise in wide empty high buckets,
-    docs/cadr-private.md "Released histogram: noise above the top significant bucket")."""
-    x = np.asarray(counts, dtype=float).reshape(-1).copy()
-    y = bucket_sums_array(bucket_sums)
-    if x.size != y.size:
-        raise ParameterError(f"must hold {y.size} counts, got {x.size}", field="counts")
-    level = positive_real(z, "z") * positive_real(sd, "sd")
-    significant = np.flatnonzero(y >= level)
-    if significant.size == 0:
-        return x
-    top = int(significant[-1])
-    kept = x[: top + 1].sum()
-    if kept <= 0:
-        return x
-    total = x.sum()
-    x[top + 1 :] = 0.0
-    x[: top + 1] *= total / kept
-    return x
 
 
 def _log_mgf(t: np.ndarray, ratio: float, shape: float) -> np.ndarray:

@@ -313,20 +313,16 @@ def histogram_prior(
     bias removed, fixed draws and seed) instead of the projection. ``eps_theta`` and
     ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
     release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
-    reading, pre-registered (2026-12-05)"). Buckets above the highest one whose noisy sum
-    is at least ``MODE_Z`` noise sds are then read as empty, their mass returned to the
-    others in proportion (``bucket_isotonic.empty_above_significant``; "Released
-    histogram: noise above the top significant bucket"). Post-processing: no budget."""
+    reading, pre-registered (2026-12-05)"). Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
-    from ldpfleet.collector.bucket_isotonic import bootstrap_counts, empty_above_significant
+    from ldpfleet.collector.bucket_isotonic import bootstrap_counts
 
     d, n, ts, sums, eps, m = _noisy_bucket_input(
         bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
     )
-    counts = bootstrap_counts(sums, n, eps, m)
-    return _spread(empty_above_significant(counts, sums, noise_sd(eps, n, m), MODE_Z), ts, d, True)
+    return _spread(bootstrap_counts(sums, n, eps, m), ts, d, True)
 
 
 def unimodal_degree_prior(
