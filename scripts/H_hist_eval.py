@@ -11,7 +11,8 @@ the released histogram read two ways from the same θ-search counts — ``old``:
 ``boot`` counts spread as before (``_spread(bootstrap_counts(...))``), ``new``:
 the tail-sum rule (``_tail_rule_histogram_prior``: buckets above the highest bucket j
 whose noisy TAIL sum Σ_{i≥j} y_i is at least ``MODE_Z`` times its noise sd
-σ·√(K − j) read as empty, mass returned in proportion) —
+σ·√(K − j) read as empty, mass returned in proportion; it FAILED its pre-registered
+criterion (b), summed L1 +75 %, and was never installed) —
 scored by L1 and EMD against the true degrees, beside the constant TRUE median's
 histogram (a non-private oracle); per (graph, ε) cell the mean over seeds; then the
 pre-registered criterion (docs/cadr-private.md, "Released histogram: a tail-sum cut
