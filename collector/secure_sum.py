@@ -73,6 +73,7 @@ async def secure_sum(
     active: bool = False,
     identity_keys: Mapping[str, bytes] | None = None,
     min_inputs: int = 0,
+    random_bytes: Callable[[int], bytes] | None = None,
 ) -> SecureSumResult:
     """Run one secure-aggregation session as the collector. ``ready`` is set once it
     listens; the session starts after ``devices_ready`` completes (e.g. when every device
@@ -80,7 +81,9 @@ async def secure_sum(
     ``active`` turns on the active-adversary mode (signed keys and the consistency round);
     ``identity_keys`` maps every device to its Ed25519 public identity key;
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
-    aborts before unmasking fewer)."""
+    aborts before unmasking fewer). ``random_bytes``: the server's randomness (the SecAgg+
+    graph's labelling, its probe key); None: ``os.urandom``, as a deployment must — a bench
+    passes a seeded source so that its seed decides the whole session."""
     if isinstance(devices, str | bytes):  # list("abc") is three devices 'a', 'b', 'c'
         raise ParameterError(
             f"must be an iterable of device ids, not one string, got {devices!r}",
@@ -113,6 +116,7 @@ async def secure_sum(
             # drops them (an operator must not believe the session is hardened)
             active=active,
             identity_keys=identity_keys,
+            **({} if random_bytes is None else {"random_bytes": random_bytes}),
         )
         pump = _SessionPump(server, conn, loop.time)
         if ready is not None:

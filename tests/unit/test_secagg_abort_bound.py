@@ -113,3 +113,25 @@ def test_bench_secagg_reports_the_risk_and_names_a_degree_that_lowers_it() -> No
     # the default degree (17 for 200 devices) and no dropout: no warning
     assert abort_risk(200, 0.1, None, False)["warnings"] == []
     assert abort_risk(200, 0.0, 11, False) == {"abort_probability_at_most": 0.0, "warnings": []}
+
+
+def test_bench_secagg_seed_decides_the_graph(monkeypatch) -> None:
+    """The bench's seed draws the server's SecAgg+ labelling too (before: os.urandom, so one
+    seed's K = 11 session aborted in some runs and not in others)."""
+    from ldpfleet.app.bench_secagg import bench_secagg
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    graphs_built = []
+    harary = graphs.harary_graph
+
+    def recorded(ids, k, random_bytes):
+        graphs_built.append(harary(ids, k, random_bytes))
+        return graphs_built[-1]
+
+    monkeypatch.setattr(graphs, "harary_graph", recorded)
+    for seed in (3, 3, 4):
+        result = run_loop(bench_secagg(30, 2, neighbors=5, dropout=0.1, seed=seed))
+        assert result["exact"] is True
+    first, again, other = graphs_built
+    assert first == again
+    assert first != other
