@@ -70,7 +70,7 @@ from ldpfleet.protocol.events import Event, Machine
 from ldpfleet.protocol.messages import Message
 from ldpfleet.protocol.secagg import active as signing
 from ldpfleet.protocol.secagg import crypto, shamir
-from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod, sub_mod
+from ldpfleet.protocol.secagg.encoding import FixedPoint, add_mod, low_bits, sub_mod
 from ldpfleet.protocol.secagg.messages import (
     PeerKeys,
     RevealedShare,
@@ -119,13 +119,9 @@ def apply_pairwise(total: np.ndarray, mask: np.ndarray, *, u: int, v: int, bits:
 def add_pairwise_into(total: np.ndarray, mask: np.ndarray, *, u: int, v: int) -> None:
     """``total += sign(u, v) * mask`` mod 2^64 in place (``apply_pairwise`` without a new
     array per mask): ``total`` is a uint64 array its caller owns; a 32-bit sum is reduced
-    once at the end (``low_bits``), which gives what reducing after every step gives."""
+    once at the end (``encoding.low_bits``), which gives what reducing after every step
+    gives."""
     (np.add if u > v else np.subtract)(total, mask, out=total)
-
-
-def low_bits(total: np.ndarray, bits: int) -> np.ndarray:
-    """A uint64 sum accumulated mod 2^64, reduced mod 2^bits."""
-    return total if bits == 64 else total & np.uint64(0xFFFFFFFF)
 
 
 def pack_vector(values: np.ndarray, bits: int) -> bytes:

@@ -151,13 +151,20 @@ def _as_u64(a: object, field: str) -> np.ndarray:
     )
 
 
+def low_bits(total: np.ndarray, bits: int) -> np.ndarray:
+    """A uint64 array taken mod 2^bits (``bits`` 32 or 64, already checked): what every
+    modular sum here ends with, and what a sum accumulated in place mod 2^64 is reduced by
+    once at the end (reducing after every step gives the same)."""
+    return total if bits == 64 else total & np.uint64(0xFFFFFFFF)
+
+
 def add_mod(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
     """(a + b) mod 2**bits, elementwise, as uint64."""
     bits = _check_bits(bits)
     x, y = _as_u64(a, "a"), _as_u64(b, "b")
     with np.errstate(over="ignore"):
         out = np.add(x, y, dtype=np.uint64)
-    return out if bits == 64 else out & np.uint64(0xFFFFFFFF)
+    return low_bits(out, bits)
 
 
 def sub_mod(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
@@ -166,4 +173,4 @@ def sub_mod(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
     x, y = _as_u64(a, "a"), _as_u64(b, "b")
     with np.errstate(over="ignore"):
         out = np.subtract(x, y, dtype=np.uint64)
-    return out if bits == 64 else out & np.uint64(0xFFFFFFFF)
+    return low_bits(out, bits)

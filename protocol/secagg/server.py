@@ -99,12 +99,11 @@ from ldpfleet.protocol.secagg import crypto, shamir
 from ldpfleet.protocol.secagg import graph as graphs
 from ldpfleet.protocol.secagg.client import (
     add_pairwise_into,
-    low_bits,
     pairwise_mask,
     self_mask,
     unpack_vector,
 )
-from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.encoding import FixedPoint, low_bits
 from ldpfleet.protocol.secagg.messages import (
     MAX_DIM,
     MAX_PARTICIPANTS,

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from ldpfleet.protocol.secagg import crypto
-from ldpfleet.protocol.secagg.client import add_pairwise_into, apply_pairwise, low_bits
-from ldpfleet.protocol.secagg.encoding import add_mod
+from ldpfleet.protocol.secagg.client import add_pairwise_into, apply_pairwise
+from ldpfleet.protocol.secagg.encoding import add_mod, low_bits
 
 
 def _old_prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
