@@ -11,6 +11,7 @@ fixed-point encodings mod 2^bits, i.e. the protocol lost nothing and added nothi
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -69,16 +70,23 @@ def session_degree(devices: int, neighbors: int | None, full: bool) -> int | Non
     return degree if _is_int(degree) and 1 <= degree <= devices - 1 else None
 
 
+def session_graph(devices: int, neighbors: int | None, full: bool) -> tuple[int, int] | None:
+    """``(degree, t)`` of the session (``session_degree``, and the server's default
+    threshold: a strict majority of a device's share holders, its neighbours and itself),
+    or None for a degree the session refuses itself."""
+    degree = session_degree(devices, neighbors, full)
+    return None if degree is None else (degree, graphs.default_threshold(degree + 1))
+
+
 def check_survivors(devices: int, dropout: float, neighbors: int | None, full: bool) -> None:
-    """Refuse a ``dropout`` that leaves fewer devices than the session's threshold t (the
-    server's default: a strict majority of a device's share holders, its neighbours and
-    itself): every stage then closes with fewer than t replies and the session aborts,
+    """Refuse a ``dropout`` that leaves fewer devices than the session's threshold t
+    (``session_graph``): every stage then closes with fewer than t replies and the session aborts,
     whatever happens (held-out QA: ``--dropout 0.99`` dropped 198 of 200 devices, then
     exited 1 saying "not exact")."""
-    degree = session_degree(devices, neighbors, full)
-    if degree is None:
+    session = session_graph(devices, neighbors, full)
+    if session is None:
         return
-    threshold = graphs.default_threshold(degree + 1)
+    degree, threshold = session
     why = f" (degree {degree}: t = (degree + 1) // 2 + 1)"
     graphs.check_dropout_survivors(dropout, devices, threshold, why)
 
@@ -93,11 +101,11 @@ def abort_risk(devices: int, dropout: float, neighbors: int | None, full: bool) 
     (``graphs.abort_probability_bound``), and a ``warnings`` sentence when it is above
     ``ABORT_WARNING_ABOVE`` naming the smallest odd ``--neighbors`` that keeps it below
     (else no sentence). Empty for a degree the session refuses itself."""
-    degree = session_degree(devices, neighbors, full)
-    if degree is None:
+    session = session_graph(devices, neighbors, full)
+    if session is None:
         return {}
+    degree, threshold = session
     dropping = round(dropout * devices)
-    threshold = graphs.default_threshold(degree + 1)
     bound = graphs.abort_probability_bound(devices, degree, threshold, dropping)
     risk: dict = {"abort_probability_at_most": float(f"{bound:.3g}"), "warnings": []}
     if bound > ABORT_WARNING_ABOVE:
@@ -235,7 +243,7 @@ class _SecAggBench:
     # the server's randomness (the SecAgg+ graph's labelling): seeded, so that the seed
     # decides the whole session, an abort included (with os.urandom the README's K = 11
     # session aborted in about 4 % of runs of one seed: ``abort_probability_at_most``)
-    server_random: Callable[[int], bytes] | None = None
+    server_random: Callable[[int], bytes] = os.urandom
 
     @classmethod
     def draw(

@@ -10,6 +10,7 @@ stages call ``await secure_sum(...)`` whenever they need a sum (CADR-LDP's θ se
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -73,7 +74,7 @@ async def secure_sum(
     active: bool = False,
     identity_keys: Mapping[str, bytes] | None = None,
     min_inputs: int = 0,
-    random_bytes: Callable[[int], bytes] | None = None,
+    random_bytes: Callable[[int], bytes] = os.urandom,
 ) -> SecureSumResult:
     """Run one secure-aggregation session as the collector. ``ready`` is set once it
     listens; the session starts after ``devices_ready`` completes (e.g. when every device
@@ -82,7 +83,7 @@ async def secure_sum(
     ``identity_keys`` maps every device to its Ed25519 public identity key;
     ``min_inputs`` > 0: the fewest inputs the sum may cover (``SecAggServer``: the session
     aborts before unmasking fewer). ``random_bytes``: the server's randomness (the SecAgg+
-    graph's labelling, its probe key); None: ``os.urandom``, as a deployment must — a bench
+    graph's labelling, its probe key): ``os.urandom``, as a deployment must — a bench
     passes a seeded source so that its seed decides the whole session."""
     if isinstance(devices, str | bytes):  # list("abc") is three devices 'a', 'b', 'c'
         raise ParameterError(
@@ -116,7 +117,7 @@ async def secure_sum(
             # drops them (an operator must not believe the session is hardened)
             active=active,
             identity_keys=identity_keys,
-            **({} if random_bytes is None else {"random_bytes": random_bytes}),
+            random_bytes=random_bytes,
         )
         pump = _SessionPump(server, conn, loop.time)
         if ready is not None:
