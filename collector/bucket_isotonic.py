@@ -33,10 +33,10 @@ noise parties — post-processing):
   the differences, as above. The draws come from a fixed seed: deterministic, and the
   noise is public randomness (no budget). Needs ``ε_θ`` and the noise parties.
 - ``unimodal_tail_counts`` (issue 20, helper C): the counts' per-degree levels made
-  non-increasing from the densest bucket upward (with ``mode_z``: the densest among the
-  buckets whose noisy sum is at least ``mode_z`` noise sds) (a degree distribution falls above its
-  mode), fitted by least squares on the counts (equal noise variance per bucket: pool
-  adjacent violators on the levels with weights ``width²``), kept only if the fit's
+  non-increasing from the densest bucket upward (a degree distribution falls above its
+  mode; with ``mode_z``: the densest among the buckets whose noisy sum is at least
+  ``mode_z`` noise sds), fitted by least squares on the counts (equal noise variance per
+  bucket: pool adjacent violators on the levels with weights ``width²``), kept only if the fit's
   residual is within the noise (``Σ (y_j - fit_j)² / σ²`` at most the ``1 - TAIL_FIT_LEVEL``
   quantile of a χ² with one degree of freedom per fitted bucket: when the true levels do
   fall, the least-squares fit is at least as close to ``y`` as the truth is, whose
@@ -153,8 +153,10 @@ def unimodal_tail_counts(
     projected = simplex_projection(y, n)
     live = w > 0
     levels = np.where(live, projected / np.maximum(w, 1.0), -np.inf)
-    if mode_z is not None and np.any(live & (y >= mode_z * sd)):
-        levels = np.where(y >= mode_z * sd, levels, -np.inf)
+    if mode_z is not None:
+        occupied = y >= mode_z * sd  # significantly occupied: the mode's candidates
+        if np.any(live & occupied):
+            levels = np.where(occupied, levels, -np.inf)
     fitted = np.flatnonzero(live & (np.arange(y.size) >= int(np.argmax(levels))))
     fit = y.copy()
     falling = scipy_isotonic(y[fitted] / w[fitted], weights=w[fitted] ** 2, increasing=False)

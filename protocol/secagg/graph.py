@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Sequence
+from math import comb
 
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.crypto import uniform_below
@@ -197,8 +198,6 @@ def abort_probability_bound(devices: int, degree: int, threshold: int, dropping:
 
 def _tail(population: int, marked: int, draws: int, allowed: int) -> float:
     """P(more than ``allowed`` of ``draws`` drawn without replacement are marked)."""
-    from math import comb
-
     if allowed < 0:
         return 1.0
     ways = comb(population, draws)
