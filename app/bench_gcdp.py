@@ -216,11 +216,14 @@ def _calibration(nodes, masking, cmap, bounds, utility, tau, *, lag_window: int 
     and utility. ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides,
     used by the GC-DP release only) are the Table 11 ablation switches."""
     graph = calibrate_from_data(nodes, tau=tau, lag_window=lag_window)
-    xi = empirical_influence(masking(), graph, cmap, compress=compress)
+    deltas = masking()
+    xi = empirical_influence(deltas, graph, cmap, compress=compress)
+    direct_xi = empirical_influence(deltas, graph, cmap, gamma=0.0)  # Risk-DP's "direct"
     return {
         "allocation": dict(allocation or {}),
         "bounds": bounds,
         "scales": release_scales(bounds, xi),
+        "direct_scales": release_scales(bounds, direct_xi),
         "exposure": graph.exposure_norm,
         "utility": utility,
         "edges": [list(map(int, e)) for e in graph.edges],
@@ -258,6 +261,26 @@ def select_tau(
     return max(TAU_GRID, key=lambda t: (scores[t], -t)), scores
 
 
+# what ``protocol.gau_sampler`` says of each ``gau_sigma`` reading (it said "zCDP accounting"
+# whatever the reading before 2026-12-05)
+GAU_CALIBRATION_NAMES = {
+    "zcdp": "zCDP accounting",
+    "classic": "classic sigma (raised to the zCDP one where smaller)",
+    "analytic": "Balle-Wang's continuous sigma (not certified for this sampler)",
+    "analytic_discrete": "the exact discrete-Gaussian curve (analytic calibration, CKS Thm 7)",
+}
+
+
+def _risk_scales(cal: dict, readings: Readings) -> np.ndarray:
+    """Risk-DP's scale numerators under ``readings.risk_scales``: the certificates B
+    (kept), GC-DP's max(B, xi), or max(B, xi) without xi's graph-compressed expansion."""
+    if readings.risk_scales == "gcdp":
+        return cal["scales"]
+    if readings.risk_scales == "direct":
+        return cal["direct_scales"]
+    return cal["bounds"]
+
+
 def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.Generator):
     b = cal["bounds"]
     common = {"low": 0.0, "high": 1.0, "rng": rng}
@@ -275,7 +298,7 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
         return ada_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"], eps_rel=eps,
                       **common)  # fmt: skip
     if method == "Risk-DP":
-        scales = cal["scales"] if readings.risk_scales == "gcdp" else b
+        scales = _risk_scales(cal, readings)
         offset = {"exposure_offset": 1e-8} if readings.risk_offset == "eta" else {}
         return risk_dp(y, bounds=b, scales=scales, exposure_norm=cal["exposure"], eps_rel=eps,
                        coordinate_map=cal.get("coordinate_map"), **common,
@@ -329,7 +352,7 @@ def noise_law(method: str, cal: dict, eps: float) -> NoiseLaw:
         scales = np.asarray(cal["scales"], dtype=float)
         budgets = allocate_budget(eps, scales, cal["utility"], np.zeros(d), None, beta_r=0.0)
     elif method == "Risk-DP":
-        scales = np.asarray(cal["scales"] if readings.risk_scales == "gcdp" else b, dtype=float)
+        scales = np.asarray(_risk_scales(cal, readings), dtype=float)
         offset = {"exposure_offset": 1e-8} if readings.risk_offset == "eta" else {}
         budgets = allocate_budget(eps, scales, np.zeros(d), cal["exposure"],
                                   cal.get("coordinate_map"), beta_u=0.0, **offset)  # fmt: skip
@@ -848,7 +871,8 @@ def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict
         **prep.protocol_tail,
         "eps_cal": 0.0,
         "gau_delta": float(readings.gau_delta),
-        "gau_sampler": "exact discrete Gaussian on a 2^-k grid, zCDP accounting",
+        "gau_sampler": "exact discrete Gaussian on a 2^-k grid, "
+        + GAU_CALIBRATION_NAMES[readings.gau_sigma],
         "gau_l2": prep.gau_l2,
         "readings": readings.as_dict(),
     }

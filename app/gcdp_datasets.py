@@ -179,14 +179,18 @@ class Readings:
     * ``gau_sigma`` -- Gau-DP's sigma on the exact discrete-Gaussian sampler
       (``collector.gcdp.gaussian.gaussian_grid``): ``"zcdp"`` (kept: the smallest certified
       one), ``"classic"`` (Delta sqrt(2 ln(1.25 / delta)) / eps, certified where it is not
-      below zcdp's) or ``"analytic"`` (Balle-Wang's continuous sigma: a reading for
-      comparison, not certified for the discrete sampler).
+      below zcdp's), ``"analytic"`` (Balle-Wang's continuous sigma: a reading for
+      comparison, not certified for the discrete sampler) or ``"analytic_discrete"``
+      (Balle-Wang's rule on the discrete sampler's exact curve, CKS Theorem 7: certified;
+      one changed coordinate only, so not for WISDM).
     * ``gau_delta`` -- Gau-DP's fixed delta (Table 4: "fixed delta", no value): ``"1e-5"``
       (kept, fixed before any run), ``"1e-6"`` or ``"1e-7"``.
     * ``risk_offset`` -- Risk-DP's exposure term (Algorithm 3 with beta_u = 0): ``"one"``
       the project's exposure offset 1 (kept, as GC-DP) or ``"eta"`` the seed's literal eta.
     * ``risk_scales`` -- Risk-DP's scale numerators: ``"bounds"`` s = B (Table 4: "omits
-      graph-compressed expanded influence"; kept) or ``"gcdp"`` GC-DP's s = max(B, xi).
+      graph-compressed expanded influence"; kept), ``"gcdp"`` GC-DP's s = max(B, xi) or
+      ``"direct"`` s = max(B, xi) with xi's graph-compressed expansion term left out
+      (gamma = 0: xi_k = min(g_max, kappa max_{i in a(k)} delta_ik)).
     """
 
     clip: str = "iqr"
@@ -233,10 +237,10 @@ READING_CHOICES = {
     "attacker_fit": ("clean", "private"),
     "weights": ("none", "balanced"),
     "attribute": ("humidity_ratio", "temperature", "humidity", "light", "co2", "occupancy"),
-    "gau_sigma": ("zcdp", "classic", "analytic"),
+    "gau_sigma": ("zcdp", "classic", "analytic", "analytic_discrete"),
     "gau_delta": ("1e-5", "1e-6", "1e-7"),
     "risk_offset": ("one", "eta"),
-    "risk_scales": ("bounds", "gcdp"),
+    "risk_scales": ("bounds", "gcdp", "direct"),
     "attack": ("temporal", "clean", "informed", "informed_qda"),
     "task_l2": ("1e-2", "1", "1e-4"),
 }

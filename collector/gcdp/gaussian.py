@@ -30,9 +30,11 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "CALIBRATIONS",
     "GaussianGrid",
+    "analytic_discrete_sigma2",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
     "discrete_gaussian",
+    "discrete_gaussian_delta",
     "gaussian_grid",
     "gaussian_on_grid",
     "zcdp_delta",
@@ -121,7 +123,7 @@ def analytic_gaussian_sigma(eps: float, delta: float, l2_sensitivity: float) -> 
 
 GRID_BITS_BELOW_SIGMA = 10
 _INT_SAFE_ABS = 2**19  # |Y| above this: the acceptance numerator is computed on Python ints
-CALIBRATIONS = ("zcdp", "classic", "analytic")
+CALIBRATIONS = ("zcdp", "classic", "analytic", "analytic_discrete")
 
 
 def zcdp_delta(rho: float, eps: float) -> float:
@@ -242,6 +244,80 @@ def discrete_gaussian(
     return out.reshape(shape)
 
 
+# --- the analytic calibration of the discrete sampler (``"analytic_discrete"``) ------------------
+#
+# Balle and Wang's analytic Gaussian mechanism (seed 000, Table 4 and [32]) is the smallest
+# sigma whose EXACT privacy curve meets delta. For the discrete Gaussian actually sampled the
+# exact curve is known too when one protected unit moves ONE coordinate (CKS 2020, Theorem 7):
+# for an integer shift a > 0 the privacy loss ln p(z) / p(z - a) = (a^2 - 2 a z) / (2 s2)
+# exceeds eps exactly when z < a / 2 - eps s2 / a, so the hockey-stick divergence is
+#
+#     delta_a(s2) = P[Y > eps s2 / a - a / 2] - e^eps P[Y > eps s2 / a + a / 2],  Y ~ N_Z(0, s2),
+#
+# (strict inequalities; by the symmetry of Y). Rounding to the grid moves a coordinate by at
+# most g / 2, so two answers within Delta round to integers within floor(Delta / g) + 1; the
+# curve is taken as the maximum over EVERY shift 1 .. floor(Delta / g) + 1 (no monotonicity
+# in a is assumed). The tails are summed from the far end (small terms first) over
+# |z| <= 14 sqrt(s2) + shift (the mass left out is below e^-98 < 1e-42), and the computed delta
+# is raised by 1e-9 of the first tail (float error) plus 1e-40 (the mass left out) before it is
+# compared with the target.
+
+
+def _discrete_gaussian_tails(sigma2: int, half_width: int) -> tuple[np.ndarray, int]:
+    """``tail[i] = P[Y >= i - half_width]`` for ``i`` in 0 .. 2 half_width + 1, where
+    Y ~ N_Z(0, sigma2)."""
+    z = np.arange(-half_width, half_width + 1, dtype=float)
+    weights = np.exp(-(z * z) / (2.0 * sigma2))
+    pmf = weights / weights.sum()  # pairwise summation: relative error ~1e-15
+    tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0]])
+    return tail, half_width
+
+
+def discrete_gaussian_delta(sigma2: int, eps: float, max_shift: int) -> float:
+    """The exact delta at ``eps`` of ``x + N_Z(0, sigma2)`` for integer answers ``x`` that
+    neighbours change by at most ``max_shift`` (one coordinate): the maximum over the
+    shifts a = 1 .. max_shift of the hockey-stick divergence above (CKS 2020, Theorem 7),
+    raised by 1e-9 of its first tail and by 1e-40 for the float error and the truncated
+    tails (so never understated)."""
+    if isinstance(sigma2, bool) or not isinstance(sigma2, int | np.integer) or sigma2 < 1:
+        raise ParameterError(f"must be an integer >= 1, got {sigma2!r}", field="sigma2")
+    e = positive_real(eps, "eps")
+    if isinstance(max_shift, bool) or not isinstance(max_shift, int | np.integer) or max_shift < 1:
+        raise ParameterError(f"must be an integer >= 1, got {max_shift!r}", field="max_shift")
+    p, top = int(sigma2), int(max_shift)
+    tail, half = _discrete_gaussian_tails(p, 14 * math.isqrt(p) + 14 + top)
+    shifts = np.arange(1, top + 1, dtype=float)
+    low_edge = e * p / shifts - shifts / 2.0
+
+    def above(t: np.ndarray) -> np.ndarray:  # P[Y > t] = P[Y >= floor(t) + 1]
+        index = np.clip(np.floor(t).astype(np.int64) + 1 + half, 0, tail.size - 1)
+        return tail[index]
+
+    first, second = above(low_edge), above(low_edge + shifts)
+    with np.errstate(over="ignore"):
+        curve = first - math.exp(min(e, 700.0)) * second
+    return float(np.max(curve + 1e-9 * first)) + 1e-40
+
+
+def analytic_discrete_sigma2(eps: float, delta: float, max_shift: int, upper: int) -> int:
+    """The smallest integer ``sigma2`` (bisection; ``upper`` must be admissible, and is
+    doubled until it is) whose ``discrete_gaussian_delta`` is <= ``delta``; the returned
+    value always satisfies it."""
+    e = positive_real(eps, "eps")
+    target = real_in_range(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
+    hi = max(1, int(upper))
+    while discrete_gaussian_delta(hi, e, max_shift) > target:
+        hi *= 2
+    lo = 0  # inadmissible by convention (sigma2 >= 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if discrete_gaussian_delta(mid, e, max_shift) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 class GaussianGrid(NamedTuple):
     """The exact Gau-DP noise: grid ``grid`` (a power of two), integer variance ``sigma2``
     in grid units, ``sigma`` = grid * sqrt(sigma2) (the released noise's standard
@@ -269,7 +345,9 @@ def gaussian_grid(
     raised to the zcdp value where that is larger, so it stays certified), or
     ``"analytic"`` (the continuous Balle-Wang sigma scaled by the rounding's sensitivity
     inflation: a READING for comparison, its (eps, delta) for the discrete sampler is not
-    certified here)."""
+    certified here), or ``"analytic_discrete"`` (Balle-Wang's rule -- the smallest noise
+    whose EXACT curve meets delta -- applied to the discrete sampler's exact curve, CKS
+    Theorem 7; certified; ``changed_coordinates`` must be 1)."""
     e = positive_real(eps, "eps")
     dl = real_in_range(delta, "delta", 0.0, 1.0, low_open=True, high_open=True)
     sens = positive_real(l2_sensitivity, "l2_sensitivity")
@@ -294,6 +372,8 @@ def _gaussian_grid(
 ) -> GaussianGrid:
     rho = zcdp_rho(e, dl)
     target = sens / math.sqrt(2.0 * rho)  # continuous-equivalent sigma of the zcdp reading
+    if calibration == "analytic_discrete":
+        return _analytic_discrete_grid(e, dl, sens, changed_coordinates, rho)
     if calibration == "classic":
         target = max(target, sens * math.sqrt(2.0 * math.log(1.25 / dl)) / e)
     elif calibration == "analytic":
@@ -305,6 +385,27 @@ def _gaussian_grid(
         need = max(need, d_grid**2 / (2.0 * rho))
     sigma2 = math.ceil(need * (1.0 + 1e-12))  # float slack, upwards
     return GaussianGrid(grid, sigma2, grid * math.sqrt(sigma2), d_grid**2 / (2.0 * sigma2))
+
+
+def _analytic_discrete_grid(
+    e: float, dl: float, sens: float, changed_coordinates: int, rho: float
+) -> GaussianGrid:
+    """``"analytic_discrete"``: the grid of the continuous analytic sigma, then the smallest
+    integer variance whose exact discrete curve (``discrete_gaussian_delta``) meets delta for
+    every integer shift the rounded answers can take (one changed coordinate only)."""
+    if changed_coordinates != 1:
+        raise ParameterError(
+            "the exact discrete-Gaussian curve needs one changed coordinate per protected "
+            f"unit (use calibration='zcdp'), got {changed_coordinates}",
+            field="changed_coordinates",
+        )
+    grid = 2.0 ** (
+        math.floor(math.log2(analytic_gaussian_sigma(e, dl, sens))) - GRID_BITS_BELOW_SIGMA
+    )
+    max_shift = math.floor(sens / grid) + 1  # |rint(x / g) - rint(x' / g)| <= floor(Delta / g) + 1
+    upper = math.ceil((sens / grid + 1.0) ** 2 / (2.0 * rho))  # the zcdp variance: admissible
+    sigma2 = analytic_discrete_sigma2(e, dl, max_shift, upper)
+    return GaussianGrid(grid, sigma2, grid * math.sqrt(sigma2), max_shift**2 / (2.0 * sigma2))
 
 
 def gaussian_on_grid(
