@@ -271,6 +271,15 @@ GAU_CALIBRATION_NAMES = {
 }
 
 
+def gau_calibration(readings: Readings, changed: int) -> str:
+    """Gau-DP's sigma rule: ``readings.gau_sigma``, except that the exact discrete curve
+    (``"analytic_discrete"``, one changed coordinate) falls back to ``"zcdp"`` where one
+    protected unit moves ``changed > 1`` coordinates (WISDM; ``gau_l2="sum"``)."""
+    if readings.gau_sigma == "analytic_discrete" and changed > 1:
+        return "zcdp"
+    return readings.gau_sigma
+
+
 def _risk_scales(cal: dict, readings: Readings) -> np.ndarray:
     """Risk-DP's scale numerators under ``readings.risk_scales``: the certificates B
     (kept), GC-DP's max(B, xi), or max(B, xi) without xi's graph-compressed expansion."""
@@ -293,7 +302,8 @@ def _release(method: str, y: np.ndarray, cal: dict, eps: float, rng: np.random.G
         delta = float(readings.gau_delta)  # GAU_DELTA unless the gau_delta reading says
         return gau_dp(y, bounds=b, eps=eps, delta=delta, l2_sensitivity=cal.get("gau_l2"),
                       changed_coordinates=cal.get("gau_changed"),
-                      calibration=readings.gau_sigma, **common)  # fmt: skip
+                      calibration=gau_calibration(readings, cal.get("gau_changed") or y.shape[-1]),
+                      **common)  # fmt: skip
     if method == "Ada-DP":
         return ada_dp(y, bounds=b, scales=cal["scales"], utility=cal["utility"], eps_rel=eps,
                       **common)  # fmt: skip
@@ -344,7 +354,8 @@ def noise_law(method: str, cal: dict, eps: float) -> NoiseLaw:
         if cal.get("gau_l2") is not None:
             sens = min(float(cal["gau_l2"]), sens)
         changed = d if cal.get("gau_changed") is None else cal["gau_changed"]
-        grid = gaussian_grid(eps, float(readings.gau_delta), sens, changed, readings.gau_sigma)
+        rule = gau_calibration(readings, changed)
+        grid = gaussian_grid(eps, float(readings.gau_delta), sens, changed, rule)
         return NoiseLaw("gaussian", np.full(d, grid.sigma))
     if method == "Lap-DP":
         scales, budgets = b, uniform_allocation(eps, d)
@@ -871,11 +882,19 @@ def _protocol(prep: Prepared, draws: int, seed: int, readings: Readings) -> dict
         **prep.protocol_tail,
         "eps_cal": 0.0,
         "gau_delta": float(readings.gau_delta),
-        "gau_sampler": "exact discrete Gaussian on a 2^-k grid, "
-        + GAU_CALIBRATION_NAMES[readings.gau_sigma],
+        "gau_sampler": _gau_sampler_note(prep, readings),
         "gau_l2": prep.gau_l2,
         "readings": readings.as_dict(),
     }
+
+
+def _gau_sampler_note(prep: Prepared, readings: Readings) -> str:
+    changed = prep.gau_changed if prep.gau_changed is not None else prep.bounds.size
+    rule = gau_calibration(readings, changed)
+    note = "exact discrete Gaussian on a 2^-k grid, " + GAU_CALIBRATION_NAMES[rule]
+    if rule != readings.gau_sigma:
+        note += f" ({readings.gau_sigma} needs one changed coordinate; {changed} move here)"
+    return note
 
 
 def _calibration_table(cal: dict, tau, tau_f1: dict) -> dict:

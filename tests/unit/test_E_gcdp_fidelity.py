@@ -145,7 +145,8 @@ def test_bench_release_draws_the_reading_it_names():
                          calibration="analytic_discrete",
                          rng=np.random.default_rng(17))  # fmt: skip
     assert np.array_equal(release("Gau-DP", "gau_sigma=analytic_discrete"), exact)
-    assert not np.array_equal(release("Gau-DP", ""), exact)  # the kept zcdp sigma differs
+    assert np.array_equal(release("Gau-DP", ""), exact)  # the default since 2026-12-05
+    assert not np.array_equal(release("Gau-DP", "gau_sigma=zcdp"), exact)  # the earlier one
     direct = bench.risk_dp(y, bounds=b, scales=cal["direct_scales"], exposure_norm=cal["exposure"],
                            eps_rel=1.0, low=0.0, high=1.0, coordinate_map=None,
                            rng=np.random.default_rng(17))  # fmt: skip
@@ -162,3 +163,26 @@ def test_protocol_names_every_gau_calibration():
     from ldpfleet.app.gcdp_datasets import READING_CHOICES
 
     assert set(bench.GAU_CALIBRATION_NAMES) == set(READING_CHOICES["gau_sigma"])
+
+
+def test_default_falls_back_to_zcdp_where_several_coordinates_move():
+    # WISDM: one sensor-axis contribution moves 3 coordinates; no exact curve is computed
+    kept = READINGS
+    assert kept.gau_sigma == "analytic_discrete"
+    assert bench.gau_calibration(kept, 1) == "analytic_discrete"
+    assert bench.gau_calibration(kept, 3) == "zcdp"
+    assert bench.gau_calibration(parse_readings("gau_sigma=classic"), 3) == "classic"
+    b = np.full(6, 0.1)
+    cal = {"bounds": b, "gau_l2": 0.1 * math.sqrt(3), "gau_changed": 3, "readings": kept}
+    law = bench.noise_law("Gau-DP", cal, 1.0)
+    assert law.scale[0] == gaussian_grid(1.0, 1e-5, 0.1 * math.sqrt(3), 3, "zcdp").sigma
+
+
+def test_protocol_says_which_gau_rule_ran():
+    from types import SimpleNamespace
+
+    occupancy = SimpleNamespace(gau_changed=1, bounds=np.full(5, 1 / 30))
+    wisdm = SimpleNamespace(gau_changed=3, bounds=np.full(6, 0.1))
+    assert "exact discrete-Gaussian curve" in bench._gau_sampler_note(occupancy, READINGS)
+    note = bench._gau_sampler_note(wisdm, READINGS)
+    assert "zCDP accounting" in note and "3 move here" in note
