@@ -19,22 +19,26 @@ def summary(path: str) -> None:
         run = json.load(handle)
     readings = run["protocol"]["readings"]
     print(f"== {path}: test {run['protocol']['test_file']}, readings {readings}")
-    within = 0
+    within, val_cells = 0, []
     for method in METHODS:
         f1, seed = run["f1"][method], run["seed_f1"][method]
         cells = " / ".join(f"{f1[e]:.1f}" for e in f1)
         gaps = [f1[e] - seed[e] for e in f1]
-        within += sum(abs(g) <= 2.0 for g in gaps)
+        inside = sum(abs(g) <= 2.0 for g in gaps)
+        within += inside
         val = run["validation"]["f1"][method]
+        val_cells += list(val.values())
         val_mean = sum(val.values()) / len(val)
         auc = run["attack_auc"][method]
         std = run["f1_std"][method]["1.0"]
         print(
             f"{method:8s} test {cells} | eps1 gap {gaps[2]:+.3f} std {std:.2f}"
             f" | val mean {val_mean:.2f} (eps1 {val['1.0']:.1f}) | AUC eps1 {auc['1.0']:.3f}"
-            f" | AUC {' / '.join(f'{auc[e]:.3f}' for e in auc)}"
+            f" | AUC {' / '.join(f'{auc[e]:.3f}' for e in auc)} | within 2: {inside}"
         )
-    print(f"cells within 2: {within} of 25; tau {run['calibration']['tau']}")
+    mean = sum(val_cells) / len(val_cells)
+    print(f"cells within 2: {within} of 25; validation F1 mean (25 cells) {mean:.2f}", end="")
+    print(f"; tau {run['calibration']['tau']}; {run['protocol'].get('gau_sampler')}")
 
 
 if __name__ == "__main__":
