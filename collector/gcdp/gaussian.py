@@ -286,14 +286,16 @@ def discrete_gaussian_delta(sigma2: int, eps: float, max_shift: int) -> float:
         raise ParameterError(f"must be an integer >= 1, got {max_shift!r}", field="max_shift")
     p, top = int(sigma2), int(max_shift)
     tail, half = _discrete_gaussian_tails(p, 14 * math.isqrt(p) + 14 + top)
-    shifts = np.arange(1, top + 1, dtype=float)
-    low_edge = e * p / shifts - shifts / 2.0
+    shifts = np.arange(1, top + 1, dtype=np.int64)
+    # the last z with loss > eps is floor(eps s2 / a - a / 2) = k; both tails use this one
+    # rounded boundary (P[Y > k] and P[Y > k + a]), so a float error in it moves the two
+    # sums together (the term at the boundary has loss ~ eps and contributes ~0)
+    edge = np.floor(e * p / shifts - shifts / 2.0).astype(np.int64)
 
-    def above(t: np.ndarray) -> np.ndarray:  # P[Y > t] = P[Y >= floor(t) + 1]
-        index = np.clip(np.floor(t).astype(np.int64) + 1 + half, 0, tail.size - 1)
-        return tail[index]
+    def above(k: np.ndarray) -> np.ndarray:  # P[Y > k] = P[Y >= k + 1] for integer k
+        return tail[np.clip(k + 1 + half, 0, tail.size - 1)]
 
-    first, second = above(low_edge), above(low_edge + shifts)
+    first, second = above(edge), above(edge + shifts)
     with np.errstate(over="ignore"):
         curve = first - math.exp(min(e, 700.0)) * second
     return float(np.max(curve + 1e-9 * first)) + 1e-40
