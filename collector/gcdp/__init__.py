@@ -31,9 +31,11 @@ from ldpfleet.collector.gcdp.correlation import lagged_abs_pearson
 from ldpfleet.collector.gcdp.fleet_calibration import ADJACENCY, FleetTheta, calibrate_fleet
 from ldpfleet.collector.gcdp.gaussian import (
     GaussianGrid,
+    analytic_discrete_sigma2,
     analytic_gaussian_delta,
     analytic_gaussian_sigma,
     discrete_gaussian,
+    discrete_gaussian_delta,
     gaussian_grid,
     gaussian_on_grid,
     zcdp_delta,
@@ -94,6 +96,7 @@ __all__ = [
     "ada_allocation",
     "ada_dp",
     "allocate_budget",
+    "analytic_discrete_sigma2",
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
     "build_calibration_graph",
@@ -104,6 +107,7 @@ __all__ = [
     "compression_set",
     "count_bound",
     "discrete_gaussian",
+    "discrete_gaussian_delta",
     "empirical_influence",
     "eps_min_for",
     "exact_excess",
