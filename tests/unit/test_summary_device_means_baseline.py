@@ -40,7 +40,7 @@ def test_the_constant_guess_and_the_clipped_error_are_beside_the_error():
         },
     }
     text = _render(cli._summary_table(_results(accuracy)))
-    assert "4.618 (clipped to the bounds 3.2; a constant guess 0.1472)" in text
+    assert "4.618 (clipped to the bounds 3.2; worse than a constant guess 0.1472)" in text
 
 
 def test_clipping_that_changes_nothing_is_not_repeated():
@@ -58,3 +58,25 @@ def test_clipping_that_changes_nothing_is_not_repeated():
 def test_results_without_baselines_print_the_error_alone():
     text = _render(cli._summary_table(_results({"mean_abs_error": 1.25})))
     assert "1.25" in text and "constant" not in text
+
+
+def test_a_tie_with_the_constant_is_not_called_better():
+    """Equal errors: the private means bought nothing, so "worse than" is said (>=)."""
+    accuracy = {
+        "mean_abs_error": 2.0,
+        "baselines": {"constant": {"value": 0.5, "mean_abs_error": 2.0}},
+    }
+    text = _render(cli._summary_table(_results(accuracy)))
+    assert "2 (worse than a constant guess 2)" in text
+
+
+def test_the_clipped_estimates_beating_the_constant_are_not_called_worse():
+    accuracy = {
+        "mean_abs_error": 3.0,
+        "baselines": {
+            "constant": {"value": 0.5, "mean_abs_error": 2.0},
+            "clipped_to_bounds": {"mean_abs_error": 1.5, "max_abs_error": 2.0},
+        },
+    }
+    text = _render(cli._summary_table(_results(accuracy)))
+    assert "3 (clipped to the bounds 1.5; a constant guess 2)" in text
