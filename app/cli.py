@@ -176,15 +176,45 @@ SeedOption = Annotated[
 ]
 
 
-def _out_path(value: str | Path) -> Path:
-    """The parser of every ``--out`` / ``--output`` option: an empty path was read as the
+class OptionError(typer.BadParameter):
+    """A refused command-line option, as data: ``option`` (``"--steps"``), the ``limit`` it
+    breaks (``"at least 1"``) and the ``value`` given, with an optional ``hint`` (what to do
+    instead). The sentence is built from them: ``--steps must be at least 1, got 0``. A
+    ``typer.BadParameter``: click prints it as a usage error and the command exits 2. Every
+    option refusal of this module goes through it (tests/unit/test_F_option_error.py)."""
+
+    def __init__(self, option: str, limit: str, value: object, *, hint: str = "") -> None:
+        self.option = option
+        self.limit = limit
+        self.value = value
+        self.hint = hint
+        sentence = f"{option} must be {limit}, got {_shown(value)}"
+        super().__init__(f"{sentence} ({hint})" if hint else sentence)
+
+
+def _shown(value: object) -> str:
+    """An option's value in a refusal: numbers as given, text quoted (an empty one shows)."""
+    if isinstance(value, int | float):
+        return str(value)
+    return repr(str(value))
+
+
+def _out_path(option: str):
+    """The parser of an ``--out`` / ``--output`` option: an empty path was read as the
     current directory (``Path("")`` is ``Path(".")``) and the outputs landed there."""
-    if isinstance(value, str) and not value:
-        raise typer.BadParameter(
-            "must not be empty (an empty path was read as the current directory): give a "
-            "path, or . for the current directory"
-        )
-    return Path(value)
+
+    def parse(value: str | Path) -> Path:
+        if isinstance(value, str) and not value:
+            raise OptionError(
+                option,
+                "a non-empty path",
+                value,
+                hint="an empty path was read as the current directory: give a path, "
+                "or . for the current directory",
+            )
+        return Path(value)
+
+    return parse
 
 
 def _out_dir(path: Path | None) -> Path | None:
@@ -195,9 +225,11 @@ def _out_dir(path: Path | None) -> Path | None:
     for folder in (path, *path.parents):
         if folder.exists():
             if not folder.is_dir():
-                raise typer.BadParameter(
-                    f"{folder} is a file, not a directory: give an output directory "
-                    f"(an existing folder or a new path) for {path}"
+                raise OptionError(
+                    "--out",
+                    "an output directory (an existing folder or a new path)",
+                    path,
+                    hint=f"{folder} is a file, not a directory",
                 )
             break
     return path
@@ -207,7 +239,12 @@ def _out_dir_option(help_text: str):
     """The ``--out/-o`` option of a command that writes a directory: refused when empty
     (``_out_path``) or an existing file (``_out_dir``); one declaration for every command."""
     return typer.Option(
-        "--out", "-o", help=help_text, parser=_out_path, metavar="PATH", callback=_out_dir
+        "--out",
+        "-o",
+        help=help_text,
+        parser=_out_path("--out"),
+        metavar="PATH",
+        callback=_out_dir,
     )
 
 
@@ -218,18 +255,16 @@ def _run_id_option(value: str | None) -> str | None:
     from ldpfleet.protocol.topics import check_ident
 
     if value is not None and not value:
-        raise typer.BadParameter(
-            "--run must not be empty (1-64 characters of A-Z a-z 0-9 _ . -; leave the option "
-            "out for a random id)"
-        )
+        raise OptionError("--run", RUN_ID_LIMIT, value, hint="leave it out for a random id")
     if value is not None:
         try:
             check_ident(value, "run")
         except ParameterError:
-            raise typer.BadParameter(
-                f"--run {value!r} is not a run id (1-64 characters of A-Z a-z 0-9 _ . -)"
-            ) from None
+            raise OptionError("--run", RUN_ID_LIMIT, value) from None
     return value
+
+
+RUN_ID_LIMIT = "1-64 characters of A-Z a-z 0-9 _ . -"
 
 
 def _at_least_one(name: str):
@@ -237,7 +272,7 @@ def _at_least_one(name: str):
 
     def check(value: int | None) -> int | None:
         if value is not None and value < 1:
-            raise typer.BadParameter(f"--{name} must be at least 1, got {value}")
+            raise OptionError(f"--{name}", "at least 1", value)
         return value
 
     return check
@@ -246,9 +281,11 @@ def _at_least_one(name: str):
 def _watch_seconds(value: float | None) -> float | None:
     """``watch --seconds``: NaN was a ValueError traceback, 0 or less stopped at once."""
     if value is not None and not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(
-            f"--seconds must be a number of seconds > 0 (leave it out to stop with Ctrl-C), "
-            f"got {value}"
+        raise OptionError(
+            "--seconds",
+            "a number of seconds > 0",
+            value,
+            hint="leave it out to stop with Ctrl-C",
         )
     return value
 
@@ -256,7 +293,7 @@ def _watch_seconds(value: float | None) -> float | None:
 def _positive_seconds(value: float, option: str) -> float:
     """A duration option: a finite number of seconds > 0."""
     if not (value > 0 and math.isfinite(value)):
-        raise typer.BadParameter(f"{option} must be a finite number of seconds > 0, got {value}")
+        raise OptionError(option, "a finite number of seconds > 0", value)
     return value
 
 
@@ -1680,7 +1717,11 @@ def trace_export(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="File (default: stdout).", parser=_out_path, metavar="PATH"
+            "--output",
+            "-o",
+            help="File (default: stdout).",
+            parser=_out_path("--output"),
+            metavar="PATH",
         ),
     ] = None,
     device: DeviceOpt = None,
@@ -1883,9 +1924,11 @@ def bench_fleet_command(
     from ldpfleet.scenarios.loop import run as run_loop
 
     if gateway_devices is not None and connection == "device":
-        raise typer.BadParameter(
-            f"--gateway-devices {gateway_devices} applies to --connection gateway, bulk or "
-            "auto; with --connection device every device has its own connection"
+        raise OptionError(
+            "--gateway-devices",
+            "left out with --connection device (its own connection per device)",
+            gateway_devices,
+            hint="it applies to --connection gateway, bulk or auto",
         )
     if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
         w = min(FLEET_DEFAULT_W, steps)
@@ -1949,9 +1992,7 @@ def _check_within_steps(steps: int, **lengths: int | None) -> None:
     for name, value in lengths.items():
         if value is not None and value > steps:
             option = "--" + name.replace("_", "-")
-            raise typer.BadParameter(
-                f"{option} {value} is longer than --steps {steps}: give {option} <= --steps"
-            )
+            raise OptionError(option, f"at most --steps {steps}", value)
 
 
 @bench_app.command("cpr")

@@ -95,7 +95,8 @@ RESULT_KEYS = (
     "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
     "device_messages_up",
-    "device_messages_down", "refused_by_devices", "rejected_by_collector", "budget_refusals",
+    "device_messages_down", "refused_by_devices", "rejected_by_collector", "rejected_by_relay",
+    "relay_rejections_by_reason", "budget_refusals",
     "stage_seconds", "connect_seconds", "seconds", "trace_messages", "warnings", "ledgers",
     "released",
     "histogram", "estimate_histogram", "per_device",
@@ -418,6 +419,9 @@ class CollectedRun:
     started: float  # perf_counter when the collector side began listening
     joined: float  # ... when every device had joined
     finished: float  # ... after the release and the run's close
+    # what the batching relay refused (the message layer's count, ``broker.relay``): bad
+    # batches, control messages not from this run's collector; by reason key
+    relay_rejections: dict[str, int] = field(default_factory=dict)
 
 
 async def collect_cadr(
@@ -452,13 +456,12 @@ async def collect_cadr(
         helpers.append(asyncio.create_task(recorder.run_until_closed()))
         await recorder.subscribed.wait()
     relay_ready, barrier_ready, collector_ready = (asyncio.Event() for _ in range(3))
-    helpers.append(
-        asyncio.create_task(
-            run_peer_relay(
-                transport, run, names, step_timeout=settings.stage_timeout, ready=relay_ready
-            )
+    relay = asyncio.create_task(
+        run_peer_relay(
+            transport, run, names, step_timeout=settings.stage_timeout, ready=relay_ready
         )
     )
+    helpers.append(relay)
 
     async def devices_joined() -> None:
         await await_devices(transport, run, names, timeout=join_timeout, listening=barrier_ready)
@@ -479,7 +482,12 @@ async def collect_cadr(
             task.cancel()
         await asyncio.gather(*helpers, barrier, collector, return_exceptions=True)
     return CollectedRun(
-        outcome, recorder.recorded if recorder else 0, started, joined[0], time.perf_counter()
+        outcome,
+        recorder.recorded if recorder else 0,
+        started,
+        joined[0],
+        time.perf_counter(),
+        relay_rejections=relay.result().rejections_by_reason,  # done: _close awaited it
     )
 
 
@@ -637,6 +645,10 @@ def collector_results(
         # items, edges added) stay with the relay (protocol.peer_relay, Trust)
         "lpea_round_cap": outcome.phases.get("lpea", {}).get("max_rounds"),
         "rejected_by_collector": outcome.rejected,
+        # the message layer's refusals (bad batches, control not from the collector): each
+        # also published on svc/relay/reject; counted here so results.json shows them
+        "rejected_by_relay": sum(collected.relay_rejections.values()),
+        "relay_rejections_by_reason": dict(sorted(collected.relay_rejections.items())),
         "budget_refusals": outcome.budget_refusals,
         "stage_seconds": outcome.stage_seconds,
         "connect_seconds": round(collected.joined - begin, 3),
