@@ -114,8 +114,9 @@ def test_bench_fleet_refuses_shard_broker_with_one_shard():
 
 @pytest.mark.parametrize(
     ("options", "named"),
-    [(["--w", "5"], "--w 5"), (["--batch-steps", "5", "--w", "2"], "--batch-steps 5"),
-     (["--batch-steps", "5"], "--batch-steps 5")],
+    [(["--w", "5"], "--w must be at most --steps 3, got 5"),
+     (["--batch-steps", "5", "--w", "2"], "--batch-steps must be at most --steps 3, got 5"),
+     (["--batch-steps", "5"], "--batch-steps must be at most --steps 3, got 5")],
 )  # fmt: skip
 def test_bench_fleet_refuses_a_window_or_batch_longer_than_the_steps(options, named):
     """`bench fleet --steps 3 --batch-steps 5` ran and counted 10 values for 2 devices x 3
