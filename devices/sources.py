@@ -174,6 +174,23 @@ def _finite_float(value: object, field: str) -> float:
     return result
 
 
+def _offset(value: object) -> float | tuple[float, float]:
+    """``source.offset``: a finite number, or a ``[min, max]`` pair of them with min <= max."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise SourceError(
+                f"{value!r} must be a number or a [min, max] pair of numbers",
+                field="source.offset",
+            )
+        lo, hi = (_finite_float(v, "source.offset") for v in value)
+        if lo > hi:
+            raise SourceError(
+                f"range [{lo}, {hi}] has min > max (need min <= max)", field="source.offset"
+            )
+        return (lo, hi)
+    return _finite_float(value, "source.offset")
+
+
 def _check_steps(steps: object) -> int:
     if not _is_int(steps) or int(steps) < 1:  # type: ignore[call-overload]
         raise SourceError(f"{steps!r} must be an integer >= 1", field="steps")
@@ -188,7 +205,10 @@ class SyntheticSpec:
     """A periodic synthetic waveform (see the module docstring for the formulas).
 
     ``period`` is a fixed period in steps or an inclusive range ``(min, max)`` drawn per
-    device (a list is accepted and stored as a tuple); ``noise`` is the standard deviation
+    device (a list is accepted and stored as a tuple); ``offset`` the level the waveform
+    swings around, a number or a range ``(min, max)`` drawn uniformly per device (so the
+    devices' means differ: a per-device statistic then has something to find that a
+    constant guess does not know); ``noise`` is the standard deviation
     of additive Gaussian noise; ``jitter`` the standard deviation, in steps, of an
     independent per-step perturbation of the sampling instant; ``phase`` a fraction of a
     period in ``[0, 1)`` or ``"random"``.
@@ -197,7 +217,7 @@ class SyntheticSpec:
     shape: str = "sine"
     period: int | tuple[int, int] = 24
     amplitude: float = 1.0
-    offset: float = 0.0
+    offset: float | tuple[float, float] = 0.0
     noise: float = 0.0
     jitter: float = 0.0
     phase: float | str = "random"
@@ -240,7 +260,7 @@ class SyntheticSpec:
         if amplitude <= 0:
             raise SourceError(f"{self.amplitude!r} must be > 0", field="source.amplitude")
         set_("amplitude", amplitude)
-        set_("offset", _finite_float(self.offset, "source.offset"))
+        set_("offset", _offset(self.offset))
         for name in ("noise", "jitter"):
             value = _finite_float(getattr(self, name), f"source.{name}")
             if value < 0:
@@ -300,8 +320,9 @@ def synthetic_stream(
 ) -> tuple[np.ndarray, StreamTruth]:
     """The clean synthetic stream of one device (float64, length ``steps``) and its truth.
 
-    Only ``rng`` is used for randomness, drawn in the order period, phase, jitter, noise
-    (draws for a zero jitter / noise are skipped).
+    Only ``rng`` is used for randomness, drawn in the order period, phase, offset, jitter,
+    noise (the offset is drawn only when it is a range, and draws for a zero jitter / noise
+    are skipped, so a fixed offset gives the streams it gave before ranges existed).
     """
     steps = _check_steps(steps)
     if isinstance(spec.period, tuple):
@@ -309,12 +330,16 @@ def synthetic_stream(
     else:
         period = spec.period
     phase = float(rng.random()) if spec.phase == "random" else float(spec.phase)
+    if isinstance(spec.offset, tuple):
+        offset = float(rng.uniform(spec.offset[0], spec.offset[1]))
+    else:
+        offset = spec.offset
 
     t = np.arange(steps, dtype=np.float64)
     if spec.jitter > 0:
         t = t + spec.jitter * rng.standard_normal(steps)
     u = t / period + phase
-    x = spec.offset + spec.amplitude * _waveform(spec.shape, u)
+    x = offset + spec.amplitude * _waveform(spec.shape, u)
     if spec.noise > 0:
         x = x + spec.noise * rng.standard_normal(steps)
     return np.ascontiguousarray(x, dtype=np.float64), StreamTruth(period=period, phase=phase)

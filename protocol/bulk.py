@@ -112,6 +112,7 @@ __all__ = [
     "PendingBulk",
     "decode_bulk",
     "device_keys",
+    "device_offsets",
     "encode_bulk",
     "entry_dtype",
     "splitmix_uniform",
@@ -330,8 +331,9 @@ class BulkPlan:
     period: tuple[int, int] = (12, 48)
     amplitude: float = 1.0
     noise: float = 0.1
-    # the readings' centre (``[source] offset``): ``offset + amplitude * sin(...) + noise``
-    offset: float = 0.0
+    # the readings' centre (``[source] offset``): ``offset + amplitude * sin(...) + noise``;
+    # a (min, max) pair draws each device's centre uniformly (``device_offsets``)
+    offset: float | tuple[float, float] = 0.0
     id_prefix: str = "d"
     mechanism: str = "sw"
     # pacing (``[stream] step_seconds``): reading t of a device exists ``t * step_seconds``
@@ -373,9 +375,10 @@ class BulkPlan:
             raise ParameterError(
                 f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
             )
-        for name in ("amplitude", "noise", "offset"):
+        for name in ("amplitude", "noise"):
             if not math.isfinite(getattr(self, name)):
                 raise ParameterError(f"must be finite, got {getattr(self, name)!r}", field=name)
+        self._check_offset()
         if not (math.isfinite(self.step_seconds) and 0 <= self.step_seconds <= 3600):
             raise ParameterError(
                 f"must be in [0, 3600] seconds, got {self.step_seconds!r}", field="step_seconds"
@@ -460,6 +463,22 @@ class BulkPlan:
             batch_steps=self.batch_steps, lo=self.lo, hi=self.hi,
         )  # fmt: skip
 
+    def _check_offset(self) -> None:
+        offset = self.offset
+        if isinstance(offset, (tuple, list)):
+            if not (
+                len(offset) == 2
+                and all(math.isfinite(v) for v in offset)
+                and offset[0] <= offset[1]
+            ):
+                raise ParameterError(
+                    f"must be finite, or a finite [min, max] pair with min <= max, got {offset!r}",
+                    field="offset",
+                )
+            object.__setattr__(self, "offset", (float(offset[0]), float(offset[1])))
+        elif not math.isfinite(offset):
+            raise ParameterError(f"must be finite, got {offset!r}", field="offset")
+
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -470,6 +489,8 @@ class BulkPlan:
         """Inverse of ``to_dict``."""
         values = dict(data)
         values["period"] = tuple(values.get("period", (12, 48)))
+        if isinstance(values.get("offset"), list):
+            values["offset"] = tuple(values["offset"])
         return cls(**values)
 
 
@@ -592,6 +613,21 @@ def tally_clipping(clip: list, raw: np.ndarray, clean: np.ndarray) -> None:
         clip[2], clip[3] = min(clip[2], float(raw.min())), max(clip[3], float(raw.max()))
 
 
+# the key of a device's offset draw (``device_offsets``): apart from the phase's bits, the
+# period's residue and the noise's stream (``synthetic_values``)
+_OFFSET_KEY = np.uint64(0x6A09E667F3BCC909)
+
+
+def device_offsets(plan: BulkPlan, keys: np.ndarray) -> np.ndarray | float:
+    """Each device's centre: ``plan.offset`` itself, or for a ``(min, max)`` range a uniform
+    draw in it from the key (the SplitMix64 output 0 of the key xor a constant)."""
+    if not isinstance(plan.offset, tuple):
+        return plan.offset
+    low, high = plan.offset
+    u = splitmix_uniform(keys ^ _OFFSET_KEY, np.zeros(1, dtype=np.uint64))[:, 0]
+    return low + (high - low) * u
+
+
 def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> np.ndarray:
     """Clean readings of steps ``t0 .. t0+count-1`` for the devices of ``keys`` (n, count):
     ``offset + amplitude * sin(2 pi (t / period + phase)) + noise * N(0, 1)``
@@ -602,7 +638,8 @@ def synthetic_values(plan: BulkPlan, keys: np.ndarray, t0: int, count: int) -> n
     phase = ((keys >> np.uint64(40)) & np.uint64(0xFFFFFF)).astype(np.float64) / float(1 << 24)
     t = np.arange(t0, t0 + count, dtype=np.float64)
     x = plan.amplitude * np.sin(2.0 * np.pi * (t[None, :] / period[:, None] + phase[:, None]))
-    x += plan.offset  # before the noise, as devices.sources adds them
+    offset = device_offsets(plan, keys)
+    x += offset[:, None] if isinstance(offset, np.ndarray) else offset  # before the noise
     if plan.noise > 0:
         data_keys = keys ^ np.uint64(0xD1B54A32D192ED03)
         steps = np.arange(2 * t0, 2 * (t0 + count), dtype=np.uint64)

@@ -306,7 +306,11 @@ class SyntheticSource(_Section, tag="synthetic", tag_field="kind"):
         _on_load("a [min, max] range needs min <= max"),
     ] = 24
     amplitude: Annotated[float, Meta(gt=0)] = 1.0
-    offset: float = 0.0
+    # the level the waveform swings around, or a [min, max] range drawn uniformly per device
+    offset: Annotated[
+        float | Annotated[list[float], Meta(min_length=2, max_length=2)],
+        _on_load("a [min, max] range needs min <= max"),
+    ] = 0.0
     noise: Annotated[float, Meta(ge=0)] = 0.0  # standard deviation of Gaussian noise
     jitter: Annotated[float, Meta(ge=0)] = 0.0  # standard deviation, in steps
     phase: Annotated[float, Meta(ge=0, lt=1)] | Literal["random"] = "random"  # of a period
