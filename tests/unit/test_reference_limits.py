@@ -48,7 +48,8 @@ def _limits_of(info) -> list[str]:
     elif isinstance(info, mi.ListType):
         low, high = info.min_length, info.max_length
         if low is not None and low == high:  # the type column shows the items: [a, a]
-            found.append("[" + ", ".join(["integer"] * low) + "]")
+            item = "number" if isinstance(info.item_type, mi.FloatType) else "integer"
+            found.append("[" + ", ".join([item] * low) + "]")
         else:
             found += [f"at least {_shown(low)} item"] if low is not None else []
             found += [f"at most {_shown(high)} items"] if high is not None else []
