@@ -45,15 +45,22 @@ noise parties — post-processing):
   keeps and the per-node posterior then places every capped node in (karate's fleet at ε
   = 3: 14 of 34 nodes released at 27; docs/cadr-private.md, "Mid-size fleets: the
   unimodal tail").
+- ``geometric_tail_counts`` (issue 20, helper B): any counts with their mass above the
+  top significant bucket (``mode_z`` noise sds) kept but re-placed on the least-squares
+  geometric decay of the noisy sums there (ratio at most ``TAIL_DECAY_MAX``): the noise
+  the counts keep in the empty wide buckets up to ``D`` moves down to the tail, where a
+  sparse real tail's mass also stays. No test, nothing removed: helpers G's and H's cuts
+  removed the real tail with the noise (docs/cadr-private.md).
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
-Status: ``bootstrap_counts`` reads the dp pipelines' released HISTOGRAM only
-(``degree_postprocess.histogram_prior``; the per-node prior stays the projection's),
-adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
-pre-registered (2026-12-05)"); the others are NOT used by the pipelines (issue 20,
+Status: ``bootstrap_counts`` then ``geometric_tail_counts`` read the dp pipelines'
+released HISTOGRAM only (``degree_postprocess.histogram_prior``; the per-node prior stays
+the projection's), each adopted by a pre-registered rule (docs/cadr-private.md, "Released
+histogram: boot reading, pre-registered (2026-12-05)", "Released histogram: a geometric
+tail (helper B)"); the others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
 (as many cells above the constant true median as the projection, lower EMD) but had one
