@@ -45,15 +45,22 @@ noise parties — post-processing):
   keeps and the per-node posterior then places every capped node in (karate's fleet at ε
   = 3: 14 of 34 nodes released at 27; docs/cadr-private.md, "Mid-size fleets: the
   unimodal tail").
+- ``geometric_tail_counts`` (issue 20, helper B): any counts with their mass above the
+  top significant bucket (``mode_z`` noise sds) kept but re-placed on the least-squares
+  geometric decay of the noisy sums there (ratio at most ``TAIL_DECAY_MAX``): the noise
+  the counts keep in the empty wide buckets up to ``D`` moves down to the tail, where a
+  sparse real tail's mass also stays. No test, nothing removed: helpers G's and H's cuts
+  removed the real tail with the noise (docs/cadr-private.md).
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
-Status: ``bootstrap_counts`` reads the dp pipelines' released HISTOGRAM only
-(``degree_postprocess.histogram_prior``; the per-node prior stays the projection's),
-adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
-pre-registered (2026-12-05)"); the others are NOT used by the pipelines (issue 20,
+Status: ``bootstrap_counts`` then ``geometric_tail_counts`` read the dp pipelines'
+released HISTOGRAM only (``degree_postprocess.histogram_prior``; the per-node prior stays
+the projection's), each adopted by a pre-registered rule (docs/cadr-private.md, "Released
+histogram: boot reading, pre-registered (2026-12-05)", "Released histogram: a geometric
+tail (helper B)"); the others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
 (as many cells above the constant true median as the projection, lower EMD) but had one
@@ -76,9 +83,11 @@ from scipy.optimize import isotonic_regression as scipy_isotonic
 
 __all__ = [
     "BOOTSTRAP_DRAWS",
+    "TAIL_DECAY_MAX",
     "TAIL_LEVEL",
     "bootstrap_counts",
     "empty_tail_start",
+    "geometric_tail_counts",
     "isotonic_counts",
     "isotonic_regression",
     "tail_counts",
@@ -89,6 +98,12 @@ __all__ = [
 BOOTSTRAP_DRAWS = 200  # the bias's Monte Carlo error: sd(count below) / sqrt(200), ~1.7
 TAIL_LEVEL = 0.05  # P(a truly empty top stretch is read as occupied) <= this, familywise
 TAIL_FIT_LEVEL = 1e-3  # P(a truly falling tail's fit is rejected as misfit) <= this (chi²)
+# geometric_tail_counts: the largest count ratio between neighbouring tail buckets. On the
+# grid's geometric part (ratio r ≈ 1.17-1.22 between thresholds) a power-law tail of
+# exponent γ has the ratio r^(1 - γ); 0.9 allows γ down to ≈ 1.6, heavier than any degree
+# tail measured (γ > 2 keeps the mean degree finite). Not tuned: the calibration's best
+# was 0.8 (docs/cadr-private.md, "Released histogram: a geometric tail (helper B)")
+TAIL_DECAY_MAX = 0.9
 
 
 def isotonic_regression(values: object) -> np.ndarray:
@@ -192,6 +207,96 @@ def bootstrap_counts(
     below = np.cumsum(x)[:-1]
     corrected = below - (again / b - below)
     return _counts_from_cumulative(corrected, n)
+
+
+def _decay_grid(decay_max: float) -> np.ndarray:
+    """The candidate ratios ``0, 0.01, ..., decay_max`` (the last one included)."""
+    steps = math.floor(decay_max * 100 + 1e-9)
+    return np.unique(np.append(np.arange(steps + 1) / 100.0, decay_max))
+
+
+def _fitted_decay(tail_sums: np.ndarray, decay_max: float) -> float:
+    """The ratio ``ρ`` of the least-squares fit ``a ρ^i`` (``a >= 0``, ``i = 0, 1, ...``)
+    to ``tail_sums``, over ``_decay_grid``: for each ``ρ`` the best ``a`` in closed form,
+    ``max(0, <y, ρ^i> / <ρ^i, ρ^i>)``; the lowest ``ρ`` on ties (``a = 0``: every ``ρ``
+    fits alike, and 0 keeps the tail compact)."""
+    index = np.arange(tail_sums.size)
+    best, best_misfit = 0.0, math.inf
+    for rho in _decay_grid(decay_max):
+        basis = rho**index  # 0**0 = 1: ρ = 0 puts everything in the first tail bucket
+        a = max(0.0, float(tail_sums @ basis) / float(basis @ basis))
+        misfit = float(np.sum((tail_sums - a * basis) ** 2))
+        if misfit < best_misfit - 1e-12:
+            best, best_misfit = float(rho), misfit
+    return best
+
+
+def geometric_tail_counts(
+    bucket_sums: object,
+    counts: object,
+    widths: object,
+    noise_sd: float,
+    *,
+    mode_z: float,
+    decay_max: float = TAIL_DECAY_MAX,
+) -> np.ndarray:
+    """``counts`` (non-negative bucket counts, e.g. ``bootstrap_counts``) with the mass
+    above the top significant bucket re-placed on a geometric decay (issue 20, helper B).
+
+    The top significant bucket ``g`` is the highest whose noisy sum is at least ``mode_z
+    · noise_sd``. Above it a real degree tail is sparse (a few devices per bucket, each
+    below the noise), and the truly empty wide buckets up to ``D`` hold noise that the
+    counts keep and the spreading puts at degrees far above the graph's maximum. Neither
+    a per-bucket nor a whole-tail test tells the two apart (docs/cadr-private.md, helpers
+    G and H). Here nothing is tested and no mass is removed: the counts' own tail mass
+    ``M = Σ_(i>g) counts_i`` stays, only its PLACE changes — to ``M ρ^i / Σ ρ^i`` in the
+    ``i``-th bucket above ``g`` (buckets of width 0 get none), ``ρ`` the least-squares
+    geometric decay of the noisy sums above ``g`` (``_fitted_decay``, ``ρ`` at most
+    ``decay_max``). A falling tail (every degree distribution's above its mode; a power
+    law's counts fall geometrically on the grid's geometric buckets) keeps its mass near
+    ``g`` where the sums say it is, and a noise spike far up moves down to the tail.
+    Buckets up to ``g``, the total and non-negativity are unchanged; no significant
+    bucket, or none above ``g``: ``counts`` as they are. ``widths``: the number of degrees
+    per bucket. A function of the noisy sums and public quantities: post-processing, no
+    budget."""
+    y = bucket_sums_array(bucket_sums)
+    x = _same_size_array(counts, y.size, "counts")
+    w = _same_size_array(widths, y.size, "widths")
+    sd = positive_real(noise_sd, "noise_sd")
+    z = positive_real(mode_z, "mode_z")
+    rho_max = float(decay_max) if isinstance(decay_max, (int, float)) else math.nan
+    if not 0.0 <= rho_max < 1.0:
+        raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
+    significant = np.flatnonzero(y >= z * sd)
+    if not significant.size or significant[-1] >= y.size - 1:
+        return x
+    top = int(significant[-1])
+    live = w[top + 1 :] > 0
+    mass = float(x[top + 1 :].sum())
+    if mass <= 0 or not np.any(live):
+        return x
+    rho = _fitted_decay(y[top + 1 :][live], rho_max)
+    shape = np.zeros(live.size)
+    shape[live] = rho ** np.arange(int(live.sum()))  # 0**0 = 1: ρ = 0, all in the first
+    out = x.copy()
+    out[top + 1 :] = mass * shape / shape.sum()
+    return out
+
+
+def _same_size_array(values: object, size: int, field: str) -> np.ndarray:
+    """``values`` as a float array of ``size`` finite non-negative numbers, or an error
+    naming ``field``, the size wanted and what came."""
+    try:
+        v = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ParameterError(f"must be {size} real numbers, got {values!r}", field=field) from None
+    if v.size != size or not np.all(np.isfinite(v)) or np.any(v < 0):
+        raise ParameterError(
+            f"must be {size} finite non-negative numbers, got {v.size} values "
+            f"(minimum {v.min() if v.size else None})",
+            field=field,
+        )
+    return v
 
 
 def _log_mgf(t: np.ndarray, ratio: float, shape: float) -> np.ndarray:

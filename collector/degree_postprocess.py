@@ -310,19 +310,27 @@ def histogram_prior(
     """The distribution over ``0..D`` the dp pipeline's released HISTOGRAM is rounded
     from: ``degree_prior``'s spreading of the θ search's counts read by ``boot``
     (``collector.bucket_isotonic.bootstrap_counts``: the projection with its bootstrap
-    bias removed, fixed draws and seed) instead of the projection. ``eps_theta`` and
+    bias removed, fixed draws and seed) instead of the projection, their mass above the
+    top significant bucket (``MODE_Z`` noise sds) re-placed on a fitted geometric decay
+    (``collector.bucket_isotonic.geometric_tail_counts``: the noise in the empty wide
+    buckets up to ``D`` moves down to the tail, the tail's mass kept). ``eps_theta`` and
     ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
     release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
-    reading, pre-registered (2026-12-05)"). Post-processing: no budget."""
+    reading, pre-registered (2026-12-05)" and "Released histogram: a geometric tail
+    (helper B)"). Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
-    from ldpfleet.collector.bucket_isotonic import bootstrap_counts
+    from ldpfleet.collector.bucket_isotonic import bootstrap_counts, geometric_tail_counts
 
     d, n, ts, sums, eps, m = _noisy_bucket_input(
         bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
     )
-    return _spread(bootstrap_counts(sums, n, eps, m), ts, d, True)
+    widths = np.diff(np.array([-1, *ts, d]))
+    counts = geometric_tail_counts(
+        sums, bootstrap_counts(sums, n, eps, m), widths, noise_sd(eps, n, m), mode_z=MODE_Z
+    )
+    return _spread(counts, ts, d, True)
 
 
 def unimodal_degree_prior(
