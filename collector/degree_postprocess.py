@@ -53,9 +53,11 @@ estimate. The prior's error is the θ search's noise: fewer, wider buckets when 
 is small (``protocol.cadr_theta_noise.bucket_count``). The released histogram is then the
 consistent histogram of the prior (true degrees over ``0..D``, beyond θ too) — in the
 pipelines, of ``histogram_prior``: the same counts read by ``boot``
-(``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), the
-per-node release unchanged (docs/cadr-private.md, "Released histogram: boot reading,
-pre-registered (2026-12-05)"). Measured in
+(``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), their
+mass above the top significant bucket re-placed on a fitted geometric decay
+(``collector.bucket_isotonic.geometric_tail_counts``), the per-node release unchanged
+(docs/cadr-private.md, "Released histogram: boot reading, pre-registered (2026-12-05)"
+and "Released histogram: a geometric tail (helper B)"). Measured in
 docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
 The margin (``MARGIN = 0.05``, ``posterior_degree_medians(margin=)``): a node is released
