@@ -1,25 +1,48 @@
+"""The scale of Algorithm 2's masking deltas against the certificate B = 1/30 on the shipped
+Occupancy training file (helper G, 2026-12-05; docs/gcdp.md "Masking-delta scale"): the
+deltas, xi, the scales s = max(B, xi) and the GC-DP budgets at eps = 1 under each masking
+reading, on the graph at tau = 0.25. No release is drawn.
+
+    python scripts/G2_xi_scale.py
+"""
+
+from __future__ import annotations
+
 import numpy as np
-from ldpfleet.app import bench_gcdp as b
 from ldpfleet.app.gcdp_datasets import prepare
-from ldpfleet.collector.gcdp import masking_deltas, empirical_influence, calibrate_from_data, release_scales, allocate_budget
-prep = prepare("occupancy")
-x = prep.train_nodes
-print("N", x.shape, "means", x.mean(0).round(4))
-d_occ = prep.masking()
-print("occ deltas diag", np.diag(d_occ).round(5), "offdiag max", (d_occ-np.diag(np.diag(d_occ))).max())
-# node-type mask, per window, mean and max over windows
-W=30; n=x.shape[0]//W; wins = x[:n*W].reshape(n,W,-1).mean(1)
-print("per-window mean of window means", wins.mean(0).round(4), "max", wins.max(0).round(4))
-d_node = masking_deltas(lambda a: a.mean(axis=0), x, 0.0, 1.0)
-print("node deltas diag", np.diag(d_node).round(4))
-g = calibrate_from_data(x, tau=0.25)
-print("rbar", g.exposure_norm.round(3)); print("edges", g.edges)
-for name, dd in [("occ", d_occ), ("node", d_node)]:
-    xi = empirical_influence(dd, g); s = release_scales(prep.bounds, xi)
-    print(name, "xi", xi.round(4), "s", s.round(4), "budgets", allocate_budget(1.0, s, prep.utility, g.exposure_norm).round(4))
-# 'own' reading of expansion: delta_j := delta_jj
-own = np.diag(np.diag(d_node)) 
-dn = np.diag(d_node)
-xi_own = np.minimum(1, dn + 1.2*g.exposure_norm*(g.normalized@dn))
-print("own-expansion xi (no compression)", xi_own.round(4))
-print("utility", prep.utility)
+from ldpfleet.collector.gcdp import (
+    allocate_budget,
+    calibrate_from_data,
+    empirical_influence,
+    release_scales,
+    window_masking_deltas,
+)
+
+WINDOW = 30
+
+
+def main() -> None:
+    prep = prepare("occupancy")
+    x = prep.train_nodes
+    print("training records x nodes", x.shape, "channel means", x.mean(axis=0).round(4))
+    graph = calibrate_from_data(x, tau=0.25)
+    print("r_bar", graph.exposure_norm.round(3), "edges", graph.edges)
+    readings = {
+        "occurrence": {"unit": "occurrence"},
+        "node": {},
+        "node, max": {"aggregate": "max"},
+        "node, mask = mean": {"mask_values": x.mean(axis=0)},
+    }
+    for name, options in readings.items():
+        deltas = window_masking_deltas(x, WINDOW, **options)
+        for neighbours in ("coordinate", "own"):
+            xi = empirical_influence(deltas, graph, neighbour_delta=neighbours)
+            scales = release_scales(prep.bounds, xi)
+            budgets = allocate_budget(1.0, scales, prep.utility, graph.exposure_norm)
+            print(f"{name:18s} {neighbours:10s} delta_kk {np.diag(deltas).round(4)}"
+                  f" s {scales.round(4)} s/B {(scales / prep.bounds).round(1)}"
+                  f" budgets {budgets.round(3)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
