@@ -35,7 +35,8 @@ def summary(path: str) -> None:
         cells = " / ".join(f"{f1[e]:.1f}" for e in f1)
         auc = run["attack_auc"][method]["1.0"]
         print(
-            f"   {method:8s} {cells} | eps1 gap {gaps[2]:+.2f} | AUC eps1 {auc:.3f} | in 2: {inside}"
+            f"   {method:8s} {cells} | eps1 gap {gaps[2]:+.2f} | AUC eps1 {auc:.3f}"
+            f" | in 2: {inside}"
         )
     print(f"   cells within 2: {within} of 25; validation F1 mean {sum(val_cells) / 25:.2f}")
     abl = run["ablation_eps1"]
