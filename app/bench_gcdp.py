@@ -20,8 +20,9 @@ helpers):
   eps_rel (parallel composition over windows).
 * Calibration (Algorithms 1-3) on the training records: graph at tau chosen from
   ``TAU_GRID`` by validation F1 of GC-DP at eps = 1 (ties -> smaller; validation = the
-  training windows, see the docs); empirical influence from masking with the query
-  "displacement of a window mean by one occurrence" (column means / window); utility
+  training windows, see the docs); empirical influence from Algorithm 2's mask on the node
+  type, every value of the channel in a window (seed §4.3; ``Readings.xi_mask``, "one
+  occurrence per window mean" until 2026-12-05; docs/gcdp.md "Masking-delta scale"); utility
   mu_k = the normalised drop of the fixed classifier's training-window F1 when coordinate k
   is masked (seed §4.4; ``Readings.utility``). Gau-DP's l2 certificate is the
   occurrence-level one, max_k B_k (``Readings.gau_l2``).
@@ -211,13 +212,16 @@ def _rng(seed: int, method: str, eps: float, draw: int) -> np.random.Generator:
 
 
 def _calibration(nodes, masking, cmap, bounds, utility, tau, *, lag_window: int = 3,
-                 compress: bool = True, allocation: dict | None = None) -> dict:  # fmt: skip
+                 compress: bool = True, allocation: dict | None = None,
+                 neighbour_delta: str = "coordinate") -> dict:  # fmt: skip
     """Algorithms 1-2 on the public calibration nodes, with the fixed certificate ``bounds``
     and utility. ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides,
-    used by the GC-DP release only) are the Table 11 ablation switches."""
+    used by the GC-DP release only) are the Table 11 ablation switches; ``neighbour_delta``
+    is the ``xi_neighbours`` reading of the expansion term (``empirical_influence``)."""
     graph = calibrate_from_data(nodes, tau=tau, lag_window=lag_window)
     deltas = masking()
-    xi = empirical_influence(deltas, graph, cmap, compress=compress)
+    xi = empirical_influence(deltas, graph, cmap, compress=compress,
+                             neighbour_delta=neighbour_delta)  # fmt: skip
     direct_xi = empirical_influence(deltas, graph, cmap, gamma=0.0)  # Risk-DP's "direct"
     return {
         "allocation": dict(allocation or {}),
@@ -237,8 +241,11 @@ def _calibrate_prepared(prep: Prepared, tau: float, *, fresh_utility: bool = Fal
     (the masking utility on the validation windows) inside the pass, as a timed pass must."""
     fresh = fresh_utility and prep.compute_utility is not None
     utility = prep.compute_utility() if fresh else prep.utility
+    # the xi_neighbours reading (docs/gcdp.md, "Masking-delta scale"); "coordinate" is the
+    # seed's literal delta_jk, the default wherever the Readings have no such field
+    neighbour = getattr(prep.readings, "xi_neighbours", "coordinate")
     cal = _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
-                       utility, tau, **switches)  # fmt: skip
+                       utility, tau, neighbour_delta=neighbour, **switches)  # fmt: skip
     cal["gau_l2"] = prep.gau_l2
     cal["gau_changed"] = prep.gau_changed
     cal["readings"] = prep.readings

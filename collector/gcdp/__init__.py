@@ -63,6 +63,7 @@ from ldpfleet.collector.gcdp.sensitivity import (
     mean_bound,
     occurrence_l2_certificate,
     release_scales,
+    window_masking_deltas,
 )
 from ldpfleet.collector.gcdp.validate import (
     ReleaseParameters,
@@ -131,6 +132,7 @@ __all__ = [
     "risk_dp",
     "summary_distance",
     "uniform_allocation",
+    "window_masking_deltas",
     "zcdp_delta",
     "zcdp_rho",
 ]

@@ -24,6 +24,12 @@ node i's column by a fixed public value) and
     xi_k = min(g_max, kappa * max_{i in a(k)} [delta_ik + gamma r_bar_i
                                                sum_{j in C_k} w~_ij delta_jk]).
 
+What ``M_i`` masks is part of the query's calibration: ``window_masking_deltas`` (the
+channel means of one window) masks node TYPE v_i -- every value of channel i in the window
+(seed §4.3, "M_i applies the prespecified mask to node type v_i") -- by default, or one
+occurrence per window mean (``unit="occurrence"``, the project's reading before
+2026-12-05, which kept every ``delta`` <= ``B_k = 1/window``).
+
 ``C_k`` is a compression set: the candidates are the graph neighbours of the nodes of
 ``a(k)``; scanning them by decreasing exposure ``r_bar`` (ties: smaller node index), a
 candidate is kept unless its similarity ``S`` with an already kept one is ``>= tau_c`` — so of
@@ -51,6 +57,9 @@ from ldpfleet.collector.gcdp.validate import (
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
+    "MASK_UNITS",
+    "NEIGHBOUR_DELTAS",
+    "WINDOW_AGGREGATES",
     "clipped_range_bound",
     "compression_set",
     "coordinate_nodes",
@@ -62,6 +71,7 @@ __all__ = [
     "mean_bound",
     "occurrence_l2_certificate",
     "release_scales",
+    "window_masking_deltas",
 ]
 
 
@@ -191,6 +201,77 @@ def masking_deltas(
     return deltas
 
 
+MASK_UNITS = ("node", "occurrence")
+WINDOW_AGGREGATES = ("mean", "max")
+NEIGHBOUR_DELTAS = ("coordinate", "own")
+
+
+def window_masking_deltas(
+    nodes: object,
+    window: int,
+    *,
+    unit: str = "node",
+    aggregate: str = "mean",
+    mask_values: object = 0.0,
+    low: float = 0.0,
+    high: float = 1.0,
+) -> np.ndarray:
+    """Algorithm 2's ``delta[i, k]`` (M x M) for the released query "the M channel means of
+    one window of ``window`` consecutive records", on PUBLIC calibration ``nodes``
+    (time x M, already on the ``[low, high]`` scale; the trailing partial window is dropped).
+
+    ``unit`` is what ``M_i`` masks (docs/gcdp.md, "Masking-delta scale"):
+
+    * ``"node"`` (seed §4.3: "M_i applies the prespecified mask to node type v_i"; §3.1: a
+      node is a component TYPE, an occurrence ``(t, v_i)`` is one of its values): every
+      value of channel i in the window is replaced by ``mask_values[i]``, so the window
+      mean of channel i moves to the mask and ``delta[i, i]`` is the aggregate over the
+      calibration windows of ``|Pi(window mean_i) - Pi(mask_i)|``;
+    * ``"occurrence"``: ONE masked occurrence per window mean, the project's reading
+      until 2026-12-05 -- exactly ``masking_deltas(lambda a: a.mean(axis=0) / window,
+      nodes, low, high, mask_values)`` (the whole matrix at once, displacement / window).
+
+    ``aggregate`` (``"node"`` only) turns the per-window deltas into one number: their
+    ``"mean"`` or their ``"max"`` over the calibration windows. A window mean of channel k
+    reads channel k only, so ``delta[i, k] = 0`` for ``i != k`` under either unit.
+
+    Privacy: the deltas are empirical and only ever RAISE a release scale
+    (``release_scales`` keeps ``B_k`` inside the max), so no unit, aggregate or mask value
+    can invalidate the certificate (Proposition 1)."""
+    if unit not in MASK_UNITS:
+        raise ParameterError(f"must be one of {', '.join(MASK_UNITS)}, got {unit!r}", field="unit")
+    if aggregate not in WINDOW_AGGREGATES:
+        raise ParameterError(
+            f"must be one of {', '.join(WINDOW_AGGREGATES)}, got {aggregate!r}", field="aggregate"
+        )
+    size = integer_at_least(window, "window", 1)
+    x = np.array(nodes, dtype=float)
+    if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
+        raise ParameterError("must be a finite 2-D array (time x nodes)", field="nodes")
+    if unit == "occurrence":
+        if aggregate != "mean":
+            raise ParameterError(
+                f"must be mean with unit='occurrence' (one number per node), got {aggregate!r}",
+                field="aggregate",
+            )
+        return masking_deltas(lambda a: a.mean(axis=0) / size, x, low, high, mask_values)
+    n_windows, m = x.shape[0] // size, x.shape[1]
+    if n_windows == 0:
+        raise ParameterError(
+            f"has {x.shape[0]} records, fewer than one window of {size}", field="nodes"
+        )
+    lo, hi = float(low), float(high)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise ParameterError(f"must be finite and > low = {low!r}, got {high!r}", field="high")
+    fill = np.clip(np.broadcast_to(np.asarray(mask_values, dtype=float), (m,)), lo, hi)
+    if not np.all(np.isfinite(fill)):
+        raise ParameterError("must be finite", field="mask_values")
+    means = np.clip(x[: n_windows * size].reshape(n_windows, size, m).mean(axis=1), lo, hi)
+    per_window = np.abs(means - fill[None, :])
+    diagonal = per_window.mean(axis=0) if aggregate == "mean" else per_window.max(axis=0)
+    return np.diag(diagonal)
+
+
 def compression_set(
     graph: CalibrationGraph, nodes: Sequence[int], tau_c: float = 0.85, compress: bool = True
 ) -> tuple[int, ...]:
@@ -219,8 +300,17 @@ def empirical_influence(
     kappa: float = 1.0,
     g_max: float = 1.0,
     compress: bool = True,
+    neighbour_delta: str = "coordinate",
 ) -> np.ndarray:
-    """``xi_k`` for every coordinate (length d) from the M x d masking ``deltas``."""
+    """``xi_k`` for every coordinate (length d) from the M x d masking ``deltas``.
+
+    ``neighbour_delta`` reads the ``delta_jk`` of the expansion term (j in ``C_k``):
+    ``"coordinate"`` (default) the seed's literal ``delta_jk``, node j's effect on
+    coordinate k -- 0 whenever coordinate k reads no node outside ``a(k)``, so with
+    ``a(k) = {k}`` the term and the compression have no effect; ``"own"`` node j's effect
+    on its own coordinates, ``max_{k': j in a(k')} delta_jk'`` (0 if j is in no ``a(k')``),
+    a reading that gives the term weight in the d = M case (docs/gcdp.md, "Masking-delta
+    scale"). Either way ``xi_k >= 0`` only raises ``s_k = max(B_k, xi_k)``."""
     delta = np.array(deltas, dtype=float)
     m = graph.n_nodes
     if delta.ndim != 2 or delta.shape[0] != m:
@@ -230,13 +320,23 @@ def empirical_influence(
     expansion = real_in_range(gamma, "gamma", 0.0, math.inf, high_open=True)
     inflation = real_in_range(kappa, "kappa", 1.0, math.inf, high_open=True)
     cap = positive_real(g_max, "g_max")
+    if neighbour_delta not in NEIGHBOUR_DELTAS:
+        raise ParameterError(
+            f"must be one of {', '.join(NEIGHBOUR_DELTAS)}, got {neighbour_delta!r}",
+            field="neighbour_delta",
+        )
     d = delta.shape[1]
     amap = coordinate_nodes(coordinate_map, d, m)
+    own = np.zeros(m)
+    for k, nodes in enumerate(amap):
+        for i in nodes:
+            own[i] = max(own[i], delta[i, k])
     xi = np.empty(d)
     for k, nodes in enumerate(amap):
         members = list(compression_set(graph, nodes, tau_c, compress))
         idx = list(nodes)
-        spread = graph.normalized[np.ix_(idx, members)] @ delta[members, k] if members else 0.0
+        neighbour = delta[members, k] if neighbour_delta == "coordinate" else own[members]
+        spread = graph.normalized[np.ix_(idx, members)] @ neighbour if members else 0.0
         per_node = delta[idx, k] + expansion * graph.exposure_norm[idx] * spread
         xi[k] = min(cap, inflation * float(np.max(per_node)))
     return xi
