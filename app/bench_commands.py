@@ -104,7 +104,9 @@ def bench_gcdp_command(
             "(humidity_ratio|temperature|humidity|light|co2|occupancy), attack "
             "(temporal|clean|informed|informed_qda), task_l2 (1e-2|1|1e-4), gau_sigma "
             "(analytic_discrete|zcdp|classic|analytic), gau_delta (1e-5|1e-6|1e-7), "
-            "risk_offset (one|eta), risk_scales (bounds|gcdp|direct); docs/gcdp.md."
+            "risk_offset (one|eta), risk_scales (bounds|gcdp|direct), xi_mask "
+            "(occurrence|node), xi_aggregate (mean|max), xi_mask_value (zero|mean), "
+            "xi_neighbours (coordinate|own); docs/gcdp.md."
         ),
     ] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = True,

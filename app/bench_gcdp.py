@@ -20,9 +20,10 @@ helpers):
   eps_rel (parallel composition over windows).
 * Calibration (Algorithms 1-3) on the training records: graph at tau chosen from
   ``TAU_GRID`` by validation F1 of GC-DP at eps = 1 (ties -> smaller; validation = the
-  training windows, see the docs); empirical influence from Algorithm 2's mask on the node
-  type, every value of the channel in a window (seed §4.3; ``Readings.xi_mask``, "one
-  occurrence per window mean" until 2026-12-05; docs/gcdp.md "Masking-delta scale"); utility
+  training windows, see the docs); empirical influence from Algorithm 2's mask on one
+  occurrence per window mean, as the fleet path (``Readings.xi_mask``; "node" masks every
+  value of the channel in a window, the literal reading of seed §4.3; docs/gcdp.md
+  "Masking-delta scale"); utility
   mu_k = the normalised drop of the fixed classifier's training-window F1 when coordinate k
   is masked (seed §4.4; ``Readings.utility``). Gau-DP's l2 certificate is the
   occurrence-level one, max_k B_k (``Readings.gau_l2``).

@@ -207,11 +207,25 @@ def test_table8_eps1_within_two_points(method, target):
     # H0: the mean F1 over noise draws is within 2 points of the seed's Table 8 cell. Reject
     # only if the 200-draw mean (seed 99, independent of the bench's seed 0) is more than
     # Z standard errors outside [target - 2, target + 2]: false-failure rate <= 2.9e-7.
-    prep = prepare("occupancy")
+    # Under the kept masking reading (one masked occurrence, s = B; explicit so that a
+    # change of default shows here); the node-type reading is pinned by the next test.
+    prep = prepare("occupancy", readings=Readings(xi_mask="occurrence"))
     tau = bench.select_tau(prep, 10, 0)[0]  # the bench's rule, on the validation windows
     cal = bench._calibrate_prepared(prep, tau)
     mean, se = _mean_and_se(method, prep, cal, 1.0, 200, 99)
     assert target - 2.0 - Z * se <= mean <= target + 2.0 + Z * se, (mean, se)
+
+
+def test_table8_gcdp_eps1_under_node_masking_is_below_the_band():
+    # The node-type reading (xi_mask=node): s_k = xi_k = 0.19-0.40 > B = 1/30, and
+    # GC-DP's F1 at eps = 1 falls below the seed's band (measured 78.9, se 0.37, with these
+    # 200 draws). The test fails when the 200-draw mean + Z se reaches 94.4: for any true
+    # mean <= 94.4 - 2 Z se (~90.7) that is a > Z-se deviation, one-sided rate <= 2.9e-7.
+    prep = prepare("occupancy", readings=Readings(xi_mask="node"))
+    cal = bench._calibrate_prepared(prep, bench.select_tau(prep, 10, 0)[0])
+    assert np.all(cal["scales"] > cal["bounds"])  # xi above B on every coordinate
+    mean, se = _mean_and_se("GC-DP", prep, cal, 1.0, 200, 99)
+    assert mean + Z * se < 96.4 - 2.0, (mean, se)
 
 
 def test_kept_readings_beat_the_old_ones_on_datatest2():
