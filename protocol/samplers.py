@@ -860,8 +860,17 @@ def negative_binomial(
     x] = (r)_x / x! (1 - a)^r a^x``) for a rational shape ``r = shape > 0`` and ratio ``a
     = ratio`` in ``(0, 1)`` (module docstring; int64). ``NB(1/m)`` is one party's Pólya
     share: the sum of ``m`` independent ones is ``Geometric(1 - a)``."""
+    if type(shape) is Fraction and type(ratio) is Fraction and type(size) is int and size > 0:
+        # a Pólya share's call: (shape, ratio) checked once (_nb_parts), not per share
+        return _nb_draw(rng, _nb_parts_cached(shape, ratio), size)
     u, v = _ratio(ratio, "ratio")
     n = _size(size)
+    return _nb_draw(rng, _nb_shape(shape, u, v), n)
+
+
+def _nb_shape(shape: Fraction, u: int, v: int) -> tuple[int, int, int, int, int]:
+    """``(whole, frac, den, u, v)`` of ``NB(shape, 1 - u/v)``: ``shape = whole + frac /
+    den`` checked (a positive rational of a moderate denominator)."""
     if isinstance(shape, bool) or not isinstance(shape, int | Fraction) or shape <= 0:
         raise ParameterError(
             f"must be a positive rational (Fraction), got {shape!r}", field="shape"
@@ -870,13 +879,27 @@ def negative_binomial(
     if r.denominator >= _MAX_DEN // 2**10:
         raise ParameterError(f"denominator too large: {shape!r}", field="shape")
     whole, frac = divmod(r.numerator, r.denominator)
+    return whole, frac, r.denominator, u, v
+
+
+@lru_cache(maxsize=256)
+def _nb_parts_cached(shape: Fraction, ratio: Fraction) -> tuple[int, int, int, int, int]:
+    """``_nb_shape`` of a checked ratio, per (shape, ratio) (errors are not cached)."""
+    u, v = _ratio(ratio, "ratio")
+    return _nb_shape(shape, u, v)
+
+
+def _nb_draw(rng: np.random.Generator, parts: tuple[int, int, int, int, int], n: int):
+    """``n`` values of the checked ``NB(whole + frac/den, 1 - u/v)``: the bit-pool path
+    when few coin rounds are expected (``n / (1 - a)`` below ``_NB_SCALAR_ROUNDS``), else
+    the vectorised one; the size and the public ratio decide, so a seed fixes the values."""
+    whole, frac, den, u, v = parts
     if n * v < _NB_SCALAR_ROUNDS * (v - u):  # few coin rounds expected: the bit-pool path
-        bits = _Bits(rng)
-        values = _nb_scalar_values(bits, n, whole, frac, r.denominator, u, v)
+        values = _nb_scalar_values(_Bits(rng), n, whole, frac, den, u, v)
         return np.array(values, dtype=np.int64)
     out = np.zeros(n, dtype=np.int64)
     for _ in range(whole):
         out += _geometric(rng, u, v, n)
     if frac:
-        out += _nb_fraction(rng, Fraction(frac, r.denominator), u, v, n)
+        out += _nb_fraction(rng, Fraction(frac, den), u, v, n)
     return out

@@ -98,3 +98,47 @@ def test_the_dropout_canary_opens_the_same_sums(eps):
     rng = np.random.default_rng(0)
     out = np.array([dropout_count_release(eps, CADR_COUNT_BOUND, rng) for _ in range(1000)])
     assert hashlib.sha256(out.tobytes()).hexdigest()[:16] == DROPOUT_DIGESTS[eps]
+
+
+def test_the_cached_checks_still_refuse_bad_arguments_every_time():
+    """The fast paths (``share_ratio`` per budget, ``negative_binomial`` per (shape,
+    ratio)) cache results, never refusals: a bad argument is refused on every call, with
+    the field named, before and after a good one was cached."""
+    from ldpfleet.protocol.cadr_theta_noise import polya_share
+    from ldpfleet.protocol.errors import ParameterError
+
+    rng = np.random.default_rng(0)
+    a = share_ratio(1.0)
+    samplers.negative_binomial(rng, Fraction(1, 9), a, 18)
+    for _ in range(2):
+        for call, field in (
+            (lambda: samplers.negative_binomial(rng, Fraction(0), a, 3), "shape"),
+            (lambda: samplers.negative_binomial(rng, Fraction(-1, 9), a, 3), "shape"),
+            (lambda: samplers.negative_binomial(rng, Fraction(1, 9), Fraction(3, 2), 3), "ratio"),
+            (lambda: samplers.negative_binomial(rng, Fraction(1, 9), a, 0), "size"),
+            (lambda: share_ratio(float("nan")), "eps"),
+            (lambda: share_ratio(-1.0), "eps"),
+            (lambda: share_ratio(True), "eps"),
+            (lambda: share_ratio(1.0, 0), "sensitivity"),
+            (lambda: polya_share(rng, 0, 1.0, 9), "parties"),
+            (lambda: polya_share(rng, 9, 0.0, 9), "eps"),
+            (lambda: polya_share(rng, 9, 1.0, 0), "size"),
+        ):
+            with pytest.raises(ParameterError) as info:
+                call()
+            assert info.value.field == field
+    assert share_ratio(1.0) == share_ratio(1) == share_ratio(np.float64(1.0))
+
+
+def test_a_share_ratio_planted_in_the_module_reaches_the_shares(monkeypatch):
+    """``polya_share`` reads ``share_ratio`` through its module at every call (the mutant
+    ``theta noise for sensitivity 1`` plants one there): the cache is inside the real one."""
+    from ldpfleet.protocol import cadr_theta_noise
+
+    real = cadr_theta_noise.share_ratio
+    honest = cadr_theta_noise.polya_share(np.random.default_rng(3), 9, 1.0, 2000)
+    monkeypatch.setattr(cadr_theta_noise, "share_ratio", lambda eps, sensitivity=2: real(eps, 1))
+    planted = cadr_theta_noise.polya_share(np.random.default_rng(3), 9, 1.0, 2000)
+    # a share's variance is 2 (1/m) a / (1 - a)^2: 0.871 at a = e^-1/2, 0.205 at e^-1 (m = 9),
+    # a ratio of 0.235; the seed is fixed, and 2,000 values put the sample ratio far below 0.8
+    assert np.var(planted) < 0.8 * np.var(honest)
