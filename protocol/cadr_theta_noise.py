@@ -188,7 +188,7 @@ def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray
     entry ``#{j : t_j < degree}``."""
     t = np.asarray(thresholds)
     out = np.zeros(len(t) + 1)
-    out[int(np.sum(t < integer_at_least(degree, "degree", 0)))] = 1.0
+    out[int(np.count_nonzero(t < integer_at_least(degree, "degree", 0)))] = 1.0
     return out
 
 

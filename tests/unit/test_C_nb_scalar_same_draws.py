@@ -142,3 +142,29 @@ def test_a_share_ratio_planted_in_the_module_reaches_the_shares(monkeypatch):
     # a share's variance is 2 (1/m) a / (1 - a)^2: 0.871 at a = e^-1/2, 0.205 at e^-1 (m = 9),
     # a ratio of 0.235; the seed is fixed, and 2,000 values put the sample ratio far below 0.8
     assert np.var(planted) < 0.8 * np.var(honest)
+
+
+def _reference_bucket_vector(degree, thresholds):
+    from ldpfleet.protocol.validate import integer_at_least
+
+    t = np.asarray(thresholds)
+    out = np.zeros(len(t) + 1)
+    out[int(np.sum(t < integer_at_least(degree, "degree", 0)))] = 1.0
+    return out
+
+
+def test_bucket_vector_is_the_reference_one_hot():
+    """``bucket_vector`` counts with ``np.count_nonzero`` (was ``np.sum``, twice the cost
+    on a device's 9 entries): the same vector for lists, arrays, grids and degrees."""
+    from ldpfleet.protocol.cadr_theta_noise import bucket_grid, bucket_vector
+
+    rng = np.random.default_rng(2)
+    grids = [list(range(8)), bucket_grid(1999), np.array(bucket_grid(99)), [0, 1], [5]]
+    for grid in grids:
+        for degree in [0, 1, 2, 7, 8, 15, 16, 17, 1998, 1999, 5000, np.int64(3)]:
+            new, old = bucket_vector(degree, grid), _reference_bucket_vector(degree, grid)
+            assert new.dtype == old.dtype and np.array_equal(new, old)
+        for degree in rng.integers(0, 3000, size=200).tolist():
+            assert np.array_equal(
+                bucket_vector(degree, grid), _reference_bucket_vector(degree, grid)
+            )
