@@ -155,12 +155,13 @@ def check_seed(seed: object) -> None:
 # whole paths (and the 40,000-run dropout canary): submitted first
 HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg", "cadr-theta-count-dropout")
 # Relative CPU of one audit of an entry (2026-12-05, helper B: cpu_seconds of the battery's
-# rows at load ~8; e.g. degree-connected ~45 s, one cadr-theta-count-dropout audit
-# ~300 s): ``--jobs`` submits the costliest first (longest processing time first), so
-# the audits that start last are short and the workers finish close together. Heavy
-# entries not listed weigh DEFAULT_HEAVY_COST, the others 1.
+# rows at load ~8; e.g. degree-connected ~45 s; the one cadr-theta-count-dropout audit,
+# at eps 2 since helper C's same-draws speed-ups, 49 s at load ~5 where main took 70 s, ~170
+# in these units): ``--jobs`` submits the costliest first (longest processing time
+# first), so the audits that start last are short and the workers finish close together.
+# Heavy entries not listed weigh DEFAULT_HEAVY_COST, the others 1.
 AUDIT_COST = {
-    "cadr-theta-count-dropout": 300.0,
+    "cadr-theta-count-dropout": 170.0,
     "fleet-stream": 25.0,
     "degree-connected": 45.0,
     "degree-er": 40.0,
