@@ -43,8 +43,8 @@ shares, their ratio, the one-hot vector) is audited at every budget by
 world the exact catch probability at the battery's per-audit gamma 0.05/85 is 0.958 at
 eps = 2 (0.957 at 1.5, 0.82 at 1, 0.13 at 0.5; scripts/C_dropout_power.py, docs/audit.md).
 So ``audit all`` runs this entry once, at the listed budget nearest ``DROPOUT_AUDIT_EPS``
-= 2 on a log scale: the two audits at 0.5 and 1 cost about two thirds of the entry's CPU
-(about 190 s, 40 % of the whole battery's) for almost no power. ``ldpfleet audit
+= 2 on a log scale: its audits at 0.5 and 1 cost about 95 + 75 s of CPU, over a third of
+the 87-audit battery's 462 s, for little power. ``ldpfleet audit
 cadr-theta-count-dropout --eps E`` still audits any single budget.
 """
 
