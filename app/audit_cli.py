@@ -5,7 +5,8 @@ battery entry (``collector.audit.battery``), or audits a user stream mechanism n
 ``package.module:Class`` (or by its ``ldpfleet.mechanisms`` entry point) through the
 mechanism contract, and prints the result as JSON: eps_claimed,
 eps_lb, verdict, witness, threshold, counts and bounds. ``ldpfleet audit all`` runs every
-entry at each budget of ``--eps`` (a comma list, default 0.5,1,2) and prints a JSON list, or
+entry at each budget of ``--eps`` (a comma list, default 0.5,1,2; ``cadr-theta-count-dropout``
+at the one nearest 2: ``audit_tasks``) and prints a JSON list, or
 with ``--markdown`` the table of docs/audit.md; its gamma is family-wise (each of the m
 audits at gamma / m). The exit status is 0 when no claim is
 falsified, 1 when some audit finds a violation, 2 on bad parameters.
@@ -41,7 +42,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["BATTERY_NAMES", "audit_all", "audit_command", "markdown_table"]
+__all__ = ["BATTERY_NAMES", "audit_all", "audit_command", "audit_tasks", "markdown_table"]
 
 GAU_DELTA = 1e-5
 SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run; the rule: collector.audit.stats.check_seed
@@ -79,7 +80,8 @@ def audit_all(
     progress: Callable[[int, int, str], None] | None = None,
     jobs: int = 1,
 ) -> list[dict]:
-    """Every battery entry at every budget (Gau-DP at delta = max(delta, 1e-5)).
+    """Every battery entry at every budget (Gau-DP at delta = max(delta, 1e-5)), the
+    dropout canary at one of them (``audit_tasks``).
 
     Family-wise control: each of the m audits runs at gamma / m (Bonferroni), so the chance
     that ANY correct mechanism is reported as a violation is <= gamma. (At gamma per audit,
@@ -104,7 +106,7 @@ def audit_all(
         battery.check_audit_arguments(eps, delta=delta, trials=trials, gamma=gamma, seed=seed)
     for mechanism in mechanisms or ():
         battery.check_mechanism(mechanism)
-    tasks = [(m, e) for m in (mechanisms or tuple(battery.BATTERY)) for e in eps_list]
+    tasks = audit_tasks(eps_list, mechanisms)
     per_audit = gamma / len(tasks)
     args = [
         (m, e, max(delta, GAU_DELTA) if m == "gau-dp" else delta, trials, per_audit, seed)
@@ -120,6 +122,18 @@ def audit_all(
             rows.append(_one_audit(task))
         return rows
     return _audit_in_pool(args, jobs, progress)
+
+
+def audit_tasks(
+    eps_list: tuple[float, ...], mechanisms: tuple[str, ...] | None
+) -> list[tuple[str, float]]:
+    """The (entry, budget) audits of ``audit all``, in battery order: every entry (or
+    ``mechanisms``) at every budget of ``eps_list``, except the entries the battery audits
+    at one budget (``collector.audit.battery.audit_all_budgets``: the dropout canary, at
+    the listed budget nearest 2). The family-wise gamma is divided over these."""
+    battery = _battery()
+    names = mechanisms or tuple(battery.BATTERY)
+    return [(m, e) for m in names for e in battery.audit_all_budgets(m, tuple(eps_list))]
 
 
 def check_jobs(jobs: object) -> None:
@@ -141,12 +155,13 @@ def check_seed(seed: object) -> None:
 # whole paths (and the 40,000-run dropout canary): submitted first
 HEAVY_ENTRIES = ("fleet-stream", "degree-", "secagg", "cadr-theta-count-dropout")
 # Relative CPU of one audit of an entry (2026-12-05, helper B: cpu_seconds of the battery's
-# rows at load ~8; e.g. degree-connected ~45 s, one cadr-theta-count-dropout audit
-# ~300 s): ``--jobs`` submits the costliest first (longest processing time first), so
-# the audits that start last are short and the workers finish close together. Heavy
-# entries not listed weigh DEFAULT_HEAVY_COST, the others 1.
+# rows at load ~8; e.g. degree-connected ~45 s; the one cadr-theta-count-dropout audit,
+# at eps 2 since helper C's same-draws speed-ups, 49 s at load ~5 where main took 70 s, ~170
+# in these units): ``--jobs`` submits the costliest first (longest processing time
+# first), so the audits that start last are short and the workers finish close together.
+# Heavy entries not listed weigh DEFAULT_HEAVY_COST, the others 1.
 AUDIT_COST = {
-    "cadr-theta-count-dropout": 300.0,
+    "cadr-theta-count-dropout": 170.0,
     "fleet-stream": 25.0,
     "degree-connected": 45.0,
     "degree-er": 40.0,

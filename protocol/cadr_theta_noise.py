@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
@@ -187,16 +188,25 @@ def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray
     entry ``#{j : t_j < degree}``."""
     t = np.asarray(thresholds)
     out = np.zeros(len(t) + 1)
-    out[int(np.sum(t < integer_at_least(degree, "degree", 0)))] = 1.0
+    out[int(np.count_nonzero(t < integer_at_least(degree, "degree", 0)))] = 1.0
     return out
 
 
 def share_ratio(eps: float, sensitivity: int = SENSITIVITY) -> Fraction:
     """The rational ratio the shares use: the smallest ``u / 2**30 >= exp(-eps /
     sensitivity)`` (module docstring, Sampler): ``eps' = sensitivity · ln(1/a) <= eps``."""
+    if type(eps) is float and type(sensitivity) is int:  # a device's call: once per budget
+        return _share_ratio_cached(eps, sensitivity)
+    return _share_ratio(eps, sensitivity)
+
+
+def _share_ratio(eps: float, sensitivity: int) -> Fraction:
     e = positive_real(eps, "eps")
     s = integer_at_least(sensitivity, "sensitivity", 1)
     return geometric_ratio_bound(Fraction(e) / s)
+
+
+_share_ratio_cached = lru_cache(maxsize=256)(_share_ratio)  # errors are not cached
 
 
 def polya_share(rng: np.random.Generator, parties: int, eps: float, size: int) -> np.ndarray:
@@ -204,10 +214,16 @@ def polya_share(rng: np.random.Generator, parties: int, eps: float, size: int) -
     ``m = parties`` and ``a = share_ratio(eps)``, drawn exactly (int64; any ``m`` shares
     sum to the two-sided geometric of ratio ``a``)."""
     m = integer_at_least(parties, "parties", 1)
-    a = share_ratio(eps)
+    a = share_ratio(eps)  # through the module: a bug planted in it is what the shares use
     k = integer_at_least(size, "size", 1)
-    both = negative_binomial(rng, Fraction(1, m), a, 2 * k)  # one call: half the overhead
+    both = negative_binomial(rng, _unit_fraction(m), a, 2 * k)  # one call: half the overhead
     return both[:k] - both[k:]
+
+
+@lru_cache(maxsize=256)
+def _unit_fraction(m: int) -> Fraction:
+    """``Fraction(1, m)``, made once per ``m`` (a share's shape)."""
+    return Fraction(1, m)
 
 
 def noise_sum(

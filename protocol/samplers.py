@@ -740,34 +740,104 @@ def _nb_fraction(rng: np.random.Generator, f: Fraction, u: int, v: int, n: int) 
     return out
 
 
-def _geometric_scalar(bits: _Bits, u: int, v: int) -> int:
-    count = 0
-    while bits.below(v) < u:
-        count += 1
-    return count
+def _nb_scalar_values(
+    bits: _Bits, n: int, whole: int, fn: int, fd: int, u: int, v: int
+) -> list[int]:
+    """``n`` values of ``NB(whole + fn/fd, 1 - u/v)`` on the bit pool: ``_geometric`` and
+    ``_nb_fraction`` one coin at a time (the same steps, the same law), each coin
+    ``bits.below(den) < num``.
 
-
-def _nb_scalar(bits: _Bits, whole: int, fn: int, fd: int, u: int, v: int) -> int:
-    """One ``NB(whole + fn/fd, 1 - u/v)`` value: ``_geometric`` and ``_nb_fraction`` one
-    coin at a time (the same steps, the same law)."""
-    x = sum(_geometric_scalar(bits, u, v) for _ in range(whole))
-    if not fn:
-        return x
-    i = 1
-    while True:  # step 1: the Bernoulli factory, one combined draw per round
-        w = bits.below(v * fd * i)
-        if w < (v - u) * fd * i:
-            return x  # "X = 0"
-        if w < (v - u) * fd * i + u * fn:
-            break
-        i += 1
-    while True:  # step 2: 1 + Geometric, accepted with prod_(j < x) (f + j) / (j + 1)
-        y = 1 + _geometric_scalar(bits, u, v)
-        j = 1
-        while j < y and bits.below((j + 1) * fd) < fn + j * fd:
-            j += 1
-        if j == y:
-            return x + y
+    Long on purpose: ``_Bits.take`` and ``below`` are inlined on local variables (the
+    method calls were most of the cost of a Pólya share), with the same bits read in the
+    same order and the same pool and generator state after as the one-value-per-call
+    version it replaced (its frozen copy: tests/unit/test_C_nb_scalar_same_draws.py).
+    Each inlined ``below(m)``: take ``bit_length(m - 1)`` bits from the pool, refilled one
+    word at a time as ``take`` does, again while the value is ``>= m``."""
+    pool, count, left = bits._pool, bits._count, bits._left
+    words, shift = bits._words, bits._shift
+    kv = (v - 1).bit_length()
+    mask_v = (1 << kv) - 1
+    values = []
+    for _ in range(n):
+        x = 0
+        for _ in range(whole):  # geometric: Bernoulli(u / v) successes before a failure
+            while True:
+                while True:  # below(v)
+                    while count < kv:
+                        if not left:
+                            left = words().tolist()[::-1]
+                        pool |= (left.pop() >> shift) << count
+                        count += 63
+                    coin = pool & mask_v
+                    pool >>= kv
+                    count -= kv
+                    if coin < v:
+                        break
+                if coin >= u:
+                    break
+                x += 1
+        if fn:
+            i = 1
+            while True:  # step 1: the Bernoulli factory, one combined draw per round
+                m = v * fd * i
+                k = (m - 1).bit_length()
+                while True:  # below(m)
+                    while count < k:
+                        if not left:
+                            left = words().tolist()[::-1]
+                        pool |= (left.pop() >> shift) << count
+                        count += 63
+                    w = pool & ((1 << k) - 1)
+                    pool >>= k
+                    count -= k
+                    if w < m:
+                        break
+                yes_below = (v - u) * fd * i
+                if w < yes_below + u * fn:  # decided: "X = 0" below yes_below, else step 2
+                    break
+                i += 1
+            if w >= yes_below:  # not "X = 0": step 2, 1 + Geometric accepted with the coins
+                while True:
+                    y = 1
+                    while True:  # 1 + Geometric: below(v) < u counts
+                        while True:
+                            while count < kv:
+                                if not left:
+                                    left = words().tolist()[::-1]
+                                pool |= (left.pop() >> shift) << count
+                                count += 63
+                            coin = pool & mask_v
+                            pool >>= kv
+                            count -= kv
+                            if coin < v:
+                                break
+                        if coin >= u:
+                            break
+                        y += 1
+                    j = 1
+                    while j < y:  # coin j: below((j + 1) fd) < fn + j fd
+                        m = (j + 1) * fd
+                        k = (m - 1).bit_length()
+                        while True:
+                            while count < k:
+                                if not left:
+                                    left = words().tolist()[::-1]
+                                pool |= (left.pop() >> shift) << count
+                                count += 63
+                            c = pool & ((1 << k) - 1)
+                            pool >>= k
+                            count -= k
+                            if c < m:
+                                break
+                        if c >= fn + j * fd:
+                            break
+                        j += 1
+                    if j == y:
+                        x += y
+                        break
+        values.append(x)
+    bits._pool, bits._count, bits._left = pool, count, left
+    return values
 
 
 def geometric(rng: np.random.Generator, ratio: Fraction, size: int) -> np.ndarray:
@@ -790,8 +860,17 @@ def negative_binomial(
     x] = (r)_x / x! (1 - a)^r a^x``) for a rational shape ``r = shape > 0`` and ratio ``a
     = ratio`` in ``(0, 1)`` (module docstring; int64). ``NB(1/m)`` is one party's Pólya
     share: the sum of ``m`` independent ones is ``Geometric(1 - a)``."""
+    if type(shape) is Fraction and type(ratio) is Fraction and type(size) is int and size > 0:
+        # a Pólya share's call: (shape, ratio) checked once (_nb_parts), not per share
+        return _nb_draw(rng, _nb_parts_cached(shape, ratio), size)
     u, v = _ratio(ratio, "ratio")
     n = _size(size)
+    return _nb_draw(rng, _nb_shape(shape, u, v), n)
+
+
+def _nb_shape(shape: Fraction, u: int, v: int) -> tuple[int, int, int, int, int]:
+    """``(whole, frac, den, u, v)`` of ``NB(shape, 1 - u/v)``: ``shape = whole + frac /
+    den`` checked (a positive rational of a moderate denominator)."""
     if isinstance(shape, bool) or not isinstance(shape, int | Fraction) or shape <= 0:
         raise ParameterError(
             f"must be a positive rational (Fraction), got {shape!r}", field="shape"
@@ -800,13 +879,27 @@ def negative_binomial(
     if r.denominator >= _MAX_DEN // 2**10:
         raise ParameterError(f"denominator too large: {shape!r}", field="shape")
     whole, frac = divmod(r.numerator, r.denominator)
+    return whole, frac, r.denominator, u, v
+
+
+@lru_cache(maxsize=256)
+def _nb_parts_cached(shape: Fraction, ratio: Fraction) -> tuple[int, int, int, int, int]:
+    """``_nb_shape`` of a checked ratio, per (shape, ratio) (errors are not cached)."""
+    u, v = _ratio(ratio, "ratio")
+    return _nb_shape(shape, u, v)
+
+
+def _nb_draw(rng: np.random.Generator, parts: tuple[int, int, int, int, int], n: int):
+    """``n`` values of the checked ``NB(whole + frac/den, 1 - u/v)``: the bit-pool path
+    when few coin rounds are expected (``n / (1 - a)`` below ``_NB_SCALAR_ROUNDS``), else
+    the vectorised one; the size and the public ratio decide, so a seed fixes the values."""
+    whole, frac, den, u, v = parts
     if n * v < _NB_SCALAR_ROUNDS * (v - u):  # few coin rounds expected: the bit-pool path
-        bits = _Bits(rng)
-        values = [_nb_scalar(bits, whole, frac, r.denominator, u, v) for _ in range(n)]
+        values = _nb_scalar_values(_Bits(rng), n, whole, frac, den, u, v)
         return np.array(values, dtype=np.int64)
     out = np.zeros(n, dtype=np.int64)
     for _ in range(whole):
         out += _geometric(rng, u, v, n)
     if frac:
-        out += _nb_fraction(rng, Fraction(frac, r.denominator), u, v, n)
+        out += _nb_fraction(rng, Fraction(frac, den), u, v, n)
     return out

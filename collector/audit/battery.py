@@ -41,6 +41,7 @@ a median eps_LB >= 0.9 eps):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -60,6 +61,7 @@ __all__ = [
     "BATTERY",
     "MAX_TRIALS",
     "AuditSpec",
+    "audit_all_budgets",
     "audit_spec",
     "build_spec",
     "check_audit_arguments",
@@ -632,6 +634,32 @@ from ldpfleet.collector.audit.secagg_view import SECAGG_BATTERY  # noqa: E402
 # ... the SecAgg+ split-graph canary (collector/audit/secagg_split_canary.py), and the
 # canaries through the running machines (collector/audit/machine_canaries.py)
 BATTERY.update(GRAPH_BATTERY | SECAGG_BATTERY | SPLIT_BATTERY | MACHINE_BATTERY)
-from ldpfleet.collector.audit.cadr_count_canary import COUNT_BATTERY  # noqa: E402
+from ldpfleet.collector.audit.cadr_count_canary import (  # noqa: E402
+    COUNT_BATTERY,
+    DROPOUT_AUDIT_EPS,
+)
 
 BATTERY.update(COUNT_BATTERY)  # the DP θ search's count release (issue 20)
+
+# Entries that ``audit all`` runs at ONE of its budgets, the one nearest (log scale) the
+# budget named here: their canary checks ε-independent logic that another entry's
+# audits do not reach, and their planted bug shows only near that budget
+# (cadr_count_canary's docstring, "One budget").
+SINGLE_BUDGET_ENTRIES: dict[str, float] = {"cadr-theta-count-dropout": DROPOUT_AUDIT_EPS}
+
+
+def audit_all_budgets(entry: str, eps_list: tuple[float, ...]) -> tuple[float, ...]:
+    """The budgets of ``eps_list`` at which ``audit all`` audits ``entry``: all of them,
+    or for a ``SINGLE_BUDGET_ENTRIES`` entry the one nearest its budget on a log scale
+    (ties: the larger; a budget <= 0 only when nothing else is listed, and its build
+    refuses it), so every listed entry runs at least once."""
+    eps_list = tuple(eps_list)
+    target = SINGLE_BUDGET_ENTRIES.get(entry)
+    if target is None or not eps_list:
+        return eps_list
+
+    def distance(eps: float) -> tuple[float, float]:
+        far = abs(math.log(eps / target)) if eps > 0 else math.inf
+        return far, -eps
+
+    return (min(eps_list, key=distance),)

@@ -34,6 +34,18 @@ memoryless tails) the event's log-ratio between the worlds is exactly eps at eve
 eps = 2, t = 1 (exact sums; docs/audit.md, "cadr-theta-count-dropout"). First minus last
 cannot see that mutant: its noise is ``NB(1.8) - NB(1.8)``, whose tail ratios stay below
 e^eps at every threshold (1.95 at eps = 2), and one entry alone leaks eps / 2 + 0.1.
+
+One budget in ``audit all`` (``DROPOUT_AUDIT_EPS``, ``battery.audit_all_budgets``). What
+the dropout entry checks beyond ``cadr-theta-count`` is the plan's ``noise_parties``
+margin — integer logic that does not depend on eps — while the mechanism itself (the
+shares, their ratio, the one-hot vector) is audited at every budget by
+``cadr-theta-count``. Its planted bug is visible only near eps = 2: with 40,000 runs per
+world the exact catch probability at the battery's per-audit gamma 0.05/85 is 0.958 at
+eps = 2 (0.957 at 1.5, 0.82 at 1, 0.13 at 0.5; scripts/C_dropout_power.py, docs/audit.md).
+So ``audit all`` runs this entry once, at the listed budget nearest ``DROPOUT_AUDIT_EPS``
+= 2 on a log scale: its audits at 0.5 and 1 cost about 95 + 75 s of CPU, over a third of
+the 87-audit battery's 462 s, for little power. ``ldpfleet audit
+cadr-theta-count-dropout --eps E`` still audits any single budget.
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ from ldpfleet.protocol.errors import ParameterError
 __all__ = [
     "COUNT_BATTERY",
     "COUNT_DEVICES",
+    "DROPOUT_AUDIT_EPS",
     "DROPOUT_DEVICES",
     "DROPOUT_SURVIVORS",
     "cadr_count_release",
@@ -62,6 +75,8 @@ DROPOUT_DEVICES = 10
 # all); tests/e2e/test_cadr_theta_noise.py checks it against the real function.
 DROPOUT_SURVIVORS = 9
 CADR_COUNT_BOUND = 8  # the plan's public degree bound D
+# the one budget of the dropout entry in ``audit all`` (module docstring, "One budget")
+DROPOUT_AUDIT_EPS = 2.0
 ALPHA = 0.1
 
 
