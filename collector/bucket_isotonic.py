@@ -51,16 +51,24 @@ noise parties — post-processing):
   the counts keep in the empty wide buckets up to ``D`` moves down to the tail, where a
   sparse real tail's mass also stays. No test, nothing removed: helpers G's and H's cuts
   removed the real tail with the noise (docs/cadr-private.md).
+- ``top_significant_bucket`` (issue 20, helper H): that top significant bucket, either
+  the highest one at ``mode_z`` sds (helper B) or (``gap_corrected``) by a scan up from
+  the densest bucket whose threshold for a jump over ``k − 1`` insignificant buckets is
+  ``mode_z + ln k / √2`` sds (Bonferroni for ``k`` tests under the noise's Laplace-like
+  tail): among ~30 truly empty buckets above a graph one reached 3 sds in about one θ
+  search in five and set g far above the tail; with the scan that rate is ≈ 0.03.
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
-Status: ``bootstrap_counts`` then ``geometric_tail_counts`` read the dp pipelines'
-released HISTOGRAM only (``degree_postprocess.histogram_prior``; the per-node prior stays
-the projection's), each adopted by a pre-registered rule (docs/cadr-private.md, "Released
-histogram: boot reading, pre-registered (2026-12-05)", "Released histogram: a geometric
-tail (helper B)"); the others are NOT used by the pipelines (issue 20,
+Status: ``bootstrap_counts`` then ``geometric_tail_counts`` (g by the gap-corrected
+``top_significant_bucket``) read the dp pipelines' released HISTOGRAM only
+(``degree_postprocess.histogram_prior``; the per-node prior stays the projection's), each
+adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)",
+"Released histogram: the top significant bucket under multiplicity (helper H)"); the
+others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
 (as many cells above the constant true median as the projection, lower EMD) but had one

@@ -105,3 +105,24 @@ def test_bad_sums_name_the_field():
     with pytest.raises(ParameterError) as err:
         top_significant_bucket([1.0, math.inf], SD, mode_z=3.0, gap_corrected=True)
     assert "bucket_sums" in str(err.value) or err.value.field == "bucket_sums"
+
+
+def test_histogram_prior_chooses_g_by_the_gap_corrected_scan():
+    # fails with B's highest-3σ g: a bulk in buckets 0-3 and a noise spike of 10 in the far
+    # bucket 9 (320, 500]: at least 3 noise sds (8.85) but below the 6-bucket jump's
+    # (3 + ln 6/√2) sds (12.6), so the spike's mass moves down onto the tail
+    from ldpfleet.collector import degree_postprocess as dpp
+    from ldpfleet.collector.bucket_denoise import noise_sd
+    from ldpfleet.collector.bucket_isotonic import bootstrap_counts
+
+    ts, d, n, eps, m = [1, 3, 6, 10, 20, 40, 80, 160, 320], 500, 400, 1.0, 360
+    sums = [90.0, 160.0, 100.0, 50.0, 3.0, -2.0, 1.0, -4.0, 0.0, 10.0]
+    sd = noise_sd(eps, n, m)
+    assert 3 * sd <= 10.0 < (3 + math.log(6) / math.sqrt(2)) * sd
+    boot = bootstrap_counts(sums, n, eps, m)
+    widths = np.diff(np.array([-1, *ts, d]))
+    want = geometric_tail_counts(sums, boot, widths, sd, mode_z=dpp.MODE_Z, gap_corrected=True)
+    highest = geometric_tail_counts(sums, boot, widths, sd, mode_z=dpp.MODE_Z)
+    got = dpp.histogram_prior(sums, ts, d, n, eps, m)
+    np.testing.assert_allclose(got, dpp._spread(want, ts, d, True), rtol=0, atol=1e-15)
+    assert got[321:].sum() < 0.01 < dpp._spread(highest, ts, d, True)[321:].sum()
