@@ -110,7 +110,8 @@ def geo(y, x, w, top):
 files = sys.argv[1:]
 rows = []
 for f in files:
-    rows += pickle.load(open(f, "rb"))
+    with open(f, "rb") as fh:
+        rows += pickle.load(fh)
 cells = defaultdict(list)
 for r in rows:
     d = r["degrees"]
@@ -150,13 +151,13 @@ for key, runs in cells.items():
     ):
         print(
             key,
-            "med %.2f" % m["median_emd"],
-            " ".join("%s %.2f" % (k, m[k + "_emd"]) for k in V),
+            "med {:.2f}".format(m["median_emd"]),
+            " ".join("{} {:.2f}".format(k, m[k + "_emd"]) for k in V),
             [[x[k + "_g"] for k in V] for x in runs],
         )
 for k in V:
     print(
         k,
-        "EMD %.2f L1 %.3f above %d | real EMD %.2f L1 %.3f"
-        % (tot[k + " emd"], tot[k + " l1"], tot[k + " above"], real[k + " emd"], real[k + " l1"]),
+        f"EMD {tot[k + ' emd']:.2f} L1 {tot[k + ' l1']:.3f} above {tot[k + ' above']:.0f}"
+        f" | real EMD {real[k + ' emd']:.2f} L1 {real[k + ' l1']:.3f}",
     )
