@@ -50,7 +50,11 @@ default. Otherwise B's default stays and docs/cadr-private.md records the failur
 RESULT (2026-12-05, 180 runs, 60 cells): PASSED, all five; landed in commit 68e04f6.
 (a) EMD 40.58 -> 39.45; (b) cells above the median 4 -> 0; (c) L1 3.8826 -> 3.8895
 (+0.18 %); (d) real graphs identical (EMD 17.13, L1 1.2305); (e) identical. EMD better in
-11 cells, worse in 21 (docs/cadr-private.md, helper H's second section).
+11 cells, worse in 21 (docs/cadr-private.md, helper H's second section). A check after
+it on B's evaluation captures (/tmp/B-eval, seeds 71-73; not fresh): EMD 84.30 -> 48.20,
+cells above the median 4 -> 0, L1 -2.3 %, but the real graphs EMD +8.0 %, L1 +1.05 %
+(ego-Facebook ε = 1-3, one θ-search draw: its true top bucket at 4.5σ lost) — (d) would
+have failed there.
 """
 
 from __future__ import annotations
