@@ -51,16 +51,24 @@ noise parties — post-processing):
   the counts keep in the empty wide buckets up to ``D`` moves down to the tail, where a
   sparse real tail's mass also stays. No test, nothing removed: helpers G's and H's cuts
   removed the real tail with the noise (docs/cadr-private.md).
+- ``top_significant_bucket`` (issue 20, helper H): that top significant bucket, either
+  the highest one at ``mode_z`` sds (helper B) or (``gap_corrected``) by a scan up from
+  the densest bucket whose threshold for a jump over ``k − 1`` insignificant buckets is
+  ``mode_z + ln k / √2`` sds (Bonferroni for ``k`` tests under the noise's Laplace-like
+  tail): among ~30 truly empty buckets above a graph one reached 3 sds in about one θ
+  search in five and set g far above the tail; with the scan that rate is ≈ 0.03.
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
-Status: ``bootstrap_counts`` then ``geometric_tail_counts`` read the dp pipelines'
-released HISTOGRAM only (``degree_postprocess.histogram_prior``; the per-node prior stays
-the projection's), each adopted by a pre-registered rule (docs/cadr-private.md, "Released
-histogram: boot reading, pre-registered (2026-12-05)", "Released histogram: a geometric
-tail (helper B)"); the others are NOT used by the pipelines (issue 20,
+Status: ``bootstrap_counts`` then ``geometric_tail_counts`` (g by the gap-corrected
+``top_significant_bucket``) read the dp pipelines' released HISTOGRAM only
+(``degree_postprocess.histogram_prior``; the per-node prior stays the projection's), each
+adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)",
+"Released histogram: the top significant bucket under multiplicity (helper H)"); the
+others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
 (as many cells above the constant true median as the projection, lower EMD) but had one
@@ -92,6 +100,7 @@ __all__ = [
     "isotonic_regression",
     "tail_counts",
     "tail_threshold",
+    "top_significant_bucket",
     "unimodal_tail_counts",
 ]
 
@@ -231,6 +240,47 @@ def _fitted_decay(tail_sums: np.ndarray, decay_max: float) -> float:
     return best
 
 
+def top_significant_bucket(
+    bucket_sums: object, noise_sd: float, *, mode_z: float, gap_corrected: bool = False
+) -> int | None:
+    """The top significant bucket ``g`` of ``geometric_tail_counts``; ``None`` when no
+    bucket's noisy sum reaches ``mode_z · noise_sd``.
+
+    ``gap_corrected=False`` (helper B): the highest bucket whose noisy sum is at least
+    ``mode_z · noise_sd``. Among the ~30 truly empty buckets above a graph's maximum one
+    reaches 3 sds by chance in about one θ search in five, and then ``g`` sits far above
+    the tail.
+
+    ``gap_corrected=True`` (issue 20, helper H): a scan up from the densest bucket. From
+    the current ``g`` (first the densest bucket, if it reaches ``mode_z``), the next
+    ``g`` is the lowest ``j > g`` with ``y_j >= (mode_z + ln(j − g) / √2) · noise_sd``;
+    the scan stops when no ``j`` qualifies. A jump over ``k − 1`` insignificant buckets is
+    a choice among ``k`` candidates, so its threshold is Bonferroni's for ``k`` tests
+    under the noise's Laplace-like tail (``P(Z >= zσ) ≈ ½ e^(−√2 z)``: ``k`` times the
+    tail at ``mode_z + ln k / √2`` is the tail at ``mode_z``). A contiguous run of
+    significant buckets (``k = 1``) is taken at ``mode_z`` as before; a lone spike ``k``
+    buckets above the run needs ``ln k / √2`` more sds (``k = 30``: 5.4). With every
+    bucket above the run empty, noise moves ``g`` with probability at most ``Σ_k P(Z >=
+    (mode_z + ln k / √2) σ)`` ≈ ``½ e^(−3√2) H_N`` ≈ 0.033 for ``N = 48`` empty buckets
+    (the harmonic number ``H_N``), against ``1 − (1 − ½ e^(−3√2))^N`` ≈ 0.29 for the
+    highest-bucket rule, and far buckets, whose noise costs the most EMD, least often."""
+    y = bucket_sums_array(bucket_sums)
+    sd = positive_real(noise_sd, "noise_sd")
+    z = positive_real(mode_z, "mode_z")
+    if not gap_corrected:
+        significant = np.flatnonzero(y >= z * sd)
+        return int(significant[-1]) if significant.size else None
+    top = int(np.argmax(y))
+    if y[top] < z * sd:
+        return None
+    while True:
+        gaps = np.arange(1, y.size - top)
+        passing = np.flatnonzero(y[top + 1 :] >= (z + np.log(gaps) / math.sqrt(2)) * sd)
+        if not passing.size:
+            return top
+        top += 1 + int(passing[0])
+
+
 def geometric_tail_counts(
     bucket_sums: object,
     counts: object,
@@ -239,6 +289,7 @@ def geometric_tail_counts(
     *,
     mode_z: float,
     decay_max: float = TAIL_DECAY_MAX,
+    gap_corrected: bool = False,
 ) -> np.ndarray:
     """``counts`` (non-negative bucket counts, e.g. ``bootstrap_counts``) with the mass
     above the top significant bucket re-placed on a geometric decay (issue 20, helper B).
@@ -257,8 +308,9 @@ def geometric_tail_counts(
     ``g`` where the sums say it is, and a noise spike far up moves down to the tail.
     Buckets up to ``g``, the total and non-negativity are unchanged; no significant
     bucket, or none above ``g``: ``counts`` as they are. ``widths``: the number of degrees
-    per bucket. A function of the noisy sums and public quantities: post-processing, no
-    budget."""
+    per bucket. ``gap_corrected``: ``g`` chosen by ``top_significant_bucket``'s scan with
+    its multiplicity correction instead of as the highest significant bucket. A function
+    of the noisy sums and public quantities: post-processing, no budget."""
     y = bucket_sums_array(bucket_sums)
     x = _same_size_array(counts, y.size, "counts")
     w = _same_size_array(widths, y.size, "widths")
@@ -267,10 +319,9 @@ def geometric_tail_counts(
     rho_max = float(decay_max) if isinstance(decay_max, (int, float)) else math.nan
     if not 0.0 <= rho_max < 1.0:
         raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
-    significant = np.flatnonzero(y >= z * sd)
-    if not significant.size or significant[-1] >= y.size - 1:
+    top = top_significant_bucket(y, sd, mode_z=z, gap_corrected=gap_corrected)
+    if top is None or top >= y.size - 1:
         return x
-    top = int(significant[-1])
     live = w[top + 1 :] > 0
     mass = float(x[top + 1 :].sum())
     if mass <= 0 or not np.any(live):

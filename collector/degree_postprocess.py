@@ -313,13 +313,18 @@ def histogram_prior(
     from: ``degree_prior``'s spreading of the θ search's counts read by ``boot``
     (``collector.bucket_isotonic.bootstrap_counts``: the projection with its bootstrap
     bias removed, fixed draws and seed) instead of the projection, their mass above the
-    top significant bucket (``MODE_Z`` noise sds) re-placed on a fitted geometric decay
+    top significant bucket re-placed on a fitted geometric decay
     (``collector.bucket_isotonic.geometric_tail_counts``: the noise in the empty wide
-    buckets up to ``D`` moves down to the tail, the tail's mass kept). ``eps_theta`` and
-    ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
+    buckets up to ``D`` moves down to the tail, the tail's mass kept). The top
+    significant bucket is found by a scan up from the densest bucket, at ``MODE_Z``
+    noise sds for the next bucket and ``MODE_Z + ln(gap)/√2`` for a jump over ``gap − 1``
+    insignificant ones (``collector.bucket_isotonic.top_significant_bucket``,
+    ``gap_corrected=True``: one lucky empty far bucket no longer sets it). ``eps_theta``
+    and ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
     release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
-    reading, pre-registered (2026-12-05)" and "Released histogram: a geometric tail
-    (helper B)"). Post-processing: no budget."""
+    reading, pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper
+    B)" and "Released histogram: the top significant bucket under multiplicity (helper
+    H)"). Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
@@ -330,7 +335,12 @@ def histogram_prior(
     )
     widths = np.diff(np.array([-1, *ts, d]))
     counts = geometric_tail_counts(
-        sums, bootstrap_counts(sums, n, eps, m), widths, noise_sd(eps, n, m), mode_z=MODE_Z
+        sums,
+        bootstrap_counts(sums, n, eps, m),
+        widths,
+        noise_sd(eps, n, m),
+        mode_z=MODE_Z,
+        gap_corrected=True,
     )
     return _spread(counts, ts, d, True)
 
