@@ -54,10 +54,13 @@ is small (``protocol.cadr_theta_noise.bucket_count``). The released histogram is
 consistent histogram of the prior (true degrees over ``0..D``, beyond θ too) — in the
 pipelines, of ``histogram_prior``: the same counts read by ``boot``
 (``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), their
-mass above the top significant bucket re-placed on a fitted geometric decay
-(``collector.bucket_isotonic.geometric_tail_counts``), the per-node release unchanged
-(docs/cadr-private.md, "Released histogram: boot reading, pre-registered (2026-12-05)"
-and "Released histogram: a geometric tail (helper B)"). Measured in
+mass above the top significant bucket (found by a gap-corrected scan up from the densest
+bucket: ``collector.bucket_isotonic.top_significant_bucket``) re-placed on a fitted
+geometric decay (``collector.bucket_isotonic.geometric_tail_counts``), the per-node
+release unchanged (docs/cadr-private.md, "Released histogram: boot reading,
+pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)" and
+"Released histogram: the top significant bucket under multiplicity (helper H)").
+Measured in
 docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
 The margin (``MARGIN = 0.05``, ``posterior_degree_medians(margin=)``): a node is released
