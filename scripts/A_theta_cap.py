@@ -1,0 +1,256 @@
+"""CADR θ capped at the highest bucket the noisy counts support (issue 20, helper A).
+
+    python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none]
+    python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
+
+``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
+θ auto-dev, α = 0.1, D = n − 1; the pipeline as on main, small-fleet rule included), with
+``dp_theta`` replaced by its call-site patch (``/tmp/A-callsites.diff``): the noisy
+counts' sd ``protocol.cadr_theta_noise.noise_sd(ε_θ, n, parties)`` passed to
+``theta_from_counts`` with ``cap_z = Z`` (``none``: no cap, i.e. main). ``SET``: ``band``,
+``band2`` (calibration, ``scripts/cadr_band_eval.py``), ``fresh-a`` (``FRESH_A`` below,
+the pre-registered evaluation set), ``large`` (ego-Facebook, wiki-Vote), ``held`` (the
+held-out graphs with n >= 100 of ``scripts/cadr_user_new_graphs.py``), ``big-a``
+(``BIG_A``: generated graphs with n >= 1000). ``compare``: per (graph, ε) cell the mean
+over seeds of main and the rule against the constant TRUE median and all zeros; the
+pre-registered criterion's figures.
+
+Calibration (band seeds 11-13, band2 seeds 21-23; ``capture ... --z none`` against
+``--z 3`` / ``--z 4``; the variants without the slack bucket and with the bucket test or
+the suffix test alone were run from a scratch copy of this script): summed MAE main
+141.677 + 205.449 = 347.126; the rule (z = 4) 141.452 + 202.131 = 343.583; cells above the
+constant true median 26 + 44 = 70 → 24 + 43 = 67; runs with θ above the largest degree
+22 + 107 → 22 + 53. Large graphs at calibration seed 0 (``large``, ``held``): identical.
+
+PRE-REGISTRATION (committed before any run on the evaluation set; helper A, 2026-12-05).
+Rule: ``protocol.cadr_theta_noise.THETA_CAP_Z = 4``, ``supported_top`` as committed with
+this text, applied in ``theta_from_counts(noise_sd=)`` by the call-site patch
+(``patched_dp_theta`` here = ``/tmp/A-callsites.diff`` for ``collector.cadr_reference.
+dp_theta``; the fleet's ``_theta_by_buckets`` the same way with its survivors).
+Evaluation set, never run before: ``FRESH_A`` (30 graphs, networkx seeds 1401-1430, n =
+25-150), ε ∈ {0.5, 1, 2, 3, 5}, run seeds 51, 52, 53 (150 cells, mean over seeds); large:
+``large`` (ego-Facebook, wiki-Vote) and ``held`` (14 graphs, n >= 100) at run seeds 51,
+52, 53, and ``big-a`` (``BIG_A``: four generated graphs, n = 1000-2000, networkx seeds
+1431-1434) at run seeds 51, 52, 53. Commands (each ``--z none`` for main, ``--z 4`` for
+the rule):
+
+    python scripts/A_theta_cap.py capture fresh-a 51,52,53 fresh-main.pkl --z none
+    python scripts/A_theta_cap.py capture fresh-a 51,52,53 fresh-rule.pkl --z 4
+    python scripts/A_theta_cap.py compare fresh-main.pkl fresh-rule.pkl
+    (the same for large, held, big-a)
+
+PASS only if ALL hold: (a) summed MAE over the 150 fresh cells not above main's; (b)
+strictly fewer fresh cells above the constant true median than main; (c) every large cell
+(ego-Facebook, wiki-Vote, held, big-a; 5 ε each) within +0.5 % of main's per-node MAE.
+Reported beside, not criteria: cells newly above all zeros, cells better / worse, runs
+with θ above the largest degree. FAIL: ``THETA_CAP_Z = None`` (the cap off), this script
+and a docs paragraph of the failure kept.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import time
+from collections import defaultdict
+
+import networkx as nx
+import numpy as np
+
+sys.path.insert(0, "scripts")
+import cadr_band_eval as band
+import cadr_small_capture as capture
+from ldpfleet.collector import cadr_reference as ref
+from ldpfleet.protocol import cadr_theta_noise as ctn
+
+# The pre-registered evaluation set (helper A, 2026-12-05), fixed before any run on it:
+# networkx seeds 1401-1430, never used by an earlier set; n from 25 to 150.
+FRESH_A = {
+    "sbm-60-2x30-a": lambda: nx.stochastic_block_model(
+        [30, 30], [[0.3, 0.03], [0.03, 0.3]], seed=1401
+    ),
+    "sbm-110-30+80": lambda: nx.stochastic_block_model(
+        [30, 80], [[0.4, 0.02], [0.02, 0.05]], seed=1402
+    ),
+    "sbm-150-5x30": lambda: nx.stochastic_block_model(
+        [30] * 5, [[0.3 if i == j else 0.01 for j in range(5)] for i in range(5)], seed=1403
+    ),
+    "sbm-40-10+30": lambda: nx.stochastic_block_model(
+        [10, 30], [[0.8, 0.05], [0.05, 0.15]], seed=1404
+    ),
+    "ba-30-m2": lambda: nx.barabasi_albert_graph(30, 2, seed=1405),
+    "ba-70-m3": lambda: nx.barabasi_albert_graph(70, 3, seed=1406),
+    "ba-130-m2": lambda: nx.barabasi_albert_graph(130, 2, seed=1407),
+    "ba-100-m5": lambda: nx.barabasi_albert_graph(100, 5, seed=1408),
+    "er-30-p0.25": lambda: nx.gnp_random_graph(30, 0.25, seed=1409),
+    "er-75-p0.1": lambda: nx.gnp_random_graph(75, 0.1, seed=1410),
+    "er-140-p0.04": lambda: nx.gnp_random_graph(140, 0.04, seed=1411),
+    "gnm-90-400": lambda: nx.gnm_random_graph(90, 400, seed=1412),
+    "plc-35-m2": lambda: nx.powerlaw_cluster_graph(35, 2, 0.3, seed=1413),
+    "plc-100-m4": lambda: nx.powerlaw_cluster_graph(100, 4, 0.5, seed=1414),
+    "plc-145-m1": lambda: nx.powerlaw_cluster_graph(145, 1, 0.1, seed=1415),
+    "ws-40-k4-a": lambda: nx.watts_strogatz_graph(40, 4, 0.2, seed=1416),
+    "ws-85-k6": lambda: nx.watts_strogatz_graph(85, 6, 0.1, seed=1417),
+    "ws-125-k10": lambda: nx.watts_strogatz_graph(125, 10, 0.4, seed=1418),
+    "rr-26-d3": lambda: nx.random_regular_graph(3, 26, seed=1419),
+    "rr-64-d7": lambda: nx.random_regular_graph(7, 64, seed=1420),
+    "rr-150-d4": lambda: nx.random_regular_graph(4, 150, seed=1421),
+    "rgg-55-0.2": lambda: nx.random_geometric_graph(55, 0.2, seed=1422),
+    "rgg-115-0.13": lambda: nx.random_geometric_graph(115, 0.13, seed=1423),
+    "tree-random-45": lambda: nx.random_labeled_tree(45, seed=1424),
+    "tree-random-135": lambda: nx.random_labeled_tree(135, seed=1425),
+    "bip-25+50-p0.15": lambda: nx.bipartite.random_graph(25, 50, 0.15, seed=1426),
+    "ws-25-k6": lambda: nx.watts_strogatz_graph(25, 6, 0.5, seed=1427),
+    "caveman-6x12": lambda: nx.relaxed_caveman_graph(6, 12, 0.15, seed=1428),
+    "er-55-p0.3": lambda: nx.gnp_random_graph(55, 0.3, seed=1429),
+    "plc-65-m3": lambda: nx.powerlaw_cluster_graph(65, 3, 0.6, seed=1430),
+}
+
+# Large generated fleets (n >= 1000) for the "identical or within 0.5 %" criterion; seeds
+# 1431-1434, fixed with FRESH_A.
+BIG_A = {
+    "ba-1500-m3": lambda: nx.barabasi_albert_graph(1500, 3, seed=1431),
+    "er-1200-p0.01": lambda: nx.gnp_random_graph(1200, 0.01, seed=1432),
+    "ws-2000-k8": lambda: nx.watts_strogatz_graph(2000, 8, 0.2, seed=1433),
+    "plc-1000-m5": lambda: nx.powerlaw_cluster_graph(1000, 5, 0.3, seed=1434),
+}
+
+_settings: dict = {"z": None}
+_original_dp_theta = ref.dp_theta
+
+
+def patched_dp_theta(degrees, budget, weight, rng, degree_bound=None):
+    """``collector.cadr_reference.dp_theta`` with the call-site patch: the noisy counts'
+    public sd passed to ``theta_from_counts`` (the cap at ``_settings["z"]``)."""
+    n, bound = len(degrees), ref.public_bound(degrees, degree_bound)
+    thresholds = ctn.bucket_grid(bound, ctn.bucket_count(n, budget.theta))
+    exact = np.bincount(
+        np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
+    )
+    parties = ctn.noise_parties(n)
+    noisy = exact + ctn.noise_sum(rng, n, parties, budget.theta, len(exact))
+    target = ref.deviation_target(n, budget.dsr, weight)
+    sd = ctn.noise_sd(budget.theta, n, parties)
+    theta = ctn.theta_from_counts(
+        thresholds, ctn.counts_above(noisy), target, bound, noise_sd=sd, cap_z=_settings["z"]
+    )
+    return theta, {
+        "eps": budget.theta,
+        "noise_parties": parties,
+        "theta": theta,
+        "theta_exact": ctn.theta_from_counts(thresholds, ctn.counts_above(exact), target, bound),
+        "thresholds": list(thresholds),
+        "bucket_sums": noisy.tolist(),
+    }
+
+
+def _graphs(which: str):
+    if which in ("fresh-a", "big-a"):
+        for name, make in (FRESH_A if which == "fresh-a" else BIG_A).items():
+            yield name, capture._graph_of(make())
+    else:
+        yield from band._graphs(which)
+
+
+def capture_runs(which: str, seeds: list[int], out: str, z: float | None) -> None:
+    """One row per run: MAE, θ, exact-count θ, largest degree, the two baselines."""
+    _settings["z"] = z
+    ref.dp_theta = patched_dp_theta
+    rows = []
+    for name, graph in _graphs(which):
+        degrees = graph.degrees()
+        median = float(np.mean(np.abs(degrees - np.floor(np.median(degrees)))))
+        zero = float(np.mean(degrees))
+        for eps in capture.EPS_LIST:
+            for seed in seeds:
+                started = time.process_time()
+                run = ref.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
+                rows.append(
+                    {
+                        "graph": name, "n": graph.n, "eps": eps, "seed": seed,
+                        "mae": run.mae, "theta": run.theta,
+                        "theta_exact": run.theta_search.get("theta_exact"),
+                        "searched": bool(run.theta_search), "max_degree": int(degrees.max()),
+                        "median": median, "zero": zero,
+                        "cpu": time.process_time() - started,
+                    }
+                )  # fmt: skip
+                print(name, graph.n, eps, seed, run.theta, round(run.mae, 4), flush=True)
+    with open(out, "wb") as fh:
+        pickle.dump(rows, fh)
+
+
+def _cells(rows: list[dict]) -> dict:
+    cells = defaultdict(list)
+    for r in rows:
+        cells[(r["graph"], r["n"], r["eps"])].append(r)
+    return cells
+
+
+def compare(main_rows: list[dict], rule_rows: list[dict]) -> None:
+    """Per cell (mean over seeds) main vs the rule; totals, per ε; the criterion's figures."""
+    main_cells, rule_cells = _cells(main_rows), _cells(rule_rows)
+    assert main_cells.keys() == rule_cells.keys()
+    print("| graph | n | ε | main | rule | constant median | all zero | θ main | θ rule | max d |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    tot, per_eps = defaultdict(float), defaultdict(lambda: defaultdict(float))
+    worse, newly_zero = [], []
+    for key in main_cells:
+        a, b = main_cells[key], rule_cells[key]
+        assert [r["seed"] for r in a] == [r["seed"] for r in b]
+        m = {
+            "main": float(np.mean([r["mae"] for r in a])),
+            "rule": float(np.mean([r["mae"] for r in b])),
+            "median": a[0]["median"],
+            "zero": a[0]["zero"],
+        }
+        ta = "/".join(str(r["theta"]) for r in a)
+        tb = "/".join(str(r["theta"]) for r in b)
+        print(
+            f"| {key[0]} | {key[1]} | {key[2]:g} | {m['main']:.3f} | {m['rule']:.3f} | "
+            f"{m['median']:.3f} | {m['zero']:.3f} | {ta} | {tb} | {a[0]['max_degree']} |"
+        )
+        for where in (tot, per_eps[key[2]]):
+            where["cells"] += 1
+            for k in ("main", "rule", "median", "zero"):
+                where[f"{k} sum"] += m[k]
+            for k in ("main", "rule"):
+                where[f"{k} above median"] += m[k] > m["median"] + 1e-9
+                where[f"{k} excess"] += max(0.0, m[k] - m["median"])
+                where[f"{k} above zeros"] += m[k] > m["zero"] + 1e-9
+                runs = a if k == "main" else b
+                where[f"{k} runs θ > max d"] += sum(r["theta"] > r["max_degree"] for r in runs)
+            where["better"] += m["rule"] < m["main"] - 1e-9
+            where["worse"] += m["rule"] > m["main"] + 1e-9
+        if m["rule"] > m["main"] * 1.005 + 1e-9:
+            worse.append((key[0], key[2], round(m["main"], 4), round(m["rule"], 4)))
+        if m["main"] <= m["zero"] + 1e-9 < m["rule"]:
+            newly_zero.append(key)
+    print("\ntotal: " + "; ".join(f"{k} {v:.3f}" for k, v in tot.items()))
+    for eps in sorted(per_eps):
+        print(f"ε = {eps:g}: " + "; ".join(f"{k} {v:.3f}" for k, v in per_eps[eps].items()))
+    print(f"cells worse than main by more than 0.5 %: {worse}")
+    print(f"cells newly above all zeros: {newly_zero}")
+
+
+def _load(path: str) -> list[dict]:
+    with open(path, "rb") as fh:
+        return pickle.load(fh)
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "capture":
+        z: float | None = None
+        if "--z" in sys.argv:
+            value = sys.argv[sys.argv.index("--z") + 1]
+            z = None if value == "none" else float(value)
+        capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], z)
+    elif mode == "compare":
+        compare(_load(sys.argv[2]), _load(sys.argv[3]))
+    else:
+        raise SystemExit(f"mode: {mode!r} is not capture or compare")
+
+
+if __name__ == "__main__":
+    main()
