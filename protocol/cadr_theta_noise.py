@@ -82,7 +82,13 @@ calibration sets only (``scripts/cadr_band_eval.py`` ``band``, ``band2``;
 z = 3, 4 with and without the slack; the cap at the supported bucket's own edge cut θ
 below the hubs of small Barabási–Albert graphs. Exact counts are never capped.
 Post-processing of the one noisy round: no budget, no new query; on large fleets the
-supported top lies far above every θ the target picks and nothing changes.
+supported top lies far above every θ the target picks and nothing changes. Status: OFF
+(``THETA_CAP_Z = None``): pre-registered at z = 4, it FAILED on its evaluation set
+(``scripts/A_theta_cap.py``, 150 fresh cells of n = 25-150: summed MAE 325.25 → 325.83,
+cells above the constant true median 114 → 116; large fleets identical): a smaller θ
+makes the releases informative, and the nodes then leave the prior's median for the
+prior's noise spikes — the θ above every degree had been protecting them
+(docs/cadr-private.md, "Mid-size fleets: θ above the largest degree").
 """
 
 from __future__ import annotations
@@ -125,7 +131,7 @@ SENSITIVITY = 2  # L1 change of the summed one-hot vector when one device's degr
 SHARE_BOUND = 2**24  # fixed-point range of one device's noisy answer
 # theta_from_counts caps θ one bucket above the highest bucket whose sum, or count above,
 # is >= THETA_CAP_Z noise sds of it (module docstring, "The supported top"); None: no cap
-THETA_CAP_Z: float | None = 4.0
+THETA_CAP_Z: float | None = None  # failed its pre-registration at 4 (module docstring)
 
 
 def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:

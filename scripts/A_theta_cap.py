@@ -45,6 +45,20 @@ strictly fewer fresh cells above the constant true median than main; (c) every l
 Reported beside, not criteria: cells newly above all zeros, cells better / worse, runs
 with θ above the largest degree. FAIL: ``THETA_CAP_Z = None`` (the cap off), this script
 and a docs paragraph of the failure kept.
+
+RESULT (2026-12-05): FAILED — (a) and (b) failed, (c) held; ``THETA_CAP_Z = None``.
+Fresh set (``capture fresh-a 51,52,53``, 16 s per variant; 150 cells): summed MAE main
+325.248, rule 325.826 (constant true median 260.741, all zeros 951.120); cells above the
+constant median 114 → 116; above all zeros 0 → 0; 17 cells better, 16 worse; runs with θ
+above the largest degree 83 → 65. Per ε (main / rule): 0.5 66.873 / 66.873; 1 68.590 /
+68.566; 2 65.825 / 65.862; 3 64.028 / 64.146; 5 59.933 / 60.378. Worst: rr-64-d7 ε = 5
+0.297 → 0.594 (seed 53: θ 37 → 10, largest degree 7), plc-100-m4 ε = 5 3.293 → 3.613,
+caveman-6x12 ε = 5 1.060 → 1.292, ws-85-k6 ε = 5 0.643 → 0.733 (seed 52: θ 83 → 11).
+Large (``large``, ``held``, ``big-a`` at 51-53; 100 cells): identical in every cell (the
+cap never fired). Why: with θ far above every degree the releases carry no information
+and every node sits at the prior's median; a θ near the degrees makes them informative,
+and the nodes then follow the prior's noise spikes. θ above the largest degree was a
+symptom of the spikes (the same noise), not the cause of the excess.
 """
 
 from __future__ import annotations

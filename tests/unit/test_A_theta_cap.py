@@ -45,9 +45,11 @@ def test_noise_above_the_largest_degree_no_longer_drags_theta_above_it():
     assert THRESHOLDS[9:11] == [15, 19]
     assert theta_from_counts(THRESHOLDS, above, 12.0, 79) == 79  # without the cap: D
     assert supported_top(THRESHOLDS, above, SD, 4.0, 79) == 6
-    assert theta_from_counts(THRESHOLDS, above, 12.0, 79, noise_sd=SD) == 6
+    assert theta_from_counts(THRESHOLDS, above, 12.0, 79, noise_sd=SD, cap_z=4.0) == 6
     assert theta_from_counts(THRESHOLDS, above, 12.0, 79, noise_sd=SD, cap_z=None) == 79
-    assert THETA_CAP_Z == 4.0
+    # off by default: the rule failed its pre-registration (scripts/A_theta_cap.py)
+    assert THETA_CAP_Z is None
+    assert theta_from_counts(THRESHOLDS, above, 12.0, 79, noise_sd=SD) == 79
 
 
 def test_a_tail_spread_thin_is_supported_by_its_count_above():
@@ -71,15 +73,15 @@ def test_exact_counts_and_large_fleets_are_never_changed():
     above = counts_above(sums)
     plain = theta_from_counts(thresholds, above, 200.0, 1999)
     assert plain == 40  # degrees 0-39: the first threshold above 34 (count above 250 > 200)
-    assert theta_from_counts(thresholds, above, 200.0, 1999, noise_sd=SD) == plain
+    assert theta_from_counts(thresholds, above, 200.0, 1999, noise_sd=SD, cap_z=4.0) == plain
 
 
 def test_no_supported_bucket_leaves_theta_alone():
     above = np.array([10, 8, 5, 3, 1])
     assert supported_top([0, 1, 2, 4, 8], above, 6.0, 4.0, 20) is None
-    assert theta_from_counts([0, 1, 2, 4, 8], above, 0.5, 20, noise_sd=6.0) == 20
+    assert theta_from_counts([0, 1, 2, 4, 8], above, 0.5, 20, noise_sd=6.0, cap_z=4.0) == 20
     # the cap is never below 1 (θ = 0 would release nothing)
-    assert theta_from_counts([0, 1, 2], np.array([0, 0, 0]), 0.0, 9, noise_sd=1.0) == 1
+    assert theta_from_counts([0, 1, 2], np.array([0, 0, 0]), 0.0, 9, noise_sd=1.0, cap_z=4.0) == 1
 
 
 def test_bad_inputs_name_the_field():
