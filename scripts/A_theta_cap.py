@@ -1,6 +1,7 @@
 """CADR θ capped at the highest bucket the noisy counts support (issue 20, helper A).
 
-    python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none]
+    python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none] [--variant V]
+        [--prior-z Z]
     python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
 
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
@@ -63,6 +64,7 @@ symptom of the spikes (the same noise), not the cause of the excess.
 
 from __future__ import annotations
 
+import math
 import pickle
 import sys
 import time
@@ -75,6 +77,7 @@ sys.path.insert(0, "scripts")
 import cadr_band_eval as band
 import cadr_small_capture as capture
 from ldpfleet.collector import cadr_reference as ref
+from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.protocol import cadr_theta_noise as ctn
 
 # The pre-registered evaluation set (helper A, 2026-12-05), fixed before any run on it:
@@ -156,6 +159,51 @@ def patched_dp_theta(degrees, budget, weight, rng, degree_bound=None):
         "thresholds": list(thresholds),
         "bucket_sums": noisy.tolist(),
     }
+
+
+def _variant_top(variant: str):
+    """``supported_top`` as calibrated (``--variant``): ``slack`` (the committed rule),
+    ``edge`` (bucket or count-above test, cap at the supported bucket's own edge),
+    ``bucket`` (the bucket test alone, own edge), ``suffix`` (the count-above test alone,
+    own edge)."""
+
+    def top(thresholds, above, sd, z, hi):
+        counts = np.asarray(above, dtype=float)
+        k = len(thresholds)
+        own = np.append(counts[:-1] - counts[1:], counts[-1:])
+        for j in range(k - 1, -1, -1):
+            by_bucket = own[j] >= z * sd
+            by_suffix = counts[j] >= z * sd * math.sqrt(k - j)
+            ok = {"edge": by_bucket or by_suffix, "bucket": by_bucket, "suffix": by_suffix}
+            if ok[variant]:
+                return hi if j + 1 >= k else int(thresholds[j + 1])
+        return None
+
+    return top
+
+
+def _truncating(prior_z: float):
+    """``unimodal_degree_prior`` with its mass above ``supported_top`` (at ``prior_z``
+    sds, the committed rule) removed and renormalised, below ``UNIMODAL_RATIO_MAX``
+    (``--prior-z``: tried on calibration, worse everywhere)."""
+    original = dpp.unimodal_degree_prior
+
+    def prior(bucket_sums, thresholds, degree_bound, devices, eps_theta, parties):
+        p = original(bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
+        sums = np.asarray(bucket_sums, dtype=float)
+        if dpp.count_signal_ratio(devices, sums.size, eps_theta, parties) >= (
+            dpp.UNIMODAL_RATIO_MAX
+        ):
+            return p
+        sd = ctn.noise_sd(eps_theta, devices, parties)
+        top = ctn.supported_top(thresholds, ctn.counts_above(sums), sd, prior_z, degree_bound)
+        if top is None or top >= degree_bound or p[: top + 1].sum() <= 0:
+            return p
+        p = p.copy()
+        p[top + 1 :] = 0.0
+        return p / p.sum()
+
+    return prior
 
 
 def _graphs(which: str):
@@ -259,6 +307,14 @@ def main() -> None:
         if "--z" in sys.argv:
             value = sys.argv[sys.argv.index("--z") + 1]
             z = None if value == "none" else float(value)
+        if "--variant" in sys.argv:
+            variant = sys.argv[sys.argv.index("--variant") + 1]
+            if variant != "slack":
+                ctn.supported_top = _variant_top(variant)
+        if "--prior-z" in sys.argv:
+            dpp.unimodal_degree_prior = _truncating(
+                float(sys.argv[sys.argv.index("--prior-z") + 1])
+            )
         capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], z)
     elif mode == "compare":
         compare(_load(sys.argv[2]), _load(sys.argv[3]))
