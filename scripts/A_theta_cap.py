@@ -1,7 +1,7 @@
 """CADR θ capped at the highest bucket the noisy counts support (issue 20, helper A).
 
     python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none] [--variant V]
-        [--prior-z Z]
+        [--prior-z Z] [--theta-factor F]
     python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
 
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
@@ -206,6 +206,19 @@ def _truncating(prior_z: float):
     return prior
 
 
+def _scaled(factor: float):
+    """``theta_from_counts`` whose noisy-count θ (``noise_sd`` given) is multiplied by
+    ``factor`` within ``[1, hi]`` (``--theta-factor``: 100 puts θ at D, every release
+    flat; tried on calibration, worse both ways); exact counts unchanged."""
+    original = ctn.theta_from_counts
+
+    def theta(thresholds, above, target, hi, *, noise_sd=None, cap_z=None):
+        t = original(thresholds, above, target, hi)
+        return t if noise_sd is None else max(1, min(hi, round(t * factor)))
+
+    return theta
+
+
 def _graphs(which: str):
     if which in ("fresh-a", "big-a"):
         for name, make in (FRESH_A if which == "fresh-a" else BIG_A).items():
@@ -315,6 +328,8 @@ def main() -> None:
             dpp.unimodal_degree_prior = _truncating(
                 float(sys.argv[sys.argv.index("--prior-z") + 1])
             )
+        if "--theta-factor" in sys.argv:
+            ctn.theta_from_counts = _scaled(float(sys.argv[sys.argv.index("--theta-factor") + 1]))
         capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], z)
     elif mode == "compare":
         compare(_load(sys.argv[2]), _load(sys.argv[3]))
