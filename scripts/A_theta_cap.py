@@ -1,7 +1,7 @@
 """CADR θ capped at the highest bucket the noisy counts support (issue 20, helper A).
 
     python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none] [--variant V]
-        [--prior-z Z] [--theta-factor F]
+        [--prior-z Z] [--theta-factor F] [--oracle-exact-counts]
     python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
 
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
@@ -145,7 +145,8 @@ def patched_dp_theta(degrees, budget, weight, rng, degree_bound=None):
         np.searchsorted(thresholds, degrees, side="left"), minlength=len(thresholds) + 1
     )
     parties = ctn.noise_parties(n)
-    noisy = exact + ctn.noise_sum(rng, n, parties, budget.theta, len(exact))
+    noise = ctn.noise_sum(rng, n, parties, budget.theta, len(exact))
+    noisy = exact + (0 * noise if _settings.get("exact") else noise)  # the oracle: no noise
     target = ref.deviation_target(n, budget.dsr, weight)
     sd = ctn.noise_sd(budget.theta, n, parties)
     theta = ctn.theta_from_counts(
@@ -328,6 +329,7 @@ def main() -> None:
             dpp.unimodal_degree_prior = _truncating(
                 float(sys.argv[sys.argv.index("--prior-z") + 1])
             )
+        _settings["exact"] = "--oracle-exact-counts" in sys.argv  # θ and prior, no noise
         if "--theta-factor" in sys.argv:
             ctn.theta_from_counts = _scaled(float(sys.argv[sys.argv.index("--theta-factor") + 1]))
         capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], z)
