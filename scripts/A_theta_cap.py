@@ -1,7 +1,7 @@
 """CADR θ capped at the highest bucket the noisy counts support (issue 20, helper A).
 
     python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none] [--variant V]
-        [--prior-z Z] [--theta-factor F] [--oracle-exact-counts]
+        [--prior-z Z] [--theta-factor F] [--oracle-exact-counts] [--theta-eps-cap E]
     python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
 
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
@@ -330,6 +330,11 @@ def main() -> None:
                 float(sys.argv[sys.argv.index("--prior-z") + 1])
             )
         _settings["exact"] = "--oracle-exact-counts" in sys.argv  # θ and prior, no noise
+        if "--theta-eps-cap" in sys.argv:  # a budget what-if (protocol.cadr_budget's cap)
+            from ldpfleet.protocol import cadr_budget
+
+            value = float(sys.argv[sys.argv.index("--theta-eps-cap") + 1])
+            cadr_budget.THETA_EPS_CAP = value
         if "--theta-factor" in sys.argv:
             ctn.theta_from_counts = _scaled(float(sys.argv[sys.argv.index("--theta-factor") + 1]))
         capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], z)
