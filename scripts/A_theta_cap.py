@@ -2,6 +2,7 @@
 
     python scripts/A_theta_cap.py capture SET SEEDS OUT.pkl [--z Z|none] [--variant V]
         [--prior-z Z] [--theta-factor F] [--oracle-exact-counts] [--theta-eps-cap E]
+        [--mid-budget]
     python scripts/A_theta_cap.py compare MAIN.pkl RULE.pkl
 
 ``capture``: one ``collector.cadr_reference.private_run`` per graph, ε and seed (dp, LL,
@@ -60,6 +61,40 @@ cap never fired). Why: with θ far above every degree the releases carry no info
 and every node sits at the prior's median; a θ near the degrees makes them informative,
 and the nodes then follow the prior's noise spikes. θ above the largest degree was a
 symptom of the spikes (the same noise), not the cause of the excess.
+
+After the failure, on calibration only (band, band2, and fresh-a now that it is spent;
+main 141.677 / 205.449 / 325.248, cells above the constant median 26 / 44 / 114): the
+prior truncated at the supported top (``--prior-z 3`` / ``4``, with or without the θ
+cap) 339-341 on fresh-a and worse on band and band2; θ at D (``--theta-factor 100``,
+every release flat: the prior's median) 148.276 / 213.007 / 341.801; θ × 0.5 146.031 /
+204.426 / 336.315; the oracle with EXACT counts (``--oracle-exact-counts``, same grid and
+budget) on fresh-a 250.893, 9 cells above (constant median 260.741): the count noise is
+the whole gap, θ is not the lever. Budget what-ifs (``--theta-eps-cap E``: the θ search's
+ε_θ cap of protocol.cadr_budget, 0.5 on main; only ε >= 2 changes): E = 1.0 140.790 /
+194.457 / 288.850 (25 / 31 / 78 above); E = 1.5 141.993 / 190.984 / 287.931 (26 / 28 /
+69); E = 2.5 144.139 / 193.833 / 289.079 (24 / 28 / 63). Held graphs at seed 0 with E =
+1.5 for every n: 264.911 → 262.939 but six cells worse by > 0.5 % (er-dense-500 ε = 3,
+union-disconnected ε = 2, 3, 5, isolated-1200of2000 ε = 5, hub-ba-2000 ε = 5; n 500-2000).
+
+PRE-REGISTRATION 2 (committed before any run on its evaluation set; helper A,
+2026-12-05). Rule (``--mid-budget``; the patch ``/tmp/A-budget.diff`` for
+``protocol/cadr_budget.py``): fleets of at most ``MID_N = 150`` devices take ε_θ =
+min(ε / 2, ``MID_CAP = 1.5``, 1200 / n) from ε = 1 up, out of DSR (NDOE, LPEA unchanged);
+everything else as main (ε < 1 unchanged by construction, n > 150 unchanged by
+construction). 1.5 had the lowest summed calibration MAE of 1.0, 1.5, 2.5; 150 is the
+largest n calibrated (n 430-2000 lost > 0.5 % in six held cells with the cap for all n).
+Evaluation set, never run before: ``FRESH_B`` (30 graphs, networkx seeds 1441-1470, n =
+30-150), ε ∈ {0.5, 1, 2, 3, 5}, run seeds 61, 62, 63 (150 cells, mean over seeds); large:
+``large`` and ``held`` at run seed 61 (identical by construction: every n > 150).
+
+    python scripts/A_theta_cap.py capture fresh-b 61,62,63 b-main.pkl --z none
+    python scripts/A_theta_cap.py capture fresh-b 61,62,63 b-rule.pkl --z none --mid-budget
+    python scripts/A_theta_cap.py compare b-main.pkl b-rule.pkl
+    (the same for large and held at 61)
+
+PASS only if ALL hold: (a) summed MAE over the 150 fresh cells lower than main's; (b)
+strictly fewer cells above the constant true median; (c) no cell newly above all zeros;
+(d) every large and held cell identical to main. Otherwise a negative result.
 """
 
 from __future__ import annotations
@@ -131,6 +166,56 @@ BIG_A = {
     "ws-2000-k8": lambda: nx.watts_strogatz_graph(2000, 8, 0.2, seed=1433),
     "plc-1000-m5": lambda: nx.powerlaw_cluster_graph(1000, 5, 0.3, seed=1434),
 }
+
+# The evaluation set of the mid-size budget rule (pre-registration 2, helper A,
+# 2026-12-05), fixed before any run on it: networkx seeds 1441-1470, never used by an
+# earlier set; n from 25 to 150.
+FRESH_B = {
+    "sbm-50-2x25": lambda: nx.stochastic_block_model(
+        [25, 25], [[0.35, 0.04], [0.04, 0.35]], seed=1441
+    ),
+    "sbm-120-20+100": lambda: nx.stochastic_block_model(
+        [20, 100], [[0.5, 0.02], [0.02, 0.04]], seed=1442
+    ),
+    "sbm-140-4x35": lambda: nx.stochastic_block_model(
+        [35] * 4, [[0.25 if i == j else 0.015 for j in range(4)] for i in range(4)], seed=1443
+    ),
+    "sbm-75-3x25-mixed": lambda: nx.stochastic_block_model(
+        [25, 25, 25], [[0.1, 0.02, 0.02], [0.02, 0.3, 0.02], [0.02, 0.02, 0.5]], seed=1444
+    ),
+    "ba-40-m2": lambda: nx.barabasi_albert_graph(40, 2, seed=1445),
+    "ba-95-m3": lambda: nx.barabasi_albert_graph(95, 3, seed=1446),
+    "ba-150-m1": lambda: nx.barabasi_albert_graph(150, 1, seed=1447),
+    "ba-60-m6": lambda: nx.barabasi_albert_graph(60, 6, seed=1448),
+    "er-35-p0.2": lambda: nx.gnp_random_graph(35, 0.2, seed=1449),
+    "er-90-p0.08": lambda: nx.gnp_random_graph(90, 0.08, seed=1450),
+    "er-145-p0.05": lambda: nx.gnp_random_graph(145, 0.05, seed=1451),
+    "gnm-110-330": lambda: nx.gnm_random_graph(110, 330, seed=1452),
+    "plc-45-m2": lambda: nx.powerlaw_cluster_graph(45, 2, 0.4, seed=1453),
+    "plc-110-m3": lambda: nx.powerlaw_cluster_graph(110, 3, 0.2, seed=1454),
+    "plc-140-m2": lambda: nx.powerlaw_cluster_graph(140, 2, 0.6, seed=1455),
+    "ws-30-k4": lambda: nx.watts_strogatz_graph(30, 4, 0.25, seed=1456),
+    "ws-100-k6": lambda: nx.watts_strogatz_graph(100, 6, 0.15, seed=1457),
+    "ws-150-k8": lambda: nx.watts_strogatz_graph(150, 8, 0.3, seed=1458),
+    "rr-36-d5": lambda: nx.random_regular_graph(5, 36, seed=1459),
+    "rr-80-d3": lambda: nx.random_regular_graph(3, 80, seed=1460),
+    "rr-130-d6": lambda: nx.random_regular_graph(6, 130, seed=1461),
+    "rgg-65-0.2": lambda: nx.random_geometric_graph(65, 0.2, seed=1462),
+    "rgg-140-0.12": lambda: nx.random_geometric_graph(140, 0.12, seed=1463),
+    "tree-random-30": lambda: nx.random_labeled_tree(30, seed=1464),
+    "tree-random-100": lambda: nx.random_labeled_tree(100, seed=1465),
+    "bip-40+80-p0.08": lambda: nx.bipartite.random_graph(40, 80, 0.08, seed=1466),
+    "caveman-5x15": lambda: nx.relaxed_caveman_graph(5, 15, 0.2, seed=1467),
+    "ws-55-k10": lambda: nx.watts_strogatz_graph(55, 10, 0.5, seed=1468),
+    "er-70-p0.4": lambda: nx.gnp_random_graph(70, 0.4, seed=1469),
+    "plc-85-m4": lambda: nx.powerlaw_cluster_graph(85, 4, 0.3, seed=1470),
+}
+
+# Pre-registration 2's rule: fleets of at most MID_N devices take ε_θ = min(ε / 2,
+# MID_CAP, 1200 / n) from ε = 1 up (protocol.cadr_budget's THETA_EPS_CAP = 0.5 elsewhere);
+# ``--mid-budget`` applies it (the patch /tmp/A-budget.diff for protocol/cadr_budget.py).
+MID_N = 150
+MID_CAP = 1.5
 
 _settings: dict = {"z": None}
 _original_dp_theta = ref.dp_theta
@@ -220,9 +305,25 @@ def _scaled(factor: float):
     return theta
 
 
+def _mid_budget() -> None:
+    """``protocol.cadr_budget``'s wanted ε_θ with pre-registration 2's rule (``MID_N``,
+    ``MID_CAP``): only ε >= 1 and n <= MID_N change (below ε = 1 the ε / 2 term binds)."""
+    from ldpfleet.protocol import cadr_budget
+
+    original = cadr_budget._wanted_theta_eps
+
+    def wanted(eps: float, alpha: float, devices: int) -> float:
+        if devices <= MID_N and eps >= cadr_budget.SMALL_EPS_HIGH:
+            return min(eps / 2.0, MID_CAP, cadr_budget.HISTOGRAM_TARGET / devices)
+        return original(eps, alpha, devices)
+
+    cadr_budget._wanted_theta_eps = wanted
+
+
 def _graphs(which: str):
-    if which in ("fresh-a", "big-a"):
-        for name, make in (FRESH_A if which == "fresh-a" else BIG_A).items():
+    sets = {"fresh-a": FRESH_A, "big-a": BIG_A, "fresh-b": FRESH_B}
+    if which in sets:
+        for name, make in sets[which].items():
             yield name, capture._graph_of(make())
     else:
         yield from band._graphs(which)
@@ -330,6 +431,8 @@ def main() -> None:
                 float(sys.argv[sys.argv.index("--prior-z") + 1])
             )
         _settings["exact"] = "--oracle-exact-counts" in sys.argv  # θ and prior, no noise
+        if "--mid-budget" in sys.argv:
+            _mid_budget()
         if "--theta-eps-cap" in sys.argv:  # a budget what-if (protocol.cadr_budget's cap)
             from ldpfleet.protocol import cadr_budget
 
