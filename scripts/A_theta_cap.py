@@ -95,6 +95,20 @@ Evaluation set, never run before: ``FRESH_B`` (30 graphs, networkx seeds 1441-14
 PASS only if ALL hold: (a) summed MAE over the 150 fresh cells lower than main's; (b)
 strictly fewer cells above the constant true median; (c) no cell newly above all zeros;
 (d) every large and held cell identical to main. Otherwise a negative result.
+
+RESULT 2 (2026-12-05): PASSED — (a)-(d) held. Fresh set (``capture fresh-b 61,62,63``,
+~10 s per variant; 150 cells): summed MAE main 296.191, rule 289.126 (constant true
+median 269.165, all zeros 1038.804); cells above the constant median 79 → 59 (summed
+excess 35.53 → 27.36); above all zeros 2 → 2 (both at ε = 0.5, unchanged by
+construction), none newly; 43 cells better, 39 worse. Per ε (main / rule / constant
+median; cells above it): 0.5 and 1 unchanged (77.139, 56.621; 20 and 20 above); 2 55.606
+/ 54.467 / 53.833, 17 → 10; 3 55.916 / 53.187 / 53.833, 11 → 5; 5 50.908 / 47.713 /
+53.833, 11 → 4. Largest gains: ws-55-k10 ε = 3 2.903 → 1.212, ws-55-k10 ε = 5 2.897 →
+1.261, er-70-p0.4 ε = 3 4.162 → 3.190, sbm-75-3x25-mixed ε = 5 3.538 → 3.027, ba-40-m2
+ε = 5 1.833 → 1.475; losses where main beat the median and DSR now has less budget:
+plc-110-m3 ε = 5 2.115 → 2.415, plc-45-m2 ε = 3 1.637 → 1.822, plc-140-m2 ε = 5 1.560
+→ 1.729, sbm-50-2x25 ε = 5 2.293 → 2.493. Large (ego-Facebook, wiki-Vote) and held (14
+graphs) at seed 61: identical in all 80 cells (θ and MAE).
 """
 
 from __future__ import annotations
