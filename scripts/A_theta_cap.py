@@ -108,7 +108,10 @@ median; cells above it): 0.5 and 1 unchanged (77.139, 56.621; 20 and 20 above); 
 ε = 5 1.833 → 1.475; losses where main beat the median and DSR now has less budget:
 plc-110-m3 ε = 5 2.115 → 2.415, plc-45-m2 ε = 3 1.637 → 1.822, plc-140-m2 ε = 5 1.560
 → 1.729, sbm-50-2x25 ε = 5 2.293 → 2.493. Large (ego-Facebook, wiki-Vote) and held (14
-graphs) at seed 61: identical in all 80 cells (θ and MAE).
+graphs) at seed 61: identical in all 80 cells (θ and MAE). The patch
+``/tmp/A-budget.diff`` adds a lower bound, 25 <= n, so that the small-fleet rule's
+decisions (n <= 24 at ε >= 1) stay as they were; on every evaluated cell (n >= 30) it is
+``--mid-budget`` exactly.
 """
 
 from __future__ import annotations
