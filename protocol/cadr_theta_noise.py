@@ -58,6 +58,37 @@ beyond any realistic draw: ``P ≤ a^(2^24 m)``-small) would be clipped.
 Choosing θ: ``theta_from_counts`` returns the smallest threshold whose noisy count above is
 at most the target (``collector.theta_search.deviation_target``), ``D`` if none is. Pure
 functions; randomness from the injected generator.
+
+The supported top (``supported_top``, ``THETA_CAP_Z``; issue 20, helper A). The count
+above ``t_j`` sums the noise of the ``k - j`` buckets above it (``k`` thresholds, ``j``
+from 0): sd ``σ √(k - j)``, ``σ`` one bucket's. On fleets of a few dozen devices the
+empty buckets above the largest degree are many and that sum often exceeds a target of a
+dozen devices, so the search walked past every degree (docs/cadr-private.md, "Mid-size
+fleets: error rising with ε": a θ above the largest degree in 24-26 of 69 runs at ε >= 1,
+never with the exact counts), and a θ above every degree only adds Laplace noise of
+scale ``θ / ε_dsr``.
+With the counts' public noise sd ``σ`` (``noise_sd=``), θ is capped one bucket above the
+highest bucket the counts SUPPORT: a bucket ``(t_j, t_(j+1)]`` is supported when its own
+noisy sum is at least ``z σ`` or the noisy count above ``t_j`` is at least ``z σ √(k - j)``
+(that count sums ``k - j`` bucket noises; either says "significantly more than 0 devices
+above ``t_j``" at a one-sided ``z``: the bucket test sees a narrow dense bucket, the
+suffix test a tail spread thin over many buckets); the cap is the upper edge of the NEXT
+bucket, ``t_(j+2)`` (``hi`` past the last threshold), a bucket of slack for a tail that
+thins out below the noise; no cap when no bucket is supported. ``THETA_CAP_Z = 4``: one
+empty bucket's two-sided geometric noise reaches ``4 σ`` with probability ``a^(4σ) /
+(1 + a) ≈ 1.8 · 10⁻³`` at ε_θ = 0.5 (3 σ: 8 · 10⁻³; all devices alive); chosen on the
+calibration sets only (``scripts/cadr_band_eval.py`` ``band``, ``band2``;
+``scripts/A_theta_cap.py``): z = 4 with the slack bucket had the lowest summed MAE of
+z = 3, 4 with and without the slack; the cap at the supported bucket's own edge cut θ
+below the hubs of small Barabási–Albert graphs. Exact counts are never capped.
+Post-processing of the one noisy round: no budget, no new query; on large fleets the
+supported top lies far above every θ the target picks and nothing changes. Status: OFF
+(``THETA_CAP_Z = None``): pre-registered at z = 4, it FAILED on its evaluation set
+(``scripts/A_theta_cap.py``, 150 fresh cells of n = 25-150: summed MAE 325.25 → 325.83,
+cells above the constant true median 114 → 116; large fleets identical): a smaller θ
+makes the releases informative, and the nodes then leave the prior's median for the
+prior's noise spikes — the θ above every degree had been protecting them
+(docs/cadr-private.md, "Mid-size fleets: θ above the largest degree").
 """
 
 from __future__ import annotations
@@ -76,6 +107,7 @@ __all__ = [
     "NOISE_SURVIVAL",
     "SENSITIVITY",
     "SHARE_BOUND",
+    "THETA_CAP_Z",
     "THETA_MECHANISM",
     "bucket_count",
     "bucket_grid",
@@ -87,6 +119,7 @@ __all__ = [
     "noise_sum",
     "polya_share",
     "share_ratio",
+    "supported_top",
     "theta_from_counts",
 ]
 
@@ -97,6 +130,9 @@ NOISE_SURVIVAL = 0.9  # the collector opens a noisy sum only with >= 90% of devi
 THETA_MECHANISM = "two-sided geometric by Pólya shares (protocol.cadr_theta_noise)"
 SENSITIVITY = 2  # L1 change of the summed one-hot vector when one device's degree changes
 SHARE_BOUND = 2**24  # fixed-point range of one device's noisy answer
+# theta_from_counts caps θ one bucket above the highest bucket whose sum, or count above,
+# is >= THETA_CAP_Z noise sds of it (module docstring, "The supported top"); None: no cap
+THETA_CAP_Z: float | None = None  # failed its pre-registration at 4 (module docstring)
 
 
 def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:
@@ -249,14 +285,58 @@ def counts_above(bucket_sums: object) -> np.ndarray:
     return np.cumsum(sums[::-1])[::-1][1:]
 
 
-def theta_from_counts(thresholds: list[int], above: np.ndarray, target: float, hi: int) -> int:
+def supported_top(
+    thresholds: list[int], above: np.ndarray, noise_sd: float, z: float, hi: int
+) -> int | None:
+    """The cap of θ from the noisy counts (module docstring, "The supported top"): take
+    the highest ``j`` (``k`` thresholds) whose bucket ``(t_j, t_(j+1)]`` is supported —
+    its own sum ``above[j] - above[j+1]`` (``above[k-1]`` for the last) at least
+    ``z · noise_sd``, or the count above ``t_j`` at least ``z · noise_sd · √(k - j)``
+    (it sums ``k - j`` bucket noises) — and return the upper edge of the NEXT bucket,
+    ``t_(j+2)`` (``hi`` beyond the last threshold): one bucket of slack for a tail that
+    thins out above the last bucket the noise lets one see. None when no bucket is
+    supported."""
+    _check_counts(thresholds, above)
+    sd = positive_real(noise_sd, "noise_sd")
+    zz = positive_real(z, "z")
+    top = integer_at_least(hi, "hi", 1)
+    counts = np.asarray(above, dtype=float)
+    k = len(thresholds)
+    own = np.append(counts[:-1] - counts[1:], counts[-1:])  # bucket (t_j, t_(j+1)]'s sum
+    for j in range(k - 1, -1, -1):
+        if own[j] >= zz * sd or counts[j] >= zz * sd * math.sqrt(k - j):
+            return top if j + 2 >= k else int(thresholds[j + 2])
+    return None
+
+
+def theta_from_counts(
+    thresholds: list[int],
+    above: np.ndarray,
+    target: float,
+    hi: int,
+    *,
+    noise_sd: float | None = None,
+    cap_z: float | None = THETA_CAP_Z,
+) -> int:
     """The smallest threshold whose count above is ``<= target`` (at least 1: θ = 0 would
-    release nothing); ``hi`` if none is."""
+    release nothing); ``hi`` if none is. With the counts' public ``noise_sd`` (and
+    ``cap_z`` not None): at most ``supported_top(..., cap_z, hi)`` (module docstring, "The
+    supported top"); exact counts (no ``noise_sd``) are never capped."""
+    _check_counts(thresholds, above)
+    theta = integer_at_least(hi, "hi", 1)
+    for t, count in zip(thresholds, above, strict=True):
+        if count <= target:
+            theta = max(1, int(t))
+            break
+    if noise_sd is not None and cap_z is not None:
+        cap = supported_top(thresholds, above, noise_sd, cap_z, hi)
+        if cap is not None:
+            theta = min(theta, max(1, cap))
+    return theta
+
+
+def _check_counts(thresholds: list[int], above: np.ndarray) -> None:
     if len(thresholds) != len(above):
         raise ParameterError(
             f"{len(above)} counts for {len(thresholds)} thresholds", field="counts_above"
         )
-    for t, count in zip(thresholds, above, strict=True):
-        if count <= target:
-            return max(1, int(t))
-    return integer_at_least(hi, "hi", 1)
