@@ -29,6 +29,17 @@ graph of 100-2,000 nodes exists in data/ or /work/shared/data that was not alrea
 L1 and EMD, old and new, against the constant TRUE median (per-node and histogram) and
 all zeros; counts of cells above the constant median (MAE) and of cells whose EMD is
 above the constant median histogram's, old and new.
+
+RESULT (2026-12-05; /tmp/I-doc.md has the table): 25 cells, old → new: summed MAE 65.27 →
+56.87 (constant median 54.80, all zeros 113.93), cells above the median 19 → 13, above all
+zeros 0 → 0; L1 24.41 → 17.91; EMD 73.42 → 36.35 (median 54.80), cells with EMD above the
+median's 16 → 7 (all at ε <= 1). Florentine and every ε <= 1 per-node figure identical.
+A alone (``--old-mid-cap`` vs main) on its 12 cells (n 32-77, ε >= 2): MAE 34.89 → 26.49
+(median 29.88), above 9 → 3, 10 better / 2 worse (intel ε = 2 0.863 → 0.900, newly above
+0.889; lesmis ε = 3 3.761 → 3.886). B + H alone: EMD 73.42 → 64.58 (B 63.19, H +1.39),
+L1 +0.5 %, cells above 16 → 16; the loss is les misérables ε >= 1 (2.08 → 2.42 → 2.76, L1
++15 %): a bimodal degree law (17 nodes of degree 1, a second mode at 8-13) whose second
+mode is re-placed as a geometric tail when g stops at the densest bucket (seed 92).
 """
 
 from __future__ import annotations
