@@ -95,6 +95,22 @@ Search, refinement, fundamental
        whitened exact test at 97 with the 4-cycle penalty failed, the masked check
        passed). It only turns claims into abstentions (or step 8's claims); measured on
        fresh seeds and the grids in docs/cpr.md, "False claims on red streams".
+    3c. Whitened corroboration of a multiple (issue 19, helper D, 2026-12-05): the move to
+       ``m T`` also needs the added harmonics significant on the WHITENED stream over whole
+       cycles of ``m T`` at ``ALPHA_CORROBORATE = 0.1`` (``_extra_logp``, Bonferroni over
+       its levels); otherwise the move is vetoed and ``T`` is named. Why: an amplitude-
+       modulated cycle (envelope of period ``P``) carries the envelope times the cycle's mean
+       level as slow aperiodic power; on the detrended stream it sits on the multiple's
+       lowest harmonics (``j = 1, 2``), which the multiple test read as significant (log p
+       -10 to -1,500), so such cycles were answered 2 T - 5 T; the whitening's background fit
+       absorbs that power (whitened log p about 0). Calibration (seeds 71001-71100,
+       ``scripts/D_multiple_moves.py``): of 89 correct moves on cycles dominated by harmonic 2
+       or 3 the weakest whitened reading was log p -2.6; of 318 moves on modulated cycles
+       213 read above log(0.1). A vetoed multiple changes the NAME only: where step 7 renames
+       the multiple (phase jumps) its answer stands, and step 3b checks the vetoed multiple as
+       if moved to, so that the claims and abstentions are those without the veto. Envelopes
+       within a Fourier bin of a multiple (``P`` near ``m T``) stay ambiguous; docs/cpr.md,
+       "Amplitude modulation: step 3c".
     4. Claim: the best p-value ``p`` must pass Bonferroni over all screened tests and a
        few-cycles penalty: ``p * tests < alpha * min(1, k / 12) ** 6`` with ``k = n / T``
        the cycles in the stream (``few_cycles_penalty``; ``alpha = 0.01``). Why the
@@ -360,6 +376,7 @@ MAX_SPAN = 24  # largest refinement half-width, in samples
 MAX_MULTIPLE = 6  # multiples m T tested for a line on a harmonic
 MIN_EXTRA_SHARE = 1e-3  # ... and carry >= 0.1% of the power of the multiple's harmonics
 ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
+ALPHA_CORROBORATE = 0.1  # step 3c: a multiple's extra harmonics, whitened, at least this level
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)
@@ -1212,6 +1229,7 @@ class _Search:
         self.bounds: dict[tuple[int, int, int], tuple[float, float]] = {}
         self.gaps: dict[tuple[int, int], float] = {}
         self.norms: dict[int, float] = {}
+        self.vetoed: int | None = None  # step 3c: a multiple significant detrended only
 
     # -- memoised folds --------------------------------------------------------------------
 
@@ -1237,6 +1255,12 @@ class _Search:
         return _harmonic_power(
             self.xs_at(base)[: cycles * period], self.t[: cycles * period], period
         )
+
+    def whitened_whole(self, period: int) -> np.ndarray:
+        """Harmonic powers of the WHITENED stream over whole cycles of ``period`` (step 3's
+        second reading of a multiple's added harmonics: against the fitted background)."""
+        size = (self.n // period) * period
+        return _harmonic_power(self.xw[:size], self.t[:size], period)
 
     def exact_logp(self, q: int) -> tuple[float, int]:
         """Step 2's exact test of ``q``: harmonic sums over the within-phase mean square,
@@ -1452,10 +1476,13 @@ class _Search:
             )
         gated = period
         period = self.renamed(period, settled, harmonics)
+        # step 3c: a multiple vetoed by the whitened reading is checked as if moved to, so
+        # that the veto changes which period is named, not whether one is claimed
+        checked = period if self.vetoed is None else max(period, self.vetoed)
         if (
-            period > gated
-            and n / period < PENALTY_CYCLES
-            and masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) >= self.threshold
+            checked > gated
+            and n / checked < PENALTY_CYCLES
+            and masked_logp(self.xd, checked) - few_cycles_penalty(n / checked, n) >= self.threshold
         ):
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
@@ -1464,7 +1491,7 @@ class _Search:
             if local is not None:
                 return local
             return PeriodEstimate(
-                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
+                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
             )
         return PeriodEstimate(
             int(period),
@@ -1499,15 +1526,27 @@ class _Search:
         """A claimed ``period`` after the hill climb (step 4b), the fundamental (step 3) and
         the local period of a stream with phase jumps (steps 7, 7a, 7b)."""
         period = self.walk(period, settled)
-        base, period = _fundamental(
+        base, period, self.vetoed = _fundamental(
             period,
             harmonics,
             self.power,
             self.whole,
+            self.whitened_whole,
             self.xs_at,
             self.min_period,
             self.max_period,
         )
+        if self.vetoed is not None:
+            # step 3c: where step 7 renames the vetoed multiple (a phase-jump stream), its
+            # answer stands, as before the veto; the veto only keeps T where it would not
+            unvetoed = self.local(base, self.vetoed)
+            if unvetoed != self.vetoed:
+                self.vetoed = None
+                return unvetoed
+        return self.local(base, period)
+
+    def local(self, base: int, period: int) -> int:
+        """Step 7 on ``period`` (``base``: the period before step 3's multiple move)."""
         local = _local_period(self.autocorr, period, self.min_period, self.passes)
         if (
             local == period
@@ -2281,11 +2320,15 @@ def _limit(harmonics: int, period: int) -> int:
     return value if value > 1 else 1
 
 
-def _fundamental(period, harmonics, power, whole, xs_at, min_period, max_period) -> tuple[int, int]:
+def _fundamental(
+    period, harmonics, power, whole, whitened_whole, xs_at, min_period, max_period
+) -> tuple[int, int, int | None]:
     """Divisors first (prefer the fundamental: move to ``T / p``, ``p`` prime, while its own
     exact statistic is at least as significant), then multiples (a line on a harmonic: move to
-    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant). Returns the period
-    after the divisors and the final one (step 7 may undo the multiple move)."""
+    ``m T`` if the harmonics of ``m T`` that ``T`` lacks are significant, detrended at
+    ``ALPHA_SHAPE`` and whitened at ``ALPHA_CORROBORATE``, step 3c). Returns the period after
+    the divisors, the final one (step 7 may undo the multiple move) and the multiple vetoed
+    by step 3c (None if none)."""
     moved = True
     while moved:
         moved = False
@@ -2336,5 +2379,10 @@ def _fundamental(period, harmonics, power, whole, xs_at, min_period, max_period)
         if extra > MIN_EXTRA_SHARE * float(np.sum(pw)) and _extra_logp(pw, m, limit) < np.log(
             ALPHA_SHAPE / len(multiples)
         ):
-            return period, big
-    return period, period
+            # step 3c: corroborated on the whitened stream, or vetoed (slow aperiodic power,
+            # e.g. an amplitude envelope times the mean level, on the multiple's lowest
+            # harmonics: the background fit absorbs it)
+            if _extra_logp(whitened_whole(big), m, limit) < np.log(ALPHA_CORROBORATE):
+                return period, big, None
+            return period, period, big
+    return period, period, None
