@@ -2,7 +2,7 @@
 evaluation harness (issue 20, helper J; the harness of ``scripts/B_hist_eval.py`` with a
 new rule and new sets).
 
-    python scripts/J_hist_eval.py capture SET SEEDS OUT.pkl   # SET: jbimodal, junimodal, realsmall, or B's/H's sets
+    python scripts/J_hist_eval.py capture SET SEEDS OUT.pkl   # jbimodal, junimodal, realsmall, ...
     python scripts/J_hist_eval.py compare RUNS.pkl [...]
 
 ``capture``: as ``scripts/B_hist_eval.py`` (one ``private_run`` per graph, ε in 0.5, 1,
@@ -25,6 +25,56 @@ Sets fixed 2026-12-05 (helper J) before any run on them:
 - ``realsmall``: helper I's real small graphs (karate, les misérables, davis,
   florentine, the Intel Lab motes within 6 m) — CALIBRATION for this rule (I's held-out
   result motivated it).
+- ``jcalbimodal``: ten more generated bimodal graphs (networkx seeds 1751-1760, run
+  seeds 1, 2) — CALIBRATION.
+
+The fresh captures (jbimodal and junimodal at run seeds 101-103, /tmp/J-fresh) ran on
+main right after the sets' commit (ad89034), before the rule existed, and were written
+unread; nothing in them was read before the pre-registration commit.
+
+PRE-REGISTRATION (2026-12-05, helper J; committed before any look at the fresh captures):
+
+Rule: in the histogram reading only (``histogram_prior``), after ``boot`` and H's
+gap-corrected top significant bucket g: g is raised by
+``collector.bucket_isotonic.second_mode_top`` at ``level`` = ``TAIL_LEVEL`` = 0.05 (the
+module's familywise level, not tuned): a scan up from g over STRETCHES [j, j'] above it;
+a stretch starting k = j − g buckets above g passes when its summed noisy count is at
+least z_k σ √(j' − j + 1), z_k = ln(k (k + 1) (K − j) / (2 · 0.05)) / √2 (α-spending
+1/(k(k+1)) over the start, Bonferroni over the K − j lengths, the Laplace-like tail
+½e^(−√2 z)); at the lowest passing start g moves to its shortest passing stretch's top;
+repeat; stop when none passes. Then B's geometric re-placement above the final g,
+unchanged. The per-node release is untouched. Code: ``geometric_tail_counts(...,
+stretch_level=0.05)``.
+
+Calibration (/tmp/J-proto.py; summed EMD main → rule, L1 main → rule): realsmall (I's
+graphs, seeds 91-95) 31.53 → 30.73, 12.200 → 12.108; jcalbimodal (seeds 1, 2) 71.80 →
+69.05, 12.571 → 12.433; B's calibration networkx (GFRESH, HFRESH, seeds 1, 2) 43.85 →
+38.81, 5.680 → 5.723; B's evaluation networkx (BFRESH, 71-73) 28.40 → 25.78, 3.237 →
+3.222; H's evaluation networkx (H2FRESH, 81-83) 22.32 → 19.90, 2.659 → 2.653;
+ego-Facebook and wiki-Vote (seeds 1, 2, 71-73) 21.65 → 22.24 (+2.7 %: wiki-Vote seed 6,
+a far noise stretch at 3,238-4,799 passed), 1.273 → 1.276; H's ego-Facebook/wiki-Vote
+(81-83) identical. No cell newly above the constant median anywhere. Variants seen there,
+not evaluated: Bonferroni over all stretches above g at familywise 0.05 / 0.2 (bimodal
+100.75 / 97.09, networkx heavy 90.35 / 84.97, real large 22.37 / 25.44), α-spending at
+0.2 / 0.5, stretch lengths capped at 2-6, a bump test on the residuals of the geometric
+fit with a Monte-Carlo null (0.2: networkx heavy 65.99 → 195.69 on B's calibration), a
+χ² misfit test of the geometric fit, and "the tail holds over half the fleet: keep boot"
+— each worse on some calibration set.
+
+Evaluation set (fresh, fixed in ad89034): ``JBIMODAL`` (20 graphs) and ``JUNIMODAL`` (10
+graphs); ε in 0.5, 1, 2, 3, 5; run seeds 101, 102, 103; dp, LL, θ auto-dev, α = 0.1,
+D = n − 1:
+
+    python scripts/J_hist_eval.py compare /tmp/J-fresh/jbimodal-10{1,2,3}.pkl /tmp/J-fresh/junimodal-10{1,2,3}.pkl
+
+Criterion (per (graph, ε) cell the mean over the three seeds; 150 cells): (a) summed
+histogram EMD on the bimodal cells (100) lower with the rule; (b) summed EMD on the
+unimodal heavy-tailed cells (50) not higher than main's by more than 2 %; (c) summed L1
+over all cells not higher than main's; (d) cells whose EMD is above the constant TRUE
+median histogram's, over all cells, not more than main's; (e) per-node estimates
+identical in every run and equal to the run's MAE. All five: ``histogram_prior`` uses
+``stretch_level=TAIL_LEVEL`` by default. Otherwise main's default stays,
+``second_mode_top`` stays opt-in, and docs/cadr-private.md records the failure.
 """
 
 from __future__ import annotations
@@ -40,6 +90,8 @@ sys.path.insert(0, "scripts")
 import B_hist_eval as b_eval
 import I_real_holdout as i_real
 from ldpfleet.collector import degree_postprocess as dpp
+from ldpfleet.collector.bucket_denoise import noise_sd
+from ldpfleet.collector.bucket_isotonic import TAIL_LEVEL, bootstrap_counts, geometric_tail_counts
 
 
 def _sbm(sizes: list[int], probs: list[list[float]], seed: int) -> nx.Graph:
@@ -56,7 +108,7 @@ def _two_mode_config(n: int, low_share: float, low_mean: float, high_mean: float
     1 + Poisson(low_mean − 1), the rest 1 + Poisson(high_mean − 1); self-loops and
     multi-edges removed."""
     rng = np.random.default_rng(seed)
-    low = int(round(low_share * n))
+    low = round(low_share * n)
     seq = np.concatenate(
         [1 + rng.poisson(low_mean - 1, low), 1 + rng.poisson(high_mean - 1, n - low)]
     )
@@ -126,7 +178,23 @@ JUNIMODAL = {
     "plc-1200-m4": lambda: nx.powerlaw_cluster_graph(1200, 4, 0.2, seed=1730),
 }
 
+# helper J's CALIBRATION bimodal set (for designing the rule; not evaluation): networkx
+# seeds 1751-1760, run seeds 1, 2
+JCALBIMODAL = {
+    "sbm2-80": lambda: _two_blocks(55, 0.04, 25, 0.45, 0.01, 1751),
+    "cfg2-400-2-12": lambda: _two_mode_config(400, 0.65, 2, 12, 1752),
+    "corep-150": lambda: _core_pendant(40, 0.3, 110, 1753),
+    "sbm2-700": lambda: _two_blocks(480, 0.005, 220, 0.08, 0.001, 1754),
+    "union-1400": lambda: _union(1000, 0.002, 400, 0.04, 60, 1755),
+    "cfg2-2500-2-30": lambda: _two_mode_config(2500, 0.75, 2, 30, 1756),
+    "sbm2-2000": lambda: _two_blocks(1400, 0.0018, 600, 0.035, 0.0003, 1757),
+    "cfg2-100-2-9": lambda: _two_mode_config(100, 0.6, 2, 9, 1758),
+    "corep-900": lambda: _core_pendant(150, 0.08, 750, 1759),
+    "sbm2-35": lambda: _two_blocks(23, 0.08, 12, 0.65, 0.02, 1760),
+}
+
 FRESH_RUN_SEEDS = (101, 102, 103)
+RULE_LEVEL = TAIL_LEVEL  # the stretch scan's familywise level (0.05, the module's own)
 BIMODAL = frozenset(JBIMODAL)
 UNIMODAL = frozenset(JUNIMODAL)
 
@@ -134,7 +202,7 @@ _B_GRAPHS = b_eval._graphs  # B's sets and ``large``, kept before ``main`` patch
 
 
 def _graphs(which: str):
-    sets = {"jbimodal": JBIMODAL, "junimodal": JUNIMODAL}
+    sets = {"jbimodal": JBIMODAL, "junimodal": JUNIMODAL, "jcalbimodal": JCALBIMODAL}
     if which in sets:
         for name, make in sets[which].items():
             yield name, b_eval.capture._graph_of(make())
@@ -160,8 +228,79 @@ def main() -> None:
         raise SystemExit(f"mode: {mode!r} is not capture or compare")
 
 
-def compare(rows: list[dict]) -> None:  # filled in with the rule (pre-registration)
-    raise SystemExit("compare: not written yet")
+def _histogram_prior(sums, ts, d, n, eps, m, *, stretch_level) -> np.ndarray:
+    """``histogram_prior``'s reading (H's g) with or without the rule's stretch scan."""
+    y = np.asarray(sums, float)
+    widths = np.diff(np.array([-1, *ts, d]))
+    x = geometric_tail_counts(
+        y,
+        bootstrap_counts(y, n, eps, m),
+        widths,
+        noise_sd(eps, n, m),
+        mode_z=dpp.MODE_Z,
+        gap_corrected=True,
+        stretch_level=stretch_level,
+    )
+    return dpp._spread(x, list(ts), d, True)
+
+
+def readings(r: dict) -> dict:
+    """Histogram L1/EMD of main's and the rule's readings, the constant median's, MAEs."""
+    d = r["degrees"]
+    base = dpp.trivial_baselines(d)["constant_median_oracle"]
+    out = {"median_emd": base["histogram_emd"], "median_l1": base["histogram_l1"]}
+    s = r["search"]
+    args = (s["bucket_sums"], s["thresholds"], r["bound"], len(d), s["eps"], s["noise_parties"])
+    prior, installed = dpp.search_priors(*args)
+    for key, level in (("main", None), ("rule", RULE_LEVEL)):
+        h = _histogram_prior(*args, stretch_level=level)
+        post = dpp.post_process(r["released"], r["theta"], r["eps_dsr"], prior, h)
+        out[f"{key}_emd"] = dpp.histogram_emd(d, post.histogram)
+        out[f"{key}_l1"] = dpp.histogram_l1(d, post.histogram)
+        out[f"{key}_est"] = post.estimates
+        out[f"{key}_mae"] = float(np.mean(np.abs(np.asarray(d, float) - post.estimates)))
+        out[f"{key}_installed"] = bool(np.abs(installed - h).max() < 1e-15)
+    assert out["main_installed"] or out["rule_installed"]
+    out["same_estimates"] = bool(np.array_equal(out["main_est"], out["rule_est"]))
+    return out
+
+
+def compare(rows: list[dict]) -> None:
+    """Per cell (markdown), the totals by group and the pre-registered criterion."""
+    cells = defaultdict(list)
+    identical = True
+    skipped = [r["graph"] for r in rows if not r.get("search")]
+    if skipped:  # a tiny fleet's rule, no θ search: no histogram_prior, readings alike
+        print(f"runs without a θ search (identical by construction, left out): {skipped}")
+    for r in (r for r in rows if r.get("search")):
+        x = readings(r)
+        identical &= x["same_estimates"] and abs(x["rule_mae"] - r["mae"]) < 1e-9
+        cells[(r["graph"], r["n"], r["eps"])].append(x)
+    keys = ("main_emd", "rule_emd", "median_emd", "main_l1", "rule_l1", "median_l1")
+    print("| graph | n | ε | EMD main | EMD rule | EMD median | L1 main | L1 rule | L1 median |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    tot: dict = defaultdict(float)
+    for key, runs in cells.items():
+        m = {k: float(np.mean([x[k] for x in runs])) for k in keys}
+        print(f"| {key[0]} | {key[1]} | {key[2]:g} | " + " | ".join(f"{m[k]:.3f}" for k in keys))
+        group = "bimodal" if key[0] in BIMODAL else "unimodal" if key[0] in UNIMODAL else "other"
+        for where in ("all", group):
+            tot[f"{where} cells"] += 1
+            for k in keys:
+                tot[f"{where} {k}"] += m[k]
+            for k in ("main", "rule"):
+                tot[f"{where} {k} EMD above median"] += m[f"{k}_emd"] > m["median_emd"] + 1e-12
+            tot[f"{where} EMD better"] += m["rule_emd"] < m["main_emd"] - 1e-12
+            tot[f"{where} EMD worse"] += m["rule_emd"] > m["main_emd"] + 1e-12
+    print(f"\nruns {len(rows)}, cells {len(cells)}")
+    for k, v in tot.items():
+        print(f"  {k}: {v:.4f}")
+    a = tot["bimodal rule_emd"] < tot["bimodal main_emd"]
+    b = tot["unimodal rule_emd"] <= 1.02 * tot["unimodal main_emd"]
+    c = tot["all rule_l1"] <= tot["all main_l1"]
+    d = tot["all rule EMD above median"] <= tot["all main EMD above median"]
+    verdict = "PASS" if a and b and c and d and identical else "FAIL"
+    print(f"criterion: (a) {a}  (b) {b}  (c) {c}  (d) {d}  (e) {identical}  -> {verdict}")
 
 
 if __name__ == "__main__":
