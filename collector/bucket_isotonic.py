@@ -57,17 +57,25 @@ noise parties — post-processing):
   ``mode_z + ln k / √2`` sds (Bonferroni for ``k`` tests under the noise's Laplace-like
   tail): among ~30 truly empty buckets above a graph one reached 3 sds in about one θ
   search in five and set g far above the tail; with the scan that rate is ≈ 0.03.
+- ``second_mode_top`` (issue 20, helper J): g raised to the top of any significant
+  STRETCH of buckets above it (a scan up from g; a stretch starting ``k`` buckets above
+  g passes at level ``TAIL_LEVEL / (k (k + 1))`` shared over its lengths, against the
+  Laplace-like tail): a real second mode above the densest bucket, each of whose
+  buckets is below 3 sds (les misérables at ε = 1: 17 nodes of degree 1, ~30 at 8-13),
+  is kept where the counts put it instead of being re-placed as a falling tail.
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
 Status: ``bootstrap_counts`` then ``geometric_tail_counts`` (g by the gap-corrected
-``top_significant_bucket``) read the dp pipelines' released HISTOGRAM only
+``top_significant_bucket``, raised by ``second_mode_top``) read the dp pipelines'
+released HISTOGRAM only
 (``degree_postprocess.histogram_prior``; the per-node prior stays the projection's), each
 adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
 pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)",
-"Released histogram: the top significant bucket under multiplicity (helper H)"); the
+"Released histogram: the top significant bucket under multiplicity (helper H)",
+"Released histogram: a second mode above the top significant bucket (helper J)"); the
 others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
@@ -369,8 +377,12 @@ def geometric_tail_counts(
     if not 0.0 <= rho_max < 1.0:
         raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
     top = top_significant_bucket(y, sd, mode_z=z, gap_corrected=gap_corrected)
-    if top is not None and stretch_level is not None:
-        top = second_mode_top(y, top, sd, level=stretch_level)
+    if stretch_level is not None:
+        level = float(stretch_level) if isinstance(stretch_level, (int, float)) else math.nan
+        if not 0.0 < level < 1.0:
+            raise ParameterError(f"must be in (0, 1), got {stretch_level!r}", field="stretch_level")
+        if top is not None:
+            top = second_mode_top(y, top, sd, level=level)
     if top is None or top >= y.size - 1:
         return x
     live = w[top + 1 :] > 0
