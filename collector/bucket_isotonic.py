@@ -57,17 +57,25 @@ noise parties — post-processing):
   ``mode_z + ln k / √2`` sds (Bonferroni for ``k`` tests under the noise's Laplace-like
   tail): among ~30 truly empty buckets above a graph one reached 3 sds in about one θ
   search in five and set g far above the tail; with the scan that rate is ≈ 0.03.
+- ``second_mode_top`` (issue 20, helper J): g raised to the top of any significant
+  STRETCH of buckets above it (a scan up from g; a stretch starting ``k`` buckets above
+  g passes at level ``TAIL_LEVEL / (k (k + 1))`` shared over its lengths, against the
+  Laplace-like tail): a real second mode above the densest bucket, each of whose
+  buckets is below 3 sds (les misérables at ε = 1: 17 nodes of degree 1, ~30 at 8-13),
+  is kept where the counts put it instead of being re-placed as a falling tail.
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
   read as 0, the rest by ``simplex_projection`` or ``isotonic_counts``.
 
 Status: ``bootstrap_counts`` then ``geometric_tail_counts`` (g by the gap-corrected
-``top_significant_bucket``) read the dp pipelines' released HISTOGRAM only
+``top_significant_bucket``, raised by ``second_mode_top``) read the dp pipelines'
+released HISTOGRAM only
 (``degree_postprocess.histogram_prior``; the per-node prior stays the projection's), each
 adopted by a pre-registered rule (docs/cadr-private.md, "Released histogram: boot reading,
 pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)",
-"Released histogram: the top significant bucket under multiplicity (helper H)"); the
+"Released histogram: the top significant bucket under multiplicity (helper H)",
+"Released histogram: a second mode above the top significant bucket (helper J)"); the
 others are NOT used by the pipelines (issue 20,
 docs/cadr-private.md "Less biased bucket counts from the θ search"). As a per-node prior
 ``bootstrap_counts`` won the paired comparison's tune half
@@ -98,6 +106,7 @@ __all__ = [
     "geometric_tail_counts",
     "isotonic_counts",
     "isotonic_regression",
+    "second_mode_top",
     "tail_counts",
     "tail_threshold",
     "top_significant_bucket",
@@ -281,6 +290,51 @@ def top_significant_bucket(
         top += 1 + int(passing[0])
 
 
+def second_mode_top(bucket_sums: object, top: int, noise_sd: float, *, level: float) -> int:
+    """``top`` raised to the top of any significant STRETCH of buckets above it (issue 20,
+    helper J): a real second mode above the top significant bucket, whose buckets are
+    each below the single-bucket thresholds but whose summed noisy count is not noise.
+
+    A scan up from ``g = top``: a stretch ``[j, j']`` (``g < j <= j' < K``) starting ``k =
+    j − g`` buckets above ``g`` passes when ``Σ_(i=j..j') y_i >= z_k · noise_sd ·
+    √(j' − j + 1)``, ``z_k = ln(k (k + 1) (K − j) / (2 · level)) / √2``: the level
+    ``level / (k (k + 1))`` spent on the start ``k`` (α-spending, ``Σ_k 1/(k(k+1)) = 1``:
+    a far start, whose false alarm costs the most EMD, gets the least), shared by
+    Bonferroni over the ``K − j`` lengths, each against the noise's Laplace-like tail
+    ``P(Z >= zσ) ≈ ½ e^(−√2 z)`` (a sum of ``L >= 2`` buckets over ``σ√L`` has a lighter
+    one). At the lowest start with a passing stretch, ``g`` moves to that start's
+    shortest passing stretch's top; the scan repeats above the new ``g`` and stops when
+    nothing passes. With every bucket above ``top`` pure noise, ``g`` moves with
+    probability at most about ``level``. A function of the noisy sums and public
+    quantities: post-processing, no budget."""
+    y = bucket_sums_array(bucket_sums)
+    g = integer_at_least(top, "top", 0)
+    if g >= y.size:
+        raise ParameterError(f"must be a bucket in [0, {y.size - 1}], got {top!r}", field="top")
+    sd = positive_real(noise_sd, "noise_sd")
+    alpha = positive_real(level, "level")
+    if alpha >= 1:
+        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+    while True:
+        moved = _lowest_passing_stretch_top(y, g, sd, alpha)
+        if moved is None:
+            return g
+        g = moved
+
+
+def _lowest_passing_stretch_top(y: np.ndarray, g: int, sd: float, alpha: float) -> int | None:
+    """The top of the shortest passing stretch at the lowest start above ``g`` passing
+    ``second_mode_top``'s thresholds, or None."""
+    for start in range(g + 1, y.size):
+        k = start - g
+        z = math.log(k * (k + 1) * (y.size - start) / (2 * alpha)) / math.sqrt(2)
+        lengths = np.arange(1, y.size - start + 1)
+        passing = np.flatnonzero(np.cumsum(y[start:]) >= z * sd * np.sqrt(lengths))
+        if passing.size:
+            return start + int(passing[0])
+    return None
+
+
 def geometric_tail_counts(
     bucket_sums: object,
     counts: object,
@@ -290,6 +344,7 @@ def geometric_tail_counts(
     mode_z: float,
     decay_max: float = TAIL_DECAY_MAX,
     gap_corrected: bool = False,
+    stretch_level: float | None = None,
 ) -> np.ndarray:
     """``counts`` (non-negative bucket counts, e.g. ``bootstrap_counts``) with the mass
     above the top significant bucket re-placed on a geometric decay (issue 20, helper B).
@@ -309,8 +364,10 @@ def geometric_tail_counts(
     Buckets up to ``g``, the total and non-negativity are unchanged; no significant
     bucket, or none above ``g``: ``counts`` as they are. ``widths``: the number of degrees
     per bucket. ``gap_corrected``: ``g`` chosen by ``top_significant_bucket``'s scan with
-    its multiplicity correction instead of as the highest significant bucket. A function
-    of the noisy sums and public quantities: post-processing, no budget."""
+    its multiplicity correction instead of as the highest significant bucket.
+    ``stretch_level``: ``g`` then raised by ``second_mode_top`` at that level (a real
+    second mode above ``g`` kept where the counts put it; None: not). A function of the
+    noisy sums and public quantities: post-processing, no budget."""
     y = bucket_sums_array(bucket_sums)
     x = _same_size_array(counts, y.size, "counts")
     w = _same_size_array(widths, y.size, "widths")
@@ -320,6 +377,12 @@ def geometric_tail_counts(
     if not 0.0 <= rho_max < 1.0:
         raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
     top = top_significant_bucket(y, sd, mode_z=z, gap_corrected=gap_corrected)
+    if stretch_level is not None:
+        level = float(stretch_level) if isinstance(stretch_level, (int, float)) else math.nan
+        if not 0.0 < level < 1.0:
+            raise ParameterError(f"must be in (0, 1), got {stretch_level!r}", field="stretch_level")
+        if top is not None:
+            top = second_mode_top(y, top, sd, level=level)
     if top is None or top >= y.size - 1:
         return x
     live = w[top + 1 :] > 0

@@ -322,16 +322,25 @@ def histogram_prior(
     significant bucket is found by a scan up from the densest bucket, at ``MODE_Z``
     noise sds for the next bucket and ``MODE_Z + ln(gap)/√2`` for a jump over ``gap − 1``
     insignificant ones (``collector.bucket_isotonic.top_significant_bucket``,
-    ``gap_corrected=True``: one lucky empty far bucket no longer sets it). ``eps_theta``
-    and ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
-    release keeps ``degree_prior`` (docs/cadr-private.md, "Released histogram: boot
-    reading, pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper
-    B)" and "Released histogram: the top significant bucket under multiplicity (helper
-    H)"). Post-processing: no budget."""
+    ``gap_corrected=True``: one lucky empty far bucket no longer sets it), then raised
+    to the top of any significant STRETCH above it (``collector.bucket_isotonic.
+    second_mode_top`` at ``TAIL_LEVEL``: a real second mode whose buckets are each below
+    the single-bucket thresholds stays where the counts put it instead of being re-placed
+    as a falling tail). ``eps_theta`` and ``parties``: the θ search's ε_θ and noise
+    parties (its noise law). The per-node release keeps ``degree_prior``
+    (docs/cadr-private.md, "Released histogram: boot reading, pre-registered
+    (2026-12-05)", "Released histogram: a geometric tail (helper B)", "Released
+    histogram: the top significant bucket under multiplicity (helper H)" and "Released
+    histogram: a second mode above the top significant bucket (helper J)").
+    Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
-    from ldpfleet.collector.bucket_isotonic import bootstrap_counts, geometric_tail_counts
+    from ldpfleet.collector.bucket_isotonic import (
+        TAIL_LEVEL,
+        bootstrap_counts,
+        geometric_tail_counts,
+    )
 
     d, n, ts, sums, eps, m = _noisy_bucket_input(
         bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
@@ -344,6 +353,7 @@ def histogram_prior(
         noise_sd(eps, n, m),
         mode_z=MODE_Z,
         gap_corrected=True,
+        stretch_level=TAIL_LEVEL,
     )
     return _spread(counts, ts, d, True)
 
