@@ -55,11 +55,14 @@ consistent histogram of the prior (true degrees over ``0..D``, beyond θ too) �
 pipelines, of ``histogram_prior``: the same counts read by ``boot``
 (``collector.bucket_isotonic.bootstrap_counts``, the projection's bias removed), their
 mass above the top significant bucket (found by a gap-corrected scan up from the densest
-bucket: ``collector.bucket_isotonic.top_significant_bucket``) re-placed on a fitted
-geometric decay (``collector.bucket_isotonic.geometric_tail_counts``), the per-node
-release unchanged (docs/cadr-private.md, "Released histogram: boot reading,
-pre-registered (2026-12-05)", "Released histogram: a geometric tail (helper B)" and
-"Released histogram: the top significant bucket under multiplicity (helper H)").
+bucket: ``collector.bucket_isotonic.top_significant_bucket``, then raised to the top of
+any significant stretch above it: ``collector.bucket_isotonic.second_mode_top``, so a
+real second mode stays) re-placed on a fitted geometric decay
+(``collector.bucket_isotonic.geometric_tail_counts``), the per-node release unchanged
+(docs/cadr-private.md, "Released histogram: boot reading, pre-registered (2026-12-05)",
+"Released histogram: a geometric tail (helper B)", "Released histogram: the top
+significant bucket under multiplicity (helper H)" and "Released histogram: a second mode
+above the top significant bucket (helper J)").
 Measured in
 docs/cadr-private.md (MAE against the constant true median on five graphs, ε = 0.5 .. 5).
 
