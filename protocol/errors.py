@@ -17,13 +17,26 @@ class ProtocolError(Exception):
     can be named; ``reason`` is a short human sentence saying what limit was violated;
     ``code`` is a stable machine-readable reason key (``"oversize"``, ``"wrong_sender"``, ...;
     ``protocol.events.reason_key`` derives one from ``field`` when none is given), what
-    ``rejections_by_reason`` in results.json counts.
+    ``rejections_by_reason`` in results.json counts. ``limit`` (the rule the value broke,
+    e.g. ``"a finite real number > 0"``) and ``value`` (the value refused) are set where the
+    raise knows them (``protocol.validate``'s checks do); None otherwise — the sentence
+    says them either way.
     """
 
-    def __init__(self, reason: str, *, field: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        field: str | None = None,
+        code: str | None = None,
+        limit: str | None = None,
+        value: object = None,
+    ) -> None:
         self.reason = reason
         self.field = field
         self.code = code
+        self.limit = limit
+        self.value = value
         super().__init__(f"{field}: {reason}" if field else reason)
 
 

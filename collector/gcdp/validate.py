@@ -56,14 +56,22 @@ def real_in_range(
 ) -> float:
     """``value`` as a float if it is a finite real in the interval ``low .. high``
     (each end closed unless ``low_open`` / ``high_open``)."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    limit = f"a finite real number in {interval}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterError(f"must be a real number, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be a real number, got {value!r}", field=field, limit=limit, value=value
+        )
     out = float(value)
     below = out <= low if low_open else out < low
     above = out >= high if high_open else out > high
     if not math.isfinite(out) or below or above:
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise ParameterError(f"must be finite and in {interval}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be finite and in {interval}, got {value!r}",
+            field=field,
+            limit=limit,
+            value=value,
+        )
     return out
 
 
