@@ -351,17 +351,16 @@ def _device_means_cell(accuracy: dict) -> str:
     said "worse than" when even the clipped estimates do not beat it (the quickstart at
     eps0 = 0.4 over 200 readings: a per-device mean is noise there; issue 2 fixes its
     budget, and docs/scenarios.md says what it takes)."""
-    cell = f"{accuracy['mean_abs_error']:.4g}"
+    error = accuracy["mean_abs_error"]
+    cell = f"{error:.4g}"
     baselines = accuracy.get("baselines") or {}
     constant = baselines.get("constant") or {}
-    clipped = baselines.get("clipped_to_bounds") or {}
+    clipped_error = (baselines.get("clipped_to_bounds") or {}).get("mean_abs_error")
     notes = []
-    if clipped.get("mean_abs_error") is not None and (
-        clipped["mean_abs_error"] < accuracy["mean_abs_error"]
-    ):
-        notes.append(f"clipped to the bounds {clipped['mean_abs_error']:.4g}")
+    if clipped_error is not None and clipped_error < error:
+        notes.append(f"clipped to the bounds {clipped_error:.4g}")
     if constant.get("mean_abs_error") is not None:
-        best = min(accuracy["mean_abs_error"], clipped.get("mean_abs_error") or math.inf)
+        best = error if clipped_error is None else min(error, clipped_error)
         worse = "worse than " if best >= constant["mean_abs_error"] else ""
         notes.append(f"{worse}a constant guess {constant['mean_abs_error']:.4g}")
     return f"{cell} ({'; '.join(notes)})" if notes else cell

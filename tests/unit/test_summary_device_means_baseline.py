@@ -80,3 +80,16 @@ def test_the_clipped_estimates_beating_the_constant_are_not_called_worse():
     }
     text = _render(cli._summary_table(_results(accuracy)))
     assert "3 (clipped to the bounds 1.5; a constant guess 2)" in text
+
+
+def test_a_clipped_error_of_zero_counts_as_beating_the_constant():
+    """0.0 is an error, not a missing one (``or math.inf`` read it as absent)."""
+    accuracy = {
+        "mean_abs_error": 3.0,
+        "baselines": {
+            "constant": {"value": 0.5, "mean_abs_error": 2.0},
+            "clipped_to_bounds": {"mean_abs_error": 0.0, "max_abs_error": 0.0},
+        },
+    }
+    text = _render(cli._summary_table(_results(accuracy)))
+    assert "3 (clipped to the bounds 0; a constant guess 2)" in text
