@@ -348,11 +348,10 @@ def histogram_prior(
     d, n, ts, sums, eps, m = _noisy_bucket_input(
         bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
     )
-    widths = np.diff(np.array([-1, *ts, d]))
     counts = geometric_tail_counts(
         sums,
         bootstrap_counts(sums, n, eps, m),
-        widths,
+        _bucket_widths(ts, d),
         noise_sd(eps, n, m),
         mode_z=MODE_Z,
         gap_corrected=True,
@@ -387,9 +386,14 @@ def unimodal_degree_prior(
     if count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX:
         return _spread(simplex_projection(sums, n), ts, d, True)
     sd = noise_sd(eps, n, m)
-    edges = np.array([-1, *ts, d])
-    counts, _ = unimodal_tail_counts(sums, np.diff(edges), n, sd, mode_z=MODE_Z)
+    counts, _ = unimodal_tail_counts(sums, _bucket_widths(ts, d), n, sd, mode_z=MODE_Z)
     return _spread(counts, ts, d, True)
+
+
+def _bucket_widths(ts: list[int], d: int) -> np.ndarray:
+    """The number of degrees in each bucket ``(t_(j-1), t_j]`` of ``0..D`` (``t_0 = -1``,
+    the last bucket up to ``D``): 0 for a bucket past ``D``."""
+    return np.diff(np.array([-1, *ts, d]))
 
 
 def _bucket_input(
