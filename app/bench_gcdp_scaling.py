@@ -69,9 +69,9 @@ from ldpfleet.collector.gcdp import (
     empirical_influence,
     lagged_abs_pearson,
     laplace_release,
-    masking_deltas,
     mean_bound,
     release_scales,
+    window_masking_deltas,
 )
 from ldpfleet.collector.gcdp.cache import CachedCalibration, DriftMonitor
 from ldpfleet.collector.gcdp.constants import TAU_GRID
@@ -390,7 +390,7 @@ def _scaling_once(x: np.ndarray, labels: np.ndarray, window: int, rng,
     out["graph"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    deltas = masking_deltas(lambda a: a.mean(axis=0) / window, x, 0.0, 1.0)
+    deltas = window_masking_deltas(x, window, unit="occurrence")
     scales = release_scales(bounds, empirical_influence(deltas, graph))
     out["influence"] = time.perf_counter() - start
 

@@ -13,8 +13,9 @@ units), so eps_cal = 0:
 
 1. Algorithm 1: ``calibrate_from_data`` (Table 5 constants, threshold ``tau``) gives the
    graph, its edges and the normalised exposure r_bar;
-2. Algorithm 2: ``masking_deltas`` with the query "displacement of a window mean by one
-   masked occurrence" (column means / window, as in the Occupancy evaluation), then
+2. Algorithm 2: ``window_masking_deltas(unit="occurrence")``, the query "displacement of a
+   window mean by one masked occurrence" (column means / window, as ``bench gcdp``'s
+   default Occupancy reading), then
    ``empirical_influence`` and ``release_scales`` s_k = max(B_k, xi_k) >= B_k;
 3. utility mu_k: |corr(window mean of node k, its window majority label)| on the calibration
    windows when public labels are given (``labels``, time x M: node k's room label), else
@@ -36,9 +37,9 @@ from ldpfleet.collector.gcdp.evaluation import label_utility, window_means
 from ldpfleet.collector.gcdp.graph import calibrate_from_data
 from ldpfleet.collector.gcdp.sensitivity import (
     empirical_influence,
-    masking_deltas,
     mean_bound,
     release_scales,
+    window_masking_deltas,
 )
 from ldpfleet.collector.gcdp.validate import check_release_parameters, positive_real, real_in_range
 from ldpfleet.protocol.errors import ParameterError
@@ -147,7 +148,7 @@ def calibrate_fleet(
     m = x.shape[1]
     bounds = np.full(m, mean_bound(0.0, 1.0, window))
     graph = calibrate_from_data(x, tau=threshold)
-    deltas = masking_deltas(lambda a: a.mean(axis=0) / window, x, 0.0, 1.0)
+    deltas = window_masking_deltas(x, window, unit="occurrence")
     xi = empirical_influence(deltas, graph)
     utility = _utility(x, labels, window)
     if method == "gcdp":

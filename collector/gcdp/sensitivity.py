@@ -26,9 +26,10 @@ node i's column by a fixed public value) and
 
 What ``M_i`` masks is part of the query's calibration: ``window_masking_deltas`` (the
 channel means of one window) masks node TYPE v_i -- every value of channel i in the window
-(seed §4.3, "M_i applies the prespecified mask to node type v_i") -- by default, or one
-occurrence per window mean (``unit="occurrence"``, the project's reading before
-2026-12-05, which kept every ``delta`` <= ``B_k = 1/window``).
+(seed §4.3 read literally, "M_i applies the prespecified mask to node type v_i") -- by
+default, or one occurrence per window mean (``unit="occurrence"``: the reading the fleet
+path, ``bench gcdp-scaling`` and ``bench gcdp``'s default run, which keeps every ``delta``
+<= ``B_k = 1/window``; docs/gcdp.md, "Masking-delta scale").
 
 ``C_k`` is a compression set: the candidates are the graph neighbours of the nodes of
 ``a(k)``; scanning them by decreasing exposure ``r_bar`` (ties: smaller node index), a
@@ -227,9 +228,10 @@ def window_masking_deltas(
       value of channel i in the window is replaced by ``mask_values[i]``, so the window
       mean of channel i moves to the mask and ``delta[i, i]`` is the aggregate over the
       calibration windows of ``|Pi(window mean_i) - Pi(mask_i)|``;
-    * ``"occurrence"``: ONE masked occurrence per window mean, the project's reading
-      until 2026-12-05 -- exactly ``masking_deltas(lambda a: a.mean(axis=0) / window,
-      nodes, low, high, mask_values)`` (the whole matrix at once, displacement / window).
+    * ``"occurrence"``: ONE masked occurrence per window mean, the reading the fleet
+      path and the benches run by default -- exactly ``masking_deltas(lambda a:
+      a.mean(axis=0) / window, nodes, low, high, mask_values)`` (the whole matrix at
+      once, displacement / window).
 
     ``aggregate`` (``"node"`` only) turns the per-window deltas into one number: their
     ``"mean"`` or their ``"max"`` over the calibration windows. A window mean of channel k
@@ -327,8 +329,8 @@ def empirical_influence(
         )
     d = delta.shape[1]
     amap = coordinate_nodes(coordinate_map, d, m)
-    own = np.zeros(m)
-    for k, nodes in enumerate(amap):
+    own = np.zeros(m)  # node j's largest effect on its own coordinates ("own" only)
+    for k, nodes in enumerate(amap if neighbour_delta == "own" else ()):
         for i in nodes:
             own[i] = max(own[i], delta[i, k])
     xi = np.empty(d)
