@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from ldpfleet.collector.gcdp.validate import positive_real, real_in_range
+from ldpfleet.collector.gcdp.validate import integer_at_least, positive_real, real_in_range
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -279,12 +279,9 @@ def discrete_gaussian_delta(sigma2: int, eps: float, max_shift: int) -> float:
     shifts a = 1 .. max_shift of the hockey-stick divergence above (CKS 2020, Theorem 7),
     raised by 1e-9 of its first tail and by 1e-40 for the float error and the truncated
     tails (so never understated)."""
-    if isinstance(sigma2, bool) or not isinstance(sigma2, int | np.integer) or sigma2 < 1:
-        raise ParameterError(f"must be an integer >= 1, got {sigma2!r}", field="sigma2")
+    p = integer_at_least(sigma2, "sigma2", 1)
     e = positive_real(eps, "eps")
-    if isinstance(max_shift, bool) or not isinstance(max_shift, int | np.integer) or max_shift < 1:
-        raise ParameterError(f"must be an integer >= 1, got {max_shift!r}", field="max_shift")
-    p, top = int(sigma2), int(max_shift)
+    top = integer_at_least(max_shift, "max_shift", 1)
     tail, half = _discrete_gaussian_tails(p, 14 * math.isqrt(p) + 14 + top)
     shifts = np.arange(1, top + 1, dtype=np.int64)
     # the last z with loss > eps is floor(eps s2 / a - a / 2) = k; both tails use this one
