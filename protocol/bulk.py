@@ -302,7 +302,12 @@ RUN_TIMEOUT_DETAIL = "run_timeout"
 
 def _positive_int(value: object, name: str, limit: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-        raise ParameterError(f"must be an integer in 1..{limit}, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer in 1..{limit}, got {value!r}",
+            field=name,
+            limit=f"an integer in 1..{limit}",
+            value=value,
+        )
     return value
 
 
@@ -363,31 +368,48 @@ class BulkPlan:
                 f"bulk gateways need steps divisible by batch_steps, got steps={self.steps}, "
                 f"batch_steps={self.batch_steps}",
                 field="batch_steps",
+                limit="steps divisible by batch_steps",
+                value=self.batch_steps,
             )
         if self.mechanism not in BULK_MECHANISMS:
             raise ParameterError(
                 f"bulk gateways privatise with {' or '.join(BULK_MECHANISMS)}, "
                 f"got {self.mechanism!r}",
                 field="mechanism",
+                limit=f"one of {list(BULK_MECHANISMS)}",
+                value=self.mechanism,
             )
         SquareWave(self.eps / self.w, self.mechanism)  # validates eps
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
             raise ParameterError(
-                f"must be > 0, got {self.retransmit_after!r}", field="retransmit_after"
+                f"must be > 0, got {self.retransmit_after!r}",
+                field="retransmit_after",
+                limit="a finite number > 0",
+                value=self.retransmit_after,
             )
         for name in ("amplitude", "noise"):
             if not math.isfinite(getattr(self, name)):
-                raise ParameterError(f"must be finite, got {getattr(self, name)!r}", field=name)
+                raise ParameterError(
+                    f"must be finite, got {getattr(self, name)!r}",
+                    field=name,
+                    limit="a finite number",
+                    value=getattr(self, name),
+                )
         self._check_offset()
         if not (math.isfinite(self.step_seconds) and 0 <= self.step_seconds <= 3600):
             raise ParameterError(
-                f"must be in [0, 3600] seconds, got {self.step_seconds!r}", field="step_seconds"
+                f"must be in [0, 3600] seconds, got {self.step_seconds!r}",
+                field="step_seconds",
+                limit="in [0, 3600] seconds",
+                value=self.step_seconds,
             )
         if self.reconstruct not in BULK_RECONSTRUCT:
             raise ParameterError(
                 f"bulk collectors reconstruct with one of {', '.join(BULK_RECONSTRUCT)}, got "
                 f"{self.reconstruct!r}",
                 field="reconstruct",
+                limit=f"one of {list(BULK_RECONSTRUCT)}",
+                value=self.reconstruct,
             )
 
     @property
@@ -474,10 +496,17 @@ class BulkPlan:
                 raise ParameterError(
                     f"must be finite, or a finite [min, max] pair with min <= max, got {offset!r}",
                     field="offset",
+                    limit="finite, or a finite [min, max] pair with min <= max",
+                    value=offset,
                 )
             object.__setattr__(self, "offset", (float(offset[0]), float(offset[1])))
         elif not math.isfinite(offset):
-            raise ParameterError(f"must be finite, got {offset!r}", field="offset")
+            raise ParameterError(
+                f"must be finite, got {offset!r}",
+                field="offset",
+                limit="a finite number",
+                value=offset,
+            )
 
     def to_dict(self) -> dict:
         """JSON-ready (``from_dict`` inverts it)."""
@@ -679,7 +708,10 @@ class BulkGateway:
     def __init__(self, plan: BulkPlan, gateway: int, *, tamper=None) -> None:
         if not 0 <= gateway < plan.gateways:
             raise ParameterError(
-                f"must be in 0..{plan.gateways - 1}, got {gateway!r}", field="gateway"
+                f"must be in 0..{plan.gateways - 1}, got {gateway!r}",
+                field="gateway",
+                limit=f"in 0..{plan.gateways - 1}",
+                value=gateway,
             )
         self.plan = plan
         self.gateway = gateway
@@ -980,7 +1012,10 @@ class BulkCollector:
     def __init__(self, plan: BulkPlan, partition: int = 0) -> None:
         if not 0 <= partition < plan.partitions:
             raise ParameterError(
-                f"must be in 0..{plan.partitions - 1}, got {partition!r}", field="partition"
+                f"must be in 0..{plan.partitions - 1}, got {partition!r}",
+                field="partition",
+                limit=f"in 0..{plan.partitions - 1}",
+                value=partition,
             )
         self.plan = plan
         self.partition = partition

@@ -116,13 +116,23 @@ class CadrDevice(Machine):
     ) -> None:
         super().__init__()
         if max_eps is not None and not (isinstance(max_eps, int | float) and max_eps > 0):
-            raise ParameterError(f"must be > 0, got {max_eps!r}", field="max_eps")
+            raise ParameterError(
+                f"must be > 0, got {max_eps!r}",
+                field="max_eps",
+                limit="a number > 0 (or None)",
+                value=max_eps,
+            )
         self.max_eps = None if max_eps is None else float(max_eps)
         self.run = topics.check_ident(run, "run")
         self.device = topics.check_ident(device, "device")
         self.neighbours = tuple(sorted(topics.check_ident(n, "neighbours") for n in neighbours))
         if device in self.neighbours or len(set(self.neighbours)) != len(self.neighbours):
-            raise ParameterError("must be distinct devices other than itself", field="neighbours")
+            raise ParameterError(
+                "must be distinct devices other than itself",
+                field="neighbours",
+                limit="distinct devices other than itself",
+                value=neighbours,
+            )
         self.degree = len(self.neighbours)
         self._rng = rng
         self.retry = retry

@@ -58,9 +58,16 @@ def dsr_release(
         raise ParameterError(
             f"must be an integer count (or array of them), got {kept_degree!r}",
             field="kept_degree",
+            limit="an integer count (or array of them)",
+            value=kept_degree,
         )
     if np.any(kept < 0):
-        raise ParameterError(f"must be >= 0, got {kept_degree!r}", field="kept_degree")
+        raise ParameterError(
+            f"must be >= 0, got {kept_degree!r}",
+            field="kept_degree",
+            limit=">= 0 (every entry; value is the first entry below 0)",
+            value=int(kept.reshape(-1)[np.argmax(kept.reshape(-1) < 0)]),
+        )
     clipped = np.clip(kept, 0, theta).astype(float)  # clip FIRST ...
     return laplace_on_grid(rng, clipped, scale, GRID)  # ... then add the (exact) noise
 
@@ -77,11 +84,19 @@ def post_process_distribution(noisy: np.ndarray, theta: int) -> np.ndarray:
         arr = np.asarray(noisy, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {noisy!r}", field="noisy"
+            f"must be an array of real numbers, got {noisy!r}",
+            field="noisy",
+            limit="an array of real numbers",
+            value=noisy,
         ) from None
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"must be finite, got {arr[idx]!r}", field=f"noisy[{idx}]")
+        raise ParameterError(
+            f"must be finite, got {arr[idx]!r}",
+            field=f"noisy[{idx}]",
+            limit="finite",
+            value=arr[idx],
+        )
     degrees = np.clip(np.rint(arr), 0, t).astype(np.int64)
     return np.bincount(degrees, minlength=t + 1)

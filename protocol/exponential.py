@@ -69,14 +69,27 @@ def _check_scores(scores: object) -> np.ndarray:
         s = np.asarray(scores, dtype=float)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {scores!r}", field="scores"
+            f"must be an array of real numbers, got {scores!r}",
+            field="scores",
+            limit="an array of real numbers",
+            value=scores,
         ) from None
     if s.ndim == 0 or s.shape[-1] == 0:
-        raise ParameterError("must be a non-empty array (one score per candidate)", field="scores")
+        raise ParameterError(
+            "must be a non-empty array (one score per candidate)",
+            field="scores",
+            limit="a non-empty array (one score per candidate); value is the shape",
+            value=s.shape,
+        )
     bad = ~np.isfinite(s)
     if np.any(bad):
         idx = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise ParameterError(f"must be finite, got {s.reshape(-1)[idx]!r}", field=f"scores[{idx}]")
+        raise ParameterError(
+            f"must be finite, got {s.reshape(-1)[idx]!r}",
+            field=f"scores[{idx}]",
+            limit="finite",
+            value=s.reshape(-1)[idx],
+        )
     return s
 
 
@@ -111,7 +124,12 @@ class ExponentialMechanism:
         rationals: module docstring, ``samplers.exponential_choice``)."""
         s = _check_scores(scores)
         if s.ndim != 1:
-            raise ParameterError(f"must be one-dimensional, got shape {s.shape}", field="scores")
+            raise ParameterError(
+                f"must be one-dimensional, got shape {s.shape}",
+                field="scores",
+                limit="one-dimensional; value is the shape",
+                value=s.shape,
+            )
         return exponential_choice(rng, s, self.rate)
 
 
@@ -134,6 +152,8 @@ def ndoe_partitions(d_min: int, d_max: int, parts: int) -> list[tuple[int, int]]
         raise ParameterError(
             f"must be <= the number of degrees in [{lo}, {hi}] ({size}), got {parts!r}",
             field="parts",
+            limit=f"<= the number of degrees in [{lo}, {hi}] ({size})",
+            value=parts,
         )
     base, extra = divmod(size, k)
     out: list[tuple[int, int]] = []
@@ -150,23 +170,43 @@ def _check_partitions(partitions: Sequence[tuple[int, int]]) -> np.ndarray:
     try:
         arr = [(p[0], p[1]) for p in partitions]
     except (TypeError, IndexError, KeyError):
-        raise ParameterError("must be a sequence of (lo, hi) pairs", field="partitions") from None
+        raise ParameterError(
+            "must be a sequence of (lo, hi) pairs",
+            field="partitions",
+            limit="a sequence of (lo, hi) pairs",
+            value=partitions,
+        ) from None
     if not arr:
-        raise ParameterError("must hold at least one partition", field="partitions")
+        raise ParameterError(
+            "must hold at least one partition",
+            field="partitions",
+            limit="at least one partition",
+            value=partitions,
+        )
     prev_hi: int | None = None
     for j, (lo, hi) in enumerate(arr):
         for v in (lo, hi):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 raise ParameterError(
-                    f"bounds must be integers, got {(lo, hi)!r}", field=f"partitions[{j}]"
+                    f"bounds must be integers, got {(lo, hi)!r}",
+                    field=f"partitions[{j}]",
+                    limit="integer bounds",
+                    value=(lo, hi),
                 )
         if lo < 0 or hi < lo:
-            raise ParameterError(f"need 0 <= lo <= hi, got {(lo, hi)!r}", field=f"partitions[{j}]")
+            raise ParameterError(
+                f"need 0 <= lo <= hi, got {(lo, hi)!r}",
+                field=f"partitions[{j}]",
+                limit="0 <= lo <= hi",
+                value=(lo, hi),
+            )
         if prev_hi is not None and lo != prev_hi + 1:
             raise ParameterError(
                 f"must start right after the previous partition (at {prev_hi + 1}), "
                 f"got {(lo, hi)!r}",
                 field=f"partitions[{j}]",
+                limit=f"lo == {prev_hi + 1} (right after the previous partition)",
+                value=(lo, hi),
             )
         prev_hi = hi
     return np.array(arr, dtype=np.int64)
@@ -177,7 +217,12 @@ def ndoe_sensitivity(partitions: Sequence[tuple[int, int]]) -> int:
     p = _check_partitions(partitions)
     du = int(p[-1, 1] - p[0, 0])
     if du < 1:
-        raise ParameterError("must cover at least two degrees", field="partitions")
+        raise ParameterError(
+            "must cover at least two degrees",
+            field="partitions",
+            limit="cover at least two degrees",
+            value=partitions,
+        )
     return du
 
 

@@ -108,7 +108,12 @@ class WindowAssembler:
     def __init__(self, nodes: int, window: int, steps: int) -> None:
         for name, value, low in (("nodes", nodes, 1), ("window", window, 1), ("steps", steps, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=name)
+                raise ParameterError(
+                    f"must be an integer >= {low}, got {value!r}",
+                    field=name,
+                    limit=f"an integer >= {low}",
+                    value=value,
+                )
         self.nodes = nodes
         self.window = window
         self.n_windows = steps // window  # the trailing partial window is never released
@@ -264,10 +269,18 @@ class GcdpReleaseMachine(Machine):
         self.run = topics.check_ident(run, "run")
         self.nodes = [topics.check_ident(node, "nodes") for node in nodes]
         if len(set(self.nodes)) != len(self.nodes):
-            raise ParameterError("node ids must be distinct", field="nodes")
+            raise ParameterError(
+                "node ids must be distinct",
+                field="nodes",
+                limit="distinct node ids (value is the first repeated id)",
+                value=next(n for n in self.nodes if self.nodes.count(n) > 1),
+            )
         if theta.d != len(self.nodes):
             raise ParameterError(
-                f"theta has {theta.d} coordinates for {len(self.nodes)} nodes", field="theta"
+                f"theta has {theta.d} coordinates for {len(self.nodes)} nodes",
+                field="theta",
+                limit=f"{len(self.nodes)} coordinates (one per node)",
+                value=theta.d,
             )
         self.theta = theta
         self.index = {node: k for k, node in enumerate(self.nodes)}

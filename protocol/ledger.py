@@ -199,12 +199,19 @@ class BudgetAccount:
     def __post_init__(self) -> None:
         self.eps = positive_real(self.eps, "eps")
         if isinstance(self.spent, bool) or not isinstance(self.spent, numbers.Real):
-            raise ParameterError(f"must be a real number, got {self.spent!r}", field="spent")
+            raise ParameterError(
+                f"must be a real number, got {self.spent!r}",
+                field="spent",
+                limit="a real number",
+                value=self.spent,
+            )
         self.spent = float(self.spent)
         if not math.isfinite(self.spent) or self.spent < 0.0 or _exceeds(self.spent, self.eps):
             raise ParameterError(
                 f"must be finite with 0 <= spent <= eps = {self.eps:g}, got {self.spent!r}",
                 field="spent",
+                limit=f"finite with 0 <= spent <= eps = {self.eps:g}",
+                value=self.spent,
             )
         self.refusals = integer_at_least(self.refusals, "refusals", 0)
 
@@ -277,19 +284,31 @@ class PrivacyLedger:
 
     def __init__(self, owner: str) -> None:
         if not isinstance(owner, str) or not owner:
-            raise ParameterError(f"must be a non-empty string, got {owner!r}", field="owner")
+            raise ParameterError(
+                f"must be a non-empty string, got {owner!r}",
+                field="owner",
+                limit="a non-empty string",
+                value=owner,
+            )
         self.owner = owner
         self._accounts: dict[str, WindowAccount | BudgetAccount | RawAccount] = {}
         self._mechanisms: dict[str, Counter[str]] = {}
 
     def open_account(self, name: str, account: WindowAccount | BudgetAccount | RawAccount) -> None:
         if not isinstance(name, str) or not name:
-            raise ParameterError(f"must be a non-empty string, got {name!r}", field="name")
+            raise ParameterError(
+                f"must be a non-empty string, got {name!r}",
+                field="name",
+                limit="a non-empty string",
+                value=name,
+            )
         if not isinstance(account, WindowAccount | BudgetAccount | RawAccount):
             raise ParameterError(
                 "must be a WindowAccount, BudgetAccount or RawAccount, got "
                 f"{type(account).__name__}",
                 field="account",
+                limit="a WindowAccount, BudgetAccount or RawAccount",
+                value=account,
             )
         if name in self._accounts:
             raise LocalProtocolError(f"account {name!r} already exists", field="name")

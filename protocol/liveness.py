@@ -44,7 +44,12 @@ class SilenceWatch(Machine):
         super().__init__()
         for name, value in (("timeout", timeout), ("first_timeout", first_timeout)):
             if value is not None and not value > 0:
-                raise ParameterError(f"must be > 0 seconds, got {value!r}", field=name)
+                raise ParameterError(
+                    f"must be > 0 seconds, got {value!r}",
+                    field=name,
+                    limit="> 0 seconds",
+                    value=value,
+                )
         self.run = topics.check_ident(run, "run")
         self.timeout = timeout
         self.first_timeout = timeout if first_timeout is None else first_timeout

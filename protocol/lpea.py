@@ -144,7 +144,12 @@ def padded_rounds(max_rounds: int) -> int:
     (``protocol.peer_relay``, "Padding"); a negotiation that needs more rounds is cut there
     (how often on the evaluation grid: docs/cadr.md)."""
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise ParameterError(f"must be an integer >= 1, got {max_rounds!r}", field="max_rounds")
+        raise ParameterError(
+            f"must be an integer >= 1, got {max_rounds!r}",
+            field="max_rounds",
+            limit="an integer >= 1",
+            value=max_rounds,
+        )
     return min(PADDED_ROUNDS, max_rounds)
 
 
@@ -293,16 +298,36 @@ class LpeaNode(Machine):
         self.run = topics.check_ident(run, "run")
         self.device = topics.check_ident(device, "device")
         if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
-            raise ParameterError(f"must be a non-negative integer, got {theta!r}", field="theta")
+            raise ParameterError(
+                f"must be a non-negative integer, got {theta!r}",
+                field="theta",
+                limit="a non-negative integer",
+                value=theta,
+            )
         if order not in ("low", "high"):
-            raise ParameterError(f"must be 'low' or 'high', got {order!r}", field="order")
+            raise ParameterError(
+                f"must be 'low' or 'high', got {order!r}",
+                field="order",
+                limit="one of ['low', 'high']",
+                value=order,
+            )
         self.codes: dict[str, float] = {}
         for neighbour, code in codes.items():
             topics.check_ident(neighbour, "codes")
             if neighbour == device:
-                raise ParameterError("a device is not its own neighbour", field="codes")
+                raise ParameterError(
+                    "a device is not its own neighbour",
+                    field="codes",
+                    limit="a device other than itself",
+                    value=neighbour,
+                )
             if isinstance(code, bool) or not isinstance(code, int | float | np.integer):
-                raise ParameterError(f"code of {neighbour} must be a number", field="codes")
+                raise ParameterError(
+                    f"code of {neighbour} must be a number",
+                    field="codes",
+                    limit="a number",
+                    value=code,
+                )
             self.codes[neighbour] = float(code)
         self.theta = int(theta)
         self.order = order

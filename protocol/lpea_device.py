@@ -73,7 +73,12 @@ class LpeaDevice(Machine):
     def __init__(self, node: LpeaNode, run: str) -> None:
         super().__init__()
         if node.run != run:
-            raise ParameterError(f"node belongs to run {node.run!r}, not {run!r}", field="run")
+            raise ParameterError(
+                f"node belongs to run {node.run!r}, not {run!r}",
+                field="run",
+                limit=f"the node's run {node.run!r}",
+                value=run,
+            )
         self.node = node
         self.run = run
         self.buffer_cap = 4 * len(node.codes) + 4
