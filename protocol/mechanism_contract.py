@@ -136,12 +136,22 @@ def check_budget(eps: object) -> float:
     naming ``eps``, the limit and the value; ``EPS_MIN`` says why the floor)."""
     real = int | float | np.integer | np.floating  # numpy's real scalars too (a float32)
     if isinstance(eps, bool | np.bool_) or not isinstance(eps, real) or not math.isfinite(eps):
-        raise ParameterError(f"must be a finite real number, got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be a finite real number, got {eps!r}",
+            field="eps",
+            limit="a finite real number",
+            value=eps,
+        )
     value = float(eps)
     if not 0.0 < value <= EPS_MAX:
-        raise ParameterError(f"must be in (0, {EPS_MAX:g}], got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be in (0, {EPS_MAX:g}], got {eps!r}",
+            field="eps",
+            limit=f"in (0, {EPS_MAX:g}]",
+            value=eps,
+        )
     if value < EPS_MIN:
-        raise ParameterError(below_eps_min(value), field="eps")
+        raise ParameterError(below_eps_min(value), field="eps", limit=f">= {EPS_MIN:g}", value=eps)
     return value
 
 
@@ -152,7 +162,12 @@ def report_floats(y: object, field: str = "y") -> np.ndarray:
     try:
         return np.asarray(y, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError(f"reports must be real numbers, got {y!r:.80}", field=field) from None
+        raise ParameterError(
+            f"reports must be real numbers, got {y!r:.80}",
+            field=field,
+            limit="real numbers",
+            value=y,
+        ) from None
 
 
 def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.ndarray:
@@ -163,7 +178,12 @@ def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.
     a number, silently)."""
     arr = report_floats(y, field)
     if arr.size == 0:
-        raise ParameterError("need at least one report, got none", field=field)
+        raise ParameterError(
+            "need at least one report, got none",
+            field=field,
+            limit="at least one report",
+            value=arr.size,
+        )
     bad = ~mechanism.in_domain(arr)  # type: ignore[attr-defined]
     if np.any(bad):
         idx = np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape)
@@ -174,6 +194,8 @@ def checked_report_values(mechanism: object, y: object, field: str = "y") -> np.
         raise ParameterError(
             f"report must be a finite output of the mechanism{span}, got {float(arr[idx])!r}",
             field=where,
+            limit=f"a finite output of the mechanism{span}",
+            value=float(arr[idx]),
         )
     return arr
 
@@ -198,21 +220,27 @@ def unit_inputs(x: object, field: str = "v") -> np.ndarray:
     count of ticks)."""
     if isinstance(x, np.ma.MaskedArray):
         raise ParameterError(
-            "a masked array is not an input: fill or drop its masked values first", field=field
+            "a masked array is not an input: fill or drop its masked values first",
+            field=field,
+            limit="not a masked array",
+            value=x,
         )
     raw = x if isinstance(x, np.ndarray) else _as_array(x, field)
     if raw.dtype.kind not in _REAL_KINDS and raw.dtype != object:
-        raise _not_real(f"got dtype {raw.dtype}", field)
+        raise _not_real(f"got dtype {raw.dtype}", field, raw.dtype)
     try:
         arr = np.asarray(raw, dtype=float)
     except (TypeError, ValueError) as error:  # an object array holding text or None
-        raise _not_real(str(error), field) from None
+        raise _not_real(str(error), field, x) from None
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
     if np.any(bad):
         index = int(np.flatnonzero(bad)[0])
         where = field if arr.ndim == 0 else f"{field}[{index}]"
         raise ParameterError(
-            f"input must lie in [0, 1], got {float(arr.reshape(-1)[index])!r}", field=where
+            f"input must lie in [0, 1], got {float(arr.reshape(-1)[index])!r}",
+            field=where,
+            limit="in [0, 1]",
+            value=float(arr.reshape(-1)[index]),
         )
     return arr
 
@@ -226,6 +254,8 @@ def checked_rng(rng: object, field: str = "rng") -> np.random.Generator:
             "must be a numpy.random.Generator, e.g. np.random.default_rng(seed) (the "
             f"randomness of every report comes from it), got {rng!r:.80}",
             field=field,
+            limit="a numpy.random.Generator",
+            value=rng,
         )
     return rng  # type: ignore[return-value]
 
@@ -235,11 +265,16 @@ def _as_array(x: object, field: str) -> np.ndarray:
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as error:
-        raise _not_real(str(error), field) from None
+        raise _not_real(str(error), field, x) from None
 
 
-def _not_real(detail: str, field: str) -> ParameterError:
-    return ParameterError(f"inputs must be real numbers in [0, 1]: {detail}", field=field)
+def _not_real(detail: str, field: str, value: object) -> ParameterError:
+    return ParameterError(
+        f"inputs must be real numbers in [0, 1]: {detail}",
+        field=field,
+        limit="real numbers in [0, 1]",
+        value=value,
+    )
 
 
 def _why(error: BaseException) -> str:
@@ -269,7 +304,9 @@ def _raised_at(error: BaseException) -> str:
 
 
 def _fail(name: str, what: str) -> ParameterError:
-    return ParameterError(f"{name!r} {what}", field=FIELD)
+    return ParameterError(
+        f"{name!r} {what}", field=FIELD, limit="the mechanism contract", value=name
+    )
 
 
 def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
@@ -557,7 +594,10 @@ def nonnegative_values(
         values = np.asarray(call(), dtype=float)
     except Exception as error:  # a plugin may raise anything
         raise ParameterError(
-            f"{name!r} {what} failed: {type(error).__name__}: {error}", field=FIELD
+            f"{name!r} {what} failed: {type(error).__name__}: {error}",
+            field=FIELD,
+            limit=f"{what} answers without raising",
+            value=name,
         ) from None
     if one_for_all and values.shape == ():
         values = np.full(shape, float(values))
@@ -567,6 +607,8 @@ def nonnegative_values(
             f"{name!r} {what} must answer one finite value >= 0 per {per}{either}, "
             f"got shape {values.shape} for {math.prod(shape)} {per}s",
             field=FIELD,
+            limit=f"one finite value >= 0 per {per}{either}; value is the shape",
+            value=values.shape,
         )
     bad = np.flatnonzero(~(np.isfinite(values) & (values >= 0.0)).ravel())
     if bad.size:
@@ -578,6 +620,8 @@ def nonnegative_values(
             f"{name!r} {what} answered {float(values.ravel()[i])!r}{at}: it must be a finite "
             f"value >= 0 ({bad.size} of {values.size} {per}s are not)",
             field=FIELD,
+            limit=f"{what} answers a finite value >= 0",
+            value=float(values.ravel()[i]),
         )
     return values
 
@@ -667,4 +711,6 @@ def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generat
             f"{error.reason} (on a batch of {size} {inputs}: a device passes batches of any "
             f"size; the sample of {PROBE_SIZE} passed)",
             field=error.field,
+            limit=error.limit,
+            value=error.value,
         ) from None

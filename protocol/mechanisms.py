@@ -97,6 +97,8 @@ def check_mechanism_name(name: object) -> str:
             f"PYTHONPATH and name it 'module:Class' (here "
             f"'{module.removesuffix('.py')}:{name.rpartition(':')[2] or 'Class'}')",
             field="mechanism",
+            limit="a 'module:Class' name, not a file path",
+            value=name,
         )
     if not isinstance(name, str) or not _NAME.match(name):
         raise ParameterError(
@@ -104,6 +106,11 @@ def check_mechanism_name(name: object) -> str:
             f"an entry-point name (letters, digits, '_', '.', '-', one ':'; at most "
             f"{MAX_MECHANISM_NAME} characters), got {name!r}",
             field="mechanism",
+            limit=(
+                f"a built-in ({', '.join(STREAM_MECHANISMS)}), 'package.module:Class' or an "
+                f"entry-point name (at most {MAX_MECHANISM_NAME} characters)"
+            ),
+            value=name,
         )
     return name
 
@@ -296,6 +303,8 @@ def class_import_path(mechanism: object) -> str:
                 f"pass the class (or its 'module:Class' name), not an instance: every side "
                 f"builds Cls(eps) itself; got {mechanism!r:.80}",
                 field="mechanism",
+                limit="a class (or its 'module:Class' name), not an instance",
+                value=mechanism,
             )
         if callable(mechanism):  # functools.partial(Cls, width=2), a lambda, a function
             raise ParameterError(
@@ -303,6 +312,8 @@ def class_import_path(mechanism: object) -> str:
                 "fix other parameters in a subclass at module level (class Wide(Cls): def "
                 "__init__(self, eps): super().__init__(eps, width=2))",
                 field="mechanism",
+                limit="a class (or its 'module:Class' name)",
+                value=mechanism,
             )
         check_mechanism_name(mechanism)  # None, a number, bytes: the usual sentence
     module, qualname = mechanism.__module__, mechanism.__qualname__
@@ -312,6 +323,8 @@ def class_import_path(mechanism: object) -> str:
             f"import path reaches it: define it at module level (then it is "
             f"'{module}:{mechanism.__name__}')",
             field="mechanism",
+            limit="a class defined at module level",
+            value=mechanism,
         )
     path = check_mechanism_name(f"{module}:{qualname}")
     if _plugin_class(path) is not mechanism:  # redefined since it was first resolved
@@ -322,6 +335,8 @@ def class_import_path(mechanism: object) -> str:
                 f"{path!r} names another class than the one given (is it a copy, or "
                 f"was {module}.{qualname} reassigned?): pass the class the module holds",
                 field="mechanism",
+                limit="the class the module holds",
+                value=mechanism,
             )
     return path
 

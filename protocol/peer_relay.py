@@ -286,9 +286,19 @@ class PeerRelay(PeerFacingMachine):
         self.run = topics.check_ident(run, "run")
         self.devices = frozenset(topics.check_ident(d, "devices") for d in devices)
         if not self.devices:
-            raise ParameterError("must name at least one device", field="devices")
+            raise ParameterError(
+                "must name at least one device",
+                field="devices",
+                limit="at least one device",
+                value=devices,
+            )
         if not step_timeout > 0:
-            raise ParameterError(f"must be > 0, got {step_timeout!r}", field="step_timeout")
+            raise ParameterError(
+                f"must be > 0, got {step_timeout!r}",
+                field="step_timeout",
+                limit="> 0",
+                value=step_timeout,
+            )
         self.step_timeout = float(step_timeout)
         self.max_items = max_items
         self.phase: str | None = None
@@ -320,7 +330,12 @@ class PeerRelay(PeerFacingMachine):
             raise LocalProtocolError(f"phase {self.phase!r} is still running")
         topics.check_ident(phase, "phase")
         if max_rounds < 1:
-            raise ParameterError(f"must be >= 1, got {max_rounds}", field="max_rounds")
+            raise ParameterError(
+                f"must be >= 1, got {max_rounds}",
+                field="max_rounds",
+                limit=">= 1",
+                value=max_rounds,
+            )
         if not (
             isinstance(deadline, int | float)
             and math.isfinite(deadline)
@@ -329,6 +344,8 @@ class PeerRelay(PeerFacingMachine):
             raise ParameterError(
                 f"must be a finite number of seconds in 0..{MAX_DEADLINE:g}, got {deadline!r}",
                 field="deadline",
+                limit=f"a finite number of seconds in 0..{MAX_DEADLINE:g}",
+                value=deadline,
             )
         self.phase = phase
         self._started = now

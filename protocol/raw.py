@@ -39,13 +39,20 @@ class RawMechanism:
             raise ParameterError(
                 f"a raw stream spends no local budget: eps must be 0, got {self.eps!r}",
                 field="eps",
+                limit="0 (a raw stream spends no local budget)",
+                value=self.eps,
             )
 
     def perturb(self, v: float | np.ndarray, rng: np.random.Generator) -> np.ndarray | float:
         """Return ``v`` unchanged (``rng`` is not used); ``v`` must lie in [0, 1]."""
         arr = np.asarray(v, dtype=float)
         if np.any(~((arr >= 0.0) & (arr <= 1.0))):
-            raise ParameterError("input must lie in [0, 1]", field="v")
+            raise ParameterError(
+                "input must lie in [0, 1]",
+                field="v",
+                limit="in [0, 1] (every entry; value is the first entry outside)",
+                value=float(arr.reshape(-1)[np.argmax(~((arr >= 0.0) & (arr <= 1.0)).reshape(-1))]),
+            )
         out = arr.copy()
         return float(out) if out.ndim == 0 else out
 

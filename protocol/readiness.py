@@ -87,11 +87,21 @@ class ReadinessBarrier(Machine):
     def __init__(self, run: str, expected: Iterable[str], *, timeout: float) -> None:
         super().__init__()
         if not timeout > 0:
-            raise ParameterError(f"must be > 0 seconds, got {timeout!r}", field="timeout")
+            raise ParameterError(
+                f"must be > 0 seconds, got {timeout!r}",
+                field="timeout",
+                limit="> 0 seconds",
+                value=timeout,
+            )
         self.run = topics.check_ident(run, "run")
         self.expected = frozenset(expected)
         if not self.expected:
-            raise ParameterError("at least one device must be expected", field="expected")
+            raise ParameterError(
+                "at least one device must be expected",
+                field="expected",
+                limit="at least one expected device",
+                value=self.expected,
+            )
         self.timeout = timeout
         self.joined: set[str] = set()
         self.duplicates = 0

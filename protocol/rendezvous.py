@@ -183,7 +183,10 @@ class RunHost(Machine):
             isinstance(repeat_every, int | float) and repeat_every > 0
         ):
             raise ParameterError(
-                f"must be > 0 seconds or None, got {repeat_every!r}", field="repeat_every"
+                f"must be > 0 seconds or None, got {repeat_every!r}",
+                field="repeat_every",
+                limit="> 0 seconds or None",
+                value=repeat_every,
             )
         self.run = topics.check_ident(run, "run")
         self.terms = terms
@@ -263,10 +266,18 @@ class RunWaiter(Machine):
     ) -> None:
         super().__init__()
         if not timeout > 0:
-            raise ParameterError(f"must be > 0 seconds, got {timeout!r}", field="timeout")
+            raise ParameterError(
+                f"must be > 0 seconds, got {timeout!r}",
+                field="timeout",
+                limit="> 0 seconds",
+                value=timeout,
+            )
         if not resubscribe_every > 0:
             raise ParameterError(
-                f"must be > 0 seconds, got {resubscribe_every!r}", field="resubscribe_every"
+                f"must be > 0 seconds, got {resubscribe_every!r}",
+                field="resubscribe_every",
+                limit="> 0 seconds",
+                value=resubscribe_every,
             )
         self.run = topics.check_ident(run, "run")
         self.terms = terms

@@ -59,7 +59,10 @@ def _as_bits(value: object, name: str) -> np.ndarray:
     if np.issubdtype(arr.dtype, np.integer) and np.all((arr == 0) | (arr == 1)):
         return arr.astype(bool)
     raise ParameterError(
-        f"must be a bool or an array of bools / 0-1 integers, got {value!r}", field=name
+        f"must be a bool or an array of bools / 0-1 integers, got {value!r}",
+        field=name,
+        limit="a bool or an array of bools / 0-1 integers",
+        value=value,
     )
 
 
@@ -68,10 +71,18 @@ def _as_counts(value: object, name: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise ParameterError(
-            f"must be an integer count (or array of them), got {value!r}", field=name
+            f"must be an integer count (or array of them), got {value!r}",
+            field=name,
+            limit="an integer count (or array of them)",
+            value=value,
         )
     if np.any(arr < 0):
-        raise ParameterError(f"must be >= 0, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be >= 0, got {value!r}",
+            field=name,
+            limit=">= 0 (every entry; value is the first entry below 0)",
+            value=int(arr.reshape(-1)[np.argmax(arr.reshape(-1) < 0)]),
+        )
     return arr.astype(np.int64)
 
 
@@ -92,9 +103,16 @@ class WarnerRR:
     def __post_init__(self) -> None:
         eps = positive_real(self.eps, "eps")
         if eps > EPS_MAX:
-            raise ParameterError(f"must be <= {EPS_MAX:g}, got {self.eps!r}", field="eps")
+            raise ParameterError(
+                f"must be <= {EPS_MAX:g}, got {self.eps!r}",
+                field="eps",
+                limit=f"<= {EPS_MAX:g}",
+                value=self.eps,
+            )
         if eps < EPS_MIN:  # the variance bound ~1/eps^2 overflows below ~1e-154
-            raise ParameterError(below_eps_min(self.eps), field="eps")
+            raise ParameterError(
+                below_eps_min(self.eps), field="eps", limit=f">= {EPS_MIN:g}", value=self.eps
+            )
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "p", 1.0 / (1.0 + math.exp(-eps)))
         object.__setattr__(self, "coin_eps", Fraction(eps))
@@ -139,7 +157,12 @@ class WarnerRR:
         y = _as_counts(yes, "yes")
         n = _as_counts(asked, "asked")
         if np.any(y > n):
-            raise ParameterError(f"must be <= asked ({asked!r}), got {yes!r}", field="yes")
+            raise ParameterError(
+                f"must be <= asked ({asked!r}), got {yes!r}",
+                field="yes",
+                limit="<= asked (every entry)",
+                value=yes,
+            )
         return _scalar_or_array((y * (em1 + 2.0) - n) / em1)
 
     def variance_bound(self, asked: int | np.ndarray) -> float | np.ndarray:
