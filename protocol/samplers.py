@@ -243,7 +243,12 @@ def _grid_ratio(scale: int | float | Fraction, grid: float) -> Fraction:
 
 def _exact_scale(scale: int | float | Fraction) -> Fraction:
     if isinstance(scale, bool) or not isinstance(scale, int | float | Fraction | np.number):
-        raise ParameterError(f"must be a positive real number, got {scale!r}", field="scale")
+        raise ParameterError(
+            f"must be a positive real number, got {scale!r}",
+            field="scale",
+            limit="a positive real number",
+            value=scale,
+        )
     if isinstance(scale, Fraction):
         value = scale
         if value.denominator >= 2**40:
@@ -253,10 +258,12 @@ def _exact_scale(scale: int | float | Fraction) -> Fraction:
     else:
         f = float(scale)
         if not math.isfinite(f):
-            raise ParameterError(f"must be finite, got {scale!r}", field="scale")
+            raise ParameterError(
+                f"must be finite, got {scale!r}", field="scale", limit="finite", value=scale
+            )
         value = Fraction(math.ceil(Fraction(f) * 2**SCALE_BITS), 2**SCALE_BITS)
     if value <= 0:
-        raise ParameterError(f"must be > 0, got {scale!r}", field="scale")
+        raise ParameterError(f"must be > 0, got {scale!r}", field="scale", limit="> 0", value=scale)
     return value
 
 
@@ -269,13 +276,28 @@ def grid_laplace_scale(
     rounding may move by up to ``grid`` more."""
     for name, value in (("sensitivity", sensitivity), ("eps", eps)):
         if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-            raise ParameterError(f"must be a real number, got {value!r}", field=name)
+            raise ParameterError(
+                f"must be a real number, got {value!r}",
+                field=name,
+                limit="a real number",
+                value=value,
+            )
         if not (math.isfinite(value) and value >= 0 and (name == "sensitivity" or value > 0)):
-            raise ParameterError(f"out of range: {value!r}", field=name)
+            raise ParameterError(
+                f"out of range: {value!r}",
+                field=name,
+                limit="finite and >= 0 (> 0 for eps)",
+                value=value,
+            )
     g = _check_grid(grid)
     n = int(coordinates)
     if isinstance(coordinates, bool) or n != coordinates or n < 1:
-        raise ParameterError(f"must be an integer >= 1, got {coordinates!r}", field="coordinates")
+        raise ParameterError(
+            f"must be an integer >= 1, got {coordinates!r}",
+            field="coordinates",
+            limit="an integer >= 1",
+            value=coordinates,
+        )
     return exact_scale((Fraction(float(sensitivity)) + n * Fraction(g)) / Fraction(float(eps)))
 
 
@@ -288,7 +310,12 @@ def _bernoulli_exp_le1(rng: np.random.Generator, num: np.ndarray, den: int) -> n
     k = 1
     while active.size:
         if den * k >= _MAX_DEN:  # pragma: no cover - P[K > k] = gamma^k / k!, never here
-            raise ParameterError("Bernoulli denominator overflow", field="scale")
+            raise ParameterError(
+                "Bernoulli denominator overflow",
+                field="scale",
+                limit="a Bernoulli denominator < _MAX_DEN",
+                value=den * k,
+            )
         success = rng.integers(0, den * k, size=active.size) < num[active]
         out[active[~success]] = k % 2 == 1
         active = active[success]
@@ -328,7 +355,12 @@ def bernoulli_float(rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
     ``2**-z``) and its next 53 bits, as an integer, are below ``M``."""
     xx = np.asarray(x, dtype=float)
     if not np.all((xx >= 0.0) & (xx <= 1.0)):
-        raise ParameterError("must be probabilities in [0, 1]", field="x")
+        raise ParameterError(
+            "must be probabilities in [0, 1]",
+            field="x",
+            limit="probabilities in [0, 1] (value is the first entry outside)",
+            value=float(xx.reshape(-1)[np.argmax(~((xx >= 0.0) & (xx <= 1.0)).reshape(-1))]),
+        )
     flat = xx.ravel()
     out = flat >= 1.0
     idx = np.flatnonzero((flat > 0.0) & (flat < 1.0))
@@ -371,7 +403,9 @@ def bernoulli_exp(
     one for the fractional part (any denominator)."""
     g = Fraction(gamma)
     if g < 0:
-        raise ParameterError(f"must be >= 0, got {gamma!r}", field="gamma")
+        raise ParameterError(
+            f"must be >= 0, got {gamma!r}", field="gamma", limit=">= 0", value=gamma
+        )
     n = 1 if size is None else int(size)
     out = np.ones(n, dtype=bool)
     whole = math.floor(g)
@@ -395,7 +429,7 @@ def rr_lie(rng: np.random.Generator, eps: float | Fraction, size: int) -> np.nda
     exactly, in at most 2 rounds on average."""
     g = Fraction(eps)
     if g < 0:
-        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps")
+        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps", limit=">= 0", value=eps)
     out = np.zeros(size, dtype=bool)
     pending = np.arange(size)
     while pending.size:
@@ -431,7 +465,7 @@ def rr_lie_parts(eps: float | Fraction) -> tuple[int, int, int]:
     ``eps`` when negative)."""
     g = Fraction(eps)
     if g < 0:
-        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps")
+        raise ParameterError(f"must be >= 0, got {eps!r}", field="eps", limit=">= 0", value=eps)
     whole = math.floor(g)
     frac = g - whole
     return whole, frac.numerator, frac.denominator
@@ -469,10 +503,15 @@ def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fract
     underflow: the gaps are exact rationals)."""
     array = np.asarray(scores, dtype=float).ravel()
     if array.size == 0 or not np.all(np.isfinite(array)):
-        raise ParameterError("must be a non-empty array of finite numbers", field="scores")
+        raise ParameterError(
+            "must be a non-empty array of finite numbers",
+            field="scores",
+            limit="a non-empty array of finite numbers (value: size if empty, else 1st non-finite)",
+            value=array.size if array.size == 0 else float(array[~np.isfinite(array)][0]),
+        )
     r = Fraction(rate)
     if r < 0:
-        raise ParameterError(f"must be >= 0, got {rate!r}", field="rate")
+        raise ParameterError(f"must be >= 0, got {rate!r}", field="rate", limit=">= 0", value=rate)
     values = array.tolist()
     if len(values) <= _GAPS_CACHED_MAX:  # NDOE, GCDP's tau: few candidates, many draws
         gap_of = _exponential_gaps(tuple(values), r).__getitem__
@@ -523,9 +562,16 @@ def exp_lower_bound(eps: float, bits: int = 60) -> Fraction:
     relative precision of ``2**-(bits - 2)``). A mechanism whose probability ratio is ``R``
     has privacy loss ``ln R <= eps``."""
     if isinstance(eps, bool) or not isinstance(eps, int | float | Fraction):
-        raise ParameterError(f"must be a real number >= 0, got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be a real number >= 0, got {eps!r}",
+            field="eps",
+            limit="a real number >= 0",
+            value=eps,
+        )
     if not (math.isfinite(eps) and eps >= 0):
-        raise ParameterError(f"must be finite and >= 0, got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be finite and >= 0, got {eps!r}", field="eps", limit="finite and >= 0", value=eps
+        )
     excess = 1 / _exp_neg_upper(Fraction(eps)) - 1  # <= e^eps - 1
     if excess <= 0:
         return Fraction(1)
@@ -581,7 +627,12 @@ def discrete_laplace(
 def _check_grid(grid: float) -> float:
     g = float(grid) if isinstance(grid, int | float) and not isinstance(grid, bool) else 0.0
     if not (g > 0 and math.isfinite(g) and math.frexp(g)[0] == 0.5):
-        raise ParameterError(f"must be a positive power of two, got {grid!r}", field="grid")
+        raise ParameterError(
+            f"must be a positive power of two, got {grid!r}",
+            field="grid",
+            limit="a positive power of two",
+            value=grid,
+        )
     return g
 
 
@@ -598,10 +649,20 @@ def laplace_on_grid(
     g = _check_grid(grid)
     x = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(x)):
-        raise ParameterError("must be finite", field="value")
+        raise ParameterError(
+            "must be finite",
+            field="value",
+            limit="finite (value is the first non-finite entry)",
+            value=float(x.reshape(-1)[np.argmax(~np.isfinite(x).reshape(-1))]),
+        )
     k = np.rint(x / g)  # x / g is exact (g a power of two); rint is exact on doubles
     if np.any(np.abs(k) >= 2.0**52):
-        raise ParameterError(f"|value| / grid must stay below 2**52 (grid {g!r})", field="value")
+        raise ParameterError(
+            f"|value| / grid must stay below 2**52 (grid {g!r})",
+            field="value",
+            limit=f"|value| / grid < 2**52 (grid {g!r}; value is the first entry beyond)",
+            value=float(x.reshape(-1)[np.argmax(np.abs(k).reshape(-1) >= 2.0**52)]),
+        )
     key = float(scale) if isinstance(scale, np.floating) else scale
     ratio = _grid_ratio(key, g) if isinstance(key, int | float | Fraction) else None
     if ratio is None:
@@ -652,18 +713,27 @@ def geometric_ratio_bound(gamma: int | float | Fraction, bits: int = RATIO_BITS)
     docstring): a geometric mechanism that wants ``exp(-gamma)`` and uses ``a`` adds more
     noise, never less. ``gamma`` > 0 (a float is taken exactly); ``a < 1`` is required."""
     if isinstance(gamma, bool) or not isinstance(gamma, int | float | Fraction):
-        raise ParameterError(f"must be a positive real number, got {gamma!r}", field="gamma")
+        raise ParameterError(
+            f"must be a positive real number, got {gamma!r}",
+            field="gamma",
+            limit="a positive real number",
+            value=gamma,
+        )
     if isinstance(gamma, float) and not math.isfinite(gamma):
-        raise ParameterError(f"must be finite, got {gamma!r}", field="gamma")
+        raise ParameterError(
+            f"must be finite, got {gamma!r}", field="gamma", limit="finite", value=gamma
+        )
     g = Fraction(gamma)
     if g <= 0:
-        raise ParameterError(f"must be > 0, got {gamma!r}", field="gamma")
+        raise ParameterError(f"must be > 0, got {gamma!r}", field="gamma", limit="> 0", value=gamma)
     # the bound's own excess over exp(-g) is < 2**-60; rounding up keeps it an upper bound
     u = math.ceil(_exp_neg_upper(g) * 2**bits)
     if u >= 2**bits:
         raise ParameterError(
             f"exp(-gamma) rounds to 1 on a 2**-{bits} grid (gamma {gamma!r} too small)",
             field="gamma",
+            limit=f"exp(-gamma) < 1 on a 2**-{bits} grid",
+            value=gamma,
         )
     return Fraction(u, 2**bits)
 
@@ -671,10 +741,20 @@ def geometric_ratio_bound(gamma: int | float | Fraction, bits: int = RATIO_BITS)
 def _ratio(value: Fraction, field: str) -> tuple[int, int]:
     """``value`` as (numerator, denominator) of a rational in ``(0, 1)``."""
     if isinstance(value, bool) or not isinstance(value, int | Fraction):
-        raise ParameterError(f"must be an exact rational (Fraction), got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an exact rational (Fraction), got {value!r}",
+            field=field,
+            limit="an exact rational (Fraction)",
+            value=value,
+        )
     v = Fraction(value)
     if not 0 < v < 1 or v.denominator >= _MAX_DEN:
-        raise ParameterError(f"must be a rational in (0, 1), got {value!r}", field=field)
+        raise ParameterError(
+            f"must be a rational in (0, 1), got {value!r}",
+            field=field,
+            limit="a rational in (0, 1)",
+            value=value,
+        )
     return v.numerator, v.denominator
 
 
@@ -711,7 +791,12 @@ def _nb_fraction(rng: np.random.Generator, f: Fraction, u: int, v: int, n: int) 
     while active.size:
         rounds = np.arange(i, i + _BLOCK, dtype=np.int64)
         if v * fd * int(rounds[-1]) >= _MAX_DEN:  # pragma: no cover - P ~ a^(2**62 / v fd)
-            raise ParameterError("Bernoulli factory denominator overflow", field="shape")
+            raise ParameterError(
+                "Bernoulli factory denominator overflow",
+                field="shape",
+                limit="a Bernoulli factory denominator < _MAX_DEN",
+                value=v * fd * int(rounds[-1]),
+            )
         w = rng.integers(0, v * fd * rounds, size=(active.size, _BLOCK))
         yes_below = (v - u) * fd * rounds
         decided = w < yes_below + u * fn
@@ -849,7 +934,12 @@ def geometric(rng: np.random.Generator, ratio: Fraction, size: int) -> np.ndarra
 
 def _size(size: int) -> int:
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
-        raise ParameterError(f"must be an integer >= 1, got {size!r}", field="size")
+        raise ParameterError(
+            f"must be an integer >= 1, got {size!r}",
+            field="size",
+            limit="an integer >= 1",
+            value=size,
+        )
     return int(size)
 
 
@@ -873,11 +963,19 @@ def _nb_shape(shape: Fraction, u: int, v: int) -> tuple[int, int, int, int, int]
     den`` checked (a positive rational of a moderate denominator)."""
     if isinstance(shape, bool) or not isinstance(shape, int | Fraction) or shape <= 0:
         raise ParameterError(
-            f"must be a positive rational (Fraction), got {shape!r}", field="shape"
+            f"must be a positive rational (Fraction), got {shape!r}",
+            field="shape",
+            limit="a positive rational (Fraction)",
+            value=shape,
         )
     r = Fraction(shape)
     if r.denominator >= _MAX_DEN // 2**10:
-        raise ParameterError(f"denominator too large: {shape!r}", field="shape")
+        raise ParameterError(
+            f"denominator too large: {shape!r}",
+            field="shape",
+            limit="a denominator < _MAX_DEN // 2**10",
+            value=shape,
+        )
     whole, frac = divmod(r.numerator, r.denominator)
     return whole, frac, r.denominator, u, v
 
