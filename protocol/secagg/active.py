@@ -68,6 +68,8 @@ def check_identity_keys(
         raise ParameterError(
             "active mode needs the devices' Ed25519 public keys (device id -> key)",
             field="identity_keys",
+            limit="a mapping device id -> Ed25519 public key",
+            value=identity_keys,
         )
     if devices is not None:
         _check_roster(set(identity_keys), set(devices))
@@ -76,7 +78,12 @@ def check_identity_keys(
         for device, key in identity_keys.items()
     }
     if len(set(roster.values())) != len(roster):
-        raise ParameterError("two devices share one identity key", field="identity_keys")
+        raise ParameterError(
+            "two devices share one identity key",
+            field="identity_keys",
+            limit="distinct identity keys (value is a shared key)",
+            value=next(k for k in roster.values() if list(roster.values()).count(k) > 1),
+        )
     return roster
 
 
@@ -87,6 +94,8 @@ def _check_roster(listed: set[str], devices: set[str]) -> None:
             f"must list exactly the session's devices: missing {sorted(missing)[:5]}, "
             f"unexpected {sorted(map(str, extra))[:5]}",
             field="identity_keys",
+            limit="exactly the session's devices (value: the first missing and unexpected ids)",
+            value={"missing": sorted(missing)[:5], "unexpected": sorted(map(str, extra))[:5]},
         )
 
 
@@ -94,9 +103,19 @@ def check_mode(active: bool, **options: object) -> None:
     """Refuse active-mode options without ``active=True`` (a silent no-op would let an
     operator believe the session is hardened when it is not)."""
     if not isinstance(active, bool):
-        raise ParameterError(f"must be True or False, got {active!r}", field="active")
+        raise ParameterError(
+            f"must be True or False, got {active!r}",
+            field="active",
+            limit="True or False",
+            value=active,
+        )
     if active:
         return
     for name, value in options.items():
         if value is not None:
-            raise ParameterError("is only used with active=True", field=name)
+            raise ParameterError(
+                "is only used with active=True",
+                field=name,
+                limit="None unless active=True",
+                value=value,
+            )

@@ -202,9 +202,19 @@ class SecAggClient(Machine):
         self.device = topics.check_ident(device, "device")
         values = np.asarray(x, dtype=float)
         if values.ndim != 1 or values.size == 0:
-            raise ParameterError("must be a non-empty 1-D vector", field="x")
+            raise ParameterError(
+                "must be a non-empty 1-D vector",
+                field="x",
+                limit="a non-empty 1-D vector (value is the shape)",
+                value=values.shape,
+            )
         if not np.all(np.isfinite(values)):
-            raise ParameterError("must be finite (a sensor fault is not data)", field="x")
+            raise ParameterError(
+                "must be finite (a sensor fault is not data)",
+                field="x",
+                limit="finite (value is the first non-finite entry)",
+                value=float(values[~np.isfinite(values)][0]),
+            )
         self._x = values
         self._random_bytes = random_bytes
         signing.check_mode(active, signing_key=signing_key, identity_keys=identity_keys)
@@ -242,10 +252,17 @@ class SecAggClient(Machine):
             raise ParameterError(
                 f"active mode needs this device's {crypto.KEY_BYTES}-byte Ed25519 private key",
                 field="signing_key",
+                limit=f"a {crypto.KEY_BYTES}-byte Ed25519 private key (value: its length or type)",
+                value=len(signing_key)
+                if isinstance(signing_key, bytes)
+                else type(signing_key).__name__,
             )
         if roster.get(self.device) != crypto.signing_public_key(signing_key):
             raise ParameterError(
-                f"has no entry for {self.device} matching signing_key", field="identity_keys"
+                f"has no entry for {self.device} matching signing_key",
+                field="identity_keys",
+                limit=f"an entry for {self.device} matching signing_key",
+                value=roster.get(self.device),
             )
         return signing_key
 

@@ -88,7 +88,12 @@ class KeyPair:
             not isinstance(self.x25519, X25519PrivateKey)
             or self.x25519.private_bytes_raw() != self.private
         ):
-            raise ParameterError("is not the key object of private", field="x25519")
+            raise ParameterError(
+                "is not the key object of private",
+                field="x25519",
+                limit="the key object of private (value is its type, never the key)",
+                value=type(self.x25519).__name__,
+            )
 
     def agreement_key(self) -> X25519PrivateKey:
         """The X25519 private key object (the cached one, else parsed from ``private``)."""
@@ -101,7 +106,12 @@ class KeyPair:
 def _check_bytes(value: object, length: int, field: str) -> bytes:
     if not isinstance(value, bytes) or len(value) != length:
         got = f"{len(value)} bytes" if isinstance(value, bytes) else type(value).__name__
-        raise ParameterError(f"must be exactly {length} bytes, got {got}", field=field)
+        raise ParameterError(
+            f"must be exactly {length} bytes, got {got}",
+            field=field,
+            limit=f"exactly {length} bytes (value is the length or type, never the bytes)",
+            value=got,
+        )
     return value
 
 
@@ -109,7 +119,10 @@ def _draw(random_bytes: RandomBytes, n: int) -> bytes:
     out = random_bytes(n)
     if not isinstance(out, bytes) or len(out) != n:
         raise ParameterError(
-            f"must return exactly {n} bytes when asked for {n}", field="random_bytes"
+            f"must return exactly {n} bytes when asked for {n}",
+            field="random_bytes",
+            limit=f"exactly {n} bytes (value is the length or type, never the bytes)",
+            value=len(out) if isinstance(out, bytes) else type(out).__name__,
         )
     return out
 
@@ -142,24 +155,42 @@ def agree(private: bytes | X25519PrivateKey, peer_public: bytes) -> bytes:
     """
     key = private if isinstance(private, X25519PrivateKey) else x25519_private_key(private)
     if not isinstance(peer_public, bytes) or len(peer_public) != KEY_BYTES:
-        raise ParameterError(f"must be exactly {KEY_BYTES} bytes", field="public_key")
+        raise ParameterError(
+            f"must be exactly {KEY_BYTES} bytes",
+            field="public_key",
+            limit=f"exactly {KEY_BYTES} bytes",
+            value=peer_public,
+        )
     try:
         return key.exchange(X25519PublicKey.from_public_bytes(peer_public))
     except ValueError as exc:  # cryptography refuses an all-zero (low-order) result
         raise ParameterError(
-            "invalid X25519 public key (low-order point)", field="public_key"
+            "invalid X25519 public key (low-order point)",
+            field="public_key",
+            limit="a valid X25519 public key (not a low-order point)",
+            value=peer_public,
         ) from exc
 
 
 def _check_label(value: object, field: str) -> str:
     if not isinstance(value, str) or not value or "/" in value:
-        raise ParameterError(f"must be a non-empty string without '/', got {value!r}", field=field)
+        raise ParameterError(
+            f"must be a non-empty string without '/', got {value!r}",
+            field=field,
+            limit="a non-empty string without '/'",
+            value=value,
+        )
     return value
 
 
 def _check_nonneg_int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ParameterError(f"must be a non-negative integer, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be a non-negative integer, got {value!r}",
+            field=field,
+            limit="a non-negative integer",
+            value=value,
+        )
     return value
 
 
@@ -172,7 +203,12 @@ def derive_key(
     """
     _check_bytes(shared, KEY_BYTES, "shared")
     if purpose not in PURPOSES:
-        raise ParameterError(f"must be one of {sorted(PURPOSES)}, got {purpose!r}", field="purpose")
+        raise ParameterError(
+            f"must be one of {sorted(PURPOSES)}, got {purpose!r}",
+            field="purpose",
+            limit=f"one of {sorted(PURPOSES)}",
+            value=purpose,
+        )
     _check_label(run, "run")
     _check_label(session, "session")
     _check_nonneg_int(round, "round")
@@ -231,7 +267,9 @@ def prg_mask(key: bytes, length: int, bits: int) -> np.ndarray:
     _check_bytes(key, KEY_BYTES, "key")
     _check_nonneg_int(length, "length")
     if isinstance(bits, bool) or bits not in (32, 64):
-        raise ParameterError(f"must be 32 or 64, got {bits!r}", field="bits")
+        raise ParameterError(
+            f"must be 32 or 64, got {bits!r}", field="bits", limit="32 or 64", value=bits
+        )
     encryptor = Cipher(_AES(key), _ZERO_IV_CTR).encryptor()
     width = bits // 8
     # The keystream is written straight into the array the caller gets (``update_into``
@@ -274,7 +312,9 @@ def check_signing_public(public: object, field: str) -> bytes:
     try:
         Ed25519PublicKey.from_public_bytes(key)
     except ValueError as exc:
-        raise ParameterError("invalid Ed25519 public key", field=field) from exc
+        raise ParameterError(
+            "invalid Ed25519 public key", field=field, limit="a valid Ed25519 public key", value=key
+        ) from exc
     return key
 
 
@@ -319,6 +359,8 @@ def uniform_below(bound: int, random_bytes: RandomBytes = os.urandom) -> int:
             raise ParameterError(
                 f"must return exactly {nbytes} bytes when asked for {nbytes}",
                 field="random_bytes",
+                limit=f"exactly {nbytes} bytes (value is the length or type, never the bytes)",
+                value=len(raw) if isinstance(raw, bytes) else type(raw).__name__,
             )
         value = int.from_bytes(raw, "big") & mask
         if value < bound:

@@ -33,19 +33,31 @@ MAX_FLOAT_EXACT = 2**53
 
 def _check_real(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ParameterError(f"must be a finite real number, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be a finite real number, got {value!r}",
+            field=field,
+            limit="a finite real number",
+            value=value,
+        )
     return float(value)
 
 
 def _check_n(n_clients: object) -> int:
     if isinstance(n_clients, bool) or not isinstance(n_clients, int) or n_clients < 1:
-        raise ParameterError(f"must be an integer >= 1, got {n_clients!r}", field="n_clients")
+        raise ParameterError(
+            f"must be an integer >= 1, got {n_clients!r}",
+            field="n_clients",
+            limit="an integer >= 1",
+            value=n_clients,
+        )
     return n_clients
 
 
 def _check_bits(bits: int) -> int:
     if isinstance(bits, bool) or bits not in BITS:
-        raise ParameterError(f"must be 32 or 64, got {bits!r}", field="bits")
+        raise ParameterError(
+            f"must be 32 or 64, got {bits!r}", field="bits", limit="32 or 64", value=bits
+        )
     return int(bits)
 
 
@@ -68,22 +80,34 @@ class FixedPoint:
         scale = _check_real(self.scale, "scale")
         bits = _check_bits(self.bits)
         if not low < high:
-            raise ParameterError(f"must exceed clip_low={low!r}, got {high!r}", field="clip_high")
+            raise ParameterError(
+                f"must exceed clip_low={low!r}, got {high!r}",
+                field="clip_high",
+                limit=f"> clip_low={low!r}",
+                value=high,
+            )
         if not scale > 0:
-            raise ParameterError(f"must be > 0, got {scale!r}", field="scale")
+            raise ParameterError(
+                f"must be > 0, got {scale!r}", field="scale", limit="> 0", value=scale
+            )
         width = (high - low) * scale
         if not math.isfinite(width) or round(width) < 1 or round(width) > MAX_FLOAT_EXACT:
             raise ParameterError(
                 f"(clip_high - clip_low) * scale must round to an integer in [1, 2^53], "
                 f"got {width!r}",
                 field="scale",
+                limit="(clip_high - clip_low) * scale rounds to an integer in [1, 2^53]",
+                value=width,
             )
         for name, value in (("clip_low", low), ("clip_high", high), ("scale", scale)):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "bits", bits)
         if round(width) >= 2**bits:
             raise ParameterError(
-                f"one encoded value {round(width)} does not fit below 2^{bits}", field="scale"
+                f"one encoded value {round(width)} does not fit below 2^{bits}",
+                field="scale",
+                limit=f"one encoded value below 2^{bits}",
+                value=round(width),
             )
 
     def max_encoded(self) -> int:
@@ -105,6 +129,8 @@ class FixedPoint:
             f"{n} clients * max_encoded {top} >= 2^{self.bits} would wrap; at most {largest} "
             f"clients fit ({hint})",
             field=field,
+            limit=f"n clients * max_encoded < 2^{self.bits}: at most {largest} clients (value: n)",
+            value=n,
         )
 
     def encode(self, x: np.ndarray) -> np.ndarray:
@@ -113,7 +139,12 @@ class FixedPoint:
         nan = np.isnan(arr)
         if nan.any():
             index = tuple(np.argwhere(nan)[0])
-            raise ParameterError("must not be NaN", field=_index_field("x", index))
+            raise ParameterError(
+                "must not be NaN",
+                field=_index_field("x", index),
+                limit="not NaN",
+                value=float(arr[index]),
+            )
         clipped = np.clip(arr, self.clip_low, self.clip_high)
         scaled = np.rint((clipped - self.clip_low) * self.scale)
         return np.minimum(scaled, float(self.max_encoded())).astype(np.uint64)
@@ -124,10 +155,20 @@ class FixedPoint:
         self.check_capacity(n)
         arr = np.asarray(total)
         if arr.dtype.kind not in "ui":
-            raise ParameterError(f"must be an integer array, got dtype {arr.dtype}", field="total")
+            raise ParameterError(
+                f"must be an integer array, got dtype {arr.dtype}",
+                field="total",
+                limit="an integer array (value is the dtype)",
+                value=arr.dtype,
+            )
         if arr.dtype.kind == "i" and (arr < 0).any():
             index = tuple(np.argwhere(arr < 0)[0])
-            raise ParameterError("must be non-negative", field=_index_field("total", index))
+            raise ParameterError(
+                "must be non-negative",
+                field=_index_field("total", index),
+                limit="non-negative",
+                value=int(arr[index]),
+            )
         arr = arr.astype(np.uint64)
         bound = n * self.max_encoded()  # < 2**bits <= 2**64 after check_capacity
         over = arr > np.uint64(bound)
@@ -136,6 +177,8 @@ class FixedPoint:
             raise ParameterError(
                 f"exceeds n_clients * max_encoded = {bound}: the sum wrapped or is corrupt",
                 field=_index_field("total", index),
+                limit=f"<= n_clients * max_encoded = {bound}",
+                value=int(arr[index]),
             )
         return arr.astype(np.float64) / self.scale + n * self.clip_low
 
@@ -147,7 +190,10 @@ def _as_u64(a: object, field: str) -> np.ndarray:
     if arr.dtype.kind == "i" and not (arr < 0).any():
         return arr.astype(np.uint64)
     raise ParameterError(
-        f"must be an unsigned (or non-negative integer) array, got dtype {arr.dtype}", field=field
+        f"must be an unsigned (or non-negative integer) array, got dtype {arr.dtype}",
+        field=field,
+        limit="an unsigned (or non-negative integer) array (value is the dtype)",
+        value=arr.dtype,
     )
 
 

@@ -66,15 +66,27 @@ def _check_ids(ids: Sequence[int]) -> list[int]:
     out = list(ids)
     for i, v in enumerate(out):
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ParameterError(f"must be an integer, got {v!r}", field=f"ids[{i}]")
+            raise ParameterError(
+                f"must be an integer, got {v!r}", field=f"ids[{i}]", limit="an integer", value=v
+            )
     if len(set(out)) != len(out):
-        raise ParameterError("ids must be distinct", field="ids")
+        raise ParameterError(
+            "ids must be distinct",
+            field="ids",
+            limit="distinct ids (value is the first repeated id)",
+            value=next(v for v in out if out.count(v) > 1),
+        )
     return out
 
 
 def _check_int(value: object, field: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an integer >= {low}, got {value!r}",
+            field=field,
+            limit=f"an integer >= {low}",
+            value=value,
+        )
     return value
 
 
@@ -106,10 +118,18 @@ def harary_graph(
     nodes = _check_ids(ids)
     n = len(nodes)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < n:
-        raise ParameterError(f"must be an integer in [1, n - 1] with n = {n}, got {k!r}", field="k")
+        raise ParameterError(
+            f"must be an integer in [1, n - 1] with n = {n}, got {k!r}",
+            field="k",
+            limit=f"an integer in [1, n - 1] with n = {n}",
+            value=k,
+        )
     if k == 1 and n % 2 == 1:
         raise ParameterError(
-            f"k = 1 on n = {n} (odd) nodes leaves a node without neighbours", field="k"
+            f"k = 1 on n = {n} (odd) nodes leaves a node without neighbours",
+            field="k",
+            limit="k > 1 on an odd number of nodes",
+            value=k,
         )
     perm = nodes[:]
     for i in range(n - 1, 0, -1):  # Fisher-Yates
@@ -185,6 +205,8 @@ def abort_probability_bound(devices: int, degree: int, threshold: int, dropping:
             f"need degree <= devices - 1 = {devices - 1} and dropping <= devices = {devices}, "
             f"got degree {degree}, dropping {dropping}",
             field="degree" if degree > devices - 1 else "dropping",
+            limit=f"degree <= devices - 1 = {devices - 1} and dropping <= devices = {devices}",
+            value=degree if degree > devices - 1 else dropping,
         )
     others = devices - 1
     survivors = devices - dropping
@@ -221,4 +243,9 @@ def check_dropout_survivors(dropout: float, devices: int, threshold: int, why: s
             f"{why} or the session aborts, so at most {(devices - threshold) / devices:.4g} "
             f"here, got {dropout!r} ({dropping} dropping, {devices - dropping} left)",
             field="dropout",
+            limit=(
+                f"at most {(devices - threshold) / devices:.4g} "
+                f"(keeps t = {threshold} of {devices})"
+            ),
+            value=dropout,
         )
