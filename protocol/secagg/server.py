@@ -217,7 +217,12 @@ def check_dim(dim: int) -> int:
     """The vector length of a session: an integer in ``[1, MAX_DIM]``, else a
     ``ParameterError`` naming ``dim``, the limits and the value."""
     if not _is_int(dim) or not 1 <= dim <= MAX_DIM:
-        raise ParameterError(f"must be an integer in [1, {MAX_DIM}], got {dim!r}", field="dim")
+        raise ParameterError(
+            f"must be an integer in [1, {MAX_DIM}], got {dim!r}",
+            field="dim",
+            limit=f"an integer in [1, {MAX_DIM}]",
+            value=dim,
+        )
     return dim
 
 
@@ -230,6 +235,8 @@ def check_stage_timeout(stage_timeout: float) -> float:
         raise ParameterError(
             f"must be > 0 and <= {MAX_STAGE_TIMEOUT:.0f} seconds, got {stage_timeout!r}",
             field="stage_timeout",
+            limit=f"> 0 and <= {MAX_STAGE_TIMEOUT:.0f} seconds",
+            value=stage_timeout,
         )
     return float(stage_timeout)
 
@@ -264,10 +271,18 @@ class SecAggServer(PeerFacingMachine):
         self.session = topics.check_ident(session, "session")
         names = sorted(topics.check_ident(d, "devices") for d in devices)
         if len(set(names)) != len(names):
-            raise ParameterError("device ids must be distinct", field="devices")
+            raise ParameterError(
+                "device ids must be distinct",
+                field="devices",
+                limit="distinct device ids (value is the first repeated id)",
+                value=next(d for d in names if names.count(d) > 1),
+            )
         if not 2 <= len(names) <= MAX_PARTICIPANTS:
             raise ParameterError(
-                f"need 2..{MAX_PARTICIPANTS} devices, got {len(names)}", field="devices"
+                f"need 2..{MAX_PARTICIPANTS} devices, got {len(names)}",
+                field="devices",
+                limit=f"2..{MAX_PARTICIPANTS} devices (value is the count)",
+                value=len(names),
             )
         self.n = len(names)
         self.label_of = {name: label for label, name in enumerate(names, start=1)}
@@ -278,7 +293,9 @@ class SecAggServer(PeerFacingMachine):
         self.round = self._check_round(round)
         self.stage_timeout = check_stage_timeout(stage_timeout)
         if not (_is_real(patience) and math.isfinite(patience) and patience >= 1):
-            raise ParameterError(f"must be >= 1, got {patience!r}", field="patience")
+            raise ParameterError(
+                f"must be >= 1, got {patience!r}", field="patience", limit=">= 1", value=patience
+            )
         self.patience = float(patience)
         self.created_at = now
         self.graph_kind = graph
@@ -321,10 +338,15 @@ class SecAggServer(PeerFacingMachine):
 
     def _check_fixed_point(self, fixed_point: FixedPoint, bits: int | None) -> FixedPoint:
         if not isinstance(fixed_point, FixedPoint):
-            raise ParameterError("must be a FixedPoint", field="fixed_point")
+            raise ParameterError(
+                "must be a FixedPoint", field="fixed_point", limit="a FixedPoint", value=fixed_point
+            )
         if bits is not None and bits != fixed_point.bits:
             raise ParameterError(
-                f"{bits} differs from the fixed-point modulus 2^{fixed_point.bits}", field="bits"
+                f"{bits} differs from the fixed-point modulus 2^{fixed_point.bits}",
+                field="bits",
+                limit=f"the fixed-point modulus bits {fixed_point.bits}",
+                value=bits,
             )
         fixed_point.check_capacity(self.n)  # refuse a sum that could wrap, never wrap
         return fixed_point
@@ -332,7 +354,12 @@ class SecAggServer(PeerFacingMachine):
     @staticmethod
     def _check_round(round: int) -> int:
         if not _is_int(round) or not 0 <= round <= MAX_ROUND:
-            raise ParameterError(f"must be an integer in [0, {MAX_ROUND}]", field="round")
+            raise ParameterError(
+                f"must be an integer in [0, {MAX_ROUND}]",
+                field="round",
+                limit=f"an integer in [0, {MAX_ROUND}]",
+                value=round,
+            )
         return round
 
     def _build_graph(
@@ -342,7 +369,10 @@ class SecAggServer(PeerFacingMachine):
         if kind == "full":
             if degree is not None and degree != self.n - 1:
                 raise ParameterError(
-                    f"the full graph has degree n - 1 = {self.n - 1}, got {degree}", field="degree"
+                    f"the full graph has degree n - 1 = {self.n - 1}, got {degree}",
+                    field="degree",
+                    limit=f"n - 1 = {self.n - 1} (the full graph)",
+                    value=degree,
                 )
             adjacency = graphs.full_graph(labels)
         elif kind == "harary":
@@ -352,14 +382,23 @@ class SecAggServer(PeerFacingMachine):
             except ParameterError as error:  # the graph calls it k; our callers, degree
                 if error.field != "k":
                     raise
-                raise ParameterError(error.reason, field="degree") from None
+                raise ParameterError(
+                    error.reason, field="degree", limit=error.limit, value=error.value
+                ) from None
         else:
-            raise ParameterError(f"must be 'full' or 'harary', got {kind!r}", field="graph")
+            raise ParameterError(
+                f"must be 'full' or 'harary', got {kind!r}",
+                field="graph",
+                limit="one of ['full', 'harary']",
+                value=kind,
+            )
         if len(graphs.components(adjacency, labels)) > 1:  # only k = 1 on n > 2 devices
             raise ParameterError(
                 f"must be >= 2 with n = {self.n} devices: degree 1 pairs the devices off, and "
                 f"unmasking would reveal each pair's sum (not only the total), got {degree}",
                 field="degree",
+                limit=f">= 2 with n = {self.n} devices",
+                value=degree,
             )
         return {u: frozenset(vs) for u, vs in adjacency.items()}
 
@@ -376,6 +415,8 @@ class SecAggServer(PeerFacingMachine):
                 f"must be an integer with {largest} < 2t and t <= {smallest} (share holders "
                 f"per device: neighbours + itself), got {threshold!r}",
                 field="threshold",
+                limit=f"an integer with {largest} < 2t and t <= {smallest}",
+                value=threshold,
             )
         return threshold
 
@@ -385,6 +426,8 @@ class SecAggServer(PeerFacingMachine):
             raise ParameterError(
                 f"must be an integer in [0, {self.n}] (the participants), got {min_inputs!r}",
                 field="min_inputs",
+                limit=f"an integer in [0, {self.n}]",
+                value=min_inputs,
             )
         return int(min_inputs)
 

@@ -51,14 +51,22 @@ _LAZY_BOUND = 1 << 1100
 def _check_x(x: object, field: str) -> int:
     if isinstance(x, bool) or not isinstance(x, int) or not 1 <= x < PRIME:
         raise ParameterError(
-            f"share abscissa must be an integer in [1, p - 1], got {x!r}", field=field
+            f"share abscissa must be an integer in [1, p - 1], got {x!r}",
+            field=field,
+            limit="an integer in [1, p - 1]",
+            value=x,
         )
     return x
 
 
 def _check_threshold(threshold: object) -> int:
     if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-        raise ParameterError(f"must be an integer >= 1, got {threshold!r}", field="threshold")
+        raise ParameterError(
+            f"must be an integer >= 1, got {threshold!r}",
+            field="threshold",
+            limit="an integer >= 1",
+            value=threshold,
+        )
     return threshold
 
 
@@ -67,15 +75,27 @@ def split(
 ) -> dict[int, int]:
     """Shares ``{x: f(x)}`` of ``secret`` for each x in ``xs``; any ``threshold`` recover it."""
     if not isinstance(secret, bytes) or len(secret) > MAX_SECRET_BYTES:
-        raise ParameterError(f"must be at most {MAX_SECRET_BYTES} bytes", field="secret")
+        raise ParameterError(
+            f"must be at most {MAX_SECRET_BYTES} bytes",
+            field="secret",
+            limit=f"bytes, at most {MAX_SECRET_BYTES} (value: its length or type)",
+            value=len(secret) if isinstance(secret, bytes) else type(secret).__name__,
+        )
     points = [_check_x(x, f"xs[{i}]") for i, x in enumerate(xs)]
     if len(set(points)) != len(points):
-        raise ParameterError("share abscissae must be distinct", field="xs")
+        raise ParameterError(
+            "share abscissae must be distinct",
+            field="xs",
+            limit="distinct abscissae (value is the first repeated one)",
+            value=next(x for x in points if points.count(x) > 1),
+        )
     threshold = _check_threshold(threshold)
     if threshold > len(points):
         raise ParameterError(
             f"must be at most the number of shares {len(points)}, got {threshold}",
             field="threshold",
+            limit=f"<= the number of shares {len(points)}",
+            value=threshold,
         )
     # Coefficients from the highest degree down to the constant term, for Horner's rule.
     # uniform in [0, p): p = 2^521 - 1 is all ones, so 66 bytes masked to 521 bits
@@ -138,17 +158,26 @@ def combine(shares: Mapping[int, int], threshold: int, length: int = 32) -> byte
         or not 1 <= length <= MAX_SECRET_BYTES
     ):
         raise ParameterError(
-            f"must be an integer in [1, {MAX_SECRET_BYTES}], got {length!r}", field="length"
+            f"must be an integer in [1, {MAX_SECRET_BYTES}], got {length!r}",
+            field="length",
+            limit=f"an integer in [1, {MAX_SECRET_BYTES}]",
+            value=length,
         )
     if len(shares) < threshold:
         raise ParameterError(
-            f"need {threshold} shares to reconstruct, got {len(shares)}", field="shares"
+            f"need {threshold} shares to reconstruct, got {len(shares)}",
+            field="shares",
+            limit=f"at least {threshold} shares (value is the count)",
+            value=len(shares),
         )
     for x, y in shares.items():
         _check_x(x, "shares")
         if isinstance(y, bool) or not isinstance(y, int) or not 0 <= y < PRIME:
             raise ParameterError(
-                f"share value at x={x} must be an integer in [0, p)", field="shares"
+                f"share value at x={x} must be an integer in [0, p)",
+                field="shares",
+                limit="an integer in [0, p) (value: its type, never the share)",
+                value=type(y).__name__,
             )
     xs = tuple(sorted(shares)[:threshold])
     secret = sum(lj * shares[x] for lj, x in zip(_lagrange_at_zero(xs), xs, strict=True)) % PRIME
@@ -156,6 +185,8 @@ def combine(shares: Mapping[int, int], threshold: int, length: int = 32) -> byte
         raise ParameterError(
             f"reconstructed value does not fit in {length} bytes: wrong or corrupted shares",
             field="shares",
+            limit=f"fits in {length} bytes (value: its bit length, never the value)",
+            value=secret.bit_length(),
         )
     return secret.to_bytes(length, "big")
 
@@ -163,7 +194,12 @@ def combine(shares: Mapping[int, int], threshold: int, length: int = 32) -> byte
 def share_to_bytes(y: int) -> bytes:
     """A share value as 66 big-endian bytes."""
     if isinstance(y, bool) or not isinstance(y, int) or not 0 <= y < PRIME:
-        raise ParameterError("must be an integer in [0, p)", field="share")
+        raise ParameterError(
+            "must be an integer in [0, p)",
+            field="share",
+            limit="an integer in [0, p) (value: its type, never the share)",
+            value=type(y).__name__,
+        )
     return y.to_bytes(SHARE_BYTES, "big")
 
 
