@@ -133,30 +133,69 @@ class StreamConfig:
     def __post_init__(self) -> None:
         for name in ("eps", "lo", "hi", "retransmit_after"):
             if not _is_number(getattr(self, name)):
-                raise ParameterError("must be a real number", field=name)
+                raise ParameterError(
+                    "must be a real number",
+                    field=name,
+                    limit="a real number",
+                    value=getattr(self, name),
+                )
         for name in ("w", "steps", "batch_steps"):
             if not _is_int(getattr(self, name)):
-                raise ParameterError("must be an integer", field=name)
+                raise ParameterError(
+                    "must be an integer", field=name, limit="an integer", value=getattr(self, name)
+                )
         topics.check_ident(self.run, "run")
         mechanism_factory(self.mechanism)  # resolves the name (built-in, import, entry point)
         if not (math.isfinite(self.eps) and 0 < self.eps <= 50):
-            raise ParameterError(f"must be in (0, 50], got {self.eps}", field="eps")
+            raise ParameterError(
+                f"must be in (0, 50], got {self.eps}",
+                field="eps",
+                limit="in (0, 50]",
+                value=self.eps,
+            )
         if not (isinstance(self.w, int) and 1 <= self.w <= 100_000):
-            raise ParameterError(f"must be an integer in [1, 100000], got {self.w}", field="w")
+            raise ParameterError(
+                f"must be an integer in [1, 100000], got {self.w}",
+                field="w",
+                limit="an integer in [1, 100000]",
+                value=self.w,
+            )
         if not (isinstance(self.steps, int) and 1 <= self.steps <= MAX_STEPS):
-            raise ParameterError(f"must be an integer in [1, {MAX_STEPS}]", field="steps")
+            raise ParameterError(
+                f"must be an integer in [1, {MAX_STEPS}]",
+                field="steps",
+                limit=f"an integer in [1, {MAX_STEPS}]",
+                value=self.steps,
+            )
         if not (isinstance(self.batch_steps, int) and 1 <= self.batch_steps <= MAX_BATCH):
-            raise ParameterError(f"must be an integer in [1, {MAX_BATCH}]", field="batch_steps")
+            raise ParameterError(
+                f"must be an integer in [1, {MAX_BATCH}]",
+                field="batch_steps",
+                limit=f"an integer in [1, {MAX_BATCH}]",
+                value=self.batch_steps,
+            )
         if not (math.isfinite(self.lo) and math.isfinite(self.hi) and self.lo < self.hi):
-            raise ParameterError(f"need finite lo < hi, got [{self.lo}, {self.hi}]", field="bounds")
+            raise ParameterError(
+                f"need finite lo < hi, got [{self.lo}, {self.hi}]",
+                field="bounds",
+                limit="finite lo < hi",
+                value=(self.lo, self.hi),
+            )
         if not math.isfinite(self.hi - self.lo):  # e.g. [-1e308, 1e308]: x / inf = 0
             raise ParameterError(
                 "hi - lo overflows to infinity (the width must be finite), got "
                 f"[{self.lo}, {self.hi}]",
                 field="bounds",
+                limit="a finite width hi - lo",
+                value=(self.lo, self.hi),
             )
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
-            raise ParameterError("must be > 0 seconds", field="retransmit_after")
+            raise ParameterError(
+                "must be > 0 seconds",
+                field="retransmit_after",
+                limit="> 0 seconds",
+                value=self.retransmit_after,
+            )
         topics.partition_of("", self.partitions)  # 1..MAX_PARTITIONS, else ParameterError
 
     def partition(self, device: str) -> int | None:
@@ -391,6 +430,8 @@ class StreamReporter(Machine):
             raise ParameterError(
                 f"{name!r} perturb failed on device {self.device}: {type(error).__name__}: {error}",
                 field="mechanism",
+                limit="a perturb that does not raise (the mechanism contract)",
+                value=name,
             ) from error
         return check_outputs(self._mechanism, v, y, name)
 
@@ -669,7 +710,12 @@ class StreamCollector(PeerFacingMachine):
     ) -> None:
         super().__init__(config.run)
         if not 1 <= credit_window <= max_in_flight:
-            raise ParameterError("need 1 <= credit_window <= max_in_flight", field="credit_window")
+            raise ParameterError(
+                "need 1 <= credit_window <= max_in_flight",
+                field="credit_window",
+                limit=f"1 <= credit_window <= max_in_flight = {max_in_flight}",
+                value=credit_window,
+            )
         self.config = config
         self._mechanism = config.mechanism_object()
         self.max_active = max(1, max_in_flight // credit_window)
@@ -683,7 +729,12 @@ class StreamCollector(PeerFacingMachine):
             for d in devices
         }
         if not self.devices:
-            raise ParameterError("at least one device is expected", field="devices")
+            raise ParameterError(
+                "at least one device is expected",
+                field="devices",
+                limit="at least one expected device",
+                value=self.devices,
+            )
         # devices waiting for credit, in arrival order (a dict: O(1) membership; a deque's
         # `in` made 100,000 hellos quadratic, measured)
         self._waiting: dict[str, None] = {}

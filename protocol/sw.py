@@ -83,14 +83,19 @@ _MAX_CELLS = 2 ** (GRID_BITS - 1) - 1  # B < 2**19: sw01 keeps at least two far 
 def _check_eps(eps: object, *, floor: bool = True) -> float:
     """``eps`` as a float in [EPS_MIN, EPS_MAX] (``floor=False``: in (0, EPS_MAX])."""
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise ParameterError(f"must be a real number, got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be a real number, got {eps!r}", field="eps", limit="a real number", value=eps
+        )
     value = float(eps)
     if not math.isfinite(value) or value <= 0.0 or value > EPS_MAX:
         raise ParameterError(
-            f"must be finite with 0 < eps <= {EPS_MAX:g}, got {eps!r}", field="eps"
+            f"must be finite with 0 < eps <= {EPS_MAX:g}, got {eps!r}",
+            field="eps",
+            limit=f"finite with 0 < eps <= {EPS_MAX:g}",
+            value=eps,
         )
     if floor and value < EPS_MIN:  # p == q below ~1.1e-16: every estimate would be NaN
-        raise ParameterError(below_eps_min(eps), field="eps")
+        raise ParameterError(below_eps_min(eps), field="eps", limit=f">= {EPS_MIN:g}", value=eps)
     return value
 
 
@@ -133,7 +138,10 @@ class SquareWave:
         eps = _check_eps(self.eps)
         if not isinstance(self.variant, str) or self.variant not in MECHANISMS:
             raise ParameterError(
-                f"must be one of {MECHANISMS}, got {self.variant!r}", field="variant"
+                f"must be one of {MECHANISMS}, got {self.variant!r}",
+                field="variant",
+                limit=f"one of {list(MECHANISMS)}",
+                value=self.variant,
             )
         cells = min(max(1, round(sw_b(eps) / GRID)), _MAX_CELLS)
         b = cells * GRID
@@ -305,14 +313,24 @@ def _check_bounds(lo: float, hi: float) -> tuple[float, float]:
         flo, fhi = float(lo), float(hi)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"bounds must be real numbers, got {lo!r}, {hi!r}", field="bounds"
+            f"bounds must be real numbers, got {lo!r}, {hi!r}",
+            field="bounds",
+            limit="real numbers",
+            value=(lo, hi),
         ) from None
     if not (math.isfinite(flo) and math.isfinite(fhi) and flo < fhi):
-        raise ParameterError(f"need finite lo < hi, got lo={lo!r}, hi={hi!r}", field="bounds")
+        raise ParameterError(
+            f"need finite lo < hi, got lo={lo!r}, hi={hi!r}",
+            field="bounds",
+            limit="finite lo < hi",
+            value=(lo, hi),
+        )
     if not math.isfinite(fhi - flo):  # e.g. [-1e308, 1e308]: every x / (hi - lo) would be 0
         raise ParameterError(
             f"hi - lo overflows to infinity (the width must be finite), got lo={lo!r}, hi={hi!r}",
             field="bounds",
+            limit="a finite width hi - lo",
+            value=(lo, hi),
         )
     return flo, fhi
 
@@ -325,7 +343,12 @@ def normalise(x: float | np.ndarray, lo: float, hi: float) -> np.ndarray:
     flo, fhi = _check_bounds(lo, hi)
     xx = np.asarray(x, dtype=float)
     if np.any(np.isnan(xx)):
-        raise ParameterError("reading is NaN", field="x")
+        raise ParameterError(
+            "reading is NaN",
+            field="x",
+            limit="not NaN",
+            value=float("nan"),
+        )
     return (np.clip(xx, flo, fhi) - flo) / (fhi - flo)
 
 

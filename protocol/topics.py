@@ -41,7 +41,10 @@ def check_ident(value: str, field: str) -> str:
     """Return ``value`` if it is a valid identifier, else raise ``ParameterError``."""
     if not isinstance(value, str) or not _IDENT.match(value):
         raise ParameterError(
-            f"{value!r} is not an identifier (1-64 characters of A-Z a-z 0-9 _ . -)", field=field
+            f"{value!r} is not an identifier (1-64 characters of A-Z a-z 0-9 _ . -)",
+            field=field,
+            limit="an identifier: 1-64 characters of A-Z a-z 0-9 _ . -",
+            value=value,
         )
     return value
 
@@ -53,6 +56,8 @@ def partition_of(device: str, partitions: int) -> int:
         raise ParameterError(
             f"partitions must be an integer in 1..{MAX_PARTITIONS}, got {partitions!r}",
             field="partitions",
+            limit=f"an integer in 1..{MAX_PARTITIONS}",
+            value=partitions,
         )
     digest = hashlib.sha256(device.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % partitions
@@ -71,6 +76,8 @@ def partition_level(partition: int | str) -> str:
         raise ParameterError(
             f"partition must be an integer in 0..{MAX_PARTITIONS - 1}, got {partition!r}",
             field="partition",
+            limit=f"an integer in 0..{MAX_PARTITIONS - 1}",
+            value=partition,
         )
     return f"p{partition}"
 
