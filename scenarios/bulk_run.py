@@ -639,7 +639,12 @@ async def run_bulk(
     over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
     out = _fresh_bulk_outputs(out_dir)
     if broker == "memory" and processes:
-        raise ParameterError("the memory broker runs in one process", field="processes")
+        raise ParameterError(
+            "the memory broker runs in one process",
+            field="processes",
+            limit="no processes with the memory broker (it runs in one process)",
+            value=processes,
+        )
     in_process = broker == "memory" or processes is False or tamper is not None
     creds = (
         None if transport is not None else bulk_credentials(plan, broker, credentials, auth=auth)
@@ -1053,6 +1058,8 @@ async def run_bulk_scenario(
             "bulk gateways run on --broker only; --shard-broker is not supported with "
             'fleet.connection = "bulk"',
             field="shard_brokers",
+            limit='no --shard-broker with fleet.connection = "bulk"',
+            value=shard_brokers,
         )
     spec = scenario.spec
     broker_spec = broker or spec.broker.url

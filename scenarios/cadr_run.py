@@ -154,6 +154,8 @@ class CadrSettings:
                 f"must be a finite number of seconds in 0..{MAX_DEADLINE:g} (0: none), "
                 f"got {deadline!r}",
                 field="peer_deadline_seconds",
+                limit=f"a finite number of seconds in 0..{MAX_DEADLINE:g} (0: none)",
+                value=deadline,
             )
         resolve_degree_bound(self.degree_bound, self.pipeline, 2, 1)  # a typed error if bad
         if self.method not in FLEET_METHODS:
@@ -167,6 +169,8 @@ class CadrSettings:
                 'pipeline searches θ by Deviation ("auto-dev", the DP search) or takes a given '
                 'θ: use one of those, or pipeline = "paper"',
                 field="theta",
+                limit='"auto-dev" or a given θ with pipeline = "dp"',
+                value=self.theta,
             )
 
     @classmethod

@@ -90,6 +90,8 @@ def _check_partitions(scenario: LoadedScenario, partitions: int) -> None:
         raise ParameterError(
             f"must be p/{wanted} (the scenario's [collector] partitions), got .../{partitions}",
             field="partition",
+            limit=f"p/{wanted} (the scenario's [collector] partitions)",
+            value=partitions,
         )
 
 

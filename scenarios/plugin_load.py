@@ -44,6 +44,8 @@ def mechanism_in_time(name: str, eps: float):
             "(perturb, in_domain or estimate_mean on a few hundred inputs): a plugin that "
             "blocks (a network call, a lock, input()) or is that slow cannot serve a device",
             field="mechanism",
+            limit=f"a load-time check that finishes within {LOAD_CHECK_SECONDS:g} s",
+            value=name,
         )
     if isinstance(outcome[0], BaseException):
         raise outcome[0]

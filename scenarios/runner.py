@@ -511,8 +511,8 @@ async def watch_progress(service: CollectorService, callback: ProgressCallback) 
         await asyncio.sleep(0.2)
 
 
-def _refused(field: str, reason: str) -> ParameterError:
-    return ParameterError(reason, field=field)
+def _refused(field: str, reason: str, limit: str, value: object) -> ParameterError:
+    return ParameterError(reason, field=field, limit=limit, value=value)
 
 
 def checked_scenario(scenario: object) -> LoadedScenario:
@@ -526,12 +526,16 @@ def checked_scenario(scenario: object) -> LoadedScenario:
             "scenario",
             "this is TOML text, not a path or a built-in scenario's name: pass "
             "ldpfleet.parse_scenario(text) instead",
+            "a path or a built-in scenario's name, not TOML text",
+            scenario,
         )
     if not isinstance(scenario, str | os.PathLike) or scenario == "":
         raise _refused(
             "scenario",
             "must be a LoadedScenario (ldpfleet.parse_scenario / load_scenario), a path to a "
             f"scenario file or a built-in scenario's name, got {scenario!r:.80}",
+            "a LoadedScenario, a path to a scenario file or a built-in scenario's name",
+            scenario,
         )
     return load_scenario(Path(scenario).expanduser() if str(scenario)[:1] == "~" else scenario)
 
@@ -549,19 +553,41 @@ def checked_run_options(
             "broker",
             "must be 'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport; "
             f"got {broker!r}",
+            "'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport",
+            broker,
         )
     if not isinstance(out_dir, str | os.PathLike) or str(out_dir) == "":
-        raise _refused("out_dir", f"must be a folder's path (str or Path), got {out_dir!r}")
+        raise _refused(
+            "out_dir",
+            f"must be a folder's path (str or Path), got {out_dir!r}",
+            "a folder's path (str or Path)",
+            out_dir,
+        )
     if Path(out_dir).expanduser().exists() and not Path(out_dir).expanduser().is_dir():
-        raise _refused("out_dir", f"{out_dir} is a file, not a folder for the run's outputs")
+        raise _refused(
+            "out_dir",
+            f"{out_dir} is a file, not a folder for the run's outputs",
+            "a folder (or a path not yet taken), not a file",
+            out_dir,
+        )
     if run_id is not None:
         check_ident(run_id, "run_id")
     if seed is None:
         return None
     if isinstance(seed, bool) or not hasattr(seed, "__index__"):
-        raise _refused("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+        raise _refused(
+            "seed",
+            f"must be an integer in [0, 2^63 - 1], got {seed!r}",
+            "an integer in [0, 2^63 - 1]",
+            seed,
+        )
     if not 0 <= operator.index(seed) <= SEED_MAX:
-        raise _refused("seed", f"must be an integer in [0, 2^63 - 1], got {seed!r}")
+        raise _refused(
+            "seed",
+            f"must be an integer in [0, 2^63 - 1], got {seed!r}",
+            "an integer in [0, 2^63 - 1]",
+            seed,
+        )
     return operator.index(seed)
 
 
@@ -582,6 +608,8 @@ def claimed_out_dir(out_dir: str | os.PathLike) -> Iterator[None]:
                 "out_dir",
                 f"{out_dir} is the folder of another run of this process, still running: "
                 "give each concurrent run its own out_dir",
+                "a folder no other running run of this process holds",
+                out_dir,
             )
         _RUNNING_OUT_DIRS.add(folder)
     try:

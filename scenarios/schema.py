@@ -1042,13 +1042,18 @@ def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int
     holds n shares: its n - 1 neighbours' and its own), without building the graph."""
     if neighbors is not None and neighbors != devices - 1:
         raise ParameterError(
-            f"the full graph has degree n - 1 = {devices - 1}, got {neighbors}", field="degree"
+            f"the full graph has degree n - 1 = {devices - 1}, got {neighbors}",
+            field="degree",
+            limit=f"n - 1 = {devices - 1} (the full graph)",
+            value=neighbors,
         )
     if threshold is not None and not devices < 2 * threshold <= 2 * devices:
         raise ParameterError(
             f"must be an integer with {devices} < 2t and t <= {devices} (share holders "
             f"per device: neighbours + itself), got {threshold!r}",
             field="threshold",
+            limit=f"an integer with {devices} < 2t and t <= {devices}",
+            value=threshold,
         )
 
 
