@@ -290,7 +290,7 @@ class PeerRelay(PeerFacingMachine):
                 "must name at least one device",
                 field="devices",
                 limit="at least one device",
-                value=devices,
+                value=self.devices,
             )
         if not step_timeout > 0:
             raise ParameterError(
