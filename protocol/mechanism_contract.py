@@ -303,31 +303,45 @@ def _raised_at(error: BaseException) -> str:
     return f"raised at {PurePath(frame.filename).name}:{frame.lineno}{line}"
 
 
-def _fail(name: str, what: str) -> ParameterError:
-    return ParameterError(
-        f"{name!r} {what}", field=FIELD, limit="the mechanism contract", value=name
-    )
+def _fail(name: str, what: str, *, rule: str = "the mechanism contract") -> ParameterError:
+    """The contract refusing plugin ``name``: ``what`` it did, ``rule`` (``.limit``) the
+    part of the contract it broke; ``.value`` is the plugin's name."""
+    return ParameterError(f"{name!r} {what}", field=FIELD, limit=rule, value=name)
 
 
 def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
-        raise _fail(name, f"is not a class (got {a_or_an(type(factory).__name__)})")
+        raise _fail(
+            name,
+            f"is not a class (got {a_or_an(type(factory).__name__)})",
+            rule="a class (the mechanism contract)",
+        )
     try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
         inspect.signature(factory).bind(eps)
     except TypeError as error:
         raise _fail(
-            name, f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}"
+            name,
+            f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}",
+            rule="a constructor callable as Cls(eps)",
         ) from None
     except ValueError:  # no signature to inspect (a builtin): calling it will tell
         pass
     try:
         mechanism = factory(eps)
     except (Exception, SystemExit) as error:  # a plugin may raise anything: report it
-        raise _fail(name, f"refused eps = {eps:g}: {_why(error)}") from None
+        raise _fail(
+            name,
+            f"refused eps = {eps:g}: {_why(error)}",
+            rule="a constructor that accepts the eps it is given",
+        ) from None
     missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
     if missing:
-        raise _fail(name, f"has no method {', '.join(missing)} (the mechanism contract)")
+        raise _fail(
+            name,
+            f"has no method {', '.join(missing)} (the mechanism contract)",
+            rule=f"the methods {', '.join(REQUIRED_METHODS)} (the mechanism contract)",
+        )
     check_stated_eps(mechanism, eps, name)
     stated_range(mechanism, name)
     return mechanism
@@ -356,6 +370,7 @@ def stated_range(mechanism: object, name: str) -> tuple[float, float] | None:
             f"states output_low = {_shown(low)} and output_high = {_shown(high)}: the report "
             "range must be two finite real numbers with output_low <= output_high (or "
             "neither stated)",
+            rule="output_low <= output_high, both finite real numbers (or neither stated)",
         )
     return float(low), float(high)  # type: ignore[arg-type]
 
@@ -375,6 +390,7 @@ def check_stated_eps(mechanism: object, eps: float, name: str) -> None:
             f"states eps = {_shown(stated)} ({a_or_an(type(stated).__name__)}), not a real "
             f"number; it was built with eps = {eps!r} (store the constructor's argument: "
             "self.eps = float(eps))",
+            rule="self.eps a real number: the constructor's eps",
         )
     if not math.isclose(float(stated), float(eps), rel_tol=EPS_STATED_TOLERANCE, abs_tol=0.0):
         raise _fail(
@@ -382,6 +398,7 @@ def check_stated_eps(mechanism: object, eps: float, name: str) -> None:
             f"states eps = {float(stated)!r} but was built with eps = {float(eps)!r} (relative "
             f"difference above {EPS_STATED_TOLERANCE:g}): self.eps must be the budget the "
             "constructor was given; to run at another budget, change the scenario's eps",
+            rule=f"self.eps = the built eps (relative difference <= {EPS_STATED_TOLERANCE:g})",
         )
 
 
@@ -405,21 +422,33 @@ def checked_reports(x: np.ndarray, y: object, name: str) -> np.ndarray:
             name,
             "perturb returned a MaskedArray, not a numpy.ndarray (the wire cannot carry a "
             "mask: return every report, e.g. np.asarray(reports, dtype=float))",
+            rule="perturb returns a numpy.ndarray",
         )
     if not isinstance(y, np.ndarray):
         raise _fail(
             name,
             f"perturb returned {a_or_an(type(y).__name__)}, not a numpy.ndarray (the mechanism "
             "contract: an array of the inputs' shape, e.g. np.asarray(reports, dtype=float))",
+            rule="perturb returns a numpy.ndarray",
         )
     if y.shape != x.shape:
-        raise _fail(name, f"perturb returned shape {y.shape} for inputs of shape {x.shape}")
+        raise _fail(
+            name,
+            f"perturb returned shape {y.shape} for inputs of shape {x.shape}",
+            rule="perturb returns an array of the inputs' shape",
+        )
     if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         raise _fail(
-            name, f"perturb returned reports of dtype {y.dtype}, not real numbers (int or float)"
+            name,
+            f"perturb returned reports of dtype {y.dtype}, not real numbers (int or float)",
+            rule="perturb returns real numbers (int or float)",
         )
     if not np.all(np.isfinite(y)):
-        raise _fail(name, f"perturb returned non-finite reports{_first_bad(y)}")
+        raise _fail(
+            name,
+            f"perturb returned non-finite reports{_first_bad(y)}",
+            rule="perturb returns finite reports",
+        )
     return y.astype(float, copy=False)
 
 
@@ -466,10 +495,14 @@ def checked_mean(mechanism: object, y: np.ndarray, name: str) -> float:
     try:
         value = mechanism.estimate_mean(y)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
-        raise _fail(name, f"estimate_mean failed: {_why(error)}") from None
+        raise _fail(
+            name, f"estimate_mean failed: {_why(error)}", rule="estimate_mean does not raise"
+        ) from None
     problem = mean_problem(value)
     if problem is not None:
-        raise _fail(name, f"estimate_mean {problem}")
+        raise _fail(
+            name, f"estimate_mean {problem}", rule="estimate_mean returns a finite real number"
+        )
     return float(value)
 
 
@@ -482,7 +515,11 @@ def _call_perturb(mechanism: object, x: np.ndarray, rng: np.random.Generator, na
     try:
         return mechanism.perturb(x, rng)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
-        raise _fail(name, f"perturb failed on inputs in [0, 1]: {_why(error)}") from None
+        raise _fail(
+            name,
+            f"perturb failed on inputs in [0, 1]: {_why(error)}",
+            rule="perturb does not raise on inputs in [0, 1]",
+        ) from None
 
 
 def contract_reports(
@@ -517,7 +554,9 @@ def domain_mask(mechanism: object, y: np.ndarray, name: str) -> np.ndarray:
     try:
         accepted = mechanism.in_domain(y)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
-        raise _fail(name, f"in_domain failed: {_why(error)}") from None
+        raise _fail(
+            name, f"in_domain failed: {_why(error)}", rule="in_domain does not raise"
+        ) from None
     accepted = _bool_mask(accepted, y, name)
     span = stated_range(mechanism, name)
     if span is not None:  # a stated range bounds the domain, whatever in_domain says
@@ -539,12 +578,14 @@ def _bool_mask(accepted: object, y: np.ndarray, name: str) -> np.ndarray:
             name,
             f"in_domain returned {kind}, not a numpy bool array (one bool per report, "
             "e.g. (y >= low) & (y <= high))",
+            rule="in_domain returns a numpy bool array",
         )
     if accepted.shape != y.shape:
         raise _fail(
             name,
             f"in_domain returned shape {accepted.shape} for reports of shape {y.shape} "
             "(one bool per report)",
+            rule="in_domain returns one bool per report",
         )
     return accepted
 
@@ -563,12 +604,15 @@ def check_outputs(mechanism: object, x: np.ndarray, y: object, name: str) -> np.
                 "perturb returned reports outside its stated range [output_low, output_high] "
                 f"= [{span[0]:.6g}, {span[1]:.6g}] (report {i} is {float(out.ravel()[i])!r}, "
                 f"{outside.size} of {out.size} are outside)",
+                rule="perturb reports within its stated range [output_low, output_high]",
             )
     accepted = domain_mask(mechanism, out, name)
     if not np.all(accepted):
         bad = int(np.flatnonzero(~accepted.ravel())[0])
         raise _fail(
-            name, f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb"
+            name,
+            f"in_domain rejects its own output {float(out.ravel()[bad])!r} of perturb",
+            rule="in_domain accepts every output of perturb",
         )
     return out
 
@@ -638,6 +682,7 @@ def _check_inputs_kept(x: np.ndarray, before: np.ndarray, name: str) -> None:
             f"perturb changed its input array in place (input {i} was {float(before[i])!r}, "
             f"is now {float(x.ravel()[i])!r}): leave x as given and work on a copy, e.g. "
             "x = np.array(x, dtype=float)",
+            rule="perturb leaves its input array unchanged",
         )
 
 
@@ -662,6 +707,7 @@ def _check_rng_used(rng: np.random.Generator, before: tuple[object, int], name: 
             "deterministic (not differentially private) or draws its randomness elsewhere (a "
             "generator seeded inside perturb gives every device the same, public, noise); "
             "draw every random number from the rng argument (the mechanism contract)",
+            rule="perturb draws its randomness from rng",
         )
 
 
@@ -688,6 +734,7 @@ def check_mechanism(
             f"{float(out.ravel()[i])!r} and {float(again.ravel()[i])!r}); draw every random "
             "number from the rng argument (the mechanism contract), or a run cannot be "
             "reproduced from its seed",
+            rule="perturb is a function of its inputs and rng",
         )
     if randomised:  # after the check above: a global RNG is named as such there
         _check_rng_used(first, before, name)

@@ -145,7 +145,15 @@ def test_mechanism_contract_failure_names_the_plugin():
     from ldpfleet.protocol.mechanism_contract import build_mechanism
 
     error = refusal(build_mechanism, 42, 1.0, "plug:Cls")
-    assert fields_of(error) == ("mechanism", "the mechanism contract", "plug:Cls")
+    assert fields_of(error) == ("mechanism", "a class (the mechanism contract)", "plug:Cls")
+
+    class NoMethods:
+        def __init__(self, eps):
+            self.eps = eps
+
+    error = refusal(build_mechanism, NoMethods, 1.0, "plug:NoMethods")
+    assert error.value == "plug:NoMethods"
+    assert error.limit.startswith("the methods perturb, ")
 
 
 def test_mechanisms_name():
