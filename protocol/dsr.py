@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import integer_at_least, integer_counts, positive_real
 
 __all__ = ["dsr_release", "dsr_scale", "post_process_distribution"]
 
@@ -53,21 +53,7 @@ def dsr_release(
     entry, exact noise from ``protocol.samplers``). Returns a float for a scalar input, a float
     array of the same shape otherwise."""
     scale = dsr_scale(theta, eps)
-    kept = np.asarray(kept_degree)
-    if kept.dtype == np.bool_ or not np.issubdtype(kept.dtype, np.integer):
-        raise ParameterError(
-            f"must be an integer count (or array of them), got {kept_degree!r}",
-            field="kept_degree",
-            limit="an integer count (or array of them)",
-            value=kept_degree,
-        )
-    if np.any(kept < 0):
-        raise ParameterError(
-            f"must be >= 0, got {kept_degree!r}",
-            field="kept_degree",
-            limit=">= 0 (every entry; value is the first entry below 0)",
-            value=int(kept.reshape(-1)[np.argmax(kept.reshape(-1) < 0)]),
-        )
+    kept = integer_counts(kept_degree, "kept_degree")
     clipped = np.clip(kept, 0, theta).astype(float)  # clip FIRST ...
     return laplace_on_grid(rng, clipped, scale, GRID)  # ... then add the (exact) noise
 

@@ -46,7 +46,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.mechanism_contract import EPS_MIN, below_eps_min
 from ldpfleet.protocol.samplers import VECTOR_MIN, rr_lie, rr_lie_drawn, rr_lie_parts
 from ldpfleet.protocol.sw import EPS_MAX
-from ldpfleet.protocol.validate import positive_real
+from ldpfleet.protocol.validate import integer_counts, positive_real
 
 __all__ = ["WarnerRR"]
 
@@ -68,22 +68,7 @@ def _as_bits(value: object, name: str) -> np.ndarray:
 
 def _as_counts(value: object, name: str) -> np.ndarray:
     """``value`` as an int64 array of non-negative integer counts (bools refused)."""
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-        raise ParameterError(
-            f"must be an integer count (or array of them), got {value!r}",
-            field=name,
-            limit="an integer count (or array of them)",
-            value=value,
-        )
-    if np.any(arr < 0):
-        raise ParameterError(
-            f"must be >= 0, got {value!r}",
-            field=name,
-            limit=">= 0 (every entry; value is the first entry below 0)",
-            value=int(arr.reshape(-1)[np.argmax(arr.reshape(-1) < 0)]),
-        )
-    return arr.astype(np.int64)
+    return integer_counts(value, name).astype(np.int64)
 
 
 def _scalar_or_array(arr: np.ndarray) -> float | np.ndarray:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 
 
@@ -35,3 +36,25 @@ def integer_at_least(value: object, field: str, minimum: int) -> int:
             value=value,
         )
     return int(value)
+
+
+def integer_counts(value: object, field: str) -> np.ndarray:
+    """``value`` as an array (0-d for a scalar) of non-negative integer counts, its integer
+    dtype kept; bools are refused. A negative entry is named by its value (the first one)."""
+    counts = np.asarray(value)
+    if counts.dtype == np.bool_ or not np.issubdtype(counts.dtype, np.integer):
+        raise ParameterError(
+            f"must be an integer count (or array of them), got {value!r}",
+            field=field,
+            limit="an integer count (or array of them)",
+            value=value,
+        )
+    if np.any(counts < 0):
+        flat = counts.reshape(-1)
+        raise ParameterError(
+            f"must be >= 0, got {value!r}",
+            field=field,
+            limit=">= 0 (every entry; value is the first entry below 0)",
+            value=int(flat[np.argmax(flat < 0)]),
+        )
+    return counts

@@ -398,3 +398,16 @@ def test_schema_full_graph_degree():
 
     error = refusal(_check_full_graph, 2, None, 5)
     assert fields_of(error) == ("degree", "n - 1 = 4 (the full graph)", 2)
+
+
+def test_shared_integer_counts_check():
+    """dsr and rr repeated one check of integer counts; ``validate.integer_counts`` is it."""
+    from ldpfleet.protocol.validate import integer_counts
+
+    assert integer_counts(np.array([0, 3]), "n").tolist() == [0, 3]
+    error = refusal(integer_counts, np.array([True]), "n")
+    assert error.field == "n" and error.limit == "an integer count (or array of them)"
+    assert error.reason == "must be an integer count (or array of them), got array([ True])"
+    error = refusal(integer_counts, -4, "n")
+    assert fields_of(error) == ("n", ">= 0 (every entry; value is the first entry below 0)", -4)
+    assert error.reason == "must be >= 0, got -4"
