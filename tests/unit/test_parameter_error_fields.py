@@ -16,11 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
-    "app/audit_cli.py",
-    "app/audit_fleet.py",
-    "app/bench.py",
-    "app/bench_commands.py",
-    "app/bench_cpr.py",
     "app/bench_gcdp.py",
     "app/bench_gcdp_scaling.py",
     "app/bench_secagg.py",
