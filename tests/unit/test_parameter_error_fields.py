@@ -16,9 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
-    "app/bench_gcdp.py",
-    "app/bench_gcdp_scaling.py",
-    "app/bench_secagg.py",
     "app/cadr_sweep.py",
     "app/certs.py",
     "app/cli.py",
