@@ -16,9 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
-    "app/cadr_sweep.py",
-    "app/certs.py",
-    "app/cli.py",
     "app/gcdp_datasets.py",
     "collector/audit/battery.py",
     "collector/audit/cadr_count_canary.py",
