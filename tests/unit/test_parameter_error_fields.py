@@ -17,13 +17,6 @@ LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
     "app/gcdp_datasets.py",
-    "collector/audit/battery.py",
-    "collector/audit/cadr_count_canary.py",
-    "collector/audit/core.py",
-    "collector/audit/graph_canaries.py",
-    "collector/audit/mutants.py",
-    "collector/audit/selection.py",
-    "collector/audit/stats.py",
     "collector/baselines.py",
     "collector/bucket_denoise.py",
     "collector/bucket_isotonic.py",
