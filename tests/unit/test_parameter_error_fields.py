@@ -17,14 +17,10 @@ LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
     "app/gcdp_datasets.py",
-    "collector/baselines.py",
     "collector/bucket_denoise.py",
     "collector/bucket_isotonic.py",
     "collector/cpr.py",
     "collector/degree_postprocess.py",
-    "collector/gcdp/cache.py",
-    "collector/gcdp/correlation.py",
-    "collector/gcdp/evaluation.py",
     "collector/gcdp/fleet_calibration.py",
     "collector/gcdp/gaussian.py",
     "collector/gcdp/graph.py",
