@@ -21,8 +21,6 @@ PENDING = {
     "collector/bucket_isotonic.py",
     "collector/cpr.py",
     "collector/degree_postprocess.py",
-    "collector/gcdp/private_calibration.py",
-    "collector/gcdp/sensitivity.py",
     "collector/gcdp/validate.py",
     "collector/gcdp_stage.py",
     "collector/kde.py",
