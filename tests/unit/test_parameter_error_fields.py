@@ -22,7 +22,6 @@ PENDING = {
     "collector/cpr.py",
     "collector/degree_postprocess.py",
     "collector/period.py",
-    "collector/sw_em.py",
     "collector/theta_search.py",
     "devices/graphs.py",
     "protocol/bulk.py",
