@@ -49,7 +49,7 @@ def project(values: object, low: object, high: object) -> np.ndarray:
         raise ParameterError(
             f"must be >= low[{k}] = {lo[k]!r}, got {hi[k]!r}",
             field=f"high[{k}]",
-            limit=f">= low[{k}] = {lo[k]!r}",
+            limit=f">= low[{k}] = {float(lo[k])!r}",
             value=float(hi[k]),
         )
     return np.clip(y, lo, hi)

@@ -232,7 +232,7 @@ def check_release_parameters(
         raise ParameterError(
             f"must be >= the certified bound bounds[{k}] = {b[k]!r} (Proposition 1), got {s[k]!r}",
             field=f"scales[{k}]",
-            limit=f">= the certified bound bounds[{k}] = {b[k]!r}",
+            limit=f">= the certified bound bounds[{k}] = {float(b[k])!r}",
             value=float(s[k]),
         )
     e = finite_vector(budgets, "budgets", d)
