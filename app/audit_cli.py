@@ -101,7 +101,9 @@ def audit_all(
     if not eps_list:
         from ldpfleet.protocol.errors import ParameterError
 
-        raise ParameterError("needs at least one budget", field="eps")
+        raise ParameterError(
+            "needs at least one budget", field="eps", limit="at least one budget", value=eps_list
+        )
     for eps in eps_list:
         battery.check_audit_arguments(eps, delta=delta, trials=trials, gamma=gamma, seed=seed)
     for mechanism in mechanisms or ():
@@ -141,7 +143,12 @@ def check_jobs(jobs: object) -> None:
     from ldpfleet.protocol.errors import ParameterError
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= JOBS_MAX:
-        raise ParameterError(f"must be an integer in 1 .. {JOBS_MAX}, got {jobs!r}", field="jobs")
+        raise ParameterError(
+            f"must be an integer in 1 .. {JOBS_MAX}, got {jobs!r}",
+            field="jobs",
+            limit=f"an integer in 1 .. {JOBS_MAX}",
+            value=jobs,
+        )
 
 
 def check_seed(seed: object) -> None:
@@ -300,18 +307,29 @@ def _parse_eps(text: str) -> tuple[float, ...]:
 
     entries = [e.strip() for e in text.split(",")]
     if entries == [""]:
-        raise ParameterError("needs at least one budget", field="eps")
+        raise ParameterError(
+            "needs at least one budget", field="eps", limit="at least one budget", value=text
+        )
     if "" in entries:
-        raise ParameterError(f"an empty entry in {text!r}", field="eps")
+        raise ParameterError(
+            f"an empty entry in {text!r}", field="eps", limit="no empty entry", value=text
+        )
     try:
         values = tuple(float(e) for e in entries)
     except ValueError:
-        raise ParameterError(f"not a comma list of numbers: {text!r}", field="eps") from None
+        raise ParameterError(
+            f"not a comma list of numbers: {text!r}",
+            field="eps",
+            limit="a comma list of numbers",
+            value=text,
+        ) from None
     for index, value in enumerate(values):
         if value in values[:index]:
             raise ParameterError(
                 f"{entries[index]!r} is listed twice in {text!r} (each budget is audited once)",
                 field="eps",
+                limit="each budget listed once",
+                value=entries[index],
             )
     return values
 
@@ -510,6 +528,8 @@ def _refuse_for_mutants(**given) -> None:
                 f"'audit mutants' runs each mutant at its own budgets and trials; --{name} "
                 f"applies to a mechanism or 'all', got {value!r}",
                 field=name,
+                limit="a mechanism or 'all' only",
+                value=value,
             )
 
 
@@ -523,12 +543,16 @@ def _refuse_outside_their_command(mechanism: str, *, tests: bool | None, jobs) -
         raise ParameterError(
             f"{flag} applies to 'audit mutants' only (its unit tests), got it with {mechanism!r}",
             field="tests",
+            limit="'audit mutants' only",
+            value=tests,
         )
     if jobs is not None and mechanism != "all":
         raise ParameterError(
             f"applies to 'all' only (one mechanism's audit runs in one process), got "
             f"--jobs {jobs!r} with {mechanism!r}",
             field="jobs",
+            limit="'all' only",
+            value=jobs,
         )
 
 
@@ -540,13 +564,19 @@ def _only_entries(mechanism: str, only: list[str] | None) -> tuple[str, ...] | N
         return None
     if mechanism != "all":
         raise ParameterError(
-            f"applies to 'all' and 'mutants' only, got --only with {mechanism!r}", field="only"
+            f"applies to 'all' and 'mutants' only, got --only with {mechanism!r}",
+            field="only",
+            limit="'all' and 'mutants' only",
+            value=only,
         )
     known = tuple(_battery().BATTERY)
     unknown = [name for name in only if name not in known]
     if unknown:
         raise ParameterError(
-            f"must be battery entries ({', '.join(known)}), got {unknown[0]!r}", field="only"
+            f"must be battery entries ({', '.join(known)}), got {unknown[0]!r}",
+            field="only",
+            limit=f"battery entries ({', '.join(known)})",
+            value=unknown[0],
         )
     return tuple(dict.fromkeys(only))
 
@@ -631,7 +661,12 @@ def _audit_rows(
         )
     else:
         if len(eps_list) != 1:
-            raise ParameterError("one budget per mechanism (a list only for 'all')", field="eps")
+            raise ParameterError(
+                "one budget per mechanism (a list only for 'all')",
+                field="eps",
+                limit="one budget per mechanism (a list only for 'all')",
+                value=eps_list,
+            )
         if report is not None:
             report(1, 1, f"{mechanism} (eps {eps_list[0]:g})")
         _load_plugin_in_time(mechanism, eps_list[0])

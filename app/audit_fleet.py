@@ -97,7 +97,12 @@ class FleetWorld:
 
 def _check_pairs(pairs: int) -> int:
     if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
-        raise ParameterError(f"must be an integer >= 1, got {pairs!r}", field="trials")
+        raise ParameterError(
+            f"must be an integer >= 1, got {pairs!r}",
+            field="trials",
+            limit="an integer >= 1",
+            value=pairs,
+        )
     return pairs
 
 

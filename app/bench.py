@@ -239,6 +239,8 @@ def _check_partitions(partitions: int, broker: str) -> None:
             f"{partitions} partitions need a broker the worker processes can reach "
             "(embedded or mqtt://), not memory; the limit there is 1",
             field="partitions",
+            limit="1 with the memory broker",
+            value=partitions,
         )
 
 

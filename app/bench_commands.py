@@ -126,7 +126,10 @@ def bench_gcdp_command(
             eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
         except ValueError:
             raise ParameterError(
-                f"not a comma list of numbers: {eps!r}", field="eps_list"
+                f"not a comma list of numbers: {eps!r}",
+                field="eps_list",
+                limit="a comma list of numbers",
+                value=eps,
             ) from None
         chosen = parse_readings(readings, bench_gcdp.Readings(
             clip=clip, utility=utility, gau_l2=gau_l2, attacker=attacker))  # fmt: skip
@@ -215,7 +218,12 @@ def bench_gcdp_scaling_command(
         try:
             ms_list = tuple(int(v) for v in ms.split(",") if v.strip())
         except ValueError:
-            raise ParameterError(f"not a comma list of integers: {ms!r}", field="ms") from None
+            raise ParameterError(
+                f"not a comma list of integers: {ms!r}",
+                field="ms",
+                limit="a comma list of integers",
+                value=ms,
+            ) from None
         with job_progress("bench gcdp-scaling", unit="passes") as advance:
             result = bench_gcdp_scaling.bench_gcdp_scaling(
                 ms_list, records, repeats, seed, plot=plot or None, progress=as_callback(advance)
@@ -315,12 +323,21 @@ def _comma_list(text: str, field: str) -> tuple[str, ...]:
 
     entries = tuple(v.strip() for v in text.split(","))
     if entries == ("",):
-        raise ParameterError("needs at least one value", field=field)
+        raise ParameterError(
+            "needs at least one value", field=field, limit="at least one value", value=text
+        )
     if "" in entries:
-        raise ParameterError(f"an empty entry in {text!r}", field=field)
+        raise ParameterError(
+            f"an empty entry in {text!r}", field=field, limit="no empty entry", value=text
+        )
     for index, entry in enumerate(entries):
         if entry in entries[:index]:
-            raise ParameterError(f"{entry!r} is listed twice in {text!r}", field=field)
+            raise ParameterError(
+                f"{entry!r} is listed twice in {text!r}",
+                field=field,
+                limit="each value listed once",
+                value=entry,
+            )
     return entries
 
 
@@ -337,7 +354,10 @@ def _sizes(text: str) -> tuple[int, ...]:
             value = 0
         if not 1 <= value <= MAX_BENCH_SIZE:
             raise ParameterError(
-                f"must be whole numbers 1 .. {MAX_BENCH_SIZE:,}, got {entry!r}", field="sizes"
+                f"must be whole numbers 1 .. {MAX_BENCH_SIZE:,}, got {entry!r}",
+                field="sizes",
+                limit=f"whole numbers 1 .. {MAX_BENCH_SIZE:,}",
+                value=entry,
             )
         sizes.append(value)
     return tuple(sizes)
@@ -353,7 +373,9 @@ def _eps_list(text: str) -> tuple[float, ...]:
         try:
             values.append(float(entry))
         except ValueError:
-            raise ParameterError(f"not a number: {entry!r}", field="eps") from None
+            raise ParameterError(
+                f"not a number: {entry!r}", field="eps", limit="a number", value=entry
+            ) from None
     return tuple(values)
 
 
@@ -368,18 +390,31 @@ def _check_mechanism_bench(trials: int, seed: int, sizes: tuple[int, ...] = (1,)
     from ldpfleet.protocol.errors import ParameterError
 
     if trials < 2:  # one trial has no spread: NaN rows (0) or a numpy message (-1)
-        raise ParameterError(f"must be at least 2 (the bias test needs a spread), got {trials}",
-                             field="trials")  # fmt: skip
+        raise ParameterError(
+            f"must be at least 2 (the bias test needs a spread), got {trials}",
+            field="trials",
+            limit="at least 2",
+            value=trials,
+        )
     if trials > MAX_TRIALS:
-        raise ParameterError(f"must be at most {MAX_TRIALS:,}, got {trials}", field="trials")
+        raise ParameterError(
+            f"must be at most {MAX_TRIALS:,}, got {trials}",
+            field="trials",
+            limit=f"at most {MAX_TRIALS:,}",
+            value=trials,
+        )
     if trials * max(sizes) > MAX_PRIVATISATIONS:
         raise ParameterError(
             f"trials x largest size = {trials:,} x {max(sizes):,} privatisations per cell is "
             f"over {MAX_PRIVATISATIONS:,}: lower --trials or --sizes, got {trials}",
             field="trials",
+            limit=f"trials x largest size <= {MAX_PRIVATISATIONS:,}",
+            value=trials,
         )
     if not 0 <= seed <= SEED_LIMIT:
-        raise ParameterError(f"must be 0 .. 2^63-1, got {seed}", field="seed")
+        raise ParameterError(
+            f"must be 0 .. 2^63-1, got {seed}", field="seed", limit="0 .. 2^63-1", value=seed
+        )
 
 
 # a ``bench mechanisms`` ParameterError's field -> the option it names ("mechanism": one
@@ -434,6 +469,8 @@ def bench_mechanisms_command(
             raise ParameterError(
                 f"must be among {', '.join(MECHANISM_DISTRIBUTIONS)}, got {unknown[0]!r}",
                 field="distributions",
+                limit=f"among {', '.join(MECHANISM_DISTRIBUTIONS)}",
+                value=unknown[0],
             )
         # a user mechanism's print() goes to stderr: stdout carries only the result
         with job_progress("bench mechanisms", unit="cells") as advance, redirect_stdout(sys.stderr):

@@ -65,19 +65,38 @@ SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
 def _check_count(value: object, field: str, minimum: int, maximum: int | None = None) -> None:
     """An integer in [minimum, maximum] (no upper limit when ``maximum`` is None)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an integer >= {minimum}, got {value!r}",
+            field=field,
+            limit=f"an integer >= {minimum}",
+            value=value,
+        )
     if maximum is not None and value > maximum:
-        raise ParameterError(f"must be an integer <= {maximum:,}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an integer <= {maximum:,}, got {value!r}",
+            field=field,
+            limit=f"an integer <= {maximum:,}",
+            value=value,
+        )
 
 
 def _check_budgets(values: tuple, field: str) -> None:
     if not values:
-        raise ParameterError("must name at least one budget", field=field)
+        raise ParameterError(
+            "must name at least one budget", field=field, limit="at least one budget", value=values
+        )
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-            raise ParameterError(f"must be a number, got {value!r}", field=field)
+            raise ParameterError(
+                f"must be a number, got {value!r}", field=field, limit="a number", value=value
+            )
         if not (np.isfinite(value) and value > 0):
-            raise ParameterError(f"must be finite and > 0, got {value!r}", field=field)
+            raise ParameterError(
+                f"must be finite and > 0, got {value!r}",
+                field=field,
+                limit="finite and > 0",
+                value=value,
+            )
     _check_distinct(values, field, label=lambda value: f"{value:g}")
 
 
@@ -93,6 +112,8 @@ def _check_distinct(values, field: str, label=repr) -> None:
                 f"each value once (distinct to 6 significant digits for a budget), got "
                 f"{seen[key]!r} and {value!r}",
                 field=field,
+                limit="each value once (distinct to 6 significant digits for a budget)",
+                value=value,
             )
         seen[key] = value
 
@@ -100,12 +121,16 @@ def _check_distinct(values, field: str, label=repr) -> None:
 def _check_names(names, allowed, field: str, noun: str) -> None:
     """At least one name, each one of ``allowed``, each once."""
     if not names:
-        raise ParameterError(f"must name at least one {noun}", field=field)
+        raise ParameterError(
+            f"must name at least one {noun}", field=field, limit=f"at least one {noun}", value=names
+        )
     for name in names:
         if name not in allowed:
             raise ParameterError(
                 f"{name!r} is not one of {', '.join(allowed)}{near_miss(name, allowed)}",
                 field=field,
+                limit=f"one of {', '.join(allowed)}",
+                value=name,
             )
     _check_distinct(names, field)
 
@@ -120,7 +145,12 @@ def _check_windows(detection_w, cosine_w, n) -> None:
     eps / w per report on reports that do not exist (``--w 100000 --n 200`` printed
     accuracy 0.0 for every cell, silently)."""
     if not detection_w:
-        raise ParameterError("must name at least one window", field="w")
+        raise ParameterError(
+            "must name at least one window",
+            field="w",
+            limit="at least one window",
+            value=detection_w,
+        )
     for field, w in [("cosine_w", cosine_w)] + [("w", w) for w in detection_w]:
         _check_count(w, field, 1)
         if w > n:
@@ -128,6 +158,8 @@ def _check_windows(detection_w, cosine_w, n) -> None:
                 f"must be <= --n ({n}), the samples per stream: a window longer than the "
                 f"stream is not a window of it, got {w!r}",
                 field=field,
+                limit=f"<= --n ({n})",
+                value=w,
             )
     _check_distinct(detection_w, "w")
 
@@ -154,6 +186,8 @@ def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,
                 f"must be <= {EPS_MAX:g} x the window ({w}): each report spends eps / w, "
                 f"got {eps!r}",
                 field=field,
+                limit=f"<= {EPS_MAX:g} x the window ({w})",
+                value=eps,
             )
         eps, w = min(budgets), max(windows)
         if eps / w < EPS_MIN:
@@ -162,6 +196,8 @@ def check_bench_args(*, detection_eps=(1.0,), detection_w=(1,), cosine_eps=(1.0,
                 f"spends eps / w, and below {EPS_MIN:g} per report Square Wave degenerates "
                 f"(p == q), got {eps!r}",
                 field=field,
+                limit=f">= {EPS_MIN:g} x the window ({w}) = {EPS_MIN * w:g}",
+                value=eps,
             )
 
 
@@ -507,7 +543,10 @@ class GridTemplate:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError(
-                f"name must be a non-empty text, got {self.name!r}", field=TEMPLATE_FIELD
+                f"name must be a non-empty text, got {self.name!r}",
+                field=TEMPLATE_FIELD,
+                limit="a non-empty text",
+                value=self.name,
             )
         object.__setattr__(self, "cycle", _checked_cycle(self.name, self.cycle))
 
@@ -536,10 +575,12 @@ def _split_template_spec(spec: str) -> tuple[str, str | None]:
     return path, column
 
 
-def _template_error(spec: str, reason: str) -> ParameterError:
+def _template_error(spec: str, reason: str, *, limit: str, value: object) -> ParameterError:
+    """The refusal of template ``spec``: ``reason`` after the quoted spec, ``limit`` the rule
+    broken and ``value`` the value refused (as ``ParameterError.limit`` / ``.value``)."""
     # quoted: "FILE:COLUMN: ..." unquoted read ":COLUMN:" as an emoji code in the CLI's
     # rich console (bad.csv:v: printed "bad.csv✌")
-    return ParameterError(f"{spec!r}: {reason}", field=TEMPLATE_FIELD)
+    return ParameterError(f"{spec!r}: {reason}", field=TEMPLATE_FIELD, limit=limit, value=value)
 
 
 def load_grid_template(spec: str) -> GridTemplate:
@@ -553,10 +594,20 @@ def load_grid_template(spec: str) -> GridTemplate:
     from ldpfleet.devices.sources import CsvSpec, SourceError, csv_stream, table_columns
 
     if not isinstance(spec, str) or not spec:
-        raise ParameterError(f"must be FILE[:COLUMN], got {spec!r}", field=TEMPLATE_FIELD)
+        raise ParameterError(
+            f"must be FILE[:COLUMN], got {spec!r}",
+            field=TEMPLATE_FIELD,
+            limit="FILE[:COLUMN]",
+            value=spec,
+        )
     path, column = _split_template_spec(spec)
     if column == "":
-        raise _template_error(spec, "the column after ':' is empty (a name or a 0-based index)")
+        raise _template_error(
+            spec,
+            "the column after ':' is empty (a name or a 0-based index)",
+            limit="a column name or a 0-based index after ':'",
+            value=spec,
+        )
     try:
         names, rows = table_columns(path)
         if column is None:
@@ -568,7 +619,9 @@ def load_grid_template(spec: str) -> GridTemplate:
     except SourceError as error:
         # the scenarios' advice on gaps (source.missing = ...) has no grid option
         reason = error.reason.split(": set source.missing", 1)[0]
-        raise _template_error(spec, reason) from None
+        raise _template_error(
+            spec, reason, limit="a readable file with that numeric column", value=spec
+        ) from None
     column_name = names[source.column] if isinstance(source.column, int) else source.column
     return GridTemplate(f"{_file_stem(path)}:{column_name}", _checked_cycle(spec, values))
 
@@ -587,28 +640,49 @@ def _checked_cycle(spec: str, values: object) -> np.ndarray:
     try:
         values = np.array(values, dtype=float)
     except (TypeError, ValueError):
-        raise _template_error(spec, f"a cycle must be numbers, got {values!r:.80}") from None
+        raise _template_error(
+            spec,
+            f"a cycle must be numbers, got {values!r:.80}",
+            limit="numbers",
+            value=values,
+        ) from None
     if values.ndim != 1:
-        raise _template_error(spec, f"a cycle must be 1-D, got shape {values.shape}")
+        raise _template_error(
+            spec,
+            f"a cycle must be 1-D, got shape {values.shape}",
+            limit="a 1-D cycle (value: its shape)",
+            value=values.shape,
+        )
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         k = int(bad[0])
         raise _template_error(
-            spec, f"value {k} (0-based) is {float(values[k])!r}: need finite numbers"
+            spec,
+            f"value {k} (0-based) is {float(values[k])!r}: need finite numbers",
+            limit="finite numbers (value: the first bad one)",
+            value=float(values[k]),
         )
     if values.size < 2:
         raise _template_error(
-            spec, f"a cycle needs at least 2 numbers, got {values.size} ({values.tolist()!r})"
+            spec,
+            f"a cycle needs at least 2 numbers, got {values.size} ({values.tolist()!r})",
+            limit="at least 2 numbers (value: the count)",
+            value=values.size,
         )
     if values.size > GRID_MAX_LENGTH:
         raise _template_error(
-            spec, f"a cycle holds at most {GRID_MAX_LENGTH:,} numbers, got {values.size:,}"
+            spec,
+            f"a cycle holds at most {GRID_MAX_LENGTH:,} numbers, got {values.size:,}",
+            limit=f"at most {GRID_MAX_LENGTH:,} numbers (value: the count)",
+            value=values.size,
         )
     if np.ptp(values) == 0:
         raise _template_error(
             spec,
             f"every one of its {values.size} values is {values[0]:g}: a constant column has "
             "no cycle to detect",
+            limit="values not all equal (value: the one value)",
+            value=float(values[0]),
         )
     values.flags.writeable = False
     return values
@@ -627,6 +701,8 @@ def _grid_templates(templates) -> tuple[GridTemplate, ...]:
                 f"each template once: {templates[seen[template.name]]!r} and "
                 f"{templates[k]!r} are both named {template.name!r} (file stem and column)",
                 field=TEMPLATE_FIELD,
+                limit="each template once",
+                value=templates[k],
             )
         seen[template.name] = k
     return loaded
@@ -1040,10 +1116,20 @@ def _grid_shapes(shapes) -> tuple:
         return GRID_SHAPES
     chosen = tuple(tuple(shape) for shape in shapes)
     if not chosen:
-        raise ParameterError("must name at least one (period, cycles) pair", field="grid_shape")
+        raise ParameterError(
+            "must name at least one (period, cycles) pair",
+            field="grid_shape",
+            limit="at least one (period, cycles) pair",
+            value=chosen,
+        )
     for shape in chosen:
         if len(shape) != 2:
-            raise ParameterError(f"must be (period, cycles), got {shape!r}", field="grid_shape")
+            raise ParameterError(
+                f"must be (period, cycles), got {shape!r}",
+                field="grid_shape",
+                limit="(period, cycles)",
+                value=shape,
+            )
         _check_count(shape[0], "grid_shape period", 2)
         _check_count(shape[1], "grid_shape cycles", 3)
         if shape[0] * shape[1] > GRID_MAX_LENGTH:
@@ -1051,6 +1137,8 @@ def _grid_shapes(shapes) -> tuple:
                 f"period x cycles must be at most {GRID_MAX_LENGTH:,} samples, got "
                 f"{shape[0]} x {shape[1]}",
                 field="grid_shape",
+                limit=f"period x cycles at most {GRID_MAX_LENGTH:,} samples",
+                value=shape,
             )
     _check_distinct(chosen, "grid_shape")
     return chosen
@@ -1069,11 +1157,15 @@ def _grid_budgets(eps0) -> tuple:
     _check_budgets(budgets, "grid_eps0")
     for eps0 in budgets:
         if eps0 < EPS_MIN:
-            raise ParameterError(below_eps_min(eps0), field="grid_eps0")
+            raise ParameterError(
+                below_eps_min(eps0), field="grid_eps0", limit=f">= {EPS_MIN:g}", value=eps0
+            )
         if eps0 > EPS_MAX:
             raise ParameterError(
                 f"must be <= {EPS_MAX:g}, the largest budget per report, got {eps0!r}",
                 field="grid_eps0",
+                limit=f"<= {EPS_MAX:g}",
+                value=eps0,
             )
     return tuple(float(e) for e in budgets)
 

@@ -627,10 +627,17 @@ def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tu
         raise ParameterError(
             f"{dataset!r} is not one of {', '.join(DATASETS)}{near_miss(dataset, DATASETS)}",
             field="dataset",
+            limit=f"one of {', '.join(DATASETS)}",
+            value=dataset,
         )
     methods = tuple(methods)
     if not methods or any(m not in METHODS for m in methods) or len(set(methods)) != len(methods):
-        raise ParameterError(f"must be distinct names from {', '.join(METHODS)}", field="methods")
+        raise ParameterError(
+            f"must be distinct names from {', '.join(METHODS)}",
+            field="methods",
+            limit=f"distinct names from {', '.join(METHODS)}",
+            value=methods,
+        )
     eps_t = _check_budgets(eps_list)
     _check_int(draws, "draws", 1, GCDP_DRAWS_MAX)
     _check_int(seed, "seed", 0, GCDP_SEED_MAX)
@@ -640,8 +647,12 @@ def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tu
 def _check_int(value: object, field: str, low: int, high: int) -> None:
     """``value`` an integer in [low, high], else a ``ParameterError`` naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(f"must be an integer in [{low}, {high:,}], got {value!r}",
-                             field=field)  # fmt: skip
+        raise ParameterError(
+            f"must be an integer in [{low}, {high:,}], got {value!r}",
+            field=field,
+            limit=f"an integer in [{low}, {high:,}]",
+            value=value,
+        )
 
 
 def _check_budgets(eps_list) -> tuple[float, ...]:
@@ -650,19 +661,28 @@ def _check_budgets(eps_list) -> tuple[float, ...]:
     decimals, and the tables key it by value: a repeated budget was one column, silently)."""
     eps_t = tuple(float(e) for e in eps_list)
     if not eps_t:
-        raise ParameterError("must be a non-empty list of budgets, got none", field="eps_list")
+        raise ParameterError(
+            "must be a non-empty list of budgets, got none",
+            field="eps_list",
+            limit="a non-empty list of budgets",
+            value=eps_t,
+        )
     keys: dict[int, float] = {}
     for e in eps_t:
         if not (np.isfinite(e) and GCDP_EPS_MIN <= e <= GCDP_EPS_MAX):
             raise ParameterError(
                 f"must be budgets in [{GCDP_EPS_MIN:g}, {GCDP_EPS_MAX:g}], got {e!r}",
                 field="eps_list",
+                limit=f"budgets in [{GCDP_EPS_MIN:g}, {GCDP_EPS_MAX:g}]",
+                value=e,
             )
         key = round(e * 1e6)
         if key in keys:
             raise ParameterError(
                 f"must be distinct budgets (to 6 decimals), got {keys[key]!r} and {e!r}",
                 field="eps_list",
+                limit="distinct budgets (to 6 decimals)",
+                value=e,
             )
         keys[key] = e
     return eps_t
@@ -769,6 +789,8 @@ def check_spread(prep: Prepared, dataset: str) -> None:
                 f"value sets the interval under clip = {prep.readings.clip}; remove it from "
                 "the file or use --clip iqr",
                 field=f"train_f[:, {k}]",
+                limit=f"central training windows wider than {SQUEEZE:g} (value: their width)",
+                value=float(high[k] - low[k]),
             )
 
 
@@ -776,9 +798,19 @@ def _check_options(dataset, window, train_file, test_file, readings) -> None:
     """The Occupancy-only options given for another data set, or readings of a wrong type."""
     for name, value in (("window", window), ("train_file", train_file), ("test_file", test_file)):
         if value is not None and dataset != "occupancy":
-            raise ParameterError(f"applies to occupancy only, not {dataset!r}", field=name)
+            raise ParameterError(
+                f"applies to occupancy only, not {dataset!r}",
+                field=name,
+                limit="occupancy only",
+                value=value,
+            )
     if not isinstance(readings, Readings):
-        raise ParameterError(f"must be a Readings, got {readings!r}", field="readings")
+        raise ParameterError(
+            f"must be a Readings, got {readings!r}",
+            field="readings",
+            limit="a Readings",
+            value=readings,
+        )
 
 
 @dataclass

@@ -131,9 +131,19 @@ def _int_at_least(value: object, field: str, low: int, high: int | None = None) 
     """``value`` as an integer in [low, high] (``high`` None: no upper limit), else a
     ``ParameterError`` naming ``field``, the limits and the value."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ParameterError(f"must be an integer >= {low}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an integer >= {low}, got {value!r}",
+            field=field,
+            limit=f"an integer >= {low}",
+            value=value,
+        )
     if high is not None and value > high:
-        raise ParameterError(f"must be an integer <= {high:,}, got {value!r}", field=field)
+        raise ParameterError(
+            f"must be an integer <= {high:,}, got {value!r}",
+            field=field,
+            limit=f"an integer <= {high:,}",
+            value=value,
+        )
     return value
 
 
@@ -145,10 +155,19 @@ def _check_plot(plot: str | Path | None) -> None:
         return
     path = Path(plot)
     if path.suffix.lower() != ".png":
-        raise ParameterError(f"must be a .png path ('' for no plot), got {str(plot)!r}",
-                             field="plot")  # fmt: skip
+        raise ParameterError(
+            f"must be a .png path ('' for no plot), got {str(plot)!r}",
+            field="plot",
+            limit="a .png path ('' for no plot)",
+            value=str(plot),
+        )
     if path.is_dir():
-        raise ParameterError(f"{str(plot)!r} is a folder: give a .png file path", field="plot")
+        raise ParameterError(
+            f"{str(plot)!r} is a folder: give a .png file path",
+            field="plot",
+            limit="a .png file path, not a folder",
+            value=str(plot),
+        )
 
 
 def _seconds(values: list[float]) -> dict[str, float]:
@@ -230,7 +249,12 @@ def bench_gcdp_timing(
     tau_draws = _int_at_least(tau_draws, "tau_draws", 1)
     window = _int_at_least(window, "window", 1)
     if tau is not None and tau not in TAU_GRID:
-        raise ParameterError(f"must be one of {list(TAU_GRID)}, got {tau!r}", field="tau")
+        raise ParameterError(
+            f"must be one of {list(TAU_GRID)}, got {tau!r}",
+            field="tau",
+            limit=f"one of {list(TAU_GRID)}",
+            value=tau,
+        )
     prep = prepare("occupancy", data, window)
     tau_selected = tau is None
     if tau is None:
@@ -274,7 +298,10 @@ def _timed_methods(methods: Sequence[str]) -> tuple[str, ...]:
         or len(set(methods)) != len(methods)
     ):
         raise ParameterError(
-            f"must be distinct names from {', '.join(TIMED_METHODS)}", field="methods"
+            f"must be distinct names from {', '.join(TIMED_METHODS)}",
+            field="methods",
+            limit=f"distinct names from {', '.join(TIMED_METHODS)}",
+            value=methods,
         )
     return methods
 
@@ -412,21 +439,35 @@ def _check_scaling(ms, records, repeats, seed) -> tuple[int, ...]:
     try:
         ms_t = tuple(ms)
     except TypeError:
-        raise ParameterError("must be a list of node counts", field="ms") from None
+        raise ParameterError(
+            "must be a list of node counts", field="ms", limit="a list of node counts", value=ms
+        ) from None
     if (
         not ms_t
         or any(isinstance(v, bool) or not isinstance(v, int) or v < 2 for v in ms_t)
         or len(set(ms_t)) != len(ms_t)
     ):
-        raise ParameterError(f"must be distinct integers >= 2, got {list(ms_t)!r}", field="ms")
+        raise ParameterError(
+            f"must be distinct integers >= 2, got {list(ms_t)!r}",
+            field="ms",
+            limit="distinct integers >= 2",
+            value=list(ms_t),
+        )
     if max(ms_t) > MS_MAX:
-        raise ParameterError(f"must be node counts <= {MS_MAX:,}, got {max(ms_t)!r}", field="ms")
+        raise ParameterError(
+            f"must be node counts <= {MS_MAX:,}, got {max(ms_t)!r}",
+            field="ms",
+            limit=f"node counts <= {MS_MAX:,}",
+            value=max(ms_t),
+        )
     _int_at_least(records, "records", 2 * SCALING_WINDOW)
     if records * max(ms_t) > VALUES_MAX:
         raise ParameterError(
             f"records x largest M = {records:,} x {max(ms_t):,} synthetic values is over "
             f"{VALUES_MAX:,} (160 MB): lower --records or --ms, got {records!r}",
             field="records",
+            limit=f"records x largest M <= {VALUES_MAX:,}",
+            value=records,
         )
     _int_at_least(repeats, "repeats", 1, REPEATS_MAX)
     _int_at_least(seed, "seed", 0, SEED_MAX)
@@ -519,7 +560,10 @@ def _plot(rows: list[dict], path: Path, records: int) -> Path:
         import matplotlib
     except ImportError:
         raise ParameterError(
-            "needs matplotlib (pip install matplotlib), or pass an empty --plot", field="plot"
+            "needs matplotlib (pip install matplotlib), or pass an empty --plot",
+            field="plot",
+            limit="matplotlib installed, or an empty --plot",
+            value=str(path),
         ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

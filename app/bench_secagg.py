@@ -46,18 +46,30 @@ def check_options(
     check_stage_timeout(stage_timeout)
     if not (_is_int(devices) and 2 <= devices <= MAX_PARTICIPANTS):
         raise ParameterError(
-            f"need 2..{MAX_PARTICIPANTS} devices, got {devices!r}", field="devices"
+            f"need 2..{MAX_PARTICIPANTS} devices, got {devices!r}",
+            field="devices",
+            limit=f"2..{MAX_PARTICIPANTS} devices",
+            value=devices,
         )
     if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
-        raise ParameterError(f"must be in [0, 1), got {dropout!r}", field="dropout")
+        raise ParameterError(
+            f"must be in [0, 1), got {dropout!r}", field="dropout", limit="in [0, 1)", value=dropout
+        )
     if dropout_stage not in DROPOUT_STAGES:
         raise ParameterError(
             f"{dropout_stage!r} is not one of {', '.join(DROPOUT_STAGES)}"
             f"{near_miss(dropout_stage, DROPOUT_STAGES)}",
             field="dropout_stage",
+            limit=f"one of {', '.join(DROPOUT_STAGES)}",
+            value=dropout_stage,
         )
     if not (_is_int(seed) and seed >= 0):
-        raise ParameterError(f"must be an integer >= 0, got {seed!r}", field="seed")
+        raise ParameterError(
+            f"must be an integer >= 0, got {seed!r}",
+            field="seed",
+            limit="an integer >= 0",
+            value=seed,
+        )
 
 
 def session_degree(devices: int, neighbors: int | None, full: bool) -> int | None:
@@ -222,7 +234,9 @@ async def _session(transport, bench, dim: int, full: bool, neighbors, *, stage_t
     except ParameterError as error:
         if error.field != "degree":
             raise
-        raise ParameterError(error.reason, field="neighbors") from None
+        raise ParameterError(
+            error.reason, field="neighbors", limit=error.limit, value=error.value
+        ) from None
 
 
 @dataclass

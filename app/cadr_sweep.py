@@ -103,9 +103,13 @@ def parse_thetas(spec: str) -> list[int]:
             raise ParameterError(
                 f"{token!r} is not an integer, a range a..b or a stepped range a..b:s",
                 field="thetas",
+                limit="an integer, a range a..b or a stepped range a..b:s",
+                value=token,
             ) from None
     if not out or min(out) < 1:
-        raise ParameterError(f"needs integers >= 1, got {spec!r}", field="thetas")
+        raise ParameterError(
+            f"needs integers >= 1, got {spec!r}", field="thetas", limit="integers >= 1", value=spec
+        )
     return sorted(out)
 
 
@@ -117,13 +121,18 @@ def parse_eps(spec: str) -> list[float]:
         values = sorted({float(x) for x in spec.split(",")})
     except ValueError:
         raise ParameterError(
-            f"must be comma-separated numbers, got {spec!r}", field="eps"
+            f"must be comma-separated numbers, got {spec!r}",
+            field="eps",
+            limit="comma-separated numbers",
+            value=spec,
         ) from None
     if any(not math.isfinite(e) or not CADR_EPS_MIN <= e <= CADR_EPS_MAX for e in values):
         raise ParameterError(
             f"budgets must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}] (the [cadr] eps range), "
             f"got {spec!r}",
             field="eps",
+            limit=f"budgets in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}]",
+            value=spec,
         )
     return values
 
@@ -137,6 +146,8 @@ def parse_methods(spec: str) -> tuple[str, ...]:
             f"{bad[0] if bad else spec!r} is not one of {', '.join(METHODS)}"
             f"{near_miss(bad[0], METHODS) if bad else ''}",
             field="methods",
+            limit=f"one of {', '.join(METHODS)}",
+            value=bad[0] if bad else spec,
         )
     return chosen
 
@@ -320,6 +331,8 @@ def sweep_theta(
             f"must hold a θ <= the degree bound D = {bound} (the graph's maximum degree; "
             f"the devices refuse a larger θ), got {dropped[:8]}",
             field="thetas",
+            limit=f"a θ <= the degree bound D = {bound}",
+            value=dropped,
         )
     evaluated = sorted(set(grid) | {choices["by_sum"], choices["by_deviation"]})
     seeds = list(range(seed, seed + runs))
@@ -576,7 +589,7 @@ def _cadr_sweep(
     graph, methods, thetas, eps, eps_list, alpha, runs, seed, workers, pipelines, theta_draws
 ) -> dict:
     if runs < 1:
-        raise ParameterError(f"must be >= 1, got {runs}", field="runs")
+        raise ParameterError(f"must be >= 1, got {runs}", field="runs", limit=">= 1", value=runs)
     CadrBudget(check_run_eps(eps), alpha)  # refuses a bad eps / alpha before any work
     started = time.perf_counter()
     result: dict = {

@@ -102,6 +102,8 @@ def _refuse_host(host: str, why: str) -> ParameterError:
         f"1-63 characters, at most 253 in all, optionally '*.' first) or an IP address, "
         f"got {host!r}",
         field="host",
+        limit="a DNS name or an IP address",
+        value=host,
     )
 
 
@@ -192,16 +194,29 @@ def write_test_certificates(
     docstring); returns their paths by name (``ca``, ``ca_key``, ``server``,
     ``server_key``, ``client``, ``client_key``)."""
     if not hosts:
-        raise ParameterError("at least one is needed (the broker's address)", field="host")
+        raise ParameterError(
+            "at least one is needed (the broker's address)",
+            field="host",
+            limit="at least one host",
+            value=hosts,
+        )
     _alt_names(hosts)  # a bad host is refused before anything is written
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
-        raise ParameterError(f"must be 1 .. {MAX_DAYS:,} (100 years), got {days!r}", field="days")
+        raise ParameterError(
+            f"must be 1 .. {MAX_DAYS:,} (100 years), got {days!r}",
+            field="days",
+            limit=f"1 .. {MAX_DAYS:,}",
+            value=days,
+        )
     directory = Path(out).resolve()
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise ParameterError(
-            f"cannot create {directory} ({error.strerror or error})", field="out"
+            f"cannot create {directory} ({error.strerror or error})",
+            field="out",
+            limit="a folder that can be created",
+            value=out,
         ) from None
     ca = make_ca(days=days)
     server = make_certificate(ca, "ldpfleet broker", hosts=list(hosts), days=days)

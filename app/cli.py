@@ -1225,16 +1225,26 @@ def _partitioned_side(loaded, coordinator: bool, partition: str | None) -> bool:
 
     count = loaded.spec.collector.partitions
     if coordinator and partition is not None:
-        raise ParameterError("give --coordinator or --partition p/P, not both", field="partition")
+        raise ParameterError(
+            "give --coordinator or --partition p/P, not both",
+            field="partition",
+            limit="--coordinator or --partition p/P, not both",
+            value=partition,
+        )
     if count == 1 and (coordinator or partition is not None):
         raise ParameterError(
-            "needs [collector] partitions > 1 in the scenario, which has 1", field="partition"
+            "needs [collector] partitions > 1 in the scenario, which has 1",
+            field="partition",
+            limit="[collector] partitions > 1 in the scenario",
+            value=count,
         )
     if count > 1 and not coordinator and partition is None:
         raise ParameterError(
             f"the scenario has [collector] partitions = {count}: run one --coordinator and "
             f"--partition p/{count} for each p in 0..{count - 1} (docs/separate-processes.md)",
             field="partition",
+            limit=f"one --coordinator and --partition p/{count} for each p in 0..{count - 1}",
+            value=partition,
         )
     return count > 1
 
@@ -1256,7 +1266,7 @@ def _run_partitioned_side(
         which = parse_shard(partition)
     except ValueError as error:
         message = f"must be p/P, got {partition!r} ({error})"
-        raise ParameterError(message, field="partition") from None
+        raise ParameterError(message, field="partition", limit="p/P", value=partition) from None
     console.print(f"partition worker {partition} for run {run_id}")
     # partition_side refuses a P other than the scenario's before it connects
     return _run_side(
@@ -2144,9 +2154,13 @@ def _cpr_mode_options(grid: bool, given: dict) -> None:
         shown = " ".join(str(v) for v in value) if isinstance(value, list) else value
         if grid:
             reason = f"--grid runs only the period grid (its options: {', '.join(_CPR_GRID_ONLY)})"
+            limit = f"with --grid only its options: {', '.join(_CPR_GRID_ONLY)}"
         else:
             reason = "applies to --grid only"
-        raise ParameterError(f"{reason}, got {option} {shown}", field=option)
+            limit = "--grid only"
+        raise ParameterError(
+            f"{reason}, got {option} {shown}", field=option, limit=limit, value=value
+        )
 
 
 # bench cpr's ParameterError fields (app/bench_cpr.py) by the option that sets them
@@ -2172,7 +2186,9 @@ def _cpr_options():
     except ParameterError as error:
         if error.field not in _CPR_OPTIONS:
             raise
-        raise ParameterError(error.reason, field=_CPR_OPTIONS[error.field]) from None
+        raise ParameterError(
+            error.reason, field=_CPR_OPTIONS[error.field], limit=error.limit, value=error.value
+        ) from None
 
 
 def _secagg_degree(neighbors: str) -> int:
@@ -2183,7 +2199,10 @@ def _secagg_degree(neighbors: str) -> int:
         return int(neighbors)
     except ValueError:
         raise ParameterError(
-            f"must be an integer K >= 1, 'auto' or 'full', got {neighbors!r}", field="neighbors"
+            f"must be an integer K >= 1, 'auto' or 'full', got {neighbors!r}",
+            field="neighbors",
+            limit="an integer K >= 1, 'auto' or 'full'",
+            value=neighbors,
         ) from None
 
 
@@ -2293,7 +2312,9 @@ def _secagg_options():
         if error.field not in _SECAGG_OPTIONS:
             raise
         option = "--" + error.field.replace("_", "-")
-        raise ParameterError(error.reason, field=option) from None
+        raise ParameterError(
+            error.reason, field=option, limit=error.limit, value=error.value
+        ) from None
 
 
 def _grid_shapes(specs: list[str]) -> list[tuple[int, int]]:
@@ -2304,7 +2325,12 @@ def _grid_shapes(specs: list[str]) -> list[tuple[int, int]]:
     for spec in specs:
         parts = spec.split(",")
         if len(parts) != 2 or not all(p.strip().lstrip("-").isdigit() for p in parts):
-            raise ParameterError(f"must be PERIOD,CYCLES, got {spec!r}", field="grid_shape")
+            raise ParameterError(
+                f"must be PERIOD,CYCLES, got {spec!r}",
+                field="grid_shape",
+                limit="PERIOD,CYCLES",
+                value=spec,
+            )
         shapes.append((int(parts[0]), int(parts[1])))
     return shapes
 

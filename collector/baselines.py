@@ -80,16 +80,31 @@ R_INITIAL = 0.5
 def _series(x: np.ndarray, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
-        raise ParameterError(f"must be 1-d, got shape {arr.shape}", field=name)
+        raise ParameterError(
+            f"must be 1-d, got shape {arr.shape}",
+            field=name,
+            limit="a 1-d array (value: its shape)",
+            value=arr.shape,
+        )
     if not np.all(np.isfinite(arr)):
-        raise ParameterError("must be finite", field=name)
+        raise ParameterError(
+            "must be finite",
+            field=name,
+            limit="finite (value: the first non-finite one)",
+            value=float(arr[~np.isfinite(arr)][0]),
+        )
     return arr
 
 
 def _unit_series(v: np.ndarray, name: str = "v") -> np.ndarray:
     arr = _series(v, name)
     if np.any((arr < 0.0) | (arr > 1.0)):
-        raise ParameterError("values must lie in [0, 1]", field=name)
+        raise ParameterError(
+            "values must lie in [0, 1]",
+            field=name,
+            limit="values in [0, 1] (value: the first outside)",
+            value=float(arr[(arr < 0.0) | (arr > 1.0)][0]),
+        )
     return arr
 
 
@@ -127,11 +142,19 @@ def laplace_smoothed(noisy: np.ndarray, k: int) -> np.ndarray:
 def _estimates(y: np.ndarray, mechanism: SquareWave) -> np.ndarray:
     if not isinstance(mechanism, SquareWave):
         raise ParameterError(
-            f"must be a SquareWave, got {type(mechanism).__name__}", field="mechanism"
+            f"must be a SquareWave, got {type(mechanism).__name__}",
+            field="mechanism",
+            limit="a SquareWave",
+            value=mechanism,
         )
     arr = _series(y, "y")
     if not np.all(mechanism.in_domain(arr)):
-        raise ParameterError("reports outside the mechanism's output domain", field="y")
+        raise ParameterError(
+            "reports outside the mechanism's output domain",
+            field="y",
+            limit="reports in the mechanism's output domain (value: the first outside)",
+            value=float(arr[~mechanism.in_domain(arr)][0]),
+        )
     return np.asarray(mechanism.estimate(arr), dtype=float)
 
 
@@ -154,7 +177,10 @@ def sw_filter(
     wn = positive_real(cutoff, "cutoff")
     if wn >= 1.0:
         raise ParameterError(
-            f"must lie in (0, 1) (fraction of Nyquist), got {cutoff!r}", field="cutoff"
+            f"must lie in (0, 1) (fraction of Nyquist), got {cutoff!r}",
+            field="cutoff",
+            limit="in (0, 1) (fraction of Nyquist)",
+            value=cutoff,
         )
     # imported here: scipy.signal (with scipy.stats) costs ~1.4 s of CPU to import, paid by
     # every process that loads the scenario schema (each CADR fleet shard) and never filters
@@ -201,7 +227,10 @@ def lbd(
     ledger = WindowAccount(total, width) if account is None else account
     if not isinstance(ledger, WindowAccount):
         raise ParameterError(
-            f"must be a WindowAccount, got {type(ledger).__name__}", field="account"
+            f"must be a WindowAccount, got {type(ledger).__name__}",
+            field="account",
+            limit="a WindowAccount",
+            value=ledger,
         )
     n = values.size
     eps1 = total / (2.0 * width)

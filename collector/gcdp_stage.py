@@ -130,6 +130,8 @@ def _room_labels(config: GcdpStageConfig, values: np.ndarray, room: int) -> np.n
             f"{column!r} of {path} must hold 0/1 labels, got {float(values[bad[0]])!r} "
             f"(room {room}'s calibration record {int(bad[0])})",
             field="gcdp.utility_column",
+            limit="0/1 labels (value: the first other)",
+            value=float(values[bad[0]]),
         )
     window = config.window
     whole = values[: values.size // window * window].reshape(-1, window)
@@ -140,6 +142,8 @@ def _room_labels(config: GcdpStageConfig, values: np.ndarray, room: int) -> np.n
             f"records of {path}) has {column} {int(majority[0])} (the majority of each "
             "window): mu_k = |corr(window mean, label)| needs both classes",
             field="gcdp.utility_column",
+            limit="both classes among the window majorities (value: the one class)",
+            value=int(majority[0]),
         )
     return values.astype(float)
 

@@ -91,7 +91,12 @@ def _prepare(
     """Samples and weights as float arrays of one shape with the sample axis last."""
     z = np.asarray(samples, dtype=float)
     if z.ndim == 0:
-        raise ParameterError("need at least one sample axis", field="samples")
+        raise ParameterError(
+            "need at least one sample axis",
+            field="samples",
+            limit="at least one sample axis (value: the number of axes)",
+            value=z.ndim,
+        )
     if weights is None:
         w = np.ones_like(z)
     else:
@@ -99,19 +104,42 @@ def _prepare(
             w = np.broadcast_to(np.asarray(weights, dtype=float), z.shape)
         except ValueError:
             raise ParameterError(
-                f"shape {np.shape(weights)} does not broadcast to {z.shape}", field="weights"
+                f"shape {np.shape(weights)} does not broadcast to {z.shape}",
+                field="weights",
+                limit=f"a shape that broadcasts to {z.shape} (value: its shape)",
+                value=np.shape(weights),
             ) from None
     try:
         z = np.moveaxis(z, axis, -1)
         w = np.moveaxis(w, axis, -1)
     except np.exceptions.AxisError:
-        raise ParameterError(f"axis {axis} out of range for {z.ndim}-d", field="axis") from None
+        raise ParameterError(
+            f"axis {axis} out of range for {z.ndim}-d",
+            field="axis",
+            limit=f"an axis of the {z.ndim}-d samples",
+            value=axis,
+        ) from None
     if z.shape[-1] == 0:
-        raise ParameterError("need at least one sample", field="samples")
+        raise ParameterError(
+            "need at least one sample",
+            field="samples",
+            limit="at least one sample (value: the count)",
+            value=z.shape[-1],
+        )
     if not np.all(np.isfinite(z)):
-        raise ParameterError("samples must be finite", field="samples")
+        raise ParameterError(
+            "samples must be finite",
+            field="samples",
+            limit="finite samples (value: the first non-finite one)",
+            value=float(z[~np.isfinite(z)][0]),
+        )
     if not np.all(np.isfinite(w) & (w >= 0.0)):
-        raise ParameterError("weights must be finite and >= 0", field="weights")
+        raise ParameterError(
+            "weights must be finite and >= 0",
+            field="weights",
+            limit="weights finite and >= 0 (value: the first bad one)",
+            value=float(w[~(np.isfinite(w) & (w >= 0.0))][0]),
+        )
     return z, w
 
 
@@ -158,7 +186,9 @@ def weighted_quantile(
     1-d input."""
     qq = float(q)
     if not 0.0 <= qq <= 1.0:
-        raise ParameterError(f"must lie in [0, 1], got {q!r}", field="q")
+        raise ParameterError(
+            f"must lie in [0, 1], got {q!r}", field="q", limit="in [0, 1]", value=q
+        )
     z, w = _prepare(samples, weights, axis)
     zs, ws = _sorted(z, w)
     return _scalar_or_array(_quantile_sorted(zs, ws, ws.sum(axis=-1), qq))
@@ -202,22 +232,40 @@ def _bandwidths(
     if bandwidth is None:
         return np.asarray(silverman_bandwidth(z, w, axis=-1), dtype=float).reshape(-1)
     if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real | np.ndarray):
-        raise ParameterError(f"must be a number or an array, got {bandwidth!r}", field="bandwidth")
+        raise ParameterError(
+            f"must be a number or an array, got {bandwidth!r}",
+            field="bandwidth",
+            limit="a number or an array",
+            value=bandwidth,
+        )
     h = np.asarray(bandwidth, dtype=float)
     try:
         h = np.broadcast_to(h, lead).reshape(-1)
     except ValueError:
         raise ParameterError(
-            f"shape {h.shape} does not broadcast to the rows {lead}", field="bandwidth"
+            f"shape {h.shape} does not broadcast to the rows {lead}",
+            field="bandwidth",
+            limit=f"a shape that broadcasts to the rows {lead} (value: its shape)",
+            value=h.shape,
         ) from None
     if not np.all(np.isfinite(h) & (h > 0.0)):
-        raise ParameterError("bandwidths must be finite and > 0", field="bandwidth")
+        raise ParameterError(
+            "bandwidths must be finite and > 0",
+            field="bandwidth",
+            limit="bandwidths finite and > 0 (value: the first bad one)",
+            value=float(h[~(np.isfinite(h) & (h > 0.0))][0]),
+        )
     return h
 
 
 def _check_grid(grid: object) -> int:
     if isinstance(grid, bool) or not isinstance(grid, numbers.Integral) or int(grid) < 2:
-        raise ParameterError(f"must be an integer >= 2, got {grid!r}", field="grid")
+        raise ParameterError(
+            f"must be an integer >= 2, got {grid!r}",
+            field="grid",
+            limit="an integer >= 2",
+            value=grid,
+        )
     return int(grid)
 
 
@@ -344,7 +392,12 @@ def kde_density(
     z2, w2 = z.reshape(-1, m), w.reshape(-1, m)
     pts = np.asarray(points, dtype=float)
     if not np.all(np.isfinite(pts)):
-        raise ParameterError("points must be finite", field="points")
+        raise ParameterError(
+            "points must be finite",
+            field="points",
+            limit="finite points (value: the first non-finite one)",
+            value=float(pts[~np.isfinite(pts)][0]),
+        )
     flat = pts.reshape(-1)
     total = w2.sum(axis=-1)
     h = _bandwidths(bandwidth, z2, w2, lead)

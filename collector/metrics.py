@@ -37,9 +37,19 @@ __all__ = ["cosine_distance", "period_correct"]
 def _series(x: np.ndarray, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError(f"must be a non-empty 1-d series, got shape {arr.shape}", field=name)
+        raise ParameterError(
+            f"must be a non-empty 1-d series, got shape {arr.shape}",
+            field=name,
+            limit="a non-empty 1-d series (value: its shape)",
+            value=arr.shape,
+        )
     if not np.all(np.isfinite(arr)):
-        raise ParameterError("must be finite", field=name)
+        raise ParameterError(
+            "must be finite",
+            field=name,
+            limit="finite (value: the first non-finite one)",
+            value=float(arr[~np.isfinite(arr)][0]),
+        )
     return arr
 
 
@@ -67,7 +77,12 @@ def cosine_distance(
     if grid is None:
         g = max(a.size, b.size)
     elif isinstance(grid, bool) or not isinstance(grid, numbers.Integral) or grid < 1:
-        raise ParameterError(f"must be an integer >= 1, got {grid!r}", field="grid")
+        raise ParameterError(
+            f"must be an integer >= 1, got {grid!r}",
+            field="grid",
+            limit="an integer >= 1",
+            value=grid,
+        )
     else:
         g = int(grid)
     na = _min_max(_on_grid(a, g))
@@ -78,7 +93,12 @@ def cosine_distance(
 
 def _period(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ParameterError(f"must be an integer >= 1 or None, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer >= 1 or None, got {value!r}",
+            field=name,
+            limit="an integer >= 1 or None",
+            value=value,
+        )
     return int(value)
 
 
@@ -88,7 +108,12 @@ def period_correct(
     """Whether ``|period_hat - period_true| <= tolerance``. ``None`` when the truth is unknown
     (``period_true is None``); ``False`` when nothing was detected (``period_hat is None``)."""
     if isinstance(tolerance, bool) or not isinstance(tolerance, numbers.Integral) or tolerance < 0:
-        raise ParameterError(f"must be an integer >= 0, got {tolerance!r}", field="tolerance")
+        raise ParameterError(
+            f"must be an integer >= 0, got {tolerance!r}",
+            field="tolerance",
+            limit="an integer >= 0",
+            value=tolerance,
+        )
     if period_true is None:
         if period_hat is not None:
             _period(period_hat, "period_hat")

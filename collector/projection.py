@@ -122,7 +122,12 @@ Count = Callable[[np.ndarray], float]
 
 def _check_theta(theta: int) -> int:
     if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
-        raise ParameterError(f"must be a non-negative integer, got {theta!r}", field="theta")
+        raise ParameterError(
+            f"must be a non-negative integer, got {theta!r}",
+            field="theta",
+            limit="a non-negative integer",
+            value=theta,
+        )
     return int(theta)
 
 
@@ -203,11 +208,23 @@ def lpea(
     """
     theta = _check_theta(theta)
     if order not in ("low", "high"):
-        raise ParameterError(f"must be 'low' or 'high', got {order!r}", field="order")
+        raise ParameterError(
+            f"must be 'low' or 'high', got {order!r}",
+            field="order",
+            limit="'low' or 'high'",
+            value=order,
+        )
     if pool not in ("accepting", "all"):
-        raise ParameterError(f"must be 'accepting' or 'all', got {pool!r}", field="pool")
+        raise ParameterError(
+            f"must be 'accepting' or 'all', got {pool!r}",
+            field="pool",
+            limit="'accepting' or 'all'",
+            value=pool,
+        )
     if max_rounds is not None and max_rounds < 1:
-        raise ParameterError(f"must be >= 1, got {max_rounds}", field="max_rounds")
+        raise ParameterError(
+            f"must be >= 1, got {max_rounds}", field="max_rounds", limit=">= 1", value=max_rounds
+        )
     if key is None:
         true_deg = graph.degrees()
 
@@ -235,7 +252,12 @@ def lpea(
                 continue
             answers = np.asarray(accept(i, u1, kept_deg[u1], theta, rng), dtype=bool)
             if answers.shape != u1.shape:
-                raise ParameterError(f"accept returned shape {answers.shape}", field="accept")
+                raise ParameterError(
+                    f"accept returned shape {answers.shape}",
+                    field="accept",
+                    limit=f"shape {u1.shape} (value: the shape returned)",
+                    value=answers.shape,
+                )
             c = float(answers.sum()) if count is None else float(count(answers))
             s = min(max(int(np.rint(c)), 0), capacity)
             if s == 0:
@@ -286,7 +308,12 @@ METHODS: dict[str, Callable[[Graph, int, np.random.Generator], Graph]] = {
 def project(graph: Graph, method: str, theta: int, rng: np.random.Generator) -> Graph:
     """Run the projection named ``method`` (one of :data:`METHODS`: ER, RA, LH, LL)."""
     if method not in METHODS:
-        raise ParameterError(f"unknown method {method!r}; one of {list(METHODS)}", field="method")
+        raise ParameterError(
+            f"unknown method {method!r}; one of {list(METHODS)}",
+            field="method",
+            limit=f"one of {list(METHODS)}",
+            value=method,
+        )
     return METHODS[method](graph, theta, rng)
 
 
@@ -297,9 +324,19 @@ def _pair(true_deg: np.ndarray | Graph, kept_deg: np.ndarray | Graph) -> tuple[n
     d = true_deg.degrees() if isinstance(true_deg, Graph) else np.asarray(true_deg)
     k = kept_deg.degrees() if isinstance(kept_deg, Graph) else np.asarray(kept_deg)
     if d.ndim != 1 or d.shape != k.shape:
-        raise ParameterError(f"need equal-length 1-d arrays, got {d.shape}, {k.shape}", field="deg")
+        raise ParameterError(
+            f"need equal-length 1-d arrays, got {d.shape}, {k.shape}",
+            field="deg",
+            limit="equal-length 1-d arrays (value: the two shapes)",
+            value=(d.shape, k.shape),
+        )
     if d.size == 0:
-        raise ParameterError("need at least one node", field="deg")
+        raise ParameterError(
+            "need at least one node",
+            field="deg",
+            limit="at least one node (value: the count)",
+            value=d.size,
+        )
     return d, k
 
 
@@ -325,9 +362,19 @@ def degree_distribution_mae(
     d, k = _pair(true_deg, kept_deg)
     for name, a in (("true_deg", d), ("kept_deg", k)):
         if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a != np.round(a)):
-            raise ParameterError("must be non-negative integers", field=name)
+            raise ParameterError(
+                "must be non-negative integers",
+                field=name,
+                limit="non-negative integers (value: the first bad one)",
+                value=float(a[~(np.isfinite(a) & (a >= 0) & (a == np.round(a)))][0]),
+            )
     if reduce not in ("mean", "sum"):
-        raise ParameterError(f"must be 'mean' or 'sum', got {reduce!r}", field="reduce")
+        raise ParameterError(
+            f"must be 'mean' or 'sum', got {reduce!r}",
+            field="reduce",
+            limit="'mean' or 'sum'",
+            value=reduce,
+        )
     d, k = d.astype(np.int64), k.astype(np.int64)
     size = int(max(d.max(), k.max())) + 1
     p = np.bincount(d, minlength=size) / d.size
@@ -363,7 +410,9 @@ class ProjectionScore:
 def evaluate(graph: Graph, method: str, theta: int, seeds: Sequence[int]) -> ProjectionScore:
     """Average the metrics of ``project(graph, method, theta, default_rng(seed))`` over seeds."""
     if len(seeds) == 0:
-        raise ParameterError("need at least one seed", field="seeds")
+        raise ParameterError(
+            "need at least one seed", field="seeds", limit="at least one seed", value=seeds
+        )
     d = graph.degrees()
     rows = []
     for seed in seeds:

@@ -89,6 +89,8 @@ async def secure_sum(
         raise ParameterError(
             f"must be an iterable of device ids, not one string, got {devices!r}",
             field="devices",
+            limit="an iterable of device ids, not one string",
+            value=devices,
         )
     loop = asyncio.get_running_loop()
     started = loop.time()  # the loop's clock, as the server's deadlines (virtual in tests)

@@ -113,25 +113,40 @@ _TINY = np.finfo(float).tiny
 
 def _check_count(value: object, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"must be an integer, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer, got {value!r}", field=name, limit="an integer", value=value
+        )
     if int(value) < minimum:
-        raise ParameterError(f"must be >= {minimum}, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be >= {minimum}, got {value!r}", field=name, limit=f">= {minimum}", value=value
+        )
     return int(value)
 
 
 def _check_mechanism(mechanism: object) -> SquareWave:
     if not isinstance(mechanism, SquareWave):
         raise ParameterError(
-            f"must be a SquareWave, got {type(mechanism).__name__}", field="mechanism"
+            f"must be a SquareWave, got {type(mechanism).__name__}",
+            field="mechanism",
+            limit="a SquareWave",
+            value=mechanism,
         )
     return mechanism
 
 
+_MUST = ("must be ", "must lie ", "must ")  # a reason without them is its rule (.limit)
+
+
 def _first_bad(mask: np.ndarray, name: str, values: np.ndarray, reason: str) -> None:
+    """Refuse the first element of ``values`` where ``mask`` holds: ``field`` names its index,
+    ``.limit`` is ``reason`` without its leading "must (be|lie)", ``.value`` the element."""
     if np.any(mask):
         idx = np.unravel_index(int(np.flatnonzero(mask)[0]), mask.shape)
         where = name if mask.ndim == 0 else f"{name}[{', '.join(str(int(k)) for k in idx)}]"
-        raise ParameterError(f"{reason}, got {values[idx]!r}", field=where)
+        limit = next((reason.removeprefix(p) for p in _MUST if reason.startswith(p)), reason)
+        raise ParameterError(
+            f"{reason}, got {values[idx]!r}", field=where, limit=limit, value=values[idx].item()
+        )
 
 
 # -- buckets -----------------------------------------------------------------------------------
@@ -253,17 +268,30 @@ def bucket_counts(
     bucket = np.clip(np.searchsorted(edges, yy, side="right") - 1, 0, d - 1)
     if groups is None:
         if g != 1:
-            raise ParameterError(f"must be 1 when groups is None, got {g}", field="n_groups")
+            raise ParameterError(
+                f"must be 1 when groups is None, got {g}",
+                field="n_groups",
+                limit="1 when groups is None",
+                value=g,
+            )
         flat = bucket
     else:
         gg = np.asarray(groups)
         if gg.size != yy.size:
             raise ParameterError(
-                f"must have the shape of y {np.shape(y)}, got {gg.shape}", field="groups"
+                f"must have the shape of y {np.shape(y)}, got {gg.shape}",
+                field="groups",
+                limit=f"the shape of y {np.shape(y)} (value: its shape)",
+                value=gg.shape,
             )
         gg = gg.reshape(-1)
         if gg.size and not np.issubdtype(gg.dtype, np.integer):
-            raise ParameterError(f"must be integers, got dtype {gg.dtype}", field="groups")
+            raise ParameterError(
+                f"must be integers, got dtype {gg.dtype}",
+                field="groups",
+                limit="integers (value: the dtype)",
+                value=str(gg.dtype),
+            )
         gg = gg.astype(np.int64, copy=False)
         _first_bad((gg < 0) | (gg >= g), "groups", gg, f"must lie in [0, {g})")
         flat = gg * d + bucket
@@ -322,7 +350,12 @@ def _em_inputs(counts, M, smoothing, tol, max_iter) -> tuple[np.ndarray, np.ndar
     and the iteration cap."""
     mat = np.asarray(M, dtype=float)
     if mat.ndim != 2 or mat.shape[0] < 1 or mat.shape[1] < 1:
-        raise ParameterError(f"must be a non-empty 2-D array, got shape {mat.shape}", field="M")
+        raise ParameterError(
+            f"must be a non-empty 2-D array, got shape {mat.shape}",
+            field="M",
+            limit="a non-empty 2-D array (value: its shape)",
+            value=mat.shape,
+        )
     _first_bad(~(np.isfinite(mat) & (mat >= 0)), "M", mat, "must be finite and >= 0")
     d_out = mat.shape[0]
     n = np.asarray(counts, dtype=float)
@@ -332,12 +365,18 @@ def _em_inputs(counts, M, smoothing, tol, max_iter) -> tuple[np.ndarray, np.ndar
         raise ParameterError(
             f"must have shape ({d_out},) or (G, {d_out}), got {np.shape(counts)}",
             field="counts",
+            limit=f"shape ({d_out},) or (G, {d_out}) (value: its shape)",
+            value=np.shape(counts),
         )
     _first_bad(~(np.isfinite(n) & (n >= 0)), "counts", n, "must be finite and >= 0")
     if not isinstance(smoothing, (bool, np.bool_)):
-        raise ParameterError(f"must be a bool, got {smoothing!r}", field="smoothing")
+        raise ParameterError(
+            f"must be a bool, got {smoothing!r}", field="smoothing", limit="a bool", value=smoothing
+        )
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (0 <= tol < math.inf):
-        raise ParameterError(f"must be finite and >= 0, got {tol!r}", field="tol")
+        raise ParameterError(
+            f"must be finite and >= 0, got {tol!r}", field="tol", limit="finite and >= 0", value=tol
+        )
     return mat, n, _check_count(max_iter, "max_iter", minimum=0)
 
 
@@ -388,6 +427,8 @@ def _em_start(init, rows: int, d_in: int) -> np.ndarray:
         raise ParameterError(
             f"must have shape ({d_in},) or ({rows}, {d_in}), got {np.shape(init)}",
             field="init",
+            limit=f"shape ({d_in},) or ({rows}, {d_in}) (value: its shape)",
+            value=np.shape(init),
         )
     _first_bad(~(np.isfinite(start) & (start >= 0)), "init", start, "must be finite, >= 0")
     _first_bad(start.sum(axis=1) <= 0, "init", start.sum(axis=1), "rows must sum to > 0")
@@ -480,7 +521,10 @@ def posterior_means(theta: np.ndarray, M: np.ndarray) -> np.ndarray:
         th = th[None, :]
     if mat.ndim != 2 or th.ndim != 2 or th.shape[1] != mat.shape[1]:
         raise ParameterError(
-            f"theta {np.shape(theta)} and M {np.shape(M)} do not match", field="theta"
+            f"theta {np.shape(theta)} and M {np.shape(M)} do not match",
+            field="theta",
+            limit="theta's columns matching M's (value: the two shapes)",
+            value=(np.shape(theta), np.shape(M)),
         )
     _first_bad(~(np.isfinite(th) & (th >= 0)), "theta", th, "must be finite and >= 0")
     v = input_centres(mat.shape[1])
@@ -578,7 +622,16 @@ def em_owners(
         raise ParameterError(
             f"must have shape ({n.shape[0]},), one owner per row of counts, got {owner.shape}",
             field="owners",
+            limit=f"shape ({n.shape[0]},), one owner per row of counts (value: its shape)",
+            value=owner.shape,
         )
     if owner.size and (owner.min() < 0 or np.any(np.diff(owner) < 0)):
-        raise ParameterError("must be non-negative and sorted", field="owners")
+        raise ParameterError(
+            "must be non-negative and sorted",
+            field="owners",
+            limit="non-negative and sorted (value: the least if < 0, else the first out of order)",
+            value=int(owner.min())
+            if owner.min() < 0
+            else int(owner[np.flatnonzero(np.diff(owner) < 0)[0] + 1]),
+        )
     return em(counts, M, smoothing=smoothing, tol=tol, max_iter=max_iter)

@@ -298,7 +298,12 @@ def _gau_dp(eps: float, delta: float) -> AuditSpec:
     from ldpfleet.collector.gcdp import gau_dp
 
     if delta <= 0.0:
-        raise ParameterError("Gau-DP is (eps, delta)-DP: give --delta > 0", field="delta")
+        raise ParameterError(
+            "Gau-DP is (eps, delta)-DP: give --delta > 0",
+            field="delta",
+            limit="> 0 (Gau-DP is (eps, delta)-DP)",
+            value=delta,
+        )
     bound = 0.1
 
     def sampler(first: float):
@@ -476,6 +481,8 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
             f"installed {ENTRY_POINT_GROUP!r} entry point{registered_clause()}, got "
             f"{mechanism!r}",
             field="mechanism",
+            limit=f"one of {', '.join(BATTERY)}, 'package.module:Class' or an entry point",
+            value=mechanism,
         ) from None
     return contract_spec(mechanism, eps, delta)
 
@@ -489,6 +496,8 @@ def check_mechanism(mechanism: object) -> str:
             "must be a battery entry name ('ldpfleet audit all' lists them), "
             f"'package.module:Class' or an entry-point name, got {mechanism!r}",
             field="mechanism",
+            limit="a battery entry name, 'package.module:Class' or an entry-point name",
+            value=mechanism,
         )
     return mechanism
 
@@ -603,6 +612,8 @@ def refuse_a_plugin_named_like_an_entry(mechanism: str) -> None:
         f"mechanism = {mechanism!r} runs: audit the plugin by its import path, ldpfleet "
         f"audit {target}, or the battery entry with ldpfleet audit all --only {mechanism}",
         field="mechanism",
+        limit="a name that is not both a battery entry and an entry point",
+        value=mechanism,
     )
 
 

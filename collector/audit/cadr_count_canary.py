@@ -183,6 +183,8 @@ def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
                 f"{THETA_EPS_MIN} (its exact Pólya shares cost O(1/ε_θ²) per device), "
                 f"got {eps:g}",
                 field="eps",
+                limit=f">= {THETA_EPS_MIN} (the θ search's budget ε_θ)",
+                value=eps,
             )
 
         def sampler(listed: int):

@@ -116,21 +116,41 @@ class AuditResult:
 def _check_sizes(n_sel: int, n_eval: int) -> None:
     for name, value in (("n_sel", n_sel), ("n_eval", n_eval)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ParameterError(f"must be an integer >= 1, got {value!r}", field=name)
+            raise ParameterError(
+                f"must be an integer >= 1, got {value!r}",
+                field=name,
+                limit="an integer >= 1",
+                value=value,
+            )
 
 
 def _check_eps(eps: float) -> float:
     if not is_real(eps) or not 0.0 <= eps < math.inf:
-        raise ParameterError(f"must be a finite number >= 0, got {eps!r}", field="eps")
+        raise ParameterError(
+            f"must be a finite number >= 0, got {eps!r}",
+            field="eps",
+            limit="a finite number >= 0",
+            value=eps,
+        )
     return float(eps)
 
 
 def _scores(witness: Witness, outputs: Any, n: int, name: str) -> np.ndarray:
     values = np.asarray(witness(outputs), dtype=float).ravel()
     if values.size != n:
-        raise ParameterError(f"returned {values.size} scores for {n} outputs", field=name)
+        raise ParameterError(
+            f"returned {values.size} scores for {n} outputs",
+            field=name,
+            limit=f"{n} scores, one per output (value: the count returned)",
+            value=values.size,
+        )
     if not np.all(np.isfinite(values)):
-        raise ParameterError("returned a non-finite score", field=name)
+        raise ParameterError(
+            "returned a non-finite score",
+            field=name,
+            limit="finite scores (value: the first non-finite one)",
+            value=float(values[~np.isfinite(values)][0]),
+        )
     return values
 
 
@@ -156,7 +176,12 @@ def audit_samples(
     check_gamma(gamma)
     choose_at = gamma if selection_gamma is None else check_gamma(selection_gamma)
     if not witnesses:
-        raise ParameterError("needs at least one witness", field="witnesses")
+        raise ParameterError(
+            "needs at least one witness",
+            field="witnesses",
+            limit="at least one witness",
+            value=witnesses,
+        )
     sel_d, sel_dp = selection
     ev_d, ev_dp = evaluation
     n_sel, n_sel_p, n_ev, n_ev_p = (len(x) for x in (sel_d, sel_dp, ev_d, ev_dp))

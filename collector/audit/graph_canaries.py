@@ -287,7 +287,12 @@ def construction(kind: str, *, leaves: int = STAR_LEAVES, symmetric: bool = Fals
             "v keeps only w"
         )
     else:
-        raise ParameterError(f"unknown construction {kind!r}", field="kind")
+        raise ParameterError(
+            f"unknown construction {kind!r}",
+            field="kind",
+            limit="one of 'star', 'star-edge', 'er', 'connected'",
+            value=kind,
+        )
     d = _lists(n, edges)
     dp = [set(a) for a in d]
     dropped = set(d[v]) - kept_in_dprime

@@ -622,7 +622,10 @@ def mutant_named(name: str) -> Mutant:
         if mutant.name == name:
             return mutant
     raise ParameterError(
-        f"unknown mutant {name!r}; known: {', '.join(m.name for m in MUTANTS)}", field="mutant"
+        f"unknown mutant {name!r}; known: {', '.join(m.name for m in MUTANTS)}",
+        field="mutant",
+        limit=f"one of {', '.join(m.name for m in MUTANTS)}",
+        value=name,
     )
 
 

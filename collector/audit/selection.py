@@ -43,9 +43,16 @@ class DistinguishingTest:
 def _as_scores(values: object, field: str) -> np.ndarray:
     arr = np.asarray(values, dtype=float).ravel()
     if arr.size == 0:
-        raise ParameterError("needs at least one sample", field=field)
+        raise ParameterError(
+            "needs at least one sample", field=field, limit="at least one sample", value=values
+        )
     if not np.all(np.isfinite(arr)):
-        raise ParameterError("witness values must be finite", field=field)
+        raise ParameterError(
+            "witness values must be finite",
+            field=field,
+            limit="finite witness values (value: the first non-finite one)",
+            value=float(arr[~np.isfinite(arr)][0]),
+        )
     return arr
 
 

@@ -52,14 +52,18 @@ def is_real(value) -> bool:
 def check_gamma(gamma: float) -> float:
     """A confidence parameter in (0, 1)."""
     if not is_real(gamma) or not 0.0 < gamma < 1.0:
-        raise ParameterError(f"must be in (0, 1), got {gamma!r}", field="gamma")
+        raise ParameterError(
+            f"must be in (0, 1), got {gamma!r}", field="gamma", limit="in (0, 1)", value=gamma
+        )
     return float(gamma)
 
 
 def check_delta(delta: float) -> float:
     """A delta in [0, 1)."""
     if not is_real(delta) or not 0.0 <= delta < 1.0:
-        raise ParameterError(f"must be in [0, 1), got {delta!r}", field="delta")
+        raise ParameterError(
+            f"must be in [0, 1), got {delta!r}", field="delta", limit="in [0, 1)", value=delta
+        )
     return float(delta)
 
 
@@ -75,7 +79,12 @@ def check_seed(seed: int) -> int:
     limit of ``ldpfleet run``'s seed; the command and the library share this rule (the
     library took 10**23, which the command refused)."""
     if not is_integer(seed) or not 0 <= seed <= SEED_MAX:
-        raise ParameterError(f"must be an integer in 0 .. 2^63-1, got {seed!r}", field="seed")
+        raise ParameterError(
+            f"must be an integer in 0 .. 2^63-1, got {seed!r}",
+            field="seed",
+            limit="an integer in 0 .. 2^63-1",
+            value=seed,
+        )
     return int(seed)
 
 
@@ -85,6 +94,8 @@ def check_trials(trials: int) -> int:
         raise ParameterError(
             f"must be an integer in [2, {MAX_TRIALS:,}] (runs per world), got {trials!r}",
             field="trials",
+            limit=f"an integer in [2, {MAX_TRIALS:,}] (runs per world)",
+            value=trials,
         )
     return int(trials)
 
@@ -114,9 +125,19 @@ def runs_to_certify(eps: float, *, gamma: float, delta: float = 0.0) -> int | No
 
 def _check_counts(k: int, n: int, field: str) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ParameterError(f"must be an integer >= 1, got {n!r}", field=f"{field}.n")
+        raise ParameterError(
+            f"must be an integer >= 1, got {n!r}",
+            field=f"{field}.n",
+            limit="an integer >= 1",
+            value=n,
+        )
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= n:
-        raise ParameterError(f"must be an integer in [0, {n}], got {k!r}", field=f"{field}.k")
+        raise ParameterError(
+            f"must be an integer in [0, {n}], got {k!r}",
+            field=f"{field}.k",
+            limit=f"an integer in [0, {n}]",
+            value=k,
+        )
 
 
 def clopper_pearson_lower(k: int, n: int, level: float) -> float:

@@ -44,10 +44,18 @@ def summary_distance(reference: object, current: object) -> float:
     b = np.asarray(current, dtype=float).reshape(-1)
     if a.shape != b.shape:
         raise ParameterError(
-            f"must have the reference's {a.size} entries, got {b.size}", field="summary"
+            f"must have the reference's {a.size} entries, got {b.size}",
+            field="summary",
+            limit=f"the reference's {a.size} entries (value: the count)",
+            value=b.size,
         )
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise ParameterError("must be finite", field="summary")
+        raise ParameterError(
+            "must be finite",
+            field="summary",
+            limit="finite (value: the first non-finite one)",
+            value=float(np.concatenate((a, b))[~np.isfinite(np.concatenate((a, b)))][0]),
+        )
     return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
@@ -67,7 +75,10 @@ class DriftMonitor:
             or self.threshold < 0
         ):
             raise ParameterError(
-                f"must be a finite number >= 0, got {self.threshold!r}", field="threshold"
+                f"must be a finite number >= 0, got {self.threshold!r}",
+                field="threshold",
+                limit="a finite number >= 0",
+                value=self.threshold,
             )
         if self.refresh_every is not None and (
             isinstance(self.refresh_every, bool)
@@ -77,6 +88,8 @@ class DriftMonitor:
             raise ParameterError(
                 f"must be an integer >= 1 or None, got {self.refresh_every!r}",
                 field="refresh_every",
+                limit="an integer >= 1 or None",
+                value=self.refresh_every,
             )
 
     def accepts(self, distance: float, releases_since_refresh: int) -> bool:
@@ -108,9 +121,13 @@ class CachedCalibration(Generic[Theta]):
         on_refresh: Callable[[], None] | None = None,
     ) -> None:
         if not callable(calibrate):
-            raise ParameterError("must be callable", field="calibrate")
+            raise ParameterError(
+                "must be callable", field="calibrate", limit="callable", value=calibrate
+            )
         if not isinstance(monitor, DriftMonitor):
-            raise ParameterError("must be a DriftMonitor", field="monitor")
+            raise ParameterError(
+                "must be a DriftMonitor", field="monitor", limit="a DriftMonitor", value=monitor
+            )
         self._calibrate = calibrate
         self.monitor = monitor
         self._on_refresh = on_refresh
@@ -134,7 +151,12 @@ class CachedCalibration(Generic[Theta]):
 
     def _refresh(self, summary: np.ndarray, distance: float, reason: str) -> CacheDecision[Theta]:
         if not np.all(np.isfinite(summary)):
-            raise ParameterError("must be finite", field="summary")
+            raise ParameterError(
+                "must be finite",
+                field="summary",
+                limit="finite (value: the first non-finite one)",
+                value=float(np.asarray(summary)[~np.isfinite(summary)][0]),
+            )
         if self._on_refresh is not None:
             self._on_refresh()  # e.g. charge eps_cal; raising keeps the cached theta
         theta = self._calibrate()

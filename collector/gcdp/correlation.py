@@ -28,16 +28,38 @@ def _check_matrix(data: object, bounds: tuple[object, object] | None) -> np.ndar
     try:
         x = np.array(data, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError("must be a 2-D array of real numbers", field="data") from None
+        raise ParameterError(
+            "must be a 2-D array of real numbers",
+            field="data",
+            limit="a 2-D array of real numbers (value: its type)",
+            value=type(data).__name__,
+        ) from None
     if x.ndim != 2 or x.shape[1] == 0:
-        raise ParameterError(f"must be 2-D (time x nodes), got shape {x.shape}", field="data")
+        raise ParameterError(
+            f"must be 2-D (time x nodes), got shape {x.shape}",
+            field="data",
+            limit="a 2-D array (time x nodes) (value: its shape)",
+            value=x.shape,
+        )
     if not np.all(np.isfinite(x)):
-        raise ParameterError("must be finite (remove or interpolate gaps first)", field="data")
+        raise ParameterError(
+            "must be finite (remove or interpolate gaps first)",
+            field="data",
+            limit="finite (value: the first non-finite one)",
+            value=float(x[~np.isfinite(x)][0]),
+        )
     if bounds is not None:  # Algorithm 1 step 1: fixed public bounded normalisation
         low = np.broadcast_to(np.asarray(bounds[0], dtype=float), x.shape[1:])
         high = np.broadcast_to(np.asarray(bounds[1], dtype=float), x.shape[1:])
-        if not np.all(np.isfinite(low) & np.isfinite(high) & (low < high)):
-            raise ParameterError("must be finite with low < high per node", field="bounds")
+        bad = np.flatnonzero(~(np.isfinite(low) & np.isfinite(high) & (low < high)))
+        if bad.size:
+            k = int(bad[0])
+            raise ParameterError(
+                "must be finite with low < high per node",
+                field="bounds",
+                limit="finite with low < high per node (value: the first bad (low, high))",
+                value=(float(low[k]), float(high[k])),
+            )
         x = np.clip(x, low, high)
     return x
 

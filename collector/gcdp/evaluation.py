@@ -444,6 +444,8 @@ def _check_width(low: np.ndarray, high: np.ndarray) -> None:
             f"column {k}: the training interval [{float(low[k])!r}, {float(high[k])!r}] is wider "
             "than the largest float (its width overflows): rescale or remove the extreme values",
             field=f"train[:, {k}]",
+            limit="a training interval of finite width (value: its (low, high))",
+            value=(float(low[k]), float(high[k])),
         )
 
 
@@ -479,10 +481,20 @@ def window_means(x: np.ndarray, y: np.ndarray, window: int) -> tuple[np.ndarray,
     """Non-overlapping windows of ``window`` records (the trailing partial one dropped):
     per-channel means (n_windows x M) and majority labels (ties -> occupied)."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+        raise ParameterError(
+            f"must be an integer >= 1, got {window!r}",
+            field="window",
+            limit="an integer >= 1",
+            value=window,
+        )
     n = (x.shape[0] // window) * window
     if n == 0:
-        raise ParameterError(f"fewer records ({x.shape[0]}) than one window", field="window")
+        raise ParameterError(
+            f"fewer records ({x.shape[0]}) than one window",
+            field="window",
+            limit=f">= {window} records, one window (value: the record count)",
+            value=x.shape[0],
+        )
     feats = x[:n].reshape(-1, window, x.shape[1]).mean(axis=1)
     labels = (y[:n].reshape(-1, window).mean(axis=1) >= 0.5).astype(int)
     return feats, labels
@@ -549,7 +561,10 @@ def fit_logistic(
     weight ``n / (2 n_c)``); ``"none"`` weighs every sample 1."""
     if class_weight not in ("none", "balanced"):
         raise ParameterError(
-            f"must be 'none' or 'balanced', got {class_weight!r}", field="class_weight"
+            f"must be 'none' or 'balanced', got {class_weight!r}",
+            field="class_weight",
+            limit="'none' or 'balanced'",
+            value=class_weight,
         )
     labels = np.asarray(labels, dtype=float)
     weight = np.ones(labels.size)
@@ -703,7 +718,9 @@ def temporal_smooth(features: np.ndarray, lag: int) -> np.ndarray:
     ``t - lag .. t + lag`` that exist: the temporal attacker's denoiser. ``lag = 0`` returns
     a copy."""
     if isinstance(lag, bool) or not isinstance(lag, int) or lag < 0:
-        raise ParameterError(f"must be an integer >= 0, got {lag!r}", field="lag")
+        raise ParameterError(
+            f"must be an integer >= 0, got {lag!r}", field="lag", limit="an integer >= 0", value=lag
+        )
     x = np.asarray(features, dtype=float)
     n = x.shape[0]
     total = np.vstack([np.zeros((1, *x.shape[1:])), np.cumsum(x, axis=0)])
@@ -733,7 +750,12 @@ def _censored_loglik(r: np.ndarray, x: np.ndarray, law: NoiseLaw, low: float, hi
 
         log_cdf = log_ndtr
     else:
-        raise ParameterError(f"must be laplace or gaussian, got {law.kind!r}", field="law.kind")
+        raise ParameterError(
+            f"must be laplace or gaussian, got {law.kind!r}",
+            field="law.kind",
+            limit="laplace or gaussian",
+            value=law.kind,
+        )
     at_low = r[:, None, :] <= low
     at_high = r[:, None, :] >= high
     out = np.where(at_low, log_cdf(to_low), np.where(at_high, log_cdf(to_high), inside))
@@ -757,7 +779,12 @@ def informed_attack_scores(
     x = np.asarray(prior, dtype=float)
     a = np.asarray(prior_attribute).astype(int)
     if a.min() == a.max():
-        raise ParameterError("the prior holds one attribute class only", field="prior_attribute")
+        raise ParameterError(
+            "the prior holds one attribute class only",
+            field="prior_attribute",
+            limit="both attribute classes in the prior (value: the one class present)",
+            value=int(a.min()),
+        )
     loglik = _censored_loglik(r, x, law, low, high)
     by_class = []
     for c in (0, 1):
@@ -786,7 +813,12 @@ def informed_gaussian_scores(
     x = np.asarray(prior, dtype=float)
     a = np.asarray(prior_attribute).astype(int)
     if a.min() == a.max() or min(int(a.sum()), int((1 - a).sum())) < 2:
-        raise ParameterError("each attribute class needs two prior rows", field="prior_attribute")
+        raise ParameterError(
+            "each attribute class needs two prior rows",
+            field="prior_attribute",
+            limit="two prior rows in each attribute class (value: the smaller class's count)",
+            value=min(int(a.sum()), int((1 - a).sum())),
+        )
     var = noise_variance(law) + INFORMED_BANDWIDTH**2
     out = []
     for c in (0, 1):

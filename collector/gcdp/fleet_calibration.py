@@ -98,15 +98,24 @@ def _check_calibration(data: object, window: int) -> np.ndarray:
     x = np.array(data, dtype=float)
     if x.ndim != 2 or x.shape[1] == 0:
         raise ParameterError(
-            f"must be a 2-D array (time x nodes), got shape {x.shape}", field="data"
+            f"must be a 2-D array (time x nodes), got shape {x.shape}",
+            field="data",
+            limit="a 2-D array (time x nodes) (value: its shape)",
+            value=x.shape,
         )
     if not np.all(np.isfinite(x)) or np.any(x < 0.0) or np.any(x > 1.0):
         raise ParameterError(
-            "entries must be finite and in [0, 1] (clipped, normalised)", field="data"
+            "entries must be finite and in [0, 1] (clipped, normalised)",
+            field="data",
+            limit="entries finite and in [0, 1] (value: the first bad one)",
+            value=float(x[~(np.isfinite(x) & (x >= 0.0) & (x <= 1.0))][0]),
         )
     if x.shape[0] < window:
         raise ParameterError(
-            f"{x.shape[0]} calibration records are fewer than one window ({window})", field="data"
+            f"{x.shape[0]} calibration records are fewer than one window ({window})",
+            field="data",
+            limit=f"at least one window ({window}) of records (value: the record count)",
+            value=x.shape[0],
         )
     return x
 
@@ -119,7 +128,12 @@ def _utility(x: np.ndarray, labels: object | None, window: int) -> np.ndarray:
     if lab.ndim == 1:
         lab = np.repeat(lab[:, None], m, axis=1)
     if lab.shape != x.shape or not np.all(np.isin(lab, (0.0, 1.0))):
-        raise ParameterError(f"must be 0/1 with shape {x.shape} (or {x.shape[0]},)", field="labels")
+        raise ParameterError(
+            f"must be 0/1 with shape {x.shape} (or {x.shape[0]},)",
+            field="labels",
+            limit=f"0/1 with shape {x.shape} (or {x.shape[0]},) (value: shape or first non-0/1)",
+            value=lab.shape if lab.shape != x.shape else float(lab[~np.isin(lab, (0.0, 1.0))][0]),
+        )
     mu = np.empty(m)
     for k in range(m):
         feats, win_labels = window_means(x[:, [k]], lab[:, k].astype(int), window)
@@ -139,10 +153,20 @@ def calibrate_fleet(
     """Theta from PUBLIC calibration ``data`` (time x M nodes in [0, 1]); see the module
     docstring. ``ParameterError`` names the field on bad input."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+        raise ParameterError(
+            f"must be an integer >= 1, got {window!r}",
+            field="window",
+            limit="an integer >= 1",
+            value=window,
+        )
     total = positive_real(eps_rel, "eps_rel")
     if method not in FLEET_METHODS:
-        raise ParameterError(f"must be one of {FLEET_METHODS}, got {method!r}", field="method")
+        raise ParameterError(
+            f"must be one of {FLEET_METHODS}, got {method!r}",
+            field="method",
+            limit=f"one of {FLEET_METHODS}",
+            value=method,
+        )
     threshold = real_in_range(tau, "tau", 0.0, 1.0)
     x = _check_calibration(data, window)
     m = x.shape[1]

@@ -78,13 +78,23 @@ def analytic_gaussian_sigma(eps: float, delta: float, l2_sensitivity: float) -> 
             break
         lo, hi = hi, 2.0 * hi
     else:  # pragma: no cover - delta(sigma) -> 0, so doubling always ends
-        raise ParameterError("no admissible sigma found", field="delta")
+        raise ParameterError(
+            "no admissible sigma found",
+            field="delta",
+            limit="a delta some sigma meets",
+            value=delta,
+        )
     for _ in range(_MAX_STEPS):
         if not ok(lo):
             break
         hi, lo = lo, 0.5 * lo
     else:  # pragma: no cover - delta(sigma) -> 1 > delta as sigma -> 0
-        raise ParameterError("no inadmissible sigma found", field="delta")
+        raise ParameterError(
+            "no inadmissible sigma found",
+            field="delta",
+            limit="a delta some sigma misses",
+            value=delta,
+        )
     for _ in range(_MAX_STEPS):
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi:
@@ -168,7 +178,12 @@ def zcdp_rho(eps: float, delta: float) -> float:
         else:
             hi = mid
     if lo <= 0.0:
-        raise ParameterError("no admissible rho found", field="delta")
+        raise ParameterError(
+            "no admissible rho found",
+            field="delta",
+            limit="a delta some rho > 0 meets",
+            value=delta,
+        )
     return lo
 
 
@@ -215,10 +230,14 @@ def discrete_gaussian(
     from ldpfleet.protocol.samplers import bernoulli_exp, discrete_laplace
 
     if isinstance(sigma2, bool) or not isinstance(sigma2, int | np.integer):
-        raise ParameterError(f"must be an integer, got {sigma2!r}", field="sigma2")
+        raise ParameterError(
+            f"must be an integer, got {sigma2!r}", field="sigma2", limit="an integer", value=sigma2
+        )
     p = int(sigma2)
     if not 1 <= p <= 2**40:
-        raise ParameterError(f"must be in [1, 2**40], got {p}", field="sigma2")
+        raise ParameterError(
+            f"must be in [1, 2**40], got {p}", field="sigma2", limit="in [1, 2**40]", value=p
+        )
     shape = size if isinstance(size, tuple) else (int(size),)
     n = int(np.prod(shape, dtype=np.int64))
     t = math.isqrt(p) + 1
@@ -356,11 +375,17 @@ def gaussian_grid(
         or changed_coordinates < 1
     ):
         raise ParameterError(
-            f"must be an integer >= 1, got {changed_coordinates!r}", field="changed_coordinates"
+            f"must be an integer >= 1, got {changed_coordinates!r}",
+            field="changed_coordinates",
+            limit="an integer >= 1",
+            value=changed_coordinates,
         )
     if calibration not in CALIBRATIONS:
         raise ParameterError(
-            f"must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}", field="calibration"
+            f"must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}",
+            field="calibration",
+            limit=f"one of {', '.join(CALIBRATIONS)}",
+            value=calibration,
         )
     return _gaussian_grid(e, dl, sens, int(changed_coordinates), calibration)
 
@@ -397,6 +422,8 @@ def _analytic_discrete_grid(
             "the exact discrete-Gaussian curve needs one changed coordinate per protected "
             f"unit (use calibration='zcdp'), got {changed_coordinates}",
             field="changed_coordinates",
+            limit="1 for the exact discrete-Gaussian curve",
+            value=changed_coordinates,
         )
     grid = 2.0 ** (
         math.floor(math.log2(analytic_gaussian_sigma(e, dl, sens))) - GRID_BITS_BELOW_SIGMA
@@ -414,9 +441,19 @@ def gaussian_on_grid(
     every output is a grid point whatever the input."""
     x = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(x)):
-        raise ParameterError("must be finite", field="values")
+        raise ParameterError(
+            "must be finite",
+            field="values",
+            limit="finite (value: the first non-finite one)",
+            value=float(x[~np.isfinite(x)][0]),
+        )
     k = np.rint(x / noise.grid)
     if np.any(np.abs(k) >= 2.0**52):
-        raise ParameterError("|value| / grid must stay below 2**52", field="values")
+        raise ParameterError(
+            "|value| / grid must stay below 2**52",
+            field="values",
+            limit="|value| / grid < 2**52 (value: the first too large)",
+            value=float(x[np.abs(k) >= 2.0**52][0]),
+        )
     z = discrete_gaussian(rng, noise.sigma2, x.shape or (1,)).reshape(x.shape)
     return (k.astype(np.int64) + z).astype(float) * noise.grid

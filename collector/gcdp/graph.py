@@ -68,13 +68,33 @@ def _check_scores(scores: object) -> np.ndarray:
     try:
         s = np.array(scores, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError("must be a square array of real numbers", field="scores") from None
+        raise ParameterError(
+            "must be a square array of real numbers",
+            field="scores",
+            limit="a square array of real numbers (value: its type)",
+            value=type(scores).__name__,
+        ) from None
     if s.ndim != 2 or s.shape[0] != s.shape[1] or s.shape[0] == 0:
-        raise ParameterError(f"must be a non-empty square matrix, got {s.shape}", field="scores")
+        raise ParameterError(
+            f"must be a non-empty square matrix, got {s.shape}",
+            field="scores",
+            limit="a non-empty square matrix (value: its shape)",
+            value=s.shape,
+        )
     if not np.all(np.isfinite(s)) or np.any(s < 0.0) or np.any(s > 1.0):
-        raise ParameterError("entries must be finite and in [0, 1]", field="scores")
+        raise ParameterError(
+            "entries must be finite and in [0, 1]",
+            field="scores",
+            limit="entries finite and in [0, 1] (value: the first bad one)",
+            value=float(s[~(np.isfinite(s) & (s >= 0.0) & (s <= 1.0))][0]),
+        )
     if not np.array_equal(s, s.T):
-        raise ParameterError("must be symmetric", field="scores")
+        raise ParameterError(
+            "must be symmetric",
+            field="scores",
+            limit="symmetric (value: the first (i, j) with s[i, j] != s[j, i])",
+            value=tuple(int(i) for i in np.argwhere(s != s.T)[0]),
+        )
     return s
 
 

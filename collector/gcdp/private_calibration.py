@@ -161,6 +161,8 @@ def _sensitivity(value: float | None, field_name: str, universal: float) -> floa
         raise ParameterError(
             f"must be <= the universal bound {universal:g} (Section 4.2), got {value!r}",
             field=field_name,
+            limit=f"<= the universal bound {universal:g}",
+            value=value,
         )
     return out
 
@@ -170,13 +172,26 @@ def _check_grid(grid: object) -> tuple[float, ...]:
         items = list(grid)  # type: ignore[call-overload]
     except TypeError:
         raise ParameterError(
-            f"must be a sequence of thresholds, got {grid!r}", field="tau_grid"
+            f"must be a sequence of thresholds, got {grid!r}",
+            field="tau_grid",
+            limit="a sequence of thresholds",
+            value=grid,
         ) from None
     if not items:
-        raise ParameterError("must hold at least one threshold", field="tau_grid")
+        raise ParameterError(
+            "must hold at least one threshold",
+            field="tau_grid",
+            limit="at least one threshold",
+            value=items,
+        )
     out = tuple(real_in_range(t, f"tau_grid[{i}]", 0.0, 1.0) for i, t in enumerate(items))
     if len(set(out)) != len(out):
-        raise ParameterError(f"must not repeat a threshold, got {out!r}", field="tau_grid")
+        raise ParameterError(
+            f"must not repeat a threshold, got {out!r}",
+            field="tau_grid",
+            limit="no repeated threshold (value: the first repeat)",
+            value=next(t for i, t in enumerate(out) if t in out[:i]),
+        )
     return out
 
 
@@ -291,11 +306,17 @@ class PrivateCalibration:
         )
         if not isinstance(self.constants, GcdpConstants):
             raise ParameterError(
-                f"must be a GcdpConstants, got {type(self.constants).__name__}", field="constants"
+                f"must be a GcdpConstants, got {type(self.constants).__name__}",
+                field="constants",
+                limit="a GcdpConstants",
+                value=self.constants,
             )
         if not math.isfinite(self.eps_cal):
             raise ParameterError(
-                f"must sum to a finite eps_cal, got {self.eps_cal!r}", field="eps_G"
+                f"must sum to a finite eps_cal, got {self.eps_cal!r}",
+                field="eps_G",
+                limit="a finite eps_cal",
+                value=self.eps_cal,
             )
 
     @property
@@ -323,15 +344,35 @@ class PrivateCalibration:
         try:
             s = np.array(scores, dtype=float)
         except (TypeError, ValueError):
-            raise ParameterError("must be a square array of real numbers", field="scores") from None
+            raise ParameterError(
+                "must be a square array of real numbers",
+                field="scores",
+                limit="a square array of real numbers (value: its type)",
+                value=type(scores).__name__,
+            ) from None
         m = self.n_nodes
         if s.shape != (m, m):
-            raise ParameterError(f"must have shape ({m}, {m}), got {s.shape}", field="scores")
+            raise ParameterError(
+                f"must have shape ({m}, {m}), got {s.shape}",
+                field="scores",
+                limit=f"shape ({m}, {m}) (value: its shape)",
+                value=s.shape,
+            )
         pairs = upper_pairs(s)
         if not np.all(np.isfinite(pairs)) or np.any(pairs < 0.0) or np.any(pairs > 1.0):
-            raise ParameterError("pair scores must be finite and in [0, 1]", field="scores")
+            raise ParameterError(
+                "pair scores must be finite and in [0, 1]",
+                field="scores",
+                limit="pair scores finite and in [0, 1] (value: the first bad one)",
+                value=float(pairs[~(np.isfinite(pairs) & (pairs >= 0.0) & (pairs <= 1.0))][0]),
+            )
         if not np.array_equal(pairs, upper_pairs(s.T)):
-            raise ParameterError("must be symmetric", field="scores")
+            raise ParameterError(
+                "must be symmetric",
+                field="scores",
+                limit="symmetric (value: the first (i, j), i < j, with s[i, j] != s[j, i])",
+                value=tuple(int(i) for i in np.argwhere(np.triu(s != s.T, 1))[0]),
+            )
         return pairs
 
     def release(
@@ -356,11 +397,17 @@ class PrivateCalibration:
         u_tau = unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
         if not isinstance(ledger, PrivacyLedger):
             raise ParameterError(
-                f"must be a PrivacyLedger, got {type(ledger).__name__}", field="ledger"
+                f"must be a PrivacyLedger, got {type(ledger).__name__}",
+                field="ledger",
+                limit="a PrivacyLedger",
+                value=ledger,
             )
         if not isinstance(rng, np.random.Generator):
             raise ParameterError(
-                f"must be a numpy.random.Generator, got {type(rng).__name__}", field="rng"
+                f"must be a numpy.random.Generator, got {type(rng).__name__}",
+                field="rng",
+                limit="a numpy.random.Generator",
+                value=rng,
             )
         acct = ledger.account(account)
         fits = (

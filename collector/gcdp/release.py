@@ -46,7 +46,12 @@ def project(values: object, low: object, high: object) -> np.ndarray:
     bad = np.flatnonzero(hi < lo)
     if bad.size:
         k = int(bad[0])
-        raise ParameterError(f"must be >= low[{k}] = {lo[k]!r}, got {hi[k]!r}", field=f"high[{k}]")
+        raise ParameterError(
+            f"must be >= low[{k}] = {lo[k]!r}, got {hi[k]!r}",
+            field=f"high[{k}]",
+            limit=f">= low[{k}] = {float(lo[k])!r}",
+            value=float(hi[k]),
+        )
     return np.clip(y, lo, hi)
 
 
@@ -66,7 +71,12 @@ def laplace_release(
     params = check_release_parameters(bounds, scales, budgets, eps_rel)
     y = project(values, low, high)
     if y.shape[-1] != params.d:
-        raise ParameterError(f"must have d = {params.d} entries, got {y.shape[-1]}", field="values")
+        raise ParameterError(
+            f"must have d = {params.d} entries, got {y.shape[-1]}",
+            field="values",
+            limit=f"d = {params.d} entries (value: the count)",
+            value=y.shape[-1],
+        )
     out = y.copy()
     for k in np.flatnonzero(params.scales > 0.0):  # exact noise, one coordinate at a time
         scale = grid_laplace_scale(float(params.scales[k]), float(params.budgets[k]), GRID)

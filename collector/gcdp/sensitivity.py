@@ -83,7 +83,12 @@ def _range(low: object, high: object) -> float:
     lo = real_in_range(low, "low", -math.inf, math.inf, low_open=True, high_open=True)
     hi = real_in_range(high, "high", -math.inf, math.inf, low_open=True, high_open=True)
     if not hi > lo:
-        raise ParameterError(f"must be > low = {lo!r}, got {high!r}", field="high")
+        raise ParameterError(
+            f"must be > low = {lo!r}, got {high!r}",
+            field="high",
+            limit=f"> low = {lo!r}",
+            value=high,
+        )
     return hi - lo
 
 
@@ -148,11 +153,16 @@ def coordinate_nodes(
             raise ParameterError(
                 f"is required when d = {d} differs from the node count {n_nodes}",
                 field="coordinate_map",
+                limit=f"given when d = {d} differs from the node count {n_nodes}",
+                value=mapping,
             )
         return tuple((k,) for k in range(d))
     if len(mapping) != d:
         raise ParameterError(
-            f"must have d = {d} entries, got {len(mapping)}", field="coordinate_map"
+            f"must have d = {d} entries, got {len(mapping)}",
+            field="coordinate_map",
+            limit=f"d = {d} entries (value: the count)",
+            value=len(mapping),
         )
     out = []
     for k, nodes in enumerate(mapping):
@@ -162,6 +172,8 @@ def coordinate_nodes(
             raise ParameterError(
                 f"must be a non-empty set of node indices < {n_nodes}, got {list(nodes)!r}",
                 field=field,
+                limit=f"a non-empty set of node indices < {n_nodes}",
+                value=list(nodes),
             )
         out.append(tuple(checked))
     return tuple(out)
@@ -180,7 +192,12 @@ def masking_deltas(
     ``[low_k, high_k]``; ``M_i`` sets node i's column to ``mask_values[i]``."""
     x = np.array(data, dtype=float)
     if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
-        raise ParameterError("must be a finite 2-D array (time x nodes)", field="data")
+        raise ParameterError(
+            "must be a finite 2-D array (time x nodes)",
+            field="data",
+            limit="a finite 2-D array (time x nodes) (value: shape or first non-finite)",
+            value=x.shape if x.ndim != 2 or x.shape[1] == 0 else float(x[~np.isfinite(x)][0]),
+        )
     m = x.shape[1]
     fill = np.broadcast_to(np.asarray(mask_values, dtype=float), (m,))
 
@@ -192,7 +209,12 @@ def masking_deltas(
     lo = finite_vector(np.broadcast_to(np.asarray(low, dtype=float), (d,)), "low", d)
     hi = finite_vector(np.broadcast_to(np.asarray(high, dtype=float), (d,)), "high", d)
     if np.any(hi <= lo):
-        raise ParameterError("must be > low in every coordinate", field="high")
+        raise ParameterError(
+            "must be > low in every coordinate",
+            field="high",
+            limit="> low in every coordinate (value: the first bad (low, high))",
+            value=tuple(float(v[np.flatnonzero(hi <= lo)[0]]) for v in (lo, hi)),
+        )
     base = np.clip(first, lo, hi)
     deltas = np.empty((m, d))
     for i in range(m):
@@ -241,33 +263,61 @@ def window_masking_deltas(
     (``release_scales`` keeps ``B_k`` inside the max), so no unit, aggregate or mask value
     can invalidate the certificate (Proposition 1)."""
     if unit not in MASK_UNITS:
-        raise ParameterError(f"must be one of {', '.join(MASK_UNITS)}, got {unit!r}", field="unit")
+        raise ParameterError(
+            f"must be one of {', '.join(MASK_UNITS)}, got {unit!r}",
+            field="unit",
+            limit=f"one of {', '.join(MASK_UNITS)}",
+            value=unit,
+        )
     if aggregate not in WINDOW_AGGREGATES:
         raise ParameterError(
-            f"must be one of {', '.join(WINDOW_AGGREGATES)}, got {aggregate!r}", field="aggregate"
+            f"must be one of {', '.join(WINDOW_AGGREGATES)}, got {aggregate!r}",
+            field="aggregate",
+            limit=f"one of {', '.join(WINDOW_AGGREGATES)}",
+            value=aggregate,
         )
     size = integer_at_least(window, "window", 1)
     x = np.array(nodes, dtype=float)
     if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
-        raise ParameterError("must be a finite 2-D array (time x nodes)", field="nodes")
+        raise ParameterError(
+            "must be a finite 2-D array (time x nodes)",
+            field="nodes",
+            limit="a finite 2-D array (time x nodes) (value: shape or first non-finite)",
+            value=x.shape if x.ndim != 2 or x.shape[1] == 0 else float(x[~np.isfinite(x)][0]),
+        )
     if unit == "occurrence":
         if aggregate != "mean":
             raise ParameterError(
                 f"must be mean with unit='occurrence' (one number per node), got {aggregate!r}",
                 field="aggregate",
+                limit="mean with unit='occurrence'",
+                value=aggregate,
             )
         return masking_deltas(lambda a: a.mean(axis=0) / size, x, low, high, mask_values)
     n_windows, m = x.shape[0] // size, x.shape[1]
     if n_windows == 0:
         raise ParameterError(
-            f"has {x.shape[0]} records, fewer than one window of {size}", field="nodes"
+            f"has {x.shape[0]} records, fewer than one window of {size}",
+            field="nodes",
+            limit=f">= {size} records, one window (value: the record count)",
+            value=x.shape[0],
         )
     lo, hi = float(low), float(high)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise ParameterError(f"must be finite and > low = {low!r}, got {high!r}", field="high")
+        raise ParameterError(
+            f"must be finite and > low = {low!r}, got {high!r}",
+            field="high",
+            limit=f"finite and > low = {low!r}",
+            value=high,
+        )
     fill = np.clip(np.broadcast_to(np.asarray(mask_values, dtype=float), (m,)), lo, hi)
     if not np.all(np.isfinite(fill)):
-        raise ParameterError("must be finite", field="mask_values")
+        raise ParameterError(
+            "must be finite",
+            field="mask_values",
+            limit="finite (value: the first non-finite one)",
+            value=float(fill[~np.isfinite(fill)][0]),
+        )
     means = np.clip(x[: n_windows * size].reshape(n_windows, size, m).mean(axis=1), lo, hi)
     per_window = np.abs(means - fill[None, :])
     diagonal = per_window.mean(axis=0) if aggregate == "mean" else per_window.max(axis=0)
@@ -316,9 +366,19 @@ def empirical_influence(
     delta = np.array(deltas, dtype=float)
     m = graph.n_nodes
     if delta.ndim != 2 or delta.shape[0] != m:
-        raise ParameterError(f"must have shape ({m}, d), got {delta.shape}", field="deltas")
+        raise ParameterError(
+            f"must have shape ({m}, d), got {delta.shape}",
+            field="deltas",
+            limit=f"shape ({m}, d) (value: its shape)",
+            value=delta.shape,
+        )
     if not np.all(np.isfinite(delta)) or np.any(delta < 0.0):
-        raise ParameterError("entries must be finite and >= 0", field="deltas")
+        raise ParameterError(
+            "entries must be finite and >= 0",
+            field="deltas",
+            limit="entries finite and >= 0 (value: the first bad one)",
+            value=float(delta[~(np.isfinite(delta) & (delta >= 0.0))][0]),
+        )
     expansion = real_in_range(gamma, "gamma", 0.0, math.inf, high_open=True)
     inflation = real_in_range(kappa, "kappa", 1.0, math.inf, high_open=True)
     cap = positive_real(g_max, "g_max")
@@ -326,6 +386,8 @@ def empirical_influence(
         raise ParameterError(
             f"must be one of {', '.join(NEIGHBOUR_DELTAS)}, got {neighbour_delta!r}",
             field="neighbour_delta",
+            limit=f"one of {', '.join(NEIGHBOUR_DELTAS)}",
+            value=neighbour_delta,
         )
     d = delta.shape[1]
     amap = coordinate_nodes(coordinate_map, d, m)

@@ -81,16 +81,34 @@ def finite_vector(values: object, field: str, length: int | None = None) -> np.n
         arr = np.array(values, dtype=float)  # a copy: callers keep theirs
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be a 1-D array of real numbers, got {values!r}", field=field
+            f"must be a 1-D array of real numbers, got {values!r}",
+            field=field,
+            limit="a 1-D array of real numbers",
+            value=values,
         ) from None
     if arr.ndim != 1 or arr.size == 0:
-        raise ParameterError(f"must be a non-empty 1-D array, got shape {arr.shape}", field=field)
+        raise ParameterError(
+            f"must be a non-empty 1-D array, got shape {arr.shape}",
+            field=field,
+            limit="a non-empty 1-D array (value: its shape)",
+            value=arr.shape,
+        )
     if length is not None and arr.size != length:
-        raise ParameterError(f"must have {length} entries, got {arr.size}", field=field)
+        raise ParameterError(
+            f"must have {length} entries, got {arr.size}",
+            field=field,
+            limit=f"{length} entries (value: the count)",
+            value=arr.size,
+        )
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         i = int(bad[0])
-        raise ParameterError(f"must be finite, got {arr[i]!r}", field=f"{field}[{i}]")
+        raise ParameterError(
+            f"must be finite, got {arr[i]!r}",
+            field=f"{field}[{i}]",
+            limit="finite",
+            value=float(arr[i]),
+        )
     return arr
 
 
@@ -101,18 +119,29 @@ def finite_answers(values: object, field: str) -> np.ndarray:
         arr = np.array(values, dtype=float)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {values!r}", field=field
+            f"must be an array of real numbers, got {values!r}",
+            field=field,
+            limit="an array of real numbers",
+            value=values,
         ) from None
     if arr.ndim == 1:
         return finite_vector(arr, field)
     if arr.ndim != 2 or arr.size == 0:
         raise ParameterError(
-            f"must be a non-empty 1-D or 2-D array, got shape {arr.shape}", field=field
+            f"must be a non-empty 1-D or 2-D array, got shape {arr.shape}",
+            field=field,
+            limit="a non-empty 1-D or 2-D array (value: its shape)",
+            value=arr.shape,
         )
     bad = np.argwhere(~np.isfinite(arr))
     if bad.size:
         i, k = (int(v) for v in bad[0])
-        raise ParameterError(f"must be finite, got {arr[i, k]!r}", field=f"{field}[{i}, {k}]")
+        raise ParameterError(
+            f"must be finite, got {arr[i, k]!r}",
+            field=f"{field}[{i}, {k}]",
+            limit="finite",
+            value=float(arr[i, k]),
+        )
     return arr
 
 
@@ -122,7 +151,12 @@ def nonnegative_vector(values: object, field: str, length: int | None = None) ->
     bad = np.flatnonzero(arr < 0.0)
     if bad.size:
         i = int(bad[0])
-        raise ParameterError(f"must be >= 0, got {arr[i]!r}", field=f"{field}[{i}]")
+        raise ParameterError(
+            f"must be >= 0, got {arr[i]!r}",
+            field=f"{field}[{i}]",
+            limit=">= 0",
+            value=float(arr[i]),
+        )
     return arr
 
 
@@ -132,7 +166,12 @@ def unit_vector(values: object, field: str, length: int | None = None) -> np.nda
     above = np.flatnonzero(arr > 1.0)
     if above.size:
         i = int(above[0])
-        raise ParameterError(f"must be in [0, 1], got {arr[i]!r}", field=f"{field}[{i}]")
+        raise ParameterError(
+            f"must be in [0, 1], got {arr[i]!r}",
+            field=f"{field}[{i}]",
+            limit="in [0, 1]",
+            value=float(arr[i]),
+        )
     return arr
 
 
@@ -149,6 +188,8 @@ def check_allocation_floor(eps_min: object, eps_rel: float, d: int) -> float:
         raise ParameterError(
             f"must be < eps_rel / d = {eps_rel:g} / {d} = {eps_rel / d:.6g}, got {eps_min!r}",
             field="eps_min",
+            limit=f"< eps_rel / d = {eps_rel / d:.6g}",
+            value=eps_min,
         )
     return floor
 
@@ -191,18 +232,27 @@ def check_release_parameters(
         raise ParameterError(
             f"must be >= the certified bound bounds[{k}] = {b[k]!r} (Proposition 1), got {s[k]!r}",
             field=f"scales[{k}]",
+            limit=f">= the certified bound bounds[{k}] = {float(b[k])!r}",
+            value=float(s[k]),
         )
     e = finite_vector(budgets, "budgets", d)
     bad = np.flatnonzero(e <= 0.0)
     if bad.size:
         k = int(bad[0])
-        raise ParameterError(f"must be > 0, got {e[k]!r}", field=f"budgets[{k}]")
+        raise ParameterError(
+            f"must be > 0, got {e[k]!r}", field=f"budgets[{k}]", limit="> 0", value=float(e[k])
+        )
     excess = exact_excess(e, total)
     if excess > total * REL_TOL:
         raise ParameterError(
             f"must sum to <= eps_rel = {total!r} (rounding tolerance {REL_TOL:g} relative); "
             f"the sum exceeds it by {excess!r}",
             field="budgets",
+            limit=(
+                f"a sum <= eps_rel = {total!r} (rounding tolerance {REL_TOL:g} relative; "
+                "value: the excess)"
+            ),
+            value=excess,
         )
     for arr in (b, s, e):
         arr.setflags(write=False)
