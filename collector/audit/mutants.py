@@ -36,6 +36,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.collector.audit.cadr_count_canary import DROPOUT_AUDIT_EPS
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = ["ENV_VAR", "MUTANTS", "Mutant", "Patcher", "mutant_named", "planted", "run_mutant"]
@@ -572,7 +573,7 @@ MUTANTS: tuple[Mutant, ...] = (
            (_U + "test_cadr_theta_noise.py",)),
     Mutant("theta noise without the dropout margin",
            "noise_parties(n) = n: every survivor adds noise for n, too little after a dropout",
-           _noise_parties_all, (("cadr-theta-count-dropout", 2.0),),
+           _noise_parties_all, (("cadr-theta-count-dropout", DROPOUT_AUDIT_EPS),),
            (_U + "test_cadr_theta_noise.py",), trials=60_000),
     Mutant("theta bucket off by one", "bucket_vector puts degree d in the bucket of t_j <= d",
            _bucket_vector_inclusive, (("cadr-theta-count", 1.0),),

@@ -116,6 +116,11 @@ DROPOUT = "cadr-theta-count-dropout"
 NO_MARGIN = "theta noise without the dropout margin"
 
 
+def test_the_no_margin_mutant_is_audited_at_the_budget_audit_all_runs():
+    """The mutation run audits the dropout canary where `audit all` does (one budget)."""
+    assert mutant_named(NO_MARGIN).audits == ((DROPOUT, cadr_count_canary.DROPOUT_AUDIT_EPS),)
+
+
 def _recorded_release(monkeypatch, listed: int) -> tuple[np.ndarray, list]:
     """One opened sum of the dropout canary and the device machines that made it."""
     made = []
