@@ -144,6 +144,116 @@ def _graphs(which: str):
         yield from _B_GRAPHS(which)
 
 
+GROUPS = {
+    "bimodal": ("sbm2-", "cfg2-", "union-", "corep-"),
+    "heavy": ("ba-", "plc-", "cpl-"),
+    "light": ("er-", "ws-", "sbm3-"),
+    "real": ("facebook", "wiki-vote", "karate", "lesmis", "davis", "intel-motes"),
+}
+
+
+def _group(graph: str) -> str:
+    return next((k for k, heads in GROUPS.items() if graph.startswith(heads)), "other")
+
+
+def _counts(args: tuple, reading: str) -> np.ndarray:
+    """The bucket counts of one reading: ``boot`` alone, ``main`` (histogram_prior's
+    default before the rule: B's tail above H's g raised by J's stretch scan) or ``rule``
+    (the same with ``fitted_mass=True``)."""
+    sums, ts, d, n, eps, m = args
+    y = np.asarray(sums, float)
+    boot = bootstrap_counts(y, n, eps, m)
+    if reading == "boot":
+        return boot
+    return geometric_tail_counts(
+        y,
+        boot,
+        np.diff(np.array([-1, *ts, d])),
+        noise_sd(eps, n, m),
+        mode_z=dpp.MODE_Z,
+        gap_corrected=True,
+        stretch_level=TAIL_LEVEL,
+        fitted_mass=reading == "rule",
+    )
+
+
+def readings(r: dict) -> dict:
+    """Histogram EMD/L1 of each reading and of the constant TRUE median; per-node MAEs."""
+    d = r["degrees"]
+    base = dpp.trivial_baselines(d)["constant_median_oracle"]
+    out = {"median": (base["histogram_emd"], base["histogram_l1"])}
+    s = r["search"]
+    args = (s["bucket_sums"], list(s["thresholds"]), r["bound"], len(d), s["eps"])
+    args = (*args, s["noise_parties"])
+    prior, installed = dpp.search_priors(*args)
+    estimates = {}
+    for key in ("boot", "main", "rule"):
+        h = dpp._spread(_counts(args, key), args[1], args[2], True)
+        post = dpp.post_process(r["released"], r["theta"], r["eps_dsr"], prior, h)
+        out[key] = (dpp.histogram_emd(d, post.histogram), dpp.histogram_l1(d, post.histogram))
+        estimates[key] = post.estimates
+        out[f"{key}_installed"] = bool(np.abs(installed - h).max() < 1e-15)
+    assert out["main_installed"] or out["rule_installed"], r["graph"]
+    mae = float(np.mean(np.abs(np.asarray(d, float) - estimates["rule"])))
+    out["same"] = all(np.array_equal(estimates["rule"], e) for e in estimates.values())
+    out["same"] &= abs(mae - r["mae"]) < 1e-9
+    return out
+
+
+READINGS = ("median", "boot", "main", "rule")
+
+
+def compare(rows: list[dict]) -> None:
+    """Per cell (markdown), totals by group, and the pre-registered criterion."""
+    cells = defaultdict(list)
+    skipped = [r["graph"] for r in rows if not r.get("search")]
+    if skipped:
+        print(f"runs without a θ search (identical by construction, left out): {skipped}")
+    identical = True
+    for r in (r for r in rows if r.get("search")):
+        x = readings(r)
+        identical &= x["same"]
+        cells[(r["graph"], r["n"], r["eps"])].append(x)
+    print("| graph | n | ε | EMD median | boot | main | rule | L1 median | boot | main | rule |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    tot: dict = defaultdict(float)
+    for key, runs in cells.items():
+        m = {k: np.mean([x[k] for x in runs], axis=0) for k in READINGS}
+        print(
+            f"| {key[0]} | {key[1]} | {key[2]:g} | "
+            + " | ".join(f"{m[k][0]:.3f}" for k in READINGS)
+            + " | "
+            + " | ".join(f"{m[k][1]:.3f}" for k in READINGS)
+            + " |"
+        )
+        for where in ("all", _group(key[0])):
+            tot[where, "cells"] += 1
+            for k in READINGS:
+                tot[where, k, "emd"] += m[k][0]
+                tot[where, k, "l1"] += m[k][1]
+                tot[where, k, "above"] += m[k][0] > m["median"][0] + 1e-12
+            tot[where, "better"] += m["rule"][0] < m["main"][0] - 1e-12
+            tot[where, "worse"] += m["rule"][0] > m["main"][0] + 1e-12
+    print(f"\nruns {len(rows)}, cells {len(cells)}")
+    for where in ("all", *GROUPS, "other"):
+        if not tot[where, "cells"]:
+            continue
+        print(
+            f"  {where}: cells {tot[where, 'cells']:.0f}, rule better {tot[where, 'better']:.0f}"
+            f" / worse {tot[where, 'worse']:.0f}; "
+            + "; ".join(
+                f"{k} EMD {tot[where, k, 'emd']:.3f} L1 {tot[where, k, 'l1']:.3f}"
+                f" above-median {tot[where, k, 'above']:.0f}"
+                for k in READINGS
+            )
+        )
+    a = tot["all", "rule", "emd"] < tot["all", "main", "emd"]
+    b = tot["all", "rule", "l1"] <= 1.01 * tot["all", "main", "l1"]
+    c = tot["all", "rule", "above"] <= tot["all", "main", "above"]
+    verdict = "PASS" if a and b and c and identical else "FAIL"
+    print(f"criterion: (a) {a}  (b) {b}  (c) {c}  (d) {identical}  -> {verdict}")
+
+
 def main() -> None:
     mode = sys.argv[1]
     if mode == "capture":
