@@ -178,11 +178,15 @@ def unimodal_tail_counts(
         raise ParameterError(
             f"must be {y.size} non-negative bucket widths, not all 0, got {w.size}",
             field="widths",
+            limit=f"{y.size} finite non-negative widths, not all 0",
+            value=widths,
         )
     sd = positive_real(noise_sd, "noise_sd")
     alpha = positive_real(level, "level")
     if alpha >= 1:
-        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+        raise ParameterError(
+            f"must be below 1, got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     projected = simplex_projection(y, n)
     live = w > 0
     levels = np.where(live, projected / np.maximum(w, 1.0), -np.inf)
@@ -329,11 +333,18 @@ def second_mode_top(bucket_sums: object, top: int, noise_sd: float, *, level: fl
     y = bucket_sums_array(bucket_sums)
     g = integer_at_least(top, "top", 0)
     if g >= y.size:
-        raise ParameterError(f"must be a bucket in [0, {y.size - 1}], got {top!r}", field="top")
+        raise ParameterError(
+            f"must be a bucket in [0, {y.size - 1}], got {top!r}",
+            field="top",
+            limit=f"a bucket in [0, {y.size - 1}]",
+            value=top,
+        )
     sd = positive_real(noise_sd, "noise_sd")
     alpha = positive_real(level, "level")
     if alpha >= 1:
-        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+        raise ParameterError(
+            f"must be below 1, got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     while True:
         moved = _lowest_passing_stretch_top(y, g, sd, alpha)
         if moved is None:
@@ -410,12 +421,22 @@ def geometric_tail_counts(
     z = positive_real(mode_z, "mode_z")
     rho_max = float(decay_max) if isinstance(decay_max, (int, float)) else math.nan
     if not 0.0 <= rho_max < 1.0:
-        raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
+        raise ParameterError(
+            f"must be in [0, 1), got {decay_max!r}",
+            field="decay_max",
+            limit="in [0, 1)",
+            value=decay_max,
+        )
     top = top_significant_bucket(y, sd, mode_z=z, gap_corrected=gap_corrected)
     if stretch_level is not None:
         level = float(stretch_level) if isinstance(stretch_level, (int, float)) else math.nan
         if not 0.0 < level < 1.0:
-            raise ParameterError(f"must be in (0, 1), got {stretch_level!r}", field="stretch_level")
+            raise ParameterError(
+                f"must be in (0, 1), got {stretch_level!r}",
+                field="stretch_level",
+                limit="in (0, 1)",
+                value=stretch_level,
+            )
         if top is not None:
             top = second_mode_top(y, top, sd, level=level)
     if top is None or top >= y.size - 1:
@@ -458,12 +479,19 @@ def _same_size_array(values: object, size: int, field: str) -> np.ndarray:
     try:
         v = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
-        raise ParameterError(f"must be {size} real numbers, got {values!r}", field=field) from None
+        raise ParameterError(
+            f"must be {size} real numbers, got {values!r}",
+            field=field,
+            limit=f"{size} finite non-negative numbers",
+            value=values,
+        ) from None
     if v.size != size or not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ParameterError(
             f"must be {size} finite non-negative numbers, got {v.size} values "
             f"(minimum {v.min() if v.size else None})",
             field=field,
+            limit=f"{size} finite non-negative numbers",
+            value=values,
         )
     return v
 
@@ -486,7 +514,9 @@ def tail_threshold(buckets: int, eps_theta: float, shape: float, level: float) -
     r = k * positive_real(shape, "shape")
     lv = positive_real(level, "level")
     if lv >= 1:
-        raise ParameterError(f"must be in (0, 1), got {level!r}", field="level")
+        raise ParameterError(
+            f"must be in (0, 1), got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     ts = -math.log(a) * np.arange(1, 513) / 513
     logm = _log_mgf(ts, a, r)
     target = math.log(lv)

@@ -207,14 +207,27 @@ def _released(values: object) -> np.ndarray:
         arr = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {values!r}", field="released"
+            f"must be an array of real numbers, got {values!r}",
+            field="released",
+            limit="an array of real numbers",
+            value=values,
         ) from None
     if arr.size == 0:
-        raise ParameterError("must hold at least one release", field="released")
+        raise ParameterError(
+            "must hold at least one release",
+            field="released",
+            limit="at least one release",
+            value=values,
+        )
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"must be finite, got {arr[idx]!r}", field=f"released[{idx}]")
+        raise ParameterError(
+            f"must be finite, got {arr[idx]!r}",
+            field=f"released[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
     return arr
 
 
@@ -256,6 +269,8 @@ def posterior_medians(released: object, prior: np.ndarray, scale: float) -> np.n
         raise ParameterError(
             "must be a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
             field="prior",
+            limit="a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
+            value=prior,
         )
     post = _posteriors(_kernel(y, p.size - 1, positive_real(scale, "scale")), p)
     cdf = np.cumsum(post, axis=1)
@@ -268,7 +283,12 @@ def consistent_histogram(prior: np.ndarray, n: int) -> np.ndarray:
     nn = integer_at_least(n, "n", 0)
     p = np.asarray(prior, dtype=float)
     if p.ndim != 1 or p.size == 0 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError("must be non-negative and sum to 1", field="prior")
+        raise ParameterError(
+            "must be non-negative and sum to 1",
+            field="prior",
+            limit="non-negative, summing to 1",
+            value=prior,
+        )
     exact = nn * p / p.sum()
     counts = np.floor(exact).astype(np.int64)
     short = nn - int(counts.sum())
@@ -407,11 +427,16 @@ def _bucket_input(
         raise ParameterError(
             f"must be ascending, distinct and within [0, {d}], got {ts[:5]}...",
             field="thresholds",
+            limit=f"ascending, distinct, within [0, {d}]",
+            value=thresholds,
         )
     sums = np.asarray(bucket_sums, dtype=float).reshape(-1)
     if sums.size != len(ts) + 1 or not np.all(np.isfinite(sums)):
         raise ParameterError(
-            f"must hold {len(ts) + 1} finite sums, got {sums.size}", field="bucket_sums"
+            f"must hold {len(ts) + 1} finite sums, got {sums.size}",
+            field="bucket_sums",
+            limit=f"{len(ts) + 1} finite sums",
+            value=bucket_sums,
         )
     return d, n, ts, sums
 
@@ -497,6 +522,8 @@ def _distribution_over_degrees(prior: object) -> np.ndarray:
         raise ParameterError(
             "must be a distribution over 0..D (D >= 1): non-negative, summing to 1",
             field="prior",
+            limit="a distribution over 0..D (D >= 1): non-negative, summing to 1",
+            value=prior,
         )
     return p
 
@@ -637,9 +664,19 @@ def post_process(
             kept_ratio=r,
         )
     if histogram_prior is not None:
-        raise ParameterError("needs a prior for the estimates as well", field="histogram_prior")
+        raise ParameterError(
+            "needs a prior for the estimates as well",
+            field="histogram_prior",
+            limit="None unless prior is given",
+            value=histogram_prior,
+        )
     if theta_noise is not None:
-        raise ParameterError("guards a prior's reading; there is no prior", field="theta_noise")
+        raise ParameterError(
+            "guards a prior's reading; there is no prior",
+            field="theta_noise",
+            limit="None unless prior is given",
+            value=theta_noise,
+        )
     k_prior = deconvolve(y, t, scale)
     return PostProcessed(
         theta=t,
@@ -705,7 +742,12 @@ def _distribution(histogram: np.ndarray, size: int) -> np.ndarray:
     h[: len(histogram)] = histogram
     total = h.sum()
     if total <= 0:
-        raise ParameterError("must hold at least one count", field="histogram")
+        raise ParameterError(
+            "must hold at least one count",
+            field="histogram",
+            limit="a positive total count",
+            value=histogram,
+        )
     return h / total
 
 

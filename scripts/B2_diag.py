@@ -63,17 +63,23 @@ def main() -> None:
         true = np.histogram(r["degrees"], bins=edges + 0.5)[0]
         st = stages(r)
         base = dpp.trivial_baselines(r["degrees"])["constant_median_oracle"]
-        print(f"== {graph} eps={r['eps']} seed={r['seed']} sd={sd:.2f} K={y.size}"
-              f" median EMD {base['histogram_emd']:.3f} L1 {base['histogram_l1']:.3f}")
+        print(
+            f"== {graph} eps={r['eps']} seed={r['seed']} sd={sd:.2f} K={y.size}"
+            f" median EMD {base['histogram_emd']:.3f} L1 {base['histogram_l1']:.3f}"
+        )
         for name, (g, x) in st.items():
             h = dpp._spread(x, ts, d, True)
             hist = dpp.consistent_histogram(h, n)
-            print(f"  {name:5s} g={g!s:4s} EMD {dpp.histogram_emd(r['degrees'], hist):.3f}"
-                  f" L1 {dpp.histogram_l1(r['degrees'], hist):.3f}")
+            print(
+                f"  {name:5s} g={g!s:4s} EMD {dpp.histogram_emd(r['degrees'], hist):.3f}"
+                f" L1 {dpp.histogram_l1(r['degrees'], hist):.3f}"
+            )
         print("  j  (lo,hi]      y/sd   true   boot     B      H      J")
         for j in range(y.size):
-            print(f"  {j:2d} ({edges[j]},{edges[j + 1]}] {y[j] / sd:6.2f} {true[j]:6d}"
-                  + "".join(f" {st[k][1][j]:6.1f}" for k in ("boot", "B", "H", "J")))
+            print(
+                f"  {j:2d} ({edges[j]},{edges[j + 1]}] {y[j] / sd:6.2f} {true[j]:6d}"
+                + "".join(f" {st[k][1][j]:6.1f}" for k in ("boot", "B", "H", "J"))
+            )
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ B2CAL = {
     "er-1500-0.006": lambda: nx.gnp_random_graph(1500, 0.006, seed=2125),
     "ws-600-k6": lambda: nx.watts_strogatz_graph(600, 6, 0.2, seed=2126),
     "sbm3-900": lambda: nx.stochastic_block_model(
-        [300, 300, 300], [[0.03 if i == j else 0.002 for j in range(3)] for i in range(3)],
+        [300, 300, 300],
+        [[0.03 if i == j else 0.002 for j in range(3)] for i in range(3)],
         seed=2127,
     ),
     "sbm2-250": lambda: _two_blocks(170, 0.012, 80, 0.22, 0.003, 2128),
@@ -121,7 +122,8 @@ B2FRESH = {
     "er-1800-0.005": lambda: nx.gnp_random_graph(1800, 0.005, seed=2325),
     "ws-800-k6": lambda: nx.watts_strogatz_graph(800, 6, 0.2, seed=2326),
     "sbm3-1200": lambda: nx.stochastic_block_model(
-        [400, 400, 400], [[0.025 if i == j else 0.002 for j in range(3)] for i in range(3)],
+        [400, 400, 400],
+        [[0.025 if i == j else 0.002 for j in range(3)] for i in range(3)],
         seed=2327,
     ),
     "sbm2-300": lambda: _two_blocks(200, 0.01, 100, 0.18, 0.003, 2328),
