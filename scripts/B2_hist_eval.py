@@ -131,11 +131,50 @@ B2FRESH = {
     "corep-600": lambda: _core(120, 0.1, 480, 2330),
 }
 
+# SECOND EVALUATION (round 2, after round 1 failed on B2FRESH), networkx seeds 2461-2490,
+# run seeds 161-163 (fixed 2026-12-05 before any run; B2FRESH is calibration from here on)
+B2FRESH2 = {
+    "sbm2-65": lambda: _two_blocks(44, 0.05, 21, 0.5, 0.01, 2461),
+    "sbm2-160": lambda: _two_blocks(110, 0.028, 50, 0.3, 0.005, 2462),
+    "sbm2-750": lambda: _two_blocks(520, 0.0055, 230, 0.07, 0.001, 2463),
+    "sbm2-2600": lambda: _two_blocks(1800, 0.0014, 800, 0.028, 0.0002, 2464),
+    "cfg2-100-2-9": lambda: _two_mode(100, 0.6, 2, 9, 2465),
+    "cfg2-450-2-15": lambda: _two_mode(450, 0.65, 2, 15, 2466),
+    "cfg2-1300-3-24": lambda: _two_mode(1300, 0.7, 3, 24, 2467),
+    "cfg2-3000-2-28": lambda: _two_mode(3000, 0.75, 2, 28, 2468),
+    "union-900": lambda: _union(630, 0.003, 270, 0.05, 45, 2469),
+    "union-2200": lambda: _union(1500, 0.0016, 700, 0.03, 90, 2470),
+    "corep-80": lambda: _core(28, 0.4, 52, 2471),
+    "corep-350": lambda: _core(70, 0.16, 280, 2472),
+    "corep-1400": lambda: _core(240, 0.05, 1160, 2473),
+    "ba-90-m2": lambda: nx.barabasi_albert_graph(90, 2, seed=2474),
+    "ba-650-m3": lambda: nx.barabasi_albert_graph(650, 3, seed=2475),
+    "ba-1700-m2": lambda: nx.barabasi_albert_graph(1700, 2, seed=2476),
+    "ba-2400-m4": lambda: nx.barabasi_albert_graph(2400, 4, seed=2477),
+    "plc-130-m2": lambda: nx.powerlaw_cluster_graph(130, 2, 0.4, seed=2478),
+    "plc-900-m3": lambda: nx.powerlaw_cluster_graph(900, 3, 0.3, seed=2479),
+    "plc-2700-m2": lambda: nx.powerlaw_cluster_graph(2700, 2, 0.5, seed=2480),
+    "cpl-1400-2.4": lambda: _config_pl(1400, 2.4, 2481),
+    "cpl-2200-2.3": lambda: _config_pl(2200, 2.3, 2482),
+    "cpl-500-2.2": lambda: _config_pl(500, 2.2, 2483),
+    "er-300-0.035": lambda: nx.gnp_random_graph(300, 0.035, seed=2484),
+    "er-2000-0.004": lambda: nx.gnp_random_graph(2000, 0.004, seed=2485),
+    "ws-1000-k8": lambda: nx.watts_strogatz_graph(1000, 8, 0.2, seed=2486),
+    "sbm3-1500": lambda: nx.stochastic_block_model(
+        [500, 500, 500],
+        [[0.02 if i == j else 0.0015 for j in range(3)] for i in range(3)],
+        seed=2487,
+    ),
+    "sbm2-350": lambda: _two_blocks(230, 0.009, 120, 0.16, 0.003, 2488),
+    "cfg2-130-1-10": lambda: _two_mode(130, 0.55, 1, 10, 2489),
+    "corep-700": lambda: _core(140, 0.09, 560, 2490),
+}
+
 _B_GRAPHS = b_eval._graphs  # kept before ``main`` patches it
 
 
 def _graphs(which: str):
-    sets = {"b2cal": B2CAL, "b2fresh": B2FRESH}
+    sets = {"b2cal": B2CAL, "b2fresh": B2FRESH, "b2fresh2": B2FRESH2}
     if which in sets:
         for name, make in sets[which].items():
             yield name, b_eval.capture._graph_of(make())
@@ -167,6 +206,9 @@ def _counts(args: tuple, reading: str) -> np.ndarray:
     boot = bootstrap_counts(y, n, eps, m)
     if reading == "boot":
         return boot
+    fitted = reading == "rule"
+    if fitted and ROUND == 2:  # round 2: only where the counts carry signal (public gate)
+        fitted = dpp.count_signal_ratio(n, y.size, eps, m) >= dpp.UNIMODAL_RATIO_MAX
     return geometric_tail_counts(
         y,
         boot,
@@ -175,7 +217,7 @@ def _counts(args: tuple, reading: str) -> np.ndarray:
         mode_z=dpp.MODE_Z,
         gap_corrected=True,
         stretch_level=TAIL_LEVEL,
-        fitted_mass=reading == "rule",
+        fitted_mass=bool(fitted),
     )
 
 
@@ -203,6 +245,7 @@ def readings(r: dict) -> dict:
 
 
 READINGS = ("median", "boot", "main", "rule")
+ROUND = 2  # the rule compared: 1 = fitted_mass everywhere, 2 = gated (``--round 1`` for 1)
 
 
 def compare(rows: list[dict]) -> None:
@@ -262,8 +305,12 @@ def main() -> None:
         b_eval._graphs = _graphs  # the capture loop reads the module's _graphs
         b_eval.capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4])
     elif mode == "compare":
+        global ROUND
+        paths = sys.argv[2:]
+        if paths[:2] == ["--round", "1"]:
+            ROUND, paths = 1, paths[2:]
         rows = []
-        for path in sys.argv[2:]:
+        for path in paths:
             with open(path, "rb") as fh:
                 rows += pickle.load(fh)
         compare(rows)
