@@ -63,6 +63,13 @@ noise parties — post-processing):
   Laplace-like tail): a real second mode above the densest bucket, each of whose
   buckets is below 3 sds (les misérables at ε = 1: 17 nodes of degree 1, ~30 at 8-13),
   is kept where the counts put it instead of being re-placed as a falling tail.
+- ``geometric_tail_counts(fitted_mass=True)`` (issue 20, helper B round 2): the mass
+  re-placed above g is at most the free geometric fit's, the surplus back to the buckets
+  up to g, on the ratio tied to the kept mass — a far noise stretch the counts keep (wiki-
+  Vote at ε = 1-2: 156 devices re-placed above g against 50 true) no longer inflates the
+  tail. The pipelines use it where ``count_signal_ratio`` is at least
+  ``UNIMODAL_RATIO_MAX`` (docs/preregistration/B-tail-mass-gated.md; everywhere it failed
+  on L1: B-tail-mass.md).
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets

@@ -58,7 +58,9 @@ mass above the top significant bucket (found by a gap-corrected scan up from the
 bucket: ``collector.bucket_isotonic.top_significant_bucket``, then raised to the top of
 any significant stretch above it: ``collector.bucket_isotonic.second_mode_top``, so a
 real second mode stays) re-placed on a fitted geometric decay
-(``collector.bucket_isotonic.geometric_tail_counts``), the per-node release unchanged
+(``collector.bucket_isotonic.geometric_tail_counts``; where ``count_signal_ratio`` is at
+least ``UNIMODAL_RATIO_MAX``, with at most the free geometric fit's mass, the surplus back
+to the buckets below: ``fitted_mass=True``), the per-node release unchanged
 (docs/cadr-private.md, "Released histogram: boot reading, pre-registered (2026-12-05)",
 "Released histogram: a geometric tail (helper B)", "Released histogram: the top
 significant bucket under multiplicity (helper H)" and "Released histogram: a second mode
@@ -349,13 +351,18 @@ def histogram_prior(
     to the top of any significant STRETCH above it (``collector.bucket_isotonic.
     second_mode_top`` at ``TAIL_LEVEL``: a real second mode whose buckets are each below
     the single-bucket thresholds stays where the counts put it instead of being re-placed
-    as a falling tail). ``eps_theta`` and ``parties``: the θ search's ε_θ and noise
-    parties (its noise law). The per-node release keeps ``degree_prior``
+    as a falling tail). Where the counts carry signal (``count_signal_ratio`` at least
+    ``UNIMODAL_RATIO_MAX``) the mass re-placed above g is at most the free geometric
+    fit's, the surplus back to the buckets up to g, on the ratio tied to that mass
+    (``geometric_tail_counts(fitted_mass=True)``: a far noise stretch that ``boot`` keeps
+    no longer inflates the tail; docs/preregistration/B-tail-mass-gated.md). ``eps_theta``
+    and ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
+    release keeps ``degree_prior``
     (docs/cadr-private.md, "Released histogram: boot reading, pre-registered
     (2026-12-05)", "Released histogram: a geometric tail (helper B)", "Released
     histogram: the top significant bucket under multiplicity (helper H)" and "Released
-    histogram: a second mode above the top significant bucket (helper J)").
-    Post-processing: no budget."""
+    histogram: a second mode above the top significant bucket (helper J)"; the tail
+    mass: docs/preregistration/B-tail-mass-gated.md). Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
@@ -376,6 +383,7 @@ def histogram_prior(
         mode_z=MODE_Z,
         gap_corrected=True,
         stretch_level=TAIL_LEVEL,
+        fitted_mass=count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX,
     )
     return _spread(counts, ts, d, True)
 

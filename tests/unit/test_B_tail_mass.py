@@ -99,3 +99,48 @@ def test_fitted_mass_must_be_a_bool(bad):
         _tail(y, np.asarray(y, float), fitted_mass=bad)
     assert err.value.field == "fitted_mass"
     assert err.value.limit == "True or False" and err.value.value is bad
+
+
+def _reading(sums, ts, d, n, eps, m, fitted):
+    from ldpfleet.collector import degree_postprocess as dpp
+    from ldpfleet.collector.bucket_denoise import noise_sd
+    from ldpfleet.collector.bucket_isotonic import TAIL_LEVEL, bootstrap_counts
+
+    counts = geometric_tail_counts(
+        sums,
+        bootstrap_counts(sums, n, eps, m),
+        np.diff(np.array([-1, *ts, d])),
+        noise_sd(eps, n, m),
+        mode_z=dpp.MODE_Z,
+        gap_corrected=True,
+        stretch_level=TAIL_LEVEL,
+        fitted_mass=fitted,
+    )
+    return dpp._spread(counts, ts, d, True)
+
+
+def test_histogram_prior_caps_the_tail_mass_where_the_counts_carry_signal():
+    # docs/preregistration/B-tail-mass-gated.md: n / (√K σ) = 37.6 >= 8 here; a bulk in
+    # buckets 0-3, a falling tail 6, 3, 1 and a far noise spike 8 the boot counts keep
+    from ldpfleet.collector import degree_postprocess as dpp
+
+    ts, d, n, eps, m = [1, 3, 6, 10, 20, 40, 80, 120, 160, 240, 320, 400], 500, 400, 1.0, 360
+    sums = np.array([90.0, 160.0, 100.0, 30.0, 6.0, 3.0, 1.0, 0.0, -1.0, 1.0, 8.0, 0.0, 0.0])
+    assert dpp.count_signal_ratio(n, sums.size, eps, m) >= dpp.UNIMODAL_RATIO_MAX
+    got = dpp.histogram_prior(sums, ts, d, n, eps, m)
+    want = _reading(sums, ts, d, n, eps, m, True)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+    uncapped = _reading(sums, ts, d, n, eps, m, False)
+    # the tail above degree 10 holds 12.1 devices against 17.1 uncapped
+    assert n * got[11:].sum() < n * uncapped[11:].sum() - 4.0
+
+
+def test_histogram_prior_keeps_the_boot_tail_mass_below_the_gate():
+    # a fleet of 60 at ε_θ = 0.5: n / (√K σ) below 8, main's reading unchanged
+    from ldpfleet.collector import degree_postprocess as dpp
+
+    ts, d, n, eps, m = [1, 2, 4, 8, 16, 32], 59, 60, 0.5, 60
+    sums = np.array([30.0, 20.0, 6.0, -4.0, 9.0, 2.0, 7.0])
+    assert dpp.count_signal_ratio(n, sums.size, eps, m) < dpp.UNIMODAL_RATIO_MAX
+    got = dpp.histogram_prior(sums, ts, d, n, eps, m)
+    np.testing.assert_allclose(got, _reading(sums, ts, d, n, eps, m, False), rtol=0, atol=1e-15)
