@@ -67,7 +67,12 @@ def simplex_projection(values: object, total: float) -> np.ndarray:
     v = np.asarray(values, dtype=float).reshape(-1)
     t = positive_real(total, "total")
     if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ParameterError("must be a non-empty array of finite numbers", field="values")
+        raise ParameterError(
+            "must be a non-empty array of finite numbers",
+            field="values",
+            limit="a non-empty array of finite numbers",
+            value=values,
+        )
     u = np.sort(v)[::-1]
     cssv = np.cumsum(u) - t
     ind = np.arange(1, v.size + 1)
@@ -83,12 +88,17 @@ def bucket_sums_array(bucket_sums: object) -> np.ndarray:
         y = np.asarray(bucket_sums, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {bucket_sums!r}", field="bucket_sums"
+            f"must be an array of real numbers, got {bucket_sums!r}",
+            field="bucket_sums",
+            limit="an array of real numbers",
+            value=bucket_sums,
         ) from None
     if y.size == 0 or not np.all(np.isfinite(y)):
         raise ParameterError(
             f"must be a non-empty array of finite numbers, got {y.size} values",
             field="bucket_sums",
+            limit="a non-empty array of finite numbers",
+            value=bucket_sums,
         )
     return y
 

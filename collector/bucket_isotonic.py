@@ -63,6 +63,13 @@ noise parties — post-processing):
   Laplace-like tail): a real second mode above the densest bucket, each of whose
   buckets is below 3 sds (les misérables at ε = 1: 17 nodes of degree 1, ~30 at 8-13),
   is kept where the counts put it instead of being re-placed as a falling tail.
+- ``geometric_tail_counts(fitted_mass=True)`` (issue 20, helper B round 2): the mass
+  re-placed above g is at most the free geometric fit's, the surplus back to the buckets
+  up to g, on the ratio tied to the kept mass — a far noise stretch the counts keep (wiki-
+  Vote at ε = 1-2: 156 devices re-placed above g against 50 true) no longer inflates the
+  tail. The pipelines use it where ``count_signal_ratio`` is at least
+  ``UNIMODAL_RATIO_MAX`` (docs/preregistration/B-tail-mass-gated.md; everywhere it failed
+  on L1: B-tail-mass.md).
 - ``empty_tail_start``: the first bucket of the largest top stretch whose noisy total is
   NOT significantly above 0 (a Chernoff bound on the exact noise law, familywise level
   ``TAIL_LEVEL`` over the ``K`` stretches; no tuning), and ``tail_counts``: those buckets
@@ -178,11 +185,15 @@ def unimodal_tail_counts(
         raise ParameterError(
             f"must be {y.size} non-negative bucket widths, not all 0, got {w.size}",
             field="widths",
+            limit=f"{y.size} finite non-negative widths, not all 0",
+            value=widths,
         )
     sd = positive_real(noise_sd, "noise_sd")
     alpha = positive_real(level, "level")
     if alpha >= 1:
-        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+        raise ParameterError(
+            f"must be below 1, got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     projected = simplex_projection(y, n)
     live = w > 0
     levels = np.where(live, projected / np.maximum(w, 1.0), -np.inf)
@@ -233,17 +244,36 @@ def _decay_grid(decay_max: float) -> np.ndarray:
     return np.unique(np.append(np.arange(steps + 1) / 100.0, decay_max))
 
 
-def _fitted_decay(tail_sums: np.ndarray, decay_max: float) -> float:
-    """The ratio ``ρ`` of the least-squares fit ``a ρ^i`` (``a >= 0``, ``i = 0, 1, ...``)
-    to ``tail_sums``, over ``_decay_grid``: for each ``ρ`` the best ``a`` in closed form,
+def _geometric_fit(tail_sums: np.ndarray, decay_max: float) -> tuple[float, float]:
+    """The least-squares fit ``a ρ^i`` (``a >= 0``, ``i = 0, 1, ...``) to ``tail_sums``
+    over ``_decay_grid``: ``(ρ, a)``. For each ``ρ`` the best ``a`` in closed form,
     ``max(0, <y, ρ^i> / <ρ^i, ρ^i>)``; the lowest ``ρ`` on ties (``a = 0``: every ``ρ``
     fits alike, and 0 keeps the tail compact)."""
     index = np.arange(tail_sums.size)
-    best, best_misfit = 0.0, math.inf
+    best, best_a, best_misfit = 0.0, 0.0, math.inf
     for rho in _decay_grid(decay_max):
         basis = rho**index  # 0**0 = 1: ρ = 0 puts everything in the first tail bucket
         a = max(0.0, float(tail_sums @ basis) / float(basis @ basis))
         misfit = float(np.sum((tail_sums - a * basis) ** 2))
+        if misfit < best_misfit - 1e-12:
+            best, best_a, best_misfit = float(rho), a, misfit
+    return best, best_a
+
+
+def _fitted_decay(tail_sums: np.ndarray, decay_max: float) -> float:
+    """The ratio ``ρ`` of ``_geometric_fit`` (the free least-squares geometric fit)."""
+    return _geometric_fit(tail_sums, decay_max)[0]
+
+
+def _tied_decay(tail_sums: np.ndarray, mass: float, decay_max: float) -> float:
+    """The ratio ``ρ`` over ``_decay_grid`` whose placement of ``mass``, ``mass ρ^i / Σ_j
+    ρ^j``, is the least-squares fit to ``tail_sums`` (the amplitude TIED to the mass that
+    is placed, not free); the lowest ``ρ`` on ties."""
+    index = np.arange(tail_sums.size)
+    best, best_misfit = 0.0, math.inf
+    for rho in _decay_grid(decay_max):
+        shape = rho**index
+        misfit = float(np.sum((tail_sums - mass * shape / shape.sum()) ** 2))
         if misfit < best_misfit - 1e-12:
             best, best_misfit = float(rho), misfit
     return best
@@ -310,11 +340,18 @@ def second_mode_top(bucket_sums: object, top: int, noise_sd: float, *, level: fl
     y = bucket_sums_array(bucket_sums)
     g = integer_at_least(top, "top", 0)
     if g >= y.size:
-        raise ParameterError(f"must be a bucket in [0, {y.size - 1}], got {top!r}", field="top")
+        raise ParameterError(
+            f"must be a bucket in [0, {y.size - 1}], got {top!r}",
+            field="top",
+            limit=f"a bucket in [0, {y.size - 1}]",
+            value=top,
+        )
     sd = positive_real(noise_sd, "noise_sd")
     alpha = positive_real(level, "level")
     if alpha >= 1:
-        raise ParameterError(f"must be below 1, got {level!r}", field="level")
+        raise ParameterError(
+            f"must be below 1, got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     while True:
         moved = _lowest_passing_stretch_top(y, g, sd, alpha)
         if moved is None:
@@ -345,6 +382,7 @@ def geometric_tail_counts(
     decay_max: float = TAIL_DECAY_MAX,
     gap_corrected: bool = False,
     stretch_level: float | None = None,
+    fitted_mass: bool = False,
 ) -> np.ndarray:
     """``counts`` (non-negative bucket counts, e.g. ``bootstrap_counts``) with the mass
     above the top significant bucket re-placed on a geometric decay (issue 20, helper B).
@@ -366,8 +404,23 @@ def geometric_tail_counts(
     per bucket. ``gap_corrected``: ``g`` chosen by ``top_significant_bucket``'s scan with
     its multiplicity correction instead of as the highest significant bucket.
     ``stretch_level``: ``g`` then raised by ``second_mode_top`` at that level (a real
-    second mode above ``g`` kept where the counts put it; None: not). A function of the
-    noisy sums and public quantities: post-processing, no budget."""
+    second mode above ``g`` kept where the counts put it; None: not). ``fitted_mass``
+    (issue 20, helper B round 2; docs/preregistration/B-tail-mass.md): the mass kept above
+    ``g`` is at most ``F = a Σ_i ρ^i``, the mass of the free least-squares fit ``a ρ^i``
+    to the noisy sums there (``_geometric_fit``); the surplus ``M − min(M, F)`` goes back
+    to the buckets up to ``g`` in proportion to their counts (none when they hold
+    nothing), and the kept mass is placed on the ratio whose placement of exactly that
+    mass fits the sums best (``_tied_decay``) — a far noise stretch that ``counts`` kept no
+    longer inflates the tail, and one negative sum just above ``g`` no longer collapses
+    the ratio to 0. A function of the noisy sums and public quantities: post-processing,
+    no budget."""
+    if not isinstance(fitted_mass, (bool, np.bool_)):
+        raise ParameterError(
+            f"must be True or False, got {fitted_mass!r}",
+            field="fitted_mass",
+            limit="True or False",
+            value=fitted_mass,
+        )
     y = bucket_sums_array(bucket_sums)
     x = _same_size_array(counts, y.size, "counts")
     w = _same_size_array(widths, y.size, "widths")
@@ -375,12 +428,22 @@ def geometric_tail_counts(
     z = positive_real(mode_z, "mode_z")
     rho_max = float(decay_max) if isinstance(decay_max, (int, float)) else math.nan
     if not 0.0 <= rho_max < 1.0:
-        raise ParameterError(f"must be in [0, 1), got {decay_max!r}", field="decay_max")
+        raise ParameterError(
+            f"must be in [0, 1), got {decay_max!r}",
+            field="decay_max",
+            limit="in [0, 1)",
+            value=decay_max,
+        )
     top = top_significant_bucket(y, sd, mode_z=z, gap_corrected=gap_corrected)
     if stretch_level is not None:
         level = float(stretch_level) if isinstance(stretch_level, (int, float)) else math.nan
         if not 0.0 < level < 1.0:
-            raise ParameterError(f"must be in (0, 1), got {stretch_level!r}", field="stretch_level")
+            raise ParameterError(
+                f"must be in (0, 1), got {stretch_level!r}",
+                field="stretch_level",
+                limit="in (0, 1)",
+                value=stretch_level,
+            )
         if top is not None:
             top = second_mode_top(y, top, sd, level=level)
     if top is None or top >= y.size - 1:
@@ -389,12 +452,32 @@ def geometric_tail_counts(
     mass = float(x[top + 1 :].sum())
     if mass <= 0 or not np.any(live):
         return x
-    rho = _fitted_decay(y[top + 1 :][live], rho_max)
+    out = x.copy()
+    tail_sums = y[top + 1 :][live]
+    if fitted_mass:
+        mass, rho = _fitted_tail_mass(out, top, mass, tail_sums, rho_max)
+    else:
+        rho = _fitted_decay(tail_sums, rho_max)
     shape = np.zeros(live.size)
     shape[live] = rho ** np.arange(int(live.sum()))  # 0**0 = 1: ρ = 0, all in the first
-    out = x.copy()
     out[top + 1 :] = mass * shape / shape.sum()
     return out
+
+
+def _fitted_tail_mass(
+    out: np.ndarray, top: int, mass: float, tail_sums: np.ndarray, rho_max: float
+) -> tuple[float, float]:
+    """``geometric_tail_counts(fitted_mass=True)``: the mass kept above ``top`` (at most
+    the free geometric fit's) and its tied ratio; the surplus is added to ``out[: top +
+    1]`` in place, in proportion to those counts."""
+    head = out[: top + 1]
+    head_total = float(head.sum())
+    free_rho, amplitude = _geometric_fit(tail_sums, rho_max)
+    fitted = amplitude * float(np.sum(free_rho ** np.arange(tail_sums.size)))
+    kept = min(mass, fitted) if head_total > 0 else mass
+    if kept < mass:
+        out[: top + 1] = head + (mass - kept) * head / head_total
+    return kept, _tied_decay(tail_sums, kept, rho_max) if kept > 0 else 0.0
 
 
 def _same_size_array(values: object, size: int, field: str) -> np.ndarray:
@@ -403,12 +486,19 @@ def _same_size_array(values: object, size: int, field: str) -> np.ndarray:
     try:
         v = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
-        raise ParameterError(f"must be {size} real numbers, got {values!r}", field=field) from None
+        raise ParameterError(
+            f"must be {size} real numbers, got {values!r}",
+            field=field,
+            limit=f"{size} finite non-negative numbers",
+            value=values,
+        ) from None
     if v.size != size or not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ParameterError(
             f"must be {size} finite non-negative numbers, got {v.size} values "
             f"(minimum {v.min() if v.size else None})",
             field=field,
+            limit=f"{size} finite non-negative numbers",
+            value=values,
         )
     return v
 
@@ -431,7 +521,9 @@ def tail_threshold(buckets: int, eps_theta: float, shape: float, level: float) -
     r = k * positive_real(shape, "shape")
     lv = positive_real(level, "level")
     if lv >= 1:
-        raise ParameterError(f"must be in (0, 1), got {level!r}", field="level")
+        raise ParameterError(
+            f"must be in (0, 1), got {level!r}", field="level", limit="in (0, 1)", value=level
+        )
     ts = -math.log(a) * np.arange(1, 513) / 513
     logm = _log_mgf(ts, a, r)
     target = math.log(lv)

@@ -58,7 +58,9 @@ mass above the top significant bucket (found by a gap-corrected scan up from the
 bucket: ``collector.bucket_isotonic.top_significant_bucket``, then raised to the top of
 any significant stretch above it: ``collector.bucket_isotonic.second_mode_top``, so a
 real second mode stays) re-placed on a fitted geometric decay
-(``collector.bucket_isotonic.geometric_tail_counts``), the per-node release unchanged
+(``collector.bucket_isotonic.geometric_tail_counts``; where ``count_signal_ratio`` is at
+least ``UNIMODAL_RATIO_MAX``, with at most the free geometric fit's mass, the surplus back
+to the buckets below: ``fitted_mass=True``), the per-node release unchanged
 (docs/cadr-private.md, "Released histogram: boot reading, pre-registered (2026-12-05)",
 "Released histogram: a geometric tail (helper B)", "Released histogram: the top
 significant bucket under multiplicity (helper H)" and "Released histogram: a second mode
@@ -207,14 +209,27 @@ def _released(values: object) -> np.ndarray:
         arr = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError):
         raise ParameterError(
-            f"must be an array of real numbers, got {values!r}", field="released"
+            f"must be an array of real numbers, got {values!r}",
+            field="released",
+            limit="an array of real numbers",
+            value=values,
         ) from None
     if arr.size == 0:
-        raise ParameterError("must hold at least one release", field="released")
+        raise ParameterError(
+            "must hold at least one release",
+            field="released",
+            limit="at least one release",
+            value=values,
+        )
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"must be finite, got {arr[idx]!r}", field=f"released[{idx}]")
+        raise ParameterError(
+            f"must be finite, got {arr[idx]!r}",
+            field=f"released[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
     return arr
 
 
@@ -256,6 +271,8 @@ def posterior_medians(released: object, prior: np.ndarray, scale: float) -> np.n
         raise ParameterError(
             "must be a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
             field="prior",
+            limit="a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
+            value=prior,
         )
     post = _posteriors(_kernel(y, p.size - 1, positive_real(scale, "scale")), p)
     cdf = np.cumsum(post, axis=1)
@@ -268,7 +285,12 @@ def consistent_histogram(prior: np.ndarray, n: int) -> np.ndarray:
     nn = integer_at_least(n, "n", 0)
     p = np.asarray(prior, dtype=float)
     if p.ndim != 1 or p.size == 0 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError("must be non-negative and sum to 1", field="prior")
+        raise ParameterError(
+            "must be non-negative and sum to 1",
+            field="prior",
+            limit="non-negative, summing to 1",
+            value=prior,
+        )
     exact = nn * p / p.sum()
     counts = np.floor(exact).astype(np.int64)
     short = nn - int(counts.sum())
@@ -329,13 +351,18 @@ def histogram_prior(
     to the top of any significant STRETCH above it (``collector.bucket_isotonic.
     second_mode_top`` at ``TAIL_LEVEL``: a real second mode whose buckets are each below
     the single-bucket thresholds stays where the counts put it instead of being re-placed
-    as a falling tail). ``eps_theta`` and ``parties``: the θ search's ε_θ and noise
-    parties (its noise law). The per-node release keeps ``degree_prior``
+    as a falling tail). Where the counts carry signal (``count_signal_ratio`` at least
+    ``UNIMODAL_RATIO_MAX``) the mass re-placed above g is at most the free geometric
+    fit's, the surplus back to the buckets up to g, on the ratio tied to that mass
+    (``geometric_tail_counts(fitted_mass=True)``: a far noise stretch that ``boot`` keeps
+    no longer inflates the tail; docs/preregistration/B-tail-mass-gated.md). ``eps_theta``
+    and ``parties``: the θ search's ε_θ and noise parties (its noise law). The per-node
+    release keeps ``degree_prior``
     (docs/cadr-private.md, "Released histogram: boot reading, pre-registered
     (2026-12-05)", "Released histogram: a geometric tail (helper B)", "Released
     histogram: the top significant bucket under multiplicity (helper H)" and "Released
-    histogram: a second mode above the top significant bucket (helper J)").
-    Post-processing: no budget."""
+    histogram: a second mode above the top significant bucket (helper J)"; the tail
+    mass: docs/preregistration/B-tail-mass-gated.md). Post-processing: no budget."""
     # imported here: bucket_isotonic loads scipy, which the CADR device shards (that
     # import this module through collector.cadr_fleet) must not pay for at start-up
     # (tests/unit/test_cli_imports.py: ~0.26 s of CPU per shard)
@@ -356,6 +383,7 @@ def histogram_prior(
         mode_z=MODE_Z,
         gap_corrected=True,
         stretch_level=TAIL_LEVEL,
+        fitted_mass=count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX,
     )
     return _spread(counts, ts, d, True)
 
@@ -407,11 +435,16 @@ def _bucket_input(
         raise ParameterError(
             f"must be ascending, distinct and within [0, {d}], got {ts[:5]}...",
             field="thresholds",
+            limit=f"ascending, distinct, within [0, {d}]",
+            value=thresholds,
         )
     sums = np.asarray(bucket_sums, dtype=float).reshape(-1)
     if sums.size != len(ts) + 1 or not np.all(np.isfinite(sums)):
         raise ParameterError(
-            f"must hold {len(ts) + 1} finite sums, got {sums.size}", field="bucket_sums"
+            f"must hold {len(ts) + 1} finite sums, got {sums.size}",
+            field="bucket_sums",
+            limit=f"{len(ts) + 1} finite sums",
+            value=bucket_sums,
         )
     return d, n, ts, sums
 
@@ -497,6 +530,8 @@ def _distribution_over_degrees(prior: object) -> np.ndarray:
         raise ParameterError(
             "must be a distribution over 0..D (D >= 1): non-negative, summing to 1",
             field="prior",
+            limit="a distribution over 0..D (D >= 1): non-negative, summing to 1",
+            value=prior,
         )
     return p
 
@@ -637,9 +672,19 @@ def post_process(
             kept_ratio=r,
         )
     if histogram_prior is not None:
-        raise ParameterError("needs a prior for the estimates as well", field="histogram_prior")
+        raise ParameterError(
+            "needs a prior for the estimates as well",
+            field="histogram_prior",
+            limit="None unless prior is given",
+            value=histogram_prior,
+        )
     if theta_noise is not None:
-        raise ParameterError("guards a prior's reading; there is no prior", field="theta_noise")
+        raise ParameterError(
+            "guards a prior's reading; there is no prior",
+            field="theta_noise",
+            limit="None unless prior is given",
+            value=theta_noise,
+        )
     k_prior = deconvolve(y, t, scale)
     return PostProcessed(
         theta=t,
@@ -705,7 +750,12 @@ def _distribution(histogram: np.ndarray, size: int) -> np.ndarray:
     h[: len(histogram)] = histogram
     total = h.sum()
     if total <= 0:
-        raise ParameterError("must hold at least one count", field="histogram")
+        raise ParameterError(
+            "must hold at least one count",
+            field="histogram",
+            limit="a positive total count",
+            value=histogram,
+        )
     return h / total
 
 

@@ -82,7 +82,12 @@ def test_histogram_prior_reads_the_boot_counts_with_the_geometric_tail():
     sums = [90.0, 160.0, 100.0, 50.0, 3.0, -2.0, 1.0, -4.0, 0.0, 7.0]  # noise sd 2.95
     boot = bootstrap_counts(sums, n, eps, m)
     widths = np.diff(np.array([-1, *ts, d]))
-    want = geometric_tail_counts(sums, boot, widths, noise_sd(eps, n, m), mode_z=dpp.MODE_Z)
+    # the counts carry signal here, so the released reading also caps the re-placed mass
+    # (fitted_mass, docs/preregistration/B-tail-mass-gated.md)
+    assert dpp.count_signal_ratio(n, len(sums), eps, m) >= dpp.UNIMODAL_RATIO_MAX
+    want = geometric_tail_counts(
+        sums, boot, widths, noise_sd(eps, n, m), mode_z=dpp.MODE_Z, fitted_mass=True
+    )
     got = dpp.histogram_prior(sums, ts, d, n, eps, m)
     np.testing.assert_allclose(got, dpp._spread(want, ts, d, True), rtol=0, atol=1e-15)
     assert got[321:].sum() < 0.01 < dpp._spread(boot, ts, d, True)[321:].sum()

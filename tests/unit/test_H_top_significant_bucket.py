@@ -121,7 +121,12 @@ def test_histogram_prior_chooses_g_by_the_gap_corrected_scan():
     assert 3 * sd <= 10.0 < (3 + math.log(6) / math.sqrt(2)) * sd
     boot = bootstrap_counts(sums, n, eps, m)
     widths = np.diff(np.array([-1, *ts, d]))
-    want = geometric_tail_counts(sums, boot, widths, sd, mode_z=dpp.MODE_Z, gap_corrected=True)
+    # a fleet whose counts carry signal: the released reading caps the re-placed mass too
+    # (fitted_mass, docs/preregistration/B-tail-mass-gated.md)
+    assert dpp.count_signal_ratio(n, len(sums), eps, m) >= dpp.UNIMODAL_RATIO_MAX
+    want = geometric_tail_counts(
+        sums, boot, widths, sd, mode_z=dpp.MODE_Z, gap_corrected=True, fitted_mass=True
+    )
     highest = geometric_tail_counts(sums, boot, widths, sd, mode_z=dpp.MODE_Z)
     got = dpp.histogram_prior(sums, ts, d, n, eps, m)
     np.testing.assert_allclose(got, dpp._spread(want, ts, d, True), rtol=0, atol=1e-15)

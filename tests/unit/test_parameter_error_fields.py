@@ -17,10 +17,7 @@ LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
     "app/gcdp_datasets.py",
-    "collector/bucket_denoise.py",
-    "collector/bucket_isotonic.py",
     "collector/cpr.py",
-    "collector/degree_postprocess.py",
     "collector/period.py",
     "collector/theta_search.py",
     "devices/graphs.py",
