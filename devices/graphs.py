@@ -249,13 +249,17 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
     tokens = b" ".join(lines).split()
-    if len(tokens) != 2 * len(lines):
-        counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
+    # every line, not only the total: "1 2 1" then "5" (a weight, then an isolated node
+    # alone) is four tokens on two lines, and was read as the edges (1, 2) and (1, 5)
+    counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
+    if len(tokens) != 2 * len(lines) or np.any(counts != 2):
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
         raise ParameterError(
             f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}"
             f"{_shape_hint(raw, bad, lines, path.name)}",
             field=path.name,
+            limit="two node ids a line",
+            value=_shown(bad),
         )
     try:
         flat = np.array(tokens).astype(np.int64)
