@@ -124,9 +124,16 @@ class Graph:
             raise ParameterError(
                 f"needs one neighbour array per node: n={self.n}, got {len(self.adjacency)}",
                 field="adjacency",
+                limit="one neighbour array per node",
+                value=len(self.adjacency),
             )
         if self.ids is not None and len(self.ids) != self.n:
-            raise ParameterError(f"needs {self.n} ids, got {len(self.ids)}", field="ids")
+            raise ParameterError(
+                f"needs {self.n} ids, got {len(self.ids)}",
+                field="ids",
+                limit=f"{self.n} ids",
+                value=len(self.ids),
+            )
 
     # --- construction ------------------------------------------------------------------
 
@@ -147,9 +154,19 @@ class Graph:
         u = np.asarray(u, dtype=np.int64).ravel()
         v = np.asarray(v, dtype=np.int64).ravel()
         if u.shape != v.shape:
-            raise ParameterError(f"endpoint arrays differ: {u.shape} vs {v.shape}", field="v")
+            raise ParameterError(
+                f"endpoint arrays differ: {u.shape} vs {v.shape}",
+                field="v",
+                limit=f"shape {u.shape}",
+                value=v.shape,
+            )
         if u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= n):
-            raise ParameterError(f"endpoints must lie in 0..{n - 1}", field="edges")
+            raise ParameterError(
+                f"endpoints must lie in 0..{n - 1}",
+                field="edges",
+                limit=f"0..{n - 1}",
+                value=(int(min(u.min(), v.min())), int(max(u.max(), v.max()))),
+            )
         lo, hi = np.minimum(u, v), np.maximum(u, v)
         keep = lo != hi
         key = np.unique(lo[keep] * n + hi[keep])
@@ -179,7 +196,12 @@ class Graph:
     def neighbours(self, i: int) -> np.ndarray:
         """The sorted neighbours of node ``i`` (what device ``i`` knows)."""
         if not 0 <= i < self.n:
-            raise ParameterError(f"node must lie in 0..{self.n - 1}, got {i}", field="i")
+            raise ParameterError(
+                f"node must lie in 0..{self.n - 1}, got {i}",
+                field="i",
+                limit=f"0..{self.n - 1}",
+                value=i,
+            )
         return self.adjacency[i]
 
     def edge_array(self) -> np.ndarray:
@@ -203,18 +225,33 @@ class Graph:
         """Verify every invariant (sorted, int32, in range, no loops, symmetric); raise if not."""
         for i, a in enumerate(self.adjacency):
             if a.dtype != np.int32 or a.ndim != 1:
-                raise ParameterError(f"must be a 1-d int32 array, got {a.dtype}", field=f"adj[{i}]")
+                raise ParameterError(
+                    f"must be a 1-d int32 array, got {a.dtype}",
+                    field=f"adj[{i}]",
+                    limit="a 1-d int32 array",
+                    value=str(a.dtype),
+                )
             if a.size and (a[0] < 0 or a[-1] >= self.n or np.any(np.diff(a) <= 0)):
-                raise ParameterError("must be strictly increasing in 0..n-1", field=f"adj[{i}]")
+                raise ParameterError(
+                    "must be strictly increasing in 0..n-1",
+                    field=f"adj[{i}]",
+                    limit="strictly increasing in 0..n-1",
+                    value=a.tolist(),
+                )
             if np.any(a == i):
-                raise ParameterError("self loop", field=f"adj[{i}]")
+                raise ParameterError("self loop", field=f"adj[{i}]", limit="no self loop", value=i)
         deg = self.degrees()
         src = np.repeat(np.arange(self.n, dtype=np.int64), deg)
         dst = np.concatenate(self.adjacency).astype(np.int64) if self.n else np.empty(0, int)
         fwd = np.sort(src * self.n + dst)
         back = np.sort(dst * self.n + src)
         if not np.array_equal(fwd, back):
-            raise ParameterError("adjacency is not symmetric", field="adjacency")
+            raise ParameterError(
+                "adjacency is not symmetric",
+                field="adjacency",
+                limit="symmetric",
+                value=int(np.count_nonzero(fwd != back)),
+            )
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -273,6 +310,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
             f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
             "labels (alice bob) are node ids only when no id of the file is an integer",
             field=path.name,
+            limit="integer node ids of at most 19 digits, or labels only",
+            value=_shown(bad),
         ) from None
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
@@ -303,6 +342,8 @@ def _labelled_graph(
             f"line {_line_number(raw, lines[0])}: {_shown(lines[0])} looks like a header row "
             "of column names, not an edge: delete it or start it with '#'",
             field=file_name,
+            limit="an edge, not a header row",
+            value=_shown(lines[0]),
         )
     try:
         ids = np.array([t.decode("utf-8") for t in unique])
@@ -311,6 +352,8 @@ def _labelled_graph(
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node labels must be UTF-8 text, got {_shown(bad)}",
             field=file_name,
+            limit="UTF-8 text",
+            value=_shown(bad),
         ) from None
     idx = inverse.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
@@ -330,6 +373,8 @@ def _cannot_read(path: Path, reason: str) -> ParameterError:
         f"{', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
         f"({', '.join(GENERATORS)}) or the path of an edge list",
         field="graph",
+        limit="a readable edge list, a named graph or a generator",
+        value=str(path),
     )
 
 
@@ -385,11 +430,15 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
             f"{str(path)!r} is an Excel workbook, not an edge list: save the sheet's two id "
             "columns as text, one edge a line, ids separated by a space or a tab",
             field="graph",
+            limit="a text edge list",
+            value=str(path),
         )
     raise ParameterError(
         f"{str(path)!r} is {kind}, not an edge list: extract the edge list from it (list its "
         f"files with {listing} {path.name}; KONECT's is out.NAME) and give that file's path",
         field="graph",
+        limit="a text edge list",
+        value=str(path),
     )
 
 
@@ -455,6 +504,8 @@ def _refuse_bipartite(raw: bytes, path: Path) -> None:
             "ids past the first's, "
             "e.g. awk '!/^%/ {print $1, $2 + N1}' with N1 the first side's node count",
             field=path.name,
+            limit="a one-mode graph",
+            value=b" ".join(header[1]).decode(errors="replace"),
         )
 
 
@@ -584,31 +635,63 @@ def generator_size_problem(kind: str, n: int, params: dict[str, float]) -> str |
     return None
 
 
+def _size_limit(kind: str) -> str:
+    """The limits of :func:`generator_size_problem` for ``kind``, as a refusal's ``limit``."""
+    nodes = ERDOS_RENYI_MAX_NODES if kind == "erdos_renyi" else GRAPH_MAX_NODES
+    return f"n <= {nodes:,} and expected edges <= {GRAPH_MAX_EDGES:,}"
+
+
 def generate_checks(kind: str, n: int, params: dict[str, float]) -> None:
     """:func:`generate`'s refusals of ``kind``, ``n`` and ``params`` (a
     :class:`ParameterError` naming the parameter, the limit and the value), without
     generating anything."""
     if kind not in GENERATORS:
-        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+        raise ParameterError(
+            f"unknown kind {kind!r}; one of {sorted(GENERATORS)}",
+            field="kind",
+            limit=f"one of {sorted(GENERATORS)}",
+            value=kind,
+        )
     need = GENERATORS[kind]
     if set(params) != set(need):
-        raise ParameterError(f"{kind} takes exactly {need}, got {sorted(params)}", field="params")
+        raise ParameterError(
+            f"{kind} takes exactly {need}, got {sorted(params)}",
+            field="params",
+            limit=f"exactly {need}",
+            value=sorted(params),
+        )
     if not isinstance(n, int | np.integer) or n < 1:
-        raise ParameterError(f"must be a positive integer, got {n!r}", field="n")
+        raise ParameterError(
+            f"must be a positive integer, got {n!r}", field="n", limit="a positive integer", value=n
+        )
     for key in ("p",):
         if key in params and not 0.0 <= params[key] <= 1.0:
-            raise ParameterError(f"must lie in [0, 1], got {params[key]}", field=key)
+            raise ParameterError(
+                f"must lie in [0, 1], got {params[key]}",
+                field=key,
+                limit="[0, 1]",
+                value=params[key],
+            )
     for key in ("m", "k"):  # nan and inf: int() raised a bare ValueError / OverflowError
         value = params.get(key, 1)
         if not (math.isfinite(value) and int(value) == value and value >= 1):
-            raise ParameterError(f"must be a positive integer, got {value}", field=key)
+            raise ParameterError(
+                f"must be a positive integer, got {value}",
+                field=key,
+                limit="a positive integer",
+                value=value,
+            )
     if "m" in params and params["m"] >= n:
-        raise ParameterError(f"must be < n={n}, got {params['m']}", field="m")
+        raise ParameterError(
+            f"must be < n={n}, got {params['m']}", field="m", limit=f"< n={n}", value=params["m"]
+        )
     if "k" in params and params["k"] >= n:
-        raise ParameterError(f"must be < n={n}, got {params['k']}", field="k")
+        raise ParameterError(
+            f"must be < n={n}, got {params['k']}", field="k", limit=f"< n={n}", value=params["k"]
+        )
     too_large = generator_size_problem(kind, int(n), {k: float(v) for k, v in params.items()})
     if too_large is not None:
-        raise ParameterError(too_large, field="n")
+        raise ParameterError(too_large, field="n", limit=_size_limit(kind), value=n)
 
 
 def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
@@ -664,7 +747,12 @@ def parse_generator_spec(spec: str) -> GeneratorSpec:
     checked with it when the file loads (``scenarios.schema_graph``)."""
     kind, _, rest = spec.partition(":")
     if kind not in GENERATORS:
-        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+        raise ParameterError(
+            f"unknown kind {kind!r}; one of {sorted(GENERATORS)}",
+            field="kind",
+            limit=f"one of {sorted(GENERATORS)}",
+            value=kind,
+        )
     need = GENERATORS[kind]
     usage = f"write {kind}:n=N,{','.join(p + '=…' for p in need)}[,seed=S]"
     fields: dict[str, str] = {}
@@ -672,19 +760,31 @@ def parse_generator_spec(spec: str) -> GeneratorSpec:
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParameterError(f"{part!r} is not name=value ({usage})", field="graph")
+            raise ParameterError(
+                f"{part!r} is not name=value ({usage})",
+                field="graph",
+                limit="name=value",
+                value=part,
+            )
         if key in fields:
-            raise ParameterError(f"given twice ({fields[key]!r} and {value!r})", field=key)
+            raise ParameterError(
+                f"given twice ({fields[key]!r} and {value!r})",
+                field=key,
+                limit="given once",
+                value=value,
+            )
         if key not in ("n", "seed", *need):
             raise ParameterError(
                 f"is not a parameter of {kind}, which takes n, {', '.join(need)} and seed "
                 f"({usage})",
                 field=key,
+                limit=f"one of n, {', '.join(need)}, seed",
+                value=key,
             )
         fields[key] = value.strip()
     for key in ("n", *need):
         if key not in fields:
-            raise ParameterError(f"missing ({usage})", field=key)
+            raise ParameterError(f"missing ({usage})", field=key, limit="required", value=None)
     n = _spec_integer(fields.pop("n"), "n")
     seed = _spec_integer(fields.pop("seed", "0"), "seed")
     params = {key: _spec_number(value, key) for key, value in fields.items()}
@@ -698,7 +798,9 @@ def _spec_integer(text: str, key: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ParameterError(f"must be an integer, got {text!r}", field=key) from None
+        raise ParameterError(
+            f"must be an integer, got {text!r}", field=key, limit="an integer", value=text
+        ) from None
 
 
 def _spec_number(text: str, key: str) -> int | float:
@@ -709,9 +811,13 @@ def _spec_number(text: str, key: str) -> int | float:
     try:
         value = float(text)
     except ValueError:
-        raise ParameterError(f"must be a number, got {text!r}", field=key) from None
+        raise ParameterError(
+            f"must be a number, got {text!r}", field=key, limit="a number", value=text
+        ) from None
     if not math.isfinite(value):
-        raise ParameterError(f"must be a finite number, got {text!r}", field=key)
+        raise ParameterError(
+            f"must be a finite number, got {text!r}", field=key, limit="a finite number", value=text
+        )
     return value
 
 
@@ -730,6 +836,8 @@ def _refuse_edgeless(spec: str, kind: str, n: int, params: dict[str, int | float
     raise ParameterError(
         f"{spec!r} has no edges whatever the seed ({why}): a degree release needs at least one",
         field="graph",
+        limit="at least one edge",
+        value=spec,
     )
 
 
@@ -749,5 +857,7 @@ def load_graph(spec: str) -> Graph:
             f"{spec!r} has no edges ({graph.n} node(s); blank lines, comments and self "
             "loops are not edges): a degree release needs at least one",
             field="graph",
+            limit="at least one edge",
+            value=spec,
         )
     return graph

@@ -58,7 +58,6 @@ PENDING = {
     "collector/secure_sum.py",
     "collector/sw_em.py",
     "collector/theta_search.py",
-    "devices/graphs.py",
     "protocol/bulk.py",
     "protocol/cadr_budget.py",
     "protocol/cadr_device.py",
