@@ -247,18 +247,24 @@ class Readings:
                 raise ParameterError(
                     f"must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
                     field=f"readings.{name}",
+                    limit=f"one of {', '.join(allowed)}",
+                    value=getattr(self, name),
                 )
         if self.attack.startswith("informed") and self.attacker_fit != "clean":
             raise ParameterError(
                 f"must be clean with attack={self.attack} (that attacker fits nothing), "
                 f"got {self.attacker_fit!r}",
                 field="readings.attacker_fit",
+                limit=f"clean with attack={self.attack}",
+                value=self.attacker_fit,
             )
         if self.xi_mask == "occurrence" and self.xi_aggregate != "mean":
             raise ParameterError(
                 f"must be mean with xi_mask=occurrence (one number per node), "
                 f"got {self.xi_aggregate!r}",
                 field="readings.xi_aggregate",
+                limit="mean with xi_mask=occurrence",
+                value=self.xi_aggregate,
             )
 
     def as_dict(self) -> dict[str, str]:
@@ -317,6 +323,8 @@ def parse_readings(text: str, base: Readings = READINGS) -> Readings:
             raise ParameterError(
                 f"must be name=value with a name among {', '.join(READING_CHOICES)}, got {item!r}",
                 field="readings",
+                limit=f"name=value with a name among {', '.join(READING_CHOICES)}",
+                value=item,
             )
         changes[name] = value.strip()
     return dataclasses.replace(base, **changes)
@@ -445,7 +453,12 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
             if row and not row[0].lstrip().startswith("%"):
                 rows.append([v.strip() for v in row])
     if not names or any(len(r) != len(names) for r in rows):
-        raise ParameterError(f"malformed ARFF {path}", field="data")
+        raise ParameterError(
+            f"malformed ARFF {path}",
+            field="data",
+            limit="an @attribute per column and rows of that width",
+            value=str(path),
+        )
     cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
     numeric = {
         name: np.array([np.nan if v == "?" else float(v) for v in col], dtype=float)
@@ -453,7 +466,12 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
     }
     user = numeric.pop("user")
     if np.any(np.isnan(user)):
-        raise ParameterError("missing user id", field="data")
+        raise ParameterError(
+            "missing user id",
+            field="data",
+            limit="a user id on every row",
+            value=int(np.count_nonzero(np.isnan(user))),
+        )
     return WisdmTable(user.astype(int), numeric, np.array(cols[-1], dtype=str))
 
 
@@ -478,13 +496,21 @@ def validation_cut(records: int, window: int, source: str = "") -> int:
     refused unless both parts hold at least one whole window (``source``, e.g. `` of F
     (train_file)``, says where the records came from)."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+        raise ParameterError(
+            f"must be an integer >= 1, got {window!r}",
+            field="window",
+            limit="an integer >= 1",
+            value=window,
+        )
     cut = (int(records * (1.0 - VALIDATION_SHARE)) // window) * window
     if cut < window or records - cut < window:
         raise ParameterError(
             f"must leave a training and a validation window in the {records} training "
             f"records{source}, got {window}",
             field="window",
+            limit=f"a window leaving a training and a validation window "
+            f"({VALIDATION_SHARE:.0%} of the records validate)",
+            value=window,
         )
     return cut
 
@@ -508,6 +534,8 @@ def occupancy_windows(
                     f"{path} has {x.shape[0]} records, fewer than one window of {window} "
                     "(--window)",
                     field=name,
+                    limit=f">= {window} records (one window)",
+                    value=x.shape[0],
                 )
     else:
         train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
@@ -536,10 +564,14 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         x, y = load_occupancy(path)
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
-        raise ParameterError(f"cannot read an Occupancy-format file {path}: {error}",
-                             field=name) from None  # fmt: skip
+        raise ParameterError(
+            f"cannot read an Occupancy-format file {path}: {error}",
+            field=name,
+            limit="an Occupancy-format file",
+            value=str(path),
+        ) from None
     if x.shape[0] == 0:
-        raise ParameterError(f"no records in {path}", field=name)
+        raise ParameterError(f"no records in {path}", field=name, limit=">= 1 record", value=0)
     return x, y
 
 
@@ -554,6 +586,8 @@ def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
             "the bench needs both classes (0 and 1)",
             field=name,
+            limit="windows of both classes (0 and 1)",
+            value=classes,
         )
 
 
@@ -580,6 +614,8 @@ def _in_time_order(labels: np.ndarray, path, name: str) -> None:
             f"order (limit {SHUFFLED_SHARE:.0%}): the rows are not in time order, and windows "
             "are consecutive records; sort the file by time",
             field=name,
+            limit=f"label changes < {SHUFFLED_SHARE:.0%} of a random order's",
+            value=changes,
         )
 
 
@@ -888,6 +924,8 @@ def _intel_steps(data, readings: Readings) -> _IntelSteps:
         raise ParameterError(
             f"needs equal mote counts (a multiple of {INTEL_GROUPS}) and matching steps",
             field="data",
+            limit=f"equal mote counts, a multiple of {INTEL_GROUPS}, and matching steps",
+            value=(t_train.shape, t_test.shape, h_train.shape, h_test.shape),
         )
     holdout = readings.split == "holdout"
     if holdout:
@@ -1028,8 +1066,12 @@ def wisdm_validation_users(users: np.ndarray) -> list[int]:
         chosen.append(int(user))
         total += count
     if len(chosen) >= ids.size:
-        raise ParameterError("needs at least two training users for a validation split",
-                             field="data")  # fmt: skip
+        raise ParameterError(
+            "needs at least two training users for a validation split",
+            field="data",
+            limit=">= 2 training users",
+            value=int(ids.size),
+        )
     return sorted(chosen)
 
 
@@ -1066,7 +1108,10 @@ def _wisdm_rows(data, readings: Readings) -> _WisdmRows:
     train = users <= WISDM_TRAIN_MAX_USER
     if train.sum() < 2 or (~train).sum() < 1:
         raise ParameterError(
-            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+            "needs training users <= 28, test users > 28 and 2+ classes",
+            field="data",
+            limit=">= 2 training windows of users <= 28 and >= 1 test window of users > 28",
+            value=(int(train.sum()), int((~train).sum())),
         )
     holdout = readings.split == "holdout"
     val = np.zeros_like(train)
@@ -1086,7 +1131,10 @@ def _wisdm_classes(rows: _WisdmRows) -> tuple[list, np.ndarray]:
     classes = sorted(set(rows.activity[rows.train].tolist()))
     if len(classes) < 2:
         raise ParameterError(
-            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+            "needs training users <= 28, test users > 28 and 2+ classes",
+            field="data",
+            limit=">= 2 training classes",
+            value=classes,
         )
     label = np.array([classes.index(a) if a in classes else -1 for a in rows.activity])
     return classes, label
@@ -1230,8 +1278,12 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
         return _occupancy(data, window, readings, train_file, test_file)
     for name in OCCUPANCY_ONLY_READINGS:
         if getattr(readings, name) != getattr(READINGS, name):
-            raise ParameterError(f"applies to occupancy only, not {dataset!r}",
-                                 field=f"readings.{name}")  # fmt: skip
+            raise ParameterError(
+                f"applies to occupancy only, not {dataset!r}",
+                field=f"readings.{name}",
+                limit="the default for intel and wisdm",
+                value=getattr(readings, name),
+            )
     readings = dataclasses.replace(readings, attack="clean")  # their fixed logistic attackers
     if dataset == "intel":
         return _intel(data, readings)

@@ -27,7 +27,6 @@ PENDING = {
     "app/cadr_sweep.py",
     "app/certs.py",
     "app/cli.py",
-    "app/gcdp_datasets.py",
     "collector/audit/battery.py",
     "collector/audit/cadr_count_canary.py",
     "collector/audit/core.py",
