@@ -12,7 +12,7 @@ CSV, a stream for ``detect_period``, a mechanism plugin) with the outcome it mus
 Anything else is a failure: an untyped exception (a traceback for the user), a result
 that fails its check (silently wrong), or a result where a refusal was due.
 
-    python scripts/F2_user_inputs.py [--only graph|occupancy|period|plugin] [--verbose]
+    python scripts/F2_user_inputs.py [--only graph|occupancy|period|plugin|cli] [--verbose]
 
 Exit status 1 when a case fails. Files are written to a temporary folder, nothing else.
 """
@@ -517,6 +517,85 @@ def plugin_cases(folder: Path) -> list[Case]:
     return out
 
 
+# --- the command line ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def _cli(*args: str, cwd: Path | None = None) -> CliResult:
+    """``ldpfleet ARGS`` in a child process (this interpreter's), at most 300 s."""
+    import subprocess
+
+    command = [sys.executable, "-m", "ldpfleet.app.cli", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def _exit(code: int) -> Callable[[CliResult], bool]:
+    """The exit status is ``code``, and no traceback reached the user."""
+    return lambda r: r.code == code and "Traceback" not in r.stderr + r.stdout
+
+
+def cli_cases(folder: Path) -> list[Case]:
+    """The same odd inputs through the commands (``bench cadr --graph``, ``bench gcdp
+    --train-file/--test-file``, ``run FILE -b memory``): exit 0 with a result, or exit 2
+    with a sentence; never a traceback."""
+    odd_graph = folder / "odd-graph.txt"  # BOM, both comment kinds, CRLF, TABs, duplicates
+    lines = ["\ufeff# my graph", "% made by hand"]
+    for i in range(60):
+        for j in ((i * 7 + 1) % 60, (i * 13 + 5) % 60, (i + 1) % 60):
+            lines.append(f"{1000 + i}\t{1000 + j}" if i % 2 else f"{1000 + j} {1000 + i}")
+    odd_graph.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    weighted = folder / "weighted.txt"
+    weighted.write_text("1 2 0.5\n2 3 1.0\n")
+    balanced = folder / "balanced.txt"
+    balanced.write_text("1 2 1\n5\n")
+    empty = folder / "empty.txt"
+    empty.write_text("")
+    train, test = folder / "train.csv", folder / "test.csv"
+    train.write_bytes(("\ufeff" + _csv(OCC_HEADER, _occupancy_rows(600, 1), end="\r\n")).encode())
+    test.write_text(_csv(OCC_HEADER, _occupancy_rows(300, 2), sep=";"))
+    one_class = folder / "one-class.csv"
+    one_class.write_text(_csv(OCC_HEADER, [[*r[:-1], "0"] for r in _occupancy_rows(300, 2)]))
+
+    def scenario(name: str, graph: Path) -> str:
+        path = folder / f"{name}.toml"
+        path.write_text(
+            f'[scenario]\nname = "{name}"\nseed = 0\n\n[graph]\nsource = "{graph}"\n\n'
+            '[cadr]\nmethod = "ll"\neps = 3.0\nalpha = 0.1\n'
+        )
+        return str(path)
+
+    gcdp = ("bench", "gcdp", "--eps", "1", "--draws", "1", "--method", "NonPrivate,GC-DP")
+    runs = [
+        ("bench cadr odd graph", ("bench", "cadr", "--graph", str(odd_graph), "--runs", "1"),
+         _exit(0)),
+        ("bench cadr weighted", ("bench", "cadr", "--graph", str(weighted)), _exit(2)),
+        ("bench cadr balanced widths", ("bench", "cadr", "--graph", str(balanced)), _exit(2)),
+        ("bench cadr empty", ("bench", "cadr", "--graph", str(empty)), _exit(2)),
+        ("run [graph] odd graph", ("run", scenario("odd", odd_graph), "-b", "memory", "-o",
+                                   str(folder / "run-odd")), _exit(0)),
+        ("run [graph] weighted", ("run", scenario("weighted", weighted), "-b", "memory", "-o",
+                                  str(folder / "run-w")), _exit(2)),
+        ("bench gcdp odd files", (*gcdp, "--train-file", str(train), "--test-file", str(test)),
+         _exit(0)),
+        ("bench gcdp one-class test", (*gcdp, "--train-file", str(train), "--test-file",
+                                       str(one_class)), _exit(2)),
+        ("bench gcdp missing file", (*gcdp, "--train-file", str(folder / "nope.csv")),
+         _exit(2)),
+        ("bench gcdp graph as csv", (*gcdp, "--train-file", str(odd_graph)), _exit(2)),
+    ]  # fmt: skip
+    return [
+        Case("cli", name, (lambda a=args: _cli(*a, cwd=folder)), "ok", check)
+        for name, args, check in runs
+    ]
+
+
 # --- main ------------------------------------------------------------------------------------
 
 GROUPS = {
@@ -524,6 +603,7 @@ GROUPS = {
     "occupancy": occupancy_cases,
     "period": lambda folder: period_cases(),
     "plugin": plugin_cases,
+    "cli": cli_cases,
 }
 
 
