@@ -119,6 +119,7 @@ WISDM_AXES = ((1,), (2,), (0,), (1,), (2,), (0, 1, 2))  # a(k); nodes X=0, Y=1, 
 WISDM_TRAIN_MAX_USER = 28
 WISDM_PROTECTED = "YPEAK"
 WISDM_FILE = "WISDM_ar_v1.1_transformed.arff"
+DATASETS = ("occupancy", "intel", "wisdm")
 OCC_TRAIN_FILE = DATA_ROOT / "uci-occupancy" / "datatraining.txt"
 OCC_TEST_FILE = DATA_ROOT / "uci-occupancy" / "datatest.txt"
 
@@ -417,14 +418,35 @@ class Prepared:
 
 
 def load_intel(directory: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(temperature train, temperature test, humidity train, humidity test), motes x steps."""
+    """(temperature train, temperature test, humidity train, humidity test), motes x steps:
+    the comma-separated files ``intel{Temperature,Humidity}{Train,Test}.csv`` of
+    ``directory``. A missing or unreadable file, or a cell that is not a number, is a
+    ``ParameterError`` (field ``data``) naming the file (it was numpy's bare error)."""
     out = []
     for name in ("Temperature", "Humidity"):
         for part in ("Train", "Test"):
-            out.append(
-                np.loadtxt(Path(directory) / f"intel{name}{part}.csv", delimiter=",", ndmin=2)
-            )
+            out.append(_intel_file(Path(directory) / f"intel{name}{part}.csv"))
     return out[0], out[1], out[2], out[3]
+
+
+def _intel_file(path: Path) -> np.ndarray:
+    """One Intel Lab matrix (motes x steps), or a refusal naming the file."""
+    try:
+        return np.loadtxt(path, delimiter=",", ndmin=2)
+    except OSError as error:  # missing, a folder, unreadable
+        raise ParameterError(
+            f"cannot read {path}: {error.strerror or error}",
+            field="data",
+            limit="a readable comma-separated file",
+            value=str(path),
+        ) from None
+    except ValueError as error:  # a word, a ragged row, not UTF-8
+        raise ParameterError(
+            f"{path.name}: {error} (a table of numbers, one mote a row, one step a column)",
+            field="data",
+            limit="comma-separated numbers",
+            value=str(path),
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -438,41 +460,107 @@ class WisdmTable:
 
 
 def load_wisdm_arff(path: str | Path) -> WisdmTable:
-    """The ``@data`` section read as CSV; '?' -> NaN; the last attribute is the class."""
+    """The ``@data`` section read as CSV; '?' -> NaN; the last attribute is the class, the
+    others numbers, one of them ``user`` (integer ids). UTF-8 (a BOM is skipped), any line
+    ends. Every refusal is a ``ParameterError`` (field ``data``) naming the file, and the
+    line and attribute of a bad value: an unreadable or non-UTF-8 file, no ``@attribute``,
+    a row of another width (a sparse ``{...}`` row), a number that is not one, no ``user``
+    attribute, a user id that is not a finite integer (1.5 and inf were cast to users 1 and
+    -2^63, silently)."""
+    names, rows = _arff_sections(Path(path))
+    if "user" not in names[:-1]:
+        raise ParameterError(
+            f"{path}: no attribute 'user' (the user ids) among {names[:-1]}",
+            field="data",
+            limit="an attribute 'user'",
+            value=names,
+        )
+    numeric = {name: np.empty(len(rows)) for name in names[:-1]}
+    for k, (lineno, row) in enumerate(rows):
+        for name, cell in zip(names[:-1], row, strict=False):
+            numeric[name][k] = _arff_number(path, lineno, name, cell)
+    user = numeric.pop("user")
+    bad = np.flatnonzero(~np.isfinite(user) | (user != np.round(user)))
+    if bad.size:
+        lineno, row = rows[int(bad[0])]
+        raise ParameterError(
+            f"{path} line {lineno}: user must be an integer id, got {row[names.index('user')]!r}"
+            f" ({bad.size} row(s) without one)",
+            field="data",
+            limit="a finite integer user id on every row",
+            value=row[names.index("user")],
+        )
+    activity = np.array([row[-1] for _, row in rows], dtype=str)
+    return WisdmTable(user.astype(int), numeric, activity)
+
+
+def _arff_sections(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The attribute names and the ``(line number, cells)`` of the data rows of an ARFF
+    file (``%`` comments and blank lines skipped); refused unless every row has one cell
+    per attribute."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise ParameterError(
+            f"cannot read {path}: {error.strerror or error}",
+            field="data",
+            limit="a readable ARFF file",
+            value=str(path),
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ParameterError(
+            f"{path} is not UTF-8 text (byte {error.start}): save it as UTF-8",
+            field="data",
+            limit="UTF-8 text",
+            value=str(path),
+        ) from None
+    lines = text.splitlines()
     names: list[str] = []
-    rows: list[list[str]] = []
-    with open(path, newline="") as handle:
-        lines = iter(handle)
-        for line in lines:
-            text = line.strip()
-            if text.lower().startswith("@attribute"):
-                names.append(text.split(None, 2)[1].strip("\"'"))
-            elif text.lower().startswith("@data"):
-                break
-        for row in csv.reader(lines):
-            if row and not row[0].lstrip().startswith("%"):
-                rows.append([v.strip() for v in row])
-    if not names or any(len(r) != len(names) for r in rows):
+    start = len(lines)
+    for lineno, line in enumerate(lines, 1):
+        words = line.strip().split(None, 2)
+        if words and words[0].lower() == "@attribute" and len(words) > 1:
+            names.append(words[1].strip("\"'"))
+        elif words and words[0].lower() == "@data":
+            start = lineno
+            break
+    rows = []
+    data = lines[start:]
+    for lineno, row in zip(range(start + 1, len(lines) + 1), csv.reader(data), strict=False):
+        if row and not row[0].lstrip().startswith("%") and any(v.strip() for v in row):
+            rows.append((lineno, [v.strip() for v in row]))
+    if not names:
         raise ParameterError(
             f"malformed ARFF {path}",
             field="data",
             limit="an @attribute per column and rows of that width",
             value=str(path),
         )
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-    numeric = {
-        name: np.array([np.nan if v == "?" else float(v) for v in col], dtype=float)
-        for name, col in zip(names[:-1], cols[:-1], strict=True)
-    }
-    user = numeric.pop("user")
-    if np.any(np.isnan(user)):
+    for lineno, row in rows:
+        if len(row) != len(names):
+            raise ParameterError(
+                f"malformed ARFF {path}: line {lineno} has {len(row)} values, the header "
+                f"{len(names)} attributes (a sparse {{...}} row is not read)",
+                field="data",
+                limit=f"{len(names)} values a row",
+                value=len(row),
+            )
+    return names, rows
+
+
+def _arff_number(path, lineno: int, name: str, cell: str) -> float:
+    """A numeric cell of an ARFF row (``?``: NaN), or a refusal naming line and attribute."""
+    if cell == "?":
+        return np.nan
+    try:
+        return float(cell)
+    except ValueError:
         raise ParameterError(
-            "missing user id",
+            f"{path} line {lineno}: {name} must be a number or '?', got {cell!r}",
             field="data",
-            limit="a user id on every row",
-            value=int(np.count_nonzero(np.isnan(user))),
-        )
-    return WisdmTable(user.astype(int), numeric, np.array(cols[-1], dtype=str))
+            limit="a number or '?'",
+            value=cell,
+        ) from None
 
 
 # --- protocols ------------------------------------------------------------------------------
@@ -906,6 +994,33 @@ class _IntelNodes:
     val_f: np.ndarray
 
 
+INTEL_ARRAYS = ("temperature train", "temperature test", "humidity train", "humidity test")
+
+
+def _intel_finite(arrays: tuple[np.ndarray, ...]) -> None:
+    """Refuse an Intel Lab array that is not motes x steps, or holds a reading that is not
+    finite, naming the array, the mote and the step (NaN was refused as "the training
+    interval [nan, nan] is wider than the largest float")."""
+    for name, values in zip(INTEL_ARRAYS, arrays, strict=True):
+        if values.ndim != 2:
+            raise ParameterError(
+                f"{name} must be a motes x steps matrix, got shape {values.shape}",
+                field="data",
+                limit="2-D (motes x steps)",
+                value=values.shape,
+            )
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:
+            mote, step = (int(i) for i in bad[0])
+            raise ParameterError(
+                f"{name}: mote {mote}, step {step} is {values[mote, step]} ({bad.shape[0]} "
+                "reading(s) not finite): fill or drop the gaps before the release",
+                field="data",
+                limit="finite readings",
+                value=float(values[mote, step]),
+            )
+
+
 def _intel_steps(data, readings: Readings) -> _IntelSteps:
     """The shipped files (or ``data``) checked and split: with ``split = "holdout"`` the
     last fifth of the training steps validates (time order, one cut)."""
@@ -914,6 +1029,8 @@ def _intel_steps(data, readings: Readings) -> _IntelSteps:
         if data is None
         else (np.asarray(a, float) for a in data)
     )
+    arrays = (t_train, t_test, h_train, h_test)
+    _intel_finite(arrays)
     motes = t_train.shape[0]
     shapes_ok = (
         t_test.shape[0] == h_train.shape[0] == h_test.shape[0] == motes
@@ -1095,12 +1212,41 @@ class _WisdmRows:
     holdout: bool
 
 
+def _wisdm_columns(table: WisdmTable) -> None:
+    """Refuse a table without a released feature or the protected ``YPEAK`` (a KeyError),
+    or whose ``YPEAK`` has no value on a window with every feature (the attacker was fitted
+    on no window: NaN, silently)."""
+    needed = (*WISDM_FEATURES, WISDM_PROTECTED)
+    missing = [name for name in needed if name not in table.columns]
+    if missing:
+        raise ParameterError(
+            f"no column {', '.join(map(repr, missing))} in the WISDM table (it has "
+            f"{', '.join(map(repr, table.columns))})",
+            field="data",
+            limit=f"columns {', '.join(needed)}",
+            value=sorted(table.columns),
+        )
+    features = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
+    peak = np.asarray(table.columns[WISDM_PROTECTED], dtype=float)
+    train = np.asarray(table.user) <= WISDM_TRAIN_MAX_USER
+    usable = np.all(np.isfinite(features), axis=1) & np.isfinite(peak) & train
+    if not usable.any():
+        raise ParameterError(
+            f"{WISDM_PROTECTED} (the protected attribute) has no value on a training window "
+            "with every released feature: the attacker has nothing to be fitted on",
+            field="data",
+            limit=f"a {WISDM_PROTECTED} value on a training window",
+            value=0,
+        )
+
+
 def _wisdm_rows(data, readings: Readings) -> _WisdmRows:
     """The shipped file (or ``data``, a ``WisdmTable``): training users <= 28, test users
     above; with ``split = "holdout"`` the highest-id training users validate."""
     table = data
     if table is None:
         table = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
+    _wisdm_columns(table)
     raw = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
     keep = np.all(np.isfinite(raw), axis=1)  # released features must be present
     raw, users, activity = raw[keep], table.user[keep], table.activity[keep]
@@ -1274,6 +1420,13 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
     (train_x, train_y, test_x, test_y), intel (temp train, temp test, hum train, hum test;
     motes x steps), wisdm a ``WisdmTable``. ``train_file`` / ``test_file`` (occupancy only)
     name any Occupancy-format files for calibration + training and for the release."""
+    if dataset not in DATASETS:  # "mnist" ran the WISDM protocol, silently
+        raise ParameterError(
+            f"unknown dataset {dataset!r}; one of {', '.join(DATASETS)}",
+            field="dataset",
+            limit=f"one of {', '.join(DATASETS)}",
+            value=dataset,
+        )
     if dataset == "occupancy":
         return _occupancy(data, window, readings, train_file, test_file)
     for name in OCCUPANCY_ONLY_READINGS:

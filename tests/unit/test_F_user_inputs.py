@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ldpfleet.devices.graphs import load_edge_list
 from ldpfleet.protocol.errors import ParameterError
@@ -36,3 +37,147 @@ def test_lines_of_other_widths_are_refused_even_when_the_token_count_balances(tm
     error = _refused(tmp_path, body)
     assert f"line {line}: expected two node ids" in error.reason
     assert error.field == "g.txt"
+
+
+# --- gcdp datasets: the documented loaders and prepare(data=...) on users' own data ---------
+
+ARFF = (
+    '@relation x\n@attribute "user" numeric\n@attribute "YAVG" numeric\n'
+    "@attribute class {A,B}\n@data\n1,0.5,A\n30,0.7,B\n"
+)
+
+
+def _arff(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "w.arff"
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def _fields(error: ParameterError) -> tuple:
+    return error.field, error.limit is not None, error.value is not None
+
+
+def test_prepare_refuses_an_unknown_dataset():
+    """``prepare("mnist")`` ran the WISDM protocol, silently."""
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    with pytest.raises(ParameterError) as info:
+        prepare("mnist")
+    assert _fields(info.value) == ("dataset", True, True)
+    assert "'mnist'" in info.value.reason and "occupancy" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("no user attribute", ARFF.replace('"user"', '"uid"'), ["'user'"]),
+        ("a word for a number", ARFF.replace("0.5", "abc"), ["line 6", "YAVG", "'abc'"]),
+        ("sparse row", ARFF.replace("1,0.5,A", "{0 1, 1 0.5, 2 A}"), ["line 6"]),
+        ("user id 1.5", ARFF.replace("1,0.5", "1.5,0.5"), ["user", "1.5"]),
+        ("user id inf", ARFF.replace("1,0.5", "inf,0.5"), ["user", "inf"]),
+        ("latin-1", ARFF.replace("class", "cl\xe9").encode("latin-1"), ["UTF-8"]),
+    ],
+)
+def test_load_wisdm_arff_refuses_odd_files_naming_what(tmp_path, name, text, words):
+    """A KeyError, a bare float() ValueError, a UnicodeDecodeError, or (user ids 1.5 and
+    inf) a silent cast to another user."""
+    from ldpfleet.app.gcdp_datasets import load_wisdm_arff
+
+    with pytest.raises(ParameterError) as info:
+        load_wisdm_arff(_arff(tmp_path, text))
+    assert _fields(info.value) == ("data", True, True)
+    for word in words:
+        assert word in info.value.reason, (name, info.value.reason)
+
+
+def test_load_wisdm_arff_reads_crlf_and_a_bom(tmp_path):
+    from ldpfleet.app.gcdp_datasets import load_wisdm_arff
+
+    for text in (ARFF.replace("\n", "\r\n"), "\ufeff" + ARFF):
+        table = load_wisdm_arff(_arff(tmp_path, text))
+        assert table.user.tolist() == [1, 30] and table.activity.tolist() == ["A", "B"]
+
+
+def test_the_loaders_refuse_a_missing_file(tmp_path):
+    from ldpfleet.app.gcdp_datasets import load_intel, load_wisdm_arff
+
+    for load, path in ((load_wisdm_arff, tmp_path / "nope.arff"), (load_intel, tmp_path)):
+        with pytest.raises(ParameterError) as info:
+            load(path)
+        assert _fields(info.value) == ("data", True, True)
+        assert "nope.arff" in info.value.reason or "intelTemperatureTrain.csv" in str(info.value)
+
+
+def _intel_folder(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    for name in ("Temperature", "Humidity"):
+        for part, steps in (("Train", 40), ("Test", 20)):
+            cells = 20 + rng.normal(0, 1, (10, steps))
+            np.savetxt(tmp_path / f"intel{name}{part}.csv", cells, delimiter=",")
+    return tmp_path
+
+
+def test_load_intel_refuses_a_word_naming_the_file(tmp_path):
+    from ldpfleet.app.gcdp_datasets import load_intel
+
+    folder = _intel_folder(tmp_path)
+    assert [a.shape for a in load_intel(folder)] == [(10, 40), (10, 20), (10, 40), (10, 20)]
+    (folder / "intelHumidityTest.csv").write_text("1,2,x\n")
+    with pytest.raises(ParameterError) as info:
+        load_intel(folder)
+    assert _fields(info.value) == ("data", True, True)
+    assert "intelHumidityTest.csv" in info.value.reason and "'x'" in info.value.reason
+
+
+def _intel_data() -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    shapes = ((10, 40), (10, 20), (10, 40), (10, 20))
+    return [20 + 30 * (k >= 2) + rng.normal(0, 1, s) for k, s in enumerate(shapes)]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_prepare_intel_refuses_a_non_finite_reading_naming_mote_and_step(bad):
+    """NaN was "the training interval [nan, nan] is wider than the largest float"."""
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    data = _intel_data()
+    data[2][3, 5] = bad
+    with pytest.raises(ParameterError) as info:
+        prepare("intel", data=data)
+    assert _fields(info.value) == ("data", True, True)
+    assert "humidity train" in info.value.reason and "mote 3, step 5" in info.value.reason
+
+
+def _wisdm(**changes):
+    from ldpfleet.app.gcdp_datasets import WISDM_FEATURES, WISDM_PROTECTED, WisdmTable
+
+    rng = np.random.default_rng(2)
+    columns = {name: rng.random(80) for name in (*WISDM_FEATURES, WISDM_PROTECTED)}
+    columns.update(changes)
+    users = np.array([1] * 30 + [2] * 30 + [30] * 20)
+    return WisdmTable(users, {k: v for k, v in columns.items() if v is not None},
+                      np.array(["Walking", "Jogging"] * 40))  # fmt: skip
+
+
+def test_prepare_wisdm_reads_a_table_of_its_columns():
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    assert prepare("wisdm", data=_wisdm()).test_f.shape == (20, 6)
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"ZAVG": None}, ["'ZAVG'"]),  # a KeyError
+        ({"YPEAK": None}, ["'YPEAK'"]),
+        ({"YPEAK": np.full(80, np.nan)}, ["YPEAK", "training"]),  # NaN fits, silently
+    ],
+)
+def test_prepare_wisdm_refuses_a_table_without_a_column_it_reads(changes, words):
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    with pytest.raises(ParameterError) as info:
+        prepare("wisdm", data=_wisdm(**changes))
+    assert _fields(info.value) == ("data", True, True)
+    for word in words:
+        assert word in info.value.reason, info.value.reason
