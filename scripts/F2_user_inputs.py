@@ -12,7 +12,7 @@ CSV, a stream for ``detect_period``, a mechanism plugin) with the outcome it mus
 Anything else is a failure: an untyped exception (a traceback for the user), a result
 that fails its check (silently wrong), or a result where a refusal was due.
 
-    python scripts/F2_user_inputs.py [--only graph|occupancy|period|plugin|cli] [--verbose]
+    python scripts/F2_user_inputs.py [--only graph|occupancy|datasets|period|plugin|cli] [--verbose]
 
 Exit status 1 when a case fails. Files are written to a temporary folder, nothing else.
 """
@@ -307,6 +307,91 @@ def _us_date(iso: str) -> str:
     return f"{int(month)}/{int(dom)}/{year} {time[:5]}"
 
 
+# --- the other data sets of bench gcdp: their loaders and prepare(data=...) ---------------
+
+
+def dataset_cases(folder: Path) -> list[Case]:
+    """``app.gcdp_datasets``'s documented loaders (``load_wisdm_arff``, ``load_intel``) on
+    users' files and ``prepare(dataset, data=...)`` on users' arrays."""
+    from ldpfleet.app.gcdp_datasets import (
+        WISDM_FEATURES,
+        WISDM_PROTECTED,
+        WisdmTable,
+        load_intel,
+        load_wisdm_arff,
+        prepare,
+    )
+
+    arff = (
+        '@relation x\n@attribute "user" numeric\n@attribute "YAVG" numeric\n'
+        "@attribute class {A,B}\n@data\n1,0.5,A\n30,0.7,B\n"
+    )
+
+    def wisdm_file(name: str, text: str | bytes) -> Callable[[], object]:
+        path = folder / f"{name}.arff"
+        path.write_bytes(text.encode() if isinstance(text, str) else text)
+        return lambda: load_wisdm_arff(path)
+
+    rng = np.random.default_rng(5)
+    intel = folder / "intel"
+    intel.mkdir()
+    for name in ("Temperature", "Humidity"):
+        for part, steps in (("Train", 40), ("Test", 20)):
+            cells = 20 + rng.normal(0, 1, (10, steps))
+            np.savetxt(intel / f"intel{name}{part}.csv", cells, delimiter=",")
+    arrays = [20 + 30 * (k >= 2) + rng.normal(0, 1, (10, s)) for k, s in enumerate((40, 20) * 2)]
+    with_nan = [a.copy() for a in arrays]
+    with_nan[1][2, 3] = np.nan
+    columns = {name: rng.random(80) for name in (*WISDM_FEATURES, WISDM_PROTECTED)}
+    users = np.array([1] * 30 + [2] * 30 + [30] * 20)
+    activity = np.array(["Walking", "Jogging"] * 40)
+
+    def table(**changes) -> WisdmTable:
+        cols = {k: v for k, v in {**columns, **changes}.items() if v is not None}
+        return WisdmTable(users, cols, activity)
+
+    def wisdm_ok(t) -> bool:
+        return t.user.tolist() == [1, 30] and t.activity.tolist() == ["A", "B"]
+
+    return [
+        Case("datasets", "arff plain", wisdm_file("a0", arff), "ok", wisdm_ok),
+        Case("datasets", "arff crlf", wisdm_file("a1", arff.replace("\n", "\r\n")), "ok",
+             wisdm_ok),
+        Case("datasets", "arff bom", wisdm_file("a2", "\ufeff" + arff), "ok", wisdm_ok),
+        Case("datasets", "arff no user", wisdm_file("a3", arff.replace('"user"', '"id"')),
+             "refused"),
+        Case("datasets", "arff word for a number", wisdm_file("a4", arff.replace("0.5", "x")),
+             "refused"),
+        Case("datasets", "arff sparse row",
+             wisdm_file("a5", arff.replace("1,0.5,A", "{0 1, 1 0.5, 2 A}")), "refused"),
+        Case("datasets", "arff user id 1.5", wisdm_file("a6", arff.replace("1,0.5", "1.5,0.5")),
+             "refused"),
+        Case("datasets", "arff latin-1",
+             wisdm_file("a7", arff.replace("class", "cl\xe9").encode("latin-1")), "refused"),
+        Case("datasets", "arff missing", lambda: load_wisdm_arff(folder / "nope.arff"),
+             "refused"),
+        Case("datasets", "intel folder", lambda: load_intel(intel), "ok",
+             lambda a: [x.shape for x in a] == [(10, 40), (10, 20), (10, 40), (10, 20)]),
+        Case("datasets", "intel missing folder", lambda: load_intel(folder / "nope"),
+             "refused"),
+        Case("datasets", "prepare intel arrays", lambda: prepare("intel", data=arrays), "ok",
+             lambda p: np.all(np.isfinite(p.test_f))),
+        Case("datasets", "prepare intel NaN", lambda: prepare("intel", data=with_nan),
+             "refused"),
+        Case("datasets", "prepare intel 9 motes",
+             lambda: prepare("intel", data=[a[:9] for a in arrays]), "refused"),
+        Case("datasets", "prepare wisdm table", lambda: prepare("wisdm", data=table()), "ok",
+             lambda p: p.test_f.shape == (20, 6)),
+        Case("datasets", "prepare wisdm no ZAVG", lambda: prepare("wisdm", data=table(
+            ZAVG=None)), "refused"),
+        Case("datasets", "prepare wisdm YPEAK all NaN", lambda: prepare("wisdm", data=table(
+            YPEAK=np.full(80, np.nan))), "refused"),
+        Case("datasets", "prepare wisdm one class", lambda: prepare("wisdm", data=WisdmTable(
+            users, columns, np.array(["Walking"] * 80))), "refused"),
+        Case("datasets", "prepare unknown dataset", lambda: prepare("mnist"), "refused"),
+    ]  # fmt: skip
+
+
 # --- streams for detect_period ---------------------------------------------------------------
 
 
@@ -541,6 +626,20 @@ def _exit(code: int) -> Callable[[CliResult], bool]:
     return lambda r: r.code == code and "Traceback" not in r.stderr + r.stdout
 
 
+def _nonprivate_f1_above(floor: float) -> Callable[[CliResult], bool]:
+    """Exit 0, and the non-private F1 of the synthetic Occupancy files (occupied: Light
+    +400 lux, CO2 +300 ppm, 20+ sigma apart) above ``floor``: the file was read right."""
+
+    def check(result: CliResult) -> bool:
+        import json
+
+        if not _exit(0)(result):
+            return False
+        return json.loads(result.stdout)["f1"]["NonPrivate"]["1.0"] > floor
+
+    return check
+
+
 def cli_cases(folder: Path) -> list[Case]:
     """The same odd inputs through the commands (``bench cadr --graph``, ``bench gcdp
     --train-file/--test-file``, ``run FILE -b memory``): exit 0 with a result, or exit 2
@@ -583,7 +682,7 @@ def cli_cases(folder: Path) -> list[Case]:
         ("run [graph] weighted", ("run", scenario("weighted", weighted), "-b", "memory", "-o",
                                   str(folder / "run-w")), _exit(2)),
         ("bench gcdp odd files", (*gcdp, "--train-file", str(train), "--test-file", str(test)),
-         _exit(0)),
+         _nonprivate_f1_above(90.0)),
         ("bench gcdp one-class test", (*gcdp, "--train-file", str(train), "--test-file",
                                        str(one_class)), _exit(2)),
         ("bench gcdp missing file", (*gcdp, "--train-file", str(folder / "nope.csv")),
@@ -601,6 +700,7 @@ def cli_cases(folder: Path) -> list[Case]:
 GROUPS = {
     "graph": graph_cases,
     "occupancy": occupancy_cases,
+    "datasets": dataset_cases,
     "period": lambda folder: period_cases(),
     "plugin": plugin_cases,
     "cli": cli_cases,
