@@ -12,7 +12,9 @@ CSV, a stream for ``detect_period``, a mechanism plugin) with the outcome it mus
 Anything else is a failure: an untyped exception (a traceback for the user), a result
 that fails its check (silently wrong), or a result where a refusal was due.
 
-    python scripts/F2_user_inputs.py [--only graph|occupancy|datasets|period|plugin|cli] [--verbose]
+    python scripts/F2_user_inputs.py [--only GROUP ...] [--verbose]
+
+GROUP: graph, occupancy, datasets, sources, period, plugin, cli (default: all).
 
 Exit status 1 when a case fails. Files are written to a temporary folder, nothing else.
 """
@@ -392,6 +394,84 @@ def dataset_cases(folder: Path) -> list[Case]:
     ]  # fmt: skip
 
 
+# --- scenario CSV sources: the same readings in other spellings ----------------------------
+
+
+def source_cases(folder: Path) -> list[Case]:
+    """A scenario's ``[source] kind = "csv"`` file through ``ldpfleet.run`` on the memory
+    transport. Every accepted spelling of the same readings (CRLF, a BOM, ``;``, quotes,
+    gzip, a leading row id...) must give the per-device true means of the plain file, bit
+    for bit: the file was read right, not just read."""
+    import ldpfleet
+
+    rng = np.random.default_rng(0)
+    n = 200
+    light = np.round(np.abs(rng.normal(300, 150, n)), 2)
+    co2 = np.round(rng.normal(600, 50, n), 1)
+    dates = [f"2015-02-04 {k // 60:02d}:{k % 60:02d}:00" for k in range(n)]
+    header = ["date", "Light", "CO2"]
+    rows = [[dates[k], str(light[k]), str(co2[k])] for k in range(n)]
+
+    def run(name: str, data: str | bytes) -> Callable[[], list[float]]:
+        def go() -> list[float]:
+            path = folder / f"src-{name}.csv"
+            path.write_bytes(data.encode() if isinstance(data, str) else data)
+            spec = {
+                "scenario": {"name": "f2-source", "seed": 1},
+                "fleet": {"devices": 2},
+                "stream": {"steps": 50, "eps": 2.0, "w": 5},
+                "source": {"kind": "csv", "path": str(path), "column": "Light",
+                           "bounds": [0.0, 1700.0]},
+            }  # fmt: skip
+            out = folder / f"run-src-{name}"
+            results = ldpfleet.run(ldpfleet.parse_scenario(spec), broker="memory", out_dir=out)
+            return [d["true_mean"] for d in results["per_device"].values()]
+
+        return go
+
+    plain = _csv(header, rows)
+    reference: list[list[float]] = []
+
+    def same_as_plain(means: list[float]) -> bool:
+        if not reference:
+            reference.append(run("plain", plain)())
+        return means == reference[0]
+
+    missing = [list(r) for r in rows]
+    missing[7][1] = ""
+    spellings = [
+        ("crlf", _csv(header, rows, end="\r\n")),
+        ("bom", "\ufeff" + plain),
+        ("semicolon", _csv(header, rows, sep=";")),
+        ("tab", _csv(header, rows, sep="\t")),
+        ("quoted", _csv(header, rows, quote=True)),
+        ("row ids (UCI layout)", _csv(header, [[str(k + 1), *r] for k, r in enumerate(rows)],
+                                      quote=True)),
+        ("gzip", gzip.compress(plain.encode())),
+        ("cr line ends", _csv(header, rows, end="\r")),
+        ("padded header", _csv(["date", " Light ", "CO2"], rows)),
+        ("trailing separator", plain.replace("\n", ",\n")),
+        ("blank lines", plain.replace("\n", "\n\n")),
+        ("scientific notation", _csv(header, [[r[0], f"{float(r[1]):.6e}", r[2]] for r in rows])),
+    ]  # fmt: skip
+    refusals = [
+        ("utf-16", plain.encode("utf-16")),
+        ("missing value", _csv(header, missing)),
+        ("header only", _csv(header, [])),
+        ("empty", ""),
+        ("decimal commas", _csv(header, [[v.replace(".", ",") for v in r] for r in rows], ";")),
+        ("no such column", _csv(["date", "Lux", "CO2"], rows)),
+        ("column named twice", _csv(["date", "Light", "Light"], rows)),
+        ("latin-1", _csv(["dat\xe9", "Light", "CO2"], rows).encode("latin-1")),
+    ]  # fmt: skip
+    return [
+        *(Case("sources", name, run(f"ok{k}", data), "ok", same_as_plain)
+          for k, (name, data) in enumerate(spellings)),
+        *(Case("sources", name, run(f"bad{k}", data), "refused")
+          for k, (name, data) in enumerate(refusals)),
+    ]  # fmt: skip
+
+
 # --- streams for detect_period ---------------------------------------------------------------
 
 
@@ -701,6 +781,7 @@ GROUPS = {
     "graph": graph_cases,
     "occupancy": occupancy_cases,
     "datasets": dataset_cases,
+    "sources": source_cases,
     "period": lambda folder: period_cases(),
     "plugin": plugin_cases,
     "cli": cli_cases,
