@@ -29,8 +29,10 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     networkx writes). Every refusal is a :class:`ParameterError` naming the file
     (``field``), the line and the value:
 
-    - any other line shape (one id, a non-integer) names the line; a comma or semicolon
-      separated line gets a hint to turn the separators into spaces;
+    - any other line shape (one id, a non-integer) names the line, whatever the other
+      lines hold (a line of three ids and one of one are not two edges); a comma or
+      semicolon separated line gets a hint to turn the separators into spaces, a lone id
+      the hint that an isolated node is written as a self loop (``3 3``);
     - three or four columns (a weight, a timestamp: weighted SNAP lists, KONECT's
       ``u v w t``) are refused with what the extra column looks like (KONECT's
       ``% sym positive`` header says so) and the hint to cut the first two columns
@@ -518,6 +520,12 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
     if len(fields) == 1 and (b"," in bad or b";" in bad):
         return (
             f" (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < {file_name} > edges.txt)"
+        )
+    if len(fields) == 1:  # not a first-line header word: _header_hint said that
+        node = fields[0].decode("utf-8", errors="replace")
+        return (
+            f" (an isolated node? write it as a self loop, {node!r} twice: '{node} {node}'; "
+            "self loops are dropped and their node kept)"
         )
     if len(fields) < 3:
         return ""

@@ -181,3 +181,15 @@ def test_prepare_wisdm_refuses_a_table_without_a_column_it_reads(changes, words)
     assert _fields(info.value) == ("data", True, True)
     for word in words:
         assert word in info.value.reason, info.value.reason
+
+
+def test_a_node_alone_on_a_line_is_told_how_to_write_an_isolated_node(tmp_path):
+    """``3`` alone (an isolated node, as networkx's adjacency lists write one) was refused
+    with no hint; the loader's way to give one is a self loop ``3 3``."""
+    error = _refused(tmp_path, b"1 2\n3\n")
+    assert "line 2: expected two node ids, got '3'" in error.reason
+    assert "'3 3'" in error.reason and "isolated" in error.reason
+    tmp = tmp_path / "loop.txt"
+    tmp.write_bytes(b"1 2\n3 3\n")
+    graph = load_edge_list(tmp)
+    assert (graph.n, graph.edges(), graph.degrees().tolist()) == (3, 1, [1, 1, 0])
