@@ -131,6 +131,8 @@ def graph_cases(folder: Path) -> list[Case]:
         ("only comments", "# nothing\n", "refused", None),
         ("only self loops", "1 1\n2 2\n", "refused", None),
         ("isolated node alone on a line", "1 2\n3\n", "refused", None),
+        ("weighted triple, then a lone id", "1 2 1\n5\n", "refused", None),  # 4 tokens
+        ("isolated node as a self loop", "1 2\n3 3\n", "ok", shape(3, 1)),
         ("crlf", triangle.replace("\n", "\r\n"), "ok", shape(3, 3)),
         ("utf-8 bom", "\ufeff" + triangle, "ok", shape(3, 3)),
         ("utf-16 bom", triangle.encode("utf-16"), "ok", shape(3, 3)),
