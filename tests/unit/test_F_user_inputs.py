@@ -193,3 +193,12 @@ def test_a_node_alone_on_a_line_is_told_how_to_write_an_isolated_node(tmp_path):
     tmp.write_bytes(b"1 2\n3 3\n")
     graph = load_edge_list(tmp)
     assert (graph.n, graph.edges(), graph.degrees().tolist()) == (3, 1, [1, 1, 0])
+
+
+@pytest.mark.parametrize(("body", "line"), [(b"1 2\n6 7\x00\n", 2), (b"1\x00 2\n", 1)])
+def test_a_nul_byte_is_refused_naming_its_line(tmp_path, body, line):
+    """``7\\x00`` was read as node 7: numpy's bytes arrays drop trailing NULs (found by
+    scripts/F2_fuzz.py). A text edge list holds no NUL; UTF-16 is decoded before."""
+    error = _refused(tmp_path, body)
+    assert f"line {line}" in error.reason and "NUL" in error.reason
+    assert (error.field, error.limit) == ("g.txt", "text without NUL bytes")
