@@ -287,6 +287,7 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     lines = [_uncommented(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
     lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
+    _refuse_nul(raw, lines, path.name)
     tokens = b" ".join(lines).split()
     # every line, not only the total: "1 2 1" then "5" (a weight, then an isolated node
     # alone) is four tokens on two lines, and was read as the edges (1, 2) and (1, 5)
@@ -473,6 +474,20 @@ def _bomless_utf16(raw: bytes) -> str | None:
         if b"\x00" not in others and zeros.count(0) >= 0.9 * len(zeros):
             return encoding
     return None
+
+
+def _refuse_nul(raw: bytes, lines: list[bytes], file_name: str) -> None:
+    """A NUL byte on an edge line (binary data, a corrupt copy): numpy's bytes arrays drop
+    trailing NULs, so ``7\\x00`` was read as node 7, silently. UTF-16 is decoded before."""
+    bad = next((ln for ln in lines if b"\x00" in ln), None)
+    if bad is not None:
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: a NUL byte (binary data, not text) in "
+            f"{_shown(bad)}: an edge list is text, two node ids a line",
+            field=file_name,
+            limit="text without NUL bytes",
+            value=_shown(bad),
+        )
 
 
 def _uncommented(line: bytes) -> bytes:
