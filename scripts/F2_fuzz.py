@@ -14,7 +14,7 @@ reads it through the public loader:
   file. A refusal must be a ``ParameterError`` naming ``train_file``; an accepted file must
   give finite windows in [0, 1].
 
-    python scripts/F2_fuzz.py [--trials N] [--seed S] [--only graph|occupancy]
+    python scripts/F2_fuzz.py [--trials N] [--seed S] [--only graph|graph_labels|occupancy]
 
 Prints each failure (the mutated bytes are written to /tmp/F2-fuzz-<kind>-<trial>) and a
 summary line; exit status 1 when a trial failed.
@@ -197,7 +197,12 @@ def _where(error: BaseException) -> str:
     return f"{Path(frame.filename).name}:{frame.lineno}"
 
 
-KINDS = {"graph": (GRAPH, graph_trial), "occupancy": (_occupancy_text(), occupancy_trial)}
+LABELS = b"% sym unweighted\nalice bob\nbob carol\ncarol alice\ndave erin\nerin frank\n"
+KINDS = {
+    "graph": (GRAPH, graph_trial),
+    "graph_labels": (LABELS, graph_trial),
+    "occupancy": (_occupancy_text(), occupancy_trial),
+}
 
 
 def fuzz(kind: str, trials: int, seed: int, keep: bool = True) -> list[str]:

@@ -22,7 +22,7 @@ def _fuzz():
     return sys.modules["F2_fuzz"]
 
 
-@pytest.mark.parametrize("kind", ["graph", "occupancy"])
+@pytest.mark.parametrize("kind", ["graph", "graph_labels", "occupancy"])
 def test_mutated_files_are_read_right_or_refused_typed(kind):
     assert _fuzz().fuzz(kind, 500, seed=0, keep=False) == []
 
