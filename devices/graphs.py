@@ -528,6 +528,12 @@ def _refuse_bipartite(raw: bytes, path: Path) -> None:
 
 def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> str:
     """Why a line has not two fields, and how to fix the file (a command for ``file_name``)."""
+    whole = raw.splitlines()[_line_number(raw, bad) - 1]
+    if whole != bad and len(bad.split()) < 2:  # a '#' cut it: "user#1 user#2" was "user"
+        return (
+            f" (the line is {_shown(whole)}: '#' starts a comment, so node ids cannot "
+            f"hold one; replace it, e.g. tr '#' '_' < {file_name} > edges.txt)"
+        )
     header = _header_hint(bad, lines)
     if header:
         return header

@@ -202,3 +202,21 @@ def test_a_nul_byte_is_refused_naming_its_line(tmp_path, body, line):
     error = _refused(tmp_path, body)
     assert f"line {line}" in error.reason and "NUL" in error.reason
     assert (error.field, error.limit) == ("g.txt", "text without NUL bytes")
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [(b"user#1 user#2\nuser#2 user#3\n", 1), (b"a b\nc#d e\n", 2), (b"1 2\n3 #4\n", 2)],
+)
+def test_a_line_cut_by_a_hash_says_the_hash_starts_a_comment(tmp_path, body, line):
+    """``user#1 user#2`` was cut to ``user`` and told it looked like a header row, ``3 #4``
+    to ``3`` and told to write an isolated node as a self loop."""
+    error = _refused(tmp_path, body)
+    assert f"line {line}: expected two node ids" in error.reason
+    assert "'#' starts a comment" in error.reason
+    assert "header" not in error.reason and "isolated" not in error.reason
+
+
+def test_a_third_column_before_a_comment_keeps_its_own_hint(tmp_path):
+    error = _refused(tmp_path, b"1 2 0.5  # weighted\n")
+    assert "looks like a weight" in error.reason and "starts a comment" not in error.reason
