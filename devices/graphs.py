@@ -153,8 +153,8 @@ class Graph:
 
         Direction is ignored, self loops are dropped and duplicates merged.
         """
-        u = np.asarray(u, dtype=np.int64).ravel()
-        v = np.asarray(v, dtype=np.int64).ravel()
+        n = _node_count(n)
+        u, v = _endpoints(u, "u"), _endpoints(v, "v")
         if u.shape != v.shape:
             raise ParameterError(
                 f"endpoint arrays differ: {u.shape} vs {v.shape}",
@@ -197,7 +197,7 @@ class Graph:
 
     def neighbours(self, i: int) -> np.ndarray:
         """The sorted neighbours of node ``i`` (what device ``i`` knows)."""
-        if not 0 <= i < self.n:
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.n:
             raise ParameterError(
                 f"node must lie in 0..{self.n - 1}, got {i}",
                 field="i",
@@ -254,6 +254,49 @@ class Graph:
                 limit="symmetric",
                 value=int(np.count_nonzero(fwd != back)),
             )
+
+
+# node indices are int32 in the neighbour arrays (``Graph``)
+MAX_NODE_COUNT = 2**31 - 1
+
+
+def _node_count(n) -> int:
+    """``n`` of :meth:`Graph.from_edges` as an int, or a refusal (-1 was numpy's ValueError,
+    3.0 a TypeError, 2**40 a MemoryError)."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= MAX_NODE_COUNT:
+        raise ParameterError(
+            f"must be an integer in 0..{MAX_NODE_COUNT:,} (int32 node indices), got {n!r}",
+            field="n",
+            limit=f"an integer in 0..{MAX_NODE_COUNT}",
+            value=n,
+        )
+    return int(n)
+
+
+def _endpoints(values, name: str) -> np.ndarray:
+    """One endpoint array of :meth:`Graph.from_edges` as int64, or a refusal naming the first
+    value that is not an integer (0.5 was read as node 0, NaN as -2^63)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        flat = arr.ravel()
+        bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.round(flat)))
+        if bad.size:
+            k = int(bad[0])
+            raise ParameterError(
+                f"must be an integer node index, got {flat[k]}",
+                field=f"{name}[{k}]",
+                limit="an integer node index",
+                value=float(flat[k]),
+            )
+    try:
+        return arr.astype(np.int64).ravel()
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            f"must be integer node indices ({error})",
+            field=name,
+            limit="integer node indices",
+            value=str(arr.dtype),
+        ) from None
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -734,6 +777,10 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
 
     import networkx as nx
 
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):  # int("x"): ValueError
+        raise ParameterError(
+            f"must be an integer, got {seed!r}", field="seed", limit="an integer", value=seed
+        )
     seed = int(seed)
     if kind == "erdos_renyi":
         g = nx.gnp_random_graph(n, float(params["p"]), seed=seed)
@@ -874,6 +921,14 @@ def load_graph(spec: str) -> Graph:
     """A graph by name (``facebook``, ``wiki-vote``), by generator
     (``barabasi_albert:n=200,m=3,seed=1``; parameters of :data:`GENERATORS`, ``seed``
     defaults to 0) or by the path of a SNAP edge list."""
+    if not spec.strip():  # "" was "cannot read the edge list '.' (Is a directory)"
+        raise ParameterError(
+            f"is empty ({spec!r}); a graph is {', '.join(NAMED_GRAPHS)}, a generator such as "
+            "barabasi_albert:n=500,m=3 or the path of an edge list",
+            field="graph",
+            limit="a named graph, a generator or a path",
+            value=spec,
+        )
     if spec in NAMED_GRAPHS:
         return NAMED_GRAPHS[spec]()
     if is_generator_spec(spec):

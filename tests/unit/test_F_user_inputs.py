@@ -220,3 +220,60 @@ def test_a_line_cut_by_a_hash_says_the_hash_starts_a_comment(tmp_path, body, lin
 def test_a_third_column_before_a_comment_keeps_its_own_hint(tmp_path):
     error = _refused(tmp_path, b"1 2 0.5  # weighted\n")
     assert "looks like a weight" in error.reason and "starts a comment" not in error.reason
+
+
+# --- graphs built in code: Graph.from_edges, neighbours, generate ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "u", "v", "field"),
+    [
+        (3, [0.5, 1.0], [1, 2], "u[0]"),  # read as node 0, silently
+        (3, [0, 1], [1, np.nan], "v[1]"),  # refused as endpoint -2^63
+        (3, [0, 1], [1, np.inf], "v[1]"),
+        (-1, [], [], "n"),  # ValueError from numpy
+        (3.0, [0], [1], "n"),  # TypeError from numpy
+        (True, [0], [1], "n"),
+        (2**40, [0], [1], "n"),  # MemoryError (int32 neighbours cannot hold it anyway)
+    ],
+)
+def test_from_edges_refuses_what_it_would_misread_or_crash_on(n, u, v, field):
+    from ldpfleet.devices.graphs import Graph
+
+    with pytest.raises(ParameterError) as info:
+        Graph.from_edges(n, np.asarray(u), np.asarray(v))
+    assert _fields(info.value)[0] == field and _fields(info.value)[1:] == (True, True)
+
+
+def test_from_edges_still_takes_integral_floats_and_numpy_integers():
+    from ldpfleet.devices.graphs import Graph
+
+    graph = Graph.from_edges(np.int64(3), np.array([0.0, 1.0]), np.array([1, 2], np.int32))
+    assert (graph.n, graph.edges()) == (3, 2)
+
+
+@pytest.mark.parametrize("node", ["1", 1.0, 1.5])
+def test_neighbours_refuses_a_node_that_is_not_an_integer(node):
+    from ldpfleet.devices.graphs import Graph
+
+    with pytest.raises(ParameterError) as info:
+        Graph.from_edges(3, [0], [1]).neighbours(node)
+    assert _fields(info.value) == ("i", True, True)
+
+
+@pytest.mark.parametrize("seed", ["x", 1.5, None])
+def test_generate_refuses_a_seed_that_is_not_an_integer(seed):
+    from ldpfleet.devices.graphs import generate
+
+    with pytest.raises(ParameterError) as info:
+        generate("barabasi_albert", 10, seed=seed, m=2)
+    assert _fields(info.value)[0] == "seed"
+
+
+def test_an_empty_graph_spec_is_refused_as_empty():
+    """``load_graph("")`` said it could not read the edge list '.' (a directory)."""
+    from ldpfleet.devices.graphs import load_graph
+
+    with pytest.raises(ParameterError) as info:
+        load_graph("  ")
+    assert _fields(info.value) == ("graph", True, True) and "empty" in info.value.reason
