@@ -167,6 +167,21 @@ def graph_cases(folder: Path) -> list[Case]:
     big = "\n".join(f"{i} {i + 1}" for i in range(0, 20000, 2)) + "\n"
     out.append(Case("graph", "10,000 disjoint edges", load("g-big.txt", big), "ok",
                     shape(20000, 10000)))  # fmt: skip
+    from ldpfleet.devices.graphs import Graph, generate
+
+    code = [  # graphs built in code (Graph.from_edges, generate)
+        ("from_edges float endpoints", lambda: Graph.from_edges(3, np.array([0.5]), [1])),
+        ("from_edges NaN endpoint", lambda: Graph.from_edges(3, [0], np.array([np.nan]))),
+        ("from_edges n = -1", lambda: Graph.from_edges(-1, [], [])),
+        ("from_edges n = 2**40", lambda: Graph.from_edges(2**40, [0], [1])),
+        ("neighbours('1')", lambda: Graph.from_edges(3, [0], [1]).neighbours("1")),
+        ("generate seed 'x'", lambda: generate("barabasi_albert", 10, seed="x", m=2)),
+        ("empty graph spec", lambda: load_graph("")),
+    ]
+    out += [Case("graph", name, run, "refused") for name, run in code]
+    out.append(Case("graph", "from_edges integral floats",
+                    lambda: Graph.from_edges(3, np.array([0.0, 1.0]), [1, 2]), "ok",
+                    shape(3, 2)))  # fmt: skip
     out.append(Case("graph", "generator spec, m >= n",
                     lambda: load_graph("barabasi_albert:n=3,m=5"), "refused"))  # fmt: skip
     out.append(Case("graph", "generator spec, p nan",
