@@ -11,7 +11,9 @@ Representation (:class:`Graph`)
     ``int32`` array of the neighbours of ``i``. The graph is *simple and undirected*: no
     self loops, no duplicates, and ``j in adjacency[i]`` iff ``i in adjacency[j]``.
     :meth:`Graph.from_edges` is the one constructor that establishes these invariants from an
-    arbitrary edge list; :meth:`Graph.check` verifies them (used by the tests; O(m log m)).
+    arbitrary edge list (refusing an endpoint that is not an integer, such as 0.5 or NaN,
+    and ``n`` outside ``0 .. 2**31 - 1``, the int32 indices); :meth:`Graph.check` verifies
+    them (used by the tests; O(m log m)).
     ``edges()`` counts undirected edges (each once); ``degrees()`` is ``len(adjacency[i])``.
     The optional ``ids`` holds the original node id of each node (from a file), so that
     ``ids[i]`` is the label node ``i`` had in the source.
@@ -26,8 +28,9 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
     (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
-    networkx writes). Every refusal is a :class:`ParameterError` naming the file
-    (``field``), the line and the value:
+    networkx writes; a line it cuts to one id says so). A NUL byte on an edge line is
+    refused. Every refusal is a :class:`ParameterError` naming the file (``field``), the
+    line and the value (also as ``limit`` and ``value``):
 
     - any other line shape (one id, a non-integer) names the line, whatever the other
       lines hold (a line of three ids and one of one are not two edges); a comma or
