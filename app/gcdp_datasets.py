@@ -611,7 +611,9 @@ def occupancy_windows(
     ``datatraining.txt`` / ``datatest.txt``. With ``readings.split == "holdout"`` the
     training file is cut once in time order (``validation_cut``): the clipping interval is
     fitted on the first part only, whose records and windows are the calibration and
-    training data; the rest gives the validation windows."""
+    training data; the rest gives the validation windows. A leading ``~`` in a file's path
+    is the home folder (``--train-file=~/x.csv``: no shell expands it after ``=``)."""
+    train_file, test_file = _home(train_file), _home(test_file)
     if data is None:
         train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
         test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
@@ -646,6 +648,12 @@ def occupancy_windows(
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
+
+
+def _home(path):
+    """``path`` with a leading ``~`` expanded (as edge lists and scenario paths are); an
+    empty or absent path (the shipped file) as it is."""
+    return Path(path).expanduser() if path else path
 
 
 def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -768,6 +776,7 @@ def occupancy_masking(train_norm: np.ndarray, window: int, readings: Readings) -
 
 
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
+    train_file, test_file = _home(train_file), _home(test_file)
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
         return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
     train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(

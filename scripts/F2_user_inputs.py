@@ -709,12 +709,15 @@ class CliResult:
     stderr: str
 
 
-def _cli(*args: str, cwd: Path | None = None) -> CliResult:
-    """``ldpfleet ARGS`` in a child process (this interpreter's), at most 300 s."""
+def _cli(*args: str, cwd: Path | None = None, home: Path | None = None) -> CliResult:
+    """``ldpfleet ARGS`` in a child process (this interpreter's), at most 300 s; ``home``
+    is its ``HOME``."""
+    import os
     import subprocess
 
     command = [sys.executable, "-m", "ldpfleet.app.cli", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
+    env = {**os.environ, "HOME": str(home)} if home is not None else None
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
@@ -786,10 +789,14 @@ def cli_cases(folder: Path) -> list[Case]:
          _exit(2)),
         ("bench gcdp graph as csv", (*gcdp, "--train-file", str(odd_graph)), _exit(2)),
     ]  # fmt: skip
-    return [
+    cases = [
         Case("cli", name, (lambda a=args: _cli(*a, cwd=folder)), "ok", check)
         for name, args, check in runs
     ]
+    tilde = (*gcdp, "--train-file=~/train.csv", "--test-file=~/test.csv")  # no shell expands
+    cases.append(Case("cli", "bench gcdp --train-file=~/...", lambda: _cli(
+        *tilde, cwd=folder, home=folder), "ok", _nonprivate_f1_above(90.0)))  # fmt: skip
+    return cases
 
 
 # --- main ------------------------------------------------------------------------------------

@@ -277,3 +277,21 @@ def test_an_empty_graph_spec_is_refused_as_empty():
     with pytest.raises(ParameterError) as info:
         load_graph("  ")
     assert _fields(info.value) == ("graph", True, True) and "empty" in info.value.reason
+
+
+def test_occupancy_files_may_start_with_the_home_folder(tmp_path, monkeypatch):
+    """``--train-file=~/train.csv`` (no shell expands a ``~`` after ``=``) was "No such
+    file or directory: '~/train.csv'"; edge lists and scenario paths expand it."""
+    from ldpfleet.app.gcdp_datasets import OCC_TEST_FILE, OCC_TRAIN_FILE, occupancy_windows
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "train.csv").write_bytes(OCC_TRAIN_FILE.read_bytes())
+    (tmp_path / "test.csv").write_bytes(OCC_TEST_FILE.read_bytes())
+    mine = occupancy_windows(None, 30, train_file="~/train.csv", test_file="~/test.csv")
+    shipped = occupancy_windows(None, 30)
+    assert np.array_equal(mine.test_f, shipped.test_f)
+    assert np.array_equal(mine.train_f, shipped.train_f)
+    from ldpfleet.app.gcdp_datasets import prepare  # the bench's path: its head reads dates
+
+    prepared = prepare("occupancy", train_file="~/train.csv", test_file="~/test.csv")
+    assert prepared.protocol_head["train_file"] == str(tmp_path / "train.csv")
