@@ -28,8 +28,9 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
     (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
-    networkx writes; a line it cuts to one id says so). A NUL byte on an edge line is
-    refused. Every refusal is a :class:`ParameterError` naming the file (``field``), the
+    networkx writes; a line it cuts to one id says so). A NUL byte on an edge line, a
+    node id longer than 256 bytes (a corrupt line: numpy made every token that wide) and
+    ``1_000`` (digit grouping, which int() reads as 1000) are refused. Every refusal is a :class:`ParameterError` naming the file (``field``), the
     line and the value (also as ``limit`` and ``value``):
 
     - any other line shape (one id, a non-integer) names the line, whatever the other
@@ -347,12 +348,12 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
             limit="two node ids a line",
             value=_shown(bad),
         )
-    try:
-        flat = np.array(tokens).astype(np.int64)
-    except (ValueError, OverflowError):
-        unique, inverse = np.unique(np.array(tokens), return_inverse=True)  # bytes order
-        if not any(_is_int64(t) for t in unique.tolist()):
-            return _labelled_graph(raw, lines, unique.tolist(), inverse, name, path.name)
+    longest = _refuse_long_tokens(raw, lines, tokens, path.name)
+    flat = _integer_ids(tokens) if longest <= INTEGER_TOKEN_BYTES else None
+    if flat is None:
+        unique, inverse = _unique_tokens(tokens)  # bytes order
+        if not any(_is_int64(t) for t in unique):
+            return _labelled_graph(raw, lines, unique, inverse, name, path.name)
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
@@ -361,10 +362,52 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
             field=path.name,
             limit="integer node ids of at most 19 digits, or labels only",
             value=_shown(bad),
-        ) from None
+        )
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+# a node id's length: numpy holds tokens in fixed-width arrays, so one long junk token
+# made every token that wide (a 1 MB token among 100,000 edges: 200 GB); a URL fits
+MAX_TOKEN_BYTES = 256
+INTEGER_TOKEN_BYTES = 64  # longer tokens are not int64 ids (19 digits, a sign, zeros)
+
+
+def _refuse_long_tokens(raw: bytes, lines: list[bytes], tokens: list[bytes], file_name: str) -> int:
+    """The longest token's length; a refusal naming the first line with a token longer
+    than ``MAX_TOKEN_BYTES`` (before any array of the tokens is built)."""
+    longest = max(map(len, tokens), default=0)
+    if longest > MAX_TOKEN_BYTES:
+        bad = next(ln for ln in lines if any(len(t) > MAX_TOKEN_BYTES for t in ln.split()))
+        size = max(len(t) for t in bad.split())
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: a node id of {size} bytes, longer than "
+            f"{MAX_TOKEN_BYTES} (a corrupt line, or not an edge list?): {_shown(bad)}",
+            field=file_name,
+            limit=f"node ids of at most {MAX_TOKEN_BYTES} bytes",
+            value=size,
+        )
+    return longest
+
+
+def _integer_ids(tokens: list[bytes]) -> np.ndarray | None:
+    """The tokens as int64 node ids, or None when one is not an integer (``1_000``'s digit
+    grouping is not one: int() read it as 1000)."""
+    try:
+        flat = np.array(tokens).astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    return None if any(b"_" in t for t in tokens) else flat
+
+
+def _unique_tokens(tokens: list[bytes]) -> tuple[list[bytes], np.ndarray]:
+    """The distinct tokens in bytes order and each token's index among them (``np.unique``
+    without its fixed-width array)."""
+    unique = sorted(set(tokens))
+    index = {token: k for k, token in enumerate(unique)}
+    inverse = np.fromiter((index[t] for t in tokens), dtype=np.int64, count=len(tokens))
+    return unique, inverse
 
 
 _HEADER_WORDS = frozenset(
@@ -635,6 +678,8 @@ def _shown(line: bytes) -> str:
 
 
 def _is_int64(token: bytes) -> bool:
+    if b"_" in token:  # int() reads "1_000" as 1000: not an id written so
+        return False
     try:
         return -(2**63) <= int(token) < 2**63
     except ValueError:

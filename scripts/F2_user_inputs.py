@@ -132,6 +132,9 @@ def graph_cases(folder: Path) -> list[Case]:
         ("only self loops", "1 1\n2 2\n", "refused", None),
         ("isolated node alone on a line", "1 2\n3\n", "refused", None),
         ("weighted triple, then a lone id", "1 2 1\n5\n", "refused", None),  # 4 tokens
+        ("digit grouping 1_000", "1_000 2\n2 3\n", "refused", None),
+        ("a 100 kB junk token", "1 2\n" + "x" * 100_000 + " 3\n", "refused", None),
+        ("URL labels", "https://a.org/" + "p" * 200 + " b\nb c\n", "ok", shape(3, 2)),
         ("isolated node as a self loop", "1 2\n3 3\n", "ok", shape(3, 1)),
         ("crlf", triangle.replace("\n", "\r\n"), "ok", shape(3, 3)),
         ("utf-8 bom", "\ufeff" + triangle, "ok", shape(3, 3)),

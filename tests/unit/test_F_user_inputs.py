@@ -295,3 +295,38 @@ def test_occupancy_files_may_start_with_the_home_folder(tmp_path, monkeypatch):
 
     prepared = prepare("occupancy", train_file="~/train.csv", test_file="~/test.csv")
     assert prepared.protocol_head["train_file"] == str(tmp_path / "train.csv")
+
+
+def test_a_junk_token_is_refused_before_any_array_of_its_width(tmp_path):
+    """One corrupt 5,000-byte token among 4,000 edges: numpy's fixed-width bytes array
+    of every token took 40 MB (a 1 MB token among 100,000 edges: 200 GB, a MemoryError or
+    the kernel's OOM killer) before the refusal."""
+    import tracemalloc
+
+    body = b"".join(b"%d %d\n" % (k, k + 1) for k in range(4000)) + b"x" * 5000 + b" 7\n"
+    path = tmp_path / "junk.txt"
+    path.write_bytes(body)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ParameterError) as info:
+            load_edge_list(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000, peak  # the file's bytes and tokens: about 1 MB
+    assert "line 4001" in info.value.reason and "5000 bytes" in info.value.reason
+    assert (info.value.limit, info.value.value) == ("node ids of at most 256 bytes", 5000)
+
+
+def test_long_labels_within_the_limit_still_load(tmp_path):
+    label = "https://example.org/" + "a" * 200
+    path = tmp_path / "urls.txt"
+    path.write_text(f"{label} b\nb c\n")
+    graph = load_edge_list(path)
+    assert (graph.n, graph.edges(), graph.ids.tolist()) == (3, 2, ["b", "c", label])
+
+
+def test_an_underscore_is_not_digit_grouping_in_an_id(tmp_path):
+    """``1_000`` was node 1000 (Python's int() reads the grouping); a CSV source refuses it."""
+    error = _refused(tmp_path, b"1_000 2\n2 3\n")
+    assert "line 1: node ids must be integers" in error.reason
