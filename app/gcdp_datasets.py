@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -494,6 +495,10 @@ def load_wisdm_arff(path: str | Path) -> WisdmTable:
     return WisdmTable(user.astype(int), numeric, activity)
 
 
+# "@attribute NAME type": NAME quoted ('y avg', "user") or one word; case-insensitive
+_ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+(?:"([^"]*)"|'([^']*)'|(\S+))""", re.IGNORECASE)
+
+
 def _arff_sections(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """The attribute names and the ``(line number, cells)`` of the data rows of an ARFF
     file (``%`` comments and blank lines skipped); refused unless every row has one cell
@@ -519,8 +524,9 @@ def _arff_sections(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     start = len(lines)
     for lineno, line in enumerate(lines, 1):
         words = line.strip().split(None, 2)
-        if words and words[0].lower() == "@attribute" and len(words) > 1:
-            names.append(words[1].strip("\"'"))
+        attribute = _ARFF_ATTRIBUTE.match(line.strip())
+        if attribute:
+            names.append(next(group for group in attribute.groups() if group is not None))
         elif words and words[0].lower() == "@data":
             start = lineno
             break

@@ -330,3 +330,12 @@ def test_an_underscore_is_not_digit_grouping_in_an_id(tmp_path):
     """``1_000`` was node 1000 (Python's int() reads the grouping); a CSV source refuses it."""
     error = _refused(tmp_path, b"1_000 2\n2 3\n")
     assert "line 1: node ids must be integers" in error.reason
+
+
+def test_load_wisdm_arff_reads_quoted_attribute_names_with_spaces(tmp_path):
+    """``@attribute 'y avg' numeric`` was named ``'y`` (split at the space)."""
+    from ldpfleet.app.gcdp_datasets import load_wisdm_arff
+
+    text = ARFF.replace('"YAVG"', "'y avg'").replace("@attribute class", "@ATTRIBUTE 'the class'")
+    table = load_wisdm_arff(_arff(tmp_path, text))
+    assert list(table.columns) == ["y avg"] and table.activity.tolist() == ["A", "B"]
