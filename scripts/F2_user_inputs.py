@@ -683,6 +683,9 @@ def plugin_cases(folder: Path) -> list[Case]:
         Case("plugin", "get_mechanism NoEps (eps optional)", lambda: ldpfleet.get_mechanism(
             "f2_user_plugins:NoEps", 1.0), "ok"),
         Case("plugin", "run NoEps", run("NoEps"), "ok", clean),
+        Case("plugin", "run_audit NoEps (an honest eps-LDP mechanism)", lambda: ldpfleet.run_audit(
+            "f2_user_plugins:NoEps", 1.0, trials=2000), "ok",
+             lambda r: r.verdict != "violation"),
         Case("plugin", "run OutOfDomainLater", run("OutOfDomainLater"), "ok", none_aggregated),
         Case("plugin", "run RaisesLater", run("RaisesLater"), "ok", none_aggregated),
         Case("plugin", "run NanMean", run("NanMean"), "ok",
