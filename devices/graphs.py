@@ -30,8 +30,9 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
     networkx writes; a line it cuts to one id says so). A NUL byte on an edge line, a
     node id longer than 256 bytes (a corrupt line: numpy made every token that wide) and
-    ``1_000`` (digit grouping, which int() reads as 1000) are refused. Every refusal is a :class:`ParameterError` naming the file (``field``), the
-    line and the value (also as ``limit`` and ``value``):
+    ``1_000`` (digit grouping, which int() reads as 1000) are refused. Every refusal is a
+    :class:`ParameterError` naming the file (``field``), the line and the value (also as
+    ``limit`` and ``value``):
 
     - any other line shape (one id, a non-integer) names the line, whatever the other
       lines hold (a line of three ids and one of one are not two edges); a comma or
