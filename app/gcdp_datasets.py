@@ -634,7 +634,7 @@ def occupancy_windows(
                     value=x.shape[0],
                 )
     else:
-        train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
+        train_x, train_y, test_x, test_y = _occupancy_arrays(data)
     if readings.split == "holdout":
         source = "" if data is not None else f" of {train_file or OCC_TRAIN_FILE} (train_file)"
         cut = validation_cut(train_x.shape[0], window, source)
@@ -654,6 +654,54 @@ def occupancy_windows(
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
+
+
+OCCUPANCY_ARRAYS = ("train_x", "train_y", "test_x", "test_y")
+
+
+def _occupancy_arrays(data) -> tuple[np.ndarray, ...]:
+    """``data`` = (train_x, train_y, test_x, test_y) checked as the files are: records x 5
+    finite channels, one 0/1 label per record. A NaN test reading was released as a NaN
+    feature, a label 2 read as occupied, a wrong shape a bare numpy ValueError."""
+    if len(data) != len(OCCUPANCY_ARRAYS):
+        raise ParameterError(
+            f"needs {', '.join(OCCUPANCY_ARRAYS)}, got {len(data)} array(s)",
+            field="data",
+            limit=f"{len(OCCUPANCY_ARRAYS)} arrays",
+            value=len(data),
+        )
+    arrays = [np.asarray(a, dtype=float) for a in data]
+    for name, x, y in (("train", arrays[0], arrays[1]), ("test", arrays[2], arrays[3])):
+        if x.ndim != 2 or x.shape[1] != len(CHANNELS):
+            raise ParameterError(
+                f"must be records x {len(CHANNELS)} channels ({', '.join(CHANNELS)}), "
+                f"got shape {x.shape}",
+                field=f"{name}_x",
+                limit=f"shape (records, {len(CHANNELS)})",
+                value=x.shape,
+            )
+        if y.shape != (x.shape[0],):
+            raise ParameterError(
+                f"must hold one label per record ({x.shape[0]}), got shape {y.shape}",
+                field=f"{name}_y",
+                limit=f"shape ({x.shape[0]},)",
+                value=y.shape,
+            )
+        for what, values, rule, ok in (
+            (f"{name}_x", x, "finite readings", np.isfinite(x)),
+            (f"{name}_y", y, "labels 0 or 1", (y == 0) | (y == 1)),
+        ):
+            bad = np.argwhere(~ok)
+            if bad.size:
+                at = tuple(int(i) for i in bad[0])
+                raise ParameterError(
+                    f"must hold {rule}, got {values[at]} at {list(at)} ({bad.shape[0]} such)",
+                    field=what,
+                    limit=rule,
+                    value=float(values[at]),
+                )
+    arrays[1], arrays[3] = arrays[1].astype(int), arrays[3].astype(int)
+    return tuple(arrays)
 
 
 def _home(path):

@@ -323,6 +323,18 @@ def occupancy_cases(folder: Path) -> list[Case]:
     return out
 
 
+def _occupancy_arrays(nan_test: bool = False) -> list[np.ndarray]:
+    """(train_x, train_y, test_x, test_y) of :func:`_occupancy_rows` as arrays."""
+    out = []
+    for records, seed in ((600, 1), (300, 2)):
+        rows = _occupancy_rows(records, seed)
+        out += [np.array([[float(v) for v in r[1:6]] for r in rows]),
+                np.array([int(r[6]) for r in rows])]  # fmt: skip
+    if nan_test:
+        out[2][12, 3] = np.nan
+    return out
+
+
 def _us_date(iso: str) -> str:
     day, time = iso.split(" ")
     year, month, dom = day.split("-")
@@ -411,6 +423,11 @@ def dataset_cases(folder: Path) -> list[Case]:
         Case("datasets", "prepare wisdm one class", lambda: prepare("wisdm", data=WisdmTable(
             users, columns, np.array(["Walking"] * 80))), "refused"),
         Case("datasets", "prepare unknown dataset", lambda: prepare("mnist"), "refused"),
+        Case("datasets", "prepare occupancy NaN test reading", lambda: prepare(
+            "occupancy", data=_occupancy_arrays(nan_test=True)), "refused"),
+        Case("datasets", "prepare occupancy arrays", lambda: prepare(
+            "occupancy", data=_occupancy_arrays()), "ok",
+             lambda p: np.all(np.isfinite(p.test_f))),
     ]  # fmt: skip
 
 

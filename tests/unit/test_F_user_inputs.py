@@ -339,3 +339,55 @@ def test_load_wisdm_arff_reads_quoted_attribute_names_with_spaces(tmp_path):
     text = ARFF.replace('"YAVG"', "'y avg'").replace("@attribute class", "@ATTRIBUTE 'the class'")
     table = load_wisdm_arff(_arff(tmp_path, text))
     assert list(table.columns) == ["y avg"] and table.activity.tolist() == ["A", "B"]
+
+
+def _occupancy_data(records: int = 600, tests: int = 300) -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    out = []
+    for k in (records, tests):
+        occupied = (np.arange(k) // 60) % 2
+        x = np.c_[
+            21 + occupied + rng.normal(0, 0.2, k),
+            27 + rng.normal(0, 0.5, k),
+            400 * occupied + abs(rng.normal(0, 20, k)),
+            450 + 300 * occupied + rng.normal(0, 15, k),
+            0.0045 + rng.normal(0, 1e-4, k),
+        ]
+        out += [x, occupied]
+    return out
+
+
+def test_prepare_occupancy_reads_arrays():
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    prepared = prepare("occupancy", data=_occupancy_data())
+    assert prepared.test_f.shape == (10, 5) and np.all(np.isfinite(prepared.test_f))
+
+
+@pytest.mark.parametrize(
+    ("part", "change", "field"),
+    [
+        (2, lambda x: np.where(np.arange(x.size).reshape(x.shape) == 12, np.nan, x), "test_x"),
+        (0, lambda x: np.where(np.arange(x.size).reshape(x.shape) == 7, np.inf, x), "train_x"),
+        (1, lambda y: y * 2, "train_y"),  # a label 2, read as occupied
+        (0, lambda x: x[:, :4], "train_x"),  # a numpy broadcast ValueError
+        (1, lambda y: y[:-5], "train_y"),  # a numpy reshape ValueError
+    ],
+)
+def test_prepare_occupancy_refuses_arrays_it_would_misread(part, change, field):
+    """NaN test readings were released as NaN features; labels 0/2 read as 0/1."""
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    data = _occupancy_data()
+    data[part] = change(data[part])
+    with pytest.raises(ParameterError) as info:
+        prepare("occupancy", data=data)
+    assert _fields(info.value)[0] == field and info.value.limit is not None
+
+
+def test_prepare_occupancy_refuses_three_arrays():
+    from ldpfleet.app.gcdp_datasets import prepare
+
+    with pytest.raises(ParameterError) as info:
+        prepare("occupancy", data=_occupancy_data()[:3])
+    assert _fields(info.value) == ("data", True, True)
