@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,7 @@ WISDM_AXES = ((1,), (2,), (0,), (1,), (2,), (0, 1, 2))  # a(k); nodes X=0, Y=1, 
 WISDM_TRAIN_MAX_USER = 28
 WISDM_PROTECTED = "YPEAK"
 WISDM_FILE = "WISDM_ar_v1.1_transformed.arff"
+DATASETS = ("occupancy", "intel", "wisdm")
 OCC_TRAIN_FILE = DATA_ROOT / "uci-occupancy" / "datatraining.txt"
 OCC_TEST_FILE = DATA_ROOT / "uci-occupancy" / "datatest.txt"
 
@@ -247,18 +249,24 @@ class Readings:
                 raise ParameterError(
                     f"must be one of {', '.join(allowed)}, got {getattr(self, name)!r}",
                     field=f"readings.{name}",
+                    limit=f"one of {', '.join(allowed)}",
+                    value=getattr(self, name),
                 )
         if self.attack.startswith("informed") and self.attacker_fit != "clean":
             raise ParameterError(
                 f"must be clean with attack={self.attack} (that attacker fits nothing), "
                 f"got {self.attacker_fit!r}",
                 field="readings.attacker_fit",
+                limit=f"clean with attack={self.attack}",
+                value=self.attacker_fit,
             )
         if self.xi_mask == "occurrence" and self.xi_aggregate != "mean":
             raise ParameterError(
                 f"must be mean with xi_mask=occurrence (one number per node), "
                 f"got {self.xi_aggregate!r}",
                 field="readings.xi_aggregate",
+                limit="mean with xi_mask=occurrence",
+                value=self.xi_aggregate,
             )
 
     def as_dict(self) -> dict[str, str]:
@@ -317,6 +325,8 @@ def parse_readings(text: str, base: Readings = READINGS) -> Readings:
             raise ParameterError(
                 f"must be name=value with a name among {', '.join(READING_CHOICES)}, got {item!r}",
                 field="readings",
+                limit=f"name=value with a name among {', '.join(READING_CHOICES)}",
+                value=item,
             )
         changes[name] = value.strip()
     return dataclasses.replace(base, **changes)
@@ -409,14 +419,35 @@ class Prepared:
 
 
 def load_intel(directory: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(temperature train, temperature test, humidity train, humidity test), motes x steps."""
+    """(temperature train, temperature test, humidity train, humidity test), motes x steps:
+    the comma-separated files ``intel{Temperature,Humidity}{Train,Test}.csv`` of
+    ``directory``. A missing or unreadable file, or a cell that is not a number, is a
+    ``ParameterError`` (field ``data``) naming the file (it was numpy's bare error)."""
     out = []
     for name in ("Temperature", "Humidity"):
         for part in ("Train", "Test"):
-            out.append(
-                np.loadtxt(Path(directory) / f"intel{name}{part}.csv", delimiter=",", ndmin=2)
-            )
+            out.append(_intel_file(Path(directory) / f"intel{name}{part}.csv"))
     return out[0], out[1], out[2], out[3]
+
+
+def _intel_file(path: Path) -> np.ndarray:
+    """One Intel Lab matrix (motes x steps), or a refusal naming the file."""
+    try:
+        return np.loadtxt(path, delimiter=",", ndmin=2)
+    except OSError as error:  # missing, a folder, unreadable
+        raise ParameterError(
+            f"cannot read {path}: {error.strerror or error}",
+            field="data",
+            limit="a readable comma-separated file",
+            value=str(path),
+        ) from None
+    except ValueError as error:  # a word, a ragged row, not UTF-8
+        raise ParameterError(
+            f"{path.name}: {error} (a table of numbers, one mote a row, one step a column)",
+            field="data",
+            limit="comma-separated numbers",
+            value=str(path),
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -430,31 +461,112 @@ class WisdmTable:
 
 
 def load_wisdm_arff(path: str | Path) -> WisdmTable:
-    """The ``@data`` section read as CSV; '?' -> NaN; the last attribute is the class."""
-    names: list[str] = []
-    rows: list[list[str]] = []
-    with open(path, newline="") as handle:
-        lines = iter(handle)
-        for line in lines:
-            text = line.strip()
-            if text.lower().startswith("@attribute"):
-                names.append(text.split(None, 2)[1].strip("\"'"))
-            elif text.lower().startswith("@data"):
-                break
-        for row in csv.reader(lines):
-            if row and not row[0].lstrip().startswith("%"):
-                rows.append([v.strip() for v in row])
-    if not names or any(len(r) != len(names) for r in rows):
-        raise ParameterError(f"malformed ARFF {path}", field="data")
-    cols = list(zip(*rows, strict=True)) if rows else [()] * len(names)
-    numeric = {
-        name: np.array([np.nan if v == "?" else float(v) for v in col], dtype=float)
-        for name, col in zip(names[:-1], cols[:-1], strict=True)
-    }
+    """The ``@data`` section read as CSV; '?' -> NaN; the last attribute is the class, the
+    others numbers, one of them ``user`` (integer ids). UTF-8 (a BOM is skipped), any line
+    ends. Every refusal is a ``ParameterError`` (field ``data``) naming the file, and the
+    line and attribute of a bad value: an unreadable or non-UTF-8 file, no ``@attribute``,
+    a row of another width (a sparse ``{...}`` row), a number that is not one, no ``user``
+    attribute, a user id that is not a finite integer (1.5 and inf were cast to users 1 and
+    -2^63, silently)."""
+    names, rows = _arff_sections(Path(path))
+    if "user" not in names[:-1]:
+        raise ParameterError(
+            f"{path}: no attribute 'user' (the user ids) among {names[:-1]}",
+            field="data",
+            limit="an attribute 'user'",
+            value=names,
+        )
+    numeric = {name: np.empty(len(rows)) for name in names[:-1]}
+    for k, (lineno, row) in enumerate(rows):
+        for name, cell in zip(names[:-1], row, strict=False):
+            numeric[name][k] = _arff_number(path, lineno, name, cell)
     user = numeric.pop("user")
-    if np.any(np.isnan(user)):
-        raise ParameterError("missing user id", field="data")
-    return WisdmTable(user.astype(int), numeric, np.array(cols[-1], dtype=str))
+    bad = np.flatnonzero(~np.isfinite(user) | (user != np.round(user)))
+    if bad.size:
+        lineno, row = rows[int(bad[0])]
+        raise ParameterError(
+            f"{path} line {lineno}: user must be an integer id, got {row[names.index('user')]!r}"
+            f" ({bad.size} row(s) without one)",
+            field="data",
+            limit="a finite integer user id on every row",
+            value=row[names.index("user")],
+        )
+    activity = np.array([row[-1] for _, row in rows], dtype=str)
+    return WisdmTable(user.astype(int), numeric, activity)
+
+
+# "@attribute NAME type": NAME quoted ('y avg', "user") or one word; case-insensitive
+_ARFF_ATTRIBUTE = re.compile(r"""@attribute\s+(?:"([^"]*)"|'([^']*)'|(\S+))""", re.IGNORECASE)
+
+
+def _arff_sections(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The attribute names and the ``(line number, cells)`` of the data rows of an ARFF
+    file (``%`` comments and blank lines skipped); refused unless every row has one cell
+    per attribute."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as error:
+        raise ParameterError(
+            f"cannot read {path}: {error.strerror or error}",
+            field="data",
+            limit="a readable ARFF file",
+            value=str(path),
+        ) from None
+    except UnicodeDecodeError as error:
+        raise ParameterError(
+            f"{path} is not UTF-8 text (byte {error.start}): save it as UTF-8",
+            field="data",
+            limit="UTF-8 text",
+            value=str(path),
+        ) from None
+    lines = text.splitlines()
+    names: list[str] = []
+    start = len(lines)
+    for lineno, line in enumerate(lines, 1):
+        words = line.strip().split(None, 2)
+        attribute = _ARFF_ATTRIBUTE.match(line.strip())
+        if attribute:
+            names.append(next(group for group in attribute.groups() if group is not None))
+        elif words and words[0].lower() == "@data":
+            start = lineno
+            break
+    rows = []
+    data = lines[start:]
+    for lineno, row in zip(range(start + 1, len(lines) + 1), csv.reader(data), strict=False):
+        if row and not row[0].lstrip().startswith("%") and any(v.strip() for v in row):
+            rows.append((lineno, [v.strip() for v in row]))
+    if not names:
+        raise ParameterError(
+            f"malformed ARFF {path}",
+            field="data",
+            limit="an @attribute per column and rows of that width",
+            value=str(path),
+        )
+    for lineno, row in rows:
+        if len(row) != len(names):
+            raise ParameterError(
+                f"malformed ARFF {path}: line {lineno} has {len(row)} values, the header "
+                f"{len(names)} attributes (a sparse {{...}} row is not read)",
+                field="data",
+                limit=f"{len(names)} values a row",
+                value=len(row),
+            )
+    return names, rows
+
+
+def _arff_number(path, lineno: int, name: str, cell: str) -> float:
+    """A numeric cell of an ARFF row (``?``: NaN), or a refusal naming line and attribute."""
+    if cell == "?":
+        return np.nan
+    try:
+        return float(cell)
+    except ValueError:
+        raise ParameterError(
+            f"{path} line {lineno}: {name} must be a number or '?', got {cell!r}",
+            field="data",
+            limit="a number or '?'",
+            value=cell,
+        ) from None
 
 
 # --- protocols ------------------------------------------------------------------------------
@@ -478,13 +590,21 @@ def validation_cut(records: int, window: int, source: str = "") -> int:
     refused unless both parts hold at least one whole window (``source``, e.g. `` of F
     (train_file)``, says where the records came from)."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ParameterError(f"must be an integer >= 1, got {window!r}", field="window")
+        raise ParameterError(
+            f"must be an integer >= 1, got {window!r}",
+            field="window",
+            limit="an integer >= 1",
+            value=window,
+        )
     cut = (int(records * (1.0 - VALIDATION_SHARE)) // window) * window
     if cut < window or records - cut < window:
         raise ParameterError(
             f"must leave a training and a validation window in the {records} training "
             f"records{source}, got {window}",
             field="window",
+            limit=f"a window leaving a training and a validation window "
+            f"({VALIDATION_SHARE:.0%} of the records validate)",
+            value=window,
         )
     return cut
 
@@ -497,7 +617,9 @@ def occupancy_windows(
     ``datatraining.txt`` / ``datatest.txt``. With ``readings.split == "holdout"`` the
     training file is cut once in time order (``validation_cut``): the clipping interval is
     fitted on the first part only, whose records and windows are the calibration and
-    training data; the rest gives the validation windows."""
+    training data; the rest gives the validation windows. A leading ``~`` in a file's path
+    is the home folder (``--train-file=~/x.csv``: no shell expands it after ``=``)."""
+    train_file, test_file = _home(train_file), _home(test_file)
     if data is None:
         train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
         test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
@@ -508,9 +630,11 @@ def occupancy_windows(
                     f"{path} has {x.shape[0]} records, fewer than one window of {window} "
                     "(--window)",
                     field=name,
+                    limit=f">= {window} records (one window)",
+                    value=x.shape[0],
                 )
     else:
-        train_x, train_y, test_x, test_y = (np.asarray(a) for a in data)
+        train_x, train_y, test_x, test_y = _occupancy_arrays(data)
     if readings.split == "holdout":
         source = "" if data is not None else f" of {train_file or OCC_TRAIN_FILE} (train_file)"
         cut = validation_cut(train_x.shape[0], window, source)
@@ -532,14 +656,72 @@ def occupancy_windows(
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
 
 
+OCCUPANCY_ARRAYS = ("train_x", "train_y", "test_x", "test_y")
+
+
+def _occupancy_arrays(data) -> tuple[np.ndarray, ...]:
+    """``data`` = (train_x, train_y, test_x, test_y) checked as the files are: records x 5
+    finite channels, one 0/1 label per record. A NaN test reading was released as a NaN
+    feature, a label 2 read as occupied, a wrong shape a bare numpy ValueError."""
+    if len(data) != len(OCCUPANCY_ARRAYS):
+        raise ParameterError(
+            f"needs {', '.join(OCCUPANCY_ARRAYS)}, got {len(data)} array(s)",
+            field="data",
+            limit=f"{len(OCCUPANCY_ARRAYS)} arrays",
+            value=len(data),
+        )
+    arrays = [np.asarray(a, dtype=float) for a in data]
+    for name, x, y in (("train", arrays[0], arrays[1]), ("test", arrays[2], arrays[3])):
+        if x.ndim != 2 or x.shape[1] != len(CHANNELS):
+            raise ParameterError(
+                f"must be records x {len(CHANNELS)} channels ({', '.join(CHANNELS)}), "
+                f"got shape {x.shape}",
+                field=f"{name}_x",
+                limit=f"shape (records, {len(CHANNELS)})",
+                value=x.shape,
+            )
+        if y.shape != (x.shape[0],):
+            raise ParameterError(
+                f"must hold one label per record ({x.shape[0]}), got shape {y.shape}",
+                field=f"{name}_y",
+                limit=f"shape ({x.shape[0]},)",
+                value=y.shape,
+            )
+        for what, values, rule, ok in (
+            (f"{name}_x", x, "finite readings", np.isfinite(x)),
+            (f"{name}_y", y, "labels 0 or 1", (y == 0) | (y == 1)),
+        ):
+            bad = np.argwhere(~ok)
+            if bad.size:
+                at = tuple(int(i) for i in bad[0])
+                raise ParameterError(
+                    f"must hold {rule}, got {values[at]} at {list(at)} ({bad.shape[0]} such)",
+                    field=what,
+                    limit=rule,
+                    value=float(values[at]),
+                )
+    arrays[1], arrays[3] = arrays[1].astype(int), arrays[3].astype(int)
+    return tuple(arrays)
+
+
+def _home(path):
+    """``path`` with a leading ``~`` expanded (as edge lists and scenario paths are); an
+    empty or absent path (the shipped file) as it is."""
+    return Path(path).expanduser() if path else path
+
+
 def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         x, y = load_occupancy(path)
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
-        raise ParameterError(f"cannot read an Occupancy-format file {path}: {error}",
-                             field=name) from None  # fmt: skip
+        raise ParameterError(
+            f"cannot read an Occupancy-format file {path}: {error}",
+            field=name,
+            limit="an Occupancy-format file",
+            value=str(path),
+        ) from None
     if x.shape[0] == 0:
-        raise ParameterError(f"no records in {path}", field=name)
+        raise ParameterError(f"no records in {path}", field=name, limit=">= 1 record", value=0)
     return x, y
 
 
@@ -554,6 +736,8 @@ def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
             "the bench needs both classes (0 and 1)",
             field=name,
+            limit="windows of both classes (0 and 1)",
+            value=classes,
         )
 
 
@@ -580,6 +764,8 @@ def _in_time_order(labels: np.ndarray, path, name: str) -> None:
             f"order (limit {SHUFFLED_SHARE:.0%}): the rows are not in time order, and windows "
             "are consecutive records; sort the file by time",
             field=name,
+            limit=f"label changes < {SHUFFLED_SHARE:.0%} of a random order's",
+            value=changes,
         )
 
 
@@ -644,6 +830,7 @@ def occupancy_masking(train_norm: np.ndarray, window: int, readings: Readings) -
 
 
 def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
+    train_file, test_file = _home(train_file), _home(test_file)
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
         return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
     train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(
@@ -870,6 +1057,33 @@ class _IntelNodes:
     val_f: np.ndarray
 
 
+INTEL_ARRAYS = ("temperature train", "temperature test", "humidity train", "humidity test")
+
+
+def _intel_finite(arrays: tuple[np.ndarray, ...]) -> None:
+    """Refuse an Intel Lab array that is not motes x steps, or holds a reading that is not
+    finite, naming the array, the mote and the step (NaN was refused as "the training
+    interval [nan, nan] is wider than the largest float")."""
+    for name, values in zip(INTEL_ARRAYS, arrays, strict=True):
+        if values.ndim != 2:
+            raise ParameterError(
+                f"{name} must be a motes x steps matrix, got shape {values.shape}",
+                field="data",
+                limit="2-D (motes x steps)",
+                value=values.shape,
+            )
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:
+            mote, step = (int(i) for i in bad[0])
+            raise ParameterError(
+                f"{name}: mote {mote}, step {step} is {values[mote, step]} ({bad.shape[0]} "
+                "reading(s) not finite): fill or drop the gaps before the release",
+                field="data",
+                limit="finite readings",
+                value=float(values[mote, step]),
+            )
+
+
 def _intel_steps(data, readings: Readings) -> _IntelSteps:
     """The shipped files (or ``data``) checked and split: with ``split = "holdout"`` the
     last fifth of the training steps validates (time order, one cut)."""
@@ -878,6 +1092,8 @@ def _intel_steps(data, readings: Readings) -> _IntelSteps:
         if data is None
         else (np.asarray(a, float) for a in data)
     )
+    arrays = (t_train, t_test, h_train, h_test)
+    _intel_finite(arrays)
     motes = t_train.shape[0]
     shapes_ok = (
         t_test.shape[0] == h_train.shape[0] == h_test.shape[0] == motes
@@ -888,6 +1104,8 @@ def _intel_steps(data, readings: Readings) -> _IntelSteps:
         raise ParameterError(
             f"needs equal mote counts (a multiple of {INTEL_GROUPS}) and matching steps",
             field="data",
+            limit=f"equal mote counts, a multiple of {INTEL_GROUPS}, and matching steps",
+            value=(t_train.shape, t_test.shape, h_train.shape, h_test.shape),
         )
     holdout = readings.split == "holdout"
     if holdout:
@@ -1028,8 +1246,12 @@ def wisdm_validation_users(users: np.ndarray) -> list[int]:
         chosen.append(int(user))
         total += count
     if len(chosen) >= ids.size:
-        raise ParameterError("needs at least two training users for a validation split",
-                             field="data")  # fmt: skip
+        raise ParameterError(
+            "needs at least two training users for a validation split",
+            field="data",
+            limit=">= 2 training users",
+            value=int(ids.size),
+        )
     return sorted(chosen)
 
 
@@ -1053,12 +1275,41 @@ class _WisdmRows:
     holdout: bool
 
 
+def _wisdm_columns(table: WisdmTable) -> None:
+    """Refuse a table without a released feature or the protected ``YPEAK`` (a KeyError),
+    or whose ``YPEAK`` has no value on a window with every feature (the attacker was fitted
+    on no window: NaN, silently)."""
+    needed = (*WISDM_FEATURES, WISDM_PROTECTED)
+    missing = [name for name in needed if name not in table.columns]
+    if missing:
+        raise ParameterError(
+            f"no column {', '.join(map(repr, missing))} in the WISDM table (it has "
+            f"{', '.join(map(repr, table.columns))})",
+            field="data",
+            limit=f"columns {', '.join(needed)}",
+            value=sorted(table.columns),
+        )
+    features = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
+    peak = np.asarray(table.columns[WISDM_PROTECTED], dtype=float)
+    train = np.asarray(table.user) <= WISDM_TRAIN_MAX_USER
+    usable = np.all(np.isfinite(features), axis=1) & np.isfinite(peak) & train
+    if not usable.any():
+        raise ParameterError(
+            f"{WISDM_PROTECTED} (the protected attribute) has no value on a training window "
+            "with every released feature: the attacker has nothing to be fitted on",
+            field="data",
+            limit=f"a {WISDM_PROTECTED} value on a training window",
+            value=0,
+        )
+
+
 def _wisdm_rows(data, readings: Readings) -> _WisdmRows:
     """The shipped file (or ``data``, a ``WisdmTable``): training users <= 28, test users
     above; with ``split = "holdout"`` the highest-id training users validate."""
     table = data
     if table is None:
         table = load_wisdm_arff(DATA_ROOT / "wisdm-v1.1-transformed" / WISDM_FILE)
+    _wisdm_columns(table)
     raw = np.column_stack([table.columns[name] for name in WISDM_FEATURES])
     keep = np.all(np.isfinite(raw), axis=1)  # released features must be present
     raw, users, activity = raw[keep], table.user[keep], table.activity[keep]
@@ -1066,7 +1317,10 @@ def _wisdm_rows(data, readings: Readings) -> _WisdmRows:
     train = users <= WISDM_TRAIN_MAX_USER
     if train.sum() < 2 or (~train).sum() < 1:
         raise ParameterError(
-            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+            "needs training users <= 28, test users > 28 and 2+ classes",
+            field="data",
+            limit=">= 2 training windows of users <= 28 and >= 1 test window of users > 28",
+            value=(int(train.sum()), int((~train).sum())),
         )
     holdout = readings.split == "holdout"
     val = np.zeros_like(train)
@@ -1086,7 +1340,10 @@ def _wisdm_classes(rows: _WisdmRows) -> tuple[list, np.ndarray]:
     classes = sorted(set(rows.activity[rows.train].tolist()))
     if len(classes) < 2:
         raise ParameterError(
-            "needs training users <= 28, test users > 28 and 2+ classes", field="data"
+            "needs training users <= 28, test users > 28 and 2+ classes",
+            field="data",
+            limit=">= 2 training classes",
+            value=classes,
         )
     label = np.array([classes.index(a) if a in classes else -1 for a in rows.activity])
     return classes, label
@@ -1226,12 +1483,23 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
     (train_x, train_y, test_x, test_y), intel (temp train, temp test, hum train, hum test;
     motes x steps), wisdm a ``WisdmTable``. ``train_file`` / ``test_file`` (occupancy only)
     name any Occupancy-format files for calibration + training and for the release."""
+    if dataset not in DATASETS:  # "mnist" ran the WISDM protocol, silently
+        raise ParameterError(
+            f"unknown dataset {dataset!r}; one of {', '.join(DATASETS)}",
+            field="dataset",
+            limit=f"one of {', '.join(DATASETS)}",
+            value=dataset,
+        )
     if dataset == "occupancy":
         return _occupancy(data, window, readings, train_file, test_file)
     for name in OCCUPANCY_ONLY_READINGS:
         if getattr(readings, name) != getattr(READINGS, name):
-            raise ParameterError(f"applies to occupancy only, not {dataset!r}",
-                                 field=f"readings.{name}")  # fmt: skip
+            raise ParameterError(
+                f"applies to occupancy only, not {dataset!r}",
+                field=f"readings.{name}",
+                limit="the default for intel and wisdm",
+                value=getattr(readings, name),
+            )
     readings = dataclasses.replace(readings, attack="clean")  # their fixed logistic attackers
     if dataset == "intel":
         return _intel(data, readings)

@@ -11,7 +11,9 @@ Representation (:class:`Graph`)
     ``int32`` array of the neighbours of ``i``. The graph is *simple and undirected*: no
     self loops, no duplicates, and ``j in adjacency[i]`` iff ``i in adjacency[j]``.
     :meth:`Graph.from_edges` is the one constructor that establishes these invariants from an
-    arbitrary edge list; :meth:`Graph.check` verifies them (used by the tests; O(m log m)).
+    arbitrary edge list (refusing an endpoint that is not an integer, such as 0.5 or NaN,
+    and ``n`` outside ``0 .. 2**31 - 1``, the int32 indices); :meth:`Graph.check` verifies
+    them (used by the tests; O(m log m)).
     ``edges()`` counts undirected edges (each once); ``degrees()`` is ``len(adjacency[i])``.
     The optional ``ids`` holds the original node id of each node (from a file), so that
     ``ids[i]`` is the label node ``i`` had in the source.
@@ -26,11 +28,16 @@ Loading SNAP / KONECT edge lists (:func:`load_edge_list`)
     whitespace (spaces or TABs); lines whose first non-blank character is ``#`` (SNAP) or
     ``%`` (KONECT) are comments and blank lines are skipped; CRLF line ends are tolerated
     (a ``\\r`` is whitespace); a ``#`` later in a line starts a comment too (``1 2  # x``, as
-    networkx writes). Every refusal is a :class:`ParameterError` naming the file
-    (``field``), the line and the value:
+    networkx writes; a line it cuts to one id says so). A NUL byte on an edge line, a
+    node id longer than 256 bytes (a corrupt line: numpy made every token that wide) and
+    ``1_000`` (digit grouping, which int() reads as 1000) are refused. Every refusal is a
+    :class:`ParameterError` naming the file (``field``), the line and the value (also as
+    ``limit`` and ``value``):
 
-    - any other line shape (one id, a non-integer) names the line; a comma or semicolon
-      separated line gets a hint to turn the separators into spaces;
+    - any other line shape (one id, a non-integer) names the line, whatever the other
+      lines hold (a line of three ids and one of one are not two edges); a comma or
+      semicolon separated line gets a hint to turn the separators into spaces, a lone id
+      the hint that an isolated node is written as a self loop (``3 3``);
     - three or four columns (a weight, a timestamp: weighted SNAP lists, KONECT's
       ``u v w t``) are refused with what the extra column looks like (KONECT's
       ``% sym positive`` header says so) and the hint to cut the first two columns
@@ -124,9 +131,16 @@ class Graph:
             raise ParameterError(
                 f"needs one neighbour array per node: n={self.n}, got {len(self.adjacency)}",
                 field="adjacency",
+                limit="one neighbour array per node",
+                value=len(self.adjacency),
             )
         if self.ids is not None and len(self.ids) != self.n:
-            raise ParameterError(f"needs {self.n} ids, got {len(self.ids)}", field="ids")
+            raise ParameterError(
+                f"needs {self.n} ids, got {len(self.ids)}",
+                field="ids",
+                limit=f"{self.n} ids",
+                value=len(self.ids),
+            )
 
     # --- construction ------------------------------------------------------------------
 
@@ -144,12 +158,22 @@ class Graph:
 
         Direction is ignored, self loops are dropped and duplicates merged.
         """
-        u = np.asarray(u, dtype=np.int64).ravel()
-        v = np.asarray(v, dtype=np.int64).ravel()
+        n = _node_count(n)
+        u, v = _endpoints(u, "u"), _endpoints(v, "v")
         if u.shape != v.shape:
-            raise ParameterError(f"endpoint arrays differ: {u.shape} vs {v.shape}", field="v")
+            raise ParameterError(
+                f"endpoint arrays differ: {u.shape} vs {v.shape}",
+                field="v",
+                limit=f"shape {u.shape}",
+                value=v.shape,
+            )
         if u.size and (min(u.min(), v.min()) < 0 or max(u.max(), v.max()) >= n):
-            raise ParameterError(f"endpoints must lie in 0..{n - 1}", field="edges")
+            raise ParameterError(
+                f"endpoints must lie in 0..{n - 1}",
+                field="edges",
+                limit=f"0..{n - 1}",
+                value=(int(min(u.min(), v.min())), int(max(u.max(), v.max()))),
+            )
         lo, hi = np.minimum(u, v), np.maximum(u, v)
         keep = lo != hi
         key = np.unique(lo[keep] * n + hi[keep])
@@ -178,8 +202,13 @@ class Graph:
 
     def neighbours(self, i: int) -> np.ndarray:
         """The sorted neighbours of node ``i`` (what device ``i`` knows)."""
-        if not 0 <= i < self.n:
-            raise ParameterError(f"node must lie in 0..{self.n - 1}, got {i}", field="i")
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.n:
+            raise ParameterError(
+                f"node must lie in 0..{self.n - 1}, got {i}",
+                field="i",
+                limit=f"0..{self.n - 1}",
+                value=i,
+            )
         return self.adjacency[i]
 
     def edge_array(self) -> np.ndarray:
@@ -203,18 +232,76 @@ class Graph:
         """Verify every invariant (sorted, int32, in range, no loops, symmetric); raise if not."""
         for i, a in enumerate(self.adjacency):
             if a.dtype != np.int32 or a.ndim != 1:
-                raise ParameterError(f"must be a 1-d int32 array, got {a.dtype}", field=f"adj[{i}]")
+                raise ParameterError(
+                    f"must be a 1-d int32 array, got {a.dtype}",
+                    field=f"adj[{i}]",
+                    limit="a 1-d int32 array",
+                    value=str(a.dtype),
+                )
             if a.size and (a[0] < 0 or a[-1] >= self.n or np.any(np.diff(a) <= 0)):
-                raise ParameterError("must be strictly increasing in 0..n-1", field=f"adj[{i}]")
+                raise ParameterError(
+                    "must be strictly increasing in 0..n-1",
+                    field=f"adj[{i}]",
+                    limit="strictly increasing in 0..n-1",
+                    value=a.tolist(),
+                )
             if np.any(a == i):
-                raise ParameterError("self loop", field=f"adj[{i}]")
+                raise ParameterError("self loop", field=f"adj[{i}]", limit="no self loop", value=i)
         deg = self.degrees()
         src = np.repeat(np.arange(self.n, dtype=np.int64), deg)
         dst = np.concatenate(self.adjacency).astype(np.int64) if self.n else np.empty(0, int)
         fwd = np.sort(src * self.n + dst)
         back = np.sort(dst * self.n + src)
         if not np.array_equal(fwd, back):
-            raise ParameterError("adjacency is not symmetric", field="adjacency")
+            raise ParameterError(
+                "adjacency is not symmetric",
+                field="adjacency",
+                limit="symmetric",
+                value=int(np.count_nonzero(fwd != back)),
+            )
+
+
+# node indices are int32 in the neighbour arrays (``Graph``)
+MAX_NODE_COUNT = 2**31 - 1
+
+
+def _node_count(n) -> int:
+    """``n`` of :meth:`Graph.from_edges` as an int, or a refusal (-1 was numpy's ValueError,
+    3.0 a TypeError, 2**40 a MemoryError)."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= MAX_NODE_COUNT:
+        raise ParameterError(
+            f"must be an integer in 0..{MAX_NODE_COUNT:,} (int32 node indices), got {n!r}",
+            field="n",
+            limit=f"an integer in 0..{MAX_NODE_COUNT}",
+            value=n,
+        )
+    return int(n)
+
+
+def _endpoints(values, name: str) -> np.ndarray:
+    """One endpoint array of :meth:`Graph.from_edges` as int64, or a refusal naming the first
+    value that is not an integer (0.5 was read as node 0, NaN as -2^63)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        flat = arr.ravel()
+        bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.round(flat)))
+        if bad.size:
+            k = int(bad[0])
+            raise ParameterError(
+                f"must be an integer node index, got {flat[k]}",
+                field=f"{name}[{k}]",
+                limit="an integer node index",
+                value=float(flat[k]),
+            )
+    try:
+        return arr.astype(np.int64).ravel()
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            f"must be integer node indices ({error})",
+            field=name,
+            limit="integer node indices",
+            value=str(arr.dtype),
+        ) from None
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -248,31 +335,80 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
     lines = [_uncommented(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
     lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
+    _refuse_nul(raw, lines, path.name)
     tokens = b" ".join(lines).split()
-    if len(tokens) != 2 * len(lines):
-        counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
+    # every line, not only the total: "1 2 1" then "5" (a weight, then an isolated node
+    # alone) is four tokens on two lines, and was read as the edges (1, 2) and (1, 5)
+    counts = np.fromiter((len(ln.split()) for ln in lines), dtype=np.int64, count=len(lines))
+    if len(tokens) != 2 * len(lines) or np.any(counts != 2):
         bad = lines[int(np.flatnonzero(counts != 2)[0])]
         raise ParameterError(
             f"line {_line_number(raw, bad)}: expected two node ids, got {_shown(bad)}"
             f"{_shape_hint(raw, bad, lines, path.name)}",
             field=path.name,
+            limit="two node ids a line",
+            value=_shown(bad),
         )
-    try:
-        flat = np.array(tokens).astype(np.int64)
-    except (ValueError, OverflowError):
-        unique, inverse = np.unique(np.array(tokens), return_inverse=True)  # bytes order
-        if not any(_is_int64(t) for t in unique.tolist()):
-            return _labelled_graph(raw, lines, unique.tolist(), inverse, name, path.name)
+    longest = _refuse_long_tokens(raw, lines, tokens, path.name)
+    flat = _integer_ids(tokens) if longest <= INTEGER_TOKEN_BYTES else None
+    if flat is None:
+        unique, inverse = _unique_tokens(tokens)  # bytes order
+        if not any(_is_int64(t) for t in unique):
+            return _labelled_graph(raw, lines, unique, inverse, name, path.name)
         bad = next(ln for ln in lines if not all(_is_int64(t) for t in ln.split()))
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
             f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
             "labels (alice bob) are node ids only when no id of the file is an integer",
             field=path.name,
-        ) from None
+            limit="integer node ids of at most 19 digits, or labels only",
+            value=_shown(bad),
+        )
     ids, idx = np.unique(flat, return_inverse=True)
     idx = idx.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
+
+
+# a node id's length: numpy holds tokens in fixed-width arrays, so one long junk token
+# made every token that wide (a 1 MB token among 100,000 edges: 200 GB); a URL fits
+MAX_TOKEN_BYTES = 256
+INTEGER_TOKEN_BYTES = 64  # longer tokens are not int64 ids (19 digits, a sign, zeros)
+
+
+def _refuse_long_tokens(raw: bytes, lines: list[bytes], tokens: list[bytes], file_name: str) -> int:
+    """The longest token's length; a refusal naming the first line with a token longer
+    than ``MAX_TOKEN_BYTES`` (before any array of the tokens is built)."""
+    longest = max(map(len, tokens), default=0)
+    if longest > MAX_TOKEN_BYTES:
+        bad = next(ln for ln in lines if any(len(t) > MAX_TOKEN_BYTES for t in ln.split()))
+        size = max(len(t) for t in bad.split())
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: a node id of {size} bytes, longer than "
+            f"{MAX_TOKEN_BYTES} (a corrupt line, or not an edge list?): {_shown(bad)}",
+            field=file_name,
+            limit=f"node ids of at most {MAX_TOKEN_BYTES} bytes",
+            value=size,
+        )
+    return longest
+
+
+def _integer_ids(tokens: list[bytes]) -> np.ndarray | None:
+    """The tokens as int64 node ids, or None when one is not an integer (``1_000``'s digit
+    grouping is not one: int() read it as 1000)."""
+    try:
+        flat = np.array(tokens).astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    return None if any(b"_" in t for t in tokens) else flat
+
+
+def _unique_tokens(tokens: list[bytes]) -> tuple[list[bytes], np.ndarray]:
+    """The distinct tokens in bytes order and each token's index among them (``np.unique``
+    without its fixed-width array)."""
+    unique = sorted(set(tokens))
+    index = {token: k for k, token in enumerate(unique)}
+    inverse = np.fromiter((index[t] for t in tokens), dtype=np.int64, count=len(tokens))
+    return unique, inverse
 
 
 _HEADER_WORDS = frozenset(
@@ -299,6 +435,8 @@ def _labelled_graph(
             f"line {_line_number(raw, lines[0])}: {_shown(lines[0])} looks like a header row "
             "of column names, not an edge: delete it or start it with '#'",
             field=file_name,
+            limit="an edge, not a header row",
+            value=_shown(lines[0]),
         )
     try:
         ids = np.array([t.decode("utf-8") for t in unique])
@@ -307,6 +445,8 @@ def _labelled_graph(
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node labels must be UTF-8 text, got {_shown(bad)}",
             field=file_name,
+            limit="UTF-8 text",
+            value=_shown(bad),
         ) from None
     idx = inverse.reshape(-1, 2)
     return Graph.from_edges(ids.size, idx[:, 0], idx[:, 1], name=name, ids=ids)
@@ -326,6 +466,8 @@ def _cannot_read(path: Path, reason: str) -> ParameterError:
         f"{', '.join(NAMED_GRAPHS)}, a generator such as barabasi_albert:n=500,m=3 "
         f"({', '.join(GENERATORS)}) or the path of an edge list",
         field="graph",
+        limit="a readable edge list, a named graph or a generator",
+        value=str(path),
     )
 
 
@@ -381,11 +523,15 @@ def _refuse_archive(path: Path, raw: bytes) -> None:
             f"{str(path)!r} is an Excel workbook, not an edge list: save the sheet's two id "
             "columns as text, one edge a line, ids separated by a space or a tab",
             field="graph",
+            limit="a text edge list",
+            value=str(path),
         )
     raise ParameterError(
         f"{str(path)!r} is {kind}, not an edge list: extract the edge list from it (list its "
         f"files with {listing} {path.name}; KONECT's is out.NAME) and give that file's path",
         field="graph",
+        limit="a text edge list",
+        value=str(path),
     )
 
 
@@ -420,6 +566,20 @@ def _bomless_utf16(raw: bytes) -> str | None:
     return None
 
 
+def _refuse_nul(raw: bytes, lines: list[bytes], file_name: str) -> None:
+    """A NUL byte on an edge line (binary data, a corrupt copy): numpy's bytes arrays drop
+    trailing NULs, so ``7\\x00`` was read as node 7, silently. UTF-16 is decoded before."""
+    bad = next((ln for ln in lines if b"\x00" in ln), None)
+    if bad is not None:
+        raise ParameterError(
+            f"line {_line_number(raw, bad)}: a NUL byte (binary data, not text) in "
+            f"{_shown(bad)}: an edge list is text, two node ids a line",
+            field=file_name,
+            limit="text without NUL bytes",
+            value=_shown(bad),
+        )
+
+
 def _uncommented(line: bytes) -> bytes:
     """``line`` without a ``#`` comment at its end (``1 2  # friends``, as networkx's
     ``write_edgelist`` / ``read_edgelist`` allow)."""
@@ -451,11 +611,19 @@ def _refuse_bipartite(raw: bytes, path: Path) -> None:
             "ids past the first's, "
             "e.g. awk '!/^%/ {print $1, $2 + N1}' with N1 the first side's node count",
             field=path.name,
+            limit="a one-mode graph",
+            value=b" ".join(header[1]).decode(errors="replace"),
         )
 
 
 def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> str:
     """Why a line has not two fields, and how to fix the file (a command for ``file_name``)."""
+    whole = raw.splitlines()[_line_number(raw, bad) - 1]
+    if whole != bad and len(bad.split()) < 2:  # a '#' cut it: "user#1 user#2" was "user"
+        return (
+            f" (the line is {_shown(whole)}: '#' starts a comment, so node ids cannot "
+            f"hold one; replace it, e.g. tr '#' '_' < {file_name} > edges.txt)"
+        )
     header = _header_hint(bad, lines)
     if header:
         return header
@@ -463,6 +631,12 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
     if len(fields) == 1 and (b"," in bad or b";" in bad):
         return (
             f" (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < {file_name} > edges.txt)"
+        )
+    if len(fields) == 1:  # not a first-line header word: _header_hint said that
+        node = fields[0].decode("utf-8", errors="replace")
+        return (
+            f" (an isolated node? write it as a self loop, {node!r} twice: '{node} {node}'; "
+            "self loops are dropped and their node kept)"
         )
     if len(fields) < 3:
         return ""
@@ -505,6 +679,8 @@ def _shown(line: bytes) -> str:
 
 
 def _is_int64(token: bytes) -> bool:
+    if b"_" in token:  # int() reads "1_000" as 1000: not an id written so
+        return False
     try:
         return -(2**63) <= int(token) < 2**63
     except ValueError:
@@ -580,31 +756,63 @@ def generator_size_problem(kind: str, n: int, params: dict[str, float]) -> str |
     return None
 
 
+def _size_limit(kind: str) -> str:
+    """The limits of :func:`generator_size_problem` for ``kind``, as a refusal's ``limit``."""
+    nodes = ERDOS_RENYI_MAX_NODES if kind == "erdos_renyi" else GRAPH_MAX_NODES
+    return f"n <= {nodes:,} and expected edges <= {GRAPH_MAX_EDGES:,}"
+
+
 def generate_checks(kind: str, n: int, params: dict[str, float]) -> None:
     """:func:`generate`'s refusals of ``kind``, ``n`` and ``params`` (a
     :class:`ParameterError` naming the parameter, the limit and the value), without
     generating anything."""
     if kind not in GENERATORS:
-        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+        raise ParameterError(
+            f"unknown kind {kind!r}; one of {sorted(GENERATORS)}",
+            field="kind",
+            limit=f"one of {sorted(GENERATORS)}",
+            value=kind,
+        )
     need = GENERATORS[kind]
     if set(params) != set(need):
-        raise ParameterError(f"{kind} takes exactly {need}, got {sorted(params)}", field="params")
+        raise ParameterError(
+            f"{kind} takes exactly {need}, got {sorted(params)}",
+            field="params",
+            limit=f"exactly {need}",
+            value=sorted(params),
+        )
     if not isinstance(n, int | np.integer) or n < 1:
-        raise ParameterError(f"must be a positive integer, got {n!r}", field="n")
+        raise ParameterError(
+            f"must be a positive integer, got {n!r}", field="n", limit="a positive integer", value=n
+        )
     for key in ("p",):
         if key in params and not 0.0 <= params[key] <= 1.0:
-            raise ParameterError(f"must lie in [0, 1], got {params[key]}", field=key)
+            raise ParameterError(
+                f"must lie in [0, 1], got {params[key]}",
+                field=key,
+                limit="[0, 1]",
+                value=params[key],
+            )
     for key in ("m", "k"):  # nan and inf: int() raised a bare ValueError / OverflowError
         value = params.get(key, 1)
         if not (math.isfinite(value) and int(value) == value and value >= 1):
-            raise ParameterError(f"must be a positive integer, got {value}", field=key)
+            raise ParameterError(
+                f"must be a positive integer, got {value}",
+                field=key,
+                limit="a positive integer",
+                value=value,
+            )
     if "m" in params and params["m"] >= n:
-        raise ParameterError(f"must be < n={n}, got {params['m']}", field="m")
+        raise ParameterError(
+            f"must be < n={n}, got {params['m']}", field="m", limit=f"< n={n}", value=params["m"]
+        )
     if "k" in params and params["k"] >= n:
-        raise ParameterError(f"must be < n={n}, got {params['k']}", field="k")
+        raise ParameterError(
+            f"must be < n={n}, got {params['k']}", field="k", limit=f"< n={n}", value=params["k"]
+        )
     too_large = generator_size_problem(kind, int(n), {k: float(v) for k, v in params.items()})
     if too_large is not None:
-        raise ParameterError(too_large, field="n")
+        raise ParameterError(too_large, field="n", limit=_size_limit(kind), value=n)
 
 
 def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
@@ -618,6 +826,10 @@ def generate(kind: str, n: int, *, seed: int, **params: float) -> Graph:
 
     import networkx as nx
 
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):  # int("x"): ValueError
+        raise ParameterError(
+            f"must be an integer, got {seed!r}", field="seed", limit="an integer", value=seed
+        )
     seed = int(seed)
     if kind == "erdos_renyi":
         g = nx.gnp_random_graph(n, float(params["p"]), seed=seed)
@@ -660,7 +872,12 @@ def parse_generator_spec(spec: str) -> GeneratorSpec:
     checked with it when the file loads (``scenarios.schema_graph``)."""
     kind, _, rest = spec.partition(":")
     if kind not in GENERATORS:
-        raise ParameterError(f"unknown kind {kind!r}; one of {sorted(GENERATORS)}", field="kind")
+        raise ParameterError(
+            f"unknown kind {kind!r}; one of {sorted(GENERATORS)}",
+            field="kind",
+            limit=f"one of {sorted(GENERATORS)}",
+            value=kind,
+        )
     need = GENERATORS[kind]
     usage = f"write {kind}:n=N,{','.join(p + '=…' for p in need)}[,seed=S]"
     fields: dict[str, str] = {}
@@ -668,19 +885,31 @@ def parse_generator_spec(spec: str) -> GeneratorSpec:
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParameterError(f"{part!r} is not name=value ({usage})", field="graph")
+            raise ParameterError(
+                f"{part!r} is not name=value ({usage})",
+                field="graph",
+                limit="name=value",
+                value=part,
+            )
         if key in fields:
-            raise ParameterError(f"given twice ({fields[key]!r} and {value!r})", field=key)
+            raise ParameterError(
+                f"given twice ({fields[key]!r} and {value!r})",
+                field=key,
+                limit="given once",
+                value=value,
+            )
         if key not in ("n", "seed", *need):
             raise ParameterError(
                 f"is not a parameter of {kind}, which takes n, {', '.join(need)} and seed "
                 f"({usage})",
                 field=key,
+                limit=f"one of n, {', '.join(need)}, seed",
+                value=key,
             )
         fields[key] = value.strip()
     for key in ("n", *need):
         if key not in fields:
-            raise ParameterError(f"missing ({usage})", field=key)
+            raise ParameterError(f"missing ({usage})", field=key, limit="required", value=None)
     n = _spec_integer(fields.pop("n"), "n")
     seed = _spec_integer(fields.pop("seed", "0"), "seed")
     params = {key: _spec_number(value, key) for key, value in fields.items()}
@@ -694,7 +923,9 @@ def _spec_integer(text: str, key: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ParameterError(f"must be an integer, got {text!r}", field=key) from None
+        raise ParameterError(
+            f"must be an integer, got {text!r}", field=key, limit="an integer", value=text
+        ) from None
 
 
 def _spec_number(text: str, key: str) -> int | float:
@@ -705,9 +936,13 @@ def _spec_number(text: str, key: str) -> int | float:
     try:
         value = float(text)
     except ValueError:
-        raise ParameterError(f"must be a number, got {text!r}", field=key) from None
+        raise ParameterError(
+            f"must be a number, got {text!r}", field=key, limit="a number", value=text
+        ) from None
     if not math.isfinite(value):
-        raise ParameterError(f"must be a finite number, got {text!r}", field=key)
+        raise ParameterError(
+            f"must be a finite number, got {text!r}", field=key, limit="a finite number", value=text
+        )
     return value
 
 
@@ -726,6 +961,8 @@ def _refuse_edgeless(spec: str, kind: str, n: int, params: dict[str, int | float
     raise ParameterError(
         f"{spec!r} has no edges whatever the seed ({why}): a degree release needs at least one",
         field="graph",
+        limit="at least one edge",
+        value=spec,
     )
 
 
@@ -733,6 +970,14 @@ def load_graph(spec: str) -> Graph:
     """A graph by name (``facebook``, ``wiki-vote``), by generator
     (``barabasi_albert:n=200,m=3,seed=1``; parameters of :data:`GENERATORS`, ``seed``
     defaults to 0) or by the path of a SNAP edge list."""
+    if not spec.strip():  # "" was "cannot read the edge list '.' (Is a directory)"
+        raise ParameterError(
+            f"is empty ({spec!r}); a graph is {', '.join(NAMED_GRAPHS)}, a generator such as "
+            "barabasi_albert:n=500,m=3 or the path of an edge list",
+            field="graph",
+            limit="a named graph, a generator or a path",
+            value=spec,
+        )
     if spec in NAMED_GRAPHS:
         return NAMED_GRAPHS[spec]()
     if is_generator_spec(spec):
@@ -745,5 +990,7 @@ def load_graph(spec: str) -> Graph:
             f"{spec!r} has no edges ({graph.n} node(s); blank lines, comments and self "
             "loops are not edges): a degree release needs at least one",
             field="graph",
+            limit="at least one edge",
+            value=spec,
         )
     return graph

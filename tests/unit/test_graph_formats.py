@@ -78,7 +78,7 @@ def test_a_file_with_stray_zero_bytes_is_not_taken_for_utf16(tmp_path):
     path.write_bytes(b"1 2\n\x00\x002 3\n")
     with pytest.raises(ParameterError) as info:
         load_edge_list(path)
-    assert info.value.field == "nul.txt" and "line 2: node ids must be integers" in str(info.value)
+    assert info.value.field == "nul.txt" and "line 2: a NUL byte" in str(info.value)
 
 
 def test_a_tilde_path_is_the_home_folder(tmp_path, monkeypatch):

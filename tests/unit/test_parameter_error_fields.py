@@ -16,11 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 
 PENDING = {
-    "app/gcdp_datasets.py",
     "collector/cpr.py",
     "collector/period.py",
     "collector/theta_search.py",
-    "devices/graphs.py",
     "protocol/cadr_budget.py",
     "protocol/cadr_theta_noise.py",
 }
