@@ -225,12 +225,19 @@ def resolve_degree_bound(
     ``"devices"`` under pipeline "dp", ``"graph-max"`` under "paper"."""
     if isinstance(setting, int) and not isinstance(setting, bool):
         if setting < 1:
-            raise ParameterError(f"must be an integer >= 1, got {setting}", field="degree_bound")
+            raise ParameterError(
+                f"must be an integer >= 1, got {setting}",
+                field="degree_bound",
+                limit="an integer >= 1",
+                value=setting,
+            )
         return setting, "configured"
     if setting not in DEGREE_BOUND_RULES:
         raise ParameterError(
             f"must be an integer >= 1 or one of {', '.join(DEGREE_BOUND_RULES)}, got {setting!r}",
             field="degree_bound",
+            limit=f"an integer >= 1 or one of {', '.join(DEGREE_BOUND_RULES)}",
+            value=setting,
         )
     rule = setting if setting != "auto" else ("graph-max" if pipeline == "paper" else "devices")
     if rule == "devices":
@@ -252,6 +259,8 @@ def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> N
             f"must be <= the degree bound D = {limit} ({source}), got {theta_rule}; "
             "raise degree_bound or lower theta",
             field="theta",
+            limit=f"<= the degree bound D = {limit} ({source})",
+            value=theta_rule,
         )
 
 
@@ -275,6 +284,8 @@ def _check_theta_eps(budget: CadrBudget) -> None:
         f"(ε_θ = {budget.theta:.3g} at alpha = {budget.alpha!r}): {fix}, a given theta "
         '(no θ search) or pipeline = "paper"',
         field="eps",
+        limit=f"ε_θ >= {THETA_EPS_MIN} ({fix})",
+        value=budget.eps,
     )
 
 
@@ -289,7 +300,10 @@ def theta_search_min_eps(alpha: float) -> float:
     THETA_FRACTION can still be refused (from ε = 1 up ε_θ = max(f α ε, 1,200 / n))."""
     a = positive_real(alpha, "alpha")
     if a >= 1.0:
-        raise ParameterError(f"must satisfy 0 < alpha < 1, got {alpha!r}", field="alpha")
+        raise ParameterError(
+            f"must satisfy 0 < alpha < 1, got {alpha!r}",
+            field="alpha", limit="0 < alpha < 1", value=alpha,
+        )  # fmt: skip
     eps = SMALL_EPS_LOW  # any ε up to it gives the same ε_θ / ε, whatever n
     per_eps = CadrBudget(eps, a, THETA_FRACTION, theta_extra(eps, a, 1)).theta / eps
     return math.ceil(THETA_EPS_MIN / per_eps * 1e6) / 1e6
@@ -306,6 +320,8 @@ def check_run_eps(eps: float) -> float:
             f"must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps!r} (below "
             f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")',
             field="eps",
+            limit=f"in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}]",
+            value=eps,
         )
     return e
 
@@ -349,7 +365,10 @@ def theta_extra(eps: float, alpha: float, devices: int) -> float:
     e = positive_real(eps, "eps")
     a = positive_real(alpha, "alpha")
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-        raise ParameterError(f"must be an integer >= 1, got {devices!r}", field="devices")
+        raise ParameterError(
+            f"must be an integer >= 1, got {devices!r}",
+            field="devices", limit="an integer >= 1", value=devices,
+        )  # fmt: skip
     base = THETA_FRACTION * a * e
     want = _wanted_theta_eps(e, a, devices)
     return max(0.0, want - base) / e
@@ -393,12 +412,16 @@ class CadrBudget:
         eps = positive_real(self.eps, "eps")
         alpha = positive_real(self.alpha, "alpha")  # refuses alpha <= 0, NaN, inf, bools
         if alpha >= 1.0:
-            raise ParameterError(f"must satisfy 0 < alpha < 1, got {self.alpha!r}", field="alpha")
+            raise ParameterError(
+                f"must satisfy 0 < alpha < 1, got {self.alpha!r}",
+                field="alpha", limit="0 < alpha < 1", value=self.alpha,
+            )  # fmt: skip
         f = self.theta_fraction
         if isinstance(f, bool) or not isinstance(f, int | float) or not 0.0 <= f < 1.0:
             raise ParameterError(
-                f"must satisfy 0 <= theta_fraction < 1, got {f!r}", field="theta_fraction"
-            )
+                f"must satisfy 0 <= theta_fraction < 1, got {f!r}",
+                field="theta_fraction", limit="0 <= theta_fraction < 1", value=f,
+            )  # fmt: skip
         x = self.theta_extra
         if (
             isinstance(x, bool)
@@ -410,6 +433,8 @@ class CadrBudget:
                 f"must satisfy 0 <= theta_extra < 1 - alpha (and 0 unless theta_fraction > 0), "
                 f"got {x!r}",
                 field="theta_extra",
+                limit="0 <= theta_extra < 1 - alpha (0 unless theta_fraction > 0)",
+                value=x,
             )
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
@@ -432,7 +457,10 @@ class CadrBudget:
         ``theta_extra`` rule when the "dp" pipeline searches θ (``searched``: the rule is
         not a given θ), the paper's split otherwise."""
         if pipeline not in ("dp", "paper"):
-            raise ParameterError(f"must be 'dp' or 'paper', got {pipeline!r}", field="pipeline")
+            raise ParameterError(
+                f"must be 'dp' or 'paper', got {pipeline!r}",
+                field="pipeline", limit="'dp' or 'paper'", value=pipeline,
+            )  # fmt: skip
         check_run_eps(eps)
         if pipeline == "dp" and searched:
             budget = cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
