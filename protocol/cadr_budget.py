@@ -63,6 +63,20 @@ cells of 22 (was 5), at 0.75 in 2 (was 5) — but at 0.75 ego-Facebook and wiki-
 the DSR gain they had (31.87 → 32.02, 26.69 → 26.75): the linear part is a trade-off, an
 n-dependent transition not yet measured. Public: ε, α, n only.
 
+Weak counts (``SIGNAL_RATIO_TARGET``, issue 20, helper A second step). Where the θ search's
+counts carry little signal — the public ratio ``n / (√K σ)`` (``signal_ratio``) below
+``SIGNAL_RATIO_TARGET`` = 8 — the prior they make, not the release, decides the per-node
+error (docs/cadr-private.md: with exact counts the excess over the constant median nearly
+vanished). So from ε > ``SMALL_EPS_LOW`` a fleet of at least ``MID_FLEET_MIN_DEVICES``
+devices takes ``ε_θ = max(rule above, min(s, MID_FLEET_THETA_EPS_CAP, ε*))``: ``s`` the
+very-small-ε share (DSR keeps ``DSR_FLOOR · ε``), ``ε*`` the least ε_θ at which the ratio
+reaches the target (``eps_for_signal_ratio``). It moves ε in (0.5, ~2] for n from 25 to
+about 195 (n = 80, ε = 1: ε_θ 0.5 -> 0.86); larger fleets already have the ratio (n ≥ 300:
+identical at every ε ≥ 0.5), ε ≤ 0.5 is unchanged; continuous and non-decreasing in ε.
+8 is ``collector.degree_postprocess.UNIMODAL_RATIO_MAX``. Chosen on 300 calibration cells
+(scripts/A2_signal.py: summed MAE 585.19 -> 580.25, cells above the constant median 133 ->
+124) and pre-registered on a fresh set (docs/preregistration/A-weak-counts.md).
+
 Tiny fleets (``small_fleet_theta``, issue 20). Below a public size the θ search's noisy
 bucket counts cannot place the fleet: when ``n < √K · σ`` — ``σ`` the standard deviation
 of one bucket count's two-sided geometric noise at the search's ε_θ (``sqrt(2 (n/m) a) /
@@ -159,6 +173,7 @@ __all__ = [
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
     "PART_NAMES",
+    "SIGNAL_RATIO_TARGET",
     "SMALL_FLEET_THETA_CLAIM",
     "THETA_EPS_MIN",
     "THETA_FRACTION",
@@ -168,11 +183,13 @@ __all__ = [
     "ThetaPlan",
     "check_run_eps",
     "check_theta_within_bound",
+    "eps_for_signal_ratio",
     "fleet_signal",
     "plan_theta",
     "privacy_claim",
     "release_warnings",
     "resolve_degree_bound",
+    "signal_ratio",
     "small_fleet_theta",
     "theta_extra",
     "theta_search_min_eps",
@@ -194,6 +211,12 @@ THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and
 MID_FLEET_MIN_DEVICES = 25
 MID_FLEET_DEVICES = 150
 MID_FLEET_THETA_EPS_CAP = 1.5
+# weak counts (``signal_ratio`` below this at the rule's ε_θ): from ε > SMALL_EPS_LOW a fleet
+# of at least MID_FLEET_MIN_DEVICES takes ε_θ up to the very-small-ε share, at most
+# MID_FLEET_THETA_EPS_CAP and at most what brings the ratio to this target (helper A,
+# second step; None: off). 8 = collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio
+# from which the counts' noise no longer shapes the prior
+SIGNAL_RATIO_TARGET: float | None = 8.0
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
@@ -385,13 +408,57 @@ def _wanted_theta_eps(eps: float, alpha: float, devices: int) -> float:
     mid = MID_FLEET_MIN_DEVICES <= devices <= MID_FLEET_DEVICES
     cap = MID_FLEET_THETA_EPS_CAP if mid else THETA_EPS_CAP
     large = min(eps / 2.0, cap, HISTOGRAM_TARGET / devices)
-    if eps >= SMALL_EPS_HIGH:
-        return large
     small = eps * (1.0 - (1.0 - THETA_FRACTION) * alpha - DSR_FLOOR)
     if eps <= SMALL_EPS_LOW:
         return small
-    w = (eps - SMALL_EPS_LOW) / (SMALL_EPS_HIGH - SMALL_EPS_LOW)
-    return (1.0 - w) * small + w * large
+    if eps >= SMALL_EPS_HIGH:
+        rule = large
+    else:
+        w = (eps - SMALL_EPS_LOW) / (SMALL_EPS_HIGH - SMALL_EPS_LOW)
+        rule = (1.0 - w) * small + w * large
+    return max(rule, _weak_count_theta_eps(small, devices))
+
+
+def _weak_count_theta_eps(share: float, devices: int) -> float:
+    """The ε_θ a fleet with weak counts takes (module docstring, "Weak counts"): the
+    very-small-ε ``share`` of ε, at most ``MID_FLEET_THETA_EPS_CAP`` and at most
+    ``eps_for_signal_ratio(SIGNAL_RATIO_TARGET, n, ...)``; 0 below
+    ``MID_FLEET_MIN_DEVICES`` devices or with the rule off."""
+    if SIGNAL_RATIO_TARGET is None or devices < MID_FLEET_MIN_DEVICES:
+        return 0.0
+    most = min(share, MID_FLEET_THETA_EPS_CAP)
+    return eps_for_signal_ratio(SIGNAL_RATIO_TARGET, devices, most)
+
+
+def signal_ratio(eps_theta: float, devices: int) -> float:
+    """``n / (√K σ)``: the fleet's ``n`` devices against the standard deviation of the
+    noise summed over the θ search's ``K = bucket_count(n, ε_θ) + 1`` bucket counts (``σ``
+    per count: ``protocol.cadr_theta_noise.noise_sd`` with ``noise_parties(n)``; as
+    ``collector.degree_postprocess.count_signal_ratio``, with the largest grid of that
+    bucket count). Pure and public: ε_θ and n."""
+    e = positive_real(eps_theta, "eps_theta")
+    n = integer_at_least(devices, "devices", 1)
+    buckets = bucket_count(n, e) + 1
+    return n / (math.sqrt(buckets) * noise_sd(e, n, noise_parties(n)))
+
+
+def eps_for_signal_ratio(target: float, devices: int, most: float) -> float:
+    """The least ε_θ in ``(0, most]`` at which ``signal_ratio`` reaches ``target``
+    (bisection, 60 halvings: deterministic), or ``most`` when even ``most`` does not reach
+    it. Pure and public: the target, n and the bound."""
+    goal = positive_real(target, "target")
+    n = integer_at_least(devices, "devices", 1)
+    hi = positive_real(most, "most")
+    if signal_ratio(hi, n) < goal:
+        return hi
+    lo = 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if signal_ratio(mid, n) < goal:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 @dataclass(frozen=True)

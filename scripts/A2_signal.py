@@ -8,13 +8,16 @@ claims row D9; helper A, second step).
 LL, θ auto-dev, α = 0.1, D = n − 1, the pipeline as on this tree), with the budget rule
 ``RULE`` patched into ``protocol.cadr_budget._wanted_theta_eps``:
 
-- ``main`` (default): the tree as it is;
+- ``main`` (default): the tree as it is (with the weak-count rule,
+  ``protocol.cadr_budget.SIGNAL_RATIO_TARGET``);
+- ``before``: the tree with ``SIGNAL_RATIO_TARGET = None`` (the rule off);
 - ``exact``: the oracle, EXACT bucket counts for θ and the prior (same grid and budget;
   ``scripts/A_theta_cap.py --oracle-exact-counts``): the ceiling of any count rule;
-- ``share:G[,cap:C][,gate:n|r:X][,emin:E]``: ε_θ = max(main's, min(G · ε, C)) (C default
+- ``share:G[,cap:C][,gate:n|r:X][,emin:E][,target:T]``: ε_θ = max(main's, min(G · ε, C)) (C default
   ``MID_FLEET_THETA_EPS_CAP``) where the gate holds: ``n`` (25 <= n <= 150, the mid-size
   band) or ``r:X`` (n >= 25 and the count signal ratio n / (√K σ) at main's ε_θ below
-  X, K = bucket_count + 1); ``emin:E``: only from ε >= E.
+  X, K = bucket_count + 1); ``emin:E``: only from ε >= E; ``target:T``: at most the
+  ε_θ at which that ratio reaches T.
 
 SET: ``calib`` (``CALIB``: graph seeds 2001-2060) or ``fresh`` (``FRESH``: 2201-2230,
 the pre-registered evaluation set), or a set of ``scripts/A_theta_cap.py`` (``large``,
@@ -111,6 +114,42 @@ CALIB = {
     "caveman-10x20": lambda: nx.relaxed_caveman_graph(10, 20, 0.15, seed=2060),
 }
 
+# The evaluation set of the weak-count rule (pre-registered, helper A, 2026-12-05 night),
+# fixed before any run on it: graph seeds 2201-2230, never used before; 25 graphs of n
+# 25-150 and 5 of n 155-200 (the rule reaches n up to ~195).
+FRESH = {
+    "sbm-70-2x35": lambda: _sbm([35, 35], 0.28, 0.03, 2201),
+    "sbm-120-40+80": lambda: _sbm([40, 80], 0.25, 0.02, 2202),
+    "sbm-50-10+40": lambda: _sbm([10, 40], 0.7, 0.04, 2203),
+    "sbm-144-4x36": lambda: _sbm([36] * 4, 0.22, 0.01, 2204),
+    "ba-33-m2": lambda: nx.barabasi_albert_graph(33, 2, seed=2205),
+    "ba-75-m4": lambda: nx.barabasi_albert_graph(75, 4, seed=2206),
+    "ba-135-m3": lambda: nx.barabasi_albert_graph(135, 3, seed=2207),
+    "er-38-p0.2": lambda: nx.gnp_random_graph(38, 0.2, seed=2208),
+    "er-95-p0.06": lambda: nx.gnp_random_graph(95, 0.06, seed=2209),
+    "er-60-p0.5": lambda: nx.gnp_random_graph(60, 0.5, seed=2210),
+    "gnm-105-420": lambda: nx.gnm_random_graph(105, 420, seed=2211),
+    "plc-48-m3": lambda: nx.powerlaw_cluster_graph(48, 3, 0.3, seed=2212),
+    "plc-115-m2": lambda: nx.powerlaw_cluster_graph(115, 2, 0.5, seed=2213),
+    "ws-44-k6": lambda: nx.watts_strogatz_graph(44, 6, 0.3, seed=2214),
+    "ws-90-k4": lambda: nx.watts_strogatz_graph(90, 4, 0.1, seed=2215),
+    "ws-140-k12": lambda: nx.watts_strogatz_graph(140, 12, 0.4, seed=2216),
+    "rr-28-d5": lambda: nx.random_regular_graph(5, 28, seed=2217),
+    "rr-96-d4": lambda: nx.random_regular_graph(4, 96, seed=2218),
+    "rgg-60-0.18": lambda: nx.random_geometric_graph(60, 0.18, seed=2219),
+    "rgg-125-0.12": lambda: nx.random_geometric_graph(125, 0.12, seed=2220),
+    "tree-random-70": lambda: nx.random_labeled_tree(70, seed=2221),
+    "bip-25+75-p0.12": lambda: nx.bipartite.random_graph(25, 75, 0.12, seed=2222),
+    "caveman-6x10": lambda: nx.relaxed_caveman_graph(6, 10, 0.2, seed=2223),
+    "er-27-p0.35": lambda: nx.gnp_random_graph(27, 0.35, seed=2224),
+    "plc-150-m5": lambda: nx.powerlaw_cluster_graph(150, 5, 0.3, seed=2225),
+    "ba-160-m2": lambda: nx.barabasi_albert_graph(160, 2, seed=2226),
+    "er-175-p0.03": lambda: nx.gnp_random_graph(175, 0.03, seed=2227),
+    "ws-185-k6": lambda: nx.watts_strogatz_graph(185, 6, 0.2, seed=2228),
+    "sbm-190-2x95": lambda: _sbm([95, 95], 0.08, 0.01, 2229),
+    "rgg-200-0.1": lambda: nx.random_geometric_graph(200, 0.1, seed=2230),
+}
+
 _original_wanted = cadr_budget._wanted_theta_eps
 
 
@@ -132,6 +171,8 @@ def parse_rule(text: str) -> dict:
             out["cap"] = float(value)
         elif key == "emin":
             out["emin"] = float(value)
+        elif key == "target":
+            out["target"] = float(value)
         elif key == "gate":
             out["gate"] = value if value == "n" else float(value.split(":")[-1])
         else:
@@ -151,13 +192,28 @@ def install_rule(rule: dict) -> None:
                 return base
         elif signal_ratio(base, devices) >= rule["gate"]:
             return base
-        return max(base, min(rule["share"] * eps, rule["cap"]))
+        top = min(rule["share"] * eps, rule["cap"])
+        if "target" in rule:  # just enough ε_θ for the signal ratio to reach the target
+            top = min(top, eps_for_ratio(rule["target"], devices, top))
+        return max(base, top)
 
     cadr_budget._wanted_theta_eps = wanted
 
 
+def eps_for_ratio(target: float, devices: int, most: float) -> float:
+    """The least ε_θ <= ``most`` with ``signal_ratio >= target`` (``most`` if none): by
+    bisection (the ratio rises with ε_θ)."""
+    if signal_ratio(most, devices) < target:
+        return most
+    lo, hi = 1e-3, most
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if signal_ratio(mid, devices) < target else (lo, mid)
+    return hi
+
+
 def _graphs(which: str):
-    sets = {"calib": CALIB}
+    sets = {"calib": CALIB, "fresh": FRESH}
     if which in sets:
         for name, make in sets[which].items():
             yield name, capture._graph_of(make())
@@ -196,7 +252,9 @@ def main() -> None:
     mode = sys.argv[1]
     if mode == "capture":
         rule = sys.argv[sys.argv.index("--rule") + 1] if "--rule" in sys.argv else "main"
-        if rule == "exact":
+        if rule == "before":  # the tree without the weak-count rule
+            cadr_budget.SIGNAL_RATIO_TARGET = None
+        elif rule == "exact":
             cap._settings.update(z=None, exact=True)
             ref.dp_theta = cap.patched_dp_theta
         elif rule != "main":
