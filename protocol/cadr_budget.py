@@ -216,7 +216,7 @@ MID_FLEET_THETA_EPS_CAP = 1.5
 # MID_FLEET_THETA_EPS_CAP and at most what brings the ratio to this target (helper A,
 # second step; None: off). 8 = collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio
 # from which the counts' noise no longer shapes the prior
-SIGNAL_RATIO_TARGET: float | None = 8.0
+SIGNAL_RATIO_TARGET: float | None = None
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
