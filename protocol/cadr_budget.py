@@ -217,6 +217,10 @@ MID_FLEET_THETA_EPS_CAP = 1.5
 # second step; None: off). 8 = collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio
 # from which the counts' noise no longer shapes the prior
 SIGNAL_RATIO_TARGET: float | None = None
+# the largest fleet the weak-count rule acts on (None: any n; pre-registration 2 of
+# docs/preregistration/A-weak-counts.md: MID_FLEET_DEVICES, where ε_θ from ε >= 3 is
+# already MID_FLEET_THETA_EPS_CAP, so that the rule acts on ε in (0.5, ~2.5) only)
+WEAK_COUNT_MAX_DEVICES: int | None = MID_FLEET_DEVICES
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
@@ -423,8 +427,11 @@ def _weak_count_theta_eps(share: float, devices: int) -> float:
     """The ε_θ a fleet with weak counts takes (module docstring, "Weak counts"): the
     very-small-ε ``share`` of ε, at most ``MID_FLEET_THETA_EPS_CAP`` and at most
     ``eps_for_signal_ratio(SIGNAL_RATIO_TARGET, n, ...)``; 0 below
-    ``MID_FLEET_MIN_DEVICES`` devices or with the rule off."""
+    ``MID_FLEET_MIN_DEVICES`` or above ``WEAK_COUNT_MAX_DEVICES`` devices, or with the rule
+    off."""
     if SIGNAL_RATIO_TARGET is None or devices < MID_FLEET_MIN_DEVICES:
+        return 0.0
+    if WEAK_COUNT_MAX_DEVICES is not None and devices > WEAK_COUNT_MAX_DEVICES:
         return 0.0
     most = min(share, MID_FLEET_THETA_EPS_CAP)
     return eps_for_signal_ratio(SIGNAL_RATIO_TARGET, devices, most)

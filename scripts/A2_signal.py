@@ -11,6 +11,9 @@ LL, θ auto-dev, α = 0.1, D = n − 1, the pipeline as on this tree), with the 
 - ``main`` (default): the tree as it is (with the weak-count rule,
   ``protocol.cadr_budget.SIGNAL_RATIO_TARGET``);
 - ``before``: the tree with ``SIGNAL_RATIO_TARGET = None`` (the rule off);
+- ``weak:T[,nmax:N|any]``: the tree with ``SIGNAL_RATIO_TARGET = T`` (and
+  ``WEAK_COUNT_MAX_DEVICES = N``, ``any``: None); pre-registration 1 was ``weak:8,nmax:any``,
+  pre-registration 2 ``weak:8`` (nmax 150, the tree's);
 - ``exact``: the oracle, EXACT bucket counts for θ and the prior (same grid and budget;
   ``scripts/A_theta_cap.py --oracle-exact-counts``): the ceiling of any count rule;
 - ``share:G[,cap:C][,gate:n|r:X][,emin:E][,target:T]``: ε_θ = max(main's, min(G · ε, C)) (C default
@@ -150,6 +153,41 @@ FRESH = {
     "rgg-200-0.1": lambda: nx.random_geometric_graph(200, 0.1, seed=2230),
 }
 
+# The evaluation set of pre-registration 2 (helper A, 2026-12-05 night), fixed before any
+# run on it: graph seeds 2261-2290, never used before; n 25-150 (the rule's band).
+FRESH2 = {
+    "sbm-66-2x33": lambda: _sbm([33, 33], 0.3, 0.02, 2261),
+    "sbm-110-20+90": lambda: _sbm([20, 90], 0.45, 0.03, 2262),
+    "sbm-135-3x45": lambda: _sbm([45] * 3, 0.18, 0.015, 2263),
+    "sbm-42-12+30": lambda: _sbm([12, 30], 0.6, 0.05, 2264),
+    "ba-36-m3": lambda: nx.barabasi_albert_graph(36, 3, seed=2265),
+    "ba-88-m2": lambda: nx.barabasi_albert_graph(88, 2, seed=2266),
+    "ba-148-m5": lambda: nx.barabasi_albert_graph(148, 5, seed=2267),
+    "er-29-p0.3": lambda: nx.gnp_random_graph(29, 0.3, seed=2268),
+    "er-78-p0.09": lambda: nx.gnp_random_graph(78, 0.09, seed=2269),
+    "er-130-p0.04": lambda: nx.gnp_random_graph(130, 0.04, seed=2270),
+    "er-50-p0.45": lambda: nx.gnp_random_graph(50, 0.45, seed=2271),
+    "gnm-92-370": lambda: nx.gnm_random_graph(92, 370, seed=2272),
+    "plc-58-m2": lambda: nx.powerlaw_cluster_graph(58, 2, 0.4, seed=2273),
+    "plc-125-m3": lambda: nx.powerlaw_cluster_graph(125, 3, 0.3, seed=2274),
+    "plc-33-m4": lambda: nx.powerlaw_cluster_graph(33, 4, 0.5, seed=2275),
+    "ws-64-k6": lambda: nx.watts_strogatz_graph(64, 6, 0.2, seed=2276),
+    "ws-112-k8": lambda: nx.watts_strogatz_graph(112, 8, 0.3, seed=2277),
+    "ws-27-k4": lambda: nx.watts_strogatz_graph(27, 4, 0.3, seed=2278),
+    "rr-44-d6": lambda: nx.random_regular_graph(6, 44, seed=2279),
+    "rr-120-d5": lambda: nx.random_regular_graph(5, 120, seed=2280),
+    "rgg-85-0.17": lambda: nx.random_geometric_graph(85, 0.17, seed=2281),
+    "rgg-150-0.11": lambda: nx.random_geometric_graph(150, 0.11, seed=2282),
+    "tree-random-55": lambda: nx.random_labeled_tree(55, seed=2283),
+    "tree-random-140": lambda: nx.random_labeled_tree(140, seed=2284),
+    "bip-35+70-p0.1": lambda: nx.bipartite.random_graph(35, 70, 0.1, seed=2285),
+    "caveman-7x12": lambda: nx.relaxed_caveman_graph(7, 12, 0.15, seed=2286),
+    "ba-70-m1": lambda: nx.barabasi_albert_graph(70, 1, seed=2287),
+    "er-100-p0.25": lambda: nx.gnp_random_graph(100, 0.25, seed=2288),
+    "sbm-96-4x24": lambda: _sbm([24] * 4, 0.3, 0.02, 2289),
+    "ws-46-k10": lambda: nx.watts_strogatz_graph(46, 10, 0.5, seed=2290),
+}
+
 _original_wanted = cadr_budget._wanted_theta_eps
 
 
@@ -213,7 +251,7 @@ def eps_for_ratio(target: float, devices: int, most: float) -> float:
 
 
 def _graphs(which: str):
-    sets = {"calib": CALIB, "fresh": FRESH}
+    sets = {"calib": CALIB, "fresh": FRESH, "fresh2": FRESH2}
     if which in sets:
         for name, make in sets[which].items():
             yield name, capture._graph_of(make())
@@ -254,6 +292,11 @@ def main() -> None:
         rule = sys.argv[sys.argv.index("--rule") + 1] if "--rule" in sys.argv else "main"
         if rule == "before":  # the tree without the weak-count rule
             cadr_budget.SIGNAL_RATIO_TARGET = None
+        elif rule.startswith("weak:"):  # weak:T[,nmax:N|any]: the tree's rule, switched on
+            target, _, nmax = rule[5:].partition(",nmax:")
+            cadr_budget.SIGNAL_RATIO_TARGET = float(target)
+            if nmax:
+                cadr_budget.WEAK_COUNT_MAX_DEVICES = None if nmax == "any" else int(nmax)
         elif rule == "exact":
             cap._settings.update(z=None, exact=True)
             ref.dp_theta = cap.patched_dp_theta
