@@ -67,15 +67,19 @@ Weak counts (``SIGNAL_RATIO_TARGET``, issue 20, helper A second step). Where the
 counts carry little signal — the public ratio ``n / (√K σ)`` (``signal_ratio``) below
 ``SIGNAL_RATIO_TARGET`` = 8 — the prior they make, not the release, decides the per-node
 error (docs/cadr-private.md: with exact counts the excess over the constant median nearly
-vanished). So from ε > ``SMALL_EPS_LOW`` a fleet of at least ``MID_FLEET_MIN_DEVICES``
-devices takes ``ε_θ = max(rule above, min(s, MID_FLEET_THETA_EPS_CAP, ε*))``: ``s`` the
-very-small-ε share (DSR keeps ``DSR_FLOOR · ε``), ``ε*`` the least ε_θ at which the ratio
-reaches the target (``eps_for_signal_ratio``). It moves ε in (0.5, ~2] for n from 25 to
-about 195 (n = 80, ε = 1: ε_θ 0.5 -> 0.86); larger fleets already have the ratio (n ≥ 300:
-identical at every ε ≥ 0.5), ε ≤ 0.5 is unchanged; continuous and non-decreasing in ε.
-8 is ``collector.degree_postprocess.UNIMODAL_RATIO_MAX``. Chosen on 300 calibration cells
-(scripts/A2_signal.py: summed MAE 585.19 -> 580.25, cells above the constant median 133 ->
-124) and pre-registered on a fresh set (docs/preregistration/A-weak-counts.md).
+vanished). So from ε > ``SMALL_EPS_LOW`` a fleet of ``MID_FLEET_MIN_DEVICES`` to
+``WEAK_COUNT_MAX_DEVICES`` (25 to 150) devices takes ``ε_θ = max(rule above, min(s,
+MID_FLEET_THETA_EPS_CAP, ε*))``: ``s`` the very-small-ε share (DSR keeps ``DSR_FLOOR ·
+ε``), ``ε*`` the least ε_θ at which the ratio reaches the target
+(``eps_for_signal_ratio``). It moves ε in (0.5, ~2.5) only (n = 80, ε = 1: ε_θ 0.5 ->
+0.86; from ε = 3 the mid-size cap 1.5 already binds); n > 150 and ε ≤ 0.5 are unchanged;
+continuous and non-decreasing in ε. 8 is ``collector.degree_postprocess.
+UNIMODAL_RATIO_MAX``. Calibrated on 300 cells (scripts/A2_signal.py, summed MAE 585.19 ->
+580.28, cells above the constant median 133 -> 124); pre-registered twice
+(docs/preregistration/A-weak-counts.md): for every n ≥ 25 it FAILED (150 fresh cells:
+304.38 -> 306.68, one run of n = 175 at ε = 5), for 25 ≤ n ≤ 150 it PASSED on a second
+fresh set (150 cells: 308.73 -> 303.61, cells above the constant median 55 -> 49, at ε = 1
+17 -> 14; ego-Facebook and wiki-Vote identical).
 
 Tiny fleets (``small_fleet_theta``, issue 20). Below a public size the θ search's noisy
 bucket counts cannot place the fleet: when ``n < √K · σ`` — ``σ`` the standard deviation
@@ -212,14 +216,15 @@ MID_FLEET_MIN_DEVICES = 25
 MID_FLEET_DEVICES = 150
 MID_FLEET_THETA_EPS_CAP = 1.5
 # weak counts (``signal_ratio`` below this at the rule's ε_θ): from ε > SMALL_EPS_LOW a fleet
-# of at least MID_FLEET_MIN_DEVICES takes ε_θ up to the very-small-ε share, at most
-# MID_FLEET_THETA_EPS_CAP and at most what brings the ratio to this target (helper A,
-# second step; None: off). 8 = collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio
-# from which the counts' noise no longer shapes the prior
-SIGNAL_RATIO_TARGET: float | None = None
-# the largest fleet the weak-count rule acts on (None: any n; pre-registration 2 of
-# docs/preregistration/A-weak-counts.md: MID_FLEET_DEVICES, where ε_θ from ε >= 3 is
-# already MID_FLEET_THETA_EPS_CAP, so that the rule acts on ε in (0.5, ~2.5) only)
+# of MID_FLEET_MIN_DEVICES to WEAK_COUNT_MAX_DEVICES takes ε_θ up to the very-small-ε share,
+# at most MID_FLEET_THETA_EPS_CAP and at most what brings the ratio to this target (helper
+# A, second step, pre-registered: docs/preregistration/A-weak-counts.md; None: off). 8 =
+# collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio from which the counts' noise
+# no longer shapes the prior
+SIGNAL_RATIO_TARGET: float | None = 8.0
+# the largest fleet the weak-count rule acts on (None: any n, which FAILED its
+# pre-registration; MID_FLEET_DEVICES passed the second: ε_θ from ε >= 3 is already
+# MID_FLEET_THETA_EPS_CAP there, so the rule acts on ε in (0.5, ~2.5) only)
 WEAK_COUNT_MAX_DEVICES: int | None = MID_FLEET_DEVICES
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between

@@ -2,7 +2,8 @@
 second step): from ε > 0.5, a fleet of at least ``MID_FLEET_MIN_DEVICES`` devices takes
 ε_θ up to the very-small-ε share (DSR keeps ``DSR_FLOOR · ε``), at most
 ``MID_FLEET_THETA_EPS_CAP`` and at most the ε_θ at which the count signal ratio
-``n / (√K σ)`` reaches ``SIGNAL_RATIO_TARGET`` (``protocol.cadr_budget``). Tier 1."""
+``n / (√K σ)`` reaches ``SIGNAL_RATIO_TARGET``, for fleets of at most ``WEAK_COUNT_MAX_DEVICES``
+(``protocol.cadr_budget``; pre-registered, docs/preregistration/A-weak-counts.md). Tier 1."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_eps_for_signal_ratio_reaches_the_target_and_no_more():
 
 
 def test_a_weak_fleet_at_eps_1_takes_more_than_before():
-    assert SIGNAL_RATIO_TARGET == 8.0
+    assert SIGNAL_RATIO_TARGET == 8.0 and cadr_budget.WEAK_COUNT_MAX_DEVICES == 150
     before, now = _without_rule(1.0, 80), _theta(1.0, 80)
     assert before == pytest.approx(0.5)
     want = min(0.86, MID_FLEET_THETA_EPS_CAP, eps_for_signal_ratio(8.0, 80, 0.86))
@@ -64,7 +65,7 @@ def test_a_weak_fleet_at_eps_1_takes_more_than_before():
     assert budget.theta + budget.ndoe + budget.lpea + budget.dsr == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("devices", [4039, 7115, 1000, 500, 300])
+@pytest.mark.parametrize("devices", [4039, 7115, 1000, 500, 300, 200, 175, 151])
 def test_large_fleets_are_unchanged_at_every_eps(devices):
     for eps in EPS_GRID:
         assert _theta(eps, devices) == _without_rule(eps, devices)
@@ -77,12 +78,19 @@ def test_fleets_below_25_devices_are_unchanged(devices):
 
 
 def test_eps_up_to_half_is_unchanged_and_the_split_is_continuous_and_monotone():
-    for n in (25, 40, 80, 120, 150, 180):
+    for n in (25, 40, 80, 120, 150):
         assert _theta(0.5, n) == _without_rule(0.5, n)
         values = [_theta(e, n) for e in EPS_GRID]
         assert all(b >= a - 1e-12 for a, b in itertools.pairwise(values)), n
         steps = [b - a for a, b in itertools.pairwise(values)]
         assert max(steps) <= 0.05 * 0.87, n  # no jump: at most the share's slope
+
+
+def test_every_n_from_25_moves_only_when_the_band_is_lifted(monkeypatch):
+    assert _theta(3.0, 80) == _without_rule(3.0, 80)  # ε >= 3: the mid-size cap binds
+    assert _theta(5.0, 175) == _without_rule(5.0, 175)
+    monkeypatch.setattr(cadr_budget, "WEAK_COUNT_MAX_DEVICES", None)  # pre-registration 1
+    assert _theta(5.0, 175) > _without_rule(5.0, 175)
 
 
 def test_never_below_the_rule_before_and_valid_for_any_alpha():
