@@ -302,6 +302,9 @@ def main() -> None:
             ref.dp_theta = cap.patched_dp_theta
         elif rule != "main":
             install_rule(parse_rule(rule))
+        if "--min-buckets" in sys.argv:  # a grid what-if for the in-process θ search only
+            floor = int(sys.argv[sys.argv.index("--min-buckets") + 1])
+            ref.bucket_count = lambda n, e: int(min(ctn.BUCKETS, max(floor, round(n * e / 8))))
         capture_runs(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4])
     elif mode == "compare":
         cap.compare(cap._load(sys.argv[2]), cap._load(sys.argv[3]))
