@@ -302,6 +302,10 @@ def main() -> None:
             ref.dp_theta = cap.patched_dp_theta
         elif rule != "main":
             install_rule(parse_rule(rule))
+        if "--eps" in sys.argv:  # another ε grid (default capture.EPS_LIST)
+            capture.EPS_LIST = tuple(
+                float(e) for e in sys.argv[sys.argv.index("--eps") + 1].split(",")
+            )
         if "--min-buckets" in sys.argv:  # a grid what-if for the in-process θ search only
             floor = int(sys.argv[sys.argv.index("--min-buckets") + 1])
             ref.bucket_count = lambda n, e: int(min(ctn.BUCKETS, max(floor, round(n * e / 8))))
