@@ -84,10 +84,13 @@ def theta_by_sum(candidates: Iterable[int], sum_of_errors: Callable[[int], float
         raw = list(candidates)
     except TypeError:
         raise ParameterError(
-            f"must be an iterable of integers, got {candidates!r}", field="candidates"
-        ) from None
+            f"must be an iterable of integers, got {candidates!r}", field="candidates",
+            limit="an iterable of integers >= 1", value=candidates,
+        ) from None  # fmt: skip
     if not raw:
-        raise ParameterError("must hold at least one θ", field="candidates")
+        raise ParameterError(
+            "must hold at least one θ", field="candidates", limit="at least one θ", value=raw
+        )
     thetas = sorted({integer_at_least(c, f"candidates[{i}]", 1) for i, c in enumerate(raw)})
     best: int | None = None
     best_sum = math.inf
@@ -149,8 +152,9 @@ class DeviationSearch:
     ) -> None:
         if spacing not in ("linear", "geometric"):
             raise ParameterError(
-                f"must be 'linear' or 'geometric', got {spacing!r}", field="spacing"
-            )
+                f"must be 'linear' or 'geometric', got {spacing!r}", field="spacing",
+                limit="'linear' or 'geometric'", value=spacing,
+            )  # fmt: skip
         self.spacing = spacing
         self.lo = integer_at_least(lo, "lo", 1)
         self.hi = integer_at_least(hi, "hi", self.lo)

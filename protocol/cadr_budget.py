@@ -63,6 +63,24 @@ cells of 22 (was 5), at 0.75 in 2 (was 5) — but at 0.75 ego-Facebook and wiki-
 the DSR gain they had (31.87 → 32.02, 26.69 → 26.75): the linear part is a trade-off, an
 n-dependent transition not yet measured. Public: ε, α, n only.
 
+Weak counts (``SIGNAL_RATIO_TARGET``, issue 20, helper A second step). Where the θ search's
+counts carry little signal — the public ratio ``n / (√K σ)`` (``signal_ratio``) below
+``SIGNAL_RATIO_TARGET`` = 8 — the prior they make, not the release, decides the per-node
+error (docs/cadr-private.md: with exact counts the excess over the constant median nearly
+vanished). So from ε > ``SMALL_EPS_LOW`` a fleet of ``MID_FLEET_MIN_DEVICES`` to
+``WEAK_COUNT_MAX_DEVICES`` (25 to 150) devices takes ``ε_θ = max(rule above, min(s,
+MID_FLEET_THETA_EPS_CAP, ε*))``: ``s`` the very-small-ε share (DSR keeps ``DSR_FLOOR ·
+ε``), ``ε*`` the least ε_θ at which the ratio reaches the target
+(``eps_for_signal_ratio``). It moves ε in (0.5, ~2.5) only (n = 80, ε = 1: ε_θ 0.5 ->
+0.86; from ε = 3 the mid-size cap 1.5 already binds); n > 150 and ε ≤ 0.5 are unchanged;
+continuous and non-decreasing in ε. 8 is ``collector.degree_postprocess.
+UNIMODAL_RATIO_MAX``. Calibrated on 300 cells (scripts/A2_signal.py, summed MAE 585.19 ->
+580.28, cells above the constant median 133 -> 124); pre-registered twice
+(docs/preregistration/A-weak-counts.md): for every n ≥ 25 it FAILED (150 fresh cells:
+304.38 -> 306.68, one run of n = 175 at ε = 5), for 25 ≤ n ≤ 150 it PASSED on a second
+fresh set (150 cells: 308.73 -> 303.61, cells above the constant median 55 -> 49, at ε = 1
+17 -> 14; ego-Facebook and wiki-Vote identical).
+
 Tiny fleets (``small_fleet_theta``, issue 20). Below a public size the θ search's noisy
 bucket counts cannot place the fleet: when ``n < √K · σ`` — ``σ`` the standard deviation
 of one bucket count's two-sided geometric noise at the search's ε_θ (``sqrt(2 (n/m) a) /
@@ -159,6 +177,7 @@ __all__ = [
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
     "PART_NAMES",
+    "SIGNAL_RATIO_TARGET",
     "SMALL_FLEET_THETA_CLAIM",
     "THETA_EPS_MIN",
     "THETA_FRACTION",
@@ -168,11 +187,13 @@ __all__ = [
     "ThetaPlan",
     "check_run_eps",
     "check_theta_within_bound",
+    "eps_for_signal_ratio",
     "fleet_signal",
     "plan_theta",
     "privacy_claim",
     "release_warnings",
     "resolve_degree_bound",
+    "signal_ratio",
     "small_fleet_theta",
     "theta_extra",
     "theta_search_min_eps",
@@ -194,6 +215,17 @@ THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and
 MID_FLEET_MIN_DEVICES = 25
 MID_FLEET_DEVICES = 150
 MID_FLEET_THETA_EPS_CAP = 1.5
+# weak counts (``signal_ratio`` below this at the rule's ε_θ): from ε > SMALL_EPS_LOW a fleet
+# of MID_FLEET_MIN_DEVICES to WEAK_COUNT_MAX_DEVICES takes ε_θ up to the very-small-ε share,
+# at most MID_FLEET_THETA_EPS_CAP and at most what brings the ratio to this target (helper
+# A, second step, pre-registered: docs/preregistration/A-weak-counts.md; None: off). 8 =
+# collector.degree_postprocess.UNIMODAL_RATIO_MAX, the ratio from which the counts' noise
+# no longer shapes the prior
+SIGNAL_RATIO_TARGET: float | None = 8.0
+# the largest fleet the weak-count rule acts on (None: any n, which FAILED its
+# pre-registration; MID_FLEET_DEVICES passed the second: ε_θ from ε >= 3 is already
+# MID_FLEET_THETA_EPS_CAP there, so the rule acts on ε in (0.5, ~2.5) only)
+WEAK_COUNT_MAX_DEVICES: int | None = MID_FLEET_DEVICES
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
@@ -225,12 +257,19 @@ def resolve_degree_bound(
     ``"devices"`` under pipeline "dp", ``"graph-max"`` under "paper"."""
     if isinstance(setting, int) and not isinstance(setting, bool):
         if setting < 1:
-            raise ParameterError(f"must be an integer >= 1, got {setting}", field="degree_bound")
+            raise ParameterError(
+                f"must be an integer >= 1, got {setting}",
+                field="degree_bound",
+                limit="an integer >= 1",
+                value=setting,
+            )
         return setting, "configured"
     if setting not in DEGREE_BOUND_RULES:
         raise ParameterError(
             f"must be an integer >= 1 or one of {', '.join(DEGREE_BOUND_RULES)}, got {setting!r}",
             field="degree_bound",
+            limit=f"an integer >= 1 or one of {', '.join(DEGREE_BOUND_RULES)}",
+            value=setting,
         )
     rule = setting if setting != "auto" else ("graph-max" if pipeline == "paper" else "devices")
     if rule == "devices":
@@ -252,6 +291,8 @@ def check_theta_within_bound(theta_rule: int | str, bound: tuple[int, str]) -> N
             f"must be <= the degree bound D = {limit} ({source}), got {theta_rule}; "
             "raise degree_bound or lower theta",
             field="theta",
+            limit=f"<= the degree bound D = {limit} ({source})",
+            value=theta_rule,
         )
 
 
@@ -275,6 +316,8 @@ def _check_theta_eps(budget: CadrBudget) -> None:
         f"(ε_θ = {budget.theta:.3g} at alpha = {budget.alpha!r}): {fix}, a given theta "
         '(no θ search) or pipeline = "paper"',
         field="eps",
+        limit=f"ε_θ >= {THETA_EPS_MIN} ({fix})",
+        value=budget.eps,
     )
 
 
@@ -289,7 +332,10 @@ def theta_search_min_eps(alpha: float) -> float:
     THETA_FRACTION can still be refused (from ε = 1 up ε_θ = max(f α ε, 1,200 / n))."""
     a = positive_real(alpha, "alpha")
     if a >= 1.0:
-        raise ParameterError(f"must satisfy 0 < alpha < 1, got {alpha!r}", field="alpha")
+        raise ParameterError(
+            f"must satisfy 0 < alpha < 1, got {alpha!r}",
+            field="alpha", limit="0 < alpha < 1", value=alpha,
+        )  # fmt: skip
     eps = SMALL_EPS_LOW  # any ε up to it gives the same ε_θ / ε, whatever n
     per_eps = CadrBudget(eps, a, THETA_FRACTION, theta_extra(eps, a, 1)).theta / eps
     return math.ceil(THETA_EPS_MIN / per_eps * 1e6) / 1e6
@@ -306,6 +352,8 @@ def check_run_eps(eps: float) -> float:
             f"must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps!r} (below "
             f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")',
             field="eps",
+            limit=f"in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}]",
+            value=eps,
         )
     return e
 
@@ -349,7 +397,10 @@ def theta_extra(eps: float, alpha: float, devices: int) -> float:
     e = positive_real(eps, "eps")
     a = positive_real(alpha, "alpha")
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-        raise ParameterError(f"must be an integer >= 1, got {devices!r}", field="devices")
+        raise ParameterError(
+            f"must be an integer >= 1, got {devices!r}",
+            field="devices", limit="an integer >= 1", value=devices,
+        )  # fmt: skip
     base = THETA_FRACTION * a * e
     want = _wanted_theta_eps(e, a, devices)
     return max(0.0, want - base) / e
@@ -366,13 +417,60 @@ def _wanted_theta_eps(eps: float, alpha: float, devices: int) -> float:
     mid = MID_FLEET_MIN_DEVICES <= devices <= MID_FLEET_DEVICES
     cap = MID_FLEET_THETA_EPS_CAP if mid else THETA_EPS_CAP
     large = min(eps / 2.0, cap, HISTOGRAM_TARGET / devices)
-    if eps >= SMALL_EPS_HIGH:
-        return large
     small = eps * (1.0 - (1.0 - THETA_FRACTION) * alpha - DSR_FLOOR)
     if eps <= SMALL_EPS_LOW:
         return small
-    w = (eps - SMALL_EPS_LOW) / (SMALL_EPS_HIGH - SMALL_EPS_LOW)
-    return (1.0 - w) * small + w * large
+    if eps >= SMALL_EPS_HIGH:
+        rule = large
+    else:
+        w = (eps - SMALL_EPS_LOW) / (SMALL_EPS_HIGH - SMALL_EPS_LOW)
+        rule = (1.0 - w) * small + w * large
+    return max(rule, _weak_count_theta_eps(small, devices))
+
+
+def _weak_count_theta_eps(share: float, devices: int) -> float:
+    """The ε_θ a fleet with weak counts takes (module docstring, "Weak counts"): the
+    very-small-ε ``share`` of ε, at most ``MID_FLEET_THETA_EPS_CAP`` and at most
+    ``eps_for_signal_ratio(SIGNAL_RATIO_TARGET, n, ...)``; 0 below
+    ``MID_FLEET_MIN_DEVICES`` or above ``WEAK_COUNT_MAX_DEVICES`` devices, or with the rule
+    off."""
+    if SIGNAL_RATIO_TARGET is None or devices < MID_FLEET_MIN_DEVICES:
+        return 0.0
+    if WEAK_COUNT_MAX_DEVICES is not None and devices > WEAK_COUNT_MAX_DEVICES:
+        return 0.0
+    most = min(share, MID_FLEET_THETA_EPS_CAP)
+    return eps_for_signal_ratio(SIGNAL_RATIO_TARGET, devices, most)
+
+
+def signal_ratio(eps_theta: float, devices: int) -> float:
+    """``n / (√K σ)``: the fleet's ``n`` devices against the standard deviation of the
+    noise summed over the θ search's ``K = bucket_count(n, ε_θ) + 1`` bucket counts (``σ``
+    per count: ``protocol.cadr_theta_noise.noise_sd`` with ``noise_parties(n)``; as
+    ``collector.degree_postprocess.count_signal_ratio``, with the largest grid of that
+    bucket count). Pure and public: ε_θ and n."""
+    e = positive_real(eps_theta, "eps_theta")
+    n = integer_at_least(devices, "devices", 1)
+    buckets = bucket_count(n, e) + 1
+    return n / (math.sqrt(buckets) * noise_sd(e, n, noise_parties(n)))
+
+
+def eps_for_signal_ratio(target: float, devices: int, most: float) -> float:
+    """The least ε_θ in ``(0, most]`` at which ``signal_ratio`` reaches ``target``
+    (bisection, 60 halvings: deterministic), or ``most`` when even ``most`` does not reach
+    it. Pure and public: the target, n and the bound."""
+    goal = positive_real(target, "target")
+    n = integer_at_least(devices, "devices", 1)
+    hi = positive_real(most, "most")
+    if signal_ratio(hi, n) < goal:
+        return hi
+    lo = 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if signal_ratio(mid, n) < goal:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 @dataclass(frozen=True)
@@ -393,12 +491,16 @@ class CadrBudget:
         eps = positive_real(self.eps, "eps")
         alpha = positive_real(self.alpha, "alpha")  # refuses alpha <= 0, NaN, inf, bools
         if alpha >= 1.0:
-            raise ParameterError(f"must satisfy 0 < alpha < 1, got {self.alpha!r}", field="alpha")
+            raise ParameterError(
+                f"must satisfy 0 < alpha < 1, got {self.alpha!r}",
+                field="alpha", limit="0 < alpha < 1", value=self.alpha,
+            )  # fmt: skip
         f = self.theta_fraction
         if isinstance(f, bool) or not isinstance(f, int | float) or not 0.0 <= f < 1.0:
             raise ParameterError(
-                f"must satisfy 0 <= theta_fraction < 1, got {f!r}", field="theta_fraction"
-            )
+                f"must satisfy 0 <= theta_fraction < 1, got {f!r}",
+                field="theta_fraction", limit="0 <= theta_fraction < 1", value=f,
+            )  # fmt: skip
         x = self.theta_extra
         if (
             isinstance(x, bool)
@@ -410,6 +512,8 @@ class CadrBudget:
                 f"must satisfy 0 <= theta_extra < 1 - alpha (and 0 unless theta_fraction > 0), "
                 f"got {x!r}",
                 field="theta_extra",
+                limit="0 <= theta_extra < 1 - alpha (0 unless theta_fraction > 0)",
+                value=x,
             )
         object.__setattr__(self, "eps", eps)
         object.__setattr__(self, "alpha", alpha)
@@ -432,7 +536,10 @@ class CadrBudget:
         ``theta_extra`` rule when the "dp" pipeline searches θ (``searched``: the rule is
         not a given θ), the paper's split otherwise."""
         if pipeline not in ("dp", "paper"):
-            raise ParameterError(f"must be 'dp' or 'paper', got {pipeline!r}", field="pipeline")
+            raise ParameterError(
+                f"must be 'dp' or 'paper', got {pipeline!r}",
+                field="pipeline", limit="'dp' or 'paper'", value=pipeline,
+            )  # fmt: skip
         check_run_eps(eps)
         if pipeline == "dp" and searched:
             budget = cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))

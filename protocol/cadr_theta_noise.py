@@ -141,7 +141,12 @@ def noise_parties(n: int, survival: float = NOISE_SURVIVAL) -> int:
     nn = integer_at_least(n, "n", 1)
     s = positive_real(survival, "survival")
     if s > 1:
-        raise ParameterError(f"must be in (0, 1], got {survival!r}", field="survival")
+        raise ParameterError(
+            f"must be in (0, 1], got {survival!r}",
+            field="survival",
+            limit="in (0, 1]",
+            value=survival,
+        )
     return max(1, math.ceil(s * nn - 1e-9))
 
 
@@ -281,7 +286,10 @@ def counts_above(bucket_sums: object) -> np.ndarray:
     suffix sums of entries ``j + 1 .. k`` (int64, length ``k``)."""
     sums = np.rint(np.asarray(bucket_sums, dtype=float)).astype(np.int64)
     if sums.ndim != 1 or sums.size < 2:
-        raise ParameterError("must hold k + 1 >= 2 bucket sums", field="bucket_sums")
+        raise ParameterError(
+            "must hold k + 1 >= 2 bucket sums", field="bucket_sums",
+            limit="a 1-d sequence of k + 1 >= 2 sums", value=f"shape {sums.shape}",
+        )  # fmt: skip
     return np.cumsum(sums[::-1])[::-1][1:]
 
 
@@ -338,5 +346,6 @@ def theta_from_counts(
 def _check_counts(thresholds: list[int], above: np.ndarray) -> None:
     if len(thresholds) != len(above):
         raise ParameterError(
-            f"{len(above)} counts for {len(thresholds)} thresholds", field="counts_above"
-        )
+            f"{len(above)} counts for {len(thresholds)} thresholds", field="counts_above",
+            limit=f"{len(thresholds)} counts (one per threshold)", value=len(above),
+        )  # fmt: skip

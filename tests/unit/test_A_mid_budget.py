@@ -1,11 +1,14 @@
 """Mid-size fleets' θ-search share (issue 20, helper A): fleets of
 ``MID_FLEET_MIN_DEVICES`` to ``MID_FLEET_DEVICES`` devices take ε_θ = min(ε / 2,
 ``MID_FLEET_THETA_EPS_CAP``, 1200 / n) from ε = 1 up (``protocol.cadr_budget``;
-pre-registered, scripts/A_theta_cap.py). Tier 1."""
+pre-registered, scripts/A_theta_cap.py). Tier 1. Measured with the weak-count rule
+(``SIGNAL_RATIO_TARGET``, tests/unit/test_A_signal_budget.py) off: this is the rule
+before it."""
 
 from __future__ import annotations
 
 import pytest
+from ldpfleet.protocol import cadr_budget
 from ldpfleet.protocol.cadr_budget import (
     MID_FLEET_DEVICES,
     MID_FLEET_MIN_DEVICES,
@@ -13,6 +16,11 @@ from ldpfleet.protocol.cadr_budget import (
     THETA_EPS_CAP,
     CadrBudget,
 )
+
+
+@pytest.fixture(autouse=True)
+def _weak_count_rule_off(monkeypatch):
+    monkeypatch.setattr(cadr_budget, "SIGNAL_RATIO_TARGET", None)
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,6 @@ LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
 PENDING = {
     "collector/cpr.py",
     "collector/period.py",
-    "collector/theta_search.py",
-    "protocol/cadr_budget.py",
-    "protocol/cadr_theta_noise.py",
 }
 
 
