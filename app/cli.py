@@ -2454,7 +2454,8 @@ def bench_cadr_command(
         if "dsr" in (result.get("spent") or {}):  # a private release: can it place the fleet?
             from ldpfleet.protocol.cadr_budget import release_warnings
 
-            result["warnings"] = release_warnings(result["spent"]["dsr"], g.n)
+            searched = result["spent"].get("theta", 0.0) > 0.0  # the DP θ search ran
+            result["warnings"] = release_warnings(result["spent"]["dsr"], g.n, searched=searched)
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,

@@ -372,18 +372,27 @@ def fleet_signal(eps_dsr: float, devices: int) -> float:
     return e * math.sqrt(n / 2)
 
 
-def release_warnings(eps_dsr: float, devices: int) -> list[str]:
+def release_warnings(eps_dsr: float, devices: int, *, searched: bool = False) -> list[str]:
     """results.json ``warnings`` of a CADR run, from public figures only: one sentence when
-    ``fleet_signal`` is below 1 (the release cannot place the fleet), else none."""
+    ``fleet_signal`` is below 1 (the release cannot place the fleet), else none.
+    ``searched``: θ was chosen by the DP θ search, whose noisy counts give the degree
+    distribution the post-processed release reads — the release is then close to that
+    distribution's median for every device, not a data-independent guess."""
     signal = fleet_signal(eps_dsr, devices)
     if signal >= 1:
         return []
+    if searched:
+        outcome = (
+            "the per-node release is close to the median of the degree distribution the "
+            "theta search's noisy counts give, the same for every device"
+        )
+    else:
+        outcome = "the per-node release is close to a data-independent guess"
     return [
         f"at eps_dsr = {eps_dsr:.4g} over {devices:,} devices the DSR release cannot place the "
         f"fleet (eps_dsr * sqrt(n / 2) = {signal:.3g} < 1: the noise on the fleet's mean kept "
-        "degree exceeds theta, whatever theta is); the per-node release is close to a "
-        "data-independent guess: judge it against the constant baselines (results.json "
-        'baselines; docs/cadr.md "Small eps")'
+        f"degree exceeds theta, whatever theta is); {outcome}: judge it against the constant "
+        'baselines (results.json baselines; docs/cadr.md "Small eps")'
     ]
 
 

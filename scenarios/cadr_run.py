@@ -658,7 +658,7 @@ def collector_results(
         "connect_seconds": round(collected.joined - begin, 3),
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
-        "warnings": release_warnings(budget.dsr, len(names)),
+        "warnings": release_warnings(budget.dsr, len(names), searched=plan.searched),
         **_release_fields(names, degrees, outcome),
     }
 

@@ -66,3 +66,26 @@ def test_bench_cadr_json_carries_the_warning(transport, eps, warned):
     result = json.loads(out.output.strip().splitlines()[-1])
     assert result["warnings"] == release_warnings(result["spent"]["dsr"], 15)
     assert bool(result["warnings"]) is warned
+
+
+def test_after_a_theta_search_the_warning_names_the_counts_not_a_guess():
+    (searched,) = release_warnings(0.02, 1000, searched=True)
+    (unsearched,) = release_warnings(0.02, 1000)
+    assert "theta search's noisy counts" in searched and "data-independent" not in searched
+    assert "data-independent guess" in unsearched
+    assert searched.startswith("at eps_dsr = 0.02 over 1,000 devices")
+
+
+@pytest.mark.parametrize("transport", ["reference", "memory"])
+def test_a_searched_mid_size_run_warns_about_the_counts_median(transport):
+    """n = 80 at ε = 1: the θ search runs (mid-size fleet share) and ε_DSR·√(n/2) < 1."""
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    args = ["bench", "cadr", "--graph", "barabasi_albert:n=80,m=3,seed=4", "--runs", "1"]
+    out = CliRunner().invoke(app, [*args, "--eps", "1", "--transport", transport])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output.strip().splitlines()[-1])
+    assert result["spent"]["theta"] > 0
+    assert result["warnings"] == release_warnings(result["spent"]["dsr"], 80, searched=True)
+    assert "theta search's noisy counts" in result["warnings"][0]
