@@ -627,15 +627,16 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     a = np.zeros(g.shape[0])
     blocked = _blocked(g)
     if blocked:
-        sums = _whittle_sums_blocked
+        sums, rows_p = _whittle_sums_blocked, p
     else:  # the temporaries once for the 4 steps (fresh pages fault in: +4 ms at n = 10^4)
         work = [_scratch(role, *g.shape) for role in ("wt", "wg", "tmp")]
         sums = functools.partial(_whittle_sums, work=work)
+        rows_p = _rows_of(p, g.shape)
     for step in range(4):
         if step == 0 and not blocked and math.isfinite(start) and start > 0.0:
-            s11, s12, s22, r1, r2 = _whittle_sums_flat(start, g, p, work)
+            s11, s12, s22, r1, r2 = _whittle_sums_flat(start, g, p, work, rows_p)
         else:
-            s11, s12, s22, r1, r2 = sums(c, a, g, p)
+            s11, s12, s22, r1, r2 = sums(c, a, g, rows_p)
         det = s11 * s22 - s12 * s12
         ok = det > 1e-12 * s11 * s22
         c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
@@ -654,8 +655,8 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
         np.multiply(a[:, None], g, out=spectrum)
         spectrum += c[:, None]
         np.log(spectrum, out=logs)
-        np.divide(p, spectrum, out=ratio)
-        deviance = np.add(logs, ratio, out=logs).sum(axis=1)
+        np.divide(rows_p, spectrum, out=ratio)
+        deviance = _row_sums(np.add(logs, ratio, out=logs))
     best = int(np.argmin(deviance))
     return float(c[best]), float(a[best]), best
 
@@ -668,7 +669,7 @@ def _scratch(role: str, rows: int, cols: int) -> np.ndarray:
     stream in the fits' temporaries (issue 19, helper A). Fortran order as ``g[:, keep]``
     has it: the fits' row sums then add the columns in sequence, the same bits. Above
     ``SCRATCH_FLOATS`` elements a fresh array (the buffers kept stay under
-    ``4 * SCRATCH_FLOATS`` floats a thread, 8 MB)."""
+    ``5 * SCRATCH_FLOATS`` floats a thread, 10 MB)."""
     size = rows * cols
     if size > SCRATCH_FLOATS:
         return np.empty((rows, cols), order="F")
@@ -695,32 +696,59 @@ def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, wo
     np.multiply(wt, wt, out=wt)
     np.divide(1.0, wt, out=wt)
     np.multiply(wt, g, out=wg)
-    s11 = wt.sum(axis=1)
-    s12 = wg.sum(axis=1)
-    s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
-    r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
-    r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+    s11 = _row_sums(wt)
+    s12 = _row_sums(wg)
+    s22 = _row_sums(np.multiply(wg, g, out=tmp))
+    r1 = _row_sums(np.multiply(wt, p, out=tmp))
+    r2 = _row_sums(np.multiply(wg, p, out=tmp))
     return s11, s12, s22, r1, r2
 
 
-def _whittle_sums_flat(start: float, g: np.ndarray, p: np.ndarray, work: list):
+def _whittle_sums_flat(
+    start: float, g: np.ndarray, p: np.ndarray, work: list, rows_p: np.ndarray | None = None
+):
     """``_whittle_sums`` at the IRLS start, ``c = start`` and ``a = 0`` on every row (issue
     19, helper E): ``S = 0 g + c = start`` exactly (``g`` finite), so ``w = 1 / (start
     start)`` is one number and ``sum w`` and ``sum w p`` are the same on every row. Those two
     sums once, in sequence as numpy forms the row sums of the Fortran-ordered arrays
     (``np.cumsum``'s last element: the same additions in the same order), the other three
     as ``_whittle_sums`` with ``w g`` from the scalar: the same bits, four passes over ``g``
-    and two row sums fewer."""
+    and two row sums fewer. ``rows_p``: ``p`` on every row (``_rows_of``), or None."""
     rows, cols = g.shape
     w = 1.0 / (np.float64(start) * np.float64(start))
     _, wg, tmp = work
     np.multiply(g, w, out=wg)
     s11 = np.full(rows, np.cumsum(np.full(cols, w))[-1])
-    s12 = wg.sum(axis=1)
-    s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
+    s12 = _row_sums(wg)
+    s22 = _row_sums(np.multiply(wg, g, out=tmp))
     r1 = np.full(rows, np.cumsum(w * p)[-1])
-    r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+    r2 = _row_sums(np.multiply(wg, p if rows_p is None else rows_p, out=tmp))
     return s11, s12, s22, r1, r2
+
+
+def _rows_of(p: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``p`` repeated on every row of a Fortran-ordered ``shape`` array (the ``"p"`` scratch
+    buffer; issue 19, helper D): the fits multiply and divide by ``p`` 8 times, and numpy
+    broadcasts a 1-D ``p`` over a Fortran-ordered array one column (19 elements) per
+    inner-loop call, 2.2 times slower than with this contiguous operand (146 against
+    66 us at 19 x 5,000, load 5). The same products, so the same bits."""
+    out = _scratch("p", *shape)
+    out[...] = p
+    return out
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """``x.sum(axis=1)`` of a 2-D float64 array, bit for bit (issue 19, helper D). On a
+    Fortran-ordered array of several rows numpy adds the columns in sequence, one column
+    (``rows`` elements) per inner-loop call, ~45 ns each; ``np.einsum("ij->i", x)`` makes
+    the same additions in the same order (its output starts at 0.0 and adds each column;
+    ``0.0 + x_0 = x_0`` for every ``x_0`` but -0.0, so only a row of -0.0 alone could come
+    out +0.0) with a cheaper loop: 86 against 250 us at 19 x 5,000 (load 5). Elsewhere
+    (one row, C order) numpy's own sum: einsum's contiguous loops use several
+    accumulators there (other bits). tests/unit/test_D_speed_same.py compares the two."""
+    if x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous:
+        return np.einsum("ij->i", x)
+    return x.sum(axis=1)
 
 
 def _blocked(g: np.ndarray) -> bool:
