@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpr_speed_same import streams  # noqa: E402
-from ldpfleet.collector.period import detect_period  # noqa: E402
+from cpr_speed_same import streams
+from ldpfleet.collector.period import detect_period
 
 
 def main(argv: list[str]) -> None:
