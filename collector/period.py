@@ -479,18 +479,28 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             "must be a 1-D array of real numbers, got a time column (datetime64 / "
             "timedelta64): pass the values, not the timestamps",
             field=name,
+            limit="a 1-D array of real numbers, not timestamps",
+            value=stream_kind(x),
         )
     if np.ma.isMaskedArray(x) and np.ma.count_masked(x):
         idx = int(np.flatnonzero(np.ma.getmaskarray(x))[0])
         raise ParameterError(
-            "sample is masked (fill or drop masked samples)", field=f"{name}[{idx}]"
+            "sample is masked (fill or drop masked samples)",
+            field=f"{name}[{idx}]",
+            limit="no masked sample",
+            value="masked",
         )
     try:
         complex_ = np.iscomplexobj(x)
     except (TypeError, ValueError):
         complex_ = False  # ragged: refused below
     if complex_:  # float() of a complex array drops the imaginary part (a warning)
-        raise ParameterError("must be a 1-D array of real numbers, got complex", field=name)
+        raise ParameterError(
+            "must be a 1-D array of real numbers, got complex",
+            field=name,
+            limit=_REAL_ARRAY,
+            value=stream_kind(x),
+        )
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -500,28 +510,66 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
                     float(value)
                 except (TypeError, ValueError):
                     raise ParameterError(
-                        f"sample must be a real number, got {value!r}", field=f"{name}[{idx}]"
+                        f"sample must be a real number, got {value!r}",
+                        field=f"{name}[{idx}]",
+                        limit="a real number",
+                        value=value,
                     ) from None
-        raise ParameterError("must be a 1-D array of real numbers", field=name) from None
+        raise ParameterError(
+            "must be a 1-D array of real numbers",
+            field=name,
+            limit=_REAL_ARRAY,
+            value=stream_kind(x),
+        ) from None
     except OverflowError:  # a Python int beyond the float range
         raise ParameterError(
             "must be a 1-D array of real numbers within the float range (|x| < 1.8e308)",
             field=name,
+            limit="|x| < 1.8e308",
+            value=stream_kind(x),
         ) from None
     if arr.ndim != 1:
-        raise ParameterError(f"must be 1-D, got shape {arr.shape}", field=name)
+        raise ParameterError(
+            f"must be 1-D, got shape {arr.shape}", field=name, limit="1-D", value=arr.shape
+        )
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"sample must be finite, got {arr[idx]!r}", field=f"{name}[{idx}]")
+        raise ParameterError(
+            f"sample must be finite, got {arr[idx]!r}",
+            field=f"{name}[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
     return arr
+
+
+_REAL_ARRAY = "a 1-D array of real numbers"  # the limit of check_stream's array refusals
+
+
+def stream_kind(x: object) -> str:
+    """What a refused stream is, for ``ParameterError.value``: its dtype, else its type (the
+    stream itself may be millions of samples)."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return f"array of {dtype}"
+    if isinstance(x, list | tuple) and len(x) > 0:
+        return f"{type(x).__name__} of {type(x[0]).__name__}"
+    return type(x).__name__
 
 
 def _check_int(value: object, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"must be an integer, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer, got {value!r}", field=name, limit="an integer", value=value
+        )
     if value < minimum:
-        raise ParameterError(f"must be >= {minimum}, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be >= {minimum}, got {value!r}",
+            field=name,
+            limit=f"an integer >= {minimum}",
+            value=value,
+        )
     return int(value)
 
 
@@ -553,13 +601,25 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
     if lags.dtype.kind not in "iu":
         flt = np.asarray(lags, dtype=float)
         if not np.all(np.isfinite(flt) & (flt == np.round(flt))):
-            raise ParameterError("periods must be integers", field="periods")
+            bad = flt[~(np.isfinite(flt) & (flt == np.round(flt)))]
+            raise ParameterError(
+                "periods must be integers",
+                field="periods",
+                limit="integers",
+                value=float(bad.flat[0]),
+            )
         lags = flt.astype(np.int64)
     n = arr.size
     if lags.size == 0:
         return np.zeros(lags.shape)
     if lags.min() < 0 or lags.max() >= n:
-        raise ParameterError(f"periods must lie in [0, {n - 1}] for n = {n}", field="periods")
+        outside = lags[(lags < 0) | (lags >= n)]
+        raise ParameterError(
+            f"periods must lie in [0, {n - 1}] for n = {n}",
+            field="periods",
+            limit=f"[0, {n - 1}]",
+            value=int(outside.flat[0]),
+        )
     # computed on the stream brought into [0.5, 1) by a power of two (exact) and scaled
     # back at the end: samples near +-1e300 overflowed the mean (a NaN for every lag) and
     # the squares; a true discrepancy beyond the float range is inf, not NaN
@@ -1208,7 +1268,9 @@ def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, a
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
     min_cycles = _check_int(min_cycles, "min_cycles", 2)
     if not (isinstance(alpha, numbers.Real) and 0.0 < float(alpha) < 1.0):
-        raise ParameterError(f"must be in (0, 1), got {alpha!r}", field="alpha")
+        raise ParameterError(
+            f"must be in (0, 1), got {alpha!r}", field="alpha", limit="in (0, 1)", value=alpha
+        )
     n = arr.size
     if max_period is None:
         max_period = n // min_cycles
