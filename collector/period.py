@@ -392,6 +392,8 @@ LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bon
 LOCAL_CLAIM_FACTOR = 2.0  # step 8: the segment-wise gate at alpha / 2 (calibrated: docstring)
 LOCAL_CLAIM_MANY = 10.0  # ... and at alpha / 20 for a lag with >= PENALTY_CYCLES cycles
 COMB_VECTOR = 1 << 20  # _comb_sums: index arrays up to this many terms, loops beyond
+COMB_CACHE = 1 << 15  # ... cached (_comb_index, 2 lengths) for streams of up to this many samples
+SCREEN_CACHE_PERIODS = 8192  # _screen: harmonic bins cached for up to this many periods
 WHITTLE_BLOCK = 4096  # columns per block of the long Whittle fits (_whittle_sums_blocked)
 RANK_HEAD = 64  # _ranked: screening scores sorted in full only past this many
 BLAS_SERIAL = 10_000  # _dot: OpenBLAS dot products of more elements run on its threads
@@ -988,14 +990,64 @@ def _screen(xw: np.ndarray, periods: np.ndarray):
     comb = ac[0] + 2.0 * _comb_sums(ac, periods)
     full_total = periods * comb / (2.0 * n)
     full_shape = (periods - 1) / 2.0
-    top = HARMONIC_LEVELS[-1]
-    jj = np.arange(1, top + 1)
-    idx = np.rint(jj[None, :] * (nfft / periods[:, None])).astype(np.int64)
-    idx = np.minimum(idx, pad_power.size - 1)
-    partial = np.cumsum(pad_power[idx], axis=1)
     levels = np.array(HARMONIC_LEVELS)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
-    return (partial[:, levels - 1], full_total, full_shape, valid), ac
+    bounds = _arange_bounds(periods)
+    if bounds is None:
+        idx = _harmonic_bins(nfft, pad_power.size, periods)
+        partial = np.cumsum(pad_power[idx], axis=1)[:, levels - 1]
+    else:
+        partial = _level_sums(pad_power, _harmonic_bins_cached(nfft, pad_power.size, *bounds))
+    return (partial, full_total, full_shape, valid), ac
+
+
+def _harmonic_bins(nfft: int, bins: int, periods: np.ndarray) -> np.ndarray:
+    """The oversampled periodogram's bin nearest each harmonic ``j = 1 .. 32`` of every
+    period: ``(periods.size, 32)`` indices into ``bins`` bins."""
+    jj = np.arange(1, HARMONIC_LEVELS[-1] + 1)
+    idx = np.rint(jj[None, :] * (nfft / periods[:, None])).astype(np.int64)
+    return np.minimum(idx, bins - 1)
+
+
+@functools.lru_cache(maxsize=2)  # <= SCREEN_CACHE_PERIODS x 32 indices (2 MB) each
+def _harmonic_bins_cached(nfft: int, bins: int, first: int, last: int) -> np.ndarray:
+    """``_harmonic_bins`` of the periods ``first .. last``, transposed (one row per
+    harmonic, C order) and cached: a function of the stream's length only, the same for
+    every stream of a fleet (issue 19, helper D: ~0.3 ms of the screening at n = 10^4).
+    Read-only."""
+    idx = np.ascontiguousarray(_harmonic_bins(nfft, bins, np.arange(first, last + 1)).T)
+    idx.setflags(write=False)
+    return idx
+
+
+def _level_sums(pad_power: np.ndarray, bins_by_harmonic: np.ndarray) -> np.ndarray:
+    """``np.cumsum(pad_power[idx], axis=1)[:, levels - 1]`` (``idx`` the transpose of
+    ``bins_by_harmonic``), bit for bit: ``cumsum`` adds each row's harmonics in order, and
+    so does the running sum here, one harmonic (a contiguous row of all periods) at a time,
+    kept at each level (issue 19, helper D: the cumulative sum over rows of 32 and the
+    column selection cost 0.5 ms at n = 10^4, load 4; this, 0.15 ms)."""
+    powers = pad_power[bins_by_harmonic]
+    out = np.empty((powers.shape[1], len(HARMONIC_LEVELS)))
+    running = powers[0].copy()
+    column = 0
+    for j in range(powers.shape[0]):
+        if j:
+            np.add(running, powers[j], out=running)
+        if j + 1 == HARMONIC_LEVELS[column]:
+            out[:, column] = running
+            column += 1
+    return out
+
+
+def _arange_bounds(periods: np.ndarray) -> tuple[int, int] | None:
+    """``(first, last)`` when ``periods`` is ``np.arange(first, last + 1)`` of at most
+    ``SCREEN_CACHE_PERIODS`` periods (the screening's cached index arrays), else None."""
+    if periods.size == 0 or periods.size > SCREEN_CACHE_PERIODS:
+        return None
+    first, last = int(periods[0]), int(periods[-1])
+    if last - first + 1 != periods.size or not np.all(np.diff(periods) == 1):
+        return None
+    return first, last
 
 
 def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
@@ -1007,11 +1059,14 @@ def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
     (a cumulative sum over the strided lags) and the others one ``j`` at a time over the
     prefix of periods with ``j T < n``: ~``2 sqrt(n)`` vector operations, no index array."""
     n = ac.size
+    bounds = _arange_bounds(periods)
+    if bounds is not None and n <= COMB_CACHE:
+        rows, lags = _comb_index(n, *bounds)
+        return np.bincount(rows, weights=ac[lags], minlength=periods.size)
     count = (n - 1) // periods
     if int(count.sum()) <= COMB_VECTOR:
-        rows = np.repeat(np.arange(periods.size), count)
-        j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
-        return np.bincount(rows, weights=ac[periods[rows] * j], minlength=periods.size)
+        rows, lags = _comb_rows(n, periods)
+        return np.bincount(rows, weights=ac[lags], minlength=periods.size)
     out = np.zeros(periods.size)
     short = int(np.searchsorted(periods, math.isqrt(n - 1), side="right"))
     for r in range(short):
@@ -1023,6 +1078,26 @@ def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
             k = int(np.searchsorted(lags, (n - 1) // j, side="right"))  # j T < n: a prefix
             rest[:k] += ac[lags[:k] * j]
     return out
+
+
+def _comb_rows(n: int, periods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The comb's terms as index arrays: each term's row (its period's index) and lag
+    ``j T``, ``j = 1 .. (n - 1) // T``, rows ascending, ``j`` ascending within a row."""
+    count = (n - 1) // periods
+    rows = np.repeat(np.arange(periods.size), count)
+    j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
+    return rows, periods[rows] * j
+
+
+@functools.lru_cache(maxsize=2)  # ~n ln n terms x 2 x 8 bytes: 1.3 MB at n = 10^4, 5 MB at 2^15
+def _comb_index(n: int, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_comb_rows`` of the periods ``first .. last``, cached: a function of the stream's
+    length only (issue 19, helper D: the index arithmetic was half of ``_comb_sums``).
+    Read-only."""
+    rows, lags = _comb_rows(n, np.arange(first, last + 1))
+    rows.setflags(write=False)
+    lags.setflags(write=False)
+    return rows, lags
 
 
 def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:

@@ -129,3 +129,49 @@ def test_whittle_is_the_former_fit_bit_for_bit(cols):
         p = (rng.exponential(size=cols) * (0.2 + 3.0 * trial * g[row]))[keep]
         for start in (float(np.median(p)) / np.log(2.0) + 1e-300, float(np.mean(p)), 1e-3):
             assert P._whittle(p, gk, start) == _former_whittle(p, gk, start)
+
+
+def _former_screen(xw: np.ndarray, periods: np.ndarray):
+    """``_screen``'s statistics as they were before (main at 253b30a)."""
+    from scipy import fft as sp_fft
+
+    n = xw.size
+    nfft = sp_fft.next_fast_len(P.PAD * n, real=True)
+    spec = sp_fft.rfft(xw, nfft)
+    pad_power = (spec.real**2 + spec.imag**2) / n
+    ac = sp_fft.irfft(spec.real**2 + spec.imag**2, nfft)[:n]
+    count = (n - 1) // periods
+    rows = np.repeat(np.arange(periods.size), count)
+    j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
+    comb = ac[0] + 2.0 * np.bincount(rows, weights=ac[periods[rows] * j], minlength=periods.size)
+    full_total = periods * comb / (2.0 * n)
+    full_shape = (periods - 1) / 2.0
+    jj = np.arange(1, P.HARMONIC_LEVELS[-1] + 1)
+    idx = np.rint(jj[None, :] * (nfft / periods[:, None])).astype(np.int64)
+    idx = np.minimum(idx, pad_power.size - 1)
+    partial = np.cumsum(pad_power[idx], axis=1)
+    levels = np.array(P.HARMONIC_LEVELS)
+    valid = levels[None, :] < ((periods[:, None] - 1) // 2)
+    return (partial[:, levels - 1], full_total, full_shape, valid), ac
+
+
+@pytest.mark.parametrize("n", [9, 150, 1001, 10_000, 40_000])
+def test_screen_is_the_former_screen_bit_for_bit(n):
+    rng = np.random.default_rng([1945, n])
+    xw = rng.standard_normal(n) + np.sin(2 * np.pi * np.arange(n) / 7.3)
+    cases = [np.arange(3, n // 3 + 1), np.arange(5, n // 2 + 1), np.arange(3, n // 3 + 1)[::2]]
+    for periods in cases:
+        if periods.size == 0:
+            continue
+        got, want = P._screen(xw, periods), _former_screen(xw, periods)
+        assert np.array_equal(got[1], want[1])
+        for a, b in zip(got[0], want[0], strict=True):
+            assert a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_screen_caches_only_aranges():
+    assert P._arange_bounds(np.arange(3, 100)) == (3, 99)
+    assert P._arange_bounds(np.arange(3, 100, 2)) is None
+    assert P._arange_bounds(np.array([3, 5, 4])) is None
+    assert P._arange_bounds(np.arange(3, 4 + P.SCREEN_CACHE_PERIODS)) is None
+    assert P._arange_bounds(np.arange(0)) is None
