@@ -984,8 +984,9 @@ def _screen(xw: np.ndarray, periods: np.ndarray):
     n = xw.size
     nfft = sp_fft.next_fast_len(PAD * n, real=True)
     spec = sp_fft.rfft(xw, nfft)
-    pad_power = (spec.real**2 + spec.imag**2) / n
-    ac = sp_fft.irfft(spec.real**2 + spec.imag**2, nfft)[:n]
+    squares = spec.real**2 + spec.imag**2  # once for both (the same values)
+    pad_power = squares / n
+    ac = sp_fft.irfft(squares, nfft)[:n]
     # full harmonic sum: sum_p S_p^2 = c_0 + 2 sum_j c_{jT}
     comb = ac[0] + 2.0 * _comb_sums(ac, periods)
     full_total = periods * comb / (2.0 * n)
@@ -1025,14 +1026,17 @@ def _level_sums(pad_power: np.ndarray, bins_by_harmonic: np.ndarray) -> np.ndarr
     ``bins_by_harmonic``), bit for bit: ``cumsum`` adds each row's harmonics in order, and
     so does the running sum here, one harmonic (a contiguous row of all periods) at a time,
     kept at each level (issue 19, helper D: the cumulative sum over rows of 32 and the
-    column selection cost 0.5 ms at n = 10^4, load 4; this, 0.15 ms)."""
-    powers = pad_power[bins_by_harmonic]
-    out = np.empty((powers.shape[1], len(HARMONIC_LEVELS)))
-    running = powers[0].copy()
+    column selection cost 0.5 ms at n = 10^4, load 4; this, 0.15 ms). One harmonic's
+    powers gathered at a time: the whole ``(32, periods)`` gather was 850 KB of fresh
+    pages per stream at n = 10^4."""
+    harmonics, size = bins_by_harmonic.shape
+    out = np.empty((size, len(HARMONIC_LEVELS)))
+    running = pad_power[bins_by_harmonic[0]]
+    row = np.empty(size)
     column = 0
-    for j in range(powers.shape[0]):
+    for j in range(harmonics):
         if j:
-            np.add(running, powers[j], out=running)
+            np.add(running, np.take(pad_power, bins_by_harmonic[j], out=row), out=running)
         if j + 1 == HARMONIC_LEVELS[column]:
             out[:, column] = running
             column += 1
@@ -2378,15 +2382,35 @@ def _partial_dft_rows(folds: list[np.ndarray], count: int) -> np.ndarray:
         angles = (np.arange(1, count + 1)[None, :, None] * steps) % sizes[:, None, None]
         twiddles = np.exp(angles * (-2j * np.pi / sizes[:, None, None]))
     else:
-        first = np.exp(steps * (-2j * np.pi / sizes[:, None]))
-        twiddles = _powers(first, count).transpose(1, 0, 2)
-    # contiguous real and imaginary parts: numpy's matmul hands those to BLAS (the
-    # strided parts of a complex array went through its own loop, 2-3 times slower)
-    outer = twiddles[:, :, :a]
-    real = np.ascontiguousarray(outer.real) @ matrix
-    imag = np.ascontiguousarray(outer.imag) @ matrix
-    inner = twiddles[:, :, a:]
-    return np.einsum("kjs,kjs->kj", real, inner) + 1j * np.einsum("kjs,kjs->kj", imag, inner)
+        twiddles = _powers_by_row(np.exp(steps * (-2j * np.pi / sizes[:, None])), count)
+    # (issue 19, helper D) the twiddles made in (fold, harmonic, step) order, and the
+    # complex sum over the inner steps as four real ones: the former mixed real x complex
+    # einsum over a transposed view cast every element (1.7 of 5.7 ms per stream in these
+    # DFTs at T = 1,000, load 3.5). Contiguous real and imaginary parts for the products:
+    # numpy's matmul hands those to BLAS (strided ones went through its own loop)
+    cos_part, sin_part = twiddles.real, twiddles.imag
+    real = np.ascontiguousarray(cos_part[:, :, :a]) @ matrix
+    imag = np.ascontiguousarray(sin_part[:, :, :a]) @ matrix
+    inner_cos = np.ascontiguousarray(cos_part[:, :, a:])
+    inner_sin = np.ascontiguousarray(sin_part[:, :, a:])
+    out = np.empty(real.shape[:2], dtype=complex)
+    out.real = np.einsum("kjs,kjs->kj", real, inner_cos) - np.einsum("kjs,kjs->kj", imag, inner_sin)
+    out.imag = np.einsum("kjs,kjs->kj", real, inner_sin) + np.einsum("kjs,kjs->kj", imag, inner_cos)
+    return out
+
+
+def _powers_by_row(first: np.ndarray, count: int) -> np.ndarray:
+    """``_powers(first, count).transpose(1, 0, 2)`` made in that order, C-contiguous: row
+    ``k`` of ``first`` (a 2-D array) raised to the powers ``1 .. count`` along axis 1, by the
+    same doubling products."""
+    out = np.empty((first.shape[0], count, first.shape[1]), dtype=complex)
+    out[:, 0] = first
+    done = 1
+    while done < count:
+        step = min(done, count - done)
+        np.multiply(out[:, :step], out[:, done - 1 : done], out=out[:, done : done + step])
+        done += step
+    return out
 
 
 def _powers(first: np.ndarray, count: int) -> np.ndarray:
