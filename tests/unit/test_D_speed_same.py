@@ -175,3 +175,22 @@ def test_screen_caches_only_aranges():
     assert P._arange_bounds(np.array([3, 5, 4])) is None
     assert P._arange_bounds(np.arange(3, 4 + P.SCREEN_CACHE_PERIODS)) is None
     assert P._arange_bounds(np.arange(0)) is None
+
+
+def test_per_row_is_a_broadcast_of_a():
+    rng = np.random.default_rng(1946)
+    a = rng.standard_normal(19)
+    for g in (np.asfortranarray(rng.random((19, 300))), rng.random((19, 300))):
+        rows = P._per_row(a, g)
+        assert np.array_equal(np.broadcast_to(rows, g.shape), np.broadcast_to(a[:, None], g.shape))
+        assert np.array_equal(rows * g, a[:, None] * g)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_columns_is_the_column_selection(order):
+    rng = np.random.default_rng(1947)
+    g = np.array(rng.random((19, 777)), order=order)
+    keep = rng.random(777) < 0.9
+    got = P._columns(g, keep)
+    assert got.flags.f_contiguous
+    assert np.array_equal(got, g[:, keep])
