@@ -194,3 +194,20 @@ def test_columns_is_the_column_selection(order):
     got = P._columns(g, keep)
     assert got.flags.f_contiguous
     assert np.array_equal(got, g[:, keep])
+
+
+@pytest.mark.parametrize("dfd", [1.0, 22.0, 1663.0, 166_663.0])
+def test_full_column_lead_filter_keeps_every_row_below_the_cut(dfd):
+    rng = np.random.default_rng([1948, int(dfd)])
+    shape = (np.arange(3, 5000) - 1) / 2.0
+    ratio = np.exp(rng.normal(0.0, 1.0, shape.size) * rng.choice([0.05, 0.5, 3.0], shape.size))
+    total = shape * ratio
+    plain = P._log_sf(total, shape, dfd)
+    checked = 0
+    for cut in (-1.3, -5.0, -40.0, -700.0, -5000.0, -1e5):
+        got = P._full_column(total, shape, dfd, cut)
+        below = plain < cut
+        assert np.array_equal(got < cut, below)
+        assert np.array_equal(got[below], plain[below])
+        checked += int(below.sum())
+    assert checked > 100
