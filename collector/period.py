@@ -2302,17 +2302,28 @@ def _fold_energies_bounded(
         b = math.isqrt(max(qs) - 1) + 1
         rows = max(1, FAST_FOLD_BATCH // (limit * (b + -(-max(qs) // b))))
         for start in range(0, len(qs), rows):
+            # (issue 19, helper D) each fold written into its zero-padded row at once and
+            # the rows' sums |y| in one call: the same values up to rounding of the sums,
+            # which the tolerance's slack (~1e4) covers
             chunk = qs[start : start + rows]
-            folds = [_phase_sums(xs, q) / _phase_counts(xs.size, q)[1] for q in chunk]
-            spec = _partial_dft(folds, limit)
-            power = np.sum(spec.real**2 + spec.imag**2, axis=1)
-            for q, fold, energy in zip(chunk, folds, power, strict=True):
-                scale = float(np.sum(np.abs(fold)))
-                found[q] = (
-                    2.0 * float(energy) / q,
-                    FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale / q,
-                )
+            padded = _padded_rows(chunk)
+            for row, q in zip(padded, chunk, strict=True):
+                np.divide(_phase_sums(xs, q), _phase_counts(xs.size, q)[1], out=row[:q])
+            spec = _partial_dft_padded(padded, np.array(chunk), limit)
+            power = 2.0 * np.sum(spec.real**2 + spec.imag**2, axis=1)
+            scale = np.abs(padded).sum(axis=1)
+            tol = FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale
+            for q, energy, bound in zip(chunk, power.tolist(), tol.tolist(), strict=True):
+                found[q] = (energy / q, bound / q)
     return [found[q] for q in periods]
+
+
+def _padded_rows(sizes: list[int]) -> np.ndarray:
+    """Zeros for folds of ``sizes`` samples, one row each of ``a b`` columns: the
+    ``(a, b)`` matrix of ``_partial_dft`` for the longest (``b = ceil(sqrt(T))``)."""
+    longest = max(sizes)
+    b = math.isqrt(longest - 1) + 1
+    return np.zeros((len(sizes), b * -(-longest // b)))
 
 
 def _batch_pays(period: int, limit: int) -> bool:
@@ -2400,14 +2411,19 @@ def _partial_dft(y: np.ndarray | list[np.ndarray], count: int) -> np.ndarray:
 
 def _partial_dft_rows(folds: list[np.ndarray], count: int) -> np.ndarray:
     """``_partial_dft`` of a list of folds (its docstring)."""
-    sizes = np.array([fold.size for fold in folds])
-    longest = int(sizes.max())
-    b = math.isqrt(longest - 1) + 1
-    a = -(-longest // b)
-    padded = np.zeros((len(folds), a * b))
+    sizes = [fold.size for fold in folds]
+    padded = _padded_rows(sizes)
     for row, fold in zip(padded, folds, strict=True):
         row[: fold.size] = fold
-    matrix = padded.reshape(len(folds), a, b)
+    return _partial_dft_padded(padded, np.array(sizes), count)
+
+
+def _partial_dft_padded(padded: np.ndarray, sizes: np.ndarray, count: int) -> np.ndarray:
+    """``_partial_dft_rows`` of folds of ``sizes`` samples already in the rows of
+    ``padded`` (``_padded_rows``, zeros beyond each fold)."""
+    b = math.isqrt(int(sizes.max()) - 1) + 1
+    a = padded.shape[1] // b
+    matrix = padded.reshape(len(sizes), a, b)
     steps = np.concatenate((np.arange(0, a * b, b), np.arange(b)))
     if count <= FAST_FOLD_DIRECT:
         angles = (np.arange(1, count + 1)[None, :, None] * steps) % sizes[:, None, None]
