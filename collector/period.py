@@ -1082,13 +1082,13 @@ def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
     (a cumulative sum over the strided lags) and the others one ``j`` at a time over the
     prefix of periods with ``j T < n``: ~``2 sqrt(n)`` vector operations, no index array."""
     n = ac.size
-    bounds = _arange_bounds(periods)
-    if bounds is not None and n <= COMB_CACHE:
-        rows, lags = _comb_index(n, *bounds)
-        return np.bincount(rows, weights=ac[lags], minlength=periods.size)
     count = (n - 1) // periods
     if int(count.sum()) <= COMB_VECTOR:
-        rows, lags = _comb_rows(n, periods)
+        bounds = _arange_bounds(periods)
+        if bounds is not None and n <= COMB_CACHE:
+            rows, lags = _comb_index(n, *bounds)
+        else:
+            rows, lags = _comb_rows(n, periods)
         return np.bincount(rows, weights=ac[lags], minlength=periods.size)
     out = np.zeros(periods.size)
     short = int(np.searchsorted(periods, math.isqrt(n - 1), side="right"))
