@@ -37,7 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.kde import kde_mode
-from ldpfleet.collector.period import DEFAULT_MIN_CYCLES, detect_period, is_time_column
+from ldpfleet.collector.period import (
+    DEFAULT_MIN_CYCLES,
+    detect_period,
+    is_time_column,
+    stream_kind,
+)
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -79,13 +84,23 @@ class CprConfig:
             _config_int(self.max_period, "max_period", self.min_period)
         if not isinstance(self.smoothing, bool | np.bool_):
             raise ParameterError(
-                f"must be True or False, got {self.smoothing!r}", field="smoothing"
+                f"must be True or False, got {self.smoothing!r}",
+                field="smoothing",
+                limit="True or False",
+                value=self.smoothing,
             )
         tol = self.tol
         if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0.0:
-            raise ParameterError(f"must be a real number >= 0, got {tol!r}", field="tol")
+            raise ParameterError(
+                f"must be a real number >= 0, got {tol!r}",
+                field="tol",
+                limit="a real number >= 0",
+                value=tol,
+            )
         if not math.isfinite(tol):
-            raise ParameterError(f"must be finite, got {tol!r}", field="tol")
+            raise ParameterError(
+                f"must be finite, got {tol!r}", field="tol", limit="finite", value=tol
+            )
         _config_int(self.max_iter, "max_iter", 1)
         _config_int(self.kde_grid, "kde_grid", 2)
         _config_int(self.min_cycles, "min_cycles", 2)
@@ -93,9 +108,16 @@ class CprConfig:
 
 def _config_int(value: object, name: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"must be an integer, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer, got {value!r}", field=name, limit="an integer", value=value
+        )
     if value < minimum:
-        raise ParameterError(f"must be an integer >= {minimum}, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer >= {minimum}, got {value!r}",
+            field=name,
+            limit=f"an integer >= {minimum}",
+            value=value,
+        )
 
 
 def _check_config(config: object) -> CprConfig:
@@ -104,7 +126,10 @@ def _check_config(config: object) -> CprConfig:
         return CprConfig()
     if not isinstance(config, CprConfig):
         raise ParameterError(
-            f"must be a CprConfig (or None), got {type(config).__name__}", field="config"
+            f"must be a CprConfig (or None), got {type(config).__name__}",
+            field="config",
+            limit="a CprConfig or None",
+            value=config,
         )
     return config
 
@@ -181,14 +206,24 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
             "need a 1-D array of real numbers (reports), got a time column (datetime64 / "
             "timedelta64)",
             field=name,
+            limit="a 1-D array of real numbers, not timestamps",
+            value=stream_kind(y),
         )
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError("need a 1-D array of real numbers (reports)", field=name) from None
+        raise ParameterError(
+            "need a 1-D array of real numbers (reports)",
+            field=name,
+            limit="a 1-D array of real numbers",
+            value=stream_kind(y),
+        ) from None
     if arr.ndim != 1 or len(arr) == 0:
         raise ParameterError(
-            f"need a non-empty 1-D array of reports, got shape {arr.shape}", field=name
+            f"need a non-empty 1-D array of reports, got shape {arr.shape}",
+            field=name,
+            limit="a non-empty 1-D array",
+            value=arr.shape,
         )
     mech = _check_mechanism(mechanism)
     _first_bad(
@@ -225,6 +260,8 @@ def _streams(streams: object) -> object:
             "need a list of streams (one 1-D array of reports each), got one stream of "
             "numbers: use cpr(y, mechanism) for one stream, or cpr_many([y], mechanism)",
             field="streams",
+            limit="a list of streams (1-D arrays)",
+            value=stream_kind(streams),
         )
     return streams
 

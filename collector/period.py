@@ -386,12 +386,15 @@ SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferro
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 FULL_TAIL_FLOOR = 0.3  # ... an F ratio <= 1 has a tail above this (_full_column)
+FULL_LEAD_MARGIN = 10.0  # ... nor one whose leading term is this far above the cut (log)
 SEGMENT_CYCLES = 4  # step 7: cycles of L per segment of the Bartlett gate (segment_logp)
 LOCAL_MULTIPLES = 8  # step 7b: lags within 1 of T / m, m = 2 .. 8, tested with a per-lag margin
 LOCAL_TAIL = 3e-5  # ... false-rename tail of step 7b under a true period T (Bonferroni over them)
 LOCAL_CLAIM_FACTOR = 2.0  # step 8: the segment-wise gate at alpha / 2 (calibrated: docstring)
 LOCAL_CLAIM_MANY = 10.0  # ... and at alpha / 20 for a lag with >= PENALTY_CYCLES cycles
 COMB_VECTOR = 1 << 20  # _comb_sums: index arrays up to this many terms, loops beyond
+COMB_CACHE = 1 << 15  # ... cached (_comb_index, 2 lengths) for streams of up to this many samples
+SCREEN_CACHE_PERIODS = 8192  # _screen: harmonic bins cached for up to this many periods
 WHITTLE_BLOCK = 4096  # columns per block of the long Whittle fits (_whittle_sums_blocked)
 RANK_HEAD = 64  # _ranked: screening scores sorted in full only past this many
 BLAS_SERIAL = 10_000  # _dot: OpenBLAS dot products of more elements run on its threads
@@ -479,18 +482,28 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             "must be a 1-D array of real numbers, got a time column (datetime64 / "
             "timedelta64): pass the values, not the timestamps",
             field=name,
+            limit="a 1-D array of real numbers, not timestamps",
+            value=stream_kind(x),
         )
     if np.ma.isMaskedArray(x) and np.ma.count_masked(x):
         idx = int(np.flatnonzero(np.ma.getmaskarray(x))[0])
         raise ParameterError(
-            "sample is masked (fill or drop masked samples)", field=f"{name}[{idx}]"
+            "sample is masked (fill or drop masked samples)",
+            field=f"{name}[{idx}]",
+            limit="no masked sample",
+            value="masked",
         )
     try:
         complex_ = np.iscomplexobj(x)
     except (TypeError, ValueError):
         complex_ = False  # ragged: refused below
     if complex_:  # float() of a complex array drops the imaginary part (a warning)
-        raise ParameterError("must be a 1-D array of real numbers, got complex", field=name)
+        raise ParameterError(
+            "must be a 1-D array of real numbers, got complex",
+            field=name,
+            limit=_REAL_ARRAY,
+            value=stream_kind(x),
+        )
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -500,28 +513,66 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
                     float(value)
                 except (TypeError, ValueError):
                     raise ParameterError(
-                        f"sample must be a real number, got {value!r}", field=f"{name}[{idx}]"
+                        f"sample must be a real number, got {value!r}",
+                        field=f"{name}[{idx}]",
+                        limit="a real number",
+                        value=value,
                     ) from None
-        raise ParameterError("must be a 1-D array of real numbers", field=name) from None
+        raise ParameterError(
+            "must be a 1-D array of real numbers",
+            field=name,
+            limit=_REAL_ARRAY,
+            value=stream_kind(x),
+        ) from None
     except OverflowError:  # a Python int beyond the float range
         raise ParameterError(
             "must be a 1-D array of real numbers within the float range (|x| < 1.8e308)",
             field=name,
+            limit="|x| < 1.8e308",
+            value=stream_kind(x),
         ) from None
     if arr.ndim != 1:
-        raise ParameterError(f"must be 1-D, got shape {arr.shape}", field=name)
+        raise ParameterError(
+            f"must be 1-D, got shape {arr.shape}", field=name, limit="1-D", value=arr.shape
+        )
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(f"sample must be finite, got {arr[idx]!r}", field=f"{name}[{idx}]")
+        raise ParameterError(
+            f"sample must be finite, got {arr[idx]!r}",
+            field=f"{name}[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
     return arr
+
+
+_REAL_ARRAY = "a 1-D array of real numbers"  # the limit of check_stream's array refusals
+
+
+def stream_kind(x: object) -> str:
+    """What a refused stream is, for ``ParameterError.value``: its dtype, else its type (the
+    stream itself may be millions of samples)."""
+    dtype = getattr(x, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return f"array of {dtype}"
+    if isinstance(x, list | tuple) and len(x) > 0:
+        return f"{type(x).__name__} of {type(x[0]).__name__}"
+    return type(x).__name__
 
 
 def _check_int(value: object, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ParameterError(f"must be an integer, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be an integer, got {value!r}", field=name, limit="an integer", value=value
+        )
     if value < minimum:
-        raise ParameterError(f"must be >= {minimum}, got {value!r}", field=name)
+        raise ParameterError(
+            f"must be >= {minimum}, got {value!r}",
+            field=name,
+            limit=f"an integer >= {minimum}",
+            value=value,
+        )
     return int(value)
 
 
@@ -553,13 +604,25 @@ def shift_discrepancy(x: np.ndarray, periods: np.ndarray) -> np.ndarray:
     if lags.dtype.kind not in "iu":
         flt = np.asarray(lags, dtype=float)
         if not np.all(np.isfinite(flt) & (flt == np.round(flt))):
-            raise ParameterError("periods must be integers", field="periods")
+            bad = flt[~(np.isfinite(flt) & (flt == np.round(flt)))]
+            raise ParameterError(
+                "periods must be integers",
+                field="periods",
+                limit="integers",
+                value=float(bad.flat[0]),
+            )
         lags = flt.astype(np.int64)
     n = arr.size
     if lags.size == 0:
         return np.zeros(lags.shape)
     if lags.min() < 0 or lags.max() >= n:
-        raise ParameterError(f"periods must lie in [0, {n - 1}] for n = {n}", field="periods")
+        outside = lags[(lags < 0) | (lags >= n)]
+        raise ParameterError(
+            f"periods must lie in [0, {n - 1}] for n = {n}",
+            field="periods",
+            limit=f"[0, {n - 1}]",
+            value=int(outside.flat[0]),
+        )
     # computed on the stream brought into [0.5, 1) by a power of two (exact) and scaled
     # back at the end: samples near +-1e300 overflowed the mean (a NaN for every lag) and
     # the squares; a true discrepancy beyond the float range is inf, not NaN
@@ -627,15 +690,16 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
     a = np.zeros(g.shape[0])
     blocked = _blocked(g)
     if blocked:
-        sums = _whittle_sums_blocked
+        sums, rows_p = _whittle_sums_blocked, p
     else:  # the temporaries once for the 4 steps (fresh pages fault in: +4 ms at n = 10^4)
         work = [_scratch(role, *g.shape) for role in ("wt", "wg", "tmp")]
         sums = functools.partial(_whittle_sums, work=work)
+        rows_p = _rows_of(p, g.shape)
     for step in range(4):
         if step == 0 and not blocked and math.isfinite(start) and start > 0.0:
-            s11, s12, s22, r1, r2 = _whittle_sums_flat(start, g, p, work)
+            s11, s12, s22, r1, r2 = _whittle_sums_flat(start, g, p, work, rows_p)
         else:
-            s11, s12, s22, r1, r2 = sums(c, a, g, p)
+            s11, s12, s22, r1, r2 = sums(c, a, g, rows_p)
         det = s11 * s22 - s12 * s12
         ok = det > 1e-12 * s11 * s22
         c_new = np.where(ok, (s22 * r1 - s12 * r2) / np.where(ok, det, 1.0), r1 / s11)
@@ -651,11 +715,11 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
         deviance = _deviance_blocked(c, a, g, p)
     else:  # sum(log(c + a g) + p / (c + a g)), each operation into the work arrays
         spectrum, logs, ratio = work
-        np.multiply(a[:, None], g, out=spectrum)
+        np.multiply(_per_row(a, g), g, out=spectrum)
         spectrum += c[:, None]
         np.log(spectrum, out=logs)
-        np.divide(p, spectrum, out=ratio)
-        deviance = np.add(logs, ratio, out=logs).sum(axis=1)
+        np.divide(rows_p, spectrum, out=ratio)
+        deviance = _row_sums(np.add(logs, ratio, out=logs))
     best = int(np.argmin(deviance))
     return float(c[best]), float(a[best]), best
 
@@ -668,7 +732,7 @@ def _scratch(role: str, rows: int, cols: int) -> np.ndarray:
     stream in the fits' temporaries (issue 19, helper A). Fortran order as ``g[:, keep]``
     has it: the fits' row sums then add the columns in sequence, the same bits. Above
     ``SCRATCH_FLOATS`` elements a fresh array (the buffers kept stay under
-    ``4 * SCRATCH_FLOATS`` floats a thread, 8 MB)."""
+    ``5 * SCRATCH_FLOATS`` floats a thread, 10 MB)."""
     size = rows * cols
     if size > SCRATCH_FLOATS:
         return np.empty((rows, cols), order="F")
@@ -680,8 +744,15 @@ def _scratch(role: str, rows: int, cols: int) -> np.ndarray:
 
 
 def _columns(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``g[:, keep]`` (the same values and Fortran order) in the ``"g"`` scratch buffer."""
-    return np.compress(keep, g, axis=1, out=_scratch("g", g.shape[0], int(keep.sum())))
+    """``g[:, keep]`` (the same values and Fortran order) in the ``"g"`` scratch buffer. From
+    a Fortran-ordered ``g`` whole columns are copied (its transpose's rows; issue 19, helper
+    D: from the C-ordered shapes each column was gathered element by element, 152 against
+    58 us at 19 x 5,000)."""
+    out = _scratch("g", g.shape[0], int(keep.sum()))
+    if g.flags.f_contiguous and not g.flags.c_contiguous:
+        np.compress(keep, g.T, axis=0, out=out.T)
+        return out
+    return np.compress(keep, g, axis=1, out=out)
 
 
 def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, work: list):
@@ -690,37 +761,74 @@ def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, wo
     arrays like ``g`` (overwritten)."""
     wt, wg, tmp = work
     # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
-    np.multiply(a[:, None], g, out=wt)
+    np.multiply(_per_row(a, g), g, out=wt)
     wt += c[:, None]
     np.multiply(wt, wt, out=wt)
     np.divide(1.0, wt, out=wt)
     np.multiply(wt, g, out=wg)
-    s11 = wt.sum(axis=1)
-    s12 = wg.sum(axis=1)
-    s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
-    r1 = np.multiply(wt, p, out=tmp).sum(axis=1)
-    r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+    s11 = _row_sums(wt)
+    s12 = _row_sums(wg)
+    s22 = _row_sums(np.multiply(wg, g, out=tmp))
+    r1 = _row_sums(np.multiply(wt, p, out=tmp))
+    r2 = _row_sums(np.multiply(wg, p, out=tmp))
     return s11, s12, s22, r1, r2
 
 
-def _whittle_sums_flat(start: float, g: np.ndarray, p: np.ndarray, work: list):
+def _whittle_sums_flat(
+    start: float, g: np.ndarray, p: np.ndarray, work: list, rows_p: np.ndarray | None = None
+):
     """``_whittle_sums`` at the IRLS start, ``c = start`` and ``a = 0`` on every row (issue
     19, helper E): ``S = 0 g + c = start`` exactly (``g`` finite), so ``w = 1 / (start
     start)`` is one number and ``sum w`` and ``sum w p`` are the same on every row. Those two
     sums once, in sequence as numpy forms the row sums of the Fortran-ordered arrays
     (``np.cumsum``'s last element: the same additions in the same order), the other three
     as ``_whittle_sums`` with ``w g`` from the scalar: the same bits, four passes over ``g``
-    and two row sums fewer."""
+    and two row sums fewer. ``rows_p``: ``p`` on every row (``_rows_of``), or None."""
     rows, cols = g.shape
     w = 1.0 / (np.float64(start) * np.float64(start))
     _, wg, tmp = work
     np.multiply(g, w, out=wg)
     s11 = np.full(rows, np.cumsum(np.full(cols, w))[-1])
-    s12 = wg.sum(axis=1)
-    s22 = np.multiply(wg, g, out=tmp).sum(axis=1)
+    s12 = _row_sums(wg)
+    s22 = _row_sums(np.multiply(wg, g, out=tmp))
     r1 = np.full(rows, np.cumsum(w * p)[-1])
-    r2 = np.multiply(wg, p, out=tmp).sum(axis=1)
+    r2 = _row_sums(np.multiply(wg, p if rows_p is None else rows_p, out=tmp))
     return s11, s12, s22, r1, r2
+
+
+def _per_row(a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``a[:, None]`` for products with ``g``: on a Fortran-ordered ``g`` the same values as
+    a contiguous array of ``g``'s layout (``np.tile``: ``a`` once per column), which numpy
+    multiplies in one pass instead of one column per inner-loop call (50 against 94 us at
+    19 x 5,000 with the tiling; issue 19, helper D). The same products, so the same bits."""
+    if g.ndim == 2 and g.flags.f_contiguous and not g.flags.c_contiguous:
+        return np.tile(a, g.shape[1]).reshape(g.shape, order="F")
+    return a[:, None]
+
+
+def _rows_of(p: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``p`` repeated on every row of a Fortran-ordered ``shape`` array (the ``"p"`` scratch
+    buffer; issue 19, helper D): the fits multiply and divide by ``p`` 8 times, and numpy
+    broadcasts a 1-D ``p`` over a Fortran-ordered array one column (19 elements) per
+    inner-loop call, 2.2 times slower than with this contiguous operand (146 against
+    66 us at 19 x 5,000, load 5). The same products, so the same bits."""
+    out = _scratch("p", *shape)
+    out[...] = p
+    return out
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """``x.sum(axis=1)`` of a 2-D float64 array, bit for bit (issue 19, helper D). On a
+    Fortran-ordered array of several rows numpy adds the columns in sequence, one column
+    (``rows`` elements) per inner-loop call, ~45 ns each; ``np.einsum("ij->i", x)`` makes
+    the same additions in the same order (its output starts at 0.0 and adds each column;
+    ``0.0 + x_0 = x_0`` for every ``x_0`` but -0.0, so only a row of -0.0 alone could come
+    out +0.0) with a cheaper loop: 86 against 250 us at 19 x 5,000 (load 5). Elsewhere
+    (one row, C order) numpy's own sum: einsum's contiguous loops use several
+    accumulators there (other bits). tests/unit/test_D_speed_same.py compares the two."""
+    if x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous:
+        return np.einsum("ij->i", x)
+    return x.sum(axis=1)
 
 
 def _blocked(g: np.ndarray) -> bool:
@@ -809,6 +917,7 @@ def _ar_shapes(omega_bytes: bytes) -> np.ndarray:
     omega = np.frombuffer(omega_bytes, dtype=float)
     g = _shapes(omega)
     g /= g.mean(axis=1, keepdims=True)
+    g = np.asfortranarray(g)  # the same values, column by column for _columns
     g.setflags(write=False)
     return g
 
@@ -894,20 +1003,74 @@ def _screen(xw: np.ndarray, periods: np.ndarray):
     n = xw.size
     nfft = sp_fft.next_fast_len(PAD * n, real=True)
     spec = sp_fft.rfft(xw, nfft)
-    pad_power = (spec.real**2 + spec.imag**2) / n
-    ac = sp_fft.irfft(spec.real**2 + spec.imag**2, nfft)[:n]
+    squares = spec.real**2 + spec.imag**2  # once for both (the same values)
+    pad_power = squares / n
+    ac = sp_fft.irfft(squares, nfft)[:n]
     # full harmonic sum: sum_p S_p^2 = c_0 + 2 sum_j c_{jT}
     comb = ac[0] + 2.0 * _comb_sums(ac, periods)
     full_total = periods * comb / (2.0 * n)
     full_shape = (periods - 1) / 2.0
-    top = HARMONIC_LEVELS[-1]
-    jj = np.arange(1, top + 1)
-    idx = np.rint(jj[None, :] * (nfft / periods[:, None])).astype(np.int64)
-    idx = np.minimum(idx, pad_power.size - 1)
-    partial = np.cumsum(pad_power[idx], axis=1)
     levels = np.array(HARMONIC_LEVELS)
     valid = levels[None, :] < ((periods[:, None] - 1) // 2)
-    return (partial[:, levels - 1], full_total, full_shape, valid), ac
+    bounds = _arange_bounds(periods)
+    if bounds is None:
+        idx = _harmonic_bins(nfft, pad_power.size, periods)
+        partial = np.cumsum(pad_power[idx], axis=1)[:, levels - 1]
+    else:
+        partial = _level_sums(pad_power, _harmonic_bins_cached(nfft, pad_power.size, *bounds))
+    return (partial, full_total, full_shape, valid), ac
+
+
+def _harmonic_bins(nfft: int, bins: int, periods: np.ndarray) -> np.ndarray:
+    """The oversampled periodogram's bin nearest each harmonic ``j = 1 .. 32`` of every
+    period: ``(periods.size, 32)`` indices into ``bins`` bins."""
+    jj = np.arange(1, HARMONIC_LEVELS[-1] + 1)
+    idx = np.rint(jj[None, :] * (nfft / periods[:, None])).astype(np.int64)
+    return np.minimum(idx, bins - 1)
+
+
+@functools.lru_cache(maxsize=2)  # <= SCREEN_CACHE_PERIODS x 32 indices (2 MB) each
+def _harmonic_bins_cached(nfft: int, bins: int, first: int, last: int) -> np.ndarray:
+    """``_harmonic_bins`` of the periods ``first .. last``, transposed (one row per
+    harmonic, C order) and cached: a function of the stream's length only, the same for
+    every stream of a fleet (issue 19, helper D: ~0.3 ms of the screening at n = 10^4).
+    Read-only."""
+    idx = np.ascontiguousarray(_harmonic_bins(nfft, bins, np.arange(first, last + 1)).T)
+    idx.setflags(write=False)
+    return idx
+
+
+def _level_sums(pad_power: np.ndarray, bins_by_harmonic: np.ndarray) -> np.ndarray:
+    """``np.cumsum(pad_power[idx], axis=1)[:, levels - 1]`` (``idx`` the transpose of
+    ``bins_by_harmonic``), bit for bit: ``cumsum`` adds each row's harmonics in order, and
+    so does the running sum here, one harmonic (a contiguous row of all periods) at a time,
+    kept at each level (issue 19, helper D: the cumulative sum over rows of 32 and the
+    column selection cost 0.5 ms at n = 10^4, load 4; this, 0.15 ms). One harmonic's
+    powers gathered at a time: the whole ``(32, periods)`` gather was 850 KB of fresh
+    pages per stream at n = 10^4."""
+    harmonics, size = bins_by_harmonic.shape
+    out = np.empty((size, len(HARMONIC_LEVELS)))
+    running = pad_power[bins_by_harmonic[0]]
+    row = np.empty(size)
+    column = 0
+    for j in range(harmonics):
+        if j:
+            np.add(running, np.take(pad_power, bins_by_harmonic[j], out=row), out=running)
+        if j + 1 == HARMONIC_LEVELS[column]:
+            out[:, column] = running
+            column += 1
+    return out
+
+
+def _arange_bounds(periods: np.ndarray) -> tuple[int, int] | None:
+    """``(first, last)`` when ``periods`` is ``np.arange(first, last + 1)`` of at most
+    ``SCREEN_CACHE_PERIODS`` periods (the screening's cached index arrays), else None."""
+    if periods.size == 0 or periods.size > SCREEN_CACHE_PERIODS:
+        return None
+    first, last = int(periods[0]), int(periods[-1])
+    if last - first + 1 != periods.size or not np.all(np.diff(periods) == 1):
+        return None
+    return first, last
 
 
 def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
@@ -921,9 +1084,12 @@ def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
     n = ac.size
     count = (n - 1) // periods
     if int(count.sum()) <= COMB_VECTOR:
-        rows = np.repeat(np.arange(periods.size), count)
-        j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
-        return np.bincount(rows, weights=ac[periods[rows] * j], minlength=periods.size)
+        bounds = _arange_bounds(periods)
+        if bounds is not None and n <= COMB_CACHE:
+            rows, lags = _comb_index(n, *bounds)
+        else:
+            rows, lags = _comb_rows(n, periods)
+        return np.bincount(rows, weights=ac[lags], minlength=periods.size)
     out = np.zeros(periods.size)
     short = int(np.searchsorted(periods, math.isqrt(n - 1), side="right"))
     for r in range(short):
@@ -935,6 +1101,26 @@ def _comb_sums(ac: np.ndarray, periods: np.ndarray) -> np.ndarray:
             k = int(np.searchsorted(lags, (n - 1) // j, side="right"))  # j T < n: a prefix
             rest[:k] += ac[lags[:k] * j]
     return out
+
+
+def _comb_rows(n: int, periods: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The comb's terms as index arrays: each term's row (its period's index) and lag
+    ``j T``, ``j = 1 .. (n - 1) // T``, rows ascending, ``j`` ascending within a row."""
+    count = (n - 1) // periods
+    rows = np.repeat(np.arange(periods.size), count)
+    j = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count) + 1
+    return rows, periods[rows] * j
+
+
+@functools.lru_cache(maxsize=2)  # ~n ln n terms x 2 x 8 bytes: 1.3 MB at n = 10^4, 5 MB at 2^15
+def _comb_index(n: int, first: int, last: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_comb_rows`` of the periods ``first .. last``, cached: a function of the stream's
+    length only (issue 19, helper D: the index arithmetic was half of ``_comb_sums``).
+    Read-only."""
+    rows, lags = _comb_rows(n, np.arange(first, last + 1))
+    rows.setflags(write=False)
+    lags.setflags(write=False)
+    return rows, lags
 
 
 def _screen_logp(stats, dfd: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -998,11 +1184,22 @@ def _full_column(total: np.ndarray, shape: np.ndarray, dfd: float, cut: float) -
     whose tail is at least ``P(F(2 s, 2 d) > 1) >= exp(-1)`` for ``s >= 1`` (the limit
     ``s = 1``, ``d -> inf`` is the exponential tail at 1; measured on a grid of ``s`` and
     ``d`` from 1 to 10^7: minimum 0.3679), above ``FULL_TAIL_FLOOR = 0.3``: such a row
-    cannot be below a ``cut`` under ``log 0.3``, so ``known < cut`` comes out the same."""
+    cannot be below a ``cut`` under ``log 0.3``, so ``known < cut`` comes out the same.
+
+    Nor can a row whose leading term ``_log_f_leading`` (a lower bound of the log tail, at
+    a tenth of fdtrc's cost) is at least ``cut + FULL_LEAD_MARGIN`` (issue 19, helper D:
+    the F tails of this column were ~1.1 of ~23 ms per stream at T = 1,000): where
+    ``_log_sf`` switches to that term its value is the bound itself, and elsewhere it is
+    the log of an fdtrc value that would have to fall ``e^10`` times below the true tail
+    to reach ``cut`` (fdtrc's error in log is within 0.05 where measured,
+    ``_column_bound``)."""
     if cut >= math.log(FULL_TAIL_FLOOR):
         return _log_sf(total, shape, dfd)
     out = np.full(total.size, np.inf)
     rows = np.flatnonzero(total > shape)
+    if math.isfinite(dfd) and rows.size:
+        lead = _log_f_leading(np.maximum(total[rows], 1e-300), shape[rows], dfd)
+        rows = rows[lead < cut + FULL_LEAD_MARGIN]
     out[rows] = _log_sf(total[rows], shape[rows], dfd)
     return out
 
@@ -1180,7 +1377,9 @@ def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, a
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
     min_cycles = _check_int(min_cycles, "min_cycles", 2)
     if not (isinstance(alpha, numbers.Real) and 0.0 < float(alpha) < 1.0):
-        raise ParameterError(f"must be in (0, 1), got {alpha!r}", field="alpha")
+        raise ParameterError(
+            f"must be in (0, 1), got {alpha!r}", field="alpha", limit="in (0, 1)", value=alpha
+        )
     n = arr.size
     if max_period is None:
         max_period = n // min_cycles
@@ -1986,10 +2185,11 @@ def masked_logp(xd: np.ndarray, period: int) -> float:
     g = _shapes(2.0 * np.pi * np.flatnonzero(keep) / n)
     norm = g.mean(axis=1, keepdims=True)
     g /= norm
+    by_column = np.asfortranarray(g)  # for _columns (the same values)
     p = pw[keep]
     fit = np.ones(p.size, dtype=bool)
     for _ in range(2):
-        c, a, best = _whittle(p[fit], _columns(g, fit), float(np.mean(p[fit])))
+        c, a, best = _whittle(p[fit], _columns(by_column, fit), float(np.mean(p[fit])))
         refit = p <= TRIM * (c + a * g[best])
         if refit.sum() < 8 or np.array_equal(refit, fit):
             break
@@ -2102,17 +2302,28 @@ def _fold_energies_bounded(
         b = math.isqrt(max(qs) - 1) + 1
         rows = max(1, FAST_FOLD_BATCH // (limit * (b + -(-max(qs) // b))))
         for start in range(0, len(qs), rows):
+            # (issue 19, helper D) each fold written into its zero-padded row at once and
+            # the rows' sums |y| in one call: the same values up to rounding of the sums,
+            # which the tolerance's slack (~1e4) covers
             chunk = qs[start : start + rows]
-            folds = [_phase_sums(xs, q) / _phase_counts(xs.size, q)[1] for q in chunk]
-            spec = _partial_dft(folds, limit)
-            power = np.sum(spec.real**2 + spec.imag**2, axis=1)
-            for q, fold, energy in zip(chunk, folds, power, strict=True):
-                scale = float(np.sum(np.abs(fold)))
-                found[q] = (
-                    2.0 * float(energy) / q,
-                    FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale / q,
-                )
+            padded = _padded_rows(chunk)
+            for row, q in zip(padded, chunk, strict=True):
+                np.divide(_phase_sums(xs, q), _phase_counts(xs.size, q)[1], out=row[:q])
+            spec = _partial_dft_padded(padded, np.array(chunk), limit)
+            power = 2.0 * np.sum(spec.real**2 + spec.imag**2, axis=1)
+            scale = np.abs(padded).sum(axis=1)
+            tol = FAST_FOLD_TOLERANCE * 2.0 * limit * scale * scale
+            for q, energy, bound in zip(chunk, power.tolist(), tol.tolist(), strict=True):
+                found[q] = (energy / q, bound / q)
     return [found[q] for q in periods]
+
+
+def _padded_rows(sizes: list[int]) -> np.ndarray:
+    """Zeros for folds of ``sizes`` samples, one row each of ``a b`` columns: the
+    ``(a, b)`` matrix of ``_partial_dft`` for the longest (``b = ceil(sqrt(T))``)."""
+    longest = max(sizes)
+    b = math.isqrt(longest - 1) + 1
+    return np.zeros((len(sizes), b * -(-longest // b)))
 
 
 def _batch_pays(period: int, limit: int) -> bool:
@@ -2200,28 +2411,42 @@ def _partial_dft(y: np.ndarray | list[np.ndarray], count: int) -> np.ndarray:
 
 def _partial_dft_rows(folds: list[np.ndarray], count: int) -> np.ndarray:
     """``_partial_dft`` of a list of folds (its docstring)."""
-    sizes = np.array([fold.size for fold in folds])
-    longest = int(sizes.max())
-    b = math.isqrt(longest - 1) + 1
-    a = -(-longest // b)
-    padded = np.zeros((len(folds), a * b))
+    sizes = [fold.size for fold in folds]
+    padded = _padded_rows(sizes)
     for row, fold in zip(padded, folds, strict=True):
         row[: fold.size] = fold
-    matrix = padded.reshape(len(folds), a, b)
+    return _partial_dft_padded(padded, np.array(sizes), count)
+
+
+def _partial_dft_padded(padded: np.ndarray, sizes: np.ndarray, count: int) -> np.ndarray:
+    """``_partial_dft_rows`` of folds of ``sizes`` samples already in the rows of
+    ``padded`` (``_padded_rows``, zeros beyond each fold)."""
+    b = math.isqrt(int(sizes.max()) - 1) + 1
+    a = padded.shape[1] // b
+    matrix = padded.reshape(len(sizes), a, b)
     steps = np.concatenate((np.arange(0, a * b, b), np.arange(b)))
     if count <= FAST_FOLD_DIRECT:
         angles = (np.arange(1, count + 1)[None, :, None] * steps) % sizes[:, None, None]
         twiddles = np.exp(angles * (-2j * np.pi / sizes[:, None, None]))
     else:
-        first = np.exp(steps * (-2j * np.pi / sizes[:, None]))
-        twiddles = _powers(first, count).transpose(1, 0, 2)
-    # contiguous real and imaginary parts: numpy's matmul hands those to BLAS (the
-    # strided parts of a complex array went through its own loop, 2-3 times slower)
-    outer = twiddles[:, :, :a]
-    real = np.ascontiguousarray(outer.real) @ matrix
-    imag = np.ascontiguousarray(outer.imag) @ matrix
-    inner = twiddles[:, :, a:]
-    return np.einsum("kjs,kjs->kj", real, inner) + 1j * np.einsum("kjs,kjs->kj", imag, inner)
+        twiddles = _powers(np.exp(steps * (-2j * np.pi / sizes[:, None])), count)
+        twiddles = twiddles.transpose(1, 0, 2)
+    # (issue 19, helper D) the complex sum over the inner steps as four real ones: the
+    # former mixed real x complex einsum over a transposed view cast every element (1.7 of
+    # 5.7 ms per stream in these DFTs at T = 1,000, load 3.5). Contiguous real and
+    # imaginary parts for the products: numpy's matmul hands those to BLAS (strided ones
+    # went through its own loop). (The powers are made harmonic-major, ``_powers``: made
+    # fold-major, each doubling step's operands share the output's memory bounds and numpy
+    # copied them, 640 us at 4 folds x 128 harmonics.)
+    cos_part, sin_part = twiddles.real, twiddles.imag
+    real = np.ascontiguousarray(cos_part[:, :, :a]) @ matrix
+    imag = np.ascontiguousarray(sin_part[:, :, :a]) @ matrix
+    inner_cos = np.ascontiguousarray(cos_part[:, :, a:])
+    inner_sin = np.ascontiguousarray(sin_part[:, :, a:])
+    out = np.empty(real.shape[:2], dtype=complex)
+    out.real = np.einsum("kjs,kjs->kj", real, inner_cos) - np.einsum("kjs,kjs->kj", imag, inner_sin)
+    out.imag = np.einsum("kjs,kjs->kj", real, inner_sin) + np.einsum("kjs,kjs->kj", imag, inner_cos)
+    return out
 
 
 def _powers(first: np.ndarray, count: int) -> np.ndarray:

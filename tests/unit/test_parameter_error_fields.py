@@ -3,8 +3,8 @@
 The sentence of a refusal names the field, the limit and the value for a person; the
 attributes give the same to a program (``err.field``, ``err.limit``, ``err.value``), as
 ``ScenarioError`` and ``OptionError`` do. This test reads the source (AST) of every library
-module and lists each ``ParameterError(...)`` call that lacks either keyword. ``PENDING``
-holds the modules not yet converted (2026-12-05 night); it may only shrink.
+module and lists each ``ParameterError(...)`` call that lacks either keyword: there is none
+(the last 78 modules were converted on 2026-12-05 night).
 """
 
 from __future__ import annotations
@@ -14,11 +14,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
-
-PENDING = {
-    "collector/cpr.py",
-    "collector/period.py",
-}
 
 
 def _calls_lacking_fields(path: Path) -> list[int]:
@@ -43,18 +38,10 @@ def test_every_parameter_error_names_its_limit_and_value():
     missing = {}
     for path in _library_modules():
         relative = path.relative_to(ROOT).as_posix()
-        if relative in PENDING:
-            continue
         lines = _calls_lacking_fields(path)
         if lines:
             missing[relative] = lines
     assert not missing, f"ParameterError without limit= and value= at {missing}"
-
-
-def test_pending_modules_still_need_work():
-    """A converted module leaves PENDING (so the list cannot hide a regression)."""
-    done = [f for f in sorted(PENDING) if not _calls_lacking_fields(ROOT / f)]
-    assert not done, f"converted, remove from PENDING: {done}"
 
 
 def test_the_scan_finds_a_call_without_the_fields(tmp_path):
@@ -64,10 +51,3 @@ def test_the_scan_finds_a_call_without_the_fields(tmp_path):
         "raise errors.ParameterError('ok', field='x', limit='> 0', value=-1)\n"
     )
     assert _calls_lacking_fields(sample) == [1]
-
-
-def test_pending_paths_are_library_modules():
-    strays = [
-        p for p in sorted(PENDING) if not (ROOT / p).is_file() or p.split("/")[0] not in LIBRARY
-    ]
-    assert not strays, f"PENDING names no library module: {strays}"

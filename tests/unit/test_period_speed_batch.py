@@ -125,7 +125,7 @@ def test_detect_period_identical_with_each_change_switched_off(monkeypatch):
     monkeypatch.setattr(
         P,
         "_whittle_sums_flat",
-        lambda start, g, p, work: P._whittle_sums(
+        lambda start, g, p, work, rows_p=None: P._whittle_sums(
             np.full(g.shape[0], start), np.zeros(g.shape[0]), g, p, work
         ),
     )

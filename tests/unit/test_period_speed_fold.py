@@ -113,6 +113,13 @@ def test_detect_period_identical_with_and_without_the_partial_dft(monkeypatch):
         return partial_dft(*args)
 
     monkeypatch.setattr(P, "_partial_dft", counted)
+    padded_dft = P._partial_dft_padded
+
+    def counted_padded(padded, sizes, count):
+        calls.append(len(sizes))  # the batches of bound_span (helper D: folds written in place)
+        return padded_dft(padded, sizes, count)
+
+    monkeypatch.setattr(P, "_partial_dft_padded", counted_padded)
     fast = [repr(dataclasses.asdict(P.detect_period(x))) for x in streams]
     assert sum(calls) > 100  # the partial DFT did the work (folds, however batched)
     monkeypatch.setattr(P, "FAST_FOLD_HARMONICS", 0)  # every fold by the exact route
