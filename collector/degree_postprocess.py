@@ -179,6 +179,7 @@ __all__ = [
     "histogram_l1",
     "histogram_prior",
     "kept_ratio",
+    "nb_shape_degree_prior",
     "noise_weight",
     "post_process",
     "posterior_degree_medians",
@@ -202,6 +203,13 @@ UNIMODAL_RATIO_MAX = 8.0
 # (significantly occupied) may be it, so a spike in the width-1 last bucket (t_k, D] is not
 # (docs/cadr-private.md, "Mid-size fleets: error rising with ε"; not tuned: 3 sds)
 MODE_Z = 3.0
+# the per-node prior's reading of weak counts (count_signal_ratio below UNIMODAL_RATIO_MAX):
+# "unimodal" (default) or "nb-shape" (opt-in, nb_shape_degree_prior; helper G, issue 20:
+# docs/preregistration/G-nb-shape.md)
+PER_NODE_READINGS = ("unimodal", "nb-shape")
+PER_NODE_READING = "unimodal"
+# nb-shape keeps its fit unless the misfit exceeds this upper chi-square quantile
+NB_FIT_LEVEL = 0.01
 
 
 def _released(values: object) -> np.ndarray:
@@ -464,7 +472,82 @@ def search_priors(
     pre-registered (2026-12-05)"). The fleet's collector and the in-process reference both
     ask here, so they read the counts alike. Post-processing: no budget."""
     args = (bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
-    return unimodal_degree_prior(*args), histogram_prior(*args)
+    if PER_NODE_READING not in PER_NODE_READINGS:
+        raise ParameterError(
+            f"must be one of {PER_NODE_READINGS}, got {PER_NODE_READING!r}",
+            field="PER_NODE_READING",
+            limit=f"one of {PER_NODE_READINGS}",
+            value=PER_NODE_READING,
+        )
+    per_node = nb_shape_degree_prior if PER_NODE_READING == "nb-shape" else unimodal_degree_prior
+    return per_node(*args), histogram_prior(*args)
+
+
+def nb_shape_degree_prior(
+    bucket_sums: object,
+    thresholds: list[int],
+    degree_bound: int,
+    devices: int,
+    eps_theta: float,
+    parties: int,
+) -> np.ndarray:
+    """Opt-in per-node prior (``PER_NODE_READING = "nb-shape"``): where the counts are weak
+    (``count_signal_ratio`` below ``UNIMODAL_RATIO_MAX``) a negative binomial over ``0..D``
+    (truncated at ``D``) fitted to the noisy bucket sums by least squares (every count's
+    noise has the same public sd), kept when its misfit in sd² is below the upper
+    ``NB_FIT_LEVEL`` chi-square quantile with ``K − 2`` degrees of freedom; otherwise, and
+    where the counts carry signal, ``unimodal_degree_prior``. Two shape parameters pool
+    all ``K`` buckets into the median (helper G, docs/preregistration/G-nb-shape.md).
+    Post-processing of the θ search's release: no budget."""
+    from scipy.special import chdtri  # scipy: see histogram_prior
+
+    d, n, ts, sums, eps, m = _noisy_bucket_input(
+        bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
+    )
+    args = (bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
+    if count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX or sums.size < 3:
+        return unimodal_degree_prior(*args)
+    prior, misfit = _nb_fit(sums, ts, d, n, noise_sd(eps, n, m))
+    if misfit > chdtri(sums.size - 2, NB_FIT_LEVEL):
+        return unimodal_degree_prior(*args)
+    return prior
+
+
+def _nb_pmf(mean: float, size: float, d: int) -> np.ndarray:
+    """The negative binomial of ``mean`` and ``size`` over ``0..d``, renormalised."""
+    from scipy.stats import nbinom
+
+    pmf = nbinom.pmf(np.arange(d + 1), size, size / (size + mean))
+    total = pmf.sum()
+    return pmf / total if total > 0 and np.isfinite(total) else np.full(d + 1, 1.0 / (d + 1))
+
+
+def _nb_fit(sums: np.ndarray, ts: list[int], d: int, n: int, sd: float) -> tuple[np.ndarray, float]:
+    """The least-squares negative binomial (Nelder-Mead over log mean and log size from
+    three starting sizes, the mean from the projection): its pmf and misfit in sd²."""
+    from scipy.optimize import minimize
+
+    bucket_of = np.searchsorted(ts, np.arange(d + 1), side="left")
+
+    def misfit(params: np.ndarray) -> float:
+        pmf = _nb_pmf(math.exp(params[0]), math.exp(params[1]), d)
+        expected = n * np.bincount(bucket_of, weights=pmf, minlength=sums.size)
+        return float(np.sum((sums - expected) ** 2)) / sd**2
+
+    widths = _bucket_widths(ts, d)
+    centres = np.array([-1, *ts])[:] + (widths + 1) / 2.0
+    mean0 = max(0.5, float(simplex_projection(sums, n) @ centres) / n)
+    best = None
+    for log_size in (-0.5, 1.0, 3.0):
+        found = minimize(
+            misfit,
+            np.array([math.log(mean0), log_size]),
+            method="Nelder-Mead",
+            options={"xatol": 1e-3, "fatol": 1e-3, "maxiter": 400},
+        )
+        if best is None or found.fun < best.fun:
+            best = found
+    return _nb_pmf(math.exp(best.x[0]), math.exp(best.x[1]), d), float(best.fun)
 
 
 def _noisy_bucket_input(
