@@ -1,0 +1,317 @@
+"""Coupled sensitivity of LPEA's kept degrees to one node's adjacency list (helper E, issue 20).
+
+For a graph D (symmetric lists), a node ``v`` and a neighbouring input D' (only ``v``'s own
+list changed: emptied, one entry removed, or one entry added), LPEA is run on the real
+``protocol.lpea.LpeaNode`` machines in both worlds with COUPLED randomness, and the kept-degree
+vectors are compared.
+
+Coupling. Every random draw of the fleet is keyed, not sequenced: before each call into a
+node the driver gives the node a fresh generator seeded by ``(seed, node, round, peer, kind)``
+(``kind``: 0 = round start, 1 = answer a request from ``peer`` (the Warner coin, drawn
+independently of the truth bit), 2 = answer received (``_propose``'s tie-break permutation,
+seeded with ``peer = -1`` so it does not depend on which answer came last), 3 = establish, 4 =
+confirm, 5 = give up requests), and every NDOE code by ``(seed, node, -1, -1, 9)``. Each stream
+is independent, so each world's marginal distribution is exactly the protocol's; the same
+(node, round, peer) coin is the same in both worlds. Hence for every seed, the DSR view's
+loss is at most ``(1 - alpha) eps * L1(kept_D, kept_D') / theta`` (DSR adds Lap(theta / eps_dsr)
+to each clipped kept degree), and ``sup L1 <= 2 theta`` over the coupling would give the
+battery's 2 eps claim (the star's proof, docs/audit-graph.md). This script measures L1.
+
+Usage: ``python scripts/E_cascade.py survey|climb [options]`` (``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+import numpy as np
+from ldpfleet.collector.audit.graph_canaries import ALPHA, NDOE_PARTS, _ids
+from ldpfleet.protocol.errors import RemoteProtocolError
+
+Lists = tuple[tuple[int, ...], ...]
+_KIND = {"req": 1, "ans": 2, "est": 3, "conf": 4}
+
+
+def _gen(seed: int, node: int, r: int, peer: int, kind: int) -> np.random.Generator:
+    return np.random.default_rng([seed, node, r + 1, peer + 1, kind])
+
+
+def coupled_kept(lists: Lists, theta: int, eps: float, seed: int, bound: int) -> np.ndarray:
+    """Kept degrees of one LPEA run (LPEA-LOW, budgets of CadrBudget(eps, ALPHA)) with
+    keyed randomness (module docstring). ``bound``: the NDOE degree bound (public)."""
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+    from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
+
+    n = len(lists)
+    budget = CadrBudget(eps, ALPHA)
+    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
+    mechanism = ExponentialMechanism(budget.ndoe, bound)
+    sent = [mechanism.sample(ndoe_scores(len(a), parts), _gen(seed, i, -1, -1, 9)) for i, a in enumerate(lists)]
+    listed = [set(a) for a in lists]
+    ids = _ids(n)
+    index = {name: i for i, name in enumerate(ids)}
+    nodes = []
+    for i, own in enumerate(lists):
+        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
+        nodes.append(LpeaNode("audit", ids[i], codes, theta, budget.lpea, _gen(seed, i, 0, -1, 0), "low", compact=True))
+    r = 0
+    while True:
+        for i, node in enumerate(nodes):
+            node._rng = _gen(seed, i, r, -1, 0)
+            node.start_round(r, 0.0)
+        added = 0
+        touched = list(range(n))
+        while True:
+            by_dst: dict[int, list] = defaultdict(list)
+            for i in touched:
+                for event in nodes[i].pop_events():
+                    if isinstance(event, RoundFinished):
+                        added += event.added
+                for item in nodes[i].pop_items():
+                    by_dst[index[item.peer]].append((i, item.kind, item.value))
+            if by_dst:
+                touched = sorted(by_dst)
+                for dst in touched:
+                    for src, kind, value in by_dst[dst]:
+                        peer = -1 if kind == "ans" else src
+                        nodes[dst]._rng = _gen(seed, dst, r, peer, _KIND[kind])
+                        try:
+                            nodes[dst].receive_item(ids[src], kind, value, r, 0.0)
+                        except RemoteProtocolError:
+                            pass
+                continue
+            touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
+            if not touched:
+                break
+            for i in touched:
+                nodes[i]._rng = _gen(seed, i, r, -1, 2)
+                nodes[i].finish_requests(0.0)
+        if added == 0:
+            break
+        r += 1
+    return np.array([len(node.kept) for node in nodes], dtype=np.int64), [
+        {index[j] for j in node.kept} for node in nodes
+    ]
+
+
+# ---- graphs -----------------------------------------------------------------------------------
+
+
+def lists_from_edges(n: int, edges) -> Lists:
+    out = [set() for _ in range(n)]
+    for a, b in edges:
+        if a != b:
+            out[a].add(b)
+            out[b].add(a)
+    return tuple(tuple(sorted(s)) for s in out)
+
+
+def family(name: str, rng: np.random.Generator) -> Lists:
+    """A small graph of a named family (random parameters drawn from ``rng``)."""
+    if name == "er":
+        n = int(rng.integers(8, 25))
+        p = float(rng.uniform(0.1, 0.4))
+        iu = np.triu_indices(n, 1)
+        hit = rng.random(len(iu[0])) < p
+        return lists_from_edges(n, zip(iu[0][hit].tolist(), iu[1][hit].tolist()))
+    if name == "ba":
+        n, m = int(rng.integers(8, 25)), int(rng.integers(1, 4))
+        edges, targets, repeated = [], list(range(m)), []
+        for new in range(m, n):
+            edges += [(new, t) for t in set(targets)]
+            repeated += list(set(targets)) + [new] * len(set(targets))
+            targets = [repeated[k] for k in rng.integers(0, len(repeated), m)]
+        return lists_from_edges(n, edges)
+    if name == "path":
+        n = int(rng.integers(4, 25))
+        return lists_from_edges(n, [(i, i + 1) for i in range(n - 1)])
+    if name == "cycle":
+        n = int(rng.integers(4, 25))
+        return lists_from_edges(n, [(i, (i + 1) % n) for i in range(n)])
+    if name == "grid":
+        a, b = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+        e = [(i * b + j, i * b + j + 1) for i in range(a) for j in range(b - 1)]
+        e += [(i * b + j, (i + 1) * b + j) for i in range(a - 1) for j in range(b)]
+        return lists_from_edges(a * b, e)
+    if name == "star-chain":  # centres 0..c-1 on a path, each with k leaves
+        c, k = int(rng.integers(2, 5)), int(rng.integers(1, 6))
+        e = [(i, i + 1) for i in range(c - 1)]
+        nxt = c
+        for i in range(c):
+            e += [(i, nxt + t) for t in range(k)]
+            nxt += k
+        return lists_from_edges(nxt, e)
+    if name == "facebook":  # a BFS ball of <= 25 nodes of ego-Facebook, induced
+        return _facebook_ball(rng)
+    raise ValueError(name)
+
+
+_FB = None
+
+
+def _facebook_ball(rng: np.random.Generator, size: int = 25) -> Lists:
+    global _FB
+    if _FB is None:
+        from ldpfleet.devices.graphs import ego_facebook
+
+        g = ego_facebook()
+        adj = defaultdict(set)
+        for a, b in zip(*[np.asarray(x).tolist() for x in _edge_arrays(g)]):
+            adj[a].add(b)
+            adj[b].add(a)
+        _FB = adj
+    start = int(rng.choice(list(_FB)))
+    ball, frontier = [start], [start]
+    while frontier and len(ball) < size:
+        nxt = []
+        for u in frontier:
+            for w in sorted(_FB[u]):
+                if w not in ball and len(ball) < size and rng.random() < 0.3:
+                    ball.append(w)
+                    nxt.append(w)
+        frontier = nxt
+    pos = {u: i for i, u in enumerate(ball)}
+    edges = [(pos[a], pos[b]) for a in ball for b in _FB[a] if b in pos and pos[a] < pos[b]]
+    return lists_from_edges(len(ball), edges)
+
+
+def _edge_arrays(g):
+    edges = np.asarray(g.edge_array())
+    return [edges[:, 0], edges[:, 1]]
+
+
+def neighbour_inputs(lists: Lists, v: int, rng: np.random.Generator) -> dict[str, Lists]:
+    """D' variants: v's own list emptied, one entry removed, one entry added."""
+    out = {"empty": lists[:v] + ((),) + lists[v + 1 :]}
+    if lists[v]:
+        drop = int(rng.choice(lists[v]))
+        out["remove"] = lists[:v] + (tuple(x for x in lists[v] if x != drop),) + lists[v + 1 :]
+    others = [u for u in range(len(lists)) if u != v and u not in lists[v]]
+    if others:
+        add = int(rng.choice(others))
+        out["add"] = lists[:v] + (tuple(sorted((*lists[v], add))),) + lists[v + 1 :]
+    return out
+
+
+def compare(d: Lists, dp: Lists, v: int, theta: int, eps: float, seed: int) -> dict:
+    bound = max(1, max(len(a) for a in d), max(len(a) for a in dp))
+    kd, sd = coupled_kept(d, theta, eps, seed, bound)
+    kp, sp = coupled_kept(dp, theta, eps, seed, bound)
+    near = {v, *d[v], *dp[v]}
+    moved = [i for i in range(len(d)) if kd[i] != kp[i]]
+    reset = [i for i in range(len(d)) if sd[i] != sp[i]]
+    return {
+        "l1": int(np.abs(kd - kp).sum()),
+        "far_degree": sum(1 for i in moved if i not in near),
+        "far_set": sum(1 for i in reset if i not in near),
+    }
+
+
+def survey(args) -> None:
+    rng = np.random.default_rng(args.seed)
+    rows = []
+    for fam in args.families.split(","):
+        for _ in range(args.graphs):
+            d = family(fam, rng)
+            v = int(rng.integers(len(d)))
+            for kind, dp in neighbour_inputs(d, v, rng).items():
+                for theta in range(1, args.theta_max + 1):
+                    for s in range(args.seeds):
+                        res = compare(d, dp, v, theta, args.eps, int(rng.integers(2**31)))
+                        rows.append({"family": fam, "change": kind, "theta": theta, **res})
+    out = {"eps": args.eps, "seed": args.seed, "rows": len(rows), "summary": {}}
+    for fam in args.families.split(","):
+        for kind in ("empty", "remove", "add"):
+            sel = [r for r in rows if r["family"] == fam and r["change"] == kind]
+            if not sel:
+                continue
+            ratio = np.array([r["l1"] / r["theta"] for r in sel])
+            out["summary"][f"{fam}/{kind}"] = {
+                "runs": len(sel),
+                "mean_l1_over_theta": round(float(ratio.mean()), 3),
+                "p99_l1_over_theta": round(float(np.quantile(ratio, 0.99)), 3),
+                "max_l1_over_theta": round(float(ratio.max()), 3),
+                "frac_over_2theta": round(float((ratio > 2).mean()), 4),
+                "frac_far_degree_change": round(float(np.mean([r["far_degree"] > 0 for r in sel])), 4),
+                "max_far_degree": max(r["far_degree"] for r in sel),
+                "max_far_set": max(r["far_set"] for r in sel),
+            }
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+def _mutate(d: Lists, rng: np.random.Generator, n_max: int) -> Lists:
+    n = len(d)
+    edges = {(a, b) for a in range(n) for b in d[a] if a < b}
+    move = rng.integers(3)
+    if move == 0 and n < n_max:  # add a node attached to a random node
+        edges.add((int(rng.integers(n)), n))
+        n += 1
+    elif move == 1:  # toggle a random pair
+        a, b = sorted(rng.choice(n, 2, replace=False).tolist())
+        edges ^= {(a, b)}
+    else:  # toggle an edge at a node of v = 0
+        b = int(rng.integers(1, n))
+        edges ^= {(0, b)}
+    return lists_from_edges(n, edges)
+
+
+def climb(args) -> None:
+    """Hill-climb over graphs (n <= n_max, v = node 0, D' = v's list emptied) for the largest
+    mean over ``seeds`` coupled runs of L1 / theta (mean, so the result is a property of the
+    graph, not of one lucky seed); also the max over those seeds."""
+    rng = np.random.default_rng(args.seed)
+    theta = args.theta
+
+    def score(d: Lists) -> tuple[float, float, int]:
+        dp = ((),) + d[1:]
+        res = [compare(d, dp, 0, theta, args.eps, 1000 + s) for s in range(args.seeds)]
+        ratio = [r["l1"] / theta for r in res]
+        return float(np.mean(ratio)), float(max(ratio)), max(r["far_degree"] for r in res)
+
+    best = family(args.start, rng)
+    best_score = score(best)
+    for step in range(args.steps):
+        cand = _mutate(best, rng, args.n_max)
+        if not cand[0]:
+            continue
+        s = score(cand)
+        if s[0] >= best_score[0]:
+            best, best_score = cand, s
+        if step % 50 == 0:
+            print(f"step {step} best mean {best_score[0]:.3f} max {best_score[1]:.3f} far {best_score[2]} n {len(best)}", file=sys.stderr)
+    edges = sorted((a, b) for a in range(len(best)) for b in best[a] if a < b)
+    json.dump({"theta": theta, "eps": args.eps, "mean_l1_over_theta": best_score[0],
+               "max_l1_over_theta": best_score[1], "max_far_degree": best_score[2],
+               "n": len(best), "edges": edges}, sys.stdout)
+    print()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("survey")
+    s.add_argument("--families", default="er,ba,path,cycle,grid,star-chain,facebook")
+    s.add_argument("--graphs", type=int, default=5)
+    s.add_argument("--theta-max", type=int, default=4)
+    s.add_argument("--seeds", type=int, default=3)
+    s.add_argument("--eps", type=float, default=1.0)
+    s.add_argument("--seed", type=int, default=1)
+    c = sub.add_parser("climb")
+    c.add_argument("--start", default="er")
+    c.add_argument("--theta", type=int, default=2)
+    c.add_argument("--steps", type=int, default=300)
+    c.add_argument("--seeds", type=int, default=8)
+    c.add_argument("--n-max", type=int, default=30)
+    c.add_argument("--eps", type=float, default=1.0)
+    c.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    survey(a) if a.cmd == "survey" else climb(a)
+
+
+if __name__ == "__main__":
+    main()
