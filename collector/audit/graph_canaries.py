@@ -410,3 +410,62 @@ GRAPH_FINDINGS = {
     "degree-star-eps": _entry("star", claim="eps"),
     "degree-star-edge-eps": _entry("star-edge", claim="eps"),
 }
+
+
+# ---- the cascade canary (helper E, issue 20) ----------------------------------------------
+# Found by ``scripts/E_cascade.py climb --theta 1 --steps 250 --seeds 8 --eps 1 --seed 1``
+# (hill-climb over graphs with n <= 30 for the largest coupled L1 of the kept degrees when
+# v = node 0 empties its list). Its held-out mean shift sum_i |E k_D,i - E k_D',i| (a lower
+# bound on the expected L1 of every coupling) is 3.19 +- 0.15 at theta = 1, eps = 1: above the
+# star's 2 theta, so the star's proof of the 2 eps claim does not carry over to this graph.
+CASCADE_EDGES = (
+    (0, 1), (0, 3), (0, 7), (0, 11), (0, 12), (0, 13), (0, 14), (0, 15), (0, 16), (0, 20),
+    (0, 21), (0, 27), (1, 2), (1, 3), (1, 4), (1, 6), (1, 12), (1, 13), (2, 3), (2, 8),
+    (2, 11), (2, 15), (2, 18), (2, 27), (3, 8), (3, 9), (3, 12), (3, 15), (3, 17), (4, 9),
+    (4, 14), (4, 15), (5, 9), (5, 13), (5, 14), (5, 23), (6, 8), (6, 10), (6, 11), (6, 13),
+    (6, 15), (6, 16), (7, 9), (7, 10), (7, 11), (7, 13), (7, 15), (8, 9), (8, 11), (8, 12),
+    (8, 13), (8, 28), (9, 14), (9, 22), (10, 13), (10, 14), (10, 15), (11, 12), (11, 15),
+    (11, 20), (11, 25), (12, 13), (12, 29), (13, 19), (14, 21), (15, 17), (16, 18), (16, 21),
+    (16, 26), (18, 19), (18, 20), (19, 20), (20, 27), (21, 24), (22, 28), (24, 28),
+)  # fmt: skip
+CASCADE_NODES = 30
+# Per-node E k_D - E k_D' (theta = 1, eps = 1) from 300 + 300 pilot runs with seeds that the
+# audit never uses (scripts/E_cascade.py mean_shift, seed 10000): public weights of a witness.
+CASCADE_PILOT_SHIFT = (
+    0.943, 0.037, -0.027, -0.003, -0.093, -0.023, 0.017, 0.143, -0.103, -0.01, -0.08, -0.027,
+    -0.037, 0.033, 0.007, 0.023, -0.043, -0.327, 0.023, -0.09, 0.02, 0.073, -0.027, 0.1,
+    -0.223, -0.203, -0.193, 0.1, 0.017, -0.253,
+)  # fmt: skip
+
+
+def cascade_canary() -> GraphCanary:
+    """The cascade canary: ``CASCADE_EDGES`` in D; in D' node 0 (``v``) empties its list
+    (node-LDP: the other 29 lists, including v's neighbours' mention of v, stay)."""
+    d = _lists(CASCADE_NODES, CASCADE_EDGES)
+    dp = [set(a) for a in d]
+    dp[0] = set()
+    return GraphCanary(
+        "cascade",
+        _freeze(d),
+        _freeze(dp),
+        0,
+        tuple(sorted(d[0])),
+        f"hill-climbed graph (n = {CASCADE_NODES}, v of degree {len(d[0])}) vs v's list "
+        "emptied (node-LDP: only v's list changes)",
+    )
+
+
+def cascade_witnesses(canary: GraphCanary, theta: int) -> dict[str, Witness]:
+    """``graph_witnesses`` plus two linear statistics of the clipped releases: the sum with
+    the pilot's signs, and the sum weighted by the pilot's mean shifts (``CASCADE_PILOT_SHIFT``,
+    public: fixed before any audit run)."""
+    weights = np.asarray(CASCADE_PILOT_SHIFT, dtype=float)
+    signs = np.sign(weights)
+
+    def clipped(y) -> np.ndarray:
+        return np.clip(np.atleast_2d(np.asarray(y, dtype=float)), 0, theta)
+
+    out = dict(graph_witnesses(canary, theta))
+    out["signed sum"] = lambda y: clipped(y) @ signs
+    out["pilot-weighted sum"] = lambda y: clipped(y) @ weights
+    return out
