@@ -23,79 +23,20 @@ Usage: ``python scripts/E_cascade.py survey|climb [options]`` (``--help``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections import defaultdict
 
 import numpy as np
-from ldpfleet.collector.audit.graph_canaries import ALPHA, NDOE_PARTS, _ids
-from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.collector.audit.graph_canaries import keyed_lpea_kept
 
 Lists = tuple[tuple[int, ...], ...]
-_KIND = {"req": 1, "ans": 2, "est": 3, "conf": 4}
 
 
-def _gen(seed: int, node: int, r: int, peer: int, kind: int) -> np.random.Generator:
-    return np.random.default_rng([seed, node, r + 1, peer + 1, kind])
-
-
-def coupled_kept(lists: Lists, theta: int, eps: float, seed: int, bound: int) -> np.ndarray:
-    """Kept degrees of one LPEA run (LPEA-LOW, budgets of CadrBudget(eps, ALPHA)) with
-    keyed randomness (module docstring). ``bound``: the NDOE degree bound (public)."""
-    from ldpfleet.protocol.cadr_budget import CadrBudget
-    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-    from ldpfleet.protocol.lpea import LpeaNode, RoundFinished
-
-    n = len(lists)
-    budget = CadrBudget(eps, ALPHA)
-    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
-    mechanism = ExponentialMechanism(budget.ndoe, bound)
-    sent = [mechanism.sample(ndoe_scores(len(a), parts), _gen(seed, i, -1, -1, 9)) for i, a in enumerate(lists)]
-    listed = [set(a) for a in lists]
-    ids = _ids(n)
-    index = {name: i for i, name in enumerate(ids)}
-    nodes = []
-    for i, own in enumerate(lists):
-        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
-        nodes.append(LpeaNode("audit", ids[i], codes, theta, budget.lpea, _gen(seed, i, 0, -1, 0), "low", compact=True))
-    r = 0
-    while True:
-        for i, node in enumerate(nodes):
-            node._rng = _gen(seed, i, r, -1, 0)
-            node.start_round(r, 0.0)
-        added = 0
-        touched = list(range(n))
-        while True:
-            by_dst: dict[int, list] = defaultdict(list)
-            for i in touched:
-                for event in nodes[i].pop_events():
-                    if isinstance(event, RoundFinished):
-                        added += event.added
-                for item in nodes[i].pop_items():
-                    by_dst[index[item.peer]].append((i, item.kind, item.value))
-            if by_dst:
-                touched = sorted(by_dst)
-                for dst in touched:
-                    for src, kind, value in by_dst[dst]:
-                        peer = -1 if kind == "ans" else src
-                        nodes[dst]._rng = _gen(seed, dst, r, peer, _KIND[kind])
-                        try:
-                            nodes[dst].receive_item(ids[src], kind, value, r, 0.0)
-                        except RemoteProtocolError:
-                            pass
-                continue
-            touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
-            if not touched:
-                break
-            for i in touched:
-                nodes[i]._rng = _gen(seed, i, r, -1, 2)
-                nodes[i].finish_requests(0.0)
-        if added == 0:
-            break
-        r += 1
-    return np.array([len(node.kept) for node in nodes], dtype=np.int64), [
-        {index[j] for j in node.kept} for node in nodes
-    ]
+def coupled_kept(lists: Lists, theta: int, eps: float, seed: int, bound: int):
+    """Kept degrees and sets of one keyed-randomness LPEA run (``keyed_lpea_kept``)."""
+    return keyed_lpea_kept(lists, theta, eps, seed, degree_bound=bound)
 
 
 # ---- graphs -----------------------------------------------------------------------------------
@@ -117,7 +58,7 @@ def family(name: str, rng: np.random.Generator) -> Lists:
         p = float(rng.uniform(0.1, 0.4))
         iu = np.triu_indices(n, 1)
         hit = rng.random(len(iu[0])) < p
-        return lists_from_edges(n, zip(iu[0][hit].tolist(), iu[1][hit].tolist()))
+        return lists_from_edges(n, zip(iu[0][hit].tolist(), iu[1][hit].tolist(), strict=False))
     if name == "ba":
         n, m = int(rng.integers(8, 25)), int(rng.integers(1, 4))
         edges, targets, repeated = [], list(range(m)), []
@@ -160,7 +101,7 @@ def _facebook_ball(rng: np.random.Generator, size: int = 25) -> Lists:
 
         g = ego_facebook()
         adj = defaultdict(set)
-        for a, b in zip(*[np.asarray(x).tolist() for x in _edge_arrays(g)]):
+        for a, b in zip(*[np.asarray(x).tolist() for x in _edge_arrays(g)], strict=False):
             adj[a].add(b)
             adj[b].add(a)
         _FB = adj
@@ -186,14 +127,14 @@ def _edge_arrays(g):
 
 def neighbour_inputs(lists: Lists, v: int, rng: np.random.Generator) -> dict[str, Lists]:
     """D' variants: v's own list emptied, one entry removed, one entry added."""
-    out = {"empty": lists[:v] + ((),) + lists[v + 1 :]}
+    out = {"empty": (*lists[:v], (), *lists[v + 1 :])}
     if lists[v]:
         drop = int(rng.choice(lists[v]))
-        out["remove"] = lists[:v] + (tuple(x for x in lists[v] if x != drop),) + lists[v + 1 :]
+        out["remove"] = (*lists[:v], tuple(x for x in lists[v] if x != drop), *lists[v + 1 :])
     others = [u for u in range(len(lists)) if u != v and u not in lists[v]]
     if others:
         add = int(rng.choice(others))
-        out["add"] = lists[:v] + (tuple(sorted((*lists[v], add))),) + lists[v + 1 :]
+        out["add"] = (*lists[:v], tuple(sorted((*lists[v], add))), *lists[v + 1 :])
     return out
 
 
@@ -220,7 +161,7 @@ def survey(args) -> None:
             v = int(rng.integers(len(d)))
             for kind, dp in neighbour_inputs(d, v, rng).items():
                 for theta in range(1, args.theta_max + 1):
-                    for s in range(args.seeds):
+                    for _s in range(args.seeds):
                         res = compare(d, dp, v, theta, args.eps, int(rng.integers(2**31)))
                         rows.append({"family": fam, "change": kind, "theta": theta, **res})
     out = {"eps": args.eps, "seed": args.seed, "rows": len(rows), "summary": {}}
@@ -236,7 +177,9 @@ def survey(args) -> None:
                 "p99_l1_over_theta": round(float(np.quantile(ratio, 0.99)), 3),
                 "max_l1_over_theta": round(float(ratio.max()), 3),
                 "frac_over_2theta": round(float((ratio > 2).mean()), 4),
-                "frac_far_degree_change": round(float(np.mean([r["far_degree"] > 0 for r in sel])), 4),
+                "frac_far_degree_change": round(
+                    float(np.mean([r["far_degree"] > 0 for r in sel])), 4
+                ),
                 "max_far_degree": max(r["far_degree"] for r in sel),
                 "max_far_set": max(r["far_set"] for r in sel),
             }
@@ -268,7 +211,7 @@ def climb(args) -> None:
     theta = args.theta
 
     def score(d: Lists) -> tuple[float, float, int]:
-        dp = ((),) + d[1:]
+        dp = ((), *d[1:])
         res = [compare(d, dp, 0, theta, args.eps, 1000 + s) for s in range(args.seeds)]
         ratio = [r["l1"] / theta for r in res]
         return float(np.mean(ratio)), float(max(ratio)), max(r["far_degree"] for r in res)
@@ -283,11 +226,24 @@ def climb(args) -> None:
         if s[0] >= best_score[0]:
             best, best_score = cand, s
         if step % 50 == 0:
-            print(f"step {step} best mean {best_score[0]:.3f} max {best_score[1]:.3f} far {best_score[2]} n {len(best)}", file=sys.stderr)
+            print(
+                f"step {step} best mean {best_score[0]:.3f} max {best_score[1]:.3f} "
+                f"far {best_score[2]} n {len(best)}",
+                file=sys.stderr,
+            )
     edges = sorted((a, b) for a in range(len(best)) for b in best[a] if a < b)
-    json.dump({"theta": theta, "eps": args.eps, "mean_l1_over_theta": best_score[0],
-               "max_l1_over_theta": best_score[1], "max_far_degree": best_score[2],
-               "n": len(best), "edges": edges}, sys.stdout)
+    json.dump(
+        {
+            "theta": theta,
+            "eps": args.eps,
+            "mean_l1_over_theta": best_score[0],
+            "max_l1_over_theta": best_score[1],
+            "max_far_degree": best_score[2],
+            "n": len(best),
+            "edges": edges,
+        },
+        sys.stdout,
+    )
     print()
 
 
@@ -330,8 +286,12 @@ def mean_shift(d: Lists, dp: Lists, theta: int, eps: float, runs: int, seed: int
     sign = np.sign(diff)
     stat_d, stat_p = kd @ sign, kp @ sign
     se = float(np.sqrt(stat_d.var(ddof=1) / runs + stat_p.var(ddof=1) / runs))
-    return {"mean_shift_l1": float(np.abs(diff).sum()), "se": se, "theta": theta,
-            "per_node": [round(float(x), 3) for x in diff]}
+    return {
+        "mean_shift_l1": float(np.abs(diff).sum()),
+        "se": se,
+        "theta": theta,
+        "per_node": [round(float(x), 3) for x in diff],
+    }
 
 
 def held_out_shift(d: Lists, dp: Lists, theta: int, eps: float, runs: int, seed: int) -> dict:
@@ -346,5 +306,53 @@ def held_out_shift(d: Lists, dp: Lists, theta: int, eps: float, runs: int, seed:
     kp = np.stack([coupled_kept(dp, theta, eps, base + runs + s, bound)[0] for s in range(runs)])
     stat_d, stat_p = kd @ sign, kp @ sign
     se = float(np.sqrt(stat_d.var(ddof=1) / runs + stat_p.var(ddof=1) / runs))
-    return {"pilot_shift": pilot["mean_shift_l1"], "held_out_shift": float(stat_d.mean() - stat_p.mean()),
-            "se": se, "theta": theta, "signs": sign.astype(int).tolist()}
+    return {
+        "pilot_shift": pilot["mean_shift_l1"],
+        "held_out_shift": float(stat_d.mean() - stat_p.mean()),
+        "se": se,
+        "theta": theta,
+        "signs": sign.astype(int).tolist(),
+    }
+
+
+def arms(m: int, arm: int = 5) -> Lists:
+    """v = node 0 with ``m`` arms, each a path of ``arm`` nodes hanging from v: the gadget
+    of the path example (path 0-1-...-6, v = 1, theta = 1, where v's change moves 4 kept
+    degrees in the non-private limit), replicated ``m`` times around one v."""
+    edges, nxt = [], 1
+    for _ in range(m):
+        path = list(range(nxt, nxt + arm))
+        edges += [(0, path[0]), *list(itertools.pairwise(path))]
+        nxt += arm
+    return lists_from_edges(nxt, edges)
+
+
+def arms_table(
+    eps_values=(1.0, 1000.0), ms=(1, 2, 4, 6), runs: int = 200, seed: int = 50_000
+) -> None:
+    """Coupled mean/max L1 and the held-out W1 lower bound against m (theta = 1)."""
+    for eps in eps_values:
+        for m in ms:
+            d = arms(m)
+            dp = ((), *d[1:])
+            bound = max(len(a) for a in d)
+            l1 = []
+            for s in range(runs):
+                kd = coupled_kept(d, 1, eps, seed + s, bound)[0]
+                kp = coupled_kept(dp, 1, eps, seed + s, bound)[0]
+                l1.append(int(np.abs(kd - kp).sum()))
+            w1 = held_out_shift(d, dp, 1, eps, runs, seed + 10 * runs)
+            print(
+                json.dumps(
+                    {
+                        "eps": eps,
+                        "m": m,
+                        "n": len(d),
+                        "coupled_mean_l1": float(np.mean(l1)),
+                        "coupled_max_l1": max(l1),
+                        "w1_lower": round(w1["held_out_shift"], 3),
+                        "w1_se": round(w1["se"], 3),
+                    }
+                ),
+                flush=True,
+            )
