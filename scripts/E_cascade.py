@@ -216,7 +216,12 @@ def climb(args) -> None:
         ratio = [r["l1"] / theta for r in res]
         return float(np.mean(ratio)), float(max(ratio)), max(r["far_degree"] for r in res)
 
-    best = family(args.start, rng)
+    if args.start.endswith(".json"):  # continue from a graph a previous climb printed
+        with open(args.start) as handle:
+            saved = json.load(handle)
+        best = lists_from_edges(saved["n"], saved["edges"])
+    else:
+        best = family(args.start, rng)
     best_score = score(best)
     for step in range(args.steps):
         cand = _mutate(best, rng, args.n_max)
@@ -258,7 +263,7 @@ def main() -> None:
     s.add_argument("--eps", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=1)
     c = sub.add_parser("climb")
-    c.add_argument("--start", default="er")
+    c.add_argument("--start", default="er", help="a family or a climb output .json")
     c.add_argument("--theta", type=int, default=2)
     c.add_argument("--steps", type=int, default=300)
     c.add_argument("--seeds", type=int, default=8)
