@@ -76,3 +76,23 @@ def test_no_coupling_keeps_l1_within_two_theta_on_the_limit_graph():
     signs = np.sign(kept(d, range(0, 60)).mean(0) - kept(dp, range(60, 120)).mean(0))
     shift = (kept(d, range(120, 180)) @ signs).mean() - (kept(dp, range(180, 240)) @ signs).mean()
     assert shift > 4.0, shift
+
+
+def test_v_changes_the_kept_edge_of_a_pair_in_another_component():
+    # Star v = 0 with 8 leaves (theta = 4) plus a DISJOINT pair (9, 10), eps = 1. LPEA stops
+    # after the first round that adds no edge anywhere, so v's star keeps the rounds going
+    # and the pair gets more tries: P(pair kept) 0.948 in D vs 0.733 in D' (1000 + 1000
+    # runs, seeds 2e6 / 3e6, difference 0.215, standard error 0.016, measured before this
+    # test). Here 300 + 300 fresh runs: standard error about 0.016 * sqrt(1000 / 300) = 0.029;
+    # asserting a difference > 0.05 fails falsely only 0.165 / 0.029 = 5.7 standard errors
+    # low (normal tail about 6e-9, below the 1e-6 target).
+    d = node_lists(11, [(0, i) for i in range(1, 9)] + [(9, 10)])
+    dp = _emptied(d, 0)
+
+    def pair_kept(lists, seeds) -> float:
+        return float(
+            np.mean([keyed_lpea_kept(lists, 4, 1.0, s, degree_bound=8)[0][9] for s in seeds])
+        )
+
+    diff = pair_kept(d, range(6_000_000, 6_000_300)) - pair_kept(dp, range(7_000_000, 7_000_300))
+    assert diff > 0.05, diff
