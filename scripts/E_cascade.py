@@ -5,11 +5,11 @@ list changed: emptied, one entry removed, or one entry added), LPEA is run on th
 ``protocol.lpea.LpeaNode`` machines in both worlds with COUPLED randomness, and the kept-degree
 vectors are compared.
 
-Coupling: ``graph_canaries.keyed_lpea_kept`` (keyed randomness: the same (node, round,
-peer) coin in both worlds, each world's law exactly the protocol's). Hence for every seed,
-the DSR view's loss is at most ``(1 - alpha) eps * L1(kept_D, kept_D') / theta`` (DSR adds
-Lap(theta / eps_dsr) to each clipped kept degree), and ``sup L1 <= 2 theta`` over the
-coupling would give the battery's 2 eps claim (the star's proof, docs/audit-graph.md). This script measures L1.
+Coupling: ``graph_canaries.keyed_lpea_kept`` (keyed randomness: the same (node, round, peer)
+coin in both worlds, each world's law exactly the protocol's). Hence for every seed, the DSR
+view's loss is at most ``(1 - alpha) eps * L1(kept_D, kept_D') / theta`` (DSR adds Lap(theta /
+eps_dsr) to each clipped kept degree), and ``sup L1 <= 2 theta`` over the coupling would give
+the battery's 2 eps claim (the star's proof, docs/audit-graph.md). This script measures L1.
 
 Also ``mean_shift`` / ``held_out_shift``: the held-out statistic sum_i s_i (E k_D,i - E k_D',i),
 a lower bound on E L1 under EVERY coupling (W1). ``climb-w1`` climbs on the (noise-biased)
