@@ -410,3 +410,167 @@ GRAPH_FINDINGS = {
     "degree-star-eps": _entry("star", claim="eps"),
     "degree-star-edge-eps": _entry("star-edge", claim="eps"),
 }
+
+
+# ---- the cascade canary (helper E, issue 20) ----------------------------------------------
+# Found by ``scripts/E_cascade.py climb --theta 1 --steps 250 --seeds 8 --eps 1 --seed 1``
+# (hill-climb over graphs with n <= 30 for the largest coupled L1 of the kept degrees when
+# v = node 0 empties its list). Its held-out mean shift sum_i |E k_D,i - E k_D',i| (a lower
+# bound on the expected L1 of every coupling) is 3.19 +- 0.15 at theta = 1, eps = 1: above the
+# star's 2 theta, so the star's proof of the 2 eps claim does not carry over to this graph.
+CASCADE_EDGES = (
+    (0, 1), (0, 3), (0, 7), (0, 11), (0, 12), (0, 13), (0, 14), (0, 15), (0, 16), (0, 20),
+    (0, 21), (0, 27), (1, 2), (1, 3), (1, 4), (1, 6), (1, 12), (1, 13), (2, 3), (2, 8),
+    (2, 11), (2, 15), (2, 18), (2, 27), (3, 8), (3, 9), (3, 12), (3, 15), (3, 17), (4, 9),
+    (4, 14), (4, 15), (5, 9), (5, 13), (5, 14), (5, 23), (6, 8), (6, 10), (6, 11), (6, 13),
+    (6, 15), (6, 16), (7, 9), (7, 10), (7, 11), (7, 13), (7, 15), (8, 9), (8, 11), (8, 12),
+    (8, 13), (8, 28), (9, 14), (9, 22), (10, 13), (10, 14), (10, 15), (11, 12), (11, 15),
+    (11, 20), (11, 25), (12, 13), (12, 29), (13, 19), (14, 21), (15, 17), (16, 18), (16, 21),
+    (16, 26), (18, 19), (18, 20), (19, 20), (20, 27), (21, 24), (22, 28), (24, 28),
+)  # fmt: skip
+CASCADE_NODES = 30
+# Per-node E k_D - E k_D' (theta = 1, eps = 1) from 300 + 300 pilot runs with seeds that the
+# audit never uses (scripts/E_cascade.py mean_shift, seed 10000): public weights of a witness.
+CASCADE_PILOT_SHIFT = (
+    0.943, 0.037, -0.027, -0.003, -0.093, -0.023, 0.017, 0.143, -0.103, -0.01, -0.08, -0.027,
+    -0.037, 0.033, 0.007, 0.023, -0.043, -0.327, 0.023, -0.09, 0.02, 0.073, -0.027, 0.1,
+    -0.223, -0.203, -0.193, 0.1, 0.017, -0.253,
+)  # fmt: skip
+
+
+def cascade_canary() -> GraphCanary:
+    """The cascade canary: ``CASCADE_EDGES`` in D; in D' node 0 (``v``) empties its list
+    (node-LDP: the other 29 lists, including v's neighbours' mention of v, stay)."""
+    d = _lists(CASCADE_NODES, CASCADE_EDGES)
+    dp = [set(a) for a in d]
+    dp[0] = set()
+    return GraphCanary(
+        "cascade",
+        _freeze(d),
+        _freeze(dp),
+        0,
+        tuple(sorted(d[0])),
+        f"hill-climbed graph (n = {CASCADE_NODES}, v of degree {len(d[0])}) vs v's list "
+        "emptied (node-LDP: only v's list changes)",
+    )
+
+
+def cascade_witnesses(canary: GraphCanary, theta: int) -> dict[str, Witness]:
+    """``graph_witnesses`` plus two linear statistics of the clipped releases: the sum with
+    the pilot's signs, and the sum weighted by the pilot's mean shifts (``CASCADE_PILOT_SHIFT``,
+    public: fixed before any audit run)."""
+    weights = np.asarray(CASCADE_PILOT_SHIFT, dtype=float)
+    signs = np.sign(weights)
+
+    def clipped(y) -> np.ndarray:
+        return np.clip(np.atleast_2d(np.asarray(y, dtype=float)), 0, theta)
+
+    out = dict(graph_witnesses(canary, theta))
+    out["signed sum"] = lambda y: clipped(y) @ signs
+    out["pilot-weighted sum"] = lambda y: clipped(y) @ weights
+    return out
+
+
+# ---- coupled runs: keyed randomness (helper E, issue 20) -----------------------------------
+
+# Found by ``scripts/E_cascade.py climb --theta 1 --steps 200 --seeds 6 --eps 1000 --seed 2``
+# (the same search in the non-private limit of LPEA: eps = 1000, so Warner answers at
+# alpha eps / 2 = 50 are truthful). v = node 0 (degree 10) emptying its list moves the kept
+# degrees by L1 = 10 theta in every searched coupled run.
+CASCADE_LIMIT_EDGES = (
+    (0, 2), (0, 6), (0, 9), (0, 10), (0, 11), (0, 12), (0, 18), (0, 22), (0, 28), (0, 29),
+    (1, 7), (1, 8), (2, 8), (2, 9), (2, 20), (2, 21), (3, 5), (3, 6), (3, 8), (4, 5), (4, 9),
+    (4, 13), (4, 14), (4, 18), (5, 6), (5, 7), (5, 15), (5, 19), (5, 20), (6, 11), (6, 12),
+    (6, 14), (7, 11), (7, 13), (7, 20), (7, 21), (8, 15), (9, 10), (9, 17), (10, 19), (11, 16),
+    (11, 18), (11, 21), (12, 19), (12, 21), (12, 29), (14, 16), (15, 19), (15, 22), (15, 24),
+    (16, 17), (16, 18), (18, 21), (18, 29), (19, 20), (19, 21), (20, 21), (21, 22), (21, 23),
+    (21, 25), (23, 26), (23, 29), (26, 27), (26, 28),
+)  # fmt: skip
+
+
+def node_lists(n: int, edges: Sequence[tuple[int, int]]) -> Lists:
+    """Symmetric adjacency lists of ``n`` nodes from an edge list."""
+    return _freeze(_lists(n, edges))
+
+
+_KEYED_KIND = {"start": 0, "req": 1, "ans": 2, "est": 3, "conf": 4, "give-up": 5, "ndoe": 9}
+
+
+def _keyed(seed: int, node: int, r: int, peer: int, kind: str) -> np.random.Generator:
+    return np.random.default_rng([seed, node, r + 1, peer + 1, _KEYED_KIND[kind]])
+
+
+def keyed_lpea_kept(
+    lists: Lists, theta: int, eps: float, seed: int, *, degree_bound: int | None = None
+) -> tuple[np.ndarray, list[set[int]]]:
+    """LPEA-LOW on (possibly asymmetric) lists as in ``cadr_release`` (NDOE codes, the real
+    ``LpeaNode`` machines, the same lock-step delivery), but with KEYED randomness, for
+    coupling two worlds: before every call into a node the driver hands it a fresh generator
+    seeded by ``(seed, node, round, peer, kind)`` (the Warner coin for answering ``peer``'s
+    request, drawn independently of the truth bit; the tie-break permutation keyed with
+    ``peer = -1``, whichever answer completes the set), and v's NDOE code by ``(seed, node,
+    ndoe)``. Every stream is fresh, so each world's law is the protocol's; the same
+    (node, round, peer) coin is shared by D and D'. Returns the kept degrees and kept sets."""
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
+    from ldpfleet.protocol.lpea import LpeaNode
+
+    n = len(lists)
+    budget = CadrBudget(eps, ALPHA)
+    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
+    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
+    mechanism = ExponentialMechanism(budget.ndoe, bound)
+    sent = [
+        mechanism.sample(ndoe_scores(len(a), parts), _keyed(seed, i, -1, -1, "ndoe"))
+        for i, a in enumerate(lists)
+    ]
+    listed = [set(a) for a in lists]
+    ids = _ids(n)
+    index = {name: i for i, name in enumerate(ids)}
+    nodes = []
+    for i, own in enumerate(lists):
+        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
+        rng = _keyed(seed, i, 0, -1, "start")
+        nodes.append(LpeaNode(RUN, ids[i], codes, theta, budget.lpea, rng, "low", compact=True))
+    r = 0
+    while True:
+        for i, node in enumerate(nodes):
+            node._rng = _keyed(seed, i, r, -1, "start")
+            node.start_round(r, 0.0)
+        if _keyed_round(nodes, ids, index, r, seed) == 0:
+            break
+        r += 1
+    kept_sets = [{index[j] for j in node.kept} for node in nodes]
+    return np.array([len(s) for s in kept_sets], dtype=np.int64), kept_sets
+
+
+def _keyed_round(nodes: list, ids: list[str], index: dict[str, int], r: int, seed: int) -> int:
+    """``_lpea_round`` with a keyed generator handed to the node before every call."""
+    from ldpfleet.protocol.lpea import RoundFinished
+
+    added = 0
+    touched: list[int] = list(range(len(nodes)))
+    while True:
+        by_dst: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
+        for i in touched:
+            for event in nodes[i].pop_events():
+                if isinstance(event, RoundFinished):
+                    added += event.added
+            for item in nodes[i].pop_items():
+                by_dst[index[item.peer]].append((i, item.kind, item.value))
+        if by_dst:
+            touched = sorted(by_dst)
+            for dst in touched:
+                for src, kind, value in by_dst[dst]:
+                    nodes[dst]._rng = _keyed(seed, dst, r, -1 if kind == "ans" else src, kind)
+                    try:
+                        nodes[dst].receive_item(ids[src], kind, value, r, 0.0)
+                    except RemoteProtocolError:
+                        continue  # refused: the sender is not in the recipient's list
+            continue
+        touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
+        if not touched:
+            return added
+        for i in touched:
+            nodes[i]._rng = _keyed(seed, i, r, -1, "ans")  # the same key as a last answer
+            nodes[i].finish_requests(0.0)
