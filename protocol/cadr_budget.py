@@ -774,7 +774,9 @@ def _claim_statement(
         f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
         + _listed(dp_parts)
         + verb
-        + "established: node-LDP of the whole view (LPEA caveat; audited 2(1-α)ε on a star) "
+        + "established: node-LDP of the whole view (LPEA caveat: proven n(1-α)ε over n "
+        + "devices by group privacy, 2(1-α)ε on a star; beyond the star one node's list "
+        + "moves other nodes' kept degrees, docs/audit-graph.md) "
         f"and {len(not_covered)} uncovered part(s): {uncovered}"
     )
 

@@ -42,6 +42,9 @@ def test_the_dp_claim_names_every_part_and_sums_to_the_ledger():
     timing = _part(claim, None, "timing")
     assert claim["not_covered"] == [timing["part"]]
     assert "NOT established" in claim["statement"] and "2(1-α)ε" in claim["statement"]
+    # the bound proven for every graph is group privacy over the fleet (helper E: beyond the
+    # star one node's list moves kept degrees elsewhere, docs/audit-graph.md)
+    assert "proven n(1-α)ε over n devices" in claim["statement"]
 
 
 def test_the_small_eps_rule_gives_the_theta_search_more_and_keeps_the_ledger_exact():
