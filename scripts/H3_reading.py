@@ -19,8 +19,8 @@ import networkx as nx
 
 sys.path.insert(0, "scripts")
 import A2_signal as a2
-import G_reading as g
 import cadr_small_capture as capture
+import G_reading as g
 
 # Helper H's evaluation set, fixed before any run on it: graph seeds 2701-2730, never used
 # before; 25 graphs of n 25-150 (the weak-count band) and 5 of n 160-240 (the border).
