@@ -117,30 +117,18 @@ def cadr_release(
     degree bound), so the runs of one canary compute each once (the same vectors, the
     same draws)."""
     import ldpfleet.protocol.dsr as dsr
-    from ldpfleet.protocol.cadr_budget import CadrBudget
-    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-    from ldpfleet.protocol.lpea import LpeaNode
+    from ldpfleet.protocol.exponential import ndoe_scores
 
-    n = len(lists)
-    budget = CadrBudget(eps, alpha)
-    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
-    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
-    mechanism = ExponentialMechanism(budget.ndoe, bound)
-    listed = [set(a) for a in lists]
+    budget, bound, parts, mechanism = _ndoe_setup(lists, eps, alpha, degree_bound)
     # 1. NDOE: own degree -> code; kept by a recipient only from a node it lists
     scores = {} if ndoe_cache is None else ndoe_cache
-    sent = np.empty(n, dtype=np.int64)
+    sent = np.empty(len(lists), dtype=np.int64)
     for i, own in enumerate(lists):
         d = len(own)
         if (d, bound) not in scores:
             scores[d, bound] = ndoe_scores(d, parts)
         sent[i] = mechanism.sample(scores[d, bound], rng)
-    ids = _ids(n)
-    index = {name: i for i, name in enumerate(ids)}
-    nodes = []
-    for i, own in enumerate(lists):
-        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
-        nodes.append(LpeaNode(RUN, ids[i], codes, theta, budget.lpea, rng, order, compact=True))
+    nodes, ids, index = _lpea_nodes(lists, sent, theta, budget.lpea, order, lambda i: rng)
     # 2. LPEA rounds in lock-step supersteps
     _lpea_rounds(nodes, ids, index)
     kept = np.array([len(node.kept) for node in nodes], dtype=np.int64)
@@ -148,19 +136,63 @@ def cadr_release(
     return np.asarray(dsr.dsr_release(kept, theta, budget.dsr, rng), dtype=float)
 
 
-def _lpea_rounds(nodes: list, ids: list[str], index: dict[str, int]) -> None:
+def _ndoe_setup(lists: Lists, eps: float, alpha: float, degree_bound: int | None):
+    """The run's budget split, degree bound, NDOE partitions and exponential mechanism."""
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions
+
+    budget = CadrBudget(eps, alpha)
+    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
+    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
+    return budget, bound, parts, ExponentialMechanism(budget.ndoe, bound)
+
+
+def _lpea_nodes(
+    lists: Lists,
+    sent: Sequence[int],
+    theta: int,
+    eps_lpea: float,
+    order: str,
+    rng_of: Callable[[int], np.random.Generator],
+) -> tuple[list, list[str], dict[str, int]]:
+    """One ``LpeaNode`` per list (node ``i``'s generator ``rng_of(i)``), holding the NDOE
+    codes ``sent`` of the neighbours that list it (0 for one that does not), with the
+    node ids and their index."""
+    from ldpfleet.protocol.lpea import LpeaNode
+
+    listed = [set(a) for a in lists]
+    ids = _ids(len(lists))
+    index = {name: i for i, name in enumerate(ids)}
+    nodes = []
+    for i, own in enumerate(lists):
+        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
+        nodes.append(LpeaNode(RUN, ids[i], codes, theta, eps_lpea, rng_of(i), order, compact=True))
+    return nodes, ids, index
+
+
+# ``rekey(i, r, peer, kind)``: called before every call into node i in round r (``kind``
+# "start", "req", "ans", "est", "conf" with the sender's index as ``peer``, -1 for an
+# answer and for giving up); None: the nodes keep their own generators
+Rekey = Callable[[int, int, int, str], None] | None
+
+
+def _lpea_rounds(nodes: list, ids: list[str], index: dict[str, int], rekey: Rekey = None) -> None:
     """LPEA rounds 0, 1, ... in lock-step supersteps until a round adds no edge (the
     collector's stopping rule)."""
     r = 0
     while True:
-        for node in nodes:
+        for i, node in enumerate(nodes):
+            if rekey is not None:
+                rekey(i, r, -1, "start")
             node.start_round(r, 0.0)
-        if _lpea_round(nodes, ids, index, r) == 0:
+        if _lpea_round(nodes, ids, index, r, rekey) == 0:
             return
         r += 1
 
 
-def _lpea_round(nodes: list, ids: list[str], index: dict[str, int], r: int) -> int:
+def _lpea_round(
+    nodes: list, ids: list[str], index: dict[str, int], r: int, rekey: Rekey = None
+) -> int:
     """One round's supersteps; returns the edges it added. Each superstep collects the
     items of the nodes in node order (then emission order) and delivers them to the
     recipients in recipient order, each recipient's in sender order. Only a node that was
@@ -184,22 +216,37 @@ def _lpea_round(nodes: list, ids: list[str], index: dict[str, int], r: int) -> i
         if by_dst:
             touched = sorted(by_dst)
             for dst in touched:
-                _deliver(nodes[dst], by_dst[dst], r)
+                _deliver(nodes[dst], by_dst[dst], r, _rekey_for(rekey, dst, r, index))
             continue
         touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
         if not touched:
             break
         for i in touched:  # answers that never come: give up, count as not asked
+            if rekey is not None:
+                rekey(i, r, -1, "ans")  # the same key as a last answer
             nodes[i].finish_requests(0.0)
     if any(not node.round_done for node in nodes):
         raise RuntimeError("LPEA round did not finish")  # cannot happen: quiet, no stuck
     return added
 
 
-def _deliver(node, items: list[tuple[str, str, int]], r: int) -> None:
+def _rekey_for(rekey: Rekey, dst: int, r: int, index: dict[str, int]):
+    """``before(sender, kind)`` for ``_deliver`` to node ``dst``: ``rekey`` with the sender's
+    index (-1 for an answer); None without ``rekey``."""
+    if rekey is None:
+        return None
+    return lambda sender, kind: rekey(dst, r, -1 if kind == "ans" else index[sender], kind)
+
+
+def _deliver(
+    node, items: list[tuple[str, str, int]], r: int, before: Callable | None = None
+) -> None:
     """A recipient's items of one superstep, in sender order; an item from a node it does
-    not list is refused by the machine (``RemoteProtocolError``, no state change)."""
+    not list is refused by the machine (``RemoteProtocolError``, no state change).
+    ``before(sender, kind)``, if given, is called before each item is received."""
     for sender, kind, value in items:
+        if before is not None:
+            before(sender, kind)
         try:
             node.receive_item(sender, kind, value, r, 0.0)
         except RemoteProtocolError:
@@ -493,7 +540,7 @@ def node_lists(n: int, edges: Sequence[tuple[int, int]]) -> Lists:
     return _freeze(_lists(n, edges))
 
 
-_KEYED_KIND = {"start": 0, "req": 1, "ans": 2, "est": 3, "conf": 4, "give-up": 5, "ndoe": 9}
+_KEYED_KIND = {"start": 0, "req": 1, "ans": 2, "est": 3, "conf": 4, "ndoe": 9}
 
 
 def _keyed(seed: int, node: int, r: int, peer: int, kind: str) -> np.random.Generator:
@@ -511,66 +558,20 @@ def keyed_lpea_kept(
     ``peer = -1``, whichever answer completes the set), and v's NDOE code by ``(seed, node,
     ndoe)``. Every stream is fresh, so each world's law is the protocol's; the same
     (node, round, peer) coin is shared by D and D'. Returns the kept degrees and kept sets."""
-    from ldpfleet.protocol.cadr_budget import CadrBudget
-    from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
-    from ldpfleet.protocol.lpea import LpeaNode
+    from ldpfleet.protocol.exponential import ndoe_scores
 
-    n = len(lists)
-    budget = CadrBudget(eps, ALPHA)
-    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
-    parts = ndoe_partitions(0, bound, min(NDOE_PARTS, bound + 1))
-    mechanism = ExponentialMechanism(budget.ndoe, bound)
+    budget, _, parts, mechanism = _ndoe_setup(lists, eps, ALPHA, degree_bound)
     sent = [
         mechanism.sample(ndoe_scores(len(a), parts), _keyed(seed, i, -1, -1, "ndoe"))
         for i, a in enumerate(lists)
     ]
-    listed = [set(a) for a in lists]
-    ids = _ids(n)
-    index = {name: i for i, name in enumerate(ids)}
-    nodes = []
-    for i, own in enumerate(lists):
-        codes = {ids[j]: int(sent[j]) if i in listed[j] else 0 for j in own}
-        rng = _keyed(seed, i, 0, -1, "start")
-        nodes.append(LpeaNode(RUN, ids[i], codes, theta, budget.lpea, rng, "low", compact=True))
-    r = 0
-    while True:
-        for i, node in enumerate(nodes):
-            node._rng = _keyed(seed, i, r, -1, "start")
-            node.start_round(r, 0.0)
-        if _keyed_round(nodes, ids, index, r, seed) == 0:
-            break
-        r += 1
+    nodes, ids, index = _lpea_nodes(
+        lists, sent, theta, budget.lpea, "low", lambda i: _keyed(seed, i, 0, -1, "start")
+    )
+
+    def rekey(i: int, r: int, peer: int, kind: str) -> None:
+        nodes[i]._rng = _keyed(seed, i, r, peer, kind)
+
+    _lpea_rounds(nodes, ids, index, rekey)
     kept_sets = [{index[j] for j in node.kept} for node in nodes]
     return np.array([len(s) for s in kept_sets], dtype=np.int64), kept_sets
-
-
-def _keyed_round(nodes: list, ids: list[str], index: dict[str, int], r: int, seed: int) -> int:
-    """``_lpea_round`` with a keyed generator handed to the node before every call."""
-    from ldpfleet.protocol.lpea import RoundFinished
-
-    added = 0
-    touched: list[int] = list(range(len(nodes)))
-    while True:
-        by_dst: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
-        for i in touched:
-            for event in nodes[i].pop_events():
-                if isinstance(event, RoundFinished):
-                    added += event.added
-            for item in nodes[i].pop_items():
-                by_dst[index[item.peer]].append((i, item.kind, item.value))
-        if by_dst:
-            touched = sorted(by_dst)
-            for dst in touched:
-                for src, kind, value in by_dst[dst]:
-                    nodes[dst]._rng = _keyed(seed, dst, r, -1 if kind == "ans" else src, kind)
-                    try:
-                        nodes[dst].receive_item(ids[src], kind, value, r, 0.0)
-                    except RemoteProtocolError:
-                        continue  # refused: the sender is not in the recipient's list
-            continue
-        touched = [i for i, node in enumerate(nodes) if node._phase == "requesting"]
-        if not touched:
-            return added
-        for i in touched:
-            nodes[i]._rng = _keyed(seed, i, r, -1, "ans")  # the same key as a last answer
-            nodes[i].finish_requests(0.0)
