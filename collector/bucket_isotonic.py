@@ -96,6 +96,7 @@ median (+38 to +87 devices).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import bucket_sums_array, simplex_projection
@@ -249,15 +250,12 @@ def _geometric_fit(tail_sums: np.ndarray, decay_max: float) -> tuple[float, floa
     over ``_decay_grid``: ``(ρ, a)``. For each ``ρ`` the best ``a`` in closed form,
     ``max(0, <y, ρ^i> / <ρ^i, ρ^i>)``; the lowest ``ρ`` on ties (``a = 0``: every ``ρ``
     fits alike, and 0 keeps the tail compact)."""
-    index = np.arange(tail_sums.size)
-    best, best_a, best_misfit = 0.0, 0.0, math.inf
-    for rho in _decay_grid(decay_max):
-        basis = rho**index  # 0**0 = 1: ρ = 0 puts everything in the first tail bucket
+
+    def free(basis: np.ndarray) -> tuple[float, np.ndarray]:
         a = max(0.0, float(tail_sums @ basis) / float(basis @ basis))
-        misfit = float(np.sum((tail_sums - a * basis) ** 2))
-        if misfit < best_misfit - 1e-12:
-            best, best_a, best_misfit = float(rho), a, misfit
-    return best, best_a
+        return a, a * basis
+
+    return _least_squares_ratio(tail_sums, decay_max, free)
 
 
 def _fitted_decay(tail_sums: np.ndarray, decay_max: float) -> float:
@@ -269,14 +267,28 @@ def _tied_decay(tail_sums: np.ndarray, mass: float, decay_max: float) -> float:
     """The ratio ``ρ`` over ``_decay_grid`` whose placement of ``mass``, ``mass ρ^i / Σ_j
     ρ^j``, is the least-squares fit to ``tail_sums`` (the amplitude TIED to the mass that
     is placed, not free); the lowest ``ρ`` on ties."""
+
+    def tied(shape: np.ndarray) -> tuple[float, np.ndarray]:
+        return mass, mass * shape / shape.sum()
+
+    return _least_squares_ratio(tail_sums, decay_max, tied)[0]
+
+
+def _least_squares_ratio(
+    tail_sums: np.ndarray,
+    decay_max: float,
+    fit: Callable[[np.ndarray], tuple[float, np.ndarray]],
+) -> tuple[float, float]:
+    """The ``ρ`` of ``_decay_grid`` whose ``fit(ρ^i)`` (an amplitude and the fitted sums)
+    has the least squared misfit to ``tail_sums``, the lowest on ties: ``(ρ, amplitude)``."""
     index = np.arange(tail_sums.size)
-    best, best_misfit = 0.0, math.inf
+    best, best_amplitude, best_misfit = 0.0, 0.0, math.inf
     for rho in _decay_grid(decay_max):
-        shape = rho**index
-        misfit = float(np.sum((tail_sums - mass * shape / shape.sum()) ** 2))
+        amplitude, fitted = fit(rho**index)  # 0**0 = 1: ρ = 0 puts all in the first bucket
+        misfit = float(np.sum((tail_sums - fitted) ** 2))
         if misfit < best_misfit - 1e-12:
-            best, best_misfit = float(rho), misfit
-    return best
+            best, best_amplitude, best_misfit = float(rho), amplitude, misfit
+    return best, best_amplitude
 
 
 def top_significant_bucket(
