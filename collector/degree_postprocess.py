@@ -488,9 +488,10 @@ def search_priors(
             value=PER_NODE_READING,
         )
     per_node = {
+        "unimodal": unimodal_degree_prior,
         "nb-shape": nb_shape_degree_prior,
         "projection": projection_degree_prior,
-    }.get(PER_NODE_READING, unimodal_degree_prior)
+    }[PER_NODE_READING]
     return per_node(*args), histogram_prior(*args)
 
 
@@ -570,7 +571,7 @@ def _nb_fit(sums: np.ndarray, ts: list[int], d: int, n: int, sd: float) -> tuple
         return float(np.sum((sums - expected) ** 2)) / sd**2
 
     widths = _bucket_widths(ts, d)
-    centres = np.array([-1, *ts])[:] + (widths + 1) / 2.0
+    centres = np.array([-1, *ts]) + (widths + 1) / 2.0
     mean0 = max(0.5, float(simplex_projection(sums, n) @ centres) / n)
     best = None
     for log_size in (-0.5, 1.0, 3.0):
