@@ -45,7 +45,14 @@ def _fleet(kind: str):
     return degrees, ts, d, np.diff(edges).astype(float), true
 
 
-def _better_and_worse(kind: str, seed: int) -> tuple[int, int]:
+def _rule_against_counts(y, counts, widths, sd):
+    """(old, new) bucket counts: the projection's counts against the geometric tail."""
+    return counts, geometric_tail_counts(y, counts, widths, sd, mode_z=dpp.MODE_Z)
+
+
+def _better_and_worse(kind: str, seed: int, readings=_rule_against_counts) -> tuple[int, int]:
+    """Over DRAWS noise draws of the ``kind`` fleet: in how many the ``new`` reading of
+    ``readings(y, counts, widths, sd) -> (old, new)`` scores better and worse than ``old``."""
     degrees, ts, d, widths, true = _fleet(kind)
     m = noise_parties(N)
     sd = noise_sd(EPS_THETA, N, m)
@@ -53,9 +60,8 @@ def _better_and_worse(kind: str, seed: int) -> tuple[int, int]:
     better = worse = 0
     for _ in range(DRAWS):
         y = true + noise_sum(rng, N, m, EPS_THETA, true.size)
-        counts = simplex_projection(y, N)
-        rule = geometric_tail_counts(y, counts, widths, sd, mode_z=dpp.MODE_Z)
-        old, new = (dpp._spread(c, ts, d, True) for c in (counts, rule))
+        old, new = readings(y, simplex_projection(y, N), widths, sd)
+        old, new = (dpp._spread(c, ts, d, True) for c in (old, new))
         if kind == "noise":
             far = 2 * int(degrees.max())
             a, b = old[far:].sum() * N, new[far:].sum() * N
