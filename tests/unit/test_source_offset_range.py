@@ -41,9 +41,7 @@ def test_a_range_gives_each_device_its_own_level_inside_it():
     spec = SyntheticSpec(period=24, amplitude=1.0, offset=[10.0, 30.0], phase=0.0)
     assert spec.offset == (10.0, 30.0)
     # 480 steps = 20 whole periods: a device's mean is its level exactly (up to rounding)
-    levels = [
-        synthetic_stream(spec, 480, device_rng(3, i, "data"))[0].mean() for i in range(200)
-    ]
+    levels = [synthetic_stream(spec, 480, device_rng(3, i, "data"))[0].mean() for i in range(200)]
     assert min(levels) >= 10.0 - 1e-9 and max(levels) <= 30.0 + 1e-9
     # uniform on [10, 30]: 200 draws all inside one half has probability 2 * 2^-200; the
     # spread's sd is 20 / sqrt(12) = 5.77; a sample sd below 4 or above 7.5 among 200
