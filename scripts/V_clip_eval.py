@@ -4,6 +4,7 @@ fresh graphs (issue 20, claims D9/D3; helper V; docs/preregistration/V-clip-defa
     python scripts/V_clip_eval.py check
     python scripts/V_clip_eval.py capture SET SEEDS OUT.jsonl [--eps 0.5,1,2,3,5]
     python scripts/V_clip_eval.py compare OUT.jsonl [MORE.jsonl ...]
+    python scripts/V_clip_eval.py crosscheck SET SEEDS [--eps ...]   (native clip, once landed)
 
 "clip" is emulated in-process on ``collector.cadr_reference.private_run(graph, "ll",
 "auto-dev", ε, 0.1, seed, pipeline="dp")`` by three patches, active only while the mode is
@@ -25,7 +26,9 @@ compared by means over run seeds.
 ``capture``: one row per (graph, ε, run seed, method ∈ {ll, clip}) as JSON lines.
 ``SET``: ``dev`` (graph seeds 3001-3005: debugging only, excluded), ``fresh`` (graph seeds
 3101-3130: 20 graphs of n 25-150 and 10 of n 300-3000) or ``large`` (ego-Facebook,
-wiki-Vote). ``compare``: the pre-registered criteria, tables per ε and per size band.
+wiki-Vote); ``tiny`` (exploratory, NOT pre-registered: 14 small fleets, n 10-77).
+``compare``: the pre-registered criteria, tables per ε and per size band. ``crosscheck``:
+helper P's native clip against this emulation, run by run.
 """
 
 from __future__ import annotations
@@ -177,13 +180,34 @@ LARGE: dict[str, _Maker] = {
     "wiki-vote": lambda: load_graph("wiki-vote"),
 }
 
-SETS = {"dev": DEV, "fresh": FRESH, "large": LARGE}
+# Exploratory only, NOT pre-registered (run after the evaluation): small fleets, n 10-77
+# (named networkx graphs seen before in docs/cadr-private.md, and graph seeds 3201-3208).
+TINY: dict[str, _Maker] = {
+    "karate": lambda: _nx(nx.karate_club_graph()),
+    "florentine": lambda: _nx(nx.florentine_families_graph()),
+    "davis": lambda: _nx(nx.davis_southern_women_graph()),
+    "lesmis": lambda: _nx(nx.les_miserables_graph()),
+    "kite": lambda: _nx(nx.krackhardt_kite_graph()),
+    "petersen": lambda: _nx(nx.petersen_graph()),
+    "ba-12-m2": lambda: load_graph("barabasi_albert:n=12,m=2,seed=3201"),
+    "ba-20-m3": lambda: load_graph("barabasi_albert:n=20,m=3,seed=3202"),
+    "er-15-p0.3": lambda: load_graph("erdos_renyi:n=15,p=0.3,seed=3203"),
+    "er-24-p0.2": lambda: load_graph("erdos_renyi:n=24,p=0.2,seed=3204"),
+    "plc-18-m2": lambda: load_graph("powerlaw_cluster:n=18,m=2,p=0.4,seed=3205"),
+    "ws-16-k4": lambda: load_graph("watts_strogatz:n=16,k=4,p=0.3,seed=3206"),
+    "ws-22-k6": lambda: load_graph("watts_strogatz:n=22,k=6,p=0.2,seed=3207"),
+    "sbm-20-8+12": lambda: _nx(_sbm([8, 12], 0.6, 0.05, 3208)),
+}
+
+SETS = {"dev": DEV, "fresh": FRESH, "large": LARGE, "tiny": TINY}
 
 
 def band(name: str, n: int) -> str:
     """The size band a graph is reported in."""
     if name in LARGE:
         return "real"
+    if name in TINY:
+        return "tiny (<= 77, exploratory)"
     return "mid (25-150)" if n <= 150 else "large (300-3000)"
 
 
@@ -266,6 +290,38 @@ def check() -> None:
         for a, c in zip(after, clip, strict=True)
     )
     print("histogram identical ll vs clip (same θ-search counts):", same_hist)
+
+
+def crosscheck(which: str, seeds: list[int], eps_list: tuple[float, ...]) -> bool:
+    """A native "clip" (``private_run(graph, "clip", ...)``, once helper P's method is in
+    ``cadr_reference.METHODS``) against this emulation, run by run: MAE, MSE, θ and the
+    histogram's EMD. The emulation draws the θ-search noise from ``[seed, 1]`` and the
+    Laplace noise first from ``default_rng(seed)``; a native clip drawing alike is
+    bit-equal, one drawing otherwise differs run by run but should agree in the means."""
+    if "clip" not in cr.METHODS:
+        print("no native clip: cadr_reference.METHODS =", cr.METHODS)
+        return False
+    install()
+    equal = total = 0
+    sums = defaultdict(float)
+    for _name, graph in graphs(which):
+        for eps in eps_list:
+            for seed in seeds:
+                MODE["m"] = "ll"
+                native = cr.private_run(graph, "clip", "auto-dev", eps, ALPHA, seed, pipeline="dp")
+                emulated = run(graph, "clip", eps, seed)
+                same = (native.mae, native.mse, native.theta, native.histogram_emd) == (
+                    emulated.mae,
+                    emulated.mse,
+                    emulated.theta,
+                    emulated.histogram_emd,
+                )
+                equal, total = equal + same, total + 1
+                sums["native"] += native.mae
+                sums["emulated"] += emulated.mae
+    print(f"{equal} of {total} runs bit-equal; summed MAE native {sums['native']:.3f}, "
+          f"emulated {sums['emulated']:.3f}")  # fmt: skip
+    return equal == total
 
 
 # ---------------------------------------------------------------- compare
@@ -383,10 +439,20 @@ def main() -> None:
         if "--eps" in sys.argv:
             eps_list = tuple(float(e) for e in sys.argv[sys.argv.index("--eps") + 1].split(","))
         capture(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], sys.argv[4], eps_list)
+    elif mode == "crosscheck":
+        eps_list = EPS_LIST
+        if "--eps" in sys.argv:
+            eps_list = tuple(float(e) for e in sys.argv[sys.argv.index("--eps") + 1].split(","))
+        sys.exit(
+            0 if crosscheck(sys.argv[2], [int(s) for s in sys.argv[3].split(",")], eps_list) else 1
+        )
     elif mode == "compare":
         compare(_load([a for a in sys.argv[2:] if not a.startswith("--")]))
     else:
-        raise SystemExit("usage: V_clip_eval.py check | capture SET SEEDS OUT | compare OUT...")
+        raise SystemExit(
+            "usage: V_clip_eval.py check | capture SET SEEDS OUT | compare OUT... | "
+            "crosscheck SET SEEDS"
+        )
 
 
 if __name__ == "__main__":
