@@ -115,3 +115,14 @@ def test_the_pump_returns_and_logs_the_counts_by_phase(caplog):
     assert outcome.rejections_by_phase == {NO_PHASE: 1, "ndoe": 1}
     (line,) = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert "2 message(s)" in line and f"by phase: {NO_PHASE}: 1, ndoe: 1" in line
+
+
+def test_a_refusal_while_a_phase_is_held_to_its_deadline_counts_under_that_phase():
+    relay = PeerRelay(RUN, DEVICES)
+    relay.start_phase("ndoe", 0.0, deadline=10.0)
+    for device in DEVICES:
+        relay.receive(*batch(device, "ndoe"), 0.1)  # the work ends; held until 10.0
+    relay.receive(*batch("a", "ndoe"), 1.0)  # no device is expected any more
+    relay.handle_timer(10.0)  # released: the phase ends
+    relay.receive(*batch("a", "ndoe"), 11.0)
+    assert dict(relay.rejections_by_phase) == {"ndoe": 1, NO_PHASE: 1}
