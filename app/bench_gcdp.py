@@ -214,26 +214,32 @@ def _rng(seed: int, method: str, eps: float, draw: int) -> np.random.Generator:
 
 def _calibration(nodes, masking, cmap, bounds, utility, tau, *, lag_window: int = 3,
                  compress: bool = True, allocation: dict | None = None,
-                 neighbour_delta: str = "coordinate") -> dict:  # fmt: skip
+                 neighbour_delta: str = "coordinate", direct: bool = True) -> dict:  # fmt: skip
     """Algorithms 1-2 on the public calibration nodes, with the fixed certificate ``bounds``
     and utility. ``lag_window``/``compress``/``allocation`` (Algorithm 3 keyword overrides,
     used by the GC-DP release only) are the Table 11 ablation switches; ``neighbour_delta``
-    is the ``xi_neighbours`` reading of the expansion term (``empirical_influence``)."""
+    is the ``xi_neighbours`` reading of the expansion term (``empirical_influence``).
+    ``direct``: also Risk-DP's ``direct_scales`` (xi without the expansion term, a second
+    ``empirical_influence`` pass), which only the ``risk_scales=direct`` reading reads;
+    False leaves the key out (``_calibrate_prepared`` asks for it only under that reading)."""
     graph = calibrate_from_data(nodes, tau=tau, lag_window=lag_window)
     deltas = masking()
     xi = empirical_influence(deltas, graph, cmap, compress=compress,
                              neighbour_delta=neighbour_delta)  # fmt: skip
-    direct_xi = empirical_influence(deltas, graph, cmap, gamma=0.0)  # Risk-DP's "direct"
-    return {
+    cal = {
         "allocation": dict(allocation or {}),
         "bounds": bounds,
         "scales": release_scales(bounds, xi),
-        "direct_scales": release_scales(bounds, direct_xi),
         "exposure": graph.exposure_norm,
         "utility": utility,
         "edges": [list(map(int, e)) for e in graph.edges],
         "coordinate_map": cmap,
     }
+    if direct:  # Risk-DP's "direct" scales
+        cal["direct_scales"] = release_scales(
+            bounds, empirical_influence(deltas, graph, cmap, gamma=0.0)
+        )
+    return cal
 
 
 def _calibrate_prepared(prep: Prepared, tau: float, *, fresh_utility: bool = False,
@@ -245,8 +251,11 @@ def _calibrate_prepared(prep: Prepared, tau: float, *, fresh_utility: bool = Fal
     # the xi_neighbours reading (docs/gcdp.md, "Masking-delta scale"); "coordinate" is the
     # seed's literal delta_jk, the default wherever the Readings have no such field
     neighbour = getattr(prep.readings, "xi_neighbours", "coordinate")
+    # Risk-DP's direct scales only where its reading reads them (``_risk_scales``)
+    direct = getattr(prep.readings, "risk_scales", "bounds") == "direct"
     cal = _calibration(prep.train_nodes, prep.masking, prep.coordinate_map, prep.bounds,
-                       utility, tau, neighbour_delta=neighbour, **switches)  # fmt: skip
+                       utility, tau, neighbour_delta=neighbour, direct=direct,
+                       **switches)  # fmt: skip
     cal["gau_l2"] = prep.gau_l2
     cal["gau_changed"] = prep.gau_changed
     cal["readings"] = prep.readings

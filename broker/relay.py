@@ -19,9 +19,11 @@ not be run by the collector's operator in a deployment. Its counts (rounds, supe
 items, batches per phase) stay here: it returns them (``PhaseFinished``) and logs them; the
 collector's ``PhaseReport`` carries none of them. The count of what it refuses (bad
 batches, control messages not from this run's collector) stays here too: each refusal is
-published on ``svc/relay/reject`` (the trace recorder keeps it), and the count by reason is
-in the returned ``RelayOutcome`` and in the relay's closing log line. In ``ldpfleet run`` it runs
-in the same process for convenience, with its own connection and identity.
+published on ``svc/relay/reject`` (the trace recorder keeps it), and the counts by reason
+and by phase (the phase the relay was running when the message came, ``NO_PHASE`` outside
+any) are in the returned ``RelayOutcome`` and in the relay's closing log line. In
+``ldpfleet run`` it runs in the same process for convenience, with its own connection and
+identity.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class RelayOutcome:
     phases: list[PhaseFinished | PhaseAborted] = field(default_factory=list)
     rejected: int = 0  # messages refused: bad batches, control not from this run's collector
     rejections_by_reason: dict[str, int] = field(default_factory=dict)
+    # the same refusals by the phase running when they came (``NO_PHASE``: outside any)
+    rejections_by_phase: dict[str, int] = field(default_factory=dict)
 
 
 async def run_peer_relay(
@@ -118,6 +122,7 @@ async def run_peer_relay(
                 wake.set()
     outcome.rejected = relay.rejected
     outcome.rejections_by_reason = dict(sorted(relay.rejections_by_reason.items()))
+    outcome.rejections_by_phase = dict(sorted(relay.rejections_by_phase.items()))
     _log_refused(outcome)
     return outcome
 
@@ -136,7 +141,12 @@ def _log_finished(event: PhaseFinished) -> None:
 
 
 def _log_refused(outcome: RelayOutcome) -> None:
-    """The relay's closing line: what it refused, by reason (nothing when none)."""
+    """The relay's closing line: what it refused, by reason and by phase (nothing when
+    none)."""
     if outcome.rejected:
         reasons = ", ".join(f"{k}: {v}" for k, v in outcome.rejections_by_reason.items())
-        log.warning("relay: refused %d message(s) in the run (%s)", outcome.rejected, reasons)
+        phases = ", ".join(f"{k}: {v}" for k, v in outcome.rejections_by_phase.items())
+        log.warning(
+            "relay: refused %d message(s) in the run (%s; by phase: %s)",
+            outcome.rejected, reasons, phases,
+        )  # fmt: skip

@@ -84,7 +84,10 @@ refused like a bad batch (below; reason ``wrong_sender`` / ``wrong_run``).
 Validation. ``receive`` refuses (counted, published on ``svc/relay/reject``, never used): a
 batch of another phase, round or step, from a device not expected at that step or twice, an
 item addressed to an unknown device or to its sender, too many items; a control message
-not from this run's collector. A step whose batches
+not from this run's collector. Each refusal is counted by reason and by the phase the relay
+was running when the message came (``rejections_by_phase``; ``NO_PHASE`` outside any,
+a key no phase name can take): the message layer's own counts, like ``PhaseFinished``'s,
+never in a ``PhaseReport``. A step whose batches
 do not all arrive within ``step_timeout`` aborts the phase (``PhaseAborted`` names the
 missing devices); dropout tolerance is the secure-sum stage's job, not this relay's.
 """
@@ -92,7 +95,7 @@ missing devices); dropout tolerance is the secure-sum stage's job, not this rela
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -111,6 +114,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 __all__ = [
     "MAX_PEER_ITEMS",
+    "NO_PHASE",
     "PEER_MESSAGES",
     "RELAY_ID",
     "CollectorClosed",
@@ -132,6 +136,9 @@ PeerKind = Literal["code", "req", "ans", "est", "conf"]
 Count = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 MAX_DEADLINE = 86_400.0  # seconds: a public per-phase deadline of at most one day
 Deadline = Annotated[float, Meta(gt=0, le=MAX_DEADLINE)]
+# the ``rejections_by_phase`` key of a refusal outside any phase: not an ``Ident`` (no
+# parentheses), so no phase name can take it
+NO_PHASE = "(none)"
 
 
 # A peer id on the wire: bounded like ``Ident`` but without its regex. Whoever reads an
@@ -310,6 +317,8 @@ class PeerRelay(PeerFacingMachine):
         self._report_seq = 0
         self._deadline: float | None = None  # the current step's timeout
         self._release_at: float | None = None  # a finished phase held to its deadline
+        # refusals by the phase running when they came (module docstring, "Validation")
+        self.rejections_by_phase: Counter[str] = Counter()
 
     # ---- control ---------------------------------------------------------------------------
 
@@ -395,6 +404,19 @@ class PeerRelay(PeerFacingMachine):
         )
 
     # ---- input -----------------------------------------------------------------------------
+
+    def reject(
+        self,
+        topic: topics.Topic | str,
+        kind: str,
+        error: ProtocolError,
+        message: Message | None = None,
+    ) -> None:
+        """Refuse a message (``PeerFacingMachine.reject``: counted by reason, published on
+        ``svc/relay/reject``), and count it under the phase running now (``NO_PHASE``:
+        none; a phase held to its deadline is still running)."""
+        self.rejections_by_phase[self.phase or NO_PHASE] += 1
+        super().reject(topic, kind, error, message)
 
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         if topic.family == "ctl":

@@ -12,17 +12,12 @@ relayed or aggregated).
 
 from __future__ import annotations
 
-import asyncio
-
-from ldpfleet.broker.transport import MemoryTransport
-from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.peer_relay import PeerBatch, PeerItem, RelayPhase
-from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
-GRAPH = generate("barabasi_albert", 16, seed=2, m=2)
+from tests.cadr_fixtures import clean_and_attacked
+
 RUN = "cadr-relay-hostile"
-SEED = 4
 
 
 def planted() -> list[tuple[str, bytes, str]]:
@@ -44,27 +39,10 @@ def planted() -> list[tuple[str, bytes, str]]:
     ]
 
 
-async def attack(transport: MemoryTransport, ready: asyncio.Event, sent: list) -> None:
-    async with transport.connect(f"{RUN}-attacker") as conn:
-        await conn.subscribe(topics.ctl(RUN, "cadr_plan"))
-        ready.set()
-        async for _ in conn.messages():
-            items = planted()
-            sent += items
-            await conn.publish_many([(topic, payload) for topic, payload, _ in items])
-
-
 async def test_planted_relay_messages_are_counted_in_results_and_never_used():
-    clean = await run_cadr_fleet(GRAPH, seed=SEED, run=RUN)
-    transport = MemoryTransport()
-    ready, sent = asyncio.Event(), []
-    attacker = asyncio.create_task(attack(transport, ready, sent))
-    await ready.wait()
-    try:
-        attacked = await run_cadr_fleet(GRAPH, broker=transport, seed=SEED, run=RUN)
-    finally:
-        attacker.cancel()
-        await asyncio.gather(attacker, return_exceptions=True)
+    # once the plan is out (before any relay phase runs), the five messages at once
+    plan = [topics.ctl(RUN, "cadr_plan")]
+    clean, attacked, sent = await clean_and_attacked(RUN, plan, lambda _: planted())
     assert len(sent) == 5
     assert clean["rejected_by_relay"] == 0 and clean["relay_rejections_by_reason"] == {}
     assert attacked["rejected_by_relay"] == len(sent)

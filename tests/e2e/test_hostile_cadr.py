@@ -6,20 +6,16 @@ every message sent."""
 
 from __future__ import annotations
 
-import asyncio
-
-from ldpfleet.broker.transport import MemoryTransport
-from ldpfleet.devices.graphs import generate
+from ldpfleet.broker.transport import Delivery
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.cadr_messages import DsrReport
 from ldpfleet.protocol.messages import BudgetRefused
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport
-from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
-GRAPH = generate("barabasi_albert", 16, seed=2, m=2)
+from tests.cadr_fixtures import GRAPH, clean_and_attacked
+
 RUN = "cadr-hostile"
-SEED = 4
 
 
 def before_theta() -> list[tuple[str, bytes]]:
@@ -55,32 +51,25 @@ def after_theta(theta: int, eps_dsr: float) -> list[tuple[str, bytes]]:
     ]
 
 
-async def attack(transport: MemoryTransport, ready: asyncio.Event, sent: list) -> None:
-    async with transport.connect(f"{RUN}-attacker") as conn:
-        await conn.subscribe(topics.ctl(RUN, "cadr_plan"), topics.ctl(RUN, "cadr_theta"))
-        ready.set()
-        async for delivery in conn.messages():
-            message = codec.decode(delivery.payload)
-            if delivery.topic.endswith("/cadr_plan"):
-                budget = CadrBudget.for_pipeline(message.eps, message.alpha, "dp", True, GRAPH.n)
-                items = before_theta()
-            else:
-                items = after_theta(message.theta, budget.dsr)
-            sent += items
-            await conn.publish_many(items)
+def plant_at_plan_and_theta():
+    """What the client plants: ``before_theta`` at the plan, ``after_theta`` at θ (with
+    the DSR budget the plan implies)."""
+    budget = None
+
+    def plant(delivery: Delivery) -> list[tuple[str, bytes]]:
+        nonlocal budget
+        message = codec.decode(delivery.payload)
+        if delivery.topic.endswith("/cadr_plan"):
+            budget = CadrBudget.for_pipeline(message.eps, message.alpha, "dp", True, GRAPH.n)
+            return before_theta()
+        return after_theta(message.theta, budget.dsr)
+
+    return plant
 
 
 async def test_a_cadr_run_under_attack_releases_the_clean_runs_values():
-    clean = await run_cadr_fleet(GRAPH, seed=SEED, run=RUN)
-    transport = MemoryTransport()
-    ready, sent = asyncio.Event(), []
-    attacker = asyncio.create_task(attack(transport, ready, sent))
-    await ready.wait()
-    try:
-        attacked = await run_cadr_fleet(GRAPH, broker=transport, seed=SEED, run=RUN)
-    finally:
-        attacker.cancel()
-        await asyncio.gather(attacker, return_exceptions=True)
+    watched = [topics.ctl(RUN, "cadr_plan"), topics.ctl(RUN, "cadr_theta")]
+    clean, attacked, sent = await clean_and_attacked(RUN, watched, plant_at_plan_and_theta())
     assert len(sent) == 12
     assert attacked["rejected_by_collector"] == len(sent)
     assert clean["rejected_by_collector"] == 0

@@ -1,0 +1,50 @@
+"""A CADR-LDP fleet run with and without a hostile client, on the in-memory transport: the
+setup tests/e2e/test_hostile_cadr.py (the collector's intakes) and
+tests/e2e/test_F_relay_refusals.py (the batching relay) share; each test says what its
+client plants and what the run must count."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+
+from ldpfleet.broker.transport import Delivery, MemoryTransport
+from ldpfleet.devices.graphs import generate
+from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+
+GRAPH = generate("barabasi_albert", 16, seed=2, m=2)
+SEED = 4
+
+# what the hostile client publishes on one delivery: items whose first two fields are
+# (topic, payload bytes); a test may add more (e.g. the reason it expects)
+Plant = Callable[[Delivery], Sequence[tuple]]
+
+
+async def clean_and_attacked(
+    run: str, subscriptions: Iterable[str], plant: Plant
+) -> tuple[dict, dict, list[tuple]]:
+    """The fleet on ``GRAPH`` with ``SEED`` under run id ``run``, twice: clean, then on a
+    fresh in-memory transport with a hostile client that subscribes to ``subscriptions``
+    (before the run starts) and publishes ``plant(delivery)`` on each delivery. Returns the
+    clean run's results, the attacked run's and every item the client planted."""
+    clean = await run_cadr_fleet(GRAPH, seed=SEED, run=run)
+    transport = MemoryTransport()
+    ready, sent = asyncio.Event(), []
+
+    async def attack() -> None:
+        async with transport.connect(f"{run}-attacker") as conn:
+            await conn.subscribe(*subscriptions)
+            ready.set()
+            async for delivery in conn.messages():
+                items = list(plant(delivery))
+                sent.extend(items)
+                await conn.publish_many([(item[0], item[1]) for item in items])
+
+    attacker = asyncio.create_task(attack())
+    await ready.wait()
+    try:
+        attacked = await run_cadr_fleet(GRAPH, broker=transport, seed=SEED, run=run)
+    finally:
+        attacker.cancel()
+        await asyncio.gather(attacker, return_exceptions=True)
+    return clean, attacked, sent
