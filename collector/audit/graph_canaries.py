@@ -485,15 +485,15 @@ def clip_release(
     """One clip run on (possibly asymmetric) adjacency lists through the real
     ``CadrDevice`` machines (one per list, sharing ``rng`` in node order): the ``value``
     of every node's published ``DsrReport``, in node order. θ is given (the plan's
-    ``theta_fraction`` is 0): ε_dsr = ε (``CadrBudget.for_pipeline(..., method="clip")``,
-    checked against every report's ``eps``)."""
+    ``theta_fraction`` is 0): ε_dsr = ε (``CadrBudget(..., negotiation=False)``, checked
+    against every report's ``eps``)."""
     from ldpfleet.protocol import topics
     from ldpfleet.protocol.cadr_budget import CadrBudget
     from ldpfleet.protocol.cadr_device import CadrDevice
     from ldpfleet.protocol.cadr_messages import CadrPlan, CadrTheta, DsrReport
 
     bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
-    eps_dsr = CadrBudget.for_pipeline(eps, alpha, "dp", False, len(lists), "clip").dsr
+    eps_dsr = CadrBudget(eps, alpha, negotiation=False).dsr  # a given θ: the whole eps
     collector = {"run": RUN, "sender": topics.COLLECTOR_ID}
     plan = CadrPlan(**collector, seq=1, eps=eps, alpha=alpha, method="clip",
                     degree_bound=bound, ndoe_parts=min(NDOE_PARTS, bound + 1))  # fmt: skip
