@@ -463,7 +463,8 @@ def _post_process(
         return
     values = np.array(list(outcome.released.values()))
     prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties)
-    post = post_process(values, outcome.theta, eps_dsr, prior, hist, known_ratio=ratio)
+    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
+    post = post_process(values, outcome.theta, eps_dsr, prior, hist, **known)
     outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
     outcome.estimate_histogram = post.histogram.tolist()
 

@@ -107,7 +107,11 @@ from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.rr import WarnerRR
 
 NDOE_PARTS = 16
-METHODS = ("ll", "lh", "ra", "er", "clip")
+# the projection methods, compared at an equal DSR budget (module docstring; ``bench
+# cadr-sweep`` enumerates these); ``RUN_METHODS`` adds clip, which spends the αε they
+# negotiate with on its release (protocol.cadr_budget, "Method clip")
+METHODS = ("ll", "lh", "ra", "er")
+RUN_METHODS = (*METHODS, "clip")
 PIPELINES = ("dp", "paper")
 
 
@@ -343,8 +347,8 @@ def private_run(
 
 def _check_run(method: str, theta_rule: str | int, pipeline: str) -> None:
     """Refuse an unknown method or pipeline, and the dp pipeline with the Sum search."""
-    if method not in METHODS:
-        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    if method not in RUN_METHODS:
+        raise ValueError(f"method: {method!r} is not one of {', '.join(RUN_METHODS)}")
     if pipeline not in PIPELINES:
         raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
     if pipeline == "dp" and theta_rule == "auto-sum":
@@ -409,7 +413,8 @@ def _release_scores(
             search["bucket_sums"], search["thresholds"], bound, len(degrees), search["eps"],
             search["noise_parties"],
         )  # fmt: skip
-    post = post_process(released, theta, eps_dsr, prior, hist, known_ratio=ratio)
+    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
+    post = post_process(released, theta, eps_dsr, prior, hist, **known)
     return raw, score(degrees, post.estimates, post.histogram)
 
 
