@@ -83,6 +83,15 @@ async def test_other_devices_lists_do_not_move_a_devices_release():
     assert first["released"] != second["released"]
 
 
+async def test_the_embedded_broker_gives_the_memory_clip_release(embedded_url):
+    graph = generate("barabasi_albert", 25, seed=2, m=2)
+    memory = await run_cadr_fleet(graph, method="clip", theta="auto-dev", seed=4)
+    embedded = await run_cadr_fleet(
+        graph, broker=embedded_url, method="clip", theta="auto-dev", seed=4
+    )
+    assert embedded["broker"] == "mqtt" and embedded["released"] == memory["released"]
+
+
 async def test_mosquitto_gives_the_memory_clip_release(mosquitto_url):
     memory = await run_cadr_fleet(GRAPH, method="clip", theta="auto-dev", seed=6)
     mosquitto = await run_cadr_fleet(
