@@ -55,8 +55,8 @@ JOBS_MAX = 64
 BATTERY_NAMES = (
     "rr", "laplace", "dsr", "sw", "sw01", "exponential", "ndoe", "stream", "gcdp", "gau-dp",
     "devices", "duchi", "piecewise", "hybrid", "fleet-stream", "degree-star",
-    "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "secagg",
-    "secagg-split", "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
+    "degree-star-edge", "degree-er", "degree-connected", "degree-star-group", "degree-clip",
+    "secagg", "secagg-split", "lpea-answer", "cadr-dsr", "stream-ledger", "stream-batch",
     "stream-batch-laplace", "cadr-theta-count", "cadr-theta-count-dropout",
 )  # fmt: skip
 

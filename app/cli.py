@@ -2355,7 +2355,9 @@ def bench_cadr_command(
             "edge-list path (SNAP/KONECT; plain, gzip, bzip2, xz; docs/cadr.md)."
         ),
     ] = "facebook",
-    method: Annotated[str, typer.Option(help="ll, lh, ra or er.")] = "ll",
+    method: Annotated[
+        str, typer.Option(help="ll, lh, ra, er or clip (no negotiation: ε-node-LDP view).")
+    ] = "ll",
     theta: Annotated[str, typer.Option(help="An integer, auto-sum or auto-dev.")] = "auto-dev",
     eps: Annotated[float, typer.Option(help="Node-LDP budget.")] = 3.0,
     alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
@@ -2400,8 +2402,8 @@ def bench_cadr_command(
     from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
-        if method not in ("ll", "lh", "ra", "er"):
-            raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er")
+        if method not in ("ll", "lh", "ra", "er", "clip"):
+            raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er, clip")
         if pipeline not in ("dp", "paper"):
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
         if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
@@ -2426,14 +2428,16 @@ def bench_cadr_command(
         if transport != "reference":
             if non_private or method == "er":
                 raise ScenarioError(
-                    "--transport: the fleet runs the private ll, lh and ra; --non-private and "
-                    "er are centralised: use --transport reference"
+                    "--transport: the fleet runs the private ll, lh, ra and clip; --non-private "
+                    "and er are centralised: use --transport reference"
                 )
             result = _bench_cadr_fleet(
                 g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
                 pipeline, advance, bound,
             )  # fmt: skip
         elif non_private:
+            if method == "clip":  # no projection to measure: clip only clips each degree
+                raise ScenarioError("--non-private measures a projection: ll, lh, ra or er")
             if not isinstance(rule, int):
                 raise ScenarioError("--non-private needs an integer --theta")
             score = evaluate(g, method.upper(), rule, list(range(runs)))

@@ -25,6 +25,8 @@ Stages (seed 004 Alg. 2-6; ``protocol.cadr_device`` is the device side):
    takes it off the list of releases awaited (``CadrOutcome.budget_refusals``);
    an accepted release is persisted (``collector.store.ReportStore``, when a path is given)
    before it is acknowledged.
+   Method ``clip`` (``protocol.cadr_budget``, "Method clip") asks the relay for no phase:
+   every device releases its own clipped degree on θ, so the DSR stage follows stage 3.
 6. The release: the noisy degree sequence (by device) and the degree histogram over
    ``0..θ`` (rounded, clipped) on ``rel/degrees``. With ``pipeline = "dp"`` the search by
    Deviation aims θ at the post-processed error (``noise_weight``) and the release also
@@ -63,7 +65,7 @@ from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported
-from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_budget import CadrBudget, negotiates
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import (
     CadrPlan,
@@ -169,7 +171,7 @@ async def run_cadr_collector(
     # the dp pipeline's θ search is DP and charged (protocol.cadr_theta_noise); a given θ
     # costs nothing, so its plan keeps the paper's split
     private_search = pipeline == "dp" and theta_rule == "auto-dev"
-    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, private_search, len(members))
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, private_search, len(members), method)
     parties = noise_parties(len(members)) if private_search else 0
     # NDOE needs non-empty partitions of [0, D]: a small graph gets one part per degree
     ndoe_parts = min(ndoe_parts, degree_bound + 1)
@@ -208,13 +210,15 @@ async def run_cadr_collector(
                     secagg_degree=secagg_degree,
                 )
                 await state.announce_theta(theta, budget.dsr, local=releases is None)
-                await state.relay_phases(max_rounds)
+                if negotiates(method):  # clip: no relay phase, the releases follow θ
+                    await state.relay_phases(max_rounds)
                 gathered = await state.await_releases(theta, budget.dsr, releases)
         finally:
             if store is not None:
                 store.close()
         state.keep_releases(gathered if gathered is not None else state.local_releases())
-        _post_process(outcome, budget.dsr, degree_bound, budget.theta, parties)
+        ratio = None if negotiates(method) else 1.0  # clip releases min(d, θ): r = 1
+        _post_process(outcome, budget.dsr, degree_bound, budget.theta, parties, ratio)
         await state.publish_release()
     return outcome
 
@@ -448,16 +452,19 @@ class _CadrRun:
 
 
 def _post_process(
-    outcome: CadrOutcome, eps_dsr: float, degree_bound: int, eps_theta: float, parties: int
-) -> None:
+    outcome: CadrOutcome, eps_dsr: float, degree_bound: int, eps_theta: float, parties: int,
+    ratio: float | None = None,
+) -> None:  # fmt: skip
     """The dp pipeline's post-processed sequence and histogram (module docstring); the
     histogram from the θ search's counts read by ``boot`` (``eps_theta``, ``parties``: the
-    search's noise law; ``degree_postprocess.histogram_prior``)."""
+    search's noise law; ``degree_postprocess.histogram_prior``). ``ratio``: the known kept
+    ratio (clip: 1; None: estimated)."""
     if outcome.pipeline != "dp":
         return
     values = np.array(list(outcome.released.values()))
     prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties)
-    post = post_process(values, outcome.theta, eps_dsr, prior, hist)
+    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
+    post = post_process(values, outcome.theta, eps_dsr, prior, hist, **known)
     outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
     outcome.estimate_histogram = post.histogram.tolist()
 

@@ -41,6 +41,12 @@ nothing but smaller noise). Concretely:
   itself is not randomised: a node's kept degree depends on its neighbours' deletions. It
   is the paper's baseline, kept as such; only its DSR release is private.)
 
+- ``clip`` (no negotiation; ``protocol.cadr_budget``, "Method clip"): no NDOE, no LPEA,
+  no projection — each node releases ``clip(d_i, 0, θ) + Laplace(θ/ε_dsr)`` of its OWN
+  degree, ε_dsr = ε - ε_θ (the whole ε under "paper" or a given θ): NOT the equal-DSR
+  comparison above (it spends the αε the others negotiate with on its release), the whole
+  view ε-node-LDP. The post-processing knows its kept ratio is 1.
+
 Each run charges a per-node ``PrivacyLedger`` (one total account of ε) with the budget of
 every mechanism it actually invokes, at the point of use: ``CadrRun.spent`` maps the
 mechanism label (exponential / warner_rr / laplace) to its ε, so ll/lh spend ε, ra
@@ -82,6 +88,7 @@ from ldpfleet.protocol.cadr_budget import (
     PART_NAMES,
     THETA_LABEL,
     CadrBudget,
+    negotiates,
     plan_theta,
     resolve_degree_bound,
 )
@@ -100,7 +107,11 @@ from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.rr import WarnerRR
 
 NDOE_PARTS = 16
+# the projection methods, compared at an equal DSR budget (module docstring; ``bench
+# cadr-sweep`` enumerates these); ``RUN_METHODS`` adds clip, which spends the αε they
+# negotiate with on its release (protocol.cadr_budget, "Method clip")
 METHODS = ("ll", "lh", "ra", "er")
+RUN_METHODS = (*METHODS, "clip")
 PIPELINES = ("dp", "paper")
 
 
@@ -293,7 +304,7 @@ def private_run(
     # a fleet too small for its θ search's counts takes θ = ⌈√D⌉ and searches nothing
     plan = plan_theta(theta_rule, pipeline, eps, alpha, graph.n, bound)
     theta_rule = plan.rule
-    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, plan.searched, graph.n)
+    budget = CadrBudget.for_pipeline(eps, alpha, pipeline, plan.searched, graph.n, method)
     charges = _Charges(budget.open_ledger("node"))
     eps_dsr = budget.dsr
     weight = noise_weight(eps_dsr) if pipeline == "dp" else 1.0
@@ -304,11 +315,11 @@ def private_run(
         rounds = 1
     else:
         theta, rounds = choose_theta(degrees, theta_rule, eps_dsr, weight, bound)
-    kept, bound_terms = _projected(graph, degrees, method, theta, budget, rng, bound, charges)
-    kept_deg = kept.degrees()
+    kept_deg, bound_terms = _projected(graph, degrees, method, theta, budget, rng, bound, charges)
     charges.charge("laplace", eps_dsr)
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
-    raw, pp = _release_scores(degrees, released, theta, eps_dsr, search, bound)
+    ratio = None if negotiates(method) else 1.0  # clip releases min(d, θ) exactly: r = 1
+    raw, pp = _release_scores(degrees, released, theta, eps_dsr, search, bound, ratio)
     final = pp if pipeline == "dp" else raw
     return CadrRun(
         method=method,
@@ -336,8 +347,8 @@ def private_run(
 
 def _check_run(method: str, theta_rule: str | int, pipeline: str) -> None:
     """Refuse an unknown method or pipeline, and the dp pipeline with the Sum search."""
-    if method not in METHODS:
-        raise ValueError(f"method: {method!r} is not one of {', '.join(METHODS)}")
+    if method not in RUN_METHODS:
+        raise ValueError(f"method: {method!r} is not one of {', '.join(RUN_METHODS)}")
     if pipeline not in PIPELINES:
         raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
     if pipeline == "dp" and theta_rule == "auto-sum":
@@ -360,13 +371,18 @@ class _Charges:
 def _projected(
     graph: Graph, degrees: np.ndarray, method: str, theta: int, budget: CadrBudget,
     rng: np.random.Generator, bound: int, charges: _Charges,
-) -> tuple[Graph, np.ndarray]:  # fmt: skip
-    """The graph projected to degree ≤ θ (NDOE codes and the LPEA negotiation for ll, lh
-    and ra; EDGE-REMOVE for er) and each node's Thm 3.5 bound term."""
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The kept degrees after the projection to degree ≤ θ (NDOE codes and the LPEA
+    negotiation for ll, lh and ra; EDGE-REMOVE for er; clip: no projection, ``min(d, θ)``,
+    drawing nothing) and each node's Thm 3.5 bound term (er and clip: ``|d - min(d, θ)| +
+    θ / ε_dsr``, no RR term)."""
     eps_dsr = budget.dsr
+    clipped = np.minimum(degrees, theta)
+    if not negotiates(method):  # clip: each device's own degree, clipped by DSR
+        return clipped, np.abs(degrees - clipped) + theta / eps_dsr
     if method == "er":
         kept = edge_remove(graph, theta, rng)
-        return kept, np.abs(degrees - np.minimum(degrees, theta)) + theta / eps_dsr
+        return kept.degrees(), np.abs(degrees - clipped) + theta / eps_dsr
     codes = None  # ra: no NDOE codes, candidates in uniformly random order
     if method in ("ll", "lh"):
         codes = ndoe_codes(degrees, budget.ndoe, rng, bound)
@@ -379,15 +395,16 @@ def _projected(
         thm35_bound(int(d), theta, int(a), rr.eps, eps_dsr)
         for d, a in zip(degrees, asked, strict=True)
     ]
-    return kept, np.array(terms)
+    return kept.degrees(), np.array(terms)
 
 
 def _release_scores(
     degrees: np.ndarray, released: np.ndarray, theta: int, eps_dsr: float, search: dict,
-    bound: int,
+    bound: int, ratio: float | None = None,
 ) -> tuple[dict, dict]:  # fmt: skip
     """Scores of the raw release (its values and clipped histogram) and of the
-    post-processed one (prior: the dp θ search's noisy counts, when there was one)."""
+    post-processed one (prior: the dp θ search's noisy counts, when there was one;
+    ``ratio``: the known kept ratio, clip's 1, else None: estimated)."""
     histogram = post_process_distribution(released, theta)
     raw = score(degrees, released, histogram)
     prior = hist = None
@@ -396,7 +413,8 @@ def _release_scores(
             search["bucket_sums"], search["thresholds"], bound, len(degrees), search["eps"],
             search["noise_parties"],
         )  # fmt: skip
-    post = post_process(released, theta, eps_dsr, prior, hist)
+    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
+    post = post_process(released, theta, eps_dsr, prior, hist, **known)
     return raw, score(degrees, post.estimates, post.histogram)
 
 

@@ -762,6 +762,7 @@ def post_process(
     histogram_prior: object | None = None,
     *,
     theta_noise: ThetaNoise | None = None,
+    known_ratio: float | None = None,
 ) -> PostProcessed:
     """Without ``prior``: deconvolve the releases (Laplace scale ``θ / eps_dsr``), then the
     posterior medians and the consistent histogram (module docstring, 1-3). With the
@@ -772,14 +773,16 @@ def post_process(
     ``theta_noise`` (the θ search's public noise law): when ``count_signal_ratio`` is
     below ``SIGNAL_RATIO_MIN`` the estimates are the DSR values' own deconvolution's
     posterior medians (as without a prior), the histogram unchanged (module docstring,
-    "The small-fleet guard")."""
+    "The small-fleet guard"). ``known_ratio``: the model's ``r`` when it is known, not
+    estimated (method "clip" releases ``min(d, θ) + Laplace`` exactly: ``r = 1``); None
+    (every other method): ``kept_ratio``'s estimate."""
     y = _released(released)
     t = integer_at_least(theta, "theta", 1)
     scale = t / positive_real(eps_dsr, "eps_dsr")
     if prior is not None:
         p = _distribution_over_degrees(prior)
         h = p if histogram_prior is None else _distribution_over_degrees(histogram_prior)
-        r = kept_ratio(y, p, t)
+        r = kept_ratio(y, p, t) if known_ratio is None else _known_ratio(known_ratio)
         if theta_noise is not None and not _counts_trusted(y.size, theta_noise):
             estimates = posterior_medians(y, deconvolve(y, t, scale), scale)
             return PostProcessed(t, p, estimates, consistent_histogram(h, y.size), r, False)
@@ -811,6 +814,17 @@ def post_process(
         estimates=posterior_medians(y, k_prior, scale),
         histogram=consistent_histogram(k_prior, y.size),
     )
+
+
+def _known_ratio(ratio: float) -> float:
+    """``post_process``'s ``known_ratio``, refused outside ``(0, 1]``."""
+    r = positive_real(ratio, "known_ratio")
+    if r > 1.0:
+        raise ParameterError(
+            f"must be in (0, 1], got {ratio!r}",
+            field="known_ratio", limit="in (0, 1]", value=ratio,
+        )  # fmt: skip
+    return r
 
 
 def _counts_trusted(releases: int, noise: ThetaNoise) -> bool:

@@ -125,6 +125,23 @@ Measured against the graph's maximum (docs/cadr-private.md, "The degree bound"):
 MAE within -0.3 ... +1.2 % on ego-Facebook, Barabási–Albert, Erdős–Rényi, powerlaw-cluster
 and star graphs at ε 0.5-5.
 
+Method clip (``NEGOTIATION_FREE``, issue 20, claims D3/A5). No NDOE, no LPEA, no relay
+phase: after the same θ search (the same ``theta`` part, θ rule and small-fleet rule as
+ll in the same pipeline and fleet size) each device releases ``clip(d_i, 0, θ) +
+Laplace(θ / ε_dsr)`` with ``d_i`` the length of its OWN list (at most D) and ``ε_dsr = ε -
+ε_θ`` (the "paper" pipeline and a given θ: ``ε_dsr = ε``); NDOE and LPEA are 0 and not
+charged (``CadrBudget(..., negotiation=False)``, ``for_pipeline(..., method="clip")``), so
+every ledger totals ε. Proof: node-LDP neighbours differ in one node v's list; the only
+messages that read v's list are v's own θ-search answer (its one-hot bucket vector plus
+Pólya noise, opened only inside the ε_θ-DP secure sum; none under the paper's exact search
+is DP, which the claim names) and v's DSR value (a function of ``min(d_v, θ)``, sensitivity
+θ, Laplace of scale θ / ε_dsr: ε_dsr-DP for any θ fixed before it). θ is post-processing of
+the opened sum, so the DSR release is chosen adaptively after it; by adaptive sequential
+composition the collector's whole view is ``(ε_θ + ε_dsr) = ε``-node-LDP. No other
+device's message depends on v's list (no negotiation), which is exactly what LPEA's hard
+cap breaks. What it gives up: no projected graph (kept edges), only the degree sequence and
+histogram. ``privacy_claim(budget, "clip")`` states it.
+
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
 spend is ``eps`` (up to floating rounding, far below ``1e-12``) and any further charge is
@@ -176,6 +193,7 @@ __all__ = [
     "CADR_EPS_MIN",
     "DEGREE_BOUND_RULES",
     "MECHANISM_LABELS",
+    "NEGOTIATION_FREE",
     "PART_NAMES",
     "SIGNAL_RATIO_TARGET",
     "SMALL_FLEET_THETA_CLAIM",
@@ -189,6 +207,7 @@ __all__ = [
     "check_theta_within_bound",
     "eps_for_signal_ratio",
     "fleet_signal",
+    "negotiates",
     "plan_theta",
     "privacy_claim",
     "release_warnings",
@@ -206,6 +225,9 @@ THETA_LABEL = "geometric"  # the DP θ search's two-sided geometric mechanism
 # mechanism label -> the budget part it spends (results.json ``budget``, bench ``spent``)
 PART_NAMES = {THETA_LABEL: "theta", "exponential": "ndoe", "warner_rr": "lpea", "laplace": "dsr"}
 THETA_FRACTION = 0.6  # the dp pipeline's share of the alpha part for the θ search
+# methods with no negotiation (module docstring, "Method clip"): every message a device
+# sends depends on its own list only, so the whole view is ε-node-LDP
+NEGOTIATION_FREE = ("clip",)
 HISTOGRAM_TARGET = 1200.0  # n · ε_θ at which a 16-bucket count's noise sd is ~1% of n
 THETA_EPS_CAP = 0.5  # the most ε_θ the rule takes from DSR: at most ε/2, and at most 0.5
 # mid-size fleets (MID_FLEET_MIN_DEVICES <= n <= MID_FLEET_DEVICES) take up to
@@ -491,6 +513,9 @@ class CadrBudget:
     alpha: float = ALPHA_DEFAULT
     theta_fraction: float = 0.0
     theta_extra: float = 0.0
+    # False: a method without negotiation (``NEGOTIATION_FREE``, "clip"): no NDOE, no LPEA,
+    # DSR takes everything the θ search leaves (module docstring, "Method clip")
+    negotiation: bool = True
     theta: float = field(init=False, compare=False)
     ndoe: float = field(init=False, compare=False)
     lpea: float = field(init=False, compare=False)
@@ -529,6 +554,16 @@ class CadrBudget:
         object.__setattr__(self, "theta_fraction", float(f))
         object.__setattr__(self, "theta_extra", float(x))
         object.__setattr__(self, "theta", f * alpha * eps + x * eps if x else f * alpha * eps)
+        if not isinstance(self.negotiation, bool):
+            raise ParameterError(
+                f"must be True or False, got {self.negotiation!r}",
+                field="negotiation", limit="True or False", value=self.negotiation,
+            )  # fmt: skip
+        if not self.negotiation:  # clip: no NDOE, no LPEA; DSR gets the rest of eps
+            object.__setattr__(self, "ndoe", 0.0)
+            object.__setattr__(self, "lpea", 0.0)
+            object.__setattr__(self, "dsr", eps - self.theta)
+            return
         if f == 0.0:  # the paper's split, with its floating operations
             object.__setattr__(self, "ndoe", alpha * eps / 2.0)
             object.__setattr__(self, "lpea", alpha * eps / 2.0)
@@ -539,22 +574,27 @@ class CadrBudget:
 
     @classmethod
     def for_pipeline(
-        cls, eps: float, alpha: float, pipeline: str, searched: bool, devices: int
-    ) -> CadrBudget:
+        cls, eps: float, alpha: float, pipeline: str, searched: bool, devices: int,
+        method: str = "ll",
+    ) -> CadrBudget:  # fmt: skip
         """The split a run of ``devices`` devices uses: ``THETA_FRACTION`` and the
         ``theta_extra`` rule when the "dp" pipeline searches θ (``searched``: the rule is
-        not a given θ), the paper's split otherwise."""
+        not a given θ), the paper's split otherwise. ``method``: a ``NEGOTIATION_FREE``
+        method ("clip") takes the same θ part and gives DSR the rest (``negotiation =
+        False``); every other method's split does not depend on it."""
         if pipeline not in ("dp", "paper"):
             raise ParameterError(
                 f"must be 'dp' or 'paper', got {pipeline!r}",
                 field="pipeline", limit="'dp' or 'paper'", value=pipeline,
             )  # fmt: skip
         check_run_eps(eps)
+        negotiation = negotiates(method)
         if pipeline == "dp" and searched:
-            budget = cls(eps, alpha, THETA_FRACTION, theta_extra(eps, alpha, devices))
+            extra = theta_extra(eps, alpha, devices)
+            budget = cls(eps, alpha, THETA_FRACTION, extra, negotiation=negotiation)
             _check_theta_eps(budget)
             return budget
-        return cls(eps, alpha, 0.0)
+        return cls(eps, alpha, 0.0, negotiation=negotiation)
 
     @classmethod
     def with_fraction(cls, eps: float, alpha: float, theta_fraction: float) -> CadrBudget:
@@ -569,7 +609,11 @@ class CadrBudget:
 
     def parts(self) -> tuple[tuple[str, float], ...]:
         """``(mechanism label, budget)`` in release order: the θ search (only when
-        ``theta_fraction > 0``), NDOE, LPEA, DSR."""
+        ``theta_fraction > 0``), NDOE, LPEA, DSR (without negotiation: the θ search and
+        DSR only)."""
+        if not self.negotiation:
+            dsr = (("laplace", self.dsr),)
+            return ((THETA_LABEL, self.theta), *dsr) if self.theta > 0 else dsr
         paper = tuple(zip(MECHANISM_LABELS, (self.ndoe, self.lpea, self.dsr), strict=True))
         return ((THETA_LABEL, self.theta), *paper) if self.theta > 0 else paper
 
@@ -603,6 +647,12 @@ class CadrBudget:
             ledger.charge(ACCOUNT, eps, mechanism=label)
 
 
+def negotiates(method: str) -> bool:
+    """Whether ``method`` negotiates a projection between neighbours (NDOE, LPEA: ll, lh,
+    ra; er's deletion too) — False for the ``NEGOTIATION_FREE`` methods ("clip")."""
+    return method not in NEGOTIATION_FREE
+
+
 def _listed(items: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -622,7 +672,8 @@ def privacy_claim(
     by whom, mechanism, ε, charged in the ledger, ``covered``: "yes" when this
     implementation establishes the ε for that part alone, "caveat" or "no"),
     ``charged_total`` (the ledger's sum for ``method``: ``er`` has no NDOE/LPEA, ``ra`` no
-    NDOE), ``not_covered`` (the parts outside any ε) and one-sentence ``statement``.
+    NDOE, ``clip`` none and DSR gets the rest: module docstring, "Method clip"),
+    ``not_covered`` (the parts outside any ε) and one-sentence ``statement``.
 
     The relay phases' timing (``negotiated`` methods): ``deadline`` is the run's public
     per-phase deadline in seconds (``[cadr] peer_deadline_seconds``; 0 = none) and
@@ -631,6 +682,8 @@ def privacy_claim(
     ``degree_bound``: the run's ``resolve_degree_bound`` answer, stated as the first part
     (covered unless it is the graph's maximum degree). ``small_fleet``: θ was chosen by the
     public small-fleet rule (``plan_theta``; no θ search, ε_θ = 0)."""
+    if not negotiates(method):
+        return _clip_claim(budget, theta_searched, degree_bound, small_fleet)
     negotiated = method in ("ll", "lh", "ra")
     parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
     parts.append(_theta_part(budget, theta_searched, small_fleet))
@@ -655,6 +708,64 @@ def privacy_claim(
         "not_covered": not_covered,
         "statement": _claim_statement(budget, method, charged, not_covered),
     }
+
+
+CLIP_DSR_NOTE = (
+    "ε_dsr for the device's own degree; no other device's value depends on this "
+    "device's list (exact sampler on a 2^-20 grid)"
+)
+
+
+def _clip_claim(
+    budget: CadrBudget,
+    theta_searched: bool,
+    degree_bound: tuple[int, str] | None,
+    small_fleet: bool,
+) -> dict:
+    """``privacy_claim`` of a method without negotiation ("clip"; module docstring,
+    "Method clip"): the degree bound, θ, each device's DSR release of its OWN degree and
+    the post-processing — no relay phase runs, so no NDOE, LPEA, relay or timing rows —
+    and the statement that the whole view is ε-node-LDP."""
+    parts = [] if degree_bound is None else [_degree_bound_part(*degree_bound)]
+    parts.append(_theta_part(budget, theta_searched, small_fleet))
+    dsr = _part(
+        "DSR release: clip(d, 0, θ) + Laplace(θ/ε_dsr), d = the device's own list length",
+        "collector, public", "laplace", budget.dsr, note=CLIP_DSR_NOTE,
+    )  # fmt: skip
+    post = _part(
+        "post-processed release and histogram", "collector, public", "post-processing", 0.0,
+        charged=False, note="reads only the θ-search sum and the DSR releases",
+    )  # fmt: skip
+    parts.extend([dsr, post])
+    charged = math.fsum(p["eps"] for p in parts if p["charged"])
+    not_covered = [p["part"] for p in parts if p["covered"] == "no"]
+    return {
+        "parts": parts,
+        "charged_total": charged,
+        "not_covered": not_covered,
+        "statement": _clip_statement(budget, charged, not_covered),
+    }
+
+
+def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) -> str:
+    """The clip claim in one sentence: the whole view is ε-node-LDP (or, when a part is
+    not covered — the paper's exact θ search, the graph's maximum as D — what stops it)."""
+    head = f"every device's ledger is charged {charged:.6g} of ε = {budget.eps:g}; "
+    reason = (
+        "each device's messages depend only on its own list (the θ search's one-hot answer "
+        "and its DSR value), so by adaptive sequential composition"
+    )
+    if not not_covered:
+        return (
+            head + "the whole view IS ε-node-LDP: " + reason
+            + f" the collector's view of a run is {charged:.6g}-node-LDP (no relay phase runs)"
+        )  # fmt: skip
+    return (
+        head
+        + "each device's DSR value is ε_dsr-DP and depends on its own list only, but "
+        + f"{len(not_covered)} part(s) are covered by no ε: {'; '.join(not_covered)}; so "
+        + "node-LDP of the whole view is NOT established for this run"
+    )
 
 
 def _part(

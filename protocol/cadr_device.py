@@ -37,6 +37,12 @@ private input). ``CadrDevice`` is the sans-I/O machine of all its stages (CADR-L
    Laplace(θ / (1-α)ε)`` in a ``DsrReport`` and re-sends it every ``retry`` seconds until
    the collector's ``Ack`` says it is persisted. The ledger then holds exactly ε (ll/lh).
 
+Method ``clip`` (``protocol.cadr_budget``, "Method clip"): no NDOE code, no LPEA node, no
+relay phase (a relay step is refused). On θ the device releases ``clip(d, 0, θ) +
+Laplace(θ / ε_dsr)`` of its OWN degree ``d`` at once, ``ε_dsr = ε - ε_θ``; its ledger
+holds the θ part and the Laplace part, exactly ε. Nothing it sends depends on any other
+device's list.
+
 Budget safety. The collector's plan says what the run will spend (ε); a device may cap it
 (``max_eps``: its own budget for the run; None accepts the plan's ε). Every spend goes
 through the ledger first: the plan is admitted only if its whole split fits (all or
@@ -70,7 +76,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.protocol import topics
-from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget
+from ldpfleet.protocol.cadr_budget import ACCOUNT, THETA_LABEL, CadrBudget, negotiates
 from ldpfleet.protocol.cadr_messages import CadrPlan, CadrQuery, CadrTheta, DsrReport
 from ldpfleet.protocol.cadr_theta_noise import bucket_vector, polya_share
 from ldpfleet.protocol.dsr import dsr_release
@@ -185,8 +191,14 @@ class CadrDevice(Machine):
     @property
     def finished(self) -> bool:
         """The release is persisted by the collector (or, after a budget refusal, the LPEA
-        phase the device still served is over)."""
-        return self.acked or (self.refusal is not None and "lpea" in self._phase_done)
+        phase the device still served is over; clip: θ came)."""
+        if self.acked:
+            return True
+        if self.refusal is None:
+            return False
+        if self.plan is not None and not negotiates(self.plan.method):
+            return self.theta is not None  # clip: θ came, the refused release is not sent
+        return "lpea" in self._phase_done
 
     def _refuse(self, request: str, r: int, requested: float, reason: str) -> None:
         """Answer a request that would overspend with one ``BudgetRefused``."""
@@ -292,7 +304,13 @@ class CadrDevice(Machine):
                 "a DP θ search needs noise_parties >= 1, got 0", field="noise_parties"
             )
         self.plan = plan
-        self.budget = CadrBudget(plan.eps, plan.alpha, plan.theta_fraction, plan.theta_extra)
+        self.budget = CadrBudget(
+            plan.eps,
+            plan.alpha,
+            plan.theta_fraction,
+            plan.theta_extra,
+            negotiation=negotiates(plan.method),
+        )
         limit = plan.eps if self.max_eps is None else self.max_eps
         self.ledger = PrivacyLedger(self.device)
         self.ledger.open_account(ACCOUNT, BudgetAccount(limit))
@@ -388,7 +406,12 @@ class CadrDevice(Machine):
             raise RemoteProtocolError(
                 f"θ = {message.theta} exceeds the degree bound {plan.degree_bound}", field="theta"
             )
+        first = self.theta is None
         self.theta = message.theta
+        if not negotiates(plan.method):  # clip: release the own clipped degree at once
+            if first:
+                self._release(now, min(self.degree, message.theta))
+            return
         pending, self._pending_steps = self._pending_steps, []
         for step in pending:
             self._on_step(step, now)
@@ -398,6 +421,10 @@ class CadrDevice(Machine):
     def _on_step(self, step: PeerStep, now: float) -> None:
         if step.phase not in ("ndoe", "lpea"):
             raise RemoteProtocolError(f"unknown phase {step.phase!r}", field="phase")
+        if self.plan is not None and not negotiates(self.plan.method):
+            raise RemoteProtocolError(
+                f"method {self.plan.method} runs no relay phase ({step.phase})", field="phase"
+            )
         if self.plan is None or self.theta is None:
             if len(self._pending_steps) >= 4:
                 raise RemoteProtocolError("relay steps before the plan and θ", field="phase")
@@ -412,7 +439,9 @@ class CadrDevice(Machine):
                 self._send_code(step.round)
         elif step.finished:
             self._phase_done.add("lpea")
-            self._release(now)
+            if self.node is None:
+                raise RemoteProtocolError("LPEA ended before it started", field="phase")
+            self._release(now, len(self.node.kept))
         elif self._padding:  # a padding round (protocol.peer_relay, "Padding")
             if self.node is None or step.round <= self.node.round:
                 raise RemoteProtocolError(f"padding round {step.round} is stale", field="round")
@@ -546,15 +575,15 @@ class CadrDevice(Machine):
 
     # ---- DSR ---------------------------------------------------------------------------------
 
-    def _release(self, now: float) -> None:
+    def _release(self, now: float, kept: int) -> None:
+        """DSR: ``clip(kept, 0, θ) + Laplace(θ / ε_dsr)`` (``kept``: LPEA's kept degree, or
+        clip's own degree), after its charge."""
         assert self.budget is not None and self.ledger is not None and self.theta is not None
-        if self.node is None:
-            raise RemoteProtocolError("LPEA ended before it started", field="phase")
         if self._report is not None:
             raise RemoteProtocolError("DSR runs once", field="phase")
         if not self._charge(self.budget.dsr, "laplace", "dsr", 0):
             return  # refused (now or earlier): no release; finished with the phase
-        value = float(dsr_release(len(self.node.kept), self.theta, self.budget.dsr, self._rng))
+        value = float(dsr_release(kept, self.theta, self.budget.dsr, self._rng))
         self._report = DsrReport(
             run=self.run,
             sender=self.device,

@@ -10,7 +10,7 @@ message            topic                       meaning
 =================  ==========================  ============================================
 ``CadrPlan``       ``ctl/cadr_plan``           ε, α, method, public degree bound, NDOE parts
 ``CadrQuery``      ``ctl/cadr_query``          one θ-search question, answered by a secure sum
-``CadrTheta``      ``ctl/cadr_theta``          the θ every device projects to
+``CadrTheta``      ``ctl/cadr_theta``          the θ every device projects to (clips at)
 ``DsrReport``      ``up/dsr``                  the device's Laplace release of its degree
 ``Ack``            ``in/collector``            the report is persisted
 ``DegreeRelease``  ``rel/degrees``             noisy degrees, histogram (+ post-processed)
@@ -37,7 +37,8 @@ __all__ = [
 
 MAX_DEGREE = 1_000_000
 Degree = Annotated[int, Meta(ge=1, le=MAX_DEGREE)]
-FleetMethod = Literal["ll", "lh", "ra"]
+# "clip": no relay phase; each device releases its own clipped degree (protocol.cadr_budget)
+FleetMethod = Literal["ll", "lh", "ra", "clip"]
 
 
 class CadrPlan(Message, tag="cadr_plan", kw_only=True):

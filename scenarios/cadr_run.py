@@ -54,6 +54,7 @@ from ldpfleet.protocol.cadr_budget import (
     CadrBudget,
     ThetaPlan,
     check_theta_within_bound,
+    negotiates,
     plan_theta,
     privacy_claim,
     release_warnings,
@@ -85,7 +86,7 @@ __all__ = [
     "write_cadr_results",
 ]
 
-FLEET_METHODS = ("ll", "lh", "ra")
+FLEET_METHODS = ("ll", "lh", "ra", "clip")
 # results.json's keys in order; the collector side writes those it knows, in this order
 RESULT_KEYS = (
     "scenario", "broker", "run", "processes", "devices", "edges", "method", "pipeline", "eps",
@@ -273,10 +274,21 @@ def _machines(graph: Graph, names: list[str], run: str, seed: int, indices) -> l
     ]
 
 
+def _kept(machine: CadrDevice) -> int:
+    """The device's kept degree (the simulator's, for scoring): LPEA's kept edges, clip's
+    ``min(d, θ)`` once θ came (``protocol.cadr_budget``, "Method clip"), else 0."""
+    if machine.node is not None:
+        return len(machine.node.kept)
+    plan, theta = machine.plan, machine.theta
+    if plan is not None and theta is not None and not negotiates(plan.method):
+        return min(machine.degree, theta)
+    return 0
+
+
 def _stats(agent: CadrAgent) -> DeviceStats:
     machine = agent.machine
     return DeviceStats(
-        kept=len(machine.node.kept) if machine.node else 0,
+        kept=_kept(machine),
         asked_max=machine.node.asked_max if machine.node else 0,
         spent=machine.spent(),
         ledger=machine.ledger.to_dict() if machine.ledger is not None else None,
@@ -609,8 +621,9 @@ def collector_results(
     final = postprocessed if outcome.estimates else raw
     plan = settings.theta_plan(graph)
     budget = CadrBudget.for_pipeline(
-        settings.eps, settings.alpha, settings.pipeline, plan.searched, len(names)
-    )
+        settings.eps, settings.alpha, settings.pipeline, plan.searched, len(names),
+        settings.method,
+    )  # fmt: skip
     begin = collected.started if started is None else started
     bound = settings.bound_and_source(graph)  # (D, its source): read once
     return {
@@ -687,7 +700,8 @@ def _release_scores(
         estimates = np.array([outcome.estimates[name] for name in names])
         histogram = np.array(outcome.estimate_histogram)
     else:  # the paper's release; its post-processing scored for comparison
-        post = post_process(released, outcome.theta, CadrBudget(settings.eps, settings.alpha).dsr)
+        paper = CadrBudget(settings.eps, settings.alpha, negotiation=negotiates(settings.method))
+        post = post_process(released, outcome.theta, paper.dsr)
         estimates, histogram = post.estimates, post.histogram
     return raw, score(degrees, estimates, histogram)
 
@@ -765,13 +779,16 @@ def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
     if missing:
         raise ValueError(f"no device stats for {len(missing)} devices ({missing[:5]})")
     budget = CadrBudget(partial["eps"], partial["alpha"])
+    # clip's bound reads its own ε_dsr (the run's split); the others keep the paper's
+    clip = not negotiates(partial["method"])
+    eps_dsr = partial.get("budget", {}).get("dsr", budget.dsr) if clip else budget.dsr
     theta = partial["theta"]
     per_device = {name: dict(partial["per_device"][name]) for name in names}
     degrees = np.array([per_device[name]["degree"] for name in names])
     released = np.array([partial["released"][name] for name in names])
     kept = np.array([stats[name].kept for name in names])
     bounds = [
-        thm35_bound(int(d), theta, stats[name].asked_max, budget.lpea, budget.dsr)
+        thm35_bound(int(d), theta, stats[name].asked_max, budget.lpea, eps_dsr)
         for d, name in zip(degrees, names, strict=True)
     ]
     for name, bound in zip(names, bounds, strict=True):

@@ -473,7 +473,8 @@ class GraphSection(_Section):
 class CadrSection(_Section):
     """``[cadr]``: the CADR-LDP degree-release stage over the fleet."""
 
-    method: Literal["ll", "lh", "ra"] = "ll"
+    # "clip": no negotiation, each device's own clipped degree (protocol.cadr_budget)
+    method: Literal["ll", "lh", "ra", "clip"] = "ll"
     # below 0.001 every CADR release is noise (docs/cadr.md, "Range of eps")
     eps: Annotated[
         float,

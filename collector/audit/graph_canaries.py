@@ -77,6 +77,8 @@ __all__ = [
     "GRAPH_FINDINGS",
     "GraphCanary",
     "cadr_release",
+    "clip_audit_canary",
+    "clip_release",
     "construction",
     "graph_audit_canary",
     "graph_witnesses",
@@ -457,6 +459,94 @@ GRAPH_FINDINGS = {
     "degree-star-eps": _entry("star", claim="eps"),
     "degree-star-edge-eps": _entry("star-edge", claim="eps"),
 }
+
+
+# ---- method clip through the real device machines (helper P, issue 20) --------------------
+# ``degree-clip``: the same star pair (A) as ``degree-star``, but every node is a real
+# ``protocol.cadr_device.CadrDevice`` running method "clip" (no NDOE, no LPEA, no relay
+# phase; ``protocol.cadr_budget``, "Method clip"): the plan (θ given, so no θ search and
+# ε_dsr = ε), then θ, then the ``DsrReport`` each device publishes on ``up/dsr`` — the
+# collector's whole view. A device reads only its own list, so the asymmetric lists of the
+# node-LDP pair are a valid input (no peer item is ever exchanged). Claim: ε itself (not
+# 2ε): only v's release reads v's list. A planted bug (noise scale θ / (2 ε_dsr), or the
+# unclipped degree released) makes the view 2ε-node-LDP on this star, which the audit
+# certifies above ε (tests/unit/test_P_clip_audit.py).
+
+
+def clip_release(
+    lists: Lists,
+    theta: int,
+    eps: float,
+    rng: np.random.Generator,
+    *,
+    alpha: float = ALPHA,
+    degree_bound: int | None = None,
+) -> np.ndarray:
+    """One clip run on (possibly asymmetric) adjacency lists through the real
+    ``CadrDevice`` machines (one per list, sharing ``rng`` in node order): the ``value``
+    of every node's published ``DsrReport``, in node order. θ is given (the plan's
+    ``theta_fraction`` is 0): ε_dsr = ε (``CadrBudget(..., negotiation=False)``, checked
+    against every report's ``eps``)."""
+    from ldpfleet.protocol import topics
+    from ldpfleet.protocol.cadr_budget import CadrBudget
+    from ldpfleet.protocol.cadr_device import CadrDevice
+    from ldpfleet.protocol.cadr_messages import CadrPlan, CadrTheta, DsrReport
+
+    bound = degree_bound if degree_bound is not None else max(1, *(len(a) for a in lists))
+    eps_dsr = CadrBudget(eps, alpha, negotiation=False).dsr  # a given θ: the whole eps
+    collector = {"run": RUN, "sender": topics.COLLECTOR_ID}
+    plan = CadrPlan(**collector, seq=1, eps=eps, alpha=alpha, method="clip",
+                    degree_bound=bound, ndoe_parts=min(NDOE_PARTS, bound + 1))  # fmt: skip
+    announce = CadrTheta(**collector, seq=2, theta=theta)
+    plan_topic = topics.parse(topics.ctl(RUN, "cadr_plan"))
+    theta_topic = topics.parse(topics.ctl(RUN, "cadr_theta"))
+    ids = _ids(len(lists))
+    out = np.empty(len(lists))
+    for i, own in enumerate(lists):
+        device = CadrDevice(RUN, ids[i], [ids[j] for j in own], rng)
+        device.receive(plan_topic, plan, 0.0)
+        device.receive(theta_topic, announce, 0.0)
+        (report,) = [o.message for o in device.pop_outbound() if isinstance(o.message, DsrReport)]
+        if report.eps != eps_dsr:
+            raise AssertionError(f"the report states eps {report.eps}, the run's is {eps_dsr}")
+        out[i] = report.value
+    return out
+
+
+def clip_audit_canary(gc: GraphCanary, theta: int, eps: float) -> Canary:
+    """The audit ``Canary`` of method clip: n clip runs on D's lists / D''s lists (the same
+    public D)."""
+    bound = max(max(len(a) for a in gc.lists_d), max(len(a) for a in gc.lists_dprime), 1)
+
+    def sampler(lists: Lists) -> Callable[[np.random.Generator, int], np.ndarray]:
+        def run(rng: np.random.Generator, n: int) -> np.ndarray:
+            return np.stack([clip_release(lists, theta, eps, rng, degree_bound=bound)
+                             for _ in range(n)])  # fmt: skip
+
+        return run
+
+    return Canary(gc.description, sampler(gc.lists_d), sampler(gc.lists_dprime), gc.description)
+
+
+def _clip_entry(eps: float, delta: float):
+    """``degree-clip``: the star pair through clip's device machines, claimed at ε."""
+    from ldpfleet.collector.audit.battery import AuditSpec
+
+    gc = construction("star")
+    return AuditSpec(
+        "cadr clip star",
+        clip_audit_canary(gc, THETA, eps),
+        graph_witnesses(gc, THETA),
+        eps,
+        delta=delta,
+        trials=2000,
+        notes=f"method clip, real CadrDevice machines; theta = {THETA} given (eps_dsr = eps); "
+        "claim eps: the whole view is eps-node-LDP",
+        extra={"theta": THETA, "leaves": STAR_LEAVES, "nodes": gc.n, "changed": gc.changed()},
+    )
+
+
+GRAPH_BATTERY["degree-clip"] = _clip_entry
 
 
 # ---- the cascade canary (helper E, issue 20) ----------------------------------------------
