@@ -735,7 +735,9 @@ def _run_cadr(
         ("Thm 3.5 bound (mean)", f"{results['bound_mean']:.1f} (holds for "
                                  f"{results['bound_holds']:.1%} of devices)"),
         ("ledger per device", f"{results['ledger_min']:g} .. {results['ledger_max']:g}"),
-        ("LPEA", f"at most {results['lpea_round_cap']} rounds (the relay keeps its counts)"),
+        ("LPEA", f"at most {results['lpea_round_cap']} rounds (the relay keeps its counts)"
+                 if results["lpea_round_cap"] is not None
+                 else "none (method clip: no relay phase)"),
         ("device messages up / down", f"{results['device_messages_up']:,} / "
                                       f"{results['device_messages_down']:,}"),
         ("stages (s)", ", ".join(f"{k} {v:.1f}" for k, v in results["stage_seconds"].items())),

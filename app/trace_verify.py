@@ -70,7 +70,7 @@ from ldpfleet.broker.trace import (
     signed_message,
 )
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.cadr_budget import CadrBudget, negotiates
 from ldpfleet.protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
@@ -919,8 +919,12 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
 
 def _dsr_share(plan: CadrPlan) -> float:
     """The DSR part of the plan's split: ``(1 - alpha) eps`` in the paper's pipeline, less
-    the θ search's extra share in the dp pipeline (``CadrBudget``, as the devices split)."""
-    return CadrBudget(plan.eps, plan.alpha, plan.theta_fraction, plan.theta_extra).dsr
+    the θ search's extra share in the dp pipeline (``CadrBudget``, as the devices split);
+    method clip: everything the θ search leaves (no negotiation)."""
+    negotiation = negotiates(plan.method)
+    return CadrBudget(
+        plan.eps, plan.alpha, plan.theta_fraction, plan.theta_extra, negotiation=negotiation
+    ).dsr
 
 
 def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:

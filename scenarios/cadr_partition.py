@@ -184,8 +184,8 @@ async def cadr_partition_side(
     devices = partition_devices(graph, p, count)
     searched = settings.theta_plan(graph).searched  # the small-fleet rule searches nothing
     budget = CadrBudget.for_pipeline(
-        settings.eps, settings.alpha, settings.pipeline, searched, graph.n
-    )
+        settings.eps, settings.alpha, settings.pipeline, searched, graph.n, settings.method
+    )  # method clip: DSR takes what the θ search leaves
     out = fresh_outputs(out_dir)
     wall = time.perf_counter()
     async with open_broker(_joinable(broker), credentials=credentials) as (transport, info):
