@@ -2358,8 +2358,12 @@ def bench_cadr_command(
         ),
     ] = "facebook",
     method: Annotated[
-        str, typer.Option(help="ll, lh, ra, er or clip (no negotiation: ε-node-LDP view).")
-    ] = "ll",
+        str,
+        typer.Option(
+            help="auto (clip under --pipeline dp, ll under paper), ll, lh, ra, er or clip "
+            "(no negotiation: the whole view is ε-node-LDP)."
+        ),
+    ] = "auto",
     theta: Annotated[str, typer.Option(help="An integer, auto-sum or auto-dev.")] = "auto-dev",
     eps: Annotated[float, typer.Option(help="Node-LDP budget.")] = 3.0,
     alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
@@ -2399,15 +2403,22 @@ def bench_cadr_command(
     from ldpfleet.app.progress import job_progress
     from ldpfleet.collector.cadr_reference import private_run, summarise
     from ldpfleet.collector.projection import evaluate
-    from ldpfleet.protocol.cadr_budget import CADR_EPS_MAX, CADR_EPS_MIN, resolve_degree_bound
+    from ldpfleet.protocol.cadr_budget import (
+        CADR_EPS_MAX,
+        CADR_EPS_MIN,
+        resolve_degree_bound,
+        resolve_method,
+    )
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
     from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
-        if method not in ("ll", "lh", "ra", "er", "clip"):
-            raise ScenarioError(f"--method {method!r} is not one of ll, lh, ra, er, clip")
+        if method not in ("auto", "ll", "lh", "ra", "er", "clip"):
+            raise ScenarioError(f"--method {method!r} is not one of auto, ll, lh, ra, er, clip")
         if pipeline not in ("dp", "paper"):
             raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
+        # auto: clip under dp, ll under paper; --non-private measures a projection: ll
+        method = "ll" if non_private and method == "auto" else resolve_method(method, pipeline)
         if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
             raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
         if not CADR_EPS_MIN <= eps <= CADR_EPS_MAX:  # the limits of a scenario's [cadr] eps

@@ -653,6 +653,26 @@ def negotiates(method: str) -> bool:
     return method not in NEGOTIATION_FREE
 
 
+METHOD_AUTO = "auto"
+DEFAULT_METHODS = {"dp": "clip", "paper": "ll"}
+
+
+def resolve_method(method: str, pipeline: str) -> str:
+    """The method a run uses: ``method`` itself, or for ``"auto"`` (the scenario's and the
+    CLI's default) the pipeline's default — ``"clip"`` under "dp" (no negotiation: the
+    whole view is ε-node-LDP, and it passed a pre-registered accuracy comparison with
+    ``"ll"``: docs/preregistration/V-clip-default.md), ``"ll"`` (LPEA-LOW, the paper's)
+    under "paper"."""
+    if method != METHOD_AUTO:
+        return method
+    if pipeline not in DEFAULT_METHODS:
+        raise ParameterError(
+            f"must be 'dp' or 'paper' to resolve method 'auto', got {pipeline!r}",
+            field="pipeline", limit="'dp' or 'paper'", value=pipeline,
+        )  # fmt: skip
+    return DEFAULT_METHODS[pipeline]
+
+
 def _listed(items: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -59,6 +59,7 @@ from ldpfleet.protocol.cadr_budget import (
     privacy_claim,
     release_warnings,
     resolve_degree_bound,
+    resolve_method,
 )
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import THETA_MECHANISM, noise_parties, theta_from_counts
@@ -159,6 +160,8 @@ class CadrSettings:
                 value=deadline,
             )
         resolve_degree_bound(self.degree_bound, self.pipeline, 2, 1)  # a typed error if bad
+        # "auto" (the scenario's default): clip under "dp", ll under "paper"
+        object.__setattr__(self, "method", resolve_method(self.method, self.pipeline))
         if self.method not in FLEET_METHODS:
             raise ValueError(
                 f"method {self.method!r}: the fleet runs {', '.join(FLEET_METHODS)} "

@@ -474,7 +474,9 @@ class CadrSection(_Section):
     """``[cadr]``: the CADR-LDP degree-release stage over the fleet."""
 
     # "clip": no negotiation, each device's own clipped degree (protocol.cadr_budget)
-    method: Literal["ll", "lh", "ra", "clip"] = "ll"
+    # "auto": the pipeline's default — "clip" under "dp" (no negotiation; the whole view is
+    # ε-node-LDP), "ll" (the paper's LPEA-LOW) under "paper" (docs/cadr.md, "Method clip")
+    method: Literal["auto", "ll", "lh", "ra", "clip"] = "auto"
     # below 0.001 every CADR release is noise (docs/cadr.md, "Range of eps")
     eps: Annotated[
         float,
