@@ -85,8 +85,13 @@ COMMANDS: dict[str, Spec] = {
     "ldpfleet bench cadr --graph facebook --method ll --theta 64 --non-private --runs 20": Spec(
         "long"
     ),
-    "ldpfleet bench cadr --graph facebook --theta auto-dev --eps 3 --runs 1 --transport mqtt "
-    "--processes 3 --fanout 7 --spacing geometric --json": Spec("long", mosquitto=True),
+    "ldpfleet bench cadr --graph facebook --eps 3 --runs 1 --transport mqtt --json": Spec(
+        "long", mosquitto=True
+    ),
+    "ldpfleet bench cadr --graph facebook --method ll --theta auto-dev --eps 3 --runs 1 "
+    "--transport mqtt --processes 3 --fanout 7 --spacing geometric --json": Spec(
+        "long", mosquitto=True
+    ),
     "ldpfleet bench cadr-sweep --graph facebook --markdown": Spec("long"),
     "ldpfleet run scenarios/occupancy-release.toml": Spec("slow"),
     "ldpfleet bench gcdp --dataset occupancy --draws 10": Spec("long"),
