@@ -70,7 +70,7 @@ from ldpfleet.broker.trace import (
     signed_message,
 )
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_budget import CadrBudget, negotiates
+from ldpfleet.protocol.cadr_budget import CadrBudget, negotiates, resolve_method
 from ldpfleet.protocol.cadr_messages import CadrPlan, DegreeRelease, DsrReport
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.messages import BudgetRefused, GcdpRelease, Hello, Message, SwReport
@@ -948,19 +948,21 @@ def _check_plans(messages, section, report: VerifyReport) -> CadrPlan | None:
     """Every plan has the scenario's eps, alpha and method (``plan_scenario``); returns the
     first plan (None: no plan recorded)."""
     plans = [(row, m) for row, _, m in messages if isinstance(m, CadrPlan)]
+    # the scenario's method "auto" is the pipeline's default (clip under dp, ll under paper)
+    method = None if section is None else resolve_method(section.method, section.pipeline)
     for row, message in plans:
         report.checked["cadr_plans"] += 1
         if section is not None and (
             not _close(message.eps, section.eps)
             or not _close(message.alpha, section.alpha)
-            or message.method != section.method
+            or message.method != method
         ):
             report.fail(
                 "collector",
                 None,
                 "plan_scenario",
                 f"the plan says eps={message.eps!r} alpha={message.alpha!r} {message.method}, "
-                f"the scenario eps={section.eps!r} alpha={section.alpha!r} {section.method}",
+                f"the scenario eps={section.eps!r} alpha={section.alpha!r} {method}",
                 row,
             )
     return plans[0][1] if plans else None

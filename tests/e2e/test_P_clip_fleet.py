@@ -122,6 +122,6 @@ def test_bench_cadr_method_clip_prints_its_budget_without_negotiation(transport)
 def test_bench_cadr_still_refuses_an_unknown_method_and_clip_without_a_projection():
     base = ["bench", "cadr", "--graph", "barabasi_albert:n=30,m=2,seed=1", "--runs", "1"]
     bad = CliRunner().invoke(app, [*base, "--method", "clap"])
-    assert bad.exit_code == 2 and "is not one of ll, lh, ra, er, clip" in bad.output
+    assert bad.exit_code == 2 and "is not one of auto, ll, lh, ra, er, clip" in bad.output
     flat = CliRunner().invoke(app, [*base, "--method", "clip", "--non-private", "--theta", "3"])
     assert flat.exit_code == 2 and "--non-private" in flat.output, flat.output

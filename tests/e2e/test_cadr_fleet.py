@@ -185,6 +185,9 @@ seed = 3
 [graph]
 source = "barabasi_albert:n=30,m=2,seed=1"
 [cadr]
+# the negotiated method: these tests check the relay phases (padding, deadline, counts);
+# the default method clip runs none (tests/e2e/test_P_clip_fleet.py)
+method = "ll"
 theta = "auto-dev"
 [broker]
 url = "memory"

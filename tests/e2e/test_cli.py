@@ -357,7 +357,9 @@ def test_bench_cadr_reference_and_its_errors():
 
 def test_bench_cadr_over_the_fleet_prints_the_figures():
     graph = "barabasi_albert:n=40,m=3,seed=2"
-    out = invoke("bench", "cadr", "--graph", graph, "--transport", "memory", "--runs", "2")
+    out = invoke(
+        "bench", "cadr", "--graph", graph, "--transport", "memory", "--runs", "2", "--method", "ll"
+    )
     figures = json.loads(out.stdout)
     assert figures["nodes"] == 40 and figures["transport"] == "memory"
     for key in ("mae", "mse", "distribution_l1", "kept_edge_ratio", "theta", "seconds"):

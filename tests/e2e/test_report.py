@@ -234,7 +234,7 @@ def test_a_cadr_run_says_its_trace_kept_control_messages_only(tmp_path):
     check_self_contained(page)
     check_for_people(page)
     items = headline(page)
-    assert items["ran"].startswith("report-degrees: CADR-LDP degree release (ll, ε = 3)")
+    assert items["ran"].startswith("report-degrees: CADR-LDP degree release (clip, ε = 3)")
     assert "degree MAE" in items["accuracy"]
     assert "ε = 3 per device (total)" in items["privacy"]
 
