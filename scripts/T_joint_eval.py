@@ -117,9 +117,12 @@ def graphs(which: str):
         yield f"{seed}:{name}", g
 
 
-def _release_scores(degrees, released, theta, eps_dsr, search, bound):
-    """Today's scores (returned) and the joint post-processing's (kept in ``_joint``)."""
-    raw, pp = _orig_release_scores(degrees, released, theta, eps_dsr, search, bound)
+def _release_scores(degrees, released, theta, eps_dsr, search, bound, *ratio):
+    """Today's scores (returned) and the joint post-processing's (kept in ``_joint``).
+    ``*ratio``: main's ``_release_scores`` takes the known kept ratio since helper P's clip
+    landed; the emulation runs "ll" (ratio None), so the baseline never reads the releases
+    into the histogram, with or without the wiring patch."""
+    raw, pp = _orig_release_scores(degrees, released, theta, eps_dsr, search, bound, *ratio)
     if vc.MODE["m"] == "clip" and search:
         n = len(degrees)
         args = (search["bucket_sums"], search["thresholds"], bound, n, search["eps"])
