@@ -462,7 +462,9 @@ def _post_process(
     if outcome.pipeline != "dp":
         return
     values = np.array(list(outcome.released.values()))
-    prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties)
+    # clip's releases follow their model exactly: they shape the histogram too
+    exact = None if ratio is None else (values, outcome.theta, eps_dsr)
+    prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties, exact)
     known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
     post = post_process(values, outcome.theta, eps_dsr, prior, hist, **known)
     outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
@@ -470,16 +472,18 @@ def _post_process(
 
 
 def _theta_prior(
-    outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+    outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int,
+    exact: tuple[np.ndarray, int, float] | None = None,
+) -> tuple[np.ndarray | None, np.ndarray | None]:  # fmt: skip
     """The degree prior from the DP θ search's opened bucket sums and the released
     histogram's (``degree_postprocess.search_priors``; None, None when θ was given or
-    searched exactly)."""
+    searched exactly). ``exact``: clip's (releases, θ, eps_dsr), which re-weight the
+    histogram's reading (``search_priors(exact_releases=)``)."""
     for query in outcome.theta_queries:
         if "bucket_sums" in query:
             return search_priors(
                 query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"],
-                eps_theta, parties,
+                eps_theta, parties, exact_releases=exact,
             )  # fmt: skip
     return None, None
 

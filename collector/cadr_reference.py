@@ -412,6 +412,8 @@ def _release_scores(
         prior, hist = search_priors(
             search["bucket_sums"], search["thresholds"], bound, len(degrees), search["eps"],
             search["noise_parties"],
+            # clip's releases follow their model exactly: they shape the histogram too
+            exact_releases=None if ratio is None else (released, theta, eps_dsr),
         )  # fmt: skip
     known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
     post = post_process(released, theta, eps_dsr, prior, hist, **known)

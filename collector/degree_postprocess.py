@@ -162,6 +162,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, noise_sd, simplex_projection
+from ldpfleet.collector.joint_prior import joint_prior
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_at_least, positive_real
 
@@ -472,13 +473,20 @@ def search_priors(
     devices: int,
     eps_theta: float,
     parties: int,
+    *,
+    exact_releases: tuple[object, int, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The dp pipeline's two readings of the DP θ search's noisy bucket sums, for
     ``post_process(released, θ, eps_dsr, prior, histogram_prior)``: the per-node prior
     (``unimodal_degree_prior``: docs/cadr-private.md, "Mid-size fleets: the unimodal tail")
     and the released histogram's (``histogram_prior``: "Released histogram: boot reading,
     pre-registered (2026-12-05)"). The fleet's collector and the in-process reference both
-    ask here, so they read the counts alike. Post-processing: no budget."""
+    ask here, so they read the counts alike. ``exact_releases = (released, θ, eps_dsr)``:
+    the DSR values of a release whose model is exact (method "clip": ``min(d, θ) +
+    Laplace(θ / eps_dsr)``); the histogram's reading is then re-weighted by them
+    (``collector.joint_prior.joint_prior``: the joint likelihood of the bucket masses;
+    docs/preregistration/T-joint-prior.md), the per-node prior unchanged.
+    Post-processing: no budget."""
     args = (bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
     if PER_NODE_READING not in PER_NODE_READINGS:
         raise ParameterError(
@@ -492,7 +500,12 @@ def search_priors(
         "nb-shape": nb_shape_degree_prior,
         "projection": projection_degree_prior,
     }[PER_NODE_READING]
-    return per_node(*args), histogram_prior(*args)
+    hist = histogram_prior(*args)
+    if exact_releases is not None:
+        released, theta, eps_dsr = exact_releases
+        sd = noise_sd(eps_theta, devices, parties)
+        hist = joint_prior(released, theta, eps_dsr, hist, thresholds, devices, sd)
+    return per_node(*args), hist
 
 
 def projection_degree_prior(

@@ -73,10 +73,16 @@ def test_bench_cadr_prints_the_same_budget_and_theta_search_keys_on_every_transp
     bench by budget part (theta, ...); its ``theta_search`` was a dict here, a list of
     per-run dicts there. Now both: ``spent`` by part, ``spent_by_mechanism``, and one
     ``theta_search`` dict (the fleet adds its survivors and counts' error per run)."""
-    args = ["bench", "cadr", "--graph", "barabasi_albert:n=60,m=2,seed=3", "--runs", "2"]
+    for method, parts in (("ll", {"theta", "ndoe", "lpea", "dsr"}), ("auto", {"theta", "dsr"})):
+        args = ["bench", "cadr", "--graph", "barabasi_albert:n=60,m=2,seed=3", "--runs", "2"]
+        _same_keys_on_both_transports([*args, "--method", method], parts)
+
+
+def _same_keys_on_both_transports(args: list[str], parts: set[str]) -> None:
+    """The check above for one method (auto = the default clip: no NDOE/LPEA parts)."""
     reference, fleet = _bench_cadr_json(args, "--transport", ("reference", "memory"))
     assert reference["spent"] == pytest.approx(fleet["spent"])
-    assert set(fleet["spent"]) == {"theta", "ndoe", "lpea", "dsr"}
+    assert set(fleet["spent"]) == parts
     assert reference["spent_by_mechanism"] == pytest.approx(fleet["spent_by_mechanism"])
     shared = {"eps", "mechanism", "noise_parties", "theta_exact", "thetas"}
     assert shared <= set(reference["theta_search"]) and shared <= set(fleet["theta_search"])
