@@ -712,21 +712,33 @@ def privacy_claim(
     if negotiated:
         parts.append(_lpea_part(budget))
     parts.append(_dsr_part(budget, negotiated))
-    post = _part(
-        "post-processed release and histogram", "collector, public", "post-processing", 0.0,
-        charged=False, note="reads only the θ-search sum and the DSR releases",
-    )  # fmt: skip
-    parts.append(post)
+    parts.append(_post_part())
     if negotiated:
         parts.extend(_relay_parts())
         parts.append(_timing_part(deadline, dict(overrun or {})))
+    return _claim(parts, lambda charged, uncovered: _claim_statement(
+        budget, method, charged, uncovered
+    ))  # fmt: skip
+
+
+def _post_part() -> dict:
+    """The claim's row for the collector's post-processing (no budget)."""
+    return _part(
+        "post-processed release and histogram", "collector, public", "post-processing", 0.0,
+        charged=False, note="reads only the θ-search sum and the DSR releases",
+    )  # fmt: skip
+
+
+def _claim(parts: list[dict], statement) -> dict:
+    """``privacy_claim``'s dict: the parts, the ledger's total of the charged ones, the
+    parts covered by no ε and ``statement(charged, not_covered)``."""
     charged = math.fsum(p["eps"] for p in parts if p["charged"])
     not_covered = [p["part"] for p in parts if p["covered"] == "no"]
     return {
         "parts": parts,
         "charged_total": charged,
         "not_covered": not_covered,
-        "statement": _claim_statement(budget, method, charged, not_covered),
+        "statement": statement(charged, not_covered),
     }
 
 
@@ -752,19 +764,8 @@ def _clip_claim(
         "DSR release: clip(d, 0, θ) + Laplace(θ/ε_dsr), d = the device's own list length",
         "collector, public", "laplace", budget.dsr, note=CLIP_DSR_NOTE,
     )  # fmt: skip
-    post = _part(
-        "post-processed release and histogram", "collector, public", "post-processing", 0.0,
-        charged=False, note="reads only the θ-search sum and the DSR releases",
-    )  # fmt: skip
-    parts.extend([dsr, post])
-    charged = math.fsum(p["eps"] for p in parts if p["charged"])
-    not_covered = [p["part"] for p in parts if p["covered"] == "no"]
-    return {
-        "parts": parts,
-        "charged_total": charged,
-        "not_covered": not_covered,
-        "statement": _clip_statement(budget, charged, not_covered),
-    }
+    parts.extend([dsr, _post_part()])
+    return _claim(parts, lambda charged, uncovered: _clip_statement(budget, charged, uncovered))
 
 
 def _clip_statement(budget: CadrBudget, charged: float, not_covered: list[str]) -> str:
