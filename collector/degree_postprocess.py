@@ -164,7 +164,7 @@ import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, noise_sd, simplex_projection
 from ldpfleet.collector.joint_prior import joint_prior
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
 __all__ = [
     "MODE_Z",
@@ -222,32 +222,7 @@ NB_FIT_LEVEL = 0.01
 
 
 def _released(values: object) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {values!r}",
-            field="released",
-            limit="an array of real numbers",
-            value=values,
-        ) from None
-    if arr.size == 0:
-        raise ParameterError(
-            "must hold at least one release",
-            field="released",
-            limit="at least one release",
-            value=values,
-        )
-    bad = ~np.isfinite(arr)
-    if np.any(bad):
-        idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(
-            f"must be finite, got {arr[idx]!r}",
-            field=f"released[{idx}]",
-            limit="a finite real number",
-            value=float(arr[idx]),
-        )
-    return arr
+    return finite_reals(values, "released")
 
 
 def _kernel(y: np.ndarray, theta: int, scale: float) -> np.ndarray:

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
 __all__ = ["ITERATIONS", "START_UNIFORM", "joint_prior", "joint_search_priors"]
 
@@ -71,23 +71,7 @@ _BISECTIONS = 60
 
 
 def _releases(released: object) -> np.ndarray:
-    try:
-        y = np.asarray(released, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            "must be an array of real numbers",
-            field="released",
-            limit="an array of finite real numbers",
-            value=released,
-        ) from None
-    if y.size == 0 or not np.all(np.isfinite(y)):
-        raise ParameterError(
-            "must hold at least one release, every one finite",
-            field="released",
-            limit="at least one finite release",
-            value=released,
-        )
-    return y
+    return finite_reals(released, "released")
 
 
 def _reading(reading: object, degree_bound: int) -> np.ndarray:

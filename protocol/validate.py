@@ -58,3 +58,31 @@ def integer_counts(value: object, field: str) -> np.ndarray:
             value=int(flat[np.argmax(flat < 0)]),
         )
     return counts
+
+
+def finite_reals(values: object, field: str) -> np.ndarray:
+    """``values`` as a flat float array of at least one entry, every one finite; the first
+    non-finite entry is named by its index (``field[i]``)."""
+    try:
+        arr = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be an array of real numbers, got {values!r}",
+            field=field,
+            limit="an array of real numbers",
+            value=values,
+        ) from None
+    if arr.size == 0:
+        raise ParameterError(
+            "must hold at least one value", field=field, limit="at least one value", value=values
+        )
+    bad = ~np.isfinite(arr)
+    if np.any(bad):
+        idx = int(np.flatnonzero(bad)[0])
+        raise ParameterError(
+            f"must be finite, got {arr[idx]!r}",
+            field=f"{field}[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
+    return arr
