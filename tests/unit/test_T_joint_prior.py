@@ -122,7 +122,7 @@ def test_deterministic_and_search_priors_default_to_the_histogram_only():
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"released": [1.0, float("nan")]}, "released"),
+        ({"released": [1.0, float("nan")]}, "released[1]"),  # the first bad entry
         ({"released": []}, "released"),
         ({"reading": np.full(D + 1, 0.5)}, "reading"),
         ({"thresholds": [3, 1]}, "thresholds"),
