@@ -687,7 +687,7 @@ def _kept_row(results: dict) -> tuple[str, str]:
         return "kept-edge ratio", f"{ratio:.3f} (max kept degree {largest})"
     return (
         "clipped-degree ratio",
-        f"{ratio:.3f} (Σ min(d, θ) / Σ d; largest {largest}; no edge negotiated)",
+        f"{ratio:.3f} (Σ min(d, θ) / Σ d, largest {largest})",
     )
 
 

@@ -28,7 +28,7 @@ url = "memory"
 def test_clip_row_names_the_clipped_degrees():
     label, value = cli._kept_row({**RESULTS, "method": "clip"})
     assert label == "clipped-degree ratio"
-    assert value == "0.784 (Σ min(d, θ) / Σ d; largest 79; no edge negotiated)"
+    assert value == "0.784 (Σ min(d, θ) / Σ d, largest 79)"
 
 
 def test_negotiated_methods_keep_the_kept_edge_row():
