@@ -675,6 +675,22 @@ def _theta_line(results: dict) -> str:
     return f"{results['theta']} ({results['theta_rule']}, {results['theta_rounds']} secure sums)"
 
 
+def _kept_row(results: dict) -> tuple[str, str]:
+    """The run table's projection row. A negotiated method (ll, lh, ra) keeps edges: the
+    kept-edge ratio and the largest kept degree. Method clip negotiates no edge: the same
+    results keys hold Σ min(d, θ) / Σ d and the largest clipped degree (docs/cadr.md,
+    "Method clip"), so the row says that instead of "kept-edge"."""
+    from ldpfleet.protocol.cadr_budget import negotiates
+
+    ratio, largest = results["kept_edge_ratio"], results["max_kept_degree"]
+    if negotiates(results["method"]):
+        return "kept-edge ratio", f"{ratio:.3f} (max kept degree {largest})"
+    return (
+        "clipped-degree ratio",
+        f"{ratio:.3f} (Σ min(d, θ) / Σ d, largest {largest})",
+    )
+
+
 def _run_cadr(
     loaded,
     broker,
@@ -730,8 +746,7 @@ def _run_cadr(
         ("theta", _theta_line(results)),
         ("degree-sequence MAE / MSE", f"{results['mae']:.2f} / {results['mse']:.1f}"),
         ("degree distribution L1", f"{results['distribution_l1']:.3f}"),
-        ("kept-edge ratio", f"{results['kept_edge_ratio']:.3f} (max kept degree "
-                            f"{results['max_kept_degree']})"),
+        _kept_row(results),
         ("Thm 3.5 bound (mean)", f"{results['bound_mean']:.1f} (holds for "
                                  f"{results['bound_holds']:.1%} of devices)"),
         ("ledger per device", f"{results['ledger_min']:g} .. {results['ledger_max']:g}"),
