@@ -1154,6 +1154,27 @@ def results_trace(results: dict, directory: Path) -> dict:
     return trace
 
 
+def _cadr_control_note(method: str | None) -> str:
+    """The ``not checked:`` line of a CADR-LDP run traced with ``trace = "control"``.
+    Method clip (the dp default) has no peer traffic and no NDOE/LPEA spend: its line says
+    so instead of naming traffic that never existed."""
+    checked = (
+        "checked: the chain, the signature, the plan against the scenario, the degree release "
+        "against the ledgers, the ledgers against the scenario's eps"
+    )
+    if method == "clip":
+        return (
+            'CADR-LDP trace = "control": the individual DSR reports are not recorded (method '
+            f"clip: no NDOE, no LPEA, no peer traffic); {checked} (the θ search's spend, if "
+            "any, is taken from the ledgers)"
+        )
+    return (
+        'CADR-LDP trace = "control": the individual DSR reports and the NDOE/LPEA peer '
+        f"traffic are not recorded; {checked} (the alpha-stage spends are taken from the "
+        "ledgers)"
+    )
+
+
 def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     """Check a run (module docstring): ``paths`` is its directory, or the collector side's
     directory and its fleet directories; ``public_key`` (hex) overrides results.json's
@@ -1187,11 +1208,6 @@ def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
     else:
         _verify_cadr(run, messages, report)
         if spec.cadr.trace == "control":
-            report.notes.append(
-                'CADR-LDP trace = "control": the individual DSR reports and the NDOE/LPEA '
-                "peer traffic are not recorded; checked: the chain, the signature, the plan "
-                "against the scenario, the degree release against the ledgers, the ledgers "
-                "against the scenario's eps (the alpha-stage spends are taken from the ledgers)"
-            )
+            report.notes.append(_cadr_control_note(run.results.get("method")))
     _verify_gcdp(run, messages, report)
     return report
