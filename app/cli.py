@@ -672,7 +672,9 @@ def _theta_line(results: dict) -> str:
             f"{results['theta']} (small-fleet rule: ⌈√D⌉, no θ search; configured "
             f"{results['theta_rule']})"
         )
-    return f"{results['theta']} ({results['theta_rule']}, {results['theta_rounds']} secure sums)"
+    sums = results["theta_rounds"]
+    noun = "secure sum" if sums == 1 else "secure sums"
+    return f"{results['theta']} ({results['theta_rule']}, {sums} {noun})"
 
 
 def _kept_row(results: dict) -> tuple[str, str]:

@@ -34,6 +34,6 @@ def test_the_run_table_names_the_small_fleet_rule(tmp_path):
 def test_a_searched_theta_keeps_its_row():
     results = {"theta": 7, "theta_rule": "auto-dev", "theta_rounds": 1}
     assert (
-        cli._theta_line({**results, "theta_chosen_by": "search"}) == "7 (auto-dev, 1 secure sums)"
+        cli._theta_line({**results, "theta_chosen_by": "search"}) == "7 (auto-dev, 1 secure sum)"
     )
-    assert cli._theta_line(results) == "7 (auto-dev, 1 secure sums)"  # results before the rule
+    assert cli._theta_line(results) == "7 (auto-dev, 1 secure sum)"  # results before the rule
