@@ -226,7 +226,7 @@ NB_FIT_LEVEL = 0.01
 # JOINT_PER_NODE_EPS_MIN (below it the releases' Laplace scale is > 10 θ: on calibration,
 # graph seeds 3301-3320 and 3401-3440, no run there gained and one tiny fleet lost; helper
 # Y, issue 20, docs/preregistration/Y-joint-per-node.md)
-JOINT_PER_NODE = False
+JOINT_PER_NODE = True
 JOINT_PER_NODE_EPS_MIN = 0.1
 
 
