@@ -167,6 +167,8 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
 __all__ = [
+    "JOINT_PER_NODE",
+    "JOINT_PER_NODE_EPS_MIN",
     "MODE_Z",
     "PROJECTION_RATIO_MIN",
     "SIGNAL_RATIO_MIN",
@@ -219,6 +221,13 @@ PER_NODE_READING = "unimodal"
 PROJECTION_RATIO_MIN = 2.0
 # nb-shape keeps its fit unless the misfit exceeds this upper chi-square quantile
 NB_FIT_LEVEL = 0.01
+# method "clip": the per-node prior re-weighted by the DSR values too (``joint_prior`` of
+# ``unimodal_degree_prior``'s reading, as the histogram's is), where ε_dsr is at least
+# JOINT_PER_NODE_EPS_MIN (below it the releases' Laplace scale is > 10 θ: on calibration,
+# graph seeds 3301-3320 and 3401-3440, no run there gained and one tiny fleet lost; helper
+# Y, issue 20, docs/preregistration/Y-joint-per-node.md)
+JOINT_PER_NODE = True
+JOINT_PER_NODE_EPS_MIN = 0.1
 
 
 def _released(values: object) -> np.ndarray:
@@ -460,8 +469,9 @@ def search_priors(
     the DSR values of a release whose model is exact (method "clip": ``min(d, θ) +
     Laplace(θ / eps_dsr)``); the histogram's reading is then re-weighted by them
     (``collector.joint_prior.joint_prior``: the joint likelihood of the bucket masses;
-    docs/preregistration/T-joint-prior.md), the per-node prior unchanged.
-    Post-processing: no budget."""
+    docs/preregistration/T-joint-prior.md); with ``JOINT_PER_NODE`` (and ``eps_dsr`` at
+    least ``JOINT_PER_NODE_EPS_MIN``) the per-node prior is re-weighted alike (helper Y,
+    docs/preregistration/Y-joint-per-node.md), else unchanged. Post-processing: no budget."""
     args = (bucket_sums, thresholds, degree_bound, devices, eps_theta, parties)
     if PER_NODE_READING not in PER_NODE_READINGS:
         raise ParameterError(
@@ -475,12 +485,14 @@ def search_priors(
         "nb-shape": nb_shape_degree_prior,
         "projection": projection_degree_prior,
     }[PER_NODE_READING]
-    hist = histogram_prior(*args)
+    node, hist = per_node(*args), histogram_prior(*args)
     if exact_releases is not None:
         released, theta, eps_dsr = exact_releases
         sd = noise_sd(eps_theta, devices, parties)
         hist = joint_prior(released, theta, eps_dsr, hist, thresholds, devices, sd)
-    return per_node(*args), hist
+        if JOINT_PER_NODE and eps_dsr >= JOINT_PER_NODE_EPS_MIN:
+            node = joint_prior(released, theta, eps_dsr, node, thresholds, devices, sd)
+    return node, hist
 
 
 def projection_degree_prior(

@@ -208,7 +208,9 @@ def joint_search_priors(
     """``degree_postprocess.search_priors``' two readings (per-node prior, histogram's)
     each replaced by its ``joint_prior`` with the DSR values where asked: by default the
     histogram's only (``histogram``; ``per_node``: opt-in — on the calibration set it moved
-    the summed per-node MAE by +0.004 of 279.35, docs/preregistration/T-joint-prior.md).
+    the summed per-node MAE by +0.004 of 279.35, docs/preregistration/T-joint-prior.md; the
+    dp pipeline's own per-node re-weighting, gated by ε_dsr, is
+    ``degree_postprocess.JOINT_PER_NODE``: docs/preregistration/Y-joint-per-node.md).
     For method "clip" only. Post-processing: no budget."""
     node, hist = priors
     args = (thresholds, devices, sigma)
