@@ -58,11 +58,13 @@ async def test_a_dp_clip_run_charges_lls_theta_part_and_states_the_whole_view_cl
     assert claim["not_covered"] == [] and "IS ε-node-LDP" in claim["statement"]
     assert not any("LPEA" in p["part"] or "NDOE" in p["part"] for p in claim["parts"])
     # the post-processing knows the kept ratio: 1
+    # and reads the DSR values into both readings (helpers T and Y: exact_releases)
     (query,) = result["theta_queries"]
-    prior, hist = search_priors(query["bucket_sums"], query["thresholds"], GRAPH.n - 1,
-                                query["survivors"], ll.theta, 36)  # fmt: skip
     names = list(result["per_device"])
     values = [result["released"][name] for name in names]
+    prior, hist = search_priors(query["bucket_sums"], query["thresholds"], GRAPH.n - 1,
+                                query["survivors"], ll.theta, 36,
+                                exact_releases=(values, result["theta"], clip.dsr))  # fmt: skip
     post = post_process(values, result["theta"], clip.dsr, prior, hist, known_ratio=1.0)
     assert [result["per_device"][n]["estimate"] for n in names] == post.estimates.tolist()
 

@@ -5,6 +5,7 @@ the per-node estimates and every other method are unchanged."""
 
 import numpy as np
 from ldpfleet.collector import cadr_reference as cr
+from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.collector.bucket_denoise import noise_sd
 from ldpfleet.collector.degree_postprocess import (
     consistent_histogram,
@@ -21,7 +22,10 @@ from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 GRAPH = generate("barabasi_albert", 40, seed=5, m=3)
 
 
-async def test_the_clip_fleet_releases_the_joint_histogram_and_the_old_estimates():
+async def test_the_clip_fleet_releases_the_joint_histogram_and_the_old_estimates(monkeypatch):
+    # the per-node prior's own re-weighting (JOINT_PER_NODE, on by default since helper Y):
+    # tests/unit/test_Y_joint_per_node.py; here the histogram's alone
+    monkeypatch.setattr(dpp, "JOINT_PER_NODE", False)
     result = await run_cadr_fleet(GRAPH, method="clip", theta="auto-dev", seed=3)
     (query,) = result["theta_queries"]
     search, bound = result["theta_search"], result["degree_bound"]
