@@ -204,6 +204,7 @@ __all__ = [
     "CadrBudget",
     "ThetaPlan",
     "check_run_eps",
+    "clip_theta_extra",
     "check_theta_within_bound",
     "eps_for_signal_ratio",
     "fleet_signal",
@@ -248,6 +249,13 @@ SIGNAL_RATIO_TARGET: float | None = 8.0
 # pre-registration; MID_FLEET_DEVICES passed the second: ε_θ from ε >= 3 is already
 # MID_FLEET_THETA_EPS_CAP there, so the rule acts on ε in (0.5, ~2.5) only)
 WEAK_COUNT_MAX_DEVICES: int | None = MID_FLEET_DEVICES
+# method clip at small ε (helper Z, issue 20, claim D9): where the split leaves DSR less than
+# CLIP_DSR_USEFUL_EPS, the θ search takes all but CLIP_DSR_SHARE of ε (module docstring,
+# "Clip at small ε"). 0.1 = collector.degree_postprocess.JOINT_PER_NODE_EPS_MIN: below it the
+# releases' Laplace scale exceeds 10 θ and the post-processing reads them per node only.
+# None: off (clip keeps ll's θ part)
+CLIP_DSR_USEFUL_EPS: float | None = None
+CLIP_DSR_SHARE = 0.05  # DSR's share of ε when the rule fires (> (1 - f) α = 0.04: the plan's bound)
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
 DSR_FLOOR = 0.1  # the share of ε DSR keeps at very small ε
@@ -437,6 +445,20 @@ def theta_extra(eps: float, alpha: float, devices: int) -> float:
     return max(0.0, want - base) / e
 
 
+def clip_theta_extra(eps: float, alpha: float, extra: float) -> float:
+    """Method clip's ``theta_extra`` under the dp θ search (module docstring, "Clip at small
+    ε"): ``extra`` (ll's, ``theta_extra``) unless the DSR part it leaves clip, ``ε - (f α +
+    extra) ε``, is below ``CLIP_DSR_USEFUL_EPS``; then ``1 - CLIP_DSR_SHARE - f α`` (ε_θ =
+    ``(1 - CLIP_DSR_SHARE) ε``, ε_dsr = ``CLIP_DSR_SHARE · ε`` > 0), never less than
+    ``extra``. Pure and public: ε, α and ll's share (itself of ε, α and n)."""
+    if CLIP_DSR_USEFUL_EPS is None:
+        return extra
+    base = THETA_FRACTION * alpha
+    if eps - (base + extra) * eps >= CLIP_DSR_USEFUL_EPS:
+        return extra
+    return max(extra, 1.0 - CLIP_DSR_SHARE - base)
+
+
 def _wanted_theta_eps(eps: float, alpha: float, devices: int) -> float:
     """ε_θ before the floor ``f α ε`` (module docstring, "Small ε" and "Very small ε"):
     ``min(ε / 2, THETA_EPS_CAP, HISTOGRAM_TARGET / n)`` from ``SMALL_EPS_HIGH`` up (the cap
@@ -591,6 +613,8 @@ class CadrBudget:
         negotiation = negotiates(method)
         if pipeline == "dp" and searched:
             extra = theta_extra(eps, alpha, devices)
+            if not negotiation:
+                extra = clip_theta_extra(eps, alpha, extra)
             budget = cls(eps, alpha, THETA_FRACTION, extra, negotiation=negotiation)
             _check_theta_eps(budget)
             return budget
