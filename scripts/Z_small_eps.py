@@ -27,7 +27,7 @@ import ldpfleet.protocol.cadr_budget as cb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import Y_joint_per_node as yj
 
-SETS = {"cal": range(3601, 3641), "fresh": range(3701, 3741)}
+SETS = {"cal": range(3601, 3641), "fresh": range(3701, 3741), "fresh2": range(3801, 3841)}
 ALPHA = 0.1
 
 
