@@ -4,6 +4,7 @@ helper Z; docs/preregistration/Z-small-eps.md). Graph sets from helper Y's
 
     python scripts/Z_small_eps.py capture SET SEEDS OUT.jsonl [--eps 0.5,1] [--arms 0.1,0.2]
     python scripts/Z_small_eps.py compare OUT.jsonl ARM
+    python scripts/Z_small_eps.py mainsums SET SEEDS [--eps 2,3]   (main over every cell)
 
 Arms: ``main`` (``cadr_budget.CLIP_DSR_USEFUL_EPS = None``: clip keeps ll's θ part) and one
 arm per τ (``CLIP_DSR_USEFUL_EPS = τ``). Each run is the in-process reference's native clip
@@ -27,7 +28,8 @@ import ldpfleet.protocol.cadr_budget as cb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import Y_joint_per_node as yj
 
-SETS = {"cal": range(3601, 3641), "fresh": range(3701, 3741), "fresh2": range(3801, 3841)}
+SETS = {"cal": range(3601, 3641), "fresh": range(3701, 3741), "fresh2": range(3801, 3841),
+        "fresh3": range(3901, 3941)}
 ALPHA = 0.1
 
 
@@ -78,6 +80,25 @@ def capture(which: str, seeds: list[int], out: str, eps_list, taus) -> None:
                     fh.write(json.dumps(row) + "\n")
                 fh.flush()
             print(f"{name} n={graph.n} cpu {time.process_time() - started:.1f}s", flush=True)
+
+
+def main_sums(which: str, seeds: list[int], eps_list) -> dict:
+    """Main's summed per-cell MAE, EMD and cells above the constant median over EVERY cell
+    of a set at ``eps_list`` (runs where the small-fleet rule chooses θ included): the
+    denominators of the criteria "over all cells" (``compare`` sees the changed cells only;
+    the unchanged ones add the same amount to both arms)."""
+    out = defaultdict(float)
+    for gseed in SETS[which]:
+        _, graph = yj.make(gseed)
+        for eps in eps_list:
+            runs = [_run(graph, eps, seed, None) for seed in seeds]
+            mae = sum(r["mae"] for r in runs) / len(runs)
+            out[f"cells {eps:g}"] += 1
+            out[f"mae {eps:g}"] += mae
+            out[f"emd {eps:g}"] += sum(r["emd"] for r in runs) / len(runs)
+            out[f"above median {eps:g}"] += mae > runs[0]["median"]
+    print(dict(out))
+    return out
 
 
 def compare(paths: list[str], arm: str) -> bool:
@@ -141,6 +162,9 @@ def main() -> None:
         eps_list = tuple(float(e) for e in opt.get("--eps", "0.5,0.75,1,2").split(","))
         taus = tuple(float(t) for t in opt.get("--arms", "0.1,0.2").split(","))
         capture(pos[1], [int(s) for s in pos[2].split(",")], pos[3], eps_list, taus)
+    elif pos[0] == "mainsums":
+        eps_list = tuple(float(e) for e in opt.get("--eps", "2,3").split(","))
+        main_sums(pos[1], [int(x) for x in pos[2].split(",")], eps_list)
     elif pos[0] == "compare":
         compare(pos[1:-1], pos[-1])
     else:
