@@ -28,8 +28,12 @@ import ldpfleet.protocol.cadr_budget as cb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import Y_joint_per_node as yj
 
-SETS = {"cal": range(3601, 3641), "fresh": range(3701, 3741), "fresh2": range(3801, 3841),
-        "fresh3": range(3901, 3941)}
+SETS = {
+    "cal": range(3601, 3641),
+    "fresh": range(3701, 3741),
+    "fresh2": range(3801, 3841),
+    "fresh3": range(3901, 3941),
+}
 ALPHA = 0.1
 
 
@@ -103,7 +107,10 @@ def main_sums(which: str, seeds: list[int], eps_list) -> dict:
 
 def compare(paths: list[str], arm: str) -> bool:
     """Per-cell means over run seeds; the pre-registered criteria (main vs ``arm``)."""
-    rows = [json.loads(x) for p in paths for x in open(p) if x.strip()]
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows.extend(json.loads(x) for x in fh if x.strip())
     by = defaultdict(list)
     for r in rows:
         by[(r["graph"], r["eps"])].append(r)
