@@ -142,6 +142,18 @@ device's message depends on v's list (no negotiation), which is exactly what LPE
 cap breaks. What it gives up: no projected graph (kept edges), only the degree sequence and
 histogram. ``privacy_claim(budget, "clip")`` states it.
 
+Clip at small ε (``clip_theta_extra``, ``CLIP_DSR_USEFUL_EPS``, issue 20, claim D9; helper Z).
+Where ll's split would leave clip's DSR part ``ε - ε_θ`` below ``CLIP_DSR_USEFUL_EPS``, clip's θ
+search takes ``(1 - CLIP_DSR_SHARE) ε`` (DSR keeps 5 %: ``theta_extra = 1 - 0.05 - f α = 0.89 <
+1 - α``, which the plan carries unchanged, so devices and the in-process reference compute the
+same split). At ε = 0.5 the DSR values (ε_dsr = 0.07, Laplace scale > 10 θ) carry nothing and
+the release is the counts' prior median, whose error is the counts' noise. OFF by default
+(None): the pre-registered τ = 0.2 FAILED (docs/preregistration/Z-small-eps.md, graph seeds
+3701-3740: summed MAE 141.01 -> 139.11 on the 66 changed cells but cells above the constant
+median 36 -> 38); τ = 1.0 passed on two fresh sets (3801-3840 as worded, 3901-3940: summed MAE
+317.36 -> 315.24, above the constant median 61 -> 53, EMD -23 %); docs/preregistration/
+Z-small-eps-wide.md and Z-small-eps-confirm.md. Public: ε, α and n (through ll's split).
+
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
 spend is ``eps`` (up to floating rounding, far below ``1e-12``) and any further charge is
