@@ -15,6 +15,7 @@ from ldpfleet.protocol.cadr_budget import (
     NEGOTIATION_FREE,
     THETA_LABEL,
     CadrBudget,
+    clip_theta_extra,
     negotiates,
     privacy_claim,
 )
@@ -33,8 +34,15 @@ CELLS = [
 def test_clip_takes_lls_theta_part_and_gives_dsr_the_rest(eps, pipeline, searched, n):
     ll = CadrBudget.for_pipeline(eps, 0.1, pipeline, searched, n)
     clip = CadrBudget.for_pipeline(eps, 0.1, pipeline, searched, n, "clip")
-    assert clip.theta == ll.theta and clip.ndoe == clip.lpea == 0.0
-    assert clip.dsr == eps - ll.theta and clip.dsr > ll.dsr
+    # helper Z: under the dp θ search clip's θ part is ll's unless the small-ε rule
+    # (cadr_budget.clip_theta_extra, CLIP_DSR_USEFUL_EPS) gives the search more of ε
+    extra = ll.theta_extra
+    if pipeline == "dp" and searched:
+        extra = clip_theta_extra(eps, 0.1, ll.theta_extra)
+    theta = CadrBudget(eps, 0.1, ll.theta_fraction, extra, negotiation=False).theta
+    assert clip.theta == theta and clip.ndoe == clip.lpea == 0.0
+    assert clip.dsr == eps - theta and clip.dsr > 0
+    assert clip.dsr > ll.dsr or extra != ll.theta_extra
     labels = [label for label, _ in clip.parts()]
     assert labels == ([THETA_LABEL] if ll.theta > 0 else []) + ["laplace"]
     assert math.isclose(math.fsum(e for _, e in clip.parts()), eps, rel_tol=1e-12)
