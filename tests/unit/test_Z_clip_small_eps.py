@@ -91,3 +91,16 @@ def test_paper_pipeline_and_a_given_theta_do_not_move(rule_on):
     for searched, pipeline in ((False, "dp"), (True, "paper")):
         clip = CadrBudget.for_pipeline(0.5, 0.1, pipeline, searched, 80, "clip")
         assert clip.theta == 0.0 and clip.dsr == 0.5
+
+
+def test_the_default_rule_is_the_confirmed_threshold():
+    """The default (no monkeypatch): τ = 1.0, the threshold that passed two fresh sets
+    (docs/preregistration/Z-small-eps-wide.md, Z-small-eps-confirm.md). A fleet of 60 at
+    ε = 0.75 (ll's split leaves clip's DSR below 1) gives DSR 5 % of ε; ego-Facebook at
+    ε = 3 (clip's DSR 2.703) keeps ll's θ part."""
+    assert cb.CLIP_DSR_USEFUL_EPS == 1.0
+    small = CadrBudget.for_pipeline(0.75, 0.1, "dp", True, 60, "clip")
+    assert _ll_dsr_for_clip(0.75, 60) < 1.0
+    assert small.dsr == pytest.approx(cb.CLIP_DSR_SHARE * 0.75, rel=1e-9)
+    large = CadrBudget.for_pipeline(3.0, 0.1, "dp", True, 4039, "clip")
+    assert large.theta == CadrBudget.for_pipeline(3.0, 0.1, "dp", True, 4039).theta
