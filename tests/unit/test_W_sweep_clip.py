@@ -59,6 +59,7 @@ def test_the_refusal_of_an_unknown_method_names_clip():
     assert "clip" in str(err.value)  # the near miss or the allowed list
 
 
+@pytest.mark.slow  # the sweep fixture / a CLI sweep: ~1 s each (tests/tiers.py)
 def test_the_projections_figures_do_not_change_with_clip(both):
     with_clip, without = both
     for key in ("theta_sweep", "eps_sweep", "pipelines"):
@@ -70,6 +71,7 @@ def test_the_projections_figures_do_not_change_with_clip(both):
     assert all(r["method"] != "clip" for r in with_clip["theta_sweep"]["rows"])
 
 
+@pytest.mark.slow  # the sweep fixture / a CLI sweep: ~1 s each (tests/tiers.py)
 def test_clip_rows_equal_private_run_for_the_same_seeds(both, graph):
     clip = both[0]["clip"]
     # θ sweep: a given θ (clip's DSR at the whole ε, no θ search)
@@ -98,6 +100,7 @@ def _rows_starting(text: str, prefix: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(prefix)]
 
 
+@pytest.mark.slow  # the sweep fixture / a CLI sweep: ~1 s each (tests/tiers.py)
 def test_markdown_shows_clip_labelled_in_every_table_and_keeps_the_others(both):
     with_clip, without = both
     text, old = markdown(with_clip, "cmd"), markdown(without, "cmd")
@@ -111,7 +114,7 @@ def test_markdown_shows_clip_labelled_in_every_table_and_keeps_the_others(both):
     for e in EPS_LIST:  # pipelines and histograms: one row per ε in each
         assert len(_rows_starting(text, f"| {e:g} | {CLIP_LABEL} |")) == 2
     assert f"**{CLIP_LABEL}: MAE / MSE vs ε, its own θ by Deviation" in text
-    assert "NOT the equal-DSR-budget comparison" in text
+    assert "NOT part of the equal-DSR-budget comparison" in text
     # never in the projections' winner counts
     assert "Winner counts: LL" in text and "CLIP " not in text.split("Winner counts:")[1][:40]
     json.dumps(with_clip, allow_nan=False)
@@ -125,6 +128,7 @@ def test_clip_alone_renders(graph):
     assert f"| 2 | {CLIP_LABEL} |" in text and f"MAE {CLIP_LABEL}" in text
 
 
+@pytest.mark.slow  # the sweep fixture / a CLI sweep: ~1 s each (tests/tiers.py)
 def test_cli_refuses_an_unknown_method_naming_clip(tmp_path, graph):
     path = tmp_path / "g.txt"
     path.write_text("\n".join(f"{i} {j}" for i, j in graph.edge_array().tolist()))
