@@ -788,7 +788,7 @@ def _theta_sweep_lines(sweep: dict | None, methods: Sequence[str], clip: dict | 
     if sweep and methods:
         lines += _theta_table(sweep, methods)
     if clip:
-        lines += ["", *_clip_theta_lines(clip)]
+        lines += ([""] if lines else []) + _clip_theta_lines(clip)
     choice = _choice_table(sweep, methods) if sweep and methods else []
     shape = _shape_table(sweep, methods) if sweep and methods else []
     if clip:  # the header of each is 5 lines: blank, caption, blank, header, rule
