@@ -237,7 +237,13 @@ def bench_cadr_sweep(
     graph: Annotated[
         str, typer.Option(help="facebook, wiki-vote, kind:n=N,... or a SNAP edge-list path.")
     ] = "facebook",
-    methods: Annotated[str, typer.Option(help="Comma-separated: ll, lh, ra, er.")] = "ll,lh,ra,er",
+    methods: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: ll, lh, ra, er (the projections, at an equal DSR budget) "
+            "and clip (the default method, its own rows: DSR at ε − ε_θ)."
+        ),
+    ] = "ll,lh,ra,er,clip",
     thetas: Annotated[
         str, typer.Option(help="θ grid: 1..100, 5..100:5, 1,2,4 or a mix ('' skips).")
     ] = CADR_SWEEP_DEFAULT_THETAS,

@@ -24,6 +24,16 @@ replaced by exact sums) over a grid and averages ``runs`` seeds per cell (seeds
   its own θ, and the trivial baselines (the constant TRUE median — a non-private oracle —
   and all zeros) scored the same way.
 
+The default method clip (``--methods ... ,clip``; in the default list) is swept by the same
+functions on its own into ``result["clip"]`` and shown as its own rows labelled
+``CLIP_LABEL`` ("clip (default; DSR ε − ε_θ)") in every table of the methods — vs θ, chosen
+θ, shape, vs ε, pipelines, histograms — but never inside the projections' comparison (the
+bold lowest MAE, the winner counts): it negotiates nothing and spends on its release the αε
+they spend on NDOE / LPEA, so it is not the equal-DSR-budget comparison. Its θ searches use
+its own ε_dsr (ε at a given θ and in the paper pipeline), so its "θ by Deviation" is its own,
+not the projections' shared θ. Projection-only figures (kept-edge ratio, the Thm 3.5 bound
+with its RR term) are in the JSON rows but no table: for clip they describe no projection.
+
 Cells run in a process pool (``workers``; the graph is handed to each worker once by the
 pool initializer) and the result does not depend on the number of workers: each cell
 seeds its own generator. ``markdown`` renders the tables of ``docs/cadr-private.md``.
@@ -43,6 +53,7 @@ from ldpfleet.app.bench_commands import bench_cadr_sweep
 from ldpfleet.app.suggest import near_miss
 from ldpfleet.collector.cadr_reference import (
     METHODS,
+    RUN_METHODS,
     as_dict,
     choose_theta,
     dp_theta,
@@ -56,6 +67,7 @@ from ldpfleet.protocol.cadr_budget import (
     CADR_EPS_MIN,
     CadrBudget,
     check_run_eps,
+    negotiates,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.errors import ParameterError
@@ -78,6 +90,11 @@ __all__ = [
 ]
 
 METRICS = ("mae", "mse", "distribution_l1", "kept_edge_ratio", "bound_mean")
+# what ``--methods`` accepts and its default: the projections compared at an equal DSR
+# budget (``METHODS``), then the default method clip (``RUN_METHODS``), which is NOT part of
+# that comparison: it spends the αε the others negotiate with on its own release
+SWEEP_METHODS = RUN_METHODS
+CLIP_LABEL = "clip (default; DSR ε − ε_θ)"
 
 
 # --- inputs --------------------------------------------------------------------------------
@@ -138,23 +155,25 @@ def parse_eps(spec: str) -> list[float]:
 
 
 def parse_methods(spec: str) -> tuple[str, ...]:
-    """Methods in the given order from ``"ll,lh,ra,er"`` (each one of ``METHODS``)."""
+    """Methods in the given order from ``"ll,lh,ra,er,clip"`` (each one of
+    ``SWEEP_METHODS``: the projections ``METHODS`` and the default method clip)."""
     chosen = tuple(dict.fromkeys(m.strip() for m in spec.split(",") if m.strip()))
-    bad = [m for m in chosen if m not in METHODS]
+    bad = [m for m in chosen if m not in SWEEP_METHODS]
     if bad or not chosen:
         raise ParameterError(
-            f"{bad[0] if bad else spec!r} is not one of {', '.join(METHODS)}"
-            f"{near_miss(bad[0], METHODS) if bad else ''}",
+            f"{bad[0] if bad else spec!r} is not one of {', '.join(SWEEP_METHODS)}"
+            f"{near_miss(bad[0], SWEEP_METHODS) if bad else ''}",
             field="methods",
-            limit=f"one of {', '.join(METHODS)}",
+            limit=f"one of {', '.join(SWEEP_METHODS)}",
             value=bad[0] if bad else spec,
         )
     return chosen
 
 
-def theta_choices(degrees: np.ndarray, eps: float, alpha: float) -> dict:
-    """θ by Sum and θ by Deviation at ε_dsr = (1-α)ε (the same for every method)."""
-    eps_dsr = CadrBudget(eps, alpha).dsr
+def theta_choices(degrees: np.ndarray, eps: float, alpha: float, method: str = "ll") -> dict:
+    """θ by Sum and θ by Deviation at ε_dsr = (1-α)ε (the same for every projection
+    method); for ``method`` clip at its own ε_dsr = ε (the paper pipeline: ε_θ = 0)."""
+    eps_dsr = CadrBudget(eps, alpha, negotiation=negotiates(method)).dsr
     by_sum, sum_rounds = choose_theta(degrees, "auto-sum", eps_dsr)
     by_dev, dev_rounds = choose_theta(degrees, "auto-dev", eps_dsr)
     return {
@@ -165,6 +184,21 @@ def theta_choices(degrees: np.ndarray, eps: float, alpha: float) -> dict:
         "by_deviation": by_dev,
         "by_deviation_rounds": dev_rounds,
     }
+
+
+def _kind(methods: Sequence[str]) -> str:
+    """The method whose budget split picks θ for all of ``methods``: they must all be
+    projections (``METHODS``: one ε_dsr = (1-α)ε) or all clip (ε_dsr = ε); a sweep mixing
+    the two would search θ at the wrong budget for one of them."""
+    kinds = {negotiates(m) for m in methods}
+    if len(kinds) > 1:
+        raise ParameterError(
+            f"one call sweeps the projections ({', '.join(METHODS)}) or clip, got {list(methods)}",
+            field="methods",
+            limit=f"all of {', '.join(METHODS)} or clip alone",
+            value=list(methods),
+        )
+    return methods[0] if methods else "ll"
 
 
 # --- running cells -------------------------------------------------------------------------
@@ -322,7 +356,7 @@ def sweep_theta(
     degree) are not run — the devices refuse them — and are listed in
     ``dropped_above_bound``; a grid with no θ <= D is refused (field ``thetas``)."""
     started = time.perf_counter()
-    choices = theta_choices(graph.degrees(), eps, alpha)
+    choices = theta_choices(graph.degrees(), eps, alpha, _kind(methods))
     bound = max(int(graph.degrees().max()), 1) if graph.n else 1
     dropped = sorted(t for t in set(thetas) if t > bound)
     grid = sorted(t for t in set(thetas) if t <= bound)
@@ -417,7 +451,7 @@ def sweep_eps(
     """MAE/MSE vs ε per method at θ by Deviation (per ε) and at ``fixed_theta[method]``."""
     started = time.perf_counter()
     degrees = graph.degrees()
-    choices = {e: theta_choices(degrees, e, alpha) for e in eps_list}
+    choices = {e: theta_choices(degrees, e, alpha, _kind(methods)) for e in eps_list}
     keys: list[tuple[str, int, float]] = []
     for e in eps_list:
         for m in methods:
@@ -560,7 +594,7 @@ def sweep_pipelines(
 def cadr_sweep(
     graph: Graph,
     *,
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] = SWEEP_METHODS,
     thetas: Sequence[int] | None = None,
     eps: float = 3.0,
     eps_list: Sequence[float] = (),
@@ -576,7 +610,11 @@ def cadr_sweep(
     ``eps_list`` at θ by Deviation and at each method's MAE-minimising θ of the θ sweep,
     and with ``pipelines`` the paper-vs-dp comparison over ``eps_list``.
     A JSON-ready dict (module docstring). ``progress(done, total)``: cells (runs, and
-    θ-accuracy rows) done and known so far, after each one."""
+    θ-accuracy rows) done and known so far, after each one. The projections of
+    ``methods`` (``METHODS``) fill ``theta_sweep``, ``eps_sweep`` and ``pipelines`` as
+    ever; clip, if listed, is swept by the same functions on its own (its θ searched at
+    its own ε_dsr) into ``result["clip"]`` (the same three keys), so that no equal-budget
+    figure changes and clip never enters their comparisons (lowest MAE, winners)."""
     _COUNTS[0] = _Counts(progress)
     try:
         return _cadr_sweep(graph, methods, thetas, eps, eps_list, alpha, runs, seed, workers,
@@ -599,6 +637,7 @@ def _cadr_sweep(
         "edges": graph.edges(),
         "max_degree": int(graph.degrees().max()) if graph.n else 0,
         "methods": list(methods),
+        "clip": None,
         "alpha": alpha,
         "runs": runs,
         "seed": seed,
@@ -608,19 +647,35 @@ def _cadr_sweep(
         "pipelines": None,
         "baselines": trivial_baselines(graph.degrees()) if graph.n else {},
     }
-    fixed = None
-    if thetas:
-        sweep = sweep_theta(graph, methods, thetas, eps, alpha, runs, seed, workers)
-        result["theta_sweep"] = sweep
-        fixed = {m: sweep["methods"][m]["argmin_mae"] for m in methods}
-    if eps_list:
-        result["eps_sweep"] = sweep_eps(graph, methods, eps_list, alpha, runs, seed, workers,
-                                        fixed, f"argmin_mae_at_eps_{eps:g}")  # fmt: skip
+    compared = tuple(m for m in methods if negotiates(m))
+    own = tuple(m for m in methods if not negotiates(m))
+    args = (eps, eps_list, alpha, runs, seed, workers, pipelines)
+    if compared:
+        result.update(_sweeps(graph, compared, thetas, *args))
+    if own:
+        result["clip"] = _sweeps(graph, own, thetas, *args)
     if pipelines and eps_list:
-        result["pipelines"] = sweep_pipelines(graph, methods, eps_list, alpha, runs, seed, workers)
         result["theta_accuracy"] = theta_accuracy(graph, eps_list, alpha, draws=theta_draws)
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
+
+
+def _sweeps(graph, methods, thetas, eps, eps_list, alpha, runs, seed, workers, pipelines) -> dict:
+    """The θ sweep, the ε sweep and the pipelines for ``methods`` (all projections or all
+    clip: ``_kind``)."""
+    out: dict = {"theta_sweep": None, "eps_sweep": None, "pipelines": None}
+    fixed = None
+    if thetas:
+        sweep = sweep_theta(graph, methods, thetas, eps, alpha, runs, seed, workers,
+                            reference="ll" if negotiates(methods[0]) else methods[0])  # fmt: skip
+        out["theta_sweep"] = sweep
+        fixed = {m: sweep["methods"][m]["argmin_mae"] for m in methods}
+    if eps_list:
+        out["eps_sweep"] = sweep_eps(graph, methods, eps_list, alpha, runs, seed, workers,
+                                     fixed, f"argmin_mae_at_eps_{eps:g}")  # fmt: skip
+    if pipelines and eps_list:
+        out["pipelines"] = sweep_pipelines(graph, methods, eps_list, alpha, runs, seed, workers)
+    return out
 
 
 # --- markdown ------------------------------------------------------------------------------
@@ -678,8 +733,12 @@ def _band_summary(sweep: dict, methods: Sequence[str], bands: int = 5) -> list[s
 
 
 def markdown(result: dict, command: str) -> str:
-    """The tables of docs/cadr-private.md."""
-    methods = result["methods"]
+    """The tables of docs/cadr-private.md. clip (``result["clip"]``) gets its own rows,
+    labelled ``CLIP_LABEL``, after the projections' in every table of the methods (vs θ,
+    chosen θ, shape, vs ε, pipelines, histograms), never inside their comparisons (bold
+    lowest MAE, winner counts): it is not the equal-DSR-budget comparison."""
+    methods = [m for m in result["methods"] if negotiates(m)]
+    clip = result.get("clip") or {}
     lines = [
         f"Generated by `{command}`: {result['graph']} ({result['nodes']:,} nodes, "
         f"{result['edges']:,} edges, max degree {result['max_degree']}), α = "
@@ -689,19 +748,117 @@ def markdown(result: dict, command: str) -> str:
         "",
     ]
     lines += _baseline_lines(result.get("baselines") or {})
-    sweep = result["theta_sweep"]
-    if sweep:
-        lines += _theta_table(sweep, methods)
-        lines += _choice_table(sweep, methods)
-        lines += _shape_table(sweep, methods)
-        lines += _winner_lines(sweep, methods)
+    lines += _theta_sweep_lines(result["theta_sweep"], methods, clip.get("theta_sweep"))
     if result["eps_sweep"]:
         lines += _eps_sweep_lines(result["eps_sweep"], methods, result.get("baselines"))
-    if result.get("pipelines"):
-        lines += _pipeline_lines(result["pipelines"], methods)
+    if clip.get("eps_sweep"):
+        lines += _clip_eps_lines(clip["eps_sweep"], result.get("baselines"))
+    pipelines = _with_clip_rows(result.get("pipelines"), clip.get("pipelines"))
+    if pipelines:
+        lines += _pipeline_lines(pipelines, [*methods, *_methods_of(clip.get("pipelines"))])
     if result.get("theta_accuracy"):
         lines += _theta_accuracy_lines(result["theta_accuracy"])
     return "\n".join(lines)
+
+
+def _label(method: str) -> str:
+    """A method's name in the tables: LL, LH, RA, ER; clip as ``CLIP_LABEL``."""
+    return method.upper() if negotiates(method) else CLIP_LABEL
+
+
+def _clip_note() -> str:
+    """The sentence every clip table carries: why it is not in the comparison."""
+    return (
+        f"{CLIP_LABEL} is the default method, NOT part of the equal-DSR-budget comparison: "
+        "no NDOE, LPEA or projection; each node releases clip(own degree, 0, θ) + "
+        "Laplace(θ/ε_dsr) at ε_dsr = ε − ε_θ (the projections: (1 − α)ε; ε_θ = 0 at a given "
+        "θ and in the paper pipeline), θ searched at that ε_dsr; never in the bold or the "
+        "winner counts."
+    )
+
+
+def _methods_of(sweep: dict | None) -> list[str]:
+    return list(dict.fromkeys(r["method"] for r in sweep["rows"])) if sweep else []
+
+
+def _theta_sweep_lines(sweep: dict | None, methods: Sequence[str], clip: dict | None) -> list[str]:
+    """The θ sweep's tables: the projections' (θ table, chosen θ, shape, winners) with
+    clip's rows appended to the chosen-θ and shape tables and its own θ table."""
+    lines: list[str] = []
+    if sweep and methods:
+        lines += _theta_table(sweep, methods)
+    if clip:
+        lines += ([""] if lines else []) + _clip_theta_lines(clip)
+    choice = _choice_table(sweep, methods) if sweep and methods else []
+    shape = _shape_table(sweep, methods) if sweep and methods else []
+    if clip:  # the header of each is 5 lines: blank, caption, blank, header, rule
+        choice = (choice or _choice_table(clip, ["clip"])[:5]) + _choice_table(clip, ["clip"])[5:]
+        shape = (shape or _shape_table(clip, ["clip"])[:5]) + _shape_table(clip, ["clip"])[5:]
+    lines += choice + shape
+    if sweep and methods:
+        lines += _winner_lines(sweep, methods)
+    elif clip:
+        lines.append("")
+    return lines
+
+
+def _clip_theta_lines(sweep: dict) -> list[str]:
+    """clip's MAE and MSE at each θ of its sweep."""
+    c = sweep["choices"]
+    lines = [
+        f"**{CLIP_LABEL} vs θ at ε = {sweep['eps']:g}** (ε_dsr = {c['eps_dsr']:.3g}; "
+        f"{len(sweep['thetas'])} θ × {sweep['runs']} runs in {sweep['seconds']:.0f} s wall). "
+        f"θ by Sum = {c['by_sum']}, θ by Deviation = {c['by_deviation']} (at its ε_dsr). "
+        + _clip_note()
+        + _dropped_note(sweep),
+        "",
+        f"| θ | MAE {CLIP_LABEL} | MSE {CLIP_LABEL} |",
+        "|---|---|---|",
+    ]
+    by_theta = {r["theta"]: r for r in sweep["rows"]}
+    for t in _display_thetas(sweep):
+        lines.append(f"| {t} | {_f(by_theta[t]['mae'])} | {_f(by_theta[t]['mse'], 0)} |")
+    return lines
+
+
+def _clip_eps_lines(eps_sweep: dict, baselines: dict | None) -> list[str]:
+    """clip's MAE and MSE vs ε, one table per θ rule, the trivial baselines beside."""
+    extra = _baseline_columns(baselines)
+    lines: list[str] = []
+    for rule in dict.fromkeys(r["rule"] for r in eps_sweep["rows"]):
+        title = (
+            "its own θ by Deviation at each ε (searched at its ε_dsr = ε)"
+            if rule == "by_deviation"
+            else "θ fixed at its MAE-minimising θ of the θ sweep "
+            f"({eps_sweep['fixed_theta']['clip']})"
+        )
+        lines += [
+            f"**{CLIP_LABEL}: MAE / MSE vs ε, {title}** ({eps_sweep['runs']} runs per cell). "
+            + _clip_note(),
+            "",
+            *_with_columns(
+                ["| ε | θ | MAE clip | MSE clip |", "|---|---|---|---|"], [h for h, _ in extra]
+            ),
+        ]
+        for r in (r for r in eps_sweep["rows"] if r["rule"] == rule):
+            cells = [_f(r["mae"]), _f(r["mse"], 0), *(value for _, value in extra)]
+            lines.append(f"| {r['eps']:g} | {r['theta']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _with_clip_rows(sweep: dict | None, clip: dict | None) -> dict | None:
+    """The pipelines' result with clip's rows added (its own sweep's), for one table."""
+    if not clip:
+        return sweep
+    if not sweep:
+        return clip
+    return {
+        **sweep,
+        "rows": sweep["rows"] + clip["rows"],
+        "seconds": sweep["seconds"] + clip["seconds"],
+        "clip": True,
+    }
 
 
 def _metric_header(first: str, methods: Sequence[str]) -> list[str]:
@@ -770,7 +927,7 @@ def _choice_table(sweep: dict, methods: Sequence[str]) -> list[str]:
         v = sweep["methods"][m]
         lo, hi = v["near_min_thetas"]
         lines.append(
-            f"| {m.upper()} | {v['argmin_mae']} | {_f(v['mae_at_argmin'])} ± "
+            f"| {_label(m)} | {v['argmin_mae']} | {_f(v['mae_at_argmin'])} ± "
             f"{_f(v['mae_se_at_argmin'])} | {lo}–{hi} | {v['by_sum']} | "
             f"{_f(v['mae_at_by_sum'])} | {v['by_deviation']} | "
             f"{_f(v['mae_at_by_deviation'])} | {v['argmin_mse']} | "
@@ -796,7 +953,7 @@ def _shape_table(sweep: dict, methods: Sequence[str]) -> list[str]:
         for metric, digits in (("mae", 2), ("mse", 0)):
             s = shape_check(*_series(sweep["rows"], m, metric))
             lines.append(
-                f"| {m.upper()} | {metric.upper()} | {s['argmin']} | {_f(s['first'], digits)}"
+                f"| {_label(m)} | {metric.upper()} | {s['argmin']} | {_f(s['first'], digits)}"
                 f" | {_f(s['min'], digits)} | {_f(s['last'], digits)} | "
                 f"{_f(s['rise_before'], digits)} | {_f(s['drop_after'], digits)} | "
                 f"{_f(s['violation_se'], 1)} |"
@@ -917,7 +1074,8 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
         "'paper': θ for the raw Laplace error, the raw DSR release; 'paper + pp': the same "
         "release post-processed at the paper's θ; 'dp': θ aimed at the post-processed error "
         "and the post-processed release. Last columns: the constant TRUE median (non-private "
-        "oracle) and all-zero releases. Bold: the lowest of the row's three MAEs.",
+        "oracle) and all-zero releases. Bold: the lowest of the row's three MAEs."
+        + (" " + _clip_note() if any(not negotiates(m) for m in methods) else ""),
         "",
         "| ε | method | θ paper | MAE paper | MAE paper + pp | θ dp | MAE dp | MSE paper | "
         "MSE paper + pp | MSE dp | MAE median (oracle) | MAE zero | MSE median (oracle) / zero |",
@@ -938,7 +1096,7 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
                 for k, (v, se) in maes.items()
             }
             lines.append(
-                f"| {e:g} | {m.upper()} | {_thetas(paper['theta'])} | {cell['paper']} | "
+                f"| {e:g} | {_label(m)} | {_thetas(paper['theta'])} | {cell['paper']} | "
                 f"{cell['pp']} | {_thetas(dp['theta'])} | {cell['dp']} | "
                 f"{_f(paper['raw_mse'], 0)} | {_f(paper['postprocessed_mse'], 0)} | "
                 f"{_f(dp['postprocessed_mse'], 0)} | {_f(median['mae'])} | {_f(zero['mae'])} | "
@@ -960,7 +1118,7 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
         for m in methods:
             paper, dp = by_key[(e, m, "paper")], by_key[(e, m, "dp")]
             lines.append(
-                f"| {e:g} | {m.upper()} | {_f(paper['raw_histogram_l1'], 3)} | "
+                f"| {e:g} | {_label(m)} | {_f(paper['raw_histogram_l1'], 3)} | "
                 f"{_f(paper['postprocessed_histogram_l1'], 3)} | "
                 f"{_f(dp['postprocessed_histogram_l1'], 3)} | {_f(paper['raw_histogram_emd'])} | "
                 f"{_f(paper['postprocessed_histogram_emd'])} | "

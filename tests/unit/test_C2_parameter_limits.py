@@ -114,7 +114,8 @@ CASES = {
     ),
     "cadr_sweep choice": (
         lambda: cadr_sweep.parse_methods("ll,zz"),
-        ("methods", f"one of {', '.join(cadr_sweep.METHODS)}", "zz"),
+        # the sweep's methods: the projections and the default method clip (helper W)
+        ("methods", f"one of {', '.join(cadr_sweep.SWEEP_METHODS)}", "zz"),
     ),
     "cli text format": (
         lambda: cli._grid_shapes(["12"]),
