@@ -152,7 +152,9 @@ the release is the counts' prior median, whose error is the counts' noise. OFF b
 3701-3740: summed MAE 141.01 -> 139.11 on the 66 changed cells but cells above the constant
 median 36 -> 38); τ = 1.0 passed on two fresh sets (3801-3840 as worded, 3901-3940: summed MAE
 317.36 -> 315.24, above the constant median 61 -> 53, EMD -23 %); docs/preregistration/
-Z-small-eps-wide.md and Z-small-eps-confirm.md. Public: ε, α and n (through ll's split).
+Z-small-eps-wide.md and Z-small-eps-confirm.md; but on ego-Facebook and wiki-Vote at ε = 1
+it collapses the per-node release onto the prior's median (31.21 -> 32.02, 26.19 -> 26.75, the
+constant median's), so it stays off. Public: ε, α and n (through ll's split).
 
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
@@ -263,11 +265,14 @@ SIGNAL_RATIO_TARGET: float | None = 8.0
 WEAK_COUNT_MAX_DEVICES: int | None = MID_FLEET_DEVICES
 # method clip at small ε (helper Z, issue 20, claim D9): where the split leaves DSR less than
 # CLIP_DSR_USEFUL_EPS, the θ search takes all but CLIP_DSR_SHARE of ε (module docstring,
-# "Clip at small ε"). 1.0: the primary pre-registration's 0.2 FAILED (cells above the
-# constant median 36 -> 38, docs/preregistration/Z-small-eps.md); 1.0, registered after it,
-# passed two fresh sets (Z-small-eps-wide.md: above the median 57 -> 48; Z-small-eps-confirm.md:
-# 61 -> 53, summed MAE -0.67 %). Measured at ε >= 0.5 only. None: off (clip keeps ll's θ part)
-CLIP_DSR_USEFUL_EPS: float | None = 1.0
+# "Clip at small ε"). Off (None: clip keeps ll's θ part). The primary pre-registration's 0.2
+# FAILED (cells above the constant median 36 -> 38, docs/preregistration/Z-small-eps.md); 1.0,
+# registered after it, passed two fresh sets of generated graphs (n <= 3,000: above the median
+# 57 -> 48 and 61 -> 53, summed MAE -0.5 / -0.67 %), but on the large SNAP graphs at ε = 1 it
+# collapses the per-node release onto the prior's median (ego-Facebook 31.21 -> 32.02,
+# wiki-Vote 26.19 -> 26.75: no better than the constant median), so it is not the default
+# (docs/cadr-private.md, "Clip at small ε"). 1.0 turns it on.
+CLIP_DSR_USEFUL_EPS: float | None = None
 CLIP_DSR_SHARE = 0.05  # DSR's share of ε when the rule fires (> (1 - f) α = 0.04: the plan's bound)
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between
