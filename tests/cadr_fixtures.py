@@ -15,6 +15,20 @@ from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 GRAPH = generate("barabasi_albert", 16, seed=2, m=2)
 SEED = 4
 
+# a 15-device CADR scenario for the run table / trace tests; ``{method}``: a ``method = "..."``
+# line, or "" for the default
+TINY_SCENARIO = """[scenario]
+name = "tiny"
+[graph]
+source = "erdos_renyi:n=15,p=0.3,seed=4"
+[cadr]
+eps = 3.0
+theta = "auto-dev"
+{method}
+[broker]
+url = "memory"
+"""
+
 # what the hostile client publishes on one delivery: items whose first two fields are
 # (topic, payload bytes); a test may add more (e.g. the reason it expects)
 Plant = Callable[[Delivery], Sequence[tuple]]

@@ -10,19 +10,9 @@ from __future__ import annotations
 from ldpfleet.app import cli
 from typer.testing import CliRunner
 
-RESULTS = {"kept_edge_ratio": 0.7837851621823787, "max_kept_degree": 79}
+from tests.cadr_fixtures import TINY_SCENARIO
 
-TINY = """[scenario]
-name = "tiny"
-[graph]
-source = "erdos_renyi:n=15,p=0.3,seed=4"
-[cadr]
-eps = 3.0
-theta = "auto-dev"
-{method}
-[broker]
-url = "memory"
-"""
+RESULTS = {"kept_edge_ratio": 0.7837851621823787, "max_kept_degree": 79}
 
 
 def test_clip_row_names_the_clipped_degrees():
@@ -40,7 +30,7 @@ def test_negotiated_methods_keep_the_kept_edge_row():
 
 def _table(tmp_path, method_line: str) -> str:
     scenario = tmp_path / "tiny.toml"
-    scenario.write_text(TINY.format(method=method_line))
+    scenario.write_text(TINY_SCENARIO.format(method=method_line))
     result = CliRunner().invoke(
         cli.app, ["run", str(scenario), "-o", str(tmp_path / "out")], env={"COLUMNS": "200"}
     )

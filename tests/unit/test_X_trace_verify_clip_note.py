@@ -9,17 +9,7 @@ from __future__ import annotations
 from ldpfleet.app import cli, trace_verify
 from typer.testing import CliRunner
 
-TINY = """[scenario]
-name = "tiny"
-[graph]
-source = "erdos_renyi:n=15,p=0.3,seed=4"
-[cadr]
-eps = 3.0
-theta = "auto-dev"
-{method}
-[broker]
-url = "memory"
-"""
+from tests.cadr_fixtures import TINY_SCENARIO
 
 
 def test_the_clip_line_names_no_peer_traffic():
@@ -42,7 +32,7 @@ def test_the_negotiated_line_is_unchanged():
 
 def _verify(tmp_path, method_line: str) -> str:
     scenario = tmp_path / "tiny.toml"
-    scenario.write_text(TINY.format(method=method_line))
+    scenario.write_text(TINY_SCENARIO.format(method=method_line))
     out = tmp_path / "out"
     ran = CliRunner().invoke(cli.app, ["run", str(scenario), "-o", str(out)])
     assert ran.exit_code == 0, ran.output

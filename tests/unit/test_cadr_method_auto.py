@@ -78,8 +78,17 @@ def test_settings_resolve_auto_for_library_callers_too():
 def test_bench_cadr_default_method(args, method, parts):
     result = CliRunner().invoke(
         app,
-        ["bench", "cadr", "--graph", "barabasi_albert:n=120,m=3", "--eps", "3", "--runs", "1"]
-        + args,
+        [
+            "bench",
+            "cadr",
+            "--graph",
+            "barabasi_albert:n=120,m=3",
+            "--eps",
+            "3",
+            "--runs",
+            "1",
+            *args,
+        ],
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)

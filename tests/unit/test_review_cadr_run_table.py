@@ -8,21 +8,12 @@ from __future__ import annotations
 from ldpfleet.app import cli
 from typer.testing import CliRunner
 
-TINY = """[scenario]
-name = "tiny"
-[graph]
-source = "erdos_renyi:n=15,p=0.3,seed=4"
-[cadr]
-eps = 3.0
-theta = "auto-dev"
-[broker]
-url = "memory"
-"""
+from tests.cadr_fixtures import TINY_SCENARIO
 
 
 def test_the_run_table_names_the_small_fleet_rule(tmp_path):
     scenario = tmp_path / "tiny.toml"
-    scenario.write_text(TINY)
+    scenario.write_text(TINY_SCENARIO.format(method=""))
     result = CliRunner().invoke(
         cli.app, ["run", str(scenario), "-o", str(tmp_path / "out")], env={"COLUMNS": "200"}
     )
@@ -33,7 +24,5 @@ def test_the_run_table_names_the_small_fleet_rule(tmp_path):
 
 def test_a_searched_theta_keeps_its_row():
     results = {"theta": 7, "theta_rule": "auto-dev", "theta_rounds": 1}
-    assert (
-        cli._theta_line({**results, "theta_chosen_by": "search"}) == "7 (auto-dev, 1 secure sum)"
-    )
+    assert cli._theta_line({**results, "theta_chosen_by": "search"}) == "7 (auto-dev, 1 secure sum)"
     assert cli._theta_line(results) == "7 (auto-dev, 1 secure sum)"  # results before the rule
