@@ -12,7 +12,9 @@ seeds 1-2, θ by ``auto-dev``, α 0.1. Per run it writes every figure of the ``C
 (``seconds`` dropped: machine speed) and every call of ``degree_postprocess.search_priors``
 and ``degree_postprocess.post_process`` made during it: the inputs (released values, θ,
 ε_dsr, the θ search's counts, the priors, ``known_ratio``, ``exact_releases``) and the
-outputs (priors, estimates, distribution, histogram, kept ratio). The calls are recorded
+outputs (priors, estimates, distribution, histogram, kept ratio); the arguments bound to
+the signature with its defaults applied, so ``f(x)`` and ``f(x, k=None)`` (k's default
+None) record alike. The calls are recorded
 by wrapping both names in ``degree_postprocess`` and, where it still imports them, in
 ``cadr_reference``: before and after the refactor the same calls pass through exactly one
 wrapper. JSON with sorted keys; floats by ``repr`` (exact), so equal pins are equal bytes.
@@ -22,6 +24,7 @@ Helper K, 2026-12-06 (the single CADR release function).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import sys
 
@@ -85,11 +88,14 @@ class Recorder:
         """The recording stand-in for ``name``."""
         original = self.originals[name]
 
+        signature = inspect.signature(original)
+
         def recording(*args, **kwargs):
             out = original(*args, **kwargs)
-            self.calls.append(
-                {"fn": name, "args": _plain(args), "kwargs": _plain(kwargs), "out": _plain(out)}
-            )
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()  # the call's arguments, not how they were spelt
+            arguments = _plain(bound.arguments)
+            self.calls.append({"fn": name, "arguments": arguments, "out": _plain(out)})
             return out
 
         return recording
