@@ -131,8 +131,8 @@ above it, ``degree_prior``. Same inputs as ``degree_prior`` plus
 the noise law (ε_θ, parties): post-processing, no budget. Status: passed its second
 pre-registration (115 fresh cells: summed MAE 222.8 → 207.2, cells above the constant true
 median 54 → 44, none newly above all zeros, large graphs identical); the pipelines use it
-once their two call sites pass it (``collector.cadr_reference._release_scores``,
-``collector.cadr_fleet._theta_prior``; helper C's call-site patch).
+(``search_priors``, read in ``post_process_release``: the one place where the in-process
+reference and the fleet's collector post-process their release).
 
 Choosing θ for the post-processed error (``noise_weight``). The paper's θ search minimises
 ``Σ_i max(0, d_i - θ) + n θ / eps_dsr`` (projection loss + the raw Laplace error ``b``).
@@ -174,6 +174,7 @@ __all__ = [
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
     "PostProcessed",
+    "SearchCounts",
     "ThetaNoise",
     "consistent_histogram",
     "count_signal_ratio",
@@ -186,6 +187,7 @@ __all__ = [
     "nb_shape_degree_prior",
     "noise_weight",
     "post_process",
+    "post_process_release",
     "posterior_degree_medians",
     "posterior_medians",
     "projection_degree_prior",
@@ -814,6 +816,44 @@ def post_process(
         estimates=posterior_medians(y, k_prior, scale),
         histogram=consistent_histogram(k_prior, y.size),
     )
+
+
+@dataclass(frozen=True)
+class SearchCounts:
+    """What the DP θ search opened, as ``search_priors`` reads it: its noisy
+    ``bucket_sums`` over ``thresholds``, the public ``degree_bound`` D, the ``devices``
+    whose answers are in the sums, and the noise law (``eps_theta``, ``parties``)."""
+
+    bucket_sums: object
+    thresholds: list[int]
+    degree_bound: int
+    devices: int
+    eps_theta: float
+    parties: int
+
+
+def post_process_release(
+    released: object,
+    theta: int,
+    eps_dsr: float,
+    counts: SearchCounts | None,
+    known_ratio: float | None = None,
+) -> PostProcessed:
+    """The dp pipeline's post-processed release, the one place both pipelines make it
+    (the in-process ``collector.cadr_reference`` and the fleet's ``collector.cadr_fleet``):
+    the θ search's ``counts`` read by ``search_priors`` (None: no search, no prior), then
+    ``post_process``. ``known_ratio``: the model's kept ratio when it is known — method
+    "clip" (1): its releases follow their model exactly, so they also re-weight the
+    counts' readings (``search_priors(exact_releases=)``); None (every other method): the
+    ratio estimated, the readings from the counts alone."""
+    prior = histogram = None
+    if counts is not None:
+        exact = None if known_ratio is None else (released, theta, eps_dsr)
+        prior, histogram = search_priors(
+            counts.bucket_sums, counts.thresholds, counts.degree_bound, counts.devices,
+            counts.eps_theta, counts.parties, exact_releases=exact,
+        )  # fmt: skip
+    return post_process(released, theta, eps_dsr, prior, histogram, known_ratio=known_ratio)
 
 
 def _known_ratio(ratio: float) -> float:
