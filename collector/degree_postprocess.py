@@ -269,14 +269,7 @@ def posterior_medians(released: object, prior: np.ndarray, scale: float) -> np.n
     """Per release, the median of its posterior over ``0..θ`` (``θ = len(prior) - 1``)
     under ``prior``: the smallest ``k`` whose posterior CDF is ``≥ 1/2`` (int64)."""
     y = _released(released)
-    p = np.asarray(prior, dtype=float)
-    if p.ndim != 1 or p.size < 2 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError(
-            "must be a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
-            field="prior",
-            limit="a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
-            value=prior,
-        )
+    p = _distribution_over(prior, "θ")
     post = _posteriors(_kernel(y, p.size - 1, positive_real(scale, "scale")), p)
     cdf = np.cumsum(post, axis=1)
     return np.minimum(np.sum(cdf < 0.5 - 1e-12, axis=1), p.size - 1).astype(np.int64)
@@ -646,14 +639,18 @@ def kept_ratio(released: object, prior: np.ndarray, theta: int) -> float:
 
 
 def _distribution_over_degrees(prior: object) -> np.ndarray:
+    """``prior`` as a distribution over the degrees ``0..D`` (checked)."""
+    return _distribution_over(prior, "D")
+
+
+def _distribution_over(prior: object, top: str) -> np.ndarray:
+    """``prior`` as floats, refused unless a distribution over ``0..top`` with ``top >= 1``
+    (one dimension, at least two entries, non-negative, summing to 1); ``top`` names the
+    largest value in the refusal (θ: the kept degrees, D: the true ones)."""
     p = np.asarray(prior, dtype=float)
     if p.ndim != 1 or p.size < 2 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError(
-            "must be a distribution over 0..D (D >= 1): non-negative, summing to 1",
-            field="prior",
-            limit="a distribution over 0..D (D >= 1): non-negative, summing to 1",
-            value=prior,
-        )
+        wanted = f"a distribution over 0..{top} ({top} >= 1): non-negative, summing to 1"
+        raise ParameterError(f"must be {wanted}", field="prior", limit=wanted, value=prior)
     return p
 
 

@@ -18,6 +18,7 @@ from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.collector.cadr_fleet import CadrOutcome
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.errors import ParameterError
 
 THRESHOLDS = [1, 3, 7, 15, 31]
 SUMS = [12.0, 60.0, 90.0, 70.0, 25.0, -3.0]
@@ -112,3 +113,20 @@ def test_the_fleet_post_processes_in_the_one_place(monkeypatch, ratio):
     want = dpp.post_process_release(y, 9, 2.0, COUNTS, ratio)
     assert list(outcome.estimates.values()) == want.estimates.tolist()
     assert outcome.estimate_histogram == want.histogram.tolist()
+
+
+@pytest.mark.parametrize(
+    ("call", "top"),
+    [
+        (lambda: dpp.posterior_medians([1.0], [0.5, 0.4], 1.0), "θ"),  # the kept degrees
+        (lambda: dpp.kept_ratio([1.0], [1.0], 1), "D"),  # the true degrees: one entry
+        (lambda: dpp.post_process([1.0], 2, 1.0, [0.7, -0.1, 0.4]), "D"),
+    ],
+)
+def test_a_prior_that_is_no_distribution_is_refused_naming_its_range(call, top):
+    wanted = f"a distribution over 0..{top} ({top} >= 1): non-negative, summing to 1"
+    with pytest.raises(ParameterError) as refused:
+        call()
+    err = refused.value
+    assert (err.field, err.limit, err.value is not None) == ("prior", wanted, True)
+    assert str(err) == f"prior: must be {wanted}"
