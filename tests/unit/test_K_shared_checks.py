@@ -1,0 +1,44 @@
+"""Checks shared between layers (helper K's bit-identical de-duplication): the degree cap θ
+of every LPEA — a device's ``protocol.lpea.LpeaNode`` and the in-process projections of
+``collector.projection`` — is checked by ``protocol.lpea.checked_theta`` alone, with one
+refusal text; the collector's projections take it from the protocol layer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ldpfleet.collector import projection
+from ldpfleet.devices.graphs import Graph
+from ldpfleet.protocol import lpea
+from ldpfleet.protocol.errors import ParameterError
+
+GRAPH = Graph.from_edges(4, np.array([0, 1, 2]), np.array([1, 2, 3]))
+REFUSED = [-1, True, 2.0, "3", None]
+
+
+def _callers():
+    rng = np.random.default_rng(0)
+    return {
+        "edge_remove": lambda t: projection.edge_remove(GRAPH, t, rng),
+        "random_add": lambda t: projection.random_add(GRAPH, t, rng),
+        "lpea": lambda t: projection.lpea(GRAPH, t, rng),
+        "LpeaNode": lambda t: lpea.LpeaNode("r", "d1", {"d2": 1}, t, 1.0, rng),
+    }
+
+
+@pytest.mark.parametrize("theta", REFUSED)
+@pytest.mark.parametrize("caller", sorted(_callers()))
+def test_every_lpea_refuses_a_bad_theta_with_the_one_text(caller, theta):
+    with pytest.raises(ParameterError) as refused:
+        _callers()[caller](theta)
+    err = refused.value
+    assert (err.field, err.limit, err.value) == ("theta", "a non-negative integer", theta)
+    assert str(err) == f"theta: must be a non-negative integer, got {theta!r}"
+
+
+def test_the_projections_take_the_check_from_the_protocol_layer():
+    assert projection.checked_theta is lpea.checked_theta
+    assert not hasattr(projection, "_check_theta")
+    assert lpea.checked_theta(np.int64(3)) == 3 and type(lpea.checked_theta(np.int64(3))) is int
+    node = lpea.LpeaNode("r", "d1", {"d2": 1}, np.int64(2), 1.0, np.random.default_rng(0))
+    assert node.theta == 2 and type(node.theta) is int
