@@ -162,7 +162,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, noise_sd, simplex_projection
-from ldpfleet.collector.joint_prior import joint_prior
+from ldpfleet.collector.joint_prior import checked_thresholds, joint_prior
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
@@ -426,14 +426,7 @@ def _bucket_input(
     """``degree_bound``, ``devices``, the thresholds and the sums, checked."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     n = integer_at_least(devices, "devices", 1)
-    ts = [int(t) for t in thresholds]
-    if ts != sorted(set(ts)) or not ts or ts[0] < 0 or ts[-1] > d:
-        raise ParameterError(
-            f"must be ascending, distinct and within [0, {d}], got {ts[:5]}...",
-            field="thresholds",
-            limit=f"ascending, distinct, within [0, {d}]",
-            value=thresholds,
-        )
+    ts = checked_thresholds(thresholds, d)
     sums = np.asarray(bucket_sums, dtype=float).reshape(-1)
     if sums.size != len(ts) + 1 or not np.all(np.isfinite(sums)):
         raise ParameterError(
