@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ldpfleet.collector import baselines, metrics, projection
 from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.collector import joint_prior as jp
-from ldpfleet.collector import projection
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol import lpea
 from ldpfleet.protocol.errors import ParameterError
@@ -72,3 +72,25 @@ def test_every_reading_of_the_counts_refuses_bad_thresholds_alike(reader, thresh
 def test_good_thresholds_come_back_as_ints():
     assert jp.checked_thresholds([np.int64(1), 4.0, 9], 9) == [1, 4, 9]
     assert dpp.checked_thresholds is jp.checked_thresholds
+
+
+NON_FINITE = [[0.2, np.nan, 0.5], [np.inf, 0.1], [0.3, 0.4, -np.inf]]
+
+
+@pytest.mark.parametrize("values", NON_FINITE)
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda v: metrics.cosine_distance(v, [0.1, 0.2]), "reconstruction"),
+        (lambda v: metrics.cosine_distance([0.1, 0.2], v), "truth"),
+        (lambda v: baselines.moving_average(v, 3), "x"),
+        (lambda v: baselines.laplace_perturb(v, 1.0, np.random.default_rng(0)), "v"),
+    ],
+)
+def test_cpr_series_refuse_their_first_non_finite_value_alike(call, field, values):
+    with pytest.raises(ParameterError) as refused:
+        call(values)
+    err = refused.value
+    first = next(v for v in values if not np.isfinite(v))
+    assert (err.field, err.limit) == (field, "finite (value: the first non-finite one)")
+    assert repr(err.value) == repr(first) and str(err) == f"{field}: must be finite"  # nan
