@@ -57,6 +57,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from ldpfleet.collector.metrics import finite_series
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import WindowAccount
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
@@ -86,14 +87,7 @@ def _series(x: np.ndarray, name: str) -> np.ndarray:
             limit="a 1-d array (value: its shape)",
             value=arr.shape,
         )
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(
-            "must be finite",
-            field=name,
-            limit="finite (value: the first non-finite one)",
-            value=float(arr[~np.isfinite(arr)][0]),
-        )
-    return arr
+    return finite_series(arr, name)
 
 
 def _unit_series(v: np.ndarray, name: str = "v") -> np.ndarray:

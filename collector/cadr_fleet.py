@@ -56,9 +56,9 @@ from ldpfleet.broker.fanin import fan_in
 from ldpfleet.broker.pump import background, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
+    SearchCounts,
     noise_weight,
-    post_process,
-    search_priors,
+    post_process_release,
 )
 from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
@@ -455,37 +455,31 @@ def _post_process(
     outcome: CadrOutcome, eps_dsr: float, degree_bound: int, eps_theta: float, parties: int,
     ratio: float | None = None,
 ) -> None:  # fmt: skip
-    """The dp pipeline's post-processed sequence and histogram (module docstring); the
-    histogram from the θ search's counts read by ``boot`` (``eps_theta``, ``parties``: the
-    search's noise law; ``degree_postprocess.histogram_prior``). ``ratio``: the known kept
-    ratio (clip: 1; None: estimated)."""
+    """The dp pipeline's post-processed sequence and histogram (module docstring;
+    ``degree_postprocess.post_process_release``), from the θ search's counts
+    (``_search_counts``; ``eps_theta``, ``parties``: the search's noise law). ``ratio``:
+    the known kept ratio (clip: 1; None: estimated)."""
     if outcome.pipeline != "dp":
         return
     values = np.array(list(outcome.released.values()))
-    # clip's releases follow their model exactly: they shape the histogram too
-    exact = None if ratio is None else (values, outcome.theta, eps_dsr)
-    prior, hist = _theta_prior(outcome, degree_bound, eps_theta, parties, exact)
-    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
-    post = post_process(values, outcome.theta, eps_dsr, prior, hist, **known)
+    counts = _search_counts(outcome, degree_bound, eps_theta, parties)
+    post = post_process_release(values, outcome.theta, eps_dsr, counts, ratio)
     outcome.estimates = dict(zip(outcome.released, post.estimates.tolist(), strict=True))
     outcome.estimate_histogram = post.histogram.tolist()
 
 
-def _theta_prior(
-    outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int,
-    exact: tuple[np.ndarray, int, float] | None = None,
-) -> tuple[np.ndarray | None, np.ndarray | None]:  # fmt: skip
-    """The degree prior from the DP θ search's opened bucket sums and the released
-    histogram's (``degree_postprocess.search_priors``; None, None when θ was given or
-    searched exactly). ``exact``: clip's (releases, θ, eps_dsr), which re-weight the
-    histogram's reading (``search_priors(exact_releases=)``)."""
+def _search_counts(
+    outcome: CadrOutcome, degree_bound: int, eps_theta: float, parties: int
+) -> SearchCounts | None:
+    """The DP θ search's opened bucket sums, with the devices in them and the noise law
+    (None when θ was given or searched exactly)."""
     for query in outcome.theta_queries:
         if "bucket_sums" in query:
-            return search_priors(
+            return SearchCounts(
                 query["bucket_sums"], query["thresholds"], degree_bound, query["survivors"],
-                eps_theta, parties, exact_releases=exact,
+                eps_theta, parties,
             )  # fmt: skip
-    return None, None
+    return None
 
 
 async def _search_theta(

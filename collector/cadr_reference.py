@@ -65,10 +65,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from ldpfleet.collector.degree_postprocess import (
+    SearchCounts,
     noise_weight,
-    post_process,
+    post_process_release,
     score,
-    search_priors,
     trivial_baselines,
 )
 from ldpfleet.collector.projection import (
@@ -403,20 +403,18 @@ def _release_scores(
     bound: int, ratio: float | None = None,
 ) -> tuple[dict, dict]:  # fmt: skip
     """Scores of the raw release (its values and clipped histogram) and of the
-    post-processed one (prior: the dp θ search's noisy counts, when there was one;
-    ``ratio``: the known kept ratio, clip's 1, else None: estimated)."""
+    post-processed one (``degree_postprocess.post_process_release``: the dp θ search's
+    noisy counts, when there was one, as the prior; ``ratio``: the known kept ratio,
+    clip's 1, else None: estimated)."""
     histogram = post_process_distribution(released, theta)
     raw = score(degrees, released, histogram)
-    prior = hist = None
+    counts = None
     if search:  # the dp pipeline's θ search: its noisy counts are a prior on the degrees
-        prior, hist = search_priors(
+        counts = SearchCounts(
             search["bucket_sums"], search["thresholds"], bound, len(degrees), search["eps"],
             search["noise_parties"],
-            # clip's releases follow their model exactly: they shape the histogram too
-            exact_releases=None if ratio is None else (released, theta, eps_dsr),
         )  # fmt: skip
-    known = {} if ratio is None else {"known_ratio": ratio}  # the others: as before
-    post = post_process(released, theta, eps_dsr, prior, hist, **known)
+    post = post_process_release(released, theta, eps_dsr, counts, ratio)
     return raw, score(degrees, post.estimates, post.histogram)
 
 

@@ -131,8 +131,8 @@ above it, ``degree_prior``. Same inputs as ``degree_prior`` plus
 the noise law (ε_θ, parties): post-processing, no budget. Status: passed its second
 pre-registration (115 fresh cells: summed MAE 222.8 → 207.2, cells above the constant true
 median 54 → 44, none newly above all zeros, large graphs identical); the pipelines use it
-once their two call sites pass it (``collector.cadr_reference._release_scores``,
-``collector.cadr_fleet._theta_prior``; helper C's call-site patch).
+(``search_priors``, read in ``post_process_release``: the one place where the in-process
+reference and the fleet's collector post-process their release).
 
 Choosing θ for the post-processed error (``noise_weight``). The paper's θ search minimises
 ``Σ_i max(0, d_i - θ) + n θ / eps_dsr`` (projection loss + the raw Laplace error ``b``).
@@ -162,7 +162,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.collector.bucket_denoise import denoise_counts, noise_sd, simplex_projection
-from ldpfleet.collector.joint_prior import joint_prior
+from ldpfleet.collector.joint_prior import checked_thresholds, joint_prior
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
@@ -174,6 +174,7 @@ __all__ = [
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
     "PostProcessed",
+    "SearchCounts",
     "ThetaNoise",
     "consistent_histogram",
     "count_signal_ratio",
@@ -186,6 +187,7 @@ __all__ = [
     "nb_shape_degree_prior",
     "noise_weight",
     "post_process",
+    "post_process_release",
     "posterior_degree_medians",
     "posterior_medians",
     "projection_degree_prior",
@@ -267,14 +269,7 @@ def posterior_medians(released: object, prior: np.ndarray, scale: float) -> np.n
     """Per release, the median of its posterior over ``0..θ`` (``θ = len(prior) - 1``)
     under ``prior``: the smallest ``k`` whose posterior CDF is ``≥ 1/2`` (int64)."""
     y = _released(released)
-    p = np.asarray(prior, dtype=float)
-    if p.ndim != 1 or p.size < 2 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError(
-            "must be a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
-            field="prior",
-            limit="a distribution over 0..θ (θ >= 1): non-negative, summing to 1",
-            value=prior,
-        )
+    p = _distribution_over(prior, "θ")
     post = _posteriors(_kernel(y, p.size - 1, positive_real(scale, "scale")), p)
     cdf = np.cumsum(post, axis=1)
     return np.minimum(np.sum(cdf < 0.5 - 1e-12, axis=1), p.size - 1).astype(np.int64)
@@ -431,14 +426,7 @@ def _bucket_input(
     """``degree_bound``, ``devices``, the thresholds and the sums, checked."""
     d = integer_at_least(degree_bound, "degree_bound", 1)
     n = integer_at_least(devices, "devices", 1)
-    ts = [int(t) for t in thresholds]
-    if ts != sorted(set(ts)) or not ts or ts[0] < 0 or ts[-1] > d:
-        raise ParameterError(
-            f"must be ascending, distinct and within [0, {d}], got {ts[:5]}...",
-            field="thresholds",
-            limit=f"ascending, distinct, within [0, {d}]",
-            value=thresholds,
-        )
+    ts = checked_thresholds(thresholds, d)
     sums = np.asarray(bucket_sums, dtype=float).reshape(-1)
     if sums.size != len(ts) + 1 or not np.all(np.isfinite(sums)):
         raise ParameterError(
@@ -644,14 +632,18 @@ def kept_ratio(released: object, prior: np.ndarray, theta: int) -> float:
 
 
 def _distribution_over_degrees(prior: object) -> np.ndarray:
+    """``prior`` as a distribution over the degrees ``0..D`` (checked)."""
+    return _distribution_over(prior, "D")
+
+
+def _distribution_over(prior: object, top: str) -> np.ndarray:
+    """``prior`` as floats, refused unless a distribution over ``0..top`` with ``top >= 1``
+    (one dimension, at least two entries, non-negative, summing to 1); ``top`` names the
+    largest value in the refusal (θ: the kept degrees, D: the true ones)."""
     p = np.asarray(prior, dtype=float)
     if p.ndim != 1 or p.size < 2 or np.any(p < 0) or not np.isclose(p.sum(), 1.0):
-        raise ParameterError(
-            "must be a distribution over 0..D (D >= 1): non-negative, summing to 1",
-            field="prior",
-            limit="a distribution over 0..D (D >= 1): non-negative, summing to 1",
-            value=prior,
-        )
+        wanted = f"a distribution over 0..{top} ({top} >= 1): non-negative, summing to 1"
+        raise ParameterError(f"must be {wanted}", field="prior", limit=wanted, value=prior)
     return p
 
 
@@ -814,6 +806,44 @@ def post_process(
         estimates=posterior_medians(y, k_prior, scale),
         histogram=consistent_histogram(k_prior, y.size),
     )
+
+
+@dataclass(frozen=True)
+class SearchCounts:
+    """What the DP θ search opened, as ``search_priors`` reads it: its noisy
+    ``bucket_sums`` over ``thresholds``, the public ``degree_bound`` D, the ``devices``
+    whose answers are in the sums, and the noise law (``eps_theta``, ``parties``)."""
+
+    bucket_sums: object
+    thresholds: list[int]
+    degree_bound: int
+    devices: int
+    eps_theta: float
+    parties: int
+
+
+def post_process_release(
+    released: object,
+    theta: int,
+    eps_dsr: float,
+    counts: SearchCounts | None,
+    known_ratio: float | None = None,
+) -> PostProcessed:
+    """The dp pipeline's post-processed release, the one place both pipelines make it
+    (the in-process ``collector.cadr_reference`` and the fleet's ``collector.cadr_fleet``):
+    the θ search's ``counts`` read by ``search_priors`` (None: no search, no prior), then
+    ``post_process``. ``known_ratio``: the model's kept ratio when it is known — method
+    "clip" (1): its releases follow their model exactly, so they also re-weight the
+    counts' readings (``search_priors(exact_releases=)``); None (every other method): the
+    ratio estimated, the readings from the counts alone."""
+    prior = histogram = None
+    if counts is not None:
+        exact = None if known_ratio is None else (released, theta, eps_dsr)
+        prior, histogram = search_priors(
+            counts.bucket_sums, counts.thresholds, counts.degree_bound, counts.devices,
+            counts.eps_theta, counts.parties, exact_releases=exact,
+        )  # fmt: skip
+    return post_process(released, theta, eps_dsr, prior, histogram, known_ratio=known_ratio)
 
 
 def _known_ratio(ratio: float) -> float:

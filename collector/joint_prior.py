@@ -61,7 +61,13 @@ import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
-__all__ = ["ITERATIONS", "START_UNIFORM", "joint_prior", "joint_search_priors"]
+__all__ = [
+    "ITERATIONS",
+    "START_UNIFORM",
+    "checked_thresholds",
+    "joint_prior",
+    "joint_search_priors",
+]
 
 ITERATIONS = 100
 # the start's share of the uniform distribution on the atoms (calibration, graph seeds
@@ -91,15 +97,23 @@ def _reading(reading: object, degree_bound: int) -> np.ndarray:
     return r / r.sum()
 
 
-def _bucket_of(thresholds: list[int], degree_bound: int) -> np.ndarray:
+def checked_thresholds(thresholds: list[int], degree_bound: int) -> list[int]:
+    """The θ search's bucket thresholds as ints, refused unless ascending, distinct and
+    within ``[0, degree_bound]`` (at least one): the check of every reading of the
+    counts, here and in ``degree_postprocess``."""
     ts = [int(t) for t in thresholds]
     if ts != sorted(set(ts)) or not ts or ts[0] < 0 or ts[-1] > degree_bound:
         raise ParameterError(
-            f"must be ascending, distinct and within [0, {degree_bound}]",
+            f"must be ascending, distinct and within [0, {degree_bound}], got {ts[:5]}...",
             field="thresholds",
             limit=f"ascending, distinct, within [0, {degree_bound}]",
             value=thresholds,
         )
+    return ts
+
+
+def _bucket_of(thresholds: list[int], degree_bound: int) -> np.ndarray:
+    ts = checked_thresholds(thresholds, degree_bound)
     return np.searchsorted(np.array(ts), np.arange(degree_bound + 1), side="left")
 
 

@@ -31,7 +31,20 @@ import numbers
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 
-__all__ = ["cosine_distance", "period_correct"]
+__all__ = ["cosine_distance", "finite_series", "period_correct"]
+
+
+def finite_series(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` itself, refused naming its first non-finite value if it has one: the CPR
+    series' check (here and in ``collector.baselines``)."""
+    if not np.all(np.isfinite(arr)):
+        raise ParameterError(
+            "must be finite",
+            field=name,
+            limit="finite (value: the first non-finite one)",
+            value=float(arr[~np.isfinite(arr)][0]),
+        )
+    return arr
 
 
 def _series(x: np.ndarray, name: str) -> np.ndarray:
@@ -43,14 +56,7 @@ def _series(x: np.ndarray, name: str) -> np.ndarray:
             limit="a non-empty 1-d series (value: its shape)",
             value=arr.shape,
         )
-    if not np.all(np.isfinite(arr)):
-        raise ParameterError(
-            "must be finite",
-            field=name,
-            limit="finite (value: the first non-finite one)",
-            value=float(arr[~np.isfinite(arr)][0]),
-        )
-    return arr
+    return finite_series(arr, name)
 
 
 def _on_grid(s: np.ndarray, g: int) -> np.ndarray:

@@ -88,6 +88,7 @@ from typing import Literal
 import numpy as np
 from ldpfleet.devices.graphs import Graph
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.lpea import checked_theta
 
 __all__ = [
     "METHODS",
@@ -120,17 +121,6 @@ Count = Callable[[np.ndarray], float]
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _check_theta(theta: int) -> int:
-    if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
-        raise ParameterError(
-            f"must be a non-negative integer, got {theta!r}",
-            field="theta",
-            limit="a non-negative integer",
-            value=theta,
-        )
-    return int(theta)
-
-
 def _result(graph: Graph, kept: Sequence[set[int]], theta: int, tag: str) -> Graph:
     deg = np.fromiter((len(s) for s in kept), dtype=np.int64, count=graph.n)
     if deg.size and int(deg.max()) > theta:
@@ -145,7 +135,7 @@ def _result(graph: Graph, kept: Sequence[set[int]], theta: int, tag: str) -> Gra
 
 def edge_remove(graph: Graph, theta: int, rng: np.random.Generator) -> Graph:
     """ER: random node order, each over-full node deletes random incident edges down to theta."""
-    theta = _check_theta(theta)
+    theta = checked_theta(theta)
     kept = [set(a.tolist()) for a in graph.adjacency]
     for v in rng.permutation(graph.n).tolist():
         excess = len(kept[v]) - theta
@@ -163,7 +153,7 @@ def edge_remove(graph: Graph, theta: int, rng: np.random.Generator) -> Graph:
 
 def random_add(graph: Graph, theta: int, rng: np.random.Generator) -> Graph:
     """RA: edges in random order, kept iff both endpoints are still below theta."""
-    theta = _check_theta(theta)
+    theta = checked_theta(theta)
     edges = graph.edge_array()
     order = rng.permutation(len(edges))
     deg = [0] * graph.n
@@ -206,7 +196,7 @@ def lpea(
     ``accept`` = :func:`truthful_accept`, ``count`` = number of yes answers,
     ``pool="accepting"``.
     """
-    theta = _check_theta(theta)
+    theta = checked_theta(theta)
     if order not in ("low", "high"):
         raise ParameterError(
             f"must be 'low' or 'high', got {order!r}",

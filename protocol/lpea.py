@@ -129,12 +129,27 @@ __all__ = [
     "RoundFinished",
     "admit_agent_delivery",
     "admit_round_report",
+    "checked_theta",
     "padded_rounds",
 ]
 
 Round = Annotated[int, Meta(ge=0, le=MAX_STEPS)]
 
 PADDED_ROUNDS = 16  # the fleet's public LPEA round count (docs/cadr.md, "Padding")
+
+
+def checked_theta(theta: object) -> int:
+    """The degree cap θ as an int, refused unless a non-negative integer (a bool is not
+    one): every LPEA — a device's ``LpeaNode`` and the in-process projections of
+    ``collector.projection`` — checks it here."""
+    if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
+        raise ParameterError(
+            f"must be a non-negative integer, got {theta!r}",
+            field="theta",
+            limit="a non-negative integer",
+            value=theta,
+        )
+    return int(theta)
 
 
 def padded_rounds(max_rounds: int) -> int:
@@ -297,13 +312,7 @@ class LpeaNode(Machine):
         self._items: list[PeerItem] = []
         self.run = topics.check_ident(run, "run")
         self.device = topics.check_ident(device, "device")
-        if isinstance(theta, bool) or not isinstance(theta, int | np.integer) or theta < 0:
-            raise ParameterError(
-                f"must be a non-negative integer, got {theta!r}",
-                field="theta",
-                limit="a non-negative integer",
-                value=theta,
-            )
+        theta = checked_theta(theta)
         if order not in ("low", "high"):
             raise ParameterError(
                 f"must be 'low' or 'high', got {order!r}",
@@ -329,7 +338,7 @@ class LpeaNode(Machine):
                     value=code,
                 )
             self.codes[neighbour] = float(code)
-        self.theta = int(theta)
+        self.theta = theta
         self.order = order
         self.rr = WarnerRR(eps)
         self._rng = rng

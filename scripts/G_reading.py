@@ -41,13 +41,13 @@ _original_search_priors = dpp.search_priors
 _seen: list[dict] = []
 
 
-def _recording_search_priors(*args):
+def _recording_search_priors(*args, exact_releases=None):
     sums, ts, bound, n, eps, parties = args
     _seen.append(
         {"sums": np.asarray(sums, float), "ts": list(ts), "bound": bound, "n": n,
          "eps_theta": eps, "parties": parties}
     )  # fmt: skip
-    return _reading(*args)
+    return _reading(*args, exact_releases=exact_releases)
 
 
 def _exact_counts(degrees: np.ndarray, ts: list[int]) -> np.ndarray:
@@ -151,7 +151,11 @@ READINGS = ("unimodal", "boot", "interval", "interval-bic", "interval-1")
 _settings = {"reading": "unimodal"}
 
 
-def _reading(*args):
+def _reading(*args, exact_releases=None):
+    """``search_priors`` with the per-node prior of ``--reading`` (the runs here are method
+    ll's, whose releases have no exact model: ``exact_releases`` is always None)."""
+    if exact_releases is not None:
+        raise ValueError("G_reading's readings take no exact releases (method clip)")
     sums, ts, bound, n, eps, parties = args
     _, hist = _original_search_priors(*args)
     if dpp.count_signal_ratio(n, len(sums), eps, parties) >= dpp.UNIMODAL_RATIO_MAX:
@@ -178,7 +182,7 @@ def _graphs(which):
 
 def dump(which: str, seeds: list[int], out: str) -> None:
     rows = []
-    ref.search_priors = _recording_search_priors
+    dpp.search_priors = _recording_search_priors  # post_process_release's look-up
     for name, graph in _graphs(which):
         degrees = graph.degrees()
         for eps in capture.EPS_LIST:
@@ -250,7 +254,7 @@ def capture_runs(which: str, seeds: list[int], out: str) -> None:
     elif _settings["reading"] in dpp.PER_NODE_READINGS:
         dpp.PER_NODE_READING = _settings["reading"]
     elif _settings["reading"] != "main":
-        ref.search_priors = _reading
+        dpp.search_priors = _reading  # post_process_release's look-up
     rows = []
     for name, graph in _graphs(which):
         degrees = graph.degrees()

@@ -69,6 +69,7 @@ def within_bucket_em(y, prior, edges, theta, scale, ratio_of, steps=100):
 def trace(graph, eps: float, seed: int) -> dict:
     """One traced run and its counterfactuals (module docstring)."""
     import ldpfleet.collector.cadr_reference as cr
+    import ldpfleet.collector.degree_postprocess as dpp
     from ldpfleet.collector.degree_postprocess import (
         MARGIN,
         kept_ratio,
@@ -76,17 +77,19 @@ def trace(graph, eps: float, seed: int) -> dict:
     )
 
     seen: dict = {}
-    original = cr.post_process
+    original = dpp.post_process
 
-    def recording(released, theta, eps_dsr, prior=None):
+    def recording(released, theta, eps_dsr, prior=None, *rest, **options):
         seen.update(y=np.asarray(released, dtype=float), eps_dsr=eps_dsr, prior=prior)
-        return original(released, theta, eps_dsr, prior)
+        return original(released, theta, eps_dsr, prior, *rest, **options)
 
-    cr.post_process = recording
+    # both pipelines post-process in dpp.post_process_release, which looks post_process up
+    # in its module at call time
+    dpp.post_process = recording
     try:
         run = cr.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
     finally:
-        cr.post_process = original
+        dpp.post_process = original
     degrees, theta, y, p = graph.degrees(), run.theta, seen["y"], seen["prior"]
     scale = theta / seen["eps_dsr"]
     thresholds = run.theta_search["thresholds"]

@@ -67,21 +67,25 @@ def _stars(count: int, leaves: int):
 def run_all(graph, variants: list[str], eps: float, seed: int) -> list[dict]:
     """One private run; every variant post-processes its released data."""
     captured: dict = {}
-    real_prior, real_post = cadr_reference.degree_prior, cadr_reference.post_process
+    dpp = degree_postprocess
+    real_prior = dpp.degree_prior  # variant "old"
+    real_search, real_post = dpp.search_priors, dpp.post_process
 
-    def prior(sums, thresholds, bound, n, **kw):
-        captured.update(sums=sums, thresholds=thresholds, bound=bound, n=n, **kw)
-        return real_prior(sums, thresholds, bound, n)
+    def search(sums, thresholds, bound, n, *rest, **kw):
+        captured.update(sums=sums, thresholds=thresholds, bound=bound, n=n)
+        return real_search(sums, thresholds, bound, n, *rest, **kw)
 
-    def post(released, theta, eps_dsr, p):
+    def post(released, theta, eps_dsr, *rest, **kw):
         captured.update(released=released, theta=theta, eps_dsr=eps_dsr)
-        return real_post(released, theta, eps_dsr, p)
+        return real_post(released, theta, eps_dsr, *rest, **kw)
 
-    cadr_reference.degree_prior, cadr_reference.post_process = prior, post
+    # both pipelines read the counts and post-process in dpp.post_process_release, which
+    # looks search_priors and post_process up in its module at call time
+    dpp.search_priors, dpp.post_process = search, post
     try:
         run = cadr_reference.private_run(graph, "ll", "auto-dev", eps, 0.1, seed, pipeline="dp")
     finally:
-        cadr_reference.degree_prior, cadr_reference.post_process = real_prior, real_post
+        dpp.search_priors, dpp.post_process = real_search, real_post
     captured.update(eps_theta=run.theta_search["eps"], parties=run.theta_search["noise_parties"])
     degrees = graph.degrees()
     rows = []

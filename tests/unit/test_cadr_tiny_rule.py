@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 from ldpfleet.collector import cadr_reference as ref
+from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.collector.degree_postprocess import count_signal_ratio
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol.cadr_budget import (
@@ -99,20 +100,19 @@ def test_in_process_the_paper_pipeline_and_larger_fleets_still_search():
     assert run.theta_chosen_by == "search" and run.theta_search and "geometric" in run.spent
 
 
-def test_in_process_the_release_is_the_dsr_values_own_deconvolution():
-    # no θ-search counts: no prior; post_process of the raw values alone (checked by MAE)
+def test_in_process_the_release_is_the_dsr_values_own_deconvolution(monkeypatch):
+    # no θ-search counts: no prior; post_process of the raw values alone (checked by MAE);
+    # both pipelines post-process in degree_postprocess.post_process_release, which looks
+    # post_process up in its module at call time
     captured = {}
-    original = ref.post_process
+    original = dpp.post_process
 
-    def spy(released, theta, eps_dsr, prior=None, hist=None):
+    def spy(released, theta, eps_dsr, prior=None, hist=None, **options):
         captured.update(prior=prior, hist=hist, theta=theta, eps_dsr=eps_dsr)
-        return original(released, theta, eps_dsr, prior, hist)
+        return original(released, theta, eps_dsr, prior, hist, **options)
 
-    ref.post_process = spy
-    try:
-        run = ref.private_run(GRAPH, "ll", "auto-dev", 1.0, 0.1, 2, pipeline="dp")
-    finally:
-        ref.post_process = original
+    monkeypatch.setattr(dpp, "post_process", spy)
+    run = ref.private_run(GRAPH, "ll", "auto-dev", 1.0, 0.1, 2, pipeline="dp")
     assert captured["prior"] is None and captured["hist"] is None
     assert captured["eps_dsr"] == pytest.approx(0.9)  # DSR keeps (1 - α)ε
     assert np.isfinite(run.mae) and run.theta == captured["theta"] == 4
