@@ -76,13 +76,22 @@ def finite_reals(values: object, field: str) -> np.ndarray:
         raise ParameterError(
             "must hold at least one value", field=field, limit="at least one value", value=values
         )
-    bad = ~np.isfinite(arr)
-    if np.any(bad):
-        idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(
-            f"must be finite, got {arr[idx]!r}",
-            field=f"{field}[{idx}]",
-            limit="a finite real number",
-            value=float(arr[idx]),
-        )
+    refuse_first_flagged(arr, ~np.isfinite(arr), field, rule="finite", limit="a finite real number")
     return arr
+
+
+def refuse_first_flagged(
+    arr: np.ndarray, flagged: np.ndarray, field: str, *, rule: str, limit: str | None = None
+) -> None:
+    """Refuse the first entry of the 1-D ``arr`` that ``flagged`` (a boolean mask of the
+    same shape) marks: ``field[i]: must be <rule>, got <entry>``, the entry as a float its
+    value and ``limit`` (``rule`` unless given) its limit."""
+    hits = np.flatnonzero(flagged)
+    if hits.size:
+        i = int(hits[0])
+        raise ParameterError(
+            f"must be {rule}, got {arr[i]!r}",
+            field=f"{field}[{i}]",
+            limit=rule if limit is None else limit,
+            value=float(arr[i]),
+        )

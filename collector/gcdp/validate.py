@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import REL_TOL
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import integer_at_least, positive_real, refuse_first_flagged
 
 __all__ = [
     "ReleaseParameters",
@@ -100,15 +100,7 @@ def finite_vector(values: object, field: str, length: int | None = None) -> np.n
             limit=f"{length} entries (value: the count)",
             value=arr.size,
         )
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        i = int(bad[0])
-        raise ParameterError(
-            f"must be finite, got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit="finite",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, ~np.isfinite(arr), field, rule="finite")
     return arr
 
 
@@ -148,30 +140,14 @@ def finite_answers(values: object, field: str) -> np.ndarray:
 def nonnegative_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """``finite_vector`` whose entries are all ``>= 0``."""
     arr = finite_vector(values, field, length)
-    bad = np.flatnonzero(arr < 0.0)
-    if bad.size:
-        i = int(bad[0])
-        raise ParameterError(
-            f"must be >= 0, got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit=">= 0",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, arr < 0.0, field, rule=">= 0")
     return arr
 
 
 def unit_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """A finite vector with every entry in [0, 1] (utility, exposure, released scores)."""
     arr = nonnegative_vector(values, field, length)
-    above = np.flatnonzero(arr > 1.0)
-    if above.size:
-        i = int(above[0])
-        raise ParameterError(
-            f"must be in [0, 1], got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit="in [0, 1]",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, arr > 1.0, field, rule="in [0, 1]")
     return arr
 
 
