@@ -29,7 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import REL_TOL
-from ldpfleet.protocol.validate import integer_at_least, positive_real, refuse_first_flagged
+from ldpfleet.protocol.validate import (
+    integer_at_least,
+    positive_real,
+    real_array,
+    refuse_first_flagged,
+)
 
 __all__ = [
     "ReleaseParameters",
@@ -77,15 +82,7 @@ def real_in_range(
 
 def finite_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """``values`` as a 1-D float array of finite entries (of ``length`` entries if given)."""
-    try:
-        arr = np.array(values, dtype=float)  # a copy: callers keep theirs
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be a 1-D array of real numbers, got {values!r}",
-            field=field,
-            limit="a 1-D array of real numbers",
-            value=values,
-        ) from None
+    arr = real_array(values, field, copy=True, limit="a 1-D array of real numbers")
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(
             f"must be a non-empty 1-D array, got shape {arr.shape}",
@@ -107,15 +104,7 @@ def finite_vector(values: object, field: str, length: int | None = None) -> np.n
 def finite_answers(values: object, field: str) -> np.ndarray:
     """``values`` as a float array of finite entries: one answer (1-D, non-empty) or a
     batch of answers (2-D, ``n x d`` with n, d >= 1)."""
-    try:
-        arr = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {values!r}",
-            field=field,
-            limit="an array of real numbers",
-            value=values,
-        ) from None
+    arr = real_array(values, field, copy=True)  # a copy: callers keep theirs
     if arr.ndim == 1:
         return finite_vector(arr, field)
     if arr.ndim != 2 or arr.size == 0:
