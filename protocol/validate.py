@@ -94,9 +94,10 @@ def refuse_first_flagged(
     hits = np.flatnonzero(flagged)
     if hits.size:
         i = int(hits[0])
+        entry = float(arr[i])  # its repr is "-0.5", numpy 2's "np.float64(-0.5)"
         raise ParameterError(
-            f"must be {rule}, got {arr[i]!r}",
+            f"must be {rule}, got {entry!r}",
             field=f"{field}[{i}]",
             limit=rule if limit is None else limit,
-            value=float(arr[i]),
+            value=entry,
         )

@@ -126,7 +126,7 @@ def test_each_refusal_keeps_its_field_limit_value_and_sentence(call, field, limi
     else:
         assert err.value == value
         assert type(err.value) is type(value)
-    assert words in str(err)  # the value's repr follows; it is np.float64(...) today
+    assert words in str(err)  # the value follows (test below)
 
 
 def test_refused_entry_values_are_python_floats():
@@ -162,3 +162,20 @@ def test_finite_answers_copies_a_batch():
     out = gcdp_validate.finite_answers(given, "a")
     assert out.shape == (2, 2)
     assert not np.shares_memory(out, given)
+
+
+@pytest.mark.parametrize(
+    ("call", "sentence"),
+    [
+        (
+            lambda: gcdp_validate.nonnegative_vector([1.0, -0.5], "s"),
+            "s[1]: must be >= 0, got -0.5",
+        ),
+        (lambda: gcdp_validate.unit_vector([1.5], "u"), "u[0]: must be in [0, 1], got 1.5"),
+        (lambda: gcdp_validate.finite_vector([math.nan], "v"), "v[0]: must be finite, got nan"),
+        (lambda: validate.finite_reals([0.0, math.inf], "x"), "x[1]: must be finite, got inf"),
+    ],
+)
+def test_a_refused_entry_is_written_as_a_number(call, sentence):
+    """The sentence said ``got np.float64(-0.5)`` (numpy 2's repr of an array entry)."""
+    assert str(_refusal(call)) == sentence
