@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from contextlib import redirect_stdout
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypeVar
 
 import typer
 
@@ -116,21 +117,12 @@ def bench_gcdp_command(
     from ldpfleet.app import bench_gcdp
     from ldpfleet.app.gcdp_datasets import parse_readings
     from ldpfleet.app.progress import as_callback, job_progress
-    from ldpfleet.protocol.errors import ParameterError
 
-    try:
+    with _gcdp_refusals():
         methods = GCDP_METHODS if method.strip() == "all" else tuple(
             m.strip() for m in method.split(",") if m.strip()
         )  # fmt: skip
-        try:
-            eps_list = tuple(float(e) for e in eps.split(",") if e.strip())
-        except ValueError:
-            raise ParameterError(
-                f"not a comma list of numbers: {eps!r}",
-                field="eps_list",
-                limit="a comma list of numbers",
-                value=eps,
-            ) from None
+        eps_list = _comma_numbers(eps, "eps_list", float, "numbers")
         chosen = parse_readings(readings, bench_gcdp.Readings(
             clip=clip, utility=utility, gau_l2=gau_l2, attacker=attacker))  # fmt: skip
         with job_progress(f"bench gcdp {dataset}", unit="cells") as advance:
@@ -139,8 +131,6 @@ def bench_gcdp_command(
                 test_file=test_file or None, readings=chosen,
                 window=window, progress=as_callback(advance),
             )  # fmt: skip
-    except ParameterError as error:
-        _refuse(error)
     print(json.dumps(result, indent=None if as_json else 2))
 
 
@@ -173,6 +163,39 @@ def _refuse(error) -> NoReturn:
     raise typer.Exit(2) from None
 
 
+Number = TypeVar("Number", int, float)
+
+
+@contextlib.contextmanager
+def _gcdp_refusals():
+    """A bench gcdp* ``ParameterError`` raised inside (an option's parser or the bench's own
+    check) is printed naming the option, exit status 2 (``_refuse``)."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as error:
+        _refuse(error)
+
+
+def _comma_numbers(
+    text: str, field: str, convert: Callable[[str], Number], noun: str
+) -> tuple[Number, ...]:
+    """The non-empty entries of a comma list, each ``convert``-ed (``int`` or ``float``);
+    ``ParameterError`` ``not a comma list of <noun>`` naming ``field`` if one does not."""
+    from ldpfleet.protocol.errors import ParameterError
+
+    try:
+        return tuple(convert(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ParameterError(
+            f"not a comma list of {noun}: {text!r}",
+            field=field,
+            limit=f"a comma list of {noun}",
+            value=text,
+        ) from None
+
+
 def bench_gcdp_timing_command(
     repeats: Annotated[
         int, typer.Option(help="Timed passes per method (median; 1 .. 1,000).")
@@ -184,15 +207,9 @@ def bench_gcdp_timing_command(
     (Lap-DP, Ada-DP, Risk-DP, GC-DP, GC-DP-Cache) against the seed's Table 12."""
     from ldpfleet.app import bench_gcdp_scaling
     from ldpfleet.app.progress import as_callback, job_progress
-    from ldpfleet.protocol.errors import ParameterError
 
-    try:
-        with job_progress("bench gcdp-timing", unit="passes") as advance:
-            result = bench_gcdp_scaling.bench_gcdp_timing(
-                repeats, seed, progress=as_callback(advance)
-            )
-    except ParameterError as error:
-        _refuse(error)
+    with _gcdp_refusals(), job_progress("bench gcdp-timing", unit="passes") as advance:
+        result = bench_gcdp_scaling.bench_gcdp_timing(repeats, seed, progress=as_callback(advance))
     print(json.dumps(result, indent=None if as_json else 2))
 
 
@@ -212,24 +229,13 @@ def bench_gcdp_scaling_command(
     data), as JSON and a log-log PNG plot."""
     from ldpfleet.app import bench_gcdp_scaling
     from ldpfleet.app.progress import as_callback, job_progress
-    from ldpfleet.protocol.errors import ParameterError
 
-    try:
-        try:
-            ms_list = tuple(int(v) for v in ms.split(",") if v.strip())
-        except ValueError:
-            raise ParameterError(
-                f"not a comma list of integers: {ms!r}",
-                field="ms",
-                limit="a comma list of integers",
-                value=ms,
-            ) from None
+    with _gcdp_refusals():
+        ms_list = _comma_numbers(ms, "ms", int, "integers")
         with job_progress("bench gcdp-scaling", unit="passes") as advance:
             result = bench_gcdp_scaling.bench_gcdp_scaling(
                 ms_list, records, repeats, seed, plot=plot or None, progress=as_callback(advance)
             )
-    except ParameterError as error:
-        _refuse(error)
     print(json.dumps(result, indent=None if as_json else 2))
 
 

@@ -1623,6 +1623,17 @@ def check_device(db, device: str | None, path: Path) -> None:
         raise TraceError(f"device {device!r} sent and received nothing in {path}")
 
 
+def open_filtered_trace(path: Path, kind: str | None, device: str | None):
+    """The trace at ``path`` opened read-only, once ``--kind`` and ``--device`` are known to
+    select something in it (``check_kind``, ``check_device``)."""
+    from ldpfleet.broker.trace import open_readonly
+
+    db = open_readonly(path)
+    check_kind(db, kind, path)
+    check_device(db, device, path)
+    return db
+
+
 def trace_filter(device, kind, topic, since, until):
     """The ``TraceFilter`` of ``trace stats/show/export``, its options checked: an empty
     ``--device``/``--kind``/``--topic`` was taken for "no constraint", a NaN, infinite or
@@ -1660,14 +1671,12 @@ def trace_stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Counts, bytes and rates per kind and topic family."""
-    from ldpfleet.broker.trace import open_readonly, stats
+    from ldpfleet.broker.trace import stats
     from rich.table import Table
 
     with user_errors():
         selection = trace_filter(device, kind, topic, since, until)
-        db = open_readonly(path)
-        check_kind(db, kind, path)
-        check_device(db, device, path)
+        db = open_filtered_trace(path, kind, device)
         result = stats(db, selection)
     if as_json:
         print(json.dumps(result, indent=2))
@@ -1697,13 +1706,11 @@ def trace_show(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per message, decoded; rejections show their reason."""
-    from ldpfleet.broker.trace import as_record, format_line, open_readonly, rows
+    from ldpfleet.broker.trace import as_record, format_line, rows
 
     with user_errors():
         selection = trace_filter(device, kind, topic, since, until)
-        db = open_readonly(path)
-        check_kind(db, kind, path)
-        check_device(db, device, path)
+        db = open_filtered_trace(path, kind, device)
         for index, row in enumerate(rows(db, selection)):
             if limit and index >= limit:
                 console.print("... (more; use --limit 0 for all)")
@@ -1759,15 +1766,13 @@ def trace_export(
     until: UntilOpt = None,
 ) -> None:
     """Export messages as JSON lines or CSV."""
-    from ldpfleet.broker.trace import TraceError, export, open_readonly, rows
+    from ldpfleet.broker.trace import TraceError, export, rows
 
     with user_errors():
         selection = trace_filter(device, kind, topic, since, until)
         if fmt not in ("jsonl", "csv"):  # before -o FILE is opened (it was truncated)
             raise TraceError(f"export format {fmt!r} must be jsonl or csv")
-        db = open_readonly(path)
-        check_kind(db, kind, path)
-        check_device(db, device, path)
+        db = open_filtered_trace(path, kind, device)
         lines = export(rows(db, selection), fmt)
         if output is None:
             for line in lines:

@@ -587,6 +587,36 @@ def _headline(results: dict, ledger: dict | None, side: SideLedgers | None = Non
 # sections -------------------------------------------------------------------------------
 
 
+# [cadr] keys only a negotiating method reads (NDOE's parts, LPEA's round cap, the relay
+# phases' deadline): method clip runs the θ search (fanout, spacing) and DSR, no relay phase
+# (protocol/cadr_budget.py, "Method clip"; collector/cadr_fleet.py)
+NEGOTIATION_ONLY_CADR_KEYS = ("ndoe_parts", "max_rounds", "peer_deadline_seconds")
+
+
+def _idle_cadr_keys(results: dict, spec: dict) -> dict[str, str]:
+    """The [cadr] keys the run's method does not read, each with the note its value gets
+    in the scenario-keys table: the negotiation-only keys under a method that does not
+    negotiate (clip). The method is results.json's (resolved), else the scenario's
+    resolved by its pipeline (an interrupted run); none known: nothing is marked."""
+    from ldpfleet.protocol.cadr_budget import negotiates, resolve_method
+    from ldpfleet.protocol.errors import ParameterError
+
+    cadr = spec.get("cadr")
+    if not isinstance(cadr, dict):
+        return {}
+    method = results.get("method")
+    if not isinstance(method, str):
+        try:
+            method = resolve_method(
+                str(cadr.get("method", "auto")), str(cadr.get("pipeline", "dp"))
+            )
+        except ParameterError:
+            return {}
+    if negotiates(method):
+        return {}
+    return dict.fromkeys(NEGOTIATION_ONLY_CADR_KEYS, f"not used by method {method}")
+
+
 def _scenario_section(results: dict) -> str:
     scenario = results.get("scenario", {})
     spec = scenario.get("spec", {})
@@ -601,6 +631,7 @@ def _scenario_section(results: dict) -> str:
     rows = [(key, value) for key, value in rows if value is not None]
     used = results.get("broker")
     used_kind = used.get("kind") if isinstance(used, dict) else used
+    idle = _idle_cadr_keys(results, spec)
     spec_rows = []
     for name, section in spec.items():
         if not isinstance(section, dict):
@@ -610,6 +641,8 @@ def _scenario_section(results: dict) -> str:
                 value = "none"
             elif name == "broker" and key == "url" and used_kind and value != used_kind:
                 value = f"{value} (this run: {used_kind}, from --broker)"
+            if name == "cadr" and key in idle:
+                value = f"{_fmt(value)} ({idle[key]})"
             spec_rows.append((f"[{name}] {key}", value))
     keys = (
         f"<details><summary>Scenario keys ({len(spec_rows)}, defaults included)</summary>"

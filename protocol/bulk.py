@@ -311,6 +311,14 @@ def _positive_int(value: object, name: str, limit: int) -> int:
     return value
 
 
+def _one_of(value: object, name: str, choices: tuple[str, ...], rule: str) -> None:
+    """Refuse ``value`` unless it is one of ``choices``: ``<rule>, got <value>``."""
+    if value not in choices:
+        raise ParameterError(
+            f"{rule}, got {value!r}", field=name, limit=f"one of {list(choices)}", value=value
+        )
+
+
 @dataclass(frozen=True)
 class BulkPlan:
     """Everything both sides agree on (built from the bench's or a scenario's numbers).
@@ -371,14 +379,12 @@ class BulkPlan:
                 limit="steps divisible by batch_steps",
                 value=self.batch_steps,
             )
-        if self.mechanism not in BULK_MECHANISMS:
-            raise ParameterError(
-                f"bulk gateways privatise with {' or '.join(BULK_MECHANISMS)}, "
-                f"got {self.mechanism!r}",
-                field="mechanism",
-                limit=f"one of {list(BULK_MECHANISMS)}",
-                value=self.mechanism,
-            )
+        _one_of(
+            self.mechanism,
+            "mechanism",
+            BULK_MECHANISMS,
+            f"bulk gateways privatise with {' or '.join(BULK_MECHANISMS)}",
+        )
         SquareWave(self.eps / self.w, self.mechanism)  # validates eps
         if not (math.isfinite(self.retransmit_after) and self.retransmit_after > 0):
             raise ParameterError(
@@ -403,14 +409,12 @@ class BulkPlan:
                 limit="in [0, 3600] seconds",
                 value=self.step_seconds,
             )
-        if self.reconstruct not in BULK_RECONSTRUCT:
-            raise ParameterError(
-                f"bulk collectors reconstruct with one of {', '.join(BULK_RECONSTRUCT)}, got "
-                f"{self.reconstruct!r}",
-                field="reconstruct",
-                limit=f"one of {list(BULK_RECONSTRUCT)}",
-                value=self.reconstruct,
-            )
+        _one_of(
+            self.reconstruct,
+            "reconstruct",
+            BULK_RECONSTRUCT,
+            f"bulk collectors reconstruct with one of {', '.join(BULK_RECONSTRUCT)}",
+        )
 
     @property
     def eps0(self) -> float:

@@ -60,29 +60,44 @@ def integer_counts(value: object, field: str) -> np.ndarray:
     return counts
 
 
+def real_array(
+    values: object, field: str, *, copy: bool = False, limit: str = "an array of real numbers"
+) -> np.ndarray:
+    """``values`` as a float array (any shape; a copy if ``copy``, else the caller's own
+    float array where it is one), or a refusal ``must be <limit>`` when they do not convert."""
+    try:
+        return np.array(values, dtype=float) if copy else np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"must be {limit}, got {values!r}", field=field, limit=limit, value=values
+        ) from None
+
+
 def finite_reals(values: object, field: str) -> np.ndarray:
     """``values`` as a flat float array of at least one entry, every one finite; the first
     non-finite entry is named by its index (``field[i]``)."""
-    try:
-        arr = np.asarray(values, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {values!r}",
-            field=field,
-            limit="an array of real numbers",
-            value=values,
-        ) from None
+    arr = real_array(values, field).reshape(-1)
     if arr.size == 0:
         raise ParameterError(
             "must hold at least one value", field=field, limit="at least one value", value=values
         )
-    bad = ~np.isfinite(arr)
-    if np.any(bad):
-        idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(
-            f"must be finite, got {arr[idx]!r}",
-            field=f"{field}[{idx}]",
-            limit="a finite real number",
-            value=float(arr[idx]),
-        )
+    refuse_first_flagged(arr, ~np.isfinite(arr), field, rule="finite", limit="a finite real number")
     return arr
+
+
+def refuse_first_flagged(
+    arr: np.ndarray, flagged: np.ndarray, field: str, *, rule: str, limit: str | None = None
+) -> None:
+    """Refuse the first entry of the 1-D ``arr`` that ``flagged`` (a boolean mask of the
+    same shape) marks: ``field[i]: must be <rule>, got <entry>``, the entry as a float its
+    value and ``limit`` (``rule`` unless given) its limit."""
+    hits = np.flatnonzero(flagged)
+    if hits.size:
+        i = int(hits[0])
+        entry = float(arr[i])  # its repr is "-0.5", numpy 2's "np.float64(-0.5)"
+        raise ParameterError(
+            f"must be {rule}, got {entry!r}",
+            field=f"{field}[{i}]",
+            limit=rule if limit is None else limit,
+            value=entry,
+        )

@@ -29,7 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import REL_TOL
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import (
+    integer_at_least,
+    positive_real,
+    real_array,
+    refuse_first_flagged,
+)
 
 __all__ = [
     "ReleaseParameters",
@@ -77,15 +82,7 @@ def real_in_range(
 
 def finite_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """``values`` as a 1-D float array of finite entries (of ``length`` entries if given)."""
-    try:
-        arr = np.array(values, dtype=float)  # a copy: callers keep theirs
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be a 1-D array of real numbers, got {values!r}",
-            field=field,
-            limit="a 1-D array of real numbers",
-            value=values,
-        ) from None
+    arr = real_array(values, field, copy=True, limit="a 1-D array of real numbers")
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(
             f"must be a non-empty 1-D array, got shape {arr.shape}",
@@ -100,30 +97,14 @@ def finite_vector(values: object, field: str, length: int | None = None) -> np.n
             limit=f"{length} entries (value: the count)",
             value=arr.size,
         )
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        i = int(bad[0])
-        raise ParameterError(
-            f"must be finite, got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit="finite",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, ~np.isfinite(arr), field, rule="finite")
     return arr
 
 
 def finite_answers(values: object, field: str) -> np.ndarray:
     """``values`` as a float array of finite entries: one answer (1-D, non-empty) or a
     batch of answers (2-D, ``n x d`` with n, d >= 1)."""
-    try:
-        arr = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {values!r}",
-            field=field,
-            limit="an array of real numbers",
-            value=values,
-        ) from None
+    arr = real_array(values, field, copy=True)  # a copy: callers keep theirs
     if arr.ndim == 1:
         return finite_vector(arr, field)
     if arr.ndim != 2 or arr.size == 0:
@@ -148,30 +129,14 @@ def finite_answers(values: object, field: str) -> np.ndarray:
 def nonnegative_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """``finite_vector`` whose entries are all ``>= 0``."""
     arr = finite_vector(values, field, length)
-    bad = np.flatnonzero(arr < 0.0)
-    if bad.size:
-        i = int(bad[0])
-        raise ParameterError(
-            f"must be >= 0, got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit=">= 0",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, arr < 0.0, field, rule=">= 0")
     return arr
 
 
 def unit_vector(values: object, field: str, length: int | None = None) -> np.ndarray:
     """A finite vector with every entry in [0, 1] (utility, exposure, released scores)."""
     arr = nonnegative_vector(values, field, length)
-    above = np.flatnonzero(arr > 1.0)
-    if above.size:
-        i = int(above[0])
-        raise ParameterError(
-            f"must be in [0, 1], got {arr[i]!r}",
-            field=f"{field}[{i}]",
-            limit="in [0, 1]",
-            value=float(arr[i]),
-        )
+    refuse_first_flagged(arr, arr > 1.0, field, rule="in [0, 1]")
     return arr
 
 
