@@ -77,7 +77,8 @@ def test_without_devices_or_with_the_rule_off_clip_keeps_lls_share(monkeypatch):
     assert clip_theta_extra(eps, alpha, extra, 80) == extra  # off by default
     monkeypatch.setattr(cb, "CLIP_SMALL_EPS_MAX_DEVICES", LIMIT)
     assert clip_theta_extra(eps, alpha, extra) == extra  # n unknown: not limited, not on
-    assert clip_theta_extra(eps, alpha, extra, 80) == 1.0 - cb.CLIP_DSR_SHARE - THETA_FRACTION * alpha
+    fired = 1.0 - cb.CLIP_DSR_SHARE - THETA_FRACTION * alpha
+    assert clip_theta_extra(eps, alpha, extra, 80) == fired
 
 
 def test_the_unlimited_rule_still_overrides(monkeypatch):
