@@ -156,6 +156,19 @@ Z-small-eps-wide.md and Z-small-eps-confirm.md; but on ego-Facebook and wiki-Vot
 it collapses the per-node release onto the prior's median (31.21 -> 32.02, 26.19 -> 26.75, the
 constant median's), so it stays off. Public: ε, α and n (through ll's split).
 
+Clip at small ε, weak counts only (``CLIP_SMALL_EPS_MAX_DEVICES``, issue 20, claim D9; helper
+L). The same rule limited to fleets of at most ``CLIP_SMALL_EPS_MAX_DEVICES`` devices — where
+the θ search's counts are weak (``signal_ratio`` < 8 at ε ≤ 1) and claim D9 failed most —
+with its own threshold ``CLIP_SMALL_EPS_DSR_EPS`` = 0.12 on ll's clip DSR part: at α = 0.1 it
+fires for n ≤ 150 at ε ≤ 0.75 (and at smaller ε, not measured), never at ε ≥ 1, never above
+the limit (ego-Facebook, wiki-Vote: no change by construction). The gate (n ≤ 150 rather
+than ``signal_ratio`` < 8, which also reaches n of 151-230 and, at ε < 0.05, ego-Facebook)
+and 0.12 were chosen on Z's four used sets (graph seeds 3601-3940, scripts/L_small_eps.py:
+summed MAE 239.40 -> 233.34 on the 107 changed cells, above the constant median 78 -> 68;
+τ ≥ 0.5 adds ε = 1, which lost on two of the four). Off (None) unless its pre-registration
+(docs/preregistration/L-clip-small-eps-weak.md) passes. Public: ε, α, n; the plan carries
+the split as ``theta_extra``.
+
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
 spend is ``eps`` (up to floating rounding, far below ``1e-12``) and any further charge is
@@ -278,7 +291,9 @@ CLIP_DSR_USEFUL_EPS: float | None = None
 # with the threshold CLIP_SMALL_EPS_DSR_EPS on ll's clip DSR part (module docstring, "Clip at
 # small ε, weak counts only"). None: off; fleets above it (ego-Facebook, wiki-Vote) never move
 CLIP_SMALL_EPS_MAX_DEVICES: int | None = None
-CLIP_SMALL_EPS_DSR_EPS = 1.0
+# chosen on Z's four used sets (graph seeds 3601-3940): 0.12 takes ε <= 0.75 at n <= 150
+# (ll's clip DSR 0.07 / 0.105) and leaves ε = 1 (0.14-0.35), where τ >= 0.5 lost on two sets
+CLIP_SMALL_EPS_DSR_EPS = 0.12
 CLIP_DSR_SHARE = 0.05  # DSR's share of ε when the rule fires (> (1 - f) α = 0.04: the plan's bound)
 SMALL_EPS_LOW = 0.5  # at ε <= this the θ search takes all but NDOE, LPEA and DSR_FLOOR·ε
 SMALL_EPS_HIGH = 1.0  # from this ε up the rule above (ε/2, 0.5, 1200/n); linear in between

@@ -12,8 +12,11 @@ Arms (each a τ and a gate; the cell's clip split is Z's τ rule where the gate 
 θ part elsewhere): ``a150`` n <= MID_FLEET_DEVICES (150), τ = 1.0; ``b8`` the public count
 signal ``signal_ratio(ll's ε_θ, n)`` < SIGNAL_RATIO_TARGET (8), τ = 1.0; ``a150t05`` and
 ``b8t05`` the same at τ = 0.5; ``rule``: the module's own constants
-(``CLIP_SMALL_EPS_MAX_DEVICES`` = 150 with ``CLIP_SMALL_EPS_DSR_EPS``), run through
-``cadr_budget`` itself. ``main``: every rule off. The script-level arms set Z's global
+(``CLIP_SMALL_EPS_MAX_DEVICES`` = 150 with ``CLIP_SMALL_EPS_DSR_EPS`` = 0.12, the
+calibration's choice), run through ``cadr_budget`` itself — the pre-registered arm.
+Sets (``Z_small_eps.SETS``): Z's ``cal``/``fresh``/``fresh2``/``fresh3`` (3601-3940,
+calibration), ``L-fresh`` (4101-4140, evaluation), ``L-confirm`` (4201-4240).
+``main``: every rule off. The script-level arms set Z's global
 ``CLIP_DSR_USEFUL_EPS`` for the cells their gate admits (the split is a function of ε, α
 and n, so this is the same split), which is how the calibration compared gates without
 product code.

@@ -53,16 +53,16 @@ def test_at_or_below_the_limit_it_fires_exactly_where_lls_clip_dsr_is_below_the_
 
 
 def test_where_it_fires_at_alpha_one_tenth(rule_on):
-    """τ = 1.0 on n <= 150: ε 0.5 / 0.75 / 1 for every such fleet, ε = 2 below 100 devices
-    (ll's ε_θ there is the weak-count share, > 1), never from ε = 3 (DSR >= 1.5)."""
+    """τ = 0.12 on n <= 150: ε 0.5 and 0.75 for every such fleet (ll's clip DSR 0.07 and
+    0.105), never from ε = 1 (0.14-0.35) and never above 150 devices."""
+    assert cb.CLIP_SMALL_EPS_DSR_EPS == 0.12
 
     def fires(eps, n):
         return _clip(eps, n).dsr < 0.1 * eps
 
-    assert all(fires(e, n) for e in (0.5, 0.75, 1.0) for n in (25, 80, 150))
-    assert not any(fires(e, 151) for e in (0.5, 0.75, 1.0, 2.0))
-    assert fires(2.0, 25) and fires(2.0, 80) and not fires(2.0, 100)
-    assert not any(fires(e, n) for e in (3.0, 5.0) for n in (25, 80, 150))
+    assert all(fires(e, n) for e in (0.1, 0.5, 0.75) for n in (25, 80, 150))
+    assert not any(fires(e, 151) for e in (0.1, 0.5, 0.75, 1.0, 2.0))
+    assert not any(fires(e, n) for e in (1.0, 2.0, 3.0, 5.0) for n in (25, 80, 150))
 
 
 def test_the_limit_is_inclusive(monkeypatch):
@@ -90,7 +90,7 @@ def test_the_unlimited_rule_still_overrides(monkeypatch):
 
 def test_the_plan_carries_the_split(rule_on):
     """A device rebuilds its budget from the plan's theta_fraction and theta_extra."""
-    for eps, n in ((0.5, 40), (0.75, 80), (1.0, 150), (2.0, 60), (1.0, 4039)):
+    for eps, n in ((0.5, 40), (0.75, 80), (1.0, 150), (0.3, 60), (1.0, 4039)):
         clip = _clip(eps, n)
         device = CadrBudget(eps, 0.1, clip.theta_fraction, clip.theta_extra, negotiation=False)
         assert (device.theta, device.dsr) == (clip.theta, clip.dsr)
