@@ -165,9 +165,13 @@ the limit (ego-Facebook, wiki-Vote: no change by construction). The gate (n ≤ 
 than ``signal_ratio`` < 8, which also reaches n of 151-230 and, at ε < 0.05, ego-Facebook)
 and 0.12 were chosen on Z's four used sets (graph seeds 3601-3940, scripts/L_small_eps.py:
 summed MAE 239.40 -> 233.34 on the 107 changed cells, above the constant median 78 -> 68;
-τ ≥ 0.5 adds ε = 1, which lost on two of the four). Off (None) unless its pre-registration
-(docs/preregistration/L-clip-small-eps-weak.md) passes. Public: ε, α, n; the plan carries
-the split as ``theta_extra``.
+τ ≥ 0.5 adds ε = 1, which lost on two of the four). Pre-registered
+(docs/preregistration/L-clip-small-eps-weak.md, -confirm.md): PASSED on graph seeds
+4101-4140 (34 changed cells: summed MAE 74.57 -> 72.20, above the constant median 22 -> 18,
+EMD -32 %; helper I's real small graphs 54.47 -> 53.21) but FAILED the confirmation on
+4201-4240 (30 cells: MAE 70.76 -> 57.71, EMD -30 %, yet above the constant median 23 -> 24),
+so it is OFF (None); 150 turns it on. Public: ε, α, n; the plan carries the split as
+``theta_extra``.
 
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
@@ -289,7 +293,9 @@ CLIP_DSR_USEFUL_EPS: float | None = None
 # the same rule limited to fleets whose θ-search counts are weak (helper L, issue 20, claim D9;
 # docs/preregistration/L-clip-small-eps-weak.md): for n <= CLIP_SMALL_EPS_MAX_DEVICES only,
 # with the threshold CLIP_SMALL_EPS_DSR_EPS on ll's clip DSR part (module docstring, "Clip at
-# small ε, weak counts only"). None: off; fleets above it (ego-Facebook, wiki-Vote) never move
+# small ε, weak counts only"). None: off — it passed its fresh set (4101-4140) but failed the
+# confirmation (4201-4240: cells above the constant median 23 -> 24, summed MAE -18 %);
+# fleets above it (ego-Facebook, wiki-Vote) never move
 CLIP_SMALL_EPS_MAX_DEVICES: int | None = None
 # chosen on Z's four used sets (graph seeds 3601-3940): 0.12 takes ε <= 0.75 at n <= 150
 # (ll's clip DSR 0.07 / 0.105) and leaves ε = 1 (0.14-0.35), where τ >= 0.5 lost on two sets
