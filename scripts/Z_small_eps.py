@@ -33,6 +33,9 @@ SETS = {
     "fresh": range(3701, 3741),
     "fresh2": range(3801, 3841),
     "fresh3": range(3901, 3941),
+    # helper L (scripts/L_small_eps.py, docs/preregistration/L-clip-small-eps-weak.md)
+    "L-fresh": range(4101, 4141),
+    "L-confirm": range(4201, 4241),
 }
 ALPHA = 0.1
 
