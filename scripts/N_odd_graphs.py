@@ -278,7 +278,7 @@ def api_cell(name: str, graph, eps: float, path: str) -> Cell:
         cell.status = "refused(typed)"
         cell.note = f"{error.field}: {error.reason[:120]}"
         return cell
-    except Exception as error:  # noqa: BLE001 - the battery reports any crash
+    except Exception as error:  # the battery reports any crash
         cell.status = "TRACEBACK"
         cell.problems.append(f"{type(error).__name__}: {error}"[:160])
         traceback.print_exc(limit=3)
