@@ -316,6 +316,34 @@ def table(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+def compact_table(cells: list[Cell]) -> str:
+    """One row per (graph, ε, D rule): each path's status, MAE, θ and seconds side by side,
+    with the baselines (the same on every path)."""
+    rows: dict[tuple, dict[str, Cell]] = {}
+    for c in cells:
+        rows.setdefault((c.graph, c.eps, c.bound), {})[c.path] = c
+    lines = [
+        "| graph | ε | D rule | median | zeros | ref: MAE θ s | mem: MAE θ s | run: MAE θ s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (graph, eps, bound), paths in rows.items():
+        first = next(iter(paths.values()))
+        shown = []
+        for path in ("ref", "mem", "run", "api-ref", "api-mem"):
+            c = paths.get(path)
+            if c is None:
+                continue
+            head = "" if c.status == "ok" else f"**{c.status}** "
+            shown.append(f"{head}{_fmt(c.mae)} θ{_fmt(c.theta)} {c.seconds:.1f}s")
+        shown += [""] * (3 - len(shown))
+        lines.append(
+            f"| {graph} | {eps:g} | {bound} | {_fmt(first.median)} | {_fmt(first.zeros)} | "
+            + " | ".join(shown[:3])
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def battery(only: str | None, quick: bool) -> list[Cell]:
     """Every cell of the battery (see the module docstring)."""
     cells: list[Cell] = []
@@ -377,7 +405,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", help="graphs whose name contains this")
     parser.add_argument("--quick", action="store_true", help="ε 1 only, no extremes")
     parser.add_argument("--json", type=Path, help="also write the cells as JSON here")
+    parser.add_argument("--compact", type=Path, help="print the compact table of this JSON")
     args = parser.parse_args(argv)
+    if args.compact:
+        print(compact_table([Cell(**c) for c in json.loads(args.compact.read_text())]))
+        return
     cells = battery(args.only, args.quick)
     print(table(cells))
     bad = [c for c in cells if c.problems]
