@@ -66,6 +66,7 @@ from ldpfleet.protocol.cadr_theta_noise import THETA_MECHANISM, noise_parties, t
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
+from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = [
@@ -219,6 +220,22 @@ class CadrSettings:
         bound = self.bound_for(graph)
         return plan_theta(self.theta, self.pipeline, self.eps, self.alpha, graph.n, bound)
 
+    def check_fleet_size(self, graph: Graph) -> None:
+        """Refuse a θ search over more devices than one secure-sum session takes
+        (``MAX_PARTICIPANTS``): the search is one secure sum over every device, and the
+        session refused only after every device had connected (a minute on 20,000). A
+        given θ searches nothing; the in-process reference has no session."""
+        if graph.n > MAX_PARTICIPANTS and self.theta_plan(graph).searched:
+            raise ParameterError(
+                f"the fleet's θ search is one secure sum over every device, and a session "
+                f"takes at most {MAX_PARTICIPANTS:,} devices; this graph has {graph.n:,}: "
+                "give an integer theta (no θ search; e.g. from a public bound), or run the "
+                "in-process reference (bench cadr --transport reference)",
+                field="devices",
+                limit=f"at most {MAX_PARTICIPANTS:,} devices with a θ search",
+                value=graph.n,
+            )
+
 
 def scenario_graph_source(source: str, scenario_path: Path | None) -> str:
     """The loader's spec (``devices.graphs.load_graph``) for a scenario's ``[graph] source``.
@@ -245,15 +262,26 @@ def load_scenario_graph(scenario) -> tuple[Graph, str]:
     from ldpfleet.scenarios.schema_graph import generator_refusal, graph_source_rule
 
     source = scenario_graph_source(scenario.spec.graph.source, scenario.path)
+    where = f"{scenario.path}: " if scenario.path else ""
     try:
-        return load_graph(source), source
+        graph = load_graph(source)
     except ParameterError as error:  # named the generator's parameter ("p:"), not the key
         what = generator_refusal(error)
-        where = f"{scenario.path}: " if scenario.path else ""
         raise ScenarioError(
             f"{where}graph.source: {what} (in {scenario.spec.graph.source!r})",
             limit=graph_source_rule(),
         ) from None
+    try:
+        CadrSettings.of_scenario(scenario).check_fleet_size(graph)
+    except ParameterError as error:
+        theta = scenario.spec.cadr.theta
+        raise ScenarioError(
+            f"{where}cadr.theta: {theta!r} searches θ, but {error.reason}",
+            field="cadr.theta",
+            limit=error.limit,
+            value=theta,
+        ) from None
+    return graph, source
 
 
 class ShardStopped(RuntimeError):
@@ -860,6 +888,7 @@ async def run_cadr_fleet(
         peer_deadline=peer_deadline,
     )  # fmt: skip
     settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
+    settings.check_fleet_size(graph)  # the θ search's one secure-sum session
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):

@@ -24,8 +24,6 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.scenarios import cadr_run
 
-PATCH = "needs /tmp/N-fleet-size.diff (scenarios/cadr_run.py)"
-
 
 def _path_graph(n: int) -> Graph:
     """A path on ``n`` nodes: every degree 1 or 2."""
@@ -40,7 +38,6 @@ async def _no_broker(_broker):
     yield  # pragma: no cover
 
 
-@pytest.mark.xfail(strict=True, reason=PATCH)
 async def test_a_theta_search_over_more_devices_than_a_session_is_refused_before_any_start(
     monkeypatch,
 ):
@@ -54,7 +51,6 @@ async def test_a_theta_search_over_more_devices_than_a_session_is_refused_before
     assert "theta" in error.reason and "θ search" in error.reason  # names the way out
 
 
-@pytest.mark.xfail(strict=True, reason=PATCH)
 def test_the_scenario_is_refused_when_it_loads(tmp_path):
     from ldpfleet.scenarios.schema import ScenarioError, load_scenario
 
