@@ -4,6 +4,7 @@ helper L; docs/preregistration/L-clip-small-eps-weak.md). Builds on helper Z's
 
     python scripts/L_small_eps.py capture SET SEEDS OUT.jsonl [--eps 0.5,1] [--arms a150,b8]
     python scripts/L_small_eps.py compare OUT.jsonl ARM          (Z's criteria 1-5)
+    python scripts/L_small_eps.py excess OUT.jsonl [...] ARM     (L2's criteria 1-5)
     python scripts/L_small_eps.py mainsums SET SEEDS [--eps 2,3,5]
     python scripts/L_small_eps.py real OUT.jsonl [--arms rule]    (criterion 6's graphs)
     python scripts/L_small_eps.py realcompare OUT.jsonl ARM
@@ -15,7 +16,10 @@ signal ``signal_ratio(ll's ε_θ, n)`` < SIGNAL_RATIO_TARGET (8), τ = 1.0; ``a1
 (``CLIP_SMALL_EPS_MAX_DEVICES`` = 150 with ``CLIP_SMALL_EPS_DSR_EPS`` = 0.12, the
 calibration's choice), run through ``cadr_budget`` itself — the pre-registered arm.
 Sets (``Z_small_eps.SETS``): Z's ``cal``/``fresh``/``fresh2``/``fresh3`` (3601-3940,
-calibration), ``L-fresh`` (4101-4140, evaluation), ``L-confirm`` (4201-4240).
+calibration), ``L-fresh`` (4101-4140, evaluation), ``L-confirm`` (4201-4240), ``L2-third``
+(4301-4380, helper L2's third evaluation; docs/preregistration/L2-clip-small-eps-weak-third.md,
+criteria in ``third_criteria``: the promise's violation as the summed excess above the
+constant median and the count of cells above it by more than ``ABOVE_MARGIN``).
 ``main``: every rule off. The script-level arms set Z's global
 ``CLIP_DSR_USEFUL_EPS`` for the cells their gate admits (the split is a function of ε, α
 and n, so this is the same split), which is how the calibration compared gates without
@@ -151,6 +155,77 @@ def real_compare(path: str, arm: str) -> bool:
     return ok
 
 
+ABOVE_MARGIN = 0.01  # criterion 2's count: cells above the constant median by more than this
+
+
+def cell_means(rows: list[dict], arm: str) -> list[dict]:
+    """The changed cells (``arm``'s split differs from main's) of capture rows, each with
+    main's and ``arm``'s MAE and EMD averaged over its run seeds."""
+    by = defaultdict(list)
+    for r in rows:
+        if list(r[f"split {arm}"]) != list(r["split main"]):
+            by[(r["graph"], r["eps"])].append(r)
+    cells = []
+    for (graph, eps), runs in by.items():
+        c = {"graph": graph, "eps": eps, "n": runs[0]["n"], "median": runs[0]["main"]["median"],
+             "zero": runs[0]["main"]["zero"], "runs": len(runs)}  # fmt: skip
+        for a in ("main", arm):
+            c[f"{a} mae"] = sum(x[a]["mae"] for x in runs) / len(runs)
+            c[f"{a} emd"] = sum(x[a]["emd"] for x in runs) / len(runs)
+        cells.append(c)
+    return cells
+
+
+def third_sums(cells: list[dict], arm: str) -> dict:
+    """Sums over changed cells (every unchanged cell adds the same to both arms): MAE, EMD,
+    the excess Σ max(0, MAE − median), the cells above the median (plain and by more than
+    ``ABOVE_MARGIN``), the baselines, the cells newly above all zeros and the changed ε >= 2."""
+    s = {"cells": len(cells), "median": sum(c["median"] for c in cells),
+         "zeros": sum(c["zero"] for c in cells)}  # fmt: skip
+    for a in ("main", arm):
+        s[a] = sum(c[f"{a} mae"] for c in cells)
+        s[f"{a} emd"] = sum(c[f"{a} emd"] for c in cells)
+        s[f"{a} excess"] = sum(max(0.0, c[f"{a} mae"] - c["median"]) for c in cells)
+        s[f"{a}>med"] = sum(c[f"{a} mae"] > c["median"] for c in cells)
+        s[f"{a}>med+0.01"] = sum(c[f"{a} mae"] > c["median"] + ABOVE_MARGIN for c in cells)
+    s["newly above zeros"] = [(c["graph"], c["eps"]) for c in cells
+                              if c["main mae"] <= c["zero"] < c[f"{arm} mae"]]  # fmt: skip
+    s["changed eps>=2"] = [(c["graph"], c["eps"]) for c in cells if c["eps"] >= 2]
+    return s
+
+
+def third_criteria(s: dict, arm: str) -> dict[str, bool]:
+    """Helper L2's pre-registered criteria 1-5 (criterion 6 is ``realcompare``)."""
+    return {
+        "1 summed MAE lower": s[arm] < s["main"],
+        "2 summed excess above the constant median lower, none more above it": (
+            s[f"{arm} excess"] < s["main excess"] and s[f"{arm}>med+0.01"] <= s["main>med+0.01"]
+        ),
+        "3 none newly above all zeros": not s["newly above zeros"],
+        "4 summed EMD not higher by > 2 %": s[f"{arm} emd"] <= 1.02 * s["main emd"],
+        "5 no ε >= 2 cell changed": not s["changed eps>=2"],
+    }
+
+
+def excess_compare(paths: list[str], arm: str) -> bool:
+    """Print per-ε and overall sums and helper L2's criteria for capture files ``paths``."""
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows.extend(json.loads(x) for x in fh if x.strip())
+    cells = cell_means(rows, arm)
+    for eps in sorted({c["eps"] for c in cells}):
+        print(f"ε = {eps:g}:", third_sums([c for c in cells if c["eps"] == eps], arm))
+    s = third_sums(cells, arm)
+    print("all changed cells:", s)
+    crit = third_criteria(s, arm)
+    for k, ok in crit.items():
+        print(f"- {k}: {'PASS' if ok else 'FAIL'}")
+    passed = all(crit.values())
+    print("OVERALL (criteria 1-5):", "PASS" if passed else "FAIL")
+    return passed
+
+
 def _options(argv: list[str]) -> tuple[dict, list[str]]:
     opt = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
     pos = [a for i, a in enumerate(argv) if not a.startswith("--")
@@ -169,6 +244,8 @@ def main() -> None:
         zs.main_sums(pos[1], [int(x) for x in pos[2].split(",")], eps_list)
     elif pos[0] == "compare":
         zs.compare(pos[1:-1], pos[-1])
+    elif pos[0] == "excess":
+        excess_compare(pos[1:-1], pos[-1])
     elif pos[0] == "real":
         real_capture(pos[1], tuple(opt.get("--arms", "rule").split(",")))
     elif pos[0] == "realcompare":

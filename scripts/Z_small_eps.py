@@ -36,6 +36,8 @@ SETS = {
     # helper L (scripts/L_small_eps.py, docs/preregistration/L-clip-small-eps-weak.md)
     "L-fresh": range(4101, 4141),
     "L-confirm": range(4201, 4241),
+    # helper L2 (docs/preregistration/L2-clip-small-eps-weak-third.md)
+    "L2-third": range(4301, 4381),
 }
 ALPHA = 0.1
 
