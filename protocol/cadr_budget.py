@@ -170,7 +170,8 @@ summed MAE 239.40 -> 233.34 on the 107 changed cells, above the constant median 
 4101-4140 (34 changed cells: summed MAE 74.57 -> 72.20, above the constant median 22 -> 18,
 EMD -32 %; helper I's real small graphs 54.47 -> 53.21) but FAILED the confirmation on
 4201-4240 (30 cells: MAE 70.76 -> 57.71, EMD -30 %, yet above the constant median 23 -> 24),
-so it is OFF (None); 150 turns it on. Public: ε, α, n; the plan carries the split as
+and a third, larger set (4301-4380, L2: 70 cells, summed MAE 156.77 -> 160.17, two cells newly above
+all zeros at ε = 0.5), so it is OFF (None); 150 turns it on. Public: ε, α, n; the plan carries the split as
 ``theta_extra``.
 
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
@@ -295,6 +296,8 @@ CLIP_DSR_USEFUL_EPS: float | None = None
 # with the threshold CLIP_SMALL_EPS_DSR_EPS on ll's clip DSR part (module docstring, "Clip at
 # small ε, weak counts only"). None: off — it passed its fresh set (4101-4140) but failed the
 # confirmation (4201-4240: cells above the constant median 23 -> 24, summed MAE -18 %);
+# failed a third set too (4301-4380: summed MAE +2.2 %,
+# docs/preregistration/L2-clip-small-eps-weak-third.md);
 # fleets above it (ego-Facebook, wiki-Vote) never move
 CLIP_SMALL_EPS_MAX_DEVICES: int | None = None
 # chosen on Z's four used sets (graph seeds 3601-3940): 0.12 takes ε <= 0.75 at n <= 150
