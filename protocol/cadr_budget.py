@@ -171,8 +171,8 @@ summed MAE 239.40 -> 233.34 on the 107 changed cells, above the constant median 
 EMD -32 %; helper I's real small graphs 54.47 -> 53.21) but FAILED the confirmation on
 4201-4240 (30 cells: MAE 70.76 -> 57.71, EMD -30 %, yet above the constant median 23 -> 24),
 and a third, larger set (4301-4380, L2: 70 cells, summed MAE 156.77 -> 160.17, two cells newly above
-all zeros at ε = 0.5), so it is OFF (None); 150 turns it on. Public: ε, α, n; the plan carries the split as
-``theta_extra``.
+all zeros at ε = 0.5), so it is OFF (None); 150 turns it on. Public: ε, α, n; the plan carries
+the split as ``theta_extra``.
 
 ``open_ledger`` gives a device a ``PrivacyLedger`` with one total-budget account ``"node"``
 of ``eps``; ``charge_all`` charges the parts with their mechanism labels, so the account's
