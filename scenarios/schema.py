@@ -211,6 +211,21 @@ def parse_scenario(text: str, path: Path | None = None) -> LoadedScenario:
 
 def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
     """``parse_scenario``'s checks, in order (the first refusal raises)."""
+    spec = _decode(text, where)
+    _check_finite(spec, where)
+    url_problem = broker_url_problem(spec.broker.url)
+    if url_problem is not None:
+        raise ScenarioError(f"{where}broker.url: {url_problem}", limit=BROKER_URL_RULE)
+    loaded = LoadedScenario(spec, path, text)
+    if spec.cadr is not None or spec.graph is not None:
+        return _check_cadr(loaded, where)
+    _check_stream_scenario(loaded, where)
+    return loaded
+
+
+def _decode(text: str, where: str) -> Scenario:
+    """The scenario TOML ``text`` decoded into the schema's structs: msgspec's refusal of
+    a key's type or range, or of the TOML, made a ``ScenarioError``."""
     if not isinstance(text, str):  # a Path was "'PosixPath' object has no attribute 'encode'"
         raise ScenarioError(
             f"{where}parse_scenario takes the scenario's TOML text (a str), got "
@@ -228,13 +243,12 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
         raise ScenarioError(f"{where}{key}: {explained}", limit=limit) from None
     except msgspec.DecodeError as error:
         raise ScenarioError(f"{where}not valid TOML: {error}", limit="valid TOML") from None
-    _check_finite(spec, where)
-    url_problem = broker_url_problem(spec.broker.url)
-    if url_problem is not None:
-        raise ScenarioError(f"{where}broker.url: {url_problem}", limit=BROKER_URL_RULE)
-    loaded = LoadedScenario(spec, path, text)
-    if spec.cadr is not None or spec.graph is not None:
-        return _check_cadr(loaded, where)
+    return spec
+
+
+def _check_stream_scenario(loaded: LoadedScenario, where: str) -> None:
+    """The checks of a stream scenario ([fleet], [stream] and [source]), in order."""
+    spec = loaded.spec
     missing = [name for name in ("fleet", "stream", "source") if getattr(spec, name) is None]
     if missing:
         raise ScenarioError(
@@ -279,7 +293,6 @@ def _parse_scenario(text: str, path: Path | None, where: str) -> LoadedScenario:
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
     _check_stream_lengths(spec.stream, where)  # after [gcdp]'s own window rule
-    return loaded
 
 
 def load_scenario(path: str | Path) -> LoadedScenario:

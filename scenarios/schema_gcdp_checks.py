@@ -13,14 +13,13 @@ from ldpfleet.devices.sources import CsvSpec, SourceError, dropped_columns, tabl
 from ldpfleet.protocol.messages import MAX_RELEASE
 from ldpfleet.scenarios.schema_errors import ScenarioError
 from ldpfleet.scenarios.schema_loaded import LoadedScenario, resolve_data_path
-from ldpfleet.scenarios.schema_sections import CsvSource
+from ldpfleet.scenarios.schema_sections import CsvSource, GcdpSection
 
 
 def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     """``[gcdp]``: a csv source (layout "column", or "rows": one node per row), at least one
     window, a readable calibration file laid out like the fleet (the fleet's columns and the
     utility column; in the "rows" layout a row per node)."""
-    from ldpfleet.devices.sources import replay_cycles
 
     spec = loaded.spec
     section = spec.gcdp
@@ -67,6 +66,16 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
     if spec.source.layout == "rows":
         _check_gcdp_rows(loaded, calibration, where)
     names, _ = table_columns(calibration.path, calibration.header)
+    _check_calibration_steps(section, calibration, where)
+    if section.utility_column is not None:
+        _check_utility_column(section, calibration, names, where)
+
+
+def _check_calibration_steps(section: GcdpSection, calibration: CsvSpec, where: str) -> None:
+    """``gcdp.calibration_steps`` (default: the file's records) within the calibration
+    file's records and at least ``max(window, 8)``."""
+    from ldpfleet.devices.sources import replay_cycles
+
     records = replay_cycles(calibration, 1)["records"]
     length = section.calibration_steps or records
     if length > records:  # a cycled public file adds no information, only M x length floats
@@ -82,7 +91,14 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             f"{max(section.window, 8)} calibration records, got {length}",
             limit=f">= max(window, 8) = {max(section.window, 8)}",
         )
-    if section.utility_column is not None and section.utility_column not in names:
+
+
+def _check_utility_column(
+    section: GcdpSection, calibration: CsvSpec, names: list[str], where: str
+) -> None:
+    """``gcdp.utility_column``: a numeric column of the calibration file (``names``), with
+    a label of 0 or 1 on every row."""
+    if section.utility_column not in names:
         dropped = dropped_columns(calibration.path, calibration.header)
         if section.utility_column in dropped:  # there, but not numbers ("yes" / "no")
             value, line, _ = dropped[section.utility_column]
@@ -97,23 +113,22 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             f"{calibration.path} (columns: {', '.join(names)})",
             limit=f"one of {', '.join(json.dumps(n) for n in names)}",
         )
-    if section.utility_column is not None:
-        try:  # every value of the label column must be a number (the others' are checked)
-            CsvSpec(calibration.path, section.utility_column, header=calibration.header)
-        except SourceError as error:
-            reason = error.reason
-            if reason.startswith("missing value ") and ": set source.missing" in reason:
-                # source.missing fills the channels, never the labels (the refusal's hint
-                # named a setting that does not apply to this column)
-                reason = (
-                    reason.split(": set source.missing", 1)[0] + ": the labels are never "
-                    "filled (source.missing applies to the channels): give every "
-                    "calibration row its label, or remove the row from the file"
-                )
-            raise ScenarioError(
-                f"{where}gcdp.utility_column: {reason}",
-                limit="a column of the numbers 0 and 1, on every row",
-            ) from None
+    try:  # every value of the label column must be a number (the others' are checked)
+        CsvSpec(calibration.path, section.utility_column, header=calibration.header)
+    except SourceError as error:
+        reason = error.reason
+        if reason.startswith("missing value ") and ": set source.missing" in reason:
+            # source.missing fills the channels, never the labels (the refusal's hint
+            # named a setting that does not apply to this column)
+            reason = (
+                reason.split(": set source.missing", 1)[0] + ": the labels are never "
+                "filled (source.missing applies to the channels): give every "
+                "calibration row its label, or remove the row from the file"
+            )
+        raise ScenarioError(
+            f"{where}gcdp.utility_column: {reason}",
+            limit="a column of the numbers 0 and 1, on every row",
+        ) from None
 
 
 def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -> None:

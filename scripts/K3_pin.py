@@ -9,6 +9,9 @@ plans, or the refusal's type, message, field, limit and value), then compare two
 A corpus is JSON lines ``{"text": ..., "path": ...}``; ``scripts/K3_record_plugin.py``
 (``pytest -p K3_record_plugin`` with ``scripts`` on ``PYTHONPATH``) records one from the
 tests' own calls of ``parse_scenario``, each line with the outcome at the time.
+``K3_pin_corpus.jsonl`` holds the 268 texts the scenario unit tests parsed without a
+path; 5 of them read a data file the tests write under ``--basetemp=/tmp/pt-K3``, so dump
+after such a test run (else those 5 are refused as "file not found" in both dumps).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ def _safe(call):
 def outcome(call) -> dict:
     """What ``call()`` (a parse or load) gives: the loaded scenario's data, or the refusal."""
     import msgspec
-
     from ldpfleet.scenarios.schema import ScenarioError
 
     try:
