@@ -3,8 +3,12 @@
 every recorded scenario text loads to (a ``LoadedScenario``'s plain data and derived
 plans, or the refusal's type, message, field, limit and value), then compare two dumps.
 
-    python scripts/K3_pin.py dump OUT.json [--corpus CORPUS.jsonl]
+    python scripts/K3_pin.py dump OUT.json [--corpus CORPUS.jsonl] [--schema SCHEMA.py]
     python scripts/K3_pin.py compare BEFORE.json AFTER.json
+
+``--schema`` loads that file as ``ldpfleet.scenarios.schema`` first: the one-module schema
+of before the split (``git show 0cf4783:scenarios/schema.py > /tmp/schema_before.py``)
+dumped beside the current code, at the same moment (the same data files present).
 
 A corpus is JSON lines ``{"text": ..., "path": ...}``; ``scripts/K3_record_plugin.py``
 (``pytest -p K3_record_plugin`` with ``scripts`` on ``PYTHONPATH``) records one from the
@@ -115,11 +119,31 @@ def compare(before: Path, after: Path) -> int:
     return 1 if differ else 0
 
 
+def _use_schema(path: Path) -> None:
+    """Import ``path`` as ``ldpfleet.scenarios.schema`` (before anything imports that)."""
+    import importlib.util
+
+    import ldpfleet.scenarios
+
+    spec = importlib.util.spec_from_file_location("ldpfleet.scenarios.schema", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    ldpfleet.scenarios.schema = module
+
+
+def _option(args: list[str], name: str) -> Path | None:
+    """The value after ``name`` in ``args``, as a path, or None."""
+    return Path(args[args.index(name) + 1]) if name in args else None
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     if command == "dump":
-        corpus = Path(args[2]) if len(args) > 2 and args[1] == "--corpus" else None
-        dump(Path(args[0]), corpus)
+        schema = _option(args, "--schema")
+        if schema is not None:
+            _use_schema(schema)
+        dump(Path(args[0]), _option(args, "--corpus"))
     elif command == "compare":
         sys.exit(compare(Path(args[0]), Path(args[1])))
     else:
