@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from ldpfleet.app import bench_cpr
+from ldpfleet.app import bench_cpr, bench_cpr_speed
 from ldpfleet.collector.period import detect_period
 
 
@@ -16,7 +16,7 @@ def test_slow_stream_is_10k_reports_of_period_1000():
 
 
 def test_speed_block_and_reports_name_the_slow_stream(monkeypatch):
-    monkeypatch.setattr(bench_cpr, "SLOW_SPEED_CALLS", 2)
+    monkeypatch.setattr(bench_cpr_speed, "SLOW_SPEED_CALLS", 2)  # the module reading it
     speed = bench_cpr._slow_stream_speed(0, calls=2)
     assert speed["detect_period_10k_t1000_stream"] == (
         "intel, T = 1000, 10 cycles (10,000 reports), eps0 = 5"

@@ -1,0 +1,82 @@
+"""The checks a CADR-LDP scenario (``[graph]`` and ``[cadr]``) passes on load: no stream
+sections, a graph source that exists and that its generator can build, and a budget that
+passes the run's own check at the graph's node count (``scenarios.schema_graph``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from ldpfleet.protocol.cadr_budget import theta_search_min_eps
+from ldpfleet.scenarios.schema_errors import ScenarioError, _schema_rule
+from ldpfleet.scenarios.schema_graph import (
+    cadr_budget_problem,
+    cadr_theta_problem,
+    generator_problem,
+    graph_nodes,
+    graph_source_rule,
+    missing_source_problem,
+)
+from ldpfleet.scenarios.schema_loaded import LoadedScenario, resolve_data_path
+from ldpfleet.scenarios.schema_sections import CadrSection, CprSection
+
+
+def _check_cadr(loaded: LoadedScenario, where: str) -> LoadedScenario:
+    """A CADR-LDP scenario: [graph] and [cadr], none of the stream sections."""
+    spec = loaded.spec
+    if spec.graph is None or spec.cadr is None:
+        raise ScenarioError(
+            f"{where}a CADR-LDP scenario needs both [graph] and [cadr]",
+            field="graph" if spec.graph is None else "cadr",
+            limit="required: [graph] and [cadr]",
+        )
+    stream_only = ("fleet", "stream", "source", "secure_sum", "faults", "gcdp")
+    extra = [name for name in stream_only if getattr(spec, name)]
+    if spec.cpr != CprSection():  # [cpr] has defaults: set keys are what a user wrote
+        extra.append("cpr")
+    if extra:
+        raise ScenarioError(
+            f"{where}{extra[0]}: a CADR-LDP scenario's fleet is its graph and it runs no "
+            f"stream stage; remove [{extra[0]}] (it would be ignored)",
+            limit="absent in a CADR-LDP scenario",
+        )
+    _check_graph_source(loaded, where)
+    return loaded
+
+
+def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
+    """``[graph] source`` names a graph that exists and that its generator can build, and
+    ``[cadr]``'s budget passes the run's own check at the graph's node count (the dp θ
+    search's floor; ``scenarios.schema_graph``): refused on load, before the run's folder
+    is made."""
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, is_generator_spec
+
+    source = loaded.spec.graph.source
+    resolved = Path(source)
+    if is_generator_spec(source):
+        problem = generator_problem(source)
+    elif source not in NAMED_GRAPHS:
+        resolved = resolve_data_path(str(Path(source).expanduser()), loaded.path)
+        problem = missing_source_problem(source, resolved)
+    else:
+        problem = None
+    if problem is not None:
+        raise ScenarioError(f"{where}graph.source: {problem}", limit=graph_source_rule())
+    nodes = functools.cache(lambda: graph_nodes(source, resolved))  # loaded at most once
+    for check in (cadr_budget_problem, cadr_theta_problem):
+        problem = check(loaded.spec.cadr, nodes)
+        if problem is not None:
+            name = problem.split(":", 1)[0].removeprefix("cadr.")
+            limit = _schema_rule(CadrSection, name) or "the run's budget check"
+            cadr = loaded.spec.cadr
+            if name == "eps" and check is cadr_budget_problem:  # the θ search's floor
+                floor = theta_search_min_eps(cadr.alpha)
+                limit = f">= theta_search_min_eps(alpha) = {floor} (with a θ search)"
+            elif name == "theta":
+                limit = (
+                    '"auto-dev" or an integer with pipeline = "dp"'
+                    if cadr.theta == "auto-sum"
+                    else "<= the degree bound D"
+                )
+            raise ScenarioError(f"{where}{problem}", limit=limit)

@@ -1,0 +1,440 @@
+"""The checks a stream scenario passes on load beyond msgspec's types and ranges: limits
+that involve several keys (``credit_window <= max_in_flight``, ``w <= steps``), the
+``[secure_sum]`` session, ``[faults]``, bulk gateways, the source's bounds, and the
+mechanism (a built-in or a plugin, checked at its per-report budget). Each raises
+``ScenarioError`` naming the key, the limit and the value; ``scenarios.schema`` calls
+them in order (the first refusal raises).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ldpfleet.protocol.bulk import BULK_MECHANISMS, MAX_BULK_W
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.mechanism_contract import EPS_MIN
+from ldpfleet.protocol.mechanisms import check_mechanism_name
+from ldpfleet.protocol.secagg import graph as graphs
+from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
+from ldpfleet.protocol.secagg.server import SecAggServer
+from ldpfleet.protocol.stream import RAW
+from ldpfleet.scenarios.plugin_load import mechanism_in_time
+from ldpfleet.scenarios.schema_errors import ScenarioError, _mechanism_name_rule, _schema_rule
+from ldpfleet.scenarios.schema_explain import _near_miss
+from ldpfleet.scenarios.schema_loaded import LoadedScenario
+from ldpfleet.scenarios.schema_sections import (
+    BOUNDS_RULE,
+    CollectorSection,
+    CprSection,
+    CsvSource,
+    FaultsSection,
+    Scenario,
+    SecureSumSection,
+    StreamSection,
+    SyntheticSource,
+    _Section,
+)
+
+# the session's ParameterError fields, as [secure_sum] names them
+SECAGG_FIELDS = {"k": "neighbors", "degree": "neighbors"}
+# the fixed point's fields that are one item of [secure_sum] clip
+CLIP_FIELDS = ("clip_low", "clip_high")
+
+
+def _check_secagg_session(loaded: LoadedScenario, devices: int) -> None:
+    """Build the ``[secure_sum]`` session's server once, as the stage will (its graph,
+    neighbours and threshold for ``devices`` devices): a bad ``neighbors`` or
+    ``threshold`` is refused when the scenario loads, not as a traceback after the
+    stream stage. The SecAgg+ graph's degrees, hence the threshold's limits, depend on n
+    and k only, not on the random labelling."""
+    section = loaded.spec.secure_sum
+    assert section is not None
+    # the full graph's server is O(n^2): check its two settings on a 2-node graph's terms
+    if section.graph == "full":
+        _check_full_graph(section.neighbors, section.threshold, devices)
+        threshold = section.threshold or graphs.default_threshold(devices)
+    else:
+        threshold = SecAggServer(
+            "check",
+            "s0",
+            [f"d{i}" for i in range(devices)],
+            section.dim,
+            loaded.fixed_point(),
+            graph=section.graph,
+            degree=section.neighbors,
+            threshold=section.threshold,
+        ).threshold
+    graphs.check_dropout_survivors(section.dropout, devices, threshold)
+
+
+def _check_full_graph(neighbors: int | None, threshold: int | None, devices: int) -> None:
+    """``SecAggServer``'s refusals for the full graph on ``devices`` nodes (every device
+    holds n shares: its n - 1 neighbours' and its own), without building the graph."""
+    if neighbors is not None and neighbors != devices - 1:
+        raise ParameterError(
+            f"the full graph has degree n - 1 = {devices - 1}, got {neighbors}",
+            field="degree",
+            limit=f"n - 1 = {devices - 1} (the full graph)",
+            value=neighbors,
+        )
+    if threshold is not None and not devices < 2 * threshold <= 2 * devices:
+        raise ParameterError(
+            f"must be an integer with {devices} < 2t and t <= {devices} (share holders "
+            f"per device: neighbours + itself), got {threshold!r}",
+            field="threshold",
+            limit=f"an integer with {devices} < 2t and t <= {devices}",
+            value=threshold,
+        )
+
+
+def _check_collector(collector: CollectorSection, where: str) -> None:
+    """``credit_window <= max_in_flight``: the stream collector refused it when the run
+    started, with a traceback (found by the boundary sweep: credit_window = 4096, the
+    reference's limit, against the default max_in_flight = 256)."""
+    if collector.credit_window > collector.max_in_flight:
+        raise ScenarioError(
+            f"{where}collector.credit_window: must be <= collector.max_in_flight "
+            f"({collector.max_in_flight}: a device's credits are reports in flight at the "
+            f"collector), got {collector.credit_window}",
+            limit=f"<= collector.max_in_flight ({collector.max_in_flight})",
+        )
+
+
+def _check_faults(spec: Scenario, where: str) -> None:
+    faults = spec.faults
+    assert faults is not None and spec.fleet is not None and spec.stream is not None
+    crashing = round(faults.crash_fraction * spec.fleet.devices)
+    if faults.never_return > crashing:
+        raise ScenarioError(
+            f"{where}faults.never_return: {faults.never_return} exceeds the {crashing} "
+            "crashing devices (crash_fraction x fleet.devices)",
+            limit=f"<= {crashing} (crash_fraction x fleet.devices)",
+        )
+    low, high = faults.crash_between
+    if not 0 <= low <= high <= 1:
+        raise ScenarioError(
+            f"{where}faults.crash_between: need 0 <= low <= high <= 1 (fractions of the "
+            f"stream), got [{low:g}, {high:g}]",
+            limit="0 <= low <= high <= 1",
+        )
+    if crashing and spec.stream.step_seconds <= 0:
+        raise ScenarioError(
+            f"{where}faults.crash_fraction: crashes need a paced stream (stream.step_seconds "
+            "> 0): an unpaced device reports its whole stream at once; got crash_fraction = "
+            f"{faults.crash_fraction:g} ({crashing} of {spec.fleet.devices} devices) with "
+            f"stream.step_seconds = {spec.stream.step_seconds:g}",
+            limit="round(crash_fraction x fleet.devices) = 0 unless stream.step_seconds > 0",
+        )
+
+
+def _check_finite(spec: Scenario, where: str) -> None:
+    """Every number of a scenario is finite: TOML's ``inf`` passed the one-sided limits
+    (``run_timeout > 0``) and results.json, which records the scenario, then held
+    ``Infinity``, which is not JSON. Lists (bounds, clip) have their own checks."""
+    for section in Scenario.__struct_fields__:
+        value = getattr(spec, section)
+        if not isinstance(value, _Section):
+            continue
+        for name in value.__struct_fields__:
+            number = getattr(value, name)
+            if isinstance(number, float) and not math.isfinite(number):
+                raise ScenarioError(
+                    f"{where}{section}.{name}: must be a finite number (TOML's inf and nan "
+                    f"are refused; a long deadline is a large number such as 1e6), got {number}",
+                    limit="a finite number",
+                )
+
+
+def _check_stream_lengths(stream: StreamSection, where: str) -> None:
+    """``batch_steps`` and ``w`` at most ``steps`` (any run kind). A batch longer than the
+    stream cannot be filled (the one batch would hold fewer steps than it says); a w-event
+    window longer than the stream is legal DP but gives each report only eps / w where
+    w = steps gives eps / steps with the same guarantee (every window of a stream of
+    ``steps`` readings is the whole stream): a typo, refused with the value to use."""
+    steps = stream.steps
+    if stream.batch_steps is not None and stream.batch_steps > steps:
+        raise ScenarioError(
+            f"{where}stream.batch_steps: at most stream.steps ({steps}): a report carries "
+            f"at most the whole stream, got {stream.batch_steps}",
+            limit=f"<= stream.steps ({steps})",
+        )
+    if stream.w is not None and stream.w > steps:
+        eps = stream.eps
+        spent = (
+            f" (each report would get eps / w = {eps:g} / {stream.w} = {eps / stream.w:g} "
+            f"instead of eps / steps = {eps / steps:g})"
+            if eps is not None
+            else ""
+        )
+        raise ScenarioError(
+            f"{where}stream.w: at most stream.steps ({steps}): a window longer than the "
+            f"stream protects no more than w = {steps}, the whole stream{spent}; set "
+            f"w = {steps} for one budget over the whole stream, got {stream.w}",
+            limit=f"<= stream.steps ({steps})",
+        )
+
+
+def _check_bulk(loaded: LoadedScenario, where: str) -> None:
+    """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
+    everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
+    spec = loaded.spec
+    stream, source = spec.stream, spec.source
+    why = 'with fleet.connection = "bulk"'
+    if stream.mechanism not in BULK_MECHANISMS:
+        raise ScenarioError(
+            f"{where}stream.mechanism: bulk gateways privatise with "
+            f"{' or '.join(BULK_MECHANISMS)} (vectorised), got {stream.mechanism!r}",
+            limit=f"one of {', '.join(json.dumps(m) for m in BULK_MECHANISMS)}",
+        )
+    if stream.w > MAX_BULK_W:
+        raise ScenarioError(
+            f"{where}stream.w: at most {MAX_BULK_W} {why} (the gateway's ledger keeps w "
+            f"floats per device), got {stream.w}",
+            limit=f"<= {MAX_BULK_W}",
+        )
+    _check_stream_lengths(stream, where)  # before "a multiple of batch_steps"
+    batch = loaded.stream_config("check").batch_steps
+    if stream.steps % batch:
+        raise ScenarioError(
+            f"{where}stream.batch_steps: {why} stream.steps ({stream.steps}) must be a "
+            f"multiple of batch_steps, got {batch}",
+            limit=f"a divisor of stream.steps ({stream.steps})",
+        )
+    for section in ("secure_sum", "gcdp"):
+        if getattr(spec, section) is not None:
+            raise ScenarioError(
+                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] {why}",
+                limit='absent with fleet.connection = "bulk"',
+            )
+    if spec.faults is not None:
+        defaults = FaultsSection()
+        for name in FaultsSection.__struct_fields__:
+            value = getattr(spec.faults, name)
+            if value != getattr(defaults, name):
+                raise ScenarioError(
+                    f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
+                    f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
+                    f"{why}, got {value!r}",
+                    limit=f"== {json.dumps(getattr(defaults, name))}",
+                )
+    if spec.fleet.state_dir != "auto":
+        raise ScenarioError(
+            f'{where}fleet.state_dir: bulk gateways keep no device state files; leave it "auto" '
+            f"{why}, got {spec.fleet.state_dir!r}",
+            limit='"auto"',
+        )
+    if not isinstance(source, SyntheticSource):
+        kind = "csv" if isinstance(source, CsvSource) else "periodic"
+        raise ScenarioError(
+            f'{where}source.kind: bulk gateways generate their readings (kind = "synthetic", '
+            f'shape = "sine"), got {kind!r}',
+            limit='"synthetic"',
+        )
+    synthetic = (("shape", "sine"), ("jitter", 0.0), ("phase", "random"))
+    for name, allowed in synthetic:
+        value = getattr(source, name)
+        if value != allowed:
+            raise ScenarioError(
+                f"{where}source.{name}: bulk gateways' readings are sines with a random phase "
+                f"per device: only {allowed!r} {why}, got {value!r}",
+                limit=f"== {json.dumps(allowed)}",
+            )
+
+
+def _check_source_bounds(spec: Scenario, where: str) -> None:
+    """``source.bounds`` for one column; ``columns`` + ``column_bounds`` for several."""
+    src = spec.source
+    if isinstance(src, CsvSource) and src.columns is not None:
+        if src.bounds is not None:
+            raise ScenarioError(
+                f"{where}source.bounds: with source.columns each channel has its own "
+                "bounds; give source.column_bounds instead",
+                limit="absent with source.columns",
+            )
+        if src.column is not None:
+            raise ScenarioError(
+                f"{where}source.column: give either source.column or source.columns, not both",
+                limit="absent with source.columns",
+            )
+        channels = len(src.columns)
+        if spec.fleet.devices % channels:
+            raise ScenarioError(
+                f"{where}fleet.devices: {spec.fleet.devices} is not a whole number of rooms "
+                f"of {channels} channels (device i = channel i % {channels} of room "
+                f"i // {channels})",
+                limit=f"a multiple of {channels} (len(source.columns))",
+            )
+        return
+    if isinstance(src, CsvSource) and src.column_bounds is not None:
+        raise ScenarioError(
+            f"{where}source.column_bounds: only with source.columns", limit="with source.columns"
+        )
+    if src.bounds is None:
+        raise ScenarioError(
+            f"{where}source.bounds: required (fixed public [lo, hi])", limit="required: [lo, hi]"
+        )
+    lo, hi = src.bounds
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ScenarioError(
+            f"{where}source.bounds: need finite [lo, hi] with lo < hi, got [{lo}, {hi}]",
+            limit="finite lo < hi",
+        )
+    if not math.isfinite(hi - lo):
+        raise ScenarioError(
+            f"{where}source.bounds: hi - lo overflows to infinity (the width must be "
+            f"finite), got [{lo}, {hi}]",
+            limit="hi - lo finite",
+        )
+
+
+def _check_mechanism(spec: Scenario, where: str) -> None:
+    """``raw`` (central model) needs ``[gcdp]`` and takes no LDP options; the LDP
+    mechanisms need ``eps`` and ``w``."""
+    stream = spec.stream
+    if stream.mechanism != RAW:
+        for name in ("eps", "w"):
+            if getattr(stream, name) is None:
+                raise ScenarioError(
+                    f"{where}stream.{name}: required for mechanism {stream.mechanism!r}",
+                    limit=f"required for mechanism {json.dumps(stream.mechanism)}",
+                )
+        _check_plugin(stream.mechanism, stream.eps, stream.w, where)
+        if spec.gcdp is not None:
+            raise ScenarioError(
+                f"{where}stream.mechanism: [gcdp] is a central release from readings sent in "
+                f'the clear; set mechanism = "raw" (got {stream.mechanism!r})',
+                limit='"raw" with [gcdp]',
+            )
+        return
+    if spec.gcdp is None:
+        raise ScenarioError(
+            f'{where}stream.mechanism: "raw" sends readings unprivatised to the collector; '
+            "it is only allowed with a [gcdp] section, whose central release is accounted",
+            limit='not "raw" without [gcdp]',
+        )
+    for name in ("eps", "w"):
+        if getattr(stream, name) is not None:
+            raise ScenarioError(
+                f'{where}stream.{name}: mechanism "raw" spends no local budget and has no '
+                "w-event window; remove it (the budget is gcdp.eps_rel)",
+                limit='absent with mechanism "raw"',
+            )
+    if stream.reconstruct != "none":
+        raise ScenarioError(
+            f"{where}stream.reconstruct: {stream.reconstruct!r} reconstructs LDP reports; "
+            'mechanism "raw" reports are not privatised (use reconstruct = "none")',
+            limit='"none" with mechanism "raw"',
+        )
+
+
+def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
+    """The mechanism resolves, takes the per-report budget eps0 = eps / w and passes the
+    contract's sample check (``protocol.mechanism_contract``). A constructor refusing eps0
+    is told where that number comes from (the user wrote eps, not eps0), and so is a
+    mechanism failing its sample check there (``eps = 1e-20``: the estimate overflowed)."""
+    import warnings
+
+    from ldpfleet.protocol.mechanisms import UnresolvedMechanism
+
+    eps0 = eps / w
+    try:
+        check_mechanism_name(name)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"{where}stream.mechanism: {error.reason}", limit=_mechanism_name_rule()
+        ) from None
+    if eps0 < EPS_MIN:  # every mechanism refuses it: name the key the user wrote
+        raise ScenarioError(
+            f"{where}stream.eps: each report spends stream.eps / stream.w = {eps:g} / {w} = "
+            f"{eps0:g}, below {EPS_MIN:g}, the smallest budget per report the mechanisms "
+            f"compute without degenerating (p == q or an overflowing estimate); need "
+            f"stream.eps >= {EPS_MIN * w:g} at w = {w}, got {eps!r}",
+            limit=f">= {EPS_MIN * w:g} (stream.eps / stream.w >= {EPS_MIN:g})",
+        )
+    try:
+        with warnings.catch_warnings():  # the check's verdict says it: no numpy warnings
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mechanism_in_time(name, eps0)  # a plugin that blocks: refused past a limit
+    except ParameterError as error:
+        reason = error.reason
+        names = _mechanism_name_rule()
+        if "is not a built-in" in reason:  # a name, not a budget problem: a near miss?
+            message = f"{where}stream.mechanism: {reason}{_near_miss(name)}"
+            raise ScenarioError(message, limit=names) from None
+        if isinstance(error, UnresolvedMechanism):  # no class yet: no budget involved
+            raise ScenarioError(f"{where}stream.mechanism: {reason}", limit=names) from None
+        if f"refused eps = {eps0:g}" in reason:
+            reason += f" (the budget of one report, stream.eps / stream.w = {eps:g} / {w})"
+        else:
+            reason += (
+                f" (checked at the budget of one report, stream.eps / stream.w = {eps:g} / {w}"
+                f" = {eps0:g})"
+            )
+        limit = f"a mechanism that accepts eps0 = stream.eps / stream.w = {eps0:g}"
+        raise ScenarioError(f"{where}stream.mechanism: {reason}", limit=limit) from None
+
+
+def _check_cpr(spec: Scenario, where: str) -> None:
+    """``[cpr]`` only with ``reconstruct = "cpr"``, a period range the stream holds at
+    least ``min_cycles`` cycles of, and a ``source.true_period`` CPR can claim."""
+    cpr = spec.cpr
+    if cpr != CprSection() and spec.stream.reconstruct != "cpr":  # set keys: what a user wrote
+        raise ScenarioError(
+            f'{where}cpr: [cpr] configures reconstruct = "cpr" only; stream.reconstruct is '
+            f"{spec.stream.reconstruct!r}, so it would be ignored (remove [cpr] or set "
+            'reconstruct = "cpr")',
+            limit='stream.reconstruct = "cpr"',
+        )
+    longest = spec.stream.steps // cpr.min_cycles
+    if cpr.min_period > max(2, longest):  # 2: the default, always allowed
+        raise ScenarioError(
+            f"{where}cpr.min_period: need min_period <= steps / min_cycles = {longest} "
+            f"(CPR claims a period only with at least {cpr.min_cycles} cycles), "
+            f"got {cpr.min_period}",
+            limit=f"<= steps / min_cycles = {longest}",
+        )
+    if cpr.max_period is not None and not cpr.min_period <= cpr.max_period <= longest:
+        raise ScenarioError(
+            f"{where}cpr.max_period: need min_period <= max_period <= steps / min_cycles = "
+            f"{longest} (at least {cpr.min_cycles} cycles), got {cpr.max_period}",
+            limit=f"min_period <= max_period <= steps / min_cycles = {longest}",
+        )
+    true_period = getattr(spec.source, "true_period", None)
+    if spec.stream.reconstruct == "cpr" and true_period is not None and true_period > longest:
+        raise ScenarioError(
+            f"{where}source.true_period: CPR claims periods of at most steps / "
+            f"cpr.min_cycles = {longest} ({cpr.min_cycles} whole cycles in "
+            f"{spec.stream.steps} steps), so every device would score as wrong; run more "
+            f"steps or lower cpr.min_cycles (>= 2), got {true_period}",
+            limit=f"<= steps / cpr.min_cycles = {longest}",
+        )
+
+
+def _check_secure_sum(loaded: LoadedScenario, where: str) -> None:
+    """``[secure_sum]``: a fleet the session takes, a vector within the stream, a clip and
+    scale the fixed point holds, and a graph, threshold and dropout the session can run."""
+    spec = loaded.spec
+    if not 2 <= spec.fleet.devices <= MAX_PARTICIPANTS:
+        raise ScenarioError(
+            f"{where}fleet.devices: [secure_sum] needs 2..{MAX_PARTICIPANTS} devices, "
+            f"got {spec.fleet.devices}",
+            limit=f"2 .. {MAX_PARTICIPANTS}",
+        )
+    if spec.secure_sum.dim > spec.stream.steps:
+        raise ScenarioError(
+            f"{where}secure_sum.dim: {spec.secure_sum.dim} exceeds stream.steps "
+            f"({spec.stream.steps}); the vector is the first dim readings",
+            limit=f"<= stream.steps ({spec.stream.steps})",
+        )
+    try:
+        loaded.fixed_point().check_capacity(spec.fleet.devices)
+        _check_secagg_session(loaded, spec.fleet.devices)
+    except ParameterError as error:
+        if error.field in CLIP_FIELDS:  # "secure_sum.clip: clip_high must exceed ..."
+            raise ScenarioError(
+                f"{where}secure_sum.clip: {error.field} {error.reason}", limit=BOUNDS_RULE
+            ) from None
+        field = SECAGG_FIELDS.get(error.field, error.field)
+        limit = _schema_rule(SecureSumSection, field) or "a session the stage can run"
+        raise ScenarioError(f"{where}secure_sum.{field}: {error.reason}", limit=limit) from None
