@@ -383,6 +383,9 @@ PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstr
 SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
+SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (exclusive) ...
+SHORT_CYCLES_WINDOW = (4, 5)  # ... claim a refused candidate with this many whole cycles ...
+SHORT_CYCLES_ALPHA = 0.005  # ... if it is also the best phase ANOVA, Bonferroni, at this level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 FULL_TAIL_FLOOR = 0.3  # ... an F ratio <= 1 has a tail above this (_full_column)
@@ -1667,7 +1670,7 @@ class _Search:
         period = self.settle(period, settled)
         adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
         if not self.claims(margin, best_logp, period):
-            local = self.fallback_claim()
+            local = self.fallback_claim(period)
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1686,7 +1689,7 @@ class _Search:
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
             # cycles, as every claim with fewer than PENALTY_CYCLES cycles does (step 3b)
-            local = self.fallback_claim()
+            local = self.fallback_claim(checked)
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1755,31 +1758,64 @@ class _Search:
             local = _local_period(self.autocorr, base, self.min_period, self.passes)
         return local
 
-    def fallback_claim(self) -> PeriodEstimate | None:
+    def fallback_claim(self, candidate: int | None = None) -> PeriodEstimate | None:
         """Where the gates abstain: step 8's local claim, else (streams shorter than
-        ``SHORT_STREAM``) step 9's phase ANOVA."""
+        ``SHORT_STREAM``) step 9's phase ANOVA, or (``SHORT_STREAM`` to ``SHORT_CYCLES_STREAM``
+        samples) step 9b's on ``candidate``, the period the gates refused."""
         local = self.local_claim()
         if local is None and self.n < SHORT_STREAM:
             local = self.short_claim()
+        elif local is None and self.n < SHORT_CYCLES_STREAM:
+            local = self.cycles_claim(candidate)
         return local
+
+    def anova_scan(self) -> tuple[range, list[float]]:
+        """Steps 9 and 9b: the periods with ``DEFAULT_MIN_CYCLES`` whole cycles or more (their
+        calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60 aperiodic
+        samples got 5 claims of 720) and the log p-value of the phase ANOVA at each
+        (``anova_logp``); an empty range if there is none."""
+        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
+        periods = range(self.min_period, max(top, self.min_period - 1) + 1)
+        return periods, [anova_logp(self.arr, q) for q in periods]
 
     def short_claim(self) -> PeriodEstimate | None:
         """Step 9 (issue 19, short streams; module docstring): the period with the smallest
         one-way ANOVA p-value of the phases over the whole cycles of the reports
         (``anova_logp``), claimed if that p-value times the number of periods searched is
-        below ``SHORT_ANOVA_ALPHA``. Only periods with ``DEFAULT_MIN_CYCLES`` whole cycles or
-        more (its calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60
-        aperiodic samples got 5 claims of 720). None otherwise."""
-        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
-        if top < self.min_period:
+        below ``SHORT_ANOVA_ALPHA``. None otherwise."""
+        periods, values = self.anova_scan()
+        if not periods:
             return None
-        periods = range(self.min_period, top + 1)
-        values = [anova_logp(self.arr, q) for q in periods]
         best = int(np.argmin(values))
         value, period = values[best], periods[best]
         adjusted = float(min(1.0, np.exp(value) * len(periods)))
         if adjusted >= SHORT_ANOVA_ALPHA:
             return None
+        return self.anova_estimate(period, value, adjusted)
+
+    def cycles_claim(self, candidate: int | None) -> PeriodEstimate | None:
+        """Step 9b (issue 19, 4-5 cycles; module docstring): ``candidate`` (the period the
+        gates refused) is claimed if it has ``SHORT_CYCLES_WINDOW`` whole cycles, is ALSO the
+        period with the smallest phase-ANOVA p-value, and that p-value times the number of
+        periods searched is below ``SHORT_CYCLES_ALPHA``. None otherwise."""
+        periods, values = self.anova_scan()
+        fewest, most = SHORT_CYCLES_WINDOW
+        if candidate is None or candidate not in periods:
+            return None
+        if not fewest <= self.n // candidate <= most:
+            return None
+        best = int(np.argmin(values))
+        if periods[best] != candidate:
+            return None
+        value = values[best]
+        adjusted = float(min(1.0, np.exp(value) * len(periods)))
+        if adjusted >= SHORT_CYCLES_ALPHA:
+            return None
+        return self.anova_estimate(candidate, value, adjusted)
+
+    def anova_estimate(self, period: int, value: float, adjusted: float) -> PeriodEstimate:
+        """The claim of steps 9 and 9b: ``period`` with its ANOVA log p-value ``value`` and
+        Bonferroni-adjusted p-value ``adjusted``."""
         _, harmonics = self.exact_logp(period)
         return PeriodEstimate(
             int(period),
