@@ -296,6 +296,32 @@ Search, refinement, fundamental
        family stayed <= 0.75 %: 0.01 1.4 % (13 of 900), 0.005 1.0 %, 0.002 0.67 %; claims
        19 -> 29 of 7,200, exact 121 -> 147, wrong 4 -> 7. Evaluation: docs/cpr.md, "Short
        streams: the limit".
+    9b. Four-cycle ANOVA (issue 19, helper M, 2026-12-06; ``_Search.cycles_claim``): on a
+       stream of ``SHORT_STREAM`` to ``SHORT_CYCLES_STREAM = 128`` samples (exclusive) where
+       steps 4-8 abstain, the candidate the gates refused (step 4's settled candidate, or
+       the period step 3b checked) is claimed if it has ``SHORT_CYCLES_WINDOW = (4, 5)``
+       whole cycles, is ALSO the period with the smallest phase-ANOVA p-value among those
+       with >= 3 whole cycles, and that p-value times their number is below
+       ``SHORT_CYCLES_ALPHA = 2e-4``. Why: at (T, n) = (23, 100) (4.3 cycles) the
+       penalty ``(4.35 / 12) ** 6 = 2.3e-3`` and the Bonferroni over ~125 screened tests
+       left the detector at 128-140 of 200 exact where the same statistic told T found
+       190-195 (docs/cpr.md, "Short streams: the limit"); the ANOVA over 4 whole cycles is
+       nearly as calibrated on red streams as on white, and requiring the two statistics
+       to agree on the period keeps its wrong answers (neighbours T +- 1: 4 cycles do not
+       resolve them) few. It only turns abstentions into claims. Calibration (seed 99001,
+       ``scripts/M_collect.py`` and ``M_rules.py``: eight families x n 96-199 x eps0 0.2,
+       1, 5 x 100, 11 sources x 11 shapes x 3 eps0 x 10, the phase-jump cells < 200
+       samples): window 3-5 / 4-5 / 4, search set window / all / agreeing with the
+       candidate, n < 128 / 200, level 0.01 .. 1e-4. A first version at 0.005
+       (docs/preregistration/M-short-anova-cycles.md) FAILED its evaluation: exact answers
+       on the 29 held-out cells below a baseline 1,302 -> 1,574 of 5,800 but wrong ones
+       41 -> 53 (all neighbours of T = 23; limit +10 %). At 2e-4 (docs/preregistration/
+       M-short-anova-cycles-v2.md, fresh seeds 99301/99302/99311): the 29 cells exact
+       1,366 -> 1,490, wrong 43 -> 45, below a baseline 29 -> 28 (Occupancy CO2 136 ->
+       184 of 200, fv 176); aperiodic claims at n 96-127 31 -> 31 of 16,800, at n 24-200
+       67 -> 68 of 21,600; the phase-jump n = 96 cells and ``cpr_period_same``
+       unchanged. Streams of 128 samples or more take main's path (the speed check's
+       10,000-report streams identical).
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -383,9 +409,9 @@ PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstr
 SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
-SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (exclusive) ...
+SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (excl.) ...
 SHORT_CYCLES_WINDOW = (4, 5)  # ... claim a refused candidate with this many whole cycles ...
-SHORT_CYCLES_ALPHA = 2e-4  # ... if it is also the best phase ANOVA, Bonferroni, at this level
+SHORT_CYCLES_ALPHA = 2e-4  # ... if also the best phase ANOVA, Bonferroni, at this (v2) level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 FULL_TAIL_FLOOR = 0.3  # ... an F ratio <= 1 has a tail above this (_full_column)
@@ -429,8 +455,8 @@ class PeriodEstimate:
     ``log_p``: the natural log of the best candidate's unadjusted p-value (for a claim of
     step 8, the local claim route, the segment-wise p-value of its lag times the route's
     factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``; for a
-    claim of step 9, a short stream's phase ANOVA, that ANOVA's log p-value, and
-    ``p_value`` it times the number of periods step 9 searched);
+    claim of step 9 or 9b, a short stream's phase ANOVA, that ANOVA's log p-value, and
+    ``p_value`` it times the number of periods the step searched);
     ``candidate``: that candidate's period (set also when abstaining: the best guess that
     did not pass the gate);
     ``searched``: the range of periods actually screened, ``(max(min_period, 3),

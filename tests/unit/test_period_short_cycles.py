@@ -102,7 +102,8 @@ def test_false_claims_at_96_to_127_samples_stay_below_their_bound():
     these families is 0.5 % fails with probability < 1e-6 (measured on the evaluation
     seed 99301 at n 96-127: main and step 9b at 2e-4 both well below 0.5 %, docs/
     preregistration/M-short-anova-cycles-v2.md); a true rate of 2 % fails with
-    probability 0.99 (``binom.sf(32, 2400, 0.02)``)."""
+    probability 0.99 (``binom.sf(32, 2400, 0.02)``). Measured on these streams: main 3,
+    with step 9b 3."""
     claims = 0
     for ki, kind in enumerate(KINDS):
         for n in (96, 100, 110, 120, 127):
