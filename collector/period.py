@@ -296,6 +296,32 @@ Search, refinement, fundamental
        family stayed <= 0.75 %: 0.01 1.4 % (13 of 900), 0.005 1.0 %, 0.002 0.67 %; claims
        19 -> 29 of 7,200, exact 121 -> 147, wrong 4 -> 7. Evaluation: docs/cpr.md, "Short
        streams: the limit".
+    9b. Four-cycle ANOVA (issue 19, helper M, 2026-12-06; ``_Search.cycles_claim``): on a
+       stream of ``SHORT_STREAM`` to ``SHORT_CYCLES_STREAM = 128`` samples (exclusive) where
+       steps 4-8 abstain, the candidate the gates refused (step 4's settled candidate, or
+       the period step 3b checked) is claimed if it has ``SHORT_CYCLES_WINDOW = (4, 5)``
+       whole cycles, is ALSO the period with the smallest phase-ANOVA p-value among those
+       with >= 3 whole cycles, and that p-value times their number is below
+       ``SHORT_CYCLES_ALPHA = 2e-4``. Why: at (T, n) = (23, 100) (4.3 cycles) the
+       penalty ``(4.35 / 12) ** 6 = 2.3e-3`` and the Bonferroni over ~125 screened tests
+       left the detector at 128-140 of 200 exact where the same statistic told T found
+       190-195 (docs/cpr.md, "Short streams: the limit"); the ANOVA over 4 whole cycles is
+       nearly as calibrated on red streams as on white, and requiring the two statistics
+       to agree on the period keeps its wrong answers (neighbours T +- 1: 4 cycles do not
+       resolve them) few. It only turns abstentions into claims. Calibration (seed 99001,
+       ``scripts/M_collect.py`` and ``M_rules.py``: eight families x n 96-199 x eps0 0.2,
+       1, 5 x 100, 11 sources x 11 shapes x 3 eps0 x 10, the phase-jump cells < 200
+       samples): window 3-5 / 4-5 / 4, search set window / all / agreeing with the
+       candidate, n < 128 / 200, level 0.01 .. 1e-4. A first version at 0.005
+       (docs/preregistration/M-short-anova-cycles.md) FAILED its evaluation: exact answers
+       on the 29 held-out cells below a baseline 1,302 -> 1,574 of 5,800 but wrong ones
+       41 -> 53 (all neighbours of T = 23; limit +10 %). At 2e-4 (docs/preregistration/
+       M-short-anova-cycles-v2.md, fresh seeds 99301/99302/99311): the 29 cells exact
+       1,366 -> 1,490, wrong 43 -> 45, below a baseline 29 -> 28 (Occupancy CO2 136 ->
+       184 of 200, fv 176); aperiodic claims at n 96-127 31 -> 31 of 16,800, at n 24-200
+       67 -> 68 of 21,600; the phase-jump n = 96 cells and ``cpr_period_same``
+       unchanged. Streams of 128 samples or more take main's path (the speed check's
+       10,000-report streams identical).
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -383,6 +409,9 @@ PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstr
 SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE instead ...
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
+SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (excl.) ...
+SHORT_CYCLES_WINDOW = (4, 5)  # ... claim a refused candidate with this many whole cycles ...
+SHORT_CYCLES_ALPHA = 2e-4  # ... if also the best phase ANOVA, Bonferroni, at this (v2) level
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 FULL_TAIL_FLOOR = 0.3  # ... an F ratio <= 1 has a tail above this (_full_column)
@@ -426,8 +455,8 @@ class PeriodEstimate:
     ``log_p``: the natural log of the best candidate's unadjusted p-value (for a claim of
     step 8, the local claim route, the segment-wise p-value of its lag times the route's
     factors, ``LOCAL_CLAIM_FACTOR`` and at 12 cycles or more ``LOCAL_CLAIM_MANY``; for a
-    claim of step 9, a short stream's phase ANOVA, that ANOVA's log p-value, and
-    ``p_value`` it times the number of periods step 9 searched);
+    claim of step 9 or 9b, a short stream's phase ANOVA, that ANOVA's log p-value, and
+    ``p_value`` it times the number of periods the step searched);
     ``candidate``: that candidate's period (set also when abstaining: the best guess that
     did not pass the gate);
     ``searched``: the range of periods actually screened, ``(max(min_period, 3),
@@ -1667,7 +1696,7 @@ class _Search:
         period = self.settle(period, settled)
         adjusted = float(min(1.0, np.exp(best_logp + np.log(tests))))
         if not self.claims(margin, best_logp, period):
-            local = self.fallback_claim()
+            local = self.fallback_claim(period)
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1686,7 +1715,7 @@ class _Search:
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
             # cycles, as every claim with fewer than PENALTY_CYCLES cycles does (step 3b)
-            local = self.fallback_claim()
+            local = self.fallback_claim(checked)
             if local is not None:
                 return local
             return PeriodEstimate(
@@ -1755,31 +1784,64 @@ class _Search:
             local = _local_period(self.autocorr, base, self.min_period, self.passes)
         return local
 
-    def fallback_claim(self) -> PeriodEstimate | None:
+    def fallback_claim(self, candidate: int | None = None) -> PeriodEstimate | None:
         """Where the gates abstain: step 8's local claim, else (streams shorter than
-        ``SHORT_STREAM``) step 9's phase ANOVA."""
+        ``SHORT_STREAM``) step 9's phase ANOVA, or (``SHORT_STREAM`` to ``SHORT_CYCLES_STREAM``
+        samples) step 9b's on ``candidate``, the period the gates refused."""
         local = self.local_claim()
         if local is None and self.n < SHORT_STREAM:
             local = self.short_claim()
+        elif local is None and self.n < SHORT_CYCLES_STREAM:
+            local = self.cycles_claim(candidate)
         return local
+
+    def anova_scan(self) -> tuple[range, list[float]]:
+        """Steps 9 and 9b: the periods with ``DEFAULT_MIN_CYCLES`` whole cycles or more (their
+        calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60 aperiodic
+        samples got 5 claims of 720) and the log p-value of the phase ANOVA at each
+        (``anova_logp``); an empty range if there is none."""
+        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
+        periods = range(self.min_period, max(top, self.min_period - 1) + 1)
+        return periods, [anova_logp(self.arr, q) for q in periods]
 
     def short_claim(self) -> PeriodEstimate | None:
         """Step 9 (issue 19, short streams; module docstring): the period with the smallest
         one-way ANOVA p-value of the phases over the whole cycles of the reports
         (``anova_logp``), claimed if that p-value times the number of periods searched is
-        below ``SHORT_ANOVA_ALPHA``. Only periods with ``DEFAULT_MIN_CYCLES`` whole cycles or
-        more (its calibration's range; at ``min_cycles = 2`` the 2-cycle periods of 60
-        aperiodic samples got 5 claims of 720). None otherwise."""
-        top = min(self.max_period, self.n // DEFAULT_MIN_CYCLES)
-        if top < self.min_period:
+        below ``SHORT_ANOVA_ALPHA``. None otherwise."""
+        periods, values = self.anova_scan()
+        if not periods:
             return None
-        periods = range(self.min_period, top + 1)
-        values = [anova_logp(self.arr, q) for q in periods]
         best = int(np.argmin(values))
         value, period = values[best], periods[best]
         adjusted = float(min(1.0, np.exp(value) * len(periods)))
         if adjusted >= SHORT_ANOVA_ALPHA:
             return None
+        return self.anova_estimate(period, value, adjusted)
+
+    def cycles_claim(self, candidate: int | None) -> PeriodEstimate | None:
+        """Step 9b (issue 19, 4-5 cycles; module docstring): ``candidate`` (the period the
+        gates refused) is claimed if it has ``SHORT_CYCLES_WINDOW`` whole cycles, is ALSO the
+        period with the smallest phase-ANOVA p-value, and that p-value times the number of
+        periods searched is below ``SHORT_CYCLES_ALPHA``. None otherwise."""
+        periods, values = self.anova_scan()
+        fewest, most = SHORT_CYCLES_WINDOW
+        if candidate is None or candidate not in periods:
+            return None
+        if not fewest <= self.n // candidate <= most:
+            return None
+        best = int(np.argmin(values))
+        if periods[best] != candidate:
+            return None
+        value = values[best]
+        adjusted = float(min(1.0, np.exp(value) * len(periods)))
+        if adjusted >= SHORT_CYCLES_ALPHA:
+            return None
+        return self.anova_estimate(candidate, value, adjusted)
+
+    def anova_estimate(self, period: int, value: float, adjusted: float) -> PeriodEstimate:
+        """The claim of steps 9 and 9b: ``period`` with its ANOVA log p-value ``value`` and
+        Bonferroni-adjusted p-value ``adjusted``."""
         _, harmonics = self.exact_logp(period)
         return PeriodEstimate(
             int(period),
