@@ -411,7 +411,8 @@ SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4,
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (excl.) ...
 SHORT_CYCLES_WINDOW = (4, 5)  # ... claim a refused candidate with this many whole cycles ...
-SHORT_CYCLES_ALPHA = 2e-4  # ... if also the best phase ANOVA, Bonferroni, at this (v2) level
+SHORT_CYCLES_ALPHA = 5e-4  # ... if also the best phase ANOVA, Bonferroni, at this level ...
+SHORT_CYCLES_MARGIN = 1.0  # ... and its log p-value beats both neighbours' T +- 1 by this much
 LAZY_TOP = 128  # screening: F tails evaluated per level column before the bound (_screen_lazy)
 LAZY_TINY = -500.0  # ... above this log p-value fdtrc is monotone (measured: _column_bound)
 FULL_TAIL_FLOOR = 0.3  # ... an F ratio <= 1 has a tail above this (_full_column)
@@ -1822,8 +1823,10 @@ class _Search:
     def cycles_claim(self, candidate: int | None) -> PeriodEstimate | None:
         """Step 9b (issue 19, 4-5 cycles; module docstring): ``candidate`` (the period the
         gates refused) is claimed if it has ``SHORT_CYCLES_WINDOW`` whole cycles, is ALSO the
-        period with the smallest phase-ANOVA p-value, and that p-value times the number of
-        periods searched is below ``SHORT_CYCLES_ALPHA``. None otherwise."""
+        period with the smallest phase-ANOVA p-value, that p-value times the number of
+        periods searched is below ``SHORT_CYCLES_ALPHA``, and its log p-value is below both
+        neighbours' (``T - 1``, ``T + 1``, where searched) by ``SHORT_CYCLES_MARGIN``. None
+        otherwise."""
         periods, values = self.anova_scan()
         fewest, most = SHORT_CYCLES_WINDOW
         if candidate is None or candidate not in periods:
@@ -1836,6 +1839,9 @@ class _Search:
         value = values[best]
         adjusted = float(min(1.0, np.exp(value) * len(periods)))
         if adjusted >= SHORT_CYCLES_ALPHA:
+            return None
+        neighbours = [values[i] for i in (best - 1, best + 1) if 0 <= i < len(values)]
+        if neighbours and min(neighbours) - value < SHORT_CYCLES_MARGIN:
             return None
         return self.anova_estimate(candidate, value, adjusted)
 
