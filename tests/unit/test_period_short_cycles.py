@@ -5,7 +5,9 @@ Where steps 4-8 abstain on a stream of ``SHORT_STREAM`` to ``SHORT_CYCLES_STREAM
 the refused candidate is claimed if it has 4-5 whole cycles and is also the best phase
 ANOVA at ``SHORT_CYCLES_ALPHA`` (Bonferroni over the periods with >= 3 whole cycles).
 Calibrated on seed 99001 (``scripts/M_collect.py``, ``scripts/M_rules.py``), evaluated on
-seeds 99301/99302/99311; the streams here use seed 99401, none of those.
+seeds 99301/99302/99311; the streams here use seed 99401, none of those. Level 5e-4 and the
+neighbour margin ``SHORT_CYCLES_MARGIN`` (helper M2, docs/preregistration/
+M2-cycles-maxstat.md): calibrated on seeds 99501-99504, evaluated on 99601/99602/99611.
 """
 
 from __future__ import annotations
@@ -44,6 +46,44 @@ def _search(reports: np.ndarray) -> P._Search:
 def test_step_nine_b_reaches_96_to_127_samples():
     """Fails on main (no such constants)."""
     assert (SHORT_STREAM, SHORT_CYCLES_STREAM, SHORT_CYCLES_WINDOW) == (96, 128, (4, 5))
+
+
+def test_step_nine_b_level_and_neighbour_margin():
+    """Fails on main (level 2e-4, no margin)."""
+    assert (P.SHORT_CYCLES_ALPHA, P.SHORT_CYCLES_MARGIN) == (5e-4, 1.0)
+
+
+def test_a_stream_between_the_old_and_new_level_is_claimed():
+    """A 4.3-cycle stream whose adjusted ANOVA p-value (2.8e-4) lies between main's level
+    2e-4 and 5e-4, its margin over T +- 1 2.4: main abstains (fails there)."""
+    estimate = detect_period(_smooth_reports(23, 100, 24))
+    assert estimate.period == 23
+    assert 2e-4 < estimate.p_value < P.SHORT_CYCLES_ALPHA
+
+
+def test_a_winner_its_neighbour_nearly_ties_is_refused():
+    """A 4.3-cycle stream whose ANOVA winner 23 (adjusted p 2.8e-9) beats its neighbour's
+    log p-value by only 0.19 < 1: refused (main claims 23: fails there; claimed again at
+    margin 0 in the next test)."""
+    reports = _smooth_reports(23, 100, 13)
+    assert detect_period(reports).period is None
+    assert _search(reports).cycles_claim(23) is None
+
+
+def test_the_margin_is_the_boundary(monkeypatch):
+    """The pinned stream (23, 100, trial 2) beats its neighbours by 1.33 in log p-value:
+    claimed at a margin just below that, refused just above."""
+    search = _search(_smooth_reports(23, 100, 2))
+    periods, values = search.anova_scan()
+    at = list(periods).index(23)
+    lead = min(values[at - 1], values[at + 1]) - values[at]
+    assert 1.0 < lead < 2.0
+    monkeypatch.setattr(P, "SHORT_CYCLES_MARGIN", lead - 0.01)
+    assert search.cycles_claim(23).period == 23
+    monkeypatch.setattr(P, "SHORT_CYCLES_MARGIN", lead + 0.01)
+    assert search.cycles_claim(23) is None
+    monkeypatch.setattr(P, "SHORT_CYCLES_MARGIN", 0.0)
+    assert _search(_smooth_reports(23, 100, 13)).cycles_claim(23).period == 23
 
 
 # the first trials (of 300 searched, seed 99401) where main abstained and step 9b claims
@@ -103,7 +143,7 @@ def test_false_claims_at_96_to_127_samples_stay_below_their_bound():
     seed 99301 at n 96-127: main and step 9b at 2e-4 both well below 0.5 %, docs/
     preregistration/M-short-anova-cycles-v2.md); a true rate of 2 % fails with
     probability 0.99 (``binom.sf(32, 2400, 0.02)``). Measured on these streams: main 3,
-    with step 9b 3."""
+    with step 9b at 2e-4 3, at 5e-4 with the neighbour margin (helper M2) 5."""
     claims = 0
     for ki, kind in enumerate(KINDS):
         for n in (96, 100, 110, 120, 127):
