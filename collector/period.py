@@ -303,8 +303,8 @@ Search, refinement, fundamental
        whole cycles, is ALSO the period with the smallest phase-ANOVA p-value among those
        with >= 3 whole cycles, that p-value times their number is below
        ``SHORT_CYCLES_ALPHA = 5e-4``, and its log p-value is below both neighbours' (T - 1,
-       T + 1) by ``SHORT_CYCLES_MARGIN = 1`` (helper M2). Why: at (T, n) = (23, 100) (4.3 cycles) the
-       penalty ``(4.35 / 12) ** 6 = 2.3e-3`` and the Bonferroni over ~125 screened tests
+       T + 1) by ``SHORT_CYCLES_MARGIN = 1`` (helper M2). Why: at (T, n) = (23, 100) (4.3
+       cycles) the penalty ``(4.35 / 12) ** 6 = 2.3e-3`` and the Bonferroni over ~125 screened tests
        left the detector at 128-140 of 200 exact where the same statistic told T found
        190-195 (docs/cpr.md, "Short streams: the limit"); the ANOVA over 4 whole cycles is
        nearly as calibrated on red streams as on white, and requiring the two statistics

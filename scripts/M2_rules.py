@@ -63,8 +63,11 @@ def summary(rows: list[dict], rule: tuple) -> None:
         elif "source" in row:
             ok, bad = got == row["period"], got is not None and got != row["period"]
             exact, wrong = exact + ok, wrong + bad
-            key = (row["source"], row["period"], row["n"], row["eps0"]) if "fv" in row else (
-                row["period"], row["n"], row["eps0"])
+            key = (
+                (row["source"], row["period"], row["n"], row["eps0"])
+                if "fv" in row
+                else (row["period"], row["n"], row["eps0"])
+            )
             entry = shapes[key]
             entry[0] += ok
             entry[1] += bad
