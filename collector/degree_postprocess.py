@@ -169,6 +169,7 @@ from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_
 __all__ = [
     "JOINT_PER_NODE",
     "JOINT_PER_NODE_EPS_MIN",
+    "PER_NODE_FREE_SHAPE",
     "MODE_Z",
     "PROJECTION_RATIO_MIN",
     "SIGNAL_RATIO_MIN",
@@ -230,6 +231,12 @@ NB_FIT_LEVEL = 0.01
 # Y, issue 20, docs/preregistration/Y-joint-per-node.md)
 JOINT_PER_NODE = True
 JOINT_PER_NODE_EPS_MIN = 0.1
+# where the per-node prior is the joint reading (above): its shape inside each bucket free
+# too (``joint_prior(..., free_shape=True)``: the Kiefer-Wolfowitz nonparametric MLE of
+# the degrees' law under the count term, the empirical-Bayes prior of a posterior median;
+# Jiang & Zhang 2009, Koenker & Mizera 2014). Opt-in (helper O, issue 20; docs/
+# preregistration/O-free-shape.md)
+PER_NODE_FREE_SHAPE = False
 
 
 def _released(values: object) -> np.ndarray:
@@ -479,7 +486,10 @@ def search_priors(
         sd = noise_sd(eps_theta, devices, parties)
         hist = joint_prior(released, theta, eps_dsr, hist, thresholds, devices, sd)
         if JOINT_PER_NODE and eps_dsr >= JOINT_PER_NODE_EPS_MIN:
-            node = joint_prior(released, theta, eps_dsr, node, thresholds, devices, sd)
+            node = joint_prior(
+                released, theta, eps_dsr, node, thresholds, devices, sd,
+                free_shape=PER_NODE_FREE_SHAPE,
+            )  # fmt: skip
     return node, hist
 
 
