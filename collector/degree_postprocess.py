@@ -169,8 +169,8 @@ from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_
 __all__ = [
     "JOINT_PER_NODE",
     "JOINT_PER_NODE_EPS_MIN",
-    "PER_NODE_FREE_SHAPE",
     "MODE_Z",
+    "PER_NODE_FREE_SHAPE",
     "PROJECTION_RATIO_MIN",
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
