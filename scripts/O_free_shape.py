@@ -9,8 +9,9 @@ Each run is the in-process reference ``cadr_reference.private_run(graph, "clip",
 per ARM on the same releases by wrapping ``cadr_reference._release_scores``: ``base`` is
 today's (``PER_NODE_FREE_SHAPE = False``), ``free`` sets
 ``degree_postprocess.PER_NODE_FREE_SHAPE = True`` (the per-node joint reading's shape free
-inside each bucket); ``freeK`` (calibration only) the same with K EM steps for the
-per-node free-shape prior (the histogram's reading keeps its own). Per-node MAE/MSE and
+inside each bucket); ``freeK`` / ``freesW`` / ``freeKsW`` (calibration only) the same with K EM
+steps and / or ``shape_smoothing`` W for the per-node free-shape prior (the histogram's
+reading keeps its own). Per-node MAE/MSE and
 the histogram's L1/EMD of each arm, the constant true median and all zeros.
 
 ``SET``: ``ycal`` (graph seeds 3501-3540, helper Y's generator ``Y_joint_per_node.make``:
@@ -66,18 +67,23 @@ def graphs(which: str):
 
 
 def _arm_state(arm: str):
-    """(flag, per-node free-shape EM steps or None) of an arm name."""
+    """(flag, per-node free-shape keyword overrides or None) of an arm name: ``base``,
+    ``free``, ``freeK`` (K EM steps), ``freesW`` / ``freeKsW`` (shape smoothing W)."""
     if arm == "base":
         return False, None
     if arm == "free":
         return True, None
-    return True, int(arm[4:])
+    steps, _, smooth = arm[4:].partition("s")
+    kw = {"iterations": int(steps)} if steps else {}
+    if smooth:
+        kw["shape_smoothing"] = float(smooth)
+    return True, kw
 
 
-def _patched_joint_prior(steps: int):
+def _patched_joint_prior(overrides: dict):
     def call(*args, free_shape=False, **kw):
         if free_shape:
-            kw["iterations"] = steps
+            kw.update(overrides)
         return joint_prior(*args, free_shape=free_shape, **kw)
 
     return call

@@ -13,6 +13,7 @@ from ldpfleet.collector.bucket_denoise import noise_sd
 from ldpfleet.collector.joint_prior import joint_prior
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol.cadr_budget import CadrBudget
+from ldpfleet.protocol.errors import ParameterError
 
 
 def _search(n: int = 200, seed: int = 5):
@@ -69,3 +70,32 @@ def test_free_shape_needs_the_joint_per_node_reading(monkeypatch):
 def test_free_shape_default_is_pinned():
     """Off until its pre-registered evaluation passes (docs/preregistration/O-free-shape.md)."""
     assert dpp.PER_NODE_FREE_SHAPE is False
+
+
+def _joint_args():
+    degrees, search, rng = _search()
+    n, theta, eps_dsr = degrees.size, 12, 4.0
+    released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, n)
+    args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
+    unimodal = dpp.unimodal_degree_prior(*args, search["noise_parties"])
+    sd = noise_sd(search["eps"], n, search["noise_parties"])
+    return (released, theta, eps_dsr, unimodal, search["thresholds"], n, sd)
+
+
+def test_shape_smoothing_spans_the_free_and_the_kept_shape():
+    args = _joint_args()
+    kept = joint_prior(*args)
+    free = joint_prior(*args, free_shape=True)
+    assert not np.array_equal(free, kept)
+    np.testing.assert_array_equal(joint_prior(*args, free_shape=True, shape_smoothing=0.0), free)
+    np.testing.assert_array_equal(joint_prior(*args, free_shape=True, shape_smoothing=1.0), kept)
+    half = joint_prior(*args, free_shape=True, shape_smoothing=0.5)
+    assert np.all(half >= 0) and np.isclose(half.sum(), 1.0)
+    assert not np.array_equal(half, free) and not np.array_equal(half, kept)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5])
+def test_shape_smoothing_outside_the_unit_interval_is_refused(bad):
+    with pytest.raises(ParameterError) as err:
+        joint_prior(*_joint_args(), free_shape=True, shape_smoothing=bad)
+    assert err.value.field == "shape_smoothing"
