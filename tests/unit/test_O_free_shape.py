@@ -48,7 +48,10 @@ def test_free_shape_replaces_the_per_node_reading_above_the_gate(monkeypatch, ep
     np.testing.assert_array_equal(on_hist, off_hist)  # the histogram: unchanged
     ts = search["thresholds"]
     if eps_dsr >= dpp.JOINT_PER_NODE_EPS_MIN:
-        want = joint_prior(released, theta, eps_dsr, unimodal, ts, n, sd, free_shape=True)
+        steps = dpp.PER_NODE_FREE_SHAPE_ITERATIONS
+        want = joint_prior(
+            released, theta, eps_dsr, unimodal, ts, n, sd, free_shape=True, iterations=steps
+        )
         np.testing.assert_array_equal(on_node, want)
         assert not np.array_equal(on_node, off_node)  # the flag does something here
     else:  # below the gate: the counts' reading, flag or not
@@ -70,6 +73,7 @@ def test_free_shape_needs_the_joint_per_node_reading(monkeypatch):
 def test_free_shape_default_is_pinned():
     """Off until its pre-registered evaluation passes (docs/preregistration/O-free-shape.md)."""
     assert dpp.PER_NODE_FREE_SHAPE is False
+    assert dpp.PER_NODE_FREE_SHAPE_ITERATIONS == 10  # the calibrated early stop
 
 
 def _joint_args():
