@@ -31,7 +31,11 @@ The count term of ``U`` is evaluated at that shape: ``(T − R_U)² Σ_j W_j²``
 reading's share of ``U`` in bucket ``j``). Opt-in (``free_shape=True``): the shape inside
 each group is free too (per degree below θ, and ``U``'s split at θ) — on the
 calibration set it sharpened the histogram into spikes (summed L1 19.77 → 23.69 at 100
-steps) and is not the rule.
+steps) and is not the rule; as the PER-NODE prior (10 steps,
+``degree_postprocess.PER_NODE_FREE_SHAPE``) it removed the half-bucket bias on regular
+graphs in wide buckets but failed its fresh evaluation on mixed graphs (summed MAE +0.019
+%; docs/preregistration/O-free-shape.md): opt-in too. ``shape_smoothing`` mixes each step's
+free shape with the start's (tried on calibration, not used).
 
 Computed by EM (Dempster, Laird & Rubin, JRSS B 1977), for a penalised likelihood (Green,
 JRSS B 1990): the E-step is each release's posterior over the atoms (degrees below θ and
