@@ -31,7 +31,11 @@ The count term of ``U`` is evaluated at that shape: ``(T − R_U)² Σ_j W_j²``
 reading's share of ``U`` in bucket ``j``). Opt-in (``free_shape=True``): the shape inside
 each group is free too (per degree below θ, and ``U``'s split at θ) — on the
 calibration set it sharpened the histogram into spikes (summed L1 19.77 → 23.69 at 100
-steps) and is not the rule.
+steps) and is not the rule; as the PER-NODE prior (10 steps,
+``degree_postprocess.PER_NODE_FREE_SHAPE``) it removed the half-bucket bias on regular
+graphs in wide buckets but failed its fresh evaluation on mixed graphs (summed MAE +0.019
+%; docs/preregistration/O-free-shape.md): opt-in too. ``shape_smoothing`` mixes each step's
+free shape with the start's (tried on calibration, not used).
 
 Computed by EM (Dempster, Laird & Rubin, JRSS B 1977), for a penalised likelihood (Green,
 JRSS B 1990): the E-step is each release's posterior over the atoms (degrees below θ and
@@ -140,6 +144,16 @@ def _group_masses(a: np.ndarray, centre: np.ndarray, weight: np.ndarray) -> np.n
     return x / x.sum()
 
 
+def _smoothing(value: object) -> float:
+    w = float(value)  # type: ignore[arg-type]
+    if not 0.0 <= w <= 1.0:
+        raise ParameterError(
+            f"must be in [0, 1], got {value!r}",
+            field="shape_smoothing", limit="in [0, 1]", value=value,
+        )  # fmt: skip
+    return w
+
+
 def joint_prior(
     released: object,
     theta: int,
@@ -151,13 +165,17 @@ def joint_prior(
     *,
     iterations: int = ITERATIONS,
     free_shape: bool = False,
+    shape_smoothing: float = 0.0,
 ) -> np.ndarray:
     """The distribution over ``0..D`` (``D = len(reading) - 1``) of the true degrees from
     the θ search's counts (through their ``reading``, with the counts' public noise sd
     ``sigma``) and the DSR values ``released`` of method "clip" (``min(d, θ) + Lap(θ /
     eps_dsr)``): ``iterations`` EM steps on the joint likelihood (module docstring).
     ``devices``: the public n (the count term's scale). Float array, non-negative,
-    summing to 1. Post-processing: no budget."""
+    summing to 1. ``shape_smoothing`` (``free_shape`` only, in ``[0, 1]``): each step's
+    shape inside a group is ``(1 − w)`` the free one plus ``w`` the start's (a Dirichlet
+    prior centred on the start's shape with pseudo-counts ``w / (1 − w)`` times the
+    group's; 0: the free shape). Post-processing: no budget."""
     y = _releases(released)
     r = np.asarray(reading, dtype=float).reshape(-1)
     d = integer_at_least(r.size - 1, "degree_bound", 1)
@@ -167,6 +185,7 @@ def joint_prior(
     n = integer_at_least(devices, "devices", 1)
     s = positive_real(sigma, "sigma")
     steps = integer_at_least(iterations, "iterations", 0)
+    w = _smoothing(shape_smoothing)
     bucket = _bucket_of(thresholds, d)
     u = int(np.flatnonzero(bucket == bucket[t])[0])  # U: θ's bucket and every one above
     if u == 0:
@@ -200,6 +219,7 @@ def joint_prior(
         x = _group_masses(big_a, centre, weight)
         if free_shape:
             inside = np.where(big_a[groups] > 0, a / np.where(big_a > 0, big_a, 1.0)[groups], 0.0)
+            inside = (1.0 - w) * inside + w * start_shape
         else:
             inside = start_shape
         p = x[groups] * inside
