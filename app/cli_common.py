@@ -81,7 +81,8 @@ class OptionError(typer.BadParameter):
     breaks (``"at least 1"``) and the ``value`` given, with an optional ``hint`` (what to do
     instead). The sentence is built from them: ``--steps must be at least 1, got 0``. A
     ``typer.BadParameter``: click prints it as a usage error and the command exits 2. Every
-    option refusal of this module goes through it (tests/unit/test_F_option_error.py)."""
+    option refusal of the command line (app/cli*.py) goes through it
+    (tests/unit/test_F_option_error.py)."""
 
     def __init__(self, option: str, limit: str, value: object, *, hint: str = "") -> None:
         self.option = option
