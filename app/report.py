@@ -617,6 +617,17 @@ def _idle_cadr_keys(results: dict, spec: dict) -> dict[str, str]:
     return dict.fromkeys(NEGOTIATION_ONLY_CADR_KEYS, f"not used by method {method}")
 
 
+def _cadr_method_text(method: object, results: dict) -> object:
+    """The ``[cadr] method`` row: the scenario's method, and the one the run used where
+    they differ (``auto (this run: clip)``: results.json's resolved ``method``), as the
+    broker URL row says ``(this run: ..., from --broker)``. No resolved method (an
+    interrupted run): the scenario's, nothing guessed."""
+    resolved = results.get("method")
+    if isinstance(resolved, str) and resolved != method:
+        return f"{method} (this run: {resolved})"
+    return method
+
+
 def _scenario_section(results: dict) -> str:
     scenario = results.get("scenario", {})
     spec = scenario.get("spec", {})
@@ -641,6 +652,8 @@ def _scenario_section(results: dict) -> str:
                 value = "none"
             elif name == "broker" and key == "url" and used_kind and value != used_kind:
                 value = f"{value} (this run: {used_kind}, from --broker)"
+            elif name == "cadr" and key == "method":
+                value = _cadr_method_text(value, results)
             if name == "cadr" and key in idle:
                 value = f"{_fmt(value)} ({idle[key]})"
             spec_rows.append((f"[{name}] {key}", value))

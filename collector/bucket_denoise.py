@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from ldpfleet.protocol.cadr_theta_noise import noise_sd
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import integer_at_least, positive_real, real_array
 
 __all__ = [
     "FIT_SDS",
@@ -84,15 +84,7 @@ def simplex_projection(values: object, total: float) -> np.ndarray:
 def bucket_sums_array(bucket_sums: object) -> np.ndarray:
     """The θ search's noisy bucket sums as a non-empty 1-d float array of finite values
     (every reading of them checks its input here)."""
-    try:
-        y = np.asarray(bucket_sums, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {bucket_sums!r}",
-            field="bucket_sums",
-            limit="an array of real numbers",
-            value=bucket_sums,
-        ) from None
+    y = real_array(bucket_sums, "bucket_sums").reshape(-1)
     if y.size == 0 or not np.all(np.isfinite(y)):
         raise ParameterError(
             f"must be a non-empty array of finite numbers, got {y.size} values",

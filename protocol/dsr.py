@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import GRID, laplace_on_grid
-from ldpfleet.protocol.validate import integer_at_least, integer_counts, positive_real
+from ldpfleet.protocol.validate import integer_at_least, integer_counts, positive_real, real_array
 
 __all__ = ["dsr_release", "dsr_scale", "post_process_distribution"]
 
@@ -66,15 +66,7 @@ def post_process_distribution(noisy: np.ndarray, theta: int) -> np.ndarray:
     sum to ``len(noisy)``; divide by it for the degree distribution. Non-finite releases
     are refused (``ParameterError``)."""
     t = integer_at_least(theta, "theta", 1)
-    try:
-        arr = np.asarray(noisy, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {noisy!r}",
-            field="noisy",
-            limit="an array of real numbers",
-            value=noisy,
-        ) from None
+    arr = real_array(noisy, "noisy").reshape(-1)
     bad = ~np.isfinite(arr)
     if np.any(bad):
         idx = int(np.flatnonzero(bad)[0])

@@ -54,7 +54,7 @@ from fractions import Fraction
 import numpy as np
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.samplers import exponential_choice
-from ldpfleet.protocol.validate import integer_at_least, positive_real
+from ldpfleet.protocol.validate import integer_at_least, positive_real, real_array
 
 __all__ = [
     "ExponentialMechanism",
@@ -65,15 +65,7 @@ __all__ = [
 
 
 def _check_scores(scores: object) -> np.ndarray:
-    try:
-        s = np.asarray(scores, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"must be an array of real numbers, got {scores!r}",
-            field="scores",
-            limit="an array of real numbers",
-            value=scores,
-        ) from None
+    s = real_array(scores, "scores")
     if s.ndim == 0 or s.shape[-1] == 0:
         raise ParameterError(
             "must be a non-empty array (one score per candidate)",

@@ -9,7 +9,7 @@ in it said "interrupted".
 import sys
 
 import pytest
-from ldpfleet.app import cli
+from ldpfleet.app import cli, cli_run
 
 
 def _main(monkeypatch, argv: list[str]) -> int:
@@ -36,7 +36,8 @@ def test_a_command_with_user_errors_says_it_once(monkeypatch, capsys, tmp_path):
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_run_any", ctrl_c)
+    # `run` looks _run_any up in app/cli_run.py, where it lives
+    monkeypatch.setattr(cli_run, "_run_any", ctrl_c)
     assert (
         _main(monkeypatch, ["run", "quickstart", "-b", "memory", "--out", str(tmp_path / "o")])
         == 130

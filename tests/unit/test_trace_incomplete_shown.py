@@ -9,7 +9,7 @@ collector side of an embedded run whose parent ignored it); report.html said "co
 
 import io
 
-from ldpfleet.app import cli, report
+from ldpfleet.app import cli, cli_summary, report
 from rich.console import Console
 
 REASON = (
@@ -51,7 +51,8 @@ def test_the_summary_table_marks_an_incomplete_trace():
 
 def test_a_warning_line_gives_the_reason(monkeypatch):
     out = Console(file=io.StringIO(), width=400, color_system=None)
-    monkeypatch.setattr(cli, "console", out)
+    # the console _print_warnings prints on is app/cli_summary.py's (patched where looked up)
+    monkeypatch.setattr(cli_summary, "console", out)
     cli._print_warnings(_results())
     text = out.file.getvalue()
     assert text.startswith("warning: the trace is incomplete: ")

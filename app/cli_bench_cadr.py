@@ -1,0 +1,240 @@
+"""The ``ldpfleet bench cadr`` command: the CADR-LDP degree release, in-process (the
+reference pipeline) or over a device fleet on a transport, averaged over seeds.
+
+The command function is registered on the ``bench`` group in app/cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from ldpfleet.app.cli_common import user_errors
+
+
+def bench_cadr_command(
+    graph: Annotated[
+        str,
+        typer.Option(
+            help="facebook, wiki-vote, a generator (barabasi_albert:n=500,m=3) or an "
+            "edge-list path (SNAP/KONECT; plain, gzip, bzip2, xz; docs/cadr.md)."
+        ),
+    ] = "facebook",
+    method: Annotated[
+        str,
+        typer.Option(
+            help="auto (clip under --pipeline dp, ll under paper), ll, lh, ra, er or clip "
+            "(no negotiation: the whole view is ε-node-LDP)."
+        ),
+    ] = "auto",
+    theta: Annotated[str, typer.Option(help="An integer, auto-sum or auto-dev.")] = "auto-dev",
+    eps: Annotated[float, typer.Option(help="Node-LDP budget.")] = 3.0,
+    alpha: Annotated[float, typer.Option(help="Share of eps for NDOE + LPEA.")] = 0.1,
+    runs: Annotated[int, typer.Option(help="Runs (seeds 0..runs-1).")] = 20,
+    transport: Annotated[
+        str,
+        typer.Option(
+            help="reference (in-process pipeline); memory, embedded, mqtt (Mosquitto on "
+            "127.0.0.1:1883) or mqtt://host:port: the device fleet protocol."
+        ),
+    ] = "reference",
+    fanout: Annotated[int, typer.Option(help="Thresholds per Deviation round (fleet).")] = 1,
+    spacing: Annotated[
+        str, typer.Option(help="linear or geometric threshold grid (fleet, fanout > 1).")
+    ] = "linear",
+    processes: Annotated[
+        int, typer.Option(help="Processes the devices run in (fleet on a real broker).")
+    ] = 1,
+    non_private: Annotated[
+        bool, typer.Option(help="The seed's Table 2: projection only, no noise.")
+    ] = False,
+    pipeline: Annotated[
+        str, typer.Option(help="dp (θ for the post-processed release) or paper (exact paper).")
+    ] = "dp",
+    degree_bound: Annotated[
+        str,
+        typer.Option(
+            help="The public degree bound D: auto (dp: devices, paper: graph-max), devices "
+            "(n - 1), graph-max (the graph's maximum degree: not private) or an integer."
+        ),
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = True,
+) -> None:
+    """CADR-LDP degree release: MAE/MSE, distribution error, kept-edge ratio, chosen θ."""
+    import time as _time
+
+    from ldpfleet.app.progress import job_progress
+    from ldpfleet.collector.cadr_reference import private_run, summarise
+    from ldpfleet.collector.projection import evaluate
+    from ldpfleet.protocol.cadr_budget import (
+        CADR_EPS_MAX,
+        CADR_EPS_MIN,
+        resolve_degree_bound,
+        resolve_method,
+    )
+    from ldpfleet.scenarios.cadr_run import scenario_graph_source
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    with user_errors():
+        if method not in ("auto", "ll", "lh", "ra", "er", "clip"):
+            raise ScenarioError(f"--method {method!r} is not one of auto, ll, lh, ra, er, clip")
+        if pipeline not in ("dp", "paper"):
+            raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
+        # auto: clip under dp, ll under paper; --non-private measures a projection: ll
+        method = "ll" if non_private and method == "auto" else resolve_method(method, pipeline)
+        if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
+            raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
+        if not CADR_EPS_MIN <= eps <= CADR_EPS_MAX:  # the limits of a scenario's [cadr] eps
+            raise ScenarioError(
+                f"--eps must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps} (below "
+                f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")'
+            )
+        if not 0 < alpha < 1:
+            raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
+        rule: str | int = int(theta) if theta.isdigit() else theta
+        if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
+            raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
+        bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
+        resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+        graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
+        g = _bench_graph(graph)
+        started = _time.perf_counter()
+        bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
+    with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
+        if transport != "reference":
+            if non_private or method == "er":
+                raise ScenarioError(
+                    "--transport: the fleet runs the private ll, lh, ra and clip; --non-private "
+                    "and er are centralised: use --transport reference"
+                )
+            result = _bench_cadr_fleet(
+                g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
+                pipeline, advance, bound,
+            )  # fmt: skip
+        elif non_private:
+            if method == "clip":  # no projection to measure: clip only clips each degree
+                raise ScenarioError("--non-private measures a projection: ll, lh, ra or er")
+            if not isinstance(rule, int):
+                raise ScenarioError("--non-private needs an integer --theta")
+            score = evaluate(g, method.upper(), rule, list(range(runs)))
+            result = {
+                "mode": "non-private",
+                "degree_sequence_mae": score.seq_mae,
+                "degree_sequence_mse": score.seq_mse,
+                "degree_distribution_l1": score.dist_l1,
+                "kept_edge_ratio": score.kept_ratio,
+                "theta": rule,
+            }
+        else:
+            done = []
+            for seed in range(runs):
+                done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
+                advance()
+            result = {"mode": "private", **summarise(done)}
+        if "dsr" in (result.get("spent") or {}):  # a private release: can it place the fleet?
+            from ldpfleet.protocol.cadr_budget import release_warnings
+
+            searched = result["spent"].get("theta", 0.0) > 0.0  # the DP θ search ran
+            result["warnings"] = release_warnings(result["spent"]["dsr"], g.n, searched=searched)
+    print(json.dumps({
+        "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
+        "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
+        **result, "seconds": round(_time.perf_counter() - started, 2),
+    }))  # fmt: skip
+
+
+def _bench_graph(graph: str):
+    """``bench cadr``'s graph: a refusal names the option (``--graph: ...``, it said
+    ``graph: ...``) and the nearest named graph (``facebok``: did you mean 'facebook'?)."""
+    from ldpfleet.app.suggest import near_miss
+    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        return load_graph(graph)
+    except ParameterError as error:
+        reason = error.reason if error.field == "graph" else str(error)
+        raise ScenarioError(f"--graph: {reason}{near_miss(graph, NAMED_GRAPHS)}") from None
+
+
+def _bench_cadr_fleet(
+    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes, pipeline,
+    advance=lambda: None, degree_bound: str | int = "auto",
+) -> dict:  # fmt: skip
+    """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
+    import numpy as np
+    from ldpfleet.protocol.cadr_budget import PART_NAMES
+    from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
+    per_run = []
+    for seed in range(runs):
+        result = run_loop(
+            run_cadr_fleet(
+                g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
+                seed=seed, fanout=fanout, spacing=spacing,
+                processes=processes if broker != "memory" else 1, graph_spec=graph,
+                pipeline=pipeline, degree_bound=degree_bound,
+            )
+        )  # fmt: skip
+        for key in ("released", "histogram", "ledgers", "theta_queries", "per_device"):
+            result.pop(key)
+        result.pop("estimate_histogram", None)
+        per_run.append(result)
+        advance()
+    means = {
+        key: float(np.mean([r[key] for r in per_run]))
+        for key in ("mae", "mse", "distribution_l1", "histogram_emd", "kept_edge_ratio",
+                    "bound_mean", "seconds")
+    }  # fmt: skip
+    for part in ("raw", "postprocessed"):
+        means[part] = {k: float(np.mean([r[part][k] for r in per_run])) for k in per_run[0][part]}
+    last = per_run[-1]
+    return {
+        "mode": "private",
+        "broker": last["broker"],
+        "pipeline": pipeline,
+        "degree_bound": last["degree_bound"],
+        "degree_bound_source": last["degree_bound_source"],
+        **means,
+        "baselines": last["baselines"],
+        "spent": last["budget"],  # per device, by part: theta (the DP θ search), ndoe, lpea, dsr
+        "spent_by_mechanism": {
+            label: last["budget"][part]
+            for label, part in PART_NAMES.items()
+            if part in last["budget"]
+        },
+        "theta_search": _fleet_theta_search([r["theta_search"] for r in per_run]),
+        "theta": sorted({r["theta"] for r in per_run}),
+        "theta_rounds": last["theta_rounds"],
+        "processes": last["processes"],
+        "ledger_exact": all(r["ledger_exact"] is not False for r in per_run),
+        "max_kept_degree": max(r["max_kept_degree"] for r in per_run),
+        "messages": {
+            "device_up": last["device_messages_up"],
+            "device_down": last["device_messages_down"],
+            "lpea_round_cap": last["lpea_round_cap"],
+        },
+        "stage_seconds": last["stage_seconds"],
+    }
+
+
+def _fleet_theta_search(searches: list[dict | None]) -> dict | None:
+    """The runs' DP θ searches in the shape of the reference bench's ``theta_search``
+    (``collector.cadr_reference.summarise``), plus what only the fleet knows per run: the
+    survivors whose noise shares were summed and the noisy counts' largest error."""
+    if not searches or searches[0] is None:
+        return None  # the paper pipeline: no DP θ search
+    first = searches[0]
+    return {
+        "eps": first["eps"],
+        "mechanism": first["mechanism"],
+        "noise_parties": first["noise_parties"],
+        "theta_exact": first["theta_exact"],
+        "thetas": [s["theta"] for s in searches],
+        "survivors": [s["survivors"] for s in searches],
+        "counts_error_max": [s["counts_error_max"] for s in searches],
+    }

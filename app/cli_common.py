@@ -1,0 +1,129 @@
+"""What every ``ldpfleet`` command shares: the stderr ``console``, the expected failures
+turned into one sentence and exit status 2 (``user_errors``), a command that ran but failed
+(``_fail``, exit 1), the ``--verbose`` state, and ``OptionError``, the one way a command
+line option is refused.
+
+Imports typer and rich only: ``ldpfleet --help`` loads this module
+(tests/unit/test_cli_imports.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+
+# (module, exception): the expected failures, shown as one line. They are looked up among
+# the modules already imported: an exception of a module never imported was never raised.
+USER_ERRORS = (
+    ("ldpfleet.scenarios.schema", "ScenarioError"),
+    ("ldpfleet.broker.select", "BrokerUnavailable"),
+    ("ldpfleet.broker.mqtt", "BrokerUrlError"),
+    ("ldpfleet.broker.embedded", "EmbeddedBrokerError"),
+    ("ldpfleet.broker.transport", "TransportError"),
+    ("ldpfleet.devices.sources", "SourceError"),
+    ("ldpfleet.protocol.errors", "ParameterError"),
+    ("ldpfleet.broker.trace", "TraceError"),
+    ("ldpfleet.broker.auth", "AuthError"),
+    ("ldpfleet.broker.tls", "TlsError"),
+    # the collector process refused the run (a refusal only the run can make): the line
+    # the in-process runner prints for the same scenario, exit 2, no output folder
+    ("ldpfleet.scenarios.split_run", "SplitRunRefused"),
+)
+_state = {"verbose": False}
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """The exception classes of ``USER_ERRORS`` whose modules are imported."""
+    loaded = ((sys.modules.get(module), name) for module, name in USER_ERRORS)
+    return tuple(getattr(module, name) for module, name in loaded if module is not None)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn expected failures into one clear line and exit status 2."""
+    try:
+        yield
+    except user_error_types() as error:
+        if _state["verbose"]:
+            console.print_exception()
+        from rich.markup import escape
+
+        # escaped: a message naming a section ([stream]) is not rich markup; no emoji codes:
+        # a value such as 'data.csv:v:' or 'nope:smile:' printed as 'data.csv✌', 'nope😄'
+        console.print(
+            f"[bold red]error:[/] {escape(str(error))}",
+            highlight=False,
+            soft_wrap=True,
+            emoji=False,
+        )
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        _say_interrupted("interrupted")
+        raise typer.Exit(130) from None
+
+
+def _say_interrupted(sentence: str) -> None:
+    """The one line a Ctrl-C prints (``main`` prints "interrupted" for the commands that
+    did not say it themselves)."""
+    console.print(sentence, highlight=False, soft_wrap=True)
+    _state["interrupted_said"] = True
+
+
+class OptionError(typer.BadParameter):
+    """A refused command-line option, as data: ``option`` (``"--steps"``), the ``limit`` it
+    breaks (``"at least 1"``) and the ``value`` given, with an optional ``hint`` (what to do
+    instead). The sentence is built from them: ``--steps must be at least 1, got 0``. A
+    ``typer.BadParameter``: click prints it as a usage error and the command exits 2. Every
+    option refusal of the command line (app/cli*.py) goes through it
+    (tests/unit/test_F_option_error.py)."""
+
+    def __init__(self, option: str, limit: str, value: object, *, hint: str = "") -> None:
+        self.option = option
+        self.limit = limit
+        self.value = value
+        self.hint = hint
+        sentence = f"{option} must be {limit}, got {_shown(value)}"
+        super().__init__(f"{sentence} ({hint})" if hint else sentence)
+
+
+def _shown(value: object) -> str:
+    """An option's value in a refusal: numbers as given, text quoted (an empty one shows)."""
+    if isinstance(value, int | float):
+        return str(value)
+    return repr(str(value))
+
+
+def _with_activity(label: str):
+    """Wrap a bench command so that, while it runs, stderr shows ``label`` with an activity
+    bar and the elapsed time (app/progress.py: only on a terminal, never with --json) —
+    for the benches that do not report their own counts yet."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def running(*args, **kwargs):
+            from ldpfleet.app.progress import job_progress
+
+            with job_progress(label, unit="running"):
+                return function(*args, **kwargs)
+
+        return running
+
+    return wrap
+
+
+def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoReturn:
+    """``label: sentence`` (the label in ``style``, the sentence printed verbatim) and exit
+    status 1: a command that ran but whose result is not what it should be (a bench that is
+    not exact, a run that lost reports, was aborted or rejected) or that stopped on an
+    error its one sentence explains."""
+    from rich.markup import escape
+
+    console.print(f"[{style}]{label}:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1) from None

@@ -1,0 +1,214 @@
+"""What ``ldpfleet`` prints after a run: the summary table, the warnings, the sentences on
+lost, rejected or late reports, the trace's public key, and OUT/report.html.
+
+Shared by ``run`` (app/cli_run.py), ``merge`` (app/cli_report.py), the separate sides
+(app/cli_sides.py) and ``bench secagg`` (app/cli_bench.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from ldpfleet.app.cli_common import _say_interrupted, _state, console
+
+
+def _device_means_cell(accuracy: dict) -> str:
+    """The per-device means' error with what it is worth beside it (results.json
+    ``accuracy.baselines``): the clipped estimates where clipping helps, and the constant
+    guess at mid-bounds ("4.618" alone read as a result where a constant scores 0.147),
+    said "worse than" when even the clipped estimates do not beat it (the quickstart at
+    eps0 = 0.4 over 200 readings: a per-device mean is noise there; issue 2 fixes its
+    budget, and docs/scenarios.md says what it takes)."""
+    error = accuracy["mean_abs_error"]
+    cell = f"{error:.4g}"
+    baselines = accuracy.get("baselines") or {}
+    constant = baselines.get("constant") or {}
+    clipped_error = (baselines.get("clipped_to_bounds") or {}).get("mean_abs_error")
+    notes = []
+    if clipped_error is not None and clipped_error < error:
+        notes.append(f"clipped to the bounds {clipped_error:.4g}")
+    if constant.get("mean_abs_error") is not None:
+        best = error if clipped_error is None else min(error, clipped_error)
+        worse = "worse than " if best >= constant["mean_abs_error"] else ""
+        notes.append(f"{worse}a constant guess {constant['mean_abs_error']:.4g}")
+    return f"{cell} ({'; '.join(notes)})" if notes else cell
+
+
+def _summary_table(results: dict):
+    from rich.table import Table
+
+    table = Table(
+        title=f"run {results['run']} ({results['broker']['kind']} broker)", show_header=False
+    )
+    stream = results["stages"]["stream"]
+    rows_ = [
+        ("devices complete", f"{results['devices_complete']} / {results['devices']}"),
+        ("reports received", f"{results['reports_received']} / {results['reports_expected']}"),
+        ("reports lost", str(results["reports_lost"])),
+        ("reports rejected", str(results["reports_rejected"])),
+        ("stream stage", f"{stream['status']} in {stream['seconds']:.2f} s"),
+        ("trace messages", str(results["trace"]["messages"]) + _trace_incomplete_mark(results)),
+    ]
+    delivery = results.get("delivery") or {}
+    if delivery.get("device_reconnects") or delivery.get("collector_reconnects"):
+        rows_.append((
+            "reconnects (devices / collector / recorder)",
+            f"{delivery['device_reconnects']} / {delivery['collector_reconnects']} / "
+            f"{delivery['recorder_reconnects']}, {delivery['republished']} republished",
+        ))  # fmt: skip
+    faults = results.get("faults")
+    if faults:
+        injected, outcome = faults["injected"], faults["outcome"]
+        gone = outcome["never_returned"]
+        rows_.append((
+            "faults: crashes",
+            f"{len(injected['crashes'])} crashed, {outcome['returned_complete']}/"
+            f"{outcome['returned']} came back and completed, {len(gone)} never returned "
+            f"({sum(gone.values())} batches reported missing)",
+        ))  # fmt: skip
+        if injected["hostile"]:
+            rows_.append((
+                "faults: hostile client",
+                f"{injected['hostile']['messages']} messages, "
+                f"{outcome['reports_rejected']} rejected (by reason in results.json)",
+            ))  # fmt: skip
+    accuracy = results.get("accuracy", {})
+    if accuracy.get("mean_abs_error") is not None:
+        rows_.append(("mean abs error of device means", _device_means_cell(accuracy)))
+    reconstruction = results.get("reconstruction")
+    if reconstruction:
+        parts = [f"{reconstruction['streams']} streams in {reconstruction['seconds']:.2f} s"]
+        if reconstruction.get("period_accuracy") is not None:
+            parts.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f}%")
+        if reconstruction.get("mean_cosine_distance") is not None:
+            parts.append(f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}")
+        rows_.append((f"reconstruction ({reconstruction['method']})", ", ".join(parts)))
+    secure = results.get("secure_sum")
+    if secure:
+        outcome = (
+            f"aborted: {secure['aborted']}"
+            if secure["aborted"]
+            else f"{secure['survivors']}/{secure['devices']} survivors, exact={secure.get('exact')}"
+        )
+        rows_.append((f"secure sum ({secure['graph']}, dim {secure['dim']})",
+                      f"{outcome}, {secure['seconds']:.2f} s"))  # fmt: skip
+    gcdp = results.get("gcdp")
+    if gcdp:
+        rows_.append((
+            f"central release ({gcdp['method']}, eps_rel {gcdp['eps_rel']:g} per window)",
+            f"{gcdp['windows_released']}/{gcdp['windows_expected']} windows, "
+            f"eps_cal {gcdp['eps_cal']:g}, MAE {_maybe(gcdp['accuracy']['mae'])} "
+            f"({_maybe(gcdp['accuracy']['mae_clipped'])} clipped)",
+        ))  # fmt: skip
+    for key, value in rows_:
+        table.add_row(key, value)
+    return table
+
+
+def trace_incomplete_reason(results: dict) -> str | None:
+    """Why the run's trace is incomplete (results.json ``trace_incomplete_reason``), or
+    None: complete, or no recorder (``[collector] trace = "none"``: no reason given)."""
+    if results.get("trace_complete") is False:
+        return results.get("trace_incomplete_reason") or None
+    return None
+
+
+def _trace_incomplete_mark(results: dict) -> str:
+    return " (incomplete)" if trace_incomplete_reason(results) else ""
+
+
+def _maybe(value: float | None) -> str:
+    """A figure to 3 digits, or "n/a" (a GC-DP run that released no window has no MAE)."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+# protocol/stream.py's close reason of a stream stage its deadline closed
+STAGE_DEADLINE_REASON = "stage deadline passed"
+
+
+def _deadline_clause(results: dict, stage_timeout: float) -> str:
+    """``; the stage closed at its deadline, [collector] stage_timeout = N s (raise it ...)``
+    when ``stage_timeout`` closed the stream stage (a run said only "N reports lost")."""
+    stream = (results.get("stages") or {}).get("stream") or {}
+    if STAGE_DEADLINE_REASON not in str(stream.get("close_reason") or ""):
+        return ""
+    return (
+        f"; the stage closed at its deadline, [collector] stage_timeout = {stage_timeout:g} s "
+        "(raise it if the fleet needs longer)"
+    )
+
+
+def _device_errors_clause(failed: dict[str, str]) -> str:
+    """``; N device(s) failed (...)`` for results.json ``fleet.device_errors``: the first
+    device's error and the count (a plugin failing on every device repeated the same
+    sentence per device); every device's with ``--verbose``."""
+    if not failed:
+        return ""
+    ordered = sorted(failed.items())
+    if _state["verbose"] or len(ordered) == 1:
+        return f"; {len(failed)} device(s) failed ({'; '.join(f'{d}: {e}' for d, e in ordered)})"
+    device, error = ordered[0]
+    return (
+        f"; {len(failed)} device(s) failed (the first, {device}: {error}; the other "
+        f"{len(failed) - 1} with --verbose and in results.json fleet.device_errors)"
+    )
+
+
+def _rejection_sentence(results: dict) -> str:
+    """One sentence on the devices the collector finally rejected (results.json
+    ``device_rejections``): the first by name, with its message, field, limit and value."""
+    rejections = results["device_rejections"]
+    device, first = min(rejections.items())
+    seq = f" #{first['seq']}" if first["kind"] == "sw_report" else ""
+    others = sorted(rejections)[1:]
+    more = f"; {len(others)} more: {', '.join(others[:5])}{', ...' if len(others) > 5 else ''}"
+    return (
+        f"device {device} stopped: the collector rejected its {first['kind']}{seq}, field "
+        f"{first['field'] or '?'}: {first['reason']} ({first['code']})"
+        + (more if others else "")
+        + "; results.json device_rejections lists them"
+    )
+
+
+def _print_trace_key(results: dict) -> None:
+    """The trace's public key: keep it apart from the outputs, ``trace verify`` checks the
+    trace's signature against it (docs/reliability.md)."""
+    key = (results.get("trace") or {}).get("public_key")
+    if key:
+        print(f"trace public key: {key}")
+
+
+def _write_report(out: Path) -> Path | None:
+    """OUT/report.html after a run (a failure to draw never fails the run: it says why)."""
+    from ldpfleet.app.progress import job_progress
+    from ldpfleet.app.report import SECTIONS, write_report
+
+    try:
+        with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
+            return write_report(out, progress=lambda _section: step())
+    except Exception as error:  # the run's outputs are written; the page is extra
+        console.print(f"[yellow]warning:[/] report.html not written: {error}")
+        return None
+    except KeyboardInterrupt:  # was typer's silent exit 130, the page missing unsaid
+        _say_interrupted(
+            f"interrupted while writing report.html; the run's outputs are complete in {out} "
+            f"(`ldpfleet report {out}` writes the page)"
+        )
+        raise typer.Exit(130) from None
+
+
+def _print_warnings(results: dict) -> None:
+    """results.json ``warnings``, one ``warning:`` line each (e.g. scenarios.clipping's, a
+    plugin's estimate_mean failing on the collector)."""
+    from rich.markup import escape
+
+    sentences = list(results.get("warnings") or [])
+    reason = trace_incomplete_reason(results)
+    if reason:
+        sentences.append(
+            f"the trace is incomplete: {reason}; `ldpfleet trace verify` cannot vouch for "
+            "what the recorder did not see (results.json trace_complete)"
+        )
+    for sentence in sentences:
+        console.print(f"[yellow]warning:[/] {escape(sentence)}", highlight=False, soft_wrap=True)
