@@ -271,7 +271,8 @@ def bench_cadr_sweep(
     """CADR-LDP private tables: MAE/MSE vs θ and vs ε, chosen θ vs the MAE-minimising θ."""
     from ldpfleet.app import cadr_sweep
     from ldpfleet.app.audit_cli import check_seed
-    from ldpfleet.app.cli import _bench_graph, user_errors
+    from ldpfleet.app.cli_bench_cadr import _bench_graph
+    from ldpfleet.app.cli_common import user_errors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
 

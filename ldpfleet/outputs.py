@@ -304,7 +304,8 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     if kind is not None:
         recorded = {row[0] for row in db.execute("SELECT DISTINCT kind FROM messages")}
     if kind is not None and kind not in recorded:
-        from ldpfleet.app.cli import protocol_kinds  # the CLI's list (imports typer: only here)
+        # the CLI's list (imports typer: only here)
+        from ldpfleet.app.cli_trace import protocol_kinds
 
         known = recorded | protocol_kinds()
         if kind not in known:

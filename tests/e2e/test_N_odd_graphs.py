@@ -11,7 +11,7 @@ name an isolated node and a graph file without an edge is refused, so the first 
 graphs reach the pipeline only through the Python API.)
 
 Also: ``bench cadr --transport memory`` says who chose θ (``theta_chosen_by``) as the
-reference bench does; it dropped the key (xfail until /tmp/N-bench-chosen-by.diff)."""
+reference bench does (it dropped the key until 2026-12-06)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,6 @@ def _bench(*extra: str) -> dict:
     return json.loads(result.output)
 
 
-@pytest.mark.xfail(strict=True, reason="needs /tmp/N-bench-chosen-by.diff (app/cli.py)")
 def test_bench_over_the_fleet_says_who_chose_theta_like_the_reference():
     reference = _bench("--transport", "reference")
     fleet = _bench("--transport", "memory")

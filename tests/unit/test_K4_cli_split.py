@@ -103,7 +103,7 @@ def _names_its_code_reads(module: str) -> set[str]:
 def test_every_name_other_code_takes_from_the_cli_is_there():
     cli = importlib.import_module(CLI)
     uses = _uses_of_the_cli()
-    assert {"app", "main", "OptionError", "protocol_kinds", "user_errors"} <= set(uses)
+    assert {"app", "main", "OptionError"} <= set(uses)  # the scan finds known importers
     missing = {name: sorted(files) for name, files in uses.items() if not hasattr(cli, name)}
     assert missing == {}
 
