@@ -210,6 +210,7 @@ def _bench_cadr_fleet(
         "theta_search": _fleet_theta_search([r["theta_search"] for r in per_run]),
         "theta": sorted({r["theta"] for r in per_run}),
         "theta_chosen_by": last["theta_chosen_by"],  # public rule: the same every seed
+        "privacy_claim": last["privacy_claim"],
         "theta_rounds": last["theta_rounds"],
         "processes": last["processes"],
         "ledger_exact": all(r["ledger_exact"] is not False for r in per_run),

@@ -90,6 +90,7 @@ from ldpfleet.protocol.cadr_budget import (
     CadrBudget,
     negotiates,
     plan_theta,
+    privacy_claim,
     resolve_degree_bound,
 )
 from ldpfleet.protocol.cadr_theta_noise import (
@@ -140,6 +141,8 @@ class CadrRun:
     degree_bound_source: str = ""
     # who chose θ (protocol.cadr_budget.plan_theta): configured, search or small-fleet
     theta_chosen_by: str = ""
+    # what the run's messages would show a collector, part by part (protocol.cadr_budget)
+    privacy_claim: dict = field(default_factory=dict)
 
 
 def public_bound(degrees: np.ndarray, degree_bound: int | None) -> int:
@@ -342,6 +345,13 @@ def private_run(
         degree_bound=bound,
         degree_bound_source=bound_source,
         theta_chosen_by=plan.chosen_by,
+        privacy_claim=privacy_claim(
+            budget,
+            method,
+            theta_searched=plan.searched,
+            degree_bound=(bound, bound_source),
+            small_fleet=plan.small_fleet,
+        ),
     )
 
 
@@ -432,6 +442,7 @@ def summarise(runs: list[CadrRun]) -> dict:
         out["degree_bound"] = runs[0].degree_bound
         out["degree_bound_source"] = runs[0].degree_bound_source
         out["theta_chosen_by"] = runs[0].theta_chosen_by
+        out["privacy_claim"] = runs[0].privacy_claim  # the same split and rule every seed
         for name in ("histogram_l1", "histogram_emd"):
             out[name] = float(np.mean([getattr(r, name) for r in runs]))
         for name in ("raw", "postprocessed"):
