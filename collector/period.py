@@ -380,6 +380,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 import sys
 import types
 
@@ -392,428 +393,185 @@ from ldpfleet.collector import period_screen as _period_screen
 from ldpfleet.collector import period_search as _period_search
 from ldpfleet.collector import period_stats as _period_stats
 from ldpfleet.collector import period_whiten as _period_whiten
-from ldpfleet.collector.period_constants import (
-    ALPHA_CORROBORATE as ALPHA_CORROBORATE,
-)
-from ldpfleet.collector.period_constants import (
-    ALPHA_SHAPE as ALPHA_SHAPE,
-)
-from ldpfleet.collector.period_constants import (
-    BLAS_SERIAL as BLAS_SERIAL,
-)
-from ldpfleet.collector.period_constants import (
-    CANDIDATES as CANDIDATES,
-)
-from ldpfleet.collector.period_constants import (
-    COMB_CACHE as COMB_CACHE,
-)
-from ldpfleet.collector.period_constants import (
-    COMB_VECTOR as COMB_VECTOR,
-)
-from ldpfleet.collector.period_constants import (
-    DEFAULT_ALPHA as DEFAULT_ALPHA,
-)
-from ldpfleet.collector.period_constants import (
-    DEFAULT_MIN_CYCLES as DEFAULT_MIN_CYCLES,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_BATCH as FAST_FOLD_BATCH,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_DIRECT as FAST_FOLD_DIRECT,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_HARMONICS as FAST_FOLD_HARMONICS,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_MIN_DIRECT as FAST_FOLD_MIN_DIRECT,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_MIN_PERIOD as FAST_FOLD_MIN_PERIOD,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_MIN_WIDE as FAST_FOLD_MIN_WIDE,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_PRIME as FAST_FOLD_PRIME,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_TOLERANCE as FAST_FOLD_TOLERANCE,
-)
-from ldpfleet.collector.period_constants import (
-    FAST_FOLD_WIDE as FAST_FOLD_WIDE,
-)
-from ldpfleet.collector.period_constants import (
-    FULL_LEAD_MARGIN as FULL_LEAD_MARGIN,
-)
-from ldpfleet.collector.period_constants import (
-    FULL_TAIL_FLOOR as FULL_TAIL_FLOOR,
-)
-from ldpfleet.collector.period_constants import (
-    HARMONIC_LEVELS as HARMONIC_LEVELS,
-)
-from ldpfleet.collector.period_constants import (
-    LAZY_TINY as LAZY_TINY,
-)
-from ldpfleet.collector.period_constants import (
-    LAZY_TOP as LAZY_TOP,
-)
-from ldpfleet.collector.period_constants import (
-    LOCAL_CLAIM_FACTOR as LOCAL_CLAIM_FACTOR,
-)
-from ldpfleet.collector.period_constants import (
-    LOCAL_CLAIM_MANY as LOCAL_CLAIM_MANY,
-)
-from ldpfleet.collector.period_constants import (
-    LOCAL_MULTIPLES as LOCAL_MULTIPLES,
-)
-from ldpfleet.collector.period_constants import (
-    LOCAL_TAIL as LOCAL_TAIL,
-)
-from ldpfleet.collector.period_constants import (
-    MASKED_MIN_BINS as MASKED_MIN_BINS,
-)
-from ldpfleet.collector.period_constants import (
-    MAX_MULTIPLE as MAX_MULTIPLE,
-)
-from ldpfleet.collector.period_constants import (
-    MAX_SPAN as MAX_SPAN,
-)
-from ldpfleet.collector.period_constants import (
-    MEMORY_GRID as MEMORY_GRID,
-)
-from ldpfleet.collector.period_constants import (
-    MIN_EXTRA_SHARE as MIN_EXTRA_SHARE,
-)
-from ldpfleet.collector.period_constants import (
-    PAD as PAD,
-)
-from ldpfleet.collector.period_constants import (
-    PENALTY_CYCLES as PENALTY_CYCLES,
-)
-from ldpfleet.collector.period_constants import (
-    PENALTY_SLOPE as PENALTY_SLOPE,
-)
-from ldpfleet.collector.period_constants import (
-    PHI_GRID as PHI_GRID,
-)
-from ldpfleet.collector.period_constants import (
-    RANK_HEAD as RANK_HEAD,
-)
-from ldpfleet.collector.period_constants import (
-    SCRATCH_FLOATS as SCRATCH_FLOATS,
-)
-from ldpfleet.collector.period_constants import (
-    SCREEN_CACHE_PERIODS as SCREEN_CACHE_PERIODS,
-)
-from ldpfleet.collector.period_constants import (
-    SEGMENT_CYCLES as SEGMENT_CYCLES,
-)
-from ldpfleet.collector.period_constants import (
-    SETTLE_FACTOR as SETTLE_FACTOR,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_ANOVA_ALPHA as SHORT_ANOVA_ALPHA,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_CYCLES_ALPHA as SHORT_CYCLES_ALPHA,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_CYCLES_MARGIN as SHORT_CYCLES_MARGIN,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_CYCLES_STREAM as SHORT_CYCLES_STREAM,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_CYCLES_WINDOW as SHORT_CYCLES_WINDOW,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_PENALTY_SLOPE as SHORT_PENALTY_SLOPE,
-)
-from ldpfleet.collector.period_constants import (
-    SHORT_STREAM as SHORT_STREAM,
-)
-from ldpfleet.collector.period_constants import (
-    TRIM as TRIM,
-)
-from ldpfleet.collector.period_constants import (
-    WHITTLE_BLOCK as WHITTLE_BLOCK,
-)
-from ldpfleet.collector.period_input import (
-    _REAL_ARRAY as _REAL_ARRAY,
-)
-from ldpfleet.collector.period_input import (
-    _check_int as _check_int,
-)
-from ldpfleet.collector.period_input import (
-    check_stream as check_stream,
-)
-from ldpfleet.collector.period_input import (
-    is_time_column as is_time_column,
-)
-from ldpfleet.collector.period_input import (
-    stream_kind as stream_kind,
-)
-from ldpfleet.collector.period_refine import (
-    _batch_pays as _batch_pays,
-)
-from ldpfleet.collector.period_refine import (
-    _captured as _captured,
-)
-from ldpfleet.collector.period_refine import (
-    _fold_energies_bounded as _fold_energies_bounded,
-)
-from ldpfleet.collector.period_refine import (
-    _fold_energy as _fold_energy,
-)
-from ldpfleet.collector.period_refine import (
-    _fold_energy_bounded as _fold_energy_bounded,
-)
-from ldpfleet.collector.period_refine import (
-    _fundamental as _fundamental,
-)
-from ldpfleet.collector.period_refine import (
-    _largest_prime as _largest_prime,
-)
-from ldpfleet.collector.period_refine import (
-    _limit as _limit,
-)
-from ldpfleet.collector.period_refine import (
-    _padded_rows as _padded_rows,
-)
-from ldpfleet.collector.period_refine import (
-    _partial_dft as _partial_dft,
-)
-from ldpfleet.collector.period_refine import (
-    _partial_dft_padded as _partial_dft_padded,
-)
-from ldpfleet.collector.period_refine import (
-    _partial_dft_rows as _partial_dft_rows,
-)
-from ldpfleet.collector.period_refine import (
-    _partial_pays as _partial_pays,
-)
-from ldpfleet.collector.period_refine import (
-    _powers as _powers,
-)
-from ldpfleet.collector.period_refine import (
-    _prime_factors as _prime_factors,
-)
-from ldpfleet.collector.period_refine import (
-    _resolving_level as _resolving_level,
-)
-from ldpfleet.collector.period_refine import (
-    _smooth as _smooth,
+from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: period.NAME
+    ALPHA_CORROBORATE,
+    ALPHA_SHAPE,
+    BLAS_SERIAL,
+    CANDIDATES,
+    COMB_CACHE,
+    COMB_VECTOR,
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_CYCLES,
+    FAST_FOLD_BATCH,
+    FAST_FOLD_DIRECT,
+    FAST_FOLD_HARMONICS,
+    FAST_FOLD_MIN_DIRECT,
+    FAST_FOLD_MIN_PERIOD,
+    FAST_FOLD_MIN_WIDE,
+    FAST_FOLD_PRIME,
+    FAST_FOLD_TOLERANCE,
+    FAST_FOLD_WIDE,
+    FULL_LEAD_MARGIN,
+    FULL_TAIL_FLOOR,
+    HARMONIC_LEVELS,
+    LAZY_TINY,
+    LAZY_TOP,
+    LOCAL_CLAIM_FACTOR,
+    LOCAL_CLAIM_MANY,
+    LOCAL_MULTIPLES,
+    LOCAL_TAIL,
+    MASKED_MIN_BINS,
+    MAX_MULTIPLE,
+    MAX_SPAN,
+    MEMORY_GRID,
+    MIN_EXTRA_SHARE,
+    PAD,
+    PENALTY_CYCLES,
+    PENALTY_SLOPE,
+    PHI_GRID,
+    RANK_HEAD,
+    SCRATCH_FLOATS,
+    SCREEN_CACHE_PERIODS,
+    SEGMENT_CYCLES,
+    SETTLE_FACTOR,
+    SHORT_ANOVA_ALPHA,
+    SHORT_CYCLES_ALPHA,
+    SHORT_CYCLES_MARGIN,
+    SHORT_CYCLES_STREAM,
+    SHORT_CYCLES_WINDOW,
+    SHORT_PENALTY_SLOPE,
+    SHORT_STREAM,
+    TRIM,
+    WHITTLE_BLOCK,
+)
+from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: period.NAME
+    _REAL_ARRAY,
+    _check_int,
+    check_stream,
+    is_time_column,
+    stream_kind,
+)
+from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: period.NAME
+    _batch_pays,
+    _captured,
+    _fold_energies_bounded,
+    _fold_energy,
+    _fold_energy_bounded,
+    _fundamental,
+    _largest_prime,
+    _limit,
+    _padded_rows,
+    _partial_dft,
+    _partial_dft_padded,
+    _partial_dft_rows,
+    _partial_pays,
+    _powers,
+    _prime_factors,
+    _resolving_level,
+    _smooth,
 )
 from ldpfleet.collector.period_result import (
-    PeriodEstimate as PeriodEstimate,
-)
-from ldpfleet.collector.period_screen import (
-    _arange_bounds as _arange_bounds,
-)
-from ldpfleet.collector.period_screen import (
-    _column_bound as _column_bound,
-)
-from ldpfleet.collector.period_screen import (
-    _column_head as _column_head,
-)
-from ldpfleet.collector.period_screen import (
-    _comb_index as _comb_index,
-)
-from ldpfleet.collector.period_screen import (
-    _comb_rows as _comb_rows,
-)
-from ldpfleet.collector.period_screen import (
-    _comb_sums as _comb_sums,
-)
-from ldpfleet.collector.period_screen import (
-    _full_column as _full_column,
-)
-from ldpfleet.collector.period_screen import (
-    _harmonic_bins as _harmonic_bins,
-)
-from ldpfleet.collector.period_screen import (
-    _harmonic_bins_cached as _harmonic_bins_cached,
-)
-from ldpfleet.collector.period_screen import (
-    _lag_sums as _lag_sums,
-)
-from ldpfleet.collector.period_screen import (
-    _level_sums as _level_sums,
-)
-from ldpfleet.collector.period_screen import (
-    _log_f_leading as _log_f_leading,
-)
-from ldpfleet.collector.period_screen import (
-    _log_sf as _log_sf,
-)
-from ldpfleet.collector.period_screen import (
-    _screen as _screen,
-)
-from ldpfleet.collector.period_screen import (
-    _screen_lazy as _screen_lazy,
-)
-from ldpfleet.collector.period_screen import (
-    _screen_logp as _screen_logp,
-)
-from ldpfleet.collector.period_screen import (
-    _screen_sums as _screen_sums,
-)
-from ldpfleet.collector.period_screen import (
-    shift_discrepancy as shift_discrepancy,
-)
-from ldpfleet.collector.period_search import (
-    _contenders as _contenders,
-)
-from ldpfleet.collector.period_search import (
-    _lag_margin as _lag_margin,
-)
-from ldpfleet.collector.period_search import (
-    _local_period as _local_period,
-)
-from ldpfleet.collector.period_search import (
-    _overlap_rho as _overlap_rho,
-)
-from ldpfleet.collector.period_search import (
-    _ranked as _ranked,
-)
-from ldpfleet.collector.period_search import (
-    _related_lag as _related_lag,
-)
-from ldpfleet.collector.period_search import (
-    _related_lags as _related_lags,
-)
-from ldpfleet.collector.period_search import (
-    _rename_margin as _rename_margin,
-)
-from ldpfleet.collector.period_search import (
-    _Search as _Search,
-)
-from ldpfleet.collector.period_search import (
-    _undo_multiple as _undo_multiple,
-)
-from ldpfleet.collector.period_stats import (
-    _explained_by as _explained_by,
-)
-from ldpfleet.collector.period_stats import (
-    _extra_logp as _extra_logp,
-)
-from ldpfleet.collector.period_stats import (
-    _harmonic_power as _harmonic_power,
-)
-from ldpfleet.collector.period_stats import (
-    _level_logp as _level_logp,
-)
-from ldpfleet.collector.period_stats import (
-    _levels as _levels,
-)
-from ldpfleet.collector.period_stats import (
-    anova_logp as anova_logp,
-)
-from ldpfleet.collector.period_stats import (
-    few_cycles_penalty as few_cycles_penalty,
-)
-from ldpfleet.collector.period_stats import (
-    masked_bins as masked_bins,
-)
-from ldpfleet.collector.period_stats import (
-    masked_logp as masked_logp,
-)
-from ldpfleet.collector.period_stats import (
-    neighbour_logp as neighbour_logp,
-)
-from ldpfleet.collector.period_stats import (
-    segment_logp as segment_logp,
-)
-from ldpfleet.collector.period_stats import (
-    segment_powers as segment_powers,
-)
-from ldpfleet.collector.period_whiten import (
-    _ar_shapes as _ar_shapes,
-)
-from ldpfleet.collector.period_whiten import (
-    _background as _background,
-)
-from ldpfleet.collector.period_whiten import (
-    _blocked as _blocked,
-)
-from ldpfleet.collector.period_whiten import (
-    _column_blocks as _column_blocks,
-)
-from ldpfleet.collector.period_whiten import (
-    _columns as _columns,
-)
-from ldpfleet.collector.period_whiten import (
-    _detrend as _detrend,
-)
-from ldpfleet.collector.period_whiten import (
-    _detrend_at as _detrend_at,
-)
-from ldpfleet.collector.period_whiten import (
-    _deviance_blocked as _deviance_blocked,
-)
-from ldpfleet.collector.period_whiten import (
-    _dot as _dot,
-)
-from ldpfleet.collector.period_whiten import (
-    _fold as _fold,
-)
-from ldpfleet.collector.period_whiten import (
-    _per_row as _per_row,
-)
-from ldpfleet.collector.period_whiten import (
-    _phase_counts as _phase_counts,
-)
-from ldpfleet.collector.period_whiten import (
-    _phase_sums as _phase_sums,
-)
-from ldpfleet.collector.period_whiten import (
-    _pocket_r2c as _pocket_r2c,
-)
-from ldpfleet.collector.period_whiten import (
-    _private_r2c as _private_r2c,
-)
-from ldpfleet.collector.period_whiten import (
-    _quadratic_basis as _quadratic_basis,
-)
-from ldpfleet.collector.period_whiten import (
-    _rfft as _rfft,
-)
-from ldpfleet.collector.period_whiten import (
-    _row_sums as _row_sums,
-)
-from ldpfleet.collector.period_whiten import (
-    _rows_of as _rows_of,
-)
-from ldpfleet.collector.period_whiten import (
-    _scratch as _scratch,
-)
-from ldpfleet.collector.period_whiten import (
-    _scratch_pool as _scratch_pool,
-)
-from ldpfleet.collector.period_whiten import (
-    _shapes as _shapes,
-)
-from ldpfleet.collector.period_whiten import (
-    _whiten as _whiten,
-)
-from ldpfleet.collector.period_whiten import (
-    _whittle as _whittle,
-)
-from ldpfleet.collector.period_whiten import (
-    _whittle_sums as _whittle_sums,
-)
-from ldpfleet.collector.period_whiten import (
-    _whittle_sums_blocked as _whittle_sums_blocked,
-)
-from ldpfleet.collector.period_whiten import (
-    _whittle_sums_flat as _whittle_sums_flat,
-)
-from ldpfleet.collector.period_whiten import (
-    _within_scale as _within_scale,
+    PeriodEstimate,
+)
+from ldpfleet.collector.period_screen import (  # noqa: F401 - re-exported: period.NAME
+    _arange_bounds,
+    _column_bound,
+    _column_head,
+    _comb_index,
+    _comb_rows,
+    _comb_sums,
+    _full_column,
+    _harmonic_bins,
+    _harmonic_bins_cached,
+    _lag_sums,
+    _level_sums,
+    _log_f_leading,
+    _log_sf,
+    _screen,
+    _screen_lazy,
+    _screen_logp,
+    _screen_sums,
+    shift_discrepancy,
+)
+from ldpfleet.collector.period_search import (  # noqa: F401 - re-exported: period.NAME
+    _contenders,
+    _lag_margin,
+    _local_period,
+    _overlap_rho,
+    _ranked,
+    _related_lag,
+    _related_lags,
+    _rename_margin,
+    _Search,
+    _undo_multiple,
+)
+from ldpfleet.collector.period_stats import (  # noqa: F401 - re-exported: period.NAME
+    _explained_by,
+    _extra_logp,
+    _harmonic_power,
+    _level_logp,
+    _levels,
+    anova_logp,
+    few_cycles_penalty,
+    masked_bins,
+    masked_logp,
+    neighbour_logp,
+    segment_logp,
+    segment_powers,
+)
+from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: period.NAME
+    _ar_shapes,
+    _background,
+    _blocked,
+    _column_blocks,
+    _columns,
+    _detrend,
+    _detrend_at,
+    _deviance_blocked,
+    _dot,
+    _fold,
+    _per_row,
+    _phase_counts,
+    _phase_sums,
+    _pocket_r2c,
+    _private_r2c,
+    _quadratic_basis,
+    _rfft,
+    _row_sums,
+    _rows_of,
+    _scratch,
+    _scratch_pool,
+    _shapes,
+    _whiten,
+    _whittle,
+    _whittle_sums,
+    _whittle_sums_blocked,
+    _whittle_sums_flat,
+    _within_scale,
 )
 from ldpfleet.protocol.errors import ParameterError
 from scipy import fft as sp_fft  # noqa: F401 - re-exported: scripts read period.sp_fft
+
+
+def _refuse_foreign_split_modules() -> None:
+    """Refuse to load this file beside split modules that are not its own: a copy of
+    ``period.py`` loaded by path (an "OLD" of an old-against-new comparison,
+    ``scripts/cpr_period_ab.py``'s ``load_old``) would otherwise run the installed
+    ``period_*`` modules, so OLD and new would be the same code and every comparison would
+    pass. A copy of a split revision needs its ``period_*.py`` beside it, loaded as a
+    package of their own."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for module in (_period_constants, _period_search):
+        theirs = os.path.dirname(os.path.abspath(module.__file__))
+        if theirs != here:
+            raise ImportError(
+                f"{__file__} is a split collector/period.py but its {module.__name__} is "
+                f"{module.__file__}: copy the revision's period_*.py beside it and load them "
+                "as one package (an OLD of a comparison would otherwise run the new code)"
+            )
+
+
+_refuse_foreign_split_modules()
 
 
 class _ForwardingModule(types.ModuleType):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +79,14 @@ def test_split_modules_never_import_period_itself(name):
                 assert all(alias.name != "period" for alias in node.names), name
         elif isinstance(node, ast.Import):
             assert all(alias.name != "ldpfleet.collector.period" for alias in node.names), name
+
+
+def test_a_copy_of_the_split_period_loaded_alone_is_refused(tmp_path):
+    """An OLD copy of a split period.py (git show REV:collector/period.py > old.py) would
+    import the installed period_* modules and so compare the new code with itself."""
+    copy = tmp_path / "period_copy.py"
+    copy.write_text(Path(P.__file__).read_text())
+    spec = importlib.util.spec_from_file_location("period_copy_k5", copy)
+    module = importlib.util.module_from_spec(spec)
+    with pytest.raises(ImportError, match="period_"):
+        spec.loader.exec_module(module)
