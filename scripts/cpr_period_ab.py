@@ -1,7 +1,14 @@
 """Old against new ``detect_period`` on the same streams (issue 19 measurements).
 
 ``OLD`` is a copy of an earlier ``collector/period.py`` (e.g. ``git show
-6cedd9b:collector/period.py > /tmp/period_old.py``); "new" is the installed package.
+6cedd9b:collector/period.py > /tmp/period_old.py``); "new" is the installed package. From
+the split into ``collector/period_*.py`` (helper K5) on, OLD is a directory holding the
+revision's ``period.py`` and ``period_*.py``::
+
+    mkdir /tmp/period_old && for f in $(git ls-tree --name-only REV collector/ | grep /period);
+    do git show REV:$f > /tmp/period_old/${f#collector/}; done
+
+(a lone copy of a split ``period.py`` refuses to load: it would run the new modules).
 
 - ``grid OLD [CACHE.json]``: the period grid's streams as ``app/bench_cpr._grid_cell``
   builds them (seed 0): every cell x trials 0-2, and the (12, 30), (25, 12), (50, 3),
@@ -17,6 +24,7 @@ Run: ``python scripts/cpr_period_ab.py grid /tmp/period_old.py /tmp/grid_cache.j
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.util
 import json
 import os
@@ -40,8 +48,55 @@ from ldpfleet.protocol.sw import SquareWave
 EXTRA = {(12, 30), (25, 12), (50, 3), (144, 12)}
 
 
+OLD_PACKAGE = "period_old_split"  # the package an OLD directory's modules are loaded as
+
+
+class _OldSplitLoader(importlib.abc.Loader):
+    """Executes one module of an OLD directory with its imports of
+    ``ldpfleet.collector.period*`` redirected to ``OLD_PACKAGE``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        source = Path(self.path).read_text()
+        source = source.replace("ldpfleet.collector.period", f"{OLD_PACKAGE}.period")
+        source = source.replace(
+            "from ldpfleet.collector import period", f"from {OLD_PACKAGE} import period"
+        )
+        exec(compile(source, self.path, "exec"), module.__dict__)
+
+
+class _OldSplitFinder(importlib.abc.MetaPathFinder):
+    """Finds ``OLD_PACKAGE.NAME`` as ``DIRECTORY/NAME.py``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(OLD_PACKAGE + "."):
+            return None
+        file = str(self.directory / (fullname.rsplit(".", 1)[1] + ".py"))
+        return importlib.util.spec_from_file_location(fullname, file, loader=_OldSplitLoader(file))
+
+
+def _load_old_split(directory: Path):
+    """``period`` of an OLD directory (a split revision's ``period.py`` and ``period_*.py``)."""
+    package = type(sys)(OLD_PACKAGE)
+    package.__path__ = []
+    sys.modules[OLD_PACKAGE] = package
+    sys.meta_path.insert(0, _OldSplitFinder(directory))
+    return importlib.import_module(f"{OLD_PACKAGE}.period")
+
+
 def load_old(path: str):
-    """The module at ``path`` (a copy of an earlier collector/period.py)."""
+    """The module at ``path`` (a copy of an earlier collector/period.py), or ``period`` of
+    the directory ``path`` (a split revision's ``period.py`` and ``period_*.py``)."""
+    if Path(path).is_dir():
+        return _load_old_split(Path(path))
     spec = importlib.util.spec_from_file_location("period_old", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["period_old"] = module
