@@ -10,7 +10,6 @@ Imports typer and rich only: ``ldpfleet --help`` loads this module
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 from typing import NoReturn
 
@@ -98,24 +97,6 @@ def _shown(value: object) -> str:
     if isinstance(value, int | float):
         return str(value)
     return repr(str(value))
-
-
-def _with_activity(label: str):
-    """Wrap a bench command so that, while it runs, stderr shows ``label`` with an activity
-    bar and the elapsed time (app/progress.py: only on a terminal, never with --json) —
-    for the benches that do not report their own counts yet."""
-
-    def wrap(function):
-        @functools.wraps(function)
-        def running(*args, **kwargs):
-            from ldpfleet.app.progress import job_progress
-
-            with job_progress(label, unit="running"):
-                return function(*args, **kwargs)
-
-        return running
-
-    return wrap
 
 
 def _fail(sentence: str, label: str = "failed", style: str = "bold red") -> NoReturn:
