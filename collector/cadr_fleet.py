@@ -65,7 +65,7 @@ from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported
-from ldpfleet.protocol.cadr_budget import CadrBudget, negotiates
+from ldpfleet.protocol.cadr_budget import CadrBudget, known_kept_ratio, negotiates
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
 from ldpfleet.protocol.cadr_messages import (
     CadrPlan,
@@ -217,7 +217,7 @@ async def run_cadr_collector(
             if store is not None:
                 store.close()
         state.keep_releases(gathered if gathered is not None else state.local_releases())
-        ratio = None if negotiates(method) else 1.0  # clip releases min(d, θ): r = 1
+        ratio = known_kept_ratio(method)
         _post_process(outcome, budget.dsr, degree_bound, budget.theta, parties, ratio)
         await state.publish_release()
     return outcome

@@ -88,6 +88,7 @@ from ldpfleet.protocol.cadr_budget import (
     PART_NAMES,
     THETA_LABEL,
     CadrBudget,
+    known_kept_ratio,
     negotiates,
     plan_theta,
     privacy_claim,
@@ -321,7 +322,7 @@ def private_run(
     kept_deg, bound_terms = _projected(graph, degrees, method, theta, budget, rng, bound, charges)
     charges.charge("laplace", eps_dsr)
     released = np.asarray(dsr_release(kept_deg, theta, eps_dsr, rng), dtype=float)
-    ratio = None if negotiates(method) else 1.0  # clip releases min(d, θ) exactly: r = 1
+    ratio = known_kept_ratio(method)
     raw, pp = _release_scores(degrees, released, theta, eps_dsr, search, bound, ratio)
     final = pp if pipeline == "dp" else raw
     return CadrRun(

@@ -240,6 +240,7 @@ __all__ = [
     "clip_theta_extra",
     "eps_for_signal_ratio",
     "fleet_signal",
+    "known_kept_ratio",
     "negotiates",
     "plan_theta",
     "privacy_claim",
@@ -738,6 +739,14 @@ def negotiates(method: str) -> bool:
     """Whether ``method`` negotiates a projection between neighbours (NDOE, LPEA: ll, lh,
     ra; er's deletion too) — False for the ``NEGOTIATION_FREE`` methods ("clip")."""
     return method not in NEGOTIATION_FREE
+
+
+def known_kept_ratio(method: str) -> float | None:
+    """The kept ratio r of ``method``'s DSR model when it is known before the release: 1
+    for the ``NEGOTIATION_FREE`` methods (clip releases min(d, θ) of the device's own list,
+    exactly its model), None for the negotiated ones (the projection keeps an unknown share
+    of each degree; the post-processing estimates it)."""
+    return None if negotiates(method) else 1.0
 
 
 METHOD_AUTO = "auto"
