@@ -8,8 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 from ldpfleet.broker.transport import Delivery, MemoryTransport
+from ldpfleet.collector import cadr_reference as cr
+from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.devices.graphs import generate
+from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
 GRAPH = generate("barabasi_albert", 16, seed=2, m=2)
@@ -62,3 +66,23 @@ async def clean_and_attacked(
         attacker.cancel()
         await asyncio.gather(attacker, return_exceptions=True)
     return clean, attacked, sent
+
+
+def clip_theta_search(n: int = 200, seed: int = 5):
+    """A clip run's DP θ search at ε = 5 on a Barabási-Albert graph of ``n``: the degrees,
+    the search's record (``cadr_reference.dp_theta``) and the generator after it."""
+    graph = generate("barabasi_albert", n, seed=seed, m=3)
+    degrees = graph.degrees()
+    rng = np.random.default_rng(0)
+    budget = CadrBudget.for_pipeline(5.0, 0.1, "dp", True, n, "clip")
+    _, search = cr.dp_theta(degrees, budget, 1.0, rng, n - 1)
+    return degrees, search, rng
+
+
+def joint_readings(search: dict, n: int, released, theta: int, eps_dsr: float):
+    """``search_priors`` of that search with the clip releases as exact observations: the
+    (per-node prior, histogram) pair the dp pipeline reads."""
+    args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
+    return dpp.search_priors(
+        *args, search["noise_parties"], exact_releases=(released, theta, eps_dsr)
+    )

@@ -7,34 +7,17 @@ masses' count term. The histogram's reading is unchanged."""
 
 import numpy as np
 import pytest
-from ldpfleet.collector import cadr_reference as cr
 from ldpfleet.collector import degree_postprocess as dpp
 from ldpfleet.collector.bucket_denoise import noise_sd
 from ldpfleet.collector.joint_prior import joint_prior
-from ldpfleet.devices.graphs import generate
-from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.protocol.errors import ParameterError
 
-
-def _search(n: int = 200, seed: int = 5):
-    graph = generate("barabasi_albert", n, seed=seed, m=3)
-    degrees = graph.degrees()
-    rng = np.random.default_rng(0)
-    budget = CadrBudget.for_pipeline(5.0, 0.1, "dp", True, n, "clip")
-    _, search = cr.dp_theta(degrees, budget, 1.0, rng, n - 1)
-    return degrees, search, rng
-
-
-def _readings(search, n, released, theta, eps_dsr):
-    args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
-    return dpp.search_priors(
-        *args, search["noise_parties"], exact_releases=(released, theta, eps_dsr)
-    )
+from tests.cadr_fixtures import clip_theta_search, joint_readings
 
 
 @pytest.mark.parametrize("eps_dsr", [4.0, 0.05])
 def test_free_shape_replaces_the_per_node_reading_above_the_gate(monkeypatch, eps_dsr):
-    degrees, search, rng = _search()
+    degrees, search, rng = clip_theta_search()
     n, theta = degrees.size, 12
     released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, n)
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
@@ -42,9 +25,9 @@ def test_free_shape_replaces_the_per_node_reading_above_the_gate(monkeypatch, ep
     sd = noise_sd(search["eps"], n, search["noise_parties"])
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", True)
     monkeypatch.setattr(dpp, "PER_NODE_FREE_SHAPE", False)
-    off_node, off_hist = _readings(search, n, released, theta, eps_dsr)
+    off_node, off_hist = joint_readings(search, n, released, theta, eps_dsr)
     monkeypatch.setattr(dpp, "PER_NODE_FREE_SHAPE", True)
-    on_node, on_hist = _readings(search, n, released, theta, eps_dsr)
+    on_node, on_hist = joint_readings(search, n, released, theta, eps_dsr)
     np.testing.assert_array_equal(on_hist, off_hist)  # the histogram: unchanged
     ts = search["thresholds"]
     if eps_dsr >= dpp.JOINT_PER_NODE_EPS_MIN:
@@ -60,13 +43,13 @@ def test_free_shape_replaces_the_per_node_reading_above_the_gate(monkeypatch, ep
 
 
 def test_free_shape_needs_the_joint_per_node_reading(monkeypatch):
-    degrees, search, rng = _search()
+    degrees, search, rng = clip_theta_search()
     n, theta, eps_dsr = degrees.size, 12, 4.0
     released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, n)
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", False)
     monkeypatch.setattr(dpp, "PER_NODE_FREE_SHAPE", True)
-    node, _ = _readings(search, n, released, theta, eps_dsr)
+    node, _ = joint_readings(search, n, released, theta, eps_dsr)
     np.testing.assert_array_equal(node, dpp.unimodal_degree_prior(*args, search["noise_parties"]))
 
 
@@ -77,7 +60,7 @@ def test_free_shape_default_is_pinned():
 
 
 def _joint_args():
-    degrees, search, rng = _search()
+    degrees, search, rng = clip_theta_search()
     n, theta, eps_dsr = degrees.size, 12, 4.0
     released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, n)
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])

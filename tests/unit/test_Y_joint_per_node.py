@@ -13,35 +13,21 @@ from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol.cadr_budget import CadrBudget
 from ldpfleet.scenarios.cadr_run import run_cadr_fleet
 
-
-def _search(n: int = 200, seed: int = 5):
-    graph = generate("barabasi_albert", n, seed=seed, m=3)
-    degrees = graph.degrees()
-    rng = np.random.default_rng(0)
-    budget = CadrBudget.for_pipeline(5.0, 0.1, "dp", True, n, "clip")
-    _, search = cr.dp_theta(degrees, budget, 1.0, rng, n - 1)
-    return degrees, search, rng
-
-
-def _readings(search, n, released, theta, eps_dsr):
-    args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
-    return dpp.search_priors(
-        *args, search["noise_parties"], exact_releases=(released, theta, eps_dsr)
-    )
+from tests.cadr_fixtures import clip_theta_search, joint_readings
 
 
 @pytest.mark.parametrize("eps_dsr", [4.0, 0.05])
 def test_the_flag_reweights_the_per_node_reading_above_the_gate(monkeypatch, eps_dsr):
-    degrees, search, rng = _search()
+    degrees, search, rng = clip_theta_search()
     n, theta = degrees.size, 12
     released = np.minimum(degrees, theta) + rng.laplace(0.0, theta / eps_dsr, n)
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
     unimodal = dpp.unimodal_degree_prior(*args, search["noise_parties"])
     sd = noise_sd(search["eps"], n, search["noise_parties"])
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", False)
-    off_node, off_hist = _readings(search, n, released, theta, eps_dsr)
+    off_node, off_hist = joint_readings(search, n, released, theta, eps_dsr)
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", True)
-    on_node, on_hist = _readings(search, n, released, theta, eps_dsr)
+    on_node, on_hist = joint_readings(search, n, released, theta, eps_dsr)
     np.testing.assert_array_equal(off_node, unimodal)
     np.testing.assert_array_equal(on_hist, off_hist)  # the histogram: unchanged
     if eps_dsr >= dpp.JOINT_PER_NODE_EPS_MIN:
@@ -53,7 +39,7 @@ def test_the_flag_reweights_the_per_node_reading_above_the_gate(monkeypatch, eps
 
 
 def test_without_exact_releases_the_flag_changes_nothing(monkeypatch):
-    degrees, search, _ = _search()
+    degrees, search, _ = clip_theta_search()
     n = degrees.size
     args = (search["bucket_sums"], search["thresholds"], n - 1, n, search["eps"])
     monkeypatch.setattr(dpp, "JOINT_PER_NODE", True)
