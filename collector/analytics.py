@@ -161,6 +161,49 @@ def accuracy_baselines(
     }
 
 
+def fleet_average(
+    estimates: dict[str, float],
+    truths: dict[str, float],
+    groups: dict[str, object] | None = None,
+) -> dict | None:
+    """results.json ``accuracy.fleet_average``: the fleet-level figure the stream's budget
+    is for. ``estimate`` is the average of the devices' private mean estimates (post-
+    processing, no privacy cost; the same number as ``baselines.fleet_mean.value``),
+    ``true`` the average of their clipped true means (``truths``: what the simulator
+    knows, as for ``mean_abs_error``), ``abs_error`` the distance between them, and
+    ``standard_error`` what a collector can state without the truth: the sample standard
+    deviation of the private estimates over √devices. It is conservative (the devices'
+    real spread is in it too) and needs two devices (None with one). Scored on the
+    devices that have both an estimate and a truth; one entry, or one per channel of a
+    multi-column source keyed by channel index (``groups``, as ``accuracy_baselines``).
+    None when no device has both."""
+    devices = [d for d in truths if d in estimates and truths[d] is not None]
+    if not devices:
+        return None
+    by_group: dict[object, list[str]] = {}
+    for device in devices:
+        by_group.setdefault((groups or {}).get(device), []).append(device)
+    entries = {
+        str(g): _average_entry(members, estimates, truths) for g, members in by_group.items()
+    }
+    return next(iter(entries.values())) if len(entries) == 1 else entries
+
+
+def _average_entry(devices: list[str], estimates: dict, truths: dict) -> dict:
+    """``fleet_average``'s figures for one channel's ``devices``."""
+    est = np.array([estimates[d] for d in devices], dtype=float)
+    true = float(np.mean([truths[d] for d in devices]))
+    estimate = float(est.mean())
+    spread = float(est.std(ddof=1)) / math.sqrt(est.size) if est.size > 1 else None
+    return {
+        "devices": int(est.size),
+        "estimate": estimate,
+        "true": true,
+        "abs_error": abs(estimate - true),
+        "standard_error": spread,
+    }
+
+
 def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
     """results.json ``privacy``: the claim the run states and what the devices' ledgers
     spent (``ledger``: ledger.json's document, ``scenarios.runner.ledger_document``).

@@ -50,7 +50,7 @@ from ldpfleet.broker.pump import cancel_all
 from ldpfleet.broker.recorder import TraceRecorder, remove_trace
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
-from ldpfleet.collector.analytics import accuracy_baselines, privacy_entry
+from ldpfleet.collector.analytics import accuracy_baselines, fleet_average, privacy_entry
 from ldpfleet.collector.bulk import NOT_RECONSTRUCTED, PERIODS_FILE, run_bulk_collector
 from ldpfleet.collector.metrics import cosine_distance
 from ldpfleet.collector.npz_files import merge_npz
@@ -766,6 +766,7 @@ def _add_stream_figures(
         "mean_abs_error": float(np.mean(errors)) if errors else None,
         "max_abs_error": float(np.max(errors)) if errors else None,
         "baselines": accuracy_baselines(estimates, truths, plan.lo, plan.hi),
+        "fleet_average": fleet_average(estimates, truths),
     }
     if recon is not None:
         recon["mean_cosine_distance"] = float(np.mean([s[0] for s in scores])) if scores else None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.trace import reports_missing_from_trace
-from ldpfleet.collector.analytics import accuracy_baselines
+from ldpfleet.collector.analytics import accuracy_baselines, fleet_average
 from ldpfleet.scenarios.schema import LoadedScenario
 
 # The collector's counters results.json copies as they are, in this order ("devices_unfinished",
@@ -139,6 +139,7 @@ def accuracy_entry(scenario: LoadedScenario, config, estimates: dict, outcomes: 
     """results.json ``accuracy``: the device means' error against the simulator's truth
     (``outcomes``: the fleet's ``DeviceOutcome``, with each device's true mean)."""
     errors = [abs(estimates[o.device] - o.true_mean) for o in outcomes if o.device in estimates]
+    truths = {o.device: o.true_mean for o in outcomes}
     channels = len(scenario.spec.source.columns) if scenario.multi_column else 1
     groups = {d: i % channels for i, d in enumerate(scenario.device_ids())}  # channel
     units = (
@@ -153,9 +154,9 @@ def accuracy_entry(scenario: LoadedScenario, config, estimates: dict, outcomes: 
         "mean_abs_error": float(np.mean(errors)) if errors else None,
         "max_abs_error": float(np.max(errors)) if errors else None,
         # a constant guess and the fleet's average estimate, scored the same way
-        "baselines": accuracy_baselines(
-            estimates, {o.device: o.true_mean for o in outcomes}, config.lo, config.hi, groups
-        ),
+        "baselines": accuracy_baselines(estimates, truths, config.lo, config.hi, groups),
+        # what the budget is for: the fleet's average, with a standard error
+        "fleet_average": fleet_average(estimates, truths, groups),
     }
 
 
