@@ -10,43 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from ldpfleet.app.accuracy_text import device_means_text, fleet_average_text
 from ldpfleet.app.cli_common import _say_interrupted, _state, console
-
-
-def _device_means_cell(accuracy: dict) -> str:
-    """The per-device means' error with what it is worth beside it (results.json
-    ``accuracy.baselines``): the clipped estimates where clipping helps, and the constant
-    guess at mid-bounds ("4.618" alone read as a result where a constant scores 0.147),
-    said "worse than" when even the clipped estimates do not beat it (the quickstart at
-    eps0 = 0.4 over 200 readings: a per-device mean is noise there; issue 2 fixes its
-    budget, and docs/scenarios.md says what it takes)."""
-    error = accuracy["mean_abs_error"]
-    cell = f"{error:.4g}"
-    baselines = accuracy.get("baselines") or {}
-    constant = baselines.get("constant") or {}
-    clipped_error = (baselines.get("clipped_to_bounds") or {}).get("mean_abs_error")
-    notes = []
-    if clipped_error is not None and clipped_error < error:
-        notes.append(f"clipped to the bounds {clipped_error:.4g}")
-    if constant.get("mean_abs_error") is not None:
-        best = error if clipped_error is None else min(error, clipped_error)
-        worse = "worse than " if best >= constant["mean_abs_error"] else ""
-        notes.append(f"{worse}a constant guess {constant['mean_abs_error']:.4g}")
-    return f"{cell} ({'; '.join(notes)})" if notes else cell
-
-
-def _fleet_average_cell(average: dict | None) -> str | None:
-    """The fleet's private average beside its truth (results.json
-    ``accuracy.fleet_average``): the figure a stream budget too small for per-device means
-    still gives (the quickstart: per-device error 4.6, the fleet's average within a few
-    tenths). ± is 1.96 standard errors, the collector's own (conservative) statement. None
-    for a multi-channel source (one entry per channel: results.json) or no figure."""
-    if not average or "estimate" not in average:
-        return None
-    cell = f"{average['estimate']:.4g}"
-    if average.get("standard_error") is not None:
-        cell += f" ± {1.96 * average['standard_error']:.2g} (95 %)"
-    return f"{cell}; true {average['true']:.4g}, error {average['abs_error']:.2g}"
 
 
 def _summary_table(results: dict):
@@ -89,8 +54,8 @@ def _summary_table(results: dict):
             ))  # fmt: skip
     accuracy = results.get("accuracy", {})
     if accuracy.get("mean_abs_error") is not None:
-        rows_.append(("mean abs error of device means", _device_means_cell(accuracy)))
-    average = _fleet_average_cell(accuracy.get("fleet_average"))
+        rows_.append(("mean abs error of device means", device_means_text(accuracy)))
+    average = fleet_average_text(accuracy.get("fleet_average"))
     if average:
         rows_.append(("fleet average (private)", average))
     reconstruction = results.get("reconstruction")

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from ldpfleet.app.accuracy_text import device_means_text, fleet_average_text
 from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 
 STYLE = """
@@ -442,7 +443,10 @@ def _accuracy_figures(results: dict) -> list[str]:
         accuracy.get("mean_abs_error") is not None
         and results.get("stream", {}).get("mechanism") != "raw"
     ):
-        figures.append(f"mean abs error of the device means {_num(accuracy['mean_abs_error'])}")
+        figures.append(f"mean abs error of the device means {device_means_text(accuracy)}")
+        average = fleet_average_text(accuracy.get("fleet_average"))
+        if average:
+            figures.append(f"fleet average (private) {average}")
     reconstruction = results.get("reconstruction") or {}
     if reconstruction.get("period_accuracy") is not None:
         figures.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f} %")

@@ -100,6 +100,9 @@ def test_the_report_leads_with_a_headline(tmp_path):
     assert items["devices complete"] == "50 / 50"
     assert items["reports lost"] == "0 of 2,000 (0 rejected)"
     assert items["accuracy"].startswith("mean abs error of the device means ")
+    # the per-device error beside the constant guess, and what the budget does give
+    assert "worse than a constant guess 0.1472" in items["accuracy"]
+    assert "fleet average (private) 19.97 ± 1.7 (95 %); true 20.05" in items["accuracy"]
     assert "ε = 2 per 5-step window; worst spend 2 (= the budget); 0 refusals" in items["privacy"]
     assert items["time"].endswith(" s") and " s wall" in items["time"]
     # the scenario names the embedded broker by default; this run used --broker memory

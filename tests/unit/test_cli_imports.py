@@ -50,6 +50,7 @@ LIGHT_OURS = {
     "ldpfleet.app.cli_trace",
     "ldpfleet.app.audit_cli",
     "ldpfleet.app.bench_commands",
+    "ldpfleet.app.accuracy_text",  # the summary's wording of the accuracy figures: no imports
     "ldpfleet.scenarios",
     "ldpfleet.scenarios.builtin",
 }

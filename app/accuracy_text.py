@@ -1,0 +1,42 @@
+"""The stream accuracy figures in words, beside what they are worth: the per-device means'
+error with the constant guess, and the fleet's private average with its interval and
+truth (results.json ``accuracy``). One wording for the run summary (app/cli_summary.py)
+and the report's headline (app/report.py)."""
+
+from __future__ import annotations
+
+
+def device_means_text(accuracy: dict) -> str:
+    """The per-device means' error with what it is worth beside it (results.json
+    ``accuracy.baselines``): the clipped estimates where clipping helps, and the constant
+    guess at mid-bounds ("4.618" alone read as a result where a constant scores 0.147),
+    said "worse than" when even the clipped estimates do not beat it (the quickstart at
+    eps0 = 0.4 over 200 readings: a per-device mean is noise there; issue 2 fixes its
+    budget, and docs/scenarios.md says what it takes)."""
+    error = accuracy["mean_abs_error"]
+    cell = f"{error:.4g}"
+    baselines = accuracy.get("baselines") or {}
+    constant = baselines.get("constant") or {}
+    clipped_error = (baselines.get("clipped_to_bounds") or {}).get("mean_abs_error")
+    notes = []
+    if clipped_error is not None and clipped_error < error:
+        notes.append(f"clipped to the bounds {clipped_error:.4g}")
+    if constant.get("mean_abs_error") is not None:
+        best = error if clipped_error is None else min(error, clipped_error)
+        worse = "worse than " if best >= constant["mean_abs_error"] else ""
+        notes.append(f"{worse}a constant guess {constant['mean_abs_error']:.4g}")
+    return f"{cell} ({'; '.join(notes)})" if notes else cell
+
+
+def fleet_average_text(average: dict | None) -> str | None:
+    """The fleet's private average beside its truth (results.json
+    ``accuracy.fleet_average``): the figure a stream budget too small for per-device means
+    still gives (the quickstart: per-device error 4.6, the fleet's average within a few
+    tenths). ± is 1.96 standard errors, the collector's own (conservative) statement. None
+    for a multi-channel source (one entry per channel: results.json) or no figure."""
+    if not average or "estimate" not in average:
+        return None
+    cell = f"{average['estimate']:.4g}"
+    if average.get("standard_error") is not None:
+        cell += f" ± {1.96 * average['standard_error']:.2g} (95 %)"
+    return f"{cell}; true {average['true']:.4g}, error {average['abs_error']:.2g}"
