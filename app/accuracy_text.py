@@ -40,3 +40,15 @@ def fleet_average_text(average: dict | None) -> str | None:
     if average.get("standard_error") is not None:
         cell += f" ± {1.96 * average['standard_error']:.2g} (95 %)"
     return f"{cell}; true {average['true']:.4g}, error {average['abs_error']:.2g}"
+
+
+def cosine_distance_text(reconstruction: dict) -> str:
+    """The reconstructions' mean cosine distance beside a flat line's, scored the same way
+    (results.json ``reconstruction.constant_cosine_distance``: the baseline a reconstruction
+    must beat; "0.009" alone did not say whether that is good)."""
+    text = f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}"
+    flat = reconstruction.get("constant_cosine_distance")
+    if flat is not None:
+        worse = "worse than " if reconstruction["mean_cosine_distance"] >= flat else ""
+        text += f" ({worse}a flat line {flat:.3f})"
+    return text

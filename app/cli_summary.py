@@ -10,7 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from ldpfleet.app.accuracy_text import device_means_text, fleet_average_text
+from ldpfleet.app.accuracy_text import (
+    cosine_distance_text,
+    device_means_text,
+    fleet_average_text,
+)
 from ldpfleet.app.cli_common import _say_interrupted, _state, console
 
 
@@ -64,7 +68,7 @@ def _summary_table(results: dict):
         if reconstruction.get("period_accuracy") is not None:
             parts.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f}%")
         if reconstruction.get("mean_cosine_distance") is not None:
-            parts.append(f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}")
+            parts.append(cosine_distance_text(reconstruction))
         rows_.append((f"reconstruction ({reconstruction['method']})", ", ".join(parts)))
     secure = results.get("secure_sum")
     if secure:

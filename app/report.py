@@ -27,7 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from ldpfleet.app.accuracy_text import device_means_text, fleet_average_text
+from ldpfleet.app.accuracy_text import (
+    cosine_distance_text,
+    device_means_text,
+    fleet_average_text,
+)
 from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 
 STYLE = """
@@ -451,7 +455,7 @@ def _accuracy_figures(results: dict) -> list[str]:
     if reconstruction.get("period_accuracy") is not None:
         figures.append(f"period accuracy {100 * reconstruction['period_accuracy']:.0f} %")
     if reconstruction.get("mean_cosine_distance") is not None:
-        figures.append(f"mean cosine distance {_num(reconstruction['mean_cosine_distance'], 3)}")
+        figures.append(cosine_distance_text(reconstruction))
     secure = results.get("secure_sum") or {}
     if secure and not secure.get("aborted"):
         if secure.get("exact") is None:  # a collector side: the vectors are the fleet's
