@@ -52,3 +52,22 @@ def cosine_distance_text(reconstruction: dict) -> str:
         worse = "worse than " if reconstruction["mean_cosine_distance"] >= flat else ""
         text += f" ({worse}a flat line {flat:.3f})"
     return text
+
+
+def release_mae_text(accuracy: dict) -> str:
+    """A GC-DP release's window-mean MAE, clipped to [0, 1] too, beside the free baseline
+    scored the same way (results.json ``gcdp.accuracy.public_baseline_mae``: each node's
+    public calibration mean every window, spending nothing); "worse than" when even the
+    clipped release does not beat it (Occupancy at eps_rel = 1: 0.336 against 0.10)."""
+
+    def number(value) -> str:  # "n/a": a run that released no window has no MAE
+        return "n/a" if value is None else f"{value:.3g}"
+
+    mae, clipped = accuracy.get("mae"), accuracy.get("mae_clipped")
+    text = f"MAE {number(mae)} ({number(clipped)} clipped"
+    free = accuracy.get("public_baseline_mae")
+    if free is not None and mae is not None:
+        best = mae if clipped is None else min(mae, clipped)
+        worse = "worse than " if best >= free else ""
+        text += f"; {worse}the public calibration mean {number(free)}"
+    return text + ")"

@@ -14,6 +14,7 @@ from ldpfleet.app.accuracy_text import (
     cosine_distance_text,
     device_means_text,
     fleet_average_text,
+    release_mae_text,
 )
 from ldpfleet.app.cli_common import _say_interrupted, _state, console
 
@@ -57,7 +58,8 @@ def _summary_table(results: dict):
                 f"{outcome['reports_rejected']} rejected (by reason in results.json)",
             ))  # fmt: skip
     accuracy = results.get("accuracy", {})
-    if accuracy.get("mean_abs_error") is not None:
+    raw = results.get("stream", {}).get("mechanism") == "raw"  # sent unprivatised: GC-DP's
+    if accuracy.get("mean_abs_error") is not None and not raw:
         rows_.append(("mean abs error of device means", device_means_text(accuracy)))
     average = fleet_average_text(accuracy.get("fleet_average"))
     if average:
@@ -84,8 +86,7 @@ def _summary_table(results: dict):
         rows_.append((
             f"central release ({gcdp['method']}, eps_rel {gcdp['eps_rel']:g} per window)",
             f"{gcdp['windows_released']}/{gcdp['windows_expected']} windows, "
-            f"eps_cal {gcdp['eps_cal']:g}, MAE {_maybe(gcdp['accuracy']['mae'])} "
-            f"({_maybe(gcdp['accuracy']['mae_clipped'])} clipped)",
+            f"eps_cal {gcdp['eps_cal']:g}, {release_mae_text(gcdp['accuracy'])}",
         ))  # fmt: skip
     for key, value in rows_:
         table.add_row(key, value)
@@ -102,11 +103,6 @@ def trace_incomplete_reason(results: dict) -> str | None:
 
 def _trace_incomplete_mark(results: dict) -> str:
     return " (incomplete)" if trace_incomplete_reason(results) else ""
-
-
-def _maybe(value: float | None) -> str:
-    """A figure to 3 digits, or "n/a" (a GC-DP run that released no window has no MAE)."""
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 # protocol/stream.py's close reason of a stream stage its deadline closed

@@ -169,6 +169,8 @@ def score_gcdp(entry: dict, stage, fleet: Fleet, window: int, bounds: tuple[floa
     }
     errors = np.array([np.abs(released[k] - truth[k]) for k in released])
     clipped = np.array([np.abs(np.clip(released[k], 0.0, 1.0) - truth[k]) for k in released])
+    centre = (entry.get("public_baseline") or {}).get("calibration_mean")
+    free = np.array([np.abs(np.asarray(centre) - truth[k]) for k in released]) if centre else None
     return {
         **entry,
         "accuracy": {
@@ -176,6 +178,8 @@ def score_gcdp(entry: dict, stage, fleet: Fleet, window: int, bounds: tuple[floa
             "mae": float(errors.mean()) if errors.size else None,
             "mae_clipped": float(clipped.mean()) if clipped.size else None,
             "mae_per_node": errors.mean(axis=0).tolist() if errors.size else None,
+            # the free baseline scored the same way: each node's public calibration mean
+            "public_baseline_mae": float(free.mean()) if free is not None and free.size else None,
         },
         "released": {str(k): released[k].tolist() for k in released},
         "true_means": {str(k): truth[k].tolist() for k in truth},

@@ -90,3 +90,15 @@ async def test_accuracy_is_in_normalised_units_for_a_one_bounds_source(tmp_path)
     truths = np.array(list(results["gcdp"]["true_means"].values()))
     assert truths.min() >= 0.0 and truths.max() <= 1.0  # [0, 1] units, as stated
     assert accuracy["mae_clipped"] <= 1.0
+
+
+async def test_the_free_baseline_is_scored_like_the_release(tmp_path):
+    """``gcdp.accuracy.public_baseline_mae``: each node's public calibration mean, every
+    released window, against the same true means the release's MAE uses."""
+    results = await run_scenario(scenario(tmp_path), broker="memory", out_dir=tmp_path / "b")
+    gcdp = results["gcdp"]
+    centre = np.array(gcdp["public_baseline"]["calibration_mean"])
+    truths = np.array([gcdp["true_means"][k] for k in gcdp["released"]])
+    expected = float(np.abs(truths - centre).mean())
+    assert gcdp["accuracy"]["public_baseline_mae"] == pytest.approx(expected, rel=1e-12)
+    assert 0.0 < expected < 1.0

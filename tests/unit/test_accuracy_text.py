@@ -2,7 +2,11 @@
 ``reconstruction.constant_cosine_distance``), in the run summary and the report: "mean
 cosine distance 0.009" alone did not say whether it is good."""
 
-from ldpfleet.app.accuracy_text import cosine_distance_text
+import io
+
+from ldpfleet.app import cli
+from ldpfleet.app.accuracy_text import cosine_distance_text, release_mae_text
+from rich.console import Console
 
 
 def test_a_reconstruction_better_than_a_flat_line():
@@ -21,3 +25,47 @@ def test_without_the_flat_line_the_distance_stands_alone():
     text = cosine_distance_text({"mean_cosine_distance": 0.05, "constant_cosine_distance": None})
     assert text == "mean cosine distance 0.050"
     assert cosine_distance_text({"mean_cosine_distance": 0.05}) == "mean cosine distance 0.050"
+
+
+def test_a_release_worse_than_the_free_baseline_says_so():
+    accuracy = {"mae": 1.0786, "mae_clipped": 0.3363, "public_baseline_mae": 0.1501}
+    assert release_mae_text(accuracy) == (
+        "MAE 1.08 (0.336 clipped; worse than the public calibration mean 0.15)"
+    )
+
+
+def test_a_release_better_than_the_free_baseline_is_not_called_worse():
+    accuracy = {"mae": 0.2, "mae_clipped": 0.05, "public_baseline_mae": 0.1}
+    assert release_mae_text(accuracy) == "MAE 0.2 (0.05 clipped; the public calibration mean 0.1)"
+
+
+def test_no_window_released_and_no_baseline():
+    assert release_mae_text({"mae": None, "mae_clipped": None}) == "MAE n/a (n/a clipped)"
+    assert release_mae_text({"mae": 0.5, "mae_clipped": 0.4}) == "MAE 0.5 (0.4 clipped)"
+
+
+def test_a_raw_stream_has_no_device_means_row():
+    """Readings sent in the clear (GC-DP's central model): their device means are exact,
+    "0 (a constant guess 0.16)" said nothing; the report skipped it already."""
+    results = {
+        "run": "r1",
+        "broker": {"kind": "memory"},
+        "stages": {"stream": {"status": "complete", "seconds": 1.0}},
+        "devices": 2,
+        "devices_complete": 2,
+        "reports_received": 4,
+        "reports_expected": 4,
+        "reports_lost": 0,
+        "reports_rejected": 0,
+        "trace": {"messages": 5},
+        "warnings": [],
+        "stream": {"mechanism": "raw"},
+        "accuracy": {"mean_abs_error": 0.0, "baselines": {"constant": {"mean_abs_error": 0.16}}},
+    }
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    console.print(cli._summary_table(results))
+    assert "device means" not in console.file.getvalue()
+    results["stream"]["mechanism"] = "sw"
+    console = Console(file=io.StringIO(), width=300, color_system=None)
+    console.print(cli._summary_table(results))
+    assert "mean abs error of device means" in console.file.getvalue()
