@@ -31,6 +31,7 @@ from ldpfleet.app.accuracy_text import (
     cosine_distance_text,
     device_means_text,
     fleet_average_text,
+    release_mae_text,
 )
 from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
 
@@ -470,10 +471,7 @@ def _accuracy_figures(results: dict) -> list[str]:
             )
     gcdp = (results.get("gcdp") or {}).get("accuracy") or {}
     if gcdp.get("mae") is not None:
-        figures.append(
-            f"GC-DP window-mean MAE {_num(gcdp['mae'], 3)} ({_num(gcdp.get('mae_clipped'), 3)} "
-            "clipped to [0, 1])"
-        )
+        figures.append(f"GC-DP window-mean {release_mae_text(gcdp)}")
     if _is_cadr(results):
         figures.append(
             f"degree MAE {_num(results.get('mae'), 3)}, MSE {_num(results.get('mse'), 3)}, "

@@ -215,6 +215,7 @@ def test_a_gcdp_run_reports_budgets_per_coordinate(tmp_path):
     assert re.search(r"<td>gcdp</td><td>complete</td><td class=\"num\">[0-9.]+</td>", page)
     assert "(20 values; exact in results.json)" in page
     assert "GC-DP window-mean MAE" in headline(page)["accuracy"]
+    assert "the public calibration mean" in headline(page)["accuracy"]  # the free baseline
 
 
 CADR = """
