@@ -1053,14 +1053,7 @@ async def run_bulk_scenario(
     batches)."""
     from ldpfleet.scenarios.runner import new_run_id
 
-    if shard_brokers:
-        raise ParameterError(
-            "bulk gateways run on --broker only; --shard-broker is not supported with "
-            'fleet.connection = "bulk"',
-            field="shard_brokers",
-            limit='no --shard-broker with fleet.connection = "bulk"',
-            value=shard_brokers,
-        )
+    _refuse_shard_brokers(shard_brokers)
     spec = scenario.spec
     broker_spec = broker or spec.broker.url
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
@@ -1090,6 +1083,26 @@ async def run_bulk_scenario(
     await asyncio.to_thread(_add_stream_figures, results, plan, out, spec.cpr.period_tolerance)
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
+    _add_run_summary(results, scenario, plan, broker_spec)
+    write_results(out / "results.json", results, indent=1)
+    return results
+
+
+def _refuse_shard_brokers(shard_brokers: list[str] | None) -> None:
+    """A bulk run's gateways run on ``--broker`` only: ``--shard-broker`` is refused."""
+    if shard_brokers:
+        raise ParameterError(
+            "bulk gateways run on --broker only; --shard-broker is not supported with "
+            'fleet.connection = "bulk"',
+            field="shard_brokers",
+            limit='no --shard-broker with fleet.connection = "bulk"',
+            value=shard_brokers,
+        )
+
+
+def _add_run_summary(results: dict, scenario, plan: BulkPlan, broker_spec) -> None:
+    """Add to ``run_bulk``'s results the fields the run summary reads (run, scenario,
+    broker kind and url, stages, devices complete, missing batches; ``run_bulk_scenario``)."""
     kind = broker_spec if broker_spec in ("memory", "embedded") else "mqtt"
     if not isinstance(broker_spec, str):
         kind = "transport"
@@ -1105,7 +1118,7 @@ async def run_bulk_scenario(
     url = broker_spec if isinstance(broker_spec, str) else None
     results["fleet"] |= {"connection": "bulk", "devices_run": plan.devices}
     results.update(
-        run=run,
+        run=plan.run,
         event_loop=loop_name(),
         scenario=scenario_header(scenario, plan.seed),
         broker={"kind": kind, "url": url, "auth": results.pop("auth"), "shard_brokers": None},
@@ -1124,8 +1137,6 @@ async def run_bulk_scenario(
         trace_complete=(results["trace"] or {}).get("recorder") == "bulk",
         trace_incomplete_reason=None,
     )
-    write_results(out / "results.json", results, indent=1)
-    return results
 
 
 def _stream_stage(results: dict) -> dict:

@@ -1,6 +1,6 @@
 """Pin of the lower layers' long functions, for helper S2's pure refactor (split them).
 
-    python scripts/S2_pin.py record OUT.json [--only tables,lpea,wmd,nb] [--corpus C.jsonl]
+    python scripts/S2_pin.py record OUT.json [--only tables,lpea,wmd,nb,runs] [--corpus C.jsonl]
     python scripts/S2_pin.py check OUT.json  [--only ...]  [--corpus C.jsonl]
 
 ``record`` writes every outcome; ``check`` recomputes them and lists the keys whose outcome
@@ -26,6 +26,15 @@ differs (exit 1), so a refactor that changed nothing exits 0. Sections:
 - ``nb``: ``protocol.samplers._nb_scalar_values`` on a fresh ``_Bits`` for many
   ``(whole, fn/fd, u/v)``, thousands of values from fixed seeds; the values and the bit
   pool's and generator's state after.
+- ``runs``: ``ldpfleet run`` (subprocess, fixed ``--run`` id) of a small bulk scenario
+  (``tests/e2e/test_bulk_scenario.py``'s: memory, embedded, seed 9 traced on one shard, no
+  reconstruction; ``scenarios.bulk_run.run_bulk_scenario``), ``scenarios/secure-sum.toml``
+  and two CADR fleets on a BA graph (clip/dp, ll/paper) on memory (``broker.fanin.fan_in``
+  carries their intakes): results.json without the fields that measure the machine
+  (``_VARYING``: times, memory, CPU, latencies, trace keys) and the SHA-256 of every
+  ``.npz`` array. Caveat: the embedded bulk run's ``fleet_mean_mae`` can differ in its last
+  bit between two runs of the same code (the partitions' estimate sums add in arrival
+  order); rerun ``check`` before reading a difference there as a change.
 
 JSON with sorted keys; floats by ``repr`` (exact). Helper S2, 2026-12-06.
 """
@@ -455,7 +464,118 @@ def pin_nb() -> dict:
     return out
 
 
-SECTIONS = {"tables": pin_tables, "lpea": pin_lpea, "wmd": pin_wmd, "nb": pin_nb}
+# --------------------------------------------------------------------------- runs
+
+BULK = """
+[scenario]
+name = "bulk-small"
+seed = 4
+[fleet]
+devices = 150
+connection = "bulk"
+gateway_devices = 60
+shards = 2
+[stream]
+steps = 30
+eps = 2.0
+w = 3
+batch_steps = 3
+reconstruct = "cpr"
+retransmit_after = 30
+[source]
+kind = "synthetic"
+shape = "sine"
+period = [6, 10]
+amplitude = 1.0
+noise = 0.1
+bounds = [-1.5, 1.5]
+[collector]
+trace = "none"
+partitions = 2
+"""
+
+CADR = """
+[scenario]
+name = "cadr-small"
+seed = 3
+[graph]
+source = "barabasi_albert:n=120,m=3,seed=2"
+[cadr]
+method = "METHOD"
+eps = 3.0
+alpha = 0.1
+theta = "auto-dev"
+pipeline = "PIPELINE"
+"""
+
+RUNS = {
+    "bulk-memory": (BULK, "memory", []),
+    "bulk-embedded": (BULK, "embedded", []),
+    "bulk-seed9-traced-1shard": (
+        BULK.replace('trace = "none"', 'trace = "all"').replace("shards = 2", "shards = 1"),
+        "memory",
+        ["--seed", "9"],
+    ),
+    "bulk-no-reconstruct": (BULK.replace('"cpr"', '"none"'), "memory", []),
+    "secure-sum": ((ROOT / "scenarios" / "secure-sum.toml").read_text(), "memory", []),
+    "cadr-clip-dp": (CADR.replace("METHOD", "clip").replace("PIPELINE", "dp"), "memory", []),
+    "cadr-ll-paper": (CADR.replace("METHOD", "ll").replace("PIPELINE", "paper"), "memory", []),
+}
+_VARYING = (
+    "seconds", "peak_rss", "cpu", "rate", "per_second", "started", "finished", "_at",
+    "timeline", "latency", "_ms", "public_key",
+)  # fmt: skip
+
+
+def _stable(value: object) -> object:
+    """results.json without the fields that measure the machine (times, memory, CPU)."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if not any(t in k for t in _VARYING)}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def pin_runs() -> dict:
+    import subprocess
+
+    out = {}
+    cli = str(Path(sys.executable).parent / "ldpfleet")
+    for name, (text, broker, extra) in RUNS.items():
+        folder = Path("/tmp/S2-pin-runs") / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        (folder / "s.toml").write_text(text)
+        done = subprocess.run(
+            [
+                cli,
+                "run",
+                "s.toml",
+                "--broker",
+                broker,
+                "--out",
+                "out",
+                "--run",
+                f"s2-{name}",
+                *extra,
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+        )
+        entry: dict = {"rc": done.returncode}
+        results = folder / "out" / "results.json"
+        if results.exists():
+            entry["results"] = _stable(json.loads(results.read_text()))
+        for npz in sorted((folder / "out").glob("*.npz")):
+            with np.load(npz) as data:
+                entry[npz.name] = {k: _array(data[k])["sha256"] for k in sorted(data.files)}
+        out[name] = entry
+    return out
+
+
+SECTIONS = {"tables": pin_tables, "lpea": pin_lpea, "wmd": pin_wmd, "nb": pin_nb, "runs": pin_runs}
 
 
 def compute(only: list[str], corpus: str | None) -> dict:
@@ -464,6 +584,21 @@ def compute(only: list[str], corpus: str | None) -> dict:
         fn = SECTIONS[name]
         out[name] = fn(corpus) if name == "tables" else fn()
     return json.loads(json.dumps(out, sort_keys=True))
+
+
+def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, object]]:
+    """The leaf paths where ``a`` and ``b`` differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            d for k in sorted(set(a) | set(b)) for d in _leaves(a.get(k), b.get(k), f"{path}/{k}")
+        ]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _leaves(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [(path, a, b)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -487,14 +622,9 @@ def main(argv: list[str] | None = None) -> int:
         diff = [k for k in keys if old.get(k) != new.get(k)]
         print(f"{section}: {len(keys)} outcomes, {len(diff)} differ")
         for k in diff[:10]:
-            print(
-                "  ",
-                k,
-                "\n    before",
-                str(old.get(k))[:300],
-                "\n    after ",
-                str(new.get(k))[:300],
-            )
+            print("  ", k)
+            for path, was, now_ in _leaves(old.get(k), new.get(k))[:40]:
+                print(f"      {path}: {str(was)[:120]} -> {str(now_)[:120]}")
         bad += len(diff)
     return 1 if bad else 0
 
