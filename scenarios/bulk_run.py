@@ -496,28 +496,12 @@ async def _run_processes(
     children: list, url: str, plan: BulkPlan, out: Path, shards: int,
     stage_timeout: float | None, trace, digest, line, clock: _Clock,
 ) -> tuple:  # fmt: skip
+    """``_processes``' run: the partition collectors spawned and ready, the gateway shards
+    spawned, the stage streamed and closed (``_stream_and_close``); returns the
+    collectors' summaries, the shards' outcomes and failures and the stage's times."""
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
-    collectors = [
-        await _spawn(
-            children,
-            "collector",
-            str(plan_file),
-            "--partition",
-            str(p),
-            "--broker",
-            url,
-            "--out",
-            str(out / f"p{p}"),
-            "--trace",
-            trace,
-            "--trace-path",
-            str(out / f"trace-p{p}.sqlite"),
-            "--scenario-digest",
-            digest or "",
-        )
-        for p in range(plan.partitions)
-    ]
+    collectors = await _spawn_collectors(children, str(plan_file), url, plan, out, trace, digest)
     names = [_partition_name(plan, p, process=True) for p in range(plan.partitions)]
     ends = [
         asyncio.ensure_future(_process_end(proc, name))
@@ -530,18 +514,11 @@ async def _run_processes(
         connected = time.perf_counter()
         shard_procs = [
             await _spawn(
-                children,
-                "gateways",
-                str(plan_file),
-                "--shard",
-                f"{i}/{shards}",
-                "--broker",
-                url,
-                "--out",
-                str(out / f"shard{i}"),
+                children, "gateways", str(plan_file), "--shard", f"{i}/{shards}",
+                "--broker", url, "--out", str(out / f"shard{i}"),
             )
             for i in range(shards)
-        ]
+        ]  # fmt: skip
         # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged
         # as "_GatheringFuture exception was never retrieved"
         waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
@@ -565,10 +542,7 @@ async def _run_processes(
     finally:
         await cancel_all([*waits, *ends])
     summaries = _summaries(plan, out, clock, names)
-    fleets = []
-    for i in range(shards):
-        path = out / f"shard{i}" / "outcome.json"
-        fleets.append(json.loads(path.read_text()) if path.exists() else None)
+    fleets = [_shard_outcome(out, i) for i in range(shards)]
     failures = [
         _shard_record(plan, i, shards, proc.pid, proc.returncode, _exit_words(proc.returncode),
                       ended_at[i] - opened if i in ended_at else None)
@@ -576,6 +550,26 @@ async def _run_processes(
         if i not in stopped and proc.returncode not in (0, None)
     ]  # fmt: skip
     return summaries, fleets, failures, connected, streamed
+
+
+async def _spawn_collectors(
+    children: list, plan_file: str, url: str, plan: BulkPlan, out: Path, trace, digest
+) -> list:
+    """One collector process per partition, spawned in order (each joins ``children``)."""
+    return [
+        await _spawn(
+            children, "collector", plan_file, "--partition", str(p), "--broker", url,
+            "--out", str(out / f"p{p}"), "--trace", trace,
+            "--trace-path", str(out / f"trace-p{p}.sqlite"), "--scenario-digest", digest or "",
+        )
+        for p in range(plan.partitions)
+    ]  # fmt: skip
+
+
+def _shard_outcome(out: Path, i: int) -> dict | None:
+    """Gateway shard ``i``'s ``outcome.json``, None when it wrote none."""
+    path = out / f"shard{i}" / "outcome.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _when_each_ends(futures: list[asyncio.Future]) -> dict[int, float]:
