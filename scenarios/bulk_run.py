@@ -632,40 +632,17 @@ async def run_bulk(
     (the runner's ``trace.sqlite`` and each partition's ``trace-p{p}.sqlite``, signed
     over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
     out = _fresh_bulk_outputs(out_dir)
-    if broker == "memory" and processes:
-        raise ParameterError(
-            "the memory broker runs in one process",
-            field="processes",
-            limit="no processes with the memory broker (it runs in one process)",
-            value=processes,
-        )
+    _refuse_memory_processes(broker, processes)
     in_process = broker == "memory" or processes is False or tamper is not None
     creds = (
         None if transport is not None else bulk_credentials(plan, broker, credentials, auth=auth)
     )
     started = time.perf_counter()
     clock = _Clock(run_timeout, finish_grace)
-    with (
-        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
-        use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
-    ):
-        async with open_broker(transport or broker, credentials=creds) as (conn, info):
-            line = _StageLine(conn, plan, out, trace, scenario_digest)
-            try:
-                if in_process:
-                    summaries, fleets, failures, connected, streamed = await _in_process(
-                        conn, plan, out, tamper, trace, scenario_digest, line, clock,
-                        stage_timeout,
-                    )  # fmt: skip
-                else:
-                    summaries, fleets, failures, connected, streamed = await _processes(
-                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
-                        line, clock,
-                    )  # fmt: skip
-                await line.say("run", "closed")
-                line.close(complete=True)
-            finally:
-                line.close(complete=False)  # signs what was recorded when the run failed
+    (summaries, fleets, failures, connected, streamed), line = await _run_stages(
+        plan, broker, transport, creds, out, in_process, shards, stage_timeout, tamper, trace,
+        scenario_digest, clock,
+    )  # fmt: skip
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     _add_shard_failures(results, plan, failures)
@@ -684,6 +661,50 @@ async def run_bulk(
         )
     write_results(out / "results.json", results, indent=1)
     return results
+
+
+def _refuse_memory_processes(broker: str, processes: bool | None) -> None:
+    """The memory broker runs in one process: ``processes=True`` with it is refused."""
+    if broker == "memory" and processes:
+        raise ParameterError(
+            "the memory broker runs in one process",
+            field="processes",
+            limit="no processes with the memory broker (it runs in one process)",
+            value=processes,
+        )
+
+
+async def _run_stages(
+    plan: BulkPlan, broker: str, transport: Transport | None, creds, out: Path,
+    in_process: bool, shards: int, stage_timeout: float | None, tamper: dict | None,
+    trace: str, scenario_digest: str | None, clock: _Clock,
+) -> tuple[tuple, _StageLine]:  # fmt: skip
+    """``run_bulk``'s run on the broker (``creds`` exported for the children): the fleet in
+    this process or in processes, the stage line closed (signed complete when the run
+    closed, else what was recorded). Returns the fleet's ``(summaries, fleets, failures,
+    connected, streamed)`` and the stage line."""
+    with (
+        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
+        use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
+    ):
+        async with open_broker(transport or broker, credentials=creds) as (conn, info):
+            line = _StageLine(conn, plan, out, trace, scenario_digest)
+            try:
+                if in_process:
+                    ran = await _in_process(
+                        conn, plan, out, tamper, trace, scenario_digest, line, clock,
+                        stage_timeout,
+                    )  # fmt: skip
+                else:
+                    ran = await _processes(
+                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
+                        line, clock,
+                    )  # fmt: skip
+                await line.say("run", "closed")
+                line.close(complete=True)
+            finally:
+                line.close(complete=False)  # signs what was recorded when the run failed
+    return ran, line
 
 
 def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
