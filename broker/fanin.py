@@ -50,6 +50,89 @@ class MergedDeliveries:
         await self._deliveries.aclose()
 
 
+class _Merge:
+    """What ``fan_in``'s connections share: the deliveries received and not yet consumed
+    (in arrival order, a lost connection's error in its place), the consumer's waiter, who
+    waits for the consumer to have taken everything (``drained``), and the connections."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        # a deque and one waiter instead of an asyncio.Queue (its put and get cost several
+        # Python calls each, and the relay takes ~220,000 batches through here per
+        # ego-Facebook run): the same order, the consumer woken once per burst
+        self.merged: deque[Delivery | BaseException] = deque()
+        self.waiter: asyncio.Future | None = None
+        # who waits for the consumer to have taken everything received (``drained``): woken
+        # when the consumer comes back for more and nothing is buffered anywhere
+        self.drain_waiters: list[asyncio.Future] = []
+        self.connections: list = []
+        self.loop = loop
+
+    def put(self, item: Delivery | BaseException) -> None:
+        """Append ``item`` and wake the consumer if it waits."""
+        self.merged.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def pull(self, conn) -> None:
+        """Move every delivery of ``conn`` into the merged stream; a lost connection's
+        error ends it (the consumer raises it)."""
+        try:
+            async with contextlib.aclosing(conn.messages()) as deliveries:
+                async for delivery in deliveries:
+                    self.put(delivery)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # a lost connection ends the merged stream
+            self.put(error)
+
+    def pending(self) -> int:
+        """Deliveries received and not yet consumed, here and in the connections' buffers."""
+        return len(self.merged) + sum(conn.pending() for conn in self.connections)
+
+    def wake_drained(self) -> None:
+        """Release everyone waiting in ``drained``."""
+        drain_waiters = self.drain_waiters
+        while drain_waiters:
+            future = drain_waiters.pop()
+            if not future.done():
+                future.set_result(None)
+
+    async def deliveries(self) -> AsyncIterator[Delivery]:
+        """The merged stream: every delivery in arrival order; a connection's error is
+        raised in its place."""
+        merged = self.merged
+        try:
+            while True:
+                while merged:
+                    item = merged.popleft()
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+                # the consumer is back for more and has fed everything it took; a
+                # connection's buffer that is not empty reaches ``merged`` through
+                # its puller, and the consumer comes back here after it
+                if self.drain_waiters and self.pending() == 0:
+                    self.wake_drained()
+                self.waiter = self.loop.create_future()
+                try:
+                    await self.waiter
+                finally:
+                    self.waiter = None
+        finally:
+            self.wake_drained()  # the stream ended: nobody waits for a consumer that left
+
+    async def drained(self) -> None:
+        """Return once nothing received is left unconsumed and the consumer asked for
+        the next delivery (it has handled every earlier one); at once if nothing is
+        pending."""
+        if self.pending() == 0:
+            return
+        future = self.loop.create_future()
+        self.drain_waiters.append(future)
+        await future
+
+
 @contextlib.asynccontextmanager
 async def fan_in(
     transport: Transport,
@@ -67,86 +150,18 @@ async def fan_in(
         [topic for device in topics_by_device[i : i + per_connection] for topic in device]
         for i in range(0, len(topics_by_device), per_connection)
     ]
-    # a deque and one waiter instead of an asyncio.Queue (its put and get cost several
-    # Python calls each, and the relay takes ~220,000 batches through here per
-    # ego-Facebook run): the same order, the consumer woken once per burst
-    merged: deque[Delivery | BaseException] = deque()
-    waiter: asyncio.Future | None = None
-    # who waits for the consumer to have taken everything received (``drained``): woken
-    # when the consumer comes back for more and nothing is buffered anywhere
-    drain_waiters: list[asyncio.Future] = []
-    loop = asyncio.get_running_loop()
-
-    def put(item: Delivery | BaseException) -> None:
-        merged.append(item)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
+    merge = _Merge(asyncio.get_running_loop())
     async with contextlib.AsyncExitStack() as stack:
-        connections = []
         for index, chunk in enumerate(chunks or [()]):
             conn = await stack.enter_async_context(transport.connect(f"{client_id}-{index}"))
             if chunk:
                 await conn.subscribe(*chunk)
-            connections.append(conn)
-
-        async def pull(conn) -> None:
-            try:
-                async with contextlib.aclosing(conn.messages()) as deliveries:
-                    async for delivery in deliveries:
-                        put(delivery)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as error:  # a lost connection ends the merged stream
-                put(error)
-
-        pullers = [asyncio.create_task(pull(conn)) for conn in connections]
-
-        def pending() -> int:
-            return len(merged) + sum(conn.pending() for conn in connections)
-
-        def wake_drained() -> None:
-            while drain_waiters:
-                future = drain_waiters.pop()
-                if not future.done():
-                    future.set_result(None)
-
-        async def merged_deliveries() -> AsyncIterator[Delivery]:
-            nonlocal waiter
-            try:
-                while True:
-                    while merged:
-                        item = merged.popleft()
-                        if isinstance(item, BaseException):
-                            raise item
-                        yield item
-                    # the consumer is back for more and has fed everything it took; a
-                    # connection's buffer that is not empty reaches ``merged`` through
-                    # its puller, and the consumer comes back here after it
-                    if drain_waiters and pending() == 0:
-                        wake_drained()
-                    waiter = loop.create_future()
-                    try:
-                        await waiter
-                    finally:
-                        waiter = None
-            finally:
-                wake_drained()  # the stream ended: nobody waits for a consumer that left
-
-        async def drained() -> None:
-            """Return once nothing received is left unconsumed and the consumer asked for
-            the next delivery (it has handled every earlier one); at once if nothing is
-            pending."""
-            if pending() == 0:
-                return
-            future = loop.create_future()
-            drain_waiters.append(future)
-            await future
-
+            merge.connections.append(conn)
+        pullers = [asyncio.create_task(merge.pull(conn)) for conn in merge.connections]
         try:
-            yield MergedDeliveries(merged_deliveries(), pending, drained)
+            yield MergedDeliveries(merge.deliveries(), merge.pending, merge.drained)
         finally:
-            wake_drained()
+            merge.wake_drained()
             for task in pullers:
                 task.cancel()
             await asyncio.gather(*pullers, return_exceptions=True)

@@ -197,6 +197,40 @@ def lpea(
     ``pool="accepting"``.
     """
     theta = checked_theta(theta)
+    _check_lpea_options(order, pool, max_rounds)
+    key = _true_degree_key(graph) if key is None else key
+    accept = truthful_accept if accept is None else accept
+    sign = 1 if order == "low" else -1
+
+    kept_deg = np.zeros(graph.n, dtype=np.int64)
+    kept: list[set[int]] = [set() for _ in range(graph.n)]
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        rounds += 1
+        added = 0
+        for i in rng.permutation(graph.n).tolist():
+            capacity = theta - int(kept_deg[i])
+            if capacity <= 0:
+                continue
+            asked = _ask_neighbours(graph, i, kept, kept_deg, theta, rng, accept, count)
+            if asked is None:
+                continue
+            u1, answers, c = asked
+            s = min(max(int(np.rint(c)), 0), capacity)
+            if s == 0:
+                continue
+            cand = u1[answers] if pool == "accepting" else u1
+            if cand.size == 0:
+                continue
+            ranked = _ranked_candidates(i, cand, rng, key, sign)
+            added += _establish(i, ranked, s, kept, kept_deg, theta)
+        if added == 0:
+            break
+    return _result(graph, kept, theta, "LL" if order == "low" else "LH")
+
+
+def _check_lpea_options(order: str, pool: str, max_rounds: int | None) -> None:
+    """Refuse an unknown ``order`` or ``pool`` and a ``max_rounds`` below 1 (``lpea``)."""
     if order not in ("low", "high"):
         raise ParameterError(
             f"must be 'low' or 'high', got {order!r}",
@@ -215,65 +249,76 @@ def lpea(
         raise ParameterError(
             f"must be >= 1, got {max_rounds}", field="max_rounds", limit=">= 1", value=max_rounds
         )
-    if key is None:
-        true_deg = graph.degrees()
 
-        def key(i: int, candidates: np.ndarray) -> np.ndarray:
-            return true_deg[candidates]
 
-    accept = truthful_accept if accept is None else accept
-    sign = 1 if order == "low" else -1
+def _true_degree_key(graph: Graph) -> DegreeKey:
+    """``lpea``'s default ``key``: the candidates' true degrees."""
+    true_deg = graph.degrees()
 
-    kept_deg = np.zeros(graph.n, dtype=np.int64)
-    kept: list[set[int]] = [set() for _ in range(graph.n)]
-    rounds = 0
-    while max_rounds is None or rounds < max_rounds:
-        rounds += 1
-        added = 0
-        for i in rng.permutation(graph.n).tolist():
-            capacity = theta - int(kept_deg[i])
-            if capacity <= 0:
-                continue
-            mine = kept[i]
-            u1 = np.fromiter(
-                (j for j in graph.adjacency[i].tolist() if j not in mine), dtype=np.int64
-            )
-            if u1.size == 0:
-                continue
-            answers = np.asarray(accept(i, u1, kept_deg[u1], theta, rng), dtype=bool)
-            if answers.shape != u1.shape:
-                raise ParameterError(
-                    f"accept returned shape {answers.shape}",
-                    field="accept",
-                    limit=f"shape {u1.shape} (value: the shape returned)",
-                    value=answers.shape,
-                )
-            c = float(answers.sum()) if count is None else float(count(answers))
-            s = min(max(int(np.rint(c)), 0), capacity)
-            if s == 0:
-                continue
-            cand = u1[answers] if pool == "accepting" else u1
-            if cand.size == 0:
-                continue
-            shuffle = rng.permutation(cand.size)
-            cand = cand[shuffle]
-            keys = sign * np.asarray(key(i, cand), dtype=float)
-            ranked = cand[np.argsort(keys, kind="stable")]
-            made = 0
-            for j in ranked.tolist():
-                if made == s or kept_deg[i] >= theta:
-                    break
-                if kept_deg[j] >= theta:  # hard cap at the other endpoint: refuse
-                    continue
-                mine.add(j)
-                kept[j].add(i)
-                kept_deg[i] += 1
-                kept_deg[j] += 1
-                made += 1
-            added += made
-        if added == 0:
+    def key(i: int, candidates: np.ndarray) -> np.ndarray:
+        return true_deg[candidates]
+
+    return key
+
+
+def _ask_neighbours(
+    graph: Graph,
+    i: int,
+    kept: list[set[int]],
+    kept_deg: np.ndarray,
+    theta: int,
+    rng: np.random.Generator,
+    accept: Accept,
+    count: Count | None,
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Steps 1-3 of node ``i``'s visit: its request set ``U1`` (neighbours with no kept edge
+    to it), their answers (``accept``, checked for shape) and the count of yes answers
+    (``count``, or their number); None when ``U1`` is empty (nothing asked)."""
+    mine = kept[i]
+    u1 = np.fromiter((j for j in graph.adjacency[i].tolist() if j not in mine), dtype=np.int64)
+    if u1.size == 0:
+        return None
+    answers = np.asarray(accept(i, u1, kept_deg[u1], theta, rng), dtype=bool)
+    if answers.shape != u1.shape:
+        raise ParameterError(
+            f"accept returned shape {answers.shape}",
+            field="accept",
+            limit=f"shape {u1.shape} (value: the shape returned)",
+            value=answers.shape,
+        )
+    c = float(answers.sum()) if count is None else float(count(answers))
+    return u1, answers, c
+
+
+def _ranked_candidates(
+    i: int, cand: np.ndarray, rng: np.random.Generator, key: DegreeKey, sign: int
+) -> np.ndarray:
+    """The pool in a uniformly random order, then stably sorted by ``sign * key`` (step 4:
+    ascending keys for LL, descending for LH, ties in random order)."""
+    shuffle = rng.permutation(cand.size)
+    cand = cand[shuffle]
+    keys = sign * np.asarray(key(i, cand), dtype=float)
+    return cand[np.argsort(keys, kind="stable")]
+
+
+def _establish(
+    i: int, ranked: np.ndarray, s: int, kept: list[set[int]], kept_deg: np.ndarray, theta: int
+) -> int:
+    """Walk ``ranked`` adding edges ``(i, j)`` until ``s`` are made or ``i`` is full; a
+    ``j`` at the cap refuses and is skipped. Returns the number made."""
+    mine = kept[i]
+    made = 0
+    for j in ranked.tolist():
+        if made == s or kept_deg[i] >= theta:
             break
-    return _result(graph, kept, theta, "LL" if order == "low" else "LH")
+        if kept_deg[j] >= theta:  # hard cap at the other endpoint: refuse
+            continue
+        mine.add(j)
+        kept[j].add(i)
+        kept_deg[i] += 1
+        kept_deg[j] += 1
+        made += 1
+    return made
 
 
 # --- dispatch ------------------------------------------------------------------------------

@@ -542,16 +542,7 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
             return _numpy_table(path, raw)
-        text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
-        text, delimiter = _excel_sep_line(text, path)
-        delimiter = delimiter or sniff_delimiter(text)
-        lines = [
-            (lineno, row)
-            for lineno, row in enumerate(
-                csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
-            )
-            if row and any(cell.strip() for cell in row)
-        ]
+        lines, delimiter = _csv_lines(raw, path)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
         line = exc.object[: exc.start].count(b"\n") + 1
         raise SourceError(
@@ -563,7 +554,40 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
         raise SourceError(f"{path} is empty (no header, no data)", field=field)
+    header, data = _header_and_data(lines, path, has_header)
+    skip = _row_id_fields(header, data, path, delimiter)
+    names, keep, dropped = _numeric_columns(header, data, skip, path)
+    for j in range(-skip, len(header)):  # the row id (j = -1) and the text columns
+        if j not in keep:
+            what = "the row-id column" if j < 0 else f"column {header[j]!r}"
+            _check_time_order(data, skip + j, path, what)
+    matrix, broken, gaps, mask = _cell_matrix(
+        [[row[skip + j] for j in keep] for _, row in data], data
+    )
+    return names, matrix, dropped, broken, gaps, mask
 
+
+def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
+    """The non-blank lines of a CSV file's bytes as ``(line number, fields)`` and their
+    delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
+    ``csv.Error`` for ``_parse_table`` to word."""
+    text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+    text, delimiter = _excel_sep_line(text, path)
+    delimiter = delimiter or sniff_delimiter(text)
+    lines = [
+        (lineno, row)
+        for lineno, row in enumerate(
+            csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
+        )
+        if row and any(cell.strip() for cell in row)
+    ]
+    return lines, delimiter
+
+
+def _header_and_data(lines: list, path: str, has_header: bool | None) -> tuple[list[str], list]:
+    """The header (the first line's stripped fields, or ``"0" .. "k-1"`` without one) and
+    the data lines; ``has_header`` None detects it (module docstring). A file without data
+    rows, or repeating its header line, is refused."""
     first = [cell.strip() for cell in lines[0][1]]
     if has_header is None:
         has_header = not all(_is_number(cell) for cell in first) and not _dated_data_line(
@@ -576,10 +600,18 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         header = [str(i) for i in range(len(first))]
         data = lines
     if not data:
-        raise SourceError(f"{path} has a header but no data rows", field=field)
+        raise SourceError(f"{path} has a header but no data rows", field="source.path")
     if has_header:
         _refuse_repeated_header(header, data, path)
+    return header, data
 
+
+def _row_id_fields(header: list[str], data: list, path: str, delimiter: str) -> int:
+    """How many leading fields of every data row are not under the header: 1 for a row id
+    (one field more than the header, its last field not empty on every row), else 0 (a
+    delimiter ending every row leaves an empty last field, ignored). Rows of another field
+    count, or a row id that is not one (``_row_id_problem``), are refused."""
+    field = "source.path"
     width = len(header)
     n_fields = len(data[0][1])
     if n_fields == width + 1:
@@ -604,8 +636,17 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
                 f"line {lineno} of {path} has {len(row)} fields, expected {n_fields}",
                 field=field,
             )
+    return skip
 
-    first_row = data[0][1][skip : skip + width]
+
+def _numeric_columns(
+    header: list[str], data: list, skip: int, path: str
+) -> tuple[tuple[str, ...], list[int], dict]:
+    """The kept (numeric) columns' names, their header indices and the dropped columns
+    (``_parse_table``). A column's first present value decides; a decimal comma, or no
+    numeric column at all, is refused."""
+    field = "source.path"
+    first_row = data[0][1][skip : skip + len(header)]
     # a column's first value that is missing ("", "NA", ...: MISSING_TOKENS) does not make it
     # text: its first present value decides (an all-missing column is dropped, and refused
     # when a source names it)
@@ -642,13 +683,13 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         for j, cell in enumerate(first_row)
         if j not in keep and header[j] not in names
     }
+    return names, keep, dropped
 
-    for j in range(-skip, width):  # the row id (j = -1) and the text columns
-        if j not in keep:
-            what = "the row-id column" if j < 0 else f"column {header[j]!r}"
-            _check_time_order(data, skip + j, path, what)
 
-    cells = [[row[skip + j] for j in keep] for _, row in data]
+def _cell_matrix(cells: list[list[str]], data: list) -> tuple:
+    """The kept cells as a read-only float64 matrix, the broken and the gap columns
+    (matrix column -> first such cell, its line) and the read-only mask of missing cells
+    (None without any); ``data`` gives the line numbers."""
     broken: dict[int, tuple[str, int]] = {}
     gaps: dict[int, tuple[str, int]] = {}
     mask = None
@@ -669,7 +710,7 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
                 broken.setdefault(int(k), (cell, data[r][0]))
         mask.flags.writeable = False
     matrix.flags.writeable = False
-    return names, matrix, dropped, broken, gaps, mask
+    return matrix, broken, gaps, mask
 
 
 # .npy files start with b"\x93NUMPY", .npz files (zip archives) with b"PK\x03\x04"

@@ -830,14 +830,16 @@ def _nb_scalar_values(
 ) -> list[int]:
     """``n`` values of ``NB(whole + fn/fd, 1 - u/v)`` on the bit pool: ``_geometric`` and
     ``_nb_fraction`` one coin at a time (the same steps, the same law), each coin
-    ``bits.below(den) < num``.
+    ``bits.below(den) < num``; the fraction's step 2 (X >= 1) in ``_nb_positive_bits``.
 
-    Long on purpose: ``_Bits.take`` and ``below`` are inlined on local variables (the
-    method calls were most of the cost of a Pólya share), with the same bits read in the
-    same order and the same pool and generator state after as the one-value-per-call
-    version it replaced (its frozen copy: tests/unit/test_C_nb_scalar_same_draws.py).
-    Each inlined ``below(m)``: take ``bit_length(m - 1)`` bits from the pool, refilled one
-    word at a time as ``take`` does, again while the value is ``>= m``."""
+    ``_Bits.take`` and ``below`` are inlined on local variables (the method calls were
+    most of the cost of a Pólya share), with the same bits read in the same order and the
+    same pool and generator state after as the one-value-per-call version it replaced
+    (its frozen copy: tests/unit/test_C_nb_scalar_same_draws.py). Each inlined
+    ``below(m)``: take ``bit_length(m - 1)`` bits from the pool, refilled one word at a
+    time as ``take`` does, again while the value is ``>= m``. Step 1 stays here: a Pólya
+    share (``NB(1/m)``) passes it for every value and rarely reaches step 2, and a call
+    per value cost ~5% of it (helper S2, 2026-12-06)."""
     pool, count, left = bits._pool, bits._count, bits._left
     words, shift = bits._words, bits._shift
     kv = (v - 1).bit_length()
@@ -882,47 +884,61 @@ def _nb_scalar_values(
                     break
                 i += 1
             if w >= yes_below:  # not "X = 0": step 2, 1 + Geometric accepted with the coins
-                while True:
-                    y = 1
-                    while True:  # 1 + Geometric: below(v) < u counts
-                        while True:
-                            while count < kv:
-                                if not left:
-                                    left = words().tolist()[::-1]
-                                pool |= (left.pop() >> shift) << count
-                                count += 63
-                            coin = pool & mask_v
-                            pool >>= kv
-                            count -= kv
-                            if coin < v:
-                                break
-                        if coin >= u:
-                            break
-                        y += 1
-                    j = 1
-                    while j < y:  # coin j: below((j + 1) fd) < fn + j fd
-                        m = (j + 1) * fd
-                        k = (m - 1).bit_length()
-                        while True:
-                            while count < k:
-                                if not left:
-                                    left = words().tolist()[::-1]
-                                pool |= (left.pop() >> shift) << count
-                                count += 63
-                            c = pool & ((1 << k) - 1)
-                            pool >>= k
-                            count -= k
-                            if c < m:
-                                break
-                        if c >= fn + j * fd:
-                            break
-                        j += 1
-                    if j == y:
-                        x += y
-                        break
+                y, pool, count, left = _nb_positive_bits(
+                    pool, count, left, words, shift, fn, fd, u, v
+                )
+                x += y
         values.append(x)
     bits._pool, bits._count, bits._left = pool, count, left
     return values
+
+
+def _nb_positive_bits(
+    pool: int, count: int, left: list[int], words, shift: int, fn: int, fd: int, u: int, v: int
+) -> tuple[int, int, int, list[int]]:
+    """Step 2 of ``_nb_scalar_values``' fraction (X >= 1), on its bit pool ``(pool, count,
+    left)`` refilled from ``words`` as there: ``y = 1 + Geometric(1 - u/v)`` accepted with
+    the coins ``below((j + 1) fd) < fn + j fd``, ``j = 1 .. y - 1``, drawn again until
+    accepted. Returns ``(y, pool, count, left)``."""
+    kv = (v - 1).bit_length()
+    mask_v = (1 << kv) - 1
+    while True:
+        y = 1
+        while True:  # 1 + Geometric: below(v) < u counts
+            while True:
+                while count < kv:
+                    if not left:
+                        left = words().tolist()[::-1]
+                    pool |= (left.pop() >> shift) << count
+                    count += 63
+                coin = pool & mask_v
+                pool >>= kv
+                count -= kv
+                if coin < v:
+                    break
+            if coin >= u:
+                break
+            y += 1
+        j = 1
+        while j < y:  # coin j: below((j + 1) fd) < fn + j fd
+            m = (j + 1) * fd
+            k = (m - 1).bit_length()
+            while True:
+                while count < k:
+                    if not left:
+                        left = words().tolist()[::-1]
+                    pool |= (left.pop() >> shift) << count
+                    count += 63
+                c = pool & ((1 << k) - 1)
+                pool >>= k
+                count -= k
+                if c < m:
+                    break
+            if c >= fn + j * fd:
+                break
+            j += 1
+        if j == y:
+            return y, pool, count, left
 
 
 def geometric(rng: np.random.Generator, ratio: Fraction, size: int) -> np.ndarray:

@@ -496,28 +496,12 @@ async def _run_processes(
     children: list, url: str, plan: BulkPlan, out: Path, shards: int,
     stage_timeout: float | None, trace, digest, line, clock: _Clock,
 ) -> tuple:  # fmt: skip
+    """``_processes``' run: the partition collectors spawned and ready, the gateway shards
+    spawned, the stage streamed and closed (``_stream_and_close``); returns the
+    collectors' summaries, the shards' outcomes and failures and the stage's times."""
     plan_file = out / "plan.json"
     plan_file.write_text(json.dumps(plan.to_dict()))
-    collectors = [
-        await _spawn(
-            children,
-            "collector",
-            str(plan_file),
-            "--partition",
-            str(p),
-            "--broker",
-            url,
-            "--out",
-            str(out / f"p{p}"),
-            "--trace",
-            trace,
-            "--trace-path",
-            str(out / f"trace-p{p}.sqlite"),
-            "--scenario-digest",
-            digest or "",
-        )
-        for p in range(plan.partitions)
-    ]
+    collectors = await _spawn_collectors(children, str(plan_file), url, plan, out, trace, digest)
     names = [_partition_name(plan, p, process=True) for p in range(plan.partitions)]
     ends = [
         asyncio.ensure_future(_process_end(proc, name))
@@ -530,18 +514,11 @@ async def _run_processes(
         connected = time.perf_counter()
         shard_procs = [
             await _spawn(
-                children,
-                "gateways",
-                str(plan_file),
-                "--shard",
-                f"{i}/{shards}",
-                "--broker",
-                url,
-                "--out",
-                str(out / f"shard{i}"),
+                children, "gateways", str(plan_file), "--shard", f"{i}/{shards}",
+                "--broker", url, "--out", str(out / f"shard{i}"),
             )
             for i in range(shards)
-        ]
+        ]  # fmt: skip
         # asyncio.wait, not wait_for(gather(...)): a gather cancelled by Ctrl-C was logged
         # as "_GatheringFuture exception was never retrieved"
         waits = [asyncio.ensure_future(p.wait()) for p in shard_procs]
@@ -565,10 +542,7 @@ async def _run_processes(
     finally:
         await cancel_all([*waits, *ends])
     summaries = _summaries(plan, out, clock, names)
-    fleets = []
-    for i in range(shards):
-        path = out / f"shard{i}" / "outcome.json"
-        fleets.append(json.loads(path.read_text()) if path.exists() else None)
+    fleets = [_shard_outcome(out, i) for i in range(shards)]
     failures = [
         _shard_record(plan, i, shards, proc.pid, proc.returncode, _exit_words(proc.returncode),
                       ended_at[i] - opened if i in ended_at else None)
@@ -576,6 +550,26 @@ async def _run_processes(
         if i not in stopped and proc.returncode not in (0, None)
     ]  # fmt: skip
     return summaries, fleets, failures, connected, streamed
+
+
+async def _spawn_collectors(
+    children: list, plan_file: str, url: str, plan: BulkPlan, out: Path, trace, digest
+) -> list:
+    """One collector process per partition, spawned in order (each joins ``children``)."""
+    return [
+        await _spawn(
+            children, "collector", plan_file, "--partition", str(p), "--broker", url,
+            "--out", str(out / f"p{p}"), "--trace", trace,
+            "--trace-path", str(out / f"trace-p{p}.sqlite"), "--scenario-digest", digest or "",
+        )
+        for p in range(plan.partitions)
+    ]  # fmt: skip
+
+
+def _shard_outcome(out: Path, i: int) -> dict | None:
+    """Gateway shard ``i``'s ``outcome.json``, None when it wrote none."""
+    path = out / f"shard{i}" / "outcome.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _when_each_ends(futures: list[asyncio.Future]) -> dict[int, float]:
@@ -638,40 +632,17 @@ async def run_bulk(
     (the runner's ``trace.sqlite`` and each partition's ``trace-p{p}.sqlite``, signed
     over ``scenario_digest``; results.json ``trace`` lists them with their keys)."""
     out = _fresh_bulk_outputs(out_dir)
-    if broker == "memory" and processes:
-        raise ParameterError(
-            "the memory broker runs in one process",
-            field="processes",
-            limit="no processes with the memory broker (it runs in one process)",
-            value=processes,
-        )
+    _refuse_memory_processes(broker, processes)
     in_process = broker == "memory" or processes is False or tamper is not None
     creds = (
         None if transport is not None else bulk_credentials(plan, broker, credentials, auth=auth)
     )
     started = time.perf_counter()
     clock = _Clock(run_timeout, finish_grace)
-    with (
-        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
-        use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
-    ):
-        async with open_broker(transport or broker, credentials=creds) as (conn, info):
-            line = _StageLine(conn, plan, out, trace, scenario_digest)
-            try:
-                if in_process:
-                    summaries, fleets, failures, connected, streamed = await _in_process(
-                        conn, plan, out, tamper, trace, scenario_digest, line, clock,
-                        stage_timeout,
-                    )  # fmt: skip
-                else:
-                    summaries, fleets, failures, connected, streamed = await _processes(
-                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
-                        line, clock,
-                    )  # fmt: skip
-                await line.say("run", "closed")
-                line.close(complete=True)
-            finally:
-                line.close(complete=False)  # signs what was recorded when the run failed
+    (summaries, fleets, failures, connected, streamed), line = await _run_stages(
+        plan, broker, transport, creds, out, in_process, shards, stage_timeout, tamper, trace,
+        scenario_digest, clock,
+    )  # fmt: skip
     seconds = time.perf_counter() - started
     results = _results(plan, summaries, fleets, out, broker, seconds, streamed - connected)
     _add_shard_failures(results, plan, failures)
@@ -690,6 +661,50 @@ async def run_bulk(
         )
     write_results(out / "results.json", results, indent=1)
     return results
+
+
+def _refuse_memory_processes(broker: str, processes: bool | None) -> None:
+    """The memory broker runs in one process: ``processes=True`` with it is refused."""
+    if broker == "memory" and processes:
+        raise ParameterError(
+            "the memory broker runs in one process",
+            field="processes",
+            limit="no processes with the memory broker (it runs in one process)",
+            value=processes,
+        )
+
+
+async def _run_stages(
+    plan: BulkPlan, broker: str, transport: Transport | None, creds, out: Path,
+    in_process: bool, shards: int, stage_timeout: float | None, tamper: dict | None,
+    trace: str, scenario_digest: str | None, clock: _Clock,
+) -> tuple[tuple, _StageLine]:  # fmt: skip
+    """``run_bulk``'s run on the broker (``creds`` exported for the children): the fleet in
+    this process or in processes, the stage line closed (signed complete when the run
+    closed, else what was recorded). Returns the fleet's ``(summaries, fleets, failures,
+    connected, streamed)`` and the stage line."""
+    with (
+        tempfile.TemporaryDirectory(prefix="ldpfleet-auth-") as secrets_dir,
+        use_credentials(creds, export_dir=Path(secrets_dir) if creds else None),
+    ):
+        async with open_broker(transport or broker, credentials=creds) as (conn, info):
+            line = _StageLine(conn, plan, out, trace, scenario_digest)
+            try:
+                if in_process:
+                    ran = await _in_process(
+                        conn, plan, out, tamper, trace, scenario_digest, line, clock,
+                        stage_timeout,
+                    )  # fmt: skip
+                else:
+                    ran = await _processes(
+                        info.url, plan, out, shards, stage_timeout, trace, scenario_digest,
+                        line, clock,
+                    )  # fmt: skip
+                await line.say("run", "closed")
+                line.close(complete=True)
+            finally:
+                line.close(complete=False)  # signs what was recorded when the run failed
+    return ran, line
 
 
 def _merge_reconstructions(plan: BulkPlan, out: Path) -> dict:
@@ -1054,14 +1069,7 @@ async def run_bulk_scenario(
     batches)."""
     from ldpfleet.scenarios.runner import new_run_id
 
-    if shard_brokers:
-        raise ParameterError(
-            "bulk gateways run on --broker only; --shard-broker is not supported with "
-            'fleet.connection = "bulk"',
-            field="shard_brokers",
-            limit='no --shard-broker with fleet.connection = "bulk"',
-            value=shard_brokers,
-        )
+    _refuse_shard_brokers(shard_brokers)
     spec = scenario.spec
     broker_spec = broker or spec.broker.url
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
@@ -1091,6 +1099,26 @@ async def run_bulk_scenario(
     await asyncio.to_thread(_add_stream_figures, results, plan, out, spec.cpr.period_tolerance)
     if progress is not None:
         progress(results["reports_received"], results["reports_expected"])
+    _add_run_summary(results, scenario, plan, broker_spec)
+    write_results(out / "results.json", results, indent=1)
+    return results
+
+
+def _refuse_shard_brokers(shard_brokers: list[str] | None) -> None:
+    """A bulk run's gateways run on ``--broker`` only: ``--shard-broker`` is refused."""
+    if shard_brokers:
+        raise ParameterError(
+            "bulk gateways run on --broker only; --shard-broker is not supported with "
+            'fleet.connection = "bulk"',
+            field="shard_brokers",
+            limit='no --shard-broker with fleet.connection = "bulk"',
+            value=shard_brokers,
+        )
+
+
+def _add_run_summary(results: dict, scenario, plan: BulkPlan, broker_spec) -> None:
+    """Add to ``run_bulk``'s results the fields the run summary reads (run, scenario,
+    broker kind and url, stages, devices complete, missing batches; ``run_bulk_scenario``)."""
     kind = broker_spec if broker_spec in ("memory", "embedded") else "mqtt"
     if not isinstance(broker_spec, str):
         kind = "transport"
@@ -1106,7 +1134,7 @@ async def run_bulk_scenario(
     url = broker_spec if isinstance(broker_spec, str) else None
     results["fleet"] |= {"connection": "bulk", "devices_run": plan.devices}
     results.update(
-        run=run,
+        run=plan.run,
         event_loop=loop_name(),
         scenario=scenario_header(scenario, plan.seed),
         broker={"kind": kind, "url": url, "auth": results.pop("auth"), "shard_brokers": None},
@@ -1125,8 +1153,6 @@ async def run_bulk_scenario(
         trace_complete=(results["trace"] or {}).get("recorder") == "bulk",
         trace_incomplete_reason=None,
     )
-    write_results(out / "results.json", results, indent=1)
-    return results
 
 
 def _stream_stage(results: dict) -> dict:

@@ -262,6 +262,24 @@ def window_masking_deltas(
     Privacy: the deltas are empirical and only ever RAISE a release scale
     (``release_scales`` keeps ``B_k`` inside the max), so no unit, aggregate or mask value
     can invalidate the certificate (Proposition 1)."""
+    _check_window_options(unit, aggregate)
+    size = integer_at_least(window, "window", 1)
+    x = _calibration_nodes(nodes)
+    if unit == "occurrence":
+        if aggregate != "mean":
+            raise ParameterError(
+                f"must be mean with unit='occurrence' (one number per node), got {aggregate!r}",
+                field="aggregate",
+                limit="mean with unit='occurrence'",
+                value=aggregate,
+            )
+        return masking_deltas(lambda a: a.mean(axis=0) / size, x, low, high, mask_values)
+    return _node_window_deltas(x, size, aggregate, mask_values, low, high)
+
+
+def _check_window_options(unit: str, aggregate: str) -> None:
+    """Refuse a ``unit`` not in ``MASK_UNITS`` and an ``aggregate`` not in
+    ``WINDOW_AGGREGATES`` (``window_masking_deltas``)."""
     if unit not in MASK_UNITS:
         raise ParameterError(
             f"must be one of {', '.join(MASK_UNITS)}, got {unit!r}",
@@ -276,7 +294,11 @@ def window_masking_deltas(
             limit=f"one of {', '.join(WINDOW_AGGREGATES)}",
             value=aggregate,
         )
-    size = integer_at_least(window, "window", 1)
+
+
+def _calibration_nodes(nodes: object) -> np.ndarray:
+    """``nodes`` as a float array, refused unless finite and 2-D (time x nodes) with at
+    least one node."""
     x = np.array(nodes, dtype=float)
     if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
         raise ParameterError(
@@ -285,15 +307,16 @@ def window_masking_deltas(
             limit="a finite 2-D array (time x nodes) (value: shape or first non-finite)",
             value=x.shape if x.ndim != 2 or x.shape[1] == 0 else float(x[~np.isfinite(x)][0]),
         )
-    if unit == "occurrence":
-        if aggregate != "mean":
-            raise ParameterError(
-                f"must be mean with unit='occurrence' (one number per node), got {aggregate!r}",
-                field="aggregate",
-                limit="mean with unit='occurrence'",
-                value=aggregate,
-            )
-        return masking_deltas(lambda a: a.mean(axis=0) / size, x, low, high, mask_values)
+    return x
+
+
+def _node_window_deltas(
+    x: np.ndarray, size: int, aggregate: str, mask_values: object, low: float, high: float
+) -> np.ndarray:
+    """``window_masking_deltas`` with ``unit="node"``: the diagonal matrix of the
+    ``aggregate`` over the whole windows of ``|Pi(window mean_i) - Pi(mask_i)|``, ``Pi``
+    the clip to ``[low, high]``. Refuses data shorter than one window, bounds that are not
+    finite with ``high > low`` and mask values that are not finite."""
     n_windows, m = x.shape[0] // size, x.shape[1]
     if n_windows == 0:
         raise ParameterError(
