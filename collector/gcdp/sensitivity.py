@@ -299,7 +299,7 @@ def _check_window_options(unit: str, aggregate: str) -> None:
 def _calibration_nodes(nodes: object) -> np.ndarray:
     """``nodes`` as a float array, refused unless finite and 2-D (time x nodes) with at
     least one node."""
-    x = np.array(nodes, dtype=float)
+    x = _real_array(nodes, "nodes", "a finite 2-D array (time x nodes)")
     if x.ndim != 2 or x.shape[1] == 0 or not np.all(np.isfinite(x)):
         raise ParameterError(
             "must be a finite 2-D array (time x nodes)",
@@ -308,6 +308,17 @@ def _calibration_nodes(nodes: object) -> np.ndarray:
             value=x.shape if x.ndim != 2 or x.shape[1] == 0 else float(x[~np.isfinite(x)][0]),
         )
     return x
+
+
+def _real_array(value: object, field: str, limit: str) -> np.ndarray:
+    """``value`` as a float array, or a ``ParameterError`` naming ``field`` (text, ragged
+    lists or None raised numpy's own ValueError / TypeError)."""
+    try:
+        return np.array(value, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise ParameterError(
+            f"must be real numbers ({error})", field=field, limit=limit, value=value
+        ) from None
 
 
 def _node_window_deltas(
@@ -333,7 +344,15 @@ def _node_window_deltas(
             limit=f"finite and > low = {low!r}",
             value=high,
         )
-    fill = np.clip(np.broadcast_to(np.asarray(mask_values, dtype=float), (m,)), lo, hi)
+    given = _real_array(mask_values, "mask_values", f"one finite number, or {m} (one per node)")
+    if given.ndim > 1 or given.size not in (1, m):
+        raise ParameterError(
+            f"must be one number or {m} numbers (one per node), got shape {given.shape}",
+            field="mask_values",
+            limit=f"one finite number, or {m} (one per node) (value: the shape)",
+            value=given.shape,
+        )
+    fill = np.clip(np.broadcast_to(given, (m,)), lo, hi)
     if not np.all(np.isfinite(fill)):
         raise ParameterError(
             "must be finite",

@@ -92,6 +92,10 @@ def test_aggregate_and_mask_value():
         ({"window": 10_000}, "nodes"),
         ({"high": 0.0}, "high"),
         ({"mask_values": float("nan")}, "mask_values"),
+        # raised numpy's own ValueError before (helper S2's note, 2026-12-06)
+        ({"mask_values": [0.1, 0.2]}, "mask_values"),  # neither one nor one per node
+        ({"mask_values": [[0.1] * 5]}, "mask_values"),
+        ({"mask_values": "zero"}, "mask_values"),
     ],
 )
 def test_bad_masking_options_are_refused_naming_the_field(kwargs, field):
@@ -99,6 +103,12 @@ def test_bad_masking_options_are_refused_naming_the_field(kwargs, field):
     with pytest.raises(ParameterError) as info:
         window_masking_deltas(_channels(), args.pop("window"), **args)
     assert info.value.field == field
+
+
+def test_nodes_that_are_not_numbers_are_refused_naming_the_field():
+    with pytest.raises(ParameterError) as info:
+        window_masking_deltas([["a", "b"], ["c", "d"]], 1)
+    assert info.value.field == "nodes" and "real numbers" in str(info.value)
 
 
 def _chain():
