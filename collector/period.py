@@ -411,6 +411,10 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     FAST_FOLD_PRIME,
     FAST_FOLD_TOLERANCE,
     FAST_FOLD_WIDE,
+    FLOOR_GATE,
+    FLOOR_MIN_HARMONICS,
+    FLOOR_MIN_SPAN,
+    FLOOR_SLACK,
     FULL_LEAD_MARGIN,
     FULL_TAIL_FLOOR,
     HARMONIC_LEVELS,
@@ -454,6 +458,7 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
 from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: period.NAME
     _batch_pays,
     _captured,
+    _floor_rows,
     _fold_energies_bounded,
     _fold_energy,
     _fold_energy_bounded,
@@ -469,6 +474,7 @@ from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: peri
     _prime_factors,
     _resolving_level,
     _smooth,
+    _span_floor,
 )
 from ldpfleet.collector.period_result import (
     PeriodEstimate,
@@ -524,6 +530,7 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _background,
     _blocked,
     _column_blocks,
+    _column_ordered,
     _columns,
     _detrend,
     _detrend_at,
@@ -537,6 +544,7 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _private_r2c,
     _quadratic_basis,
     _rfft,
+    _row_dots,
     _row_sums,
     _rows_of,
     _scratch,

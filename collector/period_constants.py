@@ -49,6 +49,10 @@ FAST_FOLD_WIDE = 4  # ... or at most this x FAST_FOLD_HARMONICS harmonics (_part
 FAST_FOLD_MIN_WIDE = 1500  # ... of periods at least this long ...
 FAST_FOLD_PRIME = 200  # ... whose largest prime factor exceeds this
 FAST_FOLD_TOLERANCE = 1e-9  # error bound: this x 2 L (sum |y|)^2 / T (_fold_energy_bounded)
+FLOOR_MIN_HARMONICS = 64  # refine: a later candidate whose settle reads >= this many harmonics ...
+FLOOR_MIN_SPAN = 9  # ... of >= this many periods, each >= FAST_FOLD_MIN_DIRECT samples, ...
+FLOOR_GATE = 8.0  # ... and whose centre's exact log p is >= this above the best is first bounded
+FLOOR_SLACK = 2.0  # ... (_span_floor: log p minus this covers _log_sf's jitter and its switch)
 FAST_FOLD_BATCH = 1 << 15  # settle: batched partial DFTs, <= this many twiddles a call (512 KB)
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)

@@ -206,7 +206,7 @@ def masked_bins(n: int, period: int) -> np.ndarray:
     return keep
 
 
-def masked_logp(xd: np.ndarray, period: int) -> float:
+def masked_logp(xd: np.ndarray, period: int, power: np.ndarray | None = None) -> float:
     """Log p-value of the harmonic sums of ``period`` against a background fitted WITHOUT the
     candidate's harmonics: the white + AR(1) / long-memory family (``_shapes``,
     ``_whittle``) fitted to the raw periodogram of the (detrended) stream over every Fourier
@@ -221,15 +221,21 @@ def masked_logp(xd: np.ndarray, period: int) -> float:
     step 6). Where fewer than ``MASKED_MIN_BINS`` bins remain (``masked_bins``: only
     streams of fewer than 51 samples at ``T <= n / 3``, or ``min_cycles = 2``), no
     background can be fitted and the check is skipped: ``-inf``, the claim rests on steps
-    4-5 (it answered 0, p = 1, and a noise-free period-8 pulse in 27 samples abstained)."""
+    4-5 (it answered 0, p = 1, and a noise-free period-8 pulse in 27 samples abstained).
+
+    ``power``: the periodogram ``|rfft(xd - mean)|^2 / n`` if the caller has it (``_whiten``'s
+    ``parts``: the same values), else computed here."""
     n = xd.size
     keep = masked_bins(n, period)
     if keep.sum() < MASKED_MIN_BINS:
         return -np.inf
     harmonics = (period - 1) // 2
     centred = xd - xd.mean()
-    spec = sp_fft.rfft(centred)
-    pw = (spec.real**2 + spec.imag**2) / n
+    if power is None:
+        spec = sp_fft.rfft(centred)
+        pw = (spec.real**2 + spec.imag**2) / n
+    else:
+        pw = power
     g = _shapes(2.0 * np.pi * np.flatnonzero(keep) / n)
     norm = g.mean(axis=1, keepdims=True)
     g /= norm

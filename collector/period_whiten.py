@@ -168,9 +168,9 @@ def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, wo
     np.multiply(wt, g, out=wg)
     s11 = _row_sums(wt)
     s12 = _row_sums(wg)
-    s22 = _row_sums(np.multiply(wg, g, out=tmp))
-    r1 = _row_sums(np.multiply(wt, p, out=tmp))
-    r2 = _row_sums(np.multiply(wg, p, out=tmp))
+    s22 = _row_dots(wg, g, tmp)
+    r1 = _row_dots(wt, p, tmp)
+    r2 = _row_dots(wg, p, tmp)
     return s11, s12, s22, r1, r2
 
 
@@ -190,9 +190,9 @@ def _whittle_sums_flat(
     np.multiply(g, w, out=wg)
     s11 = np.full(rows, np.cumsum(np.full(cols, w))[-1])
     s12 = _row_sums(wg)
-    s22 = _row_sums(np.multiply(wg, g, out=tmp))
+    s22 = _row_dots(wg, g, tmp)
     r1 = np.full(rows, np.cumsum(w * p)[-1])
-    r2 = _row_sums(np.multiply(wg, p if rows_p is None else rows_p, out=tmp))
+    r2 = _row_dots(wg, p if rows_p is None else rows_p, tmp)
     return s11, s12, s22, r1, r2
 
 
@@ -229,6 +229,28 @@ def _row_sums(x: np.ndarray) -> np.ndarray:
     if x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous:
         return np.einsum("ij->i", x)
     return x.sum(axis=1)
+
+
+def _column_ordered(x: np.ndarray) -> bool:
+    """Whether ``_row_sums`` adds the columns of ``x`` in sequence by ``einsum`` (a 2-D
+    Fortran-ordered array of several rows)."""
+    return x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous
+
+
+def _row_dots(u: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``_row_sums(np.multiply(u, v, out=out))``, bit for bit, without writing the products
+    when both are Fortran-ordered 2-D arrays of several rows (issue 19, helper F):
+    ``np.einsum("ij,ij->i", u, v)`` iterates them in memory order as ``"ij->i"`` does, the
+    rows innermost and the columns in sequence, and adds each rounded product ``u v`` to
+    its row's running sum from 0.0 (no fused multiply-add: the products are the ones
+    ``np.multiply`` writes). 69 against 89 us at 19 x 4,950 here; three of the five sums
+    of every Whittle step. ``scripts/F_row_dots.py`` compares the two on random arrays and
+    the pins of ``scripts/cpr_period_same.py`` on every stream. Otherwise (one row, C
+    order, a 1-D ``v``) the product is written and summed as before; ``out`` is overwritten
+    there."""
+    if _column_ordered(u) and _column_ordered(v) and u.shape == v.shape:
+        return np.einsum("ij,ij->i", u, v)
+    return _row_sums(np.multiply(u, v, out=out))
 
 
 def _blocked(g: np.ndarray) -> bool:
@@ -335,13 +357,18 @@ def _shapes(omega: np.ndarray) -> np.ndarray:
     return np.vstack((ar, np.abs(2.0 * np.sin(omega / 2.0))[None, :] ** (-2.0 * memory)))
 
 
-def _whiten(xd: np.ndarray) -> tuple[np.ndarray, float]:
+def _whiten(xd: np.ndarray, parts: dict | None = None) -> tuple[np.ndarray, float]:
     """The stream divided, frequency by frequency, by the square root of its fitted background:
     under any background of the fitted family the result is close to iid with variance 1.
-    Also returns the white level ``min S`` (the SW noise variance, for the refinement)."""
+    Also returns the white level ``min S`` (the SW noise variance, for the refinement).
+    ``parts`` (a dict, optional) receives ``"power"``: the periodogram of the centred stream,
+    ``|rfft(xd - mean)|^2 / n`` at every bin, which ``masked_logp`` reads again (issue 19,
+    helper F: the same values, one transform fewer)."""
     n = xd.size
     spec = sp_fft.rfft(xd - xd.mean())
     power = (spec.real**2 + spec.imag**2) / n
+    if parts is not None:
+        parts["power"] = power
     omega = 2.0 * np.pi * np.arange(spec.size) / n
     bg = np.empty(spec.size)
     bg[1:] = _background(power[1:], omega[1:])
@@ -391,12 +418,23 @@ def _phase_sums(x: np.ndarray, period: int) -> np.ndarray:
     return sums
 
 
-def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
+def _within_scale(
+    xw: np.ndarray,
+    t: np.ndarray,
+    period: int,
+    sums: np.ndarray | None = None,
+    square: float | None = None,
+) -> float:
     """Mean square of the whitened stream within phases (``n - T`` degrees of freedom): its
-    noise level with every harmonic of ``1 / T`` removed."""
-    sums, counts = _fold(xw, t, period)
+    noise level with every harmonic of ``1 / T`` removed. ``sums``: ``_phase_sums(xw,
+    period)``, ``square``: ``_dot(xw, xw)``, if the caller has them (the same value)."""
+    if sums is None:
+        sums, counts = _fold(xw, t, period)
+    else:
+        counts = _phase_counts(xw.size, period)[0]
     between = float(np.sum(sums * sums / counts))
-    return max(_dot(xw, xw) - between, 1e-300) / (xw.size - period)
+    square = _dot(xw, xw) if square is None else square
+    return max(square - between, 1e-300) / (xw.size - period)
 
 
 def _fold(x: np.ndarray, t: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
