@@ -424,6 +424,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     LOCAL_CLAIM_MANY,
     LOCAL_MULTIPLES,
     LOCAL_TAIL,
+    MASKED_CACHE,
     MASKED_MIN_BINS,
     MAX_MULTIPLE,
     MAX_SPAN,
@@ -447,6 +448,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     SHORT_STREAM,
     TRIM,
     WHITTLE_BLOCK,
+    WITHIN_CACHE,
 )
 from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: period.NAME
     _REAL_ARRAY,
@@ -517,6 +519,7 @@ from ldpfleet.collector.period_stats import (  # noqa: F401 - re-exported: perio
     _harmonic_power,
     _level_logp,
     _levels,
+    _masked_shapes,
     anova_logp,
     few_cycles_penalty,
     masked_bins,
@@ -555,7 +558,9 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _whittle_sums,
     _whittle_sums_blocked,
     _whittle_sums_flat,
+    _within,
     _within_scale,
+    _within_trend,
 )
 from ldpfleet.protocol.errors import ParameterError
 from scipy import fft as sp_fft  # noqa: F401 - re-exported: scripts read period.sp_fft

@@ -36,6 +36,8 @@ LOCAL_CLAIM_FACTOR = 2.0  # step 8: the segment-wise gate at alpha / 2 (calibrat
 LOCAL_CLAIM_MANY = 10.0  # ... and at alpha / 20 for a lag with >= PENALTY_CYCLES cycles
 COMB_VECTOR = 1 << 20  # _comb_sums: index arrays up to this many terms, loops beyond
 COMB_CACHE = 1 << 15  # ... cached (_comb_index, 2 lengths) for streams of up to this many samples
+WITHIN_CACHE = 1 << 15  # _detrend_at: the within-phase trend cached (n, T) for streams up to this
+MASKED_CACHE = 1 << 15  # masked_logp: the masked shapes cached (n, T) for streams up to this
 SCREEN_CACHE_PERIODS = 8192  # _screen: harmonic bins cached for up to this many periods
 WHITTLE_BLOCK = 4096  # columns per block of the long Whittle fits (_whittle_sums_blocked)
 RANK_HEAD = 64  # _ranked: screening scores sorted in full only past this many

@@ -114,8 +114,8 @@ def _fold_energies_bounded(
     return [found[q] for q in periods]
 
 
-def _span_floor(xw: np.ndarray, periods: list[int]) -> float:
-    """A lower bound of ``min`` over ``periods`` of step 2's exact log p-value
+def _span_floor(xw: np.ndarray, periods: list[int]) -> np.ndarray:
+    """Lower bounds, one per ``q`` of ``periods``, of step 2's exact log p-value
     (``_Search.exact_logp``: ``_level_logp(power / scale, (n - q) / 2)`` with ``power`` the
     harmonic powers of the whitened stream ``xw`` folded at ``q`` and ``scale`` its
     within-phase mean square), without an FFT of each fold (issue 19, helper F): ``refine``
@@ -125,9 +125,10 @@ def _span_floor(xw: np.ndarray, periods: list[int]) -> float:
 
     Per ``q``: the scale exactly as the exact test computes it (``_within_scale`` on the
     same phase sums ``S``); the first 32 harmonic powers ``|Y_j|^2 / n`` by the batched
-    partial DFT (``_partial_dft_padded``), each within ``e = FAST_FOLD_TOLERANCE (sum |S|)^2
-    / n`` of the true power and so of the FFT's (``_fold_energy_bounded``'s error budget:
-    both routes' ``|Y_j|`` within ``eps sum |S|``, ``4 eps + 2 eps^2 <= 1e-9``); the level
+    partial DFT (``_partial_dft_padded``), each within ``e = FAST_FOLD_TOLERANCE q sum S^2
+    / n >= FAST_FOLD_TOLERANCE (sum |S|)^2 / n`` of the true power and so of the FFT's
+    (``_fold_energy_bounded``'s error budget: both routes' ``|Y_j|`` within ``eps sum |S|``,
+    ``4 eps + 2 eps^2 <= 1e-9``); the level
     sums ``sum_{j <= H} P_j + H e`` for ``H = 1 .. 32`` and, for the level of all
     ``(q - 1) // 2`` harmonics, Parseval's ``q sum S^2 / (2 n) >= sum_j P_j`` (it drops
     ``|Y_0|^2`` and the Nyquist term). Those upper bounds of the level sums, over the scale
@@ -138,7 +139,7 @@ def _span_floor(xw: np.ndarray, periods: list[int]) -> float:
     below 1e-300."""
     n, count, size = xw.size, HARMONIC_LEVELS[-1], len(periods)
     square = _dot(xw, xw)
-    scales, mass, energy = np.empty(size), np.empty(size), np.empty(size)
+    scales, energy = np.empty(size), np.empty(size)
     power = np.empty((size, count))
     sizes = np.array(periods)
     longest = int(sizes.max())
@@ -151,13 +152,12 @@ def _span_floor(xw: np.ndarray, periods: list[int]) -> float:
         for i, q in enumerate(chunk, start):
             sums = _phase_sums(xw, q)
             scales[i] = _within_scale(xw, None, q, sums, square)
-            mass[i] = float(np.abs(sums).sum())
             energy[i] = _dot(sums, sums)
             padded[i - start, :q] = sums
         spec = _partial_dft_padded(padded, sizes[start : start + len(chunk)], count)
         power[start : start + len(chunk)] = spec.real**2 + spec.imag**2
     power /= n
-    err = FAST_FOLD_TOLERANCE * mass**2 / n
+    err = FAST_FOLD_TOLERANCE * sizes * energy / n  # (sum |S|)^2 <= q sum S^2
     levels = np.array(HARMONIC_LEVELS)
     partial = np.cumsum(power, axis=1)[:, levels - 1] + levels[None, :] * err[:, None]
     full = sizes * energy / (2.0 * n)
@@ -170,7 +170,7 @@ def _span_floor(xw: np.ndarray, periods: list[int]) -> float:
     if tiny.any():
         x = np.maximum(total[tiny], 1e-300)
         logp[tiny] = _log_f_leading(x, shape[tiny].astype(float), dfd[tiny])
-    return float(logp.min()) - FLOOR_SLACK
+    return logp.min(axis=1) - FLOOR_SLACK
 
 
 def _floor_rows(rows: int, cols: int) -> np.ndarray:

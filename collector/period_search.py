@@ -97,6 +97,7 @@ class _Search:
         self.gaps: dict[tuple[int, int], float] = {}
         self.norms: dict[int, float] = {}
         self.wholes: dict[tuple[int, int, int], np.ndarray] = {}  # whole(): memoised powers
+        self.floors: dict[int, float] = {}  # beaten(): _span_floor's bound of each period
         self.vetoed: int | None = None  # step 3c: a multiple significant detrended only
 
     # -- memoised folds --------------------------------------------------------------------
@@ -349,7 +350,10 @@ class _Search:
             return False
         if self.exact_logp(center)[0] < best + FLOOR_GATE:
             return False
-        return _span_floor(self.xw, list(range(low, high + 1))) >= best
+        missing = [q for q in range(low, high + 1) if q not in self.floors]
+        if missing:  # neighbourhoods of candidates overlap (3 T - 25, 3 T + 1 at T = 1,000)
+            self.floors.update(zip(missing, _span_floor(self.xw, missing).tolist(), strict=True))
+        return min(self.floors[q] for q in range(low, high + 1)) >= best
 
     # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
