@@ -56,6 +56,7 @@ FLOOR_MIN_SPAN = 9  # ... of >= this many periods, each >= FAST_FOLD_MIN_DIRECT 
 FLOOR_GATE = 8.0  # ... and whose centre's exact log p is >= this above the best is first bounded
 FLOOR_SLACK = 2.0  # ... (_span_floor: log p minus this covers _log_sf's jitter and its switch)
 FAST_FOLD_BATCH = 1 << 15  # settle: batched partial DFTs, <= this many twiddles a call (512 KB)
+BY_ROW_COLUMNS = 64  # _by_row: columns of a Fortran-ordered array per row of its flat view
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 

@@ -1,7 +1,8 @@
 """Helper F (issue 19, C8): ``period_whiten._row_dots(u, v, out)`` against
-``_row_sums(np.multiply(u, v, out=out))``, bit for bit, on random Fortran-ordered arrays of
+``_row_sums(np.multiply(u, v, out=out))``, and ``_by_row(ufunc, x, v, out)`` against
+``ufunc(x, v[:, None])`` (multiply, add), bit for bit, on random Fortran-ordered arrays of
 the Whittle fits' shapes (19 rows, 8 .. 50,000 columns; also 2-5 rows) whose values span
-many binades, and on the fallbacks (one row, C order). Exit status 1 if any row sum differs.
+many binades, and on the fallbacks (one row, C order). Exit status 1 if any value differs.
 
 Run: ``nice -n 5 python scripts/F_row_dots.py``.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from ldpfleet.collector.period_whiten import _row_dots, _row_sums
+from ldpfleet.collector.period_whiten import _by_row, _row_dots, _row_sums
 
 
 def main() -> int:
@@ -30,7 +31,15 @@ def main() -> int:
                 if not np.array_equal(old.view(np.int64), new.view(np.int64)):
                     differ += 1
                     print("DIFFERENT", rows, cols, order, flush=True)
-    print(f"shapes {checked}, different {differ}")
+                row = v[:, 0] * 7.0
+                for ufunc in (np.multiply, np.add):
+                    old = ufunc(u, row[:, None], out=np.empty((rows, cols), order=order))
+                    new = _by_row(ufunc, u, row, np.empty((rows, cols), order=order))
+                    checked += 1
+                    if not np.array_equal(old.view(np.int64), new.view(np.int64)):
+                        differ += 1
+                        print("DIFFERENT", ufunc.__name__, rows, cols, order, flush=True)
+    print(f"cases {checked}, different {differ}")
     return 1 if differ else 0
 
 
