@@ -548,6 +548,7 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _pocket_r2c,
     _private_r2c,
     _quadratic_basis,
+    _quadratic_columns,
     _rfft,
     _row_dots,
     _row_sums,
