@@ -46,7 +46,8 @@ def _detrend(x: np.ndarray) -> np.ndarray:
     """Residual of the least-squares quadratic in time (a linear or bowed trend is not a
     period; a signal with >= 3 cycles is nearly orthogonal to it)."""
     basis = _quadratic_basis(x.size)
-    coef, *_ = np.linalg.lstsq(_quadratic_columns(x.size), x, rcond=None)
+    columns = _quadratic_columns(x.size) if x.size <= WITHIN_CACHE else basis
+    coef, *_ = np.linalg.lstsq(columns, x, rcond=None)
     return x - basis @ coef
 
 
@@ -91,9 +92,10 @@ def _within_trend(n: int, period: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=8)  # n x 3 floats each
 def _quadratic_columns(n: int) -> np.ndarray:
-    """``_quadratic_basis(n)`` in Fortran order (read-only, shared): ``np.linalg.lstsq``
-    copies its matrix into Fortran order for LAPACK (the same values either way), ~50 us
-    cheaper from Fortran order at n = 10^4 (issue 19, helper F)."""
+    """``_quadratic_basis(n)`` in Fortran order (read-only, shared; ``_detrend`` uses it for
+    streams of up to ``WITHIN_CACHE`` samples): ``np.linalg.lstsq`` copies its matrix into
+    Fortran order for LAPACK (the same values either way), ~50 us cheaper from Fortran order
+    at n = 10^4 (issue 19, helper F)."""
     out = np.asfortranarray(_quadratic_basis(n))
     out.setflags(write=False)
     return out
