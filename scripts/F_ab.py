@@ -3,7 +3,11 @@ of ``scripts/cpr_speed_same.py`` at one ``T`` (0: the bench stream), alternating
 per call in one process (the machine's load hits both alike): per stream the median of
 REPS calls of each, then the median and maximum over the streams, and the summed medians.
 
-Run: ``nice -n 5 python scripts/F_ab.py /tmp/F_old 1000 5``.
+``cold`` as a 4th argument: the caches helper F added (``_within_trend``, ``_masked_shapes``,
+``_quadratic_columns``, keyed by the stream's length and period) are cleared before every
+new call, as for a stream whose (n, T) no earlier call saw.
+
+Run: ``nice -n 5 python scripts/F_ab.py /tmp/F_old 1000 5 [cold]``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,21 @@ def main(argv: list[str]) -> int:
 
     old = load_old(argv[0])
     want, reps = int(argv[1]), int(argv[2])
+    cold = argv[3:4] == ["cold"]
+    from ldpfleet.collector import period_stats, period_whiten
+
+    caches = (
+        period_whiten._within_trend,
+        period_whiten._quadratic_columns,
+        period_stats._masked_shapes,
+    )
+
+    def new(x: np.ndarray) -> float:
+        if cold:
+            for cache in caches:
+                cache.cache_clear()
+        return _cpu_ms(detect_period, x)
+
     rows = []
     for period, key, x in streams():
         if period != want:
@@ -37,17 +56,18 @@ def main(argv: list[str]) -> int:
         a, b = [], []
         for i in range(reps):
             if i % 2:
-                b.append(_cpu_ms(detect_period, x))
+                b.append(new(x))
                 a.append(_cpu_ms(old.detect_period, x))
             else:
                 a.append(_cpu_ms(old.detect_period, x))
-                b.append(_cpu_ms(detect_period, x))
+                b.append(new(x))
         rows.append((float(np.median(a)), float(np.median(b)), key))
     old_ms, new_ms = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
     for o, n, key in sorted(rows, key=lambda r: r[1])[-6:]:
         print(f"  {key}: old {o:.1f} new {n:.1f} ms")
     print(
-        f"T {want}: streams {len(rows)}; old median {np.median(old_ms):.1f} max {old_ms.max():.1f}"
+        f"{'cold ' if cold else ''}T {want}: streams {len(rows)};"
+        f" old median {np.median(old_ms):.1f} max {old_ms.max():.1f}"
         f" sum {old_ms.sum():.0f}; new median {np.median(new_ms):.1f} max {new_ms.max():.1f}"
         f" sum {new_ms.sum():.0f} ms; new/old (sums) {new_ms.sum() / old_ms.sum():.3f}"
     )
