@@ -144,7 +144,7 @@ class _Search:
 
     def span(self, center: int, harmonics: int) -> int:
         """Refinement half-width ``T^2 / (n H)``, between 2 and ``MAX_SPAN`` samples."""
-        return int(min(MAX_SPAN, max(2, np.ceil(center * center / (self.n * max(harmonics, 1))))))
+        return min(MAX_SPAN, max(2, math.ceil(center * center / (self.n * max(harmonics, 1)))))
 
     def settle(self, center: int, harmonics: int) -> int:
         """The integer near ``center`` whose fold of the whole stream captures the most
@@ -314,7 +314,8 @@ class _Search:
                 return None
             p0 = int(self.periods[i])
             h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
-            if any(abs(p0 - c) <= self.span(p0, h0) for c in chosen):
+            reach = self.span(p0, h0)
+            if any(abs(p0 - c) <= reach for c in chosen):
                 continue
             chosen.append(p0)
             harmonics = _resolving_level(self.power(p0))
