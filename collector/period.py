@@ -397,6 +397,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     ALPHA_CORROBORATE,
     ALPHA_SHAPE,
     BLAS_SERIAL,
+    BY_ROW_COLUMNS,
     CANDIDATES,
     COMB_CACHE,
     COMB_VECTOR,
@@ -411,6 +412,10 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     FAST_FOLD_PRIME,
     FAST_FOLD_TOLERANCE,
     FAST_FOLD_WIDE,
+    FLOOR_GATE,
+    FLOOR_MIN_HARMONICS,
+    FLOOR_MIN_SPAN,
+    FLOOR_SLACK,
     FULL_LEAD_MARGIN,
     FULL_TAIL_FLOOR,
     HARMONIC_LEVELS,
@@ -420,6 +425,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     LOCAL_CLAIM_MANY,
     LOCAL_MULTIPLES,
     LOCAL_TAIL,
+    MASKED_CACHE,
     MASKED_MIN_BINS,
     MAX_MULTIPLE,
     MAX_SPAN,
@@ -443,6 +449,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     SHORT_STREAM,
     TRIM,
     WHITTLE_BLOCK,
+    WITHIN_CACHE,
 )
 from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: period.NAME
     _REAL_ARRAY,
@@ -454,6 +461,7 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
 from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: period.NAME
     _batch_pays,
     _captured,
+    _floor_rows,
     _fold_energies_bounded,
     _fold_energy,
     _fold_energy_bounded,
@@ -469,6 +477,7 @@ from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: peri
     _prime_factors,
     _resolving_level,
     _smooth,
+    _span_floor,
 )
 from ldpfleet.collector.period_result import (
     PeriodEstimate,
@@ -511,6 +520,7 @@ from ldpfleet.collector.period_stats import (  # noqa: F401 - re-exported: perio
     _harmonic_power,
     _level_logp,
     _levels,
+    _masked_shapes,
     anova_logp,
     few_cycles_penalty,
     masked_bins,
@@ -523,7 +533,9 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _ar_shapes,
     _background,
     _blocked,
+    _by_row,
     _column_blocks,
+    _column_ordered,
     _columns,
     _detrend,
     _detrend_at,
@@ -536,7 +548,9 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _pocket_r2c,
     _private_r2c,
     _quadratic_basis,
+    _quadratic_columns,
     _rfft,
+    _row_dots,
     _row_sums,
     _rows_of,
     _scratch,
@@ -547,7 +561,9 @@ from ldpfleet.collector.period_whiten import (  # noqa: F401 - re-exported: peri
     _whittle_sums,
     _whittle_sums_blocked,
     _whittle_sums_flat,
+    _within,
     _within_scale,
+    _within_trend,
 )
 from ldpfleet.protocol.errors import ParameterError
 from scipy import fft as sp_fft  # noqa: F401 - re-exported: scripts read period.sp_fft

@@ -36,6 +36,8 @@ LOCAL_CLAIM_FACTOR = 2.0  # step 8: the segment-wise gate at alpha / 2 (calibrat
 LOCAL_CLAIM_MANY = 10.0  # ... and at alpha / 20 for a lag with >= PENALTY_CYCLES cycles
 COMB_VECTOR = 1 << 20  # _comb_sums: index arrays up to this many terms, loops beyond
 COMB_CACHE = 1 << 15  # ... cached (_comb_index, 2 lengths) for streams of up to this many samples
+WITHIN_CACHE = 1 << 15  # _detrend_at: the within-phase trend cached (n, T) for streams up to this
+MASKED_CACHE = 1 << 15  # masked_logp: the masked shapes cached (n, T) for streams up to this
 SCREEN_CACHE_PERIODS = 8192  # _screen: harmonic bins cached for up to this many periods
 WHITTLE_BLOCK = 4096  # columns per block of the long Whittle fits (_whittle_sums_blocked)
 RANK_HEAD = 64  # _ranked: screening scores sorted in full only past this many
@@ -49,7 +51,12 @@ FAST_FOLD_WIDE = 4  # ... or at most this x FAST_FOLD_HARMONICS harmonics (_part
 FAST_FOLD_MIN_WIDE = 1500  # ... of periods at least this long ...
 FAST_FOLD_PRIME = 200  # ... whose largest prime factor exceeds this
 FAST_FOLD_TOLERANCE = 1e-9  # error bound: this x 2 L (sum |y|)^2 / T (_fold_energy_bounded)
+FLOOR_MIN_HARMONICS = 64  # refine: a later candidate whose settle reads >= this many harmonics ...
+FLOOR_MIN_SPAN = 9  # ... of >= this many periods, each >= FAST_FOLD_MIN_DIRECT samples, ...
+FLOOR_GATE = 8.0  # ... and whose centre's exact log p is >= this above the best is first bounded
+FLOOR_SLACK = 2.0  # ... (_span_floor: log p minus this covers _log_sf's jitter and its switch)
 FAST_FOLD_BATCH = 1 << 15  # settle: batched partial DFTs, <= this many twiddles a call (512 KB)
+BY_ROW_COLUMNS = 64  # _by_row: columns of a Fortran-ordered array per row of its flat view
 SCRATCH_FLOATS = 1 << 18  # _scratch: Whittle temporaries up to this many floats reuse kept buffers
 TRIM = 25.0  # bins with P / S > TRIM are lines, refitted without (P(Exp > 25) = 1.4e-11)
 

@@ -20,10 +20,13 @@ from ldpfleet.collector.period_constants import (
     FAST_FOLD_PRIME,
     FAST_FOLD_TOLERANCE,
     FAST_FOLD_WIDE,
+    FLOOR_SLACK,
+    HARMONIC_LEVELS,
     MAX_MULTIPLE,
     MIN_EXTRA_SHARE,
 )
 from ldpfleet.collector.period_screen import (
+    _log_f_leading,
     _log_sf,
 )
 from ldpfleet.collector.period_stats import (
@@ -36,8 +39,11 @@ from ldpfleet.collector.period_whiten import (
     _phase_counts,
     _phase_sums,
     _rfft,
+    _scratch_pool,
+    _within_scale,
 )
 from scipy import fft as sp_fft
+from scipy import special
 
 
 def _fold_energy(xs: np.ndarray, t: np.ndarray, period: int, harmonics: int) -> float:
@@ -106,6 +112,78 @@ def _fold_energies_bounded(
             for q, energy, bound in zip(chunk, power.tolist(), tol.tolist(), strict=True):
                 found[q] = (energy / q, bound / q)
     return [found[q] for q in periods]
+
+
+def _span_floor(xw: np.ndarray, periods: list[int]) -> np.ndarray:
+    """Lower bounds, one per ``q`` of ``periods``, of step 2's exact log p-value
+    (``_Search.exact_logp``: ``_level_logp(power / scale, (n - q) / 2)`` with ``power`` the
+    harmonic powers of the whitened stream ``xw`` folded at ``q`` and ``scale`` its
+    within-phase mean square), without an FFT of each fold (issue 19, helper F): ``refine``
+    skips the settle of a candidate whose whole neighbourhood is bounded above the best
+    exact log p-value found, which then cannot change (its test is ``value < best``).
+    Every ``q`` needs at least 65 samples (32 harmonics below its Nyquist).
+
+    Per ``q``: the scale exactly as the exact test computes it (``_within_scale`` on the
+    same phase sums ``S``); the first 32 harmonic powers ``|Y_j|^2 / n`` by the batched
+    partial DFT (``_partial_dft_padded``), each within ``e = FAST_FOLD_TOLERANCE q sum S^2
+    / n >= FAST_FOLD_TOLERANCE (sum |S|)^2 / n`` of the true power and so of the FFT's
+    (``_fold_energy_bounded``'s error budget: both routes' ``|Y_j|`` within ``eps sum |S|``,
+    ``4 eps + 2 eps^2 <= 1e-9``); the level
+    sums ``sum_{j <= H} P_j + H e`` for ``H = 1 .. 32`` and, for the level of all
+    ``(q - 1) // 2`` harmonics, Parseval's ``q sum S^2 / (2 n) >= sum_j P_j`` (it drops
+    ``|Y_0|^2`` and the Nyquist term). Those upper bounds of the level sums, over the scale
+    and raised by ``1e-9`` relative (every rounding of both routes), go through ``_log_sf``'s
+    tail (decreasing in the sum) at the same degrees of freedom; ``FLOOR_SLACK`` = 2 more
+    covers where ``_log_sf`` is not monotone: ``fdtrc``'s jitter (at most 0.05 in log,
+    ``_column_bound``) and the step of at most ~0.4 where it switches to the leading term
+    below 1e-300."""
+    n, count, size = xw.size, HARMONIC_LEVELS[-1], len(periods)
+    square = _dot(xw, xw)
+    scales, energy = np.empty(size), np.empty(size)
+    power = np.empty((size, count))
+    sizes = np.array(periods)
+    longest = int(sizes.max())
+    b = math.isqrt(longest - 1) + 1
+    rows = max(1, FAST_FOLD_BATCH // (count * (b + -(-longest // b))))
+    for start in range(0, size, rows):
+        chunk = periods[start : start + rows]
+        width = _padded_rows([max(chunk)]).shape[1]  # the (a, b) matrix of the longest
+        padded = _floor_rows(len(chunk), width)
+        for i, q in enumerate(chunk, start):
+            sums = _phase_sums(xw, q)
+            scales[i] = _within_scale(xw, None, q, sums, square)
+            energy[i] = _dot(sums, sums)
+            padded[i - start, :q] = sums
+        spec = _partial_dft_padded(padded, sizes[start : start + len(chunk)], count)
+        power[start : start + len(chunk)] = spec.real**2 + spec.imag**2
+    power /= n
+    err = FAST_FOLD_TOLERANCE * sizes * energy / n  # (sum |S|)^2 <= q sum S^2
+    levels = np.array(HARMONIC_LEVELS)
+    partial = np.cumsum(power, axis=1)[:, levels - 1] + levels[None, :] * err[:, None]
+    full = sizes * energy / (2.0 * n)
+    shape = np.column_stack([np.broadcast_to(levels, partial.shape), (sizes - 1) // 2])
+    total = np.column_stack([partial, full]) / scales[:, None] * (1.0 + 1e-9)
+    dfd = np.broadcast_to(((n - sizes) / 2.0)[:, None], total.shape)
+    sf = special.fdtrc(2.0 * shape, 2.0 * dfd, total / shape)
+    tiny = sf < 1e-300
+    logp = np.log(np.where(tiny, 1.0, sf))
+    if tiny.any():
+        x = np.maximum(total[tiny], 1e-300)
+        logp[tiny] = _log_f_leading(x, shape[tiny].astype(float), dfd[tiny])
+    return logp.min(axis=1) - FLOOR_SLACK
+
+
+def _floor_rows(rows: int, cols: int) -> np.ndarray:
+    """Zeros, C-ordered ``(rows, cols)``, in a buffer this thread keeps between calls
+    (``_span_floor``'s folds; ``period_whiten._scratch``'s reason: fresh pages fault in one
+    by one, ~1 ms for the ~1 MB of a neighbourhood's folds here)."""
+    pool = _scratch_pool.__dict__
+    buffer = pool.get("floor")
+    if buffer is None or buffer.size < rows * cols:
+        buffer = pool["floor"] = np.empty(rows * cols)
+    out = buffer[: rows * cols].reshape(rows, cols)
+    out.fill(0.0)
+    return out
 
 
 def _padded_rows(sizes: list[int]) -> np.ndarray:

@@ -9,7 +9,12 @@ import numpy as np
 from ldpfleet.collector.period_constants import (
     CANDIDATES,
     DEFAULT_MIN_CYCLES,
+    FAST_FOLD_HARMONICS,
+    FAST_FOLD_MIN_DIRECT,
     FAST_FOLD_TOLERANCE,
+    FLOOR_GATE,
+    FLOOR_MIN_HARMONICS,
+    FLOOR_MIN_SPAN,
     HARMONIC_LEVELS,
     LOCAL_CLAIM_FACTOR,
     LOCAL_CLAIM_MANY,
@@ -35,6 +40,7 @@ from ldpfleet.collector.period_refine import (
     _limit,
     _prime_factors,
     _resolving_level,
+    _span_floor,
 )
 from ldpfleet.collector.period_result import (
     PeriodEstimate,
@@ -76,7 +82,8 @@ class _Search:
         n = arr.size
         self.arr, self.xd, self.n = arr, xd, n
         self.min_period, self.max_period, self.alpha = min_period, max_period, alpha
-        self.xw, self.level = _whiten(xd)
+        self.parts: dict = {}  # _whiten's periodogram of the centred stream, for masked_logp
+        self.xw, self.level = _whiten(xd, self.parts)
         self.dfd = max(1.0, (n // 2) / 3.0 - 3.0)  # the fit: ~n/6 independent bins, 3 fitted
         self.periods = np.arange(min_period, max_period + 1)
         self.stats, self.autocorr = _screen(self.xw, self.periods)
@@ -89,6 +96,8 @@ class _Search:
         self.bounds: dict[tuple[int, int, int], tuple[float, float]] = {}
         self.gaps: dict[tuple[int, int], float] = {}
         self.norms: dict[int, float] = {}
+        self.wholes: dict[tuple[int, int, int], np.ndarray] = {}  # whole(): memoised powers
+        self.floors: dict[int, float] = {}  # beaten(): _span_floor's bound of each period
         self.vetoed: int | None = None  # step 3c: a multiple significant detrended only
 
     # -- memoised folds --------------------------------------------------------------------
@@ -112,9 +121,12 @@ class _Search:
         into the harmonics of T that are not multiples of m. Of the stream detrended jointly
         with the fold at ``base`` (the null of the multiple test: periodic at ``base``)."""
         cycles = self.n // period if cycles is None else cycles
-        return _harmonic_power(
-            self.xs_at(base)[: cycles * period], self.t[: cycles * period], period
-        )
+        key = (period, base, cycles)
+        if key not in self.wholes:  # step 3 reads the chosen multiple twice (issue 19, helper F)
+            self.wholes[key] = _harmonic_power(
+                self.xs_at(base)[: cycles * period], self.t[: cycles * period], period
+            )
+        return self.wholes[key]
 
     def whitened_whole(self, period: int) -> np.ndarray:
         """Harmonic powers of the WHITENED stream over whole cycles of ``period`` (step 3's
@@ -132,7 +144,7 @@ class _Search:
 
     def span(self, center: int, harmonics: int) -> int:
         """Refinement half-width ``T^2 / (n H)``, between 2 and ``MAX_SPAN`` samples."""
-        return int(min(MAX_SPAN, max(2, np.ceil(center * center / (self.n * max(harmonics, 1))))))
+        return min(MAX_SPAN, max(2, math.ceil(center * center / (self.n * max(harmonics, 1)))))
 
     def settle(self, center: int, harmonics: int) -> int:
         """The integer near ``center`` whose fold of the whole stream captures the most
@@ -302,14 +314,47 @@ class _Search:
                 return None
             p0 = int(self.periods[i])
             h0 = HARMONIC_LEVELS[level_of[i]] if level_of[i] < len(HARMONIC_LEVELS) else p0 // 2
-            if any(abs(p0 - c) <= self.span(p0, h0) for c in chosen):
+            reach = self.span(p0, h0)
+            if any(abs(p0 - c) <= reach for c in chosen):
                 continue
             chosen.append(p0)
-            q = self.settle(p0, _resolving_level(self.power(p0)))
+            harmonics = _resolving_level(self.power(p0))
+            if self.beaten(p0, harmonics, best[0]):
+                continue
+            q = self.settle(p0, harmonics)
             value, hq = self.exact_logp(q)
             if value < best[0]:
                 best = (value, q, hq)
         return best
+
+    def beaten(self, center: int, harmonics: int, best: float) -> bool:
+        """Whether no period ``settle(center, harmonics)`` can return has an exact log
+        p-value below ``best`` (issue 19, helper F): ``refine`` then skips that settle and
+        its exact test, whose ``value < best`` would be False for whichever integer it
+        settled on, so ``best`` and every answer stay the same (the settle's memoised folds
+        only speed later settles up). Proven by ``_span_floor`` over the settle's whole
+        neighbourhood; tried only where the settle is expensive (``FLOOR_MIN_HARMONICS``
+        harmonics or more over ``FLOOR_MIN_SPAN`` periods or more, each at least
+        ``FAST_FOLD_MIN_DIRECT`` samples: 2-6 ms each at T = 1,000 here, the bound ~2 ms;
+        not while ``FAST_FOLD_HARMONICS`` is below the bound's 32 harmonics: the partial DFT
+        is then off) and likely to succeed (the centre's own exact log p-value at least
+        ``FLOOR_GATE`` above ``best``: on the issue-19 speed streams the multiples 2 T and
+        3 T of a claimed T, 11 to 800 above it from eps0 = 1 up; there 36 of 36 bounds
+        tried skipped their settle)."""
+        if not math.isfinite(best) or SETTLE_FACTOR * harmonics < FLOOR_MIN_HARMONICS:
+            return False
+        if HARMONIC_LEVELS[-1] > FAST_FOLD_HARMONICS:  # the bound's partial DFT is off
+            return False
+        span = self.span(center, harmonics)
+        low, high = max(self.min_period, center - span), min(self.max_period, center + span)
+        if high - low + 1 < FLOOR_MIN_SPAN or low < FAST_FOLD_MIN_DIRECT:
+            return False
+        if self.exact_logp(center)[0] < best + FLOOR_GATE:
+            return False
+        missing = [q for q in range(low, high + 1) if q not in self.floors]
+        if missing:  # neighbourhoods of candidates overlap (3 T - 25, 3 T + 1 at T = 1,000)
+            self.floors.update(zip(missing, _span_floor(self.xw, missing).tolist(), strict=True))
+        return min(self.floors[q] for q in range(low, high + 1)) >= best
 
     # -- claim gates (steps 4-6) and renames (steps 3, 7) ----------------------------------
 
@@ -342,7 +387,7 @@ class _Search:
         if (
             checked > gated
             and n / checked < PENALTY_CYCLES
-            and masked_logp(self.xd, checked) - few_cycles_penalty(n / checked, n) >= self.threshold
+            and self.masked(checked) - few_cycles_penalty(n / checked, n) >= self.threshold
         ):
             # a rename to a longer period (step 3's multiple) claims fewer cycles than the
             # gates saw: the claimed period must pass step 6's masked check at its own
@@ -379,8 +424,13 @@ class _Search:
         if claim and few:
             # the same test once more against a background fitted to the raw periodogram
             # without the candidate's harmonic bins (module docstring, step 6)
-            claim = masked_logp(self.xd, period) - few_cycles_penalty(n / period, n) < threshold
+            claim = self.masked(period) - few_cycles_penalty(n / period, n) < threshold
         return claim
+
+    def masked(self, period: int) -> float:
+        """``masked_logp`` of the detrended stream at ``period``, on the periodogram the
+        whitening computed (the same values: ``_whiten``'s ``parts``)."""
+        return masked_logp(self.xd, period, self.parts.get("power"))
 
     def renamed(self, period: int, settled: int, harmonics: int) -> int:
         """A claimed ``period`` after the hill climb (step 4b), the fundamental (step 3) and

@@ -12,11 +12,13 @@ import threading
 import numpy as np
 from ldpfleet.collector.period_constants import (
     BLAS_SERIAL,
+    BY_ROW_COLUMNS,
     MEMORY_GRID,
     PHI_GRID,
     SCRATCH_FLOATS,
     TRIM,
     WHITTLE_BLOCK,
+    WITHIN_CACHE,
 )
 from scipy import fft as sp_fft
 
@@ -44,7 +46,8 @@ def _detrend(x: np.ndarray) -> np.ndarray:
     """Residual of the least-squares quadratic in time (a linear or bowed trend is not a
     period; a signal with >= 3 cycles is nearly orthogonal to it)."""
     basis = _quadratic_basis(x.size)
-    coef, *_ = np.linalg.lstsq(basis, x, rcond=None)
+    columns = _quadratic_columns(x.size) if x.size <= WITHIN_CACHE else basis
+    coef, *_ = np.linalg.lstsq(columns, x, rcond=None)
     return x - basis @ coef
 
 
@@ -57,16 +60,45 @@ def _detrend_at(x: np.ndarray, period: int) -> np.ndarray:
     sine of period 365 in 4 cycles settled at 366, 6 cycles of 97 became 194). An exactly
     ``period``-periodic ``x`` comes back unchanged (Frisch-Waugh: the trend is fitted to the
     within-phase residuals of ``x`` and of the basis)."""
-    counts = _phase_counts(x.size, period)[0]
     trend = _quadratic_basis(x.size)[:, 1:]
-
-    def within(v: np.ndarray) -> np.ndarray:
-        # np.resize repeats the phase means along the stream: means[t % period], copied
-        return v - np.resize(_phase_sums(v, period) / counts, v.size)
-
-    basis = np.stack([within(trend[:, 0]), within(trend[:, 1])], axis=1)
-    coef, *_ = np.linalg.lstsq(basis, within(x), rcond=None)
+    if x.size <= WITHIN_CACHE:
+        basis = _within_trend(x.size, period)
+    else:
+        basis = np.stack([_within(trend[:, 0], period), _within(trend[:, 1], period)], axis=1)
+    coef, *_ = np.linalg.lstsq(basis, _within(x, period), rcond=None)
     return x - trend @ coef
+
+
+def _within(v: np.ndarray, period: int) -> np.ndarray:
+    """``v`` less its phase means at ``period`` (``_detrend_at``)."""
+    counts = _phase_counts(v.size, period)[0]
+    # np.resize repeats the phase means along the stream: means[t % period], copied
+    return v - np.resize(_phase_sums(v, period) / counts, v.size)
+
+
+@functools.lru_cache(maxsize=16)  # n x 2 floats each: 160 KB at n = 10^4, 512 KB at 2^15
+def _within_trend(n: int, period: int) -> np.ndarray:
+    """The within-phase residuals of the linear and quadratic trend columns at ``period``,
+    as ``_detrend_at`` fits them (the same values; read-only, shared): a function of the
+    stream's length and the period only, the same for every stream of a fleet and for the
+    settles of one call that revisit a centre (issue 19, helper F: ~70 of ~290 us of a
+    ``_detrend_at`` at n = 10^4)."""
+    trend = _quadratic_basis(n)[:, 1:]
+    basis = np.stack([_within(trend[:, 0], period), _within(trend[:, 1], period)], axis=1)
+    basis = np.asfortranarray(basis)  # the same values; lstsq copies C order column by column
+    basis.setflags(write=False)
+    return basis
+
+
+@functools.lru_cache(maxsize=8)  # n x 3 floats each
+def _quadratic_columns(n: int) -> np.ndarray:
+    """``_quadratic_basis(n)`` in Fortran order (read-only, shared; ``_detrend`` uses it for
+    streams of up to ``WITHIN_CACHE`` samples): ``np.linalg.lstsq`` copies its matrix into
+    Fortran order for LAPACK (the same values either way), ~50 us cheaper from Fortran order
+    at n = 10^4 (issue 19, helper F)."""
+    out = np.asfortranarray(_quadratic_basis(n))
+    out.setflags(write=False)
+    return out
 
 
 @functools.lru_cache(maxsize=8)  # n x 3 floats each
@@ -115,8 +147,8 @@ def _whittle(p: np.ndarray, g: np.ndarray, start: float) -> tuple[float, float, 
         deviance = _deviance_blocked(c, a, g, p)
     else:  # sum(log(c + a g) + p / (c + a g)), each operation into the work arrays
         spectrum, logs, ratio = work
-        np.multiply(_per_row(a, g), g, out=spectrum)
-        spectrum += c[:, None]
+        _by_row(np.multiply, g, a, spectrum)
+        _by_row(np.add, spectrum, c, spectrum)
         np.log(spectrum, out=logs)
         np.divide(rows_p, spectrum, out=ratio)
         deviance = _row_sums(np.add(logs, ratio, out=logs))
@@ -161,16 +193,16 @@ def _whittle_sums(c: np.ndarray, a: np.ndarray, g: np.ndarray, p: np.ndarray, wo
     arrays like ``g`` (overwritten)."""
     wt, wg, tmp = work
     # the same float operations as c + a g, 1 / (s s), (wt g) g, (wt g) p, in place
-    np.multiply(_per_row(a, g), g, out=wt)
-    wt += c[:, None]
+    _by_row(np.multiply, g, a, wt)
+    _by_row(np.add, wt, c, wt)
     np.multiply(wt, wt, out=wt)
     np.divide(1.0, wt, out=wt)
     np.multiply(wt, g, out=wg)
     s11 = _row_sums(wt)
     s12 = _row_sums(wg)
-    s22 = _row_sums(np.multiply(wg, g, out=tmp))
-    r1 = _row_sums(np.multiply(wt, p, out=tmp))
-    r2 = _row_sums(np.multiply(wg, p, out=tmp))
+    s22 = _row_dots(wg, g, tmp)
+    r1 = _row_dots(wt, p, tmp)
+    r2 = _row_dots(wg, p, tmp)
     return s11, s12, s22, r1, r2
 
 
@@ -190,9 +222,9 @@ def _whittle_sums_flat(
     np.multiply(g, w, out=wg)
     s11 = np.full(rows, np.cumsum(np.full(cols, w))[-1])
     s12 = _row_sums(wg)
-    s22 = _row_sums(np.multiply(wg, g, out=tmp))
+    s22 = _row_dots(wg, g, tmp)
     r1 = np.full(rows, np.cumsum(w * p)[-1])
-    r2 = _row_sums(np.multiply(wg, p if rows_p is None else rows_p, out=tmp))
+    r2 = _row_dots(wg, p if rows_p is None else rows_p, tmp)
     return s11, s12, s22, r1, r2
 
 
@@ -204,6 +236,32 @@ def _per_row(a: np.ndarray, g: np.ndarray) -> np.ndarray:
     if g.ndim == 2 and g.flags.f_contiguous and not g.flags.c_contiguous:
         return np.tile(a, g.shape[1]).reshape(g.shape, order="F")
     return a[:, None]
+
+
+def _by_row(ufunc, x: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``ufunc(x, v[:, None], out=out)`` (a per-row operand ``v``), the same elementwise
+    results (issue 19, helper F). On Fortran-ordered ``x`` and ``out`` of several rows numpy
+    broadcasts ``v`` one column (``rows`` elements) per inner-loop call (50 us for ``+= c``
+    at 19 x 4,950 here), and ``_per_row``'s full tile of ``v`` costs 24 us; here both
+    arrays' memory is read as rows of ``BY_ROW_COLUMNS`` whole columns against ``v`` tiled
+    that many times (a 1,216-element operand), the last columns as ``(columns, rows)``
+    against ``v``: every element meets its own row's ``v`` in the same operation."""
+    rows, cols = x.shape
+    ordered = (x, out)
+    if rows < 2 or not all(a.flags.f_contiguous and not a.flags.c_contiguous for a in ordered):
+        return ufunc(x, v[:, None], out=out)
+    flat_x, flat_out = x.T.reshape(-1), out.T.reshape(-1)
+    whole = (cols // BY_ROW_COLUMNS) * BY_ROW_COLUMNS * rows
+    if whole:
+        width = BY_ROW_COLUMNS * rows
+        ufunc(
+            flat_x[:whole].reshape(-1, width),
+            np.tile(v, BY_ROW_COLUMNS),
+            out=flat_out[:whole].reshape(-1, width),
+        )
+    if whole < flat_x.size:
+        ufunc(flat_x[whole:].reshape(-1, rows), v, out=flat_out[whole:].reshape(-1, rows))
+    return out
 
 
 def _rows_of(p: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -229,6 +287,28 @@ def _row_sums(x: np.ndarray) -> np.ndarray:
     if x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous:
         return np.einsum("ij->i", x)
     return x.sum(axis=1)
+
+
+def _column_ordered(x: np.ndarray) -> bool:
+    """Whether ``_row_sums`` adds the columns of ``x`` in sequence by ``einsum`` (a 2-D
+    Fortran-ordered array of several rows)."""
+    return x.ndim == 2 and x.shape[0] > 1 and x.flags.f_contiguous and not x.flags.c_contiguous
+
+
+def _row_dots(u: np.ndarray, v: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``_row_sums(np.multiply(u, v, out=out))``, bit for bit, without writing the products
+    when both are Fortran-ordered 2-D arrays of several rows (issue 19, helper F):
+    ``np.einsum("ij,ij->i", u, v)`` iterates them in memory order as ``"ij->i"`` does, the
+    rows innermost and the columns in sequence, and adds each rounded product ``u v`` to
+    its row's running sum from 0.0 (no fused multiply-add: the products are the ones
+    ``np.multiply`` writes). 69 against 89 us at 19 x 4,950 here; three of the five sums
+    of every Whittle step. ``scripts/F_row_dots.py`` compares the two on random arrays and
+    the pins of ``scripts/cpr_period_same.py`` on every stream. Otherwise (one row, C
+    order, a 1-D ``v``) the product is written and summed as before; ``out`` is overwritten
+    there."""
+    if _column_ordered(u) and _column_ordered(v) and u.shape == v.shape:
+        return np.einsum("ij,ij->i", u, v)
+    return _row_sums(np.multiply(u, v, out=out))
 
 
 def _blocked(g: np.ndarray) -> bool:
@@ -335,13 +415,18 @@ def _shapes(omega: np.ndarray) -> np.ndarray:
     return np.vstack((ar, np.abs(2.0 * np.sin(omega / 2.0))[None, :] ** (-2.0 * memory)))
 
 
-def _whiten(xd: np.ndarray) -> tuple[np.ndarray, float]:
+def _whiten(xd: np.ndarray, parts: dict | None = None) -> tuple[np.ndarray, float]:
     """The stream divided, frequency by frequency, by the square root of its fitted background:
     under any background of the fitted family the result is close to iid with variance 1.
-    Also returns the white level ``min S`` (the SW noise variance, for the refinement)."""
+    Also returns the white level ``min S`` (the SW noise variance, for the refinement).
+    ``parts`` (a dict, optional) receives ``"power"``: the periodogram of the centred stream,
+    ``|rfft(xd - mean)|^2 / n`` at every bin, which ``masked_logp`` reads again (issue 19,
+    helper F: the same values, one transform fewer)."""
     n = xd.size
     spec = sp_fft.rfft(xd - xd.mean())
     power = (spec.real**2 + spec.imag**2) / n
+    if parts is not None:
+        parts["power"] = power
     omega = 2.0 * np.pi * np.arange(spec.size) / n
     bg = np.empty(spec.size)
     bg[1:] = _background(power[1:], omega[1:])
@@ -391,12 +476,23 @@ def _phase_sums(x: np.ndarray, period: int) -> np.ndarray:
     return sums
 
 
-def _within_scale(xw: np.ndarray, t: np.ndarray, period: int) -> float:
+def _within_scale(
+    xw: np.ndarray,
+    t: np.ndarray,
+    period: int,
+    sums: np.ndarray | None = None,
+    square: float | None = None,
+) -> float:
     """Mean square of the whitened stream within phases (``n - T`` degrees of freedom): its
-    noise level with every harmonic of ``1 / T`` removed."""
-    sums, counts = _fold(xw, t, period)
+    noise level with every harmonic of ``1 / T`` removed. ``sums``: ``_phase_sums(xw,
+    period)``, ``square``: ``_dot(xw, xw)``, if the caller has them (the same value)."""
+    if sums is None:
+        sums, counts = _fold(xw, t, period)
+    else:
+        counts = _phase_counts(xw.size, period)[0]
     between = float(np.sum(sums * sums / counts))
-    return max(_dot(xw, xw) - between, 1e-300) / (xw.size - period)
+    square = _dot(xw, xw) if square is None else square
+    return max(square - between, 1e-300) / (xw.size - period)
 
 
 def _fold(x: np.ndarray, t: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
