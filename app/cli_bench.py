@@ -469,6 +469,38 @@ def bench_secagg_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
+    result = _run_bench_secagg(
+        devices,
+        dim,
+        neighbors,
+        dropout,
+        dropout_stage,
+        broker=broker,
+        stage_timeout=stage_timeout,
+        silent_dropouts=silent_dropouts,
+        seed=seed,
+        active=active,
+    )
+    print(json.dumps(result))
+    _print_warnings(result)  # stderr: stdout stays the JSON
+    _fail_unless_exact(result)
+
+
+def _run_bench_secagg(
+    devices: int,
+    dim: int,
+    neighbors: str,
+    dropout: float,
+    dropout_stage: str,
+    *,
+    broker: str,
+    stage_timeout: float,
+    silent_dropouts: bool,
+    seed: int,
+    active: bool,
+) -> dict:
+    """``bench secagg``'s options checked (a refusal names the option, exit 2), then the
+    session (``app.bench_secagg.bench_secagg``) behind a progress bar of the devices."""
     from ldpfleet.app.bench_secagg import bench_secagg, check_options, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.app.suggest import near_miss
@@ -494,7 +526,7 @@ def bench_secagg_command(
                 stage_timeout=stage_timeout, seed=seed,
             )  # fmt: skip
             check_survivors(devices, dropout, degree, full)
-            result = run_loop(
+            return run_loop(
                 bench_secagg(
                     devices,
                     dim,
@@ -510,8 +542,10 @@ def bench_secagg_command(
                     progress=as_callback(step),
                 )
             )
-    print(json.dumps(result))
-    _print_warnings(result)  # stderr: stdout stays the JSON
+
+
+def _fail_unless_exact(result: dict) -> None:
+    """Exit 1 with one sentence for a session that aborted or whose sum is not exact."""
     if result["aborted"]:
         _fail(
             f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "

@@ -1,6 +1,6 @@
 """Record what the long command lines print, to pin a refactor that only moves their code.
 
-Runs a fixed list of small invocations of ``ldpfleet bench fleet/cpr/cadr/cadr-sweep``,
+Runs a fixed list of small invocations of ``ldpfleet bench fleet/cpr/secagg/cadr/cadr-sweep``,
 ``mosquitto-config``, ``run`` and ``audit`` through the console script next to this
 interpreter (the venv's ``ldpfleet``), each in a fresh process in a fixed scratch folder,
 and prints for each: the exit code, stdout and stderr, and the files it wrote. What varies
@@ -17,7 +17,7 @@ records taken before and after a change that only moves code must be byte-identi
     cmp /tmp/S1-pin-before.txt /tmp/S1-pin-after.txt
 
 ``python scripts/S1_cli_pin.py NAME ...`` runs only the cases whose name starts with one of
-the NAMEs (e.g. ``cpr``, ``fleet``, ``cadr``, ``sweep``, ``mosq``, ``run``, ``audit``).
+the NAMEs (e.g. ``cpr``, ``fleet``, ``secagg``, ``cadr``, ``sweep``, ``mosq``, ``run``, ``audit``).
 """
 
 from __future__ import annotations
@@ -123,6 +123,37 @@ CASES: list[tuple[str, list[str]]] = [
     ("fleet refuse connection", ["bench", "fleet", *FLEET_SMALL, "--connection", "nope"]),
     ("fleet refuse trace", ["bench", "fleet", *FLEET_SMALL, "--trace", "none"]),
     ("fleet refuse broker", ["bench", "fleet", *FLEET_SMALL, "--broker", "nope"]),
+    # bench secagg
+    ("secagg small", ["bench", "secagg", "--devices", "10", "--dim", "5"]),
+    (
+        "secagg dropout",
+        [
+            "bench",
+            "secagg",
+            "--devices",
+            "12",
+            "--dim",
+            "3",
+            "--dropout",
+            "0.2",
+            "--dropout-stage",
+            "after_keys",
+            "--neighbors",
+            "6",
+            "--seed",
+            "2",
+        ],
+    ),
+    (
+        "secagg full active",
+        ["bench", "secagg", "--devices", "8", "--dim", "3", "--neighbors", "full", "--active"],
+    ),
+    ("secagg refuse stage", ["bench", "secagg", "--dropout-stage", "after_key"]),
+    ("secagg refuse dropout", ["bench", "secagg", "--dropout", "1"]),
+    ("secagg refuse neighbors", ["bench", "secagg", "--neighbors", "x"]),
+    ("secagg refuse devices", ["bench", "secagg", "--devices", "1"]),
+    ("secagg refuse stage-timeout", ["bench", "secagg", "--stage-timeout", "0"]),
+    ("secagg refuse survivors", ["bench", "secagg", "--devices", "10", "--dropout", "0.9"]),
     # bench cadr
     ("cadr reference", ["bench", "cadr", "--graph", GRAPH, "--runs", "2"]),
     (
