@@ -404,22 +404,43 @@ def audit_command(
             check_jobs(jobs)
         if mechanism == "mutants":
             _refuse_for_mutants(eps=eps, delta=delta, trials=trials, jobs=jobs)
-            rows = audit_mutants(
-                tuple(only or ()), tests=tests is not False, gamma=gamma, seed=seed, progress=report
-            )
-            print(mutants_markdown(rows) if markdown else json.dumps(rows))
+            _print_mutants(only, tests, gamma, seed, report, markdown)
             return
-        _refuse_outside_their_command(mechanism, tests=tests, jobs=jobs)
-        _battery().refuse_a_plugin_named_like_an_entry(mechanism)
-        # a user mechanism's print() goes to stderr: stdout carries only the JSON
-        with contextlib.redirect_stdout(sys.stderr):
-            entries = _only_entries(mechanism, only)
-            rows = _audit_rows(
-                mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries
-            )
+        rows = _checked_audit_rows(
+            mechanism, eps, delta, trials, gamma, seed, jobs, report, tests, only
+        )
     except ParameterError as error:
         print(f"error: {option_error(error, mechanism, only, tests)}", file=sys.stderr)
         raise typer.Exit(2) from None
+    _print_audit_rows(rows, mechanism, markdown)
+
+
+def _print_mutants(
+    only, tests: bool | None, gamma: float, seed: int, report, markdown: bool
+) -> None:
+    """``audit mutants``: the mutation run (``--only`` mutants; the unit tests too unless
+    ``--no-tests``), printed as JSON or docs/audit.md's table."""
+    rows = audit_mutants(
+        tuple(only or ()), tests=tests is not False, gamma=gamma, seed=seed, progress=report
+    )
+    print(mutants_markdown(rows) if markdown else json.dumps(rows))
+
+
+def _checked_audit_rows(
+    mechanism, eps, delta, trials, gamma, seed, jobs, report, tests, only
+) -> list[dict]:
+    """``audit MECHANISM`` (or ``all``) after the refusals of options it does not take:
+    its rows. A user mechanism's ``print()`` goes to stderr: stdout carries only the JSON."""
+    _refuse_outside_their_command(mechanism, tests=tests, jobs=jobs)
+    _battery().refuse_a_plugin_named_like_an_entry(mechanism)
+    with contextlib.redirect_stdout(sys.stderr):
+        entries = _only_entries(mechanism, only)
+        return _audit_rows(mechanism, eps, trials, gamma, seed, delta or 0.0, jobs, report, entries)
+
+
+def _print_audit_rows(rows: list[dict], mechanism: str, markdown: bool) -> None:
+    """The rows (stdout: one JSON object, ``all``'s JSON list, or the table), the
+    underpowered warning (stderr); exit 1 when some audit found a violation."""
     _warn_underpowered(rows)
     if markdown:
         print(markdown_table(rows))

@@ -358,16 +358,7 @@ def sweep_theta(
     started = time.perf_counter()
     choices = theta_choices(graph.degrees(), eps, alpha, _kind(methods))
     bound = max(int(graph.degrees().max()), 1) if graph.n else 1
-    dropped = sorted(t for t in set(thetas) if t > bound)
-    grid = sorted(t for t in set(thetas) if t <= bound)
-    if not grid:
-        raise ParameterError(
-            f"must hold a θ <= the degree bound D = {bound} (the graph's maximum degree; "
-            f"the devices refuse a larger θ), got {dropped[:8]}",
-            field="thetas",
-            limit=f"a θ <= the degree bound D = {bound}",
-            value=dropped,
-        )
+    grid, dropped = _theta_grid(thetas, bound)
     evaluated = sorted(set(grid) | {choices["by_sum"], choices["by_deviation"]})
     seeds = list(range(seed, seed + runs))
     cells, cpu = _cells(graph, [(m, t, eps) for m in methods for t in evaluated], alpha, seeds,
@@ -377,45 +368,8 @@ def sweep_theta(
         for m in methods
         for t in evaluated
     ]
-    per_method = {}
-    for m in methods:
-        ts, maes, ses = _series(rows, m, "mae")
-        shape = {metric: shape_check(*_series(rows, m, metric)) for metric in ("mae", "mse")}
-        best = shape["mae"]["argmin"]
-        se_best = ses[ts.index(best)] or 0.0
-        # θ whose mean MAE is within 2 standard errors of a difference of the minimum
-        band = [t for t, v in zip(ts, maes, strict=True)
-                if v <= shape["mae"]["min"] + 2 * math.sqrt(2) * se_best]  # fmt: skip
-        known = [s for s in ses if s is not None]
-        per_method[m] = {
-            "argmin_mae": best,
-            "mae_at_argmin": shape["mae"]["min"],
-            "mae_se_at_argmin": ses[ts.index(best)],
-            "near_min_thetas": [min(band), max(band)],
-            "argmin_mse": shape["mse"]["argmin"],
-            "mse_at_argmin": shape["mse"]["min"],
-            "by_sum": choices["by_sum"],
-            "mae_at_by_sum": _mae_at(rows, m, choices["by_sum"]),
-            "by_deviation": choices["by_deviation"],
-            "mae_at_by_deviation": _mae_at(rows, m, choices["by_deviation"]),
-            "shape": shape,
-            "mae_se_max": max(known) if known else None,
-            "spent": rows[[r["method"] for r in rows].index(m)]["spent"],
-        }
-    lowest = []
-    not_lowest = []
-    for t in evaluated:
-        here = {r["method"]: r for r in rows if r["theta"] == t}
-        best_m = min(here, key=lambda k: here[k]["mae"])
-        lowest.append({"theta": t, "method": best_m})
-        if reference in here and best_m != reference:
-            ref, win = here[reference], here[best_m]
-            se = math.sqrt((ref["mae_se"] or 0.0) ** 2 + (win["mae_se"] or 0.0) ** 2)
-            gap = ref["mae"] - win["mae"]
-            not_lowest.append({
-                "theta": t, "best": best_m, "gap": gap, "relative_gap": gap / win["mae"],
-                "gap_in_se": gap / se if se > 0 else None,
-            })  # fmt: skip
+    per_method = {m: _method_summary(rows, m, choices) for m in methods}
+    lowest, not_lowest = _lowest_by_theta(rows, evaluated, reference)
     return {
         "eps": eps,
         "alpha": alpha,
@@ -435,6 +389,73 @@ def sweep_theta(
         "seconds": round(time.perf_counter() - started, 1),
         "cpu_seconds": round(cpu, 1),
     }
+
+
+def _theta_grid(thetas: Sequence[int], bound: int) -> tuple[list[int], list[int]]:
+    """The θ of ``thetas`` a run takes (<= the degree bound ``bound``) and those dropped
+    (above it: the devices refuse them), each sorted, once; a grid with none left is
+    refused (``ParameterError``, field ``thetas``)."""
+    dropped = sorted(t for t in set(thetas) if t > bound)
+    grid = sorted(t for t in set(thetas) if t <= bound)
+    if not grid:
+        raise ParameterError(
+            f"must hold a θ <= the degree bound D = {bound} (the graph's maximum degree; "
+            f"the devices refuse a larger θ), got {dropped[:8]}",
+            field="thetas",
+            limit=f"a θ <= the degree bound D = {bound}",
+            value=dropped,
+        )
+    return grid, dropped
+
+
+def _method_summary(rows: list[dict], m: str, choices: dict) -> dict:
+    """One method's θ sweep: the MAE- and MSE-minimising θ, the θ band whose MAE is within
+    noise of the minimum, the MAE at the two searched θ, the series' shapes."""
+    ts, maes, ses = _series(rows, m, "mae")
+    shape = {metric: shape_check(*_series(rows, m, metric)) for metric in ("mae", "mse")}
+    best = shape["mae"]["argmin"]
+    se_best = ses[ts.index(best)] or 0.0
+    # θ whose mean MAE is within 2 standard errors of a difference of the minimum
+    band = [t for t, v in zip(ts, maes, strict=True)
+            if v <= shape["mae"]["min"] + 2 * math.sqrt(2) * se_best]  # fmt: skip
+    known = [s for s in ses if s is not None]
+    return {
+        "argmin_mae": best,
+        "mae_at_argmin": shape["mae"]["min"],
+        "mae_se_at_argmin": ses[ts.index(best)],
+        "near_min_thetas": [min(band), max(band)],
+        "argmin_mse": shape["mse"]["argmin"],
+        "mse_at_argmin": shape["mse"]["min"],
+        "by_sum": choices["by_sum"],
+        "mae_at_by_sum": _mae_at(rows, m, choices["by_sum"]),
+        "by_deviation": choices["by_deviation"],
+        "mae_at_by_deviation": _mae_at(rows, m, choices["by_deviation"]),
+        "shape": shape,
+        "mae_se_max": max(known) if known else None,
+        "spent": rows[[r["method"] for r in rows].index(m)]["spent"],
+    }
+
+
+def _lowest_by_theta(
+    rows: list[dict], evaluated: list[int], reference: str
+) -> tuple[list[dict], list[dict]]:
+    """Per θ, the method of lowest MAE; and for every θ where ``reference`` is not it,
+    the gap to the lowest (absolute, relative, in standard errors)."""
+    lowest = []
+    not_lowest = []
+    for t in evaluated:
+        here = {r["method"]: r for r in rows if r["theta"] == t}
+        best_m = min(here, key=lambda k: here[k]["mae"])
+        lowest.append({"theta": t, "method": best_m})
+        if reference in here and best_m != reference:
+            ref, win = here[reference], here[best_m]
+            se = math.sqrt((ref["mae_se"] or 0.0) ** 2 + (win["mae_se"] or 0.0) ** 2)
+            gap = ref["mae"] - win["mae"]
+            not_lowest.append({
+                "theta": t, "best": best_m, "gap": gap, "relative_gap": gap / win["mae"],
+                "gap_in_se": gap / se if se > 0 else None,
+            })  # fmt: skip
+    return lowest, not_lowest
 
 
 def sweep_eps(
@@ -1066,6 +1087,13 @@ def _baseline_lines(baselines: dict) -> list[str]:
 def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
     """The paper-vs-dp tables (``sweep_pipelines``)."""
     by_key = {(r["eps"], r["method"], r["pipeline"]): r for r in sweep["rows"]}
+    return _pipeline_error_lines(sweep, methods, by_key) + _pipeline_histogram_lines(
+        sweep, methods, by_key
+    )
+
+
+def _pipeline_error_lines(sweep: dict, methods: Sequence[str], by_key: dict) -> list[str]:
+    """The paper-vs-dp table of the per-node MAE / MSE, with the trivial baselines'."""
     median = sweep["baselines"]["constant_median_oracle"]
     zero = sweep["baselines"]["all_zero"]
     lines = [
@@ -1102,7 +1130,14 @@ def _pipeline_lines(sweep: dict, methods: Sequence[str]) -> list[str]:
                 f"{_f(dp['postprocessed_mse'], 0)} | {_f(median['mae'])} | {_f(zero['mae'])} | "
                 f"{_f(median['mse'], 0)} / {_f(zero['mse'], 0)} |"
             )
-    lines += [
+    return lines
+
+
+def _pipeline_histogram_lines(sweep: dict, methods: Sequence[str], by_key: dict) -> list[str]:
+    """The paper-vs-dp table of the degree histogram's L1 / EMD, with the baselines'."""
+    median = sweep["baselines"]["constant_median_oracle"]
+    zero = sweep["baselines"]["all_zero"]
+    lines = [
         "",
         "**Degree histogram vs the true one** (L1 = Σ_k |P(k) − Q(k)|, EMD = earth mover's "
         "distance in degrees; 'paper': the rounded, clipped noisy releases; 'paper + pp': "

@@ -100,10 +100,39 @@ def bench_fleet_command(
 ) -> None:
     """End-to-end fleet run: connect seconds, messages/s, report->ack latency p50/p99,
     peak RSS of the collector, fleet and broker processes, CPU per report, lost reports."""
-    from ldpfleet.app.bench import bench_fleet
-    from ldpfleet.app.progress import as_callback, job_progress
-    from ldpfleet.scenarios.loop import run as run_loop
+    w = _fleet_window(steps, batch_steps, w, connection, gateway_devices)
+    result = _run_bench_fleet(
+        devices,
+        steps,
+        broker=broker,
+        eps=eps,
+        w=w,
+        batch_steps=batch_steps,
+        max_in_flight=max_in_flight,
+        credit_window=credit_window,
+        shards=int(shards) if shards.isdigit() else shards,
+        connection=connection,
+        connect_concurrency=connect_concurrency,
+        trace=trace,
+        out_dir=str(out) if out else None,
+        shard_brokers=shard_broker or None,
+        retransmit_after=retransmit_after,
+        partitions=partitions,
+        reconstruct=reconstruct,
+        gateway_devices=gateway_devices,
+        step_seconds=step_seconds,
+    )
+    print(json.dumps(result, indent=None if as_json else 2))
+    if result["lost"]:
+        _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
 
+
+def _fleet_window(
+    steps: int, batch_steps: int | None, w: int | None, connection: str, gateway_devices
+) -> int:
+    """``bench fleet``'s window: ``--w``, else ``FLEET_DEFAULT_W`` or ``--steps`` when
+    shorter; refuses ``--gateway-devices`` with ``--connection device`` and a ``--w`` or
+    ``--batch-steps`` longer than ``--steps`` (``OptionError``)."""
     if gateway_devices is not None and connection == "device":
         raise OptionError(
             "--gateway-devices",
@@ -114,38 +143,22 @@ def bench_fleet_command(
     if w is None:  # a --steps 3 run was refused for the default --w 5 it never set
         w = min(FLEET_DEFAULT_W, steps)
     _check_within_steps(steps, batch_steps=batch_steps, w=w)
+    return w
+
+
+def _run_bench_fleet(devices: int, steps: int, **options) -> dict:
+    """``app.bench.bench_fleet(devices, steps, **options)`` on an event loop, behind a
+    progress bar of the reports; a refusal is one line naming the option (exit 2)."""
+    from ldpfleet.app.bench import bench_fleet
+    from ldpfleet.app.progress import as_callback, job_progress
+    from ldpfleet.scenarios.loop import run as run_loop
+
     with (
         user_errors(),
         _bench_fleet_options(),
         job_progress(f"bench fleet ({devices:,} devices)", unit="reports") as step,
     ):
-        result = run_loop(
-            bench_fleet(
-                devices,
-                steps,
-                broker=broker,
-                eps=eps,
-                w=w,
-                batch_steps=batch_steps,
-                max_in_flight=max_in_flight,
-                credit_window=credit_window,
-                shards=int(shards) if shards.isdigit() else shards,
-                connection=connection,
-                connect_concurrency=connect_concurrency,
-                trace=trace,
-                out_dir=str(out) if out else None,
-                shard_brokers=shard_broker or None,
-                retransmit_after=retransmit_after,
-                progress=as_callback(step),
-                partitions=partitions,
-                reconstruct=reconstruct,
-                gateway_devices=gateway_devices,
-                step_seconds=step_seconds,
-            )
-        )
-    print(json.dumps(result, indent=None if as_json else 2))
-    if result["lost"]:
-        _fail(f"{result['lost']} reports lost; the measurement is of an incomplete run")
+        return run_loop(bench_fleet(devices, steps, progress=as_callback(step), **options))
 
 
 FLEET_DEFAULT_W = 5  # bench fleet's window when --w is not given (at most --steps)
@@ -260,9 +273,6 @@ def bench_cpr_command(
     ] = None,
 ) -> None:
     """Seed 003's CPR evaluation in-process: detection accuracy and cosine distances."""
-    from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr, markdown
-    from ldpfleet.devices.periodic import DATASETS
-
     with user_errors():
         _cpr_mode_options(grid, {
             "--dataset": dataset, "--eps": eps, "--w": w, "--cosine-eps": cosine_eps,
@@ -273,25 +283,69 @@ def bench_cpr_command(
             "--grid-template": grid_template,
         })  # fmt: skip
     if grid:
-        from ldpfleet.app.bench_cpr import bench_period_grid, grid_markdown
-
-        with user_errors(), _cpr_options():
-            found = bench_period_grid(
-                trials=40 if grid_trials is None else grid_trials,
-                aperiodic_trials=200 if aperiodic_trials is None else aperiodic_trials,
-                seed=seed,
-                shapes=None if grid_shape is None else _grid_shapes(grid_shape),
-                sources=grid_source,
-                eps0=grid_eps0,
-                templates=grid_template,
-            )
-        command = "ldpfleet " + " ".join(sys.argv[1:])
-        print(json.dumps(found) if as_json else grid_markdown(found, command))
+        found = _run_period_grid(
+            seed, grid_trials, aperiodic_trials, grid_shape, grid_source, grid_eps0, grid_template
+        )
+        _print_period_grid(found, as_json)
         return
+    result = _run_cpr_evaluation(
+        dataset, eps, w, cosine_eps, cosine_w, trials, length, seed, fleet_streams
+    )
+    _print_cpr_evaluation(result, as_json)
+
+
+def _run_period_grid(
+    seed: int,
+    grid_trials: int | None,
+    aperiodic_trials: int | None,
+    grid_shape: list[str] | None,
+    grid_source: list[str] | None,
+    grid_eps0: list[float] | None,
+    grid_template: list[str] | None,
+) -> dict:
+    """``bench cpr --grid``: the period-detection grid at the options given (the defaults
+    for those left out); a refusal names the option (exit 2)."""
+    from ldpfleet.app.bench_cpr import bench_period_grid
+
+    with user_errors(), _cpr_options():
+        return bench_period_grid(
+            trials=40 if grid_trials is None else grid_trials,
+            aperiodic_trials=200 if aperiodic_trials is None else aperiodic_trials,
+            seed=seed,
+            shapes=None if grid_shape is None else _grid_shapes(grid_shape),
+            sources=grid_source,
+            eps0=grid_eps0,
+            templates=grid_template,
+        )
+
+
+def _print_period_grid(found: dict, as_json: bool) -> None:
+    """The grid as one JSON line, or its markdown tables headed by the command line."""
+    from ldpfleet.app.bench_cpr import grid_markdown
+
+    command = "ldpfleet " + " ".join(sys.argv[1:])
+    print(json.dumps(found) if as_json else grid_markdown(found, command))
+
+
+def _run_cpr_evaluation(
+    dataset: list[str] | None,
+    eps: list[float] | None,
+    w: list[int] | None,
+    cosine_eps: list[float] | None,
+    cosine_w: int | None,
+    trials: int | None,
+    length: int | None,
+    seed: int,
+    fleet_streams: int | None,
+) -> dict:
+    """``bench cpr``: the CPR evaluation at the options given (the defaults for those left
+    out), behind a progress bar of its cells; a refusal names the option (exit 2)."""
+    from ldpfleet.app.bench_cpr import COSINE_EPS, DETECTION_EPS, DETECTION_W, bench_cpr
     from ldpfleet.app.progress import as_callback, job_progress
+    from ldpfleet.devices.periodic import DATASETS
 
     with user_errors(), _cpr_options(), job_progress("bench cpr", unit="cells") as step:
-        result = bench_cpr(
+        return bench_cpr(
             tuple(dataset or DATASETS),
             detection_eps=tuple(eps or DETECTION_EPS),
             detection_w=tuple(w or DETECTION_W),
@@ -303,6 +357,12 @@ def bench_cpr_command(
             fleet_streams=1000 if fleet_streams is None else fleet_streams,
             progress=as_callback(step),
         )
+
+
+def _print_cpr_evaluation(result: dict, as_json: bool) -> None:
+    """The evaluation as one JSON line, or the docs tables headed by the command line."""
+    from ldpfleet.app.bench_cpr import markdown
+
     if as_json:
         print(json.dumps(result))
     else:
@@ -409,6 +469,38 @@ def bench_secagg_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (always JSON).")] = True,
 ) -> None:
     """One secure-aggregation session end to end: seconds per stage, bytes, exactness."""
+    result = _run_bench_secagg(
+        devices,
+        dim,
+        neighbors,
+        dropout,
+        dropout_stage,
+        broker=broker,
+        stage_timeout=stage_timeout,
+        silent_dropouts=silent_dropouts,
+        seed=seed,
+        active=active,
+    )
+    print(json.dumps(result))
+    _print_warnings(result)  # stderr: stdout stays the JSON
+    _fail_unless_exact(result)
+
+
+def _run_bench_secagg(
+    devices: int,
+    dim: int,
+    neighbors: str,
+    dropout: float,
+    dropout_stage: str,
+    *,
+    broker: str,
+    stage_timeout: float,
+    silent_dropouts: bool,
+    seed: int,
+    active: bool,
+) -> dict:
+    """``bench secagg``'s options checked (a refusal names the option, exit 2), then the
+    session (``app.bench_secagg.bench_secagg``) behind a progress bar of the devices."""
     from ldpfleet.app.bench_secagg import bench_secagg, check_options, check_survivors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.app.suggest import near_miss
@@ -434,7 +526,7 @@ def bench_secagg_command(
                 stage_timeout=stage_timeout, seed=seed,
             )  # fmt: skip
             check_survivors(devices, dropout, degree, full)
-            result = run_loop(
+            return run_loop(
                 bench_secagg(
                     devices,
                     dim,
@@ -450,8 +542,10 @@ def bench_secagg_command(
                     progress=as_callback(step),
                 )
             )
-    print(json.dumps(result))
-    _print_warnings(result)  # stderr: stdout stays the JSON
+
+
+def _fail_unless_exact(result: dict) -> None:
+    """Exit 1 with one sentence for a session that aborted or whose sum is not exact."""
     if result["aborted"]:
         _fail(
             f"session aborted ({result['aborted']}): no sum was revealed, as the protocol "

@@ -65,83 +65,133 @@ def bench_cadr_command(
     import time as _time
 
     from ldpfleet.app.progress import job_progress
-    from ldpfleet.collector.cadr_reference import private_run, summarise
-    from ldpfleet.collector.projection import evaluate
-    from ldpfleet.protocol.cadr_budget import (
-        CADR_EPS_MAX,
-        CADR_EPS_MIN,
-        resolve_degree_bound,
-        resolve_method,
-    )
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
-    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
-        if method not in ("auto", "ll", "lh", "ra", "er", "clip"):
-            raise ScenarioError(f"--method {method!r} is not one of auto, ll, lh, ra, er, clip")
-        if pipeline not in ("dp", "paper"):
-            raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
-        # auto: clip under dp, ll under paper; --non-private measures a projection: ll
-        method = "ll" if non_private and method == "auto" else resolve_method(method, pipeline)
-        if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
-            raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
-        if not CADR_EPS_MIN <= eps <= CADR_EPS_MAX:  # the limits of a scenario's [cadr] eps
-            raise ScenarioError(
-                f"--eps must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps} (below "
-                f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")'
-            )
-        if not 0 < alpha < 1:
-            raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
-        rule: str | int = int(theta) if theta.isdigit() else theta
-        if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
-            raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
-        bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
-        resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+        method, rule, bound = _cadr_options(
+            method, pipeline, non_private, runs, eps, alpha, theta, degree_bound
+        )
         graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
         g = _bench_graph(graph)
         started = _time.perf_counter()
         bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
     with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
         if transport != "reference":
-            if non_private or method == "er":
-                raise ScenarioError(
-                    "--transport: the fleet runs the private ll, lh, ra and clip; --non-private "
-                    "and er are centralised: use --transport reference"
-                )
+            _refuse_centralised_on_fleet(non_private, method)
             result = _bench_cadr_fleet(
                 g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
                 pipeline, advance, bound,
             )  # fmt: skip
         elif non_private:
-            if method == "clip":  # no projection to measure: clip only clips each degree
-                raise ScenarioError("--non-private measures a projection: ll, lh, ra or er")
-            if not isinstance(rule, int):
-                raise ScenarioError("--non-private needs an integer --theta")
-            score = evaluate(g, method.upper(), rule, list(range(runs)))
-            result = {
-                "mode": "non-private",
-                "degree_sequence_mae": score.seq_mae,
-                "degree_sequence_mse": score.seq_mse,
-                "degree_distribution_l1": score.dist_l1,
-                "kept_edge_ratio": score.kept_ratio,
-                "theta": rule,
-            }
+            result = _non_private_cadr(g, method, rule, runs)
         else:
-            done = []
-            for seed in range(runs):
-                done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
-                advance()
-            result = {"mode": "private", **summarise(done)}
-        if "dsr" in (result.get("spent") or {}):  # a private release: can it place the fleet?
-            from ldpfleet.protocol.cadr_budget import release_warnings
-
-            searched = result["spent"].get("theta", 0.0) > 0.0  # the DP θ search ran
-            result["warnings"] = release_warnings(result["spent"]["dsr"], g.n, searched=searched)
+            result = _private_cadr(g, method, rule, eps, alpha, runs, pipeline, bound, advance)
+        _add_release_warnings(result, g)
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
         **result, "seconds": round(_time.perf_counter() - started, 2),
     }))  # fmt: skip
+
+
+def _cadr_options(
+    method: str,
+    pipeline: str,
+    non_private: bool,
+    runs: int,
+    eps: float,
+    alpha: float,
+    theta: str,
+    degree_bound: str,
+) -> tuple[str, str | int, str | int]:
+    """``bench cadr``'s options checked (one ``ScenarioError`` sentence naming the option,
+    or ``resolve_degree_bound``'s naming ``degree_bound``): the method it runs (auto
+    resolved), the θ rule (an integer, auto-sum or auto-dev) and the degree bound."""
+    from ldpfleet.protocol.cadr_budget import (
+        CADR_EPS_MAX,
+        CADR_EPS_MIN,
+        resolve_degree_bound,
+        resolve_method,
+    )
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    if method not in ("auto", "ll", "lh", "ra", "er", "clip"):
+        raise ScenarioError(f"--method {method!r} is not one of auto, ll, lh, ra, er, clip")
+    if pipeline not in ("dp", "paper"):
+        raise ScenarioError(f"--pipeline {pipeline!r} is not dp or paper")
+    # auto: clip under dp, ll under paper; --non-private measures a projection: ll
+    method = "ll" if non_private and method == "auto" else resolve_method(method, pipeline)
+    if runs < 1:  # zero runs averaged to NaN, printed as invalid JSON
+        raise ScenarioError(f"--runs must be an integer >= 1, got {runs}")
+    if not CADR_EPS_MIN <= eps <= CADR_EPS_MAX:  # the limits of a scenario's [cadr] eps
+        raise ScenarioError(
+            f"--eps must be in [{CADR_EPS_MIN:g}, {CADR_EPS_MAX:g}], got {eps} (below "
+            f'{CADR_EPS_MIN:g} every CADR release is noise: docs/cadr.md, "Range of eps")'
+        )
+    if not 0 < alpha < 1:
+        raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
+    rule: str | int = int(theta) if theta.isdigit() else theta
+    if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
+        raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
+    bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
+    resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+    return method, rule, bound
+
+
+def _refuse_centralised_on_fleet(non_private: bool, method: str) -> None:
+    """``bench cadr --transport ...``: the fleet runs only the private methods."""
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    if non_private or method == "er":
+        raise ScenarioError(
+            "--transport: the fleet runs the private ll, lh, ra and clip; --non-private "
+            "and er are centralised: use --transport reference"
+        )
+
+
+def _non_private_cadr(g, method: str, rule: str | int, runs: int) -> dict:
+    """``bench cadr --non-private``: the projection alone at an integer θ, no noise (the
+    seed's Table 2), over seeds 0..runs-1."""
+    from ldpfleet.collector.projection import evaluate
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    if method == "clip":  # no projection to measure: clip only clips each degree
+        raise ScenarioError("--non-private measures a projection: ll, lh, ra or er")
+    if not isinstance(rule, int):
+        raise ScenarioError("--non-private needs an integer --theta")
+    score = evaluate(g, method.upper(), rule, list(range(runs)))
+    return {
+        "mode": "non-private",
+        "degree_sequence_mae": score.seq_mae,
+        "degree_sequence_mse": score.seq_mse,
+        "degree_distribution_l1": score.dist_l1,
+        "kept_edge_ratio": score.kept_ratio,
+        "theta": rule,
+    }
+
+
+def _private_cadr(
+    g, method: str, rule: str | int, eps, alpha, runs: int, pipeline: str, bound, advance
+) -> dict:
+    """``bench cadr`` in-process: the reference pipeline's private run for seeds
+    0..runs-1 (one ``advance()`` each), summarised."""
+    from ldpfleet.collector.cadr_reference import private_run, summarise
+
+    done = []
+    for seed in range(runs):
+        done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
+        advance()
+    return {"mode": "private", **summarise(done)}
+
+
+def _add_release_warnings(result: dict, g) -> None:
+    """A private release (one that spent on the DSR): whether it can place the fleet,
+    ``release_warnings`` under ``result["warnings"]``."""
+    if "dsr" in (result.get("spent") or {}):
+        from ldpfleet.protocol.cadr_budget import release_warnings
+
+        searched = result["spent"].get("theta", 0.0) > 0.0  # the DP θ search ran
+        result["warnings"] = release_warnings(result["spent"]["dsr"], g.n, searched=searched)
 
 
 def _bench_graph(graph: str):
@@ -164,7 +214,6 @@ def _bench_cadr_fleet(
     advance=lambda: None, degree_bound: str | int = "auto",
 ) -> dict:  # fmt: skip
     """``bench cadr`` over a transport: ``runs`` fleet runs (seeds 0..runs-1), means."""
-    import numpy as np
     from ldpfleet.protocol.cadr_budget import PART_NAMES
     from ldpfleet.scenarios.cadr_run import run_cadr_fleet
     from ldpfleet.scenarios.loop import run as run_loop
@@ -185,13 +234,7 @@ def _bench_cadr_fleet(
         result.pop("estimate_histogram", None)
         per_run.append(result)
         advance()
-    means = {
-        key: float(np.mean([r[key] for r in per_run]))
-        for key in ("mae", "mse", "distribution_l1", "histogram_emd", "kept_edge_ratio",
-                    "bound_mean", "seconds")
-    }  # fmt: skip
-    for part in ("raw", "postprocessed"):
-        means[part] = {k: float(np.mean([r[part][k] for r in per_run])) for k in per_run[0][part]}
+    means = _fleet_means(per_run)
     last = per_run[-1]
     return {
         "mode": "private",
@@ -222,6 +265,20 @@ def _bench_cadr_fleet(
         },
         "stage_seconds": last["stage_seconds"],
     }
+
+
+def _fleet_means(per_run: list[dict]) -> dict:
+    """The fleet runs' means: the error figures, and the raw and post-processed releases'."""
+    import numpy as np
+
+    means = {
+        key: float(np.mean([r[key] for r in per_run]))
+        for key in ("mae", "mse", "distribution_l1", "histogram_emd", "kept_edge_ratio",
+                    "bound_mean", "seconds")
+    }  # fmt: skip
+    for part in ("raw", "postprocessed"):
+        means[part] = {k: float(np.mean([r[part][k] for r in per_run])) for k in per_run[0][part]}
+    return means
 
 
 def _fleet_theta_search(searches: list[dict | None]) -> dict | None:

@@ -215,8 +215,7 @@ def mosquitto_config(
     credentials (no anonymous access), and print how to start it (docs/reliability.md);
     with --tls-port a TLS listener too (docs/brokers.md "TLS"); with --bulk-gateways N
     the bulk gateways' own accounts and ACL blocks."""
-    from ldpfleet.broker.auth import AuthError, Credentials, write_mosquitto_files
-    from ldpfleet.broker.tls import TlsError, TlsListener
+    from ldpfleet.broker.auth import write_mosquitto_files
     from ldpfleet.scenarios.runner import new_run_id
     from ldpfleet.scenarios.schema import load_scenario
 
@@ -224,45 +223,87 @@ def mosquitto_config(
         _check_listener_options(host, tls_host, run_as)
         loaded = load_scenario(scenario)
         run = run_id or new_run_id(loaded)
-        if loaded.spec.cadr is not None:
-            from ldpfleet.scenarios.cadr_run import device_names, load_scenario_graph
-
-            devices = device_names(load_scenario_graph(loaded)[0])
-        else:
-            devices = loaded.device_ids()
-        try:
-            credentials = Credentials.generate(
-                run, devices, partitions=loaded.spec.collector.partitions, gateways=bulk_gateways
-            )
-        except ValueError as error:
-            raise AuthError(str(error)) from None
-        tls = None
-        if tls_port is not None:
-            if not (tls_cert and tls_key and tls_ca):
-                raise TlsError("TLS: --tls-port needs --tls-cert, --tls-key and --tls-ca")
-            if tls_port == port and (tls_host or host) == host and not tls_only:
-                raise TlsError(
-                    f"TLS: --tls-port {tls_port} is the plain listener's --port on the same "
-                    "host: Mosquitto cannot open both on the same port (pick another, or "
-                    "--tls-only)"
-                )
-            tls = TlsListener(
-                tls_port, str(tls_cert), str(tls_key), str(tls_ca), tls_host or host,
-                require_certificate,
-            )  # fmt: skip
-        else:
-            given = [name for name, value in (
-                ("--tls-only", tls_only), ("--require-certificate", require_certificate),
-                ("--tls-host", tls_host), ("--tls-cert", tls_cert), ("--tls-key", tls_key),
-                ("--tls-ca", tls_ca),
-            ) if value]  # fmt: skip
-            if given:  # were ignored: a config without the TLS listener asked for
-                raise TlsError(f"TLS: {', '.join(given)} need --tls-port (the TLS listener)")
+        devices = _device_accounts(loaded)
+        credentials = _run_credentials(run, devices, loaded, bulk_gateways)
+        tls = _tls_listener(
+            port, host, tls_port, tls_host, tls_cert, tls_key, tls_ca, require_certificate,
+            tls_only,
+        )  # fmt: skip
         paths = write_mosquitto_files(
             out, credentials, port=port, host=host, user=run_as, tls=tls, plain=not tls_only
         )
+    _print_mosquitto_files(run, len(devices), bulk_gateways, paths, run_as)
+    _print_how_to_start(scenario, paths, host, port, tls, tls_ca, require_certificate)
+
+
+def _device_accounts(loaded) -> list[str]:
+    """The device ids a run's accounts are for: a CADR-LDP scenario's, one per node of its
+    graph (``n0000``, ...), else the fleet's devices."""
+    if loaded.spec.cadr is not None:
+        from ldpfleet.scenarios.cadr_run import device_names, load_scenario_graph
+
+        return device_names(load_scenario_graph(loaded)[0])
+    return loaded.device_ids()
+
+
+def _run_credentials(run: str, devices: list[str], loaded, bulk_gateways: int):
+    """``Credentials.generate`` for the run; its refusal as one sentence (``AuthError``)."""
+    from ldpfleet.broker.auth import AuthError, Credentials
+
+    try:
+        return Credentials.generate(
+            run, devices, partitions=loaded.spec.collector.partitions, gateways=bulk_gateways
+        )
+    except ValueError as error:
+        raise AuthError(str(error)) from None
+
+
+def _tls_listener(
+    port: int,
+    host: str,
+    tls_port: int | None,
+    tls_host: str | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    tls_ca: Path | None,
+    require_certificate: bool,
+    tls_only: bool,
+):
+    """``mosquitto-config``'s TLS listener (None without ``--tls-port``). Refused
+    (``TlsError``): ``--tls-port`` without its three files, on the plain listener's port
+    and host, and a TLS option without ``--tls-port`` (it was ignored)."""
+    from ldpfleet.broker.tls import TlsError, TlsListener
+
+    if tls_port is None:
+        given = [name for name, value in (
+            ("--tls-only", tls_only), ("--require-certificate", require_certificate),
+            ("--tls-host", tls_host), ("--tls-cert", tls_cert), ("--tls-key", tls_key),
+            ("--tls-ca", tls_ca),
+        ) if value]  # fmt: skip
+        if given:  # were ignored: a config without the TLS listener asked for
+            raise TlsError(f"TLS: {', '.join(given)} need --tls-port (the TLS listener)")
+        return None
+    if not (tls_cert and tls_key and tls_ca):
+        raise TlsError("TLS: --tls-port needs --tls-cert, --tls-key and --tls-ca")
+    if tls_port == port and (tls_host or host) == host and not tls_only:
+        raise TlsError(
+            f"TLS: --tls-port {tls_port} is the plain listener's --port on the same "
+            "host: Mosquitto cannot open both on the same port (pick another, or "
+            "--tls-only)"
+        )
+    return TlsListener(
+        tls_port, str(tls_cert), str(tls_key), str(tls_ca), tls_host or host,
+        require_certificate,
+    )  # fmt: skip
+
+
+def _print_mosquitto_files(
+    run: str, devices: int, bulk_gateways: int, paths: dict, run_as: str | None
+) -> None:
+    """What ``mosquitto-config`` wrote (stderr), and the warning that a root-started
+    Mosquitto cannot read the 0600 password file without ``--run-as``."""
     console.print(
-        f"run {run}: {len(devices)} device accounts + collector, recorder, relay, gateway, "
+        f"run {run}: {devices} device accounts + collector, recorder, relay, gateway, "
         f"admin" + (f", {bulk_gateways} bulk gateway accounts" if bulk_gateways else "") + "\n"
         f"  {paths['passwords']} (0600), {paths['acl']}, {paths['conf']}, "
         f"{paths['credentials']} (0600: what ldpfleet logs in with), "
@@ -276,6 +317,13 @@ def mosquitto_config(
             highlight=False,
             soft_wrap=True,
         )
+
+
+def _print_how_to_start(
+    scenario: Path, paths: dict, host: str, port: int, tls, tls_ca, require_certificate: bool
+) -> None:
+    """The two commands (stdout): start Mosquitto on the config, run the scenario on it
+    (on the TLS listener's URL when there is one)."""
     print(f"mosquitto -c {paths['conf'].resolve()}")
     url = f"mqtt://{host}:{port}"
     if tls is not None:  # the client's own certificate: CLIENT_CERT / CLIENT_KEY

@@ -71,7 +71,6 @@ def run(
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
     from ldpfleet.scenarios.schema import load_scenario
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with _no_folder_left_on_refusal(out), user_errors():
         loaded = load_scenario(scenario)
@@ -80,38 +79,66 @@ def run(
         if loaded.spec.cadr is not None:
             _run_cadr(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
             return
-        if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
-            console.print(
-                "[yellow]warning:[/] the embedded amqtt broker slows down beyond ~1,000 devices; "
-                "use --broker mqtt://127.0.0.1:1883 (Mosquitto) for large fleets (docs/brokers.md)"
-            )
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total} reports"),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not console.is_terminal,
-        ) as bar:
-            expected = loaded.spec.fleet.devices * loaded.stream_config("r").n_batches
-            task = bar.add_task(f"stream ({loaded.name})", total=expected)
+        _warn_embedded_at_scale(loaded, broker)
+        results = _run_stream(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
+    _print_stream_run(results, out)
+    _fail_unless_complete(results, loaded.spec.collector.stage_timeout)
 
-            def progress(done: int, total: int, joined=None, devices=None) -> None:
-                name = f"stream ({loaded.name})"
-                if joined is not None and joined < devices:
-                    name += f": {joined}/{devices} devices joined"
-                bar.update(task, completed=done, total=total, description=name)
 
-            results = _run_any(
-                loaded,
-                broker=broker,
-                out_dir=out,
-                seed=seed,
-                run_id=run_id,
-                progress=progress,
-                credentials=credentials,
-                shard_brokers=shard_broker or None,
-            )
+def _warn_embedded_at_scale(loaded, broker: str | None) -> None:
+    """A warning: the embedded broker slows down beyond ~1,000 devices."""
+    if (broker or loaded.spec.broker.url) == "embedded" and loaded.spec.fleet.devices > 1000:
+        console.print(
+            "[yellow]warning:[/] the embedded amqtt broker slows down beyond ~1,000 devices; "
+            "use --broker mqtt://127.0.0.1:1883 (Mosquitto) for large fleets (docs/brokers.md)"
+        )
+
+
+def _run_stream(
+    loaded,
+    broker: str | None,
+    out: Path,
+    seed: int | None,
+    run_id: str | None,
+    credentials,
+    shard_brokers: list[str] | None,
+) -> dict:
+    """``ldpfleet run`` of a stream scenario (``_run_any``) behind a progress bar of the
+    reports received (and, while devices connect, of those that joined)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} reports"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as bar:
+        expected = loaded.spec.fleet.devices * loaded.stream_config("r").n_batches
+        task = bar.add_task(f"stream ({loaded.name})", total=expected)
+
+        def progress(done: int, total: int, joined=None, devices=None) -> None:
+            name = f"stream ({loaded.name})"
+            if joined is not None and joined < devices:
+                name += f": {joined}/{devices} devices joined"
+            bar.update(task, completed=done, total=total, description=name)
+
+        return _run_any(
+            loaded,
+            broker=broker,
+            out_dir=out,
+            seed=seed,
+            run_id=run_id,
+            progress=progress,
+            credentials=credentials,
+            shard_brokers=shard_brokers,
+        )
+
+
+def _print_stream_run(results: dict, out: Path) -> None:
+    """A finished stream run: the summary table, the report written, the output files,
+    the trace key and the warnings."""
     console.print(_summary_table(results))
     report = _write_report(out)
     files = ("trace.sqlite", "ledger.json")
@@ -129,6 +156,12 @@ def run(
     )
     _print_trace_key(results)
     _print_warnings(results)
+
+
+def _fail_unless_complete(results: dict, stage_timeout: float) -> None:
+    """Exit 1 with one sentence for a stream run that was aborted, whose secure sum
+    aborted, whose reports a device rejected, or that lost reports (naming the devices,
+    their errors and ``[collector] stage_timeout`` when the stage ran out of time)."""
     if results.get("aborted"):
         _fail(f"{results['aborted']['detail']}.", "aborted")
     secure_aborted = (results.get("secure_sum") or {}).get("aborted")
@@ -144,7 +177,7 @@ def run(
             f"{len(missing)} device(s) ({', '.join(sorted(missing)[:5])}"
             f"{', ...' if len(missing) > 5 else ''})"
             + _device_errors_clause(failed)
-            + _deadline_clause(results, loaded.spec.collector.stage_timeout)
+            + _deadline_clause(results, stage_timeout)
             + "; results.json missing_batches lists them (exit code 1).",
             "incomplete",
             "bold yellow",
@@ -234,7 +267,6 @@ def _run_cadr(
     """``ldpfleet run`` of a CADR-LDP scenario: a summary table, outputs in ``out``."""
     from ldpfleet.collector.cadr_fleet import stage_listener
     from ldpfleet.collector.readiness import join_listener
-    from rich.table import Table
 
     with console.status(f"CADR-LDP ({loaded.name}): connecting the devices") as status:
 
@@ -269,7 +301,21 @@ def _run_cadr(
         finally:
             stage_listener.reset(token)
             join_listener.reset(joins)
-    table = Table(title=f"{loaded.name} — run {results['run']}", show_header=False)
+    console.print(_cadr_table(loaded.name, results))
+    _print_cadr_verdict(results)
+    report = _write_report(out)
+    console.print(
+        f"outputs: {out}/results.json, {out}/ledger.json, {out}/collector.sqlite, "
+        f"{out}/trace.sqlite{', ' + str(report) if report else ''}"
+    )
+    _print_trace_key(results)
+
+
+def _cadr_table(name: str, results: dict):
+    """The summary table of a CADR-LDP run (``name``: the scenario's)."""
+    from rich.table import Table
+
+    table = Table(title=f"{name} — run {results['run']}", show_header=False)
     rows_ = [
         ("broker", results["broker"]),
         ("devices / edges", f"{results['devices']:,} / {results['edges']:,}"),
@@ -291,14 +337,7 @@ def _run_cadr(
     ]  # fmt: skip
     for key, value in rows_:
         table.add_row(key, value)
-    console.print(table)
-    _print_cadr_verdict(results)
-    report = _write_report(out)
-    console.print(
-        f"outputs: {out}/results.json, {out}/ledger.json, {out}/collector.sqlite, "
-        f"{out}/trace.sqlite{', ' + str(report) if report else ''}"
-    )
-    _print_trace_key(results)
+    return table
 
 
 def _print_cadr_verdict(results: dict) -> None:
