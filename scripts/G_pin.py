@@ -1,0 +1,278 @@
+"""Pin of helper G's pure refactor (split long functions in app/report.py, app/cli_summary.py,
+scenarios/runner.py, scenarios/sides.py, collector/service.py).
+
+    python scripts/G_pin.py record OUT.json [--only report,summary,runs] [--fresh]
+    python scripts/G_pin.py check OUT.json  [--only ...]
+
+Sections:
+
+- ``report``: ``app.report.build_report`` of run directories recorded ONCE under
+  ``/tmp/G-runs/NAME/out`` (``record`` makes them when absent or with ``--fresh``; ``check``
+  reuses them), so the page is a function of the same results.json / ledger.json / trace /
+  npz files before and after. Runs (``ldpfleet run``, memory broker, fixed ``--run`` id):
+  quickstart, periodic-sensing (CPR), a small CADR-LDP fleet (BA graph, 120 nodes),
+  occupancy-release (GC-DP), secure-sum, faults. Outcome: the whole HTML text (nothing
+  masked: the page holds no clock reading of its own) — its SHA-256 and length; ``record``
+  also keeps the pages under ``OUT.pages/`` for a diff.
+- ``summary``: ``app.cli._summary_table(results)`` rendered by rich at width 110 (no colour)
+  for the same results.json files (the error's type and message when it refuses one).
+- ``runs``: fresh runs, each time: the quickstart (memory), a small stream on the embedded
+  broker with two fleet shards (``ldpfleet run`` starts the collector side as a process and
+  merges the sides: ``scenarios.sides.merge_stream_outputs``), a small GC-DP release and a
+  small secure sum on the embedded broker; results.json without the fields that measure the
+  machine (``_VARYING``: times, memory, CPU, latencies, ports, pids, hosts, the collector's
+  peak queue) and, on a real broker, the trace's message and ack counts (acks follow arrival
+  timing); ledger.json likewise; the SHA-256 of every ``.npz`` array.
+
+JSON with sorted keys. Helper G, 2026-12-06.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS_DIR = Path("/tmp/G-runs")
+FRESH_DIR = Path("/tmp/G-pin-runs")
+CLI = str(Path(sys.executable).parent / "ldpfleet")
+
+CADR = """
+[scenario]
+name = "cadr-small"
+seed = 3
+[graph]
+source = "barabasi_albert:n=120,m=3,seed=2"
+[cadr]
+method = "clip"
+eps = 3.0
+alpha = 0.1
+theta = "auto-dev"
+pipeline = "dp"
+"""
+
+QUICK = (ROOT / "scenarios" / "quickstart.toml").read_text()
+STREAM = QUICK.replace("devices = 50", "devices = 8").replace("steps = 200", "steps = 40")
+STREAM_2 = STREAM.replace("[fleet]\n", "[fleet]\nshards = 2\n", 1)
+GCDP = (
+    (ROOT / "scenarios" / "occupancy-release.toml")
+    .read_text()
+    .replace("devices = 20", "devices = 10")
+    .replace("steps = 1800", "steps = 120")
+)
+SECURE = (
+    STREAM
+    + """
+[secure_sum]
+dim = 4
+clip = [5.0, 35.0]
+dropout = 0.25
+dropout_stage = "after_shares"
+stage_timeout = 60.0
+"""
+)
+
+# name: (scenario text or a shipped file, broker)
+REPORT_RUNS = {
+    "quickstart": ("quickstart.toml", "memory"),
+    "periodic-sensing": ("periodic-sensing.toml", "memory"),
+    "cadr-small": (CADR, "memory"),
+    "occupancy-release": ("occupancy-release.toml", "memory"),
+    "secure-sum": ("secure-sum.toml", "memory"),
+    "faults": ("faults.toml", "memory"),
+}
+FRESH_RUNS = {
+    "quickstart-memory": ("quickstart.toml", "memory"),
+    "stream-embedded-2shards": (STREAM_2, "embedded"),
+    "gcdp-embedded": (GCDP, "embedded"),
+    "secure-embedded": (SECURE, "embedded"),
+}
+_VARYING = (
+    "seconds", "peak_rss", "cpu", "rate", "per_second", "started", "finished", "_at",
+    "timeline", "latency", "_ms", "public_key", "port", "pid", "host", "url", "elapsed",
+    "memory", "rss", "wall", "peak_pending",
+)  # fmt: skip
+# on a real broker the collector acknowledges what has arrived when its queue empties, so how
+# many acks it sends (the trace's count of them and of all messages) depends on arrival timing
+# (two runs of the same code on the embedded broker: 38 and 33 acks): dropped there
+_ARRIVAL_COUNTS = (("trace", "messages"), ("trace", "by_kind", "ack"))
+
+
+def _run(name: str, source: str, broker: str, base: Path) -> Path:
+    """``ldpfleet run`` of ``source`` (a shipped scenario file name or TOML text) into
+    ``base/name/out``; returns that folder."""
+    folder = base / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    if source.endswith(".toml"):
+        path = ROOT / "scenarios" / source
+        cwd = ROOT
+    else:
+        path = folder / "s.toml"
+        path.write_text(source)
+        cwd = ROOT  # data/... paths in the scenario read the shipped data sets
+    done = subprocess.run(
+        [CLI, "run", str(path), "--broker", broker, "--out", str(folder / "out"),
+         "--run", f"g-{name}"],
+        cwd=cwd, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    (folder / "rc").write_text(f"{done.returncode}\n{done.stdout}\n{done.stderr}")
+    return folder / "out"
+
+
+def _stable(value: object) -> object:
+    """results.json without the fields that measure the machine (times, memory, CPU)."""
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if not any(t in k for t in _VARYING)}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _drop(doc: dict, path: tuple[str, ...]) -> None:
+    """Remove ``doc[path[0]][path[1]]...`` when present."""
+    for key in path[:-1]:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    if isinstance(doc, dict):
+        doc.pop(path[-1], None)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ensure_report_runs(fresh: bool) -> None:
+    for name, (source, broker) in REPORT_RUNS.items():
+        if fresh or not (RUNS_DIR / name / "out" / "results.json").exists():
+            print(f"running {name} ...", flush=True)
+            _run(name, source, broker, RUNS_DIR)
+
+
+def pin_report(pages: Path | None) -> dict:
+    from ldpfleet.app.report import build_report
+
+    out = {}
+    for name in REPORT_RUNS:
+        folder = RUNS_DIR / name / "out"
+        try:
+            page = build_report(folder)
+        except Exception as exc:  # the refusal is the outcome
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        out[name] = {"sha256": _sha(page), "length": len(page)}
+        if pages is not None:
+            pages.mkdir(parents=True, exist_ok=True)
+            (pages / f"{name}.html").write_text(page)
+    return out
+
+
+def pin_summary() -> dict:
+    from ldpfleet.app.cli import _summary_table
+    from rich.console import Console
+
+    out = {}
+    for name in REPORT_RUNS:
+        results = json.loads((RUNS_DIR / name / "out" / "results.json").read_text())
+        console = Console(width=110, file=io.StringIO(), record=True, color_system=None)
+        try:
+            console.print(_summary_table(results))
+        except Exception as exc:  # the refusal is the outcome
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        out[name] = {"text": console.export_text()}
+    return out
+
+
+def pin_runs() -> dict:
+    out = {}
+    for name, (source, broker) in FRESH_RUNS.items():
+        print(f"running {name} ...", flush=True)
+        folder = _run(name, source, broker, FRESH_DIR)
+        rc = (folder.parent / "rc").read_text().split("\n", 1)[0]
+        entry: dict = {"rc": rc}
+        results = folder / "results.json"
+        if results.exists():
+            entry["results"] = _stable(json.loads(results.read_text()))
+            if broker != "memory":
+                for path in _ARRIVAL_COUNTS:
+                    _drop(entry["results"], path)
+        ledger = folder / "ledger.json"
+        if ledger.exists():
+            entry["ledger"] = _stable(json.loads(ledger.read_text()))
+        for npz in sorted(folder.glob("*.npz")):
+            with np.load(npz) as data:
+                entry[npz.name] = {
+                    k: hashlib.sha256(np.ascontiguousarray(data[k]).tobytes()).hexdigest()
+                    for k in sorted(data.files)
+                }
+        out[name] = entry
+    return out
+
+
+def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, object]]:
+    """The leaf paths where ``a`` and ``b`` differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [
+            d for k in sorted(set(a) | set(b)) for d in _leaves(a.get(k), b.get(k), f"{path}/{k}")
+        ]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _leaves(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [(path, a, b)]
+
+
+SECTIONS = ("report", "summary", "runs")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/G_pin.py")
+    parser.add_argument("action", choices=("record", "check"))
+    parser.add_argument("out")
+    parser.add_argument("--only", default=",".join(SECTIONS))
+    parser.add_argument("--fresh", action="store_true", help="record: rerun /tmp/G-runs")
+    args = parser.parse_args(argv)
+    only = [s for s in args.only.split(",") if s]
+    if args.action == "record":
+        ensure_report_runs(args.fresh)
+    pages = Path(args.out + (".pages" if args.action == "record" else ".new-pages"))
+    compute = {
+        "report": lambda: pin_report(pages),
+        "summary": pin_summary,
+        "runs": pin_runs,
+    }
+    now = json.loads(json.dumps({s: compute[s]() for s in only}, sort_keys=True))
+    if args.action == "record":
+        old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+        old.update(now)
+        Path(args.out).write_text(json.dumps(old, sort_keys=True, indent=0) + "\n")
+        print({k: len(v) for k, v in now.items()})
+        return 0
+    before = json.loads(Path(args.out).read_text())
+    bad = 0
+    for section in only:
+        old, new = before.get(section, {}), now[section]
+        keys = sorted(set(old) | set(new))
+        diff = [k for k in keys if old.get(k) != new.get(k)]
+        print(f"{section}: {len(keys)} outcomes, {len(diff)} differ")
+        for k in diff[:10]:
+            print("  ", k)
+            for path, was, now_ in _leaves(old.get(k), new.get(k))[:40]:
+                print(f"      {path}: {str(was)[:120]} -> {str(now_)[:120]}")
+        bad += len(diff)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
