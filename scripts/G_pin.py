@@ -23,6 +23,9 @@ Sections:
   machine (``_VARYING``: times, memory, CPU, latencies, ports, pids, hosts, the collector's
   peak queue) and, on a real broker, the trace's message and ack counts (acks follow arrival
   timing); ledger.json likewise; the SHA-256 of every ``.npz`` array.
+- ``rerun``: the report runs above made again (``check``) against the outputs the code before
+  the refactor wrote (``record`` reads ``/tmp/G-runs``), compared as in ``runs``: the
+  one-process runner (``scenarios.runner.stream_results``) on CPR, GC-DP, secure sum, faults.
 
 JSON with sorted keys. Helper G, 2026-12-06.
 """
@@ -106,9 +109,12 @@ _VARYING = (
 _ARRIVAL_COUNTS = (("trace", "messages"), ("trace", "by_kind", "ack"))
 
 
-def _run(name: str, source: str, broker: str, base: Path) -> Path:
-    """``ldpfleet run`` of ``source`` (a shipped scenario file name or TOML text) into
-    ``base/name/out``; returns that folder."""
+def _run(
+    name: str, source: str, broker: str, base: Path, run_id: str = "", toml_dir: Path | None = None
+) -> Path:
+    """``ldpfleet run`` of ``source`` (a shipped scenario file name or TOML text, written to
+    ``toml_dir`` or the run's folder) into ``base/name/out`` as run ``run_id`` (default
+    ``g-NAME``); returns that folder."""
     folder = base / name
     if folder.exists():
         shutil.rmtree(folder)
@@ -117,12 +123,12 @@ def _run(name: str, source: str, broker: str, base: Path) -> Path:
         path = ROOT / "scenarios" / source
         cwd = ROOT
     else:
-        path = folder / "s.toml"
+        path = (toml_dir or folder) / "s.toml"
         path.write_text(source)
         cwd = ROOT  # data/... paths in the scenario read the shipped data sets
     done = subprocess.run(
         [CLI, "run", str(path), "--broker", broker, "--out", str(folder / "out"),
-         "--run", f"g-{name}"],
+         "--run", run_id or f"g-{name}"],
         cwd=cwd, capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     (folder / "rc").write_text(f"{done.returncode}\n{done.stdout}\n{done.stderr}")
@@ -218,6 +224,38 @@ def pin_runs() -> dict:
     return out
 
 
+def _stable_outputs(folder: Path, arrival_counts: bool) -> dict:
+    """A run directory's results.json and ledger.json without what measures the machine."""
+    entry: dict = {}
+    results = folder / "results.json"
+    if results.exists():
+        entry["results"] = _stable(json.loads(results.read_text()))
+        if not arrival_counts:
+            for path in _ARRIVAL_COUNTS:
+                _drop(entry["results"], path)
+    ledger = folder / "ledger.json"
+    if ledger.exists():
+        entry["ledger"] = _stable(json.loads(ledger.read_text()))
+    return entry
+
+
+def pin_rerun(record: bool) -> dict:
+    """``record``: the outputs of the report runs as the code before the refactor wrote them
+    (``/tmp/G-runs``); ``check``: the same runs made again now (``/tmp/G-pin-runs/again-*``)."""
+    out = {}
+    for name, (source, broker) in REPORT_RUNS.items():
+        if record:
+            folder = RUNS_DIR / name / "out"
+        else:
+            print(f"running {name} again ...", flush=True)
+            again = f"again-{name}"  # the same run id and scenario path as the recorded run
+            folder = _run(again, source, broker, FRESH_DIR, f"g-{name}", RUNS_DIR / name)
+        # faults: crashed devices come back and resend on their own timers, so the acks
+        # race their resends even on the memory broker (measured: 1996 then 1997 acks)
+        out[name] = _stable_outputs(folder, broker == "memory" and name != "faults")
+    return out
+
+
 def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, object]]:
     """The leaf paths where ``a`` and ``b`` differ, with both values."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -233,7 +271,7 @@ def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, obj
     return [] if a == b else [(path, a, b)]
 
 
-SECTIONS = ("report", "summary", "runs")
+SECTIONS = ("report", "summary", "runs", "rerun")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": lambda: pin_report(pages),
         "summary": pin_summary,
         "runs": pin_runs,
+        "rerun": lambda: pin_rerun(args.action == "record"),
     }
     now = json.loads(json.dumps({s: compute[s]() for s in only}, sort_keys=True))
     if args.action == "record":
