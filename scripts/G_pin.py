@@ -26,6 +26,13 @@ Sections:
 - ``rerun``: the report runs above made again (``check``) against the outputs the code before
   the refactor wrote (``record`` reads ``/tmp/G-runs``), compared as in ``runs``: the
   one-process runner (``scenarios.runner.stream_results``) on CPR, GC-DP, secure sum, faults.
+- ``odd``: the branches the runs above do not reach, old against new in one go (main's
+  ``app/report.py`` and ``app/cli_summary.py`` loaded beside the worktree's): reports of
+  copies of the recorded runs under ``/tmp/G-odd`` with worst spends that differ, all
+  equal below the budget, one over it, totals that differ, CPR series shorter than the
+  window, no truth sample, a CADR θ configured or from the rule; summaries with
+  reconnects, faults without a hostile client, an aborted secure sum, a bare CPR entry.
+  Outcome: ``same`` (old page/text == new) and the new one's SHA-256 / text.
 
 JSON with sorted keys. Helper G, 2026-12-06.
 """
@@ -256,6 +263,122 @@ def pin_rerun(record: bool) -> dict:
     return out
 
 
+def _main_module(path: str, name: str):
+    """``git show main:PATH`` imported as module ``name`` (the code before the refactor)."""
+    import importlib.util
+
+    source = subprocess.run(
+        ["git", "show", f"main:{path}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    file = Path(f"/tmp/{name}.py")
+    file.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _variant(base: str, name: str) -> Path:
+    """A copy of the recorded run ``base`` (``/tmp/G-runs``) as ``/tmp/G-odd/NAME/out``."""
+    folder = Path("/tmp/G-odd") / name / "out"
+    if folder.parent.exists():
+        shutil.rmtree(folder.parent)
+    shutil.copytree(RUNS_DIR / base / "out", folder)
+    return folder
+
+
+def _edit_json(path: Path, edit) -> None:
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _spend(ledger: dict, worst, total=None) -> None:
+    """Set each device's stream account: ``worst(i)`` its worst window, ``total(i)``."""
+    for i, entry in enumerate(ledger["devices"].values()):
+        for account in entry["accounts"].values():
+            account["max_window_spent"] = worst(i)
+            if total is not None:
+                account["total_spent"] = total(i)
+
+
+def _odd_report_dirs() -> dict[str, Path]:
+    """Run directories for the branches the recorded runs do not reach: worst spends that
+    differ (a histogram), all equal below the budget, one over it; total spends that
+    differ; a CPR run whose series fit the window (no overview), one without its truth
+    sample; a CADR run whose θ was configured, one whose θ came from the rule."""
+    out = {}
+    led = _variant("quickstart", "worst-varied") / "ledger.json"
+    _edit_json(led, lambda d: _spend(d, lambda i: 0.5 + i / 40, lambda i: 40.0 + i))
+    out["worst-varied"] = led.parent
+    led = _variant("quickstart", "worst-same-below") / "ledger.json"
+    _edit_json(led, lambda d: _spend(d, lambda i: 1.5))
+    out["worst-same-below"] = led.parent
+    led = _variant("quickstart", "overspend") / "ledger.json"
+    _edit_json(led, lambda d: _spend(d, lambda i: 2.5 if i == 3 else 2.0 + 1e-15 * i))
+    out["overspend"] = led.parent
+    short = _variant("periodic-sensing", "cpr-short")
+    with np.load(short / "reconstructions.npz") as data:
+        arrays = {k: data[k][:100] if "." not in k else data[k] for k in data.files}
+    np.savez_compressed(short / "reconstructions.npz", **arrays)
+    out["cpr-short"] = short
+    no_truth = _variant("periodic-sensing", "cpr-no-truth")
+    (no_truth / "truth_sample.npz").unlink(missing_ok=True)
+    out["cpr-no-truth"] = no_truth
+    for how in ("configured", "rule"):
+        folder = _variant("cadr-small", f"cadr-{how}")
+        _edit_json(folder / "results.json", lambda d, how=how: d.update(theta_chosen_by=how))
+        out[f"cadr-{how}"] = folder
+    return out
+
+
+def _odd_summaries() -> dict[str, dict]:
+    """results.json variants for the summary's rows the recorded runs do not reach."""
+    quick = json.loads((RUNS_DIR / "quickstart" / "out" / "results.json").read_text())
+    faults = json.loads((RUNS_DIR / "faults" / "out" / "results.json").read_text())
+    secure = json.loads((RUNS_DIR / "secure-sum" / "out" / "results.json").read_text())
+    cpr = json.loads((RUNS_DIR / "periodic-sensing" / "out" / "results.json").read_text())
+    reconnects = json.loads(json.dumps(quick))
+    reconnects["delivery"].update(
+        device_reconnects=3, collector_reconnects=1, recorder_reconnects=2, republished=7
+    )
+    no_hostile = json.loads(json.dumps(faults))
+    no_hostile["faults"]["injected"]["hostile"] = None
+    aborted = json.loads(json.dumps(secure))
+    aborted["secure_sum"]["aborted"] = "only 3 of 100 devices advertised keys"
+    bare_cpr = json.loads(json.dumps(cpr))
+    bare_cpr["reconstruction"].pop("period_accuracy", None)
+    bare_cpr["reconstruction"].pop("mean_cosine_distance", None)
+    return {
+        "reconnects": reconnects,
+        "faults-no-hostile": no_hostile,
+        "secure-aborted": aborted,
+        "cpr-bare": bare_cpr,
+    }
+
+
+def pin_odd() -> dict:
+    """Old (main's module) against new on the odd inputs, both computed now."""
+    from ldpfleet.app import cli_summary, report
+    from rich.console import Console
+
+    old_report = _main_module("app/report.py", "G_old_report")
+    old_summary = _main_module("app/cli_summary.py", "G_old_cli_summary")
+    out = {}
+    for name, folder in _odd_report_dirs().items():
+        pages = [m.build_report(folder) for m in (old_report, report)]
+        out[f"report/{name}"] = {"same": pages[0] == pages[1], "sha256": _sha(pages[1])}
+    for name, results in _odd_summaries().items():
+        texts = []
+        for module in (old_summary, cli_summary):
+            console = Console(width=110, file=io.StringIO(), record=True, color_system=None)
+            console.print(module._summary_table(results))
+            texts.append(console.export_text())
+        out[f"summary/{name}"] = {"same": texts[0] == texts[1], "text": texts[1]}
+    return out
+
+
 def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, object]]:
     """The leaf paths where ``a`` and ``b`` differ, with both values."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -271,7 +394,7 @@ def _leaves(a: object, b: object, path: str = "") -> list[tuple[str, object, obj
     return [] if a == b else [(path, a, b)]
 
 
-SECTIONS = ("report", "summary", "runs", "rerun")
+SECTIONS = ("report", "summary", "runs", "rerun", "odd")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -290,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         "summary": pin_summary,
         "runs": pin_runs,
         "rerun": lambda: pin_rerun(args.action == "record"),
+        "odd": pin_odd,
     }
     now = json.loads(json.dumps({s: compute[s]() for s in only}, sort_keys=True))
     if args.action == "record":
