@@ -1118,6 +1118,8 @@ class BulkCollector:
         level = plan.partition_level_of(self.partition)
         return [Outbound(gateway_inbox(plan.run, gateway, level), admit)]
 
+    # a hot path; split in helpers at no measured cost (scripts/G_bench_ingest.py, old
+    # against new alternately: new/old median 0.995 at 2,000 rows, 1.003 at 65,536)
     def ingest(self, gateway: int, message: BulkReport) -> PendingBulk:
         """Validate every entry of ``message`` (module docstring); nothing changes until
         ``commit``."""

@@ -2,9 +2,10 @@
 
     python scripts/G_bench_ingest.py [--rounds 15] [--entries 2000,65536]
 
-The code before is ``git show main:protocol/bulk.py`` (``--old FILE`` to give it), loaded as
-its own module; its ``ingest`` is called on the same collector as the new one, with the same
-report (a gateway's first report of a 100,000-device plan, ``max_entries`` rows). Each round
+The code before is ``git show e5fcede:protocol/bulk.py`` (main before the split; ``--old
+FILE`` to give another), loaded as its own module; its ``ingest`` is called on the same
+collector as the new one, with the same report (a gateway's first report of a
+100,000-device plan, ``max_entries`` rows). Each round
 times both (order alternating) over ``--calls`` calls and keeps the per-call median; the
 figure is the median over rounds of new / old, and both medians. It also checks that both
 return the same ``PendingBulk`` (arrays equal) on a clean report and on one with foreign,
@@ -30,10 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def old_module(path: str | None):
-    """protocol/bulk.py as on main (or ``path``), imported as ``G_old_bulk``."""
+    """protocol/bulk.py before the split (or ``path``), imported as ``G_old_bulk``."""
     if path is None:
         source = subprocess.run(
-            ["git", "show", "main:protocol/bulk.py"], cwd=ROOT, capture_output=True, text=True
+            ["git", "show", "e5fcede:protocol/bulk.py"], cwd=ROOT, capture_output=True, text=True
         ).stdout
         path = "/tmp/G-old-bulk.py"
         Path(path).write_text(source)

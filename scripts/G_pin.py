@@ -26,7 +26,7 @@ Sections:
 - ``rerun``: the report runs above made again (``check``) against the outputs the code before
   the refactor wrote (``record`` reads ``/tmp/G-runs``), compared as in ``runs``: the
   one-process runner (``scenarios.runner.stream_results``) on CPR, GC-DP, secure sum, faults.
-- ``odd``: the branches the runs above do not reach, old against new in one go (main's
+- ``odd``: the branches the runs above do not reach, old against new in one go (``BEFORE``'s
   ``app/report.py`` and ``app/cli_summary.py`` loaded beside the worktree's): reports of
   copies of the recorded runs under ``/tmp/G-odd`` with worst spends that differ, all
   equal below the budget, one over it, totals that differ, CPR series shorter than the
@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+BEFORE = "e5fcede"  # main when helper G branched: the code before the refactor
 RUNS_DIR = Path("/tmp/G-runs")
 FRESH_DIR = Path("/tmp/G-pin-runs")
 CLI = str(Path(sys.executable).parent / "ldpfleet")
@@ -263,12 +264,12 @@ def pin_rerun(record: bool) -> dict:
     return out
 
 
-def _main_module(path: str, name: str):
-    """``git show main:PATH`` imported as module ``name`` (the code before the refactor)."""
+def _before_module(path: str, name: str):
+    """``git show BEFORE:PATH`` imported as module ``name`` (the code before the refactor)."""
     import importlib.util
 
     source = subprocess.run(
-        ["git", "show", f"main:{path}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["git", "show", f"{BEFORE}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     file = Path(f"/tmp/{name}.py")
     file.write_text(source)
@@ -359,12 +360,12 @@ def _odd_summaries() -> dict[str, dict]:
 
 
 def pin_odd() -> dict:
-    """Old (main's module) against new on the odd inputs, both computed now."""
+    """Old (``BEFORE``'s module) against new on the odd inputs, both computed now."""
     from ldpfleet.app import cli_summary, report
     from rich.console import Console
 
-    old_report = _main_module("app/report.py", "G_old_report")
-    old_summary = _main_module("app/cli_summary.py", "G_old_cli_summary")
+    old_report = _before_module("app/report.py", "G_old_report")
+    old_summary = _before_module("app/cli_summary.py", "G_old_cli_summary")
     out = {}
     for name, folder in _odd_report_dirs().items():
         pages = [m.build_report(folder) for m in (old_report, report)]
