@@ -20,11 +20,27 @@ from ldpfleet.app.cli_common import _say_interrupted, _state, console
 
 
 def _summary_table(results: dict):
+    """The run's summary as a rich table: delivery, faults, accuracy, reconstruction,
+    secure sum and central release, one row each where the run has them."""
     from rich.table import Table
 
     table = Table(
         title=f"run {results['run']} ({results['broker']['kind']} broker)", show_header=False
     )
+    rows_ = _delivery_rows(results)
+    faults = results.get("faults")
+    if faults:
+        rows_ += _fault_rows(faults)
+    rows_ += _accuracy_rows(results)
+    rows_ += _capability_rows(results)
+    for key, value in rows_:
+        table.add_row(key, value)
+    return table
+
+
+def _delivery_rows(results: dict) -> list[tuple[str, str]]:
+    """Devices complete, reports received / lost / rejected, the stream stage, the trace
+    and (when any) the reconnects."""
     stream = results["stages"]["stream"]
     rows_ = [
         ("devices complete", f"{results['devices_complete']} / {results['devices']}"),
@@ -41,22 +57,32 @@ def _summary_table(results: dict):
             f"{delivery['device_reconnects']} / {delivery['collector_reconnects']} / "
             f"{delivery['recorder_reconnects']}, {delivery['republished']} republished",
         ))  # fmt: skip
-    faults = results.get("faults")
-    if faults:
-        injected, outcome = faults["injected"], faults["outcome"]
-        gone = outcome["never_returned"]
+    return rows_
+
+
+def _fault_rows(faults: dict) -> list[tuple[str, str]]:
+    """What ``[faults]`` injected and how the run recovered: crashes, a hostile client."""
+    injected, outcome = faults["injected"], faults["outcome"]
+    gone = outcome["never_returned"]
+    rows_ = [(
+        "faults: crashes",
+        f"{len(injected['crashes'])} crashed, {outcome['returned_complete']}/"
+        f"{outcome['returned']} came back and completed, {len(gone)} never returned "
+        f"({sum(gone.values())} batches reported missing)",
+    )]  # fmt: skip
+    if injected["hostile"]:
         rows_.append((
-            "faults: crashes",
-            f"{len(injected['crashes'])} crashed, {outcome['returned_complete']}/"
-            f"{outcome['returned']} came back and completed, {len(gone)} never returned "
-            f"({sum(gone.values())} batches reported missing)",
+            "faults: hostile client",
+            f"{injected['hostile']['messages']} messages, "
+            f"{outcome['reports_rejected']} rejected (by reason in results.json)",
         ))  # fmt: skip
-        if injected["hostile"]:
-            rows_.append((
-                "faults: hostile client",
-                f"{injected['hostile']['messages']} messages, "
-                f"{outcome['reports_rejected']} rejected (by reason in results.json)",
-            ))  # fmt: skip
+    return rows_
+
+
+def _accuracy_rows(results: dict) -> list[tuple[str, str]]:
+    """The device means' error (not for raw readings), the fleet average, and the
+    reconstruction's streams, period accuracy and cosine distance."""
+    rows_ = []
     accuracy = results.get("accuracy", {})
     raw = results.get("stream", {}).get("mechanism") == "raw"  # sent unprivatised: GC-DP's
     if accuracy.get("mean_abs_error") is not None and not raw:
@@ -72,6 +98,12 @@ def _summary_table(results: dict):
         if reconstruction.get("mean_cosine_distance") is not None:
             parts.append(cosine_distance_text(reconstruction))
         rows_.append((f"reconstruction ({reconstruction['method']})", ", ".join(parts)))
+    return rows_
+
+
+def _capability_rows(results: dict) -> list[tuple[str, str]]:
+    """The secure sum's outcome and the GC-DP central release, when the run has them."""
+    rows_ = []
     secure = results.get("secure_sum")
     if secure:
         outcome = (
@@ -88,9 +120,7 @@ def _summary_table(results: dict):
             f"{gcdp['windows_released']}/{gcdp['windows_expected']} windows, "
             f"eps_cal {gcdp['eps_cal']:g}, {release_mae_text(gcdp['accuracy'])}",
         ))  # fmt: skip
-    for key, value in rows_:
-        table.add_row(key, value)
-    return table
+    return rows_
 
 
 def trace_incomplete_reason(results: dict) -> str | None:

@@ -801,6 +801,9 @@ def _central_rows(ledger: dict) -> list[tuple]:
 
 
 def _ledger_section(results: dict, ledger: dict | None, side: SideLedgers | None = None) -> str:
+    """The privacy ledger: a collector side's note on where its ledgers are, a central
+    release's rows, or the devices' budget and spending (a table, then the worst and the
+    total spend per device drawn or, when every device spent the same, said)."""
     if not ledger:
         side = _side_ledger_text(results, side)
         if side is None:
@@ -814,11 +817,26 @@ def _ledger_section(results: dict, ledger: dict | None, side: SideLedgers | None
             "charged sums disjoint windows and is not a per-reading loss.</p>"
         )
         return "<h2>Privacy ledger</h2>" + _table(_central_rows(ledger), ("item", "value")) + note
-    devices = _ledger_devices(ledger)
     worst, total, eps, refusals = _spending(ledger)
     cadr = _is_cadr(results)
+    rows = _ledger_rows(ledger, cadr, worst, eps, refusals)
+    out = "<h2>Privacy ledger</h2>" + _table(rows, ("item", "value"))
+    if not worst:
+        return out
+    out += _worst_spend_part(worst, eps, cadr)
+    if not cadr and total:
+        out += _total_spend_part(total)
+    return out
+
+
+def _ledger_rows(
+    ledger: dict, cadr: bool, worst: list[float], eps: float | None, refusals: int
+) -> list[tuple]:
+    """The ledger table of a run whose devices privatise: budget, window, the fleet's worst
+    spend, whether it is within budget, refusals and devices."""
+    devices = _ledger_devices(ledger)
     top = ledger.get("max_window_spent", max(worst, default=None))
-    rows = [
+    return [
         ("budget ε", eps),
         ("window w", ledger.get("w", "(total budget)" if cadr else None)),
         ("worst spent (fleet)", top),
@@ -827,61 +845,64 @@ def _ledger_section(results: dict, ledger: dict | None, side: SideLedgers | None
         ("refusals", refusals),
         ("devices", len(devices)),
     ]  # fmt: skip
-    out = "<h2>Privacy ledger</h2>" + _table(rows, ("item", "value"))
-    if not worst:
-        return out
+
+
+def _worst_spend_part(worst: list[float], eps: float | None, cadr: bool) -> str:
+    """Each device's worst window (a CADR run: its account) against the budget: a sentence
+    when every device spent the budget or the same amount, else a histogram."""
     label = "ε spent of the total budget" if cadr else "worst w-window ε spent"
     where = "account" if cadr else "window"
     if eps is not None and all(_at_budget(v, eps) for v in worst):
-        out += (
+        return (
             f"<p class='note'>Every one of the {len(worst):,} devices spent exactly its "
             f"budget ε = {_num(eps)} in its worst {where} (up to float rounding).</p>"
         )
-    elif max(worst) - min(worst) <= 1e-9 * max(1.0, abs(max(worst))):
-        out += (
+    if max(worst) - min(worst) <= 1e-9 * max(1.0, abs(max(worst))):
+        return (
             f"<p class='note'>Every one of the {len(worst):,} devices spent ε = "
             f"{_num(max(worst))} in its worst {where} (budget ε = {_num(eps)}).</p>"
         )
-    else:
 
-        def draw(fig, axes):
-            ax = axes[0, 0]
-            edges, clipped = spend_bins(worst, eps)
-            ax.hist(clipped, bins=edges, color="#228833")
-            ax.set_xlabel(f"{label}, per device")
-            ax.set_ylabel("devices")
-            if eps is not None:
-                ax.axvline(eps, color="#a11", linestyle="--", label=f"budget ε = {_num(eps)}")
-                ax.legend()
+    def draw(fig, axes):
+        ax = axes[0, 0]
+        edges, clipped = spend_bins(worst, eps)
+        ax.hist(clipped, bins=edges, color="#228833")
+        ax.set_xlabel(f"{label}, per device")
+        ax.set_ylabel("devices")
+        if eps is not None:
+            ax.axvline(eps, color="#a11", linestyle="--", label=f"budget ε = {_num(eps)}")
+            ax.legend()
 
-        out += _figure(
-            draw,
-            (6, 2.8),
-            f"histogram of the {label} per device",
-            f"{label.capitalize()} per device; the dashed line is the budget.",
+    return _figure(
+        draw,
+        (6, 2.8),
+        f"histogram of the {label} per device",
+        f"{label.capitalize()} per device; the dashed line is the budget.",
+    )
+
+
+def _total_spend_part(total: list[float]) -> str:
+    """The total ε charged per device over the stream: a sentence when every device was
+    charged the same, else a histogram."""
+    low, high = min(total), max(total)
+    if high - low <= 1e-9 * max(1.0, abs(high)):
+        return (
+            f"<p class='note'>Every device was charged ε = {_num(high)} in total over the "
+            "stream (the sum over all its reports; the guarantee is per window).</p>"
         )
-    if not cadr and total:
-        low, high = min(total), max(total)
-        if high - low <= 1e-9 * max(1.0, abs(high)):
-            out += (
-                f"<p class='note'>Every device was charged ε = {_num(high)} in total over the "
-                "stream (the sum over all its reports; the guarantee is per window).</p>"
-            )
-        else:
 
-            def draw_total(fig, axes):
-                ax = axes[0, 0]
-                ax.hist(total, bins=20, color="#66ccee")
-                ax.set_xlabel("total ε charged over the stream, per device")
-                ax.set_ylabel("devices")
+    def draw_total(fig, axes):
+        ax = axes[0, 0]
+        ax.hist(total, bins=20, color="#66ccee")
+        ax.set_xlabel("total ε charged over the stream, per device")
+        ax.set_ylabel("devices")
 
-            out += _figure(
-                draw_total,
-                (6, 2.6),
-                "histogram of the total epsilon charged per device",
-                "Total ε charged over the stream per device (the guarantee is per window).",
-            )
-    return out
+    return _figure(
+        draw_total,
+        (6, 2.6),
+        "histogram of the total epsilon charged per device",
+        "Total ε charged over the stream per device (the guarantee is per window).",
+    )
 
 
 def spend_bins(spent: list[float], eps: float | None) -> tuple[list[float], list[float]]:
@@ -1002,6 +1023,21 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
     """Sample reconstructions against the truth: the first ``CPR_WINDOW`` steps drawn at a
     readable scale, and an overview of the whole stream (block means) with the window
     marked."""
+    series = _cpr_sample_series(path, truth_path)
+    if not series:
+        return ""
+    length = max(len(r) for r, _ in series.values())
+    window = min(length, CPR_WINDOW)
+    out = _cpr_window_figure(series, length, window)
+    if length <= window:
+        return out
+    return out + _cpr_overview_figure(series, length, window)
+
+
+def _cpr_sample_series(path: Path, truth_path: Path) -> dict:
+    """Up to three sample devices' reconstructions and their truth (None when the run saved
+    none for the device), as flat float arrays, in the npz file's order; preferring devices
+    whose truth was saved."""
     import numpy as np
 
     data = _load_npz(path)
@@ -1010,9 +1046,7 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
     if truth is not None:
         names = [n for n in names if n in truth.files] or names
     names = names[:3]
-    if not names:
-        return ""
-    series = {
+    return {
         n: (
             np.asarray(data[n], dtype=float).ravel(),
             np.asarray(truth[n], dtype=float).ravel()
@@ -1021,8 +1055,11 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
         )
         for n in names
     }
-    length = max(len(r) for r, _ in series.values())
-    window = min(length, CPR_WINDOW)
+
+
+def _cpr_window_figure(series: dict, length: int, window: int) -> str:
+    """The first ``window`` steps of each sample reconstruction against its truth."""
+    names = list(series)
 
     def draw_window(fig, axes):
         for ax, name in zip(axes[:, 0], names, strict=False):
@@ -1035,7 +1072,7 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
                    ncol=2, frameon=False)  # fmt: skip
         axes[-1, 0].set_xlabel("step")
 
-    out = _figure(
+    return _figure(
         draw_window,
         (8, 1.7 * len(names) + 0.4),
         "reconstructions against the truth for sample devices, first steps",
@@ -1044,8 +1081,14 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
         nrows=len(names),
         sharex=True,
     )
-    if length <= window:
-        return out
+
+
+def _cpr_overview_figure(series: dict, length: int, window: int) -> str:
+    """The whole of each sample stream as means over blocks (about ``OVERVIEW_POINTS``
+    points), the first ``window`` steps shaded."""
+    import numpy as np
+
+    names = list(series)
     block = max(1, math.ceil(length / OVERVIEW_POINTS))
 
     def blocks(values):
@@ -1066,7 +1109,7 @@ def _cpr_series(path: Path, truth_path: Path) -> str:
                    ncol=3, frameon=False)  # fmt: skip
         axes[-1, 0].set_xlabel("step")
 
-    return out + _figure(
+    return _figure(
         draw_overview,
         (8, 1.2 * len(names) + 0.5),
         "overview of the whole reconstructed streams",
@@ -1125,9 +1168,29 @@ def _secagg_section(results: dict) -> str:
 
 
 def _cadr_section(results: dict) -> str:
+    """CADR-LDP: the release's table and its baselines, true against released degrees,
+    and the θ search's error model against θ with this run's raw DSR release marked."""
     figure = degree_figure_inputs(results)
     if figure is None:
         return ""
+    rows = [
+        (k, results.get(k))
+        for k in ("method", "eps", "alpha", "theta", "theta_rule", "mae", "mse", "seconds")
+        if k in results
+    ]
+    out = (
+        "<h2>CADR-LDP degree release</h2>"
+        + _table(rows, ("item", "value"))
+        + release_vs_baselines(results)
+        + _degree_histogram(figure)
+    )
+    if isinstance(figure.eps_dsr, int | float) and figure.eps_dsr > 0:
+        out += _theta_model_figure(results, figure)
+    return out
+
+
+def _degree_histogram(figure) -> str:
+    """Histograms of the true and the released degrees (up to the 99th percentile)."""
     import numpy as np
 
     degrees, released = figure.degrees, figure.released
@@ -1142,70 +1205,65 @@ def _cadr_section(results: dict) -> str:
         ax.set_ylabel("devices")
         ax.legend()
 
-    rows = [
-        (k, results.get(k))
-        for k in ("method", "eps", "alpha", "theta", "theta_rule", "mae", "mse", "seconds")
-        if k in results
-    ]
-    out = (
-        "<h2>CADR-LDP degree release</h2>"
-        + _table(rows, ("item", "value"))
-        + release_vs_baselines(results)
-        + _figure(
-            draw,
-            (7, 3),
-            "histograms of true and released degrees",
-            f"True against released degrees over {len(degrees):,} devices (up to the 99th "
-            "percentile).",
-        )
+    return _figure(
+        draw,
+        (7, 3),
+        "histograms of true and released degrees",
+        f"True against released degrees over {len(degrees):,} devices (up to the 99th percentile).",
     )
+
+
+def _theta_model_figure(results: dict, figure) -> str:
+    """The error model the θ search minimises, against θ, with the run's raw DSR release
+    (its θ and MAE) marked; ``figure.eps_dsr`` is positive."""
+    import numpy as np
+
+    degrees = figure.degrees
     theta, eps_dsr, mae = results.get("theta"), figure.eps_dsr, figure.model_mae
-    if isinstance(eps_dsr, int | float) and eps_dsr > 0:
-        # the error model θ is chosen by (collector.theta_search.local_error): projection
-        # loss max(d - θ, 0) plus the DSR noise scale θ / ε_dsr, averaged over the true
-        # degrees, against the MAE of the run's raw DSR release at its θ
-        thetas = np.arange(1, int(degrees.max()) + 2)
-        model = [float(np.mean(np.maximum(degrees - t, 0) + t / eps_dsr)) for t in thetas]
-        chosen_by = results.get("theta_chosen_by", "search")
-        searched = chosen_by == "search"
-        how_chosen = (
-            "given in the configuration"
-            if chosen_by == "configured"
-            else "chosen by the public small-fleet rule"
-        )
-        model_label = (
-            "expected error (model the θ search minimises)"
-            if searched
-            else f"expected error (the θ search's model; no search ran: θ {chosen_by})"
-        )
+    # the error model θ is chosen by (collector.theta_search.local_error): projection
+    # loss max(d - θ, 0) plus the DSR noise scale θ / ε_dsr, averaged over the true
+    # degrees, against the MAE of the run's raw DSR release at its θ
+    thetas = np.arange(1, int(degrees.max()) + 2)
+    model = [float(np.mean(np.maximum(degrees - t, 0) + t / eps_dsr)) for t in thetas]
+    chosen_by = results.get("theta_chosen_by", "search")
+    searched = chosen_by == "search"
+    how_chosen = (
+        "given in the configuration"
+        if chosen_by == "configured"
+        else "chosen by the public small-fleet rule"
+    )
+    model_label = (
+        "expected error (model the θ search minimises)"
+        if searched
+        else f"expected error (the θ search's model; no search ran: θ {chosen_by})"
+    )
 
-        def draw_theta(fig, axes):
-            ax = axes[0, 0]
-            ax.plot(thetas, model, label=model_label)
-            if isinstance(theta, int) and isinstance(mae, int | float):
-                ax.scatter([theta], [mae], color="#a11", zorder=3,
-                           label=f"this run: θ = {theta}, raw DSR MAE {mae:.2f}")  # fmt: skip
-            ax.set_xlabel("θ (degree threshold, edges)")
-            ax.set_ylabel("mean absolute error (edges)")
-            ax.set_yscale("log")
-            ax.legend()
+    def draw_theta(fig, axes):
+        ax = axes[0, 0]
+        ax.plot(thetas, model, label=model_label)
+        if isinstance(theta, int) and isinstance(mae, int | float):
+            ax.scatter([theta], [mae], color="#a11", zorder=3,
+                       label=f"this run: θ = {theta}, raw DSR MAE {mae:.2f}")  # fmt: skip
+        ax.set_xlabel("θ (degree threshold, edges)")
+        ax.set_ylabel("mean absolute error (edges)")
+        ax.set_yscale("log")
+        ax.legend()
 
-        out += _figure(
-            draw_theta,
-            (7, 2.8),
-            "expected error against the threshold theta",
-            (
-                "The error model the θ search minimises, against θ; the red point is this run's "
-                "raw DSR release."
-            )
-            if searched
-            else (
-                f"The error model a θ search would minimise, against θ (none ran: θ was "
-                f"{how_chosen}); "
-                "the red point is this run's raw DSR release."
-            ),
+    return _figure(
+        draw_theta,
+        (7, 2.8),
+        "expected error against the threshold theta",
+        (
+            "The error model the θ search minimises, against θ; the red point is this run's "
+            "raw DSR release."
         )
-    return out
+        if searched
+        else (
+            f"The error model a θ search would minimise, against θ (none ran: θ was "
+            f"{how_chosen}); "
+            "the red point is this run's raw DSR release."
+        ),
+    )
 
 
 def _public_baseline_rows(baseline: object) -> list[tuple[str, object]]:

@@ -279,6 +279,9 @@ class CollectorService:
                 self._early.close()  # a failed run leaves no pool behind
 
     async def _serve(self) -> dict:
+        """One stage on a persistent session: open the machine, pump deliveries, timers and
+        acks until the stage closes, then the results (analytics on the persisted reports,
+        reconstructions, the GC-DP release, ``run closed``)."""
         loop = asyncio.get_running_loop()
         run = self.config.run
         self._wake = asyncio.Event()
@@ -293,60 +296,78 @@ class CollectorService:
         ) as conn:
             self.session = conn
             started = loop.time()
-            self._stage_started = time.monotonic()
-            self.machine = StreamCollector(
-                self.config,
-                self.devices,
-                max_in_flight=self.max_in_flight,
-                credit_window=self.credit_window,
-                deadline=started + self.stage_timeout,
-                idle_timeout=self.idle_timeout,
-            )
-            # A restarted collector resumes: what is stored counts, and is not re-asked.
-            self.machine.restore(self.store.persisted_keys())
-            self.machine.open()
-            self._take_events()
+            self._open_machine(started)
             await publish_outbound(conn, self._outbox())
             self.subscribed.set()
-
-            async def after_timer() -> None:
-                self._take_events()
-                await self._persist_and_ack(conn)
-                if self._closed:
-                    self._wake.set()
-
-            reporting = self.link.report(self, conn) if self.link else asyncio.sleep(0)
-            async with background(drive_timers(self.machine, after_timer)), background(reporting):
-                if not self._closed:
-                    async with background(self._consume(conn)):
-                        await self._wake.wait()
-                await self._persist_and_ack(conn)
-            if self.link is not None:  # after the last acks, on the same session
-                await self.link.closed(self, conn)
+            await self._pump(conn)
             self.stage_seconds = loop.time() - started
-            streams = self.store.device_values()
-            mean_warnings: list[str] = []  # results.json ``warnings`` (scenarios.runner)
-            results = {
-                **self.machine.summary(),
-                "missing_batches": {
-                    device: seqs for device, seqs in self.machine.missing().items() if seqs
-                },
-                "mean_estimates": sw_mean_estimates(self.config, streams, mean_warnings),
-                "mean_estimate_warnings": mean_warnings,
-                "stream_seconds": self.stage_seconds,
-                "peak_pending": self.peak_pending,
-            }
-            if self.reconstruct != "none":
-                results["reconstruction"] = await self._reconstruct(streams)
-            if self.gcdp is not None:
-                self.gcdp.finish()
-                await self.gcdp.flush(conn)
-                results["gcdp"] = self.gcdp.summary()
-            if self.final_stage:
-                await announce_run_closed(conn, run)
+            results = await self._stage_results(conn, run)
         # everything is stored: a restart would have nothing to resume
         await end_persistent_session(self.transport, self._client_id())
         self.store.close()
+        return results
+
+    def _open_machine(self, started: float) -> None:
+        """The stage's machine, its deadline ``stage_timeout`` after ``started`` (loop
+        time), resumed from what the store holds, and opened."""
+        self._stage_started = time.monotonic()
+        self.machine = StreamCollector(
+            self.config,
+            self.devices,
+            max_in_flight=self.max_in_flight,
+            credit_window=self.credit_window,
+            deadline=started + self.stage_timeout,
+            idle_timeout=self.idle_timeout,
+        )
+        # A restarted collector resumes: what is stored counts, and is not re-asked.
+        self.machine.restore(self.store.persisted_keys())
+        self.machine.open()
+        self._take_events()
+
+    async def _pump(self, conn: Session) -> None:
+        """Consume deliveries and drive the machine's timers (and a partition link's
+        reports) until the stage closes; persist and acknowledge the rest; then a link
+        reports the closed summary on the same session."""
+
+        async def after_timer() -> None:
+            self._take_events()
+            await self._persist_and_ack(conn)
+            if self._closed:
+                self._wake.set()
+
+        reporting = self.link.report(self, conn) if self.link else asyncio.sleep(0)
+        async with background(drive_timers(self.machine, after_timer)), background(reporting):
+            if not self._closed:
+                async with background(self._consume(conn)):
+                    await self._wake.wait()
+            await self._persist_and_ack(conn)
+        if self.link is not None:  # after the last acks, on the same session
+            await self.link.closed(self, conn)
+
+    async def _stage_results(self, conn: Session, run: str) -> dict:
+        """The closed stage's results from the persisted reports: the machine's summary,
+        missing batches, mean estimates, reconstructions and the GC-DP release (flushed on
+        ``conn``); a final stage announces ``run closed``."""
+        streams = self.store.device_values()
+        mean_warnings: list[str] = []  # results.json ``warnings`` (scenarios.runner)
+        results = {
+            **self.machine.summary(),
+            "missing_batches": {
+                device: seqs for device, seqs in self.machine.missing().items() if seqs
+            },
+            "mean_estimates": sw_mean_estimates(self.config, streams, mean_warnings),
+            "mean_estimate_warnings": mean_warnings,
+            "stream_seconds": self.stage_seconds,
+            "peak_pending": self.peak_pending,
+        }
+        if self.reconstruct != "none":
+            results["reconstruction"] = await self._reconstruct(streams)
+        if self.gcdp is not None:
+            self.gcdp.finish()
+            await self.gcdp.flush(conn)
+            results["gcdp"] = self.gcdp.summary()
+        if self.final_stage:
+            await announce_run_closed(conn, run)
         return results
 
 

@@ -932,33 +932,17 @@ async def _secure_sum_stage(state: _StreamRun, transport: Transport) -> None:
 def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
     """results.json of a one-process stream run (the layout in docs/scenarios.md)."""
     scenario, config, c = state.scenario, state.config, state.collector_results
-    collector, recorder, fleet = state.collector, state.recorder, state.fleet
+    recorder, fleet = state.recorder, state.fleet
     outcomes = state.outcomes or []
     stages = state.stages
     reconstruction = _scored_reconstruction(state)
-    stages["stream"] = stream_stage_entry(
-        c,
-        aborted=bool(state.aborted) and c.get("stage_state") == "aborted",
-        fleet_seconds=state.fleet_seconds,
-    )
-    gcdp_entry = None
-    if collector is not None and collector.gcdp is not None and "gcdp" in c:
-        gcdp_entry = score_gcdp(
-            c["gcdp"], collector.gcdp, fleet, config_window(scenario), scenario.stream_bounds()
-        )
-        stages["gcdp"] = gcdp_stage_entry(gcdp_entry)
+    gcdp_entry = _stream_stages(state)
     unfinished = {o.device: o.unfinished for o in outcomes if o.unfinished}
-    info = state.broker_info
     results = {
         "run": state.run,
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "scenario": scenario_header(scenario, state.seed),
-        "broker": {
-            "kind": info.kind if info else None,
-            "url": info.url if info else None,
-            "auth": state.creds is not None,
-            "shard_brokers": shard_brokers if isinstance(fleet, ShardedFleet) else None,
-        },
+        "broker": _broker_entry(state, shard_brokers),
         # set when the run was stopped by its global deadline (docs/reliability.md)
         "aborted": state.aborted,
         # devices whose stream did not finish (``devices_unfinished``): they gave up on a
@@ -972,21 +956,14 @@ def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
         # they are not sharded; the embedded broker too)
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "accuracy": accuracy_entry(scenario, config, c["mean_estimates"], outcomes),
-        "per_device": {
-            o.device: {
-                "state": o.state,
-                "batches_acked": o.batches_acked,
-                "mean_estimate": c["mean_estimates"].get(o.device),
-                "true_mean": o.true_mean,
-                **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
-            }
-            for o in outcomes
-        },
+        "per_device": per_device_entries(outcomes, c, reconstruction),
         "reconstruction": reconstruction_summary(reconstruction),
         "secure_sum": state.secure,
         "gcdp": gcdp_entry,
         "trace": trace_entry(scenario, recorder, state.out),
-        "delivery": delivery_entry(collector_delivery(scenario, c, collector, recorder), outcomes),
+        "delivery": delivery_entry(
+            collector_delivery(scenario, c, state.collector, recorder), outcomes
+        ),
         # what [faults] injected and how the run recovered (docs/reliability.md)
         "faults": fault_report(scenario.spec.faults, fleet, outcomes, c, state.attacker),
         # False when the recorder stopped before the collector's final message
@@ -994,8 +971,67 @@ def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
         "trace_incomplete_reason": state.trace_note,
         "seconds": time.perf_counter() - state.wall,
     }
+    _add_warnings(results, state)
+    return results
+
+
+def _stream_stages(state: _StreamRun) -> dict | None:
+    """Set the run's ``stream`` stage entry (and its ``gcdp`` one when the collector
+    released); returns the scored GC-DP entry of results.json, or None."""
+    scenario, c, collector = state.scenario, state.collector_results, state.collector
+    stages = state.stages
+    stages["stream"] = stream_stage_entry(
+        c,
+        aborted=bool(state.aborted) and c.get("stage_state") == "aborted",
+        fleet_seconds=state.fleet_seconds,
+    )
+    gcdp_entry = None
+    if collector is not None and collector.gcdp is not None and "gcdp" in c:
+        gcdp_entry = score_gcdp(
+            c["gcdp"],
+            collector.gcdp,
+            state.fleet,
+            config_window(scenario),
+            scenario.stream_bounds(),
+        )
+        stages["gcdp"] = gcdp_stage_entry(gcdp_entry)
+    return gcdp_entry
+
+
+def _broker_entry(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
+    """results.json ``broker``: its kind and URL, whether it asked for credentials, and
+    the fleet shards' brokers (a sharded fleet only)."""
+    info = state.broker_info
+    return {
+        "kind": info.kind if info else None,
+        "url": info.url if info else None,
+        "auth": state.creds is not None,
+        "shard_brokers": shard_brokers if isinstance(state.fleet, ShardedFleet) else None,
+    }
+
+
+def per_device_entries(outcomes: list[DeviceOutcome], c: dict, reconstruction: dict | None) -> dict:
+    """results.json ``per_device``: each device's state, batches acknowledged, estimated
+    and true mean, and its scored reconstruction (period found, distance) when any."""
+    return {
+        o.device: {
+            "state": o.state,
+            "batches_acked": o.batches_acked,
+            "mean_estimate": c["mean_estimates"].get(o.device),
+            "true_mean": o.true_mean,
+            **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
+        }
+        for o in outcomes
+    }
+
+
+def _add_warnings(results: dict, state: _StreamRun) -> None:
+    """results.json ``warnings`` and the simulator-side entries that come with theirs:
+    what the public bounds clipped, the gaps filled (``missing_values``), and how many
+    times a short CSV source is replayed (``source_cycles``)."""
+    scenario, fleet = state.scenario, state.fleet
     # a plugin's estimate_mean failing on the collector (collector.analytics): console too
-    results["warnings"] = list(c.get("mean_estimate_warnings", []))
+    results["warnings"] = list(state.collector_results.get("mean_estimate_warnings", []))
     if fleet is not None:  # simulator-only: what the public bounds clipped (scenarios.clipping)
         add_clipping(results, fleet.clipping)
         # simulator-only: the gaps the devices filled before privatising (source.missing)
@@ -1007,7 +1043,6 @@ def stream_results(state: _StreamRun, shard_brokers: list[str] | None) -> dict:
     cycles, warnings = source_cycles_entry(scenario.source_spec(), scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    return results
 
 
 def _scored_reconstruction(state: _StreamRun) -> dict | None:

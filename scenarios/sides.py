@@ -77,6 +77,7 @@ from ldpfleet.scenarios.runner import (
     latency_summary,
     ledger_document,
     partial_collector_results,
+    per_device_entries,
     recorder_for,
     score_gcdp,
     score_reconstructions,
@@ -834,33 +835,40 @@ def merge_stream_outputs(
     results["stages"]["stream"]["fleet_seconds"] = _fleet_seconds(shards)
     results["fleet"] = _fleet_entry(scenario, outcomes, shards)
     results["accuracy"] = accuracy_entry(scenario, config, c["mean_estimates"], outcomes)
-    results["per_device"] = {
-        o.device: {
-            "state": o.state,
-            "batches_acked": o.batches_acked,
-            "mean_estimate": c["mean_estimates"].get(o.device),
-            "true_mean": o.true_mean,
-            **((reconstruction or {}).get("per_device", {}).get(o.device, {})),
-        }
-        for o in outcomes
-    }
+    results["per_device"] = per_device_entries(outcomes, c, reconstruction)
     if reconstruction is not None:
         results["reconstruction"] = {k: v for k, v in reconstruction.items() if k != "per_device"}
     results["secure_sum"] = _merged_secure_sum(scenario, c.get("secure_sum"), truth)
     if c.get("gcdp") is not None:
-        released = {
-            int(k.split("/")[1]): side[k]
-            for k in getattr(side, "files", [])
-            if k.startswith("gcdp/")
-        }
-        results["gcdp"] = score_gcdp(
-            c["gcdp"],
-            _Released(released),
-            truth,
-            scenario.spec.gcdp.window,
-            scenario.stream_bounds(),
-        )
+        results["gcdp"] = _merged_gcdp(scenario, c["gcdp"], side, truth)
     results["delivery"] = delivery_entry(c["delivery"], outcomes)
+    results["faults"] = _merged_faults(scenario, c, truth, outcomes, shards)
+    _add_source_entries(results, scenario, truth)
+    # the claim and what the devices' ledgers spent (ledger.json, write_merged)
+    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
+    return results
+
+
+def _merged_gcdp(scenario, gcdp: dict, side, truth: _Truth) -> dict:
+    """The collector side's GC-DP summary scored against the truth, from the releases it
+    saved (``gcdp/NODE`` arrays of its side file)."""
+    released = {
+        int(k.split("/")[1]): side[k] for k in getattr(side, "files", []) if k.startswith("gcdp/")
+    }
+    return score_gcdp(
+        gcdp,
+        _Released(released),
+        truth,
+        scenario.spec.gcdp.window,
+        scenario.stream_bounds(),
+    )
+
+
+def _merged_faults(
+    scenario, c: dict, truth: _Truth, outcomes: list[DeviceOutcome], shards: list[dict]
+) -> dict | None:
+    """results.json ``faults`` of a merged run: what ``[faults]`` injected (the truth's
+    crashes, the shards' hostile client) and how the collector side saw it."""
     merged_results = {
         "missing_batches": c["missing_batches"],
         "reports_rejected": c["reports_rejected"],
@@ -868,9 +876,13 @@ def merge_stream_outputs(
         "reports_duplicate": c["reports_duplicate"],
     }
     attacker = _Attack.of(shards, c.get("hostile_handled"))
-    results["faults"] = fault_report(
-        scenario.spec.faults, truth, outcomes, merged_results, attacker
-    )
+    return fault_report(scenario.spec.faults, truth, outcomes, merged_results, attacker)
+
+
+def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
+    """The simulator-side entries of results.json and their warnings: what the public
+    bounds clipped, the gaps the devices filled (``missing_values``) and how many times a
+    short CSV source is replayed (``source_cycles``)."""
     add_clipping(results, truth.clipping)
     source = scenario.source_spec()
     entry, warnings = missing_entry(source)  # source.missing's local fill
@@ -881,9 +893,6 @@ def merge_stream_outputs(
     cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    # the claim and what the devices' ledgers spent (ledger.json, write_merged)
-    results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
-    return results
 
 
 def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
