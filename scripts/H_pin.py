@@ -13,11 +13,18 @@ them and prints every entry that differs (exit 1 if any). Groups:
   timing/CPU/memory/latency/pid/port fields.
 - ``audit``: ``audit_samples`` on several output sets, witnesses, eps/delta/gamma, and the
   refusals (type, message, field, limit, value).
+- ``gcdp``: ``ldpfleet bench gcdp --draws 2 --seed 0 --json`` (and with ``--test-file
+  data/uci-occupancy/datatest2.txt``) minus timing fields; ``_read_occupancy`` on every
+  Occupancy file under data/ and odd variants (missing/extra/twice a column, empty,
+  header only, bad cells and rows, dates back in time); ``PrivateCalibration.release``
+  on good and bad inputs (released arrays' hashes, the generator's state after, the
+  ledger's charges, or the refusal).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import sys
 import tempfile
@@ -287,7 +294,150 @@ def _leaves(old, new, path: str) -> list[tuple[str, object, object]]:
     return [] if old == new else [(path, old, new)]
 
 
-GROUPS = {"schema": pin_schema, "bulk": pin_bulk, "audit": pin_audit}
+# ---------------------------------------------------------------- gcdp
+def _bench_gcdp(*extra: str) -> dict:
+    import subprocess
+
+    cmd = [sys.executable, "-m", "ldpfleet.app.cli", "bench", "gcdp", "--draws", "2"]
+    done = subprocess.run(
+        [*cmd, "--seed", "0", "--json", *extra], capture_output=True, text=True, cwd=ROOT
+    )
+    try:
+        body = _strip(json.loads(done.stdout))
+    except ValueError:
+        body = done.stdout
+    return {"exit": done.returncode, "stdout": body, "stderr": done.stderr[-2000:]}
+
+
+def _occupancy_texts() -> dict[str, str]:
+    texts = {
+        f"file:{p.name}": p.read_text()
+        for p in sorted((ROOT / "data").rglob("*.txt"))
+        if "Occupancy" in p.read_text()[:2000]
+    }
+    base = (ROOT / "data" / "uci-occupancy" / "datatest.txt").read_text().splitlines()
+    head, rows = base[0], base[1:40]
+    cells = [h.strip('"') for h in head.split(",")]
+    plain = [",".join(cells)] + [",".join(r.split(",")[1:]) for r in rows]  # no row ids
+    texts["no-row-id"] = "\n".join(plain) + "\n"
+    texts["semicolon"] = "\n".join(line.replace(",", ";") for line in plain) + "\n"
+    texts["empty"] = ""
+    texts["header-only"] = head + "\n"
+    drop = cells.index("CO2")
+    texts["missing-column"] = "\n".join(
+        ",".join(c for i, c in enumerate(line.split(",")) if i != drop) for line in plain
+    )
+    texts["extra-column"] = "\n".join(
+        line + ("," + ("Extra" if n == 0 else str(n))) for n, line in enumerate(plain)
+    )
+    texts["twice"] = "\n".join(line + "," + line.split(",")[1] for line in plain)
+    texts["wide-row"] = "\n".join([*plain[:5], plain[5] + ",1,2", *plain[6:]])
+    texts["short-row"] = "\n".join([*plain[:5], plain[5].rsplit(",", 1)[0], *plain[6:]])
+    texts["nan"] = "\n".join([*plain[:3], plain[3].replace(plain[3].split(",")[2], "nan", 1)])
+    texts["text-cell"] = "\n".join([*plain[:3], plain[3].replace(plain[3].split(",")[3], "x", 1)])
+    occ = [line.rsplit(",", 1) for line in plain]
+    texts["occupancy-2"] = "\n".join([*plain[:4], occ[4][0] + ",2", *plain[5:]])
+    texts["back-in-time"] = "\n".join([plain[0], *plain[1:10][::-1]])
+    texts["odd-dates"] = "\n".join(
+        [plain[0]] + [f"day{i}," + line.split(",", 1)[1] for i, line in enumerate(plain[1:])]
+    )
+    texts["trailing-delimiter"] = "\n".join(plain[:1] + [line + "," for line in plain[1:]])
+    texts["blank-lines"] = "\n".join([*plain[:3], "", " , ,", *plain[3:]])
+    texts["row-id-text-first"] = "\n".join(plain[:1] + ["x," + line for line in plain[1:]])
+    return texts
+
+
+def _hash(array) -> str:
+    array = np.ascontiguousarray(array)
+    return f"{array.dtype}{array.shape}:" + hashlib.sha256(array.tobytes()).hexdigest()
+
+
+def _release_calls() -> dict:
+    from ldpfleet.collector.gcdp.private_calibration import CAL_ACCOUNT, PrivateCalibration
+    from ldpfleet.protocol.ledger import BudgetAccount, PrivacyLedger, WindowAccount
+
+    out = {}
+
+    def call(name, cal_kw, args, *, eps=10.0, account=CAL_ACCOUNT, window=None, **kw):
+        t, rng, opened = kw.get("t"), kw.get("rng"), kw.get("opened", account)
+        ledger = PrivacyLedger("collector")
+        acct = WindowAccount(eps=eps, w=window) if window else BudgetAccount(eps=eps)
+        ledger.open_account(opened, acct)
+        rng = np.random.default_rng(len(out)) if rng is None else rng
+        try:
+            cal = PrivateCalibration(**cal_kw)
+            given = kw.get("ledger", ledger)
+            rel = cal.release(*args, ledger=given, rng=rng, account=account, t=t)
+            res = {
+                "scores": _hash(rel.scores),
+                "utility": _hash(rel.utility),
+                "influence": _hash(rel.influence),
+                "tau": repr(rel.tau),
+                "tau_index": repr(rel.tau_index),
+                "eps_cal": repr(rel.eps_cal),
+            }
+        except Exception as exc:  # recorded as it is
+            res = _error(exc)
+        if isinstance(rng, np.random.Generator):
+            res["rng"] = repr(rng.bit_generator.state)
+        res["ledger"] = repr(ledger.to_dict()) if hasattr(ledger, "to_dict") else ""
+        res["spent"] = repr(getattr(ledger.account(opened), "charges", None))
+        out[name] = res
+
+    for m, d, grid in ((4, 3, 5), (2, 1, 5), (7, 5, 5), (5, 2, 1)):
+        rng = np.random.default_rng(m * 100 + d)
+        upper = np.triu(rng.uniform(0.0, 1.0, (m, m)), k=1)
+        scores = upper + upper.T + np.eye(m)
+        mu, xi = rng.uniform(0.0, 1.0, d), rng.uniform(0.0, 1.0, d)
+        u_tau = np.linspace(0.2, 0.9, grid)
+        kw = {"eps_G": 0.3, "eps_tau": 0.1, "eps_mu": 0.2, "eps_xi": 0.15, "n_nodes": m, "d": d}
+        if grid == 1:
+            kw["tau_grid"] = (0.4,)
+        args = (scores, mu, xi, u_tau)
+        call(f"ok-{m}-{d}-{grid}", kw, args)
+        call(f"ok-big-eps-{m}", {**kw, "eps_G": 3.0, "eps_tau": 2.0}, args)
+        call(f"window-{m}", kw, args, eps=1.0, window=3, t=2, account="cal_w")
+        call(f"exhausted-{m}", kw, args, eps=0.5)
+        asym = scores.copy()
+        asym[0, 1] = 0.0
+        big = scores.copy()
+        big[0, 1] = big[1, 0] = 1.5
+        bad = {
+            "scores-shape": (scores[:-1, :-1], mu, xi, u_tau),
+            "scores-asym": (asym, mu, xi, u_tau),
+            "scores-big": (big, mu, xi, u_tau),
+            "mu-short": (scores, mu[:-1], xi, u_tau),
+            "xi-big": (scores, mu, np.full(d, 1.5), u_tau),
+            "tau-short": (scores, mu, xi, u_tau[:-1]),
+            "tau-neg": (scores, mu, xi, -u_tau),
+            "all-bad": (asym, mu[:-1], -xi, u_tau[:-1]),
+        }
+        for name, bad_args in bad.items():
+            call(f"bad-{name}-{m}", kw, bad_args)
+        call(f"bad-rng-{m}", kw, args, rng="no rng")
+        call(f"bad-ledger-{m}", kw, args, ledger={})
+        call(f"bad-account-{m}", kw, args, account="other", opened=CAL_ACCOUNT)
+    return out
+
+
+def pin_gcdp() -> dict:
+    from ldpfleet.collector.gcdp.evaluation import _read_occupancy
+
+    out = {
+        "bench": _bench_gcdp(),
+        "bench-test2": _bench_gcdp("--test-file", "data/uci-occupancy/datatest2.txt"),
+    }
+    for name, text in _occupancy_texts().items():
+        try:
+            x, y = _read_occupancy(io.StringIO(text))
+            out[f"read:{name}"] = {"x": _hash(x), "y": _hash(y)}
+        except Exception as exc:  # recorded as it is
+            out[f"read:{name}"] = _error(exc)
+    out.update({f"release:{k}": v for k, v in _release_calls().items()})
+    return out
+
+
+GROUPS = {"schema": pin_schema, "bulk": pin_bulk, "audit": pin_audit, "gcdp": pin_gcdp}
 
 
 def main(argv: list[str]) -> int:
