@@ -214,9 +214,18 @@ def _bulk_run(paths) -> Path | None:
 def _inputs(paths, report: VerifyReport) -> _Run:
     """The trace directory, its results and scenario, and every ledger (``TraceError`` if
     something needed is missing or unreadable)."""
-    from ldpfleet.scenarios.schema import LoadedScenario, Scenario
-
     directories = _directories(paths)
+    directory = _trace_directory(directories)
+    results, scenario, run = _read_results(directory)
+    files = _ledger_files(directories)
+    ledgers, collector, documents = _read_ledgers(files, report)
+    if collector is None and isinstance(results.get("collector_ledger"), dict):
+        collector = results["collector_ledger"]
+    return _Run(directory, results, scenario, run, ledgers, collector, documents)
+
+
+def _trace_directory(directories: list[Path]) -> Path:
+    """The one directory among ``directories`` holding a trace.sqlite."""
     traced = [d for d in directories if (d / "trace.sqlite").exists()]
     if not traced:
         names = ", ".join(str(d) for d in directories)
@@ -228,7 +237,14 @@ def _inputs(paths, report: VerifyReport) -> _Run:
             "several traces: " + ", ".join(str(d) for d in traced) + " (give one collector "
             "side's directory and the fleet directories)"
         )
-    directory = traced[0]
+    return traced[0]
+
+
+def _read_results(directory: Path) -> tuple[dict, object, str]:
+    """The trace directory's results.json, the scenario it holds (a ``LoadedScenario``)
+    and the run id."""
+    from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+
     results_path = directory / "results.json"
     if not results_path.is_file():
         raise TraceError(
@@ -241,6 +257,11 @@ def _inputs(paths, report: VerifyReport) -> _Run:
         run = str(results["run"])
     except (KeyError, TypeError, msgspec.ValidationError) as error:
         raise TraceError(f"{results_path} has no readable scenario ({error})") from None
+    return results, scenario, run
+
+
+def _ledger_files(directories: list[Path]) -> list[Path]:
+    """Every ledger file (``LEDGER_GLOBS``) in ``directories``, each once."""
     files: list[Path] = []
     for d in directories:
         for pattern in LEDGER_GLOBS:
@@ -250,6 +271,15 @@ def _inputs(paths, report: VerifyReport) -> _Run:
             f"no ledger.json in {', '.join(str(d) for d in directories)} or their fleet-*/ "
             "directories (give the fleet shards' directories too)"
         )
+    return files
+
+
+def _read_ledgers(
+    files: list[Path], report: VerifyReport
+) -> tuple[dict[str, dict], dict | None, list[tuple[str, dict]]]:
+    """Every device's ledger from ``files`` (a device whose files disagree is a
+    ``ledger_conflict``, its first kept), the collector's ledger if one holds it, and the
+    fleet ledger documents (path, document)."""
     ledgers: dict[str, dict] = {}
     origin: dict[str, str] = {}
     documents: list[tuple[str, dict]] = []
@@ -275,9 +305,7 @@ def _inputs(paths, report: VerifyReport) -> _Run:
                 continue
             ledgers.setdefault(device, ledger)
             origin.setdefault(device, str(path))
-    if collector is None and isinstance(results.get("collector_ledger"), dict):
-        collector = results["collector_ledger"]
-    return _Run(directory, results, scenario, run, ledgers, collector, documents)
+    return ledgers, collector, documents
 
 
 # ---- 1. the chain and the signature ------------------------------------------------------

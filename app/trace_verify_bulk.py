@@ -297,8 +297,27 @@ def _stored(directory: Path, plan: BulkPlan) -> np.ndarray:
 
 def _check_partition(plan, p, stored, conversation, summary, findings, report) -> None:
     """Module docstring, 2 and 3."""
-    name = plan.device_id
     report.checked["stored_rows"] += len(stored)
+    stored, device = _check_devices(plan, p, stored, findings)
+    _check_batches(plan, stored, device, findings, report)
+    keys = np.sort(_keys(stored))
+    _fail_keys(
+        findings,
+        plan,
+        np.unique(keys[1:][keys[1:] == keys[:-1]]),
+        "stored_twice",
+        lambda batch: f"batch {batch} is stored more than once",
+    )
+    seq = stored["seq"].astype(np.int64)
+    inside = seq < plan.batches
+    _check_windows(plan, stored if inside.all() else stored[inside], findings, report)
+    _check_counts(p, stored, conversation, summary, findings)
+
+
+def _check_devices(plan, p, stored, findings) -> tuple[np.ndarray, np.ndarray]:
+    """Partition ``p``'s stored rows of devices in the fleet, and their device indices:
+    a row of a device index beyond the fleet is an ``unknown_device`` (and left out), one
+    of a device of another partition a ``wrong_partition``."""
     device = stored["device"].astype(np.int64)
     in_fleet = device < plan.devices
     for index in np.flatnonzero(~in_fleet)[:LIMIT]:
@@ -314,11 +333,18 @@ def _check_partition(plan, p, stored, conversation, summary, findings, report) -
     partition = plan.partitions_of(0, plan.devices)[device] if len(device) else device
     for index in np.flatnonzero(partition != p)[:LIMIT]:
         findings.fail(
-            name(int(device[index])),
+            plan.device_id(int(device[index])),
             None,
             "wrong_partition",
             f"stored by partition {p}, the device belongs to {partition[index]}",
         )
+    return stored, device
+
+
+def _check_batches(plan, stored, device, findings, report) -> None:
+    """Each stored batch: within the stream's batches, every value in the mechanism's
+    output domain, stored with the run's ``eps0``."""
+    name = plan.device_id
     seq = stored["seq"].astype(np.int64)
 
     def fail_batches(mask: np.ndarray, reason: str, detail) -> None:
@@ -350,17 +376,6 @@ def _check_partition(plan, p, stored, conversation, summary, findings, report) -
             f"batch {seq[i]} stored with eps0={float(eps0[i])!r}, the run's eps/w is {plan.eps0!r}"
         ),
     )
-    keys = np.sort(_keys(stored))
-    _fail_keys(
-        findings,
-        plan,
-        np.unique(keys[1:][keys[1:] == keys[:-1]]),
-        "stored_twice",
-        lambda batch: f"batch {batch} is stored more than once",
-    )
-    inside = seq < plan.batches
-    _check_windows(plan, stored if inside.all() else stored[inside], findings, report)
-    _check_counts(p, stored, conversation, summary, findings)
 
 
 def _check_windows(plan: BulkPlan, stored: np.ndarray, findings, report) -> None:

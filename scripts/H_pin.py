@@ -19,6 +19,11 @@ them and prints every entry that differs (exit 1 if any). Groups:
   header only, bad cells and rows, dates back in time); ``PrivateCalibration.release``
   on good and bad inputs (released arrays' hashes, the generator's state after, the
   ledger's charges, or the refusal).
+- ``trace``: ``ldpfleet trace verify`` (stdout and exit code, plain and ``--json``) on runs
+  made once into OUT/runs by the first ``record`` (stream, GC-DP, CADR all/control, a
+  collector side with two fleet shards, bulk runs of 1 and 2 partitions) and on copies
+  tampered in the e2e tests' ways (trace rows, ledgers, results.json, bulk stores), plus
+  bad arguments (two traces, a non-run file, a missing path).
 """
 
 from __future__ import annotations
@@ -437,7 +442,261 @@ def pin_gcdp() -> dict:
     return out
 
 
-GROUPS = {"schema": pin_schema, "bulk": pin_bulk, "audit": pin_audit, "gcdp": pin_gcdp}
+# ---------------------------------------------------------------- trace verify
+STREAM = """
+[scenario]
+name = "verify"
+seed = 3
+[fleet]
+devices = 3
+[stream]
+steps = 24
+eps = 1.0
+w = 4
+[source]
+kind = "synthetic"
+shape = "square"
+period = 6
+amplitude = 1.0
+bounds = [-1.0, 1.0]
+"""
+CADR = """
+[scenario]
+name = "verify-degrees"
+seed = 2
+[graph]
+source = "barabasi_albert:n=20,m=2,seed=5"
+[cadr]
+theta = 3
+trace = "{trace}"
+[broker]
+url = "memory"
+"""
+
+
+def _make_clean_runs(base: Path) -> None:
+    """The clean runs (as tests/e2e/test_trace_verify.py and test_bulk_trace.py make
+    them), once: the trace group verifies these same files before and after the edits."""
+    import asyncio
+
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.protocol.bulk import BulkPlan
+    from ldpfleet.scenarios.bulk_run import run_bulk
+    from ldpfleet.scenarios.runner import run_scenario
+    from ldpfleet.scenarios.schema import load_scenario, parse_scenario
+    from ldpfleet.scenarios.sides import collector_side, fleet_side
+
+    async def make():
+        await run_scenario(
+            parse_scenario(STREAM), broker="memory", out_dir=base / "stream", run_id="v1"
+        )
+        release = load_scenario(ROOT / "scenarios" / "occupancy-release.toml")
+        await run_scenario(release, broker="memory", out_dir=base / "gcdp", run_id="v2")
+        for trace in ("all", "control"):
+            await run_scenario(
+                parse_scenario(CADR.format(trace=trace)),
+                broker="memory",
+                out_dir=base / f"cadr-{trace}",
+                run_id=f"v3{trace}",
+            )
+        scenario, transport = parse_scenario(STREAM), MemoryTransport()
+        sides = base / "sides"
+        await asyncio.gather(
+            fleet_side(scenario, transport, "v5", (0, 2), sides / "c" / "fleet-0-of-2",
+                       wait_timeout=60.0),
+            collector_side(scenario, transport, "v5", sides / "c", fleet_timeout=60.0),
+            fleet_side(scenario, transport, "v5", (1, 2), sides / "f1", wait_timeout=60.0),
+        )  # fmt: skip
+        for partitions in (1, 2):
+            plan = BulkPlan(
+                run="bulk-trace", devices=300, steps=20, batch_steps=5, eps=1.0, w=10, seed=7,
+                gateway_devices=100, partitions=partitions, max_entries=64,
+            )  # fmt: skip
+            await run_bulk(plan, broker="memory", out_dir=base / f"bulk{partitions}", trace="all")
+
+    asyncio.run(make())
+
+
+def _tampered(base: Path) -> dict[str, list[Path]]:
+    """Copies of the clean runs with one thing changed each, as the e2e tests do."""
+    import shutil
+    import sqlite3
+
+    from ldpfleet.protocol.bulk import stored_dtype
+
+    cases: dict[str, list[Path]] = {}
+
+    def copy(kind: str, name: str) -> Path:
+        target = base / "tampered" / name
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(base / kind, target)
+        cases[name] = [target]
+        return target
+
+    def sql(directory: Path, query: str, args=(), db="trace.sqlite"):
+        with sqlite3.connect(directory / db) as con:
+            con.execute(query, args)
+
+    def first_row(directory: Path, kind: str) -> tuple[int, dict]:
+        with sqlite3.connect(directory / "trace.sqlite") as con:
+            row = con.execute(
+                "SELECT id, payload FROM messages WHERE kind = ? ORDER BY id LIMIT 1", (kind,)
+            ).fetchone()
+        return row[0], json.loads(row[1])
+
+    def edit_json(path: Path, change) -> None:
+        document = json.loads(path.read_text())
+        change(document)
+        path.write_text(json.dumps(document))
+
+    d = copy("stream", "stream-eps0")
+    row, body = first_row(d, "sw_report")
+    body["eps0"] *= 2
+    sql(d, "UPDATE messages SET payload = ? WHERE id = ?", (json.dumps(body).encode(), row))
+    d = copy("stream", "stream-delete-row")
+    sql(d, "DELETE FROM messages WHERE id = ?", (first_row(d, "sw_report")[0],))
+    d = copy("stream", "stream-garbled")
+    sql(d, "UPDATE messages SET payload = ? WHERE id = ?", (b"\x00garbled{", 5))
+    d = copy("stream", "stream-results-no-scenario")
+    edit_json(d / "results.json", lambda doc: doc.pop("scenario"))
+    d = copy("stream", "stream-results-eps")
+    edit_json(d / "results.json", lambda doc: doc["scenario"]["spec"]["stream"].update(eps=5.0))
+    d = copy("stream", "stream-no-results")
+    (d / "results.json").unlink()
+    d = copy("stream", "stream-results-not-object")
+    (d / "results.json").write_text("[1, 2]")
+    d = copy("stream", "stream-no-ledger")
+    (d / "ledger.json").unlink()
+    d = copy("stream", "stream-ledger-eps")
+
+    def ledger_eps(doc):
+        first = next(iter(doc["devices"].values()))
+        first["accounts"]["stream"].update(eps=0.5)
+
+    edit_json(d / "ledger.json", ledger_eps)
+    d = copy("sides", "sides-conflict")
+    ledger = next((d / "f1").rglob("ledger.json"))
+    other = next((d / "c").rglob("ledger.json"))
+
+    def conflict(doc):
+        mine = json.loads(other.read_text())["devices"]
+        doc["devices"].update({k: {**v, "x": 1} for k, v in mine.items()})
+
+    edit_json(ledger, conflict)
+    cases["sides-conflict"] = [d / "c", d / "f1"]
+    cases["sides-collector-only"] = [base / "sides" / "c"]
+    cases["sides-both"] = [base / "sides" / "c", base / "sides" / "f1"]
+    cases["two-traces"] = [base / "stream", base / "gcdp"]
+    cases["trace-file"] = [base / "stream" / "trace.sqlite"]
+    cases["other-file"] = [base / "stream" / "ledger.json", base / "gcdp" / "results.json"]
+    cases["missing"] = [base / "nowhere"]
+    cases["non-run-file"] = [base / "bulk2" / "p0" / "reports.bin"]
+    cases["no-trace"] = [base / "bulk2" / "p0", base / "stream" / "nothing-here"]
+    cases["no-trace-dir"] = [base / "bulk2" / "p0"]
+    d = copy("gcdp", "gcdp-edit")
+    with sqlite3.connect(d / "trace.sqlite") as con:
+        kinds = [k for (k,) in con.execute("SELECT DISTINCT kind FROM messages ORDER BY kind")]
+    kind = next(k for k in kinds if "gcdp" in k or "release" in k)
+    row, body = first_row(d, kind)
+    if "eps_rel" in body:
+        body["eps_rel"] *= 2
+    else:
+        body["_edited"] = 1
+    sql(d, "UPDATE messages SET payload = ? WHERE id = ?", (json.dumps(body).encode(), row))
+    d = copy("cadr-all", "cadr-edit")
+    with sqlite3.connect(d / "trace.sqlite") as con:
+        kinds = [k for (k,) in con.execute("SELECT DISTINCT kind FROM messages ORDER BY kind")]
+    for kind in kinds:
+        if "dsr" in kind:
+            row, body = first_row(d, kind)
+            for key, value in body.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    body[key] = value + 1
+                    break
+            sql(d, "UPDATE messages SET payload = ? WHERE id = ?", (json.dumps(body).encode(), row))
+            break
+    d = copy("cadr-control", "cadr-control-time")
+    sql(d, "UPDATE messages SET time = time + 1 WHERE id = 3")
+
+    dtype = stored_dtype(5)
+
+    def edit_store(name: str, edit, partition: int = 1, kind: str = "bulk2") -> None:
+        d = copy(kind, name)
+        path = d / f"p{partition}" / "reports.bin"
+        rows_ = np.fromfile(path, dtype=dtype)
+        edit(rows_).tofile(path)
+
+    def field(name, index, value):
+        def edit(rows_):
+            rows_[name][index] = value
+            return rows_
+
+        return edit
+
+    edit_store("bulk-eps0", field("eps0", 0, 0.5))
+    edit_store("bulk-eps0-small", field("eps0", 2, 0.01))
+
+    def value_edit(rows_):
+        rows_["values"][3, 1] = np.nextafter(rows_["values"][3, 1], 0)
+        return rows_
+
+    edit_store("bulk-value", value_edit)
+
+    def out_of_domain(rows_):
+        rows_["values"][4, 0] = 9.0
+        return rows_
+
+    edit_store("bulk-domain", out_of_domain)
+    edit_store("bulk-drop", lambda r: r[1:])
+    edit_store("bulk-twice", lambda r: np.concatenate([r, r[-1:]]))
+    edit_store("bulk-unknown-device", field("device", 1, 100_000))
+    edit_store("bulk-seq-beyond", field("seq", 2, 50))
+    edit_store("bulk-wrong-partition", field("device", 0, 0), partition=1)
+    edit_store("bulk-wrong-partition-p0", field("device", 0, 299), partition=0)
+    edit_store("bulk1-eps0", field("eps0", 0, 0.5), partition=0, kind="bulk1")
+    edit_store("bulk-empty-store", lambda r: r[:0])
+    d = copy("bulk2", "bulk-count")
+    edit_json(d / "results.json", lambda doc: doc["partitions"][0].update(reports_received=3))
+    d = copy("bulk2", "bulk-signature")
+    with sqlite3.connect(d / "trace-p0.sqlite") as con:
+        sig = con.execute("SELECT value FROM meta WHERE key = 'signature'").fetchone()[0]
+        forged = ("0" if sig[0] != "0" else "1") + sig[1:]
+        con.execute("UPDATE meta SET value = ? WHERE key = 'signature'", (forged,))
+    d = copy("bulk2", "bulk-trace-row")
+    sql(d, "UPDATE messages SET time = time + 1 WHERE id = 5", db="trace-p1.sqlite")
+    d = copy("bulk2", "bulk-no-store")
+    (d / "p1" / "reports.bin").unlink()
+    return cases
+
+
+def pin_trace(out: Path) -> dict:
+    from ldpfleet.app.cli import app
+    from typer.testing import CliRunner
+
+    base = out / "runs"
+    if not (base / "bulk2" / "results.json").exists():
+        _make_clean_runs(base)
+    cases = {k: [base / k] for k in ("stream", "gcdp", "cadr-all", "cadr-control")}
+    cases |= {"bulk1": [base / "bulk1"], "bulk2": [base / "bulk2"]}
+    cases |= _tampered(base)
+    result = {}
+    for name, paths in cases.items():
+        done = CliRunner().invoke(app, ["trace", "verify", *map(str, paths)])
+        result[name] = {"exit": done.exit_code, "output": done.output}
+        result[f"{name}:json"] = (
+            CliRunner().invoke(app, ["trace", "verify", *map(str, paths), "--json"]).output
+        )
+    return result
+
+
+GROUPS = {
+    "schema": pin_schema,
+    "bulk": pin_bulk,
+    "audit": pin_audit,
+    "gcdp": pin_gcdp,
+    "trace": pin_trace,
+}
 
 
 def main(argv: list[str]) -> int:
@@ -449,7 +708,8 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
     for group in groups:
-        now = json.loads(json.dumps(GROUPS[group](), sort_keys=True, default=repr))
+        made = GROUPS[group](out) if group == "trace" else GROUPS[group]()
+        now = json.loads(json.dumps(made, sort_keys=True, default=repr))
         path = out / f"{group}.json"
         if mode == "record":
             path.write_text(json.dumps(now, sort_keys=True, indent=1))
