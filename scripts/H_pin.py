@@ -24,6 +24,9 @@ them and prints every entry that differs (exit 1 if any). Groups:
   collector side with two fleet shards, bulk runs of 1 and 2 partitions) and on copies
   tampered in the e2e tests' ways (trace rows, ledgers, results.json, bulk stores), plus
   bad arguments (two traces, a non-run file, a missing path).
+- ``partition``: a stream run (tests/e2e/test_partitions.py's) with ``[collector]
+  partitions`` 2 and 3 on the local Mosquitto: its results.json keys that do not depend
+  on timing.
 """
 
 from __future__ import annotations
@@ -690,7 +693,50 @@ def pin_trace(out: Path) -> dict:
     return result
 
 
+# ---------------------------------------------------------------- partitioned runs
+SAME = ("per_device", "accuracy", "devices_complete", "reports_received", "reports_lost",
+        "reports_rejected", "missing_batches", "budget_refusals", "stages", "privacy",
+        "reconstruction", "gcdp", "kind", "aborted")  # fmt: skip
+
+
+def _partitioned(text: str, name: str, count: int) -> dict:
+    """``ldpfleet run`` with ``[collector] partitions = count`` on the local Mosquitto
+    (coordinator, workers and fleet as processes; run id unique to this script): the
+    results.json keys that do not depend on timing (tests/e2e/test_partitions.py's SAME)."""
+    import os
+    import subprocess
+
+    text = text.replace("[fleet]\n", f"[collector]\npartitions = {count}\n\n[fleet]\n", 1)
+    with tempfile.TemporaryDirectory(prefix="H_pin-") as tmp:
+        path = Path(tmp) / "s.toml"
+        path.write_text(text)
+        out = Path(tmp) / "out"
+        run = f"hpin-{name}{count}-{os.getpid()}"
+        done = subprocess.run(
+            [sys.executable, "-m", "ldpfleet.app.cli", "run", str(path), "--broker",
+             "mqtt://127.0.0.1:1883", "--out", str(out), "--run", run],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if done.returncode:
+            return {"exit": done.returncode, "stderr": done.stderr[-3000:]}
+        results = json.loads((out / "results.json").read_text())
+        kept = {k: _strip(results.get(k)) for k in SAME}
+        return {"exit": 0, "results": json.loads(json.dumps(kept).replace(run, "RUN"))}
+
+
+def pin_partition() -> dict:
+    stream = (
+        (ROOT / "scenarios" / "quickstart.toml").read_text()
+        .replace("devices = 50", "devices = 16")
+        .replace("steps = 200", "steps = 40")
+        .replace("batch_steps = 5 ", 'reconstruct = "cpr"\nbatch_steps = 5 ')
+        .replace("[stream]\n", "[stream]\nretransmit_after = 600\n", 1)
+    )  # fmt: skip
+    return {f"stream-p{count}": _partitioned(stream, "s", count) for count in (2, 3)}
+
+
 GROUPS = {
+    "partition": pin_partition,
     "schema": pin_schema,
     "bulk": pin_bulk,
     "audit": pin_audit,
