@@ -27,6 +27,11 @@ them and prints every entry that differs (exit 1 if any). Groups:
 - ``partition``: a stream run (tests/e2e/test_partitions.py's) with ``[collector]
   partitions`` 2 and 3 on the local Mosquitto: its results.json keys that do not depend
   on timing.
+- ``stream``: ``check_stream`` on a corpus of good and bad streams (lists, arrays of
+  every kind, ragged, text/empty/None cells, complex, masked, time columns, ints beyond
+  the float range, non-finite samples): the array's hash or the refusal's type, message,
+  field, limit and value. The answers of ``detect_period`` are pinned by
+  scripts/cpr_period_same.py (OLD: a directory of the original collector/period*.py).
 """
 
 from __future__ import annotations
@@ -735,7 +740,75 @@ def pin_partition() -> dict:
     return {f"stream-p{count}": _partitioned(stream, "s", count) for count in (2, 3)}
 
 
+# ---------------------------------------------------------------- check_stream
+def _stream_corpus() -> dict[str, object]:
+    import datetime
+
+    masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+    return {
+        "list": [1, 2, 3.5],
+        "tuple": (1.0, "2", 3),
+        "float32": np.arange(5, dtype=np.float32),
+        "int64": np.arange(5),
+        "bool": np.array([True, False]),
+        "strings-numeric": ["1", "2.5", " 3 "],
+        "strings-array": np.array(["1", "2"]),
+        "empty-list": [],
+        "empty-array": np.array([]),
+        "scalar": 3.0,
+        "zero-d": np.array(2.0),
+        "none": None,
+        "dict": {"a": 1},
+        "string": "123",
+        "bytes": b"12",
+        "set": {1.0, 2.0},
+        "generator": (i for i in range(3)),
+        "2d": np.ones((2, 3)),
+        "2d-list": [[1, 2], [3, 4]],
+        "ragged": [[1, 2], [3]],
+        "ragged-mixed": [1, [2, 3]],
+        "nan": [1.0, float("nan"), 2.0],
+        "inf": np.array([1.0, 2.0, -np.inf]),
+        "nan-and-text": [1.0, float("nan"), "x"],
+        "text-cell": [1.0, "abc", 2.0],
+        "empty-cell": ["1", "", "2"],
+        "none-cell": [1.0, None],
+        "object-array": np.array([1, "x"], dtype=object),
+        "object-numeric": np.array([1, 2.5], dtype=object),
+        "complex": [1 + 2j, 3],
+        "complex-array": np.array([1j, 2]),
+        "complex-real": np.array([1 + 0j, 2 + 0j]),
+        "masked": masked,
+        "masked-none": np.ma.masked_array([1.0, 2.0], mask=[False, False]),
+        "masked-2d": np.ma.masked_array([[1.0, 2.0]], mask=[[True, False]]),
+        "datetime64": np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+        "timedelta64": np.array([1, 2], dtype="timedelta64[s]"),
+        "datetime-list": [datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 2)],
+        "big-int": [1, 10**400],
+        "big-int-neg": [-(10**309), 1],
+        "huge-float-str": ["1e400"],
+        "decimal-like": [np.float16(1.5), np.int8(3)],
+        "list-of-arrays": [np.array(1.0), np.array(2.0)],
+        "list-of-1d": [np.array([1.0]), np.array([2.0])],
+    }
+
+
+def pin_stream() -> dict:
+    from ldpfleet.collector.period_input import check_stream
+
+    out = {}
+    for key, x in _stream_corpus().items():
+        for name in ("x", "reports"):
+            try:
+                arr = check_stream(x, name)
+                out[f"{key}:{name}"] = {"ok": _hash(arr), "values": repr(arr.tolist())[:200]}
+            except Exception as exc:  # recorded as it is
+                out[f"{key}:{name}"] = _error(exc)
+    return out
+
+
 GROUPS = {
+    "stream": pin_stream,
     "partition": pin_partition,
     "schema": pin_schema,
     "bulk": pin_bulk,
