@@ -1099,6 +1099,17 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
         return
     central = run.collector_ledger
     accounts = central.get("accounts", {}) if isinstance(central, dict) else {}
+    windows = _gcdp_windows(releases, report)
+    if not isinstance(accounts, dict) or len(accounts) != 1:
+        report.fail("collector", None, "no_ledger", "no collector release account in the ledgers")
+        return
+    ((name, account),) = accounts.items()
+    _check_release_account(run, name, account, windows, report)
+
+
+def _gcdp_windows(releases, report: VerifyReport) -> dict[int, tuple[int, GcdpRelease]]:
+    """Each released window's first (row, release); a window released again with other
+    values is a ``double_release``."""
     windows: dict[int, tuple[int, GcdpRelease]] = {}
     for row, message in releases:
         report.checked["gcdp_releases"] += 1
@@ -1112,10 +1123,12 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
                 f"window {message.window} released twice with different values",
                 row,
             )
-    if not isinstance(accounts, dict) or len(accounts) != 1:
-        report.fail("collector", None, "no_ledger", "no collector release account in the ledgers")
-        return
-    ((name, account),) = accounts.items()
+    return windows
+
+
+def _check_release_account(run: _Run, name: str, account: dict, windows, report) -> None:
+    """The collector's release account ``name`` against the scenario's ``eps_rel`` and
+    the released windows: each released at the account's eps and charged exactly once."""
     spent = account.get("window_spent") or []
     eps_rel = _number(account.get("eps"), 0.0)
     gcdp = run.scenario.spec.gcdp

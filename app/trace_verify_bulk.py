@@ -89,7 +89,38 @@ def _results(directory: Path) -> dict:
 def verify_bulk(directory: Path, report, public_key: str | None = None):
     """Check the bulk run in ``directory`` (module docstring) into ``report`` (a
     ``trace_verify.VerifyReport``); ``TraceError`` if an input cannot be read."""
-    from ldpfleet.app.trace_verify import _load_trace, _Run
+    from ldpfleet.app.trace_verify import _load_trace
+
+    results, plan, trace, run = _bulk_inputs(directory)
+    _load_trace(run, report, public_key or trace.get("public_key"), keep=lambda row: None)
+    main_key = report.public_key
+    findings = _Findings(report)
+    summaries = results.get("partitions") or []
+    _check_partitions(directory, plan, trace, run, summaries, findings, report)
+    report.public_key = main_key
+    total = sum(int(s.get("reports_received", 0)) for s in summaries)
+    if results.get("reports_received") != total:
+        findings.fail(
+            "run",
+            None,
+            "count_mismatch",
+            f"results.json reports_received {results.get('reports_received')}, its "
+            f"partitions sum to {total}",
+        )
+    if trace.get("mode") != "all":
+        report.notes.append(
+            f'trace = "{trace.get("mode")}": no BulkReport is recorded, so the stored rows are '
+            "not compared with the trace (the store's own w-event windows are checked)"
+        )
+    findings.close()
+    return report
+
+
+def _bulk_inputs(directory: Path) -> tuple[dict, BulkPlan, dict, object]:
+    """The bulk run's results.json, its plan, its trace section (``results_trace``) and
+    the ``trace_verify._Run`` its main trace is read with; ``TraceError`` without a
+    readable plan or without a trace."""
+    from ldpfleet.app.trace_verify import _Run
 
     results = _results(directory)
     try:
@@ -108,9 +139,15 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
     run = _Run(
         directory, {"scenario": {"spec": spec}}, None, results.get("run", plan.run), {}, None, []
     )
-    _load_trace(run, report, public_key or trace.get("public_key"), keep=lambda row: None)
-    main_key = report.public_key
-    findings = _Findings(report)
+    return results, plan, trace, run
+
+
+def _check_partitions(directory, plan, trace, run, summaries, findings, report) -> None:
+    """Each partition's trace (its signature and chain), its store against the plan, its
+    summary and (``trace = "all"``) its traced reports; a count_mismatch when results.json
+    lists another number of partition traces than the plan's."""
+    from ldpfleet.app.trace_verify import _load_trace
+
     parts = trace.get("partitions") or []
     if len(parts) != plan.partitions:
         findings.fail(
@@ -119,7 +156,6 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
             "count_mismatch",
             f"results.json lists {len(parts)} partition traces for {plan.partitions} partitions",
         )
-    summaries = results.get("partitions") or []
     for p, entry in enumerate(parts[: plan.partitions]):
         path = directory / str(entry.get("path"))
         if not path.exists():
@@ -132,23 +168,6 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
         _check_partition(plan, p, stored, conversation, summary, findings, report)
         if trace.get("mode") == "all":
             _check_against_trace(plan, stored, conversation, findings, report)
-    report.public_key = main_key
-    total = sum(int(s.get("reports_received", 0)) for s in summaries)
-    if results.get("reports_received") != total:
-        findings.fail(
-            "run",
-            None,
-            "count_mismatch",
-            f"results.json reports_received {results.get('reports_received')}, its "
-            f"partitions sum to {total}",
-        )
-    if trace.get("mode") != "all":
-        report.notes.append(
-            f'trace = "{trace.get("mode")}": no BulkReport is recorded, so the stored rows are '
-            "not compared with the trace (the store's own w-event windows are checked)"
-        )
-    findings.close()
-    return report
 
 
 class _Conversation:

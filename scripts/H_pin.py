@@ -612,6 +612,39 @@ def _tampered(base: Path) -> dict[str, list[Path]]:
     else:
         body["_edited"] = 1
     sql(d, "UPDATE messages SET payload = ? WHERE id = ?", (json.dumps(body).encode(), row))
+
+    def release_account(change):
+        def edit(doc):
+            change(doc["collector"]["accounts"]["gcdp_release"])
+
+        return edit
+
+    d = copy("gcdp", "gcdp-ledger-eps")
+    edit_json(d / "ledger.json", release_account(lambda a: a.update(eps=9.0)))
+    d = copy("gcdp", "gcdp-ledger-charges")
+    edit_json(d / "ledger.json", release_account(lambda a: a.update(charges=59)))
+    d = copy("gcdp", "gcdp-ledger-spent")
+    edit_json(d / "ledger.json", release_account(lambda a: a["window_spent"].__setitem__(3, 0)))
+    d = copy("gcdp", "gcdp-ledger-short")
+    edit_json(d / "ledger.json", release_account(lambda a: a.update(window_spent=[1.0])))
+    d = copy("gcdp", "gcdp-no-account")
+    edit_json(d / "ledger.json", lambda doc: doc["collector"].update(accounts={}))
+    d = copy("gcdp", "gcdp-two-accounts")
+    edit_json(
+        d / "ledger.json",
+        lambda doc: doc["collector"]["accounts"].update(other={"eps": 1.0}),
+    )
+    d = copy("gcdp", "gcdp-double")
+    with sqlite3.connect(d / "trace.sqlite") as con:
+        row, payload = con.execute(
+            "SELECT id, payload FROM messages WHERE kind = ? ORDER BY id LIMIT 1 OFFSET 1",
+            (kind,),
+        ).fetchone()
+        body = json.loads(payload)
+        body["window"] = 0
+        con.execute(
+            "UPDATE messages SET payload = ? WHERE id = ?", (json.dumps(body).encode(), row)
+        )
     d = copy("cadr-all", "cadr-edit")
     with sqlite3.connect(d / "trace.sqlite") as con:
         kinds = [k for (k,) in con.execute("SELECT DISTINCT kind FROM messages ORDER BY kind")]
@@ -675,6 +708,18 @@ def _tampered(base: Path) -> dict[str, list[Path]]:
     sql(d, "UPDATE messages SET time = time + 1 WHERE id = 5", db="trace-p1.sqlite")
     d = copy("bulk2", "bulk-no-store")
     (d / "p1" / "reports.bin").unlink()
+    d = copy("bulk2", "bulk-one-part-listed")
+    edit_json(d / "results.json", lambda doc: doc["trace"]["partitions"].pop())
+    d = copy("bulk2", "bulk-no-plan")
+    edit_json(d / "results.json", lambda doc: doc.pop("plan"))
+    d = copy("bulk2", "bulk-trace-none")
+    edit_json(d / "results.json", lambda doc: doc["trace"].update(recorder="none"))
+    d = copy("bulk2", "bulk-mode-control")
+    edit_json(d / "results.json", lambda doc: doc["trace"].update(mode="control"))
+    d = copy("bulk2", "bulk-total")
+    edit_json(d / "results.json", lambda doc: doc.update(reports_received=1))
+    d = copy("bulk2", "bulk-missing-part-trace")
+    (d / "trace-p1.sqlite").unlink()
     return cases
 
 
