@@ -356,57 +356,74 @@ def _load_trace(
     messages: list[tuple[int, topics.Topic, Message]] = []
     try:
         meta = read_meta(db)
-        previous = genesis(run.run)
-        expected = 1
-        first_problem: tuple[int, str, str] | None = None
-        breaks = missing = 0
-        last_stored = previous
-        last_id = 0
+        chain = _ChainWalk(genesis(run.run))
         counted = report.checked["rows"]  # rows of the traces read before this one
         for row, stored in chained_rows(db):
             report.checked["rows"] += 1
-            encoded = _encoded(row)
-            gap = isinstance(row.id, int) and row.id > expected
-            if gap:
-                missing += row.id - expected
-                if first_problem is None:
-                    span = f"{expected}" if row.id == expected + 1 else f"{expected}-{row.id - 1}"
-                    first_problem = (expected, "row_missing", f"row(s) {span} deleted")
-            if not isinstance(stored, bytes):
-                if first_problem is None:
-                    first_problem = (row.id, "no_chain", "the row has no chain value")
-                breaks += 1
-            elif encoded is None or stored != chain_next(last_stored, encoded):
-                # the row right after a deletion cannot chain to the row before the gap:
-                # that break is the deletion, already counted, not one more problem
-                breaks += 0 if gap else 1
-                if first_problem is None:
-                    first_problem = (
-                        row.id,
-                        "chain_broken",
-                        f"row {row.id} ({row.kind} on {row.topic}) is not the row the "
-                        "recorder chained: its content, id or position was changed",
-                    )
-            if isinstance(stored, bytes):
-                last_stored = stored
-            expected = (row.id if isinstance(row.id, int) else expected) + 1
-            last_id = max(last_id, row.id if isinstance(row.id, int) else 0)
+            chain.step(row, stored)
             if keep is not None:
                 keep(row)
             elif row.kind in WANTED or row.kind == "invalid":
                 _decode_row(row, messages, report)
         rows = report.checked["rows"] - counted
-        if first_problem is not None:
-            at, reason, detail = first_problem
-            more = breaks + missing - 1
-            report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
-        _check_signature(run, report, anchor, meta, (rows, last_id), last_stored)
+        chain.report_problem(report)
+        _check_signature(run, report, anchor, meta, (rows, chain.last_id), chain.last_stored)
     except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
         where = path or run.directory / "trace.sqlite"
         raise TraceError(f"{where} cannot be read ({error})") from None
     finally:
         db.close()
     return messages
+
+
+class _ChainWalk:
+    """The hash chain over a trace's rows in order: the first problem (a deleted row, a
+    row without a chain value, a row that does not chain to the one before), how many
+    there are, the last stored chain value and the largest row id."""
+
+    def __init__(self, genesis_value: bytes) -> None:
+        self.expected = 1
+        self.first_problem: tuple[int, str, str] | None = None
+        self.breaks = self.missing = 0
+        self.last_stored = genesis_value
+        self.last_id = 0
+
+    def step(self, row, stored) -> None:
+        """One row and the chain value stored with it."""
+        encoded = _encoded(row)
+        expected = self.expected
+        gap = isinstance(row.id, int) and row.id > expected
+        if gap:
+            self.missing += row.id - expected
+            if self.first_problem is None:
+                span = f"{expected}" if row.id == expected + 1 else f"{expected}-{row.id - 1}"
+                self.first_problem = (expected, "row_missing", f"row(s) {span} deleted")
+        if not isinstance(stored, bytes):
+            if self.first_problem is None:
+                self.first_problem = (row.id, "no_chain", "the row has no chain value")
+            self.breaks += 1
+        elif encoded is None or stored != chain_next(self.last_stored, encoded):
+            # the row right after a deletion cannot chain to the row before the gap:
+            # that break is the deletion, already counted, not one more problem
+            self.breaks += 0 if gap else 1
+            if self.first_problem is None:
+                self.first_problem = (
+                    row.id,
+                    "chain_broken",
+                    f"row {row.id} ({row.kind} on {row.topic}) is not the row the "
+                    "recorder chained: its content, id or position was changed",
+                )
+        if isinstance(stored, bytes):
+            self.last_stored = stored
+        self.expected = (row.id if isinstance(row.id, int) else expected) + 1
+        self.last_id = max(self.last_id, row.id if isinstance(row.id, int) else 0)
+
+    def report_problem(self, report: VerifyReport) -> None:
+        """The first problem, with how many more, as one mismatch."""
+        if self.first_problem is not None:
+            at, reason, detail = self.first_problem
+            more = self.breaks + self.missing - 1
+            report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
 
 
 def _decode_row(row, messages: list, report: VerifyReport) -> None:
