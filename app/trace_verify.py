@@ -214,9 +214,18 @@ def _bulk_run(paths) -> Path | None:
 def _inputs(paths, report: VerifyReport) -> _Run:
     """The trace directory, its results and scenario, and every ledger (``TraceError`` if
     something needed is missing or unreadable)."""
-    from ldpfleet.scenarios.schema import LoadedScenario, Scenario
-
     directories = _directories(paths)
+    directory = _trace_directory(directories)
+    results, scenario, run = _read_results(directory)
+    files = _ledger_files(directories)
+    ledgers, collector, documents = _read_ledgers(files, report)
+    if collector is None and isinstance(results.get("collector_ledger"), dict):
+        collector = results["collector_ledger"]
+    return _Run(directory, results, scenario, run, ledgers, collector, documents)
+
+
+def _trace_directory(directories: list[Path]) -> Path:
+    """The one directory among ``directories`` holding a trace.sqlite."""
     traced = [d for d in directories if (d / "trace.sqlite").exists()]
     if not traced:
         names = ", ".join(str(d) for d in directories)
@@ -228,7 +237,14 @@ def _inputs(paths, report: VerifyReport) -> _Run:
             "several traces: " + ", ".join(str(d) for d in traced) + " (give one collector "
             "side's directory and the fleet directories)"
         )
-    directory = traced[0]
+    return traced[0]
+
+
+def _read_results(directory: Path) -> tuple[dict, object, str]:
+    """The trace directory's results.json, the scenario it holds (a ``LoadedScenario``)
+    and the run id."""
+    from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+
     results_path = directory / "results.json"
     if not results_path.is_file():
         raise TraceError(
@@ -241,6 +257,11 @@ def _inputs(paths, report: VerifyReport) -> _Run:
         run = str(results["run"])
     except (KeyError, TypeError, msgspec.ValidationError) as error:
         raise TraceError(f"{results_path} has no readable scenario ({error})") from None
+    return results, scenario, run
+
+
+def _ledger_files(directories: list[Path]) -> list[Path]:
+    """Every ledger file (``LEDGER_GLOBS``) in ``directories``, each once."""
     files: list[Path] = []
     for d in directories:
         for pattern in LEDGER_GLOBS:
@@ -250,6 +271,15 @@ def _inputs(paths, report: VerifyReport) -> _Run:
             f"no ledger.json in {', '.join(str(d) for d in directories)} or their fleet-*/ "
             "directories (give the fleet shards' directories too)"
         )
+    return files
+
+
+def _read_ledgers(
+    files: list[Path], report: VerifyReport
+) -> tuple[dict[str, dict], dict | None, list[tuple[str, dict]]]:
+    """Every device's ledger from ``files`` (a device whose files disagree is a
+    ``ledger_conflict``, its first kept), the collector's ledger if one holds it, and the
+    fleet ledger documents (path, document)."""
     ledgers: dict[str, dict] = {}
     origin: dict[str, str] = {}
     documents: list[tuple[str, dict]] = []
@@ -275,9 +305,7 @@ def _inputs(paths, report: VerifyReport) -> _Run:
                 continue
             ledgers.setdefault(device, ledger)
             origin.setdefault(device, str(path))
-    if collector is None and isinstance(results.get("collector_ledger"), dict):
-        collector = results["collector_ledger"]
-    return _Run(directory, results, scenario, run, ledgers, collector, documents)
+    return ledgers, collector, documents
 
 
 # ---- 1. the chain and the signature ------------------------------------------------------
@@ -328,57 +356,74 @@ def _load_trace(
     messages: list[tuple[int, topics.Topic, Message]] = []
     try:
         meta = read_meta(db)
-        previous = genesis(run.run)
-        expected = 1
-        first_problem: tuple[int, str, str] | None = None
-        breaks = missing = 0
-        last_stored = previous
-        last_id = 0
+        chain = _ChainWalk(genesis(run.run))
         counted = report.checked["rows"]  # rows of the traces read before this one
         for row, stored in chained_rows(db):
             report.checked["rows"] += 1
-            encoded = _encoded(row)
-            gap = isinstance(row.id, int) and row.id > expected
-            if gap:
-                missing += row.id - expected
-                if first_problem is None:
-                    span = f"{expected}" if row.id == expected + 1 else f"{expected}-{row.id - 1}"
-                    first_problem = (expected, "row_missing", f"row(s) {span} deleted")
-            if not isinstance(stored, bytes):
-                if first_problem is None:
-                    first_problem = (row.id, "no_chain", "the row has no chain value")
-                breaks += 1
-            elif encoded is None or stored != chain_next(last_stored, encoded):
-                # the row right after a deletion cannot chain to the row before the gap:
-                # that break is the deletion, already counted, not one more problem
-                breaks += 0 if gap else 1
-                if first_problem is None:
-                    first_problem = (
-                        row.id,
-                        "chain_broken",
-                        f"row {row.id} ({row.kind} on {row.topic}) is not the row the "
-                        "recorder chained: its content, id or position was changed",
-                    )
-            if isinstance(stored, bytes):
-                last_stored = stored
-            expected = (row.id if isinstance(row.id, int) else expected) + 1
-            last_id = max(last_id, row.id if isinstance(row.id, int) else 0)
+            chain.step(row, stored)
             if keep is not None:
                 keep(row)
             elif row.kind in WANTED or row.kind == "invalid":
                 _decode_row(row, messages, report)
         rows = report.checked["rows"] - counted
-        if first_problem is not None:
-            at, reason, detail = first_problem
-            more = breaks + missing - 1
-            report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
-        _check_signature(run, report, anchor, meta, (rows, last_id), last_stored)
+        chain.report_problem(report)
+        _check_signature(run, report, anchor, meta, (rows, chain.last_id), chain.last_stored)
     except sqlite3.DatabaseError as error:  # a damaged database: unreadable, not a mismatch
         where = path or run.directory / "trace.sqlite"
         raise TraceError(f"{where} cannot be read ({error})") from None
     finally:
         db.close()
     return messages
+
+
+class _ChainWalk:
+    """The hash chain over a trace's rows in order: the first problem (a deleted row, a
+    row without a chain value, a row that does not chain to the one before), how many
+    there are, the last stored chain value and the largest row id."""
+
+    def __init__(self, genesis_value: bytes) -> None:
+        self.expected = 1
+        self.first_problem: tuple[int, str, str] | None = None
+        self.breaks = self.missing = 0
+        self.last_stored = genesis_value
+        self.last_id = 0
+
+    def step(self, row, stored) -> None:
+        """One row and the chain value stored with it."""
+        encoded = _encoded(row)
+        expected = self.expected
+        gap = isinstance(row.id, int) and row.id > expected
+        if gap:
+            self.missing += row.id - expected
+            if self.first_problem is None:
+                span = f"{expected}" if row.id == expected + 1 else f"{expected}-{row.id - 1}"
+                self.first_problem = (expected, "row_missing", f"row(s) {span} deleted")
+        if not isinstance(stored, bytes):
+            if self.first_problem is None:
+                self.first_problem = (row.id, "no_chain", "the row has no chain value")
+            self.breaks += 1
+        elif encoded is None or stored != chain_next(self.last_stored, encoded):
+            # the row right after a deletion cannot chain to the row before the gap:
+            # that break is the deletion, already counted, not one more problem
+            self.breaks += 0 if gap else 1
+            if self.first_problem is None:
+                self.first_problem = (
+                    row.id,
+                    "chain_broken",
+                    f"row {row.id} ({row.kind} on {row.topic}) is not the row the "
+                    "recorder chained: its content, id or position was changed",
+                )
+        if isinstance(stored, bytes):
+            self.last_stored = stored
+        self.expected = (row.id if isinstance(row.id, int) else expected) + 1
+        self.last_id = max(self.last_id, row.id if isinstance(row.id, int) else 0)
+
+    def report_problem(self, report: VerifyReport) -> None:
+        """The first problem, with how many more, as one mismatch."""
+        if self.first_problem is not None:
+            at, reason, detail = self.first_problem
+            more = self.breaks + self.missing - 1
+            report.fail("trace", None, reason, detail + (f"; {more} more" if more > 0 else ""), at)
 
 
 def _decode_row(row, messages: list, report: VerifyReport) -> None:
@@ -1071,6 +1116,17 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
         return
     central = run.collector_ledger
     accounts = central.get("accounts", {}) if isinstance(central, dict) else {}
+    windows = _gcdp_windows(releases, report)
+    if not isinstance(accounts, dict) or len(accounts) != 1:
+        report.fail("collector", None, "no_ledger", "no collector release account in the ledgers")
+        return
+    ((name, account),) = accounts.items()
+    _check_release_account(run, name, account, windows, report)
+
+
+def _gcdp_windows(releases, report: VerifyReport) -> dict[int, tuple[int, GcdpRelease]]:
+    """Each released window's first (row, release); a window released again with other
+    values is a ``double_release``."""
     windows: dict[int, tuple[int, GcdpRelease]] = {}
     for row, message in releases:
         report.checked["gcdp_releases"] += 1
@@ -1084,10 +1140,12 @@ def _verify_gcdp(run: _Run, messages, report: VerifyReport) -> None:
                 f"window {message.window} released twice with different values",
                 row,
             )
-    if not isinstance(accounts, dict) or len(accounts) != 1:
-        report.fail("collector", None, "no_ledger", "no collector release account in the ledgers")
-        return
-    ((name, account),) = accounts.items()
+    return windows
+
+
+def _check_release_account(run: _Run, name: str, account: dict, windows, report) -> None:
+    """The collector's release account ``name`` against the scenario's ``eps_rel`` and
+    the released windows: each released at the account's eps and charged exactly once."""
     spent = account.get("window_spent") or []
     eps_rel = _number(account.get("eps"), 0.0)
     gcdp = run.scenario.spec.gcdp

@@ -89,7 +89,38 @@ def _results(directory: Path) -> dict:
 def verify_bulk(directory: Path, report, public_key: str | None = None):
     """Check the bulk run in ``directory`` (module docstring) into ``report`` (a
     ``trace_verify.VerifyReport``); ``TraceError`` if an input cannot be read."""
-    from ldpfleet.app.trace_verify import _load_trace, _Run
+    from ldpfleet.app.trace_verify import _load_trace
+
+    results, plan, trace, run = _bulk_inputs(directory)
+    _load_trace(run, report, public_key or trace.get("public_key"), keep=lambda row: None)
+    main_key = report.public_key
+    findings = _Findings(report)
+    summaries = results.get("partitions") or []
+    _check_partitions(directory, plan, trace, run, summaries, findings, report)
+    report.public_key = main_key
+    total = sum(int(s.get("reports_received", 0)) for s in summaries)
+    if results.get("reports_received") != total:
+        findings.fail(
+            "run",
+            None,
+            "count_mismatch",
+            f"results.json reports_received {results.get('reports_received')}, its "
+            f"partitions sum to {total}",
+        )
+    if trace.get("mode") != "all":
+        report.notes.append(
+            f'trace = "{trace.get("mode")}": no BulkReport is recorded, so the stored rows are '
+            "not compared with the trace (the store's own w-event windows are checked)"
+        )
+    findings.close()
+    return report
+
+
+def _bulk_inputs(directory: Path) -> tuple[dict, BulkPlan, dict, object]:
+    """The bulk run's results.json, its plan, its trace section (``results_trace``) and
+    the ``trace_verify._Run`` its main trace is read with; ``TraceError`` without a
+    readable plan or without a trace."""
+    from ldpfleet.app.trace_verify import _Run
 
     results = _results(directory)
     try:
@@ -108,9 +139,15 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
     run = _Run(
         directory, {"scenario": {"spec": spec}}, None, results.get("run", plan.run), {}, None, []
     )
-    _load_trace(run, report, public_key or trace.get("public_key"), keep=lambda row: None)
-    main_key = report.public_key
-    findings = _Findings(report)
+    return results, plan, trace, run
+
+
+def _check_partitions(directory, plan, trace, run, summaries, findings, report) -> None:
+    """Each partition's trace (its signature and chain), its store against the plan, its
+    summary and (``trace = "all"``) its traced reports; a count_mismatch when results.json
+    lists another number of partition traces than the plan's."""
+    from ldpfleet.app.trace_verify import _load_trace
+
     parts = trace.get("partitions") or []
     if len(parts) != plan.partitions:
         findings.fail(
@@ -119,7 +156,6 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
             "count_mismatch",
             f"results.json lists {len(parts)} partition traces for {plan.partitions} partitions",
         )
-    summaries = results.get("partitions") or []
     for p, entry in enumerate(parts[: plan.partitions]):
         path = directory / str(entry.get("path"))
         if not path.exists():
@@ -132,23 +168,6 @@ def verify_bulk(directory: Path, report, public_key: str | None = None):
         _check_partition(plan, p, stored, conversation, summary, findings, report)
         if trace.get("mode") == "all":
             _check_against_trace(plan, stored, conversation, findings, report)
-    report.public_key = main_key
-    total = sum(int(s.get("reports_received", 0)) for s in summaries)
-    if results.get("reports_received") != total:
-        findings.fail(
-            "run",
-            None,
-            "count_mismatch",
-            f"results.json reports_received {results.get('reports_received')}, its "
-            f"partitions sum to {total}",
-        )
-    if trace.get("mode") != "all":
-        report.notes.append(
-            f'trace = "{trace.get("mode")}": no BulkReport is recorded, so the stored rows are '
-            "not compared with the trace (the store's own w-event windows are checked)"
-        )
-    findings.close()
-    return report
 
 
 class _Conversation:
@@ -297,8 +316,27 @@ def _stored(directory: Path, plan: BulkPlan) -> np.ndarray:
 
 def _check_partition(plan, p, stored, conversation, summary, findings, report) -> None:
     """Module docstring, 2 and 3."""
-    name = plan.device_id
     report.checked["stored_rows"] += len(stored)
+    stored, device = _check_devices(plan, p, stored, findings)
+    _check_batches(plan, stored, device, findings, report)
+    keys = np.sort(_keys(stored))
+    _fail_keys(
+        findings,
+        plan,
+        np.unique(keys[1:][keys[1:] == keys[:-1]]),
+        "stored_twice",
+        lambda batch: f"batch {batch} is stored more than once",
+    )
+    seq = stored["seq"].astype(np.int64)
+    inside = seq < plan.batches
+    _check_windows(plan, stored if inside.all() else stored[inside], findings, report)
+    _check_counts(p, stored, conversation, summary, findings)
+
+
+def _check_devices(plan, p, stored, findings) -> tuple[np.ndarray, np.ndarray]:
+    """Partition ``p``'s stored rows of devices in the fleet, and their device indices:
+    a row of a device index beyond the fleet is an ``unknown_device`` (and left out), one
+    of a device of another partition a ``wrong_partition``."""
     device = stored["device"].astype(np.int64)
     in_fleet = device < plan.devices
     for index in np.flatnonzero(~in_fleet)[:LIMIT]:
@@ -314,11 +352,18 @@ def _check_partition(plan, p, stored, conversation, summary, findings, report) -
     partition = plan.partitions_of(0, plan.devices)[device] if len(device) else device
     for index in np.flatnonzero(partition != p)[:LIMIT]:
         findings.fail(
-            name(int(device[index])),
+            plan.device_id(int(device[index])),
             None,
             "wrong_partition",
             f"stored by partition {p}, the device belongs to {partition[index]}",
         )
+    return stored, device
+
+
+def _check_batches(plan, stored, device, findings, report) -> None:
+    """Each stored batch: within the stream's batches, every value in the mechanism's
+    output domain, stored with the run's ``eps0``."""
+    name = plan.device_id
     seq = stored["seq"].astype(np.int64)
 
     def fail_batches(mask: np.ndarray, reason: str, detail) -> None:
@@ -350,17 +395,6 @@ def _check_partition(plan, p, stored, conversation, summary, findings, report) -
             f"batch {seq[i]} stored with eps0={float(eps0[i])!r}, the run's eps/w is {plan.eps0!r}"
         ),
     )
-    keys = np.sort(_keys(stored))
-    _fail_keys(
-        findings,
-        plan,
-        np.unique(keys[1:][keys[1:] == keys[:-1]]),
-        "stored_twice",
-        lambda batch: f"batch {batch} is stored more than once",
-    )
-    inside = seq < plan.batches
-    _check_windows(plan, stored if inside.all() else stored[inside], findings, report)
-    _check_counts(p, stored, conversation, summary, findings)
 
 
 def _check_windows(plan: BulkPlan, stored: np.ndarray, findings, report) -> None:

@@ -312,45 +312,11 @@ async def run_bulk_collector(
     pending: set[asyncio.Task] = set()
     closing: list[Stage] = []  # the runner's Stage(closed), once it came
     try:
-        async with transport.connect(client) as conn:
-            await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
-
-            def send(items) -> None:
-                for item in items:
-                    payload = encode_bulk(item.message)
-                    talk.record(item.topic, payload, item.message)
-                    task = asyncio.ensure_future(conn.publish(item.topic, payload))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
-
-            send([talk.status(machine, "ready")])
-            if on_ready is not None:
-                on_ready()
-            if not machine.complete:
-                async for delivery in conn.messages():
-                    if _handle(
-                        machine, store, delivery, send, loop.time(), refusals, recon, talk,
-                        on_close=closing.append,
-                    ):  # fmt: skip
-                        break
-                    if machine.complete:
-                        break
-            send([talk.status(machine, "closed")])
-            if pending:
-                await asyncio.gather(*list(pending))
-        stage_end = time.perf_counter()
-        talk.close()
-        summary = _stream_summary(machine, partition, refusals, store, talk)
-        # what the stream stage stored, written before the reconstruction: a run whose
-        # deadline stops this collector while it reconstructs still has it
-        _write_outputs(out, summary, machine)
-        cut = bool(closing) and closing[0].detail == RUN_TIMEOUT_DETAIL
-        if recon is not None and cut:  # the run's deadline closed the stage: no more work
-            recon.early.close(stop=True)
-            summary["reconstruction"] = None
-        elif recon is not None:
-            summary["reconstruction"] = await _finish_in_thread(recon, out)
-            summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
+        await _serve(
+            transport.connect(client), level, plan, machine,
+            store, talk, recon, loop, refusals, pending, closing, on_ready,
+        )  # fmt: skip
+        summary = await _after_stage(partition, machine, store, talk, recon, refusals, closing, out)
     except BaseException:  # an error, or the runner stopping this process (cancelled)
         if recon is not None:
             recon.early.close(stop=True)  # the chunks under way too: their workers end
@@ -362,6 +328,81 @@ async def run_bulk_collector(
         store.close()
         talk.close(complete=False)  # signs what was recorded when the run failed
     _write_outputs(out, summary, machine)
+    return summary
+
+
+async def _serve(
+    connection,
+    level: int | None,
+    plan: BulkPlan,
+    machine: BulkCollector,
+    store: BulkStore,
+    talk: _Conversation,
+    recon: _Reconstruction | None,
+    loop: asyncio.AbstractEventLoop,
+    refusals: dict[str, int],
+    pending: set[asyncio.Task],
+    closing: list[Stage],
+    on_ready: Callable[[], None] | None,
+) -> None:
+    """``run_bulk_collector``'s stream stage over ``connection`` (``transport.connect``):
+    subscribe to the gateways' uplinks to this partition (at ``level``) and the stage topic, say
+    "ready", handle the gateways' deliveries until the partition is complete or the stage
+    closes (the runner's ``Stage`` in ``closing``), say "closed" and wait for the
+    publishes under way (``pending``)."""
+    async with connection as conn:
+        await conn.subscribe(gateway_up_filter(plan.run, level), stage_topic(plan.run))
+
+        def send(items) -> None:
+            for item in items:
+                payload = encode_bulk(item.message)
+                talk.record(item.topic, payload, item.message)
+                task = asyncio.ensure_future(conn.publish(item.topic, payload))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+        send([talk.status(machine, "ready")])
+        if on_ready is not None:
+            on_ready()
+        if not machine.complete:
+            async for delivery in conn.messages():
+                if _handle(
+                    machine, store, delivery, send, loop.time(), refusals, recon, talk,
+                    on_close=closing.append,
+                ):  # fmt: skip
+                    break
+                if machine.complete:
+                    break
+        send([talk.status(machine, "closed")])
+        if pending:
+            await asyncio.gather(*list(pending))
+
+
+async def _after_stage(
+    partition: int,
+    machine: BulkCollector,
+    store: BulkStore,
+    talk: _Conversation,
+    recon: _Reconstruction | None,
+    refusals: dict[str, int],
+    closing: list[Stage],
+    out: Path,
+) -> dict:
+    """After the stream stage: close the trace, write what was stored, then reconstruct
+    (unless the run's deadline closed the stage); the partition's summary."""
+    stage_end = time.perf_counter()
+    talk.close()
+    summary = _stream_summary(machine, partition, refusals, store, talk)
+    # what the stream stage stored, written before the reconstruction: a run whose
+    # deadline stops this collector while it reconstructs still has it
+    _write_outputs(out, summary, machine)
+    cut = bool(closing) and closing[0].detail == RUN_TIMEOUT_DETAIL
+    if recon is not None and cut:  # the run's deadline closed the stage: no more work
+        recon.early.close(stop=True)
+        summary["reconstruction"] = None
+    elif recon is not None:
+        summary["reconstruction"] = await _finish_in_thread(recon, out)
+        summary["stream_end_to_saved_seconds"] = time.perf_counter() - stage_end
     return summary
 
 

@@ -187,24 +187,7 @@ async def coordinate_stream(
     opened_at: list[float] = []
     async with transport.connect(f"{run}-collector-coordinator") as conn:
         await conn.subscribe(status_topic(run))
-
-        async def listen() -> None:
-            async for delivery in conn.messages():
-                try:
-                    status = codec.decode(delivery.payload)
-                    if on_message is not None and not isinstance(status, PartitionStatus):
-                        await on_message(status)
-                        continue
-                except RemoteProtocolError:
-                    tally.refused += 1  # undecodable, or not taken by ``on_message``
-                    continue
-                with contextlib.suppress(RemoteProtocolError):  # counted by the tally
-                    tally.receive(status)
-                    changed.set()
-                    if opened_at and status.state == "ready":
-                        reopen.set()
-
-        listener = asyncio.create_task(listen())
+        listener = asyncio.create_task(_listen(conn, tally, changed, reopen, opened_at, on_message))
         try:
             await _until(changed, lambda: tally.all_ready, workers_timeout)
             if not tally.all_ready:
@@ -215,33 +198,77 @@ async def coordinate_stream(
                 )
             if on_ready is not None:
                 await on_ready()
-            await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
-            clock = asyncio.get_running_loop().time  # asyncio's timers' clock (virtual in tests)
-            opened = clock()
-            opened_at.append(opened)
-            closing = False
-            while not tally.all_closed:
-                await _until(changed, lambda: tally.all_closed, 0.5)
-                if reopen.is_set():  # say it again for a worker that restarted
-                    reopen.clear()
-                    await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
-                if progress is not None:
-                    progress(*tally.progress())
-                silent = tally.progress()[2] == 0
-                if not closing and silent and clock() - opened > fleet_timeout:
-                    sentence = f"no fleet joined run {run} within {fleet_timeout:g} s"
-                    closing = True
-                    if aborted is not None:
-                        aborted(sentence)
-                    await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", sentence))
-            if not closing:
-                await conn.publish(
-                    topics.ctl(run, "stage"), _stage(run, "closed", tally.close_reason())
-                )
+            await _open_until_closed(
+                conn, run, tally, changed, reopen, opened_at, progress, fleet_timeout, aborted
+            )
         finally:
             listener.cancel()
             await asyncio.gather(listener, return_exceptions=True)
     return tally
+
+
+async def _listen(
+    conn,
+    tally: PartitionTally,
+    changed: asyncio.Event,
+    reopen: asyncio.Event,
+    opened_at: list[float],
+    on_message: Callable[[object], Awaitable[None]] | None,
+) -> None:
+    """The coordinator's listener: each message of the status topic to ``on_message``
+    (other than a ``PartitionStatus``) or the tally (``changed`` set; ``reopen`` set by a
+    worker saying ready after the opening); what is refused counted in ``tally.refused``."""
+    async for delivery in conn.messages():
+        try:
+            status = codec.decode(delivery.payload)
+            if on_message is not None and not isinstance(status, PartitionStatus):
+                await on_message(status)
+                continue
+        except RemoteProtocolError:
+            tally.refused += 1  # undecodable, or not taken by ``on_message``
+            continue
+        with contextlib.suppress(RemoteProtocolError):  # counted by the tally
+            tally.receive(status)
+            changed.set()
+            if opened_at and status.state == "ready":
+                reopen.set()
+
+
+async def _open_until_closed(
+    conn,
+    run: str,
+    tally: PartitionTally,
+    changed: asyncio.Event,
+    reopen: asyncio.Event,
+    opened_at: list[float],
+    progress: Callable[..., None] | None,
+    fleet_timeout: float,
+    aborted: Callable[[str], None] | None,
+) -> None:
+    """Open the stage and wait until every worker closed: say "open" again for a worker
+    that restarted, report ``progress``, and close the stage (``aborted`` hears why) when
+    no device joined within ``fleet_timeout``; then close it with the tally's reason."""
+    await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
+    clock = asyncio.get_running_loop().time  # asyncio's timers' clock (virtual in tests)
+    opened = clock()
+    opened_at.append(opened)
+    closing = False
+    while not tally.all_closed:
+        await _until(changed, lambda: tally.all_closed, 0.5)
+        if reopen.is_set():  # say it again for a worker that restarted
+            reopen.clear()
+            await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
+        if progress is not None:
+            progress(*tally.progress())
+        silent = tally.progress()[2] == 0
+        if not closing and silent and clock() - opened > fleet_timeout:
+            sentence = f"no fleet joined run {run} within {fleet_timeout:g} s"
+            closing = True
+            if aborted is not None:
+                aborted(sentence)
+            await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", sentence))
+    if not closing:
+        await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", tally.close_reason()))
 
 
 async def _until(changed: asyncio.Event, done: Callable[[], bool], timeout: float) -> None:

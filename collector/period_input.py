@@ -32,6 +32,28 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
     # CSV column with an empty or text cell was refused without naming the cell, and a
     # masked array's masked samples were read as numbers; held-out (helper A, 2026-12-05):
     # a datetime64 / timedelta64 column was read as epoch numbers
+    _check_not_numbers_in_disguise(x, name)
+    arr = _float_array(x, name)
+    if arr.ndim != 1:
+        raise ParameterError(
+            f"must be 1-D, got shape {arr.shape}", field=name, limit="1-D", value=arr.shape
+        )
+    bad = ~np.isfinite(arr)
+    if np.any(bad):
+        idx = int(np.flatnonzero(bad)[0])
+        raise ParameterError(
+            f"sample must be finite, got {arr[idx]!r}",
+            field=f"{name}[{idx}]",
+            limit="a finite real number",
+            value=float(arr[idx]),
+        )
+    return arr
+
+
+def _check_not_numbers_in_disguise(x: object, name: str) -> None:
+    """Refuse what ``np.asarray(x, dtype=float)`` would read as numbers wrongly: a time
+    column (epoch numbers), a masked array's masked samples, complex values (the
+    imaginary part dropped)."""
     if is_time_column(x):
         raise ParameterError(
             "must be a 1-D array of real numbers, got a time column (datetime64 / "
@@ -59,8 +81,13 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             limit=_REAL_ARRAY,
             value=stream_kind(x),
         )
+
+
+def _float_array(x: object, name: str) -> np.ndarray:
+    """``np.asarray(x, dtype=float)``, any shape; what it cannot read is refused naming
+    the first sample of a list or tuple that is no real number, else ``name``."""
     try:
-        arr = np.asarray(x, dtype=float)
+        return np.asarray(x, dtype=float)
     except (TypeError, ValueError):
         if isinstance(x, list | tuple):
             for idx, value in enumerate(x):
@@ -86,20 +113,6 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             limit="|x| < 1.8e308",
             value=stream_kind(x),
         ) from None
-    if arr.ndim != 1:
-        raise ParameterError(
-            f"must be 1-D, got shape {arr.shape}", field=name, limit="1-D", value=arr.shape
-        )
-    bad = ~np.isfinite(arr)
-    if np.any(bad):
-        idx = int(np.flatnonzero(bad)[0])
-        raise ParameterError(
-            f"sample must be finite, got {arr[idx]!r}",
-            field=f"{name}[{idx}]",
-            limit="a finite real number",
-            value=float(arr[idx]),
-        )
-    return arr
 
 
 _REAL_ARRAY = "a 1-D array of real numbers"  # the limit of check_stream's array refusals

@@ -869,31 +869,12 @@ def _device_means(plan: BulkPlan, out: Path, chunk: int = 1 << 20) -> dict[str, 
 
 
 def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds) -> dict:
-    keys = ("reports_expected", "reports_received", "reports_lost", "reports_rejected",
-            "rejected_resolved", "reports_duplicate", "reports_early", "messages")  # fmt: skip
-    totals = {k: sum(s[k] for s in summaries) for k in keys}
-    by_reason: dict[str, int] = {}
-    for s in summaries:
-        for reason, n in s["rejections_by_reason"].items():
-            by_reason[reason] = by_reason.get(reason, 0) + n
-    est_sum = np.zeros(plan.steps)
-    est_count = np.zeros(plan.steps)
-    for p in range(plan.partitions):
-        with np.load(out / f"p{p}" / "estimates.npz") as data:
-            est_sum += data["sum"]
-            est_count += data["count"]
+    """results.json of a bulk run: the partitions' counts summed, the fleet-mean check
+    against the shards' truth, the gateways' ledgers, clipping and memory."""
+    totals, by_reason = _partition_totals(summaries)
+    est_sum, est_count = _estimate_sums(plan, out)
     present = [f for f in fleets if f is not None]
-    generated = []
-    if np.all(est_count > 0):  # a fleet mean to check: every shard's devices in its truth
-        # a shard without outcome (it died, or was stopped): its devices' truth from the plan
-        generated = [_generated_truth(plan, range(i, plan.gateways, len(fleets)))
-                     for i, f in enumerate(fleets) if f is None]  # fmt: skip
-    # a shard without a gateway (more device processes than gateways) has no truth: []
-    sums = [f["truth_sum"] for f in (*present, *generated) if len(f["truth_sum"])]
-    truth = np.sum(sums, axis=0) / plan.devices if sums else None
-    mae = None
-    if truth is not None and np.all(est_count > 0):
-        mae = float(np.mean(np.abs(est_sum / est_count - truth)))
+    generated, mae = _fleet_mean_mae(plan, fleets, present, est_sum, est_count)
     rss_fleet = [f["peak_rss_mb"] if f else None for f in fleets]
     clipping, warnings = _clipping(plan, [*present, *generated])
     rss_coll = [s["peak_rss_mb"] for s in summaries]
@@ -904,18 +885,7 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
         **totals,
         "rejections_by_reason": by_reason,
         "gateways": plan.gateways,
-        "fleet": {
-            "shards_missing": sum(f is None for f in fleets),
-            "entries_built": sum(f["entries_built"] for f in present),
-            "messages_sent": sum(f["messages_sent"] for f in present),
-            "retransmitted_entries": sum(f["retransmitted_entries"] for f in present),
-            "ledger_charges": sum(f["ledger_charges"] for f in present),
-            "ledger_refusals": sum(f["ledger_refusals"] for f in present),
-            "max_window_spent": max((f["max_window_spent"] for f in present), default=0.0),
-            # devices whose ledgers the gateways that reported kept
-            "ledger_devices": sum(f["devices"] for f in present),
-            "eps": plan.eps,
-        },
+        "fleet": _fleet_totals(plan, fleets, present),
         "fleet_mean_mae": mae,
         # simulator-only: the share of raw readings [lo, hi] clipped (scenarios.clipping)
         "clipped_share": clipping["clipped_share"],
@@ -929,6 +899,65 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
             "total": round(sum(rss_coll) + sum(r or 0 for r in rss_fleet), 1),
         },
         "partitions": summaries,
+    }
+
+
+def _partition_totals(summaries) -> tuple[dict, dict[str, int]]:
+    """The partitions' report counts summed, and their rejections by reason."""
+    keys = ("reports_expected", "reports_received", "reports_lost", "reports_rejected",
+            "rejected_resolved", "reports_duplicate", "reports_early", "messages")  # fmt: skip
+    totals = {k: sum(s[k] for s in summaries) for k in keys}
+    by_reason: dict[str, int] = {}
+    for s in summaries:
+        for reason, n in s["rejections_by_reason"].items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    return totals, by_reason
+
+
+def _estimate_sums(plan, out: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The per-step sums and counts of the fleet-mean estimates of every partition
+    (``p<i>/estimates.npz``)."""
+    est_sum = np.zeros(plan.steps)
+    est_count = np.zeros(plan.steps)
+    for p in range(plan.partitions):
+        with np.load(out / f"p{p}" / "estimates.npz") as data:
+            est_sum += data["sum"]
+            est_count += data["count"]
+    return est_sum, est_count
+
+
+def _fleet_mean_mae(plan, fleets, present, est_sum, est_count) -> tuple[list, float | None]:
+    """The truth recomputed for the shards without outcome (``generated``), and the mean
+    absolute error of the fleet-mean estimate against the whole fleet's truth (None
+    without an estimate at every step or without truth)."""
+    generated = []
+    if np.all(est_count > 0):  # a fleet mean to check: every shard's devices in its truth
+        # a shard without outcome (it died, or was stopped): its devices' truth from the plan
+        generated = [_generated_truth(plan, range(i, plan.gateways, len(fleets)))
+                     for i, f in enumerate(fleets) if f is None]  # fmt: skip
+    # a shard without a gateway (more device processes than gateways) has no truth: []
+    sums = [f["truth_sum"] for f in (*present, *generated) if len(f["truth_sum"])]
+    truth = np.sum(sums, axis=0) / plan.devices if sums else None
+    mae = None
+    if truth is not None and np.all(est_count > 0):
+        mae = float(np.mean(np.abs(est_sum / est_count - truth)))
+    return generated, mae
+
+
+def _fleet_totals(plan, fleets, present) -> dict:
+    """results.json ``fleet``: what the gateway shards that reported built, sent and
+    charged to their ledgers."""
+    return {
+        "shards_missing": sum(f is None for f in fleets),
+        "entries_built": sum(f["entries_built"] for f in present),
+        "messages_sent": sum(f["messages_sent"] for f in present),
+        "retransmitted_entries": sum(f["retransmitted_entries"] for f in present),
+        "ledger_charges": sum(f["ledger_charges"] for f in present),
+        "ledger_refusals": sum(f["ledger_refusals"] for f in present),
+        "max_window_spent": max((f["max_window_spent"] for f in present), default=0.0),
+        # devices whose ledgers the gateways that reported kept
+        "ledger_devices": sum(f["devices"] for f in present),
+        "eps": plan.eps,
     }
 
 

@@ -175,12 +175,21 @@ def _check_stream_lengths(stream: StreamSection, where: str) -> None:
         )
 
 
+BULK_WHY = 'with fleet.connection = "bulk"'
+
+
 def _check_bulk(loaded: LoadedScenario, where: str) -> None:
     """``[fleet] connection = "bulk"``: refuse, naming the key, the limit and the value,
     everything bulk gateways cannot do (docs/scenario-reference.md, "Bulk gateways")."""
-    spec = loaded.spec
-    stream, source = spec.stream, spec.source
-    why = 'with fleet.connection = "bulk"'
+    _check_bulk_stream(loaded, where)
+    _check_bulk_sections(loaded.spec, where)
+    _check_bulk_source(loaded.spec.source, where)
+
+
+def _check_bulk_stream(loaded: LoadedScenario, where: str) -> None:
+    """Bulk ``[stream]``: a vectorised mechanism, a ledger of at most ``MAX_BULK_W``
+    floats, and whole batches (``steps`` a multiple of ``batch_steps``)."""
+    stream = loaded.spec.stream
     if stream.mechanism not in BULK_MECHANISMS:
         raise ScenarioError(
             f"{where}stream.mechanism: bulk gateways privatise with "
@@ -189,7 +198,7 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
         )
     if stream.w > MAX_BULK_W:
         raise ScenarioError(
-            f"{where}stream.w: at most {MAX_BULK_W} {why} (the gateway's ledger keeps w "
+            f"{where}stream.w: at most {MAX_BULK_W} {BULK_WHY} (the gateway's ledger keeps w "
             f"floats per device), got {stream.w}",
             limit=f"<= {MAX_BULK_W}",
         )
@@ -197,14 +206,20 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
     batch = loaded.stream_config("check").batch_steps
     if stream.steps % batch:
         raise ScenarioError(
-            f"{where}stream.batch_steps: {why} stream.steps ({stream.steps}) must be a "
+            f"{where}stream.batch_steps: {BULK_WHY} stream.steps ({stream.steps}) must be a "
             f"multiple of batch_steps, got {batch}",
             limit=f"a divisor of stream.steps ({stream.steps})",
         )
+
+
+def _check_bulk_sections(spec: Scenario, where: str) -> None:
+    """Bulk runs are a stream stage only: no ``[secure_sum]``/``[gcdp]``, ``[faults]`` at
+    its defaults, and no device state directory."""
     for section in ("secure_sum", "gcdp"):
         if getattr(spec, section) is not None:
             raise ScenarioError(
-                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] {why}",
+                f"{where}{section}: a bulk run is a stream stage only; remove [{section}] "
+                f"{BULK_WHY}",
                 limit='absent with fleet.connection = "bulk"',
             )
     if spec.faults is not None:
@@ -215,15 +230,20 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
                 raise ScenarioError(
                     f"{where}faults.{name}: bulk gateways inject no faults (crashes, hostile "
                     f"clients, a slow collector); leave it at {getattr(defaults, name)!r} "
-                    f"{why}, got {value!r}",
+                    f"{BULK_WHY}, got {value!r}",
                     limit=f"== {json.dumps(getattr(defaults, name))}",
                 )
     if spec.fleet.state_dir != "auto":
         raise ScenarioError(
             f'{where}fleet.state_dir: bulk gateways keep no device state files; leave it "auto" '
-            f"{why}, got {spec.fleet.state_dir!r}",
+            f"{BULK_WHY}, got {spec.fleet.state_dir!r}",
             limit='"auto"',
         )
+
+
+def _check_bulk_source(source: _Section, where: str) -> None:
+    """Bulk ``[source]``: the gateways generate sines with a random phase per device
+    (``kind = "synthetic"``, ``shape = "sine"``, no jitter)."""
     if not isinstance(source, SyntheticSource):
         kind = "csv" if isinstance(source, CsvSource) else "periodic"
         raise ScenarioError(
@@ -237,7 +257,7 @@ def _check_bulk(loaded: LoadedScenario, where: str) -> None:
         if value != allowed:
             raise ScenarioError(
                 f"{where}source.{name}: bulk gateways' readings are sines with a random phase "
-                f"per device: only {allowed!r} {why}, got {value!r}",
+                f"per device: only {allowed!r} {BULK_WHY}, got {value!r}",
                 limit=f"== {json.dumps(allowed)}",
             )
 

@@ -154,6 +154,59 @@ def _scores(witness: Witness, outputs: Any, n: int, name: str) -> np.ndarray:
     return values
 
 
+def _check_levels(
+    gamma: float, selection_gamma: float | None, witnesses: Mapping[str, Witness]
+) -> float:
+    """``gamma``, then ``selection_gamma`` and at least one witness; the level the
+    candidate events are scored at on the selection runs."""
+    check_gamma(gamma)
+    choose_at = gamma if selection_gamma is None else check_gamma(selection_gamma)
+    if not witnesses:
+        raise ParameterError(
+            "needs at least one witness",
+            field="witnesses",
+            limit="at least one witness",
+            value=witnesses,
+        )
+    return choose_at
+
+
+def _select_rows(
+    witnesses: Mapping[str, Witness], sel_d: Any, sel_dp: Any, *, choose_at: float, delta: float
+) -> list[WitnessResult]:
+    """Each witness's best test on the selection runs (``selection.select_test``)."""
+    n_sel, n_sel_p = len(sel_d), len(sel_dp)
+    rows: list[WitnessResult] = []
+    for name, witness in witnesses.items():
+        test = select_test(
+            _scores(witness, sel_d, n_sel, name),
+            _scores(witness, sel_dp, n_sel_p, name),
+            gamma=choose_at,
+            delta=delta,
+        )
+        rows.append(
+            WitnessResult(
+                name, test.threshold, test.tail, test.privacy_direction, test.selection_eps
+            )
+        )
+    return rows
+
+
+def _evaluation_counts(
+    witness: Witness, name: str, chosen: DistinguishingTest, ev_d: Any, ev_dp: Any
+) -> tuple[int, int, int, int]:
+    """The chosen test counted on the evaluation runs: ``(k_num, n_num, k_den, n_den)``,
+    the numerator world's hits and runs, then the denominator's (for a negative privacy
+    direction, the complement event with the worlds swapped)."""
+    n_ev, n_ev_p = len(ev_d), len(ev_dp)
+    hits_d = event_counts(_scores(witness, ev_d, n_ev, name), chosen.threshold, chosen.tail)
+    hits_dp = event_counts(_scores(witness, ev_dp, n_ev_p, name), chosen.threshold, chosen.tail)
+    if chosen.privacy_direction > 0:
+        return hits_d, n_ev, hits_dp, n_ev_p
+    # the complement event with the worlds swapped
+    return n_ev_p - hits_dp, n_ev_p, n_ev - hits_d, n_ev
+
+
 def audit_samples(
     selection: tuple[Any, Any],
     evaluation: tuple[Any, Any],
@@ -173,44 +226,18 @@ def audit_samples(
     ``gamma``) is the level the candidate events are scored at on the selection runs; the
     certified bound is at ``gamma`` whatever it is."""
     eps = _check_eps(eps)
-    check_gamma(gamma)
-    choose_at = gamma if selection_gamma is None else check_gamma(selection_gamma)
-    if not witnesses:
-        raise ParameterError(
-            "needs at least one witness",
-            field="witnesses",
-            limit="at least one witness",
-            value=witnesses,
-        )
+    choose_at = _check_levels(gamma, selection_gamma, witnesses)
     sel_d, sel_dp = selection
     ev_d, ev_dp = evaluation
     n_sel, n_sel_p, n_ev, n_ev_p = (len(x) for x in (sel_d, sel_dp, ev_d, ev_dp))
-    rows: list[WitnessResult] = []
-    for name, witness in witnesses.items():
-        test = select_test(
-            _scores(witness, sel_d, n_sel, name),
-            _scores(witness, sel_dp, n_sel_p, name),
-            gamma=choose_at,
-            delta=delta,
-        )
-        rows.append(
-            WitnessResult(
-                name, test.threshold, test.tail, test.privacy_direction, test.selection_eps
-            )
-        )
+    rows = _select_rows(witnesses, sel_d, sel_dp, choose_at=choose_at, delta=delta)
     best = max(rows, key=lambda r: r.selection_eps)  # first witness wins ties
     chosen = DistinguishingTest(
         best.threshold, best.tail, best.privacy_direction, best.selection_eps
     )
-    witness = witnesses[best.witness]
-    hits_d = event_counts(_scores(witness, ev_d, n_ev, best.witness), chosen.threshold, chosen.tail)
-    hits_dp = event_counts(
-        _scores(witness, ev_dp, n_ev_p, best.witness), chosen.threshold, chosen.tail
+    k_num, n_num, k_den, n_den = _evaluation_counts(
+        witnesses[best.witness], best.witness, chosen, ev_d, ev_dp
     )
-    if chosen.privacy_direction > 0:
-        k_num, n_num, k_den, n_den = hits_d, n_ev, hits_dp, n_ev_p
-    else:  # the complement event with the worlds swapped
-        k_num, n_num, k_den, n_den = n_ev_p - hits_dp, n_ev_p, n_ev - hits_d, n_ev
     eps_lb, alpha_lo, beta_hi = eps_lower_bound(
         k_num, n_num, k_den, n_den, gamma=gamma, delta=delta
     )

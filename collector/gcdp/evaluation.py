@@ -200,22 +200,8 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
     with text as handle:
-        # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
-        # sources do (protocol.delimiters; a ';' export read as one field a line)
-        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-        handle.seek(0)
-        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
-        header = [cell.strip() for cell in next(reader, [])]
-        twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
-        if twice:  # the first was read silently
-            raise ValueError(
-                f"column {twice[0]!r} appears {header.count(twice[0])} times in the header: "
-                "which one to read is ambiguous"
-            )
-        missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
-        if missing:
-            raise ValueError(_missing_columns(missing, header))
-        offset = None
+        reader, header = _occupancy_reader(handle)
+        layout = None
         # a "date" column, while every value is an ISO date-time, must not go back in time:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
         # minutes, silently)
@@ -224,36 +210,10 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
         for lineno, row in enumerate(reader, start=2):
             if not row or not any(cell.strip() for cell in row):
                 continue
-            if offset is None:  # a leading row id: data rows one field wider than the header
-                offset = len(row) - len(header)
-                if offset not in (0, 1):
-                    raise ValueError(
-                        f"line {lineno} has {len(row)} fields, the header {len(header)} "
-                        "(a data row may carry one extra leading row id)"
-                    )
-                # the extra field is a leading row id, or (an empty last field after a
-                # non-numeric first one) a delimiter ending the row: read as a row id, it put
-                # every column one to the right, silently
-                lead = offset
-                if offset == 1 and not row[-1].strip() and not row[0].strip().isdigit():
-                    lead = 0
-                cols = [header.index(c) + lead for c in CHANNELS]
-                occ = header.index("Occupancy") + lead
-            if len(row) != len(header) + offset:
-                raise ValueError(
-                    f"line {lineno} has {len(row)} fields, expected {len(header) + offset}"
-                )
-            values = []
-            for name, c in zip((*CHANNELS, "Occupancy"), (*cols, occ), strict=True):
-                try:
-                    value = float(row[c])
-                except ValueError:
-                    value = float("nan")
-                if not math.isfinite(value):
-                    raise ValueError(_bad_value(lineno, name, row[c]))
-                values.append(value)
-            if values[-1] not in (0.0, 1.0):
-                raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[occ]!r}")
+            if layout is None:
+                layout = _occupancy_layout(row, header, lineno)
+            width, lead, cols = layout
+            values = _occupancy_values(row, lineno, width, cols)
             if date is not None and not order.feed(row[date + lead].strip(), lineno):
                 date = None  # dates in no format known here: the order is the file's
             rows.extend(values[:-1])
@@ -261,6 +221,68 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     x = np.frombuffer(rows, dtype=float).reshape(-1, len(CHANNELS)).copy()
     y = np.frombuffer(labels, dtype=np.int8).astype(int)
     return x, y
+
+
+def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[str]]:
+    """A CSV reader over ``handle`` past its header, and the header: each of ``CHANNELS``
+    and ``Occupancy`` once (``ValueError`` naming a column twice, or the missing ones)."""
+    # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
+    # sources do (protocol.delimiters; a ';' export read as one field a line)
+    head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+    handle.seek(0)
+    reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+    header = [cell.strip() for cell in next(reader, [])]
+    twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
+    if twice:  # the first was read silently
+        raise ValueError(
+            f"column {twice[0]!r} appears {header.count(twice[0])} times in the header: "
+            "which one to read is ambiguous"
+        )
+    missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
+    if missing:
+        raise ValueError(_missing_columns(missing, header))
+    return reader, header
+
+
+def _occupancy_layout(
+    row: list[str], header: list[str], lineno: int
+) -> tuple[int, int, tuple[int, ...]]:
+    """From the first data row: ``(width, lead, cols)``, the fields every data row has,
+    the shift of the header's columns in a row, and the row indices of ``CHANNELS`` then
+    ``Occupancy``."""
+    offset = len(row) - len(header)  # a leading row id: one field wider than the header
+    if offset not in (0, 1):
+        raise ValueError(
+            f"line {lineno} has {len(row)} fields, the header {len(header)} "
+            "(a data row may carry one extra leading row id)"
+        )
+    # the extra field is a leading row id, or (an empty last field after a
+    # non-numeric first one) a delimiter ending the row: read as a row id, it put
+    # every column one to the right, silently
+    lead = offset
+    if offset == 1 and not row[-1].strip() and not row[0].strip().isdigit():
+        lead = 0
+    cols = tuple(header.index(c) + lead for c in (*CHANNELS, "Occupancy"))
+    return len(header) + offset, lead, cols
+
+
+def _occupancy_values(row: list[str], lineno: int, width: int, cols: tuple[int, ...]) -> list:
+    """One data row's channel values then its Occupancy label (0.0 or 1.0), each finite
+    (``ValueError`` naming the line, and the column or the field count)."""
+    if len(row) != width:
+        raise ValueError(f"line {lineno} has {len(row)} fields, expected {width}")
+    values = []
+    for name, c in zip((*CHANNELS, "Occupancy"), cols, strict=True):
+        try:
+            value = float(row[c])
+        except ValueError:
+            value = float("nan")
+        if not math.isfinite(value):
+            raise ValueError(_bad_value(lineno, name, row[c]))
+        values.append(value)
+    if values[-1] not in (0.0, 1.0):
+        raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[cols[-1]]!r}")
+    return values
 
 
 def check_date_order(path: str | Path) -> None:

@@ -68,7 +68,7 @@ Choices where the seed is ambiguous (also listed in ``docs/gcdp.md``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -258,6 +258,24 @@ class PrivateCalibrationRelease:
         )
 
 
+def _check_ledger_and_rng(ledger: object, rng: object) -> None:
+    """``release``'s ledger (a ``PrivacyLedger``) and generator (a numpy ``Generator``)."""
+    if not isinstance(ledger, PrivacyLedger):
+        raise ParameterError(
+            f"must be a PrivacyLedger, got {type(ledger).__name__}",
+            field="ledger",
+            limit="a PrivacyLedger",
+            value=ledger,
+        )
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError(
+            f"must be a numpy.random.Generator, got {type(rng).__name__}",
+            field="rng",
+            limit="a numpy.random.Generator",
+            value=rng,
+        )
+
+
 @dataclass(frozen=True)
 class PrivateCalibration:
     """Section 4.2 private-calibration mechanism for ``n_nodes`` = M graph nodes and ``d``
@@ -395,20 +413,29 @@ class PrivateCalibration:
         mu = unit_vector(utility, "utility", self.d)
         xi = unit_vector(influence, "influence", self.d)
         u_tau = unit_vector(tau_utility, "tau_utility", len(self.tau_grid))
-        if not isinstance(ledger, PrivacyLedger):
-            raise ParameterError(
-                f"must be a PrivacyLedger, got {type(ledger).__name__}",
-                field="ledger",
-                limit="a PrivacyLedger",
-                value=ledger,
-            )
-        if not isinstance(rng, np.random.Generator):
-            raise ParameterError(
-                f"must be a numpy.random.Generator, got {type(rng).__name__}",
-                field="rng",
-                limit="a numpy.random.Generator",
-                value=rng,
-            )
+        _check_ledger_and_rng(ledger, rng)
+        self._check_fits(ledger, account, t)
+
+        def charge(key: str, eps: float) -> None:
+            ledger.charge(account, eps, t=t, mechanism=MECHANISM_LABELS[key])
+
+        noisy_pairs, tau_index, noisy_mu, noisy_xi = self._draw(charge, rng, pairs, mu, xi, u_tau)
+        matrix = pairs_to_matrix(noisy_pairs, self.n_nodes)
+        for arr in (matrix, noisy_mu, noisy_xi):
+            arr.setflags(write=False)
+        return PrivateCalibrationRelease(
+            scores=matrix,
+            utility=noisy_mu,
+            influence=noisy_xi,
+            tau=self.tau_grid[tau_index],
+            tau_index=tau_index,
+            eps_cal=self.eps_cal,
+            constants=self.constants,
+        )
+
+    def _check_fits(self, ledger: PrivacyLedger, account: str, t: int | None) -> None:
+        """``BudgetExhausted`` unless ``account`` can cover ``eps_cal`` (at step ``t`` for
+        a w-event account); nothing is charged or drawn."""
         acct = ledger.account(account)
         fits = (
             acct.can_charge(t, self.eps_cal)
@@ -422,9 +449,18 @@ class PrivateCalibration:
                 field="eps_cal",
             )
 
-        def charge(key: str, eps: float) -> None:
-            ledger.charge(account, eps, t=t, mechanism=MECHANISM_LABELS[key])
-
+    def _draw(
+        self,
+        charge: Callable[[str, float], None],
+        rng: np.random.Generator,
+        pairs: np.ndarray,
+        mu: np.ndarray,
+        xi: np.ndarray,
+        u_tau: np.ndarray,
+    ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        """The four releases, each charged before it is drawn, in this order: the pair
+        scores, tau (the exponential mechanism), V_mu, V_xi (noisy values clipped to
+        [0, 1])."""
         charge("S", self.eps_G)
         noisy_pairs = np.clip(
             _exact_laplace(rng, pairs, self.score_sensitivity, self.eps_G), 0.0, 1.0
@@ -440,16 +476,4 @@ class PrivateCalibration:
         noisy_xi = np.clip(
             _exact_laplace(rng, xi, self.influence_sensitivity, self.eps_xi), 0.0, 1.0
         )
-
-        matrix = pairs_to_matrix(noisy_pairs, self.n_nodes)
-        for arr in (matrix, noisy_mu, noisy_xi):
-            arr.setflags(write=False)
-        return PrivateCalibrationRelease(
-            scores=matrix,
-            utility=noisy_mu,
-            influence=noisy_xi,
-            tau=self.tau_grid[tau_index],
-            tau_index=tau_index,
-            eps_cal=self.eps_cal,
-            constants=self.constants,
-        )
+        return noisy_pairs, tau_index, noisy_mu, noisy_xi
