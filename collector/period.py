@@ -454,6 +454,8 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
 from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: period.NAME
     _REAL_ARRAY,
     _check_int,
+    _check_not_numbers_in_disguise,
+    _float_array,
     check_stream,
     is_time_column,
     stream_kind,
