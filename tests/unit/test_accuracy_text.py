@@ -2,11 +2,10 @@
 ``reconstruction.constant_cosine_distance``), in the run summary and the report: "mean
 cosine distance 0.009" alone did not say whether it is good."""
 
-import io
-
 from ldpfleet.app import cli
 from ldpfleet.app.accuracy_text import cosine_distance_text, release_mae_text
-from rich.console import Console
+
+from tests.unit.test_summary_device_means_baseline import _render, _results
 
 
 def test_a_reconstruction_better_than_a_flat_line():
@@ -47,25 +46,8 @@ def test_no_window_released_and_no_baseline():
 def test_a_raw_stream_has_no_device_means_row():
     """Readings sent in the clear (GC-DP's central model): their device means are exact,
     "0 (a constant guess 0.16)" said nothing; the report skipped it already."""
-    results = {
-        "run": "r1",
-        "broker": {"kind": "memory"},
-        "stages": {"stream": {"status": "complete", "seconds": 1.0}},
-        "devices": 2,
-        "devices_complete": 2,
-        "reports_received": 4,
-        "reports_expected": 4,
-        "reports_lost": 0,
-        "reports_rejected": 0,
-        "trace": {"messages": 5},
-        "warnings": [],
-        "stream": {"mechanism": "raw"},
-        "accuracy": {"mean_abs_error": 0.0, "baselines": {"constant": {"mean_abs_error": 0.16}}},
-    }
-    console = Console(file=io.StringIO(), width=300, color_system=None)
-    console.print(cli._summary_table(results))
-    assert "device means" not in console.file.getvalue()
-    results["stream"]["mechanism"] = "sw"
-    console = Console(file=io.StringIO(), width=300, color_system=None)
-    console.print(cli._summary_table(results))
-    assert "mean abs error of device means" in console.file.getvalue()
+    accuracy = {"mean_abs_error": 0.0, "baselines": {"constant": {"mean_abs_error": 0.16}}}
+    raw = _results(accuracy, stream={"mechanism": "raw"})
+    assert "device means" not in _render(cli._summary_table(raw))
+    sw = _results(accuracy, stream={"mechanism": "sw"})
+    assert "mean abs error of device means" in _render(cli._summary_table(sw))

@@ -4,7 +4,6 @@ per-device means are worse than a constant guess (4.6 against 0.15) and the run 
 nothing of what the budget IS good for; now it prints the fleet's private average beside
 its truth, with the collector's own standard error."""
 
-import io
 import math
 
 import numpy as np
@@ -12,9 +11,9 @@ import pytest
 from ldpfleet.app import cli
 from ldpfleet.collector.analytics import fleet_average, mean_estimates
 from ldpfleet.protocol.stream import StreamConfig
-from rich.console import Console
 
 import ldpfleet
+from tests.unit.test_summary_device_means_baseline import _render, _results
 
 
 def test_the_average_its_truth_its_error_and_its_standard_error():
@@ -42,27 +41,8 @@ def test_one_entry_per_channel_keyed_by_channel_index():
     assert entry["1"]["estimate"] == pytest.approx(0.8) and entry["1"]["true"] == 0.8
 
 
-def _render(results: dict) -> str:
-    console = Console(file=io.StringIO(), width=300, color_system=None)
-    console.print(cli._summary_table(results))
-    return console.file.getvalue()
-
-
-def _results(average) -> dict:
-    return {
-        "run": "r1",
-        "broker": {"kind": "memory"},
-        "stages": {"stream": {"status": "complete", "seconds": 1.0}},
-        "devices": 50,
-        "devices_complete": 50,
-        "reports_received": 4,
-        "reports_expected": 4,
-        "reports_lost": 0,
-        "reports_rejected": 0,
-        "trace": {"messages": 5},
-        "warnings": [],
-        "accuracy": {"mean_abs_error": 4.6, "fleet_average": average},
-    }
+def _summary(average) -> str:
+    return _render(cli._summary_table(_results({"mean_abs_error": 4.6, "fleet_average": average})))
 
 
 def test_the_summary_prints_the_average_with_its_interval_and_truth():
@@ -73,15 +53,15 @@ def test_the_summary_prints_the_average_with_its_interval_and_truth():
         "abs_error": 0.08,
         "standard_error": 0.85,
     }
-    text = _render(_results(average))
+    text = _summary(average)
     assert "fleet average (private)" in text
     assert "19.97 ± 1.7 (95 %); true 20.05, error 0.08" in text
 
 
 def test_no_row_without_a_single_channel_average():
-    assert "fleet average" not in _render(_results(None))
+    assert "fleet average" not in _summary(None)
     per_channel = {"0": {"estimate": 0.3, "true": 0.3, "abs_error": 0.0, "standard_error": 0.1}}
-    assert "fleet average" not in _render(_results(per_channel))
+    assert "fleet average" not in _summary(per_channel)
 
 
 def test_the_private_average_of_square_wave_reports_is_within_its_stated_error():

@@ -14,8 +14,10 @@ def _render(renderable) -> str:
     return console.file.getvalue()
 
 
-def _results(accuracy: dict) -> dict:
-    return {
+def _results(accuracy: dict, **extra) -> dict:
+    """A finished stream run's results.json as the summary reads it (``extra``: more keys,
+    e.g. ``stream``)."""
+    return extra | {
         "run": "r1",
         "broker": {"kind": "memory"},
         "stages": {"stream": {"status": "complete", "seconds": 1.0}},
