@@ -61,6 +61,8 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     Columns whose *first* present data value is not numeric (like ``date``) are dropped
     together with their names (a missing first value, ``MISSING_TOKENS``, does not decide;
     a column of only missing values is dropped and refused by name when a source reads it).
+    A name two columns share is refused when a source reads it by name (two numeric ones,
+    or a numeric one and a dropped one): give the numeric column's 0-based index.
     A missing value ("", NA, NaN, null, None, -, any case) in a column a source reads is
     refused, or filled / its time step dropped, as ``CsvSpec.missing`` says (the device's
     own local step, before clipping and privatisation; :func:`missing_summary` counts them);
@@ -681,7 +683,7 @@ def _numeric_columns(
             j in leading and leading[j] is None,  # every value missing
         )
         for j, cell in enumerate(first_row)
-        if j not in keep and header[j] not in names
+        if j not in keep  # a text column named like a numeric one too: _column_index refuses it
     }
     return names, keep, dropped
 
@@ -1162,6 +1164,15 @@ def _column_index(
             raise SourceError(
                 f"{column!r} names {len(where)} columns of {spec.path} (numeric columns "
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
+                field=field,
+            )
+        shadow = dropped_columns(spec.path, spec.header).get(column)
+        if shadow is not None:  # the numeric one was taken silently, the text one unsaid
+            raise SourceError(
+                f"{column!r} names 2 columns of {spec.path}: numeric column "
+                f"{names.index(column)} and a column that is not numeric (its first value "
+                f"{shadow[0]!r}, line {shadow[1]}): give the numeric one's 0-based index "
+                f"instead ({names.index(column)}), or rename a column",
                 field=field,
             )
         return _readable(spec, names, names.index(column), field)

@@ -317,6 +317,9 @@ def test_documented_acceptances(tmp_path, text, names, rows):
         ("temp,hum\n20.0,30.0\n21.0,nan\n", "hum", "missing value 'nan'"),
         ("temp,hum\n20.0,30.0\n21.0,abc\n", "hum", "non-numeric value 'abc'"),
         ("temp,temp\n20.0,30.0\n21.0,31.0\n", "temp", "names 2 columns"),
+        # one of them text: the numeric one was read, the other never mentioned (helper S2)
+        ("temp,temp\n20.0,warm\n21.0,cold\n", "temp", "numeric column 0 and a column that"),
+        ("room,temp,room\nA,20.0,1\nB,21.0,2\n", "room", "its first value 'A', line 2"),
         ("temp,hum\n", "temp", "has a header but no data rows"),
         ("temp,hum\n20.0,30.0\n21.0\n", "temp", "line 3"),
     ],
