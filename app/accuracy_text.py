@@ -6,6 +6,21 @@ and the report's headline (app/report.py)."""
 from __future__ import annotations
 
 
+def private_device_accuracy(results: dict) -> dict | None:
+    """results.json ``accuracy`` where the device means are private estimates, else None:
+    none were made, or the readings were sent raw (GC-DP's central model: the "means" are
+    exact, and neither their error 0 nor a "private" average says anything)."""
+    accuracy = results.get("accuracy") or {}
+    raw = (results.get("stream") or {}).get("mechanism") == "raw"
+    return accuracy if accuracy.get("mean_abs_error") is not None and not raw else None
+
+
+def _worse(value: float, baseline: float) -> str:
+    """ "worse than " when ``value`` (an error or a distance) does not beat ``baseline``
+    (a tie bought nothing), else ""."""
+    return "worse than " if value >= baseline else ""
+
+
 def device_means_text(accuracy: dict) -> str:
     """The per-device means' error with what it is worth beside it (results.json
     ``accuracy.baselines``): the clipped estimates where clipping helps, and the constant
@@ -21,10 +36,10 @@ def device_means_text(accuracy: dict) -> str:
     notes = []
     if clipped_error is not None and clipped_error < error:
         notes.append(f"clipped to the bounds {clipped_error:.4g}")
-    if constant.get("mean_abs_error") is not None:
+    guess = constant.get("mean_abs_error")
+    if guess is not None:
         best = error if clipped_error is None else min(error, clipped_error)
-        worse = "worse than " if best >= constant["mean_abs_error"] else ""
-        notes.append(f"{worse}a constant guess {constant['mean_abs_error']:.4g}")
+        notes.append(f"{_worse(best, guess)}a constant guess {guess:.4g}")
     return f"{cell} ({'; '.join(notes)})" if notes else cell
 
 
@@ -49,8 +64,7 @@ def cosine_distance_text(reconstruction: dict) -> str:
     text = f"mean cosine distance {reconstruction['mean_cosine_distance']:.3f}"
     flat = reconstruction.get("constant_cosine_distance")
     if flat is not None:
-        worse = "worse than " if reconstruction["mean_cosine_distance"] >= flat else ""
-        text += f" ({worse}a flat line {flat:.3f})"
+        text += f" ({_worse(reconstruction['mean_cosine_distance'], flat)}a flat line {flat:.3f})"
     return text
 
 
@@ -68,6 +82,5 @@ def release_mae_text(accuracy: dict) -> str:
     free = accuracy.get("public_baseline_mae")
     if free is not None and mae is not None:
         best = mae if clipped is None else min(mae, clipped)
-        worse = "worse than " if best >= free else ""
-        text += f"; {worse}the public calibration mean {number(free)}"
+        text += f"; {_worse(best, free)}the public calibration mean {number(free)}"
     return text + ")"

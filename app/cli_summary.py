@@ -14,6 +14,7 @@ from ldpfleet.app.accuracy_text import (
     cosine_distance_text,
     device_means_text,
     fleet_average_text,
+    private_device_accuracy,
     release_mae_text,
 )
 from ldpfleet.app.cli_common import _say_interrupted, _state, console
@@ -83,13 +84,12 @@ def _accuracy_rows(results: dict) -> list[tuple[str, str]]:
     """The device means' error (not for raw readings), the fleet average, and the
     reconstruction's streams, period accuracy and cosine distance."""
     rows_ = []
-    accuracy = results.get("accuracy", {})
-    raw = results.get("stream", {}).get("mechanism") == "raw"  # sent unprivatised: GC-DP's
-    if accuracy.get("mean_abs_error") is not None and not raw:
+    accuracy = private_device_accuracy(results)
+    if accuracy is not None:
         rows_.append(("mean abs error of device means", device_means_text(accuracy)))
-    average = fleet_average_text(accuracy.get("fleet_average"))
-    if average:
-        rows_.append(("fleet average (private)", average))
+        average = fleet_average_text(accuracy.get("fleet_average"))
+        if average:
+            rows_.append(("fleet average (private)", average))
     reconstruction = results.get("reconstruction")
     if reconstruction:
         parts = [f"{reconstruction['streams']} streams in {reconstruction['seconds']:.2f} s"]

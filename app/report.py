@@ -31,6 +31,7 @@ from ldpfleet.app.accuracy_text import (
     cosine_distance_text,
     device_means_text,
     fleet_average_text,
+    private_device_accuracy,
     release_mae_text,
 )
 from ldpfleet.app.cadr_report import degree_figure_inputs, release_vs_baselines
@@ -443,11 +444,8 @@ def _status(results: dict) -> tuple[str, str]:
 
 def _accuracy_figures(results: dict) -> list[str]:
     figures = []
-    accuracy = results.get("accuracy") or {}
-    if (
-        accuracy.get("mean_abs_error") is not None
-        and results.get("stream", {}).get("mechanism") != "raw"
-    ):
+    accuracy = private_device_accuracy(results)
+    if accuracy is not None:
         figures.append(f"mean abs error of the device means {device_means_text(accuracy)}")
         average = fleet_average_text(accuracy.get("fleet_average"))
         if average:

@@ -46,8 +46,14 @@ def test_no_window_released_and_no_baseline():
 def test_a_raw_stream_has_no_device_means_row():
     """Readings sent in the clear (GC-DP's central model): their device means are exact,
     "0 (a constant guess 0.16)" said nothing; the report skipped it already."""
-    accuracy = {"mean_abs_error": 0.0, "baselines": {"constant": {"mean_abs_error": 0.16}}}
+    average = {"estimate": 0.3, "true": 0.3, "abs_error": 0.0, "standard_error": 0.01}
+    accuracy = {
+        "mean_abs_error": 0.0,
+        "baselines": {"constant": {"mean_abs_error": 0.16}},
+        "fleet_average": average,
+    }
     raw = _results(accuracy, stream={"mechanism": "raw"})
     assert "device means" not in _render(cli._summary_table(raw))
+    assert "fleet average" not in _render(cli._summary_table(raw))  # exact, not "private"
     sw = _results(accuracy, stream={"mechanism": "sw"})
     assert "mean abs error of device means" in _render(cli._summary_table(sw))
