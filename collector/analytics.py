@@ -127,7 +127,7 @@ def accuracy_baselines(
     per-device figures are noise. ``clipped_to_bounds`` scores the same estimates clipped to
     ``[lo, hi]`` (post-processing: every truth lies there, so no error grows; the unbiased
     estimates stay in ``per_device`` for averaging). None entries when no device has both."""
-    devices = [d for d in truths if d in estimates and truths[d] is not None]
+    devices = _scored_devices(estimates, truths)
     if not devices:
         return {
             "devices": 0,
@@ -140,10 +140,8 @@ def accuracy_baselines(
     true = np.array([truths[d] for d in devices], dtype=float)
     middle = (float(lo) + float(hi)) / 2
     group = [(groups or {}).get(d) for d in devices]
-    fleet = {
-        g: float(est[[k for k, h in enumerate(group) if h == g]].mean())
-        for g in dict.fromkeys(group)
-    }
+    channels = _by_channel(devices, groups)
+    fleet = {g: float(np.mean([estimates[d] for d in members])) for g, members in channels.items()}
     guess = np.array([fleet[g] for g in group])
     value = fleet[group[0]] if len(fleet) == 1 else {str(g): v for g, v in fleet.items()}
     constant_error = float(np.mean(np.abs(true - middle)))
@@ -159,6 +157,21 @@ def accuracy_baselines(
             "beats_constant": bool(np.mean(clipped_errors) < constant_error),
         },
     }
+
+
+def _scored_devices(estimates: dict[str, float], truths: dict[str, float]) -> list[str]:
+    """The devices with both a private estimate and a truth, in ``truths``' order: what
+    ``accuracy_baselines`` and ``fleet_average`` score."""
+    return [d for d in truths if d in estimates and truths[d] is not None]
+
+
+def _by_channel(devices: list[str], groups: dict[str, object] | None) -> dict[object, list[str]]:
+    """``devices`` by channel (``groups``: device -> channel; one channel, None, without),
+    channels and devices in first-seen order."""
+    channels: dict[object, list[str]] = {}
+    for device in devices:
+        channels.setdefault((groups or {}).get(device), []).append(device)
+    return channels
 
 
 def fleet_average(
@@ -177,14 +190,12 @@ def fleet_average(
     devices that have both an estimate and a truth; one entry, or one per channel of a
     multi-column source keyed by channel index (``groups``, as ``accuracy_baselines``).
     None when no device has both."""
-    devices = [d for d in truths if d in estimates and truths[d] is not None]
+    devices = _scored_devices(estimates, truths)
     if not devices:
         return None
-    by_group: dict[object, list[str]] = {}
-    for device in devices:
-        by_group.setdefault((groups or {}).get(device), []).append(device)
+    channels = _by_channel(devices, groups)
     entries = {
-        str(g): _average_entry(members, estimates, truths) for g, members in by_group.items()
+        str(g): _average_entry(members, estimates, truths) for g, members in channels.items()
     }
     return next(iter(entries.values())) if len(entries) == 1 else entries
 
