@@ -33,7 +33,15 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
     # masked array's masked samples were read as numbers; held-out (helper A, 2026-12-05):
     # a datetime64 / timedelta64 column was read as epoch numbers
     _check_not_numbers_in_disguise(x, name)
+    _check_a_sequence(x, name)
     arr = _float_array(x, name)
+    if arr.ndim == 0:  # a number (or a numeric string) is not a stream of samples
+        raise ParameterError(
+            f"must be 1-D (a stream of samples), got one value {x!r}",
+            field=name,
+            limit="1-D",
+            value=arr.shape,
+        )
     if arr.ndim != 1:
         raise ParameterError(
             f"must be 1-D, got shape {arr.shape}", field=name, limit="1-D", value=arr.shape
@@ -81,6 +89,38 @@ def _check_not_numbers_in_disguise(x: object, name: str) -> None:
             limit=_REAL_ARRAY,
             value=stream_kind(x),
         )
+
+
+def _check_a_sequence(x: object, name: str) -> None:
+    """Refuse, naming what was given, what is no sequence of samples: ``None`` was "must be
+    1-D, got shape ()" (numpy reads it as one NaN), a generator or a text "must be a 1-D
+    array of real numbers" without saying what it got (helper B1, 2026-12-06)."""
+    if x is None:
+        what, hint = "None", ""
+    elif isinstance(x, str | bytes) and not _is_number_text(x):
+        what, hint = f"a {type(x).__name__} {_short(x)}", ": split and convert it first"
+    elif not hasattr(x, "__len__") and hasattr(x, "__next__"):  # a generator, an iterator
+        what, hint = f"an iterator ({type(x).__name__})", ": pass list(...) or an array"
+    else:
+        return
+    raise ParameterError(
+        f"must be a 1-D array of real numbers, got {what}{hint}",
+        field=name,
+        limit=_REAL_ARRAY,
+        value=stream_kind(x),
+    )
+
+
+def _is_number_text(x: str | bytes) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(x: str | bytes) -> str:
+    return repr(x if len(x) <= 40 else x[:37] + ("..." if isinstance(x, str) else b"..."))
 
 
 def _float_array(x: object, name: str) -> np.ndarray:

@@ -96,6 +96,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import json
 import math
 import numbers
 import os
@@ -574,6 +575,7 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
     ``csv.Error`` for ``_parse_table`` to word."""
     text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+    _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     delimiter = delimiter or sniff_delimiter(text)
     lines = [
@@ -584,6 +586,27 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
         if row and any(cell.strip() for cell in row)
     ]
     return lines, delimiter
+
+
+def _refuse_json(text: str, path: str) -> None:
+    """A JSON document or JSON Lines file (its first line, or the whole text, parses as a
+    JSON object or array) is refused naming it: read as CSV, its one line became a header
+    ("has a header but no data rows") or its objects text fields ("no numeric columns"). A
+    CSV header that merely starts with a bracket (``[temp],[hum]``) is not JSON."""
+    head = text.lstrip()
+    if not head.startswith(("{", "[")):
+        return
+    for candidate in (head.split("\n", 1)[0], head):  # JSON Lines, or one document
+        try:
+            json.loads(candidate)
+        except ValueError:
+            continue
+        raise SourceError(
+            f"{path} is JSON, not CSV text: a source reads a CSV file (comma, semicolon or "
+            "tab separated, one column per channel) or a NumPy .npy / .npz file; convert "
+            "the JSON to one of them",
+            field="source.path",
+        )
 
 
 def _header_and_data(lines: list, path: str, has_header: bool | None) -> tuple[list[str], list]:

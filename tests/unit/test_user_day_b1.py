@@ -1,0 +1,78 @@
+"""A new user's first day with their own mechanisms, data and streams (helper B1,
+2026-12-06): each input that was misread or worded misleadingly, now refused with one
+sentence naming the field, the limit and the value."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from ldpfleet.devices.sources import SourceError, load_table
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({"temp": [20.5, 21.0, 22.5]}),  # one JSON document on one line
+        json.dumps([20.5, 21.0, 22.5]) + "\n",  # a JSON array
+        '{"temp": 20.5}\n{"temp": 21.0}\n',  # JSON Lines
+        json.dumps({"temp": [20.5, 21.0]}, indent=2),  # pretty-printed, over lines
+    ],
+)
+def test_a_json_file_is_refused_as_json_not_read_as_a_csv_header(tmp_path, text):
+    """A JSON file given as a CSV source was refused as "has a header but no data rows" (one
+    line) or "has no numeric columns" (JSON Lines): the user was told about a header their
+    file does not have. It is named as JSON with what a source reads."""
+    path = tmp_path / "data.json"
+    path.write_text(text)
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    message = str(caught.value)
+    assert caught.value.field == "source.path", message
+    assert "is JSON" in message and str(path) in message, message
+    assert ".npy" in message and "CSV" in message, message
+
+
+@pytest.mark.parametrize(
+    "text, row",
+    [
+        ("[temp],[hum]\n1,2\n3,4\n", [1.0, 2.0]),  # bracketed names are a header, not JSON
+        ("{a},b\n1,2\n", [1.0, 2.0]),
+    ],
+)
+def test_a_csv_whose_header_starts_with_a_bracket_still_reads(tmp_path, text, row):
+    path = tmp_path / "b.csv"
+    path.write_text(text)
+    assert load_table(str(path))[1][0].tolist() == row
+
+
+@pytest.mark.parametrize(
+    "reports, words",
+    [
+        (None, "got None"),
+        (3.0, "got one value 3.0"),
+        ("0.5", "got one value '0.5'"),
+        ("1,2,3", "got a str '1,2,3': split and convert it first"),
+        ((float(v) for v in range(30)), "got an iterator (generator): pass list(...)"),
+        (iter([1.0, 2.0]), "got an iterator (list_iterator)"),
+    ],
+)
+def test_detect_period_names_what_it_got_when_it_is_no_stream(reports, words):
+    """``detect_period(None)`` said "must be 1-D, got shape ()" (numpy read None as one
+    NaN) and a generator or a text "must be a 1-D array of real numbers", without saying
+    what was given."""
+    import ldpfleet
+
+    with pytest.raises(ldpfleet.ParameterError) as caught:
+        ldpfleet.detect_period(reports)
+    assert caught.value.field == "reports" and words in str(caught.value), str(caught.value)
+
+
+def test_detect_period_still_reads_every_sequence_it_read():
+    import ldpfleet
+
+    t = np.arange(240)
+    wave = np.sin(2 * np.pi * t / 24)
+    for stream in (wave, list(wave), tuple(wave), wave.astype(np.float32), [str(v) for v in wave]):
+        assert ldpfleet.detect_period(stream).period == 24
