@@ -583,7 +583,7 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
         for lineno, row in enumerate(
             csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
         )
-        if row and any(cell.strip() for cell in row)
+        if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
     return lines, delimiter
 
