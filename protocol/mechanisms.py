@@ -156,7 +156,8 @@ def _import_class(name: str) -> type:
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise UnresolvedMechanism(
-                f"{name!r}: module {module_name!r} has no attribute {attribute!r}",
+                f"{name!r}: module {module_name!r} has no attribute {attribute!r}"
+                f"{_close_class(target, part)}",
                 field="mechanism",
             )
         target = getattr(target, part)
@@ -167,6 +168,29 @@ def _import_class(name: str) -> type:
             field="mechanism",
         )
     return target
+
+
+def _close_class(owner: object, missing: str) -> str:
+    """`` (did you mean 'Duchi'?)``: the class of ``owner`` whose name is closest to the
+    ``missing`` one (case included: ``mymechs:duchi`` for ``Duchi``), or ``""``."""
+    import difflib
+
+    try:
+        classes = [n for n in vars(owner) if isinstance(getattr(owner, n, None), type)]
+    except TypeError:  # an object without a __dict__
+        return ""
+    by_case = [n for n in classes if n.lower() == missing.lower()]
+    close = by_case or difflib.get_close_matches(missing, classes, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _colon_hint(name: str) -> str:
+    """``; to name class 'Duchi' of module 'mymechs', write 'mymechs:Duchi'`` for a dotted
+    name without a colon (``mymechs.Duchi``, the way Python imports read), else ``""``."""
+    if ":" in name or "." not in name:
+        return ""
+    module, _, cls = name.rpartition(".")
+    return f"; to name class {cls!r} of module {module!r}, write {module + ':' + cls!r}"
 
 
 def _here_hint(module: str | None) -> str:
@@ -193,7 +217,7 @@ def _entry_point_class(name: str) -> type:
         raise UnresolvedMechanism(
             f"{name!r} is not a built-in ({', '.join(STREAM_MECHANISMS)}), not "
             f"'package.module:Class', and no installed package registers it in the entry-point "
-            f"group {ENTRY_POINT_GROUP!r}{registered_clause()}",
+            f"group {ENTRY_POINT_GROUP!r}{registered_clause()}{_colon_hint(name)}",
             field="mechanism",
         )
     entry = next(iter(found))

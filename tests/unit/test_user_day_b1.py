@@ -76,3 +76,45 @@ def test_detect_period_still_reads_every_sequence_it_read():
     wave = np.sin(2 * np.pi * t / 24)
     for stream in (wave, list(wave), tuple(wave), wave.astype(np.float32), [str(v) for v in wave]):
         assert ldpfleet.detect_period(stream).period == 24
+
+
+MODULE = """
+import numpy as np
+
+
+class Duchi:
+    def __init__(self, eps):
+        self.eps = float(eps)
+"""
+
+
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        # Python's dotted spelling: it said only "is not a built-in, not 'package.module:Class'"
+        ("b1mechs.Duchi", "to name class 'Duchi' of module 'b1mechs', write 'b1mechs:Duchi'"),
+        # a class name in the wrong case or misspelt: it said only "has no attribute"
+        ("b1mechs:duchi", "has no attribute 'duchi' (did you mean 'Duchi'?)"),
+        ("b1mechs:Duchy", "has no attribute 'Duchy' (did you mean 'Duchi'?)"),
+    ],
+)
+def test_a_misspelt_plugin_name_says_what_was_meant(tmp_path, monkeypatch, name, words):
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.mechanisms import mechanism_factory
+
+    (tmp_path / "b1mechs.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ParameterError) as caught:
+        mechanism_factory(name)
+    assert caught.value.field == "mechanism" and words in str(caught.value), str(caught.value)
+
+
+def test_a_name_without_a_close_class_gets_no_guess(tmp_path, monkeypatch):
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.protocol.mechanisms import mechanism_factory
+
+    (tmp_path / "b1mechs.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ParameterError) as caught:
+        mechanism_factory("b1mechs:Zzz")
+    assert "did you mean" not in str(caught.value), str(caught.value)
