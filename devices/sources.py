@@ -652,16 +652,28 @@ def _row_id_fields(header: list[str], data: list, path: str, delimiter: str) -> 
         skip = 0
     else:
         raise SourceError(
-            f"line {data[0][0]} of {path} has {n_fields} fields, header has {width}",
+            f"line {data[0][0]} of {path} has {n_fields} fields, header has {width}"
+            f"{_comment_hint(header, data)}",
             field=field,
         )
     for lineno, row in data:
         if len(row) != n_fields:
             raise SourceError(
-                f"line {lineno} of {path} has {len(row)} fields, expected {n_fields}",
+                f"line {lineno} of {path} has {len(row)} fields, expected {n_fields}"
+                f"{_comment_hint(header, data)}",
                 field=field,
             )
     return skip
+
+
+def _comment_hint(header: list[str], data: list) -> str:
+    """A hint for a file of the wrong shape whose header or first data line starts with
+    ``#``: a logger's comment lines above the header (``# exported by ...``) were read as
+    the header and a data row, and the real header was then "a line of another width"."""
+    firsts = [header[0] if header else "", *(row[0] for _, row in data[:1] if row)]
+    if not any(cell.strip().startswith("#") for cell in firsts):
+        return ""
+    return " (lines starting with '#' are not skipped as comments: remove them from the file)"
 
 
 def _numeric_columns(
@@ -696,7 +708,12 @@ def _numeric_columns(
         raise SourceError(
             f"{path} has no numeric columns: the fields of its first data row (line "
             f"{data[0][0]}) are {shown}{', ...' if len(first_row) > 6 else ''}"
-            + (" (numbers need a decimal point, not a decimal comma)" if comma else ""),
+            + (" (numbers need a decimal point, not a decimal comma)" if comma else "")
+            + (
+                " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
+                if any(cell.strip().startswith("\u2212") for cell in first_row)
+                else ""
+            ),
             field=field,
         )
     names = tuple(header[j] for j in keep)

@@ -118,3 +118,36 @@ def test_a_name_without_a_close_class_gets_no_guess(tmp_path, monkeypatch):
     with pytest.raises(ParameterError) as caught:
         mechanism_factory("b1mechs:Zzz")
     assert "did you mean" not in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# exported by logger v2\n# site A\ntemp,hum\n1,2\n3,4\n",  # comments above the header
+        "temp,hum\n# calibrated\n1,2\n3,4\n",  # a comment line under it
+    ],
+)
+def test_comment_lines_are_named_when_they_break_the_file(tmp_path, text):
+    """A logger's '#' lines said only "line 3 has 2 fields, expected 1" (the comment was
+    read as the header): the refusal now says what they are."""
+    path = tmp_path / "c.csv"
+    path.write_text(text)
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert "lines starting with '#' are not skipped as comments" in str(caught.value)
+
+
+def test_a_header_starting_with_a_hash_still_reads(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("#time,temp\n1,2\n3,4\n")
+    assert load_table(str(path))[1].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_a_unicode_minus_is_named(tmp_path):
+    """'−5.00' (U+2212, a typeset minus) made the column text: "no numeric columns" and the
+    value, which looks like a number."""
+    path = tmp_path / "m.csv"
+    path.write_text("temp\n\u22125.00\n\u22124.50\n")
+    with pytest.raises(SourceError) as caught:
+        load_table(str(path))
+    assert "U+2212" in str(caught.value) and "is not the hyphen-minus" in str(caught.value)
