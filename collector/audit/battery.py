@@ -393,25 +393,56 @@ def _low_byte(outputs) -> np.ndarray:
     return (bits & np.uint64(0xFF)).astype(float)
 
 
-def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
-    """The audit of the contract mechanism ``name`` at the claimed eps per report."""
+def contract_spec(
+    name: str, eps: float, delta: float = 0.0, *, device_batches: bool = False
+) -> AuditSpec:
+    """The audit of the contract mechanism ``name`` at the claimed eps per report.
+
+    ``device_batches`` (a user mechanism's audit): each run is two readings of a small
+    ``perturb`` call, the canary's input then a partner reading 0 (``DEVICE_BATCH_PAIRS``
+    such pairs per call), as a device passes its readings in small batches
+    (``StreamReporter``: ``batch_steps`` readings per call).
+    Sampled in one call of n identical inputs, a plugin whose noise depends on the batch
+    size (less noise for a device's few readings) or is drawn once per call (the reports of
+    a batch then differ by exactly their readings' difference) audited as private while a
+    fleet running it leaked (helper B1, 2026-12-06). The partner's report adds the
+    witnesses "reports equal" and "difference of the reports": a correct mechanism's two
+    reports are independent, so neither moves more than the first report does. The one
+    call on n copies is not kept beside the batches: for a plugin drawing its noise once per
+    call its n equal reports per world made a "perfect" selection, and an evaluation that
+    found nothing (measured: eps_lb -0.001, as without batches)."""
     from ldpfleet.protocol.mechanism_contract import contract_reports
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
     mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
 
     def sample_at(x: float):  # every canary report through the same check (in_domain too)
+        if device_batches:
+            batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
+
+            def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
+                calls = -(-n // DEVICE_BATCH_PAIRS)
+                runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
+                return np.concatenate(runs).reshape(-1, 2)[:n]
+
+            return in_batches
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
+
+    first = _first_report if device_batches else _value
 
     def witnesses_for(a: float, b: float) -> dict[str, Witness]:
         witnesses = {
-            "report": _value,
-            f"distance to {a:g}": lambda y: np.abs(_value(y) - a),
-            f"distance to {b:g}": lambda y: np.abs(_value(y) - b),
-            "low byte of the report": _low_byte,
+            "report": first,
+            f"distance to {a:g}": lambda y: np.abs(first(y) - a),
+            f"distance to {b:g}": lambda y: np.abs(first(y) - b),
+            "low byte of the report": lambda y: _low_byte(first(y)),
         }
         if callable(getattr(mech, "density", None)):  # optional: the optimal test
-            witnesses["likelihood ratio"] = _log_likelihood_ratio(mech, name, a, b)
+            llr = _log_likelihood_ratio(mech, name, a, b)
+            witnesses["likelihood ratio"] = lambda y: llr(first(y))
+        if device_batches:
+            witnesses["reports equal"] = lambda y: (_pairs(y)[:, 0] == _pairs(y)[:, 1]) * 1.0
+            witnesses["difference of the reports"] = lambda y: _pairs(y)[:, 0] - _pairs(y)[:, 1]
         return witnesses
 
     search = InputPairSearch(UNIT_GRID, sample_at, witnesses_for)
@@ -419,6 +450,22 @@ def contract_spec(name: str, eps: float, delta: float = 0.0) -> AuditSpec:
     return AuditSpec(
         name, canary, witnesses_for(0.0, 1.0), eps, delta=delta, trials=6000, pair_search=search
     )
+
+
+# a user mechanism's audit calls perturb on batches of this many (input, partner) pairs, 2 x 4
+# = 8 readings, about a device's batch (batch_steps defaults to w); one pair per call cost
+# 15-20x the CPU of the one-call audit, this 4-5x (helper B1, 2026-12-06)
+DEVICE_BATCH_PAIRS = 4
+
+
+def _pairs(outputs) -> np.ndarray:
+    """A device-batch audit's runs as an (n, 2) float array: each run's two reports."""
+    return np.asarray(outputs, dtype=float).reshape(-1, 2)
+
+
+def _first_report(outputs) -> np.ndarray:
+    """The canary input's report of each device-batch run (the first of its two)."""
+    return _pairs(outputs)[:, 0]
 
 
 def _density(mech, y: np.ndarray, v: float, name: str) -> np.ndarray:
@@ -484,7 +531,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
             limit=f"one of {', '.join(BATTERY)}, 'package.module:Class' or an entry point",
             value=mechanism,
         ) from None
-    return contract_spec(mechanism, eps, delta)
+    return contract_spec(mechanism, eps, delta, device_batches=True)
 
 
 def check_mechanism(mechanism: object) -> str:
