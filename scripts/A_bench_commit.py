@@ -1,0 +1,97 @@
+"""``BulkCollector.ingest`` + ``commit`` before and after helper A's exact fleet-mean sums
+(the per-step int64 sums of the reports instead of a float64 sum of the estimates),
+timed alternately.
+
+    python scripts/A_bench_commit.py [--rounds 15] [--calls 30] [--entries 2000,65536]
+
+The code before is ``git show 7103ed0:protocol/bulk.py`` (main before the change; ``--old
+FILE`` to give another), loaded as its own module (``scripts/G_bench_ingest.py``'s
+loader). Each side has its own collector of a 100,000-device plan (steps 20, B 5) and
+gets the same report (gateway 0's first, ``entries`` rows); a call resets the devices'
+next seq, then ingests and commits it. Each round times both (order alternating) over
+``--calls`` calls and keeps the per-call median; the figure is the median over rounds of
+new / old. It checks first that both acknowledge alike and that the new fleet means equal
+the old ``estimate_sum / estimate_count`` within 1e-12 relative. Helper A, 2026-12-06.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from ldpfleet.protocol.bulk import encode_bulk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from G_bench_ingest import first_report, old_module
+
+
+def once(collector, report):
+    collector._pending = None
+    collector.next_seq[:] = 0
+    pending = collector.ingest(0, report)
+    return collector.commit(pending, len(pending.rows))
+
+
+def old_collector(module, new_collector):
+    """The old module's collector of the same plan, gateway 0 admitted."""
+    plan = module.BulkPlan.from_dict(new_collector.plan.to_dict())
+    collector = module.BulkCollector(plan, 0)
+    collector.admitted[:] = True
+    return collector
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--old")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--entries", default="2000,65536")
+    args = parser.parse_args()
+    if args.old is None:
+        args.old = "/tmp/A-old-bulk.py"
+        source = subprocess.run(
+            ["git", "show", "7103ed0:protocol/bulk.py"],
+            cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+            check=True,
+        ).stdout  # fmt: skip
+        Path(args.old).write_text(source)
+    module = old_module(args.old)
+    for entries in (int(x) for x in args.entries.split(",")):
+        new, report = first_report(entries)
+        old = old_collector(module, new)
+        a, b = once(old, report), once(new, report)
+        same = [module.encode_bulk(o.message) for o in a] == [encode_bulk(o.message) for o in b]
+        assert same, "acknowledgements differ"
+        seen = new.estimate_count > 0
+        former = old.estimate_sum[seen] / old.estimate_count[seen]
+        np.testing.assert_allclose(new.fleet_means()[seen], former, rtol=1e-12)
+        ratios, olds, news = [], [], []
+        for i in range(args.rounds):
+            medians = {}
+            pair = (("old", old), ("new", new))
+            for name, collector in pair if i % 2 == 0 else pair[::-1]:
+                times = []
+                for _ in range(args.calls):
+                    t = time.perf_counter()
+                    once(collector, report)
+                    times.append(time.perf_counter() - t)
+                medians[name] = statistics.median(times)
+            olds.append(medians["old"])
+            news.append(medians["new"])
+            ratios.append(medians["new"] / medians["old"])
+        print(
+            f"{entries} entries: old {statistics.median(olds) * 1e6:.1f} us, new "
+            f"{statistics.median(news) * 1e6:.1f} us per ingest+commit; new/old median "
+            f"{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}, "
+            f"{args.rounds} rounds x {args.calls} calls)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
