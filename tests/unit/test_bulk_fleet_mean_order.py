@@ -227,3 +227,27 @@ def test_a_mechanism_whose_range_the_proof_does_not_cover_is_refused(monkeypatch
     with pytest.raises(ParameterError) as caught:
         BulkCollector(plan, 0)
     assert caught.value.field == "mechanism" and "(-1.5, 1.5)" in caught.value.reason
+
+
+def test_the_runner_adds_the_partitions_files_to_the_same_fleet_means(tmp_path):
+    """``estimates.npz`` as the partition collectors write it (``report_sum``, ``count``),
+    added by ``scenarios.bulk_run._report_sums``: the fleet means of the machines' sums."""
+    from ldpfleet.collector.bulk import _write_outputs
+    from ldpfleet.scenarios.bulk_run import _report_sums
+
+    plan = plan_of()
+    collectors = deliver(plan, honest_rows(plan), 4, 13)
+    for c in collectors:
+        (tmp_path / f"p{c.partition}").mkdir()
+        _write_outputs(tmp_path / f"p{c.partition}", {}, c)
+    report_sum, count = _report_sums(plan, tmp_path)
+    assert report_sum.dtype == count.dtype == np.int64
+    assert np.array_equal(report_sum, sum(c.report_sum for c in collectors))
+    assert np.array_equal(count, np.full(plan.steps, plan.devices))
+    sw = SquareWave(plan.eps0, plan.mechanism)
+    rows = np.concatenate(list(honest_rows(plan).values()))
+    est = plan.lo + sw.estimate(rows["values"]) * (plan.hi - plan.lo)
+    steps = rows["seq"].astype(np.int64)[:, None] * plan.batch_steps + np.arange(5)
+    means = fleet_means(plan, report_sum, count)
+    former = np.bincount(steps.ravel(), est.ravel(), minlength=plan.steps) / plan.devices
+    np.testing.assert_allclose(means, former, rtol=1e-13, atol=1e-15)
