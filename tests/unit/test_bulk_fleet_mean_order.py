@@ -6,6 +6,7 @@ results.json ``fleet_mean_mae``) changed between two runs of one seed."""
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -32,8 +33,8 @@ from ldpfleet.protocol.sw import EPS_MIN as SW_EPS_MIN
 
 
 def plan_of(**kw) -> BulkPlan:
-    base = dict(run="t", devices=300, steps=20, batch_steps=5, eps=2.0, w=5,
-                gateway_devices=100, partitions=2, window=2, max_entries=40)  # fmt: skip
+    base = dict(run="t", devices=120, steps=20, batch_steps=5, eps=2.0, w=5,
+                gateway_devices=40, partitions=2, window=2, max_entries=20)  # fmt: skip
     base.update(kw)
     return BulkPlan(**base)
 
@@ -43,8 +44,10 @@ def partition_of(topic: str) -> int:
     return int(level[1:]) if level.startswith("p") and level[1:].isdigit() else 0
 
 
+@functools.lru_cache(maxsize=8)
 def honest_rows(plan: BulkPlan) -> dict[tuple[int, int], np.ndarray]:
-    """Every row the gateways send in a loss-free run, by (partition, gateway)."""
+    """Every row the gateways send in a loss-free run, by (partition, gateway) (shared:
+    read only)."""
     gateways = [BulkGateway(plan, g) for g in range(plan.gateways)]
     collectors = [BulkCollector(plan, p) for p in range(plan.partitions)]
     rows: dict[tuple[int, int], list[np.ndarray]] = {}
@@ -114,13 +117,21 @@ def float_sums(plan: BulkPlan, rows_in_order: list[np.ndarray]) -> np.ndarray:
     return total
 
 
-@pytest.mark.parametrize(("mechanism", "partitions"), [("sw", 2), ("sw01", 1), ("sw", 3)])
+@pytest.mark.parametrize(
+    ("mechanism", "partitions"),
+    [
+        ("sw", 2),
+        # the other cases in the slow tier (tests/tiers.py: ~0.4 s each)
+        pytest.param("sw01", 1, marks=pytest.mark.slow),
+        pytest.param("sw", 3, marks=pytest.mark.slow),
+    ],
+)
 def test_the_sums_and_the_fleet_mean_are_bit_identical_in_any_order_and_grouping(
     mechanism, partitions
 ):
     plan = plan_of(mechanism=mechanism, partitions=partitions)
     rows = honest_rows(plan)
-    runs = [deliver(plan, rows, seed, most) for seed, most in ((1, 40), (2, 7), (3, 1))]
+    runs = [deliver(plan, rows, seed, most) for seed, most in ((1, 40), (2, 7), (3, 2))]
     first = runs[0]
     for other in runs[1:]:
         for a, b in zip(first, other, strict=True):
