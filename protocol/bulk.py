@@ -72,8 +72,10 @@ the grid ``2**-35`` holds it exactly: an honest run's sums carry no rounding at 
 one scale for every plan (none can be refused), no extra pass over the stored rows, and
 fewer operations per value than the estimates took. A value inside the output range but off
 the grid (never built by an honest gateway) counts rounded to ``2**-35`` (at most
-``2**-36`` in report units). The figure then rounds a handful of times (the mean report,
-the affine map), where the float sum rounded at every addition.
+``2**-36`` in report units). The figure then rounds a handful of times (``fleet_means``:
+the mean of ``y - C`` formed exactly in int64, then the affine map), where the float sum
+rounded at every addition: on 100,000 devices x 20 steps (eps0 0.4 and 0.02) the means are
+within 3.4e-16 of the exactly summed per-report estimates, the former ones within 1.8e-15.
 
 Randomness: device ``d``'s key is the first 8 bytes of SHA-256(``"{seed}:{device id}"``);
 its SW words for step ``t`` are outputs ``2t`` and ``2t + 1`` of SplitMix64 seeded with
@@ -1406,10 +1408,31 @@ def fleet_means(plan: BulkPlan, report_sum: np.ndarray, count: np.ndarray) -> np
     """The mean estimate per step in physical units, from the per-step ``report_sum``
     (``BulkCollector.report_sum``, or several partitions' added) and ``count``: the
     mechanism's estimate of the mean report, which is the mean of the per-report estimates
-    (``SquareWave.estimate`` is affine). NaN where ``count`` is 0. The same arrays in give
-    the same bits out, whatever order the reports came in."""
+    (``SquareWave.estimate``, ``(y - C) / S``, is affine). NaN where ``count`` is 0. The
+    same arrays in give the same bits out, whatever order the reports came in.
+
+    ``mean(y) - C`` is formed without cancellation: ``(report_sum - n * Cq) / n * 2**-35 +
+    (Cq * 2**-35 - C)`` with ``Cq = round(C * 2**35)``, the first difference exact in int64
+    (``0 <= C < 1``: ``|n Cq| <= 2**27 * 2**35``, the difference at most ``1.5 n 2**35 <
+    2**63``), the second exact (Sterbenz) or below ``2**-36``; then ``/ S``, ``* (hi -
+    lo)``, ``+ lo`` as ``estimate`` does per report. So the mean is within a few roundings
+    of its exact value, relative to each term (rounding the mean report first and then
+    subtracting ``C`` would lose ``|hi - lo| / S`` times more)."""
     mechanism = SquareWave(plan.eps0, plan.mechanism)
-    total = np.asarray(report_sum, dtype=np.int64).astype(np.float64) / _REPORT_SCALE
+    centre, scale = _estimate_affine(mechanism)
+    units = round(centre * _REPORT_SCALE)  # Python int, 0 <= units <= 2**35
+    n = np.asarray(count, dtype=np.int64)
+    centred = np.asarray(report_sum, dtype=np.int64) - n * units  # exact (docstring)
+    offset = units / _REPORT_SCALE - centre
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_report = total / np.asarray(count)
-    return plan.lo + mechanism.estimate(mean_report) * (plan.hi - plan.lo)
+        mean_centred = centred.astype(np.float64) / n / _REPORT_SCALE + offset
+    return plan.lo + mean_centred / scale * (plan.hi - plan.lo)
+
+
+def _estimate_affine(mechanism: SquareWave) -> tuple[float, float]:
+    """``(C, S)`` with ``mechanism.estimate(y) == (y - C) / S`` bit for bit (its own
+    expressions; tests/unit/test_bulk_fleet_mean_order.py checks they agree)."""
+    scale = 2.0 * mechanism.b * mechanism.gap
+    if mechanism.variant == "sw":
+        return mechanism.q * (1.0 + 2.0 * mechanism.b) / 2.0, scale
+    return mechanism.q / 2.0, scale

@@ -225,6 +225,19 @@ def test_no_plan_can_overflow_the_sums():
             assert -0.5 < sw.output_low <= sw.output_high < 1.5
 
 
+@pytest.mark.parametrize("variant", ["sw", "sw01"])
+def test_fleet_means_reads_the_estimate_s_own_affine_map(variant):
+    """``fleet_means`` forms ``(mean(y) - C) / S`` with ``_estimate_affine``'s ``C`` and
+    ``S``: they are ``SquareWave.estimate``'s, bit for bit, at every eps."""
+    rng = np.random.default_rng(3)
+    for eps in (SW_EPS_MIN, 1e-4, 0.02, 0.4, 1.0, 7.0, EPS_MAX):
+        sw = SquareWave(eps, variant)
+        centre, scale = bulk._estimate_affine(sw)
+        y = rng.uniform(sw.output_low, sw.output_high, 1000)
+        assert np.array_equal((y - centre) / scale, sw.estimate(y))
+        assert 0 <= centre < 1  # fleet_means' int64 bound
+
+
 def test_a_mechanism_whose_range_the_proof_does_not_cover_is_refused(monkeypatch):
     plan = plan_of()
 
