@@ -1303,7 +1303,9 @@ class BulkCollector:
         c.rejected_resolved += pending.resolved_rejections
         for code, count in zip(*np.unique(pending.rejected_codes, return_counts=True), strict=True):
             c.rejections_by_reason[REJECT_REASONS[code]] += int(count)
-        if len(pending.rows):
+        if len(pending.rows):  # exact sums (scripts/A_bench_commit.py, against the float
+            # sum of the estimates, CPU time alternately: these lines new/old 0.90 at 2,000
+            # rows, 0.95 at 65,536; ingest + commit 0.98 and 1.02, within the noise)
             _add_reports(self.report_sum, self.estimate_count, pending.rows, plan.batch_steps)
         ack = BulkAck(
             run=plan.run,
