@@ -451,7 +451,9 @@ def _write_outputs(out: Path, summary: dict, machine: BulkCollector) -> None:
     partial.write_text(json.dumps(summary, indent=1))
     os.replace(partial, out / "summary.json")
     with open(out / "estimates.npz.partial", "wb") as file:
-        np.savez(file, sum=machine.estimate_sum, count=machine.estimate_count)
+        # per step: the reports' exact sum (int64, units of 2**-REPORT_SUM_BITS) and count;
+        # scenarios.bulk_run._report_sums adds the partitions', protocol.bulk.fleet_means
+        np.savez(file, report_sum=machine.report_sum, count=machine.estimate_count)
     os.replace(out / "estimates.npz.partial", out / "estimates.npz")
 
 

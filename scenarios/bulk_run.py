@@ -61,6 +61,7 @@ from ldpfleet.protocol.bulk import (
     BulkPlan,
     device_keys,
     encode_bulk,
+    fleet_means,
     stage_topic,
     stored_dtype,
     synthetic_values,
@@ -872,9 +873,9 @@ def _results(plan, summaries, fleets, out: Path, broker, seconds, stream_seconds
     """results.json of a bulk run: the partitions' counts summed, the fleet-mean check
     against the shards' truth, the gateways' ledgers, clipping and memory."""
     totals, by_reason = _partition_totals(summaries)
-    est_sum, est_count = _estimate_sums(plan, out)
+    report_sum, count = _report_sums(plan, out)
     present = [f for f in fleets if f is not None]
-    generated, mae = _fleet_mean_mae(plan, fleets, present, est_sum, est_count)
+    generated, mae = _fleet_mean_mae(plan, fleets, present, report_sum, count)
     rss_fleet = [f["peak_rss_mb"] if f else None for f in fleets]
     clipping, warnings = _clipping(plan, [*present, *generated])
     rss_coll = [s["peak_rss_mb"] for s in summaries]
@@ -914,24 +915,26 @@ def _partition_totals(summaries) -> tuple[dict, dict[str, int]]:
     return totals, by_reason
 
 
-def _estimate_sums(plan, out: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The per-step sums and counts of the fleet-mean estimates of every partition
-    (``p<i>/estimates.npz``)."""
-    est_sum = np.zeros(plan.steps)
-    est_count = np.zeros(plan.steps)
+def _report_sums(plan, out: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The per-step sums of the stored reports (int64, units of ``2**-REPORT_SUM_BITS``)
+    and their counts, every partition's (``p<i>/estimates.npz``) added: exact integers,
+    so the fleet mean does not depend on the order reports arrived in
+    (``protocol.bulk``, "Fleet-mean sums")."""
+    report_sum = np.zeros(plan.steps, dtype=np.int64)
+    count = np.zeros(plan.steps, dtype=np.int64)
     for p in range(plan.partitions):
         with np.load(out / f"p{p}" / "estimates.npz") as data:
-            est_sum += data["sum"]
-            est_count += data["count"]
-    return est_sum, est_count
+            report_sum += data["report_sum"]
+            count += data["count"]
+    return report_sum, count
 
 
-def _fleet_mean_mae(plan, fleets, present, est_sum, est_count) -> tuple[list, float | None]:
+def _fleet_mean_mae(plan, fleets, present, report_sum, count) -> tuple[list, float | None]:
     """The truth recomputed for the shards without outcome (``generated``), and the mean
-    absolute error of the fleet-mean estimate against the whole fleet's truth (None
-    without an estimate at every step or without truth)."""
+    absolute error of the fleet-mean estimate (``protocol.bulk.fleet_means``) against the
+    whole fleet's truth (None without an estimate at every step or without truth)."""
     generated = []
-    if np.all(est_count > 0):  # a fleet mean to check: every shard's devices in its truth
+    if np.all(count > 0):  # a fleet mean to check: every shard's devices in its truth
         # a shard without outcome (it died, or was stopped): its devices' truth from the plan
         generated = [_generated_truth(plan, range(i, plan.gateways, len(fleets)))
                      for i, f in enumerate(fleets) if f is None]  # fmt: skip
@@ -939,8 +942,8 @@ def _fleet_mean_mae(plan, fleets, present, est_sum, est_count) -> tuple[list, fl
     sums = [f["truth_sum"] for f in (*present, *generated) if len(f["truth_sum"])]
     truth = np.sum(sums, axis=0) / plan.devices if sums else None
     mae = None
-    if truth is not None and np.all(est_count > 0):
-        mae = float(np.mean(np.abs(est_sum / est_count - truth)))
+    if truth is not None and np.all(count > 0):
+        mae = float(np.mean(np.abs(fleet_means(plan, report_sum, count) - truth)))
     return generated, mae
 
 

@@ -32,9 +32,9 @@ differs (exit 1), so a refactor that changed nothing exits 0. Sections:
   and two CADR fleets on a BA graph (clip/dp, ll/paper) on memory (``broker.fanin.fan_in``
   carries their intakes): results.json without the fields that measure the machine
   (``_VARYING``: times, memory, CPU, latencies, trace keys) and the SHA-256 of every
-  ``.npz`` array. Caveat: the embedded bulk run's ``fleet_mean_mae`` can differ in its last
-  bit between two runs of the same code (the partitions' estimate sums add in arrival
-  order); rerun ``check`` before reading a difference there as a change.
+  ``.npz`` array. (The embedded bulk run's ``fleet_mean_mae`` no longer depends on the
+  order reports arrive in: the partitions keep exact integer sums since helper A's change,
+  protocol/bulk.py "Fleet-mean sums".)
 
 JSON with sorted keys; floats by ``repr`` (exact). Helper S2, 2026-12-06.
 """
