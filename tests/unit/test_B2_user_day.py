@@ -38,3 +38,44 @@ def test_gcdp_timing_names_the_method_it_refuses():
     with pytest.raises(ParameterError, match=r"'gc-dp-cache' .*did you mean 'GC-DP-Cache'"):
         _timed_methods(("gc-dp-cache",))
     assert _timed_methods(TIMED_METHODS) == TIMED_METHODS
+
+
+def _occupancy_text(sep: str) -> str:
+    """A small Occupancy-format file, the UCI layout (quoted header, a quoted row id and
+    date on every row), fields separated by ``sep``."""
+    names = ("date", "Temperature", "Humidity", "Light", "CO2", "HumidityRatio", "Occupancy")
+    lines = [sep.join(f'"{n}"' for n in names)]
+    for i in range(40):
+        stamp = f"2015-02-04 {10 + i // 60:02d}:{i % 60:02d}:00"
+        values = (21.0 + i / 100, 27.0, 400.0 * (i % 2), 500.0 + i, 0.0048, i % 2)
+        lines.append(sep.join([f'"{i + 1}"', f'"{stamp}"', *map(str, values)]))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("sep", [", ", ";  ", "\t "])
+def test_occupancy_file_with_a_space_after_each_delimiter_reads(tmp_path, sep):
+    """`"date", "Temperature", ...` (a space, then a quoted field): the header was read as
+    '"Temperature"' and the file refused ("no column 'Temperature' ... (it has 'date',
+    '"Temperature"', ...)"), and quoted dates after a space were in no known format, so
+    the date order and the sampling step went unchecked."""
+    from ldpfleet.collector.gcdp.evaluation import load_occupancy, record_steps
+
+    plain, spaced = tmp_path / "plain.csv", tmp_path / "spaced.csv"
+    plain.write_text(_occupancy_text(sep.rstrip(" ")))
+    spaced.write_text(_occupancy_text(sep))
+    x0, y0 = load_occupancy(plain)
+    x1, y1 = load_occupancy(spaced)
+    assert x1.shape == (40, 5)
+    assert (x0 == x1).all() and (y0 == y1).all()
+    assert list(record_steps(spaced)) == [60.0] * 39
+
+
+def test_occupancy_spaced_file_still_checks_the_date_order(tmp_path):
+    from ldpfleet.collector.gcdp.evaluation import load_occupancy
+
+    lines = _occupancy_text(", ").splitlines()
+    lines[5], lines[6] = lines[6], lines[5]  # line 6 goes back in time
+    path = tmp_path / "back.csv"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="line 7"):
+        load_occupancy(path)
