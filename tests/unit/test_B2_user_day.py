@@ -79,3 +79,16 @@ def test_occupancy_spaced_file_still_checks_the_date_order(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="line 7"):
         load_occupancy(path)
+
+
+def test_cadr_verdict_does_not_call_an_equal_mae_below_all_zeros():
+    """A 5-node file with an isolated node ('3 3'), ε = 1, seed 1 released MAE 0.800,
+    all zeros 0.800: the run printed "... by +0.600 (+300.0 %); below all zeros (0.800)"."""
+    from ldpfleet.app.cadr_report import verdict
+
+    equal = verdict(0.8, 0.2, 0.8000000000000002)
+    assert "below all zeros" not in equal
+    assert "no better than releasing 0 for every node (MAE 0.800)" in equal
+    assert "below all zeros (0.900)" in verdict(0.8, 0.2, 0.9)
+    assert "worse than releasing 0" in verdict(0.81, 0.2, 0.8)
+    assert "worse than" not in verdict(0.8 + 1e-15, 0.2, 0.8)
