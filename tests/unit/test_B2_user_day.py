@@ -92,3 +92,39 @@ def test_cadr_verdict_does_not_call_an_equal_mae_below_all_zeros():
     assert "below all zeros (0.900)" in verdict(0.8, 0.2, 0.9)
     assert "worse than releasing 0" in verdict(0.81, 0.2, 0.8)
     assert "worse than" not in verdict(0.8 + 1e-15, 0.2, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "value"),
+    [
+        ({"fanout": 0}, "fanout", 0),
+        ({"fanout": 65}, "fanout", 65),
+        ({"fanout": True}, "fanout", True),
+        ({"spacing": "log"}, "spacing", "log"),
+    ],
+)
+def test_cadr_settings_refuse_fanout_and_spacing_out_of_range(options, field, value):
+    """`bench cadr --transport memory --fanout 0` (or 100, or --spacing log) ran silently
+    under the dp pipeline, whose one-round θ search reads neither; a scenario refused them."""
+    from ldpfleet.scenarios.cadr_run import CadrSettings
+
+    with pytest.raises(ParameterError) as caught:
+        CadrSettings(method="clip", **options)
+    assert (caught.value.field, caught.value.value) == (field, value)
+    assert caught.value.limit
+
+
+@pytest.mark.parametrize(("processes", "broker"), [(0, "memory"), (65, "memory"), (2, "memory")])
+def test_cadr_fleet_refuses_processes_before_any_device_starts(processes, broker):
+    """`bench cadr --transport embedded --processes 0` waited 120 s for devices no process
+    ran, then printed a DevicesMissing traceback; --processes 100 started 99 children (282 of
+    300 devices never joined); processes > 1 in memory was a bare ValueError."""
+    from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.scenarios.cadr_run import run_cadr_fleet
+    from ldpfleet.scenarios.loop import run as run_loop
+
+    graph = load_graph("barabasi_albert:n=30,m=2,seed=1")
+    with pytest.raises(ParameterError) as caught:
+        run_loop(run_cadr_fleet(graph, broker=broker, method="clip", theta=3,
+                                processes=processes))  # fmt: skip
+    assert (caught.value.field, caught.value.value) == ("processes", processes)
