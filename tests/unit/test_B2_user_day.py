@@ -161,3 +161,14 @@ def test_dsr_resends_back_off_and_keep_the_same_report():
     inbox = topics.parse(topics.inbox(run, "a", topics.COLLECTOR_ID))
     device.receive(inbox, Ack(run=run, sender=topics.COLLECTOR_ID, seq=first.message.seq), now)
     assert device.next_timer() is None and device.finished
+
+
+def test_a_window_longer_than_the_shipped_file_names_window():
+    """`bench gcdp --window 5000` (the shipped files) said "--test-file: ...datatest.txt
+    has 2665 records, ...": an option the user never gave. A given file is still named."""
+    from ldpfleet.app.gcdp_datasets import occupancy_windows
+
+    with pytest.raises(ParameterError) as caught:
+        occupancy_windows(None, 5000)
+    assert caught.value.field == "window"
+    assert "datatest.txt has 2665 records, fewer than one window of 5000" in caught.value.reason
