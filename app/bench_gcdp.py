@@ -639,18 +639,43 @@ def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tu
             limit=f"one of {', '.join(DATASETS)}",
             value=dataset,
         )
-    methods = tuple(methods)
-    if not methods or any(m not in METHODS for m in methods) or len(set(methods)) != len(methods):
-        raise ParameterError(
-            f"must be distinct names from {', '.join(METHODS)}",
-            field="methods",
-            limit=f"distinct names from {', '.join(METHODS)}",
-            value=methods,
-        )
+    methods = method_names(methods, METHODS)
     eps_t = _check_budgets(eps_list)
     _check_int(draws, "draws", 1, GCDP_DRAWS_MAX)
     _check_int(seed, "seed", 0, GCDP_SEED_MAX)
     return methods, eps_t
+
+
+def method_names(methods, known: tuple[str, ...]) -> tuple[str, ...]:
+    """``methods`` as a tuple of distinct names from ``known``, else a ``ParameterError``
+    (field ``methods``) naming the first unknown or repeated name, with the known name it
+    matches but for case and punctuation (``gcdp`` -> 'GC-DP'; it said only "must be
+    distinct names from ..." for a name that was not repeated but misspelt)."""
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    limit = f"distinct names from {', '.join(known)}"
+    if not methods:
+        raise ParameterError(f"must name at least one of {', '.join(known)}, got none",
+                             field="methods", limit=limit, value=methods)  # fmt: skip
+    for i, name in enumerate(methods):
+        if name not in known:
+            folded = {_fold(k): k for k in known}
+            hint = folded.get(_fold(name))
+            hint = f" (did you mean {hint!r}?)" if hint else near_miss(name, known)
+            raise ParameterError(
+                f"{name!r} is not one of {', '.join(known)}{hint}; names are case-sensitive",
+                field="methods", limit=limit, value=name,
+            )  # fmt: skip
+        if name in methods[:i]:
+            raise ParameterError(
+                f"must be distinct names from {', '.join(known)}: {name!r} is given twice",
+                field="methods", limit=limit, value=name,
+            )  # fmt: skip
+    return methods
+
+
+def _fold(name: object) -> str:
+    """``name`` without case, '-', '_' or spaces (``Gc_dp`` and ``GC-DP`` fold alike)."""
+    return "".join(c for c in str(name).casefold() if c not in "-_ ")
 
 
 def _check_int(value: object, field: str, low: int, high: int) -> None:

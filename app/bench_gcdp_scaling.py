@@ -60,6 +60,7 @@ from ldpfleet.app.bench_gcdp import (
     _counter,
     _release_all,
     _rng,
+    method_names,
     select_tau,
 )
 from ldpfleet.app.gcdp_datasets import Prepared, prepare
@@ -291,19 +292,7 @@ def bench_gcdp_timing(
 
 def _timed_methods(methods: Sequence[str]) -> tuple[str, ...]:
     """``methods`` as a tuple of distinct names from ``TIMED_METHODS`` (or refused)."""
-    methods = tuple(methods) if not isinstance(methods, str) else (methods,)
-    if (
-        not methods
-        or any(m not in TIMED_METHODS for m in methods)
-        or len(set(methods)) != len(methods)
-    ):
-        raise ParameterError(
-            f"must be distinct names from {', '.join(TIMED_METHODS)}",
-            field="methods",
-            limit=f"distinct names from {', '.join(TIMED_METHODS)}",
-            value=methods,
-        )
-    return methods
+    return method_names(methods, TIMED_METHODS)
 
 
 def _timed(

@@ -151,7 +151,8 @@ def verdict(released: object, median: object, zero: object) -> str:
         return ""
     a, m, z = float(released), float(median), float(zero)
     gap = a - m
-    if a > z:
+    level = 1e-9 * max(1.0, abs(z))  # float noise: an MAE equal to all zeros' is not below it
+    if a > z + level:
         text = (
             f"The released sequence (MAE {a:,.3f}) is worse than releasing 0 for every node "
             f"(MAE {z:,.3f}) and than the constant true median ({m:,.3f}): on this graph "
@@ -160,10 +161,14 @@ def verdict(released: object, median: object, zero: object) -> str:
         )
     elif gap > 1e-9 * max(1.0, abs(m)):
         share = f" ({100 * gap / m:+.1f} %)" if m > 0 else ""
+        zeros = (
+            f"below all zeros ({z:,.3f})"
+            if a < z - level
+            else f"no better than releasing 0 for every node (MAE {z:,.3f})"
+        )
         text = (
             f"The released sequence (MAE {a:,.3f}) is above the constant true median "
-            f"(a non-private oracle, MAE {m:,.3f}) by {gap:+,.3f}{share}; below all zeros "
-            f"({z:,.3f})."
+            f"(a non-private oracle, MAE {m:,.3f}) by {gap:+,.3f}{share}; {zeros}."
         )
     else:
         text = (

@@ -623,13 +623,17 @@ def occupancy_windows(
     if data is None:
         train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
         test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
-        for x, path, name in ((train_x, train_file or OCC_TRAIN_FILE, "train_file"),
-                              (test_x, test_file or OCC_TEST_FILE, "test_file")):  # fmt: skip
+        for x, given, path, name in (
+            (train_x, train_file, train_file or OCC_TRAIN_FILE, "train_file"),
+            (test_x, test_file, test_file or OCC_TEST_FILE, "test_file"),
+        ):
             if x.shape[0] < window:
                 raise ParameterError(
                     f"{path} has {x.shape[0]} records, fewer than one window of {window} "
                     "(--window)",
-                    field=name,
+                    # the shipped file is no option of the user's: the window is
+                    # ("--window 5000" said "--test-file: .../datatest.txt has 2665 ...")
+                    field=name if given else "window",
                     limit=f">= {window} records (one window)",
                     value=x.shape[0],
                 )

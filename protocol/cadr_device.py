@@ -98,6 +98,8 @@ from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 __all__ = ["CadrDevice", "Released"]
 
 MAX_HELD = 64  # secure-aggregation messages held for a session whose query is not here yet
+# the DSR re-send wait doubles from retry up to this many retries' worth (CadrDevice._send_report)
+RETRY_BACKOFF_CAP = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +168,7 @@ class CadrDevice(Machine):
         self._seq = 0
         self._report: DsrReport | None = None
         self._resend_at: float | None = None
+        self._retry_wait = retry  # the wait before the next re-send (doubles, capped)
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -596,17 +599,24 @@ class CadrDevice(Machine):
         self._emit(Released(value))
         self._send_report(now)
 
-    def _send_report(self, now: float) -> None:
+    def _send_report(self, now: float, *, again: bool = False) -> None:
+        """Send the DSR report; re-sent while unacknowledged after ``retry``, then twice as
+        long each time, at most ``RETRY_BACKOFF_CAP`` x ``retry`` (a fixed 5 s made a large
+        fleet's releases a congestion collapse: the collector acks ~1,000 a second on the
+        memory transport, so at 25,000 devices each was sent 2.3 times on average and at
+        50,000 the DSR stage missed its 120 s)."""
         assert self._report is not None
         self._send(topics.up(self.run, self.device, "dsr"), self._report)
-        self._resend_at = now + self.retry
+        wait = min(2 * self._retry_wait, RETRY_BACKOFF_CAP * self.retry) if again else self.retry
+        self._retry_wait = wait
+        self._resend_at = now + wait
 
     def next_timer(self) -> float | None:
         return self._resend_at
 
     def handle_timer(self, now: float) -> None:
         if self._resend_at is not None and now >= self._resend_at and not self.acked:
-            self._send_report(now)
+            self._send_report(now, again=True)
 
     # ---- views -------------------------------------------------------------------------------
 

@@ -125,6 +125,26 @@ class DeviceStats:
     refused: int
 
 
+# the limits of a scenario's [cadr] fanout and processes (scenarios/schema_sections.py),
+# checked for the Python API and bench cadr too: fanout 0 and spacing "log" ran silently
+# (the dp pipeline's one-round search reads neither), processes 0 waited 120 s for devices
+# no process ran, and 100 processes started 99 children on a 2-core machine
+MAX_FANOUT = 64
+MAX_PROCESSES = 64
+SPACINGS = ("linear", "geometric")
+
+
+def _check_whole(value: object, name: str, low: int, high: int) -> None:
+    """``value`` an integer in [low, high], else a ``ParameterError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ParameterError(
+            f"must be an integer in {low}..{high}, got {value!r}",
+            field=name,
+            limit=f"an integer in {low}..{high}",
+            value=value,
+        )
+
+
 @dataclass(frozen=True)
 class CadrSettings:
     """The parameters of one CADR-LDP run (``[cadr]`` and the seed), shared by both sides."""
@@ -159,6 +179,14 @@ class CadrSettings:
                 field="peer_deadline_seconds",
                 limit=f"a finite number of seconds in 0..{MAX_DEADLINE:g} (0: none)",
                 value=deadline,
+            )
+        _check_whole(self.fanout, "fanout", 1, MAX_FANOUT)
+        if self.spacing not in SPACINGS:  # "log" ran as linear under "dp", silently
+            raise ParameterError(
+                f"must be one of {', '.join(SPACINGS)}, got {self.spacing!r}",
+                field="spacing",
+                limit=" or ".join(SPACINGS),
+                value=self.spacing,
             )
         resolve_degree_bound(self.degree_bound, self.pipeline, 2, 1)  # a typed error if bad
         # "auto" (the scenario's default): clip under "dp", ll under "paper"
@@ -889,11 +917,18 @@ async def run_cadr_fleet(
     )  # fmt: skip
     settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
     settings.check_fleet_size(graph)  # the θ search's one secure-sum session
+    _check_whole(processes, "processes", 1, MAX_PROCESSES)
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):
         if processes > 1 and (info.kind == "memory" or graph_spec is None):
-            raise ValueError("processes > 1 needs a real broker and graph_spec")
+            raise ParameterError(
+                f"{processes} processes need a real broker (not the in-memory transport) "
+                "and graph_spec, the graph each child process loads",
+                field="processes",
+                limit="1 on the in-memory transport or without graph_spec",
+                value=processes,
+            )
         shards = _DeviceShards(graph, transport, info.url, run, seed, processes,
                                connect_concurrency, graph_spec)  # fmt: skip
         try:

@@ -230,7 +230,9 @@ def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[st
     # sources do (protocol.delimiters; a ';' export read as one field a line)
     head = "".join(line for line, _ in zip(handle, range(64), strict=False))
     handle.seek(0)
-    reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+    # skipinitialspace: a quoted field after a delimiter and a space (`"date", "Light"`,
+    # as hand-written and some exporters' files have) is unquoted, not read as '"Light"'
+    reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
     header = [cell.strip() for cell in next(reader, [])]
     twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
     if twice:  # the first was read silently
@@ -308,7 +310,7 @@ def _date_cells(path: str | Path) -> Iterator[tuple[int, str]]:
     with _open_text(path) as handle:
         head = "".join(line for line, _ in zip(handle, range(64), strict=False))
         handle.seek(0)
-        reader = csv.reader(handle, delimiter=sniff_delimiter(head))
+        reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
         header = [cell.strip() for cell in next(reader, [])]
         if "date" not in header:
             return
