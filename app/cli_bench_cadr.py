@@ -6,11 +6,12 @@ The command function is registered on the ``bench`` group in app/cli.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Annotated
 
 import typer
-from ldpfleet.app.cli_common import user_errors
+from ldpfleet.app.cli_common import console, user_errors
 
 
 def bench_cadr_command(
@@ -71,6 +72,7 @@ def bench_cadr_command(
         method, rule, bound = _cadr_options(
             method, pipeline, non_private, runs, eps, alpha, theta, degree_bound
         )
+        _fleet_options(transport, fanout, spacing, processes)
         graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
         g = _bench_graph(graph)
         started = _time.perf_counter()
@@ -78,10 +80,11 @@ def bench_cadr_command(
     with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
         if transport != "reference":
             _refuse_centralised_on_fleet(non_private, method)
-            result = _bench_cadr_fleet(
-                g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing, processes,
-                pipeline, advance, bound,
-            )  # fmt: skip
+            with _stage_failures():
+                result = _bench_cadr_fleet(
+                    g, graph, transport, method, rule, eps, alpha, runs, fanout, spacing,
+                    processes, pipeline, advance, bound,
+                )  # fmt: skip
         elif non_private:
             result = _non_private_cadr(g, method, rule, runs)
         else:
@@ -113,6 +116,7 @@ def _cadr_options(
         resolve_degree_bound,
         resolve_method,
     )
+    from ldpfleet.protocol.errors import ParameterError
     from ldpfleet.scenarios.schema import ScenarioError
 
     if method not in ("auto", "ll", "lh", "ra", "er", "clip"):
@@ -130,12 +134,61 @@ def _cadr_options(
         )
     if not 0 < alpha < 1:
         raise ScenarioError(f"--alpha must be in (0, 1), got {alpha}")
-    rule: str | int = int(theta) if theta.isdigit() else theta
-    if rule not in ("auto-sum", "auto-dev") and not isinstance(rule, int):
-        raise ScenarioError(f"--theta {theta!r} must be an integer, auto-sum or auto-dev")
+    rule: str | int = int(theta) if theta.strip().lstrip("+-").isdigit() else theta
+    if rule not in ("auto-sum", "auto-dev") and not (isinstance(rule, int) and rule >= 1):
+        raise ScenarioError(f"--theta must be an integer >= 1, auto-sum or auto-dev, got {theta!r}")
     bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
-    resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+    try:
+        resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad
+    except ParameterError as error:  # it said "degree_bound: ...", no option
+        raise ScenarioError(f"--degree-bound {error.reason}") from None
     return method, rule, bound
+
+
+# bench cadr's --transport: the in-process reference, or a broker (broker.select)
+TRANSPORTS = ("reference", "memory", "embedded", "mqtt")
+
+
+def _fleet_options(transport: str, fanout: int, spacing: str, processes: int) -> None:
+    """``--transport``, ``--fanout``, ``--spacing`` and ``--processes`` checked on every
+    transport, each refusal one sentence naming the option (``--transport foo`` said
+    "broker URL 'foo' must start with mqtt://", naming neither the option nor reference;
+    ``--fanout 0`` and ``--spacing log`` ran, ignored, in process and under dp)."""
+    from ldpfleet.scenarios.cadr_run import MAX_FANOUT, MAX_PROCESSES, SPACINGS
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    if transport not in TRANSPORTS and not transport.startswith(("mqtt://", "mqtts://")):
+        raise ScenarioError(
+            f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)} or an mqtt:// "
+            "(mqtts://) URL"
+        )
+    for option, value, high in (("--fanout", fanout, MAX_FANOUT),
+                                ("--processes", processes, MAX_PROCESSES)):  # fmt: skip
+        if not 1 <= value <= high:
+            raise ScenarioError(f"{option} must be an integer in 1..{high}, got {value}")
+    if spacing not in SPACINGS:
+        raise ScenarioError(f"--spacing {spacing!r} is not {' or '.join(SPACINGS)}")
+
+
+@contextlib.contextmanager
+def _stage_failures():
+    """A fleet run whose devices did not join, or whose stage did not end, within the stage
+    timeout (120 s): one sentence and exit status 1 (a 50,000-device graph on the memory
+    transport printed a CadrFailed traceback after 196 s)."""
+    from ldpfleet.collector.cadr_fleet import CadrFailed
+    from ldpfleet.collector.readiness import DevicesMissing
+    from rich.markup import escape
+
+    try:
+        yield
+    except (CadrFailed, DevicesMissing) as error:
+        console.print(
+            f"[bold red]error:[/] {escape(str(error))}; bench cadr gives each stage 120 s: "
+            "for a larger fleet run a scenario with \\[cadr] stage_timeout "
+            "(docs/scenarios.md), or --transport reference",
+            highlight=False, soft_wrap=True, emoji=False,
+        )  # fmt: skip
+        raise typer.Exit(1) from None
 
 
 def _refuse_centralised_on_fleet(non_private: bool, method: str) -> None:

@@ -332,7 +332,7 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         name = path.name
         for suffix in (*_SUFFIXES, ".txt", ".tsv", ".edges"):
             name = name.removesuffix(suffix)
-    lines = [_uncommented(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
+    lines = [_edge_text(ln) for ln in raw.splitlines() if ln.strip() and not _is_comment(ln)]
     lines = [ln for ln in lines if ln.strip()]
     _refuse_bipartite(raw, path)
     _refuse_nul(raw, lines, path.name)
@@ -587,6 +587,17 @@ def _uncommented(line: bytes) -> bytes:
     return line if cut < 0 else line[:cut]
 
 
+def _edge_text(line: bytes) -> bytes:
+    """``line`` without its comment and without networkx's empty edge data: ``1 2 {}`` is
+    what ``nx.write_edgelist(G, path)`` writes for an edge without attributes (its default
+    ``data=True``), refused as a third column before."""
+    line = _uncommented(line)
+    bare = line.rstrip()
+    if bare.endswith(b"{}") and bare[:-2].rstrip() != bare[:-2]:  # "{}" a field of its own
+        return bare[:-2]
+    return line
+
+
 def _is_comment(line: bytes) -> bool:
     """SNAP comments start with ``#``, KONECT's with ``%``."""
     return line.lstrip()[:1] in (b"#", b"%")
@@ -640,6 +651,12 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
         )
     if len(fields) < 3:
         return ""
+    if fields[2].startswith(b"{"):  # networkx's write_edgelist with edge attributes
+        return (
+            " (networkx edge data: edges are unweighted here; write the file with "
+            "nx.write_edgelist(G, path, data=False), or keep the first two columns, e.g. "
+            f"awk '{{print $1, $2}}' {file_name} > edges.txt)"
+        )
     konect = _konect_header(raw)
     if konect is not None and konect[1][1:2] and konect[1][1] in _KONECT_WEIGHTED:
         what = (
@@ -669,7 +686,7 @@ def _header_hint(bad: bytes, lines: list[bytes]) -> str:
 
 def _line_number(raw: bytes, line: bytes) -> int:
     """The 1-based number of the first line of ``raw`` equal to ``line`` (for messages)."""
-    return next(k for k, ln in enumerate(raw.splitlines(), 1) if _uncommented(ln) == line)
+    return next(k for k, ln in enumerate(raw.splitlines(), 1) if _edge_text(ln) == line)
 
 
 def _shown(line: bytes) -> str:
