@@ -581,7 +581,8 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     lines = [
         (lineno, row)
         for lineno, row in enumerate(
-            csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), start=1
+            csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True),
+            start=1,
         )
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]

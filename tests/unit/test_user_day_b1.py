@@ -151,3 +151,18 @@ def test_a_unicode_minus_is_named(tmp_path):
     with pytest.raises(SourceError) as caught:
         load_table(str(path))
     assert "U+2212" in str(caught.value) and "is not the hyphen-minus" in str(caught.value)
+
+
+def test_a_quoted_header_with_a_space_after_each_comma_reads_as_the_bench_reads_it(tmp_path):
+    """'"date", "Temperature"': the UCI style with a space after each delimiter. The fleet's
+    CSV reader took the second name as '"Temperature"' (quotes and all) and refused
+    `column = "Temperature"`, while `bench gcdp` read the same file (helper B2)."""
+    from ldpfleet.devices.sources import CsvSpec
+
+    path = tmp_path / "spaced.csv"
+    rows = ['"date", "Temperature", "Humidity"'] + [
+        f'"2015-02-04 17:5{i}:00", 23.1{i}, 27.2{i}' for i in range(3)
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    spec = CsvSpec(str(path), "Temperature")
+    assert spec is not None  # read, not refused
