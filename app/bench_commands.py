@@ -56,7 +56,8 @@ GCDP_REPEATS_MAX = 1_000
 GCDP_SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
 # bench gcdp-scaling (app/bench_gcdp_scaling.py: DEFAULT_RECORDS, DEFAULT_PLOT)
 SCALING_DEFAULT_RECORDS = 2000
-SCALING_DEFAULT_PLOT = "docs/img/gcdp-scaling.png"
+# in the current folder (docs/img/ before 2026-12-06: it made docs/img/ in a user's folder)
+SCALING_DEFAULT_PLOT = "gcdp-scaling.png"
 # bench cadr-sweep (app/cadr_sweep.py: DEFAULT_THETAS, DEFAULT_EPS_LIST)
 CADR_SWEEP_DEFAULT_THETAS = "1..100"
 CADR_SWEEP_DEFAULT_EPS_LIST = "1,1.5,2,2.5,3"
