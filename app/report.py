@@ -660,6 +660,8 @@ def _scenario_section(results: dict) -> str:
                 value = _cadr_method_text(value, results)
             if name == "cadr" and key in idle:
                 value = f"{_fmt(value)} ({idle[key]})"
+            elif name == "cpr" and isinstance(spec.get("cadr"), dict):
+                value = f"{_fmt(value)} (not used by a CADR run)"
             spec_rows.append((f"[{name}] {key}", value))
     keys = (
         f"<details><summary>Scenario keys ({len(spec_rows)}, defaults included)</summary>"

@@ -65,3 +65,15 @@ def test_a_gcdp_method_does_not_mark_anything():
     results = {"method": "gcdp", "scenario": {"name": "x", "spec": {
         "gcdp": {"method": "gcdp", "window": 30}, "broker": {"url": "embedded"}}}}  # fmt: skip
     assert not any(NOTE in value for value in _rows(_scenario_section(results)).values())
+
+
+def test_a_cadr_run_marks_the_cpr_keys_unused():
+    """A CADR scenario carries the [cpr] section's defaults (or a user's [cpr] table,
+    accepted); the CADR run reads none of them (helper B2's user trial). A stream run's
+    [cpr] keys stay plain."""
+    results = _cadr_run("clip")
+    results["scenario"]["spec"]["cpr"] = {"min_cycles": 3, "max_period": None}
+    rows = _rows(_scenario_section(results))
+    assert rows["[cpr] min_cycles"] == "3 (not used by a CADR run)", rows
+    stream = {"scenario": {"name": "x", "spec": {"cpr": {"min_cycles": 3}}}}
+    assert _rows(_scenario_section(stream))["[cpr] min_cycles"] == "3"
