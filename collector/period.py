@@ -475,9 +475,12 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
 )
 from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: period.NAME
     _REAL_ARRAY,
+    _check_a_sequence,
     _check_int,
     _check_not_numbers_in_disguise,
     _float_array,
+    _is_number_text,
+    _short,
     check_stream,
     is_time_column,
     stream_kind,
