@@ -336,6 +336,27 @@ Search, refinement, fundamental
        about a third of those at ~1 % of these. Evaluation (fresh seeds 99601 / 99602 /
        99611, PASSED): the 29 cells exact 1,456 -> 1,488 of 5,800, wrong 30 -> 31;
        aperiodic claims at n 96-127 39 -> 39 of 16,800, at n 24-200 73 -> 74 of 21,600.
+    10. Range-edge check (issue 19, helper C, 2026-12-06; ``_Search.beyond``): a claim of
+       steps 4-7 is withdrawn (``period = None``, ``candidate`` the refused period) when a
+       period past ``max_period`` with at least 2 whole cycles (``<= n // 2``) explains it
+       better: (a) where the claim's refinement neighbourhood was cut by ``max_period``,
+       the same settle with the cut lifted to ``n // 2`` chose a period past it AND that
+       period's exact test (step 2) beats the claim's by more than ``EDGE_MARGIN = 3`` in
+       log p; (b) step 3's multiple test, read over the whole window of a multiple ``m T``
+       that reaches past ``max_period``, chose an integer past it and found its added
+       harmonics significant (``_longer_multiple``). Why: a user's trial (docs/cpr.md,
+       "Using it"): noise-free sines of period 201-250 in 600 samples (searched (3, 200))
+       were claimed as 200 at confidence 1, SW reports of a 230-sine as 200 in 3-7 of 20
+       seeds; a period past the range puts its energy at the top of it, and a sawtooth of
+       2.3 cycles was claimed at its half. A claim whose neighbourhood and multiples stay
+       inside the range is not looked at; the step only withdraws claims. Limit: 3 cycles
+       do not resolve ``n // 3`` from ``n // 3 + 1``; the margin keeps true periods at the
+       top (noise-free sines of 201-205 in 600 samples are still claimed as 200). Calibration
+       (seed 5101, ``scripts/C_edge_margin.py``) and evaluation (fresh seed 5301, PASSED;
+       docs/preregistration/C-range-edge-v2.md, v1 failed): periods past the range claimed
+       254 -> 151 of 1,360; in-range periods near the top exact 348 -> 342; aperiodic 1 -> 1
+       of 1,800; the 3,540 pinned streams: 3 wrong claims withdrawn, nothing else changed;
+       speed within 5 % (``scripts/cpr_speed_same.py``).
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -369,7 +390,7 @@ patches work as before): ``period_constants`` (the tuning constants), ``period_i
 (stream and option validation), ``period_result`` (``PeriodEstimate``), ``period_whiten``
 (background fits, whitening, FFT and fold primitives), ``period_screen`` (step 1's
 screening and ``shift_discrepancy``), ``period_stats`` (the exact tests), ``period_refine``
-(integer refinement and the fundamental), ``period_search`` (``_Search``, steps 1-9b).
+(integer refinement and the fundamental), ``period_search`` (``_Search``, steps 1-10).
 Setting ``period.NAME`` (``monkeypatch.setattr(period, "SHORT_STREAM", ...)``) sets ``NAME``
 in every ``period_*`` module that holds it (``_ForwardingModule``), so a patched constant
 or helper reaches the code that reads it.
@@ -403,6 +424,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     COMB_VECTOR,
     DEFAULT_ALPHA,
     DEFAULT_MIN_CYCLES,
+    EDGE_MARGIN,
     FAST_FOLD_BATCH,
     FAST_FOLD_DIRECT,
     FAST_FOLD_HARMONICS,
@@ -473,6 +495,8 @@ from ldpfleet.collector.period_refine import (  # noqa: F401 - re-exported: peri
     _fundamental,
     _largest_prime,
     _limit,
+    _longer_multiple,
+    _multiple_reading,
     _padded_rows,
     _partial_dft,
     _partial_dft_padded,

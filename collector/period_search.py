@@ -1,4 +1,4 @@
-"""The search machine of one ``detect_period`` call (``_Search``, steps 1-9b of
+"""The search machine of one ``detect_period`` call (``_Search``, steps 1-10 of
 ``collector/period.py``'s docstring) and the local-period helpers of steps 7-7b."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import numpy as np
 from ldpfleet.collector.period_constants import (
     CANDIDATES,
     DEFAULT_MIN_CYCLES,
+    EDGE_MARGIN,
     FAST_FOLD_HARMONICS,
     FAST_FOLD_MIN_DIRECT,
     FAST_FOLD_TOLERANCE,
@@ -20,6 +21,7 @@ from ldpfleet.collector.period_constants import (
     LOCAL_CLAIM_MANY,
     LOCAL_MULTIPLES,
     LOCAL_TAIL,
+    MAX_MULTIPLE,
     MAX_SPAN,
     PENALTY_CYCLES,
     RANK_HEAD,
@@ -38,6 +40,7 @@ from ldpfleet.collector.period_refine import (
     _fold_energy_bounded,
     _fundamental,
     _limit,
+    _longer_multiple,
     _prime_factors,
     _resolving_level,
     _span_floor,
@@ -146,7 +149,7 @@ class _Search:
         """Refinement half-width ``T^2 / (n H)``, between 2 and ``MAX_SPAN`` samples."""
         return min(MAX_SPAN, max(2, math.ceil(center * center / (self.n * max(harmonics, 1)))))
 
-    def settle(self, center: int, harmonics: int) -> int:
+    def settle(self, center: int, harmonics: int, upper: int | None = None) -> int:
         """The integer near ``center`` whose fold of the whole stream captures the most
         energy in its first ``SETTLE_FACTOR * harmonics`` harmonics. Every neighbour folds
         the same input: the stream detrended jointly with the fold at ``center``
@@ -163,9 +166,13 @@ class _Search:
         (the winner is settled again at its own centre, the walk at the next) first gets
         the interval ``borrowed_energy`` derives from that fold (``sqrt`` of the energy
         moves by at most the distance of the two inputs); only the contenders among such
-        neighbours are folded again, then the exact energies decide as above."""
+        neighbours are folded again, then the exact energies decide as above.
+
+        ``upper``: the largest period compared (``max_period`` if None; the range-edge check
+        of step 10 passes a larger one)."""
         span = self.span(center, harmonics)
-        span_q = range(max(self.min_period, center - span), min(self.max_period, center + span) + 1)
+        upper = self.max_period if upper is None else upper
+        span_q = range(max(self.min_period, center - span), min(upper, center + span) + 1)
         borrowed = [self.borrowed_energy(center, q, harmonics) for q in span_q]
         missing = [q for q, b in zip(span_q, borrowed, strict=True) if b is None]
         self.bound_span(center, missing, harmonics)
@@ -398,6 +405,12 @@ class _Search:
             return PeriodEstimate(
                 None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
             )
+        if self.beyond(period) is not None:
+            # step 10: a period longer than the searched range folds the stream better than
+            # the claim at the top of the range: the true period is not admissible
+            return PeriodEstimate(
+                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, period
+            )
         return PeriodEstimate(
             int(period),
             1.0 - adjusted,
@@ -409,6 +422,44 @@ class _Search:
             self.max_period,
             best_logp,
             int(period),
+        )
+
+    def beyond(self, period: int) -> int | None:
+        """Step 10, the range-edge check (issue 19, helper C, 2026-12-06): a period longer
+        than ``max_period`` with at least 2 whole cycles (``<= n // 2``) that explains the
+        claimed ``period`` better by the statistic the pipeline compares such periods with;
+        None if there is none (the claim stands). (a) Where the refinement of ``period``
+        was cut by ``max_period`` (its neighbourhood ``period + span`` reaches past it): the
+        same settle with the cut lifted to ``min(period + span, n // 2)``; its winner if it
+        lies beyond ``max_period`` and its exact test (step 2, the statistic ``refine``
+        ranks candidates by) beats the claim's by more than ``EDGE_MARGIN`` in log p (3
+        cycles do not resolve ``n // 3`` from ``n // 3 + 1``: without the margin true
+        periods at the top lost 12 of 253 exact answers, with it 4, while 53 of the 86
+        wrong claims withdrawn stayed withdrawn; calibration seed 5101,
+        ``scripts/C_edge_margin.py``). (b) Step 3's multiple test on the multiples ``m T``
+        whose window reaches beyond ``max_period`` (``_longer_multiple``). A claim with
+        neither a neighbourhood nor a multiple (``m <= MAX_MULTIPLE``) past ``max_period``
+        is not looked at."""
+        top = self.n // 2
+        if top <= self.max_period:
+            return None
+        harmonics = _resolving_level(self.power(period))
+        upper = min(period + self.span(period, harmonics), top)
+        if upper > self.max_period:
+            winner = self.settle(period, harmonics, upper)
+            gain = self.exact_logp(period)[0] - self.exact_logp(winner)[0]
+            if winner > self.max_period and gain > EDGE_MARGIN:
+                return winner
+        if period * MAX_MULTIPLE + MAX_MULTIPLE <= self.max_period:
+            return None
+        return _longer_multiple(
+            period,
+            _level_logp(self.power(period))[1],
+            self.whole,
+            self.whitened_whole,
+            self.xs_at,
+            self.max_period,
+            top,
         )
 
     def claims(self, margin: float, best_logp: float, period: int) -> bool:
