@@ -9,6 +9,7 @@ import numpy as np
 from ldpfleet.collector.period_constants import (
     CANDIDATES,
     DEFAULT_MIN_CYCLES,
+    EDGE_BEYOND,
     EDGE_MARGIN,
     FAST_FOLD_HARMONICS,
     FAST_FOLD_MIN_DIRECT,
@@ -431,7 +432,8 @@ class _Search:
         None if there is none (the claim stands). (a) Where the refinement of ``period``
         was cut by ``max_period`` (its neighbourhood ``period + span`` reaches past it): the
         same settle with the cut lifted to ``min(period + span, n // 2)``; its winner if it
-        lies beyond ``max_period`` and its exact test (step 2, the statistic ``refine``
+        lies more than ``EDGE_BEYOND`` (6 %) past ``max_period`` (docs/preregistration/
+        C-range-edge-v3.md) and its exact test (step 2, the statistic ``refine``
         ranks candidates by) beats the claim's by more than ``EDGE_MARGIN`` in log p (3
         cycles do not resolve ``n // 3`` from ``n // 3 + 1``: without the margin true
         periods at the top lost 12 of 253 exact answers, with it 4, while 53 of the 86
@@ -448,7 +450,7 @@ class _Search:
         if upper > self.max_period:
             winner = self.settle(period, harmonics, upper)
             gain = self.exact_logp(period)[0] - self.exact_logp(winner)[0]
-            if winner > self.max_period and gain > EDGE_MARGIN:
+            if winner > self.max_period * (1.0 + EDGE_BEYOND) and gain > EDGE_MARGIN:
                 return winner
         if period * MAX_MULTIPLE + MAX_MULTIPLE <= self.max_period:
             return None

@@ -13,12 +13,14 @@ from ldpfleet.protocol.sw import SquareWave
 T600 = np.arange(600)
 
 
-@pytest.mark.parametrize("period", [206, 210, 220, 230, 240, 250])
+@pytest.mark.parametrize("period", [215, 220, 230, 240, 250])
 def test_a_noise_free_sine_past_the_range_is_not_claimed_as_its_top(period):
     """600 samples, searched (3, 200): main claimed 200 at confidence 1 for 201-250. Not
-    201-205: there the exact test ranks 200 above the true period (the whitened fold at
-    200 has more degrees of freedom), so step 10 (a)'s margin keeps the claim 200
-    (docs/preregistration/C-range-edge-v2.md; docs/cpr.md "Using it")."""
+    201-214: step 10 (a) withdraws a claim only for a period more than EDGE_BEYOND = 6 %
+    past the range (3 cycles do not resolve n // 3 from slightly longer periods: without
+    it, true periods 333 of 1,000 samples lost 27 of 186 exact answers on the held-out
+    table), and at 201-205 the exact test ranks 200 above the true period anyway
+    (docs/preregistration/C-range-edge-v3.md; docs/cpr.md "Using it")."""
     est = detect_period(np.sin(2 * np.pi * T600 / period))
     assert est.searched == (3, 200)
     assert est.period in (None, period), (period, est)
@@ -67,7 +69,8 @@ def test_far_from_the_top_nothing_is_looked_at(monkeypatch):
 # SW reports of 0.5 + 0.4 sin(2 pi t / 230), n = 600 (the user's streams), eps0 = 2 and 5.
 # Main claimed 200 in 3/20 and 7/20 of seeds 1000-1019 (~15 % and ~35 %). Calibration of
 # the new detector (seeds 7000-7399, never the test's): 1 claim of 400 at each budget (95 %
-# upper bound of the rate ~1.2 %). Threshold: at a design rate p = 0.02 per stream (above
+# upper bound of the rate ~1.2 %); with EDGE_BEYOND (v3) 2 and 1 claims of 400 (upper
+# bound ~1.6 %). Threshold: at a design rate p = 0.02 per stream (above
 # that bound) and N = 200 streams per budget, P(Binomial(200, 0.02) >= 18) = 1.5e-7, so
 # "at most 17 claims" fails falsely with probability < 1e-6 for both budgets together
 # (scipy.stats.binom.sf(17, 200, 0.02)); main would fail it with probability 0.996 at
