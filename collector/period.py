@@ -336,31 +336,22 @@ Search, refinement, fundamental
        about a third of those at ~1 % of these. Evaluation (fresh seeds 99601 / 99602 /
        99611, PASSED): the 29 cells exact 1,456 -> 1,488 of 5,800, wrong 30 -> 31;
        aperiodic claims at n 96-127 39 -> 39 of 16,800, at n 24-200 73 -> 74 of 21,600.
-    10. Range-edge check (issue 19, helper C, 2026-12-06; ``_Search.beyond``): a claim of
-       steps 4-7 is withdrawn (``period = None``, ``candidate`` the refused period) when a
-       period past ``max_period`` with at least 2 whole cycles (``<= n // 2``) explains it
-       better: (a) where the claim's refinement neighbourhood was cut by ``max_period``,
-       the same settle with the cut lifted to ``n // 2`` chose a period more than
-       ``EDGE_BEYOND`` = 6 % past it AND that period's exact test (step 2) beats the
-       claim's by more than ``EDGE_MARGIN = 3`` in log p (without the 6 %, held-out true
-       periods n/3 lost 27 of 186 exact answers: docs/preregistration/C-range-edge-v3.md);
-       (b) step 3's multiple test, read over the whole window of a multiple ``m T``
-       that reaches past ``max_period``, chose an integer past it and found its added
-       harmonics significant (``_longer_multiple``). Why: a user's trial (docs/cpr.md,
-       "Using it"): noise-free sines of period 201-250 in 600 samples (searched (3, 200))
-       were claimed as 200 at confidence 1, SW reports of a 230-sine as 200 in 3-7 of 20
-       seeds; a period past the range puts its energy at the top of it, and a sawtooth of
-       2.3 cycles was claimed at its half. A claim whose neighbourhood and multiples stay
-       inside the range is not looked at; the step only withdraws claims. Limit: 3 cycles
-       do not resolve ``n // 3`` from slightly longer periods; the margin and the 6 % keep
-       true periods at the top (noise-free sines of 201-214 in 600 samples are still
-       claimed as 200). Calibration
-       (seed 5101, ``scripts/C_edge_margin.py``) and evaluation (fresh seed 5301, PASSED;
-       docs/preregistration/C-range-edge-v2.md, v1 failed): periods past the range claimed
-       254 -> 151 of 1,360; in-range periods near the top exact 348 -> 342; aperiodic 1 -> 1
-       of 1,800; the 3,540 pinned streams: 3 wrong claims withdrawn, nothing else changed;
-       speed within 5 % (``scripts/cpr_speed_same.py``). v3 (the 6 %, lead): past the
-       range 254 -> 223 (seed 5301), in range nothing lost (seeds 5311, 5411).
+    10. Range-edge check (issue 19, helper C and lead, 2026-12-06; ``_Search.beyond``): a
+       claim of steps 4-7 is withdrawn (``period = None``, ``candidate`` the refused period)
+       when (a) the claim's refinement neighbourhood was cut by ``max_period`` and the same
+       settle, with the cut lifted to ``n // 2`` (at least 2 whole cycles), chose a period
+       more than ``EDGE_BEYOND`` = 6 % past ``max_period`` whose exact test (step 2) beats
+       the claim's by more than ``EDGE_MARGIN = 3`` in log p. Why: a user's trial
+       (docs/cpr.md, "Using it"): noise-free sines of period 201-250 in 600 samples
+       (searched (3, 200)) were claimed as 200 at confidence 1, SW reports of a 230-sine as
+       200 in 3-7 of 20 seeds; now 215-300 and the SW streams give None. It changed no answer
+       of the held-out user table (5,940), the 3,540 pinned streams or fresh in-range streams
+       near the top. The 6 %: 3 cycles do not resolve ``n // 3`` from slightly longer periods
+       (without it true periods 333 of 1,000 samples lost 27 of 186 exact answers). (b)
+       ``_longer_multiple``, step 3's multiple test on multiples past the range, is off
+       (``EDGE_MULTIPLES = False``): it withdrew the true period of a noise-free
+       amplitude-modulated cycle and 6 held-out exact answers (docs/preregistration/
+       C-range-edge-v3.md).
 
 Long memory (issue 19, held-out families)
     The AR(1) shapes cannot follow a power law ``w^(-2 d)`` over more than a decade of
@@ -430,6 +421,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     DEFAULT_MIN_CYCLES,
     EDGE_BEYOND,
     EDGE_MARGIN,
+    EDGE_MULTIPLES,
     FAST_FOLD_BATCH,
     FAST_FOLD_DIRECT,
     FAST_FOLD_HARMONICS,

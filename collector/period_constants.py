@@ -22,6 +22,7 @@ SHORT_STREAM = 96  # streams of fewer samples than this use SHORT_PENALTY_SLOPE 
 SHORT_PENALTY_SLOPE = 3.0  # ... alpha * (cycles / 12) ** 3 (calibrated: step 4, "Short streams")
 EDGE_MARGIN = 3.0  # step 10 (a): a period past the range must beat the claim's exact log p by this
 EDGE_BEYOND = 0.06  # step 10 (a): ... and lie past max_period by more than this fraction of it
+EDGE_MULTIPLES = False  # step 10 (b) off: it withdrew a true period of an amplitude-modulated cycle
 SHORT_ANOVA_ALPHA = 0.002  # step 9: a short stream's best phase ANOVA, Bonferroni, at this level
 SHORT_CYCLES_STREAM = 128  # step 9b: streams of SHORT_STREAM to this many samples (excl.) ...
 SHORT_CYCLES_WINDOW = (4, 5)  # ... claim a refused candidate with this many whole cycles ...

@@ -11,6 +11,7 @@ from ldpfleet.collector.period_constants import (
     DEFAULT_MIN_CYCLES,
     EDGE_BEYOND,
     EDGE_MARGIN,
+    EDGE_MULTIPLES,
     FAST_FOLD_HARMONICS,
     FAST_FOLD_MIN_DIRECT,
     FAST_FOLD_TOLERANCE,
@@ -439,7 +440,8 @@ class _Search:
         periods at the top lost 12 of 253 exact answers, with it 4, while 53 of the 86
         wrong claims withdrawn stayed withdrawn; calibration seed 5101,
         ``scripts/C_edge_margin.py``). (b) Step 3's multiple test on the multiples ``m T``
-        whose window reaches beyond ``max_period`` (``_longer_multiple``). A claim with
+        whose window reaches beyond ``max_period`` (``_longer_multiple``), only with
+        ``EDGE_MULTIPLES`` (off: docs/preregistration/C-range-edge-v3.md). A claim with
         neither a neighbourhood nor a multiple (``m <= MAX_MULTIPLE``) past ``max_period``
         is not looked at."""
         top = self.n // 2
@@ -452,7 +454,7 @@ class _Search:
             gain = self.exact_logp(period)[0] - self.exact_logp(winner)[0]
             if winner > self.max_period * (1.0 + EDGE_BEYOND) and gain > EDGE_MARGIN:
                 return winner
-        if period * MAX_MULTIPLE + MAX_MULTIPLE <= self.max_period:
+        if not EDGE_MULTIPLES or period * MAX_MULTIPLE + MAX_MULTIPLE <= self.max_period:
             return None
         return _longer_multiple(
             period,

@@ -2,7 +2,9 @@
 (OLD: a directory with a copy of ``collector/period*.py``) against the current one:
 exact answers and claims per (T, n) (docs/preregistration/C-range-edge-v3.md).
 
-    python scripts/C3_heldout_edge.py OLD
+    python scripts/C3_heldout_edge.py OLD [all]
+
+``all``: every periodic cell of the table, not only those whose claims reach the top.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from ldpfleet.collector.period import detect_period
 CELLS = ((8, 24), (23, 100), (61, 250), (333, 1000))
 
 
-def main(old_dir: str, trials: int = 20) -> None:
+def main(old_dir: str, every: bool = False, trials: int = 20) -> None:
     old = load_old(old_dir)
     totals: Counter = Counter()
     for index, cell in enumerate(heldout.periodic_cells()):
         source, period, n, eps0 = cell
-        if (period, n) not in CELLS:
+        if not every and (period, n) not in CELLS:
             continue
         for trial in range(trials):
             rng = np.random.default_rng([heldout.SEED, index, trial])
@@ -42,4 +44,4 @@ def main(old_dir: str, trials: int = 20) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:3] == ["all"])

@@ -40,10 +40,17 @@ def test_noise_free_sines_in_the_range_near_its_top_stay_exact(period):
     assert detect_period(np.sin(2 * np.pi * T600 / period)).period == period
 
 
-def test_a_half_period_of_a_cycle_past_the_range_is_withdrawn():
-    """Step 10 (b): a sawtooth of period 260 in 600 samples (2.3 cycles) was claimed at its
-    half 130 (harmonics 2, 4, ...); the multiple 260 lies past 200, where step 3 could not
-    move. Read by step 3's multiple test, its odd harmonics are significant: no claim."""
+def test_a_half_period_of_a_cycle_past_the_range_is_withdrawn_with_rule_b(monkeypatch):
+    """Step 10 (b), off by default (``EDGE_MULTIPLES``: on a noise-free amplitude-modulated
+    cycle it withdrew the true period 200 of 3,000 samples for 1,206, see
+    tests/unit/test_D_am_multiple.py): a sawtooth of period 260 in 600 samples (2.3 cycles)
+    is claimed at its half 130 (harmonics 2, 4, ...); the multiple 260 lies past 200, where
+    step 3 could not move. Switched on, step 3's multiple test reads its odd harmonics as
+    significant: no claim."""
+    from ldpfleet.collector import period_search
+
+    assert detect_period((T600 / 260) % 1.0).period == 130  # the default: a known limit
+    monkeypatch.setattr(period_search, "EDGE_MULTIPLES", True)
     est = detect_period((T600 / 260) % 1.0)
     assert est.period in (None, 260), est
 
