@@ -154,7 +154,8 @@ def _fleet_options(transport: str, fanout: int, spacing: str, processes: int) ->
     transport, each refusal one sentence naming the option (``--transport foo`` said
     "broker URL 'foo' must start with mqtt://", naming neither the option nor reference;
     ``--fanout 0`` and ``--spacing log`` ran, ignored, in process and under dp)."""
-    from ldpfleet.scenarios.cadr_run import MAX_FANOUT, MAX_PROCESSES, SPACINGS
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.cadr_run import MAX_FANOUT, MAX_PROCESSES, check_spacing, check_whole
     from ldpfleet.scenarios.schema import ScenarioError
 
     if transport not in TRANSPORTS and not transport.startswith(("mqtt://", "mqtts://")):
@@ -162,12 +163,12 @@ def _fleet_options(transport: str, fanout: int, spacing: str, processes: int) ->
             f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)} or an mqtt:// "
             "(mqtts://) URL"
         )
-    for option, value, high in (("--fanout", fanout, MAX_FANOUT),
-                                ("--processes", processes, MAX_PROCESSES)):  # fmt: skip
-        if not 1 <= value <= high:
-            raise ScenarioError(f"{option} must be an integer in 1..{high}, got {value}")
-    if spacing not in SPACINGS:
-        raise ScenarioError(f"--spacing {spacing!r} is not {' or '.join(SPACINGS)}")
+    try:  # the checks CadrSettings and run_cadr_fleet make, named as options
+        check_whole(fanout, "fanout", 1, MAX_FANOUT)
+        check_whole(processes, "processes", 1, MAX_PROCESSES)
+        check_spacing(spacing)
+    except ParameterError as error:
+        raise ScenarioError(f"--{error.field} {error.reason}") from None
 
 
 @contextlib.contextmanager

@@ -134,7 +134,7 @@ MAX_PROCESSES = 64
 SPACINGS = ("linear", "geometric")
 
 
-def _check_whole(value: object, name: str, low: int, high: int) -> None:
+def check_whole(value: object, name: str, low: int, high: int) -> None:
     """``value`` an integer in [low, high], else a ``ParameterError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ParameterError(
@@ -142,6 +142,17 @@ def _check_whole(value: object, name: str, low: int, high: int) -> None:
             field=name,
             limit=f"an integer in {low}..{high}",
             value=value,
+        )
+
+
+def check_spacing(spacing: object) -> None:
+    """``spacing`` one of ``SPACINGS``, else a ``ParameterError`` naming ``spacing``."""
+    if spacing not in SPACINGS:
+        raise ParameterError(
+            f"{spacing!r} is not {' or '.join(SPACINGS)}",
+            field="spacing",
+            limit=" or ".join(SPACINGS),
+            value=spacing,
         )
 
 
@@ -180,14 +191,8 @@ class CadrSettings:
                 limit=f"a finite number of seconds in 0..{MAX_DEADLINE:g} (0: none)",
                 value=deadline,
             )
-        _check_whole(self.fanout, "fanout", 1, MAX_FANOUT)
-        if self.spacing not in SPACINGS:  # "log" ran as linear under "dp", silently
-            raise ParameterError(
-                f"must be one of {', '.join(SPACINGS)}, got {self.spacing!r}",
-                field="spacing",
-                limit=" or ".join(SPACINGS),
-                value=self.spacing,
-            )
+        check_whole(self.fanout, "fanout", 1, MAX_FANOUT)
+        check_spacing(self.spacing)  # "log" ran as linear under "dp", silently
         resolve_degree_bound(self.degree_bound, self.pipeline, 2, 1)  # a typed error if bad
         # "auto" (the scenario's default): clip under "dp", ll under "paper"
         object.__setattr__(self, "method", resolve_method(self.method, self.pipeline))
@@ -917,7 +922,7 @@ async def run_cadr_fleet(
     )  # fmt: skip
     settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
     settings.check_fleet_size(graph)  # the θ search's one secure-sum session
-    _check_whole(processes, "processes", 1, MAX_PROCESSES)
+    check_whole(processes, "processes", 1, MAX_PROCESSES)
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):
