@@ -43,6 +43,7 @@ from ldpfleet.collector.period import (
     is_time_column,
     stream_kind,
 )
+from ldpfleet.collector.period_input import one_stream_hint
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -220,7 +221,8 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
         ) from None
     if arr.ndim != 1 or len(arr) == 0:
         raise ParameterError(
-            f"need a non-empty 1-D array of reports, got shape {arr.shape}",
+            f"need a non-empty 1-D array of reports, got shape {arr.shape}"
+            f"{one_stream_hint(arr.shape, 'cpr_many(streams, mechanism)')}",
             field=name,
             limit="a non-empty 1-D array",
             value=arr.shape,
