@@ -1407,6 +1407,49 @@ def source_cycles_entry(spec: object, steps: int) -> tuple[dict | None, list[str
     ]
 
 
+def _start_row(spec: CsvSpec, i: int, n: int, length: int) -> int:
+    """The record device ``i`` of ``n`` starts its replay at (``csv_stream``): 0 in the
+    ``"rows"`` layout; else ``(i * stride) % length``, or ``(i * length) // n`` when
+    ``stride == 0`` (evenly spread), by room (``i // C``) with ``columns``."""
+    if spec.layout == "rows":
+        return 0
+    if spec.columns is not None:
+        i, n = i // spec.channels, -(-n // spec.channels)
+    return (i * spec.stride) % length if spec.stride else (i * length) // n
+
+
+def replay_jump_warnings(
+    spec: object, steps: int, devices: int, true_period: int | None
+) -> list[str]:
+    """The sentence for results.json ``warnings`` when a CSV source's stated
+    ``true_period`` does not hold for every device: the file holds no whole number of
+    cycles and some device's replay wraps past its end (start record + ``steps`` beyond
+    it), so its stream jumps in phase there. Such a device was scored against a period its
+    stream does not have, and CPR claimed about twice or three times it at confidence 1
+    (helper P's user trial, 2026-12-06: the default ``stride = 0`` on a 2,000-row file of
+    period 36, 6 devices x 1,800 steps: 3 of 6 claimed 71; docs/scenarios.md had said so,
+    the run did not). Empty otherwise, and for every source but a CSV file."""
+    if not isinstance(spec, CsvSpec) or true_period is None:
+        return []
+    steps = _check_steps(steps)
+    records = replay_cycles(spec, steps)["records"]
+    if records % true_period == 0:
+        return []
+    wrapping = sum(_start_row(spec, i, devices, records) + steps > records for i in range(devices))
+    if wrapping == 0:
+        return []
+    unit = "columns (time steps)" if spec.layout == "rows" else "rows (time steps)"
+    return [
+        f"source: {spec.path} holds {records} {unit}, not a whole number of "
+        f"source.true_period = {true_period} cycles ({records / true_period:.4g}), and "
+        f"the replays of {wrapping} of {devices} devices run past its end and wrap to its "
+        f"start, a jump in phase: their streams are not {true_period}-periodic (CPR may "
+        "claim another period, and period_correct scores against one they do not have). "
+        "Choose source.stride so that every start plus stream.steps stays within the file "
+        "(docs/scenarios.md, source.true_period)"
+    ]
+
+
 def channel_bounds(spec: CsvSpec, device_index: int) -> tuple[float, float] | None:
     """The fixed public bounds of device ``device_index``'s channel (``columns`` sources),
     or None for a one-column source (whose bounds are the scenario's ``source.bounds``)."""
@@ -1439,16 +1482,10 @@ def csv_stream(
     if spec.layout == "rows":
         _check_rows(spec, list(_table(spec.path, spec.header)[0]))
         series = filled[i % filled.shape[0]]
-        start = 0
     elif spec.columns is not None:
-        c = spec.channels
-        room, rooms = i // c, -(-n // c)
-        series = filled[:, i % c]
-        length = series.shape[0]
-        start = (room * spec.stride) % length if spec.stride else (room * length) // rooms
+        series = filled[:, i % spec.channels]
     else:
         series = filled[:, 0]
-        length = series.shape[0]
-        start = (i * spec.stride) % length if spec.stride else (i * length) // n
+    start = _start_row(spec, i, n, series.shape[0])
     idx = (start + np.arange(steps)) % series.shape[0]
     return series.take(idx).astype(np.float64, copy=False), StreamTruth(period=None, phase=None)
