@@ -75,6 +75,9 @@ class CprConfig:
     # detect_period's min_cycles: admissible periods up to n // min_cycles (a max_period
     # above that is clamped); 2 reaches periods seen 2-3 times (docs/cpr.md)
     min_cycles: int = DEFAULT_MIN_CYCLES
+    # a known period (a day of 48 half-hours): detection skipped, the template is folded
+    # at it; None: detect_period's answer (helper P, 2026-12-06; docs/cpr.md)
+    period: int | None = None
 
     def __post_init__(self) -> None:
         """Refuse what the pipeline cannot use (``ParameterError`` naming the option, the
@@ -105,6 +108,8 @@ class CprConfig:
         _config_int(self.max_iter, "max_iter", 1)
         _config_int(self.kde_grid, "kde_grid", 2)
         _config_int(self.min_cycles, "min_cycles", 2)
+        if self.period is not None:
+            _config_int(self.period, "period", 2)
 
 
 def _config_int(value: object, name: str, minimum: int) -> None:
@@ -175,20 +180,43 @@ def cpr(y: ArrayLike, mechanism: SquareWave, config: CprConfig | None = None) ->
 
     Returns a ``CprResult``: ``period`` (an int, or ``None`` when detection abstains; then
     the reconstruction is a constant), ``confidence``, ``template`` (one cycle, in [0,
-    1]) and ``reconstruction`` (one value per report, in [0, 1]).
+    1]) and ``reconstruction`` (one value per report, in [0, 1]). With a known period
+    (``CprConfig(period=T)``) detection is skipped: ``period`` is T, ``confidence`` NaN.
 
     Raises ``ParameterError`` (a ``ValueError``) naming ``y`` or its first bad report
     ``y[k]`` (not 1-D, empty, not finite, outside the output range), ``mechanism`` (not a
-    ``SquareWave``) or ``config`` (not a ``CprConfig``)."""
+    ``SquareWave``), ``config`` (not a ``CprConfig``) or ``config.period`` (longer than
+    ``y``)."""
     config = _check_config(config)
     y = _reports(y, mechanism)
-    estimate = _detect(y, config)
+    estimate = _detect(y, config, "y")
     template = phase_templates(y, mechanism, estimate.period or 1, config)
     return _result(len(y), estimate, template)
 
 
-def _detect(y: np.ndarray, config: CprConfig):
-    """``detect_period`` with the config's search range."""
+@dataclass(frozen=True)
+class _GivenPeriod:
+    """``config.period`` in place of ``detect_period``'s estimate: not tested, so its
+    confidence is NaN."""
+
+    period: int
+    confidence: float = math.nan
+
+
+def _detect(y: np.ndarray, config: CprConfig, name: str):
+    """``detect_period`` with the config's search range, or the config's known period
+    (refused naming ``config.period`` when longer than the stream ``name``: a phase with no
+    report has no template value)."""
+    if config.period is not None:
+        if config.period > len(y):
+            raise ParameterError(
+                f"must be at most the length of {name} ({len(y)} reports: every phase of "
+                f"the cycle needs one), got {config.period}",
+                field="config.period",
+                limit=f"<= {len(y)}",
+                value=config.period,
+            )
+        return _GivenPeriod(int(config.period))
     return detect_period(
         y,
         min_period=config.min_period,
@@ -282,7 +310,7 @@ def cpr_many(
     numbers named as such."""
     config = _check_config(config)
     ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
-    estimates = [_detect(y, config) for y in ys]
+    estimates = [_detect(y, config, f"streams[{i}]") for i, y in enumerate(ys)]
     folds = [e.period if e.period is not None else 1 for e in estimates]
     groups: dict[int, list[int]] = {}
     for i, (y, period) in enumerate(zip(ys, folds, strict=True)):
