@@ -22,17 +22,21 @@ SEED_MAX = 2**63 - 1  # as --seed of ldpfleet run ([scenario] seed)
 
 
 def _check_count(value: object, field: str, minimum: int, maximum: int | None = None) -> None:
-    """An integer in [minimum, maximum] (no upper limit when ``maximum`` is None)."""
+    """An integer in [minimum, maximum] (no upper limit when ``maximum`` is None). A
+    ``field`` of two words (``"grid_shape cycles"``) names the part in the sentence too:
+    the command line names only the option, so ``--grid-shape 24,2`` said "must be an
+    integer >= 3, got 2" without saying that the 2 is the cycles (helper P, 2026-12-06)."""
+    part = f" (the {field.split(' ', 1)[1]})" if " " in field else ""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise ParameterError(
-            f"must be an integer >= {minimum}, got {value!r}",
+            f"must be an integer >= {minimum}, got {value!r}{part}",
             field=field,
             limit=f"an integer >= {minimum}",
             value=value,
         )
     if maximum is not None and value > maximum:
         raise ParameterError(
-            f"must be an integer <= {maximum:,}, got {value!r}",
+            f"must be an integer <= {maximum:,}, got {value!r}{part}",
             field=field,
             limit=f"an integer <= {maximum:,}",
             value=value,
