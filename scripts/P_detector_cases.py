@@ -6,6 +6,7 @@ would not expect, on streams nobody tuned to. Reports only; the detector is not 
     python scripts/P_detector_cases.py edge     # periods near the top of the range, off by 1
     python scripts/P_detector_cases.py outlier  # one sample 30x the range: no period
     python scripts/P_detector_cases.py wrap     # a replay's phase jump: twice the period
+    python scripts/P_detector_cases.py fraction # a period of 24.3 samples: 73, 97, 170, 243
 
 Each prints one line per case: the setting, then the answers.
 """
@@ -40,7 +41,7 @@ def step() -> None:
 
 
 def offset() -> None:
-    """The same SW stream (T = 37, eps0 = 3) plus a constant: 37 up to 3e11, then None
+    """The same SW stream (T = 37, eps0 = 3) plus a constant: 37 up to 1e11, None from 3e11
     with candidate None (treated as constant: period.py's std(detrended) <= 1e-12 *
     max|x|), though float64 still holds the signal to ~1e-4 at 1e12."""
     rng = np.random.default_rng(91817)
@@ -97,7 +98,33 @@ def wrap() -> None:
         print(f"wrap start {start}: {answers}")
 
 
-CASES = {"step": step, "offset": offset, "edge": edge, "outlier": outlier, "wrap": wrap}
+def fraction() -> None:
+    """Sines of a non-integer period P (a cycle not aligned with the sampling), n = 1,200,
+    6 seeds (random phase), noise-free and SW(2) reports. The answer is an integer k x P
+    that lies near an integer (24.5 -> 49, 24.25 -> 97, 24.3 -> 73 / 97 / 170 / 243 by
+    seed), not the nearest integer; 24.05 and 150.5 give 24 and 150 or 151."""
+    t = np.arange(1200)
+    for period in (24.5, 24.25, 24.3, 24.1, 24.05, 30.5, 50.5, 60.2, 99.5, 150.5):
+        answers = {}
+        for eps0 in (None, 2.0):
+            found = []
+            for seed in range(6):
+                rng = np.random.default_rng(500 + seed)
+                x = 0.5 + 0.4 * np.sin(2 * np.pi * t / period + rng.random() * 6)
+                y = x if eps0 is None else SquareWave(eps0).perturb(x, rng)
+                found.append(detect_period(y).period)
+            answers["noise-free" if eps0 is None else f"SW({eps0:g})"] = found
+        print(f"fraction P={period}: {answers}")
+
+
+CASES = {
+    "step": step,
+    "offset": offset,
+    "edge": edge,
+    "outlier": outlier,
+    "wrap": wrap,
+    "fraction": fraction,
+}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(CASES):
