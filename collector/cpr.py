@@ -43,7 +43,7 @@ from ldpfleet.collector.period import (
     is_time_column,
     stream_kind,
 )
-from ldpfleet.collector.period_input import one_stream_hint
+from ldpfleet.collector.period_input import _check_a_sequence, _check_not_numbers_in_disguise
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -238,19 +238,40 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
             limit="a 1-D array of real numbers, not timestamps",
             value=stream_kind(y),
         )
+    # refused as detect_period refuses them (helper P, 2026-12-06): a masked report was
+    # read as a number, complex reports lost their imaginary part with numpy's warning,
+    # None was "got shape ()", a generator or a text said nothing of what it got
+    _check_not_numbers_in_disguise(y, name)
+    _check_a_sequence(y, name)
     try:
         arr = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
+        bad = _first_non_number(y)
+        where = "" if bad is None else f": {name}[{bad[0]}] is {bad[1]!r}"
         raise ParameterError(
-            "need a 1-D array of real numbers (reports)",
+            f"need a 1-D array of real numbers (reports){where}",
             field=name,
             limit="a 1-D array of real numbers",
             value=stream_kind(y),
         ) from None
+    except OverflowError:  # a Python int beyond the float range
+        raise ParameterError(
+            "need a 1-D array of real numbers within the float range (|x| < 1.8e308)",
+            field=name,
+            limit="|x| < 1.8e308",
+            value=stream_kind(y),
+        ) from None
+    if arr.ndim == 0:  # a number (or a numeric string) is not a stream of reports
+        raise ParameterError(
+            f"need a non-empty 1-D array of reports (a stream), got one value {y!r}",
+            field=name,
+            limit="a non-empty 1-D array",
+            value=arr.shape,
+        )
     if arr.ndim != 1 or len(arr) == 0:
         raise ParameterError(
             f"need a non-empty 1-D array of reports, got shape {arr.shape}"
-            f"{one_stream_hint(arr.shape, 'cpr_many(streams, mechanism)')}",
+            f"{_one_stream_hint(arr.shape)}",
             field=name,
             limit="a non-empty 1-D array",
             value=arr.shape,
@@ -263,6 +284,34 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
         f"report must be finite and in [{mech.output_low!r}, {mech.output_high!r}]",
     )
     return arr
+
+
+def _first_non_number(x: object) -> tuple[int, object] | None:
+    """The index and value of the first item of a list or tuple that ``float()`` refuses
+    (an empty or text cell, a nested list), else None."""
+    if isinstance(x, list | tuple):
+        for idx, value in enumerate(x):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                return idx, value
+    return None
+
+
+def _one_stream_hint(shape: tuple[int, ...]) -> str:
+    """What to pass instead of a 2-D array (as ``check_stream`` says for
+    ``detect_period``): one column or row of one stream, or ``cpr_many`` for several;
+    "got shape (555, 1)" alone did not say (helper P, 2026-12-06)."""
+    if len(shape) == 2 and shape[1] == 1:
+        return ": a column of one stream? pass x[:, 0] or x.ravel()"
+    if len(shape) == 2 and shape[0] == 1:
+        return ": a row of one stream? pass x[0] or x.ravel()"
+    if len(shape) >= 2:
+        return (
+            ": one stream per call, e.g. one column x[:, k]; cpr_many(streams, mechanism) "
+            "takes one stream per row"
+        )
+    return ""
 
 
 def _result(n: int, estimate, template: np.ndarray) -> CprResult:

@@ -43,8 +43,17 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             value=arr.shape,
         )
     if arr.ndim != 1:
+        # a table's column (n, 1) or a row (1, n) was "must be 1-D, got shape (555, 1)"
+        # without saying what to pass (helper P, 2026-12-06); still refused: which axis is
+        # time is the caller's to say (cpr's _one_stream_hint says the same)
+        if arr.ndim == 2 and arr.shape[1] == 1:
+            hint = "a column of one stream? pass x[:, 0] or x.ravel()"
+        elif arr.ndim == 2 and arr.shape[0] == 1:
+            hint = "a row of one stream? pass x[0] or x.ravel()"
+        else:
+            hint = "one stream per call, e.g. one column x[:, k]"
         raise ParameterError(
-            f"must be 1-D, got shape {arr.shape}{one_stream_hint(arr.shape)}",
+            f"must be 1-D, got shape {arr.shape}: {hint}",
             field=name,
             limit="1-D",
             value=arr.shape,
@@ -59,23 +68,6 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
             value=float(arr[idx]),
         )
     return arr
-
-
-def one_stream_hint(shape: tuple[int, ...], many: str = "") -> str:
-    """A hint for a 2-D array that holds one stream as a column (n, 1) or a row (1, n):
-    a table's column (``df[["v"]].to_numpy()``, ``x[:, None]``) was refused as "must be
-    1-D, got shape (555, 1)" without saying what to pass (helper P, 2026-12-06). Still
-    refused, not read as the stream: which axis is time is the caller's to say. ``many``:
-    the function that takes many streams, named for a 2-D array of several."""
-    if len(shape) == 2 and shape[1] == 1:
-        return ": a column of one stream? pass x[:, 0] or x.ravel()"
-    if len(shape) == 2 and shape[0] == 1:
-        return ": a row of one stream? pass x[0] or x.ravel()"
-    if len(shape) >= 2:
-        return ": one stream per call, e.g. one column x[:, k]" + (
-            f"; {many} takes one stream per row" if many else ""
-        )
-    return ""
 
 
 def _check_not_numbers_in_disguise(x: object, name: str) -> None:
