@@ -287,7 +287,11 @@ def _cosine_cell(args: tuple) -> list[dict]:
             "w": w,
             "method": method,
             "mean": float(np.mean(values)),
-            "sem": float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0,
+            # one trial has no spread to estimate: None (JSON null), not 0.0, which read as
+            # an exact mean (helper P, 2026-12-06: --trials 1 printed "sem": 0.0)
+            "sem": float(np.std(values, ddof=1) / np.sqrt(len(values)))
+            if len(values) > 1
+            else None,
         }
         for method, values in distances.items()
     ]
