@@ -7,6 +7,7 @@ would not expect, on streams nobody tuned to. Reports only; the detector is not 
     python scripts/P_detector_cases.py outlier  # one sample 30x the range: no period
     python scripts/P_detector_cases.py wrap     # a replay's phase jump: twice the period
     python scripts/P_detector_cases.py fraction # a period of 24.3 samples: 73, 97, 170, 243
+    python scripts/P_detector_cases.py alpha    # false claims on white SW streams by alpha
 
 Each prints one line per case: the setting, then the answers.
 """
@@ -117,6 +118,22 @@ def fraction() -> None:
         print(f"fraction P={period}: {answers}")
 
 
+def alpha() -> None:
+    """False claims on aperiodic streams (SW(2) reports of i.i.d. uniform values), 300
+    streams per cell: ``alpha`` bounds the rate, which is far below it (n = 300: 0, 0, 8
+    and 15 claims at alpha 0.01, 0.05, 0.2, 0.5; n = 2,000: 2, 5, 11, 19)."""
+    sw = SquareWave(2.0)
+    for n in (300, 2000):
+        for level in (0.01, 0.05, 0.2, 0.5):
+            claims = 0
+            for seed in range(300):
+                rng = np.random.default_rng(880000 + seed)
+                claims += (
+                    detect_period(sw.perturb(rng.random(n), rng), alpha=level).period is not None
+                )
+            print(f"alpha n={n} alpha={level}: {claims}/300 claims")
+
+
 CASES = {
     "step": step,
     "offset": offset,
@@ -124,6 +141,7 @@ CASES = {
     "outlier": outlier,
     "wrap": wrap,
     "fraction": fraction,
+    "alpha": alpha,
 }
 
 if __name__ == "__main__":
