@@ -8,6 +8,7 @@ would not expect, on streams nobody tuned to. Reports only; the detector is not 
     python scripts/P_detector_cases.py wrap     # a replay's phase jump: twice the period
     python scripts/P_detector_cases.py fraction # a period of 24.3 samples: 73, 97, 170, 243
     python scripts/P_detector_cases.py alpha    # false claims on white SW streams by alpha
+    python scripts/P_detector_cases.py smooth   # a ramp or a bump claimed at eps0 >= 20
 
 Each prints one line per case: the setting, then the answers.
 """
@@ -134,6 +135,31 @@ def alpha() -> None:
             print(f"alpha n={n} alpha={level}: {claims}/300 claims")
 
 
+def smooth() -> None:
+    """SW reports of aperiodic smooth streams (n = 600), 10 seeds: none claimed at eps0 =
+    5; at 20, 5 of 10 ramps (69, 79) and 5 of 10 bumps (187); at 50 all 10 of each. At
+    eps0 >= ~15 SW's half-width b is one cell of its 2^-20 grid and the input is rounded
+    to the grid (protocol/sw.py), so the reports carry the rounding error of a ramp, a
+    deterministic sawtooth, beside noise of the same size: structure, but not the
+    stream's cycle. Decays, three levels and random walks gave no claim."""
+    t = np.arange(600) / 600
+    shapes = {
+        "ramp": 0.1 + 0.8 * t,
+        "bump": 0.1 + 0.8 * np.exp(-(((t - 0.4) / 0.1) ** 2)),
+        "decay": 0.1 + 0.8 * np.exp(-5 * t),
+        "3 levels": np.select([t < 0.3, t < 0.75], [0.2, 0.7], 0.4),
+    }
+    for eps0 in (5.0, 20.0, 50.0):
+        sw = SquareWave(eps0)
+        for name, x in shapes.items():
+            claims = []
+            for seed in range(10):
+                period = detect_period(sw.perturb(x, np.random.default_rng(4400 + seed))).period
+                if period is not None:
+                    claims.append(period)
+            print(f"smooth eps0={eps0:g} {name}: {len(claims)}/10 claims {claims}")
+
+
 CASES = {
     "step": step,
     "offset": offset,
@@ -142,6 +168,7 @@ CASES = {
     "wrap": wrap,
     "fraction": fraction,
     "alpha": alpha,
+    "smooth": smooth,
 }
 
 if __name__ == "__main__":
