@@ -141,7 +141,7 @@ def smooth() -> None:
     eps0 >= ~15 SW's half-width b is one cell of its 2^-20 grid and the input is rounded
     to the grid (protocol/sw.py), so the reports carry the rounding error of a ramp, a
     deterministic sawtooth, beside noise of the same size: structure, but not the
-    stream's cycle. Decays, three levels and random walks gave no claim."""
+    stream's cycle. Decays and three levels gave no claim (random walks neither, in the trial)."""
     t = np.arange(600) / 600
     shapes = {
         "ramp": 0.1 + 0.8 * t,
