@@ -547,6 +547,12 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
             return _numpy_table(path, raw)
         lines, delimiter = _csv_lines(raw, path)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
+        if exc.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
+            raise SourceError(
+                f"{path} starts with a UTF-16 byte-order mark but is not UTF-16 text "
+                f"({exc.reason} at byte {exc.start}): save it as UTF-8",
+                field=field,
+            ) from exc
         line = exc.object[: exc.start].count(b"\n") + 1
         raise SourceError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
@@ -574,7 +580,13 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     """The non-blank lines of a CSV file's bytes as ``(line number, fields)`` and their
     delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
     ``csv.Error`` for ``_parse_table`` to word."""
-    text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # UTF-16 with its BOM: Excel's "Unicode Text" export (tab-separated), refused as
+        # "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06); edge lists
+        # were read in UTF-16 already (devices.graphs)
+        text = raw.decode("utf-16")
+    else:
+        text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     delimiter = delimiter or sniff_delimiter(text)
