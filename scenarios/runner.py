@@ -42,7 +42,11 @@ from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.sources import missing_entry, source_cycles_entry
+from ldpfleet.devices.sources import (
+    missing_entry,
+    replay_jump_warnings,
+    source_cycles_entry,
+)
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import within_budget
 from ldpfleet.protocol.rendezvous import scenario_digest
@@ -1043,6 +1047,13 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
     cycles, warnings = source_cycles_entry(scenario.source_spec(), scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
+    # a stated true_period that a wrapping replay breaks (devices.sources)
+    results["warnings"] += replay_jump_warnings(
+        scenario.source_spec(),
+        scenario.spec.stream.steps,
+        scenario.spec.fleet.devices,
+        getattr(scenario.spec.source, "true_period", None),
+    )
 
 
 def _scored_reconstruction(state: _StreamRun) -> dict | None:

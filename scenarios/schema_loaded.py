@@ -261,7 +261,10 @@ def _looked_in(path: str, scenario_path: Path | None) -> str:
     places = [base / candidate for base in (*bases, Path.cwd())]
     if inside is not None:
         places.append(data_root() / inside)
-    return f" (looked in {', '.join(str(place) for place in places)})"
+    # each place once, absolute: a scenario given as "bad.toml" listed "nope.csv" twice
+    # (its folder and the folder above are both "." relative; helper P, 2026-12-06)
+    unique = list(dict.fromkeys(place.absolute() for place in places))
+    return f" (looked in {', '.join(str(place) for place in unique)})"
 
 
 def _inside_data(path: Path) -> Path | None:

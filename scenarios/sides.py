@@ -55,7 +55,11 @@ from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
-from ldpfleet.devices.sources import missing_entry, source_cycles_entry
+from ldpfleet.devices.sources import (
+    missing_entry,
+    replay_jump_warnings,
+    source_cycles_entry,
+)
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
@@ -893,6 +897,13 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
+    # a stated true_period that a wrapping replay breaks (devices.sources)
+    results["warnings"] += replay_jump_warnings(
+        source,
+        scenario.spec.stream.steps,
+        scenario.spec.fleet.devices,
+        getattr(scenario.spec.source, "true_period", None),
+    )
 
 
 def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
