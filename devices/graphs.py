@@ -359,7 +359,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
             f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
-            "labels (alice bob) are node ids only when no id of the file is an integer",
+            "labels (alice bob) are node ids only when no id of the file is an integer"
+            f"{_range_hint(bad, path.name)}",
             field=path.name,
             limit="integer node ids of at most 19 digits, or labels only",
             value=_shown(bad),
@@ -693,6 +694,34 @@ def _shown(line: bytes) -> str:
     """A line of the file for a message: text (undecodable bytes as U+FFFD), at most 80."""
     text = line.decode("utf-8", errors="replace").strip()
     return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _range_hint(bad: bytes, file_name: str) -> str:
+    """A hint when ``bad`` holds an integer outside int64 (an unsigned 64-bit id, a hash):
+    such a line was refused as "at most 19 digits" also when the id had 19 (helper G's
+    user trial, 2026-12-06)."""
+    big = next((t for t in bad.split() if _is_integer(t) and not _is_int64(t)), None)
+    if big is None:
+        return ""
+    relabel = (
+        "awk '{ if (!($1 in m)) m[$1] = n++; if (!($2 in m)) m[$2] = n++; print m[$1], m[$2] }' "
+        f"{file_name} > edges.txt"
+    )
+    return (
+        f" ({big.decode()} is outside the 64-bit id range {-(2**63)} .. {2**63 - 1}: "
+        f"number the nodes 0, 1, 2, ... instead, e.g. {relabel})"
+    )
+
+
+def _is_integer(token: bytes) -> bool:
+    """An integer of any size, as a file writes it (no ``1_000`` digit grouping)."""
+    if b"_" in token:
+        return False
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_int64(token: bytes) -> bool:
