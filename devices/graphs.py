@@ -636,6 +636,9 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
             f" (the line is {_shown(whole)}: '#' starts a comment, so node ids cannot "
             f"hold one; replace it, e.g. tr '#' '_' < {file_name} > edges.txt)"
         )
+    known = _format_hint(raw, lines, file_name)
+    if known:
+        return known
     header = _header_hint(bad, lines)
     if header:
         return header
@@ -675,6 +678,54 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
         what = f"{len(fields)} columns"
     cut = f"awk '{{print $1, $2}}' {file_name} > edges.txt"
     return f" ({what}: edges are unweighted here; keep the first two columns, e.g. {cut})"
+
+
+# other graph formats a user may have (networkx writes all of them): named, with the line
+# that converts them, instead of "a header row?" (GraphML), "an isolated node? write
+# '*Edges' twice" (Pajek) or "the 3rd column looks like a weight" (an adjacency list);
+# helper G's user trial, 2026-12-06
+_NX_FORMATS = (  # (what, networkx reader)
+    ("an XML file (GraphML?)", "read_graphml"),
+    ("a Pajek .net file", "read_pajek"),
+    ("a GML file", "read_gml"),
+)
+_ADJACENCY_SAMPLE = 1000  # lines looked at to call a file an adjacency list
+
+
+def _format_hint(raw: bytes, lines: list[bytes], file_name: str) -> str:
+    """A hint when the file is a graph in another format than an edge list: GraphML/XML,
+    Pajek, GML, or an adjacency list (a node, then its neighbours, lines of varying
+    length). Empty when it is none of these."""
+    text = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    heads = [ln.strip().lower() for ln in raw.splitlines()[:200]]
+    kind = None
+    if text.startswith(b"<"):
+        kind = _NX_FORMATS[0]
+    elif any(h.startswith((b"*vertices", b"*edges", b"*arcs")) for h in heads):
+        kind = _NX_FORMATS[1]
+    elif text.startswith(b"graph") and b"[" in text[:200]:
+        kind = _NX_FORMATS[2]
+    if kind is not None:
+        convert = (
+            f"python -c \"import networkx as nx; nx.write_edgelist(nx.{kind[1]}('{file_name}'), "
+            "'edges.txt', data=False)\""
+        )
+        return (
+            f" ({kind[0]}, not an edge list: convert it to one edge a line, e.g. {convert}; "
+            "its labels load as node ids)"
+        )
+    sample = [ln.split() for ln in lines[:_ADJACENCY_SAMPLE]]
+    counts = {len(f) for f in sample if len(f) >= 2}
+    if len(counts) >= 2 and max(counts) >= 3 and all(_is_integer(t) for f in sample for t in f):
+        split = (
+            "awk '{if (NF == 1) print $1, $1; for (i = 2; i <= NF; i++) print $1, $i}' "
+            f"{file_name} > edges.txt"
+        )
+        return (
+            f" (lines of {min(counts)} to {max(counts)} ids: an adjacency list, a node then "
+            f"its neighbours? write one edge a line, e.g. {split})"
+        )
+    return ""
 
 
 def _header_hint(bad: bytes, lines: list[bytes]) -> str:
