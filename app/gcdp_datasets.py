@@ -914,6 +914,7 @@ def _occupancy_head(data, window, readings, files, model, windows, train_l) -> d
         # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
         # F1 of "always occupied", like any score)
         "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+        "clipping_shift": clipping_shift(train_f, test_f),
         "baselines": _occupancy_baselines(model, windows, train_l),
         "sampling": None
         if data is not None
@@ -995,6 +996,40 @@ def sampling(train_file, test_file, window: int) -> dict:
         "gap_rule": f"a step longer than {GAP_STEPS} median steps",
         "note": note,
     }
+
+
+# a channel whose test windows lie wholly on one side of the training clipping interval this
+# much more often than its training windows: named in protocol.clipping_shift
+SATURATED_EXCESS = 0.5
+
+
+def clipping_shift(train_f: np.ndarray, test_f: np.ndarray) -> str | None:
+    """Results ``protocol.clipping_shift``: a sentence naming each channel whose test windows
+    lie wholly above (mean 1) or below (mean 0) the training file's clipping interval at
+    least ``SATURATED_EXCESS`` more often than its training windows, else None. A test file
+    in °F against a training file in °C (helper G's user trial, 2026-12-06) released every
+    Temperature window clipped to the top, NonPrivate F1 96.9 instead of 98.5, with no
+    word; so did a HumidityRatio in percent. On the shipped files' six train/test pairs the
+    largest excess is 0.65 (CO2 of datatraining.txt below datatest2.txt's interval: the
+    note fires there, a true shift of the CO2 levels), else below 0.5."""
+    found = []
+    for k, name in enumerate(CHANNELS):
+        for side, sign in (("above", 1.0), ("below", -1.0)):  # mean >= 1, or mean <= 0
+            at = max(sign, 0.0)
+            a = float(np.mean(sign * train_f[:, k] >= sign * at)) if train_f.size else 0.0
+            b = float(np.mean(sign * test_f[:, k] >= sign * at)) if test_f.size else 0.0
+            if b - a >= SATURATED_EXCESS:
+                found.append(
+                    f"{name}: {b:.0%} of the test windows lie wholly {side} the training "
+                    f"file's clipping interval ({a:.0%} of the training windows)"
+                )
+    if not found:
+        return None
+    return (
+        "; ".join(found) + ": their released values are the interval's end, whatever the "
+        "readings (another unit, e.g. °F against °C or a percentage against a fraction, or a "
+        "sensor that moved? convert the test file to the training file's units)"
+    )
 
 
 def _window_span(steps: np.ndarray | None, window: int) -> float | None:
