@@ -299,13 +299,14 @@ def _bench_cadr_fleet(
     broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
     per_run = []
     for seed in range(runs):
-        result = run_loop(
+        result = _fleet_run(
+            run_loop,
             run_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
                 seed=seed, fanout=fanout, spacing=spacing,
                 processes=processes if broker != "memory" else 1, graph_spec=graph,
                 pipeline=pipeline, degree_bound=degree_bound,
-            )
+            ),
         )  # fmt: skip
         for key in ("released", "histogram", "ledgers", "theta_queries", "per_device"):
             result.pop(key)
@@ -343,6 +344,22 @@ def _bench_cadr_fleet(
         },
         "stage_seconds": last["stage_seconds"],
     }
+
+
+def _fleet_run(run_loop, fleet_run):
+    """One fleet run; the fleet-size refusal (``CadrSettings.check_fleet_size``, field
+    ``devices``) names the options: it printed "error: devices: ... give an integer theta"
+    (helper G's user trial, 2026-12-06)."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        return run_loop(fleet_run)
+    except ParameterError as error:
+        if error.field != "devices":
+            raise
+        reason = error.reason.replace("give an integer theta", "give an integer --theta")
+        raise ScenarioError(f"--graph: {reason}") from None
 
 
 def _fleet_means(per_run: list[dict]) -> dict:

@@ -48,3 +48,15 @@ def test_the_bound_of_the_run_decides(star) -> None:
         app, [*STAR, "--graph", star, "--theta", "120", "--non-private", "--method", "ll"]
     )
     assert flat.exit_code == 0 and json.loads(flat.stdout)["mode"] == "non-private"
+
+
+def test_the_fleet_size_refusal_names_the_options(tmp_path) -> None:
+    """A θ search over more devices than one secure-sum session takes printed "error:
+    devices: ... give an integer theta" on a fleet transport (no option named)."""
+    path = tmp_path / "path.txt"
+    path.write_text("".join(f"{k} {k + 1}\n" for k in range(10_000)))  # 10,001 devices
+    result = CliRunner().invoke(app, [*STAR, "--graph", str(path), "--transport", "memory"])
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    text = " ".join(result.stderr.split())
+    assert text.startswith("error: --graph: the fleet's θ search is one secure sum"), text
+    assert "this graph has 10,001: give an integer --theta" in text, text
