@@ -92,6 +92,7 @@ def bench_cadr_command(
         else:
             result = _private_cadr(g, method, rule, eps, alpha, runs, pipeline, bound, advance)
         _add_release_warnings(result, g)
+        _same_keys(result)
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
@@ -260,6 +261,18 @@ def _private_cadr(
         done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
         advance()
     return {"mode": "private", **summarise(done)}
+
+
+def _same_keys(result: dict) -> None:
+    """A private bench prints the same figure keys on every transport (docs/cadr.md): the
+    in-process reference left ``theta_search`` out where no θ search ran (the fleet: null),
+    and the fleet left out ``histogram_l1`` (the reference: = ``distribution_l1``); helper
+    G's user trial, 2026-12-06."""
+    if result.get("mode") != "private":
+        return
+    result.setdefault("theta_search", None)
+    if "distribution_l1" in result:
+        result.setdefault("histogram_l1", result["distribution_l1"])
 
 
 def _add_release_warnings(result: dict, g) -> None:

@@ -60,3 +60,26 @@ def test_the_fleet_size_refusal_names_the_options(tmp_path) -> None:
     text = " ".join(result.stderr.split())
     assert text.startswith("error: --graph: the fleet's θ search is one secure sum"), text
     assert "this graph has 10,001: give an integer --theta" in text, text
+
+
+FLEET_ONLY = {"broker", "ledger_exact", "max_kept_degree", "messages", "processes"}
+
+
+@pytest.mark.parametrize("graph", ["tiny", "searched"])
+def test_reference_and_fleet_print_the_same_figure_keys(tmp_path, graph) -> None:
+    """A small-fleet run (no θ search) had no ``theta_search`` in process (the fleet: null);
+    the fleet had no ``histogram_l1`` (the reference: = distribution_l1)."""
+    path = tmp_path / "g.txt"
+    n = 10 if graph == "tiny" else 60
+    path.write_text("".join(f"{k} {(k + 1) % n}\n{k} {(k + 3) % n}\n" for k in range(n)))
+    keys = {}
+    for transport in ("reference", "memory"):
+        out = CliRunner().invoke(app, [*STAR, "--graph", str(path), "--transport", transport])
+        assert out.exit_code == 0, out.output
+        keys[transport] = json.loads(out.stdout)
+    ref, fleet = keys["reference"], keys["memory"]
+    assert set(fleet) - set(ref) - {"stage_seconds"} == FLEET_ONLY
+    assert set(ref) - set(fleet) == set()
+    assert fleet["histogram_l1"] == fleet["distribution_l1"]
+    searched = graph == "searched"
+    assert (ref["theta_search"] is not None) == (fleet["theta_search"] is not None) == searched
