@@ -716,7 +716,9 @@ def _format_hint(raw: bytes, lines: list[bytes], file_name: str) -> str:
         )
     sample = [ln.split() for ln in lines[:_ADJACENCY_SAMPLE]]
     counts = {len(f) for f in sample if len(f) >= 2}
-    if len(counts) >= 2 and max(counts) >= 3 and all(_is_integer(t) for f in sample for t in f):
+    konect = _konect_header(raw) is not None  # KONECT's columns: weights, timestamps
+    integers = all(_is_integer(t) for f in sample for t in f)
+    if not konect and len(counts) >= 2 and max(counts) >= 3 and integers:
         split = (
             "awk '{if (NF == 1) print $1, $1; for (i = 2; i <= NF; i++) print $1, $i}' "
             f"{file_name} > edges.txt"

@@ -65,3 +65,11 @@ def test_weighted_lists_are_not_called_adjacency_lists(tmp_path, body):
     path = tmp_path / "g.txt"
     path.write_bytes(body)
     assert "adjacency list" not in _refusal(path)
+
+
+def test_a_konect_file_keeps_its_weight_hint(tmp_path):
+    path = tmp_path / "out.x"
+    path.write_bytes(b"% sym positive\n1 2 3\n2 3 1 1262304000\n")
+    message = _refusal(path)
+    assert "the KONECT header on line 1 says the edges carry 'positive' weights" in message
+    assert "adjacency list" not in message
