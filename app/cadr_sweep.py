@@ -69,6 +69,7 @@ from ldpfleet.protocol.cadr_budget import (
     check_run_eps,
     negotiates,
     resolve_degree_bound,
+    small_fleet_theta,
 )
 from ldpfleet.protocol.errors import ParameterError
 
@@ -548,8 +549,12 @@ def theta_accuracy(
             ]
             exact = found[0][1]["theta_exact"]
             ratio = np.array([theta for theta, _ in found]) / exact
+            # the rule's row on a fleet the small-fleet rule takes: the dp pipeline runs no
+            # θ search there (θ = ⌈√D⌉), so the row measures a search no run makes
+            small = small_fleet_theta(e, alpha, graph.n, bound) if f is None else None
             rows.append({
                 "eps": e, "fraction": f, "eps_theta": budget.theta, "theta_exact": exact,
+                "small_fleet_theta": small,
                 "median_ratio": float(np.median(ratio)),
                 "ratio_q25": float(np.percentile(ratio, 25)),
                 "ratio_q75": float(np.percentile(ratio, 75)),
@@ -1172,7 +1177,11 @@ def _theta_accuracy_lines(acc: dict) -> list[str]:
         f"D = {acc.get('degree_bound', 'graph max')}; 'exact θ': the same rule on the true counts; "
         "ratio = chosen / exact; ε_θ = fraction × α ε; 'rule': the dp pipeline's ε_θ, "
         "`theta_extra`: max(0.6 α ε, min(ε/2, 0.5, 1200/n)) from ε = 1 up, "
-        "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between)",
+        "(1 − 0.4 α − 0.1) ε at ε ≤ 0.5, linear in between; above ε = 0.5 a fleet of "
+        "25–150 devices takes max(that, min(0.86 ε, 1.5, ε*)), ε* where the counts' signal "
+        "ratio reaches 8: `CadrBudget.for_pipeline`; 'rule, not run (θ = t)': the "
+        "small-fleet rule takes this fleet at that ε, so a dp run searches no θ and uses "
+        "t = ⌈√D⌉)",
         "",
         "| ε | fraction | ε_θ | exact θ | median ratio | ratio IQR | within ±25% | exactly |",
         "|---" * 8 + "|",
@@ -1183,8 +1192,11 @@ def _theta_accuracy_lines(acc: dict) -> list[str]:
             cells = f"| {r['eps']:g} | {fraction} | refused: {r['refused']} |"
             lines.append(cells + " |" * 5)
             continue
+        fraction = "rule" if r["fraction"] is None else format(r["fraction"], ".2f")
+        if r.get("small_fleet_theta") is not None:
+            fraction = f"rule, not run (θ = {r['small_fleet_theta']})"
         lines.append(
-            f"| {r['eps']:g} | {'rule' if r['fraction'] is None else format(r['fraction'], '.2f')} "
+            f"| {r['eps']:g} | {fraction} "
             f"| {r['eps_theta']:.3f} | {r['theta_exact']} "
             f"| {r['median_ratio']:.2f} | {r['ratio_q25']:.2f}–{r['ratio_q75']:.2f} | "
             f"{100 * r['within_25pct']:.0f}% | {100 * r['exact_share']:.0f}% |"

@@ -75,6 +75,8 @@ def bench_cadr_command(
         _fleet_options(transport, fanout, spacing, processes)
         graph = scenario_graph_source(graph, None)  # ~ expanded, data/... found
         g = _bench_graph(graph)
+        if not non_private:
+            _theta_within_bound(g, rule, bound, pipeline)
         started = _time.perf_counter()
         bar = job_progress("bench cadr", None if non_private else runs, unit="runs")
     with user_errors(), bar as advance:  # runs done / runs (one tick at the end: non-private)
@@ -90,6 +92,7 @@ def bench_cadr_command(
         else:
             result = _private_cadr(g, method, rule, eps, alpha, runs, pipeline, bound, advance)
         _add_release_warnings(result, g)
+        _same_keys(result)
     print(json.dumps({
         "bench": "cadr", "graph": g.name or graph, "nodes": g.n, "edges": g.edges(),
         "method": method, "eps": eps, "alpha": alpha, "runs": runs, "transport": transport,
@@ -203,6 +206,28 @@ def _refuse_centralised_on_fleet(non_private: bool, method: str) -> None:
         )
 
 
+def _theta_within_bound(g, rule: str | int, bound: str | int, pipeline: str) -> None:
+    """A given ``--theta`` above the run's degree bound D, refused on every transport naming
+    the options: the fleet's devices refuse such a θ (its message named ``theta:``, no
+    option), and the in-process reference ran it, so ``--theta 200`` on a star of 100 nodes
+    (D = 99) released MAE 2.94 against all zeros' 1.98 with no word (helper G's user trial,
+    2026-12-06)."""
+    from ldpfleet.protocol.cadr_budget import check_theta_within_bound, resolve_degree_bound
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    degrees = g.degrees()
+    resolved = resolve_degree_bound(bound, pipeline, g.n, int(degrees.max()) if g.n else 0)
+    try:
+        check_theta_within_bound(rule, resolved)
+    except ParameterError as error:
+        limit, source = resolved
+        raise ScenarioError(
+            f"--theta must be <= the degree bound D = {limit} ({source}), got {error.value}: "
+            "lower --theta or raise --degree-bound"
+        ) from None
+
+
 def _non_private_cadr(g, method: str, rule: str | int, runs: int) -> dict:
     """``bench cadr --non-private``: the projection alone at an integer θ, no noise (the
     seed's Table 2), over seeds 0..runs-1."""
@@ -236,6 +261,18 @@ def _private_cadr(
         done.append(private_run(g, method, rule, eps, alpha, seed, pipeline, bound))
         advance()
     return {"mode": "private", **summarise(done)}
+
+
+def _same_keys(result: dict) -> None:
+    """A private bench prints the same figure keys on every transport (docs/cadr.md): the
+    in-process reference left ``theta_search`` out where no θ search ran (the fleet: null),
+    and the fleet left out ``histogram_l1`` (the reference: = ``distribution_l1``); helper
+    G's user trial, 2026-12-06."""
+    if result.get("mode") != "private":
+        return
+    result.setdefault("theta_search", None)
+    if "distribution_l1" in result:
+        result.setdefault("histogram_l1", result["distribution_l1"])
 
 
 def _add_release_warnings(result: dict, g) -> None:
@@ -275,13 +312,14 @@ def _bench_cadr_fleet(
     broker = "mqtt://127.0.0.1:1883" if transport == "mqtt" else transport
     per_run = []
     for seed in range(runs):
-        result = run_loop(
+        result = _fleet_run(
+            run_loop,
             run_cadr_fleet(
                 g, broker=broker, method=method, theta=rule, eps=eps, alpha=alpha,
                 seed=seed, fanout=fanout, spacing=spacing,
                 processes=processes if broker != "memory" else 1, graph_spec=graph,
                 pipeline=pipeline, degree_bound=degree_bound,
-            )
+            ),
         )  # fmt: skip
         for key in ("released", "histogram", "ledgers", "theta_queries", "per_device"):
             result.pop(key)
@@ -319,6 +357,22 @@ def _bench_cadr_fleet(
         },
         "stage_seconds": last["stage_seconds"],
     }
+
+
+def _fleet_run(run_loop, fleet_run):
+    """One fleet run; the fleet-size refusal (``CadrSettings.check_fleet_size``, field
+    ``devices``) names the options: it printed "error: devices: ... give an integer theta"
+    (helper G's user trial, 2026-12-06)."""
+    from ldpfleet.protocol.errors import ParameterError
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    try:
+        return run_loop(fleet_run)
+    except ParameterError as error:
+        if error.field != "devices":
+            raise
+        reason = error.reason.replace("give an integer theta", "give an integer --theta")
+        raise ScenarioError(f"--graph: {reason}") from None
 
 
 def _fleet_means(per_run: list[dict]) -> dict:

@@ -914,6 +914,7 @@ def _occupancy_head(data, window, readings, files, model, windows, train_l) -> d
         # one-class prediction (a stuck sensor on the test file printed F1 34.76 %, the
         # F1 of "always occupied", like any score)
         "nonprivate_test": prediction_collapse(test_l, model.predict(test_f)),
+        "clipping_shift": clipping_shift(train_f, test_f),
         "baselines": _occupancy_baselines(model, windows, train_l),
         "sampling": None
         if data is not None
@@ -965,6 +966,8 @@ def sampling(train_file, test_file, window: int) -> dict:
         across = int(np.unique(inside[inside // window < n_windows] // window).size)
     note = None
     a, b = median["train"], median["test"]
+    spans = {k: _window_span(v, window) for k, v in steps.items()}
+    sa, sb = spans["train"], spans["test"]
     if a and b and max(a, b) > STEP_RATIO * min(a, b):
         note = (
             f"the training file's records are {a:g} s apart, the test file's {b:g} s: a window "
@@ -973,13 +976,73 @@ def sampling(train_file, test_file, window: int) -> dict:
             "were fitted on windows of another duration (resample one file to the other's rate: "
             "--window applies to both files)"
         )
+    elif sa and sb and max(sa, sb) > STEP_RATIO * min(sa, sb):
+        # the same median step, but records missing here and there (a logger that drops
+        # 40 % of its readings: median step 61 s, windows 1.7x as long; helper G's trial)
+        fewer = "test" if sb > sa else "training"
+        note = (
+            f"both files' median step is about {a:g} s, but a window of {window} records spans "
+            f"{sa / 60:.3g} min in the training file and {sb / 60:.3g} min in the test file "
+            f"(medians over the windows): records are missing between others in the {fewer} "
+            "file, so the classifier and the calibration were fitted on windows of another "
+            "duration (fill or resample the missing records to the other file's rate)"
+        )
     return {
         "train_step_s": median["train"],
         "test_step_s": median["test"],
+        "train_window_s": sa,
+        "test_window_s": sb,
         "test_windows_across_gaps": across,
         "gap_rule": f"a step longer than {GAP_STEPS} median steps",
         "note": note,
     }
+
+
+# a channel whose test windows lie wholly on one side of the training clipping interval this
+# much more often than its training windows: named in protocol.clipping_shift
+SATURATED_EXCESS = 0.5
+
+
+def clipping_shift(train_f: np.ndarray, test_f: np.ndarray) -> str | None:
+    """Results ``protocol.clipping_shift``: a sentence naming each channel whose test windows
+    lie wholly above (mean 1) or below (mean 0) the training file's clipping interval at
+    least ``SATURATED_EXCESS`` more often than its training windows, else None. A test file
+    in °F against a training file in °C (helper G's user trial, 2026-12-06) released every
+    Temperature window clipped to the top, NonPrivate F1 96.9 instead of 98.5, with no
+    word; so did a HumidityRatio in percent. On the shipped files' six train/test pairs the
+    largest excess is 0.65 (CO2 of datatraining.txt below datatest2.txt's interval: the
+    note fires there, a true shift of the CO2 levels), else below 0.5."""
+    found = []
+    for k, name in enumerate(CHANNELS):
+        for side, sign in (("above", 1.0), ("below", -1.0)):  # mean >= 1, or mean <= 0
+            at = max(sign, 0.0)
+            a = float(np.mean(sign * train_f[:, k] >= sign * at)) if train_f.size else 0.0
+            b = float(np.mean(sign * test_f[:, k] >= sign * at)) if test_f.size else 0.0
+            if b - a >= SATURATED_EXCESS:
+                found.append(
+                    f"{name}: {b:.0%} of the test windows lie wholly {side} the training "
+                    f"file's clipping interval ({a:.0%} of the training windows)"
+                )
+    if not found:
+        return None
+    return (
+        "; ".join(found) + ": their released values are the interval's end, whatever the "
+        "readings (another unit, e.g. °F against °C or a percentage against a fraction, or a "
+        "sensor that moved? convert the test file to the training file's units)"
+    )
+
+
+def _window_span(steps: np.ndarray | None, window: int) -> float | None:
+    """The median over a file's windows of the seconds from a window's first record to its
+    last (``steps[j]`` = seconds from record j to j + 1); None without dates, with one
+    record a window or without a whole window."""
+    if steps is None or window < 2:
+        return None
+    n = (steps.size + 1) // window
+    if n == 0:
+        return None
+    inside = np.append(steps[: n * window], 0.0)[: n * window].reshape(n, window)
+    return float(np.median(inside[:, : window - 1].sum(axis=1)))
 
 
 def _occupancy_baselines(model, windows, train_l) -> dict:

@@ -359,7 +359,8 @@ def load_edge_list(path: str | Path, *, name: str | None = None) -> Graph:
         raise ParameterError(
             f"line {_line_number(raw, bad)}: node ids must be integers (at most 19 digits; "
             f"'#' and '%' start a comment), got {_shown(bad)}{_header_hint(bad, lines)}; "
-            "labels (alice bob) are node ids only when no id of the file is an integer",
+            "labels (alice bob) are node ids only when no id of the file is an integer"
+            f"{_range_hint(bad, path.name)}",
             field=path.name,
             limit="integer node ids of at most 19 digits, or labels only",
             value=_shown(bad),
@@ -635,6 +636,9 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
             f" (the line is {_shown(whole)}: '#' starts a comment, so node ids cannot "
             f"hold one; replace it, e.g. tr '#' '_' < {file_name} > edges.txt)"
         )
+    known = _format_hint(raw, lines, file_name)
+    if known:
+        return known
     header = _header_hint(bad, lines)
     if header:
         return header
@@ -676,6 +680,56 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
     return f" ({what}: edges are unweighted here; keep the first two columns, e.g. {cut})"
 
 
+# other graph formats a user may have (networkx writes all of them): named, with the line
+# that converts them, instead of "a header row?" (GraphML), "an isolated node? write
+# '*Edges' twice" (Pajek) or "the 3rd column looks like a weight" (an adjacency list);
+# helper G's user trial, 2026-12-06
+_NX_FORMATS = (  # (what, networkx reader)
+    ("an XML file (GraphML?)", "read_graphml"),
+    ("a Pajek .net file", "read_pajek"),
+    ("a GML file", "read_gml"),
+)
+_ADJACENCY_SAMPLE = 1000  # lines looked at to call a file an adjacency list
+
+
+def _format_hint(raw: bytes, lines: list[bytes], file_name: str) -> str:
+    """A hint when the file is a graph in another format than an edge list: GraphML/XML,
+    Pajek, GML, or an adjacency list (a node, then its neighbours, lines of varying
+    length). Empty when it is none of these."""
+    text = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    heads = [ln.strip().lower() for ln in raw.splitlines()[:200]]
+    kind = None
+    if text.startswith(b"<"):
+        kind = _NX_FORMATS[0]
+    elif any(h.startswith((b"*vertices", b"*edges", b"*arcs")) for h in heads):
+        kind = _NX_FORMATS[1]
+    elif text.startswith(b"graph") and b"[" in text[:200]:
+        kind = _NX_FORMATS[2]
+    if kind is not None:
+        convert = (
+            f"python -c \"import networkx as nx; nx.write_edgelist(nx.{kind[1]}('{file_name}'), "
+            "'edges.txt', data=False)\""
+        )
+        return (
+            f" ({kind[0]}, not an edge list: convert it to one edge a line, e.g. {convert}; "
+            "its labels load as node ids)"
+        )
+    sample = [ln.split() for ln in lines[:_ADJACENCY_SAMPLE]]
+    counts = {len(f) for f in sample if len(f) >= 2}
+    konect = _konect_header(raw) is not None  # KONECT's columns: weights, timestamps
+    integers = all(_is_integer(t) for f in sample for t in f)
+    if not konect and len(counts) >= 2 and max(counts) >= 3 and integers:
+        split = (
+            "awk '{if (NF == 1) print $1, $1; for (i = 2; i <= NF; i++) print $1, $i}' "
+            f"{file_name} > edges.txt"
+        )
+        return (
+            f" (lines of {min(counts)} to {max(counts)} ids: an adjacency list, a node then "
+            f"its neighbours? write one edge a line, e.g. {split})"
+        )
+    return ""
+
+
 def _header_hint(bad: bytes, lines: list[bytes]) -> str:
     """A hint when ``bad`` is a first line of column names (``source,target``)."""
     words = bad.replace(b",", b" ").replace(b";", b" ").split()
@@ -693,6 +747,34 @@ def _shown(line: bytes) -> str:
     """A line of the file for a message: text (undecodable bytes as U+FFFD), at most 80."""
     text = line.decode("utf-8", errors="replace").strip()
     return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _range_hint(bad: bytes, file_name: str) -> str:
+    """A hint when ``bad`` holds an integer outside int64 (an unsigned 64-bit id, a hash):
+    such a line was refused as "at most 19 digits" also when the id had 19 (helper G's
+    user trial, 2026-12-06)."""
+    big = next((t for t in bad.split() if _is_integer(t) and not _is_int64(t)), None)
+    if big is None:
+        return ""
+    relabel = (
+        "awk '{ if (!($1 in m)) m[$1] = n++; if (!($2 in m)) m[$2] = n++; print m[$1], m[$2] }' "
+        f"{file_name} > edges.txt"
+    )
+    return (
+        f" ({big.decode()} is outside the 64-bit id range {-(2**63)} .. {2**63 - 1}: "
+        f"number the nodes 0, 1, 2, ... instead, e.g. {relabel})"
+    )
+
+
+def _is_integer(token: bytes) -> bool:
+    """An integer of any size, as a file writes it (no ``1_000`` digit grouping)."""
+    if b"_" in token:
+        return False
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_int64(token: bytes) -> bool:

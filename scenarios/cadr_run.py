@@ -736,7 +736,7 @@ def collector_results(
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
         "warnings": release_warnings(budget.dsr, len(names), searched=plan.searched),
-        **_release_fields(names, degrees, outcome),
+        **_release_fields(names, degrees, outcome, graph.ids),
     }
 
 
@@ -770,15 +770,23 @@ def _release_scores(
     return raw, score(degrees, estimates, histogram)
 
 
-def _release_fields(names: list[str], degrees: np.ndarray, outcome: CadrOutcome) -> dict:
-    """The release (values, histograms) and each device's degree, release and errors."""
+def _release_fields(
+    names: list[str], degrees: np.ndarray, outcome: CadrOutcome, ids: np.ndarray | None = None
+) -> dict:
+    """The release (values, histograms) and each device's degree, release and errors;
+    ``node_id``: the node's id in the graph file (``Graph.ids``: an integer or a label),
+    when the graph came from one — the devices are named n0000 ... in sorted id order, and
+    a user's own graph (``dev_1a dev_2f``) had no way back to its nodes (helper G's user
+    trial, 2026-12-06)."""
     final_values = outcome.estimates or outcome.released  # the release "mae" scores
+    node_ids = [None] * len(names) if ids is None else [np.asarray(i).item() for i in ids]
     return {
         "released": outcome.released,
         "histogram": outcome.histogram,
         **({"estimate_histogram": outcome.estimate_histogram} if outcome.estimates else {}),
         "per_device": {
             name: {
+                **({} if node_id is None else {"node_id": node_id}),
                 "degree": int(d),
                 # "released": the raw DSR value; "estimate" (dp): the post-processed release.
                 # abs_error: the error of the pipeline's release (what "mae" averages);
@@ -788,7 +796,7 @@ def _release_fields(names: list[str], degrees: np.ndarray, outcome: CadrOutcome)
                 "abs_error": float(abs(d - final_values[name])),
                 "raw_abs_error": float(abs(d - outcome.released[name])),
             }
-            for name, d in zip(names, degrees, strict=True)
+            for name, d, node_id in zip(names, degrees, node_ids, strict=True)
         },
     }
 
