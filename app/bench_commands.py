@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from contextlib import redirect_stdout
@@ -307,7 +308,10 @@ def bench_cadr_sweep(
     if as_json:
         print(json.dumps(result))
     else:
-        print(cadr_sweep.markdown(result, " ".join([CADR_SWEEP_PROG, *sys.argv[1:]])))
+        # quoted: --thetas '' was shown as "--thetas  --eps-list", a command that does not
+        # run as printed (helper G's user trial, 2026-12-06)
+        shown = " ".join([CADR_SWEEP_PROG, *map(shlex.quote, sys.argv[1:])])
+        print(cadr_sweep.markdown(result, shown))
 
 
 @contextlib.contextmanager

@@ -192,6 +192,12 @@ def _bad_value(lineno: int, name: str, cell: str) -> str:
         )
     if _DECIMAL_COMMA.fullmatch(text):
         return reason + " (a decimal comma? numbers need a decimal point)"
+    if text.strip("\"'") == name:
+        # files joined with cat repeat their header (helper G's user trial, 2026-12-06)
+        return reason + (
+            " (the header row again: files joined with cat repeat it; keep the first, "
+            f"e.g. awk 'NR == 1 || !/{name}/' joined.csv > one.csv)"
+        )
     return reason
 
 
@@ -393,6 +399,9 @@ DATE_FORMATS = (
     "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
     "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M",
     "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y",
+    # Excel's US display with AM/PM (2/12/2015 5:51:00 PM): before 2026-12-06 in no known
+    # format, so a file of two days swapped passed unchecked (helper G's user trial)
+    "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %I:%M %p",
 )  # fmt: skip
 
 
