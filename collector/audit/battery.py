@@ -463,10 +463,20 @@ def contract_spec(
         if device_batches:
             batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
 
+            long_batch = np.tile([x, 0.0], LONG_CALL_PAIRS)  # an unpaced device's whole stream
+
             def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
-                calls = -(-n // DEVICE_BATCH_PAIRS)
+                n_long = n // 2  # half the runs from long calls, half from small ones
+                calls = -(-(n - n_long) // DEVICE_BATCH_PAIRS)
                 runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
-                return np.concatenate(runs).reshape(-1, 2)[:n]
+                small = np.concatenate(runs).reshape(-1, 2)[: n - n_long]
+                if n_long == 0:
+                    return small
+                long_calls = -(-n_long // LONG_CALL_PAIRS)
+                runs = [
+                    contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)
+                ]
+                return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
 
             return in_batches
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
@@ -501,6 +511,12 @@ def contract_spec(
 # = 8 readings, about a device's batch (batch_steps defaults to w); one pair per call cost
 # 15-20x the CPU of the one-call audit, this 4-5x (helper B1, 2026-12-06)
 DEVICE_BATCH_PAIRS = 4
+# ... and half its runs from calls on this many pairs (1,024 readings): a device of an
+# unpaced run privatises all its readings in one call (``StreamReporter.add_readings`` on
+# the whole stream, devices/agent.py), so a plugin with less noise for long calls
+# (a quarter of the scale above 8 readings) audited 0.86 at a claim of 1 with small
+# calls only, while every unpaced fleet running it leaked (helper M, 2026-12-06)
+LONG_CALL_PAIRS = 512
 
 
 def _pairs(outputs) -> np.ndarray:
