@@ -574,6 +574,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
     """Not a battery entry: a mechanism name (``pkg.mod:Class``, an entry point) or an error."""
     from ldpfleet.protocol.mechanisms import (
         ENTRY_POINT_GROUP,
+        _colon_hint,
         is_entry_point,
         mechanism_factory,
         registered_clause,
@@ -587,7 +588,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
         raise ParameterError(
             f"must be one of {', '.join(BATTERY)}, 'package.module:Class' or the name of an "
             f"installed {ENTRY_POINT_GROUP!r} entry point{registered_clause()}, got "
-            f"{mechanism!r}",
+            f"{mechanism!r}{_colon_hint(mechanism)}",
             field="mechanism",
             limit=f"one of {', '.join(BATTERY)}, 'package.module:Class' or an entry point",
             value=mechanism,
