@@ -41,12 +41,20 @@ a median eps_LB >= 0.9 eps):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, _check_eps, audit
+from ldpfleet.collector.audit.core import (
+    AuditResult,
+    Canary,
+    Sampler,
+    Witness,
+    _check_eps,
+    audit,
+)
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
 from ldpfleet.collector.audit.stats import (
     MAX_TRIALS,
@@ -478,6 +486,9 @@ def contract_spec(
                 ]
                 return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
 
+            if x == 0.0:  # the first grid input: drawn twice, from generators seeded alike
+                return _replayed(in_batches, name)
+
             return in_batches
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
 
@@ -505,6 +516,41 @@ def contract_spec(
     return AuditSpec(
         name, canary, witnesses_for(0.0, 1.0), eps, delta=delta, trials=6000, pair_search=search
     )
+
+
+def _replayed(sampler: Sampler, name: str) -> Sampler:
+    """``sampler`` whose first use is drawn a second time from a copy of its generator, the
+    reports compared. The load-time check compares two calls; a plugin drawing from a
+    global RNG in 1 call of 50 (or whose reports change with the calls before: a noise
+    scale that shrinks per call) passes it, runs, and no run of it can be reproduced from
+    its seed. Over the hundreds of calls of one audit sample the difference shows
+    (helper M, 2026-12-06: such a plugin audited inconclusive and ran unnoticed)."""
+    replayed = False
+
+    def run(rng: np.random.Generator, n: int) -> np.ndarray:
+        nonlocal replayed
+        if replayed:
+            return sampler(rng, n)
+        replayed = True
+        twin = copy.deepcopy(rng)
+        first = sampler(rng, n)
+        second = sampler(twin, n)
+        differ = np.flatnonzero(np.any(first != second, axis=1))
+        if differ.size:
+            i = int(differ[0])
+            raise ParameterError(
+                f"{name!r} perturb is not a function of its inputs and rng: the audit drew "
+                f"{n} runs at input 0 twice, with generators seeded alike, and {differ.size} "
+                f"differ (run {i}: reports {first[i].tolist()} and {second[i].tolist()}); "
+                "draw every random number from the rng argument and keep no state that "
+                "changes later reports, or a run cannot be reproduced from its seed",
+                field="mechanism",
+                limit="perturb a function of its inputs and rng (the mechanism contract)",
+                value=name,
+            )
+        return first
+
+    return run
 
 
 # a user mechanism's audit calls perturb on batches of this many (input, partner) pairs, 2 x 4

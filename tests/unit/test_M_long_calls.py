@@ -68,7 +68,7 @@ def test_half_the_runs_come_from_long_calls():
     try:
         spec = battery.contract_spec("m_recorder_plugin:Recorder", 1.0, device_batches=True)
         sizes.clear()
-        runs = spec.canary.sample_d(np.random.default_rng(0), 1100)
+        runs = spec.canary.sample_dprime(np.random.default_rng(0), 1100)  # input 1
     finally:
         del sys.modules["m_recorder_plugin"]
     assert runs.shape == (1100, 2)
