@@ -740,7 +740,38 @@ def check_mechanism(
         _check_rng_used(first, before, name)
     for size in LOAD_BATCH_SIZES[1:]:
         _check_batch(mechanism, name, size, np.random.default_rng(seed + size))
+    for k, value in enumerate(BOUND_BATCH_VALUES):
+        _check_bound_batch(mechanism, name, value, np.random.default_rng(seed + 1 + k))
     checked_mean(mechanism, out, name)
+
+
+# a device whose readings sit at a public bound (clipped to it) passes batches of one input
+# value: perturb runs on BOUND_BATCH_SIZE readings all 0 and all 1 at load time (a size of
+# LOAD_BATCH_SIZES, the sizes a load-time check calls perturb with)
+BOUND_BATCH_VALUES = (0.0, 1.0)
+BOUND_BATCH_SIZE = LOAD_BATCH_SIZES[-1]
+
+
+def _check_bound_batch(
+    mechanism: object, name: str, value: float, rng: np.random.Generator
+) -> None:
+    """``perturb`` on ``BOUND_BATCH_SIZE`` inputs all equal to ``value`` (0 or 1) through
+    ``check_outputs``. A device's readings clipped to a bound give such batches: a plugin
+    that drops a report when its batch's mean is above 0.95 (or divides by the batch's
+    spread) passed the sample of 256 and the audit's mixed batches, and failed on every
+    device of a fleet reading above its bounds (helper M, 2026-12-06)."""
+    x = np.full(BOUND_BATCH_SIZE, value)
+    try:
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+    except ParameterError as error:
+        raise ParameterError(
+            f"{error.reason} (on a batch of {BOUND_BATCH_SIZE} inputs all {value:g}: a device "
+            f"whose readings sit at a bound passes such batches; the sample of {PROBE_SIZE} "
+            "passed)",
+            field=error.field,
+            limit=error.limit,
+            value=error.value,
+        ) from None
 
 
 def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generator) -> None:
