@@ -305,3 +305,31 @@ class LessNoiseForLongBatches(_GridLaplace):
         x = np.asarray(x, dtype=float)
         scale = self.scale / 4 if x.size > 8 else self.scale
         return laplace_on_grid(rng, x, scale) * np.ones(x.shape)
+
+
+class MemoRR:
+    """Bug: RAPPOR-style memoisation: the same input gets its first report again."""
+
+    def __init__(self, eps):
+        self.eps = float(eps)
+        self.p = 1 / (1 + math.exp(-self.eps))
+        self.memo = {}
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape)
+        for i, v in enumerate(x):
+            if v not in self.memo:
+                bit = rng.random() < v
+                self.memo[v] = float(bit if rng.random() < self.p else not bit)
+            out[i] = self.memo[v]
+        rng.random()
+        return out
+
+    def in_domain(self, y):
+        y = np.asarray(y)
+        return (y == 0) | (y == 1)
+
+    def estimate_mean(self, y):
+        y = np.asarray(y, dtype=float)
+        return float((y.mean() - (1 - self.p)) / (2 * self.p - 1)) if y.size else 0.5
