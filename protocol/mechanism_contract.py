@@ -309,6 +309,16 @@ def _fail(name: str, what: str, *, rule: str = "the mechanism contract") -> Para
     return ParameterError(f"{name!r} {what}", field=FIELD, limit=rule, value=name)
 
 
+def _keyword_only_hint(signature: inspect.Signature | None) -> str:
+    """`` (its eps is keyword-only: ...)`` when the constructor takes ``eps`` after ``*``
+    (``def __init__(self, *, eps)``), for which Python's own message, "too many positional
+    arguments", does not say what to change (helper M, 2026-12-06); else ``""``."""
+    eps = None if signature is None else signature.parameters.get("eps")
+    if eps is None or eps.kind is not inspect.Parameter.KEYWORD_ONLY:
+        return ""
+    return " (its eps is keyword-only: ldpfleet passes it by position, so drop the '*' before it)"
+
+
 def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
@@ -317,12 +327,15 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
             f"is not a class (got {a_or_an(type(factory).__name__)})",
             rule="a class (the mechanism contract)",
         )
+    signature = None
     try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
-        inspect.signature(factory).bind(eps)
+        signature = inspect.signature(factory)
+        signature.bind(eps)
     except TypeError as error:
         raise _fail(
             name,
-            f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}",
+            f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}"
+            f"{_keyword_only_hint(signature)}",
             rule="a constructor callable as Cls(eps)",
         ) from None
     except ValueError:  # no signature to inspect (a builtin): calling it will tell

@@ -22,3 +22,20 @@ def test_a_plain_unknown_name_gets_no_colon_hint():
     with pytest.raises(ParameterError) as caught:
         run_audit("m_no_such_entry", 1.0)
     assert "write '" not in str(caught.value)
+
+
+class _EpsKeywordOnly:
+    def __init__(self, *, eps):
+        self.eps = eps
+
+
+def test_a_keyword_only_eps_says_what_to_change():
+    from ldpfleet.protocol.mechanism_contract import build_mechanism
+
+    with pytest.raises(ParameterError) as caught:
+        build_mechanism(_EpsKeywordOnly, 1.0, "mine:EpsKeywordOnly")
+    assert caught.value.field == "mechanism"
+    assert str(caught.value).endswith(
+        "too many positional arguments (its eps is keyword-only: ldpfleet passes it by "
+        "position, so drop the '*' before it)"
+    )
