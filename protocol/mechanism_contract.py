@@ -309,6 +309,16 @@ def _fail(name: str, what: str, *, rule: str = "the mechanism contract") -> Para
     return ParameterError(f"{name!r} {what}", field=FIELD, limit=rule, value=name)
 
 
+def _keyword_only_hint(signature: inspect.Signature | None) -> str:
+    """`` (its eps is keyword-only: ...)`` when the constructor takes ``eps`` after ``*``
+    (``def __init__(self, *, eps)``), for which Python's own message, "too many positional
+    arguments", does not say what to change (helper M, 2026-12-06); else ``""``."""
+    eps = None if signature is None else signature.parameters.get("eps")
+    if eps is None or eps.kind is not inspect.Parameter.KEYWORD_ONLY:
+        return ""
+    return " (its eps is keyword-only: ldpfleet passes it by position, so drop the '*' before it)"
+
+
 def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -> object:
     """``factory(eps)`` with the contract's methods checked; one sentence on failure."""
     if not callable(factory):
@@ -317,12 +327,15 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
             f"is not a class (got {a_or_an(type(factory).__name__)})",
             rule="a class (the mechanism contract)",
         )
+    signature = None
     try:  # a constructor that cannot be called as Cls(eps) is named as such, not "refused"
-        inspect.signature(factory).bind(eps)
+        signature = inspect.signature(factory)
+        signature.bind(eps)
     except TypeError as error:
         raise _fail(
             name,
-            f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}",
+            f"cannot be built as Cls(eps), the mechanism contract's constructor: {error}"
+            f"{_keyword_only_hint(signature)}",
             rule="a constructor callable as Cls(eps)",
         ) from None
     except ValueError:  # no signature to inspect (a builtin): calling it will tell
@@ -740,7 +753,38 @@ def check_mechanism(
         _check_rng_used(first, before, name)
     for size in LOAD_BATCH_SIZES[1:]:
         _check_batch(mechanism, name, size, np.random.default_rng(seed + size))
+    for k, value in enumerate(BOUND_BATCH_VALUES):
+        _check_bound_batch(mechanism, name, value, np.random.default_rng(seed + 1 + k))
     checked_mean(mechanism, out, name)
+
+
+# a device whose readings sit at a public bound (clipped to it) passes batches of one input
+# value: perturb runs on BOUND_BATCH_SIZE readings all 0 and all 1 at load time (a size of
+# LOAD_BATCH_SIZES, the sizes a load-time check calls perturb with)
+BOUND_BATCH_VALUES = (0.0, 1.0)
+BOUND_BATCH_SIZE = LOAD_BATCH_SIZES[-1]
+
+
+def _check_bound_batch(
+    mechanism: object, name: str, value: float, rng: np.random.Generator
+) -> None:
+    """``perturb`` on ``BOUND_BATCH_SIZE`` inputs all equal to ``value`` (0 or 1) through
+    ``check_outputs``. A device's readings clipped to a bound give such batches: a plugin
+    that drops a report when its batch's mean is above 0.95 (or divides by the batch's
+    spread) passed the sample of 256 and the audit's mixed batches, and failed on every
+    device of a fleet reading above its bounds (helper M, 2026-12-06)."""
+    x = np.full(BOUND_BATCH_SIZE, value)
+    try:
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+    except ParameterError as error:
+        raise ParameterError(
+            f"{error.reason} (on a batch of {BOUND_BATCH_SIZE} inputs all {value:g}: a device "
+            f"whose readings sit at a bound passes such batches; the sample of {PROBE_SIZE} "
+            "passed)",
+            field=error.field,
+            limit=error.limit,
+            value=error.value,
+        ) from None
 
 
 def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generator) -> None:

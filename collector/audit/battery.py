@@ -41,12 +41,20 @@ a median eps_LB >= 0.9 eps):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from ldpfleet.collector.audit.core import AuditResult, Canary, Witness, _check_eps, audit
+from ldpfleet.collector.audit.core import (
+    AuditResult,
+    Canary,
+    Sampler,
+    Witness,
+    _check_eps,
+    audit,
+)
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, audit_input_pairs
 from ldpfleet.collector.audit.stats import (
     MAX_TRIALS,
@@ -393,6 +401,49 @@ def _low_byte(outputs) -> np.ndarray:
     return (bits & np.uint64(0xFF)).astype(float)
 
 
+def _significant_bits(outputs) -> np.ndarray:
+    """How many bits of its significand each report uses: from its leading bit down to
+    its lowest set bit, 0 for 0 (1 for a power of two, 53 for a double with its last bit
+    set). A plugin that adds its input, scaled, below its noise's grid (a report on a
+    2**-10 grid plus x * 2**-20) leaves every threshold of the report and its lowest byte
+    alone, while the bits it uses move with x (about 12 for input 0, 22 for the others).
+    Relative to the report's magnitude, so a continuous mechanism's reports use about 53
+    bits in every world, a grid mechanism's its grid's, whatever the input.
+
+    Not the absolute granularity (the exponent of the lowest set bit): that one also
+    certifies the floating-point leak of continuous noise written as plain float
+    arithmetic (Mironov, CCS 2012; measured by helper M, 2026-12-06: ``x + rng.laplace``
+    and a float Piecewise Mechanism at eps_LB 3.9 for a claim of 1, "granularity >= 2**-52"
+    in 824 of 3000 reports at one input, 0 of 3000 at another), a leak that is real but
+    that every float plugin has (docs/mechanisms.md: sample on a grid)."""
+    bits = np.ascontiguousarray(_value(outputs), dtype=np.float64).view(np.uint64)
+    biased = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    fraction = bits & np.uint64((1 << 52) - 1)
+    mantissa = np.where(biased > 0, fraction | np.uint64(1 << 52), fraction)
+    low = mantissa & (~mantissa + np.uint64(1))  # the lowest set bit alone (0 for 0)
+    top = np.frexp(mantissa.astype(np.float64))[1]  # exact: mantissa < 2**53
+    lowest = np.frexp(low.astype(np.float64))[1]
+    return np.where(mantissa > 0, top - lowest + 1, 0).astype(float)
+
+
+_DECIMALS = 16
+
+
+def _decimal_places(outputs) -> np.ndarray:
+    """How many decimal places each report needs: the least k in 0..15 with
+    round(y * 10**k) / 10**k == y (16 if none). A plugin that rounds its noisy report to
+    a few decimals and hides its input in the next ones (round(x + noise, 3) + x / 10**4)
+    moves this count with x; a data-independent function of the report, so a correct
+    mechanism gives it no signal."""
+    y = np.asarray(_value(outputs), dtype=np.float64)
+    places = np.full(y.shape, float(_DECIMALS))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(_DECIMALS - 1, -1, -1):
+            scale = 10.0**k
+            places = np.where(np.round(y * scale) / scale == y, float(k), places)
+    return places
+
+
 def contract_spec(
     name: str, eps: float, delta: float = 0.0, *, device_batches: bool = False
 ) -> AuditSpec:
@@ -420,10 +471,23 @@ def contract_spec(
         if device_batches:
             batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
 
+            long_batch = np.tile([x, 0.0], LONG_CALL_PAIRS)  # an unpaced device's whole stream
+
             def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
-                calls = -(-n // DEVICE_BATCH_PAIRS)
+                n_long = n // 2  # half the runs from long calls, half from small ones
+                calls = -(-(n - n_long) // DEVICE_BATCH_PAIRS)
                 runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
-                return np.concatenate(runs).reshape(-1, 2)[:n]
+                small = np.concatenate(runs).reshape(-1, 2)[: n - n_long]
+                if n_long == 0:
+                    return small
+                long_calls = -(-n_long // LONG_CALL_PAIRS)
+                runs = [
+                    contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)
+                ]
+                return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
+
+            if x == 0.0:  # the first grid input: drawn twice, from generators seeded alike
+                return _replayed(in_batches, name)
 
             return in_batches
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
@@ -440,7 +504,9 @@ def contract_spec(
         if callable(getattr(mech, "density", None)):  # optional: the optimal test
             llr = _log_likelihood_ratio(mech, name, a, b)
             witnesses["likelihood ratio"] = lambda y: llr(first(y))
-        if device_batches:
+        if device_batches:  # a user mechanism's: the built-in entries keep their witnesses
+            witnesses["significant bits of the report"] = lambda y: _significant_bits(first(y))
+            witnesses["decimal places of the report"] = lambda y: _decimal_places(first(y))
             witnesses["reports equal"] = lambda y: (_pairs(y)[:, 0] == _pairs(y)[:, 1]) * 1.0
             witnesses["difference of the reports"] = lambda y: _pairs(y)[:, 0] - _pairs(y)[:, 1]
         return witnesses
@@ -452,10 +518,51 @@ def contract_spec(
     )
 
 
+def _replayed(sampler: Sampler, name: str) -> Sampler:
+    """``sampler`` whose first use is drawn a second time from a copy of its generator, the
+    reports compared. The load-time check compares two calls; a plugin drawing from a
+    global RNG in 1 call of 50 (or whose reports change with the calls before: a noise
+    scale that shrinks per call) passes it, runs, and no run of it can be reproduced from
+    its seed. Over the hundreds of calls of one audit sample the difference shows
+    (helper M, 2026-12-06: such a plugin audited inconclusive and ran unnoticed)."""
+    replayed = False
+
+    def run(rng: np.random.Generator, n: int) -> np.ndarray:
+        nonlocal replayed
+        if replayed:
+            return sampler(rng, n)
+        replayed = True
+        twin = copy.deepcopy(rng)
+        first = sampler(rng, n)
+        second = sampler(twin, n)
+        differ = np.flatnonzero(np.any(first != second, axis=1))
+        if differ.size:
+            i = int(differ[0])
+            raise ParameterError(
+                f"{name!r} perturb is not a function of its inputs and rng: the audit drew "
+                f"{n} runs at input 0 twice, with generators seeded alike, and {differ.size} "
+                f"differ (run {i}: reports {first[i].tolist()} and {second[i].tolist()}); "
+                "draw every random number from the rng argument and keep no state that "
+                "changes later reports, or a run cannot be reproduced from its seed",
+                field="mechanism",
+                limit="perturb a function of its inputs and rng (the mechanism contract)",
+                value=name,
+            )
+        return first
+
+    return run
+
+
 # a user mechanism's audit calls perturb on batches of this many (input, partner) pairs, 2 x 4
 # = 8 readings, about a device's batch (batch_steps defaults to w); one pair per call cost
 # 15-20x the CPU of the one-call audit, this 4-5x (helper B1, 2026-12-06)
 DEVICE_BATCH_PAIRS = 4
+# ... and half its runs from calls on this many pairs (1,024 readings): a device of an
+# unpaced run privatises all its readings in one call (``StreamReporter.add_readings`` on
+# the whole stream, devices/agent.py), so a plugin with less noise for long calls
+# (a quarter of the scale above 8 readings) audited 0.86 at a claim of 1 with small
+# calls only, while every unpaced fleet running it leaked (helper M, 2026-12-06)
+LONG_CALL_PAIRS = 512
 
 
 def _pairs(outputs) -> np.ndarray:
@@ -513,6 +620,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
     """Not a battery entry: a mechanism name (``pkg.mod:Class``, an entry point) or an error."""
     from ldpfleet.protocol.mechanisms import (
         ENTRY_POINT_GROUP,
+        _colon_hint,
         is_entry_point,
         mechanism_factory,
         registered_clause,
@@ -526,7 +634,7 @@ def _stream_mechanism_spec(mechanism: str, eps: float, delta: float) -> AuditSpe
         raise ParameterError(
             f"must be one of {', '.join(BATTERY)}, 'package.module:Class' or the name of an "
             f"installed {ENTRY_POINT_GROUP!r} entry point{registered_clause()}, got "
-            f"{mechanism!r}",
+            f"{mechanism!r}{_colon_hint(mechanism)}",
             field="mechanism",
             limit=f"one of {', '.join(BATTERY)}, 'package.module:Class' or an entry point",
             value=mechanism,
