@@ -164,7 +164,7 @@ def bias_warnings(result: dict) -> list[str]:
     """One line per row whose ``estimate_mean`` the bias test flags (for stderr)."""
     return [
         f"warning: {r['mechanism']} at eps {r['eps']:g}, {r['distribution']}, n = {r['n']}: "
-        f"estimate_mean looks biased (mean error {r['mean_error']:.3g}, t = {r['bias_z']}, "
+        f"estimate_mean looks biased (mean error {r['mean_error']:.3g}, t = {r['bias_z']:.1f}, "
         f"false-flag rate 1e-6 per row)"
         for r in result["rows"]
         if r["biased"]
