@@ -19,6 +19,7 @@ import operator
 import os
 import resource
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -50,7 +51,7 @@ from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.protocol.topics import check_ident
-from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_header
+from ldpfleet.scenarios.cadr_run import every_set, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
@@ -673,6 +674,21 @@ async def run_scenario(
     return json.loads(json.dumps(results))
 
 
+def _fresh_stream_outputs(out_dir: str | Path) -> Path:
+    """``fresh_outputs``, and the pieces a previous run in separate processes left in
+    ``out_dir`` (``collector/``, ``fleet-i-of-k/``, ``shards/fleet-i-of-k/``): a run in
+    this process (``--broker memory``) writes none of them, and ``trace verify`` would read
+    a stale ``fleet-*/ledger.json`` beside this run's ledger."""
+    from ldpfleet.scenarios.split_run import _clear  # (split_run imports this module)
+
+    out = Path(out_dir)
+    _clear(out)
+    for stale in (out / "shards").glob("fleet-*-of-*"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+    return out
+
+
 async def _run_checked(
     scenario: LoadedScenario,
     broker: str | Transport | None,
@@ -695,7 +711,7 @@ async def _run_checked(
         )  # fmt: skip
     if scenario.spec.cadr is not None:
         return await _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials)
-    out = fresh_outputs(out_dir)
+    out = _fresh_stream_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())
