@@ -575,6 +575,15 @@ def checked_run_options(
             "a folder (or a path not yet taken), not a file",
             out_dir,
         )
+    writable = _nearest_folder(Path(out_dir).expanduser())
+    if writable is not None and not os.access(writable, os.W_OK | os.X_OK):
+        raise _refused(
+            "out_dir",
+            f"cannot write {out_dir}: {writable} is not writable (a read-only folder or "
+            "file system)",
+            "a folder this user can write (or a new path under one)",
+            out_dir,
+        )
     if run_id is not None:
         check_ident(run_id, "run_id")
     if seed is None:
@@ -594,6 +603,13 @@ def checked_run_options(
             seed,
         )
     return operator.index(seed)
+
+
+def _nearest_folder(path: Path) -> Path | None:
+    """``path`` or the nearest of its parents that exists, if that is a folder (the one a
+    run writes into or creates its folder in); None if it is a file (refused apart)."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    return existing if existing is not None and existing.is_dir() else None
 
 
 _RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process now running
