@@ -259,7 +259,13 @@ def _looked_in(path: str, scenario_path: Path | None) -> str:
         return ""
     inside = _inside_data(candidate)
     if inside is not None and os.environ.get(DATA_ENV):
-        return f" (looked in {data_root() / inside}, as {DATA_ENV} is set)"
+        root = data_root()
+        if not root.is_dir():  # the tutorial's /srv/ldp-data, copied as it stands
+            return (
+                f" (looked in {root / inside}, as {DATA_ENV} is set; {DATA_ENV}={root} is "
+                "not a folder: set it to a copy of data/, or unset it for the shipped data)"
+            )
+        return f" (looked in {root / inside}, as {DATA_ENV} is set)"
     folder = Path(os.path.abspath(scenario_path)).parent if scenario_path else None
     bases = [folder, folder.parent] if folder else []
     places = [base / candidate for base in (*bases, Path.cwd())]

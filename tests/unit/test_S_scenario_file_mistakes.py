@@ -103,3 +103,20 @@ def test_a_file_that_is_not_utf8_names_the_byte_line_and_column(tmp_path):
         "column 10); save it as UTF-8"
     )
     assert info.value.limit == "a readable UTF-8 file"
+
+
+def test_ldpfleet_data_that_is_not_a_folder_is_said(tmp_path, monkeypatch):
+    """The tutorial's ``LDPFLEET_DATA=/srv/ldp-data`` copied as it stands: the refusal
+    named the file under it, not that the folder itself is missing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LDPFLEET_DATA", str(tmp_path / "no-such-copy"))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("occupancy-light")
+    assert str(info.value).endswith(
+        f"as LDPFLEET_DATA is set; LDPFLEET_DATA={tmp_path / 'no-such-copy'} is not a folder: "
+        "set it to a copy of data/, or unset it for the shipped data)"
+    ), info.value
+    (tmp_path / "no-such-copy").mkdir()  # a folder without the file: the file is named
+    with pytest.raises(ScenarioError) as info:
+        load_scenario("occupancy-light")
+    assert str(info.value).endswith("datatraining.txt, as LDPFLEET_DATA is set)"), info.value
