@@ -39,6 +39,7 @@ CSV = BASE.replace(
     'kind = "csv"\npath = "data/uci-occupancy/datatraining.txt"\ncolumn = "Light"',
 ).replace("[5.0, 35.0]", "[0.0, 1700.0]")
 RAW = sub(sub(sub(BASE, "eps = 2.0\n", ""), "w = 5\n", ""), '"sw"', '"raw"')
+RAWCSV = sub(sub(sub(CSV, "eps = 2.0\n", ""), "w = 5\n", ""), '"sw"', '"raw"')
 SS = BASE + "\n[secure_sum]\ndim = 4\n"
 GRAPH = """[scenario]
 name = "g"
@@ -178,7 +179,7 @@ CASES = [
     ("cadr: alpha 1", GRAPH.replace("edges.txt", "facebook") + "alpha = 1\n", "alpha"),
     (
         "gcdp: missing calibration",
-        RAW + '\n[gcdp]\neps_rel = 1\ncalibration_path = "nosuch.csv"\n',
+        RAWCSV + '\n[gcdp]\neps_rel = 1\nwindow = 5\ncalibration_path = "nosuch.csv"\n',
         "calibration_path",
     ),
     ("gcdp: eps_rel 0", BASE + '\n[gcdp]\neps_rel = 0\ncalibration_path = "x.csv"\n', "eps_rel"),

@@ -120,3 +120,24 @@ def test_ldpfleet_data_that_is_not_a_folder_is_said(tmp_path, monkeypatch):
     with pytest.raises(ScenarioError) as info:
         load_scenario("occupancy-light")
     assert str(info.value).endswith("datatraining.txt, as LDPFLEET_DATA is set)"), info.value
+
+
+def test_a_missing_calibration_file_says_where_it_was_looked_for(tmp_path, monkeypatch):
+    """``gcdp.calibration_path: file not found: nosuch.csv`` said nowhere where it looked,
+    while ``source.path``'s refusal lists the places."""
+    from ldpfleet.scenarios.builtin import find_scenario
+
+    monkeypatch.chdir(tmp_path)
+    text = find_scenario("occupancy-release").read_text()
+    old = 'calibration_path = "data/uci-occupancy/datatraining.txt"'
+    assert old in text
+    (tmp_path / "s").mkdir()
+    scenario = tmp_path / "s" / "release.toml"
+    scenario.write_text(text.replace(old, 'calibration_path = "cal/nosuch.csv"'))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(scenario)
+    assert str(info.value) == (
+        f"{scenario}: gcdp.calibration_path: file not found: cal/nosuch.csv (No such file or "
+        f"directory) (looked in {tmp_path / 's' / 'cal' / 'nosuch.csv'}, "
+        f"{tmp_path / 'cal' / 'nosuch.csv'})"
+    )
