@@ -17,6 +17,7 @@ import contextlib
 import json
 import operator
 import os
+import re
 import resource
 import secrets
 import shutil
@@ -51,7 +52,7 @@ from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.stream import StreamConfig
 from ldpfleet.protocol.sw import normalise
 from ldpfleet.protocol.topics import check_ident
-from ldpfleet.scenarios.cadr_run import every_set, scenario_header
+from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
@@ -692,17 +693,48 @@ async def run_scenario(
 
 def _fresh_stream_outputs(out_dir: str | Path) -> Path:
     """``fresh_outputs``, and the pieces a previous run in separate processes left in
-    ``out_dir`` (``collector/``, ``fleet-i-of-k/``, ``shards/fleet-i-of-k/``): a run in
-    this process (``--broker memory``) writes none of them, and ``trace verify`` would read
-    a stale ``fleet-*/ledger.json`` beside this run's ledger."""
-    from ldpfleet.scenarios.split_run import _clear  # (split_run imports this module)
-
-    out = Path(out_dir)
-    _clear(out)
-    for stale in (out / "shards").glob("fleet-*-of-*"):
-        if stale.is_dir():
-            shutil.rmtree(stale)
+    ``out_dir`` (``collector/``, ``coordinator/``, ``fleet-i-of-k/``, ``partition-p-of-P/``,
+    ``shards/fleet-i-of-k/``): a run in this process (``--broker memory``) writes none of
+    them, and ``trace verify`` would read a stale ``fleet-*/ledger.json`` beside this run's
+    ledger. Only pieces holding nothing but a run's files go (``remove_run_piece``)."""
+    out = fresh_outputs(out_dir)
+    for piece in run_pieces(out):
+        remove_run_piece(piece)
     return out
+
+
+def run_pieces(out: Path) -> list[Path]:
+    """The folders of ``out`` a run in separate processes writes: its collector side,
+    coordinator, partition workers and fleet shards (``ShardedFleet``'s under ``shards/``)."""
+    pieces = [out / "collector", out / "coordinator", *sorted(out.glob("fleet-*-of-*"))]
+    pieces += sorted(out.glob("partition-*-of-*"))
+    return pieces + sorted((out / "shards").glob("fleet-*-of-*"))
+
+
+# every file a piece of a run holds (scenarios/split_run.py, sides.py, fleet_shard.py,
+# coordinator, partitions): a folder holding anything else is not only a run's piece
+RUN_PIECE_FILE = re.compile(
+    r"(results|ledger|outcomes|credentials|summary|reports)\.json"
+    r"|(collector|fleet|partition)\.log|scenario\.toml|report\.html|\.report\.html\.\d+\.partial"
+    r"|(collector-side|reconstructions|truth_sample|estimates)\.npz"
+    r"|(trace|collector|device-state)(-p\d+)?\.sqlite(-wal|-shm|-journal)?"
+    r"|[A-Za-z0-9_.-]+-shard-\d+-of-\d+\.sqlite(-wal|-shm|-journal)?"
+)
+
+
+def remove_run_piece(piece: Path) -> bool:
+    """Remove ``piece`` (a folder ``run_pieces`` names) if every file in it, at any depth,
+    is one a run writes (``RUN_PIECE_FILE``); a folder holding anything else (a user's
+    ``collector/`` package beside ``--out .``) is left whole. True if removed."""
+    if not piece.is_dir() or piece.is_symlink():
+        return False
+    for entry in piece.rglob("*"):
+        if entry.is_symlink() or (entry.is_file() and not RUN_PIECE_FILE.fullmatch(entry.name)):
+            return False
+        if not entry.is_dir() and not entry.is_file():
+            return False
+    shutil.rmtree(piece)
+    return True
 
 
 async def _run_checked(

@@ -119,3 +119,22 @@ def test_only_other_runs_ledgers_is_refused_naming_the_run(first, tmp_path):
     shutil.copy(first / "ledger.json", side / "fleet-0-of-1" / "ledger.json")
     with pytest.raises(TraceError, match=r"no ledger\.json of run run-b"):
         verify_run([side])
+
+
+def test_a_users_own_folder_of_a_piece_name_is_left_whole(first, tmp_path):
+    """``ldpfleet run quickstart --out .`` in a folder with the user's own ``collector/``
+    (this repository's package, in a checkout) or ``fleet-1-of-3/``: a folder holding
+    anything but a run's files is not a run's piece and is never removed."""
+    out = tmp_path / "here"
+    (out / "collector").mkdir(parents=True)
+    (out / "collector" / "service.py").write_text("x = 1\n")
+    (out / "collector" / "results.json").write_text("{}")  # a run's name among them
+    (out / "fleet-1-of-3" / "sub").mkdir(parents=True)
+    (out / "fleet-1-of-3" / "sub" / "notes.txt").write_text("mine")
+    (out / "shards" / "fleet-0-of-2").mkdir(parents=True)
+    shutil.copy(first / "ledger.json", out / "shards" / "fleet-0-of-2" / "ledger.json")
+    _run(out, 2.0, "run-b")
+    assert (out / "collector" / "service.py").read_text() == "x = 1\n"
+    assert (out / "fleet-1-of-3" / "sub" / "notes.txt").read_text() == "mine"
+    assert not (out / "shards" / "fleet-0-of-2").exists()  # only a run's files: removed
+    assert verify_run([out]).ok
