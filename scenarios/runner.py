@@ -758,6 +758,7 @@ async def _run_checked(
             progress=progress, credentials=credentials, shard_brokers=shard_brokers,
         )  # fmt: skip
     if scenario.spec.cadr is not None:
+        _fresh_stream_outputs(out_dir)  # a stream run's pieces left there: same reason
         return await _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials)
     out = _fresh_stream_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)

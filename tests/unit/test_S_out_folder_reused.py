@@ -138,3 +138,22 @@ def test_a_users_own_folder_of_a_piece_name_is_left_whole(first, tmp_path):
     assert (out / "fleet-1-of-3" / "sub" / "notes.txt").read_text() == "mine"
     assert not (out / "shards" / "fleet-0-of-2").exists()  # only a run's files: removed
     assert verify_run([out]).ok
+
+
+CADR = """
+[scenario]
+name = "reuse-degrees"
+seed = 2
+[graph]
+source = "erdos_renyi:n=30,p=0.3,seed=1"
+[cadr]
+eps = 3.0
+"""
+
+
+def test_a_cadr_run_removes_a_stream_runs_pieces_too(first, tmp_path):
+    out = tmp_path / "c"
+    _plant_previous_pieces(first, out)
+    asyncio.run(run_scenario(parse_scenario(CADR), broker="memory", out_dir=out))
+    assert not (out / "fleet-0-of-1").exists() and not (out / "collector").exists()
+    assert verify_run([out]).ok
