@@ -69,7 +69,7 @@ def _out_dir(path: Path | None) -> Path | None:
     (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
     if path is None:
         return None
-    for folder in (path, *path.parents):
+    for folder in (path.expanduser(), *path.expanduser().parents):  # "~/runs", quoted
         if folder.exists():
             if not folder.is_dir():
                 raise OptionError(
