@@ -7,6 +7,7 @@ and ``_credentials``, which loads ``--credentials``.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -68,7 +69,7 @@ def _out_dir(path: Path | None) -> Path | None:
     (the run used to end in a FileExistsError / NotADirectoryError traceback)."""
     if path is None:
         return None
-    for folder in (path, *path.parents):
+    for folder in (path.expanduser(), *path.expanduser().parents):  # "~/runs", quoted
         if folder.exists():
             if not folder.is_dir():
                 raise OptionError(
@@ -76,6 +77,15 @@ def _out_dir(path: Path | None) -> Path | None:
                     "an output directory (an existing folder or a new path)",
                     path,
                     hint=f"{folder} is a file, not a directory",
+                )
+            # a read-only folder or file system: the run ended in an OSError traceback
+            # (os.access answers EROFS too, and for root only a read-only file system)
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise OptionError(
+                    "--out",
+                    "a folder this user can write (an existing folder or a new path)",
+                    path,
+                    hint=f"{folder} is not writable: a read-only folder or file system",
                 )
             break
     return path

@@ -6,6 +6,7 @@ The command functions are registered on the typer ``app`` in app/cli.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -45,7 +46,10 @@ def report_command(
         from ldpfleet.app.progress import job_progress
         from ldpfleet.app.report import SECTIONS
 
-        with job_progress("writing report.html", len(SECTIONS), unit="sections") as step:
+        with (
+            job_progress("writing report.html", len(SECTIONS), unit="sections") as step,
+            _damaged_run(out),
+        ):
             path = write_report(out, progress=lambda _section: step())
         from ldpfleet.app.report import collector_side_note
 
@@ -53,6 +57,25 @@ def report_command(
     console.print(f"wrote {path}")
     if note:  # a collector side alone: its devices' ledgers are the fleet shards'
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def _damaged_run(out: Path):
+    """A run whose trace.sqlite or collector.sqlite is damaged past its first page (bytes
+    overwritten, a copy cut short): an ``sqlite3.DatabaseError`` traceback ("database disk
+    image is malformed") became one sentence (exit 2)."""
+    import sqlite3
+
+    from ldpfleet.broker.trace import TraceError
+
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        raise TraceError(
+            f"cannot read the run's SQLite files in {out} ({error}): trace.sqlite or "
+            "collector.sqlite is damaged (cut short, or edited outside ldpfleet; `ldpfleet "
+            f"trace verify {out}` checks the trace)"
+        ) from None
 
 
 def merge_command(

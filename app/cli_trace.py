@@ -7,6 +7,7 @@ The command functions are registered on the ``trace`` group in app/cli.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -141,6 +142,25 @@ def trace_filter(device, kind, topic, since, until):
     return TraceFilter(device, kind, topic, since, until)
 
 
+@contextlib.contextmanager
+def damaged_trace(path: Path):
+    """A trace whose file is damaged past its first page (bytes overwritten, a copy cut
+    short) opens, then fails on a later read: an ``sqlite3.DatabaseError`` traceback
+    ("database disk image is malformed") became one sentence naming the file (exit 2)."""
+    import sqlite3
+
+    from ldpfleet.broker.trace import TraceError
+
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        trace = path / "trace.sqlite" if path.is_dir() else path
+        raise TraceError(
+            f"{trace} cannot be read ({error}): the file is damaged (cut short, or edited "
+            "outside ldpfleet)"
+        ) from None
+
+
 def trace_stats(
     path: TracePath,
     device: DeviceOpt = None,
@@ -154,7 +174,7 @@ def trace_stats(
     from ldpfleet.broker.trace import stats
     from rich.table import Table
 
-    with user_errors():
+    with user_errors(), damaged_trace(path):
         selection = trace_filter(device, kind, topic, since, until)
         db = open_filtered_trace(path, kind, device)
         result = stats(db, selection)
@@ -187,7 +207,7 @@ def trace_show(
     """One line per message, decoded; rejections show their reason."""
     from ldpfleet.broker.trace import as_record, format_line, rows
 
-    with user_errors():
+    with user_errors(), damaged_trace(path):
         selection = trace_filter(device, kind, topic, since, until)
         db = open_filtered_trace(path, kind, device)
         for index, row in enumerate(rows(db, selection)):
@@ -208,7 +228,7 @@ def trace_follow(
 
     from ldpfleet.broker.trace import TraceError, conversation, open_readonly, sequence_lines
 
-    with user_errors():
+    with user_errors(), damaged_trace(path):
         db = open_readonly(path)
         known = db.execute(
             "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
@@ -245,7 +265,7 @@ def trace_export(
     """Export messages as JSON lines or CSV."""
     from ldpfleet.broker.trace import TraceError, export, rows
 
-    with user_errors():
+    with user_errors(), damaged_trace(path):
         selection = trace_filter(device, kind, topic, since, until)
         if fmt not in ("jsonl", "csv"):  # before -o FILE is opened (it was truncated)
             raise TraceError(f"export format {fmt!r} must be jsonl or csv")

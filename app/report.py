@@ -1469,9 +1469,16 @@ def write_report(out_dir: str | Path, progress: Callable[[str], None] | None = N
         partial.write_text(page)
         os.replace(partial, path)
     except OSError as error:
-        partial.unlink(missing_ok=True)
+        _remove_partial(partial)
         raise TraceError(f"cannot write {path} ({error.strerror or error})") from None
     except BaseException:
-        partial.unlink(missing_ok=True)
+        _remove_partial(partial)
         raise
     return path
+
+
+def _remove_partial(partial: Path) -> None:
+    """Remove a half-written page; on a read-only folder or file system the unlink itself
+    fails (EROFS even when the file was never made) and hid the refusal in a traceback."""
+    with contextlib.suppress(OSError):
+        partial.unlink(missing_ok=True)

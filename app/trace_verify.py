@@ -218,6 +218,7 @@ def _inputs(paths, report: VerifyReport) -> _Run:
     directory = _trace_directory(directories)
     results, scenario, run = _read_results(directory)
     files = _ledger_files(directories)
+    files = _this_runs_ledgers(files, directories, run, report)
     ledgers, collector, documents = _read_ledgers(files, report)
     if collector is None and isinstance(results.get("collector_ledger"), dict):
         collector = results["collector_ledger"]
@@ -272,6 +273,45 @@ def _ledger_files(directories: list[Path]) -> list[Path]:
             "directories (give the fleet shards' directories too)"
         )
     return files
+
+
+def _this_runs_ledgers(
+    files: list[Path], directories: list[Path], run: str, report: VerifyReport
+) -> list[Path]:
+    """``files`` without the ledgers found in a given directory's subfolders
+    (``fleet-*/``, ``shards/fleet-*/``) that name another run: a previous run's, left in
+    an ``--out`` folder that a later run (on another broker, with other shards) did not
+    rewrite. Each one left out is a note. A ``ledger.json`` directly in a given directory
+    is always read (given, so meant: another run's there is a mismatch). ``TraceError``
+    if nothing of this run is left."""
+    given = {(d / "ledger.json").resolve() for d in directories}
+    kept = []
+    for path in files:
+        other = None if path in given else _ledger_run(path)
+        if other is not None and other != run:
+            report.notes.append(
+                f"{path}: the ledgers of run {other}, not of this run {run} (a previous "
+                "run's files left in the folder), not read"
+            )
+        else:
+            kept.append(path)
+    if not kept:
+        raise TraceError(
+            f"no ledger.json of run {run} in {', '.join(str(d) for d in directories)} or "
+            "their fleet-*/ directories, only other runs' (give this run's fleet directories)"
+        )
+    return kept
+
+
+def _ledger_run(path: Path) -> str | None:
+    """The run id a ledger document names (``"run"``), None if it names none or cannot be
+    read (``_read_ledgers`` then reads it and says what is wrong)."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    run = document.get("run") if isinstance(document, dict) else None
+    return run if isinstance(run, str) else None
 
 
 def _read_ledgers(

@@ -17,8 +17,10 @@ import contextlib
 import json
 import operator
 import os
+import re
 import resource
 import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -578,6 +580,15 @@ def checked_run_options(
             "a folder (or a path not yet taken), not a file",
             out_dir,
         )
+    writable = _nearest_folder(Path(out_dir).expanduser())
+    if writable is not None and not os.access(writable, os.W_OK | os.X_OK):
+        raise _refused(
+            "out_dir",
+            f"cannot write {out_dir}: {writable} is not writable (a read-only folder or "
+            "file system)",
+            "a folder this user can write (or a new path under one)",
+            out_dir,
+        )
     if run_id is not None:
         check_ident(run_id, "run_id")
     if seed is None:
@@ -597,6 +608,13 @@ def checked_run_options(
             seed,
         )
     return operator.index(seed)
+
+
+def _nearest_folder(path: Path) -> Path | None:
+    """``path`` or the nearest of its parents that exists, if that is a folder (the one a
+    run writes into or creates its folder in); None if it is a file (refused apart)."""
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    return existing if existing is not None and existing.is_dir() else None
 
 
 _RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process now running
@@ -677,6 +695,52 @@ async def run_scenario(
     return json.loads(json.dumps(results))
 
 
+def _fresh_stream_outputs(out_dir: str | Path) -> Path:
+    """``fresh_outputs``, and the pieces a previous run in separate processes left in
+    ``out_dir`` (``collector/``, ``coordinator/``, ``fleet-i-of-k/``, ``partition-p-of-P/``,
+    ``shards/fleet-i-of-k/``): a run in this process (``--broker memory``) writes none of
+    them, and ``trace verify`` would read a stale ``fleet-*/ledger.json`` beside this run's
+    ledger. Only pieces holding nothing but a run's files go (``remove_run_piece``)."""
+    out = fresh_outputs(out_dir)
+    for piece in run_pieces(out):
+        remove_run_piece(piece)
+    return out
+
+
+def run_pieces(out: Path) -> list[Path]:
+    """The folders of ``out`` a run in separate processes writes: its collector side,
+    coordinator, partition workers and fleet shards (``ShardedFleet``'s under ``shards/``)."""
+    pieces = [out / "collector", out / "coordinator", *sorted(out.glob("fleet-*-of-*"))]
+    pieces += sorted(out.glob("partition-*-of-*"))
+    return pieces + sorted((out / "shards").glob("fleet-*-of-*"))
+
+
+# every file a piece of a run holds (scenarios/split_run.py, sides.py, fleet_shard.py,
+# coordinator, partitions): a folder holding anything else is not only a run's piece
+RUN_PIECE_FILE = re.compile(
+    r"(results|ledger|outcomes|credentials|summary|reports)\.json"
+    r"|(collector|fleet|partition)\.log|scenario\.toml|report\.html|\.report\.html\.\d+\.partial"
+    r"|(collector-side|reconstructions|truth_sample|estimates)\.npz"
+    r"|(trace|collector|device-state)(-p\d+)?\.sqlite(-wal|-shm|-journal)?"
+    r"|[A-Za-z0-9_.-]+-shard-\d+-of-\d+\.sqlite(-wal|-shm|-journal)?"
+)
+
+
+def remove_run_piece(piece: Path) -> bool:
+    """Remove ``piece`` (a folder ``run_pieces`` names) if every file in it, at any depth,
+    is one a run writes (``RUN_PIECE_FILE``); a folder holding anything else (a user's
+    ``collector/`` package beside ``--out .``) is left whole. True if removed."""
+    if not piece.is_dir() or piece.is_symlink():
+        return False
+    for entry in piece.rglob("*"):
+        if entry.is_symlink() or (entry.is_file() and not RUN_PIECE_FILE.fullmatch(entry.name)):
+            return False
+        if not entry.is_dir() and not entry.is_file():
+            return False
+    shutil.rmtree(piece)
+    return True
+
+
 async def _run_checked(
     scenario: LoadedScenario,
     broker: str | Transport | None,
@@ -698,8 +762,9 @@ async def _run_checked(
             progress=progress, credentials=credentials, shard_brokers=shard_brokers,
         )  # fmt: skip
     if scenario.spec.cadr is not None:
+        _fresh_stream_outputs(out_dir)  # a stream run's pieces left there: same reason
         return await _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials)
-    out = fresh_outputs(out_dir)
+    out = _fresh_stream_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())

@@ -20,6 +20,7 @@ each, whose names it re-exports:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -242,8 +243,26 @@ def _decode(text: str, where: str) -> Scenario:
         limit = _validation_limit(reason, explained)
         raise ScenarioError(f"{where}{key}: {explained}", limit=limit) from None
     except msgspec.DecodeError as error:
-        raise ScenarioError(f"{where}not valid TOML: {error}", limit="valid TOML") from None
+        shown = _toml_error_line(str(error), text)
+        raise ScenarioError(f"{where}not valid TOML: {shown}", limit="valid TOML") from None
     return spec
+
+
+def _toml_error_line(error: str, text: str) -> str:
+    """The TOML parser's refusal with the line it points at: ``Cannot overwrite a value
+    (at line 4, column 9)`` named neither the key set twice nor the line's text."""
+    found = re.search(r"\(at line (\d+), column \d+\)", error)
+    lines = text.splitlines()
+    if found is None or not 1 <= int(found.group(1)) <= len(lines):
+        return error
+    line = lines[int(found.group(1)) - 1].strip()
+    if not line or len(line) > 120:
+        return error
+    shown = f"{error}: `{line}`"
+    if error.startswith("Cannot overwrite a value"):
+        key = line.split("=", 1)[0].strip()
+        shown += f" (`{key}` is set twice in its table)" if "=" in line else " (set twice)"
+    return shown
 
 
 def _check_stream_scenario(loaded: LoadedScenario, where: str) -> None:
@@ -312,7 +331,16 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         )
     try:
         text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows) dropped
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raw = exc.object[: exc.start]
+        line = raw.count(b"\n") + 1
+        column = len(raw[raw.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        raise ScenarioError(
+            f"scenario file {path} cannot be read: it is not UTF-8 text (byte "
+            f"{exc.object[exc.start]:#04x} at line {line}, column {column}); save it as UTF-8",
+            limit="a readable UTF-8 file",
+        ) from None
+    except OSError as exc:
         raise ScenarioError(
             f"scenario file {path} cannot be read: {exc}", limit="a readable UTF-8 file"
         ) from None

@@ -12,7 +12,7 @@ from ldpfleet.collector.gcdp.evaluation import check_date_order
 from ldpfleet.devices.sources import CsvSpec, SourceError, dropped_columns, table_columns
 from ldpfleet.protocol.messages import MAX_RELEASE
 from ldpfleet.scenarios.schema_errors import ScenarioError
-from ldpfleet.scenarios.schema_loaded import LoadedScenario, resolve_data_path
+from ldpfleet.scenarios.schema_loaded import LoadedScenario, _looked_in, resolve_data_path
 from ldpfleet.scenarios.schema_sections import CsvSource, GcdpSection
 
 
@@ -53,6 +53,9 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
         calibration = loaded.calibration_spec()
     except SourceError as error:  # the file itself, or a setting of the fleet's source
         whose = "" if error.field == "source.path" else f" ({error.field} of the fleet)"
+        if error.field == "source.path" and "not found" in error.reason:
+            # where it was looked for, as source.path's refusal says
+            whose = _looked_in(section.calibration_path, loaded.path)
         raise ScenarioError(
             f"{where}gcdp.calibration_path: {error.reason}{whose}",
             limit="a readable data file laid out like the fleet's source",

@@ -240,7 +240,10 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
         return data_root() / inside
     bases = []
     if scenario_path is not None:
-        bases += [scenario_path.parent, scenario_path.parent.parent]
+        # absolute first: "my.toml" run from its own folder has a parent "." and no
+        # parent above it, so "one folder up" was the current folder again
+        folder = Path(os.path.abspath(scenario_path)).parent
+        bases += [folder, folder.parent]
     bases.append(Path.cwd())
     found = next((base / candidate for base in bases if (base / candidate).exists()), None)
     if found is None and inside is not None and (data_root() / inside).exists():
@@ -256,8 +259,15 @@ def _looked_in(path: str, scenario_path: Path | None) -> str:
         return ""
     inside = _inside_data(candidate)
     if inside is not None and os.environ.get(DATA_ENV):
-        return f" (looked in {data_root() / inside}, as {DATA_ENV} is set)"
-    bases = [scenario_path.parent, scenario_path.parent.parent] if scenario_path else []
+        root = data_root()
+        if not root.is_dir():  # the tutorial's /srv/ldp-data, copied as it stands
+            return (
+                f" (looked in {root / inside}, as {DATA_ENV} is set; {DATA_ENV}={root} is "
+                "not a folder: set it to a copy of data/, or unset it for the shipped data)"
+            )
+        return f" (looked in {root / inside}, as {DATA_ENV} is set)"
+    folder = Path(os.path.abspath(scenario_path)).parent if scenario_path else None
+    bases = [folder, folder.parent] if folder else []
     places = [base / candidate for base in (*bases, Path.cwd())]
     if inside is not None:
         places.append(data_root() / inside)
