@@ -323,6 +323,14 @@ CADR_EPS_MAX = 50.0
 DEGREE_BOUND_RULES = ("auto", "devices", "graph-max")
 # who chose a run's θ (``plan_theta``): the configuration, the θ search, the small-fleet rule
 THETA_RULE_SOURCES = ("configured", "search", "small-fleet")
+# the small-fleet test at ε <= SMALL_EPS_LOW (helper R, issue 20, claim D9): there clip's DSR
+# keeps 0.14 ε after the θ search, the release is the counts' prior median, and on fleets whose
+# count-signal ratio n / (√K σ) is below this the noisy top buckets can put that median (and θ)
+# far above every degree (G's trial: 6 of 30 G(n, 4/(n-1)) graphs, n 28-60, above all zeros).
+# So at ε <= SMALL_EPS_LOW the rule fires when n < SMALL_FLEET_SMALL_EPS_RATIO · √K σ (1 above
+# it and with None). Calibrated on G's 30 graphs (scripts/R_cal.py); pre-registered,
+# docs/preregistration/R-small-eps.md
+SMALL_FLEET_SMALL_EPS_RATIO: float | None = None
 SMALL_FLEET_THETA_CLAIM = "θ: chosen by the public small-fleet rule (n < √K·σ), no θ search"
 
 
@@ -1090,9 +1098,19 @@ def small_fleet_theta(eps: float, alpha: float, devices: int, degree_bound: int)
     eps_theta = CadrBudget(e, alpha, THETA_FRACTION, theta_extra(e, alpha, n)).theta
     buckets = len(bucket_grid(bound, bucket_count(n, eps_theta))) + 1
     sd = noise_sd(eps_theta, n, noise_parties(n))
-    if n >= math.sqrt(buckets) * sd:
+    if n >= small_fleet_ratio(e) * math.sqrt(buckets) * sd:
         return None
     return max(1, math.ceil(math.sqrt(bound)))
+
+
+def small_fleet_ratio(eps: float) -> float:
+    """The count-signal ratio ``n / (√K σ)`` below which ``small_fleet_theta`` fires: 1, or
+    ``SMALL_FLEET_SMALL_EPS_RATIO`` at ``ε <= SMALL_EPS_LOW`` when it is set (module
+    docstring, "Tiny fleets"). Public: ε only."""
+    wide = SMALL_FLEET_SMALL_EPS_RATIO
+    if wide is not None and eps <= SMALL_EPS_LOW:
+        return max(1.0, wide)
+    return 1.0
 
 
 @dataclass(frozen=True)
