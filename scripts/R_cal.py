@@ -12,11 +12,17 @@ import numpy as np
 from ldpfleet.collector.cadr_reference import private_run
 from ldpfleet.collector.degree_postprocess import trivial_baselines
 from ldpfleet.protocol.cadr_budget import (
-    THETA_FRACTION, CadrBudget, bucket_count, bucket_grid, noise_parties, noise_sd, theta_extra,
+    THETA_FRACTION,
+    CadrBudget,
+    bucket_count,
+    bucket_grid,
+    noise_parties,
+    noise_sd,
+    theta_extra,
 )
 
 sys.path.insert(0, "scripts")
-from R_diag import g_graphs  # noqa: E402
+from R_diag import g_graphs
 
 
 def ratio(eps, n, bound, alpha=0.1):
@@ -44,6 +50,13 @@ for eps in eps_list:
             abovemed[k] += v > m
         tot["zero"] += z
         tot["med"] += m
-        print(f"  {G.name} eps {eps} ratio {ratio(eps, G.n, D):.2f} cur {cur:.2f} ns {ns:.2f} zero {z:.2f} med {m:.2f}")
-    print(f"eps {eps}: summed cur {tot['cur']:.2f} nosearch {tot['ns']:.2f} zero {tot['zero']:.2f} med {tot['med']:.2f}; "
-          f"above zero {above}; above med {abovemed}", flush=True)
+        print(
+            f"  {G.name} eps {eps} ratio {ratio(eps, G.n, D):.2f} cur {cur:.2f} ns {ns:.2f} "
+            f"zero {z:.2f} med {m:.2f}"
+        )
+    print(
+        f"eps {eps}: summed cur {tot['cur']:.2f} nosearch {tot['ns']:.2f} "
+        f"zero {tot['zero']:.2f} med {tot['med']:.2f}; "
+        f"above zero {above}; above med {abovemed}",
+        flush=True,
+    )

@@ -38,21 +38,46 @@ if __name__ == "__main__":
             s = r.theta_search
             rows.append(
                 dict(
-                    g=G.name, n=G.n, seed=seed, eps_theta=s.get("eps"), eps_dsr=r.spent.get("laplace"),
-                    theta=r.theta, theta_exact=s.get("theta_exact"), mae=r.mae,
-                    zero=b["all_zero"]["mae"], med=b["constant_median_oracle"]["mae"],
-                    dmax=int(d.max()), dmed=float(np.median(d)),
-                    thresholds=s.get("thresholds"), counts=s.get("bucket_sums"),
-                    exact=np.bincount(np.searchsorted(s["thresholds"], d, side="left"),
-                                      minlength=len(s["thresholds"]) + 1).tolist() if s else None,
+                    g=G.name,
+                    n=G.n,
+                    seed=seed,
+                    eps_theta=s.get("eps"),
+                    eps_dsr=r.spent.get("laplace"),
+                    theta=r.theta,
+                    theta_exact=s.get("theta_exact"),
+                    mae=r.mae,
+                    zero=b["all_zero"]["mae"],
+                    med=b["constant_median_oracle"]["mae"],
+                    dmax=int(d.max()),
+                    dmed=float(np.median(d)),
+                    thresholds=s.get("thresholds"),
+                    counts=s.get("bucket_sums"),
+                    exact=np.bincount(
+                        np.searchsorted(s["thresholds"], d, side="left"),
+                        minlength=len(s["thresholds"]) + 1,
+                    ).tolist()
+                    if s
+                    else None,
                     by=r.theta_chosen_by,
                 )
             )
-    json.dump(rows, open(f"/tmp/R/diag_{eps}.json", "w"))
+    with open(f"/tmp/R/diag_{eps}.json", "w") as fh:
+        json.dump(rows, fh)
     bad = [x for x in rows if x["mae"] > x["zero"]]
     print("runs above zero", len(bad), "of", len(rows))
     for x in rows[:3] + bad:
-        print(x["g"], x["seed"], "epsθ %.3f dsr %.3f" % (x["eps_theta"] or 0, x["eps_dsr"]),
-              "θ", x["theta"], "θex", x["theta_exact"], "mae %.2f zero %.2f med %.2f" % (x["mae"], x["zero"], x["med"]),
-              "dmax", x["dmax"])
-        print("   thr", x["thresholds"]); print("   noisy", x["counts"]); print("   exact", x["exact"])
+        print(
+            x["g"],
+            x["seed"],
+            f"epsθ {x['eps_theta'] or 0:.3f} dsr {x['eps_dsr']:.3f}",
+            "θ",
+            x["theta"],
+            "θex",
+            x["theta_exact"],
+            f"mae {x['mae']:.2f} zero {x['zero']:.2f} med {x['med']:.2f}",
+            "dmax",
+            x["dmax"],
+        )
+        print("   thr", x["thresholds"])
+        print("   noisy", x["counts"])
+        print("   exact", x["exact"])

@@ -29,7 +29,7 @@ def make_graph(seed: int) -> Graph:
     """Graph of family FAMILIES[(seed - 9001) % 7], n drawn log-uniform in 25..200 from seed."""
     rng = np.random.default_rng(seed)
     fam = FAMILIES[(seed - 9001) % len(FAMILIES)]
-    n = int(round(math.exp(rng.uniform(math.log(25), math.log(200)))))
+    n = round(math.exp(rng.uniform(math.log(25), math.log(200))))
     if fam == "gnp-sparse":
         g = nx.gnp_random_graph(n, 4 / (n - 1), seed=seed)
     elif fam == "gnp-dense":
@@ -69,42 +69,72 @@ def capture(out: str, first: int, count: int) -> None:
             for eps in EPS:
                 cb.SMALL_FLEET_SMALL_EPS_RATIO = None
                 k_main = plan_key(eps, G.n)
-                main = [private_run(G, "clip", "auto-dev", eps, 0.1, s, "dp").mae for s in RUN_SEEDS]
+                main = [
+                    private_run(G, "clip", "auto-dev", eps, 0.1, s, "dp").mae for s in RUN_SEEDS
+                ]
                 cb.SMALL_FLEET_SMALL_EPS_RATIO = RATIO
                 k_rule = plan_key(eps, G.n)
                 if k_rule == k_main:
                     rule = main
                 else:
-                    rule = [private_run(G, "clip", "auto-dev", eps, 0.1, s, "dp").mae for s in RUN_SEEDS]
-                row = dict(graph=G.name, n=G.n, eps=eps, changed=k_rule != k_main, main_by=k_main[1],
-                           main=float(np.mean(main)), rule=float(np.mean(rule)),
-                           zero=b["all_zero"]["mae"], med=b["constant_median_oracle"]["mae"])
+                    rule = [
+                        private_run(G, "clip", "auto-dev", eps, 0.1, s, "dp").mae for s in RUN_SEEDS
+                    ]
+                row = dict(
+                    graph=G.name,
+                    n=G.n,
+                    eps=eps,
+                    changed=k_rule != k_main,
+                    main_by=k_main[1],
+                    main=float(np.mean(main)),
+                    rule=float(np.mean(rule)),
+                    zero=b["all_zero"]["mae"],
+                    med=b["constant_median_oracle"]["mae"],
+                )
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
 
 
 def compare(path: str) -> None:
-    rows = [json.loads(x) for x in open(path)]
+    with open(path) as fh:
+        rows = [json.loads(x) for x in fh]
     print(f"cells {len(rows)}, changed {sum(r['changed'] for r in rows)}")
     for sel, name in ((rows, "all"), ([r for r in rows if r["changed"]], "changed")):
         for arm in ("main", "rule"):
-            print(f"{name:8s} {arm}: summed MAE {sum(r[arm] for r in sel):.2f}, "
-                  f"above zeros {sum(r[arm] > r['zero'] for r in sel)}, "
-                  f"above median {sum(r[arm] > r['med'] for r in sel)}")
-        print(f"{name:8s} zeros {sum(r['zero'] for r in sel):.2f} median {sum(r['med'] for r in sel):.2f}")
+            print(
+                f"{name:8s} {arm}: summed MAE {sum(r[arm] for r in sel):.2f}, "
+                f"above zeros {sum(r[arm] > r['zero'] for r in sel)}, "
+                f"above median {sum(r[arm] > r['med'] for r in sel)}"
+            )
+        print(
+            f"{name:8s} zeros {sum(r['zero'] for r in sel):.2f} "
+            f"median {sum(r['med'] for r in sel):.2f}"
+        )
     for eps in EPS:
         sel = [r for r in rows if r["eps"] == eps]
-        print(f"eps {eps}: main {sum(r['main'] for r in sel):.2f} rule {sum(r['rule'] for r in sel):.2f} "
-              f"above zeros {sum(r['main'] > r['zero'] for r in sel)} -> {sum(r['rule'] > r['zero'] for r in sel)}, "
-              f"above median {sum(r['main'] > r['med'] for r in sel)} -> {sum(r['rule'] > r['med'] for r in sel)}")
+        z0 = sum(r["main"] > r["zero"] for r in sel)
+        z1 = sum(r["rule"] > r["zero"] for r in sel)
+        m0 = sum(r["main"] > r["med"] for r in sel)
+        m1 = sum(r["rule"] > r["med"] for r in sel)
+        print(
+            f"eps {eps}: main {sum(r['main'] for r in sel):.2f} "
+            f"rule {sum(r['rule'] for r in sel):.2f} "
+            f"above zeros {z0} -> {z1}, "
+            f"above median {m0} -> {m1}"
+        )
     for r in rows:
         if r["changed"]:
             flag = " ABOVE-ZERO" if r["rule"] > r["zero"] else ""
-            print(f"  {r['graph']:24s} eps {r['eps']}: {r['main']:.3f} -> {r['rule']:.3f} "
-                  f"(zeros {r['zero']:.3f}, median {r['med']:.3f}){flag}")
-    print("(e) changed cells already under the small-fleet rule:",
-          sum(r["changed"] and r["main_by"] == "small-fleet" for r in rows),
-          "; (d) changed cells with n >= 500:", sum(r["changed"] and r["n"] >= 500 for r in rows))
+            print(
+                f"  {r['graph']:24s} eps {r['eps']}: {r['main']:.3f} -> {r['rule']:.3f} "
+                f"(zeros {r['zero']:.3f}, median {r['med']:.3f}){flag}"
+            )
+    print(
+        "(e) changed cells already under the small-fleet rule:",
+        sum(r["changed"] and r["main_by"] == "small-fleet" for r in rows),
+        "; (d) changed cells with n >= 500:",
+        sum(r["changed"] and r["n"] >= 500 for r in rows),
+    )
 
 
 RATIO = 1.8
