@@ -469,6 +469,11 @@ class MqttTransport:
             if tls is not None and tls.cert is None
             else ""
         )
+        if username is None:  # no login given to a broker that wants one
+            hint += (
+                " (the broker wants a login: give the run's --credentials, as written by "
+                "`ldpfleet mosquitto-config`; docs/reliability.md)"
+            )
         return ConnectionRefused(
             f"{client_id}: {self.name} refused the connection (user {username!r}): {error}{hint}"
         )

@@ -207,6 +207,11 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         db.execute("SELECT 1 FROM messages LIMIT 1")
     except sqlite3.DatabaseError as error:
         db.close()
+        if "malformed" in str(error):  # an SQLite file cut short or overwritten
+            raise TraceError(
+                f"{path} cannot be read ({error}): the file is damaged (cut short, or "
+                "edited outside ldpfleet)"
+            ) from None
         raise TraceError(f"{path} is not an ldpfleet trace ({error})") from None
     if parts:
         _union(db, parts)

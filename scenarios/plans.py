@@ -60,7 +60,8 @@ def fleet_state_file(
     if setting == "auto":
         return None if out_dir is None else str(Path(out_dir) / "device-state.sqlite")
     index, count = shard
-    return str(Path(setting) / f"{run}-shard-{index}-of-{count}.sqlite")
+    # "~/state": the home folder (it made a folder named "~" in the current one)
+    return str(Path(setting).expanduser() / f"{run}-shard-{index}-of-{count}.sqlite")
 
 
 def fleet_config(

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -48,7 +47,7 @@ from ldpfleet.devices.rendezvous import RendezvousError
 from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
-from ldpfleet.scenarios.runner import new_run_id, run_credentials
+from ldpfleet.scenarios.runner import new_run_id, remove_run_piece, run_credentials, run_pieces
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import child_of_the_run, log_tail, stop_process
 from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
@@ -126,12 +125,12 @@ def _scenario_file(scenario: LoadedScenario, out: Path) -> Path:
 
 
 def _clear(out: Path) -> None:
-    """Remove a previous run's pieces from OUT."""
+    """Remove a previous run's pieces from OUT: only folders holding nothing but a run's
+    files (``runner.remove_run_piece``): ``ldpfleet run quickstart --out .`` removed a
+    user's own ``collector/`` folder (a package, in a checkout of this repository) whole."""
     fresh_outputs(out)
-    pieces = [out / COLLECTOR_DIR, out / COORDINATOR_DIR, *out.glob("fleet-*-of-*")]
-    for stale in [*pieces, *out.glob("partition-*-of-*")]:
-        if stale.is_dir():
-            shutil.rmtree(stale)
+    for piece in run_pieces(out):
+        remove_run_piece(piece)
     for stale in [*out.glob("trace-p*.sqlite"), *out.glob("collector-p*.sqlite")]:
         stale.unlink()
 

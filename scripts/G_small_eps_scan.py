@@ -9,6 +9,12 @@ Measured 2026-12-06 (30 graphs G(n, 4/(n-1)), n = 28..60, seeds 0..4 per graph):
 eps 0.5: 6 of 30 graphs have a mean MAE above all zeros, 10 of 30 a run above it (the worst
 run 27.7 against all zeros' 5.28); summed mean MAE 78.8 against the constant median's 42.4
 and all zeros' 121.6. eps 1: none above all zeros (44.6 against 42.4).
+
+Caveat (helper R): run seeds 0-4 are shared by every graph, and the θ search's noise draw
+depends only on the run seed, the bucket count and n / ceil(0.9 n), so graphs of n = 40, 50
+and 60 share one draw per run seed; with independent draws (scripts/R_independent.py) no
+graph's mean is above all zeros, while 30 of 600 single runs are (docs/preregistration/
+R-small-eps.md).
 """
 
 import networkx as nx
