@@ -43,7 +43,11 @@ from ldpfleet.collector.period import (
     is_time_column,
     stream_kind,
 )
-from ldpfleet.collector.period_input import _check_a_sequence, _check_not_numbers_in_disguise
+from ldpfleet.collector.period_input import (
+    _check_a_sequence,
+    _check_not_numbers_in_disguise,
+    _float_array,
+)
 from ldpfleet.collector.sw_em import (
     _check_mechanism,
     _first_bad,
@@ -243,24 +247,7 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
     # None was "got shape ()", a generator or a text said nothing of what it got
     _check_not_numbers_in_disguise(y, name)
     _check_a_sequence(y, name)
-    try:
-        arr = np.asarray(y, dtype=float)
-    except (TypeError, ValueError):
-        bad = _first_non_number(y)
-        where = "" if bad is None else f": {name}[{bad[0]}] is {bad[1]!r}"
-        raise ParameterError(
-            f"need a 1-D array of real numbers (reports){where}",
-            field=name,
-            limit="a 1-D array of real numbers",
-            value=stream_kind(y),
-        ) from None
-    except OverflowError:  # a Python int beyond the float range
-        raise ParameterError(
-            "need a 1-D array of real numbers within the float range (|x| < 1.8e308)",
-            field=name,
-            limit="|x| < 1.8e308",
-            value=stream_kind(y),
-        ) from None
+    arr = _float_array(y, name)  # the first non-number named as detect_period names it
     if arr.ndim == 0:  # a number (or a numeric string) is not a stream of reports
         raise ParameterError(
             f"need a non-empty 1-D array of reports (a stream), got one value {y!r}",
@@ -284,18 +271,6 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
         f"report must be finite and in [{mech.output_low!r}, {mech.output_high!r}]",
     )
     return arr
-
-
-def _first_non_number(x: object) -> tuple[int, object] | None:
-    """The index and value of the first item of a list or tuple that ``float()`` refuses
-    (an empty or text cell, a nested list), else None."""
-    if isinstance(x, list | tuple):
-        for idx, value in enumerate(x):
-            try:
-                float(value)
-            except (TypeError, ValueError):
-                return idx, value
-    return None
 
 
 def _one_stream_hint(shape: tuple[int, ...]) -> str:

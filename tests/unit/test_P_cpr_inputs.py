@@ -39,7 +39,6 @@ def test_a_masked_report_is_refused_not_read():
         ((v for v in Y), "got an iterator (generator): pass list(...) or an array"),
         ("0.1 0.2", "got a str '0.1 0.2': split and convert it first"),
         ([10**400] * 30, "within the float range (|x| < 1.8e308)"),
-        ([0.5, 0.4, "", 0.3], "need a 1-D array of real numbers (reports): y[2] is ''"),
         (0.5, "need a non-empty 1-D array of reports (a stream), got one value 0.5"),
     ],
 )
@@ -48,11 +47,16 @@ def test_the_refusal_says_what_is_wrong(y, text):
     assert text in str(error) and error.field == "y", str(error)
 
 
+def test_a_text_cell_is_named_by_its_index():
+    error = _refusal([0.5, 0.4, "", 0.3])
+    assert error.field == "y[2]" and "sample must be a real number, got ''" in str(error)
+
+
 def test_cpr_many_names_the_stream():
     with pytest.raises(ParameterError) as caught:
         cpr_many([Y, [0.5, "", 0.4]], SW)
-    assert caught.value.field == "streams[1]"
-    assert "streams[1][1] is ''" in str(caught.value)
+    assert caught.value.field == "streams[1][1]"
+    assert "got ''" in str(caught.value)
     masked = np.ma.masked_array(Y.copy(), mask=np.zeros(Y.size, bool))
     masked[0] = np.ma.masked
     with pytest.raises(ParameterError) as caught:

@@ -114,7 +114,7 @@ def test_parallel_fleet_reconstruction_equals_serial():
     [
         ([0.5] * 100 + [float("nan")], "y[100]", "report must be finite and in"),
         ([0.5] * 100 + [float("inf")], "y[100]", "report must be finite and in"),
-        (["0.5"] * 50 + ["n/a"], "y", "real numbers"),
+        (["0.5"] * 50 + ["n/a"], "y[50]", "real number"),
         ([], "y", "non-empty 1-D"),
         (np.full((60, 1), 0.5), "y", "shape (60, 1)"),
     ],
