@@ -102,6 +102,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     temporal_smooth,
 )
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.validate import integer_in
 
 __all__ = [
     "METHODS",
@@ -641,8 +642,8 @@ def _check(methods, eps_list, draws, seed, dataset) -> tuple[tuple[str, ...], tu
         )
     methods = method_names(methods, METHODS)
     eps_t = _check_budgets(eps_list)
-    _check_int(draws, "draws", 1, GCDP_DRAWS_MAX)
-    _check_int(seed, "seed", 0, GCDP_SEED_MAX)
+    integer_in(draws, "draws", 1, GCDP_DRAWS_MAX)
+    integer_in(seed, "seed", 0, GCDP_SEED_MAX)
     return methods, eps_t
 
 
@@ -676,17 +677,6 @@ def method_names(methods, known: tuple[str, ...]) -> tuple[str, ...]:
 def _fold(name: object) -> str:
     """``name`` without case, '-', '_' or spaces (``Gc_dp`` and ``GC-DP`` fold alike)."""
     return "".join(c for c in str(name).casefold() if c not in "-_ ")
-
-
-def _check_int(value: object, field: str, low: int, high: int) -> None:
-    """``value`` an integer in [low, high], else a ``ParameterError`` naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(
-            f"must be an integer in [{low}, {high:,}], got {value!r}",
-            field=field,
-            limit=f"an integer in [{low}, {high:,}]",
-            value=value,
-        )
 
 
 def _check_budgets(eps_list) -> tuple[float, ...]:

@@ -38,6 +38,23 @@ def integer_at_least(value: object, field: str, minimum: int) -> int:
     return int(value)
 
 
+def integer_in(value: object, field: str, low: int, high: int) -> int:
+    """``value`` as an int if it is an integer (not a bool) in ``[low, high]``; the refusal
+    names ``field`` and the range (``high`` with thousands separators)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or not low <= value <= high
+    ):
+        raise ParameterError(
+            f"must be an integer in [{low:,}, {high:,}], got {value!r}",
+            field=field,
+            limit=f"an integer in [{low:,}, {high:,}]",
+            value=value,
+        )
+    return int(value)
+
+
 def integer_counts(value: object, field: str) -> np.ndarray:
     """``value`` as an array (0-d for a scalar) of non-negative integer counts, its integer
     dtype kept; bools are refused. A negative entry is named by its value (the first one)."""

@@ -67,6 +67,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
+from ldpfleet.protocol.validate import integer_in
 from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = [
@@ -136,13 +137,7 @@ SPACINGS = ("linear", "geometric")
 
 def check_whole(value: object, name: str, low: int, high: int) -> None:
     """``value`` an integer in [low, high], else a ``ParameterError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(
-            f"must be an integer in {low}..{high}, got {value!r}",
-            field=name,
-            limit=f"an integer in {low}..{high}",
-            value=value,
-        )
+    integer_in(value, name, low, high)
 
 
 def check_spacing(spacing: object) -> None:

@@ -58,6 +58,7 @@ from math import comb
 
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.secagg.crypto import uniform_below
+from ldpfleet.protocol.validate import integer_at_least
 
 RandomBytes = Callable[[int], bytes]
 
@@ -79,17 +80,6 @@ def _check_ids(ids: Sequence[int]) -> list[int]:
     return out
 
 
-def _check_int(value: object, field: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ParameterError(
-            f"must be an integer >= {low}, got {value!r}",
-            field=field,
-            limit=f"an integer >= {low}",
-            value=value,
-        )
-    return value
-
-
 def full_graph(ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
     """Every id is adjacent to every other id (neighbours sorted)."""
     nodes = _check_ids(ids)
@@ -99,7 +89,7 @@ def full_graph(ids: Sequence[int]) -> dict[int, tuple[int, ...]]:
 
 def default_degree(n: int) -> int:
     """k = ceil(2 log2 n) rounded up to odd, at least 3, at most n - 1 (n <= 3: n - 1)."""
-    n = _check_int(n, "n", 2)
+    n = integer_at_least(n, "n", 2)
     if n <= 3:
         return n - 1
     k = (n * n - 1).bit_length()  # == ceil(log2(n^2)) == ceil(2 log2 n), exactly
@@ -186,7 +176,7 @@ def default_threshold(degree: int) -> int:
     Count the node itself among the holders when it keeps a share of its own secrets
     (SecAgg+: holders = number of neighbours + 1).
     """
-    degree = _check_int(degree, "degree", 1)
+    degree = integer_at_least(degree, "degree", 1)
     return degree // 2 + 1
 
 
@@ -196,10 +186,10 @@ def abort_probability_bound(devices: int, degree: int, threshold: int, dropping:
     (uniformly random positions of the SecAgg+ graph of ``degree``; a full graph has
     ``degree = devices - 1``) drop after sharing (module docstring: a union bound over the
     devices of hypergeometric tails, exact integer arithmetic)."""
-    devices = _check_int(devices, "devices", 2)
-    degree = _check_int(degree, "degree", 1)
-    threshold = _check_int(threshold, "threshold", 1)
-    dropping = _check_int(dropping, "dropping", 0)
+    devices = integer_at_least(devices, "devices", 2)
+    degree = integer_at_least(degree, "degree", 1)
+    threshold = integer_at_least(threshold, "threshold", 1)
+    dropping = integer_at_least(dropping, "dropping", 0)
     if degree > devices - 1 or dropping > devices:
         raise ParameterError(
             f"need degree <= devices - 1 = {devices - 1} and dropping <= devices = {devices}, "

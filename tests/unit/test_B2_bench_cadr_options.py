@@ -15,10 +15,10 @@ SMALL = ["bench", "cadr", "--graph", "barabasi_albert:n=50,m=2,seed=1", "--runs"
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["--fanout", "0"], "error: --fanout must be an integer in 1..64, got 0"),
+        (["--fanout", "0"], "error: --fanout must be an integer in [1, 64], got 0"),
         (["--fanout", "65", "--transport", "memory"], "error: --fanout must be an integer"),
         (["--spacing", "log"], "error: --spacing 'log' is not linear or geometric"),
-        (["--processes", "0"], "error: --processes must be an integer in 1..64, got 0"),
+        (["--processes", "0"], "error: --processes must be an integer in [1, 64], got 0"),
         (["--theta", "0"], "error: --theta must be an integer >= 1, auto-sum or auto-dev, "
                            "got '0'"),
         (["--theta", "-3"], "error: --theta must be an integer >= 1"),
