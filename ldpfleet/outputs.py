@@ -43,12 +43,13 @@ def run(
     an integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``; the
     same seed gives the same privatised values. ``run_id``: 1-64 characters of A-Z a-z 0-9
     _ . - (default the scenario's name and a random suffix). ``progress``: called as
-    ``progress(received, expected)``.
+    ``progress(received, expected)`` (reports stored so far and in all) every 0.2 s while
+    the stream runs and once at its end.
 
     Returns the results dict also written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
-    ``seed``, ``run_id``; ``out_dir`` also when another run of this process is still
+    ``seed``, ``run_id``, ``progress``; ``out_dir`` also when another run of this process is still
     writing there) before anything starts, ``ScenarioError`` for a scenario file that does
     not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be
     reached, ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import operator
 import os
@@ -610,6 +611,49 @@ def checked_run_options(
     return operator.index(seed)
 
 
+def checked_progress(progress: object) -> ProgressCallback | None:
+    """``progress`` as the runner calls it, ``progress(received, expected, joined,
+    devices)`` while the stream runs, ``progress(received, expected)`` at its end: a
+    callable taking two or four positional arguments (``*args`` too: the CLI's) as it is,
+    one taking ``(received, expected)`` only (the documented form) behind an adapter that
+    drops the other two; anything else (not callable, not callable with two arguments)
+    raises ``ParameterError`` naming ``progress`` before the run starts."""
+    if progress is None:
+        return None
+    if not callable(progress):
+        raise _refused(
+            "progress",
+            f"must be a function called as progress(received, expected), got {progress!r:.80}",
+            "a callable progress(received, expected)",
+            progress,
+        )
+    try:
+        signature = inspect.signature(progress)
+    except (TypeError, ValueError):  # a builtin without one (print): it takes *args
+        return progress
+    try:
+        signature.bind(0, 0)
+    except TypeError:
+        raise _refused(
+            "progress",
+            f"must take two positional arguments, progress(received, expected); "
+            f"{getattr(progress, '__name__', progress)!r:.80} has the signature {signature}",
+            "a callable progress(received, expected)",
+            progress,
+        ) from None
+    try:
+        signature.bind(0, 0, 0, 0)
+        return progress  # it takes joined and devices too (the final call omits them)
+    except TypeError:
+        pass
+    user = progress
+
+    def two_arguments(received: int, expected: int, *_: int | None) -> None:
+        user(received, expected)
+
+    return two_arguments
+
+
 def _nearest_folder(path: Path) -> Path | None:
     """``path`` or the nearest of its parents that exists, if that is a folder (the one a
     run writes into or creates its folder in); None if it is a file (refused apart)."""
@@ -666,16 +710,19 @@ async def run_scenario(
     outputs go to (created; a previous run's files there are replaced). ``seed``: an
     integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``.
     ``run_id``: the run's id (1-64 characters of A-Z a-z 0-9 _ . -; default the scenario's
-    name and a random suffix). ``progress``: called as ``progress(received, expected)``.
+    name and a random suffix). ``progress``: called as ``progress(received, expected)``
+    (reports stored so far and in all) every 0.2 s while the stream runs and once at its
+    end; a callable that also takes ``joined`` and ``devices`` (devices whose hello
+    arrived, the fleet's size) gets those too.
 
     Returns the results dict written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
-    ``out_dir``, ``seed``, ``run_id``; ``out_dir`` also when another run of this process
-    is still writing there) before anything starts, ``ScenarioError`` for a scenario file
-    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
-    bulk run's collector ends before writing its summary. ``~`` in a path is the home
+    ``out_dir``, ``seed``, ``run_id``, ``progress``; ``out_dir`` also when another run of
+    this process is still writing there) before anything starts, ``ScenarioError`` for a
+    scenario file that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a
+    broker that cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``)
+    when a bulk run's collector ends before writing its summary. ``~`` in a path is the home
     folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
@@ -685,6 +732,7 @@ async def run_scenario(
     and the recorder use ``broker``."""
     scenario = checked_scenario(scenario)
     seed = checked_run_options(broker, out_dir, seed, run_id)
+    progress = checked_progress(progress)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
         results = await _run_checked(

@@ -1,0 +1,82 @@
+"""``progress`` of ``ldpfleet.run`` / ``run_scenario`` as documented: ``progress(received,
+expected)`` (helper U, library-user QA).
+
+Found: any two-argument callback, the documented form, ended the run in ``ExceptionGroup:
+unhandled errors in a TaskGroup`` / ``TypeError: <lambda>() takes 2 positional arguments
+but 4 were given`` (the runner's watcher calls it with ``joined`` and ``devices`` too);
+``progress=5`` was accepted and died the same way mid-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import ldpfleet
+
+TEXT = """
+[scenario]
+name = "u-progress"
+seed = 3
+[fleet]
+devices = 3
+[stream]
+steps = 12
+eps = 2.0
+w = 4
+[source]
+kind = "synthetic"
+shape = "sine"
+period = 6
+amplitude = 1.0
+bounds = [-1.0, 1.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return ldpfleet.parse_scenario(TEXT)
+
+
+def test_a_two_argument_progress_callback_works(scenario, tmp_path):
+    calls = []
+    results = ldpfleet.run(
+        scenario, broker="memory", out_dir=tmp_path, progress=lambda r, e: calls.append((r, e))
+    )
+    assert calls, "progress was never called"
+    assert calls[-1] == (results["reports_received"], results["reports_expected"])
+    assert all(len(call) == 2 for call in calls)
+
+
+def test_a_callback_with_extra_optional_arguments_gets_the_fleet_too(scenario, tmp_path):
+    calls = []
+
+    def progress(received, expected, joined=None, devices=None):
+        calls.append((received, expected, joined, devices))
+
+    results = ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, progress=progress)
+    assert calls[-1][:2] == (results["reports_received"], results["reports_expected"])
+    assert all(call[3] in (None, 3) for call in calls)
+
+
+def test_run_scenario_takes_the_two_argument_form_too(scenario, tmp_path):
+    calls = []
+
+    async def main():
+        return await ldpfleet.run_scenario(
+            scenario, broker="memory", out_dir=tmp_path, progress=lambda *a: calls.append(a)
+        )
+
+    results = asyncio.run(main())
+    assert calls[-1][:2] == (results["reports_received"], results["reports_expected"])
+
+
+@pytest.mark.parametrize("bad", [5, "bar", lambda: None, lambda a, b, c: None])
+def test_a_progress_that_cannot_be_called_so_is_refused_before_the_run(scenario, tmp_path, bad):
+    with pytest.raises(ldpfleet.ParameterError) as caught:
+        ldpfleet.run(scenario, broker="memory", out_dir=tmp_path / "out", progress=bad)
+    assert caught.value.field == "progress"
+    assert caught.value.limit == "a callable progress(received, expected)"
+    assert "progress(received, expected)" in str(caught.value)
+    assert not (tmp_path / "out").exists()
