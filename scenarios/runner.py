@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
+from ldpfleet.broker.mqtt import BrokerUrlError, parse_broker_url
 from ldpfleet.broker.recorder import (
     TraceRecorder,
     control_filters,
@@ -567,6 +568,16 @@ def checked_run_options(
             "'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport",
             broker,
         )
+    if isinstance(broker, str) and broker not in ("memory", "embedded"):
+        try:  # a malformed URL is a bad argument, not an unreachable broker
+            parse_broker_url(broker)
+        except BrokerUrlError as error:
+            raise _refused(
+                "broker",
+                str(error),
+                "'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport",
+                broker,
+            ) from None
     if not isinstance(out_dir, str | os.PathLike) or str(out_dir) == "":
         raise _refused(
             "out_dir",
@@ -718,12 +729,12 @@ async def run_scenario(
     Returns the results dict written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
-    ``out_dir``, ``seed``, ``run_id``, ``progress``; ``out_dir`` also when another run of
-    this process is still writing there) before anything starts, ``ScenarioError`` for a
-    scenario file that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a
-    broker that cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``)
-    when a bulk run's collector ends before writing its summary. ``~`` in a path is the home
-    folder.
+    ``out_dir``, ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL
+    such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
+    process is still writing there) before anything starts, ``ScenarioError`` for a scenario
+    file that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
+    cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk
+    run's collector ends before writing its summary. ``~`` in a path is the home folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
