@@ -676,6 +676,38 @@ _RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process
 _RUNNING_LOCK = threading.Lock()  # runs in threads claim folders too
 
 
+_RUNNING_RUN_IDS: set[tuple[str, str]] = set()  # (broker URL, run id) of runs now running
+
+
+@contextlib.contextmanager
+def claimed_run_id(run_id: str | None, broker: object) -> Iterator[None]:
+    """Hold ``run_id`` on the external ``broker`` (a URL) for one run of this process: a
+    second run with the same ``run_id`` on the same broker while the first runs raises
+    ``ParameterError`` naming ``run_id`` before it starts (their clients shared MQTT
+    client ids and took each other's connections over: one died in ``ConnectionLost``).
+    The in-process and embedded brokers are each run's own: no clash there."""
+    if run_id is None or not isinstance(broker, str) or broker in ("memory", "embedded"):
+        yield
+        return
+    key = (broker, run_id)
+    with _RUNNING_LOCK:
+        if key in _RUNNING_RUN_IDS:
+            raise _refused(
+                "run_id",
+                f"{run_id!r} is the run id of another run of this process on {broker}, still "
+                "running: give each concurrent run its own run_id (or leave it out: a fresh "
+                "one is drawn)",
+                "a run id no other running run of this process uses on this broker",
+                run_id,
+            )
+        _RUNNING_RUN_IDS.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING_RUN_IDS.discard(key)
+
+
 @contextlib.contextmanager
 def claimed_out_dir(out_dir: str | os.PathLike) -> Iterator[None]:
     """Hold ``out_dir`` for one run of this process: a second run into the same folder
@@ -731,10 +763,11 @@ async def run_scenario(
     Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
     ``out_dir``, ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
-    process is still writing there) before anything starts, ``ScenarioError`` for a scenario
-    file that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk
-    run's collector ends before writing its summary. ``~`` in a path is the home folder.
+    process is still writing there, ``run_id`` when another uses it on the same broker URL)
+    before anything starts, ``ScenarioError`` for a scenario file that does not load,
+    ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be reached,
+    ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
+    ends before writing its summary. ``~`` in a path is the home folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
@@ -745,7 +778,9 @@ async def run_scenario(
     seed = checked_run_options(broker, out_dir, seed, run_id)
     progress = checked_progress(progress)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
-    with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
+    shared_broker = broker if broker is not None else scenario.spec.broker.url
+    # two runs of this process into one folder, or as one run id on one broker, ruin both
+    with claimed_out_dir(out_dir), claimed_run_id(run_id, shared_broker):
         results = await _run_checked(
             scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
             shard_brokers,
