@@ -53,10 +53,11 @@ def run(
     ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this process is
     still writing there, ``run_id`` when another uses it on the same broker URL) before
     anything starts, ``ScenarioError`` for a scenario file that does not load,
-    ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be reached,
-    ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when a bulk
-    run's collector ends before writing its summary (the sentence names it; the run's other
-    processes are stopped). ``~`` in a path is the home folder.
+    ``BrokerUnavailable`` (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker
+    that cannot be reached, ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a
+    ``RuntimeError``) when a bulk run's collector ends before writing its summary (the
+    sentence names it; the run's other processes are stopped). ``~`` in a path is the home
+    folder.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
@@ -238,12 +239,13 @@ def read_trace(
 
     The filters are those of ``ldpfleet trace show``: ``device`` (sent or received by
     it), ``kind`` (e.g. ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until``
-    (seconds after the first message). Checked when called, as the command checks them:
-    an unknown filter, an empty one, a kind the protocol does not have, a device that
-    sent and received nothing, a malformed MQTT filter, a time that is not a number >= 0
-    raise ``ParameterError`` naming the filter (a real kind with no message in this run
-    yields nothing). A missing or damaged trace raises ``TraceError`` (a ``ValueError``);
-    a ``run_dir`` that is not a path, ``ParameterError`` naming ``run_dir``."""
+    (seconds after the first message). Checked when called, as the command checks them: an
+    unknown filter, an empty one, a kind the protocol does not have, a device that sent and
+    received nothing, a malformed MQTT filter, a time that is not a number >= 0 raise
+    ``ParameterError`` naming the filter (a real kind with no message in this run yields
+    nothing). A missing or damaged trace raises ``TraceError`` (``ldpfleet.broker.trace``, a
+    ``ValueError``); a ``run_dir`` that is not a path, ``ParameterError`` naming
+    ``run_dir``."""
     from ldpfleet.broker.trace import TraceFilter, open_readonly
 
     if unknown:

@@ -765,9 +765,10 @@ async def run_scenario(
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
     process is still writing there, ``run_id`` when another uses it on the same broker URL)
     before anything starts, ``ScenarioError`` for a scenario file that does not load,
-    ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be reached,
-    ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
-    ends before writing its summary. ``~`` in a path is the home folder.
+    ``BrokerUnavailable`` (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker
+    that cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
+    bulk run's collector ends before writing its summary. ``~`` in a path is the home
+    folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
