@@ -36,3 +36,15 @@ def test_read_trace_raises_the_stated_trace_error(tmp_path):
 
     with pytest.raises(TraceError, match="no trace at"):
         list(ldpfleet.read_trace(tmp_path))
+
+
+def test_an_audit_without_evidence_has_a_bound_at_most_zero_and_dumps_as_json():
+    """docs/api.md: a bound at most 0 (``-inf``: the event never occurred) is no evidence;
+    ``to_dict()`` is ready for ``json.dumps`` (``-inf`` becomes ``None``)."""
+    import json
+
+    result = ldpfleet.run_audit("laplace", 1.0, trials=2)
+    assert result.eps_lb <= 0 and result.verdict == "inconclusive"
+    assert result.eps_lb_max <= 1.0  # too few trials to find anything: the docs' warning
+    row = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert row["verdict"] == "inconclusive" and row["eps_claimed"] == 1.0
