@@ -625,10 +625,11 @@ def checked_run_options(
 def checked_progress(progress: object) -> ProgressCallback | None:
     """``progress`` as the runner calls it, ``progress(received, expected, joined,
     devices)`` while the stream runs, ``progress(received, expected)`` at its end: a
-    callable taking two or four positional arguments (``*args`` too: the CLI's) as it is,
-    one taking ``(received, expected)`` only (the documented form) behind an adapter that
-    drops the other two; anything else (not callable, not callable with two arguments)
-    raises ``ParameterError`` naming ``progress`` before the run starts."""
+    callable taking two or four positional arguments (``*args`` too: the CLI's) with all,
+    one taking ``(received, expected)`` only (the documented form) with those two; either
+    way behind ``_UserProgress``, which keeps what it raises. Anything else (not callable,
+    not callable with two arguments) raises ``ParameterError`` naming ``progress`` before
+    the run starts."""
     if progress is None:
         return None
     if not callable(progress):
@@ -641,7 +642,7 @@ def checked_progress(progress: object) -> ProgressCallback | None:
     try:
         signature = inspect.signature(progress)
     except (TypeError, ValueError):  # a builtin without one (print): it takes *args
-        return progress
+        return _UserProgress(progress, None)
     try:
         signature.bind(0, 0)
     except TypeError:
@@ -654,15 +655,35 @@ def checked_progress(progress: object) -> ProgressCallback | None:
         ) from None
     try:
         signature.bind(0, 0, 0, 0)
-        return progress  # it takes joined and devices too (the final call omits them)
     except TypeError:
-        pass
-    user = progress
+        return _UserProgress(progress, 2)
+    return _UserProgress(progress, None)  # it takes joined and devices too (not at the end)
 
-    def two_arguments(received: int, expected: int, *_: int | None) -> None:
-        user(received, expected)
 
-    return two_arguments
+class _UserProgress:
+    """The caller's ``progress``, called with the arguments it takes (``arguments``: the
+    first two only, or all when None); what it raises is kept in ``raised`` and re-raised,
+    so that ``run_scenario`` raises the caller's own error as it is, not wrapped in the
+    fleet's ``ExceptionGroup: unhandled errors in a TaskGroup``."""
+
+    def __init__(self, callback: Callable[..., object], arguments: int | None) -> None:
+        self.callback, self.arguments = callback, arguments
+        self.raised: list[BaseException] = []
+
+    def __call__(self, *values: int | None) -> None:
+        try:
+            self.callback(*(values if self.arguments is None else values[: self.arguments]))
+        except BaseException as error:
+            self.raised.append(error)
+            raise
+
+
+def _raised_by_progress(group: BaseExceptionGroup, progress: object) -> BaseException | None:
+    """The error the caller's ``progress`` raised, if ``group`` holds it."""
+    if not isinstance(progress, _UserProgress) or not progress.raised:
+        return None
+    error = progress.raised[0]
+    return error if group.subgroup(lambda leaf: leaf is error) is not None else None
 
 
 def _nearest_folder(path: Path) -> Path | None:
@@ -781,11 +802,17 @@ async def run_scenario(
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     shared_broker = broker if broker is not None else scenario.spec.broker.url
     # two runs of this process into one folder, or as one run id on one broker, ruin both
-    with claimed_out_dir(out_dir), claimed_run_id(run_id, shared_broker):
-        results = await _run_checked(
-            scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
-            shard_brokers,
-        )  # fmt: skip
+    try:
+        with claimed_out_dir(out_dir), claimed_run_id(run_id, shared_broker):
+            results = await _run_checked(
+                scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
+                shard_brokers,
+            )  # fmt: skip
+    except BaseExceptionGroup as group:  # the caller's progress raised: its error, as it is
+        error = _raised_by_progress(group, progress)
+        if error is None:
+            raise
+        raise error from None
     # as results.json reads back (tuples become lists): run(...) == read_results(out_dir)
     return json.loads(json.dumps(results))
 

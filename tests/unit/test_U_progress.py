@@ -80,3 +80,30 @@ def test_a_progress_that_cannot_be_called_so_is_refused_before_the_run(scenario,
     assert caught.value.limit == "a callable progress(received, expected)"
     assert "progress(received, expected)" in str(caught.value)
     assert not (tmp_path / "out").exists()
+
+
+class Stop(Exception):
+    """The caller's own error, raised from its progress callback."""
+
+
+def test_an_error_raised_by_progress_is_raised_as_it_is(scenario, tmp_path):
+    """Found: a callback that raised (a user stopping the run, a bug in it) came out as
+    ``ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)``."""
+
+    def progress(received, expected):
+        raise Stop(f"stop at {received} of {expected}")
+
+    with pytest.raises(Stop, match="stop at"):
+        ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, progress=progress)
+    # the run wound down and let go of its folder: the next run into it works
+    assert ldpfleet.run(scenario, broker="memory", out_dir=tmp_path)["devices_complete"] == 3
+
+
+def test_other_failures_are_not_taken_for_the_callbacks(scenario, tmp_path):
+    calls = []
+
+    def progress(received, expected, *more):
+        calls.append(received)
+
+    results = ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, progress=progress)
+    assert results["devices_complete"] == 3 and calls
