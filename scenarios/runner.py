@@ -757,7 +757,7 @@ async def run_scenario(
     scenario: LoadedScenario | str | os.PathLike,
     *,
     broker: str | Transport | None = None,
-    out_dir: str | Path = "runs/latest",
+    out_dir: str | os.PathLike = "runs/latest",
     seed: int | None = None,
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
