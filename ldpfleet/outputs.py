@@ -148,7 +148,12 @@ def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _refused("run_dir", f"{path} is not a results file (not JSON: {error})") from None
+        raise _refused(
+            "run_dir",
+            f"{path} is not a results file (not JSON: {error})",
+            limit="a run's folder or its results.json (JSON)",
+            value=run_dir,
+        ) from None
 
 
 @overload
@@ -180,6 +185,14 @@ def read_reports(
     from ldpfleet.collector.store import device_values
 
     folder = _run_path(run_dir)
+    if device is not None and not (isinstance(device, str) and device):
+        raise _refused(
+            "device",
+            "must be one device's id, a non-empty str such as 'd0001' (leave it out for "
+            f"every device), got {type(device).__name__} {device!r:.60}",
+            limit="a non-empty str",
+            value=device,
+        )
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
     stores = [store for store in stores if store.is_file()]
     if not stores:
@@ -206,14 +219,22 @@ def read_reports(
     if device not in streams:
         shown = ", ".join(list(streams)[:5]) + (", ..." if len(streams) > 5 else "")
         raise _refused(
-            "device", f"{device!r} has no report in {run_dir} (devices with one: {shown})"
+            "device",
+            f"{device!r} has no report in {run_dir} (devices with one: {shown})",
+            limit="a device with a report in this run",
+            value=device,
         )
     return streams[device]
 
 
 def _run_path(run_dir: object) -> Path:
     if not isinstance(run_dir, str | os.PathLike) or str(run_dir) == "":
-        raise _refused("run_dir", f"must be a run's output folder (str or Path), got {run_dir!r}")
+        raise _refused(
+            "run_dir",
+            f"must be a run's output folder (str or Path), got {run_dir!r}",
+            limit="a run's output folder (str or Path)",
+            value=run_dir,
+        )
     return Path(run_dir).expanduser()
 
 
@@ -250,7 +271,12 @@ def read_trace(
 
     if unknown:
         name = sorted(unknown)[0]
-        raise _refused(name, f"not a filter; the filters: {', '.join(_FILTERS)}")
+        raise _refused(
+            name,
+            f"not a filter; the filters: {', '.join(_FILTERS)}",
+            limit=f"one of {', '.join(_FILTERS)}",
+            value=unknown[name],
+        )
     selection = {
         name: value
         for name, value in zip(_FILTERS, (device, kind, topic, since, until), strict=True)
@@ -265,10 +291,10 @@ def read_trace(
     return _messages(db, TraceFilter(**selection))
 
 
-def _refused(field: str, sentence: str):
+def _refused(field: str, sentence: str, *, limit: str, value: object):
     from ldpfleet.protocol.errors import ParameterError
 
-    return ParameterError(sentence, field=field)
+    return ParameterError(sentence, field=field, limit=limit, value=value)
 
 
 def _check_selection(db, selection: dict, run_dir) -> None:
@@ -282,13 +308,21 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     for name in ("device", "kind", "topic"):
         value = selection.get(name)
         if value is not None and not (isinstance(value, str) and value):
-            raise _refused(name, f"must not be empty (leave it out for every one), got {value!r}")
+            raise _refused(
+                name,
+                "must be a non-empty str (leave it out for every one), got "
+                f"{type(value).__name__} {value!r:.60}",
+                limit="a non-empty str",
+                value=value,
+            )
     topic = selection.get("topic")
     if topic is not None and not valid_filter(topic):
         raise _refused(
             "topic",
             "must be an MQTT filter ('+' a whole level, '#' only the whole last level, "
             f"e.g. ldp/+/dev/d0001/#), got {topic!r}",
+            limit="an MQTT filter",
+            value=topic,
         )
     for name in ("since", "until"):
         value = selection.get(name)
@@ -299,11 +333,19 @@ def _check_selection(db, selection: dict, run_dir) -> None:
             and value >= 0
         ):
             raise _refused(
-                name, f"must be a number of seconds >= 0 after the first message, got {value!r}"
+                name,
+                f"must be a number of seconds >= 0 after the first message, got {value!r}",
+                limit="a finite number >= 0",
+                value=value,
             )
     since, until = selection.get("since"), selection.get("until")
     if since is not None and until is not None and since > until:
-        raise _refused("since", f"{since:g} is after until = {until:g}: nothing lies between")
+        raise _refused(
+            "since",
+            f"{since:g} is after until = {until:g}: nothing lies between",
+            limit=f"<= until ({until:g})",
+            value=since,
+        )
     kind = selection.get("kind")
     recorded = set()
     if kind is not None:
@@ -320,6 +362,8 @@ def _check_selection(db, selection: dict, run_dir) -> None:
                 f"{kind!r} is not a message kind"
                 + (f" (did you mean {close[0]!r}?)" if close else "")
                 + f"; recorded in {run_dir}: {', '.join(sorted(recorded)) or 'nothing'}",
+                limit="a message kind of the protocol",
+                value=kind,
             )
     device = selection.get("device")
     if device is not None:
@@ -327,7 +371,12 @@ def _check_selection(db, selection: dict, run_dir) -> None:
             "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
         ).fetchone()
         if found is None:
-            raise _refused("device", f"{device!r} sent and received nothing in {run_dir}")
+            raise _refused(
+                "device",
+                f"{device!r} sent and received nothing in {run_dir}",
+                limit="a device of this run",
+                value=device,
+            )
 
 
 def _messages(db, selection) -> Iterator[tuple[float, str, Any]]:
