@@ -62,7 +62,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
-from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, load_scenario
+from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -622,6 +622,35 @@ def checked_run_options(
     return operator.index(seed)
 
 
+def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
+    """Refuse a mechanism class of the caller's script or notebook (``"__main__:Class"``)
+    for a run whose devices run as processes (``[fleet] shards`` > 1 on a real broker):
+    their ``__main__`` is not the caller's, every shard failed to load it, and the run
+    "completed" with no device (``ScenarioError`` naming ``stream.mechanism``)."""
+    stream = scenario.spec.stream
+    if stream is None or not stream.mechanism.startswith("__main__:"):
+        return
+    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
+        return
+    spec = broker if broker is not None else scenario.spec.broker.url
+    if not isinstance(spec, str):
+        return  # a Transport object: the run decides (a MemoryTransport: one process)
+    kind = spec if spec in ("memory", "embedded") else "mqtt"
+    shards = scenario.fleet_shards(kind)
+    if shards > 1:
+        raise ScenarioError(
+            f"stream.mechanism: {stream.mechanism!r} is a class of this script or notebook, "
+            f"which the {shards} device processes of [fleet] shards = "
+            f"{scenario.spec.fleet.shards!r} cannot import: move it into a module of its own "
+            "(importable there: installed, or its folder on PYTHONPATH) and name it "
+            "'module:Class', or run the devices in this process ([fleet] shards = 1, or "
+            "broker='memory')",
+            field="stream.mechanism",
+            value=stream.mechanism,
+            limit="a class the device processes can import (not __main__)",
+        )
+
+
 def checked_progress(progress: object) -> ProgressCallback | None:
     """``progress`` as the runner calls it, ``progress(received, expected, joined,
     devices)`` while the stream runs, ``progress(received, expected)`` at its end: a
@@ -785,7 +814,7 @@ async def run_scenario(
     ``out_dir``, ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
     process is still writing there, ``run_id`` when another uses it on the same broker URL)
-    before anything starts, ``ScenarioError`` for a scenario file that does not load,
+    before anything starts, ``ScenarioError`` for a scenario file that does not load or a ``__main__`` mechanism class with device processes,
     ``BrokerUnavailable`` (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker
     that cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
     bulk run's collector ends before writing its summary. ``~`` in a path is the home
@@ -799,6 +828,7 @@ async def run_scenario(
     scenario = checked_scenario(scenario)
     seed = checked_run_options(broker, out_dir, seed, run_id)
     progress = checked_progress(progress)
+    check_main_mechanism(scenario, broker)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     shared_broker = broker if broker is not None else scenario.spec.broker.url
     # two runs of this process into one folder, or as one run id on one broker, ruin both
