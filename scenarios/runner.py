@@ -814,11 +814,11 @@ async def run_scenario(
     ``out_dir``, ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
     process is still writing there, ``run_id`` when another uses it on the same broker URL)
-    before anything starts, ``ScenarioError`` for a scenario file that does not load or a ``__main__`` mechanism class with device processes,
-    ``BrokerUnavailable`` (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker
-    that cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
-    bulk run's collector ends before writing its summary. ``~`` in a path is the home
-    folder.
+    before anything starts, ``ScenarioError`` for a scenario file that does not load or a
+    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
+    ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
+    ends before writing its summary. ``~`` in a path is the home folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
