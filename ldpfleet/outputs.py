@@ -52,12 +52,12 @@ def run(
     ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL such as
     ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this process is
     still writing there, ``run_id`` when another uses it on the same broker URL) before
-    anything starts, ``ScenarioError`` for a scenario file that does not load,
-    ``BrokerUnavailable`` (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker
-    that cannot be reached, ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a
-    ``RuntimeError``) when a bulk run's collector ends before writing its summary (the
-    sentence names it; the run's other processes are stopped). ``~`` in a path is the home
-    folder.
+    anything starts, ``ScenarioError`` for a scenario file that does not load or a
+    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
+    ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when a bulk
+    run's collector ends before writing its summary (the sentence names it; the run's other
+    processes are stopped). ``~`` in a path is the home folder.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
