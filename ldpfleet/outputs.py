@@ -172,11 +172,12 @@ def read_reports(
 
     ``device``: one device's id (``"d0001"``); default every device. Returns a dict
     ``{device: 1-D float64 array}`` (only devices with a report), or with ``device`` that
-    device's array. The values are the mechanism's reports (``SwReport.values``: for
-    ``sw``, in its output range around [0, 1], not physical units), each (device, batch)
-    once, as the collector stored it (``collector.sqlite``; a partitioned run's
-    ``collector-p*.sqlite`` too). Rebuilding a stream from ``read_trace`` counts a
-    retransmitted batch twice: the trace keeps every message that crossed the broker.
+    device's array. The values are the mechanism's reports (``SwReport.values``: for ``sw``,
+    in its output range around [0, 1], not physical units), each (device, batch) once, as
+    the collector stored it (``collector.sqlite``; a partitioned run's
+    ``collector-p*.sqlite`` too; a bulk run's ``p*/reports.bin``). Rebuilding a stream from
+    ``read_trace`` counts a retransmitted batch twice: the trace keeps every message that
+    crossed the broker.
 
     Raises ``FileNotFoundError`` when ``run_dir`` holds no collector store,
     ``ParameterError`` naming ``run_dir`` (not a path) or ``device`` (no report from
@@ -195,18 +196,12 @@ def read_reports(
         )
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
     stores = [store for store in stores if store.is_file()]
-    if not stores:
-        bulk = (folder / "p0" / "reports.bin").is_file()  # fleet.connection = "bulk"
+    bulk = _bulk_streams(folder) if not stores else None  # fleet.connection = "bulk"
+    if not stores and bulk is None:
         raise FileNotFoundError(
-            f"{folder / 'collector.sqlite'} does not exist: "
-            + (
-                f"{run_dir} is a bulk run's folder, whose partitions keep their reports in "
-                "p{p}/reports.bin (read them with ldpfleet.collector.bulk.stored_streams)"
-                if bulk
-                else f"is {run_dir} a run's output folder?"
-            )
+            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
         )
-    streams: dict[str, np.ndarray] = {}
+    streams: dict[str, np.ndarray] = bulk or {}
     for store in stores:  # each partition's store holds its own devices
         db = connect_readonly(store)
         try:
@@ -225,6 +220,25 @@ def read_reports(
             value=device,
         )
     return streams[device]
+
+
+def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:
+    """A bulk run's accepted reports (``fleet.connection = "bulk"``: each partition's
+    ``p{p}/reports.bin``, laid out by the run's plan in ``plan.json``), or None when
+    ``folder`` is not a bulk run's."""
+    plan_file = folder / "plan.json"
+    if not (plan_file.is_file() and (folder / "p0" / "reports.bin").is_file()):
+        return None
+    from ldpfleet.collector.bulk import stored_streams
+    from ldpfleet.protocol.bulk import BulkPlan, stored_dtype
+
+    plan = BulkPlan.from_dict(json.loads(plan_file.read_text()))
+    streams: dict[str, np.ndarray] = {}
+    for p in range(plan.partitions):
+        part = folder / f"p{p}"
+        if (part / "reports.bin").is_file():
+            streams |= stored_streams(part, stored_dtype(plan.batch_steps), plan.device_id)
+    return streams
 
 
 def _run_path(run_dir: object) -> Path:
