@@ -654,11 +654,11 @@ def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
 def checked_progress(progress: object) -> ProgressCallback | None:
     """``progress`` as the runner calls it, ``progress(received, expected, joined,
     devices)`` while the stream runs, ``progress(received, expected)`` at its end: a
-    callable taking two or four positional arguments (``*args`` too: the CLI's) with all,
-    one taking ``(received, expected)`` only (the documented form) with those two; either
-    way behind ``_UserProgress``, which keeps what it raises. Anything else (not callable,
-    not callable with two arguments) raises ``ParameterError`` naming ``progress`` before
-    the run starts."""
+    callable naming four positional parameters (the CLI's ``joined=None, devices=None``)
+    gets all, any other that takes two (the documented form; ``print``, ``*args``) those
+    two; either way behind ``_UserProgress``, which keeps what it raises. Anything else
+    (not callable, not callable with two arguments) raises ``ParameterError`` naming
+    ``progress`` before the run starts."""
     if progress is None:
         return None
     if not callable(progress):
@@ -670,8 +670,8 @@ def checked_progress(progress: object) -> ProgressCallback | None:
         )
     try:
         signature = inspect.signature(progress)
-    except (TypeError, ValueError):  # a builtin without one (print): it takes *args
-        return _UserProgress(progress, None)
+    except (TypeError, ValueError):  # a builtin without one (print): the documented two
+        return _UserProgress(progress, 2)
     try:
         signature.bind(0, 0)
     except TypeError:
@@ -682,11 +682,14 @@ def checked_progress(progress: object) -> ProgressCallback | None:
             "a callable progress(received, expected)",
             progress,
         ) from None
-    try:
-        signature.bind(0, 0, 0, 0)
-    except TypeError:
-        return _UserProgress(progress, 2)
-    return _UserProgress(progress, None)  # it takes joined and devices too (not at the end)
+    named = [
+        parameter
+        for parameter in signature.parameters.values()
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(named) >= 4:  # it names joined and devices too (not given at the end)
+        return _UserProgress(progress, None)
+    return _UserProgress(progress, 2)  # print, lambda *a: the documented two
 
 
 class _UserProgress:
@@ -805,7 +808,7 @@ async def run_scenario(
     ``run_id``: the run's id (1-64 characters of A-Z a-z 0-9 _ . -; default the scenario's
     name and a random suffix). ``progress``: called as ``progress(received, expected)``
     (reports stored so far and in all) every 0.2 s while the stream runs and once at its
-    end; a callable that also takes ``joined`` and ``devices`` (devices whose hello
+    end; a callable that also names ``joined`` and ``devices`` (devices whose hello
     arrived, the fleet's size) gets those too.
 
     Returns the results dict written to ``out_dir/results.json`` (docs/results.md).

@@ -107,3 +107,11 @@ def test_other_failures_are_not_taken_for_the_callbacks(scenario, tmp_path):
 
     results = ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, progress=progress)
     assert results["devices_complete"] == 3 and calls
+
+
+def test_print_as_progress_prints_received_and_expected(scenario, tmp_path, capsys):
+    """A builtin without a signature (``progress=print``) gets the documented two."""
+    results = ldpfleet.run(scenario, broker="memory", out_dir=tmp_path, progress=print)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(len(line.split()) == 2 for line in lines)
+    assert lines[-1] == f"{results['reports_received']} {results['reports_expected']}"
