@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "ldpfleet.scenario_dict:load_scenario",
     "parse_scenario": "ldpfleet.scenario_dict:parse_scenario",
     "LoadedScenario": "ldpfleet.scenarios.schema:LoadedScenario",
-    "ScenarioError": "ldpfleet.scenarios.schema:ScenarioError",
+    "ScenarioError": "ldpfleet.scenarios.schema_errors:ScenarioError",
     "run_scenario": "ldpfleet.scenarios.runner:run_scenario",
     "run": "ldpfleet.outputs:run",
     # outputs
@@ -122,7 +122,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.scenario_dict import parse_scenario as parse_scenario
     from ldpfleet.scenarios.runner import run_scenario as run_scenario
     from ldpfleet.scenarios.schema import LoadedScenario as LoadedScenario
-    from ldpfleet.scenarios.schema import ScenarioError as ScenarioError
+    from ldpfleet.scenarios.schema_errors import ScenarioError as ScenarioError
 
 
 def __getattr__(name: str) -> Any:

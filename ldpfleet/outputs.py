@@ -43,17 +43,21 @@ def run(
     an integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``; the
     same seed gives the same privatised values. ``run_id``: 1-64 characters of A-Z a-z 0-9
     _ . - (default the scenario's name and a random suffix). ``progress``: called as
-    ``progress(received, expected)``.
+    ``progress(received, expected)`` (reports stored so far and in all) every 0.2 s while
+    the stream runs and once at its end.
 
     Returns the results dict also written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` naming the option (``scenario``, ``broker``, ``out_dir``,
-    ``seed``, ``run_id``; ``out_dir`` also when another run of this process is still
-    writing there) before anything starts, ``ScenarioError`` for a scenario file that does
-    not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that cannot be
-    reached, ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when
-    a bulk run's collector ends before writing its summary (the sentence names it; the
-    run's other processes are stopped). ``~`` in a path is the home folder.
+    ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL such as
+    ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this process is
+    still writing there, ``run_id`` when another uses it on the same broker URL) before
+    anything starts, ``ScenarioError`` for a scenario file that does not load or a
+    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
+    ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when a bulk
+    run's collector ends before writing its summary (the sentence names it; the run's other
+    processes are stopped). ``~`` in a path is the home folder.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this
@@ -144,7 +148,12 @@ def read_results(run_dir: str | os.PathLike) -> dict[str, Any]:
     try:
         return json.loads(path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _refused("run_dir", f"{path} is not a results file (not JSON: {error})") from None
+        raise _refused(
+            "run_dir",
+            f"{path} is not a results file (not JSON: {error})",
+            limit="a run's folder or its results.json (JSON)",
+            value=run_dir,
+        ) from None
 
 
 @overload
@@ -163,11 +172,12 @@ def read_reports(
 
     ``device``: one device's id (``"d0001"``); default every device. Returns a dict
     ``{device: 1-D float64 array}`` (only devices with a report), or with ``device`` that
-    device's array. The values are the mechanism's reports (``SwReport.values``: for
-    ``sw``, in its output range around [0, 1], not physical units), each (device, batch)
-    once, as the collector stored it (``collector.sqlite``; a partitioned run's
-    ``collector-p*.sqlite`` too). Rebuilding a stream from ``read_trace`` counts a
-    retransmitted batch twice: the trace keeps every message that crossed the broker.
+    device's array. The values are the mechanism's reports (``SwReport.values``: for ``sw``,
+    in its output range around [0, 1], not physical units), each (device, batch) once, as
+    the collector stored it (``collector.sqlite``; a partitioned run's
+    ``collector-p*.sqlite`` too; a bulk run's ``p*/reports.bin``). Rebuilding a stream from
+    ``read_trace`` counts a retransmitted batch twice: the trace keeps every message that
+    crossed the broker.
 
     Raises ``FileNotFoundError`` when ``run_dir`` holds no collector store,
     ``ParameterError`` naming ``run_dir`` (not a path) or ``device`` (no report from
@@ -176,20 +186,22 @@ def read_reports(
     from ldpfleet.collector.store import device_values
 
     folder = _run_path(run_dir)
+    if device is not None and not (isinstance(device, str) and device):
+        raise _refused(
+            "device",
+            "must be one device's id, a non-empty str such as 'd0001' (leave it out for "
+            f"every device), got {type(device).__name__} {device!r:.60}",
+            limit="a non-empty str",
+            value=device,
+        )
     stores = [folder / "collector.sqlite", *sorted(folder.glob("collector-p*.sqlite"))]
     stores = [store for store in stores if store.is_file()]
-    if not stores:
-        bulk = (folder / "p0" / "reports.bin").is_file()  # fleet.connection = "bulk"
+    bulk = _bulk_streams(folder) if not stores else None  # fleet.connection = "bulk"
+    if not stores and bulk is None:
         raise FileNotFoundError(
-            f"{folder / 'collector.sqlite'} does not exist: "
-            + (
-                f"{run_dir} is a bulk run's folder, whose partitions keep their reports in "
-                "p{p}/reports.bin (read them with ldpfleet.collector.bulk.stored_streams)"
-                if bulk
-                else f"is {run_dir} a run's output folder?"
-            )
+            f"{folder / 'collector.sqlite'} does not exist: is {run_dir} a run's output folder?"
         )
-    streams: dict[str, np.ndarray] = {}
+    streams: dict[str, np.ndarray] = bulk or {}
     for store in stores:  # each partition's store holds its own devices
         db = connect_readonly(store)
         try:
@@ -202,14 +214,41 @@ def read_reports(
     if device not in streams:
         shown = ", ".join(list(streams)[:5]) + (", ..." if len(streams) > 5 else "")
         raise _refused(
-            "device", f"{device!r} has no report in {run_dir} (devices with one: {shown})"
+            "device",
+            f"{device!r} has no report in {run_dir} (devices with one: {shown})",
+            limit="a device with a report in this run",
+            value=device,
         )
     return streams[device]
 
 
+def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:
+    """A bulk run's accepted reports (``fleet.connection = "bulk"``: each partition's
+    ``p{p}/reports.bin``, laid out by the run's plan in ``plan.json``), or None when
+    ``folder`` is not a bulk run's."""
+    plan_file = folder / "plan.json"
+    if not (plan_file.is_file() and (folder / "p0" / "reports.bin").is_file()):
+        return None
+    from ldpfleet.collector.bulk import stored_streams
+    from ldpfleet.protocol.bulk import BulkPlan, stored_dtype
+
+    plan = BulkPlan.from_dict(json.loads(plan_file.read_text()))
+    streams: dict[str, np.ndarray] = {}
+    for p in range(plan.partitions):
+        part = folder / f"p{p}"
+        if (part / "reports.bin").is_file():
+            streams |= stored_streams(part, stored_dtype(plan.batch_steps), plan.device_id)
+    return streams
+
+
 def _run_path(run_dir: object) -> Path:
     if not isinstance(run_dir, str | os.PathLike) or str(run_dir) == "":
-        raise _refused("run_dir", f"must be a run's output folder (str or Path), got {run_dir!r}")
+        raise _refused(
+            "run_dir",
+            f"must be a run's output folder (str or Path), got {run_dir!r}",
+            limit="a run's output folder (str or Path)",
+            value=run_dir,
+        )
     return Path(run_dir).expanduser()
 
 
@@ -235,17 +274,23 @@ def read_trace(
 
     The filters are those of ``ldpfleet trace show``: ``device`` (sent or received by
     it), ``kind`` (e.g. ``"sw_report"``), ``topic`` (an MQTT filter), ``since``/``until``
-    (seconds after the first message). Checked when called, as the command checks them:
-    an unknown filter, an empty one, a kind the protocol does not have, a device that
-    sent and received nothing, a malformed MQTT filter, a time that is not a number >= 0
-    raise ``ParameterError`` naming the filter (a real kind with no message in this run
-    yields nothing). A missing or damaged trace raises ``TraceError`` (a ``ValueError``);
-    a ``run_dir`` that is not a path, ``ParameterError`` naming ``run_dir``."""
+    (seconds after the first message). Checked when called, as the command checks them: an
+    unknown filter, an empty one, a kind the protocol does not have, a device that sent and
+    received nothing, a malformed MQTT filter, a time that is not a number >= 0 raise
+    ``ParameterError`` naming the filter (a real kind with no message in this run yields
+    nothing). A missing or damaged trace raises ``TraceError`` (``ldpfleet.broker.trace``, a
+    ``ValueError``); a ``run_dir`` that is not a path, ``ParameterError`` naming
+    ``run_dir``."""
     from ldpfleet.broker.trace import TraceFilter, open_readonly
 
     if unknown:
         name = sorted(unknown)[0]
-        raise _refused(name, f"not a filter; the filters: {', '.join(_FILTERS)}")
+        raise _refused(
+            name,
+            f"not a filter; the filters: {', '.join(_FILTERS)}",
+            limit=f"one of {', '.join(_FILTERS)}",
+            value=unknown[name],
+        )
     selection = {
         name: value
         for name, value in zip(_FILTERS, (device, kind, topic, since, until), strict=True)
@@ -260,10 +305,10 @@ def read_trace(
     return _messages(db, TraceFilter(**selection))
 
 
-def _refused(field: str, sentence: str):
+def _refused(field: str, sentence: str, *, limit: str, value: object):
     from ldpfleet.protocol.errors import ParameterError
 
-    return ParameterError(sentence, field=field)
+    return ParameterError(sentence, field=field, limit=limit, value=value)
 
 
 def _check_selection(db, selection: dict, run_dir) -> None:
@@ -277,13 +322,21 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     for name in ("device", "kind", "topic"):
         value = selection.get(name)
         if value is not None and not (isinstance(value, str) and value):
-            raise _refused(name, f"must not be empty (leave it out for every one), got {value!r}")
+            raise _refused(
+                name,
+                "must be a non-empty str (leave it out for every one), got "
+                f"{type(value).__name__} {value!r:.60}",
+                limit="a non-empty str",
+                value=value,
+            )
     topic = selection.get("topic")
     if topic is not None and not valid_filter(topic):
         raise _refused(
             "topic",
             "must be an MQTT filter ('+' a whole level, '#' only the whole last level, "
             f"e.g. ldp/+/dev/d0001/#), got {topic!r}",
+            limit="an MQTT filter",
+            value=topic,
         )
     for name in ("since", "until"):
         value = selection.get(name)
@@ -294,11 +347,19 @@ def _check_selection(db, selection: dict, run_dir) -> None:
             and value >= 0
         ):
             raise _refused(
-                name, f"must be a number of seconds >= 0 after the first message, got {value!r}"
+                name,
+                f"must be a number of seconds >= 0 after the first message, got {value!r}",
+                limit="a finite number >= 0",
+                value=value,
             )
     since, until = selection.get("since"), selection.get("until")
     if since is not None and until is not None and since > until:
-        raise _refused("since", f"{since:g} is after until = {until:g}: nothing lies between")
+        raise _refused(
+            "since",
+            f"{since:g} is after until = {until:g}: nothing lies between",
+            limit=f"<= until ({until:g})",
+            value=since,
+        )
     kind = selection.get("kind")
     recorded = set()
     if kind is not None:
@@ -315,6 +376,8 @@ def _check_selection(db, selection: dict, run_dir) -> None:
                 f"{kind!r} is not a message kind"
                 + (f" (did you mean {close[0]!r}?)" if close else "")
                 + f"; recorded in {run_dir}: {', '.join(sorted(recorded)) or 'nothing'}",
+                limit="a message kind of the protocol",
+                value=kind,
             )
     device = selection.get("device")
     if device is not None:
@@ -322,7 +385,12 @@ def _check_selection(db, selection: dict, run_dir) -> None:
             "SELECT 1 FROM messages WHERE sender = ? OR recipient = ? LIMIT 1", (device, device)
         ).fetchone()
         if found is None:
-            raise _refused("device", f"{device!r} sent and received nothing in {run_dir}")
+            raise _refused(
+                "device",
+                f"{device!r} sent and received nothing in {run_dir}",
+                limit="a device of this run",
+                value=device,
+            )
 
 
 def _messages(db, selection) -> Iterator[tuple[float, str, Any]]:

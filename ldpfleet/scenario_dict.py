@@ -29,8 +29,10 @@ def parse_scenario(
     {"name": "x", "seed": 1}, "fleet": {"devices": 8}, "stream": {...}, "source": {...}}``
     (docs/scenario-reference.md lists every section and key; values may be numpy numbers
     and arrays, ``stream.mechanism`` a module-level mechanism class, taken as its
-    ``"module:Class"`` name; ``None`` leaves a key out). ``path``: the file relative data
-    paths (a CSV source, a graph) resolve against, if any.
+    ``"module:Class"`` name; ``None`` leaves a key out). ``path``: the scenario file
+    relative data paths (a CSV source, a graph) resolve against, as if the text were
+    saved there (it need not exist), or a folder they resolve in; default none: the
+    current folder.
 
     Returns a ``LoadedScenario`` (``.spec`` the typed sections, ``.name``, ``.to_dict()``).
 
@@ -41,7 +43,7 @@ def parse_scenario(
     from ldpfleet.scenarios.schema import ScenarioError
     from ldpfleet.scenarios.schema import parse_scenario as parse_text
 
-    anchor = Path(path) if path is not None else None
+    anchor = _anchor(path)
     if isinstance(scenario, Mapping):
         return parse_text(scenario_toml(scenario), anchor)
     if not isinstance(scenario, str):
@@ -52,6 +54,29 @@ def parse_scenario(
             limit="TOML text (a str) or a dict of sections",
         )
     return parse_text(scenario, anchor)
+
+
+# the file name a folder given as ``path`` stands for: relative data paths resolve in the
+# folder, as for a scenario file saved there
+FOLDER_ANCHOR = "scenario.toml"
+
+
+def _anchor(path: object) -> Path | None:
+    """``parse_scenario``'s ``path`` as the scenario file relative paths resolve against:
+    a file's path as it is (it need not exist), a folder as a file in it, ``~`` the home
+    folder; anything else raises ``ScenarioError``."""
+    from ldpfleet.scenarios.schema import ScenarioError
+
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike) or str(path) == "":
+        raise ScenarioError(
+            "parse_scenario's path must be the scenario file's path (str or Path) or the "
+            f"folder relative data paths resolve in, got {type(path).__name__} {path!r:.60}",
+            limit="a path (str or Path)",
+        )
+    anchor = Path(path).expanduser()
+    return anchor / FOLDER_ANCHOR if anchor.is_dir() else anchor
 
 
 def load_scenario(path: str | os.PathLike) -> LoadedScenario:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import operator
 import os
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
+from ldpfleet.broker.mqtt import BrokerUrlError, parse_broker_url
 from ldpfleet.broker.recorder import (
     TraceRecorder,
     control_filters,
@@ -60,7 +62,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
-from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, load_scenario
+from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -566,6 +568,16 @@ def checked_run_options(
             "'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport",
             broker,
         )
+    if isinstance(broker, str) and broker not in ("memory", "embedded"):
+        try:  # a malformed URL is a bad argument, not an unreachable broker
+            parse_broker_url(broker)
+        except BrokerUrlError as error:
+            raise _refused(
+                "broker",
+                str(error),
+                "'memory', 'embedded', an mqtt:// or mqtts:// URL, or a Transport",
+                broker,
+            ) from None
     if not isinstance(out_dir, str | os.PathLike) or str(out_dir) == "":
         raise _refused(
             "out_dir",
@@ -610,6 +622,102 @@ def checked_run_options(
     return operator.index(seed)
 
 
+def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
+    """Refuse a mechanism class of the caller's script or notebook (``"__main__:Class"``)
+    for a run whose devices run as processes (``[fleet] shards`` > 1 on a real broker):
+    their ``__main__`` is not the caller's, every shard failed to load it, and the run
+    "completed" with no device (``ScenarioError`` naming ``stream.mechanism``)."""
+    stream = scenario.spec.stream
+    if stream is None or not stream.mechanism.startswith("__main__:"):
+        return
+    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
+        return
+    spec = broker if broker is not None else scenario.spec.broker.url
+    if not isinstance(spec, str):
+        return  # a Transport object: the run decides (a MemoryTransport: one process)
+    kind = spec if spec in ("memory", "embedded") else "mqtt"
+    shards = scenario.fleet_shards(kind)
+    if shards > 1:
+        raise ScenarioError(
+            f"stream.mechanism: {stream.mechanism!r} is a class of this script or notebook, "
+            f"which the {shards} device processes of [fleet] shards = "
+            f"{scenario.spec.fleet.shards!r} cannot import: move it into a module of its own "
+            "(importable there: installed, or its folder on PYTHONPATH) and name it "
+            "'module:Class', or run the devices in this process ([fleet] shards = 1, or "
+            "broker='memory')",
+            field="stream.mechanism",
+            value=stream.mechanism,
+            limit="a class the device processes can import (not __main__)",
+        )
+
+
+def checked_progress(progress: object) -> ProgressCallback | None:
+    """``progress`` as the runner calls it, ``progress(received, expected, joined,
+    devices)`` while the stream runs, ``progress(received, expected)`` at its end: a
+    callable naming four positional parameters (the CLI's ``joined=None, devices=None``)
+    gets all, any other that takes two (the documented form; ``print``, ``*args``) those
+    two; either way behind ``_UserProgress``, which keeps what it raises. Anything else
+    (not callable, not callable with two arguments) raises ``ParameterError`` naming
+    ``progress`` before the run starts."""
+    if progress is None:
+        return None
+    if not callable(progress):
+        raise _refused(
+            "progress",
+            f"must be a function called as progress(received, expected), got {progress!r:.80}",
+            "a callable progress(received, expected)",
+            progress,
+        )
+    try:
+        signature = inspect.signature(progress)
+    except (TypeError, ValueError):  # a builtin without one (print): the documented two
+        return _UserProgress(progress, 2)
+    try:
+        signature.bind(0, 0)
+    except TypeError:
+        raise _refused(
+            "progress",
+            f"must take two positional arguments, progress(received, expected); "
+            f"{getattr(progress, '__name__', progress)!r:.80} has the signature {signature}",
+            "a callable progress(received, expected)",
+            progress,
+        ) from None
+    named = [
+        parameter
+        for parameter in signature.parameters.values()
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(named) >= 4:  # it names joined and devices too (not given at the end)
+        return _UserProgress(progress, None)
+    return _UserProgress(progress, 2)  # print, lambda *a: the documented two
+
+
+class _UserProgress:
+    """The caller's ``progress``, called with the arguments it takes (``arguments``: the
+    first two only, or all when None); what it raises is kept in ``raised`` and re-raised,
+    so that ``run_scenario`` raises the caller's own error as it is, not wrapped in the
+    fleet's ``ExceptionGroup: unhandled errors in a TaskGroup``."""
+
+    def __init__(self, callback: Callable[..., object], arguments: int | None) -> None:
+        self.callback, self.arguments = callback, arguments
+        self.raised: list[BaseException] = []
+
+    def __call__(self, *values: int | None) -> None:
+        try:
+            self.callback(*(values if self.arguments is None else values[: self.arguments]))
+        except BaseException as error:
+            self.raised.append(error)
+            raise
+
+
+def _raised_by_progress(group: BaseExceptionGroup, progress: object) -> BaseException | None:
+    """The error the caller's ``progress`` raised, if ``group`` holds it."""
+    if not isinstance(progress, _UserProgress) or not progress.raised:
+        return None
+    error = progress.raised[0]
+    return error if group.subgroup(lambda leaf: leaf is error) is not None else None
+
+
 def _nearest_folder(path: Path) -> Path | None:
     """``path`` or the nearest of its parents that exists, if that is a folder (the one a
     run writes into or creates its folder in); None if it is a file (refused apart)."""
@@ -619,6 +727,38 @@ def _nearest_folder(path: Path) -> Path | None:
 
 _RUNNING_OUT_DIRS: set[Path] = set()  # the out_dir of every run of this process now running
 _RUNNING_LOCK = threading.Lock()  # runs in threads claim folders too
+
+
+_RUNNING_RUN_IDS: set[tuple[str, str]] = set()  # (broker URL, run id) of runs now running
+
+
+@contextlib.contextmanager
+def claimed_run_id(run_id: str | None, broker: object) -> Iterator[None]:
+    """Hold ``run_id`` on the external ``broker`` (a URL) for one run of this process: a
+    second run with the same ``run_id`` on the same broker while the first runs raises
+    ``ParameterError`` naming ``run_id`` before it starts (their clients shared MQTT
+    client ids and took each other's connections over: one died in ``ConnectionLost``).
+    The in-process and embedded brokers are each run's own: no clash there."""
+    if run_id is None or not isinstance(broker, str) or broker in ("memory", "embedded"):
+        yield
+        return
+    key = (broker, run_id)
+    with _RUNNING_LOCK:
+        if key in _RUNNING_RUN_IDS:
+            raise _refused(
+                "run_id",
+                f"{run_id!r} is the run id of another run of this process on {broker}, still "
+                "running: give each concurrent run its own run_id (or leave it out: a fresh "
+                "one is drawn)",
+                "a run id no other running run of this process uses on this broker",
+                run_id,
+            )
+        _RUNNING_RUN_IDS.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING_RUN_IDS.discard(key)
 
 
 @contextlib.contextmanager
@@ -649,7 +789,7 @@ async def run_scenario(
     scenario: LoadedScenario | str | os.PathLike,
     *,
     broker: str | Transport | None = None,
-    out_dir: str | Path = "runs/latest",
+    out_dir: str | os.PathLike = "runs/latest",
     seed: int | None = None,
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
@@ -666,17 +806,22 @@ async def run_scenario(
     outputs go to (created; a previous run's files there are replaced). ``seed``: an
     integer in [0, 2^63 - 1] (a numpy integer too) in place of ``[scenario] seed``.
     ``run_id``: the run's id (1-64 characters of A-Z a-z 0-9 _ . -; default the scenario's
-    name and a random suffix). ``progress``: called as ``progress(received, expected)``.
+    name and a random suffix). ``progress``: called as ``progress(received, expected)``
+    (reports stored so far and in all) every 0.2 s while the stream runs and once at its
+    end; a callable that also names ``joined`` and ``devices`` (devices whose hello
+    arrived, the fleet's size) gets those too.
 
     Returns the results dict written to ``out_dir/results.json`` (docs/results.md).
 
     Raises ``ParameterError`` (``.field`` names the option: ``scenario``, ``broker``,
-    ``out_dir``, ``seed``, ``run_id``; ``out_dir`` also when another run of this process
-    is still writing there) before anything starts, ``ScenarioError`` for a scenario file
-    that does not load, ``BrokerUnavailable`` (a ``ConnectionError``) for a broker that
-    cannot be reached, ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a
-    bulk run's collector ends before writing its summary. ``~`` in a path is the home
-    folder.
+    ``out_dir``, ``seed``, ``run_id``, ``progress``; ``broker`` also for a malformed URL
+    such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
+    process is still writing there, ``run_id`` when another uses it on the same broker URL)
+    before anything starts, ``ScenarioError`` for a scenario file that does not load or a
+    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
+    ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
+    ends before writing its summary. ``~`` in a path is the home folder.
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
@@ -685,12 +830,22 @@ async def run_scenario(
     and the recorder use ``broker``."""
     scenario = checked_scenario(scenario)
     seed = checked_run_options(broker, out_dir, seed, run_id)
+    progress = checked_progress(progress)
+    check_main_mechanism(scenario, broker)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
-    with claimed_out_dir(out_dir):  # two runs of this process into one folder ruin both
-        results = await _run_checked(
-            scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
-            shard_brokers,
-        )  # fmt: skip
+    shared_broker = broker if broker is not None else scenario.spec.broker.url
+    # two runs of this process into one folder, or as one run id on one broker, ruin both
+    try:
+        with claimed_out_dir(out_dir), claimed_run_id(run_id, shared_broker):
+            results = await _run_checked(
+                scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
+                shard_brokers,
+            )  # fmt: skip
+    except BaseExceptionGroup as group:  # the caller's progress raised: its error, as it is
+        error = _raised_by_progress(group, progress)
+        if error is None:
+            raise
+        raise error from None
     # as results.json reads back (tuples become lists): run(...) == read_results(out_dir)
     return json.loads(json.dumps(results))
 
