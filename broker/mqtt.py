@@ -307,7 +307,8 @@ def _closed_after_handshake(address: BrokerAddress) -> str:
 def _not_answering(address: BrokerAddress) -> str:
     return (
         f"no MQTT broker answers at {address.where}; start one "
-        "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded"
+        "(e.g. `mosquitto -d -c /etc/mosquitto/mosquitto.conf`) or use --broker embedded "
+        "(broker='embedded' from Python)"
     )
 
 

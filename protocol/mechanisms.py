@@ -39,6 +39,7 @@ from ldpfleet.protocol.hybrid import HybridMechanism
 from ldpfleet.protocol.laplace import LaplaceMechanism
 from ldpfleet.protocol.mechanism_contract import (
     REQUIRED_METHODS,
+    StreamMechanism,
     a_or_an,
     build_mechanism,
     check_budget,
@@ -220,6 +221,17 @@ def _entry_point_class(name: str) -> type:
             f"group {ENTRY_POINT_GROUP!r}{registered_clause()}{_colon_hint(name)}",
             field="mechanism",
         )
+    targets = {each.value.replace(" ", ""): each for each in found}
+    if len(targets) > 1:  # two packages claim the name: which one runs is an accident
+        claims = "; ".join(
+            f"{_distribution(each)} -> {target!r}" for target, each in sorted(targets.items())
+        )
+        raise UnresolvedMechanism(
+            f"{name!r} is registered in the entry-point group {ENTRY_POINT_GROUP!r} by more "
+            f"than one installed package ({claims}): name the one to use by its import path "
+            f"(mechanism = {sorted(targets)[0]!r}), or uninstall the other",
+            field="mechanism",
+        )
     entry = next(iter(found))
     target = entry.value.replace(" ", "")
     where = (
@@ -365,7 +377,7 @@ def class_import_path(mechanism: object) -> str:
     return path
 
 
-def stream_mechanism(name: str | type, eps: float):
+def stream_mechanism(name: str | type, eps: float) -> StreamMechanism:
     """The mechanism ``name`` at budget ``eps`` per report (``raw``: eps must be 0).
 
     ``name``: a built-in (``mechanism_names()``), ``"package.module:Class"``, an entry

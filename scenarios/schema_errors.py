@@ -16,7 +16,6 @@ import typing
 from types import UnionType
 from typing import Annotated
 
-from ldpfleet.collector.reconstruct import compatible
 from ldpfleet.scenarios.schema_explain import _MISSING, _field_type, _key_parts, _raw_value
 from ldpfleet.scenarios.schema_sections import BOUNDS_RULE, Scenario, StreamSection
 from msgspec import Meta
@@ -165,6 +164,10 @@ def _stream_rule(field: str | None) -> str:
 
 def _reconstruct_rule(mechanism: str) -> str:
     """The ``stream.reconstruct`` values that can read ``mechanism``'s reports, as a limit."""
+    # here, not at the top: collector.reconstruct imports scipy (CPR), and ``from ldpfleet
+    # import ScenarioError`` (an ``except`` clause in a script) should not
+    from ldpfleet.collector.reconstruct import compatible
+
     options = typing.get_args(_field_type(StreamSection, "reconstruct")[0])
     allowed = [option for option in options if compatible(option, mechanism)]
     return f"one of {', '.join(json.dumps(option) for option in allowed)}"

@@ -7,7 +7,7 @@ read from.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -35,7 +35,9 @@ class LoadedScenario:
 
     spec: Scenario
     path: Path | None
-    text: str | None = None  # the TOML it was parsed from (device shards re-read it)
+    # the TOML it was parsed from (device shards re-read it); left out of the repr: a
+    # notebook showing a scenario printed its whole file after the spec
+    text: str | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

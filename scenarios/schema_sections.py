@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from ldpfleet.collector.period import DEFAULT_MIN_CYCLES
+from ldpfleet.collector.period_constants import DEFAULT_MIN_CYCLES
 from ldpfleet.protocol.bulk import MAX_BULK_W
 from ldpfleet.protocol.cadr_budget import (
     ALPHA_DEFAULT,

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARY = ("protocol", "broker", "devices", "collector", "scenarios", "app")
+LIBRARY = ("ldpfleet", "protocol", "broker", "devices", "collector", "scenarios", "app")
 
 
 def _calls_lacking_fields(path: Path) -> list[int]:
