@@ -341,6 +341,9 @@ async def _in_process(
     transport: Transport, plan: BulkPlan, out: Path, tamper, trace: str, digest, line,
     clock: _Clock, stage_timeout: float | None,
 ) -> tuple:  # fmt: skip
+    # the plan beside the partitions, as the run in processes writes it: read_reports lays
+    # the partitions' reports.bin out by it (an in-memory bulk run's folder had none)
+    (out / "plan.json").write_text(json.dumps(plan.to_dict()))
     ready = [asyncio.Event() for _ in range(plan.partitions)]
     collectors = [
         asyncio.ensure_future(
