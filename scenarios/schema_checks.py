@@ -447,6 +447,19 @@ def _check_secure_sum(loaded: LoadedScenario, where: str) -> None:
             f"({spec.stream.steps}); the vector is the first dim readings",
             limit=f"<= stream.steps ({spec.stream.steps})",
         )
+    clip = spec.secure_sum.clip
+    # [-1e308, 1e308]: finite bounds, an infinite width (it read "secure_sum.scale: ... got inf")
+    if (
+        clip is not None
+        and all(math.isfinite(v) for v in clip)
+        and clip[0] < clip[1]
+        and not math.isfinite(clip[1] - clip[0])
+    ):
+        raise ScenarioError(
+            f"{where}secure_sum.clip: clip_high - clip_low must be finite, got "
+            f"[{clip[0]!r}, {clip[1]!r}] (width {clip[1] - clip[0]!r})",
+            limit=BOUNDS_RULE,
+        )
     try:
         loaded.fixed_point().check_capacity(spec.fleet.devices)
         _check_secagg_session(loaded, spec.fleet.devices)
