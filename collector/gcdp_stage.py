@@ -55,7 +55,7 @@ from ldpfleet.collector.gcdp.windows import (
     WindowAssembler,
     WindowReleased,
 )
-from ldpfleet.devices.sources import CsvSpec, csv_stream, replay_cycles
+from ldpfleet.devices.sources import CsvSpec, csv_stream, missing_summary, replay_cycles
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.ledger import PrivacyLedger
@@ -173,6 +173,10 @@ class GcdpStage:
         )
         self.calibration_seconds = time.perf_counter() - started
         self.calibration_records = data.shape[0]
+        # the calibration file's gaps, filled or dropped by ``source.missing`` as the
+        # release file's are (results.json ``missing_values`` counts only the latter:
+        # before, 450 blanks of a calibration file were carried forward unsaid)
+        self.calibration_missing = calibration_missing(config.calibration)
         self.public_baseline = public_baseline(data, self.theta)
         self.ledger = PrivacyLedger(LEDGER_OWNER)
         self.seed = seed
@@ -237,11 +241,32 @@ class GcdpStage:
             "windows_refused": self.machine.refused,
             "calibration_records": self.calibration_records,
             "calibration_seconds": self.calibration_seconds,
+            "calibration_missing": self.calibration_missing,
             "ledger_account": RELEASE_ACCOUNT,
             "ledger_spent_total": account["total_spent"],
             "ledger_per_record_loss": account["max_window_spent"] if self.releases else 0.0,
             "public_baseline": self.public_baseline,
         }
+
+
+def calibration_missing(spec: CsvSpec) -> dict:
+    """How the calibration file's gaps were handled (``devices.sources.missing_summary``:
+    ``missing``, ``values_filled``, ``steps_dropped``, ``steps``, ``by_column``), with
+    ``path`` and a ``note`` when any value was filled or any step dropped."""
+    entry = {"path": spec.path, **missing_summary(spec)}
+    filled, dropped = entry["values_filled"], entry["steps_dropped"]
+    if filled:
+        how = "carried forward" if entry["missing"] == "previous" else "interpolated"
+        entry["note"] = (
+            f"{filled} missing values of the calibration file were {how} "
+            f"(source.missing = {entry['missing']!r}) before calibrating"
+        )
+    elif dropped:
+        entry["note"] = (
+            f"{dropped} of {entry['steps']} calibration time steps had a missing value and "
+            'were dropped (source.missing = "drop") before calibrating'
+        )
+    return entry
 
 
 def public_baseline(data: np.ndarray, theta: FleetTheta) -> dict:
