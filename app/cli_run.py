@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from ldpfleet.app.cli_common import _fail, console, user_errors
+from ldpfleet.app.cli_common import _fail, _say_interrupted, console, user_errors
 from ldpfleet.app.cli_options import (
     BrokerOption,
     CredentialsOption,
@@ -80,9 +80,36 @@ def run(
             _run_cadr(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
             return
         _warn_embedded_at_scale(loaded, broker)
-        results = _run_stream(loaded, broker, out, seed, run_id, credentials, shard_broker or None)
+        try:
+            results = _run_stream(
+                loaded, broker, out, seed, run_id, credentials, shard_broker or None
+            )
+        except KeyboardInterrupt:
+            _say_interrupted(interrupted_sentence(out))
+            raise typer.Exit(130) from None
     _print_stream_run(results, out)
     _fail_unless_complete(results, loaded.spec.collector.stage_timeout)
+
+
+def interrupted_sentence(out: Path) -> str:
+    """The line a Ctrl-C prints: where the stopped run's outputs are (before: only
+    "interrupted", while OUT had no results.json and ``report``/``trace verify OUT``
+    refused it)."""
+    if (out / "results.json").exists():  # an earlier run's, not this one's
+        return "interrupted"
+    if (out / "collector" / "results.json").exists():
+        return (
+            f"interrupted: no {out}/results.json; what the collector stored before the stop "
+            f"is in {out}/collector/ (its results.json says aborted) and the device shards' "
+            f"ledgers in {out}/fleet-*/; `ldpfleet trace verify {out}/collector "
+            f"{out}/fleet-*` checks them"
+        )
+    if any(out.glob("p*/reports.bin")):
+        return (
+            f"interrupted: no {out}/results.json; the bulk collectors' stores "
+            f"({out}/p*/reports.bin) hold what arrived before the stop, without a summary"
+        )
+    return "interrupted"
 
 
 def _warn_embedded_at_scale(loaded, broker: str | None) -> None:

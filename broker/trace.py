@@ -512,6 +512,24 @@ def reports_missing_from_trace(trace_path: str | Path, store_path: str | Path) -
     return len(stored - traced)
 
 
+def hellos_missing_from_trace(trace_path: str | Path, store_path: str | Path) -> int:
+    """How many devices have reports in the collector's store but no ``hello`` in the
+    trace: the recorder missed their hello (Mosquitto's ``max_queued_messages`` drops QoS 1
+    messages queued for a subscriber that lags, and the recorder is one), so ``trace
+    verify`` finds every report of theirs ``no_hello``. A loss of the trace, not of data."""
+    trace, store = Path(trace_path), Path(store_path)
+    if not (trace.exists() and store.exists()):
+        return 0
+    with connect_readonly(store) as db:
+        stored = {row[0] for row in db.execute("SELECT DISTINCT device FROM reports")}
+    with connect_readonly(trace) as db:
+        said = {
+            row[0]
+            for row in db.execute("SELECT DISTINCT sender FROM messages WHERE kind = 'hello'")
+        }
+    return len(stored - said)
+
+
 # One device's conversation (``ldpfleet trace follow``) ----------------------------------
 
 # the protocol round each message kind belongs to, in protocol order (secure aggregation:

@@ -258,6 +258,25 @@ def privacy_entry(ledger: dict, config: StreamConfig) -> dict:
     }
 
 
+def note_secure_sum(privacy: dict, secure_sum: dict | None) -> dict:
+    """results.json ``privacy`` with what a ``[secure_sum]`` stage revealed beside the
+    stream's claim: the exact, un-noised sum of the first ``dim`` clean readings of the
+    devices it unmasked (SecAgg+ hides each input, not the sum; docs/secagg.md). The
+    w-event LDP ``claim`` covers the stream's reports only, so ``uncovered`` names the sum
+    and ``claim`` says that it does not cover it. (Held-out QA, helper T: the claim of
+    scenarios/secure-sum.toml read "2-LDP ... per simulated reading" with no word of the
+    exact sum of 90 devices' first 16 readings the collector also learnt.)"""
+    if not secure_sum or secure_sum.get("aborted") or not secure_sum.get("survivors"):
+        return privacy  # no stage, or it aborted before unmasking: no sum was revealed
+    uncovered = (
+        f"the exact sum, without noise, of the first {secure_sum.get('dim')} clean readings "
+        f"of the {secure_sum.get('survivors')} devices the [secure_sum] stage unmasked "
+        "(secure aggregation: no single device's vector; not differentially private)"
+    )
+    claim = f"{privacy['claim']}; not covered: {uncovered}"
+    return {**privacy, "claim": claim, "uncovered": uncovered}
+
+
 @dataclass(frozen=True)
 class _Job:
     method: str

@@ -46,7 +46,7 @@ from ldpfleet.broker.auth import ADMIN, Credentials
 from ldpfleet.broker.pump import background, drive_timers
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
-from ldpfleet.collector.analytics import privacy_entry
+from ldpfleet.collector.analytics import note_secure_sum, privacy_entry
 from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
@@ -103,6 +103,7 @@ from ldpfleet.scenarios.stream_document import (
     stream_entry,
     stream_stage_entry,
     trace_entry,
+    trace_gap_warnings,
 )
 
 __all__ = [
@@ -850,6 +851,7 @@ def merge_stream_outputs(
     _add_source_entries(results, scenario, truth)
     # the claim and what the devices' ledgers spent (ledger.json, write_merged)
     results["privacy"] = privacy_entry(_merged_ledger(c, outcomes, config), config)
+    results["privacy"] = note_secure_sum(results["privacy"], results.get("secure_sum"))
     return results
 
 
@@ -898,6 +900,7 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     results["source_cycles"] = cycles
     results["warnings"] += warnings
     # a stated true_period that a wrapping replay breaks (devices.sources)
+    results["warnings"] += trace_gap_warnings(results.get("trace"))
     results["warnings"] += replay_jump_warnings(
         source,
         scenario.spec.stream.steps,

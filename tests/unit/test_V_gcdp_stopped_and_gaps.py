@@ -33,9 +33,6 @@ def _stage(loaded) -> tuple[GcdpStage, list[str]]:
     return GcdpStage(gcdp_stage_config(loaded), "r", devices, seed=6), devices
 
 
-@pytest.mark.xfail(
-    strict=True, reason="needs /tmp/V-gcdp-aborted.diff (scenarios/runner.py, not V's file)"
-)
 def test_an_aborted_run_states_the_windows_it_released_and_charged():
     loaded = load_scenario(RELEASE)
     stage, devices = _stage(loaded)
