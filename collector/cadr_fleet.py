@@ -368,9 +368,10 @@ class _CadrRun:
             options["deadline"] = float(self.peer_deadline)
         await self.broadcast("relay_phase", RelayPhase, phase=phase, **options)
         try:
-            report = await asyncio.wait_for(
-                self.phase_reports.get(), self.stage_timeout * 10 + self.peer_deadline
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that lands as the report arrives (CPython gh-86296; helper V's bulk Ctrl-C)
+            async with asyncio.timeout(self.stage_timeout * 10 + self.peer_deadline):
+                report = await self.phase_reports.get()
         except TimeoutError:
             raise CadrFailed(f"relay: no report of phase {phase}") from None
         if report.phase != phase or not report.ok:

@@ -998,9 +998,13 @@ class _DeviceShards:
 
     async def stats(self, timeout: float) -> dict:
         """Every shard's device statistics (each waited for at most ``timeout``)."""
-        stats = await asyncio.wait_for(self.local[0], timeout)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+        # lands as the awaited result arrives (CPython gh-86296)
+        async with asyncio.timeout(timeout):
+            stats = await self.local[0]
         for child in self.children:
-            stats.update(await asyncio.wait_for(_shard_stats(child), timeout))
+            async with asyncio.timeout(timeout):
+                stats.update(await _shard_stats(child))
         return stats
 
     async def stop(self) -> None:
