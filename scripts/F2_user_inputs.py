@@ -490,9 +490,9 @@ def source_cases(folder: Path) -> list[Case]:
         ("trailing separator", plain.replace("\n", ",\n")),
         ("blank lines", plain.replace("\n", "\n\n")),
         ("scientific notation", _csv(header, [[r[0], f"{float(r[1]):.6e}", r[2]] for r in rows])),
+        ("utf-16", plain.encode("utf-16")),  # with its BOM: read since 2026-12-06 (helper P)
     ]  # fmt: skip
     refusals = [
-        ("utf-16", plain.encode("utf-16")),
         ("missing value", _csv(header, missing)),
         ("header only", _csv(header, [])),
         ("empty", ""),
