@@ -277,6 +277,7 @@ def bench_cadr_sweep(
     from ldpfleet.app.cli_common import user_errors
     from ldpfleet.app.progress import as_callback, job_progress
     from ldpfleet.scenarios.cadr_run import scenario_graph_source
+    from ldpfleet.scenarios.schema import ScenarioError
 
     with user_errors():
         g = _bench_graph(scenario_graph_source(graph, None))  # as ``bench cadr``: --graph: ...
@@ -291,6 +292,12 @@ def bench_cadr_sweep(
             for option, parse in parsed.items():
                 with _sweep_options(option):
                     values[option] = parse()
+            if values["--thetas"] is None and not values["--eps-list"]:
+                # both sweeps skipped: it ran nothing and printed empty tables (helper G)
+                raise ScenarioError(
+                    "--thetas and --eps-list are both empty: nothing to sweep (give a θ grid, "
+                    "e.g. --thetas 1..100, or budgets, e.g. --eps-list 0.5,1,2)"
+                )
             with job_progress("bench cadr-sweep", unit="cells") as advance:
                 result = cadr_sweep.cadr_sweep(
                     g,

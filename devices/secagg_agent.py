@@ -168,7 +168,10 @@ class SecAggAgent:
         try:
             if limit is None:
                 return await anext(deliveries)
-            return await asyncio.wait_for(anext(deliveries), limit)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that lands as a delivery arrives (CPython gh-86296)
+            async with asyncio.timeout(limit):
+                return await anext(deliveries)
         except StopAsyncIteration:
             return None
         except TimeoutError:

@@ -63,6 +63,7 @@ from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
+from ldpfleet.scenarios.schema_checks import unclaimable_period_warnings
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -1301,6 +1302,7 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
     results["warnings"] += warnings
     # a stated true_period that a wrapping replay breaks (devices.sources)
     results["warnings"] += trace_gap_warnings(results.get("trace"))
+    results["warnings"] += unclaimable_period_warnings(scenario.spec)
     results["warnings"] += replay_jump_warnings(
         scenario.source_spec(),
         scenario.spec.stream.steps,

@@ -395,6 +395,29 @@ def _check_plugin(name: str, eps: float, w: int, where: str) -> None:
         raise ScenarioError(f"{where}stream.mechanism: {reason}", limit=limit) from None
 
 
+def unclaimable_period_warnings(spec: Scenario) -> list[str]:
+    """The sentence for results.json ``warnings`` when a synthetic source's ``period`` (or
+    every period of its ``[min, max]`` range) is one CPR can never claim: below 3
+    (``detect_period``'s smallest) or above steps / ``cpr.min_cycles``. Every device then
+    scores as wrong (helper P's user trial, 2026-12-06: ``period = 2``, or 101 in 300
+    steps, ran and reported ``period_accuracy`` 0 without a word). A warning, not a
+    refusal as for a CSV source's ``true_period``: ``bench fleet --steps 10 --reconstruct
+    cpr`` builds such a run on purpose. Empty otherwise."""
+    if spec.stream.reconstruct != "cpr" or not isinstance(spec.source, SyntheticSource):
+        return []
+    longest = spec.stream.steps // spec.cpr.min_cycles
+    period = spec.source.period
+    low, high = (period, period) if isinstance(period, int) else tuple(period)
+    if high >= 3 and low <= longest:
+        return []
+    return [
+        f"source.period = {period}: CPR claims periods in [3, {longest}] here (3 is "
+        f"detect_period's smallest; at most stream.steps / cpr.min_cycles = {longest}), so "
+        "every device scores as wrong (period_correct); choose a period in that range, run "
+        "more steps or lower cpr.min_cycles"
+    ]
+
+
 def _check_cpr(spec: Scenario, where: str) -> None:
     """``[cpr]`` only with ``reconstruct = "cpr"``, a period range the stream holds at
     least ``min_cycles`` cycles of, and a ``source.true_period`` CPR can claim."""

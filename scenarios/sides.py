@@ -92,6 +92,7 @@ from ldpfleet.scenarios.runner import (
     watch_progress,
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+from ldpfleet.scenarios.schema_checks import unclaimable_period_warnings
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
     collector_counts,
@@ -901,6 +902,7 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     results["warnings"] += warnings
     # a stated true_period that a wrapping replay breaks (devices.sources)
     results["warnings"] += trace_gap_warnings(results.get("trace"))
+    results["warnings"] += unclaimable_period_warnings(scenario.spec)
     results["warnings"] += replay_jump_warnings(
         source,
         scenario.spec.stream.steps,
