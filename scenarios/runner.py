@@ -249,16 +249,17 @@ def score_secure_sum(
     truth = np.sum([vectors[d] for d in survivors], axis=0)
     decoded = np.asarray(total, dtype=np.float64)
     error = float(np.max(np.abs(decoded - truth)))
-    exact = _sum_exact(fixed_point, decoded, survivors, vectors)
+    exact = _sum_exact(fixed_point, decoded, survivors, vectors, error)
     return {**entry, "max_abs_error": error, "exact": exact}
 
 
-def _sum_exact(fixed_point, decoded: np.ndarray, survivors, vectors: dict) -> bool:
+def _sum_exact(fixed_point, decoded: np.ndarray, survivors, vectors: dict, error: float) -> bool:
     """docs/secagg.md's ``exact``: the unmasked integer total equals the survivors'
     fixed-point encodings summed. The decoded floats give the integers back
     (rint((total - n clip_low) scale)) while their rounding stays far below one unit;
     past that (totals beyond 2^53 units) the decoding's own bound is all that is checked:
-    within n / (2 scale) of the clipped inputs' sum. (Held-out QA, helper T: the bound alone
+    within n / (2 scale) of the clipped inputs' sum (``error``: the largest difference from
+    it, as ``score_secure_sum`` measured). (Held-out QA, helper T: the bound alone
     said ``exact: true`` at scale 0.04 with one survivor's input left out of the total.)"""
     n = len(survivors)
     per_entry = np.sum([fixed_point.encode(vectors[d]).astype(object) for d in survivors], axis=0)
@@ -267,9 +268,7 @@ def _sum_exact(fixed_point, decoded: np.ndarray, survivors, vectors: dict) -> bo
     if np.spacing(magnitude) * 4 * fixed_point.scale < 0.25 and max(per_entry) < 2**53:
         units = np.rint((decoded - offset) * fixed_point.scale)
         return all(int(u) == int(e) for u, e in zip(units, per_entry, strict=True))
-    truth = np.sum([vectors[d] for d in survivors], axis=0)
-    bound = n / (2 * fixed_point.scale) + 1e-9
-    return float(np.max(np.abs(decoded - truth))) <= bound
+    return error <= n / (2 * fixed_point.scale) + 1e-9
 
 
 async def run_secure_sum_stage(
@@ -882,12 +881,13 @@ async def run_scenario(
     return json.loads(json.dumps(results))
 
 
-def _fresh_stream_outputs(out_dir: str | Path) -> Path:
+def fresh_run_outputs(out_dir: str | Path) -> Path:
     """``fresh_outputs``, and the pieces a previous run in separate processes left in
     ``out_dir`` (``collector/``, ``coordinator/``, ``fleet-i-of-k/``, ``partition-p-of-P/``,
     ``shards/fleet-i-of-k/``): a run in this process (``--broker memory``) writes none of
     them, and ``trace verify`` would read a stale ``fleet-*/ledger.json`` beside this run's
-    ledger. Only pieces holding nothing but a run's files go (``remove_run_piece``)."""
+    ledger; a run in separate processes (``split_run``) writes its own afresh. Only pieces
+    holding nothing but a run's files go (``remove_run_piece``)."""
     out = fresh_outputs(out_dir)
     for piece in run_pieces(out):
         remove_run_piece(piece)
@@ -949,9 +949,9 @@ async def _run_checked(
             progress=progress, credentials=credentials, shard_brokers=shard_brokers,
         )  # fmt: skip
     if scenario.spec.cadr is not None:
-        _fresh_stream_outputs(out_dir)  # a stream run's pieces left there: same reason
+        fresh_run_outputs(out_dir)  # a stream run's pieces left there: same reason
         return await _run_cadr(scenario, broker_spec, out_dir, seed, run_id, credentials)
-    out = _fresh_stream_outputs(out_dir)
+    out = fresh_run_outputs(out_dir)
     run = (credentials.run if credentials else None) or run_id or new_run_id(scenario)
     seed = scenario.spec.scenario.seed if seed is None else seed
     creds = run_credentials(scenario, broker_spec, run, credentials, devices=scenario.device_ids())
@@ -1300,15 +1300,21 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
     cycles, warnings = source_cycles_entry(scenario.source_spec(), scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    # a stated true_period that a wrapping replay breaks (devices.sources)
-    results["warnings"] += trace_gap_warnings(results.get("trace"))
-    results["warnings"] += unclaimable_period_warnings(scenario.spec)
-    results["warnings"] += replay_jump_warnings(
-        scenario.source_spec(),
-        scenario.spec.stream.steps,
-        scenario.spec.fleet.devices,
-        getattr(scenario.spec.source, "true_period", None),
-    )
+    results["warnings"] += stream_warnings(scenario, scenario.source_spec(), results.get("trace"))
+
+
+def stream_warnings(scenario: LoadedScenario, source: object, trace: dict | None) -> list[str]:
+    """A stream run's warnings beside its source's cycles (both runners): what the trace
+    lacks of what the collector stored, a synthetic period CPR can never claim, and a CSV
+    ``true_period`` that a wrapping replay breaks (``source``: the run's source spec)."""
+    spec = scenario.spec
+    return [
+        *trace_gap_warnings(trace),
+        *unclaimable_period_warnings(spec),
+        *replay_jump_warnings(
+            source, spec.stream.steps, spec.fleet.devices, getattr(spec.source, "true_period", None)
+        ),
+    ]
 
 
 def _scored_reconstruction(state: _StreamRun) -> dict | None:

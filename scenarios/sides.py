@@ -57,7 +57,6 @@ from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
 from ldpfleet.devices.sources import (
     missing_entry,
-    replay_jump_warnings,
     source_cycles_entry,
 )
 from ldpfleet.protocol import codec, topics
@@ -89,10 +88,10 @@ from ldpfleet.scenarios.runner import (
     secure_sum_dropouts,
     secure_sum_entry,
     secure_sum_vectors,
+    stream_warnings,
     watch_progress,
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
-from ldpfleet.scenarios.schema_checks import unclaimable_period_warnings
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
     collector_counts,
@@ -104,7 +103,6 @@ from ldpfleet.scenarios.stream_document import (
     stream_entry,
     stream_stage_entry,
     trace_entry,
-    trace_gap_warnings,
 )
 
 __all__ = [
@@ -900,15 +898,7 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    # a stated true_period that a wrapping replay breaks (devices.sources)
-    results["warnings"] += trace_gap_warnings(results.get("trace"))
-    results["warnings"] += unclaimable_period_warnings(scenario.spec)
-    results["warnings"] += replay_jump_warnings(
-        source,
-        scenario.spec.stream.steps,
-        scenario.spec.fleet.devices,
-        getattr(scenario.spec.source, "true_period", None),
-    )
+    results["warnings"] += stream_warnings(scenario, source, results.get("trace"))
 
 
 def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:

@@ -44,10 +44,9 @@ from ldpfleet.broker.select import BrokerInfo, open_broker
 from ldpfleet.broker.transport import Transport
 from ldpfleet.collector.readiness import join_listener
 from ldpfleet.devices.rendezvous import RendezvousError
-from ldpfleet.scenarios.cadr_run import fresh_outputs
 from ldpfleet.scenarios.jsonout import write_results
 from ldpfleet.scenarios.merge import merge_partition_dirs, merge_run
-from ldpfleet.scenarios.runner import new_run_id, remove_run_piece, run_credentials, run_pieces
+from ldpfleet.scenarios.runner import fresh_run_outputs, new_run_id, run_credentials
 from ldpfleet.scenarios.schema import LoadedScenario
 from ldpfleet.scenarios.shards import child_of_the_run, log_tail, stop_process
 from ldpfleet.scenarios.side_process import MODULE as SIDE_MODULE
@@ -128,9 +127,7 @@ def _clear(out: Path) -> None:
     """Remove a previous run's pieces from OUT: only folders holding nothing but a run's
     files (``runner.remove_run_piece``): ``ldpfleet run quickstart --out .`` removed a
     user's own ``collector/`` folder (a package, in a checkout of this repository) whole."""
-    fresh_outputs(out)
-    for piece in run_pieces(out):
-        remove_run_piece(piece)
+    fresh_run_outputs(out)
     for stale in [*out.glob("trace-p*.sqlite"), *out.glob("collector-p*.sqlite")]:
         stale.unlink()
 
