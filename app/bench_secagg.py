@@ -16,7 +16,6 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 from ldpfleet.app.suggest import near_miss
@@ -126,40 +125,12 @@ SERVER_STREAM = 0x5E5  # the seed's second stream: the server's randomness (grap
 ABORT_WARNING_ABOVE = 0.01  # a warning when more than 1 % of such sessions may abort
 
 
-def split_probability_bound(devices: int, degree: int, dropping: int) -> float:
-    """At most this share of sessions abort because the survivors' SecAgg+ graph splits
-    (the server refuses to unmask a graph in several parts: each part's sum would show)
-    when ``dropping`` of ``devices`` devices at uniformly random positions of the Harary
-    graph of ``degree`` drop before their masked input.
-
-    The Harary graph contains the ring C_n(1..r), r = degree // 2, on the same random
-    positions (odd degrees add long edges, which can only join parts), and two survivors
-    at most r positions apart are neighbours there. So a split survivors' graph needs two
-    runs of at least r consecutive dropped positions with survivors between them on both
-    sides of the circle: two windows of r positions, each starting at least r + 1 after the
-    other, all 2r dropped. A union bound over the n (n - 2r - 1) / 2 such pairs, each all
-    dropped with probability (dropping)_2r / (devices)_2r. Exact for degree 2 (a ring: any
-    two non-adjacent dropouts cut it). The full graph (degree n - 1) never splits.
-    (Held-out QA, helper T: ``--devices 20 --neighbors 2 --dropout 0.1`` reported
-    ``abort_probability_at_most`` 0.316 while every seed aborted on a split ring.)"""
-    r = degree // 2
-    if degree >= devices - 1 or r == 0 or 2 * r > dropping:
-        return 0.0
-    pairs = devices * (devices - 2 * r - 1) // 2
-    if pairs <= 0:
-        return 0.0
-    hit = Fraction(1)
-    for i in range(2 * r):
-        hit *= Fraction(dropping - i, devices - i)
-    return float(min(Fraction(1), pairs * hit))
-
-
 def _abort_bound(devices: int, degree: int, threshold: int, dropping: int, split: bool) -> float:
     """The holder rule's bound (``graphs.abort_probability_bound``) plus, when the dropping
     devices leave before their masked input (``split``), the split graph's."""
     bound = graphs.abort_probability_bound(devices, degree, threshold, dropping)
     if split:
-        bound += split_probability_bound(devices, degree, dropping)
+        bound += graphs.split_probability_bound(devices, degree, dropping)
     return min(1.0, bound)
 
 
@@ -178,10 +149,10 @@ def abort_risk(
     """The share of sessions that may abort before unmasking when
     ``round(dropout * devices)`` random devices drop at ``dropout_stage``: for want of
     live share holders (``graphs.abort_probability_bound``) or, when they leave before
-    their masked input, because the survivors' graph splits (``split_probability_bound``),
-    and a ``warnings`` sentence when it is above ``ABORT_WARNING_ABOVE`` naming the
-    smallest odd ``--neighbors`` that keeps it below (else no sentence). Empty for a degree
-    the session refuses itself."""
+    their masked input, because the survivors' graph splits
+    (``graphs.split_probability_bound``), and a ``warnings`` sentence when it is above
+    ``ABORT_WARNING_ABOVE`` naming the smallest odd ``--neighbors`` that keeps it below
+    (else no sentence). Empty for a degree the session refuses itself."""
     session = session_graph(devices, neighbors, full)
     if session is None:
         return {}
@@ -198,7 +169,7 @@ def abort_risk(
                 if _abort_bound(devices, larger, t, dropping, split) <= ABORT_WARNING_ABOVE:
                     advice = f"; --neighbors {larger} keeps it below {ABORT_WARNING_ABOVE:.0%}"
                     break
-        splits = split_probability_bound(devices, degree, dropping) if split else 0.0
+        splits = graphs.split_probability_bound(devices, degree, dropping) if split else 0.0
         why = (
             "a device left with fewer than t live share holders, or the survivors' graph "
             "split in parts: the protocol's rules"

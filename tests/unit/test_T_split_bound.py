@@ -13,8 +13,9 @@ import itertools
 
 import numpy as np
 import pytest
-from ldpfleet.app.bench_secagg import abort_risk, bench_secagg, split_probability_bound
+from ldpfleet.app.bench_secagg import abort_risk, bench_secagg
 from ldpfleet.protocol.secagg import graph as graphs
+from ldpfleet.protocol.secagg.graph import split_probability_bound
 
 
 def _fixed_bytes(seed: int):
