@@ -15,24 +15,9 @@ import pytest
 from ldpfleet.broker.select import BrokerUnavailable
 
 import ldpfleet
+from tests.tiny_scenarios import sine_stream_text
 
-TEXT = """
-[scenario]
-name = "u-broker"
-seed = 3
-[fleet]
-devices = 2
-[stream]
-steps = 8
-eps = 2.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "sine"
-period = 4
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+TEXT = sine_stream_text("u-broker")
 
 
 @pytest.fixture(scope="module")

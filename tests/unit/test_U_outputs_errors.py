@@ -16,26 +16,11 @@ from pathlib import Path
 import pytest
 
 import ldpfleet
+from tests.tiny_scenarios import sine_stream_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TEXT = """
-[scenario]
-name = "u-readers"
-seed = 3
-[fleet]
-devices = 2
-[stream]
-steps = 8
-eps = 2.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "sine"
-period = 4
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+TEXT = sine_stream_text("u-readers")
 
 
 def test_every_parameter_error_of_the_public_modules_names_its_limit_and_value():

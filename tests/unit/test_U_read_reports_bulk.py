@@ -13,25 +13,11 @@ import numpy as np
 import pytest
 
 import ldpfleet
+from tests.tiny_scenarios import sine_stream_text
 
-TEXT = """
-[scenario]
-name = "u-bulk"
-seed = 3
-[fleet]
-devices = 6
-connection = "bulk"
-[stream]
-steps = 20
-eps = 2.0
-w = 5
-[source]
-kind = "synthetic"
-shape = "sine"
-period = 10
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+TEXT = sine_stream_text(
+    "u-bulk", devices=6, steps=20, period=10, w=5, fleet_extra='connection = "bulk"'
+)
 
 
 @pytest.fixture(scope="module")

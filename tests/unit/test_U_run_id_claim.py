@@ -19,24 +19,9 @@ from ldpfleet.scenarios.runner import claimed_run_id
 
 import ldpfleet
 from tests.conftest import shared_name
+from tests.tiny_scenarios import sine_stream_text
 
-TEXT = """
-[scenario]
-name = "u-run-id"
-seed = 3
-[fleet]
-devices = 2
-[stream]
-steps = 8
-eps = 2.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "sine"
-period = 4
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+TEXT = sine_stream_text("u-run-id")
 
 
 def test_a_run_id_held_on_a_broker_url_is_refused_there_only():

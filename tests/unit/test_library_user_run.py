@@ -31,24 +31,9 @@ import numpy as np
 import pytest
 
 import ldpfleet
+from tests.tiny_scenarios import sine_stream_text
 
-TEXT = """
-[scenario]
-name = "library-user"
-seed = 3
-[fleet]
-devices = 3
-[stream]
-steps = 12
-eps = 2.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "sine"
-period = 6
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+TEXT = sine_stream_text("library-user", devices=3, steps=12, period=6)
 
 
 @pytest.fixture(scope="module")
