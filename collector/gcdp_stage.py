@@ -16,6 +16,9 @@ central model: the collector is trusted with the readings and is the one that re
   and publishes the machine's outbox (``flush``). The pure ``GcdpReleaser`` decides
   everything: window completion, order, the ledger charge before each noise draw, the
   ``GcdpRelease`` on ``ldp/{run}/rel/gcdp``.
+* ``before_publish`` (set by its owner) is called before releases are published, so the
+  owner can persist the ledger charges first (the partitioned coordinator writes its
+  results.json): nothing published is missing from the persisted account.
 * When the stream stage closes, ``finish`` releases the complete windows still queued and
   ``summary`` gives the results.json entry; the collector ledger goes to ledger.json.
 
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,6 +194,11 @@ class GcdpStage:
             given_means=given_means,
         )
         self.releases: dict[int, WindowReleased] = {}
+        # called (with the stage) before releases are published, once per batch: where the
+        # owner persists their ledger charges (a stopped or killed collector had published
+        # releases whose charges were written nowhere)
+        self.before_publish: Callable[[GcdpStage], None] | None = None
+        self._persisted = 0  # releases the owner persisted (``flush``)
 
     def on_persisted(self, accepted: list[tuple[str, int, int, list[float], float]]) -> None:
         """Feed (device, seq, t0, values, received) rows that are committed to the store."""
@@ -215,7 +224,12 @@ class GcdpStage:
                 self.releases[event.window] = event
 
     async def flush(self, conn: Connection) -> None:
-        """Publish the releases the machine has queued."""
+        """Publish the releases the machine has queued, after ``before_publish`` (if set)
+        has persisted them: nothing published is missing from the persisted ledger."""
+        released = len(self.machine.released)
+        if self.before_publish is not None and released != self._persisted:
+            self.before_publish(self)
+            self._persisted = released
         await publish_outbound(conn, self.machine)
 
     def finish(self) -> None:
