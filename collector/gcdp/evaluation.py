@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from ldpfleet.devices.sources import SourceError, read_data_file
+from ldpfleet.devices.sources import SourceError, decode_text, read_data_file
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -99,23 +99,31 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     that goes back in time or mixes dates with and without a UTC offset, or of dates in one
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
-    needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    needs that the header names twice, and a file that is not UTF-8 text (naming the line)
+    or UTF-16 text with its byte-order mark (``_open_text``)."""
     _refuse_packed(path)
     return _read_occupancy(_open_text(path))
 
 
 def _open_text(path: str | Path) -> io.StringIO:
-    """``path`` as text, unpacked when it is gzip, bzip2 or xz data: the CSV source's opener
-    (``devices.sources.read_data_file``), so ``--train-file train.txt.gz`` reads as a
-    ``[source] path`` does. ``ValueError`` naming the first line that is not UTF-8, or the
-    broken compressed data."""
+    """``path`` as text, unpacked when it is gzip, bzip2 or xz data and decoded as the CSV
+    sources decode (``devices.sources.read_data_file`` and ``decode_text``: UTF-8, a BOM
+    skipped, or UTF-16 with its byte-order mark, Excel's "Unicode Text"), so
+    ``--train-file train.txt.gz`` or a UTF-16 export reads as a ``[source] path`` does.
+    ``ValueError`` naming the first line that is not UTF-8, a UTF-16 file that is broken, or
+    the broken compressed data."""
     try:
         raw = read_data_file(path)
     except SourceError as error:
         raise ValueError(error.reason) from None
     try:
-        return io.StringIO(raw.decode("utf-8-sig"), newline="")
+        return io.StringIO(decode_text(raw), newline="")
     except UnicodeDecodeError as error:
+        if error.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
+            raise ValueError(
+                f"the file starts with a UTF-16 byte-order mark but is not UTF-16 text "
+                f"({error.reason} at byte {error.start}): save it as UTF-8"
+            ) from None
         raise ValueError(_not_utf8(raw, error)) from None
 
 
