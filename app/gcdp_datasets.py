@@ -656,6 +656,9 @@ def occupancy_windows(
         _in_time_order(train_y, train_file or OCC_TRAIN_FILE, "train_file")
         _in_time_order(test_y, test_file or OCC_TEST_FILE, "test_file")
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
+        if readings.split == "holdout":  # tau and mu_k are chosen on them
+            held = f"validation (the last {VALIDATION_SHARE:.0%} of the records)"
+            _both_classes(val_l, train_file or OCC_TRAIN_FILE, "train_file", held, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
 
@@ -731,14 +734,18 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -> None:
     """Refuse windows of one class: the task classifier is fitted on the training windows
-    (one class: F1 0 silently) and the bench's oracles compare the two classes of the test
-    windows (one class: a TypeError from ``best_allocation_bound_f1``)."""
+    (one class: F1 0 silently), tau and mu_k are chosen by F1 on the validation windows
+    (one class: every tau's F1 0 and every mu_k 0, an allocation on exposure alone,
+    silently: a 240-record half-hour file made 1 validation window) and the bench's oracles
+    compare the two classes of the test windows (one class: a TypeError from
+    ``best_allocation_bound_f1``). Few windows are named: a smaller window makes more."""
     classes = sorted(set(np.asarray(labels).tolist()))
     if len(classes) < 2:
+        few = " (a smaller --window makes more windows)" if len(labels) < 10 else ""
         raise ParameterError(
             f"the {len(labels)} {part} windows of {window} records of {path} all have "
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
-            "the bench needs both classes (0 and 1)",
+            f"the bench needs both classes (0 and 1){few}",
             field=name,
             limit="windows of both classes (0 and 1)",
             value=classes,

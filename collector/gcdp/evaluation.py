@@ -46,7 +46,7 @@ import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
@@ -353,19 +353,28 @@ def _steps(texts: list[str]) -> np.ndarray | None:
     if len(texts) < 2:
         return None
     try:
-        when = [datetime.fromisoformat(t) for t in texts]
+        when = [_iso(t) for t in texts]
     except ValueError:
         fmt = next((f for f in DATE_FORMATS if _parse(texts[0], f, 0)), None)
         if fmt is None:
             return None
-        try:
-            when = [datetime.strptime(t, fmt) for t in texts]
-        except ValueError:
+        read = [_parse(t, fmt, 0) for t in texts]
+        if None in read:
             return None
+        when = [entry[0] for entry in read]
     try:
         return np.array([(b - a).total_seconds() for a, b in pairwise(when)])
     except TypeError:  # offsets mixed (load_occupancy refuses such a file)
         return None
+
+
+def _iso(text: str) -> datetime:
+    """``datetime.fromisoformat``, except for a number of more than 8 digits: Unix time
+    (``UNIX_RANGE``), not an ISO basic date (Python read the milliseconds 1423072260000 as
+    1423-07-22 00:00)."""
+    if len(text) > 8 and text.isdigit():
+        raise ValueError(f"{text!r} is a number, not an ISO date-time")
+    return datetime.fromisoformat(text)
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
@@ -376,7 +385,7 @@ def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
     with a UTC offset after one without (or the reverse): their order is undefined (it
     raised a bare TypeError)."""
     try:
-        when = datetime.fromisoformat(text)
+        when = _iso(text)
     except ValueError:
         if last is None:
             return None
@@ -410,7 +419,15 @@ DATE_FORMATS = (
     # Excel's US display with AM/PM (2/12/2015 5:51:00 PM): before 2026-12-06 in no known
     # format, so a file of two days swapped passed unchecked (helper G's user trial)
     "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %I:%M %p",
+    # Unix time, seconds or milliseconds (a logger's export; not strptime formats: ``_parse``
+    # reads them): before 2026-12-06 in no known format, so neither the order nor the
+    # sampling of such a file was checked (helper B's user trial)
+    "unix seconds", "unix milliseconds",
 )  # fmt: skip
+
+# the values read as Unix time: 1973-03-03 .. 5138-11-16 (seconds), the same in milliseconds
+# (disjoint: a 13-digit number is not read as seconds); a small counter is no date
+UNIX_RANGE = {"unix seconds": (1e8, 1e11, 1.0), "unix milliseconds": (1e11, 1e14, 1e-3)}
 
 
 class DateOrder:
@@ -456,7 +473,17 @@ class DateOrder:
 
 
 def _parse(text: str, fmt: str, lineno: int) -> tuple | None:
-    """``(datetime, line, text)`` of ``text`` read with ``fmt``, None if it does not fit."""
+    """``(datetime, line, text)`` of ``text`` read with ``fmt`` (a strptime format or one
+    of ``UNIX_RANGE``'s), None if it does not fit."""
+    if fmt in UNIX_RANGE:
+        low, high, unit = UNIX_RANGE[fmt]
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        if not low <= value < high:  # also NaN and inf
+            return None
+        return (datetime.fromtimestamp(value * unit, tz=UTC), lineno, text)
     try:
         return (datetime.strptime(text, fmt), lineno, text)
     except ValueError:
