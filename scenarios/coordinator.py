@@ -319,13 +319,15 @@ async def coordinator_side(
     return _write_coordinator(job, tally)
 
 
-def _write_coordinator(job: _Coordination, tally) -> dict:
+def _write_coordinator(job: _Coordination, tally, *, arrays: bool = True) -> dict:
     """results.json (and, with ``[gcdp]``, collector-side.npz) of the coordinator as the
-    run stands; ``tally`` None: no stream tally (workers missing, or stopped)."""
+    run stands; ``tally`` None: no stream tally (workers missing, or stopped); ``arrays``
+    False: results.json only (the released values are in the trace; the npz costs as much
+    as the document)."""
     document, out = job.document, job.out
     assert out is not None
     if job.release is not None:
-        document |= _release_outputs(job.release, out)
+        document |= _release_outputs(job.release, out, arrays=arrays)
     document |= {
         "scenario": scenario_header(job.scenario, job.seed),
         "broker": job.broker,
@@ -342,14 +344,14 @@ def _persist_release(job: _Coordination) -> None:
     ``stopped``, the ledger holding their charges). The run's end overwrites it."""
     document = job.document
     if document["aborted"] is not None:  # an abort of its own: it is written at the end
-        _write_coordinator(job, None)
+        _write_coordinator(job, None, arrays=False)
         return
     document["aborted"] = {
         "reason": "stopped",
         "detail": f"{STOPPED} (written before its last release was published)",
     }
     try:
-        _write_coordinator(job, None)
+        _write_coordinator(job, None, arrays=False)
     finally:
         document["aborted"] = None
 
@@ -431,11 +433,13 @@ async def _after_stream(job: _Coordination, transport, conn) -> None:
         }
 
 
-def _release_outputs(release: GcdpStage, out: Path) -> dict:
-    """The central release's arrays (``collector-side.npz``) and results.json entries."""
+def _release_outputs(release: GcdpStage, out: Path, *, arrays: bool = True) -> dict:
+    """The central release's results.json entries, and (``arrays``) its arrays
+    (``collector-side.npz``)."""
     gcdp = release.summary()
-    arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
-    np.savez_compressed(out / SIDE_FILE, **arrays)
+    if arrays:
+        values = {f"gcdp/{k}": v for k, v in release.released_values().items()}
+        np.savez_compressed(out / SIDE_FILE, **values)
     return {
         "gcdp": gcdp,
         "gcdp_stage": gcdp_stage_entry(gcdp),
