@@ -170,6 +170,22 @@ def build(data: Path, out: Path) -> dict[str, tuple[Path, Path]]:
     cases["test-all-zero"] = (plain_train, _write(out / "test-all-zero.csv", zeros, COLS))
     cases["train-all-zero"] = (_write(out / "train-all-zero.csv", [[*r[:6], "0"] for r in train],
                                       COLS), plain_test)  # fmt: skip
+    cases["mixed-rate"] = (plain_train, cases["sampling-5min"][1])
+    cases["200k-test"] = (plain_train, cases["200k"][0])
+    cases["header-only"] = (plain_train, _write(out / "header-only.csv", [], COLS))
+    both("labels-float", lambda rows, p: _write(p, [[*r[:6], f"{float(r[6]):.1f}"]
+                                                    for r in rows], COLS))  # fmt: skip
+    both("date-iso-z", lambda rows, p: _write(p, _reformat(rows, "%Y-%m-%dT%H:%M:%SZ"), COLS))
+
+    def excel_sep(rows, path):
+        _write(path, rows, COLS, delimiter=";")
+        path.write_text("sep=;\n" + path.read_text())
+        return path
+
+    both("excel-sep-line", excel_sep)
+    both("lowercase-header", lambda rows, p: _write(p, rows, [c.lower() for c in COLS]))
+    both("quoted-row-id", lambda rows, p: _write(
+        p, [[str(i + 1), *r] for i, r in enumerate(rows)], COLS))  # fmt: skip
     intel = _intel_rows(data, 7)
     cases["intel-halfhour"] = (_write(out / "intel-train.csv", intel[:144], COLS),
                                _write(out / "intel-test.csv", intel[144:], COLS))  # fmt: skip

@@ -49,10 +49,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from ldpfleet.devices.sources import SourceError, decode_text, read_data_file
+from ldpfleet.devices.sources import SourceError, csv_text, read_data_file
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -102,22 +102,23 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)
     or UTF-16 text with its byte-order mark (``_open_text``)."""
     _refuse_packed(path)
-    return _read_occupancy(_open_text(path))
+    return _read_occupancy(*_open_text(path))
 
 
-def _open_text(path: str | Path) -> io.StringIO:
-    """``path`` as text, unpacked when it is gzip, bzip2 or xz data and decoded as the CSV
-    sources decode (``devices.sources.read_data_file`` and ``decode_text``: UTF-8, a BOM
-    skipped, or UTF-16 with its byte-order mark, Excel's "Unicode Text"), so
-    ``--train-file train.txt.gz`` or a UTF-16 export reads as a ``[source] path`` does.
-    ``ValueError`` naming the first line that is not UTF-8, a UTF-16 file that is broken, or
-    the broken compressed data."""
+def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
+    """``path`` as text and its delimiter, read as the CSV sources read a file
+    (``devices.sources.read_data_file`` and ``csv_text``): unpacked when it is gzip, bzip2 or
+    xz data, decoded (UTF-8, a BOM skipped, or UTF-16 with its byte-order mark, Excel's
+    "Unicode Text"), an Excel ``sep=`` first line blanked and naming the delimiter, else
+    comma, semicolon or tab sniffed; so ``--train-file train.txt.gz``, a UTF-16 export or a
+    ``sep=;`` export reads as a ``[source] path`` does. ``ValueError`` naming the first
+    line that is not UTF-8, a UTF-16 file that is broken, a JSON file, or the broken
+    compressed data."""
     try:
         raw = read_data_file(path)
+        text, delimiter = csv_text(raw, str(path))
     except SourceError as error:
         raise ValueError(error.reason) from None
-    try:
-        return io.StringIO(decode_text(raw), newline="")
     except UnicodeDecodeError as error:
         if error.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
             raise ValueError(
@@ -125,6 +126,7 @@ def _open_text(path: str | Path) -> io.StringIO:
                 f"({error.reason} at byte {error.start}): save it as UTF-8"
             ) from None
         raise ValueError(_not_utf8(raw, error)) from None
+    return io.StringIO(text, newline=""), delimiter
 
 
 # a zip (an Excel workbook) is not read: the compressed kinds are (``_open_text``)
@@ -209,21 +211,25 @@ def _bad_value(lineno: int, name: str, cell: str) -> str:
     return reason
 
 
-def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
-    """``load_occupancy``'s reading pass over the file's text (``_open_text``)."""
+def _read_occupancy(
+    text: io.StringIO, delimiter: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``load_occupancy``'s reading pass over the file's text and delimiter (``_open_text``;
+    None: sniffed from the text)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
     with text as handle:
-        reader, header = _occupancy_reader(handle)
+        reader, header = _occupancy_reader(handle, delimiter)
         layout = None
         # a "date" column, while every value is an ISO date-time, must not go back in time:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
         # minutes, silently)
         date = header.index("date") if "date" in header else None
         order = DateOrder()
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
             if not row or not any(cell.strip() for cell in row):
                 continue
+            lineno = reader.line_num  # (the header need not be line 1: a sep= line)
             if layout is None:
                 layout = _occupancy_layout(row, header, lineno)
             width, lead, cols = layout
@@ -237,17 +243,10 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[str]]:
+def _occupancy_reader(handle: io.StringIO, delimiter: str | None = None) -> tuple[Any, list[str]]:
     """A CSV reader over ``handle`` past its header, and the header: each of ``CHANNELS``
     and ``Occupancy`` once (``ValueError`` naming a column twice, or the missing ones)."""
-    # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
-    # sources do (protocol.delimiters; a ';' export read as one field a line)
-    head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-    handle.seek(0)
-    # skipinitialspace: a quoted field after a delimiter and a space (`"date", "Light"`,
-    # as hand-written and some exporters' files have) is unquoted, not read as '"Light"'
-    reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
-    header = [cell.strip() for cell in next(reader, [])]
+    reader, header = _csv_reader(handle, delimiter)
     twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
     if twice:  # the first was read silently
         raise ValueError(
@@ -257,6 +256,26 @@ def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[st
     missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
     if missing:
         raise ValueError(_missing_columns(missing, header))
+    return reader, header
+
+
+def _csv_reader(handle: io.StringIO, delimiter: str | None) -> tuple[Any, list[str]]:
+    """A CSV reader over ``handle`` past its header (the first line that is not blank: an
+    Excel ``sep=`` line was blanked), and the header's stripped names. ``delimiter`` None:
+    comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
+    sources do (protocol.delimiters; a ';' export read as one field a line)."""
+    if delimiter is None:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        delimiter = sniff_delimiter(head)
+    # skipinitialspace: a quoted field after a delimiter and a space (`"date", "Light"`,
+    # as hand-written and some exporters' files have) is unquoted, not read as '"Light"'
+    reader = csv.reader(handle, delimiter=delimiter, skipinitialspace=True)
+    header: list[str] = []
+    for row in reader:
+        header = [cell.strip() for cell in row]
+        if any(header):
+            break
     return reader, header
 
 
@@ -321,17 +340,16 @@ def _date_cells(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each record's ``date`` cell of a CSV file, in file order
     (nothing without a ``date`` column; blank lines skipped; a leading integer row id, the
     shipped layout, skipped; the cells end at a short row: the file's reader names it)."""
-    with _open_text(path) as handle:
-        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-        handle.seek(0)
-        reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
-        header = [cell.strip() for cell in next(reader, [])]
+    text, delimiter = _open_text(path)
+    with text as handle:
+        reader, header = _csv_reader(handle, delimiter)
         if "date" not in header:
             return
         column = None
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
             if not row or not any(cell.strip() for cell in row):
                 continue
+            lineno = reader.line_num
             if column is None:  # a leading row id: one field more than the header
                 lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
                 column = header.index("date") + int(lead)

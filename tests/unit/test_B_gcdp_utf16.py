@@ -3,7 +3,8 @@
 A CSV source saved as UTF-16 with its byte-order mark (Excel's "Unicode Text", tab
 separated; PowerShell's ``>``) was read by the scenarios' sources since helper P's fix, but
 ``bench gcdp --train-file`` and the ``[gcdp]`` order check refused it: "line 1 is not UTF-8
-text (byte 0xff)". Both now decode with the one function ``devices.sources.decode_text``.
+text (byte 0xff)". Both now decode with the one function ``devices.sources.decode_text``
+(through ``csv_text``, which also reads an Excel ``sep=`` line for both).
 """
 
 from __future__ import annotations
@@ -35,9 +36,15 @@ def _write(tmp_path, encoding: str, delimiter: str = ","):
     return path
 
 
-def test_the_occupancy_reader_decodes_with_the_sources_decoder():
-    """One decoder, not two: the Occupancy-format reader calls the CSV sources' own."""
-    assert evaluation.decode_text is sources.decode_text
+def test_the_occupancy_reader_decodes_with_the_sources_decoder(tmp_path, monkeypatch):
+    """One decoder, not two: the Occupancy-format reader calls the CSV sources' own
+    (``csv_text``, which decodes with ``decode_text``)."""
+    assert evaluation.csv_text is sources.csv_text
+    calls = []
+    real = sources.decode_text
+    monkeypatch.setattr(sources, "decode_text", lambda raw: calls.append(raw) or real(raw))
+    load_occupancy(_write(tmp_path, "utf-16"))
+    assert len(calls) == 1 and calls[0].startswith(b"\xff\xfe")
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le-bom", "utf-16-be-bom", "utf-8-sig"])
@@ -72,4 +79,18 @@ def test_latin1_is_still_refused_naming_the_line(tmp_path):
     path = tmp_path / "latin1.csv"
     path.write_bytes(_text(",").replace("Light", "Lumière").encode("latin-1"))
     with pytest.raises(ValueError, match=r"line 1 is not UTF-8 text \(byte 0xe8\)"):
+        load_occupancy(path)
+
+
+def test_an_excel_sep_line_is_read_as_the_sources_read_it(tmp_path):
+    """Excel's ``sep=;`` first line: the CSV sources read the file, the Occupancy reader
+    refused it (header 'sep=', ''); line numbers still count the sep line."""
+    path = tmp_path / "sep.csv"
+    path.write_text("sep=;\n" + _text(";").replace("\r\n", "\n"))
+    x, y = load_occupancy(path)
+    np.testing.assert_array_equal(x, load_occupancy(_write(tmp_path, "utf-8"))[0])
+    assert y.tolist() == [1, 1, 0]
+    assert record_steps(path).tolist() == [60.0, 60.0]
+    path.write_text(path.read_text().replace("713.5", "x"))
+    with pytest.raises(ValueError, match=r"line 5: CO2 must be a finite number, got 'x'"):
         load_occupancy(path)
