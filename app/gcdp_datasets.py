@@ -728,7 +728,12 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
             value=str(path),
         ) from None
     if x.shape[0] == 0:
-        raise ParameterError(f"no records in {path}", field=name, limit=">= 1 record", value=0)
+        raise ParameterError(
+            f"{path} has a header line but no data records: no window can be made of it",
+            field=name,
+            limit=">= 1 record",
+            value=0,
+        )
     return x, y
 
 
