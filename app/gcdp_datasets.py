@@ -75,6 +75,8 @@ from ldpfleet.collector.gcdp import (
 )
 from ldpfleet.collector.gcdp.evaluation import (
     CHANNELS,
+    GAP_STEPS,
+    STEP_RATIO,
     f1_percent,
     fit_iqr_clip,
     fit_logistic,
@@ -90,8 +92,11 @@ from ldpfleet.collector.gcdp.evaluation import (
     record_steps,
     temporal_smooth,
     window_means,
+    window_span,
 )
 from ldpfleet.protocol.errors import ParameterError
+
+_window_span = window_span  # the name tests/unit/test_G_gcdp_window_span.py imports
 
 __all__ = [
     "DATA_ROOT",
@@ -951,14 +956,6 @@ OCCUPANCY_PRIVACY = {
 }
 
 
-# the training and test files' median steps differing by more than this factor: a window of
-# ``window`` records spans a different time in each (a note, not a refusal)
-STEP_RATIO = 1.5
-# a step longer than this many median steps is a gap in time (a window across it mixes
-# records from both sides)
-GAP_STEPS = 5
-
-
 def sampling(train_file, test_file, window: int) -> dict:
     """Results ``protocol.sampling``: the median seconds between records of each file (from
     their ``date`` columns; None without one), the test windows that contain a step longer
@@ -978,7 +975,7 @@ def sampling(train_file, test_file, window: int) -> dict:
         across = int(np.unique(inside[inside // window < n_windows] // window).size)
     note = None
     a, b = median["train"], median["test"]
-    spans = {k: _window_span(v, window) for k, v in steps.items()}
+    spans = {k: window_span(v, window) for k, v in steps.items()}
     sa, sb = spans["train"], spans["test"]
     if a and b and max(a, b) > STEP_RATIO * min(a, b):
         note = (
@@ -1042,19 +1039,6 @@ def clipping_shift(train_f: np.ndarray, test_f: np.ndarray) -> str | None:
         "readings (another unit, e.g. °F against °C or a percentage against a fraction, or a "
         "sensor that moved? convert the test file to the training file's units)"
     )
-
-
-def _window_span(steps: np.ndarray | None, window: int) -> float | None:
-    """The median over a file's windows of the seconds from a window's first record to its
-    last (``steps[j]`` = seconds from record j to j + 1); None without dates, with one
-    record a window or without a whole window."""
-    if steps is None or window < 2:
-        return None
-    n = (steps.size + 1) // window
-    if n == 0:
-        return None
-    inside = np.append(steps[: n * window], 0.0)[: n * window].reshape(n, window)
-    return float(np.median(inside[:, : window - 1].sum(axis=1)))
 
 
 def _occupancy_baselines(model, windows, train_l) -> dict:

@@ -78,8 +78,11 @@ __all__ = [
     "one_class_note",
     "oriented_auc",
     "prediction_collapse",
+    "record_steps",
+    "record_timing",
     "temporal_smooth",
     "window_means",
+    "window_span",
 ]
 
 CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
@@ -364,6 +367,36 @@ def record_steps(path: str | Path) -> np.ndarray | None:
     (ISO, else the first of ``DATE_FORMATS`` that reads the first date). A file
     ``load_occupancy`` read: its order and formats are already checked."""
     return _steps([text for _, text in _date_cells(path)])
+
+
+# two files' median steps (or median window spans) differing by more than this factor: a
+# window of ``window`` records spans a different time in each (a note, not a refusal)
+STEP_RATIO = 1.5
+# a step longer than this many median steps is a gap in time (a window across it mixes
+# records from both sides)
+GAP_STEPS = 5
+
+
+def record_timing(path: str | Path, window: int) -> tuple[float | None, float | None]:
+    """``(median step, median window span)`` in seconds of a CSV file's records
+    (``record_steps``, ``window_span``): None each without a ``date`` column in a known
+    format (or without two records, or a whole window)."""
+    steps = record_steps(path)
+    median = None if steps is None or not steps.size else float(np.median(steps))
+    return median, window_span(steps, window)
+
+
+def window_span(steps: np.ndarray | None, window: int) -> float | None:
+    """The median over a file's windows of the seconds from a window's first record to its
+    last (``steps[j]`` = seconds from record j to j + 1); None without dates, with one
+    record a window or without a whole window."""
+    if steps is None or window < 2:
+        return None
+    n = (steps.size + 1) // window
+    if n == 0:
+        return None
+    inside = np.append(steps[: n * window], 0.0)[: n * window].reshape(n, window)
+    return float(np.median(inside[:, : window - 1].sum(axis=1)))
 
 
 def _steps(texts: list[str]) -> np.ndarray | None:

@@ -102,3 +102,39 @@ def test_small_numbers_and_iso_basic_dates_are_not_unix_time():
     order = DateOrder()
     assert order.feed("20150204", 2) is True  # ISO basic date, read as ISO
     assert order.iso is not None and order.iso[0] == dt.datetime(2015, 2, 4)
+
+
+def test_the_release_states_the_sampling_of_its_two_files(tmp_path):
+    """A calibration file at 1 min against a fleet source at 5 min ran without a word (the
+    windows of 30 steps span 30 and 150 minutes); ``gcdp.sampling`` now says so."""
+    from ldpfleet.collector.gcdp_stage import sampling_entry
+
+    rows = _rows("datatraining.txt")
+    minute = [[r[0][:17] + "00", *r[1:]] for r in rows]  # on whole minutes
+    calibration = _write(tmp_path / "cal.csv", minute)
+    source = _write(tmp_path / "src.csv", minute[::5])
+    entry = sampling_entry(str(calibration), str(source), 30)
+    assert entry["calibration_step_s"] == 60.0 and entry["source_step_s"] == 300.0
+    assert entry["calibration_window_s"] == 29 * 60 and entry["source_window_s"] == 29 * 300
+    assert "a window of 30 steps spans 30 min of calibration records and 150 min" in entry["note"]
+    same = sampling_entry(str(calibration), str(calibration), 30)
+    assert same["note"] is None and same["source_step_s"] == 60.0
+    # the shipped files (a quoted row id, dates a second off the minute) agree
+    shipped = sampling_entry(str(DATA / "datatraining.txt"), str(DATA / "datatest.txt"), 30)
+    assert shipped["note"] is None and shipped["calibration_step_s"] == 60.0
+    # no source path (a synthetic source, or plans without it): the calibration only
+    alone = sampling_entry(str(calibration), None, 30)
+    assert alone["source_step_s"] is None and alone["note"] is None
+
+
+def test_the_scenario_release_entry_carries_the_sampling():
+    from ldpfleet.collector.gcdp_stage import GcdpStage
+    from ldpfleet.scenarios.plans import gcdp_stage_config
+    from ldpfleet.scenarios.schema import load_scenario
+
+    loaded = load_scenario(ROOT / "scenarios" / "occupancy-release.toml")
+    stage = GcdpStage(gcdp_stage_config(loaded), "r", loaded.device_ids(), seed=6)
+    entry = stage.summary()["sampling"]
+    assert entry["calibration_step_s"] == 60.0 and entry["note"] is None
+    if gcdp_stage_config(loaded).source_path is not None:  # with /tmp/B-plans.diff
+        assert entry["source_step_s"] == 60.0
