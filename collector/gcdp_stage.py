@@ -73,6 +73,7 @@ __all__ = [
     "GcdpStageConfig",
     "load_calibration",
     "release_rng",
+    "release_warnings",
     "sampling_entry",
 ]
 
@@ -327,6 +328,13 @@ def sampling_entry(calibration_path: str, source_path: str | None, window: int) 
         "source_window_s": src_span,
         "note": note,
     }
+
+
+def release_warnings(entry: dict | None) -> list[str]:
+    """results.json ``warnings`` of a run's ``gcdp`` entry (None: no release): the
+    sampling note (``sampling_entry``), which the run summary then prints."""
+    note = ((entry or {}).get("sampling") or {}).get("note")
+    return [f"gcdp: {note}"] if note else []
 
 
 def _timing(path: str, window: int) -> tuple[float | None, float | None]:

@@ -138,3 +138,12 @@ def test_the_scenario_release_entry_carries_the_sampling():
     assert entry["calibration_step_s"] == 60.0 and entry["note"] is None
     if gcdp_stage_config(loaded).source_path is not None:  # with /tmp/B-plans.diff
         assert entry["source_step_s"] == 60.0
+
+
+def test_the_sampling_note_is_a_run_warning():
+    from ldpfleet.collector.gcdp_stage import release_warnings
+
+    assert release_warnings(None) == [] and release_warnings({"sampling": {"note": None}}) == []
+    assert release_warnings({}) == []  # an entry from before the sampling entry
+    said = release_warnings({"sampling": {"note": "30 min against 150 min"}})
+    assert said == ["gcdp: 30 min against 150 min"]
