@@ -7,7 +7,9 @@ the run (the fleet shards start), opens and closes the stream stage and closes t
 secure-sum stage over every device (``scenarios.sides._collector_secure_sum``: the SecAgg
 messages keep the unpartitioned ``ldp/{run}/dev/`` topics, which the ACL grants devices and
 the collector account in any case, and the coordinator's trace records them) before it
-closes the run; its results.json holds the summed counters and the secure sum.
+closes the run; its results.json holds the summed counters and the secure sum. With
+``[gcdp]`` it also holds the central release and its ledger, persisted before each release is
+published, and a coordinator stopped early (SIGTERM) writes it with ``aborted`` ``stopped``.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
 (``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
 its analytics; its results.json is a collector side's for its devices only.
