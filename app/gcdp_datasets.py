@@ -75,6 +75,8 @@ from ldpfleet.collector.gcdp import (
 )
 from ldpfleet.collector.gcdp.evaluation import (
     CHANNELS,
+    GAP_STEPS,
+    STEP_RATIO,
     f1_percent,
     fit_iqr_clip,
     fit_logistic,
@@ -90,8 +92,11 @@ from ldpfleet.collector.gcdp.evaluation import (
     record_steps,
     temporal_smooth,
     window_means,
+    window_span,
 )
 from ldpfleet.protocol.errors import ParameterError
+
+_window_span = window_span  # the name tests/unit/test_G_gcdp_window_span.py imports
 
 __all__ = [
     "DATA_ROOT",
@@ -656,6 +661,9 @@ def occupancy_windows(
         _in_time_order(train_y, train_file or OCC_TRAIN_FILE, "train_file")
         _in_time_order(test_y, test_file or OCC_TEST_FILE, "test_file")
         _both_classes(train_l, train_file or OCC_TRAIN_FILE, "train_file", part, window)
+        if readings.split == "holdout":  # tau and mu_k are chosen on them
+            held = f"validation (the last {VALIDATION_SHARE:.0%} of the records)"
+            _both_classes(val_l, train_file or OCC_TRAIN_FILE, "train_file", held, window)
         _both_classes(test_l, test_file or OCC_TEST_FILE, "test_file", "test", window)
     return OccupancyWindows(train_norm, train_f, train_l, test_f, test_l, val_f, val_l)
 
@@ -725,20 +733,29 @@ def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
             value=str(path),
         ) from None
     if x.shape[0] == 0:
-        raise ParameterError(f"no records in {path}", field=name, limit=">= 1 record", value=0)
+        raise ParameterError(
+            f"{path} has a header line but no data records: no window can be made of it",
+            field=name,
+            limit=">= 1 record",
+            value=0,
+        )
     return x, y
 
 
 def _both_classes(labels: np.ndarray, path, name: str, part: str, window: int) -> None:
     """Refuse windows of one class: the task classifier is fitted on the training windows
-    (one class: F1 0 silently) and the bench's oracles compare the two classes of the test
-    windows (one class: a TypeError from ``best_allocation_bound_f1``)."""
+    (one class: F1 0 silently), tau and mu_k are chosen by F1 on the validation windows
+    (one class: every tau's F1 0 and every mu_k 0, an allocation on exposure alone,
+    silently: a 240-record half-hour file made 1 validation window) and the bench's oracles
+    compare the two classes of the test windows (one class: a TypeError from
+    ``best_allocation_bound_f1``). Few windows are named: a smaller window makes more."""
     classes = sorted(set(np.asarray(labels).tolist()))
     if len(classes) < 2:
+        few = " (a smaller --window makes more windows)" if len(labels) < 10 else ""
         raise ParameterError(
             f"the {len(labels)} {part} windows of {window} records of {path} all have "
             f"Occupancy {classes[0] if classes else '-'} (the majority of each window): "
-            "the bench needs both classes (0 and 1)",
+            f"the bench needs both classes (0 and 1){few}",
             field=name,
             limit="windows of both classes (0 and 1)",
             value=classes,
@@ -939,14 +956,6 @@ OCCUPANCY_PRIVACY = {
 }
 
 
-# the training and test files' median steps differing by more than this factor: a window of
-# ``window`` records spans a different time in each (a note, not a refusal)
-STEP_RATIO = 1.5
-# a step longer than this many median steps is a gap in time (a window across it mixes
-# records from both sides)
-GAP_STEPS = 5
-
-
 def sampling(train_file, test_file, window: int) -> dict:
     """Results ``protocol.sampling``: the median seconds between records of each file (from
     their ``date`` columns; None without one), the test windows that contain a step longer
@@ -966,7 +975,7 @@ def sampling(train_file, test_file, window: int) -> dict:
         across = int(np.unique(inside[inside // window < n_windows] // window).size)
     note = None
     a, b = median["train"], median["test"]
-    spans = {k: _window_span(v, window) for k, v in steps.items()}
+    spans = {k: window_span(v, window) for k, v in steps.items()}
     sa, sb = spans["train"], spans["test"]
     if a and b and max(a, b) > STEP_RATIO * min(a, b):
         note = (
@@ -1030,19 +1039,6 @@ def clipping_shift(train_f: np.ndarray, test_f: np.ndarray) -> str | None:
         "readings (another unit, e.g. °F against °C or a percentage against a fraction, or a "
         "sensor that moved? convert the test file to the training file's units)"
     )
-
-
-def _window_span(steps: np.ndarray | None, window: int) -> float | None:
-    """The median over a file's windows of the seconds from a window's first record to its
-    last (``steps[j]`` = seconds from record j to j + 1); None without dates, with one
-    record a window or without a whole window."""
-    if steps is None or window < 2:
-        return None
-    n = (steps.size + 1) // window
-    if n == 0:
-        return None
-    inside = np.append(steps[: n * window], 0.0)[: n * window].reshape(n, window)
-    return float(np.median(inside[:, : window - 1].sum(axis=1)))
 
 
 def _occupancy_baselines(model, windows, train_l) -> dict:

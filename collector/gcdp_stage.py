@@ -16,6 +16,9 @@ central model: the collector is trusted with the readings and is the one that re
   and publishes the machine's outbox (``flush``). The pure ``GcdpReleaser`` decides
   everything: window completion, order, the ledger charge before each noise draw, the
   ``GcdpRelease`` on ``ldp/{run}/rel/gcdp``.
+* ``before_publish`` (set by its owner) is called before releases are published, so the
+  owner can persist the ledger charges first (the partitioned coordinator writes its
+  results.json): nothing published is missing from the persisted account.
 * When the stream stage closes, ``finish`` releases the complete windows still queued and
   ``summary`` gives the results.json entry; the collector ledger goes to ledger.json.
 
@@ -43,11 +46,13 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from ldpfleet.broker.pump import publish_outbound
 from ldpfleet.broker.transport import Connection
+from ldpfleet.collector.gcdp.evaluation import STEP_RATIO, record_timing
 from ldpfleet.collector.gcdp.fleet_calibration import FleetTheta, calibrate_fleet
 from ldpfleet.collector.gcdp.windows import (
     RELEASE_ACCOUNT,
@@ -62,7 +67,15 @@ from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.partition import MEANS_CHUNK, GcdpWindowMeans, status_topic
 from ldpfleet.protocol.sw import normalise
 
-__all__ = ["GcdpShare", "GcdpStage", "GcdpStageConfig", "load_calibration", "release_rng"]
+__all__ = [
+    "GcdpShare",
+    "GcdpStage",
+    "GcdpStageConfig",
+    "load_calibration",
+    "release_rng",
+    "release_warnings",
+    "sampling_entry",
+]
 
 LEDGER_OWNER = "collector"
 
@@ -86,6 +99,7 @@ class GcdpStageConfig:
     tau: float = 0.15
     calibration_steps: int | None = None  # default: every record of the file
     utility_column: str | None = None  # the room label column (0/1), if any
+    source_path: str | None = None  # the fleet's source file (its sampling is compared)
 
     @property
     def nodes(self) -> int:
@@ -178,6 +192,7 @@ class GcdpStage:
         # before, 450 blanks of a calibration file were carried forward unsaid)
         self.calibration_missing = calibration_missing(config.calibration)
         self.public_baseline = public_baseline(data, self.theta)
+        self.sampling = sampling_entry(config.calibration.path, config.source_path, config.window)
         self.ledger = PrivacyLedger(LEDGER_OWNER)
         self.seed = seed
         self.machine = GcdpReleaser(
@@ -190,6 +205,11 @@ class GcdpStage:
             given_means=given_means,
         )
         self.releases: dict[int, WindowReleased] = {}
+        # called (with the stage) before releases are published, once per batch: where the
+        # owner persists their ledger charges (a stopped or killed collector had published
+        # releases whose charges were written nowhere)
+        self.before_publish: Callable[[GcdpStage], None] | None = None
+        self._persisted = 0  # releases the owner persisted (``flush``)
 
     def on_persisted(self, accepted: list[tuple[str, int, int, list[float], float]]) -> None:
         """Feed (device, seq, t0, values, received) rows that are committed to the store."""
@@ -215,7 +235,12 @@ class GcdpStage:
                 self.releases[event.window] = event
 
     async def flush(self, conn: Connection) -> None:
-        """Publish the releases the machine has queued."""
+        """Publish the releases the machine has queued, after ``before_publish`` (if set)
+        has persisted them: nothing published is missing from the persisted ledger."""
+        released = len(self.machine.released)
+        if self.before_publish is not None and released != self._persisted:
+            self.before_publish(self)
+            self._persisted = released
         await publish_outbound(conn, self.machine)
 
     def finish(self) -> None:
@@ -246,6 +271,7 @@ class GcdpStage:
             "ledger_spent_total": account["total_spent"],
             "ledger_per_record_loss": account["max_window_spent"] if self.releases else 0.0,
             "public_baseline": self.public_baseline,
+            "sampling": self.sampling,
         }
 
 
@@ -267,6 +293,57 @@ def calibration_missing(spec: CsvSpec) -> dict:
             'were dropped (source.missing = "drop") before calibrating'
         )
     return entry
+
+
+def sampling_entry(calibration_path: str, source_path: str | None, window: int) -> dict:
+    """The results.json ``gcdp.sampling`` entry: the median seconds between records of the
+    calibration file and of the fleet's source file, and of a window's first to last
+    record, from their ``date`` columns (``collector.gcdp.evaluation.record_timing``; None
+    without one, or without ``source_path``), and a ``note`` when the two differ by more
+    than ``STEP_RATIO``: theta (graph, mu_k, budgets) was then fitted on windows of another
+    duration than the released ones (a calibration file at 1 min against a source at 5 min
+    ran without a word; ``bench gcdp`` states the same in ``protocol.sampling``)."""
+    cal_step, cal_span = _timing(calibration_path, window)
+    src_step, src_span = _timing(source_path, window) if source_path else (None, None)
+    note = None
+    if cal_step and src_step and max(cal_step, src_step) > STEP_RATIO * min(cal_step, src_step):
+        note = (
+            f"the calibration file's records are {cal_step:g} s apart, the source file's "
+            f"{src_step:g} s: a window of {window} steps spans {cal_step * window / 60:g} min "
+            f"of calibration records and {src_step * window / 60:g} min of source records, so "
+            "theta (graph, mu_k, budgets) was fitted on windows of another duration (resample "
+            "one file to the other's rate)"
+        )
+    elif cal_span and src_span and max(cal_span, src_span) > STEP_RATIO * min(cal_span, src_span):
+        note = (
+            f"both files' median step is about {cal_step:g} s, but a window of {window} steps "
+            f"spans {cal_span / 60:.3g} min of calibration records and {src_span / 60:.3g} min "
+            "of source records (medians over the windows): records are missing between others "
+            "in one file, so theta was fitted on windows of another duration"
+        )
+    return {
+        "calibration_step_s": cal_step,
+        "source_step_s": src_step,
+        "calibration_window_s": cal_span,
+        "source_window_s": src_span,
+        "note": note,
+    }
+
+
+def release_warnings(entry: dict | None) -> list[str]:
+    """results.json ``warnings`` of a run's ``gcdp`` entry (None: no release): the
+    sampling note (``sampling_entry``), which the run summary then prints."""
+    note = ((entry or {}).get("sampling") or {}).get("note")
+    return [f"gcdp: {note}"] if note else []
+
+
+def _timing(path: str, window: int) -> tuple[float | None, float | None]:
+    """``record_timing`` of a file the scenario's checks have read already; None, None if
+    its dates cannot be read here (a "rows" layout, a header-less file)."""
+    try:
+        return record_timing(path, window)
+    except (OSError, ValueError):
+        return None, None
 
 
 def public_baseline(data: np.ndarray, theta: FleetTheta) -> dict:

@@ -7,7 +7,9 @@ the run (the fleet shards start), opens and closes the stream stage and closes t
 secure-sum stage over every device (``scenarios.sides._collector_secure_sum``: the SecAgg
 messages keep the unpartitioned ``ldp/{run}/dev/`` topics, which the ACL grants devices and
 the collector account in any case, and the coordinator's trace records them) before it
-closes the run; its results.json holds the summed counters and the secure sum.
+closes the run; its results.json holds the summed counters and the secure sum. With
+``[gcdp]`` it also holds the central release and its ledger, persisted before each release is
+published, and a coordinator stopped early (SIGTERM) writes it with ``aborted`` ``stopped``.
 ``partition_side`` is worker ``p`` of ``P``: the ``CollectorService`` of its devices
 (``topics.partition_of``), its recorder of ``ldp/{run}/p{p}/#`` and ``ctl/stage``, its store,
 its analytics; its results.json is a collector side's for its devices only.
@@ -252,6 +254,14 @@ class _Coordination:
     progress: Callable[..., None] | None
     fleet_timeout: float
     workers_timeout: float
+    out: Path | None = None  # the coordinator's folder
+    seed: int = 0
+    wall: float = 0.0  # perf_counter at the start
+    broker: dict | None = None  # results.json ``broker``, once connected
+    recorder: TraceRecorder | None = None
+
+
+STOPPED = "the coordinator was stopped before the run closed"
 
 
 async def coordinator_side(
@@ -266,7 +276,14 @@ async def coordinator_side(
     workers_timeout: float = 60.0,
     progress: Callable[..., None] | None = None,
 ) -> dict:
-    """The coordinator (module docstring); writes OUT/results.json and trace.sqlite."""
+    """The coordinator (module docstring); writes OUT/results.json and trace.sqlite.
+
+    Stopped early (SIGTERM, cancelled) it still writes results.json, with ``aborted``
+    ``stopped``: with ``[gcdp]`` the ``gcdp`` entry and the collector ledger of every
+    window released so far. Every release is persisted before it is published
+    (``GcdpStage.before_publish``): results.json on disk, as of the last release, already
+    holds its charge, so even a coordinator killed outright leaves the account of what it
+    published."""
     if scenario.spec.cadr is not None:  # scenarios.cadr_partition
         return await cadr_coordinator_side(
             scenario, broker, run, out_dir, seed=seed, credentials=credentials,
@@ -281,28 +298,64 @@ async def coordinator_side(
     document: dict = {"run": run, "aborted": None, "partitions": count}
     job = _Coordination(
         scenario, run, count, announcer, _central_release(scenario, run, seed), document,
-        progress, fleet_timeout, workers_timeout,
+        progress, fleet_timeout, workers_timeout, out, seed, wall,
     )  # fmt: skip
-    async with open_broker(broker, credentials=credentials) as (transport, info):
-        recorder = TraceRecorder(
-            transport,
-            run,
-            out / "trace.sqlite",
-            filters=_coordinator_filters(scenario, run),
-            scenario_digest=scenario_digest(scenario.to_dict()),
-        )
-        tally = await _record_and_coordinate(job, transport, recorder)
+    if job.release is not None:  # persist each release (its charge) before publishing it
+        job.release.before_publish = lambda _stage: _persist_release(job)
+    tally = None
+    try:
+        async with open_broker(broker, credentials=credentials) as (transport, info):
+            job.broker = {"kind": info.kind, "url": info.url, "auth": credentials is not None}
+            job.recorder = TraceRecorder(
+                transport,
+                run,
+                out / "trace.sqlite",
+                filters=_coordinator_filters(scenario, run),
+                scenario_digest=scenario_digest(scenario.to_dict()),
+            )
+            tally = await _record_and_coordinate(job, transport, job.recorder)
+    except asyncio.CancelledError:
+        document["aborted"] = document["aborted"] or {"reason": "stopped", "detail": STOPPED}
+        _write_coordinator(job, None)  # what was released and charged, then it stops
+        raise
+    return _write_coordinator(job, tally)
+
+
+def _write_coordinator(job: _Coordination, tally, *, arrays: bool = True) -> dict:
+    """results.json (and, with ``[gcdp]``, collector-side.npz) of the coordinator as the
+    run stands; ``tally`` None: no stream tally (workers missing, or stopped); ``arrays``
+    False: results.json only (the released values are in the trace; the npz costs as much
+    as the document)."""
+    document, out = job.document, job.out
+    assert out is not None
     if job.release is not None:
-        document |= _release_outputs(job.release, out)
+        document |= _release_outputs(job.release, out, arrays=arrays)
     document |= {
-        "scenario": scenario_header(scenario, seed),
-        "broker": {"kind": info.kind, "url": info.url, "auth": credentials is not None},
-        **_coordinator_outcome(tally, recorder),
+        "scenario": scenario_header(job.scenario, job.seed),
+        "broker": job.broker,
+        **_coordinator_outcome(tally, job.recorder),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "seconds": time.perf_counter() - wall,
+        "seconds": time.perf_counter() - job.wall,
     }
     write_results(out / "results.json", document, indent=2)
     return document
+
+
+def _persist_release(job: _Coordination) -> None:
+    """Before releases are published: results.json as if the run stopped now (``aborted``
+    ``stopped``, the ledger holding their charges). The run's end overwrites it."""
+    document = job.document
+    if document["aborted"] is not None:  # an abort of its own: it is written at the end
+        _write_coordinator(job, None, arrays=False)
+        return
+    document["aborted"] = {
+        "reason": "stopped",
+        "detail": f"{STOPPED} (written before its last release was published)",
+    }
+    try:
+        _write_coordinator(job, None, arrays=False)
+    finally:
+        document["aborted"] = None
 
 
 async def _record_and_coordinate(job: _Coordination, transport, recorder: TraceRecorder):
@@ -382,11 +435,13 @@ async def _after_stream(job: _Coordination, transport, conn) -> None:
         }
 
 
-def _release_outputs(release: GcdpStage, out: Path) -> dict:
-    """The central release's arrays (``collector-side.npz``) and results.json entries."""
+def _release_outputs(release: GcdpStage, out: Path, *, arrays: bool = True) -> dict:
+    """The central release's results.json entries, and (``arrays``) its arrays
+    (``collector-side.npz``)."""
     gcdp = release.summary()
-    arrays = {f"gcdp/{k}": v for k, v in release.released_values().items()}
-    np.savez_compressed(out / SIDE_FILE, **arrays)
+    if arrays:
+        values = {f"gcdp/{k}": v for k, v in release.released_values().items()}
+        np.savez_compressed(out / SIDE_FILE, **values)
     return {
         "gcdp": gcdp,
         "gcdp_stage": gcdp_stage_entry(gcdp),
@@ -395,7 +450,7 @@ def _release_outputs(release: GcdpStage, out: Path) -> dict:
     }
 
 
-def _coordinator_outcome(tally, recorder: TraceRecorder) -> dict:
+def _coordinator_outcome(tally, recorder: TraceRecorder | None) -> dict:
     """results.json's counters, close reason, completeness and trace entries."""
     return {
         "counters": tally.counters() if tally else None,
@@ -404,9 +459,9 @@ def _coordinator_outcome(tally, recorder: TraceRecorder) -> dict:
         "complete": bool(tally and tally.complete),
         "trace": {
             "path": "trace.sqlite",
-            "public_key": recorder.public_key,
-            "messages": recorder.recorded,
-            "complete": recorder.complete,
+            "public_key": recorder.public_key if recorder else None,
+            "messages": recorder.recorded if recorder else 0,
+            "complete": recorder.complete if recorder else False,
         },
     }
 

@@ -46,13 +46,13 @@ import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from ldpfleet.devices.sources import SourceError, read_data_file
+from ldpfleet.devices.sources import SourceError, csv_text, read_data_file
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -78,8 +78,11 @@ __all__ = [
     "one_class_note",
     "oriented_auc",
     "prediction_collapse",
+    "record_steps",
+    "record_timing",
     "temporal_smooth",
     "window_means",
+    "window_span",
 ]
 
 CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
@@ -99,24 +102,34 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     that goes back in time or mixes dates with and without a UTC offset, or of dates in one
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
-    needs that the header names twice, and a file that is not UTF-8 text (naming the line)."""
+    needs that the header names twice, and a file that is not UTF-8 text (naming the line)
+    or UTF-16 text with its byte-order mark (``_open_text``)."""
     _refuse_packed(path)
-    return _read_occupancy(_open_text(path))
+    return _read_occupancy(*_open_text(path))
 
 
-def _open_text(path: str | Path) -> io.StringIO:
-    """``path`` as text, unpacked when it is gzip, bzip2 or xz data: the CSV source's opener
-    (``devices.sources.read_data_file``), so ``--train-file train.txt.gz`` reads as a
-    ``[source] path`` does. ``ValueError`` naming the first line that is not UTF-8, or the
-    broken compressed data."""
+def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
+    """``path`` as text and its delimiter, read as the CSV sources read a file
+    (``devices.sources.read_data_file`` and ``csv_text``): unpacked when it is gzip, bzip2 or
+    xz data, decoded (UTF-8, a BOM skipped, or UTF-16 with its byte-order mark, Excel's
+    "Unicode Text"), an Excel ``sep=`` first line blanked and naming the delimiter, else
+    comma, semicolon or tab sniffed; so ``--train-file train.txt.gz``, a UTF-16 export or a
+    ``sep=;`` export reads as a ``[source] path`` does. ``ValueError`` naming the first
+    line that is not UTF-8, a UTF-16 file that is broken, a JSON file, or the broken
+    compressed data."""
     try:
         raw = read_data_file(path)
+        text, delimiter = csv_text(raw, str(path))
     except SourceError as error:
         raise ValueError(error.reason) from None
-    try:
-        return io.StringIO(raw.decode("utf-8-sig"), newline="")
     except UnicodeDecodeError as error:
+        if error.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
+            raise ValueError(
+                f"the file starts with a UTF-16 byte-order mark but is not UTF-16 text "
+                f"({error.reason} at byte {error.start}): save it as UTF-8"
+            ) from None
         raise ValueError(_not_utf8(raw, error)) from None
+    return io.StringIO(text, newline=""), delimiter
 
 
 # a zip (an Excel workbook) is not read: the compressed kinds are (``_open_text``)
@@ -201,21 +214,25 @@ def _bad_value(lineno: int, name: str, cell: str) -> str:
     return reason
 
 
-def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
-    """``load_occupancy``'s reading pass over the file's text (``_open_text``)."""
+def _read_occupancy(
+    text: io.StringIO, delimiter: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``load_occupancy``'s reading pass over the file's text and delimiter (``_open_text``;
+    None: sniffed from the text)."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
     with text as handle:
-        reader, header = _occupancy_reader(handle)
+        reader, header = _occupancy_reader(handle, delimiter)
         layout = None
         # a "date" column, while every value is an ISO date-time, must not go back in time:
         # the windows are consecutive records (a shuffled file gave windows of unrelated
         # minutes, silently)
         date = header.index("date") if "date" in header else None
         order = DateOrder()
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
             if not row or not any(cell.strip() for cell in row):
                 continue
+            lineno = reader.line_num  # (the header need not be line 1: a sep= line)
             if layout is None:
                 layout = _occupancy_layout(row, header, lineno)
             width, lead, cols = layout
@@ -229,17 +246,10 @@ def _read_occupancy(text: io.StringIO) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[str]]:
+def _occupancy_reader(handle: io.StringIO, delimiter: str | None = None) -> tuple[Any, list[str]]:
     """A CSV reader over ``handle`` past its header, and the header: each of ``CHANNELS``
     and ``Occupancy`` once (``ValueError`` naming a column twice, or the missing ones)."""
-    # comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
-    # sources do (protocol.delimiters; a ';' export read as one field a line)
-    head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-    handle.seek(0)
-    # skipinitialspace: a quoted field after a delimiter and a space (`"date", "Light"`,
-    # as hand-written and some exporters' files have) is unquoted, not read as '"Light"'
-    reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
-    header = [cell.strip() for cell in next(reader, [])]
+    reader, header = _csv_reader(handle, delimiter)
     twice = [c for c in (*CHANNELS, "Occupancy", "date") if header.count(c) > 1]
     if twice:  # the first was read silently
         raise ValueError(
@@ -249,6 +259,26 @@ def _occupancy_reader(handle: io.StringIO) -> tuple[Iterator[list[str]], list[st
     missing = [c for c in (*CHANNELS, "Occupancy") if c not in header]
     if missing:
         raise ValueError(_missing_columns(missing, header))
+    return reader, header
+
+
+def _csv_reader(handle: io.StringIO, delimiter: str | None) -> tuple[Any, list[str]]:
+    """A CSV reader over ``handle`` past its header (the first line that is not blank: an
+    Excel ``sep=`` line was blanked), and the header's stripped names. ``delimiter`` None:
+    comma, semicolon or tab, sniffed from the first two lines as the scenarios' CSV
+    sources do (protocol.delimiters; a ';' export read as one field a line)."""
+    if delimiter is None:
+        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
+        handle.seek(0)
+        delimiter = sniff_delimiter(head)
+    # skipinitialspace: a quoted field after a delimiter and a space (`"date", "Light"`,
+    # as hand-written and some exporters' files have) is unquoted, not read as '"Light"'
+    reader = csv.reader(handle, delimiter=delimiter, skipinitialspace=True)
+    header: list[str] = []
+    for row in reader:
+        header = [cell.strip() for cell in row]
+        if any(header):
+            break
     return reader, header
 
 
@@ -313,17 +343,16 @@ def _date_cells(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each record's ``date`` cell of a CSV file, in file order
     (nothing without a ``date`` column; blank lines skipped; a leading integer row id, the
     shipped layout, skipped; the cells end at a short row: the file's reader names it)."""
-    with _open_text(path) as handle:
-        head = "".join(line for line, _ in zip(handle, range(64), strict=False))
-        handle.seek(0)
-        reader = csv.reader(handle, delimiter=sniff_delimiter(head), skipinitialspace=True)
-        header = [cell.strip() for cell in next(reader, [])]
+    text, delimiter = _open_text(path)
+    with text as handle:
+        reader, header = _csv_reader(handle, delimiter)
         if "date" not in header:
             return
         column = None
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
             if not row or not any(cell.strip() for cell in row):
                 continue
+            lineno = reader.line_num
             if column is None:  # a leading row id: one field more than the header
                 lead = len(row) == len(header) + 1 and row[0].strip().isdigit()
                 column = header.index("date") + int(lead)
@@ -340,24 +369,63 @@ def record_steps(path: str | Path) -> np.ndarray | None:
     return _steps([text for _, text in _date_cells(path)])
 
 
+# two files' median steps (or median window spans) differing by more than this factor: a
+# window of ``window`` records spans a different time in each (a note, not a refusal)
+STEP_RATIO = 1.5
+# a step longer than this many median steps is a gap in time (a window across it mixes
+# records from both sides)
+GAP_STEPS = 5
+
+
+def record_timing(path: str | Path, window: int) -> tuple[float | None, float | None]:
+    """``(median step, median window span)`` in seconds of a CSV file's records
+    (``record_steps``, ``window_span``): None each without a ``date`` column in a known
+    format (or without two records, or a whole window)."""
+    steps = record_steps(path)
+    median = None if steps is None or not steps.size else float(np.median(steps))
+    return median, window_span(steps, window)
+
+
+def window_span(steps: np.ndarray | None, window: int) -> float | None:
+    """The median over a file's windows of the seconds from a window's first record to its
+    last (``steps[j]`` = seconds from record j to j + 1); None without dates, with one
+    record a window or without a whole window."""
+    if steps is None or window < 2:
+        return None
+    n = (steps.size + 1) // window
+    if n == 0:
+        return None
+    inside = np.append(steps[: n * window], 0.0)[: n * window].reshape(n, window)
+    return float(np.median(inside[:, : window - 1].sum(axis=1)))
+
+
 def _steps(texts: list[str]) -> np.ndarray | None:
     """``record_steps`` of the date strings ``texts``."""
     if len(texts) < 2:
         return None
     try:
-        when = [datetime.fromisoformat(t) for t in texts]
+        when = [_iso(t) for t in texts]
     except ValueError:
         fmt = next((f for f in DATE_FORMATS if _parse(texts[0], f, 0)), None)
         if fmt is None:
             return None
-        try:
-            when = [datetime.strptime(t, fmt) for t in texts]
-        except ValueError:
+        read = [_parse(t, fmt, 0) for t in texts]
+        if None in read:
             return None
+        when = [entry[0] for entry in read]
     try:
         return np.array([(b - a).total_seconds() for a, b in pairwise(when)])
     except TypeError:  # offsets mixed (load_occupancy refuses such a file)
         return None
+
+
+def _iso(text: str) -> datetime:
+    """``datetime.fromisoformat``, except for a number of more than 8 digits: Unix time
+    (``UNIX_RANGE``), not an ISO basic date (Python read the milliseconds 1423072260000 as
+    1423-07-22 00:00)."""
+    if len(text) > 8 and text.isdigit():
+        raise ValueError(f"{text!r} is a number, not an ISO date-time")
+    return datetime.fromisoformat(text)
 
 
 def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
@@ -368,7 +436,7 @@ def _in_time_order(text: str, lineno: int, last: tuple | None) -> tuple | None:
     with a UTC offset after one without (or the reverse): their order is undefined (it
     raised a bare TypeError)."""
     try:
-        when = datetime.fromisoformat(text)
+        when = _iso(text)
     except ValueError:
         if last is None:
             return None
@@ -402,7 +470,15 @@ DATE_FORMATS = (
     # Excel's US display with AM/PM (2/12/2015 5:51:00 PM): before 2026-12-06 in no known
     # format, so a file of two days swapped passed unchecked (helper G's user trial)
     "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %I:%M %p",
+    # Unix time, seconds or milliseconds (a logger's export; not strptime formats: ``_parse``
+    # reads them): before 2026-12-06 in no known format, so neither the order nor the
+    # sampling of such a file was checked (helper B's user trial)
+    "unix seconds", "unix milliseconds",
 )  # fmt: skip
+
+# the values read as Unix time: 1973-03-03 .. 5138-11-16 (seconds), the same in milliseconds
+# (disjoint: a 13-digit number is not read as seconds); a small counter is no date
+UNIX_RANGE = {"unix seconds": (1e8, 1e11, 1.0), "unix milliseconds": (1e11, 1e14, 1e-3)}
 
 
 class DateOrder:
@@ -448,7 +524,17 @@ class DateOrder:
 
 
 def _parse(text: str, fmt: str, lineno: int) -> tuple | None:
-    """``(datetime, line, text)`` of ``text`` read with ``fmt``, None if it does not fit."""
+    """``(datetime, line, text)`` of ``text`` read with ``fmt`` (a strptime format or one
+    of ``UNIX_RANGE``'s), None if it does not fit."""
+    if fmt in UNIX_RANGE:
+        low, high, unit = UNIX_RANGE[fmt]
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+        if not low <= value < high:  # also NaN and inf
+            return None
+        return (datetime.fromtimestamp(value * unit, tz=UTC), lineno, text)
     try:
         return (datetime.strptime(text, fmt), lineno, text)
     except ValueError:
