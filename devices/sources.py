@@ -42,18 +42,18 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       50 rows = sensors, columns = half-hour steps. Use ``layout="rows"``: device ``i``
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
-    :func:`load_table` reads UTF-8 (a BOM is skipped), any line ends, quoted fields, and
-    separates fields by comma, semicolon or tab (``protocol.delimiters.sniff_delimiter``: the
-    one the first two lines hold equally often, else the first line's most frequent; numbers
-    need a decimal point). It detects the header: a first line whose fields all parse as
-    numbers, or that holds an ISO date-time and has a number or a date-time wherever the
-    second line has one, is data (columns are then named ``"0" .. "k-1"``); otherwise it is
-    a header (``header=True`` / ``False`` says so instead: a header of numbers, such as
-    years or sensor ids, would be read as data). When data rows have exactly one more field
-    than the header, the first field (a row id) is dropped, unless every row's last field is
-    empty (a delimiter ending each row); a row id is distinct integers or a text label on
-    every row, anything else is refused (under a header "temp", "20,038" is a decimal
-    comma, not the row id 20 and the value 38).
+    :func:`load_table` reads UTF-8 (a BOM is skipped) or UTF-16 with its BOM (``decode_text``),
+    any line ends, quoted fields, and separates fields by comma, semicolon or tab
+    (``protocol.delimiters.sniff_delimiter``: the one the first two lines hold equally often,
+    else the first line's most frequent; numbers need a decimal point). It detects the header: a
+    first line whose fields all parse as numbers, or that holds an ISO date-time and has a
+    number or a date-time wherever the second line has one, is data (columns are then named
+    ``"0" .. "k-1"``); otherwise it is a header (``header=True`` / ``False`` says so instead: a
+    header of numbers, such as years or sensor ids, would be read as data). When data rows have
+    exactly one more field than the header, the first field (a row id) is dropped, unless every
+    row's last field is empty (a delimiter ending each row); a row id is distinct integers or a
+    text label on every row, anything else is refused (under a header "temp", "20,038" is a
+    decimal comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
     skipped as text. A data line repeating the header (two exports joined) is refused, and
     so is a text column (or row id) of ISO date-times that goes back in time (rows are
@@ -120,6 +120,8 @@ __all__ = [
     "channel_bounds",
     "clear_table_cache",
     "csv_stream",
+    "csv_text",
+    "decode_text",
     "device_rng",
     "load_table",
     "missing_entry",
@@ -580,16 +582,7 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
     """The non-blank lines of a CSV file's bytes as ``(line number, fields)`` and their
     delimiter (an Excel ``sep=`` line's, else sniffed). Raises ``UnicodeDecodeError`` and
     ``csv.Error`` for ``_parse_table`` to word."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # UTF-16 with its BOM: Excel's "Unicode Text" export (tab-separated), refused as
-        # "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06); edge lists
-        # were read in UTF-16 already (devices.graphs)
-        text = raw.decode("utf-16")
-    else:
-        text = raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
-    _refuse_json(text, path)
-    text, delimiter = _excel_sep_line(text, path)
-    delimiter = delimiter or sniff_delimiter(text)
+    text, delimiter = csv_text(raw, path)
     lines = [
         (lineno, row)
         for lineno, row in enumerate(
@@ -599,6 +592,33 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
     return lines, delimiter
+
+
+def csv_text(raw: bytes, path: str) -> tuple[str, str]:
+    """A CSV file's text and delimiter as the CSV sources read them, for any reader of CSV
+    tables (the Occupancy-format reader of ``bench gcdp`` too): the bytes decoded
+    (``decode_text``), a JSON document refused, an Excel ``sep=`` first line blanked (line
+    numbers stay) naming the delimiter, else the delimiter sniffed
+    (``protocol.delimiters.sniff_delimiter``). Raises ``SourceError`` (field
+    ``source.path``) and ``UnicodeDecodeError`` (for the caller to word)."""
+    text = decode_text(raw)
+    _refuse_json(text, path)
+    text, delimiter = _excel_sep_line(text, path)
+    return text, delimiter or sniff_delimiter(text)
+
+
+def decode_text(raw: bytes) -> str:
+    """The text of a text file's bytes (unpacked: ``read_data_file``): UTF-16 when it starts
+    with a UTF-16 byte-order mark (Excel's "Unicode Text" export, tab-separated; PowerShell's
+    ``>``), else UTF-8 (a UTF-8 BOM is skipped). The one decoder of the CSV sources and of
+    the Occupancy-format reader (``collector.gcdp.evaluation.load_occupancy``, ``bench gcdp
+    --train-file``). Raises ``UnicodeDecodeError`` (its ``encoding`` says which was tried,
+    offsets count from the file's first byte) for the caller to word."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # refused as "not UTF-8 text (byte 0xff on line 1)" before (helper P, 2026-12-06);
+        # edge lists were read in UTF-16 already (devices.graphs)
+        return raw.decode("utf-16")
+    return raw.decode("utf-8-sig")  # (bytes first: the whole file's offsets)
 
 
 def _refuse_json(text: str, path: str) -> None:

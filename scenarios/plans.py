@@ -99,6 +99,7 @@ def gcdp_stage_config(scenario: LoadedScenario) -> GcdpStageConfig:
     if section is None:
         raise ValueError(f"scenario {scenario.name!r} has no [gcdp] section")
     devices = scenario.spec.fleet.devices
+    source = scenario.source_spec()  # the file the fleet replays (its sampling is compared)
     return GcdpStageConfig(
         calibration=scenario.calibration_spec(),
         node_bounds=tuple(scenario.node_bounds(i) for i in range(devices)),
@@ -109,4 +110,5 @@ def gcdp_stage_config(scenario: LoadedScenario) -> GcdpStageConfig:
         tau=section.tau,
         calibration_steps=section.calibration_steps,
         utility_column=section.utility_column,
+        source_path=getattr(source, "path", None),
     )

@@ -1301,6 +1301,10 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
     results["source_cycles"] = cycles
     results["warnings"] += warnings
     results["warnings"] += stream_warnings(scenario, scenario.source_spec(), results.get("trace"))
+    if results.get("gcdp") is not None:  # [gcdp]: the sampling of its two files
+        from ldpfleet.collector.gcdp_stage import release_warnings
+
+        results["warnings"] += release_warnings(results["gcdp"])
 
 
 def stream_warnings(scenario: LoadedScenario, source: object, trace: dict | None) -> list[str]:

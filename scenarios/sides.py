@@ -899,6 +899,10 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     results["source_cycles"] = cycles
     results["warnings"] += warnings
     results["warnings"] += stream_warnings(scenario, source, results.get("trace"))
+    if results.get("gcdp") is not None:  # [gcdp]: the sampling of its two files
+        from ldpfleet.collector.gcdp_stage import release_warnings
+
+        results["warnings"] += release_warnings(results["gcdp"])
 
 
 def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
