@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
 from collections.abc import AsyncIterator, Callable
 
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.readiness import ready_announcement
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
@@ -90,7 +91,14 @@ class SecAggAgent:
         give_up_after: float | None = None,
     ) -> None:
         if dropout is not None and dropout not in DROPOUT_STAGES:
-            raise ValueError(f"dropout: {dropout!r} is not one of {', '.join(DROPOUT_STAGES)}")
+            close = difflib.get_close_matches(str(dropout), DROPOUT_STAGES, n=1)
+            raise ParameterError(  # a ValueError too, as it was
+                f"{dropout!r} is not one of {', '.join(DROPOUT_STAGES)}"
+                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                field="dropout",
+                limit=f"None or one of {', '.join(DROPOUT_STAGES)}",
+                value=dropout,
+            )
         # the collector's silence this device accepts (refuses a bad give_up_after)
         self.silence = SessionSilence(client, give_up_after)
         self.give_up_after = give_up_after

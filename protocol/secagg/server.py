@@ -271,11 +271,12 @@ class SecAggServer(PeerFacingMachine):
         self.session = topics.check_ident(session, "session")
         names = sorted(topics.check_ident(d, "devices") for d in devices)
         if len(set(names)) != len(names):
+            repeated = next(d for d in names if names.count(d) > 1)
             raise ParameterError(
-                "device ids must be distinct",
+                f"device ids must be distinct, got {repeated!r} more than once",
                 field="devices",
                 limit="distinct device ids (value is the first repeated id)",
-                value=next(d for d in names if names.count(d) > 1),
+                value=repeated,
             )
         if not 2 <= len(names) <= MAX_PARTICIPANTS:
             raise ParameterError(
@@ -356,7 +357,7 @@ class SecAggServer(PeerFacingMachine):
     def _check_round(round: int) -> int:
         if not _is_int(round) or not 0 <= round <= MAX_ROUND:
             raise ParameterError(
-                f"must be an integer in [0, {MAX_ROUND}]",
+                f"must be an integer in [0, {MAX_ROUND}], got {round!r}",
                 field="round",
                 limit=f"an integer in [0, {MAX_ROUND}]",
                 value=round,

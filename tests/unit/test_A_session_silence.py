@@ -197,3 +197,14 @@ def test_the_agent_waits_while_the_collector_speaks_then_gives_up() -> None:
     assert ended == pytest.approx(last + SILENCE_FLOOR, abs=1e-6)
     assert agent.messages_down == 5 and agent.refused == 4
     assert "collector was silent for 60 s in the session's advertised state" in agent.gave_up
+
+
+def test_a_bad_dropout_names_its_field() -> None:
+    # it was a bare ValueError; a ParameterError is one too
+    with pytest.raises(ParameterError) as refused:
+        SecAggAgent(None, SecAggClient("r", "s", "d0", np.zeros(4)), dropout="after_share")
+    error = refused.value
+    assert isinstance(error, ValueError)
+    assert (error.field, error.value) == ("dropout", "after_share")
+    assert error.limit.startswith("None or one of before_keys, after_keys, after_shares")
+    assert error.reason.endswith("(did you mean 'after_shares'?)")
