@@ -18,8 +18,10 @@ machine as a fleet shard's (``protocol.liveness.SilenceWatch``) with the session
 - every delivery on the device's inbox is a word (``heard``), whatever the client made of
   it, and moves the deadline to ``now + limit()``; at ``now >= deadline`` exactly
   (``handle_timer``) the watch emits ``CollectorSilent`` whose sentence names the limit and
-  the client's state. The device then publishes nothing: the collector, if alive, counts it
-  out at its own deadline.
+  the client's state, and, for a ``give_up_after`` shorter than the session's own limit,
+  that a live collector may have been holding a stage open for slower devices (a device
+  giving up then looks like a dropout to it). The device then publishes nothing: the
+  collector, if alive, counts it out at its own deadline.
 
 The pump (``devices.secagg_agent.SecAggAgent``) calls ``start`` once it listens, ``heard``
 after each delivery was fed to the client, and ``handle_timer`` at ``next_timer``; it
@@ -101,7 +103,17 @@ class SessionSilence(SilenceWatch):
         super().heard(now)
 
     def _sentence(self) -> str:
-        return (
+        sentence = (
             f"the collector was silent for {self.timeout:g} s in the session's "
             f"{self.client.state} state: this device stopped waiting (give_up_after)"
         )
+        setup = self.client.setup
+        own = None if setup is None else collector_silence_limit(setup.stage_timeout)
+        if own is not None and self.timeout < own:  # the caller's give_up_after, shorter
+            sentence += (
+                f"; that is shorter than the session's own limit, {own:g} s (a stage may "
+                f"stay open {DEFAULT_PATIENCE:g} x stage_timeout = "
+                f"{DEFAULT_PATIENCE * setup.stage_timeout:g} s): a live collector may "
+                "have been waiting for slower devices"
+            )
+        return sentence

@@ -102,7 +102,14 @@ def test_every_word_moves_the_deadline() -> None:
     watch.handle_timer(20.6999)
     assert _silent(watch) == []
     watch.handle_timer(20.7)
-    assert len(_silent(watch)) == 1
+    (event,) = _silent(watch)
+    # 5 s is below this session's own 150 s: the sentence says a live collector may wait
+    assert event.sentence == (
+        "the collector was silent for 5 s in the session's advertised state: this device "
+        "stopped waiting (give_up_after); that is shorter than the session's own limit, "
+        "150 s (a stage may stay open 4 x stage_timeout = 120 s): a live collector may have "
+        "been waiting for slower devices"
+    )
 
 
 def test_infinity_never_gives_up() -> None:
