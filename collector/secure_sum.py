@@ -10,6 +10,7 @@ stages call ``await secure_sum(...)`` whenever they need a sum (CADR-LDP's θ se
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.secagg.encoding import FixedPoint
 from ldpfleet.protocol.secagg.messages import SA_MESSAGES
 from ldpfleet.protocol.secagg.server import Aborted, SecAggServer, StageOpened, SumReady
+
+log = logging.getLogger(__name__)
 
 UPSTREAM_KINDS = tuple(
     cls.__struct_config__.tag for cls in SA_MESSAGES if cls.__name__ in (
@@ -140,7 +143,8 @@ async def secure_sum(
             background(pump.consume(inbound)),
         ):
             await pump.done.wait()
-        await pump.drain()  # what the cancelled pump was still sending (an abort's SaAbort)
+        # what the cancelled pump was still sending (an abort's SaAbort), a stage at most
+        await pump.drain(server.stage_timeout)
         await publish_outbound(conn, server)
         result = pump.finish(started)
     if result.aborted and raise_on_abort:
@@ -209,11 +213,30 @@ class _SessionPump:
         else:
             await self.conn.publish_many(encoded)
 
-    async def drain(self) -> None:
-        """Wait until every publish ``flush`` started is done (raising its error), the
-        ones whose task the session's end cancelled included."""
+    async def drain(self, timeout: float) -> None:
+        """Wait until every publish ``flush`` started is done, the ones whose task the
+        session's end cancelled included, for at most ``timeout`` seconds (aiomqtt holds a
+        QoS 1 publish on a dead connection for 30 s). One that fails or is still unsent
+        then is logged, not raised: the session's outcome stands, and a device that
+        misses its ``SaAbort`` stops on its own silence limit (``protocol.secagg.silence``)."""
         sending, self.sending = self.sending, []
-        await asyncio.gather(*sending)
+        if not sending:
+            return
+        done, unsent = await asyncio.wait(sending, timeout=timeout)
+        for task in unsent:
+            task.cancel()
+        await asyncio.gather(*unsent, return_exceptions=True)
+        failed = [t.exception() for t in done if not t.cancelled() and t.exception()]
+        if unsent or failed:
+            log.warning(
+                "session %s: %d publishes unsent after %g s, %d failed (%s): devices that "
+                "miss them stop on their silence limit",
+                self.server.session,
+                len(unsent),
+                timeout,
+                len(failed),
+                failed[0] if failed else "",
+            )
 
     async def after_timer(self) -> None:
         """After the server moved (a timer, the start): its events, then its relays."""
