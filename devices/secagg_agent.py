@@ -30,16 +30,18 @@ minute) stops and returns, with ``gave_up`` saying why (it publishes nothing: th
 collector, if alive, counts it out at its deadline). Before the setup it waits as long as
 it is run: when the session starts is the caller's business. (Held-out QA, helper T: with
 the collector task cancelled after 5 ms, every agent of the docs/secagg.md example still
-waited after 5 s, and forever.)
+waited after 5 s, and forever.) Those rules are the machine
+``protocol.secagg.silence.SessionSilence``'s (``silence``); this pump only tells it each
+delivery and wakes it at its deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
-import math
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.protocol import codec, topics
@@ -47,7 +49,19 @@ from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.readiness import ready_announcement
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.messages import SaAbort, SaAdvertise, SaMasked, SaShares, SaUnmask
-from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
+from ldpfleet.protocol.secagg.silence import (
+    SILENCE_FLOOR,
+    CollectorSilent,
+    SessionSilence,
+    collector_silence_limit,
+)
+
+__all__ = [
+    "DROPOUT_STAGES",
+    "SILENCE_FLOOR",
+    "SecAggAgent",
+    "collector_silence_limit",
+]  # SILENCE_FLOOR, collector_silence_limit: protocol.secagg.silence's, re-exported
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +73,6 @@ _WITHHELD = {
     "after_shares": SaMasked,
     "during_unmask": SaUnmask,
 }
-SILENCE_FLOOR = 60.0  # seconds: a device never gives up on its collector sooner
-
-
-def collector_silence_limit(stage_timeout: float) -> float:
-    """How long a device waits for its collector's next message once the session started:
-    a stage lasts at most ``DEFAULT_PATIENCE`` x ``stage_timeout`` after it opened (the
-    server's cap), one more ``stage_timeout`` covers the server's own work between stages,
-    and never less than ``SILENCE_FLOOR`` (a loaded machine, a large fleet)."""
-    return max(SILENCE_FLOOR, (DEFAULT_PATIENCE + 1) * stage_timeout)
 
 
 class SecAggAgent:
@@ -86,18 +91,16 @@ class SecAggAgent:
         give_up_after: float | None = None,
     ) -> None:
         if dropout is not None and dropout not in DROPOUT_STAGES:
-            raise ValueError(f"dropout: {dropout!r} is not one of {', '.join(DROPOUT_STAGES)}")
-        if give_up_after is not None and (
-            isinstance(give_up_after, bool)
-            or not isinstance(give_up_after, int | float)
-            or not give_up_after > 0  # NaN fails too; math.inf: never give up
-        ):
-            raise ParameterError(
-                f"must be None (the session's own limit) or > 0 seconds, got {give_up_after!r}",
-                field="give_up_after",
-                limit="None or > 0 seconds",
-                value=give_up_after,
+            close = difflib.get_close_matches(str(dropout), DROPOUT_STAGES, n=1)
+            raise ParameterError(  # a ValueError too, as it was
+                f"{dropout!r} is not one of {', '.join(DROPOUT_STAGES)}"
+                + (f" (did you mean {close[0]!r}?)" if close else ""),
+                field="dropout",
+                limit=f"None or one of {', '.join(DROPOUT_STAGES)}",
+                value=dropout,
             )
+        # the collector's silence this device accepts (refuses a bad give_up_after)
+        self.silence = SessionSilence(client, give_up_after)
         self.give_up_after = give_up_after
         self.gave_up: str | None = None  # why the agent stopped waiting for its collector
         self.transport = transport
@@ -151,36 +154,50 @@ class SecAggAgent:
         item = ready_announcement(self.client.run, self.client.device)
         await conn.publish(item.topic, codec.encode(item.message))
 
-    def _silence_limit(self) -> float | None:
-        """Seconds of the collector's silence this agent accepts now (None: no limit
-        before the session's setup arrived)."""
-        setup = self.client.setup
-        if setup is None:
-            return None
-        if self.give_up_after is not None:
-            return None if math.isinf(self.give_up_after) else float(self.give_up_after)
-        return collector_silence_limit(setup.stage_timeout)
-
-    async def _next(self, deliveries):
-        """The next delivery, or None when the connection ended or the collector has been
-        silent past ``_silence_limit`` (then ``gave_up`` says so)."""
-        limit = self._silence_limit()
+    async def _deliveries(self, deliveries: AsyncIterator) -> AsyncIterator:
+        """The connection's deliveries, each one told to ``silence`` once the caller took
+        it, until the connection ends or ``silence`` says the collector went quiet (then
+        ``gave_up`` says so). The next delivery is awaited in a task of its own, never
+        cancelled by a deadline: a wake-up a hair early (a loop's clock resolution) asks
+        the machine, which waits on, and no delivery is lost to a cancellation (CPython
+        gh-86296)."""
+        loop = asyncio.get_running_loop()
+        silence = self.silence
+        silence.start(loop.time())
+        pending: asyncio.Task | None = None
         try:
-            if limit is None:
-                return await anext(deliveries)
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-            # that lands as a delivery arrives (CPython gh-86296)
-            async with asyncio.timeout(limit):
-                return await anext(deliveries)
-        except StopAsyncIteration:
-            return None
-        except TimeoutError:
-            self.gave_up = (
-                f"the collector was silent for {limit:g} s in the session's {self.client.state} "
-                "state: this device stopped waiting (give_up_after)"
-            )
-            log.warning("%s: %s", self.client.device, self.gave_up)
-            return None
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(deliveries))
+                deadline = silence.next_timer()
+                wait = None if deadline is None else max(0.0, deadline - loop.time())
+                done, _ = await asyncio.wait((pending,), timeout=wait)
+                if not done:
+                    silence.handle_timer(loop.time())
+                    if self._gave_up():
+                        return
+                    continue
+                task, pending = pending, None
+                try:
+                    delivery = task.result()
+                except StopAsyncIteration:
+                    return
+                yield delivery
+                silence.heard(loop.time())
+        finally:
+            silence.stop()
+            if pending is not None:
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
+
+    def _gave_up(self) -> bool:
+        """Whether ``silence`` went silent (``gave_up`` then holds its sentence)."""
+        for event in self.silence.pop_events():
+            if isinstance(event, CollectorSilent):
+                self.gave_up = event.sentence
+                log.warning("%s: %s", self.client.device, self.gave_up)
+        return self.gave_up is not None
 
     async def run(self) -> SecAggClient:
         """Take part until the session ends for this device (or it drops out)."""
@@ -197,10 +214,10 @@ class SecAggAgent:
                 await self._announce_ready(conn)
             self.subscribed.set()
             deliveries = await stack.enter_async_context(contextlib.aclosing(conn.messages()))
-            while True:
-                delivery = await self._next(deliveries)
-                if delivery is None:
-                    break
+            inbox = await stack.enter_async_context(
+                contextlib.aclosing(self._deliveries(deliveries))
+            )
+            async for delivery in inbox:
                 self.bytes_down += len(delivery.payload)
                 self.messages_down += 1
                 if self.heard is not None:

@@ -16,10 +16,20 @@ Before the first message (the plan) the collector may legitimately be waiting fo
 shards to join; that wait has its own bound (``first_timeout``, the collector's join
 deadline plus slack), after which the sentence says the run never started. ``stop``
 ends the watch (the devices finished). No I/O, no clock: ``now`` is injected.
+
+The same deadline serves one device in one secure-aggregation session
+(``protocol.secagg.silence.SessionSilence``, pumped by ``devices.secagg_agent``): there
+the wait before the first word is unbounded and the silence a device accepts is only
+known once the session's ``SaSetup`` arrived, so a subclass sets ``timeout`` when it
+does, and words its own sentence (``_sentence``). Either bound may be ``math.inf``:
+no deadline (``next_timer`` is None), never silent. The rules, for both: the watch
+goes silent at ``now >= last word + timeout`` exactly (``handle_timer`` before that
+does nothing), and every word heard moves the deadline.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ldpfleet.protocol import topics
@@ -38,7 +48,9 @@ class CollectorSilent(Event):
 
 
 class SilenceWatch(Machine):
-    """Deadline on the silence of ``run``'s collector side, seen by one shard."""
+    """Deadline on the silence of ``run``'s collector side, seen by one shard (or, by a
+    subclass, one device: the module docstring). ``timeout`` and ``first_timeout`` are
+    seconds > 0; ``math.inf`` means never."""
 
     def __init__(self, run: str, timeout: float, *, first_timeout: float | None = None) -> None:
         super().__init__()
@@ -78,21 +90,29 @@ class SilenceWatch(Machine):
             self._deadline = None
 
     def next_timer(self) -> float | None:
-        return self._deadline if self.state == "watching" else None
+        """When the watch goes silent unless something is heard first (None: never, or
+        not watching)."""
+        if self.state != "watching" or self._deadline is None or math.isinf(self._deadline):
+            return None
+        return self._deadline
 
     def handle_timer(self, now: float) -> None:
-        if self.state != "watching" or self._deadline is None or now < self._deadline:
+        """Go silent, emitting ``CollectorSilent``, if ``now`` reached the deadline."""
+        deadline = self.next_timer()
+        if deadline is None or now < deadline:
             return
         self.state = "silent"
         self._deadline = None
+        self._emit(CollectorSilent(self._sentence(), self.started))
+
+    def _sentence(self) -> str:
+        """Why the watch went silent, in one sentence."""
         if self.started:
-            sentence = (
+            return (
                 f"the collector of run {self.run} sent nothing for {self.timeout:g} s "
                 "(it stopped or is unreachable)"
             )
-        else:
-            sentence = (
-                f"the collector of run {self.run} did not start the run within "
-                f"{self.first_timeout:g} s of this shard joining"
-            )
-        self._emit(CollectorSilent(sentence, self.started))
+        return (
+            f"the collector of run {self.run} did not start the run within "
+            f"{self.first_timeout:g} s of this shard joining"
+        )

