@@ -63,7 +63,10 @@ from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
 from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
-from ldpfleet.scenarios.schema_checks import unclaimable_period_warnings
+from ldpfleet.scenarios.schema_checks import (
+    secure_sum_risk_warnings,
+    unclaimable_period_warnings,
+)
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -1309,12 +1312,14 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
 
 def stream_warnings(scenario: LoadedScenario, source: object, trace: dict | None) -> list[str]:
     """A stream run's warnings beside its source's cycles (both runners): what the trace
-    lacks of what the collector stored, a synthetic period CPR can never claim, and a CSV
-    ``true_period`` that a wrapping replay breaks (``source``: the run's source spec)."""
+    lacks of what the collector stored, a synthetic period CPR can never claim, a
+    ``[secure_sum]`` graph whose session may well abort, and a CSV ``true_period`` that a
+    wrapping replay breaks (``source``: the run's source spec)."""
     spec = scenario.spec
     return [
         *trace_gap_warnings(trace),
         *unclaimable_period_warnings(spec),
+        *secure_sum_risk_warnings(spec),
         *replay_jump_warnings(
             source, spec.stream.steps, spec.fleet.devices, getattr(spec.source, "true_period", None)
         ),

@@ -418,6 +418,68 @@ def unclaimable_period_warnings(spec: Scenario) -> list[str]:
     ]
 
 
+# the dropout stages after which a leaving device's masked input is in (it stays in U3:
+# it cannot cut the survivors' graph)
+_AFTER_MASKED = ("after_masked", "during_unmask")
+
+
+def secure_sum_risk_warnings(spec: Scenario) -> list[str]:
+    """The sentence for results.json ``warnings`` when the ``[secure_sum]`` stage's SecAgg+
+    session may abort before unmasking in more than ``graphs.ABORT_RISK_LIMIT`` (1e-3) of
+    runs: its ``round(dropout x devices)`` leaving devices sit at random positions of the
+    graph, and a device left with fewer than t live share holders, or (leaving before
+    their masked input) a survivors' graph in parts, stops the session
+    (``graphs.session_abort_bound``). It names the keys and what to change: the smallest
+    ``neighbors`` that keeps it below (``graphs.safer_degree``), the largest ``dropout``
+    that does (``graphs.safer_dropping``), or ``graph = "full"`` when that graph takes the
+    dropout. A warning, not a refusal: an abort reveals nothing, and a run may want one.
+    (Helper A, 2026-12-06: ``neighbors = 3`` on 100 devices with 10 % leaving, a bound of
+    44 %, loaded and ran without a word.) Empty otherwise."""
+    section = spec.secure_sum
+    if section is None or section.graph == "full":
+        return []  # the full graph aborts only below t survivors, refused on load
+    devices = spec.fleet.devices
+    degree = graphs.default_degree(devices) if section.neighbors is None else section.neighbors
+    threshold = section.threshold or graphs.default_threshold(degree + 1)
+    dropping = round(section.dropout * devices)
+    before = section.dropout_stage not in _AFTER_MASKED
+    limit = graphs.ABORT_RISK_LIMIT
+    bound = graphs.session_abort_bound(devices, degree, threshold, dropping, before_masked=before)
+    if bound <= limit:
+        return []
+    changes = []
+    larger = graphs.safer_degree(devices, degree, dropping, limit, before_masked=before)
+    if larger is not None:
+        t = graphs.default_threshold(larger + 1)
+        keep = "" if section.threshold is None else f" with threshold = {t}"
+        changes.append(f"raise secure_sum.neighbors to {larger}{keep}")
+    fewer = graphs.safer_dropping(devices, degree, threshold, dropping, limit, before_masked=before)
+    changes.append(
+        f"lower secure_sum.dropout to {fewer / devices:.4g} ({fewer} leaving)"
+        if fewer
+        else "set secure_sum.dropout = 0"
+    )
+    if devices - dropping >= graphs.default_threshold(devices):
+        plain = "" if section.threshold is None else " without a threshold"
+        changes.append(f'use graph = "full"{plain} (every pair: O(n^2) work)')
+    split = before and graphs.split_probability_bound(devices, degree, dropping) > 0.0
+    why = "a device left with fewer than t live share holders" + (
+        ", or the survivors' graph split in parts" if split else ""
+    )
+    share = (
+        "such sessions may all abort before unmasking"
+        if bound >= 1.0
+        else f"up to {bound:.2%} of such sessions abort before unmasking (over {limit:.1%})"
+    )
+    default = " (the default)" if section.neighbors is None else ""
+    return [
+        f"secure_sum: {dropping} of {devices} devices leaving {section.dropout_stage} "
+        f"(dropout = {section.dropout:g}) with neighbors = {degree}{default} and t = "
+        f"{threshold}: {share}: {why}, which reveals no sum but gives none; "
+        f"{', or '.join(changes)}"
+    ]
+
+
 def _check_cpr(spec: Scenario, where: str) -> None:
     """``[cpr]`` only with ``reconstruct = "cpr"``, a period range the stream holds at
     least ``min_cycles`` cycles of, and a ``source.true_period`` CPR can claim."""
