@@ -97,6 +97,24 @@ def audit_rows(args) -> None:
             print(json.dumps(row), flush=True)
 
 
+def _find(data, keys: tuple[str, ...]) -> dict:
+    """The first value of each key anywhere in results.json (its sections nest them)."""
+    found: dict = {}
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in keys and key not in found and not isinstance(value, dict | list):
+                    found[key] = value
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(data)
+    return found
+
+
 def run_rows(args) -> None:
     with open(args.out, "a") as out, tempfile.TemporaryDirectory() as tmp:
         for target in plugins(args.names):
@@ -110,8 +128,17 @@ def run_rows(args) -> None:
             if results.exists():
                 data = json.loads(results.read_text())
                 row["warnings"] = len(data.get("warnings", []))
-                fleet = data.get("fleet", {})
-                row["devices_done"] = fleet.get("devices_completed", fleet.get("completed"))
+                found = _find(
+                    data,
+                    (
+                        "devices",
+                        "devices_complete",
+                        "reports_expected",
+                        "reports_received",
+                        "reports_rejected",
+                    ),
+                )
+                row.update(found)
             row["stderr"] = _last_line(done.stderr)
             out.write(json.dumps(row) + "\n")
             out.flush()

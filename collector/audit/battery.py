@@ -517,7 +517,16 @@ def contract_spec(
         return witnesses
 
     inputs = PLUGIN_GRID if device_batches else UNIT_GRID
-    search = InputPairSearch(inputs, sample_at, witnesses_for)
+    shared = {"report", "low byte of the report"}
+    if device_batches:
+        shared |= {
+            "significant bits of the report",
+            "decimal places of the report",
+            "reports equal",
+            "difference of the reports",
+            "sum of the reports",
+        }
+    search = InputPairSearch(inputs, sample_at, witnesses_for, frozenset(shared))
     canary = Canary("input 0 vs 1", sample_at(0.0), sample_at(1.0))
     density_check = None
     if device_batches and callable(getattr(mech, "density", None)):
