@@ -707,12 +707,8 @@ def _audit_rows(
         )
     else:
         if len(eps_list) != 1 and mechanism in _battery().BATTERY:
-            raise ParameterError(
-                "one budget per mechanism of the battery (a list only for 'all' or a user mechanism)",
-                field="eps",
-                limit="one budget per mechanism of the battery (a list only for 'all' or a user mechanism)",
-                value=eps_list,
-            )
+            rule = "one budget per mechanism of the battery (a list for 'all' or a user mechanism)"
+            raise ParameterError(rule, field="eps", limit=rule, value=eps_list)
         battery = _battery()
         for budget in eps_list:  # every budget checked before the first audit runs
             battery.check_audit_arguments(
