@@ -442,12 +442,37 @@ def _print_audit_rows(rows: list[dict], mechanism: str, markdown: bool) -> None:
     """The rows (stdout: one JSON object, ``all``'s JSON list, or the table), the
     underpowered warning (stderr); exit 1 when some audit found a violation."""
     _warn_underpowered(rows)
+    contradicted = _warn_stated_density(rows)
     if markdown:
         print(markdown_table(rows))
     else:
-        print(json.dumps(rows if mechanism == "all" else rows[0]))
-    if any(r["verdict"] == "violation" for r in rows):
+        print(json.dumps(rows if mechanism == "all" or len(rows) > 1 else rows[0]))
+    if contradicted or any(r["verdict"] == "violation" for r in rows):
         raise typer.Exit(1)
+
+
+def _warn_stated_density(rows: list[dict]) -> bool:
+    """One stderr line per audit whose mechanism's own ``density`` contradicts its claim
+    (``stated_density.exceeds_claim``: a log-ratio above eps at some report, e.g. a Gaussian
+    claimed as pure eps, whose excess lies in tails no sample of the audit reaches); True
+    if any. Such a plugin is not eps-LDP, or its density is wrong: exit status 1."""
+    found = False
+    for row in rows:
+        check = row.get("stated_density") or {}
+        if not check.get("exceeds_claim"):
+            continue
+        found = True
+        a, b = check["inputs"]
+        top = check["max_log_ratio"]
+        ratio = "infinite" if top == "inf" else f"{top:.4g}"
+        print(
+            f"warning: {row['mechanism']} (eps {row['eps_claimed']:g}): its own density "
+            f"gives log(density(y, {a:g}) / density(y, {b:g})) = {ratio} at report y = "
+            f"{check['report']:.6g}, above the claim: by its own density it is not eps-LDP "
+            "(or the density is wrong)",
+            file=sys.stderr,
+        )
+    return found
 
 
 # audit's options by the field their ParameterError names (the error printed "eps: ..."
@@ -681,18 +706,27 @@ def _audit_rows(
             jobs=workers,
         )
     else:
-        if len(eps_list) != 1:
-            raise ParameterError(
-                "one budget per mechanism (a list only for 'all')",
-                field="eps",
-                limit="one budget per mechanism (a list only for 'all')",
-                value=eps_list,
+        if len(eps_list) != 1 and mechanism in _battery().BATTERY:
+            rule = "one budget per mechanism of the battery (a list for 'all' or a user mechanism)"
+            raise ParameterError(rule, field="eps", limit=rule, value=eps_list)
+        battery = _battery()
+        for budget in eps_list:  # every budget checked before the first audit runs
+            battery.check_audit_arguments(
+                budget, delta=delta, trials=trials, gamma=gamma, seed=seed
             )
-        if report is not None:
-            report(1, 1, f"{mechanism} (eps {eps_list[0]:g})")
-        _load_plugin_in_time(mechanism, eps_list[0])
-        result = _battery().run_audit(
-            mechanism, eps_list[0], delta=delta, trials=trials, gamma=gamma, seed=seed
-        )
-        rows = [result.to_dict()]
+        rows = []
+        for index, budget in enumerate(eps_list, start=1):
+            if report is not None:
+                report(index, len(eps_list), f"{mechanism} (eps {budget:g})")
+            _load_plugin_in_time(mechanism, budget)
+            # a list of budgets is one family: gamma / m per audit (Bonferroni)
+            result = battery.run_audit(
+                mechanism,
+                budget,
+                delta=delta,
+                trials=trials,
+                gamma=gamma / len(eps_list),
+                seed=seed,
+            )
+            rows.append(result.to_dict())
     return rows

@@ -92,11 +92,14 @@ class AuditResult:
     # numerator world in the event, none of the other): at or below eps_claimed, the audit
     # could not have found a violation (too few trials)
     eps_lb_max: float = math.inf
+    # a user mechanism stating ``density``: the largest log-ratio its own density gives
+    # (``stated_density.stated_density_check``; None: no density, dropped from the JSON)
+    stated_density: dict | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready (``-inf`` bounds become None; the pair-search fields only when set)."""
         out = asdict(self)
-        for key in ("canary_pair", "inputs_searched"):
+        for key in ("canary_pair", "inputs_searched", "stated_density"):
             if out[key] is None:
                 del out[key]
         if "canary_pair" in out:

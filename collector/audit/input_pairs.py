@@ -51,14 +51,36 @@ class InputPairSearch:
     inputs: tuple[float, ...]
     sample_at: Callable[[float], Sampler]
     witnesses_for: Callable[[float, float], Mapping[str, Witness]]
+    # names of witnesses whose scores do not depend on the pair (the report, its bits):
+    # the screening scores them once per input instead of once per pair (same scores)
+    pair_independent: frozenset[str] = frozenset()
 
 
-def _pair_bound(search: InputPairSearch, a: float, b: float, runs_a, runs_b, gamma, delta):
-    """The largest selection bound over the witnesses of the pair (a, b)."""
+def _pair_bound(
+    search: InputPairSearch,
+    a: float,
+    b: float,
+    runs_a,
+    runs_b,
+    gamma,
+    delta,
+    cache: dict | None = None,
+    keys: tuple[int, int] = (0, 1),
+):
+    """The largest selection bound over the witnesses of the pair (a, b). ``cache`` keeps
+    the scores of ``search.pair_independent`` witnesses by (name, key of the input)."""
+
+    def scores(name: str, witness: Witness, runs, key: int) -> np.ndarray:
+        if cache is None or name not in search.pair_independent:
+            return np.asarray(witness(runs), dtype=float).ravel()
+        if (name, key) not in cache:
+            cache[(name, key)] = np.asarray(witness(runs), dtype=float).ravel()
+        return cache[(name, key)]
+
     best = -np.inf
-    for witness in search.witnesses_for(a, b).values():
-        scores_a = np.asarray(witness(runs_a), dtype=float).ravel()
-        scores_b = np.asarray(witness(runs_b), dtype=float).ravel()
+    for name, witness in search.witnesses_for(a, b).items():
+        scores_a = scores(name, witness, runs_a, keys[0])
+        scores_b = scores(name, witness, runs_b, keys[1])
         test = select_test(
             scores_a, scores_b, gamma=gamma, delta=delta, max_candidates=SCREEN_CANDIDATES
         )
@@ -85,9 +107,12 @@ def best_pair(
     pairs = itertools.combinations(range(len(search.inputs)), 2)
     choose_at = screen_gamma(gamma, len(search.inputs))
     best, chosen = -np.inf, (0, len(search.inputs) - 1)
+    cache: dict = {}
     for i, j in pairs:
         a, b = search.inputs[i], search.inputs[j]
-        bound = _pair_bound(search, a, b, selection[i], selection[j], choose_at, delta)
+        bound = _pair_bound(
+            search, a, b, selection[i], selection[j], choose_at, delta, cache, (i, j)
+        )
         if bound > best:
             best, chosen = bound, (i, j)
     return chosen
