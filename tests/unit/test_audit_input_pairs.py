@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ldpfleet.app.audit_cli import audit_command
-from ldpfleet.collector.audit.battery import build_spec, contract_spec, run_audit
+from ldpfleet.collector.audit.battery import PLUGIN_GRID, build_spec, contract_spec, run_audit
 from ldpfleet.collector.audit.core import audit
 from ldpfleet.collector.audit.input_pairs import UNIT_GRID, InputPairSearch, best_pair
 from typer.testing import CliRunner
@@ -48,7 +48,8 @@ def test_a_leak_away_from_0_and_1_is_a_violation_the_0_vs_1_canary_missed(plugin
     name = f"{LEAKY}:{plugin}"
     result = run_audit(name, 1.0, gamma=GAMMA, seed=0)
     assert result.verdict == "violation" and result.eps_lb > 1.0, result
-    assert result.inputs_searched == len(UNIT_GRID) == 21 and 0.3 in UNIT_GRID
+    # a user mechanism's search: the k/20 grid and 8 inputs off it (battery.PLUGIN_GRID)
+    assert result.inputs_searched == len(PLUGIN_GRID) == 29 and 0.3 in UNIT_GRID
     if leaky_inputs is not None:
         assert leaky_inputs & set(result.canary_pair), result.canary_pair
     spec = build_spec(name, 1.0)  # the former canary: input 0 vs 1 only
@@ -97,9 +98,9 @@ def test_the_row_names_the_chosen_pair():
     )
     assert out.exit_code == 1, out.output
     row = json.loads(out.stdout)
-    assert row["verdict"] == "violation" and row["inputs_searched"] == 21
+    assert row["verdict"] == "violation" and row["inputs_searched"] == 29
     low, high = row["canary_pair"]
-    assert row["canary"] == f"input {low:g} vs {high:g} (best of 21 inputs)"
+    assert row["canary"] == f"input {low:g} vs {high:g} (best of 29 inputs)"
     fixed_row = run_audit("rr", 1.0, trials=200).to_dict()  # fixed canaries: no such fields
     assert "canary_pair" not in fixed_row and "inputs_searched" not in fixed_row
 
