@@ -140,6 +140,13 @@ def _cadr_options(
     rule: str | int = int(theta) if theta.strip().lstrip("+-").isdigit() else theta
     if rule not in ("auto-sum", "auto-dev") and not (isinstance(rule, int) and rule >= 1):
         raise ScenarioError(f"--theta must be an integer >= 1, auto-sum or auto-dev, got {theta!r}")
+    if rule == "auto-sum" and pipeline == "dp" and not non_private:
+        # the reference printed private_run's ValueError as a traceback (helper F's trial)
+        raise ScenarioError(
+            "--theta auto-sum is the paper pipeline's θ rule (exact secure sums); the dp "
+            "pipeline searches θ by Deviation (auto-dev, the DP search) or takes a given θ: "
+            "use one of those, or --pipeline paper"
+        )
     bound: str | int = int(degree_bound) if degree_bound.isdigit() else degree_bound
     try:
         resolve_degree_bound(bound, pipeline, 2, 1)  # one sentence naming degree_bound if bad

@@ -1,0 +1,56 @@
+"""Helper F's user trial (issue 20): bad ``bench cadr`` input the trial met, each one
+sentence with exit status 2, and ``private_run``'s refusals typed (``ParameterError``
+naming the field, the limit and the value).
+
+``bench cadr --theta auto-sum`` under the default dp pipeline printed a ``ValueError``
+traceback (exit 1) in process, while ``--transport memory`` refused it in one sentence."""
+
+from __future__ import annotations
+
+import pytest
+from ldpfleet.app.cli import app
+from ldpfleet.collector.cadr_reference import private_run
+from ldpfleet.devices.graphs import load_graph
+from ldpfleet.protocol.errors import ParameterError
+from typer.testing import CliRunner
+
+GRAPH = "barabasi_albert:n=40,m=2,seed=3"
+
+
+@pytest.mark.parametrize("transport", ["reference", "memory"])
+def test_auto_sum_under_dp_is_one_sentence_on_every_transport(transport):
+    out = CliRunner().invoke(
+        app,
+        ["bench", "cadr", "--graph", GRAPH, "--theta", "auto-sum", "--runs", "1",
+         "--transport", transport],
+    )  # fmt: skip
+    text = out.output
+    assert out.exit_code == 2, text
+    assert "Traceback" not in text and "auto-sum" in text and "paper" in text
+
+
+def test_auto_sum_under_paper_still_runs():
+    out = CliRunner().invoke(
+        app,
+        ["bench", "cadr", "--graph", GRAPH, "--theta", "auto-sum", "--runs", "1",
+         "--pipeline", "paper"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert '"pipeline": "paper"' in out.output
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "value"),
+    [
+        (("ll", "auto-sum", "dp"), "theta", "auto-sum"),
+        (("zz", "auto-dev", "dp"), "method", "zz"),
+        (("ll", "auto-dev", "fast"), "pipeline", "fast"),
+    ],
+)
+def test_private_run_refusals_are_typed(args, field, value):
+    method, rule, pipeline = args
+    with pytest.raises(ParameterError) as caught:
+        private_run(load_graph(GRAPH), method, rule, 3.0, 0.1, 0, pipeline=pipeline)
+    error = caught.value
+    assert error.field == field and error.value == value and error.limit
+    assert str(error).startswith(f"{field}: ")
