@@ -234,6 +234,44 @@ def bench(exe: str, gs: dict, out: Path) -> None:
     (out / "bench.json").write_text(json.dumps(rows, indent=1))
 
 
+def fleet_bench(exe: str, gs: dict, out: Path, mqtt: str) -> None:
+    """``bench cadr`` over a fleet transport: the same promises as in process."""
+    for name, transport, extra in (
+        ("starforest1040", "memory", []),
+        (
+            "loops_multi800",
+            "memory",
+            ["--pipeline", "paper", "--fanout", "7", "--spacing", "geometric"],
+        ),
+        ("directed1000", mqtt, []),
+    ):
+        info = gs[name]
+        p = run(
+            [
+                exe,
+                "bench",
+                "cadr",
+                "--graph",
+                info["path"],
+                "--eps",
+                "3",
+                "--runs",
+                "1",
+                "--transport",
+                transport,
+                "--json",
+                *extra,
+            ]
+        )
+        if not check(
+            p.returncode == 0, f"fleet bench {name} {transport}: exit 0 ({p.stderr.strip()[-300:]})"
+        ):
+            continue
+        r = json.loads(p.stdout)
+        check_release(name, r, info, eps=3.0, label=f"fleet {transport}")
+        check(bool(r.get("messages")), f"fleet bench {name}: device message counts")
+
+
 def sweep(exe: str, gs: dict, out: Path) -> None:
     for name in ("sbm2000", "strings1200"):
         p = run(
@@ -321,11 +359,36 @@ def scenario_run(
         return
     print("   ", p.stdout.strip().splitlines()[-3:], flush=True)
     res = json.loads((folder / "out" / "results.json").read_text())
-    c = res.get("cadr") or res
+    # results.json names: devices (nodes), budget (spent), distribution_l1 (histogram_l1)
+    c = {
+        **res,
+        "nodes": res["devices"],
+        "spent": res["budget"],
+        "histogram_l1": res.get("distribution_l1"),
+    }
     check_release(name, c, info, eps=eps, label=f"run {broker}")
-    led = json.loads((folder / "out" / "ledger.json").read_text())
-    ledgers = led if isinstance(led, list) else led.get("devices", led)
-    totals = _ledger_totals(ledgers)
+    check(
+        res.get("ledger_exact") is True and res.get("ledger_max") == eps,
+        f"{tag}: ledger_exact and ledger_max == eps ({res.get('ledger_max')})",
+    )
+    ts = res.get("theta_search")
+    if res.get("pipeline") == "dp" and ts:
+        # the θ search's secure sum is charged in the claim (everything the collector saw)
+        parts = " ".join(p["part"] for p in res["privacy_claim"]["parts"] if p["charged"])
+        check(
+            "θ search" in parts and abs(ts["eps"] - res["budget"]["theta"]) < 1e-12,
+            f"{tag}: the θ search is a charged part of privacy_claim",
+        )
+        check(ts["survivors"] >= ts["noise_parties"], f"{tag}: survivors >= noise_parties")
+    truth = nx.Graph(nx.read_edgelist(info["path"], nodetype=str, data=False))
+    truth.remove_edges_from(nx.selfloop_edges(truth))
+    per = res["per_device"].values()
+    wrong = [d for d in per if truth.degree(str(d["node_id"])) != d["degree"]]
+    check(
+        not wrong and len(res["per_device"]) == info["n"],
+        f"{tag}: per_device node_id -> the file's node, its degree ({len(wrong)} wrong)",
+    )
+    totals = _ledger_totals(json.loads((folder / "out" / "ledger.json").read_text()))
     check(len(totals) == info["n"], f"{tag}: a ledger per device ({len(totals)} == {info['n']})")
     check(
         all(t <= eps + 1e-9 for t in totals),
@@ -335,16 +398,9 @@ def scenario_run(
     check(v.returncode == 0, f"{tag}: trace verify exit 0 ({(v.stdout + v.stderr)[-300:]})")
 
 
-def _ledger_totals(ledgers) -> list[float]:
-    """Each device's spent ε from ledger.json (its shape: docs/results.md)."""
-    items = ledgers.values() if isinstance(ledgers, dict) else ledgers
-    totals = []
-    for d in items:
-        if isinstance(d, dict) and "spent" in d:
-            totals.append(float(d["spent"]))
-        elif isinstance(d, dict) and "entries" in d:
-            totals.append(sum(float(e["eps"]) for e in d["entries"]))
-    return totals
+def _ledger_totals(ledgers: dict) -> list[float]:
+    """Each device's spent ε from ledger.json: {device: {"accounts": {name: {spent}}}}."""
+    return [sum(float(a["spent"]) for a in d["accounts"].values()) for d in ledgers.values()]
 
 
 BAD = [
@@ -377,6 +433,42 @@ BAD = [
 ]
 
 
+BAD_SCENARIOS = [  # ([cadr] keys, other tables, what)
+    ("", "[faults]\ncrash_fraction = 0.1\n", "dropouts ([faults]) in a CADR scenario"),
+    ("", "[fleet]\ndevices = 10\n", "[fleet] in a CADR scenario"),
+    ('theta = "auto-sum"\n', "", "auto-sum under dp"),
+    ("eps = 0\n", "", "eps 0"),
+    ("theta = 0\n", "", "theta 0"),
+    ("degree_bound = 2\ntheta = 5\n", "", "theta above D"),
+    ('method = "er"\n', "", "method er on a fleet"),
+]
+
+
+def bad_scenarios(exe: str, gs: dict, out: Path) -> None:
+    """``ldpfleet run`` on scenario files a user gets wrong: exit 2, one sentence."""
+    folder = out / "bad-scenarios"
+    folder.mkdir(parents=True, exist_ok=True)
+    head = '[scenario]\nname = "bad"\n[graph]\nsource = "{}"\n[cadr]\n'
+    k3 = head.format(gs["k3_300"]["path"])
+    files = [
+        (head.format("/nonexistent/g.txt"), "missing graph file"),
+        (head.format("stochastic_block:n=100"), "unknown generator"),
+    ]
+    files += [(k3 + keys + tables, what) for keys, tables, what in BAD_SCENARIOS]
+    for k, (text, what) in enumerate(files):
+        toml = folder / f"bad{k}.toml"
+        toml.write_text(text)
+        p = run([exe, "run", str(toml), "-b", "memory", "-o", str(folder / f"out{k}")])
+        err = (p.stderr + p.stdout).strip()
+        lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+        check(p.returncode == 2, f"bad scenario {what}: exit 2 (got {p.returncode}: {err[-300:]})")
+        check(
+            "Traceback" not in err and len(lines) <= 3,
+            f"bad scenario {what}: one sentence ({len(lines)} lines)",
+        )
+        print("     ->", p.stderr.strip()[:240].replace("\n", " | "), flush=True)
+
+
 def bad_input(exe: str, gs: dict, out: Path) -> None:
     subs = {"@K3": gs["k3_300"]["path"]}
     w = out / "weighted.txt"
@@ -399,11 +491,63 @@ def bad_input(exe: str, gs: dict, out: Path) -> None:
         print("     ->", err[:240].replace("\n", " | "), flush=True)
 
 
+def d9_probe(out: Path, seeds: int = 5) -> None:
+    """Claim D9's large-fleet half ("n >= 500: no run above the constant median at eps >=
+    1") on fresh graphs, in process (``private_run``, method clip, pipeline dp): per cell
+    (graph, eps) the runs above the constant TRUE median and by how much."""
+    from ldpfleet.collector.cadr_reference import private_run
+    from ldpfleet.devices.graphs import Graph
+
+    def as_graph(g: nx.Graph, name: str) -> Graph:
+        g = nx.convert_node_labels_to_integers(g)
+        u, v = zip(*g.edges(), strict=True)
+        return Graph.from_edges(g.number_of_nodes(), list(u), list(v), name=name)
+
+    cells = []
+    for n in (500, 800, 1500, 3000):
+        for kind, g in (
+            ("gnm", nx.gnm_random_graph(n, int(3.75 * n), seed=500 + n)),
+            ("ws", nx.watts_strogatz_graph(n, 8, 0.5, seed=600 + n)),
+            ("plc", nx.powerlaw_cluster_graph(n, 3, 0.3, seed=700 + n)),
+        ):
+            graph = as_graph(g, f"{kind}{n}")
+            for eps in (1.0, 1.5, 2.0):
+                maes, med = [], None
+                for seed in range(seeds):
+                    r = private_run(graph, "clip", "auto-dev", eps, 0.1, 1000 + seed, pipeline="dp")
+                    med = r.baselines["constant_median_oracle"]["mae"]
+                    maes.append(r.mae)
+                above = [m - med for m in maes if m > med + 1e-9]
+                cells.append(
+                    {
+                        "graph": graph.name,
+                        "n": n,
+                        "eps": eps,
+                        "median": med,
+                        "mae_mean": sum(maes) / len(maes),
+                        "above": len(above),
+                        "max_excess": max(above, default=0.0),
+                    }
+                )
+                check(
+                    not above,
+                    f"D9 {graph.name} eps={eps}: {len(above)} of {seeds} runs "
+                    f"above the constant median {med:.4f} (max +{max(above, default=0):.4f})",
+                )
+    (out / "d9.json").write_text(json.dumps(cells, indent=1))
+    total = sum(c["above"] for c in cells)
+    print(
+        f"D9 probe: {total} of {len(cells) * seeds} runs above the constant median "
+        f"in {sum(1 for c in cells if c['above'])} of {len(cells)} cells",
+        flush=True,
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/tmp/F-trial")
     ap.add_argument("--ldpfleet", default="ldpfleet")
-    ap.add_argument("--only", default="bench,sweep,run,bad")
+    ap.add_argument("--only", default="bench,sweep,run,bad,fleet,badrun,d9")
     ap.add_argument("--graphs", default="", help="comma-separated subset of graph names")
     ap.add_argument("--mqtt", default="mqtt://127.0.0.1:1883")
     ap.add_argument("--no-big", action="store_true")
@@ -426,6 +570,12 @@ def main() -> int:
         scenario_run(a.ldpfleet, gs, out, "hugeints800", a.mqtt, method="ll", processes=2)
     if "bad" in only:
         bad_input(a.ldpfleet, gs, out)
+    if "fleet" in only:
+        fleet_bench(a.ldpfleet, gs, out, a.mqtt)
+    if "badrun" in only:
+        bad_scenarios(a.ldpfleet, gs, out)
+    if "d9" in only:
+        d9_probe(out)
     print(f"\ntried {len(TRIED)} checks, found {len(FOUND)}")
     for f in FOUND:
         print("FOUND:", f)
