@@ -296,7 +296,7 @@ def _bench_graph(graph: str):
     """``bench cadr``'s graph: a refusal names the option (``--graph: ...``, it said
     ``graph: ...``) and the nearest named graph (``facebok``: did you mean 'facebook'?)."""
     from ldpfleet.app.suggest import near_miss
-    from ldpfleet.devices.graphs import NAMED_GRAPHS, load_graph
+    from ldpfleet.devices.graphs import GENERATORS, NAMED_GRAPHS, load_graph
     from ldpfleet.protocol.errors import ParameterError
     from ldpfleet.scenarios.schema import ScenarioError
 
@@ -304,7 +304,11 @@ def _bench_graph(graph: str):
         return load_graph(graph)
     except ParameterError as error:
         reason = error.reason if error.field == "graph" else str(error)
-        raise ScenarioError(f"--graph: {reason}{near_miss(graph, NAMED_GRAPHS)}") from None
+        # a mistyped generator kind (erdos_reny:n=100,p=0.1) is read as a path: name the
+        # kind it is close to, as a scenario's graph.source does (helper F's trial)
+        kind, sep, _ = graph.partition(":")
+        hint = near_miss(kind, GENERATORS) if sep else near_miss(graph, NAMED_GRAPHS)
+        raise ScenarioError(f"--graph: {reason}{hint}") from None
 
 
 def _bench_cadr_fleet(

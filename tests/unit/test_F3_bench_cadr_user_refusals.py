@@ -54,3 +54,13 @@ def test_private_run_refusals_are_typed(args, field, value):
     error = caught.value
     assert error.field == field and error.value == value and error.limit
     assert str(error).startswith(f"{field}: ")
+
+
+def test_a_mistyped_generator_kind_names_the_kind_it_is_close_to():
+    out = CliRunner().invoke(app, ["bench", "cadr", "--graph", "erdos_reny:n=100,p=0.1"])
+    assert out.exit_code == 2, out.output
+    assert "did you mean 'erdos_renyi'?" in out.output and "Traceback" not in out.output
+    far = CliRunner().invoke(app, ["bench", "cadr", "--graph", "stochastic_block:n=100"])
+    assert far.exit_code == 2 and "did you mean" not in far.output
+    named = CliRunner().invoke(app, ["bench", "cadr", "--graph", "facebok"])
+    assert named.exit_code == 2 and "did you mean 'facebook'?" in named.output
