@@ -64,3 +64,32 @@ def test_a_mistyped_generator_kind_names_the_kind_it_is_close_to():
     assert far.exit_code == 2 and "did you mean" not in far.output
     named = CliRunner().invoke(app, ["bench", "cadr", "--graph", "facebok"])
     assert named.exit_code == 2 and "did you mean 'facebook'?" in named.output
+
+
+def test_a_private_bench_says_where_its_release_stands(tmp_path):
+    """``verdict``: the sentence ``ldpfleet run`` prints, in the bench JSON too; a paper
+    release worse than all zeros is sent to "Pipelines", not to "How small a graph?"."""
+    import json
+
+    from ldpfleet.app.cadr_report import verdict
+
+    star = tmp_path / "k3.txt"  # K(3, 60): the paper pipeline's raw release at ε = 1
+    star.write_text("".join(f"{h} {100 + k}\n" for h in range(3) for k in range(60)))
+    out = CliRunner().invoke(
+        app,
+        ["bench", "cadr", "--graph", str(star), "--eps", "1", "--runs", "1", "--pipeline",
+         "paper"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output)
+    base = result["baselines"]
+    expected = verdict(
+        result["mae"], base["constant_median_oracle"]["mae"], base["all_zero"]["mae"], "paper"
+    )
+    assert result["verdict"] == expected and expected.startswith("The released sequence")
+    worse = verdict(6.0, 2.9, 5.9, "paper")
+    assert '"Pipelines"' in worse and "How small" not in worse
+    assert "How small a graph?" in verdict(6.0, 2.9, 5.9, "dp")
+    private = CliRunner().invoke(app, ["bench", "cadr", "--graph", str(star), "--runs", "1",
+                                       "--non-private", "--theta", "3"])  # fmt: skip
+    assert private.exit_code == 0 and "verdict" not in json.loads(private.output)
