@@ -600,7 +600,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/tmp/F-trial")
     ap.add_argument("--ldpfleet", default="ldpfleet")
-    ap.add_argument("--only", default="bench,sweep,run,bad,fleet,badrun,d9")
+    ap.add_argument("--only", default="bench,sweep,run,bad,fleet,badrun,d9,bias")
     ap.add_argument("--graphs", default="", help="comma-separated subset of graph names")
     ap.add_argument("--mqtt", default="mqtt://127.0.0.1:1883")
     ap.add_argument("--no-big", action="store_true")
