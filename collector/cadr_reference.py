@@ -104,6 +104,7 @@ from ldpfleet.protocol.cadr_theta_noise import (
     theta_from_counts,
 )
 from ldpfleet.protocol.dsr import dsr_release, post_process_distribution
+from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.exponential import ExponentialMechanism, ndoe_partitions, ndoe_scores
 from ldpfleet.protocol.ledger import PrivacyLedger
 from ldpfleet.protocol.rr import WarnerRR
@@ -359,11 +360,22 @@ def private_run(
 def _check_run(method: str, theta_rule: str | int, pipeline: str) -> None:
     """Refuse an unknown method or pipeline, and the dp pipeline with the Sum search."""
     if method not in RUN_METHODS:
-        raise ValueError(f"method: {method!r} is not one of {', '.join(RUN_METHODS)}")
+        raise ParameterError(
+            f"{method!r} is not one of {', '.join(RUN_METHODS)}",
+            field="method", limit=", ".join(RUN_METHODS), value=method,
+        )  # fmt: skip
     if pipeline not in PIPELINES:
-        raise ValueError(f"pipeline: {pipeline!r} is not one of {', '.join(PIPELINES)}")
+        raise ParameterError(
+            f"{pipeline!r} is not one of {', '.join(PIPELINES)}",
+            field="pipeline", limit=", ".join(PIPELINES), value=pipeline,
+        )  # fmt: skip
     if pipeline == "dp" and theta_rule == "auto-sum":
-        raise ValueError("theta: the dp pipeline searches θ by Deviation (auto-dev) or takes one")
+        raise ParameterError(
+            "the dp pipeline searches θ by Deviation (auto-dev) or takes a given θ; "
+            '"auto-sum" needs pipeline "paper"',
+            field="theta", limit='auto-dev or an integer >= 1 under pipeline "dp"',
+            value=theta_rule,
+        )  # fmt: skip
 
 
 @dataclass
