@@ -283,6 +283,8 @@ def bench_cadr_sweep(
         g = _bench_graph(scenario_graph_source(graph, None))  # as ``bench cadr``: --graph: ...
         with _sweep_options():
             check_seed(seed)  # --seed -1 ended in a numpy ValueError traceback
+            if workers < 1:  # --workers 0 / -3 ran one worker without a word (helper F)
+                raise ScenarioError(f"--workers must be an integer >= 1, got {workers}")
             parsed = {
                 "--methods": lambda: cadr_sweep.parse_methods(methods),
                 "--thetas": lambda: cadr_sweep.parse_thetas(thetas) if thetas.strip() else None,

@@ -1,6 +1,6 @@
 """``degree_postprocess.PER_NODE_TAIL_FLOOR`` (helper F, issue 20; docs/preregistration/
-F-tail-floor.md): off by default, and when on, the empty tail buckets' positive noise no
-longer lowers the per-node prior's CDF at the median (strong counts only)."""
+F-tail-floor.md): on by default (its pre-registration passed); the empty tail buckets'
+positive noise no longer lowers the per-node prior's CDF at the median (strong counts only)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from ldpfleet.collector import degree_postprocess as dp
 
 
-def test_off_by_default_and_off_is_the_sums_themselves():
-    assert dp.PER_NODE_TAIL_FLOOR is None
+def test_on_by_default_and_off_is_the_sums_themselves():
+    assert dp.PER_NODE_TAIL_FLOOR == (2.0, 0.1)
     sums = np.array([3.0, 50.0, 40.0, 4.0, -2.0, 9.0])
     assert dp.tail_floored(sums, 3.0, None) is sums
 

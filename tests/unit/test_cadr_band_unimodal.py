@@ -131,14 +131,18 @@ def test_bad_input_names_the_field(kwargs, field):
 
 def test_counts_with_signal_are_read_as_degree_prior_reads_them():
     """At a count signal ratio of at least UNIMODAL_RATIO_MAX the prior is
-    ``degree_prior``'s, spikes included (500 devices: ratio 14.7 at ε_θ = 0.5)."""
+    ``degree_prior``'s of the tail-floored sums, spikes above 2 sds included (500 devices:
+    ratio 14.7 at ε_θ = 0.5)."""
     from ldpfleet.collector.degree_postprocess import UNIMODAL_RATIO_MAX, count_signal_ratio
 
     thresholds = [10, 50, 90, 120, 200, 300, 400]
     sums = [0.0, 2.0, 300.0, 180.0, 3.0, 20.0, 1.0, -3.0]
     assert count_signal_ratio(500, len(sums), 0.5, 100) >= UNIMODAL_RATIO_MAX
     shaped = unimodal_degree_prior(sums, thresholds, 499, 500, 0.5, 100)
-    np.testing.assert_array_equal(shaped, degree_prior(sums, thresholds, 499, 500))
+    # with PER_NODE_TAIL_FLOOR's floor: the buckets above the densest below 2 noise sds
+    # (2 x 12.6 here: 3, 20, 1, -3; not 180) hold the floor before the projection (helper F)
+    floored = [0.0, 2.0, 300.0, 180.0, 0.1, 0.1, 0.1, 0.1]
+    np.testing.assert_array_equal(shaped, degree_prior(floored, thresholds, 499, 500))
     # a mid-size fleet's counts (ratio below 8) with a spike of 3 sds in (200, 300]:
     # the spike is pooled with the empty bucket below it and mostly projected away
     small = [0.0, 2.0, 30.0, 18.0, -1.0, 12.0, 0.0, -3.0]
