@@ -474,6 +474,7 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
     _REAL_ARRAY,
     _check_a_sequence,
     _check_int,
+    _check_not_a_table,
     _check_not_numbers_in_disguise,
     _float_array,
     _is_number_text,
