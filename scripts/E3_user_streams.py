@@ -52,8 +52,11 @@ n / T cycles, below a quarter turn), else as *other*.
 Trial seeds ``[SEED, block, cell index, trial]``, SEED = 606113 (grep finds it nowhere else).
 
 Run (each under ~5 CPU-min here; ``nice -n 5``):
-``python scripts/E3_user_streams.py periodic TRIALS OUT.jsonl``,
-``... aperiodic TRIALS OUT.jsonl``, ``... long OUT.jsonl``, then
+``python scripts/E3_user_streams.py periodic TRIALS OUT.jsonl [BLOCK]``,
+``... aperiodic TRIALS OUT.jsonl [BLOCK]`` (BLOCK: the seed block, 1 and 2 by default;
+the pre-registered evaluation of docs/preregistration/E3-long-divisors.md uses 21 and 22),
+``... long OUT.jsonl``, ``... edges TRIALS OUT.jsonl``
+(periods 3, 4, 5, a prime at n / 3, and 10 cycles of 9,973 in 100,000), then
 ``python scripts/E3_user_streams.py table PERIODIC.jsonl APERIODIC.jsonl LONG.jsonl``.
 Measured with TRIALS = 20 (periodic) and 100 (aperiodic); docs/cpr.md has the table.
 """
@@ -327,11 +330,13 @@ def run_periodic_cell(
     }
 
 
-def run_aperiodic_cell(index: int, kind: str, n: int, eps0: float, trials: int) -> dict:
+def run_aperiodic_cell(
+    index: int, kind: str, n: int, eps0: float, trials: int, block: int = 2
+) -> dict:
     claims, periods, near_periods, cpu = 0, [], 0, []
     sw = ldpfleet.SquareWave(eps0)
     for trial in range(trials):
-        rng = np.random.default_rng([SEED, 2, index, trial])
+        rng = np.random.default_rng([SEED, block, index, trial])
         clean, sines = aperiodic(kind, n, rng)
         reports = sw.perturb(clean, rng)
         start = time.process_time()
@@ -361,18 +366,34 @@ def _write(out: str, rows) -> None:
             handle.flush()
 
 
-def main_periodic(trials: int, out: str) -> None:
-    _write(out, (run_periodic_cell(i, c, trials) for i, c in enumerate(periodic_cells())))
+def main_periodic(trials: int, out: str, block: int = 1) -> None:
+    cells = periodic_cells()
+    _write(out, (run_periodic_cell(i, c, trials, block) for i, c in enumerate(cells)))
 
 
-def main_aperiodic(trials: int, out: str) -> None:
+def main_aperiodic(trials: int, out: str, block: int = 2) -> None:
     cells = [(k, n, e) for k in APERIODIC for n in APERIODIC_N for e in EPS0]
-    _write(out, (run_aperiodic_cell(i, *c, trials) for i, c in enumerate(cells)))
+    _write(out, (run_aperiodic_cell(i, *c, trials, block) for i, c in enumerate(cells)))
 
 
 def main_long(out: str) -> None:
     cells = [(s, 97, 100_000, e, 1) for s in SOURCES if s != "missing_beat" for e in (1.0, 5.0)]
     _write(out, (run_periodic_cell(i, c, 3, block=3, fv=False) for i, c in enumerate(cells)))
+
+
+EDGE_PERIOD_N = ((3, 600), (4, 600), (5, 1000), (331, 993))
+EDGE_SOURCES = ("pulse5", "intel_hum_test", "mult_noise")
+
+
+def main_edges(trials: int, out: str) -> None:
+    """The smallest periods (3, 4, 5) and a prime period at n / 3 exactly (331 of 993),
+    eps0 2 and 5; then (9973, 100000), 10 cycles of a prime period, 2 trials, no folded
+    variance (block 4)."""
+    cells = [(s, t, n, e, 1) for s in EDGE_SOURCES for t, n in EDGE_PERIOD_N for e in (2.0, 5.0)]
+    rows = [run_periodic_cell(i, c, trials, block=4) for i, c in enumerate(cells)]
+    long = [(s, 9973, 100_000, 5.0, 1) for s in EDGE_SOURCES]
+    rows += [run_periodic_cell(100 + i, c, 2, block=4, fv=False) for i, c in enumerate(long)]
+    _write(out, rows)
 
 
 def _load(path: str) -> list[dict]:
@@ -485,11 +506,13 @@ def table(periodic: str, aperiodic_path: str, long: str = "") -> str:
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else ""
     if mode == "periodic":
-        main_periodic(int(argv[1]), argv[2])
+        main_periodic(int(argv[1]), argv[2], *map(int, argv[3:4]))
     elif mode == "aperiodic":
-        main_aperiodic(int(argv[1]), argv[2])
+        main_aperiodic(int(argv[1]), argv[2], *map(int, argv[3:4]))
     elif mode == "long":
         main_long(argv[1])
+    elif mode == "edges":
+        main_edges(int(argv[1]), argv[2])
     elif mode == "table":
         print(table(*argv[1:]))
     else:
