@@ -63,6 +63,15 @@ Search, refinement, fundamental
        a NOISE-FREE sine of period 365 in 4 cycles settled at 366 (held-out check of
        2026-12, helper A; a trend fitted per neighbour instead favoured the shorter ones,
        365 -> 363 at 3 cycles).
+    2b. Near divisors of the winner (issue 19, helper E, round 3): if the refined winner
+       ``P`` passes step 4's penalised gate, its near divisors ``round(P / m)``, ``m = 2 ..
+       DIVISOR_CANDIDATES`` (6), are settled and tested exactly as well, and the smallest
+       exact p-value wins (``_Search.divisors``). A smooth cycle with a long period seen
+       10-20 times (T = 4,320 over 10 cycles) screened best around 3 T or 6 T (the
+       nearest-bin reading gives those periods one identical score) and step 3 could not
+       move down: the claim is rarely an exact multiple, and the multiple's added harmonics
+       sit between Fourier bins, in the sidelobes of T's strong lines
+       (docs/preregistration/E3-long-divisors.md).
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (3a, issue 19, helper K: for an odd ``T``, also to the better of
        ``(T -+ 1) / 2`` if ``T``'s harmonics off the even ones are not significant at
@@ -419,6 +428,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     COMB_VECTOR,
     DEFAULT_ALPHA,
     DEFAULT_MIN_CYCLES,
+    DIVISOR_CANDIDATES,
     EDGE_BEYOND,
     EDGE_MARGIN,
     EDGE_MULTIPLES,
