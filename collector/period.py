@@ -65,8 +65,10 @@ Search, refinement, fundamental
        365 -> 363 at 3 cycles).
     2b. Near divisors of the winner (issue 19, helper E, round 3): if the refined winner
        ``P`` passes step 4's penalised gate, its near divisors ``round(P / m)``, ``m = 2 ..
-       DIVISOR_CANDIDATES`` (6), are settled and tested exactly as well, and the smallest
-       exact p-value wins (``_Search.divisors``). A smooth cycle with a long period seen
+       DIVISOR_CANDIDATES`` (6), whose fundamental (harmonic ``m`` of ``P``) holds at
+       least ``DIVISOR_SHARE`` (2) times the power of ``P``'s first harmonic, are settled
+       and tested exactly as well, and the smallest exact p-value wins
+       (``_Search.divisors``). A smooth cycle with a long period seen
        10-20 times (T = 4,320 over 10 cycles) screened best around 3 T or 6 T (the
        nearest-bin reading gives those periods one identical score) and step 3 could not
        move down: the claim is rarely an exact multiple, and the multiple's added harmonics
@@ -429,6 +431,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     DEFAULT_ALPHA,
     DEFAULT_MIN_CYCLES,
     DIVISOR_CANDIDATES,
+    DIVISOR_SHARE,
     EDGE_BEYOND,
     EDGE_MARGIN,
     EDGE_MULTIPLES,
