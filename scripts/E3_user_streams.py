@@ -57,7 +57,8 @@ Run (each under ~5 CPU-min here; ``nice -n 5``):
 the pre-registered evaluation of docs/preregistration/E3-long-divisors.md uses 21 and 22),
 ``... long OUT.jsonl``, ``... edges TRIALS OUT.jsonl``
 (periods 3, 4, 5, a prime at n / 3, and 10 cycles of 9,973 in 100,000), then
-``python scripts/E3_user_streams.py table PERIODIC.jsonl APERIODIC.jsonl LONG.jsonl``.
+``python scripts/E3_user_streams.py table PERIODIC.jsonl APERIODIC.jsonl LONG.jsonl``
+(``... cells PERIODIC.jsonl``: one row per template and shape, the counts per eps0).
 Measured with TRIALS = 20 (periodic) and 100 (aperiodic); docs/cpr.md has the table.
 """
 
@@ -503,6 +504,35 @@ def table(periodic: str, aperiodic_path: str, long: str = "") -> str:
     return "\n".join(lines)
 
 
+def cell_table(periodic: str) -> str:
+    """Every cell: exact answers ours / folded variance / autocorrelation per eps0 (of the
+    trials), then off-by-one answers, abstentions and CPU ms (median / max) over the row."""
+    rows = _load(periodic)
+    eps = sorted({r["eps0"] for r in rows})
+    head = " | ".join(f"ε0 {e:g}" for e in eps)
+    lines = [
+        f"| template | T | n | {head} | off-by-one | abstain | CPU ms |",
+        "|---|---|---|" + "---|" * len(eps) + "---|---|---|",
+    ]
+    groups: dict[tuple, dict] = {}
+    for r in rows:
+        groups.setdefault((r["source"], r["period"], r["n"]), {})[r["eps0"]] = r
+    for (source, period, n), by in groups.items():
+        cells = []
+        for e in eps:
+            h = by[e]["hits"]
+            mark = "*" if min(by[e]["below_p"].values()) < 0.05 else ""
+            cells.append(f"{h['ours']}{mark} / {h.get('fv', '-')} / {h['ac']}")
+        rs = list(by.values())
+        lines.append(
+            f"| {source} | {period:,} | {n:,} | {' | '.join(cells)} | "
+            f"{sum(r['off_by_one'] for r in rs)} | {sum(r['abstain'] for r in rs)} | "
+            f"{np.median([r['cpu_ms_median'] for r in rs]):.1f} / "
+            f"{max(r['cpu_ms_max'] for r in rs):.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> None:
     mode = argv[0] if argv else ""
     if mode == "periodic":
@@ -515,6 +545,8 @@ def main(argv: list[str]) -> None:
         main_edges(int(argv[1]), argv[2])
     elif mode == "table":
         print(table(*argv[1:]))
+    elif mode == "cells":
+        print(cell_table(argv[1]))
     else:
         sys.exit(__doc__)
 
