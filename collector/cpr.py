@@ -45,6 +45,7 @@ from ldpfleet.collector.period import (
 )
 from ldpfleet.collector.period_input import (
     _check_a_sequence,
+    _check_not_a_table,
     _check_not_numbers_in_disguise,
     _float_array,
 )
@@ -247,6 +248,7 @@ def _reports(y: object, mechanism: SquareWave, name: str = "y") -> np.ndarray:
     # None was "got shape ()", a generator or a text said nothing of what it got
     _check_not_numbers_in_disguise(y, name)
     _check_a_sequence(y, name)
+    _check_not_a_table(y, name)  # a CSV read with names=True (helper E, 2026-12-06)
     arr = _float_array(y, name)  # the first non-number named as detect_period names it
     if arr.ndim == 0:  # a number (or a numeric string) is not a stream of reports
         raise ParameterError(

@@ -63,6 +63,17 @@ Search, refinement, fundamental
        a NOISE-FREE sine of period 365 in 4 cycles settled at 366 (held-out check of
        2026-12, helper A; a trend fitted per neighbour instead favoured the shorter ones,
        365 -> 363 at 3 cycles).
+    2b. Near divisors of the winner (issue 19, helper E, round 3): if the refined winner
+       ``P`` passes step 4's penalised gate, its near divisors ``round(P / m)``, ``m = 2 ..
+       DIVISOR_CANDIDATES`` (6), whose fundamental (harmonic ``m`` of ``P``) holds at
+       least ``DIVISOR_SHARE`` (2) times the power of ``P``'s first harmonic, are settled
+       and tested exactly as well, and the smallest exact p-value wins
+       (``_Search.divisors``). A smooth cycle with a long period seen
+       10-20 times (T = 4,320 over 10 cycles) screened best around 3 T or 6 T (the
+       nearest-bin reading gives those periods one identical score) and step 3 could not
+       move down: the claim is rarely an exact multiple, and the multiple's added harmonics
+       sit between Fourier bins, in the sidelobes of T's strong lines
+       (docs/preregistration/E3-long-divisors.md).
     3. Fundamental: while a prime divisor ``T / p`` scores at least as well (exact p-value),
        move to it (3a, issue 19, helper K: for an odd ``T``, also to the better of
        ``(T -+ 1) / 2`` if ``T``'s harmonics off the even ones are not significant at
@@ -419,6 +430,8 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     COMB_VECTOR,
     DEFAULT_ALPHA,
     DEFAULT_MIN_CYCLES,
+    DIVISOR_CANDIDATES,
+    DIVISOR_SHARE,
     EDGE_BEYOND,
     EDGE_MARGIN,
     EDGE_MULTIPLES,
@@ -474,6 +487,7 @@ from ldpfleet.collector.period_input import (  # noqa: F401 - re-exported: perio
     _REAL_ARRAY,
     _check_a_sequence,
     _check_int,
+    _check_not_a_table,
     _check_not_numbers_in_disguise,
     _float_array,
     _is_number_text,

@@ -34,6 +34,7 @@ def check_stream(x: object, name: str = "x") -> np.ndarray:
     # a datetime64 / timedelta64 column was read as epoch numbers
     _check_not_numbers_in_disguise(x, name)
     _check_a_sequence(x, name)
+    _check_not_a_table(x, name)
     arr = _float_array(x, name)
     if arr.ndim == 0:  # a number (or a numeric string) is not a stream of samples
         raise ParameterError(
@@ -117,6 +118,25 @@ def _check_a_sequence(x: object, name: str) -> None:
         return
     raise ParameterError(
         f"must be a 1-D array of real numbers, got {what}{hint}",
+        field=name,
+        limit=_REAL_ARRAY,
+        value=stream_kind(x),
+    )
+
+
+def _check_not_a_table(x: object, name: str) -> None:
+    """Refuse a structured array of several fields, naming them and saying what to pass: it
+    is what ``np.genfromtxt(..., names=True)`` gives for a CSV with a header, and was
+    refused as "must be a 1-D array of real numbers" without a word on why (issue 19,
+    helper E, 2026-12-06). A one-field structured array is read as its field, as numpy
+    casts it."""
+    fields = getattr(getattr(x, "dtype", None), "names", None)
+    if not fields or len(fields) < 2:
+        return
+    shown = ", ".join(repr(f) for f in fields[:6]) + (", ..." if len(fields) > 6 else "")
+    raise ParameterError(
+        f"must be a 1-D array of real numbers, got a table (a structured array with fields "
+        f"{shown}): pass one field, e.g. {name}[{fields[-1]!r}]",
         field=name,
         limit=_REAL_ARRAY,
         value=stream_kind(x),

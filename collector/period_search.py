@@ -9,6 +9,8 @@ import numpy as np
 from ldpfleet.collector.period_constants import (
     CANDIDATES,
     DEFAULT_MIN_CYCLES,
+    DIVISOR_CANDIDATES,
+    DIVISOR_SHARE,
     EDGE_BEYOND,
     EDGE_MARGIN,
     EDGE_MULTIPLES,
@@ -306,6 +308,40 @@ class _Search:
         best = self.refine(logp, exact, top_peaks)
         if best is None:  # every period's screening values after all
             best = self.refine(_screen_logp(self.stats, self.dfd), None, top_peaks)
+        return self.divisors(best)
+
+    def divisors(self, best: tuple[float, int, int]) -> tuple[float, int, int]:
+        """Step 2b (issue 19, helper E, round 3; docs/preregistration/E3-long-divisors.md):
+        a refined winner ``P`` that passes step 4's penalised gate is compared with its near
+        divisors ``round(P / m)``, ``m = 2 .. DIVISOR_CANDIDATES``, each settled and tested
+        exactly as a screening candidate; the smallest exact log p-value wins. Why: a smooth
+        cycle with a long period seen 10-20 times (T = 4,320 or 8,640 over 10-20 cycles) was
+        answered as ~3 T or ~6 T. The screening's nearest-bin reading gave the periods around
+        the multiple one identical, better score, so T was never refined although its exact
+        test is the best; and step 3 could not move down: the claim is rarely an exact
+        multiple, and the multiple's harmonics that T lacks sit between Fourier bins, where
+        they catch the sidelobes of T's strong lines. Runs only on a claim step 4 would
+        make, and moves only to a period with more cycles and a smaller exact p-value. Only
+        a divisor whose fundamental (harmonic ``m`` of ``P``) holds at least
+        ``DIVISOR_SHARE`` times the power of ``P``'s first harmonic is tried (v2: trying
+        every ``m`` cost 22 % of the CPU time at 10,000 reports and failed its
+        pre-registered speed criterion)."""
+        value, period, _ = best
+        if DIVISOR_CANDIDATES < 2 or not math.isfinite(value):
+            return best
+        if value - few_cycles_penalty(self.n / period, self.n) >= self.threshold:
+            return best
+        power = self.power(period)
+        for m in range(2, DIVISOR_CANDIDATES + 1):
+            near = round(period / m)
+            if near < self.min_period or m > power.size:
+                break
+            if power[m - 1] < DIVISOR_SHARE * power[0]:
+                continue  # P's own fundamental dominates: P / m is no candidate (v2, speed)
+            q = self.settle(near, _resolving_level(self.power(near)))
+            logp, harmonics = self.exact_logp(q)
+            if logp < best[0]:
+                best = (logp, q, harmonics)
         return best
 
     def refine(self, logp: np.ndarray, exact: np.ndarray | None, top_peaks: int):
