@@ -931,6 +931,7 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
             "ledger_undercharged",
             f"{len(reported)} steps reported, the ledger charged {charges}",
         )
+    _check_account_totals(device, len(reported) * eps0, prefix, w, account, report)
     n = last + 1
     starts = range(max(1, n - w + 1)) if n >= w else [0]
     for s in starts:
@@ -954,6 +955,33 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
                 f"charged {charged!r}",
             )
             return
+
+
+def _check_account_totals(device, spent, prefix, w, account, report: VerifyReport) -> None:
+    """The account's own summary figures against the trace: ``total_spent`` at least the
+    trace's total spend and ``max_window_spent`` at least its largest window (results.json
+    ``privacy`` is read from these figures, so a ledger lowering them understates the
+    spend; ``ledger_undercharged``). A ledger without them is not failed for it."""
+    total = _number(account.get("total_spent"))
+    if "total_spent" in account and not total * (1 + REL_TOL) + 1e-12 >= spent:  # NaN fails
+        report.fail(
+            device,
+            None,
+            "ledger_undercharged",
+            f"the trace's reports spend {spent:.6g} in total, the ledger's total_spent is "
+            f"{account.get('total_spent')!r}",
+        )
+    n = len(prefix) - 1
+    widest = max(prefix[min(s + w, n)] - prefix[s] for s in range(max(1, n)))
+    most = _number(account.get("max_window_spent"))
+    if "max_window_spent" in account and not most * (1 + REL_TOL) + 1e-12 >= widest:
+        report.fail(
+            device,
+            None,
+            "ledger_undercharged",
+            f"the trace's reports spend {widest:.6g} in their largest window of {w} steps, "
+            f"the ledger's max_window_spent is {account.get('max_window_spent')!r}",
+        )
 
 
 def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
