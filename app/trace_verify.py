@@ -1020,6 +1020,7 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
             )
             continue
         values = np.frombuffer(blob, dtype="<f8").tolist() if isinstance(blob, bytes) else None
+        report.checked["stored_values"] += len(values or ())
         if not any(t == t0 and v == values for _, t, v in candidates):
             report.fail(
                 device,
@@ -1028,6 +1029,31 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
                 f"the collector stored batch {seq} with other steps or values than the trace",
                 candidates[0][0],
             )
+
+
+def _check_results(run: _Run, report: VerifyReport, *, stored: bool) -> None:
+    """Step 5: results.json's figures against the trace, the store, the ledgers and the
+    scenario (``app.trace_verify_results``)."""
+    from ldpfleet.app.trace_verify_results import verify_results
+
+    spends = None
+    if run.scenario.spec.stream.mechanism != "raw":
+        accounts = (_account(run.ledgers, d, STREAM_ACCOUNT) for d in sorted(run.ledgers))
+        spends = [_number(a.get("max_window_spent")) for a in accounts if a is not None]
+    has_store = stored and report.checked["stored_reports"] > 0
+    config = run.scenario.stream_config(run.run)  # built by _verify_streams already
+    stream = {k: getattr(config, k) for k in ("mechanism", "eps", "w", "eps0", "steps")}
+    verify_results(
+        run.results,
+        devices=len(run.scenario.device_ids()),
+        stream={**stream, "batch_steps": config.batch_steps},
+        rows=report.checked["rows"],
+        stored=(report.checked["stored_reports"], report.checked["stored_values"])
+        if has_store
+        else None,
+        ledger_spends=spends,
+        report=report,
+    )
 
 
 def _dsr_share(plan: CadrPlan) -> float:
@@ -1326,7 +1352,9 @@ def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
         traced = _verify_streams(run, messages, report)
         if spec.collector.trace == "all":
             _verify_store(run, traced, report)
+            _check_results(run, report, stored=True)
         else:
+            _check_results(run, report, stored=False)
             report.notes.append(
                 'trace = "control": no device message is recorded, so reports, hellos and '
                 "the stream ledgers are not checked against the trace"
