@@ -37,6 +37,10 @@ the collector side's ``results.json`` ``collector_ledger``.
 4. Collector store against trace (stream, ``trace = "all"``): every report in
    ``collector.sqlite`` was recorded, from its device, with the same values
    (``untraced_report``, ``stored_differs``).
+5. results.json's figures (stream runs, ``app.trace_verify_results``): its counts, stream
+   and privacy parameters, ledger spends and accuracy arithmetic against the trace, the
+   store, the ledgers and the scenario (``results_differs``); each stream account's
+   ``total_spent`` and ``max_window_spent`` at least the trace's (``ledger_undercharged``).
 
 Payloads that do not decode, or whose ``sender`` is not the topic's device, are counted
 (``undecodable``, ``unattributable``) and skipped by steps 2-3 (the chain still covers
