@@ -125,7 +125,9 @@ def _counts(results: dict) -> dict[str, int]:
     if isinstance(missing, dict) and all(isinstance(v, list) for v in missing.values()):
         out["reports_lost"] = sum(len(v) for v in missing.values())
     per_device = results.get("per_device")
-    if isinstance(per_device, dict) and all(isinstance(e, dict) for e in per_device.values()):
+    if isinstance(per_device, dict) and all(
+        isinstance(e, dict) and "state" in e for e in per_device.values()
+    ):  # a collector side's per_device has no state (the devices' view): not recomputed
         out["devices_complete"] = sum(e.get("state") == "done" for e in per_device.values())
     return out
 
