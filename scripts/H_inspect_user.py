@@ -38,6 +38,9 @@ BIN = Path(sys.executable).parent
 LDP = str(BIN / "ldpfleet")
 MQTT = "mqtt://127.0.0.1:1883"
 RESULTS: list[tuple[str, str, bool, str]] = []
+# runs whose clean trace does not verify, as documented: the faults scenario's hostile
+# client publishes reports with the wrong eps0 on devices' topics (docs/reliability.md)
+VERIFY_EXPECT = {"faults": 1}
 
 
 def check(run: str, what: str, ok: bool, detail: str = "") -> bool:
@@ -351,28 +354,25 @@ def inspect(name: str, out: Path) -> None:
 
     ver = cli("trace", "verify", str(out))
     no_traceback(name, "verify", ver)
-    check(
-        name,
-        "trace verify clean -> 0",
-        ver.returncode == 0,
-        (ver.stdout + ver.stderr).strip().splitlines()[-1:]
-        and (ver.stdout + ver.stderr).strip().splitlines()[-1],
-    )
+    want = VERIFY_EXPECT.get(name, 0)  # 1: a documented mismatch (the hostile client's)
+    last = (ver.stdout + ver.stderr).strip().splitlines()[-1:]
+    check(name, f"trace verify -> {want}", ver.returncode == want, str(last))
     vj = cli("trace", "verify", str(out), "--json")
     try:
         vjson = json.loads(vj.stdout)
-        check(name, "verify --json parses", vj.returncode == 0, f"keys {sorted(vjson)[:6]}")
-    except ValueError:
+        ok = vj.returncode == want and vjson["ok"] == (want == 0)
+        check(name, "verify --json parses", ok, f"keys {sorted(vjson)[:6]}")
+    except (ValueError, KeyError):
         check(name, "verify --json parses", False, vj.stdout[:200])
     key = (results.get("trace") or {}).get("public_key")
     if key:
         vk = cli("trace", "verify", str(out), "--public-key", key)
-        check(name, "verify --public-key (results' key) -> 0", vk.returncode == 0, "")
+        check(name, f"verify --public-key (results' key) -> {want}", vk.returncode == want, "")
         vbad = cli("trace", "verify", str(out), "--public-key", "00" * 32)
         check(
             name,
             "verify --public-key other -> 1",
-            vbad.returncode == 1,
+            vbad.returncode == 1 and ": signature: " in vbad.stdout,
             (vbad.stdout + vbad.stderr).strip()[-160:],
         )
 
