@@ -25,7 +25,8 @@ the collector side's ``results.json`` ``collector_ledger``.
    of the scenario (``unknown_device``); every ledger account (and ledger.json's eps, w)
    has the scenario's eps and w (``ledger_scenario``); a CADR-LDP plan has the scenario's
    eps, alpha and method (``plan_scenario``); a device's ledger in two files must be the same
-   (``ledger_conflict``).
+   (``ledger_conflict``); a ``ledger.json`` in a given directory is of the trace's run
+   (``ledger_run``: another run's, even one that agrees with the trace).
 3. Trace against ledgers (as before): stream reports agree with their hello (``eps0``,
    ``mechanism``, ``no_hello``, ``hello_changed``), no step twice with different values
    (``conflicting_values``), every w-window within eps (``window_overspent``), the ledger
@@ -291,8 +292,19 @@ def _this_runs_ledgers(
     given = {(d / "ledger.json").resolve() for d in directories}
     kept = []
     for path in files:
-        other = None if path in given else _ledger_run(path)
-        if other is not None and other != run:
+        other = _ledger_run(path)
+        if path in given and other is not None and other != run:
+            # given, so meant: another run's ledgers cannot vouch for this trace even when
+            # they agree with it (the same scenario and seed charge the same; user trial:
+            # a swapped ledger.json verified clean)
+            report.fail(
+                "ledger",
+                None,
+                "ledger_run",
+                f"{path} holds the ledgers of run {other}, the trace is of run {run}",
+            )
+            kept.append(path)
+        elif other is not None and other != run:
             report.notes.append(
                 f"{path}: the ledgers of run {other}, not of this run {run} (a previous "
                 "run's files left in the folder), not read"

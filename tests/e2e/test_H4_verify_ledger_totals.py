@@ -83,6 +83,20 @@ def test_a_lowered_summary_figure_is_undercharged(run_dir, tmp_path, key, factor
     assert "MISMATCH d0001: ledger_undercharged: " in result.output
 
 
+def test_another_runs_ledger_is_ledger_run_even_when_it_agrees(run_dir, tmp_path):
+    # the same scenario and seed under another run id charges exactly the same
+    other = tmp_path / "other"
+    asyncio.run(run_scenario(parse_scenario(STREAM), broker="memory", out_dir=other, run_id="h4b"))
+    target = tmp_path / "run"
+    shutil.copytree(run_dir, target)
+    shutil.copy(other / "ledger.json", target / "ledger.json")
+    report = verify_run(target)
+    assert [m.reason for m in report.mismatches] == ["ledger_run"], report.mismatches
+    assert "holds the ledgers of run h4b, the trace is of run h4" in report.mismatches[0].detail
+    result = CliRunner().invoke(app, ["trace", "verify", str(target)])
+    assert result.exit_code == 1, result.output
+
+
 def test_a_raised_summary_figure_within_eps_still_passes(run_dir, tmp_path):
     # documented as not covered: a ledger charging more than the trace shows passes
     target = _edited(run_dir, tmp_path, lambda a: a.update({"total_spent": a["total_spent"] + 1}))
