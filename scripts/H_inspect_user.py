@@ -564,7 +564,7 @@ def tamper(name: str, out: Path, other: Path | None, work: Path) -> None:
     res = json.loads((d / "results.json").read_text())
     spec = res.get("scenario", {}).get("spec", {})
     section = "stream" if "stream" in spec and "eps" in (spec.get("stream") or {}) else "cadr"
-    if section in spec and "eps" in (spec[section] or {}):
+    if isinstance((spec.get(section) or {}).get("eps"), int | float):
         spec[section]["eps"] = spec[section]["eps"] * 2
         (d / "results.json").write_text(json.dumps(res))
         verify_expect(name, f"results.json scenario.spec.{section}.eps doubled", d, (1,))
