@@ -1052,10 +1052,18 @@ def _check_results(run: _Run, report: VerifyReport, *, stored: bool) -> None:
     scenario (``app.trace_verify_results``)."""
     from ldpfleet.app.trace_verify_results import verify_results
 
-    spends = None
+    spends, central = None, None
+    accounts = [_account(run.ledgers, d, STREAM_ACCOUNT) for d in sorted(run.ledgers)]
+    accounts = [a for a in accounts if a is not None]
     if run.scenario.spec.stream.mechanism != "raw":
-        accounts = (_account(run.ledgers, d, STREAM_ACCOUNT) for d in sorted(run.ledgers))
-        spends = [_number(a.get("max_window_spent")) for a in accounts if a is not None]
+        spends = [_number(a.get("max_window_spent")) for a in accounts]
+    elif isinstance(run.collector_ledger, dict):  # the claim is the central release's
+        held = (run.collector_ledger.get("accounts") or {}).values()
+        central = [
+            (_number(a.get("max_window_spent")), _number(a.get("eps")))
+            for a in held
+            if isinstance(a, dict)
+        ]
     has_store = stored and report.checked["stored_reports"] > 0
     config = run.scenario.stream_config(run.run)  # built by _verify_streams already
     stream = {k: getattr(config, k) for k in ("mechanism", "eps", "w", "eps0", "steps")}
@@ -1068,6 +1076,7 @@ def _check_results(run: _Run, report: VerifyReport, *, stored: bool) -> None:
         if has_store
         else None,
         ledger_spends=spends,
+        central=(central, len(accounts)) if central else None,
         report=report,
     )
 

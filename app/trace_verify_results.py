@@ -58,6 +58,7 @@ def verify_results(
     rows: int,
     stored: tuple[int, int] | None,
     ledger_spends: list[float] | None,
+    central: tuple[list[tuple[float, float]], int] | None = None,
     report,
 ) -> None:
     """Compare results.json's figures (module docstring) and record each difference on
@@ -66,7 +67,9 @@ def verify_results(
     ``batch_steps`` as the scenario resolves them (what the hellos must declare);
     ``rows``: the rows of every trace read; ``stored``: (reports, values) in the
     collector's store (None when the store was not read); ``ledger_spends``: each stream
-    account's largest window spend (None for a raw stream, whose claim is the release's)."""
+    account's largest window spend (None for a raw stream, whose claim is the release's);
+    ``central``: a raw stream's central release accounts, (max_window_spent, eps) each, and
+    the devices' (raw) accounts counted."""
     expected: dict[str, object] = {"devices": devices, "trace.messages": rows}
     for key, value in stream.items():
         expected[f"stream.{key}"] = value
@@ -82,6 +85,11 @@ def verify_results(
         eps = expected.get("privacy.eps")
         if isinstance(eps, int | float):
             expected["privacy.within_budget"] = most <= eps * (1 + REL_TOL)
+    if central is not None:
+        held, devices_counted = central
+        expected["privacy.devices"] = devices_counted
+        expected["privacy.max_window_spent"] = max(m for m, _ in held)
+        expected["privacy.within_budget"] = all(m <= e * (1 + REL_TOL) for m, e in held)
     expected.update(_accuracy(results))
     expected.update(_counts(results))
     for key, want in expected.items():
@@ -107,7 +115,7 @@ _SOURCE = {
     "stream.values_received": "the collector's store",
     "privacy.devices": "the ledgers",
     "privacy.max_window_spent": "the ledgers",
-    "privacy.within_budget": "the ledgers",
+    "privacy.within_budget": "the ledgers",  # a raw stream: the central release's ledger
     "accuracy.mean_abs_error": "per_device",
     "accuracy.max_abs_error": "per_device",
     "reports_lost": "missing_batches",
