@@ -93,3 +93,16 @@ def test_an_edited_privacy_figure_is_results_differs(runs, tmp_path, kind, key, 
     assert any(m.detail.startswith(f"results.json privacy.{key} is ") for m in found), found
     result = CliRunner().invoke(app, ["trace", "verify", str(target)])
     assert result.exit_code == 1, result.output
+
+
+@pytest.mark.parametrize("key", ["mean_abs_error", "max_abs_error"])
+def test_an_edited_bulk_accuracy_figure_is_results_differs(runs, tmp_path, key):
+    target = tmp_path / "bulk"
+    shutil.copytree(runs / "bulk", target)
+    results = json.loads((target / "results.json").read_text())
+    results["accuracy"][key] += 0.01
+    (target / "results.json").write_text(json.dumps(results))
+    found = [m for m in verify_run(target).mismatches if m.reason == "results_differs"]
+    assert len(found) == 1, found
+    assert found[0].detail.startswith(f"results.json accuracy.{key} is ")
+    assert "recomputed from the stored rows and the plan" in found[0].detail
