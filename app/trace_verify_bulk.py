@@ -27,7 +27,8 @@ what each collector stored, ``p{p}/reports.bin`` (rows ``device, seq, eps0, valu
    the trace; ``not_stored``: accepted in the trace, not stored; ``stored_differs``).
 5. results.json ``privacy``: ``eps``, ``w``, ``eps0`` the plan's, ``max_window_spent`` at
    least the stored rows' worst window, ``within_budget`` that figure against ``eps``
-   (``results_differs``).
+   (``results_differs``); ``accuracy.mean_abs_error`` and ``max_abs_error`` recomputed
+   from the stored rows and the plan.
 
 At most ``LIMIT`` mismatches of one reason are listed, then their count.
 """
