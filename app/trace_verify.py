@@ -1103,9 +1103,20 @@ def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
     for row, _, message in messages:
         if isinstance(message, DsrReport):
             _check_dsr(row, message, plan, released, run.ledgers, report)
+    release = None
     for row, topic, message in messages:
         if isinstance(message, DegreeRelease) and topic.family == "rel":
             _check_degree_release(row, message, plan, released, run.ledgers, report)
+            release = message
+    from ldpfleet.app.trace_verify_results import verify_cadr_results
+
+    verify_cadr_results(
+        run.results,
+        rows=report.checked["rows"],
+        release=release,
+        plan=plan,
+        report=report,
+    )
 
 
 def _check_plans(messages, section, report: VerifyReport) -> CadrPlan | None:

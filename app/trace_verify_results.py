@@ -165,3 +165,94 @@ def _accuracy(results: dict) -> dict[str, float]:
         "accuracy.mean_abs_error": sum(errors) / len(errors),
         "accuracy.max_abs_error": max(errors),
     }
+
+
+def verify_cadr_results(results: dict, *, rows: int, release, plan, report) -> None:
+    """A CADR-LDP run's results.json against its signed trace: ``trace_messages`` (the
+    rows read), ``eps`` and ``alpha`` (the traced plan), and, from the traced degree
+    release on ``rel/degrees`` (``release``, a ``DegreeRelease`` or None), ``theta``,
+    ``histogram``, ``estimate_histogram``, ``released`` and ``per_device``'s ``released``
+    and ``estimate``; then the arithmetic over ``per_device``: each ``abs_error`` =
+    abs(degree - estimate) (``raw_abs_error`` with the released value), and ``mae``,
+    ``raw.mae`` and ``postprocessed.mae`` their means (``results_differs``). The true
+    degrees are the simulator's (taken as written)."""
+    expected: dict[str, object] = {"trace_messages": rows}
+    if plan is not None:
+        expected["eps"], expected["alpha"] = plan.eps, plan.alpha
+    if release is not None:
+        expected["theta"] = release.theta
+        expected["histogram"] = list(release.histogram)
+        if release.estimates:
+            expected["estimate_histogram"] = list(release.estimate_histogram)
+        for k, device in enumerate(release.devices):
+            expected[f"released.{device}"] = release.values[k]
+            expected[f"per_device.{device}.released"] = release.values[k]
+            if k < len(release.estimates):
+                expected[f"per_device.{device}.estimate"] = release.estimates[k]
+    expected.update(_cadr_arithmetic(results))
+    failures = 0
+    for key, want in expected.items():
+        got = _get(results, key)
+        if got is _ABSENT or got is None or want is None:
+            continue
+        report.checked["results_figures"] += 1
+        if not _same_deep(got, want):
+            failures += 1
+            if failures <= 20:
+                report.fail(
+                    "results",
+                    None,
+                    "results_differs",
+                    f"results.json {key} is {got!r:.80}; recomputed from "
+                    f"{_cadr_source(key)}: {want!r:.80}",
+                )
+    if failures > 20:
+        report.fail("results", None, "results_differs", f"{failures - 20} more not listed")
+    report.notes.append(
+        "results.json's true degrees (per_device.degree, the simulator's) and timings are "
+        "taken as written; the release, θ, the plan's ε and α, the counts and the error "
+        "figures' arithmetic over per_device are checked (results_differs)"
+    )
+
+
+def _same_deep(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return _same(a, b)
+
+
+def _cadr_source(key: str) -> str:
+    if key == "trace_messages":
+        return "the trace's rows"
+    if key in ("eps", "alpha"):
+        return "the traced plan"
+    if key.endswith("mae") or key.endswith("abs_error"):
+        return "per_device"
+    return "the traced degree release"
+
+
+def _cadr_arithmetic(results: dict) -> dict[str, float]:
+    per_device = results.get("per_device")
+    if not isinstance(per_device, dict) or not per_device:
+        return {}
+    out: dict[str, float] = {}
+    errors, raw_errors = [], []
+    for device, entry in per_device.items():
+        if not isinstance(entry, dict):
+            return {}
+        degree, estimate, released = (entry.get(k) for k in ("degree", "estimate", "released"))
+        if not all(_is_number(x) for x in (degree, released)):
+            return {}
+        raw_errors.append(abs(degree - released))
+        out[f"per_device.{device}.raw_abs_error"] = raw_errors[-1]
+        if _is_number(estimate):
+            errors.append(abs(degree - estimate))
+            out[f"per_device.{device}.abs_error"] = errors[-1]
+    out["raw.mae"] = sum(raw_errors) / len(raw_errors)
+    if len(errors) == len(raw_errors):
+        out["mae"] = out["postprocessed.mae"] = sum(errors) / len(errors)
+    return out
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
