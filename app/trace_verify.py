@@ -55,7 +55,7 @@ import math
 import sqlite3
 import struct
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -410,6 +410,7 @@ def _load_trace(
     with ``keep``, hand every row to ``keep(row)`` instead (a bulk run's rows)."""
     db = open_readonly(path or run.directory / "trace.sqlite")
     messages: list[tuple[int, topics.Topic, Message]] = []
+    before = len(report.mismatches)
     try:
         meta = read_meta(db)
         chain = _ChainWalk(genesis(run.run))
@@ -429,7 +430,20 @@ def _load_trace(
         raise TraceError(f"{where} cannot be read ({error})") from None
     finally:
         db.close()
+        if path is not None and path.name != "trace.sqlite":
+            _name_the_file(report, before, path.name)
     return messages
+
+
+def _name_the_file(report: VerifyReport, first: int, name: str) -> None:
+    """A partition's trace (``trace-p{p}.sqlite``) numbers its rows from 1 like the main
+    one: its authenticity mismatches name the file instead of ``trace`` (user trial:
+    ``MISMATCH row 40 trace: chain_broken`` for an edit of trace-p1.sqlite, while
+    trace.sqlite has a row 40 too)."""
+    for index in range(first, len(report.mismatches)):
+        mismatch = report.mismatches[index]
+        if mismatch.device == "trace":
+            report.mismatches[index] = replace(mismatch, device=name)
 
 
 class _ChainWalk:
