@@ -734,6 +734,7 @@ def _verify_streams(run: _Run, messages, report: VerifyReport) -> dict:
         if isinstance(message, SwReport):
             _check_report(row, message, state, report)
     _ledger_scenario(run, config, report)
+    _ledger_devices(run, state, report)
     for device in sorted(state.steps):
         _stream_ledger(
             device, state.hellos[device], state.steps[device], state.eps0_of[device],
@@ -904,6 +905,23 @@ def _ledger_scenario(run: _Run, config, report: VerifyReport) -> None:
                 f"the stream account has eps={account.get('eps')!r} w={account.get('w')!r}, "
                 f"the scenario eps={config.eps!r} w={config.w}",
             )
+
+
+def _ledger_devices(run: _Run, state: _Streams, report: VerifyReport) -> None:
+    """Every ledger read is of a device of the scenario (``unknown_device``): another
+    run's ledger.json of other devices (a CADR-LDP run's nodes) put in the place of a
+    partitioned run's, whose fleet directory holds the devices' ledgers too, verified
+    clean (user trial)."""
+    strangers = sorted(set(run.ledgers) - state.known)
+    if strangers:
+        report.fail(
+            strangers[0],
+            None,
+            "unknown_device",
+            f"the ledgers read ({', '.join(report.ledgers)}) hold {len(strangers)} "
+            f"account(s) of devices not of the scenario, {', '.join(strangers[:3])}"
+            + (", ..." if len(strangers) > 3 else ""),
+        )
 
 
 def _stream_ledger(device, hello, reported, eps0, ledgers, report: VerifyReport) -> None:

@@ -512,6 +512,14 @@ def tamper(name: str, out: Path, other: Path | None, work: Path) -> None:
         )
     verify_expect(name, f"{rel} row {rid} payload edited", d, (1,), row=rid, reason="chain_broken")
 
+    for part in [t for t in traces if t.name.startswith("trace-p")][:1]:
+        d = copy_run(out, work / f"{name}-part")
+        with sqlite3.connect(d / part.name) as con:
+            con.execute("UPDATE messages SET payload = CAST(payload || X'20' AS BLOB) WHERE id = 5")
+        verify_expect(
+            name, f"{part.name} row 5 payload edited", d, (1,), row=5, reason=f"5 {part.name}: "
+        )
+
     d = copy_run(out, work / f"{name}-time")
     with sqlite3.connect(d / rel) as con:
         con.execute("UPDATE messages SET time = time + 1 WHERE id = ?", (rid,))

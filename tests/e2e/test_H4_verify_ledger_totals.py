@@ -97,6 +97,22 @@ def test_another_runs_ledger_is_ledger_run_even_when_it_agrees(run_dir, tmp_path
     assert result.exit_code == 1, result.output
 
 
+def test_a_ledger_of_devices_not_of_the_scenario_is_unknown_device(run_dir, tmp_path):
+    # a CADR-LDP ledger.json (node -> ledger) beside the fleet's own: the user trial put
+    # one in a partitioned run's OUT, whose fleet-0-of-1/ holds the devices' ledgers too
+    target = tmp_path / "run"
+    shutil.copytree(run_dir, target)
+    (target / "fleet-0-of-1").mkdir()
+    shutil.copy(target / "ledger.json", target / "fleet-0-of-1" / "ledger.json")
+    node = {"owner": "n0000", "accounts": {"node": {"kind": "total", "eps": 3.0}}}
+    (target / "ledger.json").write_text(json.dumps({"n0000": node, "n0001": node}))
+    report = verify_run(target)
+    assert [m.reason for m in report.mismatches] == ["unknown_device"], report.mismatches
+    assert "2 account(s) of devices not of the scenario, n0000, n0001" in (
+        report.mismatches[0].detail
+    )
+
+
 def test_a_raised_summary_figure_within_eps_still_passes(run_dir, tmp_path):
     # documented as not covered: a ledger charging more than the trace shows passes
     target = _edited(run_dir, tmp_path, lambda a: a.update({"total_spent": a["total_spent"] + 1}))
