@@ -472,10 +472,29 @@ def _accuracy_figures(results: dict) -> list[str]:
         figures.append(f"GC-DP window-mean {release_mae_text(gcdp)}")
     if _is_cadr(results):
         figures.append(
-            f"degree MAE {_num(results.get('mae'), 3)}, MSE {_num(results.get('mse'), 3)}, "
+            f"degree MAE {_num(results.get('mae'), 3)}{_cadr_baseline_text(results)}, "
+            f"MSE {_num(results.get('mse'), 3)}, "
             f"distribution L1 {_num(results.get('distribution_l1'), 3)}"
         )
     return figures
+
+
+def _cadr_baseline_text(results: dict) -> str:
+    """The baselines beside a CADR-LDP release's MAE in the headline (the user trial: the
+    outcome line gave the MAE alone; on a 60-node graph it equalled the oracle's): the
+    true median for every node (a non-private oracle) and 0 for every node, as results.json
+    ``baselines`` scores them; "" when the run has none."""
+    baselines = results.get("baselines")
+    if not isinstance(baselines, dict):
+        return ""
+    parts = []
+    oracle = (baselines.get("constant_median_oracle") or {}).get("mae")
+    zeros = (baselines.get("all_zero") or {}).get("mae")
+    if isinstance(oracle, int | float) and not isinstance(oracle, bool):
+        parts.append(f"the true median for every node, a non-private oracle: {_num(oracle, 3)}")
+    if isinstance(zeros, int | float) and not isinstance(zeros, bool):
+        parts.append(f"0 for every node: {_num(zeros, 3)}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 class SideLedgers(NamedTuple):

@@ -25,7 +25,8 @@ the collector side's ``results.json`` ``collector_ledger``.
    of the scenario (``unknown_device``); every ledger account (and ledger.json's eps, w)
    has the scenario's eps and w (``ledger_scenario``); a CADR-LDP plan has the scenario's
    eps, alpha and method (``plan_scenario``); a device's ledger in two files must be the same
-   (``ledger_conflict``).
+   (``ledger_conflict``); a ``ledger.json`` in a given directory is of the trace's run
+   (``ledger_run``: another run's, even one that agrees with the trace).
 3. Trace against ledgers (as before): stream reports agree with their hello (``eps0``,
    ``mechanism``, ``no_hello``, ``hello_changed``), no step twice with different values
    (``conflicting_values``), every w-window within eps (``window_overspent``), the ledger
@@ -37,6 +38,10 @@ the collector side's ``results.json`` ``collector_ledger``.
 4. Collector store against trace (stream, ``trace = "all"``): every report in
    ``collector.sqlite`` was recorded, from its device, with the same values
    (``untraced_report``, ``stored_differs``).
+5. results.json's figures (stream runs, ``app.trace_verify_results``): its counts, stream
+   and privacy parameters, ledger spends and accuracy arithmetic against the trace, the
+   store, the ledgers and the scenario (``results_differs``); each stream account's
+   ``total_spent`` and ``max_window_spent`` at least the trace's (``ledger_undercharged``).
 
 Payloads that do not decode, or whose ``sender`` is not the topic's device, are counted
 (``undecodable``, ``unattributable``) and skipped by steps 2-3 (the chain still covers
@@ -50,7 +55,7 @@ import math
 import sqlite3
 import struct
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
@@ -287,8 +292,19 @@ def _this_runs_ledgers(
     given = {(d / "ledger.json").resolve() for d in directories}
     kept = []
     for path in files:
-        other = None if path in given else _ledger_run(path)
-        if other is not None and other != run:
+        other = _ledger_run(path)
+        if path in given and other is not None and other != run:
+            # given, so meant: another run's ledgers cannot vouch for this trace even when
+            # they agree with it (the same scenario and seed charge the same; user trial:
+            # a swapped ledger.json verified clean)
+            report.fail(
+                "ledger",
+                None,
+                "ledger_run",
+                f"{path} holds the ledgers of run {other}, the trace is of run {run}",
+            )
+            kept.append(path)
+        elif other is not None and other != run:
             report.notes.append(
                 f"{path}: the ledgers of run {other}, not of this run {run} (a previous "
                 "run's files left in the folder), not read"
@@ -394,6 +410,7 @@ def _load_trace(
     with ``keep``, hand every row to ``keep(row)`` instead (a bulk run's rows)."""
     db = open_readonly(path or run.directory / "trace.sqlite")
     messages: list[tuple[int, topics.Topic, Message]] = []
+    before = len(report.mismatches)
     try:
         meta = read_meta(db)
         chain = _ChainWalk(genesis(run.run))
@@ -413,7 +430,20 @@ def _load_trace(
         raise TraceError(f"{where} cannot be read ({error})") from None
     finally:
         db.close()
+        if path is not None and path.name != "trace.sqlite":
+            _name_the_file(report, before, path.name)
     return messages
+
+
+def _name_the_file(report: VerifyReport, first: int, name: str) -> None:
+    """A partition's trace (``trace-p{p}.sqlite``) numbers its rows from 1 like the main
+    one: its authenticity mismatches name the file instead of ``trace`` (user trial:
+    ``MISMATCH row 40 trace: chain_broken`` for an edit of trace-p1.sqlite, while
+    trace.sqlite has a row 40 too)."""
+    for index in range(first, len(report.mismatches)):
+        mismatch = report.mismatches[index]
+        if mismatch.device == "trace":
+            report.mismatches[index] = replace(mismatch, device=name)
 
 
 class _ChainWalk:
@@ -704,6 +734,7 @@ def _verify_streams(run: _Run, messages, report: VerifyReport) -> dict:
         if isinstance(message, SwReport):
             _check_report(row, message, state, report)
     _ledger_scenario(run, config, report)
+    _ledger_devices(run, state, report)
     for device in sorted(state.steps):
         _stream_ledger(
             device, state.hellos[device], state.steps[device], state.eps0_of[device],
@@ -876,6 +907,23 @@ def _ledger_scenario(run: _Run, config, report: VerifyReport) -> None:
             )
 
 
+def _ledger_devices(run: _Run, state: _Streams, report: VerifyReport) -> None:
+    """Every ledger read is of a device of the scenario (``unknown_device``): another
+    run's ledger.json of other devices (a CADR-LDP run's nodes) put in the place of a
+    partitioned run's, whose fleet directory holds the devices' ledgers too, verified
+    clean (user trial)."""
+    strangers = sorted(set(run.ledgers) - state.known)
+    if strangers:
+        report.fail(
+            strangers[0],
+            None,
+            "unknown_device",
+            f"the ledgers read ({', '.join(report.ledgers)}) hold {len(strangers)} "
+            f"account(s) of devices not of the scenario, {', '.join(strangers[:3])}"
+            + (", ..." if len(strangers) > 3 else ""),
+        )
+
+
 def _stream_ledger(device, hello, reported, eps0, ledgers, report: VerifyReport) -> None:
     report.checked["stream_devices"] += 1
     account = _account(ledgers, device, STREAM_ACCOUNT)
@@ -931,6 +979,7 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
             "ledger_undercharged",
             f"{len(reported)} steps reported, the ledger charged {charges}",
         )
+    _check_account_totals(device, len(reported) * eps0, prefix, w, account, report)
     n = last + 1
     starts = range(max(1, n - w + 1)) if n >= w else [0]
     for s in starts:
@@ -954,6 +1003,33 @@ def _check_windows(device, reported, eps0, hello, account, report: VerifyReport)
                 f"charged {charged!r}",
             )
             return
+
+
+def _check_account_totals(device, spent, prefix, w, account, report: VerifyReport) -> None:
+    """The account's own summary figures against the trace: ``total_spent`` at least the
+    trace's total spend and ``max_window_spent`` at least its largest window (results.json
+    ``privacy`` is read from these figures, so a ledger lowering them understates the
+    spend; ``ledger_undercharged``). A ledger without them is not failed for it."""
+    total = _number(account.get("total_spent"))
+    if "total_spent" in account and not total * (1 + REL_TOL) + 1e-12 >= spent:  # NaN fails
+        report.fail(
+            device,
+            None,
+            "ledger_undercharged",
+            f"the trace's reports spend {spent:.6g} in total, the ledger's total_spent is "
+            f"{account.get('total_spent')!r}",
+        )
+    n = len(prefix) - 1
+    widest = max(prefix[min(s + w, n)] - prefix[s] for s in range(max(1, n)))
+    most = _number(account.get("max_window_spent"))
+    if "max_window_spent" in account and not most * (1 + REL_TOL) + 1e-12 >= widest:
+        report.fail(
+            device,
+            None,
+            "ledger_undercharged",
+            f"the trace's reports spend {widest:.6g} in their largest window of {w} steps, "
+            f"the ledger's max_window_spent is {account.get('max_window_spent')!r}",
+        )
 
 
 def _verify_store(run: _Run, traced: dict, report: VerifyReport) -> None:
@@ -992,6 +1068,7 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
             )
             continue
         values = np.frombuffer(blob, dtype="<f8").tolist() if isinstance(blob, bytes) else None
+        report.checked["stored_values"] += len(values or ())
         if not any(t == t0 and v == values for _, t, v in candidates):
             report.fail(
                 device,
@@ -1000,6 +1077,40 @@ def _verify_one_store(path: Path, traced: dict, report: VerifyReport) -> None:
                 f"the collector stored batch {seq} with other steps or values than the trace",
                 candidates[0][0],
             )
+
+
+def _check_results(run: _Run, report: VerifyReport, *, stored: bool) -> None:
+    """Step 5: results.json's figures against the trace, the store, the ledgers and the
+    scenario (``app.trace_verify_results``)."""
+    from ldpfleet.app.trace_verify_results import verify_results
+
+    spends, central = None, None
+    accounts = [_account(run.ledgers, d, STREAM_ACCOUNT) for d in sorted(run.ledgers)]
+    accounts = [a for a in accounts if a is not None]
+    if run.scenario.spec.stream.mechanism != "raw":
+        spends = [_number(a.get("max_window_spent")) for a in accounts]
+    elif isinstance(run.collector_ledger, dict):  # the claim is the central release's
+        held = (run.collector_ledger.get("accounts") or {}).values()
+        central = [
+            (_number(a.get("max_window_spent")), _number(a.get("eps")))
+            for a in held
+            if isinstance(a, dict)
+        ]
+    has_store = stored and report.checked["stored_reports"] > 0
+    config = run.scenario.stream_config(run.run)  # built by _verify_streams already
+    stream = {k: getattr(config, k) for k in ("mechanism", "eps", "w", "eps0", "steps")}
+    verify_results(
+        run.results,
+        devices=len(run.scenario.device_ids()),
+        stream={**stream, "batch_steps": config.batch_steps},
+        rows=report.checked["rows"],
+        stored=(report.checked["stored_reports"], report.checked["stored_values"])
+        if has_store
+        else None,
+        ledger_spends=spends,
+        central=(central, len(accounts)) if central else None,
+        report=report,
+    )
 
 
 def _dsr_share(plan: CadrPlan) -> float:
@@ -1024,9 +1135,20 @@ def _verify_cadr(run: _Run, messages, report: VerifyReport) -> None:
     for row, _, message in messages:
         if isinstance(message, DsrReport):
             _check_dsr(row, message, plan, released, run.ledgers, report)
+    release = None
     for row, topic, message in messages:
         if isinstance(message, DegreeRelease) and topic.family == "rel":
             _check_degree_release(row, message, plan, released, run.ledgers, report)
+            release = message
+    from ldpfleet.app.trace_verify_results import verify_cadr_results
+
+    verify_cadr_results(
+        run.results,
+        rows=report.checked["rows"],
+        release=release,
+        plan=plan,
+        report=report,
+    )
 
 
 def _check_plans(messages, section, report: VerifyReport) -> CadrPlan | None:
@@ -1298,7 +1420,9 @@ def verify_run(paths, *, public_key: str | None = None) -> VerifyReport:
         traced = _verify_streams(run, messages, report)
         if spec.collector.trace == "all":
             _verify_store(run, traced, report)
+            _check_results(run, report, stored=True)
         else:
+            _check_results(run, report, stored=False)
             report.notes.append(
                 'trace = "control": no device message is recorded, so reports, hellos and '
                 "the stream ledgers are not checked against the trace"
