@@ -709,6 +709,18 @@ def _comment_hint(header: list[str], data: list) -> str:
     return " (lines starting with '#' are not skipped as comments: remove them from the file)"
 
 
+def _whitespace_hint(first_row: list[str]) -> str:
+    """A hint for a file whose fields are separated by spaces (``mote_locs.txt`` of the
+    Intel Lab data: ``1 21.5 23``): the delimiters read are ``,``, ``;`` and a tab, so a
+    whole line was one text field (helper E's user trial, 2026-12-06)."""
+    if not any(len(c.split()) > 1 and all(_is_number(t) for t in c.split()) for c in first_row):
+        return ""
+    return (
+        " (its fields look separated by spaces, which are not read as a delimiter: use commas,"
+        " semicolons or tabs, e.g. `tr -s ' ' ',' < FILE > FILE.csv`)"
+    )
+
+
 def _numeric_columns(
     header: list[str], data: list, skip: int, path: str
 ) -> tuple[tuple[str, ...], list[int], dict]:
@@ -746,7 +758,8 @@ def _numeric_columns(
                 " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
                 if any(cell.strip().startswith("\u2212") for cell in first_row)
                 else ""
-            ),
+            )
+            + _whitespace_hint(first_row),
             field=field,
         )
     names = tuple(header[j] for j in keep)
