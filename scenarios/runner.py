@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
@@ -79,6 +80,7 @@ from ldpfleet.scenarios.stream_document import (
     trace_gap_warnings,
 )
 
+T = TypeVar("T")
 SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
 SECURE_SUM_TOTAL_MAX = 1000  # results.json lists the decoded total up to this many entries
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
@@ -749,6 +751,56 @@ def _raised_by_progress(group: BaseExceptionGroup, progress: object) -> BaseExce
     return error if group.subgroup(lambda leaf: leaf is error) is not None else None
 
 
+TASK_GROUP_MESSAGE = "unhandled errors in a TaskGroup"  # asyncio.TaskGroup's own groups
+
+
+def task_group_leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The errors inside ``group`` and the task groups nested in it (``TASK_GROUP_MESSAGE``;
+    a group raised by other code, such as the caller's side task, is one error), each once,
+    in order, without cancellations."""
+    leaves: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup) and error.message == TASK_GROUP_MESSAGE:
+            found = task_group_leaves(error)
+        elif isinstance(error, asyncio.CancelledError):
+            found = []
+        else:
+            found = [error]
+        leaves += [leaf for leaf in found if all(leaf is not known for known in leaves)]
+    return leaves
+
+
+def one_error(group: BaseExceptionGroup, progress: object = None) -> BaseException | None:
+    """The one error ``run_scenario`` raises for a run's failed task group: the caller's
+    ``progress`` error if it raised, else the first error of the run's parts (the
+    collector, the recorder, the fleet, a side task, the secure-sum stage: ``_part``
+    notes which, e.g. a ``ConnectionLost`` after the broker was gone past
+    ``give_up_after``), with a note for each other error (``also raised: ...``). None when
+    ``group`` holds only cancellations."""
+    leaves = task_group_leaves(group)
+    error = _raised_by_progress(group, progress) or (leaves[0] if leaves else None)
+    for other in leaves:
+        if other is not error and error is not None:
+            _add_note(error, f"also raised: {type(other).__name__}: {other}")
+    return error
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` unless it has that note already."""
+    if note not in getattr(error, "__notes__", ()):
+        error.add_note(note)
+
+
+async def _part(name: str, awaitable: Awaitable[T]) -> T:
+    """Await one part of a run's task group; what it raises gets the note "raised by
+    ``name``" (``one_error`` then raises it alone, with that context)."""
+    try:
+        return await awaitable
+    except Exception as error:
+        _add_note(error, f"raised by {name}; the run stopped before writing results.json")
+        raise
+
+
 def _nearest_folder(path: Path) -> Path | None:
     """``path`` or the nearest of its parents that exists, if that is a folder (the one a
     run writes into or creates its folder in); None if it is a file (refused apart)."""
@@ -872,8 +924,8 @@ async def run_scenario(
                 scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
                 shard_brokers,
             )  # fmt: skip
-    except BaseExceptionGroup as group:  # the caller's progress raised: its error, as it is
-        error = _raised_by_progress(group, progress)
+    except BaseExceptionGroup as group:  # one error, never "unhandled errors in a TaskGroup"
+        error = one_error(group, progress)
         if error is None:
             raise
         raise error from None
@@ -1114,14 +1166,14 @@ async def _run_agents(
     recorder, collector, fleet = state.recorder, state.collector, state.fleet
     grace = state.scenario.spec.collector.finish_grace
     async with asyncio.TaskGroup() as group:
-        recorder_task = group.create_task(recorder.run_until_closed())
+        recorder_task = group.create_task(_part("the trace recorder", recorder.run_until_closed()))
         await recorder.subscribed.wait()
-        collector_task = group.create_task(collector.run())
+        collector_task = group.create_task(_part("the collector", collector.run()))
         await collector.subscribed.wait()
         watcher = group.create_task(watch_progress(collector, progress)) if progress else None
         side = await _start_side_tasks(state, transport, group, side_task)
         t = time.perf_counter()
-        fleet_task = group.create_task(fleet.run())
+        fleet_task = group.create_task(_part("the fleet", fleet.run()))
         await asyncio.wait({fleet_task, collector_task}, return_when=asyncio.FIRST_COMPLETED)
         if not fleet_task.done():
             # the collector has finished: devices still waiting (its final message lost,
@@ -1140,7 +1192,7 @@ async def _run_agents(
                 collector.request_close("the fleet ended with failed or crashed devices")
         state.collector_results = await collector_task
         if state.scenario.spec.secure_sum is not None:
-            await _secure_sum_stage(state, transport)
+            await _part("the secure-sum stage", _secure_sum_stage(state, transport))
         # the final "run closed" may be lost: the recorder gets ``finish_grace``
         await asyncio.wait({recorder_task}, timeout=grace)
         if not recorder_task.done():
@@ -1165,8 +1217,11 @@ async def _start_side_tasks(
         return None
     creds = state.creds
     view = transport if creds is None else AsUser(transport, ADMIN, creds.password(ADMIN))
+    named = [(side_task, "run_scenario's side_task"), (state.attacker, "the hostile client")]
     running = group.create_task(
-        _all_of([task(view, state.run, state.collector) for task in side_tasks])
+        _all_of(
+            [_part(name, task(view, state.run, state.collector)) for task, name in named if task]
+        )
     )
     await _until_ready(side_tasks, running)
     return running
