@@ -63,6 +63,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
+from ldpfleet.scenarios.plugin_load import export_plugin_folder
 from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
 from ldpfleet.scenarios.schema_checks import unclaimable_period_warnings
 from ldpfleet.scenarios.shards import ShardedFleet
@@ -655,6 +656,17 @@ def checked_run_options(
     return operator.index(seed)
 
 
+def device_processes(scenario: LoadedScenario, broker: object) -> int:
+    """How many device processes a stream run of ``scenario`` on ``broker`` starts (1: its
+    devices run in this process; a ``Transport`` object: the run decides, 1 on memory)."""
+    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
+        return 1
+    spec = broker if broker is not None else scenario.spec.broker.url
+    if not isinstance(spec, str):
+        return 1
+    return scenario.fleet_shards(spec if spec in ("memory", "embedded") else "mqtt")
+
+
 def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
     """Refuse a mechanism class of the caller's script or notebook (``"__main__:Class"``)
     for a run whose devices run as processes (``[fleet] shards`` > 1 on a real broker):
@@ -663,13 +675,7 @@ def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
     stream = scenario.spec.stream
     if stream is None or not stream.mechanism.startswith("__main__:"):
         return
-    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
-        return
-    spec = broker if broker is not None else scenario.spec.broker.url
-    if not isinstance(spec, str):
-        return  # a Transport object: the run decides (a MemoryTransport: one process)
-    kind = spec if spec in ("memory", "embedded") else "mqtt"
-    shards = scenario.fleet_shards(kind)
+    shards = device_processes(scenario, broker)
     if shards > 1:
         raise ScenarioError(
             f"stream.mechanism: {stream.mechanism!r} is a class of this script or notebook, "
@@ -682,6 +688,26 @@ def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
             value=stream.mechanism,
             limit="a class the device processes can import (not __main__)",
         )
+
+
+def share_plugin_folder(scenario: LoadedScenario, broker: object) -> None:
+    """For a run with device processes: name the folder this process imported the
+    plugin mechanism from for them (``plugin_load.export_plugin_folder``; a plugin made
+    importable by ``sys.path.insert`` in the caller's script is found there too), or
+    refuse, before anything starts, a plugin module no ``sys.path`` folder explains
+    (``ScenarioError`` naming ``stream.mechanism``)."""
+    stream = scenario.spec.stream
+    if stream is None or device_processes(scenario, broker) <= 1:
+        return
+    try:
+        export_plugin_folder(stream.mechanism)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"stream.mechanism: {error.reason}",
+            field="stream.mechanism",
+            value=stream.mechanism,
+            limit=error.limit,
+        ) from None
 
 
 def checked_progress(progress: object) -> ProgressCallback | None:
@@ -915,6 +941,7 @@ async def run_scenario(
     seed = checked_run_options(broker, out_dir, seed, run_id)
     progress = checked_progress(progress)
     check_main_mechanism(scenario, broker)
+    share_plugin_folder(scenario, broker)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     shared_broker = broker if broker is not None else scenario.spec.broker.url
     # two runs of this process into one folder, or as one run id on one broker, ruin both
