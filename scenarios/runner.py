@@ -817,14 +817,25 @@ def _add_note(error: BaseException, note: str) -> None:
         error.add_note(note)
 
 
+STOPPED_NOTE = "raised by {part}; the run stopped before writing results.json"
+
+
 async def _part(name: str, awaitable: Awaitable[T]) -> T:
     """Await one part of a run's task group; what it raises gets the note "raised by
     ``name``" (``one_error`` then raises it alone, with that context)."""
     try:
         return await awaitable
     except Exception as error:
-        _add_note(error, f"raised by {name}; the run stopped before writing results.json")
+        _add_note(error, STOPPED_NOTE.format(part=name))
         raise
+
+
+def stopped_by(error: BaseException) -> str | None:
+    """The note naming the part of a run that raised ``error`` ("raised by the collector;
+    the run stopped ..."), or None: not raised by a running run's part."""
+    head, _, tail = STOPPED_NOTE.partition("{part}")
+    notes = getattr(error, "__notes__", ())
+    return next((n for n in notes if n.startswith(head) and n.endswith(tail)), None)
 
 
 def _nearest_folder(path: Path) -> Path | None:

@@ -199,3 +199,18 @@ def test_cli_a_lost_broker_is_one_sentence_and_exit_2(tmp_path, monkeypatch):
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "no connection for 30.0 s" in lines[0], result.output
     assert issubclass(ConnectionLost, TransportError)
+
+
+async def test_stopped_by_names_the_part(tmp_path, monkeypatch):
+    from ldpfleet.scenarios.runner import stopped_by
+
+    async def broken(self):
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(Fleet, "run", broken)
+    with pytest.raises(ZeroDivisionError) as caught:
+        await run_scenario(parse_scenario(SCENARIO), broker="memory", out_dir=tmp_path)
+    assert stopped_by(caught.value) == (
+        "raised by the fleet; the run stopped before writing results.json"
+    )
+    assert stopped_by(ValueError("elsewhere")) is None
