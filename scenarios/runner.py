@@ -938,10 +938,16 @@ async def run_scenario(
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
     process is still writing there, ``run_id`` when another uses it on the same broker URL)
     before anything starts, ``ScenarioError`` for a scenario file that does not load or a
-    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    ``__main__`` mechanism class with device processes (or a plugin module no ``sys.path``
+    folder explains: ``share_plugin_folder``), ``BrokerUnavailable``
     (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
     ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
-    ends before writing its summary. ``~`` in a path is the home folder.
+    ends before writing its summary. ``~`` in a path is the home folder. A run that fails
+    once started raises one error, never an ``ExceptionGroup`` (``one_error``): the error
+    itself, noted with the part of the run that raised it (``stopped_by``); the caller's
+    ``progress`` or ``side_task`` error as it is; a broker that refused a reconnecting
+    service or stayed away past its ``give_up_after``: the transport's
+    ``ConnectionRefused`` / ``ConnectionLost`` (``ConnectionError``s).
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
