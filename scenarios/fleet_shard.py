@@ -9,6 +9,9 @@ peak RSS) into ``DIR`` (default ``runs/RUN/fleet-i-of-k``). SIGTERM ends the dev
 what they did so far is still written. The sharded fleet (``scenarios.shards``) spawns this
 module once per shard; ``ldpfleet fleet`` is the same function behind the command line.
 Exit status: 0 when every device delivered everything, 1 otherwise, 2 on bad arguments.
+Before it loads the scenario it appends to ``sys.path`` the folders the runner named in
+``LDPFLEET_PLUGIN_PATH`` (``plugin_load.use_plugin_path``): where the runner's process
+imported a plugin mechanism from, e.g. a folder its caller's script put on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ldpfleet.devices.fleet import DeviceOutcome, Fleet, parse_shard
 from ldpfleet.scenarios.jsonout import write_json
 from ldpfleet.scenarios.loop import run as run_loop
 from ldpfleet.scenarios.plans import fleet_config, fleet_state_file
+from ldpfleet.scenarios.plugin_load import use_plugin_path
 from ldpfleet.scenarios.runner import ledger_document
 from ldpfleet.scenarios.schema import LoadedScenario, load_scenario
 
@@ -142,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # the folders the runner imported a plugin mechanism from (its caller's sys.path)
+    use_plugin_path()
     try:
         shard = parse_shard(args.shard)
         scenario = load_scenario(args.scenario)

@@ -28,6 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from ldpfleet.broker.auth import ADMIN, AuthError, Credentials, use_credentials
@@ -62,6 +63,7 @@ from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_heade
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
 from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
+from ldpfleet.scenarios.plugin_load import export_plugin_folder
 from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
 from ldpfleet.scenarios.schema_checks import (
     secure_sum_risk_warnings,
@@ -82,6 +84,7 @@ from ldpfleet.scenarios.stream_document import (
     trace_gap_warnings,
 )
 
+T = TypeVar("T")
 SECURE_SUM_SESSION = "sum0"  # the [secure_sum] stage's one aggregation session
 SECURE_SUM_TOTAL_MAX = 1000  # results.json lists the decoded total up to this many entries
 TRUTH_SAMPLE = 4  # devices whose clean stream is saved beside their reconstruction
@@ -656,6 +659,17 @@ def checked_run_options(
     return operator.index(seed)
 
 
+def device_processes(scenario: LoadedScenario, broker: object) -> int:
+    """How many device processes a stream run of ``scenario`` on ``broker`` starts (1: its
+    devices run in this process; a ``Transport`` object: the run decides, 1 on memory)."""
+    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
+        return 1
+    spec = broker if broker is not None else scenario.spec.broker.url
+    if not isinstance(spec, str):
+        return 1
+    return scenario.fleet_shards(spec if spec in ("memory", "embedded") else "mqtt")
+
+
 def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
     """Refuse a mechanism class of the caller's script or notebook (``"__main__:Class"``)
     for a run whose devices run as processes (``[fleet] shards`` > 1 on a real broker):
@@ -664,13 +678,7 @@ def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
     stream = scenario.spec.stream
     if stream is None or not stream.mechanism.startswith("__main__:"):
         return
-    if scenario.spec.cadr is not None or scenario.spec.fleet is None:
-        return
-    spec = broker if broker is not None else scenario.spec.broker.url
-    if not isinstance(spec, str):
-        return  # a Transport object: the run decides (a MemoryTransport: one process)
-    kind = spec if spec in ("memory", "embedded") else "mqtt"
-    shards = scenario.fleet_shards(kind)
+    shards = device_processes(scenario, broker)
     if shards > 1:
         raise ScenarioError(
             f"stream.mechanism: {stream.mechanism!r} is a class of this script or notebook, "
@@ -683,6 +691,26 @@ def check_main_mechanism(scenario: LoadedScenario, broker: object) -> None:
             value=stream.mechanism,
             limit="a class the device processes can import (not __main__)",
         )
+
+
+def share_plugin_folder(scenario: LoadedScenario, broker: object) -> None:
+    """For a run with device processes: name the folder this process imported the
+    plugin mechanism from for them (``plugin_load.export_plugin_folder``; a plugin made
+    importable by ``sys.path.insert`` in the caller's script is found there too), or
+    refuse, before anything starts, a plugin module no ``sys.path`` folder explains
+    (``ScenarioError`` naming ``stream.mechanism``)."""
+    stream = scenario.spec.stream
+    if stream is None or device_processes(scenario, broker) <= 1:
+        return
+    try:
+        export_plugin_folder(stream.mechanism)
+    except ParameterError as error:
+        raise ScenarioError(
+            f"stream.mechanism: {error.reason}",
+            field="stream.mechanism",
+            value=stream.mechanism,
+            limit=error.limit,
+        ) from None
 
 
 def checked_progress(progress: object) -> ProgressCallback | None:
@@ -750,6 +778,67 @@ def _raised_by_progress(group: BaseExceptionGroup, progress: object) -> BaseExce
         return None
     error = progress.raised[0]
     return error if group.subgroup(lambda leaf: leaf is error) is not None else None
+
+
+TASK_GROUP_MESSAGE = "unhandled errors in a TaskGroup"  # asyncio.TaskGroup's own groups
+
+
+def task_group_leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    """The errors inside ``group`` and the task groups nested in it (``TASK_GROUP_MESSAGE``;
+    a group raised by other code, such as the caller's side task, is one error), each once,
+    in order, without cancellations."""
+    leaves: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup) and error.message == TASK_GROUP_MESSAGE:
+            found = task_group_leaves(error)
+        elif isinstance(error, asyncio.CancelledError):
+            found = []
+        else:
+            found = [error]
+        leaves += [leaf for leaf in found if all(leaf is not known for known in leaves)]
+    return leaves
+
+
+def one_error(group: BaseExceptionGroup, progress: object = None) -> BaseException | None:
+    """The one error ``run_scenario`` raises for a run's failed task group: the caller's
+    ``progress`` error if it raised, else the first error of the run's parts (the
+    collector, the recorder, the fleet, a side task, the secure-sum stage: ``_part``
+    notes which, e.g. a ``ConnectionLost`` after the broker was gone past
+    ``give_up_after``), with a note for each other error (``also raised: ...``). None when
+    ``group`` holds only cancellations."""
+    leaves = task_group_leaves(group)
+    error = _raised_by_progress(group, progress) or (leaves[0] if leaves else None)
+    for other in leaves:
+        if other is not error and error is not None:
+            _add_note(error, f"also raised: {type(other).__name__}: {other}")
+    return error
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` unless it has that note already."""
+    if note not in getattr(error, "__notes__", ()):
+        error.add_note(note)
+
+
+STOPPED_NOTE = "raised by {part}; the run stopped before writing results.json"
+
+
+async def _part(name: str, awaitable: Awaitable[T]) -> T:
+    """Await one part of a run's task group; what it raises gets the note "raised by
+    ``name``" (``one_error`` then raises it alone, with that context)."""
+    try:
+        return await awaitable
+    except Exception as error:
+        _add_note(error, STOPPED_NOTE.format(part=name))
+        raise
+
+
+def stopped_by(error: BaseException) -> str | None:
+    """The note naming the part of a run that raised ``error`` ("raised by the collector;
+    the run stopped ..."), or None: not raised by a running run's part."""
+    head, _, tail = STOPPED_NOTE.partition("{part}")
+    notes = getattr(error, "__notes__", ())
+    return next((n for n in notes if n.startswith(head) and n.endswith(tail)), None)
 
 
 def _nearest_folder(path: Path) -> Path | None:
@@ -852,10 +941,16 @@ async def run_scenario(
     such as ``'http://x'`` or ``'Memory'``; ``out_dir`` also when another run of this
     process is still writing there, ``run_id`` when another uses it on the same broker URL)
     before anything starts, ``ScenarioError`` for a scenario file that does not load or a
-    ``__main__`` mechanism class with device processes, ``BrokerUnavailable``
+    ``__main__`` mechanism class with device processes (or a plugin module no ``sys.path``
+    folder explains: ``share_plugin_folder``), ``BrokerUnavailable``
     (``ldpfleet.broker.select``, a ``ConnectionError``) for a broker that cannot be reached,
     ``scenarios.bulk_run.BulkRunFailed`` (a ``RuntimeError``) when a bulk run's collector
-    ends before writing its summary. ``~`` in a path is the home folder.
+    ends before writing its summary. ``~`` in a path is the home folder. A run that fails
+    once started raises one error, never an ``ExceptionGroup`` (``one_error``): the error
+    itself, noted with the part of the run that raised it (``stopped_by``); the caller's
+    ``progress`` or ``side_task`` error as it is; a broker that refused a reconnecting
+    service or stayed away past its ``give_up_after``: the transport's
+    ``ConnectionRefused`` / ``ConnectionLost`` (``ConnectionError``s).
 
     Every connection logs in with the run's credentials (``run_credentials``: by default
     fresh ones on the embedded and in-memory brokers, none on an external URL). With
@@ -866,6 +961,7 @@ async def run_scenario(
     seed = checked_run_options(broker, out_dir, seed, run_id)
     progress = checked_progress(progress)
     check_main_mechanism(scenario, broker)
+    share_plugin_folder(scenario, broker)
     out_dir = Path(out_dir).expanduser()  # "~/runs/x": a folder in $HOME, not one named "~"
     shared_broker = broker if broker is not None else scenario.spec.broker.url
     # two runs of this process into one folder, or as one run id on one broker, ruin both
@@ -875,8 +971,8 @@ async def run_scenario(
                 scenario, broker, out_dir, seed, run_id, progress, side_task, credentials,
                 shard_brokers,
             )  # fmt: skip
-    except BaseExceptionGroup as group:  # the caller's progress raised: its error, as it is
-        error = _raised_by_progress(group, progress)
+    except BaseExceptionGroup as group:  # one error, never "unhandled errors in a TaskGroup"
+        error = one_error(group, progress)
         if error is None:
             raise
         raise error from None
@@ -1117,14 +1213,14 @@ async def _run_agents(
     recorder, collector, fleet = state.recorder, state.collector, state.fleet
     grace = state.scenario.spec.collector.finish_grace
     async with asyncio.TaskGroup() as group:
-        recorder_task = group.create_task(recorder.run_until_closed())
+        recorder_task = group.create_task(_part("the trace recorder", recorder.run_until_closed()))
         await recorder.subscribed.wait()
-        collector_task = group.create_task(collector.run())
+        collector_task = group.create_task(_part("the collector", collector.run()))
         await collector.subscribed.wait()
         watcher = group.create_task(watch_progress(collector, progress)) if progress else None
         side = await _start_side_tasks(state, transport, group, side_task)
         t = time.perf_counter()
-        fleet_task = group.create_task(fleet.run())
+        fleet_task = group.create_task(_part("the fleet", fleet.run()))
         await asyncio.wait({fleet_task, collector_task}, return_when=asyncio.FIRST_COMPLETED)
         if not fleet_task.done():
             # the collector has finished: devices still waiting (its final message lost,
@@ -1143,7 +1239,7 @@ async def _run_agents(
                 collector.request_close("the fleet ended with failed or crashed devices")
         state.collector_results = await collector_task
         if state.scenario.spec.secure_sum is not None:
-            await _secure_sum_stage(state, transport)
+            await _part("the secure-sum stage", _secure_sum_stage(state, transport))
         # the final "run closed" may be lost: the recorder gets ``finish_grace``
         await asyncio.wait({recorder_task}, timeout=grace)
         if not recorder_task.done():
@@ -1168,8 +1264,11 @@ async def _start_side_tasks(
         return None
     creds = state.creds
     view = transport if creds is None else AsUser(transport, ADMIN, creds.password(ADMIN))
+    named = [(side_task, "run_scenario's side_task"), (state.attacker, "the hostile client")]
     running = group.create_task(
-        _all_of([task(view, state.run, state.collector) for task in side_tasks])
+        _all_of(
+            [_part(name, task(view, state.run, state.collector)) for task, name in named if task]
+        )
     )
     await _until_ready(side_tasks, running)
     return running
