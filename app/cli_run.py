@@ -391,7 +391,10 @@ def _run_any(loaded, *, progress=None, stage_done=None, **options) -> dict:
         from ldpfleet.scenarios.runner import run_scenario
 
         if not loaded.bulk:
-            return run_loop(run_scenario(loaded, progress=progress, **options))
+            try:
+                return run_loop(run_scenario(loaded, progress=progress, **options))
+            except Exception as error:
+                _fail_stopped_run(error)
         from ldpfleet.scenarios.bulk_run import BulkRunFailed
 
         try:  # a bulk collector that died: one sentence naming it, exit 1
@@ -404,6 +407,22 @@ def _run_any(loaded, *, progress=None, stage_done=None, **options) -> dict:
         )
     except split_run.SplitRunFailed as error:
         _fail(error.sentence, "error")
+
+
+def _fail_stopped_run(error: Exception) -> NoReturn:
+    """An error that stopped an in-process run once it started: a user error (a broker
+    that refused or went away: ``user_errors``' one sentence, exit 2) or one no part of the
+    run raised is raised on; another (a full disk, a bug) is one sentence naming the part
+    that raised it (``runner.stopped_by``), exit 1, its traceback with --verbose."""
+    from ldpfleet.app.cli_common import _state, user_error_types
+    from ldpfleet.scenarios.runner import stopped_by
+
+    part = stopped_by(error)
+    if part is None or isinstance(error, user_error_types()):
+        raise error
+    if _state["verbose"]:
+        console.print_exception()
+    _fail(f"{type(error).__name__}: {error} ({part}; --verbose shows where)", "error")
 
 
 def scenario_reference_command() -> None:

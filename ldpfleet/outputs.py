@@ -58,6 +58,11 @@ def run(
     ``BulkRunFailed`` (``ldpfleet.scenarios.bulk_run``, a ``RuntimeError``) when a bulk
     run's collector ends before writing its summary (the sentence names it; the run's other
     processes are stopped). ``~`` in a path is the home folder.
+    A run that fails once started raises one error, never an ``ExceptionGroup``: the
+    error itself with a note naming the part of the run that raised it (the caller's
+    ``progress`` error as it is; a broker that refused a reconnecting service or stayed
+    away past its ``give_up_after``: the transport's ``ConnectionRefused`` /
+    ``ConnectionLost``, ``ConnectionError``s). docs/api.md.
 
     Inside a running event loop (a Jupyter cell, an ``async def``), where
     ``asyncio.run`` fails, the run gets a loop of its own in a worker thread and this

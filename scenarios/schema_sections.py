@@ -85,6 +85,8 @@ class FleetSection(_Section):
         ),
     ]
     id_prefix: Annotated[str, Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,20}$")] = "d"
+    # devices connecting, or waiting for the collector's first answer, at once (each holds
+    # its place until then or retransmit_after seconds: devices/agent.py)
     connect_concurrency: Annotated[int, Meta(ge=1, le=10_000)] = 64
     # device processes (docs/scaling.md): "auto" = one per core for fleets of at least
     # SHARD_AUTO_DEVICES devices on a network broker, else 1 (in the runner's process)
