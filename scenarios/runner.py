@@ -1164,6 +1164,7 @@ async def _pump_stream_run(
         state.collector = collector_for(
             scenario, transport, run, out / "collector.sqlite", seed=state.seed
         )
+        persist_release_ledger(state.collector, out / "ledger.json", run, state.config)
         t = time.perf_counter()
         shards = scenario.fleet_shards(state.broker_info.kind)
         state.fleet = _build_fleet(state, transport, stack, shards, shard_brokers)
@@ -1468,6 +1469,23 @@ def _fleet_entry(state: _StreamRun, unfinished: dict) -> dict:
         "ack_latency": latency_summary(outcomes),
         "shards": fleet_process_stats(fleet),
     }
+
+
+def persist_release_ledger(collector: CollectorService, path: Path, run: str, config) -> None:
+    """With a central GC-DP release: before each batch of releases is published, write
+    ``path`` (ledger.json) holding the collector's ledger with their charges, so a
+    collector killed mid-run has persisted every charge it published (persist before
+    acknowledging; helper B noticed a one-collector run kept it in memory only). The run's
+    end overwrites the file with every ledger; the devices' accounts are not in it before."""
+    stage = getattr(collector, "gcdp", None)
+    if stage is None:
+        return
+
+    def persist(stage) -> None:
+        ledger = gcdp_ledger(stage, stage.summary())
+        write_json(path, ledger_document(run, config.eps, config.w, [], collector=ledger))
+
+    stage.before_publish = persist
 
 
 def stream_ledger(state: _StreamRun, gcdp_entry: dict | None) -> dict:
