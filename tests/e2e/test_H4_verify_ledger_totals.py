@@ -18,23 +18,9 @@ from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 from typer.testing import CliRunner
 
-STREAM = """
-[scenario]
-name = "verify-totals"
-seed = 3
-[fleet]
-devices = 2
-[stream]
-steps = 20
-eps = 1.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "square"
-period = 6
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-"""
+from tests.tiny_scenarios import stream_text
+
+STREAM = stream_text("verify-totals", devices=2, steps=20, eps=1.0, shape="square", period=6)
 
 
 @pytest.fixture(scope="module")

@@ -14,27 +14,19 @@ from ldpfleet.app.cli import app
 from ldpfleet.app.trace_verify import verify_run
 from typer.testing import CliRunner
 
+from tests.tiny_scenarios import stream_text
+
 pytestmark = pytest.mark.slow  # a partitioned run on the embedded broker: ~5 s of setup
 
-PARTITIONED = """
-[scenario]
-name = "h4-parts"
-seed = 3
-[fleet]
-devices = 4
-[stream]
-steps = 20
-eps = 1.0
-w = 4
-[source]
-kind = "synthetic"
-shape = "square"
-period = 6
-amplitude = 1.0
-bounds = [-1.0, 1.0]
-[collector]
-partitions = 2
-"""
+PARTITIONED = stream_text(
+    "h4-parts",
+    devices=4,
+    steps=20,
+    eps=1.0,
+    shape="square",
+    period=6,
+    extra="[collector]\npartitions = 2",
+)
 
 
 @pytest.fixture(scope="module")
