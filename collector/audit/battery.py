@@ -448,6 +448,48 @@ def _decimal_places(outputs) -> np.ndarray:
     return places
 
 
+def _device_batch_sampler(mech, name: str, x: float):
+    """``sample(rng, n)`` of a user mechanism's audit at input ``x``: n runs, each the
+    reports of ``x`` and a partner reading 0 in one ``perturb`` call, half from calls of
+    ``DEVICE_BATCH_PAIRS`` pairs (a device's small batches), half from calls of
+    ``LONG_CALL_PAIRS`` (an unpaced device's whole stream); at ``x = 0`` (the first grid
+    input) drawn twice from generators seeded alike (``_replayed``)."""
+    from ldpfleet.protocol.mechanism_contract import contract_reports
+
+    batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
+    long_batch = np.tile([x, 0.0], LONG_CALL_PAIRS)  # an unpaced device's whole stream
+
+    def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
+        n_long = n // 2  # half the runs from long calls, half from small ones
+        calls = -(-(n - n_long) // DEVICE_BATCH_PAIRS)
+        runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
+        small = np.concatenate(runs).reshape(-1, 2)[: n - n_long]
+        if n_long == 0:
+            return small
+        long_calls = -(-n_long // LONG_CALL_PAIRS)
+        runs = [contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)]
+        return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
+
+    if x == 0.0:
+        return _replayed(in_batches, name)
+    return in_batches
+
+
+def _pair_free_witnesses(device_batches: bool) -> frozenset[str]:
+    """The witnesses that do not depend on the input pair (``InputPairSearch`` scores them
+    once per input)."""
+    shared = {"report", "low byte of the report"}
+    if device_batches:
+        shared |= {
+            "significant bits of the report",
+            "decimal places of the report",
+            "reports equal",
+            "difference of the reports",
+            "sum of the reports",
+        }
+    return frozenset(shared)
+
+
 def contract_spec(
     name: str, eps: float, delta: float = 0.0, *, device_batches: bool = False
 ) -> AuditSpec:
@@ -473,27 +515,7 @@ def contract_spec(
 
     def sample_at(x: float):  # every canary report through the same check (in_domain too)
         if device_batches:
-            batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
-
-            long_batch = np.tile([x, 0.0], LONG_CALL_PAIRS)  # an unpaced device's whole stream
-
-            def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
-                n_long = n // 2  # half the runs from long calls, half from small ones
-                calls = -(-(n - n_long) // DEVICE_BATCH_PAIRS)
-                runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
-                small = np.concatenate(runs).reshape(-1, 2)[: n - n_long]
-                if n_long == 0:
-                    return small
-                long_calls = -(-n_long // LONG_CALL_PAIRS)
-                runs = [
-                    contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)
-                ]
-                return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
-
-            if x == 0.0:  # the first grid input: drawn twice, from generators seeded alike
-                return _replayed(in_batches, name)
-
-            return in_batches
+            return _device_batch_sampler(mech, name, x)
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
 
     first = _first_report if device_batches else _value
@@ -517,16 +539,7 @@ def contract_spec(
         return witnesses
 
     inputs = PLUGIN_GRID if device_batches else UNIT_GRID
-    shared = {"report", "low byte of the report"}
-    if device_batches:
-        shared |= {
-            "significant bits of the report",
-            "decimal places of the report",
-            "reports equal",
-            "difference of the reports",
-            "sum of the reports",
-        }
-    search = InputPairSearch(inputs, sample_at, witnesses_for, frozenset(shared))
+    search = InputPairSearch(inputs, sample_at, witnesses_for, _pair_free_witnesses(device_batches))
     canary = Canary("input 0 vs 1", sample_at(0.0), sample_at(1.0))
     density_check = None
     if device_batches and callable(getattr(mech, "density", None)):
