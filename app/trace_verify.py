@@ -348,7 +348,7 @@ def _read_ledgers(
             documents.append((str(path), document))
             if isinstance(document.get("collector"), dict):
                 collector = document["collector"]
-        else:  # CADR-LDP: device -> ledger at the top level
+        else:  # CADR-LDP: device -> ledger at the top level (beside "run", a string)
             devices = {k: v for k, v in document.items() if isinstance(v, dict) and "accounts" in v}
         for device, ledger in devices.items():
             if device in ledgers and ledgers[device] != ledger:

@@ -80,6 +80,7 @@ __all__ = [
     "complete_results",
     "device_names",
     "fresh_outputs",
+    "ledger_document",
     "load_scenario_graph",
     "run_cadr_fleet",
     "run_cadr_scenario",
@@ -1097,12 +1098,24 @@ def scenario_header(scenario, seed: int | None = None) -> dict:
     return {**header, "spec": scenario.to_dict()}
 
 
+def ledger_document(ledgers: dict[str, dict | None], run: str | None) -> dict:
+    """A CADR-LDP ``ledger.json``: ``run`` (the run id, when known) and device -> ledger at
+    the top level. Readers take the devices as the entries that are objects with
+    ``accounts``; the run id lets ``trace verify`` refuse another run's ledgers
+    (``ledger_run``: the same scenario and seed charge the same, so a swapped file agreed)."""
+    head = {"run": run} if run is not None else {}
+    return {**head, **ledgers}
+
+
 def write_cadr_results(out: Path, results: dict) -> dict:
     """Write ``results.json`` and (when the results hold them) the devices' ledgers as
-    ``ledger.json``; returns the results without the ledgers."""
+    ``ledger.json`` (``ledger_document``: with the run id); returns the results without
+    the ledgers."""
     results = dict(results)
     ledgers = results.pop("ledgers", None)
     write_results(out / "results.json", results, indent=2)
     if ledgers is not None:
-        (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
+        run = results.get("run")
+        document = ledger_document(ledgers, str(run) if run is not None else None)
+        (out / "ledger.json").write_text(json.dumps(document, indent=2))
     return results

@@ -64,6 +64,7 @@ from ldpfleet.scenarios.cadr_run import (
     complete_results,
     device_names,
     fresh_outputs,
+    ledger_document,
     load_scenario_graph,
     run_device_shard,
     scenario_header,
@@ -274,7 +275,7 @@ def _write_fleet(
         "status": status,
         "devices": devices,
     }
-    ledgers = {name: st.ledger for name, st in sorted(stats.items())}
+    ledgers = ledger_document({name: st.ledger for name, st in sorted(stats.items())}, run)
     (out / "outcomes.json").write_text(json.dumps(outcomes, indent=2))
     (out / "ledger.json").write_text(json.dumps(ledgers, indent=2))
     return outcomes

@@ -190,6 +190,7 @@ class _CollectorRun:
     # [faults] hostile_messages: whether this collector handled its share of the flood
     # before its stage closed (None: no flood, or none of it was this collector's)
     hostile_handled: bool | None = None
+    wall: float = 0.0  # time.perf_counter() when the side started (results.json seconds)
 
 
 async def hold_for_hostile(
@@ -242,7 +243,7 @@ async def collector_side(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     wall = time.perf_counter()
-    state = _CollectorRun(auth=credentials is not None)
+    state = _CollectorRun(auth=credentials is not None, wall=wall)
     announcer = run_announcer(scenario, run, run_terms(scenario, run, seed))
     try:
         async with open_broker(broker, credentials=credentials) as (transport, info):
@@ -264,15 +265,37 @@ async def collector_side(
     return _write_collector(scenario, run, seed, state, out, wall)
 
 
-def _stopped(scenario: LoadedScenario, run: str, state: _CollectorRun) -> None:
+STOPPED = "the collector side was stopped before the run closed"
+BEFORE_RELEASE = "written before its last release was published"
+
+
+def _stopped(
+    scenario: LoadedScenario, run: str, state: _CollectorRun, detail: str = STOPPED
+) -> None:
     """A collector side stopped (SIGTERM, cancelled) before the run closed: its results
     hold what it had persisted; everything else counts as lost."""
-    detail = "the collector side was stopped before the run closed"
     state.aborted = state.aborted or {"reason": "stopped", "detail": detail}
     if state.results is None:
         state.results = partial_collector_results(
             state.service, scenario.stream_config(run), detail
         )
+
+
+def _persist_release(scenario, run, seed, state: _CollectorRun, out: Path) -> None:
+    """Before a batch of GC-DP releases is published (``GcdpStage.before_publish``):
+    OUT/results.json as if the side stopped now (``_stopped``: ``aborted`` ``stopped``, the
+    ``gcdp`` entry and ``collector_ledger`` holding their charges), so a collector side
+    killed outright leaves on disk the account of every release it published, where the
+    merge and ``trace verify`` read the collector's ledger. The run's end overwrites it; the
+    side's own state is left as it was. (``coordinator._persist_release`` does the same for
+    a partitioned run's coordinator; ``runner.persist_release_ledger`` for one process.)"""
+    aborted, results = state.aborted, state.results
+    try:
+        _stopped(scenario, run, state, f"{STOPPED} ({BEFORE_RELEASE})")
+        document = _collector_document(scenario, run, seed, state, time.perf_counter() - state.wall)
+        write_results(out / "results.json", document, indent=2)
+    finally:
+        state.aborted, state.results = aborted, results
 
 
 def _write_collector(scenario, run, seed, state: _CollectorRun, out: Path, wall: float) -> dict:
@@ -299,6 +322,10 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
     state.service = service = collector_for(
         scenario, transport, run, out / "collector.sqlite", seed=seed
     )
+    if service.gcdp is not None:  # each release's charge on disk before it is published
+        service.gcdp.before_publish = lambda _stage: _persist_release(
+            scenario, run, seed, state, out
+        )
     async with asyncio.TaskGroup() as group:
         recording = group.create_task(recorder.run_until_closed())
         await _first(recorder.subscribed, recording)

@@ -117,11 +117,19 @@ def over_memory(tmp_path: Path, partitions: int, trace: str = "control") -> tupl
     return merged, trace_rows(tmp_path / "o", run), done
 
 
+def device_ledgers(out: Path, run: str) -> dict:
+    """``OUT/ledger.json``'s device ledgers, having checked that it names ``run`` (each run's
+    ledger.json names its own, so two runs' files differ only there)."""
+    document = json.loads((out / "ledger.json").read_text())
+    assert document.pop("run") == run
+    return document
+
+
 def test_workers_and_a_coordinator_release_what_one_collector_releases(tmp_path):
     one, one_rows, _ = over_memory(tmp_path / "one", 1, "all")
     kinds = {row[1] for row in one_rows}
     assert {"dsr_report", "ack", "cadr_theta", "degree_release"} <= kinds, kinds
-    theirs = json.loads((tmp_path / "one" / "o" / "ledger.json").read_text())
+    theirs = device_ledgers(tmp_path / "one" / "o", "cadrmem1")
     for count in (2, 4):
         mine, rows, done = over_memory(tmp_path / f"p{count}", count, "all")
         workers = done[1 : 1 + count]
@@ -134,7 +142,7 @@ def test_workers_and_a_coordinator_release_what_one_collector_releases(tmp_path)
         assert mine["partitions"]["count"] == count
         assert mine["partitions"]["messages_refused"] == 0
         assert sum(mine["partitions"]["released"]) == len(mine["released"]) == 60
-        assert json.loads((tmp_path / f"p{count}" / "o" / "ledger.json").read_text()) == theirs
+        assert device_ledgers(tmp_path / f"p{count}" / "o", f"cadrmem{count}") == theirs
         assert rows == one_rows, count
         # the workers' messages stay out of the trace
         assert not {"cadr_releases", "partition_status"} & {row[1] for row in rows}
@@ -157,8 +165,8 @@ def check_identical_across_partitions(broker: str, tmp_path: Path) -> None:
         for key in SAME:
             assert mine.get(key) == theirs.get(key), (count, key)
         assert queries(mine) == queries(theirs)
-        mine_ledger = json.loads((outs[count] / "ledger.json").read_text())
-        assert mine_ledger == json.loads((outs[1] / "ledger.json").read_text())
+        mine_ledger = device_ledgers(outs[count], mine["run"])
+        assert mine_ledger == device_ledgers(outs[1], theirs["run"])
         assert rows[count] == rows[1], count
         # each worker's store holds its devices' releases
         stored = 0
