@@ -199,6 +199,7 @@ async def test_a_cadr_scenario_writes_results_ledgers_releases_and_a_control_tra
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["devices"] == 30 and saved["theta"] == results["theta"]
     ledgers = json.loads((tmp_path / "ledger.json").read_text())
+    assert ledgers.pop("run") == saved["run"]  # the ledgers name their run
     assert len(ledgers) == 30
     assert all(abs(doc["accounts"]["node"]["spent"] - 3.0) < 1e-9 for doc in ledgers.values())
     with sqlite3.connect(tmp_path / "collector.sqlite") as db:
