@@ -17,7 +17,26 @@ from ldpfleet.devices.fleet import DeviceSourceConfig, FleetConfig
 from ldpfleet.devices.periodic import PeriodicSpec
 from ldpfleet.scenarios.schema import CsvSource, LoadedScenario, PeriodicSource
 
-__all__ = ["crash_config", "device_source_config", "fleet_config", "gcdp_stage_config"]
+__all__ = [
+    "crash_config",
+    "device_source_config",
+    "fleet_config",
+    "gcdp_stage_config",
+    "run_connection",
+]
+
+
+def run_connection(scenario: LoadedScenario, broker_kind: str | None = None) -> str:
+    """The connection model a run of ``scenario`` uses on a broker of ``broker_kind``
+    ("memory", "embedded", "mqtt"; None: a real broker). ``[fleet] connection = "auto"``
+    is one connection per device on the in-memory broker at any size — there is no socket
+    to save, and a gateway costs a second ACL check and a hop (docs/scaling.md, "Auto on
+    the memory transport": 20,000-40,000 devices per device used less CPU and memory, no
+    loss); on a real broker it is ``LoadedScenario.fleet_connection``'s rule (gateways
+    past ``DEVICE_CONNECTIONS_AUTO_MAX`` devices). Explicit settings are kept."""
+    if broker_kind == "memory" and scenario.spec.fleet.connection == "auto":
+        return "device"
+    return scenario.fleet_connection()
 
 
 def device_source_config(scenario: LoadedScenario) -> DeviceSourceConfig:
@@ -70,9 +89,11 @@ def fleet_config(
     seed: int | None = None,
     *,
     state_file: str | None = None,
+    broker_kind: str | None = None,
 ) -> FleetConfig:
     """The fleet of run ``run`` (``seed`` overrides the scenario's; ``state_file``: where a
-    fleet process's devices persist their state, ``fleet_state_file``)."""
+    fleet process's devices persist their state, ``fleet_state_file``; ``broker_kind``: the
+    run's broker, which decides what ``connection = "auto"`` means, ``run_connection``)."""
     scenario.refuse_bulk("a per-device fleet (devices/fleet.py)")
     spec = scenario.spec
     collector = spec.collector
@@ -86,7 +107,7 @@ def fleet_config(
         silence_timeout=collector.stage_timeout + collector.finish_grace,
         connect_concurrency=spec.fleet.connect_concurrency,
         step_seconds=spec.stream.step_seconds,
-        connection=scenario.fleet_connection(),
+        connection=run_connection(scenario, broker_kind),
         gateway_devices=spec.fleet.gateway_devices,
         crashes=crash_config(scenario),
         state_file=state_file,

@@ -53,7 +53,9 @@ SHARD_AUTO_DEVICES = 1_000  # from this fleet size "auto" runs one device proces
 # up to this fleet size connection "auto" gives every device its own MQTT connection;
 # larger fleets go through gateways (10,000 per-device connections are measured on
 # Mosquitto, docs/scaling.md; beyond, file-descriptor limits of the device processes and
-# of the broker decide)
+# of the broker decide). A real broker's rule: on the in-memory broker "auto" is per
+# device at any size (no socket to save; plans.run_connection, docs/scaling.md "Auto on
+# the memory transport")
 DEVICE_CONNECTIONS_AUTO_MAX = 10_000
 # [cadr] eps: [CADR_EPS_MIN, CADR_EPS_MAX] (protocol.cadr_budget.check_run_eps, "Range of eps");
 # `bench cadr`, `bench cadr-sweep` and the in-process reference take the same range
@@ -93,7 +95,8 @@ class FleetSection(_Section):
     shards: Annotated[int, Meta(ge=1, le=256)] | Literal["auto"] = "auto"
     # one MQTT connection per device, or gateways carrying gateway_devices devices each
     # over one connection (devices/gateway.py; ACL per device enforced at the gateway);
-    # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways;
+    # "auto": per device up to DEVICE_CONNECTIONS_AUTO_MAX devices, else gateways (on the
+    # memory broker per device at any size, plans.run_connection);
     # "bulk": bulk gateways of gateway_devices devices each, many devices' batches in one
     # message (protocol/bulk.py, scenarios/bulk_run.py; docs/scaling.md "Bulk gateways";
     # what they cannot do is refused on load, ``_check_bulk``)
