@@ -297,8 +297,9 @@ def _fleet_figures(
         "broker_url": results["broker"]["url"],
         "shard_brokers": shard_brokers,
         # what the run used: "device" asks for [fleet] connection "auto" (the scenario
-        # text leaves it out), which is "gateway" past 10,000 devices (helper C: a
-        # 40,000-device run said "device" and ran through gateways)
+        # text leaves it out), which is "gateway" past 10,000 devices on a real broker
+        # (helper C: a 40,000-device run said "device" and ran through gateways) and
+        # "device" at any size on the memory broker (plans.run_connection)
         "connection": (results.get("fleet") or {}).get("connection") or connection,
         "trace": trace,
         "max_in_flight": max_in_flight,

@@ -62,7 +62,7 @@ from ldpfleet.protocol.topics import check_ident
 from ldpfleet.scenarios.cadr_run import every_set, fresh_outputs, scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.jsonout import write_json, write_results
-from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config
+from ldpfleet.scenarios.plans import fleet_config, gcdp_stage_config, run_connection
 from ldpfleet.scenarios.plugin_load import export_plugin_folder
 from ldpfleet.scenarios.schema import SEED_MAX, LoadedScenario, ScenarioError, load_scenario
 from ldpfleet.scenarios.schema_checks import (
@@ -1188,7 +1188,8 @@ def _build_fleet(
     as long as the run."""
     scenario = state.scenario
     if shards <= 1:
-        return Fleet(fleet_config(scenario, state.run, state.seed), transport)
+        config = fleet_config(scenario, state.run, state.seed, broker_kind=state.broker_info.kind)
+        return Fleet(config, transport)
     secrets_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="ldpfleet-auth-"))
     creds = state.creds
     return ShardedFleet(
@@ -1455,8 +1456,11 @@ def _fleet_entry(state: _StreamRun, unfinished: dict) -> dict:
     fleet, outcomes = state.fleet, state.outcomes or []
     return {
         "devices_run": len(outcomes),
-        # "device" (an MQTT connection each) or "gateway" ([fleet] connection)
-        "connection": state.scenario.fleet_connection(),
+        # "device" (an MQTT connection each) or "gateway" ([fleet] connection; "auto" on
+        # the memory broker: "device", plans.run_connection)
+        "connection": run_connection(
+            state.scenario, state.broker_info.kind if state.broker_info else None
+        ),
         "connect_seconds": fleet.connect_seconds if fleet else None,
         "unfinished_devices": unfinished,
         "device_errors": {o.device: o.error for o in outcomes if o.error},

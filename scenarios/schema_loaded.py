@@ -106,8 +106,10 @@ class LoadedScenario:
             )
 
     def fleet_connection(self) -> Literal["device", "gateway", "bulk"]:
-        """The connection model ``[fleet] connection`` asks for ("auto": one connection
-        per device up to ``DEVICE_CONNECTIONS_AUTO_MAX`` devices, gateways beyond)."""
+        """The connection model ``[fleet] connection`` asks for on a real broker ("auto":
+        one connection per device up to ``DEVICE_CONNECTIONS_AUTO_MAX`` devices, gateways
+        beyond); ``plans.run_connection`` gives a run's model on its broker (the memory
+        broker: per device at any size)."""
         connection = self.spec.fleet.connection
         if connection == "auto":
             fleet_size = self.spec.fleet.devices
