@@ -25,8 +25,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("sizes", type=int, nargs="+")
     parser.add_argument("--steps", type=int, default=20)
-    # "auto": the bench's own scenario ([fleet] connection left out: gateways past 10,000
-    # devices); "device" or "gateway": that [fleet] connection, written into it
+    # "auto": the bench's own scenario ([fleet] connection left out: per-device on the memory
+    # transport, gateways past 10,000 devices on real brokers); "device" or "gateway":
+    # that [fleet] connection, written into it
     parser.add_argument("--connection", default="auto", choices=("auto", "device", "gateway"))
     parser.add_argument("--acl-count", action="store_true")
     # seconds before a device repeats an unanswered message (default: the bench's 5 s); a
