@@ -1404,20 +1404,21 @@ def _add_warnings(results: dict, state: _StreamRun) -> None:
     cycles, warnings = source_cycles_entry(scenario.source_spec(), scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    results["warnings"] += stream_warnings(scenario, scenario.source_spec(), results.get("trace"))
-    if results.get("gcdp") is not None:  # [gcdp]: the sampling of its two files
-        from ldpfleet.collector.gcdp_stage import release_warnings
-
-        results["warnings"] += release_warnings(results["gcdp"])
+    results["warnings"] += stream_warnings(
+        scenario, scenario.source_spec(), results.get("trace"), results.get("gcdp")
+    )
 
 
-def stream_warnings(scenario: LoadedScenario, source: object, trace: dict | None) -> list[str]:
+def stream_warnings(
+    scenario: LoadedScenario, source: object, trace: dict | None, gcdp: dict | None = None
+) -> list[str]:
     """A stream run's warnings beside its source's cycles (both runners): what the trace
     lacks of what the collector stored, a synthetic period CPR can never claim, a
-    ``[secure_sum]`` graph whose session may well abort, and a CSV ``true_period`` that a
-    wrapping replay breaks (``source``: the run's source spec)."""
+    ``[secure_sum]`` graph whose session may well abort, a CSV ``true_period`` that a
+    wrapping replay breaks (``source``: the run's source spec) and, with a ``[gcdp]``
+    release (``gcdp``: its results.json entry), the sampling of its two files."""
     spec = scenario.spec
-    return [
+    warnings = [
         *trace_gap_warnings(trace),
         *unclaimable_period_warnings(spec),
         *secure_sum_risk_warnings(spec),
@@ -1425,6 +1426,11 @@ def stream_warnings(scenario: LoadedScenario, source: object, trace: dict | None
             source, spec.stream.steps, spec.fleet.devices, getattr(spec.source, "true_period", None)
         ),
     ]
+    if gcdp is not None:
+        from ldpfleet.collector.gcdp_stage import release_warnings
+
+        warnings += release_warnings(gcdp)
+    return warnings
 
 
 def _scored_reconstruction(state: _StreamRun) -> dict | None:

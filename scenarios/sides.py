@@ -925,11 +925,9 @@ def _add_source_entries(results: dict, scenario, truth: _Truth) -> None:
     cycles, warnings = source_cycles_entry(source, scenario.spec.stream.steps)
     results["source_cycles"] = cycles
     results["warnings"] += warnings
-    results["warnings"] += stream_warnings(scenario, source, results.get("trace"))
-    if results.get("gcdp") is not None:  # [gcdp]: the sampling of its two files
-        from ldpfleet.collector.gcdp_stage import release_warnings
-
-        results["warnings"] += release_warnings(results["gcdp"])
+    results["warnings"] += stream_warnings(
+        scenario, source, results.get("trace"), results.get("gcdp")
+    )
 
 
 def _merged_ledger(c: dict, outcomes: list[DeviceOutcome], config) -> dict:
