@@ -125,19 +125,6 @@ SERVER_STREAM = 0x5E5  # the seed's second stream: the server's randomness (grap
 ABORT_WARNING_ABOVE = 0.01  # a warning when more than 1 % of such sessions may abort
 
 
-def _abort_bound(devices: int, degree: int, threshold: int, dropping: int, split: bool) -> float:
-    """The holder rule's bound (``graphs.abort_probability_bound``) plus, when the dropping
-    devices leave before their masked input (``split``), the split graph's: in floating
-    point (``graphs.session_abort_bound``; the exact integers took 193 s to advise on
-    ``--devices 10000 --dropout 0.45``, a degree at a time)."""
-    return graphs.session_abort_bound(devices, degree, threshold, dropping, before_masked=split)
-
-
-# the stages after which a dropped device's masked input is already in (it stays in U3,
-# so it cannot cut the survivors' graph)
-_AFTER_MASKED = ("after_masked", "during_unmask")
-
-
 def abort_risk(
     devices: int,
     dropout: float,
@@ -157,8 +144,10 @@ def abort_risk(
         return {}
     degree, threshold = session
     dropping = round(dropout * devices)
-    split = dropout_stage not in _AFTER_MASKED
-    bound = _abort_bound(devices, degree, threshold, dropping, split)
+    split = graphs.leaves_before_masked(dropout_stage)
+    # in floating point (the exact integers took 193 s to advise on --devices 10000
+    # --dropout 0.45, a degree at a time)
+    bound = graphs.session_abort_bound(devices, degree, threshold, dropping, before_masked=split)
     risk: dict = {"abort_probability_at_most": float(f"{bound:.3g}"), "warnings": []}
     if bound > ABORT_WARNING_ABOVE:
         advice = ""
@@ -166,9 +155,11 @@ def abort_risk(
             devices, degree, dropping, ABORT_WARNING_ABOVE, before_masked=split
         )
         if larger is None and degree < devices - 1:  # only the full graph, if even that
-            t = graphs.default_threshold(devices)
-            if _abort_bound(devices, devices - 1, t, dropping, split) <= ABORT_WARNING_ABOVE:
-                larger = devices - 1
+            t, full = graphs.default_threshold(devices), devices - 1
+            if graphs.session_abort_bound(devices, full, t, dropping, before_masked=split) <= (
+                ABORT_WARNING_ABOVE
+            ):
+                larger = full
         if larger is not None:
             advice = f"; --neighbors {larger} keeps it below {ABORT_WARNING_ABOVE:.0%}"
         splits = graphs.split_probability_bound(devices, degree, dropping) if split else 0.0

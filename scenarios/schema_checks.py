@@ -418,10 +418,6 @@ def unclaimable_period_warnings(spec: Scenario) -> list[str]:
     ]
 
 
-# the dropout stages after which a leaving device's masked input is in (it stays in U3:
-# it cannot cut the survivors' graph)
-_AFTER_MASKED = ("after_masked", "during_unmask")
-
 
 def secure_sum_risk_warnings(spec: Scenario) -> list[str]:
     """The sentence for results.json ``warnings`` when the ``[secure_sum]`` stage's SecAgg+
@@ -442,7 +438,7 @@ def secure_sum_risk_warnings(spec: Scenario) -> list[str]:
     degree = graphs.default_degree(devices) if section.neighbors is None else section.neighbors
     threshold = section.threshold or graphs.default_threshold(degree + 1)
     dropping = round(section.dropout * devices)
-    before = section.dropout_stage not in _AFTER_MASKED
+    before = graphs.leaves_before_masked(section.dropout_stage)
     limit = graphs.ABORT_RISK_LIMIT
     bound = graphs.session_abort_bound(devices, degree, threshold, dropping, before_masked=before)
     if bound <= limit:

@@ -284,6 +284,15 @@ def check_dropout_survivors(dropout: float, devices: int, threshold: int, why: s
 ABORT_RISK_LIMIT = 1e-3  # a scenario whose sessions may abort more often than this warns
 
 
+def leaves_before_masked(dropout_stage: str) -> bool:
+    """Whether a device dropping at ``dropout_stage`` (``devices.secagg_agent``'s
+    ``DROPOUT_STAGES``) leaves before its masked input is in: after ``after_masked`` or
+    ``during_unmask`` it stays in U3 and cannot cut the survivors' graph, so only the
+    earlier stages add ``split_probability_bound`` (``session_abort_bound``'s
+    ``before_masked``)."""
+    return dropout_stage not in ("after_masked", "during_unmask")
+
+
 def session_abort_bound(
     devices: int, degree: int, threshold: int, dropping: int, *, before_masked: bool = True
 ) -> float:
