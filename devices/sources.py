@@ -117,6 +117,7 @@ __all__ = [
     "SourceError",
     "StreamTruth",
     "SyntheticSpec",
+    "broken_utf16_reason",
     "channel_bounds",
     "clear_table_cache",
     "csv_stream",
@@ -549,12 +550,9 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
             return _numpy_table(path, raw)
         lines, delimiter = _csv_lines(raw, path)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
-        if exc.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
-            raise SourceError(
-                f"{path} starts with a UTF-16 byte-order mark but is not UTF-16 text "
-                f"({exc.reason} at byte {exc.start}): save it as UTF-8",
-                field=field,
-            ) from exc
+        broken_utf16 = broken_utf16_reason(exc)
+        if broken_utf16 is not None:
+            raise SourceError(f"{path} {broken_utf16}", field=field) from exc
         line = exc.object[: exc.start].count(b"\n") + 1
         raise SourceError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
@@ -605,6 +603,18 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     return text, delimiter or sniff_delimiter(text)
+
+
+def broken_utf16_reason(error: UnicodeDecodeError) -> str | None:
+    """What ``decode_text``'s ``error`` says of a file that starts with a UTF-16 byte-order
+    mark but is not UTF-16 text, for the caller to put after the file's name; None when
+    it was the UTF-8 reading that failed (the caller names the line)."""
+    if not error.encoding.startswith("utf-16"):
+        return None
+    return (
+        f"starts with a UTF-16 byte-order mark but is not UTF-16 text ({error.reason} at "
+        f"byte {error.start}): save it as UTF-8"
+    )
 
 
 def decode_text(raw: bytes) -> str:

@@ -52,7 +52,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from ldpfleet.devices.sources import SourceError, csv_text, read_data_file
+from ldpfleet.devices.sources import (
+    SourceError,
+    broken_utf16_reason,
+    csv_text,
+    read_data_file,
+)
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -123,11 +128,9 @@ def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
     except SourceError as error:
         raise ValueError(error.reason) from None
     except UnicodeDecodeError as error:
-        if error.encoding.startswith("utf-16"):  # a UTF-16 byte-order mark, then bad bytes
-            raise ValueError(
-                f"the file starts with a UTF-16 byte-order mark but is not UTF-16 text "
-                f"({error.reason} at byte {error.start}): save it as UTF-8"
-            ) from None
+        broken_utf16 = broken_utf16_reason(error)
+        if broken_utf16 is not None:
+            raise ValueError(f"the file {broken_utf16}") from None
         raise ValueError(_not_utf8(raw, error)) from None
     return io.StringIO(text, newline=""), delimiter
 
