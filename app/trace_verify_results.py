@@ -18,6 +18,7 @@ is ``app.trace_verify_bulk``, which compares its counts already).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 REL_TOL = 1e-9
 NOT_CHECKED = (
@@ -92,19 +93,7 @@ def verify_results(
         expected["privacy.within_budget"] = all(m <= e * (1 + REL_TOL) for m, e in held)
     expected.update(_accuracy(results))
     expected.update(_counts(results))
-    for key, want in expected.items():
-        got = _get(results, key)
-        if got is _ABSENT or got is None or want is None:
-            continue
-        report.checked["results_figures"] += 1
-        if not _same(got, want):
-            report.fail(
-                "results",
-                None,
-                "results_differs",
-                f"results.json {key} is {got!r}; recomputed from "
-                f"{_SOURCE.get(key, 'the run')}: {want!r}",
-            )
+    _compare(results, expected, lambda key: _SOURCE.get(key, "the run"), report)
     report.notes.append(NOT_CHECKED)
 
 
@@ -190,29 +179,47 @@ def verify_cadr_results(results: dict, *, rows: int, release, plan, report) -> N
             if k < len(release.estimates):
                 expected[f"per_device.{device}.estimate"] = release.estimates[k]
     expected.update(_cadr_arithmetic(results))
+    _compare(results, expected, _cadr_source, report, width=80, most=20)
+    report.notes.append(
+        "results.json's true degrees (per_device.degree, the simulator's) and timings are "
+        "taken as written; the release, θ, the plan's ε and α, the counts and the error "
+        "figures' arithmetic over per_device are checked (results_differs)"
+    )
+
+
+def _compare(
+    results: dict,
+    expected: dict[str, object],
+    source: Callable[[str], str],
+    report,
+    *,
+    width: int | None = None,
+    most: int | None = None,
+) -> None:
+    """Each ``expected`` figure against ``results`` (absent or null on either side: not
+    compared), counted in ``report.checked["results_figures"]``; a difference is
+    ``results_differs`` naming the key, both values (their reprs cut to ``width``
+    characters) and ``source(key)``, the record it was recomputed from; past ``most``
+    differences one line says how many more."""
     failures = 0
     for key, want in expected.items():
         got = _get(results, key)
         if got is _ABSENT or got is None or want is None:
             continue
         report.checked["results_figures"] += 1
-        if not _same_deep(got, want):
-            failures += 1
-            if failures <= 20:
-                report.fail(
-                    "results",
-                    None,
-                    "results_differs",
-                    f"results.json {key} is {got!r:.80}; recomputed from "
-                    f"{_cadr_source(key)}: {want!r:.80}",
-                )
-    if failures > 20:
-        report.fail("results", None, "results_differs", f"{failures - 20} more not listed")
-    report.notes.append(
-        "results.json's true degrees (per_device.degree, the simulator's) and timings are "
-        "taken as written; the release, θ, the plan's ε and α, the counts and the error "
-        "figures' arithmetic over per_device are checked (results_differs)"
-    )
+        if _same_deep(got, want):
+            continue
+        failures += 1
+        if most is None or failures <= most:
+            shown, wanted = repr(got)[:width], repr(want)[:width]
+            report.fail(
+                "results",
+                None,
+                "results_differs",
+                f"results.json {key} is {shown}; recomputed from {source(key)}: {wanted}",
+            )
+    if most is not None and failures > most:
+        report.fail("results", None, "results_differs", f"{failures - most} more not listed")
 
 
 def _same_deep(a, b) -> bool:
