@@ -418,7 +418,6 @@ def unclaimable_period_warnings(spec: Scenario) -> list[str]:
     ]
 
 
-
 def secure_sum_risk_warnings(spec: Scenario) -> list[str]:
     """The sentence for results.json ``warnings`` when the ``[secure_sum]`` stage's SecAgg+
     session may abort before unmasking in more than ``graphs.ABORT_RISK_LIMIT`` (1e-3) of
