@@ -79,6 +79,12 @@ class RunAnnouncer:
         self.host.close(reason)
         await publish_outbound(conn, self.host)
 
+    async def close_again(self, conn: Connection) -> None:
+        """Publish the ``RunClosed`` of ``close`` again, on ``conn`` (a new connection after
+        the one that closed broke; nothing if the run was not closed)."""
+        self.host.resend_close()
+        await publish_outbound(conn, self.host)
+
     async def stop_repeating(self) -> None:
         """End the repeats (``close`` does; a pump that gives up without closing must)."""
         task, self._repeating = self._repeating, None

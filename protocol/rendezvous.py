@@ -195,6 +195,7 @@ class RunHost(Machine):
         self.state = "new"  # new -> open -> closed
         self.repeats = 0  # announcements published again (repeat_every)
         self._repeat_at: float | None = None
+        self._closing: RunClosed | None = None  # what ``close`` published
 
     @property
     def topic(self) -> str:
@@ -243,14 +244,18 @@ class RunHost(Machine):
         """Replace the announcement with the end of the run (publish retained)."""
         if self.state == "closed":
             return
-        self._send(
-            self.topic,
-            RunClosed(
-                run=self.run, sender=topics.COLLECTOR_ID, epoch=self.epoch, reason=reason[:500]
-            ),
-            retain=True,
+        self._closing = RunClosed(
+            run=self.run, sender=topics.COLLECTOR_ID, epoch=self.epoch, reason=reason[:500]
         )
+        self._send(self.topic, self._closing, retain=True)
         self.state = "closed"
+
+    def resend_close(self) -> None:
+        """The ``RunClosed`` of ``close`` once more (retained), for a pump whose connection
+        broke while publishing it: the machine cannot know whether the broker kept it, and
+        publishing it twice changes nothing. Nothing before ``close``."""
+        if self._closing is not None:
+            self._send(self.topic, self._closing, retain=True)
 
 
 class RunWaiter(Machine):

@@ -43,10 +43,10 @@ from ldpfleet.broker.auth import Credentials
 from ldpfleet.broker.recorder import TraceRecorder, control_filters
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import Transport
+from ldpfleet.collector.announce import say_run_closed
 from ldpfleet.collector.gcdp_stage import GcdpShare, GcdpStage
 from ldpfleet.collector.npz_files import merge_npz
 from ldpfleet.collector.partition import PartitionLink, WorkersMissing, coordinate_stream
-from ldpfleet.collector.service import announce_run_closed
 from ldpfleet.protocol import topics
 from ldpfleet.protocol.errors import ParameterError, RemoteProtocolError
 from ldpfleet.protocol.messages import Message
@@ -365,7 +365,8 @@ async def _record_and_coordinate(job: _Coordination, transport, recorder: TraceR
         recording = g.create_task(recorder.run_until_closed())
         await _first(recorder.subscribed, recording)
         tally = await _coordinate(job, transport, conn)
-        await announce_run_closed(conn, job.run)
+        # on a new connection if the broker closed this one (collector.announce)
+        await say_run_closed(transport, conn, job.run, job.announcer)
         await asyncio.wait({recording}, timeout=job.scenario.spec.collector.finish_grace)
         if not recording.done():
             recording.cancel()

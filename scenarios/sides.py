@@ -47,10 +47,11 @@ from ldpfleet.broker.pump import background, drive_timers
 from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
 from ldpfleet.collector.analytics import note_secure_sum, privacy_entry
+from ldpfleet.collector.announce import say_run_closed
 from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.secure_sum import secure_sum
-from ldpfleet.collector.service import CollectorService, announce_run_closed
+from ldpfleet.collector.service import CollectorService
 from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
@@ -350,7 +351,7 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
                     "status": "aborted" if state.secure["aborted"] else "ok",
                     "seconds": state.secure["seconds"],
                 }
-            await announce_run_closed(conn, run)
+            await say_run_closed(transport, conn, run, announcer)
         await asyncio.wait({recording}, timeout=grace)
         if not recording.done():
             recording.cancel()

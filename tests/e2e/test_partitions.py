@@ -211,13 +211,20 @@ def test_the_one_process_runner_serves_the_partitioned_layout_with_one_collector
 
 
 def sides_over_memory(
-    tmp_path: Path, *, fleet: bool = True, workers: int = 2, text: str = STREAM, **timeouts
+    tmp_path: Path,
+    *,
+    fleet: bool = True,
+    workers: int = 2,
+    text: str = STREAM,
+    memory=None,
+    **timeouts,
 ):
     """The coordinator, ``workers`` partition workers of 2 and (``fleet``) one fleet shard as
     tasks of one process over a memory transport that enforces the run's ACL, on virtual
     time (``tests/virtual_time.py``): every deadline (``workers_timeout``,
     ``fleet_timeout``, the stage's) passes only once nothing is left to do, so how busy
-    the machine is decides nothing."""
+    the machine is decides nothing. ``memory``: the ``MemoryTransport`` class (a subclass
+    injecting a fault)."""
     from ldpfleet.broker.auth import Credentials
     from ldpfleet.broker.transport import MemoryTransport
     from ldpfleet.scenarios.coordinator import coordinator_side, partition_side
@@ -226,7 +233,7 @@ def sides_over_memory(
     scenario = parse_scenario(with_partitions(text, 2))
     run = "partmem"
     creds = Credentials.generate(run, scenario.device_ids(), partitions=2)
-    transport = MemoryTransport(credentials=creds)
+    transport = (memory or MemoryTransport)(credentials=creds)
 
     async def main() -> dict:
         coordinator = asyncio.create_task(

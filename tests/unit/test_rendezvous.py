@@ -277,3 +277,21 @@ def test_the_codec_names_another_version_even_when_its_fields_differ():
     with pytest.raises(RemoteProtocolError) as raised:
         codec.decode(msgspec.json.encode(same))
     assert raised.value.code == "schema"
+
+
+def test_the_closed_announcement_can_be_said_again_after_a_lost_connection():
+    """``resend_close`` (collector.announce.say_run_closed's new connection): nothing
+    before ``close``; after it the same retained ``RunClosed``, as often as asked."""
+    host = RunHost(RUN, TERMS, epoch=5)
+    host.resend_close()
+    assert host.pop_outbound() == []
+    host.open(0.0)
+    host.pop_outbound()
+    host.close("done")
+    [first] = host.pop_outbound()
+    assert first.retain and isinstance(first.message, RunClosed)
+    host.close("again")  # a second close publishes nothing ...
+    assert host.pop_outbound() == []
+    host.resend_close()  # ... resend_close publishes the first one again
+    [again] = host.pop_outbound()
+    assert again == first and again.message.reason == "done"
