@@ -115,13 +115,6 @@ class AsUser:
         )
 
 
-# an ``AccessGuard`` remembers this many decisions a device of the run (a device through a
-# gateway needs 9: its subscriptions, publishes and receptions at the gateway and the
-# gateway's at the broker), and at least DECISIONS_MIN
-DECISIONS_PER_DEVICE = 16
-DECISIONS_MIN = 200_000
-
-
 class AccessGuard:
     """The run's ACL applied by an in-process broker (``MemoryTransport``) or a gateway
     (``devices.gateway``): logins checked against the run's credentials, actions against
@@ -132,15 +125,6 @@ class AccessGuard:
         self.credentials = credentials
         self.name = name  # who refuses, for the error message
         self.denied: list[tuple[str, str, str]] = []  # (client id, action, topic)
-        # (username, client id, action, topic) -> the policy's decision (it is pure). The
-        # policy's own cache holds 200,000 and is then cleared: a fleet past ~22,000
-        # devices through gateways (9 decisions a device), or 40,000 with a connection
-        # each (5), decided every action afresh, again and again (helper C, 40,000
-        # devices on memory: 480,747 of 1,318,853 decisions computed). This one holds
-        # DECISIONS_PER_DEVICE a device of the run.
-        devices = len(credentials.devices or ()) if credentials is not None else 0
-        self._decisions: dict[tuple[str | None, str, str, str], bool] = {}
-        self._decisions_max = max(DECISIONS_MIN, DECISIONS_PER_DEVICE * devices)
 
     def login(self, client_id: str, username: str | None, password: str | None) -> str | None:
         """The username a connection as ``client_id`` logs in with (explicit, or the
@@ -162,13 +146,8 @@ class AccessGuard:
         time)."""
         if self.credentials is None:
             return True
-        key = (username, client_id, action, topic)
-        decision = self._decisions.get(key)
-        if decision is None:
-            decision = self.credentials.allowed(username, client_id, action, topic)
-            if len(self._decisions) >= self._decisions_max:
-                self._decisions.clear()  # a bound, not a working set: never reached by a run
-            self._decisions[key] = decision
+        # the policy remembers its decisions, as many as the run needs (auth.DECISIONS_*)
+        decision = self.credentials.allowed(username, client_id, action, topic)
         if decision:
             return True
         self.denied.append((client_id, action, topic))
