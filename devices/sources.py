@@ -55,9 +55,14 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     text label on every row, anything else is refused (under a header "temp", "20,038" is a
     decimal comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
-    skipped as text. A data line repeating the header (two exports joined) is refused, and
-    so is a text column (or row id) of ISO date-times that goes back in time (rows are
-    replayed as consecutive steps; ``_check_time_order``).
+    skipped as text, unless ``CsvSpec.decimal`` is ``","`` (a European spreadsheet's
+    export): then every cell that is a number with a decimal comma ("3,14", "-0,5",
+    "1,5e3") is read with a point, a cell with a decimal point ("1.234", digit grouping
+    there) is not a number (refused when a source reads its column), and a file whose
+    fields are separated by commas is refused (``_decimal_commas``). A data line repeating
+    the header (two exports joined) is refused, and so is a text column (or row id) of ISO
+    date-times that goes back in time (rows are replayed as consecutive steps;
+    ``_check_time_order``).
     Columns whose *first* present data value is not numeric (like ``date``) are dropped
     together with their names (a missing first value, ``MISSING_TOKENS``, does not decide;
     a column of only missing values is dropped and refused by name when a source reads it).
@@ -432,8 +437,9 @@ def _decimal_comma_column(
             return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
                 f"{lineno}) is a number with a decimal comma (or digit grouping); numbers "
-                "need a decimal point: convert the file rather than have the column skipped "
-                "as text",
+                'need a decimal point: set source.decimal = "," to read decimal commas '
+                "(fields separated by semicolons or tabs), or convert the file, rather than "
+                "have the column skipped as text",
                 field="source.path",
             )
     return None
@@ -535,18 +541,22 @@ def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None = None) -> tuple:
+def _parse_table(
+    path: str, _key: tuple[str, int, int], has_header: bool | None = None, decimal: str = "."
+) -> tuple:
     """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
     Also returns the dropped columns (name -> first data value, its line number, whether
     every value is missing), the broken ones (``_table``), the columns with missing values
     (matrix column -> first missing cell, its line) and the mask of missing cells (None
     without any). ``has_header``: None to detect the header (module docstring),
-    True / False to say whether the first line is one."""
+    True / False to say whether the first line is one. ``decimal``: ``","`` reads numbers
+    with a decimal comma (``_decimal_commas``)."""
     field = "source.path"
     try:
         raw = read_data_file(path)
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
+            _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
         lines, delimiter = _csv_lines(raw, path)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
@@ -563,7 +573,12 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
         raise SourceError(f"{path} is empty (no header, no data)", field=field)
+    header_cells = [cell.strip() for cell in lines[0][1]]
+    if decimal == ",":
+        lines = _decimal_commas(lines, delimiter, path)
     header, data = _header_and_data(lines, path, has_header)
+    if decimal == "," and data[0][0] != lines[0][0]:  # a header line: its names as written
+        header = header_cells
     skip = _row_id_fields(header, data, path, delimiter)
     names, keep, dropped = _numeric_columns(header, data, skip, path)
     for j in range(-skip, len(header)):  # the row id (j = -1) and the text columns
@@ -590,6 +605,52 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
     return lines, delimiter
+
+
+# under decimal = ",": a number with a decimal comma, read with a point ("3,14", "-0,5",
+# ",5", "1,5e3"), and a number with a decimal point, which is not one there ("1.234" is
+# 1234 in a German export: digit grouping, never read as 1.234)
+_COMMA_NUMBER = re.compile(r"[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?")
+_POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
+DECIMALS = (".", ",")
+
+
+def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
+    """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
+    with a point, and every number written with a decimal point marked as not a number
+    (its column is then text, or its cell a bad value named when a source reads it): the
+    reading of ``decimal = ","``. Its fields must be separated by semicolons or tabs: in a
+    comma-separated file a decimal comma cannot be told from a field separator."""
+    if delimiter == ",":
+        raise SourceError(
+            f'decimal = ",": the fields of {path} are separated by commas, so a comma '
+            "cannot also be the decimal mark; a file with decimal commas separates its "
+            'fields by semicolons or tabs (or set decimal = "." for decimal points)',
+            field="source.decimal",
+        )
+    marked = " (a decimal point, but source.decimal is ',': digit grouping?)"
+    out = []
+    for lineno, row in lines:
+        cells = []
+        for cell in row:
+            text = cell.strip()
+            if _COMMA_NUMBER.fullmatch(text):
+                cell = text.replace(",", ".")
+            elif _POINT_NUMBER.fullmatch(text):
+                cell = text + marked
+            cells.append(cell)
+        out.append((lineno, cells))
+    return out
+
+
+def _no_decimal_in_numpy(path: str, decimal: str) -> None:
+    """A NumPy file holds binary numbers: ``decimal = ","`` would be silently ignored."""
+    if decimal != ".":
+        raise SourceError(
+            f"{path} is a NumPy file, which holds binary numbers, not text: leave decimal "
+            f'out ("."), got {decimal!r}',
+            field="source.decimal",
+        )
 
 
 def csv_text(raw: bytes, path: str) -> tuple[str, str]:
@@ -763,7 +824,12 @@ def _numeric_columns(
         raise SourceError(
             f"{path} has no numeric columns: the fields of its first data row (line "
             f"{data[0][0]}) are {shown}{', ...' if len(first_row) > 6 else ''}"
-            + (" (numbers need a decimal point, not a decimal comma)" if comma else "")
+            + (
+                ' (numbers need a decimal point, not a decimal comma: source.decimal = "," '
+                "reads decimal commas)"
+                if comma
+                else ""
+            )
             + (
                 " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
                 if any(cell.strip().startswith("\u2212") for cell in first_row)
@@ -1042,7 +1108,7 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
     )
 
 
-def _table(path: str, header: bool | None = None):
+def _table(path: str, header: bool | None = None, decimal: str = "."):
     """``(names, matrix, dropped, broken)`` of ``path``, parsed once per version of the file
     (cached). ``broken`` maps a matrix column whose later cells are not all finite numbers
     to its first bad cell and line; that column's bad cells are NaN, and only a source that
@@ -1055,10 +1121,12 @@ def _table(path: str, header: bool | None = None):
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header)
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header, decimal)
 
 
-def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.ndarray]:
+def load_table(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> tuple[list[str], np.ndarray]:
     """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
 
     See the module docstring for header / row-id / non-numeric column handling. The
@@ -1068,10 +1136,10 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     columns it reads, and may fill their missing values (``missing``).
     ``header``: None detects the header line (module docstring); True says the first line
     is one (a header of numbers, such as years or sensor ids, is otherwise read as data);
-    False says it is data.
+    False says it is data. ``decimal``: ``","`` for numbers written with a decimal comma.
     """
     path = os.fspath(path)
-    names, matrix, _, broken, gaps, _ = _table(path, header)
+    names, matrix, _, broken, gaps, _ = _table(path, header, decimal)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(path, names[k], *broken[k], field="source.path")
@@ -1081,18 +1149,22 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     return list(names), matrix
 
 
-def table_columns(path: str, header: bool | None = None) -> tuple[list[str], int]:
+def table_columns(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> tuple[list[str], int]:
     """The numeric column names of ``path`` and its number of data rows, without checking
     every value (the sources that read a column check it: :class:`CsvSpec`)."""
-    names, matrix = _table(path, header)[:2]
+    names, matrix = _table(path, header, decimal)[:2]
     return list(names), matrix.shape[0]
 
 
-def dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int, bool]]:
+def dropped_columns(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> dict[str, tuple[str, int, bool]]:
     """The header names :func:`load_table` dropped as non-numeric (their first present data
     value was not a number), with that value, its line number and whether every value of
     the column is missing (``MISSING_TOKENS``)."""
-    return _table(path, header)[2]
+    return _table(path, header, decimal)[2]
 
 
 def clear_table_cache() -> None:
@@ -1118,6 +1190,8 @@ class CsvSpec:
     by linear ``"interpolate"``-ion between its neighbours (flat before the first and after
     the last reading), or ``"drop"`` the time step for every device (the row in the
     ``"column"`` layout, the column in ``"rows"``); :func:`missing_summary` counts them.
+    ``decimal``: ``"."`` (numbers such as 3.14) or ``","`` (3,14: fields then separated by
+    semicolons or tabs; module docstring).
     Construction validates the fields and loads the file (cached), so a missing file,
     unknown column or bad data raises :class:`SourceError` here.
     """
@@ -1130,6 +1204,7 @@ class CsvSpec:
     column_bounds: tuple[tuple[float, float], ...] | None = None
     header: bool | None = None
     missing: str = "refuse"
+    decimal: str = "."
 
     @property
     def channels(self) -> int:
@@ -1207,7 +1282,12 @@ class CsvSpec:
                 f"{self.missing!r} is not one of {', '.join(MISSING_MODES)}",
                 field="source.missing",
             )
-        names = list(_table(self.path, self.header)[0])
+        if not isinstance(self.decimal, str) or self.decimal not in DECIMALS:
+            raise SourceError(
+                f"{self.decimal!r} is not one of {', '.join(map(repr, DECIMALS))}",
+                field="source.decimal",
+            )
+        names = list(_table(self.path, self.header, self.decimal)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
@@ -1225,7 +1305,9 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
-        dropped = dropped_columns(spec.path, spec.header) if column not in names else {}
+        dropped = (
+            dropped_columns(spec.path, spec.header, spec.decimal) if column not in names else {}
+        )
         if column in dropped and dropped[column][2]:
             raise SourceError(
                 f"{column!r} of {spec.path} is entirely missing: every value is a missing "
@@ -1262,7 +1344,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        shadow = dropped_columns(spec.path, spec.header).get(column)
+        shadow = dropped_columns(spec.path, spec.header, spec.decimal).get(column)
         if shadow is not None:  # the numeric one was taken silently, the text one unsaid
             raise SourceError(
                 f"{column!r} names 2 columns of {spec.path}: numeric column "
@@ -1285,7 +1367,7 @@ def _column_index(
 
 def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken, gaps = _table(spec.path, spec.header)[3:5]
+    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if index in broken:
         raise _broken_error(spec.path, names[index], *broken[index], field=field)
     if index in gaps and spec.missing == "refuse":
@@ -1296,7 +1378,7 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
 def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     """The ``"rows"`` layout reads every column: any bad cell is refused, and a missing one
     under ``missing = "refuse"`` (the first in the file)."""
-    broken, gaps = _table(spec.path, spec.header)[3:5]
+    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
@@ -1320,11 +1402,12 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
     layout, axis 1 in ``"rows"``), read-only and shared, and :func:`missing_summary`."""
     path = os.fspath(spec.path)
     st = os.stat(path)
-    names = list(_table(path, spec.header)[0])
+    names = list(_table(path, spec.header, spec.decimal)[0])
     return _filled_table(
         path,
         (os.path.realpath(path), st.st_mtime_ns, st.st_size),
         spec.header,
+        spec.decimal,
         spec.missing,
         spec.layout,
         _read_columns(spec, names),
@@ -1333,9 +1416,15 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
 
 @functools.lru_cache(maxsize=32)
 def _filled_table(
-    path: str, key: tuple, header: bool | None, missing: str, layout: str, read: tuple[int, ...]
+    path: str,
+    key: tuple,
+    header: bool | None,
+    decimal: str,
+    missing: str,
+    layout: str,
+    read: tuple[int, ...],
 ) -> tuple[np.ndarray, dict]:
-    names, matrix, _, _, _, mask = _parse_table(path, key, header)
+    names, matrix, _, _, _, mask = _parse_table(path, key, header, decimal)
     rows_layout = layout == "rows"
     series = matrix[:, list(read)]
     gaps = mask[:, list(read)] if mask is not None else np.zeros(series.shape, dtype=bool)
@@ -1535,7 +1624,7 @@ def csv_stream(
     i, n = int(device_index), int(n_devices)
     filled, _ = _filled_series(spec)  # the read columns, gaps handled (spec.missing)
     if spec.layout == "rows":
-        _check_rows(spec, list(_table(spec.path, spec.header)[0]))
+        _check_rows(spec, list(_table(spec.path, spec.header, spec.decimal)[0]))
         series = filled[i % filled.shape[0]]
     elif spec.columns is not None:
         series = filled[:, i % spec.channels]

@@ -202,6 +202,7 @@ class LoadedScenario:
             else None,
             header=None if src.header == "auto" else src.header,
             missing=src.missing,
+            decimal=src.decimal,
         )
 
     def calibration_spec(self) -> CsvSpec:
