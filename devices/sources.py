@@ -566,7 +566,7 @@ def _parse_table(
         line = exc.object[: exc.start].count(b"\n") + 1
         raise SourceError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
-            "save it as UTF-8",
+            f"save it as UTF-8{_ansi_hint(exc.object, path)}",
             field=field,
         ) from exc
     except (OSError, csv.Error) as exc:
@@ -589,6 +589,21 @@ def _parse_table(
         [[row[skip + j] for j in keep] for _, row in data], data
     )
     return names, matrix, dropped, broken, gaps, mask
+
+
+def _ansi_hint(raw: bytes, path: str) -> str:
+    """A hint for a file that reads as Windows-1252 (Excel's "CSV" save on Windows in
+    Western Europe writes its "ANSI" code page, with ``°`` as byte 0xb0): the command that
+    converts it (helper E's user trial, round 4)."""
+    try:
+        raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return ""
+    name = os.path.basename(path)
+    return (
+        ' (a Windows "ANSI" export, such as Excel\'s "CSV" save? save it as "CSV UTF-8", '
+        f"or convert it: iconv -f cp1252 -t utf-8 {name} > utf8-{name})"
+    )
 
 
 def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:

@@ -140,3 +140,18 @@ def test_gcdp_utility_labels_with_decimal_commas_are_refused_on_load(tmp_path):
     assert refused.value.field == "source.decimal" and refused.value.value == ","
     without = parse_scenario(raw.replace('utility_column = "occ"', ""))
     assert without.calibration_spec().decimal == ","
+
+
+def test_an_ansi_export_is_told_how_to_convert(tmp_path):
+    """Excel's "CSV" save on a Western-European Windows writes Windows-1252 ("°" is byte
+    0xb0): the refusal says so and gives the iconv line."""
+    path = tmp_path / "excel.csv"
+    path.write_bytes("Zeit;Temperatur (°C)\n1;19,5\n".encode("cp1252"))
+    with pytest.raises(SourceError) as refused:
+        CsvSpec(str(path), 0, decimal=",")
+    message = str(refused.value)
+    assert "is not UTF-8 text (byte 0xb0 on line 1): save it as UTF-8" in message, message
+    assert "iconv -f cp1252 -t utf-8 excel.csv > utf8-excel.csv" in message, message
+    path.write_bytes("Zeit;Temperatur (°C)\n1;19,5\n".encode())
+    spec = CsvSpec(str(path), "Temperatur (°C)", decimal=",")
+    assert csv_stream(spec, 0, 1, 1)[0].tolist() == [19.5]
