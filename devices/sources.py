@@ -1556,10 +1556,13 @@ def source_cycles_entry(spec: object, steps: int) -> tuple[dict | None, list[str
     entry = replay_cycles(spec, steps)
     if entry["max_replays"] <= 1:
         return entry, []
-    unit = "columns (time steps)" if spec.layout == "rows" else "rows (time steps)"
+    plural = "" if entry["records"] == 1 else "s"
+    unit = f"{'column' if spec.layout == 'rows' else 'row'}{plural} (time step{plural})"
+    # "33.3 times", not "33.3333 times"; a whole number as it is ("36 times")
+    times = f"{entry['cycles']:.3g}" if entry["cycles"] < 100 else f"{entry['cycles']:,.0f}"
     return entry, [
         f"source: {spec.path} has {entry['records']} {unit} but each device runs "
-        f"{entry['steps']} steps, so it is replayed {entry['cycles']:g} times (each record "
+        f"{entry['steps']} steps, so it is replayed {times} times (each record "
         f"feeds a device's stream up to {entry['max_replays']} times): the privacy claim "
         "(w-event LDP, or [gcdp]'s per value per window) holds per simulated reading, not "
         "per record of the file (results.json source_cycles)"
