@@ -715,17 +715,34 @@ def _refuse_json(text: str, path: str) -> None:
     head = text.lstrip()
     if not head.startswith(("{", "[")):
         return
-    for candidate in (head.split("\n", 1)[0], head):  # JSON Lines, or one document
+    first = head.split("\n", 1)[0]
+    for candidate in (first, head):  # JSON Lines, or one document
         try:
-            json.loads(candidate)
+            value = json.loads(candidate)
         except ValueError:
             continue
+        lines = candidate is first and first != head.rstrip() and isinstance(value, dict)
         raise SourceError(
             f"{path} is JSON, not CSV text: a source reads a CSV file (comma, semicolon or "
             "tab separated, one column per channel) or a NumPy .npy / .npz file; convert "
-            "the JSON to one of them",
+            f"the JSON to one of them{_json_lines_hint(path) if lines else ''}",
             field="source.path",
         )
+
+
+def _json_lines_hint(path: str) -> str:
+    """The command that turns JSON Lines of flat objects (a logger's ``{"t": 1, "temp":
+    20.5}`` a line) into a CSV with their keys as the header (helper E's user trial, round
+    4: the refusal said only "convert the JSON")."""
+    name = os.path.basename(path)
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return (
+        " (JSON Lines of flat objects, one reading a line, convert with: python -c "
+        '"import csv, json, sys; rows = [json.loads(l) for l in open(sys.argv[1]) if '
+        "l.strip()]; keys = list(dict.fromkeys(k for r in rows for k in r)); "
+        'w = csv.DictWriter(sys.stdout, keys); w.writeheader(); w.writerows(rows)" '
+        f"{name} > {stem}.csv; a key missing from a line is an empty cell, see source.missing)"
+    )
 
 
 def _header_and_data(lines: list, path: str, has_header: bool | None) -> tuple[list[str], list]:
