@@ -626,6 +626,9 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
 # ",5", "1,5e3"), and a number with a decimal point, which is not one there ("1.234" is
 # 1234 in a German export: digit grouping, never read as 1.234)
 _COMMA_NUMBER = re.compile(r"[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?")
+# ... and with points grouping its digits before a decimal comma ("1.234,5", Excel's
+# "#.##0,0"): unambiguous, read as 1234.5; without the comma ("1.234") it stays refused
+_GROUPED_COMMA_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+,\d*([eE][+-]?\d+)?")
 _POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 DECIMALS = (".", ",")
 
@@ -634,7 +637,8 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
     with a point, and every number written with a decimal point marked as not a number
     (its column is then text, or its cell a bad value named when a source reads it): the
-    reading of ``decimal = ","``. Its fields must be separated by semicolons or tabs: in a
+    reading of ``decimal = ","``; points grouping the digits before a decimal comma
+    (``1.234,5``) are dropped. Its fields must be separated by semicolons or tabs: in a
     comma-separated file a decimal comma cannot be told from a field separator."""
     if delimiter == ",":
         raise SourceError(
@@ -643,7 +647,10 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
             'fields by semicolons or tabs (or set decimal = "." for decimal points)',
             field="source.decimal",
         )
-    marked = " (a decimal point, but source.decimal is ',': digit grouping?)"
+    marked = (
+        " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
+        "before a decimal comma, 1.234,0)"
+    )
     out = []
     for lineno, row in lines:
         cells = []
@@ -651,6 +658,8 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
             text = cell.strip()
             if _COMMA_NUMBER.fullmatch(text):
                 cell = text.replace(",", ".")
+            elif _GROUPED_COMMA_NUMBER.fullmatch(text):
+                cell = text.replace(".", "").replace(",", ".")
             elif _POINT_NUMBER.fullmatch(text):
                 cell = text + marked
             cells.append(cell)

@@ -155,3 +155,16 @@ def test_an_ansi_export_is_told_how_to_convert(tmp_path):
     path.write_bytes("Zeit;Temperatur (°C)\n1;19,5\n".encode())
     spec = CsvSpec(str(path), "Temperatur (°C)", decimal=",")
     assert csv_stream(spec, 0, 1, 1)[0].tolist() == [19.5]
+
+
+def test_points_grouping_digits_before_a_decimal_comma(tmp_path):
+    """Excel's "#.##0,0" writes 1050 as "1.050,0": read as 1050; "1.050" alone stays
+    refused (a decimal point or grouping: it cannot tell), and so does "0.004,5"."""
+    path = tmp_path / "co2.csv"
+    path.write_text("t;co2\n1;1.050,0\n2;-1.234.567,25\n3;980,5\n", encoding="utf-8")
+    assert load_table(str(path), decimal=",")[1][:, 1].tolist() == [1050.0, -1234567.25, 980.5]
+    for cell in ("1.050", "0.004,5", "1.05,0"):
+        path.write_text(f"t;co2\n1;980,5\n2;{cell}\n", encoding="utf-8")
+        with pytest.raises(SourceError) as refused:
+            CsvSpec(str(path), "co2", decimal=",")
+        assert "line 3" in str(refused.value) and cell in str(refused.value), refused.value
