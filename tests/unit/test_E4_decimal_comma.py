@@ -117,6 +117,12 @@ def test_a_scenario_runs_it_and_refuses_another_mark(tmp_path):
     with pytest.raises(ScenarioError) as refused:
         parse_scenario(_scenario(path.as_posix(), 'decimal = ";"'))
     assert refused.value.field == "source.decimal" and refused.value.value == ";"
+    commas = tmp_path / "commas.csv"
+    commas.write_text("Temperatur (°C),b\n1,2\n", encoding="utf-8")
+    with pytest.raises(ScenarioError) as comma_fields:
+        parse_scenario(_scenario(commas.as_posix(), 'decimal = ","'))
+    assert comma_fields.value.field == "source.decimal" and comma_fields.value.value == ","
+    assert "semicolons or tabs" in comma_fields.value.limit
     with pytest.raises(ScenarioError) as unset:
         parse_scenario(_scenario(path.as_posix()))
     assert 'source.decimal = ","' in str(unset.value)
