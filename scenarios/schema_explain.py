@@ -48,8 +48,15 @@ _DELIMITER_WORDS = ("delimiter", "delim", "sep", "separator", "field_separator")
 
 def _delimiter_hint(parts: list[str]) -> str:
     """``; the field separator is detected ...`` for an unknown [source] key naming it
-    (pandas' ``sep``, ``delimiter``), else ''."""
-    if not (len(parts) == 2 and parts[0] == "source" and parts[1].lower() in _DELIMITER_WORDS):
+    (pandas' ``sep``, ``delimiter``), the same for the text encoding, else ''."""
+    if not (len(parts) == 2 and parts[0] == "source"):
+        return ""
+    if parts[1].lower() in ("encoding", "charset", "codepage"):
+        return (
+            "; the text encoding is detected, not set: UTF-8 (a BOM is skipped) or UTF-16 "
+            "with its BOM; convert another one, e.g. iconv -f cp1252 -t utf-8 FILE > NEW"
+        )
+    if parts[1].lower() not in _DELIMITER_WORDS:
         return ""
     return (
         "; the field separator is detected, not set: a comma, semicolon or tab (the one the "

@@ -34,6 +34,7 @@ bounds = [0.0, 1.0]
         ('decimal_mark = ","', "did you mean `decimal`?"),
         ('delimiter = ";"', "the field separator is detected, not set"),
         ('sep = ";"', "the field separator is detected, not set"),
+        ('encoding = "cp1252"', "the text encoding is detected, not set"),
     ],
 )
 def test_a_pandas_or_excel_word_gets_the_scenario_key(tmp_path, line, says):
