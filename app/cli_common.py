@@ -66,6 +66,62 @@ def user_errors():
     except KeyboardInterrupt:
         _say_interrupted("interrupted")
         raise typer.Exit(130) from None
+    except (ImportError, AttributeError) as error:
+        shadow = stdlib_shadow()
+        if shadow is None:
+            raise
+        console.print(
+            f"[bold red]error:[/] {escape_markup(shadow)} ({type(error).__name__}: "
+            f"{escape_markup(str(error))})",
+            highlight=False,
+            soft_wrap=True,
+            emoji=False,
+        )
+        raise typer.Exit(2) from None
+
+
+def escape_markup(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def stdlib_shadow() -> str | None:
+    """One sentence naming a file of the user's, in a folder on ``PYTHONPATH`` (or the
+    current folder when it is on the import path), that has the name of one of Python's
+    own modules and was imported in its place, or None. Such a file (a plugin saved as
+    ``secrets.py`` or ``statistics.py``) hides that module from numpy and ldpfleet, which
+    then fail with an ``ImportError`` or ``AttributeError`` deep inside numpy (helper E's
+    user trial, round 4: ``ImportError: cannot import name randbits``, a traceback and
+    exit 1). One imported before any command runs (``random.py``, by rich) still fails
+    with Python's traceback."""
+    import os
+
+    folders = [f for f in os.environ.get("PYTHONPATH", "").split(os.pathsep) if f]
+    if "" in sys.path or "." in sys.path:
+        folders.append(os.getcwd())
+    for folder in dict.fromkeys(os.path.abspath(f) for f in folders):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in sorted(names):
+            stem = name.removesuffix(".py")
+            is_module = name.endswith(".py") or os.path.isfile(
+                os.path.join(folder, name, "__init__.py")
+            )
+            loaded = getattr(sys.modules.get(stem), "__file__", None) or ""
+            where = os.path.join(folder, name)
+            # only the file Python did import in that module's place (a test.py nobody
+            # imported is not blamed for another error)
+            if is_module and stem in sys.stdlib_module_names and loaded.startswith(where):
+                return (
+                    f"{where} (on PYTHONPATH) has the name of Python's own module {stem!r}, "
+                    "which it hides from numpy and ldpfleet: rename it (e.g. "
+                    f"my_{stem}{'.py' if name.endswith('.py') else ''}) and the mechanism's "
+                    f"module in the scenario with it (my_{stem}:Class)"
+                )
+    return None
 
 
 def _say_interrupted(sentence: str) -> None:

@@ -70,9 +70,11 @@ def run(
     shard_broker: ShardBrokerOption = None,
 ) -> None:
     """Run a scenario: broker + collector + recorder + fleet; write results, trace, ledger."""
-    from ldpfleet.scenarios.schema import load_scenario
-
     with _no_folder_left_on_refusal(out), user_errors():
+        # inside: a plugin file of the user's hiding a module numpy imports (secrets.py)
+        # fails this import, which user_errors then names (cli_common.stdlib_shadow)
+        from ldpfleet.scenarios.schema import load_scenario
+
         loaded = load_scenario(scenario)
         credentials = _credentials(credentials_path, run_id, loaded)
         loaded.check_shard_brokers(broker, shard_broker or None)

@@ -661,10 +661,20 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
     known = _format_hint(raw, lines, file_name)
     if known:
         return known
+    fields = bad.split()
+    if len(fields) >= 3 and fields[2].startswith(b"{"):  # before the header hint: a line of
+        return _networkx_data_hint(file_name)  # labels with edge data is no header row
+    if _comma_separated(lines):  # "alice,bob" then "bob,carol": no header row, a CSV
+        header = _HEADER_WORDS.issuperset(
+            w.lower() for w in lines[0].replace(b";", b",").split(b",")
+        )
+        return (_header_hint(lines[0], lines) if header else "") + (
+            " (ids are separated by spaces or a tab, not commas or semicolons: e.g. "
+            f"tr ',;' '  ' < {file_name} > edges.txt)"
+        )
     header = _header_hint(bad, lines)
     if header:
         return header
-    fields = bad.split()
     if len(fields) == 1 and (b"," in bad or b";" in bad):
         return (
             f" (ids are separated by spaces or a tab: e.g. tr ',;' '  ' < {file_name} > edges.txt)"
@@ -677,12 +687,6 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
         )
     if len(fields) < 3:
         return ""
-    if fields[2].startswith(b"{"):  # networkx's write_edgelist with edge attributes
-        return (
-            " (networkx edge data: edges are unweighted here; write the file with "
-            "nx.write_edgelist(G, path, data=False), or keep the first two columns, e.g. "
-            f"awk '{{print $1, $2}}' {file_name} > edges.txt)"
-        )
     konect = _konect_header(raw)
     if konect is not None and konect[1][1:2] and konect[1][1] in _KONECT_WEIGHTED:
         what = (
@@ -700,6 +704,33 @@ def _shape_hint(raw: bytes, bad: bytes, lines: list[bytes], file_name: str) -> s
         what = f"{len(fields)} columns"
     cut = f"awk '{{print $1, $2}}' {file_name} > edges.txt"
     return f" ({what}: edges are unweighted here; keep the first two columns, e.g. {cut})"
+
+
+def _networkx_data_hint(file_name: str) -> str:
+    """networkx's ``write_edgelist`` with edge attributes (``1 2 {'weight': 0.5}``)."""
+    return (
+        " (networkx edge data: edges are unweighted here; write the file with "
+        "nx.write_edgelist(G, path, data=False), or keep the first two columns, e.g. "
+        f"awk '{{print $1, $2}}' {file_name} > edges.txt)"
+    )
+
+
+_CSV_SAMPLE = 1000  # lines looked at to call an edge list comma (or semicolon) separated
+
+
+def _comma_separated(lines: list[bytes]) -> bool:
+    """Every line (of the first ``_CSV_SAMPLE``) is two fields joined by one comma, or
+    every one by one semicolon, without whitespace: an edge list saved as CSV (pandas'
+    ``to_csv``, a spreadsheet). Its first line was blamed as "a header row?" when its ids
+    were labels (``alice,bob``; helper E's user trial, round 4)."""
+    sample = lines[:_CSV_SAMPLE]
+    for sep in (b",", b";"):
+        if sample and all(
+            len(ln.split()) == 1 and ln.count(sep) == 1 and all(ln.strip().split(sep))
+            for ln in sample
+        ):
+            return True
+    return False
 
 
 # other graph formats a user may have (networkx writes all of them): named, with the line

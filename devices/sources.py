@@ -55,9 +55,14 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     text label on every row, anything else is refused (under a header "temp", "20,038" is a
     decimal comma, not the row id 20 and the value 38).
     A column whose first value is a number with a decimal comma ("20,5") is refused, not
-    skipped as text. A data line repeating the header (two exports joined) is refused, and
-    so is a text column (or row id) of ISO date-times that goes back in time (rows are
-    replayed as consecutive steps; ``_check_time_order``).
+    skipped as text, unless ``CsvSpec.decimal`` is ``","`` (a European spreadsheet's
+    export): then every cell that is a number with a decimal comma ("3,14", "-0,5",
+    "1,5e3") is read with a point, a cell with a decimal point ("1.234", digit grouping
+    there) is not a number (refused when a source reads its column), and a file whose
+    fields are separated by commas is refused (``_decimal_commas``). A data line repeating
+    the header (two exports joined) is refused, and so is a text column (or row id) of ISO
+    date-times that goes back in time (rows are replayed as consecutive steps;
+    ``_check_time_order``).
     Columns whose *first* present data value is not numeric (like ``date``) are dropped
     together with their names (a missing first value, ``MISSING_TOKENS``, does not decide;
     a column of only missing values is dropped and refused by name when a source reads it).
@@ -432,8 +437,9 @@ def _decimal_comma_column(
             return SourceError(
                 f"column {header[j]!r} of {path}: its first value {cell.strip()!r} (line "
                 f"{lineno}) is a number with a decimal comma (or digit grouping); numbers "
-                "need a decimal point: convert the file rather than have the column skipped "
-                "as text",
+                'need a decimal point: set source.decimal = "," to read decimal commas '
+                "(fields separated by semicolons or tabs), or convert the file, rather than "
+                "have the column skipped as text",
                 field="source.path",
             )
     return None
@@ -535,18 +541,22 @@ def _dated_data_line(first: list[str], second: list[str] | None) -> bool:
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None = None) -> tuple:
+def _parse_table(
+    path: str, _key: tuple[str, int, int], has_header: bool | None = None, decimal: str = "."
+) -> tuple:
     """Parse ``path``; ``_key`` (real path, mtime, size) invalidates the cache on edits.
     Also returns the dropped columns (name -> first data value, its line number, whether
     every value is missing), the broken ones (``_table``), the columns with missing values
     (matrix column -> first missing cell, its line) and the mask of missing cells (None
     without any). ``has_header``: None to detect the header (module docstring),
-    True / False to say whether the first line is one."""
+    True / False to say whether the first line is one. ``decimal``: ``","`` reads numbers
+    with a decimal comma (``_decimal_commas``)."""
     field = "source.path"
     try:
         raw = read_data_file(path)
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
+            _no_decimal_in_numpy(path, decimal)
             return _numpy_table(path, raw)
         lines, delimiter = _csv_lines(raw, path)
     except UnicodeDecodeError as exc:  # e.g. a Latin-1 export with "°C" in its header
@@ -556,14 +566,19 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         line = exc.object[: exc.start].count(b"\n") + 1
         raise SourceError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on line {line}): "
-            "save it as UTF-8",
+            f"save it as UTF-8{_ansi_hint(exc.object, path)}",
             field=field,
         ) from exc
     except (OSError, csv.Error) as exc:
         raise SourceError(f"cannot read {path}: {exc}", field=field) from exc
     if not lines:
         raise SourceError(f"{path} is empty (no header, no data)", field=field)
+    header_cells = [cell.strip() for cell in lines[0][1]]
+    if decimal == ",":
+        lines = _decimal_commas(lines, delimiter, path)
     header, data = _header_and_data(lines, path, has_header)
+    if decimal == "," and data[0][0] != lines[0][0]:  # a header line: its names as written
+        header = header_cells
     skip = _row_id_fields(header, data, path, delimiter)
     names, keep, dropped = _numeric_columns(header, data, skip, path)
     for j in range(-skip, len(header)):  # the row id (j = -1) and the text columns
@@ -574,6 +589,21 @@ def _parse_table(path: str, _key: tuple[str, int, int], has_header: bool | None 
         [[row[skip + j] for j in keep] for _, row in data], data
     )
     return names, matrix, dropped, broken, gaps, mask
+
+
+def _ansi_hint(raw: bytes, path: str) -> str:
+    """A hint for a file that reads as Windows-1252 (Excel's "CSV" save on Windows in
+    Western Europe writes its "ANSI" code page, with ``°`` as byte 0xb0): the command that
+    converts it (helper E's user trial, round 4)."""
+    try:
+        raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return ""
+    name = os.path.basename(path)
+    return (
+        ' (a Windows "ANSI" export, such as Excel\'s "CSV" save? save it as "CSV UTF-8", '
+        f"or convert it: iconv -f cp1252 -t utf-8 {name} > utf8-{name})"
+    )
 
 
 def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
@@ -590,6 +620,61 @@ def _csv_lines(raw: bytes, path: str) -> tuple[list, str]:
         if "".join(row).strip()  # a cell not blank: one call, not a generator per row
     ]
     return lines, delimiter
+
+
+# under decimal = ",": a number with a decimal comma, read with a point ("3,14", "-0,5",
+# ",5", "1,5e3"), and a number with a decimal point, which is not one there ("1.234" is
+# 1234 in a German export: digit grouping, never read as 1.234)
+_COMMA_NUMBER = re.compile(r"[+-]?(\d+,\d*|,\d+)([eE][+-]?\d+)?")
+# ... and with points grouping its digits before a decimal comma ("1.234,5", Excel's
+# "#.##0,0"): unambiguous, read as 1234.5; without the comma ("1.234") it stays refused
+_GROUPED_COMMA_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+,\d*([eE][+-]?\d+)?")
+_POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
+DECIMALS = (".", ",")
+
+
+def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
+    """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
+    with a point, and every number written with a decimal point marked as not a number
+    (its column is then text, or its cell a bad value named when a source reads it): the
+    reading of ``decimal = ","``; points grouping the digits before a decimal comma
+    (``1.234,5``) are dropped. Its fields must be separated by semicolons or tabs: in a
+    comma-separated file a decimal comma cannot be told from a field separator."""
+    if delimiter == ",":
+        raise SourceError(
+            f'decimal = ",": the fields of {path} are separated by commas, so a comma '
+            "cannot also be the decimal mark; a file with decimal commas separates its "
+            'fields by semicolons or tabs (or set decimal = "." for decimal points)',
+            field="source.decimal",
+        )
+    marked = (
+        " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
+        "before a decimal comma, 1.234,0)"
+    )
+    out = []
+    for lineno, row in lines:
+        cells = []
+        for cell in row:
+            text = cell.strip()
+            if _COMMA_NUMBER.fullmatch(text):
+                cell = text.replace(",", ".")
+            elif _GROUPED_COMMA_NUMBER.fullmatch(text):
+                cell = text.replace(".", "").replace(",", ".")
+            elif _POINT_NUMBER.fullmatch(text):
+                cell = text + marked
+            cells.append(cell)
+        out.append((lineno, cells))
+    return out
+
+
+def _no_decimal_in_numpy(path: str, decimal: str) -> None:
+    """A NumPy file holds binary numbers: ``decimal = ","`` would be silently ignored."""
+    if decimal != ".":
+        raise SourceError(
+            f"{path} is a NumPy file, which holds binary numbers, not text: leave decimal "
+            f'out ("."), got {decimal!r}',
+            field="source.decimal",
+        )
 
 
 def csv_text(raw: bytes, path: str) -> tuple[str, str]:
@@ -639,17 +724,34 @@ def _refuse_json(text: str, path: str) -> None:
     head = text.lstrip()
     if not head.startswith(("{", "[")):
         return
-    for candidate in (head.split("\n", 1)[0], head):  # JSON Lines, or one document
+    first = head.split("\n", 1)[0]
+    for candidate in (first, head):  # JSON Lines, or one document
         try:
-            json.loads(candidate)
+            value = json.loads(candidate)
         except ValueError:
             continue
+        lines = candidate is first and first != head.rstrip() and isinstance(value, dict)
         raise SourceError(
             f"{path} is JSON, not CSV text: a source reads a CSV file (comma, semicolon or "
             "tab separated, one column per channel) or a NumPy .npy / .npz file; convert "
-            "the JSON to one of them",
+            f"the JSON to one of them{_json_lines_hint(path) if lines else ''}",
             field="source.path",
         )
+
+
+def _json_lines_hint(path: str) -> str:
+    """The command that turns JSON Lines of flat objects (a logger's ``{"t": 1, "temp":
+    20.5}`` a line) into a CSV with their keys as the header (helper E's user trial, round
+    4: the refusal said only "convert the JSON")."""
+    name = os.path.basename(path)
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    return (
+        " (JSON Lines of flat objects, one reading a line, convert with: python -c "
+        '"import csv, json, sys; rows = [json.loads(l) for l in open(sys.argv[1]) if '
+        "l.strip()]; keys = list(dict.fromkeys(k for r in rows for k in r)); "
+        'w = csv.DictWriter(sys.stdout, keys); w.writeheader(); w.writerows(rows)" '
+        f"{name} > {stem}.csv; a key missing from a line is an empty cell, see source.missing)"
+    )
 
 
 def _header_and_data(lines: list, path: str, has_header: bool | None) -> tuple[list[str], list]:
@@ -763,7 +865,12 @@ def _numeric_columns(
         raise SourceError(
             f"{path} has no numeric columns: the fields of its first data row (line "
             f"{data[0][0]}) are {shown}{', ...' if len(first_row) > 6 else ''}"
-            + (" (numbers need a decimal point, not a decimal comma)" if comma else "")
+            + (
+                ' (numbers need a decimal point, not a decimal comma: source.decimal = "," '
+                "reads decimal commas)"
+                if comma
+                else ""
+            )
             + (
                 " (the minus sign '\u2212' (U+2212) is not the hyphen-minus '-' numbers need)"
                 if any(cell.strip().startswith("\u2212") for cell in first_row)
@@ -1042,7 +1149,7 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
     )
 
 
-def _table(path: str, header: bool | None = None):
+def _table(path: str, header: bool | None = None, decimal: str = "."):
     """``(names, matrix, dropped, broken)`` of ``path``, parsed once per version of the file
     (cached). ``broken`` maps a matrix column whose later cells are not all finite numbers
     to its first bad cell and line; that column's bad cells are NaN, and only a source that
@@ -1055,10 +1162,12 @@ def _table(path: str, header: bool | None = None):
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
-    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header)
+    return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header, decimal)
 
 
-def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.ndarray]:
+def load_table(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> tuple[list[str], np.ndarray]:
     """Parse a numeric CSV into ``(column names, float64 matrix rows x columns)``.
 
     See the module docstring for header / row-id / non-numeric column handling. The
@@ -1068,10 +1177,10 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     columns it reads, and may fill their missing values (``missing``).
     ``header``: None detects the header line (module docstring); True says the first line
     is one (a header of numbers, such as years or sensor ids, is otherwise read as data);
-    False says it is data.
+    False says it is data. ``decimal``: ``","`` for numbers written with a decimal comma.
     """
     path = os.fspath(path)
-    names, matrix, _, broken, gaps, _ = _table(path, header)
+    names, matrix, _, broken, gaps, _ = _table(path, header, decimal)
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(path, names[k], *broken[k], field="source.path")
@@ -1081,18 +1190,22 @@ def load_table(path: str, header: bool | None = None) -> tuple[list[str], np.nda
     return list(names), matrix
 
 
-def table_columns(path: str, header: bool | None = None) -> tuple[list[str], int]:
+def table_columns(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> tuple[list[str], int]:
     """The numeric column names of ``path`` and its number of data rows, without checking
     every value (the sources that read a column check it: :class:`CsvSpec`)."""
-    names, matrix = _table(path, header)[:2]
+    names, matrix = _table(path, header, decimal)[:2]
     return list(names), matrix.shape[0]
 
 
-def dropped_columns(path: str, header: bool | None = None) -> dict[str, tuple[str, int, bool]]:
+def dropped_columns(
+    path: str, header: bool | None = None, decimal: str = "."
+) -> dict[str, tuple[str, int, bool]]:
     """The header names :func:`load_table` dropped as non-numeric (their first present data
     value was not a number), with that value, its line number and whether every value of
     the column is missing (``MISSING_TOKENS``)."""
-    return _table(path, header)[2]
+    return _table(path, header, decimal)[2]
 
 
 def clear_table_cache() -> None:
@@ -1118,6 +1231,8 @@ class CsvSpec:
     by linear ``"interpolate"``-ion between its neighbours (flat before the first and after
     the last reading), or ``"drop"`` the time step for every device (the row in the
     ``"column"`` layout, the column in ``"rows"``); :func:`missing_summary` counts them.
+    ``decimal``: ``"."`` (numbers such as 3.14) or ``","`` (3,14: fields then separated by
+    semicolons or tabs; module docstring).
     Construction validates the fields and loads the file (cached), so a missing file,
     unknown column or bad data raises :class:`SourceError` here.
     """
@@ -1130,6 +1245,7 @@ class CsvSpec:
     column_bounds: tuple[tuple[float, float], ...] | None = None
     header: bool | None = None
     missing: str = "refuse"
+    decimal: str = "."
 
     @property
     def channels(self) -> int:
@@ -1207,7 +1323,12 @@ class CsvSpec:
                 f"{self.missing!r} is not one of {', '.join(MISSING_MODES)}",
                 field="source.missing",
             )
-        names = list(_table(self.path, self.header)[0])
+        if not isinstance(self.decimal, str) or self.decimal not in DECIMALS:
+            raise SourceError(
+                f"{self.decimal!r} is not one of {', '.join(map(repr, DECIMALS))}",
+                field="source.decimal",
+            )
+        names = list(_table(self.path, self.header, self.decimal)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)
         if self.layout == "rows":  # every device replays whole rows: every column is read
@@ -1225,7 +1346,9 @@ def _column_index(
     column = spec.column if column is None else column
     available = ", ".join(names)
     if isinstance(column, str):
-        dropped = dropped_columns(spec.path, spec.header) if column not in names else {}
+        dropped = (
+            dropped_columns(spec.path, spec.header, spec.decimal) if column not in names else {}
+        )
         if column in dropped and dropped[column][2]:
             raise SourceError(
                 f"{column!r} of {spec.path} is entirely missing: every value is a missing "
@@ -1262,7 +1385,7 @@ def _column_index(
                 f"{', '.join(map(str, where))}): give its 0-based index instead",
                 field=field,
             )
-        shadow = dropped_columns(spec.path, spec.header).get(column)
+        shadow = dropped_columns(spec.path, spec.header, spec.decimal).get(column)
         if shadow is not None:  # the numeric one was taken silently, the text one unsaid
             raise SourceError(
                 f"{column!r} names 2 columns of {spec.path}: numeric column "
@@ -1285,7 +1408,7 @@ def _column_index(
 
 def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
     """``index``, after checking that every value of that column is a finite number."""
-    broken, gaps = _table(spec.path, spec.header)[3:5]
+    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if index in broken:
         raise _broken_error(spec.path, names[index], *broken[index], field=field)
     if index in gaps and spec.missing == "refuse":
@@ -1296,7 +1419,7 @@ def _readable(spec: CsvSpec, names: list[str], index: int, field: str) -> int:
 def _check_rows(spec: CsvSpec, names: list[str]) -> None:
     """The ``"rows"`` layout reads every column: any bad cell is refused, and a missing one
     under ``missing = "refuse"`` (the first in the file)."""
-    broken, gaps = _table(spec.path, spec.header)[3:5]
+    broken, gaps = _table(spec.path, spec.header, spec.decimal)[3:5]
     if broken:
         k = min(broken, key=lambda j: (broken[j][1], j))
         raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
@@ -1320,11 +1443,12 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
     layout, axis 1 in ``"rows"``), read-only and shared, and :func:`missing_summary`."""
     path = os.fspath(spec.path)
     st = os.stat(path)
-    names = list(_table(path, spec.header)[0])
+    names = list(_table(path, spec.header, spec.decimal)[0])
     return _filled_table(
         path,
         (os.path.realpath(path), st.st_mtime_ns, st.st_size),
         spec.header,
+        spec.decimal,
         spec.missing,
         spec.layout,
         _read_columns(spec, names),
@@ -1333,9 +1457,15 @@ def _filled_series(spec: CsvSpec) -> tuple[np.ndarray, dict]:
 
 @functools.lru_cache(maxsize=32)
 def _filled_table(
-    path: str, key: tuple, header: bool | None, missing: str, layout: str, read: tuple[int, ...]
+    path: str,
+    key: tuple,
+    header: bool | None,
+    decimal: str,
+    missing: str,
+    layout: str,
+    read: tuple[int, ...],
 ) -> tuple[np.ndarray, dict]:
-    names, matrix, _, _, _, mask = _parse_table(path, key, header)
+    names, matrix, _, _, _, mask = _parse_table(path, key, header, decimal)
     rows_layout = layout == "rows"
     series = matrix[:, list(read)]
     gaps = mask[:, list(read)] if mask is not None else np.zeros(series.shape, dtype=bool)
@@ -1452,10 +1582,13 @@ def source_cycles_entry(spec: object, steps: int) -> tuple[dict | None, list[str
     entry = replay_cycles(spec, steps)
     if entry["max_replays"] <= 1:
         return entry, []
-    unit = "columns (time steps)" if spec.layout == "rows" else "rows (time steps)"
+    plural = "" if entry["records"] == 1 else "s"
+    unit = f"{'column' if spec.layout == 'rows' else 'row'}{plural} (time step{plural})"
+    # "33.3 times", not "33.3333 times"; a whole number as it is ("36 times")
+    times = f"{entry['cycles']:.3g}" if entry["cycles"] < 100 else f"{entry['cycles']:,.0f}"
     return entry, [
         f"source: {spec.path} has {entry['records']} {unit} but each device runs "
-        f"{entry['steps']} steps, so it is replayed {entry['cycles']:g} times (each record "
+        f"{entry['steps']} steps, so it is replayed {times} times (each record "
         f"feeds a device's stream up to {entry['max_replays']} times): the privacy claim "
         "(w-event LDP, or [gcdp]'s per value per window) holds per simulated reading, not "
         "per record of the file (results.json source_cycles)"
@@ -1535,7 +1668,7 @@ def csv_stream(
     i, n = int(device_index), int(n_devices)
     filled, _ = _filled_series(spec)  # the read columns, gaps handled (spec.missing)
     if spec.layout == "rows":
-        _check_rows(spec, list(_table(spec.path, spec.header)[0]))
+        _check_rows(spec, list(_table(spec.path, spec.header, spec.decimal)[0]))
         series = filled[i % filled.shape[0]]
     elif spec.columns is not None:
         series = filled[:, i % spec.channels]

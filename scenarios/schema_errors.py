@@ -178,6 +178,7 @@ _SOURCE_RULES = {
     "source.path": "an existing, readable data file",
     "source.column": "a numeric column of the file",
     "source.columns": "numeric columns of the file",
+    "source.decimal": '"," only for a CSV whose fields are separated by semicolons or tabs',
 }
 
 

@@ -31,7 +31,40 @@ def _path_of(text: str) -> str:
 
 
 # names a key is often written as (no near miss finds them): key -> the scenario's name
-_ALIASES = {"window": "w", "epsilon": "eps", "num_devices": "devices", "n_devices": "devices"}
+_ALIASES = {
+    "window": "w",
+    "epsilon": "eps",
+    "num_devices": "devices",
+    "n_devices": "devices",
+    # [source]: pandas' and Excel's words for the decimal mark (helper E, round 4)
+    "decimal_separator": "decimal",
+    "decimal_mark": "decimal",
+    "decimal_point": "decimal",
+    "decimal_sep": "decimal",
+}
+# [source] keys a user writes for the field separator, which is detected, not set
+_DELIMITER_WORDS = ("delimiter", "delim", "sep", "separator", "field_separator")
+
+
+def _delimiter_hint(parts: list[str]) -> str:
+    """``; the field separator is detected ...`` for an unknown [source] key naming it
+    (pandas' ``sep``, ``delimiter``), the same for the text encoding, else ''."""
+    if not (len(parts) == 2 and parts[0] == "source"):
+        return ""
+    if parts[1].lower() in ("encoding", "charset", "codepage"):
+        return (
+            "; the text encoding is detected, not set: UTF-8 (a BOM is skipped) or UTF-16 "
+            "with its BOM; convert another one, e.g. iconv -f cp1252 -t utf-8 FILE > NEW"
+        )
+    if parts[1].lower() not in _DELIMITER_WORDS:
+        return ""
+    return (
+        "; the field separator is detected, not set: a comma, semicolon or tab (the one the "
+        "first two lines hold equally often; an Excel first line `sep=;` names it), so "
+        'leave it out (decimal commas: decimal = ",")'
+    )
+
+
 # a [stream] key or a section that looks like a plugin's parameters
 _PARAMETER_WORDS = ("param", "option", "arg", "kwarg")
 
@@ -82,7 +115,8 @@ def explain_invalid(message: str, key: str, toml_text: str) -> str:
             if parts[-1] in _ALIASES and _ALIASES[parts[-1]] in names
             else difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.6)
         )
-        hint = _parameter_hint(parts)  # then `mechanism_params` is not a typo of `mechanism`
+        # then `mechanism_params` is not a typo of `mechanism`, nor `sep` of `stride`
+        hint = _parameter_hint(parts) or _delimiter_hint(parts)
         guess = f"did you mean `{close[0]}`? " if close and not hint else ""
         return (
             f"unknown {what} `{parts[-1]}` in {where}; {guess}valid: {', '.join(names)} "

@@ -49,6 +49,16 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             'longer line up; use "previous" or "interpolate"',
             limit='one of "refuse", "previous", "interpolate" with gcdp.utility_column',
         )
+    if section.utility_column is not None and spec.source.decimal != ".":
+        # the collector reads the labels with a decimal point (collector/gcdp_stage.py's
+        # label_spec): a calibration file of decimal commas refused there, after the start
+        raise ScenarioError(
+            f'{where}source.decimal: "," with gcdp.utility_column is not supported yet: the '
+            "collector reads the utility labels of the calibration file with decimal points; "
+            'convert the files to decimal points (decimal = ".") or leave utility_column out',
+            limit='"." with gcdp.utility_column',
+            value=spec.source.decimal,
+        )
     try:
         calibration = loaded.calibration_spec()
     except SourceError as error:  # the file itself, or a setting of the fleet's source
@@ -68,7 +78,7 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             raise ScenarioError(f"{where}{field}: {error}", limit="records in date order") from None
     if spec.source.layout == "rows":
         _check_gcdp_rows(loaded, calibration, where)
-    names, _ = table_columns(calibration.path, calibration.header)
+    names, _ = table_columns(calibration.path, calibration.header, calibration.decimal)
     _check_calibration_steps(section, calibration, where)
     if section.utility_column is not None:
         _check_utility_column(section, calibration, names, where)
@@ -102,7 +112,7 @@ def _check_utility_column(
     """``gcdp.utility_column``: a numeric column of the calibration file (``names``), with
     a label of 0 or 1 on every row."""
     if section.utility_column not in names:
-        dropped = dropped_columns(calibration.path, calibration.header)
+        dropped = dropped_columns(calibration.path, calibration.header, calibration.decimal)
         if section.utility_column in dropped:  # there, but not numbers ("yes" / "no")
             value, line, _ = dropped[section.utility_column]
             raise ScenarioError(
@@ -117,7 +127,12 @@ def _check_utility_column(
             limit=f"one of {', '.join(json.dumps(n) for n in names)}",
         )
     try:  # every value of the label column must be a number (the others' are checked)
-        CsvSpec(calibration.path, section.utility_column, header=calibration.header)
+        CsvSpec(
+            calibration.path,
+            section.utility_column,
+            header=calibration.header,
+            decimal=calibration.decimal,
+        )
     except SourceError as error:
         reason = error.reason
         if reason.startswith("missing value ") and ": set source.missing" in reason:
@@ -156,7 +171,7 @@ def _check_gcdp_rows(loaded: LoadedScenario, calibration: CsvSpec, where: str) -
         )
     source = loaded.source_spec()
     for field, spec in (("source.path", source), ("gcdp.calibration_path", calibration)):
-        rows = table_columns(spec.path, spec.header)[1]
+        rows = table_columns(spec.path, spec.header, spec.decimal)[1]
         if rows < devices:
             field = "fleet.devices" if field == "source.path" else field
             raise ScenarioError(

@@ -85,11 +85,13 @@ def missing_source_problem(source: str, resolved: Path) -> str | None:
     names = list(GENERATORS) if sep else list(NAMED_GRAPHS)
     close = difflib.get_close_matches(kind if sep else source, names, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
+    from ldpfleet.scenarios.schema_loaded import variable_hint
+
     return (
-        f"cannot read the edge list {source!r} (no such file: looked beside the scenario "
-        f"file, one folder up, in the current folder and in the shipped data/); a graph is "
-        f"{', '.join(NAMED_GRAPHS)}, a generator ({', '.join(GENERATORS)}: kind:n=N,...) or "
-        f"the path of an edge list{hint}"
+        f"cannot read the edge list {source!r}{variable_hint(source)} (no such file: looked "
+        "beside the scenario file, one folder up, in the current folder and in the shipped "
+        f"data/); a graph is {', '.join(NAMED_GRAPHS)}, a generator "
+        f"({', '.join(GENERATORS)}: kind:n=N,...) or the path of an edge list{hint}"
     )
 
 

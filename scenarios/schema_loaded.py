@@ -7,6 +7,7 @@ read from.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -202,6 +203,7 @@ class LoadedScenario:
             else None,
             header=None if src.header == "auto" else src.header,
             missing=src.missing,
+            decimal=src.decimal,
         )
 
     def calibration_spec(self) -> CsvSpec:
@@ -257,7 +259,27 @@ def resolve_data_path(path: str, scenario_path: Path | None) -> Path:
 
 def _looked_in(path: str, scenario_path: Path | None) -> str:
     """`` (looked in A, B, C)``: where ``resolve_data_path`` looked for a relative ``path``
-    it did not find, in its order; "" for an absolute one."""
+    it did not find, in its order; "" for an absolute one. A path naming an environment
+    variable (``$HOME/x.csv``, ``${DATA}/x.csv``, ``%USERPROFILE%\\x.csv``) adds that it is
+    not expanded (helper E's user trial, round 4: only ``~`` is)."""
+    return variable_hint(path) + _places(path, scenario_path)
+
+
+_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%")
+
+
+def variable_hint(path: str) -> str:
+    """`` ($HOME is not expanded: ...)`` for a path naming an environment variable, else ""."""
+    found = _VARIABLE.search(path)
+    if found is None:
+        return ""
+    return (
+        f" ({found.group()} is not expanded: a scenario's paths are taken as written, "
+        "except a leading ~ for the home folder; write the folder itself)"
+    )
+
+
+def _places(path: str, scenario_path: Path | None) -> str:
     candidate = Path(path).expanduser()
     if candidate.is_absolute():
         return ""

@@ -193,6 +193,10 @@ class CsvSource(_Section, tag="csv", tag_field="kind"):
     # refuse it, carry the previous reading forward, interpolate linearly, or drop the time
     # step for every device (devices.sources.CsvSpec; docs/scenarios.md, "Gaps")
     missing: Literal["refuse", "previous", "interpolate", "drop"] = "refuse"
+    # the decimal mark of the file's numbers: "." (3.14) or "," (3,14, a European
+    # spreadsheet's export: fields then separated by semicolons or tabs; a number written
+    # with a point is not read there, so "1.234" is never taken for 1.234)
+    decimal: Literal[".", ","] = "."
 
 
 class PeriodicSource(_Section, tag="periodic", tag_field="kind"):
