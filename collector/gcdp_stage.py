@@ -124,7 +124,11 @@ def load_calibration(config: GcdpStageConfig) -> tuple[np.ndarray, np.ndarray | 
     channels = spec.channels
     rooms = -(-m // channels)
     label_spec = CsvSpec(
-        path=spec.path, column=config.utility_column, stride=spec.stride, header=spec.header
+        path=spec.path,
+        column=config.utility_column,
+        stride=spec.stride,
+        header=spec.header,
+        decimal=spec.decimal,
     )
     room_labels = [
         _room_labels(config, csv_stream(label_spec, r, rooms, length)[0], r) for r in range(rooms)

@@ -8,7 +8,8 @@ The public API (docs/api.md). Everything below is imported on first use (PEP 562
   or a dict of sections), ``run`` (synchronous, in a notebook too) and ``run_scenario`` (a
   coroutine), ``LoadedScenario``, ``ScenarioError``;
 - outputs: ``read_results`` (results.json), ``read_trace`` (every recorded message,
-  decoded), ``read_reports`` (each device's accepted reports, in step order);
+  decoded), ``read_reports`` (each device's accepted reports, in step order),
+  ``read_ledger`` (each device's privacy ledger, ledger.json);
 - mechanisms: the per-report contract ``Mechanism``, ``get_mechanism`` (a built-in name,
   ``"package.module:Class"``, an entry point of the group ``ldpfleet.mechanisms`` or the
   class itself),
@@ -41,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "read_results": "ldpfleet.outputs:read_results",
     "read_trace": "ldpfleet.outputs:read_trace",
     "read_reports": "ldpfleet.outputs:read_reports",
+    "read_ledger": "ldpfleet.outputs:read_ledger",
     # mechanisms
     "Mechanism": "ldpfleet.protocol.mechanism_contract:StreamMechanism",
     "get_mechanism": "ldpfleet.protocol.mechanisms:stream_mechanism",
@@ -88,6 +90,7 @@ __all__ = [
     "load_scenario",
     "mechanism_names",
     "parse_scenario",
+    "read_ledger",
     "read_reports",
     "read_results",
     "read_trace",
@@ -105,6 +108,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names (`as`: re-exported)
     from ldpfleet.collector.cpr import cpr_many as cpr_many
     from ldpfleet.collector.period import PeriodEstimate as PeriodEstimate
     from ldpfleet.collector.period import detect_period as detect_period
+    from ldpfleet.outputs import read_ledger as read_ledger
     from ldpfleet.outputs import read_reports as read_reports
     from ldpfleet.outputs import read_results as read_results
     from ldpfleet.outputs import read_trace as read_trace

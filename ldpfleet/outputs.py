@@ -1,9 +1,10 @@
 """Running a scenario from Python and reading what a run wrote.
 
 ``run`` is the synchronous twin of ``ldpfleet.scenarios.runner.run_scenario`` (the event
-loop the CLI uses: uvloop when installed). ``read_results`` and ``read_trace`` read a run
-directory: ``results.json`` and the recorder's ``trace.sqlite`` (every message that crossed
-the broker, decoded to the typed wire messages of ``ldpfleet.protocol.messages``).
+loop the CLI uses: uvloop when installed). ``read_results``, ``read_ledger`` and
+``read_trace`` read a run directory: ``results.json``, ``ledger.json`` and the recorder's
+``trace.sqlite`` (every message that crossed the broker, decoded to the typed wire
+messages of ``ldpfleet.protocol.messages``).
 """
 
 from __future__ import annotations
@@ -225,6 +226,64 @@ def read_reports(
             value=device,
         )
     return streams[device]
+
+
+def read_ledger(run_dir: str | os.PathLike, *, device: str | None = None) -> dict[str, Any]:
+    """Each privacy ledger of the run in ``run_dir`` (its ``ledger.json``), one layout for
+    every kind of run: ``{owner: {account: {...}}}`` with the owners in sorted order — each
+    device (``"d0001"``, a CADR-LDP node's ``"n0001"``) and, for a ``[gcdp]`` run, the
+    ``"collector"`` whose account is the central release's. An account is a dict: ``kind``
+    (``"w-event"``: ``eps``, ``w``, ``charges``, ``total_spent``, ``max_window_spent``,
+    ``window_spent`` per window; ``"total"``: ``eps``, ``spent``, ``remaining``;
+    ``"raw"``: the central model's 0), ``refusals`` and the rest as ledger.json has it.
+
+    ``device``: one owner's id; then that owner's ``{account: {...}}``. The run-level
+    figures (``eps``, ``w``, ``max_window_spent``, ``within_budget``) are in
+    ``read_results(run_dir)["privacy"]``.
+
+    Raises ``FileNotFoundError`` when there is no ``ledger.json`` (a bulk run writes none:
+    its spends are in results.json ``privacy``), ``ParameterError`` naming ``run_dir`` (not
+    a path, or a ``ledger.json`` that is not a ledger) or ``device`` (not an owner: the
+    owners are listed)."""
+    folder = _run_path(run_dir)
+    # the folder, its ledger.json, or another file of it (results.json, as read_results takes)
+    path = folder if folder.name == "ledger.json" else folder.parent / "ledger.json"
+    path = folder / "ledger.json" if folder.is_dir() else path
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist: is {run_dir} a run's output folder?")
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        data, reason = None, f"not JSON: {error}"
+    else:
+        reason = "not a ledger file: no device ledgers"
+    # a stream run: {"run", "eps", ..., "devices": {id: ledger}, "collector": ledger};
+    # a CADR-LDP run: {"run", id: ledger, ...} (each ledger {"owner", "accounts"})
+    owners = data.get("devices", data) if isinstance(data, dict) else {}
+    ledgers = {
+        key: value["accounts"]
+        for key, value in (*owners.items(), *(data or {}).items())
+        if isinstance(value, dict) and isinstance(value.get("accounts"), dict)
+    }
+    if not ledgers:
+        raise _refused(
+            "run_dir",
+            f"{path} is {reason}",
+            limit="a run's folder or its ledger.json",
+            value=run_dir,
+        )
+    ledgers = dict(sorted(ledgers.items()))
+    if device is None:
+        return ledgers
+    if not isinstance(device, str) or device not in ledgers:
+        shown = ", ".join(list(ledgers)[:5]) + (", ..." if len(ledgers) > 5 else "")
+        raise _refused(
+            "device",
+            f"{device!r:.60} has no ledger in {run_dir} (owners: {shown})",
+            limit="an owner of a ledger in this run",
+            value=device,
+        )
+    return ledgers[device]
 
 
 def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:

@@ -144,15 +144,22 @@ def _import_class(name: str) -> type:
                 "(install it wherever the mechanism runs: the runner and its device "
                 "processes)",
                 field="mechanism",
+                limit="a plugin whose imports are installed",
+                value=name,
             ) from None
         raise UnresolvedMechanism(
             f"{name!r}: module {error.name!r} not found (install it, or put its folder on "
             f"PYTHONPATH for the runner and its device processes){_here_hint(error.name)}",
             field="mechanism",
+            limit="an importable module",
+            value=name,
         ) from None
     except (Exception, SystemExit) as error:  # the plugin's own import failed
         raise PluginImportFailed(
-            f"{name!r}: importing {module_name!r} failed: {error}", field="mechanism"
+            f"{name!r}: importing {module_name!r} failed: {error}",
+            field="mechanism",
+            limit="a plugin module that imports",
+            value=name,
         ) from None
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -160,6 +167,8 @@ def _import_class(name: str) -> type:
                 f"{name!r}: module {module_name!r} has no attribute {attribute!r}"
                 f"{_close_class(target, part)}",
                 field="mechanism",
+                limit="'module:Class' naming a class of the module",
+                value=name,
             )
         target = getattr(target, part)
     if not isinstance(target, type):
@@ -167,6 +176,8 @@ def _import_class(name: str) -> type:
             f"{name!r} is not a class (got {a_or_an(type(target).__name__)}); the contract "
             "constructs Cls(eps)",
             field="mechanism",
+            limit="a class, constructed as Cls(eps)",
+            value=name,
         )
     return target
 
@@ -220,6 +231,11 @@ def _entry_point_class(name: str) -> type:
             f"'package.module:Class', and no installed package registers it in the entry-point "
             f"group {ENTRY_POINT_GROUP!r}{registered_clause()}{_colon_hint(name)}",
             field="mechanism",
+            limit=(
+                f"a built-in ({', '.join(STREAM_MECHANISMS)}), 'package.module:Class' or a "
+                f"name registered in the entry-point group {ENTRY_POINT_GROUP!r}"
+            ),
+            value=name,
         )
     targets = {each.value.replace(" ", ""): each for each in found}
     if len(targets) > 1:  # two packages claim the name: which one runs is an accident
@@ -231,6 +247,8 @@ def _entry_point_class(name: str) -> type:
             f"than one installed package ({claims}): name the one to use by its import path "
             f"(mechanism = {sorted(targets)[0]!r}), or uninstall the other",
             field="mechanism",
+            limit="a name one installed package registers",
+            value=name,
         )
     entry = next(iter(found))
     target = entry.value.replace(" ", "")
@@ -244,6 +262,8 @@ def _entry_point_class(name: str) -> type:
             f"{where}: {target!r} names a module, not a class (write it "
             f"{target + ':Class'!r}); {fix_target}",
             field="mechanism",
+            limit="an entry point naming 'module:Class'",
+            value=name,
         )
     try:
         return _import_class(target)
@@ -252,7 +272,9 @@ def _entry_point_class(name: str) -> type:
         detail = rest if rest.startswith(":") else f", which{rest}"
         # the target imports but fails: its dependency or its code, not the entry point
         fix = "then retry" if isinstance(error, PluginImportFailed) else fix_target
-        raise type(error)(f"{where}{detail}; {fix}", field="mechanism") from None
+        raise type(error)(
+            f"{where}{detail}; {fix}", field="mechanism", limit=error.limit, value=name
+        ) from None
 
 
 def registered_clause() -> str:

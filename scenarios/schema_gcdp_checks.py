@@ -49,16 +49,6 @@ def _check_gcdp(loaded: LoadedScenario, where: str) -> None:
             'longer line up; use "previous" or "interpolate"',
             limit='one of "refuse", "previous", "interpolate" with gcdp.utility_column',
         )
-    if section.utility_column is not None and spec.source.decimal != ".":
-        # the collector reads the labels with a decimal point (collector/gcdp_stage.py's
-        # label_spec): a calibration file of decimal commas refused there, after the start
-        raise ScenarioError(
-            f'{where}source.decimal: "," with gcdp.utility_column is not supported yet: the '
-            "collector reads the utility labels of the calibration file with decimal points; "
-            'convert the files to decimal points (decimal = ".") or leave utility_column out',
-            limit='"." with gcdp.utility_column',
-            value=spec.source.decimal,
-        )
     try:
         calibration = loaded.calibration_spec()
     except SourceError as error:  # the file itself, or a setting of the fleet's source

@@ -128,11 +128,13 @@ def test_a_scenario_runs_it_and_refuses_another_mark(tmp_path):
     assert 'source.decimal = ","' in str(unset.value)
 
 
-def test_gcdp_utility_labels_with_decimal_commas_are_refused_on_load(tmp_path):
-    """The collector reads the labels with decimal points (collector/gcdp_stage.py):
-    refused on load, naming source.decimal, rather than failing after the start."""
+def test_gcdp_utility_labels_with_decimal_commas(tmp_path):
+    """The collector reads the labels with the fleet's decimal mark (gcdp_stage)."""
+    from ldpfleet.collector.gcdp_stage import load_calibration
+    from ldpfleet.scenarios.plans import gcdp_stage_config
+
     path = tmp_path / "room.csv"
-    rows = "".join(f"{i};{20 + i % 3},5;{i % 2}\n" for i in range(60))
+    rows = "".join(f"{i};{20 + i % 3},5;{i // 8 % 2}\n" for i in range(64))
     path.write_text("t;Temperatur (°C);occ\n" + rows, encoding="utf-8")
     gcdp = (
         f'[gcdp]\neps_rel = 1.0\nwindow = 4\ncalibration_path = "{path.as_posix()}"\n'
@@ -141,11 +143,10 @@ def test_gcdp_utility_labels_with_decimal_commas_are_refused_on_load(tmp_path):
     raw = _scenario(path.as_posix(), 'decimal = ","', gcdp).replace(
         "eps = 4.0\nw = 4", 'mechanism = "raw"'
     )
-    with pytest.raises(ScenarioError) as refused:
-        parse_scenario(raw)
-    assert refused.value.field == "source.decimal" and refused.value.value == ","
-    without = parse_scenario(raw.replace('utility_column = "occ"', ""))
-    assert without.calibration_spec().decimal == ","
+    loaded = parse_scenario(raw)
+    assert loaded.calibration_spec().decimal == ","
+    _data, labels = load_calibration(gcdp_stage_config(loaded))
+    assert labels is not None and set(np.unique(labels)) == {0.0, 1.0}
 
 
 def test_an_ansi_export_is_told_how_to_convert(tmp_path):
