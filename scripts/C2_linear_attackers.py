@@ -10,7 +10,7 @@ ordering holds, and at which its parts hold (GC-DP lowest; Risk-DP < Ada-DP < La
 Gau-DP < Lap-DP).  w: 4,000 random unit directions on the input channels (Gaussian,
 seed 7) plus every single channel with either sign.
 
-    python scripts/C2_linear_attackers.py [--test-file F]
+    python scripts/C2_linear_attackers.py [--test-file F] [--directions 4000]
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--test-file")
     ap.add_argument("--draws", type=int, default=10)
+    ap.add_argument("--directions", type=int, default=4000)
     args = ap.parse_args()
     prep = prepare("occupancy", test_file=args.test_file)
     tau, _ = b.select_tau(prep, args.draws, 0)
@@ -67,7 +68,7 @@ def main() -> None:
             use = [k for k in range(5) if not (inputs == "others" and k == chan)]
             if inputs == "all" and chan is None:
                 continue  # occupancy: "others" already reads all five
-            w = rng.standard_normal((len(use), 4000))
+            w = rng.standard_normal((len(use), args.directions))
             eye = np.eye(len(use))
             w = np.hstack([w / np.linalg.norm(w, axis=0), eye, -eye])
             for lag in (0, 3):
