@@ -77,6 +77,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     CHANNELS,
     GAP_STEPS,
     STEP_RATIO,
+    TemporalModel,
     f1_percent,
     fit_iqr_clip,
     fit_logistic,
@@ -184,6 +185,15 @@ class Readings:
     * ``task_l2`` (Occupancy only) -- the fixed classifier's L2 penalty on standardised
       features (§5.1 fixes "hyperparameters" without values): ``"1e-2"`` (kept, fixed
       before any run), ``"1"`` or ``"1e-4"``.
+    * ``task_model`` (Occupancy only) -- how the fixed classifier reads the release (§5.1
+      fixes "the same fixed lightweight classifier" and names no model): ``"window"``
+      (kept) each released window alone; ``"temporal"`` the same logistic regression
+      fitted on clean training windows averaged with their ``ATTACK_LAG`` neighbours on
+      each side in time and applied to the same average of the released windows
+      (``TemporalModel``; post-processing of the released sequence; used for the test and
+      validation F1, tau, mu_k, the ablations and NonPrivate; the per-window oracles still
+      bound per-window classifiers only). Helper C2's pre-registered comparison,
+      docs/preregistration/C2-temporal-task.md and docs/gcdp.md "The downstream classifier".
     * ``gau_sigma`` -- Gau-DP's sigma on the exact discrete-Gaussian sampler
       (``collector.gcdp.gaussian.gaussian_grid``): ``"analytic_discrete"`` (kept since
       2026-12-05, determined by seed Table 4 "Analytic Gaussian calibration" and §5.1
@@ -243,6 +253,7 @@ class Readings:
     risk_scales: str = "bounds"
     attack: str = "temporal"
     task_l2: str = "1e-2"
+    task_model: str = "window"
     xi_mask: str = "occurrence"
     xi_aggregate: str = "mean"
     xi_mask_value: str = "zero"
@@ -294,6 +305,7 @@ READING_CHOICES = {
     "risk_scales": ("bounds", "gcdp", "direct"),
     "attack": ("temporal", "clean", "informed", "informed_qda"),
     "task_l2": ("1e-2", "1", "1e-4"),
+    "task_model": ("window", "temporal"),
     "xi_mask": ("occurrence", "node"),
     "xi_aggregate": ("mean", "max"),
     "xi_mask_value": ("zero", "mean"),
@@ -304,7 +316,7 @@ READINGS = Readings()
 # last fifth in time order, WISDM its highest-id users (``wisdm_validation_users``)
 OCCUPANCY_ONLY_READINGS = (
     "attacker", "task_fit", "attacker_fit", "weights", "attribute", "attack", "task_l2",
-    "xi_mask", "xi_aggregate", "xi_mask_value",
+    "xi_mask", "xi_aggregate", "xi_mask_value", "task_model",
 )  # fmt: skip
 # the temporal attacker's neighbours on each side (windows): Table 5's lag L = 3, fixed
 ATTACK_LAG = 3
@@ -859,7 +871,16 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
     )
     weights = readings.weights
     task_l2 = float(readings.task_l2)
-    model = fit_logistic(train_f, train_l, l2=task_l2, class_weight=weights)
+
+    def fit_task(feats: np.ndarray, labels: np.ndarray):
+        """The fixed classifier on ``feats`` (windows in time order) under ``task_model``."""
+        if readings.task_model == "temporal":
+            smooth = temporal_smooth(feats, ATTACK_LAG)
+            base = fit_logistic(smooth, labels, l2=task_l2, class_weight=weights)
+            return TemporalModel(base, ATTACK_LAG)
+        return fit_logistic(feats, labels, l2=task_l2, class_weight=weights)
+
+    model = fit_task(train_f, train_l)
     bounds = np.full(train_norm.shape[1], mean_bound(0.0, 1.0, window))
     attack = _occupancy_attack(readings, train_f, train_l)
     attribute = attack.attribute
@@ -892,7 +913,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         val_protected=attribute(val_f, val_l),
         train_protected=attribute(train_f, train_l),
         temporal_attacker=attack.temporal,
-        fit_task=lambda f, lab: fit_logistic(f, lab, l2=task_l2, class_weight=weights),
+        fit_task=fit_task,
         fit_attacker=lambda f, lab: fit_logistic(f, lab, class_weight=weights),
         readings=readings,
         protocol_head=_occupancy_head(
@@ -906,7 +927,12 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
         ),
         protocol_tail={
             "classifier": f"logistic regression (Newton, l2={readings.task_l2}), non-private "
-            "train windows",
+            "train windows"
+            + (
+                f", each window averaged with its {ATTACK_LAG} neighbours on each side in time"
+                if readings.task_model == "temporal"
+                else ""
+            ),
             "metric": "positive-class F1 (%)",
         },
         attack_info=_occupancy_attack_info(readings, attack, train_f, (test_f, test_l)),

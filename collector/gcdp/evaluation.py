@@ -67,6 +67,7 @@ __all__ = [
     "LogisticModel",
     "NoiseLaw",
     "OneVsRestModel",
+    "TemporalModel",
     "check_date_order",
     "f1_percent",
     "fit_iqr_clip",
@@ -849,6 +850,24 @@ def temporal_smooth(features: np.ndarray, lag: int) -> np.ndarray:
     lo = np.clip(np.arange(n) - lag, 0, n)
     hi = np.clip(np.arange(n) + lag + 1, 0, n)
     return (total[hi] - total[lo]) / (hi - lo).reshape((-1,) + (1,) * (x.ndim - 1))
+
+
+@dataclass(frozen=True)
+class TemporalModel:
+    """A per-window model applied to the windows averaged over ``lag`` neighbours on each
+    side in time (``temporal_smooth``): the rows given to ``decision`` / ``predict`` must
+    be consecutive windows in time order. Reading a released sequence this way is
+    post-processing of the released matrix (no privacy cost); the ``task_model=temporal``
+    reading of the bench's fixed classifier (docs/gcdp.md, "The downstream classifier")."""
+
+    base: object
+    lag: int
+
+    def decision(self, features: np.ndarray) -> np.ndarray:
+        return self.base.decision(temporal_smooth(features, self.lag))
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return self.base.predict(temporal_smooth(features, self.lag))
 
 
 def _laplace_log_cdf(z: np.ndarray) -> np.ndarray:
