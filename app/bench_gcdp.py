@@ -1,7 +1,7 @@
 """``ldpfleet bench gcdp``: seed 000's evaluation (Sections 5.1-5.4), in-process.
 
 Datasets: ``occupancy`` (below), ``intel`` and ``wisdm`` (Intel Lab and WISDM; their fixed
-protocols are in ``scenarios.gcdp_datasets`` and ``docs/gcdp-datasets.md``). One loop serves
+protocols are in ``app.gcdp_datasets`` and ``docs/gcdp-datasets.md``). One loop serves
 all three: tau selection, methods x budgets x draws (F1 + attack AUC on the same releases),
 the Table 11 ablations at eps = 1, runtime and memory.
 
@@ -728,7 +728,7 @@ def bench_gcdp(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """The evaluation of ``dataset`` (one loop for all; the per-dataset protocol is in
-    ``scenarios.gcdp_datasets``). ``data`` replaces the files (tests use synthetic frames):
+    ``app.gcdp_datasets``). ``data`` replaces the files (tests use synthetic frames):
     occupancy (train_x, train_y, test_x, test_y) raw records (records x 5 channels, labels
     0/1); intel (temperature train, temperature test, humidity train, humidity test), motes x
     steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only;

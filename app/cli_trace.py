@@ -28,27 +28,11 @@ SinceOpt = Annotated[float | None, typer.Option(help="Seconds after the first me
 UntilOpt = Annotated[float | None, typer.Option(help="Seconds after the first message.")]
 
 
-PROTOCOL_MODULES = (
-    "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
-    "peer_relay", "partition", "bulk",
-)  # fmt: skip
-
-
 def protocol_kinds() -> set[str]:
     """Every message kind (payload ``type`` tag) the protocol defines, and ``invalid``."""
-    import importlib
+    from ldpfleet.protocol.codec import WIRE_KINDS
 
-    import msgspec
-
-    kinds = {"invalid"}
-    for name in PROTOCOL_MODULES:
-        module = importlib.import_module(f"ldpfleet.protocol.{name}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, msgspec.Struct):
-                tag = value.__struct_config__.tag
-                if isinstance(tag, str) and tag[:1].islower():
-                    kinds.add(tag)
-    return kinds
+    return {"invalid", *WIRE_KINDS}
 
 
 def check_kind(db, kind: str | None, path: Path) -> None:

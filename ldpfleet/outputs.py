@@ -429,10 +429,9 @@ def _check_selection(db, selection: dict, run_dir) -> None:
     if kind is not None:
         recorded = {row[0] for row in db.execute("SELECT DISTINCT kind FROM messages")}
     if kind is not None and kind not in recorded:
-        # the CLI's list (imports typer: only here)
-        from ldpfleet.app.cli_trace import protocol_kinds
+        from ldpfleet.protocol.codec import WIRE_KINDS
 
-        known = recorded | protocol_kinds()
+        known = recorded | WIRE_KINDS | {"invalid"}
         if kind not in known:
             close = difflib.get_close_matches(kind, sorted(known), n=1)
             raise _refused(

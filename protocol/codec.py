@@ -83,6 +83,9 @@ def _members(union: object) -> tuple[type[Message], ...]:
 WIRE_TYPES: tuple[type[Message], ...] = tuple(dict.fromkeys(_members(WireMessage)))
 """Every message type ``decode`` accepts, in union order (no duplicates)."""
 
+WIRE_KINDS: frozenset[str] = frozenset(t.__struct_config__.tag for t in WIRE_TYPES)
+"""Every message kind (payload ``type`` tag) ``decode`` accepts (``trace show --kind``)."""
+
 
 def encode(message: Message) -> bytes:
     """Serialise a message to JSON bytes."""

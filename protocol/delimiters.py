@@ -1,8 +1,9 @@
 """The field separator of a delimited text table (CSV and its semicolon / tab variants).
 
-Shared by the scenarios' CSV sources (``devices.sources``) and the GC-DP evaluation's
-Occupancy loader (``collector.gcdp.evaluation``), which may not import each other: a pure
-function of the text, so it sits in the lowest layer.
+Used by the scenarios' CSV sources (``devices.sources``) and the GC-DP evaluation's
+Occupancy loader (``collector.gcdp.evaluation``): a pure function of the text with no
+layer of its own, so it sits in the lowest layer, where every reader of a table can
+import it.
 """
 
 from __future__ import annotations

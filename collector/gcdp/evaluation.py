@@ -29,7 +29,7 @@ every method and budget (see ``docs/gcdp.md``, "Evaluation (bench gcdp)"):
   log-likelihood ratio against the clean training windows, with an empirical or a
   Gaussian class model).
 
-The Intel Lab and WISDM protocols (``scenarios/gcdp_datasets.py``, ``docs/gcdp-datasets.md``)
+The Intel Lab and WISDM protocols (``app/gcdp_datasets.py``, ``docs/gcdp-datasets.md``)
 reuse these helpers and add a multiclass classifier (``fit_one_vs_rest``: one fixed
 ``fit_logistic`` per class, argmax of the decision values) and macro-F1 over a fixed class
 list (``macro_f1_percent``).

@@ -1,4 +1,4 @@
-"""``ldpfleet bench gcdp --dataset intel|wisdm`` (scenarios/gcdp_datasets.py) on tiny
+"""``ldpfleet bench gcdp --dataset intel|wisdm`` (app/gcdp_datasets.py) on tiny
 synthetic frames: loaders, result structure per dataset, determinism, refusals."""
 
 from __future__ import annotations

@@ -17,3 +17,25 @@ def test_every_decodable_message_kind_is_a_known_trace_kind():
     tags = {t for t in tags if isinstance(t, str)}
     assert "partition_status" in tags
     assert tags <= protocol_kinds()
+
+
+def test_the_kinds_are_those_the_protocol_modules_define():
+    """Pin of the refactor that made ``protocol_kinds`` read ``codec.WIRE_KINDS``: the
+    same set as the hand-kept module scan it replaced (47 kinds with ``invalid``)."""
+    import importlib
+
+    import msgspec
+
+    scanned = {"invalid"}
+    for name in (
+        "messages", "cadr_messages", "rendezvous", "readiness", "secagg.messages", "lpea",
+        "peer_relay", "partition", "bulk",
+    ):  # fmt: skip
+        module = importlib.import_module(f"ldpfleet.protocol.{name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, msgspec.Struct):
+                tag = value.__struct_config__.tag
+                if isinstance(tag, str) and tag[:1].islower():
+                    scanned.add(tag)
+    assert protocol_kinds() == scanned == {"invalid", *codec.WIRE_KINDS}
+    assert len(scanned) == 47
