@@ -79,8 +79,9 @@ def decompose(graph, eps, seed, hindsight=5):
         return float(np.mean(np.abs(d - np.asarray(v))))
 
     row = {"graph": graph.name, "n": n, "eps": eps, "seed": seed, "theta": t,
-           "theta_exact": s.get("theta_exact"), "eps_dsr": e, "median": base, "m_true": m_true,
-           "true_cdf": float(np.mean(d <= m_true)), "zero": float(np.mean(d)), "mae": run.mae}  # fmt: skip
+           "theta_exact": s.get("theta_exact"), "eps_dsr": e, "median": base,
+           "m_true": m_true, "true_cdf": float(np.mean(d <= m_true)),
+           "zero": float(np.mean(d)), "mae": run.mae}  # fmt: skip
     if not s:
         return row
     counts = dp.SearchCounts(s["bucket_sums"], s["thresholds"], bound, n, s["eps"],
@@ -137,7 +138,8 @@ def calib(out):
 
 
 def table(path):
-    rows = [json.loads(x) for x in open(path)]
+    with open(path) as f:
+        rows = [json.loads(x) for x in f]
     above = [r for r in rows if r["mae"] > r["median"] + 1e-9]
     print(f"{len(above)} of {len(rows)} runs above the constant median")
     cause = {}
@@ -164,7 +166,10 @@ def table(path):
         if r.get("prior_cdf") is None:
             continue
         by.setdefault(r["graph"], []).append(r)
-    print("graph: true CDF at m | prior CDF mean (sd) | reading | raw | runs m_prior != m | oracle above")
+    print(
+        "graph: true CDF at m | prior CDF mean (sd) | reading | raw | runs m_prior != m"
+        " | oracle above"
+    )
     for g, rr in by.items():
         raw = [r["raw_cdf"] for r in rr if r["raw_cdf"] is not None]
         print(f"  {g:>14}: {rr[0]['true_cdf']:.4f} | {np.mean([r['prior_cdf'] for r in rr]):.4f} "

@@ -102,7 +102,7 @@ def runs(graph, eps, seed):
            "shipped": run.mae, "shipped_mse": run.mse,
            "median": run.baselines["constant_median_oracle"]["mae"],
            "zero": run.baselines["all_zero"]["mae"]}  # fmt: skip
-    degrees, y, t, e, s, bound, ratio = seen["args"]
+    degrees, y, t, e, s, bound, _ = seen["args"]
     if not s:  # no θ search (the small-fleet rule): the release has no prior; one arm
         for m in MARGINS:
             out[f"mae_{m}"], out[f"mse_{m}"] = run.mae, run.mse
@@ -129,7 +129,8 @@ def collect(cells, path):
 
 
 def compare(path, a="0.05", b="0.0"):
-    rows = [json.loads(x) for x in open(path)]
+    with open(path) as f:
+        rows = [json.loads(x) for x in f]
     cells = collections.defaultdict(list)
     for r in rows:
         cells[(r["graph"], r["eps"])].append(r)
@@ -151,8 +152,9 @@ def compare(path, a="0.05", b="0.0"):
             "runs_above": sum(r[k] > r["median"] + 1e-9 for r in rows),
             "cells_above_zero": len(zero),
         }
-        print(f"  margin {arm}: " + ", ".join(f"{x} {y:.4f}" if isinstance(y, float) else
-                                             f"{x} {y}" for x, y in stats[arm].items()))  # fmt: skip
+        shown = (f"{x} {y:.4f}" if isinstance(y, float) else f"{x} {y}"
+                 for x, y in stats[arm].items())  # fmt: skip
+        print(f"  margin {arm}: " + ", ".join(shown))
     newly = [key for key, c in cells.items()
              if mean(c, f"mae_{a}") <= c[0]["zero"] < mean(c, f"mae_{b}")]  # fmt: skip
     print(f"  cells newly above all zeros: {len(newly)} {newly}")
