@@ -79,7 +79,12 @@ median as often as below (Erdős–Rényi n = 3,000 at ε = 1: 2.784-2.791 again
 the TRUE prior too, 2.788). The cost, under the model: where ``m`` is kept although the
 posterior median ``q`` differs, the expected excess is ``Σ_{j between q and m} |2F(j | y) -
 1| <= 2δ |m - q|`` — at most 0.1 per degree of shift. Measured: ego-Facebook at ε = 3
-26.72 → 26.74, Barabási–Albert at ε = 5 3.155 → 3.153.
+26.72 → 26.74, Barabási–Albert at ε = 5 3.155 → 3.153. Method clip (``known_ratio``) uses
+``CLIP_MARGIN = 0.02`` instead: the margin is centred on the prior's median, read from
+the θ search's noisy counts, and where that median is one off (Erdős–Rényi fleets of 500-800
+devices at ε = 1: the prior's CDF at the true median 0.45-0.48 against 0.51-0.52) 0.05 held
+the whole fleet on it (helper A2, issue 20, claim D9; pre-registered, PASSED:
+docs/preregistration/A2-clip-margin.md).
 
 The small-fleet guard (``post_process(theta_noise=)``, issue 20; docs/cadr-private.md
 "Small graphs: the limit and the guard"). The θ search's ``K`` counts each carry noise
@@ -168,6 +173,7 @@ from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import finite_reals, integer_at_least, positive_real
 
 __all__ = [
+    "CLIP_MARGIN",
     "JOINT_PER_NODE",
     "JOINT_PER_NODE_EPS_MIN",
     "MODE_Z",
@@ -204,6 +210,14 @@ __all__ = [
 
 ITERATIONS = 100
 MARGIN = 0.05  # leave the prior's median only when the posterior is 1/2 + MARGIN off it
+# method clip (``post_process(known_ratio=)``, the exact model): its own margin, or None for
+# MARGIN. The margin is centred on the prior's median, itself read from the θ search's noisy
+# counts: where that median is one off (the prior's CDF at the true median ~0.03 off, the
+# counts' noise at n = 500-800), 0.05 locks the fleet on it (helper A2, issue 20, claim D9;
+# docs/preregistration/A2-clip-margin.md: PASSED on 192 fresh cells, cells above the
+# constant median 17 -> 15, summed MAE -0.28 %; calibration: 0.01 and 0 trade that excess
+# for knife-edge ones)
+CLIP_MARGIN: float | None = 0.02
 SIGNAL_RATIO_MIN = 1.0  # the counts are read per node only if n >= 1 x their summed noise sd
 # the unimodal tail reads only counts weaker than this (count_signal_ratio): every mid-size
 # fleet measured is below 6.2, every large one above 12.6; between 4 and 16 (210 fresh cells
@@ -834,7 +848,7 @@ def post_process(
         return PostProcessed(
             theta=t,
             distribution=p,
-            estimates=posterior_degree_medians(y, p, t, scale, r, MARGIN),
+            estimates=posterior_degree_medians(y, p, t, scale, r, _margin(known_ratio)),
             histogram=consistent_histogram(h, y.size),
             kept_ratio=r,
         )
@@ -897,6 +911,14 @@ def post_process_release(
             counts.eps_theta, counts.parties, exact_releases=exact,
         )  # fmt: skip
     return post_process(released, theta, eps_dsr, prior, histogram, known_ratio=known_ratio)
+
+
+def _margin(known_ratio: float | None) -> float:
+    """The per-node release's margin: ``CLIP_MARGIN`` for a release whose kept ratio is
+    known (method clip) when it is set, else ``MARGIN``."""
+    if known_ratio is not None and CLIP_MARGIN is not None:
+        return CLIP_MARGIN
+    return MARGIN
 
 
 def _known_ratio(ratio: float) -> float:
