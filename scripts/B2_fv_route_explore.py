@@ -10,7 +10,10 @@ aperiodic claims of detect_period alone and with the route (seed 55032, per fami
 eps0), and exact answers on the held-out cells below a baseline at n = 24 / 100 (fresh
 seed 55033).
 
-Run: ``nice -n 5 python scripts/B2_fv_route_explore.py NULL FRESH LEVEL``.
+``aware`` (a 4th argument): ``q(n, eps0)`` fitted per budget instead (the route then needs
+the report budget, which ``detect_period`` does not take).
+
+Run: ``nice -n 5 python scripts/B2_fv_route_explore.py NULL FRESH LEVEL [aware]``.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ FIT_SEED, NULL_SEED, FRESH_SEED = 55031, 55032, 55033
 EPS0 = (0.2, 1.0, 5.0)
 
 
-def fit(n: int, trials: int, level: float) -> float:
+def fit(n: int, trials: int, level: float, budgets=EPS0) -> float:
     worst = -np.inf
     for fi, family in enumerate(FAMILIES):
-        for eps0 in EPS0:
+        for eps0 in budgets:
             s = []
             for trial in range(trials):
                 rng = np.random.default_rng([FIT_SEED, fi, n, int(eps0 * 10), trial])
@@ -44,10 +47,13 @@ def fit(n: int, trials: int, level: float) -> float:
     return worst
 
 
-def main(null_trials: int, fresh_trials: int, level: float) -> None:
+def main(null_trials: int, fresh_trials: int, level: float, aware: bool = False) -> None:
     for n in (24, 100):
-        q = fit(n, null_trials, level)
-        print(f"n {n}: q = {q:.4f}", flush=True)
+        if aware:
+            qs = {e: fit(n, null_trials, level, (e,)) for e in EPS0}
+        else:
+            qs = dict.fromkeys(EPS0, fit(n, null_trials, level))
+        print(f"n {n}: q = {qs}", flush=True)
         total = [0, 0, 0]
         for fi, family in enumerate(FAMILIES):
             for eps0 in EPS0:
@@ -57,7 +63,7 @@ def main(null_trials: int, fresh_trials: int, level: float) -> None:
                     x = SquareWave(eps0).perturb(null_stream(family, n, rng), rng)
                     ours = P.detect_period(x).period is not None
                     alone += ours
-                    union += ours or baselines(x)["fv"][1] > q
+                    union += ours or baselines(x)["fv"][1] > qs[eps0]
                 total = [total[0] + alone, total[1] + union, total[2] + null_trials]
                 print(
                     f"  {family} eps0 {eps0}: claims alone {alone} with route {union}"
@@ -72,7 +78,7 @@ def main(null_trials: int, fresh_trials: int, level: float) -> None:
             for x in held_streams(cell, FRESH_SEED, fresh_trials):
                 est = P.detect_period(x).period
                 (fv, s) = baselines(x)["fv"]
-                answer = est if est is not None else (fv if s > q else None)
+                answer = est if est is not None else (fv if s > qs[cell[3]] else None)
                 hits["ours"] += est == cell[1]
                 hits["route"] += answer == cell[1]
                 hits["fv"] += fv == cell[1]
@@ -87,4 +93,4 @@ def main(null_trials: int, fresh_trials: int, level: float) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]))
+    main(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:5] == ["aware"])
