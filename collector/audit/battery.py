@@ -456,11 +456,11 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
     reports of ``perturb`` calls the way a device makes them, in this order
     (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (x, 0)
     and (x, 1) alternating (a device's small batches); half the runs from calls of
-    ``LONG_CALL_PAIRS`` pairs (x, 1) (an unpaced device's whole stream); an eighth
-    (``SINGLE_CALL_SHARE``) from two consecutive calls of ONE reading, x then 0 (a paced
-    device's every call). At ``x = 0`` (the first grid input) drawn twice from generators
-    seeded alike (``_replayed``; ``replays`` collects its check for the end of the
-    audit)."""
+    ``LONG_CALL_PAIRS`` pairs (x, 1) (an unpaced device's whole stream); a quarter
+    (``SINGLE_CALL_SHARE``) from calls of ONE reading, x (a paced device's every call;
+    the run's second report a placeholder 0.0). At ``x = 0`` (the first grid input)
+    drawn twice from generators seeded alike (``_replayed``; ``replays`` collects its
+    check for the end of the audit)."""
     from ldpfleet.protocol.mechanism_contract import contract_reports
 
     # (x, 0, x, 1, x, 0, x, 1): one device batch, the partners at both bounds, so the
@@ -471,7 +471,7 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
     # neither the batch's largest nor its smallest reading (a plugin reporting only a
     # batch's largest reading, or its smallest in the clear, hid that behind a partner 0)
     long_batch = np.tile([x, 1.0], LONG_CALL_PAIRS)
-    one, zero = np.array([x]), np.array([0.0])
+    one = np.array([x])
 
     def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
         n_long = n // 2  # half the runs from long calls
@@ -485,17 +485,9 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
             long_calls = -(-n_long // LONG_CALL_PAIRS)
             runs = [contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)]
             parts.append(np.concatenate(runs).reshape(-1, 2)[:n_long])
-        if n_single:
-            singles = [
-                np.concatenate(
-                    (
-                        contract_reports(mech, one.copy(), rng, name),
-                        contract_reports(mech, zero.copy(), rng, name),
-                    )
-                )
-                for _ in range(n_single)
-            ]
-            parts.append(np.asarray(singles, dtype=float).reshape(-1, 2))
+        if n_single:  # the run's second report is a placeholder 0.0: one call per run
+            singles = [contract_reports(mech, one.copy(), rng, name) for _ in range(n_single)]
+            parts.append(np.column_stack((np.concatenate(singles), np.zeros(n_single))))
         return np.concatenate(parts)
 
     if x == 0.0:
@@ -519,7 +511,7 @@ _NOT_SINGLE = -1e300
 def _single_call_report(outputs) -> np.ndarray:
     """The canary's report in runs from one-reading calls, ``_NOT_SINGLE`` elsewhere: a
     plugin wrong only for a call of one reading (a scalar path at twice the budget) leaks
-    in an eighth of the runs, and over all runs the correct seven eighths' tails hide it
+    in a quarter of the runs, and over all runs the correct three quarters' tails hide it
     (helper D, round 3: 0.95 at a claim of 1, inconclusive)."""
     first = _first_report(outputs)
     scores = np.full(first.shape, _NOT_SINGLE)
@@ -696,10 +688,11 @@ DEVICE_BATCH_PAIRS = 4
 # (a quarter of the scale above 8 readings) audited 0.86 at a claim of 1 with small
 # calls only, while every unpaced fleet running it leaked (helper M, 2026-12-06)
 LONG_CALL_PAIRS = 512
-# ... and one run in this many from two calls of one reading each (x, then 0): a paced
-# device passes one reading per call, and a plugin with a scalar path for one reading at
-# twice the budget audited inconclusive on batches of 8 and 1,024 (helper D, round 3)
-SINGLE_CALL_SHARE = 8
+# ... and one run in this many from a call of one reading (x; a placeholder 0.0 beside):
+# a paced device passes one reading per call, and a plugin with a scalar path for one
+# reading at twice the budget audited inconclusive on batches of 8 and 1,024 (helper D,
+# round 3)
+SINGLE_CALL_SHARE = 4
 
 
 def _pairs(outputs) -> np.ndarray:
