@@ -454,23 +454,22 @@ def _decimal_places(outputs) -> np.ndarray:
 def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None):
     """``sample(rng, n)`` of a user mechanism's audit at input ``x``: n runs, each two
     reports of ``perturb`` calls the way a device makes them, in this order
-    (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (x, 0)
-    and (x, 1) alternating (a device's small batches); half the runs from calls of
-    ``LONG_CALL_PAIRS`` pairs (x, 1) (an unpaced device's whole stream); a quarter
+    (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (a
+    device's small batches); half the runs from calls of ``LONG_CALL_PAIRS`` pairs (an
+    unpaced device's whole stream), the pairs (x, 0) in one call, (x, 1) in the next; a quarter
     (``SINGLE_CALL_SHARE``) from calls of ONE reading, x (a paced device's every call;
     the run's second report a placeholder 0.0). At ``x = 0`` (the first grid input)
     drawn twice from generators seeded alike (``_replayed``; ``replays`` collects its
     check for the end of the audit)."""
     from ldpfleet.protocol.mechanism_contract import contract_reports
 
-    # (x, 0, x, 1, x, 0, x, 1): one device batch, the partners at both bounds, so the
-    # canary is not always the batch's largest reading (a plugin reporting only a batch's
-    # largest reading hid that behind partners 0: helper D, round 3)
-    batch = np.tile([x, 0.0, x, 1.0], DEVICE_BATCH_PAIRS // 2)
-    # an unpaced device's whole stream, partnered with the other bound: the canary is then
-    # neither the batch's largest nor its smallest reading (a plugin reporting only a
-    # batch's largest reading, or its smallest in the clear, hid that behind a partner 0)
-    long_batch = np.tile([x, 1.0], LONG_CALL_PAIRS)
+    # (x, 0, x, 0, ...): one device batch, and every other call (x, 1, x, 1, ...): with
+    # partners 0 only the canary was always the batch's largest reading, and a plugin
+    # reporting only a batch's largest reading audited 0.56 at a claim of 1; with partners
+    # 1 only it is never above the batch's median, and one giving 2 eps to readings above
+    # the median audited 0.72 (helper D, round 3): each call size alternates both
+    batches = [np.tile([x, partner], DEVICE_BATCH_PAIRS) for partner in (0.0, 1.0)]
+    long_batches = [np.tile([x, partner], LONG_CALL_PAIRS) for partner in (0.0, 1.0)]
     one = np.array([x])
 
     def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -479,11 +478,14 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
         n_single = single.stop - single.start
         n_small = n - n_long - n_single
         calls = -(-n_small // DEVICE_BATCH_PAIRS)
-        runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
+        runs = [contract_reports(mech, batches[i % 2].copy(), rng, name) for i in range(calls)]
         parts = [np.concatenate(runs).reshape(-1, 2)[:n_small]] if n_small else []
         if n_long:
             long_calls = -(-n_long // LONG_CALL_PAIRS)
-            runs = [contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)]
+            runs = [
+                contract_reports(mech, long_batches[i % 2].copy(), rng, name)
+                for i in range(long_calls)
+            ]
             parts.append(np.concatenate(runs).reshape(-1, 2)[:n_long])
         if n_single:  # the run's second report is a placeholder 0.0: one call per run
             singles = [contract_reports(mech, one.copy(), rng, name) for _ in range(n_single)]
@@ -502,22 +504,48 @@ def _single_call_rows(n: int) -> slice:
     return slice(n - n_single, n)
 
 
-# the score of a run outside the one-reading calls for "report in one-reading calls":
-# below any report a plugin sends (reports are finite doubles; -1e300 itself is refused by
-# no plugin here, and a report there only merges into the sentinel's event)
-_NOT_SINGLE = -1e300
+def run_strata(n: int) -> np.ndarray:
+    """The kind of call each run of a device-batch sample of n runs comes from
+    (``_device_batch_sampler``'s layout): 0 a call whose partners read 0, 1 one whose
+    partners read 1, 2 a call of one reading."""
+    single = _single_call_rows(n)
+    n_long = n // 2
+    n_small = n - n_long - (single.stop - single.start)
+    rows = np.arange(n)
+    small = (rows // DEVICE_BATCH_PAIRS) % 2
+    long = ((rows - n_small) // LONG_CALL_PAIRS) % 2
+    strata = np.where(rows < n_small, small, long)
+    strata[single] = 2
+    return strata
 
 
-def _single_call_report(outputs) -> np.ndarray:
-    """The canary's report in runs from one-reading calls, ``_NOT_SINGLE`` elsewhere: a
-    plugin wrong only for a call of one reading (a scalar path at twice the budget) leaks
-    in a quarter of the runs, and over all runs the correct three quarters' tails hide it
-    (helper D, round 3: 0.95 at a claim of 1, inconclusive)."""
-    first = _first_report(outputs)
-    scores = np.full(first.shape, _NOT_SINGLE)
-    rows = _single_call_rows(first.size)
-    scores[rows] = first[rows]
-    return scores
+# the score of a run outside a witness's kind of call ("report beside partners 0", ...):
+# below any report a plugin sends (reports are finite doubles; a report at -1e300 only
+# merges into this value's event, the same in every world)
+_OTHER_CALLS = -1e300
+
+# the witnesses of the canary's report in one kind of call (``run_strata``), by stratum
+STRATUM_WITNESSES = {
+    0: "report beside partners 0",
+    1: "report beside partners 1",
+    2: "report in one-reading calls",
+}
+
+
+def _report_in(stratum: int) -> Witness:
+    """The canary's report in runs from one kind of call (``run_strata``), ``_OTHER_CALLS``
+    elsewhere. A plugin wrong only in one kind of call leaks in a quarter or three
+    eighths of the runs, and over all runs the correct calls' tails hide it (helper D,
+    round 3): a scalar path for one reading at twice the budget (0.95 at a claim of 1,
+    inconclusive over all runs), only a batch's largest reading reported (its canary is
+    never the largest beside partners 1: 0.90), 2 eps for readings above the batch's
+    median (never above it beside partners 1)."""
+
+    def witness(outputs) -> np.ndarray:
+        first = _first_report(outputs)
+        return np.where(run_strata(first.size) == stratum, first, _OTHER_CALLS)
+
+    return witness
 
 
 def _sign_bit(outputs) -> np.ndarray:
@@ -536,7 +564,7 @@ def _pair_free_witnesses(device_batches: bool) -> frozenset[str]:
     if device_batches:
         shared |= {
             "sign bit of the report",
-            "report in one-reading calls",
+            *STRATUM_WITNESSES.values(),
             "significant bits of the report",
             "decimal places of the report",
             "reports equal",
@@ -551,10 +579,10 @@ def contract_spec(
 ) -> AuditSpec:
     """The audit of the contract mechanism ``name`` at the claimed eps per report.
 
-    ``device_batches`` (a user mechanism's audit): each run is two readings of a small
-    ``perturb`` call, the canary's input then a partner reading 0 (``DEVICE_BATCH_PAIRS``
-    such pairs per call), as a device passes its readings in small batches
-    (``StreamReporter``: ``batch_steps`` readings per call).
+    ``device_batches`` (a user mechanism's audit): each run is two readings of a
+    ``perturb`` call, the canary's input then a partner reading (0 or 1), from the calls a
+    device makes: small batches (``StreamReporter``: ``batch_steps`` readings per call),
+    one reading (a paced stream), a whole stream (``_device_batch_sampler``).
     Sampled in one call of n identical inputs, a plugin whose noise depends on the batch
     size (less noise for a device's few readings) or is drawn once per call (the reports of
     a batch then differ by exactly their readings' difference) audited as private while a
@@ -591,7 +619,8 @@ def contract_spec(
             witnesses["significant bits of the report"] = lambda y: _significant_bits(first(y))
             witnesses["decimal places of the report"] = lambda y: _decimal_places(first(y))
             witnesses["sign bit of the report"] = lambda y: _sign_bit(first(y))
-            witnesses["report in one-reading calls"] = _single_call_report
+            for stratum, witness_name in STRATUM_WITNESSES.items():
+                witnesses[witness_name] = _report_in(stratum)
             witnesses["reports equal"] = lambda y: (_pairs(y)[:, 0] == _pairs(y)[:, 1]) * 1.0
             witnesses["difference of the reports"] = lambda y: _pairs(y)[:, 0] - _pairs(y)[:, 1]
             witnesses["sum of the reports"] = lambda y: _pairs(y)[:, 0] + _pairs(y)[:, 1]
