@@ -456,18 +456,21 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
     reports of ``perturb`` calls the way a device makes them, in this order
     (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (a
     device's small batches); half the runs from calls of ``LONG_CALL_PAIRS`` pairs (an
-    unpaced device's whole stream), the pairs (x, 0) in one call, (x, 1) in the next; a quarter
+    unpaced device's whole stream), the pairs (x, 0), and (x, 1) in every fourth small
+    call and every other long call (``_small_partner``); an eighth
     (``SINGLE_CALL_SHARE``) from calls of ONE reading, x (a paced device's every call;
     the run's second report a placeholder 0.0). At ``x = 0`` (the first grid input)
     drawn twice from generators seeded alike (``_replayed``; ``replays`` collects its
     check for the end of the audit)."""
     from ldpfleet.protocol.mechanism_contract import contract_reports
 
-    # (x, 0, x, 0, ...): one device batch, and every other call (x, 1, x, 1, ...): with
-    # partners 0 only the canary was always the batch's largest reading, and a plugin
-    # reporting only a batch's largest reading audited 0.56 at a claim of 1; with partners
-    # 1 only it is never above the batch's median, and one giving 2 eps to readings above
-    # the median audited 0.72 (helper D, round 3): each call size alternates both
+    # (x, 0, x, 0, ...): one device batch, and every fourth small call and every other
+    # long call (x, 1, x, 1, ...): with partners 0 only the canary was always the batch's
+    # largest reading, and a plugin reporting only a batch's largest reading audited 0.56
+    # at a claim of 1; with partners 1 only it is never above the batch's median, and one
+    # giving 2 eps to readings above the median audited 0.72; with both alternating call by
+    # call, the pair witnesses lost half their power (noisy differences along the batch:
+    # 1.36 -> 0.92; helper D, round 3)
     batches = [np.tile([x, partner], DEVICE_BATCH_PAIRS) for partner in (0.0, 1.0)]
     long_batches = [np.tile([x, partner], LONG_CALL_PAIRS) for partner in (0.0, 1.0)]
     one = np.array([x])
@@ -478,7 +481,10 @@ def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None
         n_single = single.stop - single.start
         n_small = n - n_long - n_single
         calls = -(-n_small // DEVICE_BATCH_PAIRS)
-        runs = [contract_reports(mech, batches[i % 2].copy(), rng, name) for i in range(calls)]
+        runs = [
+            contract_reports(mech, batches[_small_partner(i)].copy(), rng, name)
+            for i in range(calls)
+        ]
         parts = [np.concatenate(runs).reshape(-1, 2)[:n_small]] if n_small else []
         if n_long:
             long_calls = -(-n_long // LONG_CALL_PAIRS)
@@ -504,6 +510,12 @@ def _single_call_rows(n: int) -> slice:
     return slice(n - n_single, n)
 
 
+def _small_partner(call):
+    """Which partner (0: reading 0, 1: reading 1) the small call number ``call`` pairs the
+    canary with: 1 for every fourth call."""
+    return (np.asarray(call) % 4 == 3).astype(int) if np.ndim(call) else int(call % 4 == 3)
+
+
 def run_strata(n: int) -> np.ndarray:
     """The kind of call each run of a device-batch sample of n runs comes from
     (``_device_batch_sampler``'s layout): 0 a call whose partners read 0, 1 one whose
@@ -512,7 +524,7 @@ def run_strata(n: int) -> np.ndarray:
     n_long = n // 2
     n_small = n - n_long - (single.stop - single.start)
     rows = np.arange(n)
-    small = (rows // DEVICE_BATCH_PAIRS) % 2
+    small = _small_partner(rows // DEVICE_BATCH_PAIRS)
     long = ((rows - n_small) // LONG_CALL_PAIRS) % 2
     strata = np.where(rows < n_small, small, long)
     strata[single] = 2
@@ -525,8 +537,8 @@ def run_strata(n: int) -> np.ndarray:
 _OTHER_CALLS = -1e300
 
 # the witnesses of the canary's report in one kind of call (``run_strata``), by stratum
+# (the runs beside partners 0 are most runs: the plain witnesses read them)
 STRATUM_WITNESSES = {
-    0: "report beside partners 0",
     1: "report beside partners 1",
     2: "report in one-reading calls",
 }
@@ -534,12 +546,11 @@ STRATUM_WITNESSES = {
 
 def _report_in(stratum: int) -> Witness:
     """The canary's report in runs from one kind of call (``run_strata``), ``_OTHER_CALLS``
-    elsewhere. A plugin wrong only in one kind of call leaks in a quarter or three
-    eighths of the runs, and over all runs the correct calls' tails hide it (helper D,
-    round 3): a scalar path for one reading at twice the budget (0.95 at a claim of 1,
-    inconclusive over all runs), only a batch's largest reading reported (its canary is
-    never the largest beside partners 1: 0.90), 2 eps for readings above the batch's
-    median (never above it beside partners 1)."""
+    elsewhere. A plugin wrong only in one kind of call leaks in a fraction of the runs,
+    and over all runs the correct calls' tails hide it (helper D, round 3): a scalar path
+    for one reading at twice the budget (0.95 at a claim of 1, inconclusive over all
+    runs), only a batch's largest reading reported (its canary is never the largest
+    beside partners 1; 0.90 over all runs)."""
 
     def witness(outputs) -> np.ndarray:
         first = _first_report(outputs)
@@ -721,7 +732,7 @@ LONG_CALL_PAIRS = 512
 # a paced device passes one reading per call, and a plugin with a scalar path for one
 # reading at twice the budget audited inconclusive on batches of 8 and 1,024 (helper D,
 # round 3)
-SINGLE_CALL_SHARE = 4
+SINGLE_CALL_SHARE = 8
 
 
 def _pairs(outputs) -> np.ndarray:

@@ -10,9 +10,10 @@ Families newly caught (a user mechanism's audit, ``battery.contract_spec`` with
   ``battery.EDGE_INPUTS`` (0.001, 0.01, 0.99, 0.999);
 * the sign of a zero report carrying the input (-0.0 vs 0.0): witness "sign bit of the
   report";
-* only a batch's largest reading reported: the small batches' partners alternate 0 and 1
-  and the long calls' partner is 1, so the canary is not always the largest;
-* a scalar path for a call of one reading at a larger budget: a quarter of the runs from
+* only a batch's largest reading reported: every fourth small call and every other long
+  call pairs the canary with partners reading 1, so it is not always the largest;
+  witness "report beside partners 1";
+* a scalar path for a call of one reading at a larger budget: an eighth of the runs from
   one-reading calls (``battery.SINGLE_CALL_SHARE``), witness "report in one-reading calls";
 * reports that change only after thousands of calls: the first sample replayed again at
   the end of the audit (exit 2, as the first replay).
@@ -251,12 +252,13 @@ def test_the_runs_come_from_the_calls_a_device_makes():
     assert next(c.tolist() for c in Recorder.calls if c.size == 1) == [0.5]
     assert sizes.count(2 * battery.LONG_CALL_PAIRS) == 2  # 550 runs from 2 long calls
     assert sizes.count(2 * battery.DEVICE_BATCH_PAIRS) == -(-(1100 - 550 - n_single) // 4)
-    # the partners of a call read 0, those of the next call of its size 1, alternating
+    # the partners of a call read 0, those of every fourth small call and every other long
+    # call 1
     small = [c for c in Recorder.calls if c.size == 2 * battery.DEVICE_BATCH_PAIRS]
     long = [c for c in Recorder.calls if c.size == 2 * battery.LONG_CALL_PAIRS]
-    for calls in (small, long):
+    for calls, partners in ((small, [0.0, 0.0, 0.0, 1.0, 0.0]), (long, [0.0, 1.0])):
         assert all(np.all(c[0::2] == 0.5) for c in calls)
-        assert [float(c[1]) for c in calls[:3]] == [0.0, 1.0, 0.0][: len(calls[:3])]
+        assert [float(c[1]) for c in calls[: len(partners)]] == partners
         assert all(np.all(c[1::2] == c[1]) for c in calls)
 
 
@@ -284,7 +286,7 @@ def test_run_strata_names_each_runs_kind_of_call():
 
 
 def test_two_eps_above_the_batch_median_stays_a_violation():
-    # caught beside partners 0 only (the canary is above the median there); measured at
-    # seed 0: MEDIAN_LB; asserted > 1.2
+    # the canary is above its batch's median beside partners 0 (most runs) only; measured
+    # at seed 0: MEDIAN_LB; asserted > 1.2
     result = _audit("AboveMedian")
     assert result.verdict == "violation" and result.eps_lb > 1.2, result
