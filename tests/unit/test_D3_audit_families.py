@@ -20,8 +20,9 @@ Families newly caught (a user mechanism's audit, ``battery.contract_spec`` with
 
 Statistics: fixed seed 0; the honest twins are audited at gamma = 1e-6, so the split
 bounds each false violation by 1e-6 (measured at seed 0: see each test). The leaks'
-margins at seed 0, gamma = 1e-6, are in each test's comment; every asserted threshold is
-below the measured value by at least a third of its distance to the claim.
+margins at seed 0, gamma = 1e-6, are in each test's comment (12,000 runs per world for
+the families whose signal is in a fraction of the runs); each asserted threshold is below
+the measured value.
 """
 
 from __future__ import annotations
@@ -197,12 +198,12 @@ def plugins():
     del sys.modules[MODULE]
 
 
-def _audit(name: str):
-    return run_audit(f"{MODULE}:{name}", 1.0, gamma=GAMMA, seed=0)
+def _audit(name: str, trials: int | None = None):
+    return run_audit(f"{MODULE}:{name}", 1.0, gamma=GAMMA, seed=0, trials=trials)
 
 
 def test_a_band_next_to_a_bound_is_a_violation():
-    # measured at seed 0: EDGE_BAND_LB; asserted > 1.5
+    # measured at seed 0: 3.57 (0 vs 0.99); asserted > 1.5
     result = _audit("EdgeBand")
     assert result.verdict == "violation" and result.eps_lb > 1.5, result
     assert set(result.canary_pair) & {0.99, 0.999}, result.canary_pair
@@ -210,27 +211,33 @@ def test_a_band_next_to_a_bound_is_a_violation():
 
 
 def test_the_sign_of_a_zero_report_is_a_witness():
-    # measured at seed 0: SIGN_LB; asserted > 3
+    # measured at seed 0: 3.98 (0.05 vs 0.5); asserted > 2.5
     result = _audit("SignedZero")
-    assert result.verdict == "violation" and result.eps_lb > 3.0, result
+    assert result.verdict == "violation" and result.eps_lb > 2.5, result
     assert result.witness == "sign bit of the report"
-    honest = _audit("RandomSignZero")  # measured: SIGN_HONEST_LB
+    honest = _audit("RandomSignZero")  # measured: 0.56
     assert honest.verdict == "inconclusive", honest
 
 
 def test_reporting_only_the_largest_reading_is_a_violation():
-    # measured at seed 0: ARGMAX_LB; asserted > 2
-    result = _audit("ArgmaxOnly")
-    assert result.verdict == "violation" and result.eps_lb > 2.0, result
-    honest = _audit("SampledCoordinate")  # measured: ARGMAX_HONEST_LB
+    # the signal is in the small calls beside partners 1 only (the canary of a long call
+    # is its largest reading in 1 run of 512): 12,000 runs; measured at seed 0: 1.59 (0 vs
+    # 1, "report beside partners 1"; 0.35 at 6,000 runs and gamma 1e-6, 2.48 at 0.05);
+    # asserted > 1.3
+    result = _audit("ArgmaxOnly", trials=12_000)
+    assert result.verdict == "violation" and result.eps_lb > 1.3, result
+    assert result.witness == "report beside partners 1"
+    honest = _audit("SampledCoordinate")  # measured: 0.28
     assert honest.verdict == "inconclusive", honest
 
 
 def test_a_wrong_path_for_one_reading_is_a_violation():
-    # measured at seed 0: SINGLE_LB; asserted > 1.3
-    result = _audit("SingleFallback")
+    # an eighth of the runs: 12,000 runs; measured at seed 0: 1.70 (0.001 vs 0.999, "report
+    # in one-reading calls"); asserted > 1.3
+    result = _audit("SingleFallback", trials=12_000)
     assert result.verdict == "violation" and result.eps_lb > 1.3, result
-    honest = _audit("PlainGridLaplace")  # measured: SINGLE_HONEST_LB
+    assert result.witness == "report in one-reading calls"
+    honest = _audit("PlainGridLaplace")  # measured: 0.72
     assert honest.verdict == "inconclusive", honest
 
 
@@ -286,7 +293,7 @@ def test_run_strata_names_each_runs_kind_of_call():
 
 
 def test_two_eps_above_the_batch_median_stays_a_violation():
-    # the canary is above its batch's median beside partners 0 (most runs) only; measured
-    # at seed 0: MEDIAN_LB; asserted > 1.2
-    result = _audit("AboveMedian")
-    assert result.verdict == "violation" and result.eps_lb > 1.2, result
+    # the canary is above its batch's median beside partners 0 (most runs) only: 12,000
+    # runs; measured at seed 0: 1.25 (1 vs 0.001); asserted > 1.15
+    result = _audit("AboveMedian", trials=12_000)
+    assert result.verdict == "violation" and result.eps_lb > 1.15, result
