@@ -531,9 +531,12 @@ def run_strata(n: int) -> np.ndarray:
     return strata
 
 
-# the score of a run outside a witness's kind of call ("report beside partners 0", ...):
+# the score of a run outside a witness's kind of call ("report beside partners 1", ...):
 # below any report a plugin sends (reports are finite doubles; a report at -1e300 only
-# merges into this value's event, the same in every world)
+# merges into this value's event). The kinds of call have fixed numbers of runs, so an
+# event's count in one kind is a binomial over fewer runs than the Clopper-Pearson bound
+# assumes (its variance n_k p (1 - p) <= n q (1 - q), q = p n_k / n): conservative, as for
+# the plain witnesses over the mixed calls
 _OTHER_CALLS = -1e300
 
 # the witnesses of the canary's report in one kind of call (``run_strata``), by stratum
