@@ -5,7 +5,7 @@ post-processing, exact discrete laws), so the audit must stay inconclusive."""
 import math
 
 import numpy as np
-from d3common import GRID, GridLaplace, KaryLevels, check_eps, grid_laplace_scale, laplace_on_grid
+from d3common import GridLaplace, KaryLevels, check_eps
 
 
 class SampledCoordinate(GridLaplace):
@@ -117,7 +117,9 @@ class NegativeCodesKRR(KaryLevels):
 
     def estimate_mean(self, y):
         y = np.asarray(y, dtype=float)
-        return float((np.mean(y) + 2) / 4 - self.q * self.k / 2) / (self.p - self.q) if y.size else 0.5
+        if not y.size:
+            return 0.5
+        return float(((np.mean(y) + 2) / 4 - self.q * self.k / 2) / (self.p - self.q))
 
     def density(self, y, v):
         code = int(np.rint(v * 4))
