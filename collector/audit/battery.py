@@ -97,6 +97,9 @@ class AuditSpec:
     # a user mechanism stating ``density``: its own density checked against the claim
     # (``stated_density.stated_density_check``), called with the audit's seed
     density_check: Callable[[int], dict | None] | None = None
+    # a user mechanism's: run after the audit (the replay of its first sample again);
+    # raises ``ParameterError`` if the mechanism's reports changed with the calls between
+    final_check: Callable[[], None] | None = None
 
 
 def _value(outputs) -> np.ndarray:
@@ -448,31 +451,124 @@ def _decimal_places(outputs) -> np.ndarray:
     return places
 
 
-def _device_batch_sampler(mech, name: str, x: float):
-    """``sample(rng, n)`` of a user mechanism's audit at input ``x``: n runs, each the
-    reports of ``x`` and a partner reading 0 in one ``perturb`` call, half from calls of
-    ``DEVICE_BATCH_PAIRS`` pairs (a device's small batches), half from calls of
-    ``LONG_CALL_PAIRS`` (an unpaced device's whole stream); at ``x = 0`` (the first grid
-    input) drawn twice from generators seeded alike (``_replayed``)."""
+def _device_batch_sampler(mech, name: str, x: float, replays: list | None = None):
+    """``sample(rng, n)`` of a user mechanism's audit at input ``x``: n runs, each two
+    reports of ``perturb`` calls the way a device makes them, in this order
+    (``_single_call_rows``): the rest from calls of ``DEVICE_BATCH_PAIRS`` pairs (a
+    device's small batches); half the runs from calls of ``LONG_CALL_PAIRS`` pairs (an
+    unpaced device's whole stream), the pairs (x, 0), and (x, 1) in every fourth small
+    call and every other long call (``_small_partner``); an eighth
+    (``SINGLE_CALL_SHARE``) from calls of ONE reading, x (a paced device's every call;
+    the run's second report a placeholder 0.0). At ``x = 0`` (the first grid input)
+    drawn twice from generators seeded alike (``_replayed``; ``replays`` collects its
+    check for the end of the audit)."""
     from ldpfleet.protocol.mechanism_contract import contract_reports
 
-    batch = np.tile([x, 0.0], DEVICE_BATCH_PAIRS)  # (x, 0, x, 0, ...): one device batch
-    long_batch = np.tile([x, 0.0], LONG_CALL_PAIRS)  # an unpaced device's whole stream
+    # (x, 0, x, 0, ...): one device batch, and every fourth small call and every other
+    # long call (x, 1, x, 1, ...): with partners 0 only the canary was always the batch's
+    # largest reading, and a plugin reporting only a batch's largest reading audited 0.56
+    # at a claim of 1; with partners 1 only it is never above the batch's median, and one
+    # giving 2 eps to readings above the median audited 0.72; with both alternating call by
+    # call, the pair witnesses lost half their power (noisy differences along the batch:
+    # 1.36 -> 0.92; helper D, round 3)
+    batches = [np.tile([x, partner], DEVICE_BATCH_PAIRS) for partner in (0.0, 1.0)]
+    long_batches = [np.tile([x, partner], LONG_CALL_PAIRS) for partner in (0.0, 1.0)]
+    one = np.array([x])
 
     def in_batches(rng: np.random.Generator, n: int) -> np.ndarray:
-        n_long = n // 2  # half the runs from long calls, half from small ones
-        calls = -(-(n - n_long) // DEVICE_BATCH_PAIRS)
-        runs = [contract_reports(mech, batch.copy(), rng, name) for _ in range(calls)]
-        small = np.concatenate(runs).reshape(-1, 2)[: n - n_long]
-        if n_long == 0:
-            return small
-        long_calls = -(-n_long // LONG_CALL_PAIRS)
-        runs = [contract_reports(mech, long_batch.copy(), rng, name) for _ in range(long_calls)]
-        return np.concatenate([small, np.concatenate(runs).reshape(-1, 2)[:n_long]])
+        n_long = n // 2  # half the runs from long calls
+        single = _single_call_rows(n)
+        n_single = single.stop - single.start
+        n_small = n - n_long - n_single
+        calls = -(-n_small // DEVICE_BATCH_PAIRS)
+        runs = [
+            contract_reports(mech, batches[_small_partner(i)].copy(), rng, name)
+            for i in range(calls)
+        ]
+        parts = [np.concatenate(runs).reshape(-1, 2)[:n_small]] if n_small else []
+        if n_long:
+            long_calls = -(-n_long // LONG_CALL_PAIRS)
+            runs = [
+                contract_reports(mech, long_batches[i % 2].copy(), rng, name)
+                for i in range(long_calls)
+            ]
+            parts.append(np.concatenate(runs).reshape(-1, 2)[:n_long])
+        if n_single:  # the run's second report is a placeholder 0.0: one call per run
+            singles = [contract_reports(mech, one.copy(), rng, name) for _ in range(n_single)]
+            parts.append(np.column_stack((np.concatenate(singles), np.zeros(n_single))))
+        return np.concatenate(parts)
 
     if x == 0.0:
-        return _replayed(in_batches, name)
+        return _replayed(in_batches, name, replays)
     return in_batches
+
+
+def _single_call_rows(n: int) -> slice:
+    """The rows of a device-batch sample of n runs that come from one-reading calls (the
+    last ``n // SINGLE_CALL_SHARE``; ``_device_batch_sampler``)."""
+    n_single = n // SINGLE_CALL_SHARE if n >= SINGLE_CALL_SHARE else 0
+    return slice(n - n_single, n)
+
+
+def _small_partner(call):
+    """Which partner (0: reading 0, 1: reading 1) the small call number ``call`` pairs the
+    canary with: 1 for every fourth call."""
+    return (np.asarray(call) % 4 == 3).astype(int) if np.ndim(call) else int(call % 4 == 3)
+
+
+def run_strata(n: int) -> np.ndarray:
+    """The kind of call each run of a device-batch sample of n runs comes from
+    (``_device_batch_sampler``'s layout): 0 a call whose partners read 0, 1 one whose
+    partners read 1, 2 a call of one reading."""
+    single = _single_call_rows(n)
+    n_long = n // 2
+    n_small = n - n_long - (single.stop - single.start)
+    rows = np.arange(n)
+    small = _small_partner(rows // DEVICE_BATCH_PAIRS)
+    long = ((rows - n_small) // LONG_CALL_PAIRS) % 2
+    strata = np.where(rows < n_small, small, long)
+    strata[single] = 2
+    return strata
+
+
+# the score of a run outside a witness's kind of call ("report beside partners 1", ...):
+# below any report a plugin sends (reports are finite doubles; a report at -1e300 only
+# merges into this value's event). The kinds of call have fixed numbers of runs, so an
+# event's count in one kind is a binomial over fewer runs than the Clopper-Pearson bound
+# assumes (its variance n_k p (1 - p) <= n q (1 - q), q = p n_k / n): conservative, as for
+# the plain witnesses over the mixed calls
+_OTHER_CALLS = -1e300
+
+# the witnesses of the canary's report in one kind of call (``run_strata``), by stratum
+# (the runs beside partners 0 are most runs: the plain witnesses read them)
+STRATUM_WITNESSES = {
+    1: "report beside partners 1",
+    2: "report in one-reading calls",
+}
+
+
+def _report_in(stratum: int) -> Witness:
+    """The canary's report in runs from one kind of call (``run_strata``), ``_OTHER_CALLS``
+    elsewhere. A plugin wrong only in one kind of call leaks in a fraction of the runs,
+    and over all runs the correct calls' tails hide it (helper D, round 3): a scalar path
+    for one reading at twice the budget (0.95 at a claim of 1, inconclusive over all
+    runs), only a batch's largest reading reported (its canary is never the largest
+    beside partners 1; 0.90 over all runs)."""
+
+    def witness(outputs) -> np.ndarray:
+        first = _first_report(outputs)
+        return np.where(run_strata(first.size) == stratum, first, _OTHER_CALLS)
+
+    return witness
+
+
+def _sign_bit(outputs) -> np.ndarray:
+    """1 for a report whose sign bit is set (-0.0 included), else 0: a plugin writing -0.0
+    for some inputs and 0.0 for others (a sign carried over from t = x - 0.5 onto a report
+    of 0) leaks through a bit that every threshold of the report reads as 0.0 (helper D,
+    round 3: 0.94 at a claim of 1, inconclusive). The wire keeps it (JSON "-0.0"). For a
+    correct mechanism it is a function of the report, so it gives no signal."""
+    return np.signbit(_value(outputs)).astype(float)
 
 
 def _pair_free_witnesses(device_batches: bool) -> frozenset[str]:
@@ -481,6 +577,8 @@ def _pair_free_witnesses(device_batches: bool) -> frozenset[str]:
     shared = {"report", "low byte of the report"}
     if device_batches:
         shared |= {
+            "sign bit of the report",
+            *STRATUM_WITNESSES.values(),
             "significant bits of the report",
             "decimal places of the report",
             "reports equal",
@@ -495,10 +593,10 @@ def contract_spec(
 ) -> AuditSpec:
     """The audit of the contract mechanism ``name`` at the claimed eps per report.
 
-    ``device_batches`` (a user mechanism's audit): each run is two readings of a small
-    ``perturb`` call, the canary's input then a partner reading 0 (``DEVICE_BATCH_PAIRS``
-    such pairs per call), as a device passes its readings in small batches
-    (``StreamReporter``: ``batch_steps`` readings per call).
+    ``device_batches`` (a user mechanism's audit): each run is two readings of a
+    ``perturb`` call, the canary's input then a partner reading (0 or 1), from the calls a
+    device makes: small batches (``StreamReporter``: ``batch_steps`` readings per call),
+    one reading (a paced stream), a whole stream (``_device_batch_sampler``).
     Sampled in one call of n identical inputs, a plugin whose noise depends on the batch
     size (less noise for a device's few readings) or is drawn once per call (the reports of
     a batch then differ by exactly their readings' difference) audited as private while a
@@ -512,10 +610,11 @@ def contract_spec(
     from ldpfleet.protocol.mechanisms import stream_mechanism
 
     mech = stream_mechanism(name, eps)  # the load-time check, as a scenario load runs it
+    replays: list = []  # the first replay's check, run again at the end of the audit
 
     def sample_at(x: float):  # every canary report through the same check (in_domain too)
         if device_batches:
-            return _device_batch_sampler(mech, name, x)
+            return _device_batch_sampler(mech, name, x, replays)
         return lambda rng, n: contract_reports(mech, np.full(n, x), rng, name)
 
     first = _first_report if device_batches else _value
@@ -533,6 +632,9 @@ def contract_spec(
         if device_batches:  # a user mechanism's: the built-in entries keep their witnesses
             witnesses["significant bits of the report"] = lambda y: _significant_bits(first(y))
             witnesses["decimal places of the report"] = lambda y: _decimal_places(first(y))
+            witnesses["sign bit of the report"] = lambda y: _sign_bit(first(y))
+            for stratum, witness_name in STRATUM_WITNESSES.items():
+                witnesses[witness_name] = _report_in(stratum)
             witnesses["reports equal"] = lambda y: (_pairs(y)[:, 0] == _pairs(y)[:, 1]) * 1.0
             witnesses["difference of the reports"] = lambda y: _pairs(y)[:, 0] - _pairs(y)[:, 1]
             witnesses["sum of the reports"] = lambda y: _pairs(y)[:, 0] + _pairs(y)[:, 1]
@@ -556,10 +658,11 @@ def contract_spec(
         trials=6000,
         pair_search=search,
         density_check=density_check,
+        final_check=(lambda: replays[0]() if replays else None) if device_batches else None,
     )
 
 
-def _replayed(sampler: Sampler, name: str) -> Sampler:
+def _replayed(sampler: Sampler, name: str, replays: list | None = None) -> Sampler:
     """``sampler`` whose first use is drawn a second time from a copy of its generator, the
     reports compared. The load-time check compares two calls; a plugin drawing from a
     global RNG in 1 call of 50 (or whose reports change with the calls before: a noise
@@ -568,26 +671,36 @@ def _replayed(sampler: Sampler, name: str) -> Sampler:
     (helper M, 2026-12-06: such a plugin audited inconclusive and ran unnoticed)."""
     replayed = False
 
-    def run(rng: np.random.Generator, n: int) -> np.ndarray:
-        nonlocal replayed
-        if replayed:
-            return sampler(rng, n)
-        replayed = True
-        twin = copy.deepcopy(rng)
-        first = sampler(rng, n)
-        second = sampler(twin, n)
+    def compare(first: np.ndarray, second: np.ndarray, n: int, when: str) -> None:
         differ = np.flatnonzero(np.any(first != second, axis=1))
         if differ.size:
             i = int(differ[0])
             raise ParameterError(
                 f"{name!r} perturb is not a function of its inputs and rng: the audit drew "
-                f"{n} runs at input 0 twice, with generators seeded alike, and {differ.size} "
-                f"differ (run {i}: reports {first[i].tolist()} and {second[i].tolist()}); "
-                "draw every random number from the rng argument and keep no state that "
-                "changes later reports, or a run cannot be reproduced from its seed",
+                f"{n} runs at input 0 twice{when}, with generators seeded alike, and "
+                f"{differ.size} differ (run {i}: reports {first[i].tolist()} and "
+                f"{second[i].tolist()}); draw every random number from the rng argument "
+                "and keep no state that changes later reports, or a run cannot be "
+                "reproduced from its seed",
                 field="mechanism",
                 limit="perturb a function of its inputs and rng (the mechanism contract)",
                 value=name,
+            )
+
+    def run(rng: np.random.Generator, n: int) -> np.ndarray:
+        nonlocal replayed
+        if replayed:
+            return sampler(rng, n)
+        replayed = True
+        twin, last = copy.deepcopy(rng), copy.deepcopy(rng)
+        first = sampler(rng, n)
+        compare(first, sampler(twin, n), n, "")
+        if replays is not None:
+            # again after every other sample of the audit: a plugin whose reports change
+            # only after many calls (a noise scale halved after 2,000 calls) passed the
+            # replay above and audited 0.63 at a claim of 1 (helper D, round 3)
+            replays.append(
+                lambda: compare(first, sampler(last, n), n, " (again at the end of the audit)")
             )
         return first
 
@@ -602,7 +715,11 @@ def _replayed(sampler: Sampler, name: str) -> Sampler:
 OFF_GRID: tuple[float, ...] = tuple(
     sorted(math.fmod(k * 0.6180339887498949, 1.0) for k in range(1, 9))
 )
-PLUGIN_GRID: tuple[float, ...] = UNIT_GRID + OFF_GRID
+# ... and these 4 inputs near the bounds: a leak confined to (0, 0.03) or (0.97, 1) (a
+# "relative precision" branch for small readings, a top band at 2 eps) fell between 0 and
+# 0.05 or 0.95 and 1 and audited 0.83 (helper D, round 3)
+EDGE_INPUTS: tuple[float, ...] = (0.001, 0.01, 0.99, 0.999)
+PLUGIN_GRID: tuple[float, ...] = UNIT_GRID + OFF_GRID + EDGE_INPUTS
 
 # a user mechanism's audit calls perturb on batches of this many (input, partner) pairs, 2 x 4
 # = 8 readings, about a device's batch (batch_steps defaults to w); one pair per call cost
@@ -614,6 +731,11 @@ DEVICE_BATCH_PAIRS = 4
 # (a quarter of the scale above 8 readings) audited 0.86 at a claim of 1 with small
 # calls only, while every unpaced fleet running it leaked (helper M, 2026-12-06)
 LONG_CALL_PAIRS = 512
+# ... and one run in this many from a call of one reading (x; a placeholder 0.0 beside):
+# a paced device passes one reading per call, and a plugin with a scalar path for one
+# reading at twice the budget audited inconclusive on batches of 8 and 1,024 (helper D,
+# round 3)
+SINGLE_CALL_SHARE = 8
 
 
 def _pairs(outputs) -> np.ndarray:
@@ -741,6 +863,8 @@ def audit_spec(
         result = audit_input_pairs(spec.pair_search, **settings)
     else:
         result = audit(spec.canary, spec.witnesses, **settings)
+    if spec.final_check is not None:
+        spec.final_check()
     if spec.density_check is not None:
         result = replace(result, stated_density=spec.density_check(seed))
     return result

@@ -17,8 +17,10 @@ Families newly caught:
 Statistics: fixed seed 0; the honest plugins are audited at gamma = 1e-6, so the split
 bounds their false violation by 1e-6 each (measured at seed 0: 0.50, 0.68, 0.68). The
 leaks' margins, measured at seed 0: antithetic pairs make the sum of the pair (x, 0) equal
-x exactly (log-ratio infinite, the certified bound capped by the runs: 5.33 at gamma 1e-6,
-asserted > 3); the band table runs 4 eps in its bins (3.22 at gamma 1e-6, asserted > 1.5);
+x exactly (log-ratio infinite, the certified bound capped by the runs: 5.33 at gamma 1e-6;
+2.64 since round 3, whose one-reading calls (an eighth of the runs) carry no pair and whose
+partners 1 shift the sum by 1: 2,023 of 3,000 vs 83; asserted > 2); the band table runs
+4 eps in its bins (3.22 at gamma 1e-6, asserted > 1.5);
 the small-eps branch spends ln(0.7/0.3) = 0.85 at a claim of 0.4 (0.73 at gamma 0.025 per
 budget, a violation of 0.4). The stated density check is deterministic given the seed
 (the sample only decides where to probe): the Gaussian's own log-ratio 3.40 at report 80.2
@@ -189,7 +191,7 @@ def plugins():
 
 def test_antithetic_noise_across_a_batch_is_a_violation():
     result = run_audit(f"{MODULE}:AntitheticPairs", 1.0, gamma=GAMMA, seed=0)
-    assert result.verdict == "violation" and result.eps_lb > 3.0, result
+    assert result.verdict == "violation" and result.eps_lb > 2.0, result
     assert result.witness == "sum of the reports"
 
 
@@ -197,7 +199,7 @@ def test_a_leak_between_the_grid_points_is_a_violation():
     result = run_audit(f"{MODULE}:BandTableBug", 1.0, gamma=GAMMA, seed=0)
     assert result.verdict == "violation" and result.eps_lb > 1.5, result
     assert set(result.canary_pair) & set(battery.OFF_GRID), result.canary_pair
-    assert result.inputs_searched == 29
+    assert result.inputs_searched == len(battery.PLUGIN_GRID) == 33
 
 
 def test_the_off_grid_inputs_are_off_the_twentieths_and_hundredths():

@@ -48,8 +48,8 @@ def test_a_leak_away_from_0_and_1_is_a_violation_the_0_vs_1_canary_missed(plugin
     name = f"{LEAKY}:{plugin}"
     result = run_audit(name, 1.0, gamma=GAMMA, seed=0)
     assert result.verdict == "violation" and result.eps_lb > 1.0, result
-    # a user mechanism's search: the k/20 grid and 8 inputs off it (battery.PLUGIN_GRID)
-    assert result.inputs_searched == len(PLUGIN_GRID) == 29 and 0.3 in UNIT_GRID
+    # a user mechanism's search: the k/20 grid, 8 inputs off it and 4 near the bounds (PLUGIN_GRID)
+    assert result.inputs_searched == len(PLUGIN_GRID) == 33 and 0.3 in UNIT_GRID
     if leaky_inputs is not None:
         assert leaky_inputs & set(result.canary_pair), result.canary_pair
     spec = build_spec(name, 1.0)  # the former canary: input 0 vs 1 only
@@ -98,9 +98,9 @@ def test_the_row_names_the_chosen_pair():
     )
     assert out.exit_code == 1, out.output
     row = json.loads(out.stdout)
-    assert row["verdict"] == "violation" and row["inputs_searched"] == 29
+    assert row["verdict"] == "violation" and row["inputs_searched"] == 33
     low, high = row["canary_pair"]
-    assert row["canary"] == f"input {low:g} vs {high:g} (best of 29 inputs)"
+    assert row["canary"] == f"input {low:g} vs {high:g} (best of 33 inputs)"
     fixed_row = run_audit("rr", 1.0, trials=200).to_dict()  # fixed canaries: no such fields
     assert "canary_pair" not in fixed_row and "inputs_searched" not in fixed_row
 
