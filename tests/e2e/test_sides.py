@@ -288,9 +288,16 @@ def test_collector_killed_during_the_secure_sum_stops_the_devices(
         transport = MqttTransport(parse_broker_url(mosquitto_url))
         async with transport.connect(f"{run}-observer") as conn:
             await conn.subscribe(f"ldp/{run}/ctl/stage", f"ldp/{run}/dev/+/up/ready")
-            # --fleet-timeout must not pass before both shards joined: a hang guard
+            # --fleet-timeout must not pass before both shards joined: a hang guard. The
+            # shards keep the default --wait-timeout (60 s): it also bounds a shard's wait,
+            # after its own stream, for the secure-sum stage to open (--wait-timeout +
+            # stage_timeout), which lasts until the other shard's stream is in. With
+            # "--wait-timeout 3" that was 6 s, and a shard started 8 s after the other (a
+            # starved process start) stopped before the stage opened, so no device of
+            # shard 0 ever joined it and the observer below waited out HANG_GUARD
+            # (reproduced by delaying shard 1's spawn; helper G, 2026-12-06)
             start_sides(processes, path, mosquitto_url, run, "collector-first",
-                        ["--fleet-timeout", str(HANG_GUARD)], ["--wait-timeout", "3"])  # fmt: skip
+                        ["--fleet-timeout", str(HANG_GUARD)])  # fmt: skip
             frozen = False
             async with asyncio.timeout(HANG_GUARD):
                 async for delivery in conn.messages():
