@@ -23,11 +23,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+TAG = "d2"  # the round: plugins in scripts/{TAG.upper()}_plugins/{TAG}bad.py, {TAG}good.py
 HERE = Path(__file__).resolve().parent / "D2_plugins"
+
+
+def use_round(tag: str) -> None:
+    """Serve another round's plugins (``scripts/D3_run.py``: ``use_round("d3")``)."""
+    global TAG, HERE
+    TAG, HERE = tag, Path(__file__).resolve().parent / f"{tag.upper()}_plugins"
+
 DEFAULT_LDPFLEET = "/work/venv-D-user/bin/ldpfleet"
 
 SCENARIO = """[scenario]
-name = "d2"
+name = "{tag}"
 seed = 7
 
 [fleet]
@@ -50,10 +58,10 @@ bounds = [5.0, 35.0]
 
 
 def plugins(names: list[str]) -> list[str]:
-    """``module:Class`` for every plugin class of d2bad and d2good (or the named ones)."""
+    """``module:Class`` for every plugin class of {TAG}bad and {TAG}good (or the named ones)."""
     sys.path.insert(0, str(HERE))
     found = []
-    for module_name in ("d2bad", "d2good"):
+    for module_name in (f"{TAG}bad", f"{TAG}good"):
         module = __import__(module_name)
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and obj.__module__ == module_name:
@@ -118,8 +126,8 @@ def _find(data, keys: tuple[str, ...]) -> dict:
 def run_rows(args) -> None:
     with open(args.out, "a") as out, tempfile.TemporaryDirectory() as tmp:
         for target in plugins(args.names):
-            scenario = Path(tmp) / "d2.toml"
-            scenario.write_text(SCENARIO.format(mechanism=target))
+            scenario = Path(tmp) / f"{TAG}.toml"
+            scenario.write_text(SCENARIO.format(mechanism=target, tag=TAG))
             run_dir = Path(tmp) / target.replace(":", "_")
             cmd = [args.ldpfleet, "run", str(scenario), "--broker", "memory", "--out", str(run_dir)]
             done, cpu = _child(cmd, cwd=tmp)
