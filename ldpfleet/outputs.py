@@ -230,7 +230,7 @@ def read_reports(
 
 def read_ledger(run_dir: str | os.PathLike, *, device: str | None = None) -> dict[str, Any]:
     """Each privacy ledger of the run in ``run_dir`` (its ``ledger.json``), one layout for
-    every kind of run: ``{owner: {account: {...}}}`` with the owners in sorted order — each
+    every kind of run. Returns ``{owner: {account: {...}}}`` with the owners in sorted order — each
     device (``"d0001"``, a CADR-LDP node's ``"n0001"``) and, for a ``[gcdp]`` run, the
     ``"collector"`` whose account is the central release's. An account is a dict: ``kind``
     (``"w-event"``: ``eps``, ``w``, ``charges``, ``total_spent``, ``max_window_spent``,
