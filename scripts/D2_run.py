@@ -32,6 +32,7 @@ def use_round(tag: str) -> None:
     global TAG, HERE
     TAG, HERE = tag, Path(__file__).resolve().parent / f"{tag.upper()}_plugins"
 
+
 DEFAULT_LDPFLEET = "/work/venv-D-user/bin/ldpfleet"
 
 SCENARIO = """[scenario]
