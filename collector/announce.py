@@ -12,21 +12,15 @@ connection, so the workers and the recorders that wait for ``run closed`` still 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 from ldpfleet.broker.transport import Connection, Transport, TransportError
+from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.messages import Stage
 
 __all__ = ["announce_run_closed", "say_run_closed"]
 
 log = logging.getLogger(__name__)
-
-
-class _ClosedAnnouncement(Protocol):
-    """What ``say_run_closed`` needs of ``collector.rendezvous.RunAnnouncer``."""
-
-    async def close_again(self, conn: Connection) -> None: ...
 
 
 async def announce_run_closed(conn: Connection, run: str) -> None:
@@ -41,7 +35,7 @@ async def say_run_closed(
     transport: Transport,
     conn: Connection,
     run: str,
-    announcer: _ClosedAnnouncement | None = None,
+    announcer: RunAnnouncer | None = None,
 ) -> bool:
     """``announce_run_closed`` on ``conn``; if that connection is lost (the broker closed
     it), the run's last words once more on a new connection ``{run}-collector-end``: the
