@@ -218,7 +218,7 @@ def read_reports(
     if device is None:
         return streams
     if device not in streams:
-        shown = ", ".join(list(streams)[:5]) + (", ..." if len(streams) > 5 else "")
+        shown = _first_five(streams)
         raise _refused(
             "device",
             f"{device!r} has no report in {run_dir} (devices with one: {shown})",
@@ -276,7 +276,7 @@ def read_ledger(run_dir: str | os.PathLike, *, device: str | None = None) -> dic
     if device is None:
         return ledgers
     if not isinstance(device, str) or device not in ledgers:
-        shown = ", ".join(list(ledgers)[:5]) + (", ..." if len(ledgers) > 5 else "")
+        shown = _first_five(ledgers)
         raise _refused(
             "device",
             f"{device!r:.60} has no ledger in {run_dir} (owners: {shown})",
@@ -303,6 +303,13 @@ def _bulk_streams(folder: Path) -> dict[str, np.ndarray] | None:
         if (part / "reports.bin").is_file():
             streams |= stored_streams(part, stored_dtype(plan.batch_steps), plan.device_id)
     return streams
+
+
+def _first_five(names) -> str:
+    """The first five of ``names`` (an ordered collection), then ", ..." if there are more:
+    what a refusal of an unknown device or owner lists."""
+    names = list(names)
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
 
 
 def _run_path(run_dir: object) -> Path:
