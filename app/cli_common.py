@@ -52,17 +52,7 @@ def user_errors():
     except user_error_types() as error:
         if _state["verbose"]:
             console.print_exception()
-        from rich.markup import escape
-
-        # escaped: a message naming a section ([stream]) is not rich markup; no emoji codes:
-        # a value such as 'data.csv:v:' or 'nope:smile:' printed as 'data.csv✌', 'nope😄'
-        console.print(
-            f"[bold red]error:[/] {escape(str(error))}",
-            highlight=False,
-            soft_wrap=True,
-            emoji=False,
-        )
-        raise typer.Exit(2) from None
+        _refuse(str(error))
     except KeyboardInterrupt:
         _say_interrupted("interrupted")
         raise typer.Exit(130) from None
@@ -70,20 +60,19 @@ def user_errors():
         shadow = stdlib_shadow()
         if shadow is None:
             raise
-        console.print(
-            f"[bold red]error:[/] {escape_markup(shadow)} ({type(error).__name__}: "
-            f"{escape_markup(str(error))})",
-            highlight=False,
-            soft_wrap=True,
-            emoji=False,
-        )
-        raise typer.Exit(2) from None
+        _refuse(f"{shadow} ({type(error).__name__}: {error})")
 
 
-def escape_markup(text: str) -> str:
+def _refuse(sentence: str) -> NoReturn:
+    """``error: sentence`` and exit status 2 (a user error). Escaped: a message naming a
+    section ([stream]) is not rich markup; no emoji codes: a value such as 'data.csv:v:'
+    or 'nope:smile:' printed as 'data.csv✌', 'nope😄'."""
     from rich.markup import escape
 
-    return escape(text)
+    console.print(
+        f"[bold red]error:[/] {escape(sentence)}", highlight=False, soft_wrap=True, emoji=False
+    )
+    raise typer.Exit(2) from None
 
 
 def stdlib_shadow() -> str | None:
