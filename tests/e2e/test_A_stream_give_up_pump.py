@@ -109,7 +109,9 @@ def test_gives_up_exactly_silence_timeout_after_the_last_delivery():
     # waiting for credit, a keep-alive hello every 6 x 0.05 s: 1.05, 1.35, ..., 3.45
     assert reporter.retransmissions == 4 + 9
     assert agent.gave_up == sentence("1.5", reporter)
-    assert agent.gave_up == "no message from the collector for 1.5 s (state waiting, 13 retransmissions)"
+    assert agent.gave_up == (
+        "no message from the collector for 1.5 s (state waiting, 13 retransmissions)"
+    )
 
 
 def test_an_undecodable_delivery_counts_as_a_word_too():
@@ -124,7 +126,9 @@ def test_a_collector_that_never_answers_is_given_up_on_after_silence_timeout():
     agent, ended = run_agent([], 0.3)
     assert ended == pytest.approx(0.3)
     # hello at 0, again at 0.05 and 0.15 (the next, at 0.35, is after the deadline)
-    assert agent.gave_up == "no message from the collector for 0.3 s (state hello, 2 retransmissions)"
+    assert agent.gave_up == (
+        "no message from the collector for 0.3 s (state hello, 2 retransmissions)"
+    )
 
 
 def test_no_silence_timeout_never_gives_up():
@@ -138,9 +142,7 @@ def test_an_agent_restarted_with_the_same_reporter_counts_from_its_own_start():
     # passed long ago), and hears the collector's word at 10.2, so gives up at 10.5
     first, ended = run_agent([], 0.3)
     assert ended == pytest.approx(0.3) and first.gave_up is not None
-    second, ended = run_agent(
-        [(10.2, wait_please())], 0.3, reporter=first.reporter, start_at=10.0
-    )
+    second, ended = run_agent([(10.2, wait_please())], 0.3, reporter=first.reporter, start_at=10.0)
     assert ended == pytest.approx(10.5)
     assert second.reporter.state == "waiting"
     assert second.gave_up == sentence("0.3", second.reporter)
