@@ -3,7 +3,9 @@
 It opens a ``Session`` (its own client id, its inbox and ``ctl/``; reconnecting with
 backoff after a broker restart), starts its ``StreamReporter``, feeds it the sensor
 readings (all at once, or one per ``step_seconds`` when paced like a real sensor), and
-moves messages between the session and the machine until the machine is finished. With a
+moves messages between the session and the machine until the machine is finished, or
+gave up on a silent collector (the reporter's own deadline, ``StreamReporter.listen``: the
+agent only tells it when it listens, and stops pumping once it gave up). With a
 ``DeviceStorage`` (RAM, for the simulated crashes of ``Fleet`` fault injection) or a
 ``state_file.DeviceStateFile`` (SQLite, so a killed shard process can resume its devices)
 the machine's state is saved before anything it produced is published. Deliveries that
@@ -24,7 +26,7 @@ from ldpfleet.broker.session import Session
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.stream import StreamReporter
+from ldpfleet.protocol.stream import StreamReporter, check_silence_timeout
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +86,9 @@ class DeviceAgent:
         self.connected_at: float | None = None
         # give up after this many seconds without a message from the collector (None:
         # never): a collector that is gone must not keep a device retransmitting forever;
-        # also the longest outage of the broker the device waits out
-        self.silence_timeout = silence_timeout
+        # also the longest outage of the broker the device waits out. The reporter keeps
+        # the deadline and decides (``StreamReporter.listen``); a bad value is refused here
+        self.silence_timeout = check_silence_timeout(silence_timeout)
         self.gave_up: str | None = None  # why the agent stopped before its stream finished
         self.session: Session | None = None
         # fault injection: once this many steps are privatised and saved, the device
@@ -95,6 +98,8 @@ class DeviceAgent:
         self._inputs = asyncio.Event()  # set after every machine input (wakes the timer)
         self._gate_held = False  # the connect gate, held until the collector's first word
         self._gate_timer: asyncio.TimerHandle | None = None
+        self._listening: asyncio.Task | None = None  # the task in the message loop
+        self._stopping = False  # the machine gave up: the message loop is being stopped
 
     @property
     def device(self) -> str:
@@ -119,10 +124,24 @@ class DeviceAgent:
         self._inputs.set()  # the machine may have a new deadline: re-read it
         await publish_outbound(self.session, self.reporter)
 
+    async def _after_timer(self) -> None:
+        """After the machine's timer: stop the message loop if it gave up, then publish
+        what it sent (its retransmissions)."""
+        if self.reporter.gave_up is not None:
+            self._stop_listening()
+        await self._publish()
+
+    def _stop_listening(self) -> None:
+        """End the message loop (once): its task is cancelled out of its wait, and ``run``
+        takes that cancellation back (``_listen``)."""
+        if self._listening is not None and not self._stopping:
+            self._stopping = True
+            self._listening.cancel()
+
     async def _feed_paced(self) -> None:
         loop = asyncio.get_running_loop()
         for value in self.readings[self.reporter.privatised :]:
-            if self.reporter.finished:
+            if self.reporter.stopped:
                 return
             self.reporter.add_readings([value], loop.time())
             await self._publish()
@@ -191,46 +210,58 @@ class DeviceAgent:
             if self.step_seconds <= 0 and self.reporter.privatised < len(self.readings):
                 self.reporter.add_readings(self.readings[self.reporter.privatised :], loop.time())
             await self._publish()
+            self.reporter.listen(loop.time(), self.silence_timeout)
 
             feeder = self._feed_paced() if self.step_seconds > 0 else asyncio.sleep(0)
             async with (
                 background(
                     drive_timers(
-                        self.reporter, self._publish, max_sleep=TIMER_CHECK, wake=self._inputs
+                        self.reporter, self._after_timer, max_sleep=TIMER_CHECK, wake=self._inputs
                     )
                 ),
                 background(feeder) as feeding,
                 contextlib.aclosing(session.messages()) as deliveries,
             ):
                 _end_when_failed(feeding)
-                silence = self.silence_timeout
-                try:
-                    async with asyncio.timeout_at(
-                        None if silence is None else loop.time() + silence
-                    ) as quiet:
-                        async for delivery in deliveries:
-                            self._release_gate()
-                            self._handle(delivery.topic, delivery.payload, loop.time())
-                            await self._publish()
-                            if self.reporter.finished:
-                                break
-                            if silence is not None:
-                                quiet.reschedule(loop.time() + silence)
-                except TimeoutError:
-                    self.gave_up = (
-                        f"no message from the collector for {silence:g} s "
-                        f"(state {self.reporter.state}, {self.reporter.retransmissions} "
-                        "retransmissions)"
-                    )
-                    log.warning("%s: gave up: %s", self.device, self.gave_up)
+                await self._listen(deliveries)
+            if self.reporter.gave_up is not None:
+                self.gave_up = self.reporter.gave_up
+                log.warning("%s: gave up: %s", self.device, self.gave_up)
         finally:
             self._release_gate()
             await session.__aexit__(None, None, None)
+
+    async def _listen(self, deliveries) -> None:
+        """Feed the deliveries to the machine until it is finished, or until it gave up at
+        its timer (``_stop_listening`` cancels this task; the cancellation is taken back
+        here unless someone else cancelled it too)."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._listening, self._stopping = task, False
+        try:
+            async for delivery in deliveries:
+                self._release_gate()
+                self._handle(delivery.topic, delivery.payload, loop.time())
+                await self._publish()
+                if self.reporter.stopped:
+                    break
+        except asyncio.CancelledError:
+            if not self._stopping or task.uncancel() > 0:
+                raise
+        finally:
+            self._listening = None
 
     def _handle(self, topic_text: str, payload: bytes, now: float) -> None:
         try:
             topic = topics.parse(topic_text)
             message = codec.decode(payload)
+        except RemoteProtocolError as error:
+            self.reporter.heard(now)  # a delivery all the same: the collector is there
+            self.refused_messages += 1
+            log.debug("%s: refused %s: %s", self.device, topic_text, error)
+            return
+        try:
             self.reporter.receive(topic, message, now)
         except RemoteProtocolError as error:
             self.refused_messages += 1

@@ -36,6 +36,19 @@ of going silent, sends every complete batch before the refused step, and is fini
 from the refused step on (they count as ``reports_refused``, not lost), so the stage closes
 without waiting for its deadline.
 
+Silence: a collector that is gone sends no goodbye, and a device must not retransmit to
+it forever. The pump tells the reporter when it listens (``listen(now, silence_timeout)``,
+at every start of a pump, a restored reporter's too); every delivery is a word from the
+collector (``receive`` notes its ``now``, ``heard`` one the pump could not decode), and
+once ``silence_timeout`` seconds pass without one (``now >= last word + silence_timeout``
+exactly, at ``handle_timer``) the reporter gives up: ``gave_up`` holds the sentence "no
+message from the collector for S s (state ..., N retransmissions)", it emits
+``CollectorSilent``, and it sends, retransmits and accepts nothing more (``stopped``). Its
+``state`` stays the protocol's (the stream did not finish: ``finished`` stays False, so
+the run counts the device as unfinished and a state file keeps it for a resumed run, which
+listens afresh). A finished reporter never gives up; ``None`` (or ``math.inf``) never.
+The deadline is ``protocol.liveness.SilenceWatch``'s (``ReporterSilence``).
+
 Error policy: the collector (a server facing many peers) refuses a bad message, counts it,
 publishes a ``Reject`` naming the field and keeps going; it never lets the message reach
 analytics. A device treats a malformed instruction from the collector as terminal
@@ -71,6 +84,7 @@ from ldpfleet.protocol.errors import (
 )
 from ldpfleet.protocol.events import Event, Machine, PeerFacingMachine
 from ldpfleet.protocol.ledger import PrivacyLedger, RawAccount, WindowAccount
+from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.mechanism_contract import check_outputs, domain_mask
 from ldpfleet.protocol.mechanisms import mechanism_factory, stream_mechanism
 from ldpfleet.protocol.messages import (
@@ -298,8 +312,55 @@ class StageClosed(Event):
 # Device side ----------------------------------------------------------------------------
 
 
+def check_silence_timeout(silence_timeout: float | None) -> float | None:
+    """``silence_timeout`` as a device accepts it: None (never give up) or seconds > 0
+    (``math.inf``: never).
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        ParameterError: NaN, 0, a negative number, a boolean or a non-number (naming
+            ``silence_timeout``, the limit and the value).
+    """
+    if silence_timeout is not None and (
+        isinstance(silence_timeout, bool)
+        or not isinstance(silence_timeout, int | float)
+        or not silence_timeout > 0  # NaN fails too
+    ):
+        raise ParameterError(
+            f"must be None (never give up) or > 0 seconds, got {silence_timeout!r}",
+            field="silence_timeout",
+            limit="None or > 0 seconds",
+            value=silence_timeout,
+        )
+    return silence_timeout
+
+
+class ReporterSilence(SilenceWatch):
+    """A stream device's deadline on its collector's silence (the module docstring,
+    "Silence"): ``SilenceWatch``'s rules with the reporter's sentence."""
+
+    def __init__(self, reporter: StreamReporter, timeout: float) -> None:
+        super().__init__(reporter.config.run, timeout)
+        self.reporter = reporter
+
+    def _sentence(self) -> str:
+        reporter = self.reporter
+        return (
+            f"no message from the collector for {self.timeout:g} s "
+            f"(state {reporter.state}, {reporter.retransmissions} retransmissions)"
+        )
+
+
 class StreamReporter(Machine):
-    """Device side: privatise readings, report batches as credit allows, retransmit."""
+    """Device side: privatise readings, report batches as credit allows, retransmit, and
+    give up on a collector silent for longer than the pump's ``silence_timeout``."""
+
+    # the give-up's sentence and the deadline (``listen``); class defaults, so that a
+    # reporter pickled before they existed (a state file) still loads
+    gave_up: str | None = None
+    _silence: ReporterSilence | None = None
 
     def __init__(
         self,
@@ -343,11 +404,46 @@ class StreamReporter(Machine):
         # acks after its commit), for batches sent once: the fleet's end-to-end latency
         self.ack_latencies: list[float] = []
         self._first_sent: dict[int, float] = {}
+        # why this device stopped waiting for a silent collector (None: it did not)
+        self.gave_up = None
+        self._silence = None  # the deadline on the collector's silence (``listen``)
 
     @property
     def finished(self) -> bool:
         """No further input will change anything."""
         return self.state in ("done", "refused", "rejected", "closed", "error")
+
+    @property
+    def stopped(self) -> bool:
+        """The pump may stop: the stream is finished, or the device gave up on a silent
+        collector (``gave_up``; then ``finished`` is False: the stream did not end)."""
+        return self.finished or self.gave_up is not None
+
+    def listen(self, now: float, silence_timeout: float | None) -> None:
+        """The pump listens for the collector from ``now`` on: the device gives up once
+        ``silence_timeout`` seconds pass without a delivery (None or ``math.inf``: never).
+        Called at every start of a pump, a restored reporter's too: the deadline of an
+        earlier pump (another process's clock) and its give-up are forgotten.
+
+        Returns:
+            None.
+
+        Raises:
+            ParameterError: ``silence_timeout`` is neither None nor > 0 seconds.
+        """
+        timeout = check_silence_timeout(silence_timeout)
+        self.gave_up = None
+        self._silence = None
+        if timeout is not None:
+            self._silence = ReporterSilence(self, float(timeout))
+            self._silence.start(now)
+
+    def heard(self, now: float) -> None:
+        """A delivery reached the device at ``now``, whatever it was (``receive`` calls
+        this itself; the pump calls it for one it could not decode): the collector's
+        silence is counted from ``now``."""
+        if self._silence is not None:
+            self._silence.heard(now)
 
     @property
     def last_batch(self) -> int:
@@ -391,6 +487,8 @@ class StreamReporter(Machine):
         allows. A step the ledger refuses is not privatised and nothing after it is."""
         if self.finished:
             raise LocalProtocolError(f"add_readings() in state {self.state}")
+        if self.gave_up is not None:
+            raise LocalProtocolError(f"add_readings() after giving up: {self.gave_up}")
         x = np.asarray(readings, dtype=float).ravel()
         start = self.privatised
         if self.refused_from is not None or len(x) == 0:
@@ -501,7 +599,11 @@ class StreamReporter(Machine):
             self._next_seq += 1
 
     def receive(self, topic: topics.Topic, message: Message, now: float) -> None:
-        """Consume one inbox or control message."""
+        """Consume one inbox or control message (any delivery is a word against the
+        collector's silence: ``heard``). After giving up, nothing is consumed."""
+        if self.gave_up is not None:
+            return
+        self.heard(now)
         if topic.sender != topics.COLLECTOR_ID or message.sender != topics.COLLECTOR_ID:
             raise RemoteProtocolError(
                 f"{message.type_name()} from {message.sender!r}: devices take stream "
@@ -619,7 +721,18 @@ class StreamReporter(Machine):
         return self.config.retransmit_after * 2 ** min(tries, BACKOFF_DOUBLINGS)
 
     def next_timer(self) -> float | None:
-        """The retransmission deadline, if anything is unacknowledged."""
+        """The next deadline: a retransmission, if anything is unacknowledged, or the
+        collector's silence (None: neither; always None once finished or given up)."""
+        if self.gave_up is not None:
+            return None
+        retransmit = self._retransmit_deadline()
+        silence = None if self._silence is None or self.finished else self._silence.next_timer()
+        if silence is None or (retransmit is not None and retransmit < silence):
+            return retransmit
+        return silence
+
+    def _retransmit_deadline(self) -> float | None:
+        """When the hello or the oldest unacknowledged batch is due again (None: never)."""
         if self.state == "hello" and self._hello_sent_at is not None:
             return self._hello_sent_at + self._wait(self._hello_tries)
         if self.state == "waiting" and self._hello_sent_at is not None:
@@ -633,8 +746,20 @@ class StreamReporter(Machine):
         return self._sent_at[seq] + self._wait(self._tries.get(seq, 0))
 
     def handle_timer(self, now: float) -> None:
-        """Retransmit the hello or every overdue batch."""
-        deadline = self.next_timer()
+        """Give up, if the collector was silent for ``silence_timeout`` seconds at ``now``
+        (``gave_up``, ``CollectorSilent``: then nothing is retransmitted); else retransmit
+        the hello or every overdue batch."""
+        if self.gave_up is not None:
+            return
+        if self._silence is not None and not self.finished:
+            self._silence.handle_timer(now)
+            for event in self._silence.pop_events():
+                if isinstance(event, CollectorSilent):
+                    self.gave_up = event.sentence
+                    self._emit(event)
+            if self.gave_up is not None:
+                return
+        deadline = self._retransmit_deadline()
         if deadline is None or now < deadline:
             return
         if self.state in ("hello", "waiting"):
