@@ -21,8 +21,12 @@ The same deadline serves one device in one secure-aggregation session
 (``protocol.secagg.silence.SessionSilence``, pumped by ``devices.secagg_agent``): there
 the wait before the first word is unbounded and the silence a device accepts is only
 known once the session's ``SaSetup`` arrived, so a subclass sets ``timeout`` when it
-does, and words its own sentence (``_sentence``). Either bound may be ``math.inf``:
-no deadline (``next_timer`` is None), never silent. The rules, for both: the watch
+does, and words its own sentence (``_sentence``). And one stream device
+(``protocol.stream.ReporterSilence``, inside its ``StreamReporter``, pumped by
+``devices.agent``): ``timeout`` is the fleet's ``silence_timeout`` from the moment the
+pump listens, every delivery is a word, and the sentence names the reporter's state and
+retransmissions. Either bound may be ``math.inf``:
+no deadline (``next_timer`` is None), never silent. The rules, for all: the watch
 goes silent at ``now >= last word + timeout`` exactly (``handle_timer`` before that
 does nothing), and every word heard moves the deadline.
 """
