@@ -146,3 +146,53 @@ def test_an_agent_restarted_with_the_same_reporter_counts_from_its_own_start():
     assert ended == pytest.approx(10.5)
     assert second.reporter.state == "waiting"
     assert second.gave_up == sentence("0.3", second.reporter)
+
+
+def test_a_broker_outage_longer_than_the_silence_ends_in_a_give_up_not_an_error():
+    # the broker goes down at 1.5, half a second after the collector's last word (1.0),
+    # and stays down: the session's own give_up_after (the same 2 s, counted from the
+    # loss) could only end it at 3.5 or later; the reporter's deadline is 1.0 + 2.0
+    transport = MemoryTransport()
+    reporter = StreamReporter(config(), DEVICE, np.random.default_rng(0))
+    agent = DeviceAgent(transport, reporter, np.zeros(20), silence_timeout=2.0)
+
+    async def scene() -> float:
+        loop = asyncio.get_running_loop()
+
+        async def broker_down() -> None:
+            await asyncio.sleep(1.5)
+            with transport.outage():
+                await asyncio.Event().wait()
+
+        collector = asyncio.ensure_future(collector_says(transport, [(1.0, wait_please())]))
+        outage = asyncio.ensure_future(broker_down())
+        try:
+            await asyncio.wait_for(agent.run(), 100.0)
+            return loop.time()
+        finally:
+            for task in (collector, outage):
+                task.cancel()
+            await asyncio.gather(collector, outage, return_exceptions=True)
+
+    ended = VirtualTimeLoop.run(scene())
+    assert ended == pytest.approx(3.0)
+    assert agent.error is None
+    assert agent.gave_up == sentence("2", reporter)
+
+
+def test_a_paced_device_stops_feeding_when_it_gives_up():
+    # one reading a second; the collector never answers: it gives up at 2.5 with three
+    # readings privatised (at 0, 1 and 2), and nothing is privatised after the give-up
+    transport = MemoryTransport()
+    reporter = StreamReporter(config(), DEVICE, np.random.default_rng(0))
+    agent = DeviceAgent(transport, reporter, np.zeros(20), silence_timeout=2.5, step_seconds=1.0)
+
+    async def scene() -> float:
+        await asyncio.wait_for(agent.run(), 100.0)
+        ended = asyncio.get_running_loop().time()
+        await asyncio.sleep(5.0)  # the feeder is gone: nothing more is privatised
+        return ended
+
+    assert VirtualTimeLoop.run(scene()) == pytest.approx(2.5)
+    assert reporter.privatised == 3
+    assert agent.gave_up == sentence("2.5", reporter)
