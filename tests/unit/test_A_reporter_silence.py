@@ -209,3 +209,14 @@ def test_the_silence_sentence_survives_the_codec_path():
     reporter.handle_timer(15.5)
     assert reporter.gave_up is not None
     assert reporter.gave_up.startswith("no message from the collector for 12.5 s (state hello")
+
+
+def test_the_agent_refuses_a_bad_silence_timeout_when_built():
+    from ldpfleet.broker.transport import MemoryTransport
+    from ldpfleet.devices.agent import DeviceAgent
+
+    with pytest.raises(ParameterError) as caught:
+        DeviceAgent(MemoryTransport(), make_reporter(), np.zeros(10), silence_timeout=0)
+    assert caught.value.field == "silence_timeout" and caught.value.value == 0
+    agent = DeviceAgent(MemoryTransport(), make_reporter(), np.zeros(10), silence_timeout=None)
+    assert agent.silence_timeout is None and agent.gave_up is None
