@@ -101,6 +101,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     oriented_auc,
     temporal_smooth,
 )
+from ldpfleet.devices.sources import DECIMALS
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_in
 
@@ -724,6 +725,7 @@ def bench_gcdp(
     timing: bool = True,
     train_file: str | None = None,
     test_file: str | None = None,
+    decimal: str = ".",
     readings: Readings = READINGS,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
@@ -733,18 +735,20 @@ def bench_gcdp(
     0/1); intel (temperature train, temperature test, humidity train, humidity test), motes x
     steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only;
     so are ``train_file`` (calibration + training) and ``test_file`` (the protected
-    release), any Occupancy-format files (default the shipped datatraining / datatest).
+    release), any Occupancy-format files (default the shipped datatraining / datatest),
+    and ``decimal``, the decimal mark of those given files ("." or ","; ``load_occupancy``).
     ``readings`` picks the readings of the seed's open details (``Readings``; defaults =
     the kept ones, docs/gcdp.md). ``progress(done, total)`` is called after every
     evaluated cell (tau candidates, method x budget on the test and validation windows,
     ablations)."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
     _check_options(dataset, window, train_file, test_file, readings)
+    _check_decimal(dataset, decimal, train_file, test_file)
     held_out = readings.split != "train"
     cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if held_out else 1)
     tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
-                   train_file=train_file, test_file=test_file)  # fmt: skip
+                   train_file=train_file, test_file=test_file, decimal=decimal)  # fmt: skip
     check_spread(prep, dataset)
     tau, tau_f1 = select_tau(prep, draws, seed, tick)
     run = _Evaluation(prep, tau, draws, seed, tick, CLASS_NAMES.get(dataset, {}))
@@ -834,6 +838,35 @@ def _check_options(dataset, window, train_file, test_file, readings) -> None:
             field="readings",
             limit="a Readings",
             value=readings,
+        )
+
+
+def _check_decimal(dataset, decimal, train_file, test_file) -> None:
+    """``decimal``: "." or ","; "," only for the Occupancy files given (the shipped ones have
+    decimal points: "," with neither file given read nothing with it, silently)."""
+    if not isinstance(decimal, str) or decimal not in DECIMALS:
+        raise ParameterError(
+            f"must be '.' or ',' (the decimal mark of the given files), got {decimal!r}",
+            field="decimal",
+            limit="'.' or ','",
+            value=decimal,
+        )
+    if decimal == ".":
+        return
+    if dataset != "occupancy":
+        raise ParameterError(
+            f"applies to occupancy only, not {dataset!r}",
+            field="decimal",
+            limit="occupancy only",
+            value=decimal,
+        )
+    if train_file is None and test_file is None:
+        raise ParameterError(
+            f"must be '.' without --train-file or --test-file, got {decimal!r}: the shipped "
+            "files have decimal points (',' reads the files you give)",
+            field="decimal",
+            limit="'.' unless --train-file or --test-file is given",
+            value=decimal,
         )
 
 
