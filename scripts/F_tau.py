@@ -43,28 +43,20 @@ def per_draw(method, prep, feats, labels, cal, eps, draws, seed, stream) -> np.n
 
 
 def validation(prep, seeds, draws) -> dict:
-    """Per seed: every τ's validation F1 per draw (ε = 1, stream 2), the chosen τ (checked
-    against ``select_tau``) and the margin over the runner-up with its paired standard
-    error (the draws of every τ share their generator keys)."""
-    sel = prep.selection or prep
-    val_f, val_l = sel.validation_windows
-    cals = {tau: b._calibrate_prepared(sel, tau) for tau in TAU_GRID}
+    """Per seed: every τ's validation F1 per draw (ε = 1, stream 2; the bench's
+    ``tau_validation_draws``), the chosen τ (checked against ``select_tau``) and the
+    bench's ``tau_margin`` (the runner-up among the τ whose draws differ, the paired
+    standard error)."""
     out = {}
     for seed in seeds:
-        rows = {tau: per_draw("GC-DP", sel, val_f, val_l, cals[tau], 1.0, draws, seed, 2)
-                for tau in TAU_GRID}  # fmt: skip
-        means = {tau: float(r.mean()) for tau, r in rows.items()}
-        chosen = max(TAU_GRID, key=lambda t: (means[t], -t))
+        rows = b.tau_validation_draws(prep, draws, seed)
+        chosen, means = b.chosen_tau(rows)
         assert chosen == b.select_tau(prep, draws, seed)[0], seed
-        runner = max((t for t in TAU_GRID if t != chosen), key=lambda t: (means[t], -t))
-        diff = rows[chosen] - rows[runner]
         out[seed] = {
             "tau": chosen,
             "means": means,
             "sds": {tau: float(r.std()) for tau, r in rows.items()},
-            "runner_up": runner,
-            "margin": float(diff.mean()),
-            "margin_se": float(diff.std(ddof=1) / np.sqrt(draws)),
+            **b.tau_margin(rows, chosen),
         }
     return out
 
@@ -155,10 +147,12 @@ def _print(report: dict) -> None:
     print("| seed | tau | runner-up | margin (F1 pts) | paired se | margin / se |")
     print("|---|---|---|---|---|---|")
     for s, v in val.items():
-        ratio = v["margin"] / v["margin_se"] if v["margin_se"] > 0 else float("inf")
-        print(f"| {s} | {v['tau']:.2f} | {v['runner_up']:.2f} | {v['margin']:.2f} | "
-              f"{v['margin_se']:.2f} | {ratio:.2f} |")  # fmt: skip
-    print()
+        diff, se = v["f1_difference"], v["standard_error"]
+        ratio = diff / se if se else float("inf")
+        print(f"| {s} | {v['tau']:.2f} (= {v['same_draws']}) | {v['runner_up']:.2f} | "
+              f"{diff:.2f} | {se:.2f} | {ratio:.2f} |")  # fmt: skip
+    within = sum(v["note"] is not None for v in val.values())
+    print(f"\nchoices within two standard errors (tau_margin.note): {within} of {len(val)}\n")
     print(
         "| file | eps | GC-DP printed mean: range over seeds | sd over seeds | mean f1_std "
         "| implied se | F | Lap-DP F | GC-DP test mean by tau 0.10/0.15/0.20/0.25/0.30 |"
