@@ -88,6 +88,13 @@ def bench_gcdp_command(
     test_file: Annotated[
         str, typer.Option(help="Occupancy only: protected release file ('' = datatest.txt).")
     ] = "",
+    decimal: Annotated[
+        str,
+        typer.Option(
+            help="Occupancy only: the decimal mark of --train-file and --test-file, '.' or "
+            "',' (23,18 and 1.050,0 in fields separated by ';' or tabs; 1.234 is refused)."
+        ),
+    ] = ".",
     window: Annotated[
         int | None, typer.Option(help="Occupancy only: records per window (default 30).")
     ] = None,
@@ -131,7 +138,7 @@ def bench_gcdp_command(
         with job_progress(f"bench gcdp {dataset}", unit="cells") as advance:
             result = bench_gcdp.bench_gcdp(
                 dataset, methods, eps_list, draws, seed, train_file=train_file or None,
-                test_file=test_file or None, readings=chosen,
+                test_file=test_file or None, decimal=decimal, readings=chosen,
                 window=window, progress=as_callback(advance),
             )  # fmt: skip
     print(json.dumps(result, indent=None if as_json else 2))
@@ -142,8 +149,8 @@ def bench_gcdp_command(
 _GCDP_OPTIONS = {
     "dataset": "--dataset", "methods": "--method", "eps_list": "--eps", "draws": "--draws",
     "seed": "--seed", "window": "--window", "train_file": "--train-file",
-    "test_file": "--test-file", "repeats": "--repeats", "ms": "--ms", "records": "--records",
-    "plot": "--plot", "readings": "--readings",
+    "test_file": "--test-file", "decimal": "--decimal", "repeats": "--repeats", "ms": "--ms",
+    "records": "--records", "plot": "--plot", "readings": "--readings",
 }  # fmt: skip
 _READING_FLAGS = ("clip", "utility", "gau_l2", "attacker")  # readings with a flag of their own
 

@@ -101,6 +101,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     oriented_auc,
     temporal_smooth,
 )
+from ldpfleet.devices.sources import DECIMALS
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_in
 
@@ -112,7 +113,10 @@ __all__ = [
     "Readings",
     "bench_gcdp",
     "bench_gcdp_command",
+    "chosen_tau",
     "select_tau",
+    "tau_margin",
+    "tau_validation_draws",
 ]
 
 # The command line ``bench_gcdp_command``, and METHODS and DATASETS it names, are in
@@ -268,15 +272,75 @@ def select_tau(
 ) -> tuple[float, dict[float, float]]:
     """Table 5's rule: tau from ``TAU_GRID`` maximising the mean GC-DP F1 at eps = 1 on the
     validation windows over ``draws`` releases (generator stream 2); ties -> smaller. Under
-    ``split = "refit"`` the choice is made on ``prep.selection`` (the held-out protocol)."""
+    ``split = "refit"`` the choice is made on ``prep.selection`` (the held-out protocol).
+
+    Returns:
+        ``(tau, {tau: mean validation F1})`` (``tau_validation_draws``, ``chosen_tau``)."""
+    return chosen_tau(tau_validation_draws(prep, draws, seed, tick))
+
+
+def tau_validation_draws(
+    prep: Prepared, draws: int, seed: int, tick: Callable[[], None] = lambda: None
+) -> dict[float, np.ndarray]:
+    """The draws ``select_tau`` scores: each tau of ``TAU_GRID``'s GC-DP F1 at eps = 1 on
+    the validation windows (of ``prep.selection`` under ``split = "refit"``), one per draw
+    k, generator key (seed, 1e6, k, 2): every tau's draw k shares its key (paired).
+
+    Returns:
+        ``{tau: array of the ``draws`` F1 values}``, ``TAU_GRID`` order (``tick`` after each)."""
     sel = prep.selection or prep
     val_f, val_l = sel.validation_windows
-    scores = {}
+    rows = {}
     for tau in TAU_GRID:
         cal = _calibrate_prepared(sel, tau)
-        scores[tau] = _mean_f1("GC-DP", sel, val_f, val_l, cal, 1.0, draws, seed, None, 2)[0]
+        scores: list[float] = []
+        _mean_f1("GC-DP", sel, val_f, val_l, cal, 1.0, draws, seed, None, 2, scores=scores)
+        rows[tau] = np.array(scores)
         tick()
-    return max(TAU_GRID, key=lambda t: (scores[t], -t)), scores
+    return rows
+
+
+def chosen_tau(rows: dict[float, np.ndarray]) -> tuple[float, dict[float, float]]:
+    """Table 5's rule on ``tau_validation_draws``' rows: the tau of the highest mean F1,
+    ties -> smaller.
+
+    Returns:
+        ``(tau, {tau: mean F1 over the draws})``."""
+    scores = {tau: float(np.mean(row)) for tau, row in rows.items()}
+    return max(scores, key=lambda t: (scores[t], -t)), scores
+
+
+def tau_margin(rows: dict[float, np.ndarray], tau: float) -> dict:
+    """How firmly the draws choose ``tau`` (results ``calibration.tau_margin``): the
+    runner-up (the best other tau of the grid, ties -> smaller) among those whose draws
+    differ from ``tau``'s (``same_draws``: the taus every draw of which scored as ``tau``'s,
+    the same choice on these draws), the mean F1 difference over the paired draws and its
+    standard error (sd of the differences, ddof 1, / sqrt(draws); None with one draw). The
+    choice is within noise, another ``--seed`` likely choosing another tau, when the
+    difference is below two standard errors (``note``): over seeds 0..19 on the shipped
+    files the chosen tau took four values (docs/preregistration/F-tau-spread.md).
+
+    Returns:
+        ``{"runner_up", "f1_difference", "standard_error", "same_draws", "note"}``."""
+    chosen = rows[tau]
+    same = [t for t in rows if t != tau and np.array_equal(rows[t], chosen)]
+    others = [t for t in rows if t != tau and t not in same]
+    out = {"runner_up": None, "f1_difference": None, "standard_error": None,
+           "same_draws": same, "note": None}  # fmt: skip
+    if not others:
+        return out
+    means = {t: float(np.mean(rows[t])) for t in others}
+    runner = max(others, key=lambda t: (means[t], -t))
+    diff = chosen - rows[runner]
+    se = float(np.std(diff, ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
+    out.update(runner_up=runner, f1_difference=round(float(np.mean(diff)), 4),
+               standard_error=None if se is None else round(se, 4))  # fmt: skip
+    if se is None or float(np.mean(diff)) < 2.0 * se:
+        out["note"] = (
+            f"tau {tau} beats {runner} by less than two standard errors of its "
+            f"{diff.size} validation draws: another --seed may choose {runner}"
+        )
+    return out
 
 
 # what ``protocol.gau_sampler`` says of each ``gau_sigma`` reading (it said "zCDP accounting"
@@ -478,15 +542,17 @@ def collapse_note(one_class: list[int | None], names: dict[int, str]) -> str | N
 
 
 def _mean_f1(method, prep: Prepared, feats, labels, cal, eps, draws, seed, attack=None,
-             stream: int = 0) -> tuple:  # fmt: skip
+             stream: int = 0, scores: list | None = None) -> tuple:  # fmt: skip
     """Mean and std of the task metric over ``draws`` releases, (with ``attack``) the
     mean oriented attack AUC and attack F1 on the SAME releases (None without), and each
     draw's one predicted class (None: both classes predicted; ``collapse_note``). Draw k's
     generator is keyed (seed, eps, k) for the test windows (``stream`` 0, as ``_rng``) and
-    (seed, eps, k, stream) otherwise (2: validation), so validation noise is independent."""
+    (seed, eps, k, stream) otherwise (2: validation), so validation noise is independent.
+    ``scores``: a list that receives each draw's task metric (``tau_validation_draws``)."""
     rows = [_draw(method, prep, feats, labels, cal, eps, (seed, k, stream), attack)
             for k in range(draws)]  # fmt: skip
-    scores = [r[0] for r in rows]
+    scores = [] if scores is None else scores
+    scores.extend(r[0] for r in rows)
     auc = float(np.mean([r[1] for r in rows])) if attack is not None else None
     attack_f1 = float(np.mean([r[2] for r in rows])) if attack is not None else None
     one_class = [r[3] for r in rows]
@@ -724,6 +790,7 @@ def bench_gcdp(
     timing: bool = True,
     train_file: str | None = None,
     test_file: str | None = None,
+    decimal: str = ".",
     readings: Readings = READINGS,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
@@ -733,20 +800,23 @@ def bench_gcdp(
     0/1); intel (temperature train, temperature test, humidity train, humidity test), motes x
     steps; wisdm a ``WisdmTable``. ``window`` (default 30) is the Occupancy window only;
     so are ``train_file`` (calibration + training) and ``test_file`` (the protected
-    release), any Occupancy-format files (default the shipped datatraining / datatest).
+    release), any Occupancy-format files (default the shipped datatraining / datatest),
+    and ``decimal``, the decimal mark of those given files ("." or ","; ``load_occupancy``).
     ``readings`` picks the readings of the seed's open details (``Readings``; defaults =
     the kept ones, docs/gcdp.md). ``progress(done, total)`` is called after every
     evaluated cell (tau candidates, method x budget on the test and validation windows,
     ablations)."""
     methods, eps_t = _check(methods, eps_list, draws, seed, dataset)
     _check_options(dataset, window, train_file, test_file, readings)
+    _check_decimal(dataset, decimal, train_file, test_file)
     held_out = readings.split != "train"
     cells = len(TAU_GRID) + len(methods) * len(eps_t) * (2 if held_out else 1)
     tick = _counter(progress, cells + len(ABLATIONS))
     prep = prepare(dataset, data, WINDOW if window is None else window, readings,
-                   train_file=train_file, test_file=test_file)  # fmt: skip
+                   train_file=train_file, test_file=test_file, decimal=decimal)  # fmt: skip
     check_spread(prep, dataset)
-    tau, tau_f1 = select_tau(prep, draws, seed, tick)
+    tau_rows = tau_validation_draws(prep, draws, seed, tick)
+    tau, tau_f1 = chosen_tau(tau_rows)
     run = _Evaluation(prep, tau, draws, seed, tick, CLASS_NAMES.get(dataset, {}))
     tables, validation = run.method_tables(methods, eps_t)
     seed_tables = SEED_TABLES[dataset]
@@ -755,7 +825,7 @@ def bench_gcdp(
     result = {
         "dataset": dataset,
         "protocol": _protocol(prep, draws, seed, readings),
-        "calibration": _calibration_table(run.cal, tau, tau_f1),
+        "calibration": _calibration_table(run.cal, tau, tau_f1, tau_rows),
         "ablation_eps1": ablation,
         "f1": tables["f1"],
         "f1_std": tables["f1_std"],
@@ -834,6 +904,35 @@ def _check_options(dataset, window, train_file, test_file, readings) -> None:
             field="readings",
             limit="a Readings",
             value=readings,
+        )
+
+
+def _check_decimal(dataset, decimal, train_file, test_file) -> None:
+    """``decimal``: "." or ","; "," only for the Occupancy files given (the shipped ones have
+    decimal points: "," with neither file given read nothing with it, silently)."""
+    if not isinstance(decimal, str) or decimal not in DECIMALS:
+        raise ParameterError(
+            f"must be '.' or ',' (the decimal mark of the given files), got {decimal!r}",
+            field="decimal",
+            limit="'.' or ','",
+            value=decimal,
+        )
+    if decimal == ".":
+        return
+    if dataset != "occupancy":
+        raise ParameterError(
+            f"applies to occupancy only, not {dataset!r}",
+            field="decimal",
+            limit="occupancy only",
+            value=decimal,
+        )
+    if train_file is None and test_file is None:
+        raise ParameterError(
+            f"must be '.' without --train-file or --test-file, got {decimal!r}: the shipped "
+            "files have decimal points (',' reads the files you give)",
+            field="decimal",
+            limit="'.' unless --train-file or --test-file is given",
+            value=decimal,
         )
 
 
@@ -961,11 +1060,16 @@ def _gau_sampler_note(prep: Prepared, readings: Readings) -> str:
     return note
 
 
-def _calibration_table(cal: dict, tau, tau_f1: dict) -> dict:
-    """τ, its validation F1s and the GC-DP calibration (results ``calibration``)."""
+def _calibration_table(cal: dict, tau, tau_f1: dict, tau_rows: dict) -> dict:
+    """τ, its validation F1s (mean and sd over the draws, the margin of the choice) and the
+    GC-DP calibration (results ``calibration``)."""
     return {
         "tau": tau,
         "tau_validation_f1": {str(t): round(v, 4) for t, v in tau_f1.items()},
+        # the spread of each tau's validation draws (ddof 0, as f1_std) and how firmly they
+        # chose tau: over seeds 0..19 the shipped files' tau took four values (helper F)
+        "tau_validation_f1_std": {str(t): round(float(np.std(r)), 4) for t, r in tau_rows.items()},
+        "tau_margin": tau_margin(tau_rows, tau),
         "edges": cal["edges"],
         "bounds": [float(v) for v in cal["bounds"]],
         "scales": [float(v) for v in cal["scales"]],

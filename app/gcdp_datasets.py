@@ -627,7 +627,12 @@ def validation_cut(records: int, window: int, source: str = "") -> int:
 
 
 def occupancy_windows(
-    data, window: int, readings: Readings = READINGS, train_file=None, test_file=None
+    data,
+    window: int,
+    readings: Readings = READINGS,
+    train_file=None,
+    test_file=None,
+    decimal: str = ".",
 ) -> OccupancyWindows:
     """Occupancy's fixed preparation. ``data`` = (train_x, train_y, test_x, test_y) replaces
     the files; ``train_file`` / ``test_file`` (any Occupancy-format file) replace the shipped
@@ -635,11 +640,15 @@ def occupancy_windows(
     training file is cut once in time order (``validation_cut``): the clipping interval is
     fitted on the first part only, whose records and windows are the calibration and
     training data; the rest gives the validation windows. A leading ``~`` in a file's path
-    is the home folder (``--train-file=~/x.csv``: no shell expands it after ``=``)."""
+    is the home folder (``--train-file=~/x.csv``: no shell expands it after ``=``).
+    ``decimal`` ("." or ",", ``load_occupancy``) is the decimal mark of the given files; a
+    shipped file (no ``train_file`` or ``test_file``) is read with its decimal points."""
     train_file, test_file = _home(train_file), _home(test_file)
     if data is None:
-        train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file")
-        test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file")
+        train_x, train_y = _load(train_file or OCC_TRAIN_FILE, "train_file",
+                                 decimal if train_file else ".")  # fmt: skip
+        test_x, test_y = _load(test_file or OCC_TEST_FILE, "test_file",
+                               decimal if test_file else ".")  # fmt: skip
         for x, given, path, name in (
             (train_x, train_file, train_file or OCC_TRAIN_FILE, "train_file"),
             (test_x, test_file, test_file or OCC_TEST_FILE, "test_file"),
@@ -734,10 +743,12 @@ def _home(path):
     return Path(path).expanduser() if path else path
 
 
-def _load(path, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _load(path, name: str, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]:
     try:
-        x, y = load_occupancy(path)
+        x, y = load_occupancy(path, decimal)
     except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
+        if isinstance(error, ParameterError) and error.field == "decimal":
+            raise  # the decimal mark refused for this file (it names the file): --decimal
         raise ParameterError(
             f"cannot read an Occupancy-format file {path}: {error}",
             field=name,
@@ -862,12 +873,16 @@ def occupancy_masking(train_norm: np.ndarray, window: int, readings: Readings) -
                                  aggregate=readings.xi_aggregate, mask_values=mask)  # fmt: skip
 
 
-def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> Prepared:
+def _occupancy(
+    data, window: int, readings: Readings, train_file, test_file, decimal: str = "."
+) -> Prepared:
     train_file, test_file = _home(train_file), _home(test_file)
     if readings.split == "refit":  # choose on the held-out part, then refit on everything
-        return _refit(lambda r: _occupancy(data, window, r, train_file, test_file), readings)
+        return _refit(
+            lambda r: _occupancy(data, window, r, train_file, test_file, decimal), readings
+        )
     train_norm, train_f, train_l, test_f, test_l, val_f, val_l = occupancy_windows(
-        data, window, readings, train_file, test_file
+        data, window, readings, train_file, test_file, decimal
     )
     weights = readings.weights
     task_l2 = float(readings.task_l2)
@@ -920,7 +935,7 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
             data,
             window,
             readings,
-            (train_file, test_file),
+            (train_file, test_file, decimal),
             model,
             (train_f, test_f, test_l, val_f),
             train_l,
@@ -941,12 +956,15 @@ def _occupancy(data, window: int, readings: Readings, train_file, test_file) -> 
 
 def _occupancy_head(data, window, readings, files, model, windows, train_l) -> dict:
     """Occupancy's ``protocol_head``: the files, the split, the window counts and the fixed
-    classifier on the clean test windows."""
-    train_file, test_file = files
+    classifier on the clean test windows. ``files``: the given train and test files (None:
+    the shipped one) and their decimal mark."""
+    train_file, test_file, decimal = files
     train_f, test_f, test_l, val_f = windows
     return {
         "train_file": "(data)" if data is not None else str(train_file or OCC_TRAIN_FILE),
         "test_file": "(data)" if data is not None else str(test_file or OCC_TEST_FILE),
+        # the decimal mark the given files were read with (--decimal; a shipped file: ".")
+        "decimal": decimal,
         "window": window,
         "split": readings.split,
         "train_windows": int(train_f.shape[0]),
@@ -1567,11 +1585,12 @@ def _wisdm_head(readings: Readings, rows: _WisdmRows, classes, train_f, val_f, t
 
 
 def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READINGS, *,
-            train_file=None, test_file=None) -> Prepared:  # fmt: skip
+            train_file=None, test_file=None, decimal: str = ".") -> Prepared:  # fmt: skip
     """The fixed protocol of ``dataset``; ``data`` replaces the files (tests): occupancy
     (train_x, train_y, test_x, test_y), intel (temp train, temp test, hum train, hum test;
     motes x steps), wisdm a ``WisdmTable``. ``train_file`` / ``test_file`` (occupancy only)
-    name any Occupancy-format files for calibration + training and for the release."""
+    name any Occupancy-format files for calibration + training and for the release,
+    ``decimal`` ("." or ",") the decimal mark of their numbers (``load_occupancy``)."""
     if dataset not in DATASETS:  # "mnist" ran the WISDM protocol, silently
         raise ParameterError(
             f"unknown dataset {dataset!r}; one of {', '.join(DATASETS)}",
@@ -1580,7 +1599,7 @@ def prepare(dataset: str, data=None, window: int = 30, readings: Readings = READ
             value=dataset,
         )
     if dataset == "occupancy":
-        return _occupancy(data, window, readings, train_file, test_file)
+        return _occupancy(data, window, readings, train_file, test_file, decimal)
     for name in OCCUPANCY_ONLY_READINGS:
         if getattr(readings, name) != getattr(READINGS, name):
             raise ParameterError(

@@ -53,6 +53,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from ldpfleet.devices.sources import (
+    _COMMA_NUMBER,
+    _GROUPED_COMMA_NUMBER,
+    _POINT_NUMBER,
+    DECIMALS,
     SourceError,
     broken_utf16_reason,
     csv_text,
@@ -94,7 +98,7 @@ __all__ = [
 CHANNELS = ("Temperature", "Humidity", "Light", "CO2", "HumidityRatio")
 
 
-def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+def load_occupancy(path: str | Path, decimal: str = ".") -> tuple[np.ndarray, np.ndarray]:
     """One UCI Occupancy file -> (records x 5 channels, occupancy 0/1). The shipped files have a
     quoted header without the row-id column, and every data row starts with a row id; written
     files may separate fields by comma, semicolon or tab (sniffed from the first two lines,
@@ -109,9 +113,42 @@ def load_occupancy(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)
-    or UTF-16 text with its byte-order mark (``_open_text``)."""
+    or UTF-16 text with its byte-order mark (``_open_text``).
+
+    ``decimal``: the decimal mark of the file's numbers, ``"."`` or ``","`` (a European
+    spreadsheet's export), read as a scenario's ``[source] decimal`` reads a CSV
+    (``devices.sources``): under ``","`` a number with a decimal comma ("3,14", "-0,5",
+    "1,5e3") is read with a point, points grouping the digits before a decimal comma are
+    dropped ("1.050,0" is 1050), and a number with a decimal point and no comma ("1.234":
+    1.234, or 1234 grouped?) is refused naming its line, never guessed; the fields must
+    then be separated by semicolons or tabs.
+
+    Returns:
+        ``(x, y)``: the records x 5 channels (``CHANNELS``, floats) and the 0/1 labels.
+
+    Raises:
+        ParameterError: ``decimal`` is not ``"."`` or ``","``, or is ``","`` for a file
+            whose fields are separated by commas (field ``decimal``).
+        ValueError: the file cannot be read as an Occupancy-format file (above)."""
+    if not isinstance(decimal, str) or decimal not in DECIMALS:
+        raise ParameterError(
+            f"must be '.' or ',' (the decimal mark of the file's numbers), got {decimal!r}",
+            field="decimal",
+            limit="'.' or ','",
+            value=decimal,
+        )
     _refuse_packed(path)
-    return _read_occupancy(*_open_text(path))
+    text, delimiter = _open_text(path)
+    if decimal == "," and delimiter == ",":
+        raise ParameterError(
+            f"must be '.' for {path}, got ',': its fields are separated by commas, so a comma "
+            "cannot also be its decimal mark (a file of decimal commas separates its fields "
+            "by semicolons or tabs)",
+            field="decimal",
+            limit="',' only for a file whose fields are separated by semicolons or tabs",
+            value=decimal,
+        )
+    return _read_occupancy(text, delimiter, decimal)
 
 
 def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
@@ -195,10 +232,27 @@ def _is_number(text: str) -> bool:
 _DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+")
 
 
-def _bad_value(lineno: int, name: str, cell: str) -> str:
+def _with_point(cell: str) -> str | None:
+    """A cell of a file of decimal commas as ``float`` reads it, the reading of a
+    scenario's ``[source] decimal = ","`` (``devices.sources._decimal_commas``, the same
+    patterns): "3,14" -> "3.14", "1.050,0" -> "1050.0"; None for a number with a decimal
+    point and no comma ("1.234": 1.234, or 1234 grouped? refused, never guessed); any other
+    cell unchanged (an integer, a word, an empty cell: ``float`` or ``_bad_value`` decide)."""
+    text = cell.strip()
+    if _COMMA_NUMBER.fullmatch(text):
+        return text.replace(",", ".")
+    if _GROUPED_COMMA_NUMBER.fullmatch(text):
+        return text.replace(".", "").replace(",", ".")
+    if _POINT_NUMBER.fullmatch(text):
+        return None
+    return cell
+
+
+def _bad_value(lineno: int, name: str, cell: str, decimal: str = ".") -> str:
     """The refusal of a cell that is not a finite number, with what to do about it: a label
     word ('yes') is told the labels' limit, an empty cell (a gap) and a decimal comma are
-    named as such (the bench fills no gaps and reads decimal points only)."""
+    named as such (the bench fills no gaps; ``decimal`` "," reads decimal commas), and so
+    is a decimal point in a file read with ``decimal`` ","."""
     text = cell.strip()
     if name == "Occupancy" and text and not _is_number(text):
         return f"line {lineno}: Occupancy must be 0 or 1, got {cell!r} (write labels as 0 and 1)"
@@ -207,8 +261,16 @@ def _bad_value(lineno: int, name: str, cell: str) -> str:
         return reason + (
             " (an empty cell: the bench fills no gaps; fill the value or remove the row)"
         )
+    if decimal == "," and _POINT_NUMBER.fullmatch(text):
+        return reason + (
+            " (a decimal point under --decimal ',': 1.234, or 1234 with its digits grouped? "
+            "a point is read only as digit grouping before a decimal comma, as in 1.234,5)"
+        )
     if _DECIMAL_COMMA.fullmatch(text):
-        return reason + " (a decimal comma? numbers need a decimal point)"
+        return reason + (
+            " (a decimal comma? numbers need a decimal point, or --decimal ',' for a file of "
+            "decimal commas separated by semicolons or tabs)"
+        )
     if text.strip("\"'") == name:
         # files joined with cat repeat their header (helper G's user trial, 2026-12-06)
         return reason + (
@@ -219,10 +281,10 @@ def _bad_value(lineno: int, name: str, cell: str) -> str:
 
 
 def _read_occupancy(
-    text: io.StringIO, delimiter: str | None = None
+    text: io.StringIO, delimiter: str | None = None, decimal: str = "."
 ) -> tuple[np.ndarray, np.ndarray]:
     """``load_occupancy``'s reading pass over the file's text and delimiter (``_open_text``;
-    None: sniffed from the text)."""
+    None: sniffed from the text), numbers with the decimal mark ``decimal``."""
     rows = array("d")  # flat, 8 bytes a value (a list of lists took ~27 per value)
     labels = array("b")
     with text as handle:
@@ -240,7 +302,7 @@ def _read_occupancy(
             if layout is None:
                 layout = _occupancy_layout(row, header, lineno)
             width, lead, cols = layout
-            values = _occupancy_values(row, lineno, width, cols)
+            values = _occupancy_values(row, lineno, width, cols, decimal)
             if date is not None and not order.feed(row[date + lead].strip(), lineno):
                 date = None  # dates in no format known here: the order is the file's
             rows.extend(values[:-1])
@@ -308,19 +370,23 @@ def _occupancy_layout(
     return len(header) + offset, lead, cols
 
 
-def _occupancy_values(row: list[str], lineno: int, width: int, cols: tuple[int, ...]) -> list:
+def _occupancy_values(
+    row: list[str], lineno: int, width: int, cols: tuple[int, ...], decimal: str = "."
+) -> list:
     """One data row's channel values then its Occupancy label (0.0 or 1.0), each finite
-    (``ValueError`` naming the line, and the column or the field count)."""
+    (``ValueError`` naming the line, and the column or the field count); ``decimal`` ","
+    reads decimal commas (``_with_point``)."""
     if len(row) != width:
         raise ValueError(f"line {lineno} has {len(row)} fields, expected {width}")
     values = []
     for name, c in zip((*CHANNELS, "Occupancy"), cols, strict=True):
+        cell = row[c] if decimal == "." else _with_point(row[c])
         try:
-            value = float(row[c])
+            value = float("nan") if cell is None else float(cell)
         except ValueError:
             value = float("nan")
         if not math.isfinite(value):
-            raise ValueError(_bad_value(lineno, name, row[c]))
+            raise ValueError(_bad_value(lineno, name, row[c], decimal))
         values.append(value)
     if values[-1] not in (0.0, 1.0):
         raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[cols[-1]]!r}")
