@@ -69,7 +69,17 @@ MAX_PHASE_BUCKETS = 64
 
 @dataclass(frozen=True)
 class CprConfig:
-    """Tunables of the pipeline (defaults are the ones every figure in docs/ used)."""
+    """Tunables of the pipeline (defaults are the ones every figure in docs/ used).
+
+    ``min_period`` / ``max_period`` / ``min_cycles``: ``detect_period``'s search range
+    (integers; ``max_period`` ``None``: ``n // min_cycles``, a larger one is lowered to it).
+    ``smoothing``: EMS (True) or plain EM. ``tol`` / ``max_iter``: EM's stopping rule.
+    ``kde_grid``: grid points of the KDE whose mode is each phase's value. ``period``: a
+    period you know (detection skipped), or ``None``. Numpy integers are accepted where an
+    integer is asked.
+
+    Raises ``ParameterError`` naming the option: an integer option that is no integer or
+    below its minimum, ``smoothing`` not a bool, ``tol`` negative or not finite."""
 
     min_period: int = 2
     max_period: int | None = None
@@ -147,7 +157,18 @@ def _check_config(config: object) -> CprConfig:
 
 @dataclass(frozen=True)
 class CprResult:
-    """What CPR recovered from one stream (values in [0, 1])."""
+    """What CPR recovered from one stream (values in [0, 1]).
+
+    ``period``: the period folded at, an ``int``, or ``None`` when ``detect_period``
+    abstained (then ``template`` has one value, the mode of the whole stream's estimated
+    values, and ``reconstruction`` is that constant). ``confidence``: a ``float``,
+    ``detect_period``'s confidence (``1 -`` its adjusted p-value; ``0.0`` when it
+    abstained), ``nan`` for a period given by ``CprConfig(period=T)`` (not tested).
+    ``template``: one cycle, a float64 array of ``period`` values (1 when abstaining).
+    ``reconstruction``: a float64 array of one value per report, ``template`` repeated from
+    the first report's phase 0. ``period`` and ``confidence`` are Python numbers
+    (``json.dumps`` takes them; ``nan`` is written as ``NaN``); the arrays need
+    ``.tolist()``."""
 
     period: int | None
     confidence: float
@@ -305,6 +326,15 @@ def _streams(streams: object) -> object:
     which would be read as many streams of one number each."""
     if isinstance(streams, np.ndarray):
         one = streams.ndim < 2
+    elif not isinstance(streams, Iterable) or isinstance(streams, str | bytes):
+        # None, a number: Python's "'NoneType' object is not iterable" named nothing, and a
+        # text was read as streams of one character each (helper H, 2026-12-06)
+        raise ParameterError(
+            f"need a list of streams (one 1-D array of reports each), got {type(streams).__name__}",
+            field="streams",
+            limit="a list of streams (1-D arrays)",
+            value=stream_kind(streams),
+        )
     else:
         one = (
             isinstance(streams, list | tuple)
@@ -335,6 +365,7 @@ def cpr_many(
     stream named ``streams[i]`` (its sample ``streams[i][k]``), one stream given as
     numbers named as such."""
     config = _check_config(config)
+    _check_mechanism(mechanism)  # also with no stream: the call is wrong either way
     ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
     estimates = [_detect(y, config, f"streams[{i}]") for i, y in enumerate(ys)]
     folds = [e.period if e.period is not None else 1 for e in estimates]
