@@ -34,6 +34,7 @@ the column's successive differences in random order, min-max scaled), ``trend`` 
     python scripts/H_user_streams.py daily TRIALS OUT.jsonl
     python scripts/H_user_streams.py aperiodic TRIALS OUT.jsonl
     python scripts/H_user_streams.py table OUT.jsonl ...
+    python scripts/H_user_streams.py causes T N    # where a baseline wins at (T, N): why
 
 Seeds ``[SEED, block, cell index, trial]``, SEED = 7_310_041.
 """
@@ -270,6 +271,38 @@ def main_aperiodic(trials: int, out: str) -> None:
         print(source, kind, n, flush=True)
 
 
+def main_causes(period: int, n: int) -> None:
+    """Where a baseline is right and ``detect_period`` is not, at (``period``, ``n``): the
+    same streams as ``periodic`` (same seeds), with the detector's candidate and p-value."""
+    cells = [(s, t, m) for s in SOURCES for t, m in SHAPES]
+    tally: dict[str, int] = {}
+    for ci, (source, t, m) in enumerate(cells):
+        if (t, m) != (period, n):
+            continue
+        for eps0 in EPS0:
+            sw = ldpfleet.SquareWave(eps0)
+            for trial in range(20):
+                rng = np.random.default_rng([SEED, 1, ci, int(eps0 * 10), trial])
+                x = repeat_with_jitter(cycle(source, t, rng), m, rng)
+                y = sw.perturb(x, rng)
+                est = ldpfleet.detect_period(y)
+                base = {folded_variance_period(y), autocorrelation_period(y)}
+                if est.period == t or t not in base:
+                    continue
+                if est.period is None:
+                    kind = (
+                        "abstained, candidate = T"
+                        if est.candidate == t
+                        else (f"abstained, candidate {est.candidate}")
+                    )
+                else:
+                    kind = f"claimed {est.period}"
+                key = kind if "candidate =" in kind else kind.split(" ")[0]
+                tally[key] = tally.get(key, 0) + 1
+                print(source, eps0, trial, kind, f"p_adj={est.p_value:.2g}")
+    print(tally)
+
+
 def _sign_p(k: int, m: int) -> float:
     """P(X >= k), X ~ Bin(m, 1/2): one-sided paired sign test on m discordant pairs."""
     return sum(math.comb(m, j) for j in range(k, m + 1)) / 2**m if m else 1.0
@@ -348,6 +381,9 @@ def table(paths: list[str]) -> str:
 def main(argv: list[str]) -> None:
     if argv[0] == "table":
         print(table(argv[1:]))
+        return
+    if argv[0] == "causes":
+        main_causes(int(argv[1]), int(argv[2]))
         return
     trials, out = int(argv[1]), argv[2]
     {"periodic": main_periodic, "daily": main_daily, "aperiodic": main_aperiodic}[argv[0]](
