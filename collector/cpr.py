@@ -65,6 +65,9 @@ from numpy.typing import ArrayLike
 
 MIN_PHASE_BUCKETS = 16
 MAX_PHASE_BUCKETS = 64
+# CprConfig.kde_grid's ceiling: one phase's KDE at 64 buckets, mirrored, is 64 x 3 x 65,538
+# floats (100 MB); finer than SW's 2**-20 output grid matters nowhere
+MAX_KDE_GRID = 65_536
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,14 @@ class CprConfig:
     ``min_period`` / ``max_period`` / ``min_cycles``: ``detect_period``'s search range
     (integers; ``max_period`` ``None``: ``n // min_cycles``, a larger one is lowered to it).
     ``smoothing``: EMS (True) or plain EM. ``tol`` / ``max_iter``: EM's stopping rule.
-    ``kde_grid``: grid points of the KDE whose mode is each phase's value. ``period``: a
+    ``kde_grid``: grid points of the KDE whose mode is each phase's value (2 ..
+    ``MAX_KDE_GRID`` = 65,536). ``period``: a
     period you know (detection skipped), or ``None``. Numpy integers are accepted where an
     integer is asked.
 
     Raises ``ParameterError`` naming the option: an integer option that is no integer or
-    below its minimum, ``smoothing`` not a bool, ``tol`` negative or not finite."""
+    below its minimum, ``kde_grid`` above ``MAX_KDE_GRID``, ``smoothing`` not a bool,
+    ``tol`` negative or not finite."""
 
     min_period: int = 2
     max_period: int | None = None
@@ -122,6 +127,16 @@ class CprConfig:
             )
         _config_int(self.max_iter, "max_iter", 1)
         _config_int(self.kde_grid, "kde_grid", 2)
+        if self.kde_grid > MAX_KDE_GRID:
+            # each phase's KDE holds (buckets x 3 x kde_grid) floats at once: 10**9 asked
+            # for terabytes (a MemoryError or the machine's OOM killer; helper H)
+            raise ParameterError(
+                f"must be at most {MAX_KDE_GRID:,} (grid points on [0, 1]; the mode is "
+                f"refined between them), got {self.kde_grid!r}",
+                field="kde_grid",
+                limit=f"an integer <= {MAX_KDE_GRID}",
+                value=self.kde_grid,
+            )
         _config_int(self.min_cycles, "min_cycles", 2)
         if self.period is not None:
             _config_int(self.period, "period", 2)

@@ -87,3 +87,14 @@ def test_result_fields_are_python_numbers_json_takes():
         json.dumps({"period": result.period, "confidence": result.confidence})
         assert result.reconstruction.dtype == np.float64 and result.reconstruction.shape == y.shape
     assert math.isnan(ldpfleet.cpr(y, SW, ldpfleet.CprConfig(period=24)).confidence)
+
+
+def test_a_kde_grid_that_cannot_fit_in_memory_is_refused():
+    """``CprConfig(kde_grid=10**9)`` was accepted: ``cpr`` then asked for terabytes."""
+    with pytest.raises(ldpfleet.ParameterError) as info:
+        ldpfleet.CprConfig(kde_grid=10**9)
+    assert info.value.field == "kde_grid" and info.value.value == 10**9
+    assert info.value.limit == "an integer <= 65536"
+    y = _reports()
+    fine = ldpfleet.cpr(y, SW, ldpfleet.CprConfig(kde_grid=65_536))
+    assert fine.period == 24
