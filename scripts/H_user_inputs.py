@@ -3,7 +3,8 @@
 Every case prints one line: ``ok`` with the answer's essentials (``period`` and its type,
 ``json.dumps`` of the result's fields) or the exception's type, ``field``, ``limit`` and
 ``value``. A line starts with ``!!`` when the outcome is not a sensible answer nor a typed
-``ParameterError`` with its three attributes: an untyped exception (a numpy traceback for
+``ParameterError`` with its ``field`` and ``limit`` (``value`` may be ``None``: the value
+refused): an untyped exception (a numpy traceback for
 the user), a ``period`` that is not ``int`` / ``None``, fields ``json.dumps`` cannot write.
 
     python scripts/H_user_inputs.py [GROUP ...]     # GROUP: period cpr audit speed
@@ -39,7 +40,7 @@ def describe(result: object) -> str:
     period = getattr(result, "period", None)
     if period is not None and type(period) is not int:
         notes.append(f"period type {type(period).__name__}")
-    if dataclasses.is_dataclass(result):
+    if isinstance(result, ldpfleet.PeriodEstimate | ldpfleet.CprResult):
         for f in dataclasses.fields(result):
             v = getattr(result, f.name)
             if isinstance(v, np.ndarray):
@@ -67,7 +68,7 @@ def case(label: str, call) -> None:
     try:
         result = call()
     except ldpfleet.ParameterError as e:
-        missing = [a for a in ("field", "limit", "value") if getattr(e, a, None) is None]
+        missing = [a for a in ("field", "limit") if getattr(e, a, None) is None]
         mark = "!! " if missing else "   "
         if missing:
             PROBLEMS.append(f"{label}: ParameterError missing {missing}")
@@ -75,6 +76,14 @@ def case(label: str, call) -> None:
             f"{mark}{label:48s} ParameterError field={e.field!r} limit={e.limit!r} "
             f"value={str(e.value)[:40]!r} :: {str(e)[:110]}"
         )
+        return
+    except TypeError as e:
+        if "positional argument" in str(e) or "keyword argument" in str(e):
+            # Python's own refusal of a call that does not match the signature
+            print(f"   {label:48s} signature TypeError: {e}")
+            return
+        PROBLEMS.append(f"{label}: untyped {type(e).__name__}")
+        print(f"!! {label:48s} UNTYPED TypeError: {str(e)[:150]}")
         return
     except Exception as e:  # the point: classify everything
         PROBLEMS.append(f"{label}: untyped {type(e).__name__}")
