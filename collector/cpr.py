@@ -65,11 +65,26 @@ from numpy.typing import ArrayLike
 
 MIN_PHASE_BUCKETS = 16
 MAX_PHASE_BUCKETS = 64
+# CprConfig.kde_grid's ceiling: one phase's KDE at 64 buckets, mirrored, is 64 x 3 x 65,538
+# floats (100 MB); finer than SW's 2**-20 output grid matters nowhere
+MAX_KDE_GRID = 65_536
 
 
 @dataclass(frozen=True)
 class CprConfig:
-    """Tunables of the pipeline (defaults are the ones every figure in docs/ used)."""
+    """Tunables of the pipeline (defaults are the ones every figure in docs/ used).
+
+    ``min_period`` / ``max_period`` / ``min_cycles``: ``detect_period``'s search range
+    (integers; ``max_period`` ``None``: ``n // min_cycles``, a larger one is lowered to it).
+    ``smoothing``: EMS (True) or plain EM. ``tol`` / ``max_iter``: EM's stopping rule.
+    ``kde_grid``: grid points of the KDE whose mode is each phase's value (2 ..
+    ``MAX_KDE_GRID`` = 65,536). ``period``: a
+    period you know (detection skipped), or ``None``. Numpy integers are accepted where an
+    integer is asked.
+
+    Raises ``ParameterError`` naming the option: an integer option that is no integer or
+    below its minimum, ``kde_grid`` above ``MAX_KDE_GRID``, ``smoothing`` not a bool,
+    ``tol`` negative or not finite."""
 
     min_period: int = 2
     max_period: int | None = None
@@ -112,6 +127,16 @@ class CprConfig:
             )
         _config_int(self.max_iter, "max_iter", 1)
         _config_int(self.kde_grid, "kde_grid", 2)
+        if self.kde_grid > MAX_KDE_GRID:
+            # each phase's KDE holds (buckets x 3 x kde_grid) floats at once: 10**9 asked
+            # for terabytes (a MemoryError or the machine's OOM killer; helper H)
+            raise ParameterError(
+                f"must be at most {MAX_KDE_GRID:,} (grid points on [0, 1]; the mode is "
+                f"refined between them), got {self.kde_grid!r}",
+                field="kde_grid",
+                limit=f"an integer <= {MAX_KDE_GRID}",
+                value=self.kde_grid,
+            )
         _config_int(self.min_cycles, "min_cycles", 2)
         if self.period is not None:
             _config_int(self.period, "period", 2)
@@ -147,7 +172,18 @@ def _check_config(config: object) -> CprConfig:
 
 @dataclass(frozen=True)
 class CprResult:
-    """What CPR recovered from one stream (values in [0, 1])."""
+    """What CPR recovered from one stream (values in [0, 1]).
+
+    ``period``: the period folded at, an ``int``, or ``None`` when ``detect_period``
+    abstained (then ``template`` has one value, the mode of the whole stream's estimated
+    values, and ``reconstruction`` is that constant). ``confidence``: a ``float``,
+    ``detect_period``'s confidence (``1 -`` its adjusted p-value; ``0.0`` when it
+    abstained), ``nan`` for a period given by ``CprConfig(period=T)`` (not tested).
+    ``template``: one cycle, a float64 array of ``period`` values (1 when abstaining).
+    ``reconstruction``: a float64 array of one value per report, ``template`` repeated from
+    the first report's phase 0. ``period`` and ``confidence`` are Python numbers
+    (``json.dumps`` takes them; ``nan`` is written as ``NaN``); the arrays need
+    ``.tolist()``."""
 
     period: int | None
     confidence: float
@@ -305,6 +341,15 @@ def _streams(streams: object) -> object:
     which would be read as many streams of one number each."""
     if isinstance(streams, np.ndarray):
         one = streams.ndim < 2
+    elif not isinstance(streams, Iterable) or isinstance(streams, str | bytes):
+        # None, a number: Python's "'NoneType' object is not iterable" named nothing, and a
+        # text was read as streams of one character each (helper H, 2026-12-06)
+        raise ParameterError(
+            f"need a list of streams (one 1-D array of reports each), got {type(streams).__name__}",
+            field="streams",
+            limit="a list of streams (1-D arrays)",
+            value=stream_kind(streams),
+        )
     else:
         one = (
             isinstance(streams, list | tuple)
@@ -335,6 +380,7 @@ def cpr_many(
     stream named ``streams[i]`` (its sample ``streams[i][k]``), one stream given as
     numbers named as such."""
     config = _check_config(config)
+    _check_mechanism(mechanism)  # also with no stream: the call is wrong either way
     ys = [_reports(y, mechanism, f"streams[{i}]") for i, y in enumerate(_streams(streams))]
     estimates = [_detect(y, config, f"streams[{i}]") for i, y in enumerate(ys)]
     folds = [e.period if e.period is not None else 1 for e in estimates]

@@ -737,10 +737,19 @@ def _checked_arguments(reports, min_period, max_period, top_peaks, min_cycles, a
     min_period = _check_int(min_period, "min_period", 2)
     top_peaks = _check_int(top_peaks, "top_peaks", 1)
     min_cycles = _check_int(min_cycles, "min_cycles", 2)
-    if not (isinstance(alpha, numbers.Real) and 0.0 < float(alpha) < 1.0):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        # a Decimal or a 0-d array was "must be in (0, 1), got Decimal('0.01')" (helper H)
+        raise ParameterError(
+            f"must be a real number in (0, 1), got {type(alpha).__name__} {alpha!r}",
+            field="alpha",
+            limit="in (0, 1)",
+            value=alpha,
+        )
+    if not 0.0 < float(alpha) < 1.0:
         raise ParameterError(
             f"must be in (0, 1), got {alpha!r}", field="alpha", limit="in (0, 1)", value=alpha
         )
+    alpha = float(alpha)  # a Fraction reached numpy's log as an object (TypeError)
     n = arr.size
     if max_period is None:
         max_period = n // min_cycles
