@@ -524,15 +524,43 @@ def _perturb(mechanism: object, x: np.ndarray, seed: int, name: str) -> object:
     return _call_perturb(mechanism, x, np.random.default_rng(seed), name)
 
 
-def _call_perturb(mechanism: object, x: np.ndarray, rng: np.random.Generator, name: str):
+def _call_perturb(
+    mechanism: object,
+    x: np.ndarray,
+    rng: np.random.Generator,
+    name: str,
+    *,
+    show_batch: bool = True,
+):
+    """``perturb(x, rng)``, or one sentence naming the call's batch (``show_batch``; off
+    where the caller names the batch itself) if it raises."""
     try:
         return mechanism.perturb(x, rng)  # type: ignore[attr-defined]
     except (Exception, SystemExit) as error:
         raise _fail(
             name,
-            f"perturb failed on inputs in [0, 1]: {_why(error)}",
+            f"perturb failed on inputs in [0, 1]: {_why(error)}"
+            f"{_batch_shown(x) if show_batch else ''}",
             rule="perturb does not raise on inputs in [0, 1]",
         ) from None
+
+
+def _batch_shown(x: object) -> str:
+    """`` (on a batch of 8 inputs from 0.75 to 0.75)``: which call raised, so that a user
+    can repeat it (the audit's canary inputs are not the load-time grid; helper G's user
+    trial, round 4: "failed on inputs in [0, 1]" named neither); ``""`` when ``x`` is not
+    a non-empty real array."""
+    try:
+        arr = np.asarray(x, dtype=float)
+        if arr.size == 0:
+            return ""
+        low, high = float(np.nanmin(arr)), float(np.nanmax(arr))
+    except (TypeError, ValueError):
+        return ""
+    count = f"{arr.size:,} input" + ("s" if arr.size != 1 else "")
+    if low == high:
+        return f" (on a batch of {count}, all {low:.6g})"
+    return f" (on a batch of {count} from {low:.6g} to {high:.6g})"
 
 
 def contract_reports(
@@ -775,7 +803,7 @@ def _check_bound_batch(
     device of a fleet reading above its bounds (helper M, 2026-12-06)."""
     x = np.full(BOUND_BATCH_SIZE, value)
     try:
-        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name, show_batch=False), name)
     except ParameterError as error:
         raise ParameterError(
             f"{error.reason} (on a batch of {BOUND_BATCH_SIZE} inputs all {value:g}: a device "
@@ -795,7 +823,7 @@ def _check_batch(mechanism: object, name: str, size: int, rng: np.random.Generat
     the sample of 256 and failed on every device of the fleet."""
     x = np.array([0.5]) if size == 1 else np.linspace(0.0, 1.0, size)
     try:
-        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name), name)
+        check_outputs(mechanism, x, _call_perturb(mechanism, x, rng, name, show_batch=False), name)
     except ParameterError as error:
         inputs = "input" if size == 1 else "inputs"
         raise ParameterError(
