@@ -348,7 +348,7 @@ def build_mechanism(factory: Callable[[float], object], eps: float, name: str) -
             f"refused eps = {eps:g}: {_why(error)}",
             rule="a constructor that accepts the eps it is given",
         ) from None
-    missing = [m for m in REQUIRED_METHODS if not callable(getattr(mechanism, m, None))]
+    missing = [m for m in REQUIRED_METHODS if not callable(_stated(mechanism, m, name))]
     if missing:
         raise _fail(
             name,
@@ -367,8 +367,8 @@ def stated_range(mechanism: object, name: str) -> tuple[float, float] | None:
     Reports outside a stated range are refused on the device and on the collector (before,
     the range was only quoted in messages: a plugin stating [0, 1] with a permissive
     ``in_domain`` had its 1.5 accepted and aggregated)."""
-    low = getattr(mechanism, "output_low", None)
-    high = getattr(mechanism, "output_high", None)
+    low = _stated(mechanism, "output_low", name)
+    high = _stated(mechanism, "output_high", name)
     if low is None and high is None:
         return None
     ok = all(
@@ -388,12 +388,29 @@ def stated_range(mechanism: object, name: str) -> tuple[float, float] | None:
     return float(low), float(high)  # type: ignore[arg-type]
 
 
+def _stated(mechanism: object, attr: str, name: str) -> object:
+    """``getattr(mechanism, attr, None)``, or one sentence (``ParameterError``, field
+    ``mechanism``) when reading it raises: a property ``eps`` that raised ``RuntimeError``
+    ended ``ldpfleet run`` and ``ldpfleet audit`` in a traceback, exit 1 (helper G's user
+    trial, round 4). An ``AttributeError`` means "not stated", as Python's ``getattr``
+    reads it."""
+    try:
+        return getattr(mechanism, attr, None)
+    except (Exception, SystemExit) as error:
+        raise _fail(
+            name,
+            f"raised reading its {attr}: {_why(error)} (state it as a plain attribute, or "
+            "a property that does not raise)",
+            rule=f"{attr} readable without raising",
+        ) from None
+
+
 def check_stated_eps(mechanism: object, eps: float, name: str) -> None:
     """A mechanism that states its budget (an ``eps`` attribute) must state the one it was
     built with, within a relative ``EPS_STATED_TOLERANCE``: a plugin answering
     ``self.eps = 2 * eps`` (or running at a budget of its own) would otherwise be labelled
     and audited at a budget it does not spend. Not stating ``eps`` is allowed."""
-    stated = getattr(mechanism, "eps", None)
+    stated = _stated(mechanism, "eps", name)
     if stated is None:
         return
     real = isinstance(stated, int | float | np.integer | np.floating)

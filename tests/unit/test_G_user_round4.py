@@ -147,3 +147,70 @@ def test_the_audit_of_a_plugin_raising_on_its_canary_names_the_batch():
     with pytest.raises(ParameterError) as caught:
         ldpfleet.run_audit(RaisesAt075, 1.0, trials=200)
     assert "perturb failed on inputs in [0, 1]: bad reading (on a batch of" in str(caught.value)
+
+
+class _RR:
+    """One-bit randomised response, for the stated-attribute tests below."""
+
+    def __init__(self, eps):
+        self._eps = float(eps)
+
+    def perturb(self, x, rng):
+        x = np.asarray(x, dtype=float)
+        bit = rng.random(x.shape) < x
+        keep = rng.random(x.shape) < 1 / (1 + np.exp(-self._eps))
+        return np.where(keep, bit, ~bit).astype(float)
+
+    def in_domain(self, y):
+        y = np.asarray(y, dtype=float)
+        return (y == 0.0) | (y == 1.0)
+
+    def estimate_mean(self, y):
+        p = 1 / (1 + np.exp(-self._eps))
+        return float(np.mean((np.asarray(y, float) - (1 - p)) / (2 * p - 1)))
+
+
+class EpsPropertyRaises(_RR):
+    @property
+    def eps(self):
+        raise RuntimeError("not ready")
+
+
+class OutputLowRaises(_RR):
+    output_high = 1.0
+
+    @property
+    def output_low(self):
+        raise KeyError("low")
+
+
+class EpsProperty(_RR):
+    @property
+    def eps(self):
+        return self._eps
+
+
+@pytest.mark.parametrize(
+    ("cls", "attr", "why"),
+    [
+        (EpsPropertyRaises, "eps", "not ready"),
+        (OutputLowRaises, "output_low", "KeyError: 'low'"),
+    ],
+)
+def test_a_stated_attribute_that_raises_is_one_sentence(cls, attr, why):
+    """A property ``eps`` that raised ended ``ldpfleet run`` and ``ldpfleet audit`` in a
+    traceback with exit status 1."""
+    from ldpfleet.protocol.mechanism_contract import build_mechanism
+
+    with pytest.raises(ParameterError) as caught:
+        build_mechanism(cls, 0.5, "m:Cls")
+    message = str(caught.value)
+    assert caught.value.field == "mechanism"
+    assert f"'m:Cls' raised reading its {attr}: {why}" in message, message
+    assert caught.value.limit == f"{attr} readable without raising"
+
+
+def test_an_eps_property_that_answers_is_checked_like_an_attribute():
+    from ldpfleet.protocol.mechanism_contract import build_mechanism
+
+    assert build_mechanism(EpsProperty, 0.5, "m:EpsProperty").eps == 0.5
