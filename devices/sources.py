@@ -1010,8 +1010,9 @@ def _decompressed(path: str, raw: bytes) -> bytes:
     return raw
 
 
-# Binary table formats a user may hand a CSV source, by their first bytes (and, for
-# Parquet, its last four as well: a text file may start "PAR1" but not also end so).
+# Binary table formats a user may hand a CSV source, by their first bytes (for Parquet,
+# "PAR1" followed by binary data, a control byte within the next 64: a CSV whose header
+# starts with the name PAR1 stays a CSV).
 # Read as text they were refused as "not UTF-8 text (byte 0xd0 on line 1): save it as
 # UTF-8" (.xls) or "has a header but no data rows" (a small Parquet file): helper G's
 # user trial, round 4.
@@ -1032,7 +1033,7 @@ _BINARY_TABLES = (
         'from TABLE" > data.csv, and give that file',
     ),
     (
-        b"ARROW1",
+        b"ARROW1\x00\x00",
         "an Apache Arrow / Feather file: write it as CSV (pandas.read_feather(FILE)"
         ".to_csv('data.csv', index=False)) and give that file",
     ),
@@ -1053,7 +1054,7 @@ def _refuse_binary_table(path: str, raw: bytes) -> None:
     ``source.path``), rather than read as text and refused for what its bytes happen to
     be."""
     what = None
-    if raw.startswith(b"PAR1") and raw.endswith(b"PAR1") and len(raw) >= 8:
+    if raw.startswith(b"PAR1") and any(b < 0x20 and b not in b"\t\n\r" for b in raw[4:68]):
         what = _PARQUET
     for magic, kind in _BINARY_TABLES:
         if what is None and raw.startswith(magic):

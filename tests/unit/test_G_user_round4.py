@@ -39,6 +39,7 @@ BINARY = [
     ("book.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)) * 4, "Excel 97-2003"),
     ("t.parquet", b"PAR1\x15\x04\x15\x00" + bytes(range(200)) + b"\x00\x00PAR1", "Parquet"),
     ("small.parquet", b"PAR1\x15\x04\x15\x00PAR1", "Parquet"),
+    ("cut.parquet", b"PAR1\x15\x04\x15\x00", "Parquet"),
     ("t.h5", b"\x89HDF\r\n\x1a\n" + bytes(64), "HDF5"),
     ("t.db", b"SQLite format 3\x00" + bytes(100), "SQLite"),
     ("t.feather", b"ARROW1\x00\x00" + bytes(64) + b"ARROW1", "Arrow / Feather"),
@@ -74,6 +75,11 @@ def test_text_that_merely_starts_like_a_binary_magic_is_still_csv(tmp_path):
     path.write_text("PAR1,PAR2\n1,2\n3,4\n")
     names, matrix = load_table(str(path))
     assert names == ["PAR1", "PAR2"] and matrix.tolist() == [[1, 2], [3, 4]]
+    alone = tmp_path / "q.csv"
+    alone.write_text("PAR1\n1\n2\nPAR1")  # (a last line repeating the header is refused)
+    with pytest.raises(SourceError) as caught:
+        load_table(str(alone))
+    assert "Parquet" not in str(caught.value) and "repeat" in str(caught.value)
 
 
 def test_a_folder_of_per_device_files_is_refused_saying_so(tmp_path):
