@@ -554,6 +554,7 @@ def _parse_table(
     field = "source.path"
     try:
         raw = read_data_file(path)
+        _refuse_binary_table(path, raw)
         if raw.startswith(_NUMPY_MAGIC):
             _no_header_in_numpy(path, has_header)
             _no_decimal_in_numpy(path, decimal)
@@ -1009,6 +1010,59 @@ def _decompressed(path: str, raw: bytes) -> bytes:
     return raw
 
 
+# Binary table formats a user may hand a CSV source, by their first bytes (for Parquet,
+# "PAR1" followed by binary data, a control byte within the next 64: a CSV whose header
+# starts with the name PAR1 stays a CSV).
+# Read as text they were refused as "not UTF-8 text (byte 0xd0 on line 1): save it as
+# UTF-8" (.xls) or "has a header but no data rows" (a small Parquet file): helper G's
+# user trial, round 4.
+_BINARY_TABLES = (
+    (
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1",
+        "a Microsoft Office compound file (an Excel 97-2003 .xls workbook): save the sheet "
+        "as CSV (UTF-8) and give that file",
+    ),
+    (
+        b"\x89HDF\r\n\x1a\n",
+        "an HDF5 file (pandas' to_hdf, h5py, MATLAB v7.3): write the series as CSV "
+        "(DataFrame.to_csv) or as a NumPy .npy / .npz file and give that file",
+    ),
+    (
+        b"SQLite format 3\x00",
+        'an SQLite database: export the table, e.g. sqlite3 -header -csv FILE "select * '
+        'from TABLE" > data.csv, and give that file',
+    ),
+    (
+        b"ARROW1\x00\x00",
+        "an Apache Arrow / Feather file: write it as CSV (pandas.read_feather(FILE)"
+        ".to_csv('data.csv', index=False)) and give that file",
+    ),
+    (
+        b"%PDF-",
+        "a PDF document: a source reads the numbers themselves, as CSV text",
+    ),
+)
+_PARQUET = (
+    "an Apache Parquet file: write it as CSV (pandas.read_parquet(FILE)"
+    ".to_csv('data.csv', index=False)) and give that file"
+)
+
+
+def _refuse_binary_table(path: str, raw: bytes) -> None:
+    """A Parquet, Excel 97-2003, HDF5, SQLite, Arrow/Feather file or a PDF given as a CSV
+    source is refused naming its format and how to convert it (``SourceError``,
+    ``source.path``), rather than read as text and refused for what its bytes happen to
+    be."""
+    what = None
+    if raw.startswith(b"PAR1") and any(b < 0x20 and b not in b"\t\n\r" for b in raw[4:68]):
+        what = _PARQUET
+    for magic, kind in _BINARY_TABLES:
+        if what is None and raw.startswith(magic):
+            what = kind
+    if what is not None:
+        raise SourceError(f"{path} is not a CSV or NumPy file but {what}", field="source.path")
+
+
 def _refuse_other_zip(path: str, raw: bytes) -> None:
     """A zip that is not an ``.npz`` (an Excel workbook, a zipped CSV): numpy hands its
     members back as bytes, which ended ``ldpfleet run`` in a traceback."""
@@ -1131,11 +1185,17 @@ def _cell_value(cell: str) -> float:
         return math.nan
 
 
-def _gap_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+def _gap_error(
+    path: str, name: str, cell: str, lineno: int, field: str, *, rows: bool = False
+) -> SourceError:
+    """The refusal of a missing value under ``missing = "refuse"``; ``rows``: the "rows"
+    layout, where a column is a time step (what "drop" removes is then that column of
+    every row, not a row: helper G, round 4)."""
+    drop = "remove that time step, the column, from every row" if rows else "remove the row"
     return SourceError(
         f"missing value {cell!r} in column {name!r} at line {lineno} of {path}: set "
         'source.missing = "previous" (carry the last reading forward), "interpolate" '
-        '(linear between neighbours) or "drop" (remove the row) to replay a file with gaps '
+        f'(linear between neighbours) or "drop" ({drop}) to replay a file with gaps '
         '(default "refuse")',
         field=field,
     )
@@ -1160,6 +1220,13 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
         st = os.stat(path)
     except OSError as exc:
         raise SourceError(f"file not found: {path} ({exc.strerror})", field="source.path") from exc
+    if os.path.isdir(path):
+        raise SourceError(
+            f"{path} is not a regular file but a folder: a csv source reads one file, which "
+            'every device replays (layout "column": each device from its own start row; '
+            'layout "rows": a row per device, all of one length); join the files into one',
+            field="source.path",
+        )
     if not os.path.isfile(path):
         raise SourceError(f"{path} is not a regular file", field="source.path")
     return _parse_table(path, (os.path.realpath(path), st.st_mtime_ns, st.st_size), header, decimal)
@@ -1425,7 +1492,7 @@ def _check_rows(spec: CsvSpec, names: list[str]) -> None:
         raise _broken_error(spec.path, names[k], *broken[k], field="source.path")
     if gaps and spec.missing == "refuse":
         k = min(gaps, key=lambda j: (gaps[j][1], j))
-        raise _gap_error(spec.path, names[k], *gaps[k], field="source.path")
+        raise _gap_error(spec.path, names[k], *gaps[k], field="source.path", rows=True)
 
 
 def _read_columns(spec: CsvSpec, names: list[str]) -> tuple[int, ...]:
