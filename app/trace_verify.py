@@ -723,7 +723,11 @@ def _verify_streams(run: _Run, messages, report: VerifyReport) -> dict:
     try:
         config = run.scenario.stream_config(run.run)
     except Exception as error:  # e.g. a "package.module:Class" mechanism not importable here
-        raise TraceError(f"the scenario's stream cannot be built here ({error})") from None
+        raise TraceError(
+            f"the scenario's stream cannot be built here ({error}); trace verify builds the "
+            "run's mechanism to check every report against its in_domain: run it where "
+            "the mechanism imports (its package installed, or its folder on PYTHONPATH)"
+        ) from None
     state = _Streams(config, set(run.scenario.device_ids()))
     for row, _, message in messages:
         if isinstance(message, Hello):

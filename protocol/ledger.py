@@ -354,7 +354,14 @@ class PrivacyLedger:
         return dict(self._mechanisms[name])
 
     def to_dict(self) -> dict:
+        """The ledger as ledger.json holds it: each account's figures and ``mechanisms``,
+        how many accepted charges each mechanism label made (``{"g-stair": 40}``; the
+        counts were kept and never written: helper G's user trial, round 4, asked the
+        ledger which mechanism spent the ε)."""
         return {
             "owner": self.owner,
-            "accounts": {name: acct.to_dict() for name, acct in self._accounts.items()},
+            "accounts": {
+                name: {**acct.to_dict(), "mechanisms": dict(sorted(self._mechanisms[name].items()))}
+                for name, acct in self._accounts.items()
+            },
         }

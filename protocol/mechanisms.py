@@ -202,6 +202,8 @@ def _colon_hint(name: str) -> str:
     if ":" in name or "." not in name:
         return ""
     module, _, cls = name.rpartition(".")
+    if not cls.isidentifier() or not all(part.isidentifier() for part in module.split(".")):
+        return ""  # '..' was told to write '.:', 'a..b' 'a.:b'
     return f"; to name class {cls!r} of module {module!r}, write {module + ':' + cls!r}"
 
 
