@@ -25,12 +25,16 @@ from tests.conftest import ROOT
 
 CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
 SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
-# the two never-returning devices are absent: each path waits out the join deadline and
+# The two never-returning devices are absent: each path waits out the join deadline and
 # the advertise stage's (stage_timeout each); 10 s keeps a starved machine's live devices
-# in (a join or a reply moves the deadline on, up to 4 x stage_timeout)
+# in (a join or a reply moves the deadline on, up to 4 x stage_timeout). The split
+# collector cannot know that the fleet has ended with devices gone (the one-process runner
+# closes the stream stage when its fleet task ends): its stream stage closes at
+# [collector] stage_timeout (600 s by default, past a shard's 70 s wait for the secure-sum
+# stage to open), hence 20 s here.
 SCENARIO = (ROOT / "scenarios" / "faults.toml").read_text().replace(
     "hostile_messages = 2000\n", ""
-) + "\n[secure_sum]\ndim = 8\nstage_timeout = 10.0\n"
+) + "\n[collector]\nstage_timeout = 20.0\n\n[secure_sum]\ndim = 8\nstage_timeout = 10.0\n"
 KEYS = ("devices", "aborted", "exact", "dropped_devices", "survivors", "total", "max_abs_error")
 
 
@@ -48,7 +52,9 @@ def test_one_process_and_split_runs_sum_the_same_devices(tmp_path):
         timeout=SAFETY,
         cwd=tmp_path,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    # exit 1: the stream stage is incomplete (the gone devices' batches are missing)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
     split = json.loads((out / "results.json").read_text())
     assert "side_processes" in split  # it did run split
     one = asyncio.run(
