@@ -167,3 +167,70 @@ def test_the_pump_opens_the_stage_and_decides_at_the_deadline_on_virtual_time():
     assert [(m.stage, m.state) for m in heard] == [(SECURE_SUM_STAGE, "open")]
     assert isinstance(decision, SessionOpens) and decision.absent == tuple(DEVICES[4:])
     assert waited == pytest.approx(3.0, abs=0.01)
+
+
+SMALL = """
+[scenario]
+name = "opening"
+seed = 3
+
+[fleet]
+devices = 4
+
+[stream]
+steps = 10
+eps = 1.0
+w = 2
+mechanism = "sw"
+
+[source]
+kind = "synthetic"
+shape = "sine"
+period = [4, 6]
+bounds = [0.0, 1.0]
+
+[secure_sum]
+dim = 2
+stage_timeout = 5.0
+"""
+
+
+def test_a_stage_nobody_joins_has_no_session_and_says_so_on_both_paths():
+    """``collect_secure_sum`` (what ``ldpfleet run`` and the split collector side both
+    call): no device listening, the stage is abandoned at the join deadline (5 virtual
+    seconds) with ``secure_sum_entry``'s keys."""
+    from ldpfleet.scenarios.schema import parse_scenario
+    from ldpfleet.scenarios.secure_sum_stage import collect_secure_sum
+
+    scenario = parse_scenario(SMALL)
+
+    async def run() -> tuple[dict, float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        entry = await collect_secure_sum(scenario, MemoryTransport(), "nobody", "sum0")
+        return entry, loop.time() - started
+
+    entry, waited = VirtualTimeLoop.run(run())
+    assert waited == pytest.approx(5.0, abs=0.01)
+    assert entry["aborted"].startswith(
+        "4 of 4 devices did not join the secure_sum stage of run nobody within 5 s"
+    )
+    assert entry["survivors"] == 0 and entry["dropped_devices"] == scenario.device_ids()
+    assert set(entry) >= {"dim", "graph", "devices", "seconds", "seconds_per_stage"}
+
+
+def test_devices_that_crashed_for_good_run_no_agent():
+    from types import SimpleNamespace
+
+    from ldpfleet.devices.faults import Crash
+    from ldpfleet.scenarios.secure_sum_stage import secure_sum_participants
+
+    fleet = SimpleNamespace(
+        agents=[SimpleNamespace(device=d) for d in DEVICES[:4]],
+        crashes={
+            DEVICES[1]: Crash(DEVICES[1], 3, returns=True),
+            DEVICES[2]: Crash(DEVICES[2], 5, returns=False),
+            DEVICES[5]: Crash(DEVICES[5], 5, returns=False),  # another shard's
+        },
+    )
+    assert secure_sum_participants(fleet) == [DEVICES[0], DEVICES[1], DEVICES[3]]
