@@ -42,7 +42,6 @@ from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
 from ldpfleet.collector.analytics import note_secure_sum, privacy_entry, sw_mean_estimates
 from ldpfleet.collector.metrics import cosine_distance, period_correct
-from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.service import CollectorService, announce_run_closed
 from ldpfleet.devices.fleet import DeviceOutcome, Fleet
 from ldpfleet.devices.hostile import HostileClient
@@ -69,6 +68,7 @@ from ldpfleet.scenarios.schema_checks import (
     secure_sum_risk_warnings,
     unclaimable_period_warnings,
 )
+from ldpfleet.scenarios.secure_sum_stage import collect_secure_sum, secure_sum_participants
 from ldpfleet.scenarios.shards import ShardedFleet
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
@@ -282,49 +282,44 @@ async def run_secure_sum_stage(
 ) -> dict:
     """The ``[secure_sum]`` stage: every device of the fleet takes part with the first
     ``dim`` readings of its clean stream (clipped); a seeded ``dropout`` fraction drops at
-    ``dropout_stage`` (announced, like an MQTT last will). Returns the results.json entry."""
+    ``dropout_stage`` (announced, like an MQTT last will). The stage opens under the rule
+    the split run's collector side uses too (``scenarios.secure_sum_stage``). Returns the
+    results.json entry."""
     section = scenario.spec.secure_sum
     assert section is not None
-    fixed_point = scenario.fixed_point()
-    devices = [agent.device for agent in fleet.agents]
+    devices = scenario.device_ids()
     vectors = secure_sum_vectors(scenario, {d: fleet.clean[d] for d in devices})
     dropping = secure_sum_dropouts(scenario, devices, seed)
     # a device that crashed mid-stream and never came back ([faults] never_return) is
-    # still in the collector's list (it cannot know) but runs no agent: silent, the stage
+    # still in the collector's list (it cannot know) but runs no agent: silent, the join
     # deadline counts it out (held-out QA, helper T: such devices were summed)
-    gone = {d for d, crash in fleet.crashes.items() if not crash.returns}
-    session = SECURE_SUM_SESSION
     gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)
     agents = [
         SecAggAgent(
             transport,
-            SecAggClient(run, session, d, vectors[d]),
+            SecAggClient(run, SECURE_SUM_SESSION, d, vectors[d]),
             dropout=section.dropout_stage if d in dropping else None,
             announce_dropout=True,
             connect_gate=gate,
+            ready=True,
         )
-        for d in devices
-        if d not in gone
+        for d in secure_sum_participants(fleet)
     ]
-    tasks = [asyncio.create_task(agent.run()) for agent in agents]
+    tasks: list[asyncio.Task] = []
+
+    def start_agents() -> None:
+        tasks.extend(asyncio.create_task(agent.run()) for agent in agents)
+
     try:
-        await asyncio.gather(*(agent.subscribed.wait() for agent in agents))
-        result = await secure_sum(
-            transport,
-            run,
-            session,
-            devices,
-            section.dim,
-            fixed_point,
-            graph=section.graph,
-            degree=section.neighbors,
-            threshold=section.threshold,
-            stage_timeout=section.stage_timeout,
+        result = await collect_secure_sum(
+            scenario, transport, run, SECURE_SUM_SESSION, on_listening=start_agents
         )
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    if isinstance(result, dict):  # no device joined: no session
+        return result
     entry = secure_sum_entry(scenario, devices, result)
     return score_secure_sum(scenario, entry, result.total, result.survivors, vectors)
 

@@ -12,13 +12,17 @@ Kinds of scenario:
 - ``stream`` (with or without ``[gcdp]``): the collector side is the trace recorder and the
   ``CollectorService`` (GC-DP release stage, CPR as configured); each fleet shard runs its
   slice of the devices (``devices.fleet.Fleet``).
-- ``secure_sum`` (a stream scenario with ``[secure_sum]``): then the secure-sum stage. The
-  collector side listens for the devices' ``DeviceReady`` (``collector.readiness``), says
-  ``stage secure_sum open`` on ``ctl/stage``, and runs ``secure_sum`` once every device
-  joined (or, at ``fleet_timeout``, with those that did: the others are dropouts). Each
-  shard, on that broadcast, starts its devices' SecAgg agents with the same inputs and the
-  same seeded dropouts as ``ldpfleet run`` (``scenarios.runner``); a silence deadline
-  (``protocol.liveness``) stops them with a sentence if the collector side vanishes.
+- ``secure_sum`` (a stream scenario with ``[secure_sum]``): then the secure-sum stage,
+  opened under the rule ``ldpfleet run`` uses too (``scenarios.secure_sum_stage``,
+  ``protocol.stage_opening``): the collector side listens for the devices' ``DeviceReady``,
+  says ``stage secure_sum open`` on ``ctl/stage``, and runs ``secure_sum`` over every
+  device once all joined, or at the join deadline (``stage_timeout`` after the opening or
+  the latest join, at most ``DEFAULT_PATIENCE`` x ``stage_timeout``) with those that did:
+  the others drop out at the session's first deadline; nobody joining means no session.
+  Each shard, on that broadcast, starts the SecAgg agents of its devices (not those that
+  crashed for good) with the same inputs and the same seeded dropouts as ``ldpfleet run``
+  (``scenarios.runner``); a silence deadline (``protocol.liveness``) stops them with a
+  sentence if the collector side vanishes.
 - ``cadr``: ``scenarios.cadr_sides`` (imported lazily).
 
 Outputs: the collector side writes ``OUT/results.json`` (what ``ldpfleet run`` writes, minus
@@ -48,9 +52,7 @@ from ldpfleet.broker.select import open_broker
 from ldpfleet.broker.transport import AsUser, Transport
 from ldpfleet.collector.analytics import note_secure_sum, privacy_entry
 from ldpfleet.collector.announce import say_run_closed
-from ldpfleet.collector.readiness import DevicesMissing, await_devices
 from ldpfleet.collector.rendezvous import RunAnnouncer
-from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.service import CollectorService
 from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
@@ -67,6 +69,7 @@ from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
 from ldpfleet.protocol.secagg.client import SecAggClient
 from ldpfleet.protocol.secagg.server import DEFAULT_PATIENCE
+from ldpfleet.protocol.stage_opening import SECURE_SUM_STAGE
 from ldpfleet.scenarios.cadr_run import scenario_header
 from ldpfleet.scenarios.clipping import add_clipping
 from ldpfleet.scenarios.fleet_shard import write_shard_outputs
@@ -93,6 +96,7 @@ from ldpfleet.scenarios.runner import (
     watch_progress,
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
+from ldpfleet.scenarios.secure_sum_stage import collect_secure_sum, secure_sum_participants
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
     collector_counts,
@@ -115,7 +119,6 @@ __all__ = [
     "write_merged",
 ]
 
-SECURE_SUM_STAGE = "secure_sum"  # Stage(stage=..., state="open") on ctl/stage
 SIDE_FILE = "collector-side.npz"  # the collector's reconstructions and releases
 
 
@@ -346,7 +349,7 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
             progress(c["reports_received"], c["reports_expected"])
         if scenario.spec.secure_sum is not None:
             if state.aborted is None:
-                state.secure = await _collector_secure_sum(scenario, transport, run, fleet_timeout)
+                state.secure = await _collector_secure_sum(scenario, transport, run)
                 state.stages["secure_sum"] = {
                     "status": "aborted" if state.secure["aborted"] else "ok",
                     "seconds": state.secure["seconds"],
@@ -379,38 +382,17 @@ async def _close_without_fleet(
 
 
 async def _collector_secure_sum(
-    scenario: LoadedScenario, transport: Transport, run: str, timeout: float
+    scenario: LoadedScenario, transport: Transport, run: str, _fleet_timeout: float | None = None
 ) -> dict:
-    """The ``[secure_sum]`` stage across processes: listen for the devices' readiness,
-    announce the stage, then one aggregation session over every device of the fleet."""
-    section = scenario.spec.secure_sum
+    """The ``[secure_sum]`` stage across processes: open it under the rule ``ldpfleet run``
+    uses too (``scenarios.secure_sum_stage``: the shards start their agents on the
+    opening), then one aggregation session over every device of the fleet. The join
+    deadline is the stage's own (``protocol.stage_opening``): ``_fleet_timeout``, which
+    scenarios/coordinator.py still passes, is not used."""
     devices = scenario.device_ids()
-    listening = asyncio.Event()
-    joining = asyncio.create_task(
-        await_devices(transport, run, devices, timeout=timeout, listening=listening)
-    )
-    await _first(listening, joining)
-    async with transport.connect(f"{run}-collector-stage") as conn:
-        opening = Stage(run=run, sender=topics.COLLECTOR_ID, stage=SECURE_SUM_STAGE, state="open")
-        await conn.publish(topics.ctl(run, "stage"), codec.encode(opening))
-    try:
-        await joining
-    except DevicesMissing as error:
-        if len(error.missing) == len(devices):  # nobody came: no session
-            return {"devices": len(devices), "aborted": error.sentence, "seconds": 0.0}
-        # the others drop out of the session at its first deadline
-    result = await secure_sum(
-        transport,
-        run,
-        SECURE_SUM_SESSION,
-        devices,
-        section.dim,
-        scenario.fixed_point(),
-        graph=section.graph,
-        degree=section.neighbors,
-        threshold=section.threshold,
-        stage_timeout=section.stage_timeout,
-    )
+    result = await collect_secure_sum(scenario, transport, run, SECURE_SUM_SESSION)
+    if isinstance(result, dict):  # no device joined: no session
+        return result
     entry = secure_sum_entry(scenario, devices, result)
     entry["survivor_ids"] = sorted(result.survivors)
     if result.total is not None:  # whole, however long: the merge scores it against the truth
@@ -737,9 +719,10 @@ async def _fleet_secure_sum(
 
 
 def _secagg_agents(scenario, transport, run, fleet: Fleet, seed: int, heard) -> list:
-    """The shard's SecAgg agents: the inputs and seeded dropouts of ``ldpfleet run``."""
+    """The shard's SecAgg agents: the participants, inputs and seeded dropouts of
+    ``ldpfleet run`` (``scenarios.secure_sum_stage``)."""
     section = scenario.spec.secure_sum
-    mine = [agent.device for agent in fleet.agents]
+    mine = secure_sum_participants(fleet)  # not the devices that crashed for good
     vectors = secure_sum_vectors(scenario, {d: fleet.clean[d] for d in mine})
     dropping = secure_sum_dropouts(scenario, scenario.device_ids(), seed)
     gate = asyncio.Semaphore(scenario.spec.fleet.connect_concurrency)

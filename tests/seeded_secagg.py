@@ -8,8 +8,9 @@ that must not fail by chance draws it from ``SEED`` instead: then the session, a
 included, is a fixed function of the seeds (the dropping devices are the scenario seed's),
 and ``tests/unit/test_F_seeded_secagg.py`` checks that this seed's labelling leaves every
 device of the shipped scenario enough live share holders. Nothing in the package changes:
-the scenario paths' ``secure_sum`` (``scenarios.runner`` for ``ldpfleet run``,
-``scenarios.sides`` for split and partitioned runs) is wrapped in the test's process.
+the scenario paths' one ``secure_sum`` (``scenarios.secure_sum_stage``, which
+``ldpfleet run`` and the split and partitioned runs all call) is wrapped in the test's
+process.
 
 Two uses: ``install()`` in a test's own process, or, for a documented command run as a
 subprocess (tests/e2e/test_docs_commands.py), ``python tests/seeded_secagg.py ARGS...``
@@ -48,10 +49,9 @@ def seeded(secure_sum, seed: int = SEED):
 def install(seed: int = SEED) -> None:
     """Every scenario path's secure sum in this process draws its labelling from ``seed``."""
     from ldpfleet.collector.secure_sum import secure_sum
-    from ldpfleet.scenarios import runner, sides
+    from ldpfleet.scenarios import secure_sum_stage
 
-    for module in (runner, sides):
-        module.secure_sum = seeded(secure_sum, seed)
+    secure_sum_stage.secure_sum = seeded(secure_sum, seed)
 
 
 def main() -> None:

@@ -88,13 +88,15 @@ def test_seeded_passes_a_fresh_source_per_session_and_keeps_an_explicit_one():
 
 
 def test_install_wraps_every_scenario_path(monkeypatch):
-    from ldpfleet.scenarios import runner, sides
+    from ldpfleet.collector import secure_sum as collector_sum
+    from ldpfleet.scenarios import runner, secure_sum_stage, sides
 
-    for module in (runner, sides):
-        monkeypatch.setattr(module, "secure_sum", module.secure_sum)  # restored after
+    # ldpfleet run and the split run call the session through this one module
+    assert not hasattr(runner, "secure_sum") and not hasattr(sides, "secure_sum")
+    monkeypatch.setattr(secure_sum_stage, "secure_sum", secure_sum_stage.secure_sum)
     seeded_secagg.install()
-    assert runner.secure_sum.__wrapped__ is sides.secure_sum.__wrapped__
-    assert runner.secure_sum.__name__ == "secure_sum"
+    assert secure_sum_stage.secure_sum.__wrapped__ is collector_sum.secure_sum
+    assert secure_sum_stage.secure_sum.__name__ == "secure_sum"
 
 
 @pytest.mark.parametrize("seed", [1, 2])

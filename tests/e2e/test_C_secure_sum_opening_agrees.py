@@ -1,0 +1,68 @@
+"""The ``[secure_sum]`` stage opens under one rule in one process and split across processes.
+
+Before (review of helper C, 2026-12-06): ``ldpfleet run --broker memory``
+(``scenarios.runner``) ran no SecAgg agent for a device that crashed for good in the stream
+stage, while the split run (``--broker embedded``: the collector side as a process of its
+own, ``scenarios.sides``) started an agent for every device of each shard — so with
+scenarios/faults.toml (2 devices never return) the one-process run summed 48 survivors and
+the split run 50, the two gone devices' inputs included. Now both open the stage through
+``protocol.stage_opening`` and pick the devices through ``scenarios.secure_sum_stage``: the
+same survivors, the same dropped devices, the same exact total.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+from ldpfleet.scenarios.runner import run_scenario
+from ldpfleet.scenarios.schema import parse_scenario
+
+from tests.conftest import ROOT
+
+CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
+SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
+# The two never-returning devices are absent: each path waits out the join deadline and
+# the advertise stage's (stage_timeout each); 10 s keeps a starved machine's live devices
+# in (a join or a reply moves the deadline on, up to 4 x stage_timeout). The split
+# collector cannot know that the fleet has ended with devices gone (the one-process runner
+# closes the stream stage when its fleet task ends): its stream stage closes at
+# [collector] stage_timeout (600 s by default, past a shard's 70 s wait for the secure-sum
+# stage to open), hence 20 s here.
+SCENARIO = (ROOT / "scenarios" / "faults.toml").read_text().replace(
+    "hostile_messages = 2000\n", ""
+) + "\n[collector]\nstage_timeout = 20.0\n\n[secure_sum]\ndim = 8\nstage_timeout = 10.0\n"
+KEYS = ("devices", "aborted", "exact", "dropped_devices", "survivors", "total", "max_abs_error")
+
+
+@pytest.mark.slow
+@pytest.mark.embedded
+@pytest.mark.faults
+def test_one_process_and_split_runs_sum_the_same_devices(tmp_path):
+    path = tmp_path / "faults-sum.toml"
+    path.write_text(SCENARIO)
+    out = tmp_path / "split"
+    done = subprocess.run(
+        [*CLI, "run", str(path), "--broker", "embedded", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY,
+        cwd=tmp_path,
+    )
+    # exit 1: the stream stage is incomplete (the gone devices' batches are missing)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    split = json.loads((out / "results.json").read_text())
+    assert "side_processes" in split  # it did run split
+    one = asyncio.run(
+        run_scenario(parse_scenario(SCENARIO, path), broker="memory", out_dir=tmp_path / "one")
+    )
+    gone = sorted(one["faults"]["outcome"]["never_returned"])
+    assert len(gone) == 2
+    assert one["secure_sum"]["dropped_devices"] == gone
+    assert one["secure_sum"]["survivors"] == 48 and one["secure_sum"]["exact"] is True
+    for key in KEYS:
+        assert split["secure_sum"][key] == one["secure_sum"][key], key
