@@ -428,7 +428,7 @@ async def _after_stream(job: _Coordination, transport, conn) -> None:
         await job.release.flush(conn)
     scenario, document = job.scenario, job.document
     if scenario.spec.secure_sum is not None and document["aborted"] is None:
-        secure = await _collector_secure_sum(scenario, transport, job.run, job.fleet_timeout)
+        secure = await _collector_secure_sum(scenario, transport, job.run)
         document["secure_sum"] = secure
         document["secure_sum_stage"] = {
             "status": "aborted" if secure["aborted"] else "ok",

@@ -381,14 +381,11 @@ async def _close_without_fleet(
     service.request_close(sentence)
 
 
-async def _collector_secure_sum(
-    scenario: LoadedScenario, transport: Transport, run: str, _fleet_timeout: float | None = None
-) -> dict:
+async def _collector_secure_sum(scenario: LoadedScenario, transport: Transport, run: str) -> dict:
     """The ``[secure_sum]`` stage across processes: open it under the rule ``ldpfleet run``
     uses too (``scenarios.secure_sum_stage``: the shards start their agents on the
     opening), then one aggregation session over every device of the fleet. The join
-    deadline is the stage's own (``protocol.stage_opening``): ``_fleet_timeout``, which
-    scenarios/coordinator.py still passes, is not used."""
+    deadline is the stage's own (``protocol.stage_opening``), not ``--fleet-timeout``."""
     devices = scenario.device_ids()
     result = await collect_secure_sum(scenario, transport, run, SECURE_SUM_SESSION)
     if isinstance(result, dict):  # no device joined: no session
