@@ -146,7 +146,7 @@ async def coordinate_stream(
         async def moved() -> None:
             for event in machine.pop_events():
                 if isinstance(event, Progress) and progress is not None:
-                    progress(*event)
+                    progress(event.persisted, event.expected, event.joined, event.devices)
                 elif isinstance(event, StageAborted) and aborted is not None:
                     aborted(event.sentence)
                 elif isinstance(event, WorkersGone):
