@@ -1,17 +1,18 @@
-"""Partition workers and the coordinator over the broker (``protocol.partition`` says why).
+"""Partition workers and the coordinator over the broker: thin pumps around
+``protocol.partition_link`` and ``protocol.partition_coordinator`` (which say why and
+decide; ``protocol.partition`` says what travels).
 
-``PartitionLink`` is what a worker's ``CollectorService`` (``partition = p``) uses to talk to
-the coordinator: it repeats ``ready`` until the coordinator's ``stream open`` is heard,
-sends ``progress`` at most every ``PROGRESS_EVERY`` seconds, closes the stage when the
-coordinator says ``stream closed`` (a deadline, no fleet) and sends the ``closed`` summary
-after the worker's last acknowledgements.
+``PartitionLink`` is what a worker's ``CollectorService`` (``partition = p``) carries: the
+``PartitionLinkMachine`` of its conversation with the coordinator (the service drives it,
+inside a ``PartitionWorker``, with its stream machine), and the two pumps of what a worker
+says after its service ended: ``repeat_closed`` (the ``closed`` summary again until the run
+closes, on a connection of its own) and ``serve_empty`` (a partition without devices).
 
-``coordinate_stream`` is the coordinator's stream stage: wait for every worker's ``ready``,
-call ``on_ready`` (the run announcement: the fleet may start), say ``stream open`` (again
-when a restarted worker says ready), pass
-the summed progress on, close the stage on a silent fleet, and once every partition closed
-say ``stream closed`` with the stage's reason. It returns the tally; the caller says
-``run closed``.
+``coordinate_stream`` is the coordinator's stream stage: it decodes the status topic, feeds
+a ``StreamCoordinator`` on the loop's clock, drives its checks, awaits ``on_ready`` (the run
+announcement: the fleet may start) when the machine says every worker is ready, publishes
+its stage messages and hands its progress and abort to the callbacks. It returns the tally;
+the caller says ``run closed``.
 """
 
 from __future__ import annotations
@@ -19,139 +20,80 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
-from ldpfleet.protocol import codec, topics
+from ldpfleet.protocol import codec
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.messages import Stage
-from ldpfleet.protocol.partition import (
-    COMPLETE_REASON,
-    COUNTERS,
-    PartitionStatus,
-    PartitionTally,
-    status_topic,
+from ldpfleet.protocol.partition import PartitionStatus, PartitionTally, status_topic
+from ldpfleet.protocol.partition_coordinator import (
+    Progress,
+    StageAborted,
+    StreamCoordinator,
+    WorkersGone,
+    WorkersReady,
 )
-from ldpfleet.protocol.partition_control import OPEN, link_order
-from ldpfleet.protocol.stream import STAGE
+from ldpfleet.protocol.partition_link import (
+    PROGRESS_EVERY,
+    READY_EVERY,
+    PartitionLinkMachine,
+)
 
-if TYPE_CHECKING:
-    from ldpfleet.collector.service import CollectorService
-
-PROGRESS_EVERY = 1.0  # seconds between two progress statuses of a worker
-READY_EVERY = 1.0  # seconds between two ready statuses until the stage opens
+__all__ = [
+    "PROGRESS_EVERY",
+    "READY_EVERY",
+    "PartitionLink",
+    "WorkersMissing",
+    "coordinate_stream",
+]
 
 
 class PartitionLink:
     """A worker's side of the coordinator conversation (module docstring)."""
 
     def __init__(self, run: str, partition: int, partitions: int) -> None:
-        self.run, self.partition, self.partitions = run, partition, partitions
-        self.opened = asyncio.Event()
-        self.close_detail: str | None = None  # the coordinator closed the stage
-        self.closed_status: bytes | None = None  # the ``closed`` summary, once sent
+        self.machine = PartitionLinkMachine(run, partition, partitions)
 
-    def _status(self, service: CollectorService | None, state: str, **extra) -> bytes:
-        machine = service.machine if service is not None else None
-        states = machine.devices.values() if machine is not None else ()
-        devices = len(service.devices) if service is not None else 0
-        n_batches = service.config.n_batches if service is not None else 0
-        return codec.encode(
-            PartitionStatus(
-                run=self.run,
-                sender=topics.COLLECTOR_ID,
-                partition=self.partition,
-                partitions=self.partitions,
-                state=state,
-                persisted=sum(len(s.persisted) for s in states),
-                expected=devices * n_batches,
-                joined=sum(s.hello for s in states),
-                devices=devices,
-                **extra,
-            )
-        )
+    @property
+    def opened(self) -> bool:
+        """The coordinator's ``stream open`` was heard."""
+        return self.machine.opened
 
-    def control(self, service: CollectorService, payload: bytes) -> None:
-        """A coordinator message on ``ctl/stage``: ``stream open`` (stop repeating ready),
-        ``stream closed`` or ``run closed`` (close this partition's stage now), as
-        ``protocol.partition_control.link_order`` reads it. Anything
-        else (undecodable, not a ``Stage``, a stage of another run or sender) is refused as
-        the worker's other intake refuses: counted by reason in ``reports_rejected`` (so in
-        the ``closed`` status), noticed on ``svc/collector/reject`` and stored."""
-        topic = topics.ctl(self.run, "stage")
-        message = None
-        try:
-            message = codec.decode(payload)
-            order = link_order(message, self.run)
-        except RemoteProtocolError as error:
-            kind = message.type_name() if message is not None else "stage"
-            service.machine.reject(topic, kind, error)
-            return
-        if order is None:  # the coordinator's other stage messages
-            return
-        if order.action == OPEN:
-            self.opened.set()
-        else:
-            self.close_detail = order.detail
-            service.request_close(order.reason)
+    @property
+    def close_detail(self) -> str | None:
+        """What the coordinator said when it closed the stage (None: it did not)."""
+        return self.machine.close_detail
 
-    async def report(self, service: CollectorService, conn: Connection) -> None:
-        """Ready until the stage opens, then progress (runs in the background)."""
-        topic = status_topic(self.run)
-        while not self.opened.is_set():
-            await conn.publish(topic, self._status(service, "ready"))
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(READY_EVERY):
-                    await self.opened.wait()
-        last = None
-        while True:
-            status = self._status(service, "progress")
-            if status != last:
-                await conn.publish(topic, status)
-                last = status
-            await asyncio.sleep(PROGRESS_EVERY)
-
-    async def closed(self, service: CollectorService, conn: Connection) -> None:
-        """The summary, after the worker's last acknowledgements (same session); kept in
-        ``closed_status`` for ``repeat_closed``."""
-        summary = service.machine.summary()
-        complete = summary["stage_state"] == "closed" and summary["reports_lost"] == 0
-        self.closed_status = self._status(
-            service,
-            "closed",
-            complete=complete,
-            detail=summary["close_reason"][:500],
-            counters=[int(summary[name]) for name in COUNTERS],
-        )
-        await conn.publish(status_topic(self.run), self.closed_status)
+    @property
+    def closed_status(self) -> PartitionStatus | None:
+        """The ``closed`` summary, once said."""
+        return self.machine.closed_status
 
     async def serve_empty(self, conn: Connection, until: asyncio.Event) -> None:
         """A partition without devices: a complete ``closed`` status, repeated until
-        ``until`` (``repeat_closed``)."""
-        counters = [0] * len(COUNTERS)
-        self.closed_status = self._status(
-            None, "closed", complete=True, detail=COMPLETE_REASON, counters=counters
-        )
-        await self.repeat_closed(conn, until)
+        ``until`` (the run closed)."""
+        self.machine.close_empty(asyncio.get_running_loop().time())
+        await self._repeat(conn, until)
 
     async def repeat_closed(self, conn: Connection, until: asyncio.Event) -> None:
-        """Say the ``closed`` status again every ``READY_EVERY`` seconds until ``until``
-        (the run closed). The coordinator may not listen yet when the first one goes out:
-        a stage whose deadline passed at once (a worker's deadline counts from its own
-        start) closes before the coordinator subscribed, and the status is not retained;
-        the coordinator's tally takes each partition's first ``closed`` only."""
-        assert self.closed_status is not None, "repeat_closed before closed"
-        while not until.is_set():
-            await conn.publish(status_topic(self.run), self.closed_status)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(READY_EVERY):
-                    await until.wait()
+        """Say the ``closed`` status at once and again every ``READY_EVERY`` seconds until
+        ``until`` (the run closed), on ``conn`` (the service's session has ended)."""
+        self.machine.say_closed_again(asyncio.get_running_loop().time())
+        await self._repeat(conn, until)
 
+    async def _repeat(self, conn: Connection, until: asyncio.Event) -> None:
+        """Publish what the machine says, at its times, until ``until`` (then nothing)."""
+        machine = self.machine
 
-def _stage(run: str, state: str, detail: str = "") -> bytes:
-    return codec.encode(
-        Stage(run=run, sender=topics.COLLECTOR_ID, stage=STAGE, state=state, detail=detail)
-    )
+        async def after_timer() -> None:
+            if until.is_set():
+                machine.pop_outbound()
+            else:
+                await publish_outbound(conn, machine)
+
+        await after_timer()
+        async with background(drive_timers(machine, after_timer)):
+            await until.wait()
 
 
 class WorkersMissing(RuntimeError):
@@ -174,107 +116,88 @@ async def coordinate_stream(
     aborted: Callable[[str], None] | None = None,
     on_message: Callable[[object], Awaitable[None]] | None = None,
 ) -> PartitionTally:
-    """The coordinator's stream stage (module docstring). ``WorkersMissing`` when not every
-    worker is ready within ``workers_timeout``; ``aborted(sentence)`` hears a stage closed
-    because no device joined within ``fleet_timeout`` of the opening. ``on_message`` gets
-    every other message of the status topic (a ``[gcdp]`` run's window means), in order:
-    those of a worker before its ``closed``, so all of them before this returns; it raises
-    ``RemoteProtocolError`` for a message it does not take. What is refused (undecodable,
-    not taken, not a status of this run) is counted in the tally's ``refused``."""
-    tally = PartitionTally(run, partitions)
-    changed = asyncio.Event()
-    reopen = asyncio.Event()  # a (restarted) worker said ready after the opening
-    opened_at: list[float] = []
+    """The coordinator's stream stage (module docstring, ``StreamCoordinator``).
+
+    ``aborted(sentence)`` hears a stage closed because no device joined within
+    ``fleet_timeout`` of the opening; ``progress(persisted, expected, joined, devices)``
+    hears each check. ``on_message`` gets every other message of the status topic (a
+    ``[gcdp]`` run's window means), in order: those of a worker before its ``closed``, so
+    all of them before this returns; it raises ``RemoteProtocolError`` for a message it
+    does not take. What is refused (undecodable, not taken, not a status of this run) is
+    counted in the tally's ``refused``.
+
+    Returns:
+        the workers' tally once every worker closed and ``stream closed`` is published.
+
+    Raises:
+        WorkersMissing: not every worker said ready within ``workers_timeout``.
+    """
+    loop = asyncio.get_running_loop()
+    machine = StreamCoordinator(
+        run, partitions, workers_timeout=workers_timeout, fleet_timeout=fleet_timeout
+    )
+    changed = asyncio.Event()  # the machine moved: the main task re-reads its phase
+    wake = asyncio.Event()  # its deadline may have moved: the timer driver re-reads it
+    lock = asyncio.Lock()  # one publisher at a time: the outbox goes out in order
+    gone: list[str] = []
     async with transport.connect(f"{run}-collector-coordinator") as conn:
         await conn.subscribe(status_topic(run))
-        listener = asyncio.create_task(_listen(conn, tally, changed, reopen, opened_at, on_message))
-        try:
-            await _until(changed, lambda: tally.all_ready, workers_timeout)
-            if not tally.all_ready:
-                missing = sorted(set(range(partitions)) - tally.ready)
-                raise WorkersMissing(
-                    f"{len(missing)} of {partitions} partition workers of run {run} did not "
-                    f"say ready within {workers_timeout:g} s (partitions {missing[:10]})"
-                )
+
+        async def moved() -> None:
+            for event in machine.pop_events():
+                if isinstance(event, Progress) and progress is not None:
+                    progress(event.persisted, event.expected, event.joined, event.devices)
+                elif isinstance(event, StageAborted) and aborted is not None:
+                    aborted(event.sentence)
+                elif isinstance(event, WorkersGone):
+                    gone.append(event.sentence)
+                elif isinstance(event, WorkersReady):
+                    pass  # the main task reads the phase
+            async with lock:
+                await publish_outbound(conn, machine)
+            changed.set()
+            wake.set()
+
+        machine.start(loop.time())
+        listening = _listen(conn, machine, on_message, moved)
+        timers = drive_timers(machine, moved, wake=wake)
+        async with background(listening), background(timers):
+            await _until(changed, lambda: machine.phase != "waiting")
+            if gone:
+                raise WorkersMissing(gone[0])
             if on_ready is not None:
                 await on_ready()
-            await _open_until_closed(
-                conn, run, tally, changed, reopen, opened_at, progress, fleet_timeout, aborted
-            )
-        finally:
-            listener.cancel()
-            await asyncio.gather(listener, return_exceptions=True)
-    return tally
+            machine.open(loop.time())
+            await moved()
+            await _until(changed, lambda: machine.done)
+    return machine.tally
 
 
 async def _listen(
-    conn,
-    tally: PartitionTally,
-    changed: asyncio.Event,
-    reopen: asyncio.Event,
-    opened_at: list[float],
+    conn: Connection,
+    machine: StreamCoordinator,
     on_message: Callable[[object], Awaitable[None]] | None,
+    moved: Callable[[], Awaitable[None]],
 ) -> None:
-    """The coordinator's listener: each message of the status topic to ``on_message``
-    (other than a ``PartitionStatus``) or the tally (``changed`` set; ``reopen`` set by a
-    worker saying ready after the opening); what is refused counted in ``tally.refused``."""
+    """Each message of the status topic to ``on_message`` (other than a
+    ``PartitionStatus``) or the machine; what is refused counted by the machine."""
+    loop = asyncio.get_running_loop()
     async for delivery in conn.messages():
         try:
-            status = codec.decode(delivery.payload)
-            if on_message is not None and not isinstance(status, PartitionStatus):
-                await on_message(status)
+            message = codec.decode(delivery.payload)
+            if on_message is not None and not isinstance(message, PartitionStatus):
+                await on_message(message)
                 continue
         except RemoteProtocolError:
-            tally.refused += 1  # undecodable, or not taken by ``on_message``
+            machine.refuse()  # undecodable, or not taken by ``on_message``
             continue
-        with contextlib.suppress(RemoteProtocolError):  # counted by the tally
-            tally.receive(status)
-            changed.set()
-            if opened_at and status.state == "ready":
-                reopen.set()
+        with contextlib.suppress(RemoteProtocolError):  # counted by the machine
+            machine.receive(message, loop.time())
+        await moved()
 
 
-async def _open_until_closed(
-    conn,
-    run: str,
-    tally: PartitionTally,
-    changed: asyncio.Event,
-    reopen: asyncio.Event,
-    opened_at: list[float],
-    progress: Callable[..., None] | None,
-    fleet_timeout: float,
-    aborted: Callable[[str], None] | None,
-) -> None:
-    """Open the stage and wait until every worker closed: say "open" again for a worker
-    that restarted, report ``progress``, and close the stage (``aborted`` hears why) when
-    no device joined within ``fleet_timeout``; then close it with the tally's reason."""
-    await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
-    clock = asyncio.get_running_loop().time  # asyncio's timers' clock (virtual in tests)
-    opened = clock()
-    opened_at.append(opened)
-    closing = False
-    while not tally.all_closed:
-        await _until(changed, lambda: tally.all_closed, 0.5)
-        if reopen.is_set():  # say it again for a worker that restarted
-            reopen.clear()
-            await conn.publish(topics.ctl(run, "stage"), _stage(run, "open"))
-        if progress is not None:
-            progress(*tally.progress())
-        silent = tally.progress()[2] == 0
-        if not closing and silent and clock() - opened > fleet_timeout:
-            sentence = f"no fleet joined run {run} within {fleet_timeout:g} s"
-            closing = True
-            if aborted is not None:
-                aborted(sentence)
-            await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", sentence))
-    if not closing:
-        await conn.publish(topics.ctl(run, "stage"), _stage(run, "closed", tally.close_reason()))
-
-
-async def _until(changed: asyncio.Event, done: Callable[[], bool], timeout: float) -> None:
-    """Wait until ``done()`` (re-checked on each change) or ``timeout`` seconds."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout):
-            while not done():
-                changed.clear()
-                await changed.wait()
+async def _until(changed: asyncio.Event, done: Callable[[], bool]) -> None:
+    """Wait until ``done()``, re-checked on each change."""
+    while not done():
+        changed.clear()
+        await changed.wait()

@@ -12,11 +12,14 @@ stage finishes (releasing what is complete) before ``run closed``.
 
 Partitions (DESIGN.md "Scale"): a worker of partition ``p`` is this service with
 ``partition = p`` and its devices only; it subscribes ``ldp/{run}/p{p}/dev/+/up/#`` as
-``{run}-collector-p{p}``, and with a ``link`` (``collector.partition.PartitionLink``) it
-never broadcasts: its machine's ``ctl/`` messages are dropped, the coordinator's
-``ctl/stage`` reaches the link, and the link reports ready, progress and the closed
-summary. Without a partition, a partitioned layout (P > 1, one process) is served whole
-through the ``+`` level.
+``{run}-collector-p{p}``. With a ``link`` (``collector.partition.PartitionLink``) it also
+subscribes ``ctl/stage`` and drives its stream machine and the link's machine as one
+``protocol.partition_link.PartitionWorker``, which decides what a worker says: never a
+broadcast (the stream machine's ``ctl/`` messages leave its outbox), ready, progress and,
+once the pump says the last acknowledgements are published, the closed summary; the
+coordinator's messages on ``ctl/stage`` are decoded here and taken (or refused) there.
+Without a partition, a partitioned layout (P > 1, one process) is served whole through the
+``+`` level.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ from ldpfleet.collector.reconstruct import Reconstruction
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.events import Rejected
+from ldpfleet.protocol.events import Machine, Rejected
+from ldpfleet.protocol.partition_link import PartitionWorker
 from ldpfleet.protocol.stream import (
     DeviceComplete,
     ReportAccepted,
@@ -116,6 +120,7 @@ class CollectorService:
         self.peak_pending = 0  # most deliveries ever buffered unconsumed (memory bound)
         self.partition: int | None = None  # a partition worker's partition
         self.link: PartitionLink | None = None  # a partition worker's coordinator link
+        self.worker: PartitionWorker | None = None  # the machine and the link's (with a link)
 
     def seconds_so_far(self) -> float:
         """The stream stage's duration: ``stage_seconds`` once it closed, the time since it
@@ -138,12 +143,10 @@ class CollectorService:
             f"{run}-collector" if self.partition is None else f"{run}-collector-p{self.partition}"
         )
 
-    def _outbox(self):
-        """What publishes the machine's outbox: the machine, or (a coordinated worker)
-        a view of it without the ``ctl/`` broadcasts."""
-        if self.link is None:
-            return self.machine
-        return _WithoutBroadcasts(self.machine, topics.ctl(self.config.run, ""))
+    def _outbox(self) -> Machine:
+        """The machine whose outbox is published and whose timers are driven: the stream
+        machine, or a coordinated worker's ``PartitionWorker``."""
+        return self.worker if self.worker is not None else self.machine
 
     def _take_events(self) -> None:
         assert self.machine is not None
@@ -183,15 +186,19 @@ class CollectorService:
         except RemoteProtocolError as error:
             self.machine.reject(topic_text[:300], "invalid", error)
             return
-        if topic.family == "ctl" and self.link is not None:
-            self.link.control(self, payload)  # the coordinator's stage messages
-            return
+        control = topic.family == "ctl" and self.worker is not None
         try:
             message = codec.decode(payload)
         except RemoteProtocolError as error:
-            self.machine.reject(topic, topic.kind, error)
+            if control:
+                self.worker.refuse_control(error)
+            else:
+                self.machine.reject(topic, topic.kind, error)
             return
-        self.machine.receive(topic, message, now)
+        if control:
+            self.worker.control(message, now)  # the coordinator's stage messages
+        else:
+            self.machine.receive(topic, message, now)
 
     def hold_stage(self, name: str) -> None:
         """Keep the stream stage open once complete until ``release_stage(name)``
@@ -323,11 +330,14 @@ class CollectorService:
         self.machine.restore(self.store.persisted_keys())
         self.machine.open()
         self._take_events()
+        if self.link is not None:  # a coordinated worker: ready from now on
+            self.worker = PartitionWorker(self.machine, self.link.machine)
+            self.worker.start(started)
 
     async def _pump(self, conn: Session) -> None:
-        """Consume deliveries and drive the machine's timers (and a partition link's
-        reports) until the stage closes; persist and acknowledge the rest; then a link
-        reports the closed summary on the same session."""
+        """Consume deliveries and drive the machine's timers (a coordinated worker's link's
+        too) until the stage closes; persist and acknowledge the rest; then tell a worker
+        its last acks are out (it says its closed summary, on the same session)."""
 
         async def after_timer() -> None:
             self._take_events()
@@ -335,14 +345,14 @@ class CollectorService:
             if self._closed:
                 self._wake.set()
 
-        reporting = self.link.report(self, conn) if self.link else asyncio.sleep(0)
-        async with background(drive_timers(self.machine, after_timer)), background(reporting):
+        async with background(drive_timers(self._outbox(), after_timer)):
             if not self._closed:
                 async with background(self._consume(conn)):
                     await self._wake.wait()
             await self._persist_and_ack(conn)
-        if self.link is not None:  # after the last acks, on the same session
-            await self.link.closed(self, conn)
+        if self.worker is not None:  # after the last acks, on the same session
+            self.worker.stage_done(asyncio.get_running_loop().time())
+            await publish_outbound(conn, self.worker)
 
     async def _stage_results(self, conn: Session, run: str) -> dict:
         """The closed stage's results from the persisted reports: the machine's summary,
@@ -369,13 +379,3 @@ class CollectorService:
         if self.final_stage:
             await announce_run_closed(conn, run)
         return results
-
-
-class _WithoutBroadcasts:
-    """A machine's outbox without the messages under ``prefix`` (a worker's ``ctl/``)."""
-
-    def __init__(self, machine: StreamCollector, prefix: str) -> None:
-        self.machine, self.prefix = machine, prefix
-
-    def pop_outbound(self) -> list:
-        return [o for o in self.machine.pop_outbound() if not o.topic.startswith(self.prefix)]

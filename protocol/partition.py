@@ -33,6 +33,8 @@ and closes the run. Workers report to it on ``ldp/{run}/svc/collector/partition`
 The coordinator's traffic is O(P) messages per second and per stage, whatever the number
 of reports; with ``[gcdp]`` it also receives, once, each node's mean of each window: what
 the release publishes anyway (one value per node and window, not per report).
+When a worker says what, and what the coordinator does with it, are the machines of
+``protocol.partition_link`` and ``protocol.partition_coordinator``.
 ``PartitionTally`` (pure, no I/O) counts the statuses: each partition once per state, a
 status for a partition outside 0..P-1 or of another run refused; it answers whether all are
 ready or closed, the summed counters, and the stage's close reason (the one reason when

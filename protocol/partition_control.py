@@ -10,10 +10,11 @@ do with a decoded message is decided here, without I/O:
   the coordinator (``sender``) or of another run (``run``), all with reason ``schema``. The
   caller counts the refusal where its other refusals are counted and publishes the
   ``Reject`` (``PeerFacingMachine.reject``); a refused message changes nothing.
-* A stream worker's ``PartitionLink`` then acts on ``link_order``: ``stream open`` stops
-  its ready statuses (``OPEN``); ``stream closed`` and ``run closed`` close its stage
-  (``CLOSE``, with the coordinator's detail, or a default sentence when it gave none); the
-  coordinator's other stage messages are its ordinary traffic (None: nothing to do).
+* A stream worker's link (``protocol.partition_link.PartitionLinkMachine.take``) then acts
+  on ``link_order``: ``stream open`` stops its ready statuses (``OPEN``); ``stream closed``
+  and ``run closed`` close its stage (``CLOSE``, with the coordinator's detail, or a
+  default sentence when it gave none); the coordinator's other stage messages are its
+  ordinary traffic (None: nothing to do).
 * The CADR coordinator's ``ReleaseGathering`` counts the workers' ``ready`` statuses and
   unites their ``CadrReleases`` chunks. It refuses, counted in ``refused`` and raised as a
   typed ``RemoteProtocolError`` naming the field: what is not a partition message of this

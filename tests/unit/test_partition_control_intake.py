@@ -1,7 +1,7 @@
-"""A stream partition worker's control intake (``PartitionLink.control``, the coordinator's
-messages on ``ctl/stage``): hostile input must be refused, counted and noticed as at every
-other intake (docs/reliability.md "Hostile input at every intake"), and the worker must
-still close when the coordinator says so.
+"""A stream partition worker's control intake (``protocol.partition_link.PartitionWorker.
+control``, the coordinator's messages on ``ctl/stage``): hostile input must be refused,
+counted and noticed as at every other intake (docs/reliability.md "Hostile input at every
+intake"), and the worker must still close when the coordinator says so.
 
 The worker runs whole (``CollectorService`` with a link) on the in-process broker; the test
 plays the coordinator: it waits for the worker's ``ready``, sends the hostile messages on
@@ -63,7 +63,7 @@ async def _serve_worker_against_hostile_control(tmp_path) -> tuple[dict, Partiti
             message = codec.decode(delivery.payload)
             if isinstance(message, Reject):
                 notices.append(message)
-            elif message.state == "ready" and not service.link.opened.is_set():
+            elif message.state == "ready" and not service.link.opened:
                 await conn.publish(topics.ctl(RUN, "stage"), _stage("open"))
                 for payload in HOSTILE.values():
                     await conn.publish(topics.ctl(RUN, "stage"), payload)

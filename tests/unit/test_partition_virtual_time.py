@@ -36,6 +36,7 @@ async def _silent_fleet() -> tuple[float, float, str]:
     transport = MemoryTransport()
     opened_at: list[float] = []
     aborted_at: list[tuple[float, str]] = []
+    checks: list[tuple] = []  # what ``progress`` heard at each check
 
     async def worker() -> None:
         async with transport.connect(f"{RUN}-w0") as conn:
@@ -62,12 +63,16 @@ async def _silent_fleet() -> tuple[float, float, str]:
                 workers_timeout=60,
                 fleet_timeout=FLEET_TIMEOUT,
                 aborted=lambda sentence: aborted_at.append((loop.time(), sentence)),
+                progress=lambda *counts: checks.append(counts),
             )
             await task
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     [(when, sentence)] = aborted_at
+    # (persisted, expected, joined, devices) at each check, every CHECK_EVERY s until then
+    assert checks and set(checks) == {(0, 0, 0, 0)}, checks[:3]
+    assert len(checks) >= FLEET_TIMEOUT / CHECK_EVERY, len(checks)
     return opened_at[0], when, sentence
 
 
