@@ -9,6 +9,7 @@ returned a vetoed multiple): the new detector runs on every stream, the old one 
 
     python scripts/J_ab.py aperiodic SEED TRIALS OUT.jsonl   # 5 kinds x 5 n x 4 eps0, SW
     python scripts/J_ab.py clean SEED TRIALS OUT.jsonl       # red / AR(1) without privacy noise
+    python scripts/J_ab.py worst SEED TRIALS OUT.jsonl       # AR(1) 0.95 / 0.99, n 1,000, eps0 5
     python scripts/J_ab.py daily SEED TRIALS OUT.jsonl       # helper H's Occupancy windows
     python scripts/J_ab.py grid SEED TRIALS OUT.jsonl        # bench grid cells, jitter 0.02
     python scripts/J_ab.py verify SEED TRIALS                 # shortcut == full, daily + aperiodic
@@ -77,10 +78,12 @@ def pair(y: np.ndarray, full: bool = False) -> tuple[int | None, int | None, boo
     return old, new, vetoed
 
 
-def _aperiodic(seed: int, trials: int, clean: bool):
+def _aperiodic(seed: int, trials: int, clean: bool, worst: bool = False):
     kinds, lengths, budgets = (
         (CLEAN_KINDS, CLEAN_N, (None,)) if clean else (APERIODIC_KINDS, APERIODIC_N, APERIODIC_EPS0)
     )
+    if worst:  # the addendum's item 3b: step 3b's red cells
+        kinds, lengths, budgets = ("ar1", "ar1_slow"), (1000,), (5.0,)
     for kind in kinds:
         for n in lengths:
             for eps0 in budgets:
@@ -119,6 +122,7 @@ def run(mode: str, seed: int, trials: int, out: str) -> None:
     streams = {
         "aperiodic": lambda: _aperiodic(seed, trials, False),
         "clean": lambda: _aperiodic(seed, trials, True),
+        "worst": lambda: _aperiodic(seed, trials, False, worst=True),
         "daily": lambda: _daily(seed, trials),
         "grid": lambda: _grid(seed, trials),
     }[mode]()
