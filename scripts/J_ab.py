@@ -1,6 +1,7 @@
 """Helper J: paired old / new ``detect_period`` for step 3c's vetoed multiple
 (docs/preregistration/J-vetoed-multiple.md). OLD = ``VETO_CHECKS_MULTIPLE = True`` (the rule
-before J: the vetoed multiple's masked check at its own cycles), NEW = False (the default).
+before J: the vetoed multiple's masked check at its own cycles), NEW = False. The switch is
+the evaluated change (/tmp/J-vetoed-multiple.diff; FAILED, not on main): apply it to run this.
 
 The two rules differ only on a stream where step 3's multiple was vetoed (``_fundamental``
 returned a vetoed multiple): the new detector runs on every stream, the old one only where
@@ -47,6 +48,17 @@ CLEAN_N = (300, 1000, 3000)
 DAILY_CELLS = [(c, b) for c in ("Temperature", "Humidity", "Light", "CO2") for b in (30, 10, 5)]
 DAILY_EPS0 = (0.0, 0.5, 1.0, 2.0, 5.0)  # 0: raw readings
 GRID_EPS0 = (0.5, 2.0, 5.0)
+
+
+def _need_switch() -> None:
+    """Exit with one sentence where the switch is absent (the rule FAILED: not on main)."""
+    if not hasattr(period_search, "VETO_CHECKS_MULTIPLE"):
+        sys.exit(
+            "J_ab.py needs the VETO_CHECKS_MULTIPLE switch: git apply "
+            "/tmp/J-vetoed-multiple.diff (the change docs/preregistration/J-vetoed-multiple.md "
+            "evaluated; it failed, not landed)"
+        )
+
 
 _seen = {"veto": False}
 _fundamental = period_search._fundamental
@@ -119,6 +131,7 @@ def _grid(seed: int, trials: int):
 
 def run(mode: str, seed: int, trials: int, out: str) -> None:
     """Write one JSON row per stream: cell, truth, old, new, vetoed."""
+    _need_switch()
     streams = {
         "aperiodic": lambda: _aperiodic(seed, trials, False),
         "clean": lambda: _aperiodic(seed, trials, True),
@@ -134,6 +147,7 @@ def run(mode: str, seed: int, trials: int, out: str) -> None:
 
 def verify(seed: int, trials: int) -> None:
     """The shortcut gives the full run's old answers (daily + aperiodic, few trials)."""
+    _need_switch()
     bad = total = 0
     for gen in (_daily(seed, trials), _aperiodic(seed, trials, False)):
         for _row, _truth, y in gen:

@@ -16,9 +16,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import H_user_streams as H
-from ldpfleet.collector import period
+from ldpfleet.collector import period, period_search
 
 import ldpfleet
+
+if not hasattr(period_search, "VETO_CHECKS_MULTIPLE"):  # the rule FAILED and is not on main
+    sys.exit(
+        "J_repro.py needs the VETO_CHECKS_MULTIPLE switch: git apply /tmp/J-vetoed-multiple.diff"
+    )
 
 
 def answers(x: np.ndarray) -> tuple[int | None, int | None]:
