@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import socket
 from pathlib import Path
 from typing import NoReturn
@@ -35,6 +36,17 @@ def service_missing(reason: str, *, in_ci: str | None = None) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(in_ci or reason)
     pytest.skip(reason)
+
+
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn`` for a process a test sends the terminal's Ctrl-C (SIGINT): SIGINT
+    back to its default in the child, as in a terminal's foreground job. A child inherits
+    an ignored SIGINT, and a pytest started in the background by a non-interactive shell
+    (``cmd &`` in a CI script) has SIGINT ignored: the child's Python then installs no
+    KeyboardInterrupt handler, asyncio none of its own, the SIGINT is lost and the test
+    fails at its hang guard (seen 2026-12-06, tests/e2e/test_ctrl_c_split_run.py, helper
+    D). With it, the test's outcome does not depend on how pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def mosquitto_running() -> bool:

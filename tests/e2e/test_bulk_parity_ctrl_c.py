@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import sigint_as_in_a_terminal
+
 HANG_GUARD = 120.0  # seconds: never the thing tested, only a bound on a hung run
 
 SLOW_BULK = """
@@ -105,6 +107,7 @@ def test_ctrl_c_on_a_bulk_run_says_interrupted_and_leaves_no_process(tmp_path, m
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=sigint_as_in_a_terminal,  # SIGINT not inherited ignored
         env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     try:

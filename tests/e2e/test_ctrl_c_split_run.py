@@ -20,6 +20,8 @@ import pytest
 from ldpfleet.scenarios.shards import child_of_the_run
 from ldpfleet.scenarios.split_run import _spawn
 
+from tests.conftest import sigint_as_in_a_terminal
+
 HANG_GUARD = 120.0  # seconds: never the thing tested, only a bound on a hung run
 
 _SIGINT_IGNORED = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
@@ -60,6 +62,25 @@ def test_a_fleet_shard_process_ignores_sigint():
     assert out.strip() == b"True"
 
 
+def test_the_runner_the_test_starts_gets_sigint_even_if_pytest_ignores_it():
+    """The Ctrl-C tests start the runner with ``sigint_as_in_a_terminal``: from a pytest
+    that ignores SIGINT (started as ``cmd &`` by a non-interactive shell), the runner's
+    Python still installs its KeyboardInterrupt handler. Without it the runner inherited
+    the ignored SIGINT, never saw the test's Ctrl-C and the test failed at its hang guard."""
+    check = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        inherited = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+        restored = subprocess.run(
+            [sys.executable, "-c", check], capture_output=True, text=True,
+            preexec_fn=sigint_as_in_a_terminal,
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert inherited.stdout.strip() == "False"  # the trap the tests avoid
+    assert restored.stdout.strip() == "True"
+
+
 def _slow_scenario(tmp_path: Path) -> Path:
     """The quickstart, paced so that the run is still streaming when Ctrl-C comes."""
     text = (Path(__file__).parents[2] / "scenarios" / "quickstart.toml").read_text()
@@ -87,6 +108,7 @@ def test_ctrl_c_on_a_split_run_says_interrupted_and_leaves_no_process(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=sigint_as_in_a_terminal,  # SIGINT not inherited ignored
         env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     try:

@@ -34,7 +34,7 @@ from ldpfleet.protocol import codec
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, shared_name
 from tests.e2e.test_sides import SECURE_SUM_SECTION
 from tests.virtual_time import VirtualTimeLoop
 
@@ -113,7 +113,11 @@ def run_partition_counts(
     P = 1, 2 and 4 on ``broker``: each count's output directory and results."""
     outs, results = {}, {}
     for count in (1, 2, 4):
-        run = f"{name}{count}-{tmp_path.name[-12:].replace('_', '')}"[:40]
+        # on the shared Mosquitto the run id gets this session's suffix: the id made from
+        # the test's name alone was the same in every session, and a concurrent session's
+        # run of the same test took half of this one's fleet ("30 of 60 devices did not
+        # join", helper D beside helper B, 2026-12-06)
+        run = shared_name(broker, f"{name}{count}-{tmp_path.name[-12:].replace('_', '')}"[:33])
         outs[count] = tmp_path / f"p{count}"
         if callable(text):
             scenario = text(count)

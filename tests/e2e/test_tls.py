@@ -165,7 +165,7 @@ async def test_both_clients_speak_tls_to_the_embedded_broker(client, pki, monkey
         async with transport.connect("reader") as reader, transport.connect("writer") as writer:
             await reader.subscribe("t/#")
             await writer.publish("t/1", b"over tls")
-            delivery = await asyncio.wait_for(anext(aiter(reader.messages())), 10)
+            delivery = await asyncio.wait_for(anext(aiter(reader.messages())), SAFETY)
         assert (delivery.topic, delivery.payload) == ("t/1", b"over tls")
 
 
