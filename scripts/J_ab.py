@@ -1,7 +1,8 @@
 """Helper J: paired old / new ``detect_period`` for step 3c's vetoed multiple
 (docs/preregistration/J-vetoed-multiple.md). OLD = ``VETO_CHECKS_MULTIPLE = True`` (the rule
 before J: the vetoed multiple's masked check at its own cycles), NEW = False. The switch is
-the evaluated change (/tmp/J-vetoed-multiple.diff; FAILED, not on main): apply it to run this.
+the evaluated change (docs/preregistration/J-vetoed-multiple.diff; FAILED, not on main):
+apply it to run this.
 
 The two rules differ only on a stream where step 3's multiple was vetoed (``_fundamental``
 returned a vetoed multiple): the new detector runs on every stream, the old one only where
@@ -55,7 +56,8 @@ def _need_switch() -> None:
     if not hasattr(period_search, "VETO_CHECKS_MULTIPLE"):
         sys.exit(
             "J_ab.py needs the VETO_CHECKS_MULTIPLE switch: git apply "
-            "/tmp/J-vetoed-multiple.diff (the change docs/preregistration/J-vetoed-multiple.md "
+            "docs/preregistration/J-vetoed-multiple.diff (the change "
+            "docs/preregistration/J-vetoed-multiple.md "
             "evaluated; it failed, not landed)"
         )
 

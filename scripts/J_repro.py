@@ -22,7 +22,8 @@ import ldpfleet
 
 if not hasattr(period_search, "VETO_CHECKS_MULTIPLE"):  # the rule FAILED and is not on main
     sys.exit(
-        "J_repro.py needs the VETO_CHECKS_MULTIPLE switch: git apply /tmp/J-vetoed-multiple.diff"
+        "J_repro.py needs the VETO_CHECKS_MULTIPLE switch: git apply "
+        "docs/preregistration/J-vetoed-multiple.diff"
     )
 
 
