@@ -29,7 +29,7 @@ from ldpfleet.protocol.readiness import (
     ReadinessBarrier,
 )
 
-__all__ = ["DevicesMissing", "await_devices", "join_listener"]
+__all__ = ["DevicesMissing", "await_devices", "join_listener", "pump_until_decided"]
 
 #: Called with ``(joined, expected)`` each time the count of joined devices grows.
 join_listener: contextvars.ContextVar[Callable[[int, int], None] | None] = contextvars.ContextVar(
@@ -57,17 +57,6 @@ async def await_devices(
     """Return the barrier once every device of ``devices`` published its ``DeviceReady``;
     raise ``DevicesMissing`` if some did not within ``timeout`` seconds of listening."""
     barrier = ReadinessBarrier(run, devices, timeout=timeout)
-    loop = asyncio.get_running_loop()
-    decided: asyncio.Future = loop.create_future()
-
-    def take_events() -> None:
-        for event in barrier.pop_events():
-            if not decided.done() and isinstance(event, AllReady | JoinDeadlinePassed):
-                decided.set_result(event)
-
-    async def after_timer() -> None:
-        take_events()
-
     listener = join_listener.get()
     heard = [0]
 
@@ -78,31 +67,74 @@ async def await_devices(
 
     groups = [[topics.up(run, device, READY_KIND)] for device in sorted(barrier.expected)]
     async with fan_in(transport, f"{run}-collector-ready", groups) as inbound:
-
-        async def consume() -> None:
-            try:
-                async for delivery in inbound:
-                    try:
-                        topic = topics.parse(delivery.topic)
-                        message = codec.decode(delivery.payload)
-                    except RemoteProtocolError:
-                        barrier.refused += 1
-                        continue
-                    barrier.receive(topic, message, loop.time())
-                    take_events()
-                    tell_listener()
-            except Exception as error:  # the connection failed: end the wait with it
-                if not decided.done():
-                    decided.set_exception(error)
-                raise
-            if not decided.done():
-                decided.set_exception(ConnectionError(f"run {run}: the readiness inbox closed"))
-
-        barrier.start(loop.time())
+        barrier.start(asyncio.get_running_loop().time())
         if listening is not None:
             listening.set()
-        async with background(consume()), background(drive_timers(barrier, after_timer)):
-            outcome = await decided
+        outcome = await pump_until_decided(
+            inbound,
+            barrier,
+            (AllReady, JoinDeadlinePassed),
+            run=run,
+            counted_in=barrier,
+            after_delivery=tell_listener,
+        )
     if isinstance(outcome, JoinDeadlinePassed):
         raise DevicesMissing(outcome.sentence, outcome.missing)
     return barrier
+
+
+async def pump_until_decided(
+    inbound,
+    machine,
+    decisive: tuple[type, ...],
+    *,
+    run: str,
+    counted_in: ReadinessBarrier,
+    after_delivery: Callable[[], None] | None = None,
+):
+    """Feed ``inbound``'s readiness deliveries to ``machine`` (``receive(topic, message,
+    now)``; an undecodable one is dropped and counted in ``counted_in.refused``) and wake
+    it at its deadlines (``broker.pump.drive_timers``) until it emits an event of a
+    ``decisive`` type. The one pump of ``await_devices`` (a ``ReadinessBarrier``) and
+    ``collector.stage_opening.open_stage`` (a ``StageOpening``); the caller starts the
+    machine first.
+
+    Returns:
+        The first decisive event.
+
+    Raises:
+        ConnectionError: ``inbound`` ended before a decision (or its connection's own
+            error)."""
+    loop = asyncio.get_running_loop()
+    decided: asyncio.Future = loop.create_future()
+
+    def take_events() -> None:
+        for event in machine.pop_events():
+            if not decided.done() and isinstance(event, decisive):
+                decided.set_result(event)
+
+    async def after_timer() -> None:
+        take_events()
+
+    async def consume() -> None:
+        try:
+            async for delivery in inbound:
+                try:
+                    topic = topics.parse(delivery.topic)
+                    message = codec.decode(delivery.payload)
+                except RemoteProtocolError:
+                    counted_in.refused += 1
+                    continue
+                machine.receive(topic, message, loop.time())
+                take_events()
+                if after_delivery is not None:
+                    after_delivery()
+        except Exception as error:  # the connection failed: end the wait with it
+            if not decided.done():
+                decided.set_exception(error)
+            raise
+        if not decided.done():
+            decided.set_exception(ConnectionError(f"run {run}: the readiness inbox closed"))
+
+    async with background(consume()), background(drive_timers(machine, after_timer)):
+        return await decided
