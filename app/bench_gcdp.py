@@ -101,7 +101,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     oriented_auc,
     temporal_smooth,
 )
-from ldpfleet.devices.sources import DECIMALS
+from ldpfleet.devices.sources import check_decimal
 from ldpfleet.protocol.errors import ParameterError
 from ldpfleet.protocol.validate import integer_in
 
@@ -908,16 +908,10 @@ def _check_options(dataset, window, train_file, test_file, readings) -> None:
 
 
 def _check_decimal(dataset, decimal, train_file, test_file) -> None:
-    """``decimal``: "." or ","; "," only for the Occupancy files given (the shipped ones have
-    decimal points: "," with neither file given read nothing with it, silently)."""
-    if not isinstance(decimal, str) or decimal not in DECIMALS:
-        raise ParameterError(
-            f"must be '.' or ',' (the decimal mark of the given files), got {decimal!r}",
-            field="decimal",
-            limit="'.' or ','",
-            value=decimal,
-        )
-    if decimal == ".":
+    """``decimal``: "." or "," (``devices.sources.check_decimal``, the one check of a decimal
+    mark); "," only for the Occupancy files given (the shipped ones have decimal points: ","
+    with neither file given read nothing with it, silently)."""
+    if check_decimal(decimal, field="decimal") == ".":
         return
     if dataset != "occupancy":
         raise ParameterError(

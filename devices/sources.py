@@ -112,23 +112,29 @@ from datetime import datetime
 
 import numpy as np
 from ldpfleet.protocol.delimiters import sniff_delimiter
+from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
+    "DECIMALS",
     "LAYOUTS",
     "MISSING_MODES",
     "MISSING_TOKENS",
     "SHAPES",
     "CsvSpec",
+    "DecimalMarkError",
     "SourceError",
     "StreamTruth",
     "SyntheticSpec",
+    "binary_format",
     "broken_utf16_reason",
     "channel_bounds",
+    "check_decimal",
     "clear_table_cache",
     "csv_stream",
     "csv_text",
     "decode_text",
     "device_rng",
+    "inexact_integer_reason",
     "load_table",
     "missing_entry",
     "missing_summary",
@@ -163,6 +169,33 @@ class SourceError(ValueError):
 
 def _rebuild_source_error(message: str, field: str) -> SourceError:
     return SourceError(message, field=field)
+
+
+class DecimalMarkError(SourceError, ParameterError):
+    """A refused decimal mark (``check_decimal``): both a :class:`SourceError` (a ``[source]``
+    setting, which a scenario reports as its own error) and a ``ParameterError`` (a library
+    argument or a bench option), so every caller's ``except`` keeps catching it. ``field``
+    is the caller's name of the setting (``"source.decimal"``, ``"decimal"``), ``limit`` the
+    rule the value broke and ``value`` the value; the string form is
+    ``"<field>: <reason>"``.
+    """
+
+    def __init__(self, reason: str, *, field: str, limit: str, value: object) -> None:
+        ValueError.__init__(self, f"{field}: {reason}")
+        self.reason = reason
+        self.field = field
+        self.limit = limit
+        self.value = value
+        self.code = None
+
+    def __reduce__(self):
+        return (_rebuild_decimal_mark_error, (self.reason, self.field, self.limit, self.value))
+
+
+def _rebuild_decimal_mark_error(
+    reason: str, field: str, limit: str, value: object
+) -> DecimalMarkError:
+    return DecimalMarkError(reason, field=field, limit=limit, value=value)
 
 
 # --------------------------------------------------------------------------- validation
@@ -634,20 +667,50 @@ _POINT_NUMBER = re.compile(r"[+-]?(\d+\.\d*|\.\d+)([eE][+-]?\d+)?")
 DECIMALS = (".", ",")
 
 
+def check_decimal(
+    value: object, *, field: str, delimiter: str | None = None, path: str | None = None
+) -> str:
+    """The one check of a decimal mark, for every reader of text tables (a ``[source]``'s
+    ``decimal``, ``load_table``, ``collector.gcdp.evaluation.load_occupancy``, ``bench gcdp
+    --decimal``): ``value`` must be one of ``DECIMALS``, ``"."`` or ``","``; with the file's
+    ``delimiter`` (and its ``path``, for the sentence), ``","`` is refused for a file whose
+    fields are separated by commas (a comma cannot be both). ``field`` is the caller's name
+    of the setting, which the error carries (``"source.decimal"``, ``"decimal"``: the bench
+    command prints it as ``--decimal``).
+
+    Returns:
+        ``value``, a valid decimal mark.
+
+    Raises:
+        DecimalMarkError: naming ``field``, the limit and ``value``."""
+    if not isinstance(value, str) or value not in DECIMALS:
+        raise DecimalMarkError(
+            f"must be '.' or ',' (the decimal mark of the file's numbers), got {value!r}",
+            field=field,
+            limit="'.' or ','",
+            value=value,
+        )
+    if value == "," and delimiter == ",":
+        raise DecimalMarkError(
+            f"must be '.' for {path}, got ',': its fields are separated by commas, so a comma "
+            "cannot also be its decimal mark (a file of decimal commas separates its fields "
+            "by semicolons or tabs)",
+            field=field,
+            limit="',' only for a file whose fields are separated by semicolons or tabs",
+            value=value,
+        )
+    return value
+
+
 def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
     """``lines`` (``_csv_lines``) with every number written with a decimal comma rewritten
     with a point, and every number written with a decimal point marked as not a number
     (its column is then text, or its cell a bad value named when a source reads it): the
     reading of ``decimal = ","``; points grouping the digits before a decimal comma
     (``1.234,5``) are dropped. Its fields must be separated by semicolons or tabs: in a
-    comma-separated file a decimal comma cannot be told from a field separator."""
-    if delimiter == ",":
-        raise SourceError(
-            f'decimal = ",": the fields of {path} are separated by commas, so a comma '
-            "cannot also be the decimal mark; a file with decimal commas separates its "
-            'fields by semicolons or tabs (or set decimal = "." for decimal points)',
-            field="source.decimal",
-        )
+    comma-separated file a decimal comma cannot be told from a field separator
+    (``check_decimal``)."""
+    check_decimal(",", field="source.decimal", delimiter=delimiter, path=path)
     marked = (
         " (a decimal point, but source.decimal is ',': digit grouping? it is read only "
         "before a decimal comma, 1.234,0)"
@@ -671,11 +734,18 @@ def _decimal_commas(lines: list, delimiter: str, path: str) -> list:
 def _no_decimal_in_numpy(path: str, decimal: str) -> None:
     """A NumPy file holds binary numbers: ``decimal = ","`` would be silently ignored."""
     if decimal != ".":
-        raise SourceError(
+        raise DecimalMarkError(
             f"{path} is a NumPy file, which holds binary numbers, not text: leave decimal "
             f'out ("."), got {decimal!r}',
             field="source.decimal",
+            limit="'.' for a NumPy file",
+            value=decimal,
         )
+
+
+# the end-of-file mark of DOS and CP/M text files (Ctrl-Z): some Windows tools still write
+# one after the last line; it was "line 4 of data.csv has 1 fields, expected 2"
+_DOS_END_OF_FILE = "\x1a"
 
 
 def csv_text(raw: bytes, path: str) -> tuple[str, str]:
@@ -683,9 +753,11 @@ def csv_text(raw: bytes, path: str) -> tuple[str, str]:
     tables (the Occupancy-format reader of ``bench gcdp`` too): the bytes decoded
     (``decode_text``), a JSON document refused, an Excel ``sep=`` first line blanked (line
     numbers stay) naming the delimiter, else the delimiter sniffed
-    (``protocol.delimiters.sniff_delimiter``). Raises ``SourceError`` (field
+    (``protocol.delimiters.sniff_delimiter``); a DOS end-of-file mark (Ctrl-Z, ``\x1a``,
+    one or a run of them) at the very end of the text is dropped (anywhere else it stays,
+    and is refused as the cell that holds it). Raises ``SourceError`` (field
     ``source.path``) and ``UnicodeDecodeError`` (for the caller to word)."""
-    text = decode_text(raw)
+    text = decode_text(raw).rstrip(_DOS_END_OF_FILE)
     _refuse_json(text, path)
     text, delimiter = _excel_sep_line(text, path)
     return text, delimiter or sniff_delimiter(text)
@@ -905,6 +977,7 @@ def _cell_matrix(cells: list[list[str]], data: list) -> tuple:
         matrix = np.array(cells, dtype=np.float64)
     except ValueError:
         matrix = np.array([[_cell_value(cell) for cell in row] for row in cells])
+    _mark_inexact_integers(matrix, cells)
     if not np.isfinite(matrix).all():
         mask = np.zeros(matrix.shape, dtype=bool)  # the missing cells (MISSING_TOKENS)
         for r, k in zip(*np.nonzero(~np.isfinite(matrix)), strict=True):
@@ -924,6 +997,46 @@ _NUMPY_MAGIC = (b"\x93NUMPY", b"PK\x03\x04")
 _EXACT_INT = 2**53  # integers beyond it have no exact float64
 
 
+def _mark_inexact_integers(matrix: np.ndarray, cells: list[list[str]]) -> None:
+    """Make NaN, a bad cell (named when a source reads its column, ``_broken_error``), every
+    cell of ``matrix`` written as an integer beyond 2**53 (``inexact_integer_reason``): a
+    17-digit counter or a Unix time in nanoseconds was read as the nearest float64,
+    silently (a NumPy file's integers beyond 2**53 are refused too). Both paths of
+    ``_cell_matrix`` pass here."""
+    rows, columns = np.nonzero(np.abs(matrix) >= _EXACT_INT)  # (2**53 + 1 reads as 2**53)
+    for r, k in zip(rows.tolist(), columns.tolist(), strict=True):
+        if inexact_integer_reason(cells[r][k]) is not None:
+            matrix[r, k] = np.nan
+
+
+def inexact_integer_reason(cell: str) -> str | None:
+    """Why the text ``cell`` is not read as a number: it is an integer written out (digits
+    of any script, a sign) beyond 2**53 in magnitude, which a float64 holds only rounded
+    (``12345678901234567`` is read as 12345678901234568). A number written with a decimal
+    point or an exponent is a float and read as one. The rule of a NumPy file's integers
+    (``_numpy_columns``), for the CSV sources and ``bench gcdp``'s Occupancy files.
+
+    Returns:
+        The reason, for the caller to put after the cell it names (``"is an integer beyond
+        2**53 ..."``), or None when ``cell`` is no such integer."""
+    text = cell.strip()
+    if len(text) < 16 or not _INTEGER.fullmatch(text):
+        return None
+    try:
+        if abs(int(text)) <= _EXACT_INT:
+            return None
+    except ValueError:  # more digits than int() converts: far beyond 2**53
+        pass
+    rounded = float(text)
+    read = f"as {rounded:.16e}" if math.isfinite(rounded) else "beyond the largest float64"
+    return (
+        "is an integer beyond 2**53 (9007199254740992), which a float64 holds only rounded "
+        f"(it would be read {read}): subtract an origin or change the unit (a Unix time in "
+        "nanoseconds: seconds), or write it with a decimal point or an exponent to accept "
+        "the rounding"
+    )
+
+
 def _no_header_in_numpy(path: str, has_header: bool | None) -> None:
     """A NumPy file has no header line (its columns are named by key or index): a
     ``header`` set to true or false with one was silently ignored; refused."""
@@ -941,8 +1054,6 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     "0") or rows x columns (2-D, named "0" .. "k-1"). Loaded without unpickling; a member
     that is not 1-D, not real numbers (bool, text, complex, object, dates), empty, not
     finite or an integer beyond 2**53 is refused naming the file, the key and the index."""
-    if raw.startswith(b"PK"):
-        _refuse_other_zip(path, raw)
     try:
         loaded = np.load(io.BytesIO(raw), allow_pickle=False)
         if isinstance(loaded, np.ndarray):
@@ -1048,45 +1159,58 @@ _PARQUET = (
 )
 
 
-def _refuse_binary_table(path: str, raw: bytes) -> None:
-    """A Parquet, Excel 97-2003, HDF5, SQLite, Arrow/Feather file or a PDF given as a CSV
-    source is refused naming its format and how to convert it (``SourceError``,
-    ``source.path``), rather than read as text and refused for what its bytes happen to
-    be."""
-    what = None
+def binary_format(raw: bytes) -> str | None:
+    """What a file's first bytes (unpacked: ``read_data_file``) say it is when it is a binary
+    format that no reader of text tables reads: a Parquet, Excel 97-2003, HDF5, SQLite,
+    Arrow/Feather file, a PDF, or a zip that is not a NumPy ``.npz`` (an Excel workbook, an
+    OpenDocument spreadsheet, a zipped CSV). The one table of formats of the CSV sources
+    and of ``bench gcdp``'s Occupancy files (``collector.gcdp.evaluation.load_occupancy``).
+
+    Returns:
+        The format and how to convert it (``"an Apache Parquet file: write it as CSV ..."``),
+        for the caller to put after ``"<path> is not ... but "``; None for text, a NumPy
+        ``.npy`` or ``.npz`` file, or a zip too broken to list (numpy says what is wrong)."""
     if raw.startswith(b"PAR1") and any(b < 0x20 and b not in b"\t\n\r" for b in raw[4:68]):
-        what = _PARQUET
+        return _PARQUET
     for magic, kind in _BINARY_TABLES:
-        if what is None and raw.startswith(magic):
-            what = kind
-    if what is not None:
-        raise SourceError(f"{path} is not a CSV or NumPy file but {what}", field="source.path")
+        if raw.startswith(magic):
+            return kind
+    if raw.startswith(b"PK"):
+        return _zip_format(raw)
+    return None
 
 
-def _refuse_other_zip(path: str, raw: bytes) -> None:
-    """A zip that is not an ``.npz`` (an Excel workbook, a zipped CSV): numpy hands its
-    members back as bytes, which ended ``ldpfleet run`` in a traceback."""
+def _refuse_binary_table(path: str, raw: bytes) -> None:
+    """A file in a ``binary_format`` given as a CSV source is refused naming its format and
+    how to convert it (``SourceError``, ``source.path``), rather than read as text and
+    refused for what its bytes happen to be (a zip that is not an ``.npz`` ended ``ldpfleet
+    run`` in a traceback: numpy handed its members back as bytes)."""
+    what = binary_format(raw)
+    if what is None:
+        return
+    npz = " (a NumPy .npz holds only .npy members)" if raw.startswith(b"PK") else ""
+    raise SourceError(f"{path} is not a CSV or NumPy file but {what}{npz}", field="source.path")
+
+
+def _zip_format(raw: bytes) -> str | None:
+    """A zip that is not an ``.npz``, as ``binary_format`` words it; None for an ``.npz``
+    (only ``.npy`` members) or a zip too broken to list."""
     import zipfile
 
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
             names = archive.namelist()
     except (zipfile.BadZipFile, OSError, EOFError):
-        return  # numpy says what is wrong with it
+        return None  # numpy says what is wrong with it
     others = [name for name in names if not name.endswith(".npy")]
     if not others:
-        return
+        return None
     if any(name.startswith("xl/") for name in names):
-        what = "an Excel workbook: save the sheet as CSV (UTF-8) and give that file"
-    elif "mimetype" in names and "content.xml" in names:
-        what = "an OpenDocument spreadsheet: save the sheet as CSV (UTF-8) and give that file"
-    else:
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        what = f"a zip archive holding {shown}: extract the data file and give its path"
-    raise SourceError(
-        f"{path} is not a CSV or NumPy file but {what} (a NumPy .npz holds only .npy members)",
-        field="source.path",
-    )
+        return "an Excel workbook: save the sheet as CSV (UTF-8) and give that file"
+    if "mimetype" in names and "content.xml" in names:
+        return "an OpenDocument spreadsheet: save the sheet as CSV (UTF-8) and give that file"
+    shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+    return f"a zip archive holding {shown}: extract the data file and give its path"
 
 
 def _npz_member(path: str, archive, key: str) -> np.ndarray:
@@ -1202,6 +1326,12 @@ def _gap_error(
 
 
 def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> SourceError:
+    inexact = inexact_integer_reason(cell)
+    if inexact is not None:
+        return SourceError(
+            f"integer {cell.strip()!r} in column {name!r} at line {lineno} of {path} {inexact}",
+            field=field,
+        )
     return SourceError(
         f"non-numeric value {cell!r} in column {name!r} at line {lineno} of {path} "
         "(need finite numbers in every column a source reads)",
@@ -1216,6 +1346,7 @@ def _table(path: str, header: bool | None = None, decimal: str = "."):
     reads it is refused (``_column_index``), so a bad cell in a column nobody uses does not
     refuse the file."""
     path = os.fspath(path)
+    check_decimal(decimal, field="source.decimal")  # (an unknown mark read as ".")
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -1390,11 +1521,7 @@ class CsvSpec:
                 f"{self.missing!r} is not one of {', '.join(MISSING_MODES)}",
                 field="source.missing",
             )
-        if not isinstance(self.decimal, str) or self.decimal not in DECIMALS:
-            raise SourceError(
-                f"{self.decimal!r} is not one of {', '.join(map(repr, DECIMALS))}",
-                field="source.decimal",
-            )
+        check_decimal(self.decimal, field="source.decimal")
         names = list(_table(self.path, self.header, self.decimal)[0])
         if self.layout == "column" and self.columns is None:
             _column_index(self, names)

@@ -54,12 +54,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from ldpfleet.devices.sources import (
     _COMMA_NUMBER,
+    _EXACT_INT,
     _GROUPED_COMMA_NUMBER,
+    _NUMPY_MAGIC,
     _POINT_NUMBER,
-    DECIMALS,
     SourceError,
+    binary_format,
     broken_utf16_reason,
+    check_decimal,
     csv_text,
+    inexact_integer_reason,
     read_data_file,
 )
 from ldpfleet.protocol.delimiters import sniff_delimiter
@@ -127,27 +131,13 @@ def load_occupancy(path: str | Path, decimal: str = ".") -> tuple[np.ndarray, np
         ``(x, y)``: the records x 5 channels (``CHANNELS``, floats) and the 0/1 labels.
 
     Raises:
-        ParameterError: ``decimal`` is not ``"."`` or ``","``, or is ``","`` for a file
-            whose fields are separated by commas (field ``decimal``).
+        DecimalMarkError: ``decimal`` is not ``"."`` or ``","``, or is ``","`` for a file
+            whose fields are separated by commas (a ``ParameterError``, field ``decimal``:
+            ``devices.sources.check_decimal``).
         ValueError: the file cannot be read as an Occupancy-format file (above)."""
-    if not isinstance(decimal, str) or decimal not in DECIMALS:
-        raise ParameterError(
-            f"must be '.' or ',' (the decimal mark of the file's numbers), got {decimal!r}",
-            field="decimal",
-            limit="'.' or ','",
-            value=decimal,
-        )
-    _refuse_packed(path)
+    check_decimal(decimal, field="decimal")
     text, delimiter = _open_text(path)
-    if decimal == "," and delimiter == ",":
-        raise ParameterError(
-            f"must be '.' for {path}, got ',': its fields are separated by commas, so a comma "
-            "cannot also be its decimal mark (a file of decimal commas separates its fields "
-            "by semicolons or tabs)",
-            field="decimal",
-            limit="',' only for a file whose fields are separated by semicolons or tabs",
-            value=decimal,
-        )
+    check_decimal(decimal, field="decimal", delimiter=delimiter, path=str(path))
     return _read_occupancy(text, delimiter, decimal)
 
 
@@ -155,13 +145,15 @@ def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
     """``path`` as text and its delimiter, read as the CSV sources read a file
     (``devices.sources.read_data_file`` and ``csv_text``): unpacked when it is gzip, bzip2 or
     xz data, decoded (UTF-8, a BOM skipped, or UTF-16 with its byte-order mark, Excel's
-    "Unicode Text"), an Excel ``sep=`` first line blanked and naming the delimiter, else
-    comma, semicolon or tab sniffed; so ``--train-file train.txt.gz``, a UTF-16 export or a
-    ``sep=;`` export reads as a ``[source] path`` does. ``ValueError`` naming the first
-    line that is not UTF-8, a UTF-16 file that is broken, a JSON file, or the broken
-    compressed data."""
+    "Unicode Text"), a DOS end-of-file mark (Ctrl-Z) at its very end dropped, an Excel
+    ``sep=`` first line blanked and naming the delimiter, else comma, semicolon or tab
+    sniffed; so ``--train-file train.txt.gz``, a UTF-16 export or a ``sep=;`` export reads
+    as a ``[source] path`` does. ``ValueError`` naming a binary format (by its first bytes,
+    the CSV sources' table: ``_refuse_binary``), the first line that is not UTF-8, a
+    UTF-16 file that is broken, a JSON file, or the broken compressed data."""
     try:
         raw = read_data_file(path)
+        _refuse_binary(path, raw)
         text, delimiter = csv_text(raw, str(path))
     except SourceError as error:
         raise ValueError(error.reason) from None
@@ -173,22 +165,19 @@ def _open_text(path: str | Path) -> tuple[io.StringIO, str]:
     return io.StringIO(text, newline=""), delimiter
 
 
-# a zip (an Excel workbook) is not read: the compressed kinds are (``_open_text``)
-_PACKED = (
-    (b"PK\x03\x04", "a zip archive (an Excel workbook?): save the sheet as CSV or extract it"),
-)
-
-
-def _refuse_packed(path: str | Path) -> None:
-    """A zip (an .xlsx) was "line 1 is not UTF-8 text (byte 0x50)"."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-    except OSError:
-        return  # the reader says what is wrong with it
-    for magic, what in _PACKED:
-        if head.startswith(magic):
-            raise ValueError(f"{path} is {what}; an Occupancy-format file is a text table")
+def _refuse_binary(path: str | Path, raw: bytes) -> None:
+    """A file in a binary format (``devices.sources.binary_format``, the CSV sources' one
+    table: an Excel .xls or .xlsx workbook, Parquet, ...) or a NumPy file is refused naming
+    it: an .xls was "line 1 is not UTF-8 text (byte 0xd0)", an .xlsx "(byte 0x50)"."""
+    what = binary_format(raw)
+    if what is None and raw.startswith(_NUMPY_MAGIC):
+        what = (
+            "a zip archive (a NumPy .npz, or a broken zip): save the records as a text table"
+            if raw.startswith(b"PK")
+            else "a NumPy .npy file: save the records as a text table"
+        )
+    if what is not None:
+        raise ValueError(f"the file is not an Occupancy-format text table but {what}")
 
 
 def _not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
@@ -387,6 +376,10 @@ def _occupancy_values(
             value = float("nan")
         if not math.isfinite(value):
             raise ValueError(_bad_value(lineno, name, row[c], decimal))
+        if abs(value) >= _EXACT_INT and name != "Occupancy":  # (2**53 + 1 reads as 2**53)
+            inexact = inexact_integer_reason(row[c])  # (a label is 0 or 1: said below)
+            if inexact is not None:
+                raise ValueError(f"line {lineno}: {name} {row[c].strip()!r} {inexact}")
         values.append(value)
     if values[-1] not in (0.0, 1.0):
         raise ValueError(f"line {lineno}: Occupancy must be 0 or 1, got {row[cols[-1]]!r}")
