@@ -42,8 +42,9 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
       50 rows = sensors, columns = half-hour steps. Use ``layout="rows"``: device ``i``
       replays sensor row ``i % 50`` from its first step; ``column`` is not used.
 
-    :func:`load_table` reads UTF-8 (a BOM is skipped) or UTF-16 with its BOM (``decode_text``),
-    any line ends, quoted fields, and separates fields by comma, semicolon or tab
+    :func:`load_table` reads UTF-8 (a BOM is skipped) or UTF-16 with its BOM (``decode_text``;
+    a DOS end-of-file mark, Ctrl-Z, at the very end is dropped: ``csv_text``), any line
+    ends, quoted fields, and separates fields by comma, semicolon or tab
     (``protocol.delimiters.sniff_delimiter``: the one the first two lines hold equally often,
     else the first line's most frequent; numbers need a decimal point). It detects the header: a
     first line whose fields all parse as numbers, or that holds an ISO date-time and has a
@@ -71,6 +72,10 @@ Data sets (:class:`CsvSpec`, :func:`load_table`, :func:`csv_stream`)
     A missing value ("", NA, NaN, null, None, -, any case) in a column a source reads is
     refused, or filled / its time step dropped, as ``CsvSpec.missing`` says (the device's
     own local step, before clipping and privatisation; :func:`missing_summary` counts them);
+    digits of any script are read as the numbers they are (full-width "１２", Arabic-Indic
+    "١٢": ``float`` and numpy both read them, so both paths of ``_cell_matrix`` agree), and an
+    integer written out beyond 2**53, which a float64 holds only rounded, is a bad value
+    (``inexact_integer_reason``, the rule of a NumPy file's integers);
     any other non-numeric or non-finite value in a kept column is an error when
     that column is read (a source naming it, or the ``"rows"`` layout, or :func:`load_table`); a
     bad cell in a column no source reads does not refuse the file. Parsed tables are cached per
@@ -93,7 +98,10 @@ unpickling (``_numpy_table`` lists what is refused). They have no header line: `
 true or false with one is refused (``source.header``).
 
 Errors are :class:`SourceError` (a ``ValueError``) naming the configuration field
-(``"source.period"``, ``"source.column"``, ...), the offending value and the limit.
+(``"source.period"``, ``"source.column"``, ...), the offending value and the limit; a
+refused decimal mark is a :class:`DecimalMarkError` (``check_decimal``, the one check of
+every reader's decimal mark), a ``SourceError`` that is also a ``ParameterError`` and
+carries ``limit`` and ``value``.
 """
 
 from __future__ import annotations
