@@ -142,6 +142,7 @@ __all__ = [
     "csv_text",
     "decode_text",
     "device_rng",
+    "foreign_mark_hint",
     "inexact_integer_reason",
     "load_table",
     "missing_entry",
@@ -1045,6 +1046,37 @@ def inexact_integer_reason(cell: str) -> str | None:
     )
 
 
+# marks of other scripts that are not read in a number (digits of any script are): their
+# names and the ASCII mark a number needs instead
+_FOREIGN_MARKS = {
+    "\uff0e": ("the full-width full stop", "."),
+    "\u066b": ("the Arabic decimal separator", "."),
+    "\uff0d": ("the full-width hyphen-minus", "-"),
+    "\u2212": ("the minus sign", "-"),
+    "\uff0b": ("the full-width plus sign", "+"),
+}
+_ASCII_MARKS = str.maketrans({mark: ascii for mark, (_, ascii) in _FOREIGN_MARKS.items()})
+
+
+def foreign_mark_hint(cell: str) -> str:
+    """A hint for a cell that is a number written with a mark of another script (a locale's
+    export: full-width "２１．５", Arabic "٢١٫٥", a minus sign "−3"): digits of any script are
+    read, the decimal point and the signs must be ASCII.
+
+    Returns:
+        ``" (the full-width full stop '．' (U+FF0E) is not '.' ...)"``, for the caller to put
+        after the sentence naming the cell, or ``""`` when the cell is no such number."""
+    text = cell.strip()
+    marks = [mark for mark in _FOREIGN_MARKS if mark in text]
+    if not marks or not _is_number(text.translate(_ASCII_MARKS)):
+        return ""
+    name, ascii = _FOREIGN_MARKS[marks[0]]
+    return (
+        f" ({name} {marks[0]!r} (U+{ord(marks[0]):04X}) is not {ascii!r}: a number's decimal "
+        "point and sign are ASCII, while its digits may be of any script)"
+    )
+
+
 def _no_header_in_numpy(path: str, has_header: bool | None) -> None:
     """A NumPy file has no header line (its columns are named by key or index): a
     ``header`` set to true or false with one was silently ignored; refused."""
@@ -1342,7 +1374,7 @@ def _broken_error(path: str, name: str, cell: str, lineno: int, field: str) -> S
         )
     return SourceError(
         f"non-numeric value {cell!r} in column {name!r} at line {lineno} of {path} "
-        "(need finite numbers in every column a source reads)",
+        f"(need finite numbers in every column a source reads){foreign_mark_hint(cell)}",
         field=field,
     )
 
@@ -1563,7 +1595,7 @@ def _column_index(
             raise SourceError(
                 f"{column!r} of {spec.path} is not a numeric column: its first value "
                 f"{value!r} (line {lineno}) is not a number, and a column is read only if its "
-                f"first value is (numeric columns: {available})",
+                f"first value is (numeric columns: {available}){foreign_mark_hint(value)}",
                 field=field,
             )
         if column not in names and spec.header is not True and all(n.isdigit() for n in names):

@@ -63,6 +63,7 @@ from ldpfleet.devices.sources import (
     broken_utf16_reason,
     check_decimal,
     csv_text,
+    foreign_mark_hint,
     inexact_integer_reason,
     read_data_file,
 )
@@ -246,6 +247,8 @@ def _bad_value(lineno: int, name: str, cell: str, decimal: str = ".") -> str:
     if name == "Occupancy" and text and not _is_number(text):
         return f"line {lineno}: Occupancy must be 0 or 1, got {cell!r} (write labels as 0 and 1)"
     reason = f"line {lineno}: {name} must be a finite number, got {cell!r}"
+    if foreign_mark_hint(text):
+        return reason + foreign_mark_hint(text)
     if not text:
         return reason + (
             " (an empty cell: the bench fills no gaps; fill the value or remove the row)"

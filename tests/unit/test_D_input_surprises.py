@@ -314,3 +314,32 @@ def test_bench_gcdp_train_file_xls_names_the_format(tmp_path):
 def test_text_is_no_binary_format():
     assert binary_format(b"a,b\n1,2\n") is None
     assert binary_format(b"\x93NUMPY\x01\x00") is None  # the CSV source reads NumPy files
+
+
+@pytest.mark.parametrize(
+    ("cell", "mark"),
+    [("２１．５", "U+FF0E"), ("٢١٫٥", "U+066B"), ("－３", "U+FF0D"), ("\u22123.5", "U+2212")],
+)
+def test_a_mark_of_another_script_is_named_in_both_readers(tmp_path, cell, mark):
+    """Digits of any script are read, a decimal point or sign of another script is not: the
+    refusal names the mark (it said only "non-numeric value")."""
+    later = tmp_path / "later.csv"
+    later.write_text(f"a,b\n1.5,1\n{cell},2\n", encoding="utf-8")
+    first = tmp_path / "first.csv"
+    first.write_text(f"a,b\n{cell},1\n1.5,2\n", encoding="utf-8")
+    for path in (later, first):
+        with pytest.raises(SourceError) as info:
+            CsvSpec(path=str(path), column="a")
+        assert mark in str(info.value) and repr(cell) in str(info.value), str(info.value)
+    occupancy = tmp_path / "occ.csv"
+    occupancy.write_text(_occupancy_text().replace("20.3,", f"{cell},", 1), encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        load_occupancy(occupancy)
+    message = str(info.value)
+    assert "Temperature must be a finite number" in message and mark in message, message
+
+
+def test_no_mark_hint_for_text_or_plain_bad_values():
+    assert sources.foreign_mark_hint("abc．") == ""
+    assert sources.foreign_mark_hint("1.5") == ""
+    assert sources.foreign_mark_hint("inf") == ""
