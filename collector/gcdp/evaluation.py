@@ -118,7 +118,12 @@ def load_occupancy(path: str | Path, decimal: str = ".") -> tuple[np.ndarray, np
     of ``DATE_FORMATS`` that go back in time (the windows are consecutive records; a first
     date in any other format stops the check), and a column the reader
     needs that the header names twice, and a file that is not UTF-8 text (naming the line)
-    or UTF-16 text with its byte-order mark (``_open_text``).
+    or UTF-16 text with its byte-order mark (``_open_text``), a file in a binary format
+    (named by its first bytes: an .xls, Parquet, ...; ``devices.sources.binary_format``) and
+    a channel value written as an integer beyond 2**53, which a float64 holds only rounded
+    (``inexact_integer_reason``). A DOS end-of-file mark (Ctrl-Z) at the very end is
+    dropped; digits of any script are read (full-width, Arabic-Indic), a decimal point or
+    sign of another script is refused naming it (``foreign_mark_hint``).
 
     ``decimal``: the decimal mark of the file's numbers, ``"."`` or ``","`` (a European
     spreadsheet's export), read as a scenario's ``[source] decimal`` reads a CSV
