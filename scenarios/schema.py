@@ -307,7 +307,8 @@ def _check_stream_scenario(loaded: LoadedScenario, where: str) -> None:
         loaded.source_spec()
     except SourceError as error:
         looked = _looked_in(spec.source.path, loaded.path) if "not found" in str(error) else ""
-        limit = _source_rule(type(spec.source), error.field)
+        # a DecimalMarkError carries its own limit (a NumPy file: "'.' for a NumPy file")
+        limit = getattr(error, "limit", None) or _source_rule(type(spec.source), error.field)
         raise ScenarioError(f"{where}{error}{looked}", limit=limit) from None
     if spec.gcdp is not None:
         _check_gcdp(loaded, where)
