@@ -85,12 +85,12 @@ Random graphs (:func:`generate`)
 
 from __future__ import annotations
 
-import gzip
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from ldpfleet.devices.compressed import BrokenCompressedData, compression, decompress
 from ldpfleet.protocol.errors import ParameterError
 
 __all__ = [
@@ -306,12 +306,6 @@ def _endpoints(values, name: str) -> np.ndarray:
 
 # --- loading ---------------------------------------------------------------------------------
 
-# compressed formats by their magic bytes (the file name's suffix is not needed)
-_COMPRESSED: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip"),
-    (b"BZh", "bzip2"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
 _SUFFIXES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 # KONECT's first line: "% <format> <weights>"; these weights mean a third column
 _KONECT_WEIGHTED = (
@@ -500,35 +494,23 @@ def _read_raw(path: Path) -> bytes:
         raw = path.read_bytes()
     except OSError as exc:  # missing, a directory, unreadable
         raise _cannot_read(path, exc.strerror or type(exc).__name__) from None
-    kind = _compression(raw)
+    kind = compression(raw)
     if kind is None and path.suffix in _SUFFIXES:
         raise _cannot_read(path, f"named {path.suffix} but not {_SUFFIXES[path.suffix]} data")
     for _layer in range(2):  # a .tar.bz2 is bzip2 around tar; two layers are plenty
         if kind is None:
             break
         raw = _decompress(path, raw, kind)
-        kind = _compression(raw)
+        kind = compression(raw)
     _refuse_archive(path, raw)
     return raw
 
 
-def _compression(raw: bytes) -> str | None:
-    """``gzip``, ``bzip2`` or ``xz`` by the magic bytes at the start of ``raw``; else None."""
-    return next((kind for magic, kind in _COMPRESSED if raw.startswith(magic)), None)
-
-
 def _decompress(path: Path, raw: bytes, kind: str) -> bytes:
-    import bz2
-    import lzma
-
     try:
-        if kind == "gzip":
-            return gzip.decompress(raw)
-        if kind == "bzip2":
-            return bz2.decompress(raw)
-        return lzma.decompress(raw)
-    except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:  # cut or corrupt
-        raise _cannot_read(path, f"broken {kind} data: {exc or type(exc).__name__}") from None
+        return decompress(raw, kind)
+    except BrokenCompressedData as exc:  # cut or corrupt
+        raise _cannot_read(path, str(exc)) from None
 
 
 def _refuse_archive(path: Path, raw: bytes) -> None:

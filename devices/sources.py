@@ -119,6 +119,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+from ldpfleet.devices.compressed import BrokenCompressedData, compression, decompress
 from ldpfleet.protocol.delimiters import sniff_delimiter
 from ldpfleet.protocol.errors import ParameterError
 
@@ -1125,14 +1126,6 @@ def _numpy_table(path: str, raw: bytes) -> tuple:
     return _numpy_columns(path, columns)
 
 
-# bzip2's magic is "BZh" and a block size digit: a text file starting "BZh" stays text
-_COMPRESSED = (
-    (b"\x1f\x8b", "gzip"),
-    *((b"BZh" + digit.encode(), "bzip2") for digit in "123456789"),
-    (b"\xfd7zXZ\x00", "xz"),
-)
-
-
 def read_data_file(path: str | os.PathLike) -> bytes:
     """The bytes of ``path``, unpacked when they are gzip, bzip2 or xz data (by their first
     bytes, whatever the name): the one opener of the CSV source and of ``bench gcdp``'s
@@ -1144,21 +1137,15 @@ def read_data_file(path: str | os.PathLike) -> bytes:
 
 def _decompressed(path: str, raw: bytes) -> bytes:
     """``raw`` unpacked when it is gzip, bzip2 or xz data (by its first bytes, as a [graph]
-    source's edge list): a ``.csv.gz`` was "not UTF-8 text (byte 0x8b on line 1)"."""
-    import bz2
-    import gzip
-    import lzma
-
-    for magic, kind in _COMPRESSED:
-        if raw.startswith(magic):
-            unpack = {"gzip": gzip.decompress, "bzip2": bz2.decompress, "xz": lzma.decompress}
-            try:
-                return unpack[kind](raw)
-            except (OSError, EOFError, ValueError, lzma.LZMAError, zlib.error) as exc:
-                raise SourceError(
-                    f"cannot read {path}: broken {kind} data ({exc})", field="source.path"
-                ) from None
-    return raw
+    source's edge list: ``devices.compressed``): a ``.csv.gz`` was "not UTF-8 text (byte
+    0x8b on line 1)"."""
+    kind = compression(raw)
+    if kind is None:
+        return raw
+    try:
+        return decompress(raw, kind)
+    except BrokenCompressedData as exc:
+        raise SourceError(f"cannot read {path}: {exc}", field="source.path") from None
 
 
 # Binary table formats a user may hand a CSV source, by their first bytes (for Parquet,

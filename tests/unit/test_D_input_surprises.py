@@ -343,3 +343,26 @@ def test_no_mark_hint_for_text_or_plain_bad_values():
     assert sources.foreign_mark_hint("abc．") == ""
     assert sources.foreign_mark_hint("1.5") == ""
     assert sources.foreign_mark_hint("inf") == ""
+
+
+def test_an_edge_list_broken_past_its_gzip_header_is_one_sentence(tmp_path):
+    """The [graph] reader had its own copy of the compressed-file table without the CSV
+    source's fixes: a gzip edge list whose deflate stream is broken past a header that
+    reads raised zlib.error (a traceback); now one sentence naming the graph field."""
+    from ldpfleet.devices.graphs import load_graph
+    from ldpfleet.protocol.errors import ParameterError
+
+    path = tmp_path / "broken.edges.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 64)
+    with pytest.raises(ParameterError) as info:
+        load_graph(str(path))
+    assert info.value.field == "graph" and "broken gzip data" in str(info.value)
+
+
+def test_an_edge_list_starting_with_bzh_is_text_not_bzip2(tmp_path):
+    """bzip2's magic is "BZh" and a block-size digit (the CSV source's rule, now the graph
+    reader's too): a text file starting "BZhello" is not called broken bzip2 data."""
+    from ldpfleet.devices.compressed import compression
+
+    assert compression(b"BZhello 1\n") is None
+    assert compression(b"BZh91AY&SY") == "bzip2"
