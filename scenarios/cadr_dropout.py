@@ -31,8 +31,15 @@ import numpy as np
 from ldpfleet.devices.secagg_agent import DROPOUT_STAGES
 from ldpfleet.protocol.cadr_theta_noise import noise_parties
 from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.protocol.secagg import graph as secagg_graph
 
-__all__ = ["DROPOUT_SEED_TAG", "check_dropout", "dropout_count", "dropped_devices"]
+__all__ = [
+    "DROPOUT_SEED_TAG",
+    "abort_risk_warnings",
+    "check_dropout",
+    "dropout_count",
+    "dropped_devices",
+]
 
 DROPOUT_SEED_TAG = 0xCAD0  # the chooser's stream: numpy.random.default_rng([seed, tag])
 
@@ -133,3 +140,28 @@ def _refuse(fraction: float, limit: str, why: str) -> None:
         limit=limit,
         value=fraction,
     )
+
+
+def abort_risk_warnings(fraction: float, stage: str, devices: int) -> list[str]:
+    """The sentence for results.json ``warnings`` when the θ search's SecAgg+ session (the
+    default Harary graph of ``devices``) may abort before unmasking in more than
+    ``ABORT_RISK_LIMIT`` (1e-3) of runs with this dropout: a device left with fewer than t
+    live share holders, or (leaving before the masked input) the survivors' graph split
+    (``protocol.secagg.graph.session_abort_bound``, as ``[secure_sum]`` warns). An abort
+    releases nothing and the run fails. Returns the sentences (none below the limit)."""
+    leaving = dropout_count(fraction, devices)
+    if not leaving or devices < 2:
+        return []
+    degree = secagg_graph.default_degree(devices)
+    threshold = secagg_graph.default_threshold(degree + 1)
+    before = secagg_graph.leaves_before_masked(stage)
+    bound = secagg_graph.session_abort_bound(
+        devices, degree, threshold, leaving, before_masked=before
+    )
+    if bound <= secagg_graph.ABORT_RISK_LIMIT:
+        return []
+    return [
+        f"dropout: {leaving} of {devices} devices leaving {stage} may abort up to {bound:.2%} "
+        f"of θ-search secure sums before unmasking (neighbors = {degree}, t = {threshold}; "
+        f"over {secagg_graph.ABORT_RISK_LIMIT:.1%}): the run then fails and releases nothing"
+    ]

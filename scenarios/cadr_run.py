@@ -68,7 +68,11 @@ from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.protocol.validate import integer_in
-from ldpfleet.scenarios.cadr_dropout import check_dropout, dropped_devices
+from ldpfleet.scenarios.cadr_dropout import (
+    abort_risk_warnings,
+    check_dropout,
+    dropped_devices,
+)
 from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = [
@@ -818,18 +822,21 @@ def _dropout_fields(
 
 
 def _dropout_warnings(graph: Graph, settings: CadrSettings, outcome: CadrOutcome) -> list[str]:
-    """A sentence when the devices that dropped out are not those ``[cadr] dropout`` chose
-    (a fleet side that ignored it), else none."""
+    """A sentence when the θ search's secure sum may abort for this dropout more often
+    than 1e-3 (``cadr_dropout.abort_risk_warnings``), and one when the devices that
+    dropped out are not those ``[cadr] dropout`` chose (a fleet side that ignored it)."""
     if not settings.dropout:
         return []
+    risk = abort_risk_warnings(settings.dropout, settings.dropout_stage, graph.n)
     chosen = settings.dropped(graph)
     gone = {d for d in outcome.departed if d not in outcome.released}
     if gone == chosen:
-        return []
+        return risk
     return [
+        *risk,
         f"dropout: {len(chosen)} devices were to drop out ({settings.dropout_stage}) and "
         f"{len(gone)} did, {len(chosen ^ gone)} of them not the chosen ones: a fleet side "
-        "that does not take [cadr] dropout ran this run's devices"
+        "that does not take [cadr] dropout ran this run's devices",
     ]
 
 

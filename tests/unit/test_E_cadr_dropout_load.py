@@ -14,7 +14,7 @@ from ldpfleet.devices.cadr_agent import CadrAgent
 from ldpfleet.protocol.cadr_device import CadrDevice
 from ldpfleet.protocol.cadr_theta_noise import noise_parties
 from ldpfleet.protocol.errors import ParameterError
-from ldpfleet.scenarios.cadr_dropout import dropout_count, dropped_devices
+from ldpfleet.scenarios.cadr_dropout import abort_risk_warnings, dropout_count, dropped_devices
 from ldpfleet.scenarios.schema import ScenarioError, parse_scenario
 from typer.testing import CliRunner
 
@@ -88,3 +88,12 @@ def test_the_cli_refuses_in_one_sentence(tmp_path):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "cadr.dropout" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dropout_whose_sum_may_abort_more_often_than_1e_3_warns():
+    # session_abort_bound (a union bound, protocol.secagg.graph): 1.2e-3 for 40 of 400
+    # leaving before their masked input on the default Harary graph (19 neighbours, t = 11)
+    (sentence,) = abort_risk_warnings(0.1, "after_shares", 400)
+    assert "40 of 400" in sentence and "0.12%" in sentence and "t = 11" in sentence
+    assert abort_risk_warnings(0.05, "after_shares", 60) == []  # 3 of 60: bound 0
+    assert abort_risk_warnings(0.0, "after_shares", 400) == []
