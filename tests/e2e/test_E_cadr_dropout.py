@@ -109,6 +109,18 @@ async def test_devices_dropping_during_unmask_are_summed_but_release_nothing(mac
     assert query["bucket_sums"] == _summed(machines, NAMES)
 
 
+@pytest.mark.slow  # 2 s each
+@pytest.mark.parametrize("stage", ["before_keys", "after_masked"])
+async def test_the_most_the_noise_takes_leaves_exactly_the_noise_parties(stage):
+    """6 of 60 leave (dropout 0.1): 54 = noise_parties(60) remain, the sum still opens."""
+    chosen = sorted(dropped_devices(NAMES, 0.1, SEED))
+    result = await run_cadr_fleet(GRAPH, method="clip", seed=SEED, dropout=0.1, dropout_stage=stage)
+    (query,) = result["theta_queries"]
+    assert result["dropped"]["devices"] == chosen and len(result["released"]) == 54
+    # before their keys they are out of the sum; after their masked input they are in it
+    assert query["survivors"] == (54 if stage == "before_keys" else 60)
+
+
 async def test_a_dropout_the_noise_cannot_take_is_refused_before_any_device_starts():
     with pytest.raises(Exception) as refused:
         await run_cadr_fleet(GRAPH, method="clip", seed=SEED, dropout=0.2)
