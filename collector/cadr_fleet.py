@@ -38,6 +38,13 @@ release or refusal for the DSR intake, a refusal held until θ exists, or a reje
 decided by the sans-I/O ``protocol.cadr_admission.CadrAdmission``; this pump parses,
 hands each message to it and acts on its answer (queue, persist, acknowledge, publish).
 
+Devices that crash for good (``[cadr] dropout``, ``devices.cadr_agent``): a device's
+``SaAbort`` on its ``up/sa_abort`` (its last will) puts it in ``CadrOutcome.departed``
+and the DSR stage no longer waits for its release; the θ search's secure sum covers the
+devices still in it (each noise share is sized for ``noise_parties(n)``, and the sum
+aborts before unmasking below that: ``min_inputs``), and the release covers the devices
+that released (docs/cadr.md, "Dropouts").
+
 A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
 aborted, releases missing at the deadline).
 """
@@ -87,6 +94,7 @@ from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.lpea import padded_rounds
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
+from ldpfleet.protocol.secagg.messages import SaAbort
 
 __all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
 
@@ -121,6 +129,8 @@ class CadrOutcome:
     pipeline: str = "paper"
     estimates: dict[str, int] = field(default_factory=dict)
     estimate_histogram: list[int] = field(default_factory=list)
+    # device -> the stage it named in its last will (``SaAbort``): no release awaited
+    departed: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -233,8 +243,9 @@ def _check_pipeline(pipeline: str, theta_rule: str | int) -> None:
 
 def _upstream(run: str, local: Sequence[str]) -> list[list[str]]:
     """The collector's subscriptions, one group per device it listens to (its DSR
-    releases and budget refusals) and the relay's phase reports."""
-    upstream = [[topics.up(run, d, "dsr"), topics.up(run, d, "budget_refused")] for d in local]
+    releases, budget refusals and last will) and the relay's phase reports."""
+    kinds = ("dsr", "budget_refused", "sa_abort")
+    upstream = [[topics.up(run, d, kind) for kind in kinds] for d in local]
     upstream.append([topics.svc(run, RELAY_ID, "phase")])
     return upstream
 
@@ -312,8 +323,27 @@ class _CadrRun:
             except RemoteProtocolError as error:
                 self.gate.reject(delivery.topic[:300], "invalid", error)
             else:
+                if topic.kind == "sa_abort" and isinstance(message, SaAbort):
+                    self.depart(topic, message)
+                    continue
                 self.gate.receive(topic, message, loop.time())
             await self.act(loop.time())
+
+    def depart(self, topic: topics.Topic, will: SaAbort) -> None:
+        """A device's last will: it left for good, its release is no longer awaited."""
+        device = topic.device
+        if device not in self.members or device in self.outcome.departed:
+            return
+        self.outcome.departed[device] = will.stage or "unknown"
+        self._check_released()
+
+    def _check_released(self) -> None:
+        """Set ``all_released`` once every device released, refused or departed."""
+        intake = self.intake
+        if intake is None:
+            return
+        if intake.complete or set(intake.missing()) <= self.outcome.departed.keys():
+            self.all_released.set()
 
     async def act(self, now: float) -> None:
         """Do what the admission machine decided: count its refusals, queue the relay's
@@ -341,8 +371,7 @@ class _CadrRun:
             self.outcome.duplicates += event.duplicate
             intake.ack(event.device, event.seq)
         await publish_outbound(self.conn, intake)
-        if intake.complete:
-            self.all_released.set()
+        self._check_released()
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
         """Close the θ stage, open the local DSR intake (``local``; the admission machine
@@ -353,6 +382,7 @@ class _CadrRun:
             self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
             self.gate.open_intake()
             await self.act(self.clock())
+            self._check_released()
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
 
     async def relay_phases(self, max_rounds: int) -> None:
@@ -573,6 +603,8 @@ class _ThetaQueries:
                 # clock: where a slow θ search spends its time
                 "stage_seconds": {k: round(v, 3) for k, v in result.stage_seconds.items()},
                 "timeline": result.timeline,
+                # the devices the sum went on without (left before their masked input)
+                **({"dropped": sorted(result.dropped)} if result.dropped else {}),
             }
         )
         return result.total

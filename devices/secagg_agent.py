@@ -59,6 +59,7 @@ from ldpfleet.protocol.secagg.silence import (
 __all__ = [
     "DROPOUT_STAGES",
     "SILENCE_FLOOR",
+    "WITHHELD_AT",
     "SecAggAgent",
     "collector_silence_limit",
 ]  # SILENCE_FLOOR, collector_silence_limit: protocol.secagg.silence's, re-exported
@@ -66,8 +67,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DROPOUT_STAGES = ("before_keys", "after_keys", "after_shares", "after_masked", "during_unmask")
-# the message a device that drops at the stage never sends
-_WITHHELD = {
+# the message a device that drops at the stage never sends (``after_masked``: none, it
+# leaves once its masked input is out; devices.cadr_agent drops out the same way)
+WITHHELD_AT = {
     "before_keys": SaAdvertise,
     "after_keys": SaShares,
     "after_shares": SaMasked,
@@ -121,7 +123,7 @@ class SecAggAgent:
     async def _publish(self, conn: Connection) -> bool:
         """Publish the client's outbox; False if the simulated dropout happens now."""
         for item in self.client.pop_outbound():
-            withheld = _WITHHELD.get(self.dropout or "")
+            withheld = WITHHELD_AT.get(self.dropout or "")
             if withheld is not None and isinstance(item.message, withheld):
                 await self._leave(conn)
                 return False

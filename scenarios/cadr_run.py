@@ -68,6 +68,11 @@ from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.peer_relay import MAX_DEADLINE
 from ldpfleet.protocol.secagg.messages import MAX_PARTICIPANTS
 from ldpfleet.protocol.validate import integer_in
+from ldpfleet.scenarios.cadr_dropout import (
+    abort_risk_warnings,
+    check_dropout,
+    dropped_devices,
+)
 from ldpfleet.scenarios.jsonout import write_results
 
 __all__ = [
@@ -97,7 +102,8 @@ RESULT_KEYS = (
     "alpha", "seed", "degree_bound", "degree_bound_source", "theta", "theta_rule",
     "theta_chosen_by", "theta_fanout", "theta_spacing", "theta_rounds",
     "theta_queries", "theta_search", "budget", "privacy_claim", "mae", "mse", "distribution_l1",
-    "histogram_emd", "raw", "postprocessed", "baselines", "kept_edge_ratio", "max_kept_degree",
+    "histogram_emd", "raw", "postprocessed", "baselines", "dropped", "scored_over",
+    "kept_edge_ratio", "max_kept_degree",
     "bound_mean", "bound_holds", "ledger_min", "ledger_max", "ledger_exact", "lpea_round_cap",
     "device_messages_up",
     "device_messages_down", "refused_by_devices", "rejected_by_collector", "rejected_by_relay",
@@ -110,8 +116,13 @@ RESULT_KEYS = (
 
 def device_names(graph: Graph) -> list[str]:
     """``n0000``, ``n0001``, ...: node ``i`` of the graph is device ``names[i]``."""
-    width = max(4, len(str(graph.n - 1)))
-    return [f"n{i:0{width}d}" for i in range(graph.n)]
+    return device_names_of(graph.n)
+
+
+def device_names_of(n: int) -> list[str]:
+    """``device_names`` of a graph of ``n`` nodes."""
+    width = max(4, len(str(n - 1)))
+    return [f"n{i:0{width}d}" for i in range(n)]
 
 
 @dataclass
@@ -125,6 +136,7 @@ class DeviceStats:
     messages_up: int
     messages_down: int
     refused: int
+    dropped: str | None = None  # the stage it crashed at ([cadr] dropout), else None
 
 
 # the limits of a scenario's [cadr] fanout and processes (scenarios/schema_sections.py),
@@ -171,6 +183,8 @@ class CadrSettings:
     trace: str = "control"
     pipeline: str = "dp"
     peer_deadline: float = 0.0  # [cadr] peer_deadline_seconds (0: none)
+    dropout: float = 0.0  # [cadr] dropout: the seeded fraction that crashes (cadr_dropout)
+    dropout_stage: str = "after_shares"
 
     def __post_init__(self) -> None:
         deadline = self.peer_deadline
@@ -227,6 +241,8 @@ class CadrSettings:
             trace=cadr.trace,
             pipeline=cadr.pipeline,
             peer_deadline=cadr.peer_deadline_seconds,
+            dropout=cadr.dropout,
+            dropout_stage=cadr.dropout_stage,
         )
 
     def bound_for(self, graph: Graph) -> int:
@@ -248,6 +264,26 @@ class CadrSettings:
         partition workers' DSR budget all read it, so they agree."""
         bound = self.bound_for(graph)
         return plan_theta(self.theta, self.pipeline, self.eps, self.alpha, graph.n, bound)
+
+    def check_dropout(self, graph: Graph, partitions: int = 1) -> None:
+        """Refuse a ``dropout`` this run cannot take (``scenarios.cadr_dropout``).
+
+        Raises:
+            ParameterError: naming ``dropout``, its limit and its value.
+        """
+        check_dropout(
+            self.dropout,
+            self.dropout_stage,
+            devices=graph.n,
+            pipeline=self.pipeline,
+            method=self.method,
+            searched=self.theta_plan(graph).searched,
+            partitions=partitions,
+        )
+
+    def dropped(self, graph: Graph) -> frozenset[str]:
+        """The devices the seed chose to crash (``cadr_dropout.dropped_devices``)."""
+        return dropped_devices(device_names(graph), self.dropout, self.seed)
 
     def check_fleet_size(self, graph: Graph) -> None:
         """Refuse a θ search over more devices than one secure-sum session takes
@@ -355,6 +391,7 @@ def _stats(agent: CadrAgent) -> DeviceStats:
         messages_up=agent.messages_up,
         messages_down=agent.messages_down,
         refused=agent.refused,
+        dropped=agent.dropped,
     )
 
 
@@ -392,8 +429,12 @@ async def run_device_shard(
     timeout: float | None = None,
     silence: SilenceWatch | None = None,
     stopped: Awaitable[str] | None = None,
+    dropout: float = 0.0,
+    dropout_stage: str = "after_shares",
 ) -> dict[str, DeviceStats]:
-    """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked.
+    """Run the devices ``i ≡ shard (mod shards)`` until each one's release is acked (or,
+    for the ``dropout`` fraction the seed chose, until it crashed at ``dropout_stage``:
+    ``scenarios.cadr_dropout``).
 
     Each device announces itself ready once subscribed (the collector's barrier waits for
     all). ``silence`` ends the shard when its devices hear nothing for its deadline, and
@@ -402,7 +443,16 @@ async def run_device_shard(
     names = device_names(graph)
     machines = _machines(graph, names, run, seed, range(shard, graph.n, shards))
     gate = asyncio.Semaphore(connect_concurrency)
-    agents = [CadrAgent(transport, machine, connect_gate=gate) for machine in machines]
+    dropping = dropped_devices(names, dropout, seed)
+    agents = [
+        CadrAgent(
+            transport,
+            machine,
+            connect_gate=gate,
+            dropout=dropout_stage if machine.device in dropping else None,
+        )
+        for machine in machines
+    ]
     tasks = [asyncio.create_task(agent.run()) for agent in agents]
     guards: list[asyncio.Future] = []
     devices: asyncio.Future | None = None
@@ -677,7 +727,10 @@ def collector_results(
     outcome = collected.outcome
     names = device_names(graph)
     degrees = graph.degrees()
-    raw, postprocessed = _release_scores(degrees, names, outcome, settings)
+    # scored over the devices in the release: a device that dropped out released nothing
+    scored = [i for i, name in enumerate(names) if name in outcome.released]
+    scored_names = [names[i] for i in scored]
+    raw, postprocessed = _release_scores(degrees[scored], scored_names, outcome, settings)
     final = postprocessed if outcome.estimates else raw
     plan = settings.theta_plan(graph)
     budget = CadrBudget.for_pipeline(
@@ -717,7 +770,8 @@ def collector_results(
         "histogram_emd": final["histogram_emd"],
         "raw": raw,
         "postprocessed": postprocessed,
-        "baselines": trivial_baselines(degrees),
+        "baselines": trivial_baselines(degrees[scored]),
+        **_dropout_fields(graph, settings, outcome, len(scored)),
         # public: the cap the collector asked for; the relay's counts (rounds, supersteps,
         # items, edges added) stay with the relay (protocol.peer_relay, Trust)
         "lpea_round_cap": outcome.phases.get("lpea", {}).get("max_rounds"),
@@ -731,9 +785,59 @@ def collector_results(
         "connect_seconds": round(collected.joined - begin, 3),
         "seconds": round(collected.finished - begin, 3),
         "trace_messages": collected.recorded,
-        "warnings": release_warnings(budget.dsr, len(names), searched=plan.searched),
+        "warnings": [
+            *release_warnings(budget.dsr, len(names), searched=plan.searched),
+            *_dropout_warnings(graph, settings, outcome),
+        ],
         **_release_fields(names, degrees, outcome, graph.ids),
     }
+
+
+def _dropout_fields(
+    graph: Graph, settings: CadrSettings, outcome: CadrOutcome, scored: int
+) -> dict:
+    """results.json ``dropped`` and ``scored_over`` when devices dropped out (or a
+    ``dropout`` was configured): the configured fraction and stage, the devices whose last
+    will the collector heard and that released nothing (count and ids), and the sentence
+    saying the error figures and baselines cover the released devices only."""
+    gone = sorted(d for d in outcome.departed if d not in outcome.released)
+    if not settings.dropout and not gone:
+        return {}
+    index = {name: i for i, name in enumerate(device_names(graph))}
+    ids = None if graph.ids is None else [np.asarray(graph.ids[index[d]]).item() for d in gone]
+    return {
+        "dropped": {
+            "fraction": settings.dropout,
+            "stage": settings.dropout_stage,
+            "count": len(gone),
+            "devices": gone,
+            **({} if ids is None else {"node_ids": ids}),
+        },
+        "scored_over": (
+            f"the {scored} released devices of {graph.n}: mae, mse, the histogram "
+            f"distances, raw, postprocessed and baselines leave out the {len(gone)} that "
+            "dropped out (they released nothing)"
+        ),
+    }
+
+
+def _dropout_warnings(graph: Graph, settings: CadrSettings, outcome: CadrOutcome) -> list[str]:
+    """A sentence when the θ search's secure sum may abort for this dropout more often
+    than 1e-3 (``cadr_dropout.abort_risk_warnings``), and one when the devices that
+    dropped out are not those ``[cadr] dropout`` chose (a fleet side that ignored it)."""
+    if not settings.dropout:
+        return []
+    risk = abort_risk_warnings(settings.dropout, settings.dropout_stage, graph.n)
+    chosen = settings.dropped(graph)
+    gone = {d for d in outcome.departed if d not in outcome.released}
+    if gone == chosen:
+        return risk
+    return [
+        *risk,
+        f"dropout: {len(chosen)} devices were to drop out ({settings.dropout_stage}) and "
+        f"{len(gone)} did, {len(chosen ^ gone)} of them not the chosen ones: a fleet side "
+        "that does not take [cadr] dropout ran this run's devices",
+    ]
 
 
 def _settings_fields(settings: CadrSettings, bound: tuple) -> dict:
@@ -784,6 +888,17 @@ def _release_fields(
             name: {
                 **({} if node_id is None else {"node_id": node_id}),
                 "degree": int(d),
+                # the stage it crashed at, else (a budget refusal) no release
+                **(
+                    {"dropped": outcome.departed[name]}
+                    if name in outcome.departed
+                    else {"released": None}
+                ),
+            }
+            if name not in outcome.released
+            else {
+                **({} if node_id is None else {"node_id": node_id}),
+                "degree": int(d),
                 # "released": the raw DSR value; "estimate" (dp): the post-processed release.
                 # abs_error: the error of the pipeline's release (what "mae" averages);
                 # raw_abs_error: the raw DSR value's (what raw.mae averages; docs/cadr.md)
@@ -824,9 +939,12 @@ def _theta_search(degrees: np.ndarray, outcome, budget: CadrBudget, bound: int) 
         return None
     query = outcome.theta_queries[-1]
     thresholds = query["thresholds"]
-    exact = np.array([int(np.sum(degrees > t)) for t in thresholds])
     n = len(degrees)
-    target = deviation_target(n, budget.dsr, noise_weight(budget.dsr))
+    # the true counts over the devices the sum covered (not those that left before it)
+    left = set(query.get("dropped", ()))
+    summed = degrees[np.array([name not in left for name in device_names_of(n)], dtype=bool)]
+    exact = np.array([int(np.sum(summed > t)) for t in thresholds])
+    target = deviation_target(len(summed), budget.dsr, noise_weight(budget.dsr))
     return {
         "eps": budget.theta,
         "mechanism": THETA_MECHANISM,
@@ -841,17 +959,20 @@ def _theta_search(degrees: np.ndarray, outcome, budget: CadrBudget, bound: int) 
 def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
     """``collector_results`` (or the collector side's results.json) plus what only the
     devices know — the results of ``ldpfleet run``, keys in its order. ``stats`` must
-    cover every device."""
-    names = list(partial["per_device"])
-    missing = [name for name in names if name not in stats]
+    cover every device. The kept edges, the Thm 3.5 bounds and ``ledger_exact`` cover the
+    devices in the release (a device that dropped out released nothing, and its ledger
+    holds only what it spent before: ``ledgers``, ``ledger_min``)."""
+    every = list(partial["per_device"])
+    missing = [name for name in every if name not in stats]
     if missing:
         raise ValueError(f"no device stats for {len(missing)} devices ({missing[:5]})")
+    names = [name for name in every if name in partial["released"]]
     budget = CadrBudget(partial["eps"], partial["alpha"])
     # clip's bound reads its own ε_dsr (the run's split); the others keep the paper's
     clip = not negotiates(partial["method"])
     eps_dsr = partial.get("budget", {}).get("dsr", budget.dsr) if clip else budget.dsr
     theta = partial["theta"]
-    per_device = {name: dict(partial["per_device"][name]) for name in names}
+    per_device = {name: dict(partial["per_device"][name]) for name in every}
     degrees = np.array([per_device[name]["degree"] for name in names])
     released = np.array([partial["released"][name] for name in names])
     kept = np.array([stats[name].kept for name in names])
@@ -861,23 +982,24 @@ def complete_results(partial: dict, stats: dict[str, DeviceStats]) -> dict:
     ]
     for name, bound in zip(names, bounds, strict=True):
         per_device[name]["thm35_bound"] = bound
-    spent = [stats[name].spent for name in names]
+    spent = [stats[name].spent for name in every]
+    exact = [math.isclose(stats[n].spent, partial["eps"], rel_tol=1e-9) for n in names]
     devices = {
         "kept_edge_ratio": kept_edge_ratio(degrees, kept),
         "max_kept_degree": int(kept.max()) if kept.size else 0,
-        "bound_mean": float(np.mean(bounds)),
+        "bound_mean": float(np.mean(bounds)) if bounds else None,
         # Thm 3.5 bounds the expected |d - d~|; one release per device, so this is the
         # share of devices whose single error is within its bound (a sanity check)
-        "bound_holds": float(np.mean(np.abs(degrees - released) <= np.array(bounds))),
+        "bound_holds": float(np.mean(np.abs(degrees - released) <= np.array(bounds)))
+        if bounds
+        else None,
         "ledger_min": min(spent),
         "ledger_max": max(spent),
-        "ledger_exact": all(math.isclose(s, partial["eps"], rel_tol=1e-9) for s in spent)
-        if partial["method"] != "ra"
-        else None,
-        "device_messages_up": sum(stats[name].messages_up for name in names),
-        "device_messages_down": sum(stats[name].messages_down for name in names),
-        "refused_by_devices": sum(stats[name].refused for name in names),
-        "ledgers": {name: stats[name].ledger for name in names},
+        "ledger_exact": all(exact) if partial["method"] != "ra" else None,
+        "device_messages_up": sum(stats[name].messages_up for name in every),
+        "device_messages_down": sum(stats[name].messages_down for name in every),
+        "refused_by_devices": sum(stats[name].refused for name in every),
+        "ledgers": {name: stats[name].ledger for name in every},
         "per_device": per_device,
     }
     merged = {**partial, **devices}
@@ -909,8 +1031,14 @@ async def run_cadr_fleet(
     graph_spec: str | None = None,
     pipeline: str = "dp",
     peer_deadline: float = 0.0,
+    dropout: float = 0.0,
+    dropout_stage: str = "after_shares",
 ) -> dict:
     """One fleet run; returns the scores and the run's figures (module docstring).
+
+    ``dropout``: that seeded fraction of the devices crash for good at ``dropout_stage``
+    of the θ search's secure sum (``scenarios.cadr_dropout``; devices in this process
+    only: ``processes`` 1).
 
     The collector side (``collect_cadr``) and the device shards (``run_device_shard``)
     over one transport. ``processes > 1`` (a real broker only) runs the devices in that
@@ -922,11 +1050,20 @@ async def run_cadr_fleet(
         spacing=spacing, ndoe_parts=ndoe_parts, degree_bound=degree_bound,
         max_rounds=max_rounds, stage_timeout=stage_timeout,
         connect_concurrency=connect_concurrency, trace=trace, pipeline=pipeline,
-        peer_deadline=peer_deadline,
+        peer_deadline=peer_deadline, dropout=dropout, dropout_stage=dropout_stage,
     )  # fmt: skip
     settings.bound_for(graph)  # a typed error (θ above D, ...) before any device starts
     settings.check_fleet_size(graph)  # the θ search's one secure-sum session
+    settings.check_dropout(graph)
     check_whole(processes, "processes", 1, MAX_PROCESSES)
+    if dropout and processes > 1:
+        raise ParameterError(
+            f"dropout = {dropout:g} runs the fleet in this process (the device shards of "
+            f"other processes do not take it), got processes = {processes}",
+            field="processes",
+            limit="1 with a dropout",
+            value=processes,
+        )
     run = run or f"cadr-{secrets.token_hex(3)}"
     started = time.perf_counter()
     async with open_broker(broker) as (transport, info):
@@ -939,7 +1076,8 @@ async def run_cadr_fleet(
                 value=processes,
             )
         shards = _DeviceShards(graph, transport, info.url, run, seed, processes,
-                               connect_concurrency, graph_spec)  # fmt: skip
+                               connect_concurrency, graph_spec,
+                               dropout=(settings.dropout, settings.dropout_stage))  # fmt: skip
         try:
             collected = await collect_cadr(
                 transport,
@@ -976,6 +1114,7 @@ class _DeviceShards:
     processes: int
     connect_concurrency: int
     graph_spec: str | None
+    dropout: tuple[float, str] = (0.0, "after_shares")  # [cadr] dropout, dropout_stage
     local: list[asyncio.Task] = field(default_factory=list)
     children: list[asyncio.subprocess.Process] = field(default_factory=list)
 
@@ -986,6 +1125,7 @@ class _DeviceShards:
                 run_device_shard(
                     self.graph, self.transport, self.run, self.seed, 0, self.processes,
                     connect_concurrency=self.connect_concurrency,
+                    dropout=self.dropout[0], dropout_stage=self.dropout[1],
                 )
             )
         )  # fmt: skip
@@ -1036,7 +1176,8 @@ async def run_cadr_scenario(
     out = fresh_outputs(out_dir)
     broker = broker or spec.broker.url
     if processes is None:  # the devices use both cores where a real broker allows it
-        processes = cadr.processes if broker != "memory" else 1
+        # (a dropout runs them in this process: run_cadr_fleet)
+        processes = cadr.processes if broker != "memory" and not cadr.dropout else 1
     result = await run_cadr_fleet(
         graph,
         broker=broker,
@@ -1060,6 +1201,8 @@ async def run_cadr_scenario(
         graph_spec=source,
         pipeline=cadr.pipeline,
         peer_deadline=cadr.peer_deadline_seconds,
+        dropout=cadr.dropout,
+        dropout_stage=cadr.dropout_stage,
     )
     return write_cadr_results(out, {"scenario": scenario_header(scenario), **result})
 

@@ -1,6 +1,7 @@
 """The checks a CADR-LDP scenario (``[graph]`` and ``[cadr]``) passes on load: no stream
-sections, a graph source that exists and that its generator can build, and a budget that
-passes the run's own check at the graph's node count (``scenarios.schema_graph``).
+sections, a graph source that exists and that its generator can build, a budget that
+passes the run's own check at the graph's node count (``scenarios.schema_graph``), and a
+``dropout`` the run can take (``scenarios.cadr_dropout.check_dropout``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,14 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ldpfleet.protocol.cadr_budget import theta_search_min_eps
+from ldpfleet.protocol.cadr_budget import (
+    plan_theta,
+    resolve_degree_bound,
+    resolve_method,
+    theta_search_min_eps,
+)
+from ldpfleet.protocol.errors import ParameterError
+from ldpfleet.scenarios.cadr_dropout import check_dropout
 from ldpfleet.scenarios.schema_errors import ScenarioError, _schema_rule
 from ldpfleet.scenarios.schema_graph import (
     cadr_budget_problem,
@@ -80,3 +88,34 @@ def _check_graph_source(loaded: LoadedScenario, where: str) -> None:
                     else "<= the degree bound D"
                 )
             raise ScenarioError(f"{where}{problem}", limit=limit)
+    _check_dropout(loaded, nodes, where)
+
+
+def _check_dropout(loaded: LoadedScenario, nodes, where: str) -> None:
+    """``[cadr] dropout``: what ``check_dropout`` refuses, on load (the number of devices
+    it may leave is ``noise_parties(n)`` of the graph's n)."""
+    cadr = loaded.spec.cadr
+    if not cadr.dropout:
+        return
+    n = nodes()
+    searched = isinstance(cadr.theta, str)
+    if searched and cadr.degree_bound != "graph-max":  # else D needs the graph: the run checks
+        bound, _ = resolve_degree_bound(cadr.degree_bound, cadr.pipeline, n, 1)
+        searched = plan_theta(cadr.theta, cadr.pipeline, cadr.eps, cadr.alpha, n, bound).searched
+    try:
+        check_dropout(
+            cadr.dropout,
+            cadr.dropout_stage,
+            devices=n,
+            pipeline=cadr.pipeline,
+            method=resolve_method(cadr.method, cadr.pipeline),
+            searched=searched,
+            partitions=loaded.spec.collector.partitions,
+        )
+    except ParameterError as error:
+        raise ScenarioError(
+            f"{where}cadr.{error.field}: {error.reason}",
+            field=f"cadr.{error.field}",
+            limit=error.limit,
+            value=error.value,
+        ) from None

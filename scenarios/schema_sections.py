@@ -370,6 +370,21 @@ class CadrSection(_Section):
     # relay ends no phase before it, closing the phases' duration as a timing channel to
     # the collector (docs/cadr.md, "Padding"); every phase then lasts at least this long
     peer_deadline_seconds: Annotated[float, Meta(ge=0, le=86_400)] = 0.0
+    # a seeded fraction of the devices crash for good at ``dropout_stage`` of the θ
+    # search's secure sum and release nothing after it (docs/cadr.md, "Dropouts");
+    # the stages are [secure_sum]'s
+    dropout: Annotated[
+        float,
+        Meta(ge=0, lt=1),
+        _on_load(
+            'leaves at least noise_parties(n) = ceil(0.9 n) devices; needs pipeline "dp", '
+            'method "clip" (or "auto"), a θ search (theta "auto-dev" on a fleet the small-'
+            "fleet rule does not exempt) and one collector partition"
+        ),
+    ] = 0.0
+    dropout_stage: Literal[
+        "before_keys", "after_keys", "after_shares", "after_masked", "during_unmask"
+    ] = "after_shares"
 
 
 class GcdpSection(_Section):
