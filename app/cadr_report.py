@@ -105,6 +105,7 @@ def release_vs_baselines(results: dict) -> str:
         f"<h3>Release against knowing nothing (pipeline {html.escape(str(pipeline))})</h3>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         + _verdict(released.get("mae"), median.get("mae"), zero.get("mae"), pipeline)
+        + _dropped(results)
         + _warnings(results.get("warnings"))
     )
     budget = results.get("budget")
@@ -112,6 +113,19 @@ def release_vs_baselines(results: dict) -> str:
         parts = ", ".join(f"{html.escape(str(k))} {v:g}" for k, v in budget.items())
         out += f"<p>Budget per device (ε, every part charged in its ledger): {parts}.</p>"
     return out + _claim_table(results.get("privacy_claim"))
+
+
+def _dropped(results: dict) -> str:
+    """A run with ``[cadr] dropout``: how many devices dropped out, at which stage, and
+    that the table covers the released devices ("" otherwise)."""
+    dropped = results.get("dropped")
+    if not isinstance(dropped, dict):
+        return ""
+    return (
+        f"<p>Dropped out: {html.escape(str(dropped.get('count')))} devices at "
+        f"{html.escape(str(dropped.get('stage')))}: "
+        f"{html.escape(str(results.get('scored_over', '')))}.</p>"
+    )
 
 
 def _warnings(sentences: object) -> str:

@@ -350,6 +350,7 @@ def _cadr_table(name: str, results: dict):
         ("devices / edges", f"{results['devices']:,} / {results['edges']:,}"),
         ("method, eps, alpha", f"{results['method']}, {results['eps']:g}, {results['alpha']:g}"),
         ("theta", _theta_line(results)),
+        *_dropped_rows(results),
         ("degree-sequence MAE / MSE", f"{results['mae']:.2f} / {results['mse']:.1f}"),
         ("degree distribution L1", f"{results['distribution_l1']:.3f}"),
         _kept_row(results),
@@ -367,6 +368,19 @@ def _cadr_table(name: str, results: dict):
     for key, value in rows_:
         table.add_row(key, value)
     return table
+
+
+def _dropped_rows(results: dict) -> list[tuple[str, str]]:
+    """The row of a run with ``[cadr] dropout``: how many dropped out at which stage, and
+    that the figures below cover the released devices (none without a dropout)."""
+    dropped = results.get("dropped")
+    if not isinstance(dropped, dict):
+        return []
+    released = results["devices"] - dropped["count"]
+    return [
+        ("dropped out", f"{dropped['count']} at {dropped['stage']} (errors over the "
+                        f"{released:,} released devices)"),
+    ]  # fmt: skip
 
 
 def _print_cadr_verdict(results: dict) -> None:

@@ -247,6 +247,8 @@ def _cadr_arithmetic(results: dict) -> dict[str, float]:
     for device, entry in per_device.items():
         if not isinstance(entry, dict):
             return {}
+        if "dropped" in entry and "released" not in entry:
+            continue  # dropped out ([cadr] dropout): released nothing, scored nowhere
         degree, estimate, released = (entry.get(k) for k in ("degree", "estimate", "released"))
         if not all(_is_number(x) for x in (degree, released)):
             return {}

@@ -243,6 +243,8 @@ async def cadr_fleet_side(
                 connect_concurrency=settings.connect_concurrency,
                 silence=silence,
                 stopped=stopped,
+                dropout=settings.dropout,
+                dropout_stage=settings.dropout_stage,
             )
         except ShardStopped as stop:
             _write_fleet(out, run, shard, info.url, epoch, stop.stats, stop.sentence)
