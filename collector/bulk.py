@@ -63,8 +63,8 @@ from ldpfleet.protocol.bulk import (
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Outbound
 from ldpfleet.protocol.messages import Stage
-from ldpfleet.protocol.partition import PartitionStatus
-from ldpfleet.protocol.topics import svc
+from ldpfleet.protocol.partition import status_topic
+from ldpfleet.protocol.partition_link import WorkerCounts, partition_status
 
 __all__ = [
     "NOT_RECONSTRUCTED",
@@ -530,15 +530,17 @@ class _Conversation:
         ``svc/collector/partition``, as the per-device partition workers announce
         themselves: the trace's run open and close."""
         c = machine.counters
-        status = PartitionStatus(
-            run=self.plan.run, sender="collector", partition=self.partition,
-            partitions=self.plan.partitions, state=state, persisted=c.reports_received,
-            expected=machine.expected, joined=int(machine.admitted.sum()),
-            devices=machine.owned, complete=machine.complete,
+        counts = WorkerCounts(
+            persisted=c.reports_received, expected=machine.expected,
+            joined=int(machine.admitted.sum()), devices=machine.owned,
+        )  # fmt: skip
+        status = partition_status(
+            self.plan.run, self.partition, self.plan.partitions, state, counts,
+            complete=machine.complete,
             detail=f"bulk: {c.messages} reports, {c.reports_rejected} entries rejected, "
             f"{c.reports_duplicate} duplicate",
         )  # fmt: skip
-        return Outbound(svc(self.plan.run, "collector", "partition"), status)
+        return Outbound(status_topic(self.plan.run), status)
 
     def close(self, *, complete: bool = True) -> None:
         """Sign the trace and close it (once)."""

@@ -23,12 +23,18 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   one collector creates its intake before it broadcasts θ, so nothing of an honest
   device reaches it early. A release sent before the broadcast with a guessed θ is thus
   judged (and refused unless the θ is right) rather than refused outright.
+  When it says ready and when it sends its chunks (and how they are cut) are its
+  ``protocol.cadr_partition_link.CadrPartitionLink``'s decisions: the pump starts it,
+  tells it θ was heard and the intake moved, drives its timer and publishes what it says.
 * ``ReleaseGatherer`` (the coordinator's) counts the workers' ``ready``, unites their
   chunks (``protocol.partition_control.ReleaseGathering``: a malformed one is refused with
   a typed error and counted: another run, a partition outside ``0..P-1``, a device given
-  twice, a chunk after the partition's final one) and, as the ``releases`` hook of
-  ``run_cadr_collector``, waits for every partition's final chunk (``CadrFailed`` naming
-  the partitions missing at the deadline, or a θ that is not the run's).
+  twice, a chunk after the partition's final one) and waits for every worker's ready
+  (``wait_ready``, before the run is announced) and, as the ``releases`` hook of
+  ``run_cadr_collector``, for every partition's final chunk (``CadrFailed`` naming the
+  partitions missing at the deadline, or a θ that is not the run's). Both waits and
+  their deadlines are ``protocol.cadr_partition_link.ReleaseGatheringMachine``'s: the pump
+  drives its timer on the loop's clock and awaits its answer.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import publish_outbound
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
@@ -53,26 +59,23 @@ from ldpfleet.protocol.cadr_admission import (
     ThetaHeard,
 )
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
-from ldpfleet.protocol.errors import RemoteProtocolError
-from ldpfleet.protocol.events import Rejected
-from ldpfleet.protocol.partition import (
-    RELEASES_CHUNK,
-    CadrRefusal,
-    CadrReleases,
-    PartitionStatus,
-    status_topic,
+from ldpfleet.protocol.cadr_partition_link import (
+    CadrPartitionLink,
+    ReleaseGatheringMachine,
+    ReleasesFailed,
+    WorkersNotReady,
 )
-from ldpfleet.protocol.partition_control import ReleaseGathering
+from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.events import Event, Rejected
+from ldpfleet.protocol.partition import RELEASES_CHUNK
 
 __all__ = ["ReleaseGatherer", "listen_to_workers", "serve_cadr_partition"]
 
-READY_EVERY = 1.0  # seconds between two ready statuses until θ is heard
 
-
-class ReleaseGatherer(ReleaseGathering):
-    """The coordinator's view of its workers' DSR stage (module docstring): what it
-    admits is ``protocol.partition_control.ReleaseGathering``'s decision; this adds the
-    waiting."""
+class ReleaseGatherer(ReleaseGatheringMachine):
+    """The coordinator's pump of its workers' DSR stage (module docstring): what it admits
+    and how long it waits are ``protocol.cadr_partition_link.ReleaseGatheringMachine``'s
+    decisions; this drives its deadline on the loop's clock and awaits its answer."""
 
     def __init__(self, run: str, partitions: int) -> None:
         super().__init__(run, partitions)
@@ -80,36 +83,39 @@ class ReleaseGatherer(ReleaseGathering):
 
     def receive(self, message: object) -> None:
         """One message of the status topic; ``RemoteProtocolError`` (counted) if refused."""
-        super().receive(message)
-        self.changed.set()
+        try:
+            super().receive(message)
+        finally:
+            self.changed.set()
 
     async def wait_ready(self, timeout: float) -> list[int]:
         """Wait for every worker's ready; the partitions still missing after ``timeout``."""
-        await _until(self.changed, lambda: self.all_ready, timeout)
-        return sorted(set(range(self.partitions)) - self.ready)
+        self.await_ready(asyncio.get_running_loop().time(), timeout)
+        answer = await self._answer()
+        return list(answer.missing) if isinstance(answer, WorkersNotReady) else []
 
     async def gathered(self, theta: int, eps_dsr: float, timeout: float) -> GatheredReleases:
         """The ``releases`` hook of ``run_cadr_collector`` (module docstring)."""
         del eps_dsr  # the workers checked each release's ε against the scenario's
-        await _until(self.changed, lambda: self.all_final, timeout)
-        missing = sorted(set(range(self.partitions)) - self.final)
-        if missing:
-            raise CadrFailed(
-                f"{len(missing)} partition(s) sent no releases within {timeout:g} s: {missing[:10]}"
-            )
-        if self.thetas - {theta}:
-            raise CadrFailed(f"a partition used θ {sorted(self.thetas - {theta})}, not {theta}")
+        self.await_final(asyncio.get_running_loop().time(), timeout, theta)
+        answer = await self._answer()
+        if isinstance(answer, ReleasesFailed):
+            raise CadrFailed(answer.sentence)
         return GatheredReleases(
             dict(self.values), dict(self.refusals), self.rejected, self.duplicates
         )
 
+    async def _answer(self) -> Event:
+        """The machine's answer to the pending wait: a message ended it, or its deadline."""
 
-async def _until(changed: asyncio.Event, done, timeout: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout):
-            while not done():
-                changed.clear()
-                await changed.wait()
+        async def after_timer() -> None:
+            self.changed.set()
+
+        async with background(drive_timers(self, after_timer)):
+            while not (answers := self.pop_events()):
+                self.changed.clear()
+                await self.changed.wait()
+        return answers[-1]
 
 
 async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
@@ -137,10 +143,22 @@ class _Worker:
         self.eps_dsr, self.store = eps_dsr, store
         self.intake: DsrIntake | None = None
         self.gate = CadrWorkerAdmission(run, self.devices)
-        self.rejected = self.duplicates = self.sent = 0
-        self.theta_heard = asyncio.Event()
+        self.link = CadrPartitionLink(
+            run, self.partition, self.partitions, len(self.devices), chunk_size=RELEASES_CHUNK
+        )
+        self.rejected = self.duplicates = 0
         self.closed = asyncio.Event()
-        self.done = False
+        self.wake = asyncio.Event()  # the link's deadline moved: its timer driver re-reads it
+
+    @property
+    def sent(self) -> int:
+        """Release chunks sent to the coordinator."""
+        return self.link.sent
+
+    @property
+    def done(self) -> bool:
+        """The releases are sent."""
+        return self.link.done
 
     async def handle(self, conn: Connection, topic: topics.Topic, message: object) -> None:
         """One decoded inbound message: to the admission machine, then act on its answer."""
@@ -184,11 +202,13 @@ class _Worker:
         await publish_outbound(conn, intake)
 
     async def start(self, conn: Connection, theta: int) -> None:
-        """θ heard: the intake, then the held refusals and releases."""
+        """θ heard: the intake, then the held refusals and releases; the link stops
+        saying ready."""
         self.intake = DsrIntake(self.run, self.devices, theta, self.eps_dsr)
         self.gate.open_intake()
         await self.act(conn)
-        self.theta_heard.set()
+        self.link.theta_heard(asyncio.get_running_loop().time())
+        self.wake.set()
 
 
 async def serve_cadr_partition(
@@ -243,21 +263,17 @@ async def serve_cadr_partition(
 
 
 async def _say_ready(worker: _Worker, conn: Connection) -> None:
-    status = codec.encode(
-        PartitionStatus(
-            run=worker.run,
-            sender=topics.COLLECTOR_ID,
-            partition=worker.partition,
-            partitions=worker.partitions,
-            state="ready",
-            devices=len(worker.devices),
-        )
-    )
-    while not worker.theta_heard.is_set():
-        await conn.publish(status_topic(worker.run), status)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(READY_EVERY):
-                await worker.theta_heard.wait()
+    """Start the worker's link and publish its statuses at the times it sets (ready now and
+    every ``READY_EVERY`` s until θ is heard: ``CadrPartitionLink``)."""
+    worker.link.start(asyncio.get_running_loop().time())
+    await _publish_link(worker, conn)
+    await drive_timers(worker.link, lambda: _publish_link(worker, conn), wake=worker.wake)
+
+
+async def _publish_link(worker: _Worker, conn: Connection) -> None:
+    """What the worker's link says, in order, one message a publish."""
+    for outbound in worker.link.pop_outbound():
+        await conn.publish(outbound.topic, codec.encode(outbound.message))
 
 
 async def _control(worker: _Worker, conn: Connection) -> None:
@@ -291,30 +307,11 @@ async def _intake(worker: _Worker, conn: Connection, inbound) -> None:
 
 
 async def _send_if_complete(worker: _Worker, conn: Connection) -> None:
-    """Every device of the partition released or refused: the chunks to the coordinator."""
+    """Hand the intake's state to the link, which sends the chunks to the coordinator once
+    every device of the partition released or refused."""
     intake = worker.intake
-    if worker.done or intake is None or not intake.complete:
+    if intake is None:
         return
-    worker.done = True
-    items: list = sorted(intake.values.items()) + [
-        CadrRefusal(device=d, **e) for d, e in sorted(intake.refusals.items())
-    ]
-    chunks = [items[i : i + RELEASES_CHUNK] for i in range(0, len(items), RELEASES_CHUNK)]
-    for i, chunk in enumerate(chunks or [[]]):
-        final = i == max(len(chunks), 1) - 1
-        released = [item for item in chunk if isinstance(item, tuple)]
-        message = CadrReleases(
-            run=worker.run,
-            sender=topics.COLLECTOR_ID,
-            partition=worker.partition,
-            partitions=worker.partitions,
-            theta=intake.theta,
-            devices=[d for d, _ in released],
-            values=[v for _, v in released],
-            refusals=[item for item in chunk if isinstance(item, CadrRefusal)],
-            final=final,
-            rejected=(worker.rejected + intake.rejected) if final else 0,
-            duplicates=worker.duplicates if final else 0,
-        )
-        await conn.publish(status_topic(worker.run), codec.encode(message))
-        worker.sent += 1
+    rejected = worker.rejected + intake.rejected
+    worker.link.intake_changed(intake, rejected=rejected, duplicates=worker.duplicates)
+    await _publish_link(worker, conn)

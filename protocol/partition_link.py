@@ -33,6 +33,7 @@ the pump's ``loop.time()``):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ldpfleet.protocol import topics
@@ -49,6 +50,7 @@ __all__ = [
     "PartitionLinkMachine",
     "PartitionWorker",
     "WorkerCounts",
+    "partition_status",
     "worker_counts",
 ]
 
@@ -86,6 +88,42 @@ def worker_counts(collector: StreamCollector | None) -> WorkerCounts:
     )
 
 
+def partition_status(
+    run: str,
+    partition: int,
+    partitions: int,
+    state: str,
+    counts: WorkerCounts | None = None,
+    *,
+    complete: bool = False,
+    detail: str = "",
+    counters: Sequence[int] = (),
+) -> PartitionStatus:
+    """The one builder of a worker's ``PartitionStatus`` (the stream link's, the CADR
+    link's, the bulk collector's): ``state`` (ready, progress, closed) of ``partition`` of
+    ``partitions``, saying ``counts`` (all zero if None), and for a ``closed`` summary whether it is
+    ``complete``, its ``detail`` and its ``counters`` (``COUNTERS`` order).
+
+    Returns:
+        the status, from the coordinator's collector id (``topics.COLLECTOR_ID``).
+    """
+    counts = counts if counts is not None else WorkerCounts()
+    return PartitionStatus(
+        run=run,
+        sender=topics.COLLECTOR_ID,
+        partition=partition,
+        partitions=partitions,
+        state=state,  # type: ignore[arg-type]  # the message's Literal checks it on decode
+        persisted=counts.persisted,
+        expected=counts.expected,
+        joined=counts.joined,
+        devices=counts.devices,
+        complete=complete,
+        detail=detail,
+        counters=list(counters),
+    )
+
+
 class PartitionLinkMachine(Machine):
     """A worker's statuses to the coordinator (module docstring): pure, told the time."""
 
@@ -115,18 +153,7 @@ class PartitionLinkMachine(Machine):
 
     def _status(self, state: str, **extra) -> PartitionStatus:
         counts = worker_counts(self.collector)
-        return PartitionStatus(
-            run=self.run,
-            sender=topics.COLLECTOR_ID,
-            partition=self.partition,
-            partitions=self.partitions,
-            state=state,
-            persisted=counts.persisted,
-            expected=counts.expected,
-            joined=counts.joined,
-            devices=counts.devices,
-            **extra,
-        )
+        return partition_status(self.run, self.partition, self.partitions, state, counts, **extra)
 
     def _say(self, status: PartitionStatus) -> None:
         self._send(status_topic(self.run), status)
