@@ -112,6 +112,9 @@ def record(tmp_path: Path, case: dict) -> tuple[list[list], list]:
 
 def _key(row: list) -> tuple[float, str]:
     time, topic, message = row
+    # the run announcement's scenario digest changes with any key the schema gains (a new
+    # [cadr] setting's default): not what this test pins, so it is left out of the key
+    message = {k: v for k, v in message.items() if not (k == "digest" and "kind" in message)}
     return time, json.dumps([topic, message], sort_keys=True)
 
 
