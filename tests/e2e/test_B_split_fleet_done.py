@@ -32,6 +32,7 @@ from ldpfleet.protocol.fleet_done import FLEET_DONE_KIND, fleet_done_status, sha
 from ldpfleet.protocol.messages import FleetDone
 from ldpfleet.scenarios.runner import run_scenario
 from ldpfleet.scenarios.schema import parse_scenario
+from ldpfleet.scenarios.shards import SHARD_ENTRY_KEYS
 from ldpfleet.scenarios.sides import collector_side, fleet_side, merge_stream_outputs
 
 from tests.conftest import ROOT
@@ -152,10 +153,10 @@ async def test_split_sides_close_the_stream_stage_when_every_shard_is_done(tmp_p
 @pytest.mark.embedded
 @pytest.mark.faults
 def test_split_run_with_never_returning_devices_reaches_the_secure_sum(tmp_path):
-    """``ldpfleet run --broker embedded``: the collector side and a fleet shard as processes
-    of their own, shard 0 in the runner's process."""
+    """``ldpfleet run --broker embedded``: the collector side as a process of its own, the
+    fleet (one shard: a ``[secure_sum]`` run's devices run in the runner's process) beside
+    it; ``run_timeout`` below ``stage_timeout``."""
     text = SCENARIO.replace("[scenario]\n", f"[scenario]\nrun_timeout = {RUN_BOUND}\n", 1)
-    text = text.replace("[fleet]\n", "[fleet]\nshards = 2\n", 1)
     path = tmp_path / "faults-sum.toml"
     path.write_text(text)
     out = tmp_path / "split"
@@ -173,6 +174,8 @@ def test_split_run_with_never_returning_devices_reaches_the_secure_sum(tmp_path)
     assert "side_processes" in split  # it did run split
     assert split["aborted"] is None, split["aborted"]
     close_reason = split["stages"]["stream"]["close_reason"]
-    assert close_reason.startswith("every fleet shard (2) said its devices are done")
-    assert split["fleet"]["shards"]["said_done"] == {"0": True, "1": True}
+    assert close_reason.startswith("every fleet shard (1) said its devices are done")
+    shards = split["fleet"]["shards"]
+    assert tuple(shards) == SHARD_ENTRY_KEYS  # the runner-started shards' shape too
+    assert shards["said_done"] == {"0": True} and shards["exit_codes"] == {"0": None}
     assert_sums_like_one_process(split, asyncio.run(one_process(tmp_path)))
