@@ -14,8 +14,9 @@ closes the stage once every shard said so; the secure sum then opens under the o
 Here the stream stage's deadline is 600 s and the whole run is bounded well below it (a
 stage waiting for the gone devices fails the run instead of the test waiting 10 minutes):
 what is asserted is the outcome (how the stage closed, what was summed), not wall time.
-These tests fail on main (``git stash``-free check: run them on 67a99fb9, they end in
-``TimeoutError`` / ``aborted: run_timeout``).
+Both tests fail on main (67a99fb9, measured 2026-12-07 with the ``fleet_done`` imports and
+the hostile statuses taken out): the sides end in ``TimeoutError`` at the bound, the CLI run
+in ``aborted: run_timeout``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ STAGE_TIMEOUT = 600.0  # [collector] stage_timeout: what the stream stage must N
 # devices cannot finish within it), far above what the run needs (the stream is 2 s paced;
 # the secure sum waits out its join deadline and its advertise stage, 10 s each, for the
 # two gone devices; a starved machine's live devices move those deadlines on, up to 4 x).
-RUN_BOUND = 240.0
+RUN_BOUND = 400.0
 SAFETY = RUN_BOUND + 120.0  # the CLI's subprocess: a hang fails instead of blocking
 SCENARIO = (ROOT / "scenarios" / "faults.toml").read_text().replace(
     "hostile_messages = 2000\n", ""
