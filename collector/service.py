@@ -47,6 +47,7 @@ from ldpfleet.collector.store import ReportStore
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
 from ldpfleet.protocol.events import Machine, Rejected
+from ldpfleet.protocol.fleet_done import FLEET_DONE_KIND, FleetEnded, FleetStatus
 from ldpfleet.protocol.partition_link import PartitionWorker
 from ldpfleet.protocol.stream import (
     DeviceComplete,
@@ -121,6 +122,9 @@ class CollectorService:
         self.partition: int | None = None  # a partition worker's partition
         self.link: PartitionLink | None = None  # a partition worker's coordinator link
         self.worker: PartitionWorker | None = None  # the machine and the link's (with a link)
+        # a split run's collector side: the shards' "my devices are done" statuses
+        # (protocol.fleet_done); every shard said so: the stage closes (``_on_fleet_status``)
+        self.fleet_status: FleetStatus | None = None
 
     def seconds_so_far(self) -> float:
         """The stream stage's duration: ``stage_seconds`` once it closed, the time since it
@@ -197,8 +201,26 @@ class CollectorService:
             return
         if control:
             self.worker.control(message, now)  # the coordinator's stage messages
+        elif (
+            self.fleet_status is not None and topic.kind == FLEET_DONE_KIND and topic.family == "up"
+        ):
+            self._on_fleet_status(topic, message, now)
         else:
             self.machine.receive(topic, message, now)
+
+    def _on_fleet_status(self, topic: topics.Topic, message, now: float) -> None:
+        """A fleet shard's ``FleetDone``: a bad one is rejected like any bad input; once
+        every shard said its devices are done, the stage closes (``FleetStatus`` decides;
+        missing batches count as lost, as when the one-process runner's fleet ends)."""
+        assert self.machine is not None and self.fleet_status is not None
+        try:
+            self.fleet_status.receive(topic, message, now)
+        except RemoteProtocolError as error:
+            self.machine.reject(topic, message.type_name(), error, message)
+            return
+        for event in self.fleet_status.pop_events():
+            if isinstance(event, FleetEnded):
+                self.machine.close(event.sentence)  # a closed stage stays as it is
 
     def hold_stage(self, name: str) -> None:
         """Keep the stream stage open once complete until ``release_stage(name)``

@@ -179,6 +179,30 @@ class Withdraw(Message, tag="withdraw", kw_only=True):
     reason: Reason = ""
 
 
+MAX_FLEET_SHARDS = 4096  # fleet shards of one run a status may name
+MAX_LISTED_DEVICES = 20_000  # device ids one FleetDone lists (2 MiB payload at 64 chars)
+MAX_DEVICES = 100_000_000  # a shard's finished count
+
+
+class FleetDone(Message, tag="fleet_done", kw_only=True):
+    """Fleet shard ``shard`` of ``shards`` -> collector
+    (``ldp/{run}/dev/fleet-{shard}-of-{shards}/up/fleet_done``, ``protocol.fleet_done``):
+    every device of my slice (devices ``i`` with ``i % shards == shard``) has ended, so
+    nothing more will come from them. ``finished`` devices delivered everything; ``gone``
+    crashed for good (``[faults] never_return``); ``stopped`` ended otherwise (failed, gave
+    up, unfinished). ``finished + len(gone) + len(stopped)`` is the slice's size."""
+
+    shard: Annotated[int, Meta(ge=0, lt=MAX_FLEET_SHARDS)]
+    shards: Annotated[int, Meta(ge=1, le=MAX_FLEET_SHARDS)]
+    finished: Annotated[int, Meta(ge=0, le=MAX_DEVICES)]
+    gone: Annotated[list[Ident], Meta(max_length=MAX_LISTED_DEVICES)] = []
+    stopped: Annotated[list[Ident], Meta(max_length=MAX_LISTED_DEVICES)] = []
+
+    def __post_init__(self) -> None:
+        if not self.shard < self.shards:
+            raise ValueError(f"field `shard` must be < shards ({self.shards}), got {self.shard}")
+
+
 ReleaseValue = Annotated[float, Meta(ge=-1e12, le=1e12)]
 NodeIndex = Annotated[int, Meta(ge=0, lt=MAX_RELEASE)]
 
@@ -222,5 +246,14 @@ class GcdpRelease(Message, tag="gcdp_release", kw_only=True):
 
 
 AnyMessage = (
-    Hello | SwReport | Ack | Reject | Stage | Progress | GcdpRelease | BudgetRefused | Withdraw
+    Hello
+    | SwReport
+    | Ack
+    | Reject
+    | Stage
+    | Progress
+    | GcdpRelease
+    | BudgetRefused
+    | Withdraw
+    | FleetDone
 )

@@ -69,7 +69,7 @@ from ldpfleet.scenarios.schema_checks import (
     unclaimable_period_warnings,
 )
 from ldpfleet.scenarios.secure_sum_stage import collect_secure_sum, secure_sum_participants
-from ldpfleet.scenarios.shards import ShardedFleet
+from ldpfleet.scenarios.shards import ShardedFleet, shards_entry
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
     collector_counts,
@@ -480,13 +480,12 @@ def fleet_process_stats(fleet) -> dict | None:
     """Per device process (sharded fleets): peak RSS and seconds."""
     if not isinstance(fleet, ShardedFleet):
         return None
-    return {
-        "count": fleet.shards,
-        "peak_rss_mb": fleet.peak_rss_mb,
-        "total_peak_rss_mb": round(sum(fleet.peak_rss_mb.values()), 1),
-        "seconds": {i: round(t, 3) for i, t in sorted(fleet.shard_seconds.items())},
-        "exit_codes": fleet.exit_codes,
-    }
+    return shards_entry(
+        fleet.shards,
+        fleet.peak_rss_mb,
+        seconds={i: round(t, 3) for i, t in sorted(fleet.shard_seconds.items())},
+        exit_codes=fleet.exit_codes,
+    )
 
 
 async def _all_of(coroutines: list[Awaitable[None]]) -> None:

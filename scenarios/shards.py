@@ -96,6 +96,48 @@ def log_tail(path: Path, count: int) -> list[str]:
     return [line for line in text.splitlines() if line.strip()][-count:]
 
 
+# results.json ``fleet.shards``: one shape for every sharded fleet (docs/results.md); a key
+# that does not apply to how the shards ran is null
+SHARD_ENTRY_KEYS = (
+    "count",
+    "peak_rss_mb",
+    "total_peak_rss_mb",
+    "seconds",
+    "exit_codes",
+    "secure_sum_stopped",
+    "said_done",
+)
+
+
+def shards_entry(
+    count: int,
+    peak_rss_mb: dict[int, float | None],
+    *,
+    seconds: dict[int, float] | None = None,
+    exit_codes: dict[int, int | None] | None = None,
+    secure_sum_stopped: dict[int, str | None] | None = None,
+    said_done: dict[int, bool] | None = None,
+) -> dict:
+    """results.json ``fleet.shards`` of ``count`` device shards, every map keyed by shard
+    index: peak RSS, and where they apply the seconds and exit codes of the shards the
+    runner started (``[fleet] shards``), and for a split run's fleet sides why each one's
+    secure-sum stage stopped and whether it said its devices are done
+    (``protocol.fleet_done``).
+
+    Returns:
+        A dict with exactly the keys of ``SHARD_ENTRY_KEYS`` (null where one does not
+        apply)."""
+    return {
+        "count": count,
+        "peak_rss_mb": peak_rss_mb,
+        "total_peak_rss_mb": round(sum(v or 0 for v in peak_rss_mb.values()), 1),
+        "seconds": seconds,
+        "exit_codes": exit_codes,
+        "secure_sum_stopped": secure_sum_stopped,
+        "said_done": said_done,
+    }
+
+
 class ShardedFleet:
     """The devices of one run, as ``shards`` processes against ``broker_url``."""
 

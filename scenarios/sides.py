@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import resource
 import time
 from collections.abc import Callable
@@ -64,6 +65,7 @@ from ldpfleet.devices.sources import (
 )
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
+from ldpfleet.protocol.fleet_done import FleetStatus, fleet_done_status
 from ldpfleet.protocol.liveness import CollectorSilent, SilenceWatch
 from ldpfleet.protocol.messages import Stage
 from ldpfleet.protocol.rendezvous import RunTerms, scenario_digest
@@ -97,6 +99,7 @@ from ldpfleet.scenarios.runner import (
 )
 from ldpfleet.scenarios.schema import LoadedScenario, Scenario
 from ldpfleet.scenarios.secure_sum_stage import collect_secure_sum, secure_sum_participants
+from ldpfleet.scenarios.shards import shards_entry
 from ldpfleet.scenarios.stream_document import (
     accuracy_entry,
     collector_counts,
@@ -120,6 +123,7 @@ __all__ = [
 ]
 
 SIDE_FILE = "collector-side.npz"  # the collector's reconstructions and releases
+log = logging.getLogger(__name__)
 
 
 def scenario_kind(scenario: LoadedScenario) -> str:
@@ -194,6 +198,7 @@ class _CollectorRun:
     # [faults] hostile_messages: whether this collector handled its share of the flood
     # before its stage closed (None: no flood, or none of it was this collector's)
     hostile_handled: bool | None = None
+    fleet_status: FleetStatus | None = None  # the shards' "my devices are done" statuses
     wall: float = 0.0  # time.perf_counter() when the side started (results.json seconds)
 
 
@@ -326,6 +331,9 @@ async def _collect(scenario, transport, run, out, seed, state, announcer, conn, 
     state.service = service = collector_for(
         scenario, transport, run, out / "collector.sqlite", seed=seed
     )
+    # each shard says when its devices are done; all said so: the stream stage closes
+    # (protocol.fleet_done), as the one-process runner's does when its fleet task ends
+    state.fleet_status = service.fleet_status = FleetStatus(run, scenario.device_ids())
     if service.gcdp is not None:  # each release's charge on disk before it is published
         service.gcdp.before_publish = lambda _stage: _persist_release(
             scenario, run, seed, state, out
@@ -445,6 +453,8 @@ def _collector_document(
         "delivery": collector_delivery(scenario, c, service, recorder),
         "faults": None,
         "hostile_handled": state.hostile_handled,
+        # which shards said their devices are done (the merge's fleet.shards.said_done)
+        "fleet_status": state.fleet_status.summary() if state.fleet_status else None,
         "trace_complete": bool(recorder and recorder.complete),
         "trace_incomplete_reason": state.trace_note,
         "seconds": seconds,
@@ -608,16 +618,48 @@ async def _run_shard(job: _ShardRun) -> list[DeviceOutcome]:
         outcomes = await fleet.run()
         fleet.seconds = time.perf_counter() - started
         await _finish_attacker(scenario, job.attacker)
+        await _say_fleet_done(job, outcomes)
         return outcomes
     watch = _StageWatch(job.transport, job.run, fleet_client_id(job.run, job.shard, "stage"))
     async with watch.watching():
         outcomes = await fleet.run()
         fleet.seconds = time.perf_counter() - started
         await _finish_attacker(scenario, job.attacker)
+        await _say_fleet_done(job, outcomes)
         job.secure = await _fleet_secure_sum(
             scenario, job.transport, job.run, fleet, job.seed, watch, job.wait_timeout
         )
     return outcomes
+
+
+def _fleet_done_counts(fleet: Fleet, outcomes: list[DeviceOutcome]) -> tuple[int, list, list]:
+    """How the shard's devices ended: (finished, gone for good, stopped otherwise)."""
+    gone = {d for d, crash in fleet.crashes.items() if not crash.returns}
+    ended = [o for o in outcomes if o.unfinished]
+    lost = [o.device for o in ended if o.device in gone and o.crashed]
+    stopped = [o.device for o in ended if o.device not in lost]
+    return len(outcomes) - len(ended), lost, stopped
+
+
+async def _say_fleet_done(job: _ShardRun, outcomes: list[DeviceOutcome]) -> None:
+    """Tell the collector side that every device of this shard has ended
+    (``protocol.fleet_done``): once every shard said so, it closes the stream stage. A
+    partitioned collector side (P > 1) does not read it; a status that cannot be sent is
+    logged and the stage closes on its deadlines, as before."""
+    scenario = job.scenario
+    if scenario.spec.collector.partitions > 1:
+        return
+    finished, gone, stopped = _fleet_done_counts(job.fleet, outcomes)
+    status = fleet_done_status(job.run, job.shard, finished, gone, stopped)
+    if status is None:
+        log.warning("fleet shard %s/%s: too many devices to list in its done status", *job.shard)
+        return
+    try:
+        async with asyncio.timeout(scenario.spec.collector.finish_grace):
+            async with job.transport.connect(fleet_client_id(job.run, job.shard, "done")) as conn:
+                await conn.publish(status.topic, codec.encode(status.message))
+    except Exception as error:  # the collector's deadlines are the backstop
+        log.warning("fleet shard %s/%s could not say it is done: %s", *job.shard, error)
 
 
 async def _start_attacker(scenario, transport, run, shard, credentials):
@@ -840,12 +882,12 @@ def merge_stream_outputs(
     truth = _truth(scenario, run, seed, crashed)
     side = np.load(collector_dir / SIDE_FILE) if (collector_dir / SIDE_FILE).exists() else {}
     # the collector side's own entries that the merge consumes, not the run's results
-    internal = ("mean_estimates", "collector_ledger", "hostile_handled")
+    internal = ("mean_estimates", "collector_ledger", "hostile_handled", "fleet_status")
     results = {k: v for k, v in c.items() if k not in internal}
     reconstruction = _merged_reconstruction(scenario, c, side, truth, config)
     results["devices_unfinished"] = sum(1 for o in outcomes if o.unfinished)
     results["stages"]["stream"]["fleet_seconds"] = _fleet_seconds(shards)
-    results["fleet"] = _fleet_entry(scenario, outcomes, shards)
+    results["fleet"] = _fleet_entry(scenario, outcomes, shards, _said_done(c))
     results["accuracy"] = accuracy_entry(scenario, config, c["mean_estimates"], outcomes)
     results["per_device"] = per_device_entries(outcomes, c, reconstruction)
     if reconstruction is not None:
@@ -953,12 +995,24 @@ def _merged_secure_sum(scenario, entry: dict | None, truth: _Truth) -> dict | No
     return scored
 
 
+def _said_done(c: dict) -> dict[int, bool] | None:
+    """Which shards the collector side heard say their devices are done (its results.json
+    ``fleet_status``), by shard index; None when it kept no such record."""
+    status = c.get("fleet_status")
+    if not isinstance(status, dict):
+        return None
+    said = status.get("said_done")
+    return {int(i): bool(v) for i, v in said.items()} if isinstance(said, dict) else {}
+
+
 def _fleet_seconds(shards: list[dict]) -> float | None:
     seconds = [s.get("fleet_seconds") for s in shards if s.get("fleet_seconds") is not None]
     return max(seconds) if seconds else None
 
 
-def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) -> dict:
+def _fleet_entry(
+    scenario, outcomes: list[DeviceOutcome], shards: list[dict], said_done: dict | None = None
+) -> dict:
     connects = [s["connect_seconds"] for s in shards if s.get("connect_seconds") is not None]
     return {
         "devices_run": len(outcomes),
@@ -971,15 +1025,25 @@ def _fleet_entry(scenario, outcomes: list[DeviceOutcome], shards: list[dict]) ->
         # final-rejection notices naming no message the device sent (ignored)
         "rejects_ignored": sum(o.rejects_ignored for o in outcomes),
         "ack_latency": latency_summary(outcomes),
-        "shards": {
-            "count": len(shards),
-            "peak_rss_mb": {s["shard"]: s.get("peak_rss_mb") for s in shards},
-            "total_peak_rss_mb": round(sum(s.get("peak_rss_mb") or 0 for s in shards), 1),
-            "secure_sum_stopped": {
-                s["shard"]: (s.get("secure_sum") or {}).get("stopped") for s in shards
-            },
-        },
+        "shards": _shards_entry(shards, said_done),
     }
+
+
+def _shards_entry(shards: list[dict], said_done: dict | None) -> dict:
+    """results.json ``fleet.shards`` of the fleet sides (``shards``: their outcomes.json),
+    keyed by shard index (``scenarios.shards.shards_entry``: the runner's shape; the exit
+    codes are the split run's, ``scenarios.split_run``). ``said_done``: the collector
+    side's view of which shards said their devices are done."""
+    index = {int(str(s["shard"]).split("/")[0]): s for s in shards}
+    count = max([len(shards), *(int(str(s["shard"]).split("/")[1]) for s in shards)])
+    return shards_entry(
+        count,
+        {i: s.get("peak_rss_mb") for i, s in sorted(index.items())},
+        secure_sum_stopped={
+            i: (s.get("secure_sum") or {}).get("stopped") for i, s in sorted(index.items())
+        },
+        said_done=None if said_done is None else {i: said_done.get(i, False) for i in range(count)},
+    )
 
 
 def write_merged(collector_dir: str | Path, fleet_dirs, out_dir: str | Path) -> dict:

@@ -608,6 +608,13 @@ def _merged(out, collector_dir, fleet_dirs, info, creds, shard_brokers, processe
         "collector": processes.collector,
         "fleet_shards": processes.fleet_shards,
     }
+    shards = (
+        results.get("fleet", {}).get("shards") if isinstance(results.get("fleet"), dict) else None
+    )
+    if isinstance(shards, dict) and "exit_codes" in shards:  # a shard in this process: null
+        shards["exit_codes"] = {
+            int(i): entry.get("exit_code") for i, entry in processes.fleet_shards.items()
+        }
     if processes.partitions:
         results["side_processes"]["partitions"] = processes.partitions
     results["seconds"] = time.perf_counter() - wall
