@@ -28,13 +28,13 @@ SAFETY = 300  # seconds: a hang fails the test instead of blocking the suite
 # The two never-returning devices are absent: each path waits out the join deadline and
 # the advertise stage's (stage_timeout each); 10 s keeps a starved machine's live devices
 # in (a join or a reply moves the deadline on, up to 4 x stage_timeout). The split
-# collector cannot know that the fleet has ended with devices gone (the one-process runner
-# closes the stream stage when its fleet task ends): its stream stage closes at
-# [collector] stage_timeout (600 s by default, past a shard's 70 s wait for the secure-sum
-# stage to open), hence 20 s here.
+# collector closes its stream stage when the fleet shard says its devices are done
+# (protocol.fleet_done), as the one-process runner does when its fleet task ends, so the
+# default [collector] stage_timeout (600 s) is never waited for
+# (tests/e2e/test_B_split_fleet_done.py).
 SCENARIO = (ROOT / "scenarios" / "faults.toml").read_text().replace(
     "hostile_messages = 2000\n", ""
-) + "\n[collector]\nstage_timeout = 20.0\n\n[secure_sum]\ndim = 8\nstage_timeout = 10.0\n"
+) + "\n[secure_sum]\ndim = 8\nstage_timeout = 10.0\n"
 KEYS = ("devices", "aborted", "exact", "dropped_devices", "survivors", "total", "max_abs_error")
 
 
