@@ -40,9 +40,11 @@ hands each message to it and acts on its answer (queue, persist, acknowledge, pu
 
 Devices that crash for good (``[cadr] dropout``, ``devices.cadr_agent``): a device's
 ``SaAbort`` on its ``up/sa_abort`` (its last will) puts it in ``CadrOutcome.departed``
-and the DSR stage no longer waits for its release; the θ search's secure sum covers the
-devices still in it (each noise share is sized for ``noise_parties(n)``, and the sum
-aborts before unmasking below that: ``min_inputs``), and the release covers the devices
+and the DSR stage no longer waits for its release (which wills count, when the stage is
+complete, its deadline and the sentence naming the missing: the sans-I/O
+``protocol.cadr_dsr_stage.DsrStage``); the θ search's secure sum covers the devices
+still in it (each noise share is sized for ``noise_parties(n)``, and the sum aborts
+before unmasking below that: ``min_inputs``), and the release covers the devices
 that released (docs/cadr.md, "Dropouts").
 
 A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
@@ -60,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, publish_outbound
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
     SearchCounts,
@@ -71,9 +73,10 @@ from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported
+from ldpfleet.protocol.cadr_admission import CadrAdmission, Departed, ForIntake, PhaseReported
 from ldpfleet.protocol.cadr_budget import CadrBudget, known_kept_ratio, negotiates
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
+from ldpfleet.protocol.cadr_dsr_stage import DsrStage, ReleasesFailed
 from ldpfleet.protocol.cadr_messages import (
     CadrPlan,
     CadrQuery,
@@ -94,7 +97,6 @@ from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.lpea import padded_rounds
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
-from ldpfleet.protocol.secagg.messages import SaAbort
 
 __all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
 
@@ -269,7 +271,10 @@ class _CadrRun:
     stage_started: float = field(init=False)
     phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
     intake: DsrIntake | None = None
-    all_released: asyncio.Event = field(default_factory=asyncio.Event)
+    # the local DSR stage's decisions: which wills count, completion, the deadline
+    # (``protocol.cadr_dsr_stage``); ``stage_changed`` is set when it may have answered
+    stage: DsrStage = field(init=False)
+    stage_changed: asyncio.Event = field(default_factory=asyncio.Event)
     # what becomes of each inbound message (phase report, for the intake, held before θ,
     # refused: undecodable, before θ, on the wrong topic) is the admission machine's
     # decision (``protocol.cadr_admission``); its refusals are counted in
@@ -278,6 +283,7 @@ class _CadrRun:
 
     def __post_init__(self) -> None:
         self.gate = CadrAdmission(self.run, self.members)
+        self.stage = DsrStage(self.members)
         self.stage_started = self.clock()
 
     def lap(self, name: str) -> None:
@@ -323,27 +329,15 @@ class _CadrRun:
             except RemoteProtocolError as error:
                 self.gate.reject(delivery.topic[:300], "invalid", error)
             else:
-                if topic.kind == "sa_abort" and isinstance(message, SaAbort):
-                    self.depart(topic, message)
-                    continue
                 self.gate.receive(topic, message, loop.time())
             await self.act(loop.time())
 
-    def depart(self, topic: topics.Topic, will: SaAbort) -> None:
-        """A device's last will: it left for good, its release is no longer awaited."""
-        device = topic.device
-        if device not in self.members or device in self.outcome.departed:
-            return
-        self.outcome.departed[device] = will.stage or "unknown"
-        self._check_released()
-
-    def _check_released(self) -> None:
-        """Set ``all_released`` once every device released, refused or departed."""
-        intake = self.intake
-        if intake is None:
-            return
-        if intake.complete or set(intake.missing()) <= self.outcome.departed.keys():
-            self.all_released.set()
+    def depart(self, event: Departed) -> None:
+        """A member's admitted last will: the DSR stage records its first one (and no
+        longer awaits its release); the outcome names it."""
+        if self.stage.depart(event.device, event.stage):
+            self.outcome.departed[event.device] = self.stage.departed[event.device]
+        self.stage_changed.set()
 
     async def act(self, now: float) -> None:
         """Do what the admission machine decided: count its refusals, queue the relay's
@@ -353,6 +347,8 @@ class _CadrRun:
                 self.outcome.rejected += 1
             elif isinstance(event, PhaseReported):
                 self.phase_reports.put_nowait(event.report)
+            elif isinstance(event, Departed):
+                self.depart(event)
             elif isinstance(event, ForIntake):
                 await self.handle(event.topic, event.message, now)
         await publish_outbound(self.conn, self.gate)
@@ -371,7 +367,8 @@ class _CadrRun:
             self.outcome.duplicates += event.duplicate
             intake.ack(event.device, event.seq)
         await publish_outbound(self.conn, intake)
-        self._check_released()
+        self.stage.intake_changed()
+        self.stage_changed.set()
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
         """Close the θ stage, open the local DSR intake (``local``; the admission machine
@@ -380,9 +377,9 @@ class _CadrRun:
         self.outcome.theta = theta
         if local:
             self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
+            self.stage.open(self.intake)
             self.gate.open_intake()
             await self.act(self.clock())
-            self._check_released()
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
 
     async def relay_phases(self, max_rounds: int) -> None:
@@ -438,15 +435,21 @@ class _CadrRun:
         return gathered
 
     async def _all_released(self) -> None:
-        """Wait for the local intake's last release; name the missing ones on timeout."""
-        try:
-            await asyncio.wait_for(self.all_released.wait(), self.stage_timeout)
-        except TimeoutError:
-            assert self.intake is not None
-            missing = self.intake.missing()
-            raise CadrFailed(
-                f"{len(missing)} release(s) missing after {self.stage_timeout:g} s: {missing[:10]}"
-            ) from None
+        """Wait for the DSR stage's answer (``protocol.cadr_dsr_stage.DsrStage``: every
+        member released, refused or departed); ``CadrFailed`` with its sentence naming
+        the missing releases at its deadline, ``stage_timeout`` from now."""
+        stage = self.stage
+        stage.await_releases(self.clock(), self.stage_timeout)
+
+        async def after_timer() -> None:
+            self.stage_changed.set()
+
+        async with background(drive_timers(stage, after_timer)):
+            while not (answers := stage.pop_events()):
+                self.stage_changed.clear()
+                await self.stage_changed.wait()
+        if isinstance(answers[-1], ReleasesFailed):
+            raise CadrFailed(answers[-1].sentence)
 
     def local_releases(self) -> GatheredReleases:
         """What the local intake gathered."""
