@@ -18,6 +18,7 @@ from ldpfleet.collector.cadr_fleet import CadrFailed
 from ldpfleet.devices.graphs import generate
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.messages import Ack
+from ldpfleet.protocol.peer_relay import RELAY_ID
 from ldpfleet.protocol.secagg.messages import SaAbort
 from ldpfleet.scenarios.cadr_run import device_names, run_cadr_fleet
 
@@ -126,3 +127,31 @@ def test_wills_from_a_non_member_or_a_second_one_change_nothing():
     assert result["dropped"]["devices"] == [SILENT]
     assert "intruder" not in result["per_device"]
     assert result["rejected_by_collector"] == 0
+
+
+def test_a_relay_that_never_reports_fails_the_run_at_exactly_its_deadline():
+    """The relay's phase reports are lost: the NDOE phase's wait ends at exactly
+    ``stage_timeout * 10 + peer_deadline`` after the request, with the sentence."""
+    requested: list[float] = []
+
+    def lose_reports(topic: str, payload: bytes, client: str) -> bool:
+        return topic == topics.svc(RUN, RELAY_ID, "phase")
+
+    def note_request(topic: str, payload: bytes, client: str) -> float:
+        if topic == topics.ctl(RUN, "relay_phase"):
+            requested.append(asyncio.get_running_loop().time())
+        return 0.0
+
+    async def session() -> tuple[str, float]:
+        transport = MemoryTransport(drop=lose_reports, delay=note_request)
+        with pytest.raises(CadrFailed) as failed:
+            await run_cadr_fleet(
+                GRAPH, broker=transport, method="ll", theta=5, stage_timeout=4.0,
+                peer_deadline=3.0, run=RUN,
+            )  # fmt: skip
+        return str(failed.value), asyncio.get_running_loop().time()
+
+    reason, failed_at = VirtualTimeLoop.run(session())
+    assert reason == "relay: no report of phase ndoe"
+    assert len(requested) == 1  # the first phase's request, once
+    assert failed_at - requested[0] == pytest.approx(4.0 * 10 + 3.0, abs=1e-3)
