@@ -59,6 +59,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
@@ -83,6 +84,7 @@ from ldpfleet.protocol.cadr_messages import (
     CadrTheta,
     DegreeRelease,
 )
+from ldpfleet.protocol.cadr_relay_wait import PhaseFailed, RelayPhaseWait, phase_timeout
 from ldpfleet.protocol.cadr_theta_noise import (
     SHARE_BOUND,
     bucket_count,
@@ -269,12 +271,14 @@ class _CadrRun:
     # secure sums', the relay's): a run on virtual time reports virtual durations
     clock: Callable[[], float] = field(default_factory=lambda: asyncio.get_running_loop().time)
     stage_started: float = field(init=False)
-    phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
+    # the waits for the relay's phase reports (``protocol.cadr_relay_wait``)
+    relay_wait: RelayPhaseWait = field(default_factory=RelayPhaseWait)
     intake: DsrIntake | None = None
     # the local DSR stage's decisions: which wills count, completion, the deadline
-    # (``protocol.cadr_dsr_stage``); ``stage_changed`` is set when it may have answered
+    # (``protocol.cadr_dsr_stage``)
     stage: DsrStage = field(init=False)
-    stage_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # set when a waiting machine (``stage``, ``relay_wait``) may have answered
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
     # what becomes of each inbound message (phase report, for the intake, held before θ,
     # refused: undecodable, before θ, on the wrong topic) is the admission machine's
     # decision (``protocol.cadr_admission``); its refusals are counted in
@@ -337,7 +341,7 @@ class _CadrRun:
         longer awaits its release); the outcome names it."""
         if self.stage.depart(event.device, event.stage):
             self.outcome.departed[event.device] = self.stage.departed[event.device]
-        self.stage_changed.set()
+        self.changed.set()
 
     async def act(self, now: float) -> None:
         """Do what the admission machine decided: count its refusals, queue the relay's
@@ -346,7 +350,8 @@ class _CadrRun:
             if isinstance(event, Rejected):
                 self.outcome.rejected += 1
             elif isinstance(event, PhaseReported):
-                self.phase_reports.put_nowait(event.report)
+                self.relay_wait.report(event.report)
+                self.changed.set()
             elif isinstance(event, Departed):
                 self.depart(event)
             elif isinstance(event, ForIntake):
@@ -368,7 +373,7 @@ class _CadrRun:
             intake.ack(event.device, event.seq)
         await publish_outbound(self.conn, intake)
         self.stage.intake_changed()
-        self.stage_changed.set()
+        self.changed.set()
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
         """Close the θ stage, open the local DSR intake (``local``; the admission machine
@@ -394,15 +399,13 @@ class _CadrRun:
         if self.peer_deadline > 0:
             options["deadline"] = float(self.peer_deadline)
         await self.broadcast("relay_phase", RelayPhase, phase=phase, **options)
-        try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-            # that lands as the report arrives (CPython gh-86296; helper V's bulk Ctrl-C)
-            async with asyncio.timeout(self.stage_timeout * 10 + self.peer_deadline):
-                report = await self.phase_reports.get()
-        except TimeoutError:
-            raise CadrFailed(f"relay: no report of phase {phase}") from None
-        if report.phase != phase or not report.ok:
-            raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
+        # the report, a failed phase or none in time: ``protocol.cadr_relay_wait``
+        timeout = phase_timeout(self.stage_timeout, self.peer_deadline)
+        self.relay_wait.await_report(phase, self.clock(), timeout)
+        answer = await self._answer(self.relay_wait)
+        if isinstance(answer, PhaseFailed):
+            raise CadrFailed(answer.sentence)
+        report = answer.report
         self.lap(phase)
         # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
         figures: dict = {"max_rounds": report.max_rounds}
@@ -438,18 +441,23 @@ class _CadrRun:
         """Wait for the DSR stage's answer (``protocol.cadr_dsr_stage.DsrStage``: every
         member released, refused or departed); ``CadrFailed`` with its sentence naming
         the missing releases at its deadline, ``stage_timeout`` from now."""
-        stage = self.stage
-        stage.await_releases(self.clock(), self.stage_timeout)
+        self.stage.await_releases(self.clock(), self.stage_timeout)
+        answer = await self._answer(self.stage)
+        if isinstance(answer, ReleasesFailed):
+            raise CadrFailed(answer.sentence)
+
+    async def _answer(self, machine: DsrStage | RelayPhaseWait) -> Any:
+        """The answer of ``machine``'s pending wait: an input ended it, or its deadline
+        (driven on the loop's clock meanwhile)."""
 
         async def after_timer() -> None:
-            self.stage_changed.set()
+            self.changed.set()
 
-        async with background(drive_timers(stage, after_timer)):
-            while not (answers := stage.pop_events()):
-                self.stage_changed.clear()
-                await self.stage_changed.wait()
-        if isinstance(answers[-1], ReleasesFailed):
-            raise CadrFailed(answers[-1].sentence)
+        async with background(drive_timers(machine, after_timer)):
+            while not (answers := machine.pop_events()):
+                self.changed.clear()
+                await self.changed.wait()
+        return answers[-1]
 
     def local_releases(self) -> GatheredReleases:
         """What the local intake gathered."""
