@@ -68,6 +68,11 @@ class RelayPhaseWait(Machine):
         self._reports: deque[PhaseReport] = deque()
         self._deadline: float | None = None
 
+    @property
+    def queued(self) -> int:
+        """How many admitted reports wait for a wait to take them."""
+        return len(self._reports)
+
     def report(self, report: PhaseReport) -> None:
         """An admitted report of the relay: it may end the pending wait."""
         self._reports.append(report)
