@@ -40,9 +40,11 @@ hands each message to it and acts on its answer (queue, persist, acknowledge, pu
 
 Devices that crash for good (``[cadr] dropout``, ``devices.cadr_agent``): a device's
 ``SaAbort`` on its ``up/sa_abort`` (its last will) puts it in ``CadrOutcome.departed``
-and the DSR stage no longer waits for its release; the θ search's secure sum covers the
-devices still in it (each noise share is sized for ``noise_parties(n)``, and the sum
-aborts before unmasking below that: ``min_inputs``), and the release covers the devices
+and the DSR stage no longer waits for its release (which wills count, when the stage is
+complete, its deadline and the sentence naming the missing: the sans-I/O
+``protocol.cadr_dsr_stage.DsrStage``); the θ search's secure sum covers the devices
+still in it (each noise share is sized for ``noise_parties(n)``, and the sum aborts
+before unmasking below that: ``min_inputs``), and the release covers the devices
 that released (docs/cadr.md, "Dropouts").
 
 A failed stage raises ``CadrFailed`` with the reason (secure sum aborted, relay phase
@@ -57,10 +59,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, publish_outbound
+from ldpfleet.broker.pump import background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
     SearchCounts,
@@ -71,15 +74,17 @@ from ldpfleet.collector.secure_sum import secure_sum
 from ldpfleet.collector.store import ReportStore
 from ldpfleet.collector.theta_search import DeviationSearch, deviation_target, theta_by_sum
 from ldpfleet.protocol import codec, topics
-from ldpfleet.protocol.cadr_admission import CadrAdmission, ForIntake, PhaseReported
+from ldpfleet.protocol.cadr_admission import CadrAdmission, Departed, ForIntake, PhaseReported
 from ldpfleet.protocol.cadr_budget import CadrBudget, known_kept_ratio, negotiates
 from ldpfleet.protocol.cadr_collect import DsrAccepted, DsrIntake
+from ldpfleet.protocol.cadr_dsr_stage import DsrStage, ReleasesFailed
 from ldpfleet.protocol.cadr_messages import (
     CadrPlan,
     CadrQuery,
     CadrTheta,
     DegreeRelease,
 )
+from ldpfleet.protocol.cadr_relay_wait import PhaseFailed, RelayPhaseWait, phase_timeout
 from ldpfleet.protocol.cadr_theta_noise import (
     SHARE_BOUND,
     bucket_count,
@@ -94,7 +99,6 @@ from ldpfleet.protocol.events import Rejected
 from ldpfleet.protocol.lpea import padded_rounds
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport, RelayPhase
 from ldpfleet.protocol.secagg.encoding import FixedPoint
-from ldpfleet.protocol.secagg.messages import SaAbort
 
 __all__ = ["CadrFailed", "CadrOutcome", "GatheredReleases", "ReleaseHook", "run_cadr_collector"]
 
@@ -267,9 +271,14 @@ class _CadrRun:
     # secure sums', the relay's): a run on virtual time reports virtual durations
     clock: Callable[[], float] = field(default_factory=lambda: asyncio.get_running_loop().time)
     stage_started: float = field(init=False)
-    phase_reports: asyncio.Queue[PhaseReport] = field(default_factory=asyncio.Queue)
+    # the waits for the relay's phase reports (``protocol.cadr_relay_wait``)
+    relay_wait: RelayPhaseWait = field(default_factory=RelayPhaseWait)
     intake: DsrIntake | None = None
-    all_released: asyncio.Event = field(default_factory=asyncio.Event)
+    # the local DSR stage's decisions: which wills count, completion, the deadline
+    # (``protocol.cadr_dsr_stage``)
+    stage: DsrStage = field(init=False)
+    # set when a waiting machine (``stage``, ``relay_wait``) may have answered
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
     # what becomes of each inbound message (phase report, for the intake, held before θ,
     # refused: undecodable, before θ, on the wrong topic) is the admission machine's
     # decision (``protocol.cadr_admission``); its refusals are counted in
@@ -278,6 +287,7 @@ class _CadrRun:
 
     def __post_init__(self) -> None:
         self.gate = CadrAdmission(self.run, self.members)
+        self.stage = DsrStage(self.members)
         self.stage_started = self.clock()
 
     def lap(self, name: str) -> None:
@@ -323,27 +333,15 @@ class _CadrRun:
             except RemoteProtocolError as error:
                 self.gate.reject(delivery.topic[:300], "invalid", error)
             else:
-                if topic.kind == "sa_abort" and isinstance(message, SaAbort):
-                    self.depart(topic, message)
-                    continue
                 self.gate.receive(topic, message, loop.time())
             await self.act(loop.time())
 
-    def depart(self, topic: topics.Topic, will: SaAbort) -> None:
-        """A device's last will: it left for good, its release is no longer awaited."""
-        device = topic.device
-        if device not in self.members or device in self.outcome.departed:
-            return
-        self.outcome.departed[device] = will.stage or "unknown"
-        self._check_released()
-
-    def _check_released(self) -> None:
-        """Set ``all_released`` once every device released, refused or departed."""
-        intake = self.intake
-        if intake is None:
-            return
-        if intake.complete or set(intake.missing()) <= self.outcome.departed.keys():
-            self.all_released.set()
+    def depart(self, event: Departed) -> None:
+        """A member's admitted last will: the DSR stage records its first one (and no
+        longer awaits its release); the outcome names it."""
+        if self.stage.depart(event.device, event.stage):
+            self.outcome.departed[event.device] = self.stage.departed[event.device]
+        self.changed.set()
 
     async def act(self, now: float) -> None:
         """Do what the admission machine decided: count its refusals, queue the relay's
@@ -352,7 +350,10 @@ class _CadrRun:
             if isinstance(event, Rejected):
                 self.outcome.rejected += 1
             elif isinstance(event, PhaseReported):
-                self.phase_reports.put_nowait(event.report)
+                self.relay_wait.report(event.report)
+                self.changed.set()
+            elif isinstance(event, Departed):
+                self.depart(event)
             elif isinstance(event, ForIntake):
                 await self.handle(event.topic, event.message, now)
         await publish_outbound(self.conn, self.gate)
@@ -371,7 +372,8 @@ class _CadrRun:
             self.outcome.duplicates += event.duplicate
             intake.ack(event.device, event.seq)
         await publish_outbound(self.conn, intake)
-        self._check_released()
+        self.stage.intake_changed()
+        self.changed.set()
 
     async def announce_theta(self, theta: int, eps_dsr: float, *, local: bool) -> None:
         """Close the θ stage, open the local DSR intake (``local``; the admission machine
@@ -380,9 +382,9 @@ class _CadrRun:
         self.outcome.theta = theta
         if local:
             self.intake = DsrIntake(self.run, self.members, theta, eps_dsr)
+            self.stage.open(self.intake)
             self.gate.open_intake()
             await self.act(self.clock())
-            self._check_released()
         await self.broadcast("cadr_theta", CadrTheta, theta=theta)
 
     async def relay_phases(self, max_rounds: int) -> None:
@@ -397,15 +399,13 @@ class _CadrRun:
         if self.peer_deadline > 0:
             options["deadline"] = float(self.peer_deadline)
         await self.broadcast("relay_phase", RelayPhase, phase=phase, **options)
-        try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
-            # that lands as the report arrives (CPython gh-86296; helper V's bulk Ctrl-C)
-            async with asyncio.timeout(self.stage_timeout * 10 + self.peer_deadline):
-                report = await self.phase_reports.get()
-        except TimeoutError:
-            raise CadrFailed(f"relay: no report of phase {phase}") from None
-        if report.phase != phase or not report.ok:
-            raise CadrFailed(f"relay phase {phase} failed: {report.detail}")
+        # the report, a failed phase or none in time: ``protocol.cadr_relay_wait``
+        timeout = phase_timeout(self.stage_timeout, self.peer_deadline)
+        self.relay_wait.await_report(phase, self.clock(), timeout)
+        answer = await self._answer(self.relay_wait)
+        if isinstance(answer, PhaseFailed):
+            raise CadrFailed(answer.sentence)
+        report = answer.report
         self.lap(phase)
         # only public facts: the relay's counts stay with the relay (protocol.peer_relay)
         figures: dict = {"max_rounds": report.max_rounds}
@@ -438,15 +438,26 @@ class _CadrRun:
         return gathered
 
     async def _all_released(self) -> None:
-        """Wait for the local intake's last release; name the missing ones on timeout."""
-        try:
-            await asyncio.wait_for(self.all_released.wait(), self.stage_timeout)
-        except TimeoutError:
-            assert self.intake is not None
-            missing = self.intake.missing()
-            raise CadrFailed(
-                f"{len(missing)} release(s) missing after {self.stage_timeout:g} s: {missing[:10]}"
-            ) from None
+        """Wait for the DSR stage's answer (``protocol.cadr_dsr_stage.DsrStage``: every
+        member released, refused or departed); ``CadrFailed`` with its sentence naming
+        the missing releases at its deadline, ``stage_timeout`` from now."""
+        self.stage.await_releases(self.clock(), self.stage_timeout)
+        answer = await self._answer(self.stage)
+        if isinstance(answer, ReleasesFailed):
+            raise CadrFailed(answer.sentence)
+
+    async def _answer(self, machine: DsrStage | RelayPhaseWait) -> Any:
+        """The answer of ``machine``'s pending wait: an input ended it, or its deadline
+        (driven on the loop's clock meanwhile)."""
+
+        async def after_timer() -> None:
+            self.changed.set()
+
+        async with background(drive_timers(machine, after_timer)):
+            while not (answers := machine.pop_events()):
+                self.changed.clear()
+                await self.changed.wait()
+        return answers[-1]
 
     def local_releases(self) -> GatheredReleases:
         """What the local intake gathered."""

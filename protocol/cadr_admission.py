@@ -13,6 +13,12 @@ becomes of it; the pump only acts on the answer:
 - a device's message must travel on its own kind of topic: a ``DsrReport`` on ``up/dsr``,
   a ``BudgetRefused`` on ``up/budget_refused`` (``topic``; the DSR intake reads the type,
   never the topic's kind);
+- a device's last will (``SaAbort`` on its ``up/sa_abort``: it crashed for good, docs/cadr.md
+  "Dropouts") is admitted at any stage (``Departed``; ``protocol.cadr_dsr_stage`` keeps
+  the first of each device and no longer awaits its release) if it is this run's, signed
+  by the topic's device (``run``, ``sender``: the ``PeerFacingMachine``'s upstream check)
+  and that device is a member (``sender``, ``unknown_sender``); an ``SaAbort`` on any other
+  topic goes the way of every device message below;
 - before the DSR intake is open (θ is not known yet, ``open_intake`` not called), a
   device message cannot be a valid release (``type``, reason ``out_of_order``), a
   refusal's sender must be a member of the run (``sender``, ``unknown_sender``), and the
@@ -62,11 +68,13 @@ from ldpfleet.protocol.events import Event, PeerFacingMachine
 from ldpfleet.protocol.messages import BudgetRefused, Message, Stage
 from ldpfleet.protocol.partition_control import check_from_coordinator
 from ldpfleet.protocol.peer_relay import RELAY_ID, PhaseReport
+from ldpfleet.protocol.secagg.messages import SaAbort
 
 __all__ = [
     "KIND_OF",
     "CadrAdmission",
     "CadrWorkerAdmission",
+    "Departed",
     "ForIntake",
     "HeldDuplicate",
     "PhaseReported",
@@ -92,6 +100,14 @@ class ForIntake(Event):
 
     topic: topics.Topic
     message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Departed(Event):
+    """A member's last will, admitted: ``stage`` is the one it named (may be empty)."""
+
+    device: str
+    stage: str
 
 
 class CadrAdmission(PeerFacingMachine):
@@ -130,6 +146,11 @@ class CadrAdmission(PeerFacingMachine):
     def _receive(self, topic: topics.Topic, message: Message, now: float) -> None:
         if isinstance(message, PhaseReport) or topic.family == "svc":
             self._admit_phase_report(topic, message)
+            return
+        if isinstance(message, SaAbort) and topic.family == "up" and topic.kind == "sa_abort":
+            self._check_upstream(topic, message)
+            self._check_member(topic)
+            self._emit(Departed(topic.sender, message.stage))
             return
         check_kind(topic, message)
         if not self._open:
