@@ -181,7 +181,7 @@ async def test_messages_on_the_wrong_topic_are_refused_counted_and_noticed():
         (topics.up(RUN, "n0002", "dsr"), b'{"type": "dsr_report"'),
     ]
     await deliver(state, late)
-    assert state.phase_reports.empty()
+    assert state.relay_wait.queued == 0
     assert state.intake.values == {} and state.intake.refusals == {}
     counted = state.outcome.rejected + state.intake.rejected
     assert counted == len(early) + len(late)
@@ -204,7 +204,7 @@ async def test_honest_releases_still_complete_after_the_hostile_ones():
     honest = [(topics.up(RUN, d, "dsr"), release(d, 1.0 + i)) for i, d in enumerate(MEMBERS)]
     replay = [honest[0]] * 3  # an identical replay: a duplicate, acknowledged again
     await deliver(state, [*hostile, *honest, *replay])
-    assert state.all_released.is_set()
+    assert state.stage.complete
     assert state.intake.values == {"n0000": 1.0, "n0001": 2.0, "n0002": 3.0}
     assert state.outcome.rejected + state.intake.rejected == len(hostile)
     assert state.outcome.duplicates == len(replay)
