@@ -490,17 +490,49 @@ def rr_lie_drawn(rng: np.random.Generator, parts: tuple[int, int, int]) -> bool:
     ``rr_lie_one(rng, eps)`` without converting ``eps`` again. Propose "truth" (bit 0,
     accepted) or "lie" (accepted with ``Bernoulli(exp(-eps))``: ``whole`` coins
     ``Bernoulli(exp(-1))`` then ``Bernoulli(exp(-num / den))``, as ``bernoulli_exp``)."""
+    # ``_Bits`` (take, below) and ``_bern_exp_scalar`` inlined on local variables, as in
+    # ``_nb_scalar_values``: the same bits read in the same order, the same words drawn
+    # (the pool of one call is dropped at its end, as the ``_Bits`` of before was; its
+    # frozen copy: tests/unit/test_A_rr_coin_same_draws.py)
     whole, num, den = parts
-    bits = _Bits(rng)
+    coins = ((1, 1),) * whole + (((num, den),) if num else ())
+    words, shift = _word_source(rng)
+    pool = count = 0
+    left: list[int] = []
     while True:
-        if not bits.take(1):
+        if not count:  # take(1)
+            if not left:
+                left = words().tolist()[::-1]
+            pool |= left.pop() >> shift
+            count = 63
+        proposed_lie = pool & 1
+        pool >>= 1
+        count -= 1
+        if not proposed_lie:
             return False  # proposed truth: accepted
-        for _ in range(whole):
-            if not _bern_exp_scalar(bits, 1, 1):
-                break  # a whole-part coin failed: propose again
+        for coin_num, coin_den in coins:  # Bernoulli(exp(-coin_num / coin_den)), CKS Alg. 1
+            k = 1
+            while True:
+                m = coin_den * k
+                kb = (m - 1).bit_length()
+                while True:  # below(m)
+                    while count < kb:
+                        if not left:
+                            left = words().tolist()[::-1]
+                        pool |= (left.pop() >> shift) << count
+                        count += 63
+                    x = pool & ((1 << kb) - 1)
+                    pool >>= kb
+                    count -= kb
+                    if x < m:
+                        break
+                if x >= coin_num:
+                    break
+                k += 1
+            if not k % 2:
+                break  # this coin failed: propose again
         else:
-            if not num or _bern_exp_scalar(bits, num, den):
-                return True  # proposed lie: accepted with Bernoulli(exp(-eps))
+            return True  # proposed lie: accepted with Bernoulli(exp(-eps))
 
 
 def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fraction) -> int:
