@@ -227,6 +227,19 @@ def bucket_grid(degree_bound: int, buckets: int = BUCKETS) -> list[int]:
 def bucket_vector(degree: int, thresholds: list[int] | np.ndarray) -> np.ndarray:
     """The one-hot vector (length ``k + 1``) of the bucket of ``degree`` (module docstring):
     entry ``#{j : t_j < degree}``."""
+    if type(thresholds) is list and type(degree) is int and degree >= 0:
+        # a device's call (a query's int thresholds, its own degree): the same entry
+        # counted in Python (exact int comparisons, as numpy's), without the array round trip
+        below = 0
+        for threshold in thresholds:
+            if type(threshold) is not int:
+                break  # anything else: numpy's comparison below
+            if threshold < degree:
+                below += 1
+        else:
+            out = np.zeros(len(thresholds) + 1)
+            out[below] = 1.0
+            return out
     t = np.asarray(thresholds)
     out = np.zeros(len(t) + 1)
     out[int(np.count_nonzero(t < integer_at_least(degree, "degree", 0)))] = 1.0
@@ -254,9 +267,14 @@ def polya_share(rng: np.random.Generator, parties: int, eps: float, size: int) -
     """One device's noise share per entry: ``NB(1/m, 1 - a) - NB(1/m, 1 - a)`` with
     ``m = parties`` and ``a = share_ratio(eps)``, drawn exactly (int64; any ``m`` shares
     sum to the two-sided geometric of ratio ``a``)."""
-    m = integer_at_least(parties, "parties", 1)
+    # a device's call passes ints: checked here without the generic (ABC) test, same rule
+    m = (
+        parties
+        if type(parties) is int and parties >= 1
+        else integer_at_least(parties, "parties", 1)
+    )
     a = share_ratio(eps)  # through the module: a bug planted in it is what the shares use
-    k = integer_at_least(size, "size", 1)
+    k = size if type(size) is int and size >= 1 else integer_at_least(size, "size", 1)
     both = negative_binomial(rng, _unit_fraction(m), a, 2 * k)  # one call: half the overhead
     return both[:k] - both[k:]
 

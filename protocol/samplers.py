@@ -135,6 +135,7 @@ _NB_SCALAR_ROUNDS = 512  # negative_binomial: bit-pool path below n / (1 - a) ex
 _BLOCK = 16  # coin rounds drawn per generator call in the negative binomial sampler
 VECTOR_MIN = 64  # requests of at least this many values use the vectorised sampler
 _WORDS = 8  # 63-bit words drawn per refill of the bit pool
+_FACTORY_ROUNDS_CACHED = 8  # _nb_scalar_values: Bernoulli-factory rounds whose constants are kept
 _GAPS_CACHED_MAX = 64  # exponential_choice: score vectors up to this size keep their gaps
 _HUGE = 2**55  # scales t / s with t or s this large use Python ints (the int64 path would overflow)
 
@@ -156,11 +157,24 @@ def _word_source(rng: np.random.Generator):
     generator state after: identical draws at a fraction of the cost (~2 us instead of
     ~20 for 8 words; tests/unit/test_samplers_words.py pins the identity). Anything else
     (another bit generator, a stub) is asked through ``integers``."""
+    global _last_word_source
     if type(rng) is np.random.Generator:
+        last = _last_word_source  # one read: (generator, source), consistent across threads
+        if last[0] is rng:
+            return last[1]
         bit_generator = rng.bit_generator
         if type(bit_generator) in _RAW_IS_UINT64:
-            return partial(bit_generator.random_raw, _WORDS), 1
+            source = partial(bit_generator.random_raw, _WORDS), 1
+        else:
+            source = partial(rng.integers, 0, 2**63, size=_WORDS, dtype=np.int64), 0
+        # a generator's bit generator is fixed for its life: the source of the last one
+        # asked is kept for the next call (a device draws all its shares from one)
+        _last_word_source = (rng, source)
+        return source
     return partial(rng.integers, 0, 2**63, size=_WORDS, dtype=np.int64), 0
+
+
+_last_word_source: tuple = (None, None)
 
 
 class _Bits:
@@ -476,17 +490,49 @@ def rr_lie_drawn(rng: np.random.Generator, parts: tuple[int, int, int]) -> bool:
     ``rr_lie_one(rng, eps)`` without converting ``eps`` again. Propose "truth" (bit 0,
     accepted) or "lie" (accepted with ``Bernoulli(exp(-eps))``: ``whole`` coins
     ``Bernoulli(exp(-1))`` then ``Bernoulli(exp(-num / den))``, as ``bernoulli_exp``)."""
+    # ``_Bits`` (take, below) and ``_bern_exp_scalar`` inlined on local variables, as in
+    # ``_nb_scalar_values``: the same bits read in the same order, the same words drawn
+    # (the pool of one call is dropped at its end, as the ``_Bits`` of before was; its
+    # frozen copy: tests/unit/test_A_rr_coin_same_draws.py)
     whole, num, den = parts
-    bits = _Bits(rng)
+    coins = ((1, 1),) * whole + (((num, den),) if num else ())
+    words, shift = _word_source(rng)
+    pool = count = 0
+    left: list[int] = []
     while True:
-        if not bits.take(1):
+        if not count:  # take(1)
+            if not left:
+                left = words().tolist()[::-1]
+            pool |= left.pop() >> shift
+            count = 63
+        proposed_lie = pool & 1
+        pool >>= 1
+        count -= 1
+        if not proposed_lie:
             return False  # proposed truth: accepted
-        for _ in range(whole):
-            if not _bern_exp_scalar(bits, 1, 1):
-                break  # a whole-part coin failed: propose again
+        for coin_num, coin_den in coins:  # Bernoulli(exp(-coin_num / coin_den)), CKS Alg. 1
+            k = 1
+            while True:
+                m = coin_den * k
+                kb = (m - 1).bit_length()
+                while True:  # below(m)
+                    while count < kb:
+                        if not left:
+                            left = words().tolist()[::-1]
+                        pool |= (left.pop() >> shift) << count
+                        count += 63
+                    x = pool & ((1 << kb) - 1)
+                    pool >>= kb
+                    count -= kb
+                    if x < m:
+                        break
+                if x >= coin_num:
+                    break
+                k += 1
+            if not k % 2:
+                break  # this coin failed: propose again
         else:
-            if not num or _bern_exp_scalar(bits, num, den):
-                return True  # proposed lie: accepted with Bernoulli(exp(-eps))
+            return True  # proposed lie: accepted with Bernoulli(exp(-eps))
 
 
 def exponential_choice(rng: np.random.Generator, scores: np.ndarray, rate: Fraction) -> int:
@@ -844,6 +890,7 @@ def _nb_scalar_values(
     words, shift = bits._words, bits._shift
     kv = (v - 1).bit_length()
     mask_v = (1 << kv) - 1
+    rounds = list(_factory_rounds(fn, fd, u, v)) if fn else []  # round i's constants, i >= 1
     values = []
     for _ in range(n):
         x = 0
@@ -864,23 +911,23 @@ def _nb_scalar_values(
                     break
                 x += 1
         if fn:
-            i = 1
+            i = 0
             while True:  # step 1: the Bernoulli factory, one combined draw per round
-                m = v * fd * i
-                k = (m - 1).bit_length()
+                if i == len(rounds):
+                    rounds.append(_factory_round(i + 1, fn, fd, u, v))
+                m, k, mask, yes_below, decided_below = rounds[i]
                 while True:  # below(m)
                     while count < k:
                         if not left:
                             left = words().tolist()[::-1]
                         pool |= (left.pop() >> shift) << count
                         count += 63
-                    w = pool & ((1 << k) - 1)
+                    w = pool & mask
                     pool >>= k
                     count -= k
                     if w < m:
                         break
-                yes_below = (v - u) * fd * i
-                if w < yes_below + u * fn:  # decided: "X = 0" below yes_below, else step 2
+                if w < decided_below:  # decided: "X = 0" below yes_below, else step 2
                     break
                 i += 1
             if w >= yes_below:  # not "X = 0": step 2, 1 + Geometric accepted with the coins
@@ -891,6 +938,24 @@ def _nb_scalar_values(
         values.append(x)
     bits._pool, bits._count, bits._left = pool, count, left
     return values
+
+
+def _factory_round(i: int, fn: int, fd: int, u: int, v: int) -> tuple[int, int, int, int, int]:
+    """Round ``i``'s constants of ``_nb_scalar_values``' Bernoulli factory: the bound ``m =
+    v fd i`` of its draw, the bits ``k`` a try takes and their mask, ``yes_below = (v - u)
+    fd i`` ("X = 0" below it) and ``yes_below + u fn`` (decided below it)."""
+    m = v * fd * i
+    k = (m - 1).bit_length()
+    yes_below = (v - u) * fd * i
+    return m, k, (1 << k) - 1, yes_below, yes_below + u * fn
+
+
+@lru_cache(maxsize=256)
+def _factory_rounds(fn: int, fd: int, u: int, v: int) -> tuple[tuple[int, int, int, int, int], ...]:
+    """The first ``_FACTORY_ROUNDS_CACHED`` rounds' ``_factory_round`` constants, per (shape,
+    ratio): a Pólya share's step 1 is decided in its first round about two times in three,
+    so these are what every share reads (the same numbers the loop computed per round)."""
+    return tuple(_factory_round(i, fn, fd, u, v) for i in range(1, _FACTORY_ROUNDS_CACHED + 1))
 
 
 def _nb_positive_bits(
@@ -966,12 +1031,23 @@ def negative_binomial(
     x] = (r)_x / x! (1 - a)^r a^x``) for a rational shape ``r = shape > 0`` and ratio ``a
     = ratio`` in ``(0, 1)`` (module docstring; int64). ``NB(1/m)`` is one party's Pólya
     share: the sum of ``m`` independent ones is ``Geometric(1 - a)``."""
+    global _last_nb_parts
     if type(shape) is Fraction and type(ratio) is Fraction and type(size) is int and size > 0:
-        # a Pólya share's call: (shape, ratio) checked once (_nb_parts), not per share
-        return _nb_draw(rng, _nb_parts_cached(shape, ratio), size)
+        # a Pólya share's call: (shape, ratio) checked once (_nb_parts), not per share;
+        # the same two objects as the last call (the shares' cached ones) skip even the
+        # cache's lookup, whose Fraction hashes cost a quarter of a share
+        last = _last_nb_parts  # one read: (shape, ratio, parts), consistent across threads
+        if last[0] is shape and last[1] is ratio:
+            return _nb_draw(rng, last[2], size)
+        parts = _nb_parts_cached(shape, ratio)
+        _last_nb_parts = (shape, ratio, parts)
+        return _nb_draw(rng, parts, size)
     u, v = _ratio(ratio, "ratio")
     n = _size(size)
     return _nb_draw(rng, _nb_shape(shape, u, v), n)
+
+
+_last_nb_parts: tuple = (None, None, None)
 
 
 def _nb_shape(shape: Fraction, u: int, v: int) -> tuple[int, int, int, int, int]:

@@ -123,32 +123,62 @@ def cadr_count_release(
     """The opened sum of one DP θ search (module docstring): devices ``0 .. survivors - 1``
     get the plan with ``noise_parties = parties`` and the bucket query, and their answers
     are summed; device 0 lists ``listed`` neighbours, the others one each."""
+    return _count_releases(eps_theta, listed, rng, 1, parties=parties, survivors=survivors)[0]
+
+
+def _count_releases(
+    eps_theta: float, listed: int, rng: np.random.Generator, n: int, *, parties: int,
+    survivors: int,
+) -> np.ndarray:  # fmt: skip
+    """``n`` opened sums of ``cadr_count_release`` drawn one after the other from ``rng``
+    (rows): each run builds its ``survivors`` fresh ``CadrDevice`` machines and feeds them
+    the plan and the query, as one run alone does. What no run's randomness touches — the
+    two messages and their topics (immutable), the devices' names and neighbour lists — is
+    made once for the ``n`` runs instead of once per run: the same machines get the same
+    inputs and draw the same values in the same order (tests/unit/test_A_count_batch.py)."""
     from ldpfleet.protocol.cadr_device import CadrDevice
 
     messages = _count_messages(eps_theta, parties)
-    total = None
-    for i in range(survivors):
-        k = listed if i == 0 else 1
-        neighbours = [f"m{i}x{j:03d}" for j in range(k)]
-        device = CadrDevice(RUN, f"d{i:03d}", neighbours, rng)
-        for topic, message in messages:
-            device.receive(topic, message, 0.0)
-        assert device.budget is not None and device.theta_answer is not None
-        if i == 0 and not math.isclose(device.budget.theta, eps_theta, rel_tol=1e-9):
-            raise AssertionError(
-                f"the device's θ budget is {device.budget.theta}, the audit claims {eps_theta}"
-            )
-        total = device.theta_answer if total is None else total + device.theta_answer
-    return np.asarray(total)
+    devices = [
+        (f"d{i:03d}", [f"m{i}x{j:03d}" for j in range(listed if i == 0 else 1)])
+        for i in range(survivors)
+    ]
+    out = []
+    for _ in range(n):
+        total = None
+        for i, (name, neighbours) in enumerate(devices):
+            device = CadrDevice(RUN, name, neighbours, rng)
+            for topic, message in messages:
+                device.receive(topic, message, 0.0)
+            assert device.budget is not None and device.theta_answer is not None
+            if i == 0 and not math.isclose(device.budget.theta, eps_theta, rel_tol=1e-9):
+                raise AssertionError(
+                    f"the device's θ budget is {device.budget.theta}, the audit claims {eps_theta}"
+                )
+            total = device.theta_answer if total is None else total + device.theta_answer
+        out.append(np.asarray(total))
+    return np.array(out)
 
 
 def dropout_count_release(eps_theta: float, listed: int, rng: np.random.Generator) -> np.ndarray:
     """The opened sum of the dropout canary (module docstring): ``DROPOUT_SURVIVORS`` of
     ``DROPOUT_DEVICES`` answers, the plan's ``noise_parties`` from the real function."""
+    return _dropout_releases(eps_theta, listed, rng, 1)[0]
+
+
+def _dropout_releases(eps_theta: float, listed: int, rng: np.random.Generator, n: int):
+    """``n`` opened sums of ``dropout_count_release`` (rows; ``_count_releases``)."""
     from ldpfleet.protocol import cadr_theta_noise
 
     parties = cadr_theta_noise.noise_parties(DROPOUT_DEVICES)  # at call time: a planted bug
-    return cadr_count_release(eps_theta, listed, rng, parties=parties, survivors=DROPOUT_SURVIVORS)
+    return _count_releases(eps_theta, listed, rng, n, parties=parties, survivors=DROPOUT_SURVIVORS)
+
+
+def _count_batch(eps_theta: float, listed: int, rng: np.random.Generator, n: int):
+    """``n`` opened sums of ``cadr_count_release`` with its defaults (rows)."""
+    return _count_releases(
+        eps_theta, listed, rng, n, parties=COUNT_DEVICES, survivors=COUNT_DEVICES
+    )
 
 
 def _first(y) -> np.ndarray:
@@ -170,9 +200,9 @@ DROPOUT_WITNESSES = {
 }
 
 
-def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
-    """The battery builder of one count canary: ``release(eps, listed, rng)`` is one
-    opened sum with device 0 listing ``listed`` neighbours."""
+def _count_spec(name: str, releases, label: str, witnesses: dict, trials: int):
+    """The battery builder of one count canary: ``releases(eps, listed, rng, n)`` is ``n``
+    opened sums (rows) with device 0 listing ``listed`` neighbours."""
 
     def build(eps: float, delta: float):
         from ldpfleet.collector.audit.battery import AuditSpec
@@ -188,7 +218,7 @@ def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
             )
 
         def sampler(listed: int):
-            return lambda rng, n: np.array([release(eps, listed, rng) for _ in range(n)])
+            return lambda rng, n: releases(eps, listed, rng, n)
 
         canary = Canary(
             f"device 0 lists 0 vs {CADR_COUNT_BOUND} neighbours, {label}",
@@ -202,11 +232,11 @@ def _count_spec(name: str, release, label: str, witnesses: dict, trials: int):
 
 COUNT_BATTERY = {
     "cadr-theta-count": _count_spec(
-        "cadr-theta-count", cadr_count_release, f"{COUNT_DEVICES} devices summed", WITNESSES, 4000
+        "cadr-theta-count", _count_batch, f"{COUNT_DEVICES} devices summed", WITNESSES, 4000
     ),
     "cadr-theta-count-dropout": _count_spec(
         "cadr-theta-count-dropout",
-        dropout_count_release,
+        _dropout_releases,
         f"{DROPOUT_SURVIVORS} of {DROPOUT_DEVICES} devices summed (one dropped)",
         DROPOUT_WITNESSES,
         40_000,
