@@ -36,6 +36,7 @@ from ldpfleet.collector.period_constants import (
     SHORT_CYCLES_STREAM,
     SHORT_CYCLES_WINDOW,
     SHORT_STREAM,
+    VETO_NAMED_MARGIN,
 )
 from ldpfleet.collector.period_refine import (
     _batch_pays,
@@ -430,7 +431,8 @@ class _Search:
         # that the veto changes which period is named, not whether one is claimed
         checked = period if self.vetoed is None else max(period, self.vetoed)
         if (
-            checked > gated
+            not self.named_clears_veto(period)
+            and checked > gated
             and n / checked < PENALTY_CYCLES
             and self.masked(checked) - few_cycles_penalty(n / checked, n) >= self.threshold
         ):
@@ -517,6 +519,29 @@ class _Search:
             # without the candidate's harmonic bins (module docstring, step 6)
             claim = self.masked(period) - few_cycles_penalty(n / period, n) < threshold
         return claim
+
+    def named_clears_veto(self, period: int) -> bool:
+        """Step 3c (helper G): where step 3's multiple was vetoed, the named ``period`` is
+        claimed without the vetoed multiple's masked check if its own masked check, at its
+        own cycles (any number of them), passes with margin ``VETO_NAMED_MARGIN``.
+
+        Returns:
+            True if a multiple was vetoed, the margin is set and the named period's masked
+            log p minus its few-cycles penalty minus the threshold is at most ``-margin``.
+        """
+        if self.vetoed is None or VETO_NAMED_MARGIN is None:
+            return False
+        return self.named_margin(period) <= -VETO_NAMED_MARGIN
+
+    def named_margin(self, period: int) -> float:
+        """Step 6's masked check at ``period`` as a margin (< 0 passes).
+
+        Returns:
+            The masked log p at ``period`` minus its few-cycles penalty minus the threshold.
+        """
+        return float(
+            self.masked(period) - few_cycles_penalty(self.n / period, self.n) - self.threshold
+        )
 
     def masked(self, period: int) -> float:
         """``masked_logp`` of the detrended stream at ``period``, on the periodogram the
