@@ -428,7 +428,9 @@ class _Search:
         gated = period
         period = self.renamed(period, settled, harmonics)
         # step 3c: a multiple vetoed by the whitened reading is checked as if moved to, so
-        # that the veto changes which period is named, not whether one is claimed
+        # that the veto changes which period is named, not whether one is claimed; unless
+        # the named period passes its own masked check by VETO_NAMED_MARGIN (helper G: raw
+        # daily readings, 288 named, 576 vetoed and failing at its 5 cycles)
         checked = period if self.vetoed is None else max(period, self.vetoed)
         if (
             not self.named_clears_veto(period)
