@@ -433,8 +433,7 @@ class _Search:
         # daily readings, 288 named, 576 vetoed and failing at its 5 cycles)
         checked = period if self.vetoed is None else max(period, self.vetoed)
         if (
-            not self.named_clears_veto(period)
-            and checked > gated
+            checked > gated
             and n / checked < PENALTY_CYCLES
             and self.masked(checked) - few_cycles_penalty(n / checked, n) >= self.threshold
         ):
@@ -444,9 +443,10 @@ class _Search:
             local = self.fallback_claim(checked)
             if local is not None:
                 return local
-            return PeriodEstimate(
-                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
-            )
+            if not self.named_clears_veto(period):
+                return PeriodEstimate(
+                    None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
+                )
         if self.beyond(period) is not None:
             # step 10: a period longer than the searched range folds the stream better than
             # the claim at the top of the range: the true period is not admissible
@@ -523,9 +523,9 @@ class _Search:
         return claim
 
     def named_clears_veto(self, period: int) -> bool:
-        """Step 3c (helper G): where step 3's multiple was vetoed, the named ``period`` is
-        claimed without the vetoed multiple's masked check if its own masked check, at its
-        own cycles (any number of them), passes with margin ``VETO_NAMED_MARGIN``.
+        """Step 3c (helper G): where step 3's multiple was vetoed and fails step 3b, and step
+        8 claims nothing, the named ``period`` is still claimed if its own masked check, at
+        its own cycles (any number of them), passes with margin ``VETO_NAMED_MARGIN``.
 
         Returns:
             True if a multiple was vetoed, the margin is set and the named period's masked

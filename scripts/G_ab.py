@@ -39,12 +39,13 @@ period_search._Search.renamed = _capture
 
 
 def _answer(y, margin: float | None) -> int | None:
+    before = period_search.VETO_NAMED_MARGIN
     period_search.VETO_NAMED_MARGIN = margin
     try:
         _cap.clear()
         return detect_period(y).period
     finally:
-        period_search.VETO_NAMED_MARGIN = None
+        period_search.VETO_NAMED_MARGIN = before
 
 
 def measure(y) -> dict:
