@@ -21,6 +21,11 @@ DIVISOR_SHARE = 2.0
 MIN_EXTRA_SHARE = 1e-3  # ... and carry >= 0.1% of the power of the multiple's harmonics
 ALPHA_SHAPE = 1e-3  # level of the multiple / divisor tests (extra harmonics)
 ALPHA_CORROBORATE = 0.1  # step 3c: a multiple's extra harmonics, whitened, at least this level
+# step 3c (helper G, docs/preregistration/G-named-masked-margin.md, PASSED on fresh seeds): where
+# step 3's multiple was vetoed, a named period whose masked check at ITS OWN cycles passes by this
+# margin (log p - few-cycles penalty - threshold <= -7) is claimed although the vetoed multiple
+# fails step 3b (raw daily readings pass by 9-29, red-noise claims on this path by < 6; None: off)
+VETO_NAMED_MARGIN: float | None = 7.0
 SETTLE_FACTOR = 4  # the integer refinement compares folds on 4x the resolving harmonics
 PENALTY_CYCLES = 12.0  # periods with fewer cycles than this need a smaller p-value ...
 PENALTY_SLOPE = 6.0  # ... alpha * (cycles / 12) ** 6 (calibrated: module docstring)

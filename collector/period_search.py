@@ -36,6 +36,7 @@ from ldpfleet.collector.period_constants import (
     SHORT_CYCLES_STREAM,
     SHORT_CYCLES_WINDOW,
     SHORT_STREAM,
+    VETO_NAMED_MARGIN,
 )
 from ldpfleet.collector.period_refine import (
     _batch_pays,
@@ -427,7 +428,9 @@ class _Search:
         gated = period
         period = self.renamed(period, settled, harmonics)
         # step 3c: a multiple vetoed by the whitened reading is checked as if moved to, so
-        # that the veto changes which period is named, not whether one is claimed
+        # that the veto changes which period is named, not whether one is claimed; unless
+        # the named period passes its own masked check by VETO_NAMED_MARGIN (helper G: raw
+        # daily readings, 288 named, 576 vetoed and failing at its 5 cycles)
         checked = period if self.vetoed is None else max(period, self.vetoed)
         if (
             checked > gated
@@ -440,9 +443,10 @@ class _Search:
             local = self.fallback_claim(checked)
             if local is not None:
                 return local
-            return PeriodEstimate(
-                None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
-            )
+            if not self.named_clears_veto(period):
+                return PeriodEstimate(
+                    None, 0.0, {}, (n,), adjusted, 0, tests, self.max_period, best_logp, checked
+                )
         if self.beyond(period) is not None:
             # step 10: a period longer than the searched range folds the stream better than
             # the claim at the top of the range: the true period is not admissible
@@ -517,6 +521,29 @@ class _Search:
             # without the candidate's harmonic bins (module docstring, step 6)
             claim = self.masked(period) - few_cycles_penalty(n / period, n) < threshold
         return claim
+
+    def named_clears_veto(self, period: int) -> bool:
+        """Step 3c (helper G): where step 3's multiple was vetoed and fails step 3b, and step
+        8 claims nothing, the named ``period`` is still claimed if its own masked check, at
+        its own cycles (any number of them), passes with margin ``VETO_NAMED_MARGIN``.
+
+        Returns:
+            True if a multiple was vetoed, the margin is set and the named period's masked
+            log p minus its few-cycles penalty minus the threshold is at most ``-margin``.
+        """
+        if self.vetoed is None or VETO_NAMED_MARGIN is None:
+            return False
+        return self.named_margin(period) <= -VETO_NAMED_MARGIN
+
+    def named_margin(self, period: int) -> float:
+        """Step 6's masked check at ``period`` as a margin (< 0 passes).
+
+        Returns:
+            The masked log p at ``period`` minus its few-cycles penalty minus the threshold.
+        """
+        return float(
+            self.masked(period) - few_cycles_penalty(self.n / period, self.n) - self.threshold
+        )
 
     def masked(self, period: int) -> float:
         """``masked_logp`` of the detrended stream at ``period``, on the periodogram the
