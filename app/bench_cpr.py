@@ -445,6 +445,13 @@ if __name__ == "__main__":
 
     seeds = [int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--seed=")]
     argv = [a for a in sys.argv[1:] if a != "--markdown" and not a.startswith("--seed=")]
+    if not argv or argv[0] not in ("false-claims", "held-out", "oracle", "grid-shapes"):
+        print(
+            "usage: python -m ldpfleet.app.bench_cpr false-claims|held-out|oracle|grid-shapes "
+            "... (the comment above __main__ in app/bench_cpr.py lists the arguments)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     if argv[0] == "false-claims":
         chosen = [(k, int(n), float(e)) for k, n, e in (c.split("/") for c in argv[3:])]
         rows = false_claim_check(

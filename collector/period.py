@@ -480,6 +480,7 @@ from ldpfleet.collector.period_constants import (  # noqa: F401 - re-exported: p
     SHORT_PENALTY_SLOPE,
     SHORT_STREAM,
     TRIM,
+    VETO_NAMED_MARGIN,
     WHITTLE_BLOCK,
     WITHIN_CACHE,
 )
