@@ -122,19 +122,25 @@ async def test_a_plugin_failing_on_every_device_ends_a_sharded_run_naming_them(
     plugin_importable, tmp_path
 ):
     """A plugin that passes the load-time probe but raises on the devices' streams: the
-    device shard ends with every device failed, and the run ends with those errors
-    (aborted, reason ``device_errors``) instead of waiting for a fleet that already ran
-    ("no fleet joined" after the fleet timeout, or the stage deadline)."""
+    device shard ends with every device failed and says so (``FleetDone``: 0 finished, 3
+    stopped otherwise, protocol/fleet_done.py), so the collector side closes the stream stage
+    at once, as the one-process runner does, and results.json names the errors in
+    ``fleet.device_errors`` with their batches lost (``ldpfleet run`` exits 1 naming the
+    first) instead of waiting for a fleet that already ran ("no fleet joined" after the
+    fleet timeout, or the stage deadline). Before the shards' status (2026-12-07) the runner
+    stopped the collector after finish_grace: ``aborted.reason = "device_errors"``, still
+    the fallback where no status arrives."""
     mechanism = "tests.unit.bad_mechanisms:RaisesLater"  # `ldpfleet run` on a broker
     results = await run_split(
         _scenario(mechanism, devices=3), broker="embedded", out_dir=tmp_path, run_id="p9"
     )
-    aborted = results["aborted"]
-    assert aborted["reason"] == "device_errors", aborted
-    assert sorted(aborted["device_errors"]) == ["d0000", "d0001", "d0002"]
-    assert "perturb failed on device d0000: RuntimeError: sensor library" in aborted["detail"]
-    assert "3 device(s) failed (the first, d0000: " in aborted["detail"], aborted["detail"]
-    assert "the other 2 in results.json aborted.device_errors" in aborted["detail"]
+    assert results["aborted"] is None, results["aborted"]
+    errors = results["fleet"]["device_errors"]
+    assert sorted(errors) == ["d0000", "d0001", "d0002"], errors
+    assert "perturb failed on device d0000: RuntimeError: sensor library" in errors["d0000"]
+    stream = results["stages"]["stream"]
+    assert stream["close_reason"].startswith("every fleet shard (1) said its devices are done")
+    assert "0 finished, 0 gone for good, 3 stopped otherwise" in stream["close_reason"]
     assert results["reports_received"] == 0 and results["reports_lost"] == 24
 
 
