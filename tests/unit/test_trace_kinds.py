@@ -21,7 +21,8 @@ def test_every_decodable_message_kind_is_a_known_trace_kind():
 
 def test_the_kinds_are_those_the_protocol_modules_define():
     """Pin of the refactor that made ``protocol_kinds`` read ``codec.WIRE_KINDS``: the
-    same set as the hand-kept module scan it replaced (47 kinds with ``invalid``)."""
+    same set as the hand-kept module scan it replaced (47 kinds with ``invalid``; 48 since
+    ``fleet_done``, a split run's shard status in protocol/messages.py, 2026-12-07)."""
     import importlib
 
     import msgspec
@@ -38,4 +39,4 @@ def test_the_kinds_are_those_the_protocol_modules_define():
                 if isinstance(tag, str) and tag[:1].islower():
                     scanned.add(tag)
     assert protocol_kinds() == scanned == {"invalid", *codec.WIRE_KINDS}
-    assert len(scanned) == 47
+    assert len(scanned) == 48 and "fleet_done" in scanned
