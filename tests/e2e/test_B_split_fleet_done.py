@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import pytest
 from ldpfleet.broker.transport import MemoryTransport
@@ -37,8 +35,8 @@ from ldpfleet.scenarios.shards import SHARD_ENTRY_KEYS
 from ldpfleet.scenarios.sides import collector_side, fleet_side, merge_stream_outputs
 
 from tests.conftest import ROOT
+from tests.e2e.test_C_secure_sum_opening_agrees import run_split_cli
 
-CLI = [sys.executable, "-m", "ldpfleet.app.cli"]
 RUN = "bfleetdone"
 STAGE_TIMEOUT = 600.0  # [collector] stage_timeout: what the stream stage must NOT wait for
 # The whole split run's bound: far below STAGE_TIMEOUT (a stage that waits for the gone
@@ -158,21 +156,7 @@ def test_split_run_with_never_returning_devices_reaches_the_secure_sum(tmp_path)
     fleet (one shard: a ``[secure_sum]`` run's devices run in the runner's process) beside
     it; ``run_timeout`` below ``stage_timeout``."""
     text = SCENARIO.replace("[scenario]\n", f"[scenario]\nrun_timeout = {RUN_BOUND}\n", 1)
-    path = tmp_path / "faults-sum.toml"
-    path.write_text(text)
-    out = tmp_path / "split"
-    done = subprocess.run(
-        [*CLI, "run", str(path), "--broker", "embedded", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=SAFETY,
-        cwd=tmp_path,
-    )
-    # exit 1: the stream stage is incomplete (the gone devices' batches are missing)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    split = json.loads((out / "results.json").read_text())
-    assert "side_processes" in split  # it did run split
+    split = run_split_cli(text, tmp_path / "faults-sum.toml", timeout=SAFETY)
     assert split["aborted"] is None, split["aborted"]
     close_reason = split["stages"]["stream"]["close_reason"]
     assert close_reason.startswith("every fleet shard (1) said its devices are done")

@@ -43,20 +43,7 @@ KEYS = ("devices", "aborted", "exact", "dropped_devices", "survivors", "total", 
 @pytest.mark.faults
 def test_one_process_and_split_runs_sum_the_same_devices(tmp_path):
     path = tmp_path / "faults-sum.toml"
-    path.write_text(SCENARIO)
-    out = tmp_path / "split"
-    done = subprocess.run(
-        [*CLI, "run", str(path), "--broker", "embedded", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=SAFETY,
-        cwd=tmp_path,
-    )
-    # exit 1: the stream stage is incomplete (the gone devices' batches are missing)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    split = json.loads((out / "results.json").read_text())
-    assert "side_processes" in split  # it did run split
+    split = run_split_cli(SCENARIO, path)
     one = asyncio.run(
         run_scenario(parse_scenario(SCENARIO, path), broker="memory", out_dir=tmp_path / "one")
     )
@@ -66,3 +53,24 @@ def test_one_process_and_split_runs_sum_the_same_devices(tmp_path):
     assert one["secure_sum"]["survivors"] == 48 and one["secure_sum"]["exact"] is True
     for key in KEYS:
         assert split["secure_sum"][key] == one["secure_sum"][key], key
+
+
+def run_split_cli(text: str, path, *, timeout: float = SAFETY) -> dict:
+    """``ldpfleet run`` of the scenario ``text`` (written to ``path``) on the embedded
+    broker, split: the collector side a process of its own. Its results.json, once the run
+    exited 0 or 1 (1: the stream stage is incomplete, the gone devices' batches missing)
+    without a traceback and did run split; ``timeout``: the subprocess's hang guard."""
+    path.write_text(text)
+    out = path.parent / "split"
+    done = subprocess.run(
+        [*CLI, "run", str(path), "--broker", "embedded", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=path.parent,
+    )
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    split = json.loads((out / "results.json").read_text())
+    assert "side_processes" in split  # it did run split
+    return split
