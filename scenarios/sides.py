@@ -55,7 +55,7 @@ from ldpfleet.collector.analytics import note_secure_sum, privacy_entry
 from ldpfleet.collector.announce import say_run_closed
 from ldpfleet.collector.rendezvous import RunAnnouncer
 from ldpfleet.collector.service import CollectorService
-from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth
+from ldpfleet.devices.fleet import ClipTally, DeviceOutcome, Fleet, device_truth, parse_shard
 from ldpfleet.devices.hostile import HostileClient, flood_share, hold_for_flood
 from ldpfleet.devices.rendezvous import wait_for_run
 from ldpfleet.devices.secagg_agent import SecAggAgent
@@ -1034,8 +1034,9 @@ def _shards_entry(shards: list[dict], said_done: dict | None) -> dict:
     keyed by shard index (``scenarios.shards.shards_entry``: the runner's shape; the exit
     codes are the split run's, ``scenarios.split_run``). ``said_done``: the collector
     side's view of which shards said their devices are done."""
-    index = {int(str(s["shard"]).split("/")[0]): s for s in shards}
-    count = max([len(shards), *(int(str(s["shard"]).split("/")[1]) for s in shards)])
+    parsed = [(parse_shard(str(s["shard"])), s) for s in shards]
+    index = {i: s for (i, _), s in parsed}
+    count = max([len(shards), *(k for (_, k), _ in parsed)])
     return shards_entry(
         count,
         {i: s.get("peak_rss_mb") for i, s in sorted(index.items())},
