@@ -121,6 +121,37 @@ async def drive_timers(
             pass
 
 
+class InputHold:
+    """A reader's buffer as ``drive_timers`` holds a passed deadline on it: ``queued`` (the
+    buffer's ``pending``) and ``drained`` (its ``drained``, or a ``HOLD_POLL`` pause for a
+    plain connection, which has none), both given up once the reader task stopped.
+
+    A pump hands ``inputs_queued=hold.queued, inputs_drained=hold.drained`` to
+    ``drive_timers``: a reply that arrived in time is fed before the machine judges it
+    missing, however busy the process. The reader's end releases the hold: a reader that
+    failed (its connection lost) leaves inputs queued that nobody will feed, and the
+    deadline must then fire rather than wait for ever (a stage that never ends)."""
+
+    def __init__(self, inbound: object, reader: asyncio.Future) -> None:
+        self.inbound = inbound  # a connection or ``fan_in``'s ``MergedDeliveries``
+        self.reader = reader  # the task that feeds the machine what ``inbound`` buffers
+
+    def queued(self) -> int:
+        """Inputs buffered and not yet fed (0 once the reader stopped)."""
+        return 0 if self.reader.done() else self.inbound.pending()
+
+    async def drained(self) -> None:
+        """Return once the reader fed every buffered input, or stopped."""
+        drained = getattr(self.inbound, "drained", None)
+        waiter = asyncio.ensure_future(
+            drained() if drained is not None else asyncio.sleep(HOLD_POLL)
+        )
+        try:
+            await asyncio.wait((waiter, self.reader), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+
+
 async def _sockets_read() -> None:
     """Return after the loop has polled its sockets and run their read callbacks: two loop
     turns (a task resumed by ``sleep(0)`` runs before the callbacks of the ``select`` of

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import InputHold, background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
     SearchCounts,
@@ -284,6 +284,9 @@ class _CadrRun:
     # decision (``protocol.cadr_admission``); its refusals are counted in
     # ``outcome.rejected`` and published on ``svc/collector/reject`` like the intake's
     gate: CadrAdmission = field(init=False)
+    # the inbound buffer and its reader (``consume``) once it runs: a passed deadline of a
+    # wait is held while deliveries sit in that buffer (``_answer``)
+    hold: InputHold | None = None
 
     def __post_init__(self) -> None:
         self.gate = CadrAdmission(self.run, self.members)
@@ -324,8 +327,12 @@ class _CadrRun:
 
     async def consume(self, inbound: AsyncIterator[Delivery]) -> None:
         """Parse every inbound delivery, hand it to the admission machine and act on its
-        answer (``act``)."""
+        answer (``act``). While it runs, the waits' deadlines are held on ``inbound``'s
+        buffer (``hold``)."""
         loop = asyncio.get_running_loop()
+        reader = asyncio.current_task()
+        assert reader is not None
+        self.hold = InputHold(inbound, reader)
         async for delivery in inbound:
             try:
                 topic = topics.parse(delivery.topic)
@@ -448,12 +455,22 @@ class _CadrRun:
 
     async def _answer(self, machine: DsrStage | RelayPhaseWait) -> Any:
         """The answer of ``machine``'s pending wait: an input ended it, or its deadline
-        (driven on the loop's clock meanwhile)."""
+        (driven on the loop's clock meanwhile). A passed deadline is held while deliveries
+        wait in the inbound buffer (``broker.pump.InputHold``): a release or phase report
+        that arrived in time is fed before the machine judges it missing, however busy the
+        process (docs/reliability.md, "Deadlines held on the buffer")."""
 
         async def after_timer() -> None:
             self.changed.set()
 
-        async with background(drive_timers(machine, after_timer)):
+        hold = self.hold
+        timers = drive_timers(
+            machine,
+            after_timer,
+            inputs_queued=hold.queued if hold is not None else None,
+            inputs_drained=hold.drained if hold is not None else None,
+        )
+        async with background(timers):
             while not (answers := machine.pop_events()):
                 self.changed.clear()
                 await self.changed.wait()

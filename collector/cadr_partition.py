@@ -34,7 +34,8 @@ runs the per-device DSR stage of its devices (``topics.partition_of``):
   ``run_cadr_collector``, for every partition's final chunk (``CadrFailed`` naming the
   partitions missing at the deadline, or a θ that is not the run's). Both waits and
   their deadlines are ``protocol.cadr_partition_link.ReleaseGatheringMachine``'s: the pump
-  drives its timer on the loop's clock and awaits its answer.
+  drives its timer on the loop's clock, holding a passed deadline while statuses wait in
+  the buffer ``listen_to_workers`` reads (``broker.pump.InputHold``), and awaits its answer.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import InputHold, background, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
@@ -80,6 +81,9 @@ class ReleaseGatherer(ReleaseGatheringMachine):
     def __init__(self, run: str, partitions: int) -> None:
         super().__init__(run, partitions)
         self.changed = asyncio.Event()
+        # the status topic's buffer while ``listen_to_workers`` reads it: a passed
+        # deadline is held while statuses wait there (``_answer``)
+        self.hold: InputHold | None = None
 
     def receive(self, message: object) -> None:
         """One message of the status topic; ``RemoteProtocolError`` (counted) if refused."""
@@ -111,23 +115,45 @@ class ReleaseGatherer(ReleaseGatheringMachine):
         async def after_timer() -> None:
             self.changed.set()
 
-        async with background(drive_timers(self, after_timer)):
+        # the hold is read at each check: the reader may start after the wait began
+        timers = drive_timers(self, after_timer, inputs_queued=self._queued,
+                              inputs_drained=self._drained)  # fmt: skip
+        async with background(timers):
             while not (answers := self.pop_events()):
                 self.changed.clear()
                 await self.changed.wait()
         return answers[-1]
 
+    def _queued(self) -> int:
+        """Statuses waiting in the reader's buffer (0 without a reader)."""
+        hold = self.hold
+        return 0 if hold is None else hold.queued()
+
+    async def _drained(self) -> None:
+        """Return once the reader fed every status buffered (or stopped)."""
+        hold = self.hold
+        if hold is not None:
+            await hold.drained()
+
 
 async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
-    """Feed the status topic's messages to ``gatherer`` (subscribe ``conn`` first)."""
-    async for delivery in conn.messages():
-        try:
-            message = codec.decode(delivery.payload)
-        except RemoteProtocolError:
-            gatherer.refuse_undecodable()
-            continue
-        with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
-            gatherer.receive(message)
+    """Feed the status topic's messages to ``gatherer`` (subscribe ``conn`` first); while
+    this reads, the gatherer's deadlines are held on ``conn``'s buffer (a worker's status
+    that arrived in time is not judged missing because the coordinator was busy)."""
+    reader = asyncio.current_task()
+    assert reader is not None
+    gatherer.hold = InputHold(conn, reader)
+    try:
+        async for delivery in conn.messages():
+            try:
+                message = codec.decode(delivery.payload)
+            except RemoteProtocolError:
+                gatherer.refuse_undecodable()
+                continue
+            with contextlib.suppress(RemoteProtocolError):  # counted by the gatherer
+                gatherer.receive(message)
+    finally:
+        gatherer.hold = None
 
 
 class _Worker:

@@ -16,9 +16,14 @@ stage ends is decided here, on an injected clock (``now``):
 * The stage is ``complete`` once every member released, refused to spend
   (``BudgetRefused``) or departed.
 * ``await_releases(now, timeout)`` ends with ``ReleasesGathered`` once the stage is
-  complete (at once if it already is), or with ``ReleasesFailed`` at exactly
+  complete (at once if it already is, or at the deadline if the pump had not yet said
+  that the intake took the last release), or with ``ReleasesFailed`` at exactly
   ``now + timeout`` (``next_timer``/``handle_timer``) with the sentence "N release(s)
-  missing after T s: [...]" naming (the first ten of) the intake's missing devices.
+  missing after T s: [...]" naming (the first ten of) the intake's missing devices,
+  followed by "; M departed (last will): [...]" when devices that departed released
+  nothing (they are not awaited, so not missing; they were listed among the missing).
+  The pump holds a passed deadline while deliveries wait in its inbound buffer
+  (``broker.pump.InputHold``), so ``handle_timer`` judges only what was read.
 
 The same shape and events as the partitioned path's coordinator
 (``protocol.cadr_partition_link.ReleaseGatheringMachine``, which waits for partitions'
@@ -119,13 +124,25 @@ class DsrStage(Machine):
         return self._deadline
 
     def handle_timer(self, now: float) -> None:
-        """At the deadline, end the wait naming the devices whose release is missing."""
+        """At the deadline, end the wait: gathered if the stage is complete (the intake
+        took the last release and the pump has not yet said so: ``intake_changed`` comes
+        after the release's acknowledgement is published), else failed naming the devices
+        whose release is missing apart from those that departed."""
         if self._deadline is None or now < self._deadline:
             return
+        if self.complete:
+            self._end(ReleasesGathered())
+            return
         assert self.intake is not None  # a wait needs the intake
-        missing = self.intake.missing()
-        self._end(
-            ReleasesFailed(
-                f"{len(missing)} release(s) missing after {self.timeout:g} s: {missing[:10]}"
-            )
-        )
+        self._end(ReleasesFailed(self._missing_sentence(self.intake.missing())))
+
+    def _missing_sentence(self, unreleased: list[str]) -> str:
+        """ "N release(s) missing after T s: [...]", then "; M departed (last will): [...]"
+        when some of the unreleased devices departed (their release is not awaited: they
+        are not missing); the first ten of each."""
+        missing = [d for d in unreleased if d not in self.departed]
+        departed = [d for d in unreleased if d in self.departed]
+        sentence = f"{len(missing)} release(s) missing after {self.timeout:g} s: {missing[:10]}"
+        if departed:
+            sentence += f"; {len(departed)} departed (last will): {departed[:10]}"
+        return sentence
