@@ -95,6 +95,7 @@ from ldpfleet.collector.gcdp.evaluation import (
     window_means,
     window_span,
 )
+from ldpfleet.devices.sources import DecimalMarkError, SourceError, dropped_columns, load_table
 from ldpfleet.protocol.errors import ParameterError
 
 _window_span = window_span  # the name tests/unit/test_G_gcdp_window_span.py imports
@@ -435,36 +436,54 @@ class Prepared:
 # --- loaders --------------------------------------------------------------------------------
 
 
-def load_intel(directory: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def load_intel(
+    directory: str | Path, decimal: str = "."
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(temperature train, temperature test, humidity train, humidity test), motes x steps:
-    the comma-separated files ``intel{Temperature,Humidity}{Train,Test}.csv`` of
-    ``directory``. A missing or unreadable file, or a cell that is not a number, is a
-    ``ParameterError`` (field ``data``) naming the file (it was numpy's bare error)."""
+    the files ``intel{Temperature,Humidity}{Train,Test}.csv`` of ``directory``, one mote a
+    row and one step a column, no header. Read by the project's table reader
+    (``devices.sources.load_table``, as the CSV sources read a file): compressed data,
+    UTF-8 with or without a BOM, UTF-16, a trailing Ctrl-Z, commas, semicolons or tabs,
+    digits of any script; ``decimal`` ``","`` for numbers with a decimal comma. A missing
+    or unreadable file, a cell that is not a number (a gap, a word, an integer beyond
+    2**53) or a ragged row is a ``ParameterError`` (field ``data``) naming the file."""
     out = []
     for name in ("Temperature", "Humidity"):
         for part in ("Train", "Test"):
-            out.append(_intel_file(Path(directory) / f"intel{name}{part}.csv"))
+            out.append(_intel_file(Path(directory) / f"intel{name}{part}.csv", decimal))
     return out[0], out[1], out[2], out[3]
 
 
-def _intel_file(path: Path) -> np.ndarray:
-    """One Intel Lab matrix (motes x steps), or a refusal naming the file."""
+INTEL_SHAPE = "a table of numbers, one mote a row, one step a column"
+
+
+def _intel_file(path: Path, decimal: str = ".") -> np.ndarray:
+    """One Intel Lab matrix (motes x steps, a fresh writable array), or a refusal naming
+    the file."""
     try:
-        return np.loadtxt(path, delimiter=",", ndmin=2)
-    except OSError as error:  # missing, a folder, unreadable
+        _, matrix = load_table(str(path), header=False, decimal=decimal)
+        text = dropped_columns(str(path), header=False, decimal=decimal)
+    except DecimalMarkError:
+        raise  # names the file and the mark (field "decimal")
+    except SourceError as error:  # missing, a folder, not text, a bad cell, ragged
+        # a gap's advice is a scenario's [source] missing setting: not this loader's
+        reason = error.reason.split(": set source.missing")[0]
         raise ParameterError(
-            f"cannot read {path}: {error.strerror or error}",
-            field="data",
-            limit="a readable comma-separated file",
-            value=str(path),
-        ) from None
-    except ValueError as error:  # a word, a ragged row, not UTF-8
-        raise ParameterError(
-            f"{path.name}: {error} (a table of numbers, one mote a row, one step a column)",
+            f"{path.name}: {reason} ({INTEL_SHAPE})",
             field="data",
             limit="comma-separated numbers",
             value=str(path),
         ) from None
+    if text:  # a column whose first cell is not a number: dropped by the table reader
+        step, (cell, line, _) = next(iter(text.items()))
+        raise ParameterError(
+            f"{path.name}: non-numeric value {cell!r} in step column {step} at line {line} "
+            f"of {path} ({INTEL_SHAPE})",
+            field="data",
+            limit="comma-separated numbers",
+            value=str(path),
+        )
+    return np.array(matrix, dtype=np.float64)  # the reader's matrix is cached, read-only
 
 
 @dataclass(frozen=True)
