@@ -65,6 +65,7 @@ async def drive_timers(
     wake: asyncio.Event | None = None,
     inputs_queued: Callable[[], int] | None = None,
     inputs_drained: Callable[[], Awaitable[None]] | None = None,
+    max_hold: float | None = None,
 ) -> None:
     """Call ``machine.handle_timer`` at its deadlines until cancelled.
 
@@ -85,19 +86,28 @@ async def drive_timers(
     resumes with the check before any read, and judged the replies that reached its
     sockets meanwhile as missing (ego-Facebook with the collector stopped 60 s: "share
     stage: only 1929 of 4039 devices sent their shares", nothing queued at the check).
+    ``max_hold`` (seconds) bounds the hold: a deadline fires at most that long after it
+    passed, inputs queued or not, so a buffer that never empties (a flood of messages that
+    each cost the pump a round trip) cannot keep a wait open for ever (None: no bound).
     """
     loop = asyncio.get_running_loop()
     sockets_read = False  # since the deadline was found passed
+    held_out: float | None = None  # a deadline held for ``max_hold`` already
     while True:
         deadline = machine.next_timer()
         now = loop.time()
         if deadline is not None and deadline <= now:
-            if inputs_queued is not None and inputs_queued() > 0:
+            if inputs_queued is not None and deadline != held_out and inputs_queued() > 0:
                 # the pump reads them first (and may move the deadline)
-                if inputs_drained is not None:
-                    await inputs_drained()
-                else:
-                    await asyncio.sleep(HOLD_POLL)
+                until = None if max_hold is None else deadline + max_hold
+                try:
+                    async with asyncio.timeout_at(until):
+                        if inputs_drained is not None:
+                            await inputs_drained()
+                        else:
+                            await asyncio.sleep(HOLD_POLL)
+                except TimeoutError:
+                    held_out = deadline  # held ``max_hold``: it fires now, queued or not
                 sockets_read = False  # read again after the hold, before judging
                 continue
             if inputs_queued is not None and not sockets_read:

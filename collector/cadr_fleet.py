@@ -458,7 +458,8 @@ class _CadrRun:
         (driven on the loop's clock meanwhile). A passed deadline is held while deliveries
         wait in the inbound buffer (``broker.pump.InputHold``): a release or phase report
         that arrived in time is fed before the machine judges it missing, however busy the
-        process (docs/reliability.md, "Deadlines held on the buffer")."""
+        process, for at most ``stage_timeout`` past the deadline (docs/reliability.md,
+        "Timeouts: a run never hangs")."""
 
         async def after_timer() -> None:
             self.changed.set()
@@ -469,6 +470,9 @@ class _CadrRun:
             after_timer,
             inputs_queued=hold.queued if hold is not None else None,
             inputs_drained=hold.drained if hold is not None else None,
+            # at most one stage timeout late: a flood that keeps the buffer full cannot
+            # keep the stage open for ever
+            max_hold=self.stage_timeout,
         )
         async with background(timers):
             while not (answers := machine.pop_events()):

@@ -116,8 +116,9 @@ class ReleaseGatherer(ReleaseGatheringMachine):
             self.changed.set()
 
         # the hold is read at each check: the reader may start after the wait began
+        # at most one timeout late (the wait's: set before this is called)
         timers = drive_timers(self, after_timer, inputs_queued=self._queued,
-                              inputs_drained=self._drained)  # fmt: skip
+                              inputs_drained=self._drained, max_hold=self.timeout)  # fmt: skip
         async with background(timers):
             while not (answers := self.pop_events()):
                 self.changed.clear()

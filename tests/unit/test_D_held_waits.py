@@ -7,7 +7,8 @@ Planted bugs checked (each made a test here fail): ``ReleaseGatherer._answer`` w
 the hold (the two queued-status tests: "missing [2]", "1 partition(s) sent no
 releases"); ``InputHold.queued`` ignoring the reader's end (the stopped-reader test spins to
 its guard); ``DsrStage.handle_timer`` without the completeness check ("0 release(s)
-missing"); the sentence listing departed devices among the missing."""
+missing"); the sentence listing departed devices among the missing; ``drive_timers``
+ignoring ``max_hold`` (the bounded-hold test polls to its guard)."""
 
 from __future__ import annotations
 
@@ -161,6 +162,56 @@ def test_a_stopped_reader_releases_the_hold():
         return machine.fired
 
     assert VirtualTimeLoop.run(session()) == [2.0]
+
+
+def test_the_hold_is_bounded_by_max_hold():
+    """A buffer that never empties (a live reader always behind) holds the deadline at
+    most ``max_hold`` seconds: it fires at 1 s + 2 s, not never."""
+
+    class _Machine:
+        def __init__(self) -> None:
+            self.fired: list[float] = []
+
+        def next_timer(self) -> float | None:
+            return None if self.fired else 1.0
+
+        def handle_timer(self, now: float) -> None:
+            self.fired.append(now)
+
+    class _Flooded:
+        asked = 0
+
+        def pending(self) -> int:
+            self.asked += 1  # the guard: an unbounded hold polls for ever
+            if self.asked > 10_000:
+                raise AssertionError("the hold is not bounded")
+            return 1
+
+    async def session() -> list[float]:
+        reader = asyncio.create_task(asyncio.sleep(3600.0))  # alive throughout
+        hold = InputHold(_Flooded(), reader)
+        machine = _Machine()
+        fired = asyncio.Event()
+
+        async def after_timer() -> None:
+            fired.set()
+
+        timers = asyncio.create_task(
+            drive_timers(
+                machine, after_timer, inputs_queued=hold.queued, inputs_drained=hold.drained,
+                max_hold=2.0,
+            )
+        )  # fmt: skip
+        waiting = asyncio.create_task(fired.wait())
+        await asyncio.wait((waiting, timers), return_when=asyncio.FIRST_COMPLETED)
+        for task in (waiting, timers, reader):
+            task.cancel()
+        (outcome,) = await asyncio.gather(timers, return_exceptions=True)
+        if isinstance(outcome, AssertionError):
+            raise outcome
+        return machine.fired
+
+    assert VirtualTimeLoop.run(session()) == [pytest.approx(3.0)]
 
 
 MEMBERS = ["n0", "n1", "n2", "n3"]
