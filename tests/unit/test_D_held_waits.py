@@ -113,84 +113,42 @@ def test_final_chunks_queued_when_the_release_wait_passes_are_counted():
     assert ended == pytest.approx(3.0)
 
 
-def test_a_stopped_reader_releases_the_hold():
-    """A reader that stopped (its connection lost) leaves deliveries nobody will feed: the
-    deadline fires at once instead of waiting for ever."""
+class _OneDeadline:
+    """A machine with one deadline at t = 1 s; records when it fired."""
 
-    class _Machine:
-        def __init__(self) -> None:
-            self.fired: list[float] = []
+    def __init__(self) -> None:
+        self.fired: list[float] = []
 
-        def next_timer(self) -> float | None:
-            return None if self.fired else 1.0
+    def next_timer(self) -> float | None:
+        return None if self.fired else 1.0
 
-        def handle_timer(self, now: float) -> None:
-            self.fired.append(now)
-
-    class _Stuck:
-        asked = 0
-
-        def pending(self) -> int:
-            # never fed; the guard: a hold that outlives its reader spins without the loop
-            # idling (virtual time stands still), so it is cut off by this count
-            self.asked += 1
-            if self.asked > 10_000:
-                raise AssertionError("the hold outlived its reader")
-            return 5
-
-    async def session() -> list[float]:
-        reader = asyncio.create_task(asyncio.sleep(2.0))  # stops at t = 2 s
-        hold = InputHold(_Stuck(), reader)
-        machine = _Machine()
-        fired = asyncio.Event()
-
-        async def after_timer() -> None:
-            fired.set()
-
-        timers = asyncio.create_task(
-            drive_timers(
-                machine, after_timer, inputs_queued=hold.queued, inputs_drained=hold.drained
-            )
-        )
-        waiting = asyncio.create_task(fired.wait())
-        await asyncio.wait((waiting, timers), return_when=asyncio.FIRST_COMPLETED)
-        for task in (waiting, timers):
-            task.cancel()
-        (outcome,) = await asyncio.gather(timers, return_exceptions=True)
-        if isinstance(outcome, AssertionError):
-            raise outcome
-        return machine.fired
-
-    assert VirtualTimeLoop.run(session()) == [2.0]
+    def handle_timer(self, now: float) -> None:
+        self.fired.append(now)
 
 
-def test_the_hold_is_bounded_by_max_hold():
-    """A buffer that never empties (a live reader always behind) holds the deadline at
-    most ``max_hold`` seconds: it fires at 1 s + 2 s, not never."""
+class _NeverEmpty:
+    """A buffer that always holds ``queued`` deliveries. The guard: a hold that never
+    ends polls (or spins: virtual time stands still) for ever, so it is cut off by a
+    count of the checks."""
 
-    class _Machine:
-        def __init__(self) -> None:
-            self.fired: list[float] = []
+    def __init__(self, queued: int) -> None:
+        self.queued, self.asked = queued, 0
 
-        def next_timer(self) -> float | None:
-            return None if self.fired else 1.0
+    def pending(self) -> int:
+        self.asked += 1
+        if self.asked > 10_000:
+            raise AssertionError("the hold never ended")
+        return self.queued
 
-        def handle_timer(self, now: float) -> None:
-            self.fired.append(now)
 
-    class _Flooded:
-        asked = 0
-
-        def pending(self) -> int:
-            self.asked += 1  # the guard: an unbounded hold polls for ever
-            if self.asked > 10_000:
-                raise AssertionError("the hold is not bounded")
-            return 1
+def _fired_at(reader_seconds: float, queued: int, max_hold: float | None) -> list[float]:
+    """When ``_OneDeadline`` fires under a hold on ``_NeverEmpty(queued)`` whose reader
+    stops after ``reader_seconds``."""
 
     async def session() -> list[float]:
-        reader = asyncio.create_task(asyncio.sleep(3600.0))  # alive throughout
-        hold = InputHold(_Flooded(), reader)
-        machine = _Machine()
+        reader = asyncio.create_task(asyncio.sleep(reader_seconds))
+        hold = InputHold(_NeverEmpty(queued), reader)
+        machine = _OneDeadline()
         fired = asyncio.Event()
 
         async def after_timer() -> None:
@@ -199,7 +157,7 @@ def test_the_hold_is_bounded_by_max_hold():
         timers = asyncio.create_task(
             drive_timers(
                 machine, after_timer, inputs_queued=hold.queued, inputs_drained=hold.drained,
-                max_hold=2.0,
+                max_hold=max_hold,
             )
         )  # fmt: skip
         waiting = asyncio.create_task(fired.wait())
@@ -211,7 +169,19 @@ def test_the_hold_is_bounded_by_max_hold():
             raise outcome
         return machine.fired
 
-    assert VirtualTimeLoop.run(session()) == [pytest.approx(3.0)]
+    return VirtualTimeLoop.run(session())
+
+
+def test_a_stopped_reader_releases_the_hold():
+    """A reader that stopped (its connection lost) leaves deliveries nobody will feed: the
+    deadline fires once it stopped (t = 2 s) instead of waiting for ever."""
+    assert _fired_at(2.0, 5, max_hold=None) == [2.0]
+
+
+def test_the_hold_is_bounded_by_max_hold():
+    """A buffer that never empties (a live reader always behind) holds the deadline at
+    most ``max_hold`` seconds: it fires at 1 s + 2 s, not never."""
+    assert _fired_at(3600.0, 1, max_hold=2.0) == [pytest.approx(3.0)]
 
 
 MEMBERS = ["n0", "n1", "n2", "n3"]
