@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from ldpfleet.broker.transport import Connection
 from ldpfleet.protocol import codec
-from ldpfleet.protocol.events import Machine, Outbound
+from ldpfleet.protocol.events import Event, Machine, Outbound
 
 
 async def publish_outbound(conn: Connection, machine: Machine) -> int:
@@ -160,6 +160,40 @@ class InputHold:
             await asyncio.wait((waiter, self.reader), return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
+
+
+async def answer_of(
+    machine: Machine,
+    changed: asyncio.Event,
+    hold: Callable[[], InputHold | None],
+    max_hold: float | None,
+) -> Event:
+    """The answer of ``machine``'s pending wait (its last event, once it has any): an
+    input ended it (the pump sets ``changed`` after each one it fed) or its deadline,
+    driven meanwhile by ``drive_timers`` and held while ``hold()`` reports inputs queued,
+    at most ``max_hold`` seconds past it. ``hold`` is read at each check: the reader may
+    start after the wait began, and stop before it ends (None: nothing to hold on)."""
+
+    async def after_timer() -> None:
+        changed.set()
+
+    def queued() -> int:
+        current = hold()
+        return 0 if current is None else current.queued()
+
+    async def drained() -> None:
+        current = hold()
+        if current is not None:
+            await current.drained()
+
+    timers = drive_timers(
+        machine, after_timer, inputs_queued=queued, inputs_drained=drained, max_hold=max_hold
+    )
+    async with background(timers):
+        while not (answers := machine.pop_events()):
+            changed.clear()
+            await changed.wait()
+    return answers[-1]
 
 
 async def _sockets_read() -> None:

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import InputHold, background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import InputHold, answer_of, background, publish_outbound
 from ldpfleet.broker.transport import Connection, Delivery, Transport
 from ldpfleet.collector.degree_postprocess import (
     SearchCounts,
@@ -461,24 +461,9 @@ class _CadrRun:
         process, for at most ``stage_timeout`` past the deadline (docs/reliability.md,
         "Timeouts: a run never hangs")."""
 
-        async def after_timer() -> None:
-            self.changed.set()
-
-        hold = self.hold
-        timers = drive_timers(
-            machine,
-            after_timer,
-            inputs_queued=hold.queued if hold is not None else None,
-            inputs_drained=hold.drained if hold is not None else None,
-            # at most one stage timeout late: a flood that keeps the buffer full cannot
-            # keep the stage open for ever
-            max_hold=self.stage_timeout,
-        )
-        async with background(timers):
-            while not (answers := machine.pop_events()):
-                self.changed.clear()
-                await self.changed.wait()
-        return answers[-1]
+        # at most one stage timeout late: a flood that keeps the buffer full cannot keep
+        # the stage open for ever
+        return await answer_of(machine, self.changed, lambda: self.hold, self.stage_timeout)
 
     def local_releases(self) -> GatheredReleases:
         """What the local intake gathered."""

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import InputHold, background, drive_timers, publish_outbound
+from ldpfleet.broker.pump import InputHold, answer_of, drive_timers, publish_outbound
 from ldpfleet.broker.transport import Connection, Transport
 from ldpfleet.collector.cadr_fleet import CadrFailed, GatheredReleases
 from ldpfleet.collector.store import ReportStore
@@ -112,29 +112,8 @@ class ReleaseGatherer(ReleaseGatheringMachine):
     async def _answer(self) -> Event:
         """The machine's answer to the pending wait: a message ended it, or its deadline."""
 
-        async def after_timer() -> None:
-            self.changed.set()
-
-        # the hold is read at each check: the reader may start after the wait began
         # at most one timeout late (the wait's: set before this is called)
-        timers = drive_timers(self, after_timer, inputs_queued=self._queued,
-                              inputs_drained=self._drained, max_hold=self.timeout)  # fmt: skip
-        async with background(timers):
-            while not (answers := self.pop_events()):
-                self.changed.clear()
-                await self.changed.wait()
-        return answers[-1]
-
-    def _queued(self) -> int:
-        """Statuses waiting in the reader's buffer (0 without a reader)."""
-        hold = self.hold
-        return 0 if hold is None else hold.queued()
-
-    async def _drained(self) -> None:
-        """Return once the reader fed every status buffered (or stopped)."""
-        hold = self.hold
-        if hold is not None:
-            await hold.drained()
+        return await answer_of(self, self.changed, lambda: self.hold, self.timeout)
 
 
 async def listen_to_workers(conn: Connection, gatherer: ReleaseGatherer) -> None:
