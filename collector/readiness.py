@@ -18,7 +18,7 @@ import contextvars
 from collections.abc import Callable, Sequence
 
 from ldpfleet.broker.fanin import fan_in
-from ldpfleet.broker.pump import background, drive_timers
+from ldpfleet.broker.pump import InputHold, background, drive_timers
 from ldpfleet.broker.transport import Transport
 from ldpfleet.protocol import codec, topics
 from ldpfleet.protocol.errors import RemoteProtocolError
@@ -77,6 +77,7 @@ async def await_devices(
             run=run,
             counted_in=barrier,
             after_delivery=tell_listener,
+            max_hold=timeout,  # a hello that arrived in time counts, at most this late
         )
     if isinstance(outcome, JoinDeadlinePassed):
         raise DevicesMissing(outcome.sentence, outcome.missing)
@@ -91,10 +92,13 @@ async def pump_until_decided(
     run: str,
     counted_in: ReadinessBarrier,
     after_delivery: Callable[[], None] | None = None,
+    max_hold: float | None = None,
 ):
     """Feed ``inbound``'s readiness deliveries to ``machine`` (``receive(topic, message,
     now)``; an undecodable one is dropped and counted in ``counted_in.refused``) and wake
-    it at its deadlines (``broker.pump.drive_timers``) until it emits an event of a
+    it at its deadlines (``broker.pump.drive_timers``; with ``max_hold``, a passed one is
+    held while deliveries wait in ``inbound``'s buffer, at most ``max_hold`` seconds:
+    ``broker.pump.InputHold``) until it emits an event of a
     ``decisive`` type. The one pump of ``await_devices`` (a ``ReadinessBarrier``) and
     ``collector.stage_opening.open_stage`` (a ``StageOpening``); the caller starts the
     machine first.
@@ -136,5 +140,16 @@ async def pump_until_decided(
         if not decided.done():
             decided.set_exception(ConnectionError(f"run {run}: the readiness inbox closed"))
 
-    async with background(consume()), background(drive_timers(machine, after_timer)):
-        return await decided
+    # a passed deadline is held while deliveries wait in ``inbound``'s buffer: a device's
+    # hello that arrived in time is not judged missing because the process was busy
+    async with background(consume()) as reader:
+        hold = InputHold(inbound, reader) if max_hold is not None else None
+        timers = drive_timers(
+            machine,
+            after_timer,
+            inputs_queued=hold.queued if hold is not None else None,
+            inputs_drained=hold.drained if hold is not None else None,
+            max_hold=max_hold,
+        )
+        async with background(timers):
+            return await decided
