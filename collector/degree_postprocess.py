@@ -180,7 +180,6 @@ __all__ = [
     "PER_NODE_FREE_SHAPE",
     "PER_NODE_FREE_SHAPE_ITERATIONS",
     "PER_NODE_TAIL_FLOOR",
-    "PER_NODE_TAIL_FLOOR_ABOVE_TOP",
     "PROJECTION_RATIO_MIN",
     "SIGNAL_RATIO_MIN",
     "UNIMODAL_RATIO_MAX",
@@ -272,15 +271,6 @@ PER_NODE_FREE_SHAPE_ITERATIONS = 10
 # -0.039 %, cells above the constant median 4 -> 2; on since 2026-12-06). None: off (the
 # plain projection)
 PER_NODE_TAIL_FLOOR: tuple[float, float] | None = (2.0, 0.1)
-# the floor above the top significant bucket only (``top_significant_bucket`` of the histogram's
-# reading: a scan up from the densest bucket at MODE_Z noise sds, gap-corrected): a weak bucket
-# BELOW a significant one is kept. Why: the floor takes a weak bucket alone, so a lone noise
-# spike far above (plc-400 at ε = 5: 30 devices, 5 sds, in (149, 191] where no degree lies)
-# kept its mass while the real tail's weak buckets between (2-9 devices each) were floored; the
-# devices at the cap θ were then released at the spike's degrees (MAE 11.49 against the
-# constant median's 5.15; 4.93 without the floor). Opt-in (helper E5, issue 20; docs/
-# preregistration/E5-floor-above-top.md)
-PER_NODE_TAIL_FLOOR_ABOVE_TOP = False
 
 
 def _released(values: object) -> np.ndarray:
@@ -459,44 +449,25 @@ def unimodal_degree_prior(
         bucket_sums, thresholds, degree_bound, devices, eps_theta, parties
     )
     if count_signal_ratio(n, sums.size, eps, m) >= UNIMODAL_RATIO_MAX:
-        sd = noise_sd(eps, n, m)
-        keep = _top_significant(sums, sd) if PER_NODE_TAIL_FLOOR_ABOVE_TOP else None
-        floored = tail_floored(sums, sd, PER_NODE_TAIL_FLOOR, keep_through=keep)
+        floored = tail_floored(sums, noise_sd(eps, n, m), PER_NODE_TAIL_FLOOR)
         return _spread(simplex_projection(floored, n), ts, d, True)
     sd = noise_sd(eps, n, m)
     counts, _ = unimodal_tail_counts(sums, _bucket_widths(ts, d), n, sd, mode_z=MODE_Z)
     return _spread(counts, ts, d, True)
 
 
-def tail_floored(
-    sums: np.ndarray,
-    sd: float,
-    rule: tuple[float, float] | None,
-    *,
-    keep_through: int | None = None,
-) -> np.ndarray:
+def tail_floored(sums: np.ndarray, sd: float, rule: tuple[float, float] | None) -> np.ndarray:
     """``PER_NODE_TAIL_FLOOR``'s step: with ``rule = (z, floor)``, a copy of the noisy
     bucket ``sums`` where every bucket above the densest one whose sum is below ``z`` noise
     sds (``sd``) holds ``floor`` instead (support kept for the hubs, almost no mass); the
-    sums themselves when ``rule`` is None. ``keep_through`` (``PER_NODE_TAIL_FLOOR_ABOVE_
-    TOP``): buckets up to this index are kept too, only those above it may be floored.
-    Post-processing: no budget."""
+    sums themselves when ``rule`` is None. Post-processing: no budget."""
     if rule is None:
         return sums
     z, floor = rule
     out = np.array(sums, dtype=float)
-    start = int(np.argmax(out)) if keep_through is None else max(int(np.argmax(out)), keep_through)
-    tail = np.arange(out.size) > start
+    tail = np.arange(out.size) > int(np.argmax(out))
     out[tail & (out < z * sd)] = floor
     return out
-
-
-def _top_significant(sums: np.ndarray, sd: float) -> int | None:
-    """The top significant bucket of the noisy ``sums`` (``collector.bucket_isotonic.
-    top_significant_bucket`` at ``MODE_Z``, gap-corrected: the histogram's reading's)."""
-    from ldpfleet.collector.bucket_isotonic import top_significant_bucket
-
-    return top_significant_bucket(sums, sd, mode_z=MODE_Z, gap_corrected=True)
 
 
 def _bucket_widths(ts: list[int], d: int) -> np.ndarray:

@@ -14,6 +14,7 @@ median. A cell is "above" when its mean MAE is above the median's (by > 1e-9).
     python scripts/E5_heldout_graphs.py causes /tmp/E5/dec.jsonl
     nice -n 5 python scripts/E5_heldout_graphs.py spikes /tmp/E5/spikes.jsonl
     nice -n 5 python scripts/E5_heldout_graphs.py arms OUT.jsonl [--set fresh] [--seeds 10,11,12]
+        # arms needs docs/preregistration/E5-floor-above-top.diff applied (the rule FAILED)
     python scripts/E5_heldout_graphs.py compare OUT.jsonl    # PER_NODE_TAIL_FLOOR_ABOVE_TOP
 
 ``run --set fresh`` builds the same families from graph seeds 72001.. (a pre-registered
@@ -365,6 +366,8 @@ def arms_run(graph, eps, seed):
     import ldpfleet.collector.cadr_reference as cr
     import ldpfleet.collector.degree_postprocess as dp
 
+    if not hasattr(dp, "PER_NODE_TAIL_FLOOR_ABOVE_TOP"):
+        raise SystemExit("arms: git apply docs/preregistration/E5-floor-above-top.diff first")
     seen = {}
     original = cr._release_scores
 
